@@ -1,0 +1,1 @@
+"""kopt engine: a library with no UI imports that owns all state and side effects."""

@@ -1,0 +1,356 @@
+"""kopt.toml: the schema, its defaults, and validation with errors that name the key at fault.
+
+Each section is a frozen dataclass; the field's type and default are the schema. Loading
+walks the TOML tables, rejects unknown keys (with a "did you mean" hint: a typo must never
+silently change a run), checks every value's type and range, and parses every expression
+once so that a bad one is reported at `kopt init`, not hours into a run.
+
+Pure: reads a file or a string, returns a `Config`. No side effects.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import tomllib
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from engine import expr
+from engine.errors import BadInput
+
+
+@dataclass(frozen=True)
+class TargetConfig:
+    bench: str = ""
+    """The fixed benchmark command, run with the worktree as working directory."""
+    csv: str = "-"
+    """Where the bench writes its CSV: a glob relative to the worktree (newest file written
+    during this run wins), or "-" for the bench's stdout."""
+    metric: str = ""
+    """The per-row metric column (latency by default)."""
+    direction: str = "min"
+    """"min" (latency) or "max" (throughput)."""
+    correct: str = ""
+    """A row passes when this expression holds, e.g. "err_x == 0". Empty: only the
+    NaN/Inf/missing-metric checks apply."""
+    config: list[str] | None = None
+    """The config columns; default: every column not used by metric, correct or ignore."""
+    class_by: list[str] | None = None
+    """Columns that form a config class; default: all config columns."""
+    ignore: list[str] = field(default_factory=list)
+    """Columns that are neither config nor metric (extra statistics the bench prints)."""
+    production: str = ""
+    """Rows that are production workloads (for geomean and the roofline stop); default all."""
+    protected: list[str] = field(default_factory=list)
+    """Globs of files a candidate must not change (the bench, its data, the harness)."""
+    sources: list[str] = field(default_factory=list)
+    """Globs of files the bench reads; `kopt init` refuses uncommitted changes in them.
+    Default: every tracked file."""
+    timeout_s: float = 900.0
+    ab_command: str = ""
+    """Optional: one command that times best and candidate interleaved in one process.
+    Placeholders {best} and {cand} are the two worktrees' paths."""
+    env: dict[str, str] = field(default_factory=dict)
+    """Extra environment for the bench and the proposer."""
+
+
+@dataclass(frozen=True)
+class DecideConfig:
+    confidence: float = 0.99
+    min_effect_pct: float = 1.0
+    min_rounds: int = 3
+    max_rounds: int = 12
+    budget_gpu_s: float = 1800.0
+    """Upper bound on benchmark seconds spent on one decision (both sides together)."""
+    max_other_regression_pct: float = 1.0
+    suspicious_speedup: float = 3.0
+    """A candidate more than this many times faster in any class goes to review."""
+    review_timeout_s: float = 1800.0
+    review_default: str = "reject"
+    two_in_a_row: bool = False
+    """Reference policy: a same-direction sub-threshold gain seen twice in a row keeps."""
+    verify_after_format: bool = True
+    """Re-run the decision on the formatted tree before the keep commit."""
+
+
+@dataclass(frozen=True)
+class GpuConfig:
+    vendor: str = "auto"
+    """"auto", "nvidia", "amd", or "none" (CPU-only target)."""
+    devices: list[int] = field(default_factory=list)
+    """GPU indices kopt may use; empty: all."""
+    util_max_pct: float = 10.0
+    mem_used_max_mib: float = 2048.0
+    mem_growth_max_mib: float = 64.0
+    samples: int = 3
+    sample_interval_s: float = 1.0
+    wait_s: float = 600.0
+    wait_max_s: float = 3600.0
+
+
+@dataclass(frozen=True)
+class ProfileConfig:
+    kind: str = "auto"
+    """"auto", "ncu", "rocprofv3" or "none"."""
+    kernel: str = ""
+    """Regex of the target kernels' names; empty: every kernel."""
+    command: str = ""
+    """Command to profile; default: the bench."""
+    timeout_s: float = 1800.0
+    agree_margin_pct: float = 1.0
+    """Bench and profiler disagree when the profiler's change has the other sign beyond this."""
+
+
+@dataclass(frozen=True)
+class FormatConfig:
+    command: str = ""
+    """Run in cand/ before every keep commit, e.g. "ruff format ."."""
+    timeout_s: float = 300.0
+
+
+@dataclass(frozen=True)
+class TuneConfig:
+    params: str = ""
+    """The params file the tune proposer edits (JSON), relative to the repo root."""
+    space: dict[str, list[Any]] = field(default_factory=dict)
+    """Parameter name -> the values to try."""
+    per_class: bool = False
+    """Tune each config class's entry of the params file on its own (class-targeted)."""
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class ProposeConfig:
+    kind: str = "manual"
+    """"manual", "command" or "tune"."""
+    command: str = ""
+    """The agent command for kind = "command"; {prompt}, {plan}, {worktree} are filled in."""
+    timeout_s: float = 3600.0
+    repair_attempts: int = 3
+    tune: TuneConfig = field(default_factory=TuneConfig)
+
+
+@dataclass(frozen=True)
+class StopConfig:
+    consecutive_regressions: int = 5
+    consecutive_failures: int = 10
+    """Stop after this many failed proposals in a row (a broken proposer)."""
+    max_iters: int = 0
+    """0: no limit."""
+    max_hours: float = 0.0
+    """0: no limit."""
+    target_pct_of_peak: float = 90.0
+
+
+@dataclass(frozen=True)
+class RooflineConfig:
+    flops: str = ""
+    """Expression over config columns: useful FLOPs per call."""
+    bytes: str = ""
+    """Expression over config columns: the fewest bytes per call (inputs read once,
+    outputs written once)."""
+    specs: str = ""
+    """A spec wiki folder; default: the one shipped in docs/gpu-wiki."""
+    gpu: str = ""
+    """The GPU's spec page name; default: detected from the GPU's name."""
+    peak_flops_metric: str = "bf16_dense_tflops"
+    unit_scale: float = 1e-6
+    """Seconds per unit of the metric (1e-6 for microseconds)."""
+
+
+@dataclass(frozen=True)
+class Config:
+    target: TargetConfig = field(default_factory=TargetConfig)
+    decide: DecideConfig = field(default_factory=DecideConfig)
+    gpu: GpuConfig = field(default_factory=GpuConfig)
+    profile: ProfileConfig = field(default_factory=ProfileConfig)
+    format: FormatConfig = field(default_factory=FormatConfig)
+    propose: ProposeConfig = field(default_factory=ProposeConfig)
+    stop: StopConfig = field(default_factory=StopConfig)
+    roofline: RooflineConfig = field(default_factory=RooflineConfig)
+
+    def replace(self, section: str, **changes: Any) -> Config:
+        """A copy with some keys of one section changed (CLI overrides)."""
+        return dataclasses.replace(self, **{section: dataclasses.replace(getattr(self, section), **changes)})
+
+
+# ---------------------------------------------------------------------------------------
+# Loading
+
+
+def load(path: str | Path) -> Config:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise BadInput(f"{path}: cannot read: {exc.strerror}") from None
+    return loads(text, source=str(path))
+
+
+def loads(text: str, *, source: str = "kopt.toml") -> Config:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise BadInput(f"{source}: not valid TOML: {exc}") from None
+    cfg = _build(Config, data, source, "")
+    validate(cfg, source)
+    return cfg
+
+
+def _build(cls: type, data: Any, source: str, where: str) -> Any:
+    if not isinstance(data, dict):
+        raise BadInput(f"{source}: [{where}] must be a table")
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    hints = typing.get_type_hints(cls)
+    kwargs: dict[str, Any] = {}
+    for key, value in data.items():
+        dotted = f"{where}.{key}" if where else key
+        if key not in fields:
+            hint = difflib.get_close_matches(key, fields, n=1)
+            more = f" (did you mean {hint[0]!r}?)" if hint else f" (known: {', '.join(fields)})"
+            raise BadInput(f"{source}: unknown key {_show(dotted)}{more}")
+        typ = hints[key]
+        if dataclasses.is_dataclass(typ):
+            kwargs[key] = _build(typ, value, source, dotted)
+        else:
+            kwargs[key] = _coerce(value, typ, source, dotted)
+    return cls(**kwargs)
+
+
+def _show(dotted: str) -> str:
+    section, _, key = dotted.rpartition(".")
+    return f"[{section}].{key}" if section else key
+
+
+def _coerce(value: Any, typ: Any, source: str, dotted: str) -> Any:
+    origin = typing.get_origin(typ)
+    args = typing.get_args(typ)
+    if origin in (types.UnionType, typing.Union):
+        inner = [a for a in args if a is not type(None)]
+        return _coerce(value, inner[0], source, dotted)
+    bad = BadInput(f"{source}: {_show(dotted)} must be {_type_name(typ)}, not {value!r}")
+    if typ is bool:
+        if not isinstance(value, bool):
+            raise bad
+        return value
+    if typ is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise bad
+        return value
+    if typ is float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise bad
+        return float(value)
+    if typ is str:
+        if not isinstance(value, str):
+            raise bad
+        return value
+    if origin is list:
+        if not isinstance(value, list):
+            raise bad
+        (item,) = args
+        return [_coerce(v, item, source, f"{dotted}[{i}]") for i, v in enumerate(value)]
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise bad
+        _, item = args
+        return {str(k): _coerce(v, item, source, f"{dotted}.{k}") for k, v in value.items()}
+    if typ is Any:
+        return value
+    raise bad  # pragma: no cover - a schema type this function does not know
+
+
+def _type_name(typ: Any) -> str:
+    origin = typing.get_origin(typ)
+    if origin is list:
+        return "a list"
+    if origin is dict:
+        return "a table"
+    if origin in (types.UnionType, typing.Union):
+        return _type_name([a for a in typing.get_args(typ) if a is not type(None)][0])
+    return {bool: "true or false", int: "an integer", float: "a number", str: "a string"}.get(
+        typ, str(typ)
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# Validation of values (ranges, choices, expressions)
+
+
+def validate(cfg: Config, source: str = "kopt.toml") -> None:
+    def need(ok: bool, key: str, msg: str) -> None:
+        if not ok:
+            raise BadInput(f"{source}: {key} {msg}")
+
+    t = cfg.target
+    need(bool(t.bench.strip()), "[target].bench", "is required (the fixed benchmark command)")
+    need(bool(t.metric.strip()), "[target].metric", "is required (the CSV column to optimise)")
+    need(t.direction in ("min", "max"), "[target].direction", f'must be "min" or "max", not {t.direction!r}')
+    need(t.timeout_s > 0, "[target].timeout_s", "must be > 0")
+    for key in ("correct", "production"):
+        if getattr(t, key):
+            expr.parse(getattr(t, key), where=f"{source}: [target].{key}")
+    if t.ab_command:
+        need("{best}" in t.ab_command and "{cand}" in t.ab_command, "[target].ab_command",
+             "must contain both {best} and {cand}")
+
+    d = cfg.decide
+    need(0.5 < d.confidence < 1, "[decide].confidence", f"must be between 0.5 and 1, not {d.confidence}")
+    need(d.min_effect_pct > 0, "[decide].min_effect_pct", "must be > 0")
+    need(d.min_rounds >= 2, "[decide].min_rounds", "must be at least 2 (a paired test needs two rounds)")
+    need(d.max_rounds >= d.min_rounds, "[decide].max_rounds", "must be >= [decide].min_rounds")
+    need(d.budget_gpu_s > 0, "[decide].budget_gpu_s", "must be > 0")
+    need(d.max_other_regression_pct >= 0, "[decide].max_other_regression_pct", "must be >= 0")
+    need(d.suspicious_speedup > 1, "[decide].suspicious_speedup", "must be > 1")
+    need(d.review_timeout_s >= 0, "[decide].review_timeout_s", "must be >= 0")
+    need(d.review_default in ("reject", "accept"), "[decide].review_default", 'must be "reject" or "accept"')
+
+    g = cfg.gpu
+    need(g.vendor in ("auto", "nvidia", "amd", "none"), "[gpu].vendor",
+         f'must be "auto", "nvidia", "amd" or "none", not {g.vendor!r}')
+    need(0 <= g.util_max_pct <= 100, "[gpu].util_max_pct", "must be between 0 and 100")
+    need(g.samples >= 1, "[gpu].samples", "must be >= 1")
+    need(g.sample_interval_s >= 0, "[gpu].sample_interval_s", "must be >= 0")
+    need(g.wait_s > 0, "[gpu].wait_s", "must be > 0")
+    need(g.wait_max_s >= 0, "[gpu].wait_max_s", "must be >= 0")
+
+    p = cfg.profile
+    need(p.kind in ("auto", "ncu", "rocprofv3", "none"), "[profile].kind",
+         f'must be "auto", "ncu", "rocprofv3" or "none", not {p.kind!r}')
+    if p.kernel:
+        import re
+
+        try:
+            re.compile(p.kernel)
+        except re.error as exc:
+            raise BadInput(f"{source}: [profile].kernel is not a valid regex: {exc}") from None
+
+    pr = cfg.propose
+    need(pr.kind in ("manual", "command", "tune"), "[propose].kind",
+         f'must be "manual", "command" or "tune", not {pr.kind!r}')
+    need(pr.kind != "command" or bool(pr.command.strip()), "[propose].command",
+         'is required when [propose].kind = "command"')
+    need(pr.timeout_s > 0, "[propose].timeout_s", "must be > 0")
+    need(0 <= pr.repair_attempts <= 10, "[propose].repair_attempts", "must be between 0 and 10")
+    if pr.kind == "tune":
+        need(bool(pr.tune.params), "[propose.tune].params", 'is required when [propose].kind = "tune"')
+        need(bool(pr.tune.space), "[propose.tune].space", 'is required when [propose].kind = "tune"')
+    for name, values in pr.tune.space.items():
+        need(len(values) > 0, f"[propose.tune].space.{name}", "must list at least one value")
+
+    s = cfg.stop
+    need(s.consecutive_regressions >= 1, "[stop].consecutive_regressions", "must be >= 1")
+    need(s.consecutive_failures >= 1, "[stop].consecutive_failures", "must be >= 1")
+    need(s.max_iters >= 0, "[stop].max_iters", "must be >= 0")
+    need(s.max_hours >= 0, "[stop].max_hours", "must be >= 0")
+    need(0 < s.target_pct_of_peak <= 100, "[stop].target_pct_of_peak", "must be in (0, 100]")
+
+    r = cfg.roofline
+    for key in ("flops", "bytes"):
+        if getattr(r, key):
+            expr.parse(getattr(r, key), where=f"{source}: [roofline].{key}")
+    need(r.unit_scale > 0, "[roofline].unit_scale", "must be > 0")

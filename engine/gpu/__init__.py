@@ -1,0 +1,5 @@
+"""GPU backends and the idle gate (DESIGN.md §1, §6, §10)."""
+
+from engine.gpu.base import NA, Backend, GpuProcess, GpuState, is_na
+
+__all__ = ["NA", "Backend", "GpuProcess", "GpuState", "is_na"]

@@ -1,0 +1,1 @@
+"""Bundled optimization targets (baseline/ + solution/ + bench) and the timing harness."""

@@ -1,0 +1,1 @@
+"""kopt front door: the `kopt` command line and the Textual app; a pure client of `engine`."""
