@@ -126,3 +126,17 @@ class Gate:
 def _busyness(a: Assessment) -> tuple[float, float]:
     g = a.gpu
     return (0.0 if is_na(g.util_pct) else g.util_pct, 0.0 if is_na(g.mem_used_mib) else g.mem_used_mib)
+
+
+def round_flags(before: dict[str, Any] | None, after: dict[str, Any] | None) -> list[str]:
+    """Why a timed step may be disturbed, from the chosen GPU's state before and after it."""
+    if not before or not after:
+        return []
+    flags = []
+    if after.get("throttle"):
+        flags.append("throttle: " + ",".join(after["throttle"]))
+    pids_before = {p["pid"] for p in before.get("processes") or []}
+    new = [p for p in after.get("processes") or [] if p["pid"] not in pids_before]
+    if new:
+        flags.append("new process on the GPU: " + ", ".join(f"{p['pid']} {p.get('name')}" for p in new))
+    return flags
