@@ -152,3 +152,62 @@ def _apply_offline(ws: Workspace, kind: str, args: dict[str, Any], source: str) 
         if store.get("state") in LIVE_STATES:
             store.set_many({"state": "stopped", "stop_reason": "stopped by the engineer (the engine was not running)"})
         return "no engine is running; the run is stopped"
+
+
+class RunReader:
+    """A read-only view of one run for the TUI: cheap queries, no engine side effects."""
+
+    def __init__(self, ws: Workspace) -> None:
+        self.ws = ws.require()
+        self.store = Store(ws.db_path, readonly=True)
+
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> RunReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def meta(self) -> dict[str, Any]:
+        return self.store.meta()
+
+    def data_version(self) -> int:
+        """Changes whenever another connection commits (SQLite's PRAGMA data_version): a
+        client polls this and re-reads only when it moved."""
+        return int(self.store.db.execute("PRAGMA data_version").fetchone()[0])
+
+    def iterations(self, since: int = 0) -> list[Iteration]:
+        return self.store.iterations(since=since)
+
+    def iteration(self, version: int) -> Iteration | None:
+        return self.store.iteration(version)
+
+    def events(self, since_id: int = 0, version: int | None = None, limit: int = 500) -> list[Any]:
+        return self.store.events(since_id=since_id, version=version, limit=limit)
+
+    def samples(self, version: int, stage: str | None = None) -> list[dict[str, Any]]:
+        return [dict(r) for r in self.store.samples(version, stage)]
+
+    def plan(self, version: int) -> str:
+        return _read_text(self.ws.plan_path(version))
+
+    def diff(self, version: int) -> str:
+        return _read_text(self.ws.log_dir(version) / "candidate.diff")
+
+    def log_files(self, version: int) -> list[Path]:
+        d = self.ws.log_dir(version)
+        return sorted((p for p in d.iterdir() if p.is_file()), key=lambda p: p.stat().st_mtime) if d.is_dir() else []
+
+    def live_log(self) -> Path | None:
+        p = self.store.get("live_log")
+        return Path(p) if p else None
+
+
+def _read_text(path: Path, limit: int = 1_000_000) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read(limit)
+    except OSError:
+        return ""

@@ -454,6 +454,11 @@ class Engine:
         changed = gitops.changed_files(cand, best)
         it.record["changed_files"] = changed
         self.save(it)
+        if changed:
+            try:
+                write_atomic(self.ws.log_dir(it.version) / "candidate.diff", gitops.diff(cand, best))
+            except OSError as e:
+                self.store.event("disk", f"cannot write the candidate's diff: {e}", level="warn")
         if not changed:
             return "fail_propose", "the proposer changed nothing"
         hit = gitops.matching(changed, [*self.cfg.target.protected, *ALWAYS_PROTECTED])

@@ -9,7 +9,6 @@ from engine import api
 from engine.daemon import run_engine
 from engine.workspace import Workspace
 from kopt_tui.cli import main as kopt
-
 from tests.conftest import git
 
 

@@ -2,7 +2,7 @@
 
 Usage (kopt.toml): command = "python /path/proposer.py" with FAKE_SCRIPT=/path/script.json,
 a JSON list whose item N-1 is the action for iteration vN. Actions:
-  gain5 | loss5 | nochange | wrong | wrong_fixed_on_repair | nan | protected | split |
+  gain5 | gain1 | gain05 | loss5 | nochange | wrong | wrong_fixed_on_repair | nan | protected | split |
   hang_bench | hang_proposer | fail | commit | gain1 | noplan
 """
 
@@ -25,6 +25,9 @@ plan = f"{action}: scripted hypothesis for v{n}\nscope: global\n"
 if action == "gain5":
     speed["small"] *= 0.95
     speed["large"] *= 0.95
+elif action == "gain05":
+    speed["small"] *= 0.995
+    speed["large"] *= 0.995
 elif action == "gain1":
     speed["small"] *= 0.99
     speed["large"] *= 0.99
