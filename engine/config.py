@@ -56,6 +56,8 @@ class TargetConfig:
     Placeholders {best} and {cand} are the two worktrees' paths."""
     env: dict[str, str] = field(default_factory=dict)
     """Extra environment for the bench and the proposer."""
+    compile_flags: str = ""
+    """How the target builds (flags that change numerics or code generation), for the report."""
 
 
 @dataclass(frozen=True)
