@@ -124,7 +124,9 @@ class Engine:
         """Run until a stop condition; returns the stop reason."""
         self.store.set_many({"state": "running", "stop_reason": None, "engine_pid": os.getpid(),
                              "engine_started_at": time.time(), "last_error": None})
-        self.store.event("engine", f"engine started (pid {os.getpid()}, proposer {self.proposer.kind})")
+        started = f"engine started (pid {os.getpid()}, proposer {self.proposer.kind})"
+        self.store.event("engine", started)
+        self.log(started)
         reason = "stopped"
         try:
             self.recover()

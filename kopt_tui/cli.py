@@ -38,15 +38,17 @@ def _print_json(data: Any) -> None:
 
 
 def cmd_init(args: argparse.Namespace) -> int:
-    repo = Path(args.repo).expanduser().resolve()
+    from engine import gitops
+
+    repo = gitops.toplevel(Path(args.repo).expanduser().resolve())
     cfg_path = Path(args.config).expanduser() if args.config else repo / "kopt.toml"
     if cfg_path.exists():
         try:
             text = cfg_path.read_text(encoding="utf-8")
         except OSError as e:
             raise BadInput(f"{cfg_path}: cannot read: {e.strerror}") from None
-    elif args.config:
-        raise BadInput(f"{cfg_path}: no such config file")
+    elif args.config or not args.bench:
+        raise BadInput(f"{cfg_path}: no such config file (write a kopt.toml, see docs/files.md, or pass --config)")
     else:
         text = ""
     cfg = config.loads(text, source=str(cfg_path)) if not args.bench else _with_bench(text, args.bench, str(cfg_path))

@@ -109,9 +109,9 @@ def evaluate(
     if improved_targets and len(improved_targets) == len(targets) and not bad_others:
         gain = min(improved_targets, key=lambda r: r.ratio)
         return verdict("keep", f"{gain.cls} faster by {gain.delta_pct:+.2f}% (all targets improved)")
-    if all(r.verdict == "tied" for r in targets) and not regressed:
-        return verdict("tie", f"every target class within ±{policy.min_effect_pct}%")
     sub = [r for r in targets if r.hi < 1.0]
+    if all(r.verdict == "tied" for r in targets) and not regressed and not sub:
+        return verdict("tie", f"every target class within ±{policy.min_effect_pct}%")
     if sub and not regressed:
         if policy.two_in_a_row and previous_subthreshold_gain:
             return verdict("keep", "a same-direction sub-threshold gain twice in a row (policy)", "two_in_a_row")

@@ -17,6 +17,7 @@ if k.get("crash"):
     sys.exit(3)
 if k.get("hang"):
     time.sleep(3600)
+time.sleep(float(os.environ.get("FAKE_SLEEP", "0")))
 noise = float(os.environ.get("FAKE_NOISE", "0.002"))
 rng = random.Random()
 CONFIGS = [("small", 128, 10.0), ("small", 256, 14.0), ("large", 4096, 120.0), ("large", 8192, 230.0)]
