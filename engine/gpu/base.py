@@ -151,8 +151,9 @@ def disturbing(throttle: Any) -> list[str]:
 
 
 def why(exc: BaseException) -> str:
-    text = str(exc).strip() or type(exc).__name__
-    return text.splitlines()[0][:160]
+    """One line (amdsmi's messages span several: "Error code:\n\t2 | AMDSMI_STATUS_...")."""
+    message = " ".join(str(exc).split()) or type(exc).__name__
+    return message[:160]
 
 
 def read_field(na: dict[str, str], key: str, fn: Callable[..., Any], *args: Any,

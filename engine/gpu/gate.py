@@ -142,18 +142,16 @@ def _assess_one(g: GpuState, series: list[GpuState], n: int, cfg: GpuConfig, own
         reasons.append(f"seen in {len(series)} of {n} samples")
 
     foreign: dict[int, GpuProcess] = {}
-    own_mem = 0.0
     procs_known = False
     for s in series:
         if is_na(s.processes):
             continue
         procs_known = True
         for p in s.processes:
-            if p.pid in own:
-                if s is series[-1] and not is_na(p.mem_mib):
-                    own_mem += p.mem_mib
-            else:
+            if p.pid not in own:
                 foreign.setdefault(p.pid, p)
+    last_procs = () if is_na(series[-1].processes) else series[-1].processes
+    own_mem = sum(p.mem_mib for p in last_procs if p.pid in own and not is_na(p.mem_mib))
     foreign_list = [enrich(p) for p in foreign.values()]
     if foreign_list:
         reasons.append(f"{len(foreign_list)} foreign process(es): " + ", ".join(_proc_text(p) for p in foreign_list))

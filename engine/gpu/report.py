@@ -109,9 +109,10 @@ def format_report(report: dict[str, Any]) -> str:
     c = report["config"]
     lines = [
         f"backend: {b['name']}" + ("" if b.get("tried") and not report["gpus"] else f" ({b['status']})"),
-        f"idle means: no foreign process, util <= {c['util_max_pct']:g}%, memory used <= "
-        f"{c['mem_used_max_mib']:g} MiB growing <= {c['mem_growth_max_mib']:g} MiB, "
-        f"over {c['samples']} samples {c['sample_interval_s']:g} s apart",
+        f"idle: no foreign process, util <= {c['util_max_pct']:g}%, memory used <= "
+        f"{c['mem_used_max_mib']:g} MiB",
+        f"      and growing <= {c['mem_growth_max_mib']:g} MiB, over {c['samples']} samples "
+        f"{c['sample_interval_s']:g} s apart; no other kopt run's claim",
     ]
     if not report["gpus"]:
         for t in b.get("tried", []):
