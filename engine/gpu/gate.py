@@ -15,7 +15,8 @@ wait goes through it, including the short pauses between samples.
 How a check decides (see docs/gpu-gate.md): `cfg.samples` readings `cfg.sample_interval_s`
 apart; a GPU is idle when, over all of them, no foreign compute process is on it (this run's
 own processes and their descendants do not count), utilization stays at or under
-`util_max_pct`, memory used (less this run's own) stays at or under `mem_used_max_mib` and
+`util_max_pct` (from the second sample on: the first may still see this run's own step that
+just ended), memory used (less this run's own) stays at or under `mem_used_max_mib` and
 grows by no more than `mem_growth_max_mib`, and no other kopt run holds its host-wide claim.
 The gate keeps its GPU while it stays idle (sticky), else takes the most idle one, claims it,
 and binds children with CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES.
@@ -158,7 +159,10 @@ def _assess_one(g: GpuState, series: list[GpuState], n: int, cfg: GpuConfig, own
     if not procs_known:
         notes.append("processes not readable: " + g.extra.get("na", {}).get("processes", "backend cannot list them"))
 
-    utils = [s.util_pct for s in series if not is_na(s.util_pct)]
+    # NVML's utilization covers a trailing window of up to 1 s, so the first sample can still
+    # see this run's own step that just ended: with several samples it is not judged.
+    judged = series[1:] if len(series) > 1 else series
+    utils = [s.util_pct for s in judged if not is_na(s.util_pct)]
     util_max = max(utils) if utils else NA
     if utils and util_max > cfg.util_max_pct:
         reasons.append(f"utilization up to {util_max:.0f}% > {cfg.util_max_pct:g}%")

@@ -138,3 +138,16 @@ def test_fake_claim_namespace_depends_on_the_script(tmp_path):
     b = FakeBackend(write_script(tmp_path / "b.json", [[gpu(0)]]))
     assert a.claim_namespace != b.claim_namespace
     assert a.claim_namespace == FakeBackend(tmp_path / "a.json").claim_namespace
+
+
+@pytest.mark.parametrize("key, value, message", [
+    ("mem_used_max_mib", -1, r"\[gpu\].mem_used_max_mib must be >= 0"),
+    ("mem_growth_max_mib", -5, r"\[gpu\].mem_growth_max_mib must be >= 0"),
+    ("devices", [-1], r"\[gpu\].devices must list GPU indices >= 0"),
+])
+def test_gpu_config_keys_are_validated(key, value, message):
+    from engine.config import loads
+
+    toml = f'[target]\nbench = "true"\nmetric = "us"\n[gpu]\n{key} = {json.dumps(value)}\n'
+    with pytest.raises(BadInput, match=message):
+        loads(toml)

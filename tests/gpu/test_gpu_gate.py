@@ -372,3 +372,15 @@ def test_real_time_defaults_sleep_through_time_sleep(tmp_path):
     assert gate.acquire().gpu.index == 0
     assert time.monotonic() - t0 >= 0.02
     gate.close()
+
+
+def test_the_first_samples_utilization_is_not_judged_it_may_be_our_own_last_step():
+    def series(*utils: float) -> list[list[GpuState]]:
+        return [[GpuState(0, uuid="u", util_pct=u, mem_used_mib=10.0, processes=())] for u in utils]
+
+    (a,) = assess(series(100, 2, 1), cfg(), set())
+    assert a.idle and a.util_max_pct == 2
+    (a,) = assess(series(100, 100, 100), cfg(), set())
+    assert not a.idle
+    (a,) = assess(series(100), cfg(samples=1), set())  # a single sample is all there is
+    assert not a.idle and a.util_max_pct == 100
