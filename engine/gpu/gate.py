@@ -252,6 +252,7 @@ class Gate:
         self.ever_seen = False
         self.last: list[Assessment] = []
         """The last check's assessments (for the dashboard)."""
+        self._waited = False
         self.waiting: dict[str, Any] | None = None
         """While acquire() waits: {"waited_s", "next_check_in_s", "gives_up_in_s", "reasons"}."""
 
@@ -298,6 +299,7 @@ class Gate:
 
     def acquire(self) -> GateDecision:
         start = self.clock()
+        self._waited = False
         while True:
             found = self.check()
             waited = self.clock() - start
@@ -319,6 +321,7 @@ class Gate:
                             "gives_up_in_s": self.cfg.wait_max_s - waited, "reasons": summary}
             self.log(f"no idle GPU ({summary}); next check in {_duration(pause)}, "
                      f"giving up in {_duration(self.cfg.wait_max_s - waited)}")
+            self._waited = True
             self.sleep(pause)
 
     def _pick(self, idle: list[Assessment]) -> Assessment | None:
@@ -356,8 +359,11 @@ class Gate:
                 self.log(f"GPU {previous.index} is no longer usable; switching to GPU {g.index}")
         self.chosen = g
         self.chosen_uuid = gpu_key(g)
+        after = f" after waiting {_duration(waited)}" if self._waited else ""
         if note != "kept":
-            self.log(f"using GPU {g.index} ({g.name}, {g.uuid})" + (f" after waiting {_duration(waited)}" if waited >= 1 else ""))
+            self.log(f"using GPU {g.index} ({g.name}, {g.uuid}){after}")
+        elif after:
+            self.log(f"GPU {g.index} is idle again{after}")
         return GateDecision(g, visible_devices_env(g), waited, found, note)
 
     # -- evidence ------------------------------------------------------------------

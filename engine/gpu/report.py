@@ -100,8 +100,8 @@ def _gpu_entry(a: Assessment) -> dict[str, Any]:
     }
 
 
-def _num(v: Any, fmt: str) -> str:
-    return "NA" if v is None or is_na(v) else format(v, fmt)
+def _num(v: Any, fmt: str, unit: str = "") -> str:
+    return "NA" if v is None or is_na(v) else format(v, fmt) + unit
 
 
 def format_report(report: dict[str, Any]) -> str:
@@ -130,8 +130,8 @@ def format_report(report: dict[str, Any]) -> str:
         if g["index"] == pick:
             state += " <- the gate's pick"
         name = (g["name"] or "?")[:22]
-        lines.append(f"{g['index']:>3}  {name:<22} {_num(g['util_max_pct'], '.0f'):>4}% {mem:>19} {procs:>5} "
-                     f"{_num(g['temp_c'], '.0f'):>4}C {_num(g['power_w'], '.0f'):>5}W  {state}")
+        lines.append(f"{g['index']:>3}  {name:<22} {_num(g['util_max_pct'], '.0f', '%'):>5} {mem:>19} {procs:>5} "
+                     f"{_num(g['temp_c'], '.0f', 'C'):>5} {_num(g['power_w'], '.0f', 'W'):>6}  {state}")
         for r in g["reasons"]:
             lines.append(f"       busy: {r}")
         for n in g["notes"]:

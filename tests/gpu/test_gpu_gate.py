@@ -384,3 +384,12 @@ def test_the_first_samples_utilization_is_not_judged_it_may_be_our_own_last_step
     assert not a.idle
     (a,) = assess(series(100), cfg(samples=1), set())  # a single sample is all there is
     assert not a.idle and a.util_max_pct == 100
+
+
+def test_the_log_says_when_the_gpu_is_idle_again(tmp_path, fake_time):
+    gate, logs = make_gate(tmp_path, each([gpu(0)], [gpu(0, util=80)]) + [[gpu(0)]], fake_time, wait_s=60)
+    gate.acquire()
+    gate.acquire()
+    assert logs[0] == "using GPU 0 (NVIDIA H100 80GB HBM3, GPU-fake-0)"
+    assert logs[1].startswith("no idle GPU (GPU 0: utilization up to 80% > 10%)")
+    assert logs[2] == "GPU 0 is idle again after waiting 64 s"
