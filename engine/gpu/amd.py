@@ -90,7 +90,13 @@ class AmdSmiBackend:
         except Exception as exc:
             self.status = f"amdsmi_get_processor_handles failed: {why(exc)}"
             return []
-        return [self._read_one(pos, h) for pos, h in enumerate(handles)]
+        gpus = []
+        for pos, h in enumerate(handles):
+            try:
+                gpus.append(self._read_one(pos, h))
+            except Exception as exc:  # an unforeseen library shape: this GPU is all NA
+                gpus.append(GpuState(pos, vendor="amd", backend=self.name, extra={"na": {"*": why(exc)}}))
+        return gpus
 
     def _read_one(self, pos: int, h: Any) -> GpuState:
         smi = self._smi
@@ -98,7 +104,7 @@ class AmdSmiBackend:
         used, total = read_field(na, "mem_used_mib", self._vram, h) or (NA, NA)
         if used is NA:
             na.setdefault("mem_total_mib", na.get("mem_used_mib", "not available"))
-        violations = read_field(na, "throttle", smi.amdsmi_get_violation_status, h)
+        violations = read_field(na, "throttle", self._violations, h)
         throttle, counters = _throttle(violations)
         if counters is NA:
             na.setdefault("throttle_counters", na.get("throttle", "not available"))
@@ -167,6 +173,12 @@ class AmdSmiBackend:
             out.append(GpuProcess(pid=int(info["pid"]), name=text(info.get("name")),
                                   mem_mib=NA if mem is NA else mem / _MIB))
         return tuple(out)
+
+    def _violations(self, h: Any) -> Any:
+        fn = getattr(self._smi, "amdsmi_get_violation_status", None)
+        if fn is None:
+            raise RuntimeError("amdsmi_get_violation_status not in this ROCm version")
+        return fn(h)
 
     def _clock(self, h: Any, kind: str) -> Any:
         smi = self._smi

@@ -100,7 +100,10 @@ class NvmlBackend:
                 handle = nvml.nvmlDeviceGetHandleByIndex(i)
             except Exception:  # lost or vanished between the count and the handle
                 continue
-            gpus.append(self._read_one(i, handle))
+            try:
+                gpus.append(self._read_one(i, handle))
+            except Exception as exc:  # an unforeseen binding shape: this GPU is all NA
+                gpus.append(GpuState(i, vendor="nvidia", backend=self.name, extra={"na": {"*": why(exc)}}))
         return gpus
 
     def _read_one(self, index: int, h: Any) -> GpuState:

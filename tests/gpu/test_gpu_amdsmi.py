@@ -186,3 +186,14 @@ def test_vram_na_falls_back_to_byte_calls(vram, used):
     smi.amdsmi_get_gpu_memory_total = lambda h, t: 196592 * MIB
     (g,) = AmdSmiBackend(smi).read()
     assert (g.mem_used_mib, g.mem_total_mib) == (300.0, 196592.0)
+
+
+def test_a_library_without_violation_status_or_with_odd_shapes_never_raises():
+    smi = fake_amdsmi([mi300(), mi300(1, hip_id=1)])
+    del smi.amdsmi_get_violation_status  # ROCm before 6.3
+    smi.amdsmi_get_gpu_enumeration_info = lambda h: (_ for _ in ()).throw(AttributeError("no such call"))
+    smi.amdsmi_get_gpu_asic_info = lambda h: "not a dict"
+    g0, g1 = AmdSmiBackend(smi).read()
+    assert g0.throttle is NA and "not in this ROCm version" in g0.extra["na"]["throttle"]
+    assert g0.name is NA and (g0.index, g1.index) == (0, 1)  # listing order
+    assert g0.util_pct == 7.0

@@ -210,3 +210,11 @@ def test_the_real_library_here(monkeypatch):
     else:
         assert backend.status.startswith("nvmlInit failed: ")
     backend.close()
+
+
+def test_an_unforeseen_binding_shape_makes_that_gpu_na_not_an_exception():
+    nvml = fake_pynvml([Dev(), Dev(uuid="GPU-2")])
+    del nvml.NVML_CLOCK_SM  # looked up outside any single field read
+    gpus = NvmlBackend(nvml).read()
+    assert [g.index for g in gpus] == [0, 1]
+    assert gpus[0].uuid is NA and "NVML_CLOCK_SM" in gpus[0].extra["na"]["*"]
