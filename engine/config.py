@@ -315,6 +315,9 @@ def validate(cfg: Config, source: str = "kopt.toml") -> None:
     need(g.vendor in ("auto", "nvidia", "amd", "none"), "[gpu].vendor",
          f'must be "auto", "nvidia", "amd" or "none", not {g.vendor!r}')
     need(0 <= g.util_max_pct <= 100, "[gpu].util_max_pct", "must be between 0 and 100")
+    need(g.mem_used_max_mib >= 0, "[gpu].mem_used_max_mib", "must be >= 0")
+    need(g.mem_growth_max_mib >= 0, "[gpu].mem_growth_max_mib", "must be >= 0")
+    need(all(d >= 0 for d in g.devices), "[gpu].devices", "must list GPU indices >= 0")
     need(g.samples >= 1, "[gpu].samples", "must be >= 1")
     need(g.sample_interval_s >= 0, "[gpu].sample_interval_s", "must be >= 0")
     need(g.wait_s > 0, "[gpu].wait_s", "must be > 0")
