@@ -101,6 +101,7 @@ class Engine:
             sleep=self._gate_sleep,
             own_pids=self._own_pids,
             log=lambda m: self.store.event("gpu", m, level="warn"),
+            owner=f"kopt run {ws.tag} ({ws.dir})",
         )
         self.session_max_iters = max_iters
         self.session_iters = 0
