@@ -37,7 +37,9 @@ def copy_result(times_s: list[float], buffer_bytes: int) -> dict[str, Any]:
     }
 
 
-def matmul_result(times_s: list[float], m: int, n: int, k: int, dtype: str = "bf16") -> dict[str, Any]:
+def matmul_result(
+    times_s: list[float], m: int, n: int, k: int, dtype: str = "bf16"
+) -> dict[str, Any]:
     median = statistics.median(times_s)
     flops = 2 * m * n * k
     return {
@@ -59,7 +61,10 @@ def _timed(torch: Any, fn: Any, iters: int, warmup: int) -> list[float]:
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
-    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(iters)]
+    events = [
+        (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+        for _ in range(iters)
+    ]
     for start, end in events:
         start.record()
         fn()
@@ -79,7 +84,9 @@ def _matmul(torch: Any, size: int, iters: int) -> dict[str, Any]:
     a = torch.randn(size, size, device="cuda", dtype=torch.bfloat16, generator=gen)
     b = torch.randn(size, size, device="cuda", dtype=torch.bfloat16, generator=gen)
     c = torch.empty(size, size, device="cuda", dtype=torch.bfloat16)
-    return matmul_result(_timed(torch, lambda: torch.matmul(a, b, out=c), iters, warmup=10), size, size, size)
+    return matmul_result(
+        _timed(torch, lambda: torch.matmul(a, b, out=c), iters, warmup=10), size, size, size
+    )
 
 
 def measure(device: int, copy_mib: int, iters: int, size: int, command: str) -> dict[str, Any]:
@@ -111,15 +118,25 @@ def measure(device: int, copy_mib: int, iters: int, size: int, command: str) -> 
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m kernels.ceilings", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(
+        prog="python -m kernels.ceilings", description=__doc__.splitlines()[0]
+    )
     ap.add_argument("--json", action="store_true", help="print the result as JSON")
-    ap.add_argument("--device", type=int, default=0, help="CUDA device index (after CUDA_VISIBLE_DEVICES)")
-    ap.add_argument("--copy-mib", type=int, default=1024, help="copy buffer size in MiB (default 1024)")
-    ap.add_argument("--iters", type=int, default=50, help="timed iterations per measurement (default 50)")
+    ap.add_argument(
+        "--device", type=int, default=0, help="CUDA device index (after CUDA_VISIBLE_DEVICES)"
+    )
+    ap.add_argument(
+        "--copy-mib", type=int, default=1024, help="copy buffer size in MiB (default 1024)"
+    )
+    ap.add_argument(
+        "--iters", type=int, default=50, help="timed iterations per measurement (default 50)"
+    )
     ap.add_argument("--size", type=int, default=8192, help="matmul m = n = k (default 8192)")
     ap.add_argument("--out", help="also write the JSON to this file")
     args = ap.parse_args(argv)
-    command = " ".join(["python", "-m", "kernels.ceilings", *(sys.argv[1:] if argv is None else argv)])
+    command = " ".join(
+        ["python", "-m", "kernels.ceilings", *(sys.argv[1:] if argv is None else argv)]
+    )
     result = measure(args.device, args.copy_mib, args.iters, args.size, command)
     text = json.dumps(result, indent=2)
     if args.out:
@@ -129,8 +146,12 @@ def main(argv: list[str] | None = None) -> int:
         print(text)
     else:
         print(f"GPU {result['gpu_name']} ({result['gpu_uuid']})")
-        print(f"  d2d copy  {result['copy']['bandwidth_Bps'] / 1e12:8.3f} TB/s  (read + write, median of {args.iters})")
-        print(f"  bf16 mm   {result['matmul']['flops_per_s'] / 1e12:8.1f} TFLOP/s (m=n=k={args.size}, median of {args.iters})")
+        print(
+            f"  d2d copy  {result['copy']['bandwidth_Bps'] / 1e12:8.3f} TB/s  (read + write, median of {args.iters})"
+        )
+        print(
+            f"  bf16 mm   {result['matmul']['flops_per_s'] / 1e12:8.1f} TFLOP/s (m=n=k={args.size}, median of {args.iters})"
+        )
     return 0
 
 

@@ -224,7 +224,9 @@ def summary_from_stats(
     targets = [k for k in stats if k.target]
     if not targets:
         seen = ", ".join(_short(k.name, 40) for k in stats[:5])
-        raise KoptFailure(f"{where}: no kernel matches [profile].kernel {kernel_regex!r} (seen: {seen})")
+        raise KoptFailure(
+            f"{where}: no kernel matches [profile].kernel {kernel_regex!r} (seen: {seen})"
+        )
     anchor = min(targets, key=lambda k: (k.calls, -k.total_ns))
     target_total = sum(k.total_ns for k in targets)
     return ProfileSummary(
@@ -351,7 +353,9 @@ class ProfileComparison:
             return None if abs(d) <= abs(margin_pct) else f"bench tied but {where}"
         if verdict_kind == "split":
             return None
-        raise ValueError(f"no profiler agreement rule for verdict {verdict_kind!r} ({', '.join(AGREEMENT_KINDS)})")
+        raise ValueError(
+            f"no profiler agreement rule for verdict {verdict_kind!r} ({', '.join(AGREEMENT_KINDS)})"
+        )
 
     def agrees_with(self, verdict_kind: str, margin_pct: float) -> bool:
         return self.disagreement(verdict_kind, margin_pct) is None

@@ -129,7 +129,9 @@ _Record = tuple[dict[str, str], dict[str, tuple[str, str]]]
 def _raw_records(header: list[str], rows: list[list[str]], where: str) -> list[_Record]:
     """Raw page: one row per launch; the row with an empty ID under a header holds units."""
     if M_TIME not in header:
-        raise KoptFailure(f"{where}: raw page has no {M_TIME} column (profiled without kopt's metrics?)")
+        raise KoptFailure(
+            f"{where}: raw page has no {M_TIME} column (profiled without kopt's metrics?)"
+        )
     metric_cols = [c for c in header if "__" in c]
     units: dict[str, str] = {}
     records: list[_Record] = []
@@ -192,7 +194,9 @@ def _launch(record: _Record, where: str) -> Launch:
                 return v
             return convert(v, unit) if unit.strip() else v
         except ValueError as exc:
-            raise KoptFailure(f"{where}: kernel {name!r}, {metric} = {text!r} {unit!r}: {exc}") from None
+            raise KoptFailure(
+                f"{where}: kernel {name!r}, {metric} = {text!r} {unit!r}: {exc}"
+            ) from None
 
     duration = value(M_TIME, time_to_ns)
     if duration is None:

@@ -69,11 +69,15 @@ class Rocprofv3Profiler(Profiler):
         traces = sorted(out_dir.rglob("*kernel_trace.csv"))
         if traces:
             launches = [x for path in traces for x in trace_launches(path)]
-            return summarize(launches, kernel_regex, tool="rocprofv3", files=tuple(map(str, traces)))
+            return summarize(
+                launches, kernel_regex, tool="rocprofv3", files=tuple(map(str, traces))
+            )
         stats_files = sorted(out_dir.rglob("*kernel_stats.csv"))
         if stats_files:
             stats = merge_stats([s for path in stats_files for s in stats_rows(path)])
-            return summary_from_stats(stats, kernel_regex, tool="rocprofv3", files=tuple(map(str, stats_files)))
+            return summary_from_stats(
+                stats, kernel_regex, tool="rocprofv3", files=tuple(map(str, stats_files))
+            )
         raise KoptFailure(f"{out_dir}: rocprofv3 wrote no *kernel_trace.csv or *kernel_stats.csv")
 
 
@@ -83,7 +87,10 @@ def _read_rows(path: Path) -> list[dict[str, str]]:
             reader = csv.DictReader(fh)
             if not reader.fieldnames:
                 raise KoptFailure(f"{path}: empty CSV")
-            return [{(k or "").strip().lower(): (v or "").strip() for k, v in row.items()} for row in reader]
+            return [
+                {(k or "").strip().lower(): (v or "").strip() for k, v in row.items()}
+                for row in reader
+            ]
     except OSError as exc:
         raise KoptFailure(f"{path}: cannot read: {exc.strerror}") from None
 
@@ -114,7 +121,9 @@ def trace_launches(path: Path) -> list[Launch]:
     """One Launch per dispatch row of a rocprofv3 kernel_trace.csv."""
     rows = _read_rows(path)
     if rows and (_column(rows[0], "name") is None or _column(rows[0], "start") is None):
-        raise KoptFailure(f"{path}: not a rocprofv3 kernel trace (needs Kernel_Name, Start_Timestamp, End_Timestamp)")
+        raise KoptFailure(
+            f"{path}: not a rocprofv3 kernel trace (needs Kernel_Name, Start_Timestamp, End_Timestamp)"
+        )
     launches = []
     for i, row in enumerate(rows, start=2):
         start, end = _number(row, "start", path, i), _number(row, "end", path, i)
@@ -173,6 +182,13 @@ def merge_stats(stats: list[KernelStat]) -> list[KernelStat]:
         mins = [s.min_ns for s in group if s.min_ns is not None]
         maxs = [s.max_ns for s in group if s.max_ns is not None]
         merged.append(
-            KernelStat(name, calls, total, total / calls, min(mins) if mins else None, max(maxs) if maxs else None)
+            KernelStat(
+                name,
+                calls,
+                total,
+                total / calls,
+                min(mins) if mins else None,
+                max(maxs) if maxs else None,
+            )
         )
     return merged

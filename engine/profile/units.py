@@ -93,4 +93,3 @@ def rate_to_bytes_per_s(value: float, unit: str) -> float:
     if den not in _TIME_NS:
         raise ValueError(f"unknown bandwidth unit {unit!r}")
     return value * size / (_TIME_NS[den] * 1e-9)
-

@@ -1,13 +1,13 @@
 """Roofline: hardware specs with cited sources, FLOP/byte formulas -> % of peak (DESIGN.md §4, §6).
 
-    specs = lookup_specs(gpu_name, wiki_dir, measured_dir)        # Spec per metric, with source
-    peaks = peaks_from_specs(specs, flops_metric=cfg.peak_flops_metric)
-    points = analyze_rows(rows, seconds, flops_src=cfg.flops, bytes_src=cfg.bytes, peaks=peaks)
-    classes = aggregate_classes(points, class_of)
-    text = render_readme_section(specs, points, classes, target_pct=cfg_stop.target_pct_of_peak)
-    meets_target(points, production_configs, target_pct)           # the roofline stop
-    floor_metric(point, cfg.unit_scale)                             # decide's "faster than floor"
-    register_measured(ceilings_json, measured_dir)                  # `kopt ceilings`
+specs = lookup_specs(gpu_name, wiki_dir, measured_dir)        # Spec per metric, with source
+peaks = peaks_from_specs(specs, flops_metric=cfg.peak_flops_metric)
+points = analyze_rows(rows, seconds, flops_src=cfg.flops, bytes_src=cfg.bytes, peaks=peaks)
+classes = aggregate_classes(points, class_of)
+text = render_readme_section(specs, points, classes, target_pct=cfg_stop.target_pct_of_peak)
+meets_target(points, production_configs, target_pct)           # the roofline stop
+floor_metric(point, cfg.unit_scale)                             # decide's "faster than floor"
+register_measured(ceilings_json, measured_dir)                  # `kopt ceilings`
 """
 
 from engine.roofline.model import (

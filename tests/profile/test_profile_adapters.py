@@ -123,10 +123,16 @@ def test_command_runs_under_an_ncu_shaped_cli_and_parses(tmp_path: Path):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     fake = bin_dir / "ncu"
-    fake.write_text(FAKE_NCU.format(python=sys.executable, template=str(DATA / "ncu_doc_raw_page.csv")))
+    fake.write_text(
+        FAKE_NCU.format(python=sys.executable, template=str(DATA / "ncu_doc_raw_page.csv"))
+    )
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
     marker = tmp_path / "bench_ran"
-    bench = [sys.executable, "-c", f"import os; open({str(marker)!r}, 'w').write(os.environ['KOPT_PROFILE'])"]
+    bench = [
+        sys.executable,
+        "-c",
+        f"import os; open({str(marker)!r}, 'w').write(os.environ['KOPT_PROFILE'])",
+    ]
     profiler = NcuProfiler(executable=str(fake))
     out = tmp_path / "profiles" / "v1"
     argv = profiler.command(bench, out, "rmsnorm")
@@ -144,11 +150,26 @@ def test_command_runs_under_an_ncu_shaped_cli_and_parses(tmp_path: Path):
     [
         ("==PROF== Connected\n==ERROR== ERR_NVGPUCTRPERM\n", "no CSV table"),
         ('"Name","Value"\n"x","1"\n', "not an ncu CSV"),
-        ('"ID","Kernel Name","launch__registers_per_thread"\n"0","k","32"\n', "no gpu__time_duration.sum column"),
-        ('"ID","Kernel Name","gpu__time_duration.sum"\n"0","k"\n', "a row has 2 fields, the header 3"),
-        ('"ID","Kernel Name","gpu__time_duration.sum"\n"0","k","12x"\n', "kernel 'k', gpu__time_duration.sum = '12x'"),
-        ('"ID","Kernel Name","gpu__time_duration.sum"\n"","","fortnight"\n"0","k","12"\n', "unknown time unit 'fortnight'"),
-        ('"ID","Kernel Name","gpu__time_duration.sum"\n"0","k","n/a"\n', "kernel 'k' (ID 0) has no gpu__time_duration.sum"),
+        (
+            '"ID","Kernel Name","launch__registers_per_thread"\n"0","k","32"\n',
+            "no gpu__time_duration.sum column",
+        ),
+        (
+            '"ID","Kernel Name","gpu__time_duration.sum"\n"0","k"\n',
+            "a row has 2 fields, the header 3",
+        ),
+        (
+            '"ID","Kernel Name","gpu__time_duration.sum"\n"0","k","12x"\n',
+            "kernel 'k', gpu__time_duration.sum = '12x'",
+        ),
+        (
+            '"ID","Kernel Name","gpu__time_duration.sum"\n"","","fortnight"\n"0","k","12"\n',
+            "unknown time unit 'fortnight'",
+        ),
+        (
+            '"ID","Kernel Name","gpu__time_duration.sum"\n"0","k","n/a"\n',
+            "kernel 'k' (ID 0) has no gpu__time_duration.sum",
+        ),
     ],
 )
 def test_malformed_ncu_output_is_a_one_line_failure(text: str, message: str):
@@ -171,11 +192,15 @@ def test_rocprofv3_bad_output(tmp_path: Path):
     bad.write_text('"Kernel_Name","Duration"\n"k",100\n')
     with pytest.raises(KoptFailure, match="not a rocprofv3 kernel trace"):
         trace_launches(bad)
-    bad.write_text('"Kernel_Name","Start_Timestamp","End_Timestamp","VGPR_Count"\n"k",100,200,many\n')
+    bad.write_text(
+        '"Kernel_Name","Start_Timestamp","End_Timestamp","VGPR_Count"\n"k",100,200,many\n'
+    )
     with pytest.raises(KoptFailure, match=r":2: vgpr_count = 'many' is not a number"):
         trace_launches(bad)
     bad.unlink()
     stats = tmp_path / "b_kernel_stats.csv"
     stats.write_text('"Name","Calls","TotalDurationNs"\n"k",0,100\n')
-    with pytest.raises(KoptFailure, match=r"b_kernel_stats\.csv:2: not a rocprofv3 kernel stats row"):
+    with pytest.raises(
+        KoptFailure, match=r"b_kernel_stats\.csv:2: not a rocprofv3 kernel stats row"
+    ):
         Rocprofv3Profiler().parse(tmp_path, "k")
