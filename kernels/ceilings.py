@@ -103,15 +103,42 @@ def measure(device: int, copy_mib: int, iters: int, size: int, command: str) -> 
     copy = _copy(torch, copy_mib * 2**20, iters)
     torch.cuda.empty_cache()
     matmul = _matmul(torch, size, iters)
+    return result_record(
+        gpu_name=props.name,
+        gpu_uuid=uuid or None,
+        gpu_index=device,
+        vendor="amd" if getattr(torch.version, "hip", None) else "nvidia",
+        command=command,
+        versions={
+            "torch": torch.__version__,
+            "runtime": getattr(torch.version, "hip", None) or torch.version.cuda,
+        },
+        copy=copy,
+        matmul=matmul,
+    )
+
+
+def result_record(
+    *,
+    gpu_name: str,
+    gpu_uuid: str | None,
+    gpu_index: int,
+    vendor: str,
+    command: str,
+    versions: dict[str, Any],
+    copy: dict[str, Any],
+    matmul: dict[str, Any],
+    date: str | None = None,
+) -> dict[str, Any]:
+    """The JSON this script prints (the input of engine.roofline.register_measured)."""
     return {
-        "gpu_name": props.name,
-        "gpu_uuid": uuid or None,
-        "gpu_index": device,
-        "vendor": "amd" if getattr(torch.version, "hip", None) else "nvidia",
+        "gpu_name": gpu_name,
+        "gpu_uuid": gpu_uuid,
+        "gpu_index": gpu_index,
+        "vendor": vendor,
         "command": command,
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "torch": torch.__version__,
-        "runtime": getattr(torch.version, "hip", None) or torch.version.cuda,
+        "date": date or datetime.now(UTC).isoformat(timespec="seconds"),
+        **versions,
         "copy": copy,
         "matmul": matmul,
     }

@@ -31,7 +31,9 @@ def test_every_shipped_page_cites_a_vendor_document_for_every_value(page: str):
     assert parsed.specs, page
     for spec in parsed.specs.values():
         assert ("NVIDIA" in spec.citation) or ("AMD" in spec.citation), spec.metric
-        assert "sparsity" not in spec.citation or "dense" in spec.citation or "halved" in spec.citation
+        assert (
+            "sparsity" not in spec.citation or "dense" in spec.citation or "halved" in spec.citation
+        )
     # the two roofline peaks, in units kopt converts
     assert parsed.specs["hbm_bandwidth"].si() > 1e12
     assert parsed.specs["bf16_dense_tflops"].si() > 1e14
@@ -73,7 +75,12 @@ def test_spec_lines_point_at_the_line_holding_the_value():
     line = specs["hbm_bandwidth"].line()
     assert line.startswith("hbm_bandwidth: 3.35 TB/s <- docs/gpu-wiki/h100-sxm.md:")
     number = int(line.rsplit(":", 1)[1])
-    assert (WIKI / "h100-sxm.md").read_text().splitlines()[number - 1].startswith("- hbm_bandwidth: 3.35 TB/s — source:")
+    assert (
+        (WIKI / "h100-sxm.md")
+        .read_text()
+        .splitlines()[number - 1]
+        .startswith("- hbm_bandwidth: 3.35 TB/s — source:")
+    )
     assert specs["bf16_dense_tflops"].si() == pytest.approx(989.4e12)
 
 
@@ -107,7 +114,9 @@ excludes: mini
 def test_a_user_wiki_replaces_the_shipped_one(tmp_path: Path):
     (tmp_path / "x1.md").write_text(PAGE)
     specs = lookup_specs("ACME X1 Lab Edition", tmp_path)
-    assert specs["hbm_bandwidth"].value == 1200 and specs["hbm_bandwidth"].si() == pytest.approx(1.2e12)
+    assert specs["hbm_bandwidth"].value == 1200 and specs["hbm_bandwidth"].si() == pytest.approx(
+        1.2e12
+    )
     assert specs["hbm_bandwidth"].source == f"{tmp_path / 'x1.md'}:10"
     assert specs["hbm_bandwidth"].citation.startswith("Lab GPU X1 datasheet")
     assert lookup_specs("ACME X1 Lab mini", tmp_path) == {}
@@ -145,14 +154,24 @@ RESULT = {
     "command": "python -m kernels.ceilings --json",
     "date": "2026-11-22T10:00:00+00:00",
     "copy": {"buffer_bytes": 2**30, "iters": 50, "bandwidth_Bps": 2.96e12},
-    "matmul": {"m": 8192, "n": 8192, "k": 8192, "dtype": "bf16", "iters": 50, "flops_per_s": 7.25e14},
+    "matmul": {
+        "m": 8192,
+        "n": 8192,
+        "k": 8192,
+        "dtype": "bf16",
+        "iters": 50,
+        "flops_per_s": 7.25e14,
+    },
 }
 
 
 def test_measured_values_take_precedence_and_cite_the_measurement(tmp_path: Path):
     page = register_measured(RESULT, tmp_path / "measured")
     text = page.read_text()
-    assert "measured by `kopt ceilings` (`python -m kernels.ceilings --json`) on 2026-11-22T10:00:00+00:00" in text
+    assert (
+        "measured by `kopt ceilings` (`python -m kernels.ceilings --json`) on 2026-11-22T10:00:00+00:00"
+        in text
+    )
     assert "GPU GPU-1234abcd-0000-1111-2222-333344445555" in text
     specs = lookup_specs("NVIDIA H100 80GB HBM3", measured_dir=tmp_path / "measured")
     assert specs["hbm_bandwidth"].si() == pytest.approx(2.96e12)
@@ -162,11 +181,18 @@ def test_measured_values_take_precedence_and_cite_the_measurement(tmp_path: Path
     assert specs["hbm_bandwidth (datasheet)"].source.startswith("docs/gpu-wiki/h100-sxm.md:")
     assert specs["l2_cache"].value == 50  # untouched wiki values stay
     # another GPU model does not pick up this measurement
-    assert "hbm_bandwidth (datasheet)" not in lookup_specs("NVIDIA H200", measured_dir=tmp_path / "measured")
+    assert "hbm_bandwidth (datasheet)" not in lookup_specs(
+        "NVIDIA H200", measured_dir=tmp_path / "measured"
+    )
 
 
 def test_measured_page_of_this_gpu_uuid_wins_then_the_newest(tmp_path: Path):
-    other = {**RESULT, "gpu_uuid": "GPU-other", "date": "2026-11-23T00:00:00+00:00", "copy": {"bandwidth_Bps": 3.0e12}}
+    other = {
+        **RESULT,
+        "gpu_uuid": "GPU-other",
+        "date": "2026-11-23T00:00:00+00:00",
+        "copy": {"bandwidth_Bps": 3.0e12},
+    }
     register_measured(RESULT, tmp_path)
     register_measured(other, tmp_path)
     assert len(list(tmp_path.glob("measured-*.md"))) == 2
