@@ -178,9 +178,7 @@ class Config:
 
     def replace(self, section: str, **changes: Any) -> Config:
         """A copy with some keys of one section changed (CLI overrides)."""
-        return dataclasses.replace(
-            self, **{section: dataclasses.replace(getattr(self, section), **changes)}
-        )
+        return dataclasses.replace(self, **{section: dataclasses.replace(getattr(self, section), **changes)})
 
 
 # ---------------------------------------------------------------------------------------
@@ -294,51 +292,29 @@ def validate(cfg: Config, source: str = "kopt.toml") -> None:
     t = cfg.target
     need(bool(t.bench.strip()), "[target].bench", "is required (the fixed benchmark command)")
     need(bool(t.metric.strip()), "[target].metric", "is required (the CSV column to optimise)")
-    need(
-        t.direction in ("min", "max"),
-        "[target].direction",
-        f'must be "min" or "max", not {t.direction!r}',
-    )
+    need(t.direction in ("min", "max"), "[target].direction", f'must be "min" or "max", not {t.direction!r}')
     need(t.timeout_s > 0, "[target].timeout_s", "must be > 0")
     for key in ("correct", "production"):
         if getattr(t, key):
             expr.parse(getattr(t, key), where=f"{source}: [target].{key}")
     if t.ab_command:
-        need(
-            "{best}" in t.ab_command and "{cand}" in t.ab_command,
-            "[target].ab_command",
-            "must contain both {best} and {cand}",
-        )
+        need("{best}" in t.ab_command and "{cand}" in t.ab_command, "[target].ab_command",
+             "must contain both {best} and {cand}")
 
     d = cfg.decide
-    need(
-        0.5 < d.confidence < 1,
-        "[decide].confidence",
-        f"must be between 0.5 and 1, not {d.confidence}",
-    )
+    need(0.5 < d.confidence < 1, "[decide].confidence", f"must be between 0.5 and 1, not {d.confidence}")
     need(d.min_effect_pct > 0, "[decide].min_effect_pct", "must be > 0")
-    need(
-        d.min_rounds >= 2,
-        "[decide].min_rounds",
-        "must be at least 2 (a paired test needs two rounds)",
-    )
+    need(d.min_rounds >= 2, "[decide].min_rounds", "must be at least 2 (a paired test needs two rounds)")
     need(d.max_rounds >= d.min_rounds, "[decide].max_rounds", "must be >= [decide].min_rounds")
     need(d.budget_gpu_s > 0, "[decide].budget_gpu_s", "must be > 0")
     need(d.max_other_regression_pct >= 0, "[decide].max_other_regression_pct", "must be >= 0")
     need(d.suspicious_speedup > 1, "[decide].suspicious_speedup", "must be > 1")
     need(d.review_timeout_s >= 0, "[decide].review_timeout_s", "must be >= 0")
-    need(
-        d.review_default in ("reject", "accept"),
-        "[decide].review_default",
-        'must be "reject" or "accept"',
-    )
+    need(d.review_default in ("reject", "accept"), "[decide].review_default", 'must be "reject" or "accept"')
 
     g = cfg.gpu
-    need(
-        g.vendor in ("auto", "nvidia", "amd", "none"),
-        "[gpu].vendor",
-        f'must be "auto", "nvidia", "amd" or "none", not {g.vendor!r}',
-    )
+    need(g.vendor in ("auto", "nvidia", "amd", "none"), "[gpu].vendor",
+         f'must be "auto", "nvidia", "amd" or "none", not {g.vendor!r}')
     need(0 <= g.util_max_pct <= 100, "[gpu].util_max_pct", "must be between 0 and 100")
     need(g.samples >= 1, "[gpu].samples", "must be >= 1")
     need(g.sample_interval_s >= 0, "[gpu].sample_interval_s", "must be >= 0")
@@ -346,11 +322,8 @@ def validate(cfg: Config, source: str = "kopt.toml") -> None:
     need(g.wait_max_s >= 0, "[gpu].wait_max_s", "must be >= 0")
 
     p = cfg.profile
-    need(
-        p.kind in ("auto", "ncu", "rocprofv3", "none"),
-        "[profile].kind",
-        f'must be "auto", "ncu", "rocprofv3" or "none", not {p.kind!r}',
-    )
+    need(p.kind in ("auto", "ncu", "rocprofv3", "none"), "[profile].kind",
+         f'must be "auto", "ncu", "rocprofv3" or "none", not {p.kind!r}')
     if p.kernel:
         import re
 
@@ -360,27 +333,15 @@ def validate(cfg: Config, source: str = "kopt.toml") -> None:
             raise BadInput(f"{source}: [profile].kernel is not a valid regex: {exc}") from None
 
     pr = cfg.propose
-    need(
-        pr.kind in ("manual", "command", "tune"),
-        "[propose].kind",
-        f'must be "manual", "command" or "tune", not {pr.kind!r}',
-    )
-    need(
-        pr.kind != "command" or bool(pr.command.strip()),
-        "[propose].command",
-        'is required when [propose].kind = "command"',
-    )
+    need(pr.kind in ("manual", "command", "tune"), "[propose].kind",
+         f'must be "manual", "command" or "tune", not {pr.kind!r}')
+    need(pr.kind != "command" or bool(pr.command.strip()), "[propose].command",
+         'is required when [propose].kind = "command"')
     need(pr.timeout_s > 0, "[propose].timeout_s", "must be > 0")
     need(0 <= pr.repair_attempts <= 10, "[propose].repair_attempts", "must be between 0 and 10")
     if pr.kind == "tune":
-        need(
-            bool(pr.tune.params),
-            "[propose.tune].params",
-            'is required when [propose].kind = "tune"',
-        )
-        need(
-            bool(pr.tune.space), "[propose.tune].space", 'is required when [propose].kind = "tune"'
-        )
+        need(bool(pr.tune.params), "[propose.tune].params", 'is required when [propose].kind = "tune"')
+        need(bool(pr.tune.space), "[propose.tune].space", 'is required when [propose].kind = "tune"')
     for name, values in pr.tune.space.items():
         need(len(values) > 0, f"[propose.tune].space.{name}", "must list at least one value")
 

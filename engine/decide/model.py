@@ -97,12 +97,7 @@ class ClassResult:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ClassResult:
-        return cls(
-            **{
-                k: d[k]
-                for k in ("cls", "rounds", "n", "best", "cand", "ratio", "lo", "hi", "verdict")
-            }
-        )
+        return cls(**{k: d[k] for k in ("cls", "rounds", "n", "best", "cand", "ratio", "lo", "hi", "verdict")})
 
 
 @dataclass(frozen=True)

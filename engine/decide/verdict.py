@@ -84,23 +84,11 @@ def evaluate(
 
     fast = [r for r in results if r.ratio > 0 and 1.0 / r.ratio > policy.suspicious_speedup]
     if fast:
-        return verdict(
-            "borderline",
-            f"{fast[0].cls} is {1 / fast[0].ratio:.1f}x faster: suspicious",
-            "suspicious_speedup",
-        )
+        return verdict("borderline", f"{fast[0].cls} is {1 / fast[0].ratio:.1f}x faster: suspicious", "suspicious_speedup")
     if floors:
-        below = [
-            p
-            for p in pairs
-            if p.config in floors and _beats_floor(p.cand, floors[p.config], policy)
-        ]
+        below = [p for p in pairs if p.config in floors and _beats_floor(p.cand, floors[p.config], policy)]
         if below:
-            return verdict(
-                "borderline",
-                f"{below[0].config} beats its roofline floor: suspicious",
-                "faster_than_floor",
-            )
+            return verdict("borderline", f"{below[0].config} beats its roofline floor: suspicious", "faster_than_floor")
 
     undecided = [r for r in results if r.verdict == "undecided"]
     if undecided and not out_of_budget:
@@ -108,11 +96,7 @@ def evaluate(
 
     regressed = [r for r in results if r.verdict == "regressed"]
     improved_targets = [r for r in targets if r.verdict == "improved"]
-    bad_others = [
-        r
-        for r in others
-        if r.delta_pct > policy.max_other_regression_pct and r.verdict == "regressed"
-    ]
+    bad_others = [r for r in others if r.delta_pct > policy.max_other_regression_pct and r.verdict == "regressed"]
     if regressed and any(r.verdict == "improved" for r in results):
         return verdict(
             "split",
@@ -124,24 +108,14 @@ def evaluate(
         return verdict("regression", f"{worst.cls} slower by {worst.delta_pct:+.2f}%")
     if improved_targets and len(improved_targets) == len(targets) and not bad_others:
         gain = min(improved_targets, key=lambda r: r.ratio)
-        return verdict(
-            "keep", f"{gain.cls} faster by {gain.delta_pct:+.2f}% (all targets improved)"
-        )
+        return verdict("keep", f"{gain.cls} faster by {gain.delta_pct:+.2f}% (all targets improved)")
     if all(r.verdict == "tied" for r in targets) and not regressed:
         return verdict("tie", f"every target class within ±{policy.min_effect_pct}%")
     sub = [r for r in targets if r.hi < 1.0]
     if sub and not regressed:
         if policy.two_in_a_row and previous_subthreshold_gain:
-            return verdict(
-                "keep",
-                "a same-direction sub-threshold gain twice in a row (policy)",
-                "two_in_a_row",
-            )
-        return verdict(
-            "borderline",
-            f"significant gain smaller than {policy.min_effect_pct}%",
-            "subthreshold_gain",
-        )
+            return verdict("keep", "a same-direction sub-threshold gain twice in a row (policy)", "two_in_a_row")
+        return verdict("borderline", f"significant gain smaller than {policy.min_effect_pct}%", "subthreshold_gain")
     return verdict("borderline", f"undecided after {rounds} rounds", "undecided_at_max_rounds")
 
 

@@ -39,9 +39,7 @@ class FakeBackend:
         except (OSError, ValueError) as exc:
             raise BadInput(f"KOPT_FAKE_GPUS={self.path}: cannot read: {exc}") from None
         if not isinstance(data, list) or not data:
-            raise BadInput(
-                f"KOPT_FAKE_GPUS={self.path}: must be a non-empty JSON list of snapshots"
-            )
+            raise BadInput(f"KOPT_FAKE_GPUS={self.path}: must be a non-empty JSON list of snapshots")
         self.snapshots = [[_fake_gpu(self.path, g) for g in snap] for snap in data]
         self.i = 0
 
@@ -56,10 +54,7 @@ class FakeBackend:
 
 def _fake_gpu(path: Path, g: dict[str, Any]) -> GpuState:
     try:
-        procs = tuple(
-            GpuProcess(int(p["pid"]), p.get("name", "?"), float(p.get("mem_mib", 0)))
-            for p in g.get("processes", [])
-        )
+        procs = tuple(GpuProcess(int(p["pid"]), p.get("name", "?"), float(p.get("mem_mib", 0))) for p in g.get("processes", []))
         return GpuState(
             index=int(g["index"]),
             name=g.get("name", "Fake GPU"),

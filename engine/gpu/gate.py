@@ -79,25 +79,18 @@ class Gate:
         self.chosen_uuid: Any = None
 
     def assess(self) -> list[Assessment]:
-        gpus = [
-            g for g in self.backend.read() if not self.cfg.devices or g.index in self.cfg.devices
-        ]
+        gpus = [g for g in self.backend.read() if not self.cfg.devices or g.index in self.cfg.devices]
         own = self.own_pids()
         out = []
         for g in gpus:
             reasons = []
             procs = [] if is_na(g.processes) else [p for p in g.processes if p.pid not in own]
             if procs:
-                reasons.append(
-                    f"{len(procs)} foreign process(es): "
-                    + ", ".join(f"{p.pid} {p.name}" for p in procs)
-                )
+                reasons.append(f"{len(procs)} foreign process(es): " + ", ".join(f"{p.pid} {p.name}" for p in procs))
             if not is_na(g.util_pct) and g.util_pct > self.cfg.util_max_pct:
                 reasons.append(f"utilization {g.util_pct:.0f}% > {self.cfg.util_max_pct:.0f}%")
             if not is_na(g.mem_used_mib) and g.mem_used_mib > self.cfg.mem_used_max_mib:
-                reasons.append(
-                    f"memory used {g.mem_used_mib:.0f} MiB > {self.cfg.mem_used_max_mib:.0f} MiB"
-                )
+                reasons.append(f"memory used {g.mem_used_mib:.0f} MiB > {self.cfg.mem_used_max_mib:.0f} MiB")
             out.append(Assessment(g, not reasons, reasons))
         return out
 
@@ -112,19 +105,12 @@ class Gate:
                 sticky = [a for a in idle if a.gpu.uuid == self.chosen_uuid]
                 pick = sticky[0] if sticky else min(idle, key=_busyness)
                 self.chosen_uuid = pick.gpu.uuid
-                return GateDecision(
-                    pick.gpu, visible_devices_env(pick.gpu), self.clock() - start, found
-                )
+                return GateDecision(pick.gpu, visible_devices_env(pick.gpu), self.clock() - start, found)
             waited = self.clock() - start
             if waited >= self.cfg.wait_max_s:
-                raise NoIdleGpu(
-                    f"no idle GPU for {waited / 60:.0f} min: "
-                    + "; ".join(f"GPU {a.gpu.index}: {', '.join(a.reasons)}" for a in found)
-                )
-            self.log(
-                "no idle GPU: "
-                + "; ".join(f"GPU {a.gpu.index}: {', '.join(a.reasons)}" for a in found)
-            )
+                raise NoIdleGpu(f"no idle GPU for {waited / 60:.0f} min: " + "; ".join(
+                    f"GPU {a.gpu.index}: {', '.join(a.reasons)}" for a in found))
+            self.log("no idle GPU: " + "; ".join(f"GPU {a.gpu.index}: {', '.join(a.reasons)}" for a in found))
             self.sleep(min(self.cfg.wait_s, max(0.0, self.cfg.wait_max_s - waited)))
 
     def evidence(self) -> dict[str, Any] | None:
@@ -139,7 +125,4 @@ class Gate:
 
 def _busyness(a: Assessment) -> tuple[float, float]:
     g = a.gpu
-    return (
-        0.0 if is_na(g.util_pct) else g.util_pct,
-        0.0 if is_na(g.mem_used_mib) else g.mem_used_mib,
-    )
+    return (0.0 if is_na(g.util_pct) else g.util_pct, 0.0 if is_na(g.mem_used_mib) else g.mem_used_mib)
