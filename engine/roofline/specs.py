@@ -224,7 +224,8 @@ def lookup_specs(
     then the newest. No matching page: an empty dict (every lookup is UNKNOWN).
     """
     if wiki_dir is None:
-        pages = load_pages(shipped_wiki_dir(), display_root="docs/gpu-wiki")
+        shipped_in_repo = not os.environ.get("KOPT_GPU_WIKI")
+        pages = load_pages(shipped_wiki_dir(), display_root="docs/gpu-wiki" if shipped_in_repo else None)
     else:
         pages = load_pages(Path(wiki_dir))
     page = find_page(pages, gpu_name)

@@ -21,8 +21,13 @@ REPO = Path(__file__).resolve().parents[2]
 WIKI = REPO / "docs" / "gpu-wiki"
 
 
-def test_the_shipped_wiki_is_found_in_this_checkout():
+def test_the_shipped_wiki_is_found_in_this_checkout(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    monkeypatch.delenv("KOPT_GPU_WIKI", raising=False)
     assert shipped_wiki_dir() == WIKI
+    # an installed kopt without this checkout points KOPT_GPU_WIKI at a copy of the folder
+    (tmp_path / "h100-sxm.md").write_text((WIKI / "h100-sxm.md").read_text())
+    monkeypatch.setenv("KOPT_GPU_WIKI", str(tmp_path))
+    assert lookup_specs("NVIDIA H100 80GB HBM3")["hbm_bandwidth"].source.startswith(str(tmp_path / "h100-sxm.md"))
 
 
 @pytest.mark.parametrize("page", sorted(p.name for p in WIKI.glob("*.md") if p.name != "README.md"))
