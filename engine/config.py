@@ -160,6 +160,9 @@ class RooflineConfig:
     gpu: str = ""
     """The GPU's spec page name; default: detected from the GPU's name."""
     peak_flops_metric: str = "bf16_dense_tflops"
+    """The spec wiki metric used as peak compute (a page's `<metric>: <value> TFLOPS` line)."""
+    bandwidth_metric: str = "hbm_bandwidth"
+    """The spec wiki metric used as peak bandwidth."""
     unit_scale: float = 1e-6
     """Seconds per unit of the metric (1e-6 for microseconds)."""
 
