@@ -95,7 +95,7 @@ def _kernel_name(it: Iteration) -> str:
 
 def _profiler_ns(it: Iteration, side: str) -> Any:
     prof = it.record.get("profile") or {}
-    return (prof.get(side) or {}).get("target_ns_per_call")
+    return (prof.get(side) or {}).get("target_per_call_ns")
 
 
 def render_performance(cfg: Config, meta: dict[str, Any], iterations: list[Iteration], counters: Counters) -> str:
