@@ -247,7 +247,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_ceilings(args: argparse.Namespace) -> int:
-    from engine.roofline import measure_ceilings
+    from engine.ceilings import measure_ceilings
 
     result = measure_ceilings(resolve_root(args.root))
     if args.json:
