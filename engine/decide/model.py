@@ -103,6 +103,7 @@ class Policy:
             direction=direction,
             review_timeout_s=cfg.review_timeout_s,
             review_default=cfg.review_default,
+            futility_confidence=cfg.futility_confidence,
         )
 
     def cost_ratio(self, best: float, cand: float) -> float:
@@ -144,16 +145,21 @@ class ClassResult:
         return (self.ratio - 1.0) * 100.0
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["delta_pct"] = self.delta_pct
-        d["interval"] = [self.lo, self.hi]
+        """Plain JSON: non-finite numbers (no interval yet, no plausible interval) are None."""
+        d = {k: _finite_or_none(v) for k, v in asdict(self).items()}
+        d["delta_pct"] = _finite_or_none(self.delta_pct)
+        d["interval"] = [d["lo"], d["hi"]]
         return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ClassResult:
         keys = ("cls", "rounds", "n", "best", "cand", "ratio", "lo", "hi", "verdict",
                 "outliers", "disturbed", "unit", "plausible_lo", "plausible_hi")
-        return cls(**{k: d[k] for k in keys if k in d})
+        return cls(**{k: (math.nan if d[k] is None else d[k]) for k in keys if k in d})
+
+
+def _finite_or_none(v: Any) -> Any:
+    return None if isinstance(v, float) and not math.isfinite(v) else v
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
-"""Small statistics with no dependencies: Student's t and Fisher's F, robust outlier tests.
+"""Small statistics with no dependencies: Student's t, the generalized ESD outlier test.
 
-Pure functions. The t and F distributions' CDFs are computed from the regularized
+Pure functions. Student's t CDF is computed from the regularized
 incomplete beta function (continued fraction, the classic Lentz evaluation), quantiles by
 bisection; accurate to ~1e-10, far beyond what a decision needs. Quantiles are cached:
 a decision asks for the same few (p, df) pairs over and over.
@@ -79,13 +79,6 @@ def t_quantile(p: float, df: float) -> float:
         if hi - lo < 1e-12 * max(1.0, hi):
             break
     return 0.5 * (lo + hi)
-
-
-def f_sf(f: float, d1: float, d2: float) -> float:
-    """P(F > f) for Fisher's F with (d1, d2) degrees of freedom."""
-    if f <= 0.0:
-        return 1.0
-    return betainc(d2 / 2.0, d1 / 2.0, d2 / (d2 + d1 * f))
 
 
 def mean(xs: list[float]) -> float:
