@@ -34,6 +34,11 @@ from engine.decide.stats import esd_outliers, mean, t_quantile
 
 OUTLIER_ALPHA = 0.01
 """Chance that the ESD test calls a value of a clean normal sample an outlier."""
+OUTLIER_MIN_N = 8
+"""No outlier test below this many samples. In a handful of values the test can single
+out a legitimate one merely because the others happen to agree, and the interval of what
+remains is then too narrow; below 8 an outlier only widens the interval (the decision
+waits), it cannot make one."""
 
 
 class Sample(NamedTuple):
@@ -153,7 +158,7 @@ def drop_outliers(samples: list[Sample]) -> tuple[list[Sample], int]:
     only widens the spread the test measures against, so it makes the test more cautious.
     """
     n = len(samples)
-    if n < 5:
+    if n < OUTLIER_MIN_N:
         return samples, 0
     out = set(esd_outliers([s.value for s in samples], max(1, n // 5), OUTLIER_ALPHA))
     return [s for i, s in enumerate(samples) if i not in out], len(out)

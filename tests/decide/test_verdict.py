@@ -211,3 +211,11 @@ def test_verdict_round_trips_through_json() -> None:
     assert again.by_class()["a"].ratio == pytest.approx(v.by_class()["a"].ratio)
     early = evaluate(rounds({"a": [0.9, 0.95]}), Policy())
     json.dumps(early.to_dict(), allow_nan=False)  # no NaN/Infinity in what the store keeps
+
+
+def test_dropping_an_outlier_never_manufactures_a_decision_from_a_handful_of_rounds() -> None:
+    # Four rounds that happen to agree and one that does not: the stray value is noise as
+    # likely as not; judging the four alone would call a 1.3% gain significant.
+    few = [0.987, 0.985, 0.9875, 1.0367, 0.9872]
+    v = evaluate(rounds({"all": few}), Policy())
+    assert v.kind == "undecided" and v.classes[0].outliers == 0
