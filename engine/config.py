@@ -56,6 +56,8 @@ class TargetConfig:
     Placeholders {best} and {cand} are the two worktrees' paths."""
     env: dict[str, str] = field(default_factory=dict)
     """Extra environment for the bench and the proposer."""
+    compile_flags: str = ""
+    """How the target builds (flags that change numerics or code generation), for the report."""
 
 
 @dataclass(frozen=True)
@@ -163,6 +165,9 @@ class RooflineConfig:
     gpu: str = ""
     """The GPU's spec page name; default: detected from the GPU's name."""
     peak_flops_metric: str = "bf16_dense_tflops"
+    """The spec wiki metric used as peak compute (a page's `<metric>: <value> TFLOPS` line)."""
+    bandwidth_metric: str = "hbm_bandwidth"
+    """The spec wiki metric used as peak bandwidth."""
     unit_scale: float = 1e-6
     """Seconds per unit of the metric (1e-6 for microseconds)."""
 
@@ -320,6 +325,9 @@ def validate(cfg: Config, source: str = "kopt.toml") -> None:
     need(g.vendor in ("auto", "nvidia", "amd", "none"), "[gpu].vendor",
          f'must be "auto", "nvidia", "amd" or "none", not {g.vendor!r}')
     need(0 <= g.util_max_pct <= 100, "[gpu].util_max_pct", "must be between 0 and 100")
+    need(g.mem_used_max_mib >= 0, "[gpu].mem_used_max_mib", "must be >= 0")
+    need(g.mem_growth_max_mib >= 0, "[gpu].mem_growth_max_mib", "must be >= 0")
+    need(all(d >= 0 for d in g.devices), "[gpu].devices", "must list GPU indices >= 0")
     need(g.samples >= 1, "[gpu].samples", "must be >= 1")
     need(g.sample_interval_s >= 0, "[gpu].sample_interval_s", "must be >= 0")
     need(g.wait_s > 0, "[gpu].wait_s", "must be > 0")
@@ -361,3 +369,49 @@ def validate(cfg: Config, source: str = "kopt.toml") -> None:
         if getattr(r, key):
             expr.parse(getattr(r, key), where=f"{source}: [roofline].{key}")
     need(r.unit_scale > 0, "[roofline].unit_scale", "must be > 0")
+
+
+# ---------------------------------------------------------------------------------------
+# Writing (the frozen copy in a workspace shows every effective value)
+
+
+def dumps(cfg: Config) -> str:
+    """TOML text for a Config: every section and key, defaults included."""
+    out: list[str] = []
+    for f in dataclasses.fields(cfg):
+        _dump_table(getattr(cfg, f.name), f.name, out)
+    return "\n".join(out).strip() + "\n"
+
+
+def _dump_table(obj: Any, name: str, out: list[str]) -> None:
+    out.append(f"[{name}]")
+    nested = []
+    for f in dataclasses.fields(obj):
+        value = getattr(obj, f.name)
+        if dataclasses.is_dataclass(value):
+            nested.append((f.name, value))
+        elif value is not None:
+            out.append(f"{f.name} = {_toml_value(value)}")
+    out.append("")
+    for key, value in nested:
+        _dump_table(value, f"{name}.{key}", out)
+
+
+def _toml_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int | float):
+        return repr(v)
+    if isinstance(v, str):
+        return '"' + v.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t") + '"'
+    if isinstance(v, list):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{ " + ", ".join(f"{_toml_key(k)} = {_toml_value(x)}" for k, x in v.items()) + " }"
+    raise TypeError(f"cannot write {v!r} as TOML")
+
+
+def _toml_key(k: str) -> str:
+    import re
+
+    return k if re.fullmatch(r"[A-Za-z0-9_-]+", k) else _toml_value(k)

@@ -129,8 +129,10 @@ def parse(source: str, *, where: str = "expression") -> Expr:
     except SyntaxError as exc:
         raise BadInput(f"{where}: cannot parse {source!r}: {exc.msg}") from None
     names: set[str] = set()
+    callees = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
     for node in ast.walk(tree):
         _check_node(node, source, where, names)
+    names -= {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and id(n) in callees}
     return Expr(source.strip(), tree, frozenset(names))
 
 

@@ -1,23 +1,53 @@
 """Choosing a backend: the scripted fake (KOPT_FAKE_GPUS), NVML, amdsmi, the CLIs, or none.
 
 `open_backend(vendor)` returns a lazily initialised backend; nothing is loaded until the
-first `read()`. With no GPU at all it returns `NoGpu`, whose `read()` is `[]`.
+first `read()`. For "auto" (and "nvidia", "amd") the first read tries the candidates in
+order and keeps the first that finds a GPU:
+
+    auto:   NVML → amdsmi → nvidia-smi → amd-smi → rocm-smi
+    nvidia: NVML → nvidia-smi
+    amd:    amdsmi → amd-smi → rocm-smi
+
+With no GPU at all the result reads `[]`, and its `status` says what each candidate
+answered. A single backend can also be named ("nvml", "nvidia-smi", "amdsmi", "amd-smi",
+"rocm-smi"), e.g. to compare NVML with the nvidia-smi fallback.
 """
 
 from __future__ import annotations
 
-import json
 import os
-from pathlib import Path
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from engine.errors import BadInput
-from engine.gpu.base import Backend, GpuProcess, GpuState
+from engine.gpu.amd import AmdSmiBackend
+from engine.gpu.base import Backend, GpuState
+from engine.gpu.fake import FakeBackend
+from engine.gpu.nvml import NvmlBackend
+from engine.gpu.smi import AmdSmiCliBackend, NvidiaSmiBackend, RocmSmiBackend
+
+__all__ = ["AutoBackend", "FakeBackend", "NoGpu", "open_backend", "BACKENDS", "CHAINS"]
+
+BACKENDS: dict[str, Callable[[], Backend]] = {
+    "nvml": NvmlBackend,
+    "amdsmi": AmdSmiBackend,
+    "nvidia-smi": NvidiaSmiBackend,
+    "amd-smi": AmdSmiCliBackend,
+    "rocm-smi": RocmSmiBackend,
+}
+CHAINS: dict[str, tuple[str, ...]] = {
+    "auto": ("nvml", "amdsmi", "nvidia-smi", "amd-smi", "rocm-smi"),
+    "nvidia": ("nvml", "nvidia-smi"),
+    "amd": ("amdsmi", "amd-smi", "rocm-smi"),
+}
 
 
 class NoGpu:
     name = "none"
     vendor = "none"
+
+    def __init__(self, reason: str = "no GPU") -> None:
+        self.status = reason
 
     def read(self) -> list[GpuState]:
         return []
@@ -26,49 +56,50 @@ class NoGpu:
         pass
 
 
-class FakeBackend:
-    """DESIGN.md §10: a JSON list of snapshots; each read takes the next, the last repeats."""
+class AutoBackend:
+    """Tries candidate backends on the first read; keeps the first that finds a GPU."""
 
-    name = "fake"
-    vendor = "fake"
+    def __init__(self, vendor: str, candidates: Sequence[tuple[str, Callable[[], Backend]]]) -> None:
+        self.requested = vendor
+        self.candidates = list(candidates)
+        self.chosen: Any = None
+        self.tried: list[dict[str, Any]] = []
+        self._probed = False
 
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        try:
-            data = json.loads(self.path.read_text())
-        except (OSError, ValueError) as exc:
-            raise BadInput(f"KOPT_FAKE_GPUS={self.path}: cannot read: {exc}") from None
-        if not isinstance(data, list) or not data:
-            raise BadInput(f"KOPT_FAKE_GPUS={self.path}: must be a non-empty JSON list of snapshots")
-        self.snapshots = [[_fake_gpu(self.path, g) for g in snap] for snap in data]
-        self.i = 0
+    @property
+    def name(self) -> str:
+        return self.chosen.name if self.chosen else "none"
+
+    @property
+    def vendor(self) -> str:
+        return self.chosen.vendor if self.chosen else "none"
+
+    @property
+    def status(self) -> str:
+        if self.chosen is not None:
+            return self.chosen.status
+        if not self._probed:
+            return "not started"
+        return "no GPU found: " + "; ".join(f"{t['backend']}: {t['status']}" for t in self.tried)
 
     def read(self) -> list[GpuState]:
-        snap = self.snapshots[min(self.i, len(self.snapshots) - 1)]
-        self.i += 1
-        return list(snap)
+        if self._probed:
+            return self.chosen.read() if self.chosen else []
+        self._probed = True
+        for name, make in self.candidates:
+            backend = make()
+            gpus = backend.read()
+            self.tried.append({"backend": name, "status": getattr(backend, "status", ""),
+                               "gpus": len(gpus)})
+            if gpus:
+                self.chosen = backend
+                return gpus
+            backend.close()
+        return []
 
     def close(self) -> None:
-        pass
-
-
-def _fake_gpu(path: Path, g: dict[str, Any]) -> GpuState:
-    try:
-        procs = tuple(GpuProcess(int(p["pid"]), p.get("name", "?"), float(p.get("mem_mib", 0))) for p in g.get("processes", []))
-        return GpuState(
-            index=int(g["index"]),
-            name=g.get("name", "Fake GPU"),
-            uuid=g.get("uuid", f"GPU-fake-{g['index']}"),
-            util_pct=float(g.get("util_pct", 0)),
-            mem_used_mib=float(g.get("mem_used_mib", 0)),
-            mem_total_mib=float(g.get("mem_total_mib", 81559)),
-            processes=procs,
-            throttle=tuple(g.get("throttle", ())),
-            vendor=g.get("vendor", "nvidia"),
-            backend="fake",
-        )
-    except (KeyError, TypeError, ValueError) as exc:
-        raise BadInput(f"KOPT_FAKE_GPUS={path}: bad GPU entry {g!r}: {exc}") from None
+        if self.chosen is not None:
+            self.chosen.close()
 
 
 def open_backend(vendor: str = "auto") -> Backend:
@@ -76,5 +107,10 @@ def open_backend(vendor: str = "auto") -> Backend:
     if fake:
         return FakeBackend(fake)
     if vendor == "none":
-        return NoGpu()
-    return NoGpu()
+        return NoGpu('[gpu].vendor = "none": CPU-only target')
+    if vendor in CHAINS:
+        return AutoBackend(vendor, [(n, BACKENDS[n]) for n in CHAINS[vendor]])
+    if vendor in BACKENDS:
+        return BACKENDS[vendor]()
+    known = ", ".join([*CHAINS, "none", *BACKENDS])
+    raise BadInput(f"GPU vendor/backend {vendor!r} is not one of: {known}")

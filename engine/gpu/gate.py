@@ -4,23 +4,36 @@ Interface used by the loop (keep it stable):
 
     gate = Gate(cfg.gpu, backend, sleep=loop_sleep, own_pids=lambda: runner.live_pids())
     decision = gate.acquire()      # GateDecision; raises NoIdleGpu after wait_max_s
-    decision.env                   # {"CUDA_VISIBLE_DEVICES": "3"} for the child processes
+    decision.env                   # {"CUDA_VISIBLE_DEVICES": "3", ...} for the child processes
     gate.evidence()                # the chosen GPU's state now, JSON-able (before/after)
-    gate.close()
+    round_flags(before, after)     # what disturbed a timed step, [] when nothing did
+    gate.close()                   # releases the host-wide claim, shuts the backend down
 
-`sleep` is the loop's: it polls the engine's commands and may raise to abort a wait.
+`sleep` is the loop's: it polls the engine's commands and may raise to abort a wait. Every
+wait goes through it, including the short pauses between samples.
+
+How a check decides (see docs/gpu-gate.md): `cfg.samples` readings `cfg.sample_interval_s`
+apart; a GPU is idle when, over all of them, no foreign compute process is on it (this run's
+own processes and their descendants do not count), utilization stays at or under
+`util_max_pct` (from the second sample on: the first may still see this run's own step that
+just ended), memory used (less this run's own) stays at or under `mem_used_max_mib` and
+grows by no more than `mem_growth_max_mib`, and no other kopt run holds its host-wide claim.
+The gate keeps its GPU while it stays idle (sticky), else takes the most idle one, claims it,
+and binds children with CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from engine.config import GpuConfig
-from engine.errors import KoptFailure
-from engine.gpu.base import Backend, GpuState, is_na
+from engine.errors import BadInput, KoptFailure
+from engine.gpu import procs
+from engine.gpu.base import NA, Backend, GpuProcess, GpuState, disturbing, is_na, why
+from engine.gpu.claims import ClaimRegistry, claim_key
 
 
 class NoIdleGpu(KoptFailure):
@@ -30,11 +43,33 @@ class NoIdleGpu(KoptFailure):
 @dataclass
 class Assessment:
     gpu: GpuState
+    """The GPU as last seen during the check."""
     idle: bool
     reasons: list[str] = field(default_factory=list)
+    """Why it is busy; empty when idle."""
+    notes: list[str] = field(default_factory=list)
+    """What the gate could not see (NA fields) and did without."""
+    samples: int = 1
+    util_max_pct: Any = NA
+    mem_used_mib: Any = NA
+    """Memory used at the last sample, less this run's own processes."""
+    mem_growth_mib: Any = NA
+    foreign: list[GpuProcess] = field(default_factory=list)
+    claimed_by: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"gpu": self.gpu.to_dict(), "idle": self.idle, "reasons": list(self.reasons)}
+        return {
+            "gpu": self.gpu.to_dict(),
+            "idle": self.idle,
+            "reasons": list(self.reasons),
+            "notes": list(self.notes),
+            "samples": self.samples,
+            "util_max_pct": None if is_na(self.util_max_pct) else self.util_max_pct,
+            "mem_used_mib": None if is_na(self.mem_used_mib) else self.mem_used_mib,
+            "mem_growth_mib": None if is_na(self.mem_growth_mib) else self.mem_growth_mib,
+            "foreign": [_proc_dict(p) for p in self.foreign],
+            "claimed_by": self.claimed_by,
+        }
 
 
 @dataclass
@@ -44,6 +79,8 @@ class GateDecision:
     env: dict[str, str]
     waited_s: float
     assessments: list[Assessment]
+    note: str = ""
+    """"idle", "kept", "switched from GPU n", or why there is no GPU."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -51,12 +88,142 @@ class GateDecision:
             "env": dict(self.env),
             "waited_s": self.waited_s,
             "assessments": [a.to_dict() for a in self.assessments],
+            "note": self.note,
         }
 
 
 def visible_devices_env(gpu: GpuState) -> dict[str, str]:
-    key = "HIP_VISIBLE_DEVICES" if gpu.vendor == "amd" else "CUDA_VISIBLE_DEVICES"
-    return {key: str(gpu.index)}
+    if gpu.vendor == "amd":
+        return {"HIP_VISIBLE_DEVICES": str(gpu.index)}
+    # NVML numbers GPUs in PCI bus order; CUDA's default order may differ.
+    return {"CUDA_VISIBLE_DEVICES": str(gpu.index), "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
+
+
+def gpu_key(g: GpuState) -> str:
+    return str(g.uuid) if not is_na(g.uuid) else f"index-{g.index}"
+
+
+# ---------------------------------------------------------------------------------------
+# Pure: samples → assessments
+
+
+def assess(
+    samples: list[list[GpuState]],
+    cfg: GpuConfig,
+    own: set[int],
+    *,
+    claimed_by: Callable[[GpuState], dict[str, Any] | None] = lambda g: None,
+    enrich: Callable[[GpuProcess], GpuProcess] = lambda p: p,
+) -> list[Assessment]:
+    """Judge every GPU seen in the last sample (and note those that vanished meanwhile)."""
+    if not samples:
+        return []
+    last = {gpu_key(g): g for g in samples[-1]}
+    seen: dict[str, GpuState] = {}
+    for snap in samples:
+        for g in snap:
+            seen[gpu_key(g)] = g
+    out = []
+    for key, g in last.items():
+        series = [s[key] for s in ({gpu_key(x): x for x in snap} for snap in samples) if key in s]
+        out.append(_assess_one(g, series, len(samples), cfg, own, claimed_by(g), enrich))
+    for key, g in seen.items():
+        if key not in last:
+            out.append(Assessment(g, False, ["disappeared during the check"], samples=len(samples)))
+    return sorted(out, key=lambda a: a.gpu.index)
+
+
+def _assess_one(g: GpuState, series: list[GpuState], n: int, cfg: GpuConfig, own: set[int],
+                claim: dict[str, Any] | None, enrich: Callable[[GpuProcess], GpuProcess]) -> Assessment:
+    reasons: list[str] = []
+    notes: list[str] = []
+    if claim is not None:
+        reasons.append(f"claimed by another kopt run ({_holder(claim)})")
+    if len(series) < n:
+        reasons.append(f"seen in {len(series)} of {n} samples")
+
+    foreign: dict[int, GpuProcess] = {}
+    procs_known = False
+    for s in series:
+        if is_na(s.processes):
+            continue
+        procs_known = True
+        for p in s.processes:
+            if p.pid not in own:
+                foreign.setdefault(p.pid, p)
+    last_procs = () if is_na(series[-1].processes) else series[-1].processes
+    own_mem = sum(p.mem_mib for p in last_procs if p.pid in own and not is_na(p.mem_mib))
+    foreign_list = [enrich(p) for p in foreign.values()]
+    if foreign_list:
+        reasons.append(f"{len(foreign_list)} foreign process(es): " + ", ".join(_proc_text(p) for p in foreign_list))
+    if not procs_known:
+        notes.append("processes not readable: " + g.extra.get("na", {}).get("processes", "backend cannot list them"))
+
+    # NVML's utilization covers a trailing window of up to 1 s, so the first sample can still
+    # see this run's own step that just ended: with several samples it is not judged.
+    judged = series[1:] if len(series) > 1 else series
+    utils = [s.util_pct for s in judged if not is_na(s.util_pct)]
+    util_max = max(utils) if utils else NA
+    if utils and util_max > cfg.util_max_pct:
+        reasons.append(f"utilization up to {util_max:.0f}% > {cfg.util_max_pct:g}%")
+    elif not utils:
+        notes.append("utilization not readable")
+
+    mems = [s.mem_used_mib for s in series if not is_na(s.mem_used_mib)]
+    used = max(0.0, mems[-1] - own_mem) if mems else NA
+    growth = mems[-1] - mems[0] if len(mems) >= 2 else NA
+    if mems:
+        if used > cfg.mem_used_max_mib:
+            reasons.append(f"memory used {used:.0f} MiB > {cfg.mem_used_max_mib:g} MiB")
+        if not is_na(growth) and growth > cfg.mem_growth_max_mib:
+            reasons.append(f"memory grew {growth:.0f} MiB during the check > {cfg.mem_growth_max_mib:g} MiB")
+    else:
+        notes.append("memory used not readable")
+
+    if not utils and not procs_known:
+        reasons.append("cannot tell: neither utilization nor processes readable")
+    return Assessment(g, not reasons, reasons, notes, len(series), util_max, used, growth,
+                      foreign_list, claim)
+
+
+def busyness(a: Assessment) -> tuple[float, float, int]:
+    """Sort key: the most idle GPU first (lowest peak utilization, then memory, then index)."""
+    util = 0.0 if is_na(a.util_max_pct) else a.util_max_pct
+    mem = 0.0 if is_na(a.mem_used_mib) else a.mem_used_mib
+    return (util, mem, a.gpu.index)
+
+
+def round_flags(before: dict[str, Any] | None, after: dict[str, Any] | None) -> list[str]:
+    """What disturbed a timed step, from the evidence before and after it ([] when nothing).
+
+    Flags: "gpu_vanished", "gpu_changed", "throttle:<reason>" (a disturbing throttle reason
+    active before or after), "throttle_counter:<name>+<delta>" (a cumulative throttle counter
+    grew in between), "foreign_process:<pid>:<name>" (a foreign process on the GPU)."""
+    if before is None and after is None:
+        return []
+    if after is None or after.get("missing"):
+        return ["gpu_vanished"]
+    if before is None or before.get("missing"):
+        return ["gpu_appeared"] if before is not None else []
+    flags: set[str] = set()
+    if before.get("uuid") != after.get("uuid"):
+        flags.add("gpu_changed")
+    for ev in (before, after):
+        for reason in disturbing(tuple(ev.get("throttle") or ())):
+            flags.add(f"throttle:{reason}")
+    b_counters = before.get("throttle_counters") or {}
+    for name, value in (after.get("throttle_counters") or {}).items():
+        old = b_counters.get(name)
+        if isinstance(old, int | float) and isinstance(value, int | float) and value > old:
+            flags.add(f"throttle_counter:{name}+{value - old:g}")
+    for ev in (before, after):
+        for p in ev.get("foreign_processes") or ():
+            flags.add(f"foreign_process:{p.get('pid')}:{p.get('name') or '?'}")
+    return sorted(flags)
+
+
+# ---------------------------------------------------------------------------------------
+# The gate (side effects: reads the backend, sleeps through the loop, holds claims)
 
 
 class Gate:
@@ -67,8 +234,10 @@ class Gate:
         *,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
-        own_pids: Callable[[], set[int]] = set,
+        own_pids: Callable[[], Iterable[int]] = set,
         log: Callable[[str], None] = lambda msg: None,
+        claims: ClaimRegistry | None = None,
+        owner: str = "",
     ) -> None:
         self.cfg = cfg
         self.backend = backend
@@ -76,53 +245,198 @@ class Gate:
         self.clock = clock
         self.own_pids = own_pids
         self.log = log
+        self.claims = claims if claims is not None else ClaimRegistry(owner=owner)
+        self.namespace = str(getattr(backend, "claim_namespace", ""))
+        self.chosen: GpuState | None = None
         self.chosen_uuid: Any = None
+        self.ever_seen = False
+        self.last: list[Assessment] = []
+        """The last check's assessments (for the dashboard)."""
+        self._waited = False
+        self.waiting: dict[str, Any] | None = None
+        """While acquire() waits: {"waited_s", "next_check_in_s", "gives_up_in_s", "reasons"}."""
 
-    def assess(self) -> list[Assessment]:
-        gpus = [g for g in self.backend.read() if not self.cfg.devices or g.index in self.cfg.devices]
-        own = self.own_pids()
-        out = []
-        for g in gpus:
-            reasons = []
-            procs = [] if is_na(g.processes) else [p for p in g.processes if p.pid not in own]
-            if procs:
-                reasons.append(f"{len(procs)} foreign process(es): " + ", ".join(f"{p.pid} {p.name}" for p in procs))
-            if not is_na(g.util_pct) and g.util_pct > self.cfg.util_max_pct:
-                reasons.append(f"utilization {g.util_pct:.0f}% > {self.cfg.util_max_pct:.0f}%")
-            if not is_na(g.mem_used_mib) and g.mem_used_mib > self.cfg.mem_used_max_mib:
-                reasons.append(f"memory used {g.mem_used_mib:.0f} MiB > {self.cfg.mem_used_max_mib:.0f} MiB")
-            out.append(Assessment(g, not reasons, reasons))
-        return out
+    # -- reading -------------------------------------------------------------------
+
+    def _read(self) -> list[GpuState]:
+        try:
+            gpus = list(self.backend.read())
+        except Exception as exc:  # a backend must not raise; if one does, it read nothing
+            self.log(f"GPU backend {getattr(self.backend, 'name', '?')} failed: {why(exc)}")
+            return []
+        if gpus:
+            self.ever_seen = True
+        if self.cfg.devices:
+            wanted = [g for g in gpus if g.index in self.cfg.devices]
+            if gpus and not wanted and self.chosen is None and not self.last:
+                found = ", ".join(str(g.index) for g in gpus)
+                raise BadInput(f"[gpu].devices = {self.cfg.devices}: no such GPU (found {found})")
+            gpus = wanted
+        return gpus
+
+    def _own(self) -> set[int]:
+        try:
+            return procs.family(self.own_pids())
+        except Exception:  # the loop's callback failed: still count this process as own
+            return procs.family(())
+
+    def _claimed_by(self, g: GpuState) -> dict[str, Any] | None:
+        return self.claims.probe(claim_key(self.namespace, g.uuid, g.index))
+
+    def check(self) -> list[Assessment]:
+        """One check: cfg.samples readings, judged together. No claim is taken."""
+        samples: list[list[GpuState]] = []
+        for i in range(max(1, self.cfg.samples)):
+            if i:
+                self.sleep(self.cfg.sample_interval_s)
+            samples.append(self._read())
+            if not samples[0] and not self.ever_seen:
+                break  # no GPU on this machine: nothing to sample
+        self.last = assess(samples, self.cfg, self._own(), claimed_by=self._claimed_by, enrich=procs.enrich)
+        return self.last
+
+    # -- acquiring -----------------------------------------------------------------
 
     def acquire(self) -> GateDecision:
         start = self.clock()
+        self._waited = False
         while True:
-            found = self.assess()
-            if not found:
-                return GateDecision(None, {}, self.clock() - start, [])
-            idle = [a for a in found if a.idle]
-            if idle:
-                sticky = [a for a in idle if a.gpu.uuid == self.chosen_uuid]
-                pick = sticky[0] if sticky else min(idle, key=_busyness)
-                self.chosen_uuid = pick.gpu.uuid
-                return GateDecision(pick.gpu, visible_devices_env(pick.gpu), self.clock() - start, found)
+            found = self.check()
             waited = self.clock() - start
+            if not found and not self.ever_seen:
+                self.waiting = None
+                status = getattr(self.backend, "status", "") or "no GPU"
+                return GateDecision(None, {}, waited, [], f"no GPU: {status}")
+            pick = self._pick([a for a in found if a.idle])
+            if pick is not None:
+                self.waiting = None
+                return self._take(pick, found, waited)
+            summary = _summary(found) or "no GPU visible: " + str(getattr(self.backend, "status", ""))
             if waited >= self.cfg.wait_max_s:
-                raise NoIdleGpu(f"no idle GPU for {waited / 60:.0f} min: " + "; ".join(
-                    f"GPU {a.gpu.index}: {', '.join(a.reasons)}" for a in found))
-            self.log("no idle GPU: " + "; ".join(f"GPU {a.gpu.index}: {', '.join(a.reasons)}" for a in found))
-            self.sleep(min(self.cfg.wait_s, max(0.0, self.cfg.wait_max_s - waited)))
+                self.waiting = None
+                raise NoIdleGpu(f"no idle GPU for {_duration(waited)} "
+                                f"(gpu.wait_max_s = {self.cfg.wait_max_s:g}): {summary}")
+            pause = min(self.cfg.wait_s, self.cfg.wait_max_s - waited)
+            self.waiting = {"waited_s": waited, "next_check_in_s": pause,
+                            "gives_up_in_s": self.cfg.wait_max_s - waited, "reasons": summary}
+            self.log(f"no idle GPU ({summary}); next check in {_duration(pause)}, "
+                     f"giving up in {_duration(self.cfg.wait_max_s - waited)}")
+            self._waited = True
+            self.sleep(pause)
 
-    def evidence(self) -> dict[str, Any] | None:
-        for g in self.backend.read():
-            if g.uuid == self.chosen_uuid:
-                return g.to_dict()
+    def _pick(self, idle: list[Assessment]) -> Assessment | None:
+        ordered = sorted(idle, key=busyness)
+        if self.chosen_uuid is not None:  # sticky: keep the GPU while it stays idle
+            ordered.sort(key=lambda a: gpu_key(a.gpu) != self.chosen_uuid)
+        for a in ordered:
+            if self._claim(a.gpu):
+                return a
+            a.idle = False
+            a.reasons.append("claimed by another kopt run (just now)")
         return None
 
+    def _claim(self, g: GpuState) -> bool:
+        key = claim_key(self.namespace, g.uuid, g.index)
+        for attempt in range(3):
+            if self.claims.claim(key):
+                return True
+            if self.claims.probe(key):  # a real holder, not a passing probe
+                return False
+            if attempt < 2:
+                self.sleep(0.05)
+        return False
+
+    def _take(self, pick: Assessment, found: list[Assessment], waited: float) -> GateDecision:
+        g = pick.gpu
+        previous = self.chosen
+        note = "idle"
+        if previous is not None:
+            if gpu_key(previous) == gpu_key(g):
+                note = "kept"
+            else:
+                note = f"switched from GPU {previous.index}"
+                self.claims.release(claim_key(self.namespace, previous.uuid, previous.index))
+                self.log(f"GPU {previous.index} is no longer usable; switching to GPU {g.index}")
+        self.chosen = g
+        self.chosen_uuid = gpu_key(g)
+        after = f" after waiting {_duration(waited)}" if self._waited else ""
+        if note != "kept":
+            self.log(f"using GPU {g.index} ({g.name}, {g.uuid}){after}")
+        elif after:
+            self.log(f"GPU {g.index} is idle again{after}")
+        return GateDecision(g, visible_devices_env(g), waited, found, note)
+
+    # -- evidence ------------------------------------------------------------------
+
+    def evidence(self) -> dict[str, Any] | None:
+        """The chosen GPU's state now (one reading), with its foreign processes; None when no
+        GPU was chosen; {"missing": True, ...} when the chosen GPU vanished."""
+        if self.chosen is None:
+            return None
+        now = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        gpus = self._read_quietly()
+        g = next((x for x in gpus if gpu_key(x) == self.chosen_uuid), None)
+        if g is None:
+            c = self.chosen
+            return {"index": c.index, "uuid": None if is_na(c.uuid) else c.uuid,
+                    "name": None if is_na(c.name) else c.name, "missing": True, "time": now}
+        own = self._own()
+        foreign = [] if is_na(g.processes) else [procs.enrich(p) for p in g.processes if p.pid not in own]
+        ev = g.to_dict()
+        ev["time"] = now
+        ev["foreign_processes"] = [_proc_dict(p) for p in foreign]
+        return ev
+
+    def _read_quietly(self) -> list[GpuState]:
+        try:
+            return list(self.backend.read())
+        except Exception:  # evidence is best effort; a failed read means "not seen"
+            return []
+
+    def round_flags(self, before: dict[str, Any] | None, after: dict[str, Any] | None) -> list[str]:
+        return round_flags(before, after)
+
     def close(self) -> None:
-        self.backend.close()
+        self.claims.release_all()
+        self.chosen = None
+        self.chosen_uuid = None
+        try:
+            self.backend.close()
+        except Exception:  # closing must never fail the run's shutdown
+            pass
 
 
-def _busyness(a: Assessment) -> tuple[float, float]:
-    g = a.gpu
-    return (0.0 if is_na(g.util_pct) else g.util_pct, 0.0 if is_na(g.mem_used_mib) else g.mem_used_mib)
+# ---------------------------------------------------------------------------------------
+# Text
+
+
+def _proc_text(p: GpuProcess) -> str:
+    name = "?" if is_na(p.name) else p.name
+    who = "" if is_na(p.user) else f" ({p.user})"
+    mem = "" if is_na(p.mem_mib) else f" {p.mem_mib:.0f} MiB"
+    return f"{p.pid} {name}{who}{mem}"
+
+
+def _proc_dict(p: GpuProcess) -> dict[str, Any]:
+    return {"pid": p.pid, "name": None if is_na(p.name) else p.name,
+            "user": None if is_na(p.user) else p.user,
+            "mem_mib": None if is_na(p.mem_mib) else p.mem_mib}
+
+
+def _holder(info: dict[str, Any]) -> str:
+    parts = [str(info["owner"])] if info.get("owner") else []
+    if info.get("pid"):
+        parts.append(f"pid {info['pid']}")
+    if info.get("since"):
+        parts.append(f"since {info['since']}")
+    return ", ".join(parts) or "holder unknown"
+
+
+def _summary(found: list[Assessment]) -> str:
+    return "; ".join(f"GPU {a.gpu.index}: {', '.join(a.reasons)}" for a in found if a.reasons)
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.0f} min"

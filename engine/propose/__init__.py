@@ -1,0 +1,28 @@
+"""Proposers: `manual`, `command` (an agent CLI) and `tune` (built-in parameter search)."""
+
+from __future__ import annotations
+
+from engine.config import Config
+from engine.errors import BadInput
+from engine.propose.base import Plan, Proposal, ProposalContext, Proposer, format_plan, parse_plan
+
+__all__ = ["Plan", "Proposal", "ProposalContext", "Proposer", "format_plan", "make_proposer", "parse_plan"]
+
+
+def make_proposer(cfg: Config, kind: str | None = None) -> Proposer:
+    kind = kind or cfg.propose.kind
+    if kind == "manual":
+        from engine.propose.manual import ManualProposer
+
+        return ManualProposer()
+    if kind == "command":
+        if not cfg.propose.command.strip():
+            raise BadInput('kopt.toml: [propose].command is required for the "command" proposer')
+        from engine.propose.command import CommandProposer
+
+        return CommandProposer(cfg.propose.command, cfg.propose.timeout_s)
+    if kind == "tune":
+        from engine.propose.tune import TuneProposer
+
+        return TuneProposer(cfg.propose.tune)
+    raise BadInput(f'unknown proposer {kind!r} (use "manual", "command" or "tune")')

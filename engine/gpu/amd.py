@@ -1,0 +1,223 @@
+"""AMD GPUs through the `amdsmi` Python bindings (ROCm 6.x and 7.x).
+
+Lazy like the NVML backend: imported and initialised on the first `read()`; a library that
+cannot load gives [] and the reason in `status`. What differs between ROCm versions, and how
+this backend copes:
+- the library marks what it cannot read with the string "N/A" (and sometimes 0xFFFF):
+  those become NA;
+- `amdsmi_get_gpu_vram_usage` reports MB (MiB in fact); process memory is in bytes;
+- `amdsmi_get_gpu_process_list` returns dicts since ROCm 6.1 (`memory_usage.vram_mem`),
+  but process handles before it, which `amdsmi_get_gpu_process_info` turns into dicts;
+- power is `socket_power` (ROCm 6.4+), `current_socket_power` (MI300) or
+  `average_socket_power` (older); clocks are `clk` (new) or `cur_clk` (old);
+- GPU activity falls back to `amdsmi_get_gpu_metrics_info()["average_gfx_activity"]`;
+- throttling comes from `amdsmi_get_violation_status` (MI300 and later): `active_*` flags
+  are the throttle reasons, `acc_*` counters the cumulative throttle counters.
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+from typing import Any
+
+from engine.gpu.base import NA, GpuProcess, GpuState, number, read_field, text, why
+
+_MIB = 1024 * 1024
+_VIOLATIONS = {  # amdsmi_get_violation_status keys → kopt's throttle vocabulary
+    "ppt_pwr": "power_ppt",
+    "socket_thrm": "thermal_socket",
+    "prochot_thrm": "thermal_prochot",
+    "vr_thrm": "thermal_vr",
+    "hbm_thrm": "thermal_hbm",
+}
+
+
+def _value(v: Any) -> Any:
+    """amdsmi's "N/A" and its all-ones sentinels → NA; numbers → float."""
+    if isinstance(v, int) and v in (0xFFFF, 0xFFFFFFFF, 0xFFFFFFFFFFFFFFFF):
+        return NA
+    return number(v)
+
+
+class AmdSmiBackend:
+    name = "amdsmi"
+    vendor = "amd"
+
+    def __init__(self, module: ModuleType | None = None) -> None:
+        self._module = module
+        self._smi: Any = None
+        self._ready = False
+        self._failed = False
+        self.status = "not started"
+
+    def _start(self) -> bool:
+        if self._ready:
+            return True
+        if self._failed:
+            return False
+        try:
+            smi = self._module or importlib.import_module("amdsmi")
+        except Exception as exc:  # ImportError, or the bindings failing to find libamd_smi.so
+            self._failed = True
+            self.status = f"amdsmi is not usable: {why(exc)}"
+            return False
+        try:
+            smi.amdsmi_init()
+        except Exception as exc:
+            self._failed = True
+            self.status = f"amdsmi_init failed: {why(exc)}"
+            return False
+        self._smi = smi
+        self._ready = True
+        self.status = "amdsmi"
+        return True
+
+    def close(self) -> None:
+        if self._ready:
+            try:
+                self._smi.amdsmi_shut_down()
+            except Exception:  # shutting down a broken library must not raise either
+                pass
+        self._ready = False
+        self._smi = None
+
+    def read(self) -> list[GpuState]:
+        if not self._start():
+            return []
+        try:
+            handles = list(self._smi.amdsmi_get_processor_handles())
+        except Exception as exc:
+            self.status = f"amdsmi_get_processor_handles failed: {why(exc)}"
+            return []
+        gpus = []
+        for pos, h in enumerate(handles):
+            try:
+                gpus.append(self._read_one(pos, h))
+            except Exception as exc:  # an unforeseen library shape: this GPU is all NA
+                gpus.append(GpuState(pos, vendor="amd", backend=self.name, extra={"na": {"*": why(exc)}}))
+        return gpus
+
+    def _read_one(self, pos: int, h: Any) -> GpuState:
+        smi = self._smi
+        na: dict[str, str] = {}
+        used, total = read_field(na, "mem_used_mib", self._vram, h) or (NA, NA)
+        if used is NA:
+            na.setdefault("mem_total_mib", na.get("mem_used_mib", "not available"))
+        violations = read_field(na, "throttle", self._violations, h)
+        throttle, counters = _throttle(violations)
+        if counters is NA:
+            na.setdefault("throttle_counters", na.get("throttle", "not available"))
+        return GpuState(
+            index=self._index(pos, h),
+            name=read_field(na, "name", lambda: text(smi.amdsmi_get_gpu_asic_info(h).get("market_name"))),
+            uuid=read_field(na, "uuid", smi.amdsmi_get_gpu_device_uuid, h, convert=text),
+            util_pct=read_field(na, "util_pct", self._activity, h),
+            mem_used_mib=used,
+            mem_total_mib=total,
+            processes=read_field(na, "processes", self._processes, h),
+            sm_clock_mhz=read_field(na, "sm_clock_mhz", self._clock, h, "GFX"),
+            mem_clock_mhz=read_field(na, "mem_clock_mhz", self._clock, h, "MEM"),
+            temp_c=read_field(na, "temp_c", self._temperature, h),
+            power_w=read_field(na, "power_w", self._power, h),
+            throttle=throttle,
+            throttle_counters=counters,
+            vendor="amd",
+            backend=self.name,
+            extra={"na": na},
+        )
+
+    def _index(self, pos: int, h: Any) -> int:
+        """The HIP device index where the library says it (ROCm 7), else the listing order."""
+        info = getattr(self._smi, "amdsmi_get_gpu_enumeration_info", None)
+        if info is not None:
+            try:
+                hip_id = info(h).get("hip_id")
+                if isinstance(hip_id, int):
+                    return hip_id
+            except Exception:  # older library or unsupported: the listing order it is
+                pass
+        return pos
+
+    def _activity(self, h: Any) -> Any:
+        smi = self._smi
+        try:
+            v = _value(smi.amdsmi_get_gpu_activity(h).get("gfx_activity"))
+        except Exception:
+            v = NA
+        if v is NA:
+            v = _value(smi.amdsmi_get_gpu_metrics_info(h).get("average_gfx_activity"))
+        return v
+
+    def _vram(self, h: Any) -> tuple[Any, Any]:
+        smi = self._smi
+        try:
+            vram = smi.amdsmi_get_gpu_vram_usage(h)
+            used, total = _value(vram.get("vram_used")), _value(vram.get("vram_total"))
+            if used is not NA and total is not NA:
+                return used, total  # MB
+        except Exception:  # try the byte-level calls below
+            pass
+        vram_type = smi.AmdSmiMemoryType.VRAM
+        used = _value(smi.amdsmi_get_gpu_memory_usage(h, vram_type))
+        total = _value(smi.amdsmi_get_gpu_memory_total(h, vram_type))
+        return (used / _MIB if used is not NA else NA), (total / _MIB if total is not NA else NA)
+
+    def _processes(self, h: Any) -> tuple[GpuProcess, ...]:
+        smi = self._smi
+        out = []
+        for p in smi.amdsmi_get_gpu_process_list(h):
+            info = p if isinstance(p, dict) else smi.amdsmi_get_gpu_process_info(h, p)
+            mem = info.get("memory_usage", {}).get("vram_mem") if isinstance(info.get("memory_usage"), dict) else None
+            mem = _value(mem) if mem is not None else _value(info.get("mem"))
+            out.append(GpuProcess(pid=int(info["pid"]), name=text(info.get("name")),
+                                  mem_mib=NA if mem is NA else mem / _MIB))
+        return tuple(out)
+
+    def _violations(self, h: Any) -> Any:
+        fn = getattr(self._smi, "amdsmi_get_violation_status", None)
+        if fn is None:
+            raise RuntimeError("amdsmi_get_violation_status not in this ROCm version")
+        return fn(h)
+
+    def _clock(self, h: Any, kind: str) -> Any:
+        smi = self._smi
+        info = smi.amdsmi_get_clock_info(h, getattr(smi.AmdSmiClkType, kind))
+        return _value(info.get("clk", info.get("cur_clk")))
+
+    def _temperature(self, h: Any) -> Any:
+        smi = self._smi
+        kinds = smi.AmdSmiTemperatureType
+        for name in ("EDGE", "HOTSPOT", "JUNCTION"):
+            kind = getattr(kinds, name, None)
+            if kind is None:
+                continue
+            try:
+                t = _value(smi.amdsmi_get_temp_metric(h, kind, smi.AmdSmiTemperatureMetric.CURRENT))
+            except Exception:  # this sensor is not on this GPU (MI300 has no edge sensor)
+                continue
+            if t is not NA:
+                return t / 1000 if t > 1000 else t  # ROCm 5 reported millidegrees
+        return NA
+
+    def _power(self, h: Any) -> Any:
+        info = self._smi.amdsmi_get_power_info(h)
+        for key in ("socket_power", "current_socket_power", "average_socket_power"):
+            v = _value(info.get(key))
+            if v is not NA and v > 0:
+                return v
+        return NA
+
+
+def _throttle(violations: Any) -> tuple[Any, Any]:
+    """(active throttle reasons, cumulative counters) from amdsmi_get_violation_status."""
+    if not isinstance(violations, dict):
+        return NA, NA
+    active, counters = [], {}
+    for key, name in _VIOLATIONS.items():
+        if violations.get(f"active_{key}") is True:
+            active.append(name)
+        acc = _value(violations.get(f"acc_{key}"))
+        if acc is not NA:
+            counters[name] = acc
+    return tuple(active), (counters or NA)

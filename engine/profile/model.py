@@ -1,0 +1,420 @@
+"""What a profile says, tool-independent: launches -> per-kernel stats -> a summary; two
+summaries -> a comparison that the decision can ask "do you agree with the bench?".
+
+Target kernels' time per call (the number the keep rule looks at):
+
+    target_total_ns    = sum of GPU time over every launch whose kernel name matches the
+                         [profile].kernel regex (re.search; all kernels when it is empty)
+    calls              = launches of the *anchor*: the matching kernel launched fewest times
+                         (every call of the operation launches each of its kernels at least
+                         once, so a helper kernel added to the call cannot inflate the count)
+    target_per_call_ns = target_total_ns / calls
+
+Splitting one kernel into two that each run once per call leaves `calls` unchanged and
+adds both kernels' time, so it cannot look faster. A candidate that launches the same
+kernel more often per call changes `calls` itself; `compare` then also compares total
+target time (under KOPT_PROFILE=1 the protected bench runs the same calls for both trees)
+and keeps the less favourable of the two ratios. Pure: no files, no subprocesses.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from engine.errors import BadInput, KoptFailure
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One kernel launch as a profiler reported it, in base units; None where not reported."""
+
+    kernel: str
+    duration_ns: float
+    registers_per_thread: int | None = None
+    """NVIDIA: registers per thread. AMD: architected VGPRs."""
+    accum_vgprs: int | None = None
+    sgprs: int | None = None
+    shared_mem_bytes: float | None = None
+    """Per block: static + dynamic shared memory (NVIDIA) or the LDS allocation (AMD)."""
+    scratch_bytes: float | None = None
+    occupancy_pct: float | None = None
+    """Achieved occupancy: active warps as % of the SM's maximum (ncu)."""
+    dram_bytes: float | None = None
+    dram_bw_Bps: float | None = None
+    dram_pct: float | None = None
+    """DRAM throughput as % of its peak over the launch's elapsed time (ncu)."""
+    block: str | None = None
+    grid: str | None = None
+
+
+@dataclass(frozen=True)
+class KernelStat:
+    """All launches of one kernel name: GPU time and its launch resources."""
+
+    name: str
+    calls: int
+    total_ns: float
+    avg_ns: float
+    min_ns: float | None = None
+    max_ns: float | None = None
+    target: bool = False
+    """True when the name matches the target regex."""
+    registers_per_thread: int | None = None
+    accum_vgprs: int | None = None
+    sgprs: int | None = None
+    shared_mem_bytes: float | None = None
+    scratch_bytes: float | None = None
+    occupancy_pct: float | None = None
+    dram_bytes: float | None = None
+    """Total over all launches."""
+    dram_bw_Bps: float | None = None
+    dram_pct: float | None = None
+    block: str | None = None
+    grid: str | None = None
+    """Launch shapes, when every launch had the same one (else 'varies')."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> KernelStat:
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+@dataclass(frozen=True)
+class ProfileSummary:
+    """Per-kernel GPU time of one profiled run and the target kernels' time per call."""
+
+    tool: str
+    kernel_regex: str
+    kernels: tuple[KernelStat, ...]
+    """Every kernel seen, hottest (largest total time) first."""
+    calls: int
+    anchor: str
+    target_total_ns: float
+    target_per_call_ns: float
+    hottest: str
+    launches: int
+    files: tuple[str, ...] = field(default=())
+
+    @property
+    def target_kernels(self) -> tuple[KernelStat, ...]:
+        return tuple(k for k in self.kernels if k.target)
+
+    def kernel(self, name: str) -> KernelStat | None:
+        return next((k for k in self.kernels if k.name == name), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "tool": self.tool,
+            "kernel_regex": self.kernel_regex,
+            "calls": self.calls,
+            "anchor": self.anchor,
+            "target_total_ns": self.target_total_ns,
+            "target_per_call_ns": self.target_per_call_ns,
+            "hottest": self.hottest,
+            "launches": self.launches,
+            "files": list(self.files),
+            "kernels": [k.to_dict() for k in self.kernels],
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ProfileSummary:
+        try:
+            return cls(
+                tool=str(data["tool"]),
+                kernel_regex=str(data["kernel_regex"]),
+                kernels=tuple(KernelStat.from_dict(k) for k in data["kernels"]),
+                calls=int(data["calls"]),
+                anchor=str(data["anchor"]),
+                target_total_ns=float(data["target_total_ns"]),
+                target_per_call_ns=float(data["target_per_call_ns"]),
+                hottest=str(data["hottest"]),
+                launches=int(data["launches"]),
+                files=tuple(data.get("files", ())),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise BadInput(f"profile summary: missing or bad field ({exc})") from None
+
+    def save(self, path: Path) -> Path:
+        path.write_text(json.dumps(self.to_dict(), indent=2) + "\n", encoding="utf-8")
+        return path
+
+    @classmethod
+    def load(cls, path: Path) -> ProfileSummary:
+        try:
+            return cls.from_dict(json.loads(path.read_text(encoding="utf-8")))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise BadInput(f"{path}: cannot read profile summary: {exc}") from None
+
+    def table(self, limit: int = 10) -> str:
+        """A short markdown table of the hottest kernels (for the prompt and the TUI)."""
+        total = sum(k.total_ns for k in self.kernels) or 1.0
+        rows = [
+            "| kernel | target | calls | avg us | total us | share | regs | smem/LDS B | occ % | DRAM GB/s |",
+            "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        ]
+        for k in self.kernels[:limit]:
+            rows.append(
+                f"| {_short(k.name)} | {'yes' if k.target else ''} | {k.calls} | {k.avg_ns / 1e3:.3f} "
+                f"| {k.total_ns / 1e3:.1f} | {100 * k.total_ns / total:.1f}% | {_opt(k.registers_per_thread)} "
+                f"| {_opt(k.shared_mem_bytes, '{:.0f}')} | {_opt(k.occupancy_pct, '{:.1f}')} "
+                f"| {_opt(None if k.dram_bw_Bps is None else k.dram_bw_Bps / 1e9, '{:.1f}')} |"
+            )
+        if len(self.kernels) > limit:
+            rows.append(f"| ... {len(self.kernels) - limit} more | | | | | | | | | |")
+        rows.append("")
+        rows.append(
+            f"Target kernels (`{self.kernel_regex or '.*'}`): {self.target_total_ns / 1e3:.1f} us over "
+            f"{self.calls} calls (anchor `{_short(self.anchor)}`) = "
+            f"**{self.target_per_call_ns / 1e3:.3f} us per call**; hottest: `{_short(self.hottest)}`."
+        )
+        return "\n".join(rows)
+
+
+def _short(name: str, width: int = 60) -> str:
+    return name if len(name) <= width else name[: width - 3] + "..."
+
+
+def _opt(value: Any, fmt: str = "{}") -> str:
+    return "" if value is None else fmt.format(value)
+
+
+def compile_regex(kernel_regex: str) -> re.Pattern[str]:
+    try:
+        return re.compile(kernel_regex or "")
+    except re.error as exc:
+        raise BadInput(f"[profile].kernel: {kernel_regex!r} is not a valid regex: {exc}") from None
+
+
+def summarize(
+    launches: list[Launch], kernel_regex: str, *, tool: str, files: tuple[str, ...] = ()
+) -> ProfileSummary:
+    """Group launches by kernel name; the target kernels are those matching the regex."""
+    if not launches:
+        raise KoptFailure(f"{', '.join(files) or tool}: the profile holds no kernel launches")
+    by_name: dict[str, list[Launch]] = defaultdict(list)
+    for launch in launches:
+        by_name[launch.kernel].append(launch)
+    stats = [_kernel_stat(name, ls) for name, ls in by_name.items()]
+    return summary_from_stats(stats, kernel_regex, tool=tool, files=files, launches=len(launches))
+
+
+def summary_from_stats(
+    stats: list[KernelStat],
+    kernel_regex: str,
+    *,
+    tool: str,
+    files: tuple[str, ...] = (),
+    launches: int | None = None,
+) -> ProfileSummary:
+    """The summary of per-kernel stats (for tools that report aggregates, not launches)."""
+    where = ", ".join(files) or tool
+    if not stats:
+        raise KoptFailure(f"{where}: the profile holds no kernels")
+    pattern = compile_regex(kernel_regex)
+    stats = [replace(k, target=bool(pattern.search(k.name))) for k in stats]
+    stats.sort(key=lambda k: (-k.total_ns, k.name))
+    targets = [k for k in stats if k.target]
+    if not targets:
+        seen = ", ".join(_short(k.name, 40) for k in stats[:5])
+        raise KoptFailure(
+            f"{where}: no kernel matches [profile].kernel {kernel_regex!r} (seen: {seen})"
+        )
+    anchor = min(targets, key=lambda k: (k.calls, -k.total_ns))
+    target_total = sum(k.total_ns for k in targets)
+    return ProfileSummary(
+        tool=tool,
+        kernel_regex=kernel_regex,
+        kernels=tuple(stats),
+        calls=anchor.calls,
+        anchor=anchor.name,
+        target_total_ns=target_total,
+        target_per_call_ns=target_total / anchor.calls,
+        hottest=stats[0].name,
+        launches=sum(k.calls for k in stats) if launches is None else launches,
+        files=files,
+    )
+
+
+def _kernel_stat(name: str, launches: list[Launch]) -> KernelStat:
+    durations = [x.duration_ns for x in launches]
+    total = sum(durations)
+    return KernelStat(
+        name=name,
+        calls=len(launches),
+        total_ns=total,
+        avg_ns=total / len(launches),
+        min_ns=min(durations),
+        max_ns=max(durations),
+        registers_per_thread=_max_int(x.registers_per_thread for x in launches),
+        accum_vgprs=_max_int(x.accum_vgprs for x in launches),
+        sgprs=_max_int(x.sgprs for x in launches),
+        shared_mem_bytes=_max(x.shared_mem_bytes for x in launches),
+        scratch_bytes=_max(x.scratch_bytes for x in launches),
+        occupancy_pct=_time_weighted(launches, "occupancy_pct"),
+        dram_bytes=_sum_if_all(x.dram_bytes for x in launches),
+        dram_bw_Bps=_time_weighted(launches, "dram_bw_Bps"),
+        dram_pct=_time_weighted(launches, "dram_pct"),
+        block=_same(x.block for x in launches),
+        grid=_same(x.grid for x in launches),
+    )
+
+
+def _max(values: Any) -> float | None:
+    known = [v for v in values if v is not None]
+    return max(known) if known else None
+
+
+def _max_int(values: Any) -> int | None:
+    m = _max(values)
+    return None if m is None else int(m)
+
+
+def _sum_if_all(values: Any) -> float | None:
+    vals = list(values)
+    return None if not vals or any(v is None for v in vals) else float(sum(vals))
+
+
+def _time_weighted(launches: list[Launch], attr: str) -> float | None:
+    pairs = [(getattr(x, attr), x.duration_ns) for x in launches if getattr(x, attr) is not None]
+    weight = sum(d for _, d in pairs)
+    if not pairs or weight <= 0:
+        return None
+    return sum(v * d for v, d in pairs) / weight
+
+
+def _same(values: Any) -> str | None:
+    vals = {v for v in values if v is not None}
+    if not vals:
+        return None
+    return vals.pop() if len(vals) == 1 else "varies"
+
+
+# ---------------------------------------------------------------------------------------
+# Comparing best and candidate
+
+AGREEMENT_KINDS = ("keep", "accepted", "regression", "tie", "split")
+
+
+@dataclass(frozen=True)
+class KernelChange:
+    name: str
+    best_avg_ns: float | None
+    cand_avg_ns: float | None
+    best_calls: int
+    cand_calls: int
+
+
+@dataclass(frozen=True)
+class ProfileComparison:
+    """Target kernels' GPU time, best vs candidate; ratio below 1 means the candidate is faster."""
+
+    best_per_call_ns: float
+    cand_per_call_ns: float
+    per_call_ratio: float
+    best_total_ns: float
+    cand_total_ns: float
+    total_ratio: float
+    best_calls: int
+    cand_calls: int
+    ratio: float
+    """The ratio the decision uses: per call when both runs have the same call count, else
+    the larger (less favourable to the candidate) of the per-call and total ratios."""
+    basis: str
+    kernels: tuple[KernelChange, ...] = ()
+
+    @property
+    def delta_pct(self) -> float:
+        return (self.ratio - 1.0) * 100.0
+
+    def disagreement(self, verdict_kind: str, margin_pct: float) -> str | None:
+        """None when the profiler agrees with the bench verdict, else a one-line reason.
+
+        keep/accepted (bench: faster): disagree when the profiler's change is slower than
+        +margin. regression (bench: slower): disagree when it is faster than -margin.
+        tie: disagree when |change| exceeds margin. split: the profile is per run, not per
+        class, so there is nothing to confirm. A negative margin makes the rule stricter
+        (-0.5 asks the profiler to show at least a 0.5% gain for a keep).
+        """
+        d = self.delta_pct
+        where = f"profiler: target kernels {d:+.2f}% per call ({self.basis})"
+        if verdict_kind in ("keep", "accepted"):
+            return None if d <= margin_pct else f"bench faster but {where}"
+        if verdict_kind == "regression":
+            return None if d >= -margin_pct else f"bench slower but {where}"
+        if verdict_kind == "tie":
+            return None if abs(d) <= abs(margin_pct) else f"bench tied but {where}"
+        if verdict_kind == "split":
+            return None
+        raise ValueError(
+            f"no profiler agreement rule for verdict {verdict_kind!r} ({', '.join(AGREEMENT_KINDS)})"
+        )
+
+    def agrees_with(self, verdict_kind: str, margin_pct: float) -> bool:
+        return self.disagreement(verdict_kind, margin_pct) is None
+
+    def summary_line(self) -> str:
+        return (
+            f"target kernels {self.best_per_call_ns / 1e3:.3f} -> {self.cand_per_call_ns / 1e3:.3f} us "
+            f"per call ({self.delta_pct:+.2f}%, {self.basis})"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["delta_pct"] = self.delta_pct
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ProfileComparison:
+        known = {f.name for f in fields(cls)}
+        kw = {k: v for k, v in data.items() if k in known}
+        kw["kernels"] = tuple(KernelChange(**k) for k in data.get("kernels", ()))
+        return cls(**kw)
+
+
+def compare(best: ProfileSummary, cand: ProfileSummary) -> ProfileComparison:
+    if best.target_per_call_ns <= 0 or best.target_total_ns <= 0:
+        raise KoptFailure("best profile: target kernels have no GPU time")
+    per_call = cand.target_per_call_ns / best.target_per_call_ns
+    total = cand.target_total_ns / best.target_total_ns
+    if best.calls == cand.calls:
+        ratio, basis = per_call, f"{best.calls} calls each"
+    else:
+        ratio = max(per_call, total)
+        basis = (
+            f"call counts differ ({best.calls} vs {cand.calls}): the less favourable of "
+            f"per-call {per_call:.4f} and total {total:.4f}"
+        )
+    names = sorted({k.name for k in best.target_kernels} | {k.name for k in cand.target_kernels})
+    changes = []
+    for name in names:
+        b, c = best.kernel(name), cand.kernel(name)
+        changes.append(
+            KernelChange(
+                name,
+                b.avg_ns if b else None,
+                c.avg_ns if c else None,
+                b.calls if b else 0,
+                c.calls if c else 0,
+            )
+        )
+    return ProfileComparison(
+        best_per_call_ns=best.target_per_call_ns,
+        cand_per_call_ns=cand.target_per_call_ns,
+        per_call_ratio=per_call,
+        best_total_ns=best.target_total_ns,
+        cand_total_ns=cand.target_total_ns,
+        total_ratio=total,
+        best_calls=best.calls,
+        cand_calls=cand.calls,
+        ratio=ratio,
+        basis=basis,
+        kernels=tuple(changes),
+    )

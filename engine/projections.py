@@ -1,0 +1,240 @@
+"""Text projections of run.db: memory/vN.json records, performance.md and README.md (pure).
+
+Nothing here touches the disk; `engine.loop` writes what these functions return, atomically,
+after every change to the store. Deleting any of these files loses nothing: the next write
+re-creates them from the store.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+from engine.bookkeeping import Counters
+from engine.config import Config
+from engine.store import Iteration
+
+
+def memory_record(it: Iteration) -> dict[str, Any]:
+    """memory/vN.json (DESIGN.md §10)."""
+    rec = it.record
+    decision = rec.get("decision") or {}
+    return {
+        "version": it.version,
+        "parent": it.parent,
+        "status": it.status,
+        "masked": it.masked,
+        "hypothesis": it.hypothesis,
+        "target_class": it.target_class,
+        "scope": it.scope,
+        "changed_files": rec.get("changed_files", []),
+        "commit": it.commit,
+        "best_commit_before": it.best_commit_before,
+        "repair_attempts": it.repair_attempts,
+        "started_at": _iso(it.started_at),
+        "finished_at": _iso(it.finished_at),
+        "phase": it.phase,
+        "gpu": rec.get("gpu", {}),
+        "classes": rec.get("classes", {}),
+        "profile": rec.get("profile"),
+        "decision": {
+            "verdict": decision.get("verdict"),
+            "reason": decision.get("reason", ""),
+            "by": decision.get("by", "engine"),
+            "rounds": decision.get("rounds"),
+            "gpu_seconds": decision.get("gpu_seconds"),
+            "flags": decision.get("flags", []),
+        },
+        "proposal": rec.get("proposal", {}),
+        "pitfalls_and_fixes": rec.get("pitfalls_and_fixes", []),
+    }
+
+
+def _iso(t: float | None) -> str | None:
+    if t is None:
+        return None
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(t))
+
+
+def _date(t: float | None) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(t)) if t else "—"
+
+
+def fmt_num(v: Any, digits: int = 3) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "—"
+    if isinstance(v, int | float):
+        return f"{v:.{digits}g}" if abs(v) < 1e-3 or abs(v) >= 1e6 else f"{v:.{digits}f}".rstrip("0").rstrip(".")
+    return str(v)
+
+
+def fmt_pct(v: Any) -> str:
+    return "—" if v is None else f"{v:+.2f}%"
+
+
+def best_per_class(iterations: list[Iteration]) -> dict[str, float]:
+    """The latest known metric per class of the current best tree."""
+    out: dict[str, float] = {}
+    for it in iterations:
+        if it.masked or not it.kept:
+            continue
+        side = "best" if it.status == "baseline" else "cand"
+        for cls, c in (it.record.get("classes") or {}).items():
+            v = c.get(side)
+            if v is not None:
+                out[cls] = v
+    return out
+
+
+def _kernel_name(it: Iteration) -> str:
+    prof = it.record.get("profile") or {}
+    side = prof.get("cand") or prof.get("best") or {}
+    return side.get("hottest") or "—"
+
+
+def _profiler_ns(it: Iteration, side: str) -> Any:
+    prof = it.record.get("profile") or {}
+    return (prof.get(side) or {}).get("target_per_call_ns")
+
+
+def render_performance(cfg: Config, meta: dict[str, Any], iterations: list[Iteration], counters: Counters) -> str:
+    metric = cfg.target.metric
+    lines = [
+        "# performance.md",
+        "",
+        f"Run `{meta.get('tag')}` — baseline and kept improvements only (kernel-opt program).",
+        f"Metric: `{metric}` ({'lower' if cfg.target.direction == 'min' else 'higher'} is better), "
+        f"geometric mean over the class's configs; Δ is against the previous best, measured "
+        "paired in the same session.",
+        "",
+        f"| Date | Commit | Status | Bench command | Class / dispatch condition | Kernel | {metric} | "
+        "Profiler time (ns/call) | Δ vs previous best | Bottleneck targeted |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for it in iterations:
+        if it.masked or not it.kept:
+            continue
+        classes = it.record.get("classes") or {}
+        if it.status == "baseline":
+            value = _geomean([c.get("best") for c in classes.values()])
+            cls, delta, what = "all classes", None, "baseline (unmodified)"
+        else:
+            cls = it.target_class or "all classes (global)"
+            chosen = [classes[it.target_class]] if it.target_class in classes else list(classes.values())
+            value = _geomean([c.get("cand") for c in chosen])
+            delta = _geomean([c.get("ratio") for c in chosen])
+            delta = None if delta is None else (delta - 1) * 100
+            what = it.hypothesis
+            if it.status == "accepted":
+                what += " (accepted by the engineer)"
+        prof = _profiler_ns(it, "best" if it.status == "baseline" else "cand")
+        lines.append(
+            f"| {_date(it.finished_at)} | {(it.commit or '')[:10]} | {'baseline' if it.status == 'baseline' else 'keep'} | "
+            f"`{cfg.target.bench}` | {cls} | {_kernel_name(it)} | {fmt_num(value)} | {fmt_num(prof)} | "
+            f"{fmt_pct(delta)} | {_cell(what)} |"
+        )
+    if meta.get("state") in ("stopped", "finished") and meta.get("stop_reason") and meta.get("stop_time"):
+        lines += ["", render_stop_summary(cfg, meta, iterations, counters)]
+    return "\n".join(lines) + "\n"
+
+
+def render_stop_summary(cfg: Config, meta: dict[str, Any], iterations: list[Iteration], counters: Counters) -> str:
+    best = best_per_class(iterations)
+    lines = [
+        "## Stop Summary",
+        "",
+        f"- Stop time: {_date(meta.get('stop_time'))}",
+        f"- Stop reason: {meta.get('stop_reason')}",
+        f"- BEST_COMMIT: {meta.get('best_commit') or '—'}",
+        "- Current best metrics: " + (", ".join(f"{c}: {fmt_num(v)}" for c, v in sorted(best.items())) or "—"),
+        f"- Consecutive regressions: {counters.consecutive_regressions}",
+        "",
+        "### Recent regressions (last 5)",
+        "",
+        f"| Attempt | Hypothesis | Changed Files | {cfg.target.metric} best → candidate | GPU Time best → candidate | Delta | Notes |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in counters.recent_regressions:
+        lines.append(
+            f"| v{r['version']} | {_cell(r['hypothesis'])} | {_cell(', '.join(r['files']))} | "
+            f"{fmt_num(r['metric_best'])} → {fmt_num(r['metric_cand'])} | "
+            f"{fmt_num(r['profiler_best_ns'])} → {fmt_num(r['profiler_cand_ns'])} | {fmt_pct(r['delta_pct'])} | "
+            f"{_cell(r['notes'])} |"
+        )
+    if not counters.recent_regressions:
+        lines.append("| — | no regression since the last keep or tie | | | | | |")
+    return "\n".join(lines)
+
+
+def _cell(text: Any) -> str:
+    return str(text or "").replace("|", "\\|").replace("\n", " ")[:300]
+
+
+def _geomean(values: list[Any]) -> float | None:
+    vals = [v for v in values if isinstance(v, int | float) and v > 0]
+    if not vals:
+        return None
+    return math.exp(sum(math.log(v) for v in vals) / len(vals))
+
+
+def render_readme(
+    cfg: Config,
+    meta: dict[str, Any],
+    *,
+    config_columns: list[str] | None = None,
+    classes: list[str] | None = None,
+    hardware: str | None = None,
+    roofline: str | None = None,
+) -> str:
+    t = cfg.target
+    s = cfg.stop
+    cols = ", ".join(f"`{c}`" for c in config_columns) if config_columns else "not yet measured (after the baseline)"
+    class_list = "\n".join(f"  - `{c}`" for c in classes) if classes else "  - not yet measured (after the baseline)"
+    stops = [
+        f"- {s.consecutive_regressions} consecutive measured regressions",
+        f"- no idle GPU for {cfg.gpu.wait_max_s / 60:.0f} minutes",
+        f"- every production config at ≥ {s.target_pct_of_peak:g}% of its roofline"
+        + ("" if cfg.roofline.bytes or cfg.roofline.flops else " (no roofline formulas configured: inactive)"),
+        f"- {s.consecutive_failures} failed proposals in a row",
+    ]
+    if s.max_iters:
+        stops.append(f"- {s.max_iters} candidate iterations")
+    if s.max_hours:
+        stops.append(f"- {s.max_hours:g} hours")
+    stops.append("- a request from the engineer (`kopt stop`)")
+    return "\n".join(
+        [
+            f"# kopt run `{meta.get('tag')}`",
+            "",
+            "## Task context",
+            "",
+            f"- Target repository: `{meta.get('repo')}`",
+            f"- Baseline commit: `{meta.get('baseline_commit')}`",
+            f"- Branch: `kopt/{meta.get('tag')}` (worktree `best/` at BEST_COMMIT; the candidate in `cand/`)",
+            f"- Benchmark command (fixed): `{t.bench}`",
+            f"- CSV: `{t.csv}`" + (" (the bench's stdout)" if t.csv == "-" else ""),
+            f"- Metric: `{t.metric}` ({'lower' if t.direction == 'min' else 'higher'} is better)",
+            f"- Correctness rule: `{t.correct or 'metric present and finite'}`; NaN/Inf always fail",
+            f"- Config columns: {cols}",
+            f"- Config classes (by {', '.join(t.class_by) if t.class_by else 'all config columns'}):",
+            class_list,
+            f"- Protected files: {', '.join(f'`{p}`' for p in t.protected) or 'none declared'}",
+            f"- Proposer: `{cfg.propose.kind}`" + (f" (`{cfg.propose.command}`)" if cfg.propose.kind == "command" else ""),
+            "",
+            *([roofline.rstrip(), ""] if roofline else [
+                "## Hardware specs",
+                "",
+                hardware or "Not yet measured: written once the GPU is known (values only with a source).",
+                "",
+                "## Roofline analysis (Step 0)",
+                "",
+                "Not yet measured: needs `[roofline] bytes`/`flops` formulas, the baseline and the hardware spec.",
+                "",
+            ]),
+            "## Stop conditions",
+            "",
+            *stops,
+            "",
+        ]
+    )

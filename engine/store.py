@@ -1,0 +1,440 @@
+"""run.db: the run's single source of truth (SQLite, WAL, synchronous=FULL).
+
+Everything else on disk (memory/vN.json, performance.md, README.md) is a projection of
+this database. One engine writes; any number of TUIs and CLIs read, and clients write only
+rows of `commands`, which the engine polls and marks handled.
+
+Tables:
+  meta        key → JSON value (tag, state, stop reason, heartbeat, progress, ...)
+  iterations  one row per iteration vN, its record as JSON beside indexed columns
+  samples     every metric value measured: version, stage, round, block, side, config
+  events      an append-only log of what the engine did, for the TUI and the report
+  commands    durable requests from clients (pause, stop, accept vN, restart --from vK, ...)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from engine.errors import BadInput
+
+SCHEMA_VERSION = 1
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (
+  key   TEXT PRIMARY KEY,
+  value TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS iterations (
+  version            INTEGER PRIMARY KEY,
+  status             TEXT NOT NULL,
+  phase              TEXT NOT NULL DEFAULT '',
+  masked             INTEGER NOT NULL DEFAULT 0,
+  parent             INTEGER,
+  hypothesis         TEXT NOT NULL DEFAULT '',
+  target_class       TEXT,
+  scope              TEXT NOT NULL DEFAULT 'global',
+  commit_sha         TEXT,
+  best_commit_before TEXT,
+  repair_attempts    INTEGER NOT NULL DEFAULT 0,
+  started_at         REAL NOT NULL,
+  finished_at        REAL,
+  record             TEXT NOT NULL DEFAULT '{}'
+);
+CREATE TABLE IF NOT EXISTS samples (
+  id      INTEGER PRIMARY KEY,
+  version INTEGER NOT NULL,
+  stage   TEXT NOT NULL,
+  round   INTEGER NOT NULL,
+  block   INTEGER NOT NULL DEFAULT 0,
+  side    TEXT NOT NULL,
+  config  TEXT NOT NULL,
+  cls     TEXT NOT NULL,
+  value   REAL NOT NULL,
+  t       REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS samples_by_version ON samples (version, stage);
+CREATE TABLE IF NOT EXISTS events (
+  id      INTEGER PRIMARY KEY,
+  t       REAL NOT NULL,
+  version INTEGER,
+  level   TEXT NOT NULL,
+  kind    TEXT NOT NULL,
+  message TEXT NOT NULL,
+  data    TEXT
+);
+CREATE TABLE IF NOT EXISTS commands (
+  id         INTEGER PRIMARY KEY,
+  t          REAL NOT NULL,
+  kind       TEXT NOT NULL,
+  args       TEXT NOT NULL DEFAULT '{}',
+  source     TEXT NOT NULL DEFAULT '',
+  status     TEXT NOT NULL DEFAULT 'pending',
+  handled_at REAL,
+  result     TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX IF NOT EXISTS commands_pending ON commands (status, id);
+"""
+
+FINAL_STATUSES = (
+    "baseline",
+    "keep",
+    "regression",
+    "tie",
+    "split",
+    "accepted",
+    "rejected",
+    "fail_bench",
+    "fail_correctness",
+    "fail_protected",
+    "fail_propose",
+    "interrupted",
+)
+STATUSES = ("running", "borderline", *FINAL_STATUSES)
+COMMAND_KINDS = (
+    "pause",
+    "resume",
+    "stop",
+    "accept",
+    "reject",
+    "more_rounds",
+    "restart",
+    "mask",
+    "unmask",
+    "submit",
+    "profile",
+)
+
+
+@dataclass
+class Iteration:
+    version: int
+    status: str
+    phase: str = ""
+    masked: bool = False
+    parent: int | None = None
+    hypothesis: str = ""
+    target_class: str | None = None
+    scope: str = "global"
+    commit: str | None = None
+    best_commit_before: str | None = None
+    repair_attempts: int = 0
+    started_at: float = 0.0
+    finished_at: float | None = None
+    record: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def kept(self) -> bool:
+        return self.status in ("baseline", "keep", "accepted") and bool(self.commit)
+
+    @property
+    def final(self) -> bool:
+        return self.status in FINAL_STATUSES
+
+
+@dataclass(frozen=True)
+class Command:
+    id: int
+    t: float
+    kind: str
+    args: dict[str, Any]
+    source: str
+    status: str
+    result: str
+
+
+@dataclass(frozen=True)
+class Event:
+    id: int
+    t: float
+    version: int | None
+    level: str
+    kind: str
+    message: str
+    data: dict[str, Any] | None
+
+
+_COLUMNS = (
+    "version, status, phase, masked, parent, hypothesis, target_class, scope, commit_sha, "
+    "best_commit_before, repair_attempts, started_at, finished_at, record"
+)
+
+
+class Store:
+    """A connection to run.db. Not shared between threads: open one per thread."""
+
+    def __init__(self, path: str | Path, *, readonly: bool = False) -> None:
+        self.path = Path(path)
+        self.readonly = readonly
+        if readonly:
+            if not self.path.exists():
+                raise BadInput(f"{self.path}: no such run database")
+            uri = f"file:{self.path}?mode=ro"
+            self.db = sqlite3.connect(uri, uri=True, timeout=30, isolation_level=None)
+        else:
+            self.db = sqlite3.connect(str(self.path), timeout=30, isolation_level=None)
+        self.db.row_factory = sqlite3.Row
+        self.db.execute("PRAGMA busy_timeout = 30000")
+        if not readonly:
+            self.db.execute("PRAGMA journal_mode = WAL")
+            self.db.execute("PRAGMA synchronous = FULL")
+        self._lock = threading.RLock()
+        self._depth = 0
+
+    @classmethod
+    def create(cls, path: str | Path) -> Store:
+        path = Path(path)
+        fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o600)
+        os.close(fd)
+        store = cls(path)
+        with store.transaction():
+            for stmt in SCHEMA.split(";"):
+                if stmt.strip():
+                    store.db.execute(stmt)
+            store.db.execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)",
+                (json.dumps(SCHEMA_VERSION),),
+            )
+        return store
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction (nested calls join the outer one)."""
+        with self._lock:
+            if self._depth == 0:
+                self.db.execute("BEGIN IMMEDIATE")
+            self._depth += 1
+            try:
+                yield self.db
+            except BaseException:
+                self._depth -= 1
+                if self._depth == 0:
+                    self.db.execute("ROLLBACK")
+                raise
+            else:
+                self._depth -= 1
+                if self._depth == 0:
+                    self.db.execute("COMMIT")
+
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[sqlite3.Connection]:
+        """A consistent read of several tables."""
+        with self._lock:
+            if self._depth:
+                yield self.db
+                return
+            self.db.execute("BEGIN")
+            try:
+                yield self.db
+            finally:
+                self.db.execute("COMMIT")
+
+    # -- meta ---------------------------------------------------------------------------
+
+    def get(self, key: str, default: Any = None) -> Any:
+        row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return default if row is None else json.loads(row[0])
+
+    def meta(self) -> dict[str, Any]:
+        return {r["key"]: json.loads(r["value"]) for r in self.db.execute("SELECT key, value FROM meta")}
+
+    def set(self, key: str, value: Any) -> None:
+        self.set_many({key: value})
+
+    def set_many(self, values: dict[str, Any]) -> None:
+        with self.transaction():
+            self.db.executemany(
+                "INSERT INTO meta (key, value) VALUES (?, ?) "
+                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                [(k, json.dumps(v)) for k, v in values.items()],
+            )
+
+    # -- iterations ---------------------------------------------------------------------
+
+    def next_version(self) -> int:
+        row = self.db.execute("SELECT MAX(version) FROM iterations").fetchone()
+        return 0 if row[0] is None else int(row[0]) + 1
+
+    def add_iteration(self, it: Iteration) -> Iteration:
+        with self.transaction():
+            self.db.execute(
+                f"INSERT INTO iterations ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                _row_values(it),
+            )
+        return it
+
+    def save_iteration(self, it: Iteration) -> Iteration:
+        with self.transaction():
+            self.db.execute(
+                f"INSERT OR REPLACE INTO iterations ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                _row_values(it),
+            )
+        return it
+
+    def iteration(self, version: int) -> Iteration | None:
+        row = self.db.execute(f"SELECT {_COLUMNS} FROM iterations WHERE version = ?", (version,)).fetchone()
+        return None if row is None else _iteration(row)
+
+    def iterations(self, *, include_masked: bool = True, since: int = 0) -> list[Iteration]:
+        sql = f"SELECT {_COLUMNS} FROM iterations WHERE version >= ?"
+        if not include_masked:
+            sql += " AND masked = 0"
+        return [_iteration(r) for r in self.db.execute(sql + " ORDER BY version", (since,))]
+
+    def set_masked(self, versions: Iterable[int], masked: bool) -> list[int]:
+        versions = list(versions)
+        with self.transaction():
+            changed = []
+            for v in versions:
+                cur = self.db.execute(
+                    "UPDATE iterations SET masked = ? WHERE version = ? AND masked != ?",
+                    (int(masked), v, int(masked)),
+                )
+                if cur.rowcount:
+                    changed.append(v)
+        return changed
+
+    # -- samples ------------------------------------------------------------------------
+
+    def add_samples(self, rows: Iterable[tuple[int, str, int, int, str, str, str, float]]) -> None:
+        now = time.time()
+        with self.transaction():
+            self.db.executemany(
+                "INSERT INTO samples (version, stage, round, block, side, config, cls, value, t) "
+                "VALUES (?,?,?,?,?,?,?,?,?)",
+                [(*r, now) for r in rows],
+            )
+
+    def samples(self, version: int, stage: str | None = None) -> list[sqlite3.Row]:
+        if stage is None:
+            return self.db.execute(
+                "SELECT * FROM samples WHERE version = ? ORDER BY id", (version,)
+            ).fetchall()
+        return self.db.execute(
+            "SELECT * FROM samples WHERE version = ? AND stage = ? ORDER BY id", (version, stage)
+        ).fetchall()
+
+    def delete_samples(self, version: int, stage: str) -> None:
+        with self.transaction():
+            self.db.execute("DELETE FROM samples WHERE version = ? AND stage = ?", (version, stage))
+
+    # -- events -------------------------------------------------------------------------
+
+    def event(
+        self,
+        kind: str,
+        message: str,
+        *,
+        version: int | None = None,
+        level: str = "info",
+        data: dict[str, Any] | None = None,
+    ) -> None:
+        with self.transaction():
+            self.db.execute(
+                "INSERT INTO events (t, version, level, kind, message, data) VALUES (?,?,?,?,?,?)",
+                (time.time(), version, level, kind, message, None if data is None else json.dumps(data)),
+            )
+
+    def events(self, *, since_id: int = 0, version: int | None = None, limit: int = 500) -> list[Event]:
+        sql = "SELECT * FROM events WHERE id > ?"
+        args: list[Any] = [since_id]
+        if version is not None:
+            sql += " AND version = ?"
+            args.append(version)
+        rows = self.db.execute(sql + " ORDER BY id DESC LIMIT ?", (*args, limit)).fetchall()
+        return [
+            Event(r["id"], r["t"], r["version"], r["level"], r["kind"], r["message"],
+                  None if r["data"] is None else json.loads(r["data"]))
+            for r in reversed(rows)
+        ]
+
+    # -- commands -----------------------------------------------------------------------
+
+    def send_command(self, kind: str, args: dict[str, Any] | None = None, *, source: str = "") -> int:
+        if kind not in COMMAND_KINDS:
+            raise BadInput(f"unknown command {kind!r} (known: {', '.join(COMMAND_KINDS)})")
+        with self.transaction():
+            cur = self.db.execute(
+                "INSERT INTO commands (t, kind, args, source) VALUES (?,?,?,?)",
+                (time.time(), kind, json.dumps(args or {}), source),
+            )
+            return int(cur.lastrowid or 0)
+
+    def pending_commands(self, kinds: Iterable[str] | None = None) -> list[Command]:
+        rows = self.db.execute("SELECT * FROM commands WHERE status = 'pending' ORDER BY id").fetchall()
+        out = [_command(r) for r in rows]
+        if kinds is not None:
+            wanted = set(kinds)
+            out = [c for c in out if c.kind in wanted]
+        return out
+
+    def command(self, command_id: int) -> Command | None:
+        row = self.db.execute("SELECT * FROM commands WHERE id = ?", (command_id,)).fetchone()
+        return None if row is None else _command(row)
+
+    def finish_command(self, command_id: int, status: str, result: str = "") -> None:
+        with self.transaction():
+            self.db.execute(
+                "UPDATE commands SET status = ?, handled_at = ?, result = ? WHERE id = ? AND status = 'pending'",
+                (status, time.time(), result, command_id),
+            )
+
+
+def _row_values(it: Iteration) -> tuple[Any, ...]:
+    return (
+        it.version,
+        it.status,
+        it.phase,
+        int(it.masked),
+        it.parent,
+        it.hypothesis,
+        it.target_class,
+        it.scope,
+        it.commit,
+        it.best_commit_before,
+        it.repair_attempts,
+        it.started_at,
+        it.finished_at,
+        json.dumps(it.record),
+    )
+
+
+def _iteration(r: sqlite3.Row) -> Iteration:
+    return Iteration(
+        version=r["version"],
+        status=r["status"],
+        phase=r["phase"],
+        masked=bool(r["masked"]),
+        parent=r["parent"],
+        hypothesis=r["hypothesis"],
+        target_class=r["target_class"],
+        scope=r["scope"],
+        commit=r["commit_sha"],
+        best_commit_before=r["best_commit_before"],
+        repair_attempts=r["repair_attempts"],
+        started_at=r["started_at"],
+        finished_at=r["finished_at"],
+        record=json.loads(r["record"]),
+    )
+
+
+def _command(r: sqlite3.Row) -> Command:
+    return Command(r["id"], r["t"], r["kind"], json.loads(r["args"]), r["source"], r["status"], r["result"])

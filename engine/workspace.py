@@ -1,0 +1,246 @@
+"""A run's workspace on disk (DESIGN.md §4): its paths, its creation, and atomic writes.
+
+`Workspace(root, tag)` only names paths. `create_workspace()` makes a new one: checks the
+tag and the target repo, freezes kopt.toml, creates run.db (mode 0600) and the folders
+(mode 0700), and adds the `best/` and `cand/` worktrees on branch `kopt/TAG`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from engine import config as config_mod
+from engine import gitops
+from engine.errors import BadInput
+from engine.store import Store
+
+TAG_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+def validate_tag(tag: str) -> str:
+    if not TAG_RE.match(tag or "") or ".." in tag:
+        raise BadInput(
+            f"tag {tag!r} is not allowed: use 1-64 letters, digits, '.', '_' or '-', "
+            "starting with a letter or digit (no path separators)"
+        )
+    return tag
+
+
+def resolve_root(root: str | Path | None) -> Path:
+    value = root if root is not None else os.environ.get("KOPT_ROOT") or "workspaces"
+    return Path(value).expanduser().resolve()
+
+
+@dataclass(frozen=True)
+class Workspace:
+    root: Path
+    tag: str
+
+    def __post_init__(self) -> None:
+        validate_tag(self.tag)
+
+    @property
+    def dir(self) -> Path:
+        return self.root / self.tag
+
+    @property
+    def config_path(self) -> Path:
+        return self.dir / "kopt.toml"
+
+    @property
+    def db_path(self) -> Path:
+        return self.dir / "run.db"
+
+    @property
+    def best(self) -> Path:
+        return self.dir / "best"
+
+    @property
+    def cand(self) -> Path:
+        return self.dir / "cand"
+
+    @property
+    def memory(self) -> Path:
+        return self.dir / "memory"
+
+    @property
+    def plans(self) -> Path:
+        return self.dir / "plans"
+
+    @property
+    def profiles(self) -> Path:
+        return self.dir / "profiles"
+
+    @property
+    def logs(self) -> Path:
+        return self.dir / "logs"
+
+    @property
+    def readme(self) -> Path:
+        return self.dir / "README.md"
+
+    @property
+    def performance(self) -> Path:
+        return self.dir / "performance.md"
+
+    @property
+    def results(self) -> Path:
+        return self.dir / "results.md"
+
+    @property
+    def lock_path(self) -> Path:
+        return self.dir / "engine.lock"
+
+    @property
+    def engine_log(self) -> Path:
+        return self.logs / "engine.log"
+
+    @property
+    def branch(self) -> str:
+        return f"kopt/{self.tag}"
+
+    def log_dir(self, version: int) -> Path:
+        return self.logs / f"v{version}"
+
+    def plan_path(self, version: int) -> Path:
+        return self.plans / f"v{version}_plan.md"
+
+    def memory_path(self, version: int) -> Path:
+        return self.memory / f"v{version}.json"
+
+    def prompt_path(self, version: int, repair: int = 0) -> Path:
+        suffix = f"_repair{repair}" if repair else ""
+        return self.log_dir(version) / f"prompt{suffix}.md"
+
+    def exists(self) -> bool:
+        return self.db_path.exists()
+
+    def require(self) -> Workspace:
+        if not self.exists():
+            raise BadInput(f"no run {self.tag!r} under {self.root} (see `kopt ls`)")
+        return self
+
+    def open_store(self, *, readonly: bool = False) -> Store:
+        return Store(self.require().db_path, readonly=readonly)
+
+    def load_config(self) -> config_mod.Config:
+        return config_mod.load(self.config_path)
+
+
+def list_workspaces(root: Path) -> list[Workspace]:
+    if not root.is_dir():
+        return []
+    out = []
+    for d in sorted(root.iterdir()):
+        if d.is_dir() and TAG_RE.match(d.name) and (d / "run.db").exists():
+            out.append(Workspace(root, d.name))
+    return out
+
+
+def write_atomic(path: Path, text: str, mode: int = 0o600) -> None:
+    """Write via a temporary file and rename: readers see the old or the new file, never half."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def write_json(path: Path, data: Any) -> None:
+    write_atomic(path, json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
+
+
+def create_workspace(
+    root: Path,
+    tag: str,
+    repo: Path,
+    config_text: str,
+    *,
+    config_source: str,
+) -> tuple[Workspace, config_mod.Config, str]:
+    """Create workspaces/TAG; returns the workspace, its config and the baseline commit."""
+    ws = Workspace(root, validate_tag(tag))
+    cfg = config_mod.loads(config_text, source=config_source)
+    if ws.dir.exists():
+        raise BadInput(f"tag {tag!r} is taken: {ws.dir} exists (choose another tag)")
+    repo = gitops.toplevel(repo)
+    if gitops.branch_sha(repo, ws.branch) is not None:
+        raise BadInput(f"{repo}: branch {ws.branch!r} already exists; choose another tag")
+    commit = gitops.head(repo)
+    dirty = gitops.dirty_tracked(repo)
+    globs = cfg.target.sources or ["*"]
+    blocking = gitops.matching(dirty, globs)
+    if blocking:
+        raise BadInput(
+            f"{repo}: uncommitted changes in files the bench reads ({', '.join(blocking[:5])}"
+            f"{', ...' if len(blocking) > 5 else ''}); commit or stash them first: kopt starts "
+            "from HEAD"
+        )
+    root.mkdir(parents=True, exist_ok=True, mode=0o700)
+    ws.dir.mkdir(mode=0o700)
+    try:
+        for d in (ws.memory, ws.plans, ws.profiles, ws.logs):
+            d.mkdir(mode=0o700)
+        write_atomic(ws.config_path, config_text)
+        store = Store.create(ws.db_path)
+        try:
+            store.set_many(
+                {
+                    "tag": tag,
+                    "repo": str(repo),
+                    "baseline_commit": commit,
+                    "created_at": time.time(),
+                    "state": "stopped",
+                    "stop_reason": "not started yet",
+                    "config_source": config_source,
+                }
+            )
+            store.event("init", f"created from {repo} at {commit[:12]}")
+        finally:
+            store.close()
+        gitops.add_worktrees(repo, ws.branch, ws.best, ws.cand, commit)
+    except BaseException:
+        shutil.rmtree(ws.dir, ignore_errors=True)
+        raise
+    return ws, cfg, commit
+
+
+# ---------------------------------------------------------------------------------------
+# Projections of run.db written into the workspace
+
+
+def write_memory(ws: Workspace, it: Any) -> None:
+    from engine import projections
+
+    write_json(ws.memory_path(it.version), projections.memory_record(it))
+
+
+def write_projections(ws: Workspace, store: Store, cfg: config_mod.Config) -> None:
+    """performance.md and README.md, re-rendered from the store."""
+    from engine import bookkeeping, projections
+
+    its = store.iterations()
+    meta = store.meta()
+    meta["best_commit"] = bookkeeping.best_commit(its) or meta.get("baseline_commit")
+    write_atomic(ws.performance, projections.render_performance(cfg, meta, its, bookkeeping.counters(its)))
+    write_atomic(ws.readme, projections.render_readme(
+        cfg, meta, config_columns=meta.get("config_columns"), classes=meta.get("classes"),
+        hardware=meta.get("hardware_md"), roofline=meta.get("roofline_md")))

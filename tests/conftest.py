@@ -1,0 +1,57 @@
+"""Shared fixtures: a fake CPU target repo (tests/fake_target) and its scripted proposer."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+FAKE = Path(__file__).parent / "fake_target"
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def git(cwd: Path, *args: str) -> str:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t"}
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True, env=env).stdout.strip()
+
+
+def make_fake_repo(path: Path, *, script: list[str] | None = None, extra_toml: str = "",
+                   toml_replace: dict[str, str] | None = None) -> Path:
+    """A git repo with the fake bench, kernel.json and a kopt.toml driving the scripted proposer."""
+    path.mkdir(parents=True)
+    shutil.copy(FAKE / "bench.py", path / "bench.py")
+    shutil.copy(FAKE / "kernel.json", path / "kernel.json")
+    toml = (FAKE / "kopt.toml").read_text()
+    toml = toml.replace("python {proposer} {plan}", f"{sys.executable} {FAKE / 'proposer.py'}")
+    toml = toml.replace('bench = "python bench.py"', f'bench = "{sys.executable} bench.py"')
+    for old, new in (toml_replace or {}).items():
+        assert old in toml, old
+        toml = toml.replace(old, new)
+    (path / "kopt.toml").write_text(toml + extra_toml)
+    git(path, "init", "-q", "-b", "main")
+    git(path, "add", "-A")
+    git(path, "commit", "-qm", "fake target")
+    if script is not None:
+        (path.parent / f"{path.name}.script.json").write_text(json.dumps(script))
+    return path
+
+
+@pytest.fixture
+def fake_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Returns make(script, **kw) -> (repo, root); sets FAKE_SCRIPT for the proposer."""
+
+    def make(script: list[str], name: str = "target", **kw) -> tuple[Path, Path]:
+        repo = make_fake_repo(tmp_path / name, script=script, **kw)
+        monkeypatch.setenv("FAKE_SCRIPT", str(tmp_path / f"{name}.script.json"))
+        root = tmp_path / "workspaces"
+        return repo, root
+
+    monkeypatch.delenv("KOPT_FAKE_GPUS", raising=False)
+    monkeypatch.delenv("KOPT_ROOT", raising=False)
+    return make

@@ -1,0 +1,75 @@
+"""The GPU gate inside the loop, with scripted fake GPUs (KOPT_FAKE_GPUS)."""
+
+from __future__ import annotations
+
+import json
+
+from engine import api
+from engine.daemon import run_engine
+from engine.store import Store
+from engine.workspace import Workspace
+from kopt_tui.cli import main as kopt
+
+GPU = {"index": 0, "name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-fake-0", "util_pct": 0, "mem_used_mib": 10,
+       "mem_total_mib": 81559, "processes": []}
+BUSY = {**GPU, "util_pct": 97, "mem_used_mib": 30000, "processes": [{"pid": 999999, "name": "train.py", "mem_mib": 30000}]}
+FAST_GATE = 'vendor = "none"', 'vendor = "auto"\nsamples = 1\nsample_interval_s = 0\nwait_s = 0.2\nwait_max_s = 2'
+
+
+def setup(fake_env, tmp_path, monkeypatch, snapshots):
+    repo, root = fake_env(["gain5", "gain5"], toml_replace=dict([FAST_GATE]))
+    fake = tmp_path / "gpus.json"
+    fake.write_text(json.dumps(snapshots))
+    monkeypatch.setenv("KOPT_FAKE_GPUS", str(fake))
+    monkeypatch.setenv("KOPT_GPU_CLAIMS_DIR", str(tmp_path / "claims"))
+    assert kopt(["--root", str(root), "init", "--repo", str(repo), "--tag", "g"]) == 0
+    return Workspace(root, "g")
+
+
+def test_busy_then_idle_waits_then_binds_and_records_evidence(fake_env, tmp_path, monkeypatch):
+    ws = setup(fake_env, tmp_path, monkeypatch, [[BUSY]] * 3 + [[GPU]])
+    assert run_engine(ws, max_iters=1) == 0
+    with Store(ws.db_path, readonly=True) as s:
+        events = [e.message for e in s.events() if e.kind == "gpu"]
+        v1 = s.iteration(1)
+    assert any("no idle GPU" in m and "train.py" in m for m in events)
+    assert v1.status == "keep"
+    gpu = v1.record["gpu"]
+    assert gpu["uuid"] == "GPU-fake-0" and gpu["before"]["util_pct"] == 0 and gpu["after"] is not None
+    rec = json.loads(ws.memory_path(1).read_text())
+    assert rec["gpu"]["name"] == "NVIDIA H100 80GB HBM3"
+    # the bench ran bound to the chosen GPU
+    env_seen = (ws.log_dir(1) / "prompt.md").exists()
+    assert env_seen
+
+
+def test_no_idle_gpu_stops_the_run_with_that_reason(fake_env, tmp_path, monkeypatch):
+    ws = setup(fake_env, tmp_path, monkeypatch, [[BUSY]])
+    assert run_engine(ws) == 0
+    st = api.status(ws)
+    assert st["state"] == "stopped" and st["stop_reason"].startswith("no idle GPU")
+    assert "train.py" in st["stop_reason"]
+    assert "no idle GPU" in ws.performance.read_text()
+
+
+NCU_BIN = __import__("pathlib").Path(__file__).parent.parent / "fake_target" / "bin"
+
+
+def test_profiler_agreement_confirms_a_keep_and_disagreement_sends_it_to_review(fake_env, monkeypatch):
+    repo, root = fake_env(["gain5", "gain5"], extra_toml='\n[profile]\nkind = "ncu"\nkernel = "fake"\n',
+                          toml_replace={"review_timeout_s = 2": "review_timeout_s = 0.3"})
+    monkeypatch.setenv("PATH", f"{NCU_BIN}:{__import__('os').environ['PATH']}")
+    assert kopt(["--root", str(root), "init", "--repo", str(repo), "--tag", "p"]) == 0
+    ws = Workspace(root, "p")
+    assert run_engine(ws, max_iters=1) == 0
+    v1 = json.loads(ws.memory_path(1).read_text())
+    assert v1["status"] == "keep" and "profiler agrees" in v1["decision"]["reason"]
+    assert v1["profile"]["cand"]["target_per_call_ns"] < v1["profile"]["best"]["target_per_call_ns"]
+    assert (ws.profiles / "v1" / "cand" / "summary.json").exists()
+    v0 = json.loads(ws.memory_path(0).read_text())
+    assert v0["profile"]["best"]["hottest"] == "fake_kernel"
+    monkeypatch.setenv("FAKE_NCU_INVERT", "1")
+    assert run_engine(ws, max_iters=1) == 0
+    v2 = json.loads(ws.memory_path(2).read_text())
+    assert v2["status"] == "rejected" and "the bench says keep, but" in v2["decision"]["reason"]
+    assert "profiler_disagrees" in v2["decision"]["flags"]

@@ -1,0 +1,73 @@
+"""The whole loop on the fake target with a scripted proposer (issue 2's acceptance test)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+from engine import api
+from engine.daemon import run_engine
+from engine.workspace import Workspace
+from kopt_tui.cli import main as kopt
+from tests.conftest import git
+
+
+def statuses(ws: Workspace) -> list[str]:
+    with ws.open_store(readonly=True) as s:
+        return [it.status for it in s.iterations()]
+
+
+def test_scripted_run_reaches_every_status_and_stops_after_five_regressions(fake_env, capsys):
+    script = ["gain5", "nochange", "loss5", "wrong", "wrong_fixed_on_repair", "protected", "split",
+              "hang_bench", "loss5", "loss5", "loss5", "loss5", "loss5", "gain5"]
+    repo, root = fake_env(script, toml_replace={"timeout_s = 20\n\n[decide]": "timeout_s = 4\n\n[decide]"})
+    assert kopt(["--root", str(root), "init", "--repo", str(repo), "--tag", "t1"]) == 0
+    ws = Workspace(root, "t1")
+    base = git(repo, "rev-parse", "HEAD")
+
+    assert run_engine(ws) == 0
+
+    got = statuses(ws)
+    assert got == ["baseline", "keep", "fail_propose", "regression", "fail_correctness", "keep", "fail_protected",
+                   "split", "fail_bench", "regression", "regression", "regression", "regression", "regression"]
+    st = api.status(ws)
+    assert st["state"] == "stopped"
+    assert st["stop_reason"] == "5 consecutive measured regressions"
+    assert st["consecutive_regressions"] == 5
+    assert [r["version"] for r in st["recent_regressions"]] == [9, 10, 11, 12, 13]
+
+    # git: two keeps on the run's branch, each a child of the previous best; worktrees at best.
+    log = git(repo, "log", "--format=%H %P", "kopt/t1").splitlines()
+    assert len(log) == 3 and log[-1].split()[0] == base
+    best = log[0].split()[0]
+    assert st["best_commit"] == best
+    assert git(ws.best, "rev-parse", "HEAD") == best
+    assert git(ws.cand, "rev-parse", "HEAD") == best
+    assert git(ws.cand, "status", "--porcelain") == ""
+    speed = json.loads((ws.best / "kernel.json").read_text())["speed"]
+    assert abs(speed["small"] - 0.95 * 0.95) < 1e-9  # v1 and the repaired v5 kept
+    msg = git(repo, "log", "-1", "--format=%B", "kopt/t1")
+    assert "wrong_fixed_on_repair" in msg and "kopt v5" in msg
+
+    # memory projections exist for every iteration and match the store
+    for v, status in enumerate(got):
+        rec = json.loads(ws.memory_path(v).read_text())
+        assert rec["status"] == status and rec["masked"] is False
+    v5 = json.loads(ws.memory_path(5).read_text())
+    assert v5["repair_attempts"] == 1 and v5["commit"]
+    v4 = json.loads(ws.memory_path(4).read_text())
+    assert v4["repair_attempts"] == 3
+    v8 = json.loads(ws.memory_path(8).read_text())
+    assert "timed out" in v8["decision"]["reason"]
+    v6 = json.loads(ws.memory_path(6).read_text())
+    assert "bench.py" in v6["decision"]["reason"]
+    v7 = json.loads(ws.memory_path(7).read_text())
+    assert v7["classes"]["cls=small"]["verdict"] == "improved"
+    assert v7["classes"]["cls=large"]["verdict"] == "regressed"
+
+    perf = ws.performance.read_text()
+    assert perf.count("| keep |") == 2 and "| baseline |" in perf
+    assert "## Stop Summary" in perf and "5 consecutive measured regressions" in perf
+    # no benchmark process left behind
+    out = subprocess.run(["pgrep", "-f", str(ws.dir)], capture_output=True, text=True).stdout.strip()
+    assert out == ""

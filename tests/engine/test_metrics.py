@@ -1,0 +1,106 @@
+import math
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from engine import config, metrics
+from engine.metrics import BenchError
+
+CFG = config.loads('[target]\nbench = "b"\nmetric = "us"\ncorrect = "err == 0"\nclass_by = ["cls"]\n'
+                   'ignore = ["us_std"]\nproduction = "prod == 1"\n').target
+
+
+def frame(text: str) -> pd.DataFrame:
+    import io
+
+    return pd.read_csv(io.StringIO(text))
+
+
+def test_config_columns_classes_and_duplicates_as_samples():
+    df = frame("shape,cls,n,prod,us,us_std,err\na,small,1,1,10,0.1,0\na,small,1,1,12,0.1,0\nb,large,2,0,100,1,0\n")
+    m = metrics.measure(df, CFG)
+    assert m.config_columns == ("shape", "cls", "n", "prod")
+    a = m.configs["shape=a,cls=small,n=1,prod=1"]
+    assert a.values == (10.0, 12.0) and a.value == 11.0 and a.cls == "cls=small" and a.production
+    assert not m.configs["shape=b,cls=large,n=2,prod=0"].production
+    assert m.ok and m.classes() == ["cls=large", "cls=small"]
+
+
+def test_correctness_nan_inf_missing_and_nonpositive_fail_with_reasons():
+    df = frame("shape,cls,prod,us,us_std,err\na,s,1,10,0,1\nb,s,1,nan,0,0\nc,s,1,inf,0,0\nd,s,1,,0,0\ne,s,1,0,0,0\nf,s,1,5,0,0\n")
+    m = metrics.measure(df, CFG)
+    reasons = {c.row["shape"]: c.reasons for c in m.failing}
+    assert set(reasons) == {"a", "b", "c", "d", "e"}
+    assert "fails 'err == 0'" in reasons["a"]
+    assert any("missing or not a number" in r for r in reasons["b"] + reasons["d"])
+    assert any("inf" in r for r in reasons["c"])
+    assert any("must be > 0" in r for r in reasons["e"])
+    assert m.configs["shape=f,cls=s,prod=1"].ok
+
+
+def test_missing_columns_are_named():
+    with pytest.raises(BenchError, match="metric column 'us' missing"):
+        metrics.measure(frame("shape,cls,err\na,s,0\n"), CFG)
+    with pytest.raises(BenchError, match="class_by column 'cls' missing"):
+        metrics.measure(frame("shape,us,err,prod\na,1,0,1\n"), CFG)
+    with pytest.raises(Exception, match="'err'"):
+        metrics.measure(frame("shape,cls,prod,us\na,s,1,1\n"), CFG)
+
+
+def test_reading_empty_malformed_and_stdout(tmp_path: Path):
+    p = tmp_path / "r.csv"
+    p.write_text("")
+    with pytest.raises(BenchError, match="empty CSV"):
+        metrics.read_table(p, metric="us")
+    p.write_text("a,us\n")
+    with pytest.raises(BenchError, match="header but no rows"):
+        metrics.read_table(p, metric="us")
+    p.write_text('a,us\n1,2\n"3,4\n')
+    with pytest.raises(BenchError, match="malformed CSV"):
+        metrics.read_table(p, metric="us")
+    out = tmp_path / "bench.out"
+    out.write_text("compiling...\nshape,us\nold,1\n\nwarmup done\nshape,us\na,3.5\nb,4\nbye\n")
+    df = metrics.read_table(out, metric="us", from_stdout=True)
+    assert list(df["shape"]) == ["a", "b"]
+    out.write_text("no csv here\n")
+    with pytest.raises(BenchError, match="no CSV header with column 'us'"):
+        metrics.read_table(out, metric="us", from_stdout=True)
+
+
+def test_find_csv_ignores_files_from_earlier_runs(tmp_path: Path):
+    (tmp_path / "results").mkdir()
+    old = tmp_path / "results" / "old.csv"
+    old.write_text("us\n1\n")
+    started = time.time_ns()
+    with pytest.raises(BenchError, match="was written by this run"):
+        metrics.find_csv(tmp_path, "results/*.csv", started + 10**9, tmp_path / "x.out")
+    time.sleep(0.01)
+    new = tmp_path / "results" / "new.csv"
+    new.write_text("us\n2\n")
+    assert metrics.find_csv(tmp_path, "results/*.csv", started, tmp_path / "x.out") == new.resolve()
+    # a glob may not escape the worktree through a symlink
+    outside = tmp_path.parent / "outside.csv"
+    outside.write_text("us\n3\n")
+    (tmp_path / "results" / "link.csv").symlink_to(outside)
+    assert metrics.find_csv(tmp_path, "results/*.csv", started, tmp_path / "x.out") == new.resolve()
+
+
+def test_ab_pairs_pair_by_config_and_block():
+    df = frame("shape,cls,prod,side,block,us,us_std,err\n"
+               "a,s,1,best,0,10,0,0\na,s,1,cand,0,9,0,0\na,s,1,cand,1,9.1,0,0\na,s,1,best,1,10.2,0,0\n"
+               "b,s,1,best,0,20,0,0\n")
+    pairs, best_m, cand_m = metrics.ab_pairs(df, CFG, round_index=4)
+    assert [(p.config, p.block, p.best, p.cand, p.order, p.round) for p in pairs] == [
+        ("shape=a,cls=s,prod=1", 0, 10.0, 9.0, "AB", 4), ("shape=a,cls=s,prod=1", 1, 10.2, 9.1, "BA", 4)]
+    assert best_m.ok and cand_m.ok
+    with pytest.raises(BenchError, match="lacks column 'side'"):
+        metrics.ab_pairs(frame("shape,us,err\na,1,0\n"), CFG, 0)
+
+
+def test_key_format_matches_class_key_parsing():
+    key = metrics.key_of({"D": 3072.0, "dtype": "bf16", "eps": 1e-6}, ["D", "dtype", "eps"])
+    assert key == "D=3072,dtype=bf16,eps=1e-06"
+    assert metrics.parse_class_key(key) == {"D": "3072", "dtype": "bf16", "eps": "1e-06"}
+    assert math.isnan(metrics.ConfigResult("k", "c", (math.nan,), False).value)

@@ -1,0 +1,211 @@
+"""Crash recovery, masked restarts, reviews, the manual proposer and the ab_command path."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import psutil
+
+from engine import api
+from engine.daemon import run_engine
+from engine.store import Store
+from engine.workspace import Workspace
+from kopt_tui.cli import main as kopt
+from tests.conftest import REPO_ROOT, git
+
+
+def init(repo: Path, root: Path, tag: str = "t") -> Workspace:
+    assert kopt(["--root", str(root), "init", "--repo", str(repo), "--tag", tag]) == 0
+    return Workspace(root, tag)
+
+
+def statuses(ws: Workspace) -> list[tuple[int, str, bool]]:
+    with ws.open_store(readonly=True) as s:
+        return [(it.version, it.status, it.masked) for it in s.iterations()]
+
+
+def wait_for(pred, timeout: float = 30.0, what: str = "condition"):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        v = pred()
+        if v:
+            return v
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def meta(ws: Workspace, key: str):
+    with Store(ws.db_path, readonly=True) as s:
+        return s.get(key)
+
+
+def engine_proc(ws: Workspace, *extra: str, env: dict[str, str] | None = None) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "engine.daemon", "--root", str(ws.root), ws.tag, *extra],
+        cwd=REPO_ROOT, env={**os.environ, **(env or {})}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True)
+
+
+def test_kill_9_mid_benchmark_resumes_without_loss_or_orphans(fake_env, monkeypatch):
+    repo, root = fake_env(["gain5", "gain5", "gain5"])
+    ws = init(repo, root)
+    eng = engine_proc(ws, "--max-iters", "3", env={"FAKE_SLEEP": "0.4"})
+    # wait until v1 is being timed (a bench child is running), then kill the engine hard
+    wait_for(lambda: (meta(ws, "progress") or {}).get("version") == 1 and meta(ws, "child_pgid"), what="v1 round")
+    pgid = meta(ws, "child_pgid")
+    os.kill(eng.pid, signal.SIGKILL)
+    eng.wait()
+    assert any(p.is_running() for p in psutil.process_iter() if _pgid(p) == pgid), "the bench outlives the engine"
+    assert api.status(ws)["state"] == "crashed"
+
+    monkeypatch.setenv("FAKE_SLEEP", "0")
+    assert run_engine(ws, max_iters=2) == 0
+    got = statuses(ws)
+    assert got[0] == (0, "baseline", False) and got[1][1] == "interrupted"
+    assert [s for _, s, _ in got[2:]] == ["keep", "keep"]
+    assert [v for v, _, _ in got] == list(range(len(got)))  # nothing lost, nothing duplicated
+    assert not [p for p in psutil.process_iter() if _pgid(p) == pgid and _live(p)]  # the orphan was killed
+    # exactly one commit per keep, and the worktrees sit at BEST_COMMIT
+    assert len(git(repo, "rev-list", "kopt/t").splitlines()) == 3
+    best = api.status(ws)["best_commit"]
+    assert git(ws.best, "rev-parse", "HEAD") == best == git(ws.cand, "rev-parse", "HEAD")
+    rec = json.loads(ws.memory_path(1).read_text())
+    assert rec["status"] == "interrupted" and "engine stopped during" in rec["decision"]["reason"]
+
+
+def _live(p: psutil.Process) -> bool:
+    try:
+        return p.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def _pgid(p: psutil.Process) -> int | None:
+    try:
+        return os.getpgid(p.pid)
+    except (ProcessLookupError, PermissionError):
+        return None
+
+
+def test_crash_between_commit_and_bookkeeping_adopts_the_commit_once(fake_env):
+    repo, root = fake_env(["gain5", "gain5"])
+    ws = init(repo, root)
+    assert run_engine(ws, max_iters=1) == 0
+    # Simulate a crash right after `git commit` in cand/ and before the store recorded it.
+    with Store(ws.db_path) as s:
+        it = s.iteration(1)
+        assert it.status == "keep"
+        sha = it.commit
+        it.status, it.phase, it.commit = "running", "commit", None
+        s.save_iteration(it)
+    git(ws.best, "reset", "--hard", "HEAD~1")  # the branch had not moved yet
+    assert run_engine(ws, max_iters=1) == 0
+    with Store(ws.db_path, readonly=True) as s:
+        v1 = s.iteration(1)
+    assert v1.status == "keep" and v1.commit == sha
+    assert len(git(repo, "rev-list", "kopt/t").splitlines()) == 3  # baseline + v1 + v2: no duplicate of v1
+
+
+def test_restart_masks_later_iterations_and_resets_to_vk(fake_env):
+    repo, root = fake_env(["gain5", "gain5", "loss5"])
+    ws = init(repo, root)
+    assert run_engine(ws, max_iters=3) == 0
+    v1_commit = json.loads(ws.memory_path(1).read_text())["commit"]
+    assert kopt(["--root", str(root), "restart", "t", "--from", "v1", "--why", "v2 was a fluke"]) == 0
+    got = statuses(ws)
+    assert [(v, m) for v, _, m in got] == [(0, False), (1, False), (2, True), (3, True)]
+    assert json.loads(ws.memory_path(2).read_text())["masked"] is True
+    st = api.status(ws)
+    assert st["best_commit"] == v1_commit and st["consecutive_regressions"] == 0 and st["masked"] == [2, 3]
+    assert run_engine(ws, max_iters=1) == 0
+    assert git(ws.best, "rev-parse", "HEAD") != v1_commit  # v4 kept on top of v1
+    assert git(ws.best, "rev-parse", "HEAD~1") == v1_commit
+    # the masked iterations never reach the proposer's prompt
+    prompt = (ws.log_dir(4) / "prompt.md").read_text()
+    assert "- v1 [keep]" in prompt and "- v2 " not in prompt and "- v3 " not in prompt
+    # restart from a non-kept iteration is refused with the reason
+    assert kopt(["--root", str(root), "restart", "t", "--from", "v3"]) == 2
+
+
+def test_borderline_follows_the_policy_when_nobody_answers(fake_env):
+    repo, root = fake_env(["gain05"], toml_replace={"review_timeout_s = 2": "review_timeout_s = 0.5"})
+    ws = init(repo, root)
+    monkey_noise = {"FAKE_NOISE": "0.0005"}
+    os.environ.update(monkey_noise)
+    try:
+        assert run_engine(ws, max_iters=1) == 0
+    finally:
+        os.environ.pop("FAKE_NOISE")
+    rec = json.loads(ws.memory_path(1).read_text())
+    assert rec["status"] == "rejected" and rec["decision"]["by"] == "policy"
+    assert "policy: reject" in rec["decision"]["reason"]
+
+
+def test_borderline_accepted_by_the_engineer_commits(fake_env, monkeypatch):
+    repo, root = fake_env(["gain05"], toml_replace={"review_timeout_s = 2": "review_timeout_s = 60"})
+    ws = init(repo, root)
+    monkeypatch.setenv("FAKE_NOISE", "0.0005")
+    t = threading.Thread(target=lambda: run_engine(ws, max_iters=1))
+    t.start()
+    wait_for(lambda: api.status(ws)["pending_reviews"] == [1], what="review")
+    assert api.status(ws)["state"] == "awaiting_review"
+    assert kopt(["--root", str(root), "accept", "t", "v1", "--why", "consistent 0.5% win"]) == 0
+    t.join(30)
+    rec = json.loads(ws.memory_path(1).read_text())
+    assert rec["status"] == "accepted" and rec["decision"]["by"] == "engineer" and rec["commit"]
+    assert "consistent 0.5% win" in rec["decision"]["reason"]
+    assert git(ws.best, "rev-parse", "HEAD") == rec["commit"]
+
+
+def test_manual_proposer_waits_for_submit(fake_env):
+    repo, root = fake_env([])
+    ws = init(repo, root)
+    t = threading.Thread(target=lambda: run_engine(ws, proposer="manual", max_iters=1))
+    t.start()
+    wait_for(lambda: (meta(ws, "progress") or {}).get("phase") == "propose" and
+             "kopt submit" in (meta(ws, "progress") or {}).get("step", ""), what="manual wait")
+    k = json.loads((ws.cand / "kernel.json").read_text())
+    k["speed"]["large"] *= 0.9
+    (ws.cand / "kernel.json").write_text(json.dumps(k))
+    assert kopt(["--root", str(root), "submit", "t", "wider loads for large rows", "--class", "cls=large"]) == 0
+    t.join(60)
+    rec = json.loads(ws.memory_path(1).read_text())
+    assert rec["status"] == "keep" and rec["target_class"] == "cls=large"
+    assert rec["hypothesis"] == "wider loads for large rows"
+    assert ws.plan_path(1).read_text().startswith("wider loads for large rows\ntarget_class: cls=large")
+
+
+def test_pause_and_stop_commands_act_during_a_benchmark(fake_env, monkeypatch):
+    repo, root = fake_env(["gain5"] * 5)
+    ws = init(repo, root)
+    monkeypatch.setenv("FAKE_SLEEP", "3")
+    result = {}
+    t = threading.Thread(target=lambda: result.setdefault("rc", run_engine(ws)))
+    t.start()
+    wait_for(lambda: meta(ws, "child_pgid"), what="a bench in flight")
+    t0 = time.monotonic()
+    assert kopt(["--root", str(root), "stop", "t", "--why", "end of test"]) == 0
+    t.join(30)
+    assert time.monotonic() - t0 < 6  # acted within the poll interval (+ the group's TERM grace)
+    st = api.status(ws)
+    assert st["state"] == "stopped" and st["stop_reason"] == "stopped by the engineer: end of test"
+    assert meta(ws, "child_pgid") is None
+
+
+def test_ab_command_path_feeds_the_same_decision(fake_env):
+    ab = Path(__file__).parent.parent / "fake_target" / "ab.py"
+    repo, root = fake_env(["gain5", "loss5"], toml_replace={
+        "timeout_s = 20\n\n[decide]": f'timeout_s = 20\nab_command = "{sys.executable} {ab} {{best}} {{cand}}"\n\n[decide]'})
+    ws = init(repo, root)
+    assert run_engine(ws, max_iters=2) == 0
+    assert [s for _, s, _ in statuses(ws)] == ["baseline", "keep", "regression"]
+    with Store(ws.db_path, readonly=True) as s:
+        blocks = {r["block"] for r in s.samples(1, "eval")}
+    assert blocks == {0, 1, 2, 3}

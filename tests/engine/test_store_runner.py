@@ -1,0 +1,127 @@
+import os
+import signal
+import sqlite3
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from engine import runner
+from engine.errors import BadInput
+from engine.store import Iteration, Store
+
+
+def test_store_round_trips_iterations_and_is_private(tmp_path: Path):
+    s = Store.create(tmp_path / "run.db")
+    assert (os.stat(tmp_path / "run.db").st_mode & 0o777) == 0o600
+    assert s.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert s.db.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+    it = Iteration(0, "baseline", commit="abc", started_at=1.0, record={"classes": {"c": {"best": 1.5}}})
+    s.add_iteration(it)
+    assert s.next_version() == 1
+    got = s.iteration(0)
+    assert got == it and got.kept
+    assert s.set_masked([0], True) == [0] and s.set_masked([0], True) == []
+    assert s.iterations(include_masked=False) == []
+
+
+def test_commands_are_durable_and_handled_once(tmp_path: Path):
+    s = Store.create(tmp_path / "run.db")
+    reader = Store(tmp_path / "run.db")
+    cid = reader.send_command("accept", {"version": 3}, source="cli")
+    (cmd,) = s.pending_commands()
+    assert cmd.id == cid and cmd.args == {"version": 3}
+    s.finish_command(cid, "done", "ok")
+    s.finish_command(cid, "rejected", "twice")  # already handled: no effect
+    assert s.command(cid).status == "done" and s.pending_commands() == []
+    with pytest.raises(BadInput, match="unknown command 'explode'"):
+        reader.send_command("explode")
+
+
+def test_readonly_reader_cannot_write(tmp_path: Path):
+    Store.create(tmp_path / "run.db").close()
+    r = Store(tmp_path / "run.db", readonly=True)
+    with pytest.raises(sqlite3.OperationalError):
+        r.set("x", 1)
+    with pytest.raises(BadInput, match="no such run database"):
+        Store(tmp_path / "nope.db", readonly=True)
+
+
+def test_transaction_rolls_back_on_error(tmp_path: Path):
+    s = Store.create(tmp_path / "run.db")
+    with pytest.raises(RuntimeError):
+        with s.transaction():
+            s.set("a", 1)
+            raise RuntimeError
+    assert s.get("a") is None
+
+
+def test_run_captures_output_and_exit_code(tmp_path: Path):
+    r = runner.run([sys.executable, "-c", "import sys; print('hi'); print('oops', file=sys.stderr); sys.exit(3)"],
+                   cwd=tmp_path, log_dir=tmp_path / "logs", name="x", timeout_s=10)
+    assert r.returncode == 3 and not r.ok and r.why() == "exit code 3"
+    assert (tmp_path / "logs" / "x.out").read_text() == "hi\n"
+    assert r.tail() == "oops"
+
+
+def test_timeout_kills_the_whole_group(tmp_path: Path):
+    script = ("import subprocess, sys, time\n"
+              "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+              "open('child.pid', 'w').write(str(p.pid))\n"
+              "time.sleep(60)\n")
+    t0 = time.monotonic()
+    r = runner.run([sys.executable, "-c", script], cwd=tmp_path, log_dir=tmp_path, name="h", timeout_s=1.0)
+    assert r.timed_out and r.returncode is None and "timed out" in r.why()
+    assert time.monotonic() - t0 < 8
+    child = int((tmp_path / "child.pid").read_text())
+    assert not psutil.pid_exists(child) or psutil.Process(child).status() == psutil.STATUS_ZOMBIE
+
+
+def test_poll_can_interrupt_and_the_group_dies(tmp_path: Path):
+    started: list[int] = []
+    calls = {"n": 0}
+
+    def poll() -> None:
+        calls["n"] += 1
+        if calls["n"] > 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        runner.run([sys.executable, "-c", "import time; time.sleep(60)"], cwd=tmp_path, log_dir=tmp_path, name="p",
+                   timeout_s=30, poll=poll, poll_interval_s=0.05, on_start=started.append)
+    with pytest.raises(ProcessLookupError):
+        os.killpg(started[0], 0)
+
+
+def test_runaway_output_is_cut_off(tmp_path: Path):
+    r = runner.run([sys.executable, "-c", "import sys\nwhile True: sys.stdout.write('x' * 65536)"],
+                   cwd=tmp_path, log_dir=tmp_path, name="big", timeout_s=30, max_output_bytes=2_000_000)
+    assert r.output_overflow and r.returncode is None
+    # checked every poll interval: the file stops within a fraction of a second of writes
+    assert (tmp_path / "big.out").stat().st_size < 400_000_000
+
+
+def test_signal_death_is_named(tmp_path: Path):
+    r = runner.run([sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)"],
+                   cwd=tmp_path, log_dir=tmp_path, name="s", timeout_s=10)
+    assert r.returncode == -signal.SIGSEGV and r.why() == "killed by SIGSEGV"
+
+
+def test_kill_orphans_only_touches_marked_processes(tmp_path: Path):
+    import subprocess
+
+    marked = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True,
+                              env={**os.environ, "KOPT_WORKSPACE": "/ws/a"})
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+    try:
+        assert runner.kill_orphans(other.pid, ("KOPT_WORKSPACE", "/ws/a")) == 0
+        assert other.poll() is None
+        assert runner.kill_orphans(marked.pid, ("KOPT_WORKSPACE", "/ws/a")) == 1
+        marked.wait(timeout=5)
+    finally:
+        for p in (marked, other):
+            if p.poll() is None:
+                p.kill()
+                p.wait()

@@ -1,0 +1,76 @@
+"""A scripted `command` proposer for tests: iteration by iteration, one scripted edit.
+
+Usage (kopt.toml): command = "python /path/proposer.py" with FAKE_SCRIPT=/path/script.json,
+a JSON list whose item N-1 is the action for iteration vN. Actions:
+  gain5 | gain1 | gain05 | loss5 | nochange | wrong | wrong_fixed_on_repair | nan | protected | split |
+  hang_bench | hang_proposer | fail | commit | gain1 | noplan
+"""
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+n = int(os.environ["KOPT_ITERATION"])
+repair = int(os.environ.get("KOPT_REPAIR", "0"))
+script = json.load(open(os.environ["FAKE_SCRIPT"]))
+action = script[(n - 1) % len(script)] if script else "nochange"
+plan_path = os.environ["KOPT_PLAN"]
+assert os.path.exists(os.environ["KOPT_PROMPT"]), "kopt must write the prompt first"
+k = json.load(open("kernel.json"))
+speed = k["speed"]
+plan = f"{action}: scripted hypothesis for v{n}\nscope: global\n"
+
+if action == "gain5":
+    speed["small"] *= 0.95
+    speed["large"] *= 0.95
+elif action == "gain05":
+    speed["small"] *= 0.995
+    speed["large"] *= 0.995
+elif action == "gain1":
+    speed["small"] *= 0.99
+    speed["large"] *= 0.99
+elif action == "loss5":
+    speed["small"] *= 1.05
+    speed["large"] *= 1.05
+elif action == "wrong":
+    k["wrong"] = True
+elif action == "wrong_fixed_on_repair":
+    if repair == 0:
+        k["wrong"] = True
+    else:
+        k.pop("wrong", None)
+        speed["small"] *= 0.95
+        speed["large"] *= 0.95
+elif action == "nan":
+    k["nan"] = True
+elif action == "protected":
+    with open("bench.py", "a") as f:
+        f.write("\n# tampered\n")
+    speed["small"] *= 0.9
+elif action == "split":
+    speed["small"] *= 0.95
+    speed["large"] *= 1.05
+    plan = "split: faster small rows, slower large\ntarget_class: cls=small\n"
+elif action == "hang_bench":
+    k["hang"] = True
+elif action == "hang_proposer":
+    time.sleep(3600)
+elif action == "fail":
+    sys.exit(4)
+elif action == "commit":
+    speed["small"] *= 0.95
+    json.dump(k, open("kernel.json", "w"))
+    subprocess.run(["git", "commit", "-qam", "agent commit"], check=True,
+                   env={**os.environ, "GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@b",
+                        "GIT_COMMITTER_NAME": "a", "GIT_COMMITTER_EMAIL": "a@b"})
+elif action == "noplan":
+    speed["small"] *= 0.95
+    plan = None
+
+if action != "nochange":
+    json.dump(k, open("kernel.json", "w"))
+if plan is not None:
+    with open(plan_path, "w") as f:
+        f.write(plan)

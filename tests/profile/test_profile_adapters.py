@@ -1,0 +1,206 @@
+"""The commands the adapters build, the choice of profiler, and bad output.
+
+The end-to-end test runs the built argv through a stand-in `ncu` (a test double on PATH
+that honours ncu's option shapes, runs the wrapped command and writes a CSV where
+`--log-file` says), so the argv's shape is checked by a real subprocess.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from engine.errors import BadInput, KoptFailure
+from engine.profile import PROFILE_ENV, NcuProfiler, Rocprofv3Profiler, choose_profiler
+from engine.profile.ncu import DEFAULT_METRICS, ncu_launches
+from engine.profile.rocprof import trace_launches
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+
+
+def _option(argv: list[str], name: str) -> str:
+    return argv[argv.index(name) + 1]
+
+
+def test_ncu_command_wraps_the_bench(tmp_path: Path):
+    out = tmp_path / "profiles" / "v3"
+    argv = NcuProfiler().command(["python", "bench.py", "--fast"], out, "rmsnorm|rms_bwd")
+    assert argv[0] == "ncu"
+    assert argv[-3:] == ["python", "bench.py", "--fast"]
+    assert _option(argv, "--clock-control") == "none"
+    assert _option(argv, "--target-processes") == "all"
+    assert _option(argv, "--cache-control") == "none"
+    assert _option(argv, "--page") == "raw" and "--csv" in argv
+    assert _option(argv, "--print-units") == "base"
+    assert _option(argv, "--kernel-name") == "regex:.*(?:rmsnorm|rms_bwd).*"
+    assert _option(argv, "--kernel-name-base") == "function"
+    assert _option(argv, "--metrics").split(",") == list(DEFAULT_METRICS)
+    assert _option(argv, "--log-file") == str((out / "ncu.csv").resolve())
+    assert out.is_dir()
+    assert "--launch-count" not in argv
+
+
+def test_ncu_command_without_regex_profiles_every_kernel(tmp_path: Path):
+    argv = NcuProfiler(cache_control="all", launch_count=200).command(["./bench"], tmp_path, "")
+    assert "--kernel-name" not in argv
+    assert _option(argv, "--cache-control") == "all"
+    assert _option(argv, "--launch-count") == "200"
+    with pytest.raises(ValueError):
+        NcuProfiler(cache_control="some")
+
+
+def test_rocprofv3_command_wraps_the_bench(tmp_path: Path):
+    argv = Rocprofv3Profiler().command(["python", "bench.py"], tmp_path / "p", "pa_")
+    assert argv[0] == "rocprofv3"
+    assert {"--kernel-trace", "--stats", "--truncate-kernels"} <= set(argv)
+    assert _option(argv, "--output-format") == "csv"
+    assert _option(argv, "-d") == str((tmp_path / "p").resolve())
+    assert argv[argv.index("--") + 1 :] == ["python", "bench.py"]
+    assert (tmp_path / "p").is_dir()
+
+
+def _fake_tools(folder: Path, *names: str) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        path = folder / name
+        path.write_text("#!/bin/sh\nexit 0\n")
+        path.chmod(path.stat().st_mode | stat.S_IEXEC)
+
+
+def test_choose_profiler(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    bin_dir = tmp_path / "bin"
+    _fake_tools(bin_dir, "ncu")
+    monkeypatch.setenv("PATH", str(bin_dir))
+    assert isinstance(choose_profiler("auto", "nvidia"), NcuProfiler)
+    assert choose_profiler("auto", "amd") is None  # rocprofv3 not on PATH
+    assert choose_profiler("auto", "none") is None
+    assert choose_profiler("none", "nvidia") is None
+    assert isinstance(choose_profiler("ncu", "amd"), NcuProfiler)
+    with pytest.raises(KoptFailure, match="`rocprofv3` is not on PATH"):
+        choose_profiler("rocprofv3", "amd")
+    with pytest.raises(BadInput, match="'nsys'"):
+        choose_profiler("nsys", "nvidia")
+    _fake_tools(bin_dir, "rocprofv3")
+    assert isinstance(choose_profiler("auto", "AMD"), Rocprofv3Profiler)
+
+
+FAKE_NCU = textwrap.dedent(
+    """\
+    #!{python}
+    # Test double for ncu: consumes ncu-style options, runs the wrapped command, and
+    # writes a raw-page CSV naming the kernel regex it was given to --log-file.
+    import subprocess, sys
+    with_value = {{"--target-processes", "--clock-control", "--cache-control", "--replay-mode",
+                  "--metrics", "--kernel-name-base", "--print-kernel-base", "--page",
+                  "--print-units", "--log-file", "--kernel-name", "--launch-count"}}
+    flags = {{"--csv"}}
+    args, opts, i = sys.argv[1:], {{}}, 0
+    while i < len(args) and args[i].startswith("--"):
+        if args[i] in with_value:
+            opts[args[i]] = args[i + 1]; i += 2
+        elif args[i] in flags:
+            opts[args[i]] = True; i += 1
+        else:
+            sys.exit("fake ncu: unknown option " + args[i])
+    rc = subprocess.call(args[i:])
+    template = open({template!r}).read()
+    with open(opts["--log-file"], "w") as fh:
+        fh.write("==PROF== fake ncu, kernel filter " + opts.get("--kernel-name", "-") + "\\n")
+        fh.write(template)
+    sys.exit(rc)
+    """
+)
+
+
+def test_command_runs_under_an_ncu_shaped_cli_and_parses(tmp_path: Path):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "ncu"
+    fake.write_text(
+        FAKE_NCU.format(python=sys.executable, template=str(DATA / "ncu_doc_raw_page.csv"))
+    )
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    marker = tmp_path / "bench_ran"
+    bench = [
+        sys.executable,
+        "-c",
+        f"import os; open({str(marker)!r}, 'w').write(os.environ['KOPT_PROFILE'])",
+    ]
+    profiler = NcuProfiler(executable=str(fake))
+    out = tmp_path / "profiles" / "v1"
+    argv = profiler.command(bench, out, "rmsnorm")
+    env = {**os.environ, **PROFILE_ENV}
+    done = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert marker.read_text() == "1"
+    assert "regex:.*(?:rmsnorm).*" in (out / "ncu.csv").read_text().splitlines()[0]
+    summary = profiler.parse(out, "rmsnorm")
+    assert summary.calls == 3 and summary.target_per_call_ns == pytest.approx(37000 / 3)
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("==PROF== Connected\n==ERROR== ERR_NVGPUCTRPERM\n", "no CSV table"),
+        ('"Name","Value"\n"x","1"\n', "not an ncu CSV"),
+        (
+            '"ID","Kernel Name","launch__registers_per_thread"\n"0","k","32"\n',
+            "no gpu__time_duration.sum column",
+        ),
+        (
+            '"ID","Kernel Name","gpu__time_duration.sum"\n"0","k"\n',
+            "a row has 2 fields, the header 3",
+        ),
+        (
+            '"ID","Kernel Name","gpu__time_duration.sum"\n"0","k","12x"\n',
+            "kernel 'k', gpu__time_duration.sum = '12x'",
+        ),
+        (
+            '"ID","Kernel Name","gpu__time_duration.sum"\n"","","fortnight"\n"0","k","12"\n',
+            "unknown time unit 'fortnight'",
+        ),
+        (
+            '"ID","Kernel Name","gpu__time_duration.sum"\n"0","k","n/a"\n',
+            "kernel 'k' (ID 0) has no gpu__time_duration.sum",
+        ),
+    ],
+)
+def test_malformed_ncu_output_is_a_one_line_failure(text: str, message: str):
+    with pytest.raises(KoptFailure, match=re.escape(message)):
+        ncu_launches(text, where="ncu.csv")
+
+
+def test_missing_ncu_log_names_the_file(tmp_path: Path):
+    with pytest.raises(KoptFailure, match=r"ncu\.csv: ncu wrote no output"):
+        NcuProfiler().parse(tmp_path, "x")
+
+
+def test_rocprofv3_bad_output(tmp_path: Path):
+    with pytest.raises(KoptFailure, match="wrote no \\*kernel_trace.csv"):
+        Rocprofv3Profiler().parse(tmp_path, "x")
+    bad = tmp_path / "a_kernel_trace.csv"
+    bad.write_text('"Kernel_Name","Start_Timestamp","End_Timestamp"\n"k",200,100\n')
+    with pytest.raises(KoptFailure, match=r"a_kernel_trace\.csv:2: bad timestamps"):
+        trace_launches(bad)
+    bad.write_text('"Kernel_Name","Duration"\n"k",100\n')
+    with pytest.raises(KoptFailure, match="not a rocprofv3 kernel trace"):
+        trace_launches(bad)
+    bad.write_text(
+        '"Kernel_Name","Start_Timestamp","End_Timestamp","VGPR_Count"\n"k",100,200,many\n'
+    )
+    with pytest.raises(KoptFailure, match=r":2: vgpr_count = 'many' is not a number"):
+        trace_launches(bad)
+    bad.unlink()
+    stats = tmp_path / "b_kernel_stats.csv"
+    stats.write_text('"Name","Calls","TotalDurationNs"\n"k",0,100\n')
+    with pytest.raises(
+        KoptFailure, match=r"b_kernel_stats\.csv:2: not a rocprofv3 kernel stats row"
+    ):
+        Rocprofv3Profiler().parse(tmp_path, "k")
