@@ -34,7 +34,14 @@ from typing import Any
 
 from engine import bookkeeping, control, gitops, metrics, projections, runner
 from engine.config import Config
-from engine.decide import Pair, Policy, Verdict, evaluate
+from engine.decide import (
+    Pair,
+    Policy,
+    Verdict,
+    evaluate,
+    reconcile_profiler,
+    review_outcome,
+)
 from engine.errors import BadInput, KoptFailure
 from engine.gpu.backends import open_backend
 from engine.gpu.gate import Gate, NoIdleGpu, round_flags
@@ -645,10 +652,9 @@ class Engine:
         it.record["profile"] = {"best": best.to_dict(), "cand": cand.to_dict(), "comparison": cmp.to_dict()}
         self.save(it)
         self.store.event("profile", f"v{it.version}: {cmp.summary_line()}", version=it.version)
-        why = cmp.disagreement(verdict.kind, self.cfg.profile.agree_margin_pct)
-        if why:
-            return _with(verdict, kind="borderline", reason=f"the bench says keep, but {why}",
-                         flags=(*verdict.flags, "profiler_disagrees"))
+        checked = reconcile_profiler(verdict, cmp.ratio, agree_margin_pct=self.cfg.profile.agree_margin_pct)
+        if checked.kind != verdict.kind:
+            return checked
         return _with(verdict, reason=f"{verdict.reason}; profiler agrees ({cmp.summary_line()})")
 
     def profiler(self):  # noqa: ANN201 - a Profiler or None
@@ -733,10 +739,7 @@ class Engine:
                              version=it.version, level="warn")
             answer = self.await_review(it, deadline)
             if answer is None:
-                policy = self.cfg.decide.review_default
-                kind = "accepted" if policy == "accept" else "rejected"
-                return (_with(verdict, kind=kind, reason=f"{verdict.reason}; no answer within "
-                              f"{self.cfg.decide.review_timeout_s:.0f} s, policy: {policy}"), "policy")
+                return self._reviewed(verdict, None)
             if answer.kind == "more_rounds":
                 self.store.finish_command(answer.id, "done", f"more rounds for v{it.version}")
                 more = self.decide(it, stage="eval", extra_rounds=self.cfg.decide.max_rounds,
@@ -749,11 +752,17 @@ class Engine:
                     self.save(it)
                     return verdict, "engine"
                 continue
-            why = str(answer.args.get("why") or "")
-            kind = "accepted" if answer.kind == "accept" else "rejected"
-            self.store.finish_command(answer.id, "done", f"v{it.version} {kind}")
-            return _with(verdict, kind=kind, reason=f"{kind} by the engineer" + (f": {why}" if why else "")
-                         + f" (borderline: {verdict.reason})"), "engineer"
+            self.store.finish_command(answer.id, "done", f"v{it.version} {answer.kind}ed")
+            return self._reviewed(verdict, answer)
+
+    def _reviewed(self, verdict: Verdict, answer: Command | None) -> tuple[Verdict, str]:
+        """The review's outcome as a verdict: the engineer's answer, or the policy's."""
+        why = str(answer.args.get("why") or "") if answer else ""
+        out = review_outcome(verdict, answer.kind if answer else None,
+                             Policy.from_config(self.cfg.decide, self.cfg.target.direction),
+                             why=f"{answer.kind}ed by the engineer: {why} (borderline: {verdict.reason})"
+                             if why else "")
+        return _with(verdict, kind=out.status, reason=out.reason), out.by
 
     def finish_review(self, it: Iteration) -> None:
         """After a restart, a review left open: wait for it (the deadline persists)."""
@@ -761,19 +770,17 @@ class Engine:
         deadline = float((it.record.get("review") or {}).get("deadline", time.time()))
         self.sync_worktrees_for_review(it)
         answer = self.await_review(it, deadline)
-        if answer is None or answer.kind == "more_rounds":
-            if answer is not None:
-                self.store.finish_command(answer.id, "rejected", "more rounds need the candidate still in flight")
-            policy = self.cfg.decide.review_default
-            kind, by = ("accepted" if policy == "accept" else "rejected"), "policy"
-        else:
-            kind, by = ("accepted" if answer.kind == "accept" else "rejected"), "engineer"
-            self.store.finish_command(answer.id, "done", f"v{it.version} {kind}")
-        intact = self._candidate_intact(it)
-        if kind == "accepted" and intact:
-            return self.keep(it, _with(verdict, kind="accepted", reason=f"accepted ({by}) after an engine restart"), by)
-        self.close(it, "rejected", f"{kind} by {by} after an engine restart" if kind == "rejected"
-                   else "accepted, but the candidate in cand/ is no longer the one evaluated", verdict=verdict, by=by)
+        if answer is not None and answer.kind == "more_rounds":
+            self.store.finish_command(answer.id, "rejected", "more rounds are not possible after an engine restart")
+            answer = None
+        if answer is not None:
+            self.store.finish_command(answer.id, "done", f"v{it.version} {answer.kind}ed")
+        outcome, by = self._reviewed(verdict, answer)
+        if outcome.kind == "accepted" and self._candidate_intact(it):
+            return self.keep(it, _with(outcome, reason=f"{outcome.reason} (after an engine restart)"), by)
+        reason = outcome.reason if outcome.kind == "rejected" else \
+            "accepted, but the candidate in cand/ is no longer the one evaluated"
+        self.close(it, "rejected", reason, verdict=verdict, by=by)
 
     def _candidate_intact(self, it: Iteration) -> bool:
         try:

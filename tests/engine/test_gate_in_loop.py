@@ -71,5 +71,5 @@ def test_profiler_agreement_confirms_a_keep_and_disagreement_sends_it_to_review(
     monkeypatch.setenv("FAKE_NCU_INVERT", "1")
     assert run_engine(ws, max_iters=1) == 0
     v2 = json.loads(ws.memory_path(2).read_text())
-    assert v2["status"] == "rejected" and "the bench says keep, but" in v2["decision"]["reason"]
+    assert v2["status"] == "rejected" and "the profiler's kernel time changed" in v2["decision"]["reason"]
     assert "profiler_disagrees" in v2["decision"]["flags"]
