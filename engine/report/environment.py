@@ -23,6 +23,7 @@ parsers are pure and tested on captured tool output; the probes never raise.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import platform
@@ -35,6 +36,7 @@ import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from engine import runner
@@ -107,8 +109,9 @@ def bench_interpreter(command: str, cwd: Path, path_env: str | None) -> tuple[st
         return None, "the bench command cannot be split into words"
     i = 0
     while i < len(words) and (ENV_ASSIGNMENT.match(words[i]) or words[i] in ("env", "exec", "command")):
+        was_env = words[i] == "env"
         i += 1
-        while words[i - 1] == "env" and i < len(words) and words[i].startswith("-"):
+        while was_env and i < len(words) and words[i].startswith("-"):  # env's own options
             i += 1
     if i >= len(words):
         return None, "the bench command names no program"
@@ -189,15 +192,16 @@ def parse_probe(stdout: str) -> dict[str, Any] | None:
 # Driver and CUDA/ROCm
 
 
-def gpu_software(vendor: str, run: Run) -> dict[str, Any]:
-    """Driver and CUDA/ROCm versions with their sources; None values carry a reason."""
+def gpu_software(vendor: str, run: Run, *, nvml: ModuleType | None = None) -> dict[str, Any]:
+    """Driver and CUDA/ROCm versions with their sources; None values carry a reason.
+    `nvml`: the pynvml module to use (default: import it)."""
     if os.environ.get("KOPT_FAKE_GPUS"):
         return {"vendor": "fake", "note": "scripted GPUs (KOPT_FAKE_GPUS): no driver to read"}
     if vendor == "none":
         return {"vendor": "none", "note": '[gpu].vendor = "none": CPU-only target'}
     notes: list[str] = []
     if vendor in ("auto", "nvidia"):
-        got = nvidia_software(run, notes)
+        got = nvidia_software(run, notes, nvml)
         if got:
             return got
     if vendor in ("auto", "amd"):
@@ -207,12 +211,13 @@ def gpu_software(vendor: str, run: Run) -> dict[str, Any]:
     return {"vendor": vendor, "driver": None, "note": "; ".join(notes) or "no GPU software found"}
 
 
-def nvidia_software(run: Run, notes: list[str]) -> dict[str, Any] | None:
-    try:
-        import pynvml  # type: ignore[import-not-found]
-    except ImportError:
-        notes.append("NVML: nvidia-ml-py is not installed")
-    else:
+def nvidia_software(run: Run, notes: list[str], pynvml: ModuleType | None = None) -> dict[str, Any] | None:
+    if pynvml is None:
+        try:
+            pynvml = importlib.import_module("pynvml")
+        except ImportError:
+            notes.append("NVML: nvidia-ml-py is not installed")
+    if pynvml is not None:
         try:
             pynvml.nvmlInit()
             try:

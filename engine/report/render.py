@@ -406,7 +406,7 @@ def _roofline(inp: ReportInputs) -> list[str]:
 
 
 def _pct(v: float | None) -> str:
-    return "—" if v is None else f"{v:.1f}%"
+    return "—" if v is None else f"{v:.3g}%"
 
 
 def _blocker(bound: str, pct: float | None, target: float) -> str:
@@ -415,8 +415,8 @@ def _blocker(bound: str, pct: float | None, target: float) -> str:
                 else "configs of this class have different bounds")
     side = "memory bandwidth" if bound == "memory" else "compute throughput"
     if pct >= target:
-        return f"{side}: at {pct:.1f}% of its roofline, the stop target ({target:g}%) is reached"
-    return f"{side}: {target - pct:.1f} points below the {target:g}% target"
+        return f"{side}: at {pct:.3g}% of its roofline, the stop target ({target:g}%) is reached"
+    return f"{side}: at {pct:.3g}% of its roofline, below the {target:g}% stop target"
 
 
 def _recorded_roofline(d: RunData) -> list[str]:
