@@ -45,6 +45,7 @@ from engine.config import Config
 PROBE_TIMEOUT_S = 60.0
 PYTHON_RE = re.compile(r"^(python|pypy)(\d+(\.\d+)*)?$")
 ENV_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+ENV_OPTIONS_WITH_VALUE = ("-u", "--unset", "-C", "--chdir", "-S", "--split-string")
 
 # Runs inside the bench's interpreter. It imports nothing heavy: versions come from package
 # metadata, and torch's build (CUDA/HIP) from torch/version.py, executed on its own.
@@ -112,7 +113,7 @@ def bench_interpreter(command: str, cwd: Path, path_env: str | None) -> tuple[st
         was_env = words[i] == "env"
         i += 1
         while was_env and i < len(words) and words[i].startswith("-"):  # env's own options
-            i += 1
+            i += 2 if words[i] in ENV_OPTIONS_WITH_VALUE else 1
     if i >= len(words):
         return None, "the bench command names no program"
     first = words[i]

@@ -4,7 +4,8 @@ The side effects of the report live here: reading run.db (read-only), the frozen
 the spec wiki and git (the final commit's tree hash), capturing the environment when the
 loop did not record one, and writing results.md, results_latency.txt and, when
 matplotlib is importable, results_latency.png (a stale PNG from an earlier report is
-removed when it is not).
+removed when it is not). performance.md and README.md are re-rendered from the store too,
+so a mask applied while no engine ran is reflected there as well.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from engine.report.collect import NoBaseline, RunData, collect, tree_samples
 from engine.report.environment import capture_environment
 from engine.report.render import ReportInputs, class_medians, render_results
 from engine.report.stats import summarize
-from engine.workspace import Workspace, write_atomic
+from engine.workspace import Workspace, write_atomic, write_projections
 
 PNG_NAME = "results_latency.png"
 TXT_NAME = "results_latency.txt"
@@ -92,6 +93,8 @@ def write_report(ws: Workspace) -> Path:
         chart_note="" if drawn else f"matplotlib is not installed: the chart is text (also in {TXT_NAME}).")
     write_atomic(txt, inputs.chart_text)
     write_atomic(ws.results, render_results(inputs))
+    with ws.open_store(readonly=True) as store:  # performance.md too: a mask applied offline leaves it stale
+        write_projections(ws, store, inputs.cfg)
     return ws.results
 
 

@@ -16,8 +16,8 @@ from tests.report.scenario import fake_gpu_env, finished_run
 def demo(tmp_path_factory: pytest.TempPathFactory):
     """The scenario run, finished, with v2 and v6 masked (v6 was the best keep)."""
     tmp = tmp_path_factory.mktemp("report")
-    with fake_gpu_env(tmp):
-        yield finished_run(tmp, mask=[2, 6])
+    with fake_gpu_env(tmp):  # the environment is restored before any test runs
+        return finished_run(tmp, mask=[2, 6])
 
 
 def sections(text: str) -> dict[str, str]:

@@ -267,3 +267,19 @@ def test_cli_report_writes_results(demo, capsys):
     assert kopt(["--root", str(demo.root), "report", demo.tag]) == 0
     assert str(demo.results) in capsys.readouterr().out
     assert "## Summary" in read(demo.results)
+
+
+def test_performance_md_is_baseline_and_unmasked_keeps_with_the_stop_summary(demo, report):
+    its = iterations(demo)
+    perf = read(demo.performance)
+    rows = table(perf, "Date")
+    assert [r["Commit"] for r in rows] == [its[v]["commit_sha"][:10] for v in (0, 1, 3, 4)]
+    assert [r["Status"] for r in rows] == ["baseline", "keep", "keep", "keep"]
+    assert rows[2]["Class / dispatch condition"] == "cls=small"
+    assert rows[3]["Bottleneck targeted"] == its[4]["hypothesis"]
+    cls_small = its[3]["record"]["classes"]["cls=small"]
+    assert rows[2]["Δ vs previous best"] == f"{cls_small['delta_pct']:+.2f}%"
+    assert rows[2]["us"] == fmt_num(cls_small["cand"])
+    assert all(r["Bench command"] == f"`{demo.load_config().target.bench}`" for r in rows)
+    stop = sections(perf)["Stop Summary"]
+    assert "[stop].max_iters = 6" in stop and f"BEST_COMMIT: {its[4]['commit_sha']}" in stop
