@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.config import Config
-from engine.projections import fmt_num
+from engine.projections import fmt_num, profile_ns_per_call
 from engine.report.collect import RunData
 from engine.report.roofline_view import RooflineView
 from engine.report.stats import Summary, geomean, speedup, summarize
@@ -449,7 +449,7 @@ def generic_tables(obj: Any, title: str = "") -> list[str]:
     return lines
 
 
-KERNEL_COLUMNS = (("name", "kernel"), ("calls", "calls"), ("avg_ns", "avg ns"), ("total_ns", "total ns"),
+KERNEL_COLUMNS = (("name", "kernel"), ("target", "target"), ("calls", "calls"), ("avg_ns", "avg ns"), ("total_ns", "total ns"),
                   ("registers_per_thread", "registers"), ("registers", "registers"),
                   ("shared_mem_bytes", "shared mem B"), ("occupancy_pct", "occupancy %"),
                   ("dram_pct", "DRAM % of peak"), ("dram_bw_Bps", "DRAM B/s"))
@@ -471,19 +471,27 @@ def _profiler(inp: ReportInputs) -> list[str]:
         if not summary:
             lines += [f"- {label}: not profiled"]
             continue
-        lines += [f"- {label}: target kernels {fmt_num(summary.get('target_ns_per_call'))} ns per call "
+        lines += [f"- {label}: target kernels {fmt_num(profile_ns_per_call(summary))} ns per call "
                   f"(tool {summary.get('tool', '—')}, regex `{summary.get('kernel_regex', '') or '.*'}`), "
                   f"hottest `{summary.get('hottest', '—')}`"]
     lines.append("")
     kernels = (final or base or {}).get("kernels") or []
     if kernels:
-        present = [(k, h) for k, h in KERNEL_COLUMNS if any(k in kr for kr in kernels)]
+        present = [(k, h) for k, h in KERNEL_COLUMNS if any(kr.get(k) is not None for kr in kernels)]
         seen: set[str] = set()
         cols = [(k, h) for k, h in present if not (h in seen or seen.add(h))]  # type: ignore[func-returns-value]
         lines += [f"Kernels of the {'final' if final else 'baseline'} tree, hottest first:", ""]
-        lines += _table([h for _, h in cols], [[fmt_num(kr.get(k)) for k, _ in cols] for kr in kernels[:10]])
+        lines += _table([h for _, h in cols], [[_kernel_cell(k, kr.get(k)) for k, _ in cols] for kr in kernels[:10]])
         lines.append("")
     return lines
+
+
+def _kernel_cell(key: str, value: Any) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if key == "name" and isinstance(value, str):
+        return f"`{value if len(value) <= 80 else value[:79] + '…'}`"
+    return fmt_num(value)
 
 
 # ---------------------------------------------------------------------------------------

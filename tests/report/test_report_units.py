@@ -240,3 +240,61 @@ def test_gpu_state_line_says_what_the_gate_saw():
           "temp_c": 61.0, "time": "T"}
     assert _gpu_state(ev) == "util 3%, mem 512 MiB, 1 foreign process(es), throttle sw_thermal, 61 °C, at T"
     assert _gpu_state(None) == "not read" and _gpu_state({"missing": True}) == "the GPU vanished"
+
+
+# -- profiles and recorded rooflines in the rendered report ---------------------------------------
+
+
+def test_profiles_and_a_recorded_roofline_are_rendered():
+    from engine.config import loads
+    from engine.profile import Launch, summarize
+    from engine.report.render import ReportInputs, render_results
+    from engine.report.roofline_view import RooflineView
+
+    def prof(ns: float):
+        launches = [Launch("gemm_kernel<128, 64>", ns, registers_per_thread=96, occupancy_pct=41.5),
+                    Launch("reduce_kernel", 100.0)]
+        return summarize(launches * 4, "gemm|reduce", tool="ncu").to_dict()
+
+    cfg = loads('[target]\nbench = "python b.py"\nmetric = "us"\n')
+    configs = {"c1": {"cls": "k=1", "production": True, "row": {"n": 1}}}
+    its = [it(0, "baseline", commit="B", before="B", record={"configs": configs, "profile": {"best": prof(1000.0)}}),
+           Iteration(1, "keep", commit="C", best_commit_before="B", target_class="k=1", scope="class",
+                     hypothesis="tile 128x64", started_at=0.0,
+                     record={"profile": {"best": prof(1000.0), "cand": prof(800.0)},
+                             "roofline": {"configs": {"c1": {"bytes": 4096.0, "pct_of_peak": 55.0}}},
+                             "classes": {"k=1": {"best": 10.0, "cand": 8.0, "ratio": 0.8, "lo": 0.78, "hi": 0.82,
+                                                 "delta_pct": -20.0, "verdict": "improved"}}})]
+    rows = [row(0, "baseline", "best", 10.0), row(1, "eval", "best", 10.2), row(1, "eval", "cand", 8.0)]
+    data = collect.collect({"repo": "/r", "state": "stopped"}, its, rows)
+    text = render_results(ReportInputs(
+        data=data, cfg=cfg, tag="t", environment={}, environment_when="at report time", roofline=RooflineView(
+            False, "no formulas"), chart_text="chart", png_name=None, chart_note="", final_tree_sha=None,
+        config_text=""))
+    prof_text = text.split("## Profiler")[1].split("## GPU")[0]
+    assert "- baseline: target kernels 1100 ns per call" in prof_text
+    assert "- final: target kernels 900 ns per call" in prof_text
+    assert "| `gemm_kernel<128, 64>` | yes | 4 | 800 | 3200 | 96 | 41.5 |" in prof_text
+    dispatch = text.split("## Dispatch")[1].split("## Roofline")[0]
+    assert "| k=1 | 1 | v1 `C`: tile 128x64 | gemm_kernel<128, 64> |" in dispatch
+    roof = text.split("## Roofline")[1].split("## Profiler")[0]
+    assert "Not measured: no formulas." in roof and "Recorded by the loop at v1:" in roof
+    assert "| c1 | 4096 | 55 |" in roof
+
+
+def test_performance_md_reads_the_profilers_time_per_call():
+    from engine.bookkeeping import counters
+    from engine.config import loads
+    from engine.profile import Launch, summarize
+    from engine.projections import render_performance
+    from tests.report.conftest import table
+
+    summary = summarize([Launch("k", 900.0)] * 3, "k", tool="ncu").to_dict()
+    assert "target_per_call_ns" in summary
+    cfg = loads('[target]\nbench = "python b.py"\nmetric = "us"\n')
+    its = [it(0, "baseline", commit="B", before="B", record={"classes": {"a": {"best": 2.0}},
+                                                             "profile": {"best": summary}}),
+           it(1, "keep", commit="C", before="B", record={"classes": {"a": {"cand": 1.5, "ratio": 0.75}},
+                                                         "profile": {"cand": {"target_ns_per_call": 700.0}}})]
+    rows = table(render_performance(cfg, {"tag": "t"}, its, counters(its)), "Date")
+    assert [r["Profiler time (ns/call)"] for r in rows] == ["900", "700"]
