@@ -63,6 +63,11 @@ class RunData:
     configs: dict[str, ConfigInfo]
     baseline_tree: TreeSamples
     final_tree: TreeSamples
+    samples_by_version: dict[int, list[SampleRow]] = field(default_factory=dict)
+
+    def tree(self, commit: str) -> TreeSamples:
+        """Every sample of any commit's tree (e.g. each kept tree, for the chart)."""
+        return tree_samples(self.iterations, self.samples_by_version, commit)
 
     @property
     def unmasked(self) -> list[Iteration]:
@@ -94,7 +99,8 @@ def collect(meta: dict[str, Any], iterations: list[Iteration], samples: Iterable
         raise NoBaseline("the run has no measured baseline yet (start it with `kopt run`)")
     best = bookkeeping.best_iteration(iterations) or base
     chain = keep_chain(iterations, best, base.commit)
-    rows = list(samples)
+    by_version = index_by_version(samples)
+    rows = [r for rs in by_version.values() for r in rs]
     configs = {
         key: ConfigInfo(key, str(c.get("cls", "")), bool(c.get("production", True)), dict(c.get("row") or {}))
         for key, c in (base.record.get("configs") or {}).items()
@@ -109,9 +115,17 @@ def collect(meta: dict[str, Any], iterations: list[Iteration], samples: Iterable
         best=best,
         chain=chain,
         configs=configs,
-        baseline_tree=tree_samples(iterations, rows, base.commit),
-        final_tree=tree_samples(iterations, rows, best.commit or base.commit),
+        baseline_tree=tree_samples(iterations, by_version, base.commit),
+        final_tree=tree_samples(iterations, by_version, best.commit or base.commit),
+        samples_by_version=by_version,
     )
+
+
+def index_by_version(samples: Iterable[SampleRow]) -> dict[int, list[SampleRow]]:
+    out: dict[int, list[SampleRow]] = {}
+    for r in samples:
+        out.setdefault(int(r["version"]), []).append(r)
+    return out
 
 
 def keep_chain(iterations: list[Iteration], best: Iteration, baseline_commit: str) -> list[Iteration]:
@@ -140,11 +154,11 @@ def committed_stage(it: Iteration, stages: set[str]) -> str | None:
     return None
 
 
-def tree_samples(iterations: list[Iteration], rows: list[SampleRow], commit: str) -> TreeSamples:
-    """Every sample of `commit`'s tree over the unmasked iterations (see the module doc)."""
-    stages_of: dict[int, set[str]] = {}
-    for r in rows:
-        stages_of.setdefault(int(r["version"]), set()).add(str(r["stage"]))
+def tree_samples(iterations: list[Iteration], samples: Mapping[int, list[SampleRow]] | Iterable[SampleRow],
+                 commit: str) -> TreeSamples:
+    """Every sample of `commit`'s tree over the unmasked iterations (see the module doc).
+    `samples`: rows, or rows indexed by version (index_by_version)."""
+    by_version = samples if isinstance(samples, Mapping) else index_by_version(samples)
     wanted: dict[int, tuple[str, set[str]]] = {}
     for it in iterations:
         if it.masked:
@@ -156,16 +170,14 @@ def tree_samples(iterations: list[Iteration], rows: list[SampleRow], commit: str
         if it.best_commit_before == commit:
             wanted[it.version] = ("best", {"eval", "verify"})
         elif it.kept and it.commit == commit:
-            stage = committed_stage(it, stages_of.get(it.version, set()))
+            stage = committed_stage(it, {str(r["stage"]) for r in by_version.get(it.version, [])})
             if stage:
                 wanted[it.version] = ("cand", {stage})
     values: dict[str, list[float]] = {}
     sources: dict[int, int] = {}
-    for r in rows:
-        v = int(r["version"])
-        want = wanted.get(v)
-        if want is None or r["side"] != want[0] or r["stage"] not in want[1]:
-            continue
-        values.setdefault(str(r["config"]), []).append(float(r["value"]))
-        sources[v] = sources.get(v, 0) + 1
+    for v, (side, stages) in sorted(wanted.items()):
+        for r in by_version.get(v, []):
+            if r["side"] == side and r["stage"] in stages:
+                values.setdefault(str(r["config"]), []).append(float(r["value"]))
+                sources[v] = sources.get(v, 0) + 1
     return TreeSamples(commit, values, dict(sorted(sources.items())))

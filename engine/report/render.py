@@ -577,9 +577,7 @@ def _commands(inp: ReportInputs) -> list[str]:
     t = cfg.target
     recorded_proposer = next((str((it.record.get("proposal") or {}).get("command")) for it in reversed(d.unmasked)
                               if (it.record.get("proposal") or {}).get("command")), None)
-    prof_cmds = sorted({str(s.get("command")) for it in d.unmasked
-                        for s in (it.record.get("profile") or {}).values()
-                        if isinstance(s, Mapping) and s.get("command")})
+    prof_cmds = sorted({str(c) for it in d.unmasked for c in _profile_commands(it.record.get("profile"))})
     lines = ["## Commands", "",
              f"- Bench (run in the tree's worktree): {_code(t.bench)}; CSV `{t.csv}`"
              + (" (its stdout)" if t.csv == "-" else "") + f"; metric `{t.metric}`; correctness "
@@ -605,6 +603,14 @@ def _commands(inp: ReportInputs) -> list[str]:
               f"<workspace>/{inp.tag}/kopt.toml` then `kopt run NEW_TAG` (the frozen config is under "
               "*Provenance*)", ""]
     return lines
+
+
+def _profile_commands(profile: Any) -> list[Any]:
+    """The profiler command lines a profile record names (at its top or per side)."""
+    if not isinstance(profile, Mapping):
+        return []
+    found = [profile["command"]] if profile.get("command") else []
+    return found + [s["command"] for s in profile.values() if isinstance(s, Mapping) and s.get("command")]
 
 
 def _environment(inp: ReportInputs) -> list[str]:

@@ -17,7 +17,7 @@ from typing import Any
 from engine import gitops
 from engine.errors import BadInput, KoptError
 from engine.report import chart, roofline_view
-from engine.report.collect import NoBaseline, RunData, collect, tree_samples
+from engine.report.collect import NoBaseline, RunData, collect
 from engine.report.environment import capture_environment
 from engine.report.render import ReportInputs, class_medians, render_results
 from engine.report.stats import summarize
@@ -59,7 +59,7 @@ def prepare(ws: Workspace) -> Prepared:
         env = capture_environment(cfg, ws.best if ws.best.is_dir() else ws.dir)
         when = "at report time: the run recorded no environment at its baseline"
     class_of = {k: c.cls for k, c in data.configs.items()}
-    series = chart.class_series(_chain_points(data, its, rows, class_of))
+    series = chart.class_series(_chain_points(data, class_of))
     inputs = ReportInputs(
         data=data,
         cfg=cfg,
@@ -104,11 +104,10 @@ def results_for_export(ws: Workspace) -> tuple[str, RunData]:
     return render_results(inputs), inputs.data
 
 
-def _chain_points(data: RunData, its: list[Any], rows: list[dict[str, Any]], class_of: dict[str, str]
-                  ) -> list[tuple[int, str, dict[str, float | None]]]:
+def _chain_points(data: RunData, class_of: dict[str, str]) -> list[tuple[int, str, dict[str, float | None]]]:
     out = []
     for it in [data.baseline, *data.chain]:
-        tree = tree_samples(its, rows, it.commit or "")
+        tree = data.tree(it.commit or "")
         label = "baseline" if it.status == "baseline" else it.hypothesis
         out.append((it.version, label, class_medians(tree.values, class_of)))
     return out

@@ -119,3 +119,18 @@ def test_export_refuses_a_run_with_no_keep(tmp_path):
         with pytest.raises(BadInput, match="no kept iteration"):
             export_branch(ws, "perf/nothing")
     assert git(repo_of(ws), "branch", "--list", "perf/nothing") == ""
+
+
+def test_report_and_export_refuse_a_run_without_a_baseline(fake_env):
+    from engine.report import write_report
+    from engine.workspace import Workspace
+
+    repo, root = fake_env(["gain5"])
+    assert kopt(["--root", str(root), "init", "--repo", str(repo), "--tag", "fresh"]) == 0
+    ws = Workspace(root, "fresh")
+    with pytest.raises(BadInput, match="no measured baseline"):
+        write_report(ws)
+    with pytest.raises(BadInput, match="no measured baseline"):
+        export_branch(ws, "perf/fresh")
+    with pytest.raises(BadInput, match="no run 'nope'"):
+        write_report(Workspace(root, "nope"))
