@@ -216,11 +216,26 @@ def _summary(inp: ReportInputs, stats: list[ConfigStats]) -> list[str]:
         f"- {len(d.chain)} kept iteration(s) in the final tree out of {len(candidates)} candidate iteration(s); "
         f"{len(d.masked)} masked",
         f"- Run state: {meta.get('state') or '—'}; stop reason: {meta.get('stop_reason') or '—'}",
+        "- Decisions: best and candidate measured paired in the same session ("
+        + ("`ab_command` blocks" if cfg.target.ab_command else "bench runs in ABBA order")
+        + f"); a class counts as changed when its interval at {cfg.decide.confidence:g} confidence, valid "
+        f"under repeated looks, excludes 0 and the change is at least {cfg.decide.min_effect_pct:g}%; "
+        f"{_gpu_seconds(d.unmasked):.1f} s of benchmarking over the unmasked iterations, "
+        f"{float(meta.get('active_s') or 0) / 3600:.2f} h of engine time",
         "",
     ]
     if not d.chain:
         lines += ["Nothing was kept: the final tree is the baseline, so every speedup is 1 by construction.", ""]
     return lines
+
+
+def _gpu_seconds(its: Iterable[Iteration]) -> float:
+    total = 0.0
+    for it in its:
+        spent = it.record.get("gpu_seconds") or {}
+        if isinstance(spent, Mapping):
+            total += sum(float(v) for v in spent.values() if isinstance(v, int | float))
+    return total
 
 
 def _speedup_per_config(inp: ReportInputs, stats: list[ConfigStats]) -> list[str]:
@@ -353,8 +368,14 @@ def _kernel_of(it: Iteration) -> str:
 # Roofline and profiler
 
 
-def _rate(v: float | None, unit: str, scale: float) -> str:
-    return "—" if v is None else f"{v / scale:.4g} {unit}"
+def _rate(v: float | None, unit: str) -> str:
+    """A rate with an SI prefix that keeps it readable: 0.3 GB/s, 2.87 TB/s."""
+    if v is None:
+        return "—"
+    for prefix, scale in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(v) >= scale:
+            return f"{v / scale:.4g} {prefix}{unit}"
+    return f"{v:.4g} {unit}"
 
 
 def _roofline(inp: ReportInputs) -> list[str]:
@@ -381,12 +402,12 @@ def _roofline(inp: ReportInputs) -> list[str]:
             bp = rv.baseline.get(key)
             floor = None if fp.floor_s is None else fp.floor_s / r.unit_scale
             rows.append([key, fmt_num(fp.flops), fmt_num(fp.bytes), fmt_num(fp.intensity), fp.bound,
-                         fmt_num(floor), _rate(bp.achieved_Bps if bp else None, "GB/s", 1e9),
-                         _rate(fp.achieved_Bps, "GB/s", 1e9), _rate(fp.achieved_flops, "GFLOP/s", 1e9),
+                         fmt_num(floor), _rate(bp.achieved_Bps if bp else None, "B/s"),
+                         _rate(fp.achieved_Bps, "B/s"), _rate(fp.achieved_flops, "FLOP/s"),
                          _pct(bp.pct_of_peak if bp else None), _pct(fp.pct_of_peak),
                          "**faster than its floor: suspicious**" if fp.suspicious else ""])
         lines += _table(["config", "FLOPs", "bytes", "FLOP/byte", "bound", f"floor {unit}", "baseline bandwidth",
-                         "final bandwidth", "final FLOP/s", "baseline % of peak", "final % of peak", ""], rows)
+                         "final bandwidth", "final FLOP/s", "baseline % of peak", "final % of peak", "note"], rows)
         lines += [""]
         if rv.final_classes:
             crow = []

@@ -155,6 +155,9 @@ def test_kept_iterations_dispatch_and_masked(demo, report):
     assert [(r["iteration"], r["status (masked)"]) for r in masked] == [("v2", "regression"), ("v6", "keep")]
     assert "2 masked" in s["Summary"]
     assert its[6]["commit_sha"] not in s["Summary"] and its[4]["commit_sha"] in s["Summary"]
+    spent = sum(sum(it["record"].get("gpu_seconds", {}).values()) for it in its.values() if not it["masked"])
+    assert f"{spent:.1f} s of benchmarking over the unmasked iterations" in s["Summary"]
+    assert "interval at 0.99 confidence" in s["Summary"]
     all_its = table(s["All iterations"], "iteration")
     assert [r["iteration"] for r in all_its] == ["v0", "v1", "v3", "v4", "v5"]
 
@@ -169,7 +172,7 @@ def test_roofline_uses_the_formulas_the_medians_and_the_cited_peak(demo, report)
         seconds = statistics.median(vals) * 1e-6
         assert rows[c]["bytes"] == fmt_num(float(n * 8))
         assert rows[c]["FLOPs"] == fmt_num(float(n * 2))
-        assert rows[c]["final bandwidth"] == f"{n * 8 / seconds / 1e9:.4g} GB/s"
+        assert rows[c]["final bandwidth"] == f"{n * 8 / seconds / 1e6:.4g} MB/s"  # CPU times: MB/s
         assert rows[c]["bound"] == "memory"
         floor = max(n * 8 / 3.35e12, n * 2 / 989.4e12)
         assert rows[c]["final % of peak"] == f"{100 * floor / seconds:.3g}%"
