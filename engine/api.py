@@ -83,6 +83,7 @@ def status(ws: Workspace) -> dict[str, Any]:
         "paused": bool(meta.get("paused")),
         "progress": meta.get("progress"),
         "last_error": meta.get("last_error"),
+        "notice": meta.get("notice"),
         "repo": meta.get("repo"),
         "workspace": str(ws.dir),
     }

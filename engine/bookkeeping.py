@@ -90,8 +90,8 @@ def regression_summary(it: Iteration) -> dict[str, Any]:
         "class": target,
         "metric_best": c.get("best"),
         "metric_cand": c.get("cand"),
-        "profiler_best_ns": (prof.get("best") or {}).get("target_ns_per_call"),
-        "profiler_cand_ns": (prof.get("cand") or {}).get("target_ns_per_call"),
+        "profiler_best_ns": (prof.get("best") or {}).get("target_per_call_ns"),
+        "profiler_cand_ns": (prof.get("cand") or {}).get("target_per_call_ns"),
         "delta_pct": c.get("delta_pct"),
         "notes": (rec.get("decision") or {}).get("reason", ""),
     }

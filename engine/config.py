@@ -65,7 +65,9 @@ class DecideConfig:
     confidence: float = 0.99
     min_effect_pct: float = 1.0
     min_rounds: int = 3
-    max_rounds: int = 12
+    max_rounds: int = 20
+    """Looks before an undecided class goes to review: 20 process-level rounds keep a true
+    2% gain 95% of the time at 1% per-run noise (docs/decision.md)."""
     budget_gpu_s: float = 1800.0
     """Upper bound on benchmark seconds spent on one decision (both sides together)."""
     max_other_regression_pct: float = 1.0
@@ -75,6 +77,9 @@ class DecideConfig:
     review_default: str = "reject"
     two_in_a_row: bool = False
     """Reference policy: a same-direction sub-threshold gain seen twice in a row keeps."""
+    futility_confidence: float = 0.8
+    """At max_rounds, a class still undecided counts as tied when the interval at this
+    confidence rules out a gain of min_effect_pct (0: off, such classes go to review)."""
     verify_after_format: bool = True
     """Re-run the decision on the formatted tree before the keep commit."""
 
@@ -313,6 +318,8 @@ def validate(cfg: Config, source: str = "kopt.toml") -> None:
     need(d.suspicious_speedup > 1, "[decide].suspicious_speedup", "must be > 1")
     need(d.review_timeout_s >= 0, "[decide].review_timeout_s", "must be >= 0")
     need(d.review_default in ("reject", "accept"), "[decide].review_default", 'must be "reject" or "accept"')
+    need(0 <= d.futility_confidence < d.confidence, "[decide].futility_confidence",
+         "must be >= 0 and below [decide].confidence")
 
     g = cfg.gpu
     need(g.vendor in ("auto", "nvidia", "amd", "none"), "[gpu].vendor",

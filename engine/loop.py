@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 import os
+import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -33,13 +34,23 @@ from typing import Any
 
 from engine import bookkeeping, control, gitops, metrics, projections, runner
 from engine.config import Config
-from engine.decide import Pair, Policy, Verdict, evaluate
+from engine.decide import (
+    Pair,
+    Policy,
+    Verdict,
+    evaluate,
+    reconcile_profiler,
+    review_outcome,
+)
 from engine.errors import BadInput, KoptFailure
 from engine.gpu.backends import open_backend
 from engine.gpu.gate import Gate, NoIdleGpu, round_flags
 from engine.metrics import BenchError, Measurement
+from engine.profile import PROFILE_ENV, ProfileSummary, choose_profiler, compare
 from engine.propose import Proposal, ProposalContext, Proposer, make_proposer, parse_plan
 from engine.propose.prompt import render_prompt
+from engine.roofline.evaluate import evaluate as evaluate_roofline
+from engine.roofline.evaluate import target_reached
 from engine.store import Command, Iteration, Store
 from engine.workspace import Workspace, write_atomic, write_memory, write_projections
 
@@ -181,6 +192,10 @@ class Engine:
             return f"[stop].max_iters = {s.max_iters} candidate iterations reached"
         if s.max_hours and self._active_s() >= s.max_hours * 3600:
             return f"[stop].max_hours = {s.max_hours:g} reached"
+        best_it = bookkeeping.best_iteration(its)
+        if best_it is not None and target_reached(best_it.record.get("roofline")):
+            return (f"every production config reached {s.target_pct_of_peak:g}% of its roofline "
+                    "([stop].target_pct_of_peak)")
         if self.exhausted:
             return "the proposer has nothing new to try (search space exhausted around the best point)"
         if self.session_max_iters is not None and self.session_iters >= self.session_max_iters:
@@ -313,6 +328,11 @@ class Engine:
         it.record["config_columns"] = list(last.config_columns)
         it.record["decision"] = {"verdict": "baseline", "reason": f"{len(runs)} runs, all rows correct", "by": "engine"}
         it.commit = commit
+        values = {k: statistics.median([m.configs[k].value for m in runs if k in m.configs]) for k in last.configs}
+        self.update_roofline(it, values, base=it)
+        summary = self.profile_tree(it, self.ws.best, "best", tolerate=True)
+        if summary is not None:
+            it.record["profile"] = {"best": summary.to_dict()}
         self.store.set_many({"config_columns": list(last.config_columns), "classes": last.classes()})
         self.close(it, "baseline", f"baseline over {len(last.configs)} configs in {len(classes)} classes")
 
@@ -523,7 +543,7 @@ class Engine:
             if r < policy.min_rounds:
                 continue
             verdict = evaluate(pairs, policy, target_class=it.target_class, gpu_seconds=gpu_s,
-                               previous_subthreshold_gain=previous_gain)
+                               floors=self.floors(), previous_subthreshold_gain=previous_gain)
             it.record["classes"] = {c.cls: c.to_dict() for c in verdict.classes}
             it.record["decision"] = {**verdict.to_dict(), "by": "engine"}
             self.save(it)
@@ -617,7 +637,89 @@ class Engine:
 
     def confirm_with_profiler(self, it: Iteration, verdict: Verdict) -> Verdict:
         """The reference program's final word: the profiler's GPU time must agree."""
-        return verdict
+        if self.profiler() is None:
+            return verdict
+        try:
+            best = self.profile_tree(it, self.ws.best, "best")
+            cand = self.profile_tree(it, self.ws.cand, "cand")
+        except KoptFailure as e:
+            it.record["profile"] = {"error": str(e)}
+            self.save(it)
+            return _with(verdict, kind="borderline", reason=f"the bench says keep, but the profiler failed: {e}",
+                         flags=(*verdict.flags, "profiler_failed"))
+        assert best is not None and cand is not None
+        cmp = compare(best, cand)
+        it.record["profile"] = {"best": best.to_dict(), "cand": cand.to_dict(), "comparison": cmp.to_dict()}
+        self.save(it)
+        self.store.event("profile", f"v{it.version}: {cmp.summary_line()}", version=it.version)
+        checked = reconcile_profiler(verdict, cmp.ratio, agree_margin_pct=self.cfg.profile.agree_margin_pct)
+        if checked.kind != verdict.kind:
+            return checked
+        return _with(verdict, reason=f"{verdict.reason}; profiler agrees ({cmp.summary_line()})")
+
+    def profiler(self):  # noqa: ANN201 - a Profiler or None
+        """The configured profiler for the chosen GPU's vendor (None: no profiling)."""
+        if not hasattr(self, "_profiler"):
+            vendor = getattr(self.gate.chosen, "vendor", "none") if self.gate.chosen is not None else "none"
+            self._profiler = choose_profiler(self.cfg.profile.kind, str(vendor))
+        return self._profiler
+
+    def profile_tree(self, it: Iteration, tree: Path, side: str, *, tolerate: bool = False) -> ProfileSummary | None:
+        """Run the bench (or [profile].command) under the profiler in `tree`."""
+        try:
+            prof = self.profiler()
+            if prof is None:
+                return None
+            self.progress(it, "profile", f"{prof.name} on {side}/")
+            out_dir = self.ws.profiles / f"v{it.version}" / side
+            kernel = self.cfg.profile.kernel
+            argv = prof.command(runner.as_argv(self.cfg.profile.command or self.cfg.target.bench), out_dir, kernel)
+            env, _ = self.acquire_gpu(it)
+            res = self.run_cmd_for(it)(argv, cwd=tree, name=f"profile_{side}", timeout_s=self.cfg.profile.timeout_s,
+                                       env={**env, **PROFILE_ENV})
+            self._check_tree_untouched(tree, side)
+            if not res.ok:
+                raise KoptFailure(f"{prof.name} on {side}/ {res.why()}: {_last_line(res)}")
+            summary = prof.parse(out_dir, kernel)
+            summary.save(out_dir / "summary.json")
+            return summary
+        except KoptFailure as e:
+            if not tolerate:
+                raise
+            self.store.event("profile", f"v{it.version}: profiling {side}/ failed: {e}", version=it.version, level="warn")
+            return None
+
+    def update_roofline(self, it: Iteration, values: dict[str, float], *, base: Iteration | None = None) -> None:
+        """record["roofline"] of this tree and the README's Step 0 text."""
+        base = base or bookkeeping.baseline(self.iterations())
+        configs = (base.record.get("configs") or {}) if base else {}
+        if not configs:
+            return
+        gpu = self.gate.chosen
+        try:
+            rr = evaluate_roofline(
+                self.cfg, gpu_name=str(gpu.name) if gpu is not None else None,
+                gpu_uuid=str(gpu.uuid) if gpu is not None else None,
+                rows={k: c["row"] for k, c in configs.items()}, values=values,
+                class_of={k: c["cls"] for k, c in configs.items()},
+                production=[k for k, c in configs.items() if c.get("production", True)],
+                measured_dir=self.ws.root / ".ceilings")
+        except KoptFailure as e:
+            it.record["roofline"] = {"error": str(e)}
+            self.store.event("roofline", f"roofline analysis failed: {e}", level="error")
+            return
+        if rr is not None:
+            it.record["roofline"] = rr.record
+            self.store.set("roofline_md", rr.markdown)
+
+    def floors(self) -> dict[str, float]:
+        """Per config, the metric's roofline floor (beating it is suspicious)."""
+        base = bookkeeping.baseline(self.iterations())
+        points = ((base.record.get("roofline") or {}).get("configs") or {}) if base else {}
+        scale = self.cfg.roofline.unit_scale
+        if self.cfg.target.direction != "min":
+            return {}
+        return {k: p["floor_s"] / scale for k, p in points.items() if p.get("floor_s")}
 
     def pending_review(self) -> Iteration | None:
         for it in reversed(self.iterations()):
@@ -637,10 +739,7 @@ class Engine:
                              version=it.version, level="warn")
             answer = self.await_review(it, deadline)
             if answer is None:
-                policy = self.cfg.decide.review_default
-                kind = "accepted" if policy == "accept" else "rejected"
-                return (_with(verdict, kind=kind, reason=f"{verdict.reason}; no answer within "
-                              f"{self.cfg.decide.review_timeout_s:.0f} s, policy: {policy}"), "policy")
+                return self._reviewed(verdict, None)
             if answer.kind == "more_rounds":
                 self.store.finish_command(answer.id, "done", f"more rounds for v{it.version}")
                 more = self.decide(it, stage="eval", extra_rounds=self.cfg.decide.max_rounds,
@@ -653,11 +752,17 @@ class Engine:
                     self.save(it)
                     return verdict, "engine"
                 continue
-            why = str(answer.args.get("why") or "")
-            kind = "accepted" if answer.kind == "accept" else "rejected"
-            self.store.finish_command(answer.id, "done", f"v{it.version} {kind}")
-            return _with(verdict, kind=kind, reason=f"{kind} by the engineer" + (f": {why}" if why else "")
-                         + f" (borderline: {verdict.reason})"), "engineer"
+            self.store.finish_command(answer.id, "done", f"v{it.version} {answer.kind}ed")
+            return self._reviewed(verdict, answer)
+
+    def _reviewed(self, verdict: Verdict, answer: Command | None) -> tuple[Verdict, str]:
+        """The review's outcome as a verdict: the engineer's answer, or the policy's."""
+        why = str(answer.args.get("why") or "") if answer else ""
+        out = review_outcome(verdict, answer.kind if answer else None,
+                             Policy.from_config(self.cfg.decide, self.cfg.target.direction),
+                             why=f"{answer.kind}ed by the engineer: {why} (borderline: {verdict.reason})"
+                             if why else "")
+        return _with(verdict, kind=out.status, reason=out.reason), out.by
 
     def finish_review(self, it: Iteration) -> None:
         """After a restart, a review left open: wait for it (the deadline persists)."""
@@ -665,19 +770,17 @@ class Engine:
         deadline = float((it.record.get("review") or {}).get("deadline", time.time()))
         self.sync_worktrees_for_review(it)
         answer = self.await_review(it, deadline)
-        if answer is None or answer.kind == "more_rounds":
-            if answer is not None:
-                self.store.finish_command(answer.id, "rejected", "more rounds need the candidate still in flight")
-            policy = self.cfg.decide.review_default
-            kind, by = ("accepted" if policy == "accept" else "rejected"), "policy"
-        else:
-            kind, by = ("accepted" if answer.kind == "accept" else "rejected"), "engineer"
-            self.store.finish_command(answer.id, "done", f"v{it.version} {kind}")
-        intact = self._candidate_intact(it)
-        if kind == "accepted" and intact:
-            return self.keep(it, _with(verdict, kind="accepted", reason=f"accepted ({by}) after an engine restart"), by)
-        self.close(it, "rejected", f"{kind} by {by} after an engine restart" if kind == "rejected"
-                   else "accepted, but the candidate in cand/ is no longer the one evaluated", verdict=verdict, by=by)
+        if answer is not None and answer.kind == "more_rounds":
+            self.store.finish_command(answer.id, "rejected", "more rounds are not possible after an engine restart")
+            answer = None
+        if answer is not None:
+            self.store.finish_command(answer.id, "done", f"v{it.version} {answer.kind}ed")
+        outcome, by = self._reviewed(verdict, answer)
+        if outcome.kind == "accepted" and self._candidate_intact(it):
+            return self.keep(it, _with(outcome, reason=f"{outcome.reason} (after an engine restart)"), by)
+        reason = outcome.reason if outcome.kind == "rejected" else \
+            "accepted, but the candidate in cand/ is no longer the one evaluated"
+        self.close(it, "rejected", reason, verdict=verdict, by=by)
 
     def _candidate_intact(self, it: Iteration) -> bool:
         try:
@@ -733,6 +836,10 @@ class Engine:
                     st = check.kind if check.kind in ("regression", "tie", "split") else "rejected"
                     return self.close(it, st, f"after formatting: {check.reason}", verdict=check, by=by)
                 it.record["verify"] = check.to_dict()
+        cand_values: dict[str, list[float]] = {}
+        for p in self.current_pairs:
+            cand_values.setdefault(p.config, []).append(p.cand)
+        self.update_roofline(it, {k: statistics.median(v) for k, v in cand_values.items()})
         self.save(it, phase="commit")
         it.record["commit_tree"] = gitops.stage_all_tree(cand)
         it.record["keep_status"] = status
@@ -945,7 +1052,7 @@ class Engine:
         return {p.pid for p in runner.group_members(self.child_pgid)}
 
     def run_cmd_for(self, it: Iteration) -> Callable[..., runner.RunResult]:
-        def run(command: str, *, cwd: Path, name: str, timeout_s: float, env: dict[str, str] | None = None
+        def run(command: str | list[str], *, cwd: Path, name: str, timeout_s: float, env: dict[str, str] | None = None
                 ) -> runner.RunResult:
             full_env = {**self.cfg.target.env, **(env or {}), MARKER: str(self.ws.dir)}
             self.store.set("live_log", str(self.ws.log_dir(it.version) / f"{name}.out"))

@@ -115,6 +115,7 @@ def run(
             start_new_session=True,
         )
     pgid = proc.pid
+    _limit_file_size(proc.pid, max_output_bytes)
     if on_start:
         on_start(pgid)
     timed_out = overflow = False
@@ -139,6 +140,8 @@ def run(
             proc.wait()
         if on_end:
             on_end(pgid)
+    if proc.returncode == -signal.SIGXFSZ or max(_size(out_path), _size(err_path)) >= max_output_bytes:
+        overflow = True  # Python ignores SIGXFSZ: its writes fail with EFBIG instead
     killed = timed_out or overflow
     return RunResult(
         argv=argv,
@@ -150,6 +153,17 @@ def run(
         timed_out=timed_out,
         output_overflow=overflow,
     )
+
+
+def _limit_file_size(pid: int, max_bytes: int) -> None:
+    """A hard cap on any file the command writes (its logs included): past it the kernel
+    stops the writer with SIGXFSZ, however fast it writes. Polling backs it up elsewhere."""
+    try:
+        import resource
+
+        resource.prlimit(pid, resource.RLIMIT_FSIZE, (max_bytes, max_bytes))
+    except (ImportError, AttributeError, OSError, ValueError):
+        pass
 
 
 def _size(path: Path) -> int:

@@ -247,7 +247,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_ceilings(args: argparse.Namespace) -> int:
-    from engine.roofline import measure_ceilings
+    from engine.ceilings import measure_ceilings
 
     result = measure_ceilings(resolve_root(args.root))
     if args.json:
@@ -259,10 +259,17 @@ def cmd_ceilings(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from engine.demo import run_demo
+    from engine import demo
 
-    return run_demo(resolve_root(args.root), kernel=args.kernel, headless=args.headless,
-                    max_iters=args.max_iters, tag=args.tag)
+    ws, gpu = demo.prepare_demo(resolve_root(args.root), args.kernel, args.tag)
+    iters = demo.demo_iterations(gpu, args.max_iters)
+    demo.announce(ws, args.kernel, gpu, iters)
+    if args.headless:
+        return demo.run_headless(ws, iters)
+    from engine.daemon import start_detached
+
+    start_detached(ws, proposer="tune", max_iters=iters)
+    return _attach(ws)
 
 
 # ---------------------------------------------------------------------------------------

@@ -1,6 +1,25 @@
-"""The decision: paired samples → per-class verdicts → run verdict (DESIGN.md §5). Pure."""
+"""The decision: paired samples → per-class verdicts → run verdict (DESIGN.md §5). Pure.
+
+See docs/decision.md for the method and its measured error rates.
+"""
 
 from engine.decide.model import ClassResult, Pair, Policy, Verdict
-from engine.decide.verdict import evaluate
+from engine.decide.verdict import (
+    ReviewOutcome,
+    evaluate,
+    reconcile_profiler,
+    review_outcome,
+    summary,
+)
 
-__all__ = ["ClassResult", "Pair", "Policy", "Verdict", "evaluate"]
+__all__ = [
+    "ClassResult",
+    "Pair",
+    "Policy",
+    "ReviewOutcome",
+    "Verdict",
+    "evaluate",
+    "reconcile_profiler",
+    "review_outcome",
+    "summary",
+]

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from engine.config import DecideConfig
+from engine.errors import BadInput
 
 CLASS_VERDICTS = ("improved", "regressed", "tied", "undecided")
 RUN_VERDICTS = ("keep", "regression", "tie", "split", "borderline", "undecided")
@@ -38,15 +39,55 @@ class Pair:
 
 @dataclass(frozen=True)
 class Policy:
+    """The decision's knobs ([decide] in kopt.toml, plus the metric's direction)."""
+
     confidence: float = 0.99
+    """Joint confidence of each class's interval over all the looks of one decision."""
     min_effect_pct: float = 1.0
     min_rounds: int = 3
-    max_rounds: int = 12
+    max_rounds: int = 20
+    """Looks before an undecided class goes to review. 20 process-level rounds are what a
+    true 2% gain needs to be kept 95% of the time at 1% per-run noise (docs/decision.md)."""
     budget_gpu_s: float = 1800.0
     max_other_regression_pct: float = 1.0
     suspicious_speedup: float = 3.0
     two_in_a_row: bool = False
     direction: str = "min"
+    review_timeout_s: float = 1800.0
+    review_default: str = "reject"
+    pool_blocks: bool = False
+    """ab_command path: treat every block as a sample (df = blocks - 1) instead of one mean
+    per run (df = runs - 1). Only valid when the runs cannot differ from one another (one
+    process, the same buffers); a per-process offset makes pooled intervals far too narrow."""
+    futility_confidence: float = 0.8
+    """On the final look, a class still undecided is resolved as tied when the interval at
+    this (lower) confidence rules out what would matter: for a target class a gain of
+    min_effect_pct, for another class a regression beyond max_other_regression_pct. A true
+    gain of exactly min_effect_pct is lost this way at most (1 - futility_confidence)/2 of
+    the time; without it nearly every no-change candidate at a noisy bench goes to review.
+    0 turns it off."""
+
+    def __post_init__(self) -> None:
+        def need(ok: bool, key: str, why: str) -> None:
+            if not ok:
+                raise BadInput(f"[decide].{key} {why}")
+
+        need(0.5 < self.confidence < 1, "confidence", f"must be between 0.5 and 1, not {self.confidence}")
+        need(self.min_effect_pct > 0, "min_effect_pct", f"must be > 0, not {self.min_effect_pct}")
+        need(self.min_rounds >= 2, "min_rounds", f"must be at least 2, not {self.min_rounds}")
+        need(self.max_rounds >= self.min_rounds, "max_rounds",
+             f"must be >= min_rounds ({self.min_rounds}), not {self.max_rounds}")
+        need(self.budget_gpu_s > 0, "budget_gpu_s", f"must be > 0, not {self.budget_gpu_s}")
+        need(self.max_other_regression_pct >= 0, "max_other_regression_pct",
+             f"must be >= 0, not {self.max_other_regression_pct}")
+        need(self.suspicious_speedup > 1, "suspicious_speedup", f"must be > 1, not {self.suspicious_speedup}")
+        need(self.direction in ("min", "max"), "direction",
+             f'(from [target].direction) must be "min" or "max", not {self.direction!r}')
+        need(self.review_timeout_s >= 0, "review_timeout_s", f"must be >= 0, not {self.review_timeout_s}")
+        need(0 <= self.futility_confidence < self.confidence, "futility_confidence",
+             f"must be in [0, confidence), not {self.futility_confidence}")
+        need(self.review_default in ("reject", "accept"), "review_default",
+             f'must be "reject" or "accept", not {self.review_default!r}')
 
     @classmethod
     def from_config(cls, cfg: DecideConfig, direction: str = "min") -> Policy:
@@ -60,6 +101,9 @@ class Policy:
             suspicious_speedup=cfg.suspicious_speedup,
             two_in_a_row=cfg.two_in_a_row,
             direction=direction,
+            review_timeout_s=cfg.review_timeout_s,
+            review_default=cfg.review_default,
+            futility_confidence=cfg.futility_confidence,
         )
 
     def cost_ratio(self, best: float, cand: float) -> float:
@@ -84,20 +128,38 @@ class ClassResult:
     """The ratio's interval at the policy's confidence, valid under repeated looks."""
     verdict: str
     """improved | regressed | tied | undecided"""
+    outliers: int = 0
+    """Samples left out as outliers (a throttling spike, a stray process) by the ESD test."""
+    disturbed: int = 0
+    """Samples left out because the GPU gate flagged their round (Pair.flagged)."""
+    unit: str = "sample"
+    """What the interval was computed over: "sample" (each process-level round, or each
+    block when Policy.pool_blocks) or "look" (one mean per ab_command run)."""
+    plausible_lo: float = math.nan
+    plausible_hi: float = math.nan
+    """On the final look only: the ratio's interval at policy.futility_confidence, which
+    resolves a class still undecided (see Policy.futility_confidence)."""
 
     @property
     def delta_pct(self) -> float:
         return (self.ratio - 1.0) * 100.0
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["delta_pct"] = self.delta_pct
-        d["interval"] = [self.lo, self.hi]
+        """Plain JSON: non-finite numbers (no interval yet, no plausible interval) are None."""
+        d = {k: _finite_or_none(v) for k, v in asdict(self).items()}
+        d["delta_pct"] = _finite_or_none(self.delta_pct)
+        d["interval"] = [d["lo"], d["hi"]]
         return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ClassResult:
-        return cls(**{k: d[k] for k in ("cls", "rounds", "n", "best", "cand", "ratio", "lo", "hi", "verdict")})
+        keys = ("cls", "rounds", "n", "best", "cand", "ratio", "lo", "hi", "verdict",
+                "outliers", "disturbed", "unit", "plausible_lo", "plausible_hi")
+        return cls(**{k: (math.nan if d[k] is None else d[k]) for k in keys if k in d})
+
+
+def _finite_or_none(v: Any) -> Any:
+    return None if isinstance(v, float) and not math.isfinite(v) else v
 
 
 @dataclass(frozen=True)
@@ -109,8 +171,13 @@ class Verdict:
     rounds: int = 0
     gpu_seconds: float = 0.0
     flags: tuple[str, ...] = field(default=())
-    """Why a verdict is borderline or suspicious, machine-readable
-    (e.g. "undecided_at_max_rounds", "suspicious_speedup", "faster_than_floor")."""
+    """Machine-readable reasons, e.g. "undecided_at_max_rounds", "suspicious_speedup",
+    "faster_than_floor", "subthreshold_gain", "partial_gain", "profiler_disagrees",
+    "budget_spent", "outliers_dropped", "disturbed_rounds", "futility", "two_in_a_row".
+    The loop passes `previous_subthreshold_gain=("subthreshold_gain" in flags)` of the
+    previous iteration's verdict to the next `evaluate`."""
+    focus: str = ""
+    """The class the reason is about (the one `summary` shows)."""
 
     @property
     def final(self) -> bool:
@@ -126,6 +193,7 @@ class Verdict:
             "rounds": self.rounds,
             "gpu_seconds": self.gpu_seconds,
             "flags": list(self.flags),
+            "focus": self.focus,
             "classes": {c.cls: c.to_dict() for c in self.classes},
         }
 
@@ -138,6 +206,7 @@ class Verdict:
             rounds=d.get("rounds", 0),
             gpu_seconds=d.get("gpu_seconds", 0.0),
             flags=tuple(d.get("flags", ())),
+            focus=d.get("focus", ""),
         )
 
 

@@ -1,37 +1,34 @@
-"""Small statistics with no dependencies: Student's t quantile, robust summaries.
+"""Small statistics with no dependencies: Student's t, the generalized ESD outlier test.
 
-Pure functions. The t distribution's CDF is computed from the regularized incomplete beta
-function (continued fraction, as in Numerical Recipes' `betacf`), and the quantile by
-bisection; accurate to ~1e-10, far beyond what a decision needs.
+Pure functions. Student's t CDF is computed from the regularized
+incomplete beta function (continued fraction, the classic Lentz evaluation), quantiles by
+bisection; accurate to ~1e-10, far beyond what a decision needs. Quantiles are cached:
+a decision asks for the same few (p, df) pairs over and over.
 """
 
 from __future__ import annotations
 
 import math
+from functools import lru_cache
+
+_TINY = 1e-300
 
 
 def _betacf(a: float, b: float, x: float) -> float:
-    tiny = 1e-300
     qab, qap, qam = a + b, a + 1.0, a - 1.0
     c, d = 1.0, 1.0 - qab * x / qap
-    d = 1.0 / (d if abs(d) > tiny else tiny)
+    d = 1.0 / (d if abs(d) > _TINY else _TINY)
     h = d
-    for m in range(1, 300):
+    for m in range(1, 400):
         m2 = 2 * m
-        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
-        d = 1.0 + aa * d
-        d = 1.0 / (d if abs(d) > tiny else tiny)
-        c = 1.0 + aa / c
-        c = c if abs(c) > tiny else tiny
-        h *= d * c
-        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
-        d = 1.0 + aa * d
-        d = 1.0 / (d if abs(d) > tiny else tiny)
-        c = 1.0 + aa / c
-        c = c if abs(c) > tiny else tiny
-        delta = d * c
-        h *= delta
-        if abs(delta - 1.0) < 1e-15:
+        for aa in (m * (b - m) * x / ((qam + m2) * (a + m2)),
+                   -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))):
+            d = 1.0 + aa * d
+            d = 1.0 / (d if abs(d) > _TINY else _TINY)
+            c = 1.0 + aa / c
+            c = c if abs(c) > _TINY else _TINY
+            h *= d * c
+        if abs(d * c - 1.0) < 1e-15:
             break
     return h
 
@@ -50,23 +47,28 @@ def betainc(a: float, b: float, x: float) -> float:
 
 
 def t_cdf(t: float, df: float) -> float:
-    x = df / (df + t * t)
-    tail = 0.5 * betainc(df / 2.0, 0.5, x)
+    """P(T <= t) for Student's t with df degrees of freedom."""
+    if math.isinf(t):
+        return 1.0 if t > 0 else 0.0
+    tail = 0.5 * betainc(df / 2.0, 0.5, df / (df + t * t))
     return 1.0 - tail if t > 0 else tail
 
 
+@lru_cache(maxsize=4096)
 def t_quantile(p: float, df: float) -> float:
-    """The p-quantile of Student's t with df degrees of freedom."""
+    """The p-quantile of Student's t with df degrees of freedom (df > 0)."""
     if not 0.0 < p < 1.0:
         raise ValueError(f"p must be in (0, 1), not {p}")
+    if df <= 0:
+        raise ValueError(f"df must be > 0, not {df}")
     if p == 0.5:
         return 0.0
     if p < 0.5:
         return -t_quantile(1.0 - p, df)
     lo, hi = 0.0, 1.0
     while t_cdf(hi, df) < p:
-        hi *= 2.0
-        if hi > 1e12:
+        lo, hi = hi, hi * 2.0
+        if hi > 1e15:
             return math.inf
     for _ in range(200):
         mid = 0.5 * (lo + hi)
@@ -84,6 +86,7 @@ def mean(xs: list[float]) -> float:
 
 
 def stdev(xs: list[float]) -> float:
+    """Sample standard deviation (n - 1 in the denominator); NaN below two values."""
     if len(xs) < 2:
         return math.nan
     m = mean(xs)
@@ -103,3 +106,43 @@ def quantile(xs: list[float], q: float) -> float:
 
 def median(xs: list[float]) -> float:
     return quantile(xs, 0.5)
+
+
+@lru_cache(maxsize=4096)
+def esd_critical(n: int, i: int, alpha: float) -> float:
+    """Rosner's critical value for the i-th (1-based) step of the generalized ESD test on
+    n values: the largest studentized deviation a normal sample of n - i + 1 values shows
+    with probability alpha (Bonferroni over the values)."""
+    m = n - i + 1
+    t = t_quantile(1.0 - alpha / (2.0 * m), m - 2)
+    return (m - 1) * t / math.sqrt((m - 2 + t * t) * m)
+
+
+def esd_outliers(xs: list[float], max_outliers: int, alpha: float = 0.01) -> list[int]:
+    """Indices of outliers in xs by the generalized ESD test (Rosner 1983).
+
+    Removes the most extreme value up to `max_outliers` times, and declares outliers the
+    values removed up to the last step whose studentized deviation beat its critical
+    value; looking past a step that failed is what protects against masking (two spikes
+    hiding each other). Under normal data the chance of declaring any outlier is about
+    `alpha`. Needs at least 4 values per step.
+    """
+    idx = list(range(len(xs)))
+    vals = list(xs)
+    removed: list[int] = []
+    found = 0
+    for step in range(1, max_outliers + 1):
+        n_left = len(vals)
+        if n_left < 4:
+            break
+        m = mean(vals)
+        s = stdev(vals)
+        if not s > 0:
+            break
+        j = max(range(n_left), key=lambda k: abs(vals[k] - m))
+        r = abs(vals[j] - m) / s
+        removed.append(idx.pop(j))
+        vals.pop(j)
+        if r > esd_critical(len(xs), step, alpha):
+            found = step
+    return sorted(removed[:found])

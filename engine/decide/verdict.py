@@ -1,57 +1,30 @@
-"""From paired samples to per-class results and a run verdict (DESIGN.md §5).
+"""From per-class results to the run verdict, with its reason and cost (DESIGN.md §5).
 
-Per look (a process-level round, or one ab_command run) and per class, the sample is the
-mean over the class's configs of log(cost ratio). Across looks, a t interval at the
-policy's confidence with alpha split evenly over the looks that may be taken
-(max_rounds - min_rounds + 1), so that stopping at the first decisive look keeps its
-nominal error rate. Pure functions.
+Pure functions:
+- `evaluate(pairs, policy, ...)`: the verdict after the looks so far; kind "undecided"
+  asks the loop for another look. The verdict is final as soon as no outcome of the
+  classes still undecided could change it, at max_rounds, or when the GPU-second budget is
+  spent.
+- `reconcile_profiler(verdict, profiler_ratio, ...)`: bench and profiler must agree.
+- `review_outcome(verdict, answer, ...)`: what a borderline verdict becomes when the
+  engineer answers, or when nobody does before review_timeout_s.
+- `summary(verdict)`: one line with the GPU-seconds spent, for logs and the TUI.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import defaultdict
+from dataclasses import dataclass, replace
 
-from engine.decide.model import ClassResult, Pair, Policy, Verdict, geomean
-from engine.decide.stats import mean, stdev, t_quantile
+from engine.decide.estimate import class_samples, estimate_class
+from engine.decide.model import ClassResult, Pair, Policy, Verdict
+from engine.errors import BadInput
 
-
-def class_samples(pairs: list[Pair], policy: Policy) -> dict[str, list[float]]:
-    """Per class, one log-ratio sample per (round, block): the mean over its configs."""
-    cells: dict[str, dict[tuple[int, int], list[float]]] = defaultdict(lambda: defaultdict(list))
-    for p in pairs:
-        cells[p.cls][(p.round, p.block)].append(math.log(policy.cost_ratio(p.best, p.cand)))
-    return {
-        cls: [mean(v) for _, v in sorted(by_look.items())] for cls, by_look in sorted(cells.items())
-    }
-
-
-def class_result(cls: str, pairs: list[Pair], samples: list[float], policy: Policy) -> ClassResult:
-    rounds = len({p.round for p in pairs})
-    best = geomean([p.best for p in pairs])
-    cand = geomean([p.cand for p in pairs])
-    n = len(samples)
-    m = mean(samples)
-    looks = max(1, policy.max_rounds - policy.min_rounds + 1)
-    alpha = (1.0 - policy.confidence) / looks
-    if n >= 2:
-        s = stdev(samples)
-        half = t_quantile(1.0 - alpha / 2.0, n - 1) * s / math.sqrt(n) if s > 0 else 0.0
-    else:
-        half = math.inf
-    lo, hi = m - half, m + half
-    eff = math.log1p(policy.min_effect_pct / 100.0)
-    if rounds < policy.min_rounds:
-        verdict = "undecided"
-    elif hi < 0 and -m >= eff:
-        verdict = "improved"
-    elif lo > 0 and m >= eff:
-        verdict = "regressed"
-    elif lo > -eff and hi < eff:
-        verdict = "tied"
-    else:
-        verdict = "undecided"
-    return ClassResult(cls, rounds, n, best, cand, math.exp(m), math.exp(lo), math.exp(hi), verdict)
+MAX_ENUMERATED_UNDECIDED = 6
+"""Early stopping checks every outcome of the undecided classes (5 each); beyond this many
+undecided classes the decision simply waits for them."""
 
 
 def evaluate(
@@ -63,61 +36,320 @@ def evaluate(
     floors: dict[str, float] | None = None,
     previous_subthreshold_gain: bool = False,
 ) -> Verdict:
-    """The verdict after the looks in `pairs`; kind "undecided" asks for another round."""
+    """The verdict after the looks in `pairs`; kind "undecided" asks for another look.
+
+    target_class: the class the hypothesis aims at; None for a global hypothesis (every
+    class must improve). gpu_seconds: timed bench seconds spent so far on this decision.
+    floors: config -> the metric's roofline floor (a candidate beating it is suspicious).
+    previous_subthreshold_gain: the previous iteration ended with a significant gain below
+    min_effect_pct (its verdict had the flag "subthreshold_gain"); with the two_in_a_row
+    policy a second one in a row keeps.
+    """
+    _check_pairs(pairs)
+    rounds = len({p.round for p in pairs})
+    final = rounds >= policy.max_rounds or gpu_seconds >= policy.budget_gpu_s
     by_class: dict[str, list[Pair]] = defaultdict(list)
     for p in pairs:
         by_class[p.cls].append(p)
     samples = class_samples(pairs, policy)
-    results = tuple(class_result(c, by_class[c], samples[c], policy) for c in sorted(by_class))
-    rounds = len({p.round for p in pairs})
-    out_of_budget = rounds >= policy.max_rounds or gpu_seconds >= policy.budget_gpu_s
+    results = tuple(
+        estimate_class(c, by_class[c], samples[c], policy, final=final) for c in sorted(by_class)
+    )
+    notes = _notes(results)
 
-    def verdict(kind: str, reason: str, *flags: str) -> Verdict:
-        return Verdict(kind, reason, results, rounds, gpu_seconds, tuple(flags))
+    def verdict(kind: str, reason: str, flags: tuple[str, ...] = (), focus: str = "") -> Verdict:
+        return Verdict(kind, reason, results, rounds, gpu_seconds, tuple(flags) + notes, focus)
 
     if not results:
-        return verdict("borderline", "no comparable samples", "no_samples")
-    targets = [r for r in results if target_class is None or r.cls == target_class]
-    if not targets:
-        return verdict("borderline", f"target class {target_class!r} has no samples", "no_target")
-    others = [r for r in results if r not in targets]
+        return verdict("borderline", "no comparable samples", ("no_samples",))
+    if target_class is not None and target_class not in by_class:
+        return verdict("borderline", f"target class {target_class!r} has no samples", ("no_target",))
+    targets = {r.cls for r in results if target_class is None or r.cls == target_class}
 
-    fast = [r for r in results if r.ratio > 0 and 1.0 / r.ratio > policy.suspicious_speedup]
-    if fast:
-        return verdict("borderline", f"{fast[0].cls} is {1 / fast[0].ratio:.1f}x faster: suspicious", "suspicious_speedup")
+    suspicious = _suspicious(results, pairs, policy, floors or {})
+    if suspicious is not None:
+        reason, flag, cls = suspicious
+        return verdict("borderline", reason, (flag,), cls)
+    if rounds < policy.min_rounds and not final:
+        return verdict("undecided", f"{rounds} of at least {policy.min_rounds} rounds")
+
+    states: dict[str, str] = {}
+    futile: list[str] = []
+    for r in results:
+        states[r.cls], by_futility = _state(r, policy, target=r.cls in targets, final=final)
+        if by_futility:
+            futile.append(r.cls)
+    undecided = [c for c, s in states.items() if s == "undecided"]
+    if undecided and not final and not _determined(states, targets, policy, previous_subthreshold_gain):
+        return verdict("undecided", f"{_names(undecided)} undecided after {rounds} rounds")
+    case = _case(states, targets, policy, previous_subthreshold_gain)
+    reason, flags, focus = _explain(case, {r.cls: r for r in results}, states, targets, policy)
+    if futile:
+        conf = f"{policy.futility_confidence:.0%}"
+        reason += (f" ({_names(futile)} resolved at the final look: what would matter is ruled out "
+                   f"at {conf})")
+        flags += ("futility",)
+    if "undecided_at_max_rounds" in flags and gpu_seconds >= policy.budget_gpu_s:
+        reason = reason.replace(f"after {rounds} rounds", f"when the {policy.budget_gpu_s:g} GPU-s budget ran out")
+        flags = tuple(f if f != "undecided_at_max_rounds" else "budget_spent" for f in flags)
+    return verdict(CASE_KIND[case], reason, flags, focus)
+
+
+# --- per class state and the run verdict -------------------------------------------------
+
+CASE_KIND = {
+    "split": "split",
+    "regression": "regression",
+    "keep": "keep",
+    "keep_two_in_a_row": "keep",
+    "tie": "tie",
+    "others_open": "borderline",
+    "subthreshold": "borderline",
+    "partial": "borderline",
+    "open": "borderline",
+}
+"""Each case of the run verdict and its kind; "open" is "undecided" before the final look."""
+OUTCOMES = ("improved", "sub_gain", "tied", "regressed_ok", "regressed_bad")
+
+
+def _state(r: ClassResult, policy: Policy, *, target: bool, final: bool) -> tuple[str, bool]:
+    """A class's state for the run verdict, and whether futility decided it.
+
+    States: improved, sub_gain (a significant gain smaller than min_effect_pct), tied,
+    regressed_ok (within max_other_regression_pct), regressed_bad, undecided. On the final
+    look an undecided class is resolved by futility when its plausible interval (at
+    policy.futility_confidence) rules out what would matter: for a target class a gain of
+    min_effect_pct (it cannot justify a keep), for another class a regression beyond
+    max_other_regression_pct (it cannot block one). Such a class counts as tied.
+    """
+    if r.verdict == "regressed":
+        return ("regressed_ok" if r.delta_pct <= policy.max_other_regression_pct else "regressed_bad"), False
+    if r.verdict == "tied":
+        return ("sub_gain" if r.hi < 1.0 else "tied"), False
+    if r.verdict == "undecided" and final and not math.isnan(r.plausible_lo):
+        if target and r.plausible_lo > 1.0 / (1.0 + policy.min_effect_pct / 100.0):
+            return "tied", True
+        if not target and r.plausible_hi < 1.0 + policy.max_other_regression_pct / 100.0:
+            return "tied", True
+    return r.verdict, False
+
+
+def _case(states: dict[str, str], targets: set[str], policy: Policy, previous_subthreshold_gain: bool) -> str:
+    """Which case of the run verdict the classes' states make (a key of CASE_KIND)."""
+    improved = any(s == "improved" for s in states.values())
+    bad = any(s == "regressed_bad" or (c in targets and s == "regressed_ok") for c, s in states.items())
+    if improved and bad:
+        return "split"
+    if bad:
+        return "regression"
+    ts = {states[c] for c in targets}
+    if ts == {"improved"}:
+        return "others_open" if any(s == "undecided" for s in states.values()) else "keep"
+    gains_elsewhere = any(c not in targets and s in ("improved", "sub_gain") for c, s in states.items())
+    if ts == {"tied"} and not gains_elsewhere:
+        return "tie"
+    if "sub_gain" in ts and ts <= {"sub_gain", "improved", "tied"}:
+        return "keep_two_in_a_row" if policy.two_in_a_row and previous_subthreshold_gain else "subthreshold"
+    if ts <= {"improved", "tied"}:
+        return "partial"
+    return "open"
+
+
+def _determined(states: dict[str, str], targets: set[str], policy: Policy, previous: bool) -> bool:
+    """True when every outcome of the undecided classes gives the same run verdict, so
+    that sampling on cannot change it."""
+    undecided = [c for c, s in states.items() if s == "undecided"]
+    if len(undecided) > MAX_ENUMERATED_UNDECIDED:
+        return False
+    kinds = set()
+    trial = dict(states)
+    for combo in itertools.product(OUTCOMES, repeat=len(undecided)):
+        trial.update(zip(undecided, combo, strict=True))
+        kinds.add(CASE_KIND[_case(trial, targets, policy, previous)])
+        if len(kinds) > 1:
+            return False
+    return True
+
+
+def _explain(
+    case: str, results: dict[str, ClassResult], states: dict[str, str], targets: set[str], policy: Policy
+) -> tuple[str, tuple[str, ...], str]:
+    """(reason, flags, focus class) of a run verdict's case, in plain language."""
+    names = sorted(states)
+    improved = [c for c in names if states[c] == "improved"]
+    regressed = [c for c in names if states[c] in ("regressed_ok", "regressed_bad")]
+    bad = [c for c in regressed if c in targets or states[c] == "regressed_bad"]
+    best = min(improved, key=lambda c: results[c].ratio) if improved else ""
+    eff = f"{policy.min_effect_pct:g}%"
+    rounds = max(r.rounds for r in results.values())
+    if case == "split":
+        return (f"{_deltas(results, improved)} faster but {_deltas(results, bad)} slower: "
+                "keep only as a specialised kernel behind a dispatch"), (), best
+    if case == "regression":
+        worst = max(bad, key=lambda c: results[c].ratio)
+        return f"{_deltas(results, [worst])} slower", (), worst
+    if case == "keep":
+        scope = "every class" if len(targets) == len(names) else "the target class"
+        tolerated = [c for c in regressed if c not in targets]
+        extra = f"; {_deltas(results, tolerated)} slower, within tolerance" if tolerated else ""
+        return f"{_deltas(results, [best])} faster ({scope} improved{extra})", (), best
+    if case == "others_open":
+        still = [c for c in names if states[c] == "undecided"]
+        return (f"{_deltas(results, [best])} faster but {_names(still)} undecided after {rounds} rounds",
+                ("undecided_at_max_rounds",), best)
+    if case == "tie":
+        focus = max(sorted(targets), key=lambda c: abs(results[c].delta_pct))
+        return f"no difference of {eff}: {_deltas(results, sorted(targets))}", (), focus
+    small = [c for c in sorted(targets) if states[c] == "sub_gain"]
+    if case == "keep_two_in_a_row":
+        return (f"{_deltas(results, small)} faster, below {eff} but a same-direction gain twice in a row "
+                "(two_in_a_row policy)"), ("two_in_a_row", "subthreshold_gain"), small[0]
+    if case == "subthreshold":
+        return f"{_deltas(results, small)} faster: a real gain, but smaller than {eff}", ("subthreshold_gain",), small[0]
+    if case == "partial":
+        gained = [c for c in names if states[c] in ("improved", "sub_gain")]
+        flat = [c for c in sorted(targets) if states[c] == "tied"]
+        return (f"{_deltas(results, gained)} faster but {_names(flat)} unchanged: "
+                "the gain is not where the hypothesis aimed"), ("partial_gain",), gained[0]
+    still = [c for c in sorted(targets) if states[c] == "undecided"] or sorted(targets)
+    return f"{_deltas(results, still)} undecided after {rounds} rounds", ("undecided_at_max_rounds",), still[0]
+
+
+def _suspicious(
+    results: tuple[ClassResult, ...], pairs: list[Pair], policy: Policy, floors: dict[str, float]
+) -> tuple[str, str, str] | None:
+    """(reason, flag, class) when the candidate looks too good to be true."""
+    for r in results:
+        if r.ratio > 0 and 1.0 / r.ratio > policy.suspicious_speedup:
+            return (f"{r.cls} is {1.0 / r.ratio:.1f}x faster, more than the suspicious_speedup "
+                    f"of {policy.suspicious_speedup:g}x: check that it computes the same thing",
+                    "suspicious_speedup", r.cls)
     if floors:
-        below = [p for p in pairs if p.config in floors and _beats_floor(p.cand, floors[p.config], policy)]
-        if below:
-            return verdict("borderline", f"{below[0].config} beats its roofline floor: suspicious", "faster_than_floor")
-
-    undecided = [r for r in results if r.verdict == "undecided"]
-    if undecided and not out_of_budget:
-        return verdict("undecided", f"{len(undecided)} class(es) undecided after {rounds} rounds")
-
-    regressed = [r for r in results if r.verdict == "regressed"]
-    improved_targets = [r for r in targets if r.verdict == "improved"]
-    bad_others = [r for r in others if r.delta_pct > policy.max_other_regression_pct and r.verdict == "regressed"]
-    if regressed and any(r.verdict == "improved" for r in results):
-        return verdict(
-            "split",
-            f"{', '.join(r.cls for r in results if r.verdict == 'improved')} improved while "
-            f"{', '.join(r.cls for r in regressed)} regressed: specialise by dispatch",
-        )
-    if any(r.verdict == "regressed" for r in targets):
-        worst = max(targets, key=lambda r: r.ratio)
-        return verdict("regression", f"{worst.cls} slower by {worst.delta_pct:+.2f}%")
-    if improved_targets and len(improved_targets) == len(targets) and not bad_others:
-        gain = min(improved_targets, key=lambda r: r.ratio)
-        return verdict("keep", f"{gain.cls} faster by {gain.delta_pct:+.2f}% (all targets improved)")
-    sub = [r for r in targets if r.hi < 1.0]
-    if all(r.verdict == "tied" for r in targets) and not regressed and not sub:
-        return verdict("tie", f"every target class within ±{policy.min_effect_pct}%")
-    if sub and not regressed:
-        if policy.two_in_a_row and previous_subthreshold_gain:
-            return verdict("keep", "a same-direction sub-threshold gain twice in a row (policy)", "two_in_a_row")
-        return verdict("borderline", f"significant gain smaller than {policy.min_effect_pct}%", "subthreshold_gain")
-    return verdict("borderline", f"undecided after {rounds} rounds", "undecided_at_max_rounds")
+        cand: dict[str, list[float]] = defaultdict(list)
+        cls_of: dict[str, str] = {}
+        for p in pairs:
+            if p.config in floors and not p.flagged:
+                cand[p.config].append(p.cand)
+                cls_of[p.config] = p.cls
+        for config, values in sorted(cand.items()):
+            typical = sorted(values)[len(values) // 2]
+            floor = floors[config]
+            beats = typical < floor if policy.direction == "min" else typical > floor
+            if beats:
+                return (f"{config} measures {typical:.4g} against a roofline floor of {floor:.4g}: "
+                        "faster than the hardware allows, check the measurement", "faster_than_floor",
+                        cls_of[config])
+    return None
 
 
-def _beats_floor(value: float, floor: float, policy: Policy) -> bool:
-    return value < floor if policy.direction == "min" else value > floor
+# --- helpers the loop needs ---------------------------------------------------------------
+
+
+def reconcile_profiler(verdict: Verdict, profiler_ratio: float | None, *, agree_margin_pct: float = 1.0) -> Verdict:
+    """Bench and profiler must agree (DESIGN.md §5.5).
+
+    profiler_ratio: candidate/best GPU time of the target kernels (summed per call over
+    every matching kernel), or None when no profile was taken. A keep whose profiler says
+    the kernels got slower by more than agree_margin_pct, or a regression whose profiler
+    says they got faster by more than it, becomes borderline with the flag
+    "profiler_disagrees". Every other verdict is returned unchanged.
+    """
+    if profiler_ratio is None:
+        return verdict
+    if not (profiler_ratio > 0 and math.isfinite(profiler_ratio)):
+        raise BadInput(f"profiler ratio must be a positive number, not {profiler_ratio!r}")
+    change = (profiler_ratio - 1.0) * 100.0
+    bench = "faster" if verdict.kind == "keep" else "slower"
+    if (verdict.kind == "keep" and change > agree_margin_pct) or (
+        verdict.kind == "regression" and change < -agree_margin_pct
+    ):
+        reason = (f"bench says {bench} ({verdict.reason}) but the profiler's kernel time changed "
+                  f"{_pct(change)}: they disagree")
+        return replace(verdict, kind="borderline", reason=reason, flags=verdict.flags + ("profiler_disagrees",))
+    return verdict
+
+
+@dataclass(frozen=True)
+class ReviewOutcome:
+    """What a borderline verdict became."""
+
+    status: str
+    """"accepted" (the candidate is kept) or "rejected"."""
+    by: str
+    """"engineer" or "policy" (nobody answered before review_timeout_s)."""
+    reason: str
+
+    @property
+    def keep(self) -> bool:
+        return self.status == "accepted"
+
+
+def review_outcome(verdict: Verdict, answer: str | None, policy: Policy, *, why: str = "") -> ReviewOutcome:
+    """The outcome of a borderline verdict's review.
+
+    answer: "accept" or "reject" from the engineer, or None when review_timeout_s passed
+    with no answer; then policy.review_default ("reject" by default) decides.
+    """
+    if answer is None:
+        status = "accepted" if policy.review_default == "accept" else "rejected"
+        return ReviewOutcome(status, "policy", f"no answer within {policy.review_timeout_s:g} s: "
+                             f"review_default is {policy.review_default} ({verdict.reason})")
+    if answer not in ("accept", "reject"):
+        raise BadInput(f'review answer must be "accept" or "reject", not {answer!r}')
+    status = "accepted" if answer == "accept" else "rejected"
+    return ReviewOutcome(status, "engineer", why or f"{answer}ed by the engineer ({verdict.reason})")
+
+
+def summary(verdict: Verdict) -> str:
+    """One line: "keep: D=3072 −4.1% [−4.6, −3.5] after 5 rounds, 12.3 GPU-s"."""
+    head = verdict.kind
+    focus = verdict.by_class().get(verdict.focus)
+    if focus is None and verdict.classes:
+        focus = max(verdict.classes, key=lambda r: abs(r.delta_pct) if not math.isnan(r.ratio) else -1)
+    if focus is not None and not math.isnan(focus.ratio):
+        lo, hi = (focus.lo - 1.0) * 100.0, (focus.hi - 1.0) * 100.0
+        head += f": {focus.cls} {_pct(focus.delta_pct)} [{_num(lo)}, {_num(hi)}]"
+        if len(verdict.classes) > 1:
+            head += f" (+{len(verdict.classes) - 1} more)"
+    return f"{head} after {verdict.rounds} rounds, {verdict.gpu_seconds:.1f} GPU-s"
+
+
+# --- small formatting helpers --------------------------------------------------------------
+
+
+def _notes(results: tuple[ClassResult, ...]) -> tuple[str, ...]:
+    notes = []
+    if any(r.outliers for r in results):
+        notes.append("outliers_dropped")
+    if any(r.disturbed for r in results):
+        notes.append("disturbed_rounds")
+    return tuple(notes)
+
+
+def _num(x: float) -> str:
+    if math.isinf(x):
+        return "−inf" if x < 0 else "+inf"
+    return f"{x:+.1f}".replace("-", "−")
+
+
+def _pct(x: float) -> str:
+    return _num(x) + "%"
+
+
+def _deltas(results: dict[str, ClassResult], classes: list[str]) -> str:
+    return ", ".join(f"{c} {_pct(results[c].delta_pct)}" for c in classes)
+
+
+def _names(classes: list[str]) -> str:
+    return ", ".join(classes)
+
+
+def _check_pairs(pairs: list[Pair]) -> None:
+    for p in pairs:
+        for side, v in (("best", p.best), ("cand", p.cand)):
+            if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
+                raise BadInput(f"decision sample for config {p.config!r} round {p.round}: "
+                               f"{side} must be a positive finite number, not {v!r}")
+        if p.order not in ("AB", "BA"):
+            raise BadInput(f"decision sample for config {p.config!r} round {p.round}: "
+                           f'order must be "AB" or "BA", not {p.order!r}')

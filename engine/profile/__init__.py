@@ -7,7 +7,7 @@ The loop calls:
     ... run argv (cwd = worktree, env + PROFILE_ENV) ...
     summary = profiler.parse(out_dir, cfg.profile.kernel)       # KoptFailure on bad output
     comparison = compare(best_summary, cand_summary)
-    comparison.agrees_with(verdict.kind, cfg.profile.agree_margin_pct)
+    decide.reconcile_profiler(verdict, comparison.ratio, agree_margin_pct=cfg.profile.agree_margin_pct)
 
 See engine/profile/model.py for the definition of the target kernels' time per call.
 """

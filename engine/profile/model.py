@@ -334,32 +334,6 @@ class ProfileComparison:
     def delta_pct(self) -> float:
         return (self.ratio - 1.0) * 100.0
 
-    def disagreement(self, verdict_kind: str, margin_pct: float) -> str | None:
-        """None when the profiler agrees with the bench verdict, else a one-line reason.
-
-        keep/accepted (bench: faster): disagree when the profiler's change is slower than
-        +margin. regression (bench: slower): disagree when it is faster than -margin.
-        tie: disagree when |change| exceeds margin. split: the profile is per run, not per
-        class, so there is nothing to confirm. A negative margin makes the rule stricter
-        (-0.5 asks the profiler to show at least a 0.5% gain for a keep).
-        """
-        d = self.delta_pct
-        where = f"profiler: target kernels {d:+.2f}% per call ({self.basis})"
-        if verdict_kind in ("keep", "accepted"):
-            return None if d <= margin_pct else f"bench faster but {where}"
-        if verdict_kind == "regression":
-            return None if d >= -margin_pct else f"bench slower but {where}"
-        if verdict_kind == "tie":
-            return None if abs(d) <= abs(margin_pct) else f"bench tied but {where}"
-        if verdict_kind == "split":
-            return None
-        raise ValueError(
-            f"no profiler agreement rule for verdict {verdict_kind!r} ({', '.join(AGREEMENT_KINDS)})"
-        )
-
-    def agrees_with(self, verdict_kind: str, margin_pct: float) -> bool:
-        return self.disagreement(verdict_kind, margin_pct) is None
-
     def summary_line(self) -> str:
         return (
             f"target kernels {self.best_per_call_ns / 1e3:.3f} -> {self.cand_per_call_ns / 1e3:.3f} us "

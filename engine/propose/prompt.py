@@ -70,7 +70,7 @@ def render_prompt(
     out += ["## Best per config class (current BEST_COMMIT)", "", f"| class | {t.metric} | % of roofline |", "|---|---|---|"]
     pct = (roofline or {}).get("classes", {})
     for cls in classes or sorted(best_per_class):
-        out.append(f"| `{cls}` | {fmt_num(best_per_class.get(cls))} | {fmt_num((pct.get(cls) or {}).get('pct_of_peak'))} |")
+        out.append(f"| `{cls}` | {fmt_num(best_per_class.get(cls))} | {fmt_num((pct.get(cls) or {}).get('pct_geomean'))} |")
     out.append("")
     if profile:
         out += ["## Hottest kernels (last profile)", "", "| kernel | calls | avg ns | total ns |", "|---|---|---|---|"]

@@ -50,3 +50,26 @@ def test_no_idle_gpu_stops_the_run_with_that_reason(fake_env, tmp_path, monkeypa
     assert st["state"] == "stopped" and st["stop_reason"].startswith("no idle GPU")
     assert "train.py" in st["stop_reason"]
     assert "no idle GPU" in ws.performance.read_text()
+
+
+NCU_BIN = __import__("pathlib").Path(__file__).parent.parent / "fake_target" / "bin"
+
+
+def test_profiler_agreement_confirms_a_keep_and_disagreement_sends_it_to_review(fake_env, monkeypatch):
+    repo, root = fake_env(["gain5", "gain5"], extra_toml='\n[profile]\nkind = "ncu"\nkernel = "fake"\n',
+                          toml_replace={"review_timeout_s = 2": "review_timeout_s = 0.3"})
+    monkeypatch.setenv("PATH", f"{NCU_BIN}:{__import__('os').environ['PATH']}")
+    assert kopt(["--root", str(root), "init", "--repo", str(repo), "--tag", "p"]) == 0
+    ws = Workspace(root, "p")
+    assert run_engine(ws, max_iters=1) == 0
+    v1 = json.loads(ws.memory_path(1).read_text())
+    assert v1["status"] == "keep" and "profiler agrees" in v1["decision"]["reason"]
+    assert v1["profile"]["cand"]["target_per_call_ns"] < v1["profile"]["best"]["target_per_call_ns"]
+    assert (ws.profiles / "v1" / "cand" / "summary.json").exists()
+    v0 = json.loads(ws.memory_path(0).read_text())
+    assert v0["profile"]["best"]["hottest"] == "fake_kernel"
+    monkeypatch.setenv("FAKE_NCU_INVERT", "1")
+    assert run_engine(ws, max_iters=1) == 0
+    v2 = json.loads(ws.memory_path(2).read_text())
+    assert v2["status"] == "rejected" and "the profiler's kernel time changed" in v2["decision"]["reason"]
+    assert "profiler_disagrees" in v2["decision"]["flags"]

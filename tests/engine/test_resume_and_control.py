@@ -145,7 +145,7 @@ def test_borderline_follows_the_policy_when_nobody_answers(fake_env):
         os.environ.pop("FAKE_NOISE")
     rec = json.loads(ws.memory_path(1).read_text())
     assert rec["status"] == "rejected" and rec["decision"]["by"] == "policy"
-    assert "policy: reject" in rec["decision"]["reason"]
+    assert "review_default is reject" in rec["decision"]["reason"]
 
 
 def test_borderline_accepted_by_the_engineer_commits(fake_env, monkeypatch):

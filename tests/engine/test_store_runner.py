@@ -99,8 +99,8 @@ def test_runaway_output_is_cut_off(tmp_path: Path):
     r = runner.run([sys.executable, "-c", "import sys\nwhile True: sys.stdout.write('x' * 65536)"],
                    cwd=tmp_path, log_dir=tmp_path, name="big", timeout_s=30, max_output_bytes=2_000_000)
     assert r.output_overflow and r.returncode is None
-    # checked every poll interval: the file stops within a fraction of a second of writes
-    assert (tmp_path / "big.out").stat().st_size < 400_000_000
+    # a hard cap (RLIMIT_FSIZE) however fast the writer is
+    assert (tmp_path / "big.out").stat().st_size <= 2_000_000
 
 
 def test_signal_death_is_named(tmp_path: Path):

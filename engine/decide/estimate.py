@@ -1,0 +1,216 @@
+"""Per class: paired samples → a drift-cancelling, outlier-robust estimate of the mean
+log cost ratio and an interval that stays valid however many times it is looked at.
+
+Pure functions. The steps, each explained in docs/decision.md:
+
+1. One sample per (look, block): the mean over the class's configs of log(cost ratio);
+   rounds the GPU gate flagged as disturbed are left out.
+2. Outliers (a throttling spike, a stray process) are found by the generalized ESD test
+   (at most one sample in five) and left out.
+3. The estimate is the order-balanced mean (mean of the AB samples and of the BA samples,
+   averaged), so a linear drift, which adds +d to every AB sample and -d to every BA one,
+   cancels exactly whatever the count of each.
+4. The interval is Student's t at level alpha_k for look k, where alpha is spent over the
+   looks min_rounds..max_rounds in proportion to the look index (alpha_k = alpha * k /
+   sum of the planned look indices). The union bound makes the intervals hold jointly over
+   every look with probability >= confidence, so stopping at the first decisive look, or
+   never, keeps the error rate.
+5. ab_command runs carry many blocks. Blocks of one process share whatever that process
+   drew (buffer addresses, the clock it settled at), so they are not independent samples
+   of the candidate/best ratio: the run is the unit, one order-balanced mean of its blocks
+   per run (and outliers are looked for again among the run means). Policy.pool_blocks
+   treats every block as a sample instead, for callers that know the runs share all that
+   (one process, the same buffers).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from typing import NamedTuple
+
+from engine.decide.model import ClassResult, Pair, Policy, geomean
+from engine.decide.stats import esd_outliers, mean, t_quantile
+
+OUTLIER_ALPHA = 0.01
+"""Chance that the ESD test calls a value of a clean normal sample an outlier."""
+OUTLIER_MIN_N = 8
+"""No outlier test below this many samples. In a handful of values the test can single
+out a legitimate one merely because the others happen to agree, and the interval of what
+remains is then too narrow; below 8 an outlier only widens the interval (the decision
+waits), it cannot make one."""
+
+
+class Sample(NamedTuple):
+    """One class's log cost ratio for one (look, block): the mean over its configs."""
+
+    look: int
+    block: int
+    order: str
+    value: float
+    flagged: bool
+
+
+class Interval(NamedTuple):
+    mean: float
+    lo: float
+    hi: float
+    n: int
+    unit: str
+
+
+def class_samples(pairs: list[Pair], policy: Policy) -> dict[str, list[Sample]]:
+    """Per class, one sample per (look, block), in look then block order."""
+    sign = 1.0 if policy.direction == "min" else -1.0
+    cells: dict[str, dict[tuple[int, int], list[Pair]]] = defaultdict(lambda: defaultdict(list))
+    for p in pairs:
+        cells[p.cls][(p.round, p.block)].append(p)
+    out: dict[str, list[Sample]] = {}
+    for cls, by_cell in cells.items():
+        out[cls] = [
+            Sample(
+                look,
+                block,
+                ps[0].order,
+                sign * sum(math.log(p.cand / p.best) for p in ps) / len(ps),
+                any(p.flagged for p in ps),
+            )
+            for (look, block), ps in sorted(by_cell.items())
+        ]
+    return out
+
+
+def alpha_at_look(k: int, policy: Policy, *, final: bool = False) -> float:
+    """The two-sided error rate spent at look k (looks counted from 1).
+
+    alpha = 1 - confidence is spent over the planned looks min_rounds..max_rounds in
+    proportion to the look index: early looks, with few samples and few degrees of
+    freedom, rarely decide anyway, so they get less. On the final look (max_rounds, or the
+    GPU-second budget spent) whatever was not spent before is spent there.
+    """
+    alpha = 1.0 - policy.confidence
+    lo, hi = policy.min_rounds, policy.max_rounds
+    k = min(max(k, lo), hi)
+    total = (lo + hi) * (hi - lo + 1) / 2.0
+    if final:
+        spent_before = (lo + k - 1) * (k - lo) / 2.0
+        return alpha * (1.0 - spent_before / total)
+    return alpha * k / total
+
+
+def _balanced_mean_se(samples: list[Sample]) -> tuple[float, float, int]:
+    """Order-balanced mean, its standard error and the degrees of freedom.
+
+    With both orders present the mean is (mean_AB + mean_BA) / 2, which a constant order
+    effect (linear drift, a warm second run) cannot bias. Its variance is estimated from
+    the spread around the two order means (df = n - 2) once each order has 3 samples;
+    before that, from the spread around the overall mean (df = n - 1), which an order
+    effect can only widen, never narrow.
+    """
+    n = len(samples)
+    by_order: dict[str, list[float]] = defaultdict(list)
+    for s in samples:
+        by_order[s.order].append(s.value)
+    if len(by_order) < 2:
+        values = [s.value for s in samples]
+        m = mean(values)
+        ss = sum((v - m) ** 2 for v in values)
+        return m, math.sqrt(ss / (n - 1) / n) if n > 1 else math.inf, n - 1
+    groups = list(by_order.values())
+    means = [mean(g) for g in groups]
+    m = mean(means)
+    inv = sum(1.0 / len(g) for g in groups) / len(groups) ** 2
+    if min(len(g) for g in groups) >= 3:
+        ss = sum((v - gm) ** 2 for g, gm in zip(groups, means, strict=True) for v in g)
+        df = n - len(groups)
+    else:
+        overall = mean([s.value for s in samples])
+        ss = sum((s.value - overall) ** 2 for s in samples)
+        df = n - 1
+    return m, math.sqrt(ss / df * inv) if df > 0 else math.inf, df
+
+
+def look_means(samples: list[Sample]) -> list[Sample]:
+    """One sample per look: the order-balanced mean of its blocks."""
+    by_look: dict[int, list[Sample]] = defaultdict(list)
+    for s in samples:
+        by_look[s.look].append(s)
+    return [Sample(look, 0, "AB", _balanced_mean_se(group)[0], False) for look, group in sorted(by_look.items())]
+
+
+def interval(samples: list[Sample], alpha: float, unit: str = "sample") -> Interval:
+    """Estimate and two-sided (1 - alpha) interval of the mean log cost ratio."""
+    n = len(samples)
+    if n == 0:
+        return Interval(math.nan, -math.inf, math.inf, 0, unit)
+    m, se, df = _balanced_mean_se(samples)
+    if n < 2 or df < 1:
+        return Interval(m, -math.inf, math.inf, n, unit)
+    half = t_quantile(1.0 - alpha / 2.0, df) * se if se > 0 else 0.0
+    return Interval(m, m - half, m + half, n, unit)
+
+
+def drop_outliers(samples: list[Sample]) -> tuple[list[Sample], int]:
+    """The samples without the ESD test's outliers (at most one in five), and their count.
+
+    The test runs on the values as they are, not centred by order: spikes that happen to
+    fall mostly in one order would otherwise become that order's centre. An order effect
+    only widens the spread the test measures against, so it makes the test more cautious.
+    """
+    n = len(samples)
+    if n < OUTLIER_MIN_N:
+        return samples, 0
+    out = set(esd_outliers([s.value for s in samples], max(1, n // 5), OUTLIER_ALPHA))
+    return [s for i, s in enumerate(samples) if i not in out], len(out)
+
+
+def class_verdict(iv: Interval, rounds: int, policy: Policy) -> str:
+    """improved | regressed | tied | undecided, from the interval of the mean log ratio."""
+    if rounds < policy.min_rounds or math.isnan(iv.mean):
+        return "undecided"
+    eff = math.log1p(policy.min_effect_pct / 100.0)
+    if iv.hi < 0 and -iv.mean >= eff:
+        return "improved"
+    if iv.lo > 0 and iv.mean >= eff:
+        return "regressed"
+    if iv.lo > -eff and iv.hi < eff:
+        return "tied"
+    return "undecided"
+
+
+def estimate_class(
+    cls: str, pairs: list[Pair], samples: list[Sample], policy: Policy, *, final: bool
+) -> ClassResult:
+    """The class's result after the looks in `samples` (final: no look will follow)."""
+    clean = [s for s in samples if not s.flagged]
+    disturbed = len(samples) - len(clean)
+    kept, outliers = drop_outliers(clean)
+    rounds = len({s.look for s in clean})
+    unit = "sample"
+    if len(kept) > rounds and not policy.pool_blocks:
+        unit = "look"
+        kept, more = drop_outliers(look_means(kept))
+        outliers += more
+    iv = interval(kept, alpha_at_look(rounds, policy, final=final), unit)
+    verdict = class_verdict(iv, rounds, policy)
+    plausible_lo = plausible_hi = math.nan
+    if final and verdict == "undecided" and policy.futility_confidence > 0:
+        piv = interval(kept, 1.0 - policy.futility_confidence, unit)
+        plausible_lo, plausible_hi = math.exp(piv.lo), math.exp(piv.hi)
+    used = [p for p in pairs if not p.flagged] or pairs
+    return ClassResult(
+        cls=cls,
+        rounds=rounds,
+        n=iv.n,
+        best=geomean([p.best for p in used]),
+        cand=geomean([p.cand for p in used]),
+        ratio=math.exp(iv.mean) if not math.isnan(iv.mean) else math.nan,
+        lo=math.exp(iv.lo),
+        hi=math.exp(iv.hi),
+        verdict=verdict,
+        outliers=outliers,
+        disturbed=disturbed,
+        unit=iv.unit,
+        plausible_lo=plausible_lo,
+        plausible_hi=plausible_hi,
+    )

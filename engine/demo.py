@@ -1,0 +1,95 @@
+"""`kopt demo`: a bundled kernel, a fresh git repo, the `tune` proposer, the whole loop.
+
+The kernel (kernels/<name>: a PyTorch baseline, a Triton solution, its bench, contract and
+roofline) is copied into `<root>/.repos/<tag>/` from a deliberately naive configuration and
+committed; a workspace is created for it and the engine runs it. On a machine with no GPU
+the bench runs the Triton kernel through Triton's interpreter on small shapes, and the run
+says so plainly: its timings are CPU timings.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+
+from engine import gitops
+from engine.errors import BadInput
+from engine.gpu.backends import open_backend
+from engine.store import Store
+from engine.workspace import Workspace, create_workspace
+
+CPU_NOTICE = ("No GPU here: the Triton kernel runs through Triton's interpreter on the CPU "
+              "on small shapes. Timings are CPU timings, not GPU performance.")
+DEFAULT_ITERS_GPU = 30
+DEFAULT_ITERS_CPU = 6
+
+
+def has_gpu() -> bool:
+    backend = open_backend("auto")
+    try:
+        return bool(backend.read())
+    finally:
+        backend.close()
+
+
+def prepare_demo(root: Path, kernel: str, tag: str | None = None) -> tuple[Workspace, bool]:
+    """Materialise the kernel into a fresh repo and create its workspace."""
+    from kernels import catalog
+
+    if kernel not in catalog.KERNELS:
+        raise BadInput(f"unknown demo kernel {kernel!r} (bundled: {', '.join(sorted(catalog.KERNELS))})")
+    tag = tag or f"demo-{kernel}-{time.strftime('%m%d-%H%M%S')}"
+    repo = root / ".repos" / tag
+    if repo.exists():
+        raise BadInput(f"{repo} exists already; choose another --tag")
+    repo.mkdir(parents=True, mode=0o700)
+    try:
+        catalog.materialize(kernel, repo, naive=True)
+        gitops.init_repo(repo, f"{kernel}: bundled kopt demo kernel, naive configuration")
+        text = (repo / "kopt.toml").read_text(encoding="utf-8")
+        ws, _, _ = create_workspace(root, tag, repo, text, config_source=str(repo / "kopt.toml"))
+    except BaseException:
+        shutil.rmtree(repo, ignore_errors=True)
+        raise
+    gpu = has_gpu()
+    with Store(ws.db_path) as store:
+        store.set_many({"demo": {"kernel": kernel, "repo": str(repo), "gpu": gpu},
+                        "notice": None if gpu else CPU_NOTICE})
+    from engine.loop import write_initial_projections
+
+    write_initial_projections(ws)
+    return ws, gpu
+
+
+def demo_iterations(gpu: bool, max_iters: int | None) -> int:
+    return max_iters if max_iters is not None else (DEFAULT_ITERS_GPU if gpu else DEFAULT_ITERS_CPU)
+
+
+def announce(ws: Workspace, kernel: str, gpu: bool, iters: int) -> None:
+    print(f"kopt demo: {kernel} in {ws.dir}")
+    print(f"  target repo {ws.root / '.repos' / ws.tag}; up to {iters} iterations of the tune proposer")
+    if not gpu:
+        print(f"  {CPU_NOTICE}")
+
+
+def run_headless(ws: Workspace, iters: int) -> int:
+    """The demo in this process, progress printed; returns when the demo run ends."""
+    from engine.daemon import run_engine
+
+    rc = run_engine(ws, proposer="tune", max_iters=iters, log_to_stdout=True)
+    print_summary(ws)
+    return rc
+
+
+def print_summary(ws: Workspace) -> None:
+    from engine import api
+
+    st = api.status(ws)
+    sp = st.get("best_speedup")
+    print(f"\n{ws.tag}: {st['state']} ({st['stop_reason']})")
+    print(f"  keeps {st['keeps']} of {st['candidates']} candidates; best speedup over the naive start "
+          f"{f'{sp:.2f}x' if sp else '—'}")
+    print(f"  BEST_COMMIT {st['best_commit']}")
+    print(f"  see {ws.performance} and {ws.readme}; `kopt attach {ws.tag}` to browse, "
+          f"`kopt report {ws.tag}` for results.md")

@@ -1,0 +1,221 @@
+"""The run verdict: every kind and policy, robustness, the helpers the loop calls."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from engine.decide import (
+    Pair,
+    Policy,
+    Verdict,
+    evaluate,
+    reconcile_profiler,
+    review_outcome,
+    summary,
+)
+from engine.errors import BadInput
+from tests.decide.helpers import rounds, wiggle
+
+
+def run_until_final(ratios: dict[str, list[float]], policy: Policy | None = None, **kw: object) -> Verdict:
+    """Feed rounds one by one, as the loop does, until the verdict is final."""
+    policy = policy or Policy()
+    n = len(next(iter(ratios.values())))
+    for k in range(policy.min_rounds, n + 1):
+        v = evaluate(rounds({c: r[:k] for c, r in ratios.items()}), policy, **kw)  # type: ignore[arg-type]
+        if v.final:
+            return v
+    return v
+
+
+def test_clear_gain_keeps_with_reason_interval_and_cost() -> None:
+    v = run_until_final({"D=3072": wiggle(0.96, 12)}, gpu_seconds=12.34)
+    assert v.kind == "keep" and v.final and v.rounds <= 4
+    assert "D=3072 −4.0% faster" in v.reason
+    c = v.classes[0]
+    assert c.verdict == "improved" and c.lo < 0.96 < c.hi < 0.99
+    assert re.fullmatch(rf"keep: D=3072 −4\.0% \[−\d\.\d, −\d\.\d\] after {v.rounds} rounds, 12\.3 GPU-s",
+                        summary(v))
+
+
+def test_clear_loss_is_a_regression_and_flat_is_a_tie() -> None:
+    assert run_until_final({"all": wiggle(1.04, 12)}).kind == "regression"
+    tie = run_until_final({"all": wiggle(1.0, 12)})
+    assert tie.kind == "tie" and tie.classes[0].verdict == "tied"
+
+
+def test_undecided_before_min_rounds() -> None:
+    v = evaluate(rounds({"all": [0.9, 0.9]}), Policy())
+    assert v.kind == "undecided" and not v.final and "2 of at least 3 rounds" in v.reason
+
+
+def test_split_when_some_classes_gain_and_others_lose() -> None:
+    v = run_until_final({"small": wiggle(1.04, 12), "big": wiggle(0.95, 12)})
+    assert v.kind == "split"
+    assert "big −5.0% faster but small +4.0% slower" in v.reason
+
+
+def test_another_class_slower_within_tolerance_still_keeps() -> None:
+    data = {"big": wiggle(0.95, 12), "small": wiggle(1.02, 12)}
+    tolerant = run_until_final(data, Policy(max_other_regression_pct=3.0), target_class="big")
+    assert tolerant.kind == "keep" and "small +2.0% slower, within tolerance" in tolerant.reason
+    strict = run_until_final(data, Policy(max_other_regression_pct=1.0), target_class="big")
+    assert strict.kind == "split"
+
+
+def test_target_class_gain_with_others_tied_keeps_but_a_global_hypothesis_needs_all() -> None:
+    data = {"big": wiggle(0.95, 12), "small": wiggle(1.0, 12)}
+    assert run_until_final(data, target_class="big").kind == "keep"
+    global_ = run_until_final(data)
+    assert global_.kind == "borderline" and "partial_gain" in global_.flags
+    elsewhere = run_until_final(data, target_class="small")
+    assert elsewhere.kind == "borderline" and "the gain is not where the hypothesis aimed" in elsewhere.reason
+
+
+def test_stops_as_soon_as_the_undecided_class_cannot_change_the_verdict() -> None:
+    noisy = [1.0, 0.96, 1.04, 0.97]
+    v = evaluate(rounds({"a": wiggle(0.95, 4), "b": wiggle(1.05, 4), "c": noisy}), Policy())
+    assert v.by_class()["c"].verdict == "undecided"
+    assert v.kind == "split" and v.final and v.rounds == 4
+    # ...but while it could still turn the verdict, sampling goes on.
+    w = evaluate(rounds({"a": wiggle(0.95, 4), "c": noisy}), Policy(), target_class="a")
+    assert w.by_class()["a"].verdict == "improved" and w.kind == "undecided"
+
+
+def test_suspicious_speedup_and_beating_the_roofline_floor_go_to_review() -> None:
+    fast = evaluate(rounds({"all": wiggle(0.25, 3)}), Policy())
+    assert fast.kind == "borderline" and fast.flags[0] == "suspicious_speedup" and "4.0x faster" in fast.reason
+    floors = {"all/cfg": 98.0}
+    below = evaluate(rounds({"all": wiggle(0.97, 3)}), Policy(), floors=floors)
+    assert below.kind == "borderline" and "faster_than_floor" in below.flags and "all/cfg" in below.reason
+    above = run_until_final({"all": wiggle(0.985, 12, 0.001)}, floors=floors)
+    assert "faster_than_floor" not in above.flags
+    # For a throughput metric the floor is a ceiling.
+    tput = evaluate(rounds({"all": wiggle(1.03, 3)}), Policy(direction="max"), floors={"all/cfg": 102.0})
+    assert tput.kind == "borderline" and "faster_than_floor" in tput.flags
+
+
+def test_throughput_metrics_gain_upwards() -> None:
+    assert run_until_final({"all": wiggle(1.04, 12)}, Policy(direction="max")).kind == "keep"
+
+
+def test_subthreshold_gain_goes_to_review_or_keeps_twice_in_a_row() -> None:
+    data = {"all": wiggle(0.995, 12, 0.0005)}
+    alone = run_until_final(data)
+    assert alone.kind == "borderline" and "subthreshold_gain" in alone.flags
+    assert "smaller than 1%" in alone.reason
+    policy = Policy(two_in_a_row=True)
+    first = run_until_final(data, policy, previous_subthreshold_gain=False)
+    assert first.kind == "borderline" and "subthreshold_gain" in first.flags
+    second = run_until_final(data, policy, previous_subthreshold_gain=True)
+    assert second.kind == "keep" and "two_in_a_row" in second.flags
+    assert run_until_final(data, Policy(two_in_a_row=False), previous_subthreshold_gain=True).kind == "borderline"
+
+
+def test_budget_spent_ends_the_decision_early() -> None:
+    noisy = [0.95, 1.01, 0.97, 0.99, 0.96]
+    going = evaluate(rounds({"all": noisy[:4]}), Policy(budget_gpu_s=100.0), gpu_seconds=50.0)
+    assert going.kind == "undecided"
+    spent = evaluate(rounds({"all": noisy[:4]}), Policy(budget_gpu_s=100.0), gpu_seconds=100.0)
+    assert spent.kind == "borderline" and "budget_spent" in spent.flags
+    assert "100 GPU-s budget ran out" in spent.reason
+
+
+def test_max_rounds_resolves_by_futility_or_goes_to_review() -> None:
+    # No change, noisy: after max_rounds the interval is still wider than ±1%.
+    noisy = [1 + 0.015 * ((-1) ** k) * (1 if k % 3 else -0.5) for k in range(8)]
+    p = Policy(max_rounds=8)
+    v = evaluate(rounds({"all": noisy}), p)
+    assert v.kind == "tie" and "futility" in v.flags and v.classes[0].verdict == "undecided"
+    assert v.classes[0].plausible_lo > 1 / 1.01
+    off = evaluate(rounds({"all": noisy}), Policy(max_rounds=8, futility_confidence=0.0))
+    assert off.kind == "borderline" and "undecided_at_max_rounds" in off.flags
+    # A possible real gain is never dropped by futility: it goes to the engineer.
+    gainy = [r * 0.985 for r in noisy]
+    g = evaluate(rounds({"all": gainy}), p)
+    assert g.kind == "borderline" and "undecided_at_max_rounds" in g.flags
+
+
+def test_an_unflagged_spike_round_does_not_flip_a_verdict() -> None:
+    flat = wiggle(1.0, 12)
+    flat[4] = 0.75  # best's run hit a 33% throttling spike: the candidate looks 25% faster
+    v = run_until_final({"all": flat})
+    assert v.kind == "tie" and v.classes[0].outliers == 1 and "outliers_dropped" in v.flags
+    gain = wiggle(0.97, 12)
+    gain[1] = 1.22  # the candidate's run was disturbed
+    g = run_until_final({"all": gain})
+    assert g.kind == "keep" and g.classes[0].ratio == pytest.approx(0.97, abs=0.002)
+
+
+def test_flagged_rounds_do_not_count() -> None:
+    flat = wiggle(1.0, 10)
+    flat[1] = flat[2] = 0.9
+    pairs = rounds({"all": flat}, flagged={1, 2})
+    v = evaluate(pairs, Policy())
+    assert v.kind == "tie" and v.classes[0].disturbed == 2 and "disturbed_rounds" in v.flags
+    # Flagged rounds do not count toward min_rounds either.
+    few = evaluate(rounds({"all": flat[:3]}, flagged={1}), Policy())
+    assert few.kind == "undecided"
+
+
+def test_bad_input_names_what_is_wrong() -> None:
+    with pytest.raises(BadInput, match=r"config 'x'.*cand must be a positive finite number"):
+        evaluate([Pair("x", "c", 1.0, float("nan"), 0)], Policy())
+    with pytest.raises(BadInput, match=r'order must be "AB" or "BA"'):
+        evaluate([Pair("x", "c", 1.0, 1.0, 0, "ABBA")], Policy())
+    with pytest.raises(BadInput, match=r"\[decide\]\.confidence"):
+        Policy(confidence=1.5)
+    with pytest.raises(BadInput, match=r"\[decide\]\.max_rounds"):
+        Policy(min_rounds=5, max_rounds=4)
+
+
+def test_no_samples_or_missing_target_go_to_review() -> None:
+    assert evaluate([], Policy()).flags == ("no_samples",)
+    v = evaluate(rounds({"a": wiggle(0.9, 3)}), Policy(), target_class="b")
+    assert v.kind == "borderline" and "no_target" in v.flags
+
+
+def test_profiler_must_agree_with_the_bench() -> None:
+    keep = run_until_final({"all": wiggle(0.96, 12)})
+    assert reconcile_profiler(keep, None) is keep
+    assert reconcile_profiler(keep, 0.97).kind == "keep"
+    slower = reconcile_profiler(keep, 1.05, agree_margin_pct=1.0)
+    assert slower.kind == "borderline" and "profiler_disagrees" in slower.flags
+    assert "profiler's kernel time changed +5.0%" in slower.reason
+    reg = run_until_final({"all": wiggle(1.04, 12)})
+    assert reconcile_profiler(reg, 0.95).kind == "borderline"
+    assert reconcile_profiler(reg, 1.03).kind == "regression"
+    with pytest.raises(BadInput):
+        reconcile_profiler(keep, -1.0)
+
+
+def test_review_outcome_when_answered_or_timed_out() -> None:
+    v = run_until_final({"all": wiggle(0.995, 12, 0.0005)})
+    timed_out = review_outcome(v, None, Policy())
+    assert (timed_out.status, timed_out.by, timed_out.keep) == ("rejected", "policy", False)
+    assert "review_default is reject" in timed_out.reason
+    assert review_outcome(v, None, Policy(review_default="accept")).keep
+    yes = review_outcome(v, "accept", Policy(), why="the code is simpler")
+    assert (yes.status, yes.by, yes.reason) == ("accepted", "engineer", "the code is simpler")
+    with pytest.raises(BadInput):
+        review_outcome(v, "maybe", Policy())
+
+
+def test_verdict_round_trips_through_json() -> None:
+    v = run_until_final({"a": wiggle(0.95, 12), "b": wiggle(1.0, 12)}, target_class="a", gpu_seconds=3.0)
+    again = Verdict.from_dict(json.loads(json.dumps(v.to_dict(), allow_nan=False)))
+    assert again.kind == v.kind and again.focus == "a" and again.flags == v.flags
+    assert again.by_class()["a"].ratio == pytest.approx(v.by_class()["a"].ratio)
+    early = evaluate(rounds({"a": [0.9, 0.95]}), Policy())
+    json.dumps(early.to_dict(), allow_nan=False)  # no NaN/Infinity in what the store keeps
+
+
+def test_dropping_an_outlier_never_manufactures_a_decision_from_a_handful_of_rounds() -> None:
+    # Four rounds that happen to agree and one that does not: the stray value is noise as
+    # likely as not; judging the four alone would call a 1.3% gain significant.
+    few = [0.987, 0.985, 0.9875, 1.0367, 0.9872]
+    v = evaluate(rounds({"all": few}), Policy())
+    assert v.kind == "undecided" and v.classes[0].outliers == 0
