@@ -224,6 +224,8 @@ def _summary(inp: ReportInputs, stats: list[ConfigStats]) -> list[str]:
         f"{float(meta.get('active_s') or 0) / 3600:.2f} h of engine time",
         "",
     ]
+    if meta.get("notice"):
+        lines += [f"> **Note:** {meta['notice']}", ""]
     if not d.chain:
         lines += ["Nothing was kept: the final tree is the baseline, so every speedup is 1 by construction.", ""]
     return lines
@@ -313,15 +315,16 @@ def _kept(inp: ReportInputs) -> list[str]:
     for it in d.chain:
         dec = it.record.get("decision") or {}
         rows.append([f"v{it.version}", _short(it.commit), it.hypothesis, it.target_class or "global",
-                     f"{it.status} ({dec.get('by', 'engine')})", _class_deltas(it), dec.get("rounds") or "—",
-                     fmt_num(dec.get("gpu_seconds")), ", ".join(it.record.get("changed_files") or []) or "—"])
+                     f"{it.status} ({dec.get('by', 'engine')})", _class_deltas(it), _profiler_change(it),
+                     dec.get("rounds") or "—", fmt_num(dec.get("gpu_seconds")),
+                     ", ".join(it.record.get("changed_files") or []) or "—"])
     lines = ["## Kept iterations", "",
              "The keeps the final tree is made of, oldest first. Δ per class is the candidate against the "
              "best of that moment, measured paired; the interval is the decision's, at "
              f"{inp.cfg.decide.confidence:g} confidence, valid under its repeated looks.", ""]
     if rows:
         lines += _table(["iteration", "commit", "hypothesis", "target", "verdict (by)", "Δ per class [interval]",
-                         "rounds", "GPU-s", "files"], rows)
+                         "profiler ns/call best → cand", "rounds", "GPU-s", "files"], rows)
     else:
         lines.append("None: no candidate was kept.")
     stray = d.stray_keeps
@@ -329,6 +332,22 @@ def _kept(inp: ReportInputs) -> list[str]:
         lines += ["", "Kept but not part of the final tree (left out of the statistics): "
                   + ", ".join(f"v{it.version} ({it.hypothesis})" for it in stray)]
     return [*lines, ""]
+
+
+def _profiler_change(it: Iteration) -> str:
+    """The profiler's confirmation of a keep: target kernels' time per call, best → candidate."""
+    prof = it.record.get("profile") or {}
+    if prof.get("error"):
+        return f"failed: {prof['error']}"
+    cmp = prof.get("comparison") or {}
+    best = cmp.get("best_per_call_ns", profile_ns_per_call(prof.get("best")))
+    cand = cmp.get("cand_per_call_ns", profile_ns_per_call(prof.get("cand")))
+    if best is None or cand is None:
+        return "not profiled"
+    delta = cmp.get("delta_pct")
+    if delta is None and best:
+        delta = (cand / best - 1) * 100
+    return f"{fmt_num(best)} → {fmt_num(cand)}" + (f" ({delta:+.2f}%)" if delta is not None else "")
 
 
 def _dispatch(inp: ReportInputs, stats: list[ConfigStats]) -> list[str]:
@@ -441,10 +460,18 @@ def _blocker(bound: str, pct: float | None, target: float) -> str:
 
 
 def _recorded_roofline(d: RunData) -> list[str]:
+    """What the loop recorded for the final tree, from that keep's own samples."""
     rec = d.best.record.get("roofline")
-    if not rec:
+    if not isinstance(rec, Mapping) or not rec:
         return []
-    return [f"Recorded by the loop at v{d.best.version}:", "", *generic_tables(rec), ""]
+    where = f"the loop's roofline record of v{d.best.version} (from that iteration's own samples)"
+    if rec.get("error"):
+        return [f"- {where}: the analysis failed: {rec['error']}", ""]
+    classes = rec.get("classes")
+    if isinstance(classes, Mapping) and all(isinstance(c, Mapping) for c in classes.values()):
+        parts = [f"`{cls}` {_pct(c.get('pct_geomean'))} ({c.get('bound', '—')})" for cls, c in classes.items()]
+        return [f"- In {where}: % of peak per class: {', '.join(parts) or '—'}", ""]
+    return [f"Recorded in {where}:", "", *generic_tables(rec), ""]
 
 
 def generic_tables(obj: Any, title: str = "") -> list[str]:

@@ -26,6 +26,8 @@ from engine.workspace import Workspace, write_atomic, write_projections
 PNG_NAME = "results_latency.png"
 TXT_NAME = "results_latency.txt"
 NO_GPU_NAMES = ("no GPU (CPU-only target)",)
+MEASURED_CEILINGS = ".ceilings"
+"""Under the workspaces root: the spec pages `kopt ceilings` measured (as the loop reads them)."""
 
 
 def read_run(ws: Workspace) -> tuple[dict[str, Any], list[Any], list[dict[str, Any]]]:
@@ -66,7 +68,7 @@ def prepare(ws: Workspace) -> Prepared:
         tag=ws.tag,
         environment=env,
         environment_when=when,
-        roofline=_roofline(cfg, data),
+        roofline=_roofline(cfg, data, ws.root / MEASURED_CEILINGS),
         chart_text=chart.text_chart(series, cfg.target.metric, cfg.target.direction),
         png_name=None,
         chart_note="",
@@ -113,7 +115,9 @@ def _chain_points(data: RunData, class_of: dict[str, str]) -> list[tuple[int, st
     return out
 
 
-def _roofline(cfg: Any, data: RunData) -> roofline_view.RooflineView:
+def _roofline(cfg: Any, data: RunData, measured_dir: Path) -> roofline_view.RooflineView:
+    """The same spec lookup as the loop's (engine.roofline.evaluate): the wiki, then the
+    ceilings `kopt ceilings` measured on this GPU."""
     from engine.roofline import lookup_specs
 
     gpu_name = cfg.roofline.gpu or _gpu_name(data)
@@ -121,7 +125,8 @@ def _roofline(cfg: Any, data: RunData) -> roofline_view.RooflineView:
     note = ""
     if gpu_name:
         try:
-            specs = lookup_specs(gpu_name, Path(cfg.roofline.specs) if cfg.roofline.specs else None)
+            specs = lookup_specs(gpu_name, Path(cfg.roofline.specs) if cfg.roofline.specs else None,
+                                 measured_dir if measured_dir.is_dir() else None, gpu_uuid=_gpu_uuid(data))
         except KoptError as e:
             note = str(e)
     view = roofline_view.build(
@@ -144,6 +149,14 @@ def _gpu_name(data: RunData) -> str:
         if name and name not in NO_GPU_NAMES:
             return str(name)
     return ""
+
+
+def _gpu_uuid(data: RunData) -> str | None:
+    for it in [data.best, data.baseline, *reversed(data.unmasked)]:
+        uuid = (it.record.get("gpu") or {}).get("uuid")
+        if uuid:
+            return str(uuid)
+    return None
 
 
 def _medians(values: dict[str, list[float]]) -> dict[str, float | None]:

@@ -262,15 +262,22 @@ def test_profiles_and_a_recorded_roofline_are_rendered():
            Iteration(1, "keep", commit="C", best_commit_before="B", target_class="k=1", scope="class",
                      hypothesis="tile 128x64", started_at=0.0,
                      record={"profile": {"best": prof(1000.0), "cand": prof(800.0)},
-                             "roofline": {"configs": {"c1": {"bytes": 4096.0, "pct_of_peak": 55.0}}},
+                             "roofline": {"gpu": "G", "specs": {"hbm_bandwidth": "hbm_bandwidth: 1 TB/s <- w:1"},
+                                          "configs": {"c1": {"bytes": 4096.0, "pct_of_peak": 55.0}},
+                                          "classes": {"k=1": {"cls": "k=1", "bound": "memory", "pct_geomean": 55.0}},
+                                          "production": ["c1"], "target_pct": 90.0},
                              "classes": {"k=1": {"best": 10.0, "cand": 8.0, "ratio": 0.8, "lo": 0.78, "hi": 0.82,
                                                  "delta_pct": -20.0, "verdict": "improved"}}})]
     rows = [row(0, "baseline", "best", 10.0), row(1, "eval", "best", 10.2), row(1, "eval", "cand", 8.0)]
-    data = collect.collect({"repo": "/r", "state": "stopped"}, its, rows)
-    text = render_results(ReportInputs(
-        data=data, cfg=cfg, tag="t", environment={}, environment_when="at report time", roofline=RooflineView(
-            False, "no formulas"), chart_text="chart", png_name=None, chart_note="", final_tree_sha=None,
-        config_text=""))
+
+    def render() -> str:
+        data = collect.collect({"repo": "/r", "state": "stopped"}, its, rows)
+        return render_results(ReportInputs(
+            data=data, cfg=cfg, tag="t", environment={}, environment_when="at report time", roofline=RooflineView(
+                False, "no formulas"), chart_text="chart", png_name=None, chart_note="", final_tree_sha=None,
+            config_text=""))
+
+    text = render()
     prof_text = text.split("## Profiler")[1].split("## GPU")[0]
     assert "- baseline: target kernels 1100 ns per call" in prof_text
     assert "- final: target kernels 900 ns per call" in prof_text
@@ -278,8 +285,16 @@ def test_profiles_and_a_recorded_roofline_are_rendered():
     dispatch = text.split("## Dispatch")[1].split("## Roofline")[0]
     assert "| k=1 | 1 | v1 `C`: tile 128x64 | gemm_kernel<128, 64> |" in dispatch
     roof = text.split("## Roofline")[1].split("## Profiler")[0]
-    assert "Not measured: no formulas." in roof and "Recorded by the loop at v1:" in roof
-    assert "| c1 | 4096 | 55 |" in roof
+    assert "Not measured: no formulas." in roof
+    assert "roofline record of v1 (from that iteration's own samples): % of peak per class: `k=1` 55% (memory)" in roof
+    kept = text.split("## Kept iterations")[1].split("## Dispatch")[0]
+    assert "| 1100 → 900 (-18.18%) |" in kept
+    its[1].record["profile"]["comparison"] = {"best_per_call_ns": 1000.0, "cand_per_call_ns": 850.0,
+                                              "delta_pct": -15.0}
+    its[1].record["roofline"] = {"configs": {"c1": {"bytes": 4096.0, "pct_of_peak": 55.0}}}  # any other shape
+    text = render()
+    assert "| 1000 → 850 (-15.00%) |" in text
+    assert "| c1 | 4096 | 55 |" in text.split("## Roofline")[1]
 
 
 def test_performance_md_reads_the_profilers_time_per_call():
@@ -298,3 +313,19 @@ def test_performance_md_reads_the_profilers_time_per_call():
                                                          "profile": {"cand": {"target_ns_per_call": 700.0}}})]
     rows = table(render_performance(cfg, {"tag": "t"}, its, counters(its)), "Date")
     assert [r["Profiler time (ns/call)"] for r in rows] == ["900", "700"]
+
+
+def test_the_runs_notice_is_in_the_summary():
+    from engine.config import loads
+    from engine.report.render import ReportInputs, render_results
+    from engine.report.roofline_view import RooflineView
+
+    cfg = loads('[target]\nbench = "python b.py"\nmetric = "us"\n')
+    its = [it(0, "baseline", commit="B", before="B", record={"configs": {"c1": {"cls": "k", "production": True}}})]
+    data = collect.collect({"notice": "CPU timings (Triton interpreter)"}, its, [row(0, "baseline", "best", 1.0)])
+    text = render_results(ReportInputs(data=data, cfg=cfg, tag="t", environment={}, environment_when="now",
+                                       roofline=RooflineView(False, "x"), chart_text="", png_name=None, chart_note="",
+                                       final_tree_sha=None, config_text=""))
+    summary = text.split("## Summary")[1].split("## Speedup per config")[0]
+    assert "> **Note:** CPU timings (Triton interpreter)" in summary
+    assert "Nothing was kept" in summary and "1.000×" in summary

@@ -178,6 +178,9 @@ def test_roofline_uses_the_formulas_the_medians_and_the_cited_peak(demo, report)
         assert rows[c]["final % of peak"] == f"{100 * floor / seconds:.3g}%"
     classes = {r["class"]: r for r in table(text, "class")}
     assert "below the 90% stop target" in classes["cls=large"]["bound or blocker"]
+    # the loop's own record of the final keep is cited beside it
+    rec = iterations(demo)[4]["record"]["roofline"]["classes"]["cls=large"]
+    assert f"`cls=large` {rec['pct_geomean']:.3g}% (memory)" in text
 
 
 def test_gpu_commands_environment_provenance(demo, report):
