@@ -13,6 +13,7 @@ import fnmatch
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 import git
 
@@ -37,10 +38,11 @@ def repo(path: str | Path) -> Iterator[git.Repo]:
         r.close()
 
 
-def _git(path: str | Path, *args: str) -> str:
+def _git(path: str | Path, *args: str, env: dict[str, str] | None = None, stdin: BinaryIO | None = None) -> str:
     with repo(path) as r:
         try:
-            return r.git.execute(["git", *args], with_extended_output=False, strip_newline_in_stdout=True)
+            return r.git.execute(["git", *args], with_extended_output=False, strip_newline_in_stdout=True,
+                                 env=env, istream=stdin)
         except git.GitCommandError as exc:
             msg = (exc.stderr or exc.stdout or str(exc)).strip().splitlines()
             raise GitFailure(f"git {' '.join(args[:2])} in {path}: {msg[-1] if msg else exc}") from None
@@ -224,3 +226,127 @@ def show_file(path: str | Path, commit: str, file: str) -> str | None:
         return _git(path, "show", f"{commit}:{file}")
     except GitFailure:
         return None
+
+
+# ---------------------------------------------------------------------------------------
+# Building a branch without a worktree (`kopt export`): plumbing on a private index file,
+# so no checked-out branch, HEAD, index or working tree of the user's is ever touched.
+
+
+def diff_paths(path: str | Path, a: str, b: str) -> list[tuple[str, str]]:
+    """(status letter, file) for every file that differs from commit `a` to `b` (a rename is
+    a delete and an add)."""
+    parts = _git(path, "diff", "--name-status", "--no-renames", "-z", a, b).split("\0")
+    return [(parts[i][:1], parts[i + 1]) for i in range(0, len(parts) - 1, 2) if parts[i]]
+
+
+def tree_files(path: str | Path, commit: str) -> set[str]:
+    """Every file path in a commit's tree."""
+    return {p for p in _git(path, "ls-tree", "-r", "-z", "--name-only", "--full-tree", commit).split("\0") if p}
+
+
+def tree_entries(path: str | Path, commit: str, files: list[str]) -> dict[str, tuple[str, str]]:
+    """file -> (mode, object id) in a commit's tree, for the files it has."""
+    out: dict[str, tuple[str, str]] = {}
+    for i in range(0, len(files), 200):
+        chunk = files[i:i + 200]
+        text = _git(path, "ls-tree", "-z", "--full-tree", commit, "--", *chunk) if chunk else ""
+        for entry in text.split("\0"):
+            if not entry:
+                continue
+            meta, _, name = entry.partition("\t")
+            mode, _kind, obj = meta.split()
+            out[name] = (mode, obj)
+    return out
+
+
+def ignored_paths(path: str | Path, commit: str, files: list[str]) -> set[str]:
+    """The files that the .gitignore files of `commit` (with the repo's info/exclude and the
+    user's excludes) ignore, whether or not they are tracked. Evaluated in a scratch folder
+    holding only those .gitignore files and empty stand-ins of `files`."""
+    import tempfile
+
+    if not files:
+        return set()
+    gitignores = [p for p in tree_files(path, commit) if p == ".gitignore" or p.endswith("/.gitignore")]
+    git_dir = _git(path, "rev-parse", "--absolute-git-dir")
+    with tempfile.TemporaryDirectory(prefix="kopt-ignore-") as tmp:
+        root = Path(tmp)
+        for g in gitignores:
+            text = show_file(path, commit, g)
+            if text is not None:
+                (root / g).parent.mkdir(parents=True, exist_ok=True)
+                (root / g).write_text(text + "\n", encoding="utf-8")
+        for f in files:
+            with contextlib.suppress(OSError):
+                (root / f).parent.mkdir(parents=True, exist_ok=True)
+                (root / f).touch()
+        listing = root.parent / f"{root.name}.paths"
+        listing.write_bytes("".join(f + "\0" for f in files).encode("utf-8", "surrogateescape"))
+        try:
+            with open(listing, "rb") as stdin:
+                status, stdout, stderr = git.Git(tmp).execute(
+                    ["git", f"--git-dir={git_dir}", f"--work-tree={tmp}", "check-ignore", "--no-index", "--stdin",
+                     "-z"],
+                    istream=stdin, with_exceptions=False, with_extended_output=True, strip_newline_in_stdout=False)
+        finally:
+            listing.unlink()
+        if status not in (0, 1):  # 1: nothing is ignored
+            raise GitFailure(f"git check-ignore in {path}: {(stderr.strip().splitlines() or [f'exit {status}'])[-1]}")
+        return {p for p in stdout.split("\0") if p}
+
+
+def hash_blob(path: str | Path, data: bytes) -> str:
+    """Store `data` as a blob in the repository; returns its object id."""
+    import tempfile
+
+    with tempfile.NamedTemporaryFile(prefix="kopt-blob-") as f:
+        f.write(data)
+        f.flush()
+        return _git(path, "hash-object", "-w", "--no-filters", f.name)
+
+
+def commit_with_changes(
+    path: str | Path,
+    parent: str,
+    changes: list[tuple[str, str | None, str | None]],
+    message: str,
+    *,
+    author: git.Actor = KOPT_AUTHOR,
+    author_date: float | None = None,
+) -> str:
+    """A new commit (on no branch) whose tree is `parent`'s with `changes` applied:
+    (file, mode, object id) sets a file, (file, None, None) removes it."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="kopt-index-") as tmp:
+        env = {
+            "GIT_INDEX_FILE": str(Path(tmp) / "index"),
+            "GIT_AUTHOR_NAME": author.name or "kopt", "GIT_AUTHOR_EMAIL": author.email or "kopt@localhost",
+            "GIT_COMMITTER_NAME": author.name or "kopt", "GIT_COMMITTER_EMAIL": author.email or "kopt@localhost",
+        }
+        if author_date is not None:
+            env["GIT_AUTHOR_DATE"] = f"@{int(author_date)} +0000"
+        _git(path, "read-tree", parent, env=env)
+        zero = "0" * len(parent)
+        info = "".join(f"{mode} {obj}\t{name}\0" if mode else f"0 {zero}\t{name}\0" for name, mode, obj in changes)
+        info_path = Path(tmp) / "index-info"
+        info_path.write_bytes(info.encode("utf-8", "surrogateescape"))
+        with open(info_path, "rb") as stdin:
+            _git(path, "update-index", "-z", "--index-info", env=env, stdin=stdin)
+        tree = _git(path, "write-tree", env=env)
+        return _git(path, "commit-tree", tree, "-p", parent, "-m", message, env=env)
+
+
+def check_branch_name(path: str | Path, name: str) -> None:
+    try:
+        _git(path, "check-ref-format", "--branch", name)
+    except GitFailure:
+        raise BadInput(f"{name!r} is not a valid branch name") from None
+    if name.startswith("-") or name.startswith("refs/"):
+        raise BadInput(f"{name!r} is not a valid branch name (give the short name, e.g. perf/my-kernel)")
+
+
+def create_branch(path: str | Path, name: str, commit: str) -> None:
+    """Point a new branch at `commit`; fails (GitFailure) if the branch exists meanwhile."""
+    _git(path, "update-ref", "-m", "kopt export", f"refs/heads/{name}", commit, "0" * len(commit))

@@ -93,9 +93,17 @@ def _kernel_name(it: Iteration) -> str:
     return side.get("hottest") or "—"
 
 
+def profile_ns_per_call(summary: dict[str, Any] | None) -> Any:
+    """The target kernels' GPU time per call of a profile summary (engine.profile's
+    `target_per_call_ns`; `target_ns_per_call` in records written before it existed)."""
+    summary = summary or {}
+    value = summary.get("target_per_call_ns")
+    return summary.get("target_ns_per_call") if value is None else value
+
+
 def _profiler_ns(it: Iteration, side: str) -> Any:
     prof = it.record.get("profile") or {}
-    return (prof.get(side) or {}).get("target_per_call_ns")
+    return profile_ns_per_call(prof.get(side))
 
 
 def render_performance(cfg: Config, meta: dict[str, Any], iterations: list[Iteration], counters: Counters) -> str:
