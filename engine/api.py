@@ -18,7 +18,7 @@ from engine import bookkeeping, control
 from engine.daemon import engine_alive, workspace_lock
 from engine.errors import BadInput
 from engine.store import Iteration, Store
-from engine.workspace import Workspace, list_workspaces
+from engine.workspace import Workspace, list_workspaces, write_projections
 
 LIVE_STATES = ("running", "paused", "waiting_gpu", "awaiting_review")
 STALE_HEARTBEAT_S = 10.0
@@ -138,21 +138,27 @@ def _apply_offline(ws: Workspace, kind: str, args: dict[str, Any], source: str) 
     if kind not in ("mask", "unmask", "restart", "pause", "resume", "stop"):
         return None
     with workspace_lock(ws), Store(ws.db_path) as store:
-        if kind in ("mask", "unmask"):
-            changed = control.set_masked(ws, store, [int(v) for v in args.get("versions", [])], kind == "mask")
-            store.event("command", f"{kind}ed {', '.join(f'v{v}' for v in changed) or 'nothing'} ({source}, offline)")
-            return f"{kind}ed {', '.join(f'v{v}' for v in changed) or 'nothing'}"
-        if kind == "restart":
-            changed = control.restart_from(ws, store, int(args["version"]), str(args.get("why") or ""))
-            store.set_many({"state": "stopped", "stop_reason": f"restarted from v{args['version']}; `kopt run` resumes"})
-            return (f"restarted from v{args['version']}: masked {', '.join(f'v{v}' for v in changed) or 'nothing'}; "
-                    f"`kopt run {ws.tag}` continues from there")
-        if kind in ("pause", "resume"):
-            store.set("paused", kind == "pause")
-            return f"{kind}d (takes effect when the engine runs)"
-        if store.get("state") in LIVE_STATES:
-            store.set_many({"state": "stopped", "stop_reason": "stopped by the engineer (the engine was not running)"})
-        return "no engine is running; the run is stopped"
+        message = _apply_locked(ws, store, kind, args, source)
+        write_projections(ws, store, ws.load_config())
+        return message
+
+
+def _apply_locked(ws: Workspace, store: Store, kind: str, args: dict[str, Any], source: str) -> str:
+    if kind in ("mask", "unmask"):
+        changed = control.set_masked(ws, store, [int(v) for v in args.get("versions", [])], kind == "mask")
+        store.event("command", f"{kind}ed {', '.join(f'v{v}' for v in changed) or 'nothing'} ({source}, offline)")
+        return f"{kind}ed {', '.join(f'v{v}' for v in changed) or 'nothing'}"
+    if kind == "restart":
+        changed = control.restart_from(ws, store, int(args["version"]), str(args.get("why") or ""))
+        store.set_many({"state": "stopped", "stop_reason": f"restarted from v{args['version']}; `kopt run` resumes"})
+        return (f"restarted from v{args['version']}: masked {', '.join(f'v{v}' for v in changed) or 'nothing'}; "
+                f"`kopt run {ws.tag}` continues from there")
+    if kind in ("pause", "resume"):
+        store.set("paused", kind == "pause")
+        return f"{kind}d (takes effect when the engine runs)"
+    if store.get("state") in LIVE_STATES:
+        store.set_many({"state": "stopped", "stop_reason": "stopped by the engineer (the engine was not running)"})
+    return "no engine is running; the run is stopped"
 
 
 class RunReader:

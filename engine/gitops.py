@@ -198,9 +198,23 @@ def stage_all_tree(worktree: str | Path) -> str:
     return _git(worktree, "write-tree")
 
 
+def stage_tracked_tree(worktree: str | Path) -> str:
+    """Update the index from the working copy of files it already holds (the staged
+    candidate, after formatting) without picking up new untracked files (bench outputs);
+    return the tree it would commit."""
+    _git(worktree, "add", "--update")
+    return _git(worktree, "write-tree")
+
+
+def remove_untracked(worktree: str | Path) -> None:
+    """Delete untracked files that are not ignored (what a bench wrote beside the staged
+    candidate); ignored build caches stay."""
+    _git(worktree, "clean", "-fdq")
+
+
 def commit(worktree: str | Path, message: str) -> str:
-    """Commit everything in the worktree as kopt (hooks skipped: the tree was already checked)."""
-    _git(worktree, "add", "--all")
+    """Commit the index (the staged candidate) as kopt; hooks skipped: the tree was checked."""
+    _git(worktree, "add", "--update")
     _git(
         worktree, "-c", f"user.name={KOPT_AUTHOR.name}", "-c", f"user.email={KOPT_AUTHOR.email}",
         "commit", "--no-verify", "--quiet", "--allow-empty", "-m", message,

@@ -51,6 +51,7 @@ from engine.propose import Proposal, ProposalContext, Proposer, make_proposer, p
 from engine.propose.prompt import render_prompt
 from engine.roofline.evaluate import evaluate as evaluate_roofline
 from engine.roofline.evaluate import target_reached
+from engine.report.environment import capture_environment
 from engine.store import Command, Iteration, Store
 from engine.workspace import Workspace, write_atomic, write_memory, write_projections
 
@@ -333,7 +334,8 @@ class Engine:
         summary = self.profile_tree(it, self.ws.best, "best", tolerate=True)
         if summary is not None:
             it.record["profile"] = {"best": summary.to_dict()}
-        self.store.set_many({"config_columns": list(last.config_columns), "classes": last.classes()})
+        self.store.set_many({"config_columns": list(last.config_columns), "classes": last.classes(),
+                             "environment": capture_environment(self.cfg, self.ws.best)})
         self.close(it, "baseline", f"baseline over {len(last.configs)} configs in {len(classes)} classes")
 
     # ===================================================================================
@@ -501,7 +503,10 @@ class Engine:
                            budget_gpu_s=policy.budget_gpu_s * (1 + extra_rounds / max(1, policy.max_rounds)))
         else:
             self.store.delete_samples(it.version, stage)
-            it.record["evaluated_tree"] = gitops.stage_all_tree(self.ws.cand)
+            # the candidate is what the proposer left (new files included); after that only
+            # the files it holds may change (a formatter's caches never join it)
+            stage_tree = gitops.stage_all_tree if stage == "eval" else gitops.stage_tracked_tree
+            it.record["evaluated_tree"] = stage_tree(self.ws.cand)
         pairs = list(pairs or [])
         gpu_s = float(it.record.get("gpu_seconds", {}).get(stage, 0.0)) if extra_rounds else 0.0
         r = (max(p.round for p in pairs) + 1) if pairs else 0
@@ -617,7 +622,10 @@ class Engine:
         path = metrics.find_csv(tree, csv, started, res.stdout_path)
         self._keep_csv(it, path, name)
         self._check_tree_untouched(tree, side)
-        return metrics.read_measurement(path, self.cfg.target, from_stdout=csv == "-"), res.duration_s
+        measurement = metrics.read_measurement(path, self.cfg.target, from_stdout=csv == "-")
+        if tree == self.ws.cand:
+            gitops.remove_untracked(tree)  # bench outputs never become part of the candidate
+        return measurement, res.duration_s
 
     def _keep_csv(self, it: Iteration, path: Path, name: str) -> None:
         if path.suffix != ".out":
@@ -682,6 +690,8 @@ class Engine:
                 raise KoptFailure(f"{prof.name} on {side}/ {res.why()}: {_last_line(res)}")
             summary = prof.parse(out_dir, kernel)
             summary.save(out_dir / "summary.json")
+            if tree == self.ws.cand:
+                gitops.remove_untracked(tree)
             return summary
         except KoptFailure as e:
             if not tolerate:
@@ -734,6 +744,7 @@ class Engine:
             it.status = "borderline"
             it.record["review"] = {"opened_at": time.time(), "deadline": deadline, "reason": verdict.reason}
             it.record["decision"] = {**verdict.to_dict(), "by": "engine"}
+            self.set_state("awaiting_review")  # before the row: a reader never sees one without the other
             self.save(it, phase="review")
             self.store.event("review", f"v{it.version} is borderline: {verdict.reason}; awaiting the engineer",
                              version=it.version, level="warn")
@@ -785,7 +796,7 @@ class Engine:
     def _candidate_intact(self, it: Iteration) -> bool:
         try:
             return gitops.head(self.ws.cand) == it.best_commit_before and \
-                gitops.stage_all_tree(self.ws.cand) == it.record.get("evaluated_tree")
+                gitops.stage_tracked_tree(self.ws.cand) == it.record.get("evaluated_tree")
         except KoptFailure:
             return False
 
@@ -826,7 +837,7 @@ class Engine:
             if hit:
                 return self.close(it, "fail_protected", f"the format command changed protected file(s): {', '.join(hit)}",
                                   verdict=verdict, by=by)
-            tree_after = gitops.stage_all_tree(cand)
+            tree_after = gitops.stage_tracked_tree(cand)
             if self.cfg.decide.verify_after_format and tree_after != it.record.get("evaluated_tree"):
                 check = self.decide(it, stage="verify")
                 if isinstance(check, CorrectnessFailure):
@@ -841,7 +852,7 @@ class Engine:
             cand_values.setdefault(p.config, []).append(p.cand)
         self.update_roofline(it, {k: statistics.median(v) for k, v in cand_values.items()})
         self.save(it, phase="commit")
-        it.record["commit_tree"] = gitops.stage_all_tree(cand)
+        it.record["commit_tree"] = gitops.stage_tracked_tree(cand)
         it.record["keep_status"] = status
         self.save(it)
         sha = gitops.commit(cand, self.commit_message(it, verdict))

@@ -71,3 +71,18 @@ def test_scripted_run_reaches_every_status_and_stops_after_five_regressions(fake
     # no benchmark process left behind
     out = subprocess.run(["pgrep", "-f", str(ws.dir)], capture_output=True, text=True).stdout.strip()
     assert out == ""
+
+
+def test_bench_outputs_in_the_tree_are_never_committed(fake_env, monkeypatch):
+    repo, root = fake_env(["gain5", "gain5", "wrong_fixed_on_repair"], toml_replace={'csv = "-"': 'csv = "results/*.csv"'},
+                          extra_toml='\n[format]\ncommand = "python3 -c \\"open(\'kernel.json\',\'a\').write(\'\\\\n\')\\""\n')
+    monkeypatch.setenv("FAKE_CSV_TO", "results/out.csv")
+    assert kopt(["--root", str(root), "init", "--repo", str(repo), "--tag", "o"]) == 0
+    ws = Workspace(root, "o")
+    assert run_engine(ws, max_iters=3) == 0
+    assert statuses(ws) == ["baseline", "keep", "keep", "keep"]
+    files = git(repo, "ls-tree", "-r", "--name-only", "kopt/o").splitlines()
+    assert "results/out.csv" not in files and sorted(files) == ["bench.py", "kernel.json", "kopt.toml"]
+    # the formatter's change is part of the keep; the bench's CSV was read from results/
+    assert (ws.best / "kernel.json").read_text().endswith("}\n")  # json.dump writes no newline; the formatter did
+    assert (ws.log_dir(1) / "eval_r0_cand.csv").exists()

@@ -23,9 +23,7 @@ NOT_SOURCE = {
     "prof/v4.ncu-rep": "a profiler report or trace",
     "tune.log": "a log or scratch file",
     "scratch/notes.txt": "a new file under `scratch/`",
-    ".ruff_cache/CACHEDIR.TAG": "a new file under `.ruff_cache/`",
     "data/table.dat": "ignored by the target's .gitignore",
-    "format-report.txt": "not written by the proposer",
 }
 
 
@@ -86,7 +84,9 @@ def test_export_holds_only_source_and_results_and_touches_nothing(demo):
     v4_msg = git(repo, "log", "-1", "--format=%B", "perf/demo~1")
     assert f"kopt commit: {best}" in v4_msg
     assert "cls=large:" in v4_msg and "Measured paired" in v4_msg
-    assert "build/kernel.o:" in v4_msg and "format-report.txt:" in v4_msg  # modified again by v4's format run
+    assert "build/kernel.o:" in v4_msg
+    # files the format command creates are never part of a keep (the loop commits the staged candidate)
+    assert ".ruff_cache/CACHEDIR.TAG" not in kopt_tree and "format-report.txt" not in kopt_tree
 
     results = git(repo, "show", "perf/demo:results.md")
     assert [ln[3:] for ln in results.splitlines() if ln.startswith("## ")] == list(SECTIONS)

@@ -204,7 +204,7 @@ def test_gpu_commands_environment_provenance(demo, report):
         torch = "not installed"
     assert f"- torch: {torch}" in env
     assert "`-O3 -DKOPT_FAKE=1`" in env and "`FAKE_NOISE=0.003`" in env
-    assert "at report time" in env
+    assert "Captured at the run's baseline" in env  # the loop records it at v0
 
     its = iterations(demo)
     prov = s["Provenance"]
