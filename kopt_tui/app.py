@@ -25,7 +25,7 @@ from textual import work
 from textual.app import App
 from textual.binding import Binding
 from textual.message import Message
-from textual.reactive import reactive
+from textual.reactive import var
 from textual.worker import get_current_worker
 
 from engine import api, daemon
@@ -90,7 +90,7 @@ class KoptApp(App[int]):
     VERTICAL_BREAKPOINTS = [(0, "-short"), (30, "-tall")]
     """Screens get these classes from the terminal's size; app.tcss lays out by them."""
 
-    now: reactive[float] = reactive(0.0, init=False)
+    now: var[float] = var(0.0, init=False)
 
     def __init__(self, root: Path, tag: str | None = None, *, services: Services | None = None) -> None:
         super().__init__()

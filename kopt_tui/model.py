@@ -34,6 +34,9 @@ class RunData:
     last_event: Event | None = None
     config: Config | None = None
     workspace: str = ""
+    generation: int = 0
+    """Moves whenever an iteration row changed: views derived from the history only are
+    recomputed when it moved (a heartbeat alone leaves it as it was)."""
 
     @property
     def state(self) -> str:
@@ -426,7 +429,7 @@ def gpus_view(d: RunData, live: list[dict[str, Any]] | None, now: float) -> Gpus
                 + (f"; gives up in {fmt.clock(limit - waited)}" if limit and waited is not None else ""))
     elif gate.get("chosen"):
         t = gate.get("t")
-        note = f"gate chose GPU {gate['chosen'].get('index')}" + (f" {fmt.age(now - float(t))} ago" if fmt.is_num(t) else "")
+        note = f"gate chose GPU {gate['chosen'].get('index')}" + (f" at {fmt.when(t)}" if fmt.is_num(t) else "")
     return GpusView(rows, source, note)
 
 
@@ -505,9 +508,9 @@ class RunSummary:
 def run_summary(d: RunData, now: float) -> RunSummary:
     hb = d.heartbeat_t
     note = ""
-    if d.state == "crashed":
-        note = fmt.one_line(str(d.meta.get("last_error") or "engine gone").splitlines()[0] if d.meta.get("last_error")
-                            else "engine gone", 120)
+    if d.state in ("crashed", "unreadable"):
+        err = str(d.meta.get("last_error") or "")
+        note = fmt.one_line(err.splitlines()[0] if err else "engine gone", 120)
     elif d.state in ("stopped", "finished"):
         note = fmt.one_line(d.meta.get("stop_reason") or "", 120)
     elif d.alive:

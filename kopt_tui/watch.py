@@ -53,6 +53,7 @@ class RunCache:
         self._alive: tuple[bool, int | None] | None = None
         self._stamps: dict[int, tuple[Any, ...]] = {}
         self._its: dict[int, Iteration] = {}
+        self._generation = 0
         self.data: RunData | None = None
 
     def close(self) -> None:
@@ -70,22 +71,29 @@ class RunCache:
             stamps = r.iteration_stamps()
             stale = [v for v, s in stamps.items()
                      if self._stamps.get(v) != s or s[0] in OPEN_STATUSES]
+            changed = False
             if len(stale) > BULK_READ:
                 self._its = {it.version: it for it in r.iterations()}
+                changed = True
             else:
                 for v in stale:
                     it = r.iteration(v)
-                    if it is not None:
+                    if it is not None and it != self._its.get(v):
                         self._its[v] = it
+                        changed = True
             for v in set(self._its) - set(stamps):
                 del self._its[v]
+                changed = True
+            if changed:
+                self._generation += 1
             commands = tuple(r.pending_commands())
             events = r.events(limit=1)
         self._dv, self._alive, self._stamps = dv, alive, stamps
         self.data = RunData(
             tag=self.ws.tag, meta=meta, iterations=tuple(self._its[v] for v in sorted(self._its)),
             alive=alive[0], pid=alive[1], pending_commands=commands,
-            last_event=events[-1] if events else None, config=self.config, workspace=str(self.ws.dir))
+            last_event=events[-1] if events else None, config=self.config, workspace=str(self.ws.dir),
+            generation=self._generation)
         return self.data
 
 
@@ -95,7 +103,6 @@ class GpuSampler:
     def __init__(self, cfg: GpuConfig, factory: BackendFactory = open_backend) -> None:
         self.backend = factory(cfg.vendor)
         self.gate = Gate(cfg, self.backend)
-        self.own: set[int] = set()
 
     def read(self, own_pids: set[int]) -> list[dict[str, Any]]:
         self.gate.own_pids = lambda: own_pids
@@ -208,14 +215,15 @@ class Poller:
             self._caches.pop(gone).close()
         runs = []
         for tag in tags:
-            cache = self._cache(tag)
             try:
+                cache = self._cache(tag)
                 if cache.refresh(force=force) is not None:
                     changed = True
-            except Exception:  # noqa: BLE001 - one unreadable run must not hide the others
-                continue
-            if cache.data is not None:
-                runs.append(cache.data)
+                if cache.data is not None:
+                    runs.append(cache.data)
+            except Exception as e:  # noqa: BLE001 - one unreadable run must not hide the others
+                runs.append(RunData(tag, {"state": "unreadable", "last_error": f"{type(e).__name__}: {e}"}, (),
+                                    False, None))
         self._tags = tags
         return RunsSnapshot(tuple(runs)) if changed or force else None
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.reactive import reactive
+from textual.reactive import var
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer
 
@@ -50,13 +50,14 @@ class DashboardScreen(Screen):
         Binding("escape", "runs", "runs", show=False, tooltip="Back to every run (home)"),
     ]
 
-    data: reactive[RunData | None] = reactive(None, init=False)
-    gpu_reading: reactive[GpuReading | None] = reactive(None, init=False)
-    panel: reactive[str] = reactive("deltas", init=False)
+    data: var[RunData | None] = var(None, init=False)
+    gpu_reading: var[GpuReading | None] = var(None, init=False)
+    panel: var[str] = var("deltas", init=False)
 
     def __init__(self, tag: str) -> None:
         super().__init__()
         self.tag = tag
+        self._actions_key: tuple[object, ...] = ()
 
     def compose(self) -> ComposeResult:
         yield StateLine(id="state")
@@ -90,19 +91,24 @@ class DashboardScreen(Screen):
 
     # -- data in ------------------------------------------------------------------------
 
-    def watch_data(self, data: RunData | None) -> None:
+    def watch_data(self, old: RunData | None, data: RunData | None) -> None:
         if data is None:
             return
-        now = self.app.now
-        table = self.query_one(HistoryTable)
-        best = next((it.version for it in reversed(data.iterations) if it.kept and not it.masked), None)
-        table.show(model.history_rows(data), best)
-        table.border_title = f"history · {len(data.iterations)} iterations"
-        self.query_one(Counters).view = model.counters_view(data)
-        self.query_one(BestChart).view = model.best_series(data)
+        if old is None or old.generation != data.generation or old.tag != data.tag:
+            table = self.query_one(HistoryTable)
+            best = next((it.version for it in reversed(data.iterations) if it.kept and not it.masked), None)
+            table.show(model.history_rows(data), best)
+            table.border_title = f"history · {len(data.iterations)} iterations"
+            self.query_one(Counters).view = model.counters_view(data)
+            self.query_one(BestChart).view = model.best_series(data)
         self._show_selected()
-        self._on_tick(now)
-        self.refresh_bindings()
+        self._on_tick(self.app.now)
+        actions = (data.state, data.alive, data.pending_reviews, bool(data.meta.get("paused")),
+                   bool(model.restart_points(data.iterations)) if old is None or old.generation != data.generation
+                   else self._actions_key[-1] if self._actions_key else False)
+        if actions != self._actions_key:
+            self._actions_key = actions
+            self.refresh_bindings()  # the footer and palette follow what applies now
         self._maybe_review(data)
 
     def watch_gpu_reading(self) -> None:

@@ -12,7 +12,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.reactive import reactive
+from textual.reactive import var
 from textual.screen import Screen
 from textual.widgets import Footer, OptionList, Static, TabbedContent, TabPane
 from textual.widgets.option_list import Option
@@ -41,7 +41,7 @@ class DetailScreen(Screen):
         Binding("right", "tab(1)", "next tab", show=False, tooltip="Next tab"),
     ]
 
-    data: reactive[RunData | None] = reactive(None, init=False)
+    data: var[RunData | None] = var(None, init=False)
 
     def __init__(self, tag: str, version: int) -> None:
         super().__init__()

@@ -13,7 +13,7 @@ from textual.widgets import Label, Static
 from kopt_tui.commands import key_label
 
 PALETTE = ("ctrl+p", "Command palette: every action of the screen on view, by name")
-MOVES = ("↑ ↓ PgUp PgDn Home End", "Move in tables, lists and logs; enter opens the selected row")
+MOVES = ("↑ ↓ PgUp PgDn ctrl+Home ctrl+End", "Move in tables, lists and logs (first, last row); enter opens the selected row")
 
 
 def key_table() -> Table:

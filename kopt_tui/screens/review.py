@@ -7,7 +7,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.reactive import reactive
+from textual.reactive import var
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
@@ -34,7 +34,7 @@ class ReviewScreen(ModalScreen[None]):
         Binding("escape", "later", "later", tooltip="Close; decide later (the review policy applies at the deadline)"),
     ]
 
-    data: reactive[RunData | None] = reactive(None, init=False)
+    data: var[RunData | None] = var(None, init=False)
 
     def __init__(self, tag: str, version: int) -> None:
         super().__init__()

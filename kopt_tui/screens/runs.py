@@ -6,7 +6,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.reactive import reactive
+from textual.reactive import var
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
@@ -16,6 +16,7 @@ from kopt_tui.widgets.styles import state_badge
 
 COLUMNS = (("tag", "run"), ("state", "state"), ("iter", "iter"), ("speedup", "speedup"), ("reviews", "reviews"),
            ("heartbeat", "heartbeat"), ("note", "note"))
+NOTE_WIDTH = 80
 
 
 def summary_cells(s: RunSummary) -> list[Text]:
@@ -36,7 +37,11 @@ class RunsScreen(Screen):
         Binding("enter", "open", "open", tooltip="Open the selected run's dashboard"),
     ]
 
-    runs: reactive[tuple[RunData, ...] | None] = reactive(None, init=False)
+    runs: var[tuple[RunData, ...] | None] = var(None, init=False)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._widths: tuple[int, ...] = ()
 
     def compose(self) -> ComposeResult:
         yield Static(id="runs-title")
@@ -46,9 +51,6 @@ class RunsScreen(Screen):
         yield Footer()
 
     def on_mount(self) -> None:
-        table = self.query_one(DataTable)
-        for key, label in COLUMNS:
-            table.add_column(label, key=key)
         self.query_one("#runs-title", Static).update(Text.assemble(("kopt", "bold"), f"  runs under {self.app.root}"))
         self.app.watch_run(None, runs=True)
         self.watch(self.app, "now", self._on_tick, init=False)
@@ -63,22 +65,39 @@ class RunsScreen(Screen):
         if self.runs is None:
             return
         table = self.query_one(DataTable)
-        summaries = [model.run_summary(d, now) for d in self.runs]
-        if not summaries:
-            table.border_title = f"runs · none under {self.app.root}: `kopt init --repo PATH --tag TAG`, then `kopt run TAG`"
-        else:
-            table.border_title = f"runs · {len(summaries)}"
-        present = {s.tag for s in summaries}
-        for key in [k for k in table.rows if k.value not in present]:
-            table.remove_row(key)
-        for s in summaries:
-            cells = summary_cells(s)
-            if s.tag not in table.rows:
-                table.add_row(*cells, key=s.tag)
-                continue
+        summaries = sorted((model.run_summary(d, now) for d in self.runs), key=lambda s: s.tag)
+        root = self.app.root
+        table.border_title = (f"runs · {len(summaries)}" if summaries else
+                              f"runs · none under {root}: `kopt init --repo PATH --tag TAG`, then `kopt run TAG`")
+        rows = {s.tag: summary_cells(s) for s in summaries}
+        widths = tuple(min(NOTE_WIDTH, max([len(label), *(len(c[i].plain) for c in rows.values())]))
+                       for i, (_, label) in enumerate(COLUMNS))
+        if widths != self._widths or list(rows) != [k.value for k in table.rows]:
+            self._rebuild(table, rows, widths)
+            return
+        for tag, cells in rows.items():
             for (col, _), cell in zip(COLUMNS, cells, strict=True):
-                if table.get_cell(s.tag, col) != cell or table.get_cell(s.tag, col).style != cell.style:
-                    table.update_cell(s.tag, col, cell)
+                old = table.get_cell(tag, col)
+                if (old.plain, old.style) != (cell.plain, cell.style):
+                    table.update_cell(tag, col, cell)
+
+    def _rebuild(self, table: DataTable, rows: dict[str, list[Text]], widths: tuple[int, ...]) -> None:
+        """Columns sized to their contents (a handful of runs: rebuilding is instant)."""
+        selected = self._selected_tag()
+        table.clear(columns=True)
+        self._widths = widths
+        for (key, label), width in zip(COLUMNS, widths, strict=True):
+            table.add_column(label, key=key, width=width)
+        for tag, cells in rows.items():
+            table.add_row(*cells, key=tag)
+        if selected in rows:
+            table.move_cursor(row=list(rows).index(selected), animate=False)
+
+    def _selected_tag(self) -> str | None:
+        table = self.query_one(DataTable)
+        if not table.row_count:
+            return None
+        return table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         self.action_open()
@@ -86,9 +105,6 @@ class RunsScreen(Screen):
     def action_open(self) -> None:
         from kopt_tui.screens.dashboard import DashboardScreen
 
-        table = self.query_one(DataTable)
-        if not table.row_count:
-            return
-        key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
-        if key:
-            self.app.push_screen(DashboardScreen(key))
+        tag = self._selected_tag()
+        if tag:
+            self.app.push_screen(DashboardScreen(tag))

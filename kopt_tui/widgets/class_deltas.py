@@ -40,7 +40,7 @@ def class_table(rows: tuple[ClassRow, ...], *, compact: bool = False) -> Table:
 
 
 class ClassDeltas(Widget):
-    view: reactive[ClassesView | None] = reactive(None, layout=True)
+    view: reactive[ClassesView | None] = reactive(None)
 
     def render(self) -> Table | Text:
         v = self.view
@@ -48,5 +48,7 @@ class ClassDeltas(Widget):
             return Text("no per-class numbers for this iteration", style="dim")
         return class_table(v.rows, compact=self.size.width < 64)
 
-    def watch_view(self, view: ClassesView | None) -> None:
+    def watch_view(self, old: ClassesView | None, view: ClassesView | None) -> None:
+        if len(old.rows if old else ()) != len(view.rows if view else ()):
+            self.refresh(layout=True)  # only a different number of classes changes the panel's height
         self.border_title = f"Δ per class · {view.title}" if view and view.version is not None else "Δ per class"

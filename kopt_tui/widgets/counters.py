@@ -11,7 +11,11 @@ from kopt_tui.model import CountersView
 
 
 class Counters(Widget):
-    view: reactive[CountersView | None] = reactive(None, layout=True)
+    view: reactive[CountersView | None] = reactive(None)
+
+    def watch_view(self, old: CountersView | None, new: CountersView | None) -> None:
+        if (old and len(old.recent)) != (new and len(new.recent)):
+            self.refresh(layout=True)
 
     def render(self) -> Text:
         v = self.view

@@ -10,6 +10,12 @@ from kopt_tui import fmt
 from kopt_tui.model import GpuRow, GpusView
 
 
+def _height(v: GpusView | None) -> int:
+    if v is None:
+        return 1
+    return sum(1 + bool(g.reasons) for g in v.rows) + bool(v.note) + (not v.rows and not v.note)
+
+
 def gpu_line(g: GpuRow) -> Text:
     mem = (f"{g.mem_used / 1024:.1f}/{g.mem_total / 1024:.0f}G"
            if g.mem_used is not None and g.mem_total else "mem —")
@@ -24,7 +30,11 @@ def gpu_line(g: GpuRow) -> Text:
 
 
 class GpuPanel(Widget):
-    view: reactive[GpusView | None] = reactive(None, layout=True)
+    view: reactive[GpusView | None] = reactive(None)
+
+    def watch_view(self, old: GpusView | None, new: GpusView | None) -> None:
+        if _height(old) != _height(new):
+            self.refresh(layout=True)
 
     def render(self) -> Text:
         v = self.view

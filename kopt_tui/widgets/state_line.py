@@ -15,7 +15,8 @@ from kopt_tui.widgets.styles import state_badge
 
 
 class StateLine(Widget):
-    view: reactive[StateView | None] = reactive(None, layout=True)
+    view: reactive[StateView | None] = reactive(None)
+    """Two rows, always (app.tcss), so a changing heartbeat never re-lays out the screen."""
 
     def render(self) -> Text:
         v = self.view

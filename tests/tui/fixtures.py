@@ -61,9 +61,8 @@ def frozen_services(root: Path, *, alive: Iterable[str] = (REVIEW,), auto_review
 def offline_services(root: Path, **kw: object) -> Services:
     """The real engine probe (no engine holds these workspaces), fast polling, fixture GPUs."""
     gpus = root.parent / "gpus.json"
-    options: dict[str, object] = {"auto_review": False, **kw}
-    return replace(Services(), backend=lambda vendor: FakeBackend(gpus), poll_s=0.05, gpu_every_s=0.05,
-                   **options)  # type: ignore[arg-type]
+    options: dict[str, object] = {"auto_review": False, "poll_s": 0.05, "gpu_every_s": 0.05, **kw}
+    return replace(Services(), backend=lambda vendor: FakeBackend(gpus), **options)  # type: ignore[arg-type]
 
 
 async def until(pilot: Pilot, cond: Callable[[], object], timeout: float = 10.0, what: str = "the app") -> None:
