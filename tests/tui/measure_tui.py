@@ -11,7 +11,9 @@ Everything runs the real `kopt` (python -m kopt_tui.cli) in tmux, like an engine
 3. time to open a 1,000-iteration run: from starting `kopt attach` in a 200×60 tmux pane to the
    history showing "1000 iterations" (Python start-up and imports included), best of 3;
 4. the same, headless in-process (App.run_test), best of 3;
-5. paging through the 1,000 rows: PageUp ×20 at 200×60 (Pilot), per page.
+5. paging through the 1,000 rows: PageUp ×20 at 200×60 (Pilot), per page, and the same for a
+   bare Textual DataTable of 1,000 rows × 8 columns (what the library costs by itself);
+6. Python start-up plus the TUI's imports (`python -c "import kopt_tui.cli, kopt_tui.app"`).
 
 It prints a table; paste it into docs/user-guide.md with the date and the machine.
 """
@@ -22,6 +24,7 @@ import asyncio
 import os
 import platform
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -92,6 +95,45 @@ async def headless_open_and_scroll(root: Path, tag: str) -> tuple[float, float]:
     return best_open, per_page
 
 
+async def bare_datatable_page() -> float:
+    from rich.text import Text
+    from textual.app import App, ComposeResult
+    from textual.widgets import DataTable
+
+    class Bare(App[None]):
+        def compose(self) -> ComposeResult:
+            yield DataTable(cursor_type="row")
+
+        def on_mount(self) -> None:
+            t = self.query_one(DataTable)
+            for i in range(8):
+                t.add_column(f"c{i}", width=60 if i == 3 else 10)
+            for r in range(1000):
+                t.add_row(*[Text(f"{r}:{c}", style="green") for c in range(8)])
+            t.move_cursor(row=999)
+
+    app = Bare()
+    async with app.run_test(size=(200, 60)) as pilot:
+        await pilot.pause(0.5)
+        t0 = time.perf_counter()
+        for _ in range(20):
+            await pilot.press("pageup")
+        return (time.perf_counter() - t0) / 20
+
+
+def import_time() -> float:
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    best = float("inf")
+    for _ in range(4):  # the first run warms the file cache
+        t0 = time.perf_counter()
+        res = subprocess.run([sys.executable, "-c", "import kopt_tui.cli, kopt_tui.app"], cwd=root, env=env,
+                             capture_output=True)
+        assert res.returncode == 0, res.stderr
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
 def main() -> None:
     from tests.tui.fixtures import grow_run
 
@@ -128,6 +170,9 @@ def main() -> None:
         headless, page = asyncio.run(headless_open_and_scroll(root, DONE))
         rows.append(("open a 1,000-iteration run headless (App.run_test 200×60), best of 3", f"{headless:.2f} s"))
         rows.append(("PageUp through the 1,000 rows at 200×60 (Pilot), per page", f"{page * 1000:.0f} ms"))
+        bare = asyncio.run(bare_datatable_page())
+        rows.append(("the same, a bare Textual DataTable of 1,000 × 8 cells", f"{bare * 1000:.0f} ms"))
+        rows.append(("Python start-up + `import kopt_tui.cli, kopt_tui.app`, best of 4", f"{import_time():.2f} s"))
     finally:
         tmux.kill_server()
         if live_ws is not None:

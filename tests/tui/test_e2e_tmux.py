@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 
+import psutil
 import pytest
 
 from engine.daemon import engine_alive
@@ -31,6 +32,13 @@ from tests.tui.live import (
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux (the terminal the test drives)")]
+
+
+def _running(p: psutil.Process) -> bool:
+    try:
+        return p.is_running() and p.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
 
 
 class Tmux:
@@ -82,8 +90,11 @@ def test_ssh_drop_leaves_the_engine_running_and_a_key_accepts(fake_env, monkeypa
         tmux.start("ssh", [*kopt, "attach", "e2e"], env)
         wait_for(lambda: "history" in tmux.screen("ssh"), 30, "kopt attach in tmux")
         before = iterations(ws)[-1].version
+        tui = psutil.Process(int(tmux.run("display", "-p", "-t", "ssh", "#{pane_pid}").stdout))
+        assert "kopt_tui.cli" in " ".join(tui.cmdline())
         tmux.run("kill-session", "-t", "ssh")
         assert not tmux.alive("ssh")
+        wait_for(lambda: not _running(tui), 10, "the TUI to end with its terminal")
         wait_for(lambda: iterations(ws)[-1].version > before, 30, "the engine to advance after the SSH drop")
         assert engine_alive(ws)[0]
 
