@@ -175,7 +175,7 @@ class KoptApp(App[int]):
                 screen.gpu_reading = msg.reading
 
     def on_poll_failed(self, msg: PollFailed) -> None:
-        self.notify(msg.message, title="cannot read run.db", severity="error", timeout=8)
+        self.notify(msg.message, title="cannot read run.db", severity="error", timeout=8, markup=False)
 
     # -- commands -----------------------------------------------------------------------
 
@@ -186,24 +186,28 @@ class KoptApp(App[int]):
     def send_command(self, tag: str, kind: str, args: dict[str, Any] | None = None) -> None:
         """Send a durable command (the engine polls it), or apply it offline when no engine
         runs; say what happened either way."""
+        label = kind.replace("_", " ") + (f" v{args['version']}" if args and "version" in args else "")
         try:
             sent = api.send(self.workspace(tag), kind, args or {}, source=f"tui:{os.getpid()}")
         except KoptError as e:
-            self.call_from_thread(self.notify, str(e), title=f"{kind} refused", severity="error", timeout=8)
+            self.notify(str(e), title=f"{label}: refused", severity="error", timeout=8, markup=False)
+        except Exception as e:  # noqa: BLE001 - a failed send is reported; the TUI stays up
+            self.notify(f"{type(e).__name__}: {e}", title=f"{label}: failed", severity="error", timeout=10,
+                        markup=False)
         else:
-            label = kind.replace("_", " ") + (f" v{args['version']}" if args and "version" in args else "")
-            self.call_from_thread(self.notify, sent.message, title=label, timeout=6)
+            self.notify(sent.message, title=label, timeout=6, markup=False)
         self.refresh_now()
 
     @work(thread=True, group="send")
     def start_engine(self, tag: str) -> None:
         try:
             pid = self.services.start_engine(self.workspace(tag))
-        except KoptError as e:
-            self.call_from_thread(self.notify, str(e), title="cannot start the engine", severity="error", timeout=10)
+        except Exception as e:  # noqa: BLE001 - reported; the TUI stays up
+            self.notify(str(e) if isinstance(e, KoptError) else f"{type(e).__name__}: {e}",
+                        title="cannot start the engine", severity="error", timeout=10, markup=False)
         else:
-            self.call_from_thread(self.notify, f"the engine runs as pid {pid}; logs in logs/engine.log",
-                                  title="engine started", timeout=6)
+            self.notify(f"the engine runs as pid {pid}; its log is logs/engine.log", title="engine started",
+                        timeout=6, markup=False)
         self.refresh_now()
 
     # -- actions ------------------------------------------------------------------------

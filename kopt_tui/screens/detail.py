@@ -12,6 +12,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
+from textual.message import Message
 from textual.reactive import var
 from textual.screen import Screen
 from textual.widgets import Footer, OptionList, Static, TabbedContent, TabPane
@@ -28,6 +29,12 @@ TABS = ("classes", "plan", "diff", "logs", "events")
 
 def _size(n: int) -> str:
     return f"{n} B" if n < 1024 else f"{n / 1024:.1f} KiB" if n < 1 << 20 else f"{n / (1 << 20):.1f} MiB"
+
+
+class FilesRead(Message):
+    def __init__(self, plan: str, diff: str, logs: list[tuple[Path, int]], events: list) -> None:
+        super().__init__()
+        self.plan, self.diff, self.logs, self.events = plan, diff, logs, events
 
 
 class DetailScreen(Screen):
@@ -119,20 +126,24 @@ class DetailScreen(Screen):
 
     @work(thread=True, exclusive=True, group="detail-files")
     def _load_files(self) -> None:
-        with RunReader(self.app.workspace(self.tag)) as reader:
-            plan = reader.plan(self.version)
-            diff = reader.diff(self.version)
-            logs = reader.log_files(self.version)
-            events = reader.events(version=self.version, limit=500)
+        try:
+            with RunReader(self.app.workspace(self.tag)) as reader:
+                plan = reader.plan(self.version)
+                diff = reader.diff(self.version)
+                logs = reader.log_files(self.version)
+                events = reader.events(version=self.version, limit=500)
+        except Exception as e:  # noqa: BLE001 - shown in place of the files; the TUI stays up
+            plan, diff, logs, events = f"cannot read this iteration's files: {type(e).__name__}: {e}", "", [], []
         sizes = []
         for p in logs:
             try:
                 sizes.append(p.stat().st_size)
             except OSError:
                 sizes.append(0)
-        self.app.call_from_thread(self._show_files, plan, diff, list(zip(logs, sizes, strict=True)), events)
+        self.post_message(FilesRead(plan, diff, list(zip(logs, sizes, strict=True)), events))
 
-    def _show_files(self, plan: str, diff: str, logs: list[tuple[Path, int]], events: list) -> None:
+    def on_files_read(self, msg: FilesRead) -> None:
+        plan, diff, logs, events = msg.plan, msg.diff, msg.logs, msg.events
         self.query_one("#detail-plan", Static).update(
             Text(plan) if plan else Text("no plan was written for this iteration", style="dim"))
         self.query_one("#detail-diff", Static).update(

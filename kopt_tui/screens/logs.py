@@ -11,6 +11,7 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Log, Static
 from textual.worker import get_current_worker
@@ -19,6 +20,14 @@ TAIL_START = 64 * 1024
 """How much of an existing file to show when it is opened."""
 CHUNK = 256 * 1024
 POLL_S = 0.3
+
+
+class LogText(Message):
+    """Text read from the log file (`header` set when the file changed)."""
+
+    def __init__(self, text: str, path: str = "", header: str = "") -> None:
+        super().__init__()
+        self.text, self.path, self.header = text, path, header
 
 
 class LogScreen(Screen):
@@ -56,7 +65,7 @@ class LogScreen(Screen):
         p = data.meta.get("live_log") if data else None
         return Path(p) if p else None
 
-    @work(thread=True, exclusive=True, group="log-tail")
+    @work(thread=True, exclusive=True, group="log-tail", exit_on_error=False)
     def _tail(self) -> None:
         worker = get_current_worker()
         current: Path | None = None
@@ -71,16 +80,20 @@ class LogScreen(Screen):
                     size = 0
                 offset = max(0, size - TAIL_START)
                 header = f"── {path.parent.name}/{path.name} " + ("(last 64 KiB) " if offset else "") + "──\n"
-                self.app.call_from_thread(self._switched, str(path), header)
+                self.post_message(LogText("", str(path), header))
             if current is not None:
                 chunk, offset = _read_from(current, offset)
                 if chunk:
-                    self.app.call_from_thread(self.query_one(Log).write, chunk)
+                    self.post_message(LogText(chunk))
             self._stop.wait(POLL_S)
 
-    def _switched(self, path: str, header: str) -> None:
-        self._title(path)
-        self.query_one(Log).write(("\n" if self.query_one(Log).line_count else "") + header)
+    def on_log_text(self, msg: LogText) -> None:
+        log = self.query_one(Log)
+        if msg.header:
+            self._title(msg.path)
+            log.write(("\n" if log.line_count else "") + msg.header)
+        if msg.text:
+            log.write(msg.text)
 
     def action_back(self) -> None:
         self.app.pop_screen()
