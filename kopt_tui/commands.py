@@ -13,9 +13,14 @@ from textual.binding import Binding
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.dom import DOMNode
 
+KEY_NAMES = {"question_mark": "?", "escape": "esc", "left": "←", "right": "→"}
+
 
 def key_label(b: Binding) -> str:
-    return b.key_display or b.key.split(",")[0]
+    """How a binding's keys are written for people: "n / esc", "?", "R"."""
+    if b.key_display:
+        return b.key_display
+    return " / ".join(KEY_NAMES.get(k, k) for k in b.key.split(","))
 
 
 def available_actions(screen: DOMNode) -> list[tuple[Binding, DOMNode]]:

@@ -58,6 +58,7 @@ class DashboardScreen(Screen):
         super().__init__()
         self.tag = tag
         self._actions_key: tuple[object, ...] = ()
+        self._restartable = False
 
     def compose(self) -> ComposeResult:
         yield StateLine(id="state")
@@ -94,21 +95,20 @@ class DashboardScreen(Screen):
     def watch_data(self, old: RunData | None, data: RunData | None) -> None:
         if data is None:
             return
-        if old is None or old.generation != data.generation or old.tag != data.tag:
+        if old is None or old.generation != data.generation:  # the history moved, not just a heartbeat
             table = self.query_one(HistoryTable)
             best = next((it.version for it in reversed(data.iterations) if it.kept and not it.masked), None)
             table.show(model.history_rows(data), best)
             table.border_title = f"history · {len(data.iterations)} iterations"
             self.query_one(Counters).view = model.counters_view(data)
             self.query_one(BestChart).view = model.best_series(data)
+            self._restartable = bool(model.restart_points(data.iterations))
         self._show_selected()
         self._on_tick(self.app.now)
-        actions = (data.state, data.alive, data.pending_reviews, bool(data.meta.get("paused")),
-                   bool(model.restart_points(data.iterations)) if old is None or old.generation != data.generation
-                   else self._actions_key[-1] if self._actions_key else False)
+        actions = (data.state, data.alive, data.pending_reviews, bool(data.meta.get("paused")), self._restartable)
         if actions != self._actions_key:
             self._actions_key = actions
-            self.refresh_bindings()  # the footer and palette follow what applies now
+            self.refresh_bindings()  # the footer and the palette follow what applies now
         self._maybe_review(data)
 
     def watch_gpu_reading(self) -> None:

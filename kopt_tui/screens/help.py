@@ -12,8 +12,11 @@ from textual.widgets import Label, Static
 
 from kopt_tui.commands import key_label
 
-PALETTE = ("ctrl+p", "Command palette: every action of the screen on view, by name")
-MOVES = ("↑ ↓ PgUp PgDn ctrl+Home ctrl+End", "Move in tables, lists and logs (first, last row); enter opens the selected row")
+GENERAL = (
+    ("ctrl+p", "Command palette: every action of the screen on view, by name"),
+    ("↑ ↓ PgUp PgDn", "Move in tables, lists and logs"),
+    ("ctrl+Home/End", "First / last row"),
+)
 
 
 def key_table() -> Table:
@@ -35,8 +38,8 @@ def key_table() -> Table:
     for name, cls in sections:
         t.add_row(Text(name, style="bold underline"), "")
         if cls is KoptApp:
-            t.add_row(*PALETTE)
-            t.add_row(*MOVES)
+            for key, what in GENERAL:
+                t.add_row(key, what)
         for b in cls.BINDINGS:
             if isinstance(b, Binding):
                 t.add_row(key_label(b), b.tooltip or b.description)

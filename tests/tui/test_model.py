@@ -108,3 +108,24 @@ def test_poller_reports_each_run_and_survives_a_broken_one(runs_root: Path):
         DONE: "stopped", REVIEW: "crashed", "broken": "unreadable"}
     assert poller.step() == []  # nothing changed since: nothing to report
     poller.close()
+
+
+def test_fixture_schema_is_current(runs_root: Path):
+    """The frozen runs were made by this engine's store: same tables, same schema version.
+    If this fails, regenerate them: python -m tests.tui.make_fixture."""
+    import sqlite3
+
+    from engine import store as store_mod
+
+    def schema(con: sqlite3.Connection) -> dict[str, str]:
+        return {name: " ".join(sql.split()) for name, sql in
+                con.execute("SELECT name, sql FROM sqlite_master WHERE sql IS NOT NULL")}
+
+    fresh = sqlite3.connect(":memory:")
+    fresh.executescript(store_mod.SCHEMA)
+    for tag in (REVIEW, DONE):
+        con = sqlite3.connect(Workspace(runs_root, tag).db_path)
+        assert schema(con) == schema(fresh), tag
+        version = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0]
+        assert int(version) == store_mod.SCHEMA_VERSION
+        con.close()
