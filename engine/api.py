@@ -17,7 +17,7 @@ from typing import Any
 from engine import bookkeeping, control
 from engine.daemon import engine_alive, workspace_lock
 from engine.errors import BadInput
-from engine.store import Iteration, Store
+from engine.store import Command, Iteration, Store
 from engine.workspace import Workspace, list_workspaces, write_projections
 
 LIVE_STATES = ("running", "paused", "waiting_gpu", "awaiting_review")
@@ -190,6 +190,18 @@ class RunReader:
 
     def iteration(self, version: int) -> Iteration | None:
         return self.store.iteration(version)
+
+    def iteration_stamps(self) -> dict[int, tuple[Any, ...]]:
+        """Per iteration, the cheap columns that move whenever its row is saved (status,
+        phase, masked, finished_at, record length): a client compares them between looks and
+        re-reads only the rows that changed (a 1,000-iteration run costs one small query)."""
+        rows = self.store.db.execute(
+            "SELECT version, status, phase, masked, finished_at, length(record) FROM iterations")
+        return {int(r[0]): tuple(r[1:]) for r in rows}
+
+    def pending_commands(self) -> list[Command]:
+        """Commands sent but not yet handled (queued while no engine runs, or in flight)."""
+        return self.store.pending_commands()
 
     def events(self, since_id: int = 0, version: int | None = None, limit: int = 500) -> list[Any]:
         return self.store.events(since_id=since_id, version=version, limit=limit)

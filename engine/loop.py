@@ -555,6 +555,7 @@ class Engine:
             self.store.set("live_classes", {"version": it.version, "stage": stage, "verdict": verdict.to_dict()})
             if verdict.final:
                 self.current_pairs = pairs
+                self.update_roofline(it, _cand_medians(pairs), readme=False)
                 self.store.event("decision", f"v{it.version} {stage}: {verdict.kind}: {verdict.reason} "
                                  f"({verdict.rounds} rounds, {gpu_s:.1f} GPU-s)", version=it.version)
                 return verdict
@@ -699,8 +700,9 @@ class Engine:
             self.store.event("profile", f"v{it.version}: profiling {side}/ failed: {e}", version=it.version, level="warn")
             return None
 
-    def update_roofline(self, it: Iteration, values: dict[str, float], *, base: Iteration | None = None) -> None:
-        """record["roofline"] of this tree and the README's Step 0 text."""
+    def update_roofline(self, it: Iteration, values: dict[str, float], *, base: Iteration | None = None,
+                        readme: bool = True) -> None:
+        """record["roofline"] of this tree, and (for the best tree) the README's Step 0 text."""
         base = base or bookkeeping.baseline(self.iterations())
         configs = (base.record.get("configs") or {}) if base else {}
         if not configs:
@@ -720,7 +722,8 @@ class Engine:
             return
         if rr is not None:
             it.record["roofline"] = rr.record
-            self.store.set("roofline_md", rr.markdown)
+            if readme:
+                self.store.set("roofline_md", rr.markdown)
 
     def floors(self) -> dict[str, float]:
         """Per config, the metric's roofline floor (beating it is suspicious)."""
@@ -847,10 +850,7 @@ class Engine:
                     st = check.kind if check.kind in ("regression", "tie", "split") else "rejected"
                     return self.close(it, st, f"after formatting: {check.reason}", verdict=check, by=by)
                 it.record["verify"] = check.to_dict()
-        cand_values: dict[str, list[float]] = {}
-        for p in self.current_pairs:
-            cand_values.setdefault(p.config, []).append(p.cand)
-        self.update_roofline(it, {k: statistics.median(v) for k, v in cand_values.items()})
+        self.update_roofline(it, _cand_medians(self.current_pairs))
         self.save(it, phase="commit")
         it.record["commit_tree"] = gitops.stage_tracked_tree(cand)
         it.record["keep_status"] = status
@@ -1019,6 +1019,10 @@ class Engine:
         prev = self.store.get("progress") or {}
         version = it.version if it else prev.get("version")
         same = prev.get("version") == version and prev.get("phase") == phase
+        if same and prev.get("step") != step and time.time() - float(prev.get("t") or 0) < 1.0 and done is None:
+            return  # a countdown: at most one write a second
+        if same and prev.get("step") == step and prev.get("done") == done:
+            return
         started = prev.get("phase_started_at") if same else time.time()
         eta = None
         if done and total and started:
@@ -1093,6 +1097,13 @@ class BaselineFailed(KoptFailure):
 
 def _failure(m: Measurement) -> CorrectnessFailure:
     return CorrectnessFailure([{"config": c.key, "cls": c.cls, "reasons": list(c.reasons)} for c in m.failing])
+
+
+def _cand_medians(pairs: list[Pair]) -> dict[str, float]:
+    values: dict[str, list[float]] = {}
+    for p in pairs:
+        values.setdefault(p.config, []).append(p.cand)
+    return {k: statistics.median(v) for k, v in values.items()}
 
 
 def _geomean(values: list[float]) -> float:

@@ -1,0 +1,524 @@
+"""What the TUI shows, derived from one look at a run (pure: no Textual, no I/O).
+
+`RunData` is one consistent reading of a run (made by `kopt_tui.watch` in its thread). The
+functions below turn it into small frozen view records, one per panel. Widgets hold these
+records in reactive attributes, so a panel re-renders only when what it shows changed:
+a heartbeat that moved re-renders the state line and nothing else.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from engine import api, bookkeeping
+from engine.bookkeeping import Counters
+from engine.config import Config
+from engine.store import Command, Event, Iteration
+from kopt_tui import fmt
+
+# ---------------------------------------------------------------------------------------
+# One reading of a run
+
+
+@dataclass(frozen=True, eq=False)
+class RunData:
+    tag: str
+    meta: dict[str, Any]
+    iterations: tuple[Iteration, ...]
+    alive: bool
+    pid: int | None
+    pending_commands: tuple[Command, ...] = ()
+    last_event: Event | None = None
+    config: Config | None = None
+    workspace: str = ""
+    generation: int = 0
+    """Moves whenever an iteration row changed: views derived from the history only are
+    recomputed when it moved (a heartbeat alone leaves it as it was)."""
+
+    @property
+    def state(self) -> str:
+        return api.effective_state(self.meta, self.alive)
+
+    @cached_property
+    def by_version(self) -> dict[int, Iteration]:
+        return {it.version: it for it in self.iterations}
+
+    @cached_property
+    def counters(self) -> Counters:
+        return bookkeeping.counters(list(self.iterations))
+
+    @property
+    def pending_reviews(self) -> tuple[int, ...]:
+        return tuple(it.version for it in self.iterations if it.status == "borderline" and not it.masked)
+
+    @property
+    def direction(self) -> str:
+        return self.config.target.direction if self.config else "min"
+
+    @cached_property
+    def best_commit(self) -> str | None:
+        return bookkeeping.best_commit(list(self.iterations)) or self.meta.get("baseline_commit")
+
+    @cached_property
+    def best_speedup(self) -> float | None:
+        return api.best_speedup(list(self.iterations), self.direction)
+
+    @property
+    def heartbeat_t(self) -> float | None:
+        t = (self.meta.get("heartbeat") or {}).get("t")
+        return float(t) if fmt.is_num(t) else None
+
+    @property
+    def last(self) -> Iteration | None:
+        return self.iterations[-1] if self.iterations else None
+
+    @property
+    def engine_gone(self) -> bool:
+        """No engine runs and the run did not end for a stated reason."""
+        return not self.alive and self.state == "crashed"
+
+
+# ---------------------------------------------------------------------------------------
+# State line
+
+
+@dataclass(frozen=True)
+class StateView:
+    tag: str
+    state: str
+    version: int | None
+    step: str
+    best_commit: str
+    elapsed: str
+    heartbeat: str
+    reviews: tuple[int, ...]
+    pid: int | None
+    paused: bool
+    reason: str
+    """Why the run stopped, or the engine's last error when it crashed."""
+    queued: tuple[str, ...]
+    """Commands waiting for an engine (e.g. an accept sent while none runs)."""
+    last_event: str
+
+
+def state_view(d: RunData, now: float) -> StateView:
+    m = d.meta
+    step = ""
+    if not d.alive and d.last is not None:  # while an engine runs, the progress line says more
+        step = f"{d.last.status}" + (f" ({d.last.phase})" if d.last.status == "running" and d.last.phase else "")
+    active = float(m.get("active_s") or 0.0)
+    started = m.get("engine_started_at")
+    if d.alive and fmt.is_num(started):
+        active += max(0.0, now - float(started))
+    hb = d.heartbeat_t
+    reason = ""
+    if d.state == "crashed":
+        err = str(m.get("last_error") or "")
+        reason = fmt.one_line(err.splitlines()[0] if err else "the engine stopped without recording why (killed?)")
+    elif d.state in ("stopped", "finished"):
+        reason = fmt.one_line(m.get("stop_reason") or "")
+    ev = d.last_event
+    return StateView(
+        tag=d.tag,
+        state=d.state,
+        version=d.last.version if d.last else None,
+        step=fmt.one_line(step, 120),
+        best_commit=fmt.sha(d.best_commit),
+        elapsed=fmt.clock(active) if active else fmt.DASH,
+        heartbeat=fmt.age(None if hb is None else now - hb),
+        reviews=d.pending_reviews,
+        pid=d.pid if d.alive else None,
+        paused=bool(m.get("paused")),
+        reason=reason,
+        queued=tuple(_command_label(c) for c in d.pending_commands if c.kind != "submit") if not d.alive else (),
+        last_event=fmt.one_line(ev.message, 200) if ev else "",
+    )
+
+
+def _command_label(c: Command) -> str:
+    v = c.args.get("version")
+    return c.kind.replace("_", " ") + (f" v{v}" if v is not None else "")
+
+
+# ---------------------------------------------------------------------------------------
+# Progress of the step in flight
+
+
+@dataclass(frozen=True)
+class ProgressView:
+    active: bool
+    label: str
+    done: int | None = None
+    total: int | None = None
+    elapsed: str = ""
+    left: str = ""
+
+
+def progress_view(d: RunData, now: float) -> ProgressView:
+    if not d.alive:
+        if d.state in ("stopped", "finished"):
+            return ProgressView(False, f"the run is over: browse it, or continue it with E (or `kopt run {d.tag}`)")
+        p = d.meta.get("progress") or {}
+        last = " ".join(str(x) for x in (f"v{p.get('version')}" if p.get("version") is not None else "",
+                                         p.get("phase"), p.get("step")) if x)
+        return ProgressView(False, "no engine is running" + (f"; its last step: {last}" if last else ""))
+    p = d.meta.get("progress") or {}
+    if not p:
+        return ProgressView(True, "starting")
+    version, phase = p.get("version"), str(p.get("phase") or "")
+    done, total = p.get("done"), p.get("total")
+    started = p.get("phase_started_at")
+    elapsed = fmt.clock(now - float(started)) if fmt.is_num(started) else ""
+    left = ""
+    if phase == "review" and version is not None:
+        it = d.by_version.get(int(version))
+        deadline = ((it.record.get("review") or {}).get("deadline") if it else None)
+        if fmt.is_num(deadline):
+            left = fmt.clock(float(deadline) - now)
+    elif phase == "waiting_gpu" and d.config is not None and fmt.is_num(started):
+        left = fmt.clock(d.config.gpu.wait_max_s - (now - float(started)))
+    elif fmt.is_num(p.get("eta_s")) and fmt.is_num(p.get("t")):
+        left = fmt.clock(float(p["eta_s"]) - (now - float(p["t"])))
+    what = {"eval": "deciding", "verify": "re-checking after format", "baseline": "measuring the baseline",
+            "propose": "proposing", "review": "awaiting your review", "paused": "paused",
+            "waiting_gpu": "waiting for an idle GPU"}.get(phase, phase)
+    step = str(p.get("step") or "")
+    if isinstance(done, int) and isinstance(total, int) and total:
+        step = f"round {done + 1} of up to {total}" if phase in ("eval", "verify") else f"{done + 1} of {total}"
+    elif phase == "review":
+        step = ""
+    label = " · ".join(x for x in (f"v{version}" if version is not None else "", what, step) if x)
+    return ProgressView(True, label, done if isinstance(done, int) else None,
+                        total if isinstance(total, int) else None, elapsed, left)
+
+
+# ---------------------------------------------------------------------------------------
+# History
+
+
+@dataclass(frozen=True)
+class HistoryRow:
+    version: int
+    started: str
+    hypothesis: str
+    cls: str
+    status: str
+    delta: float | None
+    """Percent change of the headline class (negative: faster), None when not measured."""
+    commit: str
+    masked: bool
+
+
+def headline_delta(it: Iteration) -> float | None:
+    """The target class's change, or the geometric mean over classes for a global change."""
+    classes = it.record.get("classes") or {}
+    if it.status == "baseline" or not classes:
+        return None
+    if it.target_class and it.target_class in classes:
+        r = classes[it.target_class].get("ratio")
+        return (r - 1.0) * 100.0 if fmt.is_num(r) else None
+    ratios = [c.get("ratio") for c in classes.values() if fmt.is_num(c.get("ratio")) and c.get("ratio") > 0]
+    if not ratios:
+        return None
+    return (math.exp(sum(math.log(r) for r in ratios) / len(ratios)) - 1.0) * 100.0
+
+
+def history_row(it: Iteration, ref_t: float | None = None) -> HistoryRow:
+    return HistoryRow(
+        version=it.version,
+        started=fmt.when(it.started_at, ref_t),
+        hypothesis=fmt.one_line(it.hypothesis or ("(proposing…)" if it.status == "running" else ""), 200),
+        cls=it.target_class or ("all" if it.status != "baseline" else ""),
+        status=it.status,
+        delta=headline_delta(it),
+        commit=fmt.sha(it.commit, 8) if it.commit else "",
+        masked=it.masked,
+    )
+
+
+def history_rows(d: RunData) -> list[HistoryRow]:
+    ref = d.last.started_at if d.last else None
+    return [history_row(it, ref) for it in d.iterations]
+
+
+# ---------------------------------------------------------------------------------------
+# Counters
+
+
+@dataclass(frozen=True)
+class RecentRegression:
+    version: int
+    cls: str
+    delta: float | None
+    hypothesis: str
+
+
+@dataclass(frozen=True)
+class CountersView:
+    consecutive: int
+    limit: int
+    keeps: int
+    candidates: int
+    failures_in_row: int
+    recent: tuple[RecentRegression, ...] = ()
+
+
+def counters_view(d: RunData) -> CountersView:
+    c = d.counters
+    limit = d.config.stop.consecutive_regressions if d.config else 5
+    recent = tuple(RecentRegression(int(r["version"]), str(r.get("class") or "all"),
+                                    r.get("delta_pct") if fmt.is_num(r.get("delta_pct")) else None,
+                                    fmt.one_line(r.get("hypothesis"), 120))
+                   for r in c.recent_regressions)
+    return CountersView(c.consecutive_regressions, limit, c.keeps, c.candidates, c.consecutive_failures, recent)
+
+
+# ---------------------------------------------------------------------------------------
+# Per-class deltas
+
+
+@dataclass(frozen=True)
+class ClassRow:
+    cls: str
+    best: float | None
+    cand: float | None
+    ratio: float | None
+    lo: float | None
+    hi: float | None
+    rounds: int | None
+    verdict: str
+    roof_pct: float | None
+    target: bool
+
+
+@dataclass(frozen=True)
+class ClassesView:
+    version: int | None
+    title: str
+    rows: tuple[ClassRow, ...] = ()
+
+
+def _opt(v: Any) -> float | None:
+    return float(v) if fmt.is_num(v) else None
+
+
+def class_rows(it: Iteration, live: dict[str, Any] | None = None) -> tuple[ClassRow, ...]:
+    classes = it.record.get("classes") or {}
+    if it.status == "running" and live and live.get("version") == it.version:
+        classes = (live.get("verdict") or {}).get("classes") or classes
+    roof = it.record.get("roofline") or {}
+    rows = []
+    for cls in sorted(classes):
+        c = classes[cls] or {}
+        baseline = it.status == "baseline"
+        pct_peak = c.get("pct_of_peak")
+        if pct_peak is None and isinstance(roof, dict):
+            # engine.roofline.evaluate: record["roofline"]["classes"][cls]["pct_geomean"]
+            pct_peak = ((roof.get("classes") or {}).get(cls) or {}).get("pct_geomean")
+        rows.append(ClassRow(
+            cls=cls, best=_opt(c.get("best")), cand=None if baseline else _opt(c.get("cand")),
+            ratio=None if baseline else _opt(c.get("ratio")), lo=_opt(c.get("lo")), hi=_opt(c.get("hi")),
+            rounds=c.get("rounds") if isinstance(c.get("rounds"), int) else None,
+            verdict=str(c.get("verdict") or ("baseline" if baseline else "")), roof_pct=_opt(pct_peak),
+            target=bool(it.target_class) and cls == it.target_class))
+    return tuple(rows)
+
+
+def classes_view(d: RunData, version: int | None) -> ClassesView:
+    it = d.by_version.get(version) if version is not None else None
+    if it is None:
+        return ClassesView(None, "per-class deltas")
+    live = d.meta.get("live_classes")
+    rows = class_rows(it, live)
+    if it.status == "running":
+        stage = (live or {}).get("stage") if (live or {}).get("version") == it.version else None
+        title = f"v{it.version} live" + (f" ({stage})" if stage else "")
+    else:
+        title = f"v{it.version} {it.status}"
+    return ClassesView(it.version, title, rows)
+
+
+# ---------------------------------------------------------------------------------------
+# Best latency per class over iterations
+
+
+@dataclass(frozen=True)
+class SeriesView:
+    cls: str
+    values: tuple[float, ...]
+    """The best value after each iteration (a step series over versions)."""
+    first: float | None
+    last: float | None
+
+
+def best_series(d: RunData) -> tuple[SeriesView, ...]:
+    best: dict[str, float] = {}
+    points: dict[str, list[float]] = {}
+    for it in d.iterations:
+        if not it.masked and it.kept:
+            side = "best" if it.status == "baseline" else "cand"
+            for cls, c in (it.record.get("classes") or {}).items():
+                v = (c or {}).get(side)
+                if fmt.is_num(v):
+                    best[cls] = float(v)
+        for cls, v in best.items():
+            points.setdefault(cls, []).append(v)
+    return tuple(SeriesView(cls, tuple(vals), vals[0], vals[-1]) for cls, vals in sorted(points.items()))
+
+
+# ---------------------------------------------------------------------------------------
+# GPUs
+
+
+@dataclass(frozen=True)
+class GpuRow:
+    index: int
+    name: str
+    util: float | None
+    mem_used: float | None
+    mem_total: float | None
+    processes: tuple[str, ...]
+    idle: bool
+    reasons: tuple[str, ...]
+    chosen: bool
+
+
+@dataclass(frozen=True)
+class GpusView:
+    rows: tuple[GpuRow, ...] = ()
+    source: str = ""
+    """"live" (the TUI's own sampling) or "gate" (the engine's last gate record)."""
+    note: str = ""
+
+
+def gpu_rows(assessments: list[dict[str, Any]], chosen_uuid: Any = None) -> tuple[GpuRow, ...]:
+    rows = []
+    for a in assessments:
+        g = a.get("gpu") or {}
+        procs = tuple(f"{p.get('pid')} {p.get('name') or '?'}" for p in (g.get("processes") or []))
+        rows.append(GpuRow(
+            index=int(g.get("index", 0)), name=str(g.get("name") or "GPU"), util=_opt(g.get("util_pct")),
+            mem_used=_opt(g.get("mem_used_mib")), mem_total=_opt(g.get("mem_total_mib")), processes=procs,
+            idle=bool(a.get("idle")), reasons=tuple(a.get("reasons") or ()),
+            chosen=chosen_uuid is not None and g.get("uuid") == chosen_uuid))
+    return tuple(rows)
+
+
+def gpus_view(d: RunData, live: list[dict[str, Any]] | None, now: float) -> GpusView:
+    gate = d.meta.get("gpu") or {}
+    chosen = (gate.get("chosen") or {}).get("uuid")
+    waiting = d.alive and (d.meta.get("progress") or {}).get("phase") == "waiting_gpu"
+    if live:
+        rows, source = gpu_rows(live, chosen), "live"
+    else:
+        rows, source = gpu_rows(gate.get("assessments") or [], chosen), "gate"
+    if not rows:
+        vendor = d.config.gpu.vendor if d.config else "auto"
+        note = ("no GPU seen: a CPU-only target (its timings are CPU timings)" if vendor in ("none", "auto")
+                else f"no {vendor} GPU readable from this machine")
+        return GpusView((), source, note)
+    note = ""
+    if waiting:
+        p = d.meta.get("progress") or {}
+        started = p.get("phase_started_at")
+        waited = now - float(started) if fmt.is_num(started) else None
+        limit = d.config.gpu.wait_max_s if d.config else None
+        note = (f"gate: no idle GPU, waiting {fmt.clock(waited)}"
+                + (f"; gives up in {fmt.clock(limit - waited)}" if limit and waited is not None else ""))
+    elif gate.get("chosen"):
+        t = gate.get("t")
+        note = f"gate chose GPU {gate['chosen'].get('index')}" + (f" at {fmt.when(t)}" if fmt.is_num(t) else "")
+    return GpusView(rows, source, note)
+
+
+# ---------------------------------------------------------------------------------------
+# Review and restart
+
+
+@dataclass(frozen=True)
+class ReviewView:
+    version: int
+    hypothesis: str
+    target: str
+    reason: str
+    flags: tuple[str, ...]
+    rounds: int | None
+    gpu_seconds: float | None
+    deadline_left: str
+    policy: str
+    rows: tuple[ClassRow, ...] = field(default=())
+
+
+def review_view(d: RunData, version: int, now: float) -> ReviewView | None:
+    it = d.by_version.get(version)
+    if it is None:
+        return None
+    dec = it.record.get("decision") or {}
+    review = it.record.get("review") or {}
+    deadline = review.get("deadline")
+    policy = d.config.decide.review_default if d.config else "reject"
+    return ReviewView(
+        version=it.version, hypothesis=fmt.one_line(it.hypothesis, 300), target=it.target_class or "all classes (global)",
+        reason=fmt.one_line(review.get("reason") or dec.get("reason") or "", 300),
+        flags=tuple(str(f) for f in dec.get("flags") or ()),
+        rounds=dec.get("rounds") if isinstance(dec.get("rounds"), int) else None,
+        gpu_seconds=_opt(dec.get("gpu_seconds")),
+        deadline_left=fmt.clock(float(deadline) - now) if fmt.is_num(deadline) and d.alive else "",
+        policy=policy, rows=class_rows(it))
+
+
+def restart_points(iterations: tuple[Iteration, ...] | list[Iteration]) -> list[Iteration]:
+    """Where a masked partial restart may start: the baseline and kept iterations, unmasked."""
+    return [it for it in iterations if it.kept and not it.masked]
+
+
+def restart_masks(iterations: tuple[Iteration, ...] | list[Iteration], version: int) -> list[Iteration]:
+    """The iterations a restart from `version` masks: every later unmasked one."""
+    return [it for it in iterations if it.version > version and not it.masked]
+
+
+def nearest_restart_point(iterations: tuple[Iteration, ...] | list[Iteration], version: int | None) -> int | None:
+    points = [it.version for it in restart_points(iterations)]
+    if not points:
+        return None
+    if version is None:
+        return points[-1]
+    earlier = [v for v in points if v <= version]
+    return earlier[-1] if earlier else points[0]
+
+
+# ---------------------------------------------------------------------------------------
+# Runs (home)
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    tag: str
+    state: str
+    iteration: int | None
+    status: str
+    speedup: float | None
+    reviews: tuple[int, ...]
+    heartbeat: str
+    note: str
+
+
+def run_summary(d: RunData, now: float) -> RunSummary:
+    hb = d.heartbeat_t
+    note = ""
+    if d.state in ("crashed", "unreadable"):
+        err = str(d.meta.get("last_error") or "")
+        note = fmt.one_line(err.splitlines()[0] if err else "engine gone", 120)
+    elif d.state in ("stopped", "finished"):
+        note = fmt.one_line(d.meta.get("stop_reason") or "", 120)
+    elif d.alive:
+        p = d.meta.get("progress") or {}
+        note = fmt.one_line(f"{p.get('phase') or ''} {p.get('step') or ''}", 120)
+    return RunSummary(
+        tag=d.tag, state=d.state, iteration=d.last.version if d.last else None,
+        status=d.last.status if d.last else "", speedup=d.best_speedup, reviews=d.pending_reviews,
+        heartbeat=fmt.age(None if hb is None else now - hb) if (d.alive or d.state == "crashed") else fmt.DASH,
+        note=note)

@@ -1,0 +1,1 @@
+"""The TUI's screens: runs (home), dashboard, iteration detail, review, restart, logs, help."""

@@ -1,0 +1,271 @@
+"""The run dashboard (DESIGN.md §8): state line, progress, history, GPUs, counters,
+per-class deltas and the best-latency chart, with every action on a key.
+
+The screen keeps the latest `RunData` (set by the app) and the clock (`app.now`); it turns
+them into view records and hands each widget its record. Widgets re-render only when their
+record changed. On a small terminal (under 110 columns or 30 rows: the app's breakpoint
+classes -narrow / -short) the side panels share one slot and `v` cycles through them.
+"""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.reactive import var
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer
+
+from engine.api import LIVE_STATES
+from kopt_tui import model
+from kopt_tui.model import RunData
+from kopt_tui.watch import GpuReading
+from kopt_tui.widgets.best_chart import BestChart
+from kopt_tui.widgets.class_deltas import ClassDeltas
+from kopt_tui.widgets.counters import Counters
+from kopt_tui.widgets.gpu_panel import GpuPanel
+from kopt_tui.widgets.history import HistoryTable
+from kopt_tui.widgets.progress import ProgressLine
+from kopt_tui.widgets.state_line import StateLine
+
+SIDE_PANELS = ("deltas", "counters", "gpus", "chart")
+
+
+class DashboardScreen(Screen):
+    BINDINGS = [
+        Binding("a", "accept", "accept", tooltip="Accept the borderline candidate awaiting review"),
+        Binding("r", "reject", "reject", tooltip="Reject the borderline candidate awaiting review"),
+        Binding("m", "more_rounds", "more rounds", show=False,
+                tooltip="Measure the borderline candidate for more rounds"),
+        Binding("p", "pause", "pause/resume", tooltip="Pause the run (a benchmark in flight is re-run), or resume it"),
+        Binding("s", "stop", "stop", tooltip="Stop the run cleanly (asks first); `kopt run` resumes it later"),
+        Binding("R", "restart", "restart", key_display="R",
+                tooltip="Masked partial restart from the selected iteration (asks first)"),
+        Binding("l", "logs", "logs", tooltip="Follow the live benchmark output"),
+        Binding("enter", "detail", "detail", show=False, tooltip="Open the selected iteration"),
+        Binding("E", "start_engine", "start engine", key_display="E",
+                tooltip="Start the engine again when none runs (a crash, or a stopped run)"),
+        Binding("v", "cycle_panel", "next panel", show=False,
+                tooltip="Narrow terminals: show the next side panel (Δ, counters, GPUs, chart)"),
+        Binding("escape", "runs", "runs", show=False, tooltip="Back to every run (home)"),
+    ]
+
+    data: var[RunData | None] = var(None, init=False)
+    gpu_reading: var[GpuReading | None] = var(None, init=False)
+    panel: var[str] = var("deltas", init=False)
+
+    def __init__(self, tag: str) -> None:
+        super().__init__()
+        self.tag = tag
+        self._actions_key: tuple[object, ...] = ()
+        self._restartable = False
+
+    def compose(self) -> ComposeResult:
+        yield StateLine(id="state")
+        yield ProgressLine(id="progress")
+        with Horizontal(id="body"):
+            table = HistoryTable(id="history")
+            table.border_title = "history"
+            yield table
+            with Vertical(id="side"):
+                for widget, title in ((ClassDeltas(id="deltas", classes="panel"), "Δ per class"),
+                                      (Counters(id="counters", classes="panel"), "counters"),
+                                      (GpuPanel(id="gpus", classes="panel"), "GPUs"),
+                                      (BestChart(id="chart", classes="panel"), "best per class over iterations")):
+                    widget.border_title = title
+                    yield widget
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.app.watch_run(self.tag)
+        self.watch(self.app, "now", self._on_tick, init=False)
+        self.set_class(True, "-show-deltas")
+        data = self.app.latest.get(self.tag)
+        if data is not None:
+            self.data = data
+        reading = self.app.gpus.get(self.tag)
+        if reading is not None:
+            self.gpu_reading = reading
+
+    def on_screen_resume(self) -> None:
+        self.app.watch_run(self.tag)
+
+    # -- data in ------------------------------------------------------------------------
+
+    def watch_data(self, old: RunData | None, data: RunData | None) -> None:
+        if data is None:
+            return
+        if old is None or old.generation != data.generation:  # the history moved, not just a heartbeat
+            table = self.query_one(HistoryTable)
+            best = next((it.version for it in reversed(data.iterations) if it.kept and not it.masked), None)
+            table.show(model.history_rows(data), best)
+            table.border_title = f"history · {len(data.iterations)} iterations"
+            self.query_one(Counters).view = model.counters_view(data)
+            self.query_one(BestChart).view = model.best_series(data)
+            self._restartable = bool(model.restart_points(data.iterations))
+        self._show_selected()
+        self._on_tick(self.app.now)
+        actions = (data.state, data.alive, data.pending_reviews, bool(data.meta.get("paused")), self._restartable)
+        if actions != self._actions_key:
+            self._actions_key = actions
+            self.refresh_bindings()  # the footer and the palette follow what applies now
+        self._maybe_review(data)
+
+    def watch_gpu_reading(self) -> None:
+        self._show_gpus(self.app.now)
+
+    def _on_tick(self, now: float) -> None:
+        data = self.data
+        if data is None:
+            return
+        self.query_one(StateLine).view = model.state_view(data, now)
+        self.query_one(ProgressLine).view = model.progress_view(data, now)
+        self._show_gpus(now)
+
+    def _show_gpus(self, now: float) -> None:
+        if self.data is None:
+            return
+        reading = self.gpu_reading
+        live = list(reading.assessments) if reading else None
+        view = model.gpus_view(self.data, live, now)
+        if reading and reading.error:
+            view = model.GpusView(view.rows, view.source, reading.error)
+        self.query_one(GpuPanel).view = view
+
+    def _show_selected(self) -> None:
+        if self.data is None:
+            return
+        v = self.query_one(HistoryTable).selected_version
+        self.query_one(ClassDeltas).view = model.classes_view(self.data, v)
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self._show_selected()
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        self.action_detail()
+
+    def _maybe_review(self, data: RunData) -> None:
+        if not self.app.services.auto_review or not self.is_current:
+            return
+        prompted = self.app.review_prompted
+        fresh = [v for v in data.pending_reviews if (self.tag, v) not in prompted]
+        if fresh:
+            prompted.update((self.tag, v) for v in fresh)
+            self.open_review(fresh[-1])
+
+    # -- actions ------------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        d = self.data
+        if action in ("accept", "reject", "more_rounds"):
+            return bool(d and d.pending_reviews)
+        if action == "stop":
+            return bool(d and (d.state in LIVE_STATES or d.state == "crashed"))
+        if action == "pause":
+            return bool(d and d.state not in ("stopped", "finished"))
+        if action == "start_engine":
+            return bool(d and not d.alive)
+        if action == "restart":
+            return bool(d and model.restart_points(d.iterations))
+        if action == "cycle_panel":
+            return self.has_class("-narrow") or self.has_class("-short")
+        return True
+
+    def _review_version(self) -> int | None:
+        d = self.data
+        if not d or not d.pending_reviews:
+            self.notify("no candidate is awaiting review", severity="warning")
+            return None
+        selected = self.query_one(HistoryTable).selected_version
+        return selected if selected in d.pending_reviews else d.pending_reviews[-1]
+
+    def action_accept(self) -> None:
+        v = self._review_version()
+        if v is not None:
+            self.app.send_command(self.tag, "accept", {"version": v})
+
+    def action_reject(self) -> None:
+        v = self._review_version()
+        if v is not None:
+            self.app.send_command(self.tag, "reject", {"version": v})
+
+    def action_more_rounds(self) -> None:
+        v = self._review_version()
+        if v is not None:
+            self.app.send_command(self.tag, "more_rounds", {"version": v})
+
+    def open_review(self, version: int) -> None:
+        from kopt_tui.screens.review import ReviewScreen
+
+        self.app.push_screen(ReviewScreen(self.tag, version))
+
+    def action_pause(self) -> None:
+        d = self.data
+        if d is None:
+            return
+        paused = bool(d.meta.get("paused")) or d.state == "paused"
+        self.app.send_command(self.tag, "resume" if paused else "pause")
+
+    def action_stop(self) -> None:
+        from kopt_tui.screens.confirm import ConfirmScreen
+
+        def stop(yes: bool | None) -> None:
+            if yes:
+                self.app.send_command(self.tag, "stop")
+
+        self.app.push_screen(ConfirmScreen(
+            f"Stop run {self.tag}?",
+            "The engine finishes cleanly: a benchmark in flight is killed and its iteration is closed "
+            "as interrupted. `kopt run` (or E here) continues the run later.", yes="Stop the run"), stop)
+
+    def action_restart(self) -> None:
+        from kopt_tui.screens.restart import RestartScreen
+
+        if self.data is None:
+            return
+        self.app.push_screen(RestartScreen(self.tag, self.query_one(HistoryTable).selected_version))
+
+    def action_logs(self) -> None:
+        from kopt_tui.screens.logs import LogScreen
+
+        self.app.push_screen(LogScreen(self.tag))
+
+    def action_detail(self) -> None:
+        from kopt_tui.screens.detail import DetailScreen
+
+        v = self.query_one(HistoryTable).selected_version
+        if v is not None:
+            self.app.push_screen(DetailScreen(self.tag, v))
+
+    def action_start_engine(self) -> None:
+        from kopt_tui.screens.confirm import ConfirmScreen
+
+        d = self.data
+        if d is None or d.alive:
+            return
+
+        def start(yes: bool | None) -> None:
+            if yes:
+                self.app.start_engine(self.tag)
+
+        why = ("The engine is gone (crashed or killed): starting it recovers the workspace and goes on."
+               if d.state == "crashed" else f"The run stopped ({d.meta.get('stop_reason') or 'no reason'}); "
+               "starting the engine continues it.")
+        self.app.push_screen(ConfirmScreen(f"Start the engine for {self.tag}?", why, yes="Start the engine"), start)
+
+    def action_cycle_panel(self) -> None:
+        i = SIDE_PANELS.index(self.panel)
+        self.panel = SIDE_PANELS[(i + 1) % len(SIDE_PANELS)]
+
+    def watch_panel(self, old: str, new: str) -> None:
+        self.set_class(False, f"-show-{old}")
+        self.set_class(True, f"-show-{new}")
+
+    def action_runs(self) -> None:
+        from kopt_tui.screens.runs import RunsScreen
+
+        below = self.app.screen_stack[:-1]
+        if below and isinstance(below[-1], RunsScreen):
+            self.app.pop_screen()
+        else:
+            self.app.switch_screen(RunsScreen())

@@ -1,0 +1,1 @@
+"""Small widgets of the run dashboard: each shows one frozen view record from kopt_tui.model."""

@@ -1,0 +1,38 @@
+"""Counters: consecutive regressions k/N (the stop rule) and the recent five regressions."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.reactive import reactive
+from textual.widget import Widget
+
+from kopt_tui import fmt
+from kopt_tui.model import CountersView
+
+
+class Counters(Widget):
+    view: reactive[CountersView | None] = reactive(None)
+
+    def watch_view(self, old: CountersView | None, new: CountersView | None) -> None:
+        if (old and len(old.recent)) != (new and len(new.recent)):
+            self.refresh(layout=True)
+
+    def render(self) -> Text:
+        v = self.view
+        if v is None:
+            return Text("")
+        k, n = v.consecutive, max(1, v.limit)
+        gauge = "▮" * min(k, n) + "▯" * max(0, n - k)
+        style = "bold red" if k >= n - 1 else "yellow" if k else "green"
+        lines = [Text.assemble("regressions ", (f"{k}/{n} ", style), (gauge, style),
+                               f"  keeps {v.keeps} · candidates {v.candidates}",
+                               (f" · failed in a row {v.failures_in_row}" if v.failures_in_row else "", "dark_orange"))]
+        if not v.recent:
+            lines.append(Text("no regression since the last keep or tie", style="dim"))
+        for r in v.recent:
+            lines.append(Text.assemble((f"v{r.version:<4}", "bold"), (f"{fmt.pct(r.delta):>8} ", "red"),
+                                       (f"{r.cls} ", "dim"), r.hypothesis))
+        out = Text("\n").join(lines)
+        out.no_wrap = True
+        out.overflow = "ellipsis"
+        return out

@@ -1,0 +1,74 @@
+"""Starting and watching a real detached engine on the fake target, for the live tests."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from engine import api
+from engine.daemon import engine_alive
+from engine.store import Store
+from engine.workspace import Workspace
+from kopt_tui.cli import main as kopt
+from tests.conftest import REPO_ROOT
+
+BORDERLINE_NOISE = "0.01"
+"""Under 1% bench noise the scripted 0.5% gain (gain05) stays undecided for max_rounds:
+borderline in >99% of trials (at the default 0.2% it is mostly a tie)."""
+
+
+def cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """The real `kopt` of this worktree, as a process."""
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    return subprocess.run([sys.executable, "-m", "kopt_tui.cli", *args], cwd=REPO_ROOT, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def init_run(repo: Path, root: Path, tag: str) -> Workspace:
+    assert kopt(["--root", str(root), "init", "--repo", str(repo), "--tag", tag]) == 0
+    return Workspace(root, tag)
+
+
+def wait_for(cond: Callable[[], object], timeout: float = 60.0, what: str = "the engine") -> object:
+    end = time.monotonic() + timeout
+    while True:
+        got = cond()
+        if got:
+            return got
+        if time.monotonic() > end:
+            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(0.1)
+
+
+def iterations(ws: Workspace) -> list:
+    with Store(ws.db_path, readonly=True) as s:
+        return s.iterations()
+
+
+def state(ws: Workspace) -> str:
+    return api.status(ws)["state"]
+
+
+def pending_review(ws: Workspace) -> int | None:
+    reviews = api.status(ws)["pending_reviews"]
+    return reviews[-1] if reviews else None
+
+
+def kill_engine(ws: Workspace) -> None:
+    """Test cleanup: stop the engine (and its group) if it still runs."""
+    alive, pid = engine_alive(ws)
+    if not alive or not pid:
+        return
+    try:
+        api.send(ws, "stop", source="test-cleanup")
+        wait_for(lambda: not engine_alive(ws)[0], 15, "the engine to stop")
+    except (AssertionError, Exception):  # noqa: BLE001 - cleanup must not fail the test twice
+        try:
+            os.killpg(os.getpgid(pid), signal.SIGKILL)
+        except ProcessLookupError:
+            pass

@@ -1,0 +1,158 @@
+"""Regenerate tests/tui/data/: two runs made by the real engine on the fake target, frozen.
+
+    /work/main/.venv/bin/python -m tests.tui.make_fixture      # from the repository root, ~40 s
+
+The TUI's snapshot tests need a run.db whose every shown value is fixed (times, commits,
+measured latencies with real noise), so the runs are made once by the engine and kept as
+SQL text (diffable) with their plans, diffs and a few logs:
+
+- `fake-review`: a detached engine on a scripted proposer (keep, split, failed proposal,
+  keep after a correctness repair, protected-file violation, two regressions, then a 0.5%
+  gain measured under 1% noise: borderline), killed with SIGKILL while it awaits the
+  review. v3 is then masked through `engine.api.send` (as `kopt memory mask` would).
+- `fake-done`: three iterations run in the foreground and stopped by --max-iters.
+
+Times are shifted so each run starts at 2026-11-22 09:00 UTC; the workspace root and the
+target repo are written as @ROOT@ and @REPO@, which `tests/tui/fixtures.py` fills in.
+Run it again whenever engine/store.py's schema changes (test_fixture_schema_is_current says so).
+"""
+
+from __future__ import annotations
+
+import calendar
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from engine import api, daemon
+from engine.workspace import Workspace
+from kopt_tui.cli import main as kopt
+from tests.conftest import FAKE, make_fake_repo
+
+DATA = Path(__file__).parent / "data"
+T0 = calendar.timegm((2026, 11, 22, 9, 0, 0))
+GPUS = [[
+    {"index": 0, "name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-5c1d0e2a", "util_pct": 97, "mem_used_mib": 61234,
+     "mem_total_mib": 81559, "processes": [{"pid": 4711, "name": "python train.py", "mem_mib": 61000}]},
+    {"index": 1, "name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-9f3b77c4", "util_pct": 0, "mem_used_mib": 3,
+     "mem_total_mib": 81559},
+]]
+REVIEW_SCRIPT = ["gain5", "split", "nochange", "wrong_fixed_on_repair", "protected", "loss5", "loss5", "gain05"]
+DONE_SCRIPT = ["gain5", "loss5", "gain1"]
+
+
+def _shift(value: Any, dt: float) -> Any:
+    """Every timestamp in a JSON value moved by dt (numbers between 2023 and 2036 are times)."""
+    if isinstance(value, dict):
+        return {k: _shift(v, dt) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_shift(v, dt) for v in value]
+    if isinstance(value, float | int) and not isinstance(value, bool) and 1.7e9 < value < 2.1e9:
+        return value + dt
+    return value
+
+
+def freeze(ws: Workspace, repo: Path, dest: Path) -> None:
+    """Copy a run into tests/tui/data/TAG with its times shifted and its paths replaced."""
+    src = sqlite3.connect(ws.db_path)
+    src.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    db = sqlite3.connect(":memory:")
+    src.backup(db)
+    src.close()
+    created = json.loads(db.execute("SELECT value FROM meta WHERE key = 'created_at'").fetchone()[0])
+    dt = T0 - created
+
+    def text(s: str | None) -> str | None:
+        if s is None:
+            return None
+        return s.replace(str(ws.root), "@ROOT@").replace(str(repo), "@REPO@")
+
+    def js(s: str | None) -> str | None:
+        return None if s is None else text(json.dumps(_shift(json.loads(s), dt)))
+
+    for key, value in db.execute("SELECT key, value FROM meta").fetchall():
+        db.execute("UPDATE meta SET value = ? WHERE key = ?", (js(value), key))
+    for row in db.execute("SELECT version, started_at, finished_at, record FROM iterations").fetchall():
+        v, started, finished, record = row
+        db.execute("UPDATE iterations SET started_at = ?, finished_at = ?, record = ? WHERE version = ?",
+                   (started + dt, None if finished is None else finished + dt, js(record), v))
+    db.execute("UPDATE samples SET t = t + ?", (dt,))
+    for eid, message, data in db.execute("SELECT id, message, data FROM events").fetchall():
+        db.execute("UPDATE events SET t = t + ?, message = ?, data = ? WHERE id = ?", (dt, text(message), js(data), eid))
+    db.execute("UPDATE commands SET t = t + ?, handled_at = handled_at + ?", (dt, dt))
+    db.commit()
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    (dest / "run.sql").write_text("\n".join(db.iterdump()) + "\n")
+    toml = (ws.config_path.read_text().replace(sys.executable, "python").replace(str(FAKE), "tests/fake_target")
+            .replace(str(repo), "@REPO@"))
+    (dest / "kopt.toml").write_text(toml)
+    shutil.copytree(ws.plans, dest / "plans")
+    last = max(int(p.name[1:]) for p in ws.logs.iterdir() if p.name.startswith("v"))
+    for d in sorted(ws.logs.iterdir()):
+        if not d.is_dir():
+            continue
+        keep = [p for p in d.iterdir() if p.name == "candidate.diff"
+                or (d.name == f"v{last}" and p.suffix == ".out" and p.stat().st_size)]
+        for p in keep:
+            (dest / "logs" / d.name).mkdir(parents=True, exist_ok=True)
+            shutil.copy(p, dest / "logs" / d.name / p.name)
+
+
+def make_review_run(base: Path) -> tuple[Workspace, Path]:
+    gpus = base / "gpus.json"
+    gpus.write_text(json.dumps(GPUS))
+    os.environ["KOPT_FAKE_GPUS"] = str(gpus)
+    os.environ["FAKE_NOISE"] = "0.01"  # a 0.5% gain under 1% noise stays undecided: borderline
+    repo = make_fake_repo(base / "review-target", script=REVIEW_SCRIPT,
+                          toml_replace={"review_timeout_s = 2": "review_timeout_s = 1800"})
+    os.environ["FAKE_SCRIPT"] = str(base / "review-target.script.json")
+    root = base / "ws"
+    assert kopt(["--root", str(root), "init", "--repo", str(repo), "--tag", "fake-review"]) == 0
+    ws = Workspace(root, "fake-review")
+    pid = daemon.start_detached(ws)
+    deadline = time.monotonic() + 300
+    while api.status(ws)["state"] != "awaiting_review":
+        if time.monotonic() > deadline:
+            raise SystemExit("fake-review: no borderline candidate within 300 s")
+        time.sleep(0.2)
+    os.killpg(os.getpgid(pid), signal.SIGKILL)
+    while daemon.engine_alive(ws)[0]:
+        time.sleep(0.05)
+    api.send(ws, "mask", {"versions": [3]}, source="make_fixture")
+    return ws, repo
+
+
+def make_done_run(base: Path) -> tuple[Workspace, Path]:
+    os.environ.pop("KOPT_FAKE_GPUS", None)
+    os.environ.pop("FAKE_NOISE", None)
+    repo = make_fake_repo(base / "done-target", script=DONE_SCRIPT)
+    os.environ["FAKE_SCRIPT"] = str(base / "done-target.script.json")
+    root = base / "ws"
+    assert kopt(["--root", str(root), "init", "--repo", str(repo), "--tag", "fake-done"]) == 0
+    ws = Workspace(root, "fake-done")
+    assert daemon.run_engine(ws, max_iters=3) == 0
+    return ws, repo
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory(prefix="kopt-fixture-") as tmp:
+        base = Path(tmp)
+        ws, repo = make_review_run(base)
+        freeze(ws, repo, DATA / "fake-review")
+        ws, repo = make_done_run(base)
+        freeze(ws, repo, DATA / "fake-done")
+    for d in sorted(DATA.iterdir()):
+        print(f"{d.name}: {sum(p.stat().st_size for p in d.rglob('*') if p.is_file()) / 1024:.0f} KiB")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,101 @@
+"""The TUI against a real engine (`kopt run --headless` on the fake target): accept a
+borderline candidate, detach, attach again, pause and resume, restart with masking, stop,
+start the engine again — each checked by what the engine did in run.db."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.daemon import engine_alive
+from engine.store import Store
+from kopt_tui.app import KoptApp, Services
+from kopt_tui.screens.confirm import ConfirmScreen
+from kopt_tui.screens.dashboard import DashboardScreen
+from kopt_tui.screens.restart import RestartScreen
+from kopt_tui.screens.review import ReviewScreen
+from kopt_tui.widgets.history import HistoryTable
+from tests.tui.fixtures import until
+from tests.tui.live import (
+    BORDERLINE_NOISE,
+    cli,
+    init_run,
+    iterations,
+    kill_engine,
+    pending_review,
+    state,
+    wait_for,
+)
+
+SIZE = (120, 40)
+
+
+def command_status(ws, kind: str) -> list[str]:
+    with Store(ws.db_path, readonly=True) as s:
+        return [r["status"] for r in s.db.execute("SELECT status FROM commands WHERE kind = ?", (kind,))]
+
+
+@pytest.mark.slow
+async def test_tui_drives_a_real_engine(fake_env, monkeypatch):
+    monkeypatch.setenv("FAKE_NOISE", BORDERLINE_NOISE)
+    repo, root = fake_env(["gain05", "gain5", "loss5", "gain5", "loss5", "gain5", "loss5"],
+                          toml_replace={"review_timeout_s = 2": "review_timeout_s = 120"})
+    ws = init_run(repo, root, "live")
+    services = Services(poll_s=0.1, auto_review=True)
+    try:
+        started = cli("--root", str(root), "run", "live", "--headless")
+        assert started.returncode == 0, started.stderr
+        v = wait_for(lambda: pending_review(ws), 60, "a borderline candidate")
+
+        # 1. The review dialog opens by itself; `a` accepts; the engine commits the candidate.
+        app = KoptApp(root, "live", services=services)
+        async with app.run_test(size=SIZE) as pilot:
+            await until(pilot, lambda: isinstance(app.screen, ReviewScreen), what="the review dialog")
+            await pilot.press("a")
+            await until(pilot, lambda: iterations(ws)[v].status == "accepted", 30, "the engine to accept")
+            assert iterations(ws)[v].commit  # kept: committed on the run's branch
+            # 2. `q` detaches: the app ends, the engine goes on.
+            await pilot.press("q")
+        assert app.return_value == 0
+        assert engine_alive(ws)[0]
+        last = iterations(ws)[-1].version
+        wait_for(lambda: iterations(ws)[-1].version > last, 30, "the engine to advance after the detach")
+
+        # 3. Attach again: pause, then resume, acted on by the engine.
+        app = KoptApp(root, "live", services=Services(poll_s=0.1, auto_review=False))
+        async with app.run_test(size=SIZE) as pilot:
+            await until(pilot, lambda: isinstance(app.screen, DashboardScreen) and app.screen.data is not None)
+            await pilot.press("p")
+            await until(pilot, lambda: state(ws) == "paused", 20, "the engine to pause")
+            await until(pilot, lambda: app.screen.data.state == "paused", 5, "the TUI to show it")
+            await pilot.press("p")
+            await until(pilot, lambda: state(ws) in ("running", "waiting_gpu", "awaiting_review"), 20,
+                        "the engine to resume")
+            assert command_status(ws, "pause") == ["done"] and command_status(ws, "resume") == ["done"]
+
+            # 4. Restart from the accepted iteration: the engine masks every later one.
+            table = app.screen.query_one(HistoryTable)
+            table.move_cursor(row=table.get_row_index(str(v)))
+            await pilot.press("R")
+            await until(pilot, lambda: isinstance(app.screen, RestartScreen))
+            later = [it.version for it in iterations(ws) if it.version > v]
+            await pilot.press("ctrl+s")
+            await until(pilot, lambda: command_status(ws, "restart") == ["done"], 20, "the engine to restart")
+            by_version = {it.version: it for it in iterations(ws)}
+            assert later and all(by_version[x].masked for x in later)
+            assert not by_version[v].masked
+
+            # 5. Stop (confirmed): the engine ends cleanly and releases the workspace.
+            await pilot.press("s")
+            await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+            await pilot.press("y")
+            await until(pilot, lambda: not engine_alive(ws)[0], 30, "the engine to stop")
+            assert state(ws) == "stopped"
+
+            # 6. E starts the engine again from the TUI.
+            await until(pilot, lambda: app.screen.data.state == "stopped", 5, "the TUI to see the stop")
+            await pilot.press("E")
+            await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+            await pilot.press("y")
+            await until(pilot, lambda: engine_alive(ws)[0], 30, "the engine to start again")
+    finally:
+        kill_engine(ws)

@@ -1,0 +1,131 @@
+"""The TUI's pure parts (formatting, view records) and its incremental reader."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from engine.store import Iteration, Store
+from engine.workspace import Workspace
+from kopt_tui import fmt, model
+from kopt_tui.watch import Poller, RunCache, RunsSnapshot
+from tests.tui.fixtures import DONE, PENDING, REVIEW, grow_run
+
+
+def dead(ws: Workspace) -> tuple[bool, int | None]:
+    return False, None
+
+
+def test_formats_stay_short_and_signed():
+    assert [fmt.num(x) for x in (10.8349, 149.91, 0.012345, 12345678.0, None)] == [
+        "10.83", "149.9", "0.01235", "1.235e+07", "—"]
+    assert fmt.pct(-5.0234) == "-5.02%" and fmt.ratio_pct(1.0123) == "+1.23%"
+    assert fmt.interval(0.95, 0.99) == "[-5.0, -1.0]"
+    assert [fmt.age(s) for s in (3.4, 119, 600, 3 * 3600 + 300, 2 * 86400 + 7200)] == [
+        "3s", "119s", "10m", "3h05m", "2d2h"]
+    assert [fmt.clock(s) for s in (42, 723, 3723)] == ["0:42", "12:03", "1:02:03"]
+
+
+def test_headline_delta_uses_the_target_class_or_the_geomean():
+    classes = {"a": {"ratio": 0.9}, "b": {"ratio": 1.0 / 0.9}}
+    it = Iteration(1, "keep", record={"classes": classes})
+    assert abs(model.headline_delta(it)) < 1e-9  # geometric mean of 0.9 and 1/0.9
+    it.target_class = "a"
+    assert abs(model.headline_delta(it) + 10.0) < 1e-9
+    assert model.headline_delta(Iteration(0, "baseline", record={"classes": classes})) is None
+
+
+def test_restart_points_and_masks(runs_root: Path):
+    with Store(Workspace(runs_root, REVIEW).db_path, readonly=True) as s:
+        its = s.iterations()
+    assert [it.version for it in model.restart_points(its)] == [0, 1, 4]
+    assert [it.version for it in model.restart_masks(its, 4)] == [5, 6, 7, 8]
+    assert model.nearest_restart_point(its, 7) == 4 and model.nearest_restart_point(its, 3) == 1
+    assert model.nearest_restart_point(its, None) == 4
+
+
+def test_views_of_the_frozen_review_run(runs_root: Path):
+    data = RunCache(Workspace(runs_root, REVIEW), probe=lambda ws: (True, 4242)).refresh()
+    assert data is not None and data.state == "awaiting_review" and data.pending_reviews == (PENDING,)
+    now = data.heartbeat_t + 2.2
+    st = model.state_view(data, now)
+    assert (st.heartbeat, st.pid, st.reviews) == ("2s", 4242, (PENDING,))
+    prog = model.progress_view(data, now)
+    deadline = data.by_version[PENDING].record["review"]["deadline"]
+    assert prog.active and prog.left == fmt.clock(deadline - now)
+    counters = model.counters_view(data)
+    assert (counters.consecutive, counters.limit, [r.version for r in counters.recent]) == (2, 5, [6, 7])
+    series = {s.cls: s for s in model.best_series(data)}
+    assert set(series) == {"cls=large", "cls=small"}
+    assert len(series["cls=small"].values) == PENDING + 1
+    assert series["cls=small"].last < series["cls=small"].first  # two keeps made it faster
+    gpus = model.gpus_view(data, None, now)  # no live sampling: the engine's gate record
+    assert gpus.source == "gate" and [g.idle for g in gpus.rows] == [False, True]
+    assert gpus.rows[1].chosen and "foreign" in gpus.rows[0].reasons[0]
+
+
+def test_run_cache_rereads_only_what_changed(runs_root: Path):
+    ws = Workspace(runs_root, DONE)
+    cache = RunCache(ws, probe=dead)
+    first = cache.refresh()
+    assert first is not None and cache.refresh() is None  # nothing moved: nothing read
+    with Store(ws.db_path) as s:
+        s.set("heartbeat", {"t": time.time(), "pid": 1})
+    beat = cache.refresh()
+    assert beat is not None and beat.generation == first.generation
+    assert all(a is b for a, b in zip(beat.iterations, first.iterations, strict=True))  # rows not re-read
+    with Store(ws.db_path) as s:
+        s.set_masked([2], True)
+    masked = cache.refresh()
+    assert masked.generation == first.generation + 1
+    assert masked.iterations[2].masked and masked.iterations[1] is first.iterations[1]
+
+
+def test_run_cache_reads_a_thousand_iterations_and_then_one(runs_root: Path):
+    ws = Workspace(runs_root, DONE)
+    grow_run(ws, 1000)
+    cache = RunCache(ws, probe=dead)
+    t0 = time.perf_counter()
+    data = cache.refresh()
+    assert len(data.iterations) == 1000 and [it.version for it in data.iterations] == list(range(1000))
+    first_s = time.perf_counter() - t0
+    with Store(ws.db_path) as s:
+        s.add_iteration(Iteration(1000, "running", started_at=time.time()))
+    t0 = time.perf_counter()
+    data = cache.refresh()
+    assert len(data.iterations) == 1001 and data.iterations[-1].status == "running"
+    assert time.perf_counter() - t0 < first_s  # the second look reads one row, not a thousand
+
+
+def test_poller_reports_each_run_and_survives_a_broken_one(runs_root: Path):
+    (runs_root / "broken").mkdir()
+    (runs_root / "broken" / "run.db").write_text("not a database")
+    poller = Poller(runs_root, probe=dead, runs_every_s=0.0)
+    poller.want_runs = True
+    items = poller.step()
+    snaps = [i for i in items if isinstance(i, RunsSnapshot)]
+    assert snaps and {d.tag: d.state for d in snaps[0].runs} == {
+        DONE: "stopped", REVIEW: "crashed", "broken": "unreadable"}
+    assert poller.step() == []  # nothing changed since: nothing to report
+    poller.close()
+
+
+def test_fixture_schema_is_current(runs_root: Path):
+    """The frozen runs were made by this engine's store: same tables, same schema version.
+    If this fails, regenerate them: python -m tests.tui.make_fixture."""
+    import sqlite3
+
+    from engine import store as store_mod
+
+    def schema(con: sqlite3.Connection) -> dict[str, str]:
+        return {name: " ".join(sql.split()) for name, sql in
+                con.execute("SELECT name, sql FROM sqlite_master WHERE sql IS NOT NULL")}
+
+    fresh = sqlite3.connect(":memory:")
+    fresh.executescript(store_mod.SCHEMA)
+    for tag in (REVIEW, DONE):
+        con = sqlite3.connect(Workspace(runs_root, tag).db_path)
+        assert schema(con) == schema(fresh), tag
+        version = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0]
+        assert int(version) == store_mod.SCHEMA_VERSION
+        con.close()

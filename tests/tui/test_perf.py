@@ -1,0 +1,46 @@
+"""Feels right over SSH: a 1,000-iteration run opens fast and scrolls, and an idle TUI idles.
+
+The bounds here are loose on purpose (a loaded 2-core CI box must pass them); the measured
+figures are in docs/user-guide.md, from tests/tui/measure_tui.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+from engine.workspace import Workspace
+from kopt_tui.app import KoptApp
+from kopt_tui.widgets.history import HistoryTable
+from tests.tui.fixtures import DONE, grow_run, offline_services, until
+
+
+def history(app: KoptApp) -> HistoryTable | None:
+    found = app.screen.query("#history")
+    return found.first(HistoryTable) if found else None
+
+
+async def test_a_thousand_iterations_open_in_seconds_and_scroll(runs_root: Path):
+    grow_run(Workspace(runs_root, DONE), 1000)
+    t0 = time.perf_counter()
+    app = KoptApp(runs_root, DONE, services=offline_services(runs_root))
+    async with app.run_test(size=(200, 60)) as pilot:
+        await until(pilot, lambda: history(app) and history(app).row_count == 1000, 30, "1,000 rows")
+        opened = time.perf_counter() - t0
+        table = history(app)
+        assert table.selected_version == 999  # the cursor sits on the newest iteration
+        await pilot.press("pageup", "pageup", "ctrl+home")
+        assert table.selected_version == 0 and table.scroll_y == 0
+    assert opened < 4.0, f"opening took {opened:.2f} s"
+
+
+async def test_an_idle_tui_does_almost_nothing(runs_root: Path):
+    app = KoptApp(runs_root, DONE, services=offline_services(runs_root, poll_s=0.5))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await until(pilot, lambda: history(app) and history(app).row_count == 4)
+        await pilot.pause(0.5)
+        cpu0, wall0 = time.process_time(), time.perf_counter()
+        await asyncio.sleep(3.0)
+        busy = (time.process_time() - cpu0) / (time.perf_counter() - wall0)
+    assert busy < 0.03, f"an idle TUI used {busy:.1%} of a CPU"

@@ -1,0 +1,105 @@
+"""SVG snapshots of the main screens at 80×24 and 160×48, on the frozen engine runs.
+
+The clock, the engine probe and the GPU backend are fixed (tests/tui/fixtures.py), so every
+value on screen comes from run.db. Update after an intended change with
+`pytest tests/tui/test_snapshots.py --snapshot-update` and look at the SVGs before committing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kopt_tui.app import KoptApp
+from kopt_tui.screens.dashboard import DashboardScreen
+from kopt_tui.screens.detail import DetailScreen
+from kopt_tui.screens.help import HelpScreen
+from kopt_tui.screens.restart import RestartScreen
+from kopt_tui.screens.review import ReviewScreen
+from kopt_tui.screens.runs import RunsScreen
+from tests.tui.fixtures import PENDING, REVIEW, frozen_services, until
+
+SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((160, 48), id="160x48")]
+
+
+def dashboard_ready(app: KoptApp) -> bool:
+    s = app.screen_stack[1] if len(app.screen_stack) > 1 else None
+    return isinstance(s, DashboardScreen) and s.data is not None and s.gpu_reading is not None
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_runs_home(snap_compare, runs_root: Path, size: tuple[int, int], monkeypatch):
+    monkeypatch.chdir(runs_root.parent)  # the screen names its root: keep the temporary path out
+    app = KoptApp(Path(runs_root.name), None, services=frozen_services(runs_root))
+
+    async def ready(pilot):
+        await until(pilot, lambda: isinstance(app.screen, RunsScreen) and app.screen.runs is not None
+                    and app.screen.query_one("DataTable").row_count == 2)
+
+    assert snap_compare(app, terminal_size=size, run_before=ready)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_dashboard(snap_compare, runs_root: Path, size: tuple[int, int]):
+    app = KoptApp(runs_root, REVIEW, services=frozen_services(runs_root))
+
+    async def ready(pilot):
+        await until(pilot, lambda: dashboard_ready(app))
+
+    assert snap_compare(app, terminal_size=size, run_before=ready)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_review_modal(snap_compare, runs_root: Path, size: tuple[int, int]):
+    app = KoptApp(runs_root, REVIEW, services=frozen_services(runs_root, auto_review=True))
+
+    async def ready(pilot):
+        await until(pilot, lambda: isinstance(app.screen, ReviewScreen) and app.screen.data is not None)
+
+    assert snap_compare(app, terminal_size=size, run_before=ready)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_iteration_detail(snap_compare, runs_root: Path, size: tuple[int, int]):
+    app = KoptApp(runs_root, REVIEW, services=frozen_services(runs_root))
+
+    async def ready(pilot):
+        await until(pilot, lambda: dashboard_ready(app))
+        await pilot.press("up", "up", "up", "up", "enter")  # v4: kept after a correctness repair
+        await until(pilot, lambda: isinstance(app.screen, DetailScreen) and app.screen.files_loaded)
+
+    assert snap_compare(app, terminal_size=size, run_before=ready)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_restart_dialog(snap_compare, runs_root: Path, size: tuple[int, int]):
+    app = KoptApp(runs_root, REVIEW, services=frozen_services(runs_root))
+
+    async def ready(pilot):
+        await until(pilot, lambda: dashboard_ready(app))
+        await pilot.press("up", "up", "up", "R")  # cursor on v5: the nearest restart point is v4
+        await until(pilot, lambda: isinstance(app.screen, RestartScreen))
+
+    assert snap_compare(app, terminal_size=size, run_before=ready)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_help(snap_compare, runs_root: Path, size: tuple[int, int]):
+    app = KoptApp(runs_root, REVIEW, services=frozen_services(runs_root))
+
+    async def ready(pilot):
+        await until(pilot, lambda: dashboard_ready(app))
+        await pilot.press("question_mark")
+        await until(pilot, lambda: isinstance(app.screen, HelpScreen))
+
+    assert snap_compare(app, terminal_size=size, run_before=ready)
+
+
+def test_pending_review_is_the_fixtures_borderline(runs_root: Path):
+    """The snapshots above show v8 awaiting review: the frozen run must still say so."""
+    from engine.store import Store
+    from engine.workspace import Workspace
+
+    with Store(Workspace(runs_root, REVIEW).db_path, readonly=True) as s:
+        assert s.iteration(PENDING).status == "borderline"
