@@ -49,9 +49,9 @@ from engine.metrics import BenchError, Measurement
 from engine.profile import PROFILE_ENV, ProfileSummary, choose_profiler, compare
 from engine.propose import Proposal, ProposalContext, Proposer, make_proposer, parse_plan
 from engine.propose.prompt import render_prompt
+from engine.report.environment import capture_environment
 from engine.roofline.evaluate import evaluate as evaluate_roofline
 from engine.roofline.evaluate import target_reached
-from engine.report.environment import capture_environment
 from engine.store import Command, Iteration, Store
 from engine.workspace import Workspace, write_atomic, write_memory, write_projections
 
