@@ -103,6 +103,10 @@ def _attach(ws: Workspace) -> int:
 
 
 def cmd_attach(args: argparse.Namespace) -> int:
+    if args.tag is None:  # the runs home screen
+        from kopt_tui.app import run_app
+
+        return run_app(resolve_root(args.root), None)
     return _attach(_ws(args))
 
 
@@ -301,8 +305,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--proposer", choices=["manual", "command", "tune"])
     sp.add_argument("--max-iters", type=int, help="stop after N candidate iterations in this session")
 
-    sp = add("attach", cmd_attach, "open the TUI on a running or finished run")
-    sp.add_argument("tag")
+    sp = add("attach", cmd_attach, "open the TUI on a run (no tag: every run under the root)")
+    sp.add_argument("tag", nargs="?")
 
     sp = add("ls", cmd_ls, "list runs under the root")
     sp.add_argument("--json", action="store_true")

@@ -21,8 +21,10 @@ from engine.config import Config, GpuConfig
 from engine.daemon import engine_alive
 from engine.errors import KoptError
 from engine.gpu.backends import open_backend
-from engine.gpu.base import Backend
-from engine.gpu.gate import Gate
+from engine.gpu.base import Backend, GpuState
+from engine.gpu.claims import ClaimRegistry, claim_key
+from engine.gpu.gate import assess
+from engine.gpu.procs import enrich
 from engine.store import Iteration
 from engine.workspace import Workspace, list_workspaces
 from kopt_tui.model import RunData
@@ -101,12 +103,20 @@ class GpuSampler:
     """The TUI's own GPU readings, judged idle or busy with the run's [gpu] thresholds."""
 
     def __init__(self, cfg: GpuConfig, factory: BackendFactory = open_backend) -> None:
+        self.cfg = cfg
         self.backend = factory(cfg.vendor)
-        self.gate = Gate(cfg, self.backend)
+        self.claims = ClaimRegistry(owner="kopt TUI")
+        self.namespace = str(getattr(self.backend, "claim_namespace", ""))
 
     def read(self, own_pids: set[int]) -> list[dict[str, Any]]:
-        self.gate.own_pids = lambda: own_pids
-        return [a.to_dict() for a in self.gate.assess()]
+        """One reading judged by the gate's own rules; this run's claim is not "another run"."""
+
+        def claimed_by(g: GpuState) -> dict[str, Any] | None:
+            claim = self.claims.probe(claim_key(self.namespace, g.uuid, g.index))
+            return None if claim and claim.get("pid") in own_pids else claim
+
+        sample = self.backend.read()
+        return [a.to_dict() for a in assess([sample], self.cfg, own_pids, claimed_by=claimed_by, enrich=enrich)]
 
     def close(self) -> None:
         self.backend.close()
