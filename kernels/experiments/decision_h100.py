@@ -1,8 +1,9 @@
 """The decision on a real GPU: kopt's paired sequential test against do_bench + the 1% rule.
 
-Run on one idle H100 (about 4-5 minutes, at most --budget-s = 330 s of decisions; progress
-on stderr, the markdown tables last on stdout; the same tables go to decision_h100.md and
-every decision to decision_h100.json):
+Run on one idle H100 (about 4-5 minutes; --budget-s 400 caps the run: decisions stop early
+rather than overrun, and the tables say how many were made; progress on stderr, the
+markdown tables last on stdout; the same tables go to decision_h100.md and every decision
+to decision_h100.json):
 
     python -m kernels.experiments.decision_h100 --out decision_h100.json
 
@@ -858,8 +859,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--calib-s", type=float, default=0.1, help="GPU s per calibration step (default 0.1)")
     ap.add_argument("--calib-iters", type=int, default=8, help="calibration steps at most (default 8)")
     ap.add_argument("--calib-tol", type=float, default=0.15, help="calibration within this share of the target")
-    ap.add_argument("--budget-s", type=float, default=330.0,
-                    help="wall seconds for the whole run; decisions stop early to keep it (default 330)")
+    ap.add_argument("--budget-s", type=float, default=400.0,
+                    help="wall seconds for the whole run; decisions stop early to keep it (default 400)")
     ap.add_argument("--smoke", action="store_true",
                     help="no GPU: Triton's interpreter, tiny sizes, CPU timers, at most 4 looks of 2 pairs")
     a = ap.parse_args(argv)

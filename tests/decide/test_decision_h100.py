@@ -265,6 +265,155 @@ def test_bad_options_are_refused() -> None:
         exp.parse_args(["--slowdowns", "0"])
 
 
+# --- the CUDA code paths, on a stand-in for torch.cuda ----------------------------------------
+
+
+class FakeEvent:
+    def __init__(self, gpu: FakeTorch, enable_timing: bool = False) -> None:
+        assert enable_timing
+        self.gpu, self.t = gpu, math.nan
+
+    def record(self) -> None:
+        self.t = self.gpu.now
+
+    def synchronize(self) -> None:
+        pass
+
+    def elapsed_time(self, end: FakeEvent) -> float:
+        return end.t - self.t
+
+
+class FakeGraph:
+    def __init__(self, gpu: FakeTorch) -> None:
+        self.gpu, self.ops = gpu, []
+
+    def replay(self) -> None:
+        self.gpu.replays += 1
+        self.gpu.now += sum(self.ops) * (1 + 0.002 * math.sin(self.gpu.replays))
+
+
+class FakeTensor:
+    def __init__(self, gpu: FakeTorch, n: int) -> None:
+        self.gpu, self.n = gpu, n
+
+    def zero_(self) -> None:
+        self.gpu.now += 0.04
+        self.gpu.flushes += 1
+
+
+class FakeCuda:
+    """The torch.cuda calls the experiment makes (each exists in the real torch.cuda: tested)."""
+
+    API = ("synchronize", "CUDAGraph", "graph", "Event", "get_device_properties", "empty_cache")
+
+    def __init__(self, gpu: FakeTorch) -> None:
+        self.gpu = gpu
+
+    def synchronize(self) -> None:
+        pass
+
+    def CUDAGraph(self) -> FakeGraph:  # noqa: N802 (torch's name)
+        return FakeGraph(self.gpu)
+
+    def graph(self, g: FakeGraph):
+        gpu = self.gpu
+
+        class Capture:
+            def __enter__(self) -> None:
+                gpu.capturing = g
+
+            def __exit__(self, *exc: object) -> None:
+                gpu.capturing = None
+
+        return Capture()
+
+    def Event(self, enable_timing: bool = False) -> FakeEvent:  # noqa: N802 (torch's name)
+        return FakeEvent(self.gpu, enable_timing)
+
+    def get_device_properties(self, index: int):
+        return type("Props", (), {"L2_cache_size": 50 << 20, "multi_processor_count": 132})()
+
+    def empty_cache(self) -> None:
+        self.gpu.released += 1
+
+
+class FakeTorch:
+    """GPU time in ms: a launch costs the SimDevice's µs per launch (spin units as cycles)."""
+
+    float32, int32 = "float32", "int32"
+
+    def __init__(self) -> None:
+        self.now, self.replays, self.flushes, self.released = 0.0, 0, 0, 0
+        self.capturing: FakeGraph | None = None
+        self.cuda = FakeCuda(self)
+        self.model = SimDevice()
+
+    def rand(self, n: int, device: str, dtype: str) -> FakeTensor:
+        assert device == "cuda" and dtype == "float32"
+        return FakeTensor(self, n)
+
+    def empty(self, n: int, dtype: str, device: str) -> FakeTensor:
+        assert device == "cuda"
+        return FakeTensor(self, n)
+
+    def empty_like(self, t: FakeTensor) -> FakeTensor:
+        return FakeTensor(self, t.n)
+
+    def launcher(self, spin: bool):
+        def launch(x: FakeTensor, y: FakeTensor, n: int, delay: int) -> None:
+            assert n <= x.n and n <= y.n
+            self.model.spin = spin
+            ms = self.model.us(n, delay) / 1000
+            if self.capturing is not None:
+                self.capturing.ops.append(ms)
+            else:
+                self.now += ms
+
+        return launch
+
+
+def test_the_cuda_timers_on_a_stand_in_for_torch_cuda(monkeypatch: pytest.MonkeyPatch) -> None:
+    import torch
+
+    assert all(hasattr(torch.cuda, name) for name in FakeCuda.API)
+    assert all(hasattr(torch.cuda.Event, m) for m in ("record", "synchronize", "elapsed_time"))
+    assert hasattr(torch.cuda.CUDAGraph, "replay")
+    gpu = FakeTorch()
+    monkeypatch.setattr(exp, "launcher", gpu.launcher)
+    backend = exp.Backend(gpu, smoke=False)
+    assert backend.flush_buffer is not None and backend.flush_buffer.n == (100 << 20) // 4
+    arm = backend.arm("A", backend.buffers(1 << 20), 1 << 20, 0)
+    us = gpu.model.us(1 << 20, 0)
+    assert backend.one_launch_us(arm) == pytest.approx(us)  # the flush before it is not timed
+    flushes = gpu.flushes
+    timer = backend.timer(arm, 40)
+    assert timer.block() == pytest.approx(us, rel=0.003) and gpu.flushes == flushes + 3  # 2 warm-up blocks
+    per_launch, reps = backend.per_launch_us(arm, 250.0, 1000)
+    assert per_launch == pytest.approx(us, rel=0.003) and reps == round(250 / us)
+    assert backend.sms() == 132
+    backend.release()
+    assert gpu.released == 1
+
+
+def test_the_whole_gpu_run_on_a_stand_in_for_torch_cuda(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    gpu = FakeTorch()
+    monkeypatch.setattr(exp, "launcher", gpu.launcher)
+    monkeypatch.setattr(exp.Backend, "reading", lambda self, arm: gpu.model.us(arm.n, arm.delay) + 4.0)
+    out = tmp_path / "fake.json"
+    info = {"device": "stand-in", "torch": "-", "cuda": "-", "triton": "-"}
+    rc = exp.main(["--out", str(out), "--decisions", "2", "--durations-us", "5,700", "--truth-s", "0.2"],
+                  opener=lambda smoke: (exp.Backend(gpu, smoke), info))
+    assert rc == 0, out.with_suffix(".traceback.txt").read_text() if out.with_suffix(".traceback.txt").exists() else ""
+    report = json.loads(out.read_text())
+    assert report["delay"] == "%clock64 spin"
+    for key, target in (("5", 5.0), ("700", 700.0)):
+        d = report["durations"][key]
+        assert abs(d["per_launch_us"] / target - 1) <= 0.1 and d["decisions_per_condition"] == 2
+        for c in d["conditions"].values():
+            assert abs(c["truth"]["pct"] - c["planned_pct"]) <= 0.2 * max(c["planned_pct"], 1.0)
+    assert gpu.released >= 3
+
+
 # --- the real kernel, compiled for an H100 without one ---------------------------------------
 
 
