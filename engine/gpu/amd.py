@@ -17,11 +17,9 @@ this backend copes:
 
 from __future__ import annotations
 
-import importlib
-from types import ModuleType
 from typing import Any
 
-from engine.gpu.base import NA, GpuProcess, GpuState, number, read_field, text, why
+from engine.gpu.base import NA, GpuProcess, GpuState, LibraryBackend, number, read_field, text, why
 
 _MIB = 1024 * 1024
 _VIOLATIONS = {  # amdsmi_get_violation_status keys → kopt's throttle vocabulary
@@ -40,53 +38,28 @@ def _value(v: Any) -> Any:
     return number(v)
 
 
-class AmdSmiBackend:
+class AmdSmiBackend(LibraryBackend):
     name = "amdsmi"
     vendor = "amd"
+    module_name = "amdsmi"
+    missing = "amdsmi is not usable"
 
-    def __init__(self, module: ModuleType | None = None) -> None:
-        self._module = module
-        self._smi: Any = None
-        self._ready = False
-        self._failed = False
-        self.status = "not started"
+    init_call = "amdsmi_init"
 
-    def _start(self) -> bool:
-        if self._ready:
-            return True
-        if self._failed:
-            return False
-        try:
-            smi = self._module or importlib.import_module("amdsmi")
-        except Exception as exc:  # ImportError, or the bindings failing to find libamd_smi.so
-            self._failed = True
-            self.status = f"amdsmi is not usable: {why(exc)}"
-            return False
-        try:
-            smi.amdsmi_init()
-        except Exception as exc:
-            self._failed = True
-            self.status = f"amdsmi_init failed: {why(exc)}"
-            return False
-        self._smi = smi
-        self._ready = True
-        self.status = "amdsmi"
-        return True
+    def _init(self, lib: Any) -> None:
+        lib.amdsmi_init()
 
-    def close(self) -> None:
-        if self._ready:
-            try:
-                self._smi.amdsmi_shut_down()
-            except Exception:  # shutting down a broken library must not raise either
-                pass
-        self._ready = False
-        self._smi = None
+    def _shutdown(self, lib: Any) -> None:
+        lib.amdsmi_shut_down()
+
+    def _ready_status(self, lib: Any) -> str:
+        return "amdsmi"
 
     def read(self) -> list[GpuState]:
         if not self._start():
             return []
         try:
-            handles = list(self._smi.amdsmi_get_processor_handles())
+            handles = list(self.lib.amdsmi_get_processor_handles())
         except Exception as exc:
             self.status = f"amdsmi_get_processor_handles failed: {why(exc)}"
             return []
@@ -99,7 +72,7 @@ class AmdSmiBackend:
         return gpus
 
     def _read_one(self, pos: int, h: Any) -> GpuState:
-        smi = self._smi
+        smi = self.lib
         na: dict[str, str] = {}
         used, total = read_field(na, "mem_used_mib", self._vram, h) or (NA, NA)
         if used is NA:
@@ -129,7 +102,7 @@ class AmdSmiBackend:
 
     def _index(self, pos: int, h: Any) -> int:
         """The HIP device index where the library says it (ROCm 7), else the listing order."""
-        info = getattr(self._smi, "amdsmi_get_gpu_enumeration_info", None)
+        info = getattr(self.lib, "amdsmi_get_gpu_enumeration_info", None)
         if info is not None:
             try:
                 hip_id = info(h).get("hip_id")
@@ -140,7 +113,7 @@ class AmdSmiBackend:
         return pos
 
     def _activity(self, h: Any) -> Any:
-        smi = self._smi
+        smi = self.lib
         try:
             v = _value(smi.amdsmi_get_gpu_activity(h).get("gfx_activity"))
         except Exception:
@@ -150,7 +123,7 @@ class AmdSmiBackend:
         return v
 
     def _vram(self, h: Any) -> tuple[Any, Any]:
-        smi = self._smi
+        smi = self.lib
         try:
             vram = smi.amdsmi_get_gpu_vram_usage(h)
             used, total = _value(vram.get("vram_used")), _value(vram.get("vram_total"))
@@ -164,7 +137,7 @@ class AmdSmiBackend:
         return (used / _MIB if used is not NA else NA), (total / _MIB if total is not NA else NA)
 
     def _processes(self, h: Any) -> tuple[GpuProcess, ...]:
-        smi = self._smi
+        smi = self.lib
         out = []
         for p in smi.amdsmi_get_gpu_process_list(h):
             info = p if isinstance(p, dict) else smi.amdsmi_get_gpu_process_info(h, p)
@@ -175,18 +148,18 @@ class AmdSmiBackend:
         return tuple(out)
 
     def _violations(self, h: Any) -> Any:
-        fn = getattr(self._smi, "amdsmi_get_violation_status", None)
+        fn = getattr(self.lib, "amdsmi_get_violation_status", None)
         if fn is None:
             raise RuntimeError("amdsmi_get_violation_status not in this ROCm version")
         return fn(h)
 
     def _clock(self, h: Any, kind: str) -> Any:
-        smi = self._smi
+        smi = self.lib
         info = smi.amdsmi_get_clock_info(h, getattr(smi.AmdSmiClkType, kind))
         return _value(info.get("clk", info.get("cur_clk")))
 
     def _temperature(self, h: Any) -> Any:
-        smi = self._smi
+        smi = self.lib
         kinds = smi.AmdSmiTemperatureType
         for name in ("EDGE", "HOTSPOT", "JUNCTION"):
             kind = getattr(kinds, name, None)
@@ -201,7 +174,7 @@ class AmdSmiBackend:
         return NA
 
     def _power(self, h: Any) -> Any:
-        info = self._smi.amdsmi_get_power_info(h)
+        info = self.lib.amdsmi_get_power_info(h)
         for key in ("socket_power", "current_socket_power", "average_socket_power"):
             v = _value(info.get(key))
             if v is not NA and v > 0:

@@ -18,14 +18,13 @@ Choices that matter for the gate:
 
 from __future__ import annotations
 
-import importlib
-from types import ModuleType
 from typing import Any
 
 from engine.gpu.base import (
     NA,
     GpuProcess,
     GpuState,
+    LibraryBackend,
     number,
     nvidia_throttle_names,
     read_field,
@@ -36,59 +35,29 @@ from engine.gpu.base import (
 _MIB = 1024 * 1024
 
 
-class NvmlBackend:
+class NvmlBackend(LibraryBackend):
     name = "nvml"
     vendor = "nvidia"
+    module_name = "pynvml"
+    missing = "nvidia-ml-py is not installed (pip install 'kopt[nvidia]')"
 
-    def __init__(self, module: ModuleType | None = None) -> None:
-        self._module = module
-        self._nvml: Any = None
-        self._ready = False
-        self._failed = False
-        self.status = "not started"
+    init_call = "nvmlInit"
 
-    # -- life cycle ----------------------------------------------------------------
+    def _init(self, lib: Any) -> None:
+        lib.nvmlInit()
 
-    def _start(self) -> bool:
-        if self._ready:
-            return True
-        if self._failed:
-            return False
-        try:
-            nvml = self._module or importlib.import_module("pynvml")
-        except ImportError:
-            return self._fail("nvidia-ml-py is not installed (pip install 'kopt[nvidia]')")
-        try:
-            nvml.nvmlInit()
-        except Exception as exc:
-            return self._fail(f"nvmlInit failed: {why(exc)}")
-        self._nvml = nvml
-        self._ready = True
+    def _shutdown(self, lib: Any) -> None:
+        lib.nvmlShutdown()
+
+    def _ready_status(self, lib: Any) -> str:
         na: dict[str, str] = {}
-        driver = read_field(na, "driver", nvml.nvmlSystemGetDriverVersion, convert=text)
-        self.status = f"NVML (driver {driver})" if driver is not NA else "NVML"
-        return True
-
-    def _fail(self, reason: str) -> bool:
-        self._failed = True
-        self.status = reason
-        return False
-
-    def close(self) -> None:
-        if self._ready:
-            try:
-                self._nvml.nvmlShutdown()
-            except Exception:  # shutting down a broken library must not raise either
-                pass
-        self._ready = False
-        self._nvml = None
-
-    # -- reading -------------------------------------------------------------------
+        driver = read_field(na, "driver", lib.nvmlSystemGetDriverVersion, convert=text)
+        return f"NVML (driver {driver})" if driver is not NA else "NVML"
 
     def read(self) -> list[GpuState]:
         if not self._start():
             return []
-        nvml = self._nvml
+        nvml = self.lib
         try:
             count = int(nvml.nvmlDeviceGetCount())
         except Exception as exc:
@@ -107,7 +76,7 @@ class NvmlBackend:
         return gpus
 
     def _read_one(self, index: int, h: Any) -> GpuState:
-        nvml = self._nvml
+        nvml = self.lib
         na: dict[str, str] = {}
         extra: dict[str, Any] = {"na": na}
         util = read_field(na, "util_pct", nvml.nvmlDeviceGetUtilizationRates, h,
@@ -143,7 +112,7 @@ class NvmlBackend:
         )
 
     def _memory(self, h: Any) -> tuple[float, float, Any]:
-        nvml = self._nvml
+        nvml = self.lib
         version = getattr(nvml, "nvmlMemory_v2", None)
         if version is not None:
             try:
@@ -155,7 +124,7 @@ class NvmlBackend:
         return m.used / _MIB, m.total / _MIB, NA
 
     def _processes(self, h: Any) -> tuple[GpuProcess, ...]:
-        nvml = self._nvml
+        nvml = self.lib
         try:
             procs = nvml.nvmlDeviceGetComputeRunningProcesses(h)
         except Exception as exc:
@@ -171,7 +140,7 @@ class NvmlBackend:
         return tuple(out)
 
     def _temperature(self, h: Any) -> Any:
-        nvml = self._nvml
+        nvml = self.lib
         newer = getattr(nvml, "nvmlDeviceGetTemperatureV", None)
         if newer is not None:
             try:
@@ -181,7 +150,7 @@ class NvmlBackend:
         return number(nvml.nvmlDeviceGetTemperature(h, nvml.NVML_TEMPERATURE_GPU))
 
     def _throttle(self, h: Any) -> tuple[str, ...]:
-        nvml = self._nvml
+        nvml = self.lib
         fn = getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None)
         if fn is not None:
             try:
@@ -191,7 +160,7 @@ class NvmlBackend:
         return nvidia_throttle_names(int(nvml.nvmlDeviceGetCurrentClocksThrottleReasons(h)))
 
     def _violations(self, h: Any) -> Any:
-        nvml = self._nvml
+        nvml = self.lib
         counters = {}
         for key, policy in (("power_ns", "NVML_PERF_POLICY_POWER"),
                             ("thermal_ns", "NVML_PERF_POLICY_THERMAL")):
