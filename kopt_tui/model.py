@@ -102,6 +102,10 @@ class StateView:
     queued: tuple[str, ...]
     """Commands waiting for an engine (e.g. an accept sent while none runs)."""
     last_event: str
+    notice: str = ""
+    """A standing caveat about the whole run (e.g. the CPU demo: timings are CPU timings)."""
+    cpu_demo: bool = False
+    """The demo ran without a GPU (Triton's interpreter): flagged on the top line too."""
 
 
 def state_view(d: RunData, now: float) -> StateView:
@@ -135,6 +139,8 @@ def state_view(d: RunData, now: float) -> StateView:
         reason=reason,
         queued=tuple(_command_label(c) for c in d.pending_commands if c.kind != "submit") if not d.alive else (),
         last_event=fmt.one_line(ev.message, 200) if ev else "",
+        notice=fmt.one_line(str(m.get("notice") or ""), 200),
+        cpu_demo=(m.get("demo") or {}).get("gpu") is False,
     )
 
 

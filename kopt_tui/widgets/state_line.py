@@ -1,7 +1,8 @@
 """The state line: phase, iteration, BEST_COMMIT, elapsed, heartbeat age, pending reviews.
 
 A second line says what needs the engineer: a review, a crashed engine (with its last
-error and how to start it again), why a finished run stopped, or commands still queued.
+error and how to start it again), why a finished run stopped, commands still queued, or a
+standing notice about the run (the CPU demo says its timings are CPU timings).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ class StateLine(Widget):
         label = "paused" if v.paused and v.state == "running" else v.state.replace("_", " ")
         top = Text.assemble(
             (f"{symbol} {label}", style), "  ", (v.tag, "bold"),
+            ("  ⚠ CPU timings" if v.cpu_demo else "", "bold yellow"),
             ("  v" + str(v.version) if v.version is not None else "", "bold"),
             ("  " + v.step if v.step else "", ""),
             "  best ", (v.best_commit, "cyan"),
@@ -53,6 +55,8 @@ class StateLine(Widget):
             return Text.assemble(("queued for the next engine: ", "yellow"), ", ".join(v.queued))
         if v.state in ("stopped", "finished"):
             return Text.assemble(("stopped: ", "bold blue"), v.reason or "—", " · E resumes the run")
+        if v.notice:
+            return Text.assemble(("⚠ ", "bold yellow"), (v.notice, "yellow"))
         if v.last_event:
             return Text(v.last_event, style="dim")
         return None

@@ -129,3 +129,19 @@ def test_fixture_schema_is_current(runs_root: Path):
         version = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0]
         assert int(version) == store_mod.SCHEMA_VERSION
         con.close()
+
+
+def test_a_cpu_demo_says_so_on_the_state_line(runs_root: Path):
+    from kopt_tui.widgets.state_line import StateLine
+
+    ws = Workspace(runs_root, DONE)
+    plain = model.state_view(RunCache(ws, probe=dead).refresh(), time.time())
+    assert (plain.notice, plain.cpu_demo) == ("", False)
+    with Store(ws.db_path) as s:
+        s.set_many({"demo": {"kernel": "rmsnorm", "gpu": False}, "notice": "Timings are CPU timings."})
+    st = model.state_view(RunCache(ws, probe=dead).refresh(), time.time())
+    assert (st.notice, st.cpu_demo) == ("Timings are CPU timings.", True)
+    top_and_second = str(StateLine._second_line(st))
+    assert top_and_second.startswith("stopped")  # why it stopped still comes first
+    running = model.StateView(**{**st.__dict__, "state": "running", "reason": ""})
+    assert "Timings are CPU timings." in str(StateLine._second_line(running))
