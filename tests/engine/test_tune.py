@@ -233,3 +233,53 @@ def test_an_off_list_value_steps_to_the_nearest_listed_values(current, expected)
     from engine.propose.tune import steps
 
     assert [v for v, _ in steps(current, [1, 2, 4, 8])] == expected
+
+
+def test_the_loop_with_the_tune_proposer_keeps_and_commits_class_targeted_improvements(tmp_path, monkeypatch):
+    """The real loop on a fake target whose classes want different params (the split rule's case)."""
+    import shutil
+    import sys
+
+    from engine.daemon import run_engine
+    from engine.workspace import Workspace
+    from kopt_tui.cli import main as kopt
+    from tests.conftest import FAKE, git
+
+    monkeypatch.delenv("KOPT_FAKE_GPUS", raising=False)
+    monkeypatch.delenv("KOPT_ROOT", raising=False)
+    repo = tmp_path / "target"
+    repo.mkdir()
+    shutil.copy(FAKE / "tune_bench.py", repo / "tune_bench.py")
+    shutil.copy(FAKE / "tune_params.json", repo / "params.json")
+    toml = (FAKE / "tune_kopt.toml").read_text().replace('"python tune_bench.py"', f'"{sys.executable} tune_bench.py"')
+    (repo / "kopt.toml").write_text(toml)
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "tune target")
+    root = tmp_path / "ws"
+    assert kopt(["--root", str(root), "init", "--repo", str(repo), "--tag", "tn"]) == 0
+    ws = Workspace(root, "tn")
+
+    assert run_engine(ws, max_iters=5) == 0
+
+    with ws.open_store(readonly=True) as s:
+        its = s.iterations()
+    assert its[0].status == "baseline" and len(its) == 6
+    records = [json.loads(ws.memory_path(it.version).read_text()) for it in its[1:]]
+    keeps = [r for r in records if r["status"] == "keep"]
+    assert keeps, [(r["status"], r["hypothesis"]) for r in records]
+    tried = set()
+    for r in records:
+        d = r["proposal"]
+        assert d["class"] in ("dclass=narrow", "dclass=wide") and r["target_class"] == d["class"]
+        assert r["hypothesis"].startswith(next(iter(d["changed"])))
+        key = json.dumps([d["class"], d["base"], d["point"]], sort_keys=True)
+        assert key not in tried and d["base"] == r["best_commit_before"]
+        tried.add(key)
+    for r in keeps:  # the commit holds the class's new point, in its own entry
+        committed = json.loads(git(repo, "show", f"{r['commit']}:params.json"))
+        cls = r["proposal"]["class"]
+        assert {**committed["*"], **committed[cls]} == r["proposal"]["point"]
+        assert committed["*"] == {"ROWS_PER_PROG": 2, "num_warps": 2}
+        assert r["classes"][cls]["verdict"] == "improved"
+    assert git(repo, "rev-parse", "kopt/tn") == keeps[-1]["commit"]
