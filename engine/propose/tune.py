@@ -394,6 +394,9 @@ class TuneProposer:
     kind = "tune"
 
     def __init__(self, cfg: TuneConfig) -> None:
+        if not cfg.params or not cfg.space:
+            raise BadInput("kopt.toml: [propose.tune] needs params (the params file) and space "
+                           "for the tune proposer")
         self.cfg = cfg
 
     def propose(self, ctx: ProposalContext) -> Proposal:

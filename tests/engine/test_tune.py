@@ -221,6 +221,14 @@ def test_no_repair_and_a_deterministic_minimal_file(tmp_path):
     assert (h.tree / "params.json").stat().st_mode & 0o777 == 0o644
 
 
+def test_a_tune_proposer_without_params_or_space_is_refused_up_front():
+    from engine.errors import BadInput
+
+    for cfg in (TuneConfig(space=SPACE), TuneConfig(params="params.json")):
+        with pytest.raises(BadInput, match=r"\[propose.tune\] needs params"):
+            TuneProposer(cfg)
+
+
 def test_params_outside_the_tree_is_refused(tmp_path):
     h = Harness(tmp_path, START, name="../params.json")
     (tmp_path / "params.json").write_text(h.best_text)
