@@ -47,6 +47,7 @@ EXPLORE_LIMIT = 20000
 NOT_TRIED = ("interrupted",)
 """Statuses whose point was never evaluated: proposed again on resume."""
 KEPT = ("keep", "accepted")
+WORSE = ("regression", "fail_bench", "fail_correctness")
 TIERS = ("step", "pair", "explore")
 
 
@@ -188,10 +189,11 @@ def _move(base: Point, new: Point, kind: str, directions: dict[str, int] | None 
     return Move(new, changed, kind, directions or {})
 
 
-def neighbourhood(base: Point, space: dict[str, list[Any]], momentum: tuple[str, int] | None = None
-                  ) -> Iterator[Move]:
+def neighbourhood(base: Point, space: dict[str, list[Any]], momentum: tuple[str, int] | None = None,
+                  worse: frozenset[str] = frozenset()) -> Iterator[Move]:
     """Tiers 1 and 2: one-parameter then two-parameter adjacent moves, in prior order. The
-    momentum move (the param and direction that made this point the best) comes first."""
+    momentum move (the param and direction that made this point the best) comes first; a
+    pair goes later for each of its one-parameter halves known to be worse (`worse`)."""
     names = ordered_params(space)
     per_param = {p: steps(base[p], dedupe(space[p])) for p in names}
     if momentum:
@@ -202,11 +204,16 @@ def neighbourhood(base: Point, space: dict[str, list[Any]], momentum: tuple[str,
     for p in names:
         for new, d in per_param[p]:
             yield _move(base, {**base, p: new}, "step", {p: d})
+    pairs = []
     for a, b in itertools.combinations(names, 2):
         combos = [(x, y) for x in per_param[a] for y in per_param[b]]
         combos.sort(key=lambda c: (c[0][1] != c[1][1], -c[0][1]))  # same direction first, up first
         for (na, da), (nb, db) in combos:
-            yield _move(base, {**base, a: na, b: nb}, "pair", {a: da, b: db})
+            halves = (point_key({**base, a: na}), point_key({**base, b: nb}))
+            pairs.append((sum(h in worse for h in halves), _move(base, {**base, a: na, b: nb}, "pair", {a: da, b: db})))
+    pairs.sort(key=lambda x: x[0])  # stable: prior order within the same count
+    for _, m in pairs:
+        yield m
 
 
 def explore(base: Point, space: dict[str, list[Any]], seed: str) -> Iterator[Move]:
@@ -225,11 +232,11 @@ def explore(base: Point, space: dict[str, list[Any]], seed: str) -> Iterator[Mov
         yield _move(base, pt, "explore")
 
 
-def moves(base: Point, space: dict[str, list[Any]], seed: str, momentum: tuple[str, int] | None = None
-          ) -> Iterator[Move]:
+def moves(base: Point, space: dict[str, list[Any]], seed: str, momentum: tuple[str, int] | None = None,
+          worse: frozenset[str] = frozenset()) -> Iterator[Move]:
     """Every candidate move from base in search order, each point once, never base itself."""
     seen = {point_key(base)}
-    for m in itertools.chain(neighbourhood(base, space, momentum), explore(base, space, seed)):
+    for m in itertools.chain(neighbourhood(base, space, momentum, worse), explore(base, space, seed)):
         key = point_key(m.point)
         if key not in seen:
             seen.add(key)
@@ -248,8 +255,13 @@ class Tried:
     """Points proposed from the current BEST_COMMIT: never again."""
     elsewhere: set[str] = field(default_factory=set)
     """Points proposed from another BEST_COMMIT, and earlier best points: last resort."""
+    worse: set[str] = field(default_factory=set)
+    """Points from the current BEST_COMMIT measured slower, or failing: pairs with them go later."""
     momentum: tuple[str, int] | None = None
     """(param, direction) of the keep that made the current point the best."""
+    kept_at: int = -1
+    """The place in the history of the keep that made the current point the best (-1: none);
+    the class of the latest keep goes first."""
 
 
 def tune_records(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -259,13 +271,15 @@ def tune_records(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def tried_for(history: list[dict[str, Any]], cls: str | None, base: str, current: Point) -> Tried:
     out = Tried()
-    for r in tune_records(history):
+    for i, r in enumerate(tune_records(history)):
         d = r["proposal"]
         if d.get("class") != cls or r.get("status") in NOT_TRIED:
             continue
         key = point_key(d["point"])
         if (d.get("base") or r.get("best_commit_before")) == base:
             out.here.add(key)
+            if r.get("status") in WORSE:
+                out.worse.add(key)
         else:
             out.elsewhere.add(key)
         if isinstance(d.get("from"), dict):
@@ -273,6 +287,7 @@ def tried_for(history: list[dict[str, Any]], cls: str | None, base: str, current
         if r.get("status") in KEPT and key == point_key(current):
             dirs = d.get("directions") or {}
             out.momentum = next(iter(dirs.items())) if len(dirs) == 1 else None
+            out.kept_at = i
     out.elsewhere -= out.here
     return out
 
@@ -280,7 +295,7 @@ def tried_for(history: list[dict[str, Any]], cls: str | None, base: str, current
 def next_move(base: Point, space: dict[str, list[Any]], tried: Tried, seed: str, *, fresh: bool) -> Move | None:
     """The first move to a point not tried from this best commit; with fresh, also never
     tried from another one."""
-    for m in moves(base, space, seed, tried.momentum):
+    for m in moves(base, space, seed, tried.momentum, frozenset(tried.worse)):
         key = point_key(m.point)
         if key in tried.here or (fresh and key in tried.elsewhere):
             continue
@@ -378,7 +393,8 @@ def choose(params: dict[str, dict[str, Any]], cfg: TuneConfig, classes: list[str
     for cls in targets:
         point = point_of(params, cls, cfg.space, name)
         state.append((cls, point, tried_for(history, cls, base, point)))
-    state.sort(key=lambda s: (not (s[2].momentum and not s[2].here), len(s[2].here), targets.index(s[0])))
+    state.sort(key=lambda s: (-s[2].kept_at if s[2].kept_at >= 0 and not s[2].here else 1,
+                              len(s[2].here), targets.index(s[0])))
     for fresh in (True, False):
         options = []
         for cls, point, tried in state:

@@ -167,6 +167,33 @@ def test_after_a_keep_the_new_best_is_the_base_momentum_first_and_old_points_las
     assert len(points) == space_size(space) - 1 and last.details["exhausted"]
 
 
+def test_per_class_the_latest_keeps_class_goes_on_first_then_the_classes_take_turns(tmp_path):
+    h = Harness(tmp_path, START, per_class=True)
+    h.propose()
+    p, plan, written = h.propose()
+    assert plan.target_class == "dclass=wide" and p.details["changed"] == {"num_warps": [2, 4]}
+    h.keep_last(written, "c1" * 20)
+    p, plan, _ = h.propose()
+    assert plan.target_class == "dclass=wide" and p.details["changed"] == {"num_warps": [4, 8]}
+    p, plan, _ = h.propose()
+    assert plan.target_class == "dclass=narrow" and p.details["base"] == "c1" * 20
+    assert p.details["changed"] == {"num_warps": [2, 1]}  # 2→4 was tried from the older best: later
+
+
+def test_pairs_built_on_a_step_that_got_slower_or_failed_go_last(tmp_path):
+    space = {"num_warps": [2, 4, 8], "ROWS_PER_PROG": [1, 2, 4]}
+    h = Harness(tmp_path, {"*": {"num_warps": 4, "ROWS_PER_PROG": 2}}, space=space)
+    outcomes = {"num_warps": {8: "regression", 2: "tie"}, "ROWS_PER_PROG": {4: "fail_bench", 1: "tie"}}
+    for _ in range(4):
+        p, _, _ = h.propose()
+        (param, (_, new)), = p.details["changed"].items()
+        h.history[-1]["status"] = outcomes[param][new]
+    pairs = [h.propose()[0].details["changed"] for _ in range(4)]
+    # no bad half, one bad half each (prior order: mixed directions, warps up first), both bad
+    assert pairs == [{"num_warps": [4, 2], "ROWS_PER_PROG": [2, 1]}, {"num_warps": [4, 8], "ROWS_PER_PROG": [2, 1]},
+                     {"num_warps": [4, 2], "ROWS_PER_PROG": [2, 4]}, {"num_warps": [4, 8], "ROWS_PER_PROG": [2, 4]}]
+
+
 def test_seed_decides_the_exploration_order_deterministically(tmp_path):
     space = {"num_warps": [1, 2, 4, 8, 16], "BLOCK_D": [64, 128, 256, 512, 0], "num_stages": [1, 2, 3]}
     start = {"*": {"num_warps": 1, "BLOCK_D": 64, "num_stages": 1}}
