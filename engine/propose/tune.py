@@ -159,18 +159,19 @@ def ordered_params(space: dict[str, list[Any]]) -> list[str]:
 
 def steps(value: Any, values: list[Any]) -> list[tuple[Any, int]]:
     """The adjacent values of `value` in its listed order: (value, +1 up | -1 down), up first.
-    A value not in the list steps to the nearest listed numbers either side (or to every
-    listed value when it is not a number)."""
+    A number not in the list sits before the first listed number above it (after the largest
+    when none is above: in [64, 128, 0], 32 steps up to 64 and 1000 sits between 128 and 0);
+    any other value not in the list steps to every listed value."""
     keys = [canon(v) for v in values]
     if canon(value) in keys:
         i = keys.index(canon(value))
         return [(values[j], d) for j, d in ((i + 1, 1), (i - 1, -1)) if 0 <= j < len(values)]
-    if _is_number(value):
-        above = [v for v in values if _is_number(v) and v > value]
-        below = [v for v in values if _is_number(v) and v < value]
-        out = [(min(above), 1)] if above else []
-        return out + ([(max(below), -1)] if below else [])
-    return [(v, 1) for v in values]
+    numbers = [i for i, v in enumerate(values) if _is_number(v)]
+    if not _is_number(value) or not numbers:
+        return [(v, 1) for v in values]
+    above = [i for i in numbers if values[i] > value]
+    pos = above[0] if above else max(numbers, key=lambda i: values[i]) + 1
+    return [(values[j], d) for j, d in ((pos, 1), (pos - 1, -1)) if 0 <= j < len(values)]
 
 
 @dataclass(frozen=True)

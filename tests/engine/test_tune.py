@@ -263,11 +263,15 @@ def test_params_outside_the_tree_is_refused(tmp_path):
     assert not p.ok and "outside the repository" in p.reason
 
 
-@pytest.mark.parametrize("current, expected", [(3, [4, 2]), (100, [8]), (0, [1])])
-def test_an_off_list_value_steps_to_the_nearest_listed_values(current, expected):
+@pytest.mark.parametrize("current, values, expected", [
+    (3, [1, 2, 4, 8], [4, 2]), (100, [1, 2, 4, 8], [8]), (0, [1, 2, 4, 8], [1]),
+    (32, [64, 128, 256, 0], [64]), (1000, [64, 128, 256, 0], [0, 256]), (200, [64, 128, 256, 0], [256, 128]),
+    ("x", ["a", "b"], ["a", "b"]),
+])
+def test_an_off_list_value_steps_to_its_place_in_the_listed_order(current, values, expected):
     from engine.propose.tune import steps
 
-    assert [v for v, _ in steps(current, [1, 2, 4, 8])] == expected
+    assert [v for v, _ in steps(current, values)] == expected
 
 
 def test_the_loop_with_the_tune_proposer_keeps_and_commits_class_targeted_improvements(tmp_path, monkeypatch):
