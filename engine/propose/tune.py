@@ -13,6 +13,10 @@ Search order around the current best point (per class when `per_class = true`):
 2. two parameters, each to an adjacent value;
 3. any other point of the space, nearest first, in a seeded order (up to EXPLORE_LIMIT).
 
+In a global search (`per_class = false`), a global change that made some classes faster and
+others slower is first proposed again for each class it made faster, in that class's own
+entry (the split rule: a specialised configuration behind the kernel's per-class dispatch).
+
 A point already tried from the same BEST_COMMIT for the same class (kept, discarded or
 failed; masked iterations do not count) is never proposed again. Points tried from an
 older BEST_COMMIT, and earlier best points, are retried only when nothing fresh is left.
@@ -48,7 +52,7 @@ NOT_TRIED = ("interrupted",)
 """Statuses whose point was never evaluated: proposed again on resume."""
 KEPT = ("keep", "accepted")
 WORSE = ("regression", "fail_bench", "fail_correctness")
-TIERS = ("step", "pair", "explore")
+TIERS = ("split", "step", "pair", "explore")
 
 
 # ----------------------------------------------------------------------------------------
@@ -172,6 +176,16 @@ def steps(value: Any, values: list[Any]) -> list[tuple[Any, int]]:
     above = [i for i in numbers if values[i] > value]
     pos = above[0] if above else max(numbers, key=lambda i: values[i]) + 1
     return [(values[j], d) for j, d in ((pos, 1), (pos - 1, -1)) if 0 <= j < len(values)]
+
+
+def listed_directions(changed: dict[str, tuple[Any, Any]], space: dict[str, list[Any]]) -> dict[str, int]:
+    """param -> +1 or -1 by the listed order, for the changes whose both values are listed."""
+    out = {}
+    for p, (old, new) in changed.items():
+        keys = [canon(v) for v in space.get(p, [])]
+        if canon(old) in keys and canon(new) in keys:
+            out[p] = 1 if keys.index(canon(new)) > keys.index(canon(old)) else -1
+    return out
 
 
 @dataclass(frozen=True)
@@ -350,23 +364,30 @@ def change_text(move: Move) -> str:
     return " and ".join(f"{p} {_show(o)}→{_show(n)}" for p, (o, n) in move.changed.items())
 
 
-def hypothesis(move: Move, cls: str | None) -> str:
+def hypothesis(choice: Choice) -> str:
+    move, cls = choice.move, choice.cls
     where = f" on {cls}" if cls else " for every class"
     if move.kind == "explore":
         return (f"{change_text(move)}{where}: explore further from the best point "
                 "(its one- and two-parameter neighbours are tried)")
     parts = [f"{p} {_show(o)}→{_show(n)} {reason(p, o, n, move.directions.get(p))}"
              for p, (o, n) in move.changed.items()]
+    if move.kind == "split":
+        return " and ".join(parts) + f"{where} only: {choice.why}"
     return " and ".join(parts) + where
 
 
-def plan_body(move: Move, cls: str | None, base: str, base_point: Point, params_name: str, retry: bool) -> str:
-    entry = cls or ALL
-    kind = {"step": "one parameter to an adjacent value", "pair": "two parameters to adjacent values",
-            "explore": "a point away from the best's neighbourhood"}[move.kind]
-    lines = [f"tune: {change_text(move)} in {params_name} entry {entry!r}",
-             f"move: {kind}" + (" (tried before from another best commit; nothing fresh is left)" if retry else ""),
-             f"from best {base[:10]}: {canon(base_point)}",
+MOVE_TEXT = {"split": "a global change that split the classes, for the class it made faster",
+             "step": "one parameter to an adjacent value", "pair": "two parameters to adjacent values",
+             "explore": "a point away from the best's neighbourhood"}
+
+
+def plan_body(choice: Choice, base: str, params_name: str) -> str:
+    move = choice.move
+    lines = [f"tune: {change_text(move)} in {params_name} entry {choice.cls or ALL!r}",
+             f"move: {MOVE_TEXT[move.kind]}"
+             + (" (tried before from another best commit; nothing fresh is left)" if choice.retry else ""),
+             f"from best {base[:10]}: {canon(choice.base_point)}",
              f"candidate: {canon(move.point)}"]
     return "\n".join(lines)
 
@@ -380,15 +401,54 @@ class Choice:
     cls: str | None
     base_point: Point
     move: Move
-    retry: bool
+    retry: bool = False
+    why: str = ""
+    """For a split follow-up: what the global change did to each class."""
+
+
+def _deltas(classes: dict[str, Any], names: list[str]) -> str:
+    def one(c: str) -> str:
+        d = (classes.get(c) or {}).get("delta_pct")
+        return f"{c} {d:+.1f}%" if isinstance(d, (int, float)) else c
+    return ", ".join(one(c) for c in names)
+
+
+def split_followups(params: dict[str, dict[str, Any]], cfg: TuneConfig, classes: list[str],
+                    history: list[dict[str, Any]], base: str, name: str) -> Iterator[Choice]:
+    """The split rule for a global search: a global change from this best that made some
+    classes faster and others slower (a split, or a rejected partial gain) is proposed
+    again for each class it made faster, in that class's own entry."""
+    for r in tune_records(history):
+        d = r["proposal"]
+        if d.get("class") is not None or (d.get("base") or r.get("best_commit_before")) != base:
+            continue
+        if r.get("status") not in ("split", "rejected"):
+            continue
+        results = r.get("classes") or {}
+        won = [c for c in classes if (results.get(c) or {}).get("verdict") == "improved"]
+        lost = [c for c in classes if (results.get(c) or {}).get("verdict") == "regressed"]
+        for cls in won:
+            point = point_of(params, cls, cfg.space, name)
+            new = {**point, **{p: v[1] for p, v in (d.get("changed") or {}).items() if p in point}}
+            changed = {p: (point[p], new[p]) for p in point if not same(point[p], new[p])}
+            move = Move(new, changed, "split", listed_directions(changed, cfg.space))
+            if changed:
+                why = (f"v{r.get('version')}'s change for every class made {_deltas(results, [cls])}"
+                       + (f" but {_deltas(results, lost)}" if lost else "")
+                       + f"; {cls} takes its own value (the split rule)")
+                yield Choice(cls, point, move, why=why)
 
 
 def choose(params: dict[str, dict[str, Any]], cfg: TuneConfig, classes: list[str], history: list[dict[str, Any]],
            base: str, name: str) -> Choice | None:
     """The next proposal, or None when the space is exhausted from this best commit.
-    per_class: the class whose last keep made its point the best goes first, then the class
+    Global: a split's follow-ups first (split_followups). per_class: the class whose last keep made its point the best goes first, then the class
     with the fewest points tried from this best (round robin), a class with a neighbour left
     before one that must explore; fresh points before retries."""
+    if not cfg.per_class:
+        for choice in split_followups(params, cfg, classes, history, base, name):
+            if point_key(choice.move.point) not in tried_for(history, choice.cls, base, choice.base_point).here:
+                return choice
     targets: list[str | None] = list(classes) if cfg.per_class else [None]
     state = []
     for cls in targets:
@@ -437,10 +497,8 @@ class TuneProposer:
         move = choice.move
         new = apply_point(params, choice.cls, move.changed)
         write_atomic(path, dump_params(new), mode=path.stat().st_mode & 0o777)
-        hyp = hypothesis(move, choice.cls)
         ctx.plan_path.parent.mkdir(parents=True, exist_ok=True)
-        ctx.plan_path.write_text(format_plan(hyp, choice.cls, plan_body(
-            move, choice.cls, ctx.best_commit, choice.base_point, name, choice.retry)))
+        ctx.plan_path.write_text(format_plan(hypothesis(choice), choice.cls, plan_body(choice, ctx.best_commit, name)))
         return Proposal(True, "", {
             "proposer": "tune", "params_file": name, "class": choice.cls, "entry": choice.cls or ALL,
             "base": ctx.best_commit, "from": choice.base_point, "point": move.point,

@@ -194,6 +194,25 @@ def test_pairs_built_on_a_step_that_got_slower_or_failed_go_last(tmp_path):
                      {"num_warps": [4, 2], "ROWS_PER_PROG": [2, 4]}, {"num_warps": [4, 8], "ROWS_PER_PROG": [2, 4]}]
 
 
+def test_a_global_change_that_splits_the_classes_comes_back_for_the_class_it_helped(tmp_path):
+    h = Harness(tmp_path, START)
+    p1, _, _ = h.propose(status="split")
+    h.history[-1]["classes"] = {"dclass=narrow": {"verdict": "regressed", "delta_pct": 7.2},
+                                "dclass=wide": {"verdict": "improved", "delta_pct": -7.0}}
+    p2, plan, written = h.propose()
+    assert p1.details["changed"] == p2.details["changed"] == {"num_warps": [2, 4]}
+    assert plan.target_class == "dclass=wide" and p2.details["move"] == "split"
+    assert written == {**START, "dclass=wide": {"num_warps": 4}}
+    assert plan.hypothesis == ("num_warps 2→4 to keep more loads in flight on dclass=wide only: v1's change for "
+                               "every class made dclass=wide -7.0% but dclass=narrow +7.2%; dclass=wide takes "
+                               "its own value (the split rule)")
+    p3, plan, _ = h.propose()  # once tried, the global search goes on
+    assert plan.scope == "global" and p3.details["changed"] == {"num_warps": [2, 1]}
+    h.base = "c1" * 20  # a split from an older best is history
+    p4, plan, _ = h.propose()
+    assert plan.scope == "global" and p4.details["move"] == "step"
+
+
 def test_seed_decides_the_exploration_order_deterministically(tmp_path):
     space = {"num_warps": [1, 2, 4, 8, 16], "BLOCK_D": [64, 128, 256, 512, 0], "num_stages": [1, 2, 3]}
     start = {"*": {"num_warps": 1, "BLOCK_D": 64, "num_stages": 1}}
@@ -274,8 +293,9 @@ def test_an_off_list_value_steps_to_its_place_in_the_listed_order(current, value
     assert [v for v, _ in steps(current, values)] == expected
 
 
-def test_the_loop_with_the_tune_proposer_keeps_and_commits_class_targeted_improvements(tmp_path, monkeypatch):
-    """The real loop on a fake target whose classes want different params (the split rule's case)."""
+def test_the_loop_with_the_tune_proposer_splits_a_global_change_into_class_keeps(tmp_path, monkeypatch):
+    """The real loop on a fake target whose classes want different params: a global change
+    that splits the classes comes back as a class-targeted keep in that class's entry."""
     import shutil
     import sys
 
@@ -299,26 +319,33 @@ def test_the_loop_with_the_tune_proposer_keeps_and_commits_class_targeted_improv
     assert kopt(["--root", str(root), "init", "--repo", str(repo), "--tag", "tn"]) == 0
     ws = Workspace(root, "tn")
 
-    assert run_engine(ws, max_iters=5) == 0
+    assert run_engine(ws, max_iters=4) == 0
 
     with ws.open_store(readonly=True) as s:
-        its = s.iterations()
-    assert its[0].status == "baseline" and len(its) == 6
-    records = [json.loads(ws.memory_path(it.version).read_text()) for it in its[1:]]
-    keeps = [r for r in records if r["status"] == "keep"]
-    assert keeps, [(r["status"], r["hypothesis"]) for r in records]
+        assert [it.status for it in s.iterations()][0] == "baseline"
+    records = [json.loads(ws.memory_path(v).read_text()) for v in range(1, 5)]
     tried = set()
     for r in records:
         d = r["proposal"]
-        assert d["class"] in ("dclass=narrow", "dclass=wide") and r["target_class"] == d["class"]
+        assert r["target_class"] == d["class"] and d["base"] == r["best_commit_before"]
         assert r["hypothesis"].startswith(next(iter(d["changed"])))
         key = json.dumps([d["class"], d["base"], d["point"]], sort_keys=True)
-        assert key not in tried and d["base"] == r["best_commit_before"]
+        assert key not in tried
         tried.add(key)
-    for r in keeps:  # the commit holds the class's new point, in its own entry
-        committed = json.loads(git(repo, "show", f"{r['commit']}:params.json"))
-        cls = r["proposal"]["class"]
-        assert {**committed["*"], **committed[cls]} == r["proposal"]["point"]
-        assert committed["*"] == {"ROWS_PER_PROG": 2, "num_warps": 2}
-        assert r["classes"][cls]["verdict"] == "improved"
-    assert git(repo, "rev-parse", "kopt/tn") == keeps[-1]["commit"]
+    # v1: warps 2→4 for every class: wide (best at 8 warps) faster, narrow (best at 1) slower
+    v1, v2, v3, v4 = records
+    assert v1["status"] == "split" and v1["scope"] == "global" and v1["proposal"]["changed"] == {"num_warps": [2, 4]}
+    assert v1["classes"]["dclass=wide"]["verdict"] == "improved"
+    # v2: the same change for the class it helped, in its own entry: kept and committed
+    assert v2["status"] == "keep" and v2["target_class"] == "dclass=wide" and v2["proposal"]["move"] == "split"
+    assert "split rule" in v2["hypothesis"] and v2["proposal"]["changed"] == {"num_warps": [2, 4]}
+    assert json.loads(git(repo, "show", f"{v2['commit']}:params.json")) == {
+        "*": {"ROWS_PER_PROG": 2, "num_warps": 2}, "dclass=wide": {"num_warps": 4}}
+    # v3: the global search goes on from the new best, the old global point is not retried;
+    # v4: whatever narrow gained from v3's global change is kept in narrow's entry
+    assert v3["scope"] == "global" and v3["proposal"]["point"] != v1["proposal"]["point"]
+    assert v3["classes"]["dclass=narrow"]["verdict"] == "improved"
+    assert v4["status"] == "keep" and v4["target_class"] == "dclass=narrow" and v4["proposal"]["move"] == "split"
+    committed = json.loads(git(repo, "show", f"{v4['commit']}:params.json"))
+    assert committed["dclass=wide"] == {"num_warps": 4} and committed["dclass=narrow"] == {"num_warps": 1}
+    assert git(repo, "rev-parse", "kopt/tn") == v4["commit"]
