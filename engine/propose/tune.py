@@ -393,7 +393,7 @@ def plan_body(choice: Choice, base: str, params_name: str) -> str:
 
 
 # ----------------------------------------------------------------------------------------
-# The proposer
+# Choosing the next proposal
 
 
 @dataclass(frozen=True)
@@ -442,9 +442,9 @@ def split_followups(params: dict[str, dict[str, Any]], cfg: TuneConfig, classes:
 def choose(params: dict[str, dict[str, Any]], cfg: TuneConfig, classes: list[str], history: list[dict[str, Any]],
            base: str, name: str) -> Choice | None:
     """The next proposal, or None when the space is exhausted from this best commit.
-    Global: a split's follow-ups first (split_followups). per_class: the class whose last keep made its point the best goes first, then the class
-    with the fewest points tried from this best (round robin), a class with a neighbour left
-    before one that must explore; fresh points before retries."""
+    Global: a split's follow-ups first (split_followups). per_class: the class of the latest
+    keep first, then the class with the fewest points tried from this best (round robin), a
+    class with a neighbour left before one that must explore. Fresh points before retries."""
     if not cfg.per_class:
         for choice in split_followups(params, cfg, classes, history, base, name):
             if point_key(choice.move.point) not in tried_for(history, choice.cls, base, choice.base_point).here:
@@ -465,6 +465,10 @@ def choose(params: dict[str, dict[str, Any]], cfg: TuneConfig, classes: list[str
         if options:  # a class with a neighbour left goes before one that must explore
             return min(options, key=lambda c: TIERS.index(c.move.kind))
     return None
+
+
+# ----------------------------------------------------------------------------------------
+# The proposer
 
 
 class TuneProposer:
