@@ -128,6 +128,8 @@ class Engine:
         self.in_timed_step = False
         self.active_mark = time.monotonic()
         self.exhausted = False
+        self.proposer_fatal: str | None = None
+        """A proposer's error that no retry can fix (e.g. a broken params file): stop the run."""
         self.current_pairs: list[Pair] = []
 
     # ===================================================================================
@@ -197,6 +199,8 @@ class Engine:
         if best_it is not None and target_reached(best_it.record.get("roofline")):
             return (f"every production config reached {s.target_pct_of_peak:g}% of its roofline "
                     "([stop].target_pct_of_peak)")
+        if self.proposer_fatal:
+            return f"the proposer cannot go on: {self.proposer_fatal}"
         if self.exhausted:
             return "the proposer has nothing new to try (search space exhausted around the best point)"
         if self.session_max_iters is not None and self.session_iters >= self.session_max_iters:
@@ -367,6 +371,8 @@ class Engine:
         proposal = self.propose(it, repair=0)
         if proposal.details.get("exhausted"):
             self.exhausted = True
+        if proposal.details.get("fatal") and not proposal.ok:
+            self.proposer_fatal = proposal.reason
         if not proposal.ok:
             return self.close(it, "fail_propose", proposal.reason)
         problem = self.read_plan(it) or self.check_candidate(it)

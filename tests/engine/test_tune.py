@@ -293,13 +293,11 @@ def test_an_off_list_value_steps_to_its_place_in_the_listed_order(current, value
     assert [v for v, _ in steps(current, values)] == expected
 
 
-def test_the_loop_with_the_tune_proposer_splits_a_global_change_into_class_keeps(tmp_path, monkeypatch):
-    """The real loop on a fake target whose classes want different params: a global change
-    that splits the classes comes back as a class-targeted keep in that class's entry."""
+def make_tune_run(tmp_path, monkeypatch, space: str = ""):
+    """A git repo of the fake tune target and its `kopt init`ed workspace `tn`."""
     import shutil
     import sys
 
-    from engine.daemon import run_engine
     from engine.workspace import Workspace
     from kopt_tui.cli import main as kopt
     from tests.conftest import FAKE, git
@@ -311,13 +309,24 @@ def test_the_loop_with_the_tune_proposer_splits_a_global_change_into_class_keeps
     shutil.copy(FAKE / "tune_bench.py", repo / "tune_bench.py")
     shutil.copy(FAKE / "tune_params.json", repo / "params.json")
     toml = (FAKE / "tune_kopt.toml").read_text().replace('"python tune_bench.py"', f'"{sys.executable} tune_bench.py"')
+    if space:
+        toml = toml.replace("space = {num_warps = [1, 2, 4, 8], ROWS_PER_PROG = [1, 2, 4]}", f"space = {space}")
     (repo / "kopt.toml").write_text(toml)
     git(repo, "init", "-q", "-b", "main")
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "tune target")
     root = tmp_path / "ws"
     assert kopt(["--root", str(root), "init", "--repo", str(repo), "--tag", "tn"]) == 0
-    ws = Workspace(root, "tn")
+    return repo, Workspace(root, "tn")
+
+
+def test_the_loop_with_the_tune_proposer_splits_a_global_change_into_class_keeps(tmp_path, monkeypatch):
+    """The real loop on a fake target whose classes want different params: a global change
+    that splits the classes comes back as a class-targeted keep in that class's entry."""
+    from engine.daemon import run_engine
+    from tests.conftest import git
+
+    repo, ws = make_tune_run(tmp_path, monkeypatch)
 
     assert run_engine(ws, max_iters=4) == 0
 
@@ -349,3 +358,16 @@ def test_the_loop_with_the_tune_proposer_splits_a_global_change_into_class_keeps
     committed = json.loads(git(repo, "show", f"{v4['commit']}:params.json"))
     assert committed["dclass=wide"] == {"num_warps": 4} and committed["dclass=narrow"] == {"num_warps": 1}
     assert git(repo, "rev-parse", "kopt/tn") == v4["commit"]
+
+
+def test_a_params_file_the_proposer_cannot_read_stops_the_run_with_its_reason(tmp_path, monkeypatch):
+    """No retry fixes a broken params file: one failed iteration, then a stop naming the key."""
+    from engine.daemon import run_engine
+
+    _, ws = make_tune_run(tmp_path, monkeypatch, space="{num_warps = [1, 2, 4, 8], num_stages = [1, 2]}")
+    assert run_engine(ws, max_iters=4) == 0
+    with ws.open_store(readonly=True) as s:
+        statuses = [it.status for it in s.iterations()]
+        reason = s.get("stop_reason")
+    assert statuses == ["baseline", "fail_propose"]
+    assert reason.startswith('the proposer cannot go on: params.json: "*" has no value for num_stages'), reason
