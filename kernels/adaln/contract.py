@@ -51,9 +51,9 @@ SHAPES = [
     Shape("tiny-40", "regression: a very short row", {"B": 2, "N": 333, "D": 40}, REGRESSION),
     Shape("long-65536", "regression: very long rows (chunked even at BLOCK_D = 0)",
           {"B": 2, "N": 8, "D": 65536}, REGRESSION),
-    Shape("cpu-96", "CPU interpreter: narrow", {"B": 2, "N": 8, "D": 96}, SMALL),
-    Shape("cpu-200", "CPU interpreter: narrow, non-power-of-two", {"B": 1, "N": 5, "D": 200}, SMALL),
-    Shape("cpu-2500", "CPU interpreter: wide", {"B": 1, "N": 2, "D": 2500}, SMALL),
+    Shape("cpu-96", "CPU interpreter: narrow, 2 batches", {"B": 2, "N": 1, "D": 96}, SMALL),
+    Shape("cpu-600", "CPU interpreter: narrow, non-power-of-two", {"B": 1, "N": 2, "D": 600}, SMALL),
+    Shape("cpu-2100", "CPU interpreter: wide", {"B": 1, "N": 1, "D": 2100}, SMALL),
 ]
 
 

@@ -131,10 +131,10 @@ class Timing:
 
     def timer(self, make: Callable[[int], list[Callable[[], Any]]], nbytes: int) -> Any:
         first = make(1)
-        est = one_call_us(self.torch if self.gpu else None, first[0], self.flush)
+        if not self.gpu:  # the interpreter: one call is milliseconds, a block is one call
+            return CpuTimer(first[0], 1, warm_blocks=0)
+        est = one_call_us(self.torch, first[0], self.flush)
         reps = reps_for(est, self.block_us, self.max_reps)
-        if not self.gpu:
-            return CpuTimer(first[0], reps, warm_blocks=0)
         sets = rotation_sets(nbytes, self.l2, reps)
         fns = first + (make(sets)[1:] if sets > 1 else [])
         return GraphTimer(self.torch, cycle(fns), reps, self.flush)
@@ -164,17 +164,18 @@ def parse_args(argv: list[str] | None, gpu: bool) -> argparse.Namespace:
     ap.add_argument("--ab", nargs=2, metavar=("BEST", "CAND"), help="time two trees' solutions interleaved")
     ap.add_argument("--shapes", default="auto", choices=["auto", "small", "production", "regression", "all"],
                     help="auto: production + regression on a GPU, small on the CPU")
-    ap.add_argument("--dtypes", default="", help="comma-separated subset of the contract's dtypes")
+    ap.add_argument("--dtypes", default="", help="comma-separated subset of the contract's dtypes "
+                                                 "(default: all on a GPU, the first on the CPU)")
     ap.add_argument("--blocks", type=int, default=0, help="timed blocks per config and side (default: GPU 25 / 9 "
-                                                          "for --ab, CPU 3)")
-    ap.add_argument("--block-us", type=float, default=0.0, help="target duration of a block "
-                                                                "(default GPU 300 µs, CPU 20000 µs)")
+                                                          "for --ab, CPU 3 / 4 for --ab)")
+    ap.add_argument("--block-us", type=float, default=300.0,
+                    help="GPU: target duration of a block (default 300 µs); on the CPU a block is one call")
+    ap.add_argument("--only", default="", help="comma-separated shape names (after --shapes)")
     ap.add_argument("--which", default="solution", choices=["solution", "baseline"],
                     help="time the Triton solution (default) or the PyTorch baseline")
     ap.add_argument("--out", help="also write the CSV to this file")
     a = ap.parse_args(argv)
-    a.blocks = a.blocks or ((9 if a.ab else 25) if gpu else 3)
-    a.block_us = a.block_us or (300.0 if gpu else 20000.0)
+    a.blocks = a.blocks or ((9 if a.ab else 25) if gpu else (4 if a.ab else 3))
     return a
 
 
@@ -186,11 +187,20 @@ def main(kernel_dir: str | Path, argv: list[str] | None = None) -> int:
     roofline = load_module(kernel_dir / "roofline.py", f"kopt_{kernel_dir.name}_roofline")
     trees = {"best": Path(a.ab[0]), "cand": Path(a.ab[1])} if a.ab else {"": kernel_dir}
     mods = {side: load_solution(contract, tree, side or "this", a.which) for side, tree in trees.items()}
-    dtypes = [d for d in (a.dtypes.split(",") if a.dtypes else contract.DTYPES) if d]
+    dtypes = [d for d in (a.dtypes.split(",") if a.dtypes else contract.DTYPES[: None if gpu else 1]) if d]
+    bad = [d for d in dtypes if d not in contract.TOLERANCE]
+    if bad:
+        raise SystemExit(f"--dtypes: {bad[0]!r} is not one of {', '.join(contract.TOLERANCE)}")
     shapes = pick_shapes(contract, a.shapes, gpu)
+    if a.only:
+        names = a.only.split(",")
+        unknown = [n for n in names if n not in {s.name for s in contract.SHAPES}]
+        if unknown:
+            raise SystemExit(f"--only: no shape {unknown[0]!r} in {contract.NAME}'s contract")
+        shapes = [s for s in contract.SHAPES if s.name in names]
     timing = Timing(torch, gpu, a.block_us, max_reps=1000 if gpu else 50)
     if not gpu:
-        log(f"{contract.NAME}: no GPU: Triton interpreter on the CPU, small shapes; timings are CPU timings")
+        log(f"{contract.NAME}: no GPU: the Triton interpreter on the CPU; timings are CPU timings")
     base_seed = random.SystemRandom().randrange(1 << 31)
     rows: list[dict[str, Any]] = []
     failed = 0
@@ -210,7 +220,7 @@ def main(kernel_dir: str | Path, argv: list[str] | None = None) -> int:
                 except Exception as exc:
                     log(f"{contract.NAME} {shape.name} {dtype} {side}: cannot be timed: {type(exc).__name__}: {exc}")
                     timers[side] = None
-            prod = int(shape.kind == PRODUCTION)
+            prod = int(shape.kind in (PRODUCTION, SMALL))  # this machine's production shapes
             if a.ab:
                 for block in range(a.blocks):
                     for side in (("best", "cand") if block % 2 == 0 else ("cand", "best")):

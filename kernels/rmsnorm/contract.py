@@ -46,9 +46,9 @@ SHAPES = [
     Shape("hd-40", "regression: short narrow rows", {"B": 1, "N": 1001, "H": 7, "hd": 40}, REGRESSION),
     Shape("long-20000", "regression: very long rows (chunked even at BLOCK_D = 0)",
           {"B": 1, "N": 4, "H": 1, "hd": 20000}, REGRESSION),
-    Shape("cpu-64", "CPU interpreter: narrow", {"B": 1, "N": 8, "H": 2, "hd": 64}, SMALL),
-    Shape("cpu-48", "CPU interpreter: narrow, non-power-of-two", {"B": 1, "N": 3, "H": 3, "hd": 48}, SMALL),
-    Shape("cpu-128", "CPU interpreter: wide", {"B": 1, "N": 5, "H": 3, "hd": 128}, SMALL),
+    Shape("cpu-64", "CPU interpreter: narrow", {"B": 1, "N": 2, "H": 2, "hd": 64}, SMALL),
+    Shape("cpu-48", "CPU interpreter: narrow, non-power-of-two", {"B": 1, "N": 3, "H": 1, "hd": 48}, SMALL),
+    Shape("cpu-128", "CPU interpreter: wide", {"B": 1, "N": 1, "H": 2, "hd": 128}, SMALL),
 ]
 
 
