@@ -38,8 +38,17 @@ from typing import Any
 from .check import check_call
 from .loader import load_module
 from .shapes import PRODUCTION, REGRESSION, SMALL
-from .timing import (CpuTimer, GraphTimer, L2Flush, cycle, l2_bytes, one_call_us, reps_for,
-                     rotation_sets, summarize)
+from .timing import (
+    CpuTimer,
+    GraphTimer,
+    L2Flush,
+    cycle,
+    l2_bytes,
+    one_call_us,
+    reps_for,
+    rotation_sets,
+    summarize,
+)
 
 STATS = ("us_mean", "us_std", "us_min", "us_p10", "us_p90", "samples")
 EXTRA = ("gbps", "copy_us", "copy_gbps", "pct_copy", "prod", "seed", "model")
@@ -216,7 +225,7 @@ def main(kernel_dir: str | Path, argv: list[str] | None = None) -> int:
                     log(f"{contract.NAME} {shape.name} {dtype}{' ' + side if side else ''}: FAILS contract: {why}")
                 try:
                     fn = getattr(mod, contract.FUNC)
-                    timers[side] = timing.timer(lambda n, fn=fn: case.calls(fn, n), case.bytes)
+                    timers[side] = timing.timer(lambda n, fn=fn, case=case: case.calls(fn, n), case.bytes)
                 except Exception as exc:
                     log(f"{contract.NAME} {shape.name} {dtype} {side}: cannot be timed: {type(exc).__name__}: {exc}")
                     timers[side] = None
