@@ -40,6 +40,7 @@ from .loader import load_module
 from .shapes import PRODUCTION, REGRESSION, SMALL
 from .timing import (
     CpuTimer,
+    EventTimer,
     GraphTimer,
     L2Flush,
     cycle,
@@ -111,11 +112,15 @@ class Case:
                              "" if res.ok else f"error {res.err:.3g} x tolerance")
         return res.err, why
 
-    def calls(self, fn: Callable[..., Any], sets: int) -> list[Callable[[], Any]]:
-        """`sets` calls of fn on distinct copies of the inputs and outputs (rotation)."""
+    def calls(self, fn: Callable[..., Any], sets: int, with_out: bool = True) -> list[Callable[[], Any]]:
+        """`sets` calls of fn on distinct copies of the inputs and (with_out) preallocated
+        outputs (rotation); without with_out, fn allocates its own output (torch.compile)."""
         out = []
         for i in range(sets):
             args = self.args if i == 0 else tuple(a.clone() for a in self.args)
+            if not with_out:
+                out.append(lambda a=args: fn(*a, **self.kwargs))
+                continue
             dst = self.torch.empty(self.ref.shape, dtype=self.dt, device=self.device)
             out.append(lambda a=args, d=dst: fn(*a, **self.kwargs, out=d))
         return out
@@ -138,7 +143,9 @@ class Timing:
         self.flush = L2Flush(torch) if gpu else None
         self.l2 = l2_bytes(torch) if gpu else 0
 
-    def timer(self, make: Callable[[int], list[Callable[[], Any]]], nbytes: int) -> Any:
+    def timer(self, make: Callable[[int], list[Callable[[], Any]]], nbytes: int, graph: bool = True) -> Any:
+        """A block timer of the calls `make(n)` returns; graph=False: eager launches between
+        events (for what a CUDA graph cannot capture)."""
         first = make(1)
         if not self.gpu:  # the interpreter: one call is milliseconds, a block is one call
             return CpuTimer(first[0], 1, warm_blocks=0)
@@ -146,6 +153,8 @@ class Timing:
         reps = reps_for(est, self.block_us, self.max_reps)
         sets = rotation_sets(nbytes, self.l2, reps)
         fns = first + (make(sets)[1:] if sets > 1 else [])
+        if not graph:
+            return EventTimer(self.torch, cycle(fns), reps, self.flush)
         return GraphTimer(self.torch, cycle(fns), reps, self.flush)
 
 
