@@ -19,6 +19,11 @@
 
 Prints markdown tables on stdout, progress on stderr, writes JSON to --out. --budget-s stops
 starting new work when the time is spent (what was skipped is said). Needs a CUDA GPU.
+
+--tree DIR validates another tree's solution/ and params.json (a materialized repo, or a kopt
+run's best/ worktree) with one kernel in --kernels. --smoke runs the same flow with no GPU
+(Triton's interpreter, the small shapes, CPU timers, eager standing in for torch.compile):
+the plumbing, not the numbers.
 """
 
 from __future__ import annotations
@@ -55,7 +60,7 @@ def stats(samples: list[float]) -> dict[str, float]:
 
 
 class Kernel:
-    def __init__(self, name: str, params_dir: Path | None) -> None:
+    def __init__(self, name: str, params_dir: Path | None, tree: Path | None, kind: str) -> None:
         from harness.loader import load_module
 
         folder = HERE / name
@@ -63,13 +68,13 @@ class Kernel:
         self.contract = load_module(folder / "contract.py", f"v_{name}_contract")
         self.roofline = load_module(folder / "roofline.py", f"v_{name}_roofline")
         self.baseline = load_module(folder / "baseline" / f"{name}.py", f"v_{name}_baseline")
-        self.solution = load_module(folder / "solution" / f"{name}.py", f"v_{name}_solution")
+        self.solution = load_module((tree or folder) / "solution" / f"{name}.py", f"v_{name}_solution")
         if params_dir is not None:
             from harness.params import load
 
             self.solution.PARAMS = load(params_dir / f"{name}.json")
         self.tuned = self.solution.PARAMS
-        self.shapes = [s for s in self.contract.SHAPES if s.kind == "production"]
+        self.shapes = [s for s in self.contract.SHAPES if s.kind == kind]
 
 
 def time_variants(torch: Any, timing: Any, case: Any, variants: dict[str, Any], blocks: int) -> dict[str, dict]:
@@ -103,27 +108,28 @@ def time_variants(torch: Any, timing: Any, case: Any, variants: dict[str, Any], 
 
 
 def run(args: argparse.Namespace) -> tuple[dict[str, Any], bool]:
-    import torch
+    from harness.bench import Case, Timing, setup_device
 
-    if not torch.cuda.is_available():
-        raise SystemExit("validate_gpu: no CUDA GPU visible to torch")
-    from harness.bench import Case, Timing
-
+    torch, gpu = setup_device()
+    if not gpu and not args.smoke:
+        raise SystemExit("validate_gpu: no CUDA GPU visible to torch (--smoke runs the flow on the CPU)")
     t0 = time.perf_counter()
 
     def over() -> bool:
         return time.perf_counter() - t0 > args.budget_s
 
-    timing = Timing(torch, True, args.block_us, max_reps=1000)
+    timing = Timing(torch, gpu, args.block_us, max_reps=1000)
     report: dict[str, Any] = {
-        "gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
+        "gpu": torch.cuda.get_device_name() if gpu else "none (smoke: Triton interpreter, CPU timers)", "torch": torch.__version__,
         "triton": __import__("triton").__version__, "cuda": torch.version.cuda,
         "command": " ".join(sys.argv), "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "bar_pct_of_copy": args.bar, "kernels": {}, "skipped": []}
+        "bar_pct_of_copy": args.bar, "kernels": {}, "skipped": [],
+        "smoke": bool(args.smoke), "tree": args.tree}
     ok = True
     seed = int(time.time())
     for kname in args.kernels.split(","):
-        k = Kernel(kname, Path(args.params_dir) if args.params_dir else None)
+        k = Kernel(kname, Path(args.params_dir) if args.params_dir else None,
+                   Path(args.tree) if args.tree else None, "small" if args.smoke else "production")
         kr: dict[str, Any] = {"params": k.tuned, "contract": [], "timing": [], "sweep": None}
         report["kernels"][kname] = kr
         for shape in k.shapes:
@@ -132,7 +138,7 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], bool]:
                     report["skipped"].append(f"{kname} {shape.name} {dtype}: budget spent")
                     continue
                 seed += 1
-                case = Case(torch, k.contract, k.roofline, shape, dtype, seed, True)
+                case = Case(torch, k.contract, k.roofline, shape, dtype, seed, gpu)
                 err, why = case.check(k.solution)
                 berr, _ = case.check(k.baseline)
                 passed = err <= 1.0 and not why
@@ -142,9 +148,12 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], bool]:
                 log(f"{kname} {shape.name} {dtype}: contract {'ok' if passed else 'FAILS: ' + why} "
                     f"(err {err:.3g}, baseline {berr:.3g})")
                 if dtype in args.dtypes.split(","):
-                    torch._dynamo.reset()
-                    compiled = torch.compile(getattr(k.baseline, k.contract.FUNC), dynamic=False)
                     base_fn = getattr(k.baseline, k.contract.FUNC)
+                    if gpu:
+                        torch._dynamo.reset()
+                        compiled = torch.compile(base_fn, dynamic=False)
+                    else:
+                        compiled = base_fn  # smoke: eager stands in (no C++ toolchain needed)
                     sol_fn = getattr(k.solution, k.contract.FUNC)
                     variants = {
                         "copy": (case.copy_calls, True),
@@ -163,13 +172,15 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], bool]:
                     log(f"  {sol['median_us']:.2f} us, {sol['pct_of_copy']:.1f}% of copy, "
                         f"x{row['speedup_vs_eager']:.2f} vs eager, x{row['speedup_vs_compile']:.2f} vs compile")
                 del case
-                torch.cuda.empty_cache()
+                if gpu:
+                    torch.cuda.empty_cache()
         if args.sweep:
-            kr["sweep"] = sweep(torch, timing, k, args, over, seed)
+            kr["sweep"] = sweep(torch, timing, k, args, over, seed, gpu)
     return report, ok
 
 
-def sweep(torch: Any, timing: Any, k: Kernel, args: argparse.Namespace, over: Any, seed: int) -> dict[str, Any]:
+def sweep(torch: Any, timing: Any, k: Kernel, args: argparse.Namespace, over: Any, seed: int,
+          gpu: bool) -> dict[str, Any]:
     """Every point of SWEEP[k] on every production shape (bf16); the best point per class."""
     from harness.bench import Case
 
@@ -181,7 +192,7 @@ def sweep(torch: Any, timing: Any, k: Kernel, args: argparse.Namespace, over: An
         if over():
             break
         seed += 1
-        case = Case(torch, k.contract, k.roofline, shape, "bfloat16", seed, True)
+        case = Case(torch, k.contract, k.roofline, shape, "bfloat16", seed, gpu)
         cls = case.cols["dclass"]
         copy = time_variants(torch, timing, case, {"copy": (case.copy_calls, True)}, args.blocks)["copy"]["median_us"]
         for i, p in enumerate(points):
@@ -198,9 +209,11 @@ def sweep(torch: Any, timing: Any, k: Kernel, args: argparse.Namespace, over: An
                 log(f"  sweep {shape.name} {p}: {type(exc).__name__}: {str(exc)[:100]}")
                 continue
             per_class.setdefault(cls, {}).setdefault(i, {})[shape.name] = 100.0 * copy / us
-        log(f"{k.name} sweep {shape.name}: best {max(per_class.get(cls, {0: {shape.name: 0}}).values(), key=lambda d: d.get(shape.name, 0)).get(shape.name, 0):.1f}% of copy")
+        seen = [d[shape.name] for d in per_class.get(cls, {}).values() if shape.name in d]
+        log(f"{k.name} sweep {shape.name}: {len(seen)} points, best {max(seen, default=math.nan):.1f}% of copy")
         del case
-        torch.cuda.empty_cache()
+        if gpu:
+            torch.cuda.empty_cache()
     k.solution.PARAMS = k.tuned
     best: dict[str, Any] = {}
     for cls, by_point in per_class.items():
@@ -222,7 +235,7 @@ def markdown(report: dict[str, Any]) -> str:
     for kname, kr in report["kernels"].items():
         fails = [c for c in kr["contract"] if not c["pass"]]
         lines += [f"## {kname}", "", f"Contract: {len(kr['contract']) - len(fails)}/{len(kr['contract'])} "
-                  f"production shape x dtype pass" + ("".join(f"; FAIL {c['shape']} {c['dtype']}: {c['why']}"
+                  f"shape x dtype pass" + ("".join(f"; FAIL {c['shape']} {c['dtype']}: {c['why']}"
                                                               for c in fails)), "",
                   "| shape | dtype | copy µs | eager µs | compile µs | solution µs (p10–p90) | GB/s | % of copy "
                   "| vs eager | vs compile |", "|---|---|---|---|---|---|---|---|---|---|"]
@@ -257,7 +270,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--block-us", type=float, default=300.0)
     ap.add_argument("--bar", type=float, default=90.0, help="%% of D2D copy bandwidth every production shape should reach")
     ap.add_argument("--budget-s", type=float, default=280.0)
+    ap.add_argument("--tree", help="validate this tree's solution/ and params.json (one kernel in --kernels)")
+    ap.add_argument("--smoke", action="store_true", help="no GPU: the flow on the CPU interpreter, small shapes")
     args = ap.parse_args(argv)
+    if args.tree and "," in args.kernels:
+        ap.error("--tree needs a single kernel in --kernels")
     out = Path(args.out)
     try:
         report, ok = run(args)
