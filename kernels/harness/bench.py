@@ -37,6 +37,7 @@ from typing import Any
 
 from .check import check_call
 from .loader import load_module
+from .params import class_key
 from .shapes import PRODUCTION, REGRESSION, SMALL
 from .timing import (
     CpuTimer,
@@ -100,7 +101,7 @@ class Case:
         fn = getattr(module, self.contract.FUNC)
         key_fn = getattr(module, "class_key", None)
         if key_fn is not None:
-            want = f"dclass={self.cols['dclass']}"
+            want = class_key(**{c: self.cols[c] for c in self.contract.CLASS_BY})
             got = key_fn(*self.contract.class_args(self.shape.dims))
             if got != want:
                 return math.inf, f"the solution's class_key is {got!r}, the bench's class is {want!r}"
