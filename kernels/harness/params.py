@@ -43,3 +43,19 @@ def load(path: str | Path) -> dict[str, dict[str, Any]]:
 def resolve(params: dict[str, dict[str, Any]], key: str) -> dict[str, Any]:
     """The values for one class: the defaults overridden by the class's own entry."""
     return {**params["*"], **params.get(key, {})}
+
+
+def next_power_of_2(n: int) -> int:
+    return 1 << max(0, int(n) - 1).bit_length()
+
+
+def launch_meta(params: dict[str, dict[str, Any]], key: str, row_len: int,
+                max_block: int = 8192) -> dict[str, Any]:
+    """The Triton launch arguments of a row kernel for one class: BLOCK_D (0 = the next power
+    of two >= row_len, capped at max_block; never more than that power of two), ROWS (rows per
+    program), SINGLE (a row fits in one chunk), num_warps, num_stages."""
+    p = resolve(params, key)
+    full = next_power_of_2(row_len)
+    block = min(int(p["BLOCK_D"]) or min(full, max_block), full)
+    return {"BLOCK_D": block, "ROWS": int(p["ROWS_PER_PROG"]), "SINGLE": block >= row_len,
+            "num_warps": int(p["num_warps"]), "num_stages": int(p["num_stages"])}

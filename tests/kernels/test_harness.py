@@ -106,3 +106,15 @@ def test_poisoning_is_what_catches_an_unwritten_element() -> None:
     assert error_ratio(torch, got, ref, 1e-2, 1e-2) == (0.0, 0)  # looks right without poison
     res = check_call(torch, skips_last_row, (x,), {}, ref, 1e-2, 1e-2)
     assert not res.ok and res.nonfinite == x.shape[1]
+
+
+def test_launch_meta() -> None:
+    p = {"*": {"BLOCK_D": 0, "ROWS_PER_PROG": 2, "num_warps": 4, "num_stages": 1},
+         "dclass=wide": {"BLOCK_D": 1024, "num_warps": 8}}
+    assert params.launch_meta(p, "dclass=narrow", 1152) == {
+        "BLOCK_D": 2048, "ROWS": 2, "SINGLE": True, "num_warps": 4, "num_stages": 1}
+    wide = params.launch_meta(p, "dclass=wide", 3072)
+    assert wide["BLOCK_D"] == 1024 and not wide["SINGLE"] and wide["num_warps"] == 8
+    assert params.launch_meta(p, "dclass=narrow", 65536)["BLOCK_D"] == 8192  # the cap: chunked
+    assert params.launch_meta(p, "dclass=wide", 100)["BLOCK_D"] == 128  # never past the row
+    assert [params.next_power_of_2(n) for n in (1, 2, 3, 96, 128, 129)] == [1, 2, 4, 128, 128, 256]

@@ -21,7 +21,7 @@ import torch
 import triton
 import triton.language as tl
 from harness.params import class_key as _key
-from harness.params import load, resolve
+from harness.params import launch_meta, load
 
 PARAMS_PATH = Path(__file__).resolve().parent.parent / "params.json"
 PARAMS = load(PARAMS_PATH)
@@ -72,14 +72,9 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6,
         out = torch.empty_like(x)
     elif out.shape != x.shape or out.dtype != x.dtype or not out.is_contiguous():
         raise ValueError("rms_norm: out must be a contiguous tensor of x's shape and dtype")
-    p = resolve(PARAMS, class_key(D))
-    full = min(triton.next_power_of_2(D), MAX_BLOCK_D)
-    block = min(int(p["BLOCK_D"]) or full, triton.next_power_of_2(D))
-    rows = int(p["ROWS_PER_PROG"])
+    meta = launch_meta(PARAMS, class_key(D), D, MAX_BLOCK_D)
     M = x.numel() // D if D else 0
     if M == 0:
         return out
-    _rms_kernel[(triton.cdiv(M, rows),)](
-        x, weight, out, M, D, eps, BLOCK_D=block, ROWS=rows, SINGLE=block >= D,
-        num_warps=int(p["num_warps"]), num_stages=int(p["num_stages"]))
+    _rms_kernel[(triton.cdiv(M, meta["ROWS"]),)](x, weight, out, M, D, eps, **meta)
     return out
