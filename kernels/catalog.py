@@ -121,6 +121,7 @@ ab_command = {_toml(f"{py} bench.py --ab {{best}} {{cand}}")}
 
 [profile]
 kernel = {_toml(name)}
+command = {_toml(f"{py} bench.py --once")}
 
 [propose]
 kind = "tune"

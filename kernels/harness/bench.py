@@ -18,6 +18,9 @@ and reports the kernel's bandwidth as % of it (pct_copy). Without a GPU the Trit
 runs in Triton's interpreter (TRITON_INTERPRET=1, set here before triton is imported) on the
 small shapes, timed with time.perf_counter: CPU timings.
 
+--once: the contract check alone (each solution runs twice per shape, nothing is timed): the
+command a profiler runs (kopt.toml's [profile] command).
+
 A/B mode: both trees' solutions are imported by path under distinct module names (each
 reads its own params.json), checked, and timed in alternating order block by block (ABBA);
 one row per (config, side, block) with the `side` and `block` columns kopt's ab mode reads.
@@ -192,6 +195,8 @@ def parse_args(argv: list[str] | None, gpu: bool) -> argparse.Namespace:
     ap.add_argument("--only", default="", help="comma-separated shape names (after --shapes)")
     ap.add_argument("--which", default="solution", choices=["solution", "baseline"],
                     help="time the Triton solution (default) or the PyTorch baseline")
+    ap.add_argument("--once", action="store_true",
+                    help="no timing: the contract check only (each solution runs twice per shape), for profilers")
     ap.add_argument("--out", help="also write the CSV to this file")
     a = ap.parse_args(argv)
     a.blocks = a.blocks or ((9 if a.ab else 25) if gpu else (4 if a.ab else 3))
@@ -233,6 +238,8 @@ def main(kernel_dir: str | Path, argv: list[str] | None = None) -> int:
                 if why:
                     failed += 1
                     log(f"{contract.NAME} {shape.name} {dtype}{' ' + side if side else ''}: FAILS contract: {why}")
+                if a.once:
+                    continue
                 try:
                     fn = getattr(mod, contract.FUNC)
                     timers[side] = timing.timer(lambda n, fn=fn, case=case: case.calls(fn, n), case.bytes)
@@ -240,6 +247,10 @@ def main(kernel_dir: str | Path, argv: list[str] | None = None) -> int:
                     log(f"{contract.NAME} {shape.name} {dtype} {side}: cannot be timed: {type(exc).__name__}: {exc}")
                     timers[side] = None
             prod = int(shape.kind in (PRODUCTION, SMALL))  # this machine's production shapes
+            if a.once:
+                rows += [{**case.cols, **({"side": side} if a.ab else {}), "err": e, "prod": prod}
+                         for side, e in errs.items()]
+                continue
             if a.ab:
                 for block in range(a.blocks):
                     for side in (("best", "cand") if block % 2 == 0 else ("cand", "best")):

@@ -3,6 +3,7 @@ interpreter, no kopt on the path) and write CSVs kopt's metrics accept, in both 
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import statistics
@@ -101,3 +102,14 @@ def test_ab_mode_pairs_and_a_broken_candidate(tmp_path: Path) -> None:
     assert {p.cls for p in pairs} == {"dclass=narrow", "dclass=wide"}
     # each tree ran its own params.json: the tuned candidate is far faster than the naive best
     assert statistics.median(p.cand / p.best for p in pairs) < 0.7
+
+
+def test_once_mode_checks_without_timing(tmp_path: Path, harness_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """kopt.toml's [profile] command: the contract alone, every shape, nothing timed."""
+    repo = _materialize(tmp_path, "adaln", True)
+    assert config.load(repo / "kopt.toml").profile.command.endswith("bench.py --once")
+    from harness.bench import main
+
+    assert main(repo, ["--once"]) == 0
+    df = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    assert list(df["shape"]) == ["cpu-96", "cpu-600", "cpu-2100"] and "us" not in df and (df["err"] <= 1).all()
