@@ -53,9 +53,10 @@ def launch_meta(params: dict[str, dict[str, Any]], key: str, row_len: int,
                 max_block: int = 8192) -> dict[str, Any]:
     """The Triton launch arguments of a row kernel for one class: BLOCK_D (0 = the next power
     of two >= row_len, capped at max_block; never more than that power of two), ROWS (rows per
-    program), SINGLE (a row fits in one chunk), num_warps, num_stages."""
+    program), SINGLE (a row fits in one chunk), num_warps, num_stages. BLOCK_D and ROWS are
+    rounded up to powers of two (tl.arange needs them)."""
     p = resolve(params, key)
     full = next_power_of_2(row_len)
-    block = min(int(p["BLOCK_D"]) or min(full, max_block), full)
-    return {"BLOCK_D": block, "ROWS": int(p["ROWS_PER_PROG"]), "SINGLE": block >= row_len,
+    block = min(next_power_of_2(int(p["BLOCK_D"])) if int(p["BLOCK_D"]) else min(full, max_block), full)
+    return {"BLOCK_D": block, "ROWS": next_power_of_2(int(p["ROWS_PER_PROG"])), "SINGLE": block >= row_len,
             "num_warps": int(p["num_warps"]), "num_stages": int(p["num_stages"])}

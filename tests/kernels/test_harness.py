@@ -117,4 +117,6 @@ def test_launch_meta() -> None:
     assert wide["BLOCK_D"] == 1024 and not wide["SINGLE"] and wide["num_warps"] == 8
     assert params.launch_meta(p, "dclass=narrow", 65536)["BLOCK_D"] == 8192  # the cap: chunked
     assert params.launch_meta(p, "dclass=wide", 100)["BLOCK_D"] == 128  # never past the row
+    odd = {"*": {"BLOCK_D": 96, "ROWS_PER_PROG": 3, "num_warps": 4, "num_stages": 1}}
+    assert params.launch_meta(odd, "k", 1000)["BLOCK_D"] == 128 and params.launch_meta(odd, "k", 1000)["ROWS"] == 4
     assert [params.next_power_of_2(n) for n in (1, 2, 3, 96, 128, 129)] == [1, 2, 4, 128, 128, 256]
