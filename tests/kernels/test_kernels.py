@@ -100,3 +100,15 @@ def test_class_rule_roofline_and_params_agree(harness_path: Path, name: str) -> 
             assert key == "*" or key in {"dclass=narrow", "dclass=wide"}
             for param, v in values.items():
                 assert v in info.space[param], (file, key, param, v)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_contract_holds_across_the_tune_space(harness_path: Path, name: str) -> None:
+    """Chunked and single pass, one and several rows per program (tiles that span two batches
+    and tiles inside one), odd values rounded up: every point the tuner may pick is correct."""
+    _, sol = _load(harness_path, name, "space")
+    chunk = {"adaln": 512, "rmsnorm": 32}[name]  # chunked on the small shapes, a few chunks each
+    for block, rows in ((chunk, 2), (chunk // 2, 4), (0, 2), (0, 8), (chunk * 3 // 4, 3)):
+        sol.PARAMS = {"*": {"BLOCK_D": block, "ROWS_PER_PROG": rows, "num_warps": 4, "num_stages": 1}}
+        results = _check_all(harness_path, name, sol, dtypes=["bfloat16"])
+        assert all(err <= 1.0 and not why for _, _, err, why in results), (block, rows, results)

@@ -32,8 +32,9 @@ out = {}
 for dt, block, rows, single in (('bf16', 4096, 1, True), ('fp16', 1024, 2, False)):
     names = ['x_ptr', 'scale_ptr', 'shift_ptr', 'y_ptr', 'M', 'N', 'D', 'eps']
     s = sig(dt, names)
-    s.update(BLOCK_D='constexpr', ROWS='constexpr', SINGLE='constexpr')
-    src = ASTSource(ada, signature=s, constexprs={'BLOCK_D': block, 'ROWS': rows, 'SINGLE': single},
+    s.update(BLOCK_D='constexpr', ROWS='constexpr', SINGLE='constexpr', SAME_BATCH='constexpr')
+    src = ASTSource(ada, signature=s, constexprs={'BLOCK_D': block, 'ROWS': rows, 'SINGLE': single,
+                                                  'SAME_BATCH': single},
                     attrs=div16(names))
     out['adaln_' + dt] = triton.compile(src, target=GPUTarget('cuda', 90, 32), options={'num_warps': 8}).asm['ptx']
 for dt, block, rows, single in (('bf16', 128, 16, True), ('fp16', 32, 32, False)):

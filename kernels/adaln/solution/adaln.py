@@ -4,7 +4,8 @@ y = (x - mean) * rstd * (1 + scale[b]) + shift[b] per row of x [B, N, D], statis
 arithmetic in fp32, one rounding to x's dtype. Each program handles ROWS_PER_PROG rows as a
 [ROWS_PER_PROG, BLOCK_D] tile. When BLOCK_D >= D a row is loaded once (single pass, exact
 two-step mean/variance in registers); otherwise two passes over BLOCK_D chunks (sums of
-x - x[0] for the statistics, then normalise and write).
+x - x[0] for the statistics, then normalise and write). When N is a multiple of
+ROWS_PER_PROG, a tile's rows share one batch and scale/shift are loaded once per tile.
 
 Meta-parameters come from ../params.json (see harness/params.py), per config class
 `dclass=narrow` (D <= 2048) or `dclass=wide`:
@@ -35,13 +36,18 @@ def class_key(D: int) -> str:
 
 @triton.jit
 def _adaln_kernel(x_ptr, scale_ptr, shift_ptr, y_ptr, M, N, D, eps,
-                  BLOCK_D: tl.constexpr, ROWS: tl.constexpr, SINGLE: tl.constexpr):
+                  BLOCK_D: tl.constexpr, ROWS: tl.constexpr, SINGLE: tl.constexpr, SAME_BATCH: tl.constexpr):
     rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
     row_ok = rows < M
     rows64 = rows.to(tl.int64)
     x_row = x_ptr + rows64[:, None] * D
     y_row = y_ptr + rows64[:, None] * D
-    mod = (rows64 // N)[:, None] * D
+    if SAME_BATCH:  # every row of the tile is in one batch: scale/shift as one row, broadcast
+        mod = tl.zeros([1, 1], dtype=tl.int64) + ((tl.program_id(0) * ROWS) // N).to(tl.int64) * D
+        mod_ok = tl.zeros([1, 1], dtype=tl.int32) == 0
+    else:
+        mod = (rows64 // N)[:, None] * D
+        mod_ok = row_ok[:, None]
     cols = tl.arange(0, BLOCK_D)[None, :]
     if SINGLE:
         mask = row_ok[:, None] & (cols < D)
@@ -49,8 +55,8 @@ def _adaln_kernel(x_ptr, scale_ptr, shift_ptr, y_ptr, M, N, D, eps,
         mean = tl.sum(x, axis=1) / D
         xc = tl.where(mask, x - mean[:, None], 0.0)
         rstd = 1.0 / tl.sqrt(tl.sum(xc * xc, axis=1) / D + eps)
-        sc = tl.load(scale_ptr + mod + cols, mask=mask, other=0.0).to(tl.float32)
-        sh = tl.load(shift_ptr + mod + cols, mask=mask, other=0.0).to(tl.float32)
+        sc = tl.load(scale_ptr + mod + cols, mask=mod_ok & (cols < D), other=0.0).to(tl.float32)
+        sh = tl.load(shift_ptr + mod + cols, mask=mod_ok & (cols < D), other=0.0).to(tl.float32)
         y = xc * rstd[:, None] * (1.0 + sc) + sh
         tl.store(y_row + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
     else:
@@ -70,8 +76,9 @@ def _adaln_kernel(x_ptr, scale_ptr, shift_ptr, y_ptr, M, N, D, eps,
         for start in range(0, D, BLOCK_D):
             mask = row_ok[:, None] & (start + cols < D)
             x = tl.load(x_row + start + cols, mask=mask, other=0.0).to(tl.float32)
-            sc = tl.load(scale_ptr + mod + start + cols, mask=mask, other=0.0).to(tl.float32)
-            sh = tl.load(shift_ptr + mod + start + cols, mask=mask, other=0.0).to(tl.float32)
+            mmask = mod_ok & (start + cols < D)
+            sc = tl.load(scale_ptr + mod + start + cols, mask=mmask, other=0.0).to(tl.float32)
+            sh = tl.load(shift_ptr + mod + start + cols, mask=mmask, other=0.0).to(tl.float32)
             y = (x - mean) * rstd * (1.0 + sc) + sh
             tl.store(y_row + start + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
 
@@ -91,5 +98,6 @@ def adaln_modulate(x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor, ep
     M = B * N
     if M == 0 or D == 0:
         return out
-    _adaln_kernel[(triton.cdiv(M, meta["ROWS"]),)](x, scale, shift, out, M, N, D, eps, **meta)
+    _adaln_kernel[(triton.cdiv(M, meta["ROWS"]),)](x, scale, shift, out, M, N, D, eps,
+                                                   SAME_BATCH=N % meta["ROWS"] == 0, **meta)
     return out
