@@ -230,7 +230,7 @@ def main(kernel_dir: str | Path, argv: list[str] | None = None) -> int:
     failed = 0
     for i, shape in enumerate(shapes):
         for j, dtype in enumerate(dtypes):
-            case = Case(torch, contract, roofline, shape, dtype, base_seed + 2 * i * len(dtypes) + j, gpu)
+            case = Case(torch, contract, roofline, shape, dtype, base_seed + i * len(dtypes) + j, gpu)
             errs, timers = {}, {}
             for side, mod in mods.items():
                 err, why = case.check(mod)
