@@ -21,6 +21,8 @@ import sys
 from datetime import UTC, datetime
 from typing import Any
 
+from kernels.harness.timing import event_times
+
 
 def copy_result(times_s: list[float], buffer_bytes: int) -> dict[str, Any]:
     """Bandwidth of a copy of `buffer_bytes`: read once and written once per iteration."""
@@ -56,27 +58,10 @@ def matmul_result(
     }
 
 
-def _timed(torch: Any, fn: Any, iters: int, warmup: int) -> list[float]:
-    """Seconds per call of `fn`, one pair of CUDA events around each call."""
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    events = [
-        (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-        for _ in range(iters)
-    ]
-    for start, end in events:
-        start.record()
-        fn()
-        end.record()
-    torch.cuda.synchronize()
-    return [start.elapsed_time(end) / 1e3 for start, end in events]
-
-
 def _copy(torch: Any, nbytes: int, iters: int) -> dict[str, Any]:
     src = torch.empty(nbytes, dtype=torch.uint8, device="cuda").random_(0, 255)
     dst = torch.empty_like(src)
-    return copy_result(_timed(torch, lambda: dst.copy_(src), iters, warmup=5), nbytes)
+    return copy_result(event_times(torch, lambda: dst.copy_(src), iters, warmup=5), nbytes)
 
 
 def _matmul(torch: Any, size: int, iters: int) -> dict[str, Any]:
@@ -85,7 +70,7 @@ def _matmul(torch: Any, size: int, iters: int) -> dict[str, Any]:
     b = torch.randn(size, size, device="cuda", dtype=torch.bfloat16, generator=gen)
     c = torch.empty(size, size, device="cuda", dtype=torch.bfloat16)
     return matmul_result(
-        _timed(torch, lambda: torch.matmul(a, b, out=c), iters, warmup=10), size, size, size
+        event_times(torch, lambda: torch.matmul(a, b, out=c), iters, warmup=10), size, size, size
     )
 
 

@@ -74,6 +74,7 @@ from typing import Any, Protocol
 from engine.config import DecideConfig
 from engine.decide import Pair, Policy, evaluate
 from engine.decide.stats import betainc, t_quantile
+from kernels.harness.timing import CpuTimer, GraphTimer
 
 KINDS = ("keep", "regression", "tie", "borderline")
 KOPT = ("kopt", "kopt pooled")
@@ -378,47 +379,6 @@ class Arm:
 # --- timing backends (side effects) -----------------------------------------------------------
 
 
-class GraphTimer:
-    """One block: the L2 flushed (untimed), then one replay of a CUDA graph of `reps`
-    launches between two CUDA events. block() returns microseconds per launch."""
-
-    def __init__(self, torch: Any, arm: Arm, reps: int, flush: Callable[[], None]) -> None:
-        self.torch, self.reps, self.flush = torch, reps, flush
-        arm.run()
-        torch.cuda.synchronize()
-        self.graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(self.graph):
-            for _ in range(reps):
-                arm.run()
-        torch.cuda.synchronize()
-        self.start = torch.cuda.Event(enable_timing=True)
-        self.end = torch.cuda.Event(enable_timing=True)
-        for _ in range(2):
-            self.block()
-
-    def block(self) -> float:
-        self.flush()
-        self.start.record()
-        self.graph.replay()
-        self.end.record()
-        self.end.synchronize()
-        return self.start.elapsed_time(self.end) * 1000.0 / self.reps
-
-
-class CpuTimer:
-    """The smoke run's stand-in for GraphTimer: wall time of `reps` calls."""
-
-    def __init__(self, arm: Arm, reps: int) -> None:
-        self.arm, self.reps = arm, reps
-        arm.run()
-
-    def block(self) -> float:
-        t0 = time.perf_counter()
-        for _ in range(self.reps):
-            self.arm.run()
-        return (time.perf_counter() - t0) * 1e6 / self.reps
-
-
 class Backend:
     """Buffers, arms, block timers and do_bench readings on one device (CUDA or, for the
     smoke run, the CPU with Triton's interpreter)."""
@@ -452,7 +412,10 @@ class Backend:
             self.flush_buffer.zero_()
 
     def timer(self, arm: Arm, reps: int) -> BlockTimer:
-        return CpuTimer(arm, reps) if self.smoke else GraphTimer(self.torch, arm, reps, self.flush)
+        if self.smoke:
+            arm.run()
+            return CpuTimer(arm.run, reps, warm_blocks=0)
+        return GraphTimer(self.torch, arm.run, reps, self.flush)
 
     def one_launch_us(self, arm: Arm) -> float:
         """The fastest of 3 single launches (after an L2 flush), in µs."""

@@ -1,0 +1,188 @@
+"""The bundled kernels and `materialize`: a self-contained target repo for kopt.
+
+    KERNELS["adaln"], KERNELS["rmsnorm"]       what is bundled (KernelInfo)
+    materialize(name, dest, naive=True)        writes the repo into an existing empty dir
+
+A materialized repo holds the kernel's baseline/ (PyTorch) and solution/ (Triton), its
+contract.py and roofline.py, bench.py, a copy of the timing harness (harness/), params.json
+(naive=True: a deliberately naive start, 1 warp, 1 row per program, a small chunk so the
+two-pass loop runs; naive=False: the tuned defaults) and kopt.toml. It runs with torch +
+triton (+ numpy) alone: nothing in it imports kopt.
+
+The params contract (for the tune proposer): params.json is {"*": {...}, "<class key>": {...}}
+with the Triton meta-parameters BLOCK_D, ROWS_PER_PROG, num_warps, num_stages; a class key is
+kopt's `dclass=narrow` / `dclass=wide` (class_by = ["dclass"]); the solution launches with
+{**p["*"], **p.get(key, {})}. BLOCK_D = 0 means the next power of two >= the row length
+(single pass), capped at 8192.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import shutil
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+HARNESS = HERE / "harness"
+STATS = ("us_mean", "us_std", "us_min", "us_p10", "us_p90", "samples")
+EXTRA = ("gbps", "copy_us", "copy_gbps", "pct_copy", "prod", "seed", "model")
+"""Must match harness/bench.py (a test checks): the CSV's columns that kopt ignores."""
+PROTECTED = ["bench.py", "contract.py", "roofline.py", "harness/", "baseline/", ".gitignore", "README.md"]
+
+
+@dataclass(frozen=True)
+class KernelInfo:
+    name: str
+    title: str
+    func: str
+    config: list[str]
+    bytes_expr: str
+    space: dict[str, list[Any]]
+    """The tune proposer's space: its best point should reach >= 90% of D2D copy bandwidth
+    on the H100 for every production shape (kernels/validate_gpu.py --sweep checks)."""
+    summary: str
+    class_by: list[str] = field(default_factory=lambda: ["dclass"])
+
+    @property
+    def folder(self) -> Path:
+        return HERE / self.name
+
+
+KERNELS: dict[str, KernelInfo] = {
+    "adaln": KernelInfo(
+        name="adaln",
+        title="fused adaLN modulation: LayerNorm(x) * (1 + scale) + shift",
+        func="adaln_modulate",
+        config=["shape", "B", "N", "D", "dtype", "esize", "dclass"],
+        bytes_expr="2 * B * N * D * esize + 2 * B * D * esize",
+        space={"BLOCK_D": [0, 64, 128, 256, 512, 1024, 2048, 4096],
+               "ROWS_PER_PROG": [1, 2, 4, 8],
+               "num_warps": [1, 2, 4, 8, 16],
+               "num_stages": [1, 2]},
+        summary="x [B, N, D], scale/shift [B, D] (per batch), as in FLUX.1, SD3/SD3.5, PixArt-alpha "
+                "and Wan2.1 DiT blocks; bf16/fp16 in, fp32 statistics; class dclass = narrow (D <= 2048) "
+                "or wide",
+    ),
+    "rmsnorm": KernelInfo(
+        name="rmsnorm",
+        title="RMSNorm over head_dim with a weight (QK-norm)",
+        func="rms_norm",
+        config=["shape", "B", "N", "H", "hd", "dtype", "esize", "dclass"],
+        bytes_expr="2 * B * N * H * hd * esize + hd * esize",
+        space={"BLOCK_D": [0, 16, 32, 64, 128],
+               "ROWS_PER_PROG": [1, 2, 4, 8, 16, 32, 64],
+               "num_warps": [1, 2, 4, 8],
+               "num_stages": [1, 2]},
+        summary="q [B, N, H, head_dim], weight [head_dim], as QK-norm in FLUX.1, SD3.5 and HunyuanVideo "
+                "attention; bf16/fp16 in, fp32 accumulation; class dclass = narrow (head_dim <= 64) or wide",
+    ),
+}
+
+
+def _toml(v: Any) -> str:
+    if isinstance(v, str):
+        return json.dumps(v)
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, list | tuple):
+        return "[" + ", ".join(_toml(x) for x in v) + "]"
+    return repr(v)
+
+
+def kopt_toml(name: str, *, naive: bool = True, python: str | None = None) -> str:
+    """The kopt.toml of a materialized kernel repo."""
+    k = KERNELS[name]
+    py = python or shlex.quote(sys.executable)
+    space = ", ".join(f"{p} = {_toml(vs)}" for p, vs in k.space.items())
+    return f"""\
+# kopt target: {k.title}
+# Written by kopt's kernels/catalog.py ({'naive' if naive else 'tuned'} params.json). The bench
+# prints the CSV on stdout: one row per shape and dtype; `err` <= 1 passes the contract.
+# On a machine without a GPU it runs the Triton kernel in Triton's interpreter on small
+# shapes: CPU timings.
+
+[target]
+bench = {_toml(f"{py} bench.py")}
+csv = "-"
+metric = "us"
+direction = "min"
+correct = "err <= 1"
+config = {_toml(k.config)}
+class_by = {_toml(k.class_by)}
+ignore = {_toml([*STATS, *EXTRA])}
+production = "prod == 1"
+protected = {_toml(PROTECTED)}
+timeout_s = 900
+ab_command = {_toml(f"{py} bench.py --ab {{best}} {{cand}}")}
+
+[profile]
+kernel = {_toml(name)}
+command = {_toml(f"{py} bench.py --once")}
+
+[propose]
+kind = "tune"
+
+[propose.tune]
+params = "params.json"
+space = {{ {space} }}
+per_class = true
+
+[stop]
+max_iters = 40
+consecutive_regressions = 10
+
+[roofline]
+bytes = {_toml(k.bytes_expr)}
+unit_scale = 1e-6
+"""
+
+
+def params_text(name: str, naive: bool) -> str:
+    src = KERNELS[name].folder / ("params.naive.json" if naive else "params.json")
+    return src.read_text(encoding="utf-8")
+
+
+def _readme(k: KernelInfo, naive: bool) -> str:
+    return f"""# {k.name}: {k.title}
+
+{k.summary}.
+
+- `baseline/{k.name}.py`: the PyTorch reference; `solution/{k.name}.py`: the Triton kernel
+  (same signature: `{k.func}(..., eps=1e-6, out=None)`).
+- `contract.py`: tolerances per dtype, shapes (production ones name their model), inputs,
+  the fp64 reference. `roofline.py`: bytes per call.
+- `bench.py`: `python bench.py` prints kopt's CSV; `python bench.py --ab BEST CAND` times two
+  trees interleaved. `harness/`: the timing harness.
+- `params.json`: the solution's meta-parameters per class ({'naive start' if naive else 'tuned defaults'}).
+- `kopt.toml`: the target for kopt (tune proposer over params.json).
+"""
+
+
+def _ignore(_dir: str, names: list[str]) -> set[str]:
+    return {n for n in names if n == "__pycache__" or n.endswith(".pyc")}
+
+
+def materialize(name: str, dest: Path, naive: bool = True, *, python: str | None = None) -> None:
+    """Write kernel `name` as a self-contained repo into `dest` (an existing, empty dir)."""
+    if name not in KERNELS:
+        raise ValueError(f"unknown kernel {name!r} (bundled: {', '.join(sorted(KERNELS))})")
+    dest = Path(dest)
+    if not dest.is_dir():
+        raise ValueError(f"{dest}: not a directory")
+    if any(dest.iterdir()):
+        raise ValueError(f"{dest}: not empty")
+    k = KERNELS[name]
+    src = k.folder
+    for sub in ("baseline", "solution"):
+        shutil.copytree(src / sub, dest / sub, ignore=_ignore)
+    for f in ("contract.py", "roofline.py", "bench.py"):
+        shutil.copy2(src / f, dest / f)
+    shutil.copytree(HARNESS, dest / "harness", ignore=_ignore)
+    (dest / "params.json").write_text(params_text(name, naive), encoding="utf-8")
+    (dest / "kopt.toml").write_text(kopt_toml(name, naive=naive, python=python), encoding="utf-8")
+    (dest / ".gitignore").write_text("__pycache__/\n*.pyc\n", encoding="utf-8")
+    (dest / "README.md").write_text(_readme(k, naive), encoding="utf-8")

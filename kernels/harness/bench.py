@@ -1,0 +1,283 @@
+"""The generic bench driver: a kernel folder's contract + roofline + solution -> kopt's CSV.
+
+    python bench.py                      # every shape of this machine, CSV on stdout
+    python bench.py --ab BEST CAND       # kopt's ab_command: both trees in one process
+    python bench.py --shapes production --out results.csv
+
+A kernel folder holds contract.py (NAME, FUNC, DTYPES, TOLERANCE, SHAPES, columns(),
+make_inputs(), reference(), class_args()), roofline.py (bytes_moved()), solution/<NAME>.py
+and baseline/<NAME>.py; its bench.py calls `main(<folder>)`.
+
+Per shape and dtype: fresh random inputs (a new seed every run, in the `seed` column), the
+contract check (harness/check.py) -> `err` (passes when <= 1), then timing. On a GPU: blocks
+of a CUDA graph of k launches (k so that a block lasts about --block-us), buffer sets rotated
+across the launches so that they touch at least 2 x L2 of distinct data, L2 flushed before
+each block; `us` is the median over blocks of µs per launch, with us_mean/std/min/p10/p90.
+The same run times a device-to-device copy of the same number of bytes (copy_us, copy_gbps)
+and reports the kernel's bandwidth as % of it (pct_copy). Without a GPU the Triton solution
+runs in Triton's interpreter (TRITON_INTERPRET=1, set here before triton is imported) on the
+small shapes, timed with time.perf_counter: CPU timings.
+
+--once: the contract check alone (each solution runs twice per shape, nothing is timed): the
+command a profiler runs (kopt.toml's [profile] command).
+
+A/B mode: both trees' solutions are imported by path under distinct module names (each
+reads its own params.json), checked, and timed in alternating order block by block (ABBA);
+one row per (config, side, block) with the `side` and `block` columns kopt's ab mode reads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import random
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from .check import check_call
+from .loader import load_module
+from .params import class_key
+from .shapes import PRODUCTION, REGRESSION, SMALL
+from .timing import (
+    CpuTimer,
+    EventTimer,
+    GraphTimer,
+    L2Flush,
+    cycle,
+    l2_bytes,
+    one_call_us,
+    reps_for,
+    rotation_sets,
+    summarize,
+)
+
+STATS = ("us_mean", "us_std", "us_min", "us_p10", "us_p90", "samples")
+EXTRA = ("gbps", "copy_us", "copy_gbps", "pct_copy", "prod", "seed", "model")
+"""Columns beside config, metric and err: kopt.toml lists them (with STATS) under ignore."""
+
+
+def setup_device() -> tuple[Any, bool]:
+    """(torch, has_gpu); without a GPU, Triton's interpreter is switched on before triton loads."""
+    import torch
+
+    gpu = torch.cuda.is_available()
+    if not gpu:
+        if "triton" in sys.modules and os.environ.get("TRITON_INTERPRET") != "1":
+            raise RuntimeError("no GPU and triton was imported before TRITON_INTERPRET=1 could be set")
+        os.environ["TRITON_INTERPRET"] = "1"
+    return torch, gpu
+
+
+def load_solution(contract: ModuleType, tree: Path, tag: str, which: str = "solution") -> ModuleType:
+    return load_module(Path(tree) / which / f"{contract.NAME}.py", f"kopt_{tag}_{contract.NAME}_{which}")
+
+
+def pick_shapes(contract: ModuleType, which: str, gpu: bool) -> list:
+    kinds = {"auto": (PRODUCTION, REGRESSION) if gpu else (SMALL,), "small": (SMALL,),
+             "production": (PRODUCTION,), "regression": (REGRESSION,), "all": (PRODUCTION, REGRESSION)}[which]
+    return [s for s in contract.SHAPES if s.kind in kinds]
+
+
+class Case:
+    """One shape and dtype: inputs, reference, and timers per side."""
+
+    def __init__(self, torch: Any, contract: ModuleType, roofline: ModuleType, shape: Any, dtype: str,
+                 seed: int, gpu: bool) -> None:
+        self.torch, self.contract, self.shape, self.gpu = torch, contract, shape, gpu
+        self.device = "cuda" if gpu else "cpu"
+        self.dt = getattr(torch, dtype)
+        esize = torch.empty((), dtype=self.dt).element_size()
+        self.cols = contract.columns(shape, dtype, esize)
+        self.bytes = int(roofline.bytes_moved(**self.cols))
+        self.seed = seed
+        gen = torch.Generator(device=self.device).manual_seed(seed)
+        self.args, self.kwargs = contract.make_inputs(torch, shape.dims, self.dt, self.device, gen)
+        self.ref = contract.reference(torch, self.args, self.kwargs)
+        self.atol, self.rtol = contract.TOLERANCE[dtype]
+
+    def check(self, module: ModuleType) -> tuple[float, str]:
+        """(err, why) of the module's function on this case; err inf when it crashes."""
+        fn = getattr(module, self.contract.FUNC)
+        key_fn = getattr(module, "class_key", None)
+        if key_fn is not None:
+            want = class_key(**{c: self.cols[c] for c in self.contract.CLASS_BY})
+            got = key_fn(*self.contract.class_args(self.shape.dims))
+            if got != want:
+                return math.inf, f"the solution's class_key is {got!r}, the bench's class is {want!r}"
+        try:
+            res = check_call(self.torch, fn, self.args, self.kwargs, self.ref, self.atol, self.rtol)
+        except Exception as exc:  # a broken candidate: reported in its row, never fatal
+            return math.inf, f"{type(exc).__name__}: {exc}"
+        why = res.reason or (f"{res.nonfinite} NaN/Inf output element(s)" if res.nonfinite else
+                             "" if res.ok else f"error {res.err:.3g} x tolerance")
+        return res.err, why
+
+    def calls(self, fn: Callable[..., Any], sets: int, with_out: bool = True) -> list[Callable[[], Any]]:
+        """`sets` calls of fn on distinct copies of the inputs and (with_out) preallocated
+        outputs (rotation); without with_out, fn allocates its own output (torch.compile)."""
+        out = []
+        for i in range(sets):
+            args = self.args if i == 0 else tuple(a.clone() for a in self.args)
+            if not with_out:
+                out.append(lambda a=args: fn(*a, **self.kwargs))
+                continue
+            dst = self.torch.empty(self.ref.shape, dtype=self.dt, device=self.device)
+            out.append(lambda a=args, d=dst: fn(*a, **self.kwargs, out=d))
+        return out
+
+    def copy_calls(self, sets: int) -> list[Callable[[], Any]]:
+        n = max(1, self.bytes // 2)
+        out = []
+        for _ in range(sets):
+            src = self.torch.empty(n, dtype=self.torch.uint8, device=self.device).random_(0, 255)
+            dst = self.torch.empty_like(src)
+            out.append(lambda s=src, d=dst: d.copy_(s))
+        return out
+
+
+class Timing:
+    """Block timers on this machine (GPU: graphs + L2 flush; CPU: perf_counter)."""
+
+    def __init__(self, torch: Any, gpu: bool, block_us: float, max_reps: int) -> None:
+        self.torch, self.gpu, self.block_us, self.max_reps = torch, gpu, block_us, max_reps
+        self.flush = L2Flush(torch) if gpu else None
+        self.l2 = l2_bytes(torch) if gpu else 0
+
+    def timer(self, make: Callable[[int], list[Callable[[], Any]]], nbytes: int, graph: bool = True) -> Any:
+        """A block timer of the calls `make(n)` returns; graph=False: eager launches between
+        events (for what a CUDA graph cannot capture)."""
+        first = make(1)
+        if not self.gpu:  # the interpreter: one call is milliseconds, a block is one call
+            return CpuTimer(first[0], 1, warm_blocks=0)
+        est = one_call_us(self.torch, first[0], self.flush)
+        reps = reps_for(est, self.block_us, self.max_reps)
+        sets = rotation_sets(nbytes, self.l2, reps)
+        fns = first + (make(sets)[1:] if sets > 1 else [])
+        if not graph:
+            return EventTimer(self.torch, cycle(fns), reps, self.flush)
+        return GraphTimer(self.torch, cycle(fns), reps, self.flush)
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        return "nan" if math.isnan(v) else ("inf" if math.isinf(v) else f"{v:.6g}")
+    return str(v)
+
+
+def write_csv(rows: list[dict[str, Any]], out: str | None) -> None:
+    header = list(rows[0])
+    text = "\n".join([",".join(header)] + [",".join(_fmt(r[c]) for c in header) for r in rows]) + "\n"
+    sys.stdout.write(text)
+    sys.stdout.flush()
+    if out:
+        Path(out).write_text(text, encoding="utf-8")
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def parse_args(argv: list[str] | None, gpu: bool) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description="kopt bench: contract check and timing, CSV on stdout")
+    ap.add_argument("--ab", nargs=2, metavar=("BEST", "CAND"), help="time two trees' solutions interleaved")
+    ap.add_argument("--shapes", default="auto", choices=["auto", "small", "production", "regression", "all"],
+                    help="auto: production + regression on a GPU, small on the CPU")
+    ap.add_argument("--dtypes", default="", help="comma-separated subset of the contract's dtypes "
+                                                 "(default: all on a GPU, the first on the CPU)")
+    ap.add_argument("--blocks", type=int, default=0, help="timed blocks per config and side (default: GPU 25 / 9 "
+                                                          "for --ab, CPU 3 / 4 for --ab)")
+    ap.add_argument("--block-us", type=float, default=300.0,
+                    help="GPU: target duration of a block (default 300 µs); on the CPU a block is one call")
+    ap.add_argument("--only", default="", help="comma-separated shape names (after --shapes)")
+    ap.add_argument("--which", default="solution", choices=["solution", "baseline"],
+                    help="time the Triton solution (default) or the PyTorch baseline")
+    ap.add_argument("--once", action="store_true",
+                    help="no timing: the contract check only (each solution runs twice per shape), for profilers")
+    ap.add_argument("--out", help="also write the CSV to this file")
+    a = ap.parse_args(argv)
+    a.blocks = a.blocks or ((9 if a.ab else 25) if gpu else (4 if a.ab else 3))
+    return a
+
+
+def main(kernel_dir: str | Path, argv: list[str] | None = None) -> int:
+    torch, gpu = setup_device()
+    a = parse_args(argv, gpu)
+    kernel_dir = Path(kernel_dir).resolve()
+    contract = load_module(kernel_dir / "contract.py", f"kopt_{kernel_dir.name}_contract")
+    roofline = load_module(kernel_dir / "roofline.py", f"kopt_{kernel_dir.name}_roofline")
+    trees = {"best": Path(a.ab[0]), "cand": Path(a.ab[1])} if a.ab else {"": kernel_dir}
+    mods = {side: load_solution(contract, tree, side or "this", a.which) for side, tree in trees.items()}
+    dtypes = [d for d in (a.dtypes.split(",") if a.dtypes else contract.DTYPES[: None if gpu else 1]) if d]
+    bad = [d for d in dtypes if d not in contract.TOLERANCE]
+    if bad:
+        raise SystemExit(f"--dtypes: {bad[0]!r} is not one of {', '.join(contract.TOLERANCE)}")
+    shapes = pick_shapes(contract, a.shapes, gpu)
+    if a.only:
+        names = a.only.split(",")
+        unknown = [n for n in names if n not in {s.name for s in contract.SHAPES}]
+        if unknown:
+            raise SystemExit(f"--only: no shape {unknown[0]!r} in {contract.NAME}'s contract")
+        shapes = [s for s in contract.SHAPES if s.name in names]
+    timing = Timing(torch, gpu, a.block_us, max_reps=1000 if gpu else 50)
+    if not gpu:
+        log(f"{contract.NAME}: no GPU: the Triton interpreter on the CPU; timings are CPU timings")
+    base_seed = random.SystemRandom().randrange(1 << 31)
+    rows: list[dict[str, Any]] = []
+    failed = 0
+    for i, shape in enumerate(shapes):
+        for j, dtype in enumerate(dtypes):
+            case = Case(torch, contract, roofline, shape, dtype, base_seed + i * len(dtypes) + j, gpu)
+            errs, timers = {}, {}
+            for side, mod in mods.items():
+                err, why = case.check(mod)
+                errs[side] = err
+                if why:
+                    failed += 1
+                    log(f"{contract.NAME} {shape.name} {dtype}{' ' + side if side else ''}: FAILS contract: {why}")
+                if a.once:
+                    continue
+                try:
+                    fn = getattr(mod, contract.FUNC)
+                    timers[side] = timing.timer(lambda n, fn=fn, case=case: case.calls(fn, n), case.bytes)
+                except Exception as exc:
+                    log(f"{contract.NAME} {shape.name} {dtype} {side}: cannot be timed: {type(exc).__name__}: {exc}")
+                    timers[side] = None
+            prod = int(shape.kind in (PRODUCTION, SMALL))  # this machine's production shapes
+            if a.once:
+                rows += [{**case.cols, **({"side": side} if a.ab else {}), "err": e, "prod": prod}
+                         for side, e in errs.items()]
+                continue
+            if a.ab:
+                for block in range(a.blocks):
+                    for side in (("best", "cand") if block % 2 == 0 else ("cand", "best")):
+                        t = timers[side]
+                        us = t.block() if t is not None else math.nan
+                        rows.append({**case.cols, "side": side, "block": block, "us": us, "err": errs[side],
+                                     "prod": prod})
+                continue
+            copy = timing.timer(case.copy_calls, case.bytes)
+            t = timers[""]
+            ks, cs = [], []
+            for _ in range(a.blocks):
+                ks.append(t.block() if t is not None else math.nan)
+                cs.append(copy.block())
+            st = summarize(ks) if t is not None else dict.fromkeys(("median", "mean", "std", "min", "p10", "p90"),
+                                                                  math.nan)
+            cu = summarize(cs)["median"]
+            us = st["median"]
+            rows.append({**case.cols, "us": us, "err": errs[""],
+                         "us_mean": st["mean"], "us_std": st["std"], "us_min": st["min"], "us_p10": st["p10"],
+                         "us_p90": st["p90"], "samples": len(ks),
+                         "gbps": case.bytes / us / 1e3, "copy_us": cu, "copy_gbps": case.bytes / cu / 1e3,
+                         "pct_copy": 100.0 * cu / us, "prod": prod, "seed": case.seed,
+                         "model": shape.model.replace(",", ";")})
+            log(f"{contract.NAME} {shape.name:24s} {dtype:9s} {us:10.3f} us  {case.bytes / us / 1e3:8.1f} GB/s  "
+                f"{100.0 * cu / us:5.1f}% of copy  err {errs['']:.3g}")
+    write_csv(rows, a.out)
+    if failed:
+        log(f"{contract.NAME}: {failed} contract failure(s)")
+    return 0

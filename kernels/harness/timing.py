@@ -1,0 +1,187 @@
+"""Timers and statistics: L2 flush, CUDA graphs, CUDA events, a CPU stand-in.
+
+- `L2Flush`: a buffer of max(2 x L2, 64 MiB) zeroed before every timed block, so a block never
+  starts with its inputs in L2 (the flush itself is not timed).
+- `GraphTimer`: a CUDA graph of `reps` launches, replayed between two CUDA events after a
+  flush; `block()` returns microseconds per launch. For microsecond kernels: no launch gaps,
+  no CPU in the measurement. Callers rotate buffer sets across the launches (`cycle`) so that
+  the graph's working set exceeds L2 and each launch reads cold data.
+- `EventTimer`: the same without a graph (for callables that cannot be captured).
+- `CpuTimer`: time.perf_counter around `reps` calls (no GPU: Triton's interpreter).
+- `summarize`: median, mean, std, min, p10, p90 of a list of samples.
+
+`torch` is passed in (never imported here), so the timers run against a stand-in in tests.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+FLUSH_MIN_BYTES = 64 << 20
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Linear interpolation between closest ranks (numpy's default), q in [0, 100]."""
+    xs = sorted(values)
+    if not xs:
+        return math.nan
+    pos = (len(xs) - 1) * q / 100.0
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+def summarize(samples: Sequence[float]) -> dict[str, float]:
+    """median, mean, std (sample; 0 for one sample), min, p10, p90 and n of `samples`."""
+    xs = [float(x) for x in samples]
+    if not xs:
+        raise ValueError("summarize: no samples")
+    return {
+        "median": statistics.median(xs),
+        "mean": statistics.fmean(xs),
+        "std": statistics.stdev(xs) if len(xs) > 1 else 0.0,
+        "min": min(xs),
+        "p10": percentile(xs, 10),
+        "p90": percentile(xs, 90),
+        "n": float(len(xs)),
+    }
+
+
+def cycle(fns: Sequence[Callable[[], Any]]) -> Callable[[], Any]:
+    """One callable that calls fns[0], fns[1], ... in turn (buffer rotation in a graph)."""
+    state = {"i": 0}
+
+    def call() -> Any:
+        i = state["i"]
+        state["i"] = (i + 1) % len(fns)
+        return fns[i]()
+
+    return call
+
+
+def rotation_sets(bytes_per_call: int, l2_bytes: int, reps: int) -> int:
+    """Buffer sets to rotate so that `reps` launches touch at least 2 x L2 of distinct data."""
+    if bytes_per_call <= 0:
+        return 1
+    return max(1, min(reps, math.ceil(2 * l2_bytes / bytes_per_call)))
+
+
+def reps_for(one_call_us: float, block_us: float, max_reps: int) -> int:
+    """Launches per timed block so that a block lasts about `block_us`."""
+    return max(1, min(max_reps, round(block_us / max(one_call_us, 1e-3))))
+
+
+def l2_bytes(torch: Any, device: int = 0) -> int:
+    props = torch.cuda.get_device_properties(device)
+    return int(getattr(props, "L2_cache_size", 50 << 20) or (50 << 20))
+
+
+class L2Flush:
+    """Zeroes a buffer of max(2 x L2, 64 MiB) bytes; call before each timed block."""
+
+    def __init__(self, torch: Any, device: int = 0) -> None:
+        self.nbytes = max(2 * l2_bytes(torch, device), FLUSH_MIN_BYTES)
+        self.buffer = torch.empty(self.nbytes // 4, dtype=torch.int32, device="cuda")
+
+    def __call__(self) -> None:
+        self.buffer.zero_()
+
+
+class GraphTimer:
+    """One block: the L2 flushed (untimed), then one replay of a CUDA graph of `reps`
+    launches between two CUDA events. block() returns microseconds per launch."""
+
+    def __init__(self, torch: Any, fn: Callable[[], Any], reps: int, flush: Callable[[], None],
+                 warm_blocks: int = 2) -> None:
+        self.torch, self.reps, self.flush = torch, reps, flush
+        fn()
+        torch.cuda.synchronize()
+        self.graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self.graph):
+            for _ in range(reps):
+                fn()
+        torch.cuda.synchronize()
+        self.start = torch.cuda.Event(enable_timing=True)
+        self.end = torch.cuda.Event(enable_timing=True)
+        for _ in range(warm_blocks):
+            self.block()
+
+    def block(self) -> float:
+        self.flush()
+        self.start.record()
+        self.graph.replay()
+        self.end.record()
+        self.end.synchronize()
+        return self.start.elapsed_time(self.end) * 1000.0 / self.reps
+
+
+class EventTimer:
+    """A block of `reps` eager launches between CUDA events after a flush (launch gaps
+    included): the fallback for callables a CUDA graph cannot capture."""
+
+    def __init__(self, torch: Any, fn: Callable[[], Any], reps: int, flush: Callable[[], None],
+                 warm_blocks: int = 2) -> None:
+        self.torch, self.fn, self.reps, self.flush = torch, fn, reps, flush
+        self.start = torch.cuda.Event(enable_timing=True)
+        self.end = torch.cuda.Event(enable_timing=True)
+        for _ in range(warm_blocks):
+            self.block()
+
+    def block(self) -> float:
+        self.flush()
+        self.start.record()
+        for _ in range(self.reps):
+            self.fn()
+        self.end.record()
+        self.end.synchronize()
+        return self.start.elapsed_time(self.end) * 1000.0 / self.reps
+
+
+class CpuTimer:
+    """No GPU: wall time of `reps` calls (time.perf_counter), microseconds per call."""
+
+    def __init__(self, fn: Callable[[], Any], reps: int, warm_blocks: int = 1) -> None:
+        self.fn, self.reps = fn, reps
+        for _ in range(warm_blocks):
+            self.block()
+
+    def block(self) -> float:
+        t0 = time.perf_counter()
+        for _ in range(self.reps):
+            self.fn()
+        return (time.perf_counter() - t0) * 1e6 / self.reps
+
+
+def event_times(torch: Any, fn: Callable[[], Any], iters: int, warmup: int,
+                flush: Callable[[], None] | None = None) -> list[float]:
+    """Seconds per call of `fn`, one pair of CUDA events around each call (flushed before
+    each when `flush` is given)."""
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+              for _ in range(iters)]
+    for start, end in events:
+        if flush is not None:
+            flush()
+        start.record()
+        fn()
+        end.record()
+    torch.cuda.synchronize()
+    return [start.elapsed_time(end) / 1e3 for start, end in events]
+
+
+def one_call_us(torch: Any | None, fn: Callable[[], Any], flush: Callable[[], None] | None) -> float:
+    """An estimate of one call, in µs: on a GPU (torch given) the fastest of 3 calls after a
+    warm-up, CUDA events after a flush; on the CPU (torch None) one perf_counter call (the
+    interpreter compiles nothing, and its calls are slow enough to time one)."""
+    if torch is None:
+        t0 = time.perf_counter()
+        fn()
+        return (time.perf_counter() - t0) * 1e6
+    fn()
+    return min(event_times(torch, fn, 3, 0, flush)) * 1e6

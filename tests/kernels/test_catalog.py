@@ -1,0 +1,115 @@
+"""kernels/catalog.py: materialized repos load as kopt targets, run their bench alone (the CPU
+interpreter, no kopt on the path) and write CSVs kopt's metrics accept, in both modes."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from engine import config, metrics
+from kernels import catalog
+from kernels.harness import bench as harness_bench
+
+pytest.importorskip("torch")
+pytest.importorskip("triton")
+
+
+def _run(repo: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "TRITON_INTERPRET")}
+    res = subprocess.run([sys.executable, "bench.py", *args], cwd=repo, env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert res.returncode == 0, res.stderr[-2000:]
+    return res
+
+
+def _materialize(tmp_path: Path, name: str, naive: bool, sub: str = "") -> Path:
+    dest = tmp_path / (sub or f"{name}-{'naive' if naive else 'tuned'}")
+    dest.mkdir()
+    catalog.materialize(name, dest, naive=naive)
+    return dest
+
+
+def test_ignored_columns_match_the_bench() -> None:
+    assert catalog.STATS == harness_bench.STATS and catalog.EXTRA == harness_bench.EXTRA
+
+
+@pytest.mark.parametrize("name", sorted(catalog.KERNELS))
+def test_materialize_naive_and_tuned(tmp_path: Path, name: str) -> None:
+    naive, tuned = _materialize(tmp_path, name, True), _materialize(tmp_path, name, False)
+    pn, pt = (json.loads((d / "params.json").read_text()) for d in (naive, tuned))
+    assert pn != pt and pn["*"]["num_warps"] == 1 and pn["*"]["ROWS_PER_PROG"] == 1
+    files = {p.relative_to(naive).as_posix() for p in naive.rglob("*") if p.is_file()}
+    assert {"bench.py", "contract.py", "roofline.py", "params.json", "kopt.toml", ".gitignore",
+            f"baseline/{name}.py", f"solution/{name}.py", "harness/bench.py", "harness/timing.py"} <= files
+    assert not any("__pycache__" in f or f.endswith("naive.json") for f in files)
+    cfg = config.load(naive / "kopt.toml")
+    t = cfg.target
+    assert t.metric == "us" and t.direction == "min" and t.class_by == ["dclass"] and t.csv == "-"
+    assert "{best}" in t.ab_command and "{cand}" in t.ab_command
+    assert cfg.propose.kind == "tune" and cfg.propose.tune.params == "params.json" and cfg.propose.tune.per_class
+    assert set(cfg.propose.tune.space) == set(pn["*"])
+    assert cfg.roofline.bytes == catalog.KERNELS[name].bytes_expr and cfg.roofline.unit_scale == 1e-6
+    # everything but solution/ and params.json is protected
+    from engine.gitops import matching
+
+    assert matching(sorted(files), t.protected) == sorted(f for f in files if not f.startswith("solution/")
+                                                          and f not in ("params.json", "kopt.toml"))
+    with pytest.raises(ValueError, match="not empty"):
+        catalog.materialize(name, naive)
+    with pytest.raises(ValueError, match="unknown kernel"):
+        catalog.materialize("nope", tmp_path)
+
+
+@pytest.mark.parametrize("name", sorted(catalog.KERNELS))
+def test_the_bench_writes_a_csv_kopt_accepts(tmp_path: Path, name: str) -> None:
+    repo = _materialize(tmp_path, name, True)
+    res = _run(repo)
+    assert "Triton interpreter" in res.stderr
+    out = tmp_path / "bench.out"
+    out.write_text("noise before\n" + res.stdout)
+    cfg = config.load(repo / "kopt.toml")
+    m = metrics.read_measurement(out, cfg.target, from_stdout=True)
+    assert m.ok and len(m.configs) == 3 and m.classes() == ["dclass=narrow", "dclass=wide"]
+    assert m.config_columns == tuple(catalog.KERNELS[name].config)
+    assert all(c.production and c.value > 0 for c in m.configs.values())
+    df = pd.read_csv(out, skiprows=1)
+    assert (df["pct_copy"] > 0).all() and (df["us_p10"] <= df["us_p90"]).all() and (df["err"] <= 1).all()
+
+
+def test_ab_mode_pairs_and_a_broken_candidate(tmp_path: Path) -> None:
+    name = "rmsnorm"
+    best = _materialize(tmp_path, name, True, "best")
+    cand = _materialize(tmp_path, name, False, "cand")
+    sol = cand / "solution" / f"{name}.py"
+    sol.write_text(sol.read_text().replace("row_ok = rows < M", "row_ok = rows < M - 1"))
+    res = _run(best, "--ab", str(best), str(cand))
+    assert "FAILS contract" in res.stderr and " cand: " in res.stderr
+    out = tmp_path / "ab.out"
+    out.write_text(res.stdout)
+    cfg = config.load(best / "kopt.toml")
+    df = metrics.read_table(out, metric="us", from_stdout=True)
+    pairs, best_m, cand_m = metrics.ab_pairs(df, cfg.target, 0, out.name)
+    assert best_m.ok and not cand_m.ok  # the candidate's unwritten last row is caught
+    assert len(pairs) == 3 * 4 and {p.order for p in pairs} == {"AB", "BA"}
+    assert {p.cls for p in pairs} == {"dclass=narrow", "dclass=wide"}
+    # each tree ran its own params.json: the tuned candidate is far faster than the naive best
+    assert statistics.median(p.cand / p.best for p in pairs) < 0.7
+
+
+def test_once_mode_checks_without_timing(tmp_path: Path, harness_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """kopt.toml's [profile] command: the contract alone, every shape, nothing timed."""
+    repo = _materialize(tmp_path, "adaln", True)
+    assert config.load(repo / "kopt.toml").profile.command.endswith("bench.py --once")
+    from harness.bench import main
+
+    assert main(repo, ["--once"]) == 0
+    df = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    assert list(df["shape"]) == ["cpu-96", "cpu-600", "cpu-2100"] and "us" not in df and (df["err"] <= 1).all()

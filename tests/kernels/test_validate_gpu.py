@@ -1,0 +1,50 @@
+"""kernels/validate_gpu.py without a GPU (--smoke: the interpreter, small shapes): the report,
+the sweep's params.json, and the loud failure on a broken tree."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kernels import catalog
+
+pytest.importorskip("torch")
+pytest.importorskip("triton")
+
+
+def test_smoke_report_and_sweep(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from kernels import validate_gpu
+
+    out = tmp_path / "v.json"
+    assert validate_gpu.main(["--smoke", "--sweep", "--kernels", "rmsnorm", "--blocks", "2", "--out", str(out)]) == 0
+    report = json.loads(out.read_text())
+    kr = report["kernels"]["rmsnorm"]
+    assert len(kr["contract"]) == 6 and all(c["pass"] for c in kr["contract"])
+    assert [r["shape"] for r in kr["timing"]] == ["cpu-64", "cpu-48", "cpu-128"]
+    for r in kr["timing"]:
+        assert {"copy", "eager", "compile", "solution"} <= set(r) and r["solution"]["p10_us"] <= r["solution"]["p90_us"]
+        assert r["speedup_vs_eager"] == pytest.approx(r["eager"]["median_us"] / r["solution"]["median_us"])
+    params = kr["sweep"]["params_json"]
+    assert set(params) == {"*", "dclass=narrow", "dclass=wide"}
+    assert all(set(p) == set(catalog.KERNELS["rmsnorm"].space) for p in params.values())
+    assert "| cpu-64 | bfloat16 |" in capsys.readouterr().out
+
+
+def test_a_broken_tree_fails_loudly(tmp_path: Path) -> None:
+    from kernels import validate_gpu
+
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    catalog.materialize("adaln", tree, naive=True)
+    sol = tree / "solution" / "adaln.py"
+    sol.write_text(sol.read_text().replace("row_ok = rows < M", "row_ok = rows < M - 1"))
+    out = tmp_path / "v.json"
+    rc = validate_gpu.main(["--smoke", "--kernels", "adaln", "--tree", str(tree), "--blocks", "1", "--out", str(out)])
+    assert rc == 1
+    report = json.loads(out.read_text())
+    assert report["kernels"]["adaln"]["params"]["*"]["num_warps"] == 1  # the tree's own params.json
+    assert not any(c["pass"] for c in report["kernels"]["adaln"]["contract"])
+    with pytest.raises(SystemExit):
+        validate_gpu.main(["--kernels", "adaln,rmsnorm", "--tree", str(tree), "--out", str(out)])
