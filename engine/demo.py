@@ -33,7 +33,13 @@ def has_gpu() -> bool:
         backend.close()
 
 
-def prepare_demo(root: Path, kernel: str, tag: str | None = None) -> tuple[Workspace, bool]:
+HEADLESS_REVIEW_S = 0.0
+"""Nobody watches a headless demo: a borderline candidate gets the review policy at once."""
+TUI_REVIEW_S = 300.0
+"""Under the TUI the engineer has five minutes to accept or reject a borderline candidate."""
+
+
+def prepare_demo(root: Path, kernel: str, tag: str | None = None, *, headless: bool = False) -> tuple[Workspace, bool]:
     """Materialise the kernel into a fresh repo and create its workspace."""
     from kernels import catalog
 
@@ -43,16 +49,17 @@ def prepare_demo(root: Path, kernel: str, tag: str | None = None) -> tuple[Works
     repo = root / ".repos" / tag
     if repo.exists():
         raise BadInput(f"{repo} exists already; choose another --tag")
+    gpu = has_gpu()
     repo.mkdir(parents=True, mode=0o700)
     try:
-        catalog.materialize(kernel, repo, naive=True)
+        catalog.materialize(kernel, repo, naive=True, cpu=not gpu,
+                            review_timeout_s=HEADLESS_REVIEW_S if headless else TUI_REVIEW_S)
         gitops.init_repo(repo, f"{kernel}: bundled kopt demo kernel, naive configuration")
         text = (repo / "kopt.toml").read_text(encoding="utf-8")
         ws, _, _ = create_workspace(root, tag, repo, text, config_source=str(repo / "kopt.toml"))
     except BaseException:
         shutil.rmtree(repo, ignore_errors=True)
         raise
-    gpu = has_gpu()
     with Store(ws.db_path) as store:
         store.set_many({"demo": {"kernel": kernel, "repo": str(repo), "gpu": gpu},
                         "notice": None if gpu else CPU_NOTICE})

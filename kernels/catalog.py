@@ -93,11 +93,28 @@ def _toml(v: Any) -> str:
     return repr(v)
 
 
-def kopt_toml(name: str, *, naive: bool = True, python: str | None = None) -> str:
-    """The kopt.toml of a materialized kernel repo."""
+CPU_PARAMS = ("BLOCK_D", "ROWS_PER_PROG")
+"""The params that change anything in Triton's interpreter (it ignores warps and stages)."""
+
+
+def kopt_toml(name: str, *, naive: bool = True, python: str | None = None, cpu: bool = False,
+              review_timeout_s: float | None = None) -> str:
+    """The kopt.toml of a materialized kernel repo.
+
+    cpu: the target runs in Triton's interpreter: the tune space keeps only CPU_PARAMS (a
+    warps or stages step is a no-op there, left undecided after every round) and a decision
+    stops at 8 rounds (interpreter timings are noisy; they demonstrate, they do not measure).
+    review_timeout_s: how long a borderline candidate waits for the engineer (0: decide by
+    policy at once, for a run nobody watches)."""
     k = KERNELS[name]
     py = python or shlex.quote(sys.executable)
-    space = ", ".join(f"{p} = {_toml(vs)}" for p, vs in k.space.items())
+    space = ", ".join(f"{p} = {_toml(vs)}" for p, vs in k.space.items() if not cpu or p in CPU_PARAMS)
+    decide = []
+    if cpu:
+        decide.append("max_rounds = 8")
+    if review_timeout_s is not None:
+        decide.append(f"review_timeout_s = {float(review_timeout_s)!r}")
+    decide_section = ("\n[decide]\n" + "\n".join(decide) + "\n") if decide else ""
     return f"""\
 # kopt target: {k.title}
 # Written by kopt's kernels/catalog.py ({'naive' if naive else 'tuned'} params.json). The bench
@@ -134,7 +151,7 @@ per_class = true
 [stop]
 max_iters = 40
 consecutive_regressions = 10
-
+{decide_section}
 [roofline]
 bytes = {_toml(k.bytes_expr)}
 unit_scale = 1e-6
@@ -166,8 +183,10 @@ def _ignore(_dir: str, names: list[str]) -> set[str]:
     return {n for n in names if n == "__pycache__" or n.endswith(".pyc")}
 
 
-def materialize(name: str, dest: Path, naive: bool = True, *, python: str | None = None) -> None:
-    """Write kernel `name` as a self-contained repo into `dest` (an existing, empty dir)."""
+def materialize(name: str, dest: Path, naive: bool = True, *, python: str | None = None, cpu: bool = False,
+                review_timeout_s: float | None = None) -> None:
+    """Write kernel `name` as a self-contained repo into `dest` (an existing, empty dir);
+    cpu and review_timeout_s shape its kopt.toml (see kopt_toml)."""
     if name not in KERNELS:
         raise ValueError(f"unknown kernel {name!r} (bundled: {', '.join(sorted(KERNELS))})")
     dest = Path(dest)
@@ -183,6 +202,7 @@ def materialize(name: str, dest: Path, naive: bool = True, *, python: str | None
         shutil.copy2(src / f, dest / f)
     shutil.copytree(HARNESS, dest / "harness", ignore=_ignore)
     (dest / "params.json").write_text(params_text(name, naive), encoding="utf-8")
-    (dest / "kopt.toml").write_text(kopt_toml(name, naive=naive, python=python), encoding="utf-8")
+    (dest / "kopt.toml").write_text(kopt_toml(name, naive=naive, python=python, cpu=cpu,
+                                                            review_timeout_s=review_timeout_s), encoding="utf-8")
     (dest / ".gitignore").write_text("__pycache__/\n*.pyc\n", encoding="utf-8")
     (dest / "README.md").write_text(_readme(k, naive), encoding="utf-8")

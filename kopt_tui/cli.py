@@ -265,7 +265,7 @@ def cmd_ceilings(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from engine import demo
 
-    ws, gpu = demo.prepare_demo(resolve_root(args.root), args.kernel, args.tag)
+    ws, gpu = demo.prepare_demo(resolve_root(args.root), args.kernel, args.tag, headless=args.headless)
     iters = demo.demo_iterations(gpu, args.max_iters)
     demo.announce(ws, args.kernel, gpu, iters)
     if args.headless:
