@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine import bookkeeping, control, gitops, metrics, projections, runner
+from engine import bookkeeping, control, faults, gitops, metrics, projections, runner
 from engine.config import Config
 from engine.decide import (
     Pair,
@@ -53,7 +53,13 @@ from engine.report.environment import capture_environment
 from engine.roofline.evaluate import evaluate as evaluate_roofline
 from engine.roofline.evaluate import target_reached
 from engine.store import Command, Iteration, Store
-from engine.workspace import Workspace, write_atomic, write_memory, write_projections
+from engine.workspace import (
+    Workspace,
+    refresh_memory,
+    write_atomic,
+    write_memory,
+    write_projections,
+)
 
 # ---------------------------------------------------------------------------------------
 # Control flow signals raised from poll() while the engine waits
@@ -245,6 +251,17 @@ class Engine:
             self.write_memory(it)
         if self.pending_review() is None:
             self.sync_worktrees()
+        self.refresh_projections()
+
+    def refresh_projections(self) -> None:
+        """A crash between a store write and its projection left a file behind the store:
+        memory/vN.json files that differ are rewritten, README/performance.md re-rendered."""
+        try:
+            for it in self.iterations():
+                refresh_memory(self.ws, it)
+        except OSError as e:
+            self.store.event("disk", f"cannot refresh memory/: {e}", level="error")
+        self.write_projections()
 
     def _adopt_commit(self, it: Iteration) -> bool:
         """A keep interrupted while committing: adopt the commit if it is exactly the one we
@@ -286,6 +303,7 @@ class Engine:
         it = Iteration(0, "running", phase="baseline", hypothesis="baseline (unmodified)", scope="global",
                        best_commit_before=commit, started_at=time.time())
         self.store.save_iteration(it)
+        self.store.delete_samples(0, "baseline")  # a baseline cut short by a crash starts over
         self.write_memory(it)
         self.sync_worktrees()
         self.store.event("baseline", "measuring the unmodified baseline", version=0)
@@ -856,6 +874,7 @@ class Engine:
         it.record["keep_status"] = status
         self.save(it)
         sha = gitops.commit(cand, self.commit_message(it, verdict))
+        faults.step(f"v{it.version} git commit")
         it.commit = sha
         self.save(it, phase="advance")
         gitops.reset_clean(self.ws.best, sha)
@@ -1079,6 +1098,7 @@ class Engine:
     def _child_started(self, pgid: int) -> None:
         self.child_pgid = pgid
         self.store.set("child_pgid", pgid)
+        faults.step(f"child started: {Path(str(self.store.get('live_log') or '?')).stem}")
 
     def _child_ended(self, pgid: int) -> None:
         self.child_pgid = None

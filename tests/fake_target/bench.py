@@ -2,16 +2,20 @@
 
 kernel.json (the "kernel" a proposer edits) sets a speed factor per config class and can
 make the result wrong, NaN, hang or crash. Noise is real (unseeded): FAKE_NOISE (relative
-sigma, default 0.002) per run, so paired statistics have something to do.
+sigma, default 0.002) per run, so paired statistics have something to do. FAKE_LINGER=s
+leaves a `sleep s` child in the bench's process group (an orphan if the engine dies).
 """
 
 import json
 import math
 import os
 import random
+import subprocess
 import sys
 import time
 
+if os.environ.get("FAKE_LINGER"):  # a child that outlives the bench in its process group
+    subprocess.Popen(["sleep", os.environ["FAKE_LINGER"]])
 k = json.load(open("kernel.json"))
 if k.get("crash"):
     sys.exit(3)
