@@ -51,6 +51,9 @@ class TargetConfig:
     """Globs of files the bench reads; `kopt init` refuses uncommitted changes in them.
     Default: every tracked file."""
     timeout_s: float = 900.0
+    max_output_mib: float = 512.0
+    """A bench, proposer or formatter writing more than this (stdout, stderr, or any one
+    file) is killed: gigabytes of output never fill the disk."""
     ab_command: str = ""
     """Optional: one command that times best and candidate interleaved in one process.
     Placeholders {best} and {cand} are the two worktrees' paths."""
@@ -301,6 +304,7 @@ def validate(cfg: Config, source: str = "kopt.toml") -> None:
     need(bool(t.metric.strip()), "[target].metric", "is required (the CSV column to optimise)")
     need(t.direction in ("min", "max"), "[target].direction", f'must be "min" or "max", not {t.direction!r}')
     need(t.timeout_s > 0, "[target].timeout_s", "must be > 0")
+    need(t.max_output_mib > 0, "[target].max_output_mib", "must be > 0")
     for key in ("correct", "production"):
         if getattr(t, key):
             expr.parse(getattr(t, key), where=f"{source}: [target].{key}")

@@ -617,12 +617,12 @@ class Engine:
     def ab_round(self, it: Iteration, stage: str, r: int, env: dict[str, str]
                  ) -> tuple[list[Pair], Measurement, Measurement, float]:
         cmd = self.cfg.target.ab_command.replace("{best}", _q(self.ws.best)).replace("{cand}", _q(self.ws.cand))
-        started = time.time_ns()
+        before = metrics.csv_stamps(self.ws.best, self.cfg.target.csv)
         res = self.run_cmd_for(it)(cmd, cwd=self.ws.best, name=f"{stage}_r{r}_ab",
                                    timeout_s=self.cfg.target.timeout_s, env=env)
         if not res.ok:
             raise BenchError(f"ab_command {res.why()}: {_last_line(res)}")
-        path = metrics.find_csv(self.ws.best, self.cfg.target.csv, started, res.stdout_path)
+        path = metrics.find_csv(self.ws.best, self.cfg.target.csv, before, res.stdout_path)
         df = metrics.read_table(path, metric=self.cfg.target.metric, from_stdout=self.cfg.target.csv == "-")
         self._keep_csv(it, path, f"{stage}_r{r}_ab")
         self._check_tree_untouched(self.ws.best, "best")
@@ -631,14 +631,14 @@ class Engine:
         return pairs, best_m, cand_m, res.duration_s
 
     def run_bench(self, it: Iteration, tree: Path, name: str, env: dict[str, str]) -> tuple[Measurement, float]:
-        started = time.time_ns()
+        csv = self.cfg.target.csv
+        before = metrics.csv_stamps(tree, csv)
         res = self.run_cmd_for(it)(self.cfg.target.bench, cwd=tree, name=name,
                                    timeout_s=self.cfg.target.timeout_s, env=env)
         side = tree.name
         if not res.ok:
             raise BenchError(f"bench on {side}/ {res.why()}: {_last_line(res)}")
-        csv = self.cfg.target.csv
-        path = metrics.find_csv(tree, csv, started, res.stdout_path)
+        path = metrics.find_csv(tree, csv, before, res.stdout_path)
         self._keep_csv(it, path, name)
         self._check_tree_untouched(tree, side)
         measurement = metrics.read_measurement(path, self.cfg.target, from_stdout=csv == "-")
@@ -1092,7 +1092,8 @@ class Engine:
             self.store.set("live_log", str(self.ws.log_dir(it.version) / f"{name}.out"))
             return runner.run(command, cwd=cwd, log_dir=self.ws.log_dir(it.version), name=name, timeout_s=timeout_s,
                               env=full_env, poll=self.poll, poll_interval_s=self.poll_interval_s,
-                              on_start=self._child_started, on_end=self._child_ended)
+                              on_start=self._child_started, on_end=self._child_ended,
+                              max_output_bytes=int(self.cfg.target.max_output_mib * 2**20))
         return run
 
     def _child_started(self, pgid: int) -> None:

@@ -46,7 +46,7 @@ class RunResult:
         if self.timed_out:
             return f"timed out after {self.duration_s:.0f} s"
         if self.output_overflow:
-            return "wrote more output than the limit; killed"
+            return "wrote more output than the limit ([target].max_output_mib); killed"
         if self.returncode is None:
             return "killed"
         if self.returncode < 0:
@@ -55,6 +55,11 @@ class RunResult:
             except ValueError:
                 name = str(-self.returncode)
             return f"killed by {name}"
+        if self.returncode > 128 and self.argv[:2] == ["/bin/sh", "-c"]:
+            try:  # a shell reports its child's death by signal N as 128 + N
+                return f"exit code {self.returncode} ({signal.Signals(self.returncode - 128).name})"
+            except ValueError:
+                pass
         return f"exit code {self.returncode}"
 
     def tail(self, n: int = 20, stream: str = "stderr") -> str:
