@@ -38,10 +38,15 @@ def repo(path: str | Path) -> Iterator[git.Repo]:
         r.close()
 
 
+# Hooks never run in kopt's git calls: a proposer that plants one in the shared .git/hooks
+# (a post-commit, a post-checkout) must not get to run code inside a keep or a reset.
+SAFE = ("-c", "core.hooksPath=/dev/null")
+
+
 def _git(path: str | Path, *args: str, env: dict[str, str] | None = None, stdin: BinaryIO | None = None) -> str:
     with repo(path) as r:
         try:
-            return r.git.execute(["git", *args], with_extended_output=False, strip_newline_in_stdout=True,
+            return r.git.execute(["git", *SAFE, *args], with_extended_output=False, strip_newline_in_stdout=True,
                                  env=env, istream=stdin)
         except git.GitCommandError as exc:
             msg = (exc.stderr or exc.stdout or str(exc)).strip().splitlines()
@@ -84,8 +89,9 @@ def dirty_tracked(path: str | Path) -> list[str]:
     return _porcelain_paths(out)
 
 
-def untracked(path: str | Path) -> list[str]:
-    out = _git(path, "ls-files", "--others", "--exclude-standard", "-z")
+def untracked(path: str | Path, *, ignored_too: bool = False) -> list[str]:
+    """Untracked files (not ignored ones, unless `ignored_too`)."""
+    out = _git(path, "ls-files", "--others", "-z", *(() if ignored_too else ("--exclude-standard",)))
     return [p for p in out.split("\0") if p]
 
 
@@ -145,9 +151,17 @@ def add_worktrees(repo_path: str | Path, branch: str, best: Path, cand: Path, co
 
 
 def ensure_worktree(repo_path: str | Path, path: Path, *, branch: str | None, commit: str) -> bool:
-    """Re-create a worktree folder deleted by hand. Returns True when it had to."""
-    if (path / ".git").exists():
+    """Re-create a worktree folder deleted by hand (or left without its `.git` file, or
+    replaced by a link). Returns True when it had to. The folder is kopt's own: what is left
+    in it is a discarded candidate, removed (a link is removed, never followed)."""
+    if (path / ".git").is_file() and not path.is_symlink():
         return False
+    if path.is_symlink() or path.is_file():
+        path.unlink()
+    elif path.exists():
+        import shutil
+
+        shutil.rmtree(path)
     _git(repo_path, "worktree", "prune")
     if branch:
         _git(repo_path, "worktree", "add", "--force", str(path), branch)

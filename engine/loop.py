@@ -42,7 +42,7 @@ from engine.decide import (
     reconcile_profiler,
     review_outcome,
 )
-from engine.errors import BadInput, KoptFailure
+from engine.errors import BadInput, KoptError, KoptFailure
 from engine.gpu.backends import open_backend
 from engine.gpu.gate import Gate, NoIdleGpu, round_flags
 from engine.metrics import BenchError, Measurement
@@ -135,6 +135,7 @@ class Engine:
         self.active_mark = time.monotonic()
         self.exhausted = False
         self.current_pairs: list[Pair] = []
+        self.frozen_config = ws.config_path.read_bytes()
 
     # ===================================================================================
     # The run
@@ -385,6 +386,8 @@ class Engine:
         proposal = self.propose(it, repair=0)
         if proposal.details.get("exhausted"):
             self.exhausted = True
+        if it.record.get("tampered"):
+            return self.close(it, "fail_protected", it.record["tampered"])
         if not proposal.ok:
             return self.close(it, "fail_propose", proposal.reason)
         problem = self.read_plan(it) or self.check_candidate(it)
@@ -427,6 +430,8 @@ class Engine:
 
     def propose(self, it: Iteration, *, repair: int, failing: list[dict[str, Any]] | None = None) -> Proposal:
         self.save(it, phase="propose" if not repair else f"repair {repair}")
+        if repair:  # best/ as clean as at the iteration's start (the bench wrote there since)
+            gitops.reset_clean(self.ws.best, it.best_commit_before or self.best_commit())
         self.progress(it, "propose", f"proposer ({self.proposer.kind})" + (f", repair {repair}" if repair else ""))
         env, _ = self.acquire_gpu(it)
         its = self.iterations(include_masked=False)
@@ -454,12 +459,25 @@ class Engine:
             proposal = self.proposer.propose(ctx)
         except KoptFailure as e:
             proposal = Proposal(False, f"proposer failed: {e}")
+        self._guard_frozen_config(it)
         if repair == 0:
             it.record["proposal"] = proposal.details
         else:
             it.record.setdefault("repairs", []).append(proposal.details)
         self.save(it)
         return proposal
+
+    def _guard_frozen_config(self, it: Iteration) -> None:
+        """The run's kopt.toml is read again at every engine start: a proposer that edits it
+        is caught right after it ran (whatever its exit), and the file is put back."""
+        try:
+            intact = self.ws.config_path.read_bytes() == self.frozen_config
+        except OSError:
+            intact = False
+        if not intact:
+            write_atomic(self.ws.config_path, self.frozen_config.decode("utf-8"))
+            it.record["tampered"] = f"the proposer edited the run's frozen config {self.ws.config_path} (restored)"
+            self.store.event("tamper", f"v{it.version}: {it.record['tampered']}", version=it.version, level="error")
 
     def read_plan(self, it: Iteration) -> tuple[str, str] | None:
         path = self.ws.plan_path(it.version)
@@ -484,6 +502,8 @@ class Engine:
         """The rules on what a candidate may change, before anything is timed."""
         best = it.best_commit_before or ""
         cand = self.ws.cand
+        if it.record.get("tampered"):
+            return "fail_protected", it.record["tampered"]
         if not (cand / ".git").is_file():
             return "fail_protected", "the proposer removed or replaced cand/.git"
         try:
@@ -494,6 +514,9 @@ class Engine:
             return "fail_propose", "the proposer made commits of its own in cand/ (kopt commits keeps; leave changes uncommitted)"
         if gitops.branch_sha(self.store.get("repo"), self.ws.branch) != best or gitops.dirty_tracked(self.ws.best):
             return "fail_protected", "the proposer changed best/ or the run's branch"
+        planted = gitops.untracked(self.ws.best, ignored_too=True)  # best/ was clean when it started
+        if planted:
+            return "fail_protected", f"the proposer wrote into best/: {', '.join(planted[:5])}"
         changed = gitops.changed_files(cand, best)
         it.record["changed_files"] = changed
         self.save(it)
@@ -507,6 +530,11 @@ class Engine:
         hit = gitops.matching(changed, [*self.cfg.target.protected, *ALWAYS_PROTECTED])
         if hit:
             return "fail_protected", f"the candidate changes protected file(s): {', '.join(hit)}"
+        new_only = gitops.untracked(cand)
+        if set(changed) == set(new_only):
+            # no tracked file imports them: junk, or a module planted to shadow one the bench uses
+            return "fail_propose", (f"the proposer only added untracked file(s) ({', '.join(new_only[:5])}) and "
+                                    "changed no tracked file: nothing of the kernel changed")
         return None
 
     # -- deciding -----------------------------------------------------------------------
@@ -923,7 +951,7 @@ class Engine:
         """Roll cand/ back to BEST_COMMIT (the reference program's "revert to BEST_COMMIT")."""
         try:
             gitops.reset_clean(self.ws.cand, self.best_commit(), detach=True)
-        except KoptFailure as e:
+        except KoptError as e:  # cand/ may be no repository at all now: sync_worktrees re-creates it
             self.store.event("git", f"could not reset cand/: {e} (retried at the next iteration)", level="warn")
 
     def save(self, it: Iteration, *, phase: str | None = None) -> None:
