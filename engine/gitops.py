@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
@@ -113,20 +112,30 @@ def matching(paths: list[str], globs: list[str]) -> list[str]:
     return sorted({p for p in paths for g in globs if fnmatch.fnmatch(p, g) or p == g.rstrip("/") or p.startswith(g.rstrip("/") + "/")})
 
 
-def clear_stale_lock(worktree: str | Path, older_than_s: float = 0.0) -> bool:
-    """Remove a leftover index.lock of this worktree (a git killed mid-write). Only the engine
-    runs git in a run's worktrees, so a lock present when the engine starts is stale."""
+def clear_stale_lock(worktree: str | Path) -> list[str]:
+    """Remove leftover lock files of this worktree (a git killed mid-write, a power loss):
+    its index.lock and HEAD.lock, and the lock of the branch it has checked out. Only the
+    engine runs git in a run's worktrees and on its branch, so a lock present before the
+    engine's own call is stale. Returns the locks removed."""
     gitdir = _gitdir(Path(worktree))
     if gitdir is None:
-        return False
-    lock = gitdir / "index.lock"
+        return []
+    locks = [gitdir / "index.lock", gitdir / "HEAD.lock"]
     try:
-        if time.time() - lock.stat().st_mtime >= older_than_s:
-            lock.unlink()
-            return True
-    except FileNotFoundError:
+        head = (gitdir / "HEAD").read_text().strip()
+        common = gitdir / (gitdir / "commondir").read_text().strip() if (gitdir / "commondir").exists() else gitdir
+        if head.startswith("ref: refs/heads/"):
+            locks.append(common.resolve() / (head[5:] + ".lock"))
+    except OSError:
         pass
-    return False
+    removed = []
+    for lock in locks:
+        try:
+            lock.unlink()
+            removed.append(str(lock))
+        except FileNotFoundError:
+            pass
+    return removed
 
 
 def _gitdir(worktree: Path) -> Path | None:

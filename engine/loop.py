@@ -293,6 +293,9 @@ class Engine:
         for path, branch in ((self.ws.best, self.ws.branch), (self.ws.cand, None)):
             if gitops.ensure_worktree(repo, path, branch=branch, commit=best):
                 self.store.event("recover", f"re-created the missing worktree {path.name}/", level="warn")
+            stale = gitops.clear_stale_lock(path)
+            if stale:
+                self.store.event("recover", f"removed stale git lock(s): {', '.join(stale)}", level="warn")
         gitops.reset_clean(self.ws.best, best)
         gitops.reset_clean(self.ws.cand, best, detach=True)
 
@@ -439,14 +442,19 @@ class Engine:
         c = bookkeeping.counters(its)
         best_it = bookkeeping.best_iteration(its)
         prompt_path = self.ws.prompt_path(it.version, repair)
-        prompt_path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(prompt_path, render_prompt(
+        prompt = render_prompt(
             self.cfg, iteration=it.version, repair=repair, best_commit=it.best_commit_before or "",
             best_per_class=projections.best_per_class(its), classes=self.store.get("classes", []),
             profile=((best_it.record.get("profile") or {}).get("cand") or (best_it.record.get("profile") or {}).get("best"))
             if best_it else None,
             recent_regressions=c.recent_regressions, history=history, failing_rows=failing,
-            hypothesis=it.hypothesis, roofline=best_it.record.get("roofline") if best_it else None))
+            hypothesis=it.hypothesis, roofline=best_it.record.get("roofline") if best_it else None)
+        try:
+            prompt_path.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(prompt_path, prompt)
+        except OSError as e:  # a full disk: no proposal without its prompt (not a crash)
+            self.store.event("disk", f"cannot write {prompt_path}: {e}", level="error")
+            return Proposal(False, f"cannot write the prompt: {e}")
         plan = self.ws.plan_path(it.version)
         env = {**env, **self.cfg.target.env, "KOPT_ITERATION": str(it.version), "KOPT_REPAIR": str(repair),
                "KOPT_PROMPT": str(prompt_path), "KOPT_PLAN": str(plan), "KOPT_WORKSPACE": str(self.ws.dir)}
@@ -508,13 +516,17 @@ class Engine:
             return "fail_protected", "the proposer removed or replaced cand/.git"
         try:
             head = gitops.head(cand)
-        except KoptFailure as e:
+        except KoptError as e:
             return "fail_protected", f"cand/ is no longer a usable git worktree: {e}"
         if head != best:
             return "fail_propose", "the proposer made commits of its own in cand/ (kopt commits keeps; leave changes uncommitted)"
-        if gitops.branch_sha(self.store.get("repo"), self.ws.branch) != best or gitops.dirty_tracked(self.ws.best):
+        try:
+            best_dirty = gitops.dirty_tracked(self.ws.best)
+            planted = gitops.untracked(self.ws.best, ignored_too=True)  # best/ was clean when it started
+        except KoptError as e:
+            return "fail_protected", f"best/ is no longer a usable git worktree: {e} (re-created next iteration)"
+        if gitops.branch_sha(self.store.get("repo"), self.ws.branch) != best or best_dirty:
             return "fail_protected", "the proposer changed best/ or the run's branch"
-        planted = gitops.untracked(self.ws.best, ignored_too=True)  # best/ was clean when it started
         if planted:
             return "fail_protected", f"the proposer wrote into best/: {', '.join(planted[:5])}"
         changed = gitops.changed_files(cand, best)
@@ -797,7 +809,7 @@ class Engine:
             self.save(it, phase="review")
             self.store.event("review", f"v{it.version} is borderline: {verdict.reason}; awaiting the engineer",
                              version=it.version, level="warn")
-            answer = self.await_review(it, deadline)
+            answer = self.await_review(it, self.cfg.decide.review_timeout_s)
             if answer is None:
                 return self._reviewed(verdict, None)
             if answer.kind == "more_rounds":
@@ -829,7 +841,10 @@ class Engine:
         verdict = Verdict.from_dict(it.record.get("decision") or {"verdict": "borderline", "reason": "borderline"})
         deadline = float((it.record.get("review") or {}).get("deadline", time.time()))
         self.sync_worktrees_for_review(it)
-        answer = self.await_review(it, deadline)
+        # the wall-clock deadline is all that survives a restart; a clock that jumped
+        # meanwhile never makes the wait longer than review_timeout_s
+        left = min(max(0.0, deadline - time.time()), self.cfg.decide.review_timeout_s)
+        answer = self.await_review(it, left)
         if answer is not None and answer.kind == "more_rounds":
             self.store.finish_command(answer.id, "rejected", "more rounds are not possible after an engine restart")
             answer = None
@@ -855,16 +870,18 @@ class Engine:
         gitops.ensure_worktree(repo, self.ws.best, branch=self.ws.branch, commit=it.best_commit_before or "")
         gitops.reset_clean(self.ws.best, it.best_commit_before or self.best_commit())
 
-    def await_review(self, it: Iteration, deadline: float) -> Command | None:
+    def await_review(self, it: Iteration, seconds: float) -> Command | None:
+        """Wait up to `seconds` (monotonic: a wall-clock jump neither ends nor extends it)."""
         self.review_version = it.version
         self.review_answer = None
         self.set_state("awaiting_review")
+        end = time.monotonic() + seconds
         try:
-            while time.time() < deadline:
+            while time.monotonic() < end:
                 self.poll()
                 if self.review_answer is not None:
                     return self.review_answer
-                self.progress(it, "review", f"awaiting the engineer: {deadline - time.time():.0f} s left")
+                self.progress(it, "review", f"awaiting the engineer: {end - time.monotonic():.0f} s left")
                 time.sleep(self.poll_interval_s)
             return None
         finally:
@@ -1066,7 +1083,7 @@ class Engine:
         prev = self.store.get("progress") or {}
         version = it.version if it else prev.get("version")
         same = prev.get("version") == version and prev.get("phase") == phase
-        if same and prev.get("step") != step and time.time() - float(prev.get("t") or 0) < 1.0 and done is None:
+        if same and prev.get("step") != step and abs(time.time() - float(prev.get("t") or 0)) < 1.0 and done is None:
             return  # a countdown: at most one write a second
         if same and prev.get("step") == step and prev.get("done") == done:
             return

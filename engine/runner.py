@@ -37,12 +37,16 @@ class RunResult:
     stderr_path: Path
     timed_out: bool = False
     output_overflow: bool = False
+    start_error: str = ""
+    """Why the command could not start (its folder vanished, no such program)."""
 
     @property
     def ok(self) -> bool:
         return self.returncode == 0
 
     def why(self) -> str:
+        if self.start_error:
+            return f"could not start: {self.start_error}"
         if self.timed_out:
             return f"timed out after {self.duration_s:.0f} s"
         if self.output_overflow:
@@ -110,15 +114,19 @@ def run(
         full_env.update(env)
     start = time.monotonic()
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
-        proc = subprocess.Popen(
-            argv,
-            cwd=str(cwd),
-            env=full_env,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=err,
-            start_new_session=True,
-        )
+        try:
+            proc = subprocess.Popen(
+                argv,
+                cwd=str(cwd),
+                env=full_env,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            return RunResult(argv, str(cwd), None, time.monotonic() - start, out_path, err_path,
+                             start_error=f"{exc.strerror or exc}: {exc.filename or argv[0]}")
     pgid = proc.pid
     _limit_file_size(proc.pid, max_output_bytes)
     if on_start:
