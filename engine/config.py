@@ -305,6 +305,8 @@ def validate(cfg: Config, source: str = "kopt.toml") -> None:
     need(t.direction in ("min", "max"), "[target].direction", f'must be "min" or "max", not {t.direction!r}')
     need(t.timeout_s > 0, "[target].timeout_s", "must be > 0")
     need(t.max_output_mib > 0, "[target].max_output_mib", "must be > 0")
+    need(t.csv == "-" or _inside(t.csv), "[target].csv",
+         f'must be "-" or a glob relative to the worktree (no absolute path, no ".."), not {t.csv!r}')
     for key in ("correct", "production"):
         if getattr(t, key):
             expr.parse(getattr(t, key), where=f"{source}: [target].{key}")
@@ -358,6 +360,8 @@ def validate(cfg: Config, source: str = "kopt.toml") -> None:
     if pr.kind == "tune":
         need(bool(pr.tune.params), "[propose.tune].params", 'is required when [propose].kind = "tune"')
         need(bool(pr.tune.space), "[propose.tune].space", 'is required when [propose].kind = "tune"')
+    need(not pr.tune.params or _inside(pr.tune.params), "[propose.tune].params",
+         f'must be a path relative to the repo root (no absolute path, no ".."), not {pr.tune.params!r}')
     for name, values in pr.tune.space.items():
         need(len(values) > 0, f"[propose.tune].space.{name}", "must list at least one value")
 
@@ -373,6 +377,14 @@ def validate(cfg: Config, source: str = "kopt.toml") -> None:
         if getattr(r, key):
             expr.parse(getattr(r, key), where=f"{source}: [roofline].{key}")
     need(r.unit_scale > 0, "[roofline].unit_scale", "must be > 0")
+
+
+def _inside(path: str) -> bool:
+    """A relative path or glob that stays inside the folder it is resolved in."""
+    from pathlib import PurePosixPath
+
+    p = PurePosixPath(path)
+    return bool(path.strip()) and not p.is_absolute() and ".." not in p.parts and not path.startswith("~")
 
 
 # ---------------------------------------------------------------------------------------
