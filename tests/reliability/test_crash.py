@@ -99,7 +99,11 @@ def test_sigkill_after_every_persisted_step_then_resume(tmp_path, monkeypatch):
             done = [it.status for it in its[1:] if it.status != "interrupted"]
             assert len(done) == 2, (where, [it.status for it in its])  # [stop].max_iters counts them once
             assert sum(it.status == "interrupted" for it in its) <= 1, where
-            assert api.status(ws)["stop_reason"] == "[stop].max_iters = 2 candidate iterations reached", where
+            st = api.status(ws)
+            assert st["stop_reason"] == "[stop].max_iters = 2 candidate iterations reached", where
+            assert st["candidates"] == 2 and st["keeps"] == done.count("keep"), where
+            trailing = len(done) - len("".join("r" if d == "regression" else "x" for d in done).rstrip("r"))
+            assert st["consecutive_regressions"] == trailing, where  # an interrupted iteration counts nothing
             check_invariants(ws, repo)
             if steps[n - 1] in ("v2 git commit", "v2 running advance"):
                 # the commit made before the crash is adopted, not made again
@@ -110,3 +114,22 @@ def test_sigkill_after_every_persisted_step_then_resume(tmp_path, monkeypatch):
         except AssertionError:
             kill_marked(ws)
             raise
+
+
+def test_sigkill_while_awaiting_review_then_accepted_offline(fake_env, monkeypatch):
+    """The review survives the engine: an answer queued while no engine runs is applied at the
+    restart, and the accepted candidate is committed once."""
+    repo, root = fake_env(["knob:fast=10", "gain5"], toml_replace={**FAST, "review_timeout_s = 2": "review_timeout_s = 600"})
+    ws = init(repo, root)
+    status = forked_engine(ws, {"KOPT_TEST_CRASH_AT": "v1 borderline review"})
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+    st = api.status(ws)
+    assert st["state"] == "crashed" and st["pending_reviews"] == [1]
+    from kopt_tui.cli import main as kopt
+
+    assert kopt(["--root", str(root), "accept", "t", "v1", "--why", "checked the timer by hand"]) == 0  # queued
+    assert run_engine(ws, max_iters=1) == 0
+    its = iterations(ws)
+    assert [it.status for it in its] == ["baseline", "accepted", "keep"]
+    assert "checked the timer by hand" in its[1].record["decision"]["reason"] and its[1].commit
+    check_invariants(ws, repo)
