@@ -527,8 +527,11 @@ class Engine:
             return "fail_protected", f"best/ is no longer a usable git worktree: {e} (re-created next iteration)"
         if gitops.branch_sha(self.store.get("repo"), self.ws.branch) != best or best_dirty:
             return "fail_protected", "the proposer changed best/ or the run's branch"
-        if planted:
-            return "fail_protected", f"the proposer wrote into best/: {', '.join(planted[:5])}"
+        if planted:  # an agent that ran the bench there, or a module planted to slow best: wiped
+            gitops.reset_clean(self.ws.best, best)
+            self.store.event("tamper", f"v{it.version}: removed what the proposer left in best/: "
+                             f"{', '.join(planted[:5])}{' ...' if len(planted) > 5 else ''}",
+                             version=it.version, level="warn")
         changed = gitops.changed_files(cand, best)
         it.record["changed_files"] = changed
         self.save(it)

@@ -30,8 +30,8 @@ FAULTS = [
     ("do:os.remove('.git'); " + GAIN, "fail_protected", "the proposer removed or replaced cand/.git"),
     (f"do:subprocess.run({GIT_AS_AGENT}, '-C', '../best', 'commit', '-q', '--allow-empty', '-m', 'x'], check=True)",
      "fail_protected", "the proposer changed best/ or the run's branch"),
-    ("do:open('../best/json.py', 'w').write('import time; time.sleep(1)'); " + GAIN, "fail_protected",
-     "the proposer wrote into best/: json.py"),
+    ("do:open('../best/json.py', 'w').write('raise SystemExit(9)'); " + GAIN.replace("0.95", "1.05"), "regression",
+     "slower"),
     ("commit", "fail_propose", "the proposer made commits of its own"),
     ("do:open('junk.tmp', 'w').write('x'); open('json.py', 'w').write('')", "fail_propose",
      "only added untracked file(s) (json.py, junk.tmp)"),
@@ -71,6 +71,8 @@ def test_hostile_proposers_are_caught_and_the_run_survives(fake_env):
     hooks = git(repo, "rev-parse", "--absolute-git-dir")
     assert os.access(f"{hooks}/hooks/post-checkout", os.X_OK)  # planted, and live for plain git
     assert not (root / "HOOK_RAN").exists()
+    # a module planted in best/ (it would shadow the bench's `import json` there) was wiped first
+    assert any("removed what the proposer left in best/: json.py" in m for m in events(ws, "tamper"))
     assert "json.py" not in git(ws.best, "status", "--porcelain", "--ignored")
     assert api.status(ws)["keeps"] == 1
     check_invariants(ws, repo)
