@@ -546,8 +546,10 @@ class Engine:
         if hit:
             return "fail_protected", f"the candidate changes protected file(s): {', '.join(hit)}"
         new_only = gitops.untracked(cand)
-        if set(changed) == set(new_only):
-            # no tracked file imports them: junk, or a module planted to shadow one the bench uses
+        read_by_bench = gitops.matching(new_only, [*self.cfg.target.sources, *filter(None, [self.cfg.propose.tune.params])])
+        if set(changed) == set(new_only) and not read_by_bench:
+            # no tracked file imports them (and none is a declared source or the tune params
+            # file): junk, or a module planted to shadow one the bench uses
             return "fail_propose", (f"the proposer only added untracked file(s) ({', '.join(new_only[:5])}) and "
                                     "changed no tracked file: nothing of the kernel changed")
         return None

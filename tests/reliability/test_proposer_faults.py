@@ -35,6 +35,7 @@ FAULTS = [
     ("commit", "fail_propose", "the proposer made commits of its own"),
     ("do:open('junk.tmp', 'w').write('x'); open('json.py', 'w').write('')", "fail_propose",
      "only added untracked file(s) (json.py, junk.tmp)"),
+    ("do:open('tuned.json', 'w').write('{}')", "tie", ""),  # only a new file, but the tune params file: timed
     ("knob:fast=10", "rejected", "10.0x faster, more than the suspicious_speedup of 3x"),
     ("knob:fast=2", "rejected", "roofline floor"),
     ("do:" + HOOKS, "keep", ""),
@@ -46,7 +47,8 @@ def test_hostile_proposers_are_caught_and_the_run_survives(fake_env):
     repo, root = fake_env(script, toml_replace={
         **FAST, 'kind = "command"': 'kind = "command"\nrepair_attempts = 0',
         'proposer.py"\ntimeout_s = 20': 'proposer.py"\ntimeout_s = 1', "review_timeout_s = 2": "review_timeout_s = 0.2"},
-        extra_toml='\n[stop]\nconsecutive_failures = 50\n\n[roofline]\nbytes = "n * 65800"\ngpu = "h100-sxm"\n')
+        extra_toml='\n[stop]\nconsecutive_failures = 50\n\n[roofline]\nbytes = "n * 65800"\ngpu = "h100-sxm"\n'
+                   '\n[propose.tune]\nparams = "tuned.json"\n')
     ws = init(repo, root)
     base = git(repo, "rev-parse", "HEAD")
     frozen = ws.config_path.read_bytes()
@@ -65,7 +67,7 @@ def test_hostile_proposers_are_caught_and_the_run_survives(fake_env):
     assert git(repo, "rev-parse", "kopt/t~1") == base  # the agent's own commits never reached the branch
     # the suspicious candidates went to review first, then the policy rejected them
     assert sum("is borderline" in m for m in events(ws, "review")) == 2
-    assert "suspicious_speedup" in its[11].record["decision"]["flags"]
+    assert "suspicious_speedup" in its[12].record["decision"]["flags"]
     # the frozen config is back as it was; no planted hook ever ran in kopt's git calls
     assert ws.config_path.read_bytes() == frozen
     hooks = git(repo, "rev-parse", "--absolute-git-dir")
