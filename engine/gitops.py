@@ -38,8 +38,9 @@ def repo(path: str | Path) -> Iterator[git.Repo]:
 
 
 # Hooks never run in kopt's git calls: a proposer that plants one in the shared .git/hooks
-# (a post-commit, a post-checkout) must not get to run code inside a keep or a reset.
-SAFE = ("-c", "core.hooksPath=/dev/null")
+# (a post-commit, a post-checkout) or sets core.fsmonitor to a program in the repo's config
+# must not get to run code inside a keep, a status or a reset.
+SAFE = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false")
 
 
 def _git(path: str | Path, *args: str, env: dict[str, str] | None = None, stdin: BinaryIO | None = None) -> str:

@@ -17,7 +17,8 @@ GIT_AS_AGENT = "['git', '-c', 'user.name=a', '-c', 'user.email=a@b'"
 GAIN = "speed['small'] *= 0.95; speed['large'] *= 0.95; json.dump(k, open('kernel.json', 'w'))"
 HOOKS = ("d = subprocess.run(['git', 'rev-parse', '--git-common-dir'], capture_output=True, text=True).stdout.strip(); "
          "[(open(f'{d}/hooks/{h}', 'w').write('#!/bin/sh\\ntouch ' + os.environ['KOPT_WORKSPACE'] + '/../HOOK_RAN\\n'), "
-         "os.chmod(f'{d}/hooks/{h}', 0o755)) for h in ('post-commit', 'post-checkout', 'pre-commit')]; " + GAIN)
+         "os.chmod(f'{d}/hooks/{h}', 0o755)) for h in ('post-commit', 'post-checkout', 'pre-commit')]; "
+         "subprocess.run(['git', 'config', 'core.fsmonitor', f'{d}/hooks/post-checkout'], check=True); " + GAIN)
 
 # (proposer action, expected status, expected words in the reason)
 FAULTS = [
@@ -72,6 +73,7 @@ def test_hostile_proposers_are_caught_and_the_run_survives(fake_env):
     assert ws.config_path.read_bytes() == frozen
     hooks = git(repo, "rev-parse", "--absolute-git-dir")
     assert os.access(f"{hooks}/hooks/post-checkout", os.X_OK)  # planted, and live for plain git
+    assert git(repo, "config", "core.fsmonitor").endswith("post-checkout")
     assert not (root / "HOOK_RAN").exists()
     # a module planted in best/ (it would shadow the bench's `import json` there) was wiped first
     assert any("removed what the proposer left in best/: json.py" in m for m in events(ws, "tamper"))
