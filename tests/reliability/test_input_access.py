@@ -22,6 +22,7 @@ import pytest
 from engine import config
 from engine.daemon import engine_alive, run_engine
 from engine.errors import BadInput
+from engine.store import Store
 from kopt_tui.cli import main as kopt
 from tests.conftest import REPO_ROOT, git, make_fake_repo
 from tests.reliability.helpers import FAST, check_invariants, init, iterations
@@ -127,12 +128,16 @@ def test_nothing_from_a_plan_hypothesis_or_csv_reaches_a_shell(tmp_path, monkeyp
 def test_workspace_and_run_db_are_private_even_with_umask_0(fake_env):
     repo, root = fake_env(["gain5"], toml_replace=FAST)
     old = os.umask(0)
+    mode = lambda p: stat.S_IMODE(p.stat().st_mode)  # noqa: E731
     try:
         ws = init(repo, root)
         assert run_engine(ws, max_iters=1) == 0
+        with Store(ws.db_path) as s:  # a writer's WAL and shared-memory files, while they exist
+            s.set("probe", 1)
+            for suffix in ("-wal", "-shm"):
+                assert mode(ws.dir / f"run.db{suffix}") == 0o600, suffix
     finally:
         os.umask(old)
-    mode = lambda p: stat.S_IMODE(p.stat().st_mode)  # noqa: E731
     assert mode(root) == 0o700 and mode(ws.dir) == 0o700
     for name in ("run.db", "run.db-wal", "run.db-shm", "engine.lock", "kopt.toml", "README.md", "performance.md"):
         p = ws.dir / name
