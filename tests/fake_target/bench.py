@@ -4,7 +4,7 @@ kernel.json (the "kernel" a proposer edits) sets a speed factor per config class
 make the result wrong, NaN, hang or crash. Noise is real (unseeded): FAKE_NOISE (relative
 sigma, default 0.002) per run, so paired statistics have something to do. FAKE_LINGER=s
 leaves a `sleep s` child in the bench's process group (an orphan if the engine dies).
-Fault knobs in kernel.json: crash, segv, hang, flood_mib, write_tree, nan, inf, wrong,
+Fault knobs in kernel.json: crash, segv, hang, flood_mib, write_tree, touch (a path), nan, inf, wrong,
 fast (divide the latency), drop (a column), malformed, empty, no_csv.
 """
 
@@ -29,6 +29,9 @@ if k.get("flood_mib"):  # runaway output
     chunk = "x" * (1 << 20) + "\n"
     for _ in range(int(k["flood_mib"])):
         sys.stdout.write(chunk)
+if k.get("touch") and not os.path.exists(k["touch"] + ".once"):  # once: a file a test's double watches
+    open(k["touch"] + ".once", "w").close()
+    open(k["touch"], "w").close()
 if k.get("write_tree"):  # a bench that edits a tracked file of its tree
     with open("kopt.toml", "a") as f:
         f.write("# written by the bench\n")
