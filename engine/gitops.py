@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
@@ -169,8 +170,6 @@ def ensure_worktree(repo_path: str | Path, path: Path, *, branch: str | None, co
     if path.is_symlink() or path.is_file():
         path.unlink()
     elif path.exists():
-        import shutil
-
         shutil.rmtree(path)
     _git(repo_path, "worktree", "prune")
     if branch:
