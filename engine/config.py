@@ -51,6 +51,9 @@ class TargetConfig:
     """Globs of files the bench reads; `kopt init` refuses uncommitted changes in them.
     Default: every tracked file."""
     timeout_s: float = 900.0
+    max_output_mib: float = 512.0
+    """A bench, proposer or formatter writing more than this (stdout, stderr, or any one
+    file) is killed: gigabytes of output never fill the disk."""
     ab_command: str = ""
     """Optional: one command that times best and candidate interleaved in one process.
     Placeholders {best} and {cand} are the two worktrees' paths."""
@@ -301,6 +304,9 @@ def validate(cfg: Config, source: str = "kopt.toml") -> None:
     need(bool(t.metric.strip()), "[target].metric", "is required (the CSV column to optimise)")
     need(t.direction in ("min", "max"), "[target].direction", f'must be "min" or "max", not {t.direction!r}')
     need(t.timeout_s > 0, "[target].timeout_s", "must be > 0")
+    need(t.max_output_mib > 0, "[target].max_output_mib", "must be > 0")
+    need(t.csv == "-" or _inside(t.csv), "[target].csv",
+         f'must be "-" or a glob relative to the worktree (no absolute path, no ".."), not {t.csv!r}')
     for key in ("correct", "production"):
         if getattr(t, key):
             expr.parse(getattr(t, key), where=f"{source}: [target].{key}")
@@ -354,6 +360,8 @@ def validate(cfg: Config, source: str = "kopt.toml") -> None:
     if pr.kind == "tune":
         need(bool(pr.tune.params), "[propose.tune].params", 'is required when [propose].kind = "tune"')
         need(bool(pr.tune.space), "[propose.tune].space", 'is required when [propose].kind = "tune"')
+    need(not pr.tune.params or _inside(pr.tune.params), "[propose.tune].params",
+         f'must be a path relative to the repo root (no absolute path, no ".."), not {pr.tune.params!r}')
     for name, values in pr.tune.space.items():
         need(len(values) > 0, f"[propose.tune].space.{name}", "must list at least one value")
 
@@ -369,6 +377,14 @@ def validate(cfg: Config, source: str = "kopt.toml") -> None:
         if getattr(r, key):
             expr.parse(getattr(r, key), where=f"{source}: [roofline].{key}")
     need(r.unit_scale > 0, "[roofline].unit_scale", "must be > 0")
+
+
+def _inside(path: str) -> bool:
+    """A relative path or glob that stays inside the folder it is resolved in."""
+    from pathlib import PurePosixPath
+
+    p = PurePosixPath(path)
+    return bool(path.strip()) and not p.is_absolute() and ".." not in p.parts and not path.startswith("~")
 
 
 # ---------------------------------------------------------------------------------------

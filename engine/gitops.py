@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
-import time
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
@@ -38,10 +38,16 @@ def repo(path: str | Path) -> Iterator[git.Repo]:
         r.close()
 
 
+# Hooks never run in kopt's git calls: a proposer that plants one in the shared .git/hooks
+# (a post-commit, a post-checkout) or sets core.fsmonitor to a program in the repo's config
+# must not get to run code inside a keep, a status or a reset.
+SAFE = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false")
+
+
 def _git(path: str | Path, *args: str, env: dict[str, str] | None = None, stdin: BinaryIO | None = None) -> str:
     with repo(path) as r:
         try:
-            return r.git.execute(["git", *args], with_extended_output=False, strip_newline_in_stdout=True,
+            return r.git.execute(["git", *SAFE, *args], with_extended_output=False, strip_newline_in_stdout=True,
                                  env=env, istream=stdin)
         except git.GitCommandError as exc:
             msg = (exc.stderr or exc.stdout or str(exc)).strip().splitlines()
@@ -84,8 +90,9 @@ def dirty_tracked(path: str | Path) -> list[str]:
     return _porcelain_paths(out)
 
 
-def untracked(path: str | Path) -> list[str]:
-    out = _git(path, "ls-files", "--others", "--exclude-standard", "-z")
+def untracked(path: str | Path, *, ignored_too: bool = False) -> list[str]:
+    """Untracked files (not ignored ones, unless `ignored_too`)."""
+    out = _git(path, "ls-files", "--others", "-z", *(() if ignored_too else ("--exclude-standard",)))
     return [p for p in out.split("\0") if p]
 
 
@@ -107,20 +114,30 @@ def matching(paths: list[str], globs: list[str]) -> list[str]:
     return sorted({p for p in paths for g in globs if fnmatch.fnmatch(p, g) or p == g.rstrip("/") or p.startswith(g.rstrip("/") + "/")})
 
 
-def clear_stale_lock(worktree: str | Path, older_than_s: float = 0.0) -> bool:
-    """Remove a leftover index.lock of this worktree (a git killed mid-write). Only the engine
-    runs git in a run's worktrees, so a lock present when the engine starts is stale."""
+def clear_stale_lock(worktree: str | Path) -> list[str]:
+    """Remove leftover lock files of this worktree (a git killed mid-write, a power loss):
+    its index.lock and HEAD.lock, and the lock of the branch it has checked out. Only the
+    engine runs git in a run's worktrees and on its branch, so a lock present before the
+    engine's own call is stale. Returns the locks removed."""
     gitdir = _gitdir(Path(worktree))
     if gitdir is None:
-        return False
-    lock = gitdir / "index.lock"
+        return []
+    locks = [gitdir / "index.lock", gitdir / "HEAD.lock"]
     try:
-        if time.time() - lock.stat().st_mtime >= older_than_s:
-            lock.unlink()
-            return True
-    except FileNotFoundError:
+        head = (gitdir / "HEAD").read_text().strip()
+        common = gitdir / (gitdir / "commondir").read_text().strip() if (gitdir / "commondir").exists() else gitdir
+        if head.startswith("ref: refs/heads/"):
+            locks.append(common.resolve() / (head[5:] + ".lock"))
+    except OSError:
         pass
-    return False
+    removed = []
+    for lock in locks:
+        try:
+            lock.unlink()
+            removed.append(str(lock))
+        except FileNotFoundError:
+            pass
+    return removed
 
 
 def _gitdir(worktree: Path) -> Path | None:
@@ -145,9 +162,15 @@ def add_worktrees(repo_path: str | Path, branch: str, best: Path, cand: Path, co
 
 
 def ensure_worktree(repo_path: str | Path, path: Path, *, branch: str | None, commit: str) -> bool:
-    """Re-create a worktree folder deleted by hand. Returns True when it had to."""
-    if (path / ".git").exists():
+    """Re-create a worktree folder deleted by hand (or left without its `.git` file, or
+    replaced by a link). Returns True when it had to. The folder is kopt's own: what is left
+    in it is a discarded candidate, removed (a link is removed, never followed)."""
+    if (path / ".git").is_file() and not path.is_symlink():
         return False
+    if path.is_symlink() or path.is_file():
+        path.unlink()
+    elif path.exists():
+        shutil.rmtree(path)
     _git(repo_path, "worktree", "prune")
     if branch:
         _git(repo_path, "worktree", "add", "--force", str(path), branch)

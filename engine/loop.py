@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine import bookkeeping, control, gitops, metrics, projections, runner
+from engine import bookkeeping, control, faults, gitops, metrics, projections, runner
 from engine.config import Config
 from engine.decide import (
     Pair,
@@ -42,7 +42,7 @@ from engine.decide import (
     reconcile_profiler,
     review_outcome,
 )
-from engine.errors import BadInput, KoptFailure
+from engine.errors import BadInput, KoptError, KoptFailure
 from engine.gpu.backends import open_backend
 from engine.gpu.gate import Gate, NoIdleGpu, round_flags
 from engine.metrics import BenchError, Measurement
@@ -53,7 +53,13 @@ from engine.report.environment import capture_environment
 from engine.roofline.evaluate import evaluate as evaluate_roofline
 from engine.roofline.evaluate import target_reached
 from engine.store import Command, Iteration, Store
-from engine.workspace import Workspace, write_atomic, write_memory, write_projections
+from engine.workspace import (
+    Workspace,
+    refresh_memory,
+    write_atomic,
+    write_memory,
+    write_projections,
+)
 
 # ---------------------------------------------------------------------------------------
 # Control flow signals raised from poll() while the engine waits
@@ -131,6 +137,7 @@ class Engine:
         self.proposer_fatal: str | None = None
         """A proposer's error that no retry can fix (e.g. a broken params file): stop the run."""
         self.current_pairs: list[Pair] = []
+        self.frozen_config = ws.config_path.read_bytes()
 
     # ===================================================================================
     # The run
@@ -249,6 +256,17 @@ class Engine:
             self.write_memory(it)
         if self.pending_review() is None:
             self.sync_worktrees()
+        self.refresh_projections()
+
+    def refresh_projections(self) -> None:
+        """A crash between a store write and its projection left a file behind the store:
+        memory/vN.json files that differ are rewritten, README/performance.md re-rendered."""
+        try:
+            for it in self.iterations():
+                refresh_memory(self.ws, it)
+        except OSError as e:
+            self.store.event("disk", f"cannot refresh memory/: {e}", level="error")
+        self.write_projections()
 
     def _adopt_commit(self, it: Iteration) -> bool:
         """A keep interrupted while committing: adopt the commit if it is exactly the one we
@@ -279,6 +297,9 @@ class Engine:
         for path, branch in ((self.ws.best, self.ws.branch), (self.ws.cand, None)):
             if gitops.ensure_worktree(repo, path, branch=branch, commit=best):
                 self.store.event("recover", f"re-created the missing worktree {path.name}/", level="warn")
+            stale = gitops.clear_stale_lock(path)
+            if stale:
+                self.store.event("recover", f"removed stale git lock(s): {', '.join(stale)}", level="warn")
         gitops.reset_clean(self.ws.best, best)
         gitops.reset_clean(self.ws.cand, best, detach=True)
 
@@ -290,6 +311,7 @@ class Engine:
         it = Iteration(0, "running", phase="baseline", hypothesis="baseline (unmodified)", scope="global",
                        best_commit_before=commit, started_at=time.time())
         self.store.save_iteration(it)
+        self.store.delete_samples(0, "baseline")  # a baseline cut short by a crash starts over
         self.write_memory(it)
         self.sync_worktrees()
         self.store.event("baseline", "measuring the unmodified baseline", version=0)
@@ -373,6 +395,8 @@ class Engine:
             self.exhausted = True
         if proposal.details.get("fatal") and not proposal.ok:
             self.proposer_fatal = proposal.reason
+        if it.record.get("tampered"):
+            return self.close(it, "fail_protected", it.record["tampered"])
         if not proposal.ok:
             return self.close(it, "fail_propose", proposal.reason)
         problem = self.read_plan(it) or self.check_candidate(it)
@@ -415,6 +439,8 @@ class Engine:
 
     def propose(self, it: Iteration, *, repair: int, failing: list[dict[str, Any]] | None = None) -> Proposal:
         self.save(it, phase="propose" if not repair else f"repair {repair}")
+        if repair:  # best/ as clean as at the iteration's start (the bench wrote there since)
+            gitops.reset_clean(self.ws.best, it.best_commit_before or self.best_commit())
         self.progress(it, "propose", f"proposer ({self.proposer.kind})" + (f", repair {repair}" if repair else ""))
         env, _ = self.acquire_gpu(it)
         its = self.iterations(include_masked=False)
@@ -422,14 +448,19 @@ class Engine:
         c = bookkeeping.counters(its)
         best_it = bookkeeping.best_iteration(its)
         prompt_path = self.ws.prompt_path(it.version, repair)
-        prompt_path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(prompt_path, render_prompt(
+        prompt = render_prompt(
             self.cfg, iteration=it.version, repair=repair, best_commit=it.best_commit_before or "",
             best_per_class=projections.best_per_class(its), classes=self.store.get("classes", []),
             profile=((best_it.record.get("profile") or {}).get("cand") or (best_it.record.get("profile") or {}).get("best"))
             if best_it else None,
             recent_regressions=c.recent_regressions, history=history, failing_rows=failing,
-            hypothesis=it.hypothesis, roofline=best_it.record.get("roofline") if best_it else None))
+            hypothesis=it.hypothesis, roofline=best_it.record.get("roofline") if best_it else None)
+        try:
+            prompt_path.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(prompt_path, prompt)
+        except OSError as e:  # a full disk: no proposal without its prompt (not a crash)
+            self.store.event("disk", f"cannot write {prompt_path}: {e}", level="error")
+            return Proposal(False, f"cannot write the prompt: {e}")
         plan = self.ws.plan_path(it.version)
         env = {**env, **self.cfg.target.env, "KOPT_ITERATION": str(it.version), "KOPT_REPAIR": str(repair),
                "KOPT_PROMPT": str(prompt_path), "KOPT_PLAN": str(plan), "KOPT_WORKSPACE": str(self.ws.dir)}
@@ -442,12 +473,25 @@ class Engine:
             proposal = self.proposer.propose(ctx)
         except KoptFailure as e:
             proposal = Proposal(False, f"proposer failed: {e}")
+        self._guard_frozen_config(it)
         if repair == 0:
             it.record["proposal"] = proposal.details
         else:
             it.record.setdefault("repairs", []).append(proposal.details)
         self.save(it)
         return proposal
+
+    def _guard_frozen_config(self, it: Iteration) -> None:
+        """The run's kopt.toml is read again at every engine start: a proposer that edits it
+        is caught right after it ran (whatever its exit), and the file is put back."""
+        try:
+            intact = self.ws.config_path.read_bytes() == self.frozen_config
+        except OSError:
+            intact = False
+        if not intact:
+            write_atomic(self.ws.config_path, self.frozen_config.decode("utf-8"))
+            it.record["tampered"] = f"the proposer edited the run's frozen config {self.ws.config_path} (restored)"
+            self.store.event("tamper", f"v{it.version}: {it.record['tampered']}", version=it.version, level="error")
 
     def read_plan(self, it: Iteration) -> tuple[str, str] | None:
         path = self.ws.plan_path(it.version)
@@ -472,16 +516,28 @@ class Engine:
         """The rules on what a candidate may change, before anything is timed."""
         best = it.best_commit_before or ""
         cand = self.ws.cand
+        if it.record.get("tampered"):
+            return "fail_protected", it.record["tampered"]
         if not (cand / ".git").is_file():
             return "fail_protected", "the proposer removed or replaced cand/.git"
         try:
             head = gitops.head(cand)
-        except KoptFailure as e:
+        except KoptError as e:
             return "fail_protected", f"cand/ is no longer a usable git worktree: {e}"
         if head != best:
             return "fail_propose", "the proposer made commits of its own in cand/ (kopt commits keeps; leave changes uncommitted)"
-        if gitops.branch_sha(self.store.get("repo"), self.ws.branch) != best or gitops.dirty_tracked(self.ws.best):
+        try:
+            best_dirty = gitops.dirty_tracked(self.ws.best)
+            planted = gitops.untracked(self.ws.best, ignored_too=True)  # best/ was clean when it started
+        except KoptError as e:
+            return "fail_protected", f"best/ is no longer a usable git worktree: {e} (re-created next iteration)"
+        if gitops.branch_sha(self.store.get("repo"), self.ws.branch) != best or best_dirty:
             return "fail_protected", "the proposer changed best/ or the run's branch"
+        if planted:  # an agent that ran the bench there, or a module planted to slow best: wiped
+            gitops.reset_clean(self.ws.best, best)
+            self.store.event("tamper", f"v{it.version}: removed what the proposer left in best/: "
+                             f"{', '.join(planted[:5])}{' ...' if len(planted) > 5 else ''}",
+                             version=it.version, level="warn")
         changed = gitops.changed_files(cand, best)
         it.record["changed_files"] = changed
         self.save(it)
@@ -495,6 +551,13 @@ class Engine:
         hit = gitops.matching(changed, [*self.cfg.target.protected, *ALWAYS_PROTECTED])
         if hit:
             return "fail_protected", f"the candidate changes protected file(s): {', '.join(hit)}"
+        new_only = gitops.untracked(cand)
+        read_by_bench = gitops.matching(new_only, [*self.cfg.target.sources, *filter(None, [self.cfg.propose.tune.params])])
+        if set(changed) == set(new_only) and not read_by_bench:
+            # no tracked file imports them (and none is a declared source or the tune params
+            # file): junk, or a module planted to shadow one the bench uses
+            return "fail_propose", (f"the proposer only added untracked file(s) ({', '.join(new_only[:5])}) and "
+                                    "changed no tracked file: nothing of the kernel changed")
         return None
 
     # -- deciding -----------------------------------------------------------------------
@@ -605,12 +668,12 @@ class Engine:
     def ab_round(self, it: Iteration, stage: str, r: int, env: dict[str, str]
                  ) -> tuple[list[Pair], Measurement, Measurement, float]:
         cmd = self.cfg.target.ab_command.replace("{best}", _q(self.ws.best)).replace("{cand}", _q(self.ws.cand))
-        started = time.time_ns()
+        before = metrics.csv_stamps(self.ws.best, self.cfg.target.csv)
         res = self.run_cmd_for(it)(cmd, cwd=self.ws.best, name=f"{stage}_r{r}_ab",
                                    timeout_s=self.cfg.target.timeout_s, env=env)
         if not res.ok:
             raise BenchError(f"ab_command {res.why()}: {_last_line(res)}")
-        path = metrics.find_csv(self.ws.best, self.cfg.target.csv, started, res.stdout_path)
+        path = metrics.find_csv(self.ws.best, self.cfg.target.csv, before, res.stdout_path)
         df = metrics.read_table(path, metric=self.cfg.target.metric, from_stdout=self.cfg.target.csv == "-")
         self._keep_csv(it, path, f"{stage}_r{r}_ab")
         self._check_tree_untouched(self.ws.best, "best")
@@ -619,14 +682,14 @@ class Engine:
         return pairs, best_m, cand_m, res.duration_s
 
     def run_bench(self, it: Iteration, tree: Path, name: str, env: dict[str, str]) -> tuple[Measurement, float]:
-        started = time.time_ns()
+        csv = self.cfg.target.csv
+        before = metrics.csv_stamps(tree, csv)
         res = self.run_cmd_for(it)(self.cfg.target.bench, cwd=tree, name=name,
                                    timeout_s=self.cfg.target.timeout_s, env=env)
         side = tree.name
         if not res.ok:
             raise BenchError(f"bench on {side}/ {res.why()}: {_last_line(res)}")
-        csv = self.cfg.target.csv
-        path = metrics.find_csv(tree, csv, started, res.stdout_path)
+        path = metrics.find_csv(tree, csv, before, res.stdout_path)
         self._keep_csv(it, path, name)
         self._check_tree_untouched(tree, side)
         measurement = metrics.read_measurement(path, self.cfg.target, from_stdout=csv == "-")
@@ -757,7 +820,7 @@ class Engine:
             self.save(it, phase="review")
             self.store.event("review", f"v{it.version} is borderline: {verdict.reason}; awaiting the engineer",
                              version=it.version, level="warn")
-            answer = self.await_review(it, deadline)
+            answer = self.await_review(it, self.cfg.decide.review_timeout_s)
             if answer is None:
                 return self._reviewed(verdict, None)
             if answer.kind == "more_rounds":
@@ -789,7 +852,10 @@ class Engine:
         verdict = Verdict.from_dict(it.record.get("decision") or {"verdict": "borderline", "reason": "borderline"})
         deadline = float((it.record.get("review") or {}).get("deadline", time.time()))
         self.sync_worktrees_for_review(it)
-        answer = self.await_review(it, deadline)
+        # the wall-clock deadline is all that survives a restart; a clock that jumped
+        # meanwhile never makes the wait longer than review_timeout_s
+        left = min(max(0.0, deadline - time.time()), self.cfg.decide.review_timeout_s)
+        answer = self.await_review(it, left)
         if answer is not None and answer.kind == "more_rounds":
             self.store.finish_command(answer.id, "rejected", "more rounds are not possible after an engine restart")
             answer = None
@@ -815,16 +881,18 @@ class Engine:
         gitops.ensure_worktree(repo, self.ws.best, branch=self.ws.branch, commit=it.best_commit_before or "")
         gitops.reset_clean(self.ws.best, it.best_commit_before or self.best_commit())
 
-    def await_review(self, it: Iteration, deadline: float) -> Command | None:
+    def await_review(self, it: Iteration, seconds: float) -> Command | None:
+        """Wait up to `seconds` (monotonic: a wall-clock jump neither ends nor extends it)."""
         self.review_version = it.version
         self.review_answer = None
         self.set_state("awaiting_review")
+        end = time.monotonic() + seconds
         try:
-            while time.time() < deadline:
+            while time.monotonic() < end:
                 self.poll()
                 if self.review_answer is not None:
                     return self.review_answer
-                self.progress(it, "review", f"awaiting the engineer: {deadline - time.time():.0f} s left")
+                self.progress(it, "review", f"awaiting the engineer: {end - time.monotonic():.0f} s left")
                 time.sleep(self.poll_interval_s)
             return None
         finally:
@@ -862,6 +930,7 @@ class Engine:
         it.record["keep_status"] = status
         self.save(it)
         sha = gitops.commit(cand, self.commit_message(it, verdict))
+        faults.step(f"v{it.version} git commit")
         it.commit = sha
         self.save(it, phase="advance")
         gitops.reset_clean(self.ws.best, sha)
@@ -910,7 +979,7 @@ class Engine:
         """Roll cand/ back to BEST_COMMIT (the reference program's "revert to BEST_COMMIT")."""
         try:
             gitops.reset_clean(self.ws.cand, self.best_commit(), detach=True)
-        except KoptFailure as e:
+        except KoptError as e:  # cand/ may be no repository at all now: sync_worktrees re-creates it
             self.store.event("git", f"could not reset cand/: {e} (retried at the next iteration)", level="warn")
 
     def save(self, it: Iteration, *, phase: str | None = None) -> None:
@@ -1025,7 +1094,7 @@ class Engine:
         prev = self.store.get("progress") or {}
         version = it.version if it else prev.get("version")
         same = prev.get("version") == version and prev.get("phase") == phase
-        if same and prev.get("step") != step and time.time() - float(prev.get("t") or 0) < 1.0 and done is None:
+        if same and prev.get("step") != step and abs(time.time() - float(prev.get("t") or 0)) < 1.0 and done is None:
             return  # a countdown: at most one write a second
         if same and prev.get("step") == step and prev.get("done") == done:
             return
@@ -1079,12 +1148,14 @@ class Engine:
             self.store.set("live_log", str(self.ws.log_dir(it.version) / f"{name}.out"))
             return runner.run(command, cwd=cwd, log_dir=self.ws.log_dir(it.version), name=name, timeout_s=timeout_s,
                               env=full_env, poll=self.poll, poll_interval_s=self.poll_interval_s,
-                              on_start=self._child_started, on_end=self._child_ended)
+                              on_start=self._child_started, on_end=self._child_ended,
+                              max_output_bytes=int(self.cfg.target.max_output_mib * 2**20))
         return run
 
     def _child_started(self, pgid: int) -> None:
         self.child_pgid = pgid
         self.store.set("child_pgid", pgid)
+        faults.step(f"child started: {Path(str(self.store.get('live_log') or '?')).stem}")
 
     def _child_ended(self, pgid: int) -> None:
         self.child_pgid = None

@@ -93,23 +93,41 @@ def parse_class_key(key: str) -> dict[str, str]:
 # Finding and reading the CSV
 
 
-def find_csv(worktree: Path, pattern: str, started_ns: int, stdout_path: Path) -> Path:
-    """The CSV this run wrote: stdout for "-", else the newest file matching `pattern`
-    modified after the run started (a file left over from an earlier run never counts)."""
+CsvStamps = dict[Path, tuple[int, int, int, int]]
+"""Files matching the CSV glob before a run: resolved path -> (mtime_ns, ctime_ns, size,
+inode). Any write changes ctime, whichever way the clock went."""
+
+
+def csv_stamps(worktree: Path, pattern: str) -> CsvStamps:
+    """The files inside `worktree` that match `pattern` now, with what identifies their
+    content (taken before a bench run; "-" has none)."""
     if pattern == "-":
-        return stdout_path
+        return {}
     root = worktree.resolve()
-    found = []
-    for p in root.glob(pattern):
+    out: CsvStamps = {}
+    try:
+        matches = list(root.glob(pattern))
+    except (NotImplementedError, ValueError) as exc:  # an absolute or empty pattern
+        raise BenchError(f"csv = {pattern!r}: not a glob inside the worktree ({exc})") from None
+    for p in matches:
         try:
             rp = p.resolve()
             if root not in rp.parents or not rp.is_file():
-                continue
-            m = rp.stat().st_mtime_ns
+                continue  # a glob may not escape the worktree (.., symlinks)
+            st = rp.stat()
         except OSError:
             continue
-        if m >= started_ns:
-            found.append((m, rp))
+        out[rp] = (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
+    return out
+
+
+def find_csv(worktree: Path, pattern: str, before: CsvStamps, stdout_path: Path) -> Path:
+    """The CSV this run wrote: stdout for "-", else the newest file matching `pattern` that
+    is new or changed since `before` (taken by `csv_stamps` before the run). A file left over
+    from an earlier run never counts, whatever its timestamp says: the wall clock may jump."""
+    if pattern == "-":
+        return stdout_path
+    found = [(stamp[0], path) for path, stamp in csv_stamps(worktree, pattern).items() if before.get(path) != stamp]
     if not found:
         raise BenchError(f"no CSV matching {pattern!r} was written by this run in {worktree.name}/")
     return max(found)[1]

@@ -37,16 +37,20 @@ class RunResult:
     stderr_path: Path
     timed_out: bool = False
     output_overflow: bool = False
+    start_error: str = ""
+    """Why the command could not start (its folder vanished, no such program)."""
 
     @property
     def ok(self) -> bool:
         return self.returncode == 0
 
     def why(self) -> str:
+        if self.start_error:
+            return f"could not start: {self.start_error}"
         if self.timed_out:
             return f"timed out after {self.duration_s:.0f} s"
         if self.output_overflow:
-            return "wrote more output than the limit; killed"
+            return "wrote more output than the limit ([target].max_output_mib); killed"
         if self.returncode is None:
             return "killed"
         if self.returncode < 0:
@@ -55,6 +59,11 @@ class RunResult:
             except ValueError:
                 name = str(-self.returncode)
             return f"killed by {name}"
+        if self.returncode > 128 and self.argv[:2] == ["/bin/sh", "-c"]:
+            try:  # a shell reports its child's death by signal N as 128 + N
+                return f"exit code {self.returncode} ({signal.Signals(self.returncode - 128).name})"
+            except ValueError:
+                pass
         return f"exit code {self.returncode}"
 
     def tail(self, n: int = 20, stream: str = "stderr") -> str:
@@ -105,15 +114,19 @@ def run(
         full_env.update(env)
     start = time.monotonic()
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
-        proc = subprocess.Popen(
-            argv,
-            cwd=str(cwd),
-            env=full_env,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=err,
-            start_new_session=True,
-        )
+        try:
+            proc = subprocess.Popen(
+                argv,
+                cwd=str(cwd),
+                env=full_env,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            return RunResult(argv, str(cwd), None, time.monotonic() - start, out_path, err_path,
+                             start_error=f"{exc.strerror or exc}: {exc.filename or argv[0]}")
     pgid = proc.pid
     _limit_file_size(proc.pid, max_output_bytes)
     if on_start:

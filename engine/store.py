@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from engine import faults
 from engine.errors import BadInput
 
 SCHEMA_VERSION = 1
@@ -279,6 +280,7 @@ class Store:
                 f"INSERT INTO iterations ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 _row_values(it),
             )
+        faults.step(f"v{it.version} {it.status} {it.phase}")
         return it
 
     def save_iteration(self, it: Iteration) -> Iteration:
@@ -287,6 +289,7 @@ class Store:
                 f"INSERT OR REPLACE INTO iterations ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 _row_values(it),
             )
+        faults.step(f"v{it.version} {it.status} {it.phase}")
         return it
 
     def iteration(self, version: int) -> Iteration | None:

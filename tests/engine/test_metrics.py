@@ -1,4 +1,5 @@
 import math
+import os
 import time
 from pathlib import Path
 
@@ -73,18 +74,40 @@ def test_find_csv_ignores_files_from_earlier_runs(tmp_path: Path):
     (tmp_path / "results").mkdir()
     old = tmp_path / "results" / "old.csv"
     old.write_text("us\n1\n")
-    started = time.time_ns()
+    before = metrics.csv_stamps(tmp_path, "results/*.csv")
     with pytest.raises(BenchError, match="was written by this run"):
-        metrics.find_csv(tmp_path, "results/*.csv", started + 10**9, tmp_path / "x.out")
-    time.sleep(0.01)
+        metrics.find_csv(tmp_path, "results/*.csv", before, tmp_path / "x.out")
     new = tmp_path / "results" / "new.csv"
     new.write_text("us\n2\n")
-    assert metrics.find_csv(tmp_path, "results/*.csv", started, tmp_path / "x.out") == new.resolve()
+    assert metrics.find_csv(tmp_path, "results/*.csv", before, tmp_path / "x.out") == new.resolve()
     # a glob may not escape the worktree through a symlink
     outside = tmp_path.parent / "outside.csv"
     outside.write_text("us\n3\n")
     (tmp_path / "results" / "link.csv").symlink_to(outside)
-    assert metrics.find_csv(tmp_path, "results/*.csv", started, tmp_path / "x.out") == new.resolve()
+    assert metrics.find_csv(tmp_path, "results/*.csv", before, tmp_path / "x.out") == new.resolve()
+
+
+def test_find_csv_does_not_trust_the_wall_clock(tmp_path: Path):
+    """A clock jump: a leftover CSV dated in the future is still a leftover; this run's CSV
+    dated in the past (the clock jumped back meanwhile) is still this run's."""
+    (tmp_path / "results").mkdir()
+    old = tmp_path / "results" / "old.csv"
+    old.write_text("us\n1\n")
+    future = time.time() + 86400
+    os.utime(old, (future, future))
+    before = metrics.csv_stamps(tmp_path, "results/*.csv")
+    with pytest.raises(BenchError, match="was written by this run"):
+        metrics.find_csv(tmp_path, "results/*.csv", before, tmp_path / "x.out")
+    new = tmp_path / "results" / "new.csv"
+    new.write_text("us\n2\n")
+    past = time.time() - 86400
+    os.utime(new, (past, past))
+    assert metrics.find_csv(tmp_path, "results/*.csv", before, tmp_path / "x.out") == new.resolve()
+    old.write_text("us\n3\n")  # rewritten in place: changed, so this run's, and the newest
+    os.utime(old, (future, future))
+    assert metrics.find_csv(tmp_path, "results/*.csv", before, tmp_path / "x.out") == old.resolve()
+    with pytest.raises(BenchError, match="not a glob inside the worktree"):
+        metrics.csv_stamps(tmp_path, "/etc/*.csv")
 
 
 def test_ab_pairs_pair_by_config_and_block():

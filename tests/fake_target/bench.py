@@ -2,21 +2,39 @@
 
 kernel.json (the "kernel" a proposer edits) sets a speed factor per config class and can
 make the result wrong, NaN, hang or crash. Noise is real (unseeded): FAKE_NOISE (relative
-sigma, default 0.002) per run, so paired statistics have something to do.
+sigma, default 0.002) per run, so paired statistics have something to do. FAKE_LINGER=s
+leaves a `sleep s` child in the bench's process group (an orphan if the engine dies).
+Fault knobs in kernel.json: crash, segv, hang, flood_mib, write_tree, touch (a path), nan, inf, wrong,
+fast (divide the latency), drop (a column), malformed, empty, no_csv.
 """
 
 import json
 import math
 import os
 import random
+import subprocess
 import sys
 import time
 
+if os.environ.get("FAKE_LINGER"):  # a child that outlives the bench in its process group
+    subprocess.Popen(["sleep", os.environ["FAKE_LINGER"]])
 k = json.load(open("kernel.json"))
 if k.get("crash"):
     sys.exit(3)
+if k.get("segv"):
+    os.kill(os.getpid(), 11)
 if k.get("hang"):
     time.sleep(3600)
+if k.get("flood_mib"):  # runaway output
+    chunk = "x" * (1 << 20) + "\n"
+    for _ in range(int(k["flood_mib"])):
+        sys.stdout.write(chunk)
+if k.get("touch") and not os.path.exists(k["touch"] + ".once"):  # once: a file a test's double watches
+    open(k["touch"] + ".once", "w").close()
+    open(k["touch"], "w").close()
+if k.get("write_tree"):  # a bench that edits a tracked file of its tree
+    with open("kopt.toml", "a") as f:
+        f.write("# written by the bench\n")
 time.sleep(float(os.environ.get("FAKE_SLEEP", "0")))
 noise = float(os.environ.get("FAKE_NOISE", "0.002"))
 rng = random.Random()
@@ -26,13 +44,27 @@ for i, (cls, n, base) in enumerate(CONFIGS):
     us = base * float(k["speed"][cls]) * (1.0 + rng.gauss(0.0, noise))
     if k.get("nan") and cls in k.get("nan_classes", ["small", "large"]):
         us = math.nan
+    if k.get("inf"):
+        us = math.inf
+    if k.get("fast"):  # a timer that lies (or a kernel that skips the work)
+        us /= float(k["fast"])
     err = 1 if k.get("wrong") else 0
     out.append(f"s{i},{cls},{n},{us:.6f},{err}")
+if k.get("drop"):  # a missing column
+    cols = out[0].split(",")
+    j = cols.index(k["drop"])
+    out = [",".join(c for i, c in enumerate(line.split(",")) if i != j) for line in out]
+if k.get("malformed"):
+    out.insert(2, 's9,"small,1')
+if k.get("empty"):
+    out = []
 csv = os.environ.get("FAKE_CSV_TO")
-if csv:
+if k.get("no_csv"):
+    pass
+elif csv:
     os.makedirs(os.path.dirname(csv) or ".", exist_ok=True)
     with open(csv, "w") as f:
-        f.write("\n".join(out) + "\n")
+        f.write("\n".join(out) + "\n" if out else "")
 else:
     print("fake bench starting")
     print("\n".join(out))

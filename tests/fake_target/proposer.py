@@ -3,7 +3,8 @@
 Usage (kopt.toml): command = "python /path/proposer.py" with FAKE_SCRIPT=/path/script.json,
 a JSON list whose item N-1 is the action for iteration vN. Actions:
   gain5 | gain1 | gain05 | loss5 | nochange | wrong | wrong_fixed_on_repair | nan | protected | split |
-  hang_bench | hang_proposer | fail | commit | gain1 | noplan
+  hang_bench | hang_proposer | fail | commit | gain1 | noplan |
+  knob:NAME[=JSON] (set a bench fault knob of kernel.json) | do:STATEMENT (any Python, in cand/)
 """
 
 import json
@@ -68,8 +69,13 @@ elif action == "commit":
 elif action == "noplan":
     speed["small"] *= 0.95
     plan = None
+elif action.startswith("knob:"):  # knob:name or knob:name=<JSON value>: a bench fault
+    name, _, value = action[5:].partition("=")
+    k[name] = json.loads(value) if value else True
+elif action.startswith("do:"):  # do:<python statement>, run in cand/ (hostile proposers)
+    exec(action[3:])
 
-if action != "nochange":
+if action != "nochange" and not action.startswith("do:"):
     json.dump(k, open("kernel.json", "w"))
 if plan is not None:
     with open(plan_path, "w") as f:

@@ -1,0 +1,135 @@
+"""Crash anywhere: SIGKILL the engine right after each step it persists, restart it, check
+the invariants (no iteration lost or duplicated, counters, BEST_COMMIT and both worktrees
+consistent with the store, no orphan processes, the next keep still commits once).
+
+The engine's test hook (engine/faults.py) lists the steps of a reference run and kills a
+fresh run, forked from this process, right after step N. The workspace is restored from a
+template at the same path before each case, so every case starts from the same state."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+from pathlib import Path
+
+from engine import api, faults
+from engine.daemon import run_engine
+from engine.workspace import Workspace
+from tests.conftest import make_fake_repo
+from tests.reliability.helpers import FAST, check_invariants, events, init, iterations, kill_marked
+
+SCRIPT = ["loss5", "gain5"]  # v1 a measured regression (discarded), v2 a keep (committed)
+
+
+def forked_engine(ws: Workspace, env: dict[str, str]) -> int:
+    """Run the engine in a child process; returns its wait status."""
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        code = 70
+        try:
+            os.environ.update(env)
+            faults._count = 0
+            code = run_engine(ws)
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    return status
+
+
+def read_steps(path: Path) -> list[str]:
+    return [line.split("\t", 1)[1] for line in path.read_text().splitlines()]
+
+
+def cases(steps: list[str]) -> list[int]:
+    """One crash point per distinct step: a step's name without its version, counted within
+    its iteration (so v2's propose/eval steps, the same as v1's, are tried once)."""
+    seen: set[tuple[str, int]] = set()
+    out = []
+    count: dict[str, int] = {}
+    version = "v0"
+    for n, name in enumerate(steps, 1):
+        m = re.match(r"(v\d+) (.*)", name)
+        if m and m.group(1) != version:
+            version, count = m.group(1), {}
+        kind = m.group(2) if m else name
+        count[kind] = count.get(kind, 0) + 1
+        key = (kind, count[kind])
+        if key not in seen:
+            seen.add(key)
+            out.append(n)
+    return out
+
+
+def test_sigkill_after_every_persisted_step_then_resume(tmp_path, monkeypatch):
+    case = tmp_path / "case"
+    repo = make_fake_repo(case / "target", script=SCRIPT, toml_replace=FAST, extra_toml="\n[stop]\nmax_iters = 2\n")
+    monkeypatch.setenv("FAKE_SCRIPT", str(case / "target.script.json"))
+    monkeypatch.setenv("FAKE_NOISE", "0.00001")  # every decision at min_rounds: the steps repeat exactly
+    monkeypatch.delenv("KOPT_FAKE_GPUS", raising=False)
+    ws = init(repo, case / "workspaces")
+    template = tmp_path / "template"
+    shutil.copytree(case, template, symlinks=True)
+
+    ref_log = tmp_path / "ref_steps.txt"
+    assert forked_engine(ws, {"KOPT_TEST_STEPS": str(ref_log)}) == 0
+    assert [it.status for it in iterations(ws)] == ["baseline", "regression", "keep"]
+    check_invariants(ws, repo)
+    steps = read_steps(ref_log)
+    assert "v2 git commit" in steps and any(s.startswith("child started: eval_r0_cand") for s in steps)
+    chosen = cases(steps)
+    assert len(chosen) >= 20
+
+    for n in chosen:
+        shutil.rmtree(case)
+        shutil.copytree(template, case, symlinks=True)
+        log = tmp_path / f"steps_{n}.txt"
+        log.unlink(missing_ok=True)
+        # FAKE_LINGER: each bench leaves a child in its group, an orphan when the engine dies
+        status = forked_engine(ws, {"KOPT_TEST_CRASH_AT": str(n), "KOPT_TEST_STEPS": str(log),
+                                    "FAKE_LINGER": "30"})
+        where = f"crash after step {n} ({steps[n - 1]})"
+        assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL, where
+        assert read_steps(log)[-1] == steps[n - 1], where  # the run was the same up to the crash
+        assert api.status(ws)["state"] == "crashed", where
+        try:
+            assert run_engine(ws) == 0, where
+            its = iterations(ws)
+            done = [it.status for it in its[1:] if it.status != "interrupted"]
+            assert len(done) == 2, (where, [it.status for it in its])  # [stop].max_iters counts them once
+            assert sum(it.status == "interrupted" for it in its) <= 1, where
+            st = api.status(ws)
+            assert st["stop_reason"] == "[stop].max_iters = 2 candidate iterations reached", where
+            assert st["candidates"] == 2 and st["keeps"] == done.count("keep"), where
+            trailing = len(done) - len("".join("r" if d == "regression" else "x" for d in done).rstrip("r"))
+            assert st["consecutive_regressions"] == trailing, where  # an interrupted iteration counts nothing
+            check_invariants(ws, repo)
+            if steps[n - 1] in ("v2 git commit", "v2 running advance"):
+                # the commit made before the crash is adopted, not made again
+                assert [it.status for it in its] == ["baseline", "regression", "keep"], where
+                assert any("adopted commit" in m for m in events(ws, "recover")), where
+            if steps[n - 1].startswith("child started"):
+                assert any("orphan" in m for m in events(ws, "recover")), where
+        except AssertionError:
+            kill_marked(ws)
+            raise
+
+
+def test_sigkill_while_awaiting_review_then_accepted_offline(fake_env, monkeypatch):
+    """The review survives the engine: an answer queued while no engine runs is applied at the
+    restart, and the accepted candidate is committed once."""
+    repo, root = fake_env(["knob:fast=10", "gain5"], toml_replace={**FAST, "review_timeout_s = 2": "review_timeout_s = 600"})
+    ws = init(repo, root)
+    status = forked_engine(ws, {"KOPT_TEST_CRASH_AT": "v1 borderline review"})
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+    st = api.status(ws)
+    assert st["state"] == "crashed" and st["pending_reviews"] == [1]
+    from kopt_tui.cli import main as kopt
+
+    assert kopt(["--root", str(root), "accept", "t", "v1", "--why", "checked the timer by hand"]) == 0  # queued
+    assert run_engine(ws, max_iters=1) == 0
+    its = iterations(ws)
+    assert [it.status for it in its] == ["baseline", "accepted", "keep"]
+    assert "checked the timer by hand" in its[1].record["decision"]["reason"] and its[1].commit
+    check_invariants(ws, repo)
