@@ -148,6 +148,11 @@ params = "params.json"
 space = {{ {space} }}
 per_class = true
 
+[gpu]
+# a round of a bundled kernel lasts seconds: two idle readings half a second apart
+samples = 2
+sample_interval_s = 0.5
+
 [stop]
 max_iters = 40
 consecutive_regressions = 10

@@ -23,6 +23,14 @@ from typing import Any
 
 FLUSH_MIN_BYTES = 64 << 20
 
+LIVE_GRAPHS: list[Any] = []
+"""Every GraphTimer (its graph and the buffers its launches touch) lives until the process
+ends. Measured on the H100 (torch 2.11+cu130, triton 3.6, 2026-11-23): once a graph that
+replayed a Triton kernel was destroyed, a later graph's replay of the same kernel faulted
+with "illegal memory access" (compute-sanitizer, which serialises launches, found no bad
+access; keeping the graphs alive, or timing without graphs, never faulted). A bench holds a
+few graphs per shape, so keeping them costs only the memory of its inputs."""
+
 
 def percentile(values: Sequence[float], q: float) -> float:
     """Linear interpolation between closest ranks (numpy's default), q in [0, 100]."""
@@ -98,9 +106,11 @@ class GraphTimer:
     def __init__(self, torch: Any, fn: Callable[[], Any], reps: int, flush: Callable[[], None],
                  warm_blocks: int = 2) -> None:
         self.torch, self.reps, self.flush = torch, reps, flush
+        self.fn = fn  # the launches' buffers live as long as the graph (LIVE_GRAPHS)
         fn()
         torch.cuda.synchronize()
         self.graph = torch.cuda.CUDAGraph()
+        LIVE_GRAPHS.append(self)  # before the capture: a graph whose capture failed stays too
         with torch.cuda.graph(self.graph):
             for _ in range(reps):
                 fn()

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# The H100 session for the bundled kernels (issue 4/7/8): run from the repo root on the device.
+#   DEADLINE=<epoch s> bash tests/device/h100_kernels.sh STEP...
+# steps: env validate bench ceilings demo-rmsnorm demo-adaln (a demo ends 60 s before DEADLINE)
+# Results go to $R (default /tmp/res); the caller tars it into $OUT.
+set -u
+R=${R:-/tmp/res}; mkdir -p "$R"
+export PYTHONUNBUFFERED=1 KOPT_ROOT=${KOPT_ROOT:-/tmp/kws}
+PY=python3
+kopt() { $PY -m kopt_tui.cli "$@"; }
+t0=$(date +%s)
+stamp() { echo "[$(date -u +%H:%M:%S) +$(( $(date +%s) - t0 ))s] $*"; }
+for step in "$@"; do
+  case "$step" in
+  env)
+    { date -u; nvidia-smi --query-gpu=name,uuid,driver_version,clocks.max.sm,power.limit --format=csv;
+      $PY -c "import torch,triton;print('torch',torch.__version__,'cuda',torch.version.cuda,'triton',triton.__version__)"; } > "$R/env.txt" 2>&1
+    ;;
+  validate)
+    stamp validate
+    timeout 300 $PY kernels/validate_gpu.py --out "$R/validate.json" --sweep --budget-s ${VALIDATE_BUDGET:-220} \
+      > "$R/validate.md" 2> "$R/validate.err"; echo "validate rc=$?" >> "$R/steps.txt"
+    ;;
+  bench)
+    for k in rmsnorm adaln; do
+      d=/tmp/t_$k; rm -rf $d; mkdir -p $d
+      $PY -c "import sys;sys.path.insert(0,'.');from kernels import catalog;from pathlib import Path;catalog.materialize('$k',Path('$d'),naive=True)"
+      for args in "" "--dtypes bfloat16" "--ab . . --dtypes bfloat16"; do
+        s=$(date +%s%N); (cd $d && timeout 120 $PY bench.py $args > "$R/bench_${k}_$(echo $args | tr -c 'a-z0-9' _).csv" 2>>"$R/bench.err")
+        echo "$k bench.py $args: rc=$? $(( ($(date +%s%N) - s) / 1000000 )) ms" >> "$R/steps.txt"
+      done
+    done
+    ;;
+  ceilings)
+    stamp ceilings; timeout 120 $PY -m kopt_tui.cli ceilings > "$R/ceilings.txt" 2>&1; echo "ceilings rc=$?" >> "$R/steps.txt"
+    ;;
+  demo-*)
+    k=${step#demo-}; stamp "demo $k"
+    left=$(( ${DEADLINE:-$(( $(date +%s) + 360 ))} - $(date +%s) - 60 ))
+    timeout $left $PY -m kopt_tui.cli demo --headless --kernel $k --tag h100-$k --max-iters ${DEMO_ITERS:-30} \
+      > "$R/demo_$k.txt" 2>&1; echo "demo $k rc=$?" >> "$R/steps.txt"
+    kopt stop h100-$k >/dev/null 2>&1; sleep 1
+    kopt report h100-$k >> "$R/demo_$k.txt" 2>&1
+    kopt status h100-$k --json > "$R/status_$k.json" 2>&1
+    W=$KOPT_ROOT/h100-$k
+    tar czf "$R/ws_$k.tgz" -C $KOPT_ROOT --exclude=best --exclude=cand h100-$k 2>/dev/null
+    (cd $W/best && timeout 120 $PY bench.py --shapes production > "$R/final_$k.csv" 2>>"$R/bench.err")
+    ;;
+  esac
+  stamp "done $step"
+done
