@@ -130,6 +130,9 @@ class TuneConfig:
     """Parameter name -> the values to try."""
     per_class: bool = False
     """Tune each config class's entry of the params file on its own (class-targeted)."""
+    order: list[str] = field(default_factory=list)
+    """The params to try first, in this order (the rest follow the built-in prior: warps,
+    rows per program, block sizes, stages)."""
     seed: int = 0
 
 
@@ -362,6 +365,8 @@ def validate(cfg: Config, source: str = "kopt.toml") -> None:
         need(bool(pr.tune.space), "[propose.tune].space", 'is required when [propose].kind = "tune"')
     need(not pr.tune.params or _inside(pr.tune.params), "[propose.tune].params",
          f'must be a path relative to the repo root (no absolute path, no ".."), not {pr.tune.params!r}')
+    for name in pr.tune.order:
+        need(name in pr.tune.space, "[propose.tune].order", f"names {name!r}, which is not in [propose.tune].space")
     for name, values in pr.tune.space.items():
         need(len(values) > 0, f"[propose.tune].space.{name}", "must list at least one value")
 

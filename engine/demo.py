@@ -39,7 +39,8 @@ TUI_REVIEW_S = 300.0
 """Under the TUI the engineer has five minutes to accept or reject a borderline candidate."""
 
 
-def prepare_demo(root: Path, kernel: str, tag: str | None = None, *, headless: bool = False) -> tuple[Workspace, bool]:
+def prepare_demo(root: Path, kernel: str, tag: str | None = None, *, headless: bool = False,
+                 profile: bool = True) -> tuple[Workspace, bool]:
     """Materialise the kernel into a fresh repo and create its workspace."""
     from kernels import catalog
 
@@ -53,7 +54,7 @@ def prepare_demo(root: Path, kernel: str, tag: str | None = None, *, headless: b
     repo.mkdir(parents=True, mode=0o700)
     try:
         catalog.materialize(kernel, repo, naive=True, cpu=not gpu,
-                            review_timeout_s=HEADLESS_REVIEW_S if headless else TUI_REVIEW_S)
+                            review_timeout_s=HEADLESS_REVIEW_S if headless else TUI_REVIEW_S, profile=profile)
         gitops.init_repo(repo, f"{kernel}: bundled kopt demo kernel, naive configuration")
         text = (repo / "kopt.toml").read_text(encoding="utf-8")
         ws, _, _ = create_workspace(root, tag, repo, text, config_source=str(repo / "kopt.toml"))

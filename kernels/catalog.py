@@ -45,6 +45,8 @@ class KernelInfo:
     """The tune proposer's space: its best point should reach >= 90% of D2D copy bandwidth
     on the H100 for every production shape (kernels/validate_gpu.py --sweep checks)."""
     summary: str
+    triton_kernel: str
+    """The Triton kernel's name (the profiler's filter)."""
     class_by: list[str] = field(default_factory=lambda: ["dclass"])
 
     @property
@@ -63,6 +65,7 @@ KERNELS: dict[str, KernelInfo] = {
                "ROWS_PER_PROG": [1, 2, 4, 8],
                "num_warps": [1, 2, 4, 8, 16],
                "num_stages": [1, 2]},
+        triton_kernel="_adaln_kernel",
         summary="x [B, N, D], scale/shift [B, D] (per batch), as in FLUX.1, SD3/SD3.5, PixArt-alpha "
                 "and Wan2.1 DiT blocks; bf16/fp16 in, fp32 statistics; class dclass = narrow (D <= 2048) "
                 "or wide",
@@ -77,6 +80,7 @@ KERNELS: dict[str, KernelInfo] = {
                "ROWS_PER_PROG": [1, 2, 4, 8, 16, 32, 64],
                "num_warps": [1, 2, 4, 8],
                "num_stages": [1, 2]},
+        triton_kernel="_rms_kernel",
         summary="q [B, N, H, head_dim], weight [head_dim], as QK-norm in FLUX.1, SD3.5 and HunyuanVideo "
                 "attention; bf16/fp16 in, fp32 accumulation; class dclass = narrow (head_dim <= 64) or wide",
     ),
@@ -93,25 +97,28 @@ def _toml(v: Any) -> str:
     return repr(v)
 
 
+ORDER = ("BLOCK_D", "ROWS_PER_PROG", "num_warps", "num_stages")
+"""The tune order: the tile first (a row in one block is read once, not twice), then rows per
+program (short QK-norm rows need many per program), then warps, then stages."""
 CPU_PARAMS = ("BLOCK_D", "ROWS_PER_PROG")
 """The params that change anything in Triton's interpreter (it ignores warps and stages)."""
 
 
 def kopt_toml(name: str, *, naive: bool = True, python: str | None = None, cpu: bool = False,
-              review_timeout_s: float | None = None) -> str:
+              review_timeout_s: float | None = None, profile: bool = True) -> str:
     """The kopt.toml of a materialized kernel repo.
 
     cpu: the target runs in Triton's interpreter: the tune space keeps only CPU_PARAMS (a
     warps or stages step is a no-op there, left undecided after every round) and a decision
-    stops at 8 rounds (interpreter timings are noisy; they demonstrate, they do not measure).
+    stops at 6 rounds (a round of the A/B bench interleaves 9 blocks per side).
+    profile: confirm keeps with the vendor profiler ([profile] kind "auto"), else "none".
     review_timeout_s: how long a borderline candidate waits for the engineer (0: decide by
     policy at once, for a run nobody watches)."""
     k = KERNELS[name]
     py = python or shlex.quote(sys.executable)
     space = ", ".join(f"{p} = {_toml(vs)}" for p, vs in k.space.items() if not cpu or p in CPU_PARAMS)
-    decide = []
-    if cpu:
-        decide.append("max_rounds = 8")
+    # a round of the A/B bench interleaves 9 blocks per side: 6 rounds decide what matters
+    decide = ["max_rounds = 6"]
     if review_timeout_s is not None:
         decide.append(f"review_timeout_s = {float(review_timeout_s)!r}")
     decide_section = ("\n[decide]\n" + "\n".join(decide) + "\n") if decide else ""
@@ -123,7 +130,7 @@ def kopt_toml(name: str, *, naive: bool = True, python: str | None = None, cpu: 
 # shapes: CPU timings.
 
 [target]
-bench = {_toml(f"{py} bench.py")}
+bench = {_toml(f"{py} bench.py --dtypes bfloat16")}
 csv = "-"
 metric = "us"
 direction = "min"
@@ -134,11 +141,12 @@ ignore = {_toml([*STATS, *EXTRA])}
 production = "prod == 1"
 protected = {_toml(PROTECTED)}
 timeout_s = 900
-ab_command = {_toml(f"{py} bench.py --ab {{best}} {{cand}}")}
+ab_command = {_toml(f"{py} bench.py --ab {{best}} {{cand}} --dtypes bfloat16")}
 
 [profile]
-kernel = {_toml(name)}
-command = {_toml(f"{py} bench.py --once")}
+kind = {_toml("auto" if profile else "none")}
+kernel = {_toml(k.triton_kernel)}
+command = {_toml(f"{py} bench.py --once --dtypes bfloat16")}
 
 [propose]
 kind = "tune"
@@ -146,6 +154,7 @@ kind = "tune"
 [propose.tune]
 params = "params.json"
 space = {{ {space} }}
+order = {_toml([p for p in ORDER if p in k.space])}
 per_class = true
 
 [gpu]
@@ -189,7 +198,7 @@ def _ignore(_dir: str, names: list[str]) -> set[str]:
 
 
 def materialize(name: str, dest: Path, naive: bool = True, *, python: str | None = None, cpu: bool = False,
-                review_timeout_s: float | None = None) -> None:
+                review_timeout_s: float | None = None, profile: bool = True) -> None:
     """Write kernel `name` as a self-contained repo into `dest` (an existing, empty dir);
     cpu and review_timeout_s shape its kopt.toml (see kopt_toml)."""
     if name not in KERNELS:
@@ -208,6 +217,7 @@ def materialize(name: str, dest: Path, naive: bool = True, *, python: str | None
     shutil.copytree(HARNESS, dest / "harness", ignore=_ignore)
     (dest / "params.json").write_text(params_text(name, naive), encoding="utf-8")
     (dest / "kopt.toml").write_text(kopt_toml(name, naive=naive, python=python, cpu=cpu,
-                                                            review_timeout_s=review_timeout_s), encoding="utf-8")
+                                                            review_timeout_s=review_timeout_s, profile=profile),
+                                  encoding="utf-8")
     (dest / ".gitignore").write_text("__pycache__/\n*.pyc\n", encoding="utf-8")
     (dest / "README.md").write_text(_readme(k, naive), encoding="utf-8")

@@ -265,7 +265,8 @@ def cmd_ceilings(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from engine import demo
 
-    ws, gpu = demo.prepare_demo(resolve_root(args.root), args.kernel, args.tag, headless=args.headless)
+    ws, gpu = demo.prepare_demo(resolve_root(args.root), args.kernel, args.tag, headless=args.headless,
+                                profile=not args.no_profile)
     iters = demo.demo_iterations(gpu, args.max_iters)
     demo.announce(ws, args.kernel, gpu, iters)
     if args.headless:
@@ -367,6 +368,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--kernel", default="rmsnorm", help="rmsnorm or adaln")
     sp.add_argument("--max-iters", type=int, default=None)
     sp.add_argument("--tag", default=None)
+    sp.add_argument("--no-profile", action="store_true",
+                    help="skip the profiler's confirmation of keeps (faster on a GPU with ncu/rocprofv3)")
     return p
 
 

@@ -32,7 +32,7 @@ import json
 import math
 import random
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -156,9 +156,13 @@ def param_rank(name: str) -> int:
     return 4
 
 
-def ordered_params(space: dict[str, list[Any]]) -> list[str]:
+def ordered_params(space: dict[str, list[Any]], order: Sequence[str] = ()) -> list[str]:
+    """The params in the order to try them: [propose.tune].order first (the engineer's own
+    prior), then the rest by the built-in prior (param_rank)."""
     names = list(space)
-    return sorted(names, key=lambda p: (param_rank(p), names.index(p)))
+    first = [p for p in order if p in space]
+    rest = sorted((p for p in names if p not in first), key=lambda p: (param_rank(p), names.index(p)))
+    return first + rest
 
 
 def steps(value: Any, values: list[Any]) -> list[tuple[Any, int]]:
@@ -205,11 +209,11 @@ def _move(base: Point, new: Point, kind: str, directions: dict[str, int] | None 
 
 
 def neighbourhood(base: Point, space: dict[str, list[Any]], momentum: tuple[str, int] | None = None,
-                  worse: frozenset[str] = frozenset()) -> Iterator[Move]:
+                  worse: frozenset[str] = frozenset(), order: Sequence[str] = ()) -> Iterator[Move]:
     """Tiers 1 and 2: one-parameter then two-parameter adjacent moves, in prior order. The
     momentum move (the param and direction that made this point the best) comes first; a
     pair goes later for each of its one-parameter halves known to be worse (`worse`)."""
-    names = ordered_params(space)
+    names = ordered_params(space, order)
     per_param = {p: steps(base[p], dedupe(space[p])) for p in names}
     if momentum:
         p, d = momentum
@@ -248,10 +252,10 @@ def explore(base: Point, space: dict[str, list[Any]], seed: str) -> Iterator[Mov
 
 
 def moves(base: Point, space: dict[str, list[Any]], seed: str, momentum: tuple[str, int] | None = None,
-          worse: frozenset[str] = frozenset()) -> Iterator[Move]:
+          worse: frozenset[str] = frozenset(), order: Sequence[str] = ()) -> Iterator[Move]:
     """Every candidate move from base in search order, each point once, never base itself."""
     seen = {point_key(base)}
-    for m in itertools.chain(neighbourhood(base, space, momentum, worse), explore(base, space, seed)):
+    for m in itertools.chain(neighbourhood(base, space, momentum, worse, order), explore(base, space, seed)):
         key = point_key(m.point)
         if key not in seen:
             seen.add(key)
@@ -307,10 +311,11 @@ def tried_for(history: list[dict[str, Any]], cls: str | None, base: str, current
     return out
 
 
-def next_move(base: Point, space: dict[str, list[Any]], tried: Tried, seed: str, *, fresh: bool) -> Move | None:
+def next_move(base: Point, space: dict[str, list[Any]], tried: Tried, seed: str, *, fresh: bool,
+              order: Sequence[str] = ()) -> Move | None:
     """The first move to a point not tried from this best commit; with fresh, also never
     tried from another one."""
-    for m in moves(base, space, seed, tried.momentum, frozenset(tried.worse)):
+    for m in moves(base, space, seed, tried.momentum, frozenset(tried.worse), order):
         key = point_key(m.point)
         if key in tried.here or (fresh and key in tried.elsewhere):
             continue
@@ -459,7 +464,7 @@ def choose(params: dict[str, dict[str, Any]], cfg: TuneConfig, classes: list[str
     for fresh in (True, False):
         options = []
         for cls, point, tried in state:
-            move = next_move(point, cfg.space, tried, f"{cfg.seed}:{base}:{cls or ALL}", fresh=fresh)
+            move = next_move(point, cfg.space, tried, f"{cfg.seed}:{base}:{cls or ALL}", fresh=fresh, order=cfg.order)
             if move is not None:
                 options.append(Choice(cls, point, move, retry=not fresh))
         if options:  # a class with a neighbour left goes before one that must explore

@@ -30,7 +30,7 @@ class Harness:
     proposal, and the history of records the proposals leave behind."""
 
     def __init__(self, tmp: Path, params: dict[str, Any], *, space=SPACE, per_class=False, seed=0,
-                 classes=CLASSES, name="params.json") -> None:
+                 classes=CLASSES, name="params.json", order=()) -> None:
         self.tmp, self.name = tmp, name
         self.tree = tmp / "cand"
         self.tree.mkdir(exist_ok=True)
@@ -38,7 +38,8 @@ class Harness:
         self.base = "c0" * 20
         self.classes = classes
         self.history: list[dict[str, Any]] = []
-        self.proposer = TuneProposer(TuneConfig(params=name, space=space, per_class=per_class, seed=seed))
+        self.proposer = TuneProposer(TuneConfig(params=name, space=space, per_class=per_class, seed=seed,
+                                                  order=list(order)))
         self.n = 0
 
     def ctx(self, repair: int = 0) -> ProposalContext:
@@ -371,3 +372,23 @@ def test_a_params_file_the_proposer_cannot_read_stops_the_run_with_its_reason(tm
         reason = s.get("stop_reason")
     assert statuses == ["baseline", "fail_propose"]
     assert reason.startswith('the proposer cannot go on: params.json: "*" has no value for num_stages'), reason
+
+
+def test_a_declared_order_goes_before_the_built_in_prior(tmp_path):
+    """[propose.tune].order: the engineer's prior (the tile first) wins over warps-first."""
+    h = Harness(tmp_path, START, order=["BLOCK_D", "num_stages"])
+    got, _ = h.until_exhausted()
+    firsts = [next(iter(p.details["changed"])) for p, _, _ in got if p.details["move"] == "step"]
+    assert firsts == ["BLOCK_D", "BLOCK_D", "num_stages", "num_warps", "num_warps"]
+
+
+def test_an_order_naming_a_param_outside_the_space_is_refused():
+    import pytest
+
+    from engine.config import loads
+    from engine.errors import BadInput
+
+    text = '[target]\nbench = "b"\nmetric = "us"\n[propose]\nkind = "tune"\n[propose.tune]\nparams = "p.json"\n' \
+           'space = {num_warps = [1, 2]}\norder = ["BLOCK_D"]\n'
+    with pytest.raises(BadInput, match=r"\[propose.tune\].order.*'BLOCK_D'"):
+        loads(text)

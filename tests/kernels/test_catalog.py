@@ -107,7 +107,7 @@ def test_ab_mode_pairs_and_a_broken_candidate(tmp_path: Path) -> None:
 def test_once_mode_checks_without_timing(tmp_path: Path, harness_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """kopt.toml's [profile] command: the contract alone, every shape, nothing timed."""
     repo = _materialize(tmp_path, "adaln", True)
-    assert config.load(repo / "kopt.toml").profile.command.endswith("bench.py --once")
+    assert config.load(repo / "kopt.toml").profile.command.endswith("bench.py --once --dtypes bfloat16")
     from harness.bench import main
 
     assert main(repo, ["--once"]) == 0
