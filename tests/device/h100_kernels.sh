@@ -36,8 +36,8 @@ for step in "$@"; do
     ;;
   demo-*)
     k=${step#demo-}; stamp "demo $k"
-    left=$(( ${DEADLINE:-$(( $(date +%s) + 360 ))} - $(date +%s) - 60 ))
-    timeout $left $PY -m kopt_tui.cli demo --headless --kernel $k --tag h100-$k --max-iters ${DEMO_ITERS:-30} ${DEMO_FLAGS:-} \
+    left=$(( ${DEADLINE:-$(( $(date +%s) + 360 ))} - $(date +%s) - 60 )); [ $left -gt ${DEMO_S:-100000} ] && left=$DEMO_S
+    timeout $left $PY -m kopt_tui.cli demo --headless --kernel $k --tag h100-$k --max-iters ${DEMO_ITERS:-30} $(eval echo \${DEMO_FLAGS_$k:-}) \
       > "$R/demo_$k.txt" 2>&1; echo "demo $k rc=$?" >> "$R/steps.txt"
     kopt stop h100-$k >/dev/null 2>&1; sleep 1
     kopt report h100-$k >> "$R/demo_$k.txt" 2>&1
