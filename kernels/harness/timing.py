@@ -99,56 +99,53 @@ class L2Flush:
         self.buffer.zero_()
 
 
-class GraphTimer:
-    """One block: the L2 flushed (untimed), then one replay of a CUDA graph of `reps`
-    launches between two CUDA events. block() returns microseconds per launch."""
+class EventTimer:
+    """A block of `reps` eager launches between CUDA events after a flush (launch gaps
+    included): the fallback for callables a CUDA graph cannot capture. block() returns
+    microseconds per launch."""
 
     def __init__(self, torch: Any, fn: Callable[[], Any], reps: int, flush: Callable[[], None],
                  warm_blocks: int = 2) -> None:
-        self.torch, self.reps, self.flush = torch, reps, flush
-        self.fn = fn  # the launches' buffers live as long as the graph (LIVE_GRAPHS)
+        self.torch, self.fn, self.reps, self.flush = torch, fn, reps, flush
+        self.prepare()
+        self.start = torch.cuda.Event(enable_timing=True)
+        self.end = torch.cuda.Event(enable_timing=True)
+        for _ in range(warm_blocks):
+            self.block()
+
+    def prepare(self) -> None:
+        """Before the first block (GraphTimer captures its graph here)."""
+
+    def launch(self) -> None:
+        for _ in range(self.reps):
+            self.fn()
+
+    def block(self) -> float:
+        self.flush()
+        self.start.record()
+        self.launch()
+        self.end.record()
+        self.end.synchronize()
+        return self.start.elapsed_time(self.end) * 1000.0 / self.reps
+
+
+class GraphTimer(EventTimer):
+    """One block: the L2 flushed (untimed), then one replay of a CUDA graph of `reps`
+    launches between two CUDA events: no launch gaps, no CPU in the measurement."""
+
+    def prepare(self) -> None:
+        torch, fn = self.torch, self.fn  # the launches' buffers live as long as the graph (LIVE_GRAPHS)
         fn()
         torch.cuda.synchronize()
         self.graph = torch.cuda.CUDAGraph()
         LIVE_GRAPHS.append(self)  # before the capture: a graph whose capture failed stays too
         with torch.cuda.graph(self.graph):
-            for _ in range(reps):
+            for _ in range(self.reps):
                 fn()
         torch.cuda.synchronize()
-        self.start = torch.cuda.Event(enable_timing=True)
-        self.end = torch.cuda.Event(enable_timing=True)
-        for _ in range(warm_blocks):
-            self.block()
 
-    def block(self) -> float:
-        self.flush()
-        self.start.record()
+    def launch(self) -> None:
         self.graph.replay()
-        self.end.record()
-        self.end.synchronize()
-        return self.start.elapsed_time(self.end) * 1000.0 / self.reps
-
-
-class EventTimer:
-    """A block of `reps` eager launches between CUDA events after a flush (launch gaps
-    included): the fallback for callables a CUDA graph cannot capture."""
-
-    def __init__(self, torch: Any, fn: Callable[[], Any], reps: int, flush: Callable[[], None],
-                 warm_blocks: int = 2) -> None:
-        self.torch, self.fn, self.reps, self.flush = torch, fn, reps, flush
-        self.start = torch.cuda.Event(enable_timing=True)
-        self.end = torch.cuda.Event(enable_timing=True)
-        for _ in range(warm_blocks):
-            self.block()
-
-    def block(self) -> float:
-        self.flush()
-        self.start.record()
-        for _ in range(self.reps):
-            self.fn()
-        self.end.record()
-        self.end.synchronize()
-        return self.start.elapsed_time(self.end) * 1000.0 / self.reps
 
 
 class CpuTimer:
