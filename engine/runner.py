@@ -155,6 +155,9 @@ def run(
             on_end(pgid)
     if proc.returncode == -signal.SIGXFSZ or max(_size(out_path), _size(err_path)) >= max_output_bytes:
         overflow = True  # Python ignores SIGXFSZ: its writes fail with EFBIG instead
+    if overflow:
+        for path in (out_path, err_path):
+            _cut_log(path, max_output_bytes)
     killed = timed_out or overflow
     return RunResult(
         argv=argv,
@@ -176,6 +179,22 @@ def _limit_file_size(pid: int, max_bytes: int) -> None:
 
         resource.prlimit(pid, resource.RLIMIT_FSIZE, (max_bytes, max_bytes))
     except (ImportError, AttributeError, OSError, ValueError):
+        pass
+
+
+def _cut_log(path: Path, max_bytes: int) -> None:
+    """Keep a flooded log's head within the limit, marked as cut: the kernel's file-size cap
+    can come too late (a writer faster than the cap is set, a sandbox that ignores it), and a
+    run left overnight must not fill the disk with one bench's output."""
+    if _size(path) <= max_bytes:
+        return
+    mark = f"\n[kopt: output cut at {max_bytes} bytes ([target].max_output_mib)]\n".encode()
+    try:
+        with open(path, "r+b") as f:
+            f.truncate(max(0, max_bytes - len(mark)))
+            f.seek(0, os.SEEK_END)
+            f.write(mark)
+    except OSError:
         pass
 
 

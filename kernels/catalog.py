@@ -116,7 +116,8 @@ def kopt_toml(name: str, *, naive: bool = True, python: str | None = None, cpu: 
     policy at once, for a run nobody watches)."""
     k = KERNELS[name]
     py = python or shlex.quote(sys.executable)
-    space = ", ".join(f"{p} = {_toml(vs)}" for p, vs in k.space.items() if not cpu or p in CPU_PARAMS)
+    tuned = [p for p in k.space if not cpu or p in CPU_PARAMS]
+    space = ", ".join(f"{p} = {_toml(k.space[p])}" for p in tuned)
     # a round of the A/B bench interleaves 9 blocks per side: 6 rounds decide what matters
     decide = ["max_rounds = 6"]
     if review_timeout_s is not None:
@@ -154,7 +155,7 @@ kind = "tune"
 [propose.tune]
 params = "params.json"
 space = {{ {space} }}
-order = {_toml([p for p in ORDER if p in k.space])}
+order = {_toml([p for p in ORDER if p in tuned])}
 per_class = true
 
 [gpu]

@@ -69,6 +69,18 @@ def test_materialize_naive_and_tuned(tmp_path: Path, name: str) -> None:
 
 
 @pytest.mark.parametrize("name", sorted(catalog.KERNELS))
+def test_the_cpu_target_tunes_only_what_the_interpreter_can_feel(tmp_path: Path, name: str) -> None:
+    # the interpreter ignores warps and stages: the CPU demo's space and its order keep only
+    # CPU_PARAMS, and the frozen kopt.toml loads (an order naming a dropped parameter is refused)
+    dest = tmp_path / name
+    dest.mkdir()
+    catalog.materialize(name, dest, naive=True, cpu=True)
+    tune = config.load(dest / "kopt.toml").propose.tune
+    assert set(tune.space) == set(catalog.CPU_PARAMS)
+    assert tune.order == [p for p in catalog.ORDER if p in catalog.CPU_PARAMS]
+
+
+@pytest.mark.parametrize("name", sorted(catalog.KERNELS))
 def test_the_bench_writes_a_csv_kopt_accepts(tmp_path: Path, name: str) -> None:
     repo = _materialize(tmp_path, name, True)
     res = _run(repo)
