@@ -26,6 +26,7 @@ from textual.app import App
 from textual.binding import Binding
 from textual.message import Message
 from textual.reactive import var
+from textual.screen import Screen
 from textual.worker import get_current_worker
 
 from engine import api, daemon
@@ -157,20 +158,26 @@ class KoptApp(App[int]):
         finally:
             poller.close()
 
+    def _live_screens(self) -> list[Screen]:
+        """The screens that can take data now: mounted (a screen still composing reads
+        `latest` in its on_mount) and not torn down with the app (after `q`, a late poll
+        must not reach widgets that are gone)."""
+        return [s for s in self.screen_stack if s.is_mounted and s.is_attached]
+
     def on_run_updated(self, msg: RunUpdated) -> None:
         self.latest[msg.data.tag] = msg.data
-        for screen in self.screen_stack:
+        for screen in self._live_screens():
             if getattr(screen, "tag", None) == msg.data.tag and hasattr(screen, "data"):
                 screen.data = msg.data
 
     def on_runs_updated(self, msg: RunsUpdated) -> None:
-        for screen in self.screen_stack:
+        for screen in self._live_screens():
             if hasattr(screen, "runs"):
                 screen.runs = msg.runs
 
     def on_gpus_updated(self, msg: GpusUpdated) -> None:
         self.gpus[msg.reading.tag] = msg.reading
-        for screen in self.screen_stack:
+        for screen in self._live_screens():
             if getattr(screen, "tag", None) == msg.reading.tag and hasattr(screen, "gpu_reading"):
                 screen.gpu_reading = msg.reading
 

@@ -8,12 +8,13 @@ the same keys against a real engine.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from pathlib import Path
 
 from engine.store import Store
 from engine.workspace import Workspace
-from kopt_tui.app import KoptApp
+from kopt_tui.app import KoptApp, RunUpdated
 from kopt_tui.commands import available_actions
 from kopt_tui.screens.confirm import ConfirmScreen
 from kopt_tui.screens.dashboard import DashboardScreen
@@ -57,6 +58,21 @@ async def select_version(pilot, app: KoptApp, version: int) -> None:
     table = app.screen.query_one(HistoryTable)
     table.move_cursor(row=table.get_row_index(str(version)))
     await pilot.pause()
+
+
+async def test_a_poll_reaching_a_screen_still_composing_waits_for_its_mount(runs_root: Path):
+    # the poller's data arrives whenever the engine writes: a dashboard pushed a moment ago
+    # has no widgets yet, and must take the data in on_mount, not crash on a missing table
+    app = KoptApp(runs_root, REVIEW, services=offline_services(runs_root))
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: dashboard(app))
+        data = app.screen.data
+        fresh = DashboardScreen(REVIEW)
+        app.push_screen(fresh)
+        assert not fresh.is_mounted
+        app.on_run_updated(RunUpdated(dataclasses.replace(data, generation=data.generation + 1)))
+        await until(pilot, lambda: app.screen is fresh and fresh.data is not None, what="the new dashboard's data")
+        assert fresh.query_one(HistoryTable).row_count == len(data.iterations)
 
 
 async def test_accept_key_queues_an_accept_for_the_pending_candidate(runs_root: Path):
