@@ -17,9 +17,11 @@ from engine.workspace import Workspace
 from kopt_tui.cli import main as kopt
 from tests.conftest import REPO_ROOT
 
-BORDERLINE_NOISE = "0.01"
-"""Under 1% bench noise the scripted 0.5% gain (gain05) stays undecided for max_rounds:
-borderline in >99% of trials (at the default 0.2% it is mostly a tie)."""
+BORDERLINE_NOISE = "0.0005"
+"""Under 0.05% bench noise the scripted 0.5% gain (gain05) is measured for certain and is
+below the 1% bar: borderline every time (40 of 40 in a probe, 2026-11-24). At 1% noise it
+was a resolved tie in about 1 of 7 decisions, which left the live tests waiting for a review
+that never came (a CI flake)."""
 
 
 def cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
@@ -34,15 +36,31 @@ def init_run(repo: Path, root: Path, tag: str) -> Workspace:
     return Workspace(root, tag)
 
 
-def wait_for(cond: Callable[[], object], timeout: float = 60.0, what: str = "the engine") -> object:
+def wait_for(cond: Callable[[], object], timeout: float = 60.0, what: str = "the engine",
+             ws: Workspace | None = None) -> object:
+    """Poll until cond() is truthy; on a time-out say what the engine did (with ws)."""
     end = time.monotonic() + timeout
     while True:
         got = cond()
         if got:
             return got
         if time.monotonic() > end:
-            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}"
+                                 + (f"\n{run_story(ws)}" if ws is not None else ""))
         time.sleep(0.1)
+
+
+def run_story(ws: Workspace) -> str:
+    """What a failed live test needs to be understood from a CI log: each iteration's
+    status and reason, the engine's state, and the tail of its log."""
+    lines = [f"engine alive: {engine_alive(ws)}; status: {api.status(ws)}"]
+    for it in iterations(ws):
+        reason = (it.record.get("decision") or {}).get("reason", "") if it.record else ""
+        lines.append(f"  v{it.version} {it.status}: {reason}")
+    log = ws.dir / "logs" / "engine.log"
+    if log.exists():
+        lines += ["engine.log (tail):", *log.read_text(errors="replace").splitlines()[-30:]]
+    return "\n".join(lines)
 
 
 def iterations(ws: Workspace) -> list:

@@ -95,11 +95,11 @@ def test_ssh_drop_leaves_the_engine_running_and_a_key_accepts(fake_env, monkeypa
         tmux.run("kill-session", "-t", "ssh")
         assert not tmux.alive("ssh")
         wait_for(lambda: not _running(tui), 10, "the TUI to end with its terminal")
-        wait_for(lambda: iterations(ws)[-1].version > before, 30, "the engine to advance after the SSH drop")
+        wait_for(lambda: iterations(ws)[-1].version > before, 30, "the engine to advance after the SSH drop", ws)
         assert engine_alive(ws)[0]
 
         # The borderline candidate waits for the engineer; attach and accept it with one key.
-        v = wait_for(lambda: pending_review(ws), 240, "the borderline candidate")  # slow on a loaded 2-core CI
+        v = wait_for(lambda: pending_review(ws), 240, "the borderline candidate", ws)  # slow on a loaded 2-core CI
         tmux.start("review", [*kopt, "attach", "e2e"], env)
         wait_for(lambda: f"Review v{v}" in tmux.screen("review"), 30, "the review dialog in tmux")
         tmux.keys("review", "a")

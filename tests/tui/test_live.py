@@ -44,7 +44,7 @@ async def test_tui_drives_a_real_engine(fake_env, monkeypatch):
     try:
         started = cli("--root", str(root), "run", "live", "--headless")
         assert started.returncode == 0, started.stderr
-        v = wait_for(lambda: pending_review(ws), 60, "a borderline candidate")
+        v = wait_for(lambda: pending_review(ws), 60, "a borderline candidate", ws)
 
         # 1. The review dialog opens by itself; `a` accepts; the engine commits the candidate.
         app = KoptApp(root, "live", services=services)
