@@ -85,6 +85,10 @@ class DecideConfig:
     confidence rules out a gain of min_effect_pct (0: off, such classes go to review)."""
     verify_after_format: bool = True
     """Re-run the decision on the formatted tree before the keep commit."""
+    production_verdicts: bool = False
+    """Class verdicts count only the production configs ([target].production); the other
+    rows (a regression grid of odd sizes) become one guard class that can block a keep by
+    regressing beyond max_other_regression_pct but never earns one."""
 
 
 @dataclass(frozen=True)
@@ -329,6 +333,8 @@ def validate(cfg: Config, source: str = "kopt.toml") -> None:
     need(d.review_default in ("reject", "accept"), "[decide].review_default", 'must be "reject" or "accept"')
     need(0 <= d.futility_confidence < d.confidence, "[decide].futility_confidence",
          "must be >= 0 and below [decide].confidence")
+    need(not d.production_verdicts or bool(t.production.strip()), "[decide].production_verdicts",
+         "needs [target].production (the rule that marks the production rows)")
 
     g = cfg.gpu
     need(g.vendor in ("auto", "nvidia", "amd", "none"), "[gpu].vendor",

@@ -580,6 +580,7 @@ class Engine:
         gpu_s = float(it.record.get("gpu_seconds", {}).get(stage, 0.0)) if extra_rounds else 0.0
         r = (max(p.round for p in pairs) + 1) if pairs else 0
         previous_gain = self._previous_subthreshold_gain(it)
+        guard = self.guard_configs()
         while True:
             self.wait_if_paused()
             self.save(it, phase=f"{stage} round {r + 1}")
@@ -617,7 +618,8 @@ class Engine:
             if r < policy.min_rounds:
                 continue
             verdict = evaluate(pairs, policy, target_class=it.target_class, gpu_seconds=gpu_s,
-                               floors=self.floors(), previous_subthreshold_gain=previous_gain)
+                               floors=self.floors(), previous_subthreshold_gain=previous_gain,
+                               guard_configs=guard)
             it.record["classes"] = {c.cls: c.to_dict() for c in verdict.classes}
             it.record["decision"] = {**verdict.to_dict(), "by": "engine"}
             self.save(it)
@@ -628,6 +630,15 @@ class Engine:
                 self.store.event("decision", f"v{it.version} {stage}: {verdict.kind}: {verdict.reason} "
                                  f"({verdict.rounds} rounds, {gpu_s:.1f} GPU-s)", version=it.version)
                 return verdict
+
+    def guard_configs(self) -> frozenset[str]:
+        """[decide].production_verdicts: the baseline's non-production configs, which guard
+        the decision instead of voting in their classes."""
+        if not self.cfg.decide.production_verdicts:
+            return frozenset()
+        base = bookkeeping.baseline(self.iterations())
+        configs = (base.record.get("configs") or {}) if base else {}
+        return frozenset(k for k, c in configs.items() if not c.get("production", True))
 
     def _previous_subthreshold_gain(self, it: Iteration) -> bool:
         prev = [p for p in self.iterations(include_masked=False) if p.version < it.version and p.final

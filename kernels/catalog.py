@@ -118,8 +118,9 @@ def kopt_toml(name: str, *, naive: bool = True, python: str | None = None, cpu: 
     py = python or shlex.quote(sys.executable)
     tuned = [p for p in k.space if not cpu or p in CPU_PARAMS]
     space = ", ".join(f"{p} = {_toml(k.space[p])}" for p in tuned)
-    # a round of the A/B bench interleaves 9 blocks per side: 6 rounds decide what matters
-    decide = ["max_rounds = 6"]
+    # a round of the A/B bench interleaves 9 blocks per side: 6 rounds decide what matters;
+    # the production shapes vote, the regression grid guards (it must not get slower)
+    decide = ["max_rounds = 6", "production_verdicts = true"]
     if review_timeout_s is not None:
         decide.append(f"review_timeout_s = {float(review_timeout_s)!r}")
     decide_section = ("\n[decide]\n" + "\n".join(decide) + "\n") if decide else ""

@@ -22,6 +22,10 @@ from engine.decide.estimate import class_samples, estimate_class
 from engine.decide.model import ClassResult, Pair, Policy, Verdict
 from engine.errors import BadInput
 
+GUARD_CLASS = "guard (non-production)"
+"""The class the non-production configs join under `guard_configs`: it can block a keep
+(a regression beyond max_other_regression_pct) but is never a target."""
+
 MAX_ENUMERATED_UNDECIDED = 6
 """Early stopping checks every outcome of the undecided classes (5 each); beyond this many
 undecided classes the decision simply waits for them."""
@@ -35,6 +39,7 @@ def evaluate(
     gpu_seconds: float = 0.0,
     floors: dict[str, float] | None = None,
     previous_subthreshold_gain: bool = False,
+    guard_configs: frozenset[str] = frozenset(),
 ) -> Verdict:
     """The verdict after the looks in `pairs`; kind "undecided" asks for another look.
 
@@ -44,8 +49,14 @@ def evaluate(
     previous_subthreshold_gain: the previous iteration ended with a significant gain below
     min_effect_pct (its verdict had the flag "subthreshold_gain"); with the two_in_a_row
     policy a second one in a row keeps.
+    guard_configs: configs that only guard ([decide].production_verdicts: the regression
+    grid). They leave their classes for GUARD_CLASS, which must not regress beyond
+    max_other_regression_pct and never counts as a target. Ignored when every config is one.
     """
     _check_pairs(pairs)
+    guarded = bool(guard_configs) and any(p.config not in guard_configs for p in pairs)
+    if guarded:
+        pairs = [replace(p, cls=GUARD_CLASS) if p.config in guard_configs else p for p in pairs]
     rounds = len({p.round for p in pairs})
     final = rounds >= policy.max_rounds or gpu_seconds >= policy.budget_gpu_s
     by_class: dict[str, list[Pair]] = defaultdict(list)
@@ -64,7 +75,8 @@ def evaluate(
         return verdict("borderline", "no comparable samples", ("no_samples",))
     if target_class is not None and target_class not in by_class:
         return verdict("borderline", f"target class {target_class!r} has no samples", ("no_target",))
-    targets = {r.cls for r in results if target_class is None or r.cls == target_class}
+    targets = {r.cls for r in results if (target_class is None or r.cls == target_class)
+               and not (guarded and r.cls == GUARD_CLASS)}
 
     suspicious = _suspicious(results, pairs, policy, floors or {})
     if suspicious is not None:
@@ -136,6 +148,8 @@ def _state(r: ClassResult, policy: Policy, *, target: bool, final: bool) -> tupl
 
 def _case(states: dict[str, str], targets: set[str], policy: Policy, previous_subthreshold_gain: bool) -> str:
     """Which case of the run verdict the classes' states make (a key of CASE_KIND)."""
+    if GUARD_CLASS in states and states[GUARD_CLASS] in ("improved", "sub_gain"):
+        states = {**states, GUARD_CLASS: "tied"}  # the guard can block a keep, never earn one
     improved = any(s == "improved" for s in states.values())
     bad = any(s == "regressed_bad" or (c in targets and s == "regressed_ok") for c, s in states.items())
     if improved and bad:

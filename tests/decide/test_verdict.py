@@ -219,3 +219,53 @@ def test_dropping_an_outlier_never_manufactures_a_decision_from_a_handful_of_rou
     few = [0.987, 0.985, 0.9875, 1.0367, 0.9872]
     v = evaluate(rounds({"all": few}), Policy())
     assert v.kind == "undecided" and v.classes[0].outliers == 0
+
+
+# --- production verdicts: the regression grid guards, it does not vote ([decide].production_verdicts)
+
+def _grid(prod: dict[str, list[float]], grid: dict[str, list[float]]) -> tuple[list[Pair], frozenset[str]]:
+    """Per class one production config (cls/cfg) and one regression-grid config (cls/grid)."""
+    from dataclasses import replace
+
+    guard = [replace(p, config=f"{p.cls}/grid") for p in rounds(grid)]
+    return rounds(prod) + guard, frozenset(p.config for p in guard)
+
+
+def _final(pairs: list[Pair], **kw: object) -> Verdict:
+    policy = Policy()
+    last = max(p.round for p in pairs) + 1
+    for k in range(policy.min_rounds, last + 1):
+        v = evaluate([p for p in pairs if p.round < k], policy, **kw)  # type: ignore[arg-type]
+        if v.final:
+            return v
+    return v
+
+
+def test_a_gain_on_the_grid_alone_does_not_keep_under_production_verdicts() -> None:
+    # what the H100 demo showed: 17% on the class, nearly all of it on odd grid shapes
+    pairs, guard = _grid({"wide": wiggle(0.997, 12)}, {"wide": wiggle(0.70, 12)})
+    assert _final(pairs, target_class="wide").kind == "keep"  # the whole class votes: a keep
+    v = _final(pairs, target_class="wide", guard_configs=guard)
+    assert v.kind == "tie" and "wide −0.3%" in v.reason
+    assert {c.cls for c in v.classes} == {"wide", "guard (non-production)"}
+
+
+def test_a_production_gain_keeps_and_a_grid_regression_blocks_it() -> None:
+    pairs, guard = _grid({"wide": wiggle(0.95, 12), "narrow": wiggle(1.0, 12)},
+                         {"wide": wiggle(1.0, 12), "narrow": wiggle(1.0, 12)})
+    kept = _final(pairs, guard_configs=guard, target_class="wide")
+    assert kept.kind == "keep" and "wide −5.0% faster" in kept.reason
+    # global hypothesis: the guard class is no target, so "every class improved" means the
+    # production classes; a flat grid does not make the gain "partial"
+    pairs, guard = _grid({"wide": wiggle(0.95, 12), "narrow": wiggle(0.96, 12)},
+                         {"wide": wiggle(1.0, 12)})
+    assert _final(pairs, guard_configs=guard).kind == "keep"
+    # the grid 10% slower blocks the keep
+    pairs, guard = _grid({"wide": wiggle(0.95, 12)}, {"wide": wiggle(1.10, 12)})
+    v = _final(pairs, guard_configs=guard, target_class="wide")
+    assert v.kind == "split" and "guard (non-production) +10.0% slower" in v.reason
+
+
+def test_guard_configs_are_ignored_when_no_production_config_is_left() -> None:
+    pairs, guard = _grid({}, {"wide": wiggle(0.95, 12)})
+    assert _final(pairs, guard_configs=guard).kind == "keep"

@@ -19,6 +19,7 @@ def test_defaults_are_the_reference_program_values():
     (MIN + "[decid]\n", "unknown key decid"),
     (MIN + "[decide]\nconfidence = 'high'\n", "[decide].confidence must be a number"),
     (MIN + "[decide]\nmin_rounds = 1\n", "[decide].min_rounds must be at least 2"),
+    (MIN + "[decide]\nproduction_verdicts = true\n", "[decide].production_verdicts needs [target].production"),
     (MIN + "[gpu]\nvendor = 'intel'\n", "[gpu].vendor must be"),
     (MIN + "[stop]\nconsecutive_regressions = true\n", "[stop].consecutive_regressions must be an integer"),
     ('[target]\nmetric = "us"\n', "[target].bench is required"),

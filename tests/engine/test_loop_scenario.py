@@ -86,3 +86,21 @@ def test_bench_outputs_in_the_tree_are_never_committed(fake_env, monkeypatch):
     # the formatter's change is part of the keep; the bench's CSV was read from results/
     assert (ws.best / "kernel.json").read_text().endswith("}\n")  # json.dump writes no newline; the formatter did
     assert (ws.log_dir(1) / "eval_r0_cand.csv").exists()
+
+
+def test_production_verdicts_let_the_grid_guard_but_not_vote(fake_env):
+    # n=128 is the "regression grid" here: 30% faster on it alone is no keep, and the
+    # decision shows the guard class beside the production classes
+    repo, root = fake_env(['knob:speed_n={"128": 0.7}', "gain5"],
+                          toml_replace={'correct = "err == 0"': 'correct = "err == 0"\nproduction = "n != 128"',
+                                        "[decide]\n": "[decide]\nproduction_verdicts = true\n"})
+    assert kopt(["--root", str(root), "init", "--repo", str(repo), "--tag", "pv"]) == 0
+    ws = Workspace(root, "pv")
+    assert run_engine(ws, max_iters=2) == 0
+    with ws.open_store(readonly=True) as s:
+        its = s.iterations()
+    assert [it.status for it in its] == ["baseline", "tie", "keep"]
+    grid_only = its[1].record
+    assert set(grid_only["classes"]) == {"cls=small", "cls=large", "guard (non-production)"}
+    assert grid_only["classes"]["guard (non-production)"]["verdict"] == "improved"
+    assert grid_only["classes"]["cls=small"]["verdict"] == "tied"

@@ -4,8 +4,9 @@ kernel.json (the "kernel" a proposer edits) sets a speed factor per config class
 make the result wrong, NaN, hang or crash. Noise is real (unseeded): FAKE_NOISE (relative
 sigma, default 0.002) per run, so paired statistics have something to do. FAKE_LINGER=s
 leaves a `sleep s` child in the bench's process group (an orphan if the engine dies).
-Fault knobs in kernel.json: crash, segv, hang, flood_mib, write_tree, touch (a path), nan, inf, wrong,
-fast (divide the latency), drop (a column), malformed, empty, no_csv.
+Knob in kernel.json: speed_n ({"n": factor}: one config's speed). Fault knobs: crash, segv,
+hang, flood_mib, write_tree, touch (a path), nan, inf, wrong, fast (divide the latency),
+drop (a column), malformed, empty, no_csv.
 """
 
 import json
@@ -41,7 +42,7 @@ rng = random.Random()
 CONFIGS = [("small", 128, 10.0), ("small", 256, 14.0), ("large", 4096, 120.0), ("large", 8192, 230.0)]
 out = ["shape,cls,n,us,err"]
 for i, (cls, n, base) in enumerate(CONFIGS):
-    us = base * float(k["speed"][cls]) * (1.0 + rng.gauss(0.0, noise))
+    us = base * float(k["speed"][cls]) * float(k.get("speed_n", {}).get(str(n), 1.0)) * (1.0 + rng.gauss(0.0, noise))
     if k.get("nan") and cls in k.get("nan_classes", ["small", "large"]):
         us = math.nan
     if k.get("inf"):
