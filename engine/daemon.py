@@ -33,17 +33,28 @@ class WorkspaceBusy(BadInput):
     """Another engine owns this workspace."""
 
 
+LOCK_PATIENCE_S = 1.0
+"""How long a starting engine retries the workspace lock: `engine_alive` (every TUI and
+`kopt status`) holds it shared for a moment to probe it, which must not read as an engine."""
+
+
 @contextlib.contextmanager
 def workspace_lock(ws: Workspace) -> Iterator[None]:
     """Exclusive ownership of a workspace for this process's lifetime (flock: released by
     the kernel when the process dies, so a crash never leaves a stale lock)."""
     fd = os.open(ws.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            pid = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
-            raise WorkspaceBusy(f"another engine (pid {pid}) already runs {ws.tag!r}; use `kopt attach {ws.tag}`") from None
+        deadline = time.monotonic() + LOCK_PATIENCE_S
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    pid = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+                    raise WorkspaceBusy(f"another engine (pid {pid}) already runs {ws.tag!r}; "
+                                        f"use `kopt attach {ws.tag}`") from None
+                time.sleep(0.05)
         os.ftruncate(fd, 0)
         os.pwrite(fd, str(os.getpid()).encode(), 0)
         yield

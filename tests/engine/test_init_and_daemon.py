@@ -88,6 +88,24 @@ def test_one_engine_per_workspace(fake_env):
     assert engine_alive(ws) == (False, None)
 
 
+def test_a_probe_holding_the_lock_for_a_moment_does_not_read_as_an_engine(fake_env):
+    # engine_alive (any TUI, `kopt status`) takes the lock shared for a moment: an engine
+    # starting in that moment waits for it instead of refusing with "pid ?"
+    import fcntl
+    import threading
+
+    repo, root = fake_env([])
+    kopt(["--root", str(root), "init", "--repo", str(repo), "--tag", "t"])
+    ws = Workspace(root, "t")
+    ws.lock_path.touch()
+    fd = os.open(ws.lock_path, os.O_RDONLY)
+    fcntl.flock(fd, fcntl.LOCK_SH)
+    threading.Timer(0.3, lambda: os.close(fd)).start()
+    t0 = time.monotonic()
+    with workspace_lock(ws):
+        assert engine_alive(ws) == (True, os.getpid()) and 0.2 < time.monotonic() - t0 < 1.0
+
+
 def test_detached_engine_survives_sighup_and_its_terminal(fake_env, monkeypatch):
     repo, root = fake_env(["gain5"] * 50)
     kopt(["--root", str(root), "init", "--repo", str(repo), "--tag", "t"])

@@ -5,6 +5,7 @@ a JSON list whose item N-1 is the action for iteration vN. Actions:
   gain5 | gain1 | gain05 | loss5 | nochange | wrong | wrong_fixed_on_repair | nan | protected | split |
   hang_bench | hang_proposer | fail | commit | gain1 | noplan |
   knob:NAME[=JSON] (set a bench fault knob of kernel.json) | do:STATEMENT (any Python, in cand/)
+FAKE_LINGER=s leaves a `sleep s` child in the proposer's process group, as the bench does.
 """
 
 import json
@@ -13,6 +14,8 @@ import subprocess
 import sys
 import time
 
+if os.environ.get("FAKE_LINGER"):  # an orphan if the engine dies while the proposer runs
+    subprocess.Popen(["sleep", os.environ["FAKE_LINGER"]])
 n = int(os.environ["KOPT_ITERATION"])
 repair = int(os.environ.get("KOPT_REPAIR", "0"))
 script = json.load(open(os.environ["FAKE_SCRIPT"]))

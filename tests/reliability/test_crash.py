@@ -86,7 +86,7 @@ def test_sigkill_after_every_persisted_step_then_resume(tmp_path, monkeypatch):
         shutil.copytree(template, case, symlinks=True)
         log = tmp_path / f"steps_{n}.txt"
         log.unlink(missing_ok=True)
-        # FAKE_LINGER: each bench leaves a child in its group, an orphan when the engine dies
+        # FAKE_LINGER: each bench and proposer leaves a child in its group, an orphan when the engine dies
         status = forked_engine(ws, {"KOPT_TEST_CRASH_AT": str(n), "KOPT_TEST_STEPS": str(log),
                                     "FAKE_LINGER": "30"})
         where = f"crash after step {n} ({steps[n - 1]})"
