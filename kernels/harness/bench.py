@@ -33,6 +33,7 @@ import math
 import os
 import random
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -182,6 +183,35 @@ def log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
+def process_age_s() -> float:
+    """Seconds since this process started (Linux /proc; NaN elsewhere): what the interpreter,
+    imports and everything before main() cost."""
+    try:
+        with open("/proc/self/stat") as f:
+            started = int(f.read().rsplit(")", 1)[1].split()[19]) / os.sysconf("SC_CLK_TCK")
+        return time.clock_gettime(time.CLOCK_BOOTTIME) - started
+    except (OSError, ValueError, IndexError, AttributeError):
+        return math.nan
+
+
+class PhaseClock:
+    """Wall seconds per phase of one bench process, logged as one line at the end, so the
+    cost of a round (a process) can be read from its log: `bench phases: start 1.9 s, ...`."""
+
+    def __init__(self) -> None:
+        self.spent: dict[str, float] = {"start": process_age_s()}
+        self._t = time.perf_counter()
+
+    def lap(self, phase: str) -> None:
+        now = time.perf_counter()
+        self.spent[phase] = self.spent.get(phase, 0.0) + now - self._t
+        self._t = now
+
+    def line(self) -> str:
+        total = sum(v for v in self.spent.values() if not math.isnan(v))
+        return "bench phases: " + ", ".join(f"{k} {v:.2f} s" for k, v in self.spent.items()) + f"; total {total:.2f} s"
+
+
 def parse_args(argv: list[str] | None, gpu: bool) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description="kopt bench: contract check and timing, CSV on stdout")
     ap.add_argument("--ab", nargs=2, metavar=("BEST", "CAND"), help="time two trees' solutions interleaved")
@@ -205,6 +235,7 @@ def parse_args(argv: list[str] | None, gpu: bool) -> argparse.Namespace:
 
 
 def main(kernel_dir: str | Path, argv: list[str] | None = None) -> int:
+    clock = PhaseClock()
     torch, gpu = setup_device()
     a = parse_args(argv, gpu)
     kernel_dir = Path(kernel_dir).resolve()
@@ -224,6 +255,7 @@ def main(kernel_dir: str | Path, argv: list[str] | None = None) -> int:
             raise SystemExit(f"--only: no shape {unknown[0]!r} in {contract.NAME}'s contract")
         shapes = [s for s in contract.SHAPES if s.name in names]
     timing = Timing(torch, gpu, a.block_us, max_reps=1000 if gpu else 50)
+    clock.lap("setup")  # torch, the CUDA context, the contract and both trees' modules
     if not gpu:
         log(f"{contract.NAME}: no GPU: the Triton interpreter on the CPU; timings are CPU timings")
     base_seed = random.SystemRandom().randrange(1 << 31)
@@ -233,8 +265,10 @@ def main(kernel_dir: str | Path, argv: list[str] | None = None) -> int:
         for j, dtype in enumerate(dtypes):
             case = Case(torch, contract, roofline, shape, dtype, base_seed + i * len(dtypes) + j, gpu)
             errs, timers = {}, {}
+            clock.lap("timing")
             for side, mod in mods.items():
                 err, why = case.check(mod)
+                clock.lap("check")  # inputs, the fp64 reference, the solution (its JIT compile the first time)
                 errs[side] = err
                 if why:
                     failed += 1
@@ -247,6 +281,7 @@ def main(kernel_dir: str | Path, argv: list[str] | None = None) -> int:
                 except Exception as exc:
                     log(f"{contract.NAME} {shape.name} {dtype} {side}: cannot be timed: {type(exc).__name__}: {exc}")
                     timers[side] = None
+                clock.lap("capture")  # the timer's calibration and CUDA graph
             case.ref = None  # checked: the fp64 reference need not outlive the check (timers keep cases alive)
             prod = int(shape.kind in (PRODUCTION, SMALL))  # this machine's production shapes
             if a.once:
@@ -279,7 +314,9 @@ def main(kernel_dir: str | Path, argv: list[str] | None = None) -> int:
                          "model": shape.model.replace(",", ";")})
             log(f"{contract.NAME} {shape.name:24s} {dtype:9s} {us:10.3f} us  {case.bytes / us / 1e3:8.1f} GB/s  "
                 f"{100.0 * cu / us:5.1f}% of copy  err {errs['']:.3g}")
+    clock.lap("timing")
     write_csv(rows, a.out)
+    log(clock.line())
     if failed:
         log(f"{contract.NAME}: {failed} contract failure(s)")
     return 0

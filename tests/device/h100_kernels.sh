@@ -43,6 +43,8 @@ for step in "$@"; do
     kopt report h100-$k >> "$R/demo_$k.txt" 2>&1
     kopt status h100-$k --json > "$R/status_$k.json" 2>&1
     W=$KOPT_ROOT/h100-$k
+    # where a round's seconds go: each bench process logs its phases (kernels/harness/bench.py)
+    grep -h "bench phases" $W/logs/v*/*.err > "$R/phases_$k.txt" 2>/dev/null
     tar czf "$R/ws_$k.tgz" -C $KOPT_ROOT --exclude=best --exclude=cand h100-$k 2>/dev/null
     (cd $W/best && timeout 120 $PY bench.py --shapes production > "$R/final_$k.csv" 2>>"$R/bench.err")
     ;;

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -85,6 +86,12 @@ def test_the_bench_writes_a_csv_kopt_accepts(tmp_path: Path, name: str) -> None:
     repo = _materialize(tmp_path, name, True)
     res = _run(repo)
     assert "Triton interpreter" in res.stderr
+    # where a round's seconds went, one line in its log: the phases add up to the total
+    phases = res.stderr.strip().splitlines()[-1]
+    spent = dict(re.findall(r"(\w+) (\d+\.\d+) s", phases))
+    assert phases.startswith("bench phases: ") and {"start", "setup", "check", "timing", "total"} <= set(spent)
+    assert float(spent["setup"]) > 0.1 and abs(sum(float(v) for k, v in spent.items() if k != "total")
+                                               - float(spent["total"])) < 0.05
     out = tmp_path / "bench.out"
     out.write_text("noise before\n" + res.stdout)
     cfg = config.load(repo / "kopt.toml")
