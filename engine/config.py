@@ -134,6 +134,9 @@ class TuneConfig:
     """Parameter name -> the values to try."""
     per_class: bool = False
     """Tune each config class's entry of the params file on its own (class-targeted)."""
+    shared_first: bool = False
+    """With per_class: while every class runs the same value of a param, step it for all
+    classes at once (one keep instead of one per class); per class once they differ."""
     order: list[str] = field(default_factory=list)
     """The params to try first, in this order (the rest follow the built-in prior: warps,
     rows per program, block sizes, stages)."""
@@ -373,6 +376,8 @@ def validate(cfg: Config, source: str = "kopt.toml") -> None:
          f'must be a path relative to the repo root (no absolute path, no ".."), not {pr.tune.params!r}')
     for name in pr.tune.order:
         need(name in pr.tune.space, "[propose.tune].order", f"names {name!r}, which is not in [propose.tune].space")
+    need(not pr.tune.shared_first or pr.tune.per_class, "[propose.tune].shared_first",
+         "needs per_class = true (it steps every class at once before tuning each on its own)")
     for name, values in pr.tune.space.items():
         need(len(values) > 0, f"[propose.tune].space.{name}", "must list at least one value")
 

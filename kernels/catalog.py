@@ -61,7 +61,7 @@ KERNELS: dict[str, KernelInfo] = {
         func="adaln_modulate",
         config=["shape", "B", "N", "D", "dtype", "esize", "dclass"],
         bytes_expr="2 * B * N * D * esize + 2 * B * D * esize",
-        space={"BLOCK_D": [0, 64, 128, 256, 512, 1024, 2048, 4096],
+        space={"BLOCK_D": [64, 128, 256, 512, 1024, 2048, 4096, 0],
                "ROWS_PER_PROG": [1, 2, 4, 8],
                "num_warps": [1, 2, 4, 8, 16],
                "num_stages": [1, 2]},
@@ -76,7 +76,7 @@ KERNELS: dict[str, KernelInfo] = {
         func="rms_norm",
         config=["shape", "B", "N", "H", "hd", "dtype", "esize", "dclass"],
         bytes_expr="2 * B * N * H * hd * esize + hd * esize",
-        space={"BLOCK_D": [0, 16, 32, 64, 128],
+        space={"BLOCK_D": [16, 32, 64, 128, 0],
                "ROWS_PER_PROG": [1, 2, 4, 8, 16, 32, 64],
                "num_warps": [1, 2, 4, 8],
                "num_stages": [1, 2]},
@@ -158,6 +158,7 @@ params = "params.json"
 space = {{ {space} }}
 order = {_toml([p for p in ORDER if p in tuned])}
 per_class = true
+shared_first = true
 
 [gpu]
 # a round of a bundled kernel lasts seconds: two idle readings half a second apart

@@ -8,14 +8,24 @@ plan whose hypothesis names the change and why an engineer would try it.
 
 Search order around the current best point (per class when `per_class = true`):
 
-1. one parameter to an adjacent value of its listed order (both directions; warps and
-   rows per program first; the direction of the change that made the current best first);
+1. one parameter to an adjacent value of its listed order (both directions; the declared
+   `order`, else warps and rows per program first; the direction of the change that made
+   the current best first). A line already measured from the current value (a step that
+   way was no better, from any point of this entry, or the current value was kept coming
+   from that side) goes after every new line: a coordinate search that does not re-walk
+   what it has seen until nothing else is left;
 2. two parameters, each to an adjacent value;
 3. any other point of the space, nearest first, in a seeded order (up to EXPLORE_LIMIT).
 
-In a global search (`per_class = false`), a global change that made some classes faster and
-others slower is first proposed again for each class it made faster, in that class's own
-entry (the split rule: a specialised configuration behind the kernel's per-class dispatch).
+With `shared_first = true` (per_class), a step of the "*" entry on a param no class
+overrides goes first while one is left on a new line: one keep serves every class. The
+split rule then hands a step that helped only some classes to those classes' entries, and
+the classes go on alone. tests/engine/test_tune_search.py measures the climb on a model.
+
+In a global search (`per_class = false`, or shared_first), a global change that made some
+classes faster and others slower is first proposed again for each class it made faster, in
+that class's own entry (the split rule: a specialised configuration behind the kernel's
+per-class dispatch).
 
 A point already tried from the same BEST_COMMIT for the same class (kept, discarded or
 failed; masked iterations do not count) is never proposed again. Points tried from an
@@ -209,10 +219,13 @@ def _move(base: Point, new: Point, kind: str, directions: dict[str, int] | None 
 
 
 def neighbourhood(base: Point, space: dict[str, list[Any]], momentum: tuple[str, int] | None = None,
-                  worse: frozenset[str] = frozenset(), order: Sequence[str] = ()) -> Iterator[Move]:
+                  worse: frozenset[str] = frozenset(), order: Sequence[str] = (),
+                  settled: frozenset[tuple[str, int]] = frozenset()) -> Iterator[Move]:
     """Tiers 1 and 2: one-parameter then two-parameter adjacent moves, in prior order. The
     momentum move (the param and direction that made this point the best) comes first; a
-    pair goes later for each of its one-parameter halves known to be worse (`worse`)."""
+    step along a line already measured (`settled`: its value there was no better) goes after
+    every other step; a pair goes later for each of its one-parameter halves known to be
+    worse (`worse`)."""
     names = ordered_params(space, order)
     per_param = {p: steps(base[p], dedupe(space[p])) for p in names}
     if momentum:
@@ -222,7 +235,12 @@ def neighbourhood(base: Point, space: dict[str, list[Any]], momentum: tuple[str,
                 yield _move(base, {**base, p: new}, "step", {p: d})
     for p in names:
         for new, d in per_param[p]:
-            yield _move(base, {**base, p: new}, "step", {p: d})
+            if (p, d) not in settled:
+                yield _move(base, {**base, p: new}, "step", {p: d})
+    for p in names:
+        for new, d in per_param[p]:
+            if (p, d) in settled:
+                yield _move(base, {**base, p: new}, "step", {p: d})
     pairs = []
     for a, b in itertools.combinations(names, 2):
         combos = [(x, y) for x in per_param[a] for y in per_param[b]]
@@ -252,10 +270,12 @@ def explore(base: Point, space: dict[str, list[Any]], seed: str) -> Iterator[Mov
 
 
 def moves(base: Point, space: dict[str, list[Any]], seed: str, momentum: tuple[str, int] | None = None,
-          worse: frozenset[str] = frozenset(), order: Sequence[str] = ()) -> Iterator[Move]:
+          worse: frozenset[str] = frozenset(), order: Sequence[str] = (),
+          settled: frozenset[tuple[str, int]] = frozenset()) -> Iterator[Move]:
     """Every candidate move from base in search order, each point once, never base itself."""
     seen = {point_key(base)}
-    for m in itertools.chain(neighbourhood(base, space, momentum, worse, order), explore(base, space, seed)):
+    for m in itertools.chain(neighbourhood(base, space, momentum, worse, order, settled),
+                             explore(base, space, seed)):
         key = point_key(m.point)
         if key not in seen:
             seen.add(key)
@@ -281,6 +301,13 @@ class Tried:
     kept_at: int = -1
     """The place in the history of the keep that made the current point the best (-1: none);
     the class of the latest keep goes first."""
+    settled: set[tuple[str, int]] = field(default_factory=set)
+    """(param, direction) lines already measured from the current value of the param: a step
+    that way was no better (from any point of this entry), or the current value was kept
+    coming from that side. Such steps go after the others (`neighbourhood`)."""
+
+    def is_settled(self, move: Move) -> bool:
+        return move.kind == "step" and all(pd in self.settled for pd in move.directions.items())
 
 
 def tune_records(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -292,7 +319,10 @@ def tried_for(history: list[dict[str, Any]], cls: str | None, base: str, current
     out = Tried()
     for i, r in enumerate(tune_records(history)):
         d = r["proposal"]
-        if d.get("class") != cls or r.get("status") in NOT_TRIED:
+        if r.get("status") in NOT_TRIED:
+            continue
+        _settle(out, r, cls, current)
+        if d.get("class") != cls:
             continue
         key = point_key(d["point"])
         if (d.get("base") or r.get("best_commit_before")) == base:
@@ -311,16 +341,52 @@ def tried_for(history: list[dict[str, Any]], cls: str | None, base: str, current
     return out
 
 
+def _settle(out: Tried, r: dict[str, Any], cls: str | None, current: Point) -> None:
+    """What one record says about the lines through the current point of `cls`'s entry: a
+    one-parameter step p: v → w taken from the current value v that was no better settles
+    that direction; a keep of p: u → v settles the way back to u. A step of the global entry
+    counts for a class by that class's own verdict in the record (shared_first)."""
+    d = r["proposal"]
+    changed = d.get("changed") or {}
+    dirs = d.get("directions") or {}
+    if len(changed) != 1 or len(dirs) != 1:
+        return
+    (p, (old, new)), (_, direction) = next(iter(changed.items())), next(iter(dirs.items()))
+    if p not in current:
+        return
+    own = d.get("class") == cls
+    shared = d.get("class") is None and cls is not None
+    if not (own or shared):
+        return
+    kept = r.get("status") in KEPT
+    if shared:
+        verdict = ((r.get("classes") or {}).get(cls) or {}).get("verdict")
+        kept = kept or verdict == "improved"
+        if verdict is None and not kept:
+            return
+    if not kept and same(old, current[p]):
+        out.settled.add((p, direction))
+    elif kept and same(new, current[p]):
+        out.settled.add((p, -direction))
+
+
 def next_move(base: Point, space: dict[str, list[Any]], tried: Tried, seed: str, *, fresh: bool,
-              order: Sequence[str] = ()) -> Move | None:
+              order: Sequence[str] = (), only: frozenset[str] | None = None) -> Move | None:
     """The first move to a point not tried from this best commit; with fresh, also never
-    tried from another one."""
-    for m in moves(base, space, seed, tried.momentum, frozenset(tried.worse), order):
+    tried from another one. only: the params a move may change (None: any)."""
+    for m in moves(base, space, seed, tried.momentum, frozenset(tried.worse), order, frozenset(tried.settled)):
         key = point_key(m.point)
         if key in tried.here or (fresh and key in tried.elsewhere):
             continue
+        if only is not None and not set(m.changed) <= only:
+            continue
         return m
     return None
+
+
+def shared_params(params: dict[str, dict[str, Any]], space: dict[str, list[Any]]) -> frozenset[str]:
+    """The params every class runs with the "*" value (no class entry overrides them)."""
+    return frozenset(p for p in space if not any(p in entry for key, entry in params.items() if key != ALL))
 
 
 # ----------------------------------------------------------------------------------------
@@ -450,10 +516,14 @@ def choose(params: dict[str, dict[str, Any]], cfg: TuneConfig, classes: list[str
     Global: a split's follow-ups first (split_followups). per_class: the class of the latest
     keep first, then the class with the fewest points tried from this best (round robin), a
     class with a neighbour left before one that must explore. Fresh points before retries."""
-    if not cfg.per_class:
+    if not cfg.per_class or cfg.shared_first:
         for choice in split_followups(params, cfg, classes, history, base, name):
             if point_key(choice.move.point) not in tried_for(history, choice.cls, base, choice.base_point).here:
                 return choice
+    if cfg.per_class and cfg.shared_first:
+        shared = _shared_step(params, cfg, history, base)
+        if shared is not None:
+            return shared
     targets: list[str | None] = list(classes) if cfg.per_class else [None]
     state = []
     for cls in targets:
@@ -466,10 +536,25 @@ def choose(params: dict[str, dict[str, Any]], cfg: TuneConfig, classes: list[str
         for cls, point, tried in state:
             move = next_move(point, cfg.space, tried, f"{cfg.seed}:{base}:{cls or ALL}", fresh=fresh, order=cfg.order)
             if move is not None:
-                options.append(Choice(cls, point, move, retry=not fresh))
-        if options:  # a class with a neighbour left goes before one that must explore
-            return min(options, key=lambda c: TIERS.index(c.move.kind))
+                options.append((TIERS.index(move.kind), tried.is_settled(move), Choice(cls, point, move, retry=not fresh)))
+        if options:  # a class with a neighbour left goes before one that must explore, a new line first
+            return min(options, key=lambda o: o[:2])[2]
     return None
+
+
+def _shared_step(params: dict[str, dict[str, Any]], cfg: TuneConfig, history: list[dict[str, Any]],
+                 base: str) -> Choice | None:
+    """shared_first: a fresh one-parameter step of the global entry on a param no class
+    overrides, along a line not yet measured; None once every such line is settled."""
+    only = shared_params(params, cfg.space)
+    if not only:
+        return None
+    point = point_of(params, None, cfg.space, cfg.params)
+    tried = tried_for(history, None, base, point)
+    move = next_move(point, cfg.space, tried, f"{cfg.seed}:{base}:{ALL}", fresh=True, order=cfg.order, only=only)
+    if move is None or move.kind != "step" or tried.is_settled(move):
+        return None
+    return Choice(None, point, move)
 
 
 # ----------------------------------------------------------------------------------------

@@ -29,6 +29,7 @@ def test_defaults_are_the_reference_program_values():
     (MIN + "protected = [1]\n", "[target].protected[0] must be a string"),
     (MIN + "[propose]\nkind = 'command'\n", "[propose].command is required"),
     (MIN + "[propose]\nkind = 'tune'\n", "[propose.tune].params is required"),
+    (MIN + "[propose.tune]\nshared_first = true\n", "[propose.tune].shared_first needs per_class = true"),
     (MIN + "[propose.tune]\nparams = 'p.json'\nspace = {BLOCK = []}\n", "[propose.tune].space.BLOCK must list"),
     (MIN + 'ab_command = "python ab.py"\n', "must contain both {best} and {cand}"),
     (MIN + "[profile]\nkernel = '('\n", "[profile].kernel is not a valid regex"),

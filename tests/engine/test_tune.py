@@ -392,3 +392,46 @@ def test_an_order_naming_a_param_outside_the_space_is_refused():
            'space = {num_warps = [1, 2]}\norder = ["BLOCK_D"]\n'
     with pytest.raises(BadInput, match=r"\[propose.tune\].order.*'BLOCK_D'"):
         loads(text)
+
+
+def test_a_line_already_measured_goes_after_the_new_ones(tmp_path):
+    space = {"num_warps": [1, 2, 4, 8], "ROWS_PER_PROG": [1, 2, 4]}
+    h = Harness(tmp_path, {"*": {"num_warps": 2, "ROWS_PER_PROG": 1}}, space=space)
+    p, _, written = h.propose()
+    assert p.details["changed"] == {"num_warps": [2, 4]}
+    h.keep_last(written, "c1" * 20)
+    p, _, _ = h.propose()  # momentum: 4→8, slower
+    assert p.details["changed"] == {"num_warps": [4, 8]}
+    p, _, written = h.propose()  # 4→2 is the way the keep came from: rows first
+    assert p.details["changed"] == {"ROWS_PER_PROG": [1, 2]}
+    h.keep_last(written, "c2" * 20)
+    p, _, _ = h.propose()
+    assert p.details["changed"] == {"ROWS_PER_PROG": [2, 4]}
+    # from (4, 2) every line is measured: 4→8 was slower at rows 1, 4→2 and 2→1 are where the
+    # keeps came from. They are tried again (other params moved since), before any pair.
+    p, _, _ = h.propose()
+    assert p.details["changed"] == {"num_warps": [4, 8]} and p.details["move"] == "step"
+
+
+def test_shared_first_steps_every_class_at_once_until_a_class_wants_its_own(tmp_path):
+    from dataclasses import replace as dc_replace
+
+    h = Harness(tmp_path, START, per_class=True)
+    h.proposer = TuneProposer(dc_replace(h.proposer.cfg, shared_first=True))
+    p1, plan, written = h.propose(status="split")
+    assert plan.target_class is None and plan.scope == "global" and p1.details["entry"] == "*"
+    assert p1.details["changed"] == {"num_warps": [2, 4]} and set(written) == {"*"}
+    h.history[-1]["classes"] = {"dclass=narrow": {"verdict": "regressed", "delta_pct": 3.0},
+                                "dclass=wide": {"verdict": "improved", "delta_pct": -9.0}}
+    p2, plan, written = h.propose()  # the split rule: wide takes 4 on its own
+    assert plan.target_class == "dclass=wide" and p2.details["move"] == "split"
+    h.keep_last(written, "c1" * 20)
+    p3, plan, _ = h.propose()  # warps now differ per class: shared steps leave them alone
+    assert plan.target_class is None and p3.details["changed"] == {"BLOCK_D": [128, 0]}
+    h.propose(status="tie")
+    h.propose(status="tie")
+    h.propose(status="tie")  # BLOCK_D down and num_stages up: every shared line measured
+    p, plan, _ = h.propose()
+    assert plan.target_class is not None
+    # narrow's 2→4 was measured in the shared step (3% slower for narrow): its other way first
+    assert (plan.target_class, p.details["changed"]) != ("dclass=narrow", {"num_warps": [2, 4]})

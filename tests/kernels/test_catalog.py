@@ -56,6 +56,9 @@ def test_materialize_naive_and_tuned(tmp_path: Path, name: str) -> None:
     assert t.metric == "us" and t.direction == "min" and t.class_by == ["dclass"] and t.csv == "-"
     assert "{best}" in t.ab_command and "{cand}" in t.ab_command
     assert cfg.propose.kind == "tune" and cfg.propose.tune.params == "params.json" and cfg.propose.tune.per_class
+    assert cfg.propose.tune.shared_first and cfg.decide.production_verdicts
+    # 0 (the whole row in one block) is the widest tile: listed last, one step up from the widest
+    assert cfg.propose.tune.space["BLOCK_D"][-1] == 0
     assert set(cfg.propose.tune.space) == set(pn["*"])
     assert cfg.roofline.bytes == catalog.KERNELS[name].bytes_expr and cfg.roofline.unit_scale == 1e-6
     # everything but solution/ and params.json is protected

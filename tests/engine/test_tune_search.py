@@ -1,0 +1,119 @@
+"""How fast the `tune` proposer climbs: its real proposals, judged by a model of a kernel.
+
+A separable cost model per class stands in for the GPU (each param's value multiplies the
+latency by a factor, shaped after adaLN on the H100: the whole row in one block, 2 rows per
+program and 4 warps are best, docs/results-h100.md), and an oracle stands in for the
+decision (a class improved or regressed beyond 1%; the run verdict by the rules of
+engine/decide/verdict.py). The figures here are about the search's logic, not about a GPU:
+how many iterations from the naive start until every class runs its best point.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from engine.propose.tune import ALL, TuneProposer
+from tests.engine.test_tune import Harness
+
+SPACE = {"BLOCK_D": [64, 128, 256, 512, 1024, 2048, 4096, 0], "ROWS_PER_PROG": [1, 2, 4, 8],
+         "num_warps": [1, 2, 4, 8, 16], "num_stages": [1, 2]}
+ORDER = ["BLOCK_D", "ROWS_PER_PROG", "num_warps", "num_stages"]
+NAIVE = {ALL: {"BLOCK_D": 256, "ROWS_PER_PROG": 1, "num_warps": 1, "num_stages": 1}}
+CLASSES = ["dclass=narrow", "dclass=wide"]
+ROWS = {1: 1.08, 2: 1.0, 4: 1.02, 8: 1.06}
+WARPS = {1: 1.6, 2: 1.2, 4: 1.0, 8: 1.03, 16: 1.1}
+STAGES = {1: 1.0, 2: 1.01}
+SAME_BEST = {  # both classes want the whole row in one block (2048 is the whole row for narrow)
+    "dclass=narrow": {"BLOCK_D": {0: 1.0, 64: 3.0, 128: 2.4, 256: 2.0, 512: 1.7, 1024: 1.5, 2048: 1.0, 4096: 1.03},
+                      "ROWS_PER_PROG": ROWS, "num_warps": WARPS, "num_stages": STAGES},
+    "dclass=wide": {"BLOCK_D": {0: 1.0, 64: 3.2, 128: 2.6, 256: 2.2, 512: 1.9, 1024: 1.7, 2048: 1.5, 4096: 1.2},
+                    "ROWS_PER_PROG": ROWS, "num_warps": WARPS, "num_stages": STAGES},
+}
+DIFFERENT_BEST = {  # narrow rows want more rows per program and fewer warps than wide ones
+    "dclass=narrow": {**SAME_BEST["dclass=narrow"], "ROWS_PER_PROG": {1: 1.3, 2: 1.15, 4: 1.05, 8: 1.0},
+                      "num_warps": {1: 1.2, 2: 1.0, 4: 1.05, 8: 1.2, 16: 1.4}},
+    "dclass=wide": SAME_BEST["dclass=wide"],
+}
+
+
+def cost(model: dict[str, dict[str, dict[Any, float]]], cls: str, params: dict[str, dict[str, Any]]) -> float:
+    point = {**params[ALL], **params.get(cls, {})}
+    return math.prod(model[cls][p][point[p]] for p in SPACE)
+
+
+def optimum(model: dict[str, dict[str, dict[Any, float]]], cls: str) -> float:
+    return math.prod(min(model[cls][p].values()) for p in SPACE)
+
+
+def judge(model, before: dict, after: dict, target: str | None) -> tuple[str, dict[str, dict[str, Any]]]:
+    """The oracle: per class improved/regressed beyond 1% or tied; the run verdict as
+    engine/decide/verdict.py forms it (a partial gain goes to review and is rejected)."""
+    classes = {}
+    for c in CLASSES:
+        r = cost(model, c, after) / cost(model, c, before)
+        verdict = "improved" if r < 0.99 else "regressed" if r > 1.01 else "tied"
+        classes[c] = {"verdict": verdict, "delta_pct": 100 * (r - 1)}
+    states = {c: v["verdict"] for c, v in classes.items()}
+    targets = [target] if target else CLASSES
+    improved = any(s == "improved" for s in states.values())
+    regressed = any(s == "regressed" for s in states.values())
+    if improved and regressed:
+        return "split", classes
+    if regressed:
+        return "regression", classes
+    if all(states[c] == "improved" for c in targets):
+        return "keep", classes
+    return ("rejected" if improved else "tie"), classes
+
+
+def climb(tmp: Path, model, *, per_class: bool, shared_first: bool = False, limit: int = 60) -> int:
+    """Iterations until every class runs its best point (limit + 1 if never)."""
+    h = Harness(tmp, NAIVE, space=SPACE, per_class=per_class, classes=CLASSES, order=ORDER)
+    h.proposer = TuneProposer(replace(h.proposer.cfg, shared_first=shared_first))
+    best = NAIVE
+    for i in range(1, limit + 1):
+        p, plan, written = h.propose()
+        assert p.ok, p.reason
+        status, classes = judge(model, best, written, plan.target_class)
+        h.history[-1].update(status=status, classes=classes)
+        if status == "keep":
+            h.keep_last(written, f"{i:040x}")
+            best = written
+        if all(cost(model, c, best) <= optimum(model, c) * 1.0001 for c in CLASSES):
+            return i
+    return limit + 1
+
+
+def test_shared_first_climbs_faster_than_per_class_and_both_reach_the_best(tmp_path: Path) -> None:
+    runs = {}
+    for name, model in (("same", SAME_BEST), ("different", DIFFERENT_BEST)):
+        for shared in (False, True):
+            d = tmp_path / f"{name}-{shared}"
+            d.mkdir()
+            runs[name, shared] = climb(d, model, per_class=True, shared_first=shared)
+    # per class: ~9 keeps per class from the naive start, lines already measured not re-walked
+    assert runs["same", False] <= 18 and runs["different", False] <= 18
+    # shared first: the steps both classes want are kept once, the rest per class
+    assert runs["same", True] <= 12 and runs["different", True] <= 15
+    assert runs["same", True] < runs["same", False] and runs["different", True] < runs["different", False]
+
+
+def test_a_global_search_stalls_once_a_class_takes_its_own_value(tmp_path: Path) -> None:
+    # why the bundled kernels tune per class: a split gives wide its own BLOCK_D, and the
+    # global entry's moves no longer reach it
+    assert climb(tmp_path, SAME_BEST, per_class=False, limit=40) == 41
+
+
+def test_the_whole_row_as_the_last_value_is_one_step_from_the_widest_tile(tmp_path: Path) -> None:
+    # with 0 (the whole row) listed first, the climb from 4096 never steps to it: only the
+    # exploration tier finds it, dozens of iterations later
+    first = {**SPACE, "BLOCK_D": [0, *SPACE["BLOCK_D"][:-1]]}
+    h = Harness(tmp_path, {ALL: {**NAIVE[ALL], "BLOCK_D": 4096}}, space=first, order=ORDER)
+    p, _, _ = h.propose()
+    assert p.details["changed"] == {"BLOCK_D": [4096, 2048]}
+    h = Harness(tmp_path, {ALL: {**NAIVE[ALL], "BLOCK_D": 4096}}, space=SPACE, order=ORDER)
+    p, plan, _ = h.propose()
+    assert p.details["changed"] == {"BLOCK_D": [4096, 0]} and "reads x once instead of twice" in plan.hypothesis
