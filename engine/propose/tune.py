@@ -513,8 +513,9 @@ def split_followups(params: dict[str, dict[str, Any]], cfg: TuneConfig, classes:
 def choose(params: dict[str, dict[str, Any]], cfg: TuneConfig, classes: list[str], history: list[dict[str, Any]],
            base: str, name: str) -> Choice | None:
     """The next proposal, or None when the space is exhausted from this best commit.
-    Global: a split's follow-ups first (split_followups). per_class: the class of the latest
-    keep first, then the class with the fewest points tried from this best (round robin), a
+    Global: a split's follow-ups first (split_followups). shared_first: the follow-ups, then
+    a shared step while one is left on a new line (_shared_step), then per class. per_class:
+    the class of the latest keep first, then the class with the fewest points tried from this best (round robin), a
     class with a neighbour left before one that must explore. Fresh points before retries."""
     if not cfg.per_class or cfg.shared_first:
         for choice in split_followups(params, cfg, classes, history, base, name):
