@@ -41,6 +41,7 @@ from engine.decide import (
     evaluate,
     reconcile_profiler,
     review_outcome,
+    voting_classes,
 )
 from engine.errors import BadInput, KoptError, KoptFailure
 from engine.gpu.backends import open_backend
@@ -345,10 +346,14 @@ class Engine:
             self.close(it, "interrupted", getattr(e, "reason", str(e)))
             raise
         last = runs[-1]
+        # the classes as decisions will see them ([decide].production_verdicts: a guard class)
+        guard = frozenset(k for k, c in last.configs.items() if not c.production) \
+            if self.cfg.decide.production_verdicts else frozenset()
+        votes = voting_classes({k: c.cls for k, c in last.configs.items()}, guard)
         classes: dict[str, dict[str, Any]] = {}
-        for cls in last.classes():
-            values = [c.value for m in runs for c in m.configs.values() if c.cls == cls]
-            classes[cls] = {"best": _geomean(values), "configs": sum(1 for c in last.configs.values() if c.cls == cls)}
+        for cls in sorted(set(votes.values())):
+            values = [c.value for m in runs for k, c in m.configs.items() if votes.get(k) == cls]
+            classes[cls] = {"best": _geomean(values), "configs": sum(1 for v in votes.values() if v == cls)}
         it.record["classes"] = classes
         it.record["configs"] = {k: {"cls": c.cls, "production": c.production, "row": c.row}
                                 for k, c in last.configs.items()}

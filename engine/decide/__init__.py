@@ -5,14 +5,17 @@ See docs/decision.md for the method and its measured error rates.
 
 from engine.decide.model import ClassResult, Pair, Policy, Verdict
 from engine.decide.verdict import (
+    GUARD_CLASS,
     ReviewOutcome,
     evaluate,
     reconcile_profiler,
     review_outcome,
     summary,
+    voting_classes,
 )
 
 __all__ = [
+    "GUARD_CLASS",
     "ClassResult",
     "Pair",
     "Policy",
@@ -22,4 +25,5 @@ __all__ = [
     "reconcile_profiler",
     "review_outcome",
     "summary",
+    "voting_classes",
 ]

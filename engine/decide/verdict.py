@@ -26,6 +26,16 @@ GUARD_CLASS = "guard (non-production)"
 """The class the non-production configs join under `guard_configs`: it can block a keep
 (a regression beyond max_other_regression_pct) but is never a target."""
 
+
+
+def voting_classes(config_classes: dict[str, str], guard_configs: frozenset[str]) -> dict[str, str]:
+    """config -> the class it votes in: its own, or GUARD_CLASS for a guard config. The guard
+    is ignored when it would take every config (nothing would be left to vote)."""
+    if not guard_configs or all(k in guard_configs for k in config_classes):
+        return dict(config_classes)
+    return {k: GUARD_CLASS if k in guard_configs else cls for k, cls in config_classes.items()}
+
+
 MAX_ENUMERATED_UNDECIDED = 6
 """Early stopping checks every outcome of the undecided classes (5 each); beyond this many
 undecided classes the decision simply waits for them."""
@@ -54,9 +64,10 @@ def evaluate(
     max_other_regression_pct and never counts as a target. Ignored when every config is one.
     """
     _check_pairs(pairs)
-    guarded = bool(guard_configs) and any(p.config not in guard_configs for p in pairs)
+    votes = voting_classes({p.config: p.cls for p in pairs}, guard_configs)
+    guarded = any(c == GUARD_CLASS for c in votes.values())
     if guarded:
-        pairs = [replace(p, cls=GUARD_CLASS) if p.config in guard_configs else p for p in pairs]
+        pairs = [replace(p, cls=votes[p.config]) for p in pairs]
     rounds = len({p.round for p in pairs})
     final = rounds >= policy.max_rounds or gpu_seconds >= policy.budget_gpu_s
     by_class: dict[str, list[Pair]] = defaultdict(list)

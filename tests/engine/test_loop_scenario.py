@@ -100,6 +100,12 @@ def test_production_verdicts_let_the_grid_guard_but_not_vote(fake_env):
     with ws.open_store(readonly=True) as s:
         its = s.iterations()
     assert [it.status for it in its] == ["baseline", "tie", "keep"]
+    # the baseline's classes are the ones decisions vote in: the guard beside the production ones
+    base = its[0].record["classes"]
+    assert set(base) == {"cls=small", "cls=large", "guard (non-production)"}
+    assert base["cls=small"]["configs"] == 1 and base["guard (non-production)"]["configs"] == 1
+    with ws.open_store(readonly=True) as s:
+        assert s.get("classes") == ["cls=large", "cls=small"]  # what proposers target: the real classes
     grid_only = its[1].record
     assert set(grid_only["classes"]) == {"cls=small", "cls=large", "guard (non-production)"}
     assert grid_only["classes"]["guard (non-production)"]["verdict"] == "improved"
