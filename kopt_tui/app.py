@@ -162,6 +162,8 @@ class KoptApp(App[int]):
         """The screens that can take data now: mounted (a screen still composing reads
         `latest` in its on_mount) and not torn down with the app (after `q`, a late poll
         must not reach widgets that are gone)."""
+        if not self.is_running:  # shutting down (q, or the end of a test): screens are being pruned
+            return []
         return [s for s in self.screen_stack if s.is_mounted and s.is_attached]
 
     def on_run_updated(self, msg: RunUpdated) -> None:

@@ -19,6 +19,7 @@ from textual.widgets import DataTable, Footer
 from engine.api import LIVE_STATES
 from kopt_tui import model
 from kopt_tui.model import RunData
+from kopt_tui.screens.live import renders_data
 from kopt_tui.watch import GpuReading
 from kopt_tui.widgets.best_chart import BestChart
 from kopt_tui.widgets.class_deltas import ClassDeltas
@@ -95,6 +96,10 @@ class DashboardScreen(Screen):
     def watch_data(self, old: RunData | None, data: RunData | None) -> None:
         if data is None:
             return
+        self._show_data(old, data)
+
+    @renders_data
+    def _show_data(self, old: RunData | None, data: RunData) -> None:
         if old is None or old.generation != data.generation:  # the history moved, not just a heartbeat
             table = self.query_one(HistoryTable)
             best = next((it.version for it in reversed(data.iterations) if it.kept and not it.masked), None)
@@ -114,6 +119,7 @@ class DashboardScreen(Screen):
     def watch_gpu_reading(self) -> None:
         self._show_gpus(self.app.now)
 
+    @renders_data
     def _on_tick(self, now: float) -> None:
         data = self.data
         if data is None:
@@ -122,6 +128,7 @@ class DashboardScreen(Screen):
         self.query_one(ProgressLine).view = model.progress_view(data, now)
         self._show_gpus(now)
 
+    @renders_data
     def _show_gpus(self, now: float) -> None:
         if self.data is None:
             return

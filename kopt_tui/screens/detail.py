@@ -21,6 +21,7 @@ from textual.widgets.option_list import Option
 from engine.api import RunReader
 from kopt_tui import fmt, model
 from kopt_tui.model import RunData
+from kopt_tui.screens.live import renders_data
 from kopt_tui.widgets.class_deltas import class_table
 from kopt_tui.widgets.styles import STATUS_STYLE
 
@@ -81,6 +82,7 @@ class DetailScreen(Screen):
 
     # -- live numbers -------------------------------------------------------------------
 
+    @renders_data
     def watch_data(self, data: RunData | None) -> None:
         if data is None:
             return

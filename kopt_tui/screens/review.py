@@ -13,6 +13,7 @@ from textual.widgets import Button, Input, Label, Static
 
 from kopt_tui import fmt, model
 from kopt_tui.model import RunData
+from kopt_tui.screens.live import renders_data
 from kopt_tui.widgets.class_deltas import class_table
 
 FLAG_HELP = {
@@ -64,6 +65,7 @@ class ReviewScreen(ModalScreen[None]):
     def watch_data(self) -> None:
         self._render_view(self.app.now)
 
+    @renders_data
     def _render_view(self, now: float) -> None:
         if self.data is None:
             return

@@ -12,6 +12,7 @@ from textual.widgets import DataTable, Footer, Static
 
 from kopt_tui import fmt, model
 from kopt_tui.model import RunData, RunSummary
+from kopt_tui.screens.live import renders_data
 from kopt_tui.widgets.styles import state_badge
 
 COLUMNS = (("tag", "run"), ("state", "state"), ("iter", "iter"), ("speedup", "speedup"), ("reviews", "reviews"),
@@ -61,6 +62,7 @@ class RunsScreen(Screen):
     def watch_runs(self) -> None:
         self._on_tick(self.app.now)
 
+    @renders_data
     def _on_tick(self, now: float) -> None:
         if self.runs is None:
             return

@@ -75,6 +75,22 @@ async def test_a_poll_reaching_a_screen_still_composing_waits_for_its_mount(runs
         assert fresh.query_one(HistoryTable).row_count == len(data.iterations)
 
 
+async def test_a_dashboard_losing_its_widgets_takes_data_without_crashing(runs_root: Path):
+    # when the app closes, a screen's widgets are removed one by one while the engine's
+    # updates may still arrive (CI saw "No nodes match 'StateLine'" at the end of a test)
+    from kopt_tui.widgets.state_line import StateLine
+
+    app = KoptApp(runs_root, REVIEW, services=offline_services(runs_root))
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: dashboard(app))
+        screen, data = app.screen, app.screen.data
+        await screen.query_one(StateLine).remove()
+        screen.data = dataclasses.replace(data, generation=data.generation + 1)
+        app.now += 1.0  # a tick
+        await pilot.pause()
+        assert screen.query_one(HistoryTable).row_count == len(data.iterations)
+
+
 async def test_accept_key_queues_an_accept_for_the_pending_candidate(runs_root: Path):
     app = KoptApp(runs_root, REVIEW, services=offline_services(runs_root))
     async with app.run_test(size=SIZE) as pilot:
