@@ -162,6 +162,13 @@ def _finite_or_none(v: Any) -> Any:
     return None if isinstance(v, float) and not math.isfinite(v) else v
 
 
+FLAGS = ("undecided_at_max_rounds", "suspicious_speedup", "faster_than_floor", "subthreshold_gain",
+         "partial_gain", "profiler_disagrees", "budget_spent", "outliers_dropped", "disturbed_rounds", "futility",
+         "two_in_a_row", "no_samples", "no_target", "profiler_failed")
+"""Every flag a verdict can carry (Verdict.flags); the TUI explains each. Records written
+by other versions may carry others: readers show them as they are."""
+
+
 @dataclass(frozen=True)
 class Verdict:
     kind: str
@@ -171,10 +178,7 @@ class Verdict:
     rounds: int = 0
     gpu_seconds: float = 0.0
     flags: tuple[str, ...] = field(default=())
-    """Machine-readable reasons, e.g. "undecided_at_max_rounds", "suspicious_speedup",
-    "faster_than_floor", "subthreshold_gain", "partial_gain", "profiler_disagrees",
-    "budget_spent", "outliers_dropped", "disturbed_rounds", "futility", "two_in_a_row".
-    The loop passes `previous_subthreshold_gain=("subthreshold_gain" in flags)` of the
+    """Machine-readable reasons, each one of FLAGS. The loop passes `previous_subthreshold_gain=("subthreshold_gain" in flags)` of the
     previous iteration's verdict to the next `evaluate`."""
     focus: str = ""
     """The class the reason is about (the one `summary` shows)."""

@@ -24,6 +24,14 @@ FLAG_HELP = {
     "no_samples": "no config could be compared",
     "no_target": "the target class has no samples",
     "profiler_disagrees": "the profiler's GPU time does not agree with the benchmark",
+    "partial_gain": "faster only where the hypothesis did not aim, or in some of the classes a global change aimed at",
+    "budget_spent": "[decide].budget_gpu_s ran out before every class was decided",
+    "two_in_a_row": "kept by the two_in_a_row policy: a second same-direction sub-threshold gain",
+    "futility": "a class still open at the last round was resolved: what would matter is ruled out at "
+                "[decide].futility_confidence",
+    "outliers_dropped": "samples far from the rest (a throttling spike, a stray process) were left out",
+    "disturbed_rounds": "the GPU gate saw throttling or another process during some rounds; they were left out",
+    "profiler_failed": "the profiler could not confirm the benchmark's verdict (its run failed)",
 }
 
 
@@ -83,7 +91,8 @@ class ReviewScreen(ModalScreen[None]):
             Text.assemble(("why        ", "dim"), (v.reason, "bold magenta")),
         ]
         for f in v.flags:
-            lines.append(Text.assemble(("           ", ""), (f"{f}: ", "magenta"), FLAG_HELP.get(f, "")))
+            lines.append(Text.assemble(("           ", ""), (f"{f}: " if f in FLAG_HELP else f, "magenta"),
+                                       FLAG_HELP.get(f, "")))
         cost = f"{v.rounds} rounds" if v.rounds is not None else ""
         if v.gpu_seconds is not None:
             cost += f", {v.gpu_seconds:.1f} s of timed runs"

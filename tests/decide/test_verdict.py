@@ -269,3 +269,22 @@ def test_a_production_gain_keeps_and_a_grid_regression_blocks_it() -> None:
 def test_guard_configs_are_ignored_when_no_production_config_is_left() -> None:
     pairs, guard = _grid({}, {"wide": wiggle(0.95, 12)})
     assert _final(pairs, guard_configs=guard).kind == "keep"
+
+
+def test_every_flag_the_engine_writes_is_a_known_flag() -> None:
+    # the TUI explains each of FLAGS (tests/tui/test_model.py); a flag written here but
+    # missing there would reach the engineer unexplained
+    import re
+    from pathlib import Path
+
+    from engine.decide.model import FLAGS
+
+    root = Path(__file__).resolve().parents[2] / "engine"
+    verdict_src = (root / "decide" / "verdict.py").read_text()
+    loop_src = (root / "loop.py").read_text()
+    written = set(re.findall(r'\("([a-z_]+)",\)', verdict_src))
+    for src in (verdict_src, loop_src):
+        written |= set(re.findall(r'(?:notes\.append\(|flags \+= \(|\*verdict\.flags, |flags \+ \()"([a-z_]+)"', src))
+        written |= set(re.findall(r'else "([a-z_]+)" for f in flags', src))
+    assert {"futility", "profiler_failed", "outliers_dropped", "budget_spent"} <= written  # the scan sees them
+    assert written <= set(FLAGS)

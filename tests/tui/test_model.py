@@ -16,6 +16,13 @@ def dead(ws: Workspace) -> tuple[bool, int | None]:
     return False, None
 
 
+def test_the_review_dialog_explains_every_flag_a_verdict_can_carry():
+    from engine.decide.model import FLAGS
+    from kopt_tui.screens.review import FLAG_HELP
+
+    assert set(FLAG_HELP) == set(FLAGS) and all(FLAG_HELP.values())
+
+
 def test_formats_stay_short_and_signed():
     assert [fmt.num(x) for x in (10.8349, 149.91, 0.012345, 12345678.0, None)] == [
         "10.83", "149.9", "0.01235", "1.235e+07", "—"]
