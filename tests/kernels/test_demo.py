@@ -42,11 +42,14 @@ def test_kopt_demo_headless_runs_the_loop_on_the_cpu(tmp_path: Path) -> None:
         pytest.skip("this machine has a GPU: the CPU demo is checked on machines without one")
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "TRITON_INTERPRET")}
     res = subprocess.run([sys.executable, "-m", "kopt_tui.cli", "--root", str(tmp_path), "demo", "--headless",
-                          "--kernel", "rmsnorm", "--max-iters", "1", "--tag", "d"],
+                          "--kernel", "rmsnorm", "--max-iters", "2", "--tag", "d"],
                          env=env, capture_output=True, text=True, timeout=400)
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
     assert "Timings are CPU timings" in res.stdout
     st = api.status(Workspace(tmp_path, "d"))
-    assert st["candidates"] == 1 and st["stop_reason"].startswith("--max-iters 1")
-    # the candidate was measured and decided, not failed: the loop ran on the real kernel
-    assert "v1: " in res.stdout and "fail" not in res.stdout.split("v1: ")[1].split("\n")[0]
+    assert st["candidates"] == 2 and st["stop_reason"].startswith("--max-iters 2")
+    # each candidate was measured and decided, not failed: the loop ran on the real kernel,
+    # and the naive start's first step (a wider tile for every class) is a clear keep
+    lines = {v: res.stdout.split(f"{v}: ")[1].split("\n")[0] for v in ("v1", "v2")}
+    assert lines["v1"].startswith("keep") and not any(line.startswith("fail") for line in lines.values())
+    assert st["keeps"] >= 1 and "best speedup over the naive start" in res.stdout
