@@ -2,6 +2,9 @@
 # The H100 session for the bundled kernels (issue 4/7/8): run from the repo root on the device.
 #   DEADLINE=<epoch s> bash tests/device/h100_kernels.sh STEP...
 # steps: env validate bench ceilings demo-rmsnorm demo-adaln (a demo ends 60 s before DEADLINE)
+#        resume-<kernel>: go on with that demo's run (a device call lasts at most 10 minutes, the
+#        workspace stays on the machine while it is warm); each demo/resume step ends with the
+#        report, the status, the bench phases and the final tree's production CSV
 # Results go to $R (default /tmp/res); the caller tars it into $OUT.
 set -u
 R=${R:-/tmp/res}; mkdir -p "$R"
@@ -34,11 +37,17 @@ for step in "$@"; do
   ceilings)
     stamp ceilings; timeout 120 $PY -m kopt_tui.cli ceilings > "$R/ceilings.txt" 2>&1; echo "ceilings rc=$?" >> "$R/steps.txt"
     ;;
-  demo-*)
-    k=${step#demo-}; stamp "demo $k"
+  demo-*|resume-*)
+    k=${step#*-}; stamp "$step"
     left=$(( ${DEADLINE:-$(( $(date +%s) + 360 ))} - $(date +%s) - 60 )); [ $left -gt ${DEMO_S:-100000} ] && left=$DEMO_S
-    timeout $left $PY -m kopt_tui.cli demo --headless --kernel $k --tag h100-$k --max-iters ${DEMO_ITERS:-30} $(eval echo \${DEMO_FLAGS_$k:-}) \
-      > "$R/demo_$k.txt" 2>&1; echo "demo $k rc=$?" >> "$R/steps.txt"
+    if [ "${step%%-*}" = demo ]; then
+      timeout $left $PY -m kopt_tui.cli demo --headless --kernel $k --tag h100-$k --max-iters ${DEMO_ITERS:-30} $(eval echo \${DEMO_FLAGS_$k:-}) \
+        > "$R/demo_$k.txt" 2>&1; echo "demo $k rc=$?" >> "$R/steps.txt"
+    else
+      done_n=$(kopt status h100-$k --json | $PY -c "import json,sys; print(json.load(sys.stdin)['candidates'])")
+      timeout $left $PY -m kopt_tui.cli run h100-$k --foreground --max-iters $(( ${DEMO_ITERS:-30} - done_n )) \
+        >> "$R/demo_$k.txt" 2>&1; echo "resume $k after $done_n rc=$?" >> "$R/steps.txt"
+    fi
     kopt stop h100-$k >/dev/null 2>&1; sleep 1
     kopt report h100-$k >> "$R/demo_$k.txt" 2>&1
     kopt status h100-$k --json > "$R/status_$k.json" 2>&1
