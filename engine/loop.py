@@ -73,10 +73,14 @@ class StopRequested(Exception):
 
 
 class RestartRequested(Exception):
-    def __init__(self, version: int, why: str) -> None:
+    """A restart command: the engine finishes the command only once the restart is applied,
+    so a crash in between leaves it pending and the next engine applies it."""
+
+    def __init__(self, version: int, why: str, command_id: int | None = None) -> None:
         super().__init__(f"restart from v{version}")
         self.version = version
         self.why = why
+        self.command_id = command_id
 
 
 class Preempted(Exception):
@@ -157,7 +161,10 @@ class Engine:
                 self.baseline()
             pending = self.pending_review()
             if pending is not None:
-                self.finish_review(pending)
+                try:
+                    self.finish_review(pending)
+                except RestartRequested as r:
+                    self.restart(r)
             while True:
                 reason = self.stop_condition()
                 if reason:
@@ -166,7 +173,7 @@ class Engine:
                     self.wait_if_paused()
                     self.iteration()
                 except RestartRequested as r:
-                    self.restart(r.version, r.why)
+                    self.restart(r)
         except StopRequested as s:
             reason = s.reason
         except NoIdleGpu as e:
@@ -965,10 +972,12 @@ class Engine:
 
     # -- restart ------------------------------------------------------------------------
 
-    def restart(self, version: int, why: str) -> None:
-        control.restart_from(self.ws, self.store, version, why)
+    def restart(self, r: RestartRequested) -> None:
+        control.restart_from(self.ws, self.store, r.version, r.why)
         self.sync_worktrees()
         self.write_projections()
+        if r.command_id is not None:  # done once applied, not when read
+            self.store.finish_command(r.command_id, "done", f"restarted from v{r.version}")
 
     # ===================================================================================
     # Closing an iteration and writing projections
@@ -1059,8 +1068,7 @@ class Engine:
             except BadInput as e:
                 st.finish_command(cmd.id, "rejected", str(e))
                 return
-            st.finish_command(cmd.id, "done", f"restarting from v{v}")
-            raise RestartRequested(v, str(cmd.args.get("why") or ""))
+            raise RestartRequested(v, str(cmd.args.get("why") or ""), cmd.id)
         elif kind in ("mask", "unmask"):
             try:
                 changed = control.set_masked(self.ws, st, [int(x) for x in cmd.args.get("versions", [])],

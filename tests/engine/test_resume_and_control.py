@@ -134,6 +134,36 @@ def test_restart_masks_later_iterations_and_resets_to_vk(fake_env):
     assert kopt(["--root", str(root), "restart", "t", "--from", "v3"]) == 2
 
 
+def test_a_restart_the_engine_read_but_did_not_apply_survives_its_crash(fake_env, monkeypatch):
+    # the command is done only once the masks are written: an engine dying in between leaves
+    # it pending, and the next engine applies it (a TUI waiting for "done" then sees the masks)
+    from engine import control
+
+    repo, root = fake_env(["gain5", "gain5", "loss5", "gain5"])
+    ws = init(repo, root)
+    assert run_engine(ws, max_iters=3) == 0
+    with Store(ws.db_path) as s:
+        cid = s.send_command("restart", {"version": 1, "why": "v2 was a fluke"}, source="test")
+    real = control.restart_from
+
+    def dies(*a, **kw):
+        raise RuntimeError("the engine died while restarting")
+
+    monkeypatch.setattr(control, "restart_from", dies)
+    try:
+        run_engine(ws, max_iters=1)
+    except RuntimeError:
+        pass
+    with Store(ws.db_path, readonly=True) as s:
+        assert s.command(cid).status == "pending"
+        assert not any(it.masked for it in s.iterations())
+    monkeypatch.setattr(control, "restart_from", real)
+    assert run_engine(ws, max_iters=1) == 0
+    with Store(ws.db_path, readonly=True) as s:
+        assert s.command(cid).status == "done"
+        assert [it.version for it in s.iterations() if it.masked] == [2, 3]
+
+
 def test_borderline_follows_the_policy_when_nobody_answers(fake_env):
     repo, root = fake_env(["gain05"], toml_replace={"review_timeout_s = 2": "review_timeout_s = 0.5"})
     ws = init(repo, root)
