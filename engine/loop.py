@@ -354,8 +354,7 @@ class Engine:
             raise
         last = runs[-1]
         # the classes as decisions will see them ([decide].production_verdicts: a guard class)
-        guard = frozenset(k for k, c in last.configs.items() if not c.production) \
-            if self.cfg.decide.production_verdicts else frozenset()
+        guard = self.guard_configs({k: c.production for k, c in last.configs.items()})
         votes = voting_classes({k: c.cls for k, c in last.configs.items()}, guard)
         classes: dict[str, dict[str, Any]] = {}
         for cls in sorted(set(votes.values())):
@@ -643,14 +642,17 @@ class Engine:
                                  f"({verdict.rounds} rounds, {gpu_s:.1f} GPU-s)", version=it.version)
                 return verdict
 
-    def guard_configs(self) -> frozenset[str]:
-        """[decide].production_verdicts: the baseline's non-production configs, which guard
-        the decision instead of voting in their classes."""
+    def guard_configs(self, production: dict[str, bool] | None = None) -> frozenset[str]:
+        """[decide].production_verdicts: the non-production configs (of `production`, config
+        -> is production; by default the baseline's), which guard the decision instead of
+        voting in their classes."""
         if not self.cfg.decide.production_verdicts:
             return frozenset()
-        base = bookkeeping.baseline(self.iterations())
-        configs = (base.record.get("configs") or {}) if base else {}
-        return frozenset(k for k, c in configs.items() if not c.get("production", True))
+        if production is None:
+            base = bookkeeping.baseline(self.iterations())
+            configs = (base.record.get("configs") or {}) if base else {}
+            production = {k: bool(c.get("production", True)) for k, c in configs.items()}
+        return frozenset(k for k, is_production in production.items() if not is_production)
 
     def _previous_subthreshold_gain(self, it: Iteration) -> bool:
         prev = [p for p in self.iterations(include_masked=False) if p.version < it.version and p.final
