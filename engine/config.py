@@ -57,6 +57,10 @@ class TargetConfig:
     ab_command: str = ""
     """Optional: one command that times best and candidate interleaved in one process.
     Placeholders {best} and {cand} are the two worktrees' paths."""
+    ab_serve: bool = False
+    """The ab_command serves looks: kopt starts it once per decision and asks for each look
+    on its stdin (`look N PATH` -> `done N`; docs/files.md), which saves a process start
+    per look. The process may leave after any look (`done N last`); kopt starts another."""
     env: dict[str, str] = field(default_factory=dict)
     """Extra environment for the bench and the proposer."""
     compile_flags: str = ""
@@ -88,7 +92,12 @@ class DecideConfig:
     production_verdicts: bool = False
     """Class verdicts count only the production configs ([target].production); the other
     rows (a regression grid of odd sizes) become one guard class that can block a keep by
-    regressing beyond max_other_regression_pct but never earns one."""
+    regressing beyond guard_max_regression_pct but never earns one."""
+    guard_max_regression_pct: float = 10.0
+    """With production_verdicts: how much slower the guard class (the geometric mean over
+    the non-production configs) may get in a keep. Its configs are odd sizes kept for
+    correctness and to catch a pathological slowdown; a few percent on a 3 µs one-row case
+    must not block a large gain on the shapes models run."""
 
 
 @dataclass(frozen=True)
@@ -323,6 +332,8 @@ def validate(cfg: Config, source: str = "kopt.toml") -> None:
     if t.ab_command:
         need("{best}" in t.ab_command and "{cand}" in t.ab_command, "[target].ab_command",
              "must contain both {best} and {cand}")
+    need(not t.ab_serve or bool(t.ab_command.strip()), "[target].ab_serve",
+         "needs [target].ab_command (the command that serves the looks)")
 
     d = cfg.decide
     need(0.5 < d.confidence < 1, "[decide].confidence", f"must be between 0.5 and 1, not {d.confidence}")
@@ -331,6 +342,7 @@ def validate(cfg: Config, source: str = "kopt.toml") -> None:
     need(d.max_rounds >= d.min_rounds, "[decide].max_rounds", "must be >= [decide].min_rounds")
     need(d.budget_gpu_s > 0, "[decide].budget_gpu_s", "must be > 0")
     need(d.max_other_regression_pct >= 0, "[decide].max_other_regression_pct", "must be >= 0")
+    need(d.guard_max_regression_pct >= 0, "[decide].guard_max_regression_pct", "must be >= 0")
     need(d.suspicious_speedup > 1, "[decide].suspicious_speedup", "must be > 1")
     need(d.review_timeout_s >= 0, "[decide].review_timeout_s", "must be >= 0")
     need(d.review_default in ("reject", "accept"), "[decide].review_default", 'must be "reject" or "accept"')

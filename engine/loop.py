@@ -133,6 +133,9 @@ class Engine:
         self.paused = bool(self.store.get("paused", False))
         self.signal_stop: str | None = None
         self.child_pgid: int | None = None
+        self.ab_server: runner.Server | None = None
+        """The serving ab_command ([target].ab_serve) of the decision under way, if any."""
+        self.ab_servers_started = 0
         self.review_version: int | None = None
         self.review_answer: Command | None = None
         self.waiting_for: set[str] = set()
@@ -592,55 +595,58 @@ class Engine:
         r = (max(p.round for p in pairs) + 1) if pairs else 0
         previous_gain = self._previous_subthreshold_gain(it)
         guard = self.guard_configs()
-        while True:
-            self.wait_if_paused()
-            self.save(it, phase=f"{stage} round {r + 1}")
-            self.progress(it, stage, f"round {r + 1} (min {policy.min_rounds}, max {policy.max_rounds})",
-                          r, policy.max_rounds)
-            env, before = self.acquire_gpu(it)
-            try:
-                self.in_timed_step = True
-                if cfg.target.ab_command:
-                    new, best_m, cand_m, secs = self.ab_round(it, stage, r, env)
-                else:
-                    new, best_m, cand_m, secs = self.abba_round(it, stage, r, env)
-            except Preempted:
-                continue
-            finally:
-                self.in_timed_step = False
-            after = self.gate.evidence()
-            flags = round_flags(before, after)
-            self.note_gpu(it, before, after, flags=flags, round_index=r)
-            if cand_m.failing:
-                return _failure(cand_m)
-            if best_m.failing:
-                raise BenchError("the best tree now fails correctness too: "
-                                 f"{_failure(best_m).summary()} (environment changed?)")
-            if flags:
-                new = [_with(p, flagged=True) for p in new]
-            pairs += new
-            gpu_s += secs
-            it.record.setdefault("gpu_seconds", {})[stage] = gpu_s
-            self.store.add_samples(
-                row for p in new for row in (
-                    (it.version, stage, p.round, p.block, "best", p.config, p.cls, p.best),
-                    (it.version, stage, p.round, p.block, "cand", p.config, p.cls, p.cand)))
-            r += 1
-            if r < policy.min_rounds:
-                continue
-            verdict = evaluate(pairs, policy, target_class=it.target_class, gpu_seconds=gpu_s,
-                               floors=self.floors(), previous_subthreshold_gain=previous_gain,
-                               guard_configs=guard)
-            it.record["classes"] = {c.cls: c.to_dict() for c in verdict.classes}
-            it.record["decision"] = {**verdict.to_dict(), "by": "engine"}
-            self.save(it)
-            self.store.set("live_classes", {"version": it.version, "stage": stage, "verdict": verdict.to_dict()})
-            if verdict.final:
-                self.current_pairs = pairs
-                self.update_roofline(it, _cand_medians(pairs), readme=False)
-                self.store.event("decision", f"v{it.version} {stage}: {verdict.kind}: {verdict.reason} "
-                                 f"({verdict.rounds} rounds, {gpu_s:.1f} GPU-s)", version=it.version)
-                return verdict
+        try:
+            while True:
+                self.wait_if_paused()
+                self.save(it, phase=f"{stage} round {r + 1}")
+                self.progress(it, stage, f"round {r + 1} (min {policy.min_rounds}, max {policy.max_rounds})",
+                              r, policy.max_rounds)
+                env, before = self.acquire_gpu(it)
+                try:
+                    self.in_timed_step = True
+                    if cfg.target.ab_command:
+                        new, best_m, cand_m, secs = self.ab_round(it, stage, r, env)
+                    else:
+                        new, best_m, cand_m, secs = self.abba_round(it, stage, r, env)
+                except Preempted:
+                    continue
+                finally:
+                    self.in_timed_step = False
+                after = self.gate.evidence()
+                flags = round_flags(before, after)
+                self.note_gpu(it, before, after, flags=flags, round_index=r)
+                if cand_m.failing:
+                    return _failure(cand_m)
+                if best_m.failing:
+                    raise BenchError("the best tree now fails correctness too: "
+                                     f"{_failure(best_m).summary()} (environment changed?)")
+                if flags:
+                    new = [_with(p, flagged=True) for p in new]
+                pairs += new
+                gpu_s += secs
+                it.record.setdefault("gpu_seconds", {})[stage] = gpu_s
+                self.store.add_samples(
+                    row for p in new for row in (
+                        (it.version, stage, p.round, p.block, "best", p.config, p.cls, p.best),
+                        (it.version, stage, p.round, p.block, "cand", p.config, p.cls, p.cand)))
+                r += 1
+                if r < policy.min_rounds:
+                    continue
+                verdict = evaluate(pairs, policy, target_class=it.target_class, gpu_seconds=gpu_s,
+                                   floors=self.floors(), previous_subthreshold_gain=previous_gain,
+                                   guard_configs=guard)
+                it.record["classes"] = {c.cls: c.to_dict() for c in verdict.classes}
+                it.record["decision"] = {**verdict.to_dict(), "by": "engine"}
+                self.save(it)
+                self.store.set("live_classes", {"version": it.version, "stage": stage, "verdict": verdict.to_dict()})
+                if verdict.final:
+                    self.current_pairs = pairs
+                    self.update_roofline(it, _cand_medians(pairs), readme=False)
+                    self.store.event("decision", f"v{it.version} {stage}: {verdict.kind}: {verdict.reason} "
+                                     f"({verdict.rounds} rounds, {gpu_s:.1f} GPU-s)", version=it.version)
+                    return verdict
+        finally:
+            self.close_ab_server()  # the serving ab_command lives for one decision
 
     def guard_configs(self, production: dict[str, bool] | None = None) -> frozenset[str]:
         """[decide].production_verdicts: the non-production configs (of `production`, config
@@ -692,7 +698,9 @@ class Engine:
 
     def ab_round(self, it: Iteration, stage: str, r: int, env: dict[str, str]
                  ) -> tuple[list[Pair], Measurement, Measurement, float]:
-        cmd = self.cfg.target.ab_command.replace("{best}", _q(self.ws.best)).replace("{cand}", _q(self.ws.cand))
+        if self.cfg.target.ab_serve:
+            return self.ab_look(it, stage, r, env)
+        cmd = self.ab_command()
         before = metrics.csv_stamps(self.ws.best, self.cfg.target.csv)
         res = self.run_cmd_for(it)(cmd, cwd=self.ws.best, name=f"{stage}_r{r}_ab",
                                    timeout_s=self.cfg.target.timeout_s, env=env)
@@ -705,6 +713,61 @@ class Engine:
         self._check_tree_untouched(self.ws.cand, "cand")
         pairs, best_m, cand_m = metrics.ab_pairs(df, self.cfg.target, r, path.name)
         return pairs, best_m, cand_m, res.duration_s
+
+    def ab_command(self) -> str:
+        return self.cfg.target.ab_command.replace("{best}", _q(self.ws.best)).replace("{cand}", _q(self.ws.cand))
+
+    def ab_look(self, it: Iteration, stage: str, r: int, env: dict[str, str]
+                ) -> tuple[list[Pair], Measurement, Measurement, float]:
+        """One look from the serving ab_command ([target].ab_serve): started at a decision's
+        first look (and again after it left), asked `look r PATH`, answering `done r`."""
+        server = self.ab_server_for(it, stage, env)
+        path = self.ws.log_dir(it.version) / f"{stage}_r{r}_ab.csv"
+        path.unlink(missing_ok=True)
+        t0 = time.monotonic()
+        try:
+            reply = server.ask(f"look {r} {path}", timeout_s=self.cfg.target.timeout_s, poll=self.poll,
+                               poll_interval_s=self.poll_interval_s,
+                               is_reply=lambda line: line.split()[:2] in (["done", str(r)], ["fail", str(r)]))
+        except runner.ServerError as e:
+            raise BenchError(f"ab_command (serving) {e}") from None
+        secs = time.monotonic() - t0
+        words = reply.split()
+        if words[0] == "fail":
+            self.close_ab_server()
+            raise BenchError(f"ab_command could not measure look {r}: {' '.join(words[2:]) or 'no reason given'}")
+        if words[2:3] == ["last"]:  # it leaves after this look; the next look starts a fresh one
+            self.close_ab_server()
+        df = metrics.read_table(path, metric=self.cfg.target.metric)
+        self._check_tree_untouched(self.ws.best, "best")
+        self._check_tree_untouched(self.ws.cand, "cand")
+        pairs, best_m, cand_m = metrics.ab_pairs(df, self.cfg.target, r, path.name)
+        return pairs, best_m, cand_m, secs
+
+    def ab_server_for(self, it: Iteration, stage: str, env: dict[str, str]) -> runner.Server:
+        """The decision's serving ab_command, started when there is none (or the GPU chosen
+        for this look differs from the one it was started on)."""
+        full_env = {**self.cfg.target.env, **env, MARKER: str(self.ws.dir)}
+        server = self.ab_server
+        if server is not None and server.alive and server.env == full_env:
+            return server
+        self.close_ab_server()
+        self.ab_servers_started += 1
+        name = f"{stage}_ab_serve{self.ab_servers_started}"
+        self.store.set("live_log", str(self.ws.log_dir(it.version) / f"{name}.err"))
+        try:
+            self.ab_server = runner.Server(
+                self.ab_command(), cwd=self.ws.best, log_dir=self.ws.log_dir(it.version), name=name, env=full_env,
+                on_start=self._child_started, on_end=self._child_ended,
+                max_output_bytes=int(self.cfg.target.max_output_mib * 2**20))
+        except runner.ServerError as e:
+            raise BenchError(f"ab_command (serving) {e}") from None
+        return self.ab_server
+
+    def close_ab_server(self) -> None:
+        if self.ab_server is not None:
+            server, self.ab_server = self.ab_server, None
+            server.close()
 
     def run_bench(self, it: Iteration, tree: Path, name: str, env: dict[str, str]) -> tuple[Measurement, float]:
         csv = self.cfg.target.csv

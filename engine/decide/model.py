@@ -50,6 +50,8 @@ class Policy:
     true 2% gain needs to be kept 95% of the time at 1% per-run noise (docs/decision.md)."""
     budget_gpu_s: float = 1800.0
     max_other_regression_pct: float = 1.0
+    guard_max_regression_pct: float = 10.0
+    """How much slower the guard class (non-production configs, `guard_configs`) may get."""
     suspicious_speedup: float = 3.0
     two_in_a_row: bool = False
     direction: str = "min"
@@ -80,6 +82,8 @@ class Policy:
         need(self.budget_gpu_s > 0, "budget_gpu_s", f"must be > 0, not {self.budget_gpu_s}")
         need(self.max_other_regression_pct >= 0, "max_other_regression_pct",
              f"must be >= 0, not {self.max_other_regression_pct}")
+        need(self.guard_max_regression_pct >= 0, "guard_max_regression_pct",
+             f"must be >= 0, not {self.guard_max_regression_pct}")
         need(self.suspicious_speedup > 1, "suspicious_speedup", f"must be > 1, not {self.suspicious_speedup}")
         need(self.direction in ("min", "max"), "direction",
              f'(from [target].direction) must be "min" or "max", not {self.direction!r}')
@@ -98,6 +102,7 @@ class Policy:
             max_rounds=cfg.max_rounds,
             budget_gpu_s=cfg.budget_gpu_s,
             max_other_regression_pct=cfg.max_other_regression_pct,
+            guard_max_regression_pct=cfg.guard_max_regression_pct,
             suspicious_speedup=cfg.suspicious_speedup,
             two_in_a_row=cfg.two_in_a_row,
             direction=direction,

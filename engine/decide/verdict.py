@@ -24,8 +24,7 @@ from engine.errors import BadInput
 
 GUARD_CLASS = "guard (non-production)"
 """The class the non-production configs join under `guard_configs`: it can block a keep
-(a regression beyond max_other_regression_pct) but is never a target."""
-
+(a regression beyond guard_max_regression_pct) but is never a target and never earns one."""
 
 
 def voting_classes(config_classes: dict[str, str], guard_configs: frozenset[str]) -> dict[str, str]:
@@ -61,7 +60,7 @@ def evaluate(
     policy a second one in a row keeps.
     guard_configs: configs that only guard ([decide].production_verdicts: the regression
     grid). They leave their classes for GUARD_CLASS, which must not regress beyond
-    max_other_regression_pct and never counts as a target. Ignored when every config is one.
+    guard_max_regression_pct and never counts as a target. Ignored when every config is one.
     """
     _check_pairs(pairs)
     votes = voting_classes({p.config: p.cls for p in pairs}, guard_configs)
@@ -143,8 +142,11 @@ def _state(r: ClassResult, policy: Policy, *, target: bool, final: bool) -> tupl
     look an undecided class is resolved by futility when its plausible interval (at
     policy.futility_confidence) rules out what would matter: for a target class a gain of
     min_effect_pct (it cannot justify a keep), for another class a regression beyond
-    max_other_regression_pct (it cannot block one). Such a class counts as tied.
+    max_other_regression_pct (it cannot block one). Such a class counts as tied. The guard
+    class has a state of its own (`_guard_state`).
     """
+    if r.cls == GUARD_CLASS:
+        return _guard_state(r, policy, final=final)
     if r.verdict == "regressed":
         return ("regressed_ok" if r.delta_pct <= policy.max_other_regression_pct else "regressed_bad"), False
     if r.verdict == "tied":
@@ -157,10 +159,23 @@ def _state(r: ClassResult, policy: Policy, *, target: bool, final: bool) -> tupl
     return r.verdict, False
 
 
+def _guard_state(r: ClassResult, policy: Policy, *, final: bool) -> tuple[str, bool]:
+    """The guard class's state: never a gain (it cannot earn a keep); "tied" (harmless) as
+    soon as its interval rules out a regression beyond guard_max_regression_pct (at the
+    final look, its plausible interval); regressed_bad for a significant regression beyond
+    that tolerance, regressed_ok within it."""
+    tolerance = 1.0 + policy.guard_max_regression_pct / 100.0
+    if r.verdict == "regressed":
+        return ("regressed_ok" if r.delta_pct <= policy.guard_max_regression_pct else "regressed_bad"), False
+    if r.hi < tolerance:
+        return "tied", False
+    if final and r.plausible_hi < tolerance:
+        return "tied", True
+    return "undecided", False
+
+
 def _case(states: dict[str, str], targets: set[str], policy: Policy, previous_subthreshold_gain: bool) -> str:
     """Which case of the run verdict the classes' states make (a key of CASE_KIND)."""
-    if GUARD_CLASS in states and states[GUARD_CLASS] in ("improved", "sub_gain"):
-        states = {**states, GUARD_CLASS: "tied"}  # the guard can block a keep, never earn one
     improved = any(s == "improved" for s in states.values())
     bad = any(s == "regressed_bad" or (c in targets and s == "regressed_ok") for c, s in states.items())
     if improved and bad:

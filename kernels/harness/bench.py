@@ -2,6 +2,7 @@
 
     python bench.py                      # every shape of this machine, CSV on stdout
     python bench.py --ab BEST CAND       # kopt's ab_command: both trees in one process
+    python bench.py --ab BEST CAND --serve   # the same, one look per request on stdin
     python bench.py --shapes production --out results.csv
 
 A kernel folder holds contract.py (NAME, FUNC, DTYPES, TOLERANCE, SHAPES, columns(),
@@ -24,6 +25,17 @@ command a profiler runs (kopt.toml's [profile] command).
 A/B mode: both trees' solutions are imported by path under distinct module names (each
 reads its own params.json), checked, and timed in alternating order block by block (ABBA);
 one row per (config, side, block) with the `side` and `block` columns kopt's ab mode reads.
+Both sides run on the same buffers (inputs and outputs), so where the allocator happened to
+place them (which DRAM channels, which pages) is the same for both: measured on the H100, a
+layout drawn once per side gave the side allocated second a steady +0.8% in A/A looks.
+
+Serve mode (--serve, kopt's `[target].ab_serve`): the process answers kopt's requests on
+stdin, `look N PATH`, each with one A/B look (fresh inputs and fresh buffers, the contract
+checked again, both sides timed interleaved) written as CSV to PATH and the reply `done N`
+on stdout (`fail N why` when a look cannot be measured). It saves a process start per look
+(torch's import alone took 4-5 s on the H100). The graphs and buffers of earlier looks are
+kept (destroying a graph faulted, see harness/timing.py), so once half of the GPU's memory
+is taken the process answers its look and leaves; kopt starts a fresh one for the next.
 """
 
 from __future__ import annotations
@@ -34,7 +46,7 @@ import os
 import random
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -100,6 +112,7 @@ class Case:
         self.ref = contract.reference(torch, self.args, self.kwargs)
         self.out_shape = tuple(self.ref.shape)
         self.atol, self.rtol = contract.TOLERANCE[dtype]
+        self._sets: list[tuple[tuple, Any]] = []
 
     def check(self, module: ModuleType) -> tuple[float, str]:
         """(err, why) of the module's function on this case; err inf when it crashes."""
@@ -118,18 +131,20 @@ class Case:
                              "" if res.ok else f"error {res.err:.3g} x tolerance")
         return res.err, why
 
+    def buffers(self, sets: int) -> list[tuple[tuple, Any]]:
+        """`sets` buffer sets (inputs, output), made once and shared by every function timed
+        on this case: set 0 holds the checked inputs, the others copies of them."""
+        while len(self._sets) < sets:
+            args = self.args if not self._sets else tuple(a.clone() for a in self.args)
+            self._sets.append((args, self.torch.empty(self.out_shape, dtype=self.dt, device=self.device)))
+        return self._sets[:sets]
+
     def calls(self, fn: Callable[..., Any], sets: int, with_out: bool = True) -> list[Callable[[], Any]]:
-        """`sets` calls of fn on distinct copies of the inputs and (with_out) preallocated
-        outputs (rotation); without with_out, fn allocates its own output (torch.compile)."""
-        out = []
-        for i in range(sets):
-            args = self.args if i == 0 else tuple(a.clone() for a in self.args)
-            if not with_out:
-                out.append(lambda a=args: fn(*a, **self.kwargs))
-                continue
-            dst = self.torch.empty(self.out_shape, dtype=self.dt, device=self.device)
-            out.append(lambda a=args, d=dst: fn(*a, **self.kwargs, out=d))
-        return out
+        """`sets` calls of fn over the case's shared buffer sets (rotation); without
+        with_out, fn allocates its own output (torch.compile)."""
+        if not with_out:
+            return [lambda a=args: fn(*a, **self.kwargs) for args, _ in self.buffers(sets)]
+        return [lambda a=args, d=dst: fn(*a, **self.kwargs, out=d) for args, dst in self.buffers(sets)]
 
     def copy_calls(self, sets: int) -> list[Callable[[], Any]]:
         n = max(1, self.bytes // 2)
@@ -170,11 +185,12 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
-def write_csv(rows: list[dict[str, Any]], out: str | None) -> None:
+def write_csv(rows: list[dict[str, Any]], out: str | None, stdout: bool = True) -> None:
     header = list(rows[0])
     text = "\n".join([",".join(header)] + [",".join(_fmt(r[c]) for c in header) for r in rows]) + "\n"
-    sys.stdout.write(text)
-    sys.stdout.flush()
+    if stdout:
+        sys.stdout.write(text)
+        sys.stdout.flush()
     if out:
         Path(out).write_text(text, encoding="utf-8")
 
@@ -198,8 +214,8 @@ class PhaseClock:
     """Wall seconds per phase of one bench process, logged as one line at the end, so the
     cost of a round (a process) can be read from its log: `bench phases: start 1.9 s, ...`."""
 
-    def __init__(self) -> None:
-        self.spent: dict[str, float] = {"start": process_age_s()}
+    def __init__(self, since_process_start: bool = True) -> None:
+        self.spent: dict[str, float] = {"start": process_age_s()} if since_process_start else {}
         self._t = time.perf_counter()
 
     def lap(self, phase: str) -> None:
@@ -215,6 +231,8 @@ class PhaseClock:
 def parse_args(argv: list[str] | None, gpu: bool) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description="kopt bench: contract check and timing, CSV on stdout")
     ap.add_argument("--ab", nargs=2, metavar=("BEST", "CAND"), help="time two trees' solutions interleaved")
+    ap.add_argument("--serve", action="store_true",
+                    help="with --ab: answer kopt's `look N PATH` requests on stdin, one A/B look each")
     ap.add_argument("--shapes", default="auto", choices=["auto", "small", "production", "regression", "all"],
                     help="auto: production + regression on a GPU, small on the CPU")
     ap.add_argument("--dtypes", default="", help="comma-separated subset of the contract's dtypes "
@@ -229,77 +247,102 @@ def parse_args(argv: list[str] | None, gpu: bool) -> argparse.Namespace:
     ap.add_argument("--once", action="store_true",
                     help="no timing: the contract check only (each solution runs twice per shape), for profilers")
     ap.add_argument("--out", help="also write the CSV to this file")
+    ap.add_argument("--serve-memory", type=float, default=0.5,
+                    help="--serve: leave after a look once kept buffers take this share of the GPU's memory")
     a = ap.parse_args(argv)
+    if a.serve and not a.ab:
+        ap.error("--serve needs --ab BEST CAND")
     a.blocks = a.blocks or ((9 if a.ab else 25) if gpu else (4 if a.ab else 3))
     return a
 
 
-def main(kernel_dir: str | Path, argv: list[str] | None = None) -> int:
-    clock = PhaseClock()
-    torch, gpu = setup_device()
-    a = parse_args(argv, gpu)
-    kernel_dir = Path(kernel_dir).resolve()
-    contract = load_module(kernel_dir / "contract.py", f"kopt_{kernel_dir.name}_contract")
-    roofline = load_module(kernel_dir / "roofline.py", f"kopt_{kernel_dir.name}_roofline")
-    trees = {"best": Path(a.ab[0]), "cand": Path(a.ab[1])} if a.ab else {"": kernel_dir}
-    mods = {side: load_solution(contract, tree, side or "this", a.which) for side, tree in trees.items()}
-    dtypes = [d for d in (a.dtypes.split(",") if a.dtypes else contract.DTYPES[: None if gpu else 1]) if d]
-    bad = [d for d in dtypes if d not in contract.TOLERANCE]
-    if bad:
-        raise SystemExit(f"--dtypes: {bad[0]!r} is not one of {', '.join(contract.TOLERANCE)}")
-    shapes = pick_shapes(contract, a.shapes, gpu)
-    if a.only:
-        names = a.only.split(",")
-        unknown = [n for n in names if n not in {s.name for s in contract.SHAPES}]
-        if unknown:
-            raise SystemExit(f"--only: no shape {unknown[0]!r} in {contract.NAME}'s contract")
-        shapes = [s for s in contract.SHAPES if s.name in names]
-    timing = Timing(torch, gpu, a.block_us, max_reps=1000 if gpu else 50)
-    clock.lap("setup")  # torch, the CUDA context, the contract and both trees' modules
-    if not gpu:
-        log(f"{contract.NAME}: no GPU: the Triton interpreter on the CPU; timings are CPU timings")
-    base_seed = random.SystemRandom().randrange(1 << 31)
-    rows: list[dict[str, Any]] = []
-    failed = 0
-    for i, shape in enumerate(shapes):
-        for j, dtype in enumerate(dtypes):
-            clock.lap("timing")  # the previous case's timed blocks
-            case = Case(torch, contract, roofline, shape, dtype, base_seed + i * len(dtypes) + j, gpu)
-            errs, timers = {}, {}
-            for side, mod in mods.items():
-                err, why = case.check(mod)
-                clock.lap("check")  # inputs, the reference, the solution (its JIT compile the first time)
-                errs[side] = err
-                if why:
-                    failed += 1
-                    log(f"{contract.NAME} {shape.name} {dtype}{' ' + side if side else ''}: FAILS contract: {why}")
-                if a.once:
-                    continue
-                try:
-                    fn = getattr(mod, contract.FUNC)
-                    timers[side] = timing.timer(lambda n, fn=fn, case=case: case.calls(fn, n), case.bytes)
-                except Exception as exc:
-                    log(f"{contract.NAME} {shape.name} {dtype} {side}: cannot be timed: {type(exc).__name__}: {exc}")
-                    timers[side] = None
-                clock.lap("capture")  # the timer's calibration and CUDA graph
-            case.ref = None  # checked: the fp64 reference need not outlive the check (timers keep cases alive)
-            prod = int(shape.kind in (PRODUCTION, SMALL))  # this machine's production shapes
-            if a.once:
-                rows += [{**case.cols, **({"side": side} if a.ab else {}), "err": e, "prod": prod}
-                         for side, e in errs.items()]
+class Bench:
+    """One bench process: the contract, the trees' modules, the shapes and the timers."""
+
+    def __init__(self, kernel_dir: str | Path, a: argparse.Namespace, torch: Any, gpu: bool,
+                 clock: PhaseClock) -> None:
+        self.a, self.torch, self.gpu, self.clock = a, torch, gpu, clock
+        kernel_dir = Path(kernel_dir).resolve()
+        self.contract = load_module(kernel_dir / "contract.py", f"kopt_{kernel_dir.name}_contract")
+        self.roofline = load_module(kernel_dir / "roofline.py", f"kopt_{kernel_dir.name}_roofline")
+        trees = {"best": Path(a.ab[0]), "cand": Path(a.ab[1])} if a.ab else {"": kernel_dir}
+        self.mods = {side: load_solution(self.contract, tree, side or "this", a.which) for side, tree in trees.items()}
+        c = self.contract
+        self.dtypes = [d for d in (a.dtypes.split(",") if a.dtypes else c.DTYPES[: None if gpu else 1]) if d]
+        bad = [d for d in self.dtypes if d not in c.TOLERANCE]
+        if bad:
+            raise SystemExit(f"--dtypes: {bad[0]!r} is not one of {', '.join(c.TOLERANCE)}")
+        self.shapes = pick_shapes(c, a.shapes, gpu)
+        if a.only:
+            names = a.only.split(",")
+            unknown = [n for n in names if n not in {s.name for s in c.SHAPES}]
+            if unknown:
+                raise SystemExit(f"--only: no shape {unknown[0]!r} in {c.NAME}'s contract")
+            self.shapes = [s for s in c.SHAPES if s.name in names]
+        self.timing = Timing(torch, gpu, a.block_us, max_reps=1000 if gpu else 50)
+        self.failed = 0
+
+    def cases(self, base_seed: int) -> Iterator[Case]:
+        """Every shape and dtype, fresh inputs from consecutive seeds."""
+        for i, shape in enumerate(self.shapes):
+            for j, dtype in enumerate(self.dtypes):
+                self.clock.lap("timing")  # the previous case's timed blocks
+                yield Case(self.torch, self.contract, self.roofline, shape, dtype,
+                           base_seed + i * len(self.dtypes) + j, self.gpu)
+
+    def check_and_time(self, case: Case) -> tuple[dict[str, float], dict[str, Any]]:
+        """Each side's contract error and its block timer (None: cannot be timed)."""
+        c = self.contract
+        errs, timers = {}, {}
+        for side, mod in self.mods.items():
+            err, why = case.check(mod)
+            self.clock.lap("check")  # inputs, the reference, the solution (its JIT compile the first time)
+            errs[side] = err
+            if why:
+                self.failed += 1
+                log(f"{c.NAME} {case.shape.name} {case.cols['dtype']}{' ' + side if side else ''}: FAILS contract: {why}")
+            if self.a.once:
                 continue
-            if a.ab:
-                for block in range(a.blocks):
-                    for side in (("best", "cand") if block % 2 == 0 else ("cand", "best")):
-                        t = timers[side]
-                        us = t.block() if t is not None else math.nan
-                        rows.append({**case.cols, "side": side, "block": block, "us": us, "err": errs[side],
-                                     "prod": prod})
-                continue
-            copy = timing.timer(case.copy_calls, case.bytes)
+            try:
+                fn = getattr(mod, c.FUNC)
+                timers[side] = self.timing.timer(lambda n, fn=fn, case=case: case.calls(fn, n), case.bytes)
+            except Exception as exc:
+                log(f"{c.NAME} {case.shape.name} {case.cols['dtype']} {side}: cannot be timed: {type(exc).__name__}: {exc}")
+                timers[side] = None
+            self.clock.lap("capture")  # the timer's calibration and CUDA graph
+        case.ref = None  # checked: the fp64 reference need not outlive the check (timers keep cases alive)
+        return errs, timers
+
+    def once_rows(self, base_seed: int) -> list[dict[str, Any]]:
+        rows = []
+        for case in self.cases(base_seed):
+            errs, _ = self.check_and_time(case)
+            rows += [{**case.cols, **({"side": side} if self.a.ab else {}), "err": e, "prod": prod(case)}
+                     for side, e in errs.items()]
+        return rows
+
+    def ab_rows(self, base_seed: int) -> list[dict[str, Any]]:
+        """One A/B look: per case, both sides checked and timed block by block in ABBA order."""
+        rows = []
+        for case in self.cases(base_seed):
+            errs, timers = self.check_and_time(case)
+            for block in range(self.a.blocks):
+                for side in (("best", "cand") if block % 2 == 0 else ("cand", "best")):
+                    t = timers[side]
+                    us = t.block() if t is not None else math.nan
+                    rows.append({**case.cols, "side": side, "block": block, "us": us, "err": errs[side],
+                                 "prod": prod(case)})
+        return rows
+
+    def timed_rows(self, base_seed: int) -> list[dict[str, Any]]:
+        """One tree: per case, its statistics over blocks beside a same-size copy's."""
+        rows = []
+        for case in self.cases(base_seed):
+            errs, timers = self.check_and_time(case)
+            copy = self.timing.timer(case.copy_calls, case.bytes)
             t = timers[""]
             ks, cs = [], []
-            for _ in range(a.blocks):
+            for _ in range(self.a.blocks):
                 ks.append(t.block() if t is not None else math.nan)
                 cs.append(copy.block())
             st = summarize(ks) if t is not None else dict.fromkeys(("median", "mean", "std", "min", "p10", "p90"),
@@ -310,13 +353,78 @@ def main(kernel_dir: str | Path, argv: list[str] | None = None) -> int:
                          "us_mean": st["mean"], "us_std": st["std"], "us_min": st["min"], "us_p10": st["p10"],
                          "us_p90": st["p90"], "samples": len(ks),
                          "gbps": case.bytes / us / 1e3, "copy_us": cu, "copy_gbps": case.bytes / cu / 1e3,
-                         "pct_copy": 100.0 * cu / us, "prod": prod, "seed": case.seed,
-                         "model": shape.model.replace(",", ";")})
-            log(f"{contract.NAME} {shape.name:24s} {dtype:9s} {us:10.3f} us  {case.bytes / us / 1e3:8.1f} GB/s  "
-                f"{100.0 * cu / us:5.1f}% of copy  err {errs['']:.3g}")
+                         "pct_copy": 100.0 * cu / us, "prod": prod(case), "seed": case.seed,
+                         "model": case.shape.model.replace(",", ";")})
+            log(f"{self.contract.NAME} {case.shape.name:24s} {case.cols['dtype']:9s} {us:10.3f} us  "
+                f"{case.bytes / us / 1e3:8.1f} GB/s  {100.0 * cu / us:5.1f}% of copy  err {errs['']:.3g}")
+        return rows
+
+    def memory_full(self, share: float) -> bool:
+        """The tensors this process keeps (earlier looks' buffers, held by their graphs) take
+        more than `share` of the GPU's memory: the rest is the next look's headroom."""
+        if not self.gpu:
+            return False
+        total = self.torch.cuda.get_device_properties(0).total_memory
+        return self.torch.cuda.memory_allocated() > share * total
+
+
+def prod(case: Case) -> int:
+    """1 for this machine's production shapes (the CPU's small shapes stand in for them)."""
+    return int(case.shape.kind in (PRODUCTION, SMALL))
+
+
+def new_seed() -> int:
+    return random.SystemRandom().randrange(1 << 31)
+
+
+def serve(bench: Bench, requests: Iterable[str], reply: Callable[[str], None]) -> int:
+    """Answer `look N PATH` requests until stdin ends (or memory is half full): each look is
+    one A/B measurement with fresh inputs, written as CSV to PATH; the reply is `done N`, or
+    `fail N why` when the look could not be measured (the process then leaves)."""
+    for line in requests:
+        words = line.split(maxsplit=2)
+        if not words:
+            continue
+        if len(words) != 3 or words[0] != "look":
+            reply(f"fail ? not a request (`look N PATH`): {line.strip()[:80]!r}")
+            continue
+        n, path = words[1], words[2].strip()
+        bench.clock = PhaseClock(since_process_start=False)
+        try:
+            rows = bench.ab_rows(new_seed())
+            bench.clock.lap("timing")
+            write_csv(rows, path, stdout=False)
+        except Exception as exc:  # a broken candidate fails its own rows: this is the harness or CUDA itself
+            log(f"look {n}: {type(exc).__name__}: {exc}")
+            first = str(exc).splitlines()[0][:200] if str(exc) else ""
+            reply(f"fail {n} {type(exc).__name__}: {first}")
+            return 1  # a CUDA error is sticky: a fresh process serves the next look
+        log(f"look {n}: " + bench.clock.line())
+        reply(f"done {n}")
+        if bench.memory_full(bench.a.serve_memory):
+            log(f"GPU memory past {bench.a.serve_memory:.0%} reserved: leaving after look {n}")
+            break
+    return 0
+
+
+def main(kernel_dir: str | Path, argv: list[str] | None = None) -> int:
+    clock = PhaseClock()
+    torch, gpu = setup_device()
+    a = parse_args(argv, gpu)
+    bench = Bench(kernel_dir, a, torch, gpu, clock)
+    clock.lap("setup")  # torch, the CUDA context, the contract and both trees' modules
+    if not gpu:
+        log(f"{bench.contract.NAME}: no GPU: the Triton interpreter on the CPU; timings are CPU timings")
+    if a.serve:
+        def reply(msg: str) -> None:
+            sys.stdout.write(msg + "\n")
+            sys.stdout.flush()
+        return serve(bench, sys.stdin, reply)
+    seed = new_seed()
+    rows = bench.once_rows(seed) if a.once else bench.ab_rows(seed) if a.ab else bench.timed_rows(seed)
     clock.lap("timing")
     write_csv(rows, a.out)
     log(clock.line())
-    if failed:
-        log(f"{contract.NAME}: {failed} contract failure(s)")
+    if bench.failed:
+        log(f"{bench.contract.NAME}: {bench.failed} contract failure(s)")
     return 0

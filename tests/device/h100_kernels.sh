@@ -5,6 +5,9 @@
 #        resume-<kernel>: go on with that demo's run (a device call lasts at most 10 minutes, the
 #        workspace stays on the machine while it is warm); each demo/resume step ends with the
 #        report, the status, the bench phases and the final tree's production CSV
+#        phases: what one bench process costs (torch import, cold and warm Triton cache, --ab)
+#        bg-<kernel>: start that demo detached (setsid: it outlives this device call while the
+#        machine stays warm); watch-<kernel>: follow it until it ends or DEADLINE, then collect
 # Results go to $R (default /tmp/res); the caller tars it into $OUT.
 set -u
 R=${R:-/tmp/res}; mkdir -p "$R"
@@ -33,6 +36,42 @@ for step in "$@"; do
         echo "$k bench.py $args: rc=$? $(( ($(date +%s%N) - s) / 1000000 )) ms" >> "$R/steps.txt"
       done
     done
+    ;;
+  phases)
+    stamp phases
+    secs() { local s=$(date +%s%N); "$@" >/dev/null 2>&1; echo "$(( ($(date +%s%N) - s) / 1000000 )) ms: ${*: -1}"; }
+    { secs $PY -c "import torch"; secs $PY -c "import torch"; secs $PY -c "import torch, triton"
+      secs $PY -c "import torch, triton; torch.zeros(1, device='cuda'); torch.cuda.synchronize()"; } >> "$R/phases.txt" 2>&1
+    for k in rmsnorm adaln; do
+      d=/tmp/p_$k; rm -rf $d; mkdir -p $d
+      $PY -c "import sys;sys.path.insert(0,'.');from kernels import catalog;from pathlib import Path;catalog.materialize('$k',Path('$d'),naive=True)"
+      for run in cold warm warm2; do
+        s=$(date +%s%N); (cd $d && timeout 200 $PY bench.py --ab . . --dtypes bfloat16 > "$R/phases_ab_${k}_$run.csv" 2> "$R/phases_ab_${k}_$run.err")
+        echo "$k --ab $run: rc=$? wall $(( ($(date +%s%N) - s) / 1000000 )) ms; $(grep 'bench phases' $R/phases_ab_${k}_$run.err)" >> "$R/phases.txt"
+      done
+    done
+    ;;
+  bg-*)
+    k=${step#bg-}; stamp "$step"
+    setsid nohup $PY -m kopt_tui.cli demo --headless --kernel $k --tag h100-$k --max-iters ${DEMO_ITERS:-30} \
+      $(eval echo \${DEMO_FLAGS_$k:-}) > "/tmp/demo_$k.txt" 2>&1 < /dev/null &
+    sleep 5
+    ;;
+  watch-*)
+    k=${step#watch-}; stamp "$step"
+    until ! pgrep -f "demo --headless --kernel $k" >/dev/null; do
+      [ $(date +%s) -ge $(( ${DEADLINE:-$(( $(date +%s) + 300 ))} - 45 )) ] && break
+      sleep 10
+    done
+    cp /tmp/demo_$k.txt "$R/demo_$k.txt"
+    W=$KOPT_ROOT/h100-$k
+    kopt status h100-$k --json > "$R/status_$k.json" 2>&1
+    grep -h "bench phases" $W/logs/v*/*.err > "$R/phases_$k.txt" 2>/dev/null
+    if ! pgrep -f "demo --headless --kernel $k" >/dev/null; then
+      kopt report h100-$k >> "$R/demo_$k.txt" 2>&1
+      tar czf "$R/ws_$k.tgz" -C $KOPT_ROOT --exclude=best --exclude=cand h100-$k 2>/dev/null
+      (cd $W/best && timeout 120 $PY bench.py --shapes production > "$R/final_$k.csv" 2>>"$R/bench.err")
+    fi
     ;;
   ceilings)
     stamp ceilings; timeout 120 $PY -m kopt_tui.cli ceilings > "$R/ceilings.txt" 2>&1; echo "ceilings rc=$?" >> "$R/steps.txt"

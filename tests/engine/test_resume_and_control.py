@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import os
 import signal
 import subprocess
@@ -12,6 +13,7 @@ import time
 from pathlib import Path
 
 import psutil
+import pytest
 
 from engine import api
 from engine.daemon import run_engine
@@ -239,3 +241,61 @@ def test_ab_command_path_feeds_the_same_decision(fake_env):
     with Store(ws.db_path, readonly=True) as s:
         blocks = {r["block"] for r in s.samples(1, "eval")}
     assert blocks == {0, 1, 2, 3}
+
+
+def _serving(fake_env, script: list[str], **kw):
+    ab = Path(__file__).parent.parent / "fake_target" / "ab.py"
+    return fake_env(script, **kw, toml_replace={
+        "timeout_s = 20\n\n[decide]":
+            f'timeout_s = 5\nab_command = "{sys.executable} {ab} {{best}} {{cand}} --serve"\nab_serve = true\n\n[decide]'})
+
+
+def _starts(log: Path) -> int:
+    return len(log.read_text().splitlines()) if log.exists() else 0
+
+
+def test_a_serving_ab_command_answers_every_look_of_a_decision(fake_env, monkeypatch, tmp_path):
+    repo, root = _serving(fake_env, ["gain5", "loss5"])
+    log = tmp_path / "starts.log"
+    monkeypatch.setenv("FAKE_SERVE_LOG", str(log))
+    ws = init(repo, root)
+    assert run_engine(ws, max_iters=2) == 0
+    assert [s for _, s, _ in statuses(ws)] == ["baseline", "keep", "regression"]
+    with Store(ws.db_path, readonly=True) as s:
+        v1 = s.samples(1, "eval")
+    looks = {r["round"] for r in v1}
+    assert len(looks) >= 3 and {r["block"] for r in v1} == {0, 1, 2, 3}
+    assert _starts(log) == 2  # one process per decision, however many looks
+    assert meta(ws, "child_pgid") is None
+    assert sorted(p.name for p in ws.log_dir(1).glob("eval_r*_ab.csv")) == [f"eval_r{r}_ab.csv" for r in sorted(looks)]
+
+    # a process that leaves after each 2 looks (`done N last`): the next look starts another
+    repo, root = _serving(fake_env, ["gain5"], name="t2")
+    monkeypatch.setenv("FAKE_SERVE_LOOKS", "2")
+    log2 = tmp_path / "starts2.log"
+    monkeypatch.setenv("FAKE_SERVE_LOG", str(log2))
+    ws = init(repo, root, tag="t2")
+    assert run_engine(ws, max_iters=1) == 0
+    assert [s for _, s, _ in statuses(ws)] == ["baseline", "keep"]
+    with Store(ws.db_path, readonly=True) as s:
+        n = len({r["round"] for r in s.samples(1, "eval")})
+    assert _starts(log2) == (n + 1) // 2
+
+
+@pytest.mark.parametrize("knob, reason", [
+    ("FAKE_SERVE_DIE_AT", r"ab_command \(serving\) ended \(exit code 7\) without answering 'look 1 "),
+    ("FAKE_SERVE_FAIL_AT", "ab_command could not measure look 1: the harness broke"),
+    ("FAKE_SERVE_HANG_AT", r"ab_command \(serving\) timed out after 5 s on 'look 1 "),
+])
+def test_a_serving_ab_command_that_fails_a_look_fails_the_iteration_not_the_run(fake_env, monkeypatch, knob, reason):
+    repo, root = _serving(fake_env, ["gain5", "gain5"])
+    monkeypatch.setenv(knob, "1")
+    ws = init(repo, root)
+    assert run_engine(ws, max_iters=1) == 0
+    got = statuses(ws)
+    assert [s for _, s, _ in got] == ["baseline", "fail_bench"]
+    rec = json.loads(ws.memory_path(1).read_text())
+    assert re.search(reason, rec["decision"]["reason"]), rec["decision"]["reason"]
+    assert meta(ws, "child_pgid") is None
+    assert not [p for p in psutil.process_iter(["cmdline"]) if "--serve" in (p.info["cmdline"] or [])
+                and str(ws.best) in " ".join(p.info["cmdline"] or [])]  # nothing left running

@@ -137,3 +137,90 @@ def test_kill_orphans_only_touches_marked_processes(tmp_path: Path):
             if p.poll() is None:
                 p.kill()
                 p.wait()
+
+
+# -- runner.Server: a command kept up and asked line by line ------------------------------
+
+ECHO_SERVER = r"""
+import sys, time, subprocess
+child = subprocess.Popen(["sleep", "60"])  # a grandchild in the group: must die with it
+for line in sys.stdin:
+    w = line.split()
+    if w[0] == "slow":
+        time.sleep(60)
+    if w[0] == "die":
+        sys.exit(5)
+    if w[0] == "flood":
+        for _ in range(400):
+            sys.stdout.write("x" * 4096 + "\n")
+        sys.stdout.flush()
+    print("noise: working on", w[1], flush=True)
+    print("partial", end="", flush=True)
+    print(" line\nreply", w[1], flush=True)
+"""
+
+
+def _server(tmp_path: Path, **kw) -> runner.Server:
+    script = tmp_path / "srv.py"
+    script.write_text(ECHO_SERVER)
+    return runner.Server([sys.executable, str(script)], cwd=tmp_path, log_dir=tmp_path / "logs", name="srv", **kw)
+
+
+def _is_reply(n: str):
+    return lambda line: line.split()[:2] == ["reply", n]
+
+
+def test_server_answers_requests_and_logs_every_line(tmp_path: Path):
+    started, ended = [], []
+    srv = _server(tmp_path, on_start=started.append, on_end=ended.append)
+    assert srv.ask("go 1", is_reply=_is_reply("1"), timeout_s=10) == "reply 1"
+    assert srv.ask("go 2", is_reply=_is_reply("2"), timeout_s=10) == "reply 2"  # the same process
+    pgid = srv.pgid
+    assert started == [pgid] and srv.alive
+    srv.close()
+    assert ended == [pgid] and not srv.alive
+    assert not _group_alive_pids(pgid)  # the grandchild died with it
+    log = (tmp_path / "logs" / "srv.out").read_text()
+    assert "noise: working on 1" in log and "partial line" in log and "reply 2" in log
+    srv.close()  # idempotent
+    assert ended == [pgid]
+
+
+def test_server_timeout_and_death_are_errors_that_kill_the_group(tmp_path: Path):
+    srv = _server(tmp_path)
+    pgid = srv.pgid
+    t0 = time.monotonic()
+    with pytest.raises(runner.ServerError, match="timed out after 1 s on 'slow 1'"):
+        srv.ask("slow 1", is_reply=_is_reply("1"), timeout_s=1, poll_interval_s=0.05)
+    assert time.monotonic() - t0 < 6 and not srv.alive and not _group_alive_pids(pgid)
+    srv = _server(tmp_path)
+    with pytest.raises(runner.ServerError, match=r"ended \(exit code 5\) without answering 'die 2'"):
+        srv.ask("die 2", is_reply=_is_reply("2"), timeout_s=10)
+    assert not srv.alive
+
+
+def test_server_poll_interrupts_and_flood_is_cut(tmp_path: Path):
+    srv = _server(tmp_path)
+
+    class Stop(Exception):
+        pass
+
+    def poll() -> None:
+        raise Stop()
+
+    with pytest.raises(Stop):
+        srv.ask("slow 1", is_reply=_is_reply("1"), timeout_s=30, poll=poll, poll_interval_s=0.05)
+    assert not srv.alive and not _group_alive_pids(srv.pgid)
+    srv = _server(tmp_path, max_output_bytes=64 * 1024)
+    with pytest.raises(runner.ServerError, match="more output than the limit"):
+        srv.ask("flood 1", is_reply=_is_reply("nothing"), timeout_s=30, poll_interval_s=0.05)
+    assert (tmp_path / "logs" / "srv.out").stat().st_size <= 64 * 1024
+
+
+def test_server_that_cannot_start_says_why(tmp_path: Path):
+    with pytest.raises(runner.ServerError, match="could not start"):
+        runner.Server(["/nonexistent/serve"], cwd=tmp_path, log_dir=tmp_path / "logs", name="x")
+
+
+def _group_alive_pids(pgid: int) -> list[int]:
+    return [p.pid for p in runner.group_members(pgid) if p.status() != psutil.STATUS_ZOMBIE]
