@@ -134,8 +134,11 @@ class Engine:
         self.signal_stop: str | None = None
         self.child_pgid: int | None = None
         self.ab_server: runner.Server | None = None
-        """The serving ab_command ([target].ab_serve) of the decision under way, if any."""
+        """The serving ab_command ([target].ab_serve), kept between decisions (close_ab_server)."""
         self.ab_servers_started = 0
+        self.decisions_started = 0
+        self.ab_server_decision = 0
+        """The decision the serving ab_command has loaded the trees for."""
         self.review_version: int | None = None
         self.review_answer: Command | None = None
         self.waiting_for: set[str] = set()
@@ -184,6 +187,7 @@ class Engine:
         except BaselineFailed as e:
             reason = str(e)
         finally:
+            self.close_ab_server()
             self._account_active_time()
             self.gate.close()
         self.finish(reason)
@@ -453,6 +457,8 @@ class Engine:
 
     def propose(self, it: Iteration, *, repair: int, failing: list[dict[str, Any]] | None = None) -> Proposal:
         self.save(it, phase="propose" if not repair else f"repair {repair}")
+        if not getattr(self.proposer, "instant", False):
+            self.close_ab_server()  # an agent or the engineer may take hours: no idle GPU memory held
         if repair:  # best/ as clean as at the iteration's start (the bench wrote there since)
             gitops.reset_clean(self.ws.best, it.best_commit_before or self.best_commit())
         self.progress(it, "propose", f"proposer ({self.proposer.kind})" + (f", repair {repair}" if repair else ""))
@@ -595,6 +601,8 @@ class Engine:
         r = (max(p.round for p in pairs) + 1) if pairs else 0
         previous_gain = self._previous_subthreshold_gain(it)
         guard = self.guard_configs()
+        self.decisions_started += 1
+        settled = False
         try:
             while True:
                 self.wait_if_paused()
@@ -616,6 +624,7 @@ class Engine:
                 flags = round_flags(before, after)
                 self.note_gpu(it, before, after, flags=flags, round_index=r)
                 if cand_m.failing:
+                    settled = True
                     return _failure(cand_m)
                 if best_m.failing:
                     raise BenchError("the best tree now fails correctness too: "
@@ -644,9 +653,11 @@ class Engine:
                     self.update_roofline(it, _cand_medians(pairs), readme=False)
                     self.store.event("decision", f"v{it.version} {stage}: {verdict.kind}: {verdict.reason} "
                                      f"({verdict.rounds} rounds, {gpu_s:.1f} GPU-s)", version=it.version)
+                    settled = True
                     return verdict
         finally:
-            self.close_ab_server()  # the serving ab_command lives for one decision
+            if not settled:  # a failed or interrupted decision: its serving process goes with it
+                self.close_ab_server()
 
     def guard_configs(self, production: dict[str, bool] | None = None) -> frozenset[str]:
         """[decide].production_verdicts: the non-production configs (of `production`, config
@@ -745,12 +756,23 @@ class Engine:
         return pairs, best_m, cand_m, secs
 
     def ab_server_for(self, it: Iteration, stage: str, env: dict[str, str]) -> runner.Server:
-        """The decision's serving ab_command, started when there is none (or the GPU chosen
-        for this look differs from the one it was started on)."""
+        """The serving ab_command: the one kept from an earlier decision, told to `reload`
+        both trees at a decision's first look, or a fresh one (none kept, it left, it could
+        not reload, or the GPU chosen for this look is not the one it runs on)."""
         full_env = {**self.cfg.target.env, **env, MARKER: str(self.ws.dir)}
         server = self.ab_server
         if server is not None and server.alive and server.env == full_env:
-            return server
+            if self.ab_server_decision == self.decisions_started:
+                return server
+            try:
+                reply = server.ask("reload", timeout_s=self.cfg.target.timeout_s, poll=self.poll,
+                                   poll_interval_s=self.poll_interval_s,
+                                   is_reply=lambda line: line == "reloaded" or line.startswith("fail"))
+            except runner.ServerError:
+                reply = "fail reload"
+            if reply == "reloaded":
+                self.ab_server_decision = self.decisions_started
+                return server
         self.close_ab_server()
         self.ab_servers_started += 1
         name = f"{stage}_ab_serve{self.ab_servers_started}"
@@ -762,9 +784,13 @@ class Engine:
                 max_output_bytes=int(self.cfg.target.max_output_mib * 2**20))
         except runner.ServerError as e:
             raise BenchError(f"ab_command (serving) {e}") from None
+        self.ab_server_decision = self.decisions_started
         return self.ab_server
 
     def close_ab_server(self) -> None:
+        """End the serving ab_command (idle or not). It is kept only across the loop's own
+        quick steps between decisions; waits (pause, review), proposer runs that take time,
+        restarts and the run's end close it, so nothing of kopt's holds the GPU then."""
         if self.ab_server is not None:
             server, self.ab_server = self.ab_server, None
             server.close()
@@ -974,6 +1000,7 @@ class Engine:
         self.review_version = it.version
         self.review_answer = None
         self.set_state("awaiting_review")
+        self.close_ab_server()
         end = time.monotonic() + seconds
         try:
             while time.monotonic() < end:
@@ -1038,6 +1065,7 @@ class Engine:
     # -- restart ------------------------------------------------------------------------
 
     def restart(self, r: RestartRequested) -> None:
+        self.close_ab_server()
         control.restart_from(self.ws, self.store, r.version, r.why)
         self.sync_worktrees()
         self.write_projections()
@@ -1168,6 +1196,8 @@ class Engine:
     def wait_if_paused(self) -> None:
         if not self.paused:
             self.poll()
+        if self.paused:
+            self.close_ab_server()
         while self.paused:
             self.set_state("paused")
             self.progress(None, "paused", "paused by the engineer (resume with `p` or `kopt resume`)")

@@ -110,7 +110,7 @@ def kopt_toml(name: str, *, naive: bool = True, python: str | None = None, cpu: 
 
     cpu: the target runs in Triton's interpreter: the tune space keeps only CPU_PARAMS (a
     warps or stages step is a no-op there, left undecided after every round) and a decision
-    stops at 6 rounds (a round of the A/B bench interleaves 9 blocks per side).
+    stops at 6 looks (each interpreted look takes about a second).
     profile: confirm keeps with the vendor profiler ([profile] kind "auto"), else "none".
     review_timeout_s: how long a borderline candidate waits for the engineer (0: decide by
     policy at once, for a run nobody watches)."""
@@ -118,9 +118,10 @@ def kopt_toml(name: str, *, naive: bool = True, python: str | None = None, cpu: 
     py = python or shlex.quote(sys.executable)
     tuned = [p for p in k.space if not cpu or p in CPU_PARAMS]
     space = ", ".join(f"{p} = {_toml(k.space[p])}" for p in tuned)
-    # a round of the A/B bench interleaves 9 blocks per side: 6 rounds decide what matters;
-    # the production shapes vote, the regression grid guards (it must not get slower)
-    decide = ["max_rounds = 6", "production_verdicts = true"]
+    # the bench serves looks from one process per decision (a look costs about half a second
+    # on the H100, a process start 5 s): 12 looks settle a tie; the production shapes vote,
+    # the regression grid guards (it must not get much slower)
+    decide = [f"max_rounds = {6 if cpu else 12}", "production_verdicts = true"]
     if review_timeout_s is not None:
         decide.append(f"review_timeout_s = {float(review_timeout_s)!r}")
     decide_section = ("\n[decide]\n" + "\n".join(decide) + "\n") if decide else ""
@@ -143,7 +144,8 @@ ignore = {_toml([*STATS, *EXTRA])}
 production = "prod == 1"
 protected = {_toml(PROTECTED)}
 timeout_s = 900
-ab_command = {_toml(f"{py} bench.py --ab {{best}} {{cand}} --dtypes bfloat16")}
+ab_command = {_toml(f"{py} bench.py --ab {{best}} {{cand}} --dtypes bfloat16 --serve")}
+ab_serve = true
 
 [profile]
 kind = {_toml("auto" if profile else "none")}
@@ -161,7 +163,7 @@ per_class = true
 shared_first = true
 
 [gpu]
-# a round of a bundled kernel lasts seconds: two idle readings half a second apart
+# a look of a bundled kernel lasts about half a second: two idle readings half a second apart
 samples = 2
 sample_interval_s = 0.5
 

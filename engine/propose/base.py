@@ -92,6 +92,8 @@ class Proposal:
 
 class Proposer(Protocol):
     kind: str
+    # optional: `instant = True` for a proposer that runs inside the engine in a moment (the
+    # tune proposer); the loop then keeps a serving bench up across the proposal
 
     def propose(self, ctx: ProposalContext) -> Proposal:
         """Edit ctx.worktree into a candidate and write ctx.plan_path."""

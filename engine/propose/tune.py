@@ -398,7 +398,8 @@ REASONS: list[tuple[str, dict[int, str]]] = [
                       -1: "to cut per-program overhead and register pressure (fewer threads per row)"}),
     (r"^num_stages$", {1: "to overlap more of the next tile's loads with this tile's math",
                        -1: "to free shared memory and registers for more resident programs"}),
-    (r"row|^block_m$|^block_size_m$", {1: "to amortise the per-program setup and the scale/shift loads over more rows",
+    (r"row|^block_m$|^block_size_m$", {1: "to amortise each program's setup (index math, the loads every row "
+                                          "shares) over more rows",
                                        -1: "to launch more programs and fill more SMs on small batches"}),
     (r"^block", {1: "to make fewer, wider passes over the data (wider loads, fewer loop trips)",
                  -1: "to lower register pressure (a smaller tile spills less)"}),
@@ -564,6 +565,8 @@ def _shared_step(params: dict[str, dict[str, Any]], cfg: TuneConfig, history: li
 
 class TuneProposer:
     kind = "tune"
+    instant = True
+    """Proposes in the engine in a moment: a serving bench stays up across it."""
 
     def __init__(self, cfg: TuneConfig) -> None:
         if not cfg.params or not cfg.space:

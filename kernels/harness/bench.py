@@ -32,10 +32,11 @@ layout drawn once per side gave the side allocated second a steady +0.8% in A/A 
 Serve mode (--serve, kopt's `[target].ab_serve`): the process answers kopt's requests on
 stdin, `look N PATH`, each with one A/B look (fresh inputs and fresh buffers, the contract
 checked again, both sides timed interleaved) written as CSV to PATH and the reply `done N`
-on stdout (`fail N why` when a look cannot be measured). It saves a process start per look
-(torch's import alone took 4-5 s on the H100). The graphs and buffers of earlier looks are
-kept (destroying a graph faulted, see harness/timing.py), so once half of the GPU's memory
-is taken the process answers its look and leaves; kopt starts a fresh one for the next.
+on stdout (`fail N why` when a look cannot be measured), and `reload` (a new decision: both
+trees imported again) with `reloaded`. It saves a process start per look (torch's import
+alone took 4-5 s on the H100). The graphs and buffers of earlier looks are kept (destroying
+a graph faulted, see harness/timing.py), so once half of the GPU's memory is taken the
+process answers `done N last` and leaves; kopt starts a fresh one for the next look.
 """
 
 from __future__ import annotations
@@ -265,8 +266,8 @@ class Bench:
         kernel_dir = Path(kernel_dir).resolve()
         self.contract = load_module(kernel_dir / "contract.py", f"kopt_{kernel_dir.name}_contract")
         self.roofline = load_module(kernel_dir / "roofline.py", f"kopt_{kernel_dir.name}_roofline")
-        trees = {"best": Path(a.ab[0]), "cand": Path(a.ab[1])} if a.ab else {"": kernel_dir}
-        self.mods = {side: load_solution(self.contract, tree, side or "this", a.which) for side, tree in trees.items()}
+        self.trees = {"best": Path(a.ab[0]), "cand": Path(a.ab[1])} if a.ab else {"": kernel_dir}
+        self.reload()
         c = self.contract
         self.dtypes = [d for d in (a.dtypes.split(",") if a.dtypes else c.DTYPES[: None if gpu else 1]) if d]
         bad = [d for d in self.dtypes if d not in c.TOLERANCE]
@@ -281,6 +282,11 @@ class Bench:
             self.shapes = [s for s in c.SHAPES if s.name in names]
         self.timing = Timing(torch, gpu, a.block_us, max_reps=1000 if gpu else 50)
         self.failed = 0
+
+    def reload(self) -> None:
+        """(Re)import each tree's solution: it reads its params.json again."""
+        self.mods = {side: load_solution(self.contract, tree, side or "this", self.a.which)
+                     for side, tree in self.trees.items()}
 
     def cases(self, base_seed: int) -> Iterator[Case]:
         """Every shape and dtype, fresh inputs from consecutive seeds."""
@@ -378,12 +384,23 @@ def new_seed() -> int:
 
 
 def serve(bench: Bench, requests: Iterable[str], reply: Callable[[str], None]) -> int:
-    """Answer `look N PATH` requests until stdin ends (or memory is half full): each look is
-    one A/B measurement with fresh inputs, written as CSV to PATH; the reply is `done N`, or
-    `fail N why` when the look could not be measured (the process then leaves)."""
+    """Answer kopt's requests until stdin ends (or memory is half full). `look N PATH`: one
+    A/B measurement with fresh inputs, written as CSV to PATH; the reply is `done N` (`done N
+    last` when the process leaves after it), or `fail N why` when the look could not be
+    measured (the process then leaves). `reload`: import both trees again (a new decision:
+    kopt may have moved best/ and the proposer changed cand/); the reply is `reloaded`."""
     for line in requests:
         words = line.split(maxsplit=2)
         if not words:
+            continue
+        if words == ["reload"]:
+            try:
+                bench.reload()
+            except Exception as exc:  # a candidate that cannot even be imported
+                log(f"reload: {type(exc).__name__}: {exc}")
+                reply(f"fail reload {type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}")
+                return 1
+            reply("reloaded")
             continue
         if len(words) != 3 or words[0] != "look":
             reply(f"fail ? not a request (`look N PATH`): {line.strip()[:80]!r}")
@@ -400,10 +417,11 @@ def serve(bench: Bench, requests: Iterable[str], reply: Callable[[str], None]) -
             reply(f"fail {n} {type(exc).__name__}: {first}")
             return 1  # a CUDA error is sticky: a fresh process serves the next look
         log(f"look {n}: " + bench.clock.line())
-        reply(f"done {n}")
         if bench.memory_full(bench.a.serve_memory):
-            log(f"GPU memory past {bench.a.serve_memory:.0%} reserved: leaving after look {n}")
-            break
+            log(f"kept buffers past {bench.a.serve_memory:.0%} of the GPU's memory: leaving after look {n}")
+            reply(f"done {n} last")
+            return 0
+        reply(f"done {n}")
     return 0
 
 

@@ -8,6 +8,8 @@
 #        phases: what one bench process costs (torch import, cold and warm Triton cache, --ab)
 #        bg-<kernel>: start that demo detached (setsid: it outlives this device call while the
 #        machine stays warm); watch-<kernel>: follow it until it ends or DEADLINE, then collect
+#        aa: A/A check of the serving A/B bench (tests/device/serve_aa.py), both kernels
+#        validate-<kernel>: the contract, eager, torch.compile and copy for that demo's best tree
 # Results go to $R (default /tmp/res); the caller tars it into $OUT.
 set -u
 R=${R:-/tmp/res}; mkdir -p "$R"
@@ -50,6 +52,18 @@ for step in "$@"; do
         echo "$k --ab $run: rc=$? wall $(( ($(date +%s%N) - s) / 1000000 )) ms; $(grep 'bench phases' $R/phases_ab_${k}_$run.err)" >> "$R/phases.txt"
       done
     done
+    ;;
+  aa)
+    stamp aa
+    timeout 200 $PY tests/device/serve_aa.py --kernel rmsnorm --looks ${AA_LOOKS:-40} --out "$R/aa_rmsnorm.json" \
+      > "$R/aa_rmsnorm.md" 2> "$R/aa_rmsnorm.err"; echo "aa rmsnorm rc=$?" >> "$R/steps.txt"
+    timeout 200 $PY tests/device/serve_aa.py --kernel adaln --tuned --looks ${AA_LOOKS:-40} --out "$R/aa_adaln.json" \
+      > "$R/aa_adaln.md" 2> "$R/aa_adaln.err"; echo "aa adaln rc=$?" >> "$R/steps.txt"
+    ;;
+  validate-*)
+    k=${step#validate-}; stamp "$step"
+    timeout 300 $PY kernels/validate_gpu.py --tree $KOPT_ROOT/h100-$k/best --kernels $k --out "$R/validate_$k.json" \
+      --budget-s ${VALIDATE_BUDGET:-200} > "$R/validate_$k.md" 2> "$R/validate_$k.err"; echo "validate $k rc=$?" >> "$R/steps.txt"
     ;;
   bg-*)
     k=${step#bg-}; stamp "$step"

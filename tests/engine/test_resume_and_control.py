@@ -265,7 +265,9 @@ def test_a_serving_ab_command_answers_every_look_of_a_decision(fake_env, monkeyp
         v1 = s.samples(1, "eval")
     looks = {r["round"] for r in v1}
     assert len(looks) >= 3 and {r["block"] for r in v1} == {0, 1, 2, 3}
-    assert _starts(log) == 2  # one process per decision, however many looks
+    # one process per decision here: an external proposer may take hours, so kopt holds no
+    # GPU memory while it runs (the tune proposer keeps it: tests/kernels/test_demo.py)
+    assert _starts(log) == 2
     assert meta(ws, "child_pgid") is None
     assert sorted(p.name for p in ws.log_dir(1).glob("eval_r*_ab.csv")) == [f"eval_r{r}_ab.csv" for r in sorted(looks)]
 
@@ -280,6 +282,7 @@ def test_a_serving_ab_command_answers_every_look_of_a_decision(fake_env, monkeyp
     with Store(ws.db_path, readonly=True) as s:
         n = len({r["round"] for r in s.samples(1, "eval")})
     assert _starts(log2) == (n + 1) // 2
+
 
 
 @pytest.mark.parametrize("knob, reason", [

@@ -7,7 +7,8 @@ Reads kernel.json from both trees and writes rows per (shape, side, block), alte
 which side goes first block by block. Serve-mode knobs (environment): FAKE_SERVE_LOOKS=k
 answers `done N last` and leaves after k looks; FAKE_SERVE_DIE_AT=n exits without answering
 look n; FAKE_SERVE_FAIL_AT=n answers look n with `fail`; FAKE_SERVE_HANG_AT=n never answers
-look n; FAKE_SERVE_LOG=path appends one line per process start (to count processes).
+look n; FAKE_SERVE_LOG=path appends one line per process start (to count processes);
+FAKE_SERVE_NO_RELOAD=1 answers `reload` with `fail reload`.
 """
 
 import json
@@ -18,7 +19,13 @@ import time
 from pathlib import Path
 
 best, cand = Path(sys.argv[1]), Path(sys.argv[2])
-speed = {s: json.loads((p / "kernel.json").read_text()) for s, p in (("best", best), ("cand", cand))}
+
+
+def load() -> dict:
+    return {s: json.loads((p / "kernel.json").read_text()) for s, p in (("best", best), ("cand", cand))}
+
+
+speed = load()
 CONFIGS = [("small", 128, 10.0), ("small", 256, 14.0), ("large", 4096, 120.0), ("large", 8192, 230.0)]
 rng = random.Random()
 
@@ -40,8 +47,16 @@ def serve() -> None:
     if env.get("FAKE_SERVE_LOG"):
         with open(env["FAKE_SERVE_LOG"], "a") as f:
             f.write(f"start {os.getpid()}\n")
+    global speed
     served = 0
     for line in sys.stdin:
+        if line.strip() == "reload":  # a new decision: both trees may have changed
+            if env.get("FAKE_SERVE_NO_RELOAD"):
+                print("fail reload not supported", flush=True)
+                continue
+            speed = load()
+            print("reloaded", flush=True)
+            continue
         words = line.split(maxsplit=2)
         if len(words) != 3 or words[0] != "look":
             continue

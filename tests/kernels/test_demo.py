@@ -53,3 +53,11 @@ def test_kopt_demo_headless_runs_the_loop_as_the_readme_does(tmp_path: Path) -> 
     lines = {v: res.stdout.split(f"{v}: ")[1].split("\n")[0] for v in ("v1", "v2")}
     assert lines["v1"].startswith("keep") and not any(line.startswith("fail") for line in lines.values())
     assert st["keeps"] >= 1 and "best speedup over the naive start" in res.stdout
+    # one serving bench process for both decisions (told to reload the trees for v2), ended
+    # with the run: the tune proposer takes no time, so the process start is paid once
+    ws = Workspace(tmp_path, "d")
+    served = sorted(p.relative_to(ws.dir).as_posix() for p in ws.dir.glob("logs/v*/*_ab_serve*.err"))
+    assert served == ["logs/v1/eval_ab_serve1.err"], served
+    v2_looks = sorted(ws.log_dir(2).glob("eval_r*_ab.csv"))
+    assert len(v2_looks) >= 3
+    assert "reloaded" in (ws.log_dir(1) / "eval_ab_serve1.out").read_text()

@@ -120,3 +120,38 @@ def test_launch_meta() -> None:
     odd = {"*": {"BLOCK_D": 96, "ROWS_PER_PROG": 3, "num_warps": 4, "num_stages": 1}}
     assert params.launch_meta(odd, "k", 1000)["BLOCK_D"] == 128 and params.launch_meta(odd, "k", 1000)["ROWS"] == 4
     assert [params.next_power_of_2(n) for n in (1, 2, 3, 96, 128, 129)] == [1, 2, 4, 128, 128, 256]
+
+
+def test_launch_meta_keeps_small_calls_spread_over_the_gpu() -> None:
+    p = {"*": {"BLOCK_D": 0, "ROWS_PER_PROG": 16, "num_warps": 4, "num_stages": 1}}
+    rows = [params.launch_meta(p, "k", 128, rows=m, min_programs=528)["ROWS"] for m in (1, 4, 462, 1665, 8192, 110592)]
+    assert rows == [1, 1, 1, 2, 8, 16]  # production-sized calls keep ROWS_PER_PROG
+    assert params.launch_meta(p, "k", 128, rows=4)["ROWS"] == 16  # no GPU to fill: as asked
+
+
+def test_min_programs_reads_the_multiprocessors_once() -> None:
+    class Props:
+        multi_processor_count = 132
+
+    class Cuda:
+        calls = 0
+
+        def get_device_properties(self, index: int) -> Props:
+            Cuda.calls += 1
+            return Props()
+
+        def current_device(self) -> int:
+            return 0
+
+    class Torch:
+        cuda = Cuda()
+
+    class Dev:
+        def __init__(self, type_: str, index: int | None) -> None:
+            self.type, self.index = type_, index
+
+    params._SMS.clear()
+    assert params.min_programs(Torch, Dev("cuda", None)) == 4 * 132
+    assert params.min_programs(Torch, Dev("cuda", 0)) == 4 * 132 and Cuda.calls == 1
+    assert params.min_programs(Torch, Dev("cpu", None)) == 0
+    params._SMS.clear()

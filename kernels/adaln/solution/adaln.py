@@ -10,7 +10,7 @@ ROWS_PER_PROG, a tile's rows share one batch and scale/shift are loaded once per
 Meta-parameters come from ../params.json (see harness/params.py), per config class
 `dclass=narrow` (D <= 2048) or `dclass=wide`:
   BLOCK_D        columns per chunk; 0 = the next power of two >= D, capped at MAX_BLOCK_D
-  ROWS_PER_PROG  rows per program
+  ROWS_PER_PROG  rows per program (fewer on a call too small to fill the GPU otherwise)
   num_warps, num_stages   Triton launch options
 """
 
@@ -22,7 +22,7 @@ import torch
 import triton
 import triton.language as tl
 from harness.params import class_key as _key
-from harness.params import launch_meta, load
+from harness.params import launch_meta, load, min_programs
 
 PARAMS_PATH = Path(__file__).resolve().parent.parent / "params.json"
 PARAMS = load(PARAMS_PATH)
@@ -94,10 +94,10 @@ def adaln_modulate(x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor, ep
         out = torch.empty_like(x)
     elif out.shape != x.shape or out.dtype != x.dtype or not out.is_contiguous():
         raise ValueError("adaln_modulate: out must be a contiguous tensor of x's shape and dtype")
-    meta = launch_meta(PARAMS, class_key(D), D, MAX_BLOCK_D)
     M = B * N
     if M == 0 or D == 0:
         return out
+    meta = launch_meta(PARAMS, class_key(D), D, MAX_BLOCK_D, rows=M, min_programs=min_programs(torch, x.device))
     _adaln_kernel[(triton.cdiv(M, meta["ROWS"]),)](x, scale, shift, out, M, N, D, eps,
                                                    SAME_BATCH=N % meta["ROWS"] == 0, **meta)
     return out

@@ -9,7 +9,7 @@ is loaded once; otherwise two passes over BLOCK_D chunks (sum of squares, then n
 Meta-parameters come from ../params.json (see harness/params.py), per config class
 `dclass=narrow` (head_dim <= 64) or `dclass=wide`:
   BLOCK_D        columns per chunk; 0 = the next power of two >= head_dim, capped at MAX_BLOCK_D
-  ROWS_PER_PROG  rows per program
+  ROWS_PER_PROG  rows per program (fewer on a call too small to fill the GPU otherwise)
   num_warps, num_stages   Triton launch options
 """
 
@@ -21,7 +21,7 @@ import torch
 import triton
 import triton.language as tl
 from harness.params import class_key as _key
-from harness.params import launch_meta, load
+from harness.params import launch_meta, load, min_programs
 
 PARAMS_PATH = Path(__file__).resolve().parent.parent / "params.json"
 PARAMS = load(PARAMS_PATH)
@@ -72,9 +72,9 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6,
         out = torch.empty_like(x)
     elif out.shape != x.shape or out.dtype != x.dtype or not out.is_contiguous():
         raise ValueError("rms_norm: out must be a contiguous tensor of x's shape and dtype")
-    meta = launch_meta(PARAMS, class_key(D), D, MAX_BLOCK_D)
     M = x.numel() // D if D else 0
     if M == 0:
         return out
+    meta = launch_meta(PARAMS, class_key(D), D, MAX_BLOCK_D, rows=M, min_programs=min_programs(torch, x.device))
     _rms_kernel[(triton.cdiv(M, meta["ROWS"]),)](x, weight, out, M, D, eps, **meta)
     return out
