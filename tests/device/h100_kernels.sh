@@ -18,6 +18,12 @@ PY=python3
 kopt() { $PY -m kopt_tui.cli "$@"; }
 t0=$(date +%s)
 stamp() { echo "[$(date -u +%H:%M:%S) +$(( $(date +%s) - t0 ))s] $*"; }
+demo_running() { pgrep -f "demo --headless --kernel" >/dev/null; }
+# steps that must not overlap a running demo, or must not run twice across device calls
+once() { [ -f "$R/.done_$1" ] && { stamp "skip $1: done before"; return 1; }; return 0; }
+idle() { demo_running && { stamp "skip $1: a demo is running"; return 1; }; return 0; }
+left_s() { echo $(( ${DEADLINE:-$(( $(date +%s) + 600 ))} - $(date +%s) )); }
+room() { [ $(left_s) -ge $2 ] || { stamp "skip $1: $(left_s) s left, needs $2"; return 1; }; }
 for step in "$@"; do
   case "$step" in
   env)
@@ -54,25 +60,26 @@ for step in "$@"; do
     done
     ;;
   aa)
-    stamp aa
+    once aa || continue; stamp aa; touch "$R/.done_aa"
     timeout 200 $PY tests/device/serve_aa.py --kernel rmsnorm --looks ${AA_LOOKS:-40} --out "$R/aa_rmsnorm.json" \
       > "$R/aa_rmsnorm.md" 2> "$R/aa_rmsnorm.err"; echo "aa rmsnorm rc=$?" >> "$R/steps.txt"
     timeout 200 $PY tests/device/serve_aa.py --kernel adaln --tuned --looks ${AA_LOOKS:-40} --out "$R/aa_adaln.json" \
       > "$R/aa_adaln.md" 2> "$R/aa_adaln.err"; echo "aa adaln rc=$?" >> "$R/steps.txt"
     ;;
   validate-*)
-    k=${step#validate-}; stamp "$step"
-    timeout 300 $PY kernels/validate_gpu.py --tree $KOPT_ROOT/h100-$k/best --kernels $k --out "$R/validate_$k.json" \
+    k=${step#validate-}; once "$step" && idle "$step" && room "$step" 250 && [ -d $KOPT_ROOT/h100-$k/best ] || continue
+    stamp "$step"; timeout $(( $(left_s) - 20 )) $PY kernels/validate_gpu.py --tree $KOPT_ROOT/h100-$k/best --kernels $k --out "$R/validate_$k.json" \
       --budget-s ${VALIDATE_BUDGET:-200} > "$R/validate_$k.md" 2> "$R/validate_$k.err"; echo "validate $k rc=$?" >> "$R/steps.txt"
+    touch "$R/.done_$step"
     ;;
   bg-*)
-    k=${step#bg-}; stamp "$step"
+    k=${step#bg-}; once "$step" && idle "$step" || continue; stamp "$step"; touch "$R/.done_$step"
     setsid nohup $PY -m kopt_tui.cli demo --headless --kernel $k --tag h100-$k --max-iters ${DEMO_ITERS:-30} \
       $(eval echo \${DEMO_FLAGS_$k:-}) > "/tmp/demo_$k.txt" 2>&1 < /dev/null &
     sleep 5
     ;;
   watch-*)
-    k=${step#watch-}; stamp "$step"
+    k=${step#watch-}; once "$step" && [ -f "$R/.done_bg-$k" ] || continue; stamp "$step"
     until ! pgrep -f "demo --headless --kernel $k" >/dev/null; do
       [ $(date +%s) -ge $(( ${DEADLINE:-$(( $(date +%s) + 300 ))} - 45 )) ] && break
       sleep 10
@@ -82,6 +89,7 @@ for step in "$@"; do
     kopt status h100-$k --json > "$R/status_$k.json" 2>&1
     grep -h "bench phases" $W/logs/v*/*.err > "$R/phases_$k.txt" 2>/dev/null
     if ! pgrep -f "demo --headless --kernel $k" >/dev/null; then
+      touch "$R/.done_$step"
       kopt report h100-$k >> "$R/demo_$k.txt" 2>&1
       tar czf "$R/ws_$k.tgz" -C $KOPT_ROOT --exclude=best --exclude=cand h100-$k 2>/dev/null
       (cd $W/best && timeout 120 $PY bench.py --shapes production > "$R/final_$k.csv" 2>>"$R/bench.err")
