@@ -5,8 +5,8 @@
 
 A materialized repo holds the kernel's baseline/ (PyTorch) and solution/ (Triton), its
 contract.py and roofline.py, bench.py, a copy of the timing harness (harness/), params.json
-(naive=True: a deliberately naive start, 1 warp, 1 row per program, a small chunk so the
-two-pass loop runs; naive=False: the tuned defaults) and kopt.toml. It runs with torch +
+(naive=True: a deliberately naive start, 1 row per program and a small chunk so the two-pass
+loop runs, at 1 warp (rmsnorm) or Triton's default 4 (adaln); naive=False: the tuned defaults) and kopt.toml. It runs with torch +
 triton (+ numpy) alone: nothing in it imports kopt.
 
 The params contract (for the tune proposer): params.json is {"*": {...}, "<class key>": {...}}

@@ -42,11 +42,24 @@ def test_ignored_columns_match_the_bench() -> None:
     assert catalog.STATS == harness_bench.STATS and catalog.EXTRA == harness_bench.EXTRA
 
 
+def _contract(name: str):  # noqa: ANN202
+    import sys
+
+    sys.path.insert(0, str(catalog.HERE))
+    from harness.loader import load_module
+
+    return load_module(catalog.KERNELS[name].folder / "contract.py", f"t_{name}_contract")
+
+
 @pytest.mark.parametrize("name", sorted(catalog.KERNELS))
 def test_materialize_naive_and_tuned(tmp_path: Path, name: str) -> None:
     naive, tuned = _materialize(tmp_path, name, True), _materialize(tmp_path, name, False)
     pn, pt = (json.loads((d / "params.json").read_text()) for d in (naive, tuned))
-    assert pn != pt and pn["*"]["num_warps"] == 1 and pn["*"]["ROWS_PER_PROG"] == 1
+    # naive: one row per program and a chunk short enough that every production row takes
+    # the two-pass loop (rmsnorm at 1 warp, adaln at Triton's default 4: docs/kernels.md)
+    assert pn != pt and pn["*"]["ROWS_PER_PROG"] == 1 and pn["*"]["num_warps"] == {"rmsnorm": 1, "adaln": 4}[name]
+    row = {"rmsnorm": "hd", "adaln": "D"}[name]
+    assert all(pn["*"]["BLOCK_D"] < s.dims[row] for s in _contract(name).SHAPES if s.kind == "production")
     files = {p.relative_to(naive).as_posix() for p in naive.rglob("*") if p.is_file()}
     assert {"bench.py", "contract.py", "roofline.py", "params.json", "kopt.toml", ".gitignore",
             f"baseline/{name}.py", f"solution/{name}.py", "harness/bench.py", "harness/timing.py"} <= files

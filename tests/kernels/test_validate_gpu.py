@@ -44,7 +44,8 @@ def test_a_broken_tree_fails_loudly(tmp_path: Path) -> None:
     rc = validate_gpu.main(["--smoke", "--kernels", "adaln", "--tree", str(tree), "--blocks", "1", "--out", str(out)])
     assert rc == 1
     report = json.loads(out.read_text())
-    assert report["kernels"]["adaln"]["params"]["*"]["num_warps"] == 1  # the tree's own params.json
+    assert report["kernels"]["adaln"]["params"] == json.loads((tree / "params.json").read_text())  # the tree's own
+    assert report["kernels"]["adaln"]["params"] != json.loads(catalog.params_text("adaln", naive=False))
     assert not any(c["pass"] for c in report["kernels"]["adaln"]["contract"])
     with pytest.raises(SystemExit):
         validate_gpu.main(["--kernels", "adaln,rmsnorm", "--tree", str(tree), "--out", str(out)])
