@@ -14,6 +14,10 @@ Search order around the current best point (per class when `per_class = true`):
    way was no better, from any point of this entry, or the current value was kept coming
    from that side) goes after every new line: a coordinate search that does not re-walk
    what it has seen until nothing else is left;
+   then a leap: one parameter two values along a line whose adjacent value was no better
+   (a line need not be monotone: on the H100, adaLN's 3072- and 5120-wide rows ran slower
+   in 2048-wide chunks than in 1024-wide ones, whose masked tail is shorter, yet fastest in
+   one whole-row block two values further on);
 2. two parameters, each to an adjacent value;
 3. any other point of the space, nearest first, in a seeded order (up to EXPLORE_LIMIT).
 
@@ -43,7 +47,7 @@ import math
 import random
 import re
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +66,7 @@ NOT_TRIED = ("interrupted",)
 """Statuses whose point was never evaluated: proposed again on resume."""
 KEPT = ("keep", "accepted")
 WORSE = ("regression", "fail_bench", "fail_correctness")
-TIERS = ("split", "step", "pair", "explore")
+TIERS = ("split", "step", "leap", "pair", "explore")
 
 
 # ----------------------------------------------------------------------------------------
@@ -192,6 +196,16 @@ def steps(value: Any, values: list[Any]) -> list[tuple[Any, int]]:
     return [(values[j], d) for j, d in ((pos, 1), (pos - 1, -1)) if 0 <= j < len(values)]
 
 
+def leaps(value: Any, values: list[Any]) -> list[tuple[Any, Any, int]]:
+    """The values two places away from a listed `value` in its listed order: (value, the one
+    in between, +1 | -1), up first; none for a value off the list."""
+    keys = [canon(v) for v in values]
+    if canon(value) not in keys:
+        return []
+    i = keys.index(canon(value))
+    return [(values[i + 2 * d], values[i + d], d) for d in (1, -1) if 0 <= i + 2 * d < len(values)]
+
+
 def listed_directions(changed: dict[str, tuple[Any, Any]], space: dict[str, list[Any]]) -> dict[str, int]:
     """param -> +1 or -1 by the listed order, for the changes whose both values are listed."""
     out = {}
@@ -208,9 +222,12 @@ class Move:
     changed: dict[str, tuple[Any, Any]]
     """param -> (old, new)"""
     kind: str
-    """"step" (one parameter, adjacent value), "pair" (two) or "explore" (anywhere in the space)."""
+    """"step" (one parameter, adjacent value), "leap" (one parameter, two values along a line
+    whose adjacent value was no better), "pair" (two) or "explore" (anywhere in the space)."""
     directions: dict[str, int] = field(default_factory=dict)
     """param -> +1 (later in its listed order) or -1; absent when the value was off the list."""
+    past: Any = None
+    """A leap's value in between (the adjacent one that was no better)."""
 
 
 def _move(base: Point, new: Point, kind: str, directions: dict[str, int] | None = None) -> Move:
@@ -220,11 +237,13 @@ def _move(base: Point, new: Point, kind: str, directions: dict[str, int] | None 
 
 def neighbourhood(base: Point, space: dict[str, list[Any]], momentum: tuple[str, int] | None = None,
                   worse: frozenset[str] = frozenset(), order: Sequence[str] = (),
-                  settled: frozenset[tuple[str, int]] = frozenset()) -> Iterator[Move]:
+                  settled: frozenset[tuple[str, int]] = frozenset(),
+                  no_better: frozenset[tuple[str, int]] = frozenset()) -> Iterator[Move]:
     """Tiers 1 and 2: one-parameter then two-parameter adjacent moves, in prior order. The
     momentum move (the param and direction that made this point the best) comes first; a
-    step along a line already measured (`settled`: its value there was no better) goes after
-    every other step; a pair goes later for each of its one-parameter halves known to be
+    step along a line already measured (`settled`) goes after every other step and leap; a
+    leap goes past an adjacent value measured no better from here (`no_better`; not back
+    the way a keep came); a pair goes later for each of its one-parameter halves known to be
     worse (`worse`)."""
     names = ordered_params(space, order)
     per_param = {p: steps(base[p], dedupe(space[p])) for p in names}
@@ -237,6 +256,10 @@ def neighbourhood(base: Point, space: dict[str, list[Any]], momentum: tuple[str,
         for new, d in per_param[p]:
             if (p, d) not in settled:
                 yield _move(base, {**base, p: new}, "step", {p: d})
+    for p in names:
+        for new, past, d in leaps(base[p], dedupe(space[p])):
+            if (p, d) in no_better:
+                yield replace(_move(base, {**base, p: new}, "leap", {p: d}), past=past)
     for p in names:
         for new, d in per_param[p]:
             if (p, d) in settled:
@@ -271,10 +294,11 @@ def explore(base: Point, space: dict[str, list[Any]], seed: str) -> Iterator[Mov
 
 def moves(base: Point, space: dict[str, list[Any]], seed: str, momentum: tuple[str, int] | None = None,
           worse: frozenset[str] = frozenset(), order: Sequence[str] = (),
-          settled: frozenset[tuple[str, int]] = frozenset()) -> Iterator[Move]:
+          settled: frozenset[tuple[str, int]] = frozenset(),
+          no_better: frozenset[tuple[str, int]] = frozenset()) -> Iterator[Move]:
     """Every candidate move from base in search order, each point once, never base itself."""
     seen = {point_key(base)}
-    for m in itertools.chain(neighbourhood(base, space, momentum, worse, order, settled),
+    for m in itertools.chain(neighbourhood(base, space, momentum, worse, order, settled, no_better),
                              explore(base, space, seed)):
         key = point_key(m.point)
         if key not in seen:
@@ -305,6 +329,9 @@ class Tried:
     """(param, direction) lines already measured from the current value of the param: a step
     that way was no better (from any point of this entry), or the current value was kept
     coming from that side. Such steps go after the others (`neighbourhood`)."""
+    no_better: set[tuple[str, int]] = field(default_factory=set)
+    """The settled lines whose adjacent value was measured no better (not the way a keep
+    came): a leap past that value may still pay (`neighbourhood`)."""
 
     def is_settled(self, move: Move) -> bool:
         return move.kind == "step" and all(pd in self.settled for pd in move.directions.items())
@@ -366,6 +393,7 @@ def _settle(out: Tried, r: dict[str, Any], cls: str | None, current: Point) -> N
             return
     if not kept and same(old, current[p]):
         out.settled.add((p, direction))
+        out.no_better.add((p, direction))
     elif kept and same(new, current[p]):
         out.settled.add((p, -direction))
 
@@ -374,7 +402,8 @@ def next_move(base: Point, space: dict[str, list[Any]], tried: Tried, seed: str,
               order: Sequence[str] = (), only: frozenset[str] | None = None) -> Move | None:
     """The first move to a point not tried from this best commit; with fresh, also never
     tried from another one. only: the params a move may change (None: any)."""
-    for m in moves(base, space, seed, tried.momentum, frozenset(tried.worse), order, frozenset(tried.settled)):
+    for m in moves(base, space, seed, tried.momentum, frozenset(tried.worse), order, frozenset(tried.settled),
+                   frozenset(tried.no_better)):
         key = point_key(m.point)
         if key in tried.here or (fresh and key in tried.elsewhere):
             continue
@@ -446,12 +475,15 @@ def hypothesis(choice: Choice) -> str:
              for p, (o, n) in move.changed.items()]
     if move.kind == "split":
         return " and ".join(parts) + f"{where} only: {choice.why}"
+    if move.kind == "leap":
+        return " and ".join(parts) + where + f" (past {_show(move.past)}, which was no better)"
     return " and ".join(parts) + where
 
 
 MOVE_TEXT = {"split": "a global change that split the classes, for the class it made faster",
-             "step": "one parameter to an adjacent value", "pair": "two parameters to adjacent values",
-             "explore": "a point away from the best's neighbourhood"}
+             "step": "one parameter to an adjacent value",
+             "leap": "one parameter two values on, past an adjacent value that was no better",
+             "pair": "two parameters to adjacent values", "explore": "a point away from the best's neighbourhood"}
 
 
 def plan_body(choice: Choice, base: str, params_name: str) -> str:

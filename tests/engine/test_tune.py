@@ -91,10 +91,14 @@ def test_global_search_covers_the_space_once_in_tier_order_then_is_exhausted(tmp
         assert plan.scope == "global" and plan.target_class is None
         assert p.details["base"] == h.base and p.details["class"] is None
     kinds = [p.details["move"] for p, _, _ in got]
-    assert kinds == sorted(kinds, key=("step", "pair", "explore").index)
+    assert kinds == sorted(kinds, key=("step", "leap", "pair", "explore").index)
     # one-parameter moves: 2 + 2 + 1 adjacent values; num_warps first, up first
     assert kinds.count("step") == 5
     assert [p.details["changed"] for p, _, _ in got[:2]] == [{"num_warps": [2, 4]}, {"num_warps": [2, 1]}]
+    # then the one leap the lines allow: warps 2 -> 8, past 4 (no better); BLOCK_D 128 has no
+    # value two places away
+    leaps = [(p.details["changed"], plan.hypothesis) for p, plan, _ in got if p.details["move"] == "leap"]
+    assert [c for c, _ in leaps] == [{"num_warps": [2, 8]}] and "(past 4, which was no better)" in leaps[0][1]
     # adjacent pairs: warps x BLOCK_D + warps x stages + BLOCK_D x stages
     assert kinds.count("pair") == 2 * 2 + 2 * 1 + 2 * 1
     assert last.details == {"exhausted": True, "base": h.base}

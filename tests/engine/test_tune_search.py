@@ -138,3 +138,30 @@ def test_the_whole_row_as_the_last_value_is_one_step_from_the_widest_tile(tmp_pa
     h = Harness(tmp_path, {ALL: {**NAIVE[ALL], "BLOCK_D": 4096}}, space=SPACE, order=ORDER)
     p, plan, _ = h.propose()
     assert p.details["changed"] == {"BLOCK_D": [4096, 0]} and "reads x once instead of twice" in plan.hypothesis
+
+
+# adaLN on the H100 from the naive start (256-wide chunks, 1 row, Triton's default 4 warps):
+# the wide rows (2432, 3072, 5120) ran slower in 2048-wide chunks than in 1024-wide ones
+# (their masked tail is longer; demo runs of 2026-11-24, v12/v25 of h100-adaln) yet fastest
+# as one whole-row block (BLOCK_D 0, docs/results-h100.md). A model of that line, not a GPU.
+ADALN_SPACE = SPACE
+ADALN_NAIVE = {ALL: {"BLOCK_D": 256, "ROWS_PER_PROG": 1, "num_warps": 4, "num_stages": 1}}
+ADALN_H100 = {
+    "dclass=narrow": {"BLOCK_D": {64: 2.6, 128: 2.0, 256: 1.5, 512: 1.25, 1024: 1.22, 2048: 1.0, 4096: 1.0, 0: 1.0},
+                      "ROWS_PER_PROG": {1: 1.05, 2: 1.0, 4: 1.01, 8: 1.04}, "num_warps": WARPS, "num_stages": STAGES},
+    "dclass=wide": {"BLOCK_D": {64: 2.8, 128: 2.2, 256: 1.9, 512: 1.35, 1024: 1.13, 2048: 1.18, 4096: 1.10, 0: 1.0},
+                    "ROWS_PER_PROG": {1: 1.02, 2: 1.0, 4: 1.03, 8: 1.06}, "num_warps": WARPS, "num_stages": STAGES},
+}
+
+
+def test_a_line_that_is_worse_one_step_on_is_leapt(tmp_path: Path, monkeypatch) -> None:
+    from engine.propose import tune
+
+    (tmp_path / "a").mkdir()
+    with_leaps = climb(tmp_path / "a", ADALN_H100, per_class=True, shared_first=True, naive=ADALN_NAIVE)
+    assert with_leaps <= 20
+    # without the leap the wide class stays at 1024-wide chunks: its one-step neighbours are
+    # all slower, and the two-parameter pairs and the exploration come too late
+    monkeypatch.setattr(tune, "leaps", lambda value, values: [])
+    (tmp_path / "b").mkdir()
+    assert climb(tmp_path / "b", ADALN_H100, per_class=True, shared_first=True, naive=ADALN_NAIVE) > 30
