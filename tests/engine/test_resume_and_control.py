@@ -302,3 +302,23 @@ def test_a_serving_ab_command_that_fails_a_look_fails_the_iteration_not_the_run(
     assert meta(ws, "child_pgid") is None
     assert not [p for p in psutil.process_iter(["cmdline"]) if "--serve" in (p.info["cmdline"] or [])
                 and str(ws.best) in " ".join(p.info["cmdline"] or [])]  # nothing left running
+
+
+def test_kill_9_with_a_serving_bench_up_resumes_and_ends_the_orphan(fake_env, monkeypatch):
+    repo, root = _serving(fake_env, ["gain5", "gain5", "gain5"])
+    ws = init(repo, root)
+    eng = engine_proc(ws, "--max-iters", "3", env={"FAKE_SERVE_HANG_AT": "2"})  # v1's third look never ends
+    wait_for(lambda: (meta(ws, "progress") or {}).get("version") == 1 and meta(ws, "child_pgid")
+             and (ws.log_dir(1) / "eval_r1_ab.csv").exists(), what="v1's serving bench past two looks")
+    pgid = meta(ws, "child_pgid")
+    os.kill(eng.pid, signal.SIGKILL)
+    eng.wait()
+    assert any(_live(p) for p in psutil.process_iter() if _pgid(p) == pgid), "the serving bench outlives the engine"
+
+    monkeypatch.delenv("FAKE_SERVE_HANG_AT", raising=False)
+    assert run_engine(ws, max_iters=2) == 0
+    got = statuses(ws)
+    assert got[0] == (0, "baseline", False) and got[1][1] == "interrupted"
+    assert [s for _, s, _ in got[2:]] == ["keep", "keep"]
+    assert not [p for p in psutil.process_iter() if _pgid(p) == pgid and _live(p)]  # the orphan was ended
+    assert meta(ws, "child_pgid") is None
