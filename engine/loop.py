@@ -5,8 +5,9 @@
         sync best/ and cand/ to BEST_COMMIT
         propose (gate → proposer edits cand/, writes plans/vN_plan.md)
         check the candidate (changed files, protected files, own commits, .git)
-        decide: rounds of best/cand in ABBA order (or ab_command runs) until the paired
-                statistics decide every class; a failing row → repair (≤ N) → decide again
+        decide: rounds of best/cand in ABBA order (or ab_command runs, or looks of a serving
+                ab_command kept between decisions) until the paired statistics decide
+                every class; a failing row → repair (≤ N) → decide again
         keep → profiler agrees? → format → verify → commit → move BEST_COMMIT
         borderline → the engineer (or the review policy) accepts or rejects
         anything else → discard (cand/ reset at the next sync)
@@ -730,8 +731,8 @@ class Engine:
 
     def ab_look(self, it: Iteration, stage: str, r: int, env: dict[str, str]
                 ) -> tuple[list[Pair], Measurement, Measurement, float]:
-        """One look from the serving ab_command ([target].ab_serve): started at a decision's
-        first look (and again after it left), asked `look r PATH`, answering `done r`."""
+        """One look from the serving ab_command ([target].ab_serve): asked `look r PATH`, it
+        answers `done r` with the look's CSV in PATH (ab_server_for: which process)."""
         server = self.ab_server_for(it, stage, env)
         path = self.ws.log_dir(it.version) / f"{stage}_r{r}_ab.csv"
         path.unlink(missing_ok=True)

@@ -365,6 +365,13 @@ class Bench:
                 f"{case.bytes / us / 1e3:8.1f} GB/s  {100.0 * cu / us:5.1f}% of copy  err {errs['']:.3g}")
         return rows
 
+    def release_cache(self) -> None:
+        """Between looks: the allocator's cached blocks (the check's fp64 temporaries, tens of
+        GB for the largest shapes) go back to the driver, so an idle serving process holds
+        only the buffers its graphs need while kopt runs a profiler or waits."""
+        if self.gpu:
+            self.torch.cuda.empty_cache()
+
     def memory_full(self, share: float) -> bool:
         """The tensors this process keeps (earlier looks' buffers, held by their graphs) take
         more than `share` of the GPU's memory: the rest is the next look's headroom."""
@@ -417,6 +424,7 @@ def serve(bench: Bench, requests: Iterable[str], reply: Callable[[str], None]) -
             reply(f"fail {n} {type(exc).__name__}: {first}")
             return 1  # a CUDA error is sticky: a fresh process serves the next look
         log(f"look {n}: " + bench.clock.line())
+        bench.release_cache()
         if bench.memory_full(bench.a.serve_memory):
             log(f"kept buffers past {bench.a.serve_memory:.0%} of the GPU's memory: leaving after look {n}")
             reply(f"done {n} last")
