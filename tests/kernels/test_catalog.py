@@ -92,9 +92,14 @@ def test_the_cpu_target_tunes_only_what_the_interpreter_can_feel(tmp_path: Path,
     dest = tmp_path / name
     dest.mkdir()
     catalog.materialize(name, dest, naive=True, cpu=True)
-    tune = config.load(dest / "kopt.toml").propose.tune
+    cfg = config.load(dest / "kopt.toml")
+    tune = cfg.propose.tune
     assert set(tune.space) == set(catalog.CPU_PARAMS)
     assert tune.order == [p for p in catalog.ORDER if p in catalog.CPU_PARAMS]
+    # interpreted looks are noisy: an untouched class may move 5% there, 1% (the default) on a GPU
+    assert (cfg.decide.max_rounds, cfg.decide.max_other_regression_pct) == (6, 5.0)
+    gpu = config.loads(catalog.kopt_toml(name, naive=True))
+    assert (gpu.decide.max_rounds, gpu.decide.max_other_regression_pct) == (12, 1.0)
 
 
 @pytest.mark.parametrize("name", sorted(catalog.KERNELS))
