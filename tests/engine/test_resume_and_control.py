@@ -58,9 +58,12 @@ def engine_proc(ws: Workspace, *extra: str, env: dict[str, str] | None = None) -
 def test_kill_9_mid_benchmark_resumes_without_loss_or_orphans(fake_env, monkeypatch):
     repo, root = fake_env(["gain5", "gain5", "gain5"])
     ws = init(repo, root)
-    eng = engine_proc(ws, "--max-iters", "3", env={"FAKE_SLEEP": "0.4"})
-    # wait until v1 is being timed (a bench child is running), then kill the engine hard
-    wait_for(lambda: (meta(ws, "progress") or {}).get("version") == 1 and meta(ws, "child_pgid"), what="v1 round")
+    eng = engine_proc(ws, "--max-iters", "3", env={"FAKE_SLEEP": "2"})
+    # wait until v1 is being timed (a bench child is alive: child_pgid names a group a moment
+    # after its bench ended too), then kill the engine hard while the bench sleeps its 2 s
+    wait_for(lambda: (meta(ws, "progress") or {}).get("version") == 1 and meta(ws, "child_pgid")
+             and any(_live(p) for p in psutil.process_iter() if _pgid(p) == meta(ws, "child_pgid")),
+             what="v1 round")
     pgid = meta(ws, "child_pgid")
     os.kill(eng.pid, signal.SIGKILL)
     eng.wait()
