@@ -719,12 +719,17 @@ class Engine:
         if not res.ok:
             raise BenchError(f"ab_command {res.why()}: {_last_line(res)}")
         path = metrics.find_csv(self.ws.best, self.cfg.target.csv, before, res.stdout_path)
-        df = metrics.read_table(path, metric=self.cfg.target.metric, from_stdout=self.cfg.target.csv == "-")
         self._keep_csv(it, path, f"{stage}_r{r}_ab")
+        return (*self.ab_pairs_from(path, r, from_stdout=self.cfg.target.csv == "-"), res.duration_s)
+
+    def ab_pairs_from(self, path: Path, r: int, *, from_stdout: bool = False
+                      ) -> tuple[list[Pair], Measurement, Measurement]:
+        """An A/B look's CSV as pairs and each side's measurement, once both trees are checked
+        untouched by the bench."""
+        df = metrics.read_table(path, metric=self.cfg.target.metric, from_stdout=from_stdout)
         self._check_tree_untouched(self.ws.best, "best")
         self._check_tree_untouched(self.ws.cand, "cand")
-        pairs, best_m, cand_m = metrics.ab_pairs(df, self.cfg.target, r, path.name)
-        return pairs, best_m, cand_m, res.duration_s
+        return metrics.ab_pairs(df, self.cfg.target, r, path.name)
 
     def ab_command(self) -> str:
         return self.cfg.target.ab_command.replace("{best}", _q(self.ws.best)).replace("{cand}", _q(self.ws.cand))
@@ -750,11 +755,7 @@ class Engine:
             raise BenchError(f"ab_command could not measure look {r}: {' '.join(words[2:]) or 'no reason given'}")
         if words[2:3] == ["last"]:  # it leaves after this look; the next look starts a fresh one
             self.close_ab_server()
-        df = metrics.read_table(path, metric=self.cfg.target.metric)
-        self._check_tree_untouched(self.ws.best, "best")
-        self._check_tree_untouched(self.ws.cand, "cand")
-        pairs, best_m, cand_m = metrics.ab_pairs(df, self.cfg.target, r, path.name)
-        return pairs, best_m, cand_m, secs
+        return (*self.ab_pairs_from(path, r), secs)
 
     def ab_server_for(self, it: Iteration, stage: str, env: dict[str, str]) -> runner.Server:
         """The serving ab_command: the one kept from an earlier decision, told to `reload`

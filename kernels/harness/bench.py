@@ -390,6 +390,12 @@ def new_seed() -> int:
     return random.SystemRandom().randrange(1 << 31)
 
 
+def why(exc: BaseException) -> str:
+    """An exception as one short line for a `fail` reply."""
+    text = str(exc)
+    return f"{type(exc).__name__}: {text.splitlines()[0][:200] if text else ''}".rstrip()
+
+
 def serve(bench: Bench, requests: Iterable[str], reply: Callable[[str], None]) -> int:
     """Answer kopt's requests until stdin ends (or memory is half full). `look N PATH`: one
     A/B measurement with fresh inputs, written as CSV to PATH; the reply is `done N` (`done N
@@ -405,7 +411,7 @@ def serve(bench: Bench, requests: Iterable[str], reply: Callable[[str], None]) -
                 bench.reload()
             except Exception as exc:  # a candidate that cannot even be imported
                 log(f"reload: {type(exc).__name__}: {exc}")
-                reply(f"fail reload {type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}")
+                reply(f"fail reload {why(exc)}")
                 return 1
             reply("reloaded")
             continue
@@ -420,8 +426,7 @@ def serve(bench: Bench, requests: Iterable[str], reply: Callable[[str], None]) -
             write_csv(rows, path, stdout=False)
         except Exception as exc:  # a broken candidate fails its own rows: this is the harness or CUDA itself
             log(f"look {n}: {type(exc).__name__}: {exc}")
-            first = str(exc).splitlines()[0][:200] if str(exc) else ""
-            reply(f"fail {n} {type(exc).__name__}: {first}")
+            reply(f"fail {n} {why(exc)}")
             return 1  # a CUDA error is sticky: a fresh process serves the next look
         log(f"look {n}: " + bench.clock.line())
         bench.release_cache()
