@@ -13,7 +13,7 @@
    with the harness (CUDA graph of k launches, buffers rotated past 2 x L2, L2 flushed before
    each block; torch.compile falls back to eager launches between events if a graph cannot
    capture it, said in the JSON). Median/p10/p90 µs, GB/s, % of copy, speedups.
-3. --sweep: a quick grid per class (bf16) over the tune space's main axes; the best point per
+3. --sweep: a quick grid per class (bf16) over the tune space's main axes (or --grid); the best point per
    class (highest geometric mean of % of copy over the class's production shapes) is printed
    as a params.json, with whether every production shape reaches --bar (default 90 %).
 
@@ -184,7 +184,7 @@ def sweep(torch: Any, timing: Any, k: Kernel, args: argparse.Namespace, over: An
     """Every point of SWEEP[k] on every production shape (bf16); the best point per class."""
     from harness.bench import Case
 
-    grid = SWEEP[k.name]
+    grid = json.loads(args.grid) if args.grid else SWEEP[k.name]
     points = [dict(zip(grid, vals, strict=True)) for vals in itertools.product(*grid.values())]
     per_class: dict[str, dict[str, Any]] = {}
     fn = getattr(k.solution, k.contract.FUNC)
@@ -226,7 +226,9 @@ def sweep(torch: Any, timing: Any, k: Kernel, args: argparse.Namespace, over: An
     params = {"*": best[next(iter(best))]["params"]} if best else {}
     for cls, b in best.items():
         params[f"dclass={cls}"] = b["params"]
-    return {"grid": grid, "best": best, "params_json": params}
+    return {"grid": grid, "best": best, "params_json": params,
+            "points": [{"params": points[i], "class": cls, "pct_of_copy": d}
+                       for cls, by_point in per_class.items() for i, d in by_point.items()]}
 
 
 def markdown(report: dict[str, Any]) -> str:
@@ -266,6 +268,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dtypes", default="bfloat16", help="dtypes to time (the contract runs all)")
     ap.add_argument("--params-dir", help="a folder of <kernel>.json params files to use instead of the tuned ones")
     ap.add_argument("--sweep", action="store_true", help="also sweep a grid per class and report the best point")
+    ap.add_argument("--grid", help='the sweep\'s grid as JSON, e.g. \'{"ROWS_PER_PROG": [8, 16], "num_warps": [4]}\' '
+                    "(one kernel in --kernels; default: SWEEP)")
     ap.add_argument("--blocks", type=int, default=15)
     ap.add_argument("--block-us", type=float, default=300.0)
     ap.add_argument("--bar", type=float, default=90.0, help="%% of D2D copy bandwidth every production shape should reach")
@@ -273,8 +277,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tree", help="validate this tree's solution/ and params.json (one kernel in --kernels)")
     ap.add_argument("--smoke", action="store_true", help="no GPU: the flow on the CPU interpreter, small shapes")
     args = ap.parse_args(argv)
-    if args.tree and "," in args.kernels:
-        ap.error("--tree needs a single kernel in --kernels")
+    if (args.tree or args.grid) and "," in args.kernels:
+        ap.error(f"{'--tree' if args.tree else '--grid'} needs a single kernel in --kernels")
+    if args.grid:
+        try:
+            grid = json.loads(args.grid)
+            if not isinstance(grid, dict) or not all(isinstance(v, list) and v for v in grid.values()):
+                raise ValueError("an object of non-empty lists")
+        except ValueError as exc:
+            ap.error(f"--grid {args.grid!r}: {exc}")
     out = Path(args.out)
     try:
         report, ok = run(args)
