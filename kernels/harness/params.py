@@ -85,21 +85,6 @@ def min_programs(torch: Any, device: Any) -> int:
                                               torch.cuda.current_device())
 
 
-def persistent_grid(params: dict[str, dict[str, Any]], key: str, tiles: int, torch: Any,
-                    device: Any) -> tuple[int, bool]:
-    """(programs to launch, persistent?) for a call of `tiles` tiles: with PROGS_PER_SM > 0 for
-    this class, a fixed grid of PROGS_PER_SM x the multiprocessors (one "multiprocessor" in
-    Triton's interpreter) walks the tiles in a loop; with 0 or no such key, one program per
-    tile. A persistent grid never launches more programs than tiles."""
-    per_sm = int(resolve(params, key).get("PROGS_PER_SM", 0))
-    if per_sm <= 0:
-        return tiles, False
-    sms = 1
-    if getattr(device, "type", "cpu") == "cuda":
-        sms = _multiprocessors(torch, device.index if device.index is not None else torch.cuda.current_device())
-    return max(1, min(tiles, per_sm * sms)), True
-
-
 _SMS: dict[int, int] = {}
 
 

@@ -8,7 +8,6 @@
 #        phases: what one bench process costs (torch import, cold and warm Triton cache, --ab)
 #        bg-<kernel>: start that demo detached (setsid: it outlives this device call while the
 #        machine stays warm); watch-<kernel>: follow it until it ends or DEADLINE, then collect
-#        persist: RMSNorm's persistent grid swept, its best point against torch.compile
 #        aa: A/A check of the serving A/B bench (tests/device/serve_aa.py), both kernels
 #        validate-<kernel>: the contract, eager, torch.compile and copy for that demo's best tree
 # Results go to $R (default /tmp/res); the caller tars it into $OUT.
@@ -95,18 +94,6 @@ for step in "$@"; do
       tar czf "$R/ws_$k.tgz" -C $KOPT_ROOT --exclude=best --exclude=cand h100-$k 2>/dev/null
       (cd $W/best && timeout 120 $PY bench.py --shapes production > "$R/final_$k.csv" 2>>"$R/bench.err")
     fi
-    ;;
-  persist)
-    # RMSNorm's persistent grid (PROGS_PER_SM) beside the one-program-per-tile launch: a sweep,
-    # then its best point per class against eager, torch.compile and copy, interleaved
-    once persist && idle persist && room persist 300 || continue; stamp persist; touch "$R/.done_persist"
-    timeout 200 $PY kernels/validate_gpu.py --kernels rmsnorm --sweep --budget-s 170 --out "$R/persist.json" \
-      --grid "${PERSIST_GRID:-{\"BLOCK_D\": [0], \"ROWS_PER_PROG\": [8, 16, 32], \"num_warps\": [4, 8], \"num_stages\": [1, 2, 3], \"PROGS_PER_SM\": [0, 2, 4, 8]\}}" \
-      > "$R/persist.md" 2> "$R/persist.err"; echo "persist sweep rc=$?" >> "$R/steps.txt"
-    mkdir -p /tmp/pd && $PY -c "import json,sys; print(json.dumps(json.load(open(sys.argv[1]))['kernels']['rmsnorm']['sweep']['params_json']))" \
-      "$R/persist.json" > /tmp/pd/rmsnorm.json && cp /tmp/pd/rmsnorm.json "$R/persist_params.json" &&
-    timeout 150 $PY kernels/validate_gpu.py --kernels rmsnorm --params-dir /tmp/pd --budget-s 120 --blocks 25 \
-      --out "$R/persist_best.json" > "$R/persist_best.md" 2> "$R/persist_best.err"; echo "persist best rc=$?" >> "$R/steps.txt"
     ;;
   ceilings)
     stamp ceilings; timeout 120 $PY -m kopt_tui.cli ceilings > "$R/ceilings.txt" 2>&1; echo "ceilings rc=$?" >> "$R/steps.txt"

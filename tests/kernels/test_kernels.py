@@ -112,21 +112,3 @@ def test_the_contract_holds_across_the_tune_space(harness_path: Path, name: str)
         sol.PARAMS = {"*": {"BLOCK_D": block, "ROWS_PER_PROG": rows, "num_warps": 4, "num_stages": 1}}
         results = _check_all(harness_path, name, sol, dtypes=["bfloat16"])
         assert all(err <= 1.0 and not why for _, _, err, why in results), (block, rows, results)
-
-
-def test_a_persistent_grid_covers_every_tile(harness_path: Path) -> None:
-    """RMSNorm's PROGS_PER_SM: a fixed grid (one program, or two, in the interpreter) loops over
-    the tiles; every row is written (outputs are NaN-poisoned) and correct, chunked or not."""
-    from harness.params import persistent_grid
-
-    _, sol = _load(harness_path, "rmsnorm", "persist")
-    cpu = torch.device("cpu")
-    assert persistent_grid({"*": {"PROGS_PER_SM": 0}}, "dclass=wide", 9, torch, cpu) == (9, False)
-    assert persistent_grid({"*": {}}, "dclass=wide", 9, torch, cpu) == (9, False)
-    assert persistent_grid({"*": {"PROGS_PER_SM": 2}}, "dclass=wide", 9, torch, cpu) == (2, True)
-    assert persistent_grid({"*": {"PROGS_PER_SM": 4}}, "dclass=wide", 3, torch, cpu) == (3, True)
-    for block, rows, per_sm in ((0, 1, 1), (0, 2, 2), (32, 1, 1), (32, 2, 2)):
-        sol.PARAMS = {"*": {"BLOCK_D": block, "ROWS_PER_PROG": rows, "num_warps": 4, "num_stages": 2,
-                            "PROGS_PER_SM": per_sm}}
-        results = _check_all(harness_path, "rmsnorm", sol, dtypes=["bfloat16"])
-        assert all(err <= 1.0 and not why for _, _, err, why in results), (block, rows, per_sm, results)

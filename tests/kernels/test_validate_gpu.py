@@ -36,13 +36,13 @@ def test_a_custom_grid_is_swept_point_by_point(tmp_path: Path, capsys: pytest.Ca
     from kernels import validate_gpu
 
     out = tmp_path / "v.json"
-    grid = '{"BLOCK_D": [0], "ROWS_PER_PROG": [1, 2], "num_warps": [4], "num_stages": [1], "PROGS_PER_SM": [0, 1]}'
+    grid = '{"BLOCK_D": [0], "ROWS_PER_PROG": [1, 2], "num_warps": [2, 4], "num_stages": [1]}'
     assert validate_gpu.main(["--smoke", "--sweep", "--kernels", "rmsnorm", "--blocks", "2", "--grid", grid,
                               "--out", str(out)]) == 0
     sweep = json.loads(out.read_text())["kernels"]["rmsnorm"]["sweep"]
-    assert sweep["grid"]["PROGS_PER_SM"] == [0, 1]
-    seen = {(pt["class"], pt["params"]["ROWS_PER_PROG"], pt["params"]["PROGS_PER_SM"]) for pt in sweep["points"]}
-    assert seen == {(c, r, p) for c in ("narrow", "wide") for r in (1, 2) for p in (0, 1)}
+    assert sweep["grid"]["num_warps"] == [2, 4]
+    seen = {(pt["class"], pt["params"]["ROWS_PER_PROG"], pt["params"]["num_warps"]) for pt in sweep["points"]}
+    assert seen == {(c, r, w) for c in ("narrow", "wide") for r in (1, 2) for w in (2, 4)}
     assert all(v > 0 for pt in sweep["points"] for v in pt["pct_of_copy"].values())
     for bad in ('{"ROWS_PER_PROG": 4}', "[1, 2]", "{oops"):
         with pytest.raises(SystemExit):

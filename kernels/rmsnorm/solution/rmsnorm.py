@@ -10,8 +10,6 @@ Meta-parameters come from ../params.json (see harness/params.py), per config cla
 `dclass=narrow` (head_dim <= 64) or `dclass=wide`:
   BLOCK_D        columns per chunk; 0 = the next power of two >= head_dim, capped at MAX_BLOCK_D
   ROWS_PER_PROG  rows per program (fewer on a call too small to fill the GPU otherwise)
-  PROGS_PER_SM   0 (or absent): one program per tile; n: a persistent grid of n programs per
-                 multiprocessor loops over the tiles (num_stages deep pipelining of that loop)
   num_warps, num_stages   Triton launch options
 """
 
@@ -23,7 +21,7 @@ import torch
 import triton
 import triton.language as tl
 from harness.params import class_key as _key
-from harness.params import launch_meta, load, min_programs, persistent_grid
+from harness.params import launch_meta, load, min_programs
 
 PARAMS_PATH = Path(__file__).resolve().parent.parent / "params.json"
 PARAMS = load(PARAMS_PATH)
@@ -36,10 +34,9 @@ def class_key(head_dim: int) -> str:
 
 
 @triton.jit
-def _rms_tile(tile, x_ptr, w_ptr, y_ptr, M, D, eps,
-              BLOCK_D: tl.constexpr, ROWS: tl.constexpr, SINGLE: tl.constexpr):
-    """Rows tile*ROWS .. tile*ROWS + ROWS - 1."""
-    rows = tile * ROWS + tl.arange(0, ROWS)
+def _rms_kernel(x_ptr, w_ptr, y_ptr, M, D, eps,
+                BLOCK_D: tl.constexpr, ROWS: tl.constexpr, SINGLE: tl.constexpr):
+    rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
     row_ok = rows < M
     rows64 = rows.to(tl.int64)
     x_row = x_ptr + rows64[:, None] * D
@@ -65,16 +62,6 @@ def _rms_tile(tile, x_ptr, w_ptr, y_ptr, M, D, eps,
             tl.store(y_row + start + cols, (x * rstd * w).to(y_ptr.dtype.element_ty), mask=mask)
 
 
-@triton.jit
-def _rms_kernel(x_ptr, w_ptr, y_ptr, M, D, eps,
-                BLOCK_D: tl.constexpr, ROWS: tl.constexpr, SINGLE: tl.constexpr, PERSISTENT: tl.constexpr):
-    if PERSISTENT:  # a fixed grid walks the tiles (the loop is pipelined num_stages deep)
-        for tile in tl.range(tl.program_id(0), tl.cdiv(M, ROWS), tl.num_programs(0)):
-            _rms_tile(tile, x_ptr, w_ptr, y_ptr, M, D, eps, BLOCK_D, ROWS, SINGLE)
-    else:
-        _rms_tile(tl.program_id(0), x_ptr, w_ptr, y_ptr, M, D, eps, BLOCK_D, ROWS, SINGLE)
-
-
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6,
              out: torch.Tensor | None = None) -> torch.Tensor:
     D = x.shape[-1]
@@ -89,6 +76,5 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6,
     if M == 0:
         return out
     meta = launch_meta(PARAMS, class_key(D), D, MAX_BLOCK_D, rows=M, min_programs=min_programs(torch, x.device))
-    grid, meta["PERSISTENT"] = persistent_grid(PARAMS, class_key(D), triton.cdiv(M, meta["ROWS"]), torch, x.device)
-    _rms_kernel[(grid,)](x, weight, out, M, D, eps, **meta)
+    _rms_kernel[(triton.cdiv(M, meta["ROWS"]),)](x, weight, out, M, D, eps, **meta)
     return out
