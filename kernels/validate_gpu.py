@@ -181,7 +181,7 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], bool]:
 
 def sweep(torch: Any, timing: Any, k: Kernel, args: argparse.Namespace, over: Any, seed: int,
           gpu: bool) -> dict[str, Any]:
-    """Every point of SWEEP[k] on every production shape (bf16); the best point per class."""
+    """Every point of SWEEP[k] (or --grid) on every production shape (bf16); the best point per class."""
     from harness.bench import Case
 
     grid = json.loads(args.grid) if args.grid else SWEEP[k.name]
