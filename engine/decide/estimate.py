@@ -29,7 +29,7 @@ import math
 from collections import defaultdict
 from typing import NamedTuple
 
-from engine.decide.model import ClassResult, Pair, Policy, geomean
+from engine.decide.model import ClassResult, Pair, Policy
 from engine.decide.stats import esd_outliers, mean, t_quantile
 
 OUTLIER_ALPHA = 0.01
@@ -178,6 +178,26 @@ def class_verdict(iv: Interval, rounds: int, policy: Policy) -> str:
     return "undecided"
 
 
+def _shown_values(pairs: list[Pair], kept: list[Sample], unit: str) -> tuple[float, float]:
+    """The class's best and cand values shown beside its ratio: geometric means over the pairs
+    of the looks (or blocks) the interval kept, each look weighing the same as in the ratio,
+    so cand/best sits on the same side of 1 as the ratio (an outlier look left in, or a look
+    with more blocks than the others, could put it on the other side)."""
+    cell = (lambda p: p.round) if unit == "look" else (lambda p: (p.round, p.block))
+    keep = {s.look for s in kept} if unit == "look" else {(s.look, s.block) for s in kept}
+    used = [p for p in pairs if not p.flagged and cell(p) in keep] or [p for p in pairs if not p.flagged] or pairs
+    size: dict[object, int] = defaultdict(int)
+    for p in used:
+        size[cell(p)] += 1
+    total = len(size)
+
+    def weighted_geomean(values: list[tuple[float, object]]) -> float:
+        return math.exp(sum(math.log(v) / size[c] for v, c in values) / total)
+
+    return (weighted_geomean([(p.best, cell(p)) for p in used]),
+            weighted_geomean([(p.cand, cell(p)) for p in used]))
+
+
 def estimate_class(
     cls: str, pairs: list[Pair], samples: list[Sample], policy: Policy, *, final: bool
 ) -> ClassResult:
@@ -197,13 +217,13 @@ def estimate_class(
     if final and verdict == "undecided" and policy.futility_confidence > 0:
         piv = interval(kept, 1.0 - policy.futility_confidence, unit)
         plausible_lo, plausible_hi = math.exp(piv.lo), math.exp(piv.hi)
-    used = [p for p in pairs if not p.flagged] or pairs
+    best, cand = _shown_values(pairs, kept, unit)
     return ClassResult(
         cls=cls,
         rounds=rounds,
         n=iv.n,
-        best=geomean([p.best for p in used]),
-        cand=geomean([p.cand for p in used]),
+        best=best,
+        cand=cand,
         ratio=math.exp(iv.mean) if not math.isnan(iv.mean) else math.nan,
         lo=math.exp(iv.lo),
         hi=math.exp(iv.hi),

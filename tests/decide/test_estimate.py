@@ -94,6 +94,32 @@ def test_an_outlier_round_is_left_out_and_the_estimate_keeps_its_value() -> None
     assert r.verdict == "improved"
 
 
+def test_best_and_cand_come_from_the_rounds_the_ratio_uses() -> None:
+    """An outlier round big enough to flip the sign of cand/best over all rounds is left out of
+    the best and cand shown beside the ratio, as it is left out of the ratio."""
+    ratios = wiggle(0.97, 10)
+    ratios[6] = 1.6  # a spike: over all ten rounds the candidate would look slower
+    pairs = rounds({"all": ratios})
+    r = estimate_class("all", pairs, class_samples(pairs, Policy())["all"], Policy(), final=False)
+    assert r.outliers == 1 and r.ratio < 1
+    all_rounds = math.exp(sum(math.log(p.cand / p.best) for p in pairs) / len(pairs))
+    assert all_rounds > 1  # what the columns showed before
+    assert r.cand / r.best == pytest.approx(r.ratio, rel=1e-3)
+
+
+def test_a_look_with_more_blocks_weighs_no_more_in_best_and_cand() -> None:
+    """Looks of an ab_command are the unit: a slow look of many blocks must not pull cand/best
+    to the other side of the ratio, which weighs every look the same."""
+    pairs = [Pair("c", "all", 10.0, 9.7, k, "AB" if b % 2 == 0 else "BA", b) for k in range(5) for b in range(2)]
+    pairs += [Pair("c", "all", 10.0, 9.9 if b % 2 == 0 else 10.5, 5, "AB" if b % 2 == 0 else "BA", b)
+              for b in range(30)]
+    r = evaluate(pairs, Policy()).classes[0]
+    assert r.unit == "look" and r.rounds == 6 and r.outliers == 0 and r.ratio < 1
+    pooled = math.exp(sum(math.log(p.cand / p.best) for p in pairs) / len(pairs))
+    assert pooled > 1  # every block weighing the same: the other side of 1
+    assert r.cand / r.best == pytest.approx(r.ratio, rel=1e-6)
+
+
 def test_flagged_rounds_are_left_out_and_counted() -> None:
     ratios = wiggle(1.0, 8)
     ratios[2] = 0.90  # the gate saw a foreign process in round 2
