@@ -150,6 +150,10 @@ class TuneConfig:
     """The params to try first, in this order (the rest follow the built-in prior: warps,
     rows per program, block sizes, stages)."""
     seed: int = 0
+    alike: dict[str, dict[str, list[Any]]] = field(default_factory=dict)
+    """Class key -> param -> values of the space that launch the same kernel for that class
+    (e.g. {"dclass=narrow": {"BLOCK_D": [64, 128, 0]}} when every narrow row fits in 64): the
+    search never proposes a change between them and counts them as one point."""
 
 
 @dataclass(frozen=True)
@@ -392,6 +396,14 @@ def validate(cfg: Config, source: str = "kopt.toml") -> None:
          "needs per_class = true (it steps every class at once before tuning each on its own)")
     for name, values in pr.tune.space.items():
         need(len(values) > 0, f"[propose.tune].space.{name}", "must list at least one value")
+    for cls, groups in pr.tune.alike.items():
+        for name, values in groups.items():
+            key = f"[propose.tune].alike.{cls!r}.{name}"
+            need(name in pr.tune.space, key, f"names {name!r}, which is not in [propose.tune].space")
+            listed = {repr(v) for v in pr.tune.space.get(name, [])}
+            off = [v for v in values if repr(v) not in listed]
+            need(not off, key, f"lists {off[0]!r}, which is not among [propose.tune].space.{name}" if off else "")
+            need(len(values) > 1, key, "must list at least two values (the ones that launch the same kernel)")
 
     s = cfg.stop
     need(s.consecutive_regressions >= 1, "[stop].consecutive_regressions", "must be >= 1")

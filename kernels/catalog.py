@@ -24,6 +24,7 @@ import shutil
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
@@ -47,7 +48,11 @@ class KernelInfo:
     summary: str
     triton_kernel: str
     """The Triton kernel's name (the profiler's filter)."""
+    row_dim: str
+    """The shape dimension a row runs along (BLOCK_D tiles it)."""
     class_by: list[str] = field(default_factory=lambda: ["dclass"])
+    max_block_d: int = 8192
+    """The solution's MAX_BLOCK_D: BLOCK_D 0 (the whole row) stops there (a test checks)."""
 
     @property
     def folder(self) -> Path:
@@ -66,6 +71,7 @@ KERNELS: dict[str, KernelInfo] = {
                "num_warps": [1, 2, 4, 8, 16],
                "num_stages": [1, 2]},
         triton_kernel="_adaln_kernel",
+        row_dim="D",
         summary="x [B, N, D], scale/shift [B, D] (per batch), as in FLUX.1, SD3/SD3.5, PixArt-alpha "
                 "and Wan2.1 DiT blocks; bf16/fp16 in, fp32 statistics; class dclass = narrow (D <= 2048) "
                 "or wide",
@@ -81,6 +87,7 @@ KERNELS: dict[str, KernelInfo] = {
                "num_warps": [1, 2, 4, 8],
                "num_stages": [1, 2]},
         triton_kernel="_rms_kernel",
+        row_dim="hd",
         summary="q [B, N, H, head_dim], weight [head_dim], as QK-norm in FLUX.1, SD3.5 and HunyuanVideo "
                 "attention; bf16/fp16 in, fp32 accumulation; class dclass = narrow (head_dim <= 64) or wide",
     ),
@@ -102,6 +109,47 @@ ORDER = ("BLOCK_D", "ROWS_PER_PROG", "num_warps", "num_stages")
 program (short QK-norm rows need many per program), then warps, then stages."""
 CPU_PARAMS = ("BLOCK_D", "ROWS_PER_PROG")
 """The params that change anything in Triton's interpreter (it ignores warps and stages)."""
+
+
+def contract(name: str) -> ModuleType:
+    """The kernel's contract.py (pure Python: shapes, tolerances, class rule)."""
+    added = str(HERE) not in sys.path
+    if added:  # contract.py imports `harness` as a top-level package, as in a materialized repo
+        sys.path.insert(0, str(HERE))
+    try:
+        from kernels.harness.loader import load_module
+
+        return load_module(KERNELS[name].folder / "contract.py", f"kopt_catalog_{name}_contract")
+    finally:
+        if added:
+            sys.path.remove(str(HERE))
+
+
+def alike_blocks(name: str, *, cpu: bool = False) -> dict[str, dict[str, list[Any]]]:
+    """Per class key, the BLOCK_D values of the tune space that give every shape the bench
+    runs in that class the same tile (the production and regression shapes; the small ones
+    with cpu): the tune proposer's `alike`. A class whose rows are all at most 64 long runs
+    BLOCK_D 64, 128 and 0 as one 64-wide tile; without this the search spent 6 of 60 H100
+    iterations on such no-op changes (2026-11-24)."""
+    from kernels.harness.params import launch_meta
+
+    k = KERNELS[name]
+    c = contract(name)
+    kinds = {"small"} if cpu else {"production", "regression"}
+    rows: dict[str, list[int]] = {}
+    for shape in c.SHAPES:
+        if shape.kind in kinds:
+            rows.setdefault(f"dclass={c.dclass(shape.dims)}", []).append(int(shape.dims[k.row_dim]))
+    out: dict[str, dict[str, list[Any]]] = {}
+    for cls, lengths in sorted(rows.items()):
+        by_tiles: dict[tuple[int, ...], list[Any]] = {}
+        for v in k.space["BLOCK_D"]:
+            p = {"*": {"BLOCK_D": v, "ROWS_PER_PROG": 1, "num_warps": 1, "num_stages": 1}}
+            by_tiles.setdefault(tuple(launch_meta(p, "*", n, k.max_block_d)["BLOCK_D"] for n in lengths), []).append(v)
+        groups = sorted((g for g in by_tiles.values() if len(g) > 1), key=len, reverse=True)
+        if groups:
+            out[cls] = {"BLOCK_D": groups[0]}
+    return out
 
 
 def kopt_toml(name: str, *, naive: bool = True, python: str | None = None, cpu: bool = False,
@@ -128,6 +176,10 @@ def kopt_toml(name: str, *, naive: bool = True, python: str | None = None, cpu: 
         decide.append("max_other_regression_pct = 5.0")
     if review_timeout_s is not None:
         decide.append(f"review_timeout_s = {float(review_timeout_s)!r}")
+    alike = {cls: groups for cls, groups in alike_blocks(name, cpu=cpu).items() if "BLOCK_D" in tuned}
+    alike_section = ("# BLOCK_D values that give every shape of a class the same tile: one point for the search\n"
+                     "alike = { " + ", ".join(f"{json.dumps(cls)} = {{ BLOCK_D = {_toml(g['BLOCK_D'])} }}"
+                                              for cls, g in alike.items()) + " }\n") if alike else ""
     decide_section = ("\n[decide]\n" + "\n".join(decide) + "\n") if decide else ""
     return f"""\
 # kopt target: {k.title}
@@ -165,7 +217,7 @@ space = {{ {space} }}
 order = {_toml([p for p in ORDER if p in tuned])}
 per_class = true
 shared_first = true
-
+{alike_section}
 [gpu]
 # a look of a bundled kernel lasts about half a second: two idle readings half a second apart
 samples = 2

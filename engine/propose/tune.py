@@ -152,6 +152,49 @@ def dedupe(values: Iterable[Any]) -> list[Any]:
     return out
 
 
+@dataclass(frozen=True)
+class Alike:
+    """Values of a param that launch the same kernel for one params entry
+    (`[propose.tune].alike`): the search sees each group as its first listed value, so it
+    never proposes a change between two of them (for a class whose rows are all at most 64
+    long, BLOCK_D 64, 128 and 0 are one tile) and counts a point tried under any of them."""
+
+    groups: dict[str, list[Any]] = field(default_factory=dict)
+    """param -> the alike values, in the space's listed order."""
+
+    @classmethod
+    def of(cls, groups: dict[str, list[Any]], space: dict[str, list[Any]]) -> Alike:
+        out = {}
+        for p, values in groups.items():
+            keys = {canon(v) for v in values}
+            listed = [v for v in dedupe(space.get(p, [])) if canon(v) in keys]
+            if len(listed) > 1:
+                out[p] = listed
+        return cls(out)
+
+    def value(self, param: str, v: Any) -> Any:
+        group = self.groups.get(param)
+        return group[0] if group and any(same(v, w) for w in group) else v
+
+    def point(self, point: Point) -> Point:
+        return {p: self.value(p, v) for p, v in point.items()}
+
+    def space(self, space: dict[str, list[Any]]) -> dict[str, list[Any]]:
+        return {p: dedupe(self.value(p, v) for v in values) for p, values in space.items()}
+
+
+def alike_for(cfg: TuneConfig, cls: str | None, classes: Sequence[str]) -> Alike:
+    """The alike values of cls's entry; for the "*" entry, the values alike for every class."""
+    if cls is not None:
+        return Alike.of(cfg.alike.get(cls, {}), cfg.space)
+    per_class = [cfg.alike.get(c, {}) for c in classes]
+    if not per_class:
+        return Alike()
+    common = {p: [v for v in values if all(any(same(v, w) for w in other.get(p, [])) for other in per_class[1:])]
+              for p, values in per_class[0].items()}
+    return Alike.of(common, cfg.space)
+
+
 def _is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
@@ -342,16 +385,19 @@ def tune_records(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [r for r in history if isinstance((r.get("proposal") or {}).get("point"), dict)]
 
 
-def tried_for(history: list[dict[str, Any]], cls: str | None, base: str, current: Point) -> Tried:
+def tried_for(history: list[dict[str, Any]], cls: str | None, base: str, current: Point,
+              alike: Alike | None = None) -> Tried:
+    """current: the entry's point as the search sees it (alike values as their first)."""
+    alike = alike or Alike()
     out = Tried()
     for i, r in enumerate(tune_records(history)):
         d = r["proposal"]
         if r.get("status") in NOT_TRIED:
             continue
-        _settle(out, r, cls, current)
+        _settle(out, r, cls, current, alike)
         if d.get("class") != cls:
             continue
-        key = point_key(d["point"])
+        key = point_key(alike.point(d["point"]))
         if (d.get("base") or r.get("best_commit_before")) == base:
             out.here.add(key)
             if r.get("status") in WORSE:
@@ -359,7 +405,7 @@ def tried_for(history: list[dict[str, Any]], cls: str | None, base: str, current
         else:
             out.elsewhere.add(key)
         if isinstance(d.get("from"), dict):
-            out.elsewhere.add(point_key(d["from"]))
+            out.elsewhere.add(point_key(alike.point(d["from"])))
         if r.get("status") in KEPT and key == point_key(current):
             dirs = d.get("directions") or {}
             out.momentum = next(iter(dirs.items())) if len(dirs) == 1 else None
@@ -368,7 +414,7 @@ def tried_for(history: list[dict[str, Any]], cls: str | None, base: str, current
     return out
 
 
-def _settle(out: Tried, r: dict[str, Any], cls: str | None, current: Point) -> None:
+def _settle(out: Tried, r: dict[str, Any], cls: str | None, current: Point, alike: Alike) -> None:
     """What one record says about the lines through the current point of `cls`'s entry: a
     one-parameter step p: v → w taken from the current value v that was no better settles
     that direction; a keep of p: u → v settles the way back to u. A step of the global entry
@@ -379,7 +425,8 @@ def _settle(out: Tried, r: dict[str, Any], cls: str | None, current: Point) -> N
     if len(changed) != 1 or len(dirs) != 1:
         return
     (p, (old, new)), (_, direction) = next(iter(changed.items())), next(iter(dirs.items()))
-    if p not in current:
+    old, new = alike.value(p, old), alike.value(p, new)
+    if p not in current or same(old, new):  # a change between alike values says nothing
         return
     own = d.get("class") == cls
     shared = d.get("class") is None and cls is not None
@@ -534,7 +581,8 @@ def split_followups(params: dict[str, dict[str, Any]], cfg: TuneConfig, classes:
         for cls in won:
             point = point_of(params, cls, cfg.space, name)
             new = {**point, **{p: v[1] for p, v in (d.get("changed") or {}).items() if p in point}}
-            changed = {p: (point[p], new[p]) for p in point if not same(point[p], new[p])}
+            alike = alike_for(cfg, cls, classes)
+            changed = {p: (point[p], new[p]) for p in point if not same(alike.value(p, point[p]), alike.value(p, new[p]))}
             move = Move(new, changed, "split", listed_directions(changed, cfg.space))
             if changed:
                 why = (f"v{r.get('version')}'s change for every class made {_deltas(results, [cls])}"
@@ -552,43 +600,69 @@ def choose(params: dict[str, dict[str, Any]], cfg: TuneConfig, classes: list[str
     class with a neighbour left before one that must explore. Fresh points before retries."""
     if not cfg.per_class or cfg.shared_first:
         for choice in split_followups(params, cfg, classes, history, base, name):
-            if point_key(choice.move.point) not in tried_for(history, choice.cls, base, choice.base_point).here:
+            alike = alike_for(cfg, choice.cls, classes)
+            seen = tried_for(history, choice.cls, base, alike.point(choice.base_point), alike).here
+            if point_key(alike.point(choice.move.point)) not in seen:
                 return choice
     if cfg.per_class and cfg.shared_first:
-        shared = _shared_step(params, cfg, history, base)
+        shared = _shared_step(params, cfg, classes, history, base)
         if shared is not None:
             return shared
     targets: list[str | None] = list(classes) if cfg.per_class else [None]
-    state = []
-    for cls in targets:
-        point = point_of(params, cls, cfg.space, name)
-        state.append((cls, point, tried_for(history, cls, base, point)))
-    state.sort(key=lambda s: (-s[2].kept_at if s[2].kept_at >= 0 and not s[2].here else 1,
-                              len(s[2].here), targets.index(s[0])))
+    state = [_entry(params, cfg, cls, classes, history, base, name) for cls in targets]
+    state.sort(key=lambda e: (-e.tried.kept_at if e.tried.kept_at >= 0 and not e.tried.here else 1,
+                              len(e.tried.here), targets.index(e.cls)))
     for fresh in (True, False):
         options = []
-        for cls, point, tried in state:
-            move = next_move(point, cfg.space, tried, f"{cfg.seed}:{base}:{cls or ALL}", fresh=fresh, order=cfg.order)
+        for e in state:
+            move = next_move(e.point, e.space, e.tried, f"{cfg.seed}:{base}:{e.cls or ALL}", fresh=fresh,
+                             order=cfg.order)
             if move is not None:
-                options.append((TIERS.index(move.kind), tried.is_settled(move), Choice(cls, point, move, retry=not fresh)))
+                options.append((TIERS.index(move.kind), e.tried.is_settled(move),
+                                Choice(e.cls, e.actual, e.as_written(move), retry=not fresh)))
         if options:  # a class with a neighbour left goes before one that must explore, a new line first
             return min(options, key=lambda o: o[:2])[2]
     return None
 
 
-def _shared_step(params: dict[str, dict[str, Any]], cfg: TuneConfig, history: list[dict[str, Any]],
-                 base: str) -> Choice | None:
+@dataclass(frozen=True)
+class _Entry:
+    """One params entry as the search sees it: its point and space with alike values as
+    their first listed one, and what the history says from there."""
+
+    cls: str | None
+    actual: Point
+    """The values the params file holds for this entry."""
+    point: Point
+    space: dict[str, list[Any]]
+    tried: Tried
+
+    def as_written(self, move: Move) -> Move:
+        """The move from the values the file holds (its old values and untouched params)."""
+        new = {**self.actual, **{p: v for p, (_, v) in move.changed.items()}}
+        return replace(move, point=new, changed={p: (self.actual[p], v) for p, (_, v) in move.changed.items()})
+
+
+def _entry(params: dict[str, dict[str, Any]], cfg: TuneConfig, cls: str | None, classes: Sequence[str],
+           history: list[dict[str, Any]], base: str, name: str) -> _Entry:
+    actual = point_of(params, cls, cfg.space, name)
+    alike = alike_for(cfg, cls, classes)
+    point = alike.point(actual)
+    return _Entry(cls, actual, point, alike.space(cfg.space), tried_for(history, cls, base, point, alike))
+
+
+def _shared_step(params: dict[str, dict[str, Any]], cfg: TuneConfig, classes: Sequence[str],
+                 history: list[dict[str, Any]], base: str) -> Choice | None:
     """shared_first: a fresh one-parameter step of the global entry on a param no class
     overrides, along a line not yet measured; None once every such line is settled."""
     only = shared_params(params, cfg.space)
     if not only:
         return None
-    point = point_of(params, None, cfg.space, cfg.params)
-    tried = tried_for(history, None, base, point)
-    move = next_move(point, cfg.space, tried, f"{cfg.seed}:{base}:{ALL}", fresh=True, order=cfg.order, only=only)
-    if move is None or move.kind != "step" or tried.is_settled(move):
+    e = _entry(params, cfg, None, classes, history, base, cfg.params)
+    move = next_move(e.point, e.space, e.tried, f"{cfg.seed}:{base}:{ALL}", fresh=True, order=cfg.order, only=only)
+    if move is None or move.kind != "step" or e.tried.is_settled(move):
         return None
-    return Choice(None, point, move)
+    return Choice(None, e.actual, e.as_written(move))
 
 
 # ----------------------------------------------------------------------------------------

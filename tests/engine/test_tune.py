@@ -30,7 +30,7 @@ class Harness:
     proposal, and the history of records the proposals leave behind."""
 
     def __init__(self, tmp: Path, params: dict[str, Any], *, space=SPACE, per_class=False, seed=0,
-                 classes=CLASSES, name="params.json", order=()) -> None:
+                 classes=CLASSES, name="params.json", order=(), alike=None) -> None:
         self.tmp, self.name = tmp, name
         self.tree = tmp / "cand"
         self.tree.mkdir(exist_ok=True)
@@ -39,7 +39,7 @@ class Harness:
         self.classes = classes
         self.history: list[dict[str, Any]] = []
         self.proposer = TuneProposer(TuneConfig(params=name, space=space, per_class=per_class, seed=seed,
-                                                  order=list(order)))
+                                                  order=list(order), alike=alike or {}))
         self.n = 0
 
     def ctx(self, repair: int = 0) -> ProposalContext:
@@ -439,3 +439,84 @@ def test_shared_first_steps_every_class_at_once_until_a_class_wants_its_own(tmp_
     assert plan.target_class is not None
     # narrow's 2→4 was measured in the shared step (3% slower for narrow): its other way first
     assert (plan.target_class, p.details["changed"]) != ("dclass=narrow", {"num_warps": [2, 4]})
+
+
+NARROW_ALIKE = {"dclass=narrow": {"BLOCK_D": [128, 0]}}
+"""Every narrow row fits in 128: BLOCK_D 128 and 0 (the whole row) are one tile there."""
+
+
+def test_alike_values_are_one_point_for_their_class(tmp_path):
+    """[propose.tune].alike: the narrow class is never offered a change between 128 and 0 and
+    covers its space with one point fewer per alike value; the wide class keeps every point."""
+    h = Harness(tmp_path, START, per_class=True, alike=NARROW_ALIKE)
+    got, last = h.until_exhausted()
+    narrow = [p for p, _, _ in got if p.details["class"] == "dclass=narrow"]
+    wide = [p for p, _, _ in got if p.details["class"] == "dclass=wide"]
+    assert len(wide) == space_size(SPACE) - 1
+    assert len(narrow) == space_size({**SPACE, "BLOCK_D": [64, 128]}) - 1
+    assert not any(p.details["point"]["BLOCK_D"] == 0 for p in narrow)
+    assert any(p.details["point"]["BLOCK_D"] == 0 for p in wide)
+    assert last.details["exhausted"] is True
+
+
+def test_a_class_holding_the_second_alike_value_steps_from_there(tmp_path):
+    """The file holds BLOCK_D 0 for narrow (alike 128): no step to 128, the step down names
+    the value the file holds, and nothing leaps past 128 as if it had been measured."""
+    start = {"*": dict(START["*"]), "dclass=narrow": {"BLOCK_D": 0}}
+    h = Harness(tmp_path, start, per_class=True, alike=NARROW_ALIKE, order=["BLOCK_D"])
+    h.classes = ["dclass=narrow"]
+    got, _ = h.until_exhausted()
+    changes = [p.details["changed"].get("BLOCK_D") for p, _, _ in got]
+    assert [0, 128] not in changes
+    first, plan, written = got[0]
+    assert first.details["changed"] == {"BLOCK_D": [0, 64]}
+    assert plan.hypothesis.startswith("BLOCK_D 0→64") and written["dclass=narrow"] == {"BLOCK_D": 64}
+    assert first.details["from"]["BLOCK_D"] == 0
+
+
+def test_a_point_tried_under_an_alike_value_counts_as_tried(tmp_path):
+    """A history written before [propose.tune].alike (narrow tried BLOCK_D 0 from this best):
+    its alike twin, 128 with the same other values, is not proposed again."""
+    h = Harness(tmp_path, {"*": dict(START["*"], BLOCK_D=64)}, per_class=True, order=["BLOCK_D"])
+    h.classes = ["dclass=narrow"]
+    p, _, _ = h.propose(status="tie")
+    assert p.details["changed"] == {"BLOCK_D": [64, 128]}
+    h.history[-1]["proposal"]["point"] = dict(p.details["point"], BLOCK_D=0)  # as if it had tried 0
+    h.history[-1]["proposal"]["changed"] = {"BLOCK_D": [64, 0]}
+    h.proposer = TuneProposer(TuneConfig(params=h.name, space=SPACE, per_class=True, order=["BLOCK_D"],
+                                         alike=NARROW_ALIKE))
+    got, _ = h.until_exhausted()
+    assert not any(q.details["point"]["BLOCK_D"] in (128, 0) and
+                   {k: v for k, v in q.details["point"].items() if k != "BLOCK_D"} ==
+                   {k: v for k, v in p.details["point"].items() if k != "BLOCK_D"} for q, _, _ in got)
+
+
+def test_the_global_entry_treats_values_as_alike_only_where_every_class_does(tmp_path):
+    h = Harness(tmp_path, {"*": dict(START["*"], BLOCK_D=64)}, order=["BLOCK_D"], alike=NARROW_ALIKE)
+    got, _ = h.until_exhausted()
+    assert any(p.details["point"]["BLOCK_D"] == 0 for p, _, _ in got)  # the wide class tells 0 from 128
+    both = {c: {"BLOCK_D": [128, 0]} for c in CLASSES}
+    (tmp_path / "both").mkdir()
+    h2 = Harness(tmp_path / "both", {"*": dict(START["*"], BLOCK_D=64)}, order=["BLOCK_D"], alike=both)
+    got2, _ = h2.until_exhausted()
+    assert not any(p.details["point"]["BLOCK_D"] == 0 for p, _, _ in got2)
+    assert len(got2) == space_size({**SPACE, "BLOCK_D": [64, 128]}) - 1
+
+
+@pytest.mark.parametrize("alike,match", [
+    ('{"dclass=narrow" = {BLOCK_D = [128, 0]}}', None),
+    ('{"dclass=narrow" = {BLOCK_M = [128, 0]}}', r"alike.'dclass=narrow'.BLOCK_M names 'BLOCK_M'"),
+    ('{"dclass=narrow" = {BLOCK_D = [128, 256]}}', r"alike.'dclass=narrow'.BLOCK_D lists 256"),
+    ('{"dclass=narrow" = {BLOCK_D = [128]}}', r"at least two values"),
+])
+def test_alike_is_checked_against_the_space(alike, match):
+    from engine.config import loads
+    from engine.errors import BadInput
+
+    text = ('[target]\nbench = "b"\nmetric = "us"\n[propose]\nkind = "tune"\n[propose.tune]\nparams = "p.json"\n'
+            f'space = {{BLOCK_D = [64, 128, 0]}}\nalike = {alike}\n')
+    if match is None:
+        assert loads(text).propose.tune.alike == {"dclass=narrow": {"BLOCK_D": [128, 0]}}
+    else:
+        with pytest.raises(BadInput, match=match):
+            loads(text)

@@ -103,6 +103,39 @@ def test_the_cpu_target_tunes_only_what_the_interpreter_can_feel(tmp_path: Path,
 
 
 @pytest.mark.parametrize("name", sorted(catalog.KERNELS))
+@pytest.mark.parametrize("cpu", [False, True])
+def test_alike_block_sizes_launch_one_tile_for_every_shape_of_their_class(harness_path: Path, name: str,
+                                                                           cpu: bool) -> None:
+    """The kopt.toml's [propose.tune].alike: BLOCK_D values listed together give every shape of
+    that class (the bench's shapes on this machine) the same launch, as the solution computes it;
+    each value left out of a group gives at least one shape another tile."""
+    from harness.loader import load_module
+    from harness.params import launch_meta
+
+    info = catalog.KERNELS[name]
+    sol = load_module(harness_path / name / "solution" / f"{name}.py", f"t_alike_{name}_solution")
+    assert sol.MAX_BLOCK_D == info.max_block_d
+    contract = catalog.contract(name)
+    kinds = {"small"} if cpu else {"production", "regression"}
+    alike = config.loads(catalog.kopt_toml(name, cpu=cpu)).propose.tune.alike
+    assert alike == catalog.alike_blocks(name, cpu=cpu) and alike  # each kernel has one somewhere
+
+    def tiles(cls: str, block: int) -> list[int]:
+        p = {"*": {"BLOCK_D": block, "ROWS_PER_PROG": 1, "num_warps": 4, "num_stages": 1}}
+        return [launch_meta(p, "*", s.dims[info.row_dim], sol.MAX_BLOCK_D)["BLOCK_D"]
+                for s in contract.SHAPES if s.kind in kinds and f"dclass={contract.dclass(s.dims)}" == cls]
+
+    for cls, groups in alike.items():
+        group = groups["BLOCK_D"]
+        assert len({tuple(tiles(cls, v)) for v in group}) == 1, (cls, group)
+        for v in info.space["BLOCK_D"]:
+            if v not in group:
+                assert tiles(cls, v) != tiles(cls, group[0]), (cls, v)
+    if not cpu:  # the wide rows reach 5120 (adaln) and 20000 (rmsnorm): every BLOCK_D differs there
+        assert "dclass=wide" not in alike
+
+
+@pytest.mark.parametrize("name", sorted(catalog.KERNELS))
 def test_the_bench_writes_a_csv_kopt_accepts(tmp_path: Path, name: str) -> None:
     repo = _materialize(tmp_path, name, True)
     res = _run(repo)

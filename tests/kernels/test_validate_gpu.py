@@ -4,6 +4,7 @@ the sweep's params.json, and the loud failure on a broken tree."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,10 @@ def test_smoke_report_and_sweep(tmp_path: Path, capsys: pytest.CaptureFixture[st
     for r in kr["timing"]:
         assert {"copy", "eager", "compile", "solution"} <= set(r) and r["solution"]["p10_us"] <= r["solution"]["p90_us"]
         assert r["speedup_vs_eager"] == pytest.approx(r["eager"]["median_us"] / r["solution"]["median_us"])
+        pc, comp, sol = r["paired_vs_compile"], r["compile"]["blocks_us"], r["solution"]["blocks_us"]
+        assert pc["blocks"] == len(comp) == len(sol) == 2
+        assert pc["ratio"] == pytest.approx(math.sqrt(comp[0] / sol[0] * comp[1] / sol[1]))
+        assert pc["lo"] <= pc["ratio"] <= pc["hi"]
     params = kr["sweep"]["params_json"]
     assert set(params) == {"*", "dclass=narrow", "dclass=wide"}
     assert all(set(p) == set(catalog.KERNELS["rmsnorm"].space) for p in params.values())
@@ -67,3 +72,17 @@ def test_a_broken_tree_fails_loudly(tmp_path: Path) -> None:
     assert not any(c["pass"] for c in report["kernels"]["adaln"]["contract"])
     with pytest.raises(SystemExit):
         validate_gpu.main(["--kernels", "adaln,rmsnorm", "--tree", str(tree), "--out", str(out)])
+
+
+def test_the_paired_speedup_is_a_geometric_mean_with_a_t_interval() -> None:
+    from kernels.validate_gpu import paired_speedup
+
+    steady = paired_speedup([11.0, 22.0, 33.0], [10.0, 20.0, 30.0])
+    assert steady["ratio"] == pytest.approx(1.1) and steady["lo"] == pytest.approx(1.1) and steady["hi"] == pytest.approx(1.1)
+    tie = paired_speedup([10.2, 9.9, 10.1, 9.8], [10.0] * 4)
+    logs = [math.log(x / 10.0) for x in (10.2, 9.9, 10.1, 9.8)]
+    mean = sum(logs) / 4
+    sd = math.sqrt(sum((v - mean) ** 2 for v in logs) / 3)
+    assert tie["ratio"] == pytest.approx(math.exp(mean))
+    assert tie["hi"] == pytest.approx(math.exp(mean + 3.1824463 * sd / 2), rel=1e-6)  # t(0.975, 3)
+    assert tie["lo"] < 1 < tie["hi"]
