@@ -5,8 +5,8 @@
 Compiles the kernel's PyTorch baseline (default mode, dynamic=False, as validate_gpu.py does)
 for one production shape in bf16, runs it once, and prints every source Inductor generated
 (`torch._inductor.utils.run_and_get_code`): the Triton kernel with its heuristics decorator
-(size hints, the candidate configs: rows per program as XBLOCK, num_warps) and the wrapper
-that launches it. For comparing a tuned solution's launch with the one it competes against.
+(size hints) and the wrapper that launches it, then the launch config Inductor chose at the
+first call (rows per program as XBLOCK, num_warps, num_stages). For comparing a tuned solution's launch with the one it competes against.
 Needs a CUDA GPU.
 """
 
@@ -17,6 +17,26 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parents[1]
+
+
+def chosen_configs() -> list[str]:
+    """The config each live Inductor autotuner launches with (its kernel's name, the Triton
+    meta-parameters and num_warps / num_stages), found among the live objects: Inductor
+    times its candidate configs at the first call and keeps the fastest."""
+    import gc
+
+    lines = []
+    for obj in gc.get_objects():
+        if type(obj).__name__ != "CachingAutotuner":
+            continue
+        name = getattr(obj, "fn", None) and getattr(obj.fn, "__name__", "?")
+        for launcher in getattr(obj, "launchers", []) or []:
+            cfg = getattr(launcher, "config", None)
+            if cfg is not None:
+                lines.append(f"{name}: {cfg.kwargs} num_warps={cfg.num_warps} num_stages={cfg.num_stages}")
+        if not getattr(obj, "launchers", None):
+            lines.append(f"{name}: no launcher (not yet run)")
+    return lines or ["NA: no Inductor autotuner found (this torch names it otherwise)"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -44,6 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     fn = torch.compile(getattr(baseline, contract.FUNC), dynamic=False)
     _, codes = run_and_get_code(fn, *inputs, **kwargs)
     text = "\n\n".join(f"# ---- generated source {i} ----\n{c}" for i, c in enumerate(codes))
+    text += "\n\n# ---- launch configs chosen at the first call ----\n" + "\n".join(chosen_configs())
     print(text)
     if args.out:
         Path(args.out).write_text(text + "\n", encoding="utf-8")
