@@ -31,6 +31,10 @@ classes faster and others slower is first proposed again for each class it made 
 that class's own entry (the split rule: a specialised configuration behind the kernel's
 per-class dispatch).
 
+`alike` (per class key, values of a param that launch the same kernel for that class): the
+search sees each such group as its first listed value, so it never proposes a change between
+them and counts a point tried under any of them (class `Alike`).
+
 A point already tried from the same BEST_COMMIT for the same class (kept, discarded or
 failed; masked iterations do not count) is never proposed again. Points tried from an
 older BEST_COMMIT, and earlier best points, are retried only when nothing fresh is left.
@@ -583,6 +587,7 @@ def split_followups(params: dict[str, dict[str, Any]], cfg: TuneConfig, classes:
             new = {**point, **{p: v[1] for p, v in (d.get("changed") or {}).items() if p in point}}
             alike = alike_for(cfg, cls, classes)
             changed = {p: (point[p], new[p]) for p in point if not same(alike.value(p, point[p]), alike.value(p, new[p]))}
+            new = {**point, **{p: v for p, (_, v) in changed.items()}}
             move = Move(new, changed, "split", listed_directions(changed, cfg.space))
             if changed:
                 why = (f"v{r.get('version')}'s change for every class made {_deltas(results, [cls])}"

@@ -520,3 +520,19 @@ def test_alike_is_checked_against_the_space(alike, match):
     else:
         with pytest.raises(BadInput, match=match):
             loads(text)
+
+
+def test_no_split_follow_up_for_a_class_where_the_change_is_no_change(tmp_path):
+    """A global BLOCK_D 128→0 that read faster for narrow (where 128 and 0 are one tile: noise)
+    and slower for wide is not handed to narrow as its own change."""
+    from dataclasses import replace as dc_replace
+
+    h = Harness(tmp_path, START, per_class=True, alike=NARROW_ALIKE, order=["BLOCK_D"])
+    h.proposer = TuneProposer(dc_replace(h.proposer.cfg, shared_first=True))
+    p1, _, _ = h.propose(status="split")
+    assert p1.details["class"] is None and p1.details["changed"] == {"BLOCK_D": [128, 0]}
+    h.history[-1]["classes"] = {"dclass=narrow": {"verdict": "improved", "delta_pct": -1.5},
+                                "dclass=wide": {"verdict": "regressed", "delta_pct": 4.0}}
+    p2, plan, _ = h.propose()
+    assert p2.details["move"] != "split"
+    assert not (p2.details["class"] == "dclass=narrow" and p2.details["changed"].get("BLOCK_D") == [128, 0])
