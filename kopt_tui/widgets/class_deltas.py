@@ -11,31 +11,53 @@ from kopt_tui import fmt
 from kopt_tui.model import ClassesView, ClassRow
 from kopt_tui.widgets.styles import VERDICT_STYLE, delta_style
 
+COLUMNS = ("class", "best", "cand", "Δ", "interval %", "rnd", "verdict", "roof")
+"""In display order."""
+PRIORITY = ("class", "Δ", "interval %", "verdict", "cand", "best", "rnd", "roof")
+"""What stays when the panel is narrow: the verdict and its numbers first, the raw values
+and the look count after, the roofline (often "—") last."""
+RIGHT = {"best", "cand", "Δ", "rnd", "roof"}
+GAP = 2
 
-def class_table(rows: tuple[ClassRow, ...], *, compact: bool = False) -> Table:
+
+def _cells(r: ClassRow) -> dict[str, Text | str]:
+    delta = (r.ratio - 1) * 100 if r.ratio is not None else None
+    return {
+        "class": Text(("▸ " if r.target else "") + r.cls, style="bold" if r.target else ""),
+        "best": fmt.num(r.best), "cand": fmt.num(r.cand),
+        "Δ": Text(fmt.pct(delta), style=delta_style(delta)), "interval %": fmt.interval(r.lo, r.hi),
+        "rnd": str(r.rounds) if r.rounds is not None else fmt.DASH,
+        "verdict": Text(r.verdict or fmt.DASH, style=VERDICT_STYLE.get(r.verdict, "")),
+        "roof": f"{r.roof_pct:.0f}%" if r.roof_pct is not None else fmt.DASH,
+    }
+
+
+def fitting_columns(rows: list[dict[str, Text | str]], width: int | None) -> list[str]:
+    """The columns that fit `width` cells at their natural width (two cells between columns:
+    the table pads each cell by one on either side), taken in PRIORITY order, shown in display
+    order; all of them when width is None.
+    The class column always stays (Rich shortens it with an ellipsis if even it is too wide)."""
+    if width is None:
+        return list(COLUMNS)
+    natural = {c: max([len(c), *(len(str(row[c])) for row in rows)]) for c in COLUMNS}
+    chosen, used = [], -GAP
+    for c in PRIORITY:
+        if c == "class" or used + GAP + natural[c] <= width:
+            chosen.append(c)
+            used += GAP + natural[c]
+    return [c for c in COLUMNS if c in chosen]
+
+
+def class_table(rows: tuple[ClassRow, ...], *, width: int | None = None) -> Table:
+    """The per-class rows as a table; with width, only the columns that fit it whole."""
+    cells = [_cells(r) for r in rows]
+    shown = fitting_columns(cells, width)
     t = Table(box=None, pad_edge=False, padding=(0, 1), show_edge=False, expand=False, header_style="bold dim")
-    t.add_column("class", no_wrap=True, overflow="ellipsis", max_width=28)
-    t.add_column("best", justify="right", no_wrap=True)
-    t.add_column("cand", justify="right", no_wrap=True)
-    t.add_column("Δ", justify="right", no_wrap=True)
-    t.add_column("interval %", justify="left", no_wrap=True)
-    if not compact:
-        t.add_column("rnd", justify="right", no_wrap=True)
-    t.add_column("verdict", no_wrap=True)
-    if not compact:
-        t.add_column("roof", justify="right", no_wrap=True)
-    for r in rows:
-        delta = (r.ratio - 1) * 100 if r.ratio is not None else None
-        cells: list[Text | str] = [
-            Text(("▸ " if r.target else "") + r.cls, style="bold" if r.target else ""),
-            fmt.num(r.best), fmt.num(r.cand), Text(fmt.pct(delta), style=delta_style(delta)),
-            fmt.interval(r.lo, r.hi)]
-        if not compact:
-            cells.append(str(r.rounds) if r.rounds is not None else fmt.DASH)
-        cells.append(Text(r.verdict or fmt.DASH, style=VERDICT_STYLE.get(r.verdict, "")))
-        if not compact:
-            cells.append(f"{r.roof_pct:.0f}%" if r.roof_pct is not None else fmt.DASH)
-        t.add_row(*cells)
+    for c in shown:
+        t.add_column(c, justify="right" if c in RIGHT else "left", no_wrap=True,
+                     overflow="ellipsis", max_width=28 if c == "class" else None)
+    for row in cells:
+        t.add_row(*(row[c] for c in shown))
     return t
 
 
@@ -46,7 +68,7 @@ class ClassDeltas(Widget):
         v = self.view
         if v is None or not v.rows:
             return Text("no per-class numbers for this iteration", style="dim")
-        return class_table(v.rows, compact=self.size.width < 64)
+        return class_table(v.rows, width=self.size.width)
 
     def watch_view(self, old: ClassesView | None, view: ClassesView | None) -> None:
         if len(old.rows if old else ()) != len(view.rows if view else ()):

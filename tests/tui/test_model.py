@@ -152,3 +152,32 @@ def test_a_cpu_demo_says_so_on_the_state_line(runs_root: Path):
     assert top_and_second.startswith("stopped")  # why it stopped still comes first
     running = model.StateView(**{**st.__dict__, "state": "running", "reason": ""})
     assert "Timings are CPU timings." in str(StateLine._second_line(running))
+
+
+def test_the_class_table_drops_whole_columns_to_fit_instead_of_truncating_numbers() -> None:
+    """CPU timings have five-digit values: a 56-cell panel used to show "119…" for best. Now
+    the least important columns go first (roof, rnd, best, ...) and what stays is whole."""
+    from rich.console import Console
+
+    from kopt_tui.model import ClassRow
+    from kopt_tui.widgets.class_deltas import COLUMNS, class_table
+
+    rows = (ClassRow(cls="dclass=narrow", best=11937.2, cand=11371.0, ratio=0.9968, lo=0.963, hi=1.032, rounds=6,
+                     verdict="undecided", roof_pct=None, target=False),
+            ClassRow(cls="dclass=wide", best=17750.0, cand=13826.0, ratio=0.778, lo=0.721, hi=0.84, rounds=6,
+                     verdict="improved", roof_pct=41.0, target=True))
+
+    def render(width: int | None, console_width: int) -> str:
+        console = Console(width=console_width, record=True, color_system=None)
+        console.print(class_table(rows, width=width))
+        return console.export_text()
+
+    full = render(None, 120)
+    assert all(c in full.splitlines()[0] for c in COLUMNS) and "11937" in full and "41%" in full
+    for width in (30, 48, 56, 62, 70, 80):
+        text = render(width, width)
+        assert "…" not in text, (width, text)
+        assert "-22.20%" in text and "dclass=narrow" in text
+    at56 = render(56, 56)
+    assert "undecided" in at56 and "[-27.9, -16.0]" in at56 and "11937" not in at56 and "rnd" not in at56
+    assert "11937" in render(70, 70) and "roof" not in render(70, 70).splitlines()[0]
