@@ -113,8 +113,9 @@ def render_performance(cfg: Config, meta: dict[str, Any], iterations: list[Itera
         "",
         f"Run `{meta.get('tag')}` — baseline and kept improvements only (kernel-opt program).",
         f"Metric: `{metric}` ({'lower' if cfg.target.direction == 'min' else 'higher'} is better), "
-        f"geometric mean over the class's configs; Δ is against the previous best, measured "
-        "paired in the same session.",
+        f"geometric mean over the class's configs, as the kept tree measured in its own decision; "
+        "Δ is against the previous best, measured paired in that same decision. Two rows come from "
+        "different sessions, so their values can differ by drift where Δ cannot.",
         "",
         f"| Date | Commit | Status | Bench command | Class / dispatch condition | Kernel | {metric} | "
         "Profiler time (ns/call) | Δ vs previous best | Bottleneck targeted |",
