@@ -203,7 +203,7 @@ def sweep(torch: Any, timing: Any, k: Kernel, args: argparse.Namespace, over: An
     """Every point of SWEEP[k] (or --grid) on every production shape (bf16); the best point per class."""
     from harness.bench import Case
 
-    grid = json.loads(args.grid) if args.grid else SWEEP[k.name]
+    grid = args.grid or SWEEP[k.name]
     points = [dict(zip(grid, vals, strict=True)) for vals in itertools.product(*grid.values())]
     per_class: dict[str, dict[str, Any]] = {}
     fn = getattr(k.solution, k.contract.FUNC)
@@ -299,13 +299,14 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if (args.tree or args.grid) and "," in args.kernels:
         ap.error(f"{'--tree' if args.tree else '--grid'} needs a single kernel in --kernels")
-    if args.grid:
+    if args.grid:  # parsed once here; sweep() takes the dict
         try:
             grid = json.loads(args.grid)
             if not isinstance(grid, dict) or not all(isinstance(v, list) and v for v in grid.values()):
                 raise ValueError("an object of non-empty lists")
         except ValueError as exc:
             ap.error(f"--grid {args.grid!r}: {exc}")
+        args.grid = grid
     out = Path(args.out)
     try:
         report, ok = run(args)
