@@ -7,7 +7,8 @@
    poison, NaN/Inf count, fp64 reference, tolerances of contract.py). Any failure of the
    solution makes the exit status 1 (after the report is written).
 2. Per production shape (dtypes of --dtypes, default bfloat16): the PyTorch baseline
-   (eager), torch.compile of the same code (dynamic=False, fresh per shape), the Triton
+   (eager), torch.compile of the same code (dynamic=False, fresh per shape; each output it
+   allocates kept until its input set comes round, harness.bench.kept_outputs), the Triton
    solution at its params (the folder's tuned params.json, or --params-dir/<kernel>.json),
    and a device-to-device copy of the same number of bytes, timed interleaved block by block
    with the harness (CUDA graph of k launches, buffers rotated past 2 x L2, L2 flushed before

@@ -155,3 +155,38 @@ def test_min_programs_reads_the_multiprocessors_once() -> None:
     assert params.min_programs(Torch, Dev("cuda", 0)) == 4 * 132 and Cuda.calls == 1
     assert params.min_programs(Torch, Dev("cpu", None)) == 0
     params._SMS.clear()
+
+
+def test_self_allocating_calls_keep_one_output_per_input_set() -> None:
+    """torch.compile allocates its output: each call's result lives until its input set comes
+    round again, and is freed just before (so a graph's launches write as many distinct
+    outputs as they read input sets, never one buffer over and over)."""
+    from kernels.harness.bench import kept_outputs
+
+    live: set[int] = set()
+    seen: list[tuple[str, int, frozenset[int]]] = []
+
+    class Output:
+        count = 0
+
+        def __init__(self) -> None:
+            Output.count += 1
+            self.id = Output.count
+            live.add(self.id)
+
+        def __del__(self) -> None:
+            live.discard(self.id)
+
+    def fn(x: str, *, eps: float) -> Output:
+        assert eps == 0.5
+        seen.append((x, len(live), frozenset(live)))
+        return Output()
+
+    calls = kept_outputs(fn, [("a",), ("b",), ("c",)], {"eps": 0.5})
+    for _ in range(3):
+        for call in calls:
+            call()
+    assert [x for x, _, _ in seen] == list("abcabcabc")
+    assert [n for _, n, _ in seen] == [0, 1, 2, 2, 2, 2, 2, 2, 2]  # never 3: the set's own freed first
+    assert seen[3][2] == frozenset({2, 3})  # a's first output (1) was freed before a ran again
+    assert len(live) == 3

@@ -112,3 +112,21 @@ def test_the_contract_holds_across_the_tune_space(harness_path: Path, name: str)
         sol.PARAMS = {"*": {"BLOCK_D": block, "ROWS_PER_PROG": rows, "num_warps": 4, "num_stages": 1}}
         results = _check_all(harness_path, name, sol, dtypes=["bfloat16"])
         assert all(err <= 1.0 and not why for _, _, err, why in results), (block, rows, results)
+
+
+def test_rmsnorm_runs_whole_tiles_unmasked_and_is_still_exact(harness_path: Path) -> None:
+    """EVEN (no masks, constant stride) only when every tile is whole rows of exactly BLOCK_D;
+    the small shapes take that path at ROWS_PER_PROG 1 and 2 and pass the contract there."""
+    _, sol = _load(harness_path, "rmsnorm", "even")
+    meta = {"BLOCK_D": 64, "ROWS": 2, "SINGLE": True, "num_warps": 4, "num_stages": 1}
+    assert sol.specialise(meta, 4, 64)["EVEN"] is True
+    assert sol.specialise(meta, 5, 64)["EVEN"] is False           # a last tile of one row
+    assert sol.specialise({**meta, "BLOCK_D": 64}, 4, 48)["EVEN"] is False  # masked columns
+    assert sol.specialise({**meta, "SINGLE": False, "BLOCK_D": 32}, 4, 64)["EVEN"] is False
+    assert sol.specialise(meta, 4, 64)["INDEX_64"] is False
+    assert sol.specialise(meta, 2**25 - 2, 64)["INDEX_64"] is True  # the last tile's rows pass 2^31
+    assert sol.specialise(meta, 2**25 - 3, 64)["INDEX_64"] is False
+    for rows in (1, 2):
+        sol.PARAMS = {"*": {"BLOCK_D": 0, "ROWS_PER_PROG": rows, "num_warps": 4, "num_stages": 1}}
+        results = _check_all(harness_path, "rmsnorm", sol)
+        assert all(err <= 1.0 and not why for _, _, err, why in results), (rows, results)

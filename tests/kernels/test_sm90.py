@@ -37,13 +37,16 @@ for dt, block, rows, single in (('bf16', 4096, 1, True), ('fp16', 1024, 2, False
                                                   'SAME_BATCH': single},
                     attrs=div16(names))
     out['adaln_' + dt] = triton.compile(src, target=GPUTarget('cuda', 90, 32), options={'num_warps': 8}).asm['ptx']
-for dt, block, rows, single in (('bf16', 128, 16, True), ('fp16', 32, 32, False)):
+for tag, dt, block, rows, single, even, wide in (('bf16', 'bf16', 128, 16, True, True, False),
+                                                 ('bf16_masked', 'bf16', 128, 16, True, False, True),
+                                                 ('fp16', 'fp16', 32, 32, False, False, False)):
     names = ['x_ptr', 'w_ptr', 'y_ptr', 'M', 'D', 'eps']
     s = sig(dt, names)
-    s.update(BLOCK_D='constexpr', ROWS='constexpr', SINGLE='constexpr')
-    src = ASTSource(rms, signature=s, constexprs={'BLOCK_D': block, 'ROWS': rows, 'SINGLE': single},
+    s.update(BLOCK_D='constexpr', ROWS='constexpr', SINGLE='constexpr', EVEN='constexpr', INDEX_64='constexpr')
+    src = ASTSource(rms, signature=s, constexprs={'BLOCK_D': block, 'ROWS': rows, 'SINGLE': single, 'EVEN': even,
+                                                  'INDEX_64': wide},
                     attrs=div16(names))
-    out['rmsnorm_' + dt] = triton.compile(src, target=GPUTarget('cuda', 90, 32), options={'num_warps': 4}).asm['ptx']
+    out['rmsnorm_' + tag] = triton.compile(src, target=GPUTarget('cuda', 90, 32), options={'num_warps': 4}).asm['ptx']
 print(json.dumps(out))
 """
 
@@ -55,9 +58,14 @@ def test_kernels_compile_for_sm90() -> None:
                          env=env)
     assert res.returncode == 0, res.stderr[-3000:]
     ptx = json.loads(res.stdout.strip().splitlines()[-1])
-    assert set(ptx) == {"adaln_bf16", "adaln_fp16", "rmsnorm_bf16", "rmsnorm_fp16"}
+    assert set(ptx) == {"adaln_bf16", "adaln_fp16", "rmsnorm_bf16", "rmsnorm_bf16_masked", "rmsnorm_fp16"}
     for name, text in ptx.items():
         assert ".target sm_90" in text and "ld.global" in text and "st.global" in text, name
         assert ("bf16" in name) == ("cvt.rn.bf16" in text), name  # one rounding to the output dtype
-    for single in ("adaln_bf16", "rmsnorm_bf16"):
+    for single in ("adaln_bf16", "rmsnorm_bf16", "rmsnorm_bf16_masked"):
         assert "ld.global.v4" in ptx[single] and "st.global.v4" in ptx[single], single
+    for name in ("rmsnorm_bf16", "rmsnorm_bf16_masked", "rmsnorm_fp16"):
+        assert "rsqrt.approx" in ptx[name] and "sqrt.rn" not in ptx[name], name  # one rsqrt, no sqrt + div
+    # whole tiles: no predicated loads or stores; a partial tile predicates them
+    assert "@%p" not in "".join(line for line in ptx["rmsnorm_bf16"].splitlines() if "ld.global" in line or "st.global" in line)
+    assert "@%p" in "".join(line for line in ptx["rmsnorm_bf16_masked"].splitlines() if "ld.global" in line)
