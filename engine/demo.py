@@ -97,8 +97,8 @@ def print_summary(ws: Workspace) -> None:
     sp = st.get("best_speedup")
     print(f"\n{ws.tag}: {st['state']} ({st['stop_reason']})")
     print(f"  keeps {st['keeps']} of {st['candidates']} candidates; best speedup over the naive start "
-          f"{f'{sp:.2f}x' if sp else '—'} (geometric mean over the classes, the guard's odd shapes "
-          f"included; `kopt report` gives it per production shape)")
+          f"{f'{sp:.2f}x' if sp else '—'} (geometric mean over its classes, the guard included; "
+          f"per production shape: kopt report)")
     print(f"  BEST_COMMIT {st['best_commit']}")
     print(f"  see {ws.performance} and {ws.readme}; `kopt attach {ws.tag}` to browse, "
           f"`kopt report {ws.tag}` for results.md")
