@@ -110,6 +110,7 @@ async def test_review_dialog_opens_by_itself_and_rejects_with_a_note(runs_root: 
         await until(pilot, lambda: isinstance(app.screen, ReviewScreen), what="the review dialog")
         why = app.screen.query_one("#review-why").render()
         assert "undecided after 8 rounds" in str(why)
+        assert "still straddles the ±min_effect band" in str(why)  # the flag's help, once
         await pilot.click("#review-note")
         await pilot.press(*"noisy")
         await pilot.click("#reject")

@@ -181,3 +181,11 @@ def test_the_class_table_drops_whole_columns_to_fit_instead_of_truncating_number
     at56 = render(56, 56)
     assert "undecided" in at56 and "[-27.9, -16.0]" in at56 and "11937" not in at56 and "rnd" not in at56
     assert "11937" in render(70, 70) and "roof" not in render(70, 70).splitlines()[0]
+
+
+def test_a_flag_the_reason_already_names_gets_no_second_explanation() -> None:
+    from kopt_tui.screens.review import flags_to_explain
+
+    reason = "dclass=wide is 3.1x faster, more than the suspicious_speedup of 3x: check that it computes the same thing"
+    assert flags_to_explain(reason, ("suspicious_speedup", "outliers_dropped")) == ["outliers_dropped"]
+    assert flags_to_explain("undecided after 8 rounds", ["undecided_at_max_rounds"]) == ["undecided_at_max_rounds"]
