@@ -16,7 +16,8 @@
    capture it, said in the JSON). Median/p10/p90 µs, GB/s, % of copy, speedups, and the
    speedup over torch.compile paired block by block with its 95% interval (a tie shows as an
    interval around 1).
-3. --sweep: a quick grid per class (bf16) over the tune space's main axes (or --grid); the best point per
+3. --sweep: a quick grid per class (bf16) over the tune space's main axes (or --grid), each point
+   timed block by block beside the copy (median of the per-block ratios); the best point per
    class (highest geometric mean of % of copy over the class's production shapes) is printed
    as a params.json, with whether every production shape reaches --bar (default 90 %).
 
@@ -126,6 +127,15 @@ def paired_speedup(other_us: list[float], solution_us: list[float], confidence: 
             "confidence": confidence}
 
 
+def pct_of_copy(pairs: list[tuple[float, float]]) -> float:
+    """A sweep point's % of copy bandwidth from (copy µs, point µs) blocks timed side by side:
+    the median of the per-block ratios, so drift cancels in each ratio and a block that a
+    disturbance hit (either side) moves the median by at most one rank. (Each point timed
+    alone against one copy timed before them read 14% and 30% of copy for two H100 points
+    whose interleaved runs gave 115-130%.)"""
+    return 100.0 * statistics.median(c / u for c, u in pairs)
+
+
 def run(args: argparse.Namespace) -> tuple[dict[str, Any], bool]:
     from harness.bench import Case, Timing, setup_device
 
@@ -214,7 +224,7 @@ def sweep(torch: Any, timing: Any, k: Kernel, args: argparse.Namespace, over: An
         seed += 1
         case = Case(torch, k.contract, k.roofline, shape, "bfloat16", seed, gpu)
         cls = case.cols["dclass"]
-        copy = time_variants(torch, timing, case, {"copy": (case.copy_calls, True)}, args.blocks)["copy"]["median_us"]
+        copy = timing.timer(case.copy_calls, case.bytes)
         for i, p in enumerate(points):
             if over():
                 break
@@ -224,11 +234,19 @@ def sweep(torch: Any, timing: Any, k: Kernel, args: argparse.Namespace, over: An
                 if why:
                     continue
                 t = timing.timer(lambda n, c=case: c.calls(fn, n), case.bytes)
-                us = statistics.median(t.block() for _ in range(max(5, args.blocks // 2)))
+                pairs = []
+                for b in range(max(5, args.blocks // 2)):  # ABBA: neither side always goes first
+                    if b % 2 == 0:
+                        copy_us = copy.block()
+                        point_us = t.block()
+                    else:
+                        point_us = t.block()
+                        copy_us = copy.block()
+                    pairs.append((copy_us, point_us))
             except Exception as exc:
                 log(f"  sweep {shape.name} {p}: {type(exc).__name__}: {str(exc)[:100]}")
                 continue
-            per_class.setdefault(cls, {}).setdefault(i, {})[shape.name] = 100.0 * copy / us
+            per_class.setdefault(cls, {}).setdefault(i, {})[shape.name] = pct_of_copy(pairs)
         seen = [d[shape.name] for d in per_class.get(cls, {}).values() if shape.name in d]
         log(f"{k.name} sweep {shape.name}: {len(seen)} points, best {max(seen, default=math.nan):.1f}% of copy")
         del case

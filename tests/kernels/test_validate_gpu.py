@@ -86,3 +86,13 @@ def test_the_paired_speedup_is_a_geometric_mean_with_a_t_interval() -> None:
     assert tie["ratio"] == pytest.approx(math.exp(mean))
     assert tie["hi"] == pytest.approx(math.exp(mean + 3.1824463 * sd / 2), rel=1e-6)  # t(0.975, 3)
     assert tie["lo"] < 1 < tie["hi"]
+
+
+def test_a_sweep_point_is_the_median_of_its_paired_ratios_to_the_copy() -> None:
+    """Drift that moves both sides cancels; one disturbed block (either side) does not move it."""
+    from kernels.validate_gpu import pct_of_copy
+
+    drifting = [(20.0 * k, 16.0 * k) for k in (1.0, 1.1, 1.2, 1.3, 1.4)]  # the point is 1.25x the copy
+    assert pct_of_copy(drifting) == pytest.approx(125.0)
+    spiked = [(20.0, 16.0), (20.0, 160.0), (20.0, 16.0), (200.0, 16.0), (20.0, 16.0)]
+    assert pct_of_copy(spiked) == pytest.approx(125.0)
