@@ -217,6 +217,7 @@ def sweep(torch: Any, timing: Any, k: Kernel, args: argparse.Namespace, over: An
     grid = args.grid or SWEEP[k.name]
     points = [dict(zip(grid, vals, strict=True)) for vals in itertools.product(*grid.values())]
     per_class: dict[str, dict[str, Any]] = {}
+    medians: dict[tuple[str, int], dict[str, dict[str, float]]] = {}  # (class, point) -> shape -> median µs
     fn = getattr(k.solution, k.contract.FUNC)
     for shape in k.shapes:
         if over():
@@ -247,6 +248,8 @@ def sweep(torch: Any, timing: Any, k: Kernel, args: argparse.Namespace, over: An
                 log(f"  sweep {shape.name} {p}: {type(exc).__name__}: {str(exc)[:100]}")
                 continue
             per_class.setdefault(cls, {}).setdefault(i, {})[shape.name] = pct_of_copy(pairs)
+            medians.setdefault((cls, i), {})[shape.name] = {"copy_us": statistics.median(c for c, _ in pairs),
+                                                     "us": statistics.median(u for _, u in pairs)}
         seen = [d[shape.name] for d in per_class.get(cls, {}).values() if shape.name in d]
         log(f"{k.name} sweep {shape.name}: {len(seen)} points, best {max(seen, default=math.nan):.1f}% of copy")
         del case
@@ -265,7 +268,7 @@ def sweep(torch: Any, timing: Any, k: Kernel, args: argparse.Namespace, over: An
     for cls, b in best.items():
         params[f"dclass={cls}"] = b["params"]
     return {"grid": grid, "best": best, "params_json": params,
-            "points": [{"params": points[i], "class": cls, "pct_of_copy": d}
+            "points": [{"params": points[i], "class": cls, "pct_of_copy": d, "median_us": medians[(cls, i)]}
                        for cls, by_point in per_class.items() for i, d in by_point.items()]}
 
 

@@ -49,6 +49,9 @@ def test_a_custom_grid_is_swept_point_by_point(tmp_path: Path, capsys: pytest.Ca
     seen = {(pt["class"], pt["params"]["ROWS_PER_PROG"], pt["params"]["num_warps"]) for pt in sweep["points"]}
     assert seen == {(c, r, w) for c in ("narrow", "wide") for r in (1, 2) for w in (2, 4)}
     assert all(v > 0 for pt in sweep["points"] for v in pt["pct_of_copy"].values())
+    for pt in sweep["points"]:  # the medians behind each figure, per shape
+        assert set(pt["median_us"]) == set(pt["pct_of_copy"])
+        assert all(m["copy_us"] > 0 and m["us"] > 0 for m in pt["median_us"].values())
     for bad in ('{"ROWS_PER_PROG": 4}', "[1, 2]", "{oops"):
         with pytest.raises(SystemExit):
             validate_gpu.main(["--smoke", "--sweep", "--kernels", "rmsnorm", "--grid", bad, "--out", str(out)])
