@@ -45,20 +45,23 @@ def _rms_kernel(x_ptr, w_ptr, y_ptr, M, D, eps,
     rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
     if INDEX_64:
         rows = rows.to(tl.int64)
-    cols = tl.arange(0, BLOCK_D)[None, :]
+    col = tl.arange(0, BLOCK_D)  # the weight is loaded 1-D and broadcast: [None, :] keeps its layout
+    cols = col[None, :]
     if EVEN:  # whole tiles of whole rows: no masks, and the row stride is the constant BLOCK_D
-        x = tl.load(x_ptr + rows[:, None] * BLOCK_D + cols).to(tl.float32)
+        offs = rows[:, None] * BLOCK_D + cols  # integer offsets first, one pointer add per access
+        x = tl.load(x_ptr + offs).to(tl.float32)
         rstd = tl.math.rsqrt(tl.sum(x * x, axis=1) / BLOCK_D + eps)
-        w = tl.load(w_ptr + cols, eviction_policy="evict_last").to(tl.float32)
-        tl.store(y_ptr + rows[:, None] * BLOCK_D + cols, (x * rstd[:, None] * w).to(y_ptr.dtype.element_ty))
+        w = tl.load(w_ptr + col, eviction_policy="evict_last").to(tl.float32)
+        tl.store(y_ptr + offs, (x * rstd[:, None] * w[None, :]).to(y_ptr.dtype.element_ty))
     elif SINGLE:
         row_ok = rows < M
         x_row = x_ptr + rows[:, None] * D
         mask = row_ok[:, None] & (cols < D)
         x = tl.load(x_row + cols, mask=mask, other=0.0).to(tl.float32)
         rstd = tl.math.rsqrt(tl.sum(x * x, axis=1) / D + eps)
-        w = tl.load(w_ptr + cols, mask=cols < D, other=0.0, eviction_policy="evict_last").to(tl.float32)
-        tl.store(y_ptr + rows[:, None] * D + cols, (x * rstd[:, None] * w).to(y_ptr.dtype.element_ty), mask=mask)
+        w = tl.load(w_ptr + col, mask=col < D, other=0.0, eviction_policy="evict_last").to(tl.float32)
+        tl.store(y_ptr + rows[:, None] * D + cols, (x * rstd[:, None] * w[None, :]).to(y_ptr.dtype.element_ty),
+                 mask=mask)
     else:
         row_ok = rows < M
         x_row = x_ptr + rows[:, None] * D
