@@ -28,6 +28,7 @@ the first call, so two compiles of the same code can pick different launches). W
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import sys
 import time
@@ -134,6 +135,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--blocks", type=int, default=31)
     ap.add_argument("--compiles", type=int, default=2)
     ap.add_argument("--shapes", default="", help="comma-separated production shape names (default: all)")
+    ap.add_argument("--only", default="", help="comma-separated variant names to time (with the copy), e.g. "
+                    "'solution.out,unmasked32x2h0.out': a two-way A/B without the others as neighbours")
     args = ap.parse_args(argv)
     import torch
     from harness.bench import Case, Timing
@@ -186,23 +189,27 @@ def main(argv: list[str] | None = None) -> int:
             checks[f"tma{rows}x{warps}"] = {"err": err, "why": why}
             if not why:
                 variants[f"tma{rows}x{warps}.out"] = (lambda n, f=fn, cs=case: cs.calls(f, n), True)
+        only = {v for v in args.only.split(",") if v}
+        if only:
+            variants = {n: v for n, v in variants.items() if n == "copy" or n in only}
         res = time_variants(torch, timing, case, variants, args.blocks)
         blocks = {n: r["blocks_us"] for n, r in res.items()}
         pairs = {}
-        for c in range(args.compiles):
+        if only:
+            names = [n for n in res if n != "copy"]
+            for a, b in itertools.combinations(names, 2):
+                pairs[f"{a} / {b}"] = paired_speedup(blocks[a], blocks[b])
+        for c in range(args.compiles if not only else 0):
             pairs[f"compile{c}.drop / solution.drop"] = paired_speedup(blocks[f"compile{c}.drop"], blocks["solution.drop"])
             pairs[f"compile{c}.kept / solution.out"] = paired_speedup(blocks[f"compile{c}.kept"], blocks["solution.out"])
             pairs[f"compile{c}.drop / solution.out"] = paired_speedup(blocks[f"compile{c}.drop"], blocks["solution.out"])
             pairs[f"compile{c}.drop / compile{c}.kept"] = paired_speedup(blocks[f"compile{c}.drop"],
                                                                           blocks[f"compile{c}.kept"])
-        pairs["solution.drop / solution.out"] = paired_speedup(blocks["solution.drop"], blocks["solution.out"])
-        for rows, warps, hints in UNMASKED:
-            v = f"unmasked{rows}x{warps}h{hints}.out"
-            pairs[f"solution.out / {v}"] = paired_speedup(blocks["solution.out"], blocks[v])
-        for rows, warps in TMA:
-            v = f"tma{rows}x{warps}.out"
-            if v in blocks:
-                pairs[f"solution.out / {v}"] = paired_speedup(blocks["solution.out"], blocks[v])
+        if not only:
+            pairs["solution.drop / solution.out"] = paired_speedup(blocks["solution.drop"], blocks["solution.out"])
+            for v in blocks:
+                if v.startswith(("unmasked", "tma")):
+                    pairs[f"solution.out / {v}"] = paired_speedup(blocks["solution.out"], blocks[v])
         report["shapes"].append({"shape": shape.name, "bytes": case.bytes, "timing": res, "paired": pairs,
                                  "variant_checks": checks})
         print(f"\n## {shape.name} ({case.bytes / 1e6:.1f} MB)\n\n| variant | median µs | p10–p90 | % of copy |\n|---|---|---|---|")
