@@ -115,17 +115,17 @@ def test_the_contract_holds_across_the_tune_space(harness_path: Path, name: str)
 
 
 def test_rmsnorm_runs_whole_tiles_unmasked_and_is_still_exact(harness_path: Path) -> None:
-    """EVEN (no masks, constant stride) only when every tile is whole rows of exactly BLOCK_D;
-    the small shapes take that path at ROWS_PER_PROG 1 and 2 and pass the contract there."""
+    """The whole-tile kernel (no masks, constant stride, 32-bit offsets) only when every tile is
+    whole rows of exactly BLOCK_D and every offset fits in 32 bits; the small shapes take it at
+    ROWS_PER_PROG 1 and 2 and pass the contract there."""
     _, sol = _load(harness_path, "rmsnorm", "even")
     meta = {"BLOCK_D": 64, "ROWS": 2, "SINGLE": True, "num_warps": 4, "num_stages": 1}
-    assert sol.specialise(meta, 4, 64)["EVEN"] is True
-    assert sol.specialise(meta, 5, 64)["EVEN"] is False           # a last tile of one row
-    assert sol.specialise({**meta, "BLOCK_D": 64}, 4, 48)["EVEN"] is False  # masked columns
-    assert sol.specialise({**meta, "SINGLE": False, "BLOCK_D": 32}, 4, 64)["EVEN"] is False
-    assert sol.specialise(meta, 4, 64)["INDEX_64"] is False
-    assert sol.specialise(meta, 2**25 - 2, 64)["INDEX_64"] is True  # the last tile's rows pass 2^31
-    assert sol.specialise(meta, 2**25 - 3, 64)["INDEX_64"] is False
+    assert sol.whole_tiles(meta, 4, 64) is True
+    assert sol.whole_tiles(meta, 5, 64) is False           # a last tile of one row
+    assert sol.whole_tiles(meta, 4, 48) is False           # masked columns (BLOCK_D 64 > 48)
+    assert sol.whole_tiles({**meta, "SINGLE": False, "BLOCK_D": 32}, 4, 64) is False
+    assert sol.whole_tiles(meta, 2**25 - 2, 64) is True    # 2^31 - 128 values
+    assert sol.whole_tiles(meta, 2**25, 64) is False       # 2^31 values: the 64-bit kernel
     for rows in (1, 2):
         sol.PARAMS = {"*": {"BLOCK_D": 0, "ROWS_PER_PROG": rows, "num_warps": 4, "num_stages": 1}}
         results = _check_all(harness_path, "rmsnorm", sol)

@@ -37,14 +37,17 @@ for dt, block, rows, single in (('bf16', 4096, 1, True), ('fp16', 1024, 2, False
                                                   'SAME_BATCH': single},
                     attrs=div16(names))
     out['adaln_' + dt] = triton.compile(src, target=GPUTarget('cuda', 90, 32), options={'num_warps': 8}).asm['ptx']
-for tag, dt, block, rows, single, even, wide in (('bf16', 'bf16', 128, 16, True, True, False),
-                                                 ('bf16_masked', 'bf16', 128, 16, True, False, True),
-                                                 ('fp16', 'fp16', 32, 32, False, False, False)):
+whole = load_module(sys.argv[1] + '/rmsnorm/solution/rmsnorm.py', 'rms2')._rms_whole_tiles
+names = ['x_ptr', 'w_ptr', 'y_ptr', 'eps']
+s = sig('bf16', names)
+s.update(D='constexpr', ROWS='constexpr')
+src = ASTSource(whole, signature=s, constexprs={'D': 128, 'ROWS': 16}, attrs=div16(names))
+out['rmsnorm_bf16'] = triton.compile(src, target=GPUTarget('cuda', 90, 32), options={'num_warps': 4}).asm['ptx']
+for tag, dt, block, rows, single in (('bf16_masked', 'bf16', 128, 16, True), ('fp16', 'fp16', 32, 32, False)):
     names = ['x_ptr', 'w_ptr', 'y_ptr', 'M', 'D', 'eps']
     s = sig(dt, names)
-    s.update(BLOCK_D='constexpr', ROWS='constexpr', SINGLE='constexpr', EVEN='constexpr', INDEX_64='constexpr')
-    src = ASTSource(rms, signature=s, constexprs={'BLOCK_D': block, 'ROWS': rows, 'SINGLE': single, 'EVEN': even,
-                                                  'INDEX_64': wide},
+    s.update(BLOCK_D='constexpr', ROWS='constexpr', SINGLE='constexpr')
+    src = ASTSource(rms, signature=s, constexprs={'BLOCK_D': block, 'ROWS': rows, 'SINGLE': single},
                     attrs=div16(names))
     out['rmsnorm_' + tag] = triton.compile(src, target=GPUTarget('cuda', 90, 32), options={'num_warps': 4}).asm['ptx']
 print(json.dumps(out))

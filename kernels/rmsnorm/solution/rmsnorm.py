@@ -6,9 +6,9 @@ x's dtype. Each program handles ROWS_PER_PROG rows as a [ROWS_PER_PROG, BLOCK_D]
 rows are short: 64 or 128 values, so many rows per program). When BLOCK_D >= head_dim a row
 is loaded once; otherwise two passes over BLOCK_D chunks (sum of squares, then normalise).
 When the call is whole tiles of whole rows (QK-norm's head_dim 64/128, a row count divisible
-by ROWS_PER_PROG) the kernel runs without masks and with a constant row stride
-(`specialise`); offsets are 32-bit unless they can pass 2^31; 1/sqrt is rsqrt. Measured on the
-H100 (2026-11-24, kernels/experiments/rms_vs_compile.py): 2.3-4.9% faster than the masked
+by ROWS_PER_PROG, under 2^31 values) a second kernel runs them without masks, with the row
+stride a constant and 32-bit offsets (`whole_tiles`); 1/sqrt is rsqrt in both. Measured on
+the H100 (2026-11-24, kernels/experiments/rms_vs_compile.py): 2.3-4.9% faster than the masked
 kernel on the three ~20-30 µs QK-norm shapes, level on HunyuanVideo (both at 124% of copy).
 
 Meta-parameters come from ../params.json (see harness/params.py), per config class
@@ -39,33 +39,36 @@ def class_key(head_dim: int) -> str:
 
 
 @triton.jit
-def _rms_kernel(x_ptr, w_ptr, y_ptr, M, D, eps,
-                BLOCK_D: tl.constexpr, ROWS: tl.constexpr, SINGLE: tl.constexpr, EVEN: tl.constexpr,
-                INDEX_64: tl.constexpr):
+def _rms_whole_tiles(x_ptr, w_ptr, y_ptr, eps, D: tl.constexpr, ROWS: tl.constexpr):
+    """ROWS whole rows of exactly D values per program: no masks, the row stride a constant,
+    32-bit offsets (the caller keeps every offset under 2^31)."""
     rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
-    if INDEX_64:
-        rows = rows.to(tl.int64)
-    col = tl.arange(0, BLOCK_D)  # the weight is loaded 1-D and broadcast: [None, :] keeps its layout
+    cols = tl.arange(0, D)
+    offs = rows[:, None] * D + cols[None, :]
+    x = tl.load(x_ptr + offs).to(tl.float32)
+    rstd = tl.math.rsqrt(tl.sum(x * x, axis=1) / D + eps)
+    w = tl.load(w_ptr + cols, eviction_policy="evict_last").to(tl.float32)
+    tl.store(y_ptr + offs, (x * rstd[:, None] * w[None, :]).to(y_ptr.dtype.element_ty))
+
+
+@triton.jit
+def _rms_kernel(x_ptr, w_ptr, y_ptr, M, D, eps,
+                BLOCK_D: tl.constexpr, ROWS: tl.constexpr, SINGLE: tl.constexpr):
+    """Any shape: masked rows and columns, 64-bit offsets; one chunk or two passes over chunks."""
+    rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
+    row_ok = rows < M
+    rows64 = rows.to(tl.int64)
+    x_row = x_ptr + rows64[:, None] * D
+    y_row = y_ptr + rows64[:, None] * D
+    col = tl.arange(0, BLOCK_D)
     cols = col[None, :]
-    if EVEN:  # whole tiles of whole rows: no masks, and the row stride is the constant BLOCK_D
-        offs = rows[:, None] * BLOCK_D + cols  # integer offsets first, one pointer add per access
-        x = tl.load(x_ptr + offs).to(tl.float32)
-        rstd = tl.math.rsqrt(tl.sum(x * x, axis=1) / BLOCK_D + eps)
-        w = tl.load(w_ptr + col, eviction_policy="evict_last").to(tl.float32)
-        tl.store(y_ptr + offs, (x * rstd[:, None] * w[None, :]).to(y_ptr.dtype.element_ty))
-    elif SINGLE:
-        row_ok = rows < M
-        x_row = x_ptr + rows[:, None] * D
+    if SINGLE:
         mask = row_ok[:, None] & (cols < D)
         x = tl.load(x_row + cols, mask=mask, other=0.0).to(tl.float32)
         rstd = tl.math.rsqrt(tl.sum(x * x, axis=1) / D + eps)
         w = tl.load(w_ptr + col, mask=col < D, other=0.0, eviction_policy="evict_last").to(tl.float32)
-        tl.store(y_ptr + rows[:, None] * D + cols, (x * rstd[:, None] * w[None, :]).to(y_ptr.dtype.element_ty),
-                 mask=mask)
+        tl.store(y_row + cols, (x * rstd[:, None] * w[None, :]).to(y_ptr.dtype.element_ty), mask=mask)
     else:
-        row_ok = rows < M
-        x_row = x_ptr + rows[:, None] * D
-        y_row = y_ptr + rows[:, None] * D
         s2 = tl.zeros([ROWS], dtype=tl.float32)
         for start in range(0, D, BLOCK_D):
             mask = row_ok[:, None] & (start + cols < D)
@@ -79,13 +82,11 @@ def _rms_kernel(x_ptr, w_ptr, y_ptr, M, D, eps,
             tl.store(y_row + start + cols, (x * rstd * w).to(y_ptr.dtype.element_ty), mask=mask)
 
 
-def specialise(meta: dict, M: int, D: int) -> dict:
-    """The launch's shape flags: EVEN when every tile is ROWS whole rows of exactly BLOCK_D
-    values (no masks, a constant row stride: what torch.compile's code for one fixed shape
-    has), INDEX_64 when an offset, even one of the masked rows past M in the last tile, can
-    pass 2^31 (else 32-bit index math)."""
-    even = bool(meta["SINGLE"]) and meta["BLOCK_D"] == D and M % meta["ROWS"] == 0
-    return {**meta, "EVEN": even, "INDEX_64": (M + meta["ROWS"]) * D >= 2**31}
+def whole_tiles(meta: dict, M: int, D: int) -> bool:
+    """Whether a call runs `_rms_whole_tiles`: every tile is ROWS whole rows of exactly
+    BLOCK_D values (what torch.compile's code for one fixed shape assumes) and every offset
+    fits in 32 bits."""
+    return bool(meta["SINGLE"]) and meta["BLOCK_D"] == D and M % meta["ROWS"] == 0 and M * D < 2**31
 
 
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6,
@@ -102,5 +103,9 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6,
     if M == 0:
         return out
     meta = launch_meta(PARAMS, class_key(D), D, MAX_BLOCK_D, rows=M, min_programs=min_programs(torch, x.device))
-    _rms_kernel[(triton.cdiv(M, meta["ROWS"]),)](x, weight, out, M, D, eps, **specialise(meta, M, D))
+    if whole_tiles(meta, M, D):
+        _rms_whole_tiles[(M // meta["ROWS"],)](x, weight, out, eps, D=D, ROWS=meta["ROWS"],
+                                               num_warps=meta["num_warps"], num_stages=meta["num_stages"])
+    else:
+        _rms_kernel[(triton.cdiv(M, meta["ROWS"]),)](x, weight, out, M, D, eps, **meta)
     return out
