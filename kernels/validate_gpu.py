@@ -12,8 +12,7 @@
    solution at its params (the folder's tuned params.json, or --params-dir/<kernel>.json),
    and a device-to-device copy of the same number of bytes, timed interleaved block by block
    with the harness (eager in a pass of its own beside a copy: `time_row`; CUDA graph of k
-   launches, buffers rotated past 2 x L2, L2 flushed before
-   each block; torch.compile falls back to eager launches between events if a graph cannot
+   launches, buffers rotated past 2 x L2, L2 flushed before each block; torch.compile falls back to eager launches between events if a graph cannot
    capture it, said in the JSON). Median/p10/p90 µs, GB/s, % of copy, speedups, and the
    speedup over torch.compile paired block by block with its 95% interval (a tie shows as an
    interval around 1).
@@ -83,6 +82,16 @@ class Kernel:
         self.shapes = [s for s in self.contract.SHAPES if s.kind == kind]
 
 
+def interleaved_blocks(timers: dict[str, Any], blocks: int) -> dict[str, list[float]]:
+    """`blocks` blocks of every timer, side by side: in order on even passes, reversed on odd
+    ones (ABBA), so no timer always runs first or always follows the same neighbour."""
+    samples: dict[str, list[float]] = {n: [] for n in timers}
+    for b in range(blocks):
+        for n in list(timers) if b % 2 == 0 else list(reversed(timers)):
+            samples[n].append(timers[n].block())
+    return samples
+
+
 def time_variants(torch: Any, timing: Any, case: Any, variants: dict[str, Any], blocks: int) -> dict[str, dict]:
     """Median/p10/p90 µs of each variant's (make_calls, graph?) timed interleaved with a copy."""
     timers, how = {}, {}
@@ -97,11 +106,7 @@ def time_variants(torch: Any, timing: Any, case: Any, variants: dict[str, Any], 
             torch.cuda.synchronize()
             timers[name] = timing.timer(make, case.bytes, graph=False)
             how[name] = "events"
-    samples: dict[str, list[float]] = {n: [] for n in timers}
-    for b in range(blocks):
-        order = list(timers) if b % 2 == 0 else list(reversed(timers))
-        for n in order:
-            samples[n].append(timers[n].block())
+    samples = interleaved_blocks(timers, blocks)
     out = {}
     for n, xs in samples.items():
         s = stats(xs)
@@ -252,15 +257,8 @@ def sweep(torch: Any, timing: Any, k: Kernel, args: argparse.Namespace, over: An
                 if why:
                     continue
                 t = timing.timer(lambda n, c=case: c.calls(fn, n), case.bytes)
-                pairs = []
-                for b in range(max(5, args.blocks // 2)):  # ABBA: neither side always goes first
-                    if b % 2 == 0:
-                        copy_us = copy.block()
-                        point_us = t.block()
-                    else:
-                        point_us = t.block()
-                        copy_us = copy.block()
-                    pairs.append((copy_us, point_us))
+                blocks = interleaved_blocks({"copy": copy, "point": t}, max(5, args.blocks // 2))
+                pairs = list(zip(blocks["copy"], blocks["point"], strict=True))
             except Exception as exc:
                 log(f"  sweep {shape.name} {p}: {type(exc).__name__}: {str(exc)[:100]}")
                 continue

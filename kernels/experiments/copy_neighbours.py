@@ -14,28 +14,17 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
-HERE = Path(__file__).resolve().parents[1]
-for _path in (HERE, HERE.parent):
-    if str(_path) not in sys.path:
-        sys.path.insert(0, str(_path))
+from kernels.experiments import add_case_args, one_case
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--kernel", default="rmsnorm")
-    ap.add_argument("--shape", default="hunyuanvideo-720p")
-    ap.add_argument("--blocks", type=int, default=21)
+    add_case_args(ap, blocks=21)
     args = ap.parse_args(argv)
-    import torch
-    from harness.bench import Case, Timing
-    from validate_gpu import Kernel, time_variants
+    torch, k, case, timing = one_case(args)
+    from validate_gpu import time_variants  # importable once one_case set the paths
 
-    k = Kernel(args.kernel, None, None, "production")
-    shape = next(s for s in k.shapes if s.name == args.shape)
-    case = Case(torch, k.contract, k.roofline, shape, "bfloat16", 1, True)
-    timing = Timing(torch, True, 300.0, max_reps=1000)
     base_fn = getattr(k.baseline, k.contract.FUNC)
     sol_fn = getattr(k.solution, k.contract.FUNC)
     compiled = torch.compile(base_fn, dynamic=False)

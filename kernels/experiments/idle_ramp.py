@@ -14,29 +14,16 @@ import argparse
 import statistics
 import sys
 import time
-from pathlib import Path
 
-HERE = Path(__file__).resolve().parents[1]
-for _path in (HERE, HERE.parent):
-    if str(_path) not in sys.path:
-        sys.path.insert(0, str(_path))
+from kernels.experiments import add_case_args, one_case
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--kernel", default="rmsnorm")
-    ap.add_argument("--shape", default="hunyuanvideo-720p")
+    add_case_args(ap, blocks=40)
     ap.add_argument("--pauses", default="0,0.2,1,3")
-    ap.add_argument("--blocks", type=int, default=40)
     args = ap.parse_args(argv)
-    import torch
-    from harness.bench import Case, Timing
-    from validate_gpu import Kernel
-
-    k = Kernel(args.kernel, None, None, "production")
-    shape = next(s for s in k.shapes if s.name == args.shape)
-    case = Case(torch, k.contract, k.roofline, shape, "bfloat16", 1, True)
-    timing = Timing(torch, True, 300.0, max_reps=1000)
+    torch, k, case, timing = one_case(args)
     fn = getattr(k.solution, k.contract.FUNC)
     copy = timing.timer(case.copy_calls, case.bytes)
     sol = timing.timer(lambda n: case.calls(fn, n), case.bytes)

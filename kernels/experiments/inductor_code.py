@@ -16,7 +16,7 @@ import argparse
 import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parents[1]
+from kernels.experiments import KERNELS, import_paths
 
 
 def chosen_configs() -> list[str]:
@@ -45,15 +45,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--shape", required=True, help="a production shape's name (contract.py)")
     ap.add_argument("--out", help="also write the code here")
     args = ap.parse_args(argv)
-    if str(HERE) not in sys.path:
-        sys.path.insert(0, str(HERE))  # the kernels import `harness` as a top-level package
+    import_paths()
     import torch
     from harness.loader import load_module
     from torch._inductor.utils import run_and_get_code
 
     if not torch.cuda.is_available():
         raise SystemExit("inductor_code: needs a CUDA GPU")
-    folder = HERE / args.kernel
+    folder = KERNELS / args.kernel
     contract = load_module(folder / "contract.py", f"ic_{args.kernel}_contract")
     baseline = load_module(folder / "baseline" / f"{args.kernel}.py", f"ic_{args.kernel}_baseline")
     shapes = {s.name: s for s in contract.SHAPES}

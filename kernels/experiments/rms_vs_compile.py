@@ -35,10 +35,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parents[1]
-for _path in (HERE, HERE.parent):
-    if str(_path) not in sys.path:
-        sys.path.insert(0, str(_path))
+from kernels.experiments import KERNELS, import_paths
+
+import_paths()
 
 UNMASKED = [(8, 1, 0), (16, 2, 0), (32, 2, 0)]
 """(rows per program, num_warps, cache hints) of the unmasked variant; hints: 1 = x loaded
@@ -145,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if not torch.cuda.is_available():
         raise SystemExit("rms_vs_compile: needs a CUDA GPU")
-    folder = HERE / "rmsnorm"
+    folder = KERNELS / "rmsnorm"
     contract = load_module(folder / "contract.py", "rc_contract")
     roofline = load_module(folder / "roofline.py", "rc_roofline")
     baseline = load_module(folder / "baseline" / "rmsnorm.py", "rc_baseline")

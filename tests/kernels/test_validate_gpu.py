@@ -125,3 +125,21 @@ def test_eager_is_timed_apart_from_compile_and_the_solution(monkeypatch: pytest.
     assert passes == [("copy", "compile", "solution"), ("copy", "eager")]
     assert row["eager"]["pct_of_copy"] == pytest.approx(20.0)  # against the first pass's copy
     assert set(row) == {"copy", "eager", "compile", "solution"}
+
+
+def test_interleaved_blocks_alternate_the_order_each_pass() -> None:
+    from kernels.validate_gpu import interleaved_blocks
+
+    log: list[str] = []
+
+    class Timer:
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+        def block(self) -> float:
+            log.append(self.name)
+            return float(len(log))
+
+    samples = interleaved_blocks({"a": Timer("a"), "b": Timer("b"), "c": Timer("c")}, 3)
+    assert log == list("abccbaabc")
+    assert samples == {"a": [1.0, 6.0, 7.0], "b": [2.0, 5.0, 8.0], "c": [3.0, 4.0, 9.0]}
