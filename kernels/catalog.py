@@ -160,7 +160,10 @@ def kopt_toml(name: str, *, naive: bool = True, python: str | None = None, cpu: 
     warps or stages step is a no-op there, left undecided after every round), a decision
     stops at 6 looks (each interpreted look takes about a second), and a class a candidate
     did not aim at may move 5% (its looks vary about 4%: against 1% it stayed undecided and
-    sent every class-targeted gain to review).
+    sent every class-targeted gain to review), and only a step more than 10x faster is
+    suspicious (the interpreter's cost is per operation, so one tuning step from the naive
+    start, e.g. the chunk loop replaced by one whole-row tile, measured 3.0-3.1x there and
+    went to review half the time against the default 3x).
     profile: confirm keeps with the vendor profiler ([profile] kind "auto"), else "none".
     review_timeout_s: how long a borderline candidate waits for the engineer (0: decide by
     policy at once, for a run nobody watches)."""
@@ -173,7 +176,7 @@ def kopt_toml(name: str, *, naive: bool = True, python: str | None = None, cpu: 
     # the regression grid guards (it must not get much slower)
     decide = [f"max_rounds = {6 if cpu else 12}", "production_verdicts = true"]
     if cpu:  # interpreted looks vary ~4%: an untouched class is never shown within 1% in 6 looks
-        decide.append("max_other_regression_pct = 5.0")
+        decide += ["max_other_regression_pct = 5.0", "suspicious_speedup = 10.0"]
     if review_timeout_s is not None:
         decide.append(f"review_timeout_s = {float(review_timeout_s)!r}")
     alike = {cls: groups for cls, groups in alike_blocks(name, cpu=cpu).items() if "BLOCK_D" in tuned}

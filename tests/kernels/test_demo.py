@@ -51,7 +51,7 @@ def test_kopt_demo_headless_runs_the_loop_as_the_readme_does(tmp_path: Path) -> 
     # each candidate was measured and decided, not failed: the loop ran on the real kernel,
     # and the naive start's first step (a wider tile for every class) is a clear keep
     lines = {v: res.stdout.split(f"{v}: ")[1].split("\n")[0] for v in ("v1", "v2")}
-    assert lines["v1"].startswith("keep") and not any(line.startswith("fail") for line in lines.values())
+    assert lines["v1"].startswith("keep") and not any(line.startswith("fail") for line in lines.values()), lines
     assert st["keeps"] >= 1 and "best speedup over the naive start" in res.stdout
     # one serving bench process for both decisions (told to reload the trees for v2), ended
     # with the run: the tune proposer takes no time, so the process start is paid once
