@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine import bookkeeping, control
-from engine.daemon import engine_alive, workspace_lock
-from engine.errors import BadInput
-from engine.store import Command, Iteration, Store
-from engine.workspace import Workspace, list_workspaces, write_projections
+from kopt_supervisor.engine import bookkeeping, control
+from kopt_supervisor.engine.daemon import engine_alive, workspace_lock
+from kopt_supervisor.engine.errors import BadInput
+from kopt_supervisor.engine.store import Command, Iteration, Store
+from kopt_supervisor.engine.workspace import Workspace, list_workspaces, write_projections
 
 LIVE_STATES = ("running", "paused", "waiting_gpu", "awaiting_review")
 STALE_HEARTBEAT_S = 10.0
@@ -42,7 +42,7 @@ def best_speedup(iterations: list[Iteration], direction: str = "min") -> float |
     base = bookkeeping.baseline(iterations)
     if base is None:
         return None
-    from engine.projections import best_per_class
+    from kopt_supervisor.engine.projections import best_per_class
 
     best = best_per_class(iterations)
     ratios = []

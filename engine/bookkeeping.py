@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.store import Iteration
+from kopt_supervisor.engine.store import Iteration
 
 RESETS = ("keep", "accepted", "tie", "split", "rejected", "fail_bench", "fail_correctness",
           "fail_protected", "fail_propose")

@@ -1,6 +1,6 @@
 """`kopt ceilings`: measure this GPU's copy bandwidth and bf16 matrix rate, register them.
 
-Runs `python -m kernels.ceilings --json` (the only torch code, in a subprocess) on an idle
+Runs `python -m kopt_supervisor.kernels.ceilings --json` (the only torch code, in a subprocess) on an idle
 GPU chosen by the gate, and writes the result as a wiki page of measured sources under
 `<root>/.ceilings/`, where every run's roofline lookup finds it (measured values are
 preferred to the datasheet's, which stay listed beside them).
@@ -15,12 +15,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from engine import runner
-from engine.config import GpuConfig
-from engine.errors import KoptFailure
-from engine.gpu.backends import open_backend
-from engine.gpu.gate import Gate
-from engine.roofline import lookup_specs, register_measured
+from kopt_supervisor.engine import runner
+from kopt_supervisor.engine.config import GpuConfig
+from kopt_supervisor.engine.errors import KoptFailure
+from kopt_supervisor.engine.gpu.backends import open_backend
+from kopt_supervisor.engine.gpu.gate import Gate
+from kopt_supervisor.engine.roofline import lookup_specs, register_measured
 
 
 def measured_dir(root: Path) -> Path:
@@ -34,7 +34,7 @@ def measure_ceilings(root: Path, *, gpu: GpuConfig | None = None, timeout_s: flo
         if decision.gpu is None:
             raise KoptFailure(f"kopt ceilings needs a GPU: {decision.note or 'none found'}")
         with tempfile.TemporaryDirectory(prefix="kopt-ceilings-") as tmp:
-            res = runner.run([sys.executable, "-m", "kernels.ceilings", "--json", "--out", f"{tmp}/ceilings.json"],
+            res = runner.run([sys.executable, "-m", "kopt_supervisor.kernels.ceilings", "--json", "--out", f"{tmp}/ceilings.json"],
                              cwd=Path(__file__).resolve().parent.parent, log_dir=tmp, name="ceilings",
                              timeout_s=timeout_s, env=decision.env)
             if not res.ok:

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine import expr
-from engine.errors import BadInput
+from kopt_supervisor.engine import expr
+from kopt_supervisor.engine.errors import BadInput
 
 
 @dataclass(frozen=True)

@@ -6,9 +6,9 @@ The caller owns the workspace (the engine, or a CLI holding the workspace lock).
 
 from __future__ import annotations
 
-from engine.errors import BadInput
-from engine.store import Store
-from engine.workspace import Workspace, write_memory
+from kopt_supervisor.engine.errors import BadInput
+from kopt_supervisor.engine.store import Store
+from kopt_supervisor.engine.workspace import Workspace, write_memory
 
 
 def rewrite_memory(ws: Workspace, store: Store, versions: list[int]) -> None:

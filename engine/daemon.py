@@ -1,6 +1,6 @@
 """The engine as a process: detach, own the workspace (lock), heartbeat, signals.
 
-`start_detached()` launches `python -m engine.daemon` in a new session with its output in
+`start_detached()` launches `python -m kopt_supervisor.engine.daemon` in a new session with its output in
 logs/engine.log, so closing the terminal or losing SSH (SIGHUP) never reaches it.
 `run_engine()` is what that process (or `kopt run --foreground`) does: take the workspace
 lock (one engine per workspace), start a heartbeat thread, translate SIGTERM/SIGINT into a
@@ -22,9 +22,9 @@ import traceback
 from collections.abc import Iterator
 from pathlib import Path
 
-from engine.errors import BadInput, KoptError
-from engine.store import Store
-from engine.workspace import Workspace
+from kopt_supervisor.engine.errors import BadInput, KoptError
+from kopt_supervisor.engine.store import Store
+from kopt_supervisor.engine.workspace import Workspace
 
 HEARTBEAT_S = 1.0
 
@@ -105,7 +105,7 @@ class Heartbeat(threading.Thread):
 def run_engine(ws: Workspace, *, proposer: str | None = None, max_iters: int | None = None,
                log_to_stdout: bool = False) -> int:
     """Run the loop in this process. Exit status: 0 stopped for a stated reason, 1 crashed."""
-    from engine.loop import Engine
+    from kopt_supervisor.engine.loop import Engine
 
     ws.require()
     with workspace_lock(ws):
@@ -158,7 +158,7 @@ def start_detached(ws: Workspace, *, proposer: str | None = None, max_iters: int
     if alive:
         raise WorkspaceBusy(f"an engine (pid {pid}) already runs {ws.tag!r}; use `kopt attach {ws.tag}`")
     ws.logs.mkdir(parents=True, exist_ok=True)
-    argv = [sys.executable, "-m", "engine.daemon", "--root", str(ws.root), ws.tag]
+    argv = [sys.executable, "-m", "kopt_supervisor.engine.daemon", "--root", str(ws.root), ws.tag]
     if proposer:
         argv += ["--proposer", proposer]
     if max_iters is not None:
@@ -182,14 +182,13 @@ def start_detached(ws: Workspace, *, proposer: str | None = None, max_iters: int
 
 
 def _engine_env() -> dict[str, str]:
-    env = dict(os.environ)
-    root = str(Path(__file__).resolve().parent.parent)
-    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    return env
+    """The engine runs from the installed package: nothing of kopt's is put on PYTHONPATH
+    (that would hand the benches it starts top-level names such as `kernels`)."""
+    return dict(os.environ)
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m engine.daemon", description="kopt engine process")
+    ap = argparse.ArgumentParser(prog="python -m kopt_supervisor.engine.daemon", description="kopt engine process")
     ap.add_argument("--root", required=True)
     ap.add_argument("--proposer")
     ap.add_argument("--max-iters", type=int)

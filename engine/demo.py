@@ -13,11 +13,11 @@ import shutil
 import time
 from pathlib import Path
 
-from engine import gitops
-from engine.errors import BadInput
-from engine.gpu.backends import open_backend
-from engine.store import Store
-from engine.workspace import Workspace, create_workspace
+from kopt_supervisor.engine import gitops
+from kopt_supervisor.engine.errors import BadInput
+from kopt_supervisor.engine.gpu.backends import open_backend
+from kopt_supervisor.engine.store import Store
+from kopt_supervisor.engine.workspace import Workspace, create_workspace
 
 CPU_NOTICE = ("No GPU here: the Triton kernel runs through Triton's interpreter on the CPU "
               "on small shapes. Timings are CPU timings, not GPU performance.")
@@ -42,7 +42,7 @@ TUI_REVIEW_S = 300.0
 def prepare_demo(root: Path, kernel: str, tag: str | None = None, *, headless: bool = False,
                  profile: bool = True) -> tuple[Workspace, bool]:
     """Materialise the kernel into a fresh repo and create its workspace."""
-    from kernels import catalog
+    from kopt_supervisor.kernels import catalog
 
     if kernel not in catalog.KERNELS:
         raise BadInput(f"unknown demo kernel {kernel!r} (bundled: {', '.join(sorted(catalog.KERNELS))})")
@@ -64,7 +64,7 @@ def prepare_demo(root: Path, kernel: str, tag: str | None = None, *, headless: b
     with Store(ws.db_path) as store:
         store.set_many({"demo": {"kernel": kernel, "repo": str(repo), "gpu": gpu},
                         "notice": None if gpu else CPU_NOTICE})
-    from engine.loop import write_initial_projections
+    from kopt_supervisor.engine.loop import write_initial_projections
 
     write_initial_projections(ws)
     return ws, gpu
@@ -83,7 +83,7 @@ def announce(ws: Workspace, kernel: str, gpu: bool, iters: int) -> None:
 
 def run_headless(ws: Workspace, iters: int) -> int:
     """The demo in this process, progress printed; returns when the demo run ends."""
-    from engine.daemon import run_engine
+    from kopt_supervisor.engine.daemon import run_engine
 
     rc = run_engine(ws, proposer="tune", max_iters=iters, log_to_stdout=True)
     print_summary(ws)
@@ -91,7 +91,7 @@ def run_headless(ws: Workspace, iters: int) -> int:
 
 
 def print_summary(ws: Workspace) -> None:
-    from engine import api
+    from kopt_supervisor.engine import api
 
     st = api.status(ws)
     sp = st.get("best_speedup")

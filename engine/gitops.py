@@ -17,7 +17,7 @@ from typing import BinaryIO
 
 import git
 
-from engine.errors import BadInput, KoptFailure
+from kopt_supervisor.engine.errors import BadInput, KoptFailure
 
 KOPT_AUTHOR = git.Actor("kopt", "kopt@localhost")
 

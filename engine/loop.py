@@ -33,9 +33,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine import bookkeeping, control, faults, gitops, metrics, projections, runner
-from engine.config import Config
-from engine.decide import (
+from kopt_supervisor.engine import (
+    bookkeeping,
+    control,
+    faults,
+    gitops,
+    metrics,
+    projections,
+    runner,
+)
+from kopt_supervisor.engine.config import Config
+from kopt_supervisor.engine.decide import (
     Pair,
     Policy,
     Verdict,
@@ -44,18 +52,24 @@ from engine.decide import (
     review_outcome,
     voting_classes,
 )
-from engine.errors import BadInput, KoptError, KoptFailure
-from engine.gpu.backends import open_backend
-from engine.gpu.gate import Gate, NoIdleGpu, round_flags
-from engine.metrics import BenchError, Measurement
-from engine.profile import PROFILE_ENV, ProfileSummary, choose_profiler, compare
-from engine.propose import Proposal, ProposalContext, Proposer, make_proposer, parse_plan
-from engine.propose.prompt import render_prompt
-from engine.report.environment import capture_environment
-from engine.roofline.evaluate import evaluate as evaluate_roofline
-from engine.roofline.evaluate import target_reached
-from engine.store import Command, Iteration, Store
-from engine.workspace import (
+from kopt_supervisor.engine.errors import BadInput, KoptError, KoptFailure
+from kopt_supervisor.engine.gpu.backends import open_backend
+from kopt_supervisor.engine.gpu.gate import Gate, NoIdleGpu, round_flags
+from kopt_supervisor.engine.metrics import BenchError, Measurement
+from kopt_supervisor.engine.profile import PROFILE_ENV, ProfileSummary, choose_profiler, compare
+from kopt_supervisor.engine.propose import (
+    Proposal,
+    ProposalContext,
+    Proposer,
+    make_proposer,
+    parse_plan,
+)
+from kopt_supervisor.engine.propose.prompt import render_prompt
+from kopt_supervisor.engine.report.environment import capture_environment
+from kopt_supervisor.engine.roofline.evaluate import evaluate as evaluate_roofline
+from kopt_supervisor.engine.roofline.evaluate import target_reached
+from kopt_supervisor.engine.store import Command, Iteration, Store
+from kopt_supervisor.engine.workspace import (
     Workspace,
     refresh_memory,
     write_atomic,

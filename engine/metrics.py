@@ -23,10 +23,10 @@ from typing import Any
 
 import pandas as pd
 
-from engine import expr
-from engine.config import TargetConfig
-from engine.decide import Pair
-from engine.errors import KoptFailure
+from kopt_supervisor.engine import expr
+from kopt_supervisor.engine.config import TargetConfig
+from kopt_supervisor.engine.decide import Pair
+from kopt_supervisor.engine.errors import KoptFailure
 
 AB_COLUMNS = ("side", "block")
 

@@ -11,9 +11,9 @@ import math
 import time
 from typing import Any
 
-from engine.bookkeeping import Counters
-from engine.config import Config
-from engine.store import Iteration
+from kopt_supervisor.engine.bookkeeping import Counters
+from kopt_supervisor.engine.config import Config
+from kopt_supervisor.engine.store import Iteration
 
 
 def memory_record(it: Iteration) -> dict[str, Any]:

@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine import faults
-from engine.errors import BadInput
+from kopt_supervisor.engine import faults
+from kopt_supervisor.engine.errors import BadInput
 
 SCHEMA_VERSION = 1
 

@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine import config as config_mod
-from engine import gitops
-from engine.errors import BadInput
-from engine.store import Store
+from kopt_supervisor.engine import config as config_mod
+from kopt_supervisor.engine import gitops
+from kopt_supervisor.engine.errors import BadInput
+from kopt_supervisor.engine.store import Store
 
 TAG_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
@@ -228,7 +228,7 @@ def create_workspace(
 
 
 def write_memory(ws: Workspace, it: Any) -> None:
-    from engine import projections
+    from kopt_supervisor.engine import projections
 
     write_json(ws.memory_path(it.version), projections.memory_record(it))
 
@@ -236,7 +236,7 @@ def write_memory(ws: Workspace, it: Any) -> None:
 def refresh_memory(ws: Workspace, it: Any) -> bool:
     """Rewrite memory/vN.json only if it differs from the store (after a crash between a
     store write and its projection). Returns True when it had to."""
-    from engine import projections
+    from kopt_supervisor.engine import projections
 
     want = json.loads(json.dumps(projections.memory_record(it), default=str))
     try:
@@ -250,7 +250,7 @@ def refresh_memory(ws: Workspace, it: Any) -> bool:
 
 def write_projections(ws: Workspace, store: Store, cfg: config_mod.Config) -> None:
     """performance.md and README.md, re-rendered from the store."""
-    from engine import bookkeeping, projections
+    from kopt_supervisor.engine import bookkeeping, projections
 
     its = store.iterations()
     meta = store.meta()

@@ -117,7 +117,7 @@ def contract(name: str) -> ModuleType:
     if added:  # contract.py imports `harness` as a top-level package, as in a materialized repo
         sys.path.insert(0, str(HERE))
     try:
-        from kernels.harness.loader import load_module
+        from kopt_supervisor.kernels.harness.loader import load_module
 
         return load_module(KERNELS[name].folder / "contract.py", f"kopt_catalog_{name}_contract")
     finally:
@@ -131,7 +131,7 @@ def alike_blocks(name: str, *, cpu: bool = False) -> dict[str, dict[str, list[An
     with cpu): the tune proposer's `alike`. A class whose rows are all at most 64 long runs
     BLOCK_D 64, 128 and 0 as one 64-wide tile; without this the search spent 6 of 60 H100
     iterations on such no-op changes (2026-11-24)."""
-    from kernels.harness.params import launch_meta
+    from kopt_supervisor.kernels.harness.params import launch_meta
 
     k = KERNELS[name]
     c = contract(name)

@@ -1,6 +1,6 @@
 """Measure this GPU's ceilings: device-to-device copy bandwidth and bf16 matmul rate.
 
-Run:  python -m kernels.ceilings --json [--device 0] [--copy-mib 1024] [--iters 50]
+Run:  python -m kopt_supervisor.kernels.ceilings --json [--device 0] [--copy-mib 1024] [--iters 50]
 
 Copy: one `dst.copy_(src)` of a large buffer per timed iteration (CUDA events around each),
 after warm-up; bandwidth = (bytes read + bytes written) / median time. Matmul: bf16
@@ -21,7 +21,7 @@ import sys
 from datetime import UTC, datetime
 from typing import Any
 
-from kernels.harness.timing import event_times
+from kopt_supervisor.kernels.harness.timing import event_times
 
 
 def copy_result(times_s: list[float], buffer_bytes: int) -> dict[str, Any]:
@@ -135,7 +135,7 @@ def result_record(
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
-        prog="python -m kernels.ceilings", description=__doc__.splitlines()[0]
+        prog="python -m kopt_supervisor.kernels.ceilings", description=__doc__.splitlines()[0]
     )
     ap.add_argument("--json", action="store_true", help="print the result as JSON")
     ap.add_argument(
@@ -152,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", help="also write the JSON to this file")
     args = ap.parse_args(argv)
     command = " ".join(
-        ["python", "-m", "kernels.ceilings", *(sys.argv[1:] if argv is None else argv)]
+        ["python", "-m", "kopt_supervisor.kernels.ceilings", *(sys.argv[1:] if argv is None else argv)]
     )
     result = measure(args.device, args.copy_mib, args.iters, args.size, command)
     text = json.dumps(result, indent=2)

@@ -29,14 +29,21 @@ from textual.reactive import var
 from textual.screen import Screen
 from textual.worker import get_current_worker
 
-from engine import api, daemon
-from engine.daemon import engine_alive
-from engine.errors import KoptError
-from engine.gpu.backends import open_backend
-from engine.workspace import Workspace
-from kopt_tui.commands import KoptCommands
-from kopt_tui.model import RunData
-from kopt_tui.watch import BackendFactory, GpuReading, Poller, PollError, Probe, RunsSnapshot
+from kopt_supervisor.engine import api, daemon
+from kopt_supervisor.engine.daemon import engine_alive
+from kopt_supervisor.engine.errors import KoptError
+from kopt_supervisor.engine.gpu.backends import open_backend
+from kopt_supervisor.engine.workspace import Workspace
+from kopt_supervisor.kopt_tui.commands import KoptCommands
+from kopt_supervisor.kopt_tui.model import RunData
+from kopt_supervisor.kopt_tui.watch import (
+    BackendFactory,
+    GpuReading,
+    Poller,
+    PollError,
+    Probe,
+    RunsSnapshot,
+)
 
 
 def _start_engine(ws: Workspace) -> int:
@@ -111,8 +118,8 @@ class KoptApp(App[int]):
     # -- lifecycle ----------------------------------------------------------------------
 
     def on_mount(self) -> None:
-        from kopt_tui.screens.dashboard import DashboardScreen
-        from kopt_tui.screens.runs import RunsScreen
+        from kopt_supervisor.kopt_tui.screens.dashboard import DashboardScreen
+        from kopt_supervisor.kopt_tui.screens.runs import RunsScreen
 
         if self.start_tag is None:
             self.push_screen(RunsScreen())
@@ -225,7 +232,7 @@ class KoptApp(App[int]):
         self.exit(0)
 
     def action_help(self) -> None:
-        from kopt_tui.screens.help import HelpScreen
+        from kopt_supervisor.kopt_tui.screens.help import HelpScreen
 
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())

@@ -13,9 +13,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from engine import api, config, workspace
-from engine.errors import BadInput, KoptError
-from engine.workspace import Workspace, resolve_root
+from kopt_supervisor.engine import api, config, workspace
+from kopt_supervisor.engine.errors import BadInput, KoptError
+from kopt_supervisor.engine.workspace import Workspace, resolve_root
 
 
 def _ws(args: argparse.Namespace) -> Workspace:
@@ -38,7 +38,7 @@ def _print_json(data: Any) -> None:
 
 
 def cmd_init(args: argparse.Namespace) -> int:
-    from engine import gitops
+    from kopt_supervisor.engine import gitops
 
     repo = gitops.toplevel(Path(args.repo).expanduser().resolve())
     cfg_path = Path(args.config).expanduser() if args.config else repo / "kopt.toml"
@@ -55,7 +55,7 @@ def cmd_init(args: argparse.Namespace) -> int:
     frozen = f"# frozen by `kopt init` from {cfg_path if cfg_path.exists() else 'defaults'}\n" + config.dumps(cfg)
     root = resolve_root(args.root)
     ws, _, commit = workspace.create_workspace(root, args.tag, repo, frozen, config_source=str(cfg_path))
-    from engine.loop import write_initial_projections
+    from kopt_supervisor.engine.loop import write_initial_projections
 
     write_initial_projections(ws)
     print(f"created {ws.dir}")
@@ -79,11 +79,11 @@ def _with_bench(text: str, bench: str, source: str) -> config.Config:
 
 def cmd_run(args: argparse.Namespace) -> int:
     ws = _ws(args)
-    from engine import daemon
+    from kopt_supervisor.engine import daemon
 
     if args.proposer:
         cfg = ws.load_config()
-        from engine.propose import make_proposer
+        from kopt_supervisor.engine.propose import make_proposer
 
         make_proposer(cfg, args.proposer)  # validates before detaching
     if args.foreground:
@@ -97,14 +97,14 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _attach(ws: Workspace) -> int:
-    from kopt_tui.app import run_app
+    from kopt_supervisor.kopt_tui.app import run_app
 
     return run_app(ws.root, ws.tag)
 
 
 def cmd_attach(args: argparse.Namespace) -> int:
     if args.tag is None:  # the runs home screen
-        from kopt_tui.app import run_app
+        from kopt_supervisor.kopt_tui.app import run_app
 
         return run_app(resolve_root(args.root), None)
     return _attach(_ws(args))
@@ -192,7 +192,7 @@ def cmd_memory(args: argparse.Namespace) -> int:
         if not args.versions:
             raise BadInput(f"kopt memory {args.action}: name at least one iteration (vN)")
         return _send(args, args.action, {"versions": [_version(v) for v in args.versions]})
-    from engine import projections
+    from kopt_supervisor.engine import projections
 
     with ws.open_store(readonly=True) as store:
         its = store.iterations()
@@ -221,7 +221,7 @@ def cmd_memory(args: argparse.Namespace) -> int:
 
 
 def cmd_gpus(args: argparse.Namespace) -> int:
-    from engine.gpu.report import format_report, gpus_report
+    from kopt_supervisor.engine.gpu.report import format_report, gpus_report
 
     cfg = config.GpuConfig()
     if args.tag:
@@ -235,7 +235,7 @@ def cmd_gpus(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from engine.report import write_report
+    from kopt_supervisor.engine.report import write_report
 
     out = write_report(_ws(args))
     print(f"wrote {out}")
@@ -243,7 +243,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from engine.report import export_branch
+    from kopt_supervisor.engine.report import export_branch
 
     msg = export_branch(_ws(args), args.branch)
     print(msg)
@@ -251,7 +251,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_ceilings(args: argparse.Namespace) -> int:
-    from engine.ceilings import measure_ceilings
+    from kopt_supervisor.engine.ceilings import measure_ceilings
 
     result = measure_ceilings(resolve_root(args.root))
     if args.json:
@@ -263,7 +263,7 @@ def cmd_ceilings(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from engine import demo
+    from kopt_supervisor.engine import demo
 
     ws, gpu = demo.prepare_demo(resolve_root(args.root), args.kernel, args.tag, headless=args.headless,
                                 profile=not args.no_profile)
@@ -271,7 +271,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     demo.announce(ws, args.kernel, gpu, iters)
     if args.headless:
         return demo.run_headless(ws, iters)
-    from engine.daemon import start_detached
+    from kopt_supervisor.engine.daemon import start_detached
 
     start_detached(ws, proposer="tune", max_iters=iters)
     return _attach(ws)

@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from engine import api, bookkeeping
-from engine.bookkeeping import Counters
-from engine.config import Config
-from engine.store import Command, Event, Iteration
-from kopt_tui import fmt
+from kopt_supervisor.engine import api, bookkeeping
+from kopt_supervisor.engine.bookkeeping import Counters
+from kopt_supervisor.engine.config import Config
+from kopt_supervisor.engine.store import Command, Event, Iteration
+from kopt_supervisor.kopt_tui import fmt
 
 # ---------------------------------------------------------------------------------------
 # One reading of a run

@@ -16,18 +16,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.api import RunReader
-from engine.config import Config, GpuConfig
-from engine.daemon import engine_alive
-from engine.errors import KoptError
-from engine.gpu.backends import open_backend
-from engine.gpu.base import Backend, GpuState
-from engine.gpu.claims import ClaimRegistry, claim_key
-from engine.gpu.gate import assess
-from engine.gpu.procs import enrich
-from engine.store import Iteration
-from engine.workspace import Workspace, list_workspaces
-from kopt_tui.model import RunData
+from kopt_supervisor.engine.api import RunReader
+from kopt_supervisor.engine.config import Config, GpuConfig
+from kopt_supervisor.engine.daemon import engine_alive
+from kopt_supervisor.engine.errors import KoptError
+from kopt_supervisor.engine.gpu.backends import open_backend
+from kopt_supervisor.engine.gpu.base import Backend, GpuState
+from kopt_supervisor.engine.gpu.claims import ClaimRegistry, claim_key
+from kopt_supervisor.engine.gpu.gate import assess
+from kopt_supervisor.engine.gpu.procs import enrich
+from kopt_supervisor.engine.store import Iteration
+from kopt_supervisor.engine.workspace import Workspace, list_workspaces
+from kopt_supervisor.kopt_tui.model import RunData
 
 Probe = Callable[[Workspace], tuple[bool, int | None]]
 BackendFactory = Callable[[str], Backend]
@@ -127,7 +127,7 @@ def own_pids(meta: dict[str, Any]) -> set[int]:
     pids = {int(p) for p in [(meta.get("heartbeat") or {}).get("pid"), meta.get("engine_pid")] if p}
     pgid = meta.get("child_pgid")
     if pgid:
-        from engine.runner import group_members
+        from kopt_supervisor.engine.runner import group_members
 
         pids |= {p.pid for p in group_members(int(pgid))}
     return pids

@@ -3,8 +3,8 @@
 See docs/decision.md for the method and its measured error rates.
 """
 
-from engine.decide.model import ClassResult, Pair, Policy, Verdict
-from engine.decide.verdict import (
+from kopt_supervisor.engine.decide.model import ClassResult, Pair, Policy, Verdict
+from kopt_supervisor.engine.decide.verdict import (
     GUARD_CLASS,
     ReviewOutcome,
     evaluate,

@@ -29,8 +29,8 @@ import math
 from collections import defaultdict
 from typing import NamedTuple
 
-from engine.decide.model import ClassResult, Pair, Policy
-from engine.decide.stats import esd_outliers, mean, t_quantile
+from kopt_supervisor.engine.decide.model import ClassResult, Pair, Policy
+from kopt_supervisor.engine.decide.stats import esd_outliers, mean, t_quantile
 
 OUTLIER_ALPHA = 0.01
 """Chance that the ESD test calls a value of a clean normal sample an outlier."""

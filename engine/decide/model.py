@@ -12,8 +12,8 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from engine.config import DecideConfig
-from engine.errors import BadInput
+from kopt_supervisor.engine.config import DecideConfig
+from kopt_supervisor.engine.errors import BadInput
 
 CLASS_VERDICTS = ("improved", "regressed", "tied", "undecided")
 RUN_VERDICTS = ("keep", "regression", "tie", "split", "borderline", "undecided")

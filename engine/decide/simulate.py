@@ -1,9 +1,9 @@
 """Simulate thousands of keep/discard decisions: kopt's decision against the naive 1% rule.
 
-    python -m engine.decide.simulate                       # the default table (all models)
-    python -m engine.decide.simulate --noise spike --sigma 2.5 --trials 4000 --seed 7
-    python -m engine.decide.simulate --json out.json       # also write every figure
-    python -m engine.decide.simulate --blocks 8 --sigma 3  # the ab_command path
+    python -m kopt_supervisor.engine.decide.simulate                       # the default table (all models)
+    python -m kopt_supervisor.engine.decide.simulate --noise spike --sigma 2.5 --trials 4000 --seed 7
+    python -m kopt_supervisor.engine.decide.simulate --json out.json       # also write every figure
+    python -m kopt_supervisor.engine.decide.simulate --blocks 8 --sigma 3  # the ab_command path
 
 Each trial is one decision between a best tree and a candidate whose true cost ratio is
 known (no change; gains of 0.5, 1, 2, 5%; a 1% regression). Each bench run's value is
@@ -42,8 +42,8 @@ from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass
 
-from engine.decide.model import Pair, Policy
-from engine.decide.verdict import evaluate
+from kopt_supervisor.engine.decide.model import Pair, Policy
+from kopt_supervisor.engine.decide.verdict import evaluate
 
 NOISE_MODELS = ("normal", "heavy", "drift", "spike")
 SCENARIOS: tuple[tuple[str, float, str], ...] = (
@@ -205,7 +205,7 @@ def table(cells: list[Cell], scenarios: tuple[tuple[str, float, str], ...] = SCE
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m engine.decide.simulate",
+    ap = argparse.ArgumentParser(prog="python -m kopt_supervisor.engine.decide.simulate",
                                  description="kopt's decision vs the naive 1%% rule, simulated.")
     ap.add_argument("--noise", default="all", help="normal, heavy, drift, spike, or all (default)")
     ap.add_argument("--sigma", type=float, default=1.0, help="per-run noise in %% (default 1.0)")

@@ -18,9 +18,9 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass, replace
 
-from engine.decide.estimate import class_samples, estimate_class
-from engine.decide.model import ClassResult, Pair, Policy, Verdict
-from engine.errors import BadInput
+from kopt_supervisor.engine.decide.estimate import class_samples, estimate_class
+from kopt_supervisor.engine.decide.model import ClassResult, Pair, Policy, Verdict
+from kopt_supervisor.engine.errors import BadInput
 
 GUARD_CLASS = "guard (non-production)"
 """The class the non-production configs join under `guard_configs`: it can block a keep

@@ -1,5 +1,5 @@
 """GPU backends and the idle gate (DESIGN.md §1, §6, §10). See docs/gpu-gate.md."""
 
-from engine.gpu.base import NA, Backend, GpuProcess, GpuState, is_na
+from kopt_supervisor.engine.gpu.base import NA, Backend, GpuProcess, GpuState, is_na
 
 __all__ = ["NA", "Backend", "GpuProcess", "GpuState", "is_na"]

@@ -19,7 +19,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.gpu.base import NA, GpuProcess, GpuState, LibraryBackend, number, read_field, text, why
+from kopt_supervisor.engine.gpu.base import (
+    NA,
+    GpuProcess,
+    GpuState,
+    LibraryBackend,
+    number,
+    read_field,
+    text,
+    why,
+)
 
 _MIB = 1024 * 1024
 _VIOLATIONS = {  # amdsmi_get_violation_status keys → kopt's throttle vocabulary

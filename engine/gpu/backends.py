@@ -19,12 +19,12 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from engine.errors import BadInput
-from engine.gpu.amd import AmdSmiBackend
-from engine.gpu.base import Backend, GpuState
-from engine.gpu.fake import FakeBackend
-from engine.gpu.nvml import NvmlBackend
-from engine.gpu.smi import AmdSmiCliBackend, NvidiaSmiBackend, RocmSmiBackend
+from kopt_supervisor.engine.errors import BadInput
+from kopt_supervisor.engine.gpu.amd import AmdSmiBackend
+from kopt_supervisor.engine.gpu.base import Backend, GpuState
+from kopt_supervisor.engine.gpu.fake import FakeBackend
+from kopt_supervisor.engine.gpu.nvml import NvmlBackend
+from kopt_supervisor.engine.gpu.smi import AmdSmiCliBackend, NvidiaSmiBackend, RocmSmiBackend
 
 __all__ = ["AutoBackend", "FakeBackend", "NoGpu", "open_backend", "BACKENDS", "CHAINS"]
 

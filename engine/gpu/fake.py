@@ -16,8 +16,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from engine.errors import BadInput
-from engine.gpu.base import NA, GpuProcess, GpuState
+from kopt_supervisor.engine.errors import BadInput
+from kopt_supervisor.engine.gpu.base import NA, GpuProcess, GpuState
 
 _NUMBERS = ("util_pct", "mem_used_mib", "mem_total_mib", "sm_clock_mhz", "mem_clock_mhz",
             "temp_c", "power_w")

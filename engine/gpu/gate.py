@@ -29,11 +29,19 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.config import GpuConfig
-from engine.errors import BadInput, KoptFailure
-from engine.gpu import procs
-from engine.gpu.base import NA, Backend, GpuProcess, GpuState, disturbing, is_na, why
-from engine.gpu.claims import ClaimRegistry, claim_key
+from kopt_supervisor.engine.config import GpuConfig
+from kopt_supervisor.engine.errors import BadInput, KoptFailure
+from kopt_supervisor.engine.gpu import procs
+from kopt_supervisor.engine.gpu.base import (
+    NA,
+    Backend,
+    GpuProcess,
+    GpuState,
+    disturbing,
+    is_na,
+    why,
+)
+from kopt_supervisor.engine.gpu.claims import ClaimRegistry, claim_key
 
 
 class NoIdleGpu(KoptFailure):

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.gpu.base import (
+from kopt_supervisor.engine.gpu.base import (
     NA,
     GpuProcess,
     GpuState,

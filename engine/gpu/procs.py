@@ -14,7 +14,7 @@ from collections.abc import Iterable
 
 import psutil
 
-from engine.gpu.base import NA, GpuProcess, is_na
+from kopt_supervisor.engine.gpu.base import NA, GpuProcess, is_na
 
 
 def enrich(p: GpuProcess) -> GpuProcess:

@@ -17,11 +17,11 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from engine.config import GpuConfig
-from engine.gpu.backends import open_backend
-from engine.gpu.base import Backend, is_na, jsonable
-from engine.gpu.claims import ClaimRegistry
-from engine.gpu.gate import Assessment, Gate, busyness, visible_devices_env
+from kopt_supervisor.engine.config import GpuConfig
+from kopt_supervisor.engine.gpu.backends import open_backend
+from kopt_supervisor.engine.gpu.base import Backend, is_na, jsonable
+from kopt_supervisor.engine.gpu.claims import ClaimRegistry
+from kopt_supervisor.engine.gpu.gate import Assessment, Gate, busyness, visible_devices_env
 
 
 def gpus_report(cfg: GpuConfig, backend: Backend | None = None, *, sleep=time.sleep) -> dict[str, Any]:  # type: ignore[no-untyped-def]

@@ -16,8 +16,8 @@ import shutil
 import subprocess
 from collections.abc import Callable, Sequence
 
-from engine.gpu import smi_parse
-from engine.gpu.base import GpuState
+from kopt_supervisor.engine.gpu import smi_parse
+from kopt_supervisor.engine.gpu.base import GpuState
 
 TIMEOUT_S = 20.0
 

@@ -23,7 +23,14 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from engine.gpu.base import NA, GpuProcess, GpuState, number, nvidia_throttle_names, text
+from kopt_supervisor.engine.gpu.base import (
+    NA,
+    GpuProcess,
+    GpuState,
+    number,
+    nvidia_throttle_names,
+    text,
+)
 
 _MIB = 1024 * 1024
 

@@ -12,8 +12,8 @@ The loop calls:
 See engine/profile/model.py for the definition of the target kernels' time per call.
 """
 
-from engine.profile.base import PROFILE_ENV, Profiler, choose_profiler
-from engine.profile.model import (
+from kopt_supervisor.engine.profile.base import PROFILE_ENV, Profiler, choose_profiler
+from kopt_supervisor.engine.profile.model import (
     KernelChange,
     KernelStat,
     Launch,
@@ -23,8 +23,8 @@ from engine.profile.model import (
     summarize,
     summary_from_stats,
 )
-from engine.profile.ncu import NcuProfiler, parse_ncu_csv
-from engine.profile.rocprof import Rocprofv3Profiler
+from kopt_supervisor.engine.profile.ncu import NcuProfiler, parse_ncu_csv
+from kopt_supervisor.engine.profile.rocprof import Rocprofv3Profiler
 
 __all__ = [
     "PROFILE_ENV",

@@ -11,8 +11,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from engine.errors import BadInput, KoptFailure
-from engine.profile.model import ProfileSummary
+from kopt_supervisor.engine.errors import BadInput, KoptFailure
+from kopt_supervisor.engine.profile.model import ProfileSummary
 
 PROFILE_ENV = {"KOPT_PROFILE": "1"}
 """Set by the loop for profiled runs; a bench may run fewer repetitions, but must run the
@@ -43,8 +43,8 @@ def choose_profiler(kind: str, vendor: str) -> Profiler | None:
     when the tool is not on PATH. "ncu"/"rocprofv3" named explicitly must be on PATH:
     a missing tool is a KoptFailure rather than a silently unprofiled run.
     """
-    from engine.profile.ncu import NcuProfiler
-    from engine.profile.rocprof import Rocprofv3Profiler
+    from kopt_supervisor.engine.profile.ncu import NcuProfiler
+    from kopt_supervisor.engine.profile.rocprof import Rocprofv3Profiler
 
     if kind == "none":
         return None

@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from engine.errors import BadInput, KoptFailure
+from kopt_supervisor.engine.errors import BadInput, KoptFailure
 
 
 @dataclass(frozen=True)

@@ -21,10 +21,15 @@ import csv
 from collections.abc import Callable
 from pathlib import Path
 
-from engine.errors import KoptFailure
-from engine.profile.base import Profiler
-from engine.profile.model import Launch, ProfileSummary, summarize
-from engine.profile.units import bytes_of, parse_number, rate_to_bytes_per_s, time_to_ns
+from kopt_supervisor.engine.errors import KoptFailure
+from kopt_supervisor.engine.profile.base import Profiler
+from kopt_supervisor.engine.profile.model import Launch, ProfileSummary, summarize
+from kopt_supervisor.engine.profile.units import (
+    bytes_of,
+    parse_number,
+    rate_to_bytes_per_s,
+    time_to_ns,
+)
 
 NCU_LOG = "ncu.csv"
 

@@ -20,10 +20,16 @@ import csv
 from collections import defaultdict
 from pathlib import Path
 
-from engine.errors import KoptFailure
-from engine.profile.base import Profiler
-from engine.profile.model import KernelStat, Launch, ProfileSummary, summarize, summary_from_stats
-from engine.profile.units import parse_number
+from kopt_supervisor.engine.errors import KoptFailure
+from kopt_supervisor.engine.profile.base import Profiler
+from kopt_supervisor.engine.profile.model import (
+    KernelStat,
+    Launch,
+    ProfileSummary,
+    summarize,
+    summary_from_stats,
+)
+from kopt_supervisor.engine.profile.units import parse_number
 
 OUTPUT_NAME = "kopt_%pid%"
 

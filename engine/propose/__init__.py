@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
-from engine.config import Config
-from engine.errors import BadInput
-from engine.propose.base import Plan, Proposal, ProposalContext, Proposer, format_plan, parse_plan
+from kopt_supervisor.engine.config import Config
+from kopt_supervisor.engine.errors import BadInput
+from kopt_supervisor.engine.propose.base import (
+    Plan,
+    Proposal,
+    ProposalContext,
+    Proposer,
+    format_plan,
+    parse_plan,
+)
 
 __all__ = ["Plan", "Proposal", "ProposalContext", "Proposer", "format_plan", "make_proposer", "parse_plan"]
 
@@ -12,17 +19,17 @@ __all__ = ["Plan", "Proposal", "ProposalContext", "Proposer", "format_plan", "ma
 def make_proposer(cfg: Config, kind: str | None = None) -> Proposer:
     kind = kind or cfg.propose.kind
     if kind == "manual":
-        from engine.propose.manual import ManualProposer
+        from kopt_supervisor.engine.propose.manual import ManualProposer
 
         return ManualProposer()
     if kind == "command":
         if not cfg.propose.command.strip():
             raise BadInput('kopt.toml: [propose].command is required for the "command" proposer')
-        from engine.propose.command import CommandProposer
+        from kopt_supervisor.engine.propose.command import CommandProposer
 
         return CommandProposer(cfg.propose.command, cfg.propose.timeout_s)
     if kind == "tune":
-        from engine.propose.tune import TuneProposer
+        from kopt_supervisor.engine.propose.tune import TuneProposer
 
         return TuneProposer(cfg.propose.tune)
     raise BadInput(f'unknown proposer {kind!r} (use "manual", "command" or "tune")')

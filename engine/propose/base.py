@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from engine.config import Config
+from kopt_supervisor.engine.config import Config
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import shlex
 
-from engine.propose.base import Proposal, ProposalContext
+from kopt_supervisor.engine.propose.base import Proposal, ProposalContext
 
 
 def fill_placeholders(template: str, ctx: ProposalContext) -> str:

@@ -6,7 +6,7 @@ then writes the plan from it. While it waits the run's state says so.
 
 from __future__ import annotations
 
-from engine.propose.base import Proposal, ProposalContext, format_plan
+from kopt_supervisor.engine.propose.base import Proposal, ProposalContext, format_plan
 
 
 class ManualProposer:

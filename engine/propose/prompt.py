@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.config import Config
-from engine.projections import fmt_num, fmt_pct
+from kopt_supervisor.engine.config import Config
+from kopt_supervisor.engine.projections import fmt_num, fmt_pct
 
 RULES = """\
 ## Rules kopt enforces (you cannot bypass them)

@@ -55,10 +55,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from engine.config import TuneConfig
-from engine.errors import BadInput
-from engine.propose.base import Proposal, ProposalContext, format_plan
-from engine.workspace import write_atomic
+from kopt_supervisor.engine.config import TuneConfig
+from kopt_supervisor.engine.errors import BadInput
+from kopt_supervisor.engine.propose.base import Proposal, ProposalContext, format_plan
+from kopt_supervisor.engine.workspace import write_atomic
 
 Point = dict[str, Any]
 

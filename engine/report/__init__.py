@@ -10,8 +10,8 @@ See docs/reports.md for what results.md holds, where each number comes from, and
 export's rules on what is source.
 """
 
-from engine.report.environment import capture_environment
-from engine.report.export import export_branch
-from engine.report.writer import write_report
+from kopt_supervisor.engine.report.environment import capture_environment
+from kopt_supervisor.engine.report.export import export_branch
+from kopt_supervisor.engine.report.writer import write_report
 
 __all__ = ["capture_environment", "export_branch", "write_report"]

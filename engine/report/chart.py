@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.projections import fmt_num
+from kopt_supervisor.engine.projections import fmt_num
 
 BAR_WIDTH = 40
 EIGHTHS = " ▏▎▍▌▋▊▉█"

@@ -23,8 +23,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine import bookkeeping
-from engine.store import Iteration
+from kopt_supervisor.engine import bookkeeping
+from kopt_supervisor.engine.store import Iteration
 
 SampleRow = Mapping[str, Any]
 """One row of the samples table: version, stage, round, block, side, config, cls, value."""

@@ -39,8 +39,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from engine import runner
-from engine.config import Config
+from kopt_supervisor.engine import runner
+from kopt_supervisor.engine.config import Config
 
 PROBE_TIMEOUT_S = 60.0
 PYTHON_RE = re.compile(r"^(python|pypy)(\d+(\.\d+)*)?$")
@@ -82,7 +82,7 @@ Run = Callable[[Sequence[str]], tuple[int, str, str]]
 
 def capture_environment(cfg: Config, worktree: str | Path, *, run: Run | None = None) -> dict[str, Any]:
     """Everything the report says about the environment; never raises."""
-    from engine.gpu.smi import run_command
+    from kopt_supervisor.engine.gpu.smi import run_command
 
     run = run or run_command
     target_env = dict(cfg.target.env)

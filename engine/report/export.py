@@ -16,12 +16,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from engine import gitops
-from engine.errors import BadInput
-from engine.report.filters import exclusion
-from engine.report.writer import results_for_export
-from engine.store import Iteration
-from engine.workspace import Workspace
+from kopt_supervisor.engine import gitops
+from kopt_supervisor.engine.errors import BadInput
+from kopt_supervisor.engine.report.filters import exclusion
+from kopt_supervisor.engine.report.writer import results_for_export
+from kopt_supervisor.engine.store import Iteration
+from kopt_supervisor.engine.workspace import Workspace
 
 RESULTS_NAME = "results.md"
 

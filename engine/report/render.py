@@ -12,12 +12,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.config import Config
-from engine.projections import fmt_num, profile_ns_per_call
-from engine.report.collect import RunData
-from engine.report.roofline_view import RooflineView
-from engine.report.stats import Summary, geomean, speedup, summarize
-from engine.store import Iteration
+from kopt_supervisor.engine.config import Config
+from kopt_supervisor.engine.projections import fmt_num, profile_ns_per_call
+from kopt_supervisor.engine.report.collect import RunData
+from kopt_supervisor.engine.report.roofline_view import RooflineView
+from kopt_supervisor.engine.report.stats import Summary, geomean, speedup, summarize
+from kopt_supervisor.engine.store import Iteration
 
 SECTIONS = (
     "Summary",

@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from engine.config import Config
-from engine.errors import BadInput
-from engine.roofline import (
+from kopt_supervisor.engine.config import Config
+from kopt_supervisor.engine.errors import BadInput
+from kopt_supervisor.engine.roofline import (
     ClassRoofline,
     Peaks,
     RooflinePoint,

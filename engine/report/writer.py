@@ -14,14 +14,14 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from engine import gitops
-from engine.errors import BadInput, KoptError
-from engine.report import chart, roofline_view
-from engine.report.collect import NoBaseline, RunData, collect
-from engine.report.environment import capture_environment
-from engine.report.render import ReportInputs, class_medians, render_results
-from engine.report.stats import summarize
-from engine.workspace import Workspace, write_atomic, write_projections
+from kopt_supervisor.engine import gitops
+from kopt_supervisor.engine.errors import BadInput, KoptError
+from kopt_supervisor.engine.report import chart, roofline_view
+from kopt_supervisor.engine.report.collect import NoBaseline, RunData, collect
+from kopt_supervisor.engine.report.environment import capture_environment
+from kopt_supervisor.engine.report.render import ReportInputs, class_medians, render_results
+from kopt_supervisor.engine.report.stats import summarize
+from kopt_supervisor.engine.workspace import Workspace, write_atomic, write_projections
 
 PNG_NAME = "results_latency.png"
 TXT_NAME = "results_latency.txt"
@@ -118,7 +118,7 @@ def _chain_points(data: RunData, class_of: dict[str, str]) -> list[tuple[int, st
 def _roofline(cfg: Any, data: RunData, measured_dir: Path) -> roofline_view.RooflineView:
     """The same spec lookup as the loop's (engine.roofline.evaluate): the wiki, then the
     ceilings `kopt ceilings` measured on this GPU."""
-    from engine.roofline import lookup_specs
+    from kopt_supervisor.engine.roofline import lookup_specs
 
     gpu_name = cfg.roofline.gpu or _gpu_name(data)
     specs: dict[str, Any] = {}

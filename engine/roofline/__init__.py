@@ -10,7 +10,7 @@ floor_metric(point, cfg.unit_scale)                             # decide's "fast
 register_measured(ceilings_json, measured_dir)                  # `kopt ceilings`
 """
 
-from engine.roofline.model import (
+from kopt_supervisor.engine.roofline.model import (
     DEFAULT_BANDWIDTH_METRIC,
     DEFAULT_FLOPS_METRIC,
     ClassRoofline,
@@ -24,8 +24,8 @@ from engine.roofline.model import (
     peaks_from_specs,
     work_of_row,
 )
-from engine.roofline.report import render_readme_section
-from engine.roofline.specs import (
+from kopt_supervisor.engine.roofline.report import render_readme_section
+from kopt_supervisor.engine.roofline.specs import (
     UNKNOWN,
     Page,
     Spec,

@@ -14,10 +14,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.config import Config
-from engine.roofline.model import aggregate_classes, analyze_rows, floor_metric, peaks_from_specs
-from engine.roofline.report import render_readme_section
-from engine.roofline.specs import lookup_specs
+from kopt_supervisor.engine.config import Config
+from kopt_supervisor.engine.roofline.model import (
+    aggregate_classes,
+    analyze_rows,
+    floor_metric,
+    peaks_from_specs,
+)
+from kopt_supervisor.engine.roofline.report import render_readme_section
+from kopt_supervisor.engine.roofline.specs import lookup_specs
 
 
 @dataclass(frozen=True)

@@ -22,9 +22,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from engine import expr
-from engine.errors import BadInput
-from engine.roofline.specs import Spec, get_spec
+from kopt_supervisor.engine import expr
+from kopt_supervisor.engine.errors import BadInput
+from kopt_supervisor.engine.roofline.specs import Spec, get_spec
 
 DEFAULT_FLOPS_METRIC = "bf16_dense_tflops"
 DEFAULT_BANDWIDTH_METRIC = "hbm_bandwidth"

@@ -1,6 +1,6 @@
 """The Step 0 text for a run's README.md: sourced specs, formulas, bound, floor, targets.
 
-Rendering only; the numbers come from engine.roofline.model. Every hardware number in the
+Rendering only; the numbers come from kopt_supervisor.engine.roofline.model. Every hardware number in the
 text is printed with its `<- <path>:<line>` source, and an UNKNOWN peak is said to be
 unknown rather than replaced.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from engine.roofline.model import (
+from kopt_supervisor.engine.roofline.model import (
     DEFAULT_BANDWIDTH_METRIC,
     DEFAULT_FLOPS_METRIC,
     ClassRoofline,
@@ -17,7 +17,7 @@ from engine.roofline.model import (
     RooflinePoint,
     peaks_from_specs,
 )
-from engine.roofline.specs import Spec, format_value, get_spec
+from kopt_supervisor.engine.roofline.specs import Spec, format_value, get_spec
 
 
 def _g(x: float | None, fmt: str = "{:.3g}") -> str:

@@ -36,7 +36,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from engine.errors import BadInput
+from kopt_supervisor.engine.errors import BadInput
 
 UNKNOWN = "UNKNOWN (no source)"
 

@@ -104,7 +104,7 @@ def kept_outputs(fn: Callable[..., Any], arg_sets: list[tuple], kwargs: dict[str
     A result dropped at once would be freed before the next launch allocates, so inside a
     CUDA graph every launch would write one buffer, still partly dirty in L2 from the launch
     before, and skip those write-backs to DRAM. Measured on the H100 (2026-11-24,
-    kernels/experiments/rms_vs_compile.py): torch.compile's RMSNorm ran 5-9% faster on the
+    experiments/rms_vs_compile.py): torch.compile's RMSNorm ran 5-9% faster on the
     20 µs QK-norm shapes that way than with one output per input set, and so did ours."""
     kept: list[Any] = [None] * len(arg_sets)
 

@@ -16,18 +16,18 @@ from textual.reactive import var
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer
 
-from engine.api import LIVE_STATES
-from kopt_tui import model
-from kopt_tui.model import RunData
-from kopt_tui.screens.live import renders_data
-from kopt_tui.watch import GpuReading
-from kopt_tui.widgets.best_chart import BestChart
-from kopt_tui.widgets.class_deltas import ClassDeltas
-from kopt_tui.widgets.counters import Counters
-from kopt_tui.widgets.gpu_panel import GpuPanel
-from kopt_tui.widgets.history import HistoryTable
-from kopt_tui.widgets.progress import ProgressLine
-from kopt_tui.widgets.state_line import StateLine
+from kopt_supervisor.engine.api import LIVE_STATES
+from kopt_supervisor.kopt_tui import model
+from kopt_supervisor.kopt_tui.model import RunData
+from kopt_supervisor.kopt_tui.screens.live import renders_data
+from kopt_supervisor.kopt_tui.watch import GpuReading
+from kopt_supervisor.kopt_tui.widgets.best_chart import BestChart
+from kopt_supervisor.kopt_tui.widgets.class_deltas import ClassDeltas
+from kopt_supervisor.kopt_tui.widgets.counters import Counters
+from kopt_supervisor.kopt_tui.widgets.gpu_panel import GpuPanel
+from kopt_supervisor.kopt_tui.widgets.history import HistoryTable
+from kopt_supervisor.kopt_tui.widgets.progress import ProgressLine
+from kopt_supervisor.kopt_tui.widgets.state_line import StateLine
 
 SIDE_PANELS = ("deltas", "counters", "gpus", "chart")
 
@@ -202,7 +202,7 @@ class DashboardScreen(Screen):
             self.app.send_command(self.tag, "more_rounds", {"version": v})
 
     def open_review(self, version: int) -> None:
-        from kopt_tui.screens.review import ReviewScreen
+        from kopt_supervisor.kopt_tui.screens.review import ReviewScreen
 
         self.app.push_screen(ReviewScreen(self.tag, version))
 
@@ -214,7 +214,7 @@ class DashboardScreen(Screen):
         self.app.send_command(self.tag, "resume" if paused else "pause")
 
     def action_stop(self) -> None:
-        from kopt_tui.screens.confirm import ConfirmScreen
+        from kopt_supervisor.kopt_tui.screens.confirm import ConfirmScreen
 
         def stop(yes: bool | None) -> None:
             if yes:
@@ -226,26 +226,26 @@ class DashboardScreen(Screen):
             "as interrupted. `kopt run` (or E here) continues the run later.", yes="Stop the run"), stop)
 
     def action_restart(self) -> None:
-        from kopt_tui.screens.restart import RestartScreen
+        from kopt_supervisor.kopt_tui.screens.restart import RestartScreen
 
         if self.data is None:
             return
         self.app.push_screen(RestartScreen(self.tag, self.query_one(HistoryTable).selected_version))
 
     def action_logs(self) -> None:
-        from kopt_tui.screens.logs import LogScreen
+        from kopt_supervisor.kopt_tui.screens.logs import LogScreen
 
         self.app.push_screen(LogScreen(self.tag))
 
     def action_detail(self) -> None:
-        from kopt_tui.screens.detail import DetailScreen
+        from kopt_supervisor.kopt_tui.screens.detail import DetailScreen
 
         v = self.query_one(HistoryTable).selected_version
         if v is not None:
             self.app.push_screen(DetailScreen(self.tag, v))
 
     def action_start_engine(self) -> None:
-        from kopt_tui.screens.confirm import ConfirmScreen
+        from kopt_supervisor.kopt_tui.screens.confirm import ConfirmScreen
 
         d = self.data
         if d is None or d.alive:
@@ -269,7 +269,7 @@ class DashboardScreen(Screen):
         self.set_class(True, f"-show-{new}")
 
     def action_runs(self) -> None:
-        from kopt_tui.screens.runs import RunsScreen
+        from kopt_supervisor.kopt_tui.screens.runs import RunsScreen
 
         below = self.app.screen_stack[:-1]
         if below and isinstance(below[-1], RunsScreen):

@@ -18,12 +18,12 @@ from textual.screen import Screen
 from textual.widgets import Footer, OptionList, Static, TabbedContent, TabPane
 from textual.widgets.option_list import Option
 
-from engine.api import RunReader
-from kopt_tui import fmt, model
-from kopt_tui.model import RunData
-from kopt_tui.screens.live import renders_data
-from kopt_tui.widgets.class_deltas import class_table
-from kopt_tui.widgets.styles import STATUS_STYLE
+from kopt_supervisor.engine.api import RunReader
+from kopt_supervisor.kopt_tui import fmt, model
+from kopt_supervisor.kopt_tui.model import RunData
+from kopt_supervisor.kopt_tui.screens.live import renders_data
+from kopt_supervisor.kopt_tui.widgets.class_deltas import class_table
+from kopt_supervisor.kopt_tui.widgets.styles import STATUS_STYLE
 
 TABS = ("classes", "plan", "diff", "logs", "events")
 
@@ -176,7 +176,7 @@ class DetailScreen(Screen):
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         if event.option_list.id == "detail-logs" and 0 <= event.option_index < len(self._logs):
-            from kopt_tui.screens.logs import LogScreen
+            from kopt_supervisor.kopt_tui.screens.logs import LogScreen
 
             self.app.push_screen(LogScreen(self.tag, self._logs[event.option_index]))
 
@@ -189,17 +189,17 @@ class DetailScreen(Screen):
         tabs.active = f"tab-{TABS[(i + step) % len(TABS)]}"
 
     def action_review(self) -> None:
-        from kopt_tui.screens.review import ReviewScreen
+        from kopt_supervisor.kopt_tui.screens.review import ReviewScreen
 
         self.app.push_screen(ReviewScreen(self.tag, self.version))
 
     def action_restart(self) -> None:
-        from kopt_tui.screens.restart import RestartScreen
+        from kopt_supervisor.kopt_tui.screens.restart import RestartScreen
 
         self.app.push_screen(RestartScreen(self.tag, self.version))
 
     def action_logs(self) -> None:
-        from kopt_tui.screens.logs import LogScreen
+        from kopt_supervisor.kopt_tui.screens.logs import LogScreen
 
         it = self.data.by_version.get(self.version) if self.data else None
         if it is not None and it.status == "running":

@@ -10,7 +10,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Label, Static
 
-from kopt_tui.commands import key_label
+from kopt_supervisor.kopt_tui.commands import key_label
 
 GENERAL = (
     ("ctrl+p", "Command palette: every action of the screen on view, by name"),
@@ -20,14 +20,14 @@ GENERAL = (
 
 
 def key_table() -> Table:
-    from kopt_tui.app import KoptApp
-    from kopt_tui.screens.confirm import ConfirmScreen
-    from kopt_tui.screens.dashboard import DashboardScreen
-    from kopt_tui.screens.detail import DetailScreen
-    from kopt_tui.screens.logs import LogScreen
-    from kopt_tui.screens.restart import RestartScreen
-    from kopt_tui.screens.review import ReviewScreen
-    from kopt_tui.screens.runs import RunsScreen
+    from kopt_supervisor.kopt_tui.app import KoptApp
+    from kopt_supervisor.kopt_tui.screens.confirm import ConfirmScreen
+    from kopt_supervisor.kopt_tui.screens.dashboard import DashboardScreen
+    from kopt_supervisor.kopt_tui.screens.detail import DetailScreen
+    from kopt_supervisor.kopt_tui.screens.logs import LogScreen
+    from kopt_supervisor.kopt_tui.screens.restart import RestartScreen
+    from kopt_supervisor.kopt_tui.screens.review import ReviewScreen
+    from kopt_supervisor.kopt_tui.screens.runs import RunsScreen
 
     sections = (("everywhere", KoptApp), ("runs (home)", RunsScreen), ("dashboard", DashboardScreen),
                 ("iteration detail", DetailScreen), ("review", ReviewScreen), ("restart", RestartScreen),

@@ -14,9 +14,9 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
-from engine import bookkeeping
-from kopt_tui import fmt, model
-from kopt_tui.model import RunData
+from kopt_supervisor.engine import bookkeeping
+from kopt_supervisor.kopt_tui import fmt, model
+from kopt_supervisor.kopt_tui.model import RunData
 
 
 def preview(data: RunData, version: int) -> Text:

@@ -11,10 +11,10 @@ from textual.reactive import var
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
-from kopt_tui import fmt, model
-from kopt_tui.model import RunData
-from kopt_tui.screens.live import renders_data
-from kopt_tui.widgets.class_deltas import class_table
+from kopt_supervisor.kopt_tui import fmt, model
+from kopt_supervisor.kopt_tui.model import RunData
+from kopt_supervisor.kopt_tui.screens.live import renders_data
+from kopt_supervisor.kopt_tui.widgets.class_deltas import class_table
 
 FLAG_HELP = {
     "subthreshold_gain": "the candidate is faster with confidence, but by less than [decide].min_effect_pct",

@@ -10,10 +10,10 @@ from textual.reactive import var
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
-from kopt_tui import fmt, model
-from kopt_tui.model import RunData, RunSummary
-from kopt_tui.screens.live import renders_data
-from kopt_tui.widgets.styles import state_badge
+from kopt_supervisor.kopt_tui import fmt, model
+from kopt_supervisor.kopt_tui.model import RunData, RunSummary
+from kopt_supervisor.kopt_tui.screens.live import renders_data
+from kopt_supervisor.kopt_tui.widgets.styles import state_badge
 
 COLUMNS = (("tag", "run"), ("state", "state"), ("iter", "iter"), ("speedup", "speedup"), ("reviews", "reviews"),
            ("heartbeat", "heartbeat"), ("note", "note"))
@@ -105,7 +105,7 @@ class RunsScreen(Screen):
         self.action_open()
 
     def action_open(self) -> None:
-        from kopt_tui.screens.dashboard import DashboardScreen
+        from kopt_supervisor.kopt_tui.screens.dashboard import DashboardScreen
 
         tag = self._selected_tag()
         if tag:

@@ -8,8 +8,8 @@ from textual.reactive import reactive
 from textual.widget import Widget
 from textual.widgets import Label, Sparkline
 
-from kopt_tui import fmt
-from kopt_tui.model import SeriesView
+from kopt_supervisor.kopt_tui import fmt
+from kopt_supervisor.kopt_tui.model import SeriesView
 
 
 def series_label(s: SeriesView) -> str:

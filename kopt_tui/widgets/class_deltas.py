@@ -7,9 +7,9 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from kopt_tui import fmt
-from kopt_tui.model import ClassesView, ClassRow
-from kopt_tui.widgets.styles import VERDICT_STYLE, delta_style
+from kopt_supervisor.kopt_tui import fmt
+from kopt_supervisor.kopt_tui.model import ClassesView, ClassRow
+from kopt_supervisor.kopt_tui.widgets.styles import VERDICT_STYLE, delta_style
 
 COLUMNS = ("class", "best", "cand", "Δ", "interval %", "rnd", "verdict", "roof")
 """In display order."""

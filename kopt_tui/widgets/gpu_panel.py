@@ -6,8 +6,8 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from kopt_tui import fmt
-from kopt_tui.model import GpuRow, GpusView
+from kopt_supervisor.kopt_tui import fmt
+from kopt_supervisor.kopt_tui.model import GpuRow, GpusView
 
 
 def _height(v: GpusView | None) -> int:

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from rich.text import Text
 from textual.widgets import DataTable
 
-from kopt_tui import fmt
-from kopt_tui.model import HistoryRow
-from kopt_tui.widgets.styles import STATUS_STYLE, delta_style
+from kopt_supervisor.kopt_tui import fmt
+from kopt_supervisor.kopt_tui.model import HistoryRow
+from kopt_supervisor.kopt_tui.widgets.styles import STATUS_STYLE, delta_style
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from kopt_tui.model import ProgressView
+from kopt_supervisor.kopt_tui.model import ProgressView
 
 BAR = 16
 

@@ -11,8 +11,8 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from kopt_tui.model import StateView
-from kopt_tui.widgets.styles import state_badge
+from kopt_supervisor.kopt_tui.model import StateView
+from kopt_supervisor.kopt_tui.widgets.styles import state_badge
 
 
 class StateLine(Widget):

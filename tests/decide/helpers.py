@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.decide import Pair
+from kopt_supervisor.engine.decide import Pair
 
 
 def rounds(ratios: dict[str, list[float]], *, best: float = 100.0, start: int = 0,

@@ -8,9 +8,15 @@ import random
 
 import pytest
 
-from engine.decide import Pair, Policy, evaluate
-from engine.decide.estimate import Sample, alpha_at_look, class_samples, estimate_class, interval
-from engine.decide.simulate import Noise, kopt_trial
+from kopt_supervisor.engine.decide import Pair, Policy, evaluate
+from kopt_supervisor.engine.decide.estimate import (
+    Sample,
+    alpha_at_look,
+    class_samples,
+    estimate_class,
+    interval,
+)
+from kopt_supervisor.engine.decide.simulate import Noise, kopt_trial
 from tests.decide.helpers import rounds, wiggle
 
 

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from engine.decide.stats import (
+from kopt_supervisor.engine.decide.stats import (
     betainc,
     esd_critical,
     esd_outliers,

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from engine.decide import (
+from kopt_supervisor.engine.decide import (
     Pair,
     Policy,
     Verdict,
@@ -17,7 +17,7 @@ from engine.decide import (
     review_outcome,
     summary,
 )
-from engine.errors import BadInput
+from kopt_supervisor.engine.errors import BadInput
 from tests.decide.helpers import rounds, wiggle
 
 
@@ -303,7 +303,7 @@ def test_every_flag_the_engine_writes_is_a_known_flag() -> None:
     import re
     from pathlib import Path
 
-    from engine.decide.model import FLAGS
+    from kopt_supervisor.engine.decide.model import FLAGS
 
     root = Path(__file__).resolve().parents[2] / "engine"
     verdict_src = (root / "decide" / "verdict.py").read_text()

@@ -37,12 +37,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from engine.config import GpuConfig  # noqa: E402
-from engine.gpu.backends import open_backend  # noqa: E402
-from engine.gpu.base import GpuState, is_na  # noqa: E402
-from engine.gpu.claims import claim_key  # noqa: E402
-from engine.gpu.gate import Gate, round_flags  # noqa: E402
-from engine.gpu.report import format_report, gpus_report  # noqa: E402
+from kopt_supervisor.engine.config import GpuConfig  # noqa: E402
+from kopt_supervisor.engine.gpu.backends import open_backend  # noqa: E402
+from kopt_supervisor.engine.gpu.base import GpuState, is_na  # noqa: E402
+from kopt_supervisor.engine.gpu.claims import claim_key  # noqa: E402
+from kopt_supervisor.engine.gpu.gate import Gate, round_flags  # noqa: E402
+from kopt_supervisor.engine.gpu.report import format_report, gpus_report  # noqa: E402
 
 HOG = r"""
 import ctypes, os, sys, time
@@ -184,7 +184,7 @@ def gate_waits(backend_name: str, index: int, args: argparse.Namespace) -> dict[
 
 
 def claim_check(index: int, uuid: str) -> dict[str, Any]:
-    code = ("import sys, time; sys.path.insert(0, sys.argv[1]); from engine.gpu.claims import ClaimRegistry;"
+    code = ("import sys, time; sys.path.insert(0, sys.argv[1]); from kopt_supervisor.engine.gpu.claims import ClaimRegistry;"
             "r = ClaimRegistry(owner='kopt run other-tag'); print(r.claim(sys.argv[2]), flush=True); time.sleep(30)")
     key = claim_key("", uuid, index)
     p = subprocess.Popen([sys.executable, "-c", code, str(ROOT), key], stdout=subprocess.PIPE, text=True)

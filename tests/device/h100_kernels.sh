@@ -15,7 +15,7 @@ set -u
 R=${R:-/tmp/res}; mkdir -p "$R"
 export PYTHONUNBUFFERED=1 KOPT_ROOT=${KOPT_ROOT:-/tmp/kws}
 PY=python3
-kopt() { $PY -m kopt_tui.cli "$@"; }
+kopt() { $PY -m kopt_supervisor.kopt_tui.cli "$@"; }
 t0=$(date +%s)
 stamp() { echo "[$(date -u +%H:%M:%S) +$(( $(date +%s) - t0 ))s] $*"; }
 demo_running() { pgrep -f "demo --headless --kernel" >/dev/null; }
@@ -38,7 +38,7 @@ for step in "$@"; do
   bench)
     for k in rmsnorm adaln; do
       d=/tmp/t_$k; rm -rf $d; mkdir -p $d
-      $PY -c "import sys;sys.path.insert(0,'.');from kernels import catalog;from pathlib import Path;catalog.materialize('$k',Path('$d'),naive=True)"
+      $PY -c "import sys;sys.path.insert(0,'.');from kopt_supervisor.kernels import catalog;from pathlib import Path;catalog.materialize('$k',Path('$d'),naive=True)"
       for args in "" "--dtypes bfloat16" "--ab . . --dtypes bfloat16"; do
         s=$(date +%s%N); (cd $d && timeout 120 $PY bench.py $args > "$R/bench_${k}_$(echo $args | tr -c 'a-z0-9' _).csv" 2>>"$R/bench.err")
         echo "$k bench.py $args: rc=$? $(( ($(date +%s%N) - s) / 1000000 )) ms" >> "$R/steps.txt"
@@ -52,7 +52,7 @@ for step in "$@"; do
       secs $PY -c "import torch, triton; torch.zeros(1, device='cuda'); torch.cuda.synchronize()"; } >> "$R/phases.txt" 2>&1
     for k in rmsnorm adaln; do
       d=/tmp/p_$k; rm -rf $d; mkdir -p $d
-      $PY -c "import sys;sys.path.insert(0,'.');from kernels import catalog;from pathlib import Path;catalog.materialize('$k',Path('$d'),naive=True)"
+      $PY -c "import sys;sys.path.insert(0,'.');from kopt_supervisor.kernels import catalog;from pathlib import Path;catalog.materialize('$k',Path('$d'),naive=True)"
       for run in cold warm warm2; do
         s=$(date +%s%N); (cd $d && timeout 200 $PY bench.py --ab . . --dtypes bfloat16 > "$R/phases_ab_${k}_$run.csv" 2> "$R/phases_ab_${k}_$run.err")
         echo "$k --ab $run: rc=$? wall $(( ($(date +%s%N) - s) / 1000000 )) ms; $(grep 'bench phases' $R/phases_ab_${k}_$run.err)" >> "$R/phases.txt"
@@ -74,7 +74,7 @@ for step in "$@"; do
     ;;
   bg-*)
     k=${step#bg-}; once "$step" && idle "$step" || continue; stamp "$step"; touch "$R/.done_$step"
-    setsid nohup $PY -m kopt_tui.cli demo --headless --kernel $k --tag h100-$k --max-iters ${DEMO_ITERS:-30} \
+    setsid nohup $PY -m kopt_supervisor.kopt_tui.cli demo --headless --kernel $k --tag h100-$k --max-iters ${DEMO_ITERS:-30} \
       $(eval echo \${DEMO_FLAGS_$k:-}) > "/tmp/demo_$k.txt" 2>&1 < /dev/null &
     sleep 5
     ;;
@@ -96,17 +96,17 @@ for step in "$@"; do
     fi
     ;;
   ceilings)
-    stamp ceilings; timeout 120 $PY -m kopt_tui.cli ceilings > "$R/ceilings.txt" 2>&1; echo "ceilings rc=$?" >> "$R/steps.txt"
+    stamp ceilings; timeout 120 $PY -m kopt_supervisor.kopt_tui.cli ceilings > "$R/ceilings.txt" 2>&1; echo "ceilings rc=$?" >> "$R/steps.txt"
     ;;
   demo-*|resume-*)
     k=${step#*-}; stamp "$step"
     left=$(( ${DEADLINE:-$(( $(date +%s) + 360 ))} - $(date +%s) - 60 )); [ $left -gt ${DEMO_S:-100000} ] && left=$DEMO_S
     if [ "${step%%-*}" = demo ]; then
-      timeout $left $PY -m kopt_tui.cli demo --headless --kernel $k --tag h100-$k --max-iters ${DEMO_ITERS:-30} $(eval echo \${DEMO_FLAGS_$k:-}) \
+      timeout $left $PY -m kopt_supervisor.kopt_tui.cli demo --headless --kernel $k --tag h100-$k --max-iters ${DEMO_ITERS:-30} $(eval echo \${DEMO_FLAGS_$k:-}) \
         > "$R/demo_$k.txt" 2>&1; echo "demo $k rc=$?" >> "$R/steps.txt"
     else
       done_n=$(kopt status h100-$k --json | $PY -c "import json,sys; print(json.load(sys.stdin)['candidates'])")
-      timeout $left $PY -m kopt_tui.cli run h100-$k --foreground --max-iters $(( ${DEMO_ITERS:-30} - done_n )) \
+      timeout $left $PY -m kopt_supervisor.kopt_tui.cli run h100-$k --foreground --max-iters $(( ${DEMO_ITERS:-30} - done_n )) \
         >> "$R/demo_$k.txt" 2>&1; echo "resume $k after $done_n rc=$?" >> "$R/steps.txt"
     fi
     kopt stop h100-$k >/dev/null 2>&1; sleep 1

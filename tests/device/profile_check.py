@@ -9,7 +9,7 @@
    difference; the stated margin is 5%.
      copy:   a Triton kernel (kopt_check_copy_kernel) copying 1 GiB of float32
      matmul: torch bf16 4096 x 4096 x 4096 (cuBLAS; the hottest kernel of the profile)
-2. `python -m kernels.ceilings --json`, registered with engine.roofline.register_measured.
+2. `python -m kopt_supervisor.kernels.ceilings --json`, registered with engine.roofline.register_measured.
 3. % of peak of both workloads against the shipped wiki's datasheet peaks and against the
    measured ceilings, and the Step 0 README text kopt would write.
 
@@ -33,8 +33,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from engine.profile import PROFILE_ENV, NcuProfiler  # noqa: E402
-from engine.roofline import (  # noqa: E402
+from kopt_supervisor.engine.profile import PROFILE_ENV, NcuProfiler  # noqa: E402
+from kopt_supervisor.engine.roofline import (  # noqa: E402
     aggregate_classes,
     analyze_row,
     lookup_specs,
@@ -168,14 +168,14 @@ def main() -> int:
 
     ceil_json = out / "ceilings.json"
     done = subprocess.run(
-        [sys.executable, "-m", "kernels.ceilings", "--json", "--out", str(ceil_json)],
+        [sys.executable, "-m", "kopt_supervisor.kernels.ceilings", "--json", "--out", str(ceil_json)],
         cwd=REPO,
         capture_output=True,
         text=True,
         timeout=300,
     )
     if done.returncode != 0:
-        raise SystemExit(f"kernels.ceilings failed:\n{done.stderr[-3000:]}")
+        raise SystemExit(f"kopt_supervisor.kernels.ceilings failed:\n{done.stderr[-3000:]}")
     ceilings = json.loads(ceil_json.read_text())
     results["ceilings"] = ceilings
     page = register_measured(ceilings, out / "measured")

@@ -28,9 +28,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from engine import config, metrics, runner  # noqa: E402
-from engine.decide import Policy, evaluate, voting_classes  # noqa: E402
-from kernels import catalog  # noqa: E402
+from kopt_supervisor.engine import config, metrics, runner  # noqa: E402
+from kopt_supervisor.engine.decide import Policy, evaluate, voting_classes  # noqa: E402
+from kopt_supervisor.kernels import catalog  # noqa: E402
 
 
 def main() -> int:

@@ -1,7 +1,7 @@
 import pytest
 
-from engine import config
-from engine.errors import BadInput
+from kopt_supervisor.engine import config
+from kopt_supervisor.engine.errors import BadInput
 
 MIN = '[target]\nbench = "python b.py"\nmetric = "us"\n'
 

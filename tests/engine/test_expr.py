@@ -3,8 +3,8 @@ import math
 import pandas as pd
 import pytest
 
-from engine import expr
-from engine.errors import BadInput
+from kopt_supervisor.engine import expr
+from kopt_supervisor.engine.errors import BadInput
 
 
 def test_row_and_frame_evaluation_agree():

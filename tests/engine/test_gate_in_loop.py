@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 
-from engine import api
-from engine.daemon import run_engine
-from engine.store import Store
-from engine.workspace import Workspace
-from kopt_tui.cli import main as kopt
+from kopt_supervisor.engine import api
+from kopt_supervisor.engine.daemon import run_engine
+from kopt_supervisor.engine.store import Store
+from kopt_supervisor.engine.workspace import Workspace
+from kopt_supervisor.kopt_tui.cli import main as kopt
 
 GPU = {"index": 0, "name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-fake-0", "util_pct": 0, "mem_used_mib": 10,
        "mem_total_mib": 81559, "processes": []}

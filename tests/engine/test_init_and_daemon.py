@@ -12,10 +12,16 @@ import time
 
 import pytest
 
-from engine import api
-from engine.daemon import WorkspaceBusy, engine_alive, run_engine, start_detached, workspace_lock
-from engine.workspace import Workspace
-from kopt_tui.cli import main as kopt
+from kopt_supervisor.engine import api
+from kopt_supervisor.engine.daemon import (
+    WorkspaceBusy,
+    engine_alive,
+    run_engine,
+    start_detached,
+    workspace_lock,
+)
+from kopt_supervisor.engine.workspace import Workspace
+from kopt_supervisor.kopt_tui.cli import main as kopt
 from tests.conftest import REPO_ROOT, git
 
 
@@ -113,7 +119,7 @@ def test_detached_engine_survives_sighup_and_its_terminal(fake_env, monkeypatch)
     monkeypatch.setenv("FAKE_SLEEP", "0.2")
     # Start it the way a shell in an SSH session would, then hang up that session.
     shell = subprocess.Popen(
-        [sys.executable, "-m", "kopt_tui.cli", "--root", str(root), "run", "t", "--headless"],
+        [sys.executable, "-m", "kopt_supervisor.kopt_tui.cli", "--root", str(root), "run", "t", "--headless"],
         cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True, text=True)
     out, _ = shell.communicate(timeout=30)
     assert shell.returncode == 0, out

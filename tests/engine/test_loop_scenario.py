@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 import subprocess
 
-from engine import api
-from engine.daemon import run_engine
-from engine.workspace import Workspace
-from kopt_tui.cli import main as kopt
+from kopt_supervisor.engine import api
+from kopt_supervisor.engine.daemon import run_engine
+from kopt_supervisor.engine.workspace import Workspace
+from kopt_supervisor.kopt_tui.cli import main as kopt
 from tests.conftest import git
 
 

@@ -6,8 +6,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from engine import config, metrics
-from engine.metrics import BenchError
+from kopt_supervisor.engine import config, metrics
+from kopt_supervisor.engine.metrics import BenchError
 
 CFG = config.loads('[target]\nbench = "b"\nmetric = "us"\ncorrect = "err == 0"\nclass_by = ["cls"]\n'
                    'ignore = ["us_std"]\nproduction = "prod == 1"\n').target

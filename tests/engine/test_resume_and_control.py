@@ -15,11 +15,11 @@ from pathlib import Path
 import psutil
 import pytest
 
-from engine import api
-from engine.daemon import run_engine
-from engine.store import Store
-from engine.workspace import Workspace
-from kopt_tui.cli import main as kopt
+from kopt_supervisor.engine import api
+from kopt_supervisor.engine.daemon import run_engine
+from kopt_supervisor.engine.store import Store
+from kopt_supervisor.engine.workspace import Workspace
+from kopt_supervisor.kopt_tui.cli import main as kopt
 from tests.conftest import REPO_ROOT, git
 
 
@@ -50,7 +50,7 @@ def meta(ws: Workspace, key: str):
 
 def engine_proc(ws: Workspace, *extra: str, env: dict[str, str] | None = None) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "engine.daemon", "--root", str(ws.root), ws.tag, *extra],
+        [sys.executable, "-m", "kopt_supervisor.engine.daemon", "--root", str(ws.root), ws.tag, *extra],
         cwd=REPO_ROOT, env={**os.environ, **(env or {})}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         start_new_session=True)
 
@@ -142,7 +142,7 @@ def test_restart_masks_later_iterations_and_resets_to_vk(fake_env):
 def test_a_restart_the_engine_read_but_did_not_apply_survives_its_crash(fake_env, monkeypatch):
     # the command is done only once the masks are written: an engine dying in between leaves
     # it pending, and the next engine applies it (a TUI waiting for "done" then sees the masks)
-    from engine import control
+    from kopt_supervisor.engine import control
 
     repo, root = fake_env(["gain5", "gain5", "loss5", "gain5"])
     ws = init(repo, root)

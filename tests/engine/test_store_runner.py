@@ -8,9 +8,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from engine import runner
-from engine.errors import BadInput
-from engine.store import Iteration, Store
+from kopt_supervisor.engine import runner
+from kopt_supervisor.engine.errors import BadInput
+from kopt_supervisor.engine.store import Iteration, Store
 
 
 def test_store_round_trips_iterations_and_is_private(tmp_path: Path):

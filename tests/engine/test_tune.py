@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from engine.config import Config, TuneConfig
-from engine.propose.base import ProposalContext, parse_plan
-from engine.propose.tune import TuneProposer, dump_params
+from kopt_supervisor.engine.config import Config, TuneConfig
+from kopt_supervisor.engine.propose.base import ProposalContext, parse_plan
+from kopt_supervisor.engine.propose.tune import TuneProposer, dump_params
 
 SPACE = {"num_warps": [1, 2, 4, 8], "BLOCK_D": [64, 128, 0], "num_stages": [1, 2]}
 START = {"*": {"num_warps": 2, "BLOCK_D": 128, "num_stages": 1, "eps": 1e-6}}
@@ -273,7 +273,7 @@ def test_no_repair_and_a_deterministic_minimal_file(tmp_path):
 
 
 def test_a_tune_proposer_without_params_or_space_is_refused_up_front():
-    from engine.errors import BadInput
+    from kopt_supervisor.engine.errors import BadInput
 
     for cfg in (TuneConfig(space=SPACE), TuneConfig(params="params.json")):
         with pytest.raises(BadInput, match=r"\[propose.tune\] needs params"):
@@ -293,7 +293,7 @@ def test_params_outside_the_tree_is_refused(tmp_path):
     ("x", ["a", "b"], ["a", "b"]),
 ])
 def test_an_off_list_value_steps_to_its_place_in_the_listed_order(current, values, expected):
-    from engine.propose.tune import steps
+    from kopt_supervisor.engine.propose.tune import steps
 
     assert [v for v, _ in steps(current, values)] == expected
 
@@ -303,8 +303,8 @@ def make_tune_run(tmp_path, monkeypatch, space: str = ""):
     import shutil
     import sys
 
-    from engine.workspace import Workspace
-    from kopt_tui.cli import main as kopt
+    from kopt_supervisor.engine.workspace import Workspace
+    from kopt_supervisor.kopt_tui.cli import main as kopt
     from tests.conftest import FAKE, git
 
     monkeypatch.delenv("KOPT_FAKE_GPUS", raising=False)
@@ -328,7 +328,7 @@ def make_tune_run(tmp_path, monkeypatch, space: str = ""):
 def test_the_loop_with_the_tune_proposer_splits_a_global_change_into_class_keeps(tmp_path, monkeypatch):
     """The real loop on a fake target whose classes want different params: a global change
     that splits the classes comes back as a class-targeted keep in that class's entry."""
-    from engine.daemon import run_engine
+    from kopt_supervisor.engine.daemon import run_engine
     from tests.conftest import git
 
     repo, ws = make_tune_run(tmp_path, monkeypatch)
@@ -367,7 +367,7 @@ def test_the_loop_with_the_tune_proposer_splits_a_global_change_into_class_keeps
 
 def test_a_params_file_the_proposer_cannot_read_stops_the_run_with_its_reason(tmp_path, monkeypatch):
     """No retry fixes a broken params file: one failed iteration, then a stop naming the key."""
-    from engine.daemon import run_engine
+    from kopt_supervisor.engine.daemon import run_engine
 
     _, ws = make_tune_run(tmp_path, monkeypatch, space="{num_warps = [1, 2, 4, 8], num_stages = [1, 2]}")
     assert run_engine(ws, max_iters=4) == 0
@@ -389,8 +389,8 @@ def test_a_declared_order_goes_before_the_built_in_prior(tmp_path):
 def test_an_order_naming_a_param_outside_the_space_is_refused():
     import pytest
 
-    from engine.config import loads
-    from engine.errors import BadInput
+    from kopt_supervisor.engine.config import loads
+    from kopt_supervisor.engine.errors import BadInput
 
     text = '[target]\nbench = "b"\nmetric = "us"\n[propose]\nkind = "tune"\n[propose.tune]\nparams = "p.json"\n' \
            'space = {num_warps = [1, 2]}\norder = ["BLOCK_D"]\n'
@@ -510,8 +510,8 @@ def test_the_global_entry_treats_values_as_alike_only_where_every_class_does(tmp
     ('{"dclass=narrow" = {BLOCK_D = [128]}}', r"at least two values"),
 ])
 def test_alike_is_checked_against_the_space(alike, match):
-    from engine.config import loads
-    from engine.errors import BadInput
+    from kopt_supervisor.engine.config import loads
+    from kopt_supervisor.engine.errors import BadInput
 
     text = ('[target]\nbench = "b"\nmetric = "us"\n[propose]\nkind = "tune"\n[propose.tune]\nparams = "p.json"\n'
             f'space = {{BLOCK_D = [64, 128, 0]}}\nalike = {alike}\n')

@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from engine.propose.tune import ALL, TuneProposer
+from kopt_supervisor.engine.propose.tune import ALL, TuneProposer
 from tests.engine.test_tune import Harness
 
 SPACE = {"BLOCK_D": [64, 128, 256, 512, 1024, 2048, 4096, 0], "ROWS_PER_PROG": [1, 2, 4, 8],
@@ -155,7 +155,7 @@ ADALN_H100 = {
 
 
 def test_a_line_that_is_worse_one_step_on_is_leapt(tmp_path: Path, monkeypatch) -> None:
-    from engine.propose import tune
+    from kopt_supervisor.engine.propose import tune
 
     (tmp_path / "a").mkdir()
     with_leaps = climb(tmp_path / "a", ADALN_H100, per_class=True, shared_first=True, naive=ADALN_NAIVE)

@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from engine.gpu.amd import AmdSmiBackend
-from engine.gpu.base import NA
+from kopt_supervisor.engine.gpu.amd import AmdSmiBackend
+from kopt_supervisor.engine.gpu.base import NA
 
 MIB = 1024 * 1024
 NOT_SUPPORTED = 2

@@ -7,13 +7,13 @@ import json
 import pytest
 from gpu_helpers import gpu, write_script
 
-from engine.errors import BadInput
-from engine.gpu import backends
-from engine.gpu.backends import AutoBackend, NoGpu, open_backend
-from engine.gpu.base import NA, GpuState
-from engine.gpu.fake import FakeBackend
-from engine.gpu.nvml import NvmlBackend
-from engine.gpu.smi import NvidiaSmiBackend
+from kopt_supervisor.engine.errors import BadInput
+from kopt_supervisor.engine.gpu import backends
+from kopt_supervisor.engine.gpu.backends import AutoBackend, NoGpu, open_backend
+from kopt_supervisor.engine.gpu.base import NA, GpuState
+from kopt_supervisor.engine.gpu.fake import FakeBackend
+from kopt_supervisor.engine.gpu.nvml import NvmlBackend
+from kopt_supervisor.engine.gpu.smi import NvidiaSmiBackend
 
 
 class Stub:
@@ -146,7 +146,7 @@ def test_fake_claim_namespace_depends_on_the_script(tmp_path):
     ("devices", [-1], r"\[gpu\].devices must list GPU indices >= 0"),
 ])
 def test_gpu_config_keys_are_validated(key, value, message):
-    from engine.config import loads
+    from kopt_supervisor.engine.config import loads
 
     toml = f'[target]\nbench = "true"\nmetric = "us"\n[gpu]\n{key} = {json.dumps(value)}\n'
     with pytest.raises(BadInput, match=message):

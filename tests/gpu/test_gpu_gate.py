@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 from gpu_helpers import FakeTime, cfg, gpu, write_script
 
-from engine.errors import BadInput
-from engine.gpu.backends import NoGpu
-from engine.gpu.base import GpuState
-from engine.gpu.claims import ClaimRegistry, claim_key
-from engine.gpu.fake import FakeBackend
-from engine.gpu.gate import Gate, NoIdleGpu, assess, round_flags
+from kopt_supervisor.engine.errors import BadInput
+from kopt_supervisor.engine.gpu.backends import NoGpu
+from kopt_supervisor.engine.gpu.base import GpuState
+from kopt_supervisor.engine.gpu.claims import ClaimRegistry, claim_key
+from kopt_supervisor.engine.gpu.fake import FakeBackend
+from kopt_supervisor.engine.gpu.gate import Gate, NoIdleGpu, assess, round_flags
 
 FOREIGN = 4_000_001  # a PID that is not this test's
 
@@ -239,7 +239,7 @@ def test_another_kopt_run_holding_a_gpu_makes_it_busy_until_that_process_dies(tm
     holder = subprocess.Popen(
         [sys.executable, "-c",
          "import sys, time; sys.path.insert(0, sys.argv[1]);"
-         "from engine.gpu.claims import ClaimRegistry;"
+         "from kopt_supervisor.engine.gpu.claims import ClaimRegistry;"
          "r = ClaimRegistry(owner='kopt run other-tag'); assert r.claim(sys.argv[2]);"
          "print('held', flush=True); time.sleep(60)",
          str(Path(__file__).resolve().parents[2]), claim_key(ns, "GPU-fake-0", 0)],

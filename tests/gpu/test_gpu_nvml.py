@@ -17,8 +17,8 @@ from typing import Any
 import pynvml as real
 import pytest
 
-from engine.gpu.base import NA
-from engine.gpu.nvml import NvmlBackend
+from kopt_supervisor.engine.gpu.base import NA
+from kopt_supervisor.engine.gpu.nvml import NvmlBackend
 
 MIB = 1024 * 1024
 

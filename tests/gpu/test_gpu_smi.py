@@ -28,10 +28,10 @@ from pathlib import Path
 
 import pytest
 
-from engine.gpu import smi
-from engine.gpu.base import NA
-from engine.gpu.smi import AmdSmiCliBackend, NvidiaSmiBackend, RocmSmiBackend
-from engine.gpu.smi_parse import (
+from kopt_supervisor.engine.gpu import smi
+from kopt_supervisor.engine.gpu.base import NA
+from kopt_supervisor.engine.gpu.smi import AmdSmiCliBackend, NvidiaSmiBackend, RocmSmiBackend
+from kopt_supervisor.engine.gpu.smi_parse import (
     NVIDIA_SMI_FIELDS,
     invalid_field,
     parse_amd_smi,

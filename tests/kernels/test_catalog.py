@@ -15,9 +15,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from engine import config, metrics
-from kernels import catalog
-from kernels.harness import bench as harness_bench
+from kopt_supervisor.engine import config, metrics
+from kopt_supervisor.kernels import catalog
+from kopt_supervisor.kernels.harness import bench as harness_bench
 
 pytest.importorskip("torch")
 pytest.importorskip("triton")
@@ -75,7 +75,7 @@ def test_materialize_naive_and_tuned(tmp_path: Path, name: str) -> None:
     assert set(cfg.propose.tune.space) == set(pn["*"])
     assert cfg.roofline.bytes == catalog.KERNELS[name].bytes_expr and cfg.roofline.unit_scale == 1e-6
     # everything but solution/ and params.json is protected
-    from engine.gitops import matching
+    from kopt_supervisor.engine.gitops import matching
 
     assert matching(sorted(files), t.protected) == sorted(f for f in files if not f.startswith("solution/")
                                                           and f not in ("params.json", "kopt.toml"))

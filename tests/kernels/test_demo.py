@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from engine import api, config, demo
-from engine.errors import BadInput
-from engine.store import Store
-from engine.workspace import Workspace
-from kernels import catalog
+from kopt_supervisor.engine import api, config, demo
+from kopt_supervisor.engine.errors import BadInput
+from kopt_supervisor.engine.store import Store
+from kopt_supervisor.engine.workspace import Workspace
+from kopt_supervisor.kernels import catalog
 
 pytest.importorskip("torch")
 pytest.importorskip("triton")
@@ -38,12 +38,19 @@ def test_prepare_demo_on_a_machine_without_a_gpu(tmp_path: Path, monkeypatch, ke
 
 @pytest.mark.slow
 def test_kopt_demo_headless_runs_the_loop_as_the_readme_does(tmp_path: Path) -> None:
-    # on this machine's path: the interpreter without a GPU (CI), the real kernel with one
+    # on this machine's path: the interpreter without a GPU (CI), the real kernel with one;
+    # beside a package importable as `kernels` (Hugging Face's, installed with transformers)
+    # and one importable as `engine`: kopt's own modules live under kopt_supervisor only
     gpu = demo.has_gpu()
+    shadow = tmp_path / "site"
+    for name in ("kernels", "engine"):
+        (shadow / name).mkdir(parents=True)
+        (shadow / name / "__init__.py").write_text(f"raise ImportError('the unrelated {name} package')\n")
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "TRITON_INTERPRET")}
-    res = subprocess.run([sys.executable, "-m", "kopt_tui.cli", "--root", str(tmp_path), "demo", "--headless",
+    env["PYTHONPATH"] = str(shadow)
+    res = subprocess.run([sys.executable, "-m", "kopt_supervisor.kopt_tui.cli", "--root", str(tmp_path), "demo", "--headless",
                           "--kernel", "rmsnorm", "--max-iters", "2", "--tag", "d"],
-                         env=env, capture_output=True, text=True, timeout=400)
+                         env=env, capture_output=True, text=True, timeout=400, cwd=tmp_path)
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
     assert ("Timings are CPU timings" in res.stdout) is not gpu
     st = api.status(Workspace(tmp_path, "d"))

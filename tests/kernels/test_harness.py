@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.metrics import format_value, key_of
-from kernels.harness import params, timing
-from kernels.harness.check import check_call, error_ratio
+from kopt_supervisor.engine.metrics import format_value, key_of
+from kopt_supervisor.kernels.harness import params, timing
+from kopt_supervisor.kernels.harness.check import check_call, error_ratio
 
 
 def test_summarize_matches_numpy() -> None:
@@ -161,7 +161,7 @@ def test_self_allocating_calls_keep_one_output_per_input_set() -> None:
     """torch.compile allocates its output: each call's result lives until its input set comes
     round again, and is freed just before (so a graph's launches write as many distinct
     outputs as they read input sets, never one buffer over and over)."""
-    from kernels.harness.bench import kept_outputs
+    from kopt_supervisor.kernels.harness.bench import kept_outputs
 
     live: set[int] = set()
     seen: list[tuple[str, int, frozenset[int]]] = []

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from engine import expr
-from kernels import catalog
+from kopt_supervisor.engine import expr
+from kopt_supervisor.kernels import catalog
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("triton")

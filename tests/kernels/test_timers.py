@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from kernels.harness import timing
+from kopt_supervisor.kernels.harness import timing
 
 
 class StandInCuda:

@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from kernels import catalog
+from kopt_supervisor.kernels import catalog
 
 pytest.importorskip("torch")
 pytest.importorskip("triton")
 
 
 def test_smoke_report_and_sweep(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from kernels import validate_gpu
+    from kopt_supervisor.kernels import validate_gpu
 
     out = tmp_path / "v.json"
     assert validate_gpu.main(["--smoke", "--sweep", "--kernels", "rmsnorm", "--blocks", "2", "--out", str(out)]) == 0
@@ -38,7 +38,7 @@ def test_smoke_report_and_sweep(tmp_path: Path, capsys: pytest.CaptureFixture[st
 
 
 def test_a_custom_grid_is_swept_point_by_point(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from kernels import validate_gpu
+    from kopt_supervisor.kernels import validate_gpu
 
     out = tmp_path / "v.json"
     grid = '{"BLOCK_D": [0], "ROWS_PER_PROG": [1, 2], "num_warps": [2, 4], "num_stages": [1]}'
@@ -59,7 +59,7 @@ def test_a_custom_grid_is_swept_point_by_point(tmp_path: Path, capsys: pytest.Ca
 
 
 def test_a_broken_tree_fails_loudly(tmp_path: Path) -> None:
-    from kernels import validate_gpu
+    from kopt_supervisor.kernels import validate_gpu
 
     tree = tmp_path / "tree"
     tree.mkdir()
@@ -78,7 +78,7 @@ def test_a_broken_tree_fails_loudly(tmp_path: Path) -> None:
 
 
 def test_the_paired_speedup_is_a_geometric_mean_with_a_t_interval() -> None:
-    from kernels.validate_gpu import paired_speedup
+    from kopt_supervisor.kernels.validate_gpu import paired_speedup
 
     steady = paired_speedup([11.0, 22.0, 33.0], [10.0, 20.0, 30.0])
     assert steady["ratio"] == pytest.approx(1.1) and steady["lo"] == pytest.approx(1.1) and steady["hi"] == pytest.approx(1.1)
@@ -93,7 +93,7 @@ def test_the_paired_speedup_is_a_geometric_mean_with_a_t_interval() -> None:
 
 def test_a_sweep_point_is_the_median_of_its_paired_ratios_to_the_copy() -> None:
     """Drift that moves both sides cancels; one disturbed block (either side) does not move it."""
-    from kernels.validate_gpu import pct_of_copy
+    from kopt_supervisor.kernels.validate_gpu import pct_of_copy
 
     drifting = [(20.0 * k, 16.0 * k) for k in (1.0, 1.1, 1.2, 1.3, 1.4)]  # the point is 1.25x the copy
     assert pct_of_copy(drifting) == pytest.approx(125.0)
@@ -104,7 +104,7 @@ def test_a_sweep_point_is_the_median_of_its_paired_ratios_to_the_copy() -> None:
 def test_eager_is_timed_apart_from_compile_and_the_solution(monkeypatch: pytest.MonkeyPatch) -> None:
     """compile and the solution share a pass (their paired ratio); eager never sits between
     them (a block after eager's 6 ms ran up to 3.2% slow on the H100)."""
-    from kernels import validate_gpu
+    from kopt_supervisor.kernels import validate_gpu
 
     passes: list[tuple[str, ...]] = []
 
@@ -128,7 +128,7 @@ def test_eager_is_timed_apart_from_compile_and_the_solution(monkeypatch: pytest.
 
 
 def test_interleaved_blocks_alternate_the_order_each_pass() -> None:
-    from kernels.validate_gpu import interleaved_blocks
+    from kopt_supervisor.kernels.validate_gpu import interleaved_blocks
 
     log: list[str] = []
 

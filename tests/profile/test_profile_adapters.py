@@ -17,10 +17,15 @@ from pathlib import Path
 
 import pytest
 
-from engine.errors import BadInput, KoptFailure
-from engine.profile import PROFILE_ENV, NcuProfiler, Rocprofv3Profiler, choose_profiler
-from engine.profile.ncu import DEFAULT_METRICS, ncu_launches
-from engine.profile.rocprof import trace_launches
+from kopt_supervisor.engine.errors import BadInput, KoptFailure
+from kopt_supervisor.engine.profile import (
+    PROFILE_ENV,
+    NcuProfiler,
+    Rocprofv3Profiler,
+    choose_profiler,
+)
+from kopt_supervisor.engine.profile.ncu import DEFAULT_METRICS, ncu_launches
+from kopt_supervisor.engine.profile.rocprof import trace_launches
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from engine.decide import Verdict, reconcile_profiler
-from engine.errors import KoptFailure
-from engine.profile import Launch, ProfileComparison, compare, summarize
+from kopt_supervisor.engine.decide import Verdict, reconcile_profiler
+from kopt_supervisor.engine.errors import KoptFailure
+from kopt_supervisor.engine.profile import Launch, ProfileComparison, compare, summarize
 
 
 def agrees(c: ProfileComparison, kind: str, margin: float) -> bool:

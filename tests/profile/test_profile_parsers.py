@@ -11,7 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from engine.profile import NcuProfiler, ProfileSummary, Rocprofv3Profiler, parse_ncu_csv
+from kopt_supervisor.engine.profile import (
+    NcuProfiler,
+    ProfileSummary,
+    Rocprofv3Profiler,
+    parse_ncu_csv,
+)
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 NCU_FILES = sorted(DATA.glob("ncu_*.csv"))

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import psutil
 
-from engine import api
-from engine.store import Store
-from engine.workspace import Workspace
-from kopt_tui.cli import main as kopt
+from kopt_supervisor.engine import api
+from kopt_supervisor.engine.store import Store
+from kopt_supervisor.engine.workspace import Workspace
+from kopt_supervisor.kopt_tui.cli import main as kopt
 from tests.conftest import git
 
 FAST = {"min_rounds = 3": "min_rounds = 2", "max_rounds = 8": "max_rounds = 4"}

@@ -9,8 +9,8 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from engine import api, config, metrics
-from engine.daemon import run_engine
+from kopt_supervisor.engine import api, config, metrics
+from kopt_supervisor.engine.daemon import run_engine
 from tests.conftest import git
 from tests.reliability.helpers import FAST, check_invariants, init, iterations, memory
 

@@ -14,9 +14,9 @@ import shutil
 import signal
 from pathlib import Path
 
-from engine import api, faults
-from engine.daemon import run_engine
-from engine.workspace import Workspace
+from kopt_supervisor.engine import api, faults
+from kopt_supervisor.engine.daemon import run_engine
+from kopt_supervisor.engine.workspace import Workspace
 from tests.conftest import make_fake_repo
 from tests.reliability.helpers import FAST, check_invariants, events, init, iterations, kill_marked
 
@@ -125,7 +125,7 @@ def test_sigkill_while_awaiting_review_then_accepted_offline(fake_env, monkeypat
     assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
     st = api.status(ws)
     assert st["state"] == "crashed" and st["pending_reviews"] == [1]
-    from kopt_tui.cli import main as kopt
+    from kopt_supervisor.kopt_tui.cli import main as kopt
 
     assert kopt(["--root", str(root), "accept", "t", "v1", "--why", "checked the timer by hand"]) == 0  # queued
     assert run_engine(ws, max_iters=1) == 0

@@ -15,10 +15,10 @@ import time
 
 import pytest
 
-from engine import api, workspace
-from engine.daemon import run_engine
-from engine.gpu.fake import FakeBackend
-from engine.store import Store
+from kopt_supervisor.engine import api, workspace
+from kopt_supervisor.engine.daemon import run_engine
+from kopt_supervisor.engine.gpu.fake import FakeBackend
+from kopt_supervisor.engine.store import Store
 from tests.conftest import REPO_ROOT, git
 from tests.reliability.helpers import FAST, check_invariants, events, init, iterations, statuses
 
@@ -71,7 +71,7 @@ def test_disk_full_at_the_projections_never_stops_the_run(fake_env, monkeypatch)
         real(path, text, mode)
 
     monkeypatch.setattr(workspace, "write_atomic", write_atomic)
-    monkeypatch.setattr("engine.loop.write_atomic", write_atomic)
+    monkeypatch.setattr("kopt_supervisor.engine.loop.write_atomic", write_atomic)
     assert run_engine(ws, max_iters=1) == 0
     its = iterations(ws)
     assert [it.status for it in its] == ["baseline", "fail_propose"]
@@ -149,7 +149,7 @@ def test_gpu_vanishing_mid_round(fake_env, tmp_path, monkeypatch, blip):
     fake = tmp_path / "gpus.json"
     fake.write_text(json.dumps([GPU]))
     monkeypatch.setenv("KOPT_GPU_CLAIMS_DIR", str(tmp_path / "claims"))
-    monkeypatch.setattr("engine.loop.open_backend", lambda vendor: VanishingGpu(fake, flag, blip))
+    monkeypatch.setattr("kopt_supervisor.engine.loop.open_backend", lambda vendor: VanishingGpu(fake, flag, blip))
     ws = init(repo, root)
     assert run_engine(ws, max_iters=1) == 0
     its = iterations(ws)
@@ -170,7 +170,7 @@ def test_two_engines_on_one_workspace_one_runs(fake_env, monkeypatch):
     repo, root = fake_env(["gain5"] * 20, toml_replace=FAST)
     ws = init(repo, root)
     monkeypatch.setenv("FAKE_SLEEP", "0.3")
-    argv = [sys.executable, "-m", "engine.daemon", "--root", str(root), "t", "--max-iters", "2"]
+    argv = [sys.executable, "-m", "kopt_supervisor.engine.daemon", "--root", str(root), "t", "--max-iters", "2"]
     procs = [subprocess.Popen(argv, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
              for _ in range(2)]
     outs = [p.communicate(timeout=60)[0] for p in procs]
@@ -249,7 +249,7 @@ def _during_review(ws, root, clock: Clock, jump_s: float, answer_after_s: float 
         while time.monotonic() - waited < (answer_after_s or 20) and api.status(ws)["pending_reviews"]:
             time.sleep(0.05)
         if api.status(ws)["pending_reviews"]:  # answer (or, with the old wall-clock wait, unblock)
-            from kopt_tui.cli import main as kopt
+            from kopt_supervisor.kopt_tui.cli import main as kopt
 
             kopt(["--root", str(root), "accept" if answer_after_s else "reject", "t", f"v{v}", "--why", "by hand"])
 

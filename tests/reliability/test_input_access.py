@@ -19,11 +19,11 @@ from pathlib import Path
 import psutil
 import pytest
 
-from engine import config
-from engine.daemon import engine_alive, run_engine
-from engine.errors import BadInput
-from engine.store import Store
-from kopt_tui.cli import main as kopt
+from kopt_supervisor.engine import config
+from kopt_supervisor.engine.daemon import engine_alive, run_engine
+from kopt_supervisor.engine.errors import BadInput
+from kopt_supervisor.engine.store import Store
+from kopt_supervisor.kopt_tui.cli import main as kopt
 from tests.conftest import REPO_ROOT, git, make_fake_repo
 from tests.reliability.helpers import FAST, check_invariants, init, iterations
 
@@ -153,7 +153,7 @@ def test_kopt_opens_no_network_port(fake_env, monkeypatch):
     repo, root = fake_env(["gain5"] * 20, toml_replace=FAST)
     ws = init(repo, root)
     monkeypatch.setenv("FAKE_SLEEP", "0.2")
-    eng = subprocess.Popen([sys.executable, "-m", "engine.daemon", "--root", str(root), "t"], cwd=REPO_ROOT,
+    eng = subprocess.Popen([sys.executable, "-m", "kopt_supervisor.engine.daemon", "--root", str(root), "t"], cwd=REPO_ROOT,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         end = time.monotonic() + 30

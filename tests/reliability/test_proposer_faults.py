@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import os
 
-from engine import api
-from engine.daemon import run_engine
+from kopt_supervisor.engine import api
+from kopt_supervisor.engine.daemon import run_engine
 from tests.conftest import git
 from tests.reliability.helpers import FAST, check_invariants, events, init, iterations
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.workspace import Workspace
+from kopt_supervisor.engine.workspace import Workspace
 from tests.report.scenario import fake_gpu_env, finished_run
 
 

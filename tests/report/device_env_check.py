@@ -19,8 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from engine.gpu.smi import run_command  # noqa: E402
-from engine.report.environment import nvidia_software, probe_python  # noqa: E402
+from kopt_supervisor.engine.gpu.smi import run_command  # noqa: E402
+from kopt_supervisor.engine.report.environment import nvidia_software, probe_python  # noqa: E402
 
 
 def no_nvml() -> types.ModuleType:

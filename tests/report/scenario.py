@@ -30,9 +30,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from engine import api
-from engine.daemon import run_engine
-from engine.workspace import Workspace
+from kopt_supervisor.engine import api
+from kopt_supervisor.engine.daemon import run_engine
+from kopt_supervisor.engine.workspace import Workspace
 from tests.conftest import FAKE, git, make_fake_repo
 
 HERE = Path(__file__).parent
@@ -94,7 +94,7 @@ def make_target(tmp: Path, name: str = "target", script: list[str] | None = None
 def finished_run(tmp: Path, *, script: list[str] | None = None, mask: list[int] | None = None,
                  tag: str = TAG) -> Workspace:
     """Init, run to the end, mask; call inside fake_gpu_env(tmp)."""
-    from kopt_tui.cli import main as kopt
+    from kopt_supervisor.kopt_tui.cli import main as kopt
 
     repo = make_target(tmp, f"target-{tag}", script)
     root = tmp / "workspaces"
@@ -124,7 +124,7 @@ def replace_example(doc: Path, results: str, command: str) -> None:
 def main(argv: list[str]) -> int:
     import argparse
 
-    from engine.report import write_report
+    from kopt_supervisor.engine.report import write_report
 
     ap = argparse.ArgumentParser(prog="python -m tests.report.scenario")
     ap.add_argument("out", nargs="?", default="/tmp/kopt-report-example")

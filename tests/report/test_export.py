@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from engine.errors import BadInput
-from engine.report import export_branch
-from engine.report.filters import artifact_dir, artifact_glob
-from engine.report.render import SECTIONS
-from kopt_tui.cli import main as kopt
+from kopt_supervisor.engine.errors import BadInput
+from kopt_supervisor.engine.report import export_branch
+from kopt_supervisor.engine.report.filters import artifact_dir, artifact_glob
+from kopt_supervisor.engine.report.render import SECTIONS
+from kopt_supervisor.kopt_tui.cli import main as kopt
 from tests.conftest import git
 from tests.report.conftest import db_rows
 from tests.report.scenario import fake_gpu_env, finished_run
@@ -122,8 +122,8 @@ def test_export_refuses_a_run_with_no_keep(tmp_path):
 
 
 def test_report_and_export_refuse_a_run_without_a_baseline(fake_env):
-    from engine.report import write_report
-    from engine.workspace import Workspace
+    from kopt_supervisor.engine.report import write_report
+    from kopt_supervisor.engine.workspace import Workspace
 
     repo, root = fake_env(["gain5"])
     assert kopt(["--root", str(root), "init", "--repo", str(repo), "--tag", "fresh"]) == 0

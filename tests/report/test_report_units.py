@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from engine.report import collect, environment, filters
-from engine.report.render import _gpu_state, generic_tables
-from engine.report.stats import geomean, quantile, speedup, summarize
-from engine.store import Iteration
+from kopt_supervisor.engine.report import collect, environment, filters
+from kopt_supervisor.engine.report.render import _gpu_state, generic_tables
+from kopt_supervisor.engine.report.stats import geomean, quantile, speedup, summarize
+from kopt_supervisor.engine.store import Iteration
 
 # -- statistics ----------------------------------------------------------------------------
 
@@ -246,10 +246,10 @@ def test_gpu_state_line_says_what_the_gate_saw():
 
 
 def test_profiles_and_a_recorded_roofline_are_rendered():
-    from engine.config import loads
-    from engine.profile import Launch, summarize
-    from engine.report.render import ReportInputs, render_results
-    from engine.report.roofline_view import RooflineView
+    from kopt_supervisor.engine.config import loads
+    from kopt_supervisor.engine.profile import Launch, summarize
+    from kopt_supervisor.engine.report.render import ReportInputs, render_results
+    from kopt_supervisor.engine.report.roofline_view import RooflineView
 
     def prof(ns: float):
         launches = [Launch("gemm_kernel<128, 64>", ns, registers_per_thread=96, occupancy_pct=41.5),
@@ -298,10 +298,10 @@ def test_profiles_and_a_recorded_roofline_are_rendered():
 
 
 def test_performance_md_reads_the_profilers_time_per_call():
-    from engine.bookkeeping import counters
-    from engine.config import loads
-    from engine.profile import Launch, summarize
-    from engine.projections import render_performance
+    from kopt_supervisor.engine.bookkeeping import counters
+    from kopt_supervisor.engine.config import loads
+    from kopt_supervisor.engine.profile import Launch, summarize
+    from kopt_supervisor.engine.projections import render_performance
     from tests.report.conftest import table
 
     summary = summarize([Launch("k", 900.0)] * 3, "k", tool="ncu").to_dict()
@@ -316,9 +316,9 @@ def test_performance_md_reads_the_profilers_time_per_call():
 
 
 def test_the_runs_notice_is_in_the_summary():
-    from engine.config import loads
-    from engine.report.render import ReportInputs, render_results
-    from engine.report.roofline_view import RooflineView
+    from kopt_supervisor.engine.config import loads
+    from kopt_supervisor.engine.report.render import ReportInputs, render_results
+    from kopt_supervisor.engine.report.roofline_view import RooflineView
 
     cfg = loads('[target]\nbench = "python b.py"\nmetric = "us"\n')
     its = [it(0, "baseline", commit="B", before="B", record={"configs": {"c1": {"cls": "k", "production": True}}})]

@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from engine.projections import fmt_num
-from engine.report import write_report
-from engine.report.render import SECTIONS
-from kopt_tui.cli import main as kopt
+from kopt_supervisor.engine.projections import fmt_num
+from kopt_supervisor.engine.report import write_report
+from kopt_supervisor.engine.report.render import SECTIONS
+from kopt_supervisor.kopt_tui.cli import main as kopt
 from tests.conftest import git
 from tests.report.conftest import db_rows, read, sections, table
 

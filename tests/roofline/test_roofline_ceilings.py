@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.roofline import lookup_specs, register_measured
-from kernels.ceilings import copy_result, matmul_result, result_record
+from kopt_supervisor.engine.roofline import lookup_specs, register_measured
+from kopt_supervisor.kernels.ceilings import copy_result, matmul_result, result_record
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -33,7 +33,7 @@ def test_the_printed_record_registers_as_a_measured_page(tmp_path: Path):
         gpu_uuid="GPU-0000",
         gpu_index=0,
         vendor="nvidia",
-        command="python -m kernels.ceilings --json",
+        command="python -m kopt_supervisor.kernels.ceilings --json",
         versions={"torch": "2.x", "runtime": "12.x"},
         copy=copy_result([1e-3] * 3, 2**30),
         matmul=matmul_result([1.5e-3] * 3, 8192, 8192, 8192),
@@ -49,7 +49,7 @@ def test_the_printed_record_registers_as_a_measured_page(tmp_path: Path):
 def test_without_a_gpu_the_script_says_so():
     pytest.importorskip("torch")
     done = subprocess.run(
-        [sys.executable, "-m", "kernels.ceilings", "--json"],
+        [sys.executable, "-m", "kopt_supervisor.kernels.ceilings", "--json"],
         cwd=REPO,
         capture_output=True,
         text=True,

@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from engine.errors import BadInput
-from engine.roofline import (
+from kopt_supervisor.engine.errors import BadInput
+from kopt_supervisor.engine.roofline import (
     Spec,
     aggregate_classes,
     analyze_row,

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.errors import BadInput
-from engine.roofline import (
+from kopt_supervisor.engine.errors import BadInput
+from kopt_supervisor.engine.roofline import (
     get_spec,
     load_pages,
     lookup_specs,
@@ -156,7 +156,7 @@ RESULT = {
     "gpu_name": "NVIDIA H100 80GB HBM3",
     "gpu_uuid": "GPU-1234abcd-0000-1111-2222-333344445555",
     "vendor": "nvidia",
-    "command": "python -m kernels.ceilings --json",
+    "command": "python -m kopt_supervisor.kernels.ceilings --json",
     "date": "2026-11-22T10:00:00+00:00",
     "copy": {"buffer_bytes": 2**30, "iters": 50, "bandwidth_Bps": 2.96e12},
     "matmul": {
@@ -174,7 +174,7 @@ def test_measured_values_take_precedence_and_cite_the_measurement(tmp_path: Path
     page = register_measured(RESULT, tmp_path / "measured")
     text = page.read_text()
     assert (
-        "measured by `kopt ceilings` (`python -m kernels.ceilings --json`) on 2026-11-22T10:00:00+00:00"
+        "measured by `kopt ceilings` (`python -m kopt_supervisor.kernels.ceilings --json`) on 2026-11-22T10:00:00+00:00"
         in text
     )
     assert "GPU GPU-1234abcd-0000-1111-2222-333344445555" in text

@@ -14,10 +14,10 @@ from pathlib import Path
 
 from textual.pilot import Pilot
 
-from engine.gpu.backends import FakeBackend
-from engine.store import Store
-from engine.workspace import Workspace
-from kopt_tui.app import Services
+from kopt_supervisor.engine.gpu.backends import FakeBackend
+from kopt_supervisor.engine.store import Store
+from kopt_supervisor.engine.workspace import Workspace
+from kopt_supervisor.kopt_tui.app import Services
 from tests.tui.make_fixture import GPUS
 
 DATA = Path(__file__).parent / "data"

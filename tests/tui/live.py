@@ -10,11 +10,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from engine import api
-from engine.daemon import engine_alive
-from engine.store import Store
-from engine.workspace import Workspace
-from kopt_tui.cli import main as kopt
+from kopt_supervisor.engine import api
+from kopt_supervisor.engine.daemon import engine_alive
+from kopt_supervisor.engine.store import Store
+from kopt_supervisor.engine.workspace import Workspace
+from kopt_supervisor.kopt_tui.cli import main as kopt
 from tests.conftest import REPO_ROOT
 
 BORDERLINE_NOISE = "0.0005"
@@ -27,7 +27,7 @@ that never came (a CI flake)."""
 def cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     """The real `kopt` of this worktree, as a process."""
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
-    return subprocess.run([sys.executable, "-m", "kopt_tui.cli", *args], cwd=REPO_ROOT, env=env,
+    return subprocess.run([sys.executable, "-m", "kopt_supervisor.kopt_tui.cli", *args], cwd=REPO_ROOT, env=env,
                           capture_output=True, text=True, timeout=timeout)
 
 

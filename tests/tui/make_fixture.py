@@ -31,9 +31,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from engine import api, daemon
-from engine.workspace import Workspace
-from kopt_tui.cli import main as kopt
+from kopt_supervisor.engine import api, daemon
+from kopt_supervisor.engine.workspace import Workspace
+from kopt_supervisor.kopt_tui.cli import main as kopt
 from tests.conftest import FAKE, make_fake_repo
 
 DATA = Path(__file__).parent / "data"

@@ -2,7 +2,7 @@
 
     /work/main/.venv/bin/python -m tests.tui.measure_tui        # from the repository root, ~3 min
 
-Everything runs the real `kopt` (python -m kopt_tui.cli) in tmux, like an engineer over SSH:
+Everything runs the real `kopt` (python -m kopt_supervisor.kopt_tui.cli) in tmux, like an engineer over SSH:
 
 1. idle CPU of `kopt attach` on a quiet run (the frozen fake-done run grown to 1,000
    iterations; no engine), as psutil's cpu_percent of the TUI process over 20 s;
@@ -13,7 +13,7 @@ Everything runs the real `kopt` (python -m kopt_tui.cli) in tmux, like an engine
 4. the same, headless in-process (App.run_test), best of 3;
 5. paging through the 1,000 rows: PageUp ×20 at 200×60 (Pilot), per page, and the same for a
    bare Textual DataTable of 1,000 rows × 8 columns (what the library costs by itself);
-6. Python start-up plus the TUI's imports (`python -c "import kopt_tui.cli, kopt_tui.app"`).
+6. Python start-up plus the TUI's imports (`python -c "import kopt_supervisor.kopt_tui.cli, kopt_tui.app"`).
 
 It prints a table; paste it into docs/user-guide.md with the date and the machine.
 """
@@ -32,8 +32,8 @@ from pathlib import Path
 
 import psutil
 
-from engine import api
-from engine.workspace import Workspace
+from kopt_supervisor.engine import api
+from kopt_supervisor.engine.workspace import Workspace
 from tests.conftest import make_fake_repo
 from tests.tui.fixtures import DONE, install_runs, offline_services, until
 from tests.tui.live import BORDERLINE_NOISE, cli, init_run, kill_engine, state, wait_for
@@ -50,7 +50,7 @@ def attach(tmux: Tmux, session: str, root: Path, tag: str, size: str = "200x60")
     env = {"PYTHONPATH": str(Path(__file__).resolve().parents[2]), "TERM": "xterm-256color", "PATH": os.environ["PATH"]}
     w, h = size.split("x")
     command = "env " + " ".join(f"{k}={v}" for k, v in env.items()) + \
-        f" {sys.executable} -m kopt_tui.cli --root {root} attach {tag}"
+        f" {sys.executable} -m kopt_supervisor.kopt_tui.cli --root {root} attach {tag}"
     tmux.run("new-session", "-d", "-s", session, "-x", w, "-y", h, command)
 
 
@@ -76,8 +76,8 @@ def open_time(tmux: Tmux, root: Path, tag: str, marker: str) -> float:
 
 
 async def headless_open_and_scroll(root: Path, tag: str) -> tuple[float, float]:
-    from kopt_tui.app import KoptApp
-    from kopt_tui.widgets.history import HistoryTable
+    from kopt_supervisor.kopt_tui.app import KoptApp
+    from kopt_supervisor.kopt_tui.widgets.history import HistoryTable
 
     best_open, per_page = float("inf"), 0.0
     for _ in range(3):
@@ -127,7 +127,7 @@ def import_time() -> float:
     best = float("inf")
     for _ in range(4):  # the first run warms the file cache
         t0 = time.perf_counter()
-        res = subprocess.run([sys.executable, "-c", "import kopt_tui.cli, kopt_tui.app"], cwd=root, env=env,
+        res = subprocess.run([sys.executable, "-c", "import kopt_supervisor.kopt_tui.cli, kopt_tui.app"], cwd=root, env=env,
                              capture_output=True)
         assert res.returncode == 0, res.stderr
         best = min(best, time.perf_counter() - t0)
@@ -172,7 +172,7 @@ def main() -> None:
         rows.append(("PageUp through the 1,000 rows at 200×60 (Pilot), per page", f"{page * 1000:.0f} ms"))
         bare = asyncio.run(bare_datatable_page())
         rows.append(("the same, a bare Textual DataTable of 1,000 × 8 cells", f"{bare * 1000:.0f} ms"))
-        rows.append(("Python start-up + `import kopt_tui.cli, kopt_tui.app`, best of 4", f"{import_time():.2f} s"))
+        rows.append(("Python start-up + `import kopt_supervisor.kopt_tui.cli, kopt_tui.app`, best of 4", f"{import_time():.2f} s"))
     finally:
         tmux.kill_server()
         if live_ws is not None:

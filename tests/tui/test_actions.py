@@ -12,19 +12,19 @@ import dataclasses
 import time
 from pathlib import Path
 
-from engine.store import Store
-from engine.workspace import Workspace
-from kopt_tui.app import KoptApp, RunUpdated
-from kopt_tui.commands import available_actions
-from kopt_tui.screens.confirm import ConfirmScreen
-from kopt_tui.screens.dashboard import DashboardScreen
-from kopt_tui.screens.detail import DetailScreen
-from kopt_tui.screens.help import HelpScreen
-from kopt_tui.screens.logs import LogScreen
-from kopt_tui.screens.restart import RestartScreen
-from kopt_tui.screens.review import ReviewScreen
-from kopt_tui.screens.runs import RunsScreen
-from kopt_tui.widgets.history import HistoryTable
+from kopt_supervisor.engine.store import Store
+from kopt_supervisor.engine.workspace import Workspace
+from kopt_supervisor.kopt_tui.app import KoptApp, RunUpdated
+from kopt_supervisor.kopt_tui.commands import available_actions
+from kopt_supervisor.kopt_tui.screens.confirm import ConfirmScreen
+from kopt_supervisor.kopt_tui.screens.dashboard import DashboardScreen
+from kopt_supervisor.kopt_tui.screens.detail import DetailScreen
+from kopt_supervisor.kopt_tui.screens.help import HelpScreen
+from kopt_supervisor.kopt_tui.screens.logs import LogScreen
+from kopt_supervisor.kopt_tui.screens.restart import RestartScreen
+from kopt_supervisor.kopt_tui.screens.review import ReviewScreen
+from kopt_supervisor.kopt_tui.screens.runs import RunsScreen
+from kopt_supervisor.kopt_tui.widgets.history import HistoryTable
 from tests.tui.fixtures import DONE, PENDING, REVIEW, offline_services, until
 
 SIZE = (120, 40)
@@ -78,7 +78,7 @@ async def test_a_poll_reaching_a_screen_still_composing_waits_for_its_mount(runs
 async def test_a_dashboard_losing_its_widgets_takes_data_without_crashing(runs_root: Path):
     # when the app closes, a screen's widgets are removed one by one while the engine's
     # updates may still arrive (CI saw "No nodes match 'StateLine'" at the end of a test)
-    from kopt_tui.widgets.state_line import StateLine
+    from kopt_supervisor.kopt_tui.widgets.state_line import StateLine
 
     app = KoptApp(runs_root, REVIEW, services=offline_services(runs_root))
     async with app.run_test(size=SIZE) as pilot:
@@ -220,7 +220,7 @@ async def test_help_lists_every_key_of_the_dashboard(runs_root: Path):
 def _table_text(app: KoptApp) -> str:
     from rich.console import Console
 
-    from kopt_tui.screens.help import key_table
+    from kopt_supervisor.kopt_tui.screens.help import key_table
 
     console = Console(width=200, record=True)
     console.print(key_table())
@@ -332,7 +332,7 @@ async def test_history_follows_the_engine_in_place(runs_root: Path):
         table = app.screen.query_one(HistoryTable)
         assert table.row_count == 4 and table.selected_version == 3
         with Store(Workspace(runs_root, DONE).db_path) as s:  # what an engine would write
-            from engine.store import Iteration
+            from kopt_supervisor.engine.store import Iteration
 
             s.add_iteration(Iteration(4, "running", phase="propose", parent=2, started_at=time.time()))
             s.set_masked([2], True)

@@ -7,14 +7,14 @@ import re
 
 from textual.binding import Binding
 
-from kopt_tui.app import KoptApp
-from kopt_tui.screens.confirm import ConfirmScreen
-from kopt_tui.screens.dashboard import DashboardScreen
-from kopt_tui.screens.detail import DetailScreen
-from kopt_tui.screens.logs import LogScreen
-from kopt_tui.screens.restart import RestartScreen
-from kopt_tui.screens.review import ReviewScreen
-from kopt_tui.screens.runs import RunsScreen
+from kopt_supervisor.kopt_tui.app import KoptApp
+from kopt_supervisor.kopt_tui.screens.confirm import ConfirmScreen
+from kopt_supervisor.kopt_tui.screens.dashboard import DashboardScreen
+from kopt_supervisor.kopt_tui.screens.detail import DetailScreen
+from kopt_supervisor.kopt_tui.screens.logs import LogScreen
+from kopt_supervisor.kopt_tui.screens.restart import RestartScreen
+from kopt_supervisor.kopt_tui.screens.review import ReviewScreen
+from kopt_supervisor.kopt_tui.screens.runs import RunsScreen
 from tests.tui.export_screenshots import IMG, ROOT, SHOWN, SNAPSHOTS
 
 GUIDE = ROOT / "docs" / "user-guide.md"

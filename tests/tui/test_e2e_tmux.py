@@ -18,7 +18,7 @@ import sys
 import psutil
 import pytest
 
-from engine.daemon import engine_alive
+from kopt_supervisor.engine.daemon import engine_alive
 from tests.conftest import REPO_ROOT
 from tests.tui.live import (
     BORDERLINE_NOISE,
@@ -75,7 +75,7 @@ def test_ssh_drop_leaves_the_engine_running_and_a_key_accepts(fake_env, monkeypa
     ws = init_run(repo, root, "e2e")
     env = {k: os.environ[k] for k in ("FAKE_SCRIPT", "FAKE_NOISE", "PATH", "HOME") if k in os.environ}
     env.update({"PYTHONPATH": str(REPO_ROOT), "TERM": "xterm-256color"})
-    kopt = [sys.executable, "-m", "kopt_tui.cli", "--root", str(root)]
+    kopt = [sys.executable, "-m", "kopt_supervisor.kopt_tui.cli", "--root", str(root)]
     tmux = Tmux(f"kopt-e2e-{os.getpid()}")
     try:
         # `kopt run` starts the engine detached and attaches the TUI; `q` detaches.
@@ -91,7 +91,7 @@ def test_ssh_drop_leaves_the_engine_running_and_a_key_accepts(fake_env, monkeypa
         wait_for(lambda: "history" in tmux.screen("ssh"), 30, "kopt attach in tmux")
         before = iterations(ws)[-1].version
         tui = psutil.Process(int(tmux.run("display", "-p", "-t", "ssh", "#{pane_pid}").stdout))
-        assert "kopt_tui.cli" in " ".join(tui.cmdline())
+        assert "kopt_supervisor.kopt_tui.cli" in " ".join(tui.cmdline())
         tmux.run("kill-session", "-t", "ssh")
         assert not tmux.alive("ssh")
         wait_for(lambda: not _running(tui), 10, "the TUI to end with its terminal")

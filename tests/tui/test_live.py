@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import pytest
 
-from engine.daemon import engine_alive
-from engine.store import Store
-from kopt_tui.app import KoptApp, Services
-from kopt_tui.screens.confirm import ConfirmScreen
-from kopt_tui.screens.dashboard import DashboardScreen
-from kopt_tui.screens.restart import RestartScreen
-from kopt_tui.screens.review import ReviewScreen
-from kopt_tui.widgets.history import HistoryTable
+from kopt_supervisor.engine.daemon import engine_alive
+from kopt_supervisor.engine.store import Store
+from kopt_supervisor.kopt_tui.app import KoptApp, Services
+from kopt_supervisor.kopt_tui.screens.confirm import ConfirmScreen
+from kopt_supervisor.kopt_tui.screens.dashboard import DashboardScreen
+from kopt_supervisor.kopt_tui.screens.restart import RestartScreen
+from kopt_supervisor.kopt_tui.screens.review import ReviewScreen
+from kopt_supervisor.kopt_tui.widgets.history import HistoryTable
 from tests.tui.fixtures import until
 from tests.tui.live import (
     BORDERLINE_NOISE,

@@ -5,10 +5,10 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from engine.store import Iteration, Store
-from engine.workspace import Workspace
-from kopt_tui import fmt, model
-from kopt_tui.watch import Poller, RunCache, RunsSnapshot
+from kopt_supervisor.engine.store import Iteration, Store
+from kopt_supervisor.engine.workspace import Workspace
+from kopt_supervisor.kopt_tui import fmt, model
+from kopt_supervisor.kopt_tui.watch import Poller, RunCache, RunsSnapshot
 from tests.tui.fixtures import DONE, PENDING, REVIEW, grow_run
 
 
@@ -17,8 +17,8 @@ def dead(ws: Workspace) -> tuple[bool, int | None]:
 
 
 def test_the_review_dialog_explains_every_flag_a_verdict_can_carry():
-    from engine.decide.model import FLAGS
-    from kopt_tui.screens.review import FLAG_HELP
+    from kopt_supervisor.engine.decide.model import FLAGS
+    from kopt_supervisor.kopt_tui.screens.review import FLAG_HELP
 
     assert set(FLAG_HELP) == set(FLAGS) and all(FLAG_HELP.values())
 
@@ -122,7 +122,7 @@ def test_fixture_schema_is_current(runs_root: Path):
     If this fails, regenerate them: python -m tests.tui.make_fixture."""
     import sqlite3
 
-    from engine import store as store_mod
+    from kopt_supervisor.engine import store as store_mod
 
     def schema(con: sqlite3.Connection) -> dict[str, str]:
         return {name: " ".join(sql.split()) for name, sql in
@@ -139,7 +139,7 @@ def test_fixture_schema_is_current(runs_root: Path):
 
 
 def test_a_cpu_demo_says_so_on_the_state_line(runs_root: Path):
-    from kopt_tui.widgets.state_line import StateLine
+    from kopt_supervisor.kopt_tui.widgets.state_line import StateLine
 
     ws = Workspace(runs_root, DONE)
     plain = model.state_view(RunCache(ws, probe=dead).refresh(), time.time())
@@ -159,8 +159,8 @@ def test_the_class_table_drops_whole_columns_to_fit_instead_of_truncating_number
     the least important columns go first (roof, rnd, best, ...) and what stays is whole."""
     from rich.console import Console
 
-    from kopt_tui.model import ClassRow
-    from kopt_tui.widgets.class_deltas import COLUMNS, class_table
+    from kopt_supervisor.kopt_tui.model import ClassRow
+    from kopt_supervisor.kopt_tui.widgets.class_deltas import COLUMNS, class_table
 
     rows = (ClassRow(cls="dclass=narrow", best=11937.2, cand=11371.0, ratio=0.9968, lo=0.963, hi=1.032, rounds=6,
                      verdict="undecided", roof_pct=None, target=False),
@@ -184,7 +184,7 @@ def test_the_class_table_drops_whole_columns_to_fit_instead_of_truncating_number
 
 
 def test_a_flag_the_reason_already_names_gets_no_second_explanation() -> None:
-    from kopt_tui.screens.review import flags_to_explain
+    from kopt_supervisor.kopt_tui.screens.review import flags_to_explain
 
     reason = "dclass=wide is 3.1x faster, more than the suspicious_speedup of 3x: check that it computes the same thing"
     assert flags_to_explain(reason, ("suspicious_speedup", "outliers_dropped")) == ["outliers_dropped"]

@@ -10,9 +10,9 @@ import asyncio
 import time
 from pathlib import Path
 
-from engine.workspace import Workspace
-from kopt_tui.app import KoptApp
-from kopt_tui.widgets.history import HistoryTable
+from kopt_supervisor.engine.workspace import Workspace
+from kopt_supervisor.kopt_tui.app import KoptApp
+from kopt_supervisor.kopt_tui.widgets.history import HistoryTable
 from tests.tui.fixtures import DONE, grow_run, offline_services, until
 
 

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from kopt_tui.app import KoptApp
-from kopt_tui.screens.dashboard import DashboardScreen
-from kopt_tui.screens.detail import DetailScreen
-from kopt_tui.screens.help import HelpScreen
-from kopt_tui.screens.restart import RestartScreen
-from kopt_tui.screens.review import ReviewScreen
-from kopt_tui.screens.runs import RunsScreen
+from kopt_supervisor.kopt_tui.app import KoptApp
+from kopt_supervisor.kopt_tui.screens.dashboard import DashboardScreen
+from kopt_supervisor.kopt_tui.screens.detail import DetailScreen
+from kopt_supervisor.kopt_tui.screens.help import HelpScreen
+from kopt_supervisor.kopt_tui.screens.restart import RestartScreen
+from kopt_supervisor.kopt_tui.screens.review import ReviewScreen
+from kopt_supervisor.kopt_tui.screens.runs import RunsScreen
 from tests.tui.fixtures import PENDING, REVIEW, frozen_services, until
 
 SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((160, 48), id="160x48")]
@@ -98,8 +98,8 @@ def test_help(snap_compare, runs_root: Path, size: tuple[int, int]):
 
 def test_pending_review_is_the_fixtures_borderline(runs_root: Path):
     """The snapshots above show v8 awaiting review: the frozen run must still say so."""
-    from engine.store import Store
-    from engine.workspace import Workspace
+    from kopt_supervisor.engine.store import Store
+    from kopt_supervisor.engine.workspace import Workspace
 
     with Store(Workspace(runs_root, REVIEW).db_path, readonly=True) as s:
         assert s.iteration(PENDING).status == "borderline"

@@ -8,7 +8,7 @@ is loaded once; otherwise two passes over BLOCK_D chunks (sum of squares, then n
 When the call is whole tiles of whole rows (QK-norm's head_dim 64/128, a row count divisible
 by ROWS_PER_PROG, under 2^31 values) a second kernel runs them without masks, with the row
 stride a constant and 32-bit offsets (`whole_tiles`); 1/sqrt is rsqrt in both. Measured on
-the H100 (2026-11-24, kernels/experiments/rms_vs_compile.py): 2.3-4.9% faster than the masked
+the H100 (2026-11-24, experiments/rms_vs_compile.py): 2.3-4.9% faster than the masked
 kernel on the three ~20-30 µs QK-norm shapes, level on HunyuanVideo (both at 124% of copy).
 
 Meta-parameters come from ../params.json (see harness/params.py), per config class

@@ -1,6 +1,6 @@
 """Is the GPU slower for a while after it sat idle? Block times of one kernel right after a pause.
 
-    python -m kernels.experiments.idle_ramp [--kernel rmsnorm] [--shape hunyuanvideo-720p] [--pauses 0,0.2,1,3]
+    python -m experiments.idle_ramp [--kernel rmsnorm] [--shape hunyuanvideo-720p] [--pauses 0,0.2,1,3]
 
 Builds the harness's timer for the solution and the same-size copy (CUDA graph, L2 flushed
 before each block), then for each pause: sleeps that long with the GPU idle, and times 40
@@ -15,7 +15,7 @@ import statistics
 import sys
 import time
 
-from kernels.experiments import add_case_args, one_case
+from experiments import add_case_args, one_case
 
 
 def main(argv: list[str] | None = None) -> int:

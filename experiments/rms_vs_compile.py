@@ -1,6 +1,6 @@
 """RMSNorm against torch.compile on the QK-norm shapes: where the last few percent come from.
 
-    python -m kernels.experiments.rms_vs_compile --out rms_vs_compile.json [--blocks 31] [--compiles 2]
+    python -m experiments.rms_vs_compile --out rms_vs_compile.json [--blocks 31] [--compiles 2]
 
 Two questions, one interleaved timing pass per production shape (bf16), every variant timed
 with the harness (CUDA graph of k launches, buffers rotated past 2 x L2, L2 flushed before each
@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kernels.experiments import KERNELS, import_paths
+from experiments import KERNELS, import_paths
 
 import_paths()
 

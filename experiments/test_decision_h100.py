@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from engine.decide import Policy
-from kernels.experiments import decision_h100 as exp
+from experiments import decision_h100 as exp
+from kopt_supervisor.engine.decide import Policy
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 
 
 # --- pure parts -------------------------------------------------------------------------------
@@ -423,7 +423,7 @@ def test_the_kernel_compiles_for_sm90_with_the_spin_inside_its_loop() -> None:
         "import json, triton\n"
         "from triton.backends.compiler import GPUTarget\n"
         "from triton.compiler import ASTSource\n"
-        "from kernels.experiments.decision_h100 import stream_kernel\n"
+        "from experiments.decision_h100 import stream_kernel\n"
         "sig = {'x_ptr': '*fp32', 'y_ptr': '*fp32', 'n': 'i32', 'delay': 'i32', 'zero': 'fp32',\n"
         "       'BLOCK': 'constexpr', 'SPIN': 'constexpr'}\n"
         "out = {}\n"
@@ -460,7 +460,7 @@ def test_the_kernel_compiles_for_sm90_with_the_spin_inside_its_loop() -> None:
 @pytest.mark.slow
 def test_smoke_run_end_to_end(tmp_path: Path) -> None:
     out = tmp_path / "smoke.json"
-    res = subprocess.run([sys.executable, "-m", "kernels.experiments.decision_h100", "--smoke", "--decisions", "1",
+    res = subprocess.run([sys.executable, "-m", "experiments.decision_h100", "--smoke", "--decisions", "1",
                           "--durations-us", "5", "--slowdowns", "2", "--bytes-slowdowns", "2", "--bytes-min-us", "1",
                           "--out", str(out)],
                          cwd=REPO, capture_output=True, text=True, timeout=120)

@@ -8,13 +8,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-KERNELS = Path(__file__).resolve().parents[1]
+KERNELS = Path(__file__).resolve().parents[1] / "kernels"
 
 
 def import_paths() -> None:
-    """kernels/ (the kernels import `harness` as a top-level package) and the repo root
-    (validate_gpu imports kopt's `engine`) on sys.path."""
-    for path in (KERNELS, KERNELS.parent):
+    """kernels/ on sys.path: the kernels import `harness` as a top-level package (kopt itself
+    is imported from the installed `kopt_supervisor`)."""
+    for path in (KERNELS,):
         if str(path) not in sys.path:
             sys.path.insert(0, str(path))
 

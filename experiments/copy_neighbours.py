@@ -2,7 +2,7 @@
 interleave read hunyuanvideo's copy at 603-626 µs, its sweep, pairing the copy with one
 kernel, implied ~570 µs.)
 
-    python -m kernels.experiments.copy_neighbours [--kernel rmsnorm] [--shape hunyuanvideo-720p] [--blocks 21]
+    python -m experiments.copy_neighbours [--kernel rmsnorm] [--shape hunyuanvideo-720p] [--blocks 21]
 
 Times, in one process on one case (bf16), the copy alone, the copy beside the solution, and
 the copy beside eager + compile + solution (validate_gpu's set), each an interleaved pass of
@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from kernels.experiments import add_case_args, one_case
+from experiments import add_case_args, one_case
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,6 +1,6 @@
 """What torch.compile runs for a bundled kernel's baseline: Inductor's generated Triton code.
 
-    python -m kernels.experiments.inductor_code --kernel rmsnorm --shape sd35-medium-1024 [--out code.txt]
+    python -m experiments.inductor_code --kernel rmsnorm --shape sd35-medium-1024 [--out code.txt]
 
 Compiles the kernel's PyTorch baseline (default mode, dynamic=False, as validate_gpu.py does)
 for one production shape in bf16, runs it once, and prints every source Inductor generated
@@ -16,7 +16,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from kernels.experiments import KERNELS, import_paths
+from experiments import KERNELS, import_paths
 
 
 def chosen_configs() -> list[str]:

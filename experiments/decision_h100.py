@@ -5,12 +5,12 @@ rather than overrun, and the tables say how many were made; progress on stderr, 
 markdown tables last on stdout; the same tables go to decision_h100.md and every decision
 to decision_h100.json):
 
-    python -m kernels.experiments.decision_h100 --out decision_h100.json
+    python -m experiments.decision_h100 --out decision_h100.json
 
 Smoke run without a GPU (Triton's interpreter, tiny sizes, CPU timers; the numbers mean
 nothing, the plumbing runs end to end in a few seconds):
 
-    python -m kernels.experiments.decision_h100 --smoke --out /tmp/decision_smoke.json
+    python -m experiments.decision_h100 --smoke --out /tmp/decision_smoke.json
 
 What it measures (kopt issue 5): false keeps, power and GPU time per decision, for kopt's
 decision and for do_bench + the 1% rule measured in the same run, at three kernel durations
@@ -71,10 +71,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from engine.config import DecideConfig
-from engine.decide import Pair, Policy, evaluate
-from engine.decide.stats import betainc, t_quantile
-from kernels.harness.timing import CpuTimer, GraphTimer
+from kopt_supervisor.engine.config import DecideConfig
+from kopt_supervisor.engine.decide import Pair, Policy, evaluate
+from kopt_supervisor.engine.decide.stats import betainc, t_quantile
+from kopt_supervisor.kernels.harness.timing import CpuTimer, GraphTimer
 
 KINDS = ("keep", "regression", "tie", "borderline")
 KOPT = ("kopt", "kopt pooled")
@@ -708,7 +708,7 @@ def run(args: argparse.Namespace, prog: Progress, report: dict[str, Any],
     backend, info = opener(args.smoke)
     report.update({
         "date": datetime.date.today().isoformat(),
-        "command": " ".join(["python -m kernels.experiments.decision_h100", *args.argv]),
+        "command": " ".join(["python -m experiments.decision_h100", *args.argv]),
         **info,
         "python": platform.python_version(), "pairs_per_look": args.pairs_per_look, "block_us": args.block_us,
         "budget_s": args.budget_s, "durations": {},
@@ -812,7 +812,7 @@ def markdown(report: dict[str, Any]) -> str:
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(prog="python -m kernels.experiments.decision_h100",
+    ap = argparse.ArgumentParser(prog="python -m experiments.decision_h100",
                                  description=(__doc__ or "").split("\n")[0])
     ap.add_argument("--out", default="decision_h100.json", help="JSON with every decision (tables: same name, .md)")
     ap.add_argument("--decisions", type=int, default=50, help="decisions per duration and condition (default 50)")
