@@ -79,6 +79,8 @@ def workload(
 
 def ncu_pair(folder: Path, launches: list[tuple[str, float, str]], pid: str = "4242") -> None:
     folder.mkdir(parents=True, exist_ok=True)
+    expect(folder, launches, "synthesised by tests/data/synth_range_samples.py to the documented ncu CSV "
+           "layouts (raw page; --print-nvtx-rename kernel); not a capture", "ncu")
     plain, renamed = [HEADER, UNITS], [HEADER, UNITS]
     for i, (name, ns, rng_name) in enumerate(launches):
         for rows, shown in ((plain, name), (renamed, rng_name or name)):
@@ -143,8 +145,9 @@ def rocprof_set(folder: Path, launches: list[tuple[str, float, str]], *, pid: in
     (folder / f"kopt_{pid}_hip_api_trace.csv").write_text("\n".join(calls) + "\n")
 
 
-def expect(folder: Path, launches: list[tuple[str, float, str]], origin: str) -> None:
-    """expect.json for tests/profile/test_profile_parsers.py (kernel totals, empty regex)."""
+def expect(folder: Path, launches: list[tuple[str, float, str]], origin: str, tool: str) -> None:
+    """expect.json: kernel totals (tests/profile/test_profile_parsers.py, empty regex) and the
+    launches per (range, note, kernel) (tests/profile/test_profile_attribution.py)."""
     totals: dict[str, list[float]] = {}
     for name, ns, _ in launches:
         totals.setdefault(name, []).append(ns)
@@ -157,8 +160,20 @@ def expect(folder: Path, launches: list[tuple[str, float, str]], origin: str) ->
         "anchor": anchor,
         "target_total_ns": sum(ns for _, ns, _ in launches),
         "kernels": {k: {"calls": len(v), "total_ns": sum(v)} for k, v in sorted(totals.items())},
+        "tool": tool,
+        "groups": groups(launches, untraced=("fill_kernel",) if tool == "rocprofv3" else ()),
     }
     (folder / "expect.json").write_text(json.dumps(doc, indent=2) + "\n")
+
+
+def groups(launches: list[tuple[str, float, str]], untraced: tuple[str, ...]) -> list[list[object]]:
+    """[range, note, kernel, launches], sorted, as the adapters should read them back."""
+    count: dict[tuple[str, str, str], int] = {}
+    for name, _, rng_name in launches:
+        note = "its launch call is not in the HIP API trace" if name in untraced else ""
+        key = ("" if note else rng_name, note, name)
+        count[key] = count.get(key, 0) + 1
+    return [[*k, n] for k, n in sorted(count.items())]
 
 
 def main() -> None:
@@ -173,12 +188,14 @@ def main() -> None:
     best = workload(rng_for("roc-best"))
     rocprof_set(DATA / "rocprofv3_ranges_best", best, untraced=("fill_kernel",))
     expect(DATA / "rocprofv3_ranges_best", best,
-           "synthesised by tests/data/synth_range_samples.py to rocprofv3's documented columns; not a capture")
+           "synthesised by tests/data/synth_range_samples.py to rocprofv3's documented columns; not a capture",
+           "rocprofv3")
     split = workload(rng_for("roc-split"), split={"narrow": ("_pa_first", "_pa_second")})
     rocprof_set(DATA / "rocprofv3_ranges_split", split, untraced=("fill_kernel",),
                 nested={"kopt:dclass=wide,n=4096": "inner_region"})
     expect(DATA / "rocprofv3_ranges_split", split,
-           "synthesised by tests/data/synth_range_samples.py to rocprofv3's documented columns; not a capture")
+           "synthesised by tests/data/synth_range_samples.py to rocprofv3's documented columns; not a capture",
+           "rocprofv3")
 
 
 if __name__ == "__main__":

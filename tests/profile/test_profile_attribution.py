@@ -8,6 +8,7 @@ from the code under test.
 from __future__ import annotations
 
 import csv
+import json
 import shutil
 from collections import defaultdict
 from pathlib import Path
@@ -62,6 +63,24 @@ def by_range(folder: str) -> dict[str, dict[str, list[float]]]:
         rng = "" if p["Kernel Name"] == r["Kernel Name"] else r["Kernel Name"]
         out[rng][p["Kernel Name"]].append(ns(p))
     return out
+
+
+RANGE_SAMPLES = sorted(p.parent for p in DATA.glob("*/expect.json") if "groups" in p.read_text())
+
+
+def test_there_are_range_samples_of_both_tools():
+    tools = {json.loads((d / "expect.json").read_text())["tool"] for d in RANGE_SAMPLES}
+    assert tools == {"ncu", "rocprofv3"}
+
+
+@pytest.mark.parametrize("folder", RANGE_SAMPLES, ids=lambda p: p.name)
+def test_range_sample_reads_back_its_launches_per_range(folder: Path):
+    """Every sample with `groups` in its expect.json (synthesised ones, and captures made
+    with tests/data/capture_ranges.py) parses to exactly those launches per range."""
+    expect = json.loads((folder / "expect.json").read_text())
+    profiler = NcuProfiler() if expect["tool"] == "ncu" else Rocprofv3Profiler()
+    s = profiler.parse(folder, expect.get("kernel_regex", ""))
+    assert sorted([g.range, g.note, g.kernel, g.calls] for g in s.ranged) == expect["groups"]
 
 
 # ---------------------------------------------------------------------------------------
