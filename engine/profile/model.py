@@ -1,7 +1,8 @@
 """What a profile says, tool-independent: launches -> per-kernel stats -> a summary; two
-summaries -> a comparison that the decision can ask "do you agree with the bench?".
+summaries -> the whole-run comparison (`compare`), which the per-class comparison
+(engine/profile/classes.py) falls back to when the bench emits no NVTX/roctx ranges.
 
-Target kernels' time per call (the number the keep rule looks at):
+Target kernels' time per call (the whole-run number):
 
     target_total_ns    = sum of GPU time over every launch whose kernel name matches the
                          [profile].kernel regex (re.search; all kernels when it is empty)

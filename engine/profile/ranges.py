@@ -34,9 +34,18 @@ class ConfigRef:
     row: Mapping[str, Any]
 
 
-def config_refs(record_configs: Mapping[str, Mapping[str, Any]]) -> list[ConfigRef]:
-    """ConfigRefs from the iteration record's `configs` ({key: {"cls", "row", ...}})."""
-    return [ConfigRef(key, str(c["cls"]), dict(c.get("row") or {})) for key, c in record_configs.items()]
+def config_refs(
+    record_configs: Mapping[str, Mapping[str, Any]], class_of: Mapping[str, str] | None = None
+) -> list[ConfigRef]:
+    """ConfigRefs from the iteration record's `configs` ({key: {"cls", "row", ...}}).
+
+    class_of: config key -> the class it votes in, when the decision's classes differ from
+    the record's (`decide.voting_classes`: the guard class of non-production configs), so
+    that the profiler's classes are the bench's."""
+    return [
+        ConfigRef(key, str((class_of or {}).get(key, c["cls"])), dict(c.get("row") or {}))
+        for key, c in record_configs.items()
+    ]
 
 
 def range_name(row: Mapping[str, Any], columns: Iterable[str]) -> str:

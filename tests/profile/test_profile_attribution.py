@@ -22,6 +22,7 @@ from kopt_supervisor.engine.profile import (
     NcuProfiler,
     Rocprofv3Profiler,
     agrees,
+    compare,
     compare_per_class,
 )
 from kopt_supervisor.engine.profile.ncu import NCU_IMPORT, NCU_NVTX
@@ -303,3 +304,26 @@ def test_a_process_without_roctx_calls_launches_outside_the_ranges(tmp_path: Pat
     s = roc(folder)
     outside = sum(g.calls for g in s.ranged if g.range == "")
     assert outside == 3 + 18 + 42  # all 42 of the worker's dispatches count as outside every range
+
+
+def test_a_regex_that_misses_the_new_kernel_cannot_mislead_the_comparison():
+    # issue 17: `[profile] kernel = "_rms_kernel"` missed `_rms_whole_tiles`, which the tuned
+    # kernel runs; the whole-run rule then saw only part of the work and "agreed" at -78.6%
+    best, cand = ncu("ncu_nvtx_best", "_rms_kernel"), ncu("ncu_nvtx_renamed", "_rms_kernel")
+    old = compare(best, cand)
+    assert old.delta_pct < -30  # the old target-kernel time: a fake 40%+ gain
+    cmp = compare_per_class(best, cand, REFS)
+    wide = cmp.by_class()[WIDE]
+    assert wide.ratio == pytest.approx(1.0, abs=0.01)  # every kernel in the ranges: the truth
+    assert {k.name: k.matches_regex for k in wide.kernels} == {"_rms_kernel": True, "_rms_whole_tiles": False}
+
+
+def test_the_details_page_of_two_processes_joins_by_process_and_id(tmp_path: Path):
+    # the same ID in two processes: the join must use (process, ID), never ID alone
+    text = (DATA / "ncu_doc_details_page.csv").read_text()
+    (tmp_path / NCU_IMPORT).write_text(text)
+    (tmp_path / NCU_NVTX).write_text(text.replace('"0","1002","python3","node7","flash_fwd_kernel"',
+                                                  '"0","1002","python3","node7","kopt:n=1"'))
+    s = NcuProfiler().parse(tmp_path, "flash")
+    got = sorted((g.range, g.kernel, g.calls) for g in s.ranged)
+    assert got == [("", "flash_fwd_kernel", 2), ("", "reduce_kernel", 1), ("kopt:n=1", "flash_fwd_kernel", 1)]

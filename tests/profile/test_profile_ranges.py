@@ -66,3 +66,6 @@ def test_config_refs_reads_the_iteration_record():
                                       "row": {"dclass": "wide", "n": 4096}}}
     (ref,) = config_refs(record)
     assert ref == ConfigRef("dclass=wide,n=4096", "dclass=wide", {"dclass": "wide", "n": 4096})
+    # the decision's voting classes (the guard class of non-production configs) win
+    (guarded,) = config_refs(record, class_of={"dclass=wide,n=4096": "guard (non-production)"})
+    assert guarded.cls == "guard (non-production)" and guarded.row == ref.row
