@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from kopt_supervisor.engine import gitops, metrics
+from kopt_supervisor.engine import bench_output, gitops, metrics
 from kopt_supervisor.engine.decide import Pair
 from kopt_supervisor.engine.loop.context import RunContext, last_line
 from kopt_supervisor.engine.loop.lane import Lane
@@ -64,14 +64,14 @@ def measurer_for(ctx: RunContext, lane: Lane) -> Measurer:
 def run_bench(ctx: RunContext, it: Iteration, tree: Path, name: str, env: dict[str, str]) -> tuple[Measurement, float]:
     """The bench once in `tree`: its CSV read by the target's rules, the tree checked untouched."""
     csv = ctx.cfg.target.csv
-    before = metrics.csv_stamps(tree, csv)
+    before = bench_output.csv_stamps(tree, csv)
     res = ctx.run(it, ctx.cfg.target.bench, cwd=tree, name=name, timeout_s=ctx.cfg.target.timeout_s, env=env)
     if not res.ok:
         raise BenchError(f"bench on {tree.name}/ {res.why()}: {last_line(res)}")
-    path = metrics.find_csv(tree, csv, before, res.stdout_path)
+    path = bench_output.find_csv(tree, csv, before, res.stdout_path)
     keep_csv(ctx, it, path, name)
     check_untouched(tree)
-    measurement = metrics.read_measurement(path, ctx.cfg.target, from_stdout=csv == "-")
+    measurement = bench_output.read_measurement(path, ctx.cfg.target, from_stdout=csv == "-")
     return measurement, res.duration_s
 
 
@@ -134,18 +134,18 @@ class AbCommand:
 
     def look(self, it: Iteration, stage: str, r: int, env: dict[str, str]) -> Look:
         t = self.ctx.cfg.target
-        before = metrics.csv_stamps(self.lane.best, t.csv)
+        before = bench_output.csv_stamps(self.lane.best, t.csv)
         res = self.ctx.run(it, self.command(), cwd=self.lane.best, name=f"{stage}_r{r}_ab", timeout_s=t.timeout_s,
                            env=env)
         if not res.ok:
             raise BenchError(f"ab_command {res.why()}: {last_line(res)}")
-        path = metrics.find_csv(self.lane.best, t.csv, before, res.stdout_path)
+        path = bench_output.find_csv(self.lane.best, t.csv, before, res.stdout_path)
         keep_csv(self.ctx, it, path, f"{stage}_r{r}_ab")
         return self.read(path, r, res.duration_s, from_stdout=t.csv == "-")
 
     def read(self, path: Path, r: int, seconds: float, *, from_stdout: bool = False) -> Look:
         """A look's A/B table as pairs, once both trees are checked untouched."""
-        df = metrics.read_table(path, metric=self.ctx.cfg.target.metric, from_stdout=from_stdout)
+        df = bench_output.read_table(path, metric=self.ctx.cfg.target.metric, from_stdout=from_stdout)
         check_untouched(self.lane.best)
         check_untouched(self.lane.cand)
         pairs, best_m, cand_m = metrics.ab_pairs(df, self.ctx.cfg.target, r, path.name)
