@@ -368,6 +368,8 @@ def command_executable(command: str) -> str | None:
             continue  # VAR=value before the program
         if w in _SHELL_WORDS or any(c in w for c in "|&;<>()$`{}*?"):
             return None
+        if "/" in w and not w.startswith("/"):
+            return None  # relative to cand/, where it runs: not kopt's to find
         return w
     return None
 

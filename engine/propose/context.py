@@ -33,7 +33,7 @@ import json
 import math
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -442,9 +442,9 @@ def _opt(v: Any, fmt: str = "{:.0f}") -> str:
     return "—" if v is None else fmt.format(v)
 
 
-def _md(data: Mapping[str, Any], detail_from: int, collapse: bool) -> tuple[str, list[str]]:
-    """The markdown, with history entries before index `detail_from` summarised (one line
-    each, or, with `collapse`, counts). Returns the text and the summary lines."""
+def _md(data: Mapping[str, Any], collapsed: int, detail_from: int) -> tuple[str, list[str]]:
+    """The markdown, with the history entries before index `collapsed` summarised as counts
+    and those before `detail_from` as one line each. Returns the text and the summary lines."""
     g, t = data["goal"], data["target"]
     metric = g["metric"]
     out: list[str] = []
@@ -533,7 +533,7 @@ def _md(data: Mapping[str, Any], detail_from: int, collapse: bool) -> tuple[str,
     out += [f"- {h}" for h in data["other_lanes"]] or ["- nothing (one lane)"]
     out += ["", "## History of the unmasked iterations (oldest first; per class: change [interval] verdict)", ""]
     hist = data["history"]
-    summary = _summaries(hist[:detail_from], collapse)
+    summary = _summaries(hist[:collapsed], True) + _summaries(hist[collapsed:detail_from], False)
     out += summary
     for h in hist[detail_from:]:
         scope = f"class `{h['target_class']}`" if h.get("target_class") else "global"
@@ -624,9 +624,11 @@ def _summaries(entries: Sequence[Mapping[str, Any]], collapse: bool) -> list[str
     out = []
     for h in entries:
         scope = f"`{h['target_class']}`" if h.get("target_class") else "global"
-        best = min((d["delta_pct"] for d in h["classes"].values() if d.get("delta_pct") is not None), default=None)
+        order = sorted(h["classes"], key=lambda c: c != h.get("target_class"))[:4]
+        deltas = ", ".join(f"{c} {h['classes'][c]['delta_pct']:+.1f}%" for c in order
+                           if h["classes"][c].get("delta_pct") is not None)
         out.append(f"- v{h['version']} {h['status']} ({scope}): {_short(h['hypothesis'], 100)}"
-                   + (f" (best class {best:+.1f}%)" if best is not None else ""))
+                   + (f" → {deltas}" if deltas else ""))
     return out
 
 
@@ -634,38 +636,44 @@ def _summaries(entries: Sequence[Mapping[str, Any]], collapse: bool) -> list[str
 # The pack
 
 
+ONE_LINERS = 40
+"""When full entries and one line per older entry do not fit, the one-line summaries are
+kept for this many entries before the full ones; older ones become counts."""
+
+
+def _fit(n: int, fits: Callable[[int, int], bool]) -> tuple[int, int]:
+    """(collapsed, detail_from) with the most history in full that fits: first one line per
+    older entry; then one line for the ONE_LINERS entries before the full ones and counts for
+    the rest; then counts only. Each stage bisects (O(log n) renders)."""
+
+    def first(cut: Callable[[int], int]) -> int | None:
+        if not fits(cut(n), n):
+            return None
+        lo, hi = 0, n
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if fits(cut(mid), mid):
+                hi = mid
+            else:
+                lo = mid + 1
+        return lo
+
+    for cut in (lambda s: 0, lambda s: max(0, s - ONE_LINERS), lambda s: s):
+        s = first(cut)
+        if s is not None:
+            return cut(s), s
+    return n, n
+
+
 def build_pack(inputs: PackInputs) -> Pack:
     """The context pack for one proposal, within the size budget."""
     data = _data(inputs)
     budget = inputs.max_bytes or inputs.config.propose.prompt_max_kib * 1024
-    n = len(data["history"])
-
-    def size(detail_from: int, collapse: bool) -> int:
-        return len(_md(data, detail_from, collapse)[0].encode())
-
-    detail_from, collapse = 0, False
-    if size(0, False) > budget:
-        lo, hi = 1, n  # the fewest summarised entries that fit, by bisection (O(log n) renders)
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if size(mid, False) <= budget:
-                hi = mid
-            else:
-                lo = mid + 1
-        detail_from = lo
-        if size(detail_from, False) > budget:
-            collapse = True
-            lo, hi = detail_from, n
-            while lo < hi:
-                mid = (lo + hi) // 2
-                if size(mid, True) <= budget:
-                    hi = mid
-                else:
-                    lo = mid + 1
-            detail_from = lo
-    text, summary = _md(data, detail_from, collapse)
+    collapsed, detail_from = _fit(len(data["history"]),
+                                  lambda c, s: len(_md(data, c, s)[0].encode()) <= budget)
+    text, summary = _md(data, collapsed, detail_from)
+    size = len(text.encode())
     data["history_summary"] = summary
     data["history"] = data["history"][detail_from:]
-    data["budget"] = {"max_bytes": budget, "bytes": len(text.encode()), "summarised": detail_from,
-                      "over_budget": len(text.encode()) > budget}
-    return Pack(text, data, detail_from, len(text.encode()) > budget)
+    data["budget"] = {"max_bytes": budget, "bytes": size, "summarised": detail_from, "over_budget": size > budget}
+    return Pack(text, data, detail_from, size > budget)
