@@ -61,7 +61,9 @@ def test_gemini_opencode_and_aider_command_lines() -> None:
     o = PRESETS["opencode"].argv(AgentCall(**{**CALL.__dict__, "session_id": "ses_9"}))
     assert o[:4] == ["opencode", "run", "--format", "json"] and o[o.index("--session") + 1] == "ses_9"
     assert o[-1] == task_message(CALL)
-    perm = json.loads(PRESETS["opencode"].env(CALL)["OPENCODE_CONFIG_CONTENT"])["permission"]  # type: ignore[misc]  # the opencode preset has env
+    env = PRESETS["opencode"].env
+    assert env is not None
+    perm = json.loads(env(CALL)["OPENCODE_CONFIG_CONTENT"])["permission"]
     assert perm["bash"]["git commit*"] == "deny" and perm["external_directory"]["/ws/plans/*"] == "allow"
     a = PRESETS["aider"].argv(AgentCall(**{**CALL.__dict__, "editable": ("solution/k.py",)}))
     assert a[:3] == ["aider", "--message-file", "/ws/logs/v3/prompt.md"]

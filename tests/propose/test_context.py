@@ -6,11 +6,19 @@ import json
 import shutil
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from kopt_supervisor.engine.config import Config
 from kopt_supervisor.engine.profile import NcuProfiler
-from kopt_supervisor.engine.propose.context import PackInputs, SourceFile, build_pack, list_sources
+from kopt_supervisor.engine.propose.context import (
+    Pack,
+    PackInputs,
+    SourceFile,
+    build_pack,
+    list_sources,
+)
 from kopt_supervisor.engine.store import Iteration
 
 from .helpers import CONFIGS, META, cfg_with, cls_entry, history, make_repo
@@ -26,9 +34,8 @@ def h100_profile(tmp_path_factory: pytest.TempPathFactory) -> dict:
     return NcuProfiler().parse(d, "kopt_capture").to_dict()
 
 
-def pack_for(its: list[Iteration] | None = None, **kw: object):  # noqa: ANN201 - a Pack
-    cfg = kw.pop("cfg", None) or cfg_with()
-    return build_pack(PackInputs(cfg, META, its if its is not None else history(), 6, **kw))  # type: ignore[arg-type]  # test kwargs
+def pack_for(its: list[Iteration] | None = None, cfg: Config | None = None, **kw: Any) -> Pack:
+    return build_pack(PackInputs(cfg or cfg_with(), META, its if its is not None else history(), 6, **kw))
 
 
 def test_the_pack_carries_rules_classes_roofline_history_and_regressions() -> None:
@@ -154,7 +161,6 @@ def test_list_sources_marks_protected_params_and_dispatch(tmp_path: Path) -> Non
     assert files["kernel.py"].role == "params" and files["kernel.py"].lines == 2
     files = {s.path: s for s in list_sources(repo, cfg_with())}
     assert files["kernel.py"].role == "dispatch"
-    cfg = cfg_with(extra="").__class__  # noqa: F841 - the default config lists every tracked file
     only = list_sources(repo, cfg_with().replace("target", sources=["kernel.py"]))
     assert [s.path for s in only] == ["bench.py", "kernel.py"]  # protected files are always shown
 

@@ -15,7 +15,7 @@ from kopt_supervisor.engine.propose.agents import PRESETS, check_agent, writable
 from kopt_supervisor.engine.propose.base import assess_plan
 from kopt_supervisor.engine.propose.costs import spent
 
-from .helpers import agents_path, cfg_with, git, make_ctx
+from .helpers import agents_path, cfg_with, git, history, make_ctx, make_repo
 
 # what each fake prints, in kopt's token semantics (input includes the cached prompt tokens)
 EXPECTED = {
@@ -221,3 +221,33 @@ def test_missing_executable_at_iteration_time_names_the_agent(agent_env: Path, m
     monkeypatch.setenv("PATH", str(agent_env / "empty"))
     p = make_proposer(cfg).propose(ctx)
     assert not p.ok and "`gemini` could not start" in p.reason and '"gemini"' in p.reason
+
+
+def _fake_profile() -> dict:
+    k = [{"name": "fake_kernel_wide", "calls": 3, "total_ns": 30000.0, "avg_ns": 10000.0, "target": True},
+         {"name": "fake_kernel_narrow", "calls": 3, "total_ns": 6000.0, "avg_ns": 2000.0, "target": True}]
+    return {"tool": "ncu", "kernel_regex": "fake", "calls": 3, "anchor": "fake_kernel_wide", "target_total_ns": 36000.0,
+            "target_per_call_ns": 12000.0, "hottest": "fake_kernel_wide", "launches": 6, "kernels": k}
+
+
+@pytest.mark.parametrize("with_profile", [True, False])
+def test_the_evidence_agent_gains_only_when_the_pack_says_where(agent_env: Path, monkeypatch: pytest.MonkeyPatch,
+                                                               with_profile: bool) -> None:
+    monkeypatch.setenv("FAKE_AGENT_MODE", "evidence")
+    cfg = cfg_with('kind = "command"\nagent = "generic"\ncommand = "my-agent --brief {prompt} --plan {plan}"\n')
+    cand = agent_env / "ws" / "cand"
+    make_repo(cand)
+    (cand / "kernel.json").write_text('{"speed": {"narrow": 1.0, "wide": 1.0}}')
+    git(cand, "add", "-A")
+    git(cand, "commit", "-qm", "kernel.json")
+    ctx = make_ctx(agent_env, cfg, its=history(_fake_profile() if with_profile else None))
+    p = make_proposer(cfg).propose(ctx)
+    assert p.ok, p.reason
+    speed = json.loads((cand / "kernel.json").read_text())["speed"]
+    pack = json.loads(ctx.prompt_path.with_suffix(".json").read_text())
+    a = assess_plan(ctx.plan_path.read_text(), pack)
+    if with_profile:
+        assert speed == {"narrow": 1.0, "wide": pytest.approx(0.9)} and a.plan.target_class == "dclass=wide"
+        assert {("kernel", "fake_kernel_wide"), ("class", "dclass=wide")} <= {(c.kind, c.term) for c in a.citations}
+    else:
+        assert speed["narrow"] == pytest.approx(1.05) and a.flags == ("uncited",)
