@@ -162,7 +162,7 @@ class ProposeConfig:
     """"manual", "command" or "tune"."""
     command: str = ""
     """The agent command for kind = "command"; {prompt}, {prompt_json}, {plan}, {worktree},
-    {logs}, {session} and {message} are filled in (docs/agents.md). With an agent preset it
+    {agent_dir}, {session} and {message} are filled in (docs/agents.md). With an agent preset it
     replaces the preset's command line."""
     agent: str = ""
     """An agent CLI preset for kind = "command": "claude-code", "codex", "gemini", "aider",

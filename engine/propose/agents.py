@@ -38,6 +38,7 @@ from kopt_supervisor.engine.propose.costs import (
     parse_gemini,
     parse_generic,
     parse_opencode,
+    valid_session_id,
 )
 
 if TYPE_CHECKING:
@@ -57,8 +58,10 @@ class AgentCall:
     prompt_json: Path
     plan: Path
     """KOPT_PLAN: where the agent writes its plan."""
-    logs: Path
-    """logs/vN/: transcripts and the agent's own history files."""
+    agent_dir: Path
+    """logs/vN/agent/: the one folder of the workspace the agent may write besides cand/ and
+    the plan (its own history files, $KOPT_USAGE). The pack and the transcripts in logs/vN/
+    stay read-only to it, so it cannot forge the output kopt parses."""
     iteration: int
     repair: int = 0
     session_id: str | None = None
@@ -169,13 +172,13 @@ AIDER_EDITABLE_MAX = 40
 
 def aider_argv(call: AgentCall) -> list[str]:
     # the whole pack is the message; --no-git: aider never commits, never touches .gitignore,
-    # and keeps its history files in logs/vN/ instead of the worktree
+    # and keeps its history files in logs/vN/agent/ instead of the worktree
     out = ["aider", "--message-file", str(call.prompt),
            "--yes-always", "--no-git", "--no-auto-commits", "--no-dirty-commits",
            "--no-check-update", "--no-show-model-warnings", "--no-pretty", "--no-stream",
            "--analytics-disable", "--map-tokens", "0",
-           "--chat-history-file", str(call.logs / "aider.chat.history.md"),
-           "--input-history-file", str(call.logs / "aider.input.history")]
+           "--chat-history-file", str(call.agent_dir / "aider.chat.history.md"),
+           "--input-history-file", str(call.agent_dir / "aider.input.history")]
     out += _model(call) + list(call.extra_args)
     out += ["--file", str(call.plan)]
     for rel in call.editable[:AIDER_EDITABLE_MAX]:
@@ -273,7 +276,7 @@ def preset(name: str) -> AgentPreset:
 
 def writable_paths(p: AgentPreset, extra: Sequence[str] = (), environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
     """The folders and files the sandbox leaves writable for this CLI (besides cand/, the
-    plan and logs/vN/): the preset's, with the config folder an environment variable moved
+    plan and logs/vN/agent/): the preset's, with the config folder an environment variable moved
     (CLAUDE_CONFIG_DIR, CODEX_HOME), then [propose].writable."""
     environ = os.environ if environ is None else environ
     paths = list(p.writable)
@@ -324,7 +327,7 @@ def choose_session(history: Sequence[Mapping[str, Any]], iteration: int, agent: 
     `history` holds the unmasked iterations (memory/vN.json fields), so a version missing
     between the session's start and this iteration was masked and its conversation must not
     influence this one: a fresh session starts. Pure."""
-    if repair_session:
+    if repair_session and valid_session_id(repair_session):
         return SessionChoice(repair_session, repair_started if repair_started is not None else iteration,
                              "the repair continues this iteration's session")
     if mode != "resume":
@@ -336,6 +339,8 @@ def choose_session(history: Sequence[Mapping[str, Any]], iteration: int, agent: 
     run = _last_agent_run(prev)
     if not run or not run.get("session_id") or run.get("agent") != agent:
         return SessionChoice(None, iteration, f"v{iteration - 1} left no {agent} session: a fresh session")
+    if not valid_session_id(run["session_id"]):
+        return SessionChoice(None, iteration, f"v{iteration - 1}'s session id is not one kopt hands back: a fresh session")
     started = run.get("session_started")
     started = started if isinstance(started, int) and started <= iteration - 1 else iteration - 1
     missing = [v for v in range(started, iteration) if v not in by_version]

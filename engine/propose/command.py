@@ -1,7 +1,7 @@
 """The `command` proposer: any program (an agent CLI, a script) edits `cand/` (DESIGN.md §10).
 
 The configured command runs with the working directory `cand/`, the KOPT_* variables, and
-its placeholders ({prompt}, {prompt_json}, {plan}, {worktree}, {logs}, {session},
+its placeholders ({prompt}, {prompt_json}, {plan}, {worktree}, {agent_dir}, {session},
 {message}) filled with shell-quoted values. Exit 0 means the candidate is ready; anything
 else, or a timeout, is a failed proposal.
 
@@ -10,7 +10,9 @@ command line (an argv, no shell) unless `[propose].command` replaces it, and aft
 the CLI's output is parsed into an `AgentRun` (cost, tokens, session id, wall time) that
 goes into `Proposal.details["agent"]`; the transcript (the run's stdout and stderr in
 logs/vN/) is cut to `[propose].transcript_max_kib`. A plain command or the "generic"
-agent may report its usage by writing JSON to the file named by $KOPT_USAGE.
+agent may report its usage by writing JSON to the file named by $KOPT_USAGE. The agent's
+own folder is logs/vN/agent/ ($KOPT_AGENT_DIR): the one place of the workspace, besides
+cand/ and the plan, the sandbox should let it write.
 """
 
 from __future__ import annotations
@@ -49,10 +51,14 @@ def prompt_json_path(ctx: ProposalContext) -> Path:
     return ctx.prompt_json_path or ctx.prompt_path.with_suffix(".json")
 
 
+def agent_dir(ctx: ProposalContext) -> Path:
+    return ctx.log_dir / "agent"
+
+
 def fill_placeholders(template: str, ctx: ProposalContext, extra: dict[str, str] | None = None) -> str:
     values: dict[str, Any] = {
         "{prompt}": ctx.prompt_path, "{prompt_json}": prompt_json_path(ctx), "{plan}": ctx.plan_path,
-        "{worktree}": ctx.worktree, "{logs}": ctx.log_dir, **(extra or {})}
+        "{worktree}": ctx.worktree, "{agent_dir}": agent_dir(ctx), **(extra or {})}
     out = template
     for k, v in values.items():
         out = out.replace(k, shlex.quote(str(v)))
@@ -97,20 +103,22 @@ class CommandProposer:
     def propose(self, ctx: ProposalContext) -> Proposal:
         assert ctx.run is not None, "the engine passes its runner"
         resumable = self.preset is not None and supports_resume(self.agent, self.command) or "{session}" in self.command
-        own = self._sessions.get(ctx.iteration) if ctx.repair and resumable else None
+        mine = self._sessions.get(ctx.iteration) if ctx.repair and resumable else None
         choice = choose_session(ctx.history, ctx.iteration, self.agent or "command",
                                 mode=self.session if resumable else "fresh",
-                                repair_session=own[0] if own else None, repair_started=own[1] if own else None)
+                                repair_session=mine[0] if mine else None, repair_started=mine[1] if mine else None)
         pack_json = prompt_json_path(ctx)
+        own = agent_dir(ctx)
+        own.mkdir(parents=True, exist_ok=True)
         call = AgentCall(
             worktree=ctx.worktree, prompt=ctx.prompt_path, prompt_json=pack_json, plan=ctx.plan_path,
-            logs=ctx.log_dir, iteration=ctx.iteration, repair=ctx.repair, session_id=choice.session_id,
+            agent_dir=own, iteration=ctx.iteration, repair=ctx.repair, session_id=choice.session_id,
             model=self.model, extra_args=self.args,
             editable=editable_sources(pack_json) if self.agent == "aider" else ())
         suffix = f"_repair{ctx.repair}" if ctx.repair else ""
-        usage_path = ctx.log_dir / f"usage{suffix}.json"
+        usage_path = own / f"usage{suffix}.json"
         env = {**ctx.env, "KOPT_PROMPT_JSON": str(pack_json), "KOPT_USAGE": str(usage_path),
-               "KOPT_SESSION": choice.session_id or "", "KOPT_LOGS": str(ctx.log_dir)}
+               "KOPT_SESSION": choice.session_id or "", "KOPT_AGENT_DIR": str(own)}
         if self.preset is not None and self.preset.env is not None:
             env.update(self.preset.env(call))
         cmd: str | list[str]

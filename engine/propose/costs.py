@@ -110,6 +110,20 @@ def _str(value: Any) -> str | None:
     return value[:200] if isinstance(value, str) and value.strip() else None
 
 
+SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@+=-]{0,127}")
+
+
+def valid_session_id(value: Any) -> bool:
+    """A session id kopt will hand back to a CLI: letters, digits and `._:@+=-`, not
+    starting with `-` (a value like `--dangerously-skip-permissions` would be read as a
+    flag by the next iteration's command line), at most 128 characters."""
+    return isinstance(value, str) and SESSION_ID.fullmatch(value) is not None
+
+
+def _sid(value: Any) -> str | None:
+    return value if valid_session_id(value) else None
+
+
 def _add(a: int | None, b: int | None) -> int | None:
     if a is None:
         return b
@@ -174,7 +188,7 @@ def parse_claude(lines: Iterable[str]) -> AgentRun:
     session = model = None
     for o in objs:
         if o.get("type") == "system" and o.get("subtype") == "init":
-            session = _str(o.get("session_id")) or session
+            session = _sid(o.get("session_id")) or session
             model = _str(o.get("model")) or model
     if result is not None:
         usage = _dict(result.get("usage"))
@@ -192,7 +206,7 @@ def parse_claude(lines: Iterable[str]) -> AgentRun:
             agent="claude-code", cost_usd=cost,
             input_tokens=None if base is None else base + (cw or 0) + (cr or 0),
             output_tokens=out, cache_read_tokens=cr, cache_write_tokens=cw,
-            session_id=_str(result.get("session_id")) or session, model=model,
+            session_id=_sid(result.get("session_id")) or session, model=model,
             turns=_int(result.get("num_turns")), is_error=is_error, notes=tuple(notes.items))
     per_message: dict[str, dict[str, Any]] = {}
     for o in objs:
@@ -227,7 +241,7 @@ def parse_codex(lines: Iterable[str]) -> AgentRun:
     for o in _json_objects(lines):
         kind = o.get("type")
         if kind == "thread.started":
-            session = _str(o.get("thread_id")) or session
+            session = _sid(o.get("thread_id")) or session
         elif kind in ("turn.completed", "turn.failed"):
             turns += 1
             failed = failed or kind == "turn.failed"
@@ -264,7 +278,7 @@ def parse_gemini(lines: Iterable[str]) -> AgentRun:
     session = model = None
     for o in objs:
         if o.get("type") == "init":
-            session = _str(o.get("session_id")) or session
+            session = _sid(o.get("session_id")) or session
             model = _str(o.get("model")) or model
     result = next((o for o in reversed(objs) if o.get("type") == "result"), None)
     if result is None:
@@ -296,7 +310,7 @@ def _gemini_json(obj: dict[str, Any], notes: _Notes) -> AgentRun:
     if error:
         notes.add("the output carries an error")
     return AgentRun(agent="gemini", input_tokens=inp, output_tokens=out, cache_read_tokens=cached,
-                    reasoning_tokens=thoughts, session_id=_str(obj.get("session_id")),
+                    reasoning_tokens=thoughts, session_id=_sid(obj.get("session_id")),
                     model=next(iter(models), None) if len(models) == 1 else None, is_error=bool(error),
                     notes=(*notes.items, "gemini reports no cost"))
 
@@ -372,7 +386,7 @@ def parse_opencode(lines: Iterable[str]) -> AgentRun:
     steps = 0
     error = False
     for o in _json_objects(lines):
-        session = _str(o.get("sessionID")) or session
+        session = _sid(o.get("sessionID")) or session
         kind = o.get("type")
         if kind == "error":
             error = True
@@ -431,7 +445,7 @@ def parse_usage_object(obj: Mapping[str, Any], agent: str = "generic") -> AgentR
     vals = {k: _int(v) for k, v in raw.items()}
     for k in raw:
         notes.checked(k, raw[k], vals[k])
-    session = next((s for k in _GENERIC_SESSION if (s := _str(obj.get(k)))), None)
+    session = next((s for k in _GENERIC_SESSION if (s := _sid(obj.get(k)))), None)
     if cost is None and session is None and all(v is None for v in vals.values()) and not notes.items:
         return None
     return AgentRun(agent=agent, cost_usd=cost, input_tokens=vals["input_tokens"], output_tokens=vals["output_tokens"],

@@ -22,7 +22,7 @@ from kopt_supervisor.engine.propose.agents import (
 from .helpers import cfg_with
 
 CALL = AgentCall(worktree=Path("/ws/cand"), prompt=Path("/ws/logs/v3/prompt.md"), prompt_json=Path("/ws/logs/v3/prompt.json"),
-                 plan=Path("/ws/plans/v3_plan.md"), logs=Path("/ws/logs/v3"), iteration=3)
+                 plan=Path("/ws/plans/v3_plan.md"), agent_dir=Path("/ws/logs/v3/agent"), iteration=3)
 
 
 def test_every_preset_names_its_version_docs_and_folders() -> None:

@@ -91,8 +91,8 @@ def test_aider_is_handed_the_pack_and_the_editable_sources_but_not_the_protected
     files = [argv[i + 1] for i, a in enumerate(argv) if a == "--file"]
     assert str(ctx.worktree / "kernel.py") in files and str(ctx.plan_path) in files
     assert not any(f.endswith("bench.py") for f in files)
-    assert not list(ctx.worktree.glob(".aider*"))  # its history files live in logs/vN/
-    assert (ctx.log_dir / "aider.chat.history.md").name in argv[argv.index("--chat-history-file") + 1]
+    assert not list(ctx.worktree.glob(".aider*"))  # its history files live in logs/vN/agent/
+    assert argv[argv.index("--chat-history-file") + 1] == str(ctx.log_dir / "agent" / "aider.chat.history.md")
 
 
 @pytest.mark.parametrize("agent", ["claude-code", "codex", "gemini", "opencode"])
