@@ -118,7 +118,7 @@ def _model(call: AgentCall, flag: str = "--model") -> list[str]:
 
 # -- Claude Code ------------------------------------------------------------------------
 
-CLAUDE_TOOLS = "Read,Edit,MultiEdit,Write,Glob,Grep,LS,Bash,TodoWrite"
+CLAUDE_TOOLS = "Read,Edit,MultiEdit,Write,Glob,Grep,Bash,TodoWrite"
 CLAUDE_DENIED = ("Bash(git commit:*),Bash(git push:*),Bash(git reset:*),Bash(git checkout:*),"
                  "Bash(git rebase:*),Bash(git stash:*),Bash(git config:*),WebFetch,WebSearch")
 

@@ -184,3 +184,11 @@ def test_valid_agent_configs_load() -> None:
     assert cfg.propose.session == "resume"
     from kopt_supervisor.engine import config
     assert config.loads(config.dumps(cfg)) == cfg  # the frozen copy round-trips
+
+
+def test_choose_session_never_hands_back_an_id_that_looks_like_a_flag() -> None:
+    h = [{"version": 4, "status": "tie",
+          "proposal": {"agent": {"agent": "codex", "session_id": "--dangerously-bypass-approvals-and-sandbox"}}}]
+    c = choose_session(h, 5, "codex", mode="resume")
+    assert c.session_id is None and "not one kopt hands back" in c.why
+    assert choose_session([], 5, "codex", mode="fresh", repair_session="-x").session_id is None

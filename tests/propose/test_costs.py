@@ -236,3 +236,18 @@ def test_budget_exhausted_states_the_reason() -> None:
     why = budget_exhausted(cfg_with('kind = "command"\nagent = "codex"\nbudget_tokens = 2000\n'), totals)
     assert why and "2,000 tokens" in why
     assert budget_exhausted(cfg_with('kind = "command"\nagent = "codex"\n'), totals) is None
+
+
+@pytest.mark.parametrize("sid", ["--dangerously-skip-permissions", "-r", "a b", "x;rm -rf ~", "", "x" * 200, 42,
+                                 "$(id)", "a\nb"])
+def test_a_session_id_that_could_be_read_as_a_flag_or_worse_is_dropped(sid: object) -> None:
+    for parse, line in ((parse_claude, {**CLAUDE_JSON, "session_id": sid}),
+                        (parse_codex, {"type": "thread.started", "thread_id": sid}),
+                        (parse_opencode, {"type": "step_finish", "sessionID": sid, "part": {}}),
+                        (parse_generic, {"cost_usd": 1, "session_id": sid})):
+        assert parse([json.dumps(line)]).session_id is None, parse.__name__
+
+
+def test_real_session_ids_pass() -> None:
+    for sid in ("3f2a1b4c-0000-4000-8000-00000000abcd", "ses_494719016ffe85dkDMj0FPRbHK", "g-6-0", "abc:1.2@x"):
+        assert parse_claude([json.dumps({**CLAUDE_JSON, "session_id": sid})]).session_id == sid

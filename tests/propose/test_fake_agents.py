@@ -251,3 +251,13 @@ def test_the_evidence_agent_gains_only_when_the_pack_says_where(agent_env: Path,
         assert {("kernel", "fake_kernel_wide"), ("class", "dclass=wide")} <= {(c.kind, c.term) for c in a.citations}
     else:
         assert speed["narrow"] == pytest.approx(1.05) and a.flags == ("uncited",)
+
+
+def test_the_agent_gets_its_own_folder_and_the_usage_file_lives_there(agent_env: Path) -> None:
+    cfg = cfg_with('kind = "command"\nagent = "generic"\ncommand = "my-agent --brief {prompt} --plan {plan}"\n')
+    ctx = make_ctx(agent_env, cfg)
+    assert make_proposer(cfg).propose(ctx).ok
+    env = calls(agent_env)[-1]["env"]
+    assert env["KOPT_AGENT_DIR"] == str(ctx.log_dir / "agent")
+    assert env["KOPT_USAGE"] == str(ctx.log_dir / "agent" / "usage.json")
+    assert (ctx.log_dir / "agent" / "usage.json").is_file()
