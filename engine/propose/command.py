@@ -21,6 +21,7 @@ import json
 import shlex
 from collections.abc import Sequence
 from dataclasses import replace
+from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -157,11 +158,9 @@ class CommandProposer:
         """Parse the transcript, then cut it to size; the usage file of a plain or generic
         command (never of a preset: a CLI's own report is what counts)."""
         out_path, err_path = Path(result.stdout_path), Path(result.stderr_path)
-        if self.preset is not None:
-            lines = list(read_lines(out_path))
-            if self.preset.parses_stderr:
-                lines += list(read_lines(err_path))
-            run = self.preset.parse(lines)
+        if self.preset is not None:  # streamed: a transcript of any size parses in bounded memory
+            lines = read_lines(out_path)
+            run = self.preset.parse(chain(lines, read_lines(err_path)) if self.preset.parses_stderr else lines)
         else:
             run = AgentRun(agent="command")
         if self.preset is None or self.agent == "generic":

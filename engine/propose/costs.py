@@ -156,16 +156,41 @@ def _json_objects(lines: Iterable[str]) -> Iterator[dict[str, Any]]:
             yield obj
 
 
-def _whole_json(lines: list[str]) -> dict[str, Any] | None:
-    """The output as one (possibly pretty-printed) JSON object, if it is one."""
-    text = "\n".join(lines).strip()
-    if not text.startswith("{"):
-        return None
-    try:
-        obj = json.loads(text)
-    except ValueError:
-        return None
-    return obj if isinstance(obj, dict) else None
+WHOLE_MAX_BYTES = 4 * 2**20
+
+
+class _Scan:
+    """One pass over a CLI's output: the JSON object of each line, and (up to
+    WHOLE_MAX_BYTES) the whole text, for an output that is one pretty-printed JSON document.
+    Nothing else is kept, so a transcript of any size parses in bounded memory."""
+
+    def __init__(self, lines: Iterable[str]) -> None:
+        self._lines = lines
+        self._raw: list[str] | None = []
+        self._size = 0
+
+    def objects(self) -> Iterator[dict[str, Any]]:
+        for line in self._lines:
+            if self._raw is not None:
+                self._size += len(line)
+                if self._size > WHOLE_MAX_BYTES:
+                    self._raw = None
+                else:
+                    self._raw.append(line)
+            yield from _json_objects([line])
+
+    def whole(self) -> dict[str, Any] | None:
+        """The output as one JSON object, if it is one (call after `objects` is consumed)."""
+        if self._raw is None:
+            return None
+        text = "".join(self._raw).strip()
+        if not text.startswith("{"):
+            return None
+        try:
+            obj = json.loads(text)
+        except ValueError:
+            return None
+        return obj if isinstance(obj, dict) else None
 
 
 # ---------------------------------------------------------------------------------------
@@ -179,17 +204,26 @@ def parse_claude(lines: Iterable[str]) -> AgentRun:
     input_tokens adds cache_creation_input_tokens and cache_read_input_tokens. Without a
     result event (killed at a timeout), the tokens of the assistant messages seen are
     added up (each message id counted once, its last usage) and the cost stays unknown."""
-    lines = list(lines)
     notes = _Notes()
-    objs = list(_json_objects(lines))
-    if not objs and (whole := _whole_json(lines)) is not None:
-        objs = [whole]
-    result = next((o for o in reversed(objs) if o.get("type") == "result"), None)
+    scan = _Scan(lines)
+    result: dict[str, Any] | None = None
     session = model = None
-    for o in objs:
-        if o.get("type") == "system" and o.get("subtype") == "init":
+    per_message: dict[str, dict[str, Any]] = {}
+    seen = False
+    for o in scan.objects():
+        seen = True
+        kind = o.get("type")
+        if kind == "result":
+            result = o
+        elif kind == "system" and o.get("subtype") == "init":
             session = _sid(o.get("session_id")) or session
             model = _str(o.get("model")) or model
+        elif kind == "assistant" and isinstance(o.get("message"), dict):
+            msg = o["message"]
+            if isinstance(msg.get("usage"), dict):
+                per_message[str(msg.get("id") or len(per_message))] = msg["usage"]
+    if not seen and (whole := scan.whole()) is not None and whole.get("type") == "result":
+        result = whole
     if result is not None:
         usage = _dict(result.get("usage"))
         base, cw, cr, out = (_int(usage.get(k)) for k in (
@@ -208,11 +242,6 @@ def parse_claude(lines: Iterable[str]) -> AgentRun:
             output_tokens=out, cache_read_tokens=cr, cache_write_tokens=cw,
             session_id=_sid(result.get("session_id")) or session, model=model,
             turns=_int(result.get("num_turns")), is_error=is_error, notes=tuple(notes.items))
-    per_message: dict[str, dict[str, Any]] = {}
-    for o in objs:
-        msg = o.get("message")
-        if o.get("type") == "assistant" and isinstance(msg, dict) and isinstance(msg.get("usage"), dict):
-            per_message[str(msg.get("id") or len(per_message))] = msg["usage"]
     inp = out = cr = cw = None
     for usage in per_message.values():
         i, w, r, o_ = (_int(usage.get(k)) for k in (
@@ -269,18 +298,26 @@ def parse_gemini(lines: Iterable[str]) -> AgentRun:
     the cached ones). json: one object {session_id, response, stats: {models: {name:
     {tokens: {prompt, candidates, cached, thoughts, ...}}}}}: prompt tokens include the
     cached ones; thoughts are generated tokens. Gemini CLI prints no cost."""
-    lines = list(lines)
     notes = _Notes()
-    objs = list(_json_objects(lines))
-    whole = _whole_json(lines) if not any(o.get("type") == "result" for o in objs) else None
-    if whole is not None and ("stats" in whole or "response" in whole or "session_id" in whole):
-        return _gemini_json(whole, notes)
+    scan = _Scan(lines)
     session = model = None
-    for o in objs:
-        if o.get("type") == "init":
+    result: dict[str, Any] | None = None
+    document: dict[str, Any] | None = None
+    for o in scan.objects():
+        kind = o.get("type")
+        if kind == "init":
             session = _sid(o.get("session_id")) or session
             model = _str(o.get("model")) or model
-    result = next((o for o in reversed(objs) if o.get("type") == "result"), None)
+        elif kind == "result":
+            result = o
+        elif kind is None and any(k in o for k in ("stats", "response", "session_id")):
+            document = o  # `--output-format json` printed on one line
+    if result is None and document is None:
+        whole = scan.whole()
+        if whole is not None and any(k in whole for k in ("stats", "response", "session_id")):
+            document = whole
+    if result is None and document is not None:
+        return _gemini_json(document, notes)
     if result is None:
         notes.add("no result event (the run did not finish): tokens unknown")
         return AgentRun(agent="gemini", session_id=session, model=model,

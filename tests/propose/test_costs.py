@@ -251,3 +251,17 @@ def test_a_session_id_that_could_be_read_as_a_flag_or_worse_is_dropped(sid: obje
 def test_real_session_ids_pass() -> None:
     for sid in ("3f2a1b4c-0000-4000-8000-00000000abcd", "ses_494719016ffe85dkDMj0FPRbHK", "g-6-0", "abc:1.2@x"):
         assert parse_claude([json.dumps({**CLAUDE_JSON, "session_id": sid})]).session_id == sid
+
+
+def test_gemini_json_on_one_line_and_a_stream_of_any_length_in_bounded_memory() -> None:
+    doc = {"session_id": "g-3", "response": "ok", "stats": {"models": {"m": {"tokens": {"prompt": 5, "candidates": 2}}}}}
+    assert parse_gemini([json.dumps(doc) + "\n"]).input_tokens == 5
+
+    def stream():  # a generator: the parser must not need the whole output at once
+        yield json.dumps({"type": "init", "session_id": "g-4", "model": "m"}) + "\n"
+        for i in range(100_000):
+            yield json.dumps({"type": "tool_result", "output": "x" * 50, "i": i}) + "\n"
+        yield json.dumps({"type": "result", "status": "success", "stats": {"input_tokens": 9, "output_tokens": 1}}) + "\n"
+
+    run = parse_gemini(stream())
+    assert (run.session_id, run.input_tokens, run.output_tokens) == ("g-4", 9, 1)
