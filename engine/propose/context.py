@@ -42,7 +42,7 @@ from kopt_supervisor.engine import bookkeeping
 from kopt_supervisor.engine.config import Config
 from kopt_supervisor.engine.projections import best_per_class, fmt_num
 from kopt_supervisor.engine.propose.prompt import rules
-from kopt_supervisor.engine.store import Iteration
+from kopt_supervisor.engine.records import Iteration
 
 PACK_VERSION = 1
 MAX_SOURCES = 120
@@ -232,7 +232,43 @@ def _profile_of_best(its: Sequence[Iteration], best: Iteration | None) -> tuple[
     return None, ""
 
 
-def _profile_section(profile: Mapping[str, Any] | None, source: str) -> dict[str, Any] | None:
+def _per_class(profile: Mapping[str, Any], configs: Mapping[str, Any]) -> tuple[dict[str, Any], float | None]:
+    """The profile's launches per config class, from the kernels launched inside each
+    config's `kopt:` NVTX/roctx range (engine.profile.ranges), and the share of GPU time
+    outside any config's range. Empty when the profile holds no ranges."""
+    from kopt_supervisor.engine.profile.model import KOPT_PREFIX
+    from kopt_supervisor.engine.profile.ranges import RangeMatcher, config_refs
+
+    groups = [g for g in profile.get("ranged") or [] if isinstance(g, Mapping)]
+    usable = {k: c for k, c in configs.items() if isinstance(c, Mapping) and "cls" in c}
+    if not groups or not usable:
+        return {}, None
+    matcher = RangeMatcher(config_refs(usable))
+    per: dict[str, dict[str, list[float]]] = {}
+    outside = total = 0.0
+    for g in groups:
+        calls, t = int(g.get("calls") or 0), _num(g.get("total_ns")) or 0.0
+        total += t
+        rng = str(g.get("range") or "")
+        ref = matcher.match(rng)[0] if not g.get("note") and rng.startswith(KOPT_PREFIX) else None
+        if ref is None or calls <= 0:
+            outside += t
+            continue
+        acc = per.setdefault(ref.cls, {}).setdefault(str(g.get("kernel")), [0, 0.0])
+        acc[0] += calls
+        acc[1] += t
+    out: dict[str, Any] = {}
+    for cls in sorted(per):
+        ks = per[cls]
+        ctot = sum(v[1] for v in ks.values()) or 1.0
+        out[cls] = [{"kernel": k, "short": kernel_short(k), "calls": int(c), "avg_us": t / c / 1e3,
+                     "total_us": t / 1e3, "share_pct": 100.0 * t / ctot}
+                    for k, (c, t) in sorted(ks.items(), key=lambda kv: -kv[1][1])[:4]]
+    return out, (100.0 * outside / total if total else None)
+
+
+def _profile_section(profile: Mapping[str, Any] | None, source: str,
+                     configs: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
     if not profile:
         return None
     kernels = [k for k in profile.get("kernels") or [] if isinstance(k, Mapping)]
@@ -250,15 +286,15 @@ def _profile_section(profile: Mapping[str, Any] | None, source: str) -> dict[str
             "dram_gbps": None if bw is None else bw / 1e9,
             "dram_pct": _num(k.get("dram_pct")), "block": k.get("block"), "grid": k.get("grid"),
             "stalls": k.get("stalls") if isinstance(k.get("stalls"), Mapping) else None,
-            "classes": k.get("classes") if isinstance(k.get("classes"), Mapping) else None,
         })
+    per_class, outside_pct = _per_class(profile, configs or {})
     reported = {
         "registers": any(r["registers_per_thread"] is not None or r["accum_vgprs"] is not None for r in rows),
         "shared memory": any(r["shared_mem_bytes"] is not None for r in rows),
         "occupancy": any(r["occupancy_pct"] is not None for r in rows),
         "memory throughput": any(r["dram_gbps"] is not None or r["dram_pct"] is not None for r in rows),
         "stall reasons": any(r["stalls"] for r in rows),
-        "per-class attribution": any(r["classes"] for r in rows) or isinstance(profile.get("classes"), Mapping),
+        "per-class attribution": bool(per_class),
     }
     return {
         "source": source, "tool": profile.get("tool"), "kernel_regex": profile.get("kernel_regex"),
@@ -267,7 +303,9 @@ def _profile_section(profile: Mapping[str, Any] | None, source: str) -> dict[str
         "kernels": rows, "more_kernels": max(0, len(kernels) - MAX_KERNELS),
         "reported": [k for k, v in reported.items() if v],
         "not_reported": [k for k, v in reported.items() if not v],
-        "classes": profile.get("classes") if isinstance(profile.get("classes"), Mapping) else None,
+        "classes": per_class or None,
+        "outside_ranges_pct": outside_pct,
+        "ranges_source": profile.get("ranges_source") or None,
     }
 
 
@@ -331,7 +369,7 @@ def _data(inputs: PackInputs) -> dict[str, Any]:
         }
     profile, profile_src = _profile_of_best(its, best)
     counters = bookkeeping.counters(its)
-    history = [_history_entry(i) for i in its if i.status != "baseline" and (i.final or i.status == "borderline")
+    history = [_history_entry(i) for i in its if i.status != "baseline" and (i.final or i.awaiting_review)
                and i.version != inputs.iteration]
     best_commit = best.commit if best else meta.get("best_commit")
     tried = [h for h in history if best_commit and h["best_commit_before"] == best_commit
@@ -371,7 +409,7 @@ def _data(inputs: PackInputs) -> dict[str, Any]:
         },
         "best": best_rows,
         "roofline": roof,
-        "profile": _profile_section(profile, profile_src),
+        "profile": _profile_section(profile, profile_src, configs),
         "tried_from_best": [{k: h[k] for k in ("version", "status", "hypothesis", "target_class", "reason")}
                             | {"classes": {c: d["delta_pct"] for c, d in h["classes"].items()}} for h in tried],
         "recent_regressions": [{k: r.get(k) for k in ("version", "hypothesis", "class", "metric_best", "metric_cand",
@@ -603,6 +641,16 @@ def _md_profile(prof: Mapping[str, Any] | None) -> list[str]:
     if prof.get("more_kernels"):
         out.append(f"| ... {prof['more_kernels']} more kernels | | | | | | | | | | |")
     out.append("")
+    if prof.get("classes"):
+        out.append("Per config class (the launches inside each config's `kopt:` NVTX/roctx range):")
+        out.append("")
+        for cls, ks in prof["classes"].items():
+            out.append(f"- `{cls}`: " + "; ".join(
+                f"`{k['short']}` {k['avg_us']:.3f} us × {k['calls']} ({k['share_pct']:.0f}% of the class)" for k in ks))
+        if prof.get("outside_ranges_pct") is not None:
+            out.append(f"- outside any config's range: {prof['outside_ranges_pct']:.1f}% of the GPU time "
+                       "(cache flushes, input fills, setup)")
+        out.append("")
     for k in prof["kernels"]:
         if k.get("stalls"):
             top = sorted(((str(n), _num(v) or 0.0) for n, v in k["stalls"].items()), key=lambda x: -x[1])[:5]

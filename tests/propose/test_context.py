@@ -178,3 +178,28 @@ def test_configs_without_a_roofline_say_so() -> None:
         it.record.pop("roofline", None)
     md = pack_for(its, cfg=cfg_with().replace("roofline", bytes="")).markdown
     assert "No roofline" in md and CONFIGS
+
+
+def test_per_class_profile_evidence_from_the_config_ranges() -> None:
+    """The NVTX sample of tests/data (ranges `kopt:dclass=...,n=...`): the pack shows each
+    class's kernels from the launches inside its configs' ranges."""
+    folder = DATA / "ncu_nvtx_best"
+    prof = NcuProfiler().parse(folder, "_rms").to_dict()
+    expect = json.loads((folder / "expect.json").read_text())
+    configs = {f"dclass={d},n={n}": {"cls": f"dclass={d}", "production": True, "row": {"dclass": d, "n": n}}
+               for d, n in (("narrow", 1024), ("narrow", 2048), ("wide", 4096))}
+    its = history()
+    its[0].record["configs"] = configs
+    its[1].record["profile"] = {"best": prof, "cand": prof}
+    p = pack_for(its).data["profile"]
+    calls: dict[str, int] = {}
+    for rng, note, kernel, n in expect["groups"]:
+        if rng.startswith("kopt:") and not note and kernel == "_rms_kernel":
+            cls = "dclass=" + rng.split("dclass=")[1].split(",")[0]
+            calls[cls] = calls.get(cls, 0) + n
+    assert {c: ks[0]["calls"] for c, ks in p["classes"].items()} == calls
+    assert all(ks[0]["kernel"] == "_rms_kernel" for ks in p["classes"].values())
+    assert "per-class attribution" in p["reported"] and p["outside_ranges_pct"] > 0
+    md = pack_for(its).markdown
+    assert "Per config class (the launches inside each config's `kopt:` NVTX/roctx range):" in md
+    assert "- `dclass=wide`: `_rms_kernel`" in md and "outside any config's range" in md
