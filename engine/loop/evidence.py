@@ -14,7 +14,6 @@ profiler's word on a keep (DESIGN.md §5 step 5, router's Step 0).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from kopt_supervisor.engine import gitops, runner
 from kopt_supervisor.engine.decide import Policy, Verdict, voting_classes
@@ -145,9 +144,3 @@ class Evidence:
         if tree == lane.cand:
             gitops.remove_untracked(tree)
         return summary
-
-
-def summary_of(record: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The profile summary an agent should see of an iteration: the candidate's, else best's."""
-    prof = record or {}
-    return prof.get("cand") or prof.get("best")

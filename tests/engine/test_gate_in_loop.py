@@ -71,7 +71,7 @@ def test_profiler_agreement_confirms_a_keep_and_disagreement_sends_it_to_review(
     assert v1["profile"]["cand"]["target_per_call_ns"] < v1["profile"]["best"]["target_per_call_ns"]
     assert (ws.profiles / "v1" / "cand" / "summary.json").exists()
     v0 = json.loads(ws.memory_path(0).read_text())
-    assert v0["profile"]["best"]["hottest"] == "fake_kernel"
+    assert v0["profile"]["best"]["hottest"] == "fake_kernel_large"
     monkeypatch.setenv("FAKE_NCU_INVERT", "1")
     assert run_engine(ws, max_iters=1) == 0
     v2 = json.loads(ws.memory_path(2).read_text())
