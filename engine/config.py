@@ -65,6 +65,12 @@ class TargetConfig:
     """Extra environment for the bench and the proposer."""
     compile_flags: str = ""
     """How the target builds (flags that change numerics or code generation), for the report."""
+    network: bool = False
+    """The bench, profiler, formatter and ab_command may use the network (they run candidate
+    code; off, the sandbox gives them only a private loopback)."""
+    writable: list[str] = field(default_factory=list)
+    """Extra paths (absolute, or starting with ~) those runs may write; everything outside
+    their worktree, output folder and per-tree cache is read-only to them."""
 
 
 @dataclass(frozen=True)
@@ -164,6 +170,11 @@ class ProposeConfig:
     """The agent command for kind = "command"; {prompt}, {plan}, {worktree} are filled in."""
     timeout_s: float = 3600.0
     repair_attempts: int = 3
+    network: bool = True
+    """The `command` proposer may use the network (an agent calls its API); false removes it."""
+    writable: list[str] = field(default_factory=list)
+    """Extra paths (absolute, or starting with ~) the `command` proposer may write, beside
+    cand/, its plan and output folder and the folders its agent preset names."""
     tune: TuneConfig = field(default_factory=TuneConfig)
 
 
@@ -338,6 +349,11 @@ def validate(cfg: Config, source: str = "kopt.toml") -> None:
              "must contain both {best} and {cand}")
     need(not t.ab_serve or bool(t.ab_command.strip()), "[target].ab_serve",
          "needs [target].ab_command (the command that serves the looks)")
+
+    for key, paths in (("[target].writable", t.writable), ("[propose].writable", cfg.propose.writable)):
+        for path in paths:
+            need(path.startswith(("/", "~")) and bool(path.strip("/~ ")), key,
+                 f"must list absolute paths (or paths starting with ~), not {path!r}")
 
     d = cfg.decide
     need(0.5 < d.confidence < 1, "[decide].confidence", f"must be between 0.5 and 1, not {d.confidence}")

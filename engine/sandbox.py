@@ -181,12 +181,10 @@ def wrap(argv: Sequence[str], c: Confinement, *, cwd: str | Path | None = None) 
         put(str(g.admin), 3, ["--bind", str(c.scratch / "admin"), str(g.admin)])
     hidden_dirs = []
     for p in c.hidden:
-        if not _shown(str(p), ops):
-            continue  # already out of sight (under a private /tmp, say): nothing to cover
-        if p.is_dir() and not p.is_symlink():
+        if p.is_dir() and not p.is_symlink():  # an empty read-only folder, wherever it is
             put(str(p), 5, ["--tmpfs", str(p)])
             hidden_dirs.append(str(p))
-        elif p.exists() or p.is_symlink():
+        elif (p.exists() or p.is_symlink()) and _shown(str(p), ops):  # a file or socket still in sight
             put(str(p), 5, ["--ro-bind", "/dev/null", str(p)])
     out = [c.bwrap, "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--cap-drop", "ALL"]
     if not c.network:
@@ -547,20 +545,19 @@ def _uniq(paths: Iterable[Path]) -> tuple[Path, ...]:
 # Reading a confined run's failure
 
 
-_EROFS_PATTERNS = (
-    re.compile(r"\[Errno 30\] Read-only file system: '([^']+)'"),
-    re.compile(r"'([^']+)': Read-only file system"),
-    re.compile(r"(/[^\s:'\"]+): Read-only file system"),
-    re.compile(r"Read-only file system[^/]*'(/[^']+)'"),
-)
+_EROFS_PATTERNS = tuple(re.compile(p, re.IGNORECASE) for p in (
+    r"\[Errno 30\] Read-only file system: '([^']+)'",  # Python
+    r"['‘](/[^'’]+)['’]: Read-only file system",  # coreutils (ASCII or UTF-8 quotes)
+    r"(/[^\s:'\"‘’]+): Read-only file system",  # sh, Go, C
+))
 
 
 def denied_write(text: str) -> str | None:
     """The path a confined command failed to write because the sandbox keeps it read-only,
-    from its error output (Python, coreutils and shell messages); the last one wins."""
+    from its error output (Python, coreutils, shell, Go messages); the last one wins."""
     found = None
     for line in text.splitlines():
-        if "Read-only file system" not in line:
+        if "read-only file system" not in line.lower():
             continue
         for pattern in _EROFS_PATTERNS:
             m = pattern.search(line)
