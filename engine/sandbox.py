@@ -31,6 +31,12 @@ Every confinement gives (docs/security.md has the why of each):
   and every cache that can hold compiled code (Triton, TorchInductor, torch extensions,
   the CUDA JIT cache, `XDG_CACHE_HOME`, numba, CuPy, MIOpen) sent to one folder.
 
+A proposer's git: `cand/.git` points into the repo's `.git/worktrees/cand`; the sandbox
+binds a private copy of that folder over it, whose `commondir` names a read-only view of
+the repo's git dir with private `objects/` (alternate: the real store), `refs/`,
+`packed-refs` and `logs/` on top. git status/diff/add/stash/commit work inside and write
+only the copy; kopt's branch, packed-refs, config, hooks and objects are never written.
+
 Per-tree caches (for benches): `cache_dir(workspace, side, *trees)` is
 `<workspace>/cache/<side>-<tree hashes>`, bound writable only into runs of exactly that
 side and tree, so what a candidate's run compiles (or plants) is never read by a run of
@@ -177,7 +183,9 @@ def wrap(argv: Sequence[str], c: Confinement, *, cwd: str | Path | None = None) 
     if c.private_git is not None and c.scratch is not None:
         g = c.private_git
         put(GIT_COMMON_MOUNT, 3, ["--ro-bind", str(g.common), GIT_COMMON_MOUNT])
-        put(f"{GIT_COMMON_MOUNT}/objects", 3, ["--bind", str(c.scratch / "objects"), f"{GIT_COMMON_MOUNT}/objects"])
+        for name in ("objects", "refs", "logs", "packed-refs"):  # private copies on top of the read-only view
+            if (c.scratch / name).exists() and (g.common / name).exists():
+                put(f"{GIT_COMMON_MOUNT}/{name}", 3, ["--bind", str(c.scratch / name), f"{GIT_COMMON_MOUNT}/{name}"])
         put(str(g.admin), 3, ["--bind", str(c.scratch / "admin"), str(g.admin)])
     hidden_dirs = []
     for p in c.hidden:
@@ -247,14 +255,21 @@ def prepare(c: Confinement) -> Iterator[Confinement]:
 
 
 def _copy_git_metadata(g: PrivateGit, scratch: Path) -> None:
-    """The worktree's git dir copied (index, HEAD, logs) with its `commondir` pointing at
-    GIT_COMMON_MOUNT, and an empty object store whose alternate is the real one: inside the
-    sandbox `git status`, `diff`, `add`, even `commit` work, and write only here."""
+    """What git writes, made private: the worktree's git dir copied (index, HEAD, its logs)
+    with its `commondir` pointing at GIT_COMMON_MOUNT; over that read-only view of the
+    repo's git dir, an empty object store whose alternate is the real one, a copy of
+    `refs/` and `packed-refs`, and an empty `logs/`. Inside the sandbox `git status`, `diff`,
+    `add`, `stash`, `commit`, `checkout -b` work and write only here; the real refs
+    (kopt/TAG), packed-refs, config, hooks and objects are never written."""
     shutil.copytree(g.admin, scratch / "admin", symlinks=True)
     (scratch / "admin" / "commondir").write_text(GIT_COMMON_MOUNT + "\n")
     info = scratch / "objects" / "info"
     info.mkdir(parents=True)
     (info / "alternates").write_text(str(g.common / "objects") + "\n")
+    shutil.copytree(g.common / "refs", scratch / "refs", symlinks=True)
+    if (g.common / "packed-refs").is_file():
+        shutil.copyfile(g.common / "packed-refs", scratch / "packed-refs", follow_symlinks=False)
+    (scratch / "logs").mkdir()
 
 
 def prune_caches(workspace: Path, keep: Iterable[Path]) -> list[Path]:

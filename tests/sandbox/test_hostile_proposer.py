@@ -106,8 +106,8 @@ git update-ref refs/heads/kopt/{TAG} "$other" && echo MOVED-VIA-GIT
 git branch -f kopt/{TAG} "$other" && echo MOVED-VIA-BRANCH
 mkdir -p {common}/refs/heads/kopt && echo "$other" > {common}/refs/heads/kopt/{TAG} && echo WROTE-LOOSE-REF
 echo "$other refs/heads/kopt/{TAG}" >> {common}/packed-refs && echo WROTE-PACKED-REFS
-real=$(git rev-parse --git-common-dir)
-echo "$other refs/heads/kopt/{TAG}" >> "$real/packed-refs" && echo WROTE-PACKED-REFS-2
+seen=$(git rev-parse --git-common-dir)
+echo "$other refs/heads/kopt/{TAG}" >> "$seen/packed-refs" && echo PRIVATE-PACKED-REFS
 printf '[core]\\n\\tfsmonitor = touch /tmp/pwned\\n' >> {common}/config && echo WROTE-CONFIG
 echo 'touch /tmp/pwned' > {common}/hooks/post-checkout && echo WROTE-HOOK
 echo "gitdir: /tmp/elsewhere" > .git && echo REPOINTED-DOTGIT
@@ -117,7 +117,9 @@ exit 0
     res = r.run(script, r.proposer(), name="proposer")
     assert res.ok, res.why()
     out = res.stdout_path.read_text()
-    for marker in ("MOVED", "WROTE", "REPOINTED", "REMOVED"):
+    # git, and a write through the path git names, work on the sandbox's private copy of the refs...
+    assert "MOVED-VIA-GIT" in out and "PRIVATE-PACKED-REFS" in out
+    for marker in ("WROTE", "REPOINTED", "REMOVED"):  # ...the real files are read-only
         assert marker not in out, out
     assert r.branch_sha() == branch
     assert r.snapshot() == before
@@ -140,6 +142,9 @@ git diff --cached --stat > {r.out}/cached.txt
 git -c user.name=agent -c user.email=a@a commit -qm "agent's own commit"
 git log --oneline -1 > {r.out}/log.txt
 git status --short > {r.out}/status_after.txt
+echo '# try' >> kernel.py
+git stash -q && git stash list > {r.out}/stash.txt && git stash pop -q
+git checkout -q -b agent-branch && git branch --show-current > {r.out}/branch.txt
 """
     res = r.run(script, r.proposer(), name="proposer")
     assert res.ok, res.why() + res.tail()
@@ -149,6 +154,8 @@ git status --short > {r.out}/status_after.txt
     assert "2 files changed" in (r.out / "cached.txt").read_text()
     assert "agent's own commit" in (r.out / "log.txt").read_text()
     assert (r.out / "status_after.txt").read_text() == ""
+    assert "stash@{0}" in (r.out / "stash.txt").read_text()
+    assert (r.out / "branch.txt").read_text().strip() == "agent-branch"
     # outside: the candidate is the worktree's content; HEAD, index, branch and objects untouched
     assert git(r.cand, "rev-parse", "HEAD") == head
     assert r.branch_sha() == branch
@@ -156,6 +163,7 @@ git status --short > {r.out}/status_after.txt
     assert git(r.cand, "diff", "--cached", "--name-only") == ""  # kopt's index: as kopt left it
     assert git(r.cand, "ls-files", "--others", "--exclude-standard") == "helper.py"
     assert sorted(p.name for p in (r.repo / ".git" / "objects").rglob("*") if p.is_file()) == objects_before
+    assert git(r.repo, "for-each-ref", "--format=%(refname)") == f"refs/heads/kopt/{TAG}\nrefs/heads/main"
     git(r.cand, "add", "-A")  # kopt's own staging still works (its objects are its own)
     assert git(r.cand, "write-tree")
 

@@ -93,7 +93,9 @@ def test_a_private_git_copy_needs_prepare_and_prepare_cleans_up(run_layout: Run)
         assert r.out.is_dir()
         m = _mounts(wrap(["git", "status"], ready))
         assert ("--bind", str(c.private_git.admin)) in m
-        assert ("--bind", f"{sandbox.GIT_COMMON_MOUNT}/objects") in m
+        for name in ("objects", "refs", "logs", "packed-refs"):
+            assert ("--bind", f"{sandbox.GIT_COMMON_MOUNT}/{name}") in m
+        assert (scratch / "refs" / "heads").is_dir() and "kopt/T" in (scratch / "packed-refs").read_text()
     assert not scratch.exists()
 
 
