@@ -8,7 +8,6 @@ import shutil
 import socket
 import subprocess
 import threading
-from pathlib import Path
 
 import psutil
 import pytest
