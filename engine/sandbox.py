@@ -327,12 +327,14 @@ def for_proposer(
     devices: Sequence[Path] | None = None,
     sockets: Sequence[Path] | None = None,
     writable_key: str = "[propose].writable",
+    bwrap: str = BWRAP,
 ) -> Confinement:
     """A `command` proposer: writes `worktree` (cand/), `plan` and its `outputs` folders
     (e.g. logs/vN/propose/) and the extra `writable` paths (from [propose].writable and
     the agent's preset; `~` allowed); reads `prompt`; sees nothing else of `workspace`.
     Its git metadata is a private copy (git add/diff/commit work; kopt's branch refs,
-    packed-refs, config and hooks stay read-only). Network on unless told otherwise."""
+    packed-refs, config and hooks stay read-only). Network on unless told otherwise.
+    `devices`/`sockets` default to what the machine has; `bwrap` is the path `probe()` found."""
     ws = _real(workspace)
     tree = _inside(ws, worktree, "the candidate worktree")
     plan_r = _inside(ws, plan, "the plan file")
@@ -355,6 +357,7 @@ def for_proposer(
         make_dirs=tuple(outs),
         make_files=(plan_r,),
         writable_key=writable_key,
+        bwrap=bwrap,
     )
 
 
@@ -372,12 +375,14 @@ def for_bench(
     devices: Sequence[Path] | None = None,
     sockets: Sequence[Path] | None = None,
     writable_key: str = "[target].writable",
+    bwrap: str = BWRAP,
 ) -> Confinement:
     """Anything that runs candidate (or best) code: a bench, the profiler, a formatter, the
     ab_command. Sees of `workspace` only the trees it is given (`writable_trees` it may
     write, e.g. the bench's CSV; `readonly_trees` it may not), its `outputs` folders and
     its `cache` (`cache_dir(...)`, writable); gets a fresh HOME and /tmp, no network
-    unless [target].network, the GPU device nodes."""
+    unless [target].network, the GPU device nodes. `devices`/`sockets` default to what the
+    machine has; `bwrap` is the path `probe()` found."""
     ws = _real(workspace)
     rw_trees = [_real(t) for t in writable_trees]
     ro_trees = [_real(t) for t in readonly_trees]
@@ -402,6 +407,7 @@ def for_bench(
         unset_env=UNSET_ENV,
         make_dirs=_uniq([cache_r, *outs]),
         writable_key=writable_key,
+        bwrap=bwrap,
     )
 
 

@@ -67,8 +67,9 @@ except OSError as e:
     print("refused:", e)
 """)
     try:
-        res = r.run(probe, r.bench(), name="bench_r0")
-        assert res.ok and "CONNECTED" not in res.stdout_path.read_text()
+        for confine in (r.bench(), r.proposer(network=False)):  # [propose].network = false too
+            res = r.run(probe, confine, name="bench_r0")
+            assert res.ok and "CONNECTED" not in res.stdout_path.read_text()
         assert accepted == []
         res = r.run(probe, r.bench(network=True), name="bench_r1")  # [target].network = true
         assert "CONNECTED" in res.stdout_path.read_text()

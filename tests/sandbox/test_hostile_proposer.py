@@ -220,3 +220,14 @@ def test_a_writable_path_inside_the_workspace_or_git_dir_is_refused(run_layout: 
     link.symlink_to(r.ws)
     with pytest.raises(BadInput, match="inside"):
         r.proposer(writable=[str(link)])
+
+
+def test_the_agents_own_folders_are_writable_and_created(run_layout: Run):
+    r = run_layout
+    agent_home = r.tmp / "agent" / ".claude"  # what a preset names; missing: created
+    res = r.run(f"echo session > {agent_home}/state.json && echo x > {r.tmp}/elsewhere", r.proposer(
+        writable=[str(agent_home)], readable=[r.tmp]), name="proposer")
+    assert not res.ok  # the second write is outside: refused
+    assert (agent_home / "state.json").read_text() == "session\n"
+    assert not (r.tmp / "elsewhere").exists()
+    assert "[propose].writable" in res.why()
