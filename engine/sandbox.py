@@ -137,6 +137,9 @@ class Confinement:
     """Files `prepare` creates empty when missing (a bound file must exist: the plan)."""
     writable_key: str = "[target].writable"
     """The config key a user widens this confinement with (named in error hints)."""
+    scratch_root: Path | None = None
+    """Where `prepare` makes its scratch (the private git copy): `<workspace>/sandbox`, so a
+    crash's leftovers are found by `clear_scratch` (None: the system's temp folder)."""
     scratch: Path | None = None
     """Set by `prepare`: the folder that holds the private git copy."""
     bwrap: str = BWRAP
@@ -245,7 +248,9 @@ def prepare(c: Confinement) -> Iterator[Confinement]:
     scratch: Path | None = None
     try:
         if c.private_git is not None:
-            scratch = Path(tempfile.mkdtemp(prefix="kopt-git-"))
+            if c.scratch_root is not None:
+                c.scratch_root.mkdir(parents=True, exist_ok=True, mode=0o700)
+            scratch = Path(tempfile.mkdtemp(prefix="kopt-sandbox-git-", dir=c.scratch_root))
             _copy_git_metadata(c.private_git, scratch)
             c = dataclasses.replace(c, scratch=scratch)
         yield c
@@ -270,6 +275,26 @@ def _copy_git_metadata(g: PrivateGit, scratch: Path) -> None:
     if (g.common / "packed-refs").is_file():
         shutil.copyfile(g.common / "packed-refs", scratch / "packed-refs", follow_symlinks=False)
     (scratch / "logs").mkdir()
+
+
+SCRATCH = "sandbox"
+"""The workspace's folder of per-run sandbox scratch (hidden from every sandbox)."""
+
+
+def clear_scratch(workspace: Path) -> int:
+    """Remove what runs killed with kopt left in `<workspace>/sandbox` (at engine start, when
+    no sandbox of this workspace can be running). Returns how many were removed."""
+    root = workspace / SCRATCH
+    if not root.is_dir() or root.is_symlink():
+        return 0
+    n = 0
+    for child in root.iterdir():
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child, ignore_errors=True)
+        else:
+            child.unlink(missing_ok=True)
+        n += 1
+    return n
 
 
 def prune_caches(workspace: Path, keep: Iterable[Path]) -> list[Path]:
@@ -354,6 +379,7 @@ def for_proposer(
         env=tuple({**BASE_ENV, **cache_env(PROPOSER_CACHE)}.items()),
         unset_env=UNSET_ENV,
         private_git=git,
+        scratch_root=ws / SCRATCH,
         make_dirs=tuple(outs),
         make_files=(plan_r,),
         writable_key=writable_key,

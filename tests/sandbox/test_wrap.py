@@ -87,6 +87,7 @@ def test_a_private_git_copy_needs_prepare_and_prepare_cleans_up(run_layout: Run)
     with sandbox.prepare(c) as ready:
         scratch = ready.scratch
         assert scratch is not None and (scratch / "admin" / "index").exists()
+        assert scratch.parent == r.ws / sandbox.SCRATCH  # in the workspace: hidden, and recovery clears it
         assert (scratch / "admin" / "commondir").read_text().strip() == sandbox.GIT_COMMON_MOUNT
         assert (scratch / "objects" / "info" / "alternates").read_text().strip() == str(c.private_git.common / "objects")
         assert r.plan.is_file() and r.plan.read_text() == ""  # a bound file must exist: created empty
@@ -237,3 +238,14 @@ def test_the_sandbox_keys_of_kopt_toml():
                      ('writable = [""]', "[target].writable"), ('network = "yes"', "[target].network")):
         with pytest.raises(BadInput, match=key.replace("[", r"\[").replace("]", r"\]")):
             config.loads(base + bad + "\n")
+
+
+def test_clear_scratch_removes_what_a_crash_left(run_layout: Run):
+    r = run_layout
+    c = r.proposer()
+    cm = sandbox.prepare(c)
+    ready = cm.__enter__()  # a run killed with kopt: prepare's cleanup never runs
+    assert ready.scratch is not None and ready.scratch.exists()
+    assert sandbox.clear_scratch(r.ws) == 1
+    assert not ready.scratch.exists() and list((r.ws / sandbox.SCRATCH).iterdir()) == []
+    assert sandbox.clear_scratch(r.tmp) == 0
