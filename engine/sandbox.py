@@ -75,7 +75,8 @@ SANDBOX_HOME = "/tmp/kopt-home"
 PROPOSER_CACHE = "/tmp/kopt-cache"
 """A proposer's compile caches: in its private /tmp (its own test runs compile once per proposal)."""
 GIT_COMMON_MOUNT = "/tmp/kopt-git/common"
-"""Where a proposer sees the target repo's git common dir, with a private object store on top."""
+"""Where a proposer sees the target repo's git common dir (read-only), with private
+`objects/`, `refs/`, `packed-refs` and `logs/` bound on top."""
 GPU_DEVICE_GLOBS = ("nvidia*", "nvidia-caps", "kfd", "dri")
 """NVIDIA: nvidia0.., nvidiactl, nvidia-uvm, nvidia-uvm-tools, nvidia-modeset, nvidia-caps/;
 AMD: kfd, dri/."""
