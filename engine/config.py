@@ -65,6 +65,12 @@ class TargetConfig:
     """Extra environment for the bench and the proposer."""
     compile_flags: str = ""
     """How the target builds (flags that change numerics or code generation), for the report."""
+    network: bool = False
+    """The bench, profiler, formatter and ab_command may use the network (they run candidate
+    code; off, the sandbox gives them only a private loopback)."""
+    writable: list[str] = field(default_factory=list)
+    """Extra paths (absolute, or starting with ~) those runs may write; everything outside
+    their worktree, output folder and per-tree cache is read-only to them."""
 
 
 @dataclass(frozen=True)
@@ -196,13 +202,15 @@ class ProposeConfig:
     budget_tokens: int = 0
     """Stop the run once the agent runs have used this many tokens (input + output); 0: no limit."""
     writable: list[str] = field(default_factory=list)
-    """More folders the sandbox leaves writable for the agent (absolute or ~/...), besides
-    the preset's own config and cache folders."""
+    """More paths the sandbox leaves writable for the proposer (absolute, or starting with ~),
+    besides cand/, its plan and output folder and the folders its agent preset names."""
     transcript_max_kib: int = 4096
     """Each agent transcript kept in logs/vN/ is cut to this size (head and tail kept)."""
     prompt_max_kib: int = 64
     """The size budget of the context pack (KOPT_PROMPT): the oldest history is summarised
     first; the rules and the current evidence are never cut."""
+    network: bool = True
+    """The `command` proposer may use the network (an agent calls its API); false removes it."""
     tune: TuneConfig = field(default_factory=TuneConfig)
 
 
@@ -378,6 +386,16 @@ def validate(cfg: Config, source: str = "kopt.toml") -> None:
     need(not t.ab_serve or bool(t.ab_command.strip()), "[target].ab_serve",
          "needs [target].ab_command (the command that serves the looks)")
 
+    for key, paths in (("[target].writable", t.writable), ("[propose].writable", cfg.propose.writable)):
+        for i, path in enumerate(paths):
+            p = path.rstrip("/")
+            parts = p.split("/")[1:]
+            need(p.startswith(("/", "~/")) and all(x not in ("", ".", "..") for x in parts), f"{key}[{i}]",
+                 f'must be an absolute path or one under ~/ (no "..", "." or "//"), not {path!r}')
+            need(len(parts) >= (1 if p.startswith("~/") else 2), f"{key}[{i}]",
+                 f"must name a folder below the home or below a top-level folder, not {path!r} (the sandbox "
+                 f"would leave too much writable)")
+
     d = cfg.decide
     need(0.5 < d.confidence < 1, "[decide].confidence", f"must be between 0.5 and 1, not {d.confidence}")
     need(d.min_effect_pct > 0, "[decide].min_effect_pct", "must be > 0")
@@ -493,14 +511,6 @@ def _validate_agent(pr: ProposeConfig, need: Any) -> None:
         pre = agents.PRESETS[pr.agent]
         need(pre.reports_cost, "[propose].budget_usd",
              f"cannot be kept: {pre.title} reports no cost (use [propose].budget_tokens)")
-    for i, path in enumerate(pr.writable):
-        p = path.rstrip("/")
-        parts = p.split("/")[1:]
-        need(p.startswith(("/", "~/")) and all(x not in ("", ".", "..") for x in parts), f"[propose].writable[{i}]",
-             f'must be an absolute path or one under ~/ (no "..", "." or "//"), not {path!r}')
-        need(len(parts) >= (1 if p.startswith("~/") else 2), f"[propose].writable[{i}]",
-             f"must name a folder below the home or below a top-level folder, not {path!r} (the sandbox "
-             f"would leave too much writable)")
     need(pr.transcript_max_kib >= 16, "[propose].transcript_max_kib", "must be >= 16")
     need(8 <= pr.prompt_max_kib <= 1024, "[propose].prompt_max_kib", "must be between 8 and 1024")
 
