@@ -71,6 +71,9 @@ class TargetConfig:
     writable: list[str] = field(default_factory=list)
     """Extra paths (absolute, or starting with ~) those runs may write; everything outside
     their worktree, output folder and per-tree cache is read-only to them."""
+    readable: list[str] = field(default_factory=list)
+    """Extra paths (absolute, or starting with ~) those runs may read where the sandbox
+    hides everything (a private /tmp, /run): data a bench reads from there."""
 
 
 @dataclass(frozen=True)
@@ -211,6 +214,9 @@ class ProposeConfig:
     first; the rules and the current evidence are never cut."""
     network: bool = True
     """The `command` proposer may use the network (an agent calls its API); false removes it."""
+    readable: list[str] = field(default_factory=list)
+    """Extra paths (absolute, or starting with ~) the proposer may read where the sandbox
+    hides everything (a private /tmp, /run)."""
     tune: TuneConfig = field(default_factory=TuneConfig)
 
 
@@ -386,7 +392,8 @@ def validate(cfg: Config, source: str = "kopt.toml") -> None:
     need(not t.ab_serve or bool(t.ab_command.strip()), "[target].ab_serve",
          "needs [target].ab_command (the command that serves the looks)")
 
-    for key, paths in (("[target].writable", t.writable), ("[propose].writable", cfg.propose.writable)):
+    for key, paths in (("[target].writable", t.writable), ("[propose].writable", cfg.propose.writable),
+                       ("[target].readable", t.readable), ("[propose].readable", cfg.propose.readable)):
         for i, path in enumerate(paths):
             p = path.rstrip("/")
             parts = p.split("/")[1:]
