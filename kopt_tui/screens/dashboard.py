@@ -13,13 +13,12 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.reactive import var
-from textual.screen import Screen
 from textual.widgets import DataTable, Footer
 
 from kopt_supervisor.engine.api import LIVE_STATES
 from kopt_supervisor.kopt_tui import model
 from kopt_supervisor.kopt_tui.model import RunData
-from kopt_supervisor.kopt_tui.screens.live import renders_data
+from kopt_supervisor.kopt_tui.screens.live import KoptScreen, renders_data
 from kopt_supervisor.kopt_tui.watch import GpuReading
 from kopt_supervisor.kopt_tui.widgets.best_chart import BestChart
 from kopt_supervisor.kopt_tui.widgets.class_deltas import ClassDeltas
@@ -32,7 +31,7 @@ from kopt_supervisor.kopt_tui.widgets.state_line import StateLine
 SIDE_PANELS = ("deltas", "counters", "gpus", "chart")
 
 
-class DashboardScreen(Screen):
+class DashboardScreen(KoptScreen[None]):
     BINDINGS = [
         Binding("a", "accept", "accept", tooltip="Accept the borderline candidate awaiting review"),
         Binding("r", "reject", "reject", tooltip="Reject the borderline candidate awaiting review"),

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from rich.text import Text
 from textual.widgets import DataTable
 
-from kopt_supervisor.kopt_tui import fmt
+from kopt_supervisor.engine.api import fmt
 from kopt_supervisor.kopt_tui.model import HistoryRow
 from kopt_supervisor.kopt_tui.widgets.styles import STATUS_STYLE, delta_style
 
