@@ -5,9 +5,9 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from kopt_supervisor.engine import fmt
 from kopt_supervisor.engine.store import Iteration, Store
 from kopt_supervisor.engine.workspace import Workspace
-from kopt_supervisor.engine import fmt
 from kopt_supervisor.kopt_tui import model
 from kopt_supervisor.kopt_tui.watch import Poller, RunCache, RunsSnapshot
 from tests.tui.fixtures import DONE, PENDING, REVIEW, grow_run
