@@ -28,8 +28,13 @@ DASH = "—"
 
 
 def is_num(v: object) -> TypeGuard[int | float]:
-    """A finite real number (bools are not numbers here)."""
-    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+    """A finite real number that fits a float (bools are not numbers here)."""
+    if not isinstance(v, int | float) or isinstance(v, bool):
+        return False
+    try:
+        return math.isfinite(v)
+    except OverflowError:  # an int beyond a float's range
+        return False
 
 
 def num(v: object, digits: int = 4) -> str:
@@ -43,10 +48,11 @@ def num(v: object, digits: int = 4) -> str:
     if rounded == 0:
         return "0"
     mag = math.floor(math.log10(abs(rounded)))
-    if mag >= 6 or mag < -4:
+    fixed = f"{x:.{max(0, digits - 1 - mag)}f}"
+    if mag < -4 or abs(float(fixed)) >= 1e6:
         mantissa, exponent = f"{x:.{digits - 1}e}".split("e")
         return f"{_drop_zeros(mantissa)}e{exponent}"
-    return _drop_zeros(f"{x:.{max(0, digits - 1 - mag)}f}")
+    return _drop_zeros(fixed)
 
 
 def _drop_zeros(decimal: str) -> str:
