@@ -13,10 +13,14 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from kopt_supervisor.engine import api
 from kopt_supervisor.engine.api import BadInput, KoptError, Workspace, fmt, resolve_root
+
+Handler = Callable[[argparse.Namespace], int]
+"""What a subcommand runs: its exit code."""
 
 
 def _ws(args: argparse.Namespace) -> Workspace:
@@ -123,7 +127,7 @@ def _send(args: argparse.Namespace, kind: str, cmd_args: dict[str, Any]) -> int:
     return 0
 
 
-def cmd_simple(kind: str):  # noqa: ANN201 - a small factory of handlers
+def cmd_simple(kind: str) -> Handler:
     def handler(args: argparse.Namespace) -> int:
         extra = {"why": args.why} if getattr(args, "why", None) else {}
         return _send(args, kind, extra)
@@ -131,7 +135,7 @@ def cmd_simple(kind: str):  # noqa: ANN201 - a small factory of handlers
     return handler
 
 
-def cmd_review(kind: str):  # noqa: ANN201
+def cmd_review(kind: str) -> Handler:
     def handler(args: argparse.Namespace) -> int:
         extra: dict[str, Any] = {"version": _version(args.version)}
         if getattr(args, "why", None):

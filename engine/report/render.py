@@ -501,8 +501,10 @@ def _profiler(inp: ReportInputs) -> list[str]:
     kernels = (final or base or {}).get("kernels") or []
     if kernels:
         present = [(k, h) for k, h in KERNEL_COLUMNS if any(kr.get(k) is not None for kr in kernels)]
-        seen: set[str] = set()
-        cols = [(k, h) for k, h in present if not (h in seen or seen.add(h))]  # type: ignore[func-returns-value]
+        cols: list[tuple[str, str]] = []
+        for k, h in present:  # one column per heading: the first key that has it
+            if all(h != heading for _, heading in cols):
+                cols.append((k, h))
         lines += [f"Kernels of the {'final' if final else 'baseline'} tree, hottest first:", ""]
         lines += _table([h for _, h in cols], [[_kernel_cell(k, kr.get(k)) for k, _ in cols] for kr in kernels[:10]])
         lines.append("")
@@ -579,17 +581,15 @@ def _gpu(inp: ReportInputs) -> list[str]:
 
 
 def _ranges(versions: list[int]) -> str:
-    out, start, prev = [], None, None
+    out: list[str] = []
+    runs: list[list[int]] = []
     for v in sorted(versions):
-        if start is None:
-            start = prev = v
-        elif v == prev + 1:  # type: ignore[operator]
-            prev = v
+        if runs and v == runs[-1][-1] + 1:
+            runs[-1].append(v)
         else:
-            out.append(f"v{start}" if start == prev else f"v{start}–v{prev}")
-            start = prev = v
-    if start is not None:
-        out.append(f"v{start}" if start == prev else f"v{start}–v{prev}")
+            runs.append([v])
+    for run in runs:
+        out.append(f"v{run[0]}" if len(run) == 1 else f"v{run[0]}–v{run[-1]}")
     return ", ".join(out)
 
 
