@@ -17,10 +17,11 @@ from kopt_supervisor.engine.store import Command, Event, Iteration, Store
 from kopt_supervisor.engine.workspace import Workspace, list_workspaces
 
 LIVE_STATES = ("running", "paused", "waiting_gpu", "awaiting_review")
-STALE_HEARTBEAT_S = 10.0
+"""States in which an engine should be running."""
 
 
 def effective_state(meta: dict[str, Any], alive: bool) -> str:
+    """The run's state as a client shows it: a live state with no engine alive is "crashed"."""
     state = meta.get("state") or "stopped"
     if state in LIVE_STATES and not alive:
         return "crashed"
@@ -28,6 +29,7 @@ def effective_state(meta: dict[str, Any], alive: bool) -> str:
 
 
 def heartbeat_age(meta: dict[str, Any], now: float | None = None) -> float | None:
+    """Seconds since the engine's last heartbeat, None when it never beat."""
     hb = meta.get("heartbeat") or {}
     t = hb.get("t")
     return None if t is None else max(0.0, (now or time.time()) - float(t))
