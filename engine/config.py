@@ -250,7 +250,7 @@ def _build(cls: type, data: Any, source: str, where: str) -> Any:
             more = f" (did you mean {hint[0]!r}?)" if hint else f" (known: {', '.join(fields)})"
             raise BadInput(f"{source}: unknown key {_show(dotted)}{more}")
         typ = hints[key]
-        if dataclasses.is_dataclass(typ):
+        if isinstance(typ, type) and dataclasses.is_dataclass(typ):
             kwargs[key] = _build(typ, value, source, dotted)
         else:
             kwargs[key] = _coerce(value, typ, source, dotted)

@@ -8,7 +8,7 @@ Grouped by what a client does:
 - read a run (`reading`): `status` (the stable JSON of `kopt status --json`), `list_runs`,
   `memory_records`, `memory_record`, `RunReader` (the TUI's cheap read-only view), and the
   rules a client shows: `effective_state`, `best_speedup`, `counters`, `best_commit`,
-  `best_iteration`;
+  `best_iteration`, `awaiting_review` (the pending review rule), `restart_point_problem`;
 - send a run a command (`commands`): `send` -> `Sent`;
 - GPUs (`gpus`): `gpus_report`, `format_gpus_report`, `GpuSampler` (the TUI's readings,
   judged by the gate's rules);
@@ -16,8 +16,8 @@ Grouped by what a client does:
 - the demo (`engine.demo`): `has_gpu`, `prepare_demo` (the caller hands it the bundled
   kernels), `demo_iterations`, `run_demo_headless`;
 - text: `fmt`, the one number formatter (engine.fmt);
-- the types and errors these take and return: `Workspace`, `Iteration`, `Command`, `Event`,
-  `Config`, `GpuConfig`, `Counters`, `Backend`, `KoptError`, `BadInput`.
+- the types and errors these take and return: `Workspace`, `Iteration`, `Status`, `Phase`,
+  `Command`, `Event`, `Config`, `GpuConfig`, `Counters`, `Backend`, `KoptError`, `BadInput`.
 """
 
 from __future__ import annotations
@@ -65,7 +65,14 @@ from kopt_supervisor.engine.demo import run_headless as run_demo_headless
 from kopt_supervisor.engine.errors import BadInput, KoptError
 from kopt_supervisor.engine.gpu.backends import open_backend
 from kopt_supervisor.engine.gpu.base import Backend
-from kopt_supervisor.engine.store import Command, Event, Iteration
+from kopt_supervisor.engine.records import (
+    Iteration,
+    Phase,
+    Status,
+    awaiting_review,
+    restart_point_problem,
+)
+from kopt_supervisor.engine.store import Command, Event
 from kopt_supervisor.engine.workspace import Workspace, list_workspaces, resolve_root
 
 __all__ = [
@@ -73,8 +80,9 @@ __all__ = [
     "Created", "check_proposer", "engine_alive", "init_run", "list_workspaces", "open_workspace",
     "resolve_root", "run_foreground", "start_detached",
     # reading
-    "LIVE_STATES", "RunReader", "best_commit", "best_iteration", "best_speedup", "counters",
-    "effective_state", "heartbeat_age", "list_runs", "memory_record", "memory_records", "status",
+    "LIVE_STATES", "RunReader", "awaiting_review", "best_commit", "best_iteration", "best_speedup", "counters",
+    "effective_state", "heartbeat_age", "list_runs", "memory_record", "memory_records", "restart_point_problem",
+    "status",
     # commands
     "Sent", "send",
     # GPUs
@@ -86,6 +94,6 @@ __all__ = [
     # text
     "fmt",
     # types and errors
-    "Backend", "BadInput", "Command", "Config", "Counters", "Event", "GpuConfig", "Iteration", "KoptError",
-    "Workspace",
+    "Backend", "BadInput", "Command", "Config", "Counters", "Event", "GpuConfig", "Iteration", "KoptError", "Phase",
+    "Status", "Workspace",
 ]

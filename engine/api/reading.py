@@ -13,7 +13,8 @@ from typing import Any
 from kopt_supervisor.engine import bookkeeping
 from kopt_supervisor.engine.daemon import engine_alive
 from kopt_supervisor.engine.errors import BadInput
-from kopt_supervisor.engine.store import Command, Event, Iteration, Store
+from kopt_supervisor.engine.records import Iteration
+from kopt_supervisor.engine.store import Command, Event, Store
 from kopt_supervisor.engine.workspace import Workspace, list_workspaces
 
 LIVE_STATES = ("running", "paused", "waiting_gpu", "awaiting_review")
