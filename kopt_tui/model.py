@@ -55,7 +55,7 @@ class RunData:
 
     @property
     def pending_reviews(self) -> tuple[int, ...]:
-        return tuple(it.version for it in self.iterations if it.status == "borderline" and not it.masked)
+        return tuple(api.awaiting_review(self.iterations))
 
     @property
     def direction(self) -> str:
@@ -226,9 +226,9 @@ def headline_delta(it: Iteration) -> float | None:
     if it.status == "baseline" or not classes:
         return None
     if it.target_class and it.target_class in classes:
-        r = classes[it.target_class].get("ratio")
-        return (r - 1.0) * 100.0 if fmt.is_num(r) else None
-    ratios = [c.get("ratio") for c in classes.values() if fmt.is_num(c.get("ratio")) and c.get("ratio") > 0]
+        r = _opt(classes[it.target_class].get("ratio"))
+        return (r - 1.0) * 100.0 if r is not None else None
+    ratios = [r for r in (_opt(c.get("ratio")) for c in classes.values()) if r is not None and r > 0]
     if not ratios:
         return None
     return (math.exp(sum(math.log(r) for r in ratios) / len(ratios)) - 1.0) * 100.0
@@ -477,7 +477,7 @@ def review_view(d: RunData, version: int, now: float) -> ReviewView | None:
 
 def restart_points(iterations: tuple[Iteration, ...] | list[Iteration]) -> list[Iteration]:
     """Where a masked partial restart may start: the baseline and kept iterations, unmasked."""
-    return [it for it in iterations if it.kept and not it.masked]
+    return [it for it in iterations if api.restart_point_problem(it, it.version) is None]
 
 
 def restart_masks(iterations: tuple[Iteration, ...] | list[Iteration], version: int) -> list[Iteration]:

@@ -48,8 +48,9 @@ def _validate(store: Store, kind: str, args: dict[str, Any]) -> None:
     if kind in ("accept", "reject", "more_rounds"):
         v = int(args["version"])
         it = store.iteration(v)
-        if it is None or it.status != "borderline":
-            raise BadInput(f"v{v} is not awaiting review" + (f" (status {it.status})" if it else ""))
+        if it is None or not it.awaiting_review:
+            raise BadInput(f"v{v} is not awaiting review"
+                           + (f" (status {it.status}{', masked' if it.masked else ''})" if it else ""))
     if kind == "restart":
         history.check_restart_point(store, int(args["version"]))
 

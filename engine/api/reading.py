@@ -13,7 +13,7 @@ from typing import Any
 from kopt_supervisor.engine import bookkeeping
 from kopt_supervisor.engine.daemon import engine_alive
 from kopt_supervisor.engine.errors import BadInput
-from kopt_supervisor.engine.records import Iteration
+from kopt_supervisor.engine.records import Iteration, awaiting_review
 from kopt_supervisor.engine.store import Command, Event, Store
 from kopt_supervisor.engine.workspace import Workspace, list_workspaces
 
@@ -74,7 +74,7 @@ def status(ws: Workspace) -> dict[str, Any]:
         "recent_regressions": c.recent_regressions,
         "candidates": c.candidates,
         "keeps": c.keeps,
-        "pending_reviews": [it.version for it in its if it.status == "borderline" and not it.masked],
+        "pending_reviews": awaiting_review(its),
         "masked": [it.version for it in its if it.masked],
         "stop_reason": meta.get("stop_reason"),
         "engine_pid": pid if alive else None,

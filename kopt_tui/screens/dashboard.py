@@ -15,6 +15,7 @@ from textual.containers import Horizontal, Vertical
 from textual.reactive import var
 from textual.widgets import DataTable, Footer
 
+from kopt_supervisor.engine import api
 from kopt_supervisor.engine.api import LIVE_STATES
 from kopt_supervisor.kopt_tui import model
 from kopt_supervisor.kopt_tui.model import RunData
@@ -101,8 +102,8 @@ class DashboardScreen(KoptScreen[None]):
     def _show_data(self, old: RunData | None, data: RunData) -> None:
         if old is None or old.generation != data.generation:  # the history moved, not just a heartbeat
             table = self.query_one(HistoryTable)
-            best = next((it.version for it in reversed(data.iterations) if it.kept and not it.masked), None)
-            table.show(model.history_rows(data), best)
+            best = api.best_iteration(data.iterations)
+            table.show(model.history_rows(data), best.version if best else None)
             table.border_title = f"history · {len(data.iterations)} iterations"
             self.query_one(Counters).view = model.counters_view(data)
             self.query_one(BestChart).view = model.best_series(data)

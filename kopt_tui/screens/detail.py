@@ -17,6 +17,7 @@ from textual.reactive import var
 from textual.widgets import Footer, OptionList, Static, TabbedContent, TabPane
 from textual.widgets.option_list import Option
 
+from kopt_supervisor.engine import api
 from kopt_supervisor.engine.api import RunReader, fmt
 from kopt_supervisor.kopt_tui import model
 from kopt_supervisor.kopt_tui.model import RunData
@@ -164,9 +165,9 @@ class DetailScreen(KoptScreen[None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         it = self.data.by_version.get(self.version) if self.data else None
         if action == "review":
-            return bool(it and it.status == "borderline" and not it.masked)
+            return bool(it and it.awaiting_review)
         if action == "restart":
-            return bool(it and it.kept and not it.masked)
+            return it is not None and api.restart_point_problem(it, it.version) is None
         return True
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:

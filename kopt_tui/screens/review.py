@@ -87,7 +87,7 @@ class ReviewScreen(KoptModalScreen[None]):
         if v is None:
             return
         it = self.data.by_version.get(self.version)
-        if it is not None and it.status != "borderline":
+        if it is not None and not it.awaiting_review:
             self.query_one("#review-why", Static).update(
                 Text(f"v{self.version} is no longer awaiting review: {it.status}", style="bold"))
             return

@@ -82,3 +82,20 @@ def test_the_demo_command_hands_the_engine_the_bundled_catalog(monkeypatch, tmp_
     monkeypatch.undo()
     assert kopt(["--root", str(tmp_path), "demo", "--headless", "--kernel", "nope"]) == 2
     assert f"unknown demo kernel 'nope' (bundled: {', '.join(sorted(catalog.KERNELS))})" in capsys.readouterr().err
+
+
+def test_only_a_candidate_awaiting_review_can_be_answered(runs_root, capsys):
+    """The one pending-review rule (records.awaiting_review): a borderline candidate masked by
+    a restart is out of the history and no longer awaits an answer; neither does a keep."""
+    from tests.tui.fixtures import PENDING, REVIEW
+
+    r = ["--root", str(runs_root)]
+    assert api.status(Workspace(runs_root, REVIEW))["pending_reviews"] == [PENDING]
+    assert kopt([*r, "accept", REVIEW, "v1"]) == 2
+    assert "v1 is not awaiting review (status keep)" in capsys.readouterr().err
+    # a restart masks it with the rest of the later history; then there is nothing to answer
+    assert kopt([*r, "restart", REVIEW, "--from", "v1"]) == 0
+    assert api.status(Workspace(runs_root, REVIEW))["pending_reviews"] == []
+    capsys.readouterr()
+    assert kopt([*r, "accept", REVIEW, f"v{PENDING}"]) == 2
+    assert f"v{PENDING} is not awaiting review (status borderline, masked)" in capsys.readouterr().err
