@@ -106,6 +106,10 @@ EXEMPTIONS: dict[tuple[str, str, str], str] = {
      f"{ROOT_PACKAGE}.engine.roofline.specs"):
         "model needs only the Spec record and get_spec (a dict lookup), but specs finds and reads the GPU "
         "wiki pages on disk: move Spec, unknown and get_spec into a pure module",
+    ("a pure room imports nothing with side effects", "engine/config.py", f"{ROOT_PACKAGE}.engine.propose"):
+        "validating [propose].agent reads the presets of propose/agents, a module that finds executables "
+        "(shutil.which) and loads the whole propose package: move the preset table (names, resume support) "
+        "into a pure module that config and agents both import",
     ("a pure room imports nothing with side effects", "engine/decide/simulate.py", "concurrent.futures"):
         "the Monte Carlo check of the decision procedure is a command-line script that runs its trials in "
         "worker processes: it belongs beside the pure room (e.g. engine/decide_sim.py), not in it",
