@@ -703,7 +703,7 @@ def changed_files(worktree: str | Path, base: str) -> list[str]:
     ignored) files, from the files themselves (a scratch index, not the worktree's)."""
     loc = locate(worktree)
     with _scratch_index(loc, base) as env:
-        run_at(loc, "add", "--all", env=env)
+        _add(loc, "--all", env)
         out = run_at(loc, "diff", "--cached", "--name-only", "--no-renames", "-z", "--ignore-submodules=dirty",
                      base, env=env)
     return sorted(_split0(out))
@@ -714,11 +714,26 @@ def diff(worktree: str | Path, base: str, *, max_bytes: int = 2_000_000, force: 
     files named in `force`), computed on a scratch index: the worktree's index is untouched."""
     loc = locate(worktree)
     with _scratch_index(loc, base) as env:
-        run_at(loc, "add", "--all", env=env)
+        _add(loc, "--all", env)
         _add_forced(loc, force, env)
         text = run_at(loc, "diff", "--cached", "--no-color", "--no-ext-diff", "--no-textconv",
                       "--ignore-submodules=dirty", base, env=env)
     return text[:max_bytes]
+
+
+def _add(loc: Location, how: str, env: dict[str, str] | None = None) -> None:
+    """`git add --all` or `--update`, leaving out the gitlinks the index holds: to see whether
+    a nested repository is dirty, add starts git inside it, where that repository's own
+    config (filters by names kopt never saw) would run."""
+    gitlinks = [e.partition("\t")[2] for e in _split0(run_at(loc, "ls-files", "-s", "-z", env=env))
+                if e.startswith("160000 ")]
+    if not gitlinks:
+        run_at(loc, "add", how, env=env)
+        return
+    with tempfile.TemporaryFile() as spec:
+        spec.write(b"".join(b":(exclude,literal)" + p.encode("utf-8", "surrogateescape") + b"\0" for p in gitlinks))
+        spec.seek(0)
+        run_at(loc, "add", how, "--pathspec-from-file=-", "--pathspec-file-nul", env=env, stdin=spec, literal=False)
 
 
 def _add_forced(loc: Location, paths: Sequence[str], env: dict[str, str] | None = None) -> None:
@@ -737,7 +752,7 @@ def stage_all_tree(worktree: str | Path, *, force: Sequence[str] = ()) -> str:
     recognised and adopted). Whatever the worktree's index held before does not count."""
     loc = locate(worktree)
     _rebuild_index(loc, "HEAD")
-    run_at(loc, "add", "--all")
+    _add(loc, "--all")
     _add_forced(loc, force)
     return run_at(loc, "write-tree")
 
@@ -749,7 +764,7 @@ def stage_tracked_tree(worktree: str | Path) -> str:
     index cannot make a changed file look unchanged."""
     loc = locate(worktree)
     _rebuild_index(loc, run_at(loc, "write-tree"))
-    run_at(loc, "add", "--update")
+    _add(loc, "--update")
     return run_at(loc, "write-tree")
 
 
