@@ -362,6 +362,9 @@ def test_no_planted_program_runs_in_a_whole_keep(planted: tuple[Plant, Path, Pat
     gitops.create_branch(repo, "perf/x", exported)
     assert gitops.branch_sha(repo, "perf/x") == exported
     assert gitops.toplevel(repo) == repo
+    shutil.rmtree(cand)  # a worktree deleted by hand: re-created (a checkout) in the planted repository
+    assert gitops.ensure_worktree(repo, cand, branch=None, commit=sha) is True
+    assert (cand / "kernel.py").read_text() == FAST and (cand / "weird.dat").read_text() == "weird, changed\n"
     assert plant.fired() == [], f"{placement}: planted programs ran inside kopt's git calls"
 
 
