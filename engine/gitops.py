@@ -87,6 +87,7 @@ FIXED_OVERRIDES: tuple[tuple[str, str], ...] = (
     ("core.sshCommand", NO_PROGRAM),
     ("core.gitProxy", ""),
     ("core.alternateRefsCommand", ""),
+    ("interactive.diffFilter", ""),
     ("core.attributesFile", os.devnull),  # only the tree's own .gitattributes count
     ("core.bare", "false"),
     ("core.sparseCheckout", "false"),  # sparse patterns would leave files unrestored
@@ -183,6 +184,7 @@ FIXED_ENV = {
     "GIT_PAGER": "cat",
     "GIT_NO_REPLACE_OBJECTS": "1",
     "GIT_ATTR_NOSYSTEM": "1",
+    "GIT_GRAFT_FILE": os.devnull,  # no info/grafts rewriting history
 }
 
 
@@ -330,10 +332,31 @@ def _check_head_branch(loc: Location) -> None:
 # Running git.
 
 
+# GIT_CONFIG_COUNT/KEY/VALUE (the command-scope overrides, with any character in a key) came
+# with git 2.31; an older git would ignore them silently, so kopt refuses to run it.
+MIN_GIT = (2, 31)
+_GIT_FOUND: dict[str, str] = {}
+
+
+def git_version(program: str) -> tuple[int, ...]:
+    res = subprocess.run([program, "--version"], env=_base_env(), capture_output=True, text=True, check=False,
+                         stdin=subprocess.DEVNULL, timeout=60)
+    m = re.search(r"git version (\d+)\.(\d+)", res.stdout)
+    if res.returncode != 0 or m is None:
+        raise KoptFailure(f"{program} --version did not say which git it is: {res.stdout.strip() or res.stderr.strip()}")
+    return int(m.group(1)), int(m.group(2))
+
+
 def _git_program() -> str:
     found = shutil.which("git")
     if found is None:
         raise KoptFailure("git is not installed (no `git` on PATH)")
+    if found not in _GIT_FOUND:
+        version = git_version(found)
+        if version < MIN_GIT:
+            raise KoptFailure(f"{found} is git {'.'.join(map(str, version))}; kopt needs git "
+                              f"{'.'.join(map(str, MIN_GIT))} or newer (to neutralize a repository's programs)")
+        _GIT_FOUND[found] = ".".join(map(str, version))
     return found
 
 

@@ -711,3 +711,14 @@ def test_paths_are_literal_never_pathspec_magic(tmp_path: Path) -> None:
     assert set(gitops.tree_entries(repo, head, ["*"])) == {"*"}
     assert set(gitops.tree_entries(repo, head, [":(glob)*"])) == {":(glob)*"}
     assert set(gitops.tree_entries(repo, head, ["line\nbreak.py", "ünï.py"])) == {"line\nbreak.py", "ünï.py"}
+
+
+def test_an_old_git_that_would_ignore_the_overrides_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = make_repo(tmp_path / "repo")
+    fake = tmp_path / "bin" / "git"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\necho 'git version 2.25.1'\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
+    with pytest.raises(KoptError, match=r"is git 2\.25; kopt needs git 2\.31 or newer"):
+        gitops.head(repo)
