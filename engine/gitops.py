@@ -238,11 +238,24 @@ def _abs(path: str | Path) -> Path:
     return Path(os.path.abspath(path))
 
 
+def _read_small(path: Path, limit: int = 65536) -> str:
+    """A small regular file's text, read without blocking (a FIFO put in place of a git file
+    would hang a plain read) and without following a link; OSError when it is not one."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path}: not a regular file")
+        return os.read(fd, limit).decode("utf-8", "surrogateescape").strip()
+    finally:
+        os.close(fd)
+
+
 def _read_gitfile(dotgit: Path) -> Path:
     try:
-        text = dotgit.read_text(encoding="utf-8", errors="surrogateescape").strip()
+        text = _read_small(dotgit)
     except OSError as e:
-        raise GitFailure(f"{dotgit}: unreadable ({e.strerror})") from None
+        raise GitFailure(f"{dotgit}: unreadable ({e.strerror or e})") from None
     if not text.startswith("gitdir:"):
         raise GitFailure(f"{dotgit}: not a gitdir link")
     target = Path(text.split(":", 1)[1].strip())
@@ -270,8 +283,8 @@ def _linked_worktree(work_tree: Path, common: Path | None) -> Location:
         where = f"a worktree of {common}" if common is not None else "a worktree's admin folder"
         raise GitFailure(f"{dotgit} links to {admin}, not to {where}")
     try:
-        back = (admin / "gitdir").read_text(encoding="utf-8", errors="surrogateescape").strip()
-        commondir = (admin / "commondir").read_text(encoding="utf-8", errors="surrogateescape").strip()
+        back = _read_small(admin / "gitdir")
+        commondir = _read_small(admin / "commondir")
     except OSError:
         raise GitFailure(f"{dotgit} links to {admin}, which is not a worktree's admin folder") from None
     if not _same(back if os.path.isabs(back) else admin / back, dotgit):
@@ -279,6 +292,8 @@ def _linked_worktree(work_tree: Path, common: Path | None) -> Location:
     resolved_common = Path(os.path.realpath(admin / commondir))
     if not _same(resolved_common, admin.parent.parent) or (common is not None and not _same(resolved_common, common)):
         raise GitFailure(f"{admin}/commondir points to {resolved_common}, not to its repository")
+    if resolved_common.is_relative_to(os.path.realpath(work_tree)):
+        raise GitFailure(f"{dotgit} links to a repository inside the worktree itself ({resolved_common})")
     return Location(admin, resolved_common, work_tree)
 
 
@@ -310,7 +325,7 @@ def _trust(repo_path: str | Path, path: Path, branch: str | None) -> None:
 
 def _head_file(loc: Location) -> str:
     try:
-        return (loc.git_dir / "HEAD").read_text(encoding="utf-8", errors="surrogateescape").strip()
+        return _read_small(loc.git_dir / "HEAD")
     except OSError:
         return ""
 
@@ -678,6 +693,7 @@ def ensure_worktree(repo_path: str | Path, path: Path, *, branch: str | None, co
         else:
             run_at(loc, "update-ref", "--no-deref", "HEAD", commit)
         return True
+    _check_admin_folders(repo_path)
     if path.is_symlink() or path.is_file():
         path.unlink()
     elif path.exists():
@@ -688,6 +704,24 @@ def ensure_worktree(repo_path: str | Path, path: Path, *, branch: str | None, co
     else:
         _git(repo_path, "worktree", "add", "--force", "--detach", str(path), commit)
     return True
+
+
+def _check_admin_folders(repo_path: str | Path) -> None:
+    """`git worktree prune` reads every worktree's admin files; one that is not a regular file
+    (a FIFO) would hang it. Refused loudly instead."""
+    folder = locate(repo_path).common_dir / "worktrees"
+    try:
+        admins = list(folder.iterdir())
+    except OSError:
+        return
+    for admin in admins:
+        for name in ("gitdir", "commondir", "HEAD", "locked"):
+            try:
+                mode = os.lstat(admin / name).st_mode
+            except OSError:
+                continue
+            if not stat.S_ISREG(mode):
+                raise GitFailure(f"{admin / name} is not a regular file (tampered); remove the folder {admin}")
 
 
 def reset_clean(worktree: str | Path, commit: str, *, detach: bool = False) -> None:

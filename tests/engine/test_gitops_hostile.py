@@ -722,3 +722,39 @@ def test_an_old_git_that_would_ignore_the_overrides_is_refused(tmp_path: Path, m
     monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
     with pytest.raises(KoptError, match=r"is git 2\.25; kopt needs git 2\.31 or newer"):
         gitops.head(repo)
+
+
+def test_a_fake_repository_inside_the_worktree_is_refused_even_unbound(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fresh engine process (nothing bound yet, e.g. the recovery that runs before the
+    worktrees are synced) still refuses a coherent fake admin folder planted inside cand/."""
+    repo, _, cand, base = kopt_repo(tmp_path)
+    fake = cand / ".fake"
+    shutil.copytree(repo / ".git", fake, ignore=shutil.ignore_patterns("worktrees"))
+    (fake / "worktrees" / "cand").mkdir(parents=True)
+    for name, text in (("HEAD", base), ("commondir", "../.."), ("gitdir", str(cand / ".git"))):
+        (fake / "worktrees" / "cand" / name).write_text(text + "\n")
+    (cand / ".git").write_text(f"gitdir: {fake / 'worktrees' / 'cand'}\n")
+    monkeypatch.setattr(gitops, "_TRUSTED", {})
+    with pytest.raises(KoptError, match="inside the worktree itself"):
+        gitops.head(cand)
+
+
+def test_fifos_in_place_of_git_files_do_not_hang(tmp_path: Path) -> None:
+    repo, best, cand, base = kopt_repo(tmp_path)
+    head_file = repo / ".git" / "worktrees" / "cand" / "gitdir"
+    head_file.unlink()
+    os.mkfifo(head_file)
+    started = time.monotonic()
+    with pytest.raises(KoptError, match="not a worktree's admin folder"):
+        gitops.head(cand)
+    (cand / ".git").unlink()
+    os.mkfifo(cand / ".git")
+    with pytest.raises(KoptError, match="replaced"):
+        gitops.head(cand)
+    with pytest.raises(KoptError, match="gitdir is not a regular file"):  # `worktree prune` would hang on it
+        gitops.ensure_worktree(repo, cand, branch=None, commit=base)
+    assert time.monotonic() - started < 5
+    head_file.unlink()
+    assert gitops.ensure_worktree(repo, cand, branch=None, commit=base) is True
+    assert gitops.head(cand) == base
