@@ -4,7 +4,7 @@ A proposer (or a candidate's code while it is timed) can leave things in a workt
 usual views do not show: files hidden by a `.gitignore` it adds, by `.git/info/exclude` or by
 the user's global excludes; compiled bytecode that Python imports before the source beside it
 (`__pycache__/*.pyc`) or instead of a missing one (a sourceless `x.pyc`); `.pth` files, native
-libraries, `sitecustomize.py`; a module that shadows one the bench imports; links that lead out
+libraries, `sitecustomize.py`; a module that shadows one the bench imports; links (symbolic or hard) that lead out
 of the tree; FIFOs, which git does not even list; index flags that make git stop looking at a
 tracked file. `inspect` looks at all of it and answers with a `TreeReport` (lists of paths per
 finding, and a one-line `reason()`), never an exception, so the loop decides: reject, send to
@@ -95,7 +95,7 @@ class TreeReport:
     symlinks: tuple[str, ...] = ()  # new links, or base files turned into links (never followed)
     special: tuple[str, ...] = ()  # FIFOs, sockets, devices (git does not list them)
     unreadable: tuple[str, ...] = ()  # folders kopt cannot list, files it cannot read
-    hardlinks: tuple[str, ...] = ()  # new files that have other names (a write through one leaves the tree)
+    hardlinks: tuple[str, ...] = ()  # files (new or tracked) with other names: a write through one leaves the tree
     nested_repos: tuple[str, ...] = ()  # folders holding their own .git
     git_control: tuple[str, ...] = ()  # new or changed .gitattributes / .gitmodules
     index_hidden: tuple[str, ...] = ()  # entries the worktree's own index hides from git (skip-worktree, ...)
@@ -327,8 +327,6 @@ def inspect(worktree: str | Path, base: str, *, allow: Sequence[str] = (), modul
         if not stat.S_ISREG(mode):
             special.append(p)
             continue
-        if st.st_nlink > 1:
-            hardlinks.append(p)
         kind = content_kind(p, mode)
         if kind is None and st.st_size >= 2:
             head = _head_bytes(root / p)
@@ -342,6 +340,9 @@ def inspect(worktree: str | Path, base: str, *, allow: Sequence[str] = (), modul
         for name, where in module_names(p, new_dirs):
             if name in modules and name not in shadowing:
                 shadowing[name] = where
+    # git never makes hard links; a file with another name (best/'s copy, kopt's state) would
+    # carry a write by the bench out of the tree, even when its content is unchanged
+    hardlinks = [p for p, st in walked.entries.items() if stat.S_ISREG(st.st_mode) and st.st_nlink > 1]
     for p, status in changed.items():
         if status == "D":
             continue

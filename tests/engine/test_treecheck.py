@@ -254,9 +254,12 @@ def test_unreadable_folders(trees: tuple[Path, Path, Path, str], monkeypatch: py
 def test_hard_links_to_files_elsewhere(trees: tuple[Path, Path, Path, str], tmp_path: Path) -> None:
     _, best, cand, base = trees
     os.link(best / "bench.py", cand / "bench_copy.py")  # a write through it would change best/
+    (cand / "kernel.py").unlink()
+    os.link(best / "kernel.py", cand / "kernel.py")  # same content: git sees no change at all
     write(cand, "plain.txt", "x\n")
     report = inspect(cand, base, modules=MODULES)
-    assert report.hardlinks == ("bench_copy.py",)
+    assert report.hardlinks == ("bench_copy.py", "kernel.py")
+    assert report.modified == () and report.problems()["hard links"] == ["bench_copy.py", "kernel.py"]
 
 
 def test_nested_repositories_and_git_control_files(trees: tuple[Path, Path, Path, str]) -> None:
