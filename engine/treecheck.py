@@ -4,9 +4,9 @@ A proposer (or a candidate's code while it is timed) can leave things in a workt
 usual views do not show: files hidden by a `.gitignore` it adds, by `.git/info/exclude` or by
 the user's global excludes; compiled bytecode that Python imports before the source beside it
 (`__pycache__/*.pyc`) or instead of a missing one (a sourceless `x.pyc`); `.pth` files, native
-libraries, `sitecustomize.py`; a module that shadows one the bench imports; links (symbolic or hard) that lead out
-of the tree; FIFOs, which git does not even list; index flags that make git stop looking at a
-tracked file. `inspect` looks at all of it and answers with a `TreeReport` (lists of paths per
+libraries, `sitecustomize.py`; a module that shadows one the bench imports; links (symbolic or
+hard) that lead out of the tree; FIFOs, which git does not even list; index flags that make git
+stop looking at a tracked file. `inspect` looks at all of it and answers with a `TreeReport` (lists of paths per
 finding, and a one-line `reason()`), never an exception, so the loop decides: reject, send to
 review, or restore.
 
