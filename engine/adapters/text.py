@@ -1,0 +1,290 @@
+"""Tables printed as text: CSV blocks, markdown tables, whitespace-aligned tables (pandas'
+`print(df)` / `df.to_string()`, f-string columns), found among the log lines of a bench's
+stdout.
+
+    find_tables(text, source)  -> every table in the text, in order (formats "csv", "table")
+    read_csv_file(path)        -> a CSV file as one Table
+    select(tables, which, ...) -> the one table kopt.toml's [target.adapter].table names
+
+A table is a header line and at least one row with the same number of fields (a pandas
+index column, an extra leading field of row labels, is dropped; a named index becomes a
+column). Its title is the line printed just above it ("softmax-performance:", "== fp16 =="),
+if any. Values that parse as numbers (nan and inf included) become numbers, column by column.
+
+Pure apart from reading the file it is given.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from kopt_supervisor.engine.adapters.model import AdapterError, Table
+
+ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+MD_SEPARATOR = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")
+TABLE_COLUMN = "table"
+"""The config column added when several tables with the same columns are read as one."""
+
+
+def is_number(text: str) -> bool:
+    t = text.strip().lower()
+    if t in ("nan", "inf", "-inf", "+inf", "infinity", "-infinity"):
+        return True
+    try:
+        float(t)
+    except ValueError:
+        return False
+    return True
+
+
+def _to_number(text: str) -> float:
+    t = text.strip().lower()
+    if t in ("infinity", "+infinity"):
+        return math.inf
+    if t == "-infinity":
+        return -math.inf
+    return float(t)
+
+
+def typed_frame(header: Sequence[str], rows: Sequence[Sequence[str]]) -> pd.DataFrame:
+    """A frame from text cells: a column whose every cell is a number becomes numeric."""
+    names = _unique([h.strip() for h in header])
+    data: dict[str, list[object]] = {}
+    for j, name in enumerate(names):
+        cells = [r[j].strip() for r in rows]
+        if cells and all(is_number(c) for c in cells):
+            data[name] = [_to_number(c) for c in cells]
+        else:
+            data[name] = cells
+    return pd.DataFrame(data)
+
+
+def _unique(names: list[str]) -> list[str]:
+    out: list[str] = []
+    for i, n in enumerate(names):
+        base = n or f"column{i + 1}"
+        name, k = base, 1
+        while name in out:
+            name, k = f"{base}.{k}", k + 1
+        out.append(name)
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# Finding tables
+
+
+def _title(lines: list[str], start: int, taken: set[int]) -> str:
+    """The line just above a table (at most one blank line between), cleaned of decoration."""
+    for i in (start - 1, start - 2):
+        if i < 0 or i in taken:
+            return ""
+        line = lines[i].strip()
+        if not line:
+            continue
+        return line.strip("=-#*[]: \t").strip()
+    return ""
+
+
+def _csv_fields(line: str) -> list[str] | None:
+    if "," not in line or "|" in line:  # a table drawn with bars (markdown, torch's Compare) is not CSV
+        return None
+    try:
+        return next(csv.reader([line]))
+    except (csv.Error, StopIteration):
+        return None
+
+
+def _csv_block(lines: list[str], i: int) -> int:
+    """The end (exclusive) of a CSV block whose header is line i, or i when there is none."""
+    head = _csv_fields(lines[i])
+    if head is None or len(head) < 2 or not all(h.strip() for h in head):
+        return i
+    if sum(is_number(h) for h in head) * 2 > len(head):
+        return i
+    j = i + 1
+    while j < len(lines):
+        row = _csv_fields(lines[j])
+        if row is None or len(row) != len(head):
+            break
+        j += 1
+    return j if j > i + 1 else i
+
+
+def _md_cells(line: str) -> list[str]:
+    s = line.strip()
+    if s.startswith("|"):
+        s = s[1:]
+    if s.endswith("|"):
+        s = s[:-1]
+    return [c.strip() for c in s.split("|")]
+
+
+def _md_block(lines: list[str], i: int) -> tuple[int, list[str], list[list[str]]]:
+    if "|" not in lines[i] or i + 1 >= len(lines) or not MD_SEPARATOR.match(lines[i + 1]):
+        return i, [], []
+    head = _md_cells(lines[i])
+    rows = []
+    j = i + 2
+    while j < len(lines) and "|" in lines[j] and len(_md_cells(lines[j])) == len(head):
+        rows.append(_md_cells(lines[j]))
+        j += 1
+    return (j, head, rows) if rows else (i, [], [])
+
+
+def _split(line: str, wide: bool) -> list[str]:
+    s = line.strip()
+    return re.split(r"\s{2,}", s) if wide else s.split()
+
+
+def _ws_block(lines: list[str], i: int) -> tuple[int, list[str], list[list[str]]]:
+    """A whitespace-aligned table whose header is line i (see the module docstring)."""
+    line = lines[i]
+    if not line.strip() or "|" in line or "," in line:
+        return i, [], []
+    for wide in (True, False):
+        head = _split(line, wide)
+        if len(head) < 2 or sum(is_number(h) for h in head) * 2 >= len(head) or len(set(head)) != len(head):
+            continue
+        j = i + 1
+        index_name = ""
+        # pandas prints a named index on its own line under the header
+        if j < len(lines) and len(_split(lines[j], wide)) == 1 and lines[j].strip() and not is_number(lines[j]):
+            nxt = _split(lines[j + 1], wide) if j + 1 < len(lines) else []
+            if len(nxt) == len(head) + 1:
+                index_name, j = lines[j].strip(), j + 1
+        rows: list[list[str]] = []
+        extra = None
+        while j < len(lines) and lines[j].strip() and "|" not in lines[j]:
+            cells = _split(lines[j], wide)
+            n = len(cells) - len(head)
+            if n not in (0, 1) or (extra is not None and n != extra):
+                break
+            extra = n
+            rows.append(cells)
+            j += 1
+        if not rows:
+            continue
+        if extra == 1:
+            if index_name:
+                head = [index_name, *head]
+            else:
+                rows = [r[1:] for r in rows]  # an unnamed index (pandas' 0, 1, 2...)
+        numeric = [all(is_number(r[k]) for r in rows) for k in range(len(head))]
+        if any(numeric):
+            return j, head, rows
+    return i, [], []
+
+
+def find_tables(text: str, source: str = "stdout") -> list[Table]:
+    """Every CSV block, markdown table and whitespace-aligned table in `text`, in order."""
+    lines = [ANSI.sub("", ln).rstrip("\r") for ln in text.splitlines()]
+    tables: list[Table] = []
+    taken: set[int] = set()
+    i = 0
+    while i < len(lines):
+        end = _csv_block(lines, i)
+        if end > i:
+            block = "\n".join(lines[i:end]) + "\n"
+            try:
+                df = pd.read_csv(io.StringIO(block), skipinitialspace=True)
+                df.columns = [str(c).strip() for c in df.columns]
+            except (pd.errors.ParserError, pd.errors.EmptyDataError):
+                df = None
+            if df is not None and not df.empty:
+                tables.append(Table(df, "csv", _title(lines, i, taken), source=source))
+                taken.update(range(i, end))
+                i = end
+                continue
+        for finder in (_md_block, _ws_block):
+            end, head, rows = finder(lines, i)
+            if end > i:
+                tables.append(Table(typed_frame(head, rows), "table", _title(lines, i, taken), source=source))
+                taken.update(range(i, end))
+                i = end
+                break
+        else:
+            i += 1
+    return tables
+
+
+def read_csv_file(path: Path) -> Table:
+    """A CSV file the bench wrote, as one table (an AdapterError names the file)."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise AdapterError(f"{path.name}: cannot read: {exc.strerror}") from None
+    if not text.strip():
+        raise AdapterError(f"{path.name}: empty CSV")
+    try:
+        df = pd.read_csv(io.StringIO(text), skipinitialspace=True)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise AdapterError(f"{path.name}: malformed CSV: {first}") from None
+    df.columns = [str(c).strip() for c in df.columns]
+    if df.empty:
+        raise AdapterError(f"{path.name}: the CSV has a header but no rows")
+    unnamed = [c for c in df.columns if c.startswith("Unnamed: ")]
+    notes = ()
+    if unnamed and unnamed[0] == df.columns[0]:  # pandas' to_csv(index=True): the index, not data
+        df = df.drop(columns=[unnamed[0]])
+        notes = (f"dropped the unnamed first column (a pandas index written by to_csv) of {path.name}",)
+    return Table(df, "csv", path.stem, source=path.name, notes=notes)
+
+
+# ---------------------------------------------------------------------------------------
+# Choosing one
+
+
+def select(tables: list[Table], which: str, source: str) -> Table:
+    """The table `which` names (a 1-based index or a title); with `which` empty the only
+    table, or all of them as one when they share their columns (a `table` column then says
+    which each row came from). Anything else is an AdapterError that lists the tables."""
+    if not tables:
+        raise AdapterError(f"{source}: no table found")
+    if which:
+        if which.isdigit():
+            k = int(which)
+            if 1 <= k <= len(tables):
+                return tables[k - 1]
+            raise AdapterError(f"{source}: [target.adapter].table = {which!r}, but the output has "
+                               f"{len(tables)} table(s): {_listing(tables)}")
+        named = [t for t in tables if t.title == which]
+        if len(named) == 1:
+            return named[0]
+        raise AdapterError(f"{source}: [target.adapter].table = {which!r} names "
+                           f"{'no table' if not named else f'{len(named)} tables'}: {_listing(tables)}")
+    if len(tables) == 1:
+        return tables[0]
+    if all(t.columns == tables[0].columns for t in tables):
+        return join(tables)
+    raise AdapterError(f"{source}: {len(tables)} tables with different columns; name one in "
+                       f"[target.adapter].table: {_listing(tables)}")
+
+
+def join(tables: list[Table]) -> Table:
+    """Tables with the same columns as one, a first column `table` naming each row's table
+    (its title, else its position)."""
+    titles = [t.title for t in tables]
+    names = titles if all(titles) and len(set(titles)) == len(titles) else [str(i + 1) for i in range(len(tables))]
+    frames = []
+    for name, t in zip(names, tables, strict=True):
+        f = t.frame.copy()
+        f.insert(0, TABLE_COLUMN, name)
+        frames.append(f)
+    first = tables[0]
+    return Table(pd.concat(frames, ignore_index=True), first.format, "", (TABLE_COLUMN, *first.config),
+                 first.metrics, dict(first.units), first.correctness, first.source,
+                 (*first.notes, f"{len(tables)} tables with the same columns read as one, column "
+                                f"{TABLE_COLUMN!r} says which"))
+
+
+def _listing(tables: list[Table]) -> str:
+    return "; ".join(f"{i + 1}: {t.title or '(untitled)'} [{', '.join(t.columns)}]" for i, t in enumerate(tables))
