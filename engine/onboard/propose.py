@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import json
 import math
-import shlex
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -133,6 +132,8 @@ def _toml(v: Any) -> str:
         return repr(v)
     if isinstance(v, list | tuple):
         return "[" + ", ".join(_toml(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{ " + ", ".join(f"{json.dumps(str(k))} = {_toml(x)}" for k, x in v.items()) + " }"
     raise TypeError(f"cannot write {v!r}")
 
 
@@ -160,7 +161,7 @@ def render(p: Proposal) -> str:
         head.append("#")
         head.append("# Check before `kopt run`:")
         for c in p.checks:
-            head += ["#  - " + ln[2:] if i == 0 else "#    " + ln[2:] for i, ln in enumerate(_comment(c))]
+            head += ["#  - " + ln[2:] if i == 0 else "#    " + ln[4:] for i, ln in enumerate(_comment(c))]
     if p.cost is not None:
         head.append("#")
         head += _comment(f"Decision cost: {p.cost.text()}")
@@ -372,7 +373,7 @@ def _propose_harness(p: Proposal, table: Table, cols: list[Column]) -> None:
     t.update(metric="us", direction="min", correct="err <= 1", config=config,
              ignore=[*HARNESS_STATS, *HARNESS_EXTRA], production="prod == 1")
     dclass = [c for c in ("dclass",) if c in table.columns]
-    dtypes = [c.name for c in cols if c.name in config and dtype_like(c) and c.distinct > 1]
+    dtypes = [c.name for c in cols if c.name in config and dtype_like(c)]
     t["class_by"] = dclass + dtypes if dclass or dtypes else config
     t["ab_command"] = f"{bench} --ab {{best}} {{cand}} --serve"
     t["ab_serve"] = True
@@ -380,9 +381,10 @@ def _propose_harness(p: Proposal, table: Table, cols: list[Column]) -> None:
                                    "blocks (CUDA graphs, L2 flushed; CPU timings on the interpreter)")
     p.comments["target.correct"] = ("the harness's contract: err = max |y - ref| / (atol + rtol |ref|) "
                                     "against your fp64 reference, outputs poisoned, NaN/Inf counted")
-    p.comments["target.class_by"] = ("the spec's class columns" if dclass else
-                                     "dtype" if dtypes else "every config its own class (list your class "
-                                     "columns here)")
+    p.comments["target.class_by"] = ("the spec's class column" if dclass else
+                                     "one class per dtype (each runs its own code); list your own class "
+                                     "columns here (the Spec's class_by)" if dtypes else
+                                     "every config its own class (list your class columns here)")
     p.comments["target.ab_command"] = ("served A/B: one process imports best/ and cand/ and answers kopt's "
                                        "looks (docs/files.md); a decision costs seconds, not minutes")
     p.comments["target.production"] = "the harness marks production configs (and the CPU's small ones) prod = 1"
@@ -551,7 +553,3 @@ def answers_from(pairs: list[str]) -> dict[str, str]:
             raise BadInput(f"--answer {a!r}: expected table=KEY, metric=COLUMN or direction=min|max")
         out[key] = value
     return out
-
-
-def quoted(bench: list[str] | str) -> str:
-    return bench if isinstance(bench, str) else shlex.join(bench)
