@@ -22,7 +22,6 @@ from typing import Any
 from kopt_supervisor.engine import expr
 from kopt_supervisor.engine.errors import BadInput
 
-
 FORMATS = ("csv", "table", "perf_report", "pytest-benchmark", "google-benchmark", "torch-benchmark")
 """[target].format: how the bench's output is read (engine/adapters; docs/files.md)."""
 

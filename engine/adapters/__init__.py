@@ -28,7 +28,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from kopt_supervisor.engine.adapters import google_benchmark, perf_report, pytest_benchmark, text, torch_benchmark
+from kopt_supervisor.engine.adapters import (
+    google_benchmark,
+    perf_report,
+    pytest_benchmark,
+    text,
+    torch_benchmark,
+)
 from kopt_supervisor.engine.adapters.model import AdapterError, Table
 from kopt_supervisor.engine.config import FORMATS, AdapterConfig
 

@@ -28,7 +28,7 @@ import pandas as pd
 from kopt_supervisor.engine.adapters.model import AdapterError, Table
 
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-MD_SEPARATOR = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")
+MD_SEPARATOR = re.compile(r"^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$")
 TABLE_COLUMN = "table"
 """The config column added when several tables with the same columns are read as one."""
 
@@ -144,42 +144,84 @@ def _split(line: str, wide: bool) -> list[str]:
     return re.split(r"\s{2,}", s) if wide else s.split()
 
 
+def _positional(header: str, rows: list[str]) -> tuple[list[str], list[list[str]]] | None:
+    """Columns by where they sit: the data rows' tokens (values hold no spaces) give each
+    column its span of characters, and each header word goes to the column it overlaps or
+    lies nearest, so a name with a space in it (`time (us)`, `max diff`) stays one name
+    whichever way the columns are aligned. A first column no header word reaches is an
+    unnamed index (pandas' 0, 1, 2...) and is dropped. None when the rows disagree."""
+    cells = [[(m.start(), m.end(), m.group()) for m in re.finditer(r"\S+", r)] for r in rows]
+    k = len(cells[0])
+    if k < 2 or any(len(c) != k for c in cells):
+        return None
+    spans = [(min(c[j][0] for c in cells), max(c[j][1] for c in cells)) for j in range(k)]
+    if any(spans[j][1] > spans[j + 1][0] for j in range(k - 1)):
+        return None  # columns overlap: not aligned
+    names: list[list[str]] = [[] for _ in range(k)]
+
+    def gap(j: int, start: int, end: int) -> int:
+        lo, hi = spans[j]
+        return max(0, lo - end, start - hi)
+
+    def place(start: int, end: int, text: str) -> None:  # nearest column; a tie goes right
+        names[min(range(k), key=lambda j: (gap(j, start, end), -j))].append(text)
+
+    for phrase in re.finditer(r"\S+(?: \S+)*", header):  # words one space apart: one name...
+        touched = [j for j in range(k) if gap(j, phrase.start(), phrase.end()) == 0]
+        if len(touched) <= 1:
+            place(phrase.start(), phrase.end(), phrase.group())
+        else:  # ...unless it lies over several columns (pandas' `N dtype`): word by word
+            for m in re.finditer(r"\S+", phrase.group()):
+                place(phrase.start() + m.start(), phrase.start() + m.end(), m.group())
+    if not names[0] and all(names[1:]):
+        return [" ".join(n) for n in names[1:]], [[c[2] for c in row[1:]] for row in cells]
+    if not all(names):
+        return None
+    return [" ".join(n) for n in names], [[c[2] for c in row] for row in cells]
+
+
 def _ws_block(lines: list[str], i: int) -> tuple[int, list[str], list[list[str]]]:
     """A whitespace-aligned table whose header is line i (see the module docstring)."""
     line = lines[i]
     if not line.strip() or "|" in line or "," in line:
         return i, [], []
-    for wide in (True, False):
-        head = _split(line, wide)
-        if len(head) < 2 or sum(is_number(h) for h in head) * 2 >= len(head) or len(set(head)) != len(head):
-            continue
-        j = i + 1
-        index_name = ""
-        # pandas prints a named index on its own line under the header
-        if j < len(lines) and len(_split(lines[j], wide)) == 1 and lines[j].strip() and not is_number(lines[j]):
-            nxt = _split(lines[j + 1], wide) if j + 1 < len(lines) else []
-            if len(nxt) == len(head) + 1:
-                index_name, j = lines[j].strip(), j + 1
-        rows: list[list[str]] = []
-        extra = None
-        while j < len(lines) and lines[j].strip() and "|" not in lines[j]:
-            cells = _split(lines[j], wide)
-            n = len(cells) - len(head)
-            if n not in (0, 1) or (extra is not None and n != extra):
+    words = line.split()
+    if len(words) < 2 or sum(is_number(w) for w in words) * 2 >= len(words):
+        return i, [], []
+    j = i + 1
+    index_name = ""
+    # pandas prints a named index on its own line under the header, then rows led by its values
+    if j + 1 < len(lines) and len(lines[j].split()) == 1 and not is_number(lines[j]) \
+            and len(lines[j + 1].split()) >= 2 and is_number(lines[j + 1].split()[0]):
+        index_name, j = lines[j].strip(), j + 1
+    start = j
+    width = len(lines[j].split()) if j < len(lines) else 0
+    while j < len(lines) and lines[j].strip() and "|" not in lines[j] and len(lines[j].split()) == width:
+        j += 1
+    body = lines[start:j]
+    if not body:
+        return i, [], []
+    found = _positional(line, body)
+    if found is not None and index_name and len(found[0]) == width - 1:
+        found = ([index_name, *found[0]], [r.split() for r in body])
+    if found is None:  # fall back on splitting: two or more spaces, then any
+        for wide in (True, False):
+            head = _split(line, wide)
+            rows = [_split(r, wide) for r in body]
+            if all(len(r) == len(head) for r in rows):
+                found = (head, rows)
                 break
-            extra = n
-            rows.append(cells)
-            j += 1
-        if not rows:
-            continue
-        if extra == 1:
-            if index_name:
-                head = [index_name, *head]
-            else:
-                rows = [r[1:] for r in rows]  # an unnamed index (pandas' 0, 1, 2...)
-        numeric = [all(is_number(r[k]) for r in rows) for k in range(len(head))]
-        if any(numeric):
-            return j, head, rows
+            if all(len(r) == len(head) + 1 for r in rows):
+                found = ([index_name, *head] if index_name else head,
+                         rows if index_name else [r[1:] for r in rows])
+                break
+    if found is None:
+        return i, [], []
+    head, rows = found
+    if len(set(head)) != len(head) or sum(is_number(h) for h in head) * 2 >= len(head):
+        return i, [], []
+    if any(all(is_number(r[k]) for r in rows) for k in range(len(head))):
+        return j, head, rows
     return i, [], []
 
 

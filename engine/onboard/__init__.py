@@ -12,7 +12,7 @@ is a plain implementation (runner.run plus a before/after look at the tree) for 
 the body to wrap. The decision-cost estimate (`estimate_decision_s`) is here too: the loop
 calls it after the baseline.
 
-Modules: detect (where the table is), columns (what each column is), propose (the choices
+Modules: detect (where the table is), columns (what each column is), proposal (the choices
 and questions), imports (the static scan behind protected and sources), cost (what one
 decision will cost).
 """
@@ -20,13 +20,20 @@ decision will cost).
 from __future__ import annotations
 
 import os
+import stat
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 from kopt_supervisor.engine.onboard.cost import DecisionCost, estimate_decision_s, run_noise_pct
 from kopt_supervisor.engine.onboard.detect import BenchRun, Candidate, candidates
-from kopt_supervisor.engine.onboard.propose import Choice, Proposal, Question, answers_from, propose
+from kopt_supervisor.engine.onboard.proposal import (
+    Choice,
+    Proposal,
+    Question,
+    answers_from,
+    propose,
+)
 
 RunBench = Callable[[str, Path], tuple[int, Path, list[Path]]]
 
@@ -41,8 +48,9 @@ SKIP_DIRS = {".git", "__pycache__", ".venv", "venv", "node_modules", ".mypy_cach
 
 
 def tree_stamps(root: Path) -> Stamps:
-    """Every file under `root` (outside .git, caches and virtualenvs): relative path ->
-    (mtime_ns, size, inode), to tell afterwards which files a run wrote."""
+    """Every regular file under `root` (outside .git, caches and virtualenvs; symbolic links
+    skipped): relative path -> (mtime_ns, size, inode), to tell afterwards which files a run
+    wrote."""
     out: Stamps = {}
     root = root.resolve()
     for dirpath, dirnames, filenames in os.walk(root):
@@ -50,9 +58,11 @@ def tree_stamps(root: Path) -> Stamps:
         for name in filenames:
             p = Path(dirpath) / name
             try:
-                st = p.stat()
+                st = p.lstat()
             except OSError:
                 continue
+            if not stat.S_ISREG(st.st_mode):
+                continue  # a link the bench made points anywhere: never read through it
             out[p.relative_to(root).as_posix()] = (st.st_mtime_ns, st.st_size, st.st_ino)
     return out
 

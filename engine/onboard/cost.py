@@ -73,13 +73,13 @@ class DecisionCost:
     def text(self) -> str:
         """One line for the log, the dashboard and `kopt status`."""
         unit = "ABBA rounds of 2 runs" if self.mode == "process" else "looks"
-        per = f"{_dur(self.round_s / (2 if self.mode == 'process' else 1))} per run" if self.mode == "process" \
-            else f"{_dur(self.round_s)} per look"
-        tie = (f"a no-change candidate {_dur(self.seconds_tie)} ({self.rounds_tie} {unit}"
-               + (", still undecided" if self.undecided_tie else "") + ")")
-        line = (f"one decision costs about {_dur(self.seconds_change)} to {_dur(self.seconds_max)}: "
-                f"a clear change {_dur(self.seconds_change)} ({self.rounds_change} {unit}), {tie}; "
-                f"{per}, run-to-run noise {self.noise_pct:.2g}%")
+        per = (f"{_dur(self.round_s / 2)} per run" if self.mode == "process" else
+               f"{_dur(self.round_s)} per look" + (f" after a {_dur(self.start_s)} start" if self.start_s else ""))
+        tie = f"{_dur(self.seconds_tie)} ({self.rounds_tie} {unit}" + (
+            ", then still undecided: futility rule or review)" if self.undecided_tie else ")")
+        line = (f"one decision takes about {_dur(self.seconds_change)} for a clear change "
+                f"({self.rounds_change} {unit}) and {tie} for no change; {per}, run-to-run noise "
+                f"{self.noise_pct:.2g}%")
         if self.slow and self.mode == "process":
             line += f". Slow: {HARNESS_HINT}"
         return line

@@ -121,7 +121,12 @@ def candidates(run: BenchRun) -> list[Candidate]:
     out: list[Candidate] = []
     for f in run.files_written:
         path = f if f.is_absolute() else run.repo / f
-        rel = run.rel(path)
+        if path.is_symlink():
+            continue  # a link the bench made may point anywhere: not read
+        try:
+            rel = path.resolve().relative_to(run.repo.resolve()).as_posix()
+        except ValueError:
+            continue  # outside the repo: not the bench's table
         suffix = path.suffix.lower()
         if suffix == ".csv":
             try:

@@ -66,9 +66,11 @@ def bench_scripts(bench: str, repo: Path, cwd: Path | None = None) -> tuple[list
     notes: list[str] = []
     for i, tok in enumerate(argv):
         if tok == "-m" and i + 1 < len(argv) and argv[i + 1] not in ("pytest",):
-            mod = resolve_module(argv[i + 1], [cwd, repo, repo / "src"], repo)
-            if mod is not None:
-                found.append(mod)
+            parts = argv[i + 1].split(".")
+            for k in range(1, len(parts) + 1):  # `-m a.b` runs a/__init__.py first
+                mod = resolve_module(".".join(parts[:k]), [cwd, repo, repo / "src"], repo)
+                if mod is not None:
+                    found.append(mod)
             continue
         if tok.startswith("-"):
             tok = tok.split("=", 1)[1] if "=" in tok else ""
@@ -116,9 +118,11 @@ def _imports(tree: ast.AST, path: Path, roots: list[Path], repo: Path) -> list[P
             if node.module:
                 names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
         for n in names:
-            found = resolve_module(n, roots, repo)
-            if found is not None:
-                out.append(found)
+            parts = n.split(".")
+            for k in range(1, len(parts) + 1):  # importing a.b.c runs a/__init__.py and a/b/__init__.py too
+                found = resolve_module(".".join(parts[:k]), roots, repo)
+                if found is not None:
+                    out.append(found)
     return out
 
 

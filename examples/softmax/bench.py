@@ -15,7 +15,6 @@ import time
 
 import torch
 import triton
-
 from softmax import softmax
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
@@ -47,8 +46,8 @@ def main():
         for n in (int(c) for c in args.cols.split(",")):
             x = torch.randn(args.rows, n, device=DEVICE).to(dtype)
             err = (softmax(x).double() - torch.softmax(x.double(), dim=-1)).abs().max().item()
-            triton_ms = time_ms(lambda: softmax(x))
-            torch_ms = time_ms(lambda: torch.softmax(x, dim=-1))
+            triton_ms = time_ms(lambda x=x: softmax(x))
+            torch_ms = time_ms(lambda x=x: torch.softmax(x, dim=-1))
             gbps = 2 * x.numel() * x.element_size() / triton_ms / 1e6
             rows.append({"M": args.rows, "N": n, "dtype": dtype_name, "triton_ms": round(triton_ms, 5),
                          "torch_ms": round(torch_ms, 5), "triton_gbps": round(gbps, 2), "max_abs_err": err})

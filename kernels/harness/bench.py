@@ -150,12 +150,27 @@ class Case:
         self.out_dtype = self.dt if spec.same_dtype else self.ref.dtype
         self.atol, self.rtol = spec.tolerance[dtype]
         self._sets: list[tuple[tuple, Any]] = []
+        self._prepared: dict[int, tuple[ModuleType, Callable[..., Any]]] = {}
+
+    def function(self, module: Any) -> Callable[..., Any]:
+        """The callable to check and time: the module's function (or a function given as is),
+        through the spec's `prepare` when it has one (once per module and case)."""
+        if not isinstance(module, ModuleType):
+            return module
+        key = id(module)
+        if key not in self._prepared:
+            obj = getattr(module, self.spec.func_name)
+            self._prepared[key] = (module, self.spec.prepare(obj, self) if self.spec.prepare else obj)
+        return self._prepared[key][1]
 
     def check(self, module: Any) -> tuple[float, str]:
         """(err, why) of the module's function (or of a function) on this case; err inf when
         it crashes."""
         spec = self.spec
-        fn = getattr(module, spec.func_name) if isinstance(module, ModuleType) else module
+        try:
+            fn = self.function(module)
+        except Exception as exc:  # a candidate whose model cannot even be built fails its row
+            return math.inf, f"{type(exc).__name__}: {exc}"
         key_fn = getattr(module, "class_key", None) if isinstance(module, ModuleType) else None
         if key_fn is not None and spec.class_args is not None and spec.class_by:
             want = class_key(**{c: self.cols[c] for c in spec.class_by})
@@ -377,7 +392,7 @@ class Bench:
             if self.a.once:
                 continue
             try:
-                fn = getattr(mod, c.func_name)
+                fn = case.function(mod)
                 with self.ranges.span(case.range):
                     timers[side] = self.timing.timer(lambda n, fn=fn, case=case: case.calls(fn, n), case.bytes,
                                                      graph=c.graph)

@@ -85,6 +85,10 @@ class Spec:
     whose module computes another class than the row's class columns fails."""
     dtypes: Sequence[str] | None = None
     """The dtypes to run (default: the tolerance's keys; the first one only on the CPU)."""
+    prepare: Callable[[Any, Any], Callable[..., Any]] | None = None
+    """Optional: (the object `function` names, the Case) -> the callable to time, e.g. a model
+    class instantiated on the case's device and dtype (KernelBench's ModelNew). Called once
+    per tree and case."""
     graph: bool = True
     """Time blocks as CUDA graphs of k launches (no launch gaps); False: k eager launches
     between CUDA events (for functions a graph cannot capture)."""

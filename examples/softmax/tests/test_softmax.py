@@ -2,7 +2,6 @@
 
 import pytest
 import torch
-
 from softmax import softmax
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"

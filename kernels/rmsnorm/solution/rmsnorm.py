@@ -25,6 +25,7 @@ from pathlib import Path
 import torch
 import triton
 import triton.language as tl
+
 from kopt_supervisor.kernels.harness.params import class_key as _key
 from kopt_supervisor.kernels.harness.params import launch_meta, load, min_programs
 

@@ -278,27 +278,38 @@ def _flag_rule(c: Column, table: Table) -> str | None:
     return f"{c.name} == {json.dumps(good[0])}" if len(good) == 1 else None
 
 
-def _classes(config_cols: list[Column], n_rows: int) -> tuple[list[str], str]:
+def _pow2_mixed(c: Column, table: Table) -> bool:
+    """A dimension holding both powers of two and other sizes (a tile fits some exactly)."""
+    vals = [int(v) for v in table.frame[c.name].dropna() if isinstance(v, int | float) and float(v).is_integer() and v > 0]
+    pow2 = {v & (v - 1) == 0 for v in vals}
+    return pow2 == {True, False}
+
+
+def _classes(config_cols: list[Column], table: Table) -> tuple[list[str], str]:
+    """Class columns: at most MAX_CLASSES classes, each of at least two configs on average."""
+    n_rows = len(table.frame)
     chosen: list[Column] = []
     why: list[str] = []
     product = 1
 
     def add(c: Column, reason: str) -> None:
         nonlocal product
-        if product * max(c.distinct, 1) <= MAX_CLASSES:
+        n = max(c.distinct, 1)
+        if product * n <= MAX_CLASSES and (n_rows >= 2 * product * n or dtype_like(c)):
             chosen.append(c)
-            product *= max(c.distinct, 1)
+            product *= n
             why.append(f"{c.name} ({reason})")
 
     for c in config_cols:
         if dtype_like(c) and c.distinct > 1:
             add(c, "each dtype runs its own code")
     for c in config_cols:
-        if c not in chosen and not c.numeric and 2 <= c.distinct <= 4 and c.distinct < n_rows:
+        if c not in chosen and not c.numeric and 2 <= c.distinct <= 4:
             add(c, f"{c.distinct} kinds of config")
-    for c in sorted(config_cols, key=lambda c: c.distinct):
-        if c not in chosen and c.numeric and 2 <= c.distinct <= 3 and n_rows >= 2 * c.distinct:
-            add(c, f"a dimension of {c.distinct} values shared by several configs")
+    dims = [c for c in config_cols if c not in chosen and c.numeric and 2 <= c.distinct <= 3]
+    for c in sorted(dims, key=lambda c: (not _pow2_mixed(c, table), c.distinct)):
+        add(c, f"{c.distinct} sizes shared by several configs"
+               + ("; powers of two and other sizes take different tiles" if _pow2_mixed(c, table) else ""))
     if chosen:
         return [c.name for c in chosen], ("Classes: configs a change should affect alike; kopt decides per "
                                            "class. From " + "; ".join(why) + ".")
@@ -328,7 +339,6 @@ def propose(run: BenchRun, answers: Mapping[str, str] | None = None, *, policy: 
     p.candidate = cand
     table = cand.table
     cols = classify(table)
-    by_name = {c.name: c for c in cols}
     t = p.target
     t["bench"] = run.bench
     t["csv"] = cand.csv
@@ -374,7 +384,7 @@ def _propose_harness(p: Proposal, table: Table, cols: list[Column]) -> None:
              ignore=[*HARNESS_STATS, *HARNESS_EXTRA], production="prod == 1")
     dclass = [c for c in ("dclass",) if c in table.columns]
     dtypes = [c.name for c in cols if c.name in config and dtype_like(c)]
-    t["class_by"] = dclass + dtypes if dclass or dtypes else config
+    t["class_by"] = dclass or dtypes or config
     t["ab_command"] = f"{bench} --ab {{best}} {{cand}} --serve"
     t["ab_serve"] = True
     p.comments["target.metric"] = ("kopt's harness CSV: `us` is the median µs per call over the timed "
@@ -504,8 +514,7 @@ def _propose_configs(p: Proposal, table: Table, cols: list[Column]) -> None:
         t["ignore"] = ignore
         p.comments["target.ignore"] = "neither config nor metric: " + "; ".join(
             f"{c.name} ({c.why})" for c in cols if c.name in ignore)
-    n_rows = len(table.frame)
-    class_by, why = _classes(config, n_rows)
+    class_by, why = _classes(config, table)
     t["class_by"] = class_by
     p.comments["target.class_by"] = why
     dims = [c for c in config if c.numeric and c.integral and c.distinct > 1]
@@ -528,6 +537,8 @@ def _names_in(rule: str) -> list[str]:
 def _propose_files(p: Proposal) -> None:
     t = p.target
     s = scan(p.run.bench, p.run.repo)
+    written = {p.run.rel(f) for f in p.run.files_written}
+    s.data = [d for d in s.data if d not in written]  # what the bench wrote is output, not a source
     protected = s.protected
     t["protected"] = protected
     p.comments["target.protected"] = (
