@@ -150,12 +150,24 @@ class ProfileConfig:
     kind: str = "auto"
     """"auto", "ncu", "rocprofv3" or "none"."""
     kernel: str = ""
-    """Regex of the target kernels' names; empty: every kernel."""
+    """Regex naming the kernels to show as "the hottest" (display only: with NVTX/roctx ranges
+    every kernel launched inside a config's range is compared; without ranges, the target
+    kernels of the whole-run comparison). Empty: every kernel."""
     command: str = ""
     """Command to profile; default: the bench."""
     timeout_s: float = 1800.0
     agree_margin_pct: float = 1.0
-    """Bench and profiler disagree when the profiler's change has the other sign beyond this."""
+    """Whole-run rule of `decide.reconcile_profiler` (bench and profiler disagree when the
+    profiler's change has the other sign beyond this); the per-class comparison
+    (engine.profile.classes) judges by intervals instead."""
+    run_noise_pct: float = 0.3
+    """Run-to-run spread (CV, %) of a profile's per-class GPU time, added to the
+    launch-to-launch spread when each tree is profiled once. Default: five ncu runs of one
+    unchanged tree on an H100 spread by CV 0.16-0.27% (issue 17). Measure yours with
+    `repeats` >= 2 on an unchanged tree."""
+    repeats: int = 1
+    """Profiles of each tree per comparison; with 2 or more the run-to-run spread is
+    measured from them (Student's t) instead of taken from run_noise_pct."""
 
 
 @dataclass(frozen=True)
@@ -280,7 +292,7 @@ def _build(cls: type, data: Any, source: str, where: str) -> Any:
             more = f" (did you mean {hint[0]!r}?)" if hint else f" (known: {', '.join(fields)})"
             raise BadInput(f"{source}: unknown key {_show(dotted)}{more}")
         typ = hints[key]
-        if dataclasses.is_dataclass(typ):
+        if isinstance(typ, type) and dataclasses.is_dataclass(typ):
             kwargs[key] = _build(typ, value, source, dotted)
         else:
             kwargs[key] = _coerce(value, typ, source, dotted)
@@ -405,6 +417,8 @@ def validate(cfg: Config, source: str = "kopt.toml") -> None:
     p = cfg.profile
     need(p.kind in ("auto", "ncu", "rocprofv3", "none"), "[profile].kind",
          f'must be "auto", "ncu", "rocprofv3" or "none", not {p.kind!r}')
+    need(0 <= p.run_noise_pct <= 50, "[profile].run_noise_pct", "must be between 0 and 50")
+    need(1 <= p.repeats <= 20, "[profile].repeats", "must be between 1 and 20")
     if p.kernel:
         import re
 

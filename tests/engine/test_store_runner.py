@@ -19,7 +19,7 @@ def test_store_round_trips_iterations_and_is_private(tmp_path: Path):
     assert s.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert s.db.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
     it = Iteration(0, "baseline", commit="abc", started_at=1.0, record={"classes": {"c": {"best": 1.5}}})
-    s.add_iteration(it)
+    s.save_iteration(it)
     assert s.next_version() == 1
     got = s.iteration(0)
     assert got == it and got.kept
