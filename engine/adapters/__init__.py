@@ -15,11 +15,13 @@ A KernelBench `Model`/`ModelNew` pair is not an output format: kopt times it its
 its public harness (`python -m kopt_supervisor.kernels.harness.kernelbench`), whose CSV is
 kopt's own.
 
-    read_tables(fmt, text, source, options) -> every table in the output (detection)
-    read_frame(fmt, path, options, from_stdout=...) -> the one table the loop measures
-                                                        (engine.metrics.measure reads it)
+    read_tables(fmt, text, source, options)        -> every table in the output (detection)
+    frame_from_text(fmt, text, source, options, csv_file=...)
+                                                   -> the one table the loop measures (pure;
+                                                      engine.metrics.measure reads it)
+    read_frame(fmt, path, options, from_stdout=...) -> the same from a file
 
-Pure apart from reading the file it is given.
+Pure apart from read_table / read_frame, which read the file they are given.
 """
 
 from __future__ import annotations
@@ -38,7 +40,8 @@ from kopt_supervisor.engine.adapters import (
 from kopt_supervisor.engine.adapters.model import AdapterError, Table
 from kopt_supervisor.engine.config import FORMATS, AdapterConfig
 
-__all__ = ["FORMATS", "AdapterError", "Table", "read_frame", "read_table", "read_tables", "sniff"]
+__all__ = ["FORMATS", "AdapterError", "Table", "frame_from_text", "read_frame", "read_table", "read_tables", "sniff",
+           "table_from_text"]
 
 
 def read_tables(fmt: str, content: str, source: str, options: AdapterConfig | None = None) -> list[Table]:
@@ -59,28 +62,40 @@ def read_tables(fmt: str, content: str, source: str, options: AdapterConfig | No
     return torch_benchmark.read_text(content, source, unit=o.unit)
 
 
-def read_table(fmt: str, path: Path, options: AdapterConfig | None = None, *, from_stdout: bool = False) -> Table:
-    """The table kopt measures from `path` (the file the bench wrote, or its stdout): the
-    one [target.adapter].table names, or the only one (text.select)."""
+def table_from_text(fmt: str, content: str, source: str, options: AdapterConfig | None = None, *,
+                    csv_file: bool = False) -> Table:
+    """The table kopt measures in `content` (a file's text, or stdout): with `csv_file` the
+    whole text is one CSV file (formats csv and perf_report), else the table
+    [target.adapter].table names, or the only one (text.select). Pure."""
     o = options or AdapterConfig()
-    source = "stdout" if from_stdout else path.name
-    if fmt in ("csv", "perf_report") and not from_stdout and path.suffix.lower() == ".csv":
-        t = text.read_csv_file(path) if fmt == "csv" else perf_report.read_file(path)
-        return t
-    try:
-        content = path.read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise AdapterError(f"{path.name}: cannot read: {exc.strerror}") from None
+    if csv_file and fmt == "csv":
+        return text.csv_file_table(content, source)
+    if csv_file and fmt == "perf_report":
+        return perf_report.file_table(content, source)
     tables = read_tables(fmt, content, source, o)
     if not tables:
         raise AdapterError(f"{source}: no {fmt} output found")
     return text.select(tables, o.table, f"{source} ({fmt})")
 
 
+def frame_from_text(fmt: str, content: str, source: str, options: AdapterConfig | None = None, *,
+                    csv_file: bool = False) -> pd.DataFrame:
+    """What engine.metrics.measure reads: the rows of `table_from_text`. Pure."""
+    return table_from_text(fmt, content, source, options, csv_file=csv_file).frame
+
+
+def read_table(fmt: str, path: Path, options: AdapterConfig | None = None, *, from_stdout: bool = False) -> Table:
+    """`table_from_text` of a file: the bench's stdout, or the file it wrote (a .csv file is
+    one CSV table)."""
+    csv_file = not from_stdout and path.suffix.lower() == ".csv"
+    return table_from_text(fmt, text.read_text(path), "stdout" if from_stdout else path.name, options,
+                           csv_file=csv_file)
+
+
 def read_frame(fmt: str, path: Path, options: AdapterConfig | None = None, *, from_stdout: bool = False
                ) -> pd.DataFrame:
-    """What engine.metrics.measure reads: the rows of `read_table` (an AdapterError, one
-    line naming the file and the format, when the output cannot be read)."""
+    """The rows of `read_table` (an AdapterError, one line naming the file and the format,
+    when the output cannot be read)."""
     return read_table(fmt, path, options, from_stdout=from_stdout).frame
 
 

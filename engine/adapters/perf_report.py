@@ -19,8 +19,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from kopt_supervisor.engine.adapters import text
 from kopt_supervisor.engine.adapters.model import AdapterError, Table
-from kopt_supervisor.engine.adapters.text import TABLE_COLUMN, find_tables, read_csv_file
 
 LINE = re.compile(r"^(?P<line>.+?) \((?P<unit>[^()]*)\)$")
 DIFF = "Diff"
@@ -29,7 +29,7 @@ DIFF = "Diff"
 def classify(t: Table) -> Table | None:
     """The table as perf_report's (config = x_names, metrics = line columns), or None when
     its columns are not perf_report's: x columns first, then `<line> (<ylabel>)` columns."""
-    cols = [c for c in t.columns if c != TABLE_COLUMN]
+    cols = [c for c in t.columns if c != text.TABLE_COLUMN]
     lines = [c for c in cols if LINE.match(c)]
     if not lines:
         return None
@@ -37,19 +37,23 @@ def classify(t: Table) -> Table | None:
     if not rest or cols[: len(rest)] != rest:
         return None  # x_names come first
     units = {c: LINE.match(c)["unit"].strip() for c in lines}  # type: ignore[index]  # matched above
-    config = tuple(([TABLE_COLUMN] if TABLE_COLUMN in t.columns else []) + rest)
+    config = tuple(([text.TABLE_COLUMN] if text.TABLE_COLUMN in t.columns else []) + rest)
     return Table(t.frame, "perf_report", t.title, config, tuple(lines), units, (), t.source, t.notes)
 
 
-def read_text(text: str, source: str = "stdout") -> list[Table]:
+def read_text(content: str, source: str = "stdout") -> list[Table]:
     """Every perf_report table printed in `text` (run(print_data=True))."""
-    return [c for c in (classify(t) for t in find_tables(text, source)) if c is not None]
+    return [c for c in (classify(t) for t in text.find_tables(content, source)) if c is not None]
+
+
+def file_table(content: str, name: str) -> Table:
+    """A CSV file perf_report wrote (run(save_path=...)), from its text."""
+    t = classify(text.csv_file_table(content, name))
+    if t is None:
+        raise AdapterError(f"{name}: not a perf_report CSV (expected the x columns, then "
+                           f"'<line> (<ylabel>)' columns)")
+    return t
 
 
 def read_file(path: Path) -> Table:
-    """A CSV file perf_report wrote (run(save_path=...))."""
-    t = classify(read_csv_file(path))
-    if t is None:
-        raise AdapterError(f"{path.name}: not a perf_report CSV (expected the x columns, then "
-                           f"'<line> (<ylabel>)' columns)")
-    return t
+    return file_table(text.read_text(path), path.name)

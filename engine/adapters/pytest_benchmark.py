@@ -74,7 +74,8 @@ def read_text(text: str, source: str, *, unit: str = "us") -> Table:
         else:
             m = re.search(r"\[(.*)\]$", name)
             row["param"] = b.get("param") or (m.group(1) if m else "")
-        stats = b.get("stats") if isinstance(b.get("stats"), dict) else {}
+        raw = b.get("stats")
+        stats: dict[str, Any] = raw if isinstance(raw, dict) else {}
         for s in STATS:
             v = stats.get(s)
             row[f"{s}_{unit}"] = to_unit(float(v), "s", unit) if isinstance(v, int | float) else math.nan

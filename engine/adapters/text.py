@@ -3,7 +3,7 @@
 stdout.
 
     find_tables(text, source)  -> every table in the text, in order (formats "csv", "table")
-    read_csv_file(path)        -> a CSV file as one Table
+    csv_file_table(text, name) -> a CSV file as one Table (read_csv_file(path) reads it)
     select(tables, which, ...) -> the one table kopt.toml's [target.adapter].table names
 
 A table is a header line and at least one row with the same number of fields (a pandas
@@ -11,7 +11,7 @@ index column, an extra leading field of row labels, is dropped; a named index be
 column). Its title is the line printed just above it ("softmax-performance:", "== fp16 =="),
 if any. Values that parse as numbers (nan and inf included) become numbers, column by column.
 
-Pure apart from reading the file it is given.
+Pure apart from read_text / read_csv_file, which read the file they are given.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import math
 import re
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -56,7 +57,7 @@ def _to_number(text: str) -> float:
 def typed_frame(header: Sequence[str], rows: Sequence[Sequence[str]]) -> pd.DataFrame:
     """A frame from text cells: a column whose every cell is a number becomes numeric."""
     names = _unique([h.strip() for h in header])
-    data: dict[str, list[object]] = {}
+    data: dict[str, list[Any]] = {}
     for j, name in enumerate(names):
         cells = [r[j].strip() for r in rows]
         if cells and all(is_number(c) for c in cells):
@@ -257,28 +258,37 @@ def find_tables(text: str, source: str = "stdout") -> list[Table]:
     return tables
 
 
-def read_csv_file(path: Path) -> Table:
-    """A CSV file the bench wrote, as one table (an AdapterError names the file)."""
+def csv_file_table(content: str, name: str) -> Table:
+    """A CSV file's text as one table (an AdapterError names the file). Pure."""
+    if not content.strip():
+        raise AdapterError(f"{name}: empty CSV")
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise AdapterError(f"{path.name}: cannot read: {exc.strerror}") from None
-    if not text.strip():
-        raise AdapterError(f"{path.name}: empty CSV")
-    try:
-        df = pd.read_csv(io.StringIO(text), skipinitialspace=True)
+        df = pd.read_csv(io.StringIO(content), skipinitialspace=True)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise AdapterError(f"{path.name}: malformed CSV: {first}") from None
+        raise AdapterError(f"{name}: malformed CSV: {first}") from None
     df.columns = [str(c).strip() for c in df.columns]
     if df.empty:
-        raise AdapterError(f"{path.name}: the CSV has a header but no rows")
+        raise AdapterError(f"{name}: the CSV has a header but no rows")
     unnamed = [c for c in df.columns if c.startswith("Unnamed: ")]
-    notes = ()
+    notes: tuple[str, ...] = ()
     if unnamed and unnamed[0] == df.columns[0]:  # pandas' to_csv(index=True): the index, not data
         df = df.drop(columns=[unnamed[0]])
-        notes = (f"dropped the unnamed first column (a pandas index written by to_csv) of {path.name}",)
-    return Table(df, "csv", path.stem, source=path.name, notes=notes)
+        notes = (f"dropped the unnamed first column (a pandas index written by to_csv) of {name}",)
+    return Table(df, "csv", Path(name).stem, source=name, notes=notes)
+
+
+def read_text(path: Path) -> str:
+    """A file's text (an AdapterError names it when it cannot be read)."""
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise AdapterError(f"{path.name}: cannot read: {exc.strerror}") from None
+
+
+def read_csv_file(path: Path) -> Table:
+    """A CSV file the bench wrote, as one table."""
+    return csv_file_table(read_text(path), path.name)
 
 
 # ---------------------------------------------------------------------------------------

@@ -202,8 +202,8 @@ def _measurements(lines: list[str], unit: str, source: str) -> Table | None:
     else:
         title = ""
     config = tuple(frame.columns)
-    for k, d in enumerate(descriptions):
-        frame[d] = [row[k] for row in rows]
+    for col, d in enumerate(descriptions):
+        frame[d] = [row[col] for row in rows]
     return Table(frame, "torch-benchmark", title, config, tuple(descriptions), dict.fromkeys(descriptions, unit), (),
                  source, (f"{len(found)} printed Measurement(s); times converted to {unit}",))
 

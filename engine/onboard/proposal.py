@@ -474,12 +474,12 @@ def _propose_correctness(p: Proposal, table: Table, cols: list[Column]) -> None:
                 p.checks.append(f"the tolerance in [target].correct ({rule}) is 10x this run's worst value, "
                                 f"not a contract: set your own")
         elif c.role == FLAG:
-            rule = _flag_rule(c, table) if c.identifier else None
-            if rule is None:
+            flag_rule = _flag_rule(c, table) if c.identifier else None
+            if flag_rule is None:
                 p.checks.append(f"{c.name!r} looks like a pass/fail column but kopt cannot write a rule for its "
                                 f"values ({', '.join(map(str, c.values))}): add one to [target].correct")
                 continue
-            rules.append(rule)
+            rules.append(flag_rule)
             why.append(f"{c.name}: {c.why}")
     if rules:
         t["correct"] = " and ".join(rules)

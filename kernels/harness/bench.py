@@ -43,6 +43,7 @@ process answers `done N last` and leaves; kopt starts a fresh one for the next l
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import os
 import random
@@ -122,7 +123,7 @@ def kept_outputs(fn: Callable[..., Any], arg_sets: list[tuple], kwargs: dict[str
         kept[i] = None
         kept[i] = fn(*args, **kwargs)
 
-    return [lambda i=i, a=args: call(i, a) for i, args in enumerate(arg_sets)]
+    return [functools.partial(call, i, args) for i, args in enumerate(arg_sets)]
 
 
 class Case:
@@ -206,15 +207,20 @@ class Case:
         out = self.spec.out
         if not with_out or out is None:
             return kept_outputs(fn, [args for args, _ in self.buffers(sets)], self.kwargs)
-        return [lambda a=args, d=dst: fn(*a, **self.kwargs, **{out: d}) for args, dst in self.buffers(sets)]
+        kwargs = self.kwargs
+
+        def call(args: tuple, dst: Any) -> Any:
+            return fn(*args, **kwargs, **{out: dst})
+
+        return [functools.partial(call, args, dst) for args, dst in self.buffers(sets)]
 
     def copy_calls(self, sets: int) -> list[Callable[[], Any]]:
         n = max(1, self.bytes // 2)
-        out = []
+        out: list[Callable[[], Any]] = []
         for _ in range(sets):
             src = self.torch.empty(n, dtype=self.torch.uint8, device=self.device).random_(0, 255)
             dst = self.torch.empty_like(src)
-            out.append(lambda s=src, d=dst: d.copy_(s))
+            out.append(functools.partial(dst.copy_, src))
         return out
 
 
@@ -230,7 +236,7 @@ class Timing:
         """A block timer of the calls `make(n)` returns; graph=False: eager launches between
         events (for what a CUDA graph cannot capture)."""
         first = make(1)
-        if not self.gpu:  # the interpreter: one call is milliseconds, a block is one call
+        if not self.gpu or self.flush is None:  # the interpreter: one call is milliseconds, a block is one call
             return CpuTimer(first[0], 1, warm_blocks=0)
         est = one_call_us(self.torch, first[0], self.flush)
         reps = reps_for(est, self.block_us, self.max_reps)
@@ -394,8 +400,7 @@ class Bench:
             try:
                 fn = case.function(mod)
                 with self.ranges.span(case.range):
-                    timers[side] = self.timing.timer(lambda n, fn=fn, case=case: case.calls(fn, n), case.bytes,
-                                                     graph=c.graph)
+                    timers[side] = self.timing.timer(functools.partial(case.calls, fn), case.bytes, graph=c.graph)
             except Exception as exc:
                 log(f"{c.name} {case.shape.name} {case.cols.get('dtype', '')} {side}: cannot be timed: "
                     f"{type(exc).__name__}: {exc}")

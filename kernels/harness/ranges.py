@@ -61,7 +61,11 @@ def _roctx(loader: Callable[[str], Any]) -> Ranges | None:
             continue
         push.argtypes, push.restype = [ctypes.c_char_p], ctypes.c_int
         pop.restype = ctypes.c_int
-        return Ranges(lambda name, p=push: p(name.encode()), lambda p=pop: p(), f"roctx ({lib})")
+
+        def push_name(name: str, push: Any = push) -> Any:
+            return push(name.encode())
+
+        return Ranges(push_name, pop, f"roctx ({lib})")
     return None
 
 
