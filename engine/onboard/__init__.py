@@ -4,6 +4,7 @@ commented kopt.toml (DESIGN.md §14; docs/byo-kernel.md).
     run = run_once(repo, bench, run_bench)        # the one side effect: the bench, through run_bench
     proposal = propose(run, answers)              # pure apart from reading what the run wrote
     proposal.questions                            # [] or what the CLI must ask (Question.choices)
+    proposal = settle(run, answers, ask)          # asks them one by one (ask=None: one-line error)
     write(proposal, repo / "kopt.toml")           # the commented file (loads with engine.config)
 
 `run_bench(cmd, cwd) -> (returncode, stdout_path, files_written)` is the caller's: the CLI runs
@@ -39,7 +40,7 @@ RunBench = Callable[[str, Path], tuple[int, Path, list[Path]]]
 
 __all__ = [
     "BenchRun", "Candidate", "Choice", "DecisionCost", "Proposal", "Question", "RunBench", "answers_from",
-    "candidates", "estimate_decision_s", "local_run_bench", "propose", "run_noise_pct", "run_once",
+    "candidates", "estimate_decision_s", "local_run_bench", "propose", "run_noise_pct", "run_once", "settle",
     "tree_stamps", "write", "written_since",
 ]
 
@@ -92,6 +93,28 @@ def run_once(repo: Path, bench: str, run_bench: RunBench) -> BenchRun:
     rc, stdout_path, files = run_bench(bench, repo)
     seconds = time.monotonic() - t0
     return BenchRun(bench, repo, rc, Path(stdout_path), tuple(Path(f) for f in files), seconds)
+
+
+def settle(run: BenchRun, answers: dict[str, str] | None = None,
+           ask: Callable[[Question], str] | None = None) -> Proposal:
+    """The proposal with every question answered: from `answers` (`--answer key=value`),
+    then by `ask` (the CLI's prompt, in a terminal) one question at a time; without `ask`
+    an open question is a BadInput whose one line names the candidates."""
+    from kopt_supervisor.engine.errors import BadInput
+
+    given = dict(answers or {})
+    for _ in range(8):  # at most table, metric, direction: a loop that does not settle is a bug
+        p = propose(run, given)
+        if p.complete:
+            return p
+        if ask is None:
+            raise BadInput(p.error_line())
+        q = p.questions[0]
+        answer = ask(q).strip() or (q.default or "")
+        if answer not in {c.value for c in q.choices}:
+            raise BadInput(f"kopt init --bench: {answer!r} is not one of {', '.join(c.value for c in q.choices)}")
+        given[q.key] = answer
+    raise BadInput("kopt init --bench: the questions did not settle")
 
 
 def write(proposal: Proposal, path: Path, *, overwrite: bool = False) -> Path:

@@ -303,3 +303,21 @@ def test_a_real_run_through_local_run_bench(tmp_path: Path) -> None:
     _, t = proposed(run)
     assert (t["csv"], t["metric"], t["correct"]) == ("out/r.csv", "ms", "ok == 1")
     assert t["protected"] == ["bench.py", "timing.py"] and t["sources"] == ["bench.py", "kern.py", "timing.py"]
+
+
+def test_settle_asks_one_question_at_a_time_or_fails_in_one_line(tmp_path: Path) -> None:
+    out = "N,triton_us,cuda_us,score\n64,1.0,1.1,3\n128,2.0,2.1,4\n"
+    run = fake_run(tmp_path, out)
+    asked: list[str] = []
+
+    def ask(q: onboard.Question) -> str:
+        asked.append(q.key)
+        return "cuda_us"
+
+    p = onboard.settle(run, {}, ask)
+    assert asked == ["metric"] and p.target["metric"] == "cuda_us"
+    with pytest.raises(BadInput, match=r"^kopt init --bench: Which column .*triton_us, cuda_us"):
+        onboard.settle(run, {})
+    assert onboard.settle(run, {"metric": "triton_us"}).target["metric"] == "triton_us"
+    with pytest.raises(BadInput, match="'gpu_us' is not one of triton_us, cuda_us"):
+        onboard.settle(run, {}, lambda q: "gpu_us")
