@@ -203,9 +203,36 @@ class ProposeConfig:
     kind: str = "manual"
     """"manual", "command" or "tune"."""
     command: str = ""
-    """The agent command for kind = "command"; {prompt}, {plan}, {worktree} are filled in."""
-    timeout_s: float = 3600.0
+    """The agent command for kind = "command"; {prompt}, {prompt_json}, {plan}, {worktree},
+    {agent_dir}, {session} and {message} are filled in (docs/agents.md). With an agent preset it
+    replaces the preset's command line."""
+    agent: str = ""
+    """An agent CLI preset for kind = "command": "claude-code", "codex", "gemini", "aider",
+    "opencode" or "generic" (docs/agents.md): its command line, permissions, writable
+    folders and how to read its cost, tokens and session id."""
+    model: str = ""
+    """Passed to the preset's --model flag; empty: the CLI's own default."""
+    args: list[str] = field(default_factory=list)
+    """Extra arguments appended to the preset's command line."""
+    session: str = "fresh"
+    """"fresh": a new agent session each iteration; "resume": one continued conversation
+    (the context pack is still given each time; a masked iteration breaks the chain)."""
+    timeout_s: float = 0.0
+    """Seconds a proposal may take; 0: the preset's (3600 s without one)."""
     repair_attempts: int = 3
+    budget_usd: float = 0.0
+    """Stop the run once the agent runs have cost this many dollars (as the CLI reports
+    them); 0: no limit."""
+    budget_tokens: int = 0
+    """Stop the run once the agent runs have used this many tokens (input + output); 0: no limit."""
+    writable: list[str] = field(default_factory=list)
+    """More folders the sandbox leaves writable for the agent (absolute or ~/...), besides
+    the preset's own config and cache folders."""
+    transcript_max_kib: int = 4096
+    """Each agent transcript kept in logs/vN/ is cut to this size (head and tail kept)."""
+    prompt_max_kib: int = 64
+    """The size budget of the context pack (KOPT_PROMPT): the oldest history is summarised
+    first; the rules and the current evidence are never cut."""
     tune: TuneConfig = field(default_factory=TuneConfig)
 
 
@@ -430,9 +457,8 @@ def validate(cfg: Config, source: str = "kopt.toml") -> None:
     pr = cfg.propose
     need(pr.kind in ("manual", "command", "tune"), "[propose].kind",
          f'must be "manual", "command" or "tune", not {pr.kind!r}')
-    need(pr.kind != "command" or bool(pr.command.strip()), "[propose].command",
-         'is required when [propose].kind = "command"')
-    need(pr.timeout_s > 0, "[propose].timeout_s", "must be > 0")
+    _validate_agent(pr, need)
+    need(pr.timeout_s >= 0, "[propose].timeout_s", "must be >= 0 (0: the agent preset's)")
     need(0 <= pr.repair_attempts <= 10, "[propose].repair_attempts", "must be between 0 and 10")
     if pr.kind == "tune":
         need(bool(pr.tune.params), "[propose.tune].params", 'is required when [propose].kind = "tune"')
@@ -466,6 +492,58 @@ def validate(cfg: Config, source: str = "kopt.toml") -> None:
         if getattr(r, key):
             expr.parse(getattr(r, key), where=f"{source}: [roofline].{key}")
     need(r.unit_scale > 0, "[roofline].unit_scale", "must be > 0")
+
+
+def _validate_agent(pr: ProposeConfig, need: Any) -> None:
+    """[propose] keys of the command proposer and its agent preset."""
+    from kopt_supervisor.engine.propose import agents
+
+    command = pr.command.strip()
+    need(pr.kind != "command" or bool(command) or bool(pr.agent), "[propose].command",
+         'is required when [propose].kind = "command" (or name an agent preset: [propose].agent)')
+    need(not pr.agent or pr.agent in agents.PRESETS, "[propose].agent",
+         f"must be one of {', '.join(repr(a) for a in agents.AGENT_NAMES)}, not {pr.agent!r}")
+    need(not pr.agent or pr.kind == "command", "[propose].agent",
+         f'needs [propose].kind = "command" (an agent is a command proposer), not {pr.kind!r}')
+    need(pr.agent != "generic" or bool(command), "[propose].command",
+         'is required with [propose].agent = "generic" (a CLI without a preset)')
+    need(pr.session in ("fresh", "resume"), "[propose].session", f'must be "fresh" or "resume", not {pr.session!r}')
+    if pr.session == "resume":
+        need(pr.kind == "command", "[propose].session", '= "resume" needs an agent ([propose].kind = "command")')
+        need(agents.supports_resume(pr.agent, command), "[propose].session",
+             f'= "resume": {_agent_name(pr)} cannot continue a session'
+             + (" (aider has no session id)" if pr.agent == "aider" else "")
+             + (" (put {session} in [propose].command where the CLI takes the session id)"
+                if command or pr.agent in ("", "generic") else ""))
+    need(not pr.model or bool(pr.agent) and pr.agent != "generic" and not command, "[propose].model",
+         "needs an agent preset without [propose].command (put the model in the command instead)")
+    need(not pr.args or bool(pr.agent) and pr.agent != "generic" and not command, "[propose].args",
+         "needs an agent preset without [propose].command (put the arguments in the command instead)")
+    for key in ("budget_usd", "budget_tokens"):
+        value = getattr(pr, key)
+        need(value >= 0, f"[propose].{key}", "must be >= 0 (0: no limit)")
+        need(value == 0 or pr.kind == "command", f"[propose].{key}",
+             'counts agent runs: it needs [propose].kind = "command"')
+    if pr.budget_usd > 0 and pr.agent:
+        pre = agents.PRESETS[pr.agent]
+        need(pre.reports_cost, "[propose].budget_usd",
+             f"cannot be kept: {pre.title} reports no cost (use [propose].budget_tokens)")
+    for i, path in enumerate(pr.writable):
+        p = path.rstrip("/")
+        parts = p.split("/")[1:]
+        need(p.startswith(("/", "~/")) and all(x not in ("", ".", "..") for x in parts), f"[propose].writable[{i}]",
+             f'must be an absolute path or one under ~/ (no "..", "." or "//"), not {path!r}')
+        need(len(parts) >= (1 if p.startswith("~/") else 2), f"[propose].writable[{i}]",
+             f"must name a folder below the home or below a top-level folder, not {path!r} (the sandbox "
+             f"would leave too much writable)")
+    need(pr.transcript_max_kib >= 16, "[propose].transcript_max_kib", "must be >= 16")
+    need(8 <= pr.prompt_max_kib <= 1024, "[propose].prompt_max_kib", "must be between 8 and 1024")
+
+
+def _agent_name(pr: ProposeConfig) -> str:
+    if pr.command.strip():
+        return "[propose].command without {session}"
+    return f'the "{pr.agent}" agent' if pr.agent else "a plain command"
 
 
 def _inside(path: str) -> bool:

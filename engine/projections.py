@@ -47,6 +47,8 @@ def memory_record(it: Iteration) -> dict[str, Any]:
             "flags": decision.get("flags", []),
         },
         "proposal": rec.get("proposal", {}),
+        "repairs": rec.get("repairs", []),
+        "plan": rec.get("plan"),
         "pitfalls_and_fixes": rec.get("pitfalls_and_fixes", []),
     }
 

@@ -111,6 +111,8 @@ class IterationRecord(TypedDict, total=False):
     pitfalls_and_fixes: list[str]
     lane: int
     """The lane the iteration was measured in (0 with one lane)."""
+    plan: dict[str, Any]
+    """The plan as read against the context pack: citations of evidence, flags (uncited)."""
 
 
 @dataclass

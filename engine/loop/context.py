@@ -17,6 +17,7 @@ from kopt_supervisor.engine import bookkeeping, faults, runner
 from kopt_supervisor.engine.config import Config
 from kopt_supervisor.engine.decide import Verdict
 from kopt_supervisor.engine.loop.control import Control
+from kopt_supervisor.engine.propose.costs import Spent, spent
 from kopt_supervisor.engine.records import Iteration, IterationRow, Phase, Status
 from kopt_supervisor.engine.store import Store
 from kopt_supervisor.engine.workspace import Workspace, write_memory, write_projections
@@ -39,6 +40,7 @@ class RunContext:
         self.log = log
         self.poll_interval_s = poll_interval_s
         self.child_pgids: set[int] = set()
+        self._ended_records: dict[int, Any] = {}
 
     # -- reading the history --------------------------------------------------------------
 
@@ -58,6 +60,18 @@ class RunContext:
 
     def counters(self) -> bookkeeping.Counters:
         return bookkeeping.counters(self.rows(), self._records)
+
+    def agent_spent(self) -> Spent:
+        """What the agent cost so far (masked iterations too: their money is spent). Ended
+        iterations' records are read once."""
+        rows = self.rows()
+        wanted = [r.version for r in rows if r.version not in self._ended_records]
+        records: dict[int, Any] = {}
+        for it in self.store.iterations(versions=wanted):
+            records[it.version] = it.record
+            if it.final:
+                self._ended_records[it.version] = it.record
+        return spent(sorted({**self._ended_records, **records}.items()))
 
     def _records(self, versions: list[int]) -> dict[int, Iteration]:
         return {it.version: it for it in self.store.iterations(versions=versions)}

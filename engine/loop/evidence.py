@@ -14,18 +14,19 @@ profiler's word on a keep (DESIGN.md §5 step 5, router's Step 0).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from kopt_supervisor.engine import gitops, runner
-from kopt_supervisor.engine.decide import Verdict, reconcile_profiler
+from kopt_supervisor.engine.decide import Policy, Verdict, voting_classes
 from kopt_supervisor.engine.errors import KoptFailure
 from kopt_supervisor.engine.loop.context import RunContext, last_line, with_
 from kopt_supervisor.engine.loop.control import Step
 from kopt_supervisor.engine.loop.lane import Lane, acquire
 from kopt_supervisor.engine.loop.measure import check_untouched
-from kopt_supervisor.engine.loop.rounds import cand_medians
-from kopt_supervisor.engine.profile import PROFILE_ENV, ProfileSummary, choose_profiler, compare
+from kopt_supervisor.engine.loop.rounds import cand_medians, guard_configs
+from kopt_supervisor.engine.profile import PROFILE_ENV, ProfileSummary, choose_profiler
 from kopt_supervisor.engine.profile.base import Profiler
+from kopt_supervisor.engine.profile.classes import agrees, compare_per_class
+from kopt_supervisor.engine.profile.ranges import ConfigRef, config_refs
 from kopt_supervisor.engine.records import Iteration, Stage
 from kopt_supervisor.engine.roofline.evaluate import evaluate as evaluate_roofline
 
@@ -36,34 +37,56 @@ class Evidence:
         self._profiler: tuple[str, Profiler | None] | None = None
 
     def confirm(self, it: Iteration, lane: Lane, verdict: Verdict) -> Verdict:
-        """The candidate's roofline; on a keep, the profiler's final word (reference program)."""
-        self.roofline(it, cand_medians(self.ctx, it, Stage.EVAL), readme=False)
-        if verdict.kind != "keep" or self.profiler(lane) is None:
+        """The candidate's roofline; on a keep, the profiler's final word (reference program):
+        the GPU time of every kernel launched inside each config's range, per class, must
+        agree with the bench within the profiler's own noise (engine.profile.classes)."""
+        ctx = self.ctx
+        self.roofline(it, cand_medians(ctx, it, Stage.EVAL), readme=False)
+        prof = self.profiler(lane)
+        if verdict.kind != "keep" or prof is None:
             return verdict
+        bests: list[ProfileSummary] = []
+        cands: list[ProfileSummary] = []
         try:
-            best = self.profile_tree(it, lane, lane.best, "best")
-            cand = self.profile_tree(it, lane, lane.cand, "cand")
+            for n in range(max(1, ctx.cfg.profile.repeats)):  # alternating, as the looks are
+                suffix = f"_{n}" if n else ""
+                bests.append(self.profile_tree(it, lane, prof, lane.best, f"best{suffix}"))
+                cands.append(self.profile_tree(it, lane, prof, lane.cand, f"cand{suffix}"))
         except KoptFailure as e:
             it.record["profile"] = {"error": str(e)}
-            self.ctx.save(it)
+            ctx.save(it)
             return with_(verdict, kind="borderline", reason=f"the bench says keep, but the profiler failed: {e}",
                          flags=(*verdict.flags, "profiler_failed"))
-        assert best is not None and cand is not None
-        cmp = compare(best, cand)
-        it.record["profile"] = {"best": best.to_dict(), "cand": cand.to_dict(), "comparison": cmp.to_dict()}
-        self.ctx.save(it)
-        self.ctx.event("profile", f"v{it.version}: {cmp.summary_line()}", it=it)
-        checked = reconcile_profiler(verdict, cmp.ratio, agree_margin_pct=self.ctx.cfg.profile.agree_margin_pct)
-        if checked.kind != verdict.kind:
-            return checked
-        return with_(verdict, reason=f"{verdict.reason}; profiler agrees ({cmp.summary_line()})")
+        policy = Policy.from_config(ctx.cfg.decide, ctx.cfg.target.direction)
+        cmp = compare_per_class(bests, cands, self.config_refs(), confidence=policy.confidence,
+                                run_noise_pct=ctx.cfg.profile.run_noise_pct)
+        agreement = agrees(verdict.classes, cmp, min_effect_pct=policy.min_effect_pct)
+        it.record["profile"] = {"best": bests[0].to_dict(), "cand": cands[0].to_dict(), "comparison": cmp.to_dict(),
+                                "agreement": agreement.to_dict()}
+        ctx.save(it)
+        ctx.event("profile", f"v{it.version}: {cmp.summary_line()}", it=it)
+        if agreement.disagrees:
+            return with_(verdict, kind="borderline", reason=agreement.reason(),
+                         flags=(*verdict.flags, "profiler_disagrees"))
+        return with_(verdict, reason=f"{verdict.reason}; profiler: {agreement.summary_line()}")
+
+    def config_refs(self) -> list[ConfigRef]:
+        """The baseline's configs with the classes the decisions vote in (the guard class)."""
+        base = self.ctx.baseline()
+        configs = (base.record.get("configs") or {}) if base else {}
+        votes = voting_classes({k: c["cls"] for k, c in configs.items()}, guard_configs(self.ctx))
+        return config_refs(configs, class_of=votes)
 
     def baseline(self, it: Iteration, lane: Lane, values: dict[str, float]) -> None:
         """The baseline's roofline (the README's Step 0) and its profile (tolerated to fail)."""
         self.roofline(it, values, base=it)
-        summary = self.profile_tree(it, lane, lane.best, "best", tolerate=True)
-        if summary is not None:
-            it.record["profile"] = {"best": summary.to_dict()}
+        prof = self.profiler(lane)
+        if prof is None:
+            return
+        try:
+            it.record["profile"] = {"best": self.profile_tree(it, lane, prof, lane.best, "best").to_dict()}
+        except KoptFailure as e:
+            self.ctx.event("profile", f"v{it.version}: profiling best/ failed: {e}", it=it, level="warn")
 
     def roofline(self, it: Iteration, values: dict[str, float], *, base: Iteration | None = None,
                  readme: bool = True) -> None:
@@ -98,38 +121,26 @@ class Evidence:
             self._profiler = (vendor, choose_profiler(self.ctx.cfg.profile.kind, vendor))
         return self._profiler[1]
 
-    def profile_tree(self, it: Iteration, lane: Lane, tree: Path, side: str, *,
-                     tolerate: bool = False) -> ProfileSummary | None:
-        """The bench (or [profile].command) under the profiler in `tree`."""
+    def profile_tree(self, it: Iteration, lane: Lane, prof: Profiler, tree: Path, side: str) -> ProfileSummary:
+        """The bench (or [profile].command) under the profiler in `tree`, its report read back."""
         ctx = self.ctx
-        try:
-            prof = self.profiler(lane)
-            if prof is None:
-                return None
-            ctx.progress(it, "profile", f"{prof.name} on {tree.name}/")
-            out_dir = ctx.ws.profiles / f"v{it.version}" / side
-            kernel = ctx.cfg.profile.kernel
-            argv = prof.command(runner.as_argv(ctx.cfg.profile.command or ctx.cfg.target.bench), out_dir, kernel)
-            lease = acquire(ctx, lane, it)
-            with ctx.control.during(Step.PROFILE), ctx.clock(it, "profiler_s"):
-                res = ctx.run(it, argv, cwd=tree, name=f"profile_{side}", timeout_s=ctx.cfg.profile.timeout_s,
-                              env={**lease.env, **PROFILE_ENV})
+        ctx.progress(it, "profile", f"{prof.name} on {tree.name}/")
+        out_dir = ctx.ws.profiles / f"v{it.version}" / side
+        kernel = ctx.cfg.profile.kernel
+        argv = prof.command(runner.as_argv(ctx.cfg.profile.command or ctx.cfg.target.bench), out_dir, kernel)
+        lease = acquire(ctx, lane, it)
+        with ctx.control.during(Step.PROFILE), ctx.clock(it, "profiler_s"):
+            res = ctx.run(it, argv, cwd=tree, name=f"profile_{side}", timeout_s=ctx.cfg.profile.timeout_s,
+                          env={**lease.env, **PROFILE_ENV})
             check_untouched(tree)
             if not res.ok:
                 raise KoptFailure(f"{prof.name} on {side}/ {res.why()}: {last_line(res)}")
-            summary = prof.parse(out_dir, kernel)
-            summary.save(out_dir / "summary.json")
-            if tree == lane.cand:
-                gitops.remove_untracked(tree)
-            return summary
-        except KoptFailure as e:
-            if not tolerate:
-                raise
-            ctx.event("profile", f"v{it.version}: profiling {side}/ failed: {e}", it=it, level="warn")
-            return None
-
-
-def summary_of(record: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The profile summary an agent should see of an iteration: the candidate's, else best's."""
-    prof = record or {}
-    return prof.get("cand") or prof.get("best")
+            for n, after in enumerate(prof.after_commands(out_dir)):  # reading the report back: no GPU
+                done = ctx.run(it, after, cwd=tree, name=f"profile_{side}_read{n}", timeout_s=ctx.cfg.profile.timeout_s)
+                if not done.ok:
+                    raise KoptFailure(f"{prof.name} reading its report of {side}/ {done.why()}: {last_line(done)}")
+        summary = prof.parse(out_dir, kernel)
+        summary.save(out_dir / "summary.json")
+        if tree == lane.cand:
+            gitops.remove_untracked(tree)
+        return summary

@@ -51,6 +51,7 @@ from kopt_supervisor.engine.loop.rounds import (
 )
 from kopt_supervisor.engine.metrics import BenchError, Measurement
 from kopt_supervisor.engine.propose import Proposal, Proposer, make_proposer
+from kopt_supervisor.engine.propose.costs import budget_exhausted
 from kopt_supervisor.engine.records import Iteration, Phase, Stage, Status
 from kopt_supervisor.engine.report.environment import capture_environment
 from kopt_supervisor.engine.roofline.evaluate import target_reached
@@ -164,6 +165,10 @@ class Engine:
                     "([stop].target_pct_of_peak)")
         if proposal.get("fatal") and last is not None:
             return f"the proposer cannot go on: {(last.record.get('decision') or {}).get('reason')}"
+        if ctx.cfg.propose.budget_usd or ctx.cfg.propose.budget_tokens:
+            spent_out = budget_exhausted(ctx.cfg, ctx.agent_spent())
+            if spent_out:
+                return spent_out
         if proposal.get("exhausted"):
             return "the proposer has nothing new to try (search space exhausted around the best point)"
         if self.session_max_iters is not None and self.session_iters >= self.session_max_iters:

@@ -9,13 +9,13 @@ the status the iteration ends with and the reason, naming what was seen.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from kopt_supervisor.engine import gitops
 from kopt_supervisor.engine.errors import KoptError
 from kopt_supervisor.engine.loop.context import RunContext
 from kopt_supervisor.engine.loop.lane import Lane
-from kopt_supervisor.engine.propose import parse_plan
+from kopt_supervisor.engine.propose.base import assess_plan
 from kopt_supervisor.engine.records import Iteration, Status
 from kopt_supervisor.engine.workspace import write_atomic
 
@@ -58,17 +58,25 @@ class Police:
             text = path.read_text(encoding="utf-8", errors="replace")[:20000]
         except OSError:
             text = ""
-        plan = parse_plan(text)
-        if not plan.hypothesis:
+        if not text.strip():
             return Problem(Status.FAIL_PROPOSE, f"the proposer wrote no plan to {path.name} (first line: the hypothesis)")
-        classes = self.ctx.store.get("classes", [])
-        if plan.target_class and plan.target_class not in classes:
-            return Problem(Status.FAIL_PROPOSE, f"target_class {plan.target_class!r} is not a class of this bench "
-                                                f"(classes: {', '.join(classes)})")
+        pack = self.ctx.ws.prompt_path(it.version).with_suffix(".json")
+        try:
+            pack_json: Any = pack.read_text(encoding="utf-8")
+        except OSError:
+            pack_json = {"classes": self.ctx.store.get("classes", [])}
+        assessed = assess_plan(text, pack_json)
+        if not assessed.ok:
+            return Problem(Status.FAIL_PROPOSE, f"{path.name}: {assessed.reason}")
+        plan = assessed.plan
         it.hypothesis, it.target_class, it.scope = plan.hypothesis, plan.target_class, plan.scope
+        it.record["plan"] = assessed.to_dict()
         self.ctx.save(it)
         self.ctx.event("plan", f"v{it.version}: {plan.hypothesis}"
                        + (f" [class {plan.target_class}]" if plan.target_class else " [global]"), it=it)
+        if assessed.flags:
+            self.ctx.event("plan", f"v{it.version}: the plan {', '.join(assessed.flags)}: {assessed.reason}", it=it,
+                           level="warn")
         return None
 
     def candidate(self, it: Iteration, lane: Lane) -> Problem | None:

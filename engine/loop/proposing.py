@@ -10,14 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from kopt_supervisor.engine import bookkeeping, gitops, projections
+from kopt_supervisor.engine import gitops, projections
 from kopt_supervisor.engine.errors import KoptFailure
 from kopt_supervisor.engine.loop.context import RunContext
 from kopt_supervisor.engine.loop.control import Step
-from kopt_supervisor.engine.loop.evidence import summary_of
 from kopt_supervisor.engine.loop.lane import Lane, acquire
 from kopt_supervisor.engine.propose import Proposal, ProposalContext, Proposer
-from kopt_supervisor.engine.propose.prompt import render_prompt
+from kopt_supervisor.engine.propose.context import PackInputs, SourceFile, build_pack, list_sources
 from kopt_supervisor.engine.records import Iteration, Phase
 from kopt_supervisor.engine.workspace import write_atomic
 
@@ -26,6 +25,20 @@ class Proposing:
     def __init__(self, ctx: RunContext, proposer: Proposer) -> None:
         self.ctx = ctx
         self.proposer = proposer
+        self._sources: dict[str, list[SourceFile]] = {}
+        self.in_flight: dict[int, str] = {}
+        """lane -> the hypothesis it is evaluating now (lanes tell each other)."""
+
+    def sources(self, lane: Lane, it: Iteration) -> list[SourceFile]:
+        """The target's files as the proposal's BEST has them (read once per BEST)."""
+        best = it.best_commit_before or ""
+        if best not in self._sources:
+            self._sources = {best: list_sources(lane.best, self.ctx.cfg)}
+        return self._sources[best]
+
+    def other_lanes(self, lane: Lane) -> list[str]:
+        """What the other lanes are trying now (their hypotheses), so proposals differ."""
+        return [h for index, h in self.in_flight.items() if index != lane.index and h]
 
     @property
     def instant(self) -> bool:
@@ -54,19 +67,19 @@ class Proposing:
     def _run(self, it: Iteration, lane: Lane, gpu_env: dict[str, str], repair: int,
              failing: list[dict[str, Any]] | None) -> Proposal:
         ctx = self.ctx
-        its = ctx.store.iterations(include_masked=False)
-        history = [projections.memory_record(h) for h in its if h.final or h.awaiting_review]
-        best_it = bookkeeping.best_iteration(its)
+        its = ctx.store.iterations()
+        history = [projections.memory_record(h) for h in its if not h.masked and (h.final or h.awaiting_review)]
         prompt_path = ctx.ws.prompt_path(it.version, repair)
-        prompt = render_prompt(
-            ctx.cfg, iteration=it.version, repair=repair, best_commit=it.best_commit_before or "",
-            best_per_class=projections.best_per_class(its), classes=ctx.store.get("classes", []),
-            profile=summary_of(best_it.record.get("profile")) if best_it else None,
-            recent_regressions=bookkeeping.counters(its).recent_regressions, history=history, failing_rows=failing,
-            hypothesis=it.hypothesis, roofline=best_it.record.get("roofline") if best_it else None)
+        pack_path = prompt_path.with_suffix(".json")
+        pack = build_pack(PackInputs(
+            ctx.cfg, ctx.store.meta(), its, it.version, repair=repair, failing_rows=failing or (),
+            hypothesis=it.hypothesis, target_class=it.target_class, sources=self.sources(lane, it),
+            worktree=lane.cand, prompt_json_path=pack_path, plan_path=ctx.ws.plan_path(it.version),
+            other_lanes=self.other_lanes(lane)))
         try:
             prompt_path.parent.mkdir(parents=True, exist_ok=True)
-            write_atomic(prompt_path, prompt)
+            write_atomic(prompt_path, pack.markdown)
+            write_atomic(pack_path, pack.json)
         except OSError as e:  # a full disk: no proposal without its prompt (not a crash)
             ctx.event("disk", f"cannot write {prompt_path}: {e}", level="error")
             return Proposal(False, f"cannot write the prompt: {e}")
@@ -85,7 +98,8 @@ class Proposing:
             iteration=it.version, repair=repair, worktree=lane.cand, workspace=ctx.ws.dir, prompt_path=prompt_path,
             plan_path=plan, log_dir=ctx.ws.log_dir(it.version), config=ctx.cfg,
             best_commit=it.best_commit_before or "", classes=ctx.store.get("classes", []), history=history,
-            env=env, run=run, wait_for_command=wait_for_command)
+            env={**env, "KOPT_PROMPT_JSON": str(pack_path)}, run=run, wait_for_command=wait_for_command,
+            prompt_json_path=pack_path)
         try:
             with ctx.control.during(Step.PROPOSE):
                 return self.proposer.propose(pctx)
