@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from kopt_supervisor.engine import adapters
+from kopt_supervisor.engine.adapters.model import AdapterError
 from kopt_supervisor.engine.config import TargetConfig
 from kopt_supervisor.engine.metrics import BenchError, Measurement, measure, parse_table
 from kopt_supervisor.engine.sandbox import read_output
@@ -69,4 +71,18 @@ def read_table(path: Path, *, metric: str, from_stdout: bool = False) -> pd.Data
 
 
 def read_measurement(path: Path, cfg: TargetConfig, *, from_stdout: bool = False) -> Measurement:
-    return measure(read_table(path, metric=cfg.metric, from_stdout=from_stdout), cfg, path.name)
+    """A bench run's rows by the target's rules: kopt's CSV, or the output format
+    [target].format names, read by its adapter (engine/adapters)."""
+    if cfg.format == "csv":
+        return measure(read_table(path, metric=cfg.metric, from_stdout=from_stdout), cfg, path.name)
+    try:
+        text = read_output(path, MAX_TABLE_BYTES).decode("utf-8", errors="replace")
+    except OSError as exc:
+        raise BenchError(f"{path.name}: cannot read: {exc.strerror or exc}") from None
+    source = "stdout" if from_stdout else path.name
+    try:
+        df = adapters.frame_from_text(cfg.format, text, source, cfg.adapter,
+                                      csv_file=not from_stdout and path.suffix.lower() == ".csv")
+    except AdapterError as exc:
+        raise BenchError(str(exc)) from None
+    return measure(df, cfg, source)

@@ -72,6 +72,11 @@ class TargetConfig:
     sources: list[str] = field(default_factory=list)
     """Globs of files the bench reads; `kopt init` refuses uncommitted changes in them.
     Default: every tracked file."""
+    allow_untracked: list[str] = field(default_factory=list)
+    """Globs of new files a candidate may add that hold code (a new kernel module, a build
+    file), untracked or ignored: they join the candidate's diff, are shown in review and
+    committed with a keep. Any other new executable content (Python, bytecode, .pth, native
+    libraries, scripts) is rejected with its paths."""
     timeout_s: float = 900.0
     max_output_mib: float = 512.0
     """A bench, proposer or formatter writing more than this (stdout, stderr, or any one

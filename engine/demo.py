@@ -89,9 +89,9 @@ def demo_iterations(gpu: bool, max_iters: int | None) -> int:
     return max_iters if max_iters is not None else (DEFAULT_ITERS_GPU if gpu else DEFAULT_ITERS_CPU)
 
 
-def run_headless(ws: Workspace, iters: int) -> int:
+def run_headless(ws: Workspace, iters: int, *, no_sandbox: bool = False) -> int:
     """The demo in this process, its progress logged to stdout; returns the engine's exit
     code when the demo run ends."""
     from kopt_supervisor.engine.daemon import run_engine
 
-    return run_engine(ws, proposer="tune", max_iters=iters, log_to_stdout=True)
+    return run_engine(ws, proposer="tune", max_iters=iters, log_to_stdout=True, no_sandbox=no_sandbox)

@@ -6,8 +6,9 @@ The caller owns the workspace (the engine, or a CLI holding the workspace lock).
 
 from __future__ import annotations
 
+from kopt_supervisor.engine import integrity
 from kopt_supervisor.engine.errors import BadInput
-from kopt_supervisor.engine.records import Status, restart_point_problem
+from kopt_supervisor.engine.records import KEPT, Status, restart_point_problem
 from kopt_supervisor.engine.store import Store
 from kopt_supervisor.engine.workspace import Workspace, write_memory
 
@@ -18,16 +19,47 @@ def rewrite_memory(ws: Workspace, store: Store, versions: list[int]) -> None:
 
 
 def set_masked(ws: Workspace, store: Store, versions: list[int], masked: bool) -> list[int]:
-    """Mask or unmask iterations; the baseline and an iteration in flight cannot be."""
+    """Mask or unmask iterations; the baseline and an iteration in flight cannot be. The
+    chain of keeps is checked before (a forged history is never resealed) and sealed after."""
     rows = {it.version: it for it in store.rows()}
     for v in versions:
         if v not in rows:
             raise BadInput(f"v{v} does not exist")
         if v == 0 or rows[v].status in (Status.RUNNING, Status.BORDERLINE):
             raise BadInput(f"v{v} cannot be {'masked' if masked else 'unmasked'} (the baseline or in flight)")
+    key = integrity.read_secret(ws.dir)
+    check_chain(key, store)
     changed = store.set_masked(versions, masked)
+    reseal(key, store)
     rewrite_memory(ws, store, changed)
     return changed
+
+
+def check_chain(key: bytes, store: Store) -> None:
+    """Raise integrity.Tampered when a kept iteration's seal is wrong. A run made before keeps
+    were sealed is sealed as it stands, once (meta chain_sealed)."""
+    if not store.get("chain_sealed"):
+        reseal(key, store)
+        store.set("chain_sealed", True)
+        store.event("integrity", "sealed the chain of keeps (a run made by an earlier kopt)", level="warn")
+        return
+    kept = store.iterations(versions=[r.version for r in store.rows() if r.status in KEPT and r.commit])
+    broken = integrity.broken_links(key, kept)
+    if broken:
+        raise integrity.Tampered(f"run.db holds kept iteration(s) the engine did not seal: "
+                                 f"{', '.join(f'v{v}' for v in broken)} (a forged or edited keep, or a mask "
+                                 "changed behind kopt's back); the run refuses to go on from them")
+
+
+def reseal(key: bytes, store: Store) -> None:
+    """Seal the chain of keeps as it stands (after a change the engine or the user's CLI made)."""
+    kept = store.iterations(versions=[r.version for r in store.rows() if r.status in KEPT and r.commit])
+    want = integrity.reseal_chain(key, kept)
+    with store.transaction():
+        for it in kept:
+            if it.record.get("seal") != want[it.version]:
+                it.record["seal"] = want[it.version]
+                store.save_iteration(it)
 
 
 def check_restart_point(store: Store, version: int) -> None:
@@ -40,8 +72,11 @@ def restart_from(ws: Workspace, store: Store, version: int, why: str = "") -> li
     """Mask every later unmasked iteration (the masked partial restart). Counters and
     BEST_COMMIT follow by derivation; the engine re-syncs the worktrees."""
     check_restart_point(store, version)
+    key = integrity.read_secret(ws.dir)
+    check_chain(key, store)
     later = [it.version for it in store.rows() if it.version > version and not it.masked]
     changed = store.set_masked(later, True)
+    reseal(key, store)
     rewrite_memory(ws, store, changed)
     store.event("restart", f"restarted from v{version}; masked {', '.join(f'v{v}' for v in changed) or 'nothing'}"
                 + (f": {why}" if why else ""), version=version)

@@ -111,6 +111,12 @@ class IterationRecord(TypedDict, total=False):
     pitfalls_and_fixes: list[str]
     lane: int
     """The lane the iteration was measured in (0 with one lane)."""
+    seal: str
+    decision_cost: dict[str, Any]
+    """Baseline only: what one decision costs with this bench (engine/onboard/cost.py)."""
+    """A kept iteration's link in the chain of keeps (engine/integrity.py)."""
+    forced_paths: list[str]
+    """Ignored files [target].allow_untracked lets the candidate hold: staged, shown, committed."""
     plan: dict[str, Any]
     """The plan as read against the context pack: citations of evidence, flags (uncited)."""
 

@@ -20,7 +20,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -84,7 +84,8 @@ CREATE TABLE IF NOT EXISTS commands (
   source     TEXT NOT NULL DEFAULT '',
   status     TEXT NOT NULL DEFAULT 'pending',
   handled_at REAL,
-  result     TEXT NOT NULL DEFAULT ''
+  result     TEXT NOT NULL DEFAULT '',
+  seal       TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS commands_pending ON commands (status, id);
 """
@@ -113,6 +114,7 @@ class Command:
     source: str
     status: str
     result: str
+    seal: str = ""
 
 
 @dataclass(frozen=True)
@@ -175,10 +177,11 @@ class Store:
         tables = {r[0] for r in self.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         if "samples" not in tables:
             return  # being created
-        have = {r[1] for r in self.db.execute("PRAGMA table_info(samples)")}
-        for column, decl in (("ord", "TEXT NOT NULL DEFAULT ''"), ("flagged", "INTEGER NOT NULL DEFAULT 0")):
-            if column not in have:
-                self.db.execute(f"ALTER TABLE samples ADD COLUMN {column} {decl}")
+        for table, column, decl in (("samples", "ord", "TEXT NOT NULL DEFAULT ''"),
+                                    ("samples", "flagged", "INTEGER NOT NULL DEFAULT 0"),
+                                    ("commands", "seal", "TEXT NOT NULL DEFAULT ''")):
+            if column not in {r[1] for r in self.db.execute(f"PRAGMA table_info({table})")}:
+                self.db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {decl}")
 
     def close(self) -> None:
         self.db.close()
@@ -354,13 +357,18 @@ class Store:
 
     # -- commands -----------------------------------------------------------------------
 
-    def send_command(self, kind: str, args: dict[str, Any] | None = None, *, source: str = "") -> int:
+    def send_command(self, kind: str, args: dict[str, Any] | None = None, *, source: str = "",
+                     seal: Callable[[str, dict[str, Any], float], str] | None = None) -> int:
+        """Insert a command row; `seal(kind, args, t)` signs it with the run's secret (the
+        engine acts only on sealed rows: engine/integrity.py)."""
         if kind not in COMMAND_KINDS:
             raise BadInput(f"unknown command {kind!r} (known: {', '.join(COMMAND_KINDS)})")
+        t = time.time()
+        args = dict(args or {})
         with self.transaction():
             cur = self.db.execute(
-                "INSERT INTO commands (t, kind, args, source) VALUES (?,?,?,?)",
-                (time.time(), kind, json.dumps(args or {}), source),
+                "INSERT INTO commands (t, kind, args, source, seal) VALUES (?,?,?,?,?)",
+                (t, kind, json.dumps(args), source, seal(kind, args, t) if seal else ""),
             )
             return int(cur.lastrowid or 0)
 
@@ -423,4 +431,5 @@ def _iteration(r: sqlite3.Row) -> Iteration:
 
 
 def _command(r: sqlite3.Row) -> Command:
-    return Command(r["id"], r["t"], r["kind"], json.loads(r["args"]), r["source"], r["status"], r["result"])
+    return Command(r["id"], r["t"], r["kind"], json.loads(r["args"]), r["source"], r["status"], r["result"],
+                   r["seal"] if "seal" in r.keys() else "")

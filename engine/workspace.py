@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from kopt_supervisor.engine import config as config_mod
-from kopt_supervisor.engine import gitops
+from kopt_supervisor.engine import gitops, integrity
 from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.store import Store
 
@@ -211,6 +211,9 @@ def create_workspace(
                     "state": "stopped",
                     "stop_reason": "not started yet",
                     "config_source": config_source,
+                    "frozen_config": config_text,
+                    "chain_sealed": True,
+                    "frozen_config_seal": integrity.config_seal(integrity.make_secret(ws.dir), config_text),
                 }
             )
             store.event("init", f"created from {repo} at {commit[:12]}")

@@ -14,6 +14,7 @@ import json
 import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from kopt_supervisor.engine import api
@@ -43,7 +44,10 @@ def _print_json(data: Any) -> None:
 
 
 def cmd_init(args: argparse.Namespace) -> int:
-    created = api.init_run(resolve_root(args.root), args.tag, args.repo, config_file=args.config, bench=args.bench)
+    if args.bench and not args.config and not (Path(args.repo).expanduser() / "kopt.toml").exists():
+        _propose_config(args)  # no config yet: read the bench's own output and propose one
+    created = api.init_run(resolve_root(args.root), args.tag, args.repo, config_file=args.config,
+                           bench=None if args.proposed else args.bench)
     ws = created.workspace
     print(f"created {ws.dir}")
     print(f"  branch {ws.branch} at {created.commit[:12]}; worktrees best/ and cand/")
@@ -51,13 +55,42 @@ def cmd_init(args: argparse.Namespace) -> int:
     return 0
 
 
+def _propose_config(args: argparse.Namespace) -> None:
+    """kopt init --bench CMD without a config: the bench runs once, kopt proposes a commented
+    kopt.toml; in a terminal, the open questions are asked and the file is confirmed
+    (--yes accepts it as proposed); without one, an open question is a one-line error."""
+    interactive = sys.stdin.isatty() and sys.stdout.isatty()
+
+    def ask(q: Any) -> str:
+        print(f"\n{q.prompt} ({q.why})")
+        for n, c in enumerate(q.choices, 1):
+            print(f"  {n}. {c.value}: {c.label}")
+        answer = input(f"answer (1-{len(q.choices)}{', enter: ' + q.default if q.default else ''}): ").strip()
+        return q.choices[int(answer) - 1].value if answer.isdigit() and 0 < int(answer) <= len(q.choices) else answer
+
+    path, text = api.propose_config(args.repo, args.bench, answers=args.answer, ask=ask if interactive else None,
+                                    no_sandbox=args.no_sandbox, log=print,
+                                    log_dir=resolve_root(args.root) / ".init" / args.tag)
+    print(text)
+    if not args.yes:
+        if not interactive:
+            path.unlink()
+            raise BadInput("kopt init --bench: review the proposed config above, then pass --yes to accept it "
+                           "(it was not kept)")
+        if input(f"write this as {path} and create the run? [y/N] ").strip().lower() not in ("y", "yes"):
+            path.unlink()
+            raise BadInput("kopt init: the proposed config was not accepted")
+    print(f"wrote {path} (commit it with your repo if you want it kept)")
+    args.proposed = True
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     ws = _ws(args)
     if args.proposer:
         api.check_proposer(ws, args.proposer)  # before detaching
     if args.foreground:
-        return api.run_foreground(ws, proposer=args.proposer, max_iters=args.max_iters)
-    pid = api.start_detached(ws, proposer=args.proposer, max_iters=args.max_iters)
+        return api.run_foreground(ws, proposer=args.proposer, max_iters=args.max_iters, no_sandbox=args.no_sandbox)
+    pid = api.start_detached(ws, proposer=args.proposer, max_iters=args.max_iters, no_sandbox=args.no_sandbox)
     if args.headless:
         print(f"engine started (pid {pid}); logs: {ws.engine_log}")
         print(f"  watch: kopt attach {ws.tag}   status: kopt status {ws.tag}   stop: kopt stop {ws.tag}")
@@ -218,11 +251,22 @@ def cmd_demo(args: argparse.Namespace) -> int:
     if not gpu:
         print(f"  {api.CPU_NOTICE}")
     if args.headless:
-        rc = api.run_demo_headless(ws, iters)
+        rc = api.run_demo_headless(ws, iters, no_sandbox=args.no_sandbox)
         _demo_summary(ws)
         return rc
-    api.start_detached(ws, proposer="tune", max_iters=iters)
+    api.start_detached(ws, proposer="tune", max_iters=iters, no_sandbox=args.no_sandbox)
     return _attach(ws)
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    ws = api.open_workspace(args.root, args.tag) if args.tag else None
+    report = api.doctor(ws)
+    if args.json:
+        _print_json(report)
+    else:
+        print(api.format_doctor(report), end="")
+    proposer = report.get("proposer") or {}
+    return 1 if proposer and not proposer.get("ok") else 0
 
 
 def _demo_summary(ws: Workspace) -> None:
@@ -255,7 +299,13 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--repo", required=True, help="the target git repository")
     sp.add_argument("--tag", required=True, help="the run's name (letters, digits, . _ -)")
     sp.add_argument("--config", help="kopt.toml to use (default REPO/kopt.toml)")
-    sp.add_argument("--bench", help="the benchmark command (overrides [target].bench)")
+    sp.add_argument("--bench", help="the benchmark command (overrides [target].bench; with no kopt.toml, kopt "
+                                    "runs it once and proposes one)")
+    sp.add_argument("--yes", action="store_true", help="accept the proposed kopt.toml as it is")
+    sp.add_argument("--answer", action="append", metavar="KEY=VALUE",
+                    help="answer a question the proposal asks (table, metric, direction)")
+    sp.add_argument("--no-sandbox", action="store_true", help="run the bench unconfined (recorded)")
+    sp.set_defaults(proposed=False)
 
     sp = add("run", cmd_run, "start (or resume) a run: detached engine + the TUI")
     sp.add_argument("tag")
@@ -264,6 +314,8 @@ def build_parser() -> argparse.ArgumentParser:
     mode.add_argument("--foreground", action="store_true", help="run the engine in this process")
     sp.add_argument("--proposer", choices=["manual", "command", "tune"])
     sp.add_argument("--max-iters", type=int, help="stop after N candidate iterations in this session")
+    sp.add_argument("--no-sandbox", action="store_true",
+                    help="run the proposer and candidate code without bubblewrap (recorded and shown with every result)")
 
     sp = add("attach", cmd_attach, "open the TUI on a run (no tag: every run under the root)")
     sp.add_argument("tag", nargs="?")
@@ -319,6 +371,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("tag")
     sp.add_argument("--branch", required=True)
 
+    sp = add("doctor", cmd_doctor, "what this machine offers kopt (sandbox, GPUs, profilers) and what is missing")
+    sp.add_argument("--tag", help="also check this run's proposer program")
+    sp.add_argument("--json", action="store_true")
     sp = add("ceilings", cmd_ceilings, "measure this GPU's copy bandwidth and bf16 matrix rate")
     sp.add_argument("--json", action="store_true")
 
@@ -327,6 +382,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--kernel", default="rmsnorm", help="rmsnorm or adaln")
     sp.add_argument("--max-iters", type=int, default=None)
     sp.add_argument("--tag", default=None)
+    sp.add_argument("--no-sandbox", action="store_true",
+                    help="run the bench without bubblewrap (recorded and shown with every result)")
     sp.add_argument("--no-profile", action="store_true",
                     help="skip the profiler's confirmation of keeps (faster on a GPU with ncu/rocprofv3)")
     return p

@@ -99,9 +99,6 @@ CONTRACTS = (
 )
 
 EXEMPTIONS: dict[tuple[str, str, str], str] = {
-    ("the loop never imports the report", "engine/loop*", f"{ROOT_PACKAGE}.engine.report.environment"):
-        "capture_environment probes the machine (nvidia-smi, git, versions) for the run's record; it is "
-        "no part of the report: move engine/report/environment.py to engine/environment.py",
     ("a pure room imports nothing with side effects", "engine/roofline/model.py",
      f"{ROOT_PACKAGE}.engine.roofline.specs"):
         "model needs only the Spec record and get_spec (a dict lookup), but specs finds and reads the GPU "

@@ -46,8 +46,12 @@ from kopt_supervisor.engine.api.reading import (
 from kopt_supervisor.engine.api.runs import (
     Created,
     check_proposer,
+    check_sandbox,
+    doctor,
+    format_doctor,
     init_run,
     open_workspace,
+    propose_config,
     run_foreground,
     start_detached,
 )
@@ -77,8 +81,8 @@ from kopt_supervisor.engine.workspace import Workspace, list_workspaces, resolve
 
 __all__ = [
     # runs
-    "Created", "check_proposer", "engine_alive", "init_run", "list_workspaces", "open_workspace",
-    "resolve_root", "run_foreground", "start_detached",
+    "Created", "check_proposer", "check_sandbox", "doctor", "engine_alive", "format_doctor", "init_run",
+    "list_workspaces", "open_workspace", "propose_config", "resolve_root", "run_foreground", "start_detached",
     # reading
     "LIVE_STATES", "RunReader", "awaiting_review", "best_commit", "best_iteration", "best_speedup", "counters",
     "effective_state", "heartbeat_age", "list_runs", "memory_record", "memory_records", "restart_point_problem",

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kopt_supervisor.engine import history
+from kopt_supervisor.engine import history, integrity
 from kopt_supervisor.engine.api.reading import LIVE_STATES
 from kopt_supervisor.engine.daemon import engine_alive, workspace_lock
 from kopt_supervisor.engine.errors import BadInput
@@ -38,7 +38,7 @@ def send(ws: Workspace, kind: str, args: dict[str, Any] | None = None, *, source
             return Sent(None, True, applied)
     with Store(ws.db_path) as store:
         _validate(store, kind, args)
-        cid = store.send_command(kind, args, source=source)
+        cid = store.send_command(kind, args, source=source, seal=integrity.command_sealer(integrity.read_secret(ws.dir)))
     if alive:
         return Sent(cid, False, f"sent to the engine (pid {pid})")
     return Sent(cid, False, "queued: no engine is running; it applies when the run resumes (`kopt run`)")

@@ -5,8 +5,10 @@ the calling process."""
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from kopt_supervisor.engine import config, daemon
 from kopt_supervisor.engine.errors import BadInput
@@ -30,9 +32,12 @@ def init_run(root: Path, tag: str, repo: str | Path, *, config_file: str | Path 
              bench: str | None = None) -> Created:
     """`kopt init`: a workspace for `repo` (any directory inside a git work tree) with the
     config frozen into it. The config is `config_file`, else REPO/kopt.toml; `bench`
-    overrides its [target].bench, and with `bench` no config file is needed at all."""
+    overrides its [target].bench (with no config file at all, `propose_config` writes one
+    from the bench's own output first). A proposer whose program is not on PATH is refused
+    here, not at iteration 1."""
     from kopt_supervisor.engine import gitops
     from kopt_supervisor.engine.loop import write_initial_projections
+    from kopt_supervisor.engine.propose.agents import check_agent
 
     top = gitops.toplevel(Path(repo).expanduser().resolve())
     cfg_path = Path(config_file).expanduser() if config_file else top / "kopt.toml"
@@ -46,6 +51,9 @@ def init_run(root: Path, tag: str, repo: str | Path, *, config_file: str | Path 
     else:
         text = ""
     cfg = _with_bench(text, bench, str(cfg_path)) if bench else config.loads(text, source=str(cfg_path))
+    missing = check_agent(cfg)
+    if missing:
+        raise BadInput(missing)
     frozen = f"# frozen by `kopt init` from {cfg_path if cfg_path.exists() else 'defaults'}\n" + config.dumps(cfg)
     ws, _, commit = create_workspace(root, tag, top, frozen, config_source=str(cfg_path))
     write_initial_projections(ws)
@@ -71,12 +79,99 @@ def check_proposer(ws: Workspace, proposer: str) -> None:
     make_proposer(ws.load_config(), proposer)
 
 
-def start_detached(ws: Workspace, *, proposer: str | None = None, max_iters: int | None = None) -> int:
+def check_sandbox(ws: Workspace, *, proposer: str | None = None, no_sandbox: bool = False) -> str:
+    """The run's sandbox rule, before anything detaches: a one-line BadInput when bubblewrap
+    does not work here and the user did not pass --no-sandbox; else what the run will say."""
+    from kopt_supervisor.engine import sandbox
+
+    kind = proposer or ws.load_config().propose.kind
+    return sandbox.start_rule(sandbox.probe(), proposer_kind=kind, no_sandbox=no_sandbox).summary
+
+
+def start_detached(ws: Workspace, *, proposer: str | None = None, max_iters: int | None = None,
+                   no_sandbox: bool = False) -> int:
     """Start the run's engine in its own session (it survives the terminal); its pid."""
-    return daemon.start_detached(ws, proposer=proposer, max_iters=max_iters)
+    check_sandbox(ws, proposer=proposer, no_sandbox=no_sandbox)
+    return daemon.start_detached(ws, proposer=proposer, max_iters=max_iters, no_sandbox=no_sandbox)
 
 
-def run_foreground(ws: Workspace, *, proposer: str | None = None, max_iters: int | None = None) -> int:
+def run_foreground(ws: Workspace, *, proposer: str | None = None, max_iters: int | None = None,
+                   no_sandbox: bool = False) -> int:
     """Run the engine in this process, its log on stdout, until the run stops or `max_iters`
     candidate iterations ended: 0 when it stopped for a stated reason, 1 when it crashed."""
-    return daemon.run_engine(ws, proposer=proposer, max_iters=max_iters, log_to_stdout=True)
+    return daemon.run_engine(ws, proposer=proposer, max_iters=max_iters, log_to_stdout=True, no_sandbox=no_sandbox)
+
+
+def propose_config(repo: str | Path, bench: str, *, log_dir: Path, answers: list[str] | None = None,
+                   ask: Callable[[Any], str] | None = None, no_sandbox: bool = False,
+                   log: Callable[[str], None] = lambda m: None) -> tuple[Path, str]:
+    """`kopt init --bench CMD` where the repo has no kopt.toml: run the bench once (through
+    the GPU gate, confined as candidate code is), find its table and write a commented
+    kopt.toml proposing the metric, correctness rule, configs, classes, protected files
+    (engine/onboard). Questions the output leaves open are `ask`ed (None: a one-line BadInput
+    naming the candidates and the --answer to give). The bench's output stays in `log_dir`.
+    Returns the file and its text."""
+    import tempfile
+
+    from kopt_supervisor.engine import gitops, onboard, sandbox
+    from kopt_supervisor.engine.config import GpuConfig
+    from kopt_supervisor.engine.gpu.backends import open_backend
+    from kopt_supervisor.engine.gpu.gate import Gate
+
+    top = gitops.toplevel(Path(repo).expanduser().resolve())
+    target = top / "kopt.toml"
+    if target.exists():
+        raise BadInput(f"{target}: exists already (kopt init uses it; --bench only overrides its [target].bench)")
+    support = sandbox.probe()
+    sandbox.start_rule(support, proposer_kind="none", no_sandbox=no_sandbox)
+    with tempfile.TemporaryDirectory(prefix="kopt-init-") as tmp:
+        scratch = Path(tmp)
+        gate = Gate(GpuConfig(), open_backend("auto"), owner=f"kopt init {top}")
+
+        def run_bench(cmd: str, cwd: Path) -> tuple[int, Path, list[Path]]:
+            decision = gate.acquire()  # an idle GPU, as every timed run gets
+            log(f"running the bench once in {cwd} ({decision.note or 'no GPU'})")
+            before = onboard.tree_stamps(cwd)
+            jail = None if no_sandbox else sandbox.for_bench(  # the bench may write only in the repo
+                workspace=scratch / "ws", cache=sandbox.cache_dir(scratch / "ws", "init", "0" * 40), writable_trees=[cwd],
+                bwrap=support.bwrap or sandbox.BWRAP)
+            from kopt_supervisor.engine import runner
+
+            res = runner.run(cmd, cwd=cwd, log_dir=log_dir, name="init_bench", timeout_s=900,
+                             env={**decision.env}, confine=jail)
+            return (res.returncode if res.returncode is not None else -1), res.stdout_path, \
+                onboard.written_since(cwd, before)
+
+        try:
+            run = onboard.run_once(top, bench, run_bench)
+            proposal = onboard.settle(run, onboard.answers_from(answers or []), ask)
+            text = proposal.text()
+        finally:
+            gate.close()
+    onboard.write(proposal, target)
+    return target, text
+
+
+def doctor(ws: Workspace | None = None) -> dict[str, Any]:
+    """`kopt doctor`: what this machine offers kopt (bubblewrap, user namespaces, GPU device
+    nodes and backends, profilers, git, Python) and, for a run, whether its proposer's
+    program is there."""
+    from kopt_supervisor.engine import doctor as doctor_mod
+    from kopt_supervisor.engine.propose.agents import check_agent
+
+    report = doctor_mod.report()
+    if ws is not None:
+        missing = check_agent(ws.load_config())
+        report["proposer"] = {"run": ws.tag, "ok": missing is None, "problem": missing}
+    return report
+
+
+def format_doctor(report: dict[str, Any]) -> str:
+    from kopt_supervisor.engine import doctor as doctor_mod
+
+    text = doctor_mod.format_text(report)
+    proposer = report.get("proposer")
+    if proposer:
+        text += (f"\nproposer of run {proposer['run']}: "
+                 + ("its program is on PATH" if proposer["ok"] else f"MISSING: {proposer['problem']}") + "\n")
+    return text

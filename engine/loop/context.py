@@ -13,16 +13,22 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from kopt_supervisor.engine import bookkeeping, faults, runner
+from kopt_supervisor.engine import bookkeeping, faults, gitops, history, integrity, runner
 from kopt_supervisor.engine.config import Config
 from kopt_supervisor.engine.decide import Verdict
 from kopt_supervisor.engine.loop.control import Control
 from kopt_supervisor.engine.loop.jails import Jails
+from kopt_supervisor.engine.loop.lane import Lane
 from kopt_supervisor.engine.propose.costs import Spent, spent
-from kopt_supervisor.engine.records import Iteration, IterationRow, Phase, Status
+from kopt_supervisor.engine.records import KEPT, Iteration, IterationRow, Phase, Status
 from kopt_supervisor.engine.sandbox import Confinement
 from kopt_supervisor.engine.store import Store
-from kopt_supervisor.engine.workspace import Workspace, write_memory, write_projections
+from kopt_supervisor.engine.workspace import (
+    Workspace,
+    write_atomic,
+    write_memory,
+    write_projections,
+)
 
 MARKER = "KOPT_WORKSPACE"
 """Every child kopt starts carries this variable (the workspace's path): after a crash, the
@@ -33,10 +39,12 @@ TIMED_KEYS = ("gate_wait_s", "proposer_s", "police_s", "reload_s", "profiler_s",
 
 
 class RunContext:
-    def __init__(self, ws: Workspace, cfg: Config, store: Store, control: Control, jails: Jails, *,
+    def __init__(self, ws: Workspace, cfg: Config, store: Store, control: Control, jails: Jails, key: bytes, *,
                  log: Callable[[str], None], poll_interval_s: float = 0.2) -> None:
         self.ws = ws
         self.jails = jails
+        self.key = key
+        """The run's secret (engine/integrity.py): seals keeps, checks command rows."""
         self.cfg = cfg
         self.store = store
         self.control = control
@@ -118,12 +126,39 @@ class RunContext:
         decision.update({"verdict": status, "reason": reason, "by": by})
         it.record["decision"] = decision
         self.finish_timings(it)
+        self.seal_if_kept(it)
         self.store.save_iteration(it)
         level = "info" if status in (Status.BASELINE, Status.KEEP, Status.ACCEPTED, Status.TIE) else "warn"
         self.event("verdict", f"v{it.version}: {status}: {reason}", it=it, level=level)
         self.log(f"v{it.version}: {status}: {reason}")
         self.write_memory(it)
         self.write_projections()
+
+    def seal_if_kept(self, it: Iteration) -> None:
+        """A kept iteration joins the chain of keeps (engine/integrity.py)."""
+        if it.status in KEPT and it.commit:
+            kept = self.store.iterations(versions=[r.version for r in self.rows() if r.kept and r.version < it.version])
+            integrity.seal_new_keep(self.key, kept, it)
+
+    def verify(self, lanes: list[Lane]) -> None:
+        """Before a comparison and at every start: the chain of keeps is the engine's, and the
+        run's branch sits at BEST_COMMIT (moved, it is put back; a forged keep stops the run)."""
+        history.check_chain(self.key, self.store)
+        frozen = str(self.store.get("frozen_config") or "")
+        try:
+            on_disk = integrity.read_text_nofollow(self.ws.config_path)
+        except OSError:
+            on_disk = None
+        if frozen and on_disk != frozen:
+            write_atomic(self.ws.config_path, frozen)
+            self.event("tamper", "kopt.toml was edited behind kopt's back; restored from run.db", level="error")
+        best = self.best_commit()
+        if gitops.branch_sha(self.store.get("repo"), self.ws.branch) != best:
+            for lane in lanes:
+                if lane.best == self.ws.best:
+                    gitops.reset_clean(lane.best, best)
+            self.event("tamper", f"the run's branch {self.ws.branch} had moved off BEST_COMMIT {best[:12]}; put back",
+                       level="error")
 
     def write_memory(self, it: Iteration) -> None:
         try:

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TypeVar
 
-from kopt_supervisor.engine import history
+from kopt_supervisor.engine import history, integrity
 from kopt_supervisor.engine.errors import BadInput, KoptFailure
 from kopt_supervisor.engine.store import Command, Store
 from kopt_supervisor.engine.workspace import Workspace
@@ -100,11 +100,13 @@ class Interrupt(Exception):
 
 
 class Control:
-    def __init__(self, ws: Workspace, store: Store, *, poll_interval_s: float = 0.2,
+    def __init__(self, ws: Workspace, store: Store, key: bytes, *, poll_interval_s: float = 0.2,
                  on_state: Callable[[str], None] | None = None,
                  on_history_changed: Callable[[], None] | None = None) -> None:
         self.ws = ws
         self.store = store
+        self.key = key
+        """The run's secret: a command row is acted on only with its seal (engine/integrity.py)."""
         self.poll_interval_s = poll_interval_s
         self.on_state = on_state or (lambda state: None)
         self.on_history_changed = on_history_changed or (lambda: None)
@@ -188,6 +190,12 @@ class Control:
     def _handle(self, cmd: Command) -> None:
         st = self.store
         kind = cmd.kind
+        if not integrity.same(cmd.seal, integrity.command_seal(self.key, cmd.kind, cmd.args, cmd.t)):
+            st.finish_command(cmd.id, "rejected", "not sent by the user's kopt (no valid seal): refused")
+            st.event("tamper", f"refused command #{cmd.id} ({kind} {cmd.args}) from {cmd.source or '?'}: "
+                     "it carries no valid seal (inserted into run.db by something other than the user's kopt)",
+                     level="error")
+            return
         if kind in ("pause", "resume"):
             self.paused = kind == "pause"
             st.set("paused", self.paused)

@@ -15,14 +15,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kopt_supervisor.engine import gitops, runner
+from kopt_supervisor.engine import runner
 from kopt_supervisor.engine.decide import Policy, Verdict, voting_classes
 from kopt_supervisor.engine.errors import KoptFailure
 from kopt_supervisor.engine.loop.context import RunContext, last_line, with_
 from kopt_supervisor.engine.loop.control import Step
 from kopt_supervisor.engine.loop.jails import tree_of
 from kopt_supervisor.engine.loop.lane import Lane, acquire
-from kopt_supervisor.engine.loop.measure import check_untouched
+from kopt_supervisor.engine.loop.measure import check_after_run
 from kopt_supervisor.engine.loop.rounds import cand_medians, guard_configs
 from kopt_supervisor.engine.profile import PROFILE_ENV, ProfileSummary, choose_profiler
 from kopt_supervisor.engine.profile.base import Profiler
@@ -135,7 +135,7 @@ class Evidence:
         with ctx.control.during(Step.PROFILE), ctx.clock(it, "profiler_s"):
             res = ctx.run(it, argv, cwd=tree, name=f"profile_{side}", timeout_s=ctx.cfg.profile.timeout_s,
                           env={**lease.env, **PROFILE_ENV}, confine=ctx.jails.bench(tree, kind, tree_hash, outputs=(out_dir,)))
-            check_untouched(tree)
+            check_after_run(ctx, lane, it, tree)
             if not res.ok:
                 raise KoptFailure(f"{prof.name} on {side}/ {res.why()}: {last_line(res)}")
             reader = ctx.jails.bench(tree, kind, tree_hash, outputs=(out_dir,), write_tree=False, gpu=False)
@@ -146,6 +146,4 @@ class Evidence:
                     raise KoptFailure(f"{prof.name} reading its report of {side}/ {done.why()}: {last_line(done)}")
         summary = prof.parse(out_dir, kernel)
         summary.save(out_dir / "summary.json")
-        if tree == lane.cand:
-            gitops.remove_untracked(tree)
         return summary

@@ -110,6 +110,7 @@ class Keeper:
             return False
         it.commit = sha
         it.status, it.phase, it.finished_at = Status(it.record.get("keep_status", Status.KEEP)), Phase.DONE, time.time()
+        self.ctx.seal_if_kept(it)
         self.ctx.store.save_iteration(it)
         self.ctx.event("recover", f"v{it.version}: adopted commit {sha[:10]} made before the crash", it=it)
         self.ctx.write_memory(it)

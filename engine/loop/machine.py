@@ -24,23 +24,22 @@ from run.db; counters are derived from the history (engine.bookkeeping), never c
 from __future__ import annotations
 
 import os
-import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kopt_supervisor.engine import sandbox
+from kopt_supervisor.engine import config, integrity, sandbox
 from kopt_supervisor.engine.config import Config
-from kopt_supervisor.engine.decide import Verdict, voting_classes
-from kopt_supervisor.engine.errors import KoptFailure
+from kopt_supervisor.engine.decide import Verdict
 from kopt_supervisor.engine.gpu.gate import NoIdleGpu
+from kopt_supervisor.engine.loop.baseline import Baseline, BaselineFailed
 from kopt_supervisor.engine.loop.context import RunContext
 from kopt_supervisor.engine.loop.control import Control, Interrupt, Request
 from kopt_supervisor.engine.loop.evidence import Evidence
-from kopt_supervisor.engine.loop.jails import Jails, tree_of
+from kopt_supervisor.engine.loop.jails import Jails
 from kopt_supervisor.engine.loop.keep import VERDICT_STATUS, Keeper
-from kopt_supervisor.engine.loop.lane import Lane, acquire, note_gpu, single_lane
-from kopt_supervisor.engine.loop.measure import measurer_for, run_bench
+from kopt_supervisor.engine.loop.lane import Lane, acquire, single_lane
+from kopt_supervisor.engine.loop.measure import measurer_for
 from kopt_supervisor.engine.loop.police import Police, Problem
 from kopt_supervisor.engine.loop.proposing import Proposing
 from kopt_supervisor.engine.loop.recovery import Recovery
@@ -48,21 +47,14 @@ from kopt_supervisor.engine.loop.review import ReviewProtocol
 from kopt_supervisor.engine.loop.rounds import (
     CorrectnessFailure,
     DecisionRounds,
-    failure_of,
-    guard_configs,
 )
-from kopt_supervisor.engine.metrics import BenchError, Measurement
+from kopt_supervisor.engine.metrics import BenchError
 from kopt_supervisor.engine.propose import Proposal, Proposer, make_proposer
 from kopt_supervisor.engine.propose.costs import budget_exhausted
 from kopt_supervisor.engine.records import Iteration, Phase, Stage, Status
-from kopt_supervisor.engine.report.environment import capture_environment
 from kopt_supervisor.engine.roofline.evaluate import target_reached
 from kopt_supervisor.engine.store import Store
-from kopt_supervisor.engine.workspace import Workspace
-
-
-class BaselineFailed(KoptFailure):
-    """The unmodified baseline cannot be measured: the run stops with this reason."""
+from kopt_supervisor.engine.workspace import Workspace, write_atomic
 
 
 @dataclass
@@ -70,6 +62,7 @@ class Parts:
     """The machine's collaborators (tests hand it fakes)."""
 
     lanes: list[Lane]
+    baseline: Baseline
     proposing: Proposing
     police: Police
     rounds: DecisionRounds
@@ -85,27 +78,36 @@ def real_parts(ctx: RunContext, proposer: Proposer) -> Parts:
         lane.measurer = measurer_for(ctx, lane)
     rounds, evidence = DecisionRounds(ctx), Evidence(ctx)
     keeper = Keeper(ctx, rounds, evidence)
-    return Parts(lanes, Proposing(ctx, proposer), Police(ctx, ctx.ws.config_path.read_bytes()), rounds, evidence,
-                 ReviewProtocol(ctx, rounds), keeper, Recovery(ctx, keeper))
+    recovery = Recovery(ctx, keeper)
+    return Parts(lanes, Baseline(ctx, evidence, keeper, recovery), Proposing(ctx, proposer), Police(ctx, str(ctx.store.get("frozen_config")).encode()), rounds, evidence,
+                 ReviewProtocol(ctx, rounds), keeper, recovery)
 
 
 class Engine:
     def __init__(self, ws: Workspace, *, proposer: Proposer | None = None, proposer_kind: str | None = None,
                  max_iters: int | None = None, log: Callable[[str], None] | None = None, no_sandbox: bool = False,
                  poll_interval_s: float = 0.2, parts: Callable[[RunContext], Parts] | None = None) -> None:
-        cfg: Config = ws.load_config()
+        store = ws.open_store()
+        key = integrity.read_secret(ws.dir)
+        text, edited = integrity.frozen_config(ws.dir, store.meta(), key)
+        cfg: Config = config.loads(text, source=str(ws.config_path))  # run.db's sealed copy, never the file's
         kind = proposer_kind or cfg.propose.kind
         support = sandbox.probe()
         mode = sandbox.start_rule(support, proposer_kind=kind, no_sandbox=no_sandbox)  # refuses before any state changes
-        store = ws.open_store()
-        control = Control(ws, store, poll_interval_s=poll_interval_s,
+        control = Control(ws, store, key, poll_interval_s=poll_interval_s,
                           on_state=lambda state: ctx.set_state(state), on_history_changed=lambda: ctx.write_projections())
-        ctx = self.ctx = RunContext(ws, cfg, store, control, Jails(ws, cfg, mode, support),
+        ctx = self.ctx = RunContext(ws, cfg, store, control, Jails(ws, cfg, mode, support), key,
                                     log=log or (lambda m: None), poll_interval_s=poll_interval_s)
         record_sandbox(store, mode, support)
+        if edited is not None:  # put back, never adopted
+            write_atomic(ws.config_path, text)
+            ctx.event("tamper", f"kopt.toml was edited behind kopt's back; restored from run.db:\n{edited[:4000]}",
+                      level="error")
+        store.set_many({"frozen_config": text, "frozen_config_seal": integrity.config_seal(key, text)})
         self.control = control
         p = parts(ctx) if parts else real_parts(ctx, proposer or make_proposer(cfg, proposer_kind))
-        self.lanes, self.proposing, self.police, self.rounds = p.lanes, p.proposing, p.police, p.rounds
+        self.lanes, self.baseline, self.proposing, self.police = p.lanes, p.baseline, p.proposing, p.police
+        self.rounds = p.rounds
         self.evidence, self.review, self.keeper, self.recovery = p.evidence, p.review, p.keeper, p.recovery
         self.session_max_iters, self.session_iters = max_iters, 0
         self.active_mark = time.monotonic()
@@ -126,8 +128,8 @@ class Engine:
         reason = "stopped"
         try:
             self.recovery.recover(self.lanes)
-            if ctx.baseline() is None:
-                self.baseline(lane)
+            if ctx.baseline() is None:                                     # Phase.BASELINE
+                self.baseline.measure(lane)
             self.resume_review(lane)
             while not (reason := self.stop_check() or ""):
                 self.iteration(lane)
@@ -135,7 +137,7 @@ class Engine:
             reason = i.reason
         except NoIdleGpu as e:
             reason = f"no idle GPU: {e}"
-        except BaselineFailed as e:
+        except (BaselineFailed, integrity.Tampered) as e:
             reason = str(e)
         finally:
             for each in self.lanes:
@@ -185,54 +187,12 @@ class Engine:
 
     def finish(self, reason: str) -> None:
         ctx = self.ctx
+        self.recovery.at_end(self.lanes)
         ctx.store.set_many({"state": "stopped", "stop_reason": reason, "stop_time": time.time(),
                             "best_commit": ctx.best_commit(), "progress": None, "engine_pid": None})
         ctx.event("stop", f"run stopped: {reason}")
         ctx.write_projections()
         ctx.log(f"stopped: {reason}")
-
-    # -- the baseline (v0) ----------------------------------------------------------------------
-
-    def baseline(self, lane: Lane) -> None:
-        ctx = self.ctx
-        commit = str(ctx.store.get("baseline_commit"))
-        it = Iteration(0, Status.RUNNING, phase=Phase.BASELINE, hypothesis="baseline (unmodified)", scope="global",
-                       best_commit_before=commit, started_at=time.time())
-        ctx.save(it)
-        ctx.store.delete_samples(0, Stage.BASELINE)  # a baseline cut short by a crash starts over
-        ctx.write_memory(it)
-        self.recovery.sync(lane)
-        ctx.event("baseline", "measuring the unmodified baseline", it=it)
-        n = ctx.cfg.decide.min_rounds
-        runs: list[Measurement] = []
-        try:
-            while len(runs) < n:
-                r = len(runs)
-                ctx.progress(it, "baseline", f"baseline run {r + 1}/{n}", r, n)
-                lease = acquire(ctx, lane, it)
-                jail = ctx.jails.bench(lane.best, "best", tree_of(lane.best, commit))
-                m, _ = self.control.preemptible(lambda: run_bench(ctx, it, lane.best, f"baseline_r{r}", lease.env, jail))  # noqa: B023 - run now
-                note_gpu(it, lane, lease.before, lane.gate.evidence())
-                if m.failing:
-                    fail = failure_of(m).summary()
-                    self.keeper.discard(it, lane, Status.FAIL_CORRECTNESS, f"baseline fails correctness: {fail}")
-                    raise BaselineFailed(f"the unmodified baseline fails correctness: {fail}")
-                runs.append(m)
-                ctx.store.add_samples((0, Stage.BASELINE, r, 0, "best", c.key, c.cls, c.value, "", False)
-                                      for c in m.configs.values())
-        except BenchError as e:
-            self.keeper.discard(it, lane, Status.FAIL_BENCH, f"baseline bench failed: {e}")
-            raise BaselineFailed(f"the baseline bench failed: {e}") from None
-        except (Interrupt, NoIdleGpu) as e:
-            self.keeper.discard(it, lane, Status.INTERRUPTED, str(e))
-            raise
-        record_baseline(ctx, it, runs)
-        it.commit = commit
-        values = {k: statistics.median([m.configs[k].value for m in runs if k in m.configs]) for k in runs[-1].configs}
-        self.evidence.baseline(it, lane, values)
-        ctx.store.set_many({"config_columns": list(runs[-1].config_columns), "classes": runs[-1].classes(),
-                            "environment": capture_environment(ctx.cfg, lane.best)})
-        ctx.close(it, Status.BASELINE, f"baseline over {len(runs[-1].configs)} configs in {len(it.record['classes'])} classes")
 
     # -- one iteration ----------------------------------------------------------------------------
 
@@ -253,7 +213,7 @@ class Engine:
             self.keeper.discard(it, lane, Status.FAIL_BENCH, str(e))
         except Interrupt as i:  # stop or restart: control.py's INTERRUPTS says which steps end so
             self.keeper.discard(it, lane, Status.INTERRUPTED, i.reason)
-        except NoIdleGpu as e:
+        except (NoIdleGpu, integrity.Tampered) as e:
             self.keeper.discard(it, lane, Status.INTERRUPTED, str(e))
             raise
         finally:
@@ -324,23 +284,6 @@ class Engine:
         now = time.monotonic()
         self.ctx.store.set("active_s", float(self.ctx.store.get("active_s", 0.0)) + (now - self.active_mark))
         self.active_mark = now
-
-
-def record_baseline(ctx: RunContext, it: Iteration, runs: list[Measurement]) -> None:
-    """The baseline's record: its classes as decisions will see them (the guard class under
-    [decide].production_verdicts), its configs and their rows."""
-    last = runs[-1]
-    guard = guard_configs(ctx, {k: c.production for k, c in last.configs.items()})
-    votes = voting_classes({k: c.cls for k, c in last.configs.items()}, guard)
-    from kopt_supervisor.engine.decide.model import geomean
-
-    it.record["classes"] = {
-        cls: {"best": geomean([c.value for m in runs for k, c in m.configs.items() if votes.get(k) == cls]),
-              "configs": sum(1 for v in votes.values() if v == cls)}
-        for cls in sorted(set(votes.values()))}
-    it.record["configs"] = {k: {"cls": c.cls, "production": c.production, "row": c.row} for k, c in last.configs.items()}
-    it.record["config_columns"] = list(last.config_columns)
-    it.record["decision"] = {"verdict": Status.BASELINE, "reason": f"{len(runs)} runs, all rows correct", "by": "engine"}
 
 
 def record_sandbox(store: Store, mode: sandbox.SandboxMode, support: sandbox.SandboxSupport) -> None:

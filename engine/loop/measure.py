@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from kopt_supervisor.engine import bench_output, gitops, metrics
+from kopt_supervisor.engine import bench_output, gitops, metrics, treecheck
 from kopt_supervisor.engine.decide import Pair
 from kopt_supervisor.engine.loop.context import RunContext, last_line
 from kopt_supervisor.engine.loop.jails import tree_of
@@ -63,20 +63,21 @@ def measurer_for(ctx: RunContext, lane: Lane) -> Measurer:
     return ProcessAbba(ctx, lane)
 
 
-def run_bench(ctx: RunContext, it: Iteration, tree: Path, name: str, env: dict[str, str],
+def run_bench(ctx: RunContext, it: Iteration, lane: Lane, tree: Path, name: str, env: dict[str, str],
               confine: Confinement | None) -> tuple[Measurement, float]:
     """The bench once in `tree` (confined to it: jails.py): its CSV read by the target's
-    rules, the tree checked untouched."""
+    rules, then the tree inspected whole and put back (check_after_run)."""
     csv = ctx.cfg.target.csv
     before = bench_output.csv_stamps(tree, csv)
     res = ctx.run(it, ctx.cfg.target.bench, cwd=tree, name=name, timeout_s=ctx.cfg.target.timeout_s, env=env,
                   confine=confine)
     if not res.ok:
+        check_after_run(ctx, lane, it, tree)
         raise BenchError(f"bench on {tree.name}/ {res.why()}: {last_line(res)}")
     path = bench_output.find_csv(tree, csv, before, res.stdout_path)
     keep_csv(ctx, it, path, name)
-    check_untouched(tree)
     measurement = bench_output.read_measurement(path, ctx.cfg.target, from_stdout=csv == "-")
+    check_after_run(ctx, lane, it, tree)
     return measurement, res.duration_s
 
 
@@ -94,11 +95,44 @@ def tree_hashes(lane: Lane, it: Iteration) -> tuple[str, str]:
     return tree_of(lane.best, it.best_commit_before or "HEAD"), str(it.record.get("evaluated_tree") or "")
 
 
-def check_untouched(tree: Path) -> None:
-    touched = gitops.unstaged_changes(tree)
-    if touched:
-        gitops.restore_from_index(tree)
-        raise BenchError(f"the bench modified tracked file(s) in {tree.name}/: {', '.join(touched[:5])} (restored)")
+def check_after_run(ctx: RunContext, lane: Lane, it: Iteration, tree: Path) -> None:
+    """After a run of candidate (or best) code: the whole tree against what was measured.
+    A changed tracked file, or new executable content, links or special files, fail the run
+    (the tree is put back); whatever else the run left (its CSV, logs, caches) is removed, so
+    nothing a bench wrote ever joins the candidate or runs in the next look."""
+    cand = tree == lane.cand
+    base = str(it.record.get("evaluated_tree") or "") if cand else it.best_commit_before or ""
+    report = treecheck.inspect(tree, base or "HEAD", label=f"{tree.name}/")
+    problems = {k: v for k, v in report.problems().items() if k != treecheck.SHADOWING}
+    try:
+        if report.modified:
+            raise BenchError(f"the bench modified tracked file(s) in {tree.name}/: {', '.join(report.modified[:5])} "
+                             "(restored)")
+        if problems:
+            raise BenchError(f"the bench left what a run must not in {report.reason()} (removed)")
+    finally:
+        if cand:
+            gitops.restore_from_index(tree)
+            gitops.remove_untracked(tree)
+            gitops.remove_ignored(tree, keep=it.record.get("forced_paths", []))
+        else:
+            gitops.reset_clean(tree, base or "HEAD")
+
+
+def ensure_best_pristine(ctx: RunContext, lane: Lane, it: Iteration, r: int) -> None:
+    """Right before a look: best/ exactly at BEST_COMMIT, untracked and ignored files included.
+    A difference is restored and recorded; one that appeared between two looks of a decision
+    (something wrote into best/ while it was measured) fails the decision."""
+    best = it.best_commit_before or ""
+    report = treecheck.inspect(lane.best, best, strict=True, modules=(), label=f"{lane.best.name}/")
+    if not report.differs:
+        return
+    gitops.reset_clean(lane.best, best)
+    ctx.event("tamper", f"v{it.version}: best/ was not at BEST_COMMIT before look {r + 1}: "
+              f"{report.reason() or ', '.join(report.new[:5])} (restored)", it=it, level="warn")
+    if r > 0:
+        raise BenchError(f"best/ changed during the decision ({report.reason() or 'new files'}): earlier looks may "
+                         "have measured a tampered best")
 
 
 class ProcessAbba:
@@ -110,12 +144,11 @@ class ProcessAbba:
         got: dict[str, Measurement] = {}
         secs = 0.0
         hashes = dict(zip(("best", "cand"), tree_hashes(self.lane, it), strict=True))
+        ensure_best_pristine(self.ctx, self.lane, it, r)
         for side in order:
             tree = self.lane.best if side == "best" else self.lane.cand
             jail = self.ctx.jails.bench(tree, side, hashes[side])
-            m, s = run_bench(self.ctx, it, tree, f"{stage}_r{r}_{side}", env, jail)
-            if side == "cand":
-                gitops.remove_untracked(tree)  # bench outputs never become part of the candidate
+            m, s = run_bench(self.ctx, it, self.lane, tree, f"{stage}_r{r}_{side}", env, jail)
             got[side], secs = m, secs + s
             if side == "cand" and m.failing:
                 break
@@ -150,6 +183,7 @@ class AbCommand:
 
     def look(self, it: Iteration, stage: str, r: int, env: dict[str, str]) -> Look:
         t = self.ctx.cfg.target
+        ensure_best_pristine(self.ctx, self.lane, it, r)
         before = bench_output.csv_stamps(self.lane.best, t.csv)
         res = self.ctx.run(it, self.command(), cwd=self.lane.best, name=f"{stage}_r{r}_ab", timeout_s=t.timeout_s,
                            env=env, confine=self.jail(it))
@@ -157,13 +191,13 @@ class AbCommand:
             raise BenchError(f"ab_command {res.why()}: {last_line(res)}")
         path = bench_output.find_csv(self.lane.best, t.csv, before, res.stdout_path)
         keep_csv(self.ctx, it, path, f"{stage}_r{r}_ab")
-        return self.read(path, r, res.duration_s, from_stdout=t.csv == "-")
+        return self.read(it, path, r, res.duration_s, from_stdout=t.csv == "-")
 
-    def read(self, path: Path, r: int, seconds: float, *, from_stdout: bool = False) -> Look:
+    def read(self, it: Iteration, path: Path, r: int, seconds: float, *, from_stdout: bool = False) -> Look:
         """A look's A/B table as pairs, once both trees are checked untouched."""
         df = bench_output.read_table(path, metric=self.ctx.cfg.target.metric, from_stdout=from_stdout)
-        check_untouched(self.lane.best)
-        check_untouched(self.lane.cand)
+        check_after_run(self.ctx, self.lane, it, self.lane.best)
+        check_after_run(self.ctx, self.lane, it, self.lane.cand)
         pairs, best_m, cand_m = metrics.ab_pairs(df, self.ctx.cfg.target, r, path.name)
         return Look(pairs, best_m, cand_m, seconds)
 
@@ -191,6 +225,7 @@ class ServedAb(AbCommand):
         self.loaded = False
 
     def look(self, it: Iteration, stage: str, r: int, env: dict[str, str]) -> Look:
+        ensure_best_pristine(self.ctx, self.lane, it, r)
         server = self._server_for(it, stage, env)
         path = self.looks / f"v{it.version}_{stage}_r{r}.csv"
         path.unlink(missing_ok=True)
@@ -209,7 +244,7 @@ class ServedAb(AbCommand):
         if words[2:3] == ["last"]:  # it leaves after this look; the next look starts a fresh one
             self.close()
         keep_csv(self.ctx, it, path, f"{stage}_r{r}_ab")
-        return self.read(path, r, secs)
+        return self.read(it, path, r, secs)
 
     def _server_for(self, it: Iteration, stage: str, env: dict[str, str]) -> Server:
         """The kept process (told to `reload` at a decision's first look), or a fresh one

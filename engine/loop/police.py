@@ -9,9 +9,10 @@ the status the iteration ends with and the reason, naming what was seen.
 
 from __future__ import annotations
 
+import sys
 from typing import Any, NamedTuple
 
-from kopt_supervisor.engine import gitops
+from kopt_supervisor.engine import gitops, runner, treecheck
 from kopt_supervisor.engine.errors import KoptError
 from kopt_supervisor.engine.loop.context import RunContext
 from kopt_supervisor.engine.loop.lane import Lane
@@ -31,6 +32,26 @@ class Police:
     def __init__(self, ctx: RunContext, frozen_config: bytes) -> None:
         self.ctx = ctx
         self.frozen_config = frozen_config
+        self._modules: frozenset[str] | None = None
+
+    def allowed(self) -> list[str]:
+        """New files a candidate may hold: declared sources, [target].allow_untracked, the tune params."""
+        t, tune = self.ctx.cfg.target, self.ctx.cfg.propose.tune
+        return [*t.sources, *t.allow_untracked, *filter(None, [tune.params])]
+
+    def modules(self) -> frozenset[str]:
+        """What the bench's interpreter can import (a new module must not take one of these
+        names), asked once per engine."""
+        if self._modules is None:
+            env = self.ctx.env()
+            python = treecheck.python_of(runner.as_argv(self.ctx.cfg.target.bench), env) or sys.executable
+            try:
+                self._modules = treecheck.importable_names(python, env=env)
+            except KoptError as e:
+                self.ctx.event("police", f"cannot list what {python} imports ({e}): checking the standard library only",
+                               level="warn")
+                self._modules = treecheck.STDLIB
+        return self._modules
 
     def check(self, it: Iteration, lane: Lane, *, plan: bool = True) -> Problem | None:
         """Everything a proposal must satisfy (the plan only for a first proposal: a repair
@@ -92,24 +113,39 @@ class Police:
         if head != best:
             return Problem(Status.FAIL_PROPOSE, "the proposer made commits of its own in cand/ (kopt commits keeps; "
                                                 "leave changes uncommitted)")
+        if gitops.branch_sha(ctx.store.get("repo"), ctx.ws.branch) != best:
+            return Problem(Status.FAIL_PROTECTED, "the proposer changed best/ or the run's branch")
         try:
-            best_dirty = gitops.dirty_tracked(lane.best)
-            planted = gitops.untracked(lane.best, ignored_too=True)  # best/ was clean when it started
+            rb = treecheck.inspect(lane.best, best, allow=ctx.cfg.target.allow_untracked, modules=(), strict=True,
+                                   label="best/")
         except KoptError as e:
             return Problem(Status.FAIL_PROTECTED, f"best/ is no longer a usable git worktree: {e} "
                                                   "(re-created next iteration)")
-        if gitops.branch_sha(ctx.store.get("repo"), ctx.ws.branch) != best or best_dirty:
-            return Problem(Status.FAIL_PROTECTED, "the proposer changed best/ or the run's branch")
-        if planted:  # an agent that ran the bench there, or a module planted to slow best: wiped
+        try:
+            rc = treecheck.inspect(cand, best, allow=self.allowed(), modules=self.modules(), label="cand/")
+        except KoptError as e:
+            return Problem(Status.FAIL_PROTECTED, f"cand/ is no longer a usable git worktree: {e}")
+        if rb.modified or rb.index_hidden:
+            return Problem(Status.FAIL_PROTECTED, f"the proposer changed best/ or the run's branch ({rb.reason()})")
+        if rb.differs:  # an agent that ran the bench there, or a module planted to slow best: wiped
             gitops.reset_clean(lane.best, best)
-            ctx.event("tamper", f"v{it.version}: removed what the proposer left in best/: "
-                      f"{', '.join(planted[:5])}{' ...' if len(planted) > 5 else ''}", it=it, level="warn")
+            more = " ..." if len(rb.new) > 5 else ""
+            ctx.event("tamper", f"v{it.version}: removed what the proposer left in best/: {', '.join(rb.new[:5])}{more}",
+                      it=it, level="warn")
+        if not rc.ok:  # executable content, links, modules shadowing importable ones, nested repositories...
+            return Problem(Status.FAIL_PROTECTED, f"{rc.reason()} ([target].allow_untracked may allow new code files)")
+        removed = gitops.remove_ignored(cand, keep=self.allowed())  # never executed, never committed
+        it.record["forced_paths"] = [p for p in rc.ignored if p in rc.allowed]
+        if removed:
+            ctx.event("police", f"v{it.version}: removed ignored files the candidate is not: {', '.join(removed[:5])}",
+                      it=it)
         changed = gitops.changed_files(cand, best)
         it.record["changed_files"] = changed
         ctx.save(it)
         if changed:
             try:
-                write_atomic(ctx.ws.log_dir(it.version) / "candidate.diff", gitops.diff(cand, best))
+                write_atomic(ctx.ws.log_dir(it.version) / "candidate.diff",
+                             gitops.diff(cand, best, force=it.record.get("forced_paths", [])))
             except OSError as e:
                 ctx.event("disk", f"cannot write the candidate's diff: {e}", level="warn")
         if not changed:

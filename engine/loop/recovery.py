@@ -14,6 +14,7 @@ from __future__ import annotations
 import time
 
 from kopt_supervisor.engine import gitops, history, runner, sandbox
+from kopt_supervisor.engine.errors import KoptError
 from kopt_supervisor.engine.loop.context import MARKER, RunContext
 from kopt_supervisor.engine.loop.control import Interrupt
 from kopt_supervisor.engine.loop.keep import Keeper
@@ -51,10 +52,18 @@ class Recovery:
             ctx.store.save_iteration(it)
             ctx.event("recover", f"v{it.version} was interrupted during {row.phase}; closed", it=it, level="warn")
             ctx.write_memory(it)
+        ctx.verify(lanes)
         if not any(r.awaiting_review for r in ctx.rows()):
             for lane in lanes:
                 self.sync(lane)
         self.refresh_projections()
+
+    def at_end(self, lanes: list[Lane]) -> None:
+        """The run ends with its branch at BEST_COMMIT, whatever moved it meanwhile."""
+        try:
+            self.ctx.verify(lanes)
+        except KoptError as e:
+            self.ctx.event("tamper", f"at the end of the run: {e}", level="error")
 
     def refresh_projections(self) -> None:
         """A crash between a store write and its projection left a file behind the store:

@@ -75,13 +75,14 @@ class DecisionRounds:
         measurer = lane.measurer
         assert measurer is not None, "the machine gives every lane its measurer"
         if not extra_rounds:
+            ctx.verify([lane])  # before any comparison: the chain of keeps and the branch are kopt's
             ctx.store.delete_samples(it.version, stage)
             measurer.new_decision()
             # the candidate is what the proposer left (new files included), staged: a bench
             # that writes into it shows as unstaged; after the evaluation only the files it
             # holds may change (a formatter's caches never join it)
-            stage_tree = gitops.stage_all_tree if stage == Stage.EVAL else gitops.stage_tracked_tree
-            it.record["evaluated_tree"] = stage_tree(lane.cand)
+            it.record["evaluated_tree"] = (gitops.stage_all_tree(lane.cand, force=it.record.get("forced_paths", []))
+                                           if stage == Stage.EVAL else gitops.stage_tracked_tree(lane.cand))
         done = pairs(ctx, it, stage)
         gpu_s = float(it.record.get("gpu_seconds", {}).get(stage, 0.0)) if extra_rounds else 0.0
         r = (max(p.round for p in done) + 1) if done else 0

@@ -34,6 +34,7 @@ import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from kopt_supervisor.engine import config as config_mod
@@ -121,6 +122,16 @@ class Proposal:
 
 
 # ---------------------------------------------------------------------------------------
+
+
+def _tail(path: Path, limit: int = 8192) -> str | None:
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, 2)
+            f.seek(max(0, f.tell() - limit))
+            return f.read().decode("utf-8", errors="replace")
+    except OSError:
+        return None
 
 
 def _toml(v: Any) -> str:
@@ -324,8 +335,12 @@ def propose(run: BenchRun, answers: Mapping[str, str] | None = None, *, policy: 
     answers = dict(answers or {})
     p = Proposal(run)
     if run.returncode != 0:
-        raise BadInput(f"kopt init --bench: the bench exited {run.returncode}; kopt proposes a config only "
-                       f"from a run that succeeds (see its output: {run.stdout_path})")
+        err = run.stdout_path.with_suffix(".err")
+        last = [ln for ln in (_tail(err) or "").splitlines() if ln.strip()][-1:]
+        raise BadInput(f"kopt init --bench: the bench exited {run.returncode}"
+                       + (f" ({last[0][:200]})" if last else "")
+                       + f"; kopt proposes a config only from a run that succeeds (see its output: {run.stdout_path} "
+                         f"and {err.name})")
     found = candidates(run)
     cand, question, table_why = _choose_table(found, answers)
     if question is not None:

@@ -10,7 +10,7 @@ See docs/reports.md for what results.md holds, where each number comes from, and
 export's rules on what is source.
 """
 
-from kopt_supervisor.engine.report.environment import capture_environment
+from kopt_supervisor.engine.environment import capture_environment
 from kopt_supervisor.engine.report.export import export_branch
 from kopt_supervisor.engine.report.writer import write_report
 

@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from kopt_supervisor.engine import gitops
+from kopt_supervisor.engine.environment import capture_environment
 from kopt_supervisor.engine.errors import BadInput, KoptError
 from kopt_supervisor.engine.report import chart, roofline_view
 from kopt_supervisor.engine.report.collect import NoBaseline, RunData, collect
-from kopt_supervisor.engine.report.environment import capture_environment
 from kopt_supervisor.engine.report.render import ReportInputs, class_medians, render_results
 from kopt_supervisor.engine.report.stats import summarize
 from kopt_supervisor.engine.workspace import Workspace, write_atomic, write_projections

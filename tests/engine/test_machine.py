@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kopt_supervisor.engine import history
+from kopt_supervisor.engine import history, integrity
 from kopt_supervisor.engine.decide import Verdict
 from kopt_supervisor.engine.gpu.gate import GateDecision, NoIdleGpu
 from kopt_supervisor.engine.loop.control import Interrupt, Request, Step
@@ -40,12 +40,21 @@ def workspace(tmp_path: Path) -> Workspace:
     for d in (ws.dir, ws.memory, ws.plans, ws.logs, ws.profiles):
         d.mkdir(parents=True, exist_ok=True)
     ws.config_path.write_text(TOML)
+    key = integrity.make_secret(ws.dir)
     with Store.create(ws.db_path) as s:
         s.set_many({"tag": "t", "repo": str(tmp_path / "repo"), "baseline_commit": "b" * 40, "state": "stopped",
-                    "classes": ["cls=a", "cls=b"]})
-        s.save_iteration(Iteration(0, Status.BASELINE, phase=Phase.DONE, commit="b" * 40, started_at=time.time(),
-                                   finished_at=time.time(), record={"classes": {"cls=a": {"best": 1.0}}}))
+                    "classes": ["cls=a", "cls=b"], "frozen_config": TOML, "chain_sealed": True,
+                    "frozen_config_seal": integrity.config_seal(key, TOML)})
+        base = Iteration(0, Status.BASELINE, phase=Phase.DONE, commit="b" * 40, started_at=time.time(),
+                         finished_at=time.time(), record={"classes": {"cls=a": {"best": 1.0}}})
+        integrity.seal_new_keep(key, [], base)  # as the engine seals a keep
+        s.save_iteration(base)
     return ws
+
+
+def sealer(ws: Workspace) -> Any:
+    """Commands as the user's kopt sends them: sealed with the run's secret."""
+    return integrity.command_sealer(integrity.read_secret(ws.dir))
 
 
 def verdict(kind: str, reason: str = "") -> Verdict:
@@ -178,6 +187,9 @@ class FakeRecovery:
     def sync(self, lane: Lane) -> None:
         pass
 
+    def at_end(self, lanes: list[Lane]) -> None:
+        self.script.calls.append("at end")
+
     def restart(self, request: Interrupt, lanes: list[Lane]) -> None:
         self.script.calls.append(f"restart from v{request.version}")
         history.restart_from(self.ctx.ws, self.ctx.store, request.version or 0, request.why)
@@ -187,7 +199,7 @@ class FakeRecovery:
 def engine(ws: Workspace, script: Script, *, max_iters: int | None = None, gate: FakeGate | None = None) -> Engine:
     def parts(ctx: Any) -> Parts:
         lane = Lane(0, ws.best, ws.cand, gate or FakeGate(), measurer=FakeMeasurer())  # type: ignore[arg-type]
-        return Parts([lane], FakeProposing(script), FakePolice(script), FakeRounds(script),  # type: ignore[arg-type]
+        return Parts([lane], None, FakeProposing(script), FakePolice(script), FakeRounds(script),  # type: ignore[arg-type]
                      FakeEvidence(script), FakeReview(script, ctx), FakeKeeper(script, ctx),  # type: ignore[arg-type]
                      FakeRecovery(script, ctx))  # type: ignore[arg-type]
 
@@ -206,7 +218,8 @@ def test_keep_then_discard_follow_the_phases_in_order(tmp_path: Path) -> None:
     assert reason == "--max-iters 2 reached in this session"
     assert script.calls == ["recover",
                             "propose v1 repair 0", "police v1", "decide v1 eval", "evidence v1", "keep v1",
-                            "propose v2 repair 0", "police v2", "decide v2 eval", "evidence v2", "discard v2 regression"]
+                            "propose v2 repair 0", "police v2", "decide v2 eval", "evidence v2", "discard v2 regression",
+                            "at end"]
     assert statuses(ws) == ["baseline", "keep", "regression"]
     with ws.open_store(readonly=True) as s:
         v2 = s.iteration(2)
@@ -268,7 +281,7 @@ def test_stop_sent_between_iterations_ends_the_run_before_the_next(tmp_path: Pat
 
     def keep_then_stop(*a: Any, **kw: Any) -> None:
         original(*a, **kw)
-        eng.ctx.store.send_command("stop", {"why": "enough"}, source="test")
+        eng.ctx.store.send_command("stop", {"why": "enough"}, source="test", seal=sealer(ws))
 
     eng.keeper.keep = keep_then_stop  # type: ignore[method-assign]
     assert eng.run() == "stopped by the engineer: enough"
@@ -302,7 +315,10 @@ def test_a_restart_mid_step_interrupts_it_then_masks_and_goes_on_from_the_restar
     ws = workspace(tmp_path)
     script = Script()
     eng = engine(ws, script, max_iters=4)
-    send = lambda: eng.ctx.store.send_command("restart", {"version": 1, "why": "v2 was a fluke"}, source="test")  # noqa: E731
+    def send() -> int:
+        return eng.ctx.store.send_command("restart", {"version": 1, "why": "v2 was a fluke"}, source="test",
+                                          seal=sealer(ws))
+
     script.decisions = [verdict("keep"), verdict("keep"), in_a_timed_step(eng, send), verdict("regression")]
     eng.run()
     assert "restart from v1" in script.calls
@@ -323,7 +339,7 @@ def test_pause_holds_the_loop_at_its_checkpoint_and_resume_lets_it_go_on(tmp_pat
 
     def keep_then_pause(*a: Any, **kw: Any) -> None:
         original(*a, **kw)
-        eng.ctx.store.send_command("pause", source="test")
+        eng.ctx.store.send_command("pause", source="test", seal=sealer(ws))
 
         def resume_later() -> None:
             deadline = time.monotonic() + 5
@@ -334,7 +350,7 @@ def test_pause_holds_the_loop_at_its_checkpoint_and_resume_lets_it_go_on(tmp_pat
                         break
                 time.sleep(0.01)
             with Store(ws.db_path) as s:
-                s.send_command("resume", source="test")
+                s.send_command("resume", source="test", seal=sealer(ws))
 
         threading.Thread(target=resume_later, daemon=True).start()
 
@@ -352,8 +368,8 @@ def test_a_pause_inside_a_timed_step_discards_that_run_and_takes_it_again(tmp_pa
     def timed_run() -> str:
         runs.append(len(runs))
         if len(runs) == 1:  # the engineer pauses during the first run and resumes a moment later
-            eng.ctx.store.send_command("pause", source="test")
-            threading.Timer(0.2, lambda: Store(ws.db_path).send_command("resume", source="test")).start()
+            eng.ctx.store.send_command("pause", source="test", seal=sealer(ws))
+            threading.Timer(0.2, lambda: Store(ws.db_path).send_command("resume", source="test", seal=sealer(ws))).start()
             eng.control.pump()  # what the runner's poll does while the bench runs
             raise AssertionError("a pause inside a timed step must end it")
         return "measured"
@@ -398,3 +414,30 @@ def test_the_control_table_says_which_steps_each_request_interrupts() -> None:
     assert all(Request.PAUSE not in allowed for step, allowed in INTERRUPTS.items() if step != Step.TIMED)
     assert INTERRUPTS[Step.FORMAT] == frozenset() and INTERRUPTS[Step.IDLE] == frozenset()
     assert set(RESUMES) == set(Request)
+
+
+def test_a_command_row_without_the_runs_seal_is_refused_and_logged(tmp_path: Path) -> None:
+    ws = workspace(tmp_path)
+    script = Script(decisions=[verdict("keep"), verdict("keep")])
+    eng = engine(ws, script, max_iters=2)
+    original = eng.keeper.keep
+
+    def keep_then_forge(*a: Any, **kw: Any) -> None:
+        original(*a, **kw)
+        if a[0].version != 1:
+            return
+        # what a process with write access to run.db would do: a stop with no seal, one with a
+        # seal made with another key, and one sealed but replayed with other arguments
+        eng.ctx.store.send_command("stop", {"why": "forged"}, source="cli")
+        eng.ctx.store.send_command("stop", {"why": "forged"}, source="cli",
+                                   seal=integrity.command_sealer(b"x" * 32))
+        cid = eng.ctx.store.send_command("restart", {"version": 1}, source="cli", seal=sealer(ws))
+        eng.ctx.store.db.execute("UPDATE commands SET args = ? WHERE id = ?", ('{"version": 0}', cid))
+
+    eng.keeper.keep = keep_then_forge  # type: ignore[method-assign]
+    assert eng.run() == "--max-iters 2 reached in this session"  # neither stop nor restart was acted on
+    with ws.open_store(readonly=True) as s:
+        rows = s.db.execute("SELECT status, result FROM commands").fetchall()
+        assert all(r[0] == "rejected" and "no valid seal" in r[1] for r in rows[:3]), [tuple(r) for r in rows]
+        assert sum("refused command" in e.message for e in s.events(limit=1000)) == 3
+    assert statuses(ws) == ["baseline", "keep", "keep"]

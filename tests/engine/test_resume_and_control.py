@@ -15,7 +15,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from kopt_supervisor.engine import api
+from kopt_supervisor.engine import api, integrity
 from kopt_supervisor.engine.daemon import run_engine
 from kopt_supervisor.engine.store import Store
 from kopt_supervisor.engine.workspace import Workspace
@@ -151,7 +151,8 @@ def test_a_restart_the_engine_read_but_did_not_apply_survives_its_crash(fake_env
     ws = init(repo, root)
     assert run_engine(ws, max_iters=3) == 0
     with Store(ws.db_path) as s:
-        cid = s.send_command("restart", {"version": 1, "why": "v2 was a fluke"}, source="test")
+        cid = s.send_command("restart", {"version": 1, "why": "v2 was a fluke"}, source="test",
+                             seal=integrity.command_sealer(integrity.read_secret(ws.dir)))
     real = control.restart_from
 
     def dies(*a, **kw):

@@ -34,8 +34,8 @@ FAULTS = [
     ("do:open('../best/json.py', 'w').write('raise SystemExit(9)'); " + GAIN.replace("0.95", "1.05"), "regression",
      "slower"),
     ("commit", "fail_propose", "the proposer made commits of its own"),
-    ("do:open('junk.tmp', 'w').write('x'); open('json.py', 'w').write('')", "fail_propose",
-     "only added untracked file(s) (json.py, junk.tmp)"),
+    ("do:open('junk.tmp', 'w').write('x'); open('json.py', 'w').write('')", "fail_protected",
+     "modules shadowing importable ones: json (json.py)"),
     ("do:open('tuned.json', 'w').write('{}')", "tie", ""),  # only a new file, but the tune params file: timed
     ("knob:fast=10", "rejected", "10.0x faster, more than the suspicious_speedup of 3x"),
     ("knob:fast=2", "rejected", "roofline floor"),

@@ -46,7 +46,10 @@ def toml_changes() -> dict[str, str]:
     return {
         f"{sys.executable} {FAKE / 'proposer.py'}": f"{sys.executable} {HERE / 'proposer.py'}",
         'csv = "-"': 'csv = "-"\nproduction = "n >= 256"\ncompile_flags = "-O3 -DKOPT_FAKE=1"\n'
-                     'env = { FAKE_NOISE = "0.003" }',
+                     'env = { FAKE_NOISE = "0.003" }\n'
+                     # v4 adds a module and leaves build outputs: declared, they join its keep
+                     # (kopt export must still leave the outputs out of the PR branch)
+                     'allow_untracked = ["fast_path.py", "build/*", "__pycache__/*"]',
         'vendor = "none"': 'vendor = "auto"\nsamples = 1\nsample_interval_s = 0\nwait_s = 0.2\nwait_max_s = 5',
     }
 

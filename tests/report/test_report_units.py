@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from kopt_supervisor.engine.report import collect, environment, filters
+from kopt_supervisor.engine import environment
+from kopt_supervisor.engine.report import collect, filters
 from kopt_supervisor.engine.report.render import _gpu_state, generic_tables
 from kopt_supervisor.engine.report.stats import geomean, quantile, speedup, summarize
 from kopt_supervisor.engine.store import Iteration

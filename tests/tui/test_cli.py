@@ -18,10 +18,15 @@ def test_init_with_bench_overrides_the_repo_config_and_needs_the_rest(fake_env, 
     assert f"created {root / 'b'}" in out and "next: kopt run b --root" in out
     cfg = Workspace(root, "b").load_config()
     assert cfg.target.bench == "python other.py" and cfg.target.metric == "us"  # the rest from REPO/kopt.toml
-    # no kopt.toml at all: --bench alone does not name the metric
+    # no kopt.toml at all: kopt runs the bench once to propose one; a bench that fails gives
+    # nothing to propose from, and the error names its output
     (repo / "kopt.toml").unlink()
     assert kopt(["--root", str(root), "init", "--repo", str(repo), "--tag", "c", "--bench", "python b.py"]) == 2
-    assert "[target].metric is required" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "the bench exited 2 (" in err and "b.py" in err and "init_bench.out" in err
+    log = err.split("see its output: ")[1].split(" and ")[0]
+    assert "b.py" in open(log[: -len(".out")] + ".err").read()  # the log is kept where the message says
+    assert not (repo / "kopt.toml").exists()
     bad = tmp_path / "bad.toml"
     bad.write_text("[target\n")
     assert kopt(["--root", str(root), "init", "--repo", str(repo), "--tag", "d", "--config", str(bad),
