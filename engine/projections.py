@@ -11,6 +11,7 @@ import math
 import time
 from typing import Any
 
+from kopt_supervisor.engine import fmt
 from kopt_supervisor.engine.bookkeeping import Counters
 from kopt_supervisor.engine.config import Config
 from kopt_supervisor.engine.records import Iteration
@@ -61,18 +62,6 @@ def _iso(t: float | None) -> str | None:
 
 def _date(t: float | None) -> str:
     return time.strftime("%Y-%m-%d %H:%M", time.localtime(t)) if t else "—"
-
-
-def fmt_num(v: Any, digits: int = 3) -> str:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "—"
-    if isinstance(v, int | float):
-        return f"{v:.{digits}g}" if abs(v) < 1e-3 or abs(v) >= 1e6 else f"{v:.{digits}f}".rstrip("0").rstrip(".")
-    return str(v)
-
-
-def fmt_pct(v: Any) -> str:
-    return "—" if v is None else f"{v:+.2f}%"
 
 
 def best_per_class(iterations: list[Iteration]) -> dict[str, float]:
@@ -142,8 +131,8 @@ def render_performance(cfg: Config, meta: dict[str, Any], iterations: list[Itera
         prof = _profiler_ns(it, "best" if it.status == "baseline" else "cand")
         lines.append(
             f"| {_date(it.finished_at)} | {(it.commit or '')[:10]} | {'baseline' if it.status == 'baseline' else 'keep'} | "
-            f"`{cfg.target.bench}` | {cls} | {_kernel_name(it)} | {fmt_num(value)} | {fmt_num(prof)} | "
-            f"{fmt_pct(delta)} | {_cell(what)} |"
+            f"`{cfg.target.bench}` | {cls} | {_kernel_name(it)} | {fmt.num(value)} | {fmt.num(prof)} | "
+            f"{fmt.pct(delta)} | {_cell(what)} |"
         )
     if meta.get("state") in ("stopped", "finished") and meta.get("stop_reason") and meta.get("stop_time"):
         lines += ["", render_stop_summary(cfg, meta, iterations, counters)]
@@ -158,7 +147,7 @@ def render_stop_summary(cfg: Config, meta: dict[str, Any], iterations: list[Iter
         f"- Stop time: {_date(meta.get('stop_time'))}",
         f"- Stop reason: {meta.get('stop_reason')}",
         f"- BEST_COMMIT: {meta.get('best_commit') or '—'}",
-        "- Current best metrics: " + (", ".join(f"{c}: {fmt_num(v)}" for c, v in sorted(best.items())) or "—"),
+        "- Current best metrics: " + (", ".join(f"{c}: {fmt.num(v)}" for c, v in sorted(best.items())) or "—"),
         f"- Consecutive regressions: {counters.consecutive_regressions}",
         "",
         "### Recent regressions (last 5)",
@@ -169,8 +158,8 @@ def render_stop_summary(cfg: Config, meta: dict[str, Any], iterations: list[Iter
     for r in counters.recent_regressions:
         lines.append(
             f"| v{r['version']} | {_cell(r['hypothesis'])} | {_cell(', '.join(r['files']))} | "
-            f"{fmt_num(r['metric_best'])} → {fmt_num(r['metric_cand'])} | "
-            f"{fmt_num(r['profiler_best_ns'])} → {fmt_num(r['profiler_cand_ns'])} | {fmt_pct(r['delta_pct'])} | "
+            f"{fmt.num(r['metric_best'])} → {fmt.num(r['metric_cand'])} | "
+            f"{fmt.num(r['profiler_best_ns'])} → {fmt.num(r['profiler_cand_ns'])} | {fmt.pct(r['delta_pct'])} | "
             f"{_cell(r['notes'])} |"
         )
     if not counters.recent_regressions:

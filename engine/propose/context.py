@@ -38,9 +38,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from kopt_supervisor.engine import bookkeeping
+from kopt_supervisor.engine import bookkeeping, fmt
 from kopt_supervisor.engine.config import Config
-from kopt_supervisor.engine.projections import best_per_class, fmt_num
+from kopt_supervisor.engine.projections import best_per_class
 from kopt_supervisor.engine.propose.prompt import rules
 from kopt_supervisor.engine.records import Iteration
 
@@ -432,7 +432,7 @@ def _evidence(data: Mapping[str, Any]) -> dict[str, Any]:
     goal = data["goal"]
     classes: dict[str, str] = {}
     for cls, b in data["best"].items():
-        bits = [f"best {fmt_num(b['value'])} {goal['metric']}"]
+        bits = [f"best {fmt.num(b['value'])} {goal['metric']}"]
         if b.get("vs_baseline_pct") is not None:
             bits.append(f"{b['vs_baseline_pct']:+.1f}% vs baseline")
         if b.get("pct_of_peak") is not None:
@@ -442,11 +442,11 @@ def _evidence(data: Mapping[str, Any]) -> dict[str, Any]:
     prof = data.get("profile") or {}
     for k in prof.get("kernels") or []:
         bits = [f"{k['avg_us']:.3f} us/launch", f"{k['share_pct']:.1f}% of GPU time"]
-        for key, label, fmt in (("registers_per_thread", "regs", "{:.0f}"), ("shared_mem_bytes", "smem B", "{:.0f}"),
+        for key, label, pattern in (("registers_per_thread", "regs", "{:.0f}"), ("shared_mem_bytes", "smem B", "{:.0f}"),
                                 ("occupancy_pct", "occupancy %", "{:.1f}"), ("dram_pct", "DRAM % of peak", "{:.1f}"),
                                 ("dram_gbps", "DRAM GB/s", "{:.1f}")):
             if k.get(key) is not None:
-                bits.append(f"{label} {fmt.format(k[key])}")
+                bits.append(f"{label} {pattern.format(k[key])}")
         kernels[k["name"]] = "; ".join(bits)
     metrics: dict[str, str] = {}
     reported = set(prof.get("reported") or [])
@@ -476,8 +476,8 @@ def _fmt_delta(d: Mapping[str, Any]) -> str:
     return f"{d['delta_pct']:+.1f}%{iv} {d.get('verdict') or ''}{rounds}".rstrip()
 
 
-def _opt(v: Any, fmt: str = "{:.0f}") -> str:
-    return "—" if v is None else fmt.format(v)
+def _opt(v: Any, pattern: str = "{:.0f}") -> str:
+    return "—" if v is None else pattern.format(v)
 
 
 def _md(data: Mapping[str, Any], collapsed: int, detail_from: int) -> tuple[str, list[str]]:
@@ -539,7 +539,7 @@ def _md(data: Mapping[str, Any], collapsed: int, detail_from: int) -> tuple[str,
             "| class | configs (production) | best | baseline | vs baseline | % of roofline | bound |",
             "|---|---:|---:|---:|---:|---:|---|"]
     for cls, b in data["best"].items():
-        out.append(f"| `{cls}` | {b['configs']} ({b['production']}) | {fmt_num(b['value'])} | {fmt_num(b['baseline'])} "
+        out.append(f"| `{cls}` | {b['configs']} ({b['production']}) | {fmt.num(b['value'])} | {fmt.num(b['baseline'])} "
                    f"| {_opt(b['vs_baseline_pct'], '{:+.1f}%')} | {_opt(b['pct_of_peak'], '{:.1f}%')} | {b.get('bound') or '—'} |")
     out.append("")
     out += _md_roofline(data.get("roofline"), metric)
@@ -562,7 +562,7 @@ def _md(data: Mapping[str, Any], collapsed: int, detail_from: int) -> tuple[str,
             if r.get("profiler_best_ns") and r.get("profiler_cand_ns"):
                 prof = f"; GPU time {r['profiler_best_ns'] / 1e3:.3f} → {r['profiler_cand_ns'] / 1e3:.3f} us"
             out.append(f"- v{r['version']} `{r.get('class')}`: {r.get('hypothesis')} — {metric} "
-                       f"{fmt_num(r.get('metric_best'))} → {fmt_num(r.get('metric_cand'))}"
+                       f"{fmt.num(r.get('metric_best'))} → {fmt.num(r.get('metric_cand'))}"
                        f" ({_opt(r.get('delta_pct'), '{:+.2f}%')}){prof}"
                        + (f"; files {', '.join(r.get('files') or [])}" if r.get("files") else ""))
     else:
@@ -609,9 +609,9 @@ def _md_roofline(roof: Mapping[str, Any] | None, metric: str) -> list[str]:
             f"| config | class | prod | bytes | FLOPs | FLOP/B | bound | floor {metric} | best {metric} | % of peak | "
             f"target {metric} |", "|---|---|---|---:|---:|---:|---|---:|---:|---:|---:|"]
     for r in roof["configs"]:
-        out.append(f"| `{r['config']}` | `{r.get('cls')}` | {'yes' if r['production'] else 'no'} | {fmt_num(r['bytes'])} "
-                   f"| {fmt_num(r['flops'])} | {fmt_num(r['intensity'])} | {r.get('bound')} | {fmt_num(r['floor'])} "
-                   f"| {fmt_num(r['measured'])} | {_opt(r['pct_of_peak'], '{:.1f}%')} | {fmt_num(r['target'])} |"
+        out.append(f"| `{r['config']}` | `{r.get('cls')}` | {'yes' if r['production'] else 'no'} | {fmt.num(r['bytes'])} "
+                   f"| {fmt.num(r['flops'])} | {fmt.num(r['intensity'])} | {r.get('bound')} | {fmt.num(r['floor'])} "
+                   f"| {fmt.num(r['measured'])} | {_opt(r['pct_of_peak'], '{:.1f}%')} | {fmt.num(r['target'])} |"
                    + (" suspicious: faster than the floor" if r.get("suspicious") else ""))
     if roof.get("classes"):
         out += ["", "Per class: " + "; ".join(

@@ -1,20 +1,14 @@
-"""The rules kopt hands every proposer, and the short KOPT_PROMPT of the current loop.
+"""The rules kopt hands every proposer (the context pack, engine.propose.context, prints them).
 
 `rules(cfg)` states, in the reference program's words, what a careful kernel engineer is
 told before each change: correctness first, one bottleneck-driven hypothesis that points at
 evidence, global or one class, the smallest change, no protected files, no commits, no
-fake wins, the plan's format. The context pack (engine.propose.context) and
-`render_prompt` both print it. `render_prompt` is the prompt the loop writes today (best
-per class, hottest kernels, recent regressions, the memory summary, failing rows on a
-repair); the context pack replaces it once the loop passes `PackInputs`. Pure: returns text.
+fake wins, the plan's format. Pure: returns text.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 from kopt_supervisor.engine.config import Config
-from kopt_supervisor.engine.projections import fmt_num, fmt_pct
 
 
 def rules(cfg: Config) -> list[str]:
@@ -49,69 +43,3 @@ def rules(cfg: Config) -> list[str]:
         "metric and its value) and what you changed. An empty plan is a failed proposal; a plan that cites no "
         "evidence is marked.",
     ]
-
-
-def render_prompt(
-    cfg: Config,
-    *,
-    iteration: int,
-    repair: int,
-    best_commit: str,
-    best_per_class: dict[str, float],
-    classes: list[str],
-    profile: dict[str, Any] | None,
-    recent_regressions: list[dict[str, Any]],
-    history: list[dict[str, Any]],
-    failing_rows: list[dict[str, Any]] | None = None,
-    hypothesis: str = "",
-    roofline: dict[str, Any] | None = None,
-) -> str:
-    t = cfg.target
-    out = [
-        f"# kopt iteration v{iteration}" + (f" — correctness repair {repair} of {cfg.propose.repair_attempts}" if repair else ""),
-        "",
-        f"Goal: make `{t.metric}` {'lower' if t.direction == 'min' else 'higher'} for `{t.bench}` without breaking correctness.",
-        f"BEST_COMMIT: `{best_commit}` (this worktree starts there).",
-        "",
-        "## Rules kopt enforces (you cannot bypass them)",
-        "",
-        *(f"- {r}" for r in rules(cfg)),
-        "",
-    ]
-    if repair:
-        out += [
-            "## Repair this candidate",
-            "",
-            f"Your hypothesis was: {hypothesis}",
-            "Keep the optimisation direction; make the minimal change that restores correctness.",
-            "",
-            "Failing rows:",
-            "",
-        ]
-        for row in (failing_rows or [])[:30]:
-            out.append(f"- `{row.get('config')}`: {'; '.join(row.get('reasons', []))}")
-        out.append("")
-    out += ["## Best per config class (current BEST_COMMIT)", "", f"| class | {t.metric} | % of roofline |", "|---|---|---|"]
-    pct = (roofline or {}).get("classes", {})
-    for cls in classes or sorted(best_per_class):
-        out.append(f"| `{cls}` | {fmt_num(best_per_class.get(cls))} | {fmt_num((pct.get(cls) or {}).get('pct_geomean'))} |")
-    out.append("")
-    if profile:
-        out += ["## Hottest kernels (last profile)", "", "| kernel | calls | avg ns | total ns |", "|---|---|---|---|"]
-        for k in (profile.get("kernels") or [])[:8]:
-            out.append(f"| `{k.get('name')}` | {k.get('calls')} | {fmt_num(k.get('avg_ns'))} | {fmt_num(k.get('total_ns'))} |")
-        out.append("")
-    out += ["## Recent regressions (since the last keep or tie)", ""]
-    if recent_regressions:
-        for r in recent_regressions:
-            out.append(f"- v{r['version']}: {r['hypothesis']} → {fmt_pct(r.get('delta_pct'))} ({r.get('notes', '')})")
-    else:
-        out.append("- none")
-    out += ["", "## Memory (unmasked iterations, oldest first)", ""]
-    for h in history[-40:]:
-        verdict = (h.get("decision") or {}).get("reason") or ""
-        out.append(f"- v{h['version']} [{h['status']}] {h.get('hypothesis') or ''}"
-                   + (f" (class {h['target_class']})" if h.get("target_class") else "")
-                   + (f" — {verdict}" if verdict else ""))
-    out.append("")
-    return "\n".join(out)

@@ -24,7 +24,7 @@ from typing import Any
 
 from kopt_supervisor.engine import expr
 from kopt_supervisor.engine.errors import BadInput
-from kopt_supervisor.engine.roofline.specs import Spec, get_spec
+from kopt_supervisor.engine.roofline.spec_values import Spec, get_spec
 
 DEFAULT_FLOPS_METRIC = "bf16_dense_tflops"
 DEFAULT_BANDWIDTH_METRIC = "hbm_bandwidth"

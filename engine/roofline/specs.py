@@ -37,67 +37,21 @@ from pathlib import Path
 from typing import Any
 
 from kopt_supervisor.engine.errors import BadInput
+from kopt_supervisor.engine.roofline.spec_values import (
+    UNKNOWN,
+    Spec,
+    format_value,
+    get_spec,
+    unknown,
+)
 
-UNKNOWN = "UNKNOWN (no source)"
+__all__ = ["UNKNOWN", "Spec", "format_value", "get_spec", "unknown"]  # the records live in spec_values
 
 _SPEC_LINE = re.compile(
     r"^- (?P<metric>[a-z][a-z0-9_]*): (?P<value>[0-9][0-9,]*(?:\.[0-9]+)?) (?P<unit>\S+)"
     r" (?:—|--) source: (?P<citation>.+)$"
 )
 _META_LINE = re.compile(r"^(?P<key>name|vendor|matches|excludes|uuid|measured_at): (?P<value>.*)$")
-
-_TO_SI = {
-    "TB/s": 1e12,
-    "GB/s": 1e9,
-    "MB/s": 1e6,
-    "B/s": 1.0,
-    "PFLOPS": 1e15,
-    "TFLOPS": 1e12,
-    "GFLOPS": 1e9,
-    "FLOP/s": 1.0,
-}
-
-
-@dataclass(frozen=True)
-class Spec:
-    metric: str
-    value: float | None
-    unit: str = ""
-    source: str = ""
-    """`<path>:<line>` of the value in its wiki page; empty when unknown."""
-    citation: str = ""
-    """What the page cites for it (the document, table or section; or the measurement)."""
-
-    @property
-    def known(self) -> bool:
-        return self.value is not None and bool(self.source)
-
-    def line(self) -> str:
-        if not self.known:
-            return f"{self.metric}: {UNKNOWN}"
-        return f"{self.metric}: {format_value(self.value)} {self.unit} <- {self.source}"
-
-    def si(self) -> float | None:
-        """The value in bytes/s or FLOP/s (for bandwidth and rate units), else None."""
-        if not self.known or self.unit not in _TO_SI:
-            return None
-        return float(self.value) * _TO_SI[self.unit]  # type: ignore[arg-type]
-
-
-def format_value(value: float | None) -> str:
-    if value is None:
-        return "UNKNOWN"
-    return f"{value:.6g}" if abs(value) < 1e6 else f"{value:.0f}"
-
-
-def unknown(metric: str) -> Spec:
-    return Spec(metric, None)
-
-
-def get_spec(specs: dict[str, Spec], metric: str) -> Spec:
-    """The spec for `metric`, or the UNKNOWN one."""
-    return specs.get(metric) or unknown(metric)
-
 
 # ---------------------------------------------------------------------------------------
 # Pages

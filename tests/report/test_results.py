@@ -20,7 +20,6 @@ from pathlib import Path
 import pytest
 
 from kopt_supervisor.engine import fmt
-from kopt_supervisor.engine.projections import fmt_num
 from kopt_supervisor.engine.report import write_report
 from kopt_supervisor.engine.report.render import SECTIONS
 from kopt_supervisor.kopt_tui.cli import main as kopt
@@ -287,7 +286,7 @@ def test_performance_md_is_baseline_and_unmasked_keeps_with_the_stop_summary(dem
     assert rows[3]["Bottleneck targeted"] == its[4]["hypothesis"]
     cls_small = its[3]["record"]["classes"]["cls=small"]
     assert rows[2]["Δ vs previous best"] == f"{cls_small['delta_pct']:+.2f}%"
-    assert rows[2]["us"] == fmt_num(cls_small["cand"])  # performance.md: projections' own formatter still
+    assert rows[2]["us"] == fmt.num(cls_small["cand"])  # performance.md: the one formatter
     assert all(r["Bench command"] == f"`{demo.load_config().target.bench}`" for r in rows)
     stop = sections(perf)["Stop Summary"]
     assert "[stop].max_iters = 6" in stop and f"BEST_COMMIT: {its[4]['commit_sha']}" in stop
