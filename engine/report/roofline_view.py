@@ -16,15 +16,15 @@ from dataclasses import dataclass, field
 
 from kopt_supervisor.engine.config import Config
 from kopt_supervisor.engine.errors import BadInput
-from kopt_supervisor.engine.roofline import (
+from kopt_supervisor.engine.roofline.model import (
     ClassRoofline,
     Peaks,
     RooflinePoint,
-    Spec,
     aggregate_classes,
     analyze_rows,
     peaks_from_specs,
 )
+from kopt_supervisor.engine.roofline.specs import Spec
 
 
 @dataclass(frozen=True)

@@ -34,14 +34,9 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from kopt_supervisor.engine.profile import PROFILE_ENV, NcuProfiler  # noqa: E402
-from kopt_supervisor.engine.roofline import (  # noqa: E402
-    aggregate_classes,
-    analyze_row,
-    lookup_specs,
-    peaks_from_specs,
-    register_measured,
-    render_readme_section,
-)
+from kopt_supervisor.engine.roofline.model import aggregate_classes, analyze_row, peaks_from_specs  # noqa: E402
+from kopt_supervisor.engine.roofline.report import render_readme_section  # noqa: E402
+from kopt_supervisor.engine.roofline.specs import lookup_specs, register_measured  # noqa: E402
 
 MARGIN_PCT = 5.0
 COPY_N = 1 << 28  # float32 elements: 1 GiB read + 1 GiB written

@@ -7,18 +7,17 @@ import math
 import pytest
 
 from kopt_supervisor.engine.errors import BadInput
-from kopt_supervisor.engine.roofline import (
-    Spec,
+from kopt_supervisor.engine.roofline.model import (
     aggregate_classes,
     analyze_row,
     analyze_rows,
     floor_metric,
-    lookup_specs,
     meets_target,
     peaks_from_specs,
-    render_readme_section,
     work_of_row,
 )
+from kopt_supervisor.engine.roofline.report import render_readme_section
+from kopt_supervisor.engine.roofline.specs import Spec, lookup_specs
 
 BW = 3.35e12  # H100 SXM page
 FL = 989.4e12

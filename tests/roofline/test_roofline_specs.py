@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from kopt_supervisor.engine.errors import BadInput
-from kopt_supervisor.engine.roofline import (
+from kopt_supervisor.engine.roofline.specs import (
     get_spec,
     load_pages,
     lookup_specs,
