@@ -332,7 +332,7 @@ def validate(cfg: Config, source: str = "kopt.toml") -> None:
          f'must be "-" or a glob relative to the worktree (no absolute path, no ".."), not {t.csv!r}')
     for key in ("correct", "production"):
         if getattr(t, key):
-            expr.parse(getattr(t, key), where=f"{source}: [target].{key}")
+            expr.parse_rule(getattr(t, key), where=f"{source}: [target].{key}")
     if t.ab_command:
         need("{best}" in t.ab_command and "{cand}" in t.ab_command, "[target].ab_command",
              "must contain both {best} and {cand}")
