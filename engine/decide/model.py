@@ -16,7 +16,11 @@ from kopt_supervisor.engine.config import DecideConfig, decide_problems
 from kopt_supervisor.engine.errors import BadInput
 
 CLASS_VERDICTS = ("improved", "regressed", "tied", "undecided")
-RUN_VERDICTS = ("keep", "regression", "tie", "split", "borderline", "undecided")
+RUN_VERDICTS = ("keep", "regression", "likely_regression", "tie", "split", "borderline", "undecided")
+"""likely_regression: at the final look a class's estimate is a loss beyond min_effect_pct
+(beyond the tolerance for a non-target class) that the policy's confidence could not
+prove; discarded, and counted as a regression (it must not reset the consecutive-regression
+counter as a tie does)."""
 
 
 @dataclass(frozen=True)
@@ -112,9 +116,9 @@ class ClassResult:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ClassResult:
-        keys = ("cls", "rounds", "n", "best", "cand", "ratio", "lo", "hi", "verdict",
-                "outliers", "disturbed", "unit", "plausible_lo", "plausible_hi")
-        return cls(**{k: (math.nan if d[k] is None else d[k]) for k in keys if k in d})
+        keys = {f.name for f in fields(cls)}
+        values: dict[str, Any] = {k: (math.nan if v is None else v) for k, v in d.items() if k in keys}
+        return cls(**values)
 
 
 def _finite_or_none(v: Any) -> Any:
@@ -123,7 +127,7 @@ def _finite_or_none(v: Any) -> Any:
 
 FLAGS = ("undecided_at_max_rounds", "suspicious_speedup", "faster_than_floor", "subthreshold_gain",
          "partial_gain", "profiler_disagrees", "budget_spent", "outliers_dropped", "disturbed_rounds", "futility",
-         "two_in_a_row", "no_samples", "no_target", "profiler_failed")
+         "two_in_a_row", "no_samples", "no_target", "profiler_failed", "likely_regression")
 """Every flag a verdict can carry (Verdict.flags); the TUI explains each. Records written
 by other versions may carry others: readers show them as they are."""
 
@@ -131,7 +135,8 @@ by other versions may carry others: readers show them as they are."""
 @dataclass(frozen=True)
 class Verdict:
     kind: str
-    """keep | regression | tie | split | borderline | undecided (sample another round)"""
+    """keep | regression | likely_regression | tie | split | borderline | undecided (sample
+    another round); see RUN_VERDICTS."""
     reason: str
     classes: tuple[ClassResult, ...] = ()
     rounds: int = 0

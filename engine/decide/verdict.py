@@ -122,6 +122,8 @@ def evaluate(
 CASE_KIND = {
     "split": "split",
     "regression": "regression",
+    "likely_regression": "likely_regression",
+    "likely_split": "borderline",
     "keep": "keep",
     "keep_two_in_a_row": "keep",
     "tie": "tie",
@@ -131,18 +133,26 @@ CASE_KIND = {
     "open": "borderline",
 }
 """Each case of the run verdict and its kind; "open" is "undecided" before the final look."""
-OUTCOMES = ("improved", "sub_gain", "tied", "regressed_ok", "regressed_bad")
+OUTCOMES = ("improved", "sub_gain", "tied", "regressed_ok", "regressed_bad", "likely_regressed")
 
 
 def _state(r: ClassResult, policy: Policy, *, target: bool, final: bool) -> tuple[str, bool]:
-    """A class's state for the run verdict, and whether futility decided it.
+    """A class's state for the run verdict, and whether futility resolved it as harmless.
 
     States: improved, sub_gain (a significant gain smaller than min_effect_pct), tied,
-    regressed_ok (within max_other_regression_pct), regressed_bad, undecided. On the final
-    look an undecided class is resolved by futility when its plausible interval (at
-    policy.futility_confidence) rules out what would matter: for a target class a gain of
-    min_effect_pct (it cannot justify a keep), for another class a regression beyond
-    max_other_regression_pct (it cannot block one). Such a class counts as tied. The guard
+    regressed_ok (within max_other_regression_pct), regressed_bad, likely_regressed,
+    undecided. On the final look a class still undecided is resolved by its plausible
+    interval (at policy.futility_confidence), and futility only ties what is near zero:
+
+    - a target class whose plausible interval rules out a gain of min_effect_pct cannot
+      justify a keep: tied when its estimate lies within ±min_effect_pct, likely_regressed
+      when the estimate is a loss beyond it (8% slower is never a tie);
+    - another class whose plausible interval rules out a regression beyond
+      max_other_regression_pct cannot block a keep: tied, or regressed_ok when its
+      estimate is a loss beyond min_effect_pct; one whose estimate is a loss beyond both
+      min_effect_pct and the tolerance is likely_regressed.
+
+    A class that could still be a worthwhile gain stays undecided (review). The guard
     class has a state of its own (`_guard_state`).
     """
     if r.cls == GUARD_CLASS:
@@ -152,25 +162,34 @@ def _state(r: ClassResult, policy: Policy, *, target: bool, final: bool) -> tupl
     if r.verdict == "tied":
         return ("sub_gain" if r.hi < 1.0 else "tied"), False
     if r.verdict == "undecided" and final and not math.isnan(r.plausible_lo):
+        loss = r.ratio > 1.0 + policy.min_effect_pct / 100.0
         if target and r.plausible_lo > 1.0 / (1.0 + policy.min_effect_pct / 100.0):
-            return "tied", True
-        if not target and r.plausible_hi < 1.0 + policy.max_other_regression_pct / 100.0:
-            return "tied", True
+            return ("likely_regressed", False) if loss else ("tied", True)
+        if not target:
+            if r.plausible_hi < 1.0 + policy.max_other_regression_pct / 100.0:
+                return ("regressed_ok" if loss else "tied"), True
+            if loss and r.delta_pct > policy.max_other_regression_pct:
+                return "likely_regressed", False
     return r.verdict, False
 
 
 def _guard_state(r: ClassResult, policy: Policy, *, final: bool) -> tuple[str, bool]:
     """The guard class's state: never a gain (it cannot earn a keep); "tied" (harmless) as
     soon as its interval rules out a regression beyond guard_max_regression_pct (at the
-    final look, its plausible interval); regressed_bad for a significant regression beyond
-    that tolerance, regressed_ok within it."""
+    final look, its plausible interval: regressed_ok when its estimate is a loss beyond
+    min_effect_pct); regressed_bad for a significant regression beyond that tolerance,
+    regressed_ok within it; at the final look, likely_regressed when its estimate is a loss
+    beyond the tolerance."""
     tolerance = 1.0 + policy.guard_max_regression_pct / 100.0
     if r.verdict == "regressed":
         return ("regressed_ok" if r.delta_pct <= policy.guard_max_regression_pct else "regressed_bad"), False
     if r.hi < tolerance:
         return "tied", False
-    if final and r.plausible_hi < tolerance:
-        return "tied", True
+    if final and not math.isnan(r.plausible_hi):
+        if r.plausible_hi < tolerance:
+            return ("regressed_ok" if r.ratio > 1.0 + policy.min_effect_pct / 100.0 else "tied"), True
+        if r.ratio > tolerance:
+            return "likely_regressed", False
     return "undecided", False
 
 
@@ -182,6 +201,8 @@ def _case(states: dict[str, str], targets: set[str], policy: Policy, previous_su
         return "split"
     if bad:
         return "regression"
+    if any(s == "likely_regressed" for s in states.values()):
+        return "likely_split" if improved else "likely_regression"
     ts = {states[c] for c in targets}
     if ts == {"improved"}:
         return "others_open" if any(s == "undecided" for s in states.values()) else "keep"
@@ -228,6 +249,18 @@ def _explain(
     if case == "regression":
         worst = max(bad, key=lambda c: results[c].ratio)
         return f"{_deltas(results, [worst])} slower", (), worst
+    likely = [c for c in names if states[c] == "likely_regressed"]
+    if case in ("likely_regression", "likely_split"):
+        worst = max(likely, key=lambda c: results[c].ratio)
+        r = results[worst]
+        conf = f"{policy.futility_confidence:.0%}"
+        plausible = f"[{_num((r.plausible_lo - 1.0) * 100.0)}, {_num((r.plausible_hi - 1.0) * 100.0)}]"
+        why = (f"likely slower: at the final look the estimate is a loss beyond {eff} (plausible "
+               f"{plausible} at {conf}), not proven at the policy's confidence")
+        if case == "likely_split":
+            return (f"{_deltas(results, improved)} faster but {_deltas(results, likely)} {why}",
+                    ("likely_regression",), best)
+        return f"{_deltas(results, likely)} {why}", ("likely_regression",), worst
     if case == "keep":
         scope = "every class" if len(targets) == len(names) else "the target class"
         tolerated = [c for c in regressed if c not in targets]
