@@ -16,10 +16,18 @@ from __future__ import annotations
 import itertools
 import math
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from kopt_supervisor.engine.decide.estimate import class_samples, estimate_class
 from kopt_supervisor.engine.decide.model import ClassResult, Pair, Policy, Verdict
+from kopt_supervisor.engine.decide.plausible import (
+    BenchRun,
+    below_floor,
+    repeated_values,
+    too_fast,
+    wall_time_unexplained,
+)
 from kopt_supervisor.engine.errors import BadInput
 
 GUARD_CLASS = "guard (non-production)"
@@ -49,6 +57,7 @@ def evaluate(
     floors: dict[str, float] | None = None,
     previous_subthreshold_gain: bool = False,
     guard_configs: frozenset[str] = frozenset(),
+    runs: Sequence[BenchRun] = (),
 ) -> Verdict:
     """The verdict after the looks in `pairs`; kind "undecided" asks for another look.
 
@@ -61,6 +70,13 @@ def evaluate(
     guard_configs: configs that only guard ([decide].production_verdicts: the regression
     grid). They leave their classes for GUARD_CLASS, which must not regress beyond
     guard_max_regression_pct and never counts as a target. Ignored when every config is one.
+    runs: the process-level bench runs so far (wall time per side and round, `BenchRun`),
+    for the wall-time check on the final verdict (`plausible.wall_time_unexplained`).
+
+    Plausibility comes first, at every look: a class or any single config more than
+    suspicious_speedup times faster, a config beating its roofline floor, or candidate
+    values repeated to the last digit across rounds (`plausible`) make the verdict
+    borderline at once, with every such finding in the reason and flags.
     """
     _check_pairs(pairs)
     votes = voting_classes({p.config: p.cls for p in pairs}, guard_configs)
@@ -88,10 +104,11 @@ def evaluate(
     targets = {r.cls for r in results if (target_class is None or r.cls == target_class)
                and not (guarded and r.cls == GUARD_CLASS)}
 
-    suspicious = _suspicious(results, pairs, policy, floors or {})
-    if suspicious is not None:
-        reason, flag, cls = suspicious
-        return verdict("borderline", reason, (flag,), cls)
+    implausible = [f for f in (too_fast(results, pairs, policy), below_floor(pairs, policy, floors or {}),
+                               repeated_values(pairs)) if f is not None]
+    if implausible:
+        return verdict("borderline", "; ".join(f.reason for f in implausible),
+                       tuple(f.flag for f in implausible), implausible[0].cls)
     if rounds < policy.min_rounds and not final:
         return verdict("undecided", f"{rounds} of at least {policy.min_rounds} rounds")
 
@@ -114,7 +131,31 @@ def evaluate(
     if "undecided_at_max_rounds" in flags and gpu_seconds >= policy.budget_gpu_s:
         reason = reason.replace(f"after {rounds} rounds", f"when the {policy.budget_gpu_s:g} GPU-s budget ran out")
         flags = tuple(f if f != "undecided_at_max_rounds" else "budget_spent" for f in flags)
-    return verdict(CASE_KIND[case], reason, flags, focus)
+    out = verdict(CASE_KIND[case], reason, flags, focus)
+    wall = wall_time_unexplained(runs, pairs, policy) if runs and out.final else None
+    if wall is not None:
+        out = send_to_review(out, wall.flag, wall.reason) if wall.review else note(out, wall.flag, wall.reason)
+    return out
+
+
+def send_to_review(verdict: Verdict, flag: str, reason: str) -> Verdict:
+    """A final verdict with a finding that needs the engineer (an implausible number, a
+    construct the diff scan flagged): a keep becomes borderline, a borderline stays one
+    with the finding added; a verdict that discards the candidate (regression, tie, ...)
+    only notes it. `flag` joins the flags (once), `reason` the reason."""
+    if verdict.kind == "keep":
+        return replace(verdict, kind="borderline", reason=f"{reason} (bench: {verdict.reason})",
+                       flags=_add(verdict.flags, flag))
+    return note(verdict, flag, reason)
+
+
+def note(verdict: Verdict, flag: str, reason: str) -> Verdict:
+    """The verdict as it is, with a finding added to its reason and flags."""
+    return replace(verdict, reason=f"{verdict.reason}; {reason}", flags=_add(verdict.flags, flag))
+
+
+def _add(flags: tuple[str, ...], flag: str) -> tuple[str, ...]:
+    return flags if flag in flags else flags + (flag,)
 
 
 # --- per class state and the run verdict -------------------------------------------------
@@ -286,33 +327,6 @@ def _explain(
                 "the gain is not where the hypothesis aimed"), ("partial_gain",), gained[0]
     still = [c for c in sorted(targets) if states[c] == "undecided"] or sorted(targets)
     return f"{_deltas(results, still)} undecided after {rounds} rounds", ("undecided_at_max_rounds",), still[0]
-
-
-def _suspicious(
-    results: tuple[ClassResult, ...], pairs: list[Pair], policy: Policy, floors: dict[str, float]
-) -> tuple[str, str, str] | None:
-    """(reason, flag, class) when the candidate looks too good to be true."""
-    for r in results:
-        if r.ratio > 0 and 1.0 / r.ratio > policy.suspicious_speedup:
-            return (f"{r.cls} is {1.0 / r.ratio:.1f}x faster, more than the suspicious_speedup "
-                    f"of {policy.suspicious_speedup:g}x: check that it computes the same thing",
-                    "suspicious_speedup", r.cls)
-    if floors:
-        cand: dict[str, list[float]] = defaultdict(list)
-        cls_of: dict[str, str] = {}
-        for p in pairs:
-            if p.config in floors and not p.flagged:
-                cand[p.config].append(p.cand)
-                cls_of[p.config] = p.cls
-        for config, values in sorted(cand.items()):
-            typical = sorted(values)[len(values) // 2]
-            floor = floors[config]
-            beats = typical < floor if policy.direction == "min" else typical > floor
-            if beats:
-                return (f"{config} measures {typical:.4g} against a roofline floor of {floor:.4g}: "
-                        "faster than the hardware allows, check the measurement", "faster_than_floor",
-                        cls_of[config])
-    return None
 
 
 # --- helpers the loop needs ---------------------------------------------------------------
