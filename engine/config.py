@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kopt_supervisor.engine import expr
+from kopt_supervisor.engine import diffscan, expr
 from kopt_supervisor.engine.errors import BadInput
 
 
@@ -65,6 +65,10 @@ class TargetConfig:
     """Extra environment for the bench and the proposer."""
     compile_flags: str = ""
     """How the target builds (flags that change numerics or code generation), for the report."""
+    allow_constructs: list[str] = field(default_factory=list)
+    """The diff scan's allow-list: entries "rule-id:path-glob" (rule "*": every rule) for
+    the legitimate constructs of this target, e.g. "module-state:solution/*.py" for a
+    per-shape kernel cache at module level. Rule ids: engine/diffscan.py RULES, docs/files.md."""
 
 
 @dataclass(frozen=True)
@@ -373,6 +377,7 @@ def validate(cfg: Config, source: str = "kopt.toml") -> None:
              "must contain both {best} and {cand}")
     need(not t.ab_serve or bool(t.ab_command.strip()), "[target].ab_serve",
          "needs [target].ab_command (the command that serves the looks)")
+    diffscan.parse_allow(t.allow_constructs, where=f"{source}: [target].allow_constructs")
 
     d = cfg.decide
     for key, why in decide_problems(d):
