@@ -43,7 +43,7 @@ QUALIFIED: dict[str, tuple[str, ...]] = {
     "input-cache": ("weakref.WeakKeyDictionary", "weakref.WeakValueDictionary", "weakref.WeakSet"),
     "native-access": ("ctypes", "_ctypes", "cffi", "mmap"),
     "import-tricks": ("importlib", "imp", "pkgutil", "runpy", "zipimport", "sys.meta_path", "sys.path_hooks",
-                      "sys.path_importer_cache", "site", "types.ModuleType", "builtins.__import__"),
+                      "sys.path_importer_cache", "site", "builtins.__import__"),
     "exec-eval": ("code", "codeop", "marshal.loads", "marshal.load", "pickle.loads", "pickle.load", "dill",
                   "cloudpickle", "types.FunctionType", "types.CodeType", "types.LambdaType", "builtins.exec",
                   "builtins.eval", "builtins.compile"),

@@ -362,12 +362,14 @@ class _Scanner:
             code = node.args[0]
             if isinstance(code, ast.Constant) and isinstance(code.value, str):
                 yield from self._inner(code.value, node)
+        if name == "types.ModuleType":  # a module made at run time (the name alone is an annotation)
+            yield _Raw("import-tricks", node)
         if self._builtin(fn, "type") and len(node.args) == 3:
             yield _Raw("dynamic-access", node, "  # a class made at run time")
         if self._builtin(fn, "getattr") and len(node.args) >= 2:
             base = self.resolve(node.args[0])
-            if base and base[1] and not isinstance(node.args[1], ast.Constant):
-                yield _Raw("dynamic-access", node, "  # an attribute by computed name")
+            if base and base[1] and base[0] in SENSITIVE_MODULES and not isinstance(node.args[1], ast.Constant):
+                yield _Raw("dynamic-access", node, "  # an attribute by computed name")  # getattr(torch, dtype) is fine
 
     def _inner(self, code: str, at: ast.Call) -> Iterator[_Raw]:
         """The rules on code passed to exec/eval/compile as a string, reported at the call."""

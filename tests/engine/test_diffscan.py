@@ -203,6 +203,7 @@ HOSTILE = [
     ("run = exec\nrun('x = 1')", "exec-eval"),
     ("import time\ndel time.perf_counter", "patch-module"),
     ("Lazy = type('Lazy', (torch.Tensor,), {})", "dynamic-access"),
+    ("import types\nfake = types.ModuleType('time')", "import-tricks"),
     ("T = torch.Tensor\nclass L(T):\n    pass", "tensor-subclass"),
     ("def swap(x):\n    x.__class__ = dict", "patch-module"),
     ("from time import *", "clock-time"),
@@ -360,12 +361,14 @@ import functools
 import json
 import os
 from pathlib import Path
+from types import ModuleType
 
 import torch
 import triton
 import triton.language as tl
 
 PARAMS = json.loads((Path(__file__).resolve().parent / "params.json").read_text())
+DTYPE = getattr(torch, os.environ.get("SCALE_DTYPE", "float16"))
 INTERPRET = os.environ.get("TRITON_INTERPRET", "0") == "1"
 
 
@@ -395,6 +398,10 @@ def launch_config(n: int, dtype: torch.dtype) -> dict[str, int]:
 @functools.lru_cache(maxsize=None)
 def sm_count(device_index: int) -> int:
     return torch.cuda.get_device_properties(device_index).multi_processor_count
+
+
+def describe(module: ModuleType) -> str:
+    return module.__name__
 
 
 def scale(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
@@ -472,3 +479,8 @@ def test_the_diff_parser_reads_new_deleted_renamed_and_quoted_paths(tmp_path: Pa
     assert files["a.py"].added == {2: "w = 0"}  # no newline at the end: still read
     assert files["gone.py"].deleted and files["moved.py"].deleted
     assert files["moved/é ü.py"].new_file and files["moved/é ü.py"].added == {1: "z = 3"}
+
+
+def test_docs_list_every_rule() -> None:
+    files_md = (REPO / "docs" / "files.md").read_text()
+    assert all(f"| `{rule}` |" in files_md for rule in RULES)

@@ -185,3 +185,13 @@ def test_measure_fails_the_rows_that_not_err_fails():
     bad = config.loads('[target]\nbench = "b"\nmetric = "us"\ncorrect = "ok"\nconfig = ["cfg"]\n').target
     with pytest.raises(metrics.BenchError, match="'ok'.*not a truth value per row"):
         metrics.measure(df.assign(ok=[1, 0, 1, 1]), bad)
+
+
+def test_a_mixed_column_is_no_truth_value():
+    mixed = pd.read_csv(io.StringIO("err\n0\nx\n1\n"))  # a number column with a stray word: text
+    with pytest.raises(BadInput, match="'err'.*text"):
+        expr.parse_rule("not err").eval_rule(mixed)
+    assert expr.parse_rule("err == '0'").eval_rule(mixed).tolist() == [True, False, False]
+    objects = pd.DataFrame({"ok": pd.Series([True, 1, None], dtype=object)})
+    with pytest.raises(BadInput, match="'ok'"):
+        expr.parse_rule("ok").eval_rule(objects)
