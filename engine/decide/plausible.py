@@ -135,7 +135,7 @@ def below_floor(pairs: Sequence[Pair], policy: Policy, floors: dict[str, float])
             beats.append((config, typical, floor))
     if not beats:
         return None
-    named = _name([f"{c} measures {v:.4g} against a floor of {f:.4g}" for c, v, f in beats])
+    named = _name([f"{c} measures {v:.4g} against a roofline floor of {f:.4g}" for c, v, f in beats])
     return Implausible("faster_than_floor",
                        f"{named}: faster than the hardware allows, check the measurement",
                        tuple(c for c, _, _ in beats), cls_of[beats[0][0]])

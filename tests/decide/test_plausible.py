@@ -79,7 +79,7 @@ def test_a_throughput_config_is_fast_upwards_and_flagged_rounds_do_not_make_it_f
 def test_every_config_beating_its_floor_is_named_by_its_median() -> None:
     pairs = grid({"a": [40.0, 41.0, 60.0, 39.0], "b": [50.0, 51.0, 49.0, 52.0], "c": [70.0, 71.0, 72.0, 70.5]})
     f = below_floor(pairs, Policy(), {"a": 45.0, "b": 50.0, "c": 10.0})
-    assert f is not None and f.configs == ("a",) and "a measures 40.5 against a floor of 45" in f.reason
+    assert f is not None and f.configs == ("a",) and "a measures 40.5 against a roofline floor of 45" in f.reason
     # the median of 49, 50, 51, 52 is 50.5: not below 50 (the old upper median said 51, the
     # lower one 50: one rule now, stats.median)
     assert below_floor(grid({"b": [50.0, 51.0, 49.0, 52.0]}), Policy(), {"b": 50.4}) is None
