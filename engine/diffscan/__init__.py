@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import PurePosixPath
 
-from kopt_supervisor.engine.diffscan.diff import FileDiff, parse_diff
+from kopt_supervisor.engine.diffscan.diff import FileDiff, new_file_diff, parse_diff
 from kopt_supervisor.engine.diffscan.findings import (
     RULES,
     Allow,
@@ -51,13 +51,17 @@ from kopt_supervisor.engine.diffscan.text import (
     text_rules,
 )
 
-__all__ = ["RULES", "Allow", "FileDiff", "Finding", "parse_allow", "parse_diff", "review_reason", "scan"]
+__all__ = ["RULES", "Allow", "FileDiff", "Finding", "new_file_diff", "parse_allow", "parse_diff", "review_reason",
+           "scan"]
 
 
-def scan(diff: str, read: Callable[[str], str | None], *, allow: Sequence[str | Allow] = ()) -> list[Finding]:
+def scan(diff: str, read: Callable[[str], str | None], *, allow: Sequence[str | Allow] = (),
+         truncated: bool = False) -> list[Finding]:
     """The findings of a candidate's diff, in file and line order, without those the
     allow-list covers. `read(path)` gives the candidate's new version of a changed file (None
-    when it cannot: then the added lines are all there is)."""
+    when it cannot: then the added lines are all there is). truncated: the caller cut the
+    diff (a size cap); that is a finding of its own (`diff-truncated`), never allowed
+    away: whatever came after the cut was not read."""
     allows = parse_allow([a for a in allow if isinstance(a, str)]) + tuple(a for a in allow if isinstance(a, Allow))
     found: list[Finding] = []
     for fd in parse_diff(diff):
@@ -80,7 +84,9 @@ def scan(diff: str, read: Callable[[str], str | None], *, allow: Sequence[str | 
         else:
             found += text_rules(fd.path, fd.added, GENERIC_RULES)
     unique = {(f.path, f.line, f.rule): f for f in found}
-    return [f for _, f in sorted(unique.items()) if not any(a.covers(f) for a in allows)]
+    kept = [f for _, f in sorted(unique.items()) if not any(a.covers(f) for a in allows)]
+    cut = [Finding("diff-truncated", "", 0, f"the diff was cut at {len(diff)} characters")] if truncated else []
+    return kept + cut
 
 
 def _by_name(fd: FileDiff) -> list[Finding]:

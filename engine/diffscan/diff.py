@@ -111,3 +111,14 @@ def _unquote(s: str) -> str:
         out += c.encode()
         i += 1
     return out.decode("utf-8", errors="replace")
+
+
+def new_file_diff(path: str, text: str | None) -> str:
+    """A git-style diff that adds `path` whole (None: a binary file): for files the candidate
+    created that `git diff` does not show (ignored by a .gitignore it may have edited)."""
+    if text is None:
+        return f"diff --git a/{path} b/{path}\nnew file mode 100644\nBinary files /dev/null and b/{path} differ\n"
+    lines = text.splitlines()
+    body = "".join(f"+{line}\n" for line in lines)
+    return (f"diff --git a/{path} b/{path}\nnew file mode 100644\n--- /dev/null\n+++ b/{path}\n"
+            f"@@ -0,0 +1,{len(lines)} @@\n{body}")

@@ -42,6 +42,7 @@ RULES: dict[str, str] = {
     "shadow-module": "a new file named like a module the bench imports (time.py, torch.py)",
     "startup-hook": "a file the interpreter runs at startup (sitecustomize.py, usercustomize.py, *.pth)",
     "binary-file": "a binary file (cannot be read)",
+    "diff-truncated": "the diff was cut before its end: what follows was not read",
     "unparsed": "a Python file that does not parse (read by the text rules only)",
     "c-env": "C/C++: getenv, setenv, putenv, environ",
     "c-interpose": "C/C++: dlsym, dlopen, RTLD_NEXT",
@@ -111,7 +112,7 @@ def review_reason(findings: Sequence[Finding], *, max_chars: int = 800) -> str:
     parts: list[str] = []
     used = len(head)
     for k, f in enumerate(findings):
-        where = f"{f.path}:{f.line}" if f.line else f.path
+        where = f"{f.path}:{f.line}" if f.line else (f.path or "the diff")
         part = f"{where} [{f.rule}] `{f.text}`"
         left = len(findings) - k - 1
         tail = f"; (+{left} more)" if left else ""

@@ -484,3 +484,20 @@ def test_the_diff_parser_reads_new_deleted_renamed_and_quoted_paths(tmp_path: Pa
 def test_docs_list_every_rule() -> None:
     files_md = (REPO / "docs" / "files.md").read_text()
     assert all(f"| `{rule}` |" in files_md for rule in RULES)
+
+
+def test_files_git_diff_does_not_show_and_a_cut_diff(tmp_path: Path) -> None:
+    from kopt_supervisor.engine.diffscan import new_file_diff
+
+    # a candidate that ignores its own file (.gitignore) is read through new_file_diff
+    hidden = "import os\nos._exit(0)\n"
+    diff = git_diff(tmp_path, {"k.py": BASE}, {"k.py": BASE, ".gitignore": "evil.py\n"})
+    diff += new_file_diff("evil.py", hidden) + new_file_diff("lib.so", None)
+    found = scan(diff, {"evil.py": hidden}.get)
+    assert {(f.rule, f.path, f.line) for f in found} == {("process-exit", "evil.py", 2),
+                                                         ("binary-file", "lib.so", 0)}
+    assert parse_diff(new_file_diff("e.py", "a\nb\n"))[0].added == {1: "a", 2: "b"}
+    # a capped diff is a finding of its own, which no allow entry removes
+    cut = scan(diff[:200], {"evil.py": hidden}.get, allow=("*:*",), truncated=True)
+    assert [f.rule for f in cut] == ["diff-truncated"]
+    assert "the diff [diff-truncated]" in review_reason(cut)
