@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kopt_supervisor.engine import bookkeeping, control
+from kopt_supervisor.engine import bookkeeping, history
 from kopt_supervisor.engine.daemon import engine_alive, workspace_lock
 from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.store import Command, Iteration, Store
@@ -131,7 +131,7 @@ def _validate(store: Store, kind: str, args: dict[str, Any]) -> None:
         if it is None or it.status != "borderline":
             raise BadInput(f"v{v} is not awaiting review" + (f" (status {it.status})" if it else ""))
     if kind == "restart":
-        control.check_restart_point(store, int(args["version"]))
+        history.check_restart_point(store, int(args["version"]))
 
 
 def _apply_offline(ws: Workspace, kind: str, args: dict[str, Any], source: str) -> str | None:
@@ -145,11 +145,11 @@ def _apply_offline(ws: Workspace, kind: str, args: dict[str, Any], source: str) 
 
 def _apply_locked(ws: Workspace, store: Store, kind: str, args: dict[str, Any], source: str) -> str:
     if kind in ("mask", "unmask"):
-        changed = control.set_masked(ws, store, [int(v) for v in args.get("versions", [])], kind == "mask")
+        changed = history.set_masked(ws, store, [int(v) for v in args.get("versions", [])], kind == "mask")
         store.event("command", f"{kind}ed {', '.join(f'v{v}' for v in changed) or 'nothing'} ({source}, offline)")
         return f"{kind}ed {', '.join(f'v{v}' for v in changed) or 'nothing'}"
     if kind == "restart":
-        changed = control.restart_from(ws, store, int(args["version"]), str(args.get("why") or ""))
+        changed = history.restart_from(ws, store, int(args["version"]), str(args.get("why") or ""))
         store.set_many({"state": "stopped", "stop_reason": f"restarted from v{args['version']}; `kopt run` resumes"})
         return (f"restarted from v{args['version']}: masked {', '.join(f'v{v}' for v in changed) or 'nothing'}; "
                 f"`kopt run {ws.tag}` continues from there")

@@ -8,18 +8,30 @@ Rules (kernel-opt program): a measured regression adds one and is remembered (la
 a keep or a tie resets both; a benchmark failure, a correctness give-up, a protected-file
 violation and a failed proposal reset them too (no comparable regression was formed). A
 borderline awaiting review and an interrupted iteration change nothing.
+
+The functions read rows (`IterationRow`: no record) or full `Iteration`s alike; the few
+records a summary needs (the last five regressions) are asked for through `records`, so a
+history of thousands of iterations costs one light query.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kopt_supervisor.engine.store import Iteration
+from kopt_supervisor.engine.records import (
+    FAILURES,
+    Iteration,
+    IterationRecord,
+    IterationRow,
+    Status,
+)
 
-RESETS = ("keep", "accepted", "tie", "split", "rejected", "fail_bench", "fail_correctness",
-          "fail_protected", "fail_propose")
-FAILURES = ("fail_bench", "fail_correctness", "fail_protected", "fail_propose")
+RESETS = frozenset({Status.KEEP, Status.ACCEPTED, Status.TIE, Status.SPLIT, Status.REJECTED, *FAILURES})
+NOT_COUNTED = frozenset({Status.BASELINE, Status.RUNNING, Status.INTERRUPTED, Status.BORDERLINE})
+
+Row = Iteration | IterationRow
 
 
 @dataclass(frozen=True)
@@ -32,50 +44,70 @@ class Counters:
     keeps: int = 0
 
 
-def best_iteration(iterations: list[Iteration]) -> Iteration | None:
+def best_row(rows: Sequence[Row]) -> Row | None:
+    kept = [it for it in rows if not it.masked and it.kept]
+    return kept[-1] if kept else None
+
+
+def best_iteration(iterations: Sequence[Iteration]) -> Iteration | None:
     kept = [it for it in iterations if not it.masked and it.kept]
     return kept[-1] if kept else None
 
 
-def best_commit(iterations: list[Iteration]) -> str | None:
-    it = best_iteration(iterations)
+def best_commit(rows: Sequence[Row]) -> str | None:
+    it = best_row(rows)
     return it.commit if it else None
 
 
-def baseline(iterations: list[Iteration]) -> Iteration | None:
+def baseline(iterations: Sequence[Iteration]) -> Iteration | None:
     for it in iterations:
-        if it.status == "baseline" and not it.masked:
+        if it.status == Status.BASELINE and not it.masked:
             return it
     return None
 
 
-def counters(iterations: list[Iteration]) -> Counters:
+def baseline_version(rows: Sequence[Row]) -> int | None:
+    for it in rows:
+        if it.status == Status.BASELINE and not it.masked:
+            return it.version
+    return None
+
+
+def counters(rows: Sequence[Row], records: Callable[[list[int]], dict[int, Iteration]] | None = None) -> Counters:
+    """The counters over `rows`. RECENT_REGRESSIONS needs the records of up to five
+    regressions: taken from the rows when they are full Iterations, else from `records`
+    (versions -> iterations; without it the summaries carry only what a row has)."""
     regs = 0
-    recent: list[dict[str, Any]] = []
+    recent: list[Row] = []
     fails = 0
     candidates = keeps = 0
-    for it in iterations:
-        if it.masked or it.status in ("baseline", "running", "interrupted", "borderline"):
+    for it in rows:
+        if it.masked or it.status in NOT_COUNTED:
             continue
         candidates += 1
-        if it.status == "regression":
+        if it.status == Status.REGRESSION:
             regs += 1
-            recent = (recent + [regression_summary(it)])[-5:]
+            recent = (recent + [it])[-5:]
         elif it.status in RESETS:
             regs = 0
             recent = []
-        if it.status in FAILURES:
-            fails += 1
-        else:
-            fails = 0
-        if it.status in ("keep", "accepted"):
+        fails = fails + 1 if it.status in FAILURES else 0
+        if it.status in (Status.KEEP, Status.ACCEPTED):
             keeps += 1
-    return Counters(regs, recent, fails, candidates, keeps)
+    full = [it for it in recent if isinstance(it, Iteration)]
+    if len(full) < len(recent) and records is not None:
+        loaded = records([it.version for it in recent])
+        full = [loaded[it.version] for it in recent if it.version in loaded]
+    summaries = [regression_summary(it) for it in full] if len(full) == len(recent) else \
+        [regression_summary(Iteration(it.version, it.status, target_class=it.target_class,
+                                      best_commit_before=it.best_commit_before, finished_at=it.finished_at))
+         for it in recent]
+    return Counters(regs, summaries, fails, candidates, keeps)
 
 
 def regression_summary(it: Iteration) -> dict[str, Any]:
     """One RECENT_REGRESSIONS entry, with the fields the reference program lists."""
-    rec = it.record
+    rec: IterationRecord = it.record
     classes = rec.get("classes", {})
     target = it.target_class or (max(classes, key=lambda c: classes[c].get("ratio", 1.0)) if classes else None)
     c = classes.get(target, {}) if target else {}

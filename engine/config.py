@@ -69,6 +69,12 @@ class TargetConfig:
     """The diff scan's allow-list: entries "rule-id:path-glob" (rule "*": every rule) for
     the legitimate constructs of this target, e.g. "module-state:solution/*.py" for a
     per-shape kernel cache at module level. Rule ids: engine/diffscan.py RULES, docs/files.md."""
+    network: bool = False
+    """The bench, profiler, formatter and ab_command may use the network (they run candidate
+    code; off, the sandbox gives them only a private loopback)."""
+    writable: list[str] = field(default_factory=list)
+    """Extra paths (absolute, or starting with ~) those runs may write; everything outside
+    their worktree, output folder and per-tree cache is read-only to them."""
 
 
 @dataclass(frozen=True)
@@ -159,12 +165,24 @@ class ProfileConfig:
     kind: str = "auto"
     """"auto", "ncu", "rocprofv3" or "none"."""
     kernel: str = ""
-    """Regex of the target kernels' names; empty: every kernel."""
+    """Regex naming the kernels to show as "the hottest" (display only: with NVTX/roctx ranges
+    every kernel launched inside a config's range is compared; without ranges, the target
+    kernels of the whole-run comparison). Empty: every kernel."""
     command: str = ""
     """Command to profile; default: the bench."""
     timeout_s: float = 1800.0
     agree_margin_pct: float = 1.0
-    """Bench and profiler disagree when the profiler's change has the other sign beyond this."""
+    """Whole-run rule of `decide.reconcile_profiler` (bench and profiler disagree when the
+    profiler's change has the other sign beyond this); the per-class comparison
+    (engine.profile.classes) judges by intervals instead."""
+    run_noise_pct: float = 0.3
+    """Run-to-run spread (CV, %) of a profile's per-class GPU time, added to the
+    launch-to-launch spread when each tree is profiled once. Default: five ncu runs of one
+    unchanged tree on an H100 spread by CV 0.16-0.27% (issue 17). Measure yours with
+    `repeats` >= 2 on an unchanged tree."""
+    repeats: int = 1
+    """Profiles of each tree per comparison; with 2 or more the run-to-run spread is
+    measured from them (Student's t) instead of taken from run_noise_pct."""
 
 
 @dataclass(frozen=True)
@@ -200,9 +218,38 @@ class ProposeConfig:
     kind: str = "manual"
     """"manual", "command" or "tune"."""
     command: str = ""
-    """The agent command for kind = "command"; {prompt}, {plan}, {worktree} are filled in."""
-    timeout_s: float = 3600.0
+    """The agent command for kind = "command"; {prompt}, {prompt_json}, {plan}, {worktree},
+    {agent_dir}, {session} and {message} are filled in (docs/agents.md). With an agent preset it
+    replaces the preset's command line."""
+    agent: str = ""
+    """An agent CLI preset for kind = "command": "claude-code", "codex", "gemini", "aider",
+    "opencode" or "generic" (docs/agents.md): its command line, permissions, writable
+    folders and how to read its cost, tokens and session id."""
+    model: str = ""
+    """Passed to the preset's --model flag; empty: the CLI's own default."""
+    args: list[str] = field(default_factory=list)
+    """Extra arguments appended to the preset's command line."""
+    session: str = "fresh"
+    """"fresh": a new agent session each iteration; "resume": one continued conversation
+    (the context pack is still given each time; a masked iteration breaks the chain)."""
+    timeout_s: float = 0.0
+    """Seconds a proposal may take; 0: the preset's (3600 s without one)."""
     repair_attempts: int = 3
+    budget_usd: float = 0.0
+    """Stop the run once the agent runs have cost this many dollars (as the CLI reports
+    them); 0: no limit."""
+    budget_tokens: int = 0
+    """Stop the run once the agent runs have used this many tokens (input + output); 0: no limit."""
+    writable: list[str] = field(default_factory=list)
+    """More paths the sandbox leaves writable for the proposer (absolute, or starting with ~),
+    besides cand/, its plan and output folder and the folders its agent preset names."""
+    transcript_max_kib: int = 4096
+    """Each agent transcript kept in logs/vN/ is cut to this size (head and tail kept)."""
+    prompt_max_kib: int = 64
+    """The size budget of the context pack (KOPT_PROMPT): the oldest history is summarised
+    first; the rules and the current evidence are never cut."""
+    network: bool = True
+    """The `command` proposer may use the network (an agent calls its API); false removes it."""
     tune: TuneConfig = field(default_factory=TuneConfig)
 
 
@@ -289,7 +336,7 @@ def _build(cls: type, data: Any, source: str, where: str) -> Any:
             more = f" (did you mean {hint[0]!r}?)" if hint else f" (known: {', '.join(fields)})"
             raise BadInput(f"{source}: unknown key {_show(dotted)}{more}")
         typ = hints[key]
-        if dataclasses.is_dataclass(typ):
+        if isinstance(typ, type) and dataclasses.is_dataclass(typ):
             kwargs[key] = _build(typ, value, source, dotted)
         else:
             kwargs[key] = _coerce(value, typ, source, dotted)
@@ -379,6 +426,16 @@ def validate(cfg: Config, source: str = "kopt.toml") -> None:
          "needs [target].ab_command (the command that serves the looks)")
     diffscan.parse_allow(t.allow_constructs, where=f"{source}: [target].allow_constructs")
 
+    for key, paths in (("[target].writable", t.writable), ("[propose].writable", cfg.propose.writable)):
+        for i, path in enumerate(paths):
+            p = path.rstrip("/")
+            parts = p.split("/")[1:]
+            need(p.startswith(("/", "~/")) and all(x not in ("", ".", "..") for x in parts), f"{key}[{i}]",
+                 f'must be an absolute path or one under ~/ (no "..", "." or "//"), not {path!r}')
+            need(len(parts) >= (1 if p.startswith("~/") else 2), f"{key}[{i}]",
+                 f"must name a folder below the home or below a top-level folder, not {path!r} (the sandbox "
+                 f"would leave too much writable)")
+
     d = cfg.decide
     for key, why in decide_problems(d):
         need(False, f"[decide].{key}", why)
@@ -400,6 +457,8 @@ def validate(cfg: Config, source: str = "kopt.toml") -> None:
     p = cfg.profile
     need(p.kind in ("auto", "ncu", "rocprofv3", "none"), "[profile].kind",
          f'must be "auto", "ncu", "rocprofv3" or "none", not {p.kind!r}')
+    need(0 <= p.run_noise_pct <= 50, "[profile].run_noise_pct", "must be between 0 and 50")
+    need(1 <= p.repeats <= 20, "[profile].repeats", "must be between 1 and 20")
     if p.kernel:
         import re
 
@@ -411,9 +470,8 @@ def validate(cfg: Config, source: str = "kopt.toml") -> None:
     pr = cfg.propose
     need(pr.kind in ("manual", "command", "tune"), "[propose].kind",
          f'must be "manual", "command" or "tune", not {pr.kind!r}')
-    need(pr.kind != "command" or bool(pr.command.strip()), "[propose].command",
-         'is required when [propose].kind = "command"')
-    need(pr.timeout_s > 0, "[propose].timeout_s", "must be > 0")
+    _validate_agent(pr, need)
+    need(pr.timeout_s >= 0, "[propose].timeout_s", "must be >= 0 (0: the agent preset's)")
     need(0 <= pr.repair_attempts <= 10, "[propose].repair_attempts", "must be between 0 and 10")
     if pr.kind == "tune":
         need(bool(pr.tune.params), "[propose.tune].params", 'is required when [propose].kind = "tune"')
@@ -447,6 +505,50 @@ def validate(cfg: Config, source: str = "kopt.toml") -> None:
         if getattr(r, key):
             expr.parse(getattr(r, key), where=f"{source}: [roofline].{key}")
     need(r.unit_scale > 0, "[roofline].unit_scale", "must be > 0")
+
+
+def _validate_agent(pr: ProposeConfig, need: Any) -> None:
+    """[propose] keys of the command proposer and its agent preset."""
+    from kopt_supervisor.engine.propose import agents
+
+    command = pr.command.strip()
+    need(pr.kind != "command" or bool(command) or bool(pr.agent), "[propose].command",
+         'is required when [propose].kind = "command" (or name an agent preset: [propose].agent)')
+    need(not pr.agent or pr.agent in agents.PRESETS, "[propose].agent",
+         f"must be one of {', '.join(repr(a) for a in agents.AGENT_NAMES)}, not {pr.agent!r}")
+    need(not pr.agent or pr.kind == "command", "[propose].agent",
+         f'needs [propose].kind = "command" (an agent is a command proposer), not {pr.kind!r}')
+    need(pr.agent != "generic" or bool(command), "[propose].command",
+         'is required with [propose].agent = "generic" (a CLI without a preset)')
+    need(pr.session in ("fresh", "resume"), "[propose].session", f'must be "fresh" or "resume", not {pr.session!r}')
+    if pr.session == "resume":
+        need(pr.kind == "command", "[propose].session", '= "resume" needs an agent ([propose].kind = "command")')
+        need(agents.supports_resume(pr.agent, command), "[propose].session",
+             f'= "resume": {_agent_name(pr)} cannot continue a session'
+             + (" (aider has no session id)" if pr.agent == "aider" else "")
+             + (" (put {session} in [propose].command where the CLI takes the session id)"
+                if command or pr.agent in ("", "generic") else ""))
+    need(not pr.model or bool(pr.agent) and pr.agent != "generic" and not command, "[propose].model",
+         "needs an agent preset without [propose].command (put the model in the command instead)")
+    need(not pr.args or bool(pr.agent) and pr.agent != "generic" and not command, "[propose].args",
+         "needs an agent preset without [propose].command (put the arguments in the command instead)")
+    for key in ("budget_usd", "budget_tokens"):
+        value = getattr(pr, key)
+        need(value >= 0, f"[propose].{key}", "must be >= 0 (0: no limit)")
+        need(value == 0 or pr.kind == "command", f"[propose].{key}",
+             'counts agent runs: it needs [propose].kind = "command"')
+    if pr.budget_usd > 0 and pr.agent:
+        pre = agents.PRESETS[pr.agent]
+        need(pre.reports_cost, "[propose].budget_usd",
+             f"cannot be kept: {pre.title} reports no cost (use [propose].budget_tokens)")
+    need(pr.transcript_max_kib >= 16, "[propose].transcript_max_kib", "must be >= 16")
+    need(8 <= pr.prompt_max_kib <= 1024, "[propose].prompt_max_kib", "must be between 8 and 1024")
+
+
+def _agent_name(pr: ProposeConfig) -> str:
+    if pr.command.strip():
+        return "[propose].command without {session}"
+    return f'the "{pr.agent}" agent' if pr.agent else "a plain command"
 
 
 def _inside(path: str) -> bool:

@@ -21,10 +21,14 @@ import time
 import traceback
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kopt_supervisor.engine.errors import BadInput, KoptError
 from kopt_supervisor.engine.store import Store
 from kopt_supervisor.engine.workspace import Workspace
+
+if TYPE_CHECKING:
+    from kopt_supervisor.engine.loop import Engine
 
 HEARTBEAT_S = 1.0
 
@@ -130,15 +134,15 @@ def run_engine(ws: Workspace, *, proposer: str | None = None, max_iters: int | N
         finally:
             beat.stop()
             if engine is not None:
-                engine.store.close()
+                engine.ctx.store.close()
 
 
-def _install_signals(engine: object) -> None:
+def _install_signals(engine: Engine) -> None:
     if threading.current_thread() is not threading.main_thread():
         return
 
     def stop(signum: int, _frame: object) -> None:
-        engine.signal_stop = f"stopped by signal {signal.Signals(signum).name}"  # type: ignore[attr-defined]
+        engine.request_stop(f"stopped by signal {signal.Signals(signum).name}")
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)

@@ -7,18 +7,16 @@ correctness rule (NaN/Inf or a missing metric always fail). A broken file (no CS
 malformed, a missing column) is a `BenchError` whose one-line message names the file and
 column. The ab_command's table (rows per side and block) becomes paired samples.
 
-Pure apart from reading the file it is given.
+Pure: text in, tables and measurements out (engine/bench_output.py finds and reads the file).
 """
 
 from __future__ import annotations
 
 import io
 import math
-import os
 import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -90,70 +88,28 @@ def parse_class_key(key: str) -> dict[str, str]:
 
 
 # ---------------------------------------------------------------------------------------
-# Finding and reading the CSV
+# Parsing a table
 
 
-CsvStamps = dict[Path, tuple[int, int, int, int]]
-"""Files matching the CSV glob before a run: resolved path -> (mtime_ns, ctime_ns, size,
-inode). Any write changes ctime, whichever way the clock went."""
-
-
-def csv_stamps(worktree: Path, pattern: str) -> CsvStamps:
-    """The files inside `worktree` that match `pattern` now, with what identifies their
-    content (taken before a bench run; "-" has none)."""
-    if pattern == "-":
-        return {}
-    root = worktree.resolve()
-    out: CsvStamps = {}
-    try:
-        matches = list(root.glob(pattern))
-    except (NotImplementedError, ValueError) as exc:  # an absolute or empty pattern
-        raise BenchError(f"csv = {pattern!r}: not a glob inside the worktree ({exc})") from None
-    for p in matches:
-        try:
-            rp = p.resolve()
-            if root not in rp.parents or not rp.is_file():
-                continue  # a glob may not escape the worktree (.., symlinks)
-            st = rp.stat()
-        except OSError:
-            continue
-        out[rp] = (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
-    return out
-
-
-def find_csv(worktree: Path, pattern: str, before: CsvStamps, stdout_path: Path) -> Path:
-    """The CSV this run wrote: stdout for "-", else the newest file matching `pattern` that
-    is new or changed since `before` (taken by `csv_stamps` before the run). A file left over
-    from an earlier run never counts, whatever its timestamp says: the wall clock may jump."""
-    if pattern == "-":
-        return stdout_path
-    found = [(stamp[0], path) for path, stamp in csv_stamps(worktree, pattern).items() if before.get(path) != stamp]
-    if not found:
-        raise BenchError(f"no CSV matching {pattern!r} was written by this run in {worktree.name}/")
-    return max(found)[1]
-
-
-def read_table(path: Path, *, metric: str, from_stdout: bool = False) -> pd.DataFrame:
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise BenchError(f"{path.name}: cannot read: {exc.strerror}") from None
+def parse_table(text: str, *, metric: str, from_stdout: bool = False, source: str = "CSV") -> pd.DataFrame:
+    """A bench's table from its text (`from_stdout`: the last CSV block naming the metric
+    among log lines). `source` names the file in errors."""
     if from_stdout:
-        text = _csv_block(text, metric, path)
+        text = _csv_block(text, metric, source)
     if not text.strip():
-        raise BenchError(f"{path.name}: empty CSV")
+        raise BenchError(f"{source}: empty CSV")
     try:
         df = pd.read_csv(io.StringIO(text), skipinitialspace=True)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise BenchError(f"{path.name}: malformed CSV: {first}") from None
+        raise BenchError(f"{source}: malformed CSV: {first}") from None
     df.columns = [str(c).strip() for c in df.columns]
     if df.empty:
-        raise BenchError(f"{path.name}: the CSV has a header but no rows")
+        raise BenchError(f"{source}: the CSV has a header but no rows")
     return df
 
 
-def _csv_block(text: str, metric: str, path: Path) -> str:
+def _csv_block(text: str, metric: str, source: str) -> str:
     """From stdout mixed with log lines, the last block that starts with a header naming
     the metric column and runs to the first line with a different number of fields."""
     lines = text.splitlines()
@@ -162,7 +118,7 @@ def _csv_block(text: str, metric: str, path: Path) -> str:
         if metric in [c.strip() for c in line.split(",")]:
             header_at = i
     if header_at is None:
-        raise BenchError(f"{path.name}: no CSV header with column {metric!r} in the bench's stdout")
+        raise BenchError(f"{source}: no CSV header with column {metric!r} in the bench's stdout")
     n = lines[header_at].count(",")
     block = [lines[header_at]]
     for line in lines[header_at + 1 :]:
@@ -249,9 +205,6 @@ def _plain(v: Any) -> Any:
     return v
 
 
-def read_measurement(path: Path, cfg: TargetConfig, *, from_stdout: bool = False) -> Measurement:
-    return measure(read_table(path, metric=cfg.metric, from_stdout=from_stdout), cfg, path.name)
-
 
 # ---------------------------------------------------------------------------------------
 # ab_command tables
@@ -291,9 +244,3 @@ def ab_pairs(df: pd.DataFrame, cfg: TargetConfig, round_index: int, source: str 
         raise BenchError(f"{source}: ab_command output has no complete (best, cand) pairs")
     return pairs, best_m, cand_m
 
-
-def file_mtime_ns(path: Path) -> int:
-    try:
-        return os.stat(path).st_mtime_ns
-    except OSError:
-        return 0

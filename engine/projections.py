@@ -13,7 +13,7 @@ from typing import Any
 
 from kopt_supervisor.engine.bookkeeping import Counters
 from kopt_supervisor.engine.config import Config
-from kopt_supervisor.engine.store import Iteration
+from kopt_supervisor.engine.records import Iteration
 
 
 def memory_record(it: Iteration) -> dict[str, Any]:
@@ -47,6 +47,8 @@ def memory_record(it: Iteration) -> dict[str, Any]:
             "flags": decision.get("flags", []),
         },
         "proposal": rec.get("proposal", {}),
+        "repairs": rec.get("repairs", []),
+        "plan": rec.get("plan"),
         "pitfalls_and_fixes": rec.get("pitfalls_and_fixes", []),
     }
 

@@ -14,10 +14,22 @@ ends it and kills its group.
 Commands are argv lists or shell strings. Shell strings come only from the user's own
 kopt.toml (the bench, the proposer, the format command); nothing from a plan, a hypothesis
 or a CSV value is ever put into one.
+
+With `confine=` (an `engine.sandbox.Confinement`) the command runs under bubblewrap: the
+argv is wrapped, and everything above still holds. The process kopt starts is bwrap, the
+leader of the group; the command and what it starts live in a PID namespace whose init
+dies with bwrap (--die-with-parent), so killing the group (or kopt's own death) ends every
+process inside, a `setsid` one included. They stay visible from outside (`process_tree`),
+with their environment (the KOPT_WORKSPACE marker) readable for `kill_orphans`.
+
+Log files are opened fresh (a name left in their folder is removed first, and never
+followed): a sandboxed process that can write in a log folder cannot turn kopt's next
+log into a write through a link or a block on a FIFO.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -25,8 +37,12 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 import psutil
+
+from kopt_supervisor.engine import sandbox
+from kopt_supervisor.engine.sandbox import Confinement
 
 DEFAULT_MAX_OUTPUT_BYTES = 512 * 1024 * 1024
 
@@ -44,12 +60,21 @@ class RunResult:
     output_overflow: bool = False
     start_error: str = ""
     """Why the command could not start (its folder vanished, no such program)."""
+    confined: Confinement | None = None
+    """The sandbox it ran in (None: unconfined)."""
 
     @property
     def ok(self) -> bool:
         return self.returncode == 0
 
     def why(self) -> str:
+        """One line: how it ended, and for a confined run that failed, what the sandbox
+        refused (bwrap's own error, or the path it keeps read-only and the key that allows it)."""
+        if self.ok:
+            return self._how()
+        return self._how() + sandbox_note(self.confined, tail_file(self.stderr_path, 40))
+
+    def _how(self) -> str:
         if self.start_error:
             return f"could not start: {self.start_error}"
         if self.timed_out:
@@ -74,6 +99,22 @@ class RunResult:
     def tail(self, n: int = 20, stream: str = "stderr") -> str:
         path = self.stderr_path if stream == "stderr" else self.stdout_path
         return tail_file(path, n)
+
+
+def sandbox_note(confined: Confinement | None, stderr_tail: str) -> str:
+    """For a confined command that failed: what the sandbox refused, as a parenthesis to
+    append to the one-line reason (bwrap's own error, or the path it keeps read-only and
+    the config key that allows it); "" when unconfined or nothing of the kind shows."""
+    if confined is None:
+        return ""
+    setup = sandbox.bwrap_error(stderr_tail)
+    if setup:
+        return f" (the sandbox: {setup})"
+    path = sandbox.denied_write(stderr_tail)
+    if path:
+        return (f" (it tried to write {path}, which the sandbox keeps read-only; "
+                f"allow it with {confined.writable_key} = [\"{path}\"])")
+    return ""
 
 
 def tail_file(path: Path, n: int = 20, max_bytes: int = 64 * 1024) -> str:
@@ -107,10 +148,38 @@ def run(
     on_start: Callable[[int], None] | None = None,
     on_end: Callable[[int], None] | None = None,
     max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
+    confine: Confinement | None = None,
 ) -> RunResult:
     """Run to completion, timeout or interruption. `poll` may raise to interrupt; the
-    process group is then killed and the exception propagates."""
+    process group is then killed and the exception propagates. With `confine`, it runs
+    under bubblewrap (`engine.sandbox`)."""
     argv = as_argv(command)
+    if confine is None:
+        return _run(argv, argv, cwd=cwd, log_dir=log_dir, name=name, timeout_s=timeout_s, env=env, poll=poll,
+                    poll_interval_s=poll_interval_s, on_start=on_start, on_end=on_end,
+                    max_output_bytes=max_output_bytes, confined=None)
+    with sandbox.prepare(confine) as ready:
+        return _run(argv, sandbox.wrap(argv, ready, cwd=cwd), cwd=cwd, log_dir=log_dir, name=name,
+                    timeout_s=timeout_s, env=env, poll=poll, poll_interval_s=poll_interval_s, on_start=on_start,
+                    on_end=on_end, max_output_bytes=max_output_bytes, confined=ready)
+
+
+def _run(
+    argv: list[str],
+    launch: list[str],
+    *,
+    cwd: str | Path,
+    log_dir: str | Path,
+    name: str,
+    timeout_s: float,
+    env: Mapping[str, str] | None,
+    poll: Callable[[], None] | None,
+    poll_interval_s: float,
+    on_start: Callable[[int], None] | None,
+    on_end: Callable[[int], None] | None,
+    max_output_bytes: int,
+    confined: Confinement | None,
+) -> RunResult:
     log_dir = Path(log_dir)
     log_dir.mkdir(parents=True, exist_ok=True)
     out_path, err_path = log_dir / f"{name}.out", log_dir / f"{name}.err"
@@ -118,10 +187,10 @@ def run(
     if env:
         full_env.update(env)
     start = time.monotonic()
-    with open(out_path, "wb") as out, open(err_path, "wb") as err:
+    with _open_log(out_path) as out, _open_log(err_path) as err:
         try:
             proc = subprocess.Popen(
-                argv,
+                launch,
                 cwd=str(cwd),
                 env=full_env,
                 stdin=subprocess.DEVNULL,
@@ -131,7 +200,7 @@ def run(
             )
         except OSError as exc:
             return RunResult(argv, str(cwd), None, time.monotonic() - start, out_path, err_path,
-                             start_error=f"{exc.strerror or exc}: {exc.filename or argv[0]}")
+                             start_error=f"{exc.strerror or exc}: {exc.filename or launch[0]}", confined=confined)
     pgid = proc.pid
     _limit_file_size(proc.pid, max_output_bytes)
     if on_start:
@@ -173,7 +242,23 @@ def run(
         stderr_path=err_path,
         timed_out=timed_out,
         output_overflow=overflow,
+        confined=confined,
     )
+
+
+def _open_log(path: Path) -> BinaryIO:
+    """A new, empty log file at `path`: whatever has that name is removed first (a link is
+    removed, never followed), then the file is created exclusively, without following links."""
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        pass
+    except IsADirectoryError:
+        import shutil
+
+        shutil.rmtree(path)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    return os.fdopen(fd, "wb")
 
 
 class ServerError(Exception):
@@ -192,7 +277,7 @@ class Server:
     def __init__(self, command: str | Sequence[str], *, cwd: str | Path, log_dir: str | Path, name: str,
                  env: Mapping[str, str] | None = None, on_start: Callable[[int], None] | None = None,
                  on_end: Callable[[int], None] | None = None,
-                 max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES) -> None:
+                 max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES, confine: Confinement | None = None) -> None:
         self.argv = as_argv(command)
         log_dir = Path(log_dir)
         log_dir.mkdir(parents=True, exist_ok=True)
@@ -200,17 +285,24 @@ class Server:
         self.max_output_bytes = max_output_bytes
         self.on_end = on_end
         self.env = dict(env or {})
+        self.confined = confine
         self._buffer = b""
         self._eof = False
-        self._out = open(self.out_path, "wb")  # noqa: SIM115 - closed in close()
+        self._sandbox = contextlib.ExitStack()
+        launch = self.argv
+        if confine is not None:  # the sandbox's scratch lives until close()
+            self.confined = self._sandbox.enter_context(sandbox.prepare(confine))
+            launch = sandbox.wrap(self.argv, self.confined, cwd=cwd)
+        self._out = _open_log(self.out_path)
         full_env = {**os.environ, **self.env}
         try:
-            with open(self.err_path, "wb") as err:
-                self.proc = subprocess.Popen(self.argv, cwd=str(cwd), env=full_env, stdin=subprocess.PIPE,
+            with _open_log(self.err_path) as err:
+                self.proc = subprocess.Popen(launch, cwd=str(cwd), env=full_env, stdin=subprocess.PIPE,
                                              stdout=subprocess.PIPE, stderr=err, start_new_session=True)
         except OSError as exc:
             self._out.close()
-            raise ServerError(f"could not start: {exc.strerror or exc}: {exc.filename or self.argv[0]}") from None
+            self._sandbox.close()
+            raise ServerError(f"could not start: {exc.strerror or exc}: {exc.filename or launch[0]}") from None
         os.set_blocking(self.proc.stdout.fileno(), False)  # type: ignore[union-attr]
         self.pgid = self.proc.pid
         self.closed = False
@@ -277,6 +369,7 @@ class Server:
         finally:
             self.proc.stdout.close()  # type: ignore[union-attr]
             self._out.close()
+            self._sandbox.close()
             for path in (self.out_path, self.err_path):
                 _cut_log(path, self.max_output_bytes)
             if self.on_end:
@@ -286,7 +379,9 @@ class Server:
         """Lines completed within `wait_s` (logged as they come)."""
         import select
 
-        ready, _, _ = select.select([self.proc.stdout], [], [], wait_s)
+        stdout = self.proc.stdout
+        assert stdout is not None  # started with stdout=PIPE
+        ready, _, _ = select.select([stdout], [], [], wait_s)
         if ready:
             self._drain()
         *lines, self._buffer = self._buffer.split(b"\n")
@@ -314,8 +409,9 @@ class Server:
             return "closed its stdout"
         how = (f"killed by {signal.Signals(-code).name}" if code < 0 and -code in signal.valid_signals()
                else f"exit code {code}")
-        last = [ln for ln in tail_file(self.err_path, 5).splitlines() if ln.strip()]
-        return f"ended ({how})" + (f": {last[-1][:300]}" if last else "")
+        err = tail_file(self.err_path, 40)
+        last = [ln for ln in err.splitlines()[-5:] if ln.strip()]
+        return f"ended ({how})" + (f": {last[-1][:300]}" if last else "") + sandbox_note(self.confined, err)
 
 
 def _limit_file_size(pid: int, max_bytes: int) -> None:
@@ -361,6 +457,21 @@ def group_members(pgid: int) -> list[psutil.Process]:
         except (ProcessLookupError, PermissionError, psutil.Error):
             continue
     return out
+
+
+def process_tree(pgid: int) -> list[psutil.Process]:
+    """The group's members and all their descendants: what a sandboxed command started in a
+    session of its own (`setsid`) has left the group but not the tree (e.g. the GPU gate's
+    own processes, which must never count as foreign)."""
+    seen: dict[int, psutil.Process] = {}
+    for p in group_members(pgid):
+        seen[p.pid] = p
+        try:
+            for child in p.children(recursive=True):
+                seen.setdefault(child.pid, child)
+        except psutil.Error:
+            continue
+    return list(seen.values())
 
 
 def kill_group(pgid: int, grace_s: float = 2.0) -> None:

@@ -21,14 +21,15 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from kopt_supervisor.engine import faults
 from kopt_supervisor.engine.errors import BadInput
+from kopt_supervisor.engine.records import Iteration, IterationRow, Status
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -61,7 +62,9 @@ CREATE TABLE IF NOT EXISTS samples (
   config  TEXT NOT NULL,
   cls     TEXT NOT NULL,
   value   REAL NOT NULL,
-  t       REAL NOT NULL
+  t       REAL NOT NULL,
+  ord     TEXT NOT NULL DEFAULT '',
+  flagged INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS samples_by_version ON samples (version, stage);
 CREATE TABLE IF NOT EXISTS events (
@@ -86,21 +89,6 @@ CREATE TABLE IF NOT EXISTS commands (
 CREATE INDEX IF NOT EXISTS commands_pending ON commands (status, id);
 """
 
-FINAL_STATUSES = (
-    "baseline",
-    "keep",
-    "regression",
-    "tie",
-    "split",
-    "accepted",
-    "rejected",
-    "fail_bench",
-    "fail_correctness",
-    "fail_protected",
-    "fail_propose",
-    "interrupted",
-)
-STATUSES = ("running", "borderline", *FINAL_STATUSES)
 COMMAND_KINDS = (
     "pause",
     "resume",
@@ -114,32 +102,6 @@ COMMAND_KINDS = (
     "submit",
     "profile",
 )
-
-
-@dataclass
-class Iteration:
-    version: int
-    status: str
-    phase: str = ""
-    masked: bool = False
-    parent: int | None = None
-    hypothesis: str = ""
-    target_class: str | None = None
-    scope: str = "global"
-    commit: str | None = None
-    best_commit_before: str | None = None
-    repair_attempts: int = 0
-    started_at: float = 0.0
-    finished_at: float | None = None
-    record: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def kept(self) -> bool:
-        return self.status in ("baseline", "keep", "accepted") and bool(self.commit)
-
-    @property
-    def final(self) -> bool:
-        return self.status in FINAL_STATUSES
 
 
 @dataclass(frozen=True)
@@ -188,6 +150,7 @@ class Store:
         if not readonly:
             self.db.execute("PRAGMA journal_mode = WAL")
             self.db.execute("PRAGMA synchronous = FULL")
+            self._migrate()
         self._lock = threading.RLock()
         self._depth = 0
 
@@ -206,6 +169,16 @@ class Store:
                 (json.dumps(SCHEMA_VERSION),),
             )
         return store
+
+    def _migrate(self) -> None:
+        """Bring a run.db of an earlier kopt up to this schema (columns added, nothing lost)."""
+        tables = {r[0] for r in self.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if "samples" not in tables:
+            return  # being created
+        have = {r[1] for r in self.db.execute("PRAGMA table_info(samples)")}
+        for column, decl in (("ord", "TEXT NOT NULL DEFAULT ''"), ("flagged", "INTEGER NOT NULL DEFAULT 0")):
+            if column not in have:
+                self.db.execute(f"ALTER TABLE samples ADD COLUMN {column} {decl}")
 
     def close(self) -> None:
         self.db.close()
@@ -274,15 +247,6 @@ class Store:
         row = self.db.execute("SELECT MAX(version) FROM iterations").fetchone()
         return 0 if row[0] is None else int(row[0]) + 1
 
-    def add_iteration(self, it: Iteration) -> Iteration:
-        with self.transaction():
-            self.db.execute(
-                f"INSERT INTO iterations ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                _row_values(it),
-            )
-        faults.step(f"v{it.version} {it.status} {it.phase}")
-        return it
-
     def save_iteration(self, it: Iteration) -> Iteration:
         with self.transaction():
             self.db.execute(
@@ -296,11 +260,27 @@ class Store:
         row = self.db.execute(f"SELECT {_COLUMNS} FROM iterations WHERE version = ?", (version,)).fetchone()
         return None if row is None else _iteration(row)
 
-    def iterations(self, *, include_masked: bool = True, since: int = 0) -> list[Iteration]:
+    def iterations(self, *, include_masked: bool = True, since: int = 0,
+                   versions: Iterable[int] | None = None) -> list[Iteration]:
+        """Iterations with their records, oldest first (`versions`: only these)."""
         sql = f"SELECT {_COLUMNS} FROM iterations WHERE version >= ?"
+        args: list[Any] = [since]
         if not include_masked:
             sql += " AND masked = 0"
-        return [_iteration(r) for r in self.db.execute(sql + " ORDER BY version", (since,))]
+        if versions is not None:
+            wanted = sorted(set(versions))
+            if not wanted:
+                return []
+            sql += f" AND version IN ({','.join('?' * len(wanted))})"
+            args += wanted
+        return [_iteration(r) for r in self.db.execute(sql + " ORDER BY version", args)]
+
+    def rows(self) -> list[IterationRow]:
+        """Every iteration without its record, oldest first: what bookkeeping needs, cheap at
+        any history length."""
+        return [IterationRow(r[0], Status(r[1]), r[2], bool(r[3]), r[4], r[5], r[6], r[7]) for r in self.db.execute(
+            "SELECT version, status, phase, masked, target_class, commit_sha, best_commit_before, finished_at "
+            "FROM iterations ORDER BY version")]
 
     def set_masked(self, versions: Iterable[int], masked: bool) -> list[int]:
         versions = list(versions)
@@ -317,13 +297,16 @@ class Store:
 
     # -- samples ------------------------------------------------------------------------
 
-    def add_samples(self, rows: Iterable[tuple[int, str, int, int, str, str, str, float]]) -> None:
+    def add_samples(self, rows: Iterable[tuple[int, str, int, int, str, str, str, float, str, bool]]) -> None:
+        """(version, stage, round, block, side, config, class, value, order, flagged) rows:
+        `order` is "AB" or "BA" (which side was timed first), `flagged` that the GPU gate saw
+        the round disturbed."""
         now = time.time()
         with self.transaction():
             self.db.executemany(
-                "INSERT INTO samples (version, stage, round, block, side, config, cls, value, t) "
-                "VALUES (?,?,?,?,?,?,?,?,?)",
-                [(*r, now) for r in rows],
+                "INSERT INTO samples (version, stage, round, block, side, config, cls, value, ord, flagged, t) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                [(*r[:9], int(r[9]), now) for r in rows],
             )
 
     def samples(self, version: int, stage: str | None = None) -> list[sqlite3.Row]:
@@ -423,7 +406,7 @@ def _row_values(it: Iteration) -> tuple[Any, ...]:
 def _iteration(r: sqlite3.Row) -> Iteration:
     return Iteration(
         version=r["version"],
-        status=r["status"],
+        status=Status(r["status"]),
         phase=r["phase"],
         masked=bool(r["masked"]),
         parent=r["parent"],

@@ -13,7 +13,11 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from kopt_supervisor.engine.config import DecideConfig, decide_problems
+from kopt_supervisor.engine.decide.stats import geomean
 from kopt_supervisor.engine.errors import BadInput
+
+__all__ = ["ClassResult", "Pair", "Policy", "Verdict", "geomean"]
+"""geomean is stats.geomean, the one of the project, re-exported for engine/loop/machine.py."""
 
 CLASS_VERDICTS = ("improved", "regressed", "tied", "undecided")
 RUN_VERDICTS = ("keep", "regression", "likely_regression", "tie", "split", "borderline", "undecided")

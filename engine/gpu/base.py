@@ -98,8 +98,11 @@ class Backend(Protocol):
     nothing (the gate and `kopt gpus` show it).
     """
 
-    name: str
-    vendor: str
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def vendor(self) -> str: ...
 
     def read(self) -> list[GpuState]:
         """The GPUs now. Never raises for a field; returns [] when the library is gone."""

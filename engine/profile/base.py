@@ -2,8 +2,9 @@
 
 The loop asks `choose_profiler(cfg.profile.kind, vendor)` for a `Profiler`, builds the
 wrapped command with `command(bench_argv, out_dir, kernel_regex)`, runs it with its own
-runner (cwd = the worktree, env with KOPT_PROFILE=1), then calls `parse(out_dir,
-kernel_regex)` for a `ProfileSummary`. Nothing here runs a subprocess.
+runner (cwd = the worktree, env with KOPT_PROFILE=1), then runs each of
+`after_commands(out_dir)` (post-processing of the tool's own output, no GPU needed), then
+calls `parse(out_dir, kernel_regex)` for a `ProfileSummary`. Nothing here runs a subprocess.
 """
 
 from __future__ import annotations
@@ -31,6 +32,11 @@ class Profiler:
 
     def command(self, inner_argv: list[str], out_dir: Path, kernel_regex: str) -> list[str]:
         raise NotImplementedError
+
+    def after_commands(self, out_dir: Path) -> list[list[str]]:
+        """Commands to run, in order, after `command` succeeded and before `parse` (none by
+        default). A failing one is a failed profile."""
+        return []
 
     def parse(self, out_dir: Path, kernel_regex: str) -> ProfileSummary:
         raise NotImplementedError

@@ -1,7 +1,8 @@
 """What a profile says, tool-independent: launches -> per-kernel stats -> a summary; two
-summaries -> a comparison that the decision can ask "do you agree with the bench?".
+summaries -> the whole-run comparison (`compare`), which the per-class comparison
+(engine/profile/classes.py) falls back to when the bench emits no NVTX/roctx ranges.
 
-Target kernels' time per call (the number the keep rule looks at):
+Target kernels' time per call (the whole-run number):
 
     target_total_ns    = sum of GPU time over every launch whose kernel name matches the
                          [profile].kernel regex (re.search; all kernels when it is empty)
@@ -15,6 +16,11 @@ adds both kernels' time, so it cannot look faster. A candidate that launches the
 kernel more often per call changes `calls` itself; `compare` then also compares total
 target time (under KOPT_PROFILE=1 the protected bench runs the same calls for both trees)
 and keeps the less favourable of the two ratios. Pure: no files, no subprocesses.
+
+NVTX/roctx ranges: a launch may carry the name of the range it was launched in
+(`Launch.range`). `summarize` keeps, beside the per-kernel table, the launches grouped by
+(range, kernel) with their spread (`ProfileSummary.ranged`); engine/profile/classes.py
+attributes those groups to configs and classes and compares best and candidate per class.
 """
 
 from __future__ import annotations
@@ -50,6 +56,16 @@ class Launch:
     """DRAM throughput as % of its peak over the launch's elapsed time (ncu)."""
     block: str | None = None
     grid: str | None = None
+    range: str | None = None
+    """The NVTX/roctx push/pop range the launch was made in, as far as the tool shows it:
+    the innermost kopt range (`kopt:...`), or the innermost other range, or "" outside any
+    range. None: the profile holds no range information at all."""
+    range_note: str = ""
+    """Why the range cannot stand for a config whatever its name (e.g. "the innermost range
+    is not a kopt range"); "" when it can."""
+    range_instance: str | None = None
+    """Identifies one opening of the range (rocprofv3: process, thread and start time), so
+    that openings can be counted; None when the tool cannot tell them apart (ncu)."""
 
 
 @dataclass(frozen=True)
@@ -62,6 +78,9 @@ class KernelStat:
     avg_ns: float
     min_ns: float | None = None
     max_ns: float | None = None
+    m2_ns2: float | None = None
+    """Sum of squared deviations of the launches' times from their mean (ns²): the spread
+    behind the profiler's noise; None for tools that report aggregates only."""
     target: bool = False
     """True when the name matches the target regex."""
     registers_per_thread: int | None = None
@@ -88,6 +107,35 @@ class KernelStat:
 
 
 @dataclass(frozen=True)
+class RangeKernelStat:
+    """The launches of one kernel made inside one range name (or outside any range)."""
+
+    range: str
+    """A range name as `Launch.range` holds it; "" outside any range."""
+    kernel: str
+    calls: int
+    total_ns: float
+    m2_ns2: float
+    """Sum of squared deviations of the launches' times from their mean (ns²)."""
+    min_ns: float
+    max_ns: float
+    note: str = ""
+    """`Launch.range_note` of these launches."""
+
+    @property
+    def mean_ns(self) -> float:
+        return self.total_ns / self.calls
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RangeKernelStat:
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+@dataclass(frozen=True)
 class ProfileSummary:
     """Per-kernel GPU time of one profiled run and the target kernels' time per call."""
 
@@ -102,10 +150,23 @@ class ProfileSummary:
     hottest: str
     launches: int
     files: tuple[str, ...] = field(default=())
+    ranged: tuple[RangeKernelStat, ...] = field(default=())
+    """The launches grouped by (range, note, kernel); empty when the tool reported no ranges."""
+    range_openings: tuple[tuple[str, int], ...] | None = None
+    """How many times each range name was opened (rocprofv3); None when the tool cannot
+    count openings (ncu shows only which range a launch was made in)."""
+    ranges_source: str = ""
+    """How the ranges were read (which tool output, which rule); "" when the profile holds
+    no range information, with the reason after "none: " when one is known."""
 
     @property
     def target_kernels(self) -> tuple[KernelStat, ...]:
         return tuple(k for k in self.kernels if k.target)
+
+    @property
+    def kopt_ranges(self) -> tuple[str, ...]:
+        """The distinct kopt range names launches were made in."""
+        return tuple(sorted({g.range for g in self.ranged if g.range.startswith(KOPT_PREFIX)}))
 
     def kernel(self, name: str) -> KernelStat | None:
         return next((k for k in self.kernels if k.name == name), None)
@@ -122,6 +183,9 @@ class ProfileSummary:
             "launches": self.launches,
             "files": list(self.files),
             "kernels": [k.to_dict() for k in self.kernels],
+            "ranged": [g.to_dict() for g in self.ranged],
+            "range_openings": None if self.range_openings is None else dict(self.range_openings),
+            "ranges_source": self.ranges_source,
         }
 
     @classmethod
@@ -138,6 +202,10 @@ class ProfileSummary:
                 hottest=str(data["hottest"]),
                 launches=int(data["launches"]),
                 files=tuple(data.get("files", ())),
+                ranged=tuple(RangeKernelStat.from_dict(g) for g in data.get("ranged", ())),
+                range_openings=(None if data.get("range_openings") is None
+                                else tuple(sorted((str(k), int(v)) for k, v in data["range_openings"].items()))),
+                ranges_source=str(data.get("ranges_source", "")),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise BadInput(f"profile summary: missing or bad field ({exc})") from None
@@ -170,6 +238,10 @@ class ProfileSummary:
         if len(self.kernels) > limit:
             rows.append(f"| ... {len(self.kernels) - limit} more | | | | | | | | | |")
         rows.append("")
+        if not self.calls:
+            rows.append(f"No kernel matches `{self.kernel_regex}` (it only marks kernels: the ranges decide "
+                        f"what is compared); hottest: `{_short(self.hottest)}`.")
+            return "\n".join(rows)
         rows.append(
             f"Target kernels (`{self.kernel_regex or '.*'}`): {self.target_total_ns / 1e3:.1f} us over "
             f"{self.calls} calls (anchor `{_short(self.anchor)}`) = "
@@ -193,17 +265,64 @@ def compile_regex(kernel_regex: str) -> re.Pattern[str]:
         raise BadInput(f"[profile].kernel: {kernel_regex!r} is not a valid regex: {exc}") from None
 
 
+KOPT_PREFIX = "kopt:"
+"""Every range kopt attributes to a config is named `kopt:` + `col=value,col=value`."""
+
+
 def summarize(
-    launches: list[Launch], kernel_regex: str, *, tool: str, files: tuple[str, ...] = ()
+    launches: list[Launch],
+    kernel_regex: str,
+    *,
+    tool: str,
+    files: tuple[str, ...] = (),
+    ranges_source: str = "",
 ) -> ProfileSummary:
-    """Group launches by kernel name; the target kernels are those matching the regex."""
+    """Group launches by kernel name; the target kernels are those matching the regex.
+
+    When the launches carry ranges (`Launch.range` is not None), they are also grouped by
+    (range, note, kernel) into `ranged`, and the openings of each range counted when the
+    tool tells them apart."""
     if not launches:
         raise KoptFailure(f"{', '.join(files) or tool}: the profile holds no kernel launches")
     by_name: dict[str, list[Launch]] = defaultdict(list)
     for launch in launches:
         by_name[launch.kernel].append(launch)
     stats = [_kernel_stat(name, ls) for name, ls in by_name.items()]
-    return summary_from_stats(stats, kernel_regex, tool=tool, files=files, launches=len(launches))
+    ranged_launches = any(x.range and x.range.startswith(KOPT_PREFIX) for x in launches)
+    summary = summary_from_stats(stats, kernel_regex, tool=tool, files=files, launches=len(launches),
+                                 display_only=ranged_launches)
+    with_range = [x for x in launches if x.range is not None]
+    if not with_range:
+        return replace(summary, ranges_source=ranges_source if ranges_source.startswith("none") else "")
+    if len(with_range) != len(launches):
+        raise KoptFailure(f"{', '.join(files) or tool}: range information for some launches only")
+    groups: dict[tuple[str, str, str], list[float]] = defaultdict(list)
+    openings: dict[str, set[str]] = defaultdict(set)
+    attributable = [x for x in launches if x.range and not x.range_note]
+    counted = all(x.range_instance is not None for x in attributable)
+    for x in launches:
+        groups[(x.range or "", x.range_note, x.kernel)].append(x.duration_ns)
+    for x in attributable:
+        if x.range_instance is not None:
+            openings[x.range or ""].add(x.range_instance)
+    ranged = tuple(
+        _range_stat(rng, note, kernel, times) for (rng, note, kernel), times in sorted(groups.items())
+    )
+    return replace(
+        summary,
+        ranged=ranged,
+        range_openings=tuple(sorted((r, len(ids)) for r, ids in openings.items())) if counted else None,
+        ranges_source=ranges_source,
+    )
+
+
+def _m2(times: list[float]) -> float:
+    mean = sum(times) / len(times)
+    return sum((t - mean) ** 2 for t in times)
+
+
+def _range_stat(rng: str, note: str, kernel: str, times: list[float]) -> RangeKernelStat:
+    return RangeKernelStat(rng, kernel, len(times), sum(times), _m2(times), min(times), max(times), note)
 
 
 def summary_from_stats(
@@ -213,8 +332,12 @@ def summary_from_stats(
     tool: str,
     files: tuple[str, ...] = (),
     launches: int | None = None,
+    display_only: bool = False,
 ) -> ProfileSummary:
-    """The summary of per-kernel stats (for tools that report aggregates, not launches)."""
+    """The summary of per-kernel stats (for tools that report aggregates, not launches).
+
+    display_only: the regex only marks kernels (the profile has kopt ranges, which decide
+    what is compared), so matching no kernel is no error: the target fields are then 0."""
     where = ", ".join(files) or tool
     if not stats:
         raise KoptFailure(f"{where}: the profile holds no kernels")
@@ -222,6 +345,11 @@ def summary_from_stats(
     stats = [replace(k, target=bool(pattern.search(k.name))) for k in stats]
     stats.sort(key=lambda k: (-k.total_ns, k.name))
     targets = [k for k in stats if k.target]
+    if not targets and display_only:
+        return ProfileSummary(tool=tool, kernel_regex=kernel_regex, kernels=tuple(stats), calls=0, anchor="",
+                              target_total_ns=0.0, target_per_call_ns=0.0, hottest=stats[0].name,
+                              launches=sum(k.calls for k in stats) if launches is None else launches,
+                              files=files)
     if not targets:
         seen = ", ".join(_short(k.name, 40) for k in stats[:5])
         raise KoptFailure(
@@ -253,6 +381,7 @@ def _kernel_stat(name: str, launches: list[Launch]) -> KernelStat:
         avg_ns=total / len(launches),
         min_ns=min(durations),
         max_ns=max(durations),
+        m2_ns2=_m2(durations),
         registers_per_thread=_max_int(x.registers_per_thread for x in launches),
         accum_vgprs=_max_int(x.accum_vgprs for x in launches),
         sgprs=_max_int(x.sgprs for x in launches),

@@ -1,12 +1,23 @@
-"""Nsight Compute (ncu) adapter: wrap the bench, read ncu's CSV back into launches.
+"""Nsight Compute (ncu) adapter: wrap the bench, read ncu's CSV back into launches, and
+each launch's NVTX range.
 
-The command profiles every process the bench starts (`--target-processes all`), leaves the
-GPU clocks alone (`--clock-control none`, so timings match the unprofiled bench) and, by
-default, the caches too (`--cache-control none`: the bench times warm repeated calls; ncu's
-default flushes caches before every launch). Kernels are filtered with `--kernel-name
-regex:` on the function name (no template arguments or parameters), and the raw page is
-written as CSV with base units to `<out_dir>/ncu.csv` through `--log-file`, so the bench's
-own stdout never mixes with it.
+The command profiles every kernel of every process the bench starts (`--target-processes
+all`; no kernel-name filter: the `[profile].kernel` regex only marks kernels for display),
+leaves the GPU clocks alone (`--clock-control none`, so timings match the unprofiled bench)
+and, by default, the caches too (`--cache-control none`: the bench times warm repeated
+calls; ncu's default flushes caches before every launch). It records NVTX ranges
+(`--nvtx`) into a report `<out_dir>/ncu.ncu-rep` (`--export`) and prints the raw page as
+CSV with base units and function names (no template arguments or parameters) to
+`<out_dir>/ncu.csv` through `--log-file`, so the bench's own stdout never mixes with it.
+
+Two commands then read the report again (`after_commands`, no GPU needed): the raw page
+as it is (`ncu_import.csv`), and with `--print-nvtx-rename kernel` (`ncu_nvtx.csv`), where
+ncu names each launch made inside an NVTX push/pop range after its innermost range. The
+parser joins the two by (process, ID): a launch whose two names differ was made in the
+range the second names; a launch whose names agree was made outside any range. ncu shows
+only the innermost range: a launch inside another range nested in a kopt range cannot be
+attributed, and says so. Without `ncu_nvtx.csv` the profile holds no ranges and the
+comparison falls back to whole-run kernel time, saying why.
 
 The parser reads both CSV layouts ncu prints: the raw page (one row per launch, one column
 per metric, a units row under the header) and the details page (one row per launch and
@@ -19,11 +30,12 @@ from __future__ import annotations
 
 import csv
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from kopt_supervisor.engine.errors import KoptFailure
 from kopt_supervisor.engine.profile.base import Profiler
-from kopt_supervisor.engine.profile.model import Launch, ProfileSummary, summarize
+from kopt_supervisor.engine.profile.model import KOPT_PREFIX, Launch, ProfileSummary, summarize
 from kopt_supervisor.engine.profile.units import (
     bytes_of,
     parse_number,
@@ -32,6 +44,11 @@ from kopt_supervisor.engine.profile.units import (
 )
 
 NCU_LOG = "ncu.csv"
+NCU_REPORT = "ncu"
+"""--export base name: ncu writes `ncu.ncu-rep`."""
+NCU_IMPORT = "ncu_import.csv"
+NCU_NVTX = "ncu_nvtx.csv"
+NVTX_SOURCE = "ncu --print-nvtx-rename kernel: the innermost NVTX push/pop range of each launch"
 
 M_TIME = "gpu__time_duration.sum"
 M_REGS = "launch__registers_per_thread"
@@ -83,37 +100,123 @@ class NcuProfiler(Profiler):
             "--cache-control", self.cache_control,
             "--replay-mode", "kernel",
             "--metrics", ",".join(self.metrics),
-            "--kernel-name-base", "function",
-            "--print-kernel-base", "function",
-            "--csv",
-            "--page", "raw",
-            "--print-units", "base",
+            "--nvtx",
+            "--export", str(out_dir / NCU_REPORT),
+            "--force-overwrite",
+            *self._print_options(),
             "--log-file", str(out_dir / NCU_LOG),
         ]  # fmt: skip
-        if kernel_regex:
-            argv += ["--kernel-name", f"regex:.*(?:{kernel_regex}).*"]
         if self.launch_count:
             argv += ["--launch-count", str(self.launch_count)]
         return argv + list(inner_argv)
 
+    def _print_options(self) -> list[str]:
+        return ["--print-kernel-base", "function", "--csv", "--page", "raw", "--print-units", "base"]
+
+    def after_commands(self, out_dir: Path) -> list[list[str]]:
+        """Read the report back: the raw page as it is, and with each launch named after its
+        innermost NVTX push/pop range."""
+        out_dir = Path(out_dir).resolve()
+        report = str(out_dir / f"{NCU_REPORT}.ncu-rep")
+        base = [self.executable, "--import", report, *self._print_options()]
+        return [
+            [*base, "--log-file", str(out_dir / NCU_IMPORT)],
+            [*base, "--print-nvtx-rename", "kernel", "--log-file", str(out_dir / NCU_NVTX)],
+        ]
+
     def parse(self, out_dir: Path, kernel_regex: str) -> ProfileSummary:
-        path = Path(out_dir) / NCU_LOG
+        out_dir = Path(out_dir)
+        imported, nvtx = out_dir / NCU_IMPORT, out_dir / NCU_NVTX
+        path = imported if imported.is_file() else out_dir / NCU_LOG
         if not path.is_file():
             raise KoptFailure(f"{path}: ncu wrote no output (did the profiled command run?)")
-        return parse_ncu_csv(path, kernel_regex)
+        if not nvtx.is_file():
+            return parse_ncu_csv(path, kernel_regex, why_no_ranges=(
+                f"none: {NCU_NVTX} missing (the profiler's after_commands did not run)"))
+        return parse_ncu_csv(path, kernel_regex, nvtx_path=nvtx)
 
 
-def parse_ncu_csv(path: Path, kernel_regex: str) -> ProfileSummary:
-    """A summary of an ncu CSV (raw or details page) written by `ncu --csv`."""
+def parse_ncu_csv(
+    path: Path, kernel_regex: str, *, nvtx_path: Path | None = None, why_no_ranges: str = ""
+) -> ProfileSummary:
+    """A summary of an ncu CSV (raw or details page) written by `ncu --csv`; with
+    `nvtx_path` (the same report printed with `--print-nvtx-rename kernel`), each launch's
+    innermost NVTX range."""
+    keyed = ncu_keyed_launches(_read(path), where=str(path))
+    if nvtx_path is None:
+        launches = [launch for _, launch in keyed]
+        return summarize(launches, kernel_regex, tool="ncu", files=(str(path),), ranges_source=why_no_ranges)
+    renamed = ncu_kernel_names(_read(nvtx_path), where=str(nvtx_path))
+    launches = with_nvtx_ranges(keyed, renamed, plain=str(path), nvtx=str(nvtx_path))
+    return summarize(launches, kernel_regex, tool="ncu", files=(str(path), str(nvtx_path)),
+                     ranges_source=NVTX_SOURCE)
+
+
+def _read(path: Path) -> str:
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        return path.read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
         raise KoptFailure(f"{path}: cannot read: {exc.strerror}") from None
-    launches = ncu_launches(text, where=str(path))
-    return summarize(launches, kernel_regex, tool="ncu", files=(str(path),))
+
+
+def with_nvtx_ranges(
+    keyed: list[tuple[tuple[str, str], Launch]], renamed: dict[tuple[str, str], str], *, plain: str, nvtx: str
+) -> list[Launch]:
+    """The launches of `plain`, each with the range `nvtx` names it after.
+
+    Both CSVs must print the same launches (one report); a launch named the same in both
+    was made outside any range. ncu may prefix a range name with its domain: a name that
+    holds `kopt:` anywhere but at its start is a format kopt does not know, and a failure
+    rather than a launch silently counted outside the ranges."""
+    keys = [k for k, _ in keyed]
+    if set(keys) != set(renamed) or len(keys) != len(renamed):
+        missing = sorted(set(keys) ^ set(renamed))[:3]
+        raise KoptFailure(f"{nvtx}: not the same launches as {plain} (e.g. process/ID {missing}): "
+                          "both must be printed from one ncu report")
+    out = []
+    for key, launch in keyed:
+        name = renamed[key]
+        if name == launch.kernel:
+            out.append(replace(launch, range=""))
+        elif name.startswith(KOPT_PREFIX):
+            out.append(replace(launch, range=name))
+        elif KOPT_PREFIX in name:
+            raise KoptFailure(
+                f"{nvtx}: process {key[0]} ID {key[1]} is named {name!r}: a kopt range name not at the "
+                "start (an NVTX domain prefix?); kopt expects ranges in the default domain named "
+                "'kopt:col=value,...' (see docs/profiling.md for the capture to check)"
+            )
+        else:
+            out.append(replace(launch, range=name, range_note=(
+                f"innermost range {name!r} is not a kopt range (ncu shows only the innermost range)")))
+    return out
+
+
+def ncu_kernel_names(text: str, *, where: str = "ncu csv") -> dict[tuple[str, str], str]:
+    """(process ID, ID) -> the "Kernel Name" column of each launch of an ncu CSV."""
+    names: dict[tuple[str, str], str] = {}
+    for cols, _ in _records(text, where, need_time=False):
+        key = (cols.get("Process ID", "").strip(), cols["ID"].strip())
+        if key in names:
+            raise KoptFailure(f"{where}: process {key[0]} ID {key[1]} appears twice")
+        names[key] = cols["Kernel Name"].strip()
+    return names
 
 
 def ncu_launches(text: str, *, where: str = "ncu csv") -> list[Launch]:
+    return [launch for _, launch in ncu_keyed_launches(text, where=where)]
+
+
+def ncu_keyed_launches(text: str, *, where: str = "ncu csv") -> list[tuple[tuple[str, str], Launch]]:
+    """Each launch of an ncu CSV with its (process ID, ID)."""
+    out = []
+    for rec in _records(text, where):
+        cols = rec[0]
+        out.append(((cols.get("Process ID", "").strip(), cols["ID"].strip()), _launch(rec, where)))
+    return out
+
+
+def _records(text: str, where: str, *, need_time: bool = True) -> list[_Record]:
     rows = list(csv.reader(line for line in text.splitlines() if line.startswith('"')))
     if not rows:
         raise KoptFailure(f"{where}: no CSV table in ncu's output (ncu failed or profiled nothing)")
@@ -121,19 +224,17 @@ def ncu_launches(text: str, *, where: str = "ncu csv") -> list[Launch]:
     if "ID" not in header or "Kernel Name" not in header:
         raise KoptFailure(f"{where}: not an ncu CSV (header lacks 'ID' and 'Kernel Name')")
     if "Metric Name" in header and "Metric Value" in header:
-        records = _details_records(header, rows[1:], where)
-    else:
-        records = _raw_records(header, rows[1:], where)
-    return [_launch(rec, where) for rec in records]
+        return _details_records(header, rows[1:], where)
+    return _raw_records(header, rows[1:], where, need_time=need_time)
 
 
 # A record: the launch's columns plus {metric: (value text, unit)}.
 _Record = tuple[dict[str, str], dict[str, tuple[str, str]]]
 
 
-def _raw_records(header: list[str], rows: list[list[str]], where: str) -> list[_Record]:
+def _raw_records(header: list[str], rows: list[list[str]], where: str, *, need_time: bool = True) -> list[_Record]:
     """Raw page: one row per launch; the row with an empty ID under a header holds units."""
-    if M_TIME not in header:
+    if need_time and M_TIME not in header:
         raise KoptFailure(
             f"{where}: raw page has no {M_TIME} column (profiled without kopt's metrics?)"
         )

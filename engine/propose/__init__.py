@@ -1,4 +1,5 @@
-"""Proposers: `manual`, `command` (an agent CLI) and `tune` (built-in parameter search)."""
+"""Proposers: `manual`, `command` (an agent CLI, with presets in `agents`) and `tune` (built-in parameter
+search); the context pack an agent reads (`context`) and what its runs cost (`costs`)."""
 
 from __future__ import annotations
 
@@ -23,11 +24,11 @@ def make_proposer(cfg: Config, kind: str | None = None) -> Proposer:
 
         return ManualProposer()
     if kind == "command":
-        if not cfg.propose.command.strip():
-            raise BadInput('kopt.toml: [propose].command is required for the "command" proposer')
+        if not cfg.propose.command.strip() and not cfg.propose.agent:
+            raise BadInput('kopt.toml: [propose].command (or [propose].agent) is required for the "command" proposer')
         from kopt_supervisor.engine.propose.command import CommandProposer
 
-        return CommandProposer(cfg.propose.command, cfg.propose.timeout_s)
+        return CommandProposer.from_config(cfg)
     if kind == "tune":
         from kopt_supervisor.engine.propose.tune import TuneProposer
 

@@ -3,11 +3,13 @@
 A proposer turns the current best tree into a candidate in `cand/` and writes a plan:
 first line the hypothesis, an optional line `target_class: <class>`, an optional line
 `scope: global`. The engine reads the plan back with `parse_plan`; it never passes
-anything from a plan to a shell.
+anything from a plan to a shell. `assess_plan` checks that the plan points at evidence of
+the context pack it was written from (engine.propose.context).
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -79,6 +81,8 @@ class ProposalContext:
     """The engine's interruptible subprocess runner (`runner.run`-like)."""
     wait_for_command: Callable[[set[str], float], Any] | None = None
     """Block until the engineer sends one of these command kinds (manual proposer)."""
+    prompt_json_path: Path | None = None
+    """The context pack as JSON, beside KOPT_PROMPT (default: prompt_path with .json)."""
 
 
 @dataclass(frozen=True)
@@ -98,3 +102,107 @@ class Proposer(Protocol):
     def propose(self, ctx: ProposalContext) -> Proposal:
         """Edit ctx.worktree into a candidate and write ctx.plan_path."""
         ...
+
+
+# ---------------------------------------------------------------------------------------
+# Plans that point at evidence (the context pack's vocabulary)
+
+PLAN_MAX_CHARS = 20000
+
+
+@dataclass(frozen=True)
+class Citation:
+    kind: str
+    """"class", "kernel" or "metric"."""
+    term: str
+    """The pack's own name for it (a class key, a kernel name, a metric label)."""
+    evidence: str
+    """The line of evidence the pack showed for it."""
+
+
+@dataclass(frozen=True)
+class PlanAssessment:
+    ok: bool
+    """False: a failed proposal (an empty plan, an unknown target class)."""
+    plan: Plan
+    citations: tuple[Citation, ...] = ()
+    flags: tuple[str, ...] = ()
+    """"uncited": the plan names no config class, profiled kernel or metric of the pack."""
+    reason: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"ok": self.ok, "hypothesis": self.plan.hypothesis, "target_class": self.plan.target_class,
+                "scope": self.plan.scope, "flags": list(self.flags), "reason": self.reason,
+                "citations": [{"kind": c.kind, "term": c.term, "evidence": c.evidence} for c in self.citations]}
+
+
+def _plan_pack(pack_json: Any) -> dict[str, Any]:
+    if isinstance(pack_json, str | bytes):
+        try:
+            pack_json = json.loads(pack_json)
+        except ValueError:
+            return {}
+    return dict(pack_json) if isinstance(pack_json, dict) else {}
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _word(term: str) -> re.Pattern[str]:
+    return re.compile(r"(?<![\w])" + re.escape(term) + r"(?![\w])", re.IGNORECASE)
+
+
+def _class_pattern(key: str) -> re.Pattern[str]:
+    """A class key `a=1,b=2` as written in prose: spaces around `=` and after `,` allowed."""
+    parts = [re.escape(p.strip()).replace("=", r"\s*=\s*") for p in key.split(",")]
+    return re.compile(r"(?<![\w=])" + r",\s*".join(parts) + r"(?![\w])", re.IGNORECASE)
+
+
+def assess_plan(plan_text: str, pack_json: Any) -> PlanAssessment:
+    """Read a plan against the context pack it was written from (its JSON, as text or a
+    dict). The first line is the hypothesis: an empty plan fails, so does a target class
+    the bench does not have. A plan that cites nothing of the pack (a class key, a kernel
+    name from the profile, or a metric the pack showed) is accepted but flagged "uncited".
+    The `target_class:`/`scope:` lines do not count as citations: evidence is in the prose.
+    Pure."""
+    from kopt_supervisor.engine.propose.context import METRIC_TERMS, kernel_short
+
+    text = (plan_text or "")[:PLAN_MAX_CHARS]
+    plan = parse_plan(text)
+    if not plan.hypothesis:
+        return PlanAssessment(False, plan, reason="the plan is empty (first line: the hypothesis)")
+    pack = _plan_pack(pack_json)
+    evidence = _dict(pack.get("evidence"))
+    classes = _dict(evidence.get("classes"))
+    kernels = _dict(evidence.get("kernels"))
+    metrics = _dict(evidence.get("metrics"))
+    if plan.target_class and classes and plan.target_class not in classes:
+        return PlanAssessment(False, plan, reason=f"target_class {plan.target_class!r} is not a class of this bench "
+                                                  f"(classes: {', '.join(classes)})")
+    prose = "\n".join(ln for ln in text.splitlines()
+                      if not re.match(r"(?i)^\s*(target_class|scope)\s*:", ln))
+    cites: list[Citation] = []
+    for key, line in classes.items():
+        if _class_pattern(str(key)).search(prose):
+            cites.append(Citation("class", str(key), str(line)))
+    for name, line in kernels.items():
+        short = kernel_short(str(name))
+        names = {str(name), short} if len(short) >= 4 else {str(name)}
+        if any(_word(n).search(prose) for n in names):
+            cites.append(Citation("kernel", str(name), str(line)))
+    for label, line in metrics.items():
+        terms = METRIC_TERMS.get(str(label))
+        if terms is not None:
+            hit = any(_word(t).search(prose) for t in terms)
+        else:  # the bench's own metric column: a short name counts in backticks or after a number
+            hit = bool(re.search(r"`" + re.escape(str(label)) + r"`", prose) or
+                       re.search(r"\d\s*" + re.escape(str(label)) + r"(?![\w])", prose) or
+                       len(str(label)) >= 4 and _word(str(label)).search(prose))
+        if hit:
+            cites.append(Citation("metric", str(label), str(line)))
+    if not cites:
+        why = ("the plan names no config class, profiled kernel or metric from the context pack"
+               if pack else "no context pack to check the plan against")
+        return PlanAssessment(True, plan, (), ("uncited",), why)
+    return PlanAssessment(True, plan, tuple(cites))

@@ -1,8 +1,12 @@
-"""KOPT_PROMPT: the markdown file a `command` proposer (an agent) reads (DESIGN.md §10).
+"""The rules kopt hands every proposer, and the short KOPT_PROMPT of the current loop.
 
-It carries the rules kopt enforces, the best metric per class, the hottest kernels of the
-last profile, the recent regressions, the unmasked memory summary, and during a repair the
-failing rows. Pure: returns text.
+`rules(cfg)` states, in the reference program's words, what a careful kernel engineer is
+told before each change: correctness first, one bottleneck-driven hypothesis that points at
+evidence, global or one class, the smallest change, no protected files, no commits, no
+fake wins, the plan's format. The context pack (engine.propose.context) and
+`render_prompt` both print it. `render_prompt` is the prompt the loop writes today (best
+per class, hottest kernels, recent regressions, the memory summary, failing rows on a
+repair); the context pack replaces it once the loop passes `PackInputs`. Pure: returns text.
 """
 
 from __future__ import annotations
@@ -12,21 +16,39 @@ from typing import Any
 from kopt_supervisor.engine.config import Config
 from kopt_supervisor.engine.projections import fmt_num, fmt_pct
 
-RULES = """\
-## Rules kopt enforces (you cannot bypass them)
 
-- Change only what your one hypothesis needs, in this worktree. Do not commit: kopt commits keeps.
-- Do not modify the benchmark command, its shapes, the protected files, or `.git`; a candidate
-  that touches a protected file is rejected unevaluated.
-- Correctness first: every row must pass `{correct}`; NaN/Inf fail. A failing candidate gets up
-  to {repairs} repair attempts on the same hypothesis.
-- kopt times the best tree and your candidate together, interleaved (ABBA), and decides per
-  config class with a confidence interval: gains under {min_effect}% are noise unless proven.
-- Do not sacrifice one config class for another: a class that regresses while another improves
-  makes a split (specialise with a kernel plus dispatch instead).
-- Write your plan to `$KOPT_PLAN`: first line the hypothesis (one sentence, bottleneck-driven);
-  then `target_class: <class>` for a class-specific change, or `scope: global`.
-"""
+def rules(cfg: Config) -> list[str]:
+    """The rules kopt enforces, one item each (markdown)."""
+    t, d = cfg.target, cfg.decide
+    protected = ", ".join(f"`{p}`" for p in t.protected) or "none declared"
+    return [
+        f"**Correctness first.** Every config row must pass `{t.correct or 'the metric is present and finite'}`; "
+        f"NaN/Inf fail. A failing candidate gets up to {cfg.propose.repair_attempts} repair attempts on the same "
+        "hypothesis: keep the direction, make the minimal fix.",
+        "**One hypothesis per iteration, driven by a bottleneck.** It must point back to evidence in this brief: "
+        "a config class, a profiled kernel, or a metric with its value (registers, shared memory, occupancy, "
+        "memory throughput, % of the roofline). No guess-and-tune.",
+        "**Global or one class.** Say which: `scope: global` (every class must not regress), or "
+        "`target_class: <class>` (that class must improve and the others must not regress).",
+        "**The smallest change** the hypothesis needs, inside this worktree only. Do not modify the benchmark "
+        f"command, its shapes, or the protected files ({protected}); a candidate that touches one is rejected "
+        "unevaluated.",
+        "**No fake wins.** Do not reduce the work, skip or weaken correctness, cache outputs across calls, move "
+        "work out of the timed region, patch timers or other modules, or add dependencies. The profiler covers "
+        "every kernel launched per config, and every new best is re-verified in fresh processes.",
+        "**Do not commit** (no git commands that change history): kopt formats, re-benches and commits keeps; a "
+        "candidate with commits of its own is rejected.",
+        f"**How kopt decides.** Best and candidate are timed interleaved (ABBA) and compared per config class with "
+        f"a {d.confidence * 100:g}% interval: changes under {d.min_effect_pct:g}% are noise. A class that regresses "
+        f"beyond {d.max_other_regression_pct:g}% while another improves is a split: specialise (a kernel plus "
+        "dispatch for the class that gains) instead of forcing one kernel on every class. The profiler's GPU time "
+        "must agree with the bench.",
+        "**Hardware numbers** come only from the cited specs in this brief; never estimate a spec.",
+        "**Write the plan** to `$KOPT_PLAN` before you finish: first line the hypothesis (one sentence); then "
+        "`target_class: <class>` or `scope: global`; then the evidence from this brief it rests on (class, kernel, "
+        "metric and its value) and what you changed. An empty plan is a failed proposal; a plan that cites no "
+        "evidence is marked.",
+    ]
 
 
 def render_prompt(
@@ -51,8 +73,10 @@ def render_prompt(
         f"Goal: make `{t.metric}` {'lower' if t.direction == 'min' else 'higher'} for `{t.bench}` without breaking correctness.",
         f"BEST_COMMIT: `{best_commit}` (this worktree starts there).",
         "",
-        RULES.format(correct=t.correct or "the metric is present and finite", repairs=cfg.propose.repair_attempts,
-                     min_effect=cfg.decide.min_effect_pct),
+        "## Rules kopt enforces (you cannot bypass them)",
+        "",
+        *(f"- {r}" for r in rules(cfg)),
+        "",
     ]
     if repair:
         out += [

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kopt_supervisor.engine import bookkeeping
-from kopt_supervisor.engine.store import Iteration
+from kopt_supervisor.engine.records import Iteration
 
 SampleRow = Mapping[str, Any]
 """One row of the samples table: version, stage, round, block, side, config, cls, value."""

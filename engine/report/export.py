@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 
 from kopt_supervisor.engine import gitops
 from kopt_supervisor.engine.errors import BadInput
+from kopt_supervisor.engine.records import Iteration
 from kopt_supervisor.engine.report.filters import exclusion
 from kopt_supervisor.engine.report.writer import results_for_export
-from kopt_supervisor.engine.store import Iteration
 from kopt_supervisor.engine.workspace import Workspace
 
 RESULTS_NAME = "results.md"

@@ -14,10 +14,10 @@ from typing import Any
 
 from kopt_supervisor.engine.config import Config
 from kopt_supervisor.engine.projections import fmt_num, profile_ns_per_call
+from kopt_supervisor.engine.records import Iteration
 from kopt_supervisor.engine.report.collect import RunData
 from kopt_supervisor.engine.report.roofline_view import RooflineView
 from kopt_supervisor.engine.report.stats import Summary, geomean, speedup, summarize
-from kopt_supervisor.engine.store import Iteration
 
 SECTIONS = (
     "Summary",

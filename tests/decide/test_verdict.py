@@ -307,7 +307,7 @@ def test_every_flag_the_engine_writes_is_a_known_flag() -> None:
 
     root = Path(__file__).resolve().parents[2] / "engine"
     verdict_src = (root / "decide" / "verdict.py").read_text()
-    loop_src = (root / "loop.py").read_text()
+    loop_src = "\n".join(p.read_text() for p in sorted((root / "loop").glob("*.py")))
     written = set(re.findall(r'\("([a-z_]+)",\)', verdict_src))
     for src in (verdict_src, loop_src):
         written |= set(re.findall(r'(?:notes\.append\(|flags \+= \(|\*verdict\.flags, |flags \+ \()"([a-z_]+)"', src))

@@ -28,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from kopt_supervisor.engine import config, metrics, runner  # noqa: E402
+from kopt_supervisor.engine import bench_output, config, metrics, runner  # noqa: E402
 from kopt_supervisor.engine.decide import Policy, evaluate, voting_classes  # noqa: E402
 from kopt_supervisor.kernels import catalog  # noqa: E402
 
@@ -69,7 +69,7 @@ def main() -> int:
             server.close()
             server = None
             looks_per_process.append(served)
-        df = metrics.read_table(path, metric=cfg.target.metric)
+        df = bench_output.read_table(path, metric=cfg.target.metric)
         pairs, best_m, _ = metrics.ab_pairs(df, cfg.target, r, path.name)
         guard = frozenset(k for k, c in best_m.configs.items() if not c.production)
         classes = voting_classes({p.config: p.cls for p in pairs}, guard)

@@ -63,13 +63,17 @@ def test_profiler_agreement_confirms_a_keep_and_disagreement_sends_it_to_review(
     ws = Workspace(root, "p")
     assert run_engine(ws, max_iters=1) == 0
     v1 = json.loads(ws.memory_path(1).read_text())
-    assert v1["status"] == "keep" and "profiler agrees" in v1["decision"]["reason"]
+    # the profiler's word, per class, from the launches inside each config's NVTX range
+    assert v1["status"] == "keep" and "profiler: cls=large agrees" in v1["decision"]["reason"], v1["decision"]
+    agreement = {c["cls"]: c["status"] for c in v1["profile"]["agreement"]["classes"]}
+    assert agreement == {"cls=large": "agrees", "cls=small": "agrees"}
+    assert v1["profile"]["agreement"]["per_class"] is True
     assert v1["profile"]["cand"]["target_per_call_ns"] < v1["profile"]["best"]["target_per_call_ns"]
     assert (ws.profiles / "v1" / "cand" / "summary.json").exists()
     v0 = json.loads(ws.memory_path(0).read_text())
-    assert v0["profile"]["best"]["hottest"] == "fake_kernel"
+    assert v0["profile"]["best"]["hottest"] == "fake_kernel_large"
     monkeypatch.setenv("FAKE_NCU_INVERT", "1")
     assert run_engine(ws, max_iters=1) == 0
     v2 = json.loads(ws.memory_path(2).read_text())
-    assert v2["status"] == "rejected" and "the profiler's kernel time changed" in v2["decision"]["reason"]
+    assert v2["status"] == "rejected" and "profiler disagrees on cls=large: bench -" in v2["decision"]["reason"]
     assert "profiler_disagrees" in v2["decision"]["flags"]

@@ -6,7 +6,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from kopt_supervisor.engine import config, metrics
+from kopt_supervisor.engine import bench_output, config, metrics
 from kopt_supervisor.engine.metrics import BenchError
 
 CFG = config.loads('[target]\nbench = "b"\nmetric = "us"\ncorrect = "err == 0"\nclass_by = ["cls"]\n'
@@ -54,37 +54,37 @@ def test_reading_empty_malformed_and_stdout(tmp_path: Path):
     p = tmp_path / "r.csv"
     p.write_text("")
     with pytest.raises(BenchError, match="empty CSV"):
-        metrics.read_table(p, metric="us")
+        bench_output.read_table(p, metric="us")
     p.write_text("a,us\n")
     with pytest.raises(BenchError, match="header but no rows"):
-        metrics.read_table(p, metric="us")
+        bench_output.read_table(p, metric="us")
     p.write_text('a,us\n1,2\n"3,4\n')
     with pytest.raises(BenchError, match="malformed CSV"):
-        metrics.read_table(p, metric="us")
+        bench_output.read_table(p, metric="us")
     out = tmp_path / "bench.out"
     out.write_text("compiling...\nshape,us\nold,1\n\nwarmup done\nshape,us\na,3.5\nb,4\nbye\n")
-    df = metrics.read_table(out, metric="us", from_stdout=True)
+    df = bench_output.read_table(out, metric="us", from_stdout=True)
     assert list(df["shape"]) == ["a", "b"]
     out.write_text("no csv here\n")
     with pytest.raises(BenchError, match="no CSV header with column 'us'"):
-        metrics.read_table(out, metric="us", from_stdout=True)
+        bench_output.read_table(out, metric="us", from_stdout=True)
 
 
 def test_find_csv_ignores_files_from_earlier_runs(tmp_path: Path):
     (tmp_path / "results").mkdir()
     old = tmp_path / "results" / "old.csv"
     old.write_text("us\n1\n")
-    before = metrics.csv_stamps(tmp_path, "results/*.csv")
+    before = bench_output.csv_stamps(tmp_path, "results/*.csv")
     with pytest.raises(BenchError, match="was written by this run"):
-        metrics.find_csv(tmp_path, "results/*.csv", before, tmp_path / "x.out")
+        bench_output.find_csv(tmp_path, "results/*.csv", before, tmp_path / "x.out")
     new = tmp_path / "results" / "new.csv"
     new.write_text("us\n2\n")
-    assert metrics.find_csv(tmp_path, "results/*.csv", before, tmp_path / "x.out") == new.resolve()
+    assert bench_output.find_csv(tmp_path, "results/*.csv", before, tmp_path / "x.out") == new.resolve()
     # a glob may not escape the worktree through a symlink
     outside = tmp_path.parent / "outside.csv"
     outside.write_text("us\n3\n")
     (tmp_path / "results" / "link.csv").symlink_to(outside)
-    assert metrics.find_csv(tmp_path, "results/*.csv", before, tmp_path / "x.out") == new.resolve()
+    assert bench_output.find_csv(tmp_path, "results/*.csv", before, tmp_path / "x.out") == new.resolve()
 
 
 def test_find_csv_does_not_trust_the_wall_clock(tmp_path: Path):
@@ -95,19 +95,19 @@ def test_find_csv_does_not_trust_the_wall_clock(tmp_path: Path):
     old.write_text("us\n1\n")
     future = time.time() + 86400
     os.utime(old, (future, future))
-    before = metrics.csv_stamps(tmp_path, "results/*.csv")
+    before = bench_output.csv_stamps(tmp_path, "results/*.csv")
     with pytest.raises(BenchError, match="was written by this run"):
-        metrics.find_csv(tmp_path, "results/*.csv", before, tmp_path / "x.out")
+        bench_output.find_csv(tmp_path, "results/*.csv", before, tmp_path / "x.out")
     new = tmp_path / "results" / "new.csv"
     new.write_text("us\n2\n")
     past = time.time() - 86400
     os.utime(new, (past, past))
-    assert metrics.find_csv(tmp_path, "results/*.csv", before, tmp_path / "x.out") == new.resolve()
+    assert bench_output.find_csv(tmp_path, "results/*.csv", before, tmp_path / "x.out") == new.resolve()
     old.write_text("us\n3\n")  # rewritten in place: changed, so this run's, and the newest
     os.utime(old, (future, future))
-    assert metrics.find_csv(tmp_path, "results/*.csv", before, tmp_path / "x.out") == old.resolve()
+    assert bench_output.find_csv(tmp_path, "results/*.csv", before, tmp_path / "x.out") == old.resolve()
     with pytest.raises(BenchError, match="not a glob inside the worktree"):
-        metrics.csv_stamps(tmp_path, "/etc/*.csv")
+        bench_output.csv_stamps(tmp_path, "/etc/*.csv")
 
 
 def test_ab_pairs_pair_by_config_and_block():

@@ -142,7 +142,7 @@ def test_restart_masks_later_iterations_and_resets_to_vk(fake_env):
 def test_a_restart_the_engine_read_but_did_not_apply_survives_its_crash(fake_env, monkeypatch):
     # the command is done only once the masks are written: an engine dying in between leaves
     # it pending, and the next engine applies it (a TUI waiting for "done" then sees the masks)
-    from kopt_supervisor.engine import control
+    from kopt_supervisor.engine import history as control
 
     repo, root = fake_env(["gain5", "gain5", "loss5", "gain5"])
     ws = init(repo, root)
@@ -325,3 +325,29 @@ def test_kill_9_with_a_serving_bench_up_resumes_and_ends_the_orphan(fake_env, mo
     assert [s for _, s, _ in got[2:]] == ["keep", "keep"]
     assert not [p for p in psutil.process_iter() if _pgid(p) == pgid and _live(p)]  # the orphan was ended
     assert meta(ws, "child_pgid") is None
+
+
+def test_a_review_accepted_after_the_engine_was_killed_keeps_its_roofline_figures(fake_env):
+    """State from the store: the engine that finishes a review after a kill -9 reads the
+    candidate's measurements from run.db (an earlier engine held them in memory only and
+    wrote the kept iteration's roofline with no percentages)."""
+    roofline = '\n[roofline]\nbytes = "n * 8"\ngpu = "h100-sxm"\nunit_scale = 1e-6\n'
+    repo, root = fake_env(["knob:fast=10", "gain5"], extra_toml=roofline,
+                          toml_replace={"review_timeout_s = 2": "review_timeout_s = 600"})
+    ws = init(repo, root)
+    env = {**os.environ, "KOPT_TEST_CRASH_AT": "v1 borderline review"}
+    proc = subprocess.run([sys.executable, "-m", "kopt_supervisor.engine.daemon", "--root", str(root), "t"],
+                          cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
+    with Store(ws.db_path, readonly=True) as s:
+        v1 = s.iteration(1)
+        assert v1 is not None and v1.status == "borderline"
+        measured = v1.record["roofline"]["configs"]
+    assert all(p["pct_of_peak"] for p in measured.values())  # the candidate's figures, from its looks
+    assert kopt(["--root", str(root), "accept", "t", "v1", "--why", "the timer was checked"]) == 0
+    assert run_engine(ws, max_iters=1) == 0
+    with Store(ws.db_path, readonly=True) as s:
+        v1 = s.iteration(1)
+    assert v1 is not None and v1.status == "accepted" and v1.commit
+    kept = v1.record["roofline"]["configs"]
+    assert {k: p["pct_of_peak"] for k, p in kept.items()} == {k: p["pct_of_peak"] for k, p in measured.items()}

@@ -19,7 +19,7 @@ def test_store_round_trips_iterations_and_is_private(tmp_path: Path):
     assert s.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert s.db.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
     it = Iteration(0, "baseline", commit="abc", started_at=1.0, record={"classes": {"c": {"best": 1.5}}})
-    s.add_iteration(it)
+    s.save_iteration(it)
     assert s.next_version() == 1
     got = s.iteration(0)
     assert got == it and got.kept
@@ -137,6 +137,46 @@ def test_kill_orphans_only_touches_marked_processes(tmp_path: Path):
             if p.poll() is None:
                 p.kill()
                 p.wait()
+
+
+def test_a_log_name_planted_as_a_link_or_fifo_is_replaced_never_followed(tmp_path: Path):
+    """A sandboxed process that can write in a log folder plants what kopt's next log will be
+    called: a link to kopt's store, a FIFO (an open for writing would block), a hard link."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    store = tmp_path / "run.db"
+    store.write_bytes(b"the store")
+    (logs / "bench.out").symlink_to(store)
+    os.mkfifo(logs / "bench.err")
+    t0 = time.monotonic()
+    r = runner.run([sys.executable, "-c", "print('measured')"], cwd=tmp_path, log_dir=logs, name="bench", timeout_s=10)
+    assert r.ok and time.monotonic() - t0 < 5
+    assert store.read_bytes() == b"the store"
+    assert not (logs / "bench.out").is_symlink() and (logs / "bench.out").read_text() == "measured\n"
+    os.link(store, logs / "srv.out")
+    srv = runner.Server([sys.executable, "-c", "import sys\nfor l in sys.stdin: print('ok', flush=True)"],
+                        cwd=tmp_path, log_dir=logs, name="srv")
+    try:
+        assert srv.ask("x", timeout_s=10, is_reply=lambda ln: ln == "ok") == "ok"
+    finally:
+        srv.close()
+    assert store.read_bytes() == b"the store"
+
+
+def test_process_tree_finds_what_left_the_group(tmp_path: Path):
+    import subprocess
+
+    proc = subprocess.Popen(["sh", "-c", "setsid sleep 30 & sleep 30"], start_new_session=True)
+    try:
+        deadline = time.monotonic() + 5
+        while len(runner.process_tree(proc.pid)) < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        tree = runner.process_tree(proc.pid)
+        assert len(tree) == 3 and len(runner.group_members(proc.pid)) == 2  # the setsid'd one left the group
+    finally:
+        for p in runner.process_tree(proc.pid):
+            p.kill()
+        proc.wait()
 
 
 # -- runner.Server: a command kept up and asked line by line ------------------------------

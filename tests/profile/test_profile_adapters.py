@@ -44,12 +44,31 @@ def test_ncu_command_wraps_the_bench(tmp_path: Path):
     assert _option(argv, "--cache-control") == "none"
     assert _option(argv, "--page") == "raw" and "--csv" in argv
     assert _option(argv, "--print-units") == "base"
-    assert _option(argv, "--kernel-name") == "regex:.*(?:rmsnorm|rms_bwd).*"
-    assert _option(argv, "--kernel-name-base") == "function"
+    assert _option(argv, "--print-kernel-base") == "function"
     assert _option(argv, "--metrics").split(",") == list(DEFAULT_METRICS)
     assert _option(argv, "--log-file") == str((out / "ncu.csv").resolve())
+    # NVTX ranges recorded into a report that after_commands reads back
+    assert "--nvtx" in argv and _option(argv, "--export") == str((out / "ncu").resolve())
+    assert "--force-overwrite" in argv
+    # the regex never filters what is profiled: it only marks kernels for display
+    assert "--kernel-name" not in argv and "--nvtx-include" not in argv
+    assert not any("rmsnorm" in a for a in argv)
     assert out.is_dir()
     assert "--launch-count" not in argv
+
+
+def test_ncu_after_commands_print_the_report_twice(tmp_path: Path):
+    plain, renamed = NcuProfiler(executable="/opt/ncu").after_commands(tmp_path)
+    report = str((tmp_path / "ncu.ncu-rep").resolve())
+    for argv in (plain, renamed):
+        assert argv[:3] == ["/opt/ncu", "--import", report]
+        assert _option(argv, "--page") == "raw" and "--csv" in argv
+        assert _option(argv, "--print-units") == "base" and _option(argv, "--print-kernel-base") == "function"
+    assert _option(plain, "--log-file") == str((tmp_path / "ncu_import.csv").resolve())
+    assert "--print-nvtx-rename" not in plain
+    assert _option(renamed, "--print-nvtx-rename") == "kernel"
+    assert _option(renamed, "--log-file") == str((tmp_path / "ncu_nvtx.csv").resolve())
+    assert Rocprofv3Profiler().after_commands(tmp_path) == []
 
 
 def test_ncu_command_without_regex_profiles_every_kernel(tmp_path: Path):
@@ -64,7 +83,7 @@ def test_ncu_command_without_regex_profiles_every_kernel(tmp_path: Path):
 def test_rocprofv3_command_wraps_the_bench(tmp_path: Path):
     argv = Rocprofv3Profiler().command(["python", "bench.py"], tmp_path / "p", "pa_")
     assert argv[0] == "rocprofv3"
-    assert {"--kernel-trace", "--stats", "--truncate-kernels"} <= set(argv)
+    assert {"--kernel-trace", "--marker-trace", "--hip-runtime-trace", "--stats", "--truncate-kernels"} <= set(argv)
     assert _option(argv, "--output-format") == "csv"
     assert _option(argv, "-d") == str((tmp_path / "p").resolve())
     assert argv[argv.index("--") + 1 :] == ["python", "bench.py"]
@@ -99,13 +118,15 @@ def test_choose_profiler(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 FAKE_NCU = textwrap.dedent(
     """\
     #!{python}
-    # Test double for ncu: consumes ncu-style options, runs the wrapped command, and
-    # writes a raw-page CSV naming the kernel regex it was given to --log-file.
-    import subprocess, sys
+    # Test double for ncu: consumes ncu-style options. Profiling: runs the wrapped command,
+    # writes a "report" (the two CSV layouts of tests/data/{sample}) where --export says and
+    # the raw page to --log-file. --import: prints the report's raw page to --log-file,
+    # renamed after NVTX ranges with --print-nvtx-rename kernel.
+    import json, subprocess, sys
     with_value = {{"--target-processes", "--clock-control", "--cache-control", "--replay-mode",
-                  "--metrics", "--kernel-name-base", "--print-kernel-base", "--page",
-                  "--print-units", "--log-file", "--kernel-name", "--launch-count"}}
-    flags = {{"--csv"}}
+                  "--metrics", "--print-kernel-base", "--page", "--export", "--import",
+                  "--print-units", "--log-file", "--launch-count", "--print-nvtx-rename"}}
+    flags = {{"--csv", "--nvtx", "--force-overwrite"}}
     args, opts, i = sys.argv[1:], {{}}, 0
     while i < len(args) and args[i].startswith("--"):
         if args[i] in with_value:
@@ -114,11 +135,20 @@ FAKE_NCU = textwrap.dedent(
             opts[args[i]] = True; i += 1
         else:
             sys.exit("fake ncu: unknown option " + args[i])
+    if opts.get("--page") != "raw" or "--csv" not in opts or opts.get("--print-units") != "base":
+        sys.exit("fake ncu: kopt must ask for the raw page as CSV in base units")
+    if "--import" in opts:
+        report = json.load(open(opts["--import"]))
+        rename = opts.get("--print-nvtx-rename", "none")
+        open(opts["--log-file"], "w").write(report["nvtx" if rename == "kernel" else "plain"])
+        sys.exit(0)
+    if "--nvtx" not in opts or "--export" not in opts:
+        sys.exit("fake ncu: kopt must record NVTX ranges into a report")
     rc = subprocess.call(args[i:])
-    template = open({template!r}).read()
-    with open(opts["--log-file"], "w") as fh:
-        fh.write("==PROF== fake ncu, kernel filter " + opts.get("--kernel-name", "-") + "\\n")
-        fh.write(template)
+    plain = open({folder!r} + "/ncu_import.csv").read()
+    nvtx = open({folder!r} + "/ncu_nvtx.csv").read()
+    json.dump({{"plain": plain, "nvtx": nvtx}}, open(opts["--export"] + ".ncu-rep", "w"))
+    open(opts["--log-file"], "w").write("==PROF== fake ncu\\n" + plain)
     sys.exit(rc)
     """
 )
@@ -128,9 +158,8 @@ def test_command_runs_under_an_ncu_shaped_cli_and_parses(tmp_path: Path):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     fake = bin_dir / "ncu"
-    fake.write_text(
-        FAKE_NCU.format(python=sys.executable, template=str(DATA / "ncu_doc_raw_page.csv"))
-    )
+    fake.write_text(FAKE_NCU.format(python=sys.executable, sample="ncu_nvtx_renamed",
+                                    folder=str(DATA / "ncu_nvtx_renamed")))
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
     marker = tmp_path / "bench_ran"
     bench = [
@@ -145,9 +174,16 @@ def test_command_runs_under_an_ncu_shaped_cli_and_parses(tmp_path: Path):
     done = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert marker.read_text() == "1"
-    assert "regex:.*(?:rmsnorm).*" in (out / "ncu.csv").read_text().splitlines()[0]
-    summary = profiler.parse(out, "rmsnorm")
-    assert summary.calls == 3 and summary.target_per_call_ns == pytest.approx(37000 / 3)
+    # before the after-commands: the live CSV alone, no ranges, and the summary says why
+    early = profiler.parse(out, "_rms")
+    assert early.ranged == () and "after_commands did not run" in early.ranges_source
+    for after in profiler.after_commands(out):
+        done = subprocess.run(after, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+    summary = profiler.parse(out, "_rms")
+    assert summary.kopt_ranges == ("kopt:dclass=narrow,n=1024", "kopt:dclass=narrow,n=2048",
+                                   "kopt:dclass=wide,n=4096")
+    assert summary.files == (str(out / "ncu_import.csv"), str(out / "ncu_nvtx.csv"))
 
 
 @pytest.mark.parametrize(

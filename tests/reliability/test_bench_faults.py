@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from kopt_supervisor.engine import api, config, metrics
+from kopt_supervisor.engine import api, bench_output, config, metrics
 from kopt_supervisor.engine.daemon import run_engine
 from tests.conftest import git
 from tests.reliability.helpers import FAST, check_invariants, init, iterations, memory
@@ -96,7 +96,7 @@ def test_csv_reader_survives_garbage():
                 data = data[:i]
         path.write_bytes(bytes(data))
         try:
-            m = metrics.read_measurement(path, cfg)
+            m = bench_output.read_measurement(path, cfg)
         except metrics.BenchError as e:
             assert "\n" not in str(e) and str(e).startswith("fuzz.csv")
         else:

@@ -71,7 +71,7 @@ def test_disk_full_at_the_projections_never_stops_the_run(fake_env, monkeypatch)
         real(path, text, mode)
 
     monkeypatch.setattr(workspace, "write_atomic", write_atomic)
-    monkeypatch.setattr("kopt_supervisor.engine.loop.write_atomic", write_atomic)
+    monkeypatch.setattr("kopt_supervisor.engine.loop.proposing.write_atomic", write_atomic)
     assert run_engine(ws, max_iters=1) == 0
     its = iterations(ws)
     assert [it.status for it in its] == ["baseline", "fail_propose"]
@@ -102,7 +102,7 @@ def test_run_db_full_crashes_cleanly_and_resumes(fake_env, monkeypatch):
     real_save = Store.save_iteration
 
     def save(self, it):
-        if it.version == 1 and cap["pages"] is None and it.phase.startswith("eval"):
+        if it.version == 1 and cap["pages"] is None and it.phase == "measure":
             cap["pages"] = self.db.execute("PRAGMA page_count").fetchone()[0]
             self.db.execute(f"PRAGMA max_page_count = {cap['pages']}")
             self.db.execute("CREATE TABLE IF NOT EXISTS filler (x)")  # ... and the free pages are gone
@@ -149,7 +149,7 @@ def test_gpu_vanishing_mid_round(fake_env, tmp_path, monkeypatch, blip):
     fake = tmp_path / "gpus.json"
     fake.write_text(json.dumps([GPU]))
     monkeypatch.setenv("KOPT_GPU_CLAIMS_DIR", str(tmp_path / "claims"))
-    monkeypatch.setattr("kopt_supervisor.engine.loop.open_backend", lambda vendor: VanishingGpu(fake, flag, blip))
+    monkeypatch.setattr("kopt_supervisor.engine.gpu.backends.open_backend", lambda vendor: VanishingGpu(fake, flag, blip))
     ws = init(repo, root)
     assert run_engine(ws, max_iters=1) == 0
     its = iterations(ws)

@@ -86,6 +86,6 @@ def grow_run(ws: Workspace, total: int) -> None:
             for v in range(len(its), total):
                 m = models[v % len(models)]
                 t += 60.0
-                store.add_iteration(replace(m, version=v, parent=v - 1, started_at=t, finished_at=t + 55.0,
+                store.save_iteration(replace(m, version=v, parent=v - 1, started_at=t, finished_at=t + 55.0,
                                             hypothesis=f"{m.hypothesis.split(':')[0]}: generated iteration v{v}",
                                             record=dict(m.record)))

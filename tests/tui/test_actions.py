@@ -334,7 +334,7 @@ async def test_history_follows_the_engine_in_place(runs_root: Path):
         with Store(Workspace(runs_root, DONE).db_path) as s:  # what an engine would write
             from kopt_supervisor.engine.store import Iteration
 
-            s.add_iteration(Iteration(4, "running", phase="propose", parent=2, started_at=time.time()))
+            s.save_iteration(Iteration(4, "running", phase="propose", parent=2, started_at=time.time()))
             s.set_masked([2], True)
         await until(pilot, lambda: table.row_count == 5, what="the new row")
         await until(pilot, lambda: str(table.get_cell("2", "flag")) == "m", what="the masked row")

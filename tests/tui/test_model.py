@@ -97,7 +97,7 @@ def test_run_cache_reads_a_thousand_iterations_and_then_one(runs_root: Path):
     assert len(data.iterations) == 1000 and [it.version for it in data.iterations] == list(range(1000))
     first_s = time.perf_counter() - t0
     with Store(ws.db_path) as s:
-        s.add_iteration(Iteration(1000, "running", started_at=time.time()))
+        s.save_iteration(Iteration(1000, "running", started_at=time.time()))
     t0 = time.perf_counter()
     data = cache.refresh()
     assert len(data.iterations) == 1001 and data.iterations[-1].status == "running"

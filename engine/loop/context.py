@@ -1,0 +1,218 @@
+"""What every step of the loop shares: the workspace, its frozen config, the store, the
+command pump and the plumbing bound to them (events, progress, the interruptible runner,
+closing an iteration, phase timings, projections).
+
+Nothing here decides anything; the state machine (machine.py) and its collaborators do.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from kopt_supervisor.engine import bookkeeping, faults, runner
+from kopt_supervisor.engine.config import Config
+from kopt_supervisor.engine.decide import Verdict
+from kopt_supervisor.engine.loop.control import Control
+from kopt_supervisor.engine.propose.costs import Spent, spent
+from kopt_supervisor.engine.records import Iteration, IterationRow, Phase, Status
+from kopt_supervisor.engine.store import Store
+from kopt_supervisor.engine.workspace import Workspace, write_memory, write_projections
+
+MARKER = "KOPT_WORKSPACE"
+"""Every child kopt starts carries this variable (the workspace's path): after a crash, the
+orphans of a recorded process group are recognised by it (a recycled pid never is)."""
+
+TIMED_KEYS = ("gate_wait_s", "proposer_s", "police_s", "reload_s", "profiler_s", "format_s", "commit_s")
+"""The phases an iteration's record["timings"] holds (and `looks_s`: one entry per look)."""
+
+
+class RunContext:
+    def __init__(self, ws: Workspace, cfg: Config, store: Store, control: Control, *,
+                 log: Callable[[str], None], poll_interval_s: float = 0.2) -> None:
+        self.ws = ws
+        self.cfg = cfg
+        self.store = store
+        self.control = control
+        self.log = log
+        self.poll_interval_s = poll_interval_s
+        self.child_pgids: set[int] = set()
+        self._ended_records: dict[int, Any] = {}
+
+    # -- reading the history --------------------------------------------------------------
+
+    def rows(self) -> list[IterationRow]:
+        return self.store.rows()
+
+    def best_commit(self) -> str:
+        return bookkeeping.best_commit(self.rows()) or str(self.store.get("baseline_commit"))
+
+    def baseline(self) -> Iteration | None:
+        v = bookkeeping.baseline_version(self.rows())
+        return None if v is None else self.store.iteration(v)
+
+    def best_iteration(self) -> Iteration | None:
+        best = bookkeeping.best_row(self.rows())
+        return None if best is None else self.store.iteration(best.version)
+
+    def counters(self) -> bookkeeping.Counters:
+        return bookkeeping.counters(self.rows(), self._records)
+
+    def agent_spent(self) -> Spent:
+        """What the agent cost so far (masked iterations too: their money is spent). Ended
+        iterations' records are read once."""
+        rows = self.rows()
+        wanted = [r.version for r in rows if r.version not in self._ended_records]
+        records: dict[int, Any] = {}
+        for it in self.store.iterations(versions=wanted):
+            records[it.version] = it.record
+            if it.final:
+                self._ended_records[it.version] = it.record
+        return spent(sorted({**self._ended_records, **records}.items()))
+
+    def _records(self, versions: list[int]) -> dict[int, Iteration]:
+        return {it.version: it for it in self.store.iterations(versions=versions)}
+
+    # -- writing ----------------------------------------------------------------------------
+
+    def save(self, it: Iteration, phase: Phase | None = None) -> None:
+        if phase is not None:
+            it.phase = phase
+        self.store.save_iteration(it)
+
+    def event(self, kind: str, message: str, *, it: Iteration | None = None, level: str = "info") -> None:
+        self.store.event(kind, message, version=it.version if it else None, level=level)
+
+    def set_state(self, state: str) -> None:
+        if self.store.get("state") != state:
+            self.store.set("state", state)
+
+    def progress(self, it: Iteration | None, phase: str, step: str, done: int | None = None,
+                 total: int | None = None) -> None:
+        """The live step shown on the dashboard (a countdown writes at most once a second)."""
+        prev = self.store.get("progress") or {}
+        version = it.version if it else prev.get("version")
+        same = prev.get("version") == version and prev.get("phase") == phase
+        if same and prev.get("step") != step and abs(time.time() - float(prev.get("t") or 0)) < 1.0 and done is None:
+            return
+        if same and prev.get("step") == step and prev.get("done") == done:
+            return
+        started = prev.get("phase_started_at") if same else time.time()
+        eta = (time.time() - started) / done * max(0, total - done) if done and total and started else None
+        self.store.set("progress", {"version": version, "phase": phase, "step": step, "done": done, "total": total,
+                                    "phase_started_at": started, "eta_s": eta, "t": time.time()})
+
+    def close(self, it: Iteration, status: Status, reason: str, *, verdict: Verdict | None = None,
+              by: str = "engine") -> None:
+        """End an iteration: its final status and decision, the event, its projections."""
+        it.status, it.phase, it.finished_at = status, Phase.DONE, time.time()
+        decision = dict(it.record.get("decision") or {})
+        if verdict is not None:
+            decision.update(verdict.to_dict())
+        decision.update({"verdict": status, "reason": reason, "by": by})
+        it.record["decision"] = decision
+        self.finish_timings(it)
+        self.store.save_iteration(it)
+        level = "info" if status in (Status.BASELINE, Status.KEEP, Status.ACCEPTED, Status.TIE) else "warn"
+        self.event("verdict", f"v{it.version}: {status}: {reason}", it=it, level=level)
+        self.log(f"v{it.version}: {status}: {reason}")
+        self.write_memory(it)
+        self.write_projections()
+
+    def write_memory(self, it: Iteration) -> None:
+        try:
+            write_memory(self.ws, it)
+        except OSError as e:
+            self.event("disk", f"cannot write memory/v{it.version}.json: {e}", level="error")
+
+    def write_projections(self) -> None:
+        try:
+            write_projections(self.ws, self.store, self.cfg)
+        except OSError as e:
+            self.event("disk", f"cannot write projections: {e}", level="error")
+
+    # -- phase timings ------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def clock(self, it: Iteration | None, key: str) -> Iterator[None]:
+        """Add the time spent inside to it.record["timings"][key] (`looks_s`: appended)."""
+        t0 = time.monotonic()
+        try:
+            yield
+        finally:
+            if it is not None:
+                timings = it.record.setdefault("timings", {})
+                spent = round(time.monotonic() - t0, 4)
+                if key == "looks_s":
+                    timings.setdefault("looks_s", []).append(spent)
+                else:
+                    timings[key] = round(float(timings.get(key, 0.0)) + spent, 4)
+
+    def finish_timings(self, it: Iteration) -> None:
+        """total_s and engine_s (what kopt itself spent: all but the proposer, the looks, the
+        profiler and waiting for an idle GPU)."""
+        timings = it.record.setdefault("timings", {})
+        total = max(0.0, (it.finished_at or time.time()) - it.started_at)
+        outside = sum(float(timings.get(k, 0.0)) for k in ("proposer_s", "profiler_s", "gate_wait_s"))
+        outside += sum(float(x) for x in timings.get("looks_s", []))
+        timings["total_s"] = round(total, 4)
+        timings["engine_s"] = round(max(0.0, total - outside), 4)
+
+    # -- subprocesses ---------------------------------------------------------------------------
+
+    def env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
+        return {**self.cfg.target.env, **(extra or {}), MARKER: str(self.ws.dir)}
+
+    def run(self, it: Iteration, command: str | list[str], *, cwd: Path, name: str, timeout_s: float,
+            env: dict[str, str] | None = None) -> runner.RunResult:
+        """A command in its own process group, interruptible through the pump, logged to
+        logs/vN/<name>.out|.err, its group recorded (orphans are killed after a crash)."""
+        log_dir = self.ws.log_dir(it.version)
+        self.store.set("live_log", str(log_dir / f"{name}.out"))
+        return runner.run(command, cwd=cwd, log_dir=log_dir, name=name, timeout_s=timeout_s, env=self.env(env),
+                          poll=self.control.pump, poll_interval_s=self.poll_interval_s,
+                          on_start=self.child_started, on_end=self.child_ended,
+                          max_output_bytes=self.max_output_bytes)
+
+    def server(self, it: Iteration, command: str, *, cwd: Path, name: str, env: dict[str, str]) -> runner.Server:
+        log_dir = self.ws.log_dir(it.version)
+        self.store.set("live_log", str(log_dir / f"{name}.err"))
+        return runner.Server(command, cwd=cwd, log_dir=log_dir, name=name, env=self.env(env),
+                             on_start=self.child_started, on_end=self.child_ended,
+                             max_output_bytes=self.max_output_bytes)
+
+    @property
+    def max_output_bytes(self) -> int:
+        return int(self.cfg.target.max_output_mib * 2**20)
+
+    def child_started(self, pgid: int) -> None:
+        """meta.child_pgid names the newest live child group (the TUI shows its processes as
+        this run's own; recovery finds orphans by MARKER, whatever their group)."""
+        self.child_pgids.add(pgid)
+        self.store.set("child_pgid", pgid)
+        faults.step(f"child started: {Path(str(self.store.get('live_log') or '?')).stem}")
+
+    def child_ended(self, pgid: int) -> None:
+        self.child_pgids.discard(pgid)
+        self.store.set("child_pgid", max(self.child_pgids) if self.child_pgids else None)
+
+    def own_pids(self) -> set[int]:
+        """This run's live child processes (the GPU gate does not count them as foreign)."""
+        return {p.pid for pgid in self.child_pgids for p in runner.group_members(pgid)}
+
+
+def last_line(res: runner.RunResult) -> str:
+    """The last non-empty line a failed command wrote (stderr first), for one-line reasons."""
+    tail = res.tail(5) or res.tail(5, "stdout")
+    lines = [ln for ln in tail.splitlines() if ln.strip()]
+    return lines[-1][:300] if lines else "(no output)"
+
+
+def with_(obj: Any, **changes: Any) -> Any:
+    """A frozen dataclass with some fields changed."""
+    import dataclasses
+
+    return dataclasses.replace(obj, **changes)

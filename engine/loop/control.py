@@ -1,0 +1,273 @@
+"""The command pump: pause, stop and restart as states the loop checks, and the one table of
+what they interrupt.
+
+Clients (the TUI, the CLI) insert command rows into run.db; `Control.pump()` reads them while
+the engine waits (every fraction of a second, also inside a running benchmark) and turns
+them into state: `paused`, a pending stop reason, a pending restart, a review answer, a mask
+applied. The state machine looks at that state at its named points (`checkpoint()`).
+
+A running step (a proposer working for an hour, a benchmark, a wait for an idle GPU) cannot
+wait for the next checkpoint to honour a stop, so the pump raises `Interrupt` out of the
+step — but only for the requests the step's row of `INTERRUPTS` names. That table is the one
+place that says which steps a request interrupts, and `RESUMES` how each is resumed:
+
+    step           stop / restart              pause
+    gate_wait      interrupts                  - (the wait goes on paused; the gate re-checks)
+    propose        interrupts (iteration       - (takes effect at the next checkpoint)
+                   closed as interrupted)
+    timed          interrupts                  interrupts: the look or baseline run is
+                                               discarded and run again after the resume
+    profile        interrupts                  -
+    format         -                           -   (short; the keep finishes, then stops)
+    review_wait    interrupts                  - (the review waits on; its deadline holds)
+    submit_wait    interrupts                  -
+    idle           - (the machine's checkpoints act on them)
+
+A restart is finished (its command marked done) only once applied, so an engine dying in
+between leaves it pending and the next engine applies it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import TypeVar
+
+from kopt_supervisor.engine import history
+from kopt_supervisor.engine.errors import BadInput, KoptFailure
+from kopt_supervisor.engine.store import Command, Store
+from kopt_supervisor.engine.workspace import Workspace
+
+T = TypeVar("T")
+
+
+class Request(StrEnum):
+    PAUSE = "pause"
+    STOP = "stop"
+    RESTART = "restart"
+
+
+class Step(StrEnum):
+    """What the engine is doing while the pump runs (the rows of INTERRUPTS)."""
+
+    IDLE = "idle"
+    GATE_WAIT = "gate_wait"
+    PROPOSE = "propose"
+    TIMED = "timed"
+    """A timed run: a baseline run or a look (best and candidate measured)."""
+    PROFILE = "profile"
+    FORMAT = "format"
+    REVIEW_WAIT = "review_wait"
+    SUBMIT_WAIT = "submit_wait"
+
+
+_ENDS_RUN = frozenset({Request.STOP, Request.RESTART})
+INTERRUPTS: dict[Step, frozenset[Request]] = {
+    Step.IDLE: frozenset(),
+    Step.GATE_WAIT: _ENDS_RUN,
+    Step.PROPOSE: _ENDS_RUN,
+    Step.TIMED: _ENDS_RUN | {Request.PAUSE},
+    Step.PROFILE: _ENDS_RUN,
+    Step.FORMAT: frozenset(),
+    Step.REVIEW_WAIT: _ENDS_RUN,
+    Step.SUBMIT_WAIT: _ENDS_RUN,
+}
+RESUMES: dict[Request, str] = {
+    Request.PAUSE: "a timed run is discarded and run again after the resume; other steps go on",
+    Request.STOP: "the iteration in flight is closed as interrupted; `kopt run` starts the next one",
+    Request.RESTART: "the iteration in flight is closed as interrupted; the restart is applied and the "
+                     "loop goes on from the restart point",
+}
+
+
+@dataclass
+class Interrupt(Exception):
+    """A request that ends the running step (raised by the pump, per INTERRUPTS)."""
+
+    request: Request
+    reason: str = ""
+    version: int | None = None
+    """RESTART: the restart point vK."""
+    command_id: int | None = None
+    """RESTART: finished (done) once the restart is applied."""
+    why: str = ""
+
+    def __str__(self) -> str:
+        return self.reason or str(self.request)
+
+
+class Control:
+    def __init__(self, ws: Workspace, store: Store, *, poll_interval_s: float = 0.2,
+                 on_state: Callable[[str], None] | None = None,
+                 on_history_changed: Callable[[], None] | None = None) -> None:
+        self.ws = ws
+        self.store = store
+        self.poll_interval_s = poll_interval_s
+        self.on_state = on_state or (lambda state: None)
+        self.on_history_changed = on_history_changed or (lambda: None)
+        self.paused = bool(store.get("paused", False))
+        self.stop_reason: str | None = None
+        self.restart: Interrupt | None = None
+        self.step = Step.IDLE
+        self.review_version: int | None = None
+        self.review_answer: Command | None = None
+        self.waiting_for: set[str] = set()
+
+    # -- the state the machine reads ----------------------------------------------------
+
+    def request_stop(self, reason: str) -> None:
+        """A stop from outside the store (a signal): honoured at the next pump."""
+        self.stop_reason = self.stop_reason or reason
+
+    def pending(self) -> Interrupt | None:
+        """A stop or restart waiting to be acted on (stop first)."""
+        if self.stop_reason:
+            return Interrupt(Request.STOP, self.stop_reason)
+        return self.restart
+
+    def checkpoint(self) -> Interrupt | None:
+        """A named point of the machine: act on commands, wait while paused, and return the
+        stop or restart the machine must act on now (None: go on)."""
+        self.drain()
+        while self.paused and self.pending() is None:
+            self.on_state("paused")
+            self.store.set("progress", {"version": None, "phase": "paused", "t": time.time(),
+                                        "step": "paused by the engineer (resume with `p` or `kopt resume`)"})
+            time.sleep(self.poll_interval_s)
+            self.drain()
+        return self.pending()
+
+    def restart_applied(self) -> None:
+        if self.restart is not None and self.restart.command_id is not None:
+            self.store.finish_command(self.restart.command_id, "done", f"restarted from v{self.restart.version}")
+        self.restart = None
+
+    @contextlib.contextmanager
+    def during(self, step: Step) -> Iterator[None]:
+        """Mark what the engine does while the pump may run (its INTERRUPTS row applies)."""
+        outer, self.step = self.step, step
+        try:
+            self.pump()
+            yield
+        finally:
+            self.step = outer
+
+    def preemptible(self, run: Callable[[], T]) -> T:
+        """A timed run: paused in the middle, it is discarded and run again once resumed."""
+        while True:
+            try:
+                with self.during(Step.TIMED):
+                    return run()
+            except Interrupt as i:
+                if i.request != Request.PAUSE:
+                    raise
+                stop = self.checkpoint()  # waits while paused
+                if stop is not None:
+                    raise stop from None
+
+    # -- the pump -------------------------------------------------------------------------
+
+    def pump(self) -> None:
+        """Act on pending commands; raise Interrupt when one ends the running step."""
+        self.drain()
+        allowed = INTERRUPTS[self.step]
+        pending = self.pending()
+        if pending is not None and pending.request in allowed:
+            raise pending
+        if self.paused and Request.PAUSE in allowed:
+            raise Interrupt(Request.PAUSE, "paused by the engineer")
+
+    def drain(self) -> None:
+        """Act on pending commands (state changes only; nothing is raised)."""
+        for cmd in self.store.pending_commands():
+            self._handle(cmd)
+
+    def _handle(self, cmd: Command) -> None:
+        st = self.store
+        kind = cmd.kind
+        if kind in ("pause", "resume"):
+            self.paused = kind == "pause"
+            st.set("paused", self.paused)
+            self.on_state("paused" if self.paused else "running")
+            st.finish_command(cmd.id, "done", "paused" if self.paused else "resumed")
+            st.event("command", f"{'paused' if self.paused else 'resumed'} by the engineer")
+        elif kind == "stop":
+            st.finish_command(cmd.id, "done", "stopping")
+            why = cmd.args.get("why")
+            self.request_stop("stopped by the engineer" + (f": {why}" if why else ""))
+        elif kind in ("accept", "reject", "more_rounds"):
+            v = int(cmd.args.get("version", -1))
+            if self.review_version is not None and v == self.review_version:
+                self.review_answer = cmd
+            else:
+                st.finish_command(cmd.id, "rejected", f"v{v} is not awaiting review")
+        elif kind == "restart":
+            v = int(cmd.args.get("version", -1))
+            try:
+                history.check_restart_point(st, v)
+            except BadInput as e:
+                st.finish_command(cmd.id, "rejected", str(e))
+                return
+            if self.restart is None:
+                self.restart = Interrupt(Request.RESTART, f"restart from v{v}", v, cmd.id, str(cmd.args.get("why") or ""))
+        elif kind in ("mask", "unmask"):
+            try:
+                changed = history.set_masked(self.ws, st, [int(x) for x in cmd.args.get("versions", [])],
+                                             kind == "mask")
+            except BadInput as e:
+                st.finish_command(cmd.id, "rejected", str(e))
+                return
+            self.on_history_changed()
+            st.finish_command(cmd.id, "done", f"{kind}ed {', '.join(f'v{v}' for v in changed) or 'nothing'}")
+        elif kind == "submit":
+            return  # stays pending until the manual proposer asks for it (wait_for)
+        else:
+            st.finish_command(cmd.id, "rejected", f"{kind!r} is not handled by this engine")
+
+    # -- waits that other steps make --------------------------------------------------------
+
+    def await_answer(self, version: int, seconds: float, tick: Callable[[float], None]) -> Command | None:
+        """Wait up to `seconds` for the engineer's answer on vN's review (monotonic: a
+        wall-clock jump neither ends nor extends it). `tick(seconds_left)` reports progress."""
+        self.review_version, self.review_answer = version, None
+        end = time.monotonic() + seconds
+        try:
+            with self.during(Step.REVIEW_WAIT):
+                while time.monotonic() < end:
+                    self.pump()
+                    if self.review_answer is not None:
+                        return self.review_answer
+                    tick(end - time.monotonic())
+                    time.sleep(self.poll_interval_s)
+            return None
+        finally:
+            self.review_version = None
+
+    def wait_for(self, kinds: set[str], timeout_s: float, tick: Callable[[], None]) -> Command:
+        """Block until a command of these kinds arrives (the manual proposer's `submit`)."""
+        self.waiting_for = set(kinds)
+        end = time.monotonic() + timeout_s
+        try:
+            with self.during(Step.SUBMIT_WAIT):
+                while time.monotonic() < end:
+                    self.pump()
+                    for cmd in self.store.pending_commands(kinds):
+                        self.store.finish_command(cmd.id, "done", "received")
+                        return cmd
+                    tick()
+                    time.sleep(self.poll_interval_s)
+        finally:
+            self.waiting_for = set()
+        raise KoptFailure(f"no {'/'.join(sorted(kinds))} command within {timeout_s:.0f} s")
+
+    def sleep(self, seconds: float, tick: Callable[[float], None]) -> None:
+        """The gate's sleep between checks: the pump keeps running (stop, restart end it)."""
+        end = time.monotonic() + seconds
+        with self.during(Step.GATE_WAIT):
+            while time.monotonic() < end:
+                self.pump()
+                tick(end - time.monotonic())
+                time.sleep(min(self.poll_interval_s, max(0.0, end - time.monotonic())))

@@ -1,0 +1,146 @@
+"""Evidence beyond the bench's own numbers: the roofline of a measured tree and the
+profiler's word on a keep (DESIGN.md §5 step 5, router's Step 0).
+
+- `roofline(it, values)`: record["roofline"] for the tree `values` measured (specs with
+  their sources, % of peak per config and class); the best tree's also becomes the README's
+  Step 0 text. The GPU is the one the iteration's record names (so a restarted engine
+  computes the same figures from the store).
+- `confirm(it, lane, verdict)`: the candidate's roofline, and for a keep the profiler's GPU
+  time of both trees, which must agree with the bench; a profiler failure or disagreement
+  sends the candidate to review.
+- `profile_tree(...)`: the bench (or [profile].command) under ncu / rocprofv3 in one tree.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kopt_supervisor.engine import gitops, runner
+from kopt_supervisor.engine.decide import Policy, Verdict, voting_classes
+from kopt_supervisor.engine.errors import KoptFailure
+from kopt_supervisor.engine.loop.context import RunContext, last_line, with_
+from kopt_supervisor.engine.loop.control import Step
+from kopt_supervisor.engine.loop.lane import Lane, acquire
+from kopt_supervisor.engine.loop.measure import check_untouched
+from kopt_supervisor.engine.loop.rounds import cand_medians, guard_configs
+from kopt_supervisor.engine.profile import PROFILE_ENV, ProfileSummary, choose_profiler
+from kopt_supervisor.engine.profile.base import Profiler
+from kopt_supervisor.engine.profile.classes import agrees, compare_per_class
+from kopt_supervisor.engine.profile.ranges import ConfigRef, config_refs
+from kopt_supervisor.engine.records import Iteration, Stage
+from kopt_supervisor.engine.roofline.evaluate import evaluate as evaluate_roofline
+
+
+class Evidence:
+    def __init__(self, ctx: RunContext) -> None:
+        self.ctx = ctx
+        self._profiler: tuple[str, Profiler | None] | None = None
+
+    def confirm(self, it: Iteration, lane: Lane, verdict: Verdict) -> Verdict:
+        """The candidate's roofline; on a keep, the profiler's final word (reference program):
+        the GPU time of every kernel launched inside each config's range, per class, must
+        agree with the bench within the profiler's own noise (engine.profile.classes)."""
+        ctx = self.ctx
+        self.roofline(it, cand_medians(ctx, it, Stage.EVAL), readme=False)
+        prof = self.profiler(lane)
+        if verdict.kind != "keep" or prof is None:
+            return verdict
+        bests: list[ProfileSummary] = []
+        cands: list[ProfileSummary] = []
+        try:
+            for n in range(max(1, ctx.cfg.profile.repeats)):  # alternating, as the looks are
+                suffix = f"_{n}" if n else ""
+                bests.append(self.profile_tree(it, lane, prof, lane.best, f"best{suffix}"))
+                cands.append(self.profile_tree(it, lane, prof, lane.cand, f"cand{suffix}"))
+        except KoptFailure as e:
+            it.record["profile"] = {"error": str(e)}
+            ctx.save(it)
+            return with_(verdict, kind="borderline", reason=f"the bench says keep, but the profiler failed: {e}",
+                         flags=(*verdict.flags, "profiler_failed"))
+        policy = Policy.from_config(ctx.cfg.decide, ctx.cfg.target.direction)
+        cmp = compare_per_class(bests, cands, self.config_refs(), confidence=policy.confidence,
+                                run_noise_pct=ctx.cfg.profile.run_noise_pct)
+        agreement = agrees(verdict.classes, cmp, min_effect_pct=policy.min_effect_pct)
+        it.record["profile"] = {"best": bests[0].to_dict(), "cand": cands[0].to_dict(), "comparison": cmp.to_dict(),
+                                "agreement": agreement.to_dict()}
+        ctx.save(it)
+        ctx.event("profile", f"v{it.version}: {cmp.summary_line()}", it=it)
+        if agreement.disagrees:
+            return with_(verdict, kind="borderline", reason=agreement.reason(),
+                         flags=(*verdict.flags, "profiler_disagrees"))
+        return with_(verdict, reason=f"{verdict.reason}; profiler: {agreement.summary_line()}")
+
+    def config_refs(self) -> list[ConfigRef]:
+        """The baseline's configs with the classes the decisions vote in (the guard class)."""
+        base = self.ctx.baseline()
+        configs = (base.record.get("configs") or {}) if base else {}
+        votes = voting_classes({k: c["cls"] for k, c in configs.items()}, guard_configs(self.ctx))
+        return config_refs(configs, class_of=votes)
+
+    def baseline(self, it: Iteration, lane: Lane, values: dict[str, float]) -> None:
+        """The baseline's roofline (the README's Step 0) and its profile (tolerated to fail)."""
+        self.roofline(it, values, base=it)
+        prof = self.profiler(lane)
+        if prof is None:
+            return
+        try:
+            it.record["profile"] = {"best": self.profile_tree(it, lane, prof, lane.best, "best").to_dict()}
+        except KoptFailure as e:
+            self.ctx.event("profile", f"v{it.version}: profiling best/ failed: {e}", it=it, level="warn")
+
+    def roofline(self, it: Iteration, values: dict[str, float], *, base: Iteration | None = None,
+                 readme: bool = True) -> None:
+        """record["roofline"] of the tree `values` measured (and the README's text for best)."""
+        base = base or self.ctx.baseline()
+        configs = (base.record.get("configs") or {}) if base else {}
+        if not configs:
+            return
+        gpu = it.record.get("gpu") or {}
+        name = gpu.get("name") if gpu.get("uuid") else None
+        try:
+            rr = evaluate_roofline(
+                self.ctx.cfg, gpu_name=name, gpu_uuid=gpu.get("uuid"),
+                rows={k: c["row"] for k, c in configs.items()}, values=values,
+                class_of={k: c["cls"] for k, c in configs.items()},
+                production=[k for k, c in configs.items() if c.get("production", True)],
+                measured_dir=self.ctx.ws.root / ".ceilings")
+        except KoptFailure as e:
+            it.record["roofline"] = {"error": str(e)}
+            self.ctx.event("roofline", f"roofline analysis failed: {e}", level="error")
+            return
+        if rr is not None:
+            it.record["roofline"] = rr.record
+            if readme:
+                self.ctx.store.set("roofline_md", rr.markdown)
+
+    def profiler(self, lane: Lane) -> Profiler | None:
+        """The configured profiler for the lane's GPU vendor (None: no profiling)."""
+        chosen = lane.gate.chosen
+        vendor = str(getattr(chosen, "vendor", "none")) if chosen is not None else "none"
+        if self._profiler is None or self._profiler[0] != vendor:
+            self._profiler = (vendor, choose_profiler(self.ctx.cfg.profile.kind, vendor))
+        return self._profiler[1]
+
+    def profile_tree(self, it: Iteration, lane: Lane, prof: Profiler, tree: Path, side: str) -> ProfileSummary:
+        """The bench (or [profile].command) under the profiler in `tree`, its report read back."""
+        ctx = self.ctx
+        ctx.progress(it, "profile", f"{prof.name} on {tree.name}/")
+        out_dir = ctx.ws.profiles / f"v{it.version}" / side
+        kernel = ctx.cfg.profile.kernel
+        argv = prof.command(runner.as_argv(ctx.cfg.profile.command or ctx.cfg.target.bench), out_dir, kernel)
+        lease = acquire(ctx, lane, it)
+        with ctx.control.during(Step.PROFILE), ctx.clock(it, "profiler_s"):
+            res = ctx.run(it, argv, cwd=tree, name=f"profile_{side}", timeout_s=ctx.cfg.profile.timeout_s,
+                          env={**lease.env, **PROFILE_ENV})
+            check_untouched(tree)
+            if not res.ok:
+                raise KoptFailure(f"{prof.name} on {side}/ {res.why()}: {last_line(res)}")
+            for n, after in enumerate(prof.after_commands(out_dir)):  # reading the report back: no GPU
+                done = ctx.run(it, after, cwd=tree, name=f"profile_{side}_read{n}", timeout_s=ctx.cfg.profile.timeout_s)
+                if not done.ok:
+                    raise KoptFailure(f"{prof.name} reading its report of {side}/ {done.why()}: {last_line(done)}")
+        summary = prof.parse(out_dir, kernel)
+        summary.save(out_dir / "summary.json")
+        if tree == lane.cand:
+            gitops.remove_untracked(tree)
+        return summary

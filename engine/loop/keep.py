@@ -1,0 +1,126 @@
+"""Keep and discard (the reference program's "commit, new BEST_COMMIT" and "revert to
+BEST_COMMIT").
+
+A keep formats the candidate (`[format].command`), re-decides the formatted tree when
+formatting changed it, records the tree it is about to commit, commits it in the lane's
+candidate worktree (parent BEST_COMMIT, a message that says why it worked), and moves the
+run's branch and best/ to it. Each durable step is written first (phase commit, then
+advance), so recovery can adopt a commit made just before a crash instead of making it
+twice (`adopt`). A discard puts the candidate worktree back at BEST_COMMIT.
+"""
+
+from __future__ import annotations
+
+import time
+
+from kopt_supervisor.engine import faults, gitops
+from kopt_supervisor.engine.decide import Verdict
+from kopt_supervisor.engine.errors import KoptError, KoptFailure
+from kopt_supervisor.engine.loop.context import RunContext, last_line
+from kopt_supervisor.engine.loop.control import Step
+from kopt_supervisor.engine.loop.evidence import Evidence
+from kopt_supervisor.engine.loop.lane import Lane
+from kopt_supervisor.engine.loop.police import ALWAYS_PROTECTED
+from kopt_supervisor.engine.loop.rounds import CorrectnessFailure, DecisionRounds, cand_medians
+from kopt_supervisor.engine.records import Iteration, Phase, Stage, Status
+
+VERDICT_STATUS = {"regression": Status.REGRESSION, "tie": Status.TIE, "split": Status.SPLIT,
+                  "rejected": Status.REJECTED}
+"""What a verdict that is not a keep ends as (anything else: rejected)."""
+
+
+class Keeper:
+    def __init__(self, ctx: RunContext, rounds: DecisionRounds, evidence: Evidence) -> None:
+        self.ctx = ctx
+        self.rounds = rounds
+        self.evidence = evidence
+
+    def keep(self, it: Iteration, lane: Lane, verdict: Verdict, by: str) -> None:
+        ctx = self.ctx
+        status = Status.ACCEPTED if verdict.kind == "accepted" else Status.KEEP
+        if ctx.cfg.format.command:
+            problem = self.format(it, lane, verdict, status)
+            if problem is not None:
+                return self.discard(it, lane, problem[0], problem[1], verdict=problem[2] or verdict, by=by)
+        # the roofline of what is committed: the formatted tree's figures when it was measured again
+        self.evidence.roofline(it, cand_medians(ctx, it, Stage.VERIFY if "verify" in it.record else Stage.EVAL))
+        with ctx.clock(it, "commit_s"):
+            ctx.save(it, Phase.COMMIT)
+            it.record["commit_tree"] = gitops.stage_tracked_tree(lane.cand)
+            it.record["keep_status"] = status
+            ctx.save(it)
+            sha = gitops.commit(lane.cand, commit_message(ctx.ws.tag, it, verdict))
+            faults.step(f"v{it.version} git commit")
+            it.commit = sha
+            ctx.save(it, Phase.ADVANCE)
+            gitops.reset_clean(lane.best, sha)
+        ctx.close(it, status, verdict.reason, verdict=verdict, by=by)
+
+    def format(self, it: Iteration, lane: Lane, verdict: Verdict, status: Status
+               ) -> tuple[Status, str, Verdict | None] | None:
+        """Run the formatter; re-decide the tree if it changed. A problem ends the keep."""
+        ctx = self.ctx
+        ctx.save(it, Phase.KEEP)
+        with ctx.control.during(Step.FORMAT), ctx.clock(it, "format_s"):
+            res = ctx.run(it, ctx.cfg.format.command, cwd=lane.cand, name="format", timeout_s=ctx.cfg.format.timeout_s)
+        if not res.ok:
+            return Status.FAIL_BENCH, f"the format command {res.why()}: {last_line(res)}", None
+        changed = gitops.changed_files(lane.cand, it.best_commit_before or "")
+        hit = gitops.matching(changed, [*ctx.cfg.target.protected, *ALWAYS_PROTECTED])
+        if hit:
+            return Status.FAIL_PROTECTED, f"the format command changed protected file(s): {', '.join(hit)}", None
+        if not ctx.cfg.decide.verify_after_format or gitops.stage_tracked_tree(lane.cand) == it.record.get("evaluated_tree"):
+            return None
+        check = self.rounds.decide(it, lane, Stage.VERIFY)
+        if isinstance(check, CorrectnessFailure):
+            return Status.FAIL_CORRECTNESS, f"after formatting: {check.summary()}", None
+        if check.kind == "keep" or (status == Status.ACCEPTED and check.kind not in ("regression", "split")):
+            it.record["verify"] = check.to_dict()
+            return None
+        return VERDICT_STATUS.get(check.kind, Status.REJECTED), f"after formatting: {check.reason}", check
+
+    def discard(self, it: Iteration, lane: Lane, status: Status, reason: str, *, verdict: Verdict | None = None,
+                by: str = "engine") -> None:
+        self.ctx.close(it, status, reason, verdict=verdict, by=by)
+        self.reset_candidate(lane)
+
+    def reset_candidate(self, lane: Lane) -> None:
+        """Roll the lane's candidate back to BEST_COMMIT (the reference program's revert)."""
+        try:
+            gitops.reset_clean(lane.cand, self.ctx.best_commit(), detach=True)
+        except KoptError as e:  # cand/ may be no repository at all now: the next sync re-creates it
+            self.ctx.event("git", f"could not reset {lane.cand.name}/: {e} (retried at the next iteration)",
+                           level="warn")
+
+    def adopt(self, it: Iteration, lane: Lane) -> bool:
+        """A keep interrupted while committing: adopt the commit if it is exactly the one meant
+        (parent BEST_COMMIT, the recorded tree), else let recovery drop it."""
+        sha = it.commit
+        if sha is None:
+            try:
+                head = gitops.head(lane.cand)
+                parents, tree = gitops.commit_info(lane.cand, head)
+            except KoptFailure:
+                return False
+            if parents == [it.best_commit_before] and tree == it.record.get("commit_tree"):
+                sha = head
+        if sha is None:
+            return False
+        it.commit = sha
+        it.status, it.phase, it.finished_at = Status(it.record.get("keep_status", Status.KEEP)), Phase.DONE, time.time()
+        self.ctx.store.save_iteration(it)
+        self.ctx.event("recover", f"v{it.version}: adopted commit {sha[:10]} made before the crash", it=it)
+        self.ctx.write_memory(it)
+        return True
+
+
+def commit_message(tag: str, it: Iteration, verdict: Verdict) -> str:
+    lines = [it.hypothesis[:72], "", f"kopt v{it.version} ({tag}): {verdict.kind} — {verdict.reason}", ""]
+    for c in verdict.classes:
+        lines.append(f"  {c.cls}: {c.best:.4g} -> {c.cand:.4g} ({c.delta_pct:+.2f}%, "
+                     f"{(c.lo - 1) * 100:+.2f}..{(c.hi - 1) * 100:+.2f}%, {c.verdict})")
+    lines += ["", f"Measured paired with the previous best over {verdict.rounds} rounds "
+              f"({verdict.gpu_seconds:.1f} GPU-s)."]
+    if it.target_class:
+        lines.append(f"Target class: {it.target_class}.")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,101 @@
+"""A lane: what one candidate is measured with — its candidate worktree, the best tree it is
+compared against, its GPU gate (and so its GPU), the host it runs on, and its measurer.
+
+Every step of an iteration takes the lane it works for instead of assuming one `cand/`, so
+that several candidates can be measured at once (DESIGN.md §13). A run has one lane today,
+lane 0: `cand/` against `best/` (the worktree of the run's branch) on the gate's GPU.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kopt_supervisor.engine.gpu.gate import Gate, GateDecision
+
+if TYPE_CHECKING:
+    from kopt_supervisor.engine.loop.context import RunContext
+    from kopt_supervisor.engine.loop.measure import Measurer
+    from kopt_supervisor.engine.records import Iteration
+
+
+@dataclass
+class Lane:
+    index: int
+    best: Path
+    """The best tree this lane's candidate is compared against (lane 0: best/, the branch's worktree)."""
+    cand: Path
+    """The candidate worktree the proposer edits (lane 0: cand/)."""
+    gate: Gate
+    """This lane's GPU gate: the GPU it holds is the lane's GPU (best and candidate of a pair
+    always run on it)."""
+    host: str = "local"
+    measurer: Measurer | None = field(default=None, repr=False)
+
+    @property
+    def name(self) -> str:
+        return f"lane {self.index}"
+
+    def close(self) -> None:
+        if self.measurer is not None:
+            self.measurer.close()
+        self.gate.close()
+
+
+@dataclass(frozen=True)
+class GpuLease:
+    """The GPU a step runs on: the environment binding children to it and its state just
+    before (the evidence a look's flags compare against)."""
+
+    env: dict[str, str]
+    before: dict[str, Any] | None
+    waited_s: float
+
+
+def acquire(ctx: RunContext, lane: Lane, it: Iteration | None = None) -> GpuLease:
+    """Ask the lane's gate for an idle GPU (waiting, through the pump, if none is), and
+    show what it saw on the dashboard."""
+    t0 = time.monotonic()
+    decision: GateDecision = lane.gate.acquire()
+    if it is not None:
+        timings = it.record.setdefault("timings", {})
+        timings["gate_wait_s"] = round(float(timings.get("gate_wait_s", 0.0)) + time.monotonic() - t0, 4)
+    ctx.set_state("paused" if ctx.control.paused else "running")
+    gpu = decision.gpu
+    ctx.store.set("gpu", {"chosen": gpu.to_dict() if gpu else None, "waited_s": decision.waited_s,
+                          "assessments": [a.to_dict() for a in decision.assessments], "t": time.time(),
+                          "lane": lane.index, "host": lane.host})
+    return GpuLease(dict(decision.env), lane.gate.evidence(), decision.waited_s)
+
+
+def note_gpu(it: Iteration, lane: Lane, before: dict[str, Any] | None, after: dict[str, Any] | None, *,
+             flags: list[str] | None = None, round_index: int | None = None) -> None:
+    """The GPU evidence of an iteration's record: which GPU (on which host), its state before
+    the first timed step and after the last, and the rounds something disturbed."""
+    g = it.record.setdefault("gpu", {})
+    g.setdefault("before", before)
+    g["after"] = after
+    g.setdefault("host", lane.host)
+    if before:
+        g.setdefault("index", before.get("index"))
+        g.setdefault("name", before.get("name"))
+        g.setdefault("uuid", before.get("uuid"))
+    else:
+        g.setdefault("name", "no GPU (CPU-only target)")
+    if flags:
+        g.setdefault("flagged_rounds", []).append({"round": round_index, "flags": flags})
+
+
+def single_lane(ctx: RunContext) -> Lane:
+    """Lane 0: cand/ against best/, on the GPU its own gate picks (or none: a CPU target)."""
+    from kopt_supervisor.engine.gpu.backends import open_backend
+
+    def sleep(seconds: float) -> None:
+        ctx.set_state("waiting_gpu")
+        ctx.control.sleep(seconds, lambda left: ctx.progress(None, "waiting_gpu", f"no idle GPU: next check in {left:.0f} s"))
+
+    gate = Gate(ctx.cfg.gpu, open_backend(ctx.cfg.gpu.vendor), sleep=sleep, own_pids=ctx.own_pids,
+                log=lambda m: ctx.event("gpu", m, level="warn"), owner=f"kopt run {ctx.ws.tag} ({ctx.ws.dir})")
+    return Lane(0, ctx.ws.best, ctx.ws.cand, gate)

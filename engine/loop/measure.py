@@ -1,0 +1,226 @@
+"""Measurement: one look of best against candidate for a lane, three ways (DESIGN.md §5).
+
+- `ProcessAbba`: the bench runs once in each tree, in ABBA order across looks (so linear
+  drift cancels); each config's metric pairs up.
+- `AbCommand`: `[target].ab_command` imports both trees into one process and times them
+  interleaved block by block; one process per look.
+- `ServedAb`: the same command kept up (`[target].ab_serve`), asked for each look on its
+  stdin (`look N PATH` -> `done N`), told to `reload` both trees when a decision starts.
+
+Every look returns a `Look` (its pairs and each side's measurement, for the correctness
+check) and leaves both trees as they were: a bench that writes into a tracked file is a
+bench failure, and what a bench leaves in the candidate's tree is removed.
+"""
+
+from __future__ import annotations
+
+import shlex
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from kopt_supervisor.engine import bench_output, gitops, metrics
+from kopt_supervisor.engine.decide import Pair
+from kopt_supervisor.engine.loop.context import RunContext, last_line
+from kopt_supervisor.engine.loop.lane import Lane
+from kopt_supervisor.engine.metrics import BenchError, Measurement
+from kopt_supervisor.engine.records import Iteration
+from kopt_supervisor.engine.runner import Server, ServerError
+
+
+@dataclass(frozen=True)
+class Look:
+    pairs: list[Pair]
+    best: Measurement
+    cand: Measurement
+    seconds: float
+    """Timed bench seconds (the decision's GPU-second budget counts these)."""
+
+
+class Measurer(Protocol):
+    def look(self, it: Iteration, stage: str, r: int, env: dict[str, str]) -> Look:
+        """Round r of a decision: best and candidate measured together."""
+        ...
+
+    def new_decision(self) -> None:
+        """A decision starts: the next look measures freshly loaded trees."""
+        ...
+
+    def close(self) -> None:
+        """Release what is kept between looks (a serving process)."""
+        ...
+
+
+def measurer_for(ctx: RunContext, lane: Lane) -> Measurer:
+    t = ctx.cfg.target
+    if t.ab_command and t.ab_serve:
+        return ServedAb(ctx, lane)
+    if t.ab_command:
+        return AbCommand(ctx, lane)
+    return ProcessAbba(ctx, lane)
+
+
+def run_bench(ctx: RunContext, it: Iteration, tree: Path, name: str, env: dict[str, str]) -> tuple[Measurement, float]:
+    """The bench once in `tree`: its CSV read by the target's rules, the tree checked untouched."""
+    csv = ctx.cfg.target.csv
+    before = bench_output.csv_stamps(tree, csv)
+    res = ctx.run(it, ctx.cfg.target.bench, cwd=tree, name=name, timeout_s=ctx.cfg.target.timeout_s, env=env)
+    if not res.ok:
+        raise BenchError(f"bench on {tree.name}/ {res.why()}: {last_line(res)}")
+    path = bench_output.find_csv(tree, csv, before, res.stdout_path)
+    keep_csv(ctx, it, path, name)
+    check_untouched(tree)
+    measurement = bench_output.read_measurement(path, ctx.cfg.target, from_stdout=csv == "-")
+    return measurement, res.duration_s
+
+
+def keep_csv(ctx: RunContext, it: Iteration, path: Path, name: str) -> None:
+    """A copy of what a run wrote, beside its logs (the tree's copy is cleaned away)."""
+    if path.suffix != ".out":
+        try:
+            (ctx.ws.log_dir(it.version) / f"{name}.csv").write_bytes(path.read_bytes()[: 64 * 1024 * 1024])
+        except OSError:
+            pass
+
+
+def check_untouched(tree: Path) -> None:
+    touched = gitops.unstaged_changes(tree)
+    if touched:
+        gitops.restore_from_index(tree)
+        raise BenchError(f"the bench modified tracked file(s) in {tree.name}/: {', '.join(touched[:5])} (restored)")
+
+
+class ProcessAbba:
+    def __init__(self, ctx: RunContext, lane: Lane) -> None:
+        self.ctx, self.lane = ctx, lane
+
+    def look(self, it: Iteration, stage: str, r: int, env: dict[str, str]) -> Look:
+        order = ("best", "cand") if r % 2 == 0 else ("cand", "best")
+        got: dict[str, Measurement] = {}
+        secs = 0.0
+        for side in order:
+            tree = self.lane.best if side == "best" else self.lane.cand
+            m, s = run_bench(self.ctx, it, tree, f"{stage}_r{r}_{side}", env)
+            if side == "cand":
+                gitops.remove_untracked(tree)  # bench outputs never become part of the candidate
+            got[side], secs = m, secs + s
+            if side == "cand" and m.failing:
+                break
+        if "best" not in got:  # the candidate failed first: no pairs, its rows tell why
+            return Look([], got["cand"], got["cand"], secs)
+        best_m, cand_m = got["best"], got["cand"]
+        missing = sorted(set(best_m.configs) - set(cand_m.configs))
+        if missing:
+            raise BenchError(f"the candidate's CSV lacks config(s) {', '.join(missing[:3])}: the bench's shapes changed")
+        pairs = [Pair(key, b.cls, b.value, cand_m.configs[key].value, r, "AB" if order[0] == "best" else "BA")
+                 for key, b in best_m.configs.items() if b.ok and cand_m.configs[key].ok]
+        return Look(pairs, best_m, cand_m, secs)
+
+    def new_decision(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+class AbCommand:
+    def __init__(self, ctx: RunContext, lane: Lane) -> None:
+        self.ctx, self.lane = ctx, lane
+
+    def command(self) -> str:
+        return self.ctx.cfg.target.ab_command.replace("{best}", shlex.quote(str(self.lane.best))).replace(
+            "{cand}", shlex.quote(str(self.lane.cand)))
+
+    def look(self, it: Iteration, stage: str, r: int, env: dict[str, str]) -> Look:
+        t = self.ctx.cfg.target
+        before = bench_output.csv_stamps(self.lane.best, t.csv)
+        res = self.ctx.run(it, self.command(), cwd=self.lane.best, name=f"{stage}_r{r}_ab", timeout_s=t.timeout_s,
+                           env=env)
+        if not res.ok:
+            raise BenchError(f"ab_command {res.why()}: {last_line(res)}")
+        path = bench_output.find_csv(self.lane.best, t.csv, before, res.stdout_path)
+        keep_csv(self.ctx, it, path, f"{stage}_r{r}_ab")
+        return self.read(path, r, res.duration_s, from_stdout=t.csv == "-")
+
+    def read(self, path: Path, r: int, seconds: float, *, from_stdout: bool = False) -> Look:
+        """A look's A/B table as pairs, once both trees are checked untouched."""
+        df = bench_output.read_table(path, metric=self.ctx.cfg.target.metric, from_stdout=from_stdout)
+        check_untouched(self.lane.best)
+        check_untouched(self.lane.cand)
+        pairs, best_m, cand_m = metrics.ab_pairs(df, self.ctx.cfg.target, r, path.name)
+        return Look(pairs, best_m, cand_m, seconds)
+
+    def new_decision(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+class ServedAb(AbCommand):
+    """The serving ab_command, kept across decisions while only the loop's quick steps run
+    between them; closed before anything that takes time (an agent, a pause, a review)."""
+
+    def __init__(self, ctx: RunContext, lane: Lane) -> None:
+        super().__init__(ctx, lane)
+        self.server: Server | None = None
+        self.started = 0
+        self.loaded = False
+        """The kept process holds the trees of the decision in progress."""
+
+    def new_decision(self) -> None:
+        self.loaded = False
+
+    def look(self, it: Iteration, stage: str, r: int, env: dict[str, str]) -> Look:
+        server = self._server_for(it, stage, env)
+        path = self.ctx.ws.log_dir(it.version) / f"{stage}_r{r}_ab.csv"
+        path.unlink(missing_ok=True)
+        t0 = time.monotonic()
+        try:
+            reply = server.ask(f"look {r} {path}", timeout_s=self.ctx.cfg.target.timeout_s, poll=self.ctx.control.pump,
+                               poll_interval_s=self.ctx.poll_interval_s,
+                               is_reply=lambda line: line.split()[:2] in (["done", str(r)], ["fail", str(r)]))
+        except ServerError as e:
+            raise BenchError(f"ab_command (serving) {e}") from None
+        secs = time.monotonic() - t0
+        words = reply.split()
+        if words[0] == "fail":
+            self.close()
+            raise BenchError(f"ab_command could not measure look {r}: {' '.join(words[2:]) or 'no reason given'}")
+        if words[2:3] == ["last"]:  # it leaves after this look; the next look starts a fresh one
+            self.close()
+        return self.read(path, r, secs)
+
+    def _server_for(self, it: Iteration, stage: str, env: dict[str, str]) -> Server:
+        """The kept process (told to `reload` at a decision's first look), or a fresh one
+        (none kept, it left, it could not reload, or the look's GPU is not the one it runs on)."""
+        full_env = self.ctx.env(env)
+        server = self.server
+        if server is not None and server.alive and server.env == full_env:
+            if self.loaded:
+                return server
+            with self.ctx.clock(it, "reload_s"):
+                try:
+                    reply = server.ask("reload", timeout_s=self.ctx.cfg.target.timeout_s, poll=self.ctx.control.pump,
+                                       poll_interval_s=self.ctx.poll_interval_s,
+                                       is_reply=lambda line: line == "reloaded" or line.startswith("fail"))
+                except ServerError:
+                    reply = "fail reload"
+            if reply == "reloaded":
+                self.loaded = True
+                return server
+        self.close()
+        self.started += 1
+        try:
+            self.server = self.ctx.server(it, self.command(), cwd=self.lane.best, name=f"{stage}_ab_serve{self.started}",
+                                          env=env)
+        except ServerError as e:
+            raise BenchError(f"ab_command (serving) {e}") from None
+        self.loaded = True
+        return self.server
+
+    def close(self) -> None:
+        if self.server is not None:
+            server, self.server = self.server, None
+            server.close()

@@ -1,0 +1,127 @@
+"""Candidate policing: the rules on what a proposal may be, checked before anything is timed.
+
+The plan must name a hypothesis (and a target class the bench has, if any); the run's frozen
+config must be as `kopt init` wrote it; cand/ must still be a worktree at BEST_COMMIT with
+the change left uncommitted; best/ and the run's branch must be untouched; protected files
+unchanged; and the change must touch something the bench runs. A violation is a `Problem`:
+the status the iteration ends with and the reason, naming what was seen.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from kopt_supervisor.engine import gitops
+from kopt_supervisor.engine.errors import KoptError
+from kopt_supervisor.engine.loop.context import RunContext
+from kopt_supervisor.engine.loop.lane import Lane
+from kopt_supervisor.engine.propose.base import assess_plan
+from kopt_supervisor.engine.records import Iteration, Status
+from kopt_supervisor.engine.workspace import write_atomic
+
+ALWAYS_PROTECTED = ["kopt.toml", ".kopt/*"]
+
+
+class Problem(NamedTuple):
+    status: Status
+    reason: str
+
+
+class Police:
+    def __init__(self, ctx: RunContext, frozen_config: bytes) -> None:
+        self.ctx = ctx
+        self.frozen_config = frozen_config
+
+    def check(self, it: Iteration, lane: Lane, *, plan: bool = True) -> Problem | None:
+        """Everything a proposal must satisfy (the plan only for a first proposal: a repair
+        keeps the hypothesis)."""
+        with self.ctx.clock(it, "police_s"):
+            return self.config_intact(it) or (self.read_plan(it) if plan else None) or self.candidate(it, lane)
+
+    def config_intact(self, it: Iteration) -> Problem | None:
+        """The run's kopt.toml is the engine's: an edit is put back and the proposal fails."""
+        try:
+            intact = self.ctx.ws.config_path.read_bytes() == self.frozen_config
+        except OSError:
+            intact = False
+        if intact:
+            return None
+        write_atomic(self.ctx.ws.config_path, self.frozen_config.decode("utf-8"))
+        reason = f"the proposer edited the run's frozen config {self.ctx.ws.config_path} (restored)"
+        it.record["tampered"] = reason
+        self.ctx.event("tamper", f"v{it.version}: {reason}", it=it, level="error")
+        return Problem(Status.FAIL_PROTECTED, reason)
+
+    def read_plan(self, it: Iteration) -> Problem | None:
+        path = self.ctx.ws.plan_path(it.version)
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")[:20000]
+        except OSError:
+            text = ""
+        if not text.strip():
+            return Problem(Status.FAIL_PROPOSE, f"the proposer wrote no plan to {path.name} (first line: the hypothesis)")
+        pack = self.ctx.ws.prompt_path(it.version).with_suffix(".json")
+        try:
+            pack_json: Any = pack.read_text(encoding="utf-8")
+        except OSError:
+            pack_json = {"classes": self.ctx.store.get("classes", [])}
+        assessed = assess_plan(text, pack_json)
+        if not assessed.ok:
+            return Problem(Status.FAIL_PROPOSE, f"{path.name}: {assessed.reason}")
+        plan = assessed.plan
+        it.hypothesis, it.target_class, it.scope = plan.hypothesis, plan.target_class, plan.scope
+        it.record["plan"] = assessed.to_dict()
+        self.ctx.save(it)
+        self.ctx.event("plan", f"v{it.version}: {plan.hypothesis}"
+                       + (f" [class {plan.target_class}]" if plan.target_class else " [global]"), it=it)
+        if assessed.flags:
+            self.ctx.event("plan", f"v{it.version}: the plan {', '.join(assessed.flags)}: {assessed.reason}", it=it,
+                           level="warn")
+        return None
+
+    def candidate(self, it: Iteration, lane: Lane) -> Problem | None:
+        """The rules on what a candidate may change."""
+        ctx, cand = self.ctx, lane.cand
+        best = it.best_commit_before or ""
+        if not (cand / ".git").is_file():
+            return Problem(Status.FAIL_PROTECTED, f"the proposer removed or replaced {cand.name}/.git")
+        try:
+            head = gitops.head(cand)
+        except KoptError as e:
+            return Problem(Status.FAIL_PROTECTED, f"{cand.name}/ is no longer a usable git worktree: {e}")
+        if head != best:
+            return Problem(Status.FAIL_PROPOSE, "the proposer made commits of its own in cand/ (kopt commits keeps; "
+                                                "leave changes uncommitted)")
+        try:
+            best_dirty = gitops.dirty_tracked(lane.best)
+            planted = gitops.untracked(lane.best, ignored_too=True)  # best/ was clean when it started
+        except KoptError as e:
+            return Problem(Status.FAIL_PROTECTED, f"best/ is no longer a usable git worktree: {e} "
+                                                  "(re-created next iteration)")
+        if gitops.branch_sha(ctx.store.get("repo"), ctx.ws.branch) != best or best_dirty:
+            return Problem(Status.FAIL_PROTECTED, "the proposer changed best/ or the run's branch")
+        if planted:  # an agent that ran the bench there, or a module planted to slow best: wiped
+            gitops.reset_clean(lane.best, best)
+            ctx.event("tamper", f"v{it.version}: removed what the proposer left in best/: "
+                      f"{', '.join(planted[:5])}{' ...' if len(planted) > 5 else ''}", it=it, level="warn")
+        changed = gitops.changed_files(cand, best)
+        it.record["changed_files"] = changed
+        ctx.save(it)
+        if changed:
+            try:
+                write_atomic(ctx.ws.log_dir(it.version) / "candidate.diff", gitops.diff(cand, best))
+            except OSError as e:
+                ctx.event("disk", f"cannot write the candidate's diff: {e}", level="warn")
+        if not changed:
+            return Problem(Status.FAIL_PROPOSE, "the proposer changed nothing")
+        hit = gitops.matching(changed, [*ctx.cfg.target.protected, *ALWAYS_PROTECTED])
+        if hit:
+            return Problem(Status.FAIL_PROTECTED, f"the candidate changes protected file(s): {', '.join(hit)}")
+        new_only = gitops.untracked(cand)
+        read_by_bench = gitops.matching(new_only, [*ctx.cfg.target.sources, *filter(None, [ctx.cfg.propose.tune.params])])
+        if set(changed) == set(new_only) and not read_by_bench:
+            # no tracked file imports them (and none is a declared source or the tune params
+            # file): junk, or a module planted to shadow one the bench uses
+            return Problem(Status.FAIL_PROPOSE, f"the proposer only added untracked file(s) ({', '.join(new_only[:5])}) "
+                                                "and changed no tracked file: nothing of the kernel changed")
+        return None

@@ -1,0 +1,92 @@
+"""Recovery: make the workspace consistent with the store after any crash, keep the
+worktrees at BEST_COMMIT, and apply a masked partial restart (DESIGN.md §6, §7).
+
+The engine writes what it is about to do (the iteration's phase) before doing it, so after
+a kill -9 anywhere `recover()` finds: orphan processes of the recorded child group (killed,
+recognised by the workspace marker in their environment), an iteration left running (closed
+as interrupted — or, if it was committing, its commit adopted when it is exactly the one
+meant), projections behind the store (rewritten), worktrees off BEST_COMMIT (reset; a
+deleted worktree re-created). A review left open stays open: the machine resumes it.
+"""
+
+from __future__ import annotations
+
+import time
+
+from kopt_supervisor.engine import gitops, history, runner
+from kopt_supervisor.engine.loop.context import MARKER, RunContext
+from kopt_supervisor.engine.loop.control import Interrupt
+from kopt_supervisor.engine.loop.keep import Keeper
+from kopt_supervisor.engine.loop.lane import Lane
+from kopt_supervisor.engine.records import Phase, Status
+from kopt_supervisor.engine.workspace import refresh_memory
+
+
+class Recovery:
+    def __init__(self, ctx: RunContext, keeper: Keeper) -> None:
+        self.ctx = ctx
+        self.keeper = keeper
+
+    def recover(self, lanes: list[Lane]) -> None:
+        ctx = self.ctx
+        pgid = ctx.store.get("child_pgid")
+        if pgid:
+            n = runner.kill_orphans(int(pgid), (MARKER, str(ctx.ws.dir)))
+            if n:
+                ctx.event("recover", f"killed {n} orphan process(es) of group {pgid}", level="warn")
+            ctx.store.set("child_pgid", None)
+        by_index = {lane.index: lane for lane in lanes}
+        for row in ctx.rows():
+            if row.status != Status.RUNNING:
+                continue
+            it = ctx.store.iteration(row.version)
+            assert it is not None
+            lane = by_index.get(int(it.record.get("lane", 0)), lanes[0])
+            if it.phase in (Phase.COMMIT, Phase.ADVANCE) and self.keeper.adopt(it, lane):
+                continue
+            it.status, it.phase, it.finished_at = Status.INTERRUPTED, Phase.DONE, time.time()
+            it.record.setdefault("decision", {}).update(
+                {"verdict": Status.INTERRUPTED, "reason": f"engine stopped during {row.phase or 'start'}", "by": "engine"})
+            ctx.store.save_iteration(it)
+            ctx.event("recover", f"v{it.version} was interrupted during {row.phase}; closed", it=it, level="warn")
+            ctx.write_memory(it)
+        if not any(r.awaiting_review for r in ctx.rows()):
+            for lane in lanes:
+                self.sync(lane)
+        self.refresh_projections()
+
+    def refresh_projections(self) -> None:
+        """A crash between a store write and its projection left a file behind the store:
+        memory/vN.json files that differ are rewritten, README/performance.md re-rendered."""
+        try:
+            for it in self.ctx.store.iterations():
+                refresh_memory(self.ctx.ws, it)
+        except OSError as e:
+            self.ctx.event("disk", f"cannot refresh memory/: {e}", level="error")
+        self.ctx.write_projections()
+
+    def sync(self, lane: Lane) -> None:
+        """best/ (the run's branch) and the lane's candidate worktree exactly at BEST_COMMIT."""
+        ctx = self.ctx
+        best = ctx.best_commit()
+        repo = ctx.store.get("repo")
+        for path, branch in ((lane.best, ctx.ws.branch), (lane.cand, None)):
+            if gitops.ensure_worktree(repo, path, branch=branch, commit=best):
+                ctx.event("recover", f"re-created the missing worktree {path.name}/", level="warn")
+            stale = gitops.clear_stale_lock(path)
+            if stale:
+                ctx.event("recover", f"removed stale git lock(s): {', '.join(stale)}", level="warn")
+        gitops.reset_clean(lane.best, best)
+        gitops.reset_clean(lane.cand, best, detach=True)
+
+    def restart(self, request: Interrupt, lanes: list[Lane]) -> None:
+        """The masked partial restart: later iterations masked, worktrees back at vK."""
+        assert request.version is not None
+        for lane in lanes:
+            if lane.measurer is not None:
+                lane.measurer.close()
+        history.restart_from(self.ctx.ws, self.ctx.store, request.version, request.why)
+        for lane in lanes:
+            self.sync(lane)
+        self.ctx.write_projections()
+        self.ctx.control.restart_applied()

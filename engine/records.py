@@ -1,0 +1,190 @@
+"""The run's typed records (pure): what an iteration is, the states it passes through, and the
+record that memory/vN.json projects.
+
+- `Status`: where an iteration ended (or that it is running / awaiting review).
+- `Phase`: the step of the loop an iteration is in (written before the step runs, so a crash
+  is recovered from the phase it left behind; DESIGN.md §7, §11).
+- `Stage`: which measurement a sample belongs to (the baseline, the evaluation, the
+  re-evaluation after formatting).
+- `IterationRecord`: the JSON record of an iteration, key by key.
+- `Iteration`: one row of run.db's `iterations` table with its record.
+
+The rules that read a history and are written once here: `awaiting_review` (the pending
+review rule) and `restart_point_problem` (where a masked restart may start).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, TypedDict
+
+
+class Status(StrEnum):
+    RUNNING = "running"
+    BORDERLINE = "borderline"
+    """Awaiting the engineer (or the review policy at review_timeout_s)."""
+    BASELINE = "baseline"
+    KEEP = "keep"
+    REGRESSION = "regression"
+    TIE = "tie"
+    SPLIT = "split"
+    ACCEPTED = "accepted"
+    REJECTED = "rejected"
+    FAIL_BENCH = "fail_bench"
+    FAIL_CORRECTNESS = "fail_correctness"
+    FAIL_PROTECTED = "fail_protected"
+    FAIL_PROPOSE = "fail_propose"
+    INTERRUPTED = "interrupted"
+
+
+KEPT = frozenset({Status.BASELINE, Status.KEEP, Status.ACCEPTED})
+"""Statuses whose commit is (or was) BEST_COMMIT."""
+FINAL = frozenset(Status) - {Status.RUNNING, Status.BORDERLINE}
+FAILURES = frozenset({Status.FAIL_BENCH, Status.FAIL_CORRECTNESS, Status.FAIL_PROTECTED, Status.FAIL_PROPOSE})
+
+
+class Phase(StrEnum):
+    """The loop's steps, in the order an iteration passes them (DESIGN.md §11)."""
+
+    BASELINE = "baseline"
+    GATE = "gate"
+    PROPOSE = "propose"
+    POLICE = "police"
+    MEASURE = "measure"
+    EVIDENCE = "evidence"
+    REVIEW = "review"
+    KEEP = "keep"
+    """Formatting and the re-measurement of the formatted tree."""
+    COMMIT = "commit"
+    """The keep's commit is being made (recovery adopts a commit made before a crash)."""
+    ADVANCE = "advance"
+    """The commit exists; best/ is being moved to it."""
+    DISCARD = "discard"
+    DONE = "done"
+
+
+class Stage(StrEnum):
+    """Which measurement a sample (run.db `samples`) belongs to."""
+
+    BASELINE = "baseline"
+    EVAL = "eval"
+    VERIFY = "verify"
+    """The formatted tree, measured again before the keep's commit."""
+
+
+class IterationRecord(TypedDict, total=False):
+    """memory/vN.json's content beyond the indexed columns (docs/files.md)."""
+
+    classes: dict[str, dict[str, Any]]
+    """Per class: best, cand, ratio, lo, hi, rounds, verdict, ... (decide.ClassResult)."""
+    configs: dict[str, dict[str, Any]]
+    """Baseline only: per config its class, production flag and CSV row."""
+    config_columns: list[str]
+    decision: dict[str, Any]
+    """verdict, reason, by (engine or human), rounds, gpu_seconds, flags, focus."""
+    roofline: dict[str, Any]
+    profile: dict[str, Any]
+    """best / cand profile summaries and their comparison (or an error)."""
+    gpu: dict[str, Any]
+    """The GPU gate's evidence: index, name, uuid, state before/after, flagged rounds."""
+    gpu_seconds: dict[str, float]
+    """Timed bench seconds per stage."""
+    changed_files: list[str]
+    proposal: dict[str, Any]
+    """What the proposer reported (its command, exit, seconds, the tune point)."""
+    repairs: list[dict[str, Any]]
+    failing_rows: list[dict[str, Any]]
+    evaluated_tree: str
+    """The git tree the evaluation measured (a keep commits exactly this, formatted)."""
+    commit_tree: str
+    """The tree the keep's commit was about to get (recovery recognises the commit by it)."""
+    keep_status: str
+    tampered: str
+    review: dict[str, Any]
+    """opened_at, deadline, reason of a review."""
+    verify: dict[str, Any]
+    timings: dict[str, Any]
+    """Seconds per phase: gate_wait_s, proposer_s, police_s, reload_s, looks_s (a list),
+    profiler_s, format_s, commit_s, total_s, engine_s (what kopt itself spent)."""
+    pitfalls_and_fixes: list[str]
+    lane: int
+    """The lane the iteration was measured in (0 with one lane)."""
+    plan: dict[str, Any]
+    """The plan as read against the context pack: citations of evidence, flags (uncited)."""
+
+
+@dataclass
+class Iteration:
+    version: int
+    status: Status
+    phase: str = ""
+    """A `Phase` value (records of older kopt versions may hold other text)."""
+    masked: bool = False
+    parent: int | None = None
+    hypothesis: str = ""
+    target_class: str | None = None
+    scope: str = "global"
+    commit: str | None = None
+    best_commit_before: str | None = None
+    repair_attempts: int = 0
+    started_at: float = 0.0
+    finished_at: float | None = None
+    record: IterationRecord = field(default_factory=lambda: IterationRecord())
+
+    @property
+    def kept(self) -> bool:
+        return self.status in KEPT and bool(self.commit)
+
+    @property
+    def final(self) -> bool:
+        return self.status in FINAL
+
+    @property
+    def awaiting_review(self) -> bool:
+        """The pending-review rule: a borderline iteration that was not masked."""
+        return self.status == Status.BORDERLINE and not self.masked
+
+
+@dataclass(frozen=True)
+class IterationRow:
+    """An iteration without its record: what the bookkeeping reads of a long history (a
+    record is kilobytes of JSON; a row is a few columns)."""
+
+    version: int
+    status: Status
+    phase: str
+    masked: bool
+    target_class: str | None
+    commit: str | None
+    best_commit_before: str | None
+    finished_at: float | None
+
+    @property
+    def kept(self) -> bool:
+        return self.status in KEPT and bool(self.commit)
+
+    @property
+    def final(self) -> bool:
+        return self.status in FINAL
+
+    @property
+    def awaiting_review(self) -> bool:
+        return self.status == Status.BORDERLINE and not self.masked
+
+
+def awaiting_review(iterations: Iterable[Iteration | IterationRow]) -> list[int]:
+    """The versions awaiting the engineer, oldest first."""
+    return [it.version for it in iterations if it.awaiting_review]
+
+
+def restart_point_problem(it: Iteration | IterationRow | None, version: int) -> str | None:
+    """Why vN cannot be a masked restart's starting point (None: it can): it must exist and be
+    an unmasked baseline or keep, i.e. a committed best point."""
+    if it is None:
+        return f"v{version} does not exist"
+    if it.masked or not it.kept:
+        return (f"v{version} is not an unmasked baseline or kept iteration (status {it.status}"
+                f"{', masked' if it.masked else ''}); restart needs a committed best point")
+    return None

@@ -1,0 +1,400 @@
+"""The state machine (engine/loop/machine.py) driven with fake collaborators: no subprocess,
+no git, no GPU — only a real run.db. Each test scripts what the collaborators answer and
+checks the path an iteration takes, what the store says after it, and the counters."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kopt_supervisor.engine import history
+from kopt_supervisor.engine.decide import Verdict
+from kopt_supervisor.engine.gpu.gate import GateDecision, NoIdleGpu
+from kopt_supervisor.engine.loop.control import Interrupt, Request, Step
+from kopt_supervisor.engine.loop.lane import Lane
+from kopt_supervisor.engine.loop.machine import Engine, Parts
+from kopt_supervisor.engine.loop.police import Problem
+from kopt_supervisor.engine.loop.rounds import CorrectnessFailure
+from kopt_supervisor.engine.propose import Proposal
+from kopt_supervisor.engine.records import Iteration, Phase, Stage, Status
+from kopt_supervisor.engine.store import Store
+from kopt_supervisor.engine.workspace import Workspace
+
+TOML = """[target]
+bench = "python bench.py"
+metric = "us"
+
+[gpu]
+vendor = "none"
+
+[stop]
+consecutive_regressions = 3
+"""
+
+
+def workspace(tmp_path: Path) -> Workspace:
+    ws = Workspace(tmp_path, "t")
+    for d in (ws.dir, ws.memory, ws.plans, ws.logs, ws.profiles):
+        d.mkdir(parents=True, exist_ok=True)
+    ws.config_path.write_text(TOML)
+    with Store.create(ws.db_path) as s:
+        s.set_many({"tag": "t", "repo": str(tmp_path / "repo"), "baseline_commit": "b" * 40, "state": "stopped",
+                    "classes": ["cls=a", "cls=b"]})
+        s.save_iteration(Iteration(0, Status.BASELINE, phase=Phase.DONE, commit="b" * 40, started_at=time.time(),
+                                   finished_at=time.time(), record={"classes": {"cls=a": {"best": 1.0}}}))
+    return ws
+
+
+def verdict(kind: str, reason: str = "") -> Verdict:
+    return Verdict(kind, reason or kind, rounds=3)
+
+
+class FakeGate:
+    chosen = None
+
+    def __init__(self, fail: bool = False) -> None:
+        self.fail = fail
+
+    def acquire(self) -> GateDecision:
+        if self.fail:
+            raise NoIdleGpu("no idle GPU for 1 s")
+        return GateDecision(None, {}, 0.0, [])
+
+    def evidence(self) -> None:
+        return None
+
+    def close(self) -> None:
+        pass
+
+
+class FakeMeasurer:
+    closed = 0
+
+    def close(self) -> None:
+        self.closed += 1
+
+
+@dataclass
+class Script:
+    """What the fake collaborators answer, one entry per call, and what they saw."""
+
+    proposals: list[Proposal] = field(default_factory=list)
+    problems: list[Problem | None] = field(default_factory=list)
+    decisions: list[Any] = field(default_factory=list)
+    """Verdicts, CorrectnessFailures, or exceptions to raise."""
+    confirmed: list[str] = field(default_factory=list)
+    """Kinds the evidence turns a keep into (default: unchanged)."""
+    reviews: list[tuple[str, str]] = field(default_factory=list)
+    calls: list[str] = field(default_factory=list)
+
+
+class FakeProposing:
+    def __init__(self, script: Script) -> None:
+        self.script = script
+        self.proposer = type("P", (), {"kind": "fake"})()
+
+    def propose(self, it: Iteration, lane: Lane, *, repair: int = 0, failing: Any = None) -> Proposal:
+        self.script.calls.append(f"propose v{it.version} repair {repair}")
+        proposal = self.script.proposals.pop(0) if self.script.proposals else Proposal(True)
+        it.record["proposal"] = proposal.details  # as the real step records it
+        return proposal
+
+
+class FakePolice:
+    def __init__(self, script: Script) -> None:
+        self.script = script
+
+    def config_intact(self, it: Iteration) -> Problem | None:
+        return None
+
+    def check(self, it: Iteration, lane: Lane, *, plan: bool = True) -> Problem | None:
+        self.script.calls.append(f"police v{it.version}")
+        if plan:
+            it.hypothesis = f"hypothesis {it.version}"
+        return self.script.problems.pop(0) if self.script.problems else None
+
+
+class FakeRounds:
+    def __init__(self, script: Script) -> None:
+        self.script = script
+
+    def decide(self, it: Iteration, lane: Lane, stage: Stage, *, extra_rounds: int = 0) -> Any:
+        self.script.calls.append(f"decide v{it.version} {stage}")
+        out = self.script.decisions.pop(0)
+        return out() if callable(out) else out
+
+
+class FakeEvidence:
+    def __init__(self, script: Script) -> None:
+        self.script = script
+
+    def confirm(self, it: Iteration, lane: Lane, v: Verdict) -> Verdict:
+        self.script.calls.append(f"evidence v{it.version}")
+        if v.kind == "keep" and self.script.confirmed:
+            return verdict(self.script.confirmed.pop(0), "the profiler disagrees")
+        return v
+
+
+class FakeReview:
+    def __init__(self, script: Script, ctx: Any) -> None:
+        self.script, self.ctx = script, ctx
+
+    def ask(self, it: Iteration, lane: Lane, v: Verdict) -> tuple[Verdict, str]:
+        self.script.calls.append(f"review v{it.version}")
+        kind, by = self.script.reviews.pop(0)
+        return verdict(kind, f"{kind} by the {by}"), by
+
+    def resume(self, it: Iteration, lane: Lane) -> tuple[Verdict, str, bool]:
+        self.script.calls.append(f"resume review v{it.version}")
+        kind, by = self.script.reviews.pop(0)
+        return verdict(kind), by, True
+
+
+class FakeKeeper:
+    def __init__(self, script: Script, ctx: Any) -> None:
+        self.script, self.ctx = script, ctx
+
+    def keep(self, it: Iteration, lane: Lane, v: Verdict, by: str) -> None:
+        self.script.calls.append(f"keep v{it.version}")
+        it.commit = f"{it.version:040d}"
+        self.ctx.close(it, Status.ACCEPTED if v.kind == "accepted" else Status.KEEP, v.reason, verdict=v, by=by)
+
+    def discard(self, it: Iteration, lane: Lane, status: Status, reason: str, *, verdict: Verdict | None = None,
+                by: str = "engine") -> None:
+        self.script.calls.append(f"discard v{it.version} {status}")
+        self.ctx.close(it, status, reason, verdict=verdict, by=by)
+
+
+class FakeRecovery:
+    def __init__(self, script: Script, ctx: Any) -> None:
+        self.script, self.ctx = script, ctx
+
+    def recover(self, lanes: list[Lane]) -> None:
+        self.script.calls.append("recover")
+
+    def sync(self, lane: Lane) -> None:
+        pass
+
+    def restart(self, request: Interrupt, lanes: list[Lane]) -> None:
+        self.script.calls.append(f"restart from v{request.version}")
+        history.restart_from(self.ctx.ws, self.ctx.store, request.version or 0, request.why)
+        self.ctx.control.restart_applied()
+
+
+def engine(ws: Workspace, script: Script, *, max_iters: int | None = None, gate: FakeGate | None = None) -> Engine:
+    def parts(ctx: Any) -> Parts:
+        lane = Lane(0, ws.best, ws.cand, gate or FakeGate(), measurer=FakeMeasurer())  # type: ignore[arg-type]
+        return Parts([lane], FakeProposing(script), FakePolice(script), FakeRounds(script),  # type: ignore[arg-type]
+                     FakeEvidence(script), FakeReview(script, ctx), FakeKeeper(script, ctx),  # type: ignore[arg-type]
+                     FakeRecovery(script, ctx))  # type: ignore[arg-type]
+
+    return Engine(ws, max_iters=max_iters, parts=parts, poll_interval_s=0.01)
+
+
+def statuses(ws: Workspace) -> list[str]:
+    with ws.open_store(readonly=True) as s:
+        return [str(it.status) for it in s.iterations()]
+
+
+def test_keep_then_discard_follow_the_phases_in_order(tmp_path: Path) -> None:
+    ws = workspace(tmp_path)
+    script = Script(decisions=[verdict("keep"), verdict("regression")])
+    reason = engine(ws, script, max_iters=2).run()
+    assert reason == "--max-iters 2 reached in this session"
+    assert script.calls == ["recover",
+                            "propose v1 repair 0", "police v1", "decide v1 eval", "evidence v1", "keep v1",
+                            "propose v2 repair 0", "police v2", "decide v2 eval", "evidence v2", "discard v2 regression"]
+    assert statuses(ws) == ["baseline", "keep", "regression"]
+    with ws.open_store(readonly=True) as s:
+        v2 = s.iteration(2)
+        assert v2 is not None and v2.best_commit_before == f"{1:040d}" and v2.parent == 1  # v1 became BEST
+        assert v2.record["timings"]["total_s"] >= v2.record["timings"]["engine_s"] >= 0
+        assert s.get("state") == "stopped" and s.get("best_commit") == f"{1:040d}"
+
+
+def test_a_failing_row_gets_repairs_on_the_same_hypothesis_then_gives_up(tmp_path: Path) -> None:
+    ws = workspace(tmp_path)
+    bad = CorrectnessFailure([{"config": "n=1", "cls": "cls=a", "reasons": ["fails 'err == 0'"]}])
+    # v1: fails, repaired once, then keeps; v2: fails four times (3 repairs), gives up
+    script = Script(decisions=[bad, verdict("keep"), bad, bad, bad, bad])
+    engine(ws, script, max_iters=2).run()
+    assert statuses(ws) == ["baseline", "keep", "fail_correctness"]
+    assert script.calls.count("propose v1 repair 1") == 1 and "propose v2 repair 3" in script.calls
+    assert "propose v2 repair 4" not in script.calls
+    with ws.open_store(readonly=True) as s:
+        v2 = s.iteration(2)
+        assert v2 is not None and v2.repair_attempts == 3 and "after 3 repair attempt(s)" in v2.record["decision"]["reason"]
+        assert v2.hypothesis == "hypothesis 2"  # the repair's police check kept the plan
+
+
+def test_a_failed_proposal_and_a_policed_candidate_are_never_measured(tmp_path: Path) -> None:
+    ws = workspace(tmp_path)
+    script = Script(proposals=[Proposal(False, "proposer exit code 3"), Proposal(True)],
+                    problems=[Problem(Status.FAIL_PROTECTED, "the candidate changes protected file(s): bench.py")])
+    engine(ws, script, max_iters=2).run()
+    assert statuses(ws) == ["baseline", "fail_propose", "fail_protected"]
+    assert not any(c.startswith("decide") for c in script.calls)
+
+
+def test_borderline_goes_to_review_and_the_answer_decides(tmp_path: Path) -> None:
+    ws = workspace(tmp_path)
+    script = Script(decisions=[verdict("borderline"), verdict("keep"), verdict("borderline")],
+                    confirmed=["borderline"], reviews=[("accepted", "engineer"), ("rejected", "policy"),
+                                                       ("rejected", "engineer")])
+    engine(ws, script, max_iters=3).run()
+    # v1 borderline accepted; v2 a keep the profiler disputes, rejected by the policy; v3 rejected
+    assert statuses(ws) == ["baseline", "accepted", "rejected", "rejected"]
+    with ws.open_store(readonly=True) as s:
+        assert [(it.record["decision"]["by"]) for it in s.iterations()[1:]] == ["engineer", "policy", "engineer"]
+
+
+def test_three_regressions_stop_the_run_and_a_tie_resets_the_count(tmp_path: Path) -> None:
+    ws = workspace(tmp_path)
+    script = Script(decisions=[verdict("regression"), verdict("regression"), verdict("tie")]
+                    + [verdict("regression")] * 3 + [verdict("keep")])
+    reason = engine(ws, script).run()
+    assert reason == "3 consecutive measured regressions"
+    assert statuses(ws)[1:] == ["regression", "regression", "tie", "regression", "regression", "regression"]
+
+
+def test_stop_sent_between_iterations_ends_the_run_before_the_next(tmp_path: Path) -> None:
+    ws = workspace(tmp_path)
+    script = Script(decisions=[verdict("keep")])
+    eng = engine(ws, script)
+    original = eng.keeper.keep
+
+    def keep_then_stop(*a: Any, **kw: Any) -> None:
+        original(*a, **kw)
+        eng.ctx.store.send_command("stop", {"why": "enough"}, source="test")
+
+    eng.keeper.keep = keep_then_stop  # type: ignore[method-assign]
+    assert eng.run() == "stopped by the engineer: enough"
+    assert statuses(ws) == ["baseline", "keep"]
+
+
+def in_a_timed_step(eng: Engine, send: Any) -> Any:
+    """A decision during which something arrives (a command, a signal): the pump runs as it
+    does inside a look, and the control table decides whether the step ends."""
+
+    def decide() -> Verdict:
+        send()
+        with eng.control.during(Step.TIMED):
+            eng.control.pump()
+        return verdict("keep")
+
+    return decide
+
+
+def test_a_stop_while_a_step_runs_ends_the_step_and_closes_the_iteration_interrupted(tmp_path: Path) -> None:
+    ws = workspace(tmp_path)
+    script = Script()
+    eng = engine(ws, script)
+    script.decisions = [verdict("keep"), in_a_timed_step(eng, lambda: eng.request_stop("stopped by signal SIGTERM"))]
+    assert eng.run() == "stopped by signal SIGTERM"
+    assert statuses(ws) == ["baseline", "keep", "interrupted"]
+    assert eng.ctx.counters().consecutive_regressions == 0 and eng.ctx.counters().candidates == 1
+
+
+def test_a_restart_mid_step_interrupts_it_then_masks_and_goes_on_from_the_restart_point(tmp_path: Path) -> None:
+    ws = workspace(tmp_path)
+    script = Script()
+    eng = engine(ws, script, max_iters=4)
+    send = lambda: eng.ctx.store.send_command("restart", {"version": 1, "why": "v2 was a fluke"}, source="test")  # noqa: E731
+    script.decisions = [verdict("keep"), verdict("keep"), in_a_timed_step(eng, send), verdict("regression")]
+    eng.run()
+    assert "restart from v1" in script.calls
+    with ws.open_store(readonly=True) as s:
+        its = s.iterations()
+        assert [(str(it.status), it.masked) for it in its] == [
+            ("baseline", False), ("keep", False), ("keep", True), ("interrupted", True), ("regression", False)]
+        assert its[4].best_commit_before == f"{1:040d}"  # the loop went on from v1, v2 masked
+        assert [c.status for c in s.pending_commands()] == []
+
+
+def test_pause_holds_the_loop_at_its_checkpoint_and_resume_lets_it_go_on(tmp_path: Path) -> None:
+    ws = workspace(tmp_path)
+    script = Script(decisions=[verdict("keep"), verdict("tie")])
+    eng = engine(ws, script, max_iters=2)
+    seen: list[str] = []
+    original = eng.keeper.keep
+
+    def keep_then_pause(*a: Any, **kw: Any) -> None:
+        original(*a, **kw)
+        eng.ctx.store.send_command("pause", source="test")
+
+        def resume_later() -> None:
+            deadline = time.monotonic() + 5
+            while time.monotonic() < deadline:
+                with Store(ws.db_path, readonly=True) as s:
+                    if s.get("state") == "paused":
+                        seen.append("paused")
+                        break
+                time.sleep(0.01)
+            with Store(ws.db_path) as s:
+                s.send_command("resume", source="test")
+
+        threading.Thread(target=resume_later, daemon=True).start()
+
+    eng.keeper.keep = keep_then_pause  # type: ignore[method-assign]
+    eng.run()
+    assert seen == ["paused"] and statuses(ws) == ["baseline", "keep", "tie"]
+
+
+def test_a_pause_inside_a_timed_step_discards_that_run_and_takes_it_again(tmp_path: Path) -> None:
+    ws = workspace(tmp_path)
+    script = Script()
+    eng = engine(ws, script, max_iters=1)
+    runs: list[int] = []
+
+    def timed_run() -> str:
+        runs.append(len(runs))
+        if len(runs) == 1:  # the engineer pauses during the first run and resumes a moment later
+            eng.ctx.store.send_command("pause", source="test")
+            threading.Timer(0.2, lambda: Store(ws.db_path).send_command("resume", source="test")).start()
+            eng.control.pump()  # what the runner's poll does while the bench runs
+            raise AssertionError("a pause inside a timed step must end it")
+        return "measured"
+
+    script.decisions = [lambda: verdict("keep") if eng.control.preemptible(timed_run) == "measured" else None]
+    eng.run()
+    assert runs == [0, 1] and statuses(ws) == ["baseline", "keep"]
+
+
+def test_recovery_runs_first_and_an_open_review_is_resumed_before_new_work(tmp_path: Path) -> None:
+    ws = workspace(tmp_path)
+    with Store(ws.db_path) as s:
+        s.save_iteration(Iteration(1, Status.BORDERLINE, phase=Phase.REVIEW, best_commit_before="b" * 40,
+                                   started_at=time.time(), record={"review": {"deadline": time.time() + 60}}))
+    script = Script(reviews=[("accepted", "engineer")], decisions=[verdict("tie")])
+    engine(ws, script, max_iters=1).run()
+    assert script.calls[:3] == ["recover", "resume review v1", "keep v1"]
+    assert statuses(ws) == ["baseline", "accepted", "tie"]
+
+
+def test_no_idle_gpu_interrupts_the_iteration_and_stops_the_run_with_the_reason(tmp_path: Path) -> None:
+    ws = workspace(tmp_path)
+    reason = engine(ws, Script(), gate=FakeGate(fail=True)).run()
+    assert reason == "no idle GPU: no idle GPU for 1 s"
+    assert statuses(ws) == ["baseline", "interrupted"]
+
+
+def test_an_exhausted_proposer_stops_the_run_from_what_the_store_says(tmp_path: Path) -> None:
+    ws = workspace(tmp_path)
+    script = Script(proposals=[Proposal(False, "search space exhausted", {"exhausted": True})])
+    assert engine(ws, script).run().startswith("the proposer has nothing new to try")
+    # a new engine reads the same from the store: it stops at once, with no new iteration
+    assert engine(ws, Script()).run().startswith("the proposer has nothing new to try")
+    assert statuses(ws) == ["baseline", "fail_propose"]
+
+
+def test_the_control_table_says_which_steps_each_request_interrupts() -> None:
+    from kopt_supervisor.engine.loop.control import INTERRUPTS, RESUMES
+
+    assert set(INTERRUPTS) == set(Step)
+    assert Request.PAUSE in INTERRUPTS[Step.TIMED]
+    assert all(Request.PAUSE not in allowed for step, allowed in INTERRUPTS.items() if step != Step.TIMED)
+    assert INTERRUPTS[Step.FORMAT] == frozenset() and INTERRUPTS[Step.IDLE] == frozenset()
+    assert set(RESUMES) == set(Request)

@@ -1,0 +1,31 @@
+"""The [profile] keys of kopt.toml that the per-class comparison reads."""
+
+from __future__ import annotations
+
+import pytest
+
+from kopt_supervisor.engine import config
+from kopt_supervisor.engine.errors import BadInput
+from kopt_supervisor.engine.profile.classes import DEFAULT_RUN_NOISE_PCT
+
+MIN = '[target]\nbench = "python b.py"\nmetric = "us"\n'
+
+
+def test_defaults():
+    p = config.loads(MIN).profile
+    assert p.run_noise_pct == DEFAULT_RUN_NOISE_PCT == 0.3 and p.repeats == 1
+    p = config.loads(MIN + "[profile]\nrun_noise_pct = 0.5\nrepeats = 3\n").profile
+    assert (p.run_noise_pct, p.repeats) == (0.5, 3)
+
+
+@pytest.mark.parametrize("text, needle", [
+    ("[profile]\nrun_noise_pct = -0.1\n", "[profile].run_noise_pct must be between 0 and 50"),
+    ("[profile]\nrun_noise_pct = 'low'\n", "[profile].run_noise_pct must be a number"),
+    ("[profile]\nrepeats = 0\n", "[profile].repeats must be between 1 and 20"),
+    ("[profile]\nrepeats = 2.5\n", "[profile].repeats must be an integer"),
+    ("[profile]\nrepeat = 2\n", "unknown key [profile].repeat (did you mean 'repeats'?)"),
+])
+def test_bad_values_name_their_key(text, needle):
+    with pytest.raises(BadInput) as info:
+        config.loads(MIN + text, source="t/kopt.toml")
+    assert needle in str(info.value) and str(info.value).startswith("t/kopt.toml")
