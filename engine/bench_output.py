@@ -13,6 +13,7 @@ import pandas as pd
 
 from kopt_supervisor.engine.config import TargetConfig
 from kopt_supervisor.engine.metrics import BenchError, Measurement, measure, parse_table
+from kopt_supervisor.engine.sandbox import read_output
 
 CsvStamps = dict[Path, tuple[int, int, int, int]]
 """Files matching the CSV glob before a run: resolved path -> (mtime_ns, ctime_ns, size,
@@ -54,11 +55,16 @@ def find_csv(worktree: Path, pattern: str, before: CsvStamps, stdout_path: Path)
     return max(found)[1]
 
 
+MAX_TABLE_BYTES = 256 * 2**20
+
+
 def read_table(path: Path, *, metric: str, from_stdout: bool = False) -> pd.DataFrame:
+    """The table in `path`, read as a file candidate code may have written is read: never
+    through a link, never blocking on a FIFO, at most MAX_TABLE_BYTES."""
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        text = read_output(path, MAX_TABLE_BYTES).decode("utf-8", errors="replace")
     except OSError as exc:
-        raise BenchError(f"{path.name}: cannot read: {exc.strerror}") from None
+        raise BenchError(f"{path.name}: cannot read: {exc.strerror or exc}") from None
     return parse_table(text, metric=metric, from_stdout=from_stdout, source=path.name)
 
 

@@ -22,6 +22,28 @@ from typing import Any
 from kopt_supervisor.engine import diffscan, expr
 from kopt_supervisor.engine.errors import BadInput
 
+FORMATS = ("csv", "table", "perf_report", "pytest-benchmark", "google-benchmark", "torch-benchmark")
+"""[target].format: how the bench's output is read (engine/adapters; docs/files.md)."""
+
+
+@dataclass(frozen=True)
+class AdapterConfig:
+    """[target.adapter]: options of the adapter [target].format names."""
+
+    table: str = ""
+    """Which table, when the output holds several with different columns: its title (a
+    perf_report plot name, a torch.utils.benchmark label, the line printed above it) or its
+    1-based position. Empty: the only one, or all of them as one when they share their
+    columns (a `table` column then says which each row came from)."""
+    unit: str = "us"
+    """The time unit times are converted to by the adapters whose output carries its own
+    unit (pytest-benchmark seconds, Google Benchmark's time_unit, torch.utils.benchmark's
+    per-table unit): "ns", "us", "ms" or "s"."""
+    stat: str = "median"
+    """Google Benchmark run with --benchmark_report_aggregates_only: the aggregate that
+    becomes each config's value ("median", "mean" or "min"); with every repetition reported,
+    each repetition is a sample and this is unused."""
+
 
 @dataclass(frozen=True)
 class TargetConfig:
@@ -75,6 +97,17 @@ class TargetConfig:
     writable: list[str] = field(default_factory=list)
     """Extra paths (absolute, or starting with ~) those runs may write; everything outside
     their worktree, output folder and per-tree cache is read-only to them."""
+    readable: list[str] = field(default_factory=list)
+    """Extra paths (absolute, or starting with ~) those runs may read where the sandbox
+    hides everything (a private /tmp, /run): data a bench reads from there."""
+    format: str = "csv"
+    """How the bench's output (the file `csv` finds, or stdout) is read: "csv" (kopt's CSV,
+    as always), "table" (a printed table: whitespace-aligned, pandas, markdown), "perf_report"
+    (triton.testing.perf_report's CSV or printout), "pytest-benchmark" (--benchmark-json),
+    "google-benchmark" (--benchmark_format=json / --benchmark_out), "torch-benchmark"
+    (torch.utils.benchmark's printed Compare tables or Measurements). docs/files.md lists
+    the columns each one yields."""
+    adapter: AdapterConfig = field(default_factory=AdapterConfig)
 
 
 @dataclass(frozen=True)
@@ -250,6 +283,9 @@ class ProposeConfig:
     first; the rules and the current evidence are never cut."""
     network: bool = True
     """The `command` proposer may use the network (an agent calls its API); false removes it."""
+    readable: list[str] = field(default_factory=list)
+    """Extra paths (absolute, or starting with ~) the proposer may read where the sandbox
+    hides everything (a private /tmp, /run)."""
     tune: TuneConfig = field(default_factory=TuneConfig)
 
 
@@ -425,8 +461,14 @@ def validate(cfg: Config, source: str = "kopt.toml") -> None:
     need(not t.ab_serve or bool(t.ab_command.strip()), "[target].ab_serve",
          "needs [target].ab_command (the command that serves the looks)")
     diffscan.parse_allow(t.allow_constructs, where=f"{source}: [target].allow_constructs")
+    need(t.format in FORMATS, "[target].format", f"must be one of {', '.join(map(repr, FORMATS))}, not {t.format!r}")
+    need(t.adapter.unit in ("ns", "us", "ms", "s"), "[target.adapter].unit",
+         f'must be "ns", "us", "ms" or "s", not {t.adapter.unit!r}')
+    need(t.adapter.stat in ("median", "mean", "min"), "[target.adapter].stat",
+         f'must be "median", "mean" or "min", not {t.adapter.stat!r}')
 
-    for key, paths in (("[target].writable", t.writable), ("[propose].writable", cfg.propose.writable)):
+    for key, paths in (("[target].writable", t.writable), ("[propose].writable", cfg.propose.writable),
+                       ("[target].readable", t.readable), ("[propose].readable", cfg.propose.readable)):
         for i, path in enumerate(paths):
             p = path.rstrip("/")
             parts = p.split("/")[1:]

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kopt_supervisor.engine.errors import BadInput, KoptError
+from kopt_supervisor.engine.sandbox import SandboxUnavailable
 from kopt_supervisor.engine.store import Store
 from kopt_supervisor.engine.workspace import Workspace
 
@@ -107,7 +108,7 @@ class Heartbeat(threading.Thread):
 
 
 def run_engine(ws: Workspace, *, proposer: str | None = None, max_iters: int | None = None,
-               log_to_stdout: bool = False) -> int:
+               log_to_stdout: bool = False, no_sandbox: bool = False) -> int:
     """Run the loop in this process. Exit status: 0 stopped for a stated reason, 1 crashed."""
     from kopt_supervisor.engine.loop import Engine
 
@@ -117,11 +118,13 @@ def run_engine(ws: Workspace, *, proposer: str | None = None, max_iters: int | N
         beat.start()
         engine = None
         try:
-            engine = Engine(ws, proposer_kind=proposer, max_iters=max_iters,
+            engine = Engine(ws, proposer_kind=proposer, max_iters=max_iters, no_sandbox=no_sandbox,
                             log=(lambda m: print(f"kopt[{ws.tag}] {m}", flush=True)) if log_to_stdout else None)
             _install_signals(engine)
             engine.run()
             return 0
+        except SandboxUnavailable:
+            raise  # a refusal before the run starts: nothing crashed
         except KoptError as e:
             _record_crash(ws, f"{type(e).__name__}: {e}")
             if isinstance(e, BadInput):
@@ -155,7 +158,8 @@ def _record_crash(ws: Workspace, error: str) -> None:
         store.event("crash", error.splitlines()[0][:500], level="error")
 
 
-def start_detached(ws: Workspace, *, proposer: str | None = None, max_iters: int | None = None) -> int:
+def start_detached(ws: Workspace, *, proposer: str | None = None, max_iters: int | None = None,
+                   no_sandbox: bool = False) -> int:
     """Start the engine in its own session; returns its pid once it holds the workspace."""
     ws.require()
     alive, pid = engine_alive(ws)
@@ -167,6 +171,8 @@ def start_detached(ws: Workspace, *, proposer: str | None = None, max_iters: int
         argv += ["--proposer", proposer]
     if max_iters is not None:
         argv += ["--max-iters", str(max_iters)]
+    if no_sandbox:
+        argv += ["--no-sandbox"]
     log = open(ws.engine_log, "ab")
     try:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
@@ -196,12 +202,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--root", required=True)
     ap.add_argument("--proposer")
     ap.add_argument("--max-iters", type=int)
+    ap.add_argument("--no-sandbox", action="store_true")
     ap.add_argument("tag")
     args = ap.parse_args(argv)
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
     ws = Workspace(Path(args.root), args.tag)
     try:
-        return run_engine(ws, proposer=args.proposer, max_iters=args.max_iters, log_to_stdout=True)
+        return run_engine(ws, proposer=args.proposer, max_iters=args.max_iters, log_to_stdout=True,
+                          no_sandbox=args.no_sandbox)
     except KoptError as e:
         print(f"kopt: {e}", file=sys.stderr)
         return e.exit_code

@@ -5,13 +5,19 @@ roofline) is copied into `<root>/.repos/<tag>/` from a deliberately naive config
 committed; a workspace is created for it and the engine runs it. On a machine with no GPU
 the bench runs the Triton kernel through Triton's interpreter on small shapes, and the run
 says so plainly: its timings are CPU timings.
+
+The engine never imports the bundled kernels: the caller (the CLI) hands `prepare_demo` the
+kernels' names and the function that writes one into a directory (`kernels.catalog`'s
+`KERNELS` and `materialize`).
 """
 
 from __future__ import annotations
 
 import shutil
 import time
+from collections.abc import Collection
 from pathlib import Path
+from typing import Protocol
 
 from kopt_supervisor.engine import gitops
 from kopt_supervisor.engine.errors import BadInput
@@ -26,11 +32,20 @@ DEFAULT_ITERS_CPU = 6
 
 
 def has_gpu() -> bool:
+    """Whether any GPU backend reads a GPU on this machine."""
     backend = open_backend("auto")
     try:
         return bool(backend.read())
     finally:
         backend.close()
+
+
+class Materialize(Protocol):
+    """Writes bundled kernel `name` as a self-contained repo into `dest` (an existing,
+    empty directory), its kopt.toml shaped by the keywords (`kernels.catalog.materialize`)."""
+
+    def __call__(self, name: str, dest: Path, naive: bool = True, *, cpu: bool = False,
+                 review_timeout_s: float | None = None, profile: bool = True) -> None: ...
 
 
 HEADLESS_REVIEW_S = 0.0
@@ -39,13 +54,12 @@ TUI_REVIEW_S = 300.0
 """Under the TUI the engineer has five minutes to accept or reject a borderline candidate."""
 
 
-def prepare_demo(root: Path, kernel: str, tag: str | None = None, *, headless: bool = False,
-                 profile: bool = True) -> tuple[Workspace, bool]:
-    """Materialise the kernel into a fresh repo and create its workspace."""
-    from kopt_supervisor.kernels import catalog
-
-    if kernel not in catalog.KERNELS:
-        raise BadInput(f"unknown demo kernel {kernel!r} (bundled: {', '.join(sorted(catalog.KERNELS))})")
+def prepare_demo(root: Path, kernel: str, tag: str | None = None, *, kernels: Collection[str],
+                 materialize: Materialize, headless: bool = False, profile: bool = True) -> tuple[Workspace, bool]:
+    """Materialise `kernel` (one of `kernels`) into a fresh repo and create its workspace;
+    returns the workspace and whether a GPU runs it."""
+    if kernel not in kernels:
+        raise BadInput(f"unknown demo kernel {kernel!r} (bundled: {', '.join(sorted(kernels))})")
     tag = tag or f"demo-{kernel}-{time.strftime('%m%d-%H%M%S')}"
     repo = root / ".repos" / tag
     if repo.exists():
@@ -53,8 +67,8 @@ def prepare_demo(root: Path, kernel: str, tag: str | None = None, *, headless: b
     gpu = has_gpu()
     repo.mkdir(parents=True, mode=0o700)
     try:
-        catalog.materialize(kernel, repo, naive=True, cpu=not gpu,
-                            review_timeout_s=HEADLESS_REVIEW_S if headless else TUI_REVIEW_S, profile=profile)
+        materialize(kernel, repo, naive=True, cpu=not gpu,
+                    review_timeout_s=HEADLESS_REVIEW_S if headless else TUI_REVIEW_S, profile=profile)
         gitops.init_repo(repo, f"{kernel}: bundled kopt demo kernel, naive configuration")
         text = (repo / "kopt.toml").read_text(encoding="utf-8")
         ws, _, _ = create_workspace(root, tag, repo, text, config_source=str(repo / "kopt.toml"))
@@ -71,34 +85,13 @@ def prepare_demo(root: Path, kernel: str, tag: str | None = None, *, headless: b
 
 
 def demo_iterations(gpu: bool, max_iters: int | None) -> int:
+    """How many candidate iterations the demo runs: `max_iters`, or its default on a GPU or a CPU."""
     return max_iters if max_iters is not None else (DEFAULT_ITERS_GPU if gpu else DEFAULT_ITERS_CPU)
 
 
-def announce(ws: Workspace, kernel: str, gpu: bool, iters: int) -> None:
-    print(f"kopt demo: {kernel} in {ws.dir}")
-    print(f"  target repo {ws.root / '.repos' / ws.tag}; up to {iters} iterations of the tune proposer")
-    if not gpu:
-        print(f"  {CPU_NOTICE}")
-
-
 def run_headless(ws: Workspace, iters: int) -> int:
-    """The demo in this process, progress printed; returns when the demo run ends."""
+    """The demo in this process, its progress logged to stdout; returns the engine's exit
+    code when the demo run ends."""
     from kopt_supervisor.engine.daemon import run_engine
 
-    rc = run_engine(ws, proposer="tune", max_iters=iters, log_to_stdout=True)
-    print_summary(ws)
-    return rc
-
-
-def print_summary(ws: Workspace) -> None:
-    from kopt_supervisor.engine import api
-
-    st = api.status(ws)
-    sp = st.get("best_speedup")
-    print(f"\n{ws.tag}: {st['state']} ({st['stop_reason']})")
-    print(f"  keeps {st['keeps']} of {st['candidates']} candidates; best speedup over the naive start "
-          f"{f'{sp:.2f}x' if sp else '—'} (geometric mean over its classes, the guard included; "
-          f"per production shape: kopt report)")
-    print(f"  BEST_COMMIT {st['best_commit']}")
-    print(f"  see {ws.performance} and {ws.readme}; `kopt attach {ws.tag}` to browse, "
-          f"`kopt report {ws.tag}` for results.md")
+    return run_engine(ws, proposer="tune", max_iters=iters, log_to_stdout=True)

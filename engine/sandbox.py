@@ -345,6 +345,7 @@ def for_proposer(
     workspace: Path,
     prompt: Path,
     plan: Path,
+    inputs: Sequence[Path] = (),
     outputs: Sequence[Path] = (),
     writable: Sequence[str | Path] = (),
     readable: Sequence[str | Path] = (),
@@ -356,8 +357,9 @@ def for_proposer(
     bwrap: str = BWRAP,
 ) -> Confinement:
     """A `command` proposer: writes `worktree` (cand/), `plan` and its `outputs` folders
-    (e.g. logs/vN/propose/) and the extra `writable` paths (from [propose].writable and
-    the agent's preset; `~` allowed); reads `prompt`; sees nothing else of `workspace`.
+    (e.g. logs/vN/agent/) and the extra `writable` paths (from [propose].writable and
+    the agent's preset; `~` allowed); reads `prompt` and the other workspace files in
+    `inputs` (the context pack's JSON); sees nothing else of `workspace`.
     Its git metadata is a private copy (git add/diff/commit work; kopt's branch refs,
     packed-refs, config and hooks stay read-only). Network on unless told otherwise.
     `devices`/`sockets` default to what the machine has; `bwrap` is the path `probe()` found."""
@@ -372,7 +374,8 @@ def for_proposer(
     _refuse_inside_protected(extras, protected, writable_key)
     return Confinement(
         writable=_uniq([tree, plan_r, *outs, *extras]),
-        readable=_uniq([_real(prompt), *_extra_paths(readable, hide, "readable")]),
+        readable=_uniq([_real(prompt), *(_inside(ws, x, "a proposer input") for x in inputs),
+                        *_extra_paths(readable, hide, "readable")]),
         readonly=_uniq(protected),
         hidden=_uniq([*hide, *_host_hidden(sockets)]),
         network=network,
@@ -431,7 +434,10 @@ def for_bench(
         devices=tuple(gpu_devices() if devices is None else (Path(d) for d in devices)),
         home=SANDBOX_HOME,
         env=tuple(env.items()),
-        unset_env=UNSET_ENV,
+        # bytecode goes to the per-tree cache (PYTHONPYCACHEPREFIX): written there, it is read
+        # back by the next run of the same tree (a user's PYTHONDONTWRITEBYTECODE would make
+        # every run compile its imports from source, torch's included)
+        unset_env=(*UNSET_ENV, "PYTHONDONTWRITEBYTECODE"),
         make_dirs=_uniq([cache_r, *outs]),
         writable_key=writable_key,
         bwrap=bwrap,

@@ -4,10 +4,11 @@
     materialize(name, dest, naive=True)        writes the repo into an existing empty dir
 
 A materialized repo holds the kernel's baseline/ (PyTorch) and solution/ (Triton), its
-contract.py and roofline.py, bench.py, a copy of the timing harness (harness/), params.json
-(naive=True: a deliberately naive start, 1 row per program and a small chunk so the two-pass
-loop runs, at 1 warp (rmsnorm) or Triton's default 4 (adaln); naive=False: the tuned defaults) and kopt.toml. It runs with torch +
-triton (+ numpy) alone: nothing in it imports kopt.
+contract.py and roofline.py, bench.py, params.json (naive=True: a deliberately naive start, 1
+row per program and a small chunk so the two-pass loop runs, at 1 warp (rmsnorm) or Triton's
+default 4 (adaln); naive=False: the tuned defaults) and kopt.toml. Its bench and solution
+import kopt's public harness (`kopt_supervisor.kernels.harness`, installed with kopt) as any
+user's bench does; no copy of the harness goes into the repo.
 
 The params contract (for the tune proposer): params.json is {"*": {...}, "<class key>": {...}}
 with the Triton meta-parameters BLOCK_D, ROWS_PER_PROG, num_warps, num_stages; a class key is
@@ -28,11 +29,10 @@ from types import ModuleType
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-HARNESS = HERE / "harness"
 STATS = ("us_mean", "us_std", "us_min", "us_p10", "us_p90", "samples")
 EXTRA = ("gbps", "copy_us", "copy_gbps", "pct_copy", "prod", "seed", "model")
 """Must match harness/bench.py (a test checks): the CSV's columns that kopt ignores."""
-PROTECTED = ["bench.py", "contract.py", "roofline.py", "harness/", "baseline/", ".gitignore", "README.md"]
+PROTECTED = ["bench.py", "contract.py", "roofline.py", "baseline/", ".gitignore", "README.md"]
 
 
 @dataclass(frozen=True)
@@ -113,16 +113,9 @@ CPU_PARAMS = ("BLOCK_D", "ROWS_PER_PROG")
 
 def contract(name: str) -> ModuleType:
     """The kernel's contract.py (pure Python: shapes, tolerances, class rule)."""
-    added = str(HERE) not in sys.path
-    if added:  # contract.py imports `harness` as a top-level package, as in a materialized repo
-        sys.path.insert(0, str(HERE))
-    try:
-        from kopt_supervisor.kernels.harness.loader import load_module
+    from kopt_supervisor.kernels.harness.loader import load_module
 
-        return load_module(KERNELS[name].folder / "contract.py", f"kopt_catalog_{name}_contract")
-    finally:
-        if added:
-            sys.path.remove(str(HERE))
+    return load_module(KERNELS[name].folder / "contract.py", f"kopt_catalog_{name}_contract")
 
 
 def alike_blocks(name: str, *, cpu: bool = False) -> dict[str, dict[str, list[Any]]]:
@@ -251,7 +244,8 @@ def _readme(k: KernelInfo, naive: bool) -> str:
 - `contract.py`: tolerances per dtype, shapes (production ones name their model), inputs,
   the fp64 reference. `roofline.py`: bytes per call.
 - `bench.py`: `python bench.py` prints kopt's CSV; `python bench.py --ab BEST CAND` times two
-  trees interleaved. `harness/`: the timing harness.
+  trees interleaved. It runs on kopt's public harness (`kopt_supervisor.kernels.harness`,
+  installed with kopt: docs/byo-kernel.md).
 - `params.json`: the solution's meta-parameters per class ({'naive start' if naive else 'tuned defaults'}).
 - `kopt.toml`: the target for kopt (tune proposer over params.json).
 """
@@ -278,7 +272,6 @@ def materialize(name: str, dest: Path, naive: bool = True, *, python: str | None
         shutil.copytree(src / sub, dest / sub, ignore=_ignore)
     for f in ("contract.py", "roofline.py", "bench.py"):
         shutil.copy2(src / f, dest / f)
-    shutil.copytree(HARNESS, dest / "harness", ignore=_ignore)
     (dest / "params.json").write_text(params_text(name, naive), encoding="utf-8")
     (dest / "kopt.toml").write_text(kopt_toml(name, naive=naive, python=python, cpu=cpu,
                                                             review_timeout_s=review_timeout_s, profile=profile),

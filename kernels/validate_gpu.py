@@ -44,9 +44,6 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-for _path in (HERE, HERE.parent):  # the kernels import `harness` as a top-level package; kopt's `engine`
-    if str(_path) not in sys.path:
-        sys.path.insert(0, str(_path))
 
 SWEEP = {
     "adaln": {"BLOCK_D": [0], "ROWS_PER_PROG": [1, 2, 4], "num_warps": [4, 8, 16], "num_stages": [1]},
@@ -59,14 +56,14 @@ def log(msg: str) -> None:
 
 
 def stats(samples: list[float]) -> dict[str, float]:
-    from harness.timing import summarize
+    from kopt_supervisor.kernels.harness.timing import summarize
 
     return summarize(samples)
 
 
 class Kernel:
     def __init__(self, name: str, params_dir: Path | None, tree: Path | None, kind: str) -> None:
-        from harness.loader import load_module
+        from kopt_supervisor.kernels.harness.loader import load_module
 
         folder = HERE / name
         self.name = name
@@ -75,7 +72,7 @@ class Kernel:
         self.baseline = load_module(folder / "baseline" / f"{name}.py", f"v_{name}_baseline")
         self.solution = load_module((tree or folder) / "solution" / f"{name}.py", f"v_{name}_solution")
         if params_dir is not None:
-            from harness.params import load
+            from kopt_supervisor.kernels.harness.params import load
 
             self.solution.PARAMS = load(params_dir / f"{name}.json")
         self.tuned = self.solution.PARAMS
@@ -165,7 +162,7 @@ def pct_of_copy(pairs: list[tuple[float, float]]) -> float:
 
 
 def run(args: argparse.Namespace) -> tuple[dict[str, Any], bool]:
-    from harness.bench import Case, Timing, setup_device
+    from kopt_supervisor.kernels.harness.bench import Case, Timing, setup_device
 
     torch, gpu = setup_device()
     if not gpu and not args.smoke:
@@ -234,7 +231,7 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], bool]:
 def sweep(torch: Any, timing: Any, k: Kernel, args: argparse.Namespace, over: Any, seed: int,
           gpu: bool) -> dict[str, Any]:
     """Every point of SWEEP[k] (or --grid) on every production shape (bf16); the best point per class."""
-    from harness.bench import Case
+    from kopt_supervisor.kernels.harness.bench import Case
 
     grid = args.grid or SWEEP[k.name]
     points = [dict(zip(grid, vals, strict=True)) for vals in itertools.product(*grid.values())]

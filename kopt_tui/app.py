@@ -29,25 +29,21 @@ from textual.reactive import var
 from textual.screen import Screen
 from textual.worker import get_current_worker
 
-from kopt_supervisor.engine import api, daemon
-from kopt_supervisor.engine.daemon import engine_alive
-from kopt_supervisor.engine.errors import KoptError
-from kopt_supervisor.engine.gpu.backends import open_backend
-from kopt_supervisor.engine.workspace import Workspace
+from kopt_supervisor.engine import api
+from kopt_supervisor.engine.api import (
+    BackendFactory,
+    KoptError,
+    Workspace,
+    engine_alive,
+    open_backend,
+)
 from kopt_supervisor.kopt_tui.commands import KoptCommands
 from kopt_supervisor.kopt_tui.model import RunData
-from kopt_supervisor.kopt_tui.watch import (
-    BackendFactory,
-    GpuReading,
-    Poller,
-    PollError,
-    Probe,
-    RunsSnapshot,
-)
+from kopt_supervisor.kopt_tui.watch import GpuReading, Poller, PollError, Probe, RunsSnapshot
 
 
 def _start_engine(ws: Workspace) -> int:
-    return daemon.start_detached(ws)
+    return api.start_detached(ws)
 
 
 @dataclass(frozen=True)

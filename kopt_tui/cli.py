@@ -1,7 +1,10 @@
-"""The `kopt` command line (DESIGN.md §2): parses arguments, calls the engine, prints.
+"""The `kopt` command line (DESIGN.md §2): parses arguments, calls the engine through
+`engine.api`, prints.
 
 Exit codes: 0 ok; 1 the run or command failed; 2 bad usage or bad input, with a one-line
 reason naming the file, key, column or value at fault. `--json` outputs are stable.
+The bundled kernels reach the engine from here: `kopt demo` hands `engine.api.prepare_demo`
+the catalog's kernel names and its `materialize` (the engine never imports kernels).
 """
 
 from __future__ import annotations
@@ -10,16 +13,18 @@ import argparse
 import json
 import os
 import sys
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
-from kopt_supervisor.engine import api, config, workspace
-from kopt_supervisor.engine.errors import BadInput, KoptError
-from kopt_supervisor.engine.workspace import Workspace, resolve_root
+from kopt_supervisor.engine import api
+from kopt_supervisor.engine.api import BadInput, KoptError, Workspace, fmt, resolve_root
+
+Handler = Callable[[argparse.Namespace], int]
+"""What a subcommand runs: its exit code."""
 
 
 def _ws(args: argparse.Namespace) -> Workspace:
-    return Workspace(resolve_root(args.root), workspace.validate_tag(args.tag)).require()
+    return api.open_workspace(args.root, args.tag)
 
 
 def _version(text: str) -> int:
@@ -38,57 +43,21 @@ def _print_json(data: Any) -> None:
 
 
 def cmd_init(args: argparse.Namespace) -> int:
-    from kopt_supervisor.engine import gitops
-
-    repo = gitops.toplevel(Path(args.repo).expanduser().resolve())
-    cfg_path = Path(args.config).expanduser() if args.config else repo / "kopt.toml"
-    if cfg_path.exists():
-        try:
-            text = cfg_path.read_text(encoding="utf-8")
-        except OSError as e:
-            raise BadInput(f"{cfg_path}: cannot read: {e.strerror}") from None
-    elif args.config or not args.bench:
-        raise BadInput(f"{cfg_path}: no such config file (write a kopt.toml, see docs/files.md, or pass --config)")
-    else:
-        text = ""
-    cfg = config.loads(text, source=str(cfg_path)) if not args.bench else _with_bench(text, args.bench, str(cfg_path))
-    frozen = f"# frozen by `kopt init` from {cfg_path if cfg_path.exists() else 'defaults'}\n" + config.dumps(cfg)
-    root = resolve_root(args.root)
-    ws, _, commit = workspace.create_workspace(root, args.tag, repo, frozen, config_source=str(cfg_path))
-    from kopt_supervisor.engine.loop import write_initial_projections
-
-    write_initial_projections(ws)
+    created = api.init_run(resolve_root(args.root), args.tag, args.repo, config_file=args.config, bench=args.bench)
+    ws = created.workspace
     print(f"created {ws.dir}")
-    print(f"  branch {ws.branch} at {commit[:12]}; worktrees best/ and cand/")
+    print(f"  branch {ws.branch} at {created.commit[:12]}; worktrees best/ and cand/")
     print(f"  next: kopt run {args.tag}" + (f" --root {args.root}" if args.root else ""))
     return 0
 
 
-def _with_bench(text: str, bench: str, source: str) -> config.Config:
-    import tomllib
-
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise BadInput(f"{source}: not valid TOML: {e}") from None
-    data.setdefault("target", {})["bench"] = bench
-    cfg = config._build(config.Config, data, source, "")
-    config.validate(cfg, source)
-    return cfg
-
-
 def cmd_run(args: argparse.Namespace) -> int:
     ws = _ws(args)
-    from kopt_supervisor.engine import daemon
-
     if args.proposer:
-        cfg = ws.load_config()
-        from kopt_supervisor.engine.propose import make_proposer
-
-        make_proposer(cfg, args.proposer)  # validates before detaching
+        api.check_proposer(ws, args.proposer)  # before detaching
     if args.foreground:
-        return daemon.run_engine(ws, proposer=args.proposer, max_iters=args.max_iters, log_to_stdout=True)
-    pid = daemon.start_detached(ws, proposer=args.proposer, max_iters=args.max_iters)
+        return api.run_foreground(ws, proposer=args.proposer, max_iters=args.max_iters)
+    pid = api.start_detached(ws, proposer=args.proposer, max_iters=args.max_iters)
     if args.headless:
         print(f"engine started (pid {pid}); logs: {ws.engine_log}")
         print(f"  watch: kopt attach {ws.tag}   status: kopt status {ws.tag}   stop: kopt stop {ws.tag}")
@@ -121,15 +90,14 @@ def cmd_ls(args: argparse.Namespace) -> int:
         return 0
     print(f"{'TAG':<24} {'STATE':<16} {'ITER':>5} {'SPEEDUP':>8} {'REVIEWS':>8}  STOP REASON")
     for r in runs:
-        sp = r.get("best_speedup")
         print(f"{r['tag']:<24} {r.get('state', '?'):<16} {_s(r.get('iteration')):>5} "
-              f"{(f'{sp:.3f}x' if sp else '—'):>8} {len(r.get('pending_reviews') or []):>8}  "
+              f"{fmt.speedup(r.get('best_speedup')):>8} {len(r.get('pending_reviews') or []):>8}  "
               f"{r.get('stop_reason') or r.get('error') or ''}")
     return 0
 
 
 def _s(v: Any) -> str:
-    return "—" if v is None else f"v{v}"
+    return fmt.DASH if v is None else f"v{v}"
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -138,14 +106,13 @@ def cmd_status(args: argparse.Namespace) -> int:
         _print_json(st)
         return 0
     hb = st["heartbeat_age_s"]
-    speedup = f"{st['best_speedup']:.3f}x" if st["best_speedup"] else "—"
     print(f"{st['tag']}: {st['state']}" + (f" ({st['stop_reason']})" if st["stop_reason"] else ""))
     print(f"  iteration {_s(st['iteration'])} [{st['iteration_status']}], keeps {st['keeps']}, "
-          f"candidates {st['candidates']}, best speedup {speedup}")
+          f"candidates {st['candidates']}, best speedup {fmt.speedup(st['best_speedup'])}")
     print(f"  BEST_COMMIT {st['best_commit']}  (baseline {str(st['baseline_commit'])[:12]})")
     print(f"  consecutive regressions {st['consecutive_regressions']}, pending reviews "
           f"{', '.join(f'v{v}' for v in st['pending_reviews']) or 'none'}")
-    print(f"  engine pid {st['engine_pid'] or '—'}, heartbeat {f'{hb:.0f} s ago' if hb is not None else '—'}")
+    print(f"  engine pid {st['engine_pid'] or fmt.DASH}, heartbeat {f'{fmt.seconds(hb, 0)} ago' if hb is not None else fmt.DASH}")
     if st.get("progress"):
         p = st["progress"]
         print(f"  now: v{p.get('version')} {p.get('phase')}: {p.get('step')}")
@@ -160,7 +127,7 @@ def _send(args: argparse.Namespace, kind: str, cmd_args: dict[str, Any]) -> int:
     return 0
 
 
-def cmd_simple(kind: str):  # noqa: ANN201 - a small factory of handlers
+def cmd_simple(kind: str) -> Handler:
     def handler(args: argparse.Namespace) -> int:
         extra = {"why": args.why} if getattr(args, "why", None) else {}
         return _send(args, kind, extra)
@@ -168,7 +135,7 @@ def cmd_simple(kind: str):  # noqa: ANN201 - a small factory of handlers
     return handler
 
 
-def cmd_review(kind: str):  # noqa: ANN201
+def cmd_review(kind: str) -> Handler:
     def handler(args: argparse.Namespace) -> int:
         extra: dict[str, Any] = {"version": _version(args.version)}
         if getattr(args, "why", None):
@@ -192,22 +159,12 @@ def cmd_memory(args: argparse.Namespace) -> int:
         if not args.versions:
             raise BadInput(f"kopt memory {args.action}: name at least one iteration (vN)")
         return _send(args, args.action, {"versions": [_version(v) for v in args.versions]})
-    from kopt_supervisor.engine import projections
-
-    with ws.open_store(readonly=True) as store:
-        its = store.iterations()
     if args.action == "show":
         if len(args.versions) != 1:
             raise BadInput("kopt memory show: name one iteration (vN)")
-        v = _version(args.versions[0])
-        match = [it for it in its if it.version == v]
-        if not match:
-            raise BadInput(f"v{v} does not exist")
-        _print_json(projections.memory_record(match[0]))
+        _print_json(api.memory_record(ws, _version(args.versions[0])))
         return 0
-    records = [projections.memory_record(it) for it in its]
-    if args.action == "summary":
-        records = [r for r in records if not r["masked"]]
+    records = api.memory_records(ws, unmasked_only=args.action == "summary")
     if args.json:
         _print_json(records)
         return 0
@@ -221,39 +178,26 @@ def cmd_memory(args: argparse.Namespace) -> int:
 
 
 def cmd_gpus(args: argparse.Namespace) -> int:
-    from kopt_supervisor.engine.gpu.report import format_report, gpus_report
-
-    cfg = config.GpuConfig()
-    if args.tag:
-        cfg = _ws(args).load_config().gpu
-    report = gpus_report(cfg)
+    report = api.gpus_report(_ws(args) if args.tag else None)
     if args.json:
         _print_json(report)
     else:
-        print(format_report(report))
+        print(api.format_gpus_report(report))
     return 0
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from kopt_supervisor.engine.report import write_report
-
-    out = write_report(_ws(args))
-    print(f"wrote {out}")
+    print(f"wrote {api.write_report(_ws(args))}")
     return 0
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from kopt_supervisor.engine.report import export_branch
-
-    msg = export_branch(_ws(args), args.branch)
-    print(msg)
+    print(api.export_branch(_ws(args), args.branch))
     return 0
 
 
 def cmd_ceilings(args: argparse.Namespace) -> int:
-    from kopt_supervisor.engine.ceilings import measure_ceilings
-
-    result = measure_ceilings(resolve_root(args.root))
+    result = api.measure_ceilings(resolve_root(args.root))
     if args.json:
         _print_json(result)
     else:
@@ -263,18 +207,33 @@ def cmd_ceilings(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from kopt_supervisor.engine import demo
+    from kopt_supervisor.kernels import catalog
 
-    ws, gpu = demo.prepare_demo(resolve_root(args.root), args.kernel, args.tag, headless=args.headless,
-                                profile=not args.no_profile)
-    iters = demo.demo_iterations(gpu, args.max_iters)
-    demo.announce(ws, args.kernel, gpu, iters)
+    ws, gpu = api.prepare_demo(resolve_root(args.root), args.kernel, args.tag, kernels=catalog.KERNELS,
+                               materialize=catalog.materialize, headless=args.headless,
+                               profile=not args.no_profile)
+    iters = api.demo_iterations(gpu, args.max_iters)
+    print(f"kopt demo: {args.kernel} in {ws.dir}")
+    print(f"  target repo {ws.root / '.repos' / ws.tag}; up to {iters} iterations of the tune proposer")
+    if not gpu:
+        print(f"  {api.CPU_NOTICE}")
     if args.headless:
-        return demo.run_headless(ws, iters)
-    from kopt_supervisor.engine.daemon import start_detached
-
-    start_detached(ws, proposer="tune", max_iters=iters)
+        rc = api.run_demo_headless(ws, iters)
+        _demo_summary(ws)
+        return rc
+    api.start_detached(ws, proposer="tune", max_iters=iters)
     return _attach(ws)
+
+
+def _demo_summary(ws: Workspace) -> None:
+    st = api.status(ws)
+    print(f"\n{ws.tag}: {st['state']} ({st['stop_reason']})")
+    print(f"  keeps {st['keeps']} of {st['candidates']} candidates; best speedup over the naive start "
+          f"{fmt.speedup(st.get('best_speedup'))} (geometric mean over its classes, the guard included; "
+          f"per production shape: kopt report)")
+    print(f"  BEST_COMMIT {st['best_commit']}")
+    print(f"  see {ws.performance} and {ws.readme}; `kopt attach {ws.tag}` to browse, "
+          f"`kopt report {ws.tag}` for results.md")
 
 
 # ---------------------------------------------------------------------------------------

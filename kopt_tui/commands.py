@@ -7,6 +7,7 @@ palette can never offer an action the keys do not have.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 
 from textual.binding import Binding
@@ -40,8 +41,8 @@ def available_actions(screen: DOMNode) -> list[tuple[Binding, DOMNode]]:
 
 
 class KoptCommands(Provider):
-    def _entries(self) -> list[tuple[str, str, partial[object]]]:
-        entries = []
+    def _entries(self) -> list[tuple[str, str, Callable[[], object]]]:
+        entries: list[tuple[str, str, Callable[[], object]]] = []
         for b, node in available_actions(self.screen):
             title = b.tooltip or b.description
             entries.append((title, f"key: {key_label(b)}", partial(self.app.run_action, b.action, node)))

@@ -13,11 +13,14 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from kopt_supervisor.engine import api, bookkeeping
-from kopt_supervisor.engine.bookkeeping import Counters
-from kopt_supervisor.engine.config import Config
-from kopt_supervisor.engine.store import Command, Event, Iteration
-from kopt_supervisor.kopt_tui import fmt
+from kopt_supervisor.engine import api
+from kopt_supervisor.engine.api import Command, Config, Counters, Event, Iteration, fmt
+
+
+def _opt(v: Any) -> float | None:
+    """A finite number as a float, else None (what a record holds may be anything)."""
+    return float(v) if fmt.is_num(v) else None
+
 
 # ---------------------------------------------------------------------------------------
 # One reading of a run
@@ -48,11 +51,11 @@ class RunData:
 
     @cached_property
     def counters(self) -> Counters:
-        return bookkeeping.counters(list(self.iterations))
+        return api.counters(list(self.iterations))
 
     @property
     def pending_reviews(self) -> tuple[int, ...]:
-        return tuple(it.version for it in self.iterations if it.status == "borderline" and not it.masked)
+        return tuple(api.awaiting_review(self.iterations))
 
     @property
     def direction(self) -> str:
@@ -60,7 +63,7 @@ class RunData:
 
     @cached_property
     def best_commit(self) -> str | None:
-        return bookkeeping.best_commit(list(self.iterations)) or self.meta.get("baseline_commit")
+        return api.best_commit(list(self.iterations)) or self.meta.get("baseline_commit")
 
     @cached_property
     def best_speedup(self) -> float | None:
@@ -68,8 +71,7 @@ class RunData:
 
     @property
     def heartbeat_t(self) -> float | None:
-        t = (self.meta.get("heartbeat") or {}).get("t")
-        return float(t) if fmt.is_num(t) else None
+        return _opt((self.meta.get("heartbeat") or {}).get("t"))
 
     @property
     def last(self) -> Iteration | None:
@@ -114,9 +116,9 @@ def state_view(d: RunData, now: float) -> StateView:
     if not d.alive and d.last is not None:  # while an engine runs, the progress line says more
         step = f"{d.last.status}" + (f" ({d.last.phase})" if d.last.status == "running" and d.last.phase else "")
     active = float(m.get("active_s") or 0.0)
-    started = m.get("engine_started_at")
-    if d.alive and fmt.is_num(started):
-        active += max(0.0, now - float(started))
+    started = _opt(m.get("engine_started_at"))
+    if d.alive and started is not None:
+        active += max(0.0, now - started)
     hb = d.heartbeat_t
     reason = ""
     if d.state == "crashed":
@@ -176,16 +178,16 @@ def progress_view(d: RunData, now: float) -> ProgressView:
         return ProgressView(True, "starting")
     version, phase = p.get("version"), str(p.get("phase") or "")
     done, total = p.get("done"), p.get("total")
-    started = p.get("phase_started_at")
-    elapsed = fmt.clock(now - float(started)) if fmt.is_num(started) else ""
+    started = _opt(p.get("phase_started_at"))
+    elapsed = fmt.clock(now - started) if started is not None else ""
     left = ""
     if phase == "review" and version is not None:
         it = d.by_version.get(int(version))
-        deadline = ((it.record.get("review") or {}).get("deadline") if it else None)
-        if fmt.is_num(deadline):
-            left = fmt.clock(float(deadline) - now)
-    elif phase == "waiting_gpu" and d.config is not None and fmt.is_num(started):
-        left = fmt.clock(d.config.gpu.wait_max_s - (now - float(started)))
+        deadline = _opt((it.record.get("review") or {}).get("deadline") if it else None)
+        if deadline is not None:
+            left = fmt.clock(deadline - now)
+    elif phase == "waiting_gpu" and d.config is not None and started is not None:
+        left = fmt.clock(d.config.gpu.wait_max_s - (now - started))
     elif fmt.is_num(p.get("eta_s")) and fmt.is_num(p.get("t")):
         left = fmt.clock(float(p["eta_s"]) - (now - float(p["t"])))
     what = {"eval": "deciding", "verify": "re-checking after format", "baseline": "measuring the baseline",
@@ -224,9 +226,9 @@ def headline_delta(it: Iteration) -> float | None:
     if it.status == "baseline" or not classes:
         return None
     if it.target_class and it.target_class in classes:
-        r = classes[it.target_class].get("ratio")
-        return (r - 1.0) * 100.0 if fmt.is_num(r) else None
-    ratios = [c.get("ratio") for c in classes.values() if fmt.is_num(c.get("ratio")) and c.get("ratio") > 0]
+        r = _opt(classes[it.target_class].get("ratio"))
+        return (r - 1.0) * 100.0 if r is not None else None
+    ratios = [r for r in (_opt(c.get("ratio")) for c in classes.values()) if r is not None and r > 0]
     if not ratios:
         return None
     return (math.exp(sum(math.log(r) for r in ratios) / len(ratios)) - 1.0) * 100.0
@@ -307,10 +309,6 @@ class ClassesView:
     rows: tuple[ClassRow, ...] = ()
 
 
-def _opt(v: Any) -> float | None:
-    return float(v) if fmt.is_num(v) else None
-
-
 def class_rows(it: Iteration, live: dict[str, Any] | None = None) -> tuple[ClassRow, ...]:
     classes = it.record.get("classes") or {}
     if it.status == "running" and live and live.get("version") == it.version:
@@ -368,8 +366,9 @@ def best_series(d: RunData) -> tuple[SeriesView, ...]:
             side = "best" if it.status == "baseline" else "cand"
             for cls, c in (it.record.get("classes") or {}).items():
                 v = (c or {}).get(side)
-                if fmt.is_num(v):
-                    best[cls] = float(v)
+                value = _opt(v)
+                if value is not None:
+                    best[cls] = value
         for cls, v in best.items():
             points.setdefault(cls, []).append(v)
     return tuple(SeriesView(cls, tuple(vals), vals[0], vals[-1]) for cls, vals in sorted(points.items()))
@@ -429,8 +428,8 @@ def gpus_view(d: RunData, live: list[dict[str, Any]] | None, now: float) -> Gpus
     note = ""
     if waiting:
         p = d.meta.get("progress") or {}
-        started = p.get("phase_started_at")
-        waited = now - float(started) if fmt.is_num(started) else None
+        started = _opt(p.get("phase_started_at"))
+        waited = now - started if started is not None else None
         limit = d.config.gpu.wait_max_s if d.config else None
         note = (f"gate: no idle GPU, waiting {fmt.clock(waited)}"
                 + (f"; gives up in {fmt.clock(limit - waited)}" if limit and waited is not None else ""))
@@ -464,7 +463,7 @@ def review_view(d: RunData, version: int, now: float) -> ReviewView | None:
         return None
     dec = it.record.get("decision") or {}
     review = it.record.get("review") or {}
-    deadline = review.get("deadline")
+    deadline = _opt(review.get("deadline"))
     policy = d.config.decide.review_default if d.config else "reject"
     return ReviewView(
         version=it.version, hypothesis=fmt.one_line(it.hypothesis, 300), target=it.target_class or "all classes (global)",
@@ -472,13 +471,13 @@ def review_view(d: RunData, version: int, now: float) -> ReviewView | None:
         flags=tuple(str(f) for f in dec.get("flags") or ()),
         rounds=dec.get("rounds") if isinstance(dec.get("rounds"), int) else None,
         gpu_seconds=_opt(dec.get("gpu_seconds")),
-        deadline_left=fmt.clock(float(deadline) - now) if fmt.is_num(deadline) and d.alive else "",
+        deadline_left=fmt.clock(deadline - now) if deadline is not None and d.alive else "",
         policy=policy, rows=class_rows(it))
 
 
 def restart_points(iterations: tuple[Iteration, ...] | list[Iteration]) -> list[Iteration]:
     """Where a masked partial restart may start: the baseline and kept iterations, unmasked."""
-    return [it for it in iterations if it.kept and not it.masked]
+    return [it for it in iterations if api.restart_point_problem(it, it.version) is None]
 
 
 def restart_masks(iterations: tuple[Iteration, ...] | list[Iteration], version: int) -> list[Iteration]:

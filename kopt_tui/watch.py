@@ -3,9 +3,10 @@
 Everything here runs in the app's one polling thread (SQLite connections are not shared
 between threads). `RunCache` holds one run: each look costs a `PRAGMA data_version` and an
 flock probe; only when either moved does it read meta and the per-iteration stamps, and then
-only the iterations whose stamp changed. `GpuSampler` reads the GPUs through the same backend
-and gate logic the engine uses. `Poller` is the loop body: it watches the run on screen
+only the iterations whose stamp changed. `engine.api.GpuSampler` reads the GPUs through the
+same backend and gate rules the engine uses. `Poller` is the loop body: it watches the run on screen
 (or every run, for the home screen) and returns what changed since its last step.
+Everything it reads comes through `engine.api`.
 """
 
 from __future__ import annotations
@@ -14,23 +15,24 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
-from kopt_supervisor.engine.api import RunReader
-from kopt_supervisor.engine.config import Config, GpuConfig
-from kopt_supervisor.engine.daemon import engine_alive
-from kopt_supervisor.engine.errors import KoptError
-from kopt_supervisor.engine.gpu.backends import open_backend
-from kopt_supervisor.engine.gpu.base import Backend, GpuState
-from kopt_supervisor.engine.gpu.claims import ClaimRegistry, claim_key
-from kopt_supervisor.engine.gpu.gate import assess
-from kopt_supervisor.engine.gpu.procs import enrich
-from kopt_supervisor.engine.store import Iteration
-from kopt_supervisor.engine.workspace import Workspace, list_workspaces
+from kopt_supervisor.engine.api import (
+    BackendFactory,
+    Config,
+    GpuConfig,
+    GpuSampler,
+    Iteration,
+    KoptError,
+    RunReader,
+    Workspace,
+    engine_alive,
+    list_workspaces,
+    open_backend,
+)
 from kopt_supervisor.kopt_tui.model import RunData
 
 Probe = Callable[[Workspace], tuple[bool, int | None]]
-BackendFactory = Callable[[str], Backend]
 
 OPEN_STATUSES = ("running", "borderline")
 """Iterations whose record may change without their stamp changing: always re-read."""
@@ -99,40 +101,6 @@ class RunCache:
         return self.data
 
 
-class GpuSampler:
-    """The TUI's own GPU readings, judged idle or busy with the run's [gpu] thresholds."""
-
-    def __init__(self, cfg: GpuConfig, factory: BackendFactory = open_backend) -> None:
-        self.cfg = cfg
-        self.backend = factory(cfg.vendor)
-        self.claims = ClaimRegistry(owner="kopt TUI")
-        self.namespace = str(getattr(self.backend, "claim_namespace", ""))
-
-    def read(self, own_pids: set[int]) -> list[dict[str, Any]]:
-        """One reading judged by the gate's own rules; this run's claim is not "another run"."""
-
-        def claimed_by(g: GpuState) -> dict[str, Any] | None:
-            claim = self.claims.probe(claim_key(self.namespace, g.uuid, g.index))
-            return None if claim and claim.get("pid") in own_pids else claim
-
-        sample = self.backend.read()
-        return [a.to_dict() for a in assess([sample], self.cfg, own_pids, claimed_by=claimed_by, enrich=enrich)]
-
-    def close(self) -> None:
-        self.backend.close()
-
-
-def own_pids(meta: dict[str, Any]) -> set[int]:
-    """The engine and its benchmark's process group: never "foreign" on the GPU."""
-    pids = {int(p) for p in [(meta.get("heartbeat") or {}).get("pid"), meta.get("engine_pid")] if p}
-    pgid = meta.get("child_pgid")
-    if pgid:
-        from kopt_supervisor.engine.runner import group_members
-
-        pids |= {p.pid for p in group_members(int(pgid))}
-    return pids
-
-
 @dataclass(frozen=True)
 class RunsSnapshot:
     """Every run under the root (the home screen)."""
@@ -152,7 +120,7 @@ class PollError:
     message: str
 
 
-Item = RunData | RunsSnapshot | GpuReading | PollError
+Item: TypeAlias = RunData | RunsSnapshot | GpuReading | PollError
 
 
 class Poller:
@@ -248,7 +216,7 @@ class Poller:
             self._gpu = (tag, GpuSampler(cfg, self.backend))
         try:
             meta = cache.data.meta if cache.data else {}
-            readings = tuple(self._gpu[1].read(own_pids(meta)))
+            readings = tuple(self._gpu[1].read(meta))
             error = ""
         except Exception as e:  # noqa: BLE001 - a GPU library failing is shown, not fatal
             readings, error = (), f"GPU sampling failed: {type(e).__name__}: {e}"

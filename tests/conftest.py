@@ -33,6 +33,9 @@ def make_fake_repo(path: Path, *, script: list[str] | None = None, extra_toml: s
     for old, new in (toml_replace or {}).items():
         assert old in toml, old
         toml = toml.replace(old, new)
+    # the proposer reads its script from the test's folder, which lies under /tmp: private in
+    # the sandbox, so it is named readable (the run's own workspace stays hidden inside it)
+    toml = toml.replace("\n[propose]\n", f"\n[propose]\nreadable = [{json.dumps(str(path.parent))}]\n", 1)
     (path / "kopt.toml").write_text(toml + extra_toml)
     git(path, "init", "-q", "-b", "main")
     git(path, "add", "-A")

@@ -230,7 +230,8 @@ def wall_time_unexplained(runs: Sequence[BenchRun], pairs: Sequence[Pair], polic
     rounds = [r for r in complete if totals[r]["best"] > 0]
     if len(rounds) < 3:
         return None
-    reported_drop = 1.0 - _geomean_or_nan([totals[r]["cand"] / totals[r]["best"] for r in rounds])
+    ratio = geomean([totals[r]["cand"] / totals[r]["best"] for r in rounds])
+    reported_drop = 0.0 if ratio is None else 1.0 - ratio
     wall_drop = [1.0 - complete[r]["cand"].wall_s / complete[r]["best"].wall_s for r in rounds]
     upper = mean(wall_drop) + t_quantile(WALL_CONFIDENCE, len(rounds) - 1) * stdev(wall_drop) / math.sqrt(len(rounds))
     if reported_drop >= WALL_REPORTED_DROP and upper < WALL_NO_DROP:
@@ -249,11 +250,6 @@ def check(results: Sequence[ClassResult], pairs: Sequence[Pair], policy: Policy,
     found = [too_fast(results, pairs, policy), below_floor(pairs, policy, floors or {}),
              repeated_values(pairs), wall_time_unexplained(runs, pairs, policy) if runs else None]
     return tuple(sorted((f for f in found if f is not None), key=lambda f: not f.review))
-
-
-def _geomean_or_nan(values: list[float]) -> float:
-    g = geomean(values)
-    return math.nan if g is None else g
 
 
 def _f(x: float | None) -> float:

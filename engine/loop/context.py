@@ -17,8 +17,10 @@ from kopt_supervisor.engine import bookkeeping, faults, runner
 from kopt_supervisor.engine.config import Config
 from kopt_supervisor.engine.decide import Verdict
 from kopt_supervisor.engine.loop.control import Control
+from kopt_supervisor.engine.loop.jails import Jails
 from kopt_supervisor.engine.propose.costs import Spent, spent
 from kopt_supervisor.engine.records import Iteration, IterationRow, Phase, Status
+from kopt_supervisor.engine.sandbox import Confinement
 from kopt_supervisor.engine.store import Store
 from kopt_supervisor.engine.workspace import Workspace, write_memory, write_projections
 
@@ -31,9 +33,10 @@ TIMED_KEYS = ("gate_wait_s", "proposer_s", "police_s", "reload_s", "profiler_s",
 
 
 class RunContext:
-    def __init__(self, ws: Workspace, cfg: Config, store: Store, control: Control, *,
+    def __init__(self, ws: Workspace, cfg: Config, store: Store, control: Control, jails: Jails, *,
                  log: Callable[[str], None], poll_interval_s: float = 0.2) -> None:
         self.ws = ws
+        self.jails = jails
         self.cfg = cfg
         self.store = store
         self.control = control
@@ -167,22 +170,24 @@ class RunContext:
         return {**self.cfg.target.env, **(extra or {}), MARKER: str(self.ws.dir)}
 
     def run(self, it: Iteration, command: str | list[str], *, cwd: Path, name: str, timeout_s: float,
-            env: dict[str, str] | None = None) -> runner.RunResult:
-        """A command in its own process group, interruptible through the pump, logged to
-        logs/vN/<name>.out|.err, its group recorded (orphans are killed after a crash)."""
+            env: dict[str, str] | None = None, confine: Confinement | None = None) -> runner.RunResult:
+        """A command in its own process group (under bubblewrap when `confine` is given: see
+        jails.py), interruptible through the pump, logged to logs/vN/<name>.out|.err, its
+        group recorded (orphans are killed after a crash)."""
         log_dir = self.ws.log_dir(it.version)
         self.store.set("live_log", str(log_dir / f"{name}.out"))
         return runner.run(command, cwd=cwd, log_dir=log_dir, name=name, timeout_s=timeout_s, env=self.env(env),
                           poll=self.control.pump, poll_interval_s=self.poll_interval_s,
                           on_start=self.child_started, on_end=self.child_ended,
-                          max_output_bytes=self.max_output_bytes)
+                          max_output_bytes=self.max_output_bytes, confine=confine)
 
-    def server(self, it: Iteration, command: str, *, cwd: Path, name: str, env: dict[str, str]) -> runner.Server:
+    def server(self, it: Iteration, command: str, *, cwd: Path, name: str, env: dict[str, str],
+               confine: Confinement | None = None) -> runner.Server:
         log_dir = self.ws.log_dir(it.version)
         self.store.set("live_log", str(log_dir / f"{name}.err"))
         return runner.Server(command, cwd=cwd, log_dir=log_dir, name=name, env=self.env(env),
                              on_start=self.child_started, on_end=self.child_ended,
-                             max_output_bytes=self.max_output_bytes)
+                             max_output_bytes=self.max_output_bytes, confine=confine)
 
     @property
     def max_output_bytes(self) -> int:
@@ -200,8 +205,9 @@ class RunContext:
         self.store.set("child_pgid", max(self.child_pgids) if self.child_pgids else None)
 
     def own_pids(self) -> set[int]:
-        """This run's live child processes (the GPU gate does not count them as foreign)."""
-        return {p.pid for pgid in self.child_pgids for p in runner.group_members(pgid)}
+        """This run's live child processes, those that left their group included (the GPU gate
+        does not count them as foreign)."""
+        return {p.pid for pgid in self.child_pgids for p in runner.process_tree(pgid)}
 
 
 def last_line(res: runner.RunResult) -> str:

@@ -20,6 +20,7 @@ from kopt_supervisor.engine.decide import Policy, Verdict, voting_classes
 from kopt_supervisor.engine.errors import KoptFailure
 from kopt_supervisor.engine.loop.context import RunContext, last_line, with_
 from kopt_supervisor.engine.loop.control import Step
+from kopt_supervisor.engine.loop.jails import tree_of
 from kopt_supervisor.engine.loop.lane import Lane, acquire
 from kopt_supervisor.engine.loop.measure import check_untouched
 from kopt_supervisor.engine.loop.rounds import cand_medians, guard_configs
@@ -128,15 +129,19 @@ class Evidence:
         out_dir = ctx.ws.profiles / f"v{it.version}" / side
         kernel = ctx.cfg.profile.kernel
         argv = prof.command(runner.as_argv(ctx.cfg.profile.command or ctx.cfg.target.bench), out_dir, kernel)
+        kind = "cand" if tree == lane.cand else "best"
+        tree_hash = str(it.record.get("evaluated_tree")) if kind == "cand" else tree_of(tree, it.best_commit_before or "HEAD")
         lease = acquire(ctx, lane, it)
         with ctx.control.during(Step.PROFILE), ctx.clock(it, "profiler_s"):
             res = ctx.run(it, argv, cwd=tree, name=f"profile_{side}", timeout_s=ctx.cfg.profile.timeout_s,
-                          env={**lease.env, **PROFILE_ENV})
+                          env={**lease.env, **PROFILE_ENV}, confine=ctx.jails.bench(tree, kind, tree_hash, outputs=(out_dir,)))
             check_untouched(tree)
             if not res.ok:
                 raise KoptFailure(f"{prof.name} on {side}/ {res.why()}: {last_line(res)}")
+            reader = ctx.jails.bench(tree, kind, tree_hash, outputs=(out_dir,), write_tree=False, gpu=False)
             for n, after in enumerate(prof.after_commands(out_dir)):  # reading the report back: no GPU
-                done = ctx.run(it, after, cwd=tree, name=f"profile_{side}_read{n}", timeout_s=ctx.cfg.profile.timeout_s)
+                done = ctx.run(it, after, cwd=tree, name=f"profile_{side}_read{n}", timeout_s=ctx.cfg.profile.timeout_s,
+                               confine=reader)
                 if not done.ok:
                     raise KoptFailure(f"{prof.name} reading its report of {side}/ {done.why()}: {last_line(done)}")
         summary = prof.parse(out_dir, kernel)

@@ -62,7 +62,9 @@ class Keeper:
         ctx = self.ctx
         ctx.save(it, Phase.KEEP)
         with ctx.control.during(Step.FORMAT), ctx.clock(it, "format_s"):
-            res = ctx.run(it, ctx.cfg.format.command, cwd=lane.cand, name="format", timeout_s=ctx.cfg.format.timeout_s)
+            jail = ctx.jails.bench(lane.cand, "format", str(it.record.get("evaluated_tree")), gpu=False)
+            res = ctx.run(it, ctx.cfg.format.command, cwd=lane.cand, name="format", timeout_s=ctx.cfg.format.timeout_s,
+                          confine=jail)
         if not res.ok:
             return Status.FAIL_BENCH, f"the format command {res.why()}: {last_line(res)}", None
         changed = gitops.changed_files(lane.cand, it.best_commit_before or "")

@@ -29,6 +29,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from kopt_supervisor.engine import sandbox
 from kopt_supervisor.engine.config import Config
 from kopt_supervisor.engine.decide import Verdict, voting_classes
 from kopt_supervisor.engine.errors import KoptFailure
@@ -36,6 +37,7 @@ from kopt_supervisor.engine.gpu.gate import NoIdleGpu
 from kopt_supervisor.engine.loop.context import RunContext
 from kopt_supervisor.engine.loop.control import Control, Interrupt, Request
 from kopt_supervisor.engine.loop.evidence import Evidence
+from kopt_supervisor.engine.loop.jails import Jails, tree_of
 from kopt_supervisor.engine.loop.keep import VERDICT_STATUS, Keeper
 from kopt_supervisor.engine.loop.lane import Lane, acquire, note_gpu, single_lane
 from kopt_supervisor.engine.loop.measure import measurer_for, run_bench
@@ -55,6 +57,7 @@ from kopt_supervisor.engine.propose.costs import budget_exhausted
 from kopt_supervisor.engine.records import Iteration, Phase, Stage, Status
 from kopt_supervisor.engine.report.environment import capture_environment
 from kopt_supervisor.engine.roofline.evaluate import target_reached
+from kopt_supervisor.engine.store import Store
 from kopt_supervisor.engine.workspace import Workspace
 
 
@@ -88,13 +91,18 @@ def real_parts(ctx: RunContext, proposer: Proposer) -> Parts:
 
 class Engine:
     def __init__(self, ws: Workspace, *, proposer: Proposer | None = None, proposer_kind: str | None = None,
-                 max_iters: int | None = None, log: Callable[[str], None] | None = None,
+                 max_iters: int | None = None, log: Callable[[str], None] | None = None, no_sandbox: bool = False,
                  poll_interval_s: float = 0.2, parts: Callable[[RunContext], Parts] | None = None) -> None:
         cfg: Config = ws.load_config()
+        kind = proposer_kind or cfg.propose.kind
+        support = sandbox.probe()
+        mode = sandbox.start_rule(support, proposer_kind=kind, no_sandbox=no_sandbox)  # refuses before any state changes
         store = ws.open_store()
         control = Control(ws, store, poll_interval_s=poll_interval_s,
                           on_state=lambda state: ctx.set_state(state), on_history_changed=lambda: ctx.write_projections())
-        ctx = self.ctx = RunContext(ws, cfg, store, control, log=log or (lambda m: None), poll_interval_s=poll_interval_s)
+        ctx = self.ctx = RunContext(ws, cfg, store, control, Jails(ws, cfg, mode, support),
+                                    log=log or (lambda m: None), poll_interval_s=poll_interval_s)
+        record_sandbox(store, mode, support)
         self.control = control
         p = parts(ctx) if parts else real_parts(ctx, proposer or make_proposer(cfg, proposer_kind))
         self.lanes, self.proposing, self.police, self.rounds = p.lanes, p.proposing, p.police, p.rounds
@@ -202,7 +210,8 @@ class Engine:
                 r = len(runs)
                 ctx.progress(it, "baseline", f"baseline run {r + 1}/{n}", r, n)
                 lease = acquire(ctx, lane, it)
-                m, _ = self.control.preemptible(lambda: run_bench(ctx, it, lane.best, f"baseline_r{r}", lease.env))  # noqa: B023 - run now
+                jail = ctx.jails.bench(lane.best, "best", tree_of(lane.best, commit))
+                m, _ = self.control.preemptible(lambda: run_bench(ctx, it, lane.best, f"baseline_r{r}", lease.env, jail))  # noqa: B023 - run now
                 note_gpu(it, lane, lease.before, lane.gate.evidence())
                 if m.failing:
                     fail = failure_of(m).summary()
@@ -332,6 +341,15 @@ def record_baseline(ctx: RunContext, it: Iteration, runs: list[Measurement]) -> 
     it.record["configs"] = {k: {"cls": c.cls, "production": c.production, "row": c.row} for k, c in last.configs.items()}
     it.record["config_columns"] = list(last.config_columns)
     it.record["decision"] = {"verdict": Status.BASELINE, "reason": f"{len(runs)} runs, all rows correct", "by": "engine"}
+
+
+def record_sandbox(store: Store, mode: sandbox.SandboxMode, support: sandbox.SandboxSupport) -> None:
+    """The run's sandbox, as every place that shows results shows it: this session's mode,
+    and whether any session of the run ran unconfined (--no-sandbox)."""
+    before = store.get("sandbox") or {}
+    store.set("sandbox", {"confined": mode.confined, "summary": mode.summary,
+                          "support": support.to_dict(),
+                          "ever_unconfined": bool(before.get("ever_unconfined")) or not mode.confined})
 
 
 def verdict_with_reason(verdict: Verdict, reason: str) -> Verdict:

@@ -23,10 +23,12 @@ from typing import Protocol
 from kopt_supervisor.engine import bench_output, gitops, metrics
 from kopt_supervisor.engine.decide import Pair
 from kopt_supervisor.engine.loop.context import RunContext, last_line
+from kopt_supervisor.engine.loop.jails import tree_of
 from kopt_supervisor.engine.loop.lane import Lane
 from kopt_supervisor.engine.metrics import BenchError, Measurement
 from kopt_supervisor.engine.records import Iteration
 from kopt_supervisor.engine.runner import Server, ServerError
+from kopt_supervisor.engine.sandbox import Confinement, read_output
 
 
 @dataclass(frozen=True)
@@ -61,11 +63,14 @@ def measurer_for(ctx: RunContext, lane: Lane) -> Measurer:
     return ProcessAbba(ctx, lane)
 
 
-def run_bench(ctx: RunContext, it: Iteration, tree: Path, name: str, env: dict[str, str]) -> tuple[Measurement, float]:
-    """The bench once in `tree`: its CSV read by the target's rules, the tree checked untouched."""
+def run_bench(ctx: RunContext, it: Iteration, tree: Path, name: str, env: dict[str, str],
+              confine: Confinement | None) -> tuple[Measurement, float]:
+    """The bench once in `tree` (confined to it: jails.py): its CSV read by the target's
+    rules, the tree checked untouched."""
     csv = ctx.cfg.target.csv
     before = bench_output.csv_stamps(tree, csv)
-    res = ctx.run(it, ctx.cfg.target.bench, cwd=tree, name=name, timeout_s=ctx.cfg.target.timeout_s, env=env)
+    res = ctx.run(it, ctx.cfg.target.bench, cwd=tree, name=name, timeout_s=ctx.cfg.target.timeout_s, env=env,
+                  confine=confine)
     if not res.ok:
         raise BenchError(f"bench on {tree.name}/ {res.why()}: {last_line(res)}")
     path = bench_output.find_csv(tree, csv, before, res.stdout_path)
@@ -79,9 +84,14 @@ def keep_csv(ctx: RunContext, it: Iteration, path: Path, name: str) -> None:
     """A copy of what a run wrote, beside its logs (the tree's copy is cleaned away)."""
     if path.suffix != ".out":
         try:
-            (ctx.ws.log_dir(it.version) / f"{name}.csv").write_bytes(path.read_bytes()[: 64 * 1024 * 1024])
+            (ctx.ws.log_dir(it.version) / f"{name}.csv").write_bytes(read_output(path, 64 * 1024 * 1024))
         except OSError:
             pass
+
+
+def tree_hashes(lane: Lane, it: Iteration) -> tuple[str, str]:
+    """(best's tree, the candidate's staged tree): the keys of their per-tree caches."""
+    return tree_of(lane.best, it.best_commit_before or "HEAD"), str(it.record.get("evaluated_tree") or "")
 
 
 def check_untouched(tree: Path) -> None:
@@ -99,9 +109,11 @@ class ProcessAbba:
         order = ("best", "cand") if r % 2 == 0 else ("cand", "best")
         got: dict[str, Measurement] = {}
         secs = 0.0
+        hashes = dict(zip(("best", "cand"), tree_hashes(self.lane, it), strict=True))
         for side in order:
             tree = self.lane.best if side == "best" else self.lane.cand
-            m, s = run_bench(self.ctx, it, tree, f"{stage}_r{r}_{side}", env)
+            jail = self.ctx.jails.bench(tree, side, hashes[side])
+            m, s = run_bench(self.ctx, it, tree, f"{stage}_r{r}_{side}", env, jail)
             if side == "cand":
                 gitops.remove_untracked(tree)  # bench outputs never become part of the candidate
             got[side], secs = m, secs + s
@@ -132,11 +144,15 @@ class AbCommand:
         return self.ctx.cfg.target.ab_command.replace("{best}", shlex.quote(str(self.lane.best))).replace(
             "{cand}", shlex.quote(str(self.lane.cand)))
 
+    def jail(self, it: Iteration, outputs: tuple[Path, ...] = ()) -> Confinement | None:
+        best_hash, cand_hash = tree_hashes(self.lane, it)
+        return self.ctx.jails.ab(self.lane.best, self.lane.cand, best_hash, cand_hash, outputs=outputs)
+
     def look(self, it: Iteration, stage: str, r: int, env: dict[str, str]) -> Look:
         t = self.ctx.cfg.target
         before = bench_output.csv_stamps(self.lane.best, t.csv)
         res = self.ctx.run(it, self.command(), cwd=self.lane.best, name=f"{stage}_r{r}_ab", timeout_s=t.timeout_s,
-                           env=env)
+                           env=env, confine=self.jail(it))
         if not res.ok:
             raise BenchError(f"ab_command {res.why()}: {last_line(res)}")
         path = bench_output.find_csv(self.lane.best, t.csv, before, res.stdout_path)
@@ -164,6 +180,8 @@ class ServedAb(AbCommand):
 
     def __init__(self, ctx: RunContext, lane: Lane) -> None:
         super().__init__(ctx, lane)
+        self.looks = ctx.ws.dir / "looks" / f"lane{lane.index}"
+        """Where the served process writes each look's table (the one folder it may write)."""
         self.server: Server | None = None
         self.started = 0
         self.loaded = False
@@ -174,7 +192,7 @@ class ServedAb(AbCommand):
 
     def look(self, it: Iteration, stage: str, r: int, env: dict[str, str]) -> Look:
         server = self._server_for(it, stage, env)
-        path = self.ctx.ws.log_dir(it.version) / f"{stage}_r{r}_ab.csv"
+        path = self.looks / f"v{it.version}_{stage}_r{r}.csv"
         path.unlink(missing_ok=True)
         t0 = time.monotonic()
         try:
@@ -190,6 +208,7 @@ class ServedAb(AbCommand):
             raise BenchError(f"ab_command could not measure look {r}: {' '.join(words[2:]) or 'no reason given'}")
         if words[2:3] == ["last"]:  # it leaves after this look; the next look starts a fresh one
             self.close()
+        keep_csv(self.ctx, it, path, f"{stage}_r{r}_ab")
         return self.read(path, r, secs)
 
     def _server_for(self, it: Iteration, stage: str, env: dict[str, str]) -> Server:
@@ -213,8 +232,9 @@ class ServedAb(AbCommand):
         self.close()
         self.started += 1
         try:
+            self.looks.mkdir(parents=True, exist_ok=True)
             self.server = self.ctx.server(it, self.command(), cwd=self.lane.best, name=f"{stage}_ab_serve{self.started}",
-                                          env=env)
+                                          env=env, confine=self.jail(it, outputs=(self.looks,)))
         except ServerError as e:
             raise BenchError(f"ab_command (serving) {e}") from None
         self.loaded = True

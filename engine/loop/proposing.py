@@ -87,8 +87,10 @@ class Proposing:
         env = {**gpu_env, **ctx.cfg.target.env, "KOPT_ITERATION": str(it.version), "KOPT_REPAIR": str(repair),
                "KOPT_PROMPT": str(prompt_path), "KOPT_PLAN": str(plan), "KOPT_WORKSPACE": str(ctx.ws.dir)}
 
+        jail = ctx.jails.proposer(lane.cand, prompt_path, pack_path, plan, ctx.ws.log_dir(it.version) / "agent")
+
         def run(command: str | list[str], **kw: Any) -> Any:
-            return ctx.run(it, command, **kw)
+            return ctx.run(it, command, confine=jail, **kw)
 
         def wait_for_command(kinds: set[str], timeout_s: float) -> Any:
             return ctx.control.wait_for(kinds, timeout_s, lambda: ctx.progress(

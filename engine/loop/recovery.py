@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 
-from kopt_supervisor.engine import gitops, history, runner
+from kopt_supervisor.engine import gitops, history, runner, sandbox
 from kopt_supervisor.engine.loop.context import MARKER, RunContext
 from kopt_supervisor.engine.loop.control import Interrupt
 from kopt_supervisor.engine.loop.keep import Keeper
@@ -29,6 +29,7 @@ class Recovery:
 
     def recover(self, lanes: list[Lane]) -> None:
         ctx = self.ctx
+        sandbox.clear_scratch(ctx.ws.dir)  # a sandbox's private git copy left by a crash
         pgid = ctx.store.get("child_pgid")
         if pgid:
             n = runner.kill_orphans(int(pgid), (MARKER, str(ctx.ws.dir)))

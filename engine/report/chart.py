@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from kopt_supervisor.engine.projections import fmt_num
+from kopt_supervisor.engine import fmt
 
 BAR_WIDTH = 40
 EIGHTHS = " ▏▎▍▌▋▊▉█"
@@ -55,8 +55,8 @@ def text_chart(series: Mapping[str, Sequence[Point]], metric: str, direction: st
         top = max(p.value for p in points)
         first = points[0].value
         for p in points:
-            change = "" if p is points[0] else f"  {(p.value / first - 1) * 100:+.1f}%"
-            lines.append(f"  v{p.version:<4} {_bar(p.value / top)} {fmt_num(p.value):>10}{change}")
+            change = "" if p is points[0] else f"  {fmt.pct((p.value / first - 1) * 100, 1)}"
+            lines.append(f"  v{p.version:<4} {_bar(p.value / top)} {fmt.num(p.value):>10}{change}")
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kopt_supervisor.engine import gitops
+from kopt_supervisor.engine import fmt, gitops
 from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.records import Iteration
 from kopt_supervisor.engine.report.filters import exclusion
@@ -109,14 +109,12 @@ def keep_message(it: Iteration, tag: str, keep: ExportedKeep) -> str:
     for cls, c in sorted((it.record.get("classes") or {}).items()):
         if c.get("best") is None or c.get("cand") is None:
             continue
-        interval = ""
-        if c.get("lo") is not None and c.get("hi") is not None:
-            interval = f", interval {(c['lo'] - 1) * 100:+.2f}..{(c['hi'] - 1) * 100:+.2f}%"
-        lines.append(f"  {cls}: {c['best']:.4g} -> {c['cand']:.4g} ({c.get('delta_pct', 0.0):+.2f}%{interval}, "
-                     f"{c.get('verdict', '')})")
+        interval = f" {fmt.interval(c['lo'], c['hi'])}" if fmt.is_num(c.get("lo")) and fmt.is_num(c.get("hi")) else ""
+        lines.append(f"  {cls}: {fmt.num(c['best'])} -> {fmt.num(c['cand'])} "
+                     f"({fmt.pct(c.get('delta_pct', 0.0))}{interval}, {c.get('verdict', '')})")
     if dec.get("rounds"):
         lines += ["", f"Measured paired with the best of that moment over {dec['rounds']} rounds "
-                  f"({float(dec.get('gpu_seconds') or 0):.1f} GPU-s)."]
+                  f"({fmt.num(float(dec.get('gpu_seconds') or 0))} GPU-s)."]
     if it.target_class:
         lines.append(f"Target class: {it.target_class}.")
     lines.append(f"kopt commit: {it.commit}")

@@ -12,8 +12,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kopt_supervisor.engine import fmt
 from kopt_supervisor.engine.config import Config
-from kopt_supervisor.engine.projections import fmt_num, profile_ns_per_call
+from kopt_supervisor.engine.projections import profile_ns_per_call
 from kopt_supervisor.engine.records import Iteration
 from kopt_supervisor.engine.report.collect import RunData
 from kopt_supervisor.engine.report.roofline_view import RooflineView
@@ -122,15 +123,12 @@ def class_medians(values: Mapping[str, list[float]], class_of: Mapping[str, str]
 
 
 # ---------------------------------------------------------------------------------------
-# Formatting helpers
+# Markdown helpers (numbers are written by engine.fmt)
 
 
-def _x(v: float | None) -> str:
-    return "—" if v is None else f"{v:.3f}×"
-
-
-def _pct_from_speedup(v: float | None) -> str:
-    return "—" if v is None else f"{(1 / v - 1) * 100:+.2f}%"
+def _delta_of_speedup(v: float | None) -> str:
+    """The metric's change a speedup stands for (1.25× -> -20.00%)."""
+    return fmt.ratio_pct(1 / v) if v else fmt.DASH
 
 
 def _cell(text: Any, limit: int = 300) -> str:
@@ -141,14 +139,6 @@ def _code(text: str) -> str:
     return f"`{text}`" if "`" not in text else f"``{text}``"
 
 
-def _date(t: float | None) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(t)) if t else "—"
-
-
-def _short(sha: str | None) -> str:
-    return (sha or "")[:10] or "—"
-
-
 def _table(header: Sequence[str], rows: Iterable[Sequence[Any]], align: str | None = None) -> list[str]:
     out = ["| " + " | ".join(header) + " |", "|" + "|".join(align or "---" for _ in header) + "|"]
     out += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
@@ -157,9 +147,8 @@ def _table(header: Sequence[str], rows: Iterable[Sequence[Any]], align: str | No
 
 def _summary_cells(s: Summary | None) -> list[str]:
     if s is None:
-        return ["0", "—", "—", "—", "—", "—", "—"]
-    return [str(s.n), fmt_num(s.median), fmt_num(s.mean), fmt_num(s.std), fmt_num(s.min), fmt_num(s.p10),
-            fmt_num(s.p90)]
+        return ["0", *(fmt.DASH,) * 6]
+    return [str(s.n), *(fmt.num(v) for v in (s.median, s.mean, s.std, s.min, s.p10, s.p90))]
 
 
 # ---------------------------------------------------------------------------------------
@@ -173,7 +162,7 @@ def render_results(inp: ReportInputs) -> str:
     out: list[str] = [
         f"# Results: kopt run `{inp.tag}`",
         "",
-        f"Written by `kopt report {inp.tag}` on {_date(inp.generated_at)} from the run's store (run.db). "
+        f"Written by `kopt report {inp.tag}` on {fmt.timestamp(inp.generated_at)} from the run's store (run.db). "
         "Masked iterations are left out of every statistic and listed at the end.",
         "",
     ]
@@ -207,10 +196,10 @@ def _summary(inp: ReportInputs, stats: list[ConfigStats]) -> list[str]:
         "",
         f"- Target: `{meta.get('repo')}`, metric `{cfg.target.metric}` ({better} is better), "
         f"bench {_code(cfg.target.bench)}",
-        f"- **Geometric-mean speedup over the {n_prod} production config(s): {_x(gm)}** "
+        f"- **Geometric-mean speedup over the {n_prod} production config(s): {fmt.speedup(gm)}** "
         f"(equal weight; per config baseline median / final median"
         f"{'' if cfg.target.direction == 'min' else ' inverted for a throughput'}; above 1 is better)",
-        "- Per class: " + (", ".join(f"`{c}` {_x(v)}" for c, (v, _, _) in per_class.items()) or "—"),
+        "- Per class: " + (", ".join(f"`{c}` {fmt.speedup(v)}" for c, (v, _, _) in per_class.items()) or "—"),
         f"- Baseline commit `{d.baseline.commit}`; final commit (BEST_COMMIT) `{d.best.commit}`"
         + (f", source tree `{inp.final_tree_sha}`" if inp.final_tree_sha else ""),
         f"- {len(d.chain)} kept iteration(s) in the final tree out of {len(candidates)} candidate iteration(s); "
@@ -220,8 +209,8 @@ def _summary(inp: ReportInputs, stats: list[ConfigStats]) -> list[str]:
         + ("`ab_command` blocks" if cfg.target.ab_command else "bench runs in ABBA order")
         + f"); a class counts as changed when its interval at {cfg.decide.confidence:g} confidence, valid "
         f"under repeated looks, excludes 0 and the change is at least {cfg.decide.min_effect_pct:g}%; "
-        f"{_gpu_seconds(d.unmasked):.1f} s of benchmarking over the unmasked iterations, "
-        f"{float(meta.get('active_s') or 0) / 3600:.2f} h of engine time",
+        f"{fmt.seconds(_gpu_seconds(d.unmasked))} of benchmarking over the unmasked iterations, "
+        f"{fmt.hours(float(meta.get('active_s') or 0))} of engine time",
         "",
     ]
     if meta.get("notice"):
@@ -242,11 +231,11 @@ def _gpu_seconds(its: Iterable[Iteration]) -> float:
 
 def _speedup_per_config(inp: ReportInputs, stats: list[ConfigStats]) -> list[str]:
     metric = inp.cfg.target.metric
-    rows = [[s.key, s.cls, "yes" if s.production else "no", fmt_num(s.baseline.median if s.baseline else None),
-             fmt_num(s.final.median if s.final else None), _x(s.speedup), _pct_from_speedup(s.speedup)]
+    rows = [[s.key, s.cls, "yes" if s.production else "no", fmt.num(s.baseline.median if s.baseline else None),
+             fmt.num(s.final.median if s.final else None), fmt.speedup(s.speedup), _delta_of_speedup(s.speedup)]
             for s in stats]
     gm, n = production_geomean(stats)
-    rows.append([f"**geomean over {n} production config(s)**", "", "", "", "", _x(gm), _pct_from_speedup(gm)])
+    rows.append([f"**geomean over {n} production config(s)**", "", "", "", "", fmt.speedup(gm), _delta_of_speedup(gm)])
     return ["## Speedup per config", "",
             f"Median `{metric}` of every sample of each tree (counts in *Latency per config*); "
             "Δ is the final tree's change in the metric against the baseline.", "",
@@ -258,7 +247,7 @@ def _speedup_per_class(inp: ReportInputs, stats: list[ConfigStats]) -> list[str]
     rows = []
     for cls, (v, n, prod) in class_speedups(stats).items():
         paired = paired_chain_speedup(inp.data.chain, cls)
-        rows.append([cls, f"{n} {'production' if prod else 'config(s), none production'}", _x(v), _x(paired)])
+        rows.append([cls, f"{n} {'production' if prod else 'config(s), none production'}", fmt.speedup(v), fmt.speedup(paired)])
     return ["## Speedup per class", "",
             "Geometric mean of the class's per-config speedups (its production configs, or all of its "
             "configs when none is production). The paired estimate multiplies the kept iterations' "
@@ -278,8 +267,8 @@ def _latency_per_config(inp: ReportInputs, stats: list[ConfigStats]) -> list[str
         return ", ".join(f"v{v} ({n})" for v, n in tree.sources.items()) or "none"
 
     return ["## Latency per config", "",
-            f"Every sample of the baseline tree `{_short(d.baseline.commit)}` and of the final tree "
-            f"`{_short(d.best.commit)}` measured in this run, in `{inp.cfg.target.metric}`: one sample is one "
+            f"Every sample of the baseline tree `{fmt.sha(d.baseline.commit)}` and of the final tree "
+            f"`{fmt.sha(d.best.commit)}` measured in this run, in `{inp.cfg.target.metric}`: one sample is one "
             "config's value from one bench run (or one block of an ab_command run). The current best is "
             "re-measured beside every candidate, so a tree's samples come from several iterations. "
             "std is the sample standard deviation; p10/p90 interpolate linearly.", "",
@@ -304,8 +293,8 @@ def _class_deltas(it: Iteration) -> str:
         lo, hi = c.get("lo"), c.get("hi")
         if delta is None:
             continue
-        interval = f" [{(lo - 1) * 100:+.2f}, {(hi - 1) * 100:+.2f}]" if lo is not None and hi is not None else ""
-        parts.append(f"{cls} {delta:+.2f}%{interval} {c.get('verdict', '')}".rstrip())
+        interval = f" {fmt.interval(lo, hi)}" if fmt.is_num(lo) and fmt.is_num(hi) else ""
+        parts.append(f"{cls} {fmt.pct(delta)}{interval} {c.get('verdict', '')}".rstrip())
     return "; ".join(parts) or "—"
 
 
@@ -314,9 +303,9 @@ def _kept(inp: ReportInputs) -> list[str]:
     rows = []
     for it in d.chain:
         dec = it.record.get("decision") or {}
-        rows.append([f"v{it.version}", _short(it.commit), it.hypothesis, it.target_class or "global",
+        rows.append([f"v{it.version}", fmt.sha(it.commit), it.hypothesis, it.target_class or "global",
                      f"{it.status} ({dec.get('by', 'engine')})", _class_deltas(it), _profiler_change(it),
-                     dec.get("rounds") or "—", fmt_num(dec.get("gpu_seconds")),
+                     dec.get("rounds") or "—", fmt.num(dec.get("gpu_seconds")),
                      ", ".join(it.record.get("changed_files") or []) or "—"])
     lines = ["## Kept iterations", "",
              "The keeps the final tree is made of, oldest first. Δ per class is the candidate against the "
@@ -347,7 +336,7 @@ def _profiler_change(it: Iteration) -> str:
     delta = cmp.get("delta_pct")
     if delta is None and best:
         delta = (cand / best - 1) * 100
-    return f"{fmt_num(best)} → {fmt_num(cand)}" + (f" ({delta:+.2f}%)" if delta is not None else "")
+    return f"{fmt.num(best)} → {fmt.num(cand)}" + (f" ({fmt.pct(delta)})" if delta is not None else "")
 
 
 def _dispatch(inp: ReportInputs, stats: list[ConfigStats]) -> list[str]:
@@ -362,14 +351,14 @@ def _dispatch(inp: ReportInputs, stats: list[ConfigStats]) -> list[str]:
     rows = []
     for cls in d.classes:
         mine = [it for it in targeted if it.target_class == cls]
-        impl = "; ".join(f"v{it.version} `{_short(it.commit)}`: {it.hypothesis}" for it in mine) or \
+        impl = "; ".join(f"v{it.version} `{fmt.sha(it.commit)}`: {it.hypothesis}" for it in mine) or \
             "the shared path (global keeps only)"
         params = [str((it.record.get("proposal") or {}).get("params")) for it in mine
                   if (it.record.get("proposal") or {}).get("params") is not None]
         kernel = _kernel_of(mine[-1]) if mine else _kernel_of(d.best)
         n = sum(1 for c in d.configs.values() if c.cls == cls)
         rows.append([cls, n, impl + (f" (params {', '.join(params)})" if params else ""), kernel,
-                     f"{fmt_num(base_cls.get(cls))} → {fmt_num(final_cls.get(cls))}", _x(per_class[cls][0])])
+                     f"{fmt.num(base_cls.get(cls))} → {fmt.num(final_cls.get(cls))}", fmt.speedup(per_class[cls][0])])
     return [*lines,
             "Class-targeted keeps specialise the kernel per config class; the class key is the dispatch "
             "condition. Latency is the geometric mean of the class's per-config medians.", "",
@@ -385,16 +374,6 @@ def _kernel_of(it: Iteration) -> str:
 
 # ---------------------------------------------------------------------------------------
 # Roofline and profiler
-
-
-def _rate(v: float | None, unit: str) -> str:
-    """A rate with an SI prefix that keeps it readable: 0.3 GB/s, 2.87 TB/s."""
-    if v is None:
-        return "—"
-    for prefix, scale in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
-        if abs(v) >= scale:
-            return f"{v / scale:.4g} {prefix}{unit}"
-    return f"{v:.4g} {unit}"
 
 
 def _roofline(inp: ReportInputs) -> list[str]:
@@ -420,10 +399,10 @@ def _roofline(inp: ReportInputs) -> list[str]:
         for key, fp in rv.final.items():
             bp = rv.baseline.get(key)
             floor = None if fp.floor_s is None else fp.floor_s / r.unit_scale
-            rows.append([key, fmt_num(fp.flops), fmt_num(fp.bytes), fmt_num(fp.intensity), fp.bound,
-                         fmt_num(floor), _rate(bp.achieved_Bps if bp else None, "B/s"),
-                         _rate(fp.achieved_Bps, "B/s"), _rate(fp.achieved_flops, "FLOP/s"),
-                         _pct(bp.pct_of_peak if bp else None), _pct(fp.pct_of_peak),
+            rows.append([key, fmt.num(fp.flops), fmt.num(fp.bytes), fmt.num(fp.intensity), fp.bound,
+                         fmt.num(floor), fmt.rate(bp.achieved_Bps if bp else None, "B/s"),
+                         fmt.rate(fp.achieved_Bps, "B/s"), fmt.rate(fp.achieved_flops, "FLOP/s"),
+                         fmt.share(bp.pct_of_peak if bp else None), fmt.share(fp.pct_of_peak),
                          "**faster than its floor: suspicious**" if fp.suspicious else ""])
         lines += _table(["config", "FLOPs", "bytes", "FLOP/byte", "bound", f"floor {unit}", "baseline bandwidth",
                          "final bandwidth", "final FLOP/s", "baseline % of peak", "final % of peak", "note"], rows)
@@ -432,8 +411,8 @@ def _roofline(inp: ReportInputs) -> list[str]:
             crow = []
             for cls, c in rv.final_classes.items():
                 b = rv.baseline_classes.get(cls)
-                crow.append([cls, c.bound, _pct(b.pct_geomean if b else None), _pct(c.pct_geomean),
-                             _pct(c.pct_min), _blocker(c.bound, c.pct_geomean, inp.cfg.stop.target_pct_of_peak)])
+                crow.append([cls, c.bound, fmt.share(b.pct_geomean if b else None), fmt.share(c.pct_geomean),
+                             fmt.share(c.pct_min), _blocker(c.bound, c.pct_geomean, inp.cfg.stop.target_pct_of_peak)])
             lines += _table(["class", "bound", "baseline % of peak", "final % of peak", "lowest final %",
                              "bound or blocker"], crow)
             lines += [""]
@@ -445,18 +424,14 @@ def _roofline(inp: ReportInputs) -> list[str]:
     return lines
 
 
-def _pct(v: float | None) -> str:
-    return "—" if v is None else f"{v:.3g}%"
-
-
 def _blocker(bound: str, pct: float | None, target: float) -> str:
     if bound in ("unknown", "mixed") or pct is None:
         return ("no sourced peak for this GPU: the bound cannot be named" if bound == "unknown"
                 else "configs of this class have different bounds")
     side = "memory bandwidth" if bound == "memory" else "compute throughput"
     if pct >= target:
-        return f"{side}: at {pct:.3g}% of its roofline, the stop target ({target:g}%) is reached"
-    return f"{side}: at {pct:.3g}% of its roofline, below the {target:g}% stop target"
+        return f"{side}: at {fmt.share(pct)} of its roofline, the stop target ({fmt.share(target)}) is reached"
+    return f"{side}: at {fmt.share(pct)} of its roofline, below the {fmt.share(target)} stop target"
 
 
 def _recorded_roofline(d: RunData) -> list[str]:
@@ -469,7 +444,7 @@ def _recorded_roofline(d: RunData) -> list[str]:
         return [f"- {where}: the analysis failed: {rec['error']}", ""]
     classes = rec.get("classes")
     if isinstance(classes, Mapping) and all(isinstance(c, Mapping) for c in classes.values()):
-        parts = [f"`{cls}` {_pct(c.get('pct_geomean'))} ({c.get('bound', '—')})" for cls, c in classes.items()]
+        parts = [f"`{cls}` {fmt.share(c.get('pct_geomean'))} ({c.get('bound', '—')})" for cls, c in classes.items()]
         return [f"- In {where}: % of peak per class: {', '.join(parts) or '—'}", ""]
     return [f"Recorded in {where}:", "", *generic_tables(rec), ""]
 
@@ -477,20 +452,20 @@ def _recorded_roofline(d: RunData) -> list[str]:
 def generic_tables(obj: Any, title: str = "") -> list[str]:
     """A dict of records as markdown tables, whatever keys the records hold."""
     if not isinstance(obj, Mapping):
-        return [f"- {title}: {fmt_num(obj)}"] if title else [fmt_num(obj)]
+        return [f"- {title}: {fmt.value(obj)}"] if title else [fmt.value(obj)]
     scalars = {k: v for k, v in obj.items() if not isinstance(v, Mapping | list)}
     records = {k: v for k, v in obj.items() if isinstance(v, Mapping)}
     lines: list[str] = []
     if title:
         lines += [f"*{title}*", ""]
     if scalars:
-        lines += _table(["key", "value"], [[k, fmt_num(v)] for k, v in scalars.items()]) + [""]
+        lines += _table(["key", "value"], [[k, fmt.value(v)] for k, v in scalars.items()]) + [""]
     flat = {k: v for k, v in records.items() if all(not isinstance(x, Mapping | list) for x in v.values())}
     if flat:
         cols: list[str] = []
         for v in flat.values():
             cols += [c for c in v if c not in cols]
-        lines += _table(["", *cols], [[k, *(fmt_num(v.get(c)) for c in cols)] for k, v in flat.items()]) + [""]
+        lines += _table(["", *cols], [[k, *(fmt.value(v.get(c)) for c in cols)] for k, v in flat.items()]) + [""]
     for k, v in records.items():
         if k not in flat:
             lines += generic_tables(v, str(k))
@@ -519,15 +494,17 @@ def _profiler(inp: ReportInputs) -> list[str]:
         if not summary:
             lines += [f"- {label}: not profiled"]
             continue
-        lines += [f"- {label}: target kernels {fmt_num(profile_ns_per_call(summary))} ns per call "
+        lines += [f"- {label}: target kernels {fmt.num(profile_ns_per_call(summary))} ns per call "
                   f"(tool {summary.get('tool', '—')}, regex `{summary.get('kernel_regex', '') or '.*'}`), "
                   f"hottest `{summary.get('hottest', '—')}`"]
     lines.append("")
     kernels = (final or base or {}).get("kernels") or []
     if kernels:
         present = [(k, h) for k, h in KERNEL_COLUMNS if any(kr.get(k) is not None for kr in kernels)]
-        seen: set[str] = set()
-        cols = [(k, h) for k, h in present if not (h in seen or seen.add(h))]  # type: ignore[func-returns-value]
+        cols: list[tuple[str, str]] = []
+        for k, h in present:  # one column per heading: the first key that has it
+            if all(h != heading for _, heading in cols):
+                cols.append((k, h))
         lines += [f"Kernels of the {'final' if final else 'baseline'} tree, hottest first:", ""]
         lines += _table([h for _, h in cols], [[_kernel_cell(k, kr.get(k)) for k, _ in cols] for kr in kernels[:10]])
         lines.append("")
@@ -535,11 +512,9 @@ def _profiler(inp: ReportInputs) -> list[str]:
 
 
 def _kernel_cell(key: str, value: Any) -> str:
-    if isinstance(value, bool):
-        return "yes" if value else "no"
     if key == "name" and isinstance(value, str):
         return f"`{value if len(value) <= 80 else value[:79] + '…'}`"
-    return fmt_num(value)
+    return fmt.value(value)
 
 
 # ---------------------------------------------------------------------------------------
@@ -553,9 +528,9 @@ def _gpu_state(ev: Mapping[str, Any] | None) -> str:
         return "the GPU vanished"
     parts = []
     if ev.get("util_pct") is not None:
-        parts.append(f"util {fmt_num(ev['util_pct'])}%")
+        parts.append(f"util {fmt.value(ev['util_pct'])}%")
     if ev.get("mem_used_mib") is not None:
-        parts.append(f"mem {fmt_num(ev['mem_used_mib'])} MiB")
+        parts.append(f"mem {fmt.value(ev['mem_used_mib'])} MiB")
     foreign = ev.get("foreign_processes")
     if foreign is None:
         foreign = ev.get("processes")
@@ -564,9 +539,9 @@ def _gpu_state(ev: Mapping[str, Any] | None) -> str:
     if ev.get("throttle"):
         parts.append("throttle " + ",".join(map(str, ev["throttle"])))
     if ev.get("temp_c") is not None:
-        parts.append(f"{fmt_num(ev['temp_c'])} °C")
+        parts.append(f"{fmt.value(ev['temp_c'])} °C")
     if ev.get("sm_clock_mhz") is not None:
-        parts.append(f"SM {fmt_num(ev['sm_clock_mhz'])} MHz")
+        parts.append(f"SM {fmt.value(ev['sm_clock_mhz'])} MHz")
     if ev.get("time"):
         parts.append(f"at {ev['time']}")
     return ", ".join(parts) or "read, no fields"
@@ -606,17 +581,15 @@ def _gpu(inp: ReportInputs) -> list[str]:
 
 
 def _ranges(versions: list[int]) -> str:
-    out, start, prev = [], None, None
+    out: list[str] = []
+    runs: list[list[int]] = []
     for v in sorted(versions):
-        if start is None:
-            start = prev = v
-        elif v == prev + 1:  # type: ignore[operator]
-            prev = v
+        if runs and v == runs[-1][-1] + 1:
+            runs[-1].append(v)
         else:
-            out.append(f"v{start}" if start == prev else f"v{start}–v{prev}")
-            start = prev = v
-    if start is not None:
-        out.append(f"v{start}" if start == prev else f"v{start}–v{prev}")
+            runs.append([v])
+    for run in runs:
+        out.append(f"v{run[0]}" if len(run) == 1 else f"v{run[0]}–v{run[-1]}")
     return ", ".join(out)
 
 
@@ -737,7 +710,7 @@ def _masked(inp: ReportInputs) -> list[str]:
     lines = ["## Masked iterations", ""]
     if not masked:
         return [*lines, "None.", ""]
-    rows = [[f"v{it.version}", it.status, it.hypothesis, _short(it.commit) if it.commit else "—",
+    rows = [[f"v{it.version}", it.status, it.hypothesis, fmt.sha(it.commit) if it.commit else "—",
              (it.record.get("decision") or {}).get("reason", "")] for it in masked]
     return [*lines, "Masked (by `kopt memory mask` or a restart): kept in run.db and memory/, left out of every "
             "number above.", "", *_table(["iteration", "status (masked)", "hypothesis", "commit", "reason"], rows), ""]

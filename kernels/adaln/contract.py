@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.shapes import REGRESSION, SMALL, Shape
+from kopt_supervisor.kernels.harness.shapes import REGRESSION, SMALL, Shape
 
 NAME = "adaln"
 FUNC = "adaln_modulate"

@@ -1,7 +1,57 @@
-"""The bundled kernels' timing harness: L2 flush, CUDA-event and CUDA-graph timers, statistics,
-the contract checks, params.json resolution, and the generic bench driver (CSV and A/B mode).
+"""kopt's public bench harness: what the bundled kernels have, for your own kernel.
 
-Self-contained (torch, triton, numpy only; never imports kopt's engine) and imported by
-relative imports only, so the same folder works as `kernels.harness` inside kopt and as a
-top-level `harness` package in a materialized kernel repo (kernels/catalog.py copies it).
+    from kopt_supervisor.kernels import harness
+
+    SPEC = harness.Spec(
+        name="softmax",
+        function="softmax/kernel.py:softmax",          # where the function lives in each tree
+        shapes=[harness.production("llm-4k", M=4096, N=4096),
+                harness.regression("odd", M=3, N=1000),
+                harness.small("cpu", M=4, N=96)],      # what the CPU (Triton's interpreter) runs
+        tolerance={"float16": (1e-3, 1e-3)},           # dtype -> (atol, rtol)
+        make_inputs=make_inputs,                       # (torch, dims, dtype, device, gen) -> (args, kwargs)
+        reference=reference,                           # (torch, args, kwargs) -> fp64 tensor
+        bytes_moved=lambda M, N, esize, **_: 2 * M * N * esize,
+    )
+    if __name__ == "__main__":
+        raise SystemExit(harness.main(SPEC))
+
+`harness.main` gives the bench kopt's modes: one tree (CSV on stdout), `--ab BEST CAND`
+(both trees in one process, interleaved ABBA: kopt's ab_command), `--ab ... --serve` (kopt's
+served looks, `look N PATH` -> `done N`), `--once` (the contract alone: the profiler's
+command). Per config: fresh inputs, the contract check (outputs poisoned with NaN, NaN/Inf
+counted, inputs unchanged), CUDA-graph timing with an L2 flush and rotated buffers, an NVTX
+(or roctx) range `kopt:col=value,...`; without a GPU, Triton's interpreter on the CPU.
+docs/byo-kernel.md is the guide.
+
+Self-contained (torch, triton, numpy; never imports kopt's engine): a bench pays only for
+what it uses. The modules: spec (Spec, shapes), locate (the function in each tree), check
+(the contract), timing (timers), ranges (NVTX/roctx), bench (the driver), params (the
+bundled kernels' params.json), kernelbench (a KernelBench Model/ModelNew pair as a Spec).
 """
+
+from .bench import Case, main
+from .check import CheckResult, check_call
+from .locate import LocateError, locate
+from .ranges import range_name
+from .shapes import PRODUCTION, REGRESSION, SMALL, Shape
+from .spec import Spec, production, regression, small, spec_from_folder
+
+__all__ = [
+    "PRODUCTION",
+    "REGRESSION",
+    "SMALL",
+    "Case",
+    "CheckResult",
+    "LocateError",
+    "Shape",
+    "Spec",
+    "check_call",
+    "locate",
+    "main",
+    "production",
+    "range_name",
+    "regression",
+    "small",
+    "spec_from_folder",
+]

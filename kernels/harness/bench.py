@@ -1,16 +1,17 @@
-"""The generic bench driver: a kernel folder's contract + roofline + solution -> kopt's CSV.
+"""The bench driver: a Spec (harness/spec.py) -> kopt's CSV, in every mode kopt uses.
 
     python bench.py                      # every shape of this machine, CSV on stdout
     python bench.py --ab BEST CAND       # kopt's ab_command: both trees in one process
     python bench.py --ab BEST CAND --serve   # the same, one look per request on stdin
     python bench.py --shapes production --out results.csv
 
-A kernel folder holds contract.py (NAME, FUNC, DTYPES, TOLERANCE, SHAPES, columns(),
-make_inputs(), reference(), class_args()), roofline.py (bytes_moved()), solution/<NAME>.py
-and baseline/<NAME>.py; its bench.py calls `main(<folder>)`.
+A bench declares a Spec (the function and where it lives in a tree, shapes, inputs, an fp64
+reference, tolerances) and calls `main(spec)`; a bundled kernel's folder (contract.py,
+roofline.py, solution/, baseline/) is read into one by `main(folder)`.
 
 Per shape and dtype: fresh random inputs (a new seed every run, in the `seed` column), the
-contract check (harness/check.py) -> `err` (passes when <= 1), then timing. On a GPU: blocks
+contract check (harness/check.py) -> `err` (passes when <= 1), then timing; both inside a
+profiler range named `kopt:col=value,...` over the row's config columns (harness/ranges.py). On a GPU: blocks
 of a CUDA graph of k launches (k so that a block lasts about --block-us), buffer sets rotated
 across the launches so that they touch at least 2 x L2 of distinct data, L2 flushed before
 each block; `us` is the median over blocks of µs per launch, with us_mean/std/min/p10/p90.
@@ -22,8 +23,8 @@ small shapes, timed with time.perf_counter: CPU timings.
 --once: the contract check alone (each solution runs twice per shape, nothing is timed): the
 command a profiler runs (kopt.toml's [profile] command).
 
-A/B mode: both trees' solutions are imported by path under distinct module names (each
-reads its own params.json), checked, and timed in alternating order block by block (ABBA);
+A/B mode: both trees' functions are imported under distinct module names (harness/locate.py;
+a bundled solution reads its own tree's params.json), checked, and timed in alternating order block by block (ABBA);
 one row per (config, side, block) with the `side` and `block` columns kopt's ab mode reads.
 Both sides run on the same buffers (inputs and outputs), so where the allocator happened to
 place them (which DRAM channels, which pages) is the same for both: measured on the H100, a
@@ -42,6 +43,7 @@ process answers `done N last` and leaves; kopt starts a fresh one for the next l
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import os
 import random
@@ -53,9 +55,11 @@ from types import ModuleType
 from typing import Any
 
 from .check import check_call
-from .loader import load_module
+from .locate import locate
 from .params import class_key
+from .ranges import Ranges, no_ranges, open_ranges, range_name
 from .shapes import PRODUCTION, REGRESSION, SMALL
+from .spec import Spec, as_spec, spec_from_folder
 from .timing import (
     CpuTimer,
     EventTimer,
@@ -86,14 +90,21 @@ def setup_device() -> tuple[Any, bool]:
     return torch, gpu
 
 
-def load_solution(contract: ModuleType, tree: Path, tag: str, which: str = "solution") -> ModuleType:
-    return load_module(Path(tree) / which / f"{contract.NAME}.py", f"kopt_{tag}_{contract.NAME}_{which}")
+def load_solution(spec: Spec, tree: Path, tag: str, which: str = "solution") -> ModuleType:
+    """The module that holds the function to time (or the baseline's) in `tree`."""
+    return locate(tree, spec.locator(which), f"{tag}_{which}").module
 
 
-def pick_shapes(contract: ModuleType, which: str, gpu: bool) -> list:
+def pick_shapes(spec: Any, which: str, gpu: bool) -> list:
+    """The shapes of `which` (auto: production + regression on a GPU, small on the CPU, or
+    every shape when the spec declares no small one)."""
+    shapes = as_spec(spec).shapes
+    if which == "auto" and not gpu and not any(s.kind == SMALL for s in shapes):
+        which = "every"
     kinds = {"auto": (PRODUCTION, REGRESSION) if gpu else (SMALL,), "small": (SMALL,),
-             "production": (PRODUCTION,), "regression": (REGRESSION,), "all": (PRODUCTION, REGRESSION)}[which]
-    return [s for s in contract.SHAPES if s.kind in kinds]
+             "production": (PRODUCTION,), "regression": (REGRESSION,), "all": (PRODUCTION, REGRESSION),
+             "every": (PRODUCTION, REGRESSION, SMALL)}[which]
+    return [s for s in shapes if s.kind in kinds]
 
 
 def kept_outputs(fn: Callable[..., Any], arg_sets: list[tuple], kwargs: dict[str, Any]) -> list[Callable[[], Any]]:
@@ -112,39 +123,65 @@ def kept_outputs(fn: Callable[..., Any], arg_sets: list[tuple], kwargs: dict[str
         kept[i] = None
         kept[i] = fn(*args, **kwargs)
 
-    return [lambda i=i, a=args: call(i, a) for i, args in enumerate(arg_sets)]
+    return [functools.partial(call, i, args) for i, args in enumerate(arg_sets)]
 
 
 class Case:
-    """One shape and dtype: inputs, reference, and timers per side."""
+    """One shape and dtype: inputs, reference, and timers per side.
 
-    def __init__(self, torch: Any, contract: ModuleType, roofline: ModuleType, shape: Any, dtype: str,
-                 seed: int, gpu: bool) -> None:
-        self.torch, self.contract, self.shape, self.gpu = torch, contract, shape, gpu
+    `contract` is a Spec, or a bundled kernel's contract module (with its roofline module)."""
+
+    def __init__(self, torch: Any, contract: Any, roofline: Any, shape: Any, dtype: str,
+                 seed: int, gpu: bool, ranges: Ranges | None = None) -> None:
+        spec = as_spec(contract, roofline)
+        self.torch, self.spec, self.shape, self.gpu = torch, spec, shape, gpu
+        self.ranges = ranges or no_ranges("")
         self.device = "cuda" if gpu else "cpu"
         self.dt = getattr(torch, dtype)
         esize = torch.empty((), dtype=self.dt).element_size()
-        self.cols = contract.columns(shape, dtype, esize)
-        self.bytes = int(roofline.bytes_moved(**self.cols))
+        self.cols = spec.row_columns(shape, dtype, esize)
+        self.range = range_name(self.cols)
+        self.bytes = spec.bytes_of(self.cols)
         self.seed = seed
         gen = torch.Generator(device=self.device).manual_seed(seed)
-        self.args, self.kwargs = contract.make_inputs(torch, shape.dims, self.dt, self.device, gen)
-        self.ref = contract.reference(torch, self.args, self.kwargs)
+        self.args, self.kwargs = spec.make_inputs(torch, shape.dims, self.dt, self.device, gen)
+        self.args = tuple(self.args)
+        self.ref = spec.reference(torch, self.args, self.kwargs)
         self.out_shape = tuple(self.ref.shape)
-        self.atol, self.rtol = contract.TOLERANCE[dtype]
+        self.out_dtype = self.dt if spec.same_dtype else self.ref.dtype
+        self.atol, self.rtol = spec.tolerance[dtype]
         self._sets: list[tuple[tuple, Any]] = []
+        self._prepared: dict[int, tuple[ModuleType, Callable[..., Any]]] = {}
 
-    def check(self, module: ModuleType) -> tuple[float, str]:
-        """(err, why) of the module's function on this case; err inf when it crashes."""
-        fn = getattr(module, self.contract.FUNC)
-        key_fn = getattr(module, "class_key", None)
-        if key_fn is not None:
-            want = class_key(**{c: self.cols[c] for c in self.contract.CLASS_BY})
-            got = key_fn(*self.contract.class_args(self.shape.dims))
+    def function(self, module: Any) -> Callable[..., Any]:
+        """The callable to check and time: the module's function (or a function given as is),
+        through the spec's `prepare` when it has one (once per module and case)."""
+        if not isinstance(module, ModuleType):
+            return module
+        key = id(module)
+        if key not in self._prepared:
+            obj = getattr(module, self.spec.func_name)
+            self._prepared[key] = (module, self.spec.prepare(obj, self) if self.spec.prepare else obj)
+        return self._prepared[key][1]
+
+    def check(self, module: Any) -> tuple[float, str]:
+        """(err, why) of the module's function (or of a function) on this case; err inf when
+        it crashes."""
+        spec = self.spec
+        try:
+            fn = self.function(module)
+        except Exception as exc:  # a candidate whose model cannot even be built fails its row
+            return math.inf, f"{type(exc).__name__}: {exc}"
+        key_fn = getattr(module, "class_key", None) if isinstance(module, ModuleType) else None
+        if key_fn is not None and spec.class_args is not None and spec.class_by:
+            want = class_key(**{c: self.cols[c] for c in spec.class_by})
+            got = key_fn(*spec.class_args(self.shape.dims))
             if got != want:
                 return math.inf, f"the solution's class_key is {got!r}, the bench's class is {want!r}"
         try:
-            res = check_call(self.torch, fn, self.args, self.kwargs, self.ref, self.atol, self.rtol)
+            with self.ranges.span(self.range):
+                res = check_call(self.torch, fn, self.args, self.kwargs, self.ref, self.atol, self.rtol,
+                                 out=spec.out, same_dtype=spec.same_dtype)
         except Exception as exc:  # a broken candidate: reported in its row, never fatal
             return math.inf, f"{type(exc).__name__}: {exc}"
         why = res.reason or (f"{res.nonfinite} NaN/Inf output element(s)" if res.nonfinite else
@@ -155,25 +192,35 @@ class Case:
         """`sets` buffer sets (inputs, output), made once and shared by every function timed
         on this case: set 0 holds the checked inputs, the others copies of them."""
         while len(self._sets) < sets:
-            args = self.args if not self._sets else tuple(a.clone() for a in self.args)
-            self._sets.append((args, self.torch.empty(self.out_shape, dtype=self.dt, device=self.device)))
+            args = self.args if not self._sets else tuple(a.clone() if hasattr(a, "clone") else a
+                                                          for a in self.args)
+            dst = (self.torch.empty(self.out_shape, dtype=self.out_dtype, device=self.device)
+                   if self.spec.out is not None else None)  # a function that allocates its own needs none
+            self._sets.append((args, dst))
         return self._sets[:sets]
 
     def calls(self, fn: Callable[..., Any], sets: int, with_out: bool = True) -> list[Callable[[], Any]]:
         """`sets` calls of fn over the case's shared buffer sets (rotation); without
-        with_out, fn allocates its own output (torch.compile) and that output is kept until
-        the same input set comes round (`kept_outputs`)."""
-        if not with_out:
+        with_out (or when the spec's function takes no output keyword), fn allocates its own
+        output (torch.compile) and that output is kept until the same input set comes round
+        (`kept_outputs`)."""
+        out = self.spec.out
+        if not with_out or out is None:
             return kept_outputs(fn, [args for args, _ in self.buffers(sets)], self.kwargs)
-        return [lambda a=args, d=dst: fn(*a, **self.kwargs, out=d) for args, dst in self.buffers(sets)]
+        kwargs = self.kwargs
+
+        def call(args: tuple, dst: Any) -> Any:
+            return fn(*args, **kwargs, **{out: dst})
+
+        return [functools.partial(call, args, dst) for args, dst in self.buffers(sets)]
 
     def copy_calls(self, sets: int) -> list[Callable[[], Any]]:
         n = max(1, self.bytes // 2)
-        out = []
+        out: list[Callable[[], Any]] = []
         for _ in range(sets):
             src = self.torch.empty(n, dtype=self.torch.uint8, device=self.device).random_(0, 255)
             dst = self.torch.empty_like(src)
-            out.append(lambda s=src, d=dst: d.copy_(s))
+            out.append(functools.partial(dst.copy_, src))
         return out
 
 
@@ -189,7 +236,7 @@ class Timing:
         """A block timer of the calls `make(n)` returns; graph=False: eager launches between
         events (for what a CUDA graph cannot capture)."""
         first = make(1)
-        if not self.gpu:  # the interpreter: one call is milliseconds, a block is one call
+        if not self.gpu or self.flush is None:  # the interpreter: one call is milliseconds, a block is one call
             return CpuTimer(first[0], 1, warm_blocks=0)
         est = one_call_us(self.torch, first[0], self.flush)
         reps = reps_for(est, self.block_us, self.max_reps)
@@ -197,7 +244,13 @@ class Timing:
         fns = first + (make(sets)[1:] if sets > 1 else [])
         if not graph:
             return EventTimer(self.torch, cycle(fns), reps, self.flush)
-        return GraphTimer(self.torch, cycle(fns), reps, self.flush)
+        try:
+            return GraphTimer(self.torch, cycle(fns), reps, self.flush)
+        except Exception as exc:  # what a graph cannot capture (host syncs, allocations...) runs eagerly
+            self.torch.cuda.synchronize()
+            log(f"CUDA graph capture failed ({type(exc).__name__}: {str(exc)[:120]}): "
+                "timing eager launches between CUDA events instead")
+            return EventTimer(self.torch, cycle(fns), reps, self.flush)
 
 
 def _fmt(v: Any) -> str:
@@ -264,7 +317,10 @@ def parse_args(argv: list[str] | None, gpu: bool) -> argparse.Namespace:
                     help="GPU: target duration of a block (default 300 µs); on the CPU a block is one call")
     ap.add_argument("--only", default="", help="comma-separated shape names (after --shapes)")
     ap.add_argument("--which", default="solution", choices=["solution", "baseline"],
-                    help="time the Triton solution (default) or the PyTorch baseline")
+                    help="time the spec's function (default) or its baseline (Spec.baseline)")
+    ap.add_argument("--tree", default=None,
+                    help="without --ab: the tree whose function is timed (default: the bench's own, "
+                         "else the working directory)")
     ap.add_argument("--once", action="store_true",
                     help="no timing: the contract check only (each solution runs twice per shape), for profilers")
     ap.add_argument("--out", help="also write the CSV to this file")
@@ -278,34 +334,45 @@ def parse_args(argv: list[str] | None, gpu: bool) -> argparse.Namespace:
 
 
 class Bench:
-    """One bench process: the contract, the trees' modules, the shapes and the timers."""
+    """One bench process: the spec, the trees' modules, the shapes and the timers."""
 
-    def __init__(self, kernel_dir: str | Path, a: argparse.Namespace, torch: Any, gpu: bool,
-                 clock: PhaseClock) -> None:
+    def __init__(self, spec: Spec | str | Path, a: argparse.Namespace, torch: Any, gpu: bool,
+                 clock: PhaseClock, tree: str | Path | None = None) -> None:
         self.a, self.torch, self.gpu, self.clock = a, torch, gpu, clock
-        kernel_dir = Path(kernel_dir).resolve()
-        self.contract = load_module(kernel_dir / "contract.py", f"kopt_{kernel_dir.name}_contract")
-        self.roofline = load_module(kernel_dir / "roofline.py", f"kopt_{kernel_dir.name}_roofline")
-        self.trees = {"best": Path(a.ab[0]), "cand": Path(a.ab[1])} if a.ab else {"": kernel_dir}
+        if not isinstance(spec, Spec):  # a bundled kernel's folder
+            tree = tree or spec
+            spec = spec_from_folder(spec)
+        self.spec = spec
+        self.trees = ({"best": Path(a.ab[0]), "cand": Path(a.ab[1])} if a.ab
+                      else {"": Path(tree) if tree is not None else Path.cwd()})
+        self.ranges = open_ranges(torch, gpu)
+        if gpu and self.ranges.why:
+            log(f"{spec.name}: no profiler ranges: {self.ranges.why}")
         self.reload()
-        c = self.contract
-        self.dtypes = [d for d in (a.dtypes.split(",") if a.dtypes else c.DTYPES[: None if gpu else 1]) if d]
-        bad = [d for d in self.dtypes if d not in c.TOLERANCE]
+        self.dtypes = [d for d in (a.dtypes.split(",") if a.dtypes else spec.all_dtypes()[: None if gpu else 1]) if d]
+        bad = [d for d in self.dtypes if d not in spec.tolerance]
         if bad:
-            raise SystemExit(f"--dtypes: {bad[0]!r} is not one of {', '.join(c.TOLERANCE)}")
-        self.shapes = pick_shapes(c, a.shapes, gpu)
+            raise SystemExit(f"--dtypes: {bad[0]!r} is not one of {', '.join(spec.tolerance)}")
+        self.shapes = pick_shapes(spec, a.shapes, gpu)
         if a.only:
             names = a.only.split(",")
-            unknown = [n for n in names if n not in {s.name for s in c.SHAPES}]
+            unknown = [n for n in names if n not in {s.name for s in spec.shapes}]
             if unknown:
-                raise SystemExit(f"--only: no shape {unknown[0]!r} in {c.NAME}'s contract")
-            self.shapes = [s for s in c.SHAPES if s.name in names]
+                raise SystemExit(f"--only: no shape {unknown[0]!r} in {spec.name}'s spec")
+            self.shapes = [s for s in spec.shapes if s.name in names]
+        if not self.shapes:
+            raise SystemExit(f"--shapes {a.shapes}: {spec.name}'s spec has no such shape")
         self.timing = Timing(torch, gpu, a.block_us, max_reps=1000 if gpu else 50)
         self.failed = 0
 
+    @property
+    def contract(self) -> Spec:
+        """The spec (the name the bundled kernels' callers knew it by)."""
+        return self.spec
+
     def reload(self) -> None:
-        """(Re)import each tree's solution: it reads its params.json again."""
-        self.mods = {side: load_solution(self.contract, tree, side or "this", self.a.which)
+        """(Re)import each tree's function: a bundled solution reads its params.json again."""
+        self.mods = {side: load_solution(self.spec, tree, side or "this", self.a.which)
                      for side, tree in self.trees.items()}
 
     def cases(self, base_seed: int) -> Iterator[Case]:
@@ -313,12 +380,12 @@ class Bench:
         for i, shape in enumerate(self.shapes):
             for j, dtype in enumerate(self.dtypes):
                 self.clock.lap("timing")  # the previous case's timed blocks
-                yield Case(self.torch, self.contract, self.roofline, shape, dtype,
-                           base_seed + i * len(self.dtypes) + j, self.gpu)
+                yield Case(self.torch, self.spec, None, shape, dtype,
+                           base_seed + i * len(self.dtypes) + j, self.gpu, self.ranges)
 
     def check_and_time(self, case: Case) -> tuple[dict[str, float], dict[str, Any]]:
         """Each side's contract error and its block timer (None: cannot be timed)."""
-        c = self.contract
+        c = self.spec
         errs, timers = {}, {}
         for side, mod in self.mods.items():
             err, why = case.check(mod)
@@ -326,14 +393,17 @@ class Bench:
             errs[side] = err
             if why:
                 self.failed += 1
-                log(f"{c.NAME} {case.shape.name} {case.cols['dtype']}{' ' + side if side else ''}: FAILS contract: {why}")
+                log(f"{c.name} {case.shape.name} {case.cols.get('dtype', '')}{' ' + side if side else ''}: "
+                    f"FAILS contract: {why}")
             if self.a.once:
                 continue
             try:
-                fn = getattr(mod, c.FUNC)
-                timers[side] = self.timing.timer(lambda n, fn=fn, case=case: case.calls(fn, n), case.bytes)
+                fn = case.function(mod)
+                with self.ranges.span(case.range):
+                    timers[side] = self.timing.timer(functools.partial(case.calls, fn), case.bytes, graph=c.graph)
             except Exception as exc:
-                log(f"{c.NAME} {case.shape.name} {case.cols['dtype']} {side}: cannot be timed: {type(exc).__name__}: {exc}")
+                log(f"{c.name} {case.shape.name} {case.cols.get('dtype', '')} {side}: cannot be timed: "
+                    f"{type(exc).__name__}: {exc}")
                 timers[side] = None
             self.clock.lap("capture")  # the timer's calibration and CUDA graph
         case.ref = None  # checked: the fp64 reference need not outlive the check (timers keep cases alive)
@@ -352,37 +422,43 @@ class Bench:
         rows = []
         for case in self.cases(base_seed):
             errs, timers = self.check_and_time(case)
-            for block in range(self.a.blocks):
-                for side in (("best", "cand") if block % 2 == 0 else ("cand", "best")):
-                    t = timers[side]
-                    us = t.block() if t is not None else math.nan
-                    rows.append({**case.cols, "side": side, "block": block, "us": us, "err": errs[side],
-                                 "prod": prod(case)})
+            with self.ranges.span(case.range):
+                for block in range(self.a.blocks):
+                    for side in (("best", "cand") if block % 2 == 0 else ("cand", "best")):
+                        t = timers[side]
+                        us = t.block() if t is not None else math.nan
+                        rows.append({**case.cols, "side": side, "block": block, "us": us, "err": errs[side],
+                                     "prod": prod(case)})
         return rows
 
     def timed_rows(self, base_seed: int) -> list[dict[str, Any]]:
-        """One tree: per case, its statistics over blocks beside a same-size copy's."""
+        """One tree: per case, its statistics over blocks beside a same-size copy's (no copy
+        when the spec says nothing of the bytes a call moves: gbps and the copy columns NaN)."""
         rows = []
+        nan = math.nan
         for case in self.cases(base_seed):
             errs, timers = self.check_and_time(case)
-            copy = self.timing.timer(case.copy_calls, case.bytes)
+            copy = self.timing.timer(case.copy_calls, case.bytes) if case.bytes > 0 else None
             t = timers[""]
             ks, cs = [], []
-            for _ in range(self.a.blocks):
-                ks.append(t.block() if t is not None else math.nan)
-                cs.append(copy.block())
-            st = summarize(ks) if t is not None else dict.fromkeys(("median", "mean", "std", "min", "p10", "p90"),
-                                                                  math.nan)
-            cu = summarize(cs)["median"]
+            with self.ranges.span(case.range):
+                for _ in range(self.a.blocks):
+                    ks.append(t.block() if t is not None else nan)
+                    if copy is not None:
+                        cs.append(copy.block())
+            st = summarize(ks) if t is not None else dict.fromkeys(("median", "mean", "std", "min", "p10", "p90"), nan)
+            cu = summarize(cs)["median"] if cs else nan
             us = st["median"]
+            gbps = case.bytes / us / 1e3 if case.bytes > 0 else nan
             rows.append({**case.cols, "us": us, "err": errs[""],
                          "us_mean": st["mean"], "us_std": st["std"], "us_min": st["min"], "us_p10": st["p10"],
                          "us_p90": st["p90"], "samples": len(ks),
-                         "gbps": case.bytes / us / 1e3, "copy_us": cu, "copy_gbps": case.bytes / cu / 1e3,
-                         "pct_copy": 100.0 * cu / us, "prod": prod(case), "seed": case.seed,
+                         "gbps": gbps, "copy_us": cu, "copy_gbps": case.bytes / cu / 1e3 if cs else nan,
+                         "pct_copy": 100.0 * cu / us if cs else nan, "prod": prod(case), "seed": case.seed,
                          "model": case.shape.model.replace(",", ";")})
-            log(f"{self.contract.NAME} {case.shape.name:24s} {case.cols['dtype']:9s} {us:10.3f} us  "
-                f"{case.bytes / us / 1e3:8.1f} GB/s  {100.0 * cu / us:5.1f}% of copy  err {errs['']:.3g}")
+            log(f"{self.spec.name} {case.shape.name:24s} {case.cols.get('dtype', ''):9s} {us:10.3f} us  "
+                + (f"{gbps:8.1f} GB/s  {100.0 * cu / us:5.1f}% of copy  " if cs else "")
+                + f"err {errs['']:.3g}")
         return rows
 
     def release_cache(self) -> None:
@@ -458,14 +534,17 @@ def serve(bench: Bench, requests: Iterable[str], reply: Callable[[str], None]) -
     return 0
 
 
-def main(kernel_dir: str | Path, argv: list[str] | None = None) -> int:
+def main(spec: Spec | str | Path, argv: list[str] | None = None, *, tree: str | Path | None = None) -> int:
+    """The bench's command line (parse_args) on `spec` (a Spec, or a bundled kernel's
+    folder); `tree` is where the function is found without --ab (default: the folder given,
+    else the working directory, where kopt runs the bench). Returns the exit status."""
     clock = PhaseClock()
     torch, gpu = setup_device()
     a = parse_args(argv, gpu)
-    bench = Bench(kernel_dir, a, torch, gpu, clock)
+    bench = Bench(spec, a, torch, gpu, clock, a.tree or tree)
     clock.lap("setup")  # torch, the CUDA context, the contract and both trees' modules
     if not gpu:
-        log(f"{bench.contract.NAME}: no GPU: the Triton interpreter on the CPU; timings are CPU timings")
+        log(f"{bench.spec.name}: no GPU: the Triton interpreter on the CPU; timings are CPU timings")
     if a.serve:
         def reply(msg: str) -> None:
             sys.stdout.write(msg + "\n")
@@ -477,5 +556,5 @@ def main(kernel_dir: str | Path, argv: list[str] | None = None) -> int:
     write_csv(rows, a.out)
     log(clock.line())
     if bench.failed:
-        log(f"{bench.contract.NAME}: {bench.failed} contract failure(s)")
+        log(f"{bench.spec.name}: {bench.failed} contract failure(s)")
     return 0

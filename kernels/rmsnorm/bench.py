@@ -1,17 +1,18 @@
-"""RMSNorm (QK-norm) bench: kopt's CSV on stdout (see harness/bench.py for the options).
+"""RMSNorm (QK-norm) bench on kopt's public harness: kopt's CSV on stdout.
 
     python bench.py                 # this machine's shapes (GPU: production + regression)
-    python bench.py --ab BEST CAND  # kopt's ab_command mode
+    python bench.py --ab BEST CAND  # kopt's ab_command mode (--serve: one look per request)
+
+contract.py and roofline.py beside this file declare the kernel (read into a
+kopt_supervisor.kernels.harness.Spec); `python bench.py --help` lists the options.
 """
 
 import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-# harness/ sits beside this file in a materialized repo, one level up inside kopt
-sys.path.insert(0, str(HERE if (HERE / "harness").is_dir() else HERE.parent))
+from kopt_supervisor.kernels import harness
 
-from harness.bench import main  # noqa: E402
+HERE = Path(__file__).resolve().parent
 
 if __name__ == "__main__":
-    sys.exit(main(HERE))
+    sys.exit(harness.main(HERE))

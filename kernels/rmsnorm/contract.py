@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.shapes import REGRESSION, SMALL, Shape
+from kopt_supervisor.kernels.harness.shapes import REGRESSION, SMALL, Shape
 
 NAME = "rmsnorm"
 FUNC = "rms_norm"

@@ -13,13 +13,13 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.reactive import var
-from textual.screen import Screen
 from textual.widgets import DataTable, Footer
 
+from kopt_supervisor.engine import api
 from kopt_supervisor.engine.api import LIVE_STATES
 from kopt_supervisor.kopt_tui import model
 from kopt_supervisor.kopt_tui.model import RunData
-from kopt_supervisor.kopt_tui.screens.live import renders_data
+from kopt_supervisor.kopt_tui.screens.live import KoptScreen, renders_data
 from kopt_supervisor.kopt_tui.watch import GpuReading
 from kopt_supervisor.kopt_tui.widgets.best_chart import BestChart
 from kopt_supervisor.kopt_tui.widgets.class_deltas import ClassDeltas
@@ -32,7 +32,7 @@ from kopt_supervisor.kopt_tui.widgets.state_line import StateLine
 SIDE_PANELS = ("deltas", "counters", "gpus", "chart")
 
 
-class DashboardScreen(Screen):
+class DashboardScreen(KoptScreen[None]):
     BINDINGS = [
         Binding("a", "accept", "accept", tooltip="Accept the borderline candidate awaiting review"),
         Binding("r", "reject", "reject", tooltip="Reject the borderline candidate awaiting review"),
@@ -102,8 +102,8 @@ class DashboardScreen(Screen):
     def _show_data(self, old: RunData | None, data: RunData) -> None:
         if old is None or old.generation != data.generation:  # the history moved, not just a heartbeat
             table = self.query_one(HistoryTable)
-            best = next((it.version for it in reversed(data.iterations) if it.kept and not it.masked), None)
-            table.show(model.history_rows(data), best)
+            best = api.best_iteration(data.iterations)
+            table.show(model.history_rows(data), best.version if best else None)
             table.border_title = f"history · {len(data.iterations)} iterations"
             self.query_one(Counters).view = model.counters_view(data)
             self.query_one(BestChart).view = model.best_series(data)

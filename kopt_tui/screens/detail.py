@@ -14,22 +14,18 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.reactive import var
-from textual.screen import Screen
 from textual.widgets import Footer, OptionList, Static, TabbedContent, TabPane
 from textual.widgets.option_list import Option
 
-from kopt_supervisor.engine.api import RunReader
-from kopt_supervisor.kopt_tui import fmt, model
+from kopt_supervisor.engine import api
+from kopt_supervisor.engine.api import RunReader, fmt
+from kopt_supervisor.kopt_tui import model
 from kopt_supervisor.kopt_tui.model import RunData
-from kopt_supervisor.kopt_tui.screens.live import renders_data
+from kopt_supervisor.kopt_tui.screens.live import KoptScreen, renders_data
 from kopt_supervisor.kopt_tui.widgets.class_deltas import class_table
 from kopt_supervisor.kopt_tui.widgets.styles import STATUS_STYLE
 
 TABS = ("classes", "plan", "diff", "logs", "events")
-
-
-def _size(n: int) -> str:
-    return f"{n} B" if n < 1024 else f"{n / 1024:.1f} KiB" if n < 1 << 20 else f"{n / (1 << 20):.1f} MiB"
 
 
 class FilesRead(Message):
@@ -38,7 +34,7 @@ class FilesRead(Message):
         self.plan, self.diff, self.logs, self.events = plan, diff, logs, events
 
 
-class DetailScreen(Screen):
+class DetailScreen(KoptScreen[None]):
     BINDINGS = [
         Binding("escape", "back", "back", tooltip="Back to the dashboard"),
         Binding("a", "review", "review", tooltip="Review this borderline candidate (accept, reject, more rounds)"),
@@ -109,7 +105,7 @@ class DetailScreen(Screen):
             Text.assemble(("decision ", "dim"), (str(dec.get("verdict") or it.status), "bold"), ": ",
                           fmt.one_line(dec.get("reason"), 400), ("  by ", "dim"), str(dec.get("by") or "engine")),
             Text.assemble(("measured ", "dim"), f"{dec.get('rounds') or fmt.DASH} rounds",
-                          f", {dec['gpu_seconds']:.1f} s of timed runs" if fmt.is_num(dec.get("gpu_seconds")) else "",
+                          f", {fmt.seconds(dec['gpu_seconds'])} of timed runs" if fmt.is_num(dec.get("gpu_seconds")) else "",
                           ("  repairs ", "dim"), str(it.repair_attempts),
                           ("  files ", "dim"), ", ".join(it.record.get("changed_files") or []) or fmt.DASH),
             Text.assemble(("GPU ", "dim"), str(gpu.get("name") or fmt.DASH),
@@ -155,7 +151,7 @@ class DetailScreen(Screen):
         options = self.query_one("#detail-logs", OptionList)
         options.clear_options()
         for p, size in logs:
-            options.add_option(Option(Text.assemble((p.name, "bold"), "  ", (_size(size), "dim"))))
+            options.add_option(Option(Text.assemble((p.name, "bold"), "  ", (fmt.size(size), "dim"))))
         if not logs:
             options.add_option(Option(Text("no log files", style="dim"), disabled=True))
         ref = self.data.last.started_at if self.data and self.data.last else None
@@ -169,9 +165,9 @@ class DetailScreen(Screen):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         it = self.data.by_version.get(self.version) if self.data else None
         if action == "review":
-            return bool(it and it.status == "borderline" and not it.masked)
+            return bool(it and it.awaiting_review)
         if action == "restart":
-            return bool(it and it.kept and not it.masked)
+            return it is not None and api.restart_point_problem(it, it.version) is None
         return True
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:

@@ -1,8 +1,12 @@
-"""What screens fed by the run.db poller share.
+"""What the kopt app's screens share.
 
-The poller's updates arrive whenever the engine writes. When the app closes (`q`, the
-end of a test), a screen's widgets are removed one by one while an update can still be
-in flight; a render method marked `@renders_data` then has nothing to show, and shows
+`KoptScreen` and `KoptModalScreen`: screens of `KoptApp`, whose `app` is that app, typed
+(Textual's `getters.app`): the run data it holds, `now`, `send_command`, `watch_run`... so a
+screen's use of the app is type-checked.
+
+`renders_data`: the poller's updates arrive whenever the engine writes. When the app closes
+(`q`, the end of a test), a screen's widgets are removed one by one while an update can still
+be in flight; a render method marked `@renders_data` then has nothing to show, and shows
 nothing instead of raising NoMatches into the app.
 """
 
@@ -13,9 +17,26 @@ from collections.abc import Callable
 from contextlib import suppress
 from typing import Any, TypeVar
 
+from textual import getters
 from textual.css.query import NoMatches
+from textual.screen import ModalScreen, Screen
+
+from kopt_supervisor.kopt_tui.app import KoptApp
 
 F = TypeVar("F", bound=Callable[..., Any])
+ResultT = TypeVar("ResultT")
+
+
+class KoptScreen(Screen[ResultT]):
+    """A full screen of the kopt app."""
+
+    app = getters.app(KoptApp)
+
+
+class KoptModalScreen(ModalScreen[ResultT]):
+    """A dialog of the kopt app."""
+
+    app = getters.app(KoptApp)
 
 
 def renders_data(method: F) -> F:
@@ -27,4 +48,4 @@ def renders_data(method: F) -> F:
             return method(*args, **kwargs)
         return None
 
-    return wrapper  # type: ignore[return-value]
+    return wrapper  # type: ignore[return-value]  # functools.wraps loses F's signature; the wrapper keeps it

@@ -12,9 +12,10 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.message import Message
-from textual.screen import Screen
 from textual.widgets import Footer, Log, Static
 from textual.worker import get_current_worker
+
+from kopt_supervisor.kopt_tui.screens.live import KoptScreen
 
 TAIL_START = 64 * 1024
 """How much of an existing file to show when it is opened."""
@@ -30,7 +31,7 @@ class LogText(Message):
         self.text, self.path, self.header = text, path, header
 
 
-class LogScreen(Screen):
+class LogScreen(KoptScreen[None]):
     BINDINGS = [
         Binding("escape", "back", "back", tooltip="Back"),
         Binding("f", "follow", "follow on/off", tooltip="Keep scrolling to the newest line, or stop to read"),

@@ -10,13 +10,14 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
-from kopt_supervisor.engine import bookkeeping
-from kopt_supervisor.kopt_tui import fmt, model
+from kopt_supervisor.engine import api
+from kopt_supervisor.engine.api import fmt
+from kopt_supervisor.kopt_tui import model
 from kopt_supervisor.kopt_tui.model import RunData
+from kopt_supervisor.kopt_tui.screens.live import KoptModalScreen
 
 
 def preview(data: RunData, version: int) -> Text:
@@ -24,8 +25,8 @@ def preview(data: RunData, version: int) -> Text:
     masks = model.restart_masks(data.iterations, version)
     masked = {it.version for it in masks}
     after = [dataclasses.replace(it, masked=True) if it.version in masked else it for it in data.iterations]
-    best = bookkeeping.best_iteration(after)
-    c = bookkeeping.counters(after)
+    best = api.best_iteration(after)
+    c = api.counters(after)
     lines = [Text.assemble(("BEST_COMMIT becomes ", ""), (fmt.sha(best.commit if best else None), "cyan"),
                            f" (v{best.version})" if best else ""),
              Text(f"consecutive regressions: {data.counters.consecutive_regressions} → {c.consecutive_regressions}; "
@@ -43,7 +44,7 @@ def preview(data: RunData, version: int) -> Text:
     return Text("\n").join(lines)
 
 
-class RestartScreen(ModalScreen[None]):
+class RestartScreen(KoptModalScreen[None]):
     BINDINGS = [
         Binding("ctrl+s", "confirm", "restart", tooltip="Restart from the highlighted point"),
         Binding("escape", "cancel", "cancel", tooltip="Close without restarting"),

@@ -8,12 +8,12 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.reactive import var
-from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
-from kopt_supervisor.kopt_tui import fmt, model
+from kopt_supervisor.engine.api import fmt
+from kopt_supervisor.kopt_tui import model
 from kopt_supervisor.kopt_tui.model import RunData
-from kopt_supervisor.kopt_tui.screens.live import renders_data
+from kopt_supervisor.kopt_tui.screens.live import KoptModalScreen, renders_data
 from kopt_supervisor.kopt_tui.widgets.class_deltas import class_table
 
 FLAG_HELP = {
@@ -49,7 +49,7 @@ def flags_to_explain(reason: str, flags: list[str] | tuple[str, ...]) -> list[st
     return [f for f in flags if f not in reason]
 
 
-class ReviewScreen(ModalScreen[None]):
+class ReviewScreen(KoptModalScreen[None]):
     BINDINGS = [
         Binding("a", "answer('accept')", "accept", tooltip="Keep the candidate (it is committed as accepted)"),
         Binding("r", "answer('reject')", "reject", tooltip="Discard the candidate"),
@@ -95,7 +95,7 @@ class ReviewScreen(ModalScreen[None]):
         if v is None:
             return
         it = self.data.by_version.get(self.version)
-        if it is not None and it.status != "borderline":
+        if it is not None and not it.awaiting_review:
             self.query_one("#review-why", Static).update(
                 Text(f"v{self.version} is no longer awaiting review: {it.status}", style="bold"))
             return
@@ -109,7 +109,7 @@ class ReviewScreen(ModalScreen[None]):
                                        FLAG_HELP.get(f, "")))
         cost = f"{v.rounds} rounds" if v.rounds is not None else ""
         if v.gpu_seconds is not None:
-            cost += f", {v.gpu_seconds:.1f} s of timed runs"
+            cost += f", {fmt.seconds(v.gpu_seconds)} of timed runs"
         if cost:
             lines.append(Text.assemble(("measured   ", "dim"), cost))
         if v.deadline_left:

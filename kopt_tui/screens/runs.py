@@ -7,12 +7,12 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.reactive import var
-from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
-from kopt_supervisor.kopt_tui import fmt, model
+from kopt_supervisor.engine.api import fmt
+from kopt_supervisor.kopt_tui import model
 from kopt_supervisor.kopt_tui.model import RunData, RunSummary
-from kopt_supervisor.kopt_tui.screens.live import renders_data
+from kopt_supervisor.kopt_tui.screens.live import KoptScreen, renders_data
 from kopt_supervisor.kopt_tui.widgets.styles import state_badge
 
 COLUMNS = (("tag", "run"), ("state", "state"), ("iter", "iter"), ("speedup", "speedup"), ("reviews", "reviews"),
@@ -26,14 +26,14 @@ def summary_cells(s: RunSummary) -> list[Text]:
         Text(s.tag, style="bold"),
         Text(f"{symbol} {s.state.replace('_', ' ')}", style=style),
         Text(f"v{s.iteration}" if s.iteration is not None else fmt.DASH),
-        Text(f"{s.speedup:.3f}x" if s.speedup else fmt.DASH, style="green" if (s.speedup or 0) > 1 else ""),
+        Text(fmt.speedup(s.speedup), style="green" if (s.speedup or 0) > 1 else ""),
         Text(", ".join(f"v{v}" for v in s.reviews) or fmt.DASH, style="bold magenta" if s.reviews else "dim"),
         Text(s.heartbeat, style="red" if s.state == "crashed" else ""),
         Text(s.note, style="dim"),
     ]
 
 
-class RunsScreen(Screen):
+class RunsScreen(KoptScreen[None]):
     BINDINGS = [
         Binding("enter", "open", "open", tooltip="Open the selected run's dashboard"),
     ]
@@ -46,7 +46,7 @@ class RunsScreen(Screen):
 
     def compose(self) -> ComposeResult:
         yield Static(id="runs-title")
-        table = DataTable(id="runs", cursor_type="row")
+        table: DataTable[Text] = DataTable(id="runs", cursor_type="row")
         table.border_title = "runs"
         yield table
         yield Footer()
@@ -83,7 +83,7 @@ class RunsScreen(Screen):
                 if (old.plain, old.style) != (cell.plain, cell.style):
                     table.update_cell(tag, col, cell)
 
-    def _rebuild(self, table: DataTable, rows: dict[str, list[Text]], widths: tuple[int, ...]) -> None:
+    def _rebuild(self, table: DataTable[Text], rows: dict[str, list[Text]], widths: tuple[int, ...]) -> None:
         """Columns sized to their contents (a handful of runs: rebuilding is instant)."""
         selected = self._selected_tag()
         table.clear(columns=True)

@@ -8,7 +8,7 @@ from textual.reactive import reactive
 from textual.widget import Widget
 from textual.widgets import Label, Sparkline
 
-from kopt_supervisor.kopt_tui import fmt
+from kopt_supervisor.engine.api import fmt
 from kopt_supervisor.kopt_tui.model import SeriesView
 
 

@@ -7,7 +7,7 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from kopt_supervisor.kopt_tui import fmt
+from kopt_supervisor.engine.api import fmt
 from kopt_supervisor.kopt_tui.model import ClassesView, ClassRow
 from kopt_supervisor.kopt_tui.widgets.styles import VERDICT_STYLE, delta_style
 
@@ -28,7 +28,7 @@ def _cells(r: ClassRow) -> dict[str, Text | str]:
         "Δ": Text(fmt.pct(delta), style=delta_style(delta)), "interval %": fmt.interval(r.lo, r.hi),
         "rnd": str(r.rounds) if r.rounds is not None else fmt.DASH,
         "verdict": Text(r.verdict or fmt.DASH, style=VERDICT_STYLE.get(r.verdict, "")),
-        "roof": f"{r.roof_pct:.0f}%" if r.roof_pct is not None else fmt.DASH,
+        "roof": fmt.share(r.roof_pct),
     }
 
 

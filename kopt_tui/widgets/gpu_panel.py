@@ -6,7 +6,7 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from kopt_supervisor.kopt_tui import fmt
+from kopt_supervisor.engine.api import fmt
 from kopt_supervisor.kopt_tui.model import GpuRow, GpusView
 
 

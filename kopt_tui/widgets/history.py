@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from rich.text import Text
 from textual.widgets import DataTable
 
-from kopt_supervisor.kopt_tui import fmt
+from kopt_supervisor.engine.api import fmt
 from kopt_supervisor.kopt_tui.model import HistoryRow
 from kopt_supervisor.kopt_tui.widgets.styles import STATUS_STYLE, delta_style
 
@@ -71,8 +71,8 @@ def row_cells(row: HistoryRow, cols: Sequence[Col], best_version: int | None) ->
 class HistoryTable(DataTable):
     """One row per iteration; masked rows dimmed."""
 
-    def __init__(self, **kw: object) -> None:
-        super().__init__(cursor_type="row", zebra_stripes=False, **kw)  # type: ignore[arg-type]
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(cursor_type="row", zebra_stripes=False, id=id, classes=classes)
         self._rows: dict[int, HistoryRow] = {}
         self._cols: tuple[Col, ...] = ()
         self._best: int | None = None

@@ -24,19 +24,21 @@ from tests.conftest import FAKE
 AGENTS = Path(__file__).resolve().parents[1] / "fake_agents"
 NCU_BIN = Path(__file__).resolve().parents[1] / "fake_target" / "bin"
 AGENT = ('\n[propose]\nkind = "command"\nagent = "generic"\n'
-         'command = "my-agent --brief {prompt} --plan {plan}"\ntimeout_s = 20\n')
+         'command = "my-agent --brief {prompt} --plan {plan}"\ntimeout_s = 20\nwritable = ["@LOG@", "~/.my-agent"]\n')
 
 
 @pytest.fixture
 def agent_on_path(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("PATH", f"{AGENTS}:{NCU_BIN}:{os.environ['PATH']}")
     monkeypatch.setenv("FAKE_AGENT_MODE", "evidence")
-    monkeypatch.setenv("FAKE_AGENT_LOG", str(tmp_path / "agent_calls.jsonl"))
+    (tmp_path / "agent_log").mkdir()
+    monkeypatch.setenv("FAKE_AGENT_LOG", str(tmp_path / "agent_log" / "calls.jsonl"))
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
 
 
 def run(fake_env, profile: bool) -> Workspace:
-    toml = {'[propose]\nkind = "command"\ncommand = "' + f"{sys.executable} {FAKE / 'proposer.py'}" + '"\ntimeout_s = 20\n': AGENT}
+    log_dir = str(Path(os.environ["FAKE_AGENT_LOG"]).parent)  # the fake agent's own log: writable to it
+    toml = {'[propose]\nkind = "command"\ncommand = "' + f"{sys.executable} {FAKE / 'proposer.py'}" + '"\ntimeout_s = 20\n': AGENT.replace("@LOG@", log_dir)}
     extra = '\n[profile]\nkind = "ncu"\n' if profile else '\n[profile]\nkind = "none"\n'
     repo, root = fake_env([], toml_replace=toml, extra_toml=extra)
     assert kopt(["--root", str(root), "init", "--repo", str(repo), "--tag", "a"]) == 0

@@ -56,9 +56,11 @@ def engine_proc(ws: Workspace, *extra: str, env: dict[str, str] | None = None) -
 
 
 def test_kill_9_mid_benchmark_resumes_without_loss_or_orphans(fake_env, monkeypatch):
+    """Unconfined (--no-sandbox): the bench outlives a killed engine, and the next engine finds
+    and ends it by the workspace marker in its environment."""
     repo, root = fake_env(["gain5", "gain5", "gain5"])
     ws = init(repo, root)
-    eng = engine_proc(ws, "--max-iters", "3", env={"FAKE_SLEEP": "2"})
+    eng = engine_proc(ws, "--max-iters", "3", "--no-sandbox", env={"FAKE_SLEEP": "2"})
     # wait until v1 is being timed (a bench child is alive: child_pgid names a group a moment
     # after its bench ended too), then kill the engine hard while the bench sleeps its 2 s
     wait_for(lambda: (meta(ws, "progress") or {}).get("version") == 1 and meta(ws, "child_pgid")
@@ -71,7 +73,7 @@ def test_kill_9_mid_benchmark_resumes_without_loss_or_orphans(fake_env, monkeypa
     assert api.status(ws)["state"] == "crashed"
 
     monkeypatch.setenv("FAKE_SLEEP", "0")
-    assert run_engine(ws, max_iters=2) == 0
+    assert run_engine(ws, max_iters=2, no_sandbox=True) == 0
     got = statuses(ws)
     assert got[0] == (0, "baseline", False) and got[1][1] == "interrupted"
     assert [s for _, s, _ in got[2:]] == ["keep", "keep"]
@@ -134,7 +136,8 @@ def test_restart_masks_later_iterations_and_resets_to_vk(fake_env):
     assert git(ws.best, "rev-parse", "HEAD~1") == v1_commit
     # the masked iterations never reach the proposer's prompt
     prompt = (ws.log_dir(4) / "prompt.md").read_text()
-    assert "- v1 [keep]" in prompt and "- v2 " not in prompt and "- v3 " not in prompt
+    assert "- **v1** keep" in prompt and "**v2**" not in prompt and "**v3**" not in prompt
+    assert "left out on purpose: v2, v3" in prompt  # named, never shown
     # restart from a non-kept iteration is refused with the reason
     assert kopt(["--root", str(root), "restart", "t", "--from", "v3"]) == 2
 
@@ -246,11 +249,13 @@ def test_ab_command_path_feeds_the_same_decision(fake_env):
     assert blocks == {0, 1, 2, 3}
 
 
-def _serving(fake_env, script: list[str], **kw):
+def _serving(fake_env, script: list[str], writable: str = "", **kw):
     ab = Path(__file__).parent.parent / "fake_target" / "ab.py"
+    extra = f'writable = ["{writable}"]\n' if writable else ""
     return fake_env(script, **kw, toml_replace={
         "timeout_s = 20\n\n[decide]":
-            f'timeout_s = 5\nab_command = "{sys.executable} {ab} {{best}} {{cand}} --serve"\nab_serve = true\n\n[decide]'})
+            f'timeout_s = 5\nab_command = "{sys.executable} {ab} {{best}} {{cand}} --serve"\nab_serve = true\n'
+            f'{extra}\n[decide]'})
 
 
 def _starts(log: Path) -> int:
@@ -258,8 +263,9 @@ def _starts(log: Path) -> int:
 
 
 def test_a_serving_ab_command_answers_every_look_of_a_decision(fake_env, monkeypatch, tmp_path):
-    repo, root = _serving(fake_env, ["gain5", "loss5"])
-    log = tmp_path / "starts.log"
+    (tmp_path / "serve_log").mkdir()  # the fake serving bench counts its starts there: writable to it
+    repo, root = _serving(fake_env, ["gain5", "loss5"], writable=str(tmp_path / "serve_log"))
+    log = tmp_path / "serve_log" / "starts.log"
     monkeypatch.setenv("FAKE_SERVE_LOG", str(log))
     ws = init(repo, root)
     assert run_engine(ws, max_iters=2) == 0
@@ -275,9 +281,9 @@ def test_a_serving_ab_command_answers_every_look_of_a_decision(fake_env, monkeyp
     assert sorted(p.name for p in ws.log_dir(1).glob("eval_r*_ab.csv")) == [f"eval_r{r}_ab.csv" for r in sorted(looks)]
 
     # a process that leaves after each 2 looks (`done N last`): the next look starts another
-    repo, root = _serving(fake_env, ["gain5"], name="t2")
+    repo, root = _serving(fake_env, ["gain5"], name="t2", writable=str(tmp_path / "serve_log"))
     monkeypatch.setenv("FAKE_SERVE_LOOKS", "2")
-    log2 = tmp_path / "starts2.log"
+    log2 = tmp_path / "serve_log" / "starts2.log"
     monkeypatch.setenv("FAKE_SERVE_LOG", str(log2))
     ws = init(repo, root, tag="t2")
     assert run_engine(ws, max_iters=1) == 0
@@ -310,7 +316,7 @@ def test_a_serving_ab_command_that_fails_a_look_fails_the_iteration_not_the_run(
 def test_kill_9_with_a_serving_bench_up_resumes_and_ends_the_orphan(fake_env, monkeypatch):
     repo, root = _serving(fake_env, ["gain5", "gain5", "gain5"])
     ws = init(repo, root)
-    eng = engine_proc(ws, "--max-iters", "3", env={"FAKE_SERVE_HANG_AT": "2"})  # v1's third look never ends
+    eng = engine_proc(ws, "--max-iters", "3", "--no-sandbox", env={"FAKE_SERVE_HANG_AT": "2"})  # v1's third look never ends
     wait_for(lambda: (meta(ws, "progress") or {}).get("version") == 1 and meta(ws, "child_pgid")
              and (ws.log_dir(1) / "eval_r1_ab.csv").exists(), what="v1's serving bench past two looks")
     pgid = meta(ws, "child_pgid")
@@ -319,7 +325,7 @@ def test_kill_9_with_a_serving_bench_up_resumes_and_ends_the_orphan(fake_env, mo
     assert any(_live(p) for p in psutil.process_iter() if _pgid(p) == pgid), "the serving bench outlives the engine"
 
     monkeypatch.delenv("FAKE_SERVE_HANG_AT", raising=False)
-    assert run_engine(ws, max_iters=2) == 0
+    assert run_engine(ws, max_iters=2, no_sandbox=True) == 0
     got = statuses(ws)
     assert got[0] == (0, "baseline", False) and got[1][1] == "interrupted"
     assert [s for _, s, _ in got[2:]] == ["keep", "keep"]
@@ -351,3 +357,21 @@ def test_a_review_accepted_after_the_engine_was_killed_keeps_its_roofline_figure
     assert v1 is not None and v1.status == "accepted" and v1.commit
     kept = v1.record["roofline"]["configs"]
     assert {k: p["pct_of_peak"] for k, p in kept.items()} == {k: p["pct_of_peak"] for k, p in measured.items()}
+
+
+def test_under_the_sandbox_nothing_of_a_killed_engine_outlives_it(fake_env, monkeypatch):
+    """Confined, the bench runs in a PID namespace that dies with the engine: a kill -9 of the
+    engine leaves no process behind at all (no orphan for the next engine to find)."""
+    from tests.reliability.helpers import marked_processes
+
+    repo, root = fake_env(["gain5", "gain5"])
+    ws = init(repo, root)
+    eng = engine_proc(ws, "--max-iters", "2", env={"FAKE_SLEEP": "3", "FAKE_LINGER": "60"})
+    wait_for(lambda: (meta(ws, "progress") or {}).get("version") == 1 and meta(ws, "child_pgid")
+             and marked_processes(ws), what="v1's bench running")
+    os.kill(eng.pid, signal.SIGKILL)
+    eng.wait()
+    wait_for(lambda: not marked_processes(ws), timeout=10, what="every sandboxed process gone with the engine")
+    monkeypatch.setenv("FAKE_SLEEP", "0")
+    assert run_engine(ws, max_iters=1) == 0
+    assert [s for _, s, _ in statuses(ws)] == ["baseline", "interrupted", "keep"]

@@ -24,7 +24,7 @@ def _interpreted() -> None:
 
 
 @pytest.fixture
-def harness_path(monkeypatch: pytest.MonkeyPatch) -> Path:
-    """kernels/ on sys.path: the solutions import `harness` as a top-level package."""
-    monkeypatch.syspath_prepend(str(KERNELS))
+def harness_path() -> Path:
+    """kopt's kernels/ folder (the solutions import the installed public harness,
+    kopt_supervisor.kernels.harness: nothing goes on sys.path)."""
     return KERNELS

@@ -43,10 +43,7 @@ def test_ignored_columns_match_the_bench() -> None:
 
 
 def _contract(name: str):  # noqa: ANN202
-    import sys
-
-    sys.path.insert(0, str(catalog.HERE))
-    from harness.loader import load_module
+    from kopt_supervisor.kernels.harness.loader import load_module
 
     return load_module(catalog.KERNELS[name].folder / "contract.py", f"t_{name}_contract")
 
@@ -62,8 +59,10 @@ def test_materialize_naive_and_tuned(tmp_path: Path, name: str) -> None:
     assert all(pn["*"]["BLOCK_D"] < s.dims[row] for s in _contract(name).SHAPES if s.kind == "production")
     files = {p.relative_to(naive).as_posix() for p in naive.rglob("*") if p.is_file()}
     assert {"bench.py", "contract.py", "roofline.py", "params.json", "kopt.toml", ".gitignore",
-            f"baseline/{name}.py", f"solution/{name}.py", "harness/bench.py", "harness/timing.py"} <= files
-    assert not any("__pycache__" in f or f.endswith("naive.json") for f in files)
+            f"baseline/{name}.py", f"solution/{name}.py"} <= files
+    # no private copy of the harness: the bench and the solution import kopt's public one
+    assert not any("__pycache__" in f or f.endswith("naive.json") or f.startswith("harness/") for f in files)
+    assert "from kopt_supervisor.kernels import harness" in (naive / "bench.py").read_text()
     cfg = config.load(naive / "kopt.toml")
     t = cfg.target
     assert t.metric == "us" and t.direction == "min" and t.class_by == ["dclass"] and t.csv == "-"
@@ -110,8 +109,8 @@ def test_alike_block_sizes_launch_one_tile_for_every_shape_of_their_class(harnes
     """The kopt.toml's [propose.tune].alike: BLOCK_D values listed together give every shape of
     that class (the bench's shapes on this machine) the same launch, as the solution computes it;
     each value left out of a group gives at least one shape another tile."""
-    from harness.loader import load_module
-    from harness.params import launch_meta
+    from kopt_supervisor.kernels.harness.loader import load_module
+    from kopt_supervisor.kernels.harness.params import launch_meta
 
     info = catalog.KERNELS[name]
     sol = load_module(harness_path / name / "solution" / f"{name}.py", f"t_alike_{name}_solution")
@@ -182,7 +181,7 @@ def test_once_mode_checks_without_timing(tmp_path: Path, harness_path: Path, cap
     """kopt.toml's [profile] command: the contract alone, every shape, nothing timed."""
     repo = _materialize(tmp_path, "adaln", True)
     assert config.load(repo / "kopt.toml").profile.command.endswith("bench.py --once --dtypes bfloat16")
-    from harness.bench import main
+    from kopt_supervisor.kernels.harness.bench import main
 
     assert main(repo, ["--once"]) == 0
     df = pd.read_csv(io.StringIO(capsys.readouterr().out))

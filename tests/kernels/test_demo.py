@@ -21,19 +21,54 @@ pytest.importorskip("torch")
 pytest.importorskip("triton")
 
 
+BUNDLED = {"kernels": catalog.KERNELS, "materialize": catalog.materialize}
+"""What `kopt demo` hands the engine: the engine never imports the bundled kernels itself."""
+
+
 @pytest.mark.parametrize("kernel", sorted(catalog.KERNELS))
 def test_prepare_demo_on_a_machine_without_a_gpu(tmp_path: Path, monkeypatch, kernel: str) -> None:
     monkeypatch.setattr(demo, "has_gpu", lambda: False)
-    ws, gpu = demo.prepare_demo(tmp_path, kernel, "t", headless=True)
+    ws, gpu = api.prepare_demo(tmp_path, kernel, "t", headless=True, **BUNDLED)
     assert not gpu and ws.dir == tmp_path / "t"
     cfg = config.load(ws.dir / "kopt.toml")  # the frozen copy, as the engine will read it
     assert set(cfg.propose.tune.space) == set(catalog.CPU_PARAMS) and cfg.decide.review_timeout_s == 0
     with Store(ws.db_path) as store:
-        assert store.get("notice") == demo.CPU_NOTICE and store.get("demo")["gpu"] is False
+        assert store.get("notice") == api.CPU_NOTICE and store.get("demo")["gpu"] is False
     with pytest.raises(BadInput, match="exists already"):
-        demo.prepare_demo(tmp_path, kernel, "t")
+        api.prepare_demo(tmp_path, kernel, "t", **BUNDLED)
     with pytest.raises(BadInput, match="unknown demo kernel 'nope'"):
-        demo.prepare_demo(tmp_path, "nope")
+        api.prepare_demo(tmp_path, "nope", **BUNDLED)
+
+
+def test_prepare_demo_takes_whatever_catalog_it_is_handed(tmp_path: Path, monkeypatch) -> None:
+    """The engine side knows no kernel by name: it materialises what the caller names, with
+    the caller's function, and says which kernels it was given when asked for another."""
+    monkeypatch.setattr(demo, "has_gpu", lambda: True)
+    calls: list[tuple[str, Path, dict]] = []
+
+    def materialize(name: str, dest: Path, naive: bool = True, **kw) -> None:
+        calls.append((name, dest, {"naive": naive, **kw}))
+        (dest / "kopt.toml").write_text('[target]\nbench = "python bench.py"\nmetric = "us"\n')
+        (dest / "bench.py").write_text("print('config,us')\n")
+
+    ws, gpu = api.prepare_demo(tmp_path, "toy", "t", kernels={"toy"}, materialize=materialize)
+    assert gpu and calls == [("toy", tmp_path / ".repos" / "t",
+                              {"naive": True, "cpu": False, "review_timeout_s": demo.TUI_REVIEW_S, "profile": True})]
+    assert (tmp_path / ".repos" / "t" / "bench.py").exists() and ws.load_config().target.metric == "us"
+    with pytest.raises(BadInput, match=r"unknown demo kernel 'rmsnorm' \(bundled: toy\)"):
+        api.prepare_demo(tmp_path, "rmsnorm", "u", kernels={"toy"}, materialize=materialize)
+
+
+def test_a_failed_materialisation_leaves_no_repo_behind(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(demo, "has_gpu", lambda: False)
+
+    def broken(name: str, dest: Path, naive: bool = True, **kw) -> None:
+        (dest / "half-written").write_text("x")
+        raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"):
+        api.prepare_demo(tmp_path, "toy", "t", kernels={"toy"}, materialize=broken)
+    assert not (tmp_path / ".repos" / "t").exists() and not (tmp_path / "t").exists()
 
 
 @pytest.mark.slow

@@ -20,7 +20,7 @@ NAMES = sorted(catalog.KERNELS)
 
 
 def _load(harness_path: Path, name: str, tag: str, path: Path | None = None):  # noqa: ANN202
-    from harness.loader import load_module
+    from kopt_supervisor.kernels.harness.loader import load_module
 
     folder = harness_path / name
     contract = load_module(folder / "contract.py", f"t_{name}_contract")
@@ -29,8 +29,8 @@ def _load(harness_path: Path, name: str, tag: str, path: Path | None = None):  #
 
 
 def _check_all(harness_path: Path, name: str, sol, dtypes=None) -> list[tuple[str, str, float, str]]:  # noqa: ANN001
-    from harness.bench import Case
-    from harness.loader import load_module
+    from kopt_supervisor.kernels.harness.bench import Case
+    from kopt_supervisor.kernels.harness.loader import load_module
 
     folder = harness_path / name
     contract = load_module(folder / "contract.py", f"t_{name}_contract")
@@ -49,7 +49,7 @@ def test_solution_and_baseline_pass_the_contract(harness_path: Path, name: str) 
     _, sol = _load(harness_path, name, "good")
     results = _check_all(harness_path, name, sol)
     assert len(results) == 6 and all(err <= 1.0 and not why for _, _, err, why in results), results
-    from harness.loader import load_module
+    from kopt_supervisor.kernels.harness.loader import load_module
 
     base = load_module(harness_path / name / "baseline" / f"{name}.py", f"t_{name}_baseline")
     assert all(err <= 1.0 and not why for _, _, err, why in _check_all(harness_path, name, base))
@@ -77,7 +77,7 @@ def test_a_broken_solution_fails_the_contract(harness_path: Path, tmp_path: Path
 @pytest.mark.parametrize("name", NAMES)
 def test_class_rule_roofline_and_params_agree(harness_path: Path, name: str) -> None:
     contract, sol = _load(harness_path, name, "rules")
-    from harness.loader import load_module
+    from kopt_supervisor.kernels.harness.loader import load_module
 
     roofline = load_module(harness_path / name / "roofline.py", f"t_{name}_roofline2")
     info = catalog.KERNELS[name]

@@ -20,8 +20,7 @@ CODE = """
 import json, sys, triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
-sys.path.insert(0, sys.argv[1])
-from harness.loader import load_module
+from kopt_supervisor.kernels.harness.loader import load_module
 ada = load_module(sys.argv[1] + '/adaln/solution/adaln.py', 'ada')._adaln_kernel
 rms = load_module(sys.argv[1] + '/rmsnorm/solution/rmsnorm.py', 'rms')._rms_kernel
 def sig(dt, names):

@@ -109,8 +109,9 @@ def test_sigkill_after_every_persisted_step_then_resume(tmp_path, monkeypatch):
                 # the commit made before the crash is adopted, not made again
                 assert [it.status for it in its] == ["baseline", "regression", "keep"], where
                 assert any("adopted commit" in m for m in events(ws, "recover")), where
-            if steps[n - 1].startswith("child started"):
-                assert any("orphan" in m for m in events(ws, "recover")), where
+            # a child that outlived the engine was ended: by its sandbox's PID namespace dying
+            # with the engine (check_invariants: no process carries the run's marker), or, run
+            # unconfined, by the recovery (tests/engine/test_resume_and_control.py)
         except AssertionError:
             kill_marked(ws)
             raise

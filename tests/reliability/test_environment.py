@@ -41,19 +41,25 @@ def test_stale_git_locks_are_removed_and_the_keep_commits(fake_env):
     check_invariants(ws, repo)
 
 
-def test_worktrees_deleted_by_hand_are_recreated(fake_env):
+@pytest.mark.parametrize("confined", [True, False], ids=["sandbox", "no-sandbox"])
+def test_worktrees_deleted_by_hand_are_recreated(fake_env, confined):
     repo, root = fake_env(["gain5", "do:import shutil; shutil.rmtree('../best'); speed['small'] *= 0.9; "
                            "json.dump(k, open('kernel.json', 'w'))", "gain5"], toml_replace=FAST)
     ws = init(repo, root)
-    assert run_engine(ws, max_iters=1) == 0
+    assert run_engine(ws, max_iters=1, no_sandbox=not confined) == 0
     shutil.rmtree(ws.best)  # by hand, between two engine runs
     shutil.rmtree(ws.cand)
-    assert run_engine(ws, max_iters=2) == 0  # and v2's proposal deletes best/ during the run
+    assert run_engine(ws, max_iters=2, no_sandbox=not confined) == 0  # and v2's proposal deletes best/
     its = iterations(ws)
-    assert [it.status for it in its] == ["baseline", "keep", "fail_protected", "keep"]
-    assert "best/ is no longer a usable git worktree" in its[2].record["decision"]["reason"]
     recreated = [m for m in events(ws, "recover") if "re-created the missing worktree" in m]
-    assert len(recreated) == 3  # best/ and cand/ after the hand, best/ after v2
+    if confined:  # the proposer cannot see best/: its rmtree fails, the proposal with it
+        assert [it.status for it in its] == ["baseline", "keep", "fail_propose", "keep"]
+        assert "proposer exit code 1" in its[2].record["decision"]["reason"]
+        assert len(recreated) == 2  # best/ and cand/ after the hand
+    else:
+        assert [it.status for it in its] == ["baseline", "keep", "fail_protected", "keep"]
+        assert "best/ is no longer a usable git worktree" in its[2].record["decision"]["reason"]
+        assert len(recreated) == 3  # best/ and cand/ after the hand, best/ after v2
     check_invariants(ws, repo)
 
 
@@ -143,9 +149,12 @@ class VanishingGpu(FakeBackend):
 
 @pytest.mark.parametrize("blip", [True, False], ids=["blip", "gone"])
 def test_gpu_vanishing_mid_round(fake_env, tmp_path, monkeypatch, blip):
-    flag = tmp_path / "GPU_GONE"
+    (tmp_path / "flag").mkdir()  # the candidate's bench creates the flag there: writable to it
+    flag = tmp_path / "flag" / "GPU_GONE"
     repo, root = fake_env([f"do:k['touch'] = {str(flag)!r}; " + "speed['small'] *= 0.95; speed['large'] *= 0.95; "
-                           "json.dump(k, open('kernel.json', 'w'))"], toml_replace={**FAST, GATE[0]: GATE[1]})
+                           "json.dump(k, open('kernel.json', 'w'))"],
+                          toml_replace={**FAST, GATE[0]: GATE[1],
+                                        "timeout_s = 20\n\n[decide]": f'timeout_s = 20\nwritable = ["{tmp_path / "flag"}"]\n\n[decide]'})
     fake = tmp_path / "gpus.json"
     fake.write_text(json.dumps([GPU]))
     monkeypatch.setenv("KOPT_GPU_CLAIMS_DIR", str(tmp_path / "claims"))

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from kopt_supervisor.engine import fmt
 from kopt_supervisor.engine.projections import fmt_num
 from kopt_supervisor.engine.report import write_report
 from kopt_supervisor.engine.report.render import SECTIONS
@@ -100,12 +101,12 @@ def test_latency_statistics_match_the_store(demo, report):
             row = seen[(config, tree)]
             q = statistics.quantiles(vals, n=10, method="inclusive")
             assert row["samples"] == str(len(vals))
-            assert row["median"] == fmt_num(statistics.median(vals))
-            assert row["mean"] == fmt_num(statistics.fmean(vals))
-            assert row["std"] == fmt_num(statistics.stdev(vals))
-            assert row["min"] == fmt_num(min(vals))
-            assert row["p10"] == fmt_num(q[0])
-            assert row["p90"] == fmt_num(q[8])
+            assert row["median"] == fmt.num(statistics.median(vals))
+            assert row["mean"] == fmt.num(statistics.fmean(vals))
+            assert row["std"] == fmt.num(statistics.stdev(vals))
+            assert row["min"] == fmt.num(min(vals))
+            assert row["p10"] == fmt.num(q[0])
+            assert row["p90"] == fmt.num(q[8])
     text = sections(report)["Latency per config"]
     n_base = sum(len(v) for v in base.values())
     assert f"v0 (12), v1 ({n_base - 12})" in text
@@ -120,7 +121,7 @@ def test_speedups_and_geomeans_match_the_store(demo, report):
     for c, s in speed.items():
         assert rows[c]["speedup"] == f"{s:.3f}×"
         assert rows[c]["production"] == ("yes" if production(c) else "no")
-        assert rows[c]["baseline median us"] == fmt_num(statistics.median(base[c]))
+        assert rows[c]["baseline median us"] == fmt.num(statistics.median(base[c]))
     prod = [speed[c] for c in speed if production(c)]
     assert len(prod) == 3
     gm = geomean(prod)
@@ -170,12 +171,13 @@ def test_roofline_uses_the_formulas_the_medians_and_the_cited_peak(demo, report)
     for c, vals in final.items():
         n = int(c.split("n=")[1])
         seconds = statistics.median(vals) * 1e-6
-        assert rows[c]["bytes"] == fmt_num(float(n * 8))
-        assert rows[c]["FLOPs"] == fmt_num(float(n * 2))
-        assert rows[c]["final bandwidth"] == f"{n * 8 / seconds / 1e6:.4g} MB/s"  # CPU times: MB/s
+        assert rows[c]["bytes"] == fmt.num(float(n * 8))
+        assert rows[c]["FLOPs"] == fmt.num(float(n * 2))
+        assert rows[c]["final bandwidth"] == fmt.rate(n * 8 / seconds, "B/s")
+        assert rows[c]["final bandwidth"].endswith(" MB/s")  # CPU times
         assert rows[c]["bound"] == "memory"
         floor = max(n * 8 / 3.35e12, n * 2 / 989.4e12)
-        assert rows[c]["final % of peak"] == f"{100 * floor / seconds:.3g}%"
+        assert rows[c]["final % of peak"] == fmt.share(100 * floor / seconds)
     classes = {r["class"]: r for r in table(text, "class")}
     assert "below the 90% stop target" in classes["cls=large"]["bound or blocker"]
     # the loop's own record of the final keep is cited beside it
@@ -227,7 +229,7 @@ def test_chart_is_text_with_the_kept_points(demo, report):
         assert versions == ["v0", "v1", "v3", "v4"]
         first = block.splitlines()[0]
         expected = geomean([statistics.median(v) for c, v in base.items() if cls in c])
-        assert first.split()[-1] == fmt_num(expected)
+        assert first.split()[-1] == fmt.num(expected)
 
 
 def test_png_is_drawn_when_matplotlib_imports_and_removed_when_it_does_not(demo, tmp_path, monkeypatch):
@@ -285,7 +287,7 @@ def test_performance_md_is_baseline_and_unmasked_keeps_with_the_stop_summary(dem
     assert rows[3]["Bottleneck targeted"] == its[4]["hypothesis"]
     cls_small = its[3]["record"]["classes"]["cls=small"]
     assert rows[2]["Δ vs previous best"] == f"{cls_small['delta_pct']:+.2f}%"
-    assert rows[2]["us"] == fmt_num(cls_small["cand"])
+    assert rows[2]["us"] == fmt_num(cls_small["cand"])  # performance.md: projections' own formatter still
     assert all(r["Bench command"] == f"`{demo.load_config().target.bench}`" for r in rows)
     stop = sections(perf)["Stop Summary"]
     assert "[stop].max_iters = 6" in stop and f"BEST_COMMIT: {its[4]['commit_sha']}" in stop

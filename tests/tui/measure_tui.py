@@ -13,7 +13,7 @@ Everything runs the real `kopt` (python -m kopt_supervisor.kopt_tui.cli) in tmux
 4. the same, headless in-process (App.run_test), best of 3;
 5. paging through the 1,000 rows: PageUp ×20 at 200×60 (Pilot), per page, and the same for a
    bare Textual DataTable of 1,000 rows × 8 columns (what the library costs by itself);
-6. Python start-up plus the TUI's imports (`python -c "import kopt_supervisor.kopt_tui.cli, kopt_tui.app"`).
+6. Python start-up plus the TUI's imports (`python -c "import kopt_supervisor.kopt_tui.cli, kopt_supervisor.kopt_tui.app"`).
 
 It prints a table; paste it into docs/user-guide.md with the date and the machine.
 """
@@ -127,7 +127,7 @@ def import_time() -> float:
     best = float("inf")
     for _ in range(4):  # the first run warms the file cache
         t0 = time.perf_counter()
-        res = subprocess.run([sys.executable, "-c", "import kopt_supervisor.kopt_tui.cli, kopt_tui.app"], cwd=root, env=env,
+        res = subprocess.run([sys.executable, "-c", "import kopt_supervisor.kopt_tui.cli, kopt_supervisor.kopt_tui.app"], cwd=root, env=env,
                              capture_output=True)
         assert res.returncode == 0, res.stderr
         best = min(best, time.perf_counter() - t0)
@@ -172,7 +172,7 @@ def main() -> None:
         rows.append(("PageUp through the 1,000 rows at 200×60 (Pilot), per page", f"{page * 1000:.0f} ms"))
         bare = asyncio.run(bare_datatable_page())
         rows.append(("the same, a bare Textual DataTable of 1,000 × 8 cells", f"{bare * 1000:.0f} ms"))
-        rows.append(("Python start-up + `import kopt_supervisor.kopt_tui.cli, kopt_tui.app`, best of 4", f"{import_time():.2f} s"))
+        rows.append(("Python start-up + `import kopt_supervisor.kopt_tui.cli, kopt_supervisor.kopt_tui.app`, best of 4", f"{import_time():.2f} s"))
     finally:
         tmux.kill_server()
         if live_ws is not None:

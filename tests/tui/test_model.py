@@ -5,9 +5,10 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from kopt_supervisor.engine import fmt
 from kopt_supervisor.engine.store import Iteration, Store
 from kopt_supervisor.engine.workspace import Workspace
-from kopt_supervisor.kopt_tui import fmt, model
+from kopt_supervisor.kopt_tui import model
 from kopt_supervisor.kopt_tui.watch import Poller, RunCache, RunsSnapshot
 from tests.tui.fixtures import DONE, PENDING, REVIEW, grow_run
 
@@ -189,3 +190,29 @@ def test_a_flag_the_reason_already_names_gets_no_second_explanation() -> None:
     reason = "dclass=wide is 3.1x faster, more than the suspicious_speedup of 3x: check that it computes the same thing"
     assert flags_to_explain(reason, ("suspicious_speedup", "outliers_dropped")) == ["outliers_dropped"]
     assert flags_to_explain("undecided after 8 rounds", ["undecided_at_max_rounds"]) == ["undecided_at_max_rounds"]
+
+
+def test_one_iteration_prints_its_numbers_alike_in_the_tui_results_md_and_the_export() -> None:
+    """The same latency, change and interval are the same text on the dashboard, in
+    results.md's kept iterations and in the export branch's commit message (engine.fmt)."""
+    from rich.console import Console
+
+    from kopt_supervisor.engine.report.export import ExportedKeep, keep_message
+    from kopt_supervisor.engine.report.render import _class_deltas
+    from kopt_supervisor.kopt_tui.widgets.class_deltas import class_table
+
+    best, cand = 11937.2, 10522.46
+    c = {"best": best, "cand": cand, "ratio": cand / best, "lo": 0.838, "hi": 0.9301,
+         "delta_pct": (cand / best - 1) * 100, "verdict": "improved", "rounds": 6}
+    it = Iteration(3, "keep", hypothesis="h", commit="c" * 40, record={"classes": {"dclass=narrow": c}})
+    console = Console(width=200, record=True, color_system=None)
+    console.print(class_table(model.class_rows(it)))
+    tui = console.export_text()
+    md = _class_deltas(it)
+    message = keep_message(it, "t", ExportedKeep(3, "e" * 40))
+    latency, change, interval = fmt.num(best), fmt.pct(c["delta_pct"]), fmt.interval(c["lo"], c["hi"])
+    assert (latency, fmt.num(cand), change, interval) == ("11937", "10522", "-11.85%", "[-16.2, -7.0]")
+    for text in (latency, fmt.num(cand)):
+        assert text in tui and text in message
+    for text in (change, interval):
+        assert text in tui and text in md and text in message

@@ -25,8 +25,9 @@ from pathlib import Path
 import torch
 import triton
 import triton.language as tl
-from harness.params import class_key as _key
-from harness.params import launch_meta, load, min_programs
+
+from kopt_supervisor.kernels.harness.params import class_key as _key
+from kopt_supervisor.kernels.harness.params import launch_meta, load, min_programs
 
 PARAMS_PATH = Path(__file__).resolve().parent.parent / "params.json"
 PARAMS = load(PARAMS_PATH)

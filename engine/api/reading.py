@@ -1,30 +1,28 @@
-"""What clients (the CLI, the TUI) read from a run and send to it.
-
-Reads open run.db read-only and never block the engine. Sends insert a command row; when no
-engine owns the workspace, commands that only change the history (mask, unmask, restart,
-pause, resume) are applied here, under the workspace lock, by the same code the engine uses.
-`status()` is the stable JSON of `kopt status --json` (DESIGN.md §10).
+"""Reading a run: its state (`status`, the stable JSON of `kopt status --json`, DESIGN.md
+§10), every run under a root, its memory records, and `RunReader`, the TUI's cheap read-only
+view. Reads open run.db read-only and never block the engine.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kopt_supervisor.engine import bookkeeping, history
-from kopt_supervisor.engine.daemon import engine_alive, workspace_lock
+from kopt_supervisor.engine import bookkeeping
+from kopt_supervisor.engine.daemon import engine_alive
 from kopt_supervisor.engine.errors import BadInput
-from kopt_supervisor.engine.store import Command, Iteration, Store
-from kopt_supervisor.engine.workspace import Workspace, list_workspaces, write_projections
+from kopt_supervisor.engine.records import Iteration, awaiting_review
+from kopt_supervisor.engine.store import Command, Event, Store
+from kopt_supervisor.engine.workspace import Workspace, list_workspaces
 
 LIVE_STATES = ("running", "paused", "waiting_gpu", "awaiting_review")
-STALE_HEARTBEAT_S = 10.0
+"""States in which an engine should be running."""
 
 
 def effective_state(meta: dict[str, Any], alive: bool) -> str:
+    """The run's state as a client shows it: a live state with no engine alive is "crashed"."""
     state = meta.get("state") or "stopped"
     if state in LIVE_STATES and not alive:
         return "crashed"
@@ -32,6 +30,7 @@ def effective_state(meta: dict[str, Any], alive: bool) -> str:
 
 
 def heartbeat_age(meta: dict[str, Any], now: float | None = None) -> float | None:
+    """Seconds since the engine's last heartbeat, None when it never beat."""
     hb = meta.get("heartbeat") or {}
     t = hb.get("t")
     return None if t is None else max(0.0, (now or time.time()) - float(t))
@@ -75,7 +74,7 @@ def status(ws: Workspace) -> dict[str, Any]:
         "recent_regressions": c.recent_regressions,
         "candidates": c.candidates,
         "keeps": c.keeps,
-        "pending_reviews": [it.version for it in its if it.status == "borderline" and not it.masked],
+        "pending_reviews": awaiting_review(its),
         "masked": [it.version for it in its if it.masked],
         "stop_reason": meta.get("stop_reason"),
         "engine_pid": pid if alive else None,
@@ -99,66 +98,25 @@ def list_runs(root: Path) -> list[dict[str, Any]]:
     return out
 
 
-@dataclass(frozen=True)
-class Sent:
-    command_id: int | None
-    applied: bool
-    """True when no engine ran and the change was applied directly."""
-    message: str
+def memory_records(ws: Workspace, *, unmasked_only: bool = False) -> list[dict[str, Any]]:
+    """Every iteration's memory record (what memory/vN.json holds), oldest first; only the
+    unmasked ones with `unmasked_only` (`kopt memory summary`)."""
+    from kopt_supervisor.engine.projections import memory_record as project
+
+    with ws.open_store(readonly=True) as store:
+        its = store.iterations()
+    return [project(it) for it in its if not (unmasked_only and it.masked)]
 
 
-def send(ws: Workspace, kind: str, args: dict[str, Any] | None = None, *, source: str = "cli") -> Sent:
-    """Send a command to the run's engine, or apply it when no engine owns the workspace."""
-    args = dict(args or {})
-    ws.require()
-    alive, pid = engine_alive(ws)
-    if not alive:
-        applied = _apply_offline(ws, kind, args, source)
-        if applied is not None:
-            return Sent(None, True, applied)
-    with Store(ws.db_path) as store:
-        _validate(store, kind, args)
-        cid = store.send_command(kind, args, source=source)
-    if alive:
-        return Sent(cid, False, f"sent to the engine (pid {pid})")
-    return Sent(cid, False, "queued: no engine is running; it applies when the run resumes (`kopt run`)")
+def memory_record(ws: Workspace, version: int) -> dict[str, Any]:
+    """One iteration's memory record; BadInput when vN does not exist."""
+    from kopt_supervisor.engine.projections import memory_record as project
 
-
-def _validate(store: Store, kind: str, args: dict[str, Any]) -> None:
-    if kind in ("accept", "reject", "more_rounds"):
-        v = int(args["version"])
-        it = store.iteration(v)
-        if it is None or it.status != "borderline":
-            raise BadInput(f"v{v} is not awaiting review" + (f" (status {it.status})" if it else ""))
-    if kind == "restart":
-        history.check_restart_point(store, int(args["version"]))
-
-
-def _apply_offline(ws: Workspace, kind: str, args: dict[str, Any], source: str) -> str | None:
-    if kind not in ("mask", "unmask", "restart", "pause", "resume", "stop"):
-        return None
-    with workspace_lock(ws), Store(ws.db_path) as store:
-        message = _apply_locked(ws, store, kind, args, source)
-        write_projections(ws, store, ws.load_config())
-        return message
-
-
-def _apply_locked(ws: Workspace, store: Store, kind: str, args: dict[str, Any], source: str) -> str:
-    if kind in ("mask", "unmask"):
-        changed = history.set_masked(ws, store, [int(v) for v in args.get("versions", [])], kind == "mask")
-        store.event("command", f"{kind}ed {', '.join(f'v{v}' for v in changed) or 'nothing'} ({source}, offline)")
-        return f"{kind}ed {', '.join(f'v{v}' for v in changed) or 'nothing'}"
-    if kind == "restart":
-        changed = history.restart_from(ws, store, int(args["version"]), str(args.get("why") or ""))
-        store.set_many({"state": "stopped", "stop_reason": f"restarted from v{args['version']}; `kopt run` resumes"})
-        return (f"restarted from v{args['version']}: masked {', '.join(f'v{v}' for v in changed) or 'nothing'}; "
-                f"`kopt run {ws.tag}` continues from there")
-    if kind in ("pause", "resume"):
-        store.set("paused", kind == "pause")
-        return f"{kind}d (takes effect when the engine runs)"
-    if store.get("state") in LIVE_STATES:
-        store.set_many({"state": "stopped", "stop_reason": "stopped by the engineer (the engine was not running)"})
-    return "no engine is running; the run is stopped"
+    with ws.open_store(readonly=True) as store:
+        it = store.iteration(version)
+    if it is None:
+        raise BadInput(f"v{version} does not exist")
+    return project(it)
 
 
 class RunReader:
@@ -203,7 +161,7 @@ class RunReader:
         """Commands sent but not yet handled (queued while no engine runs, or in flight)."""
         return self.store.pending_commands()
 
-    def events(self, since_id: int = 0, version: int | None = None, limit: int = 500) -> list[Any]:
+    def events(self, since_id: int = 0, version: int | None = None, limit: int = 500) -> list[Event]:
         return self.store.events(since_id=since_id, version=version, limit=limit)
 
     def samples(self, version: int, stage: str | None = None) -> list[dict[str, Any]]:

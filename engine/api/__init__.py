@@ -1,0 +1,99 @@
+"""The engine's one door for its clients: the `kopt` command line and the TUI import the
+engine only from here (tests/test_import_contracts.py fails otherwise).
+
+Grouped by what a client does:
+
+- find, create and start runs (`runs`): `open_workspace`, `resolve_root`, `init_run`,
+  `check_proposer`, `start_detached`, `run_foreground`, `engine_alive`;
+- read a run (`reading`): `status` (the stable JSON of `kopt status --json`), `list_runs`,
+  `memory_records`, `memory_record`, `RunReader` (the TUI's cheap read-only view), and the
+  rules a client shows: `effective_state`, `best_speedup`, `counters`, `best_commit`,
+  `best_iteration`, `awaiting_review` (the pending review rule), `restart_point_problem`;
+- send a run a command (`commands`): `send` -> `Sent`;
+- GPUs (`gpus`): `gpus_report`, `format_gpus_report`, `GpuSampler` (the TUI's readings,
+  judged by the gate's rules);
+- outputs (`outputs`): `write_report` (results.md), `export_branch`, `measure_ceilings`;
+- the demo (`engine.demo`): `has_gpu`, `prepare_demo` (the caller hands it the bundled
+  kernels), `demo_iterations`, `run_demo_headless`;
+- text: `fmt`, the one number formatter (engine.fmt);
+- the types and errors these take and return: `Workspace`, `Iteration`, `Status`, `Phase`,
+  `Command`, `Event`, `Config`, `GpuConfig`, `Counters`, `Backend`, `KoptError`, `BadInput`.
+"""
+
+from __future__ import annotations
+
+from kopt_supervisor.engine import fmt
+from kopt_supervisor.engine.api.commands import Sent, send
+from kopt_supervisor.engine.api.gpus import (
+    BackendFactory,
+    GpuSampler,
+    format_gpus_report,
+    gpus_report,
+    own_pids,
+)
+from kopt_supervisor.engine.api.outputs import export_branch, measure_ceilings, write_report
+from kopt_supervisor.engine.api.reading import (
+    LIVE_STATES,
+    RunReader,
+    best_speedup,
+    effective_state,
+    heartbeat_age,
+    list_runs,
+    memory_record,
+    memory_records,
+    status,
+)
+from kopt_supervisor.engine.api.runs import (
+    Created,
+    check_proposer,
+    init_run,
+    open_workspace,
+    run_foreground,
+    start_detached,
+)
+from kopt_supervisor.engine.bookkeeping import Counters, best_commit, best_iteration, counters
+from kopt_supervisor.engine.config import Config, GpuConfig
+from kopt_supervisor.engine.daemon import engine_alive
+from kopt_supervisor.engine.demo import (
+    CPU_NOTICE,
+    Materialize,
+    demo_iterations,
+    has_gpu,
+    prepare_demo,
+)
+from kopt_supervisor.engine.demo import run_headless as run_demo_headless
+from kopt_supervisor.engine.errors import BadInput, KoptError
+from kopt_supervisor.engine.gpu.backends import open_backend
+from kopt_supervisor.engine.gpu.base import Backend
+from kopt_supervisor.engine.records import (
+    Iteration,
+    Phase,
+    Status,
+    awaiting_review,
+    restart_point_problem,
+)
+from kopt_supervisor.engine.store import Command, Event
+from kopt_supervisor.engine.workspace import Workspace, list_workspaces, resolve_root
+
+__all__ = [
+    # runs
+    "Created", "check_proposer", "engine_alive", "init_run", "list_workspaces", "open_workspace",
+    "resolve_root", "run_foreground", "start_detached",
+    # reading
+    "LIVE_STATES", "RunReader", "awaiting_review", "best_commit", "best_iteration", "best_speedup", "counters",
+    "effective_state", "heartbeat_age", "list_runs", "memory_record", "memory_records", "restart_point_problem",
+    "status",
+    # commands
+    "Sent", "send",
+    # GPUs
+    "BackendFactory", "GpuSampler", "format_gpus_report", "gpus_report", "open_backend", "own_pids",
+    # outputs
+    "export_branch", "measure_ceilings", "write_report",
+    # the demo
+    "CPU_NOTICE", "Materialize", "demo_iterations", "has_gpu", "prepare_demo", "run_demo_headless",
+    # text
+    "fmt",
+    # types and errors
+    "Backend", "BadInput", "Command", "Config", "Counters", "Event", "GpuConfig", "Iteration", "KoptError", "Phase",
+    "Status", "Workspace",
+]

@@ -1,0 +1,128 @@
+"""`kopt init --bench CMD` without a config: run the bench once, find its table, propose a
+commented kopt.toml (DESIGN.md §14; docs/byo-kernel.md).
+
+    run = run_once(repo, bench, run_bench)        # the one side effect: the bench, through run_bench
+    proposal = propose(run, answers)              # pure apart from reading what the run wrote
+    proposal.questions                            # [] or what the CLI must ask (Question.choices)
+    proposal = settle(run, answers, ask)          # asks them one by one (ask=None: one-line error)
+    write(proposal, repo / "kopt.toml")           # the commented file (loads with engine.config)
+
+`run_bench(cmd, cwd) -> (returncode, stdout_path, files_written)` is the caller's: the CLI runs
+the bench through the GPU gate and the sandbox, as candidate code runs; `local_run_bench`
+is a plain implementation (runner.run plus a before/after look at the tree) for tests and as
+the body to wrap. The decision-cost estimate (`estimate_decision_s`) is here too: the loop
+calls it after the baseline.
+
+Modules: detect (where the table is), columns (what each column is), proposal (the choices
+and questions), imports (the static scan behind protected and sources), cost (what one
+decision will cost).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from kopt_supervisor.engine.onboard.cost import DecisionCost, estimate_decision_s, run_noise_pct
+from kopt_supervisor.engine.onboard.detect import BenchRun, Candidate, candidates
+from kopt_supervisor.engine.onboard.proposal import (
+    Choice,
+    Proposal,
+    Question,
+    answers_from,
+    propose,
+)
+
+RunBench = Callable[[str, Path], tuple[int, Path, list[Path]]]
+
+__all__ = [
+    "BenchRun", "Candidate", "Choice", "DecisionCost", "Proposal", "Question", "RunBench", "answers_from",
+    "candidates", "estimate_decision_s", "local_run_bench", "propose", "run_noise_pct", "run_once", "settle",
+    "tree_stamps", "write", "written_since",
+]
+
+Stamps = dict[str, tuple[int, int, int]]
+SKIP_DIRS = {".git", "__pycache__", ".venv", "venv", "node_modules", ".mypy_cache", ".pytest_cache", ".ruff_cache"}
+
+
+def tree_stamps(root: Path) -> Stamps:
+    """Every regular file under `root` (outside .git, caches and virtualenvs; symbolic links
+    skipped): relative path -> (mtime_ns, size, inode), to tell afterwards which files a run
+    wrote."""
+    out: Stamps = {}
+    root = root.resolve()
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d not in SKIP_DIRS]
+        for name in filenames:
+            p = Path(dirpath) / name
+            try:
+                st = p.lstat()
+            except OSError:
+                continue
+            if not stat.S_ISREG(st.st_mode):
+                continue  # a link the bench made points anywhere: never read through it
+            out[p.relative_to(root).as_posix()] = (st.st_mtime_ns, st.st_size, st.st_ino)
+    return out
+
+
+def written_since(root: Path, before: Stamps) -> list[Path]:
+    """Files under `root` created or changed since `before` (tree_stamps), relative paths."""
+    after = tree_stamps(root)
+    return [Path(k) for k, v in sorted(after.items()) if before.get(k) != v]
+
+
+def local_run_bench(log_dir: Path, *, timeout_s: float = 900.0, env: dict[str, str] | None = None) -> RunBench:
+    """A run_bench that runs the command in its process group (engine.runner), logs to
+    `log_dir`, and reports the files it wrote. No gate, no sandbox: wrap it for those."""
+    from kopt_supervisor.engine import runner
+
+    def run_bench(cmd: str, cwd: Path) -> tuple[int, Path, list[Path]]:
+        before = tree_stamps(cwd)
+        res = runner.run(cmd, cwd=cwd, log_dir=log_dir, name="init_bench", timeout_s=timeout_s, env=env)
+        return (res.returncode if res.returncode is not None else -1), res.stdout_path, written_since(cwd, before)
+
+    return run_bench
+
+
+def run_once(repo: Path, bench: str, run_bench: RunBench) -> BenchRun:
+    """Run the bench once in `repo` through `run_bench`, timed."""
+    t0 = time.monotonic()
+    rc, stdout_path, files = run_bench(bench, repo)
+    seconds = time.monotonic() - t0
+    return BenchRun(bench, repo, rc, Path(stdout_path), tuple(Path(f) for f in files), seconds)
+
+
+def settle(run: BenchRun, answers: dict[str, str] | None = None,
+           ask: Callable[[Question], str] | None = None) -> Proposal:
+    """The proposal with every question answered: from `answers` (`--answer key=value`),
+    then by `ask` (the CLI's prompt, in a terminal) one question at a time; without `ask`
+    an open question is a BadInput whose one line names the candidates."""
+    from kopt_supervisor.engine.errors import BadInput
+
+    given = dict(answers or {})
+    for _ in range(8):  # at most table, metric, direction: a loop that does not settle is a bug
+        p = propose(run, given)
+        if p.complete:
+            return p
+        if ask is None:
+            raise BadInput(p.error_line())
+        q = p.questions[0]
+        answer = ask(q).strip() or (q.default or "")
+        if answer not in {c.value for c in q.choices}:
+            raise BadInput(f"kopt init --bench: {answer!r} is not one of {', '.join(c.value for c in q.choices)}")
+        given[q.key] = answer
+    raise BadInput("kopt init --bench: the questions did not settle")
+
+
+def write(proposal: Proposal, path: Path, *, overwrite: bool = False) -> Path:
+    """Write the proposal's kopt.toml to `path` (never over an existing file unless told)."""
+    from kopt_supervisor.engine.errors import BadInput
+
+    if path.exists() and not overwrite:
+        raise BadInput(f"{path}: exists already; kopt init --bench proposes a config only where there is none")
+    text = proposal.text()
+    path.write_text(text, encoding="utf-8")
+    return path

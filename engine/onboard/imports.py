@@ -1,0 +1,194 @@
+"""Which files a bench command runs and imports: a static scan, for kopt.toml's protected
+and sources.
+
+The bench command names its script (`python bench.py ...`, `python -m pkg.bench`, `pytest
+tests/bench_x.py`); the script's imports that resolve to files of the repo (by module name,
+from the script's folder or the repo root or src/, relative imports included) are followed
+one by one. A module that defines a kernel (Triton's `@triton.jit`, an inline CUDA/C++
+extension, numba's `cuda.jit`, CuPy's RawKernel...) is the kernel: kopt's proposer may
+change it, so it is not protected and its own imports are not followed. Everything else the
+bench reaches (timing helpers, reference implementations, input generators, conftest.py
+files pytest loads) decides what a measurement means: protected. String literals naming
+existing files of the repo (a params.json, a data file) are listed as sources.
+
+Reads files; no imports are executed.
+"""
+
+from __future__ import annotations
+
+import ast
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+
+KERNEL_MARKERS = ("triton.jit", "@triton.autotune", "@jit", "load_inline", "cpp_extension", "cuda.jit",
+                  "RawKernel", "RawModule", "tilelang", "cute.kernel", "@cute.", "ctypes.CDLL", "tl.load")
+"""Text that marks a module defining (or loading) kernel code."""
+PYTHONS = ("python", "python3", "python3.10", "python3.11", "python3.12", "python3.13", "uv", "poetry")
+
+
+@dataclass
+class Scan:
+    scripts: list[str] = field(default_factory=list)
+    """The files the bench command names (repo-relative, POSIX)."""
+    kernel: list[str] = field(default_factory=list)
+    """Modules that define kernel code (not protected)."""
+    helpers: list[str] = field(default_factory=list)
+    """Other modules of the repo the bench imports (protected)."""
+    data: list[str] = field(default_factory=list)
+    """Existing files of the repo named by string literals in the scanned modules."""
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def protected(self) -> list[str]:
+        return sorted({*(s for s in self.scripts if s not in self.kernel), *self.helpers})
+
+    @property
+    def sources(self) -> list[str]:
+        return sorted({*self.scripts, *self.kernel, *self.helpers, *self.data})
+
+
+def _rel(path: Path, repo: Path) -> str | None:
+    try:
+        return path.resolve().relative_to(repo.resolve()).as_posix()
+    except ValueError:
+        return None
+
+
+def bench_scripts(bench: str, repo: Path, cwd: Path | None = None) -> tuple[list[Path], list[str]]:
+    """The repo files the command runs (scripts, `-m` modules, pytest paths), and notes."""
+    cwd = cwd or repo
+    try:
+        argv = shlex.split(bench)
+    except ValueError as exc:
+        return [], [f"cannot split the bench command ({exc})"]
+    found: list[Path] = []
+    notes: list[str] = []
+    for i, tok in enumerate(argv):
+        if tok == "-m" and i + 1 < len(argv) and argv[i + 1] not in ("pytest",):
+            parts = argv[i + 1].split(".")
+            for k in range(1, len(parts) + 1):  # `-m a.b` runs a/__init__.py first
+                mod = resolve_module(".".join(parts[:k]), [cwd, repo, repo / "src"], repo)
+                if mod is not None:
+                    found.append(mod)
+            continue
+        if tok.startswith("-"):
+            tok = tok.split("=", 1)[1] if "=" in tok else ""
+            if not tok:
+                continue
+        p = (cwd / tok)
+        if p.is_file() and _rel(p, repo) is not None and (p.suffix == ".py" or i == 0):
+            found.append(p)
+        elif p.is_dir() and _rel(p, repo) is not None and any(a in argv for a in ("pytest", "py.test")):
+            found.extend(sorted(p.rglob("test_*.py")) + sorted(p.rglob("*_test.py")))
+    if not found:
+        notes.append("the bench command names no Python file of the repo: list what it runs and reads in "
+                     "[target].protected yourself (a compiled bench: its sources and build files)")
+    return found, notes
+
+
+def resolve_module(name: str, roots: list[Path], repo: Path) -> Path | None:
+    """The repo file of module `name` under one of `roots`, or None (installed, or missing)."""
+    parts = name.split(".")
+    for root in roots:
+        base = root.joinpath(*parts)
+        for cand in (base.with_suffix(".py"), base / "__init__.py"):
+            if cand.is_file() and _rel(cand, repo) is not None:
+                return cand
+    return None
+
+
+def _imports(tree: ast.AST, path: Path, roots: list[Path], repo: Path) -> list[Path]:
+    out: list[Path] = []
+    for node in ast.walk(tree):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = path.parent
+                for _ in range(node.level - 1):
+                    base = base.parent
+                mod = node.module.split(".") if node.module else []
+                target = base.joinpath(*mod)
+                cands = [target.with_suffix(".py"), target / "__init__.py"]
+                cands += [target / f"{a.name}.py" for a in node.names]
+                out += [c for c in cands if c.is_file() and _rel(c, repo) is not None]
+                continue
+            if node.module:
+                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+        for n in names:
+            parts = n.split(".")
+            for k in range(1, len(parts) + 1):  # importing a.b.c runs a/__init__.py and a/b/__init__.py too
+                found = resolve_module(".".join(parts[:k]), roots, repo)
+                if found is not None:
+                    out.append(found)
+    return out
+
+
+def _strings(tree: ast.AST, path: Path, repo: Path) -> list[Path]:
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and 0 < len(node.value) < 200 \
+                and "\n" not in node.value and "." in node.value:
+            for base in (path.parent, repo):
+                p = base / node.value
+                try:
+                    if p.is_file() and _rel(p, repo) is not None:
+                        out.append(p)
+                        break
+                except (OSError, ValueError):
+                    break
+    return out
+
+
+def is_kernel(text: str) -> bool:
+    return any(m in text for m in KERNEL_MARKERS)
+
+
+def scan(bench: str, repo: Path, cwd: Path | None = None, *, limit: int = 200) -> Scan:
+    """Scripts, kernel modules, helpers and data files of the bench (see the module docstring)."""
+    repo = repo.resolve()
+    scripts, notes = bench_scripts(bench, repo, cwd)
+    result = Scan(notes=notes)
+    queue = list(scripts)
+    for s in scripts:
+        rel = _rel(s, repo)
+        if rel:
+            result.scripts.append(rel)
+        if "pytest" in bench or "py.test" in bench:  # pytest loads every conftest.py up to the rootdir
+            d = s.parent
+            while _rel(d, repo) is not None:
+                if (d / "conftest.py").is_file():
+                    queue.append(d / "conftest.py")
+                if d == repo:
+                    break
+                d = d.parent
+    seen: set[str] = set()
+    while queue and len(seen) < limit:
+        path = queue.pop(0)
+        rel = _rel(path, repo)
+        if rel is None or rel in seen:
+            continue
+        seen.add(rel)
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+            tree = ast.parse(text)
+        except (OSError, SyntaxError, ValueError):
+            if path.suffix == ".py":
+                result.notes.append(f"{rel}: cannot be parsed; its imports were not followed")
+            continue
+        if is_kernel(text):
+            result.kernel.append(rel)
+            if rel in result.scripts:
+                result.notes.append(f"{rel} defines kernel code and is the bench itself: kopt cannot protect "
+                                    f"its timing code from the proposer (move the kernel into a module of its "
+                                    f"own, or use kopt's harness)")
+            continue
+        if rel not in result.scripts:
+            result.helpers.append(rel)
+        roots = [path.parent, repo, repo / "src"]
+        queue.extend(_imports(tree, path, roots, repo))
+        result.data.extend(r for r in (_rel(p, repo) for p in _strings(tree, path, repo)) if r and r not in result.data)
+    result.data = [d for d in result.data if d not in seen]
+    return result

@@ -1,0 +1,142 @@
+"""examples/softmax, a kernel repo not written for kopt, onboarded both ways as examples/README.md
+does, each run under `kopt run` on this machine's CPU (Triton's interpreter):
+
+1. as it is: its own bench (`bench.py`: a printed table and results/softmax.csv) run once,
+   its table detected and a kopt.toml proposed (engine.onboard), process-level rounds;
+2. with the 30-line bench on kopt's public harness (`kopt_bench.py`): detected as the harness's
+   CSV, the proposal serves A/B looks from one process (ab_command + ab_serve).
+
+`kopt init --bench` is the CLI's to wire: the tests drive engine.onboard and then the existing
+`kopt init --config` and `kopt run --foreground --max-iters 2`, with a scripted `command`
+proposer that steps the kernel's ROWS_PER_PROGRAM."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from kopt_supervisor.engine import api, config, onboard
+from kopt_supervisor.engine.workspace import Workspace
+from kopt_supervisor.kopt_tui.cli import main as kopt
+from tests.conftest import REPO_ROOT, git
+
+pytest.importorskip("torch")
+pytest.importorskip("triton")
+
+EXAMPLE = REPO_ROOT / "examples" / "softmax"
+PROPOSER = Path(__file__).parent / "propose_rows.py"
+CPU_BENCH = "bench.py --rows 8 --cols 64,100,256 --dtypes float16"
+DECIDED = {"keep", "regression", "tie", "split", "borderline", "accepted", "rejected"}
+
+
+def example_repo(tmp_path: Path) -> Path:
+    repo = tmp_path / "softmax-repo"
+    shutil.copytree(EXAMPLE, repo, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "results"))
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "softmax: a Triton row softmax, its tests and its bench")
+    return repo
+
+
+def cpu_env() -> dict[str, str]:
+    return {"TRITON_INTERPRET": "1"}
+
+
+def loop_settings(p: onboard.Proposal) -> None:
+    """What a CPU test run needs beside the proposal: the scripted proposer, short decisions,
+    no profiler, nobody to review."""
+    p.sections["decide"] = {**p.sections.get("decide", {}), "min_rounds": 2, "max_rounds": 3,
+                            "review_timeout_s": 0.0, "max_other_regression_pct": 50.0,
+                            "suspicious_speedup": 100.0}
+    p.sections["profile"] = {**p.sections.get("profile", {}), "kind": "none"}
+    p.sections["propose"] = {"kind": "command", "command": f"{sys.executable} {PROPOSER}", "timeout_s": 60.0}
+    p.sections["gpu"] = {"samples": 1, "sample_interval_s": 0.0}
+
+
+def run_loop(tmp_path: Path, repo: Path, text: str, tag: str) -> Workspace:
+    cfg_path = tmp_path / f"{tag}.toml"
+    cfg_path.write_text(text)
+    config.load(cfg_path)  # the proposal loads as it is
+    root = tmp_path / "workspaces"
+    assert kopt(["--root", str(root), "init", "--repo", str(repo), "--tag", tag, "--config", str(cfg_path)]) == 0
+    assert kopt(["--root", str(root), "run", tag, "--foreground", "--max-iters", "2"]) == 0
+    return Workspace(root, tag)
+
+
+def statuses(ws: Workspace) -> list[str]:
+    with ws.open_store(readonly=True) as s:
+        return [it.status for it in s.iterations()]
+
+
+def test_the_example_is_a_plain_kernel_repo_with_its_own_tests() -> None:
+    # nothing in the repo knows kopt but the harness bench; its own tests pass on the interpreter
+    for path in EXAMPLE.rglob("*.py"):
+        if path.name != "kopt_bench.py":
+            assert "kopt" not in path.read_text(), path
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | cpu_env()
+    res = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"], cwd=EXAMPLE,
+                         env=env, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    assert " passed" in res.stdout
+
+
+@pytest.mark.slow
+def test_onboarded_as_it_is_through_detection(tmp_path: Path) -> None:
+    repo = example_repo(tmp_path)
+    bench = f"{sys.executable} {CPU_BENCH}"
+    run = onboard.run_once(repo, bench, onboard.local_run_bench(tmp_path / "init-logs", env=cpu_env()))
+    assert run.returncode == 0 and Path("results/softmax.csv") in run.files_written
+    p = onboard.propose(run)
+    assert p.complete, p.error_line()
+    t = p.target
+    # the CSV file it wrote, not the table it printed; its own timing column, not torch's
+    assert (t["csv"], t.get("format", "csv"), t["metric"], t["direction"]) == ("results/softmax.csv", "csv",
+                                                                             "triton_ms", "min")
+    assert "torch_ms" in t["ignore"] and "triton_gbps" in t["ignore"]
+    assert t["correct"].startswith("max_abs_err <= ") and t["config"] == ["M", "N", "dtype"]
+    # the bench and the package __init__ it imports are protected; the kernel module is not
+    assert t["protected"] == ["bench.py", "softmax/__init__.py"]
+    assert "softmax/kernel.py" in t["sources"]
+    p.target["env"] = cpu_env()
+    loop_settings(p)
+    ws = run_loop(tmp_path, repo, p.text(), "detected")
+    got = statuses(ws)
+    assert got[0] == "baseline" and len(got) == 3 and set(got[1:]) <= DECIDED, got
+    st = api.status(ws)
+    assert st["candidates"] == 2 and st["stop_reason"].startswith("--max-iters 2")
+    # process-level: one bench run per side and round, never a served process
+    assert not list(ws.dir.glob("logs/v*/*ab_serve*"))
+    frozen = tomllib.loads((ws.dir / "kopt.toml").read_text())
+    assert frozen["target"]["ab_command"] == "" and frozen["target"]["metric"] == "triton_ms"
+
+
+@pytest.mark.slow
+def test_onboarded_on_the_public_harness_serves_its_looks(tmp_path: Path) -> None:
+    repo = example_repo(tmp_path)
+    bench = f"{sys.executable} kopt_bench.py"
+    run = onboard.run_once(repo, bench, onboard.local_run_bench(tmp_path / "init-logs"))
+    p = onboard.propose(run)
+    assert p.complete, p.error_line()
+    t = p.target
+    assert (t["metric"], t["correct"], t["production"]) == ("us", "err <= 1", "prod == 1")
+    assert t["ab_command"] == f"{bench} --ab {{best}} {{cand}} --serve" and t["ab_serve"] is True
+    assert t["class_by"] == ["dtype"] and t["protected"] == ["kopt_bench.py"]
+    assert p.cost is not None and p.cost.mode == "served"
+    loop_settings(p)
+    ws = run_loop(tmp_path, repo, p.text(), "served")
+    got = statuses(ws)
+    assert got[0] == "baseline" and len(got) == 3 and set(got[1:]) <= DECIDED, got
+    # each decision: one serving process (closed while the external proposer ran), several looks
+    served = sorted(p.relative_to(ws.dir).as_posix() for p in ws.dir.glob("logs/v*/*_ab_serve*.err"))
+    assert served == ["logs/v1/eval_ab_serve1.err", "logs/v2/eval_ab_serve2.err"], served
+    for v in (1, 2):
+        looks = sorted(ws.log_dir(v).glob("eval_r*_ab.csv"))
+        assert len(looks) >= 2, looks
+        assert sum(line.startswith("done ") for line in (ws.log_dir(v) / f"eval_ab_serve{v}.out").read_text()
+                   .splitlines()) == len(looks)

@@ -1,0 +1,322 @@
+"""kopt's public harness (kopt_supervisor.kernels.harness) as a user's bench uses it: a Spec, the
+function found in each tree (by path or by module, one copy per tree), the contract without an
+`out=` keyword, NVTX/roctx ranges named after each config, the three modes of the driver, and
+a KernelBench Model/ModelNew pair. On this machine's CPU (Triton's interpreter is not needed:
+the functions here are plain torch)."""
+
+from __future__ import annotations
+
+import io
+import math
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from types import SimpleNamespace
+
+import pandas as pd
+import pytest
+
+from kopt_supervisor.engine import config, metrics
+from kopt_supervisor.kernels import harness
+from kopt_supervisor.kernels.harness import bench as hb
+from kopt_supervisor.kernels.harness import ranges
+
+torch = pytest.importorskip("torch")
+
+
+def make_inputs(torch, dims, dtype, device, gen):  # noqa: ANN001, ANN201 - a user's bench, as written
+    return (torch.randn(dims["M"], dims["N"], generator=gen, device=device).to(dtype),), {}
+
+
+def reference(torch, args, kwargs):  # noqa: ANN001, ANN201
+    return args[0].double() * 2
+
+
+def spec(function: str = "ops/scale.py:scale", name: str = "scale", **kw: object) -> harness.Spec:
+    return harness.Spec(name=name, function=function, make_inputs=make_inputs, reference=reference,
+                        shapes=[harness.production("p", M=64, N=32), harness.small("cpu-a", M=3, N=5),
+                                harness.small("cpu-b", M=2, N=7)],
+                        tolerance={"float16": (1e-3, 1e-3), "float32": (1e-6, 1e-6)},
+                        bytes_moved=lambda M, N, esize, **_: 2 * M * N * esize, class_by=["dtype"],
+                        **kw)  # type: ignore[arg-type]  # test keywords
+
+
+def tree(root: Path, body: str = "return x * 2", name: str = "ops/scale.py") -> Path:
+    f = root / name
+    f.parent.mkdir(parents=True, exist_ok=True)
+    f.write_text(f"def scale(x):\n    {body}\n")
+    return root
+
+
+# -- Spec and locators -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kw,match", [
+    ({"function": "scale"}, "expected 'path/in/tree.py:function'"),
+    ({"function": "/abs/ops.py:scale"}, "relative to the tree"),
+    ({"function": "../ops.py:scale"}, "relative to the tree"),
+    ({"function": "ops.py:not a name"}, "expected"),
+    ({"dtypes": ["int8"]}, "dtype 'int8' has no tolerance"),
+    ({"name": "two words"}, "short identifier"),
+])
+def test_spec_refuses_what_it_cannot_run(kw: dict, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        spec(**kw)
+    with pytest.raises(ValueError, match="appears twice"):
+        harness.Spec(name="s", function="a.py:f", make_inputs=make_inputs, reference=reference,
+                     shapes=[harness.small("x", M=1), harness.small("x", M=2)], tolerance={"float32": (0, 0)})
+
+
+def test_by_path_each_tree_gets_its_own_module(tmp_path: Path) -> None:
+    a, b = tree(tmp_path / "a"), tree(tmp_path / "b", "return x * 3")
+    fa, fb = harness.locate(a, "ops/scale.py:scale", "best"), harness.locate(b, "ops/scale.py:scale", "cand")
+    assert fa.module is not fb.module and fa.function(2) == 4 and fb.function(2) == 6
+    with pytest.raises(harness.LocateError, match="no file ops/nope.py"):
+        harness.locate(a, "ops/nope.py:scale", "best")
+    with pytest.raises(harness.LocateError, match="has no function 'scal'"):
+        harness.locate(a, "ops/scale.py:scal", "best")
+
+
+def test_by_module_each_tree_imports_its_own_package_and_sys_modules_is_restored(tmp_path: Path) -> None:
+    for side, k in (("best", 2), ("cand", 5)):
+        pkg = tmp_path / side / "kpkg"
+        pkg.mkdir(parents=True)
+        (pkg / "__init__.py").write_text("")
+        (pkg / "consts.py").write_text(f"K = {k}\n")
+        (pkg / "ops.py").write_text("from .consts import K\nfrom kpkg import consts\n\n"
+                                    "def scale(x):\n    return x * K + 0 * consts.K\n")
+    sys.modules["kpkg"] = SimpleNamespace(marker="the caller's own")  # type: ignore[assignment]  # a stand-in
+    try:
+        best = harness.locate(tmp_path / "best", "kpkg.ops:scale", "best")
+        cand = harness.locate(tmp_path / "cand", "kpkg.ops:scale", "cand")
+        assert best.function(1) == 2 and cand.function(1) == 5  # relative and absolute imports: own tree
+        assert sys.modules["kpkg"].marker == "the caller's own" and "kpkg.ops" not in sys.modules
+        assert str(tmp_path / "best") not in sys.path
+    finally:
+        sys.modules.pop("kpkg", None)
+
+
+def test_a_module_found_outside_the_tree_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # an installed (or editable) copy would make both sides time the same code
+    elsewhere = tmp_path / "site"
+    (elsewhere / "kinst").mkdir(parents=True)
+    (elsewhere / "kinst" / "__init__.py").write_text("def scale(x):\n    return x\n")
+    monkeypatch.syspath_prepend(str(elsewhere))
+    (tmp_path / "tree").mkdir()
+    with pytest.raises(harness.LocateError, match="outside the tree .*both sides would time the same code"):
+        harness.locate(tmp_path / "tree", "kinst:scale", "cand")
+
+
+# -- ranges ---------------------------------------------------------------------------------------
+
+
+def test_range_names_are_kopts_config_keys() -> None:
+    assert ranges.range_name({"shape": "p", "M": 64.0, "N": 32, "dtype": "float16"}) == \
+        "kopt:shape=p,M=64,N=32,dtype=float16"
+    assert ranges.range_name({"shape": "p", "M": 64.0}) == "kopt:" + metrics.key_of({"shape": "p", "M": 64.0},
+                                                                                   ["shape", "M"])
+
+
+class RecordingNvtx:
+    def __init__(self, fail: bool = False) -> None:
+        self.calls: list[str] = []
+        self.fail = fail
+
+    def range_push(self, name: str) -> None:
+        if self.fail:
+            raise RuntimeError("NVTX functions not installed")
+        self.calls.append("push " + name)
+
+    def range_pop(self) -> None:
+        self.calls.append("pop")
+
+
+def test_range_backends() -> None:
+    assert ranges.open_ranges(torch, False).kind == "none"
+    nv = RecordingNvtx()
+    cuda_torch = SimpleNamespace(version=SimpleNamespace(hip=None), cuda=SimpleNamespace(nvtx=nv))
+    r = ranges.open_ranges(cuda_torch, True)
+    with r.span("kopt:a=1"):
+        pass
+    assert r.kind == "nvtx" and nv.calls[-2:] == ["push kopt:a=1", "pop"]
+    broken = ranges.open_ranges(SimpleNamespace(version=SimpleNamespace(hip=None),
+                                                cuda=SimpleNamespace(nvtx=RecordingNvtx(fail=True))), True)
+    assert broken.kind == "none" and "does not work here" in broken.why
+
+    class Lib:
+        pushed: list[bytes] = []
+
+        def __init__(self) -> None:
+            self.roctxRangePushA = lambda name: Lib.pushed.append(name) or 0
+            self.roctxRangePop = lambda: 0
+
+    def loader(name: str) -> Lib:
+        if name != "libroctx64.so":
+            raise OSError(name)
+        return Lib()
+
+    rocm = SimpleNamespace(version=SimpleNamespace(hip="6.2"), cuda=SimpleNamespace(nvtx=RecordingNvtx()))
+    r = ranges.open_ranges(rocm, True, loader=loader)
+    with r.span("kopt:b=2"):
+        pass
+    assert r.kind == "roctx (libroctx64.so)" and Lib.pushed == [b"kopt:b=2"]
+    r = ranges.open_ranges(rocm, True, loader=lambda name: (_ for _ in ()).throw(OSError(name)))
+    assert r.kind == "roctx (torch.cuda.nvtx on ROCm)"
+
+
+# -- the driver ------------------------------------------------------------------------------------
+
+
+def run_main(s: harness.Spec, argv: list[str], t: Path, capsys: pytest.CaptureFixture[str],
+             log: list[str] | None = None) -> pd.DataFrame:
+    assert harness.main(s, argv, tree=t) == 0
+    cap = capsys.readouterr()
+    if log is not None:
+        log.append(cap.err)
+    return pd.read_csv(io.StringIO(cap.out))
+
+
+def test_process_level_rows_with_ranges_around_checks_and_timing(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    spans: list[str] = []
+    rec = ranges.Ranges(lambda name: spans.append("push " + name), lambda: spans.append("pop"), "test")
+    monkeypatch.setattr(hb, "open_ranges", lambda torch, gpu: rec)
+    df = run_main(spec(), [], tree(tmp_path / "t"), capsys)
+    # the CPU runs the small shapes, the first dtype; the default columns are shape, dims, dtype, esize
+    assert list(df["shape"]) == ["cpu-a", "cpu-b"] and list(df.columns[:5]) == ["shape", "M", "N", "dtype", "esize"]
+    assert (df["err"] <= 1).all() and (df["prod"] == 1).all() and (df["us"] > 0).all()
+    assert ("push kopt:shape=cpu-a,M=3,N=5,dtype=float16,esize=2") in spans and spans.count("pop") == \
+        sum(s.startswith("push") for s in spans) >= 4  # checked and timed: each inside the config's range
+    m = metrics.measure(df, config.TargetConfig(bench="x", metric="us", correct="err <= 1",
+                                               ignore=[*hb.STATS, *hb.EXTRA]))
+    assert m.ok and m.classes() == ["shape=cpu-a,M=3,N=5,dtype=float16,esize=2", "shape=cpu-b,M=2,N=7,dtype=float16,esize=2"]
+
+
+def test_ab_mode_catches_a_wrong_candidate_and_a_missing_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    best, cand = tree(tmp_path / "best"), tree(tmp_path / "cand", "return x * 2.01")
+    df = run_main(spec(), ["--ab", str(best), str(cand)], best, capsys)
+    assert set(df["side"]) == {"best", "cand"} and set(df["block"]) == {0, 1, 2, 3}
+    assert (df[df.side == "best"]["err"] <= 1).all() and (df[df.side == "cand"]["err"] > 1).all()
+    pairs, best_m, cand_m = metrics.ab_pairs(df, config.TargetConfig(bench="x", metric="us", correct="err <= 1",
+                                                                     ignore=["prod"]), 0)
+    assert best_m.ok and not cand_m.ok and {p.order for p in pairs} == {"AB", "BA"}
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    with pytest.raises(harness.LocateError, match="no file ops/scale.py"):
+        harness.main(spec(), ["--ab", str(best), str(gone)], tree=best)
+
+
+def test_a_function_without_out_is_checked_after_poisoning_and_must_keep_its_inputs(tmp_path: Path,
+                                                                                    capsys: pytest.CaptureFixture[str]
+                                                                                    ) -> None:
+    t = tree(tmp_path / "t", "x.mul_(2)\n    return x")
+    log: list[str] = []
+    df = run_main(spec(), ["--once"], t, capsys, log)
+    assert (df["err"] == math.inf).all() and "FAILS contract: the kernel modified an input" in log[0]
+    t2 = tree(tmp_path / "t2", "return (x * 2).float()")  # the wrong dtype
+    assert (run_main(spec(), ["--once"], t2, capsys)["err"] == math.inf).all()
+    assert (run_main(spec(same_dtype=False), ["--once"], t2, capsys)["err"] <= 1).all()
+
+
+def test_served_looks(tmp_path: Path) -> None:
+    best, cand = tree(tmp_path / "best"), tree(tmp_path / "cand")
+    a = hb.parse_args(["--ab", str(best), str(cand), "--serve"], gpu=False)
+    b = hb.Bench(spec(), a, torch, False, hb.PhaseClock(), best)
+    replies: list[str] = []
+    look1, look2 = tmp_path / "l1.csv", tmp_path / "l2.csv"
+    (cand / "ops" / "scale.py").write_text("def scale(x):\n    return x * 2\n")
+    assert hb.serve(b, [f"look 1 {look1}", "reload", f"look 2 {look2}", "bogus"], replies.append) == 0
+    assert replies[:3] == ["done 1", "reloaded", "done 2"] and replies[3].startswith("fail ? not a request")
+    l1, l2 = pd.read_csv(look1), pd.read_csv(look2)
+    assert set(l1["side"]) == {"best", "cand"} and len(l1) == len(l2) == 2 * 2 * 4  # 2 shapes, 2 sides, 4 blocks
+    assert (l1["err"] <= 1).all() and (l2["err"] <= 1).all()
+    (cand / "ops" / "scale.py").write_text("def scale(x):\n    raise RuntimeError('broken')\n")
+    assert hb.serve(b, [f"look 3 {tmp_path / 'l3.csv'}"], replies.append) == 0  # not reloaded: still the old cand
+    (cand / "ops" / "scale.py").write_text("syntax error here\n")
+    assert hb.serve(b, ["reload"], replies.append) == 1 and replies[-1].startswith("fail reload SyntaxError")
+
+
+# -- KernelBench ------------------------------------------------------------------------------------
+
+REF = '''\
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, scale):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim)
+        self.scale = scale
+
+    def forward(self, x):
+        return torch.softmax(self.proj(x) * self.scale, dim=1)
+
+
+batch_size = 4
+dim = 32
+
+
+def get_inputs():
+    return [torch.randn(batch_size, dim)]
+
+
+def get_init_inputs():
+    return [0.5]
+'''
+
+NEW = '''\
+import torch
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def __init__(self, scale):
+        super().__init__()
+        self.proj = nn.Linear({dim}, {dim})
+        self.scale = scale
+
+    def forward(self, x):
+        y = self.proj(x) * self.scale
+        e = (y - y.amax(dim=1, keepdim=True)).exp()
+        return e / e.sum(dim=1, keepdim=True){extra}
+'''
+
+
+def kernelbench(cwd: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH",)}
+    return subprocess.run([sys.executable, "-m", "kopt_supervisor.kernels.harness.kernelbench", *args], cwd=cwd,
+                          env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_kernelbench_pair_timed_and_checked_against_model(tmp_path: Path) -> None:
+    best, cand = tmp_path / "best", tmp_path / "cand"
+    for t, extra in ((best, ""), (cand, " + 0.05")):  # the candidate's softmax is off by 0.05
+        (t / "level1").mkdir(parents=True)
+        (t / "level1" / "23_Softmax_Linear.py").write_text(REF)
+        (t / "new.py").write_text(NEW.format(dim=32, extra=extra))
+    res = kernelbench(best, "--ref", "level1/23_Softmax_Linear.py", "--new", "new.py")
+    assert res.returncode == 0, res.stderr[-2000:]
+    df = pd.read_csv(io.StringIO(res.stdout))
+    assert list(df.columns[:5]) == ["problem", "batch_size", "dim", "dtype", "esize"]
+    assert df.loc[0, "problem"] == "23_Softmax_Linear" and df.loc[0, "err"] <= 1 and df.loc[0, "us"] > 0
+    res = kernelbench(best, "--ref", "level1/23_Softmax_Linear.py", "--new", "new.py", "--ab", str(best), str(cand))
+    assert res.returncode == 0, res.stderr[-2000:]
+    ab = pd.read_csv(io.StringIO(res.stdout))
+    assert (ab[ab.side == "best"]["err"] <= 1).all() and (ab[ab.side == "cand"]["err"] > 1).all()
+    assert "FAILS contract" in res.stderr
+    res = kernelbench(best, "--ref", "level1/nope.py", "--new", "new.py")
+    assert res.returncode != 0 and "level1/nope.py: no such file" in res.stderr
+    (best / "bad_ref.py").write_text("import torch\n")
+    res = kernelbench(best, "--ref", "bad_ref.py", "--new", "new.py")
+    assert res.returncode != 0 and "defines Model, get_inputs and get_init_inputs" in res.stderr
+
+
+def test_public_api_is_documented() -> None:
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "byo-kernel.md").read_text()
+    for name in ("Spec", "production", "regression", "small", "make_inputs", "reference", "bytes_moved", "out",
+                 "prepare", "--ab", "--serve", "--once", "kopt:", "TRITON_INTERPRET", "kernelbench"):
+        assert name in doc, name
+    assert textwrap.dedent(harness.__doc__ or "").strip()
