@@ -31,7 +31,7 @@ QUALIFIED: dict[str, tuple[str, ...]] = {
     "env-write": ("os.putenv", "os.unsetenv", "os.environ.update", "os.environ.setdefault", "os.environ.pop",
                   "os.environ.popitem", "os.environ.clear", "os.environ.__setitem__", "os.environ.__delitem__",
                   "os.environb"),
-    "kopt-probe": ("kopt_supervisor",),
+    "kopt-probe": ("kopt_supervisor.engine", "kopt_supervisor.kopt_tui"),  # kopt's own rooms, not the harness
     "worktree-probe": ("os.getcwd", "os.getcwdb", "pathlib.Path.cwd", "pathlib.PosixPath.cwd", "sys.argv",
                        "sys.orig_argv", "os.environ.PWD"),
     "thread-process": ("threading", "_thread", "multiprocessing", "subprocess", "concurrent", "asyncio",
@@ -81,7 +81,8 @@ SENSITIVE_NAMES = frozenset({
 """A string constant that is exactly one of these names is a getattr/attrgetter in waiting."""
 SENSITIVE_MODULES = frozenset({"time", "sys", "os", "builtins", "inspect", "gc", "importlib", "atexit", "signal",
                                "threading", "subprocess", "ctypes", "io", "shutil", "tempfile", "torch.cuda",
-                               "harness", "harness.timing"})
+                               "harness", "harness.timing", "kopt_supervisor.kernels.harness",
+                               "kopt_supervisor.kernels.harness.timing"})
 """Modules that must not be handed around as values (`f(time)`, `[sys]`): patching by proxy."""
 TENSOR_ATTRS = frozenset({"data_ptr", "shape", "stride", "numel", "dtype", "device", "size", "contiguous",
                           "is_contiguous", "storage", "untyped_storage", "view", "reshape", "to", "float", "half",

@@ -101,6 +101,9 @@ HOSTILE = [
     ("[torch][0].cuda = None", "patch-module"),
     ("from unittest import mock\nmock.patch('time.perf_counter', int).start()", "patch-module"),
     ("from harness import timing\ntiming.CpuTimer.__call__ = lambda self, fn: 0.0", "patch-module"),
+    ("from kopt_supervisor.kernels.harness import timing\ntiming.GraphTimer.reps = 10 ** 9", "patch-module"),
+    ("from kopt_supervisor.kernels.harness import timing\ndef quiet(m):\n    pass\nquiet(timing)", "dynamic-access"),
+    ("from kopt_supervisor.engine import store", "kopt-probe"),
     ("torch.backends.cuda.matmul.allow_tf32 = True", "patch-module"),
     # frames and the stack
     ("import sys\nref = sys._getframe(1).f_locals['expected']", "frame-inspection"),
