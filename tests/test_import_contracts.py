@@ -60,7 +60,7 @@ SIDE_EFFECTS = (
 
 PURE_THIRD_PARTY = ("numpy", "pandas")
 
-PURE_ROOMS = ("engine/decide/*", "engine/expr.py", "engine/fmt.py", "engine/roofline/model.py", "engine/metrics.py",
+PURE_ROOMS = ("engine/decide/*", "engine/diffscan/*", "engine/expr.py", "engine/fmt.py", "engine/roofline/model.py", "engine/metrics.py",
               "engine/records.py", "engine/bookkeeping.py")
 """Pure logic: data in, data out."""
 
