@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kopt_supervisor.engine import expr
+from kopt_supervisor.engine import diffscan, expr
 from kopt_supervisor.engine.errors import BadInput
 
 FORMATS = ("csv", "table", "perf_report", "pytest-benchmark", "google-benchmark", "torch-benchmark")
@@ -92,6 +92,10 @@ class TargetConfig:
     """Extra environment for the bench and the proposer."""
     compile_flags: str = ""
     """How the target builds (flags that change numerics or code generation), for the report."""
+    allow_constructs: list[str] = field(default_factory=list)
+    """The diff scan's allow-list: entries "rule-id:path-glob" (rule "*": every rule) for
+    the legitimate constructs of this target, e.g. "module-state:solution/*.py" for a
+    per-shape kernel cache at module level. Rule ids: engine/diffscan.py RULES, docs/files.md."""
     network: bool = False
     """The bench, profiler, formatter and ab_command may use the network (they run candidate
     code; off, the sandbox gives them only a private loopback)."""
@@ -113,8 +117,13 @@ class TargetConfig:
 
 @dataclass(frozen=True)
 class DecideConfig:
+    """[decide]: the statistical decision's policy (docs/decision.md). `decide.Policy`
+    derives from this class: a key added here reaches the decision as it is."""
+
     confidence: float = 0.99
+    """Joint confidence of each class's interval over all the looks of one decision."""
     min_effect_pct: float = 1.0
+    """The smallest gain worth keeping, and loss worth counting."""
     min_rounds: int = 3
     max_rounds: int = 20
     """Looks before an undecided class goes to review: 20 process-level rounds keep a true
@@ -122,15 +131,23 @@ class DecideConfig:
     budget_gpu_s: float = 1800.0
     """Upper bound on benchmark seconds spent on one decision (both sides together)."""
     max_other_regression_pct: float = 1.0
+    """How much slower a class other than the target may get in a keep."""
     suspicious_speedup: float = 3.0
-    """A candidate more than this many times faster in any class goes to review."""
+    """A candidate more than this many times faster in any class, or in any single config,
+    goes to review."""
     review_timeout_s: float = 1800.0
     review_default: str = "reject"
     two_in_a_row: bool = False
     """Reference policy: a same-direction sub-threshold gain seen twice in a row keeps."""
     futility_confidence: float = 0.8
-    """At max_rounds, a class still undecided counts as tied when the interval at this
-    confidence rules out a gain of min_effect_pct (0: off, such classes go to review)."""
+    """At the final look, a class still undecided is resolved by its interval at this
+    (lower) confidence, and only when its estimate lies within ±min_effect_pct: a target
+    class counts as tied when that interval rules out a gain of min_effect_pct, another
+    class when it rules out a regression beyond max_other_regression_pct. An estimated loss
+    beyond min_effect_pct ends as a likely regression instead, never a tie. A true gain of
+    exactly min_effect_pct is lost this way at most (1 - futility_confidence)/2 of the time;
+    without it nearly every no-change candidate at a noisy bench goes to review. 0 turns it
+    off (such classes go to review)."""
     verify_after_format: bool = True
     """Re-run the decision on the formatted tree before the keep commit."""
     production_verdicts: bool = False
@@ -142,6 +159,28 @@ class DecideConfig:
     the non-production configs) may get in a keep. Its configs are odd sizes kept for
     correctness and to catch a pathological slowdown; a few percent on a 3 µs one-row case
     must not block a large gain on the shapes models run."""
+
+
+def decide_problems(d: DecideConfig) -> list[tuple[str, str]]:
+    """(key, what is wrong) for each [decide] value out of range: the one set of rules, for
+    kopt.toml (`validate`) and for every `decide.Policy` built in code."""
+    checks = [
+        (0.5 < d.confidence < 1, "confidence", f"must be between 0.5 and 1, not {d.confidence}"),
+        (d.min_effect_pct > 0, "min_effect_pct", f"must be > 0, not {d.min_effect_pct}"),
+        (d.min_rounds >= 2, "min_rounds", f"must be at least 2 (a paired test needs two rounds), not {d.min_rounds}"),
+        (d.max_rounds >= d.min_rounds, "max_rounds",
+         f"must be >= [decide].min_rounds ({d.min_rounds}), not {d.max_rounds}"),
+        (d.budget_gpu_s > 0, "budget_gpu_s", f"must be > 0, not {d.budget_gpu_s}"),
+        (d.max_other_regression_pct >= 0, "max_other_regression_pct", f"must be >= 0, not {d.max_other_regression_pct}"),
+        (d.guard_max_regression_pct >= 0, "guard_max_regression_pct", f"must be >= 0, not {d.guard_max_regression_pct}"),
+        (d.suspicious_speedup > 1, "suspicious_speedup", f"must be > 1, not {d.suspicious_speedup}"),
+        (d.review_timeout_s >= 0, "review_timeout_s", f"must be >= 0, not {d.review_timeout_s}"),
+        (d.review_default in ("reject", "accept"), "review_default",
+         f'must be "reject" or "accept", not {d.review_default!r}'),
+        (0 <= d.futility_confidence < d.confidence, "futility_confidence",
+         f"must be >= 0 and below [decide].confidence ({d.confidence}), not {d.futility_confidence}"),
+    ]
+    return [(key, why) for ok, key, why in checks if not ok]
 
 
 @dataclass(frozen=True)
@@ -420,12 +459,13 @@ def validate(cfg: Config, source: str = "kopt.toml") -> None:
          f'must be "-" or a glob relative to the worktree (no absolute path, no ".."), not {t.csv!r}')
     for key in ("correct", "production"):
         if getattr(t, key):
-            expr.parse(getattr(t, key), where=f"{source}: [target].{key}")
+            expr.parse_rule(getattr(t, key), where=f"{source}: [target].{key}")
     if t.ab_command:
         need("{best}" in t.ab_command and "{cand}" in t.ab_command, "[target].ab_command",
              "must contain both {best} and {cand}")
     need(not t.ab_serve or bool(t.ab_command.strip()), "[target].ab_serve",
          "needs [target].ab_command (the command that serves the looks)")
+    diffscan.parse_allow(t.allow_constructs, where=f"{source}: [target].allow_constructs")
     need(t.format in FORMATS, "[target].format", f"must be one of {', '.join(map(repr, FORMATS))}, not {t.format!r}")
     need(t.adapter.unit in ("ns", "us", "ms", "s"), "[target.adapter].unit",
          f'must be "ns", "us", "ms" or "s", not {t.adapter.unit!r}')
@@ -444,18 +484,8 @@ def validate(cfg: Config, source: str = "kopt.toml") -> None:
                  f"would leave too much writable)")
 
     d = cfg.decide
-    need(0.5 < d.confidence < 1, "[decide].confidence", f"must be between 0.5 and 1, not {d.confidence}")
-    need(d.min_effect_pct > 0, "[decide].min_effect_pct", "must be > 0")
-    need(d.min_rounds >= 2, "[decide].min_rounds", "must be at least 2 (a paired test needs two rounds)")
-    need(d.max_rounds >= d.min_rounds, "[decide].max_rounds", "must be >= [decide].min_rounds")
-    need(d.budget_gpu_s > 0, "[decide].budget_gpu_s", "must be > 0")
-    need(d.max_other_regression_pct >= 0, "[decide].max_other_regression_pct", "must be >= 0")
-    need(d.guard_max_regression_pct >= 0, "[decide].guard_max_regression_pct", "must be >= 0")
-    need(d.suspicious_speedup > 1, "[decide].suspicious_speedup", "must be > 1")
-    need(d.review_timeout_s >= 0, "[decide].review_timeout_s", "must be >= 0")
-    need(d.review_default in ("reject", "accept"), "[decide].review_default", 'must be "reject" or "accept"')
-    need(0 <= d.futility_confidence < d.confidence, "[decide].futility_confidence",
-         "must be >= 0 and below [decide].confidence")
+    for key, why in decide_problems(d):
+        need(False, f"[decide].{key}", why)
     need(not d.production_verdicts or bool(t.production.strip()), "[decide].production_verdicts",
          "needs [target].production (the rule that marks the production rows)")
 

@@ -191,14 +191,12 @@ def measure(df: pd.DataFrame, cfg: TargetConfig, source: str = "CSV") -> Measure
 
 def _evaluate_rule(df: pd.DataFrame, source_expr: str, source: str) -> pd.Series:
     try:
-        out = expr.parse(source_expr).eval_frame(df)
+        out: pd.Series = expr.parse(source_expr).eval_rule(df, where=source)
     except KoptFailure:
         raise
-    except Exception as exc:  # a type error between a column and a constant, say
+    except Exception as exc:  # not a truth value per row, a type error between a column and a constant
         raise BenchError(f"{source}: cannot evaluate {source_expr!r}: {exc}") from None
-    if not isinstance(out, pd.Series):
-        out = pd.Series(bool(out), index=df.index)
-    return out.fillna(False).astype(bool)
+    return out
 
 
 def _plain(v: Any) -> Any:

@@ -4,26 +4,33 @@ See docs/decision.md for the method and its measured error rates.
 """
 
 from kopt_supervisor.engine.decide.model import ClassResult, Pair, Policy, Verdict
+from kopt_supervisor.engine.decide.plausible import BenchRun, Implausible
 from kopt_supervisor.engine.decide.verdict import (
     GUARD_CLASS,
     ReviewOutcome,
     evaluate,
+    note,
     reconcile_profiler,
     review_outcome,
+    send_to_review,
     summary,
     voting_classes,
 )
 
 __all__ = [
     "GUARD_CLASS",
+    "BenchRun",
     "ClassResult",
+    "Implausible",
     "Pair",
     "Policy",
     "ReviewOutcome",
     "Verdict",
     "evaluate",
+    "note",
     "reconcile_profiler",
     "review_outcome",
+    "send_to_review",
     "summary",
     "voting_classes",
 ]

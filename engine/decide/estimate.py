@@ -30,7 +30,7 @@ from collections import defaultdict
 from typing import NamedTuple
 
 from kopt_supervisor.engine.decide.model import ClassResult, Pair, Policy
-from kopt_supervisor.engine.decide.stats import esd_outliers, mean, t_quantile
+from kopt_supervisor.engine.decide.stats import esd_outliers, geomean, mean, t_quantile
 
 OUTLIER_ALPHA = 0.01
 """Chance that the ESD test calls a value of a clean normal sample an outlier."""
@@ -189,13 +189,10 @@ def _shown_values(pairs: list[Pair], kept: list[Sample], unit: str) -> tuple[flo
     size: dict[object, int] = defaultdict(int)
     for p in used:
         size[cell(p)] += 1
-    total = len(size)
-
-    def weighted_geomean(values: list[tuple[float, object]]) -> float:
-        return math.exp(sum(math.log(v) / size[c] for v, c in values) / total)
-
-    return (weighted_geomean([(p.best, cell(p)) for p in used]),
-            weighted_geomean([(p.cand, cell(p)) for p in used]))
+    weights = [1.0 / size[cell(p)] for p in used]
+    best = geomean([p.best for p in used], weights)
+    cand = geomean([p.cand for p in used], weights)
+    return (math.nan if best is None else best), (math.nan if cand is None else cand)
 
 
 def estimate_class(

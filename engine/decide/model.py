@@ -9,14 +9,22 @@ candidate is better, whatever the metric's direction.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from kopt_supervisor.engine.config import DecideConfig
+from kopt_supervisor.engine.config import DecideConfig, decide_problems
+from kopt_supervisor.engine.decide.stats import geomean
 from kopt_supervisor.engine.errors import BadInput
 
+__all__ = ["ClassResult", "Pair", "Policy", "Verdict", "geomean"]
+"""geomean is stats.geomean, the one of the project, re-exported for engine/loop/machine.py."""
+
 CLASS_VERDICTS = ("improved", "regressed", "tied", "undecided")
-RUN_VERDICTS = ("keep", "regression", "tie", "split", "borderline", "undecided")
+RUN_VERDICTS = ("keep", "regression", "likely_regression", "tie", "split", "borderline", "undecided")
+"""likely_regression: at the final look a class's estimate is a loss beyond min_effect_pct
+(beyond the tolerance for a non-target class) that the policy's confidence could not
+prove; discarded, and counted as a regression (it must not reset the consecutive-regression
+counter as a tie does)."""
 
 
 @dataclass(frozen=True)
@@ -38,78 +46,32 @@ class Pair:
 
 
 @dataclass(frozen=True)
-class Policy:
-    """The decision's knobs ([decide] in kopt.toml, plus the metric's direction)."""
+class Policy(DecideConfig):
+    """The decision's knobs: every key of [decide] in kopt.toml (`DecideConfig`, where each
+    is documented: Policy derives from it, so a new key reaches the decision with no
+    restating), plus the metric's direction and the ab_command path's `pool_blocks`.
+    `verify_after_format` and `production_verdicts` ride along; the loop reads them."""
 
-    confidence: float = 0.99
-    """Joint confidence of each class's interval over all the looks of one decision."""
-    min_effect_pct: float = 1.0
-    min_rounds: int = 3
-    max_rounds: int = 20
-    """Looks before an undecided class goes to review. 20 process-level rounds are what a
-    true 2% gain needs to be kept 95% of the time at 1% per-run noise (docs/decision.md)."""
-    budget_gpu_s: float = 1800.0
-    max_other_regression_pct: float = 1.0
-    guard_max_regression_pct: float = 10.0
-    """How much slower the guard class (non-production configs, `guard_configs`) may get."""
-    suspicious_speedup: float = 3.0
-    two_in_a_row: bool = False
     direction: str = "min"
-    review_timeout_s: float = 1800.0
-    review_default: str = "reject"
+    """"min" (latency) or "max" (throughput), from [target].direction."""
     pool_blocks: bool = False
     """ab_command path: treat every block as a sample (df = blocks - 1) instead of one mean
     per run (df = runs - 1). Only valid when the runs cannot differ from one another (one
     process, the same buffers); a per-process offset makes pooled intervals far too narrow."""
-    futility_confidence: float = 0.8
-    """On the final look, a class still undecided is resolved as tied when the interval at
-    this (lower) confidence rules out what would matter: for a target class a gain of
-    min_effect_pct, for another class a regression beyond max_other_regression_pct. A true
-    gain of exactly min_effect_pct is lost this way at most (1 - futility_confidence)/2 of
-    the time; without it nearly every no-change candidate at a noisy bench goes to review.
-    0 turns it off."""
 
     def __post_init__(self) -> None:
-        def need(ok: bool, key: str, why: str) -> None:
-            if not ok:
-                raise BadInput(f"[decide].{key} {why}")
-
-        need(0.5 < self.confidence < 1, "confidence", f"must be between 0.5 and 1, not {self.confidence}")
-        need(self.min_effect_pct > 0, "min_effect_pct", f"must be > 0, not {self.min_effect_pct}")
-        need(self.min_rounds >= 2, "min_rounds", f"must be at least 2, not {self.min_rounds}")
-        need(self.max_rounds >= self.min_rounds, "max_rounds",
-             f"must be >= min_rounds ({self.min_rounds}), not {self.max_rounds}")
-        need(self.budget_gpu_s > 0, "budget_gpu_s", f"must be > 0, not {self.budget_gpu_s}")
-        need(self.max_other_regression_pct >= 0, "max_other_regression_pct",
-             f"must be >= 0, not {self.max_other_regression_pct}")
-        need(self.guard_max_regression_pct >= 0, "guard_max_regression_pct",
-             f"must be >= 0, not {self.guard_max_regression_pct}")
-        need(self.suspicious_speedup > 1, "suspicious_speedup", f"must be > 1, not {self.suspicious_speedup}")
-        need(self.direction in ("min", "max"), "direction",
-             f'(from [target].direction) must be "min" or "max", not {self.direction!r}')
-        need(self.review_timeout_s >= 0, "review_timeout_s", f"must be >= 0, not {self.review_timeout_s}")
-        need(0 <= self.futility_confidence < self.confidence, "futility_confidence",
-             f"must be in [0, confidence), not {self.futility_confidence}")
-        need(self.review_default in ("reject", "accept"), "review_default",
-             f'must be "reject" or "accept", not {self.review_default!r}')
+        problems = decide_problems(self)
+        if self.direction not in ("min", "max"):
+            problems.append(("direction", f'(from [target].direction) must be "min" or "max", not {self.direction!r}'))
+        if problems:
+            key, why = problems[0]
+            raise BadInput(f"[decide].{key} {why}")
 
     @classmethod
-    def from_config(cls, cfg: DecideConfig, direction: str = "min") -> Policy:
-        return cls(
-            confidence=cfg.confidence,
-            min_effect_pct=cfg.min_effect_pct,
-            min_rounds=cfg.min_rounds,
-            max_rounds=cfg.max_rounds,
-            budget_gpu_s=cfg.budget_gpu_s,
-            max_other_regression_pct=cfg.max_other_regression_pct,
-            guard_max_regression_pct=cfg.guard_max_regression_pct,
-            suspicious_speedup=cfg.suspicious_speedup,
-            two_in_a_row=cfg.two_in_a_row,
-            direction=direction,
-            review_timeout_s=cfg.review_timeout_s,
-            review_default=cfg.review_default,
-            futility_confidence=cfg.futility_confidence,
-        )
+    def from_config(cls, cfg: DecideConfig, direction: str = "min", **extra: Any) -> Policy:
+        """The policy of a kopt.toml's [decide] section: every one of its keys, as it is."""
+        values = {f.name: getattr(cfg, f.name) for f in fields(DecideConfig)}
+        return cls(**values, direction=direction, **extra)
 
     def cost_ratio(self, best: float, cand: float) -> float:
         """cand/best for latency, best/cand for throughput: below 1 is always a gain."""
@@ -158,9 +120,9 @@ class ClassResult:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ClassResult:
-        keys = ("cls", "rounds", "n", "best", "cand", "ratio", "lo", "hi", "verdict",
-                "outliers", "disturbed", "unit", "plausible_lo", "plausible_hi")
-        return cls(**{k: (math.nan if d[k] is None else d[k]) for k in keys if k in d})
+        keys = {f.name for f in fields(cls)}
+        values: dict[str, Any] = {k: (math.nan if v is None else v) for k, v in d.items() if k in keys}
+        return cls(**values)
 
 
 def _finite_or_none(v: Any) -> Any:
@@ -169,7 +131,8 @@ def _finite_or_none(v: Any) -> Any:
 
 FLAGS = ("undecided_at_max_rounds", "suspicious_speedup", "faster_than_floor", "subthreshold_gain",
          "partial_gain", "profiler_disagrees", "budget_spent", "outliers_dropped", "disturbed_rounds", "futility",
-         "two_in_a_row", "no_samples", "no_target", "profiler_failed")
+         "two_in_a_row", "no_samples", "no_target", "profiler_failed", "likely_regression", "repeated_values",
+         "wall_time_unexplained", "diff_constructs")
 """Every flag a verdict can carry (Verdict.flags); the TUI explains each. Records written
 by other versions may carry others: readers show them as they are."""
 
@@ -177,7 +140,8 @@ by other versions may carry others: readers show them as they are."""
 @dataclass(frozen=True)
 class Verdict:
     kind: str
-    """keep | regression | tie | split | borderline | undecided (sample another round)"""
+    """keep | regression | likely_regression | tie | split | borderline | undecided (sample
+    another round); see RUN_VERDICTS."""
     reason: str
     classes: tuple[ClassResult, ...] = ()
     rounds: int = 0
@@ -218,6 +182,3 @@ class Verdict:
             focus=d.get("focus", ""),
         )
 
-
-def geomean(values: list[float]) -> float:
-    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else math.nan

@@ -6,7 +6,7 @@
     python -m kopt_supervisor.engine.decide.simulate --blocks 8 --sigma 3  # the ab_command path
 
 Each trial is one decision between a best tree and a candidate whose true cost ratio is
-known (no change; gains of 0.5, 1, 2, 5%; a 1% regression). Each bench run's value is
+known (no change; gains of 0.5, 1, 2, 5%; regressions of 1, 8 and 10%). Each bench run's value is
 the true value times a noise factor drawn from a model shaped like GPU timings:
 
   normal  log-normal, sigma per run (sigma = 1%: two runs of the same tree differ by more
@@ -54,6 +54,8 @@ SCENARIOS: tuple[tuple[str, float, str], ...] = (
     ("2% gain", 0.980, "kept >= 95%"),
     ("5% gain", 0.950, ""),
     ("1% regression", 1.010, "kept <= 0.1%"),
+    ("8% regression", 1.080, "never a tie"),
+    ("10% regression", 1.100, "never a tie"),
 )
 SPIKE_SIZE = 0.20
 
@@ -148,6 +150,15 @@ class Cell:
     def kopt_review(self) -> float:
         return self.kopt.get("borderline", 0.0)
 
+    @property
+    def kopt_tie(self) -> float:
+        return self.kopt.get("tie", 0.0)
+
+    @property
+    def kopt_regression(self) -> float:
+        """Counted as a regression: measured, or likely (estimated beyond min_effect_pct at the final look)."""
+        return self.kopt.get("regression", 0.0) + self.kopt.get("likely_regression", 0.0)
+
 
 def run_cell(args: tuple[Noise, str, float, int, int, Policy]) -> Cell:
     noise, label, ratio, trials, seed, policy = args
@@ -193,12 +204,14 @@ def simulate(
 def table(cells: list[Cell], scenarios: tuple[tuple[str, float, str], ...] = SCENARIOS) -> str:
     """A markdown table: one row per (model, scenario), kopt beside the naive rules."""
     target = {label: t for label, _, t in scenarios}
-    head = ("| noise | true change | kopt kept | kopt review | kopt rounds | naive 1% kept "
-            "| naive twice-in-a-row kept | naive confirm kept | target (kopt) |")
-    lines = [head, "|" + "---|" * 9]
+    head = ("| noise | true change | kopt kept | kopt review | kopt tie | kopt regression (likely) | kopt rounds "
+            "| naive 1% kept | naive twice-in-a-row kept | naive confirm kept | target (kopt) |")
+    lines = [head, "|" + "---|" * 11]
     for c in cells:
+        likely = c.kopt.get("likely_regression", 0.0)
         lines.append(
-            f"| {c.model} | {c.scenario} | {c.kopt_keep:.1%} | {c.kopt_review:.1%} | {c.kopt_rounds:.1f} "
+            f"| {c.model} | {c.scenario} | {c.kopt_keep:.1%} | {c.kopt_review:.1%} | {c.kopt_tie:.1%} "
+            f"| {c.kopt_regression:.1%} ({likely:.1%}) | {c.kopt_rounds:.1f} "
             f"| {c.naive:.1%} | {c.naive_twice:.1%} | {c.naive_confirm:.1%} | {target.get(c.scenario, '')} |"
         )
     return "\n".join(lines)
@@ -219,6 +232,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="ab_command path: per-process offset of the candidate in %% (default 0)")
     ap.add_argument("--pool-blocks", action="store_true",
                     help="ab_command path: every block a sample (Policy.pool_blocks) instead of one mean per look")
+    ap.add_argument("--scenario", default="all",
+                    help="comma-separated labels of the true changes to run (default all: "
+                         + ", ".join(label for label, _, _ in SCENARIOS) + ")")
     ap.add_argument("--max-rounds", type=int, default=Policy.max_rounds)
     ap.add_argument("--min-rounds", type=int, default=Policy.min_rounds)
     ap.add_argument("--confidence", type=float, default=Policy.confidence)
@@ -230,6 +246,10 @@ def main(argv: list[str] | None = None) -> int:
     bad = [m for m in models if m not in NOISE_MODELS]
     if bad:
         ap.error(f"--noise: unknown model {bad[0]!r} (choose from {', '.join(NOISE_MODELS)} or all)")
+    scenarios = SCENARIOS if a.scenario == "all" else tuple(
+        sc for label in a.scenario.split(",") for sc in SCENARIOS if sc[0] == label.strip())
+    if a.scenario != "all" and len(scenarios) != len(a.scenario.split(",")):
+        ap.error(f"--scenario: choose among {', '.join(label for label, _, _ in SCENARIOS)}")
     if a.trials < 1 or a.sigma < 0 or a.blocks < 1:
         ap.error("--trials and --blocks must be >= 1 and --sigma >= 0")
     policy = Policy(confidence=a.confidence, min_effect_pct=a.min_effect, min_rounds=a.min_rounds,
@@ -237,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.monotonic()
     cells = simulate(models, sigma=a.sigma / 100.0, trials=a.trials, seed=a.seed, policy=policy,
                      drift=a.drift / 100.0, spike_p=a.spike_p, blocks=a.blocks,
-                     look_sigma=a.look_sigma / 100.0, workers=a.workers or None)
+                     look_sigma=a.look_sigma / 100.0, scenarios=scenarios, workers=a.workers or None)
     took = time.monotonic() - t0
     path = "process-level rounds" if a.blocks == 1 else f"ab_command looks of {a.blocks} blocks"
     if a.look_sigma:
@@ -247,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"# {a.trials} decisions per row, {path}, per-run noise {a.sigma:g}%, seed {a.seed}, "
           f"min_rounds {policy.min_rounds}, max_rounds {policy.max_rounds}, confidence {policy.confidence:g}, "
           f"min_effect {policy.min_effect_pct:g}% ({took:.1f} s)")
-    print(table(cells))
+    print(table(cells, scenarios))
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"args": vars(a), "seconds": took,

@@ -1,14 +1,27 @@
-"""Small statistics with no dependencies: Student's t, the generalized ESD outlier test.
+"""Small statistics with no dependencies: the one geometric mean and the one quantile of
+kopt, Student's t, the generalized ESD outlier test.
 
-Pure functions. Student's t CDF is computed from the regularized
-incomplete beta function (continued fraction, the classic Lentz evaluation), quantiles by
-bisection; accurate to ~1e-10, far beyond what a decision needs. Quantiles are cached:
-a decision asks for the same few (p, df) pairs over and over.
+Pure functions. `geomean` and `quantile` are the only ones in the project (the report, the
+projections, the API and the TUI call these); their edge behaviour is one rule:
+
+- no values: None (absence, not a number: NaN would slip through comparisons and print
+  as "nan");
+- a value that is not a positive finite number (for a quantile: not finite): ValueError
+  naming it. A latency or ratio of 0, a negative one, NaN or inf is a bug or a missing
+  measurement, and what "missing" means is the caller's to say: filter with
+  `positive_finite(values)` where missing entries are expected (records, reports). A zero
+  never silently leaves a mean.
+
+Student's t CDF is computed from the regularized incomplete beta function (continued
+fraction, the classic Lentz evaluation), quantiles by bisection; accurate to ~1e-10, far
+beyond what a decision needs. Quantiles are cached: a decision asks for the same few
+(p, df) pairs over and over.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from functools import lru_cache
 
 _TINY = 1e-300
@@ -93,19 +106,58 @@ def stdev(xs: list[float]) -> float:
     return math.sqrt(sum((x - m) ** 2 for x in xs) / (len(xs) - 1))
 
 
-def quantile(xs: list[float], q: float) -> float:
-    """Linear-interpolated quantile (numpy's default method)."""
-    s = sorted(xs)
+def positive_finite(values: Iterable[object]) -> list[float]:
+    """The entries that are positive finite numbers (None, text, bools, 0, NaN and inf
+    left out): what a caller hands `geomean` when missing entries mean "not measured"."""
+    out = []
+    for v in values:
+        if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) and v > 0:
+            out.append(float(v))
+    return out
+
+
+def geomean(values: Iterable[float], weights: Iterable[float] | None = None) -> float | None:
+    """The geometric mean exp(sum(w * log v) / sum(w)) (equal weights by default).
+
+    None for no values; ValueError for a value that is not a positive finite number, or a
+    weight that is not a positive finite number (see the module's one rule).
+    """
+    xs = list(values)
+    ws = [1.0] * len(xs) if weights is None else list(weights)
+    if len(ws) != len(xs):
+        raise ValueError(f"geomean: {len(xs)} values but {len(ws)} weights")
+    for v in xs:
+        if isinstance(v, bool) or not isinstance(v, int | float) or not (math.isfinite(v) and v > 0):
+            raise ValueError(f"geomean of {v!r}: every value must be a positive finite number")
+    for w in ws:
+        if not (math.isfinite(w) and w > 0):
+            raise ValueError(f"geomean weight {w!r}: every weight must be a positive finite number")
+    if not xs:
+        return None
+    return math.exp(math.fsum(w * math.log(v) for v, w in zip(xs, ws, strict=True)) / math.fsum(ws))
+
+
+def quantile(values: Iterable[float], q: float) -> float | None:
+    """The q-quantile (0 <= q <= 1), interpolated linearly between order statistics at
+    position (n - 1) * q (numpy's default, "linear"): p10 and p90 of a handful of samples
+    are honest interpolations, not invented tails. None for no values; ValueError for q
+    outside [0, 1] or a value that is not finite."""
+    if not 0.0 <= q <= 1.0:
+        raise ValueError(f"quantile {q} is not in [0, 1]")
+    s = sorted(values)
+    for v in s:
+        if not math.isfinite(v):
+            raise ValueError(f"quantile of {v!r}: every value must be finite")
     if not s:
-        return math.nan
+        return None
     pos = (len(s) - 1) * q
     i = int(math.floor(pos))
     j = min(i + 1, len(s) - 1)
     return s[i] + (s[j] - s[i]) * (pos - i)
 
 
-def median(xs: list[float]) -> float:
-    return quantile(xs, 0.5)
+def median(values: Iterable[float]) -> float | None:
+    return quantile(values, 0.5)
 
 
 @lru_cache(maxsize=4096)

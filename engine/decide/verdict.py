@@ -16,10 +16,18 @@ from __future__ import annotations
 import itertools
 import math
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from kopt_supervisor.engine.decide.estimate import class_samples, estimate_class
 from kopt_supervisor.engine.decide.model import ClassResult, Pair, Policy, Verdict
+from kopt_supervisor.engine.decide.plausible import (
+    BenchRun,
+    below_floor,
+    repeated_values,
+    too_fast,
+    wall_time_unexplained,
+)
 from kopt_supervisor.engine.errors import BadInput
 
 GUARD_CLASS = "guard (non-production)"
@@ -49,6 +57,7 @@ def evaluate(
     floors: dict[str, float] | None = None,
     previous_subthreshold_gain: bool = False,
     guard_configs: frozenset[str] = frozenset(),
+    runs: Sequence[BenchRun] = (),
 ) -> Verdict:
     """The verdict after the looks in `pairs`; kind "undecided" asks for another look.
 
@@ -61,6 +70,13 @@ def evaluate(
     guard_configs: configs that only guard ([decide].production_verdicts: the regression
     grid). They leave their classes for GUARD_CLASS, which must not regress beyond
     guard_max_regression_pct and never counts as a target. Ignored when every config is one.
+    runs: the process-level bench runs so far (wall time per side and round, `BenchRun`),
+    for the wall-time check on the final verdict (`plausible.wall_time_unexplained`).
+
+    Plausibility comes first, at every look: a class or any single config more than
+    suspicious_speedup times faster, a config beating its roofline floor, or candidate
+    values repeated to the last digit across rounds (`plausible`) make the verdict
+    borderline at once, with every such finding in the reason and flags.
     """
     _check_pairs(pairs)
     votes = voting_classes({p.config: p.cls for p in pairs}, guard_configs)
@@ -88,10 +104,11 @@ def evaluate(
     targets = {r.cls for r in results if (target_class is None or r.cls == target_class)
                and not (guarded and r.cls == GUARD_CLASS)}
 
-    suspicious = _suspicious(results, pairs, policy, floors or {})
-    if suspicious is not None:
-        reason, flag, cls = suspicious
-        return verdict("borderline", reason, (flag,), cls)
+    implausible = [f for f in (too_fast(results, pairs, policy), below_floor(pairs, policy, floors or {}),
+                               repeated_values(pairs)) if f is not None]
+    if implausible:
+        return verdict("borderline", "; ".join(f.reason for f in implausible),
+                       tuple(f.flag for f in implausible), implausible[0].cls)
     if rounds < policy.min_rounds and not final:
         return verdict("undecided", f"{rounds} of at least {policy.min_rounds} rounds")
 
@@ -114,7 +131,31 @@ def evaluate(
     if "undecided_at_max_rounds" in flags and gpu_seconds >= policy.budget_gpu_s:
         reason = reason.replace(f"after {rounds} rounds", f"when the {policy.budget_gpu_s:g} GPU-s budget ran out")
         flags = tuple(f if f != "undecided_at_max_rounds" else "budget_spent" for f in flags)
-    return verdict(CASE_KIND[case], reason, flags, focus)
+    out = verdict(CASE_KIND[case], reason, flags, focus)
+    wall = wall_time_unexplained(runs, pairs, policy) if runs and out.final else None
+    if wall is not None:
+        out = send_to_review(out, wall.flag, wall.reason) if wall.review else note(out, wall.flag, wall.reason)
+    return out
+
+
+def send_to_review(verdict: Verdict, flag: str, reason: str) -> Verdict:
+    """A final verdict with a finding that needs the engineer (an implausible number, a
+    construct the diff scan flagged): a keep becomes borderline, a borderline stays one
+    with the finding added; a verdict that discards the candidate (regression, tie, ...)
+    only notes it. `flag` joins the flags (once), `reason` the reason."""
+    if verdict.kind == "keep":
+        return replace(verdict, kind="borderline", reason=f"{reason} (bench: {verdict.reason})",
+                       flags=_add(verdict.flags, flag))
+    return note(verdict, flag, reason)
+
+
+def note(verdict: Verdict, flag: str, reason: str) -> Verdict:
+    """The verdict as it is, with a finding added to its reason and flags."""
+    return replace(verdict, reason=f"{verdict.reason}; {reason}", flags=_add(verdict.flags, flag))
+
+
+def _add(flags: tuple[str, ...], flag: str) -> tuple[str, ...]:
+    return flags if flag in flags else flags + (flag,)
 
 
 # --- per class state and the run verdict -------------------------------------------------
@@ -122,6 +163,8 @@ def evaluate(
 CASE_KIND = {
     "split": "split",
     "regression": "regression",
+    "likely_regression": "likely_regression",
+    "likely_split": "borderline",
     "keep": "keep",
     "keep_two_in_a_row": "keep",
     "tie": "tie",
@@ -131,18 +174,26 @@ CASE_KIND = {
     "open": "borderline",
 }
 """Each case of the run verdict and its kind; "open" is "undecided" before the final look."""
-OUTCOMES = ("improved", "sub_gain", "tied", "regressed_ok", "regressed_bad")
+OUTCOMES = ("improved", "sub_gain", "tied", "regressed_ok", "regressed_bad", "likely_regressed")
 
 
 def _state(r: ClassResult, policy: Policy, *, target: bool, final: bool) -> tuple[str, bool]:
-    """A class's state for the run verdict, and whether futility decided it.
+    """A class's state for the run verdict, and whether futility resolved it as harmless.
 
     States: improved, sub_gain (a significant gain smaller than min_effect_pct), tied,
-    regressed_ok (within max_other_regression_pct), regressed_bad, undecided. On the final
-    look an undecided class is resolved by futility when its plausible interval (at
-    policy.futility_confidence) rules out what would matter: for a target class a gain of
-    min_effect_pct (it cannot justify a keep), for another class a regression beyond
-    max_other_regression_pct (it cannot block one). Such a class counts as tied. The guard
+    regressed_ok (within max_other_regression_pct), regressed_bad, likely_regressed,
+    undecided. On the final look a class still undecided is resolved by its plausible
+    interval (at policy.futility_confidence), and futility only ties what is near zero:
+
+    - a target class whose plausible interval rules out a gain of min_effect_pct cannot
+      justify a keep: tied when its estimate lies within ±min_effect_pct, likely_regressed
+      when the estimate is a loss beyond it (8% slower is never a tie);
+    - another class whose plausible interval rules out a regression beyond
+      max_other_regression_pct cannot block a keep: tied, or regressed_ok when its
+      estimate is a loss beyond min_effect_pct; one whose estimate is a loss beyond both
+      min_effect_pct and the tolerance is likely_regressed.
+
+    A class that could still be a worthwhile gain stays undecided (review). The guard
     class has a state of its own (`_guard_state`).
     """
     if r.cls == GUARD_CLASS:
@@ -152,25 +203,34 @@ def _state(r: ClassResult, policy: Policy, *, target: bool, final: bool) -> tupl
     if r.verdict == "tied":
         return ("sub_gain" if r.hi < 1.0 else "tied"), False
     if r.verdict == "undecided" and final and not math.isnan(r.plausible_lo):
+        loss = r.ratio > 1.0 + policy.min_effect_pct / 100.0
         if target and r.plausible_lo > 1.0 / (1.0 + policy.min_effect_pct / 100.0):
-            return "tied", True
-        if not target and r.plausible_hi < 1.0 + policy.max_other_regression_pct / 100.0:
-            return "tied", True
+            return ("likely_regressed", False) if loss else ("tied", True)
+        if not target:
+            if r.plausible_hi < 1.0 + policy.max_other_regression_pct / 100.0:
+                return ("regressed_ok" if loss else "tied"), True
+            if loss and r.delta_pct > policy.max_other_regression_pct:
+                return "likely_regressed", False
     return r.verdict, False
 
 
 def _guard_state(r: ClassResult, policy: Policy, *, final: bool) -> tuple[str, bool]:
     """The guard class's state: never a gain (it cannot earn a keep); "tied" (harmless) as
     soon as its interval rules out a regression beyond guard_max_regression_pct (at the
-    final look, its plausible interval); regressed_bad for a significant regression beyond
-    that tolerance, regressed_ok within it."""
+    final look, its plausible interval: regressed_ok when its estimate is a loss beyond
+    min_effect_pct); regressed_bad for a significant regression beyond that tolerance,
+    regressed_ok within it; at the final look, likely_regressed when its estimate is a loss
+    beyond the tolerance."""
     tolerance = 1.0 + policy.guard_max_regression_pct / 100.0
     if r.verdict == "regressed":
         return ("regressed_ok" if r.delta_pct <= policy.guard_max_regression_pct else "regressed_bad"), False
     if r.hi < tolerance:
         return "tied", False
-    if final and r.plausible_hi < tolerance:
-        return "tied", True
+    if final and not math.isnan(r.plausible_hi):
+        if r.plausible_hi < tolerance:
+            return ("regressed_ok" if r.ratio > 1.0 + policy.min_effect_pct / 100.0 else "tied"), True
+        if r.ratio > tolerance:
+            return "likely_regressed", False
     return "undecided", False
 
 
@@ -182,6 +242,8 @@ def _case(states: dict[str, str], targets: set[str], policy: Policy, previous_su
         return "split"
     if bad:
         return "regression"
+    if any(s == "likely_regressed" for s in states.values()):
+        return "likely_split" if improved else "likely_regression"
     ts = {states[c] for c in targets}
     if ts == {"improved"}:
         return "others_open" if any(s == "undecided" for s in states.values()) else "keep"
@@ -228,6 +290,18 @@ def _explain(
     if case == "regression":
         worst = max(bad, key=lambda c: results[c].ratio)
         return f"{_deltas(results, [worst])} slower", (), worst
+    likely = [c for c in names if states[c] == "likely_regressed"]
+    if case in ("likely_regression", "likely_split"):
+        worst = max(likely, key=lambda c: results[c].ratio)
+        r = results[worst]
+        conf = f"{policy.futility_confidence:.0%}"
+        plausible = f"[{_num((r.plausible_lo - 1.0) * 100.0)}, {_num((r.plausible_hi - 1.0) * 100.0)}]"
+        why = (f"likely slower: at the final look the estimate is a loss beyond {eff} (plausible "
+               f"{plausible} at {conf}), not proven at the policy's confidence")
+        if case == "likely_split":
+            return (f"{_deltas(results, improved)} faster but {_deltas(results, likely)} {why}",
+                    ("likely_regression",), best)
+        return f"{_deltas(results, likely)} {why}", ("likely_regression",), worst
     if case == "keep":
         scope = "every class" if len(targets) == len(names) else "the target class"
         tolerated = [c for c in regressed if c not in targets]
@@ -253,33 +327,6 @@ def _explain(
                 "the gain is not where the hypothesis aimed"), ("partial_gain",), gained[0]
     still = [c for c in sorted(targets) if states[c] == "undecided"] or sorted(targets)
     return f"{_deltas(results, still)} undecided after {rounds} rounds", ("undecided_at_max_rounds",), still[0]
-
-
-def _suspicious(
-    results: tuple[ClassResult, ...], pairs: list[Pair], policy: Policy, floors: dict[str, float]
-) -> tuple[str, str, str] | None:
-    """(reason, flag, class) when the candidate looks too good to be true."""
-    for r in results:
-        if r.ratio > 0 and 1.0 / r.ratio > policy.suspicious_speedup:
-            return (f"{r.cls} is {1.0 / r.ratio:.1f}x faster, more than the suspicious_speedup "
-                    f"of {policy.suspicious_speedup:g}x: check that it computes the same thing",
-                    "suspicious_speedup", r.cls)
-    if floors:
-        cand: dict[str, list[float]] = defaultdict(list)
-        cls_of: dict[str, str] = {}
-        for p in pairs:
-            if p.config in floors and not p.flagged:
-                cand[p.config].append(p.cand)
-                cls_of[p.config] = p.cls
-        for config, values in sorted(cand.items()):
-            typical = sorted(values)[len(values) // 2]
-            floor = floors[config]
-            beats = typical < floor if policy.direction == "min" else typical > floor
-            if beats:
-                return (f"{config} measures {typical:.4g} against a roofline floor of {floor:.4g}: "
-                        "faster than the hardware allows, check the measurement", "faster_than_floor",
-                        cls_of[config])
-    return None
 
 
 # --- helpers the loop needs ---------------------------------------------------------------

@@ -32,6 +32,14 @@ FLAG_HELP = {
     "outliers_dropped": "samples far from the rest (a throttling spike, a stray process) were left out",
     "disturbed_rounds": "the GPU gate saw throttling or another process during some rounds; they were left out",
     "profiler_failed": "the profiler could not confirm the benchmark's verdict (its run failed)",
+    "likely_regression": "at the last round a class was estimated slower by more than [decide].min_effect_pct, "
+                         "not proven at the policy's confidence: counted as a regression",
+    "repeated_values": "the candidate's values repeat to the last digit across rounds while best's vary: "
+                       "a forged or cached result?",
+    "wall_time_unexplained": "the reported time fell by more than the bench process's wall time did: work "
+                             "outside the timed region?",
+    "diff_constructs": "the candidate's diff reaches outside the kernel (patches, frames, exits, files, "
+                       "environment, threads, input-keyed caches): read the quoted lines",
 }
 
 

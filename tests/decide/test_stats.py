@@ -11,7 +11,9 @@ from kopt_supervisor.engine.decide.stats import (
     betainc,
     esd_critical,
     esd_outliers,
+    geomean,
     median,
+    positive_finite,
     quantile,
     stdev,
     t_cdf,
@@ -82,3 +84,33 @@ def test_esd_rarely_flags_clean_normal_samples() -> None:
     flagged = sum(bool(esd_outliers([rng.gauss(0, 1) for _ in range(n)], max(1, n // 5)))
                   for n in (6, 10, 20) for _ in range(400))
     assert flagged / 1200 < 0.025  # nominal 1%
+
+
+def test_the_one_geomean_and_its_edges() -> None:
+    assert geomean([2.0, 8.0]) == pytest.approx(4.0)
+    assert geomean(iter([0.9, 1 / 0.9])) == pytest.approx(1.0)
+    assert geomean([2.0, 8.0], weights=[3.0, 1.0]) == pytest.approx(2.0 ** 0.75 * 8.0 ** 0.25)
+    assert geomean([]) is None
+    for bad in (0.0, -1.0, math.nan, math.inf, True, None, "2"):
+        with pytest.raises(ValueError, match="positive finite"):
+            geomean([2.0, bad])  # type: ignore[list-item]  # the wrong value is the point
+    with pytest.raises(ValueError, match="weights"):
+        geomean([2.0], weights=[1.0, 1.0])
+    with pytest.raises(ValueError, match="weight"):
+        geomean([2.0], weights=[0.0])
+    # where missing entries are expected, the caller says so
+    assert positive_finite([2.0, None, 0, -3, math.nan, math.inf, True, "x", 8]) == [2.0, 8.0]
+    assert geomean(positive_finite([None, 0.0])) is None
+
+
+def test_the_one_quantile_and_its_edges() -> None:
+    assert quantile([5.0, 1.0, 2.0, 4.0, 3.0], 0.25) == 2.0
+    assert quantile([1.0, 2.0], 0.9) == pytest.approx(1.9)
+    assert quantile([7.0], 0.1) == 7.0 and median([3.0, 1.0, 2.0, 10.0]) == 2.5
+    assert quantile([], 0.5) is None and median([]) is None
+    for q in (-0.1, 1.1):
+        with pytest.raises(ValueError, match="not in"):
+            quantile([1.0], q)
+    for bad in (math.nan, math.inf):
+        with pytest.raises(ValueError, match="finite"):
+            quantile([1.0, bad], 0.5)

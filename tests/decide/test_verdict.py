@@ -314,3 +314,63 @@ def test_every_flag_the_engine_writes_is_a_known_flag() -> None:
         written |= set(re.findall(r'else "([a-z_]+)" for f in flags', src))
     assert {"futility", "profiler_failed", "outliers_dropped", "budget_spent"} <= written  # the scan sees them
     assert written <= set(FLAGS)
+
+
+# --- futility only ties what is near zero (issue 17: 8-10% slower candidates ended as ties) -----
+
+ZIGZAG = [1.0, -0.6, 0.3, -1.0, 0.6, -0.3, 0.9, -0.8]
+
+
+def very_noisy(center: float, spread: float = 0.2) -> list[float]:
+    """8 rounds around center, too noisy for the 99% interval to settle in 8 looks."""
+    return [center * (1 + spread * z) for z in ZIGZAG]
+
+
+def test_an_estimated_loss_beyond_min_effect_is_a_likely_regression_never_a_tie() -> None:
+    p = Policy(max_rounds=8)
+    v = evaluate(rounds({"all": very_noisy(1.08)}), p)
+    c = v.classes[0]
+    assert c.verdict == "undecided" and c.lo < 1.0 < c.hi  # not proven at 99%
+    assert c.plausible_lo > 1 / 1.01  # the old rule's condition for a tie
+    assert v.kind == "likely_regression" and v.final
+    assert "likely_regression" in v.flags and "futility" not in v.flags
+    assert "all +7.1% likely slower" in v.reason and "not proven" in v.reason and "at 80%" in v.reason
+    assert Verdict.from_dict(json.loads(json.dumps(v.to_dict()))) == v
+    assert summary(v).startswith("likely_regression: all +7.1%")
+    # before the final look it is simply undecided: another look
+    assert evaluate(rounds({"all": very_noisy(1.08)[:7]}), p).kind == "undecided"
+    # with futility off nothing is resolved: the engineer sees it
+    off = evaluate(rounds({"all": very_noisy(1.08)}), Policy(max_rounds=8, futility_confidence=0.0))
+    assert off.kind == "borderline" and "undecided_at_max_rounds" in off.flags
+
+
+def test_an_estimate_within_min_effect_still_ties_by_futility() -> None:
+    near = [1.004 * (1 + 0.015 * z) for z in ZIGZAG]
+    v = evaluate(rounds({"all": near}), Policy(max_rounds=8))
+    assert v.kind == "tie" and "futility" in v.flags and "likely_regression" not in v.flags
+
+
+def test_another_class_likely_slower_blocks_a_tie_and_a_keep() -> None:
+    p = Policy(max_rounds=8)
+    flat = [1 + 0.015 * ((-1) ** k) * (1 if k % 3 else -0.5) for k in range(8)]
+    tie_before = evaluate(rounds({"aim": flat, "other": very_noisy(1.08)}), p, target_class="aim")
+    assert tie_before.kind == "likely_regression" and tie_before.focus == "other"
+    gain = evaluate(rounds({"aim": wiggle(0.95, 8), "other": very_noisy(1.08)}), p, target_class="aim")
+    assert gain.kind == "borderline" and "likely_regression" in gain.flags
+    assert "aim −5.0% faster but other +7.1% likely slower" in gain.reason
+
+
+def test_another_class_estimated_slower_within_its_tolerance_is_named_in_a_keep() -> None:
+    p = Policy(max_rounds=8, max_other_regression_pct=15.0)
+    v = evaluate(rounds({"aim": wiggle(0.95, 8), "other": very_noisy(1.03, 0.06)}), p, target_class="aim")
+    assert v.kind == "keep"
+    assert "other +" in v.reason and "slower, within tolerance" in v.reason
+
+
+def test_the_guard_class_estimated_beyond_its_tolerance_is_a_likely_regression() -> None:
+    pairs = rounds({"aim": [1.0] * 8, "grid": very_noisy(1.25, 0.5)})
+    v = evaluate(pairs, Policy(max_rounds=8, guard_max_regression_pct=10.0), target_class="aim",
+                 guard_configs=frozenset({"grid/cfg"}))
+    guard = v.by_class()["guard (non-production)"]
+    assert guard.verdict == "undecided" and guard.ratio > 1.10
+    assert v.kind == "likely_regression" and v.focus == "guard (non-production)"

@@ -1,0 +1,273 @@
+"""Plausibility per config: numbers too good, too regular or too cheap to be true (DESIGN §12).
+
+The bench's numbers are the candidate's own claim when the candidate runs in the bench's
+process. These pure checks read the paired samples (and, where the loop has them, each
+bench process's wall time) for signs that the claim is not a measurement:
+
+- `too_fast`: a class, or any single config, more than `suspicious_speedup` times faster.
+  Per config, not only per class: one config 10x faster hides in its class as 2.2x.
+- `below_floor`: a config whose typical candidate value beats its roofline floor.
+- `repeated_values`: a config whose candidate values are bit-identical over >= 3 rounds
+  while the best tree's vary (a forged or replayed CSV: real timings do not repeat to the
+  last digit). Guarded against coarse timers, see `repeated_values`.
+- `wall_time_unexplained`: the reported time fell by more than the bench process's wall
+  time can explain (work moved outside the timed region: lazy results, work at import or
+  at exit, results cached across calls).
+
+Each returns an `Implausible` (a flag of `model.FLAGS`, a one-line reason naming the
+configs) or None; `check` runs them all. `evaluate` runs the pair checks itself and turns
+a finding into a borderline verdict; the loop passes `runs` to it for the wall-time check.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+
+from kopt_supervisor.engine.decide.model import ClassResult, Pair, Policy
+from kopt_supervisor.engine.decide.stats import geomean, mean, median, stdev, t_quantile
+
+MAX_NAMED = 4
+"""Configs named in one reason; the rest are counted."""
+REPEAT_MIN_ROUNDS = 3
+RESOLUTION_FACTOR = 100.0
+"""A config's values must resolve the best tree's own round-to-round spread into at least
+this many steps for a repeat to count: with a timer (or printed format) that coarse, three
+equal readings of a real measurement happen about (1 / (2 sqrt(pi) * factor))^2 ~ 1e-5 of
+the time per config; with a coarser one (a µs CPU timer on a 5 µs kernel) repeats are
+normal and prove nothing."""
+WALL_MATERIAL = 0.05
+"""The timed saving must be at least this share of the best tree's process wall time
+before the wall-time check says anything (below it, the wall time's own noise hides it)."""
+WALL_EXPLAINED = 0.5
+"""The wall time must fall by at least this share of the claimed timed saving."""
+WALL_REPORTED_DROP = 0.20
+"""Without timed seconds: the candidate's reported total must fall by this much..."""
+WALL_NO_DROP = 0.01
+"""...while its wall time provably fell by less than this share, for a note."""
+WALL_CONFIDENCE = 0.99
+"""One-sided confidence of the wall-time bounds."""
+
+
+@dataclass(frozen=True)
+class Implausible:
+    """One sign that the candidate's numbers are not a measurement of faster code."""
+
+    flag: str
+    """suspicious_speedup | faster_than_floor | repeated_values | wall_time_unexplained"""
+    reason: str
+    """One line naming the configs."""
+    configs: tuple[str, ...]
+    cls: str
+    """The class of the first config named (the verdict's focus)."""
+    review: bool = True
+    """True: the candidate goes to review. False: the verdict only says so (a note)."""
+
+
+@dataclass(frozen=True)
+class BenchRun:
+    """One process-level bench run, for the wall-time check."""
+
+    side: str
+    """"best" or "cand"."""
+    round: int
+    wall_s: float
+    """The bench process's wall time (start to exit)."""
+    timed_s: float | None = None
+    """Seconds the bench says its timed calls took in this run (the sum over configs of the
+    metric times the number of timed calls, in seconds), when the bench reports the count."""
+
+
+def config_speedups(pairs: Iterable[Pair], policy: Policy) -> dict[str, float]:
+    """config -> how many times faster the candidate is (1 / geometric mean of its cost
+    ratios over the unflagged rounds; every round when all were flagged)."""
+    by_config: dict[str, list[Pair]] = defaultdict(list)
+    for p in pairs:
+        by_config[p.config].append(p)
+    out = {}
+    for config, ps in by_config.items():
+        use = [p for p in ps if not p.flagged] or ps
+        ratio = geomean(policy.cost_ratio(p.best, p.cand) for p in use)
+        if ratio is not None:
+            out[config] = 1.0 / ratio
+    return out
+
+
+def too_fast(results: Sequence[ClassResult], pairs: Sequence[Pair], policy: Policy) -> Implausible | None:
+    """Any class, or any single config, more than suspicious_speedup times faster."""
+    limit = policy.suspicious_speedup
+    cls_of = {p.config: p.cls for p in pairs}
+    fast = sorted(((s, c) for c, s in config_speedups(pairs, policy).items() if s > limit), reverse=True)
+    classes = [r for r in results if r.ratio > 0 and 1.0 / r.ratio > limit]
+    if not fast and not classes:
+        return None
+    if fast:
+        speed, first = fast[0]
+        in_class = {r.cls: r for r in results}.get(cls_of[first])
+        shown = f" (its class {cls_of[first]} {1.0 / in_class.ratio:.1f}x)" if in_class and in_class.ratio > 0 else ""
+        others = _name([f"{c} {s:.1f}x" for s, c in fast[1:]], MAX_NAMED - 1)
+        reason = (f"config {first} is {speed:.1f}x faster, more than the suspicious_speedup of {limit:g}x"
+                  f"{shown}{'; also ' + others if others else ''}: check that it computes the same thing")
+        return Implausible("suspicious_speedup", reason, tuple(c for _, c in fast), cls_of[first])
+    r = classes[0]
+    return Implausible("suspicious_speedup",
+                       f"{r.cls} is {1.0 / r.ratio:.1f}x faster, more than the suspicious_speedup of {limit:g}x: "
+                       "check that it computes the same thing", (), r.cls)
+
+
+def below_floor(pairs: Sequence[Pair], policy: Policy, floors: dict[str, float]) -> Implausible | None:
+    """Configs whose median candidate value (unflagged rounds) beats the roofline floor
+    (for a throughput, exceeds the ceiling)."""
+    values: dict[str, list[float]] = defaultdict(list)
+    cls_of: dict[str, str] = {}
+    for p in pairs:
+        if p.config in floors and not p.flagged:
+            values[p.config].append(p.cand)
+            cls_of[p.config] = p.cls
+    beats = []
+    for config, vs in sorted(values.items()):
+        typical = median(vs)
+        floor = floors[config]
+        if typical is not None and (typical < floor if policy.direction == "min" else typical > floor):
+            beats.append((config, typical, floor))
+    if not beats:
+        return None
+    named = _name([f"{c} measures {v:.4g} against a roofline floor of {f:.4g}" for c, v, f in beats])
+    return Implausible("faster_than_floor",
+                       f"{named}: faster than the hardware allows, check the measurement",
+                       tuple(c for c, _, _ in beats), cls_of[beats[0][0]])
+
+
+def repeated_values(pairs: Sequence[Pair], *, min_rounds: int = REPEAT_MIN_ROUNDS) -> Implausible | None:
+    """Configs whose candidate values are bit-identical across >= min_rounds rounds while
+    the best tree's values for the same config vary (a forged, cached or replayed CSV).
+
+    Robust to coarse timers: a repeat counts only when the values' finest printed step
+    (over both sides: what the bench's timer and format can resolve) is at most
+    1/RESOLUTION_FACTOR of the best tree's own spread. A µs CPU timer on a 5 µs kernel, or a
+    bench printing two digits, repeats honestly and is never flagged. When both sides
+    repeat (a deterministic clock, a simulator) nothing is compared, so nothing is flagged.
+    Limits: a forger who adds noise, or whose best side is as frozen, passes this check.
+    """
+    by_config: dict[str, list[Pair]] = defaultdict(list)
+    for p in pairs:
+        if not p.flagged:
+            by_config[p.config].append(p)
+    hits = []
+    for config, ps in sorted(by_config.items()):
+        if len({p.round for p in ps}) < min_rounds:
+            continue
+        cand = [p.cand for p in ps]
+        best = [p.best for p in ps]
+        if len(set(cand)) != 1 or len(set(best)) < 2:
+            continue
+        step = min(_decimal_step(v) for v in cand + best)
+        spread = stdev(best)
+        if spread > 0 and step <= spread / RESOLUTION_FACTOR:
+            hits.append((config, ps[0].cls, cand[0], len({p.round for p in ps})))
+    if not hits:
+        return None
+    named = _name([f"{c} ({v:.6g} in all {n} rounds)" for c, _, v, n in hits])
+    return Implausible("repeated_values",
+                       f"the candidate's values repeat to the last digit while best's vary: {named}: "
+                       "a forged or cached result, not a measurement?",
+                       tuple(c for c, _, _, _ in hits), hits[0][1])
+
+
+def wall_time_unexplained(runs: Sequence[BenchRun], pairs: Sequence[Pair], policy: Policy) -> Implausible | None:
+    """The reported time fell by more than the bench process's wall time can explain.
+
+    With timed seconds for every run (`BenchRun.timed_s`): per round, the claimed saving
+    (best's timed seconds minus the candidate's) against the wall-time saving. When the
+    claim is material (at least WALL_MATERIAL of best's wall time) and the wall time fell,
+    with WALL_CONFIDENCE, by less than WALL_EXPLAINED of it, the timed work went somewhere
+    else: review. It can also be compilation or autotuning that grew by as much in the
+    candidate's process; the engineer tells.
+
+    Without timed seconds (the metric's share of the process is unknown): for a latency,
+    when the candidate's reported total (the sum of its configs' metric) fell by
+    WALL_REPORTED_DROP or more while its wall time provably fell by less than WALL_NO_DROP,
+    a note (not a review): a bench whose timed calls are a small share of its process
+    (imports, compilation, checks) shows the same honestly.
+
+    Needs process-level rounds with both sides (the ab_command path has one process for
+    both, so no per-side wall time) and at least 3 of them.
+    """
+    by_round: dict[int, dict[str, BenchRun]] = defaultdict(dict)
+    for run in runs:
+        by_round[run.round][run.side] = run
+    complete = {r: sides for r, sides in by_round.items() if {"best", "cand"} <= set(sides)
+                and all(s.wall_s > 0 and math.isfinite(s.wall_s) for s in sides.values())}
+    if len(complete) < 3:
+        return None
+    n = len(complete)
+    t = t_quantile(WALL_CONFIDENCE, n - 1)
+    if all(s.timed_s is not None for sides in complete.values() for s in sides.values()):
+        claimed = [_f(sides["best"].timed_s) - _f(sides["cand"].timed_s) for sides in complete.values()]
+        saved = [sides["best"].wall_s - sides["cand"].wall_s for sides in complete.values()]
+        wall = mean([sides["best"].wall_s for sides in complete.values()])
+        claim = mean(claimed)
+        upper = mean(saved) + t * stdev(saved) / math.sqrt(n)
+        if claim >= WALL_MATERIAL * wall and upper < WALL_EXPLAINED * claim:
+            return Implausible(
+                "wall_time_unexplained",
+                f"the candidate's timed calls took {claim:.3g} s less per run ({claim / wall:.0%} of best's "
+                f"{wall:.3g} s process) but its process wall time fell by at most {max(upper, 0.0):.3g} s "
+                f"({WALL_CONFIDENCE:.0%}): work outside the timed region (lazy results, work at import or exit, "
+                "a cache), or compilation that grew as much",
+                (), _focus(pairs))
+        return None
+    if policy.direction != "min":
+        return None
+    totals: dict[int, dict[str, float]] = defaultdict(lambda: {"best": 0.0, "cand": 0.0})
+    for p in pairs:
+        if p.round in complete and not p.flagged:
+            totals[p.round]["best"] += p.best
+            totals[p.round]["cand"] += p.cand
+    rounds = [r for r in complete if totals[r]["best"] > 0]
+    if len(rounds) < 3:
+        return None
+    ratio = geomean([totals[r]["cand"] / totals[r]["best"] for r in rounds])
+    reported_drop = 0.0 if ratio is None else 1.0 - ratio
+    wall_drop = [1.0 - complete[r]["cand"].wall_s / complete[r]["best"].wall_s for r in rounds]
+    upper = mean(wall_drop) + t_quantile(WALL_CONFIDENCE, len(rounds) - 1) * stdev(wall_drop) / math.sqrt(len(rounds))
+    if reported_drop >= WALL_REPORTED_DROP and upper < WALL_NO_DROP:
+        return Implausible(
+            "wall_time_unexplained",
+            f"the candidate's reported time fell {reported_drop:.0%} but its process wall time did not fall "
+            f"(at most {max(upper, 0.0):.1%}, {WALL_CONFIDENCE:.0%}): work may have moved outside the timed "
+            "region, or the timed calls are a small share of the process",
+            (), _focus(pairs), review=False)
+    return None
+
+
+def check(results: Sequence[ClassResult], pairs: Sequence[Pair], policy: Policy, *,
+          floors: dict[str, float] | None = None, runs: Sequence[BenchRun] = ()) -> tuple[Implausible, ...]:
+    """Every finding, review-worthy ones first."""
+    found = [too_fast(results, pairs, policy), below_floor(pairs, policy, floors or {}),
+             repeated_values(pairs), wall_time_unexplained(runs, pairs, policy) if runs else None]
+    return tuple(sorted((f for f in found if f is not None), key=lambda f: not f.review))
+
+
+def _f(x: float | None) -> float:
+    return math.nan if x is None else x
+
+
+def _focus(pairs: Sequence[Pair]) -> str:
+    return sorted({p.cls for p in pairs})[0] if pairs else ""
+
+
+def _name(items: list[str], at_most: int = MAX_NAMED) -> str:
+    shown = ", ".join(items[:at_most])
+    return shown + (f" (+{len(items) - at_most} more)" if len(items) > at_most else "")
+
+
+def _decimal_step(v: float) -> float:
+    """The finest decimal step v is printed with: 5.123 -> 0.001, 5.0 -> 1, 1.2e-05 -> 1e-06."""
+    if not math.isfinite(v) or v == 0:
+        return math.inf
+    exponent = Decimal(repr(float(v))).normalize().as_tuple().exponent
+    return 10.0 ** exponent if isinstance(exponent, int) else math.inf
