@@ -29,6 +29,8 @@ from kopt_supervisor.engine.records import (
 )
 
 RESETS = frozenset({Status.KEEP, Status.ACCEPTED, Status.TIE, Status.SPLIT, Status.REJECTED, *FAILURES})
+REGRESSIONS = frozenset({Status.REGRESSION, Status.LIKELY_REGRESSION})
+"""Measured regressions: +1 to CONSECUTIVE_REGRESSIONS, remembered in RECENT_REGRESSIONS."""
 NOT_COUNTED = frozenset({Status.BASELINE, Status.RUNNING, Status.INTERRUPTED, Status.BORDERLINE})
 
 Row = Iteration | IterationRow
@@ -85,7 +87,7 @@ def counters(rows: Sequence[Row], records: Callable[[list[int]], dict[int, Itera
         if it.masked or it.status in NOT_COUNTED:
             continue
         candidates += 1
-        if it.status == Status.REGRESSION:
+        if it.status in REGRESSIONS:
             regs += 1
             recent = (recent + [it])[-5:]
         elif it.status in RESETS:

@@ -778,6 +778,21 @@ def diff(worktree: str | Path, base: str, *, max_bytes: int = 2_000_000, force: 
     return text[:max_bytes]
 
 
+def scan_diff(worktree: str | Path, base: str, *, force: Sequence[str] = (),
+              max_bytes: int = 64 * 2**20) -> tuple[str, bool]:
+    """The candidate's whole patch against `base` for the diff scan (engine/diffscan): fixed
+    `a/` `b/` prefixes whatever the user's config says, no renames, new and `force`d ignored
+    files included; (text, truncated) with the text cut at `max_bytes`."""
+    loc = locate(worktree)
+    with _scratch_index(loc, base) as env:
+        _add(loc, "--all", env)
+        _add_forced(loc, force, env)
+        text = run_at(loc, "-c", "diff.noprefix=false", "-c", "diff.mnemonicPrefix=false", "diff", "--cached",
+                      "--no-color", "--no-ext-diff", "--no-textconv", "--no-renames", "--src-prefix=a/",
+                      "--dst-prefix=b/", "--ignore-submodules=dirty", base, env=env)
+    return text[:max_bytes], len(text) > max_bytes
+
+
 def _add(loc: Location, how: str, env: dict[str, str] | None = None) -> None:
     """`git add --all` or `--update`, leaving out the gitlinks the index holds: to see whether
     a nested repository is dirty, add starts git inside it, where that repository's own

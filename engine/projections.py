@@ -7,13 +7,13 @@ re-creates them from the store.
 
 from __future__ import annotations
 
-import math
 import time
 from typing import Any
 
 from kopt_supervisor.engine import fmt
 from kopt_supervisor.engine.bookkeeping import Counters
 from kopt_supervisor.engine.config import Config
+from kopt_supervisor.engine.decide.stats import geomean, positive_finite
 from kopt_supervisor.engine.records import Iteration
 
 
@@ -172,10 +172,7 @@ def _cell(text: Any) -> str:
 
 
 def _geomean(values: list[Any]) -> float | None:
-    vals = [v for v in values if isinstance(v, int | float) and v > 0]
-    if not vals:
-        return None
-    return math.exp(sum(math.log(v) for v in vals) / len(vals))
+    return geomean(positive_finite(values))
 
 
 def render_readme(

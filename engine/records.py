@@ -28,6 +28,9 @@ class Status(StrEnum):
     BASELINE = "baseline"
     KEEP = "keep"
     REGRESSION = "regression"
+    LIKELY_REGRESSION = "likely_regression"
+    """Still undecided at the last look, its estimate a loss beyond min_effect_pct: counted
+    as a regression (it never resets the consecutive-regression counter as a tie does)."""
     TIE = "tie"
     SPLIT = "split"
     ACCEPTED = "accepted"
@@ -90,6 +93,8 @@ class IterationRecord(TypedDict, total=False):
     gpu: dict[str, Any]
     """The GPU gate's evidence: index, name, uuid, state before/after, flagged rounds."""
     gpu_seconds: dict[str, float]
+    bench_runs: dict[str, list[dict[str, Any]]]
+    """Per stage, each process-level bench run: side, round, wall seconds (plausibility)."""
     """Timed bench seconds per stage."""
     changed_files: list[str]
     proposal: dict[str, Any]
@@ -112,6 +117,8 @@ class IterationRecord(TypedDict, total=False):
     lane: int
     """The lane the iteration was measured in (0 with one lane)."""
     seal: str
+    diff_scan: dict[str, Any]
+    """The diff scan's findings (rule, path, line, text) and the review reason quoting them."""
     decision_cost: dict[str, Any]
     """Baseline only: what one decision costs with this bench (engine/onboard/cost.py)."""
     """A kept iteration's link in the chain of keeps (engine/integrity.py)."""

@@ -8,7 +8,6 @@ a heartbeat that moved re-renders the state line and nothing else.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -228,10 +227,8 @@ def headline_delta(it: Iteration) -> float | None:
     if it.target_class and it.target_class in classes:
         r = _opt(classes[it.target_class].get("ratio"))
         return (r - 1.0) * 100.0 if r is not None else None
-    ratios = [r for r in (_opt(c.get("ratio")) for c in classes.values()) if r is not None and r > 0]
-    if not ratios:
-        return None
-    return (math.exp(sum(math.log(r) for r in ratios) / len(ratios)) - 1.0) * 100.0
+    mean = api.geomean(api.positive_finite(_opt(c.get("ratio")) for c in classes.values()))
+    return None if mean is None else (mean - 1.0) * 100.0
 
 
 def history_row(it: Iteration, ref_t: float | None = None) -> HistoryRow:

@@ -58,6 +58,7 @@ from kopt_supervisor.engine.api.runs import (
 from kopt_supervisor.engine.bookkeeping import Counters, best_commit, best_iteration, counters
 from kopt_supervisor.engine.config import Config, GpuConfig
 from kopt_supervisor.engine.daemon import engine_alive
+from kopt_supervisor.engine.decide.stats import geomean, positive_finite
 from kopt_supervisor.engine.demo import (
     CPU_NOTICE,
     Materialize,
@@ -80,6 +81,7 @@ from kopt_supervisor.engine.store import Command, Event
 from kopt_supervisor.engine.workspace import Workspace, list_workspaces, resolve_root
 
 __all__ = [
+    "geomean", "positive_finite",
     # runs
     "Created", "check_proposer", "check_sandbox", "doctor", "engine_alive", "format_doctor", "init_run",
     "list_workspaces", "open_workspace", "propose_config", "resolve_root", "run_foreground", "start_detached",

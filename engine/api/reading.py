@@ -5,13 +5,13 @@ view. Reads open run.db read-only and never block the engine.
 
 from __future__ import annotations
 
-import math
 import time
 from pathlib import Path
 from typing import Any
 
 from kopt_supervisor.engine import bookkeeping
 from kopt_supervisor.engine.daemon import engine_alive
+from kopt_supervisor.engine.decide.stats import geomean
 from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.records import Iteration, awaiting_review
 from kopt_supervisor.engine.store import Command, Event, Store
@@ -49,9 +49,7 @@ def best_speedup(iterations: list[Iteration], direction: str = "min") -> float |
         b, now = c.get("best"), best.get(cls)
         if b and now and b > 0 and now > 0:
             ratios.append(b / now if direction == "min" else now / b)
-    if not ratios:
-        return None
-    return math.exp(sum(math.log(r) for r in ratios) / len(ratios))
+    return geomean(ratios)
 
 
 def status(ws: Workspace) -> dict[str, Any]:

@@ -10,7 +10,7 @@ import statistics
 import time
 
 from kopt_supervisor.engine.decide import Policy, voting_classes
-from kopt_supervisor.engine.decide.model import geomean
+from kopt_supervisor.engine.decide.stats import geomean
 from kopt_supervisor.engine.environment import capture_environment
 from kopt_supervisor.engine.errors import KoptFailure
 from kopt_supervisor.engine.gpu.gate import NoIdleGpu

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from kopt_supervisor.engine import runner
 from kopt_supervisor.engine.decide import Policy, Verdict, voting_classes
+from kopt_supervisor.engine.decide.verdict import send_to_review
 from kopt_supervisor.engine.errors import KoptFailure
 from kopt_supervisor.engine.loop.context import RunContext, last_line, with_
 from kopt_supervisor.engine.loop.control import Step
@@ -43,6 +44,9 @@ class Evidence:
         agree with the bench within the profiler's own noise (engine.profile.classes)."""
         ctx = self.ctx
         self.roofline(it, cand_medians(ctx, it, Stage.EVAL), readme=False)
+        scan = it.record.get("diff_scan") or {}
+        if scan.get("findings"):  # the diff reaches outside the kernel: the engineer decides
+            verdict = send_to_review(verdict, "diff_constructs", f"the diff reaches outside the kernel: {scan['reason']}")
         prof = self.profiler(lane)
         if verdict.kind != "keep" or prof is None:
             return verdict

@@ -24,7 +24,8 @@ from kopt_supervisor.engine.loop.police import ALWAYS_PROTECTED
 from kopt_supervisor.engine.loop.rounds import CorrectnessFailure, DecisionRounds, cand_medians
 from kopt_supervisor.engine.records import Iteration, Phase, Stage, Status
 
-VERDICT_STATUS = {"regression": Status.REGRESSION, "tie": Status.TIE, "split": Status.SPLIT,
+VERDICT_STATUS = {"regression": Status.REGRESSION, "likely_regression": Status.LIKELY_REGRESSION,
+                  "tie": Status.TIE, "split": Status.SPLIT,
                   "rejected": Status.REJECTED}
 """What a verdict that is not a keep ends as (anything else: rejected)."""
 
@@ -76,7 +77,7 @@ class Keeper:
         check = self.rounds.decide(it, lane, Stage.VERIFY)
         if isinstance(check, CorrectnessFailure):
             return Status.FAIL_CORRECTNESS, f"after formatting: {check.summary()}", None
-        if check.kind == "keep" or (status == Status.ACCEPTED and check.kind not in ("regression", "split")):
+        if check.kind == "keep" or (status == Status.ACCEPTED and check.kind not in ("regression", "likely_regression", "split")):
             it.record["verify"] = check.to_dict()
             return None
         return VERDICT_STATUS.get(check.kind, Status.REJECTED), f"after formatting: {check.reason}", check

@@ -22,6 +22,7 @@ from typing import Protocol
 
 from kopt_supervisor.engine import bench_output, gitops, metrics, treecheck
 from kopt_supervisor.engine.decide import Pair
+from kopt_supervisor.engine.decide.plausible import BenchRun
 from kopt_supervisor.engine.loop.context import RunContext, last_line
 from kopt_supervisor.engine.loop.jails import tree_of
 from kopt_supervisor.engine.loop.lane import Lane
@@ -38,6 +39,9 @@ class Look:
     cand: Measurement
     seconds: float
     """Timed bench seconds (the decision's GPU-second budget counts these)."""
+    runs: tuple[BenchRun, ...] = ()
+    """Process-level: each side's bench process and its wall time (the plausibility check
+    of a reported metric against the time the process took)."""
 
 
 class Measurer(Protocol):
@@ -142,6 +146,7 @@ class ProcessAbba:
     def look(self, it: Iteration, stage: str, r: int, env: dict[str, str]) -> Look:
         order = ("best", "cand") if r % 2 == 0 else ("cand", "best")
         got: dict[str, Measurement] = {}
+        runs: list[BenchRun] = []
         secs = 0.0
         hashes = dict(zip(("best", "cand"), tree_hashes(self.lane, it), strict=True))
         ensure_best_pristine(self.ctx, self.lane, it, r)
@@ -150,6 +155,7 @@ class ProcessAbba:
             jail = self.ctx.jails.bench(tree, side, hashes[side])
             m, s = run_bench(self.ctx, it, self.lane, tree, f"{stage}_r{r}_{side}", env, jail)
             got[side], secs = m, secs + s
+            runs.append(BenchRun(side, r, s))
             if side == "cand" and m.failing:
                 break
         if "best" not in got:  # the candidate failed first: no pairs, its rows tell why
@@ -160,7 +166,7 @@ class ProcessAbba:
             raise BenchError(f"the candidate's CSV lacks config(s) {', '.join(missing[:3])}: the bench's shapes changed")
         pairs = [Pair(key, b.cls, b.value, cand_m.configs[key].value, r, "AB" if order[0] == "best" else "BA")
                  for key, b in best_m.configs.items() if b.ok and cand_m.configs[key].ok]
-        return Look(pairs, best_m, cand_m, secs)
+        return Look(pairs, best_m, cand_m, secs, tuple(runs))
 
     def new_decision(self) -> None:
         pass

@@ -9,10 +9,11 @@ the status the iteration ends with and the reason, naming what was seen.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from typing import Any, NamedTuple
 
-from kopt_supervisor.engine import gitops, runner, treecheck
+from kopt_supervisor.engine import diffscan, gitops, integrity, runner, treecheck
 from kopt_supervisor.engine.errors import KoptError
 from kopt_supervisor.engine.loop.context import RunContext
 from kopt_supervisor.engine.loop.lane import Lane
@@ -33,6 +34,24 @@ class Police:
         self.ctx = ctx
         self.frozen_config = frozen_config
         self._modules: frozenset[str] | None = None
+
+    def read_diff(self, it: Iteration, lane: Lane) -> None:
+        """The candidate's diff read for constructs that reach outside the kernel (engine/
+        diffscan): what it finds goes with the verdict to the engineer (Evidence.confirm)."""
+        text, truncated = gitops.scan_diff(lane.cand, it.best_commit_before or "", force=it.record.get("forced_paths", []))
+
+        def read(path: str) -> str | None:
+            try:
+                return integrity.read_text_nofollow(lane.cand / path, limit=4 << 20)
+            except OSError:
+                return None
+
+        findings = diffscan.scan(text, read, allow=self.ctx.cfg.target.allow_constructs, truncated=truncated)
+        it.record["diff_scan"] = {"findings": [dataclasses.asdict(f) for f in findings],
+                                  "reason": diffscan.review_reason(findings)}
+        if findings:
+            self.ctx.event("police", f"v{it.version}: the diff reaches outside the kernel: "
+                           f"{it.record['diff_scan']['reason'][:300]}", it=it, level="warn")
 
     def allowed(self) -> list[str]:
         """New files a candidate may hold: declared sources, [target].allow_untracked, the tune params."""
@@ -153,6 +172,7 @@ class Police:
         hit = gitops.matching(changed, [*ctx.cfg.target.protected, *ALWAYS_PROTECTED])
         if hit:
             return Problem(Status.FAIL_PROTECTED, f"the candidate changes protected file(s): {', '.join(hit)}")
+        self.read_diff(it, lane)
         new_only = gitops.untracked(cand)
         read_by_bench = gitops.matching(new_only, [*ctx.cfg.target.sources, *filter(None, [ctx.cfg.propose.tune.params])])
         if set(changed) == set(new_only) and not read_by_bench:

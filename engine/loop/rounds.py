@@ -10,11 +10,13 @@ restarted engine sees what the one before it measured.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
 from kopt_supervisor.engine import gitops
 from kopt_supervisor.engine.decide import Pair, Policy, Verdict, evaluate
+from kopt_supervisor.engine.decide.plausible import BenchRun
 from kopt_supervisor.engine.gpu.gate import round_flags
 from kopt_supervisor.engine.loop.context import RunContext, with_
 from kopt_supervisor.engine.loop.lane import Lane, acquire, note_gpu
@@ -75,6 +77,7 @@ class DecisionRounds:
         measurer = lane.measurer
         assert measurer is not None, "the machine gives every lane its measurer"
         if not extra_rounds:
+            it.record.setdefault("bench_runs", {})[stage] = []
             ctx.verify([lane])  # before any comparison: the chain of keeps and the branch are kopt's
             ctx.store.delete_samples(it.version, stage)
             measurer.new_decision()
@@ -112,6 +115,8 @@ class DecisionRounds:
                 new = [with_(p, flagged=True) for p in look.pairs] if flags else look.pairs
                 gpu_s += look.seconds
                 it.record.setdefault("gpu_seconds", {})[stage] = gpu_s
+                runs = it.record.setdefault("bench_runs", {}).setdefault(stage, [])
+                runs += [dataclasses.asdict(x) for x in look.runs]
                 ctx.store.add_samples(
                     row for p in new for row in (
                         (it.version, stage, p.round, p.block, "best", p.config, p.cls, p.best, p.order, p.flagged),
@@ -122,7 +127,7 @@ class DecisionRounds:
                     continue
                 verdict = evaluate(done, policy, target_class=it.target_class, gpu_seconds=gpu_s,
                                    floors=floors(ctx), previous_subthreshold_gain=previous_subthreshold_gain(ctx, it),
-                                   guard_configs=guard)
+                                   guard_configs=guard, runs=[BenchRun(**x) for x in runs])
                 it.record["classes"] = {c.cls: c.to_dict() for c in verdict.classes}
                 it.record["decision"] = {**verdict.to_dict(), "by": "engine"}
                 ctx.save(it)

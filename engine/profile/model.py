@@ -429,7 +429,7 @@ def _same(values: Any) -> str | None:
 # ---------------------------------------------------------------------------------------
 # Comparing best and candidate
 
-AGREEMENT_KINDS = ("keep", "accepted", "regression", "tie", "split")
+AGREEMENT_KINDS = ("keep", "accepted", "regression", "likely_regression", "tie", "split")
 
 
 @dataclass(frozen=True)

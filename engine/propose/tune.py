@@ -69,7 +69,7 @@ EXPLORE_LIMIT = 20000
 NOT_TRIED = ("interrupted",)
 """Statuses whose point was never evaluated: proposed again on resume."""
 KEPT = ("keep", "accepted")
-WORSE = ("regression", "fail_bench", "fail_correctness")
+WORSE = ("regression", "likely_regression", "fail_bench", "fail_correctness")
 TIERS = ("split", "step", "leap", "pair", "explore")
 
 

@@ -17,6 +17,9 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from kopt_supervisor.engine.decide.stats import geomean as stats_geomean
+from kopt_supervisor.engine.decide.stats import positive_finite, quantile
+
 
 @dataclass(frozen=True)
 class Summary:
@@ -39,19 +42,6 @@ def finite(values: Iterable[float]) -> list[float]:
     return [float(v) for v in values if v is not None and math.isfinite(v)]
 
 
-def quantile(sorted_values: list[float], q: float) -> float:
-    """Linear interpolation between order statistics at position (n - 1) * q."""
-    if not sorted_values:
-        raise ValueError("quantile of no values")
-    if not 0.0 <= q <= 1.0:
-        raise ValueError(f"quantile {q} is not in [0, 1]")
-    pos = (len(sorted_values) - 1) * q
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(sorted_values) - 1)
-    frac = pos - lo
-    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * frac
-
-
 def summarize(values: Iterable[float]) -> Summary | None:
     """The summary of the finite values, or None when there are none."""
     xs = sorted(finite(values))
@@ -60,8 +50,14 @@ def summarize(values: Iterable[float]) -> Summary | None:
     n = len(xs)
     mean = math.fsum(xs) / n
     std = math.sqrt(math.fsum((x - mean) ** 2 for x in xs) / (n - 1)) if n > 1 else None
-    return Summary(n=n, median=quantile(xs, 0.5), mean=mean, std=std, min=xs[0], max=xs[-1],
-                   p10=quantile(xs, 0.1), p90=quantile(xs, 0.9))
+    return Summary(n=n, median=_q(xs, 0.5), mean=mean, std=std, min=xs[0], max=xs[-1],
+                   p10=_q(xs, 0.1), p90=_q(xs, 0.9))
+
+
+def _q(xs: list[float], q: float) -> float:
+    value = quantile(xs, q)
+    assert value is not None  # xs is not empty
+    return value
 
 
 def speedup(baseline: float | None, final: float | None, direction: str = "min") -> float | None:
@@ -72,8 +68,5 @@ def speedup(baseline: float | None, final: float | None, direction: str = "min")
 
 
 def geomean(values: Iterable[float | None]) -> float | None:
-    """Equal-weight geometric mean of the positive finite values; None when there are none."""
-    xs = [v for v in finite(v for v in values if v is not None) if v > 0]
-    if not xs:
-        return None
-    return math.exp(math.fsum(math.log(v) for v in xs) / len(xs))
+    """The one geometric mean (decide.stats) of the entries that are measured (positive finite)."""
+    return stats_geomean(positive_finite(values))

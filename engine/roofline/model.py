@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from kopt_supervisor.engine import expr
+from kopt_supervisor.engine.decide.stats import geomean, positive_finite
 from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.roofline.spec_values import Spec, get_spec
 
@@ -191,7 +192,7 @@ def aggregate_classes(
             cls=cls,
             configs=len(pts),
             bound=bounds.pop() if len(bounds) == 1 else "mixed",
-            pct_geomean=math.exp(sum(math.log(v) for v in pcts) / len(pcts)) if complete else None,  # type: ignore[arg-type]
+            pct_geomean=geomean(positive_finite(pcts)) if complete else None,
             pct_min=min(pcts) if complete else None,  # type: ignore[type-var]
             suspicious=sum(p.suspicious for p in pts),
         )

@@ -18,6 +18,7 @@ STATUS_STYLE = {
     "keep": "bold green",
     "accepted": "bold green",
     "regression": "red",
+    "likely_regression": "red",
     "rejected": "red",
     "split": "yellow",
     "tie": "",
