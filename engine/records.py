@@ -75,6 +75,9 @@ class Stage(StrEnum):
     EVAL = "eval"
     VERIFY = "verify"
     """The formatted tree, measured again before the keep's commit."""
+    REVERIFY = "reverify"
+    """A keep decided again in fresh, separate, confined processes of the process-level bench
+    (never the ab_command, which loads both trees into one process)."""
 
 
 class IterationRecord(TypedDict, total=False):
@@ -110,6 +113,8 @@ class IterationRecord(TypedDict, total=False):
     review: dict[str, Any]
     """opened_at, deadline, reason of a review."""
     verify: dict[str, Any]
+    reverify: dict[str, Any]
+    """The keep's decision taken again in fresh processes: its verdict, cost, and agreement."""
     timings: dict[str, Any]
     """Seconds per phase: gate_wait_s, proposer_s, police_s, reload_s, looks_s (a list),
     profiler_s, format_s, commit_s, total_s, engine_s (what kopt itself spent)."""

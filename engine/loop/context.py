@@ -34,7 +34,7 @@ MARKER = "KOPT_WORKSPACE"
 """Every child kopt starts carries this variable (the workspace's path): after a crash, the
 orphans of a recorded process group are recognised by it (a recycled pid never is)."""
 
-TIMED_KEYS = ("gate_wait_s", "proposer_s", "police_s", "reload_s", "profiler_s", "format_s", "commit_s")
+TIMED_KEYS = ("gate_wait_s", "proposer_s", "police_s", "reload_s", "profiler_s", "reverify_s", "format_s", "commit_s")
 """The phases an iteration's record["timings"] holds (and `looks_s`: one entry per look)."""
 
 

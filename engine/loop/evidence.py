@@ -13,6 +13,7 @@ profiler's word on a keep (DESIGN.md §5 step 5, router's Step 0).
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from kopt_supervisor.engine import runner
@@ -23,8 +24,13 @@ from kopt_supervisor.engine.loop.context import RunContext, last_line, with_
 from kopt_supervisor.engine.loop.control import Step
 from kopt_supervisor.engine.loop.jails import tree_of
 from kopt_supervisor.engine.loop.lane import Lane, acquire
-from kopt_supervisor.engine.loop.measure import check_after_run
-from kopt_supervisor.engine.loop.rounds import cand_medians, guard_configs
+from kopt_supervisor.engine.loop.measure import ProcessAbba, check_after_run
+from kopt_supervisor.engine.loop.rounds import (
+    CorrectnessFailure,
+    DecisionRounds,
+    cand_medians,
+    guard_configs,
+)
 from kopt_supervisor.engine.profile import PROFILE_ENV, ProfileSummary, choose_profiler
 from kopt_supervisor.engine.profile.base import Profiler
 from kopt_supervisor.engine.profile.classes import agrees, compare_per_class
@@ -33,9 +39,14 @@ from kopt_supervisor.engine.records import Iteration, Stage
 from kopt_supervisor.engine.roofline.evaluate import evaluate as evaluate_roofline
 
 
+class CorrectnessRefuted(KoptFailure):
+    """A keep whose rows fail their correctness rule when run in fresh processes."""
+
+
 class Evidence:
-    def __init__(self, ctx: RunContext) -> None:
+    def __init__(self, ctx: RunContext, rounds: DecisionRounds | None = None) -> None:
         self.ctx = ctx
+        self.rounds = rounds
         self._profiler: tuple[str, Profiler | None] | None = None
 
     def confirm(self, it: Iteration, lane: Lane, verdict: Verdict) -> Verdict:
@@ -74,6 +85,32 @@ class Evidence:
             return with_(verdict, kind="borderline", reason=agreement.reason(),
                          flags=(*verdict.flags, "profiler_disagrees"))
         return with_(verdict, reason=f"{verdict.reason}; profiler: {agreement.summary_line()}")
+
+    def reverify(self, it: Iteration, lane: Lane, verdict: Verdict) -> Verdict:
+        """Every new BEST decided again before it is committed: best and candidate in fresh,
+        separate, confined processes of the process-level bench, at the same policy. Candidate
+        code that ran inside the bench's process (the ab_command loads both trees into one)
+        had the chance to bend the numbers; here it has none. A disagreement goes to review
+        with both numbers; a row that now fails its correctness rule fails the candidate."""
+        ctx = self.ctx
+        if verdict.kind != "keep" or self.rounds is None:
+            return verdict
+        t0 = time.monotonic()
+        with ctx.clock(it, "reverify_s"):
+            fresh = self.rounds.decide(it, lane, Stage.REVERIFY, measurer=ProcessAbba(ctx, lane))
+        if isinstance(fresh, CorrectnessFailure):
+            it.record["failing_rows"] = fresh.failing
+            raise CorrectnessRefuted(f"the keep fails correctness in fresh processes: {fresh.summary()}")
+        agrees = fresh.kind == "keep"
+        it.record["reverify"] = {**fresh.to_dict(), "agrees": agrees, "seconds": round(time.monotonic() - t0, 2)}
+        ctx.save(it)
+        ctx.event("reverify", f"v{it.version}: fresh processes say {fresh.kind}: {fresh.reason}", it=it,
+                  level="info" if agrees else "warn")
+        if agrees:
+            return with_(verdict, reason=f"{verdict.reason}; confirmed in fresh processes ({fresh.reason})")
+        return with_(verdict, kind="borderline", flags=(*verdict.flags, "reverify_disagrees"),
+                     reason=f"the decision taken again in fresh processes disagrees: first {verdict.reason}; "
+                            f"fresh processes {fresh.kind}: {fresh.reason}")
 
     def config_refs(self) -> list[ConfigRef]:
         """The baseline's configs with the classes the decisions vote in (the guard class)."""

@@ -35,7 +35,7 @@ from kopt_supervisor.engine.gpu.gate import NoIdleGpu
 from kopt_supervisor.engine.loop.baseline import Baseline, BaselineFailed
 from kopt_supervisor.engine.loop.context import RunContext
 from kopt_supervisor.engine.loop.control import Control, Interrupt, Request
-from kopt_supervisor.engine.loop.evidence import Evidence
+from kopt_supervisor.engine.loop.evidence import CorrectnessRefuted, Evidence
 from kopt_supervisor.engine.loop.jails import Jails
 from kopt_supervisor.engine.loop.keep import VERDICT_STATUS, Keeper
 from kopt_supervisor.engine.loop.lane import Lane, acquire, single_lane
@@ -76,7 +76,8 @@ def real_parts(ctx: RunContext, proposer: Proposer) -> Parts:
     lanes = [single_lane(ctx)]
     for lane in lanes:
         lane.measurer = measurer_for(ctx, lane)
-    rounds, evidence = DecisionRounds(ctx), Evidence(ctx)
+    rounds = DecisionRounds(ctx)
+    evidence = Evidence(ctx, rounds)
     keeper = Keeper(ctx, rounds, evidence)
     recovery = Recovery(ctx, keeper)
     return Parts(lanes, Baseline(ctx, evidence, keeper, recovery), Proposing(ctx, proposer), Police(ctx, str(ctx.store.get("frozen_config")).encode()), rounds, evidence,
@@ -241,6 +242,10 @@ class Engine:
             outcome = self.rounds.decide(it, lane, Stage.EVAL)
         self.ctx.save(it, Phase.EVIDENCE)
         verdict = self.evidence.confirm(it, lane, outcome)                # Phase.EVIDENCE
+        try:
+            verdict = self.evidence.reverify(it, lane, verdict)           # a new BEST, in fresh processes
+        except CorrectnessRefuted as e:
+            return self.keeper.discard(it, lane, Status.FAIL_CORRECTNESS, str(e))
         by = "engine"
         if verdict.kind == "borderline":                                  # Phase.REVIEW
             verdict, by = self.review.ask(it, lane, verdict)

@@ -20,6 +20,7 @@ from kopt_supervisor.engine.decide.plausible import BenchRun
 from kopt_supervisor.engine.gpu.gate import round_flags
 from kopt_supervisor.engine.loop.context import RunContext, with_
 from kopt_supervisor.engine.loop.lane import Lane, acquire, note_gpu
+from kopt_supervisor.engine.loop.measure import Measurer
 from kopt_supervisor.engine.metrics import BenchError, Measurement
 from kopt_supervisor.engine.records import Iteration, Phase, Stage, Status
 
@@ -69,12 +70,14 @@ class DecisionRounds:
                            budget_gpu_s=policy.budget_gpu_s * (1 + extra_rounds / max(1, policy.max_rounds)))
         return policy
 
-    def decide(self, it: Iteration, lane: Lane, stage: Stage, *, extra_rounds: int = 0) -> Verdict | CorrectnessFailure:
+    def decide(self, it: Iteration, lane: Lane, stage: Stage, *, extra_rounds: int = 0,
+               measurer: Measurer | None = None) -> Verdict | CorrectnessFailure:
         """Looks until the statistics decide. `extra_rounds` continues the decision already
-        in the store (the engineer asked for more rounds) instead of starting afresh."""
+        in the store (the engineer asked for more rounds) instead of starting afresh;
+        `measurer` replaces the lane's (the re-verification's fresh processes)."""
         ctx = self.ctx
         policy = self.policy(extra_rounds)
-        measurer = lane.measurer
+        measurer = measurer or lane.measurer
         assert measurer is not None, "the machine gives every lane its measurer"
         if not extra_rounds:
             it.record.setdefault("bench_runs", {})[stage] = []

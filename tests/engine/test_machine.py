@@ -147,6 +147,12 @@ class FakeEvidence:
         return v
 
 
+    def reverify(self, it: Iteration, lane: Lane, v: Verdict) -> Verdict:
+        if v.kind == "keep":
+            self.script.calls.append(f"reverify v{it.version}")
+        return v
+
+
 class FakeReview:
     def __init__(self, script: Script, ctx: Any) -> None:
         self.script, self.ctx = script, ctx
@@ -217,7 +223,7 @@ def test_keep_then_discard_follow_the_phases_in_order(tmp_path: Path) -> None:
     reason = engine(ws, script, max_iters=2).run()
     assert reason == "--max-iters 2 reached in this session"
     assert script.calls == ["recover",
-                            "propose v1 repair 0", "police v1", "decide v1 eval", "evidence v1", "keep v1",
+                            "propose v1 repair 0", "police v1", "decide v1 eval", "evidence v1", "reverify v1", "keep v1",
                             "propose v2 repair 0", "police v2", "decide v2 eval", "evidence v2", "discard v2 regression",
                             "at end"]
     assert statuses(ws) == ["baseline", "keep", "regression"]

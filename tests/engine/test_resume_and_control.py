@@ -376,3 +376,27 @@ def test_under_the_sandbox_nothing_of_a_killed_engine_outlives_it(fake_env, monk
     monkeypatch.setenv("FAKE_SLEEP", "0")
     assert run_engine(ws, max_iters=1) == 0
     assert [s for _, s, _ in statuses(ws)] == ["baseline", "interrupted", "keep"]
+
+
+def test_a_keep_bought_inside_the_shared_ab_process_is_refuted_in_fresh_processes(fake_env, tmp_path):
+    """The served A/B bench loads both trees into one process: a candidate that slows best's
+    calls there looks 20% faster. The re-verification decides again with the process-level
+    bench in fresh, separate processes, where nothing of the candidate's runs beside best: no
+    gain, so the candidate goes to review (the policy rejects it) with both numbers."""
+    (tmp_path / "serve_log").mkdir()
+    repo, root = _serving(fake_env, ["do:k['slow_best'] = 1.25; json.dump(k, open('kernel.json', 'w'))", "gain5"],
+                          writable=str(tmp_path / "serve_log"))
+    ws = init(repo, root)
+    assert run_engine(ws, max_iters=2) == 0
+    with Store(ws.db_path, readonly=True) as s:
+        v1, v2 = s.iteration(1), s.iteration(2)
+        served = {r["round"] for r in s.samples(1, "eval")}
+        fresh = {r["round"] for r in s.samples(1, "reverify")}
+    assert v1 is not None and v1.status == "rejected", v1.record["decision"]
+    assert "reverify_disagrees" in v1.record["decision"]["flags"]
+    reason = v1.record["decision"]["reason"]
+    assert "disagrees: first" in reason and "fresh processes tie" in reason, reason
+    assert v1.record["reverify"]["agrees"] is False and len(served) >= 2 and len(fresh) >= 2
+    # a real gain is confirmed in fresh processes, and the confirmation costs its own looks
+    assert v2 is not None and v2.status == "keep" and "confirmed in fresh processes" in v2.record["decision"]["reason"]
+    assert v2.record["reverify"]["agrees"] is True and v2.record["timings"]["reverify_s"] > 0

@@ -8,7 +8,10 @@ which side goes first block by block. Serve-mode knobs (environment): FAKE_SERVE
 answers `done N last` and leaves after k looks; FAKE_SERVE_DIE_AT=n exits without answering
 look n; FAKE_SERVE_FAIL_AT=n answers look n with `fail`; FAKE_SERVE_HANG_AT=n never answers
 look n; FAKE_SERVE_LOG=path appends one line per process start (to count processes);
-FAKE_SERVE_NO_RELOAD=1 answers `reload` with `fail reload`.
+FAKE_SERVE_NO_RELOAD=1 answers `reload` with `fail reload`. A candidate whose kernel.json
+holds "slow_best": f makes best's rows f times slower: candidate code that reaches into the
+shared process (a patched function of best's), which the re-verification in fresh processes
+of the process-level bench exposes.
 """
 
 import json
@@ -36,8 +39,11 @@ def look() -> str:
         order = ("best", "cand") if block % 2 == 0 else ("cand", "best")
         for side in order:
             k = speed[side]
+            # candidate code in the shared process slowing best's calls (kernel.json's
+            # "slow_best": the factor): what only a fresh, separate process can expose
+            slowed = float(speed["cand"].get("slow_best", 1.0)) if side == "best" else 1.0
             for i, (cls, n, base) in enumerate(CONFIGS):
-                us = base * k["speed"][cls] * (1 + rng.gauss(0, 0.002))
+                us = base * k["speed"][cls] * slowed * (1 + rng.gauss(0, 0.002))
                 rows.append(f"s{i},{cls},{n},{side},{block},{us:.6f},{1 if k.get('wrong') else 0}")
     return "\n".join(rows) + "\n"
 
