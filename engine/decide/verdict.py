@@ -16,7 +16,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from kopt_supervisor.engine.decide.estimate import class_samples, estimate_class
@@ -33,6 +33,13 @@ from kopt_supervisor.engine.errors import BadInput
 GUARD_CLASS = "guard (non-production)"
 """The class the non-production configs join under `guard_configs`: it can block a keep
 (a regression beyond guard_max_regression_pct) but is never a target and never earns one."""
+
+
+def guard_of(production: Mapping[str, bool], production_verdicts: bool) -> frozenset[str]:
+    """The configs that guard instead of voting: the non-production ones, when
+    [decide].production_verdicts is on (none otherwise)."""
+    return frozenset(k for k, is_production in production.items() if not is_production) if production_verdicts \
+        else frozenset()
 
 
 def voting_classes(config_classes: dict[str, str], guard_configs: frozenset[str]) -> dict[str, str]:

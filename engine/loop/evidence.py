@@ -143,7 +143,7 @@ class Evidence:
             rr = evaluate_roofline(
                 self.ctx.cfg, gpu_name=name, gpu_uuid=gpu.get("uuid"),
                 rows={k: c["row"] for k, c in configs.items()}, values=values,
-                class_of={k: c["cls"] for k, c in configs.items()},
+                class_of=voting_classes({k: c["cls"] for k, c in configs.items()}, guard_configs(self.ctx)),
                 production=[k for k, c in configs.items() if c.get("production", True)],
                 measured_dir=self.ctx.ws.root / ".ceilings")
         except KoptFailure as e:

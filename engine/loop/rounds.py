@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kopt_supervisor.engine import gitops
-from kopt_supervisor.engine.decide import Pair, Policy, Verdict, evaluate
+from kopt_supervisor.engine.decide import Pair, Policy, Verdict, evaluate, guard_of
 from kopt_supervisor.engine.decide.plausible import BenchRun
 from kopt_supervisor.engine.gpu.gate import round_flags
 from kopt_supervisor.engine.loop.context import RunContext, with_
@@ -154,7 +154,7 @@ def guard_configs(ctx: RunContext, production: dict[str, bool] | None = None) ->
         base = ctx.baseline()
         configs = (base.record.get("configs") or {}) if base else {}
         production = {k: bool(c.get("production", True)) for k, c in configs.items()}
-    return frozenset(k for k, is_production in production.items() if not is_production)
+    return guard_of(production, ctx.cfg.decide.production_verdicts)
 
 
 def floors(ctx: RunContext) -> dict[str, float]:

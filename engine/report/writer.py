@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from kopt_supervisor.engine import gitops
+from kopt_supervisor.engine.decide import guard_of, voting_classes
 from kopt_supervisor.engine.environment import capture_environment
 from kopt_supervisor.engine.errors import BadInput, KoptError
 from kopt_supervisor.engine.report import chart, roofline_view
@@ -132,7 +133,10 @@ def _roofline(cfg: Any, data: RunData, measured_dir: Path) -> roofline_view.Roof
     view = roofline_view.build(
         cfg,
         {k: c.row for k, c in data.configs.items() if c.row},
-        {k: c.cls for k, c in data.configs.items()},
+        # the classes as decisions voted: under [decide].production_verdicts the regression
+        # grid's odd sizes are the guard class, not part of a production class's % of peak
+        voting_classes({k: c.cls for k, c in data.configs.items()},
+                       guard_of({k: c.production for k, c in data.configs.items()}, cfg.decide.production_verdicts)),
         _medians(data.baseline_tree.values),
         _medians(data.final_tree.values),
         specs,

@@ -186,3 +186,17 @@ def test_once_mode_checks_without_timing(tmp_path: Path, harness_path: Path, cap
     assert main(repo, ["--once"]) == 0
     df = pd.read_csv(io.StringIO(capsys.readouterr().out))
     assert list(df["shape"]) == ["cpu-96", "cpu-600", "cpu-2100"] and "us" not in df and (df["err"] <= 1).all()
+
+
+def test_the_profilers_display_regex_names_every_triton_kernel_of_each_solution() -> None:
+    """[profile].kernel only names "the hottest" for display (the comparison covers every kernel
+    in each config's range), but it must not hide one: the RMSNorm demo once named only
+    _rms_kernel while every production shape ran _rms_whole_tiles."""
+    import re
+
+    for info in catalog.KERNELS.values():
+        source = next((catalog.HERE / info.name / "solution").glob("*.py")).read_text()
+        jitted = re.findall(r"@triton\.jit\s*\ndef (\w+)", source)
+        assert jitted, info.name
+        pattern = re.compile(info.triton_kernel)
+        assert all(pattern.search(name) for name in jitted), (info.name, jitted, info.triton_kernel)
