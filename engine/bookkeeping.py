@@ -26,6 +26,7 @@ from kopt_supervisor.engine.records import (
     IterationRecord,
     IterationRow,
     Status,
+    in_end_order,
 )
 
 RESETS = frozenset({Status.KEEP, Status.ACCEPTED, Status.TIE, Status.SPLIT, Status.REJECTED, *FAILURES})
@@ -47,12 +48,14 @@ class Counters:
 
 
 def best_row(rows: Sequence[Row]) -> Row | None:
-    kept = [it for it in rows if not it.masked and it.kept]
+    """BEST: the keep that ended last (keeps are committed one at a time, each on the one
+    before)."""
+    kept = in_end_order([it for it in rows if not it.masked and it.kept])
     return kept[-1] if kept else None
 
 
 def best_iteration(iterations: Sequence[Iteration]) -> Iteration | None:
-    kept = [it for it in iterations if not it.masked and it.kept]
+    kept = in_end_order([it for it in iterations if not it.masked and it.kept])
     return kept[-1] if kept else None
 
 
@@ -83,7 +86,7 @@ def counters(rows: Sequence[Row], records: Callable[[list[int]], dict[int, Itera
     recent: list[Row] = []
     fails = 0
     candidates = keeps = 0
-    for it in rows:
+    for it in in_end_order(list(rows)):  # in the order they ended: with lanes, not their version order
         if it.masked or it.status in NOT_COUNTED:
             continue
         candidates += 1

@@ -326,6 +326,20 @@ class RooflineConfig:
 
 
 @dataclass(frozen=True)
+class ParallelConfig:
+    lanes: int = 1
+    """Candidates measured at once, each in its own candidate worktree, paired against best on
+    its own idle GPU (docs/lanes.md). 1: one at a time."""
+    backend: str = "local"
+    """"local": every lane on this host; "ray": each lane's measurement a Ray task pinned to
+    one GPU of a worker host of an existing Ray cluster (the `ray` extra)."""
+    address: str = "auto"
+    """The Ray cluster to connect to ("auto": the one `ray start` made on this host)."""
+    connect_timeout_s: float = 30.0
+    """How long connecting to the Ray cluster may take before the run refuses to start."""
+
+
+@dataclass(frozen=True)
 class Config:
     target: TargetConfig = field(default_factory=TargetConfig)
     decide: DecideConfig = field(default_factory=DecideConfig)
@@ -335,6 +349,7 @@ class Config:
     propose: ProposeConfig = field(default_factory=ProposeConfig)
     stop: StopConfig = field(default_factory=StopConfig)
     roofline: RooflineConfig = field(default_factory=RooflineConfig)
+    parallel: ParallelConfig = field(default_factory=ParallelConfig)
 
     def replace(self, section: str, **changes: Any) -> Config:
         """A copy with some keys of one section changed (CLI overrides)."""
@@ -539,6 +554,12 @@ def validate(cfg: Config, source: str = "kopt.toml") -> None:
             off = [v for v in values if repr(v) not in listed]
             need(not off, key, f"lists {off[0]!r}, which is not among [propose.tune].space.{name}" if off else "")
             need(len(values) > 1, key, "must list at least two values (the ones that launch the same kernel)")
+
+    par = cfg.parallel
+    need(1 <= par.lanes <= 64, "[parallel].lanes", f"must be between 1 and 64, not {par.lanes}")
+    need(par.backend in ("local", "ray"), "[parallel].backend", f'must be "local" or "ray", not {par.backend!r}')
+    need(bool(par.address.strip()), "[parallel].address", 'must name the Ray cluster ("auto" or host:port)')
+    need(par.connect_timeout_s > 0, "[parallel].connect_timeout_s", "must be > 0")
 
     s = cfg.stop
     need(s.consecutive_regressions >= 1, "[stop].consecutive_regressions", "must be >= 1")

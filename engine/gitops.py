@@ -740,6 +740,25 @@ def reset_clean(worktree: str | Path, commit: str, *, detach: bool = False) -> N
     run_at(loc, "clean", "-ffdxq")
 
 
+def move_change(worktree: str | Path, old_base: str, tree: str, new_base: str) -> bool:
+    """Put the change from `old_base` to `tree` (the staged candidate) on `new_base`: the
+    worktree is reset to `new_base` (detached) and the patch applied to files and index.
+    False, with the worktree left at `new_base`, when the patch no longer applies there."""
+    loc = locate(worktree)
+    with tempfile.NamedTemporaryFile(dir=private_dir(), prefix="kopt-move-", suffix=".patch") as patch:
+        run_at(loc, "diff", "--binary", "--full-index", "--no-color", "--no-ext-diff", "--no-textconv", "--no-renames",
+               "--src-prefix=a/", "--dst-prefix=b/", f"--output={patch.name}", old_base, tree)
+        reset_clean(worktree, new_base, detach=True)
+        if os.path.getsize(patch.name) == 0:
+            return True
+        try:
+            run_at(loc, "apply", "--binary", "--index", "--whitespace=nowarn", patch.name)
+        except GitFailure:
+            reset_clean(worktree, new_base, detach=True)
+            return False
+    return True
+
+
 def unstaged_changes(worktree: str | Path) -> list[str]:
     """Tracked files whose working copy differs from the index (and index entries flagged so
     that git would not look). kopt stages the candidate before timing it, so anything listed
@@ -893,6 +912,40 @@ def init_repo(path: Path, message: str) -> str:
     sha = _git(path, "commit-tree", "--no-gpg-sign", "-m", message, tree, env=env)
     _git(path, "update-ref", "HEAD", sha)  # HEAD names the initial branch, which is created
     return sha
+
+
+def bundle_pair(repo_path: str | Path, best: str, tree: str, *, ref: str) -> tuple[bytes, str]:
+    """A git bundle that carries BEST and the candidate (the staged `tree`, committed on BEST
+    under the private `ref`, deleted again): what a lane on another host checks out. Returns
+    the bundle's bytes and the candidate commit."""
+    env = {"GIT_AUTHOR_NAME": KOPT_AUTHOR.name, "GIT_AUTHOR_EMAIL": KOPT_AUTHOR.email,
+           "GIT_COMMITTER_NAME": KOPT_AUTHOR.name, "GIT_COMMITTER_EMAIL": KOPT_AUTHOR.email}
+    cand = _git(repo_path, "commit-tree", "--no-gpg-sign", "-p", best, "-m", "kopt: a lane's candidate", tree, env=env)
+    _git(repo_path, "update-ref", ref, cand)
+    try:
+        with tempfile.TemporaryDirectory(dir=private_dir()) as tmp:
+            path = Path(tmp) / "lane.bundle"
+            _git(repo_path, "bundle", "create", "--quiet", str(path), ref)
+            return path.read_bytes(), cand
+    finally:
+        _git(repo_path, "update-ref", "-d", ref)
+
+
+def checkout_bundle(bundle: Path, dest: Path, best: str, cand: str) -> tuple[Path, Path]:
+    """A lane's trees on another host from `bundle_pair`'s bundle: a repository in `dest`,
+    worktrees dest/best and dest/cand detached at the two commits (both bound to it)."""
+    env = _base_env()
+    env.update(_env_config(dict(FIXED_OVERRIDES)))
+    repo = dest / "repo"
+    res = subprocess.run([_git_program(), "clone", "--quiet", "--no-checkout", str(bundle), str(repo)], env=env,
+                         capture_output=True, check=False, stdin=subprocess.DEVNULL, timeout=TIMEOUT_S)
+    if res.returncode != 0:
+        raise GitFailure(f"git clone of a lane's bundle: {_last_line(res.stderr, res.returncode)}")
+    best_path, cand_path = dest / "best", dest / "cand"
+    for path, sha in ((best_path, best), (cand_path, cand)):
+        _git(repo, "worktree", "add", "--force", "--detach", str(path), sha)
+        _trust(repo, path, None)
+    return best_path, cand_path
 
 
 def show_file(path: str | Path, commit: str, file: str) -> str | None:

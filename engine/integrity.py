@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from kopt_supervisor.engine.errors import KoptFailure
-from kopt_supervisor.engine.records import Iteration, Status
+from kopt_supervisor.engine.records import Iteration, Status, in_end_order
 
 SECRET_NAME = ".secret"
 
@@ -100,7 +100,7 @@ def reseal_chain(key: bytes, iterations: Sequence[Iteration]) -> dict[int, str]:
     too: masking and unmasking are history the engine or the user's CLI wrote)."""
     out: dict[int, str] = {}
     previous = ""
-    for it in iterations:
+    for it in in_end_order(list(iterations)):
         if it.status in (Status.BASELINE, Status.KEEP, Status.ACCEPTED) and it.commit:
             previous = out[it.version] = keep_seal(key, previous, it)
     return out
@@ -130,8 +130,8 @@ def seal_new_keep(key: bytes, iterations: Sequence[Iteration], it: Iteration) ->
     """Seal `it` (just kept) onto the chain: the link before it is the last kept iteration of
     `iterations` with a lower version, whose own seal is taken as the chain stands."""
     previous = ""
-    for other in iterations:
-        if other.version < it.version and other.status in (Status.BASELINE, Status.KEEP, Status.ACCEPTED) \
+    for other in in_end_order(list(iterations)):
+        if other.version != it.version and other.status in (Status.BASELINE, Status.KEEP, Status.ACCEPTED) \
                 and other.commit:
             previous = str(other.record.get("seal") or "")
     it.record["seal"] = keep_seal(key, previous, it)

@@ -18,7 +18,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, TypedDict
+from typing import Any, TypedDict, TypeVar
+
+T = TypeVar("T", "Iteration", "IterationRow")
 
 
 class Status(StrEnum):
@@ -121,12 +123,17 @@ class IterationRecord(TypedDict, total=False):
     pitfalls_and_fixes: list[str]
     lane: int
     """The lane the iteration was measured in (0 with one lane)."""
+    ended_seq: int
+    """Its place in the order iterations ended (lanes end in any order; counters and the
+    chain of keeps follow this order)."""
     seal: str
     diff_scan: dict[str, Any]
     """The diff scan's findings (rule, path, line, text) and the review reason quoting them."""
     decision_cost: dict[str, Any]
     """Baseline only: what one decision costs with this bench (engine/onboard/cost.py)."""
     """A kept iteration's link in the chain of keeps (engine/integrity.py)."""
+    rebased: list[dict[str, Any]]
+    """With lanes: each time BEST moved while it was decided and its change was put on the new one."""
     forced_paths: list[str]
     """Ignored files [target].allow_untracked lets the candidate hold: staged, shown, committed."""
     plan: dict[str, Any]
@@ -164,6 +171,12 @@ class Iteration:
         """The pending-review rule: a borderline iteration that was not masked."""
         return self.status == Status.BORDERLINE and not self.masked
 
+    @property
+    def order(self) -> int:
+        """The place in the order iterations ended (several lanes end in any order)."""
+        seq = self.record.get("ended_seq")
+        return int(seq) if seq is not None else self.version
+
 
 @dataclass(frozen=True)
 class IterationRow:
@@ -178,6 +191,14 @@ class IterationRow:
     commit: str | None
     best_commit_before: str | None
     finished_at: float | None
+    ended: int | None = None
+    """Where it stands in the order iterations ended (record["ended_seq"]); None: not ended
+    by this kopt (then its version is its place)."""
+
+    @property
+    def order(self) -> int:
+        """The place in the order iterations ended (several lanes end in any order)."""
+        return self.ended if self.ended is not None else self.version
 
     @property
     def kept(self) -> bool:
@@ -190,6 +211,11 @@ class IterationRow:
     @property
     def awaiting_review(self) -> bool:
         return self.status == Status.BORDERLINE and not self.masked
+
+
+def in_end_order(iterations: Iterable[T]) -> list[T]:
+    """Iterations in the order they ended (with one lane: their version order)."""
+    return sorted(iterations, key=lambda it: (it.order, it.version))  # type: ignore[attr-defined]  # Iteration or IterationRow
 
 
 def awaiting_review(iterations: Iterable[Iteration | IterationRow]) -> list[int]:

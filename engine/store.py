@@ -135,7 +135,8 @@ _COLUMNS = (
 
 
 class Store:
-    """A connection to run.db. Not shared between threads: open one per thread."""
+    """A connection to run.db. Used by one thread at a time (a lane's connection may pass
+    from one worker thread to the next between iterations); never by two at once."""
 
     def __init__(self, path: str | Path, *, readonly: bool = False) -> None:
         self.path = Path(path)
@@ -144,9 +145,9 @@ class Store:
             if not self.path.exists():
                 raise BadInput(f"{self.path}: no such run database")
             uri = f"file:{self.path}?mode=ro"
-            self.db = sqlite3.connect(uri, uri=True, timeout=30, isolation_level=None)
+            self.db = sqlite3.connect(uri, uri=True, timeout=30, isolation_level=None, check_same_thread=False)
         else:
-            self.db = sqlite3.connect(str(self.path), timeout=30, isolation_level=None)
+            self.db = sqlite3.connect(str(self.path), timeout=30, isolation_level=None, check_same_thread=False)
         self.db.row_factory = sqlite3.Row
         self.db.execute("PRAGMA busy_timeout = 30000")
         if not readonly:
@@ -281,9 +282,9 @@ class Store:
     def rows(self) -> list[IterationRow]:
         """Every iteration without its record, oldest first: what bookkeeping needs, cheap at
         any history length."""
-        return [IterationRow(r[0], Status(r[1]), r[2], bool(r[3]), r[4], r[5], r[6], r[7]) for r in self.db.execute(
-            "SELECT version, status, phase, masked, target_class, commit_sha, best_commit_before, finished_at "
-            "FROM iterations ORDER BY version")]
+        return [IterationRow(r[0], Status(r[1]), r[2], bool(r[3]), r[4], r[5], r[6], r[7], r[8]) for r in self.db.execute(
+            "SELECT version, status, phase, masked, target_class, commit_sha, best_commit_before, finished_at, "
+            "json_extract(record, '$.ended_seq') FROM iterations ORDER BY version")]
 
     def set_masked(self, versions: Iterable[int], masked: bool) -> list[int]:
         versions = list(versions)

@@ -8,6 +8,7 @@ Nothing here decides anything; the state machine (machine.py) and its collaborat
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -34,6 +35,9 @@ MARKER = "KOPT_WORKSPACE"
 """Every child kopt starts carries this variable (the workspace's path): after a crash, the
 orphans of a recorded process group are recognised by it (a recycled pid never is)."""
 
+ENDING = threading.RLock()
+"""Iterations of several lanes end one at a time (their place in the end order, their seal)."""
+
 TIMED_KEYS = ("gate_wait_s", "proposer_s", "police_s", "reload_s", "profiler_s", "reverify_s", "format_s", "commit_s")
 """The phases an iteration's record["timings"] holds (and `looks_s`: one entry per look)."""
 
@@ -45,6 +49,8 @@ class RunContext:
         self.jails = jails
         self.key = key
         """The run's secret (engine/integrity.py): seals keeps, checks command rows."""
+        self.lane_index: int | None = None
+        """Set in a lane's own context (several lanes): its live state goes to meta `lane:<i>`."""
         self.cfg = cfg
         self.store = store
         self.control = control
@@ -52,6 +58,14 @@ class RunContext:
         self.poll_interval_s = poll_interval_s
         self.child_pgids: set[int] = set()
         self._ended_records: dict[int, Any] = {}
+
+    def for_lane(self, index: int) -> RunContext:
+        """A context for lane `index`'s thread: its own connection to run.db and its own
+        child processes; the run's config, pump, jails and secret shared."""
+        ctx = RunContext(self.ws, self.cfg, Store(self.ws.db_path), self.control, self.jails, self.key,
+                         log=self.log, poll_interval_s=self.poll_interval_s)
+        ctx.lane_index = index
+        return ctx
 
     # -- reading the history --------------------------------------------------------------
 
@@ -113,8 +127,11 @@ class RunContext:
             return
         started = prev.get("phase_started_at") if same else time.time()
         eta = (time.time() - started) / done * max(0, total - done) if done and total and started else None
-        self.store.set("progress", {"version": version, "phase": phase, "step": step, "done": done, "total": total,
-                                    "phase_started_at": started, "eta_s": eta, "t": time.time()})
+        now = {"version": version, "phase": phase, "step": step, "done": done, "total": total,
+               "phase_started_at": started, "eta_s": eta, "t": time.time()}
+        self.store.set("progress", now)
+        if self.lane_index is not None:
+            self.store.set(f"lane:{self.lane_index}", {**(self.store.get(f"lane:{self.lane_index}") or {}), **now})
 
     def close(self, it: Iteration, status: Status, reason: str, *, verdict: Verdict | None = None,
               by: str = "engine") -> None:
@@ -126,8 +143,9 @@ class RunContext:
         decision.update({"verdict": status, "reason": reason, "by": by})
         it.record["decision"] = decision
         self.finish_timings(it)
-        self.seal_if_kept(it)
-        self.store.save_iteration(it)
+        with ENDING:
+            self.seal_if_kept(it)
+            self.store.save_iteration(it)
         level = "info" if status in (Status.BASELINE, Status.KEEP, Status.ACCEPTED, Status.TIE) else "warn"
         self.event("verdict", f"v{it.version}: {status}: {reason}", it=it, level=level)
         self.log(f"v{it.version}: {status}: {reason}")
@@ -135,10 +153,15 @@ class RunContext:
         self.write_projections()
 
     def seal_if_kept(self, it: Iteration) -> None:
-        """A kept iteration joins the chain of keeps (engine/integrity.py)."""
-        if it.status in KEPT and it.commit:
-            kept = self.store.iterations(versions=[r.version for r in self.rows() if r.kept and r.version < it.version])
-            integrity.seal_new_keep(self.key, kept, it)
+        """An ended iteration takes its place in the order iterations ended; a kept one joins
+        the chain of keeps (engine/integrity.py) after the keep that ended before it."""
+        with ENDING:
+            rows = self.rows()
+            if it.record.get("ended_seq") is None:
+                it.record["ended_seq"] = 1 + max((r.order for r in rows if r.version != it.version), default=-1)
+            if it.status in KEPT and it.commit:
+                kept = self.store.iterations(versions=[r.version for r in rows if r.kept and r.version != it.version])
+                integrity.seal_new_keep(self.key, kept, it)
 
     def verify(self, lanes: list[Lane]) -> None:
         """Before a comparison and at every start: the chain of keeps is the engine's, and the
@@ -152,13 +175,14 @@ class RunContext:
         if frozen and on_disk != frozen:
             write_atomic(self.ws.config_path, frozen)
             self.event("tamper", "kopt.toml was edited behind kopt's back; restored from run.db", level="error")
-        best = self.best_commit()
-        if gitops.branch_sha(self.store.get("repo"), self.ws.branch) != best:
-            for lane in lanes:
-                if lane.best == self.ws.best:
-                    gitops.reset_clean(lane.best, best)
-            self.event("tamper", f"the run's branch {self.ws.branch} had moved off BEST_COMMIT {best[:12]}; put back",
-                       level="error")
+        from kopt_supervisor.engine.loop.keep import BEST
+
+        with BEST:  # no keep moves it meanwhile
+            best = self.best_commit()
+            if gitops.branch_sha(self.store.get("repo"), self.ws.branch) != best:
+                gitops.reset_clean(self.ws.best, best)
+                self.event("tamper", f"the run's branch {self.ws.branch} had moved off BEST_COMMIT {best[:12]}; "
+                           "put back", level="error")
 
     def write_memory(self, it: Iteration) -> None:
         try:
@@ -257,3 +281,32 @@ def with_(obj: Any, **changes: Any) -> Any:
     import dataclasses
 
     return dataclasses.replace(obj, **changes)
+
+
+def open_run(ws: Workspace, *, proposer_kind: str | None, no_sandbox: bool, log: Callable[[str], None],
+             poll_interval_s: float) -> RunContext:
+    """An engine starting on a workspace: its config from run.db's sealed copy (a kopt.toml
+    edited on disk is put back, never adopted), the sandbox rule (a refusal comes here,
+    before any state changes), the command pump, the run's secret."""
+    from kopt_supervisor.engine import config, sandbox
+
+    store = ws.open_store()
+    key = integrity.read_secret(ws.dir)
+    text, edited = integrity.frozen_config(ws.dir, store.meta(), key)
+    cfg = config.loads(text, source=str(ws.config_path))
+    support = sandbox.probe()
+    mode = sandbox.start_rule(support, proposer_kind=proposer_kind or cfg.propose.kind, no_sandbox=no_sandbox)
+    ctx: RunContext
+    control = Control(ws, store, key, poll_interval_s=poll_interval_s,
+                      on_state=lambda state: ctx.set_state(state), on_history_changed=lambda: ctx.write_projections())
+    ctx = RunContext(ws, cfg, store, control, Jails(ws, cfg, mode, support), key, log=log,
+                     poll_interval_s=poll_interval_s)
+    before = store.get("sandbox") or {}
+    store.set("sandbox", {"confined": mode.confined, "summary": mode.summary, "support": support.to_dict(),
+                          "ever_unconfined": bool(before.get("ever_unconfined")) or not mode.confined})
+    if edited is not None:
+        write_atomic(ws.config_path, text)
+        ctx.event("tamper", f"kopt.toml was edited behind kopt's back; restored from run.db:\n{edited[:4000]}",
+                  level="error")
+    store.set_many({"frozen_config": text, "frozen_config_seal": integrity.config_seal(key, text)})
+    return ctx

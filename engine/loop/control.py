@@ -30,6 +30,7 @@ between leaves it pending and the next engine applies it.
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -100,11 +101,18 @@ class Interrupt(Exception):
 
 
 class Control:
+    """Shared by every lane of a run (each lane pumps from its own thread): the state is the
+    run's, the step is the pumping thread's, a command is handled once (a lock), and each
+    thread reads run.db through its own connection."""
+
     def __init__(self, ws: Workspace, store: Store, key: bytes, *, poll_interval_s: float = 0.2,
                  on_state: Callable[[str], None] | None = None,
                  on_history_changed: Callable[[], None] | None = None) -> None:
         self.ws = ws
-        self.store = store
+        self._main = store
+        self._main_thread = threading.get_ident()
+        self._local = threading.local()
+        self._lock = threading.RLock()
         self.key = key
         """The run's secret: a command row is acted on only with its seal (engine/integrity.py)."""
         self.poll_interval_s = poll_interval_s
@@ -113,10 +121,28 @@ class Control:
         self.paused = bool(store.get("paused", False))
         self.stop_reason: str | None = None
         self.restart: Interrupt | None = None
-        self.step = Step.IDLE
-        self.review_version: int | None = None
-        self.review_answer: Command | None = None
+        self.reviews: dict[int, Command | None] = {}
+        """Versions awaiting the engineer now -> the answer once it came (lanes queue reviews)."""
         self.waiting_for: set[str] = set()
+
+    @property
+    def store(self) -> Store:
+        """The calling thread's connection to run.db (SQLite connections stay in their thread)."""
+        if threading.get_ident() == self._main_thread:
+            return self._main
+        store = getattr(self._local, "store", None)
+        if store is None:
+            store = self._local.store = Store(self.ws.db_path)
+        return store
+
+    @property
+    def step(self) -> Step:
+        """What the calling thread is doing (its row of INTERRUPTS)."""
+        return getattr(self._local, "step", Step.IDLE)
+
+    @step.setter
+    def step(self, value: Step) -> None:
+        self._local.step = value
 
     # -- the state the machine reads ----------------------------------------------------
 
@@ -184,8 +210,9 @@ class Control:
 
     def drain(self) -> None:
         """Act on pending commands (state changes only; nothing is raised)."""
-        for cmd in self.store.pending_commands():
-            self._handle(cmd)
+        with self._lock:
+            for cmd in self.store.pending_commands():
+                self._handle(cmd)
 
     def _handle(self, cmd: Command) -> None:
         st = self.store
@@ -208,8 +235,9 @@ class Control:
             self.request_stop("stopped by the engineer" + (f": {why}" if why else ""))
         elif kind in ("accept", "reject", "more_rounds"):
             v = int(cmd.args.get("version", -1))
-            if self.review_version is not None and v == self.review_version:
-                self.review_answer = cmd
+            if v in self.reviews:
+                if self.reviews[v] is None:
+                    self.reviews[v] = cmd
             else:
                 st.finish_command(cmd.id, "rejected", f"v{v} is not awaiting review")
         elif kind == "restart":
@@ -240,19 +268,22 @@ class Control:
     def await_answer(self, version: int, seconds: float, tick: Callable[[float], None]) -> Command | None:
         """Wait up to `seconds` for the engineer's answer on vN's review (monotonic: a
         wall-clock jump neither ends nor extends it). `tick(seconds_left)` reports progress."""
-        self.review_version, self.review_answer = version, None
+        with self._lock:
+            self.reviews[version] = None
         end = time.monotonic() + seconds
         try:
             with self.during(Step.REVIEW_WAIT):
                 while time.monotonic() < end:
                     self.pump()
-                    if self.review_answer is not None:
-                        return self.review_answer
+                    answer = self.reviews.get(version)
+                    if answer is not None:
+                        return answer
                     tick(end - time.monotonic())
                     time.sleep(self.poll_interval_s)
             return None
         finally:
-            self.review_version = None
+            with self._lock:
+                self.reviews.pop(version, None)
 
     def wait_for(self, kinds: set[str], timeout_s: float, tick: Callable[[], None]) -> Command:
         """Block until a command of these kinds arrives (the manual proposer's `submit`)."""

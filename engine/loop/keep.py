@@ -11,12 +11,13 @@ twice (`adopt`). A discard puts the candidate worktree back at BEST_COMMIT.
 
 from __future__ import annotations
 
+import threading
 import time
 
 from kopt_supervisor.engine import faults, gitops
 from kopt_supervisor.engine.decide import Verdict
 from kopt_supervisor.engine.errors import KoptError, KoptFailure
-from kopt_supervisor.engine.loop.context import RunContext, last_line
+from kopt_supervisor.engine.loop.context import ENDING, RunContext, last_line
 from kopt_supervisor.engine.loop.control import Step
 from kopt_supervisor.engine.loop.evidence import Evidence
 from kopt_supervisor.engine.loop.lane import Lane
@@ -28,6 +29,19 @@ VERDICT_STATUS = {"regression": Status.REGRESSION, "likely_regression": Status.L
                   "tie": Status.TIE, "split": Status.SPLIT,
                   "rejected": Status.REJECTED}
 """What a verdict that is not a keep ends as (anything else: rejected)."""
+
+
+BEST = threading.RLock()
+"""Held while BEST_COMMIT moves (a keep's commit and advance) and while the run's branch is
+checked: keeps of several lanes commit one at a time."""
+
+
+class StaleBest(Exception):
+    """A keep decided against a BEST that another lane's keep has moved since."""
+
+    def __init__(self, best: str) -> None:
+        super().__init__(f"BEST moved to {best[:10]}")
+        self.best = best
 
 
 class Keeper:
@@ -45,7 +59,10 @@ class Keeper:
                 return self.discard(it, lane, problem[0], problem[1], verdict=problem[2] or verdict, by=by)
         # the roofline of what is committed: the formatted tree's figures when it was measured again
         self.evidence.roofline(it, cand_medians(ctx, it, Stage.VERIFY if "verify" in it.record else Stage.EVAL))
-        with ctx.clock(it, "commit_s"):
+        with BEST, ctx.clock(it, "commit_s"):  # keeps are committed one at a time, each on the BEST it beat
+            current = ctx.best_commit()
+            if it.best_commit_before != current:
+                raise StaleBest(current)
             ctx.save(it, Phase.COMMIT)
             it.record["commit_tree"] = gitops.stage_tracked_tree(lane.cand)
             it.record["keep_status"] = status
@@ -54,8 +71,27 @@ class Keeper:
             faults.step(f"v{it.version} git commit")
             it.commit = sha
             ctx.save(it, Phase.ADVANCE)
-            gitops.reset_clean(lane.best, sha)
-        ctx.close(it, status, verdict.reason, verdict=verdict, by=by)
+            gitops.reset_clean(ctx.ws.best, sha)  # the run's branch (best/ is its worktree)
+            if lane.best != ctx.ws.best:
+                gitops.reset_clean(lane.best, sha, detach=True)
+            ctx.close(it, status, verdict.reason, verdict=verdict, by=by)
+
+    def rebase(self, it: Iteration, lane: Lane, best: str) -> bool:
+        """Another lane's keep moved BEST while this candidate was decided against the one
+        before: put its change on the new BEST (False: it no longer applies), so that it is
+        decided again against what it would be kept on."""
+        old = it.best_commit_before or ""
+        applied = gitops.move_change(lane.cand, old, str(it.record.get("evaluated_tree") or ""), best)
+        if lane.best != self.ctx.ws.best:
+            gitops.reset_clean(lane.best, best, detach=True)
+        if not applied:
+            return False
+        it.best_commit_before = best
+        it.record.setdefault("rebased", []).append({"from": old, "onto": best, "t": time.time()})
+        self.ctx.save(it)
+        self.ctx.event("lanes", f"v{it.version}: BEST moved to {best[:10]} while it was decided; its change "
+                       "applies there and is decided again", it=it)
+        return True
 
     def format(self, it: Iteration, lane: Lane, verdict: Verdict, status: Status
                ) -> tuple[Status, str, Verdict | None] | None:
@@ -111,8 +147,9 @@ class Keeper:
             return False
         it.commit = sha
         it.status, it.phase, it.finished_at = Status(it.record.get("keep_status", Status.KEEP)), Phase.DONE, time.time()
-        self.ctx.seal_if_kept(it)
-        self.ctx.store.save_iteration(it)
+        with ENDING:
+            self.ctx.seal_if_kept(it)
+            self.ctx.store.save_iteration(it)
         self.ctx.event("recover", f"v{it.version}: adopted commit {sha[:10]} made before the crash", it=it)
         self.ctx.write_memory(it)
         return True

@@ -52,6 +52,8 @@ class GpuLease:
     env: dict[str, str]
     before: dict[str, Any] | None
     waited_s: float
+    acquire_s: float = 0.0
+    """Seconds the gate took (its samples, its waits)."""
 
 
 def acquire(ctx: RunContext, lane: Lane, it: Iteration | None = None) -> GpuLease:
@@ -59,15 +61,20 @@ def acquire(ctx: RunContext, lane: Lane, it: Iteration | None = None) -> GpuLeas
     show what it saw on the dashboard."""
     t0 = time.monotonic()
     decision: GateDecision = lane.gate.acquire()
+    spent = time.monotonic() - t0
     if it is not None:
         timings = it.record.setdefault("timings", {})
-        timings["gate_wait_s"] = round(float(timings.get("gate_wait_s", 0.0)) + time.monotonic() - t0, 4)
+        timings["gate_wait_s"] = round(float(timings.get("gate_wait_s", 0.0)) + spent, 4)
     ctx.set_state("paused" if ctx.control.paused else "running")
     gpu = decision.gpu
     ctx.store.set("gpu", {"chosen": gpu.to_dict() if gpu else None, "waited_s": decision.waited_s,
                           "assessments": [a.to_dict() for a in decision.assessments], "t": time.time(),
                           "lane": lane.index, "host": lane.host})
-    return GpuLease(dict(decision.env), lane.gate.evidence(), decision.waited_s)
+    lease = GpuLease(dict(decision.env), lane.gate.evidence(), decision.waited_s, spent)
+    if lease.before is not None or lane.host != "local":
+        ctx.store.set(f"lane:{lane.index}", {**(ctx.store.get(f"lane:{lane.index}") or {}), "host": lane.host,
+                                             "gpu": lease.before})
+    return lease
 
 
 def note_gpu(it: Iteration, lane: Lane, before: dict[str, Any] | None, after: dict[str, Any] | None, *,

@@ -18,7 +18,7 @@ import shlex
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from kopt_supervisor.engine import bench_output, gitops, metrics, treecheck
 from kopt_supervisor.engine.decide import Pair
@@ -42,6 +42,9 @@ class Look:
     runs: tuple[BenchRun, ...] = ()
     """Process-level: each side's bench process and its wall time (the plausibility check
     of a reported metric against the time the process took)."""
+    gpu: tuple[dict[str, Any] | None, dict[str, Any] | None] | None = None
+    """The GPU's state before and after, when the look ran where the lane's own gate cannot
+    see (a Ray worker's gate picked the GPU there)."""
 
 
 class Measurer(Protocol):

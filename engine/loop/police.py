@@ -132,7 +132,7 @@ class Police:
         if head != best:
             return Problem(Status.FAIL_PROPOSE, "the proposer made commits of its own in cand/ (kopt commits keeps; "
                                                 "leave changes uncommitted)")
-        if gitops.branch_sha(ctx.store.get("repo"), ctx.ws.branch) != best:
+        if gitops.branch_sha(ctx.store.get("repo"), ctx.ws.branch) != ctx.best_commit():
             return Problem(Status.FAIL_PROTECTED, "the proposer changed best/ or the run's branch")
         try:
             rb = treecheck.inspect(lane.best, best, allow=ctx.cfg.target.allow_untracked, modules=(), strict=True,

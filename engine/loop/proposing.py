@@ -8,6 +8,8 @@ recorded in the iteration (`proposal`, or `repairs` for a correctness repair).
 
 from __future__ import annotations
 
+import contextlib
+import threading
 from typing import Any
 
 from kopt_supervisor.engine import gitops, projections
@@ -20,14 +22,18 @@ from kopt_supervisor.engine.propose.context import PackInputs, SourceFile, build
 from kopt_supervisor.engine.records import Iteration, Phase
 from kopt_supervisor.engine.workspace import write_atomic
 
+ONE_AT_A_TIME = threading.Lock()
+"""A proposer that runs inside the engine (tune) proposes for one lane at a time: each sees
+the points the others took."""
+
 
 class Proposing:
-    def __init__(self, ctx: RunContext, proposer: Proposer) -> None:
+    def __init__(self, ctx: RunContext, proposer: Proposer, in_flight: dict[int, str] | None = None) -> None:
         self.ctx = ctx
         self.proposer = proposer
         self._sources: dict[str, list[SourceFile]] = {}
-        self.in_flight: dict[int, str] = {}
-        """lane -> the hypothesis it is evaluating now (lanes tell each other)."""
+        self.in_flight: dict[int, str] = {} if in_flight is None else in_flight
+        """lane -> the hypothesis it is evaluating now (shared by the lanes: they tell each other)."""
 
     def sources(self, lane: Lane, it: Iteration) -> list[SourceFile]:
         """The target's files as the proposal's BEST has them (read once per BEST)."""
@@ -55,7 +61,7 @@ class Proposing:
             gitops.reset_clean(lane.best, it.best_commit_before or ctx.best_commit())
         ctx.progress(it, "propose", f"proposer ({self.proposer.kind})" + (f", repair {repair}" if repair else ""))
         lease = acquire(ctx, lane, it)
-        with ctx.clock(it, "proposer_s"):
+        with ctx.clock(it, "proposer_s"), (ONE_AT_A_TIME if self.instant else contextlib.nullcontext()):
             proposal = self._run(it, lane, lease.env, repair, failing)
         if repair == 0:
             it.record["proposal"] = proposal.details
@@ -68,7 +74,9 @@ class Proposing:
              failing: list[dict[str, Any]] | None) -> Proposal:
         ctx = self.ctx
         its = ctx.store.iterations()
-        history = [projections.memory_record(h) for h in its if not h.masked and (h.final or h.awaiting_review)]
+        # what other lanes are evaluating counts as tried: the tune proposer hands each a new point
+        history = [projections.memory_record(h) for h in its if not h.masked and (
+            h.final or h.awaiting_review or (h.version != it.version and bool(h.record.get("proposal"))))]
         prompt_path = ctx.ws.prompt_path(it.version, repair)
         pack_path = prompt_path.with_suffix(".json")
         pack = build_pack(PackInputs(

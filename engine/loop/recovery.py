@@ -17,7 +17,7 @@ from kopt_supervisor.engine import gitops, history, runner, sandbox
 from kopt_supervisor.engine.errors import KoptError
 from kopt_supervisor.engine.loop.context import MARKER, RunContext
 from kopt_supervisor.engine.loop.control import Interrupt
-from kopt_supervisor.engine.loop.keep import Keeper
+from kopt_supervisor.engine.loop.keep import BEST, Keeper
 from kopt_supervisor.engine.loop.lane import Lane
 from kopt_supervisor.engine.records import Phase, Status
 from kopt_supervisor.engine.workspace import refresh_memory
@@ -54,6 +54,8 @@ class Recovery:
             ctx.write_memory(it)
         ctx.verify(lanes)
         if not any(r.awaiting_review for r in ctx.rows()):
+            if all(lane.best != ctx.ws.best for lane in lanes):
+                self.sync_branch()
             for lane in lanes:
                 self.sync(lane)
         self.refresh_projections()
@@ -76,18 +78,31 @@ class Recovery:
         self.ctx.write_projections()
 
     def sync(self, lane: Lane) -> None:
-        """best/ (the run's branch) and the lane's candidate worktree exactly at BEST_COMMIT."""
+        """The lane's best tree and candidate worktree exactly at BEST_COMMIT (with one lane its
+        best tree is best/, the run's branch; with several, a detached copy of its own)."""
         ctx = self.ctx
-        best = ctx.best_commit()
-        repo = ctx.store.get("repo")
-        for path, branch in ((lane.best, ctx.ws.branch), (lane.cand, None)):
-            if gitops.ensure_worktree(repo, path, branch=branch, commit=best):
-                ctx.event("recover", f"re-created the missing worktree {path.name}/", level="warn")
-            stale = gitops.clear_stale_lock(path)
-            if stale:
-                ctx.event("recover", f"removed stale git lock(s): {', '.join(stale)}", level="warn")
-        gitops.reset_clean(lane.best, best)
+        with BEST:
+            best = ctx.best_commit()
+            repo = ctx.store.get("repo")
+            trees = [(lane.best, ctx.ws.branch if lane.best == ctx.ws.best else None), (lane.cand, None)]
+            for path, branch in trees:
+                if gitops.ensure_worktree(repo, path, branch=branch, commit=best):
+                    ctx.event("recover", f"re-created the missing worktree {path.relative_to(ctx.ws.dir)}/",
+                              level="warn")
+                stale = gitops.clear_stale_lock(path)
+                if stale:
+                    ctx.event("recover", f"removed stale git lock(s): {', '.join(stale)}", level="warn")
+        gitops.reset_clean(lane.best, best, detach=lane.best != ctx.ws.best)
         gitops.reset_clean(lane.cand, best, detach=True)
+
+    def sync_branch(self) -> None:
+        """best/ (the run's branch) at BEST_COMMIT: with several lanes no lane measures in it."""
+        ctx = self.ctx
+        with BEST:
+            best = ctx.best_commit()
+            if gitops.ensure_worktree(ctx.store.get("repo"), ctx.ws.best, branch=ctx.ws.branch, commit=best):
+                ctx.event("recover", "re-created the missing worktree best/", level="warn")
+            gitops.reset_clean(ctx.ws.best, best)
 
     def restart(self, request: Interrupt, lanes: list[Lane]) -> None:
         """The masked partial restart: later iterations masked, worktrees back at vK."""
@@ -96,6 +111,8 @@ class Recovery:
             if lane.measurer is not None:
                 lane.measurer.close()
         history.restart_from(self.ctx.ws, self.ctx.store, request.version, request.why)
+        if all(lane.best != self.ctx.ws.best for lane in lanes):
+            self.sync_branch()
         for lane in lanes:
             self.sync(lane)
         self.ctx.write_projections()

@@ -106,9 +106,9 @@ class DecisionRounds:
                         return measurer.look(it, stage, r, lease_env)
 
                 look = ctx.control.preemptible(one_look)
-                after = lane.gate.evidence()
-                flags = round_flags(lease.before, after)
-                note_gpu(it, lane, lease.before, after, flags=flags, round_index=r)
+                before, after = look.gpu if look.gpu is not None else (lease.before, lane.gate.evidence())
+                flags = round_flags(before, after)
+                note_gpu(it, lane, before, after, flags=flags, round_index=r)
                 if look.cand.failing:
                     settled = True
                     return failure_of(look.cand)

@@ -104,6 +104,7 @@ class FakeProposing:
     def __init__(self, script: Script) -> None:
         self.script = script
         self.proposer = type("P", (), {"kind": "fake"})()
+        self.in_flight: dict[int, str] = {}
 
     def propose(self, it: Iteration, lane: Lane, *, repair: int = 0, failing: Any = None) -> Proposal:
         self.script.calls.append(f"propose v{it.version} repair {repair}")
@@ -205,7 +206,7 @@ class FakeRecovery:
 def engine(ws: Workspace, script: Script, *, max_iters: int | None = None, gate: FakeGate | None = None) -> Engine:
     def parts(ctx: Any) -> Parts:
         lane = Lane(0, ws.best, ws.cand, gate or FakeGate(), measurer=FakeMeasurer())  # type: ignore[arg-type]
-        return Parts([lane], None, FakeProposing(script), FakePolice(script), FakeRounds(script),  # type: ignore[arg-type]
+        return Parts(lane, None, FakeProposing(script), FakePolice(script), FakeRounds(script),  # type: ignore[arg-type]
                      FakeEvidence(script), FakeReview(script, ctx), FakeKeeper(script, ctx),  # type: ignore[arg-type]
                      FakeRecovery(script, ctx))  # type: ignore[arg-type]
 
@@ -283,13 +284,13 @@ def test_stop_sent_between_iterations_ends_the_run_before_the_next(tmp_path: Pat
     ws = workspace(tmp_path)
     script = Script(decisions=[verdict("keep")])
     eng = engine(ws, script)
-    original = eng.keeper.keep
+    original = eng.loops[0].keeper.keep
 
     def keep_then_stop(*a: Any, **kw: Any) -> None:
         original(*a, **kw)
         eng.ctx.store.send_command("stop", {"why": "enough"}, source="test", seal=sealer(ws))
 
-    eng.keeper.keep = keep_then_stop  # type: ignore[method-assign]
+    eng.loops[0].keeper.keep = keep_then_stop  # type: ignore[method-assign]
     assert eng.run() == "stopped by the engineer: enough"
     assert statuses(ws) == ["baseline", "keep"]
 
@@ -341,7 +342,7 @@ def test_pause_holds_the_loop_at_its_checkpoint_and_resume_lets_it_go_on(tmp_pat
     script = Script(decisions=[verdict("keep"), verdict("tie")])
     eng = engine(ws, script, max_iters=2)
     seen: list[str] = []
-    original = eng.keeper.keep
+    original = eng.loops[0].keeper.keep
 
     def keep_then_pause(*a: Any, **kw: Any) -> None:
         original(*a, **kw)
@@ -360,7 +361,7 @@ def test_pause_holds_the_loop_at_its_checkpoint_and_resume_lets_it_go_on(tmp_pat
 
         threading.Thread(target=resume_later, daemon=True).start()
 
-    eng.keeper.keep = keep_then_pause  # type: ignore[method-assign]
+    eng.loops[0].keeper.keep = keep_then_pause  # type: ignore[method-assign]
     eng.run()
     assert seen == ["paused"] and statuses(ws) == ["baseline", "keep", "tie"]
 
@@ -396,11 +397,11 @@ def test_recovery_runs_first_and_an_open_review_is_resumed_before_new_work(tmp_p
     assert statuses(ws) == ["baseline", "accepted", "tie"]
 
 
-def test_no_idle_gpu_interrupts_the_iteration_and_stops_the_run_with_the_reason(tmp_path: Path) -> None:
+def test_no_idle_gpu_stops_the_run_with_the_reason_before_an_iteration_opens(tmp_path: Path) -> None:
     ws = workspace(tmp_path)
     reason = engine(ws, Script(), gate=FakeGate(fail=True)).run()
     assert reason == "no idle GPU: no idle GPU for 1 s"
-    assert statuses(ws) == ["baseline", "interrupted"]
+    assert statuses(ws) == ["baseline"]  # the gate comes first: no iteration is opened without a GPU
 
 
 def test_an_exhausted_proposer_stops_the_run_from_what_the_store_says(tmp_path: Path) -> None:
@@ -426,7 +427,7 @@ def test_a_command_row_without_the_runs_seal_is_refused_and_logged(tmp_path: Pat
     ws = workspace(tmp_path)
     script = Script(decisions=[verdict("keep"), verdict("keep")])
     eng = engine(ws, script, max_iters=2)
-    original = eng.keeper.keep
+    original = eng.loops[0].keeper.keep
 
     def keep_then_forge(*a: Any, **kw: Any) -> None:
         original(*a, **kw)
@@ -440,7 +441,7 @@ def test_a_command_row_without_the_runs_seal_is_refused_and_logged(tmp_path: Pat
         cid = eng.ctx.store.send_command("restart", {"version": 1}, source="cli", seal=sealer(ws))
         eng.ctx.store.db.execute("UPDATE commands SET args = ? WHERE id = ?", ('{"version": 0}', cid))
 
-    eng.keeper.keep = keep_then_forge  # type: ignore[method-assign]
+    eng.loops[0].keeper.keep = keep_then_forge  # type: ignore[method-assign]
     assert eng.run() == "--max-iters 2 reached in this session"  # neither stop nor restart was acted on
     with ws.open_store(readonly=True) as s:
         rows = s.db.execute("SELECT status, result FROM commands").fetchall()

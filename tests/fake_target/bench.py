@@ -4,7 +4,10 @@ kernel.json (the "kernel" a proposer edits) sets a speed factor per config class
 make the result wrong, NaN, hang or crash. Noise is real (unseeded): FAKE_NOISE (relative
 sigma, default 0.002) per run, so paired statistics have something to do. FAKE_LINGER=s
 leaves a `sleep s` child in the bench's process group (an orphan if the engine dies).
-Knob in kernel.json: speed_n ({"n": factor}: one config's speed). Fault knobs: crash, segv,
+Knob in kernel.json: speed_n ({"n": factor}: one config's speed); a file `<cls>.speed` in the
+tree multiplies that class's time (lanes' tests: two changes in two files rebase cleanly).
+FAKE_BIND_LOG=path appends the CUDA_VISIBLE_DEVICES this run was bound to, its start and end
+times and its tree (lanes' tests: never two lanes on one GPU at once). Fault knobs: crash, segv,
 hang, flood_mib, write_tree, touch (a path), nan, inf, wrong, fast (divide the latency),
 drop (a column), malformed, empty, no_csv.
 """
@@ -36,13 +39,15 @@ if k.get("touch") and not os.path.exists(k["touch"] + ".once"):  # once: a file 
 if k.get("write_tree"):  # a bench that edits a tracked file of its tree
     with open("kopt.toml", "a") as f:
         f.write("# written by the bench\n")
+started = time.time()
 time.sleep(float(os.environ.get("FAKE_SLEEP", "0")))
 noise = float(os.environ.get("FAKE_NOISE", "0.002"))
 rng = random.Random()
 CONFIGS = [("small", 128, 10.0), ("small", 256, 14.0), ("large", 4096, 120.0), ("large", 8192, 230.0)]
 out = ["shape,cls,n,us,err"]
 for i, (cls, n, base) in enumerate(CONFIGS):
-    us = base * float(k["speed"][cls]) * float(k.get("speed_n", {}).get(str(n), 1.0)) * (1.0 + rng.gauss(0.0, noise))
+    extra = float(open(f"{cls}.speed").read()) if os.path.exists(f"{cls}.speed") else 1.0  # a class's own file
+    us = base * float(k["speed"][cls]) * extra * float(k.get("speed_n", {}).get(str(n), 1.0)) * (1.0 + rng.gauss(0.0, noise))
     if k.get("nan") and cls in k.get("nan_classes", ["small", "large"]):
         us = math.nan
     if k.get("inf"):
@@ -70,3 +75,7 @@ else:
     print("fake bench starting")
     print("\n".join(out))
     print("done")
+if os.environ.get("FAKE_BIND_LOG"):  # which GPU this run was bound to, and when (lanes' tests)
+    with open(os.environ["FAKE_BIND_LOG"], "a") as f:
+        f.write(f"{os.environ.get('CUDA_VISIBLE_DEVICES', '-')} {started:.6f} {time.time():.6f} "
+                f"{os.path.basename(os.path.dirname(os.getcwd()))}/{os.path.basename(os.getcwd())}\n")
