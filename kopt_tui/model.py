@@ -330,15 +330,14 @@ def counters_view(d: RunData) -> CountersView:
 
 
 def decision_line(cost: dict[str, Any] | None) -> str:
-    """One decision's estimated wall time: "≈ 8.2 s for a clear change, 14 s for none
-    (process-level bench)"; "" without an estimate."""
+    """One decision's estimated wall time: "≈ 8.2 s for a change, 14 s for none
+    (process-level)"; "" without an estimate (`kopt status` has the whole estimate)."""
     if not cost:
         return ""
     change, tie = cost.get("seconds_change"), cost.get("seconds_tie")
-    mode = {"process": "process-level bench", "ab": "ab_command", "served": "served bench"}.get(
+    mode = {"process": "process-level", "ab": "ab_command", "served": "served"}.get(
         str(cost.get("mode")), str(cost.get("mode") or "bench"))
-    undecided = ", then undecided" if cost.get("undecided_tie") else ""
-    return f"≈ {duration(change)} for a clear change, {duration(tie)}{undecided} for none ({mode})"
+    return f"≈ {duration(change)} for a change, {duration(tie)} for none ({mode})"
 
 
 def duration(s: object) -> str:

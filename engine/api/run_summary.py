@@ -40,6 +40,10 @@ TIMED_PHASES = ("gate_wait_s", "proposer_s", "police_s", "reload_s", "looks_s", 
 TIMED_KEYS, and `looks_s`: one entry per look); then `total_s` and `engine_s`."""
 
 
+PHASE_NOTES = {"reverify_s": "the keep decided again; its looks and gate waits also count in theirs"}
+"""What a phase's seconds hold beyond their name."""
+
+
 def agent_spending(iterations: Iterable[Iteration], budget_usd: float = 0.0, budget_tokens: int = 0
                    ) -> dict[str, Any]:
     """engine.propose.costs.spent(...).to_dict() over every iteration, with `budget_usd` and
@@ -56,8 +60,8 @@ def agent_spending(iterations: Iterable[Iteration], budget_usd: float = 0.0, bud
 
 
 def agent_line(spending: Mapping[str, Any]) -> str:
-    """One line of what the agent cost: "$0.42 of $5.00 · 45.2k tokens · 2:13 wall · 8 runs
-    (2 reported no cost: gemini)"; "" when no agent ran."""
+    """One line of what the agent cost, most telling first: "$0.42 of $5.00 · 45.2k tok ·
+    8 runs in 2:13 · 2 without cost (gemini)"; "" when no agent ran."""
     runs = int(spending.get("runs") or 0)
     if not runs:
         return ""
@@ -67,21 +71,16 @@ def agent_line(spending: Mapping[str, Any]) -> str:
     parts = []
     if no_cost < runs:
         parts.append(fmt.usd(spending.get("cost_usd")) + (f" of {fmt.usd(budget_usd)}" if budget_usd else ""))
-    elif budget_usd:
-        parts.append(f"no cost reported (budget {fmt.usd(budget_usd)})")
     if int(spending.get("runs_without_tokens") or 0) < runs:
         parts.append(f"{fmt.count(spending.get('tokens'))}"
-                     + (f" of {fmt.count(budget_tokens)}" if budget_tokens else "") + " tokens")
-    parts.append(f"{fmt.clock(spending.get('wall_s'))} wall")
-    parts.append(f"{runs} run{'s' if runs != 1 else ''}")
-    line = " · ".join(parts)
-    if no_cost and no_cost < runs:
+                     + (f" of {fmt.count(budget_tokens)}" if budget_tokens else "") + " tok")
+    parts.append(f"{runs} run{'s' if runs != 1 else ''} in {fmt.clock(spending.get('wall_s'))}")
+    if no_cost:
         agents = ", ".join(spending.get("no_cost_agents") or ())
-        line += f" ({no_cost} reported no cost" + (f": {agents}" if agents else "") + ")"
-    elif no_cost:
-        agents = ", ".join(spending.get("no_cost_agents") or ())
-        line += " (no cost reported" + (f" by {agents}" if agents else "") + ")"
-    return line
+        parts.append(("no cost reported" if no_cost == runs else f"{no_cost} without cost")
+                     + (f" ({agents})" if agents else "") + (f", budget {fmt.usd(budget_usd)}"
+                                                             if budget_usd and no_cost == runs else ""))
+    return " · ".join(parts)
 
 
 def phase_timings(iterations: Sequence[Iteration]) -> dict[str, Any]:
@@ -115,7 +114,7 @@ def timing_rows(timings: Mapping[str, Any]) -> list[tuple[str, float, str]]:
                 rows.append(("looks", sum(looks), f"{len(looks)} look{'s' if len(looks) != 1 else ''}, "
                                                   f"slowest {fmt.seconds(max(looks), 2)}"))
         elif (v := _num(value)) is not None:
-            rows.append((key.removesuffix("_s").replace("_", " "), v, ""))
+            rows.append((key.removesuffix("_s").replace("_", " "), v, PHASE_NOTES.get(key, "")))
     for key, label, note in (("total_s", "total", ""), ("engine_s", "kopt itself",
                                                           "all but gate wait, proposer, looks, profiler")):
         if (v := _num(timings.get(key))) is not None:

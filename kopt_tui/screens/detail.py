@@ -296,15 +296,16 @@ def cost_text(timings: tuple[iteration_view.TimingRow, ...], runs: tuple[iterati
     for t in timings:
         strong = t.phase in ("total", "kopt itself")
         lines.append(Text.assemble((f"{t.phase:<12}", "bold" if strong else ""), f"{fmt.seconds(t.seconds, 2):>10}",
-                                   (f"{fmt.share(t.share):>8}" if t.share is not None else " " * 8, "dim"),
+                                   (f"{fmt.share(t.share, 2):>7}" if t.share is not None else " " * 7, "dim"),
                                    (f"  {t.note}" if t.note else "", "dim")))
     lines += [Text(""), Text("what the agent cost", style="bold dim")]
     if not runs:
         lines.append(Text("no agent ran in this iteration", style="dim"))
     for r in runs:
-        lines.append(Text.assemble((f"{r.label:<10}", "bold"), (r.agent, "cyan"), (f" {r.model}" if r.model else "", "dim"),
-                                   f"  {r.cost}", ("  tokens ", "dim"), r.tokens, ("  wall ", "dim"), r.wall,
-                                   ("  exit ", "dim"), r.exit))
+        lines.append(Text.assemble((f"{r.label:<10}", "bold"), (r.cost, "bold"), ("  wall ", "dim"), r.wall,
+                                   ("  exit ", "dim"), r.exit, "  ", (r.agent, "cyan"),
+                                   (f" {r.model}" if r.model else "", "dim")))
+        lines.append(Text.assemble("          ", ("tokens ", "dim"), r.tokens))
         if r.session:
             lines.append(Text.assemble("          ", ("session ", "dim"), r.session))
         for n in r.notes:

@@ -52,8 +52,9 @@ async def test_the_cost_tab_shows_the_phases_and_every_agent_run_and_t_opens_the
         t = rec["timings"]
         assert f"{fmt.seconds(t['total_s'], 2)}" in cost and f"{len(t['looks_s'])} looks" in cost
         assert "kopt itself" in cost and f"{fmt.seconds(t['engine_s'], 2)}" in cost
-        assert f"proposal  command  {fmt.usd(proposal['cost_usd'])}" in cost
-        assert f"repair 1  command  {fmt.usd(repair['cost_usd'])}" in cost
+        assert f"proposal  {fmt.usd(proposal['cost_usd'])}  wall {fmt.seconds(proposal['wall_s'])}" in cost
+        assert f"repair 1  {fmt.usd(repair['cost_usd'])}  wall" in cost
+        assert f"tokens {fmt.count(repair['input_tokens'])} in" in cost
         assert f"session {repair['session_id']}" in cost
         assert screen.query_one("#detail-transcripts").option_count == 2
         await pilot.press("t")  # the newest run: the repair
@@ -97,7 +98,7 @@ async def test_the_decision_tab_explains_flags_and_the_fresh_processes(runs_root
         await pilot.press("escape")
         screen = await open_detail(pilot, app, 4)
         reverify = record(runs_root, 4)["reverify"]
-        assert f"fresh processes   agrees: {reverify['verdict']}" in text_of(screen, "#detail-evidence")
+        assert f"fresh processes agrees: {reverify['verdict']}: " in text_of(screen, "#detail-evidence")
 
 
 async def test_a_forged_transcript_path_is_not_followed_out_of_the_logs(runs_root: Path):

@@ -49,8 +49,8 @@ def test_no_sandbox_and_a_slow_decision_are_said_on_the_state_line_and_in_the_co
     assert st.cautions[0].startswith("UNSANDBOXED (--no-sandbox)") and st.cautions[1] == SLOW["text"]
     assert st.cautions[2] == "Timings are CPU timings."
     c = model.counters_view(d)
-    assert c.decision_slow and c.decision == "≈ 6:40 for a clear change, 10:10 for none (process-level bench)"
-    assert c.agent == "$1.42 · 6.32k tokens · 0:38 wall · 3 runs (1 reported no cost: gemini)"
+    assert c.decision_slow and c.decision == "≈ 6:40 for a change, 10:10 for none (process-level)"
+    assert c.agent == "$1.42 · 6.32k tok · 3 runs in 0:38 · 1 without cost (gemini)"
     # a run with the sandbox on and a fast bench says neither
     calm = run_data({"state": "stopped", "sandbox": {**UNCONFINED, "confined": True, "ever_unconfined": False,
                                                      "summary": "sandboxed: bubblewrap 0.9.0"},
@@ -79,9 +79,9 @@ def test_agent_line_with_a_budget_and_without_any_cost():
     spend = api.agent_spending([Iteration(1, "keep", record={"proposal": {"agent": agent(None, 900, 100,
                                                                                            name="codex")}})],
                                budget_usd=0.0, budget_tokens=50000)
-    assert api.agent_line(spend) == "1k of 50k tokens · 0:13 wall · 1 run (no cost reported by codex)"
+    assert api.agent_line(spend) == "1k of 50k tok · 1 run in 0:13 · no cost reported (codex)"
     spend = api.agent_spending([Iteration(1, "keep", record={"proposal": {"agent": agent(2.5, 10, 10)}})], 10.0)
-    assert api.agent_line(spend).startswith("$2.50 of $10.00 · 20 tokens")
+    assert api.agent_line(spend) == "$2.50 of $10.00 · 20 tok · 1 run in 0:13"
 
 
 # -- the iteration detail --------------------------------------------------------------------
@@ -278,3 +278,14 @@ def test_every_status_key_is_documented_and_every_documented_key_exists(runs_roo
                   for name in re.findall(r"`([a-z_]+)`", line.split(" | ")[0])}
     keys = set(api.status(Workspace(runs_root, REVIEW)))
     assert keys == documented, (keys - documented, documented - keys)
+
+
+def test_every_status_fits_the_history_column_whole():
+    from kopt_supervisor.engine.api import Status
+    from kopt_supervisor.kopt_tui.widgets.history import STATUS_LABEL, columns_for
+    from kopt_supervisor.kopt_tui.widgets.styles import STATUS_STYLE
+
+    width = next(c.width for c in columns_for(80) if c.key == "status")
+    for status in Status:
+        assert len(STATUS_LABEL.get(status, status)) <= width, status
+        assert status in STATUS_STYLE, status
