@@ -37,7 +37,8 @@ FLAG_HELP = {
     "diff_constructs": "the candidate's diff reaches outside the kernel (patches, frames, exits, files, "
                        "environment, threads, input-keyed caches): read the quoted lines",
     "reverify_disagrees": "the keep, decided again in fresh separate processes of the process-level bench, "
-                          "did not come out a keep: candidate code may have bent the shared A/B process",
+                          "did not come out a keep: noise, or candidate code that bent the shared A/B process "
+                          "(both verdicts are in the reason)",
 }
 
 PLAN_FLAG_HELP = {

@@ -229,12 +229,14 @@ def progress_view(d: RunData, now: float) -> ProgressView:
         left = fmt.clock(d.config.gpu.wait_max_s - (now - started))
     elif fmt.is_num(p.get("eta_s")) and fmt.is_num(p.get("t")):
         left = fmt.clock(float(p["eta_s"]) - (now - float(p["t"])))
-    what = {"eval": "deciding", "verify": "re-checking after format", "baseline": "measuring the baseline",
+    what = {"eval": "deciding", "verify": "re-checking after format", "reverify": "deciding again in fresh processes",
+            "baseline": "measuring the baseline",
             "propose": "proposing", "review": "awaiting your review", "paused": "paused",
             "waiting_gpu": "waiting for an idle GPU"}.get(phase, phase)
     step = str(p.get("step") or "")
     if isinstance(done, int) and isinstance(total, int) and total:
-        step = f"round {done + 1} of up to {total}" if phase in ("eval", "verify") else f"{done + 1} of {total}"
+        step = (f"round {done + 1} of up to {total}" if phase in ("eval", "verify", "reverify")
+                else f"{done + 1} of {total}")
     elif phase == "review":
         step = ""
     label = " · ".join(x for x in (f"v{version}" if version is not None else "", what, step) if x)

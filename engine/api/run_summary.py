@@ -35,9 +35,11 @@ __all__ = ["TIMED_PHASES", "ProfiledClass", "ProfilerEvidence", "agent_line", "a
            "phase_timings", "profiler_evidence", "ran_unsandboxed", "sandbox_line", "sandbox_state", "timing_rows"]
 
 TIMED_PHASES = ("gate_wait_s", "proposer_s", "police_s", "reload_s", "looks_s", "profiler_s", "reverify_s",
-                "format_s", "commit_s")
+                "review_s", "format_s", "commit_s")
 """record["timings"]'s phases in the order an iteration passes them (engine/loop/context.py
-TIMED_KEYS, and `looks_s`: one entry per look); then `total_s` and `engine_s`."""
+TIMED_KEYS, and `looks_s`: one entry per look); then `total_s` and `engine_s`. A phase the
+record does not hold is left out (`review_s`, the wait for the engineer, is shown when the
+loop records it)."""
 
 
 PHASE_NOTES = {"reverify_s": "the keep decided again; its looks and gate waits also count in theirs"}
