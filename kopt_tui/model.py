@@ -39,6 +39,9 @@ class RunData:
     generation: int = 0
     """Moves whenever an iteration row changed: views derived from the history only are
     recomputed when it moved (a heartbeat alone leaves it as it was)."""
+    carried_spending: dict[str, Any] | None = None
+    """The previous reading's `agent_spending` when the history did not move since (a
+    heartbeat must not re-add a thousand records)."""
 
     @property
     def state(self) -> str:
@@ -79,8 +82,14 @@ class RunData:
     @cached_property
     def agent_spending(self) -> dict[str, Any]:
         """What the agent cost over the run (engine.api.agent_spending), with the budget."""
+        if self.carried_spending is not None:
+            return self.carried_spending
         p = self.config.propose if self.config else None
         return api.agent_spending(self.iterations, p.budget_usd if p else 0.0, p.budget_tokens if p else 0)
+
+    def computed(self, name: str) -> Any:
+        """A cached property's value if this reading computed it already, else None."""
+        return self.__dict__.get(name)
 
     @property
     def engine_gone(self) -> bool:

@@ -57,6 +57,8 @@ class DetailScreen(KoptScreen[None]):
         self.tag = tag
         self.version = version
         self._logs: list[Path] = []
+        self._shown: object = None
+        """The iteration whose evidence, plan and costs are on screen."""
         self._transcripts: list[tuple[str, str]] = []
         """(label, path relative to the workspace) of each agent run that kept one."""
         self.files_loaded = False
@@ -132,17 +134,17 @@ class DetailScreen(KoptScreen[None]):
         rows = model.class_rows(it, data.meta.get("live_classes"))
         self.query_one("#detail-classes", Static).update(class_table(rows) if rows else Text("no per-class numbers",
                                                                                                 style="dim"))
-        self.query_one("#detail-evidence", Static).update(evidence_text(iteration_view.decision_notes(it)))
-        self.query_one("#detail-citations", Static).update(citations_text(iteration_view.plan_view(it)))
-        self.query_one("#detail-cost", Static).update(cost_text(iteration_view.timing_rows(it),
-                                                                iteration_view.agent_rows(it)))
-        self._show_transcripts(iteration_view.agent_rows(it))
+        if it is not self._shown:  # the record moved (the poller keeps an unchanged iteration's object)
+            self._shown = it
+            runs = iteration_view.agent_rows(it)
+            self.query_one("#detail-evidence", Static).update(evidence_text(iteration_view.decision_notes(it)))
+            self.query_one("#detail-citations", Static).update(citations_text(iteration_view.plan_view(it)))
+            self.query_one("#detail-cost", Static).update(cost_text(iteration_view.timing_rows(it), runs))
+            self._show_transcripts(runs)
         self.refresh_bindings()
 
     def _show_transcripts(self, runs: tuple[iteration_view.AgentRow, ...]) -> None:
         kept = [(r.label, r.transcript) for r in runs if r.transcript]
-        if kept == self._transcripts and self.query_one("#detail-transcripts", OptionList).option_count:
-            return
         self._transcripts = kept
         options = self.query_one("#detail-transcripts", OptionList)
         options.clear_options()

@@ -289,3 +289,26 @@ def test_every_status_fits_the_history_column_whole():
     for status in Status:
         assert len(STATUS_LABEL.get(status, status)) <= width, status
         assert status in STATUS_STYLE, status
+
+
+def test_a_heartbeat_does_not_add_up_the_agent_costs_again(runs_root: Path):
+    """The dashboard's cost line is derived from every record: a reading whose history did
+    not move carries it over; one whose history moved computes it afresh."""
+    from kopt_supervisor.engine.store import Store
+    from kopt_supervisor.kopt_tui.watch import RunCache
+    from tests.tui.fixtures import DONE
+
+    ws = Workspace(runs_root, DONE)
+    cache = RunCache(ws, probe=lambda w: (False, None))
+    first = cache.refresh()
+    spending = first.agent_spending
+    with Store(ws.db_path) as s:
+        s.set("heartbeat", {"t": 1.0, "pid": 1})
+    beat = cache.refresh()
+    assert beat is not first and beat.agent_spending is spending
+    with Store(ws.db_path) as s:
+        it = s.iteration(1)
+        it.record["proposal"]["agent"]["cost_usd"] = 100.0
+        s.save_iteration(it)
+    moved = cache.refresh()
+    assert moved.agent_spending is not spending and moved.agent_spending["cost_usd"] > spending["cost_usd"] + 99
