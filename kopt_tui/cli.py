@@ -125,7 +125,7 @@ def cmd_ls(args: argparse.Namespace) -> int:
     for r in runs:
         print(f"{r['tag']:<24} {r.get('state', '?'):<16} {_s(r.get('iteration')):>5} "
               f"{fmt.speedup(r.get('best_speedup')):>8} {len(r.get('pending_reviews') or []):>8}  "
-              f"{r.get('stop_reason') or r.get('error') or ''}")
+              + ("⚠ NO SANDBOX; " if r.get("unsandboxed") else "") + f"{r.get('stop_reason') or r.get('error') or ''}")
     return 0
 
 

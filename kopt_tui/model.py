@@ -586,6 +586,8 @@ class RunSummary:
     reviews: tuple[int, ...]
     heartbeat: str
     note: str
+    unsandboxed: bool = False
+    """Some session ran with --no-sandbox: its speedup is the word of unconfined code."""
 
 
 def run_summary(d: RunData, now: float) -> RunSummary:
@@ -603,4 +605,4 @@ def run_summary(d: RunData, now: float) -> RunSummary:
         tag=d.tag, state=d.state, iteration=d.last.version if d.last else None,
         status=d.last.status if d.last else "", speedup=d.best_speedup, reviews=d.pending_reviews,
         heartbeat=fmt.age(None if hb is None else now - hb) if (d.alive or d.state == "crashed") else fmt.DASH,
-        note=note)
+        note=note, unsandboxed=api.ran_unsandboxed(d.meta))

@@ -312,3 +312,23 @@ def test_a_heartbeat_does_not_add_up_the_agent_costs_again(runs_root: Path):
         s.save_iteration(it)
     moved = cache.refresh()
     assert moved.agent_spending is not spending and moved.agent_spending["cost_usd"] > spending["cost_usd"] + 99
+
+
+async def test_the_runs_home_and_kopt_ls_mark_a_run_without_the_sandbox(runs_root: Path, capsys):
+    from kopt_supervisor.engine.store import Store
+    from kopt_supervisor.kopt_tui.app import KoptApp
+    from kopt_supervisor.kopt_tui.cli import main as kopt
+    from kopt_supervisor.kopt_tui.screens.runs import RunsScreen
+    from tests.tui.fixtures import DONE, offline_services, until
+
+    with Store(Workspace(runs_root, DONE).db_path) as s:
+        s.set("sandbox", UNCONFINED)
+    app = KoptApp(runs_root, None, services=offline_services(runs_root))
+    async with app.run_test(size=(160, 20)) as pilot:
+        await until(pilot, lambda: isinstance(app.screen, RunsScreen) and app.screen.query_one("DataTable").row_count == 2)
+        table = app.screen.query_one("DataTable")
+        cells = {str(table.get_row_at(i)[0]): str(table.get_row_at(i)[3]) for i in range(2)}
+        assert cells[DONE].endswith("⚠ no sandbox") and "sandbox" not in cells["fake-review"]
+    assert kopt(["--root", str(runs_root), "ls"]) == 0
+    out = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()[1:]}
+    assert "⚠ NO SANDBOX" in out[DONE] and "SANDBOX" not in out["fake-review"]
