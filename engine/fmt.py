@@ -11,6 +11,7 @@ A latency, a percent change or an interval prints the same wherever it appears:
   percent change; `interval`: a ratio interval as percent changes, [-5.9, -4.1].
 - `share`: an unsigned share such as % of peak, 3 significant digits: 41.2%.
 - `speedup`: 1.234×. `rate`: a rate with an SI prefix, 2.87 TB/s. `size`: bytes, 12.5 KiB.
+- `usd`: dollars, $0.0421, $1.23, $1,234; `count`: a count such as tokens, 950, 12.3k, 1.24M.
 - `seconds`, `hours`, `clock` (0:42, 1:02:03), `age` (3s, 12m, 3h05m): durations.
 - `when` (HH:MM), `timestamp` (YYYY-MM-DD HH:MM:SS TZ): local times.
 - `sha`, `one_line`: short text for narrow places.
@@ -113,6 +114,30 @@ def rate(v: object, unit: str) -> str:
         if abs(x) >= scale:
             return f"{num(x / scale)} {prefix}{unit}"
     return f"{num(x)} {unit}"
+
+
+def usd(v: object) -> str:
+    """Dollars: under a dollar 3 significant digits and at least cents ($0.50, $0.0421,
+    $0.000512), cents under $100 ($12.34), whole dollars with thousands separators from
+    $100 ($1,234)."""
+    if not is_num(v):
+        return DASH
+    x = float(v)
+    if x != 0 and abs(x) < 0.995:
+        whole, _, decimals = num(x, 3).partition(".")
+        return f"${whole}.{decimals.ljust(2, '0')}"
+    return f"${x:,.0f}" if abs(round(x, 2)) >= 100 else f"${x:.2f}"
+
+
+def count(n: object) -> str:
+    """A count for narrow places (tokens): 950, 12.3k, 1.24M, 3.1G (3 significant digits)."""
+    if not is_num(n):
+        return DASH
+    x = float(n)
+    for prefix, scale in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(x) >= scale * 0.9995:
+            return f"{num(x / scale, 3)}{prefix}"
+    return f"{x:.0f}"
 
 
 def size(n: object) -> str:

@@ -1,4 +1,6 @@
-"""Text projections of run.db: memory/vN.json records, performance.md and README.md (pure).
+"""Text projections of run.db: memory/vN.json records, performance.md and README.md (pure),
+and the readings of a record every place that shows results shares: the run's sandbox
+(`sandbox_line`) and the profiler's per-class evidence (`profiler_evidence`).
 
 Nothing here touches the disk; `engine.loop` writes what these functions return, atomically,
 after every change to the store. Deleting any of these files loses nothing: the next write
@@ -8,6 +10,8 @@ re-creates them from the store.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from kopt_supervisor.engine import fmt
@@ -97,12 +101,39 @@ def _profiler_ns(it: Iteration, side: str) -> Any:
     return profile_ns_per_call(prof.get(side))
 
 
+def ran_unsandboxed(meta: Mapping[str, Any]) -> bool:
+    """Some session of the run ran its proposers and candidate code without bubblewrap
+    (`--no-sandbox`, meta `sandbox`: engine/loop/machine.py record_sandbox)."""
+    s = meta.get("sandbox")
+    return isinstance(s, Mapping) and bool(s.get("ever_unconfined") or s.get("confined") is False)
+
+
+def sandbox_line(meta: Mapping[str, Any]) -> str:
+    """What the run's sandbox was, in one sentence for every place that shows results
+    (performance.md, results.md, `kopt status`): an unsandboxed session anywhere in the run
+    is said first, whatever the latest session did."""
+    s = meta.get("sandbox")
+    if not isinstance(s, Mapping):
+        return "not recorded (no engine of this kopt version has run it)"
+    summary = fmt.one_line(s.get("summary") or "", 400)
+    if s.get("confined") is False:
+        return summary or "UNSANDBOXED (--no-sandbox): proposers and candidate code ran without confinement"
+    if s.get("ever_unconfined"):
+        return ("UNSANDBOXED for part of the run: an earlier session ran with --no-sandbox (its proposer and "
+                f"benches ran without confinement); the latest session: {summary or 'sandboxed'}")
+    return summary or "sandboxed"
+
+
 def render_performance(cfg: Config, meta: dict[str, Any], iterations: list[Iteration], counters: Counters) -> str:
     metric = cfg.target.metric
+    sandbox = sandbox_line(meta)
     lines = [
         "# performance.md",
         "",
         f"Run `{meta.get('tag')}` — baseline and kept improvements only (kernel-opt program).",
+        "",
+        f"Sandbox: **{sandbox}**" if ran_unsandboxed(meta) else f"Sandbox: {sandbox}",
+        "",
         f"Metric: `{metric}` ({'lower' if cfg.target.direction == 'min' else 'higher'} is better), "
         f"geometric mean over the class's configs, as the kept tree measured in its own decision; "
         "Δ is against the previous best, measured paired in that same decision. Two rows come from "
@@ -235,3 +266,101 @@ def render_readme(
             "",
         ]
     )
+
+
+# ---------------------------------------------------------------------------------------
+# The profiler's word on a candidate, read from its record (results.md and the TUI)
+
+
+@dataclass(frozen=True)
+class ProfiledClass:
+    """One class of record["profile"]: the profiler's change per call and whether it agrees
+    with the bench's verdict (engine/profile/classes.py ClassChange and ClassAgreement)."""
+
+    cls: str
+    best_ns: float | None
+    """GPU time of one call of each of the class's configs (summed), best."""
+    cand_ns: float | None
+    ratio: float | None
+    lo: float | None
+    hi: float | None
+    appeared: tuple[str, ...] = ()
+    disappeared: tuple[str, ...] = ()
+    problems: tuple[str, ...] = ()
+    agreement: str = ""
+    """agrees | disagrees | cannot_tell | not_judged; "" when no agreement was recorded."""
+    agreement_reason: str = ""
+    bench_verdict: str = ""
+    bench_ratio: float | None = None
+    bench_lo: float | None = None
+    bench_hi: float | None = None
+
+
+@dataclass(frozen=True)
+class ProfilerEvidence:
+    classes: tuple[ProfiledClass, ...] = ()
+    per_class: bool = True
+    """False: no NVTX ranges; one entry for the whole run (`note` says so)."""
+    note: str = ""
+    problems: tuple[str, ...] = ()
+    """Problems that hold for every class (ranges on one side only, work outside the ranges)."""
+    outside_best_ns: float | None = None
+    outside_cand_ns: float | None = None
+    """GPU time outside every config's range, per profile (None: none recorded)."""
+    outside_grew: bool = False
+    noise: str = ""
+    confidence: float | None = None
+    error: str = ""
+    """The profiler's run failed (then nothing else is set)."""
+
+
+def profiler_evidence(profile: Any) -> ProfilerEvidence | None:
+    """record["profile"] as per-class evidence: its `comparison` (ClassComparison.to_dict())
+    beside its `agreement` (Agreement.to_dict()); a record of an older kopt (one whole-run
+    `comparison` with best_per_call_ns) becomes one entry for all classes. None when the
+    iteration was not profiled as best vs candidate."""
+    if not isinstance(profile, Mapping):
+        return None
+    if profile.get("error"):
+        return ProfilerEvidence(error=fmt.one_line(profile["error"], 600))
+    cmp = profile.get("comparison")
+    if not isinstance(cmp, Mapping):  # both sides profiled, never compared (an older kopt): their target kernels
+        cmp = {"best_per_call_ns": profile_ns_per_call(_mapping(profile.get("best"))),
+               "cand_per_call_ns": profile_ns_per_call(_mapping(profile.get("cand")))}
+    agreement = _mapping(profile.get("agreement"))
+    judged = {str(a.get("cls")): a for a in agreement.get("classes") or () if isinstance(a, Mapping)}
+    if not isinstance(cmp.get("classes"), list | tuple):  # a whole-run comparison of an older kopt
+        best, cand = _number(cmp.get("best_per_call_ns")), _number(cmp.get("cand_per_call_ns"))
+        if best is None or cand is None:
+            return None
+        ratio = cand / best if best and cand is not None else None
+        return ProfilerEvidence((ProfiledClass("(all classes)", best, cand, ratio, None, None),), per_class=False,
+                                note="the whole run's target kernels, not per class (recorded by an older kopt)")
+    classes = []
+    for c in cmp["classes"]:
+        if not isinstance(c, Mapping):
+            continue
+        a = judged.get(str(c.get("cls")), {})
+        classes.append(ProfiledClass(
+            str(c.get("cls")), _number(c.get("best_ns")), _number(c.get("cand_ns")), _number(c.get("ratio")),
+            _number(c.get("lo")), _number(c.get("hi")), _names(c.get("appeared")), _names(c.get("disappeared")),
+            _names(c.get("problems")), str(a.get("status") or ""), str(a.get("reason") or ""),
+            str(a.get("bench_verdict") or ""), _number(a.get("bench_ratio")), _number(a.get("bench_lo")),
+            _number(a.get("bench_hi"))))
+    outside = _mapping(cmp.get("unattributed"))
+    return ProfilerEvidence(
+        tuple(classes), bool(cmp.get("per_class", True)), str(cmp.get("note") or ""), _names(cmp.get("problems")),
+        _number(outside.get("best_ns")), _number(outside.get("cand_ns")), bool(outside.get("grew")),
+        str(cmp.get("noise") or ""), _number(cmp.get("confidence")))
+
+
+def _mapping(v: Any) -> dict[str, Any]:
+    return dict(v) if isinstance(v, Mapping) else {}
+
+
+def _number(v: Any) -> float | None:
+    return float(v) if fmt.is_num(v) else None
+
+
+def _names(v: Any) -> tuple[str, ...]:
+    return tuple(str(x) for x in v) if isinstance(v, list | tuple) else ()

@@ -125,7 +125,7 @@ def cmd_ls(args: argparse.Namespace) -> int:
     for r in runs:
         print(f"{r['tag']:<24} {r.get('state', '?'):<16} {_s(r.get('iteration')):>5} "
               f"{fmt.speedup(r.get('best_speedup')):>8} {len(r.get('pending_reviews') or []):>8}  "
-              f"{r.get('stop_reason') or r.get('error') or ''}")
+              + ("⚠ NO SANDBOX; " if r.get("unsandboxed") else "") + f"{r.get('stop_reason') or r.get('error') or ''}")
     return 0
 
 
@@ -151,7 +151,32 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"  now: v{p.get('version')} {p.get('phase')}: {p.get('step')}")
     if st["state"] == "crashed" and st.get("last_error"):
         print(f"  last error: {st['last_error'].splitlines()[0]}")
+    for line in status_details(st):
+        print(f"  {line}")
     return 0
+
+
+def status_details(st: dict[str, Any]) -> list[str]:
+    """`kopt status`'s lines on the sandbox, one decision's cost, the agent's cost and the
+    engine's own time, from the status JSON (a warning first where one applies)."""
+    lines = []
+    if st.get("sandbox") is not None or st.get("unsandboxed"):
+        line = api.sandbox_line({"sandbox": st.get("sandbox")})
+        line = line if line.lower().startswith(("sandboxed", "unsandboxed")) else f"sandbox: {line}"
+        lines.append(("⚠ " + line) if st.get("unsandboxed") else line)
+    cost = st.get("decision_cost")
+    if cost:
+        lines.append(("⚠ slow decisions: " if cost.get("slow") else "decision cost: ") + str(cost.get("text") or ""))
+    agent = api.agent_line(st.get("agent") or {})
+    if agent:
+        lines.append(f"agent: {agent}")
+    t = st.get("timings") or {}
+    if t.get("engine_s_median") is not None:
+        last = t.get("last") or {}
+        lines.append(f"kopt's own time per iteration: median {fmt.seconds(t['engine_s_median'], 2)} over "
+                     f"{t.get('iterations')} (most {fmt.seconds(t.get('engine_s_max'), 2)}); v{t.get('last_version')} "
+                     f"took {fmt.seconds(last.get('total_s'))}, {fmt.seconds(last.get('engine_s'), 2)} of it kopt's")
+    return lines
 
 
 def _send(args: argparse.Namespace, kind: str, cmd_args: dict[str, Any]) -> int:

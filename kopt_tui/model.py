@@ -39,6 +39,9 @@ class RunData:
     generation: int = 0
     """Moves whenever an iteration row changed: views derived from the history only are
     recomputed when it moved (a heartbeat alone leaves it as it was)."""
+    carried_spending: dict[str, Any] | None = None
+    """The previous reading's `agent_spending` when the history did not move since (a
+    heartbeat must not re-add a thousand records)."""
 
     @property
     def state(self) -> str:
@@ -76,6 +79,18 @@ class RunData:
     def last(self) -> Iteration | None:
         return self.iterations[-1] if self.iterations else None
 
+    @cached_property
+    def agent_spending(self) -> dict[str, Any]:
+        """What the agent cost over the run (engine.api.agent_spending), with the budget."""
+        if self.carried_spending is not None:
+            return self.carried_spending
+        p = self.config.propose if self.config else None
+        return api.agent_spending(self.iterations, p.budget_usd if p else 0.0, p.budget_tokens if p else 0)
+
+    def computed(self, name: str) -> Any:
+        """A cached property's value if this reading computed it already, else None."""
+        return self.__dict__.get(name)
+
     @property
     def engine_gone(self) -> bool:
         """No engine runs and the run did not end for a stated reason."""
@@ -107,6 +122,13 @@ class StateView:
     """A standing caveat about the whole run (e.g. the CPU demo: timings are CPU timings)."""
     cpu_demo: bool = False
     """The demo ran without a GPU (Triton's interpreter): flagged on the top line too."""
+    unsandboxed: bool = False
+    """Some session ran with --no-sandbox: flagged on the top line, always."""
+    cautions: tuple[str, ...] = ()
+    """Standing caveats about the run's results, most serious first: the sandbox when it was
+    off, a decision that costs minutes (its estimate), the notice."""
+    agent_cost: str = ""
+    """What the agent cost so far ($, or tokens when no CLI reported dollars), for the top line."""
 
 
 def state_view(d: RunData, now: float) -> StateView:
@@ -142,7 +164,34 @@ def state_view(d: RunData, now: float) -> StateView:
         last_event=fmt.one_line(ev.message, 200) if ev else "",
         notice=fmt.one_line(str(m.get("notice") or ""), 200),
         cpu_demo=(m.get("demo") or {}).get("gpu") is False,
+        unsandboxed=api.ran_unsandboxed(m),
+        cautions=cautions(d),
+        agent_cost=agent_cost(d.agent_spending),
     )
+
+
+def cautions(d: RunData) -> tuple[str, ...]:
+    out = []
+    if api.ran_unsandboxed(d.meta):
+        out.append(api.sandbox_line(d.meta))
+    cost = api.decision_cost(d.meta, d.iterations[:1])
+    if cost and cost.get("slow"):
+        out.append(fmt.one_line(cost.get("text") or "one decision takes minutes", 400))
+    notice = fmt.one_line(str(d.meta.get("notice") or ""), 200)
+    if notice:
+        out.append(notice)
+    return tuple(out)
+
+
+def agent_cost(spending: dict[str, Any]) -> str:
+    """The run's agent cost in a few characters: "$0.42", or "12.3k tok" when no run reported
+    dollars; "" when no agent ran or none reported anything."""
+    runs = int(spending.get("runs") or 0)
+    if runs and int(spending.get("runs_without_cost") or 0) < runs:
+        return fmt.usd(spending.get("cost_usd"))
+    if runs and int(spending.get("runs_without_tokens") or 0) < runs:
+        return f"{fmt.count(spending.get('tokens'))} tok"
+    return ""
 
 
 def _command_label(c: Command) -> str:
@@ -189,12 +238,14 @@ def progress_view(d: RunData, now: float) -> ProgressView:
         left = fmt.clock(d.config.gpu.wait_max_s - (now - started))
     elif fmt.is_num(p.get("eta_s")) and fmt.is_num(p.get("t")):
         left = fmt.clock(float(p["eta_s"]) - (now - float(p["t"])))
-    what = {"eval": "deciding", "verify": "re-checking after format", "baseline": "measuring the baseline",
+    what = {"eval": "deciding", "verify": "re-checking after format", "reverify": "deciding again in fresh processes",
+            "baseline": "measuring the baseline",
             "propose": "proposing", "review": "awaiting your review", "paused": "paused",
             "waiting_gpu": "waiting for an idle GPU"}.get(phase, phase)
     step = str(p.get("step") or "")
     if isinstance(done, int) and isinstance(total, int) and total:
-        step = f"round {done + 1} of up to {total}" if phase in ("eval", "verify") else f"{done + 1} of {total}"
+        step = (f"round {done + 1} of up to {total}" if phase in ("eval", "verify", "reverify")
+                else f"{done + 1} of {total}")
     elif phase == "review":
         step = ""
     label = " · ".join(x for x in (f"v{version}" if version is not None else "", what, step) if x)
@@ -269,6 +320,11 @@ class CountersView:
     candidates: int
     failures_in_row: int
     recent: tuple[RecentRegression, ...] = ()
+    agent: str = ""
+    """What the agent cost over the run (engine.api.agent_line), "" when no agent ran."""
+    decision: str = ""
+    """What one decision costs with this bench (after the baseline), "" before."""
+    decision_slow: bool = False
 
 
 def counters_view(d: RunData) -> CountersView:
@@ -278,7 +334,31 @@ def counters_view(d: RunData) -> CountersView:
                                     r.get("delta_pct") if fmt.is_num(r.get("delta_pct")) else None,
                                     fmt.one_line(r.get("hypothesis"), 120))
                    for r in c.recent_regressions)
-    return CountersView(c.consecutive_regressions, limit, c.keeps, c.candidates, c.consecutive_failures, recent)
+    cost = api.decision_cost(d.meta, d.iterations[:1])
+    return CountersView(c.consecutive_regressions, limit, c.keeps, c.candidates, c.consecutive_failures, recent,
+                        agent=api.agent_line(d.agent_spending), decision=decision_line(cost),
+                        decision_slow=bool(cost and cost.get("slow")))
+
+
+def decision_line(cost: dict[str, Any] | None) -> str:
+    """One decision's estimated wall time: "≈ 8.2 s for a change, 14 s for none
+    (process-level)"; "" without an estimate (`kopt status` has the whole estimate)."""
+    if not cost:
+        return ""
+    change, tie = cost.get("seconds_change"), cost.get("seconds_tie")
+    mode = {"process": "process-level", "ab": "ab_command", "served": "served"}.get(
+        str(cost.get("mode")), str(cost.get("mode") or "bench"))
+    return f"≈ {duration(change)} for a change, {duration(tie)} for none ({mode})"
+
+
+def duration(s: object) -> str:
+    """A duration people estimate with: 0.4 s, 8.2 s, 42 s, 3:05, 1:02:03."""
+    x = _opt(s)
+    if x is None:
+        return fmt.DASH
+    if x < 10:
+        return f"{x:.1f} s"
+    return f"{x:.0f} s" if x < 60 else fmt.clock(x)
 
 
 # ---------------------------------------------------------------------------------------
@@ -506,6 +586,8 @@ class RunSummary:
     reviews: tuple[int, ...]
     heartbeat: str
     note: str
+    unsandboxed: bool = False
+    """Some session ran with --no-sandbox: its speedup is the word of unconfined code."""
 
 
 def run_summary(d: RunData, now: float) -> RunSummary:
@@ -523,4 +605,4 @@ def run_summary(d: RunData, now: float) -> RunSummary:
         tag=d.tag, state=d.state, iteration=d.last.version if d.last else None,
         status=d.last.status if d.last else "", speedup=d.best_speedup, reviews=d.pending_reviews,
         heartbeat=fmt.age(None if hb is None else now - hb) if (d.alive or d.state == "crashed") else fmt.DASH,
-        note=note)
+        note=note, unsandboxed=api.ran_unsandboxed(d.meta))

@@ -93,11 +93,13 @@ class RunCache:
             commands = tuple(r.pending_commands())
             events = r.events(limit=1)
         self._dv, self._alive, self._stamps = dv, alive, stamps
+        previous = self.data
         self.data = RunData(
             tag=self.ws.tag, meta=meta, iterations=tuple(self._its[v] for v in sorted(self._its)),
             alive=alive[0], pid=alive[1], pending_commands=commands,
             last_event=events[-1] if events else None, config=self.config, workspace=str(self.ws.dir),
-            generation=self._generation)
+            generation=self._generation,
+            carried_spending=previous.computed("agent_spending") if previous is not None and not changed else None)
         return self.data
 
 

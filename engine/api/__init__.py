@@ -6,9 +6,13 @@ Grouped by what a client does:
 - find, create and start runs (`runs`): `open_workspace`, `resolve_root`, `init_run`,
   `check_proposer`, `start_detached`, `run_foreground`, `engine_alive`;
 - read a run (`reading`): `status` (the stable JSON of `kopt status --json`), `list_runs`,
-  `memory_records`, `memory_record`, `RunReader` (the TUI's cheap read-only view), and the
+  `memory_records`, `memory_record`, `RunReader` (the TUI's cheap read-only view),
+  `read_transcript` -> `Transcript` (an agent's transcript, only from the run's logs/), and the
   rules a client shows: `effective_state`, `best_speedup`, `counters`, `best_commit`,
   `best_iteration`, `awaiting_review` (the pending review rule), `restart_point_problem`;
+- what a run spent and how it ran (`run_summary`): `agent_spending`, `agent_line`,
+  `phase_timings`, `timing_rows`, `sandbox_state`, `ran_unsandboxed`, `sandbox_line`,
+  `decision_cost`, `profiler_evidence` -> `ProfilerEvidence` of `ProfiledClass`es;
 - send a run a command (`commands`): `send` -> `Sent`;
 - GPUs (`gpus`): `gpus_report`, `format_gpus_report`, `GpuSampler` (the TUI's readings,
   judged by the gate's rules);
@@ -35,13 +39,29 @@ from kopt_supervisor.engine.api.outputs import export_branch, measure_ceilings, 
 from kopt_supervisor.engine.api.reading import (
     LIVE_STATES,
     RunReader,
+    Transcript,
     best_speedup,
     effective_state,
     heartbeat_age,
     list_runs,
     memory_record,
     memory_records,
+    read_transcript,
     status,
+)
+from kopt_supervisor.engine.api.run_summary import (
+    TIMED_PHASES,
+    ProfiledClass,
+    ProfilerEvidence,
+    agent_line,
+    agent_spending,
+    decision_cost,
+    phase_timings,
+    profiler_evidence,
+    ran_unsandboxed,
+    sandbox_line,
+    sandbox_state,
+    timing_rows,
 )
 from kopt_supervisor.engine.api.runs import (
     Created,
@@ -88,7 +108,10 @@ __all__ = [
     # reading
     "LIVE_STATES", "RunReader", "awaiting_review", "best_commit", "best_iteration", "best_speedup", "counters",
     "effective_state", "heartbeat_age", "list_runs", "memory_record", "memory_records", "restart_point_problem",
-    "status",
+    "status", "Transcript", "read_transcript",
+    # what a run spent and how it ran
+    "TIMED_PHASES", "ProfiledClass", "ProfilerEvidence", "agent_line", "agent_spending", "decision_cost",
+    "phase_timings", "profiler_evidence", "ran_unsandboxed", "sandbox_line", "sandbox_state", "timing_rows",
     # commands
     "Sent", "send",
     # GPUs

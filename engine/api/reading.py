@@ -5,11 +5,15 @@ view. Reads open run.db read-only and never block the engine.
 
 from __future__ import annotations
 
+import os
+import stat
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from kopt_supervisor.engine import bookkeeping
+from kopt_supervisor.engine.api import run_summary
 from kopt_supervisor.engine.daemon import engine_alive
 from kopt_supervisor.engine.decide.stats import geomean
 from kopt_supervisor.engine.errors import BadInput
@@ -53,12 +57,14 @@ def best_speedup(iterations: list[Iteration], direction: str = "min") -> float |
 
 
 def status(ws: Workspace) -> dict[str, Any]:
+    """The stable JSON of `kopt status TAG --json` (docs/files.md names every key)."""
     with ws.open_store(readonly=True) as store, store.snapshot():
         meta = store.meta()
         its = store.iterations()
     alive, pid = engine_alive(ws)
     c = bookkeeping.counters(its)
-    cfg_direction = ws.load_config().target.direction
+    cfg = ws.load_config()
+    cfg_direction = cfg.target.direction
     last = its[-1] if its else None
     return {
         "tag": ws.tag,
@@ -83,6 +89,11 @@ def status(ws: Workspace) -> dict[str, Any]:
         "notice": meta.get("notice"),
         "repo": meta.get("repo"),
         "workspace": str(ws.dir),
+        "sandbox": run_summary.sandbox_state(meta),
+        "unsandboxed": run_summary.ran_unsandboxed(meta),
+        "decision_cost": run_summary.decision_cost(meta, its),
+        "timings": run_summary.phase_timings(its),
+        "agent": run_summary.agent_spending(its, cfg.propose.budget_usd, cfg.propose.budget_tokens),
     }
 
 
@@ -178,6 +189,60 @@ class RunReader:
     def live_log(self) -> Path | None:
         p = self.store.get("live_log")
         return Path(p) if p else None
+
+    def transcript(self, path: str, limit: int | None = None) -> Transcript:
+        """An agent's transcript (record["proposal"]["agent"]["transcript_path"], relative to
+        the workspace): see `read_transcript`."""
+        return read_transcript(self.ws, path, TRANSCRIPT_SHOWN_BYTES if limit is None else limit)
+
+
+TRANSCRIPT_SHOWN_BYTES = 1 << 20
+"""How much of a transcript a client is handed: its head and its tail when it is longer."""
+
+
+@dataclass(frozen=True)
+class Transcript:
+    path: str
+    text: str
+    size: int = 0
+    """The file's size in bytes."""
+    cut: bool = False
+    """Only the head and the tail are in `text` (the file is over the limit)."""
+    error: str = ""
+    """Why nothing could be read (then `text` is "")."""
+
+
+def read_transcript(ws: Workspace, path: str, limit: int = TRANSCRIPT_SHOWN_BYTES) -> Transcript:
+    """The text of a transcript under the run's logs/ (the path a record names is the
+    engine's, but a record is data: a path that leads outside logs/, through `..`, an
+    absolute name or a symbolic link, and anything but a regular file are refused). Over
+    `limit` bytes, the head and the tail with a line between them saying what was left out."""
+    if not path or "\x00" in path:
+        return Transcript(path, "", error="no transcript path")
+    logs = ws.logs.resolve()
+    try:
+        real = (ws.dir / path).resolve(strict=True)
+    except (OSError, RuntimeError) as e:
+        return Transcript(path, "", error=f"cannot read {path}: {getattr(e, 'strerror', None) or e}")
+    if not real.is_relative_to(logs):
+        return Transcript(path, "", error=f"{path} is not under the run's logs/: not shown")
+    try:
+        fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as e:
+        return Transcript(path, "", error=f"cannot read {path}: {e.strerror}")
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            return Transcript(path, "", error=f"{path} is not a regular file: not shown")
+        size = st.st_size
+        if size <= limit:
+            return Transcript(path, f.read(limit).decode("utf-8", "replace"), size)
+        half = max(1, limit // 2)
+        head = f.read(half)
+        f.seek(size - half)
+        tail = f.read(half)
+    marker = f"\n[... {size - 2 * half} bytes of the transcript not shown here: the file is {path} ...]\n"
+    return Transcript(path, head.decode("utf-8", "replace") + marker + tail.decode("utf-8", "replace"), size, True)
 
 
 def _read_text(path: Path, limit: int = 1_000_000) -> str:

@@ -6,12 +6,15 @@ candidate's own side "cand" samples measure the tree that became the new best. S
 samples of commit C are, over the unmasked iterations:
 
   - the baseline iteration v0, stage "baseline" (side "best"), when C is the baseline;
-  - side "best" of every iteration whose `best_commit_before` is C (stages eval, verify);
+  - side "best" of every iteration whose `best_commit_before` is C (stages eval, reverify,
+    verify);
   - side "cand" of the kept iteration whose commit is C: its "verify" stage when the
-    formatted tree was re-measured, else its "eval" stage when the committed tree is the
-    evaluated one (`commit_tree` == `evaluated_tree`); otherwise none (the committed tree
-    was never timed as such).
+    formatted tree was re-measured, else its "eval" and "reverify" stages when the committed
+    tree is the evaluated one (`commit_tree` == `evaluated_tree`); otherwise none (the
+    committed tree was never timed as such).
 
+Samples the GPU gate flagged (a round during which the GPU throttled or another process
+appeared: `samples.flagged`) are left out, as the decision leaves them out, and counted.
 Masked iterations contribute nothing. The final tree's chain of keeps is followed by
 commit ancestry: the best iteration, then the keep whose commit is its
 `best_commit_before`, down to the baseline commit.
@@ -37,6 +40,8 @@ class TreeSamples:
     """Config key -> every sample of this tree, in store order."""
     sources: dict[int, int]
     """Iteration version -> how many samples it contributed."""
+    flagged: int = 0
+    """Samples of this tree left out because the GPU gate flagged their round."""
 
     @property
     def n(self) -> int:
@@ -144,14 +149,20 @@ def keep_chain(iterations: list[Iteration], best: Iteration, baseline_commit: st
     return list(reversed(chain))
 
 
-def committed_stage(it: Iteration, stages: set[str]) -> str | None:
-    """Which stage's "cand" samples measure the tree that `it` committed (None: none do)."""
+BEST_STAGES = frozenset({"eval", "reverify", "verify"})
+"""The stages whose side "best" samples measure the iteration's `best_commit_before`."""
+EVALUATED_STAGES = frozenset({"eval", "reverify"})
+"""The stages that measured the evaluated (unformatted) candidate tree."""
+
+
+def committed_stages(it: Iteration, stages: set[str]) -> frozenset[str]:
+    """Which stages' "cand" samples measure the tree that `it` committed (empty: none do)."""
     if "verify" in stages:
-        return "verify"
+        return frozenset({"verify"})
     commit_tree = it.record.get("commit_tree")
-    if "eval" in stages and (commit_tree is None or commit_tree == it.record.get("evaluated_tree")):
-        return "eval"
-    return None
+    if commit_tree is None or commit_tree == it.record.get("evaluated_tree"):
+        return EVALUATED_STAGES & stages
+    return frozenset()
 
 
 def tree_samples(iterations: list[Iteration], samples: Mapping[int, list[SampleRow]] | Iterable[SampleRow],
@@ -159,25 +170,37 @@ def tree_samples(iterations: list[Iteration], samples: Mapping[int, list[SampleR
     """Every sample of `commit`'s tree over the unmasked iterations (see the module doc).
     `samples`: rows, or rows indexed by version (index_by_version)."""
     by_version = samples if isinstance(samples, Mapping) else index_by_version(samples)
-    wanted: dict[int, tuple[str, set[str]]] = {}
+    wanted: dict[int, tuple[str, frozenset[str]]] = {}
     for it in iterations:
         if it.masked:
             continue
         if it.status == "baseline":
             if it.commit == commit:
-                wanted[it.version] = ("best", {"baseline"})
+                wanted[it.version] = ("best", frozenset({"baseline"}))
             continue
         if it.best_commit_before == commit:
-            wanted[it.version] = ("best", {"eval", "verify"})
+            wanted[it.version] = ("best", BEST_STAGES)
         elif it.kept and it.commit == commit:
-            stage = committed_stage(it, {str(r["stage"]) for r in by_version.get(it.version, [])})
-            if stage:
-                wanted[it.version] = ("cand", {stage})
+            stages = committed_stages(it, {str(r["stage"]) for r in by_version.get(it.version, [])})
+            if stages:
+                wanted[it.version] = ("cand", stages)
     values: dict[str, list[float]] = {}
     sources: dict[int, int] = {}
+    flagged = 0
     for v, (side, stages) in sorted(wanted.items()):
         for r in by_version.get(v, []):
             if r["side"] == side and r["stage"] in stages:
+                if _flagged(r):
+                    flagged += 1
+                    continue
                 values.setdefault(str(r["config"]), []).append(float(r["value"]))
                 sources[v] = sources.get(v, 0) + 1
-    return TreeSamples(commit, values, dict(sorted(sources.items())))
+    return TreeSamples(commit, values, dict(sorted(sources.items())), flagged)
+
+
+def _flagged(row: SampleRow) -> bool:
+    """The GPU gate flagged the sample's round (rows of older stores have no such column)."""
+    try:
+        return bool(row["flagged"])
+    except (KeyError, IndexError):
+        return False

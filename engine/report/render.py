@@ -14,9 +14,12 @@ from typing import Any
 
 from kopt_supervisor.engine import fmt
 from kopt_supervisor.engine.config import Config
-from kopt_supervisor.engine.projections import profile_ns_per_call
+from kopt_supervisor.engine.projections import ran_unsandboxed, sandbox_line
 from kopt_supervisor.engine.records import Iteration
+from kopt_supervisor.engine.report import agents, profiler_view, provenance
 from kopt_supervisor.engine.report.collect import RunData
+from kopt_supervisor.engine.report.markdown import code as _code
+from kopt_supervisor.engine.report.markdown import table as _table
 from kopt_supervisor.engine.report.roofline_view import RooflineView
 from kopt_supervisor.engine.report.stats import Summary, geomean, speedup, summarize
 
@@ -31,6 +34,7 @@ SECTIONS = (
     "Roofline",
     "Profiler",
     "GPU and idle-state evidence",
+    "Agent costs",
     "Commands",
     "Environment",
     "Provenance",
@@ -131,20 +135,6 @@ def _delta_of_speedup(v: float | None) -> str:
     return fmt.ratio_pct(1 / v) if v else fmt.DASH
 
 
-def _cell(text: Any, limit: int = 300) -> str:
-    return str(text if text is not None else "").replace("|", "\\|").replace("\n", " ")[:limit]
-
-
-def _code(text: str) -> str:
-    return f"`{text}`" if "`" not in text else f"``{text}``"
-
-
-def _table(header: Sequence[str], rows: Iterable[Sequence[Any]], align: str | None = None) -> list[str]:
-    out = ["| " + " | ".join(header) + " |", "|" + "|".join(align or "---" for _ in header) + "|"]
-    out += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
-    return out
-
-
 def _summary_cells(s: Summary | None) -> list[str]:
     if s is None:
         return ["0", *(fmt.DASH,) * 6]
@@ -174,11 +164,12 @@ def render_results(inp: ReportInputs) -> str:
     out += _kept(inp)
     out += _dispatch(inp, stats)
     out += _roofline(inp)
-    out += _profiler(inp)
-    out += _gpu(inp)
-    out += _commands(inp)
-    out += _environment(inp)
-    out += _provenance(inp)
+    out += profiler_view.section(d, inp.cfg)
+    out += provenance.gpu(inp)
+    out += agents.section(d.iterations, cfg)
+    out += provenance.commands(inp)
+    out += provenance.environment(inp)
+    out += provenance.provenance(inp)
     out += _all_iterations(inp)
     out += _masked(inp)
     return "\n".join(out).rstrip() + "\n"
@@ -211,8 +202,20 @@ def _summary(inp: ReportInputs, stats: list[ConfigStats]) -> list[str]:
         f"under repeated looks, excludes 0 and the change is at least {cfg.decide.min_effect_pct:g}%; "
         f"{fmt.seconds(_gpu_seconds(d.unmasked))} of benchmarking over the unmasked iterations, "
         f"{fmt.hours(float(meta.get('active_s') or 0))} of engine time",
-        "",
     ]
+    cost = meta.get("decision_cost")
+    if isinstance(cost, Mapping) and cost.get("text"):
+        lines.append(f"- One decision with this bench ({cost.get('mode')}, estimated after the baseline): "
+                     f"{cost['text']}" + (" **(slow)**" if cost.get("slow") else ""))
+    agent = agents.agent_summary_line(d.iterations, cfg)
+    if agent:
+        lines.append(agent)
+    unsandboxed = ran_unsandboxed(meta)
+    lines += [f"- Sandbox: **{sandbox_line(meta)}**" if unsandboxed else f"- Sandbox: {sandbox_line(meta)}", ""]
+    if unsandboxed:
+        lines += ["> **Warning:** proposers and candidate code of this run ran without kopt's sandbox "
+                  "(`--no-sandbox`): nothing kept them from kopt's state, the best tree or the bench's files "
+                  "(docs/security.md). Treat every number below as the word of unconfined code.", ""]
     if meta.get("notice"):
         lines += [f"> **Note:** {meta['notice']}", ""]
     if not d.chain:
@@ -273,7 +276,9 @@ def _latency_per_config(inp: ReportInputs, stats: list[ConfigStats]) -> list[str
             "re-measured beside every candidate, so a tree's samples come from several iterations. "
             "std is the sample standard deviation; p10/p90 interpolate linearly.", "",
             f"- baseline tree samples by iteration (samples over all configs): {sources(d.baseline_tree)}",
-            f"- final tree samples by iteration: {sources(d.final_tree)}", "",
+            f"- final tree samples by iteration: {sources(d.final_tree)}",
+            f"- left out because the GPU gate flagged their round (throttling, another process): "
+            f"{d.baseline_tree.flagged} of the baseline tree, {d.final_tree.flagged} of the final tree", "",
             *_table([ "config", "tree", "samples", "median", "mean", "std", "min", "p10", "p90"], rows), ""]
 
 
@@ -304,7 +309,7 @@ def _kept(inp: ReportInputs) -> list[str]:
     for it in d.chain:
         dec = it.record.get("decision") or {}
         rows.append([f"v{it.version}", fmt.sha(it.commit), it.hypothesis, it.target_class or "global",
-                     f"{it.status} ({dec.get('by', 'engine')})", _class_deltas(it), _profiler_change(it),
+                     f"{it.status} ({dec.get('by', 'engine')})", _class_deltas(it), profiler_view.change_cell(it),
                      dec.get("rounds") or "—", fmt.num(dec.get("gpu_seconds")),
                      ", ".join(it.record.get("changed_files") or []) or "—"])
     lines = ["## Kept iterations", "",
@@ -313,7 +318,7 @@ def _kept(inp: ReportInputs) -> list[str]:
              f"{inp.cfg.decide.confidence:g} confidence, valid under its repeated looks.", ""]
     if rows:
         lines += _table(["iteration", "commit", "hypothesis", "target", "verdict (by)", "Δ per class [interval]",
-                         "profiler ns/call best → cand", "rounds", "GPU-s", "files"], rows)
+                         "profiler per class: ns/call best → cand (change, agreement)", "rounds", "GPU-s", "files"], rows)
     else:
         lines.append("None: no candidate was kept.")
     stray = d.stray_keeps
@@ -321,22 +326,6 @@ def _kept(inp: ReportInputs) -> list[str]:
         lines += ["", "Kept but not part of the final tree (left out of the statistics): "
                   + ", ".join(f"v{it.version} ({it.hypothesis})" for it in stray)]
     return [*lines, ""]
-
-
-def _profiler_change(it: Iteration) -> str:
-    """The profiler's confirmation of a keep: target kernels' time per call, best → candidate."""
-    prof = it.record.get("profile") or {}
-    if prof.get("error"):
-        return f"failed: {prof['error']}"
-    cmp = prof.get("comparison") or {}
-    best = cmp.get("best_per_call_ns", profile_ns_per_call(prof.get("best")))
-    cand = cmp.get("cand_per_call_ns", profile_ns_per_call(prof.get("cand")))
-    if best is None or cand is None:
-        return "not profiled"
-    delta = cmp.get("delta_pct")
-    if delta is None and best:
-        delta = (cand / best - 1) * 100
-    return f"{fmt.num(best)} → {fmt.num(cand)}" + (f" ({fmt.pct(delta)})" if delta is not None else "")
 
 
 def _dispatch(inp: ReportInputs, stats: list[ConfigStats]) -> list[str]:
@@ -470,224 +459,6 @@ def generic_tables(obj: Any, title: str = "") -> list[str]:
         if k not in flat:
             lines += generic_tables(v, str(k))
     return lines
-
-
-KERNEL_COLUMNS = (("name", "kernel"), ("target", "target"), ("calls", "calls"), ("avg_ns", "avg ns"), ("total_ns", "total ns"),
-                  ("registers_per_thread", "registers"), ("registers", "registers"),
-                  ("shared_mem_bytes", "shared mem B"), ("occupancy_pct", "occupancy %"),
-                  ("dram_pct", "DRAM % of peak"), ("dram_bw_Bps", "DRAM B/s"))
-
-
-def _profiler(inp: ReportInputs) -> list[str]:
-    d = inp.data
-    lines = ["## Profiler", ""]
-    base = (d.baseline.record.get("profile") or {}).get("best")
-    final = None
-    if d.best.status == "baseline":
-        final = base
-    else:
-        final = (d.best.record.get("profile") or {}).get("cand")
-    if not base and not final:
-        return [*lines, f"Not measured: no profile was recorded in this run ([profile].kind = "
-                        f"\"{inp.cfg.profile.kind}\").", ""]
-    for label, summary in (("baseline", base), ("final", final)):
-        if not summary:
-            lines += [f"- {label}: not profiled"]
-            continue
-        lines += [f"- {label}: target kernels {fmt.num(profile_ns_per_call(summary))} ns per call "
-                  f"(tool {summary.get('tool', '—')}, regex `{summary.get('kernel_regex', '') or '.*'}`), "
-                  f"hottest `{summary.get('hottest', '—')}`"]
-    lines.append("")
-    kernels = (final or base or {}).get("kernels") or []
-    if kernels:
-        present = [(k, h) for k, h in KERNEL_COLUMNS if any(kr.get(k) is not None for kr in kernels)]
-        cols: list[tuple[str, str]] = []
-        for k, h in present:  # one column per heading: the first key that has it
-            if all(h != heading for _, heading in cols):
-                cols.append((k, h))
-        lines += [f"Kernels of the {'final' if final else 'baseline'} tree, hottest first:", ""]
-        lines += _table([h for _, h in cols], [[_kernel_cell(k, kr.get(k)) for k, _ in cols] for kr in kernels[:10]])
-        lines.append("")
-    return lines
-
-
-def _kernel_cell(key: str, value: Any) -> str:
-    if key == "name" and isinstance(value, str):
-        return f"`{value if len(value) <= 80 else value[:79] + '…'}`"
-    return fmt.value(value)
-
-
-# ---------------------------------------------------------------------------------------
-# GPU, commands, environment, provenance
-
-
-def _gpu_state(ev: Mapping[str, Any] | None) -> str:
-    if not ev:
-        return "not read"
-    if ev.get("missing"):
-        return "the GPU vanished"
-    parts = []
-    if ev.get("util_pct") is not None:
-        parts.append(f"util {fmt.value(ev['util_pct'])}%")
-    if ev.get("mem_used_mib") is not None:
-        parts.append(f"mem {fmt.value(ev['mem_used_mib'])} MiB")
-    foreign = ev.get("foreign_processes")
-    if foreign is None:
-        foreign = ev.get("processes")
-    if foreign is not None:
-        parts.append(f"{len(foreign)} foreign process(es)" if foreign else "no foreign process")
-    if ev.get("throttle"):
-        parts.append("throttle " + ",".join(map(str, ev["throttle"])))
-    if ev.get("temp_c") is not None:
-        parts.append(f"{fmt.value(ev['temp_c'])} °C")
-    if ev.get("sm_clock_mhz") is not None:
-        parts.append(f"SM {fmt.value(ev['sm_clock_mhz'])} MHz")
-    if ev.get("time"):
-        parts.append(f"at {ev['time']}")
-    return ", ".join(parts) or "read, no fields"
-
-
-def _gpu(inp: ReportInputs) -> list[str]:
-    d = inp.data
-    env = inp.environment
-    used: dict[tuple[Any, Any, Any], list[int]] = {}
-    flagged = []
-    for it in d.unmasked:
-        g = it.record.get("gpu") or {}
-        if g:
-            used.setdefault((g.get("index"), g.get("name"), g.get("uuid")), []).append(it.version)
-        for f in g.get("flagged_rounds") or []:
-            flagged.append(f"v{it.version} round {f.get('round')}: {'; '.join(f.get('flags') or [])}")
-    lines = ["## GPU and idle-state evidence", "",
-             f"- Host: `{env.get('host', '—')}` (captured {inp.environment_when})"]
-    for (index, name, uuid), versions in used.items():
-        lines.append(f"- GPU index {index if index is not None else '—'}, model {name or '—'}, UUID "
-                     f"{uuid or '—'}: iterations {_ranges(versions)}")
-    if not used:
-        lines.append("- No GPU was recorded.")
-    lines += [f"- Rounds the gate flagged (throttling or a new process during the step): {len(flagged)}", ""]
-    rows = []
-    for it in [d.baseline, *d.chain]:
-        g = it.record.get("gpu") or {}
-        rows.append([f"v{it.version}", g.get("index", "—") if g.get("index") is not None else "—",
-                     _gpu_state(g.get("before")), _gpu_state(g.get("after")),
-                     len(g.get("flagged_rounds") or [])])
-    lines += ["The chosen GPU's state as the gate read it before the first and after the last timed step of "
-              "the baseline and of every kept iteration:", "",
-              *_table(["iteration", "GPU", "before", "after", "flagged rounds"], rows), ""]
-    if flagged:
-        lines += ["Flagged rounds:", "", *[f"- {f}" for f in flagged], ""]
-    return lines
-
-
-def _ranges(versions: list[int]) -> str:
-    out: list[str] = []
-    runs: list[list[int]] = []
-    for v in sorted(versions):
-        if runs and v == runs[-1][-1] + 1:
-            runs[-1].append(v)
-        else:
-            runs.append([v])
-    for run in runs:
-        out.append(f"v{run[0]}" if len(run) == 1 else f"v{run[0]}–v{run[-1]}")
-    return ", ".join(out)
-
-
-def _commands(inp: ReportInputs) -> list[str]:
-    cfg, d = inp.cfg, inp.data
-    t = cfg.target
-    recorded_proposer = next((str((it.record.get("proposal") or {}).get("command")) for it in reversed(d.unmasked)
-                              if (it.record.get("proposal") or {}).get("command")), None)
-    prof_cmds = sorted({str(c) for it in d.unmasked for c in _profile_commands(it.record.get("profile"))})
-    lines = ["## Commands", "",
-             f"- Bench (run in the tree's worktree): {_code(t.bench)}; CSV `{t.csv}`"
-             + (" (its stdout)" if t.csv == "-" else "") + f"; metric `{t.metric}`; correctness "
-             + (f"`{t.correct}`" if t.correct else "metric present and finite") + "; NaN/Inf always fail",
-             ]
-    if t.ab_command:
-        lines.append(f"- A/B command (best and candidate interleaved in one process): {_code(t.ab_command)}")
-    lines.append(f"- Proposer: `{cfg.propose.kind}`"
-                 + (f", command {_code(cfg.propose.command)}" if cfg.propose.command else "")
-                 + (f" (as run: {_code(recorded_proposer)})" if recorded_proposer and
-                    recorded_proposer != cfg.propose.command else ""))
-    if cfg.propose.kind == "tune":
-        lines.append(f"  - tune: params file `{cfg.propose.tune.params}`, space {cfg.propose.tune.space}, "
-                     f"per class: {cfg.propose.tune.per_class}")
-    lines.append("- Format (before every keep commit): " + (_code(cfg.format.command) if cfg.format.command
-                                                             else "none configured"))
-    p = cfg.profile
-    lines.append(f"- Profiler: kind `{p.kind}`, kernel regex `{p.kernel or '.*'}`, profiled command "
-                 + (_code(p.command) if p.command else "the bench"))
-    for c in prof_cmds:
-        lines.append(f"  - as run: {_code(c)}")
-    lines += [f"- Reproduce: `kopt init --repo {d.meta.get('repo')} --tag NEW_TAG --config "
-              f"<workspace>/{inp.tag}/kopt.toml` then `kopt run NEW_TAG` (the frozen config is under "
-              "*Provenance*)", ""]
-    return lines
-
-
-def _profile_commands(profile: Any) -> list[Any]:
-    """The profiler command lines a profile record names (at its top or per side)."""
-    if not isinstance(profile, Mapping):
-        return []
-    found = [profile["command"]] if profile.get("command") else []
-    return found + [s["command"] for s in profile.values() if isinstance(s, Mapping) and s.get("command")]
-
-
-def _environment(inp: ReportInputs) -> list[str]:
-    env = inp.environment
-    bp = env.get("bench_python") or {}
-    gs = env.get("gpu_software") or {}
-    kp = env.get("kopt_python") or {}
-
-    def v(x: Any) -> str:
-        return "not installed" if x is None else str(x)
-
-    torch_build = []
-    if bp.get("torch"):
-        torch_build.append(f"CUDA {bp['torch_cuda']}" if bp.get("torch_cuda") else "no CUDA build")
-        if bp.get("torch_hip"):
-            torch_build.append(f"HIP {bp['torch_hip']}")
-    lines = ["## Environment", "",
-             f"Captured {inp.environment_when} ({env.get('captured_at', '—')}).", "",
-             f"- Host `{env.get('host', '—')}`, {env.get('platform', '—')}"]
-    if bp.get("error"):
-        lines.append(f"- Bench Python: could not be asked: {bp['error']} ({bp.get('found_by', '')})")
-    else:
-        lines += [f"- Bench Python: {bp.get('version', '—')} `{bp.get('executable', '—')}` (found by "
-                  f"{bp.get('found_by', '—')})",
-                  f"- torch: {v(bp.get('torch'))}" + (f" ({', '.join(torch_build)})" if torch_build else ""),
-                  f"- triton: {v(bp.get('triton'))}"]
-    lines.append(f"- kopt's Python: {kp.get('version', '—')} `{kp.get('executable', '—')}`")
-    if gs.get("driver") or gs.get("cuda_driver") or gs.get("rocm"):
-        parts = [f"driver {gs.get('driver') or '—'}"]
-        if gs.get("cuda_driver"):
-            parts.append(f"CUDA (driver API) {gs['cuda_driver']}")
-        if gs.get("rocm"):
-            parts.append(f"ROCm {gs['rocm']}")
-        lines.append(f"- GPU software ({gs.get('vendor')}): {', '.join(parts)} (from {gs.get('source', '—')})")
-    else:
-        lines.append(f"- GPU driver and CUDA/ROCm: N/A ({gs.get('note', 'not read')})")
-    flags = env.get("compile_flags")
-    lines.append("- Compile flags ([target].compile_flags): " + (_code(flags) if flags else "none declared"))
-    tenv = env.get("target_env") or {}
-    lines.append("- Extra environment ([target].env): "
-                 + (", ".join(f"`{k}={val}`" for k, val in sorted(tenv.items())) if tenv else "none"))
-    return [*lines, ""]
-
-
-def _provenance(inp: ReportInputs) -> list[str]:
-    d = inp.data
-    return ["## Provenance", "",
-            f"- Target repository: `{d.meta.get('repo')}`",
-            f"- Baseline commit: `{d.baseline.commit}`",
-            f"- Final commit (BEST_COMMIT, branch `kopt/{inp.tag}`): `{d.best.commit}`",
-            f"- Final source hash (git tree of the final commit): `{inp.final_tree_sha or 'not readable'}`",
-            f"- `kopt export {inp.tag} --branch NAME` makes a branch with only the kept source changes and "
-            "this file (docs/reports.md says what is left out)",
-            "",
-            "<details><summary>The run's frozen kopt.toml</summary>", "",
-            "```toml", inp.config_text.rstrip(), "```", "", "</details>", ""]
 
 
 def _all_iterations(inp: ReportInputs) -> list[str]:

@@ -1,5 +1,8 @@
-"""One iteration in full: the decision and per-class numbers, the plan, the candidate's
-diff, its log files and its events. Files are read in a thread worker; the numbers follow
+"""One iteration in full, one tab each: the decision (its flags explained, the keep decided
+again in fresh processes, the profiler per class beside the bench, the diff scan's quoted
+lines) and the per-class numbers; the plan beside the evidence it cites; the candidate's
+diff; where the time went and what the agent cost, with its transcripts (`t` or `enter`
+opens one); the log files; the events. Files are read in a thread worker; the numbers follow
 the run live (an iteration in flight updates as its rounds come in)."""
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import VerticalScroll
+from textual.containers import Horizontal, VerticalScroll
 from textual.message import Message
 from textual.reactive import var
 from textual.widgets import Footer, OptionList, Static, TabbedContent, TabPane
@@ -19,13 +22,14 @@ from textual.widgets.option_list import Option
 
 from kopt_supervisor.engine import api
 from kopt_supervisor.engine.api import RunReader, fmt
-from kopt_supervisor.kopt_tui import model
+from kopt_supervisor.kopt_tui import iteration_view, model
 from kopt_supervisor.kopt_tui.model import RunData
 from kopt_supervisor.kopt_tui.screens.live import KoptScreen, renders_data
 from kopt_supervisor.kopt_tui.widgets.class_deltas import class_table
 from kopt_supervisor.kopt_tui.widgets.styles import STATUS_STYLE
 
-TABS = ("classes", "plan", "diff", "logs", "events")
+TABS = ("decision", "plan", "diff", "cost", "logs", "events")
+TONE = {"bad": "magenta", "good": "green", "": ""}
 
 
 class FilesRead(Message):
@@ -41,6 +45,7 @@ class DetailScreen(KoptScreen[None]):
         Binding("R", "restart", "restart from here", key_display="R",
                 tooltip="Masked partial restart from this iteration (asks first)"),
         Binding("l", "logs", "logs", tooltip="Open this iteration's newest log (the live one while it runs)"),
+        Binding("t", "transcript", "transcript", tooltip="Read the agent's transcript of this iteration (the newest run)"),
         Binding("left", "tab(-1)", "prev tab", show=False, tooltip="Previous tab"),
         Binding("right", "tab(1)", "next tab", show=False, tooltip="Next tab"),
     ]
@@ -52,18 +57,29 @@ class DetailScreen(KoptScreen[None]):
         self.tag = tag
         self.version = version
         self._logs: list[Path] = []
+        self._shown: object = None
+        """The iteration whose evidence, plan and costs are on screen."""
+        self._transcripts: list[tuple[str, str]] = []
+        """(label, path relative to the workspace) of each agent run that kept one."""
         self.files_loaded = False
 
     def compose(self) -> ComposeResult:
         yield Static(id="detail-head")
         with TabbedContent(id="detail-tabs"):
-            with TabPane("classes", id="tab-classes"), VerticalScroll():
+            with TabPane("decision", id="tab-decision"), VerticalScroll():
                 yield Static(id="detail-decision")
                 yield Static(id="detail-classes")
-            with TabPane("plan", id="tab-plan"), VerticalScroll():
-                yield Static(id="detail-plan", markup=False)
+                yield Static(id="detail-evidence")
+            with TabPane("plan", id="tab-plan"), Horizontal(id="plan-split"):
+                with VerticalScroll(id="plan-text"):
+                    yield Static(id="detail-plan", markup=False)
+                with VerticalScroll(id="plan-evidence"):
+                    yield Static(id="detail-citations")
             with TabPane("diff", id="tab-diff"), VerticalScroll():
                 yield Static(id="detail-diff")
+            with TabPane("cost", id="tab-cost"), VerticalScroll():
+                yield Static(id="detail-cost")
+                yield OptionList(id="detail-transcripts")
             with TabPane("logs", id="tab-logs"):
                 yield OptionList(id="detail-logs")
             with TabPane("events", id="tab-events"), VerticalScroll():
@@ -118,7 +134,28 @@ class DetailScreen(KoptScreen[None]):
         rows = model.class_rows(it, data.meta.get("live_classes"))
         self.query_one("#detail-classes", Static).update(class_table(rows) if rows else Text("no per-class numbers",
                                                                                                 style="dim"))
+        if it is not self._shown:  # the record moved (the poller keeps an unchanged iteration's object)
+            self._shown = it
+            runs = iteration_view.agent_rows(it)
+            self.query_one("#detail-evidence", Static).update(evidence_text(iteration_view.decision_notes(it)))
+            self.query_one("#detail-citations", Static).update(citations_text(iteration_view.plan_view(it)))
+            self.query_one("#detail-cost", Static).update(cost_text(iteration_view.timing_rows(it), runs))
+            self._show_transcripts(runs)
         self.refresh_bindings()
+
+    def _show_transcripts(self, runs: tuple[iteration_view.AgentRow, ...]) -> None:
+        kept = [(r.label, r.transcript) for r in runs if r.transcript]
+        self._transcripts = kept
+        options = self.query_one("#detail-transcripts", OptionList)
+        options.clear_options()
+        for (label, path), run in zip(kept, [r for r in runs if r.transcript], strict=True):
+            options.add_option(Option(Text.assemble(("transcript ", "dim"), (label, "bold"), "  ", path,
+                                                    ("  " + run.transcript_size if run.transcript_size else "", "dim"),
+                                                    (" (cut to [propose].transcript_max_kib)" if run.transcript_cut
+                                                     else "", "yellow"))))
+        if not kept:
+            options.add_option(Option(Text("no agent transcript was kept for this iteration", style="dim"),
+                                      disabled=True))
 
     # -- files (thread) -----------------------------------------------------------------
 
@@ -168,6 +205,8 @@ class DetailScreen(KoptScreen[None]):
             return bool(it and it.awaiting_review)
         if action == "restart":
             return it is not None and api.restart_point_problem(it, it.version) is None
+        if action == "transcript":
+            return bool(self._transcripts)
         return True
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
@@ -175,13 +214,26 @@ class DetailScreen(KoptScreen[None]):
             from kopt_supervisor.kopt_tui.screens.logs import LogScreen
 
             self.app.push_screen(LogScreen(self.tag, self._logs[event.option_index]))
+        elif event.option_list.id == "detail-transcripts" and 0 <= event.option_index < len(self._transcripts):
+            self._open_transcript(*self._transcripts[event.option_index])
+
+    def _open_transcript(self, label: str, path: str) -> None:
+        from kopt_supervisor.kopt_tui.screens.transcript import TranscriptScreen
+
+        self.app.push_screen(TranscriptScreen(self.tag, path, f"v{self.version} {label}"))
+
+    def action_transcript(self) -> None:
+        if self._transcripts:
+            self._open_transcript(*self._transcripts[-1])
+        else:
+            self.notify("no agent transcript was kept for this iteration", severity="warning")
 
     def action_back(self) -> None:
         self.app.pop_screen()
 
     def action_tab(self, step: int) -> None:
         tabs = self.query_one(TabbedContent)
-        i = TABS.index((tabs.active or "tab-classes").removeprefix("tab-"))
+        i = TABS.index((tabs.active or "tab-decision").removeprefix("tab-"))
         tabs.active = f"tab-{TABS[(i + step) % len(TABS)]}"
 
     def action_review(self) -> None:
@@ -204,3 +256,60 @@ class DetailScreen(KoptScreen[None]):
             self.app.push_screen(LogScreen(self.tag, self._logs[-1]))
         else:
             self.notify("no log files for this iteration", severity="warning")
+
+
+# ---------------------------------------------------------------------------------------
+# Text of the tabs (from the pure views of kopt_tui.iteration_view)
+
+
+def evidence_text(notes: tuple[iteration_view.Note, ...]) -> Text:
+    if not notes:
+        return Text("")
+    width = min(18, max(len(n.label) for n in notes))
+    lines = [Text.assemble((f"{n.label:<{width}} ", "bold " + TONE[n.tone] if n.label else ""),
+                           (n.text, TONE[n.tone] if n.tone == "bad" else "")) for n in notes]
+    return Text("\n").join([Text("evidence", style="bold dim"), *lines])
+
+
+def citations_text(p: iteration_view.PlanView) -> Text:
+    lines = [Text.assemble(("hypothesis ", "dim"), (p.hypothesis or fmt.DASH, "bold")),
+             Text.assemble(("target     ", "dim"), p.target or fmt.DASH), Text("")]
+    if not p.assessed:
+        lines.append(Text("the plan was not read against a context pack (no plan, or a failed proposal)", style="dim"))
+        return Text("\n").join(lines)
+    for flag, help_ in p.flags:
+        lines.append(Text.assemble((f"{flag}: ", "bold magenta"), (help_ or flag, "magenta")))
+    if p.reason:
+        lines.append(Text(p.reason, style="magenta"))
+    if p.citations:
+        lines.append(Text(f"the evidence it cites ({len(p.citations)})", style="bold dim"))
+        for c in p.citations:
+            lines.append(Text.assemble((f"{c.kind:<7}", "dim"), (c.term, "bold cyan")))
+            lines.append(Text.assemble("        ", c.evidence))
+    elif not p.flags:
+        lines.append(Text("the plan cites no evidence of the context pack", style="dim"))
+    return Text("\n").join(lines)
+
+
+def cost_text(timings: tuple[iteration_view.TimingRow, ...], runs: tuple[iteration_view.AgentRow, ...]) -> Text:
+    lines = [Text("where the time went", style="bold dim")]
+    if not timings:
+        lines.append(Text("no phase timings recorded (an older kopt, or the iteration just started)", style="dim"))
+    for t in timings:
+        strong = t.phase in ("total", "kopt itself")
+        lines.append(Text.assemble((f"{t.phase:<12}", "bold" if strong else ""), f"{fmt.seconds(t.seconds, 2):>10}",
+                                   (f"{fmt.share(t.share, 2):>7}" if t.share is not None else " " * 7, "dim"),
+                                   (f"  {t.note}" if t.note else "", "dim")))
+    lines += [Text(""), Text("what the agent cost", style="bold dim")]
+    if not runs:
+        lines.append(Text("no agent ran in this iteration", style="dim"))
+    for r in runs:
+        lines.append(Text.assemble((f"{r.label:<10}", "bold"), (r.cost, "bold"), ("  wall ", "dim"), r.wall,
+                                   ("  exit ", "dim"), r.exit, "  ", (r.agent, "cyan"),
+                                   (f" {r.model}" if r.model else "", "dim")))
+        lines.append(Text.assemble("          ", ("tokens ", "dim"), r.tokens))
+        if r.session:
+            lines.append(Text.assemble("          ", ("session ", "dim"), r.session))
+        for n in r.notes:
+            lines.append(Text.assemble("          ", (n, "yellow")))
+    return Text("\n").join(lines)

@@ -12,41 +12,10 @@ from textual.widgets import Button, Input, Label, Static
 
 from kopt_supervisor.engine.api import fmt
 from kopt_supervisor.kopt_tui import model
+from kopt_supervisor.kopt_tui.flags import FLAG_HELP, flags_to_explain
 from kopt_supervisor.kopt_tui.model import RunData
 from kopt_supervisor.kopt_tui.screens.live import KoptModalScreen, renders_data
 from kopt_supervisor.kopt_tui.widgets.class_deltas import class_table
-
-FLAG_HELP = {
-    "subthreshold_gain": "the candidate is faster with confidence, but by less than [decide].min_effect_pct",
-    "undecided_at_max_rounds": "after [decide].max_rounds the interval still straddles the ±min_effect band",
-    "suspicious_speedup": "faster than [decide].suspicious_speedup times: check that it still computes the same thing",
-    "faster_than_floor": "faster than the roofline floor allows: the bench or the kernel likely changed what it measures",
-    "no_samples": "no config could be compared",
-    "no_target": "the target class has no samples",
-    "profiler_disagrees": "the profiler's GPU time does not agree with the benchmark",
-    "partial_gain": "faster only where the hypothesis did not aim, or in some of the classes a global change aimed at",
-    "budget_spent": "[decide].budget_gpu_s ran out before every class was decided",
-    "two_in_a_row": "kept by the two_in_a_row policy: a second same-direction sub-threshold gain",
-    "futility": "a class still open at the last round was resolved: what would matter is ruled out at "
-                "[decide].futility_confidence",
-    "outliers_dropped": "samples far from the rest (a throttling spike, a stray process) were left out",
-    "disturbed_rounds": "the GPU gate saw throttling or another process during some rounds; they were left out",
-    "profiler_failed": "the profiler could not confirm the benchmark's verdict (its run failed)",
-    "likely_regression": "at the last round a class was estimated slower by more than [decide].min_effect_pct, "
-                         "not proven at the policy's confidence: counted as a regression",
-    "repeated_values": "the candidate's values repeat to the last digit across rounds while best's vary: "
-                       "a forged or cached result?",
-    "wall_time_unexplained": "the reported time fell by more than the bench process's wall time did: work "
-                             "outside the timed region?",
-    "diff_constructs": "the candidate's diff reaches outside the kernel (patches, frames, exits, files, "
-                       "environment, threads, input-keyed caches): read the quoted lines",
-}
-
-
-def flags_to_explain(reason: str, flags: list[str] | tuple[str, ...]) -> list[str]:
-    """The flags that get a line of help under the reason: not one the reason already names
-    (the engine's "wide is 3.1x faster, more than the suspicious_speedup of 3x" says it)."""
-    return [f for f in flags if f not in reason]
 
 
 class ReviewScreen(KoptModalScreen[None]):

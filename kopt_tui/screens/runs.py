@@ -26,7 +26,8 @@ def summary_cells(s: RunSummary) -> list[Text]:
         Text(s.tag, style="bold"),
         Text(f"{symbol} {s.state.replace('_', ' ')}", style=style),
         Text(f"v{s.iteration}" if s.iteration is not None else fmt.DASH),
-        Text(fmt.speedup(s.speedup), style="green" if (s.speedup or 0) > 1 else ""),
+        Text(fmt.speedup(s.speedup) + " ⚠ no sandbox", style="bold red") if s.unsandboxed
+        else Text(fmt.speedup(s.speedup), style="green" if (s.speedup or 0) > 1 else ""),
         Text(", ".join(f"v{v}" for v in s.reviews) or fmt.DASH, style="bold magenta" if s.reviews else "dim"),
         Text(s.heartbeat, style="red" if s.state == "crashed" else ""),
         Text(s.note, style="dim"),

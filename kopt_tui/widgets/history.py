@@ -27,7 +27,8 @@ class Col:
 
 
 STATUS_LABEL = {"fail_correctness": "fail:correct", "fail_protected": "fail:protect", "fail_propose": "fail:propose",
-                "fail_bench": "fail:bench"}
+                "fail_bench": "fail:bench", "likely_regression": "likely regr."}
+"""Statuses longer than the verdict column (12), written to fit it whole."""
 
 
 def columns_for(width: int, time_width: int = 5) -> tuple[Col, ...]:

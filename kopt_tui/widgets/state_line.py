@@ -1,8 +1,11 @@
 """The state line: phase, iteration, BEST_COMMIT, elapsed, heartbeat age, pending reviews.
 
+The top line flags what makes every result of the run weaker: ⚠ NO SANDBOX when a session
+ran with --no-sandbox, ⚠ CPU timings for the CPU demo; and what the agent cost so far.
 A second line says what needs the engineer: a review, a crashed engine (with its last
-error and how to start it again), why a finished run stopped, commands still queued, or a
-standing notice about the run (the CPU demo says its timings are CPU timings).
+error and how to start it again), why a finished run stopped, commands still queued, or the
+standing caveats about the run (the sandbox, a decision that takes minutes with this bench,
+the CPU demo's notice).
 """
 
 from __future__ import annotations
@@ -27,11 +30,13 @@ class StateLine(Widget):
         label = "paused" if v.paused and v.state == "running" else v.state.replace("_", " ")
         top = Text.assemble(
             (f"{symbol} {label}", style), "  ", (v.tag, "bold"),
+            ("  ⚠ NO SANDBOX" if v.unsandboxed else "", "bold red"),
             ("  ⚠ CPU timings" if v.cpu_demo else "", "bold yellow"),
             ("  v" + str(v.version) if v.version is not None else "", "bold"),
             ("  " + v.step if v.step else "", ""),
             "  best ", (v.best_commit, "cyan"),
             "  ⏱ ", v.elapsed,
+            ("  " + v.agent_cost if v.agent_cost else "", ""),
             "  ♥ ", (v.heartbeat, "dim" if v.state in ("stopped", "finished") else ""),
             (f"  pid {v.pid}" if v.pid else "", "dim"),
             no_wrap=True, overflow="ellipsis",
@@ -44,6 +49,15 @@ class StateLine(Widget):
         return Text("\n").join([top, second])
 
     @staticmethod
+    def _cautions(v: StateView, lead: str) -> list[tuple[str, str]]:
+        """The standing caveats, the sandbox in red when it was off."""
+        out = []
+        for i, c in enumerate(v.cautions):
+            style = "bold red" if v.unsandboxed and i == 0 else "yellow"
+            out.append((f"{lead if i == 0 else '  '}⚠ {c}", style))
+        return out
+
+    @staticmethod
     def _second_line(v: StateView) -> Text | None:
         review = f"⚑ {', '.join(f'v{x}' for x in v.reviews)} awaits your review" if v.reviews else ""
         if v.state == "crashed":
@@ -54,9 +68,10 @@ class StateLine(Widget):
         if v.queued:
             return Text.assemble(("queued for the next engine: ", "yellow"), ", ".join(v.queued))
         if v.state in ("stopped", "finished"):
-            return Text.assemble(("stopped: ", "bold blue"), v.reason or "—", " · E resumes the run")
-        if v.notice:
-            return Text.assemble(("⚠ ", "bold yellow"), (v.notice, "yellow"))
+            return Text.assemble(("stopped: ", "bold blue"), v.reason or "—", " · E resumes the run",
+                                 *StateLine._cautions(v, "  "))
+        if v.cautions:
+            return Text.assemble(*StateLine._cautions(v, ""))
         if v.last_event:
             return Text(v.last_event, style="dim")
         return None

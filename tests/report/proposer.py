@@ -9,6 +9,10 @@ FAKE_SCRIPT names a JSON list; item N-1 is the action of iteration vN:
                    profiler report, and a file the baseline's .gitignore ignores (the
                    proposer also drops that rule from .gitignore)
   nochange         change nothing (a failed proposal)
+
+Like an agent CLI it prints a transcript line and reports what it cost through the file
+named by $KOPT_USAGE (docs/agents.md): per iteration N, $0.1·N, 1000·N input tokens (500·N of
+them from a prompt cache) and 100·N output tokens; `nochange` reports its tokens but no cost.
 """
 
 import json
@@ -49,3 +53,8 @@ if action == "gain5_artifacts":
 if action != "nochange":
     json.dump(k, open("kernel.json", "w"))
 Path(os.environ["KOPT_PLAN"]).write_text(plan)
+usage = {"input_tokens": 1000 * n, "cache_read_tokens": 500 * n, "output_tokens": 100 * n, "session_id": f"report-v{n}"}
+if action != "nochange":
+    usage["cost_usd"] = round(0.1 * n, 2)
+Path(os.environ["KOPT_USAGE"]).write_text(json.dumps(usage))
+print(json.dumps({"type": "result", "result": f"{action} done"}))

@@ -15,7 +15,8 @@ import pytest
 
 from kopt_supervisor.engine import environment
 from kopt_supervisor.engine.report import collect, filters
-from kopt_supervisor.engine.report.render import _gpu_state, generic_tables
+from kopt_supervisor.engine.report.provenance import gpu_state as _gpu_state
+from kopt_supervisor.engine.report.render import generic_tables
 from kopt_supervisor.engine.report.stats import geomean, quantile, speedup, summarize
 from kopt_supervisor.engine.store import Iteration
 
@@ -117,8 +118,24 @@ def test_tree_samples_follow_sides_stages_and_masks():
 
 def test_committed_tree_never_timed_has_no_candidate_samples():
     keep = it(1, "keep", commit="C", before="B", record={"commit_tree": "x", "evaluated_tree": "y"})
-    assert collect.committed_stage(keep, {"eval"}) is None
-    assert collect.committed_stage(keep, {"eval", "verify"}) == "verify"
+    assert collect.committed_stages(keep, {"eval", "reverify"}) == frozenset()
+    assert collect.committed_stages(keep, {"eval", "reverify", "verify"}) == {"verify"}
+    same = it(2, "keep", commit="D", before="C", record={"commit_tree": "t", "evaluated_tree": "t"})
+    assert collect.committed_stages(same, {"eval", "reverify"}) == {"eval", "reverify"}
+
+
+def test_reverify_samples_count_and_flagged_rounds_are_left_out():
+    """The keep decided again in fresh processes measured both trees: its samples count for
+    each. A round the GPU gate flagged is left out of every statistic (the decision left it
+    out too) and counted; a forged "flagged" of any truthy kind is still a flag."""
+    its = [it(0, "baseline", commit="B", before="B", record={"configs": {"c1": {"cls": "k", "production": True}}}),
+           it(1, "keep", commit="C1", before="B", record={"commit_tree": "t", "evaluated_tree": "t"})]
+    rows = [row(0, "baseline", "best", 10.0), row(1, "eval", "best", 11.0), row(1, "eval", "cand", 5.0),
+            row(1, "reverify", "best", 12.0), row(1, "reverify", "cand", 5.5),
+            {**row(1, "eval", "best", 500.0), "flagged": 1}, {**row(1, "reverify", "cand", 0.001), "flagged": "yes"}]
+    base, final = collect.tree_samples(its, rows, "B"), collect.tree_samples(its, rows, "C1")
+    assert base.values == {"c1": [10.0, 11.0, 12.0]} and base.flagged == 1 and base.sources == {0: 1, 1: 2}
+    assert final.values == {"c1": [5.0, 5.5]} and final.flagged == 1
 
 
 def test_chain_skips_a_stray_unmasked_keep_and_needs_a_baseline():
@@ -289,12 +306,12 @@ def test_profiles_and_a_recorded_roofline_are_rendered():
     assert "Not measured: no formulas." in roof
     assert "roofline record of v1 (from that iteration's own samples): % of peak per class: `k=1` 55% (memory)" in roof
     kept = text.split("## Kept iterations")[1].split("## Dispatch")[0]
-    assert "| 1100 → 900 (-18.18%) |" in kept
+    assert "| (all classes) 1100 → 900 (-18.18%) |" in kept  # both sides profiled, never compared
     its[1].record["profile"]["comparison"] = {"best_per_call_ns": 1000.0, "cand_per_call_ns": 850.0,
                                               "delta_pct": -15.0}
     its[1].record["roofline"] = {"configs": {"c1": {"bytes": 4096.0, "pct_of_peak": 55.0}}}  # any other shape
     text = render()
-    assert "| 1000 → 850 (-15.00%) |" in text
+    assert "| (all classes) 1000 → 850 (-15.00%) |" in text  # the whole-run comparison of an older kopt
     assert "| c1 | 4096 | 55 |" in text.split("## Roofline")[1]
 
 
@@ -330,3 +347,149 @@ def test_the_runs_notice_is_in_the_summary():
     summary = text.split("## Summary")[1].split("## Speedup per config")[0]
     assert "> **Note:** CPU timings (Triton interpreter)" in summary
     assert "Nothing was kept" in summary and "1.000×" in summary
+
+
+# -- the per-class profiler comparison, agent costs and the sandbox in results.md ------------------
+
+
+def report_of(its, meta=None, cfg_text='[target]\nbench = "python b.py"\nmetric = "us"\n'):
+    from kopt_supervisor.engine.config import loads
+    from kopt_supervisor.engine.report.render import ReportInputs, render_results
+    from kopt_supervisor.engine.report.roofline_view import RooflineView
+
+    rows = [row(0, "baseline", "best", 10.0), row(1, "eval", "best", 10.2), row(1, "eval", "cand", 8.0)]
+    data = collect.collect({"repo": "/r", "state": "stopped", **(meta or {})}, its, rows)
+    return render_results(ReportInputs(
+        data=data, cfg=loads(cfg_text), tag="t", environment={}, environment_when="at report time",
+        roofline=RooflineView(False, "no formulas"), chart_text="chart", png_name=None, chart_note="",
+        final_tree_sha=None, config_text=""))
+
+
+def two_iterations(record: dict) -> list[Iteration]:
+    configs = {"c1": {"cls": "k=1", "production": True, "row": {"n": 1}}}
+    return [it(0, "baseline", commit="B", before="B", record={"configs": configs}),
+            Iteration(1, "keep", commit="C" * 40, best_commit_before="B", hypothesis="tile 128x64", started_at=0.0,
+                      record={"classes": {"k=1": {"best": 10.0, "cand": 8.0, "ratio": 0.8, "lo": 0.78, "hi": 0.82,
+                                                  "delta_pct": -20.0, "verdict": "improved"}}, **record})]
+
+
+def test_the_profilers_per_class_word_is_shown_beside_the_benchs():
+    """A comparison and an agreement as engine/profile/classes.py writes them (to_dict of the
+    real types): per class best → candidate per call, the change with its interval, the
+    bench's change, the agreement with its reason, kernels that appeared or disappeared, and
+    the time outside the ranges that grew."""
+    from kopt_supervisor.engine.profile.classes import (
+        Agreement,
+        ClassAgreement,
+        ClassChange,
+        ClassComparison,
+        Unattributed,
+        UnattributedGroup,
+    )
+
+    cmp = ClassComparison(
+        per_class=True, confidence=0.99, noise="launch spread and a 0.3% run-to-run term",
+        classes=(ClassChange("k=1", 1000.0, 800.0, 0.8, 0.78, 0.82, appeared=("fused_kernel",),
+                             disappeared=("copy_kernel",)),
+                 ClassChange("k=2", 500.0, 505.0, 1.01, 0.99, 1.03, problems=("config c9: none in the candidate",))),
+        unattributed=Unattributed(50.0, 400.0, True, (UnattributedGroup("cand", "precompute", 1, 350.0, "outside any kopt range"),)))
+    agreement = Agreement((
+        ClassAgreement("k=1", "agrees", "improved", 0.79, 0.77, 0.81, 0.8, 0.78, 0.82, "the profiler sees a gain"),
+        ClassAgreement("k=2", "disagrees", "improved", 0.9, 0.88, 0.92, 1.01, 0.99, 1.03,
+                       "the profiler rules out a gain of 1%")), True)
+    text = report_of(two_iterations({"profile": {"comparison": cmp.to_dict(), "agreement": agreement.to_dict()}}))
+    kept = text.split("## Kept iterations")[1].split("## Dispatch")[0]
+    assert "k=1 1000 → 800 (-20.00%, agrees); k=2 500 → 505 (+1.00%, **disagrees**); work outside the config " \
+           "ranges grew" in kept
+    prof = text.split("## Profiler")[1].split("## GPU")[0]
+    rows = {r["class"]: r for r in _table_rows(prof, "class")}
+    assert rows["k=1"]["best ns/call"] == "1000" and rows["k=1"]["cand ns/call"] == "800"
+    assert rows["k=1"]["profiler change"] == "-20.00%" and rows["k=1"]["99% interval"] == "[-22.0, -18.0]"
+    assert rows["k=1"]["bench change [interval]"] == "-21.00% [-23.0, -19.0]"
+    assert rows["k=1"]["agreement"] == "agrees: the profiler sees a gain"
+    assert rows["k=1"]["kernels appeared"] == "`fused_kernel`" and rows["k=1"]["kernels disappeared"] == "`copy_kernel`"
+    assert rows["k=2"]["agreement"] == "**disagrees**: the profiler rules out a gain of 1%"
+    assert "- Outside every config's range: 50 → 400 ns per profile; **grew beyond noise**" in prof
+    assert "- k=2: config c9: none in the candidate" in prof
+    assert "- Noise: launch spread and a 0.3% run-to-run term" in prof
+    assert "**v1** `CCCCCCCCCC`: tile 128x64" in prof
+    failed = report_of(two_iterations({"profile": {"error": "ncu: ERR_NVGPUCTRPERM"}}))
+    assert "| failed: ncu: ERR_NVGPUCTRPERM |" in failed.split("## Kept iterations")[1]
+    assert "| not profiled |" in report_of(two_iterations({})).split("## Kept iterations")[1]
+
+
+def _table_rows(text: str, first: str) -> list[dict[str, str]]:
+    from tests.report.conftest import table
+
+    return table(text, first)
+
+
+def agent_record(agent: str, cost: float | None, tokens: tuple[int, int] | None, repair_cost: float | None = None) -> dict:
+    from kopt_supervisor.engine.propose.costs import AgentRun
+
+    def run(c: float | None, sid: str) -> dict:
+        i, o = tokens or (None, None)
+        return AgentRun(agent=agent, cost_usd=c, input_tokens=i, output_tokens=o, session_id=sid, wall_s=61.5,
+                        transcript_path="logs/v1/proposer.out", transcript_bytes=2048, transcript_cut=True).to_dict()
+
+    rec = {"proposal": {"command": agent, "exit": 0, "agent": run(cost, "s-1")}}
+    if repair_cost is not None or agent in ("codex", "gemini"):
+        rec["repairs"] = [{"command": agent, "exit": 0, "agent": run(repair_cost, "s-1")}]
+    return rec
+
+
+def test_agent_costs_name_the_clis_that_report_no_cost_and_the_budget():
+    cfg = ('[target]\nbench = "python b.py"\nmetric = "us"\n[propose]\nkind = "command"\ncommand = "x"\n'
+           'budget_usd = 2.0\nbudget_tokens = 100000\n')
+    its = two_iterations(agent_record("claude-code", 0.5, (20000, 1000), repair_cost=0.25))
+    its.append(Iteration(2, "regression", best_commit_before="C" * 40, masked=True, started_at=0.0,
+                         record=agent_record("codex", None, (5000, 500))))
+    text = report_of(its, cfg_text=cfg)
+    s = text.split("## Agent costs")[1].split("## Commands")[0]
+    assert "- Cost: $0.75 (+ 2 run(s) that reported none) over 4 agent run(s); [propose].budget_usd = $2.00 " \
+           "(37.5% spent)" in s
+    assert "- Tokens: 53,000 (input 50,000" in s and "[propose].budget_tokens = 100,000 (53% spent)" in s
+    assert "- Reported no cost: `codex` (2 run(s)); their dollars are unknown, not zero (Codex CLI and Gemini " \
+           "CLI print tokens, not prices)" in s
+    rows = _table_rows(s, "iteration")
+    assert [(r["iteration"], r["run"], r["cost"]) for r in rows] == [
+        ("v1", "proposal", "$0.50"), ("v1", "repair 1", "$0.25"), ("v2 (masked)", "proposal", "not reported"),
+        ("v2 (masked)", "repair 1", "not reported")]
+    assert rows[0]["transcript"] == "`logs/v1/proposer.out` (2.0 KiB, cut)" and rows[0]["wall"] == "61.5 s"
+    assert rows[0]["tokens in / cached / out"] == "20k / — / 1k"
+    summary = text.split("## Summary")[1].split("## Speedup")[0]
+    assert "- Agent: $0.75 (+ 2 run(s) that reported none) of a budget of $2.00 over 4 agent run(s), 53k tokens " \
+           "of a budget of 100k" in summary
+    none = report_of(two_iterations({}))
+    assert "No agent ran in this run (proposer `manual`)" in none.split("## Agent costs")[1]
+    assert "- Agent:" not in none
+
+
+@pytest.mark.parametrize("sandbox,warned", [
+    ({"confined": True, "summary": "sandboxed: bubblewrap 0.9.0", "ever_unconfined": False}, False),
+    ({"confined": False, "summary": "UNSANDBOXED (--no-sandbox): every bench ran without confinement",
+      "ever_unconfined": True}, True),
+    # the latest session was confined, an earlier one was not: still said, first
+    ({"confined": True, "summary": "sandboxed: bubblewrap 0.9.0", "ever_unconfined": True}, True),
+    # a forged or damaged record that only says it was unconfined
+    ({"confined": False}, True),
+])
+def test_a_run_without_the_sandbox_says_so_in_results_and_performance_md(sandbox, warned):
+    from kopt_supervisor.engine.bookkeeping import counters
+    from kopt_supervisor.engine.config import loads
+    from kopt_supervisor.engine.projections import render_performance
+
+    its = two_iterations({})
+    text = report_of(its, meta={"sandbox": sandbox})
+    summary = text.split("## Summary")[1].split("## Speedup")[0]
+    perf = render_performance(loads('[target]\nbench = "b"\nmetric = "us"\n'), {"tag": "t", "sandbox": sandbox}, its,
+                              counters(its))
+    line = next(ln for ln in perf.splitlines() if ln.startswith("Sandbox: "))
+    if warned:
+        assert "> **Warning:** proposers and candidate code of this run ran without kopt's sandbox" in summary
+        assert "- Sandbox: **UNSANDBOXED" in summary and line.startswith("Sandbox: **UNSANDBOXED")
+    else:
+        assert "Warning" not in summary and "- Sandbox: sandboxed: bubblewrap 0.9.0" in summary
+        assert line == "Sandbox: sandboxed: bubblewrap 0.9.0"
+    older = report_of(its)  # a run from before the sandbox: said, not guessed
+    assert "- Sandbox: not recorded" in older

@@ -55,11 +55,12 @@ def values(ws, where: str, *args) -> dict[str, list[float]]:
 
 
 def baseline_values(ws) -> dict[str, list[float]]:
-    return values(ws, "(version = 0 AND stage = 'baseline') OR (version = 1 AND side = 'best')")
+    """v0's baseline and v1's side "best" of every stage (eval, reverify, verify), unflagged."""
+    return values(ws, "flagged = 0 AND ((version = 0 AND stage = 'baseline') OR (version = 1 AND side = 'best'))")
 
 
 def final_values(ws) -> dict[str, list[float]]:
-    return values(ws, "version = 4 AND stage = 'verify' AND side = 'cand'")
+    return values(ws, "flagged = 0 AND version = 4 AND stage = 'verify' AND side = 'cand'")
 
 
 def production(config: str) -> bool:
@@ -290,3 +291,36 @@ def test_performance_md_is_baseline_and_unmasked_keeps_with_the_stop_summary(dem
     assert all(r["Bench command"] == f"`{demo.load_config().target.bench}`" for r in rows)
     stop = sections(perf)["Stop Summary"]
     assert "[stop].max_iters = 6" in stop and f"BEST_COMMIT: {its[4]['commit_sha']}" in stop
+
+
+def test_agent_costs_add_up_the_records_masked_iterations_included(demo, report):
+    """The scenario's proposer reports $0.1·N, 1000·N tokens in (500·N cached) and 100·N out
+    through $KOPT_USAGE; v5 (nochange) reports tokens and no cost. Every number is checked
+    against the records, and the masked iterations' runs are counted (their money is spent)."""
+    its = iterations(demo)
+    agents = {v: it["record"]["proposal"]["agent"] for v, it in its.items() if v > 0}
+    assert agents[3]["cost_usd"] == pytest.approx(0.3) and agents[5]["cost_usd"] is None
+    text = sections(report)["Agent costs"]
+    cost = sum(a["cost_usd"] for a in agents.values() if a["cost_usd"] is not None)
+    tokens = sum(a["input_tokens"] + a["output_tokens"] for a in agents.values())
+    assert f"- Cost: {fmt.usd(cost)} (+ 1 run(s) that reported none) over 6 agent run(s)" in text
+    assert f"- Tokens: {tokens:,} (input {sum(a['input_tokens'] for a in agents.values()):,}" in text
+    assert "- Reported no cost: `command` (1 run(s)); their dollars are unknown, not zero" in text
+    assert "no dollar budget ([propose].budget_usd = 0)" in text
+    rows = {r["iteration"]: r for r in table(text, "iteration")}
+    assert list(rows) == ["v1", "v2 (masked)", "v3", "v4", "v5", "v6 (masked)"]
+    assert rows["v3"]["cost"] == fmt.usd(0.3) and rows["v5"]["cost"] == "not reported"
+    assert rows["v3"]["tokens in / cached / out"] == "3k / 1.5k / 300"
+    assert rows["v4"]["session"] == "`report-v4`" and rows["v4"]["run"] == "proposal"
+    assert rows["v1"]["transcript"].startswith("`logs/v1/proposer.out`")
+    summary = sections(report)["Summary"]
+    assert f"- Agent: {fmt.usd(cost)} (+ 1 run(s) that reported none) over 6 agent run(s)" in summary
+
+
+def test_the_sandbox_is_said_in_the_summary(demo, report):
+    meta = json.loads(db_rows(demo, "SELECT value FROM meta WHERE key = 'sandbox'")[0][0])
+    summary = sections(report)["Summary"]
+    assert f"- Sandbox: {meta['summary']}" in summary and "Warning" not in summary
+    assert meta["confined"] is True
+    perf = read(demo.performance)
+    assert f"Sandbox: {meta['summary']}" in perf

@@ -19,6 +19,9 @@ SHOWN = {
     "tui-review.svg": "test_review_modal[160x48].svg",
     "tui-restart.svg": "test_restart_dialog[160x48].svg",
     "tui-detail.svg": "test_iteration_detail[160x48].svg",
+    "tui-detail-plan-80x24.svg": "test_iteration_detail_tab[plan-80x24].svg",
+    "tui-detail-cost.svg": "test_iteration_detail_tab[cost-160x48].svg",
+    "tui-transcript-80x24.svg": "test_transcript.svg",
     "tui-runs.svg": "test_runs_home[160x48].svg",
     "tui-help-80x24.svg": "test_help[80x24].svg",
 }

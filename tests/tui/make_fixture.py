@@ -12,6 +12,11 @@ SQL text (diffable) with their plans, diffs and a few logs:
   review. v3 is then masked through `engine.api.send` (as `kopt memory mask` would).
 - `fake-done`: three iterations run in the foreground and stopped by --max-iters.
 
+Both run the scripted proposer inside tests/tui/fixture_agent.py, which makes it look like
+an agent CLI to kopt: a JSON-lines transcript (kept as logs/vN/proposer.out), the cost and
+tokens it reports through $KOPT_USAGE, and plans that cite the context pack's evidence on
+even iterations.
+
 Times are shifted so each run starts at 2026-11-22 09:00 UTC; the workspace root and the
 target repo are written as @ROOT@ and @REPO@, which `tests/tui/fixtures.py` fills in.
 Run it again whenever engine/store.py's schema changes (test_fixture_schema_is_current says so).
@@ -31,12 +36,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kopt_supervisor.engine import api, daemon
+from kopt_supervisor.engine import api, daemon, integrity
 from kopt_supervisor.engine.workspace import Workspace
 from kopt_supervisor.kopt_tui.cli import main as kopt
 from tests.conftest import FAKE, make_fake_repo
 
-DATA = Path(__file__).parent / "data"
+HERE = Path(__file__).resolve().parent
+DATA = HERE / "data"
+AGENT = {f"{sys.executable} {FAKE / 'proposer.py'}": f"{sys.executable} {HERE / 'fixture_agent.py'}"}
+"""The scripted proposer, run inside the fixture's agent wrapper."""
 T0 = calendar.timegm((2026, 11, 22, 9, 0, 0))
 GPUS = [[
     {"index": 0, "name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-5c1d0e2a", "util_pct": 97, "mem_used_mib": 61234,
@@ -93,14 +101,17 @@ def freeze(ws: Workspace, repo: Path, dest: Path) -> None:
     dest.mkdir(parents=True)
     (dest / "run.sql").write_text("\n".join(db.iterdump()) + "\n")
     toml = (ws.config_path.read_text().replace(sys.executable, "python").replace(str(FAKE), "tests/fake_target")
-            .replace(str(repo), "@REPO@"))
+            .replace(str(HERE), "tests/tui").replace(str(repo), "@REPO@"))
     (dest / "kopt.toml").write_text(toml)
+    # the run's secret: offline commands (a restart) check the chain of keeps it sealed
+    shutil.copy(integrity.secret_path(ws.dir), integrity.secret_path(dest))
     shutil.copytree(ws.plans, dest / "plans")
     last = max(int(p.name[1:]) for p in ws.logs.iterdir() if p.name.startswith("v"))
     for d in sorted(ws.logs.iterdir()):
         if not d.is_dir():
             continue
         keep = [p for p in d.iterdir() if p.name == "candidate.diff"
+                or (p.name.startswith("proposer") and p.suffix == ".out")  # the agent's transcripts
                 or (d.name == f"v{last}" and p.suffix == ".out" and p.stat().st_size)]
         for p in keep:
             (dest / "logs" / d.name).mkdir(parents=True, exist_ok=True)
@@ -113,28 +124,35 @@ def make_review_run(base: Path) -> tuple[Workspace, Path]:
     os.environ["KOPT_FAKE_GPUS"] = str(gpus)
     os.environ["FAKE_NOISE"] = "0.01"  # a 0.5% gain under 1% noise stays undecided: borderline
     repo = make_fake_repo(base / "review-target", script=REVIEW_SCRIPT,
-                          toml_replace={"review_timeout_s = 2": "review_timeout_s = 1800"})
+                          toml_replace={"review_timeout_s = 2": "review_timeout_s = 1800", **AGENT})
     os.environ["FAKE_SCRIPT"] = str(base / "review-target.script.json")
     root = base / "ws"
     assert kopt(["--root", str(root), "init", "--repo", str(repo), "--tag", "fake-review"]) == 0
     ws = Workspace(root, "fake-review")
     pid = daemon.start_detached(ws)
     deadline = time.monotonic() + 300
-    while api.status(ws)["state"] != "awaiting_review":
-        if time.monotonic() > deadline:
-            raise SystemExit("fake-review: no borderline candidate within 300 s")
-        time.sleep(0.2)
-    os.killpg(os.getpgid(pid), signal.SIGKILL)
-    while daemon.engine_alive(ws)[0]:
-        time.sleep(0.05)
+    try:
+        while api.status(ws)["state"] != "awaiting_review":
+            if time.monotonic() > deadline or (api.status(ws)["iteration"] or 0) > len(REVIEW_SCRIPT):
+                raise NoBorderline(f"fake-review: v{len(REVIEW_SCRIPT)} (a 0.5% gain under 1% noise) was decided "
+                                   "without the engineer this time")
+            time.sleep(0.2)
+    finally:
+        os.killpg(os.getpgid(pid), signal.SIGKILL)
+        while daemon.engine_alive(ws)[0]:
+            time.sleep(0.05)
     api.send(ws, "mask", {"versions": [3]}, source="make_fixture")
     return ws, repo
+
+
+class NoBorderline(Exception):
+    """The noise decided the last scripted candidate (the futility rule can): run it again."""
 
 
 def make_done_run(base: Path) -> tuple[Workspace, Path]:
     os.environ.pop("KOPT_FAKE_GPUS", None)
     os.environ.pop("FAKE_NOISE", None)
-    repo = make_fake_repo(base / "done-target", script=DONE_SCRIPT)
+    repo = make_fake_repo(base / "done-target", script=DONE_SCRIPT, toml_replace=AGENT)
     os.environ["FAKE_SCRIPT"] = str(base / "done-target.script.json")
     root = base / "ws"
     assert kopt(["--root", str(root), "init", "--repo", str(repo), "--tag", "fake-done"]) == 0
@@ -144,10 +162,19 @@ def make_done_run(base: Path) -> tuple[Workspace, Path]:
 
 
 def main() -> None:
+    for attempt in range(1, 4):
+        with tempfile.TemporaryDirectory(prefix="kopt-fixture-") as tmp:
+            try:
+                ws, repo = make_review_run(Path(tmp))
+            except NoBorderline as e:
+                print(f"{e}: attempt {attempt} of 3")
+                continue
+            freeze(ws, repo, DATA / "fake-review")
+            break
+    else:
+        raise SystemExit("fake-review: no borderline candidate in 3 attempts")
     with tempfile.TemporaryDirectory(prefix="kopt-fixture-") as tmp:
         base = Path(tmp)
-        ws, repo = make_review_run(base)
-        freeze(ws, repo, DATA / "fake-review")
         ws, repo = make_done_run(base)
         freeze(ws, repo, DATA / "fake-done")
     for d in sorted(DATA.iterdir()):

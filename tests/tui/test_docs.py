@@ -15,6 +15,7 @@ from kopt_supervisor.kopt_tui.screens.logs import LogScreen
 from kopt_supervisor.kopt_tui.screens.restart import RestartScreen
 from kopt_supervisor.kopt_tui.screens.review import ReviewScreen
 from kopt_supervisor.kopt_tui.screens.runs import RunsScreen
+from kopt_supervisor.kopt_tui.screens.transcript import TranscriptScreen
 from tests.tui.export_screenshots import IMG, ROOT, SHOWN, SNAPSHOTS
 
 GUIDE = ROOT / "docs" / "user-guide.md"
@@ -34,7 +35,7 @@ def test_the_key_table_names_every_key():
     table = GUIDE.read_text().split("## Keys", 1)[1].split("\n## ", 1)[0]
     documented = set(re.findall(r"`([^`]+)`", table))
     for cls in (KoptApp, RunsScreen, DashboardScreen, DetailScreen, ReviewScreen, RestartScreen, LogScreen,
-                ConfirmScreen):
+                TranscriptScreen, ConfirmScreen):
         for b in cls.BINDINGS:
             assert isinstance(b, Binding)
             for key in b.key.split(","):

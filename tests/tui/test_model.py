@@ -17,11 +17,43 @@ def dead(ws: Workspace) -> tuple[bool, int | None]:
     return False, None
 
 
-def test_the_review_dialog_explains_every_flag_a_verdict_can_carry():
-    from kopt_supervisor.engine.decide.model import FLAGS
-    from kopt_supervisor.kopt_tui.screens.review import FLAG_HELP
+def engine_written_flags() -> tuple[set[str], set[str]]:
+    """(decision flags, plan flags) the engine can write: decide.model.FLAGS, and every flag
+    literal the engine's source adds to a verdict outside it (`flags=(*verdict.flags, "x")`,
+    `send_to_review(v, "x", ...)`, `note(v, "x", ...)`), and the flags a PlanAssessment is
+    made with. Read from the syntax tree, so a flag added anywhere in engine/ is found."""
+    import ast
 
-    assert set(FLAG_HELP) == set(FLAGS) and all(FLAG_HELP.values())
+    from kopt_supervisor.engine.decide.model import FLAGS
+
+    decision, plan = set(FLAGS), set()
+    for path in (Path(__file__).resolve().parents[2] / "engine").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Tuple) and any(
+                    isinstance(e, ast.Starred) and isinstance(e.value, ast.Attribute) and e.value.attr == "flags"
+                    for e in node.elts):
+                decision |= {e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)}
+            if isinstance(node, ast.Call):
+                name = getattr(node.func, "id", getattr(node.func, "attr", ""))
+                if name in ("send_to_review", "note") and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant):
+                    decision.add(node.args[1].value)
+                if name == "PlanAssessment":
+                    given = [k.value for k in node.keywords if k.arg == "flags"] + node.args[3:4]
+                    plan |= {e.value for g in given if isinstance(g, ast.Tuple)
+                             for e in g.elts if isinstance(e, ast.Constant)}
+    return decision, plan
+
+
+def test_every_flag_the_engine_writes_is_explained():
+    from kopt_supervisor.kopt_tui.flags import FLAG_HELP, PLAN_FLAG_HELP
+
+    decision, plan = engine_written_flags()
+    assert {"reverify_disagrees", "profiler_disagrees", "likely_regression", "diff_constructs"} <= decision
+    assert plan == {"uncited"}
+    assert decision <= set(FLAG_HELP), decision - set(FLAG_HELP)
+    assert plan <= set(PLAN_FLAG_HELP), plan - set(PLAN_FLAG_HELP)
+    assert set(FLAG_HELP) <= decision, f"help for flags the engine never writes: {set(FLAG_HELP) - decision}"
+    assert all(len(h) > 20 for h in [*FLAG_HELP.values(), *PLAN_FLAG_HELP.values()])
 
 
 def test_formats_stay_short_and_signed():
@@ -185,7 +217,7 @@ def test_the_class_table_drops_whole_columns_to_fit_instead_of_truncating_number
 
 
 def test_a_flag_the_reason_already_names_gets_no_second_explanation() -> None:
-    from kopt_supervisor.kopt_tui.screens.review import flags_to_explain
+    from kopt_supervisor.kopt_tui.flags import flags_to_explain
 
     reason = "dclass=wide is 3.1x faster, more than the suspicious_speedup of 3x: check that it computes the same thing"
     assert flags_to_explain(reason, ("suspicious_speedup", "outliers_dropped")) == ["outliers_dropped"]

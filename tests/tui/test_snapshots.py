@@ -18,6 +18,7 @@ from kopt_supervisor.kopt_tui.screens.help import HelpScreen
 from kopt_supervisor.kopt_tui.screens.restart import RestartScreen
 from kopt_supervisor.kopt_tui.screens.review import ReviewScreen
 from kopt_supervisor.kopt_tui.screens.runs import RunsScreen
+from kopt_supervisor.kopt_tui.screens.transcript import TranscriptScreen
 from tests.tui.fixtures import PENDING, REVIEW, frozen_services, until
 
 SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((160, 48), id="160x48")]
@@ -70,6 +71,35 @@ def test_iteration_detail(snap_compare, runs_root: Path, size: tuple[int, int]):
         await until(pilot, lambda: isinstance(app.screen, DetailScreen) and app.screen.files_loaded)
 
     assert snap_compare(app, terminal_size=size, run_before=ready)
+
+
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("tab", [pytest.param(1, id="plan"), pytest.param(3, id="cost")])
+def test_iteration_detail_tab(snap_compare, runs_root: Path, size: tuple[int, int], tab: int):
+    """v4's plan beside the evidence it cites, and where its time went with both agent runs."""
+    app = KoptApp(runs_root, REVIEW, services=frozen_services(runs_root))
+
+    async def ready(pilot):
+        await until(pilot, lambda: dashboard_ready(app))
+        await pilot.press("up", "up", "up", "up", "enter")
+        await until(pilot, lambda: isinstance(app.screen, DetailScreen) and app.screen.files_loaded)
+        await pilot.press(*["right"] * tab)
+
+    assert snap_compare(app, terminal_size=size, run_before=ready)
+
+
+def test_transcript(snap_compare, runs_root: Path):
+    """v4's repair transcript, one event a line, at 80×24."""
+    app = KoptApp(runs_root, REVIEW, services=frozen_services(runs_root))
+
+    async def ready(pilot):
+        await until(pilot, lambda: dashboard_ready(app))
+        await pilot.press("up", "up", "up", "up", "enter")
+        await until(pilot, lambda: isinstance(app.screen, DetailScreen) and app.screen.files_loaded)
+        await pilot.press("t")
+        await until(pilot, lambda: isinstance(app.screen, TranscriptScreen) and app.screen.transcript is not None)
+
+    assert snap_compare(app, terminal_size=(80, 24), run_before=ready)
 
 
 @pytest.mark.parametrize("size", SIZES)

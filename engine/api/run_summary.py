@@ -1,0 +1,152 @@
+"""What a run spent and how it ran, summed up for its clients (`kopt status --json`, the TUI):
+the agent's cost against the budget, the phases' timings, and the run-wide caveats the
+engine records in meta (the sandbox, the cost of one decision). Pure: iterations and meta in,
+plain JSON-able values out.
+
+- `agent_spending(iterations, budget_usd, budget_tokens)`: engine.propose.costs.spent over
+  every iteration (masked ones too: their money is spent) with the budget and the agent CLIs
+  that reported no cost;
+- `phase_timings(iterations)`: the newest finished iteration's record["timings"] and the
+  median of what kopt itself spent per candidate iteration (`engine_s`);
+- `sandbox_state(meta)`, `decision_cost(meta, iterations)`: meta's records, or None;
+  `ran_unsandboxed(meta)` and `sandbox_line(meta)` (engine.projections: performance.md says
+  the same);
+- `profiler_evidence(record["profile"])` (engine.projections: results.md reads it the same):
+  per class the profiler's change per call beside the bench's verdict.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from kopt_supervisor.engine import fmt
+from kopt_supervisor.engine.projections import (
+    ProfiledClass,
+    ProfilerEvidence,
+    profiler_evidence,
+    ran_unsandboxed,
+    sandbox_line,
+)
+from kopt_supervisor.engine.records import Iteration, Status
+
+__all__ = ["TIMED_PHASES", "ProfiledClass", "ProfilerEvidence", "agent_line", "agent_spending", "decision_cost",
+           "phase_timings", "profiler_evidence", "ran_unsandboxed", "sandbox_line", "sandbox_state", "timing_rows"]
+
+TIMED_PHASES = ("gate_wait_s", "proposer_s", "police_s", "reload_s", "looks_s", "profiler_s", "reverify_s",
+                "review_s", "format_s", "commit_s")
+"""record["timings"]'s phases in the order an iteration passes them (engine/loop/context.py
+TIMED_KEYS, and `looks_s`: one entry per look); then `total_s` and `engine_s`. A phase the
+record does not hold is left out (`review_s`, the wait for the engineer, is shown when the
+loop records it)."""
+
+
+PHASE_NOTES = {"reverify_s": "the keep decided again; its looks and gate waits also count in theirs"}
+"""What a phase's seconds hold beyond their name."""
+
+
+def agent_spending(iterations: Iterable[Iteration], budget_usd: float = 0.0, budget_tokens: int = 0
+                   ) -> dict[str, Any]:
+    """engine.propose.costs.spent(...).to_dict() over every iteration, with `budget_usd` and
+    `budget_tokens` ([propose]; 0: none) and `no_cost_agents`: the agent CLIs (AgentRun.agent)
+    of runs that reported no cost, sorted."""
+    from kopt_supervisor.engine.propose.costs import agent_runs, spent
+
+    its = list(iterations)
+    out = spent((it.version, it.record) for it in its).to_dict()
+    silent = {run.agent or "command" for it in its for run in agent_runs(it.record) if run.cost_usd is None}
+    out.update({"budget_usd": float(budget_usd), "budget_tokens": int(budget_tokens),
+                "no_cost_agents": sorted(silent)})
+    return out
+
+
+def agent_line(spending: Mapping[str, Any]) -> str:
+    """One line of what the agent cost, most telling first: "$0.42 of $5.00 · 45.2k tok ·
+    8 runs in 2:13 · 2 without cost (gemini)"; "" when no agent ran."""
+    runs = int(spending.get("runs") or 0)
+    if not runs:
+        return ""
+    no_cost = int(spending.get("runs_without_cost") or 0)
+    budget_usd = spending.get("budget_usd") or 0
+    budget_tokens = spending.get("budget_tokens") or 0
+    parts = []
+    if no_cost < runs:
+        parts.append(fmt.usd(spending.get("cost_usd")) + (f" of {fmt.usd(budget_usd)}" if budget_usd else ""))
+    if int(spending.get("runs_without_tokens") or 0) < runs:
+        parts.append(f"{fmt.count(spending.get('tokens'))}"
+                     + (f" of {fmt.count(budget_tokens)}" if budget_tokens else "") + " tok")
+    parts.append(f"{runs} run{'s' if runs != 1 else ''} in {fmt.clock(spending.get('wall_s'))}")
+    if no_cost:
+        agents = ", ".join(spending.get("no_cost_agents") or ())
+        parts.append(("no cost reported" if no_cost == runs else f"{no_cost} without cost")
+                     + (f" ({agents})" if agents else "") + (f", budget {fmt.usd(budget_usd)}"
+                                                             if budget_usd and no_cost == runs else ""))
+    return " · ".join(parts)
+
+
+def phase_timings(iterations: Sequence[Iteration]) -> dict[str, Any]:
+    """{"last_version", "last": the newest finished iteration's record["timings"] (None when
+    none finished), "engine_s_median", "engine_s_max": over the finished candidate
+    iterations (the baseline's measurement is not kopt's overhead), "iterations": how many
+    of those have an engine_s}."""
+    last = next((it for it in reversed(iterations) if it.final and _num(_timings(it).get("total_s")) is not None),
+                None)
+    engine = [v for it in iterations if it.final and it.status != Status.BASELINE
+              and (v := _num(_timings(it).get("engine_s"))) is not None]
+    return {
+        "last_version": last.version if last else None,
+        "last": dict(_timings(last)) if last else None,
+        "engine_s_median": statistics.median(engine) if engine else None,
+        "engine_s_max": max(engine) if engine else None,
+        "iterations": len(engine),
+    }
+
+
+def timing_rows(timings: Mapping[str, Any]) -> list[tuple[str, float, str]]:
+    """(phase, seconds, note) for every phase a record["timings"] holds, in the order an
+    iteration passes them, then total and kopt's own share; looks are summed (the note says
+    how many and the slowest). Values that are not numbers are left out."""
+    rows: list[tuple[str, float, str]] = []
+    for key in TIMED_PHASES:
+        value = timings.get(key)
+        if key == "looks_s":
+            looks = [float(x) for x in value if fmt.is_num(x)] if isinstance(value, list) else []
+            if looks:
+                rows.append(("looks", sum(looks), f"{len(looks)} look{'s' if len(looks) != 1 else ''}, "
+                                                  f"slowest {fmt.seconds(max(looks), 2)}"))
+        elif (v := _num(value)) is not None:
+            rows.append((key.removesuffix("_s").replace("_", " "), v, PHASE_NOTES.get(key, "")))
+    for key, label, note in (("total_s", "total", ""), ("engine_s", "kopt itself",
+                                                          "all but gate wait, proposer, looks, profiler")):
+        if (v := _num(timings.get(key))) is not None:
+            rows.append((label, v, note))
+    return rows
+
+
+def sandbox_state(meta: Mapping[str, Any]) -> dict[str, Any] | None:
+    """meta `sandbox` ({confined, summary, support, ever_unconfined}), None before any engine
+    recorded it."""
+    value = meta.get("sandbox")
+    return dict(value) if isinstance(value, Mapping) else None
+
+
+def decision_cost(meta: Mapping[str, Any], iterations: Iterable[Iteration] = ()) -> dict[str, Any] | None:
+    """engine/onboard/cost.py DecisionCost.to_dict() as recorded after the baseline (meta
+    `decision_cost`, else the baseline record's), None when none was recorded."""
+    value = meta.get("decision_cost")
+    if isinstance(value, Mapping):
+        return dict(value)
+    for it in iterations:
+        if it.status == Status.BASELINE and isinstance(it.record.get("decision_cost"), Mapping):
+            return dict(it.record["decision_cost"])
+    return None
+
+
+def _timings(it: Iteration | None) -> Mapping[str, Any]:
+    t = it.record.get("timings") if it is not None else None
+    return t if isinstance(t, Mapping) else {}
+
+
+def _num(v: Any) -> float | None:
+    return float(v) if fmt.is_num(v) else None

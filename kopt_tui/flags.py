@@ -1,0 +1,53 @@
+"""What each flag the engine writes means, in one line for the engineer (pure: no Textual).
+
+`FLAG_HELP` explains every flag a decision can carry (record["decision"]["flags"]: the
+verdict's flags, engine/decide/model.py FLAGS, and those the loop adds); `PLAN_FLAG_HELP` the
+flags of a plan read against the context pack (record["plan"]["flags"]). The review dialog
+and the iteration detail show them under the reason; tests/tui checks that every flag the
+engine can write has a line here. A flag written by another kopt version is shown as it is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+FLAG_HELP = {
+    "subthreshold_gain": "the candidate is faster with confidence, but by less than [decide].min_effect_pct",
+    "undecided_at_max_rounds": "after [decide].max_rounds the interval still straddles the ±min_effect band",
+    "suspicious_speedup": "faster than [decide].suspicious_speedup times: check that it still computes the same thing",
+    "faster_than_floor": "faster than the roofline floor allows: the bench or the kernel likely changed what it measures",
+    "no_samples": "no config could be compared",
+    "no_target": "the target class has no samples",
+    "profiler_disagrees": "the profiler's GPU time per class does not agree with the benchmark's verdict for some "
+                          "class (both numbers are in the reason)",
+    "partial_gain": "faster only where the hypothesis did not aim, or in some of the classes a global change aimed at",
+    "budget_spent": "[decide].budget_gpu_s ran out before every class was decided",
+    "two_in_a_row": "kept by the two_in_a_row policy: a second same-direction sub-threshold gain",
+    "futility": "a class still open at the last round was resolved: what would matter is ruled out at "
+                "[decide].futility_confidence",
+    "outliers_dropped": "samples far from the rest (a throttling spike, a stray process) were left out",
+    "disturbed_rounds": "the GPU gate saw throttling or another process during some rounds; they were left out",
+    "profiler_failed": "the profiler could not confirm the benchmark's verdict (its run failed)",
+    "likely_regression": "at the last round a class was estimated slower by more than [decide].min_effect_pct, "
+                         "not proven at the policy's confidence: counted as a regression",
+    "repeated_values": "the candidate's values repeat to the last digit across rounds while best's vary: "
+                       "a forged or cached result?",
+    "wall_time_unexplained": "the reported time fell by more than the bench process's wall time did: work "
+                             "outside the timed region?",
+    "diff_constructs": "the candidate's diff reaches outside the kernel (patches, frames, exits, files, "
+                       "environment, threads, input-keyed caches): read the quoted lines",
+    "reverify_disagrees": "the keep, decided again in fresh separate processes of the process-level bench, "
+                          "did not come out a keep: noise, or candidate code that bent the shared A/B process "
+                          "(both verdicts are in the reason)",
+}
+
+PLAN_FLAG_HELP = {
+    "uncited": "the plan names no config class, profiled kernel or metric of the context pack: a guess, "
+               "not a change pointed at a bottleneck",
+}
+
+
+def flags_to_explain(reason: str, flags: Sequence[str]) -> list[str]:
+    """The flags that get a line of help under the reason: not one the reason already names
+    (the engine's "wide is 3.1x faster, more than the suspicious_speedup of 3x" says it)."""
+    return [f for f in flags if f not in reason]
