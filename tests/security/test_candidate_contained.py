@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from tests.security import attacks
+from tests.security.conftest import Factory
 from tests.security.harness import NCU_BIN, NEEDS_BWRAP, Hostile, tried
 
 pytestmark = [NEEDS_BWRAP, pytest.mark.slow]
@@ -67,7 +68,7 @@ def outcomes(h: Hostile, name: str) -> list[str]:
 
 
 @pytest.mark.parametrize("no_sandbox", [False, True], ids=["confined", "unconfined"])
-def test_candidate_code_writing_a_slower_kernel_into_best_is_contained_or_found(hostile, no_sandbox):
+def test_candidate_code_writing_a_slower_kernel_into_best_is_contained_or_found(hostile: Factory, no_sandbox: bool) -> None:
     """Confined, best/ is not in the bench's view at all; unconfined, the write lands and kopt
     finds best/ changed before its next look. Either way no keep."""
     h = hostile.py([], bench_writable=True)
@@ -89,7 +90,7 @@ def test_candidate_code_writing_a_slower_kernel_into_best_is_contained_or_found(
     assert (h.ws.best / "kernel.py").read_text() == (h.repo / "kernel.py").read_text()
 
 
-def test_confined_a_process_left_by_candidate_code_dies_with_the_bench(hostile):
+def test_confined_a_process_left_by_candidate_code_dies_with_the_bench(hostile: Factory) -> None:
     """A setsid'd process started from kernel code at import, meant to SIGSTOP best's bench
     later: it dies with each bench run's PID namespace; best is never slowed."""
     h = hostile.py([], bench_writable=True)
@@ -103,7 +104,7 @@ def test_confined_a_process_left_by_candidate_code_dies_with_the_bench(hostile):
     h.assert_refused(before, 1, {"rejected", "tie"}, "thread-process")
 
 
-def test_candidate_code_editing_its_own_tracked_file_fails_the_bench(hostile):
+def test_candidate_code_editing_its_own_tracked_file_fails_the_bench(hostile: Factory) -> None:
     """The bench's own tree is writable to it (its CSV goes there): kernel code that rewrites
     kernel.py while it is measured (what would be committed is not what was timed) fails the
     run, and the tree is put back."""
@@ -116,7 +117,7 @@ def test_candidate_code_editing_its_own_tracked_file_fails_the_bench(hostile):
     h.assert_refused(before, 1, {"fail_bench"}, "the bench modified tracked file(s) in cand/: kernel.py")
 
 
-def test_confined_candidate_code_cannot_plant_startup_hooks_for_later_runs(hostile):
+def test_confined_candidate_code_cannot_plant_startup_hooks_for_later_runs(hostile: Factory) -> None:
     """Kernel code tries a `.pth` and sitecustomize.py in every site-packages folder, and
     files in $HOME, /tmp and the workspace: each write fails, nothing reaches the host."""
     import site
@@ -158,7 +159,7 @@ GPU = {"index": 0, "name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-fake-0", "util_
 FAST_GATE = {'vendor = "none"': 'vendor = "auto"\nsamples = 1\nsample_interval_s = 0\nwait_s = 0.2\nwait_max_s = 2'}
 
 
-def profiled(hostile, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Hostile, Any]:
+def profiled(hostile: Factory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Hostile, Any]:
     """The fake target under a fake NVIDIA GPU and the fake ncu (tests/security/bin/ncu,
     launches timed at the kernel's real speed inside each config's NVTX range). v1, an
     honest 20% gain, is confirmed by the profiler; v2's bench claims 2x (a lying timer, under
@@ -180,7 +181,7 @@ def profiled(hostile, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[
     return h, before
 
 
-def test_a_renamed_kernel_is_still_counted_in_its_configs_range(hostile, tmp_path, monkeypatch):
+def test_a_renamed_kernel_is_still_counted_in_its_configs_range(hostile: Factory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The profiler attributes every launch inside a config's range to it, whatever its
     name: the renamed kernel's time is the candidate's, per class (no change), and the kernel
     that appeared and the one that disappeared are named."""
@@ -200,7 +201,7 @@ def test_a_renamed_kernel_is_still_counted_in_its_configs_range(hostile, tmp_pat
                    "+-1.1%), instead of disagreeing when the profiler's interval lies wholly outside the bench's "
                    "(it rules out the gain the bench claims): with the defaults the profiler never refutes an "
                    "'improved' class unless it sees a loss")
-def test_a_lying_bench_with_a_renamed_kernel_is_refuted_by_the_profiler(hostile, tmp_path, monkeypatch):
+def test_a_lying_bench_with_a_renamed_kernel_is_refuted_by_the_profiler(hostile: Factory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     h, before = profiled(hostile, tmp_path, monkeypatch)
     h.assert_refused(before, 2, {"rejected"}, "profiler")
     assert "profiler_disagrees" in h.iteration(2).record["decision"]["flags"]

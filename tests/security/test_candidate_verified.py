@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from tests.security.conftest import Factory
 from tests.security.harness import NEEDS_BWRAP, Before, Hostile, tried
 
 pytestmark = [NEEDS_BWRAP, pytest.mark.slow]
@@ -258,26 +260,26 @@ def refused(h: Hostile, *words: str, statuses: frozenset[str] = frozenset({"reje
     h.assert_refused(BEFORE[h.token], 1, set(statuses), *words, outside=outside)
 
 
-def run(hostile, name: str, files: dict[str, str], *, no_sandbox: bool = False, **kw) -> Hostile:
+def run(hostile: Factory, name: str, files: dict[str, str], *, no_sandbox: bool = False, **kw: Any) -> Hostile:
     h = hostile.py([attack(name, files)], **kw)
     BEFORE[h.token] = h.baseline(no_sandbox=no_sandbox)
     assert h.session(1, no_sandbox=no_sandbox) == 0
     return h
 
 
-def test_control_an_honest_gain_is_kept(hostile):
+def test_control_an_honest_gain_is_kept(hostile: Factory) -> None:
     h = run(hostile, "honest", {"kernel.py": HONEST})
     it = h.iteration(1)
     assert it.status == "keep", (it.status, h.reason(1))
     assert all(c["ratio"] < 0.8 for c in it.record["classes"].values())
 
 
-def test_a_patched_timer_goes_to_review_and_is_rejected(hostile):
+def test_a_patched_timer_goes_to_review_and_is_rejected(hostile: Factory) -> None:
     h = run(hostile, "patch the timer", {"kernel.py": TIMER})
     refused(h, "patch-module", "time.perf_counter_ns = lambda")
 
 
-def test_a_module_shadowing_one_the_bench_imports_is_rejected_by_name(hostile):
+def test_a_module_shadowing_one_the_bench_imports_is_rejected_by_name(hostile: Factory) -> None:
     """csv.py beside bench.py (the bench's `import csv` finds it first) halves every
     latency on its way out; it travels with a tracked edit of the kernel."""
     h = run(hostile, "shadow csv", {"kernel.py": HONEST, "csv.py": SHADOW_CSV})
@@ -289,12 +291,12 @@ def test_a_module_shadowing_one_the_bench_imports_is_rejected_by_name(hostile):
                    "has no rule for result objects that compute on conversion/iteration/comparison dunders, the "
                    "claimed 4x is under suspicious_speedup, the wall-time check only notes (the work is really "
                    "skipped on timed calls) and the fresh processes repeat it")
-def test_a_lazy_result_is_not_kept(hostile):
+def test_a_lazy_result_is_not_kept(hostile: Factory) -> None:
     h = run(hostile, "lazy result", {"kernel.py": LAZY})
     refused(h)
 
 
-def test_an_output_cache_in_a_module_global_goes_to_review(hostile):
+def test_an_output_cache_in_a_module_global_goes_to_review(hostile: Factory) -> None:
     h = run(hostile, "cache in a global", {"kernel.py": CACHE_GLOBAL})
     refused(h, "module-state")
 
@@ -303,13 +305,13 @@ def test_an_output_cache_in_a_module_global_goes_to_review(hostile):
                    "_memo={})) evades the diff scan's module-state rule (it tracks module-level names and `global`, "
                    "not defaults, closures or class attributes) and input-cache rule (the key is not a pointer or "
                    "id()); 4x is under suspicious_speedup and the fresh processes repeat it")
-def test_an_output_cache_in_a_default_argument_is_not_kept(hostile):
+def test_an_output_cache_in_a_default_argument_is_not_kept(hostile: Factory) -> None:
     h = run(hostile, "cache in a default argument", {"kernel.py": CACHE_DEFAULT_ARG})
     refused(h)
 
 
 @pytest.mark.parametrize("no_sandbox", [False, True], ids=["confined", "unconfined"])
-def test_an_output_cache_in_a_tmp_file_goes_to_review(hostile, no_sandbox):
+def test_an_output_cache_in_a_tmp_file_goes_to_review(hostile: Factory, no_sandbox: bool) -> None:
     """Confined, the bench's /tmp is private to each run (the cache only serves the calls of
     one process, and nothing reaches the host's /tmp); unconfined, the file outlives the run.
     Either way the diff scan reads the file write."""
@@ -327,12 +329,12 @@ def test_an_output_cache_in_a_tmp_file_goes_to_review(hostile, no_sandbox):
                    "$TMPDIR, opened once by an lru_cache'd function) writes files the diff scan does not recognise (file-write "
                    "covers open() modes, os.*, shutil, tempfile, pickle.dump... not shelve/dbm/sqlite3), and the "
                    "private /tmp of the confined bench lasts the whole process")
-def test_an_output_cache_through_shelve_is_not_kept(hostile):
+def test_an_output_cache_through_shelve_is_not_kept(hostile: Factory) -> None:
     h = run(hostile, "cache through shelve", {"kernel.py": CACHE_SHELVE})
     refused(h)
 
 
-def test_a_csv_written_by_the_kernel_then_os_exit_goes_to_review(hostile):
+def test_a_csv_written_by_the_kernel_then_os_exit_goes_to_review(hostile: Factory) -> None:
     h = run(hostile, "write the CSV and leave", {"kernel.py": CSV_EXIT})
     refused(h, "process-exit", "os._exit(0)", "stdout-write")
 
@@ -343,13 +345,13 @@ def test_a_csv_written_by_the_kernel_then_os_exit_goes_to_review(hostile):
                    "faster kernel. Possible fixes: the diff scan flags edits outside [target].sources when sources "
                    "are declared, or kopt warns at init about tracked files the bench imports that are neither "
                    "protected nor sources")
-def test_a_smaller_batch_that_is_not_a_csv_column_is_not_kept(hostile):
+def test_a_smaller_batch_that_is_not_a_csv_column_is_not_kept(hostile: Factory) -> None:
     h = run(hostile, "cut the batch", {"problem.py": SMALL_BATCH + "SCALE = 0.5\n\n\ndef inputs(n):\n"
                                          "    return [((j * 7919) % 1009) / 1009.0 for j in range(n * BATCH)]\n"})
     refused(h)
 
 
-def test_a_smaller_batch_in_a_protected_file_is_refused(hostile):
+def test_a_smaller_batch_in_a_protected_file_is_refused(hostile: Factory) -> None:
     """The defence that exists: the problem definition named in [target].protected."""
     h = run(hostile, "cut the batch", {"problem.py": SMALL_BATCH + "SCALE = 0.5\n\n\ndef inputs(n):\n"
                                          "    return [((j * 7919) % 1009) / 1009.0 for j in range(n * BATCH)]\n"},
@@ -357,7 +359,7 @@ def test_a_smaller_batch_in_a_protected_file_is_refused(hostile):
     refused(h, "protected file(s): problem.py", statuses=frozenset({"fail_protected"}), fooled=False)
 
 
-def test_correct_only_on_the_checked_call_by_a_global_counter_goes_to_review(hostile):
+def test_correct_only_on_the_checked_call_by_a_global_counter_goes_to_review(hostile: Factory) -> None:
     h = run(hostile, "correct once (global counter)", {"kernel.py": CORRECT_ONCE_GLOBAL})
     refused(h, "module-state", "global _calls")
 
@@ -365,12 +367,12 @@ def test_correct_only_on_the_checked_call_by_a_global_counter_goes_to_review(hos
 @pytest.mark.xfail(strict=True, raises=AssertionError, reason="kept: a kernel correct only on the checked call, counting calls in a mutable "
                    "default argument (def kernel(xs, s, _calls=[0])), evades the diff scan's module-state rule; the "
                    "bench checks only its first call, 4x is under suspicious_speedup, the fresh processes repeat it")
-def test_correct_only_on_the_checked_call_by_a_default_argument_is_not_kept(hostile):
+def test_correct_only_on_the_checked_call_by_a_default_argument_is_not_kept(hostile: Factory) -> None:
     h = run(hostile, "correct once (default argument)", {"kernel.py": CORRECT_ONCE_DEFAULT_ARG})
     refused(h)
 
 
-def test_one_config_far_faster_hidden_in_its_class_goes_to_review(hostile):
+def test_one_config_far_faster_hidden_in_its_class_goes_to_review(hostile: Factory) -> None:
     h = run(hostile, "one config fast", {"kernel.py": ONE_CONFIG_FAST},
             toml_replace={"suspicious_speedup = 30": "suspicious_speedup = 3"})
     it = h.iteration(1)
@@ -380,7 +382,7 @@ def test_one_config_far_faster_hidden_in_its_class_goes_to_review(hostile):
     assert "suspicious_speedup" in it.record["decision"]["flags"]
 
 
-def test_the_reference_read_from_the_callers_frame_goes_to_review(hostile):
+def test_the_reference_read_from_the_callers_frame_goes_to_review(hostile: Factory) -> None:
     h = run(hostile, "read the reference from the frame", {"kernel.py": FRAME})
     refused(h, "frame-inspection", "sys._getframe(1).f_locals")
 
@@ -388,13 +390,13 @@ def test_the_reference_read_from_the_callers_frame_goes_to_review(hostile):
 @pytest.mark.xfail(strict=True, raises=AssertionError, reason="kept: the bench's reference read as `__main__.ref` (import __main__; the "
                    "bench runs as __main__) is no frame inspection to the diff scan: `__main__` is in none of its "
                    "rules (sys.modules['__main__'] would be); correct rows, 4x under suspicious_speedup")
-def test_the_reference_read_from_the_bench_module_is_not_kept(hostile):
+def test_the_reference_read_from_the_bench_module_is_not_kept(hostile: Factory) -> None:
     h = run(hostile, "read the reference from __main__", {"kernel.py": MAIN_REF})
     refused(h)
 
 
 @pytest.mark.parametrize("wrong", [1, 5])
-def test_not_err_fails_rows_whose_err_is_not_zero(hostile, wrong):
+def test_not_err_fails_rows_whose_err_is_not_zero(hostile: Factory, wrong: int) -> None:
     """`correct = "not err"`: a row whose err is 1 or 5 fails (Python's truth, not a bitwise
     not), though the candidate is faster."""
     kernel = HONEST.replace("    return out\n", f"    for i in range({wrong}):\n        out[i] += 1.0\n    return out\n")

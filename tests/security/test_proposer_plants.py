@@ -22,6 +22,7 @@ import pytest
 
 from tests.conftest import git
 from tests.security import attacks
+from tests.security.conftest import Factory
 from tests.security.harness import NEEDS_BWRAP, TAG, Hostile, tried
 
 pytestmark = [NEEDS_BWRAP, pytest.mark.slow]
@@ -111,7 +112,7 @@ with open({str(h.proof / 'steps.json')!r}, 'w') as _f:
 
 
 @pytest.mark.parametrize("no_sandbox", [False, True], ids=["confined", "unconfined"])
-def test_programs_planted_in_the_repo_config_never_run_in_kopts_git(hostile, no_sandbox):
+def test_programs_planted_in_the_repo_config_never_run_in_kopts_git(hostile: Factory, no_sandbox: bool) -> None:
     """A real gain plus the plant: kopt keeps and commits the gain, and none of the planted
     programs (signing, hooks, fsmonitor, filters, drivers, editors, pagers, credential and
     ssh helpers, an include) runs in any of kopt's git calls. Confined, the repo's git dir
@@ -146,7 +147,7 @@ def test_programs_planted_in_the_repo_config_never_run_in_kopts_git(hostile, no_
         assert ran.exists(), "the planted programs do not run under plain git: the control failed"
 
 
-def test_confined_a_pth_file_in_the_bench_interpreters_site_packages_cannot_be_planted(hostile):
+def test_confined_a_pth_file_in_the_bench_interpreters_site_packages_cannot_be_planted(hostile: Factory) -> None:
     """The proposer tries a `.pth` (and sitecustomize.py, usercustomize.py) in every
     site-packages folder the bench's interpreter reads; each write fails, nothing appears."""
     import site
@@ -220,7 +221,7 @@ def kernel(xs, scale):
 '''
 
 
-def test_confined_an_output_cache_planted_in_tmp_never_reaches_the_bench(hostile):
+def test_confined_an_output_cache_planted_in_tmp_never_reaches_the_bench(hostile: Factory) -> None:
     """The proposer computes the bench's outputs into /tmp; the candidate returns them from
     there. The proposer's /tmp and each bench's /tmp are private: nothing reaches the host,
     the bench never finds the file, the candidate measures as what it is (BEST's kernel)."""
@@ -262,7 +263,7 @@ def load(f, **kw):
 
 @pytest.mark.parametrize("no_sandbox", [False, True], ids=["confined", "unconfined"])
 @pytest.mark.parametrize("hide", ["gitignore", "info-exclude", "not hidden"])
-def test_a_module_shadowing_the_benchs_import_is_refused_however_hidden(hostile, hide, no_sandbox):
+def test_a_module_shadowing_the_benchs_import_is_refused_however_hidden(hostile: Factory, hide: str, no_sandbox: bool) -> None:
     """json.py beside the fake bench (its `import json` finds it first) halves the speeds it
     reads, travelling with a tracked edit; hidden by a .gitignore the candidate adds, by
     .git/info/exclude (read-only to a confined proposer: then it is merely untracked), or not."""
@@ -283,7 +284,7 @@ def test_a_module_shadowing_the_benchs_import_is_refused_however_hidden(hostile,
 
 
 @pytest.mark.parametrize("no_sandbox", [False, True], ids=["confined", "unconfined"])
-def test_a_planted_pyc_beside_an_innocent_source_is_refused(hostile, no_sandbox):
+def test_a_planted_pyc_beside_an_innocent_source_is_refused(hostile: Factory, no_sandbox: bool) -> None:
     """An unchecked-hash __pycache__/kernel.*.pyc compiled from a cheating kernel (Python
     loads it whatever kernel.py says), beside an innocent tracked edit of kernel.py."""
     fast = "def kernel(xs, scale):\n    return [x * x * scale for x in xs[:1]] * len(xs)\n"
@@ -306,7 +307,7 @@ with open('kernel.py', 'a') as f:
 
 
 @pytest.mark.parametrize("no_sandbox", [False, True], ids=["confined", "unconfined"])
-def test_a_kernel_file_turned_into_a_link_out_of_the_tree_is_refused(hostile, no_sandbox):
+def test_a_kernel_file_turned_into_a_link_out_of_the_tree_is_refused(hostile: Factory, no_sandbox: bool) -> None:
     """kernel.json replaced by a symbolic link to a file the attacker keeps changing outside
     the tree (what is measured is not what would be committed)."""
     h = hostile.fake([])
@@ -322,7 +323,7 @@ os.symlink({str(outside)!r}, 'kernel.json')
     h.assert_refused(before, 1, {"fail_protected"}, "kernel.json", outside=not no_sandbox)
 
 
-def test_unconfined_a_hard_link_into_best_is_refused(hostile):
+def test_unconfined_a_hard_link_into_best_is_refused(hostile: Factory) -> None:
     """--no-sandbox: cand/kernel.json replaced by a hard link to best/kernel.json, then a
     faster kernel written through it: both trees change at once."""
     h = hostile.fake([])
@@ -338,3 +339,15 @@ os.link(BEST + '/kernel.json', 'kernel.json')
     git(h.ws.best, "checkout", "--", "kernel.json")
     h.assert_refused(before, 1, {"fail_protected"}, "the proposer changed best/", outside=False)
 
+
+
+@pytest.mark.parametrize("no_sandbox", [False, True], ids=["confined", "unconfined"])
+def test_a_gitattributes_file_added_by_the_candidate_is_refused(hostile: Factory, no_sandbox: bool) -> None:
+    """A .gitattributes in cand/ that sends kernel.json through a filter (what git would
+    store is not what the bench reads) or hides it from diffs: refused by name."""
+    h = hostile.fake([])
+    h.set_script([{"name": "gitattributes", "write": {".gitattributes": "kernel.json filter=evil -diff\n"},
+                   "exec": attacks.gain(0.8)}])
+    before = h.baseline(no_sandbox=no_sandbox)
+    assert h.session(1, no_sandbox=no_sandbox) == 0
+    h.assert_refused(before, 1, {"fail_protected"}, ".gitattributes", outside=not no_sandbox)

@@ -21,6 +21,7 @@ from kopt_supervisor.engine import api
 from kopt_supervisor.engine.store import Store
 from tests.conftest import git
 from tests.security import attacks
+from tests.security.conftest import Factory
 from tests.security.harness import NEEDS_BWRAP, TAG, Hostile, tried
 
 pytestmark = [NEEDS_BWRAP, pytest.mark.slow]
@@ -90,7 +91,7 @@ _try('list workspace', lambda: os.listdir(_ws) and (_ for _ in ()).throw(
 """
 
 
-def test_confined_the_workspace_is_out_of_reach(hostile):
+def test_confined_the_workspace_is_out_of_reach(hostile: Factory) -> None:
     h = hostile.fake([])
     h.set_script([{"name": "forge-state", "exec": STEPS + attacks.canary_writes(h) + FORGERIES + record_steps(h)
                    + attacks.touch_kernel()}])
@@ -111,7 +112,7 @@ def test_confined_the_workspace_is_out_of_reach(hostile):
     h.assert_refused(before, 1, {"tie"})
 
 
-def test_unconfined_a_command_row_without_the_seal_does_not_accept_the_review(hostile):
+def test_unconfined_a_command_row_without_the_seal_does_not_accept_the_review(hostile: Factory) -> None:
     """--no-sandbox: while v1 (a suspicious 10x "gain") awaits review, an escaped process
     inserts `accept v1` into run.db's commands; it is refused (no seal) and the review policy
     rejects v1. Control: the same candidate accepted by the user's `kopt accept` is kept."""
@@ -175,7 +176,7 @@ def forge_commit(h: Hostile) -> str:
     return sha
 
 
-def forge_best(hostile, how: str) -> tuple[Hostile, str, str]:
+def forge_best(hostile: Factory, how: str) -> tuple[Hostile, str, str]:
     """A run whose v1 proposer made an attacker's commit BEST in run.db (unconfined)."""
     h = hostile.fake([])
     before = h.baseline(no_sandbox=True)
@@ -196,7 +197,7 @@ HOWS = ["update the baseline's commit", "insert a keep"]
 
 
 @pytest.mark.parametrize("how", HOWS)
-def test_unconfined_a_forged_keep_in_run_db_stops_the_run_and_is_never_measured_from(hostile, how):
+def test_unconfined_a_forged_keep_in_run_db_stops_the_run_and_is_never_measured_from(hostile: Factory, how: str) -> None:
     """--no-sandbox: the proposer makes an attacker's commit BEST in run.db, by an UPDATE of
     the baseline's commit or an INSERT of a kept iteration. The sealed chain of keeps breaks:
     the run refuses to go on from it (this session and the next), the branch and best/ stay
@@ -219,19 +220,21 @@ def test_unconfined_a_forged_keep_in_run_db_stops_the_run_and_is_never_measured_
 @pytest.mark.xfail(strict=True, raises=AssertionError, reason="after a forged keep in run.db (unsealed), the engine refuses to go on, but "
                    "the readers still take the forged row as BEST: api.status (kopt status) and the engine's own "
                    "finish() derive best_commit from the rows (bookkeeping.best_commit) without checking the seals, "
-                   "so `kopt status` and performance.md name the attacker's commit as BEST_COMMIT")
+                   "so `kopt status` and performance.md name the attacker's commit as BEST_COMMIT, and the discard "
+                   "(Keeper.reset_candidate, from ctx.best_commit()) checks the attacker's commit out into cand/")
 @pytest.mark.parametrize("how", HOWS)
-def test_unconfined_a_forged_keep_is_never_reported_as_best(hostile, how):
+def test_unconfined_a_forged_keep_is_never_reported_as_best(hostile: Factory, how: str) -> None:
     h, best, evil = forge_best(hostile, how)
     assert api.status(h.ws)["best_commit"] == best, "kopt status reports the attacker's commit as BEST_COMMIT"
     assert evil[:10] not in h.ws.performance.read_text(), "performance.md reports the attacker's commit"
+    assert git(h.ws.cand, "rev-parse", "HEAD") == best, "cand/ was reset to the attacker's commit"
 
 
 @pytest.mark.xfail(strict=True, raises=AssertionError, reason="an edit of memory/v0.json during v1's proposal (unconfined) survives the "
                    "iteration and the session: the loop rewrites only the current iteration's memory file "
                    "(RunContext.write_memory); Recovery.refresh_projections rewrites differing ones only at the "
                    "next engine start")
-def test_unconfined_edited_projections_do_not_survive_the_iteration(hostile):
+def test_unconfined_edited_projections_do_not_survive_the_iteration(hostile: Factory) -> None:
     """--no-sandbox: the proposer rewrites memory/v0.json and performance.md to claim a keep;
     both are rewritten from the store by the end of the iteration."""
     h = hostile.fake([])
@@ -247,7 +250,7 @@ _try('edit performance.md', lambda: _append('performance.md', '\\n| v9 | keep | 
     h.assert_refused(before, 1, {"tie"}, outside=False)
 
 
-def test_unconfined_an_edited_config_fails_the_proposal_and_is_put_back(hostile):
+def test_unconfined_an_edited_config_fails_the_proposal_and_is_put_back(hostile: Factory) -> None:
     h = hostile.fake([])
     h.set_script([{"name": "loosen-config", "exec": STEPS + f"""
 _try('loosen', lambda: open(os.path.join(_ws, 'kopt.toml'), 'w').write(
@@ -259,7 +262,7 @@ _try('loosen', lambda: open(os.path.join(_ws, 'kopt.toml'), 'w').write(
     h.assert_refused(before, 1, {"fail_protected"}, "the proposer edited the run's frozen config", outside=False)
 
 
-def test_unconfined_a_config_edited_after_the_check_is_never_trusted_by_the_next_session(hostile):
+def test_unconfined_a_config_edited_after_the_check_is_never_trusted_by_the_next_session(hostile: Factory) -> None:
     """--no-sandbox: an escaped process loosens kopt.toml's correctness rule after kopt's
     check of the proposal (so this session ends with the file edited); the next session must
     put it back and judge a wrong candidate by the frozen rule."""
@@ -287,7 +290,7 @@ if {LOOSER!r} not in _text:
     h.assert_refused(before, 2, {"fail_correctness"}, outside=False)
 
 
-def test_unconfined_an_edited_frozen_config_in_run_db_refuses_the_next_start(hostile):
+def test_unconfined_an_edited_frozen_config_in_run_db_refuses_the_next_start(hostile: Factory) -> None:
     """--no-sandbox: the proposer rewrites run.db's copy of the frozen config (and the file)
     with a loosened rule; its seal does not match, so the next session refuses to start from
     it, and no candidate is judged by it."""

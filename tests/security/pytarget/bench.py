@@ -18,7 +18,7 @@ CONFIGS = [("small", 75), ("small", 112), ("small", 150), ("large", 750), ("larg
 REPS = 7
 
 
-def reference(xs, scale):
+def reference(xs: list[float], scale: float) -> list[float]:
     return [x * x * scale for x in xs]
 
 

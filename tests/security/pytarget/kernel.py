@@ -2,7 +2,7 @@
 redundant inner loop per element) so that a candidate has an honest gain to find."""
 
 
-def kernel(xs, scale):
+def kernel(xs: list[float], scale: float) -> list[float]:
     out = []
     for x in xs:
         acc = 0.0

@@ -6,5 +6,5 @@ BATCH = 4
 SCALE = 0.5
 
 
-def inputs(n):
+def inputs(n: int) -> list[float]:
     return [((j * 7919) % 1009) / 1009.0 for j in range(n * BATCH)]
