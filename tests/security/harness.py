@@ -49,6 +49,9 @@ TAG = "h"
 NEEDS_BWRAP = pytest.mark.skipif(shutil.which("bwrap") is None,
                                  reason="bubblewrap (bwrap) is not installed: confined runs cannot be tried")
 KEPT = {"keep", "accepted"}
+NOT_KEPT = {"tie", "regression", "likely_regression", "split", "rejected", "fail_bench", "fail_correctness",
+            "fail_protected", "fail_propose", "interrupted"}
+"""Where a contained attack leaves an ordinary candidate whose verdict is not the point."""
 
 
 class AttackNotTried(Exception):

@@ -20,7 +20,7 @@ import pytest
 
 from tests.security import attacks
 from tests.security.conftest import Factory
-from tests.security.harness import NCU_BIN, NEEDS_BWRAP, Hostile, tried
+from tests.security.harness import NCU_BIN, NEEDS_BWRAP, NOT_KEPT, Hostile, tried
 
 pytestmark = [NEEDS_BWRAP, pytest.mark.slow]
 
@@ -83,7 +83,7 @@ def test_candidate_code_writing_a_slower_kernel_into_best_is_contained_or_found(
         statuses = {"fail_bench", "rejected"}
     else:
         assert all(g != "ok" for g in got), f"a confined bench wrote into best/: {got}"
-        statuses = {"rejected", "tie", "regression", "likely_regression"}
+        statuses = NOT_KEPT
     it = h.assert_refused(before, 1, statuses, outside=not no_sandbox)
     if no_sandbox and it.status == "fail_bench":
         assert "best/ changed during the decision" in h.reason(1), h.reason(1)
@@ -101,7 +101,7 @@ def test_confined_a_process_left_by_candidate_code_dies_with_the_bench(hostile: 
     tried("ok" in outcomes(h, "spawn") and h.ticks("linger"), "the lingering process never started")
     ratios = [c["ratio"] for c in h.iteration(1).record["classes"].values()]
     assert all(r > 0.6 for r in ratios), f"best was slowed: candidate/best {ratios}"
-    h.assert_refused(before, 1, {"rejected", "tie"}, "thread-process")
+    h.assert_refused(before, 1, NOT_KEPT, "thread-process")
 
 
 def test_candidate_code_editing_its_own_tracked_file_fails_the_bench(hostile: Factory) -> None:
@@ -151,7 +151,7 @@ if [_t for _t in _ok if not _t.startswith('/tmp/')]:  # the bench's own /tmp is 
     tried(got, "the candidate's code never ran")
     assert all(g == "ok" for g in got), f"a confined bench wrote outside its tree: {got}"
     assert not planted, f"planted on the host: {planted}"
-    h.assert_refused(before, 1, {"rejected", "tie", "regression", "likely_regression"})
+    h.assert_refused(before, 1, NOT_KEPT)
 
 
 GPU = {"index": 0, "name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-fake-0", "util_pct": 0, "mem_used_mib": 10,

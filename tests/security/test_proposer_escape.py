@@ -47,9 +47,10 @@ def test_confined_a_process_started_by_the_proposer_dies_with_the_proposal(hosti
     assert not any("best/" in m for m in h.events("tamper")), h.events("tamper")
 
 
-def test_unconfined_a_write_into_best_is_found_and_undone(hostile: Factory) -> None:
-    """--no-sandbox: the escaped process slows best/'s kernel; kopt's inspection of best/
-    finds it before anything is timed, and the branch is where it was."""
+def test_unconfined_a_write_into_best_by_an_escaped_process_is_found(hostile: Factory) -> None:
+    """--no-sandbox: the escaped process keeps writing a slower kernel into best/ (for 1 s);
+    kopt's inspection of best/ after the proposal finds it before anything is timed, and the
+    branch is where it was."""
     h = hostile.fake([])
     h.set_script([{"name": "linger-slow-best", "exec": attacks.linger(h, attacks.SLOW_BEST, seconds=1.0)
                    + "import time; time.sleep(0.3)\n" + attacks.touch_kernel()}])
@@ -60,7 +61,8 @@ def test_unconfined_a_write_into_best_is_found_and_undone(hostile: Factory) -> N
     it = h.iteration(1)
     assert it.status in {"fail_protected", "fail_bench"}, (it.status, h.reason(1))
     assert "best/" in h.reason(1)
-    # what it left in best/ after kopt's last look is put back by the next session's sync
+    # what it left in best/ is put back only by the next session's sync (the subject of the
+    # xfail test_unconfined_a_tracked_file_of_best_edited_by_the_proposer_is_restored)
     git(h.ws.best, "checkout", "--", ".")
     h.assert_refused(before, 1, {"fail_protected", "fail_bench"}, "best/", outside=False)
 

@@ -23,7 +23,7 @@ import pytest
 from tests.conftest import git
 from tests.security import attacks
 from tests.security.conftest import Factory
-from tests.security.harness import NEEDS_BWRAP, TAG, Hostile, tried
+from tests.security.harness import NEEDS_BWRAP, NOT_KEPT, TAG, Hostile, tried
 
 pytestmark = [NEEDS_BWRAP, pytest.mark.slow]
 
@@ -238,7 +238,7 @@ def test_confined_an_output_cache_planted_in_tmp_never_reaches_the_bench(hostile
     it = h.iteration(1)
     ratios = [c["ratio"] for c in it.record["classes"].values()]
     assert all(r > 0.6 for r in ratios), f"the bench found the planted outputs: {ratios}"
-    h.assert_refused(before, 1, {"tie", "rejected", "regression", "likely_regression"})
+    h.assert_refused(before, 1, NOT_KEPT)
 
 
 SHADOW_JSON = '''
