@@ -516,16 +516,16 @@ def validate(cfg: Config, source: str = "kopt.toml") -> None:
     need(g.wait_s > 0, "[gpu].wait_s", "must be > 0")
     need(g.wait_max_s >= 0, "[gpu].wait_max_s", "must be >= 0")
 
-    p = cfg.profile
-    need(p.kind in ("auto", "ncu", "rocprofv3", "none"), "[profile].kind",
-         f'must be "auto", "ncu", "rocprofv3" or "none", not {p.kind!r}')
-    need(0 <= p.run_noise_pct <= 50, "[profile].run_noise_pct", "must be between 0 and 50")
-    need(1 <= p.repeats <= 20, "[profile].repeats", "must be between 1 and 20")
-    if p.kernel:
+    prof = cfg.profile
+    need(prof.kind in ("auto", "ncu", "rocprofv3", "none"), "[profile].kind",
+         f'must be "auto", "ncu", "rocprofv3" or "none", not {prof.kind!r}')
+    need(0 <= prof.run_noise_pct <= 50, "[profile].run_noise_pct", "must be between 0 and 50")
+    need(1 <= prof.repeats <= 20, "[profile].repeats", "must be between 1 and 20")
+    if prof.kernel:
         import re
 
         try:
-            re.compile(p.kernel)
+            re.compile(prof.kernel)
         except re.error as exc:
             raise BadInput(f"{source}: [profile].kernel is not a valid regex: {exc}") from None
 

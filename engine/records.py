@@ -18,9 +18,18 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, TypedDict, TypeVar
+from typing import Any, Protocol, TypedDict, TypeVar
 
-T = TypeVar("T", "Iteration", "IterationRow")
+
+
+class _Ended(Protocol):
+    @property
+    def version(self) -> int: ...
+    @property
+    def order(self) -> int: ...
+
+
+T = TypeVar("T", bound=_Ended)
 
 
 class Status(StrEnum):
@@ -215,7 +224,7 @@ class IterationRow:
 
 def in_end_order(iterations: Iterable[T]) -> list[T]:
     """Iterations in the order they ended (with one lane: their version order)."""
-    return sorted(iterations, key=lambda it: (it.order, it.version))  # type: ignore[attr-defined]  # Iteration or IterationRow
+    return sorted(iterations, key=lambda it: (it.order, it.version))
 
 
 def awaiting_review(iterations: Iterable[Iteration | IterationRow]) -> list[int]:

@@ -11,6 +11,13 @@ from pathlib import Path
 
 import pytest
 
+# No GPU in the test suite: Triton runs in its interpreter, which must be chosen before
+# triton.language is first imported, and any test module (tests/examples, tests/security, ...)
+# may import it while the suite is collected. The few tests that compile for a real GPU do so
+# in subprocesses with the variable removed.
+if "triton" not in sys.modules:
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+
 FAKE = Path(__file__).parent / "fake_target"
 REPO_ROOT = Path(__file__).resolve().parent.parent
 

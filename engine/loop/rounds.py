@@ -131,8 +131,9 @@ class DecisionRounds:
                 verdict = evaluate(done, policy, target_class=it.target_class, gpu_seconds=gpu_s,
                                    floors=floors(ctx), previous_subthreshold_gain=previous_subthreshold_gain(ctx, it),
                                    guard_configs=guard, runs=[BenchRun(**x) for x in runs])
-                it.record["classes"] = {c.cls: c.to_dict() for c in verdict.classes}
-                it.record["decision"] = {**verdict.to_dict(), "by": "engine"}
+                if stage != Stage.REVERIFY:  # the fresh-process decision has its own record["reverify"]
+                    it.record["classes"] = {c.cls: c.to_dict() for c in verdict.classes}
+                    it.record["decision"] = {**verdict.to_dict(), "by": "engine"}
                 ctx.save(it)
                 ctx.store.set("live_classes", {"version": it.version, "stage": stage, "verdict": verdict.to_dict()})
                 if verdict.final:

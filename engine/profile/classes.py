@@ -591,11 +591,16 @@ def _mean(xs: list[float]) -> float:
 class BenchClass(Protocol):
     """What `agrees` reads of the bench's per-class result (decide.ClassResult has it)."""
 
-    cls: str
-    verdict: str
-    ratio: float
-    lo: float
-    hi: float
+    @property
+    def cls(self) -> str: ...
+    @property
+    def verdict(self) -> str: ...
+    @property
+    def ratio(self) -> float: ...
+    @property
+    def lo(self) -> float: ...
+    @property
+    def hi(self) -> float: ...
 
 
 AGREES, DISAGREES, CANNOT_TELL, NOT_JUDGED = "agrees", "disagrees", "cannot_tell", "not_judged"
