@@ -21,7 +21,6 @@ from enum import StrEnum
 from typing import Any, Protocol, TypedDict, TypeVar
 
 
-
 class _Ended(Protocol):
     @property
     def version(self) -> int: ...

@@ -93,7 +93,9 @@ class Engine:
         if parts is not None:
             built = [parts(ctx)]
         else:
-            from kopt_supervisor.engine.lanes import make_lanes  # the lanes build on the loop's rooms
+            from kopt_supervisor.engine.lanes import (
+                make_lanes,  # the lanes build on the loop's rooms
+            )
 
             lanes = make_lanes(ctxs)
             built = [real_parts(c, lane, proposer or make_proposer(ctx.cfg, proposer_kind), in_flight)
