@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import statistics
 import subprocess
@@ -209,4 +210,73 @@ def test_kill_9_with_lanes_in_flight_resumes_and_keeps_every_guarantee(fake_env,
     its = iterations(ws)
     assert not [it for it in its if it.status == "running"]
     assert any(it.status == "interrupted" for it in its), [it.status for it in its]
+    check_invariants_lanes(ws, repo)
+
+
+def test_each_lane_is_told_what_the_others_are_trying(fake_env, tmp_path, monkeypatch):
+    ws, repo = lanes_env(fake_env, tmp_path, monkeypatch, ["gain5", "loss5", "gain1", "loss5"], lanes=2, sleep=0.2)
+    assert run_engine(ws, max_iters=4) == 0
+    its = iterations(ws)
+    told = []
+    for it in its[1:]:
+        prompt = (ws.log_dir(it.version) / "prompt.md").read_text()
+        section = prompt.split("## Other lanes are trying now")[1].split("##")[0]
+        others = [o.hypothesis for o in its[1:] if o.version != it.version and o.hypothesis in section]
+        assert it.hypothesis not in section  # never its own
+        told += others
+    # the first two start together (nothing in flight yet); each later one meets the other lane's
+    assert told, "no proposal was told what the other lane was trying"
+
+
+def test_tune_lanes_each_get_a_different_point(tmp_path, monkeypatch):
+    from tests.engine.test_tune import make_tune_run
+
+    repo, ws = make_tune_run(tmp_path, monkeypatch)
+    cfg = re.sub(r"(\[parallel\]\n(?:#.*\n)*)lanes = 1\b", r"\1lanes = 3", ws.config_path.read_text())
+    assert "lanes = 3" in cfg
+    ws.config_path.write_text(cfg)
+    with Store(ws.db_path) as s:  # the run was frozen by `kopt init`: freeze the lanes too
+        from kopt_supervisor.engine import integrity
+
+        s.set_many({"frozen_config": cfg,
+                    "frozen_config_seal": integrity.config_seal(integrity.read_secret(ws.dir), cfg)})
+    assert run_engine(ws, max_iters=6) == 0
+    its = iterations(ws)[1:]
+    assert len(its) == 6 and len({it.record["lane"] for it in its}) == 3
+    seen = set()
+    for it in its:
+        d = it.record["proposal"]
+        key = json.dumps([d["class"], d["base"], d["point"]], sort_keys=True)
+        assert key not in seen, f"v{it.version} ({it.record['lane']}) was handed a point another lane had"
+        seen.add(key)
+
+
+def test_a_masked_restart_stops_every_lane_and_the_run_goes_on_from_there(fake_env, tmp_path, monkeypatch):
+    import threading
+
+    from kopt_supervisor.kopt_tui.cli import main as kopt
+
+    ws, repo = lanes_env(fake_env, tmp_path, monkeypatch, ["gain5", "loss5", "gain1", "loss5"], lanes=2, sleep=0.25)
+    result: list[int] = []
+    t = threading.Thread(target=lambda: result.append(run_engine(ws, max_iters=8)))
+    t.start()
+    deadline = time.time() + 120
+    while time.time() < deadline:  # a keep made, and both lanes busy again
+        its = iterations(ws) if ws.db_path.exists() else []
+        if any(it.kept for it in its[1:]) and len([it for it in its if it.status == "running"]) >= 2:
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail("never had a keep with two lanes in flight")
+    assert kopt(["--root", str(ws.root), "restart", ws.tag, "--from", "v0", "--why", "start over"]) == 0
+    t.join(300)
+    assert result == [0]
+    its = iterations(ws)
+    masked = [it for it in its if it.masked]
+    assert masked and all(it.final for it in its)
+    # every iteration in flight when the restart came was ended (interrupted) and masked with it
+    assert any(it.status == "interrupted" and it.masked for it in its), [(it.version, it.status, it.masked) for it in its]
+    # what came after started from the baseline again
+    after = [it for it in its[1:] if not it.masked]
+    assert after and all(it.best_commit_before in (its[0].commit, *[a.commit for a in after if a.kept]) for it in after)
     check_invariants_lanes(ws, repo)
