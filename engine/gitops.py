@@ -47,6 +47,7 @@ import shutil
 import stat
 import subprocess
 import tempfile
+import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -514,12 +515,16 @@ def _split0(out: str) -> list[str]:
 _PRIVATE: list[Path] = []
 
 
+_PRIVATE_LOCK = threading.Lock()  # lanes check their trees from threads of their own
+
+
 def private_dir() -> Path:
-    if not _PRIVATE:
-        d = Path(tempfile.mkdtemp(prefix="kopt-git-"))
-        atexit.register(shutil.rmtree, d, True)
-        _PRIVATE.append(d)
-    return _PRIVATE[0]
+    with _PRIVATE_LOCK:
+        if not _PRIVATE:
+            d = Path(tempfile.mkdtemp(prefix="kopt-git-"))
+            atexit.register(shutil.rmtree, d, True)
+            _PRIVATE.append(d)
+        return _PRIVATE[0]
 
 
 @contextlib.contextmanager
@@ -1003,7 +1008,12 @@ def tree_listing(worktree: str | Path, base: str) -> TreeListing:
     key = (loc.git_dir, loc.work_tree)
     ref = _REFERENCES.get(key)
     if ref is None or ref.tree != tree or not ref.index.exists():
-        index = ref.index if ref is not None else private_dir() / f"ref-{len(_REFERENCES)}-{os.getpid()}.index"
+        if ref is not None:
+            index = ref.index
+        else:  # a file of its own per worktree (several lanes check their trees at once)
+            fd, name = tempfile.mkstemp(prefix="ref-", suffix=".index", dir=private_dir())
+            os.close(fd)
+            index = Path(name)
         with contextlib.suppress(FileNotFoundError):
             index.unlink()
         run_at(loc, "read-tree", tree, env={"GIT_INDEX_FILE": str(index)})
