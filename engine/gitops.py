@@ -942,10 +942,13 @@ def checkout_bundle(bundle: Path, dest: Path, best: str, cand: str) -> tuple[Pat
     env = _base_env()
     env.update(_env_config(dict(FIXED_OVERRIDES)))
     repo = dest / "repo"
-    res = subprocess.run([_git_program(), "clone", "--quiet", "--no-checkout", str(bundle), str(repo)], env=env,
-                         capture_output=True, check=False, stdin=subprocess.DEVNULL, timeout=TIMEOUT_S)
-    if res.returncode != 0:
-        raise GitFailure(f"git clone of a lane's bundle: {_last_line(res.stderr, res.returncode)}")
+    # unbundled into a fresh repository (no clone: every transport stays off, `file` included)
+    for what, argv in (("init", ["init", "--quiet", str(repo)]),
+                       ("bundle unbundle", ["-C", str(repo), "bundle", "unbundle", str(bundle)])):
+        res = subprocess.run([_git_program(), *argv], env=env, capture_output=True, check=False,
+                             stdin=subprocess.DEVNULL, timeout=TIMEOUT_S)
+        if res.returncode != 0:
+            raise GitFailure(f"git {what} of a lane's bundle: {_last_line(res.stderr, res.returncode)}")
     best_path, cand_path = dest / "best", dest / "cand"
     for path, sha in ((best_path, best), (cand_path, cand)):
         _git(repo, "worktree", "add", "--force", "--detach", str(path), sha)
