@@ -83,4 +83,5 @@ left=$(( BUDGET - ($(date +%s) - T0) ))
 "$PY" -m experiments.h100_wave2.run "$part" --out "$R" --budget-s "$left" $([ $smoke = 1 ] && echo --smoke)
 rc=$?
 echo "[wave2] $part finished: exit $rc after $(( $(date +%s) - T0 )) s; see $R/summary.md"
+sleep 0.5  # let tee write the last lines into run.log
 exit $rc

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from experiments.h100_wave2 import records, softmax_target
+from experiments.h100_wave2 import probes, records, softmax_target
 from experiments.h100_wave2.common import (
     HERE,
     REPO,
@@ -214,6 +214,23 @@ def part1(ctx: Ctx) -> None:
             if not res.ok:
                 e["error"] = f"capture_ranges exited {res.rc}: {res.tail(3)}"
             e["headline"] = f"rc {res.rc}; " + "; ".join(e["checks"])
+    with measured(s, "ncu_under_the_sandbox") as e:
+        if ctx.smoke or find_ncu() is None or ctx.no_sandbox:
+            e["skipped"] = ("smoke mode" if ctx.smoke else "no ncu" if find_ncu() is None
+                            else "the runs are unconfined (--no-sandbox)")
+        else:
+            e["commands"].append("experiments/h100_wave2/probes.py: ncu_under_sandbox (kopt's ncu command on a "
+                                 "torch workload, confined by engine.sandbox.for_bench through engine.runner)")
+            got = probes.ncu_under_sandbox(ctx.work)
+            e.update(got)
+            e["headline"] = f"ncu under bubblewrap: {'works' if got.get('ok') else 'FAILS'} ({got.get('seconds')} s)"
+            if got.get("ok") is False:
+                e["ok"] = False
+                e["error"] = f"ncu fails inside kopt's sandbox: {got.get('why')}"
+                if os.environ.get("WAVE2_SANDBOX", "auto") == "auto":
+                    ctx.no_sandbox = True
+                    s.note("ncu fails inside kopt's sandbox on this machine (ncu_under_the_sandbox): the demos run "
+                           "with --no-sandbox so that the profiler's figures exist; WAVE2_SANDBOX=on keeps the sandbox")
     root = ctx.work / "ws"
     kernels = tuple(k for k in os.environ.get("WAVE2_DEMOS", "rmsnorm,adaln").split(",") if k)
     iters = int(os.environ.get("WAVE2_DEMO_ITERS", "1" if ctx.smoke else "10"))
@@ -243,7 +260,7 @@ def part1(ctx: Ctx) -> None:
             if not e["ok"]:
                 e["error"] = f"exit {res.rc}{' (killed at the hard deadline)' if res.killed else ''}: {res.tail(3)}"
             rv = fig["reverify_s_per_bench_keep"]
-            e["headline"] = (f"{fig['iterations']} iterations, {fig['keeps']} keeps; reverify per keep median "
+            e["headline"] = (f"{fig['iterations']} iterations, {fig['keeps']} keeps; fresh-process re-decision per bench keep: median "
                              f"{rv['median']} s (n={rv['n']}); profiler disagreed on {fig['profiler_disagreed']}; "
                              f"class-targeted keeps rejected by the profiler: "
                              f"{[x['version'] for x in fig['class_targeted_keeps_rejected_by_profiler']]}")
@@ -528,8 +545,8 @@ def part3(ctx: Ctx) -> None:
             e["rows"] = rows
             ray_totals = [x["to_verdict_s"] for x in rows.get("ray", []) if x["to_verdict_s"] is not None]
             loc_totals = [x["to_verdict_s"] for x in rows["local"] if x["to_verdict_s"] is not None]
-            e["median_to_verdict_s"] = {"ray": statistics.median(ray_totals) if ray_totals else None,
-                                        "local": statistics.median(loc_totals) if loc_totals else None}
+            e["median_to_verdict_s"] = {"ray": round(statistics.median(ray_totals), 2) if ray_totals else None,
+                                        "local": round(statistics.median(loc_totals), 2) if loc_totals else None}
             e["same_verdicts"] = all(same) and bool(rows.get("ray"))
             e["ok"] = bool(rows.get("ray"))
             e["headline"] = (f"same verdicts: {e['same_verdicts']} ({sum(same)}/{len(same)}); median seconds to a "
