@@ -9,6 +9,7 @@ import ast
 import csv
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -19,11 +20,12 @@ from typing import Any
 
 import pytest
 
-from experiments.h100_wave2 import common, records
+from experiments.h100_wave2 import common, probes, records
 from experiments.h100_wave2.prescan import choose
 from experiments.h100_wave2.propose_softmax import apply
 from kopt_supervisor.engine.profile import ConfigRef, NcuProfiler, agrees, compare_per_class
 from kopt_supervisor.engine.profile.ncu import NCU_IMPORT, NCU_NVTX
+from kopt_supervisor.engine.sandbox import probe
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "tests" / "data"
@@ -246,18 +248,12 @@ def test_the_ncu_probe_runs_kopts_command_inside_the_sandbox(monkeypatch: pytest
     """probes.ncu_under_sandbox with the fake ncu of tests/fake_target (it runs the command, then
     reports launches in kopt ranges): the confinement, the runner and the report's reading back
     are the device's; only ncu and the workload are stand-ins."""
-    from kopt_supervisor.engine.sandbox import probe
-
-    from experiments.h100_wave2 import probes
-
     if not probe().works:
         pytest.skip("bubblewrap does not work on this machine")
     fake_bin = REPO / "tests" / "fake_target" / "bin"
     monkeypatch.setenv("PATH", f"{fake_bin}:{os.environ['PATH']}")
     work = Path.home() / ".kopt-wave2-test" / "probe"  # outside /tmp: the sandbox makes /tmp private
     if work.exists():
-        import shutil
-
         shutil.rmtree(work)
     got = probes.ncu_under_sandbox(work, workload="open('ran.txt', 'w').write('1')\n",
                                    files={"kernel.json": (REPO / "tests" / "fake_target" / "kernel.json").read_text()})
