@@ -45,6 +45,7 @@ from experiments.h100_wave2.common import (
     find_ncu,
     kopt_argv,
     machine_info,
+    md_table,
     measured,
     pack,
     run_cmd,
@@ -132,7 +133,13 @@ def sandbox_choice(summary: Summary) -> bool:
 
 
 def print_tail(summary: Summary) -> None:
-    """The end of the output (what the device's reply shows): every step's outcome."""
+    """The end of the output (what the device's reply shows): the main tables, then every
+    step's outcome."""
+    for name, step in summary.data["steps"].items():
+        for title, table in (step.get("tables") or {}).items():
+            if table["rows"] and ("iterations" in title or "side by side" in name or "Ray lane" in title):
+                print(f"\n[wave2] {name}: {title}")
+                print("\n".join(md_table(table["columns"], table["rows"][:30])))
     print("\n[wave2] ======== summary ========")
     for name, s in summary.data["steps"].items():
         status = "ok" if s.get("ok") else "FAILED" if s.get("ok") is False else "unfinished"
@@ -198,7 +205,7 @@ def part1(ctx: Ctx) -> None:
         else:
             dest = ctx.work / "ncu_h100_ranges"
             argv = [sys.executable, "tests/data/capture_ranges.py", "--tool", "ncu", "--out", str(dest)]
-            res = run_cmd(argv, ctx.raw / "capture_ranges.log", timeout_s=min(180.0, ctx.budget.left() - 300),
+            res = run_cmd(argv, ctx.raw / "capture_ranges.log", timeout_s=max(60.0, min(180.0, ctx.budget.left() - 300)),
                           cwd=REPO, env=child_env(), echo="  [capture] ")
             e["commands"].append(f"python3 tests/data/capture_ranges.py --tool ncu --out <work>/ncu_h100_ranges "
                                  f"(here: {shell_line(argv)})")
@@ -288,6 +295,8 @@ def softmax_setup(ctx: Ctx) -> tuple[Path, Any, Path]:
                                                                         "correct", "class_by", "production")},
                          "sections": proposal.sections}
         e["headline"] = f"bench once {e['bench_run_s']} s; {e['decision_cost_estimate']}"
+    if not s.data["steps"]["onboarding"].get("ok"):
+        raise RuntimeError(f"the onboarding failed ({s.data['steps']['onboarding'].get('error')}): nothing to run")
     proposer = softmax_target.install_tools(ctx.work / "tools")
     return repo, proposal, proposer
 
