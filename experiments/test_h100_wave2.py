@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import csv
+import difflib
 import json
 import os
 import shutil
@@ -23,6 +24,7 @@ import pytest
 from experiments.h100_wave2 import common, probes, records
 from experiments.h100_wave2.prescan import choose
 from experiments.h100_wave2.propose_softmax import apply
+from kopt_supervisor.engine import diffscan
 from kopt_supervisor.engine.profile import ConfigRef, NcuProfiler, agrees, compare_per_class
 from kopt_supervisor.engine.profile.ncu import NCU_IMPORT, NCU_NVTX
 from kopt_supervisor.engine.sandbox import probe
@@ -264,3 +266,47 @@ def test_the_ncu_probe_runs_kopts_command_inside_the_sandbox(monkeypatch: pytest
     bad = probes.ncu_under_sandbox(work, workload="raise SystemExit(3)\n",
                                    files={"kernel.json": (REPO / "tests" / "fake_target" / "kernel.json").read_text()})
     assert bad["ok"] is False and "3" in bad["why"]
+
+
+def git_diff(old: str, new: str, path: str = "softmax/kernel.py") -> str:
+    return f"diff --git a/{path} b/{path}\n" + "".join(
+        difflib.unified_diff(old.splitlines(True), new.splitlines(True), f"a/{path}", f"b/{path}"))
+
+
+def test_the_delay_candidate_passes_the_diff_scan_only_with_its_allowance() -> None:
+    """The injected delay is what the diff scan's clock-time rule exists for: without the
+    allowance config_text adds, the candidate would go to review instead of being decided."""
+    out = apply(KERNEL, {"kind": "delay", "cycles": 5000})
+    assert [f.rule for f in diffscan.scan(git_diff(KERNEL, out), lambda path: out)] == ["clock-time"]
+    assert diffscan.scan(git_diff(KERNEL, out), lambda path: out, allow=["clock-time:softmax/kernel.py"]) == []
+    comment = apply(KERNEL, {"kind": "comment", "text": "A/A"})
+    assert diffscan.scan(git_diff(KERNEL, comment), lambda path: comment) == []
+
+
+def test_each_mode_gets_the_onboarded_config_with_only_its_own_differences(tmp_path: Path) -> None:
+    """The softmax example onboarded as `kopt init --bench` does (its harness bench run once, on
+    the interpreter), then the kopt.toml of each mode, loaded by kopt's own config loader."""
+    from experiments.h100_wave2 import softmax_target
+    from kopt_supervisor.engine import config
+
+    repo = softmax_target.make_repo(tmp_path / "repo")
+    proposal = softmax_target.onboard(repo, tmp_path / "logs")
+    tools = tmp_path / "tools"
+    proposer = softmax_target.install_tools(tools)
+    changes = softmax_target.write_changes(tools / "c.json", {1: {"kind": "comment", "hypothesis": "A/A"}})
+    cfgs = {m: config.loads(softmax_target.config_text(proposal, m, proposer, changes, smoke=False))
+            for m in softmax_target.MODES}
+    served, process, ray = cfgs["served"], cfgs["process"], cfgs["ray"]
+    assert served.target.ab_serve and "--serve" in served.target.ab_command
+    assert (process.target.ab_command, process.target.ab_serve) == ("", False)
+    assert process.target.bench == served.target.bench and process.decide == served.decide
+    assert (ray.parallel.backend, ray.parallel.lanes, ray.parallel.address) == ("ray", 1, "auto")
+    assert served.parallel.backend == "local" and ray.target == served.target and ray.decide == served.decide
+    for c in cfgs.values():
+        assert c.propose.kind == "command" and str(proposer) in c.propose.command and str(changes) in c.propose.command
+        assert c.profile.kind == "none" and c.decide.review_timeout_s == 0.0
+        assert c.decide.production_verdicts and c.decide.max_rounds == config.DecideConfig().max_rounds
+        assert c.target.allow_constructs == []
+    allowed = config.loads(softmax_target.config_text(proposal, "served", proposer, changes, smoke=False,
+                                                      allow_sleep=True))
+    assert allowed.target.allow_constructs == ["clock-time:softmax/kernel.py"]

@@ -349,9 +349,9 @@ def run_mode(ctx: Ctx, repo: Path, proposal: Any, proposer: Path, *, name: str, 
     root = ctx.work / "ws"
     tag = f"wave2-{name}"
     cfg = ctx.work / f"{name}.toml"
-    cfg.write_text(softmax_target.config_text(proposal, mode, proposer,
-                                              softmax_target.write_changes(ctx.work / "tools" / f"changes_{name}.json",
-                                                                           changes), smoke=ctx.smoke, gpu=gpu))
+    changes_file = softmax_target.write_changes(ctx.work / "tools" / f"changes_{name}.json", changes)
+    cfg.write_text(softmax_target.config_text(proposal, mode, proposer, changes_file, smoke=ctx.smoke, gpu=gpu,
+                                              allow_sleep=any(c["kind"] == "delay" for c in changes.values())))
     rows: list[dict[str, Any]] = []
     with measured(ctx.summary, f"{name}: init") as e:
         args = ["init", "--repo", str(repo), "--tag", tag, "--config", str(cfg)]
