@@ -238,19 +238,90 @@ def progress_view(d: RunData, now: float) -> ProgressView:
         left = fmt.clock(d.config.gpu.wait_max_s - (now - started))
     elif fmt.is_num(p.get("eta_s")) and fmt.is_num(p.get("t")):
         left = fmt.clock(float(p["eta_s"]) - (now - float(p["t"])))
-    what = {"eval": "deciding", "verify": "re-checking after format", "reverify": "deciding again in fresh processes",
-            "baseline": "measuring the baseline",
-            "propose": "proposing", "review": "awaiting your review", "paused": "paused",
-            "waiting_gpu": "waiting for an idle GPU"}.get(phase, phase)
-    step = str(p.get("step") or "")
-    if isinstance(done, int) and isinstance(total, int) and total:
-        step = (f"round {done + 1} of up to {total}" if phase in ("eval", "verify", "reverify")
-                else f"{done + 1} of {total}")
-    elif phase == "review":
-        step = ""
+    what, step = step_words(phase, p.get("step"), done, total)
     label = " · ".join(x for x in (f"v{version}" if version is not None else "", what, step) if x)
     return ProgressView(True, label, done if isinstance(done, int) else None,
                         total if isinstance(total, int) else None, elapsed, left)
+
+
+STEP_WORDS = {"eval": "deciding", "verify": "re-checking after format", "reverify": "deciding again in fresh processes",
+              "baseline": "measuring the baseline", "propose": "proposing", "review": "awaiting your review",
+              "paused": "paused", "waiting_gpu": "waiting for an idle GPU"}
+"""A live step's phase (meta `progress`, a lane's step) as people read it."""
+
+
+def step_words(phase: str, step: object, done: object, total: object) -> tuple[str, str]:
+    """(what, step) of a live step: "deciding", "round 4 of up to 8"."""
+    what = STEP_WORDS.get(phase, phase)
+    text = str(step or "")
+    if isinstance(done, int) and isinstance(total, int) and total:
+        text = (f"round {done + 1} of up to {total}" if phase in ("eval", "verify", "reverify")
+                else f"{done + 1} of {total}")
+    elif phase == "review":
+        text = ""
+    return what, text
+
+
+# ---------------------------------------------------------------------------------------
+# Lanes: several candidates at once ([parallel].lanes)
+
+
+LANE_WORDS = {**STEP_WORDS, "idle": "idle", "gate": "taking its GPU", "police": "checking the candidate",
+              "measure": "measuring", "evidence": "gathering evidence", "keep": "keeping", "commit": "committing",
+              "advance": "committing", "discard": "discarding"}
+"""A lane's phase as people read it: its live step's, or its iteration row's before the step
+has one (engine.api.lane_states)."""
+
+
+@dataclass(frozen=True)
+class LaneRow:
+    lane: int
+    version: int | None
+    """The iteration in flight in this lane, None when it is idle."""
+    what: str
+    step: str
+    done: int | None
+    total: int | None
+    gpu: str
+    """"GPU 1", the GPU's name when it has no index (a CPU-only target), "" when none is known."""
+    host: str
+
+
+@dataclass(frozen=True)
+class LanesView:
+    rows: tuple[LaneRow, ...]
+    live: bool
+    """An engine runs: the rows are what the lanes do now, not what they did last."""
+
+    @property
+    def busy(self) -> int:
+        return sum(r.version is not None for r in self.rows)
+
+
+def lane_row(entry: dict[str, Any]) -> LaneRow:
+    """One entry of `kopt status --json`'s `lanes` (engine.api.lane_states) as a lane's line."""
+    phase = str(entry.get("phase") or "")
+    what, step = step_words(phase, entry.get("step"), entry.get("done"), entry.get("total"))
+    if phase == "waiting_gpu":
+        step = ""  # "lane 1: no idle GPU ...": the words say it
+    done, total, version = entry.get("done"), entry.get("total"), entry.get("version")
+    found = entry.get("gpu")
+    gpu: dict[str, Any] = found if isinstance(found, dict) else {}
+    index = gpu.get("index")
+    label = f"GPU {index}" if isinstance(index, int) and not isinstance(index, bool) else str(gpu.get("name") or "")
+    return LaneRow(
+        lane=int(entry.get("lane") or 0), version=version if isinstance(version, int) else None,
+        what=LANE_WORDS.get(phase, what), step=fmt.one_line(step, 120),
+        done=done if isinstance(done, int) else None, total=total if isinstance(total, int) else None,
+        gpu=fmt.one_line(label, 40), host=fmt.one_line(str(entry.get("host") or ""), 40))
+
+
+def lanes_view(d: RunData) -> LanesView | None:
+    """One row per lane; None with one lane (the progress line says it all)."""
+    lanes = d.config.parallel.lanes if d.config else 1
+    if lanes <= 1:
+        return None
+    return LanesView(tuple(lane_row(e) for e in api.lane_states(d.meta, d.iterations, lanes)), d.alive)
 
 
 # ---------------------------------------------------------------------------------------
