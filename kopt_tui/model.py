@@ -87,6 +87,12 @@ class RunData:
         p = self.config.propose if self.config else None
         return api.agent_spending(self.iterations, p.budget_usd if p else 0.0, p.budget_tokens if p else 0)
 
+    @cached_property
+    def lanes(self) -> tuple[dict[str, Any], ...]:
+        """engine.api.lane_states when the run has several lanes ([parallel].lanes); () with one."""
+        n = self.config.parallel.lanes if self.config else 1
+        return tuple(api.lane_states(self.meta, self.iterations, n)) if n > 1 else ()
+
     def computed(self, name: str) -> Any:
         """A cached property's value if this reading computed it already, else None."""
         return self.__dict__.get(name)
@@ -318,10 +324,7 @@ def lane_row(entry: dict[str, Any]) -> LaneRow:
 
 def lanes_view(d: RunData) -> LanesView | None:
     """One row per lane; None with one lane (the progress line says it all)."""
-    lanes = d.config.parallel.lanes if d.config else 1
-    if lanes <= 1:
-        return None
-    return LanesView(tuple(lane_row(e) for e in api.lane_states(d.meta, d.iterations, lanes)), d.alive)
+    return LanesView(tuple(lane_row(e) for e in d.lanes), d.alive) if d.lanes else None
 
 
 # ---------------------------------------------------------------------------------------
@@ -537,6 +540,9 @@ class GpuRow:
     idle: bool
     reasons: tuple[str, ...]
     chosen: bool
+    lanes: tuple[int, ...] = ()
+    """With several lanes: the lanes whose iteration in flight runs on this GPU (then `chosen`,
+    the last gate's choice of any lane, is not marked)."""
 
 
 @dataclass(frozen=True)
@@ -547,7 +553,16 @@ class GpusView:
     note: str = ""
 
 
-def gpu_rows(assessments: list[dict[str, Any]], chosen_uuid: Any = None) -> tuple[GpuRow, ...]:
+def gpu_rows(assessments: list[dict[str, Any]], chosen_uuid: Any = None,
+             lanes: tuple[dict[str, Any], ...] = ()) -> tuple[GpuRow, ...]:
+    """`lanes` (RunData.lanes, several lanes): each GPU marked with the busy lanes on it, by
+    UUID on this host, instead of the last gate's choice."""
+    on: dict[Any, list[int]] = {}
+    for e in lanes:
+        gpu = e.get("gpu")
+        if e.get("version") is not None and isinstance(gpu, dict) and gpu.get("uuid") is not None \
+                and gpu.get("host") in (None, "local"):
+            on.setdefault(gpu["uuid"], []).append(int(e.get("lane") or 0))
     rows = []
     for a in assessments:
         g = a.get("gpu") or {}
@@ -556,7 +571,8 @@ def gpu_rows(assessments: list[dict[str, Any]], chosen_uuid: Any = None) -> tupl
             index=int(g.get("index", 0)), name=str(g.get("name") or "GPU"), util=_opt(g.get("util_pct")),
             mem_used=_opt(g.get("mem_used_mib")), mem_total=_opt(g.get("mem_total_mib")), processes=procs,
             idle=bool(a.get("idle")), reasons=tuple(a.get("reasons") or ()),
-            chosen=chosen_uuid is not None and g.get("uuid") == chosen_uuid))
+            chosen=not lanes and chosen_uuid is not None and g.get("uuid") == chosen_uuid,
+            lanes=tuple(on.get(g.get("uuid"), ()))))
     return tuple(rows)
 
 
@@ -565,9 +581,9 @@ def gpus_view(d: RunData, live: list[dict[str, Any]] | None, now: float) -> Gpus
     chosen = (gate.get("chosen") or {}).get("uuid")
     waiting = d.alive and (d.meta.get("progress") or {}).get("phase") == "waiting_gpu"
     if live:
-        rows, source = gpu_rows(live, chosen), "live"
+        rows, source = gpu_rows(live, chosen, d.lanes), "live"
     else:
-        rows, source = gpu_rows(gate.get("assessments") or [], chosen), "gate"
+        rows, source = gpu_rows(gate.get("assessments") or [], chosen, d.lanes), "gate"
     if not rows:
         vendor = d.config.gpu.vendor if d.config else "auto"
         note = ("no GPU seen: a CPU-only target (its timings are CPU timings)" if vendor in ("none", "auto")
@@ -583,7 +599,9 @@ def gpus_view(d: RunData, live: list[dict[str, Any]] | None, now: float) -> Gpus
                 + (f"; gives up in {fmt.clock(limit - waited)}" if limit and waited is not None else ""))
     elif gate.get("chosen"):
         t = gate.get("t")
-        note = f"gate chose GPU {gate['chosen'].get('index')}" + (f" at {fmt.when(t)}" if fmt.is_num(t) else "")
+        lane = gate.get("lane") if d.lanes and isinstance(gate.get("lane"), int) else None
+        note = (f"gate chose GPU {gate['chosen'].get('index')}" + (f" for lane {lane}" if lane is not None else "")
+                + (f" at {fmt.when(t)}" if fmt.is_num(t) else ""))
     return GpusView(rows, source, note)
 
 

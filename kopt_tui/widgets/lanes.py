@@ -23,11 +23,11 @@ def lane_line(r: LaneRow, widths: tuple[int, int, int, int], live: bool) -> Text
         (f"lane {r.lane}".ljust(lane_w), "bold"), "  ",
         (version.ljust(version_w), "cyan" if r.version is not None else "dim"), "  ",
         (r.gpu or fmt.DASH).ljust(gpu_w), " ", (fmt.one_line(r.host, host_w).ljust(host_w), "dim"), "  ",
+        # the bar in a column of its own: a long step never pushes it off a narrow terminal
+        (bar(r.done, r.total, BAR) if r.done is not None and r.total else " " * BAR, "cyan"), "  ",
         (r.what, "" if r.version is not None else "dim")]
     if r.step:
         parts += [(" · ", "dim"), r.step]
-    if r.done is not None and r.total:
-        parts += ["  ", (bar(r.done, r.total, BAR), "cyan")]
     text = Text.assemble(*parts, no_wrap=True, overflow="ellipsis")
     if not live:
         text.stylize("dim")

@@ -41,8 +41,12 @@ def test_the_model_has_a_row_per_lane_and_none_with_one_lane(tmp_path: Path):
     assert [(r.lane, r.version, r.what, r.gpu, r.host) for r in view.rows] == [
         (0, 5, "deciding", "GPU 1", "local"), (1, 6, "deciding", "GPU 2", "local")]
     assert all(r.step == "round 2 of up to 4" and (r.done, r.total) == (1, 4) for r in view.rows)
+    # the GPU panel marks each lane's GPU (not the last gate's choice of whichever lane)
+    gpus = model.gpus_view(data, None, 0.0)
+    assert [(g.index, g.lanes, g.chosen) for g in gpus.rows] == [(0, (), False), (1, (0,), False), (2, (1,), False)]
+    assert gpus.note.startswith("gate chose GPU 2 for lane 1")
     done = RunCache(Workspace(root, DONE), probe=lambda ws: (False, None)).refresh()
-    assert done is not None and model.lanes_view(done) is None
+    assert done is not None and model.lanes_view(done) is None and done.lanes == ()
 
 
 def test_a_lane_row_from_junk_shows_what_it_can():
@@ -65,14 +69,14 @@ async def test_the_dashboard_shows_a_line_per_lane_and_follows_a_lane_going_idle
         assert screen.query_one(LanesPanel).border_title == "lanes · 2 of 2 busy"
         lines = panel_text(app)
         assert len(lines) == 2
-        assert lines[0].startswith("lane 0  v5  GPU 1 local  deciding · round 2 of up to 4  ██")
-        assert lines[1].startswith("lane 1  v6  GPU 2 local  deciding")
+        assert lines[0] == "lane 0  v5  GPU 1 local  ██░░░░░░  deciding · round 2 of up to 4"
+        assert lines[1] == "lane 1  v6  GPU 2 local  ██░░░░░░  deciding · round 2 of up to 4"
         # lane 1's iteration ends: the panel follows run.db, the lane idle on the GPU it last had
         with Store(Workspace(root, LANES).db_path) as s:
             v6 = s.iteration(6)
             s.save_iteration(dataclasses.replace(v6, status="interrupted", phase="done", finished_at=v6.started_at + 9))
         await until(pilot, lambda: "idle" in panel_text(app)[1], what="lane 1 idle")
-        assert panel_text(app)[1].startswith("lane 1  —   GPU 2 local  idle")
+        assert panel_text(app)[1] == "lane 1  —   GPU 2 local            idle"
         assert screen.query_one(LanesPanel).border_title == "lanes · 1 of 2 busy"
         assert panel_text(app)[0].startswith("lane 0  v5")
 
