@@ -297,7 +297,8 @@ class LaneRow:
 class LanesView:
     rows: tuple[LaneRow, ...]
     live: bool
-    """An engine runs: the rows are what the lanes do now, not what they did last."""
+    """An engine runs and is not paused: the rows are what the lanes do now, not the steps
+    they did last (a pause preempts them; they are taken again on resume)."""
 
     @property
     def busy(self) -> int:
@@ -324,7 +325,10 @@ def lane_row(entry: dict[str, Any]) -> LaneRow:
 
 def lanes_view(d: RunData) -> LanesView | None:
     """One row per lane; None with one lane (the progress line says it all)."""
-    return LanesView(tuple(lane_row(e) for e in d.lanes), d.alive) if d.lanes else None
+    if not d.lanes:
+        return None
+    return LanesView(tuple(lane_row(e) for e in d.lanes),
+                     d.alive and d.state != "paused" and not d.meta.get("paused"))
 
 
 # ---------------------------------------------------------------------------------------

@@ -128,7 +128,9 @@ class DashboardScreen(KoptScreen[None]):
         panel = self.query_one(LanesPanel)
         panel.view = view
         if view is not None:
-            panel.border_title = f"lanes · {view.busy} of {len(view.rows)} busy" if view.live else "lanes · no engine"
+            panel.border_title = (f"lanes · {view.busy} of {len(view.rows)} busy" if view.live
+                                  else "lanes · paused" if data.alive
+                                  else "lanes · no engine" if data.state == "crashed" else f"lanes · {data.state}")
         self.set_class(view is not None, "-lanes")
 
     @renders_data

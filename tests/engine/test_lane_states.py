@@ -16,7 +16,7 @@ def it(v: int, status: Status, lane: Any = 0, phase: str = "done", gpu: dict[str
         del rec["lane"]
     if gpu is not None:
         rec["gpu"] = gpu
-    return Iteration(v, status, phase=phase, record=rec)  # type: ignore[arg-type]  # a record is JSON
+    return Iteration(v, status, phase=phase, record=rec)
 
 
 def gpu(i: int, host: str = "local") -> dict[str, Any]:

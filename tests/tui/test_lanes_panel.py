@@ -79,6 +79,11 @@ async def test_the_dashboard_shows_a_line_per_lane_and_follows_a_lane_going_idle
         assert panel_text(app)[1] == "lane 1  —   GPU 2 local            idle"
         assert screen.query_one(LanesPanel).border_title == "lanes · 1 of 2 busy"
         assert panel_text(app)[0].startswith("lane 0  v5")
+        # paused: the steps shown are the ones the pause preempted, dimmed, and the title says so
+        with Store(Workspace(root, LANES).db_path) as s:
+            s.set_many({"state": "paused", "paused": True})
+        await until(pilot, lambda: screen.query_one(LanesPanel).border_title == "lanes · paused", what="paused")
+        assert not screen.query_one(LanesPanel).view.live
 
 
 async def test_with_one_lane_the_panel_stays_hidden(tmp_path: Path):
@@ -107,3 +112,16 @@ async def test_more_lanes_than_rows_say_how_many_are_not_shown(tmp_path: Path):
         assert room < 8 and len(lines) == room  # a short terminal: -short caps the panel
         assert lines[-1] == f"+{8 - room + 1} more lanes: kopt status shows every one"
         assert lines[0].startswith("lane 0")
+
+
+async def test_without_an_engine_the_lanes_are_what_they_did_last_dimmed(tmp_path: Path):
+    root = lanes_root(tmp_path)  # fake-lanes' engine was killed: crashed
+    app = KoptApp(root, LANES, services=frozen_services(root, alive=(), clock=LANES, gpus_file="gpus-lanes.json"))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: lanes_shown(app), what="the lanes panel")
+        panel = app.screen.query_one(LanesPanel)
+        assert panel.border_title == "lanes · no engine" and not panel.view.live
+        text = panel.render()
+        assert text.plain.startswith("lane 0  v5")
+        dimmed = {i for span in text.spans if "dim" in str(span.style) for i in range(span.start, span.end)}
+        assert all(i in dimmed for i, ch in enumerate(text.plain) if ch != "\n")  # every character
