@@ -18,9 +18,9 @@ import ast
 import re
 from collections import defaultdict
 from collections.abc import Iterator
-from dataclasses import dataclass
 
-from kopt_supervisor.engine.diffscan.findings import Finding, quote
+from kopt_supervisor.engine.diffscan.findings import Finding, Raw, quote
+from kopt_supervisor.engine.diffscan.lazy import lazy_results
 from kopt_supervisor.engine.diffscan.names import (
     BUILTIN,
     BUILTIN_NAMES,
@@ -30,6 +30,7 @@ from kopt_supervisor.engine.diffscan.names import (
     IDENTITY_DUNDERS,
     LOOKUPS,
     MUTATORS,
+    OPEN_WITH_MODE,
     POINTER_METHODS,
     QUALIFIED,
     SAFE_DUNDERS,
@@ -41,14 +42,8 @@ from kopt_supervisor.engine.diffscan.names import (
     TENSOR_TYPES,
     WRITE_METHODS,
 )
+from kopt_supervisor.engine.diffscan.state import cached_functions, persistent_state
 from kopt_supervisor.engine.diffscan.text import C_RULES, GENERIC_RULES, PY_TEXT_RULES, text_rules
-
-
-@dataclass(frozen=True)
-class _Raw:
-    rule: str
-    node: ast.AST
-    note: str = ""
 
 
 def scan_python(path: str, source: str, added: dict[int, str]) -> list[Finding]:
@@ -212,7 +207,7 @@ class _Scanner:
 
     # -- rules ------------------------------------------------------------------------------------
 
-    def findings(self) -> Iterator[_Raw]:
+    def findings(self) -> Iterator[Raw]:
         for node in ast.walk(self.tree):
             yield from self._references(node)
             yield from self._stores(node)
@@ -220,9 +215,12 @@ class _Scanner:
             yield from self._strings(node)
             yield from self._defs(node)
         yield from self._pointer_keys()
-        yield from self._module_state()
+        yield from self._data_keys()
+        yield from self._input_attributes()
+        yield from persistent_state(self)
+        yield from lazy_results(self)
 
-    def _references(self, node: ast.AST) -> Iterator[_Raw]:
+    def _references(self, node: ast.AST) -> Iterator[Raw]:
         names: list[str] = []
         if isinstance(node, ast.Import):
             names = [a.name for a in node.names]
@@ -237,37 +235,38 @@ class _Scanner:
             elif resolved and resolved[1] and isinstance(node, ast.Name) and node.id in self.aliases:
                 rule = BUILTIN_RULES.get(resolved[0][len(BUILTIN):])  # run = eval; run(...)
                 if rule:
-                    yield _Raw(rule, node)
+                    yield Raw(rule, node)
         for q in names:
             for rule, prefixes in QUALIFIED.items():
                 if any(q == p or q.startswith(p + ".") for p in prefixes):
-                    yield _Raw(rule, node)  # a name may meet several rules (os.environ.pop, sys.stdout)
+                    note = "  # the bench's own module" if q.split(".")[0] == "__main__" else ""
+                    yield Raw(rule, node, note)  # a name may meet several rules (os.environ.pop, sys.stdout)
         if isinstance(node, ast.Attribute):
             if node.attr in FRAME_ATTRS:
-                yield _Raw("frame-inspection", node)
+                yield Raw("frame-inspection", node)
             if node.attr == "__dict__":
-                yield _Raw("dynamic-access", node)
+                yield Raw("dynamic-access", node)
             if node.attr == "elapsed_time":
-                yield _Raw("clock-time", node)
+                yield Raw("clock-time", node)
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
             if node.id in BUILTIN_RULES and not self._is_bound(node.id):
-                yield _Raw(BUILTIN_RULES[node.id], node)
+                yield Raw(BUILTIN_RULES[node.id], node)
             parent = self.parents.get(id(node))
             called = isinstance(parent, ast.Call) and parent.func is node
             if node.id in ("setattr", "delattr", "getattr") and not called and not self._is_bound(node.id):
-                yield _Raw("dynamic-access", node)
+                yield Raw("dynamic-access", node)
             module = self.aliases.get(node.id)
             if module in SENSITIVE_MODULES and not (isinstance(parent, ast.Attribute) and parent.value is node) \
                     and not called:
-                yield _Raw("dynamic-access", node, f"  # the module {module} handed on as a value")
+                yield Raw("dynamic-access", node, f"  # the module {module} handed on as a value")
         if isinstance(node, ast.Compare) or (
                 isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in STR_METHODS):
             if self._probes_identity(node):
-                yield _Raw("worktree-probe", node)
+                yield Raw("worktree-probe", node)
         if isinstance(node, ast.Raise) and node.exc is not None:
             exc = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
             if isinstance(exc, ast.Name) and exc.id in ("SystemExit", "KeyboardInterrupt") and not self._is_bound(exc.id):
-                yield _Raw("process-exit", node)
+                yield Raw("process-exit", node)
 
     def _probes_identity(self, node: ast.AST) -> bool:
         """__file__, __name__ (other than == "__main__"), cwd or argv compared or searched as text."""
@@ -283,7 +282,7 @@ class _Scanner:
                 return True
         return False
 
-    def _stores(self, node: ast.AST) -> Iterator[_Raw]:
+    def _stores(self, node: ast.AST) -> Iterator[Raw]:
         targets: list[ast.expr] = []
         if isinstance(node, ast.Assign):
             targets = list(node.targets)
@@ -299,33 +298,33 @@ class _Scanner:
             for t in (target.elts if isinstance(target, ast.Tuple | ast.List) else [target]):
                 yield from self._store_target(t, node)
 
-    def _store_target(self, t: ast.expr, stmt: ast.AST) -> Iterator[_Raw]:
+    def _store_target(self, t: ast.expr, stmt: ast.AST) -> Iterator[Raw]:
         at = t if hasattr(t, "lineno") else stmt
         if isinstance(t, ast.Attribute):
             base = self.resolve(t.value)
             if base and base[1]:
-                yield _Raw("patch-module", at)
+                yield Raw("patch-module", at)
             elif t.attr.startswith("__") and t.attr.endswith("__") and t.attr not in SAFE_DUNDERS:
-                yield _Raw("patch-module", at)
+                yield Raw("patch-module", at)
             elif not isinstance(t.value, ast.Name | ast.Attribute):
-                yield _Raw("patch-module", at, "  # an attribute of a computed object")
+                yield Raw("patch-module", at, "  # an attribute of a computed object")
             elif isinstance(t.value, ast.Name) and not self._is_bound(t.value.id):
-                yield _Raw("patch-module", at, "  # an attribute of a name this file never binds")
+                yield Raw("patch-module", at, "  # an attribute of a name this file never binds")
         elif isinstance(t, ast.Subscript):
             base = self.resolve(t.value)
             if base and base[0] == "os.environ" and base[1]:
-                yield _Raw("env-write", at)
+                yield Raw("env-write", at)
             elif base and (base[0].endswith(".__dict__") or base[0] == "sys.modules"):
-                yield _Raw("patch-module", at)
+                yield Raw("patch-module", at)
             elif base and base[1] and base[0] == "sys.path":
-                yield _Raw("import-tricks", at)
+                yield Raw("import-tricks", at)
             elif isinstance(t.value, ast.Call) and (self._builtin(t.value.func, "globals")
                                                     or self._builtin(t.value.func, "vars")):
-                yield _Raw("patch-module", at)
+                yield Raw("patch-module", at)
         elif isinstance(t, ast.Name) and t.id == "__builtins__":
-            yield _Raw("builtins", at)
+            yield Raw("builtins", at)
 
-    def _calls(self, node: ast.AST) -> Iterator[_Raw]:
+    def _calls(self, node: ast.AST) -> Iterator[Raw]:
         if not isinstance(node, ast.Call):
             return
         fn = node.func
@@ -337,41 +336,41 @@ class _Scanner:
             attr = node.args[1] if len(node.args) > 1 else None
             dunder = isinstance(attr, ast.Constant) and isinstance(attr.value, str) and attr.value.startswith("__")
             if (base and base[1]) or dunder or not isinstance(first, ast.Name | ast.Attribute):
-                yield _Raw("patch-module", node)
+                yield Raw("patch-module", node)
         if isinstance(fn, ast.Attribute):
             if fn.attr in ("__setattr__", "__delattr__"):
-                yield _Raw("patch-module", node)
+                yield Raw("patch-module", node)
             owner = self.resolve(fn.value)
             if fn.attr in MUTATORS and owner and owner[0].endswith(".__dict__"):
-                yield _Raw("patch-module", node)
+                yield Raw("patch-module", node)
             if fn.attr in ("insert", "append", "extend", "remove", "pop", "clear") and owner == ("sys.path", True):
-                yield _Raw("import-tricks", node)
-            if fn.attr in WRITE_METHODS:
-                yield _Raw("file-write", node)
+                yield Raw("import-tricks", node)
+            if fn.attr in WRITE_METHODS or (fn.attr == "dump" and not (owner and owner[1])):
+                yield Raw("file-write", node)  # p.write_text(...), df.to_csv(...), arr.dump(...)
             if fn.attr == "open" and _write_mode(node, mode_at=1 if owner and owner[1] else 0):
-                yield _Raw("file-write", node)  # a module's open(name, mode), or a path's open(mode)
-        if name in ("io.open", "codecs.open", "os.fdopen") or self._builtin(fn, "open"):
+                yield Raw("file-write", node)  # a module's open(name, mode), or a path's open(mode)
+        if name in OPEN_WITH_MODE or self._builtin(fn, "open"):
             if _write_mode(node, mode_at=1):
-                yield _Raw("file-write", node)
+                yield Raw("file-write", node)
         if self._builtin(fn, "print"):
             dest = next((k.value for k in node.keywords if k.arg == "file"), None)
             resolved = self.resolve(dest) if dest is not None else None
             if dest is None or (resolved and resolved[0] in ("sys.stdout", "sys.__stdout__")):
-                yield _Raw("stdout-write", node)
+                yield Raw("stdout-write", node)
         if any(self._builtin(fn, b) for b in ("exec", "eval", "compile")) and node.args:
             code = node.args[0]
             if isinstance(code, ast.Constant) and isinstance(code.value, str):
                 yield from self._inner(code.value, node)
         if name == "types.ModuleType":  # a module made at run time (the name alone is an annotation)
-            yield _Raw("import-tricks", node)
+            yield Raw("import-tricks", node)
         if self._builtin(fn, "type") and len(node.args) == 3:
-            yield _Raw("dynamic-access", node, "  # a class made at run time")
+            yield Raw("dynamic-access", node, "  # a class made at run time")
         if self._builtin(fn, "getattr") and len(node.args) >= 2:
             base = self.resolve(node.args[0])
             if base and base[1] and base[0] in SENSITIVE_MODULES and not isinstance(node.args[1], ast.Constant):
-                yield _Raw("dynamic-access", node, "  # an attribute by computed name")  # getattr(torch, dtype) is fine
+                yield Raw("dynamic-access", node, "  # an attribute by computed name")  # getattr(torch, dtype) is fine
 
-    def _inner(self, code: str, at: ast.Call) -> Iterator[_Raw]:
+    def _inner(self, code: str, at: ast.Call) -> Iterator[Raw]:
         """The rules on code passed to exec/eval/compile as a string, reported at the call."""
         try:
             inner = ast.parse(code)
@@ -380,39 +379,39 @@ class _Scanner:
         sub = _Scanner(inner)
         sub.aliases = {**self.aliases, **sub.aliases}
         for raw in sub.findings():
-            yield _Raw(raw.rule, at, f"  # in the string: {ast.unparse(raw.node)[:60]}")
+            yield Raw(raw.rule, at, f"  # in the string: {ast.unparse(raw.node)[:60]}")
 
-    def _strings(self, node: ast.AST) -> Iterator[_Raw]:
+    def _strings(self, node: ast.AST) -> Iterator[Raw]:
         if not (isinstance(node, ast.Constant) and isinstance(node.value, str)) or id(node) in self.docstrings:
             return
         s = node.value
         if re.search(r"(?i)kopt|/proc/", s):
-            yield _Raw("kopt-probe", node)
+            yield Raw("kopt-probe", node)
         if SIDE_PATH.search(s.strip()):
-            yield _Raw("worktree-probe", node)
+            yield Raw("worktree-probe", node)
         if s.strip() in SENSITIVE_NAMES:
-            yield _Raw("dynamic-access", node, f"  # the name {s.strip()!r} as a string")
+            yield Raw("dynamic-access", node, f"  # the name {s.strip()!r} as a string")
         if len(s) > 8 and ("(" in s or "#" in s):
             lines = dict(enumerate(s.splitlines(), 1))
             for f in text_rules("", lines, C_RULES + GENERIC_RULES[:1], strip_comments=True):
-                yield _Raw(f.rule, node, f"  # in the string: {f.text[:60]}")
+                yield Raw(f.rule, node, f"  # in the string: {f.text[:60]}")
 
-    def _defs(self, node: ast.AST) -> Iterator[_Raw]:
+    def _defs(self, node: ast.AST) -> Iterator[Raw]:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             if node.name == "__del__":
-                yield _Raw("process-exit", node, "  # runs when collected, or at exit")
+                yield Raw("process-exit", node, "  # runs when collected, or at exit")
             if node.name in ("__torch_function__", "__torch_dispatch__"):
-                yield _Raw("tensor-subclass", node)
+                yield Raw("tensor-subclass", node)
             for dec in node.decorator_list:
                 target = dec.func if isinstance(dec, ast.Call) else dec
                 resolved = self.resolve(target)
                 if resolved and resolved[1] and resolved[0] in CACHE_DECORATORS and self._takes_tensors(node):
-                    yield _Raw("input-cache", dec, f"  # caches {node.name}(), which takes tensors")
+                    yield Raw("input-cache", dec, f"  # caches {node.name}(), which takes tensors")
         if isinstance(node, ast.ClassDef):
             for b in node.bases:
                 resolved = self.resolve(b)
                 if resolved and resolved[1] and resolved[0] in TENSOR_TYPES:
-                    yield _Raw("tensor-subclass", node)
+                    yield Raw("tensor-subclass", node)
         if isinstance(node, ast.Call):
             fn = node.func.func if isinstance(node.func, ast.Call) else node.func
             resolved = self.resolve(fn)
@@ -420,7 +419,7 @@ class _Scanner:
             if resolved and resolved[1] and resolved[0] in CACHE_DECORATORS and isinstance(wrapped, ast.Name):
                 cached = self.defs.get(wrapped.id)
                 if cached is not None and self._takes_tensors(cached):
-                    yield _Raw("input-cache", node, f"  # caches {cached.name}(), which takes tensors")
+                    yield Raw("input-cache", node, f"  # caches {cached.name}(), which takes tensors")
 
     def _takes_tensors(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
         """A parameter annotated as a tensor or array, or read through an attribute only a
@@ -437,7 +436,7 @@ class _Scanner:
         return any(isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in names
                    and n.attr in TENSOR_ATTRS for n in ast.walk(fn))
 
-    def _pointer_keys(self) -> Iterator[_Raw]:
+    def _pointer_keys(self) -> Iterator[Raw]:
         """Dictionary keys, lookups and membership tests built from data_ptr()/id()/storage."""
         for fn in [self.tree, *(n for n in ast.walk(self.tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef))]:
             tainted: set[str] = set()
@@ -459,7 +458,76 @@ class _Scanner:
                         and n.args:
                     keys = [n.args[0]]
                 if any(self._pointerish(k, tainted) for k in keys):
-                    yield _Raw("input-cache", n, "  # keyed on a pointer or object identity")
+                    yield Raw("input-cache", n, "  # keyed on a pointer or object identity")
+
+    def _data_keys(self) -> Iterator[Raw]:
+        """A cached function of this file called with its caller's data turned hashable
+        (`_cached(tuple(xs), s)`, `_cached(x.tobytes())`): an output cache keyed on the input."""
+        cached = cached_functions(self)
+        for fn in ast.walk(self.tree):
+            if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+                continue
+            params = {a.arg for a in ast.walk(fn.args) if isinstance(a, ast.arg)}
+            for n in ast.walk(fn):
+                if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in cached \
+                        and any(self._data_of(a, params) for a in [*n.args, *(k.value for k in n.keywords)]):
+                    yield Raw("input-cache", n, f"  # caches {n.func.id}() on the caller's data")
+
+    def _input_attributes(self) -> Iterator[Raw]:
+        """An attribute stored on a parameter's object after probing whether it is there, by a
+        function that is not a method (`if hasattr(x, "_out"): return x._out ... x._out = y`,
+        `getattr(x, "_n", 0)`, `try: x._out except AttributeError`): a cache carried by the
+        caller's input, which the bench hands again to every timed call."""
+        for fn in ast.walk(self.tree):
+            if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef) \
+                    or isinstance(self.parents.get(id(fn)), ast.ClassDef):
+                continue
+            params = {a.arg for a in ast.walk(fn.args) if isinstance(a, ast.arg)}
+            stores: list[tuple[ast.AST, str, str | None]] = []
+            probes: set[tuple[str, str]] = set()
+            for n in ast.walk(fn):
+                if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in params:
+                    if isinstance(n.ctx, ast.Store | ast.Del):
+                        stores.append((n, n.value.id, n.attr))
+                    elif self._in_try(n, fn):
+                        probes.add((n.value.id, n.attr))
+                elif isinstance(n, ast.Call) and len(n.args) >= 2 and isinstance(n.args[0], ast.Name) \
+                        and n.args[0].id in params:
+                    name = n.args[1]
+                    key = name.value if isinstance(name, ast.Constant) and isinstance(name.value, str) else None
+                    if self._builtin(n.func, "hasattr") or (self._builtin(n.func, "getattr") and len(n.args) == 3):
+                        if key is not None:
+                            probes.add((n.args[0].id, key))
+                    elif self._builtin(n.func, "setattr") or self._builtin(n.func, "delattr"):
+                        stores.append((n, n.args[0].id, key))
+            for node, param, attr in stores:
+                if attr is None or (param, attr) in probes:
+                    yield Raw("input-cache", node, f"  # kept on the caller's {param} between calls")
+
+    def _in_try(self, node: ast.AST, fn: ast.AST) -> bool:
+        """node lies in a try whose handler catches AttributeError (or everything: bare)."""
+        p = self.parents.get(id(node))
+        while p is not None and p is not fn:
+            if isinstance(p, ast.Try) and any(
+                    h.type is None or any(isinstance(t, ast.Name) and t.id == "AttributeError" for t in ast.walk(h.type))
+                    for h in p.handlers):
+                return True
+            p = self.parents.get(id(p))
+        return False
+
+    def _data_of(self, node: ast.AST, params: set[str]) -> bool:
+        """tuple(p), frozenset(p), bytes(p), bytearray(p), hash(p) of a parameter p, or
+        p....tobytes() / p....tolist()."""
+        if not isinstance(node, ast.Call):
+            return False
+        if isinstance(node.func, ast.Attribute) and node.func.attr in ("tobytes", "tolist"):
+            root: ast.AST = node.func.value
+            while isinstance(root, ast.Attribute | ast.Call | ast.Subscript):
+                root = root.func if isinstance(root, ast.Call) else root.value
+            return isinstance(root, ast.Name) and root.id in params
+        first = node.args[0] if node.args else None
+        return isinstance(first, ast.Name) and first.id in params and any(
+            self._builtin(node.func, b) for b in ("tuple", "frozenset", "bytes", "bytearray", "hash"))
 
     def _pointerish(self, node: ast.AST, tainted: set[str]) -> bool:
         for n in ast.walk(node):
@@ -473,33 +541,6 @@ class _Scanner:
             if resolved and resolved[0] == "ctypes.addressof":
                 return True
         return False
-
-    def _module_state(self) -> Iterator[_Raw]:
-        """Inside a function: `global` names it stores, or a module-level container it changes."""
-        for fn in ast.walk(self.tree):
-            if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
-                continue
-            local = {a.arg for a in ast.walk(fn.args) if isinstance(a, ast.arg)}
-            declared: set[str] = set()
-            for n in ast.walk(fn):
-                if isinstance(n, ast.Global):
-                    declared |= set(n.names)
-                elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
-                    local.add(n.id)
-            for n in ast.walk(fn):
-                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store | ast.Del) and n.id in declared:
-                    yield _Raw("module-state", n, f"  # global {n.id}")
-                target: ast.AST | None = None
-                if isinstance(n, ast.Subscript | ast.Attribute) and isinstance(n.ctx, ast.Store | ast.Del):
-                    target = n.value
-                elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in MUTATORS:
-                    target = n.func.value
-                while isinstance(target, ast.Attribute | ast.Subscript):
-                    target = target.value  # the root of X.a[k].b
-                if isinstance(target, ast.Name) and target.id in self.module_names \
-                        and target.id not in self.aliases \
-                        and (target.id not in local or target.id in declared):
-                    yield _Raw("module-state", n, f"  # module-level {target.id} changed per call")
 
 
 def _rule_of(qualified: str) -> str | None:
