@@ -113,7 +113,8 @@ POINTER_METHODS = frozenset({"data_ptr", "untyped_storage", "storage", "_cdata",
                              "__cuda_array_interface__", "_typed_storage"})
 MUTATORS = frozenset({"append", "extend", "insert", "update", "setdefault", "pop", "popitem", "clear", "add",
                       "discard", "remove", "__setitem__", "__delitem__", "appendleft", "put", "write", "send",
-                      "extendleft", "rotate", "sort", "reverse", "move_to_end", "__iadd__", "__ior__"})
+                      "extendleft", "rotate", "sort", "reverse", "move_to_end", "__iadd__", "__ior__", "register_buffer",
+                      "register_parameter", "add_module", "register_module"})
 LOOKUPS = frozenset({"get", "setdefault", "pop", "__contains__", "__getitem__", "__setitem__"})
 CACHE_DECORATORS = frozenset({"functools.cache", "functools.lru_cache"})
 SIDE_PATH = re.compile(r"(?i)(^|[/\\])(best|cand|candidate)([/\\]|$)")

@@ -19,7 +19,8 @@ import re
 from collections import defaultdict
 from collections.abc import Iterator
 
-from kopt_supervisor.engine.diffscan.findings import Finding, Raw, quote
+from kopt_supervisor.engine.diffscan.findings import Finding, quote
+from kopt_supervisor.engine.diffscan.findings import Raw as _Raw
 from kopt_supervisor.engine.diffscan.lazy import lazy_results
 from kopt_supervisor.engine.diffscan.names import (
     BUILTIN,
@@ -207,7 +208,7 @@ class _Scanner:
 
     # -- rules ------------------------------------------------------------------------------------
 
-    def findings(self) -> Iterator[Raw]:
+    def findings(self) -> Iterator[_Raw]:
         for node in ast.walk(self.tree):
             yield from self._references(node)
             yield from self._stores(node)
@@ -220,7 +221,7 @@ class _Scanner:
         yield from persistent_state(self)
         yield from lazy_results(self)
 
-    def _references(self, node: ast.AST) -> Iterator[Raw]:
+    def _references(self, node: ast.AST) -> Iterator[_Raw]:
         names: list[str] = []
         if isinstance(node, ast.Import):
             names = [a.name for a in node.names]
@@ -235,38 +236,38 @@ class _Scanner:
             elif resolved and resolved[1] and isinstance(node, ast.Name) and node.id in self.aliases:
                 rule = BUILTIN_RULES.get(resolved[0][len(BUILTIN):])  # run = eval; run(...)
                 if rule:
-                    yield Raw(rule, node)
+                    yield _Raw(rule, node)
         for q in names:
             for rule, prefixes in QUALIFIED.items():
                 if any(q == p or q.startswith(p + ".") for p in prefixes):
                     note = "  # the bench's own module" if q.split(".")[0] == "__main__" else ""
-                    yield Raw(rule, node, note)  # a name may meet several rules (os.environ.pop, sys.stdout)
+                    yield _Raw(rule, node, note)  # a name may meet several rules (os.environ.pop, sys.stdout)
         if isinstance(node, ast.Attribute):
             if node.attr in FRAME_ATTRS:
-                yield Raw("frame-inspection", node)
+                yield _Raw("frame-inspection", node)
             if node.attr == "__dict__":
-                yield Raw("dynamic-access", node)
+                yield _Raw("dynamic-access", node)
             if node.attr == "elapsed_time":
-                yield Raw("clock-time", node)
+                yield _Raw("clock-time", node)
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
             if node.id in BUILTIN_RULES and not self._is_bound(node.id):
-                yield Raw(BUILTIN_RULES[node.id], node)
+                yield _Raw(BUILTIN_RULES[node.id], node)
             parent = self.parents.get(id(node))
             called = isinstance(parent, ast.Call) and parent.func is node
             if node.id in ("setattr", "delattr", "getattr") and not called and not self._is_bound(node.id):
-                yield Raw("dynamic-access", node)
+                yield _Raw("dynamic-access", node)
             module = self.aliases.get(node.id)
             if module in SENSITIVE_MODULES and not (isinstance(parent, ast.Attribute) and parent.value is node) \
                     and not called:
-                yield Raw("dynamic-access", node, f"  # the module {module} handed on as a value")
+                yield _Raw("dynamic-access", node, f"  # the module {module} handed on as a value")
         if isinstance(node, ast.Compare) or (
                 isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in STR_METHODS):
             if self._probes_identity(node):
-                yield Raw("worktree-probe", node)
+                yield _Raw("worktree-probe", node)
         if isinstance(node, ast.Raise) and node.exc is not None:
             exc = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
             if isinstance(exc, ast.Name) and exc.id in ("SystemExit", "KeyboardInterrupt") and not self._is_bound(exc.id):
-                yield Raw("process-exit", node)
+                yield _Raw("process-exit", node)
 
     def _probes_identity(self, node: ast.AST) -> bool:
         """__file__, __name__ (other than == "__main__"), cwd or argv compared or searched as text."""
@@ -282,7 +283,7 @@ class _Scanner:
                 return True
         return False
 
-    def _stores(self, node: ast.AST) -> Iterator[Raw]:
+    def _stores(self, node: ast.AST) -> Iterator[_Raw]:
         targets: list[ast.expr] = []
         if isinstance(node, ast.Assign):
             targets = list(node.targets)
@@ -298,33 +299,33 @@ class _Scanner:
             for t in (target.elts if isinstance(target, ast.Tuple | ast.List) else [target]):
                 yield from self._store_target(t, node)
 
-    def _store_target(self, t: ast.expr, stmt: ast.AST) -> Iterator[Raw]:
+    def _store_target(self, t: ast.expr, stmt: ast.AST) -> Iterator[_Raw]:
         at = t if hasattr(t, "lineno") else stmt
         if isinstance(t, ast.Attribute):
             base = self.resolve(t.value)
             if base and base[1]:
-                yield Raw("patch-module", at)
+                yield _Raw("patch-module", at)
             elif t.attr.startswith("__") and t.attr.endswith("__") and t.attr not in SAFE_DUNDERS:
-                yield Raw("patch-module", at)
+                yield _Raw("patch-module", at)
             elif not isinstance(t.value, ast.Name | ast.Attribute):
-                yield Raw("patch-module", at, "  # an attribute of a computed object")
+                yield _Raw("patch-module", at, "  # an attribute of a computed object")
             elif isinstance(t.value, ast.Name) and not self._is_bound(t.value.id):
-                yield Raw("patch-module", at, "  # an attribute of a name this file never binds")
+                yield _Raw("patch-module", at, "  # an attribute of a name this file never binds")
         elif isinstance(t, ast.Subscript):
             base = self.resolve(t.value)
             if base and base[0] == "os.environ" and base[1]:
-                yield Raw("env-write", at)
+                yield _Raw("env-write", at)
             elif base and (base[0].endswith(".__dict__") or base[0] == "sys.modules"):
-                yield Raw("patch-module", at)
+                yield _Raw("patch-module", at)
             elif base and base[1] and base[0] == "sys.path":
-                yield Raw("import-tricks", at)
+                yield _Raw("import-tricks", at)
             elif isinstance(t.value, ast.Call) and (self._builtin(t.value.func, "globals")
                                                     or self._builtin(t.value.func, "vars")):
-                yield Raw("patch-module", at)
+                yield _Raw("patch-module", at)
         elif isinstance(t, ast.Name) and t.id == "__builtins__":
-            yield Raw("builtins", at)
+            yield _Raw("builtins", at)
 
-    def _calls(self, node: ast.AST) -> Iterator[Raw]:
+    def _calls(self, node: ast.AST) -> Iterator[_Raw]:
         if not isinstance(node, ast.Call):
             return
         fn = node.func
@@ -336,41 +337,41 @@ class _Scanner:
             attr = node.args[1] if len(node.args) > 1 else None
             dunder = isinstance(attr, ast.Constant) and isinstance(attr.value, str) and attr.value.startswith("__")
             if (base and base[1]) or dunder or not isinstance(first, ast.Name | ast.Attribute):
-                yield Raw("patch-module", node)
+                yield _Raw("patch-module", node)
         if isinstance(fn, ast.Attribute):
             if fn.attr in ("__setattr__", "__delattr__"):
-                yield Raw("patch-module", node)
+                yield _Raw("patch-module", node)
             owner = self.resolve(fn.value)
             if fn.attr in MUTATORS and owner and owner[0].endswith(".__dict__"):
-                yield Raw("patch-module", node)
+                yield _Raw("patch-module", node)
             if fn.attr in ("insert", "append", "extend", "remove", "pop", "clear") and owner == ("sys.path", True):
-                yield Raw("import-tricks", node)
+                yield _Raw("import-tricks", node)
             if fn.attr in WRITE_METHODS or (fn.attr == "dump" and not (owner and owner[1])):
-                yield Raw("file-write", node)  # p.write_text(...), df.to_csv(...), arr.dump(...)
+                yield _Raw("file-write", node)  # p.write_text(...), df.to_csv(...), arr.dump(...)
             if fn.attr == "open" and _write_mode(node, mode_at=1 if owner and owner[1] else 0):
-                yield Raw("file-write", node)  # a module's open(name, mode), or a path's open(mode)
+                yield _Raw("file-write", node)  # a module's open(name, mode), or a path's open(mode)
         if name in OPEN_WITH_MODE or self._builtin(fn, "open"):
             if _write_mode(node, mode_at=1):
-                yield Raw("file-write", node)
+                yield _Raw("file-write", node)
         if self._builtin(fn, "print"):
             dest = next((k.value for k in node.keywords if k.arg == "file"), None)
             resolved = self.resolve(dest) if dest is not None else None
             if dest is None or (resolved and resolved[0] in ("sys.stdout", "sys.__stdout__")):
-                yield Raw("stdout-write", node)
+                yield _Raw("stdout-write", node)
         if any(self._builtin(fn, b) for b in ("exec", "eval", "compile")) and node.args:
             code = node.args[0]
             if isinstance(code, ast.Constant) and isinstance(code.value, str):
                 yield from self._inner(code.value, node)
         if name == "types.ModuleType":  # a module made at run time (the name alone is an annotation)
-            yield Raw("import-tricks", node)
+            yield _Raw("import-tricks", node)
         if self._builtin(fn, "type") and len(node.args) == 3:
-            yield Raw("dynamic-access", node, "  # a class made at run time")
+            yield _Raw("dynamic-access", node, "  # a class made at run time")
         if self._builtin(fn, "getattr") and len(node.args) >= 2:
             base = self.resolve(node.args[0])
             if base and base[1] and base[0] in SENSITIVE_MODULES and not isinstance(node.args[1], ast.Constant):
-                yield Raw("dynamic-access", node, "  # an attribute by computed name")  # getattr(torch, dtype) is fine
+                yield _Raw("dynamic-access", node, "  # an attribute by computed name")  # getattr(torch, dtype) is fine
 
-    def _inner(self, code: str, at: ast.Call) -> Iterator[Raw]:
+    def _inner(self, code: str, at: ast.Call) -> Iterator[_Raw]:
         """The rules on code passed to exec/eval/compile as a string, reported at the call."""
         try:
             inner = ast.parse(code)
@@ -379,39 +380,39 @@ class _Scanner:
         sub = _Scanner(inner)
         sub.aliases = {**self.aliases, **sub.aliases}
         for raw in sub.findings():
-            yield Raw(raw.rule, at, f"  # in the string: {ast.unparse(raw.node)[:60]}")
+            yield _Raw(raw.rule, at, f"  # in the string: {ast.unparse(raw.node)[:60]}")
 
-    def _strings(self, node: ast.AST) -> Iterator[Raw]:
+    def _strings(self, node: ast.AST) -> Iterator[_Raw]:
         if not (isinstance(node, ast.Constant) and isinstance(node.value, str)) or id(node) in self.docstrings:
             return
         s = node.value
         if re.search(r"(?i)kopt|/proc/", s):
-            yield Raw("kopt-probe", node)
+            yield _Raw("kopt-probe", node)
         if SIDE_PATH.search(s.strip()):
-            yield Raw("worktree-probe", node)
+            yield _Raw("worktree-probe", node)
         if s.strip() in SENSITIVE_NAMES:
-            yield Raw("dynamic-access", node, f"  # the name {s.strip()!r} as a string")
+            yield _Raw("dynamic-access", node, f"  # the name {s.strip()!r} as a string")
         if len(s) > 8 and ("(" in s or "#" in s):
             lines = dict(enumerate(s.splitlines(), 1))
             for f in text_rules("", lines, C_RULES + GENERIC_RULES[:1], strip_comments=True):
-                yield Raw(f.rule, node, f"  # in the string: {f.text[:60]}")
+                yield _Raw(f.rule, node, f"  # in the string: {f.text[:60]}")
 
-    def _defs(self, node: ast.AST) -> Iterator[Raw]:
+    def _defs(self, node: ast.AST) -> Iterator[_Raw]:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             if node.name == "__del__":
-                yield Raw("process-exit", node, "  # runs when collected, or at exit")
+                yield _Raw("process-exit", node, "  # runs when collected, or at exit")
             if node.name in ("__torch_function__", "__torch_dispatch__"):
-                yield Raw("tensor-subclass", node)
+                yield _Raw("tensor-subclass", node)
             for dec in node.decorator_list:
                 target = dec.func if isinstance(dec, ast.Call) else dec
                 resolved = self.resolve(target)
                 if resolved and resolved[1] and resolved[0] in CACHE_DECORATORS and self._takes_tensors(node):
-                    yield Raw("input-cache", dec, f"  # caches {node.name}(), which takes tensors")
+                    yield _Raw("input-cache", dec, f"  # caches {node.name}(), which takes tensors")
         if isinstance(node, ast.ClassDef):
             for b in node.bases:
                 resolved = self.resolve(b)
                 if resolved and resolved[1] and resolved[0] in TENSOR_TYPES:
-                    yield Raw("tensor-subclass", node)
+                    yield _Raw("tensor-subclass", node)
         if isinstance(node, ast.Call):
             fn = node.func.func if isinstance(node.func, ast.Call) else node.func
             resolved = self.resolve(fn)
@@ -419,7 +420,7 @@ class _Scanner:
             if resolved and resolved[1] and resolved[0] in CACHE_DECORATORS and isinstance(wrapped, ast.Name):
                 cached = self.defs.get(wrapped.id)
                 if cached is not None and self._takes_tensors(cached):
-                    yield Raw("input-cache", node, f"  # caches {cached.name}(), which takes tensors")
+                    yield _Raw("input-cache", node, f"  # caches {cached.name}(), which takes tensors")
 
     def _takes_tensors(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
         """A parameter annotated as a tensor or array, or read through an attribute only a
@@ -436,7 +437,7 @@ class _Scanner:
         return any(isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in names
                    and n.attr in TENSOR_ATTRS for n in ast.walk(fn))
 
-    def _pointer_keys(self) -> Iterator[Raw]:
+    def _pointer_keys(self) -> Iterator[_Raw]:
         """Dictionary keys, lookups and membership tests built from data_ptr()/id()/storage."""
         for fn in [self.tree, *(n for n in ast.walk(self.tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef))]:
             tainted: set[str] = set()
@@ -458,12 +459,14 @@ class _Scanner:
                         and n.args:
                     keys = [n.args[0]]
                 if any(self._pointerish(k, tainted) for k in keys):
-                    yield Raw("input-cache", n, "  # keyed on a pointer or object identity")
+                    yield _Raw("input-cache", n, "  # keyed on a pointer or object identity")
 
-    def _data_keys(self) -> Iterator[Raw]:
+    def _data_keys(self) -> Iterator[_Raw]:
         """A cached function of this file called with its caller's data turned hashable
         (`_cached(tuple(xs), s)`, `_cached(x.tobytes())`): an output cache keyed on the input."""
         cached = cached_functions(self)
+        if not cached:
+            return
         for fn in ast.walk(self.tree):
             if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
                 continue
@@ -471,9 +474,9 @@ class _Scanner:
             for n in ast.walk(fn):
                 if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in cached \
                         and any(self._data_of(a, params) for a in [*n.args, *(k.value for k in n.keywords)]):
-                    yield Raw("input-cache", n, f"  # caches {n.func.id}() on the caller's data")
+                    yield _Raw("input-cache", n, f"  # caches {n.func.id}() on the caller's data")
 
-    def _input_attributes(self) -> Iterator[Raw]:
+    def _input_attributes(self) -> Iterator[_Raw]:
         """An attribute stored on a parameter's object after probing whether it is there, by a
         function that is not a method (`if hasattr(x, "_out"): return x._out ... x._out = y`,
         `getattr(x, "_n", 0)`, `try: x._out except AttributeError`): a cache carried by the
@@ -502,7 +505,7 @@ class _Scanner:
                         stores.append((n, n.args[0].id, key))
             for node, param, attr in stores:
                 if attr is None or (param, attr) in probes:
-                    yield Raw("input-cache", node, f"  # kept on the caller's {param} between calls")
+                    yield _Raw("input-cache", node, f"  # kept on the caller's {param} between calls")
 
     def _in_try(self, node: ast.AST, fn: ast.AST) -> bool:
         """node lies in a try whose handler catches AttributeError (or everything: bare)."""

@@ -106,6 +106,13 @@ class _State:
         self.sc = sc
         self.classes = {n.name: n for n in sc.tree.body if isinstance(n, ast.ClassDef)}
         self.cached = cached_functions(sc)
+        self.at_import = list(_import_nodes(sc.tree))
+        """What runs when the module is imported (module level, class bodies, decorators and
+        defaults of functions defined there), not inside a function's call, nor a
+        `if __name__ == "__main__":` block (run as a script)."""
+        self.decorators = [d.func if isinstance(d, ast.Call) else d for n in self.at_import
+                           if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+                           for d in n.decorator_list]
         self.persistent_classes = self._persistent_classes()
         self.factories = self._factories()
         self.scopes: dict[int, _Scope] = {}
@@ -113,51 +120,26 @@ class _State:
             if isinstance(node, _FUNCTION):
                 self.scopes[id(node)] = self._scope(node)
         self.helpers: dict[str, tuple[list[str], set[str]]] = {}
-        self._mutating_helpers()
+        self._find_mutating_helpers()
 
     # -- what persists -----------------------------------------------------------------------------
 
     def _persistent_classes(self) -> set[str]:
         """Classes of this file with an instance made (or used as a decorator) at import."""
-        return {n.func.id for n in ast.walk(self.sc.tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
-                and n.func.id in self.classes and self._at_import(n)} | {
-                    n.id for n in self._decorators() if isinstance(n, ast.Name) and n.id in self.classes}
-
-    def _decorators(self) -> Iterator[ast.expr]:
-        for n in ast.walk(self.sc.tree):
-            if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and self._at_import(n):
-                yield from (d.func if isinstance(d, ast.Call) else d for d in n.decorator_list)
-
-    def _at_import(self, node: ast.AST) -> bool:
-        """Whether the node runs when the module is imported (module level, a class body, a
-        decorator or a default of a function defined there), not inside a function's call."""
-        child, p = node, self.sc.parents.get(id(node))
-        while p is not None:
-            if isinstance(p, ast.If) and _main_guard(p.test):
-                return False  # runs as a script, not on import
-            if isinstance(p, ast.Lambda) and child is p.body:
-                return False
-            if isinstance(p, ast.FunctionDef | ast.AsyncFunctionDef) and any(child is b for b in p.body):
-                return False
-            child, p = p, self.sc.parents.get(id(p))
-        return True
+        made = {n.func.id for n in self.at_import if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+        return (made | {d.id for d in self.decorators if isinstance(d, ast.Name)}) & set(self.classes)
 
     def _factories(self) -> set[int]:
         """Functions whose products outlive a kernel call: called (or decorating) at import, a
         lambda called at import, cached, or called inside a cached function."""
         by_name = {n.name: n for n in self.sc.tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
-        out = {id(by_name[name]) for name in self.cached if name in by_name}
-        cached_bodies = [by_name[name] for name in self.cached if name in by_name]
-        for n in ast.walk(self.sc.tree):
-            if isinstance(n, ast.Call):
-                fn = n.func
-                if isinstance(fn, ast.Lambda) and self._at_import(n):
-                    out.add(id(fn))
-                elif isinstance(fn, ast.Name) and fn.id in by_name and fn.id not in self.sc.aliases and (
-                        self._at_import(n) or any(_within(n, c, self.sc.parents) for c in cached_bodies)):
-                    out.add(id(by_name[fn.id]))
-        out |= {id(by_name[d.id]) for d in self._decorators() if isinstance(d, ast.Name) and d.id in by_name}
-        return out
+        cached = [by_name[name] for name in self.cached if name in by_name]
+        calls = [n for n in self.at_import if isinstance(n, ast.Call)]
+        calls += [n for fn in cached for n in ast.walk(fn) if isinstance(n, ast.Call)]
+        out = {id(fn) for fn in cached} | {id(n.func) for n in calls if isinstance(n.func, ast.Lambda)}
+        names = {n.func.id for n in calls if isinstance(n.func, ast.Name)}
+        names |= {d.id for d in self.decorators if isinstance(d, ast.Name)}
+        return out | {id(by_name[name]) for name in names - set(self.sc.aliases) if name in by_name}
 
     def _default_kind(self, default: ast.expr) -> str:
         """"plain" (a constant, a tuple of them, a lambda, an immutable constructor), "mutable"
@@ -355,25 +337,28 @@ class _State:
                 yield Raw(RULE, d, f"  # default argument {p.arg}: made once, shared by every call")
 
     def _taint(self, scope: _Scope) -> None:
-        """Locals bound to what outlives the call become roots themselves."""
-        for _ in range(3):
-            for n in scope.nodes:
-                pairs: list[tuple[ast.AST, ast.AST]] = []
-                if isinstance(n, ast.Assign):
-                    pairs = [(t, n.value) for t in n.targets]
-                elif isinstance(n, ast.AnnAssign | ast.NamedExpr) and n.value is not None:
-                    pairs = [(n.target, n.value)]
-                elif isinstance(n, ast.For | ast.AsyncFor | ast.comprehension):
-                    pairs = [(n.target, n.iter)]
-                elif isinstance(n, ast.withitem) and n.optional_vars is not None:
-                    pairs = [(n.optional_vars, n.context_expr)]
-                for target, value in pairs:
-                    held = self._holds(value, scope)
-                    if held is None:
-                        continue
-                    for t in _bound_names(target):
-                        if t.id not in scope.roots and t.id not in scope.globals:
-                            scope.roots[t.id] = f"{held.split(' (via ')[0]} (via {t.id})"
+        """Locals bound to what outlives the call become roots themselves (until none is new)."""
+        pairs: list[tuple[ast.AST, ast.AST]] = []
+        for n in scope.nodes:
+            if isinstance(n, ast.Assign):
+                pairs += [(t, n.value) for t in n.targets]
+            elif isinstance(n, ast.AnnAssign | ast.NamedExpr) and n.value is not None:
+                pairs.append((n.target, n.value))
+            elif isinstance(n, ast.For | ast.AsyncFor | ast.comprehension):
+                pairs.append((n.target, n.iter))
+            elif isinstance(n, ast.withitem) and n.optional_vars is not None:
+                pairs.append((n.optional_vars, n.context_expr))
+        grew = True
+        while grew:
+            grew = False
+            for target, value in pairs:
+                names = [t.id for t in _bound_names(target) if t.id not in scope.roots and t.id not in scope.globals]
+                held = self._holds(value, scope) if names else None
+                if held is None:
+                    continue
+                for name in names:
+                    scope.roots[name] = f"{held.split(' (via ')[0]} (via {name})"
+                    grew = True
 
     def _changes(self, scope: _Scope) -> Iterator[Raw]:
         escaping = [o for o in self._enclosing(scope.fn) if id(o) in self.factories and self._escapes(scope.fn, o)]
@@ -421,21 +406,21 @@ class _State:
         out: list[ast.AST] = [a for a, p in zip(n.args, params, strict=False) if p in changed]
         return out + [k.value for k in n.keywords if k.arg in changed]
 
-    def _mutating_helpers(self) -> dict[str, tuple[list[str], set[str]]]:
-        """Module-level functions of the file that change a parameter's object: name ->
-        (positional parameter names, the changed ones). Through helpers of helpers too."""
+    def _find_mutating_helpers(self) -> None:
+        """self.helpers: module-level functions of the file that change a parameter's object,
+        name -> (positional parameter names, the changed ones); helpers of helpers too."""
         fns = [n for n in self.sc.tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
-        self.helpers = {}
-        for _ in range(3):
+        grew = True
+        while grew:
+            grew = False
             for fn in fns:
                 scope = self.scopes[id(fn)]
                 params = {p.arg for p in scope.params}
                 changed = {name for n in scope.nodes for t in self._changed(n, scope)
                            if (name := _root_name(t)) is not None and name in params}
-                if changed:
-                    positional = [p.arg for p in [*fn.args.posonlyargs, *fn.args.args]]
-                    self.helpers[fn.name] = (positional, changed)
-        return self.helpers
+                if changed and changed != self.helpers.get(fn.name, ([], set()))[1]:
+                    self.helpers[fn.name] = ([p.arg for p in [*fn.args.posonlyargs, *fn.args.args]], changed)
+                    grew = True
 
     def _class_container(self, target: ast.AST, scope: _Scope) -> str | None:
         """`self.A[k] = v`, `self.A.append(x)` where A is bound in the class body: the class's
@@ -467,6 +452,19 @@ class _State:
         return None
 
 
+def _import_nodes(tree: ast.Module) -> Iterator[ast.AST]:
+    stack: list[ast.AST] = list(tree.body)
+    while stack:
+        n = stack.pop()
+        yield n
+        if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            stack += [*getattr(n, "decorator_list", []), *n.args.defaults, *filter(None, n.args.kw_defaults)]
+        elif isinstance(n, ast.If) and _main_guard(n.test):
+            stack += n.orelse
+        else:
+            stack += list(ast.iter_child_nodes(n))
+
+
 def _main_guard(test: ast.expr) -> bool:
     """`__name__ == "__main__"`."""
     return isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__" \
@@ -494,15 +492,6 @@ def _bound_names(target: ast.AST) -> Iterator[ast.Name]:
             yield from _bound_names(e)
     elif isinstance(target, ast.Starred):
         yield from _bound_names(target.value)
-
-
-def _within(node: ast.AST, fn: ast.AST, parents: dict[int, ast.AST]) -> bool:
-    p = parents.get(id(node))
-    while p is not None:
-        if p is fn:
-            return True
-        p = parents.get(id(p))
-    return False
 
 
 def _own_nodes(fn: _Fn) -> Iterator[ast.AST]:

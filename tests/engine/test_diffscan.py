@@ -273,6 +273,8 @@ HOSTILE = [
      "        return x\nrun = S()", "module-state"),
     ("class Memo:\n    def __init__(self, f):\n        self.f, self.c = f, {}\n    def __call__(self, x):\n"
      "        self.c[1] = x\n@Memo\ndef double(x):\n    return x * 2", "module-state"),
+    ("class M(torch.nn.Module):\n    def forward(self, x):\n        self.register_buffer('memo', x)\n        return x\n"
+     "MOD = M()", "module-state"),
     # ... what a cached function returns (the opener of a store)
     ("import functools\n@functools.lru_cache(None)\ndef _store():\n    return {}\ndef count(x):\n    _store()[1] = x",
      "module-state"),
@@ -305,6 +307,7 @@ HOSTILE = [
     ("import importlib\nsv = importlib.import_module('shelve')", "file-write"),
     ("import shelve\nopener = getattr(shelve, 'open')", "file-write"),
     ("import dbm\ndb = dbm.open('/tmp/x', 'c')", "file-write"),
+    ("from shelve import *\ndb = open('/tmp/x')", "file-write"),
     ("import sqlite3 as sq\ncon = sq.connect('/tmp/x.db')", "file-write"),
     ("from pickle import dump\ndump(1, None)", "file-write"),
     ("import numpy as np\nnp.save('x.npy', 1)", "file-write"),
