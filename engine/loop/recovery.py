@@ -61,11 +61,22 @@ class Recovery:
         self.refresh_projections()
 
     def at_end(self, lanes: list[Lane]) -> None:
-        """The run ends with its branch at BEST_COMMIT, whatever moved it meanwhile."""
+        """The run ends with its branch at BEST_COMMIT, whatever moved it meanwhile, and every
+        lane's trees there too (a candidate awaiting review stays for the engineer)."""
         try:
             self.ctx.verify(lanes)
         except KoptError as e:
             self.ctx.event("tamper", f"at the end of the run: {e}", level="error")
+            return
+        if any(r.awaiting_review for r in self.ctx.rows()):
+            return
+        try:
+            if all(lane.best != self.ctx.ws.best for lane in lanes):
+                self.sync_branch()
+            for lane in lanes:
+                self.sync(lane)
+        except KoptError as e:  # the next start syncs again
+            self.ctx.event("git", f"at the end of the run: {e}", level="warn")
 
     def refresh_projections(self) -> None:
         """A crash between a store write and its projection left a file behind the store:
