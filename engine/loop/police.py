@@ -13,7 +13,7 @@ import dataclasses
 import sys
 from typing import Any, NamedTuple
 
-from kopt_supervisor.engine import diffscan, gitops, integrity, runner, treecheck
+from kopt_supervisor.engine import diffscan, gitops, history, integrity, runner, treecheck
 from kopt_supervisor.engine.errors import KoptError
 from kopt_supervisor.engine.loop.context import RunContext
 from kopt_supervisor.engine.loop.lane import Lane
@@ -132,6 +132,7 @@ class Police:
         if head != best:
             return Problem(Status.FAIL_PROPOSE, "the proposer made commits of its own in cand/ (kopt commits keeps; "
                                                 "leave changes uncommitted)")
+        history.check_chain(ctx.key, ctx.store)  # BEST below is read from the rows: they must be the engine's
         if gitops.branch_sha(ctx.store.get("repo"), ctx.ws.branch) != ctx.best_commit():
             return Problem(Status.FAIL_PROTECTED, "the proposer changed best/ or the run's branch")
         try:

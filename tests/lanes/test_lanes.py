@@ -69,6 +69,25 @@ def bind_log(tmp_path: Path) -> list[tuple[str, float, float, str]]:
     return out
 
 
+def assert_no_gpu_shared(runs: list[tuple[str, float, float, str]]) -> int:
+    """No two lanes' benches on one GPU at the same moment; returns how many pairs of runs of
+    different lanes overlapped in time (the lanes did run at once)."""
+    lane_runs: dict[str, list[tuple[str, float, float]]] = {}
+    for dev, start, end, tree in runs:  # tree: "<lane folder>/<best|cand>"
+        lane_runs.setdefault(tree.rsplit("/", 1)[0], []).append((dev, start, end))
+    overlapping = 0
+    for a, ra in lane_runs.items():
+        for b, rb in lane_runs.items():
+            if a >= b:
+                continue
+            for dev_a, s_a, e_a in ra:
+                for dev_b, s_b, e_b in rb:
+                    if s_a < e_b and s_b < e_a:
+                        overlapping += 1
+                        assert dev_a != dev_b, f"lanes {a} and {b} ran on GPU {dev_a} at the same time"
+    return overlapping
+
+
 def test_lanes_run_at_once_each_on_its_own_gpu(fake_env, tmp_path, monkeypatch):
     # four GPUs, one of them busy with someone's training: three lanes on the three idle ones
     ws, repo = lanes_env(fake_env, tmp_path, monkeypatch, ["gain5", "loss5", "gain1", "loss5", "gain5", "loss5"],
@@ -78,20 +97,7 @@ def test_lanes_run_at_once_each_on_its_own_gpu(fake_env, tmp_path, monkeypatch):
     assert len(its) == 7 and all(it.final for it in its)
     runs = bind_log(tmp_path)
     assert runs and all(dev in ("0", "1", "3") for dev, *_ in runs), "a bench ran on the busy GPU or unbound"
-    # never two lanes on one GPU at once; every run of a lane's tree on that lane's GPU
-    lane_runs: dict[str, list[tuple[str, float, float]]] = {}
-    for dev, start, end, tree in runs:
-        lane_runs.setdefault(tree.rsplit("/", 1)[0], []).append((dev, start, end))
-    overlapping_lanes = 0
-    for a, ra in lane_runs.items():
-        for b, rb in lane_runs.items():
-            if a >= b:
-                continue
-            for dev_a, s_a, e_a in ra:
-                for dev_b, s_b, e_b in rb:
-                    if s_a < e_b and s_b < e_a:
-                        overlapping_lanes += 1
-                        assert dev_a != dev_b, f"lanes {a} and {b} ran on GPU {dev_a} at the same time"
+    overlapping_lanes = assert_no_gpu_shared(runs)
     assert overlapping_lanes > 0, "the lanes never ran at the same time"
     # each iteration's record names its lane and GPU; best and candidate of a look on one GPU
     for it in its[1:]:
@@ -189,15 +195,15 @@ def test_fewer_idle_gpus_than_lanes_makes_a_lane_wait(fake_env, tmp_path, monkey
 
 
 def test_kill_9_with_lanes_in_flight_resumes_and_keeps_every_guarantee(fake_env, tmp_path, monkeypatch):
-    ws, repo = lanes_env(fake_env, tmp_path, monkeypatch, ["gain5", "loss5", "loss5"], lanes=3, sleep=0.3)
+    ws, repo = lanes_env(fake_env, tmp_path, monkeypatch, ["gain5", "loss5", "loss5", "gain1"], lanes=4, sleep=0.3)
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     proc = subprocess.Popen([sys.executable, "-m", "kopt_supervisor.kopt_tui.cli", "--root", str(ws.root), "run", ws.tag,
-                             "--foreground", "--max-iters", "6"], env=env, stdout=subprocess.DEVNULL,
+                             "--foreground", "--max-iters", "8"], env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.time() + 120
-    while time.time() < deadline:  # until at least two lanes are in their decisions
+    while time.time() < deadline:  # until four lanes are in flight, three of them measuring
         running = [it for it in iterations(ws) if it.status == "running"] if ws.db_path.exists() else []
-        if len([it for it in running if it.phase == "measure"]) >= 2:
+        if len(running) == 4 and len([it for it in running if it.phase == "measure"]) >= 3:
             break
         time.sleep(0.2)
     else:
@@ -279,4 +285,24 @@ def test_a_masked_restart_stops_every_lane_and_the_run_goes_on_from_there(fake_e
     # what came after started from the baseline again
     after = [it for it in its[1:] if not it.masked]
     assert after and all(it.best_commit_before in (its[0].commit, *[a.commit for a in after if a.kept]) for it in after)
+    check_invariants_lanes(ws, repo)
+
+
+def test_a_gpu_vanishing_mid_run_moves_its_lane_to_the_free_one(fake_env, tmp_path, monkeypatch):
+    # four GPUs, three lanes; GPU 1 falls off the bus after a few readings of every gate: the
+    # look timed while it vanished is flagged, and its lane goes on on the GPU left free
+    gone = [g for g in gpus(4) if g["index"] != 1]
+    ws, repo = lanes_env(fake_env, tmp_path, monkeypatch, ["loss5", "gain1", "loss5"], lanes=3,
+                         snapshots=[gpus(4)] * 5 + [gone], sleep=0.1)
+    assert run_engine(ws, max_iters=6) == 0
+    its = iterations(ws)
+    assert len(its) == 7 and all(it.final for it in its), [it.status for it in its]
+    flagged = [it for it in its[1:] if any("gpu_vanished" in f["flags"] for f in it.record["gpu"].get("flagged_rounds", []))]
+    assert flagged, "no look was flagged when its GPU vanished"
+    runs = bind_log(tmp_path)
+    assert_no_gpu_shared(runs)
+    last_on_1 = max((end for dev, _, end, _ in runs if dev == "1"), default=0.0)
+    assert [dev for dev, start, _, _ in runs if start > last_on_1] and all(
+        dev != "1" for dev, start, _, _ in runs if start > last_on_1)
+    assert {dev for dev, *_ in runs} == {"0", "1", "2", "3"}  # the lane on 1 moved to the free GPU 3
     check_invariants_lanes(ws, repo)
