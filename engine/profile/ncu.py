@@ -176,6 +176,8 @@ def with_nvtx_ranges(
     out = []
     for key, launch in keyed:
         name = renamed[key]
+        if name.endswith("/" + launch.kernel):  # ncu 2025 prints "<innermost range>/<kernel>"
+            name = name[: -len(launch.kernel) - 1]
         if name == launch.kernel:
             out.append(replace(launch, range=""))
         elif name.startswith(KOPT_PREFIX):

@@ -327,3 +327,18 @@ def test_the_details_page_of_two_processes_joins_by_process_and_id(tmp_path: Pat
     s = NcuProfiler().parse(tmp_path, "flash")
     got = sorted((g.range, g.kernel, g.calls) for g in s.ranged)
     assert got == [("", "flash_fwd_kernel", 2), ("", "reduce_kernel", 1), ("kopt:n=1", "flash_fwd_kernel", 1)]
+
+
+def test_the_h100_capture_attributes_each_launch_to_its_kopt_range():
+    """Captured on the H100 (ncu 2025.3, tests/data/ncu_h100_ranges/command.txt): that ncu
+    prints `--print-nvtx-rename kernel` names as "<innermost range>/<kernel>". Both kopt
+    ranges are read back with their 4 launches each (warm-up + 3 timed); a library's own
+    range nested inside a kopt range (CUB's) hides the kopt range from ncu: those launches
+    are listed apart with the reason, never counted in a config."""
+    s = NcuProfiler().parse(DATA / "ncu_h100_ranges", "")
+    assert s.kopt_ranges == ("kopt:n=1024", "kopt:n=4096")
+    in_kopt = {(g.range, g.kernel): g.calls for g in s.ranged if g.range.startswith("kopt:")}
+    assert in_kopt == {("kopt:n=1024", "vectorized_elementwise_kernel"): 4,
+                       ("kopt:n=4096", "vectorized_elementwise_kernel"): 4}
+    hidden = [g for g in s.ranged if g.range.startswith("cub::")]
+    assert hidden and all("not a kopt range" in g.note for g in hidden)
