@@ -179,9 +179,8 @@ class Case:
             if got != want:
                 return math.inf, f"the solution's class_key is {got!r}, the bench's class is {want!r}"
         try:
-            with self.ranges.span(self.range):
-                res = check_call(self.torch, fn, self.args, self.kwargs, self.ref, self.atol, self.rtol,
-                                 out=spec.out, same_dtype=spec.same_dtype)
+            res = check_call(self.torch, self.ranges.around(fn, self.range), self.args, self.kwargs, self.ref,
+                             self.atol, self.rtol, out=spec.out, same_dtype=spec.same_dtype)
         except Exception as exc:  # a broken candidate: reported in its row, never fatal
             return math.inf, f"{type(exc).__name__}: {exc}"
         why = res.reason or (f"{res.nonfinite} NaN/Inf output element(s)" if res.nonfinite else
@@ -232,25 +231,27 @@ class Timing:
         self.flush = L2Flush(torch) if gpu else None
         self.l2 = l2_bytes(torch) if gpu else 0
 
-    def timer(self, make: Callable[[int], list[Callable[[], Any]]], nbytes: int, graph: bool = True) -> Any:
+    def timer(self, make: Callable[[int], list[Callable[[], Any]]], nbytes: int, graph: bool = True,
+              span: Callable[[], Any] | None = None) -> Any:
         """A block timer of the calls `make(n)` returns; graph=False: eager launches between
-        events (for what a CUDA graph cannot capture)."""
+        events (for what a CUDA graph cannot capture); `span`: the profiler range each block's
+        timed launches run in (the flush and the calibration stay outside it)."""
         first = make(1)
         if not self.gpu or self.flush is None:  # the interpreter: one call is milliseconds, a block is one call
-            return CpuTimer(first[0], 1, warm_blocks=0)
+            return CpuTimer(first[0], 1, warm_blocks=0, span=span)
         est = one_call_us(self.torch, first[0], self.flush)
         reps = reps_for(est, self.block_us, self.max_reps)
         sets = rotation_sets(nbytes, self.l2, reps)
         fns = first + (make(sets)[1:] if sets > 1 else [])
         if not graph:
-            return EventTimer(self.torch, cycle(fns), reps, self.flush)
+            return EventTimer(self.torch, cycle(fns), reps, self.flush, span=span)
         try:
-            return GraphTimer(self.torch, cycle(fns), reps, self.flush)
+            return GraphTimer(self.torch, cycle(fns), reps, self.flush, span=span)
         except Exception as exc:  # what a graph cannot capture (host syncs, allocations...) runs eagerly
             self.torch.cuda.synchronize()
             log(f"CUDA graph capture failed ({type(exc).__name__}: {str(exc)[:120]}): "
                 "timing eager launches between CUDA events instead")
-            return EventTimer(self.torch, cycle(fns), reps, self.flush)
+            return EventTimer(self.torch, cycle(fns), reps, self.flush, span=span)
 
 
 def _fmt(v: Any) -> str:
@@ -399,8 +400,8 @@ class Bench:
                 continue
             try:
                 fn = case.function(mod)
-                with self.ranges.span(case.range):
-                    timers[side] = self.timing.timer(functools.partial(case.calls, fn), case.bytes, graph=c.graph)
+                timers[side] = self.timing.timer(functools.partial(case.calls, fn), case.bytes, graph=c.graph,
+                                                 span=functools.partial(self.ranges.span, case.range))
             except Exception as exc:
                 log(f"{c.name} {case.shape.name} {case.cols.get('dtype', '')} {side}: cannot be timed: "
                     f"{type(exc).__name__}: {exc}")
@@ -422,13 +423,12 @@ class Bench:
         rows = []
         for case in self.cases(base_seed):
             errs, timers = self.check_and_time(case)
-            with self.ranges.span(case.range):
-                for block in range(self.a.blocks):
-                    for side in (("best", "cand") if block % 2 == 0 else ("cand", "best")):
-                        t = timers[side]
-                        us = t.block() if t is not None else math.nan
-                        rows.append({**case.cols, "side": side, "block": block, "us": us, "err": errs[side],
-                                     "prod": prod(case)})
+            for block in range(self.a.blocks):  # each timer's launches in the case's range, nothing else
+                for side in (("best", "cand") if block % 2 == 0 else ("cand", "best")):
+                    t = timers[side]
+                    us = t.block() if t is not None else math.nan
+                    rows.append({**case.cols, "side": side, "block": block, "us": us, "err": errs[side],
+                                 "prod": prod(case)})
         return rows
 
     def timed_rows(self, base_seed: int) -> list[dict[str, Any]]:
@@ -441,11 +441,10 @@ class Bench:
             copy = self.timing.timer(case.copy_calls, case.bytes) if case.bytes > 0 else None
             t = timers[""]
             ks, cs = [], []
-            with self.ranges.span(case.range):
-                for _ in range(self.a.blocks):
-                    ks.append(t.block() if t is not None else nan)
-                    if copy is not None:
-                        cs.append(copy.block())
+            for _ in range(self.a.blocks):  # the kernel's launches in the case's range; the copy's outside
+                ks.append(t.block() if t is not None else nan)
+                if copy is not None:
+                    cs.append(copy.block())
             st = summarize(ks) if t is not None else dict.fromkeys(("median", "mean", "std", "min", "p10", "p90"), nan)
             cu = summarize(cs)["median"] if cs else nan
             us = st["median"]

@@ -48,6 +48,15 @@ class Ranges:
             self._pop()
 
 
+    def around(self, fn: Callable[..., Any], name: str) -> Callable[..., Any]:
+        """`fn` called inside the range `name`: only its own launches count in the config
+        (the reference's and the comparison's kernels stay outside)."""
+        def ranged(*args: Any, **kwargs: Any) -> Any:
+            with self.span(name):
+                return fn(*args, **kwargs)
+        return ranged
+
+
 def no_ranges(why: str) -> Ranges:
     return Ranges(lambda _name: None, lambda: None, "none", why)
 

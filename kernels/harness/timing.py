@@ -19,6 +19,7 @@ import math
 import statistics
 import time
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 FLUSH_MIN_BYTES = 64 << 20
@@ -105,8 +106,9 @@ class EventTimer:
     microseconds per launch."""
 
     def __init__(self, torch: Any, fn: Callable[[], Any], reps: int, flush: Callable[[], None],
-                 warm_blocks: int = 2) -> None:
+                 warm_blocks: int = 2, span: Callable[[], AbstractContextManager[Any]] | None = None) -> None:
         self.torch, self.fn, self.reps, self.flush = torch, fn, reps, flush
+        self.span = span or nullcontext  # the profiler range around the timed launches only
         self.prepare()
         self.start = torch.cuda.Event(enable_timing=True)
         self.end = torch.cuda.Event(enable_timing=True)
@@ -121,10 +123,11 @@ class EventTimer:
             self.fn()
 
     def block(self) -> float:
-        self.flush()
-        self.start.record()
-        self.launch()
-        self.end.record()
+        self.flush()  # outside the range: the flush is no launch of the config's
+        with self.span():
+            self.start.record()
+            self.launch()
+            self.end.record()
         self.end.synchronize()
         return self.start.elapsed_time(self.end) * 1000.0 / self.reps
 
@@ -151,16 +154,18 @@ class GraphTimer(EventTimer):
 class CpuTimer:
     """No GPU: wall time of `reps` calls (time.perf_counter), microseconds per call."""
 
-    def __init__(self, fn: Callable[[], Any], reps: int, warm_blocks: int = 1) -> None:
-        self.fn, self.reps = fn, reps
+    def __init__(self, fn: Callable[[], Any], reps: int, warm_blocks: int = 1,
+                 span: Callable[[], AbstractContextManager[Any]] | None = None) -> None:
+        self.fn, self.reps, self.span = fn, reps, span or nullcontext
         for _ in range(warm_blocks):
             self.block()
 
     def block(self) -> float:
-        t0 = time.perf_counter()
-        for _ in range(self.reps):
-            self.fn()
-        return (time.perf_counter() - t0) * 1e6 / self.reps
+        with self.span():
+            t0 = time.perf_counter()
+            for _ in range(self.reps):
+                self.fn()
+            return (time.perf_counter() - t0) * 1e6 / self.reps
 
 
 def event_times(torch: Any, fn: Callable[[], Any], iters: int, warmup: int,
