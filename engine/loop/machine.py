@@ -194,7 +194,7 @@ class Engine:
         ctx = self.ctx
         self.recovery.at_end(self.lanes)
         ctx.store.set_many({"state": "stopped", "stop_reason": reason, "stop_time": time.time(),
-                            "best_commit": ctx.best_commit(), "progress": None, "engine_pid": None})
+                            "best_commit": ctx.trusted_best(), "progress": None, "engine_pid": None})
         ctx.event("stop", f"run stopped: {reason}")
         ctx.write_projections()
         ctx.log(f"stopped: {reason}")

@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import time
 
-from kopt_supervisor.engine import gitops, history, runner, sandbox
+from kopt_supervisor.engine import gitops, history, runner, sandbox, treecheck
 from kopt_supervisor.engine.errors import KoptError
 from kopt_supervisor.engine.loop.context import MARKER, RunContext
 from kopt_supervisor.engine.loop.control import Interrupt
 from kopt_supervisor.engine.loop.keep import BEST, Keeper
 from kopt_supervisor.engine.loop.lane import Lane
+from kopt_supervisor.engine.loop.police import restore_best
 from kopt_supervisor.engine.records import Phase, Status
-from kopt_supervisor.engine.workspace import refresh_memory
 
 
 class Recovery:
@@ -37,6 +37,7 @@ class Recovery:
             if n:
                 ctx.event("recover", f"killed {n} orphan process(es) of group {pgid}", level="warn")
             ctx.store.set("child_pgid", None)
+        self.end_leftovers("left by an earlier session")
         by_index = {lane.index: lane for lane in lanes}
         for row in ctx.rows():
             if row.status != Status.RUNNING:
@@ -61,20 +62,54 @@ class Recovery:
         self.refresh_projections()
 
     def at_end(self, lanes: list[Lane]) -> None:
-        """The run ends with its branch at BEST_COMMIT, whatever moved it meanwhile."""
+        """The session ends with no process of the run left, its branch and best trees at
+        BEST_COMMIT (whatever moved or edited them meanwhile), its projections as the store
+        says."""
+        self.end_leftovers("still running at the end of the session")
         try:
             self.ctx.verify(lanes)
         except KoptError as e:
             self.ctx.event("tamper", f"at the end of the run: {e}", level="error")
+        self.restore_best_trees(lanes)
+        self.refresh_projections()
+
+    def restore_best_trees(self, lanes: list[Lane]) -> None:
+        """Every best tree exactly at BEST_COMMIT: what an unconfined proposer or an escaped
+        process changed there since the last look is put back (and said), never left for
+        whoever runs its bench next."""
+        ctx = self.ctx
+        with BEST:
+            try:
+                best = ctx.best_commit()
+            except KoptError as e:
+                ctx.event("tamper", f"best/ left as it is: {e}", level="error")
+                return
+            trees = {ctx.ws.best: False, **{lane.best: True for lane in lanes if lane.best != ctx.ws.best}}
+            for tree, detach in trees.items():
+                try:
+                    rb = treecheck.inspect(tree, best, allow=ctx.cfg.target.allow_untracked, modules=(), strict=True,
+                                           label=f"{tree.name}/")
+                    if gitops.head(tree) == best and not (rb.differs or rb.hardlinks or rb.problems()):
+                        continue
+                    restore_best(tree, best, rb, detach=detach)
+                except KoptError as e:
+                    ctx.event("tamper", f"{tree.name}/ could not be checked or restored: {e}", level="error")
+                    continue
+                ctx.event("tamper", f"{tree.name}/ restored to BEST_COMMIT {best[:10]} at the end of the session"
+                          + (f": {rb.reason()}" if rb.reason() else ""), level="warn")
+
+    def end_leftovers(self, when: str) -> None:
+        """Every process that carries the run's marker (no step runs now): an unconfined
+        step's escapee, or an orphan of a crashed engine that left its group."""
+        n = runner.end_leftovers(None, self.ctx.marker)
+        if n:
+            self.ctx.event("recover", f"ended {n} process(es) carrying the run's marker, {when}", level="warn")
 
     def refresh_projections(self) -> None:
-        """A crash between a store write and its projection left a file behind the store:
-        memory/vN.json files that differ are rewritten, README/performance.md re-rendered."""
-        try:
-            for it in self.ctx.store.iterations():
-                refresh_memory(self.ctx.ws, it)
-        except OSError as e:
-            self.ctx.event("disk", f"cannot refresh memory/: {e}", level="error")
+        """memory/vN.json files that differ from the store (a crash between a store write and
+        its projection, or an edit behind kopt's back) rewritten, strays removed,
+        README/performance.md re-rendered."""
+        self.ctx.refresh_memory_files()
         self.ctx.write_projections()
 
     def sync(self, lane: Lane) -> None:
