@@ -66,13 +66,14 @@ def init_warnings(ws: Workspace, repo: Path, commit: str, cfg: config.Config) ->
     """`kopt init`'s warnings about the frozen config (each also an event of the run): with no
     [target].sources, the files the bench reads that nothing covers (engine/onboard)."""
     from kopt_supervisor.engine import gitops, onboard
+    from kopt_supervisor.engine.loop.police import ALWAYS_PROTECTED
 
     t = cfg.target
     try:
         tracked = gitops.tree_files(repo, commit)
     except KoptError:
         return ()
-    found = [w for w in (onboard.sources_warning(repo, t.bench, tracked, t.protected, t.sources),) if w]
+    found = [w for w in (onboard.sources_warning(repo, t.bench, tracked, [*t.protected, *ALWAYS_PROTECTED], t.sources),) if w]
     if found:
         with ws.open_store() as store:
             for w in found:

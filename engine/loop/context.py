@@ -216,6 +216,7 @@ class RunContext:
 
     def write_memory(self, it: Iteration) -> None:
         try:
+            self.memory_folder()
             write_memory(self.ws, it)
         except OSError as e:
             self.event("disk", f"cannot write memory/v{it.version}.json: {e}", level="error")
@@ -234,6 +235,17 @@ class RunContext:
             return
         self._projected = {path: read_projection(path) for path in (self.ws.performance, self.ws.readme)}
 
+    def memory_folder(self) -> bool:
+        """memory/ a folder of the workspace's own before anything is written there: a link or
+        a file in its place (which would carry kopt's writes and removals elsewhere) is
+        removed and the folder made again. True when it had to."""
+        memory = self.ws.memory
+        replaced = memory.is_symlink() or (memory.exists() and not memory.is_dir())
+        if replaced:
+            memory.unlink()
+        memory.mkdir(mode=0o700, exist_ok=True)
+        return replaced
+
     def refresh_memory_files(self) -> list[str]:
         """Every memory/vN.json exactly as the store says: a file that differs (edited, or
         left behind by a crash), that is a link or a hard link, or that names no iteration is
@@ -241,31 +253,35 @@ class RunContext:
         memory = self.ws.memory
         touched: list[str] = []
         try:
-            if memory.is_symlink() or (memory.exists() and not memory.is_dir()):
-                memory.unlink()  # a link in its place would carry kopt's writes elsewhere
+            if self.memory_folder():
                 touched.append("memory/ (not a folder)")
-            memory.mkdir(mode=0o700, exist_ok=True)
             its = self.store.iterations()
-            for it in its:
-                want = memory_json(it)
-                path = self.ws.memory_path(it.version)
-                if read_projection(path) == want:
-                    continue
-                if path.is_dir() and not path.is_symlink():
-                    shutil.rmtree(path)
-                write_atomic(path, want.decode())
-                touched.append(path.name)
-            versions = {it.version for it in its}
-            for entry in os.scandir(memory):
-                m = MEMORY_NAME.fullmatch(entry.name)
-                if m and int(m.group(1)) not in versions:
-                    if entry.is_dir(follow_symlinks=False):
-                        shutil.rmtree(entry.path)
-                    else:
-                        os.unlink(entry.path)
-                    touched.append(f"{entry.name} (no such iteration: removed)")
+            names = [e.name for e in os.scandir(memory)]
         except OSError as e:
             self.event("disk", f"cannot refresh memory/: {e}", level="error")
+            return touched
+        versions = {it.version for it in its}
+        for it in its:
+            want = memory_json(it)
+            path = self.ws.memory_path(it.version)
+            if read_projection(path) == want:
+                continue
+            try:
+                remove_entry(path)
+                write_atomic(path, want.decode())
+            except OSError as e:
+                self.event("disk", f"cannot rewrite {path.name}: {e}", level="error")
+                continue
+            touched.append(path.name)
+        for name in names:
+            m = MEMORY_NAME.fullmatch(name)
+            if m and int(m.group(1)) not in versions:
+                try:
+                    remove_entry(memory / name)
+                except OSError as e:
+                    self.event("disk", f"cannot remove memory/{name}: {e}", level="error")
+                    continue
+                touched.append(f"{name} (no such iteration: removed)")
         if touched:
             self.event("tamper", f"memory/ differed from run.db (edited behind kopt's back, or left behind by a "
                        f"crash): {', '.join(touched[:10])}{' ...' if len(touched) > 10 else ''}; rewritten from the "
@@ -366,11 +382,27 @@ def read_projection(path: Path, limit: int = 64 << 20) -> bytes | None:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError:
         return None
-    with os.fdopen(fd, "rb") as f:
-        st = os.fstat(f.fileno())
+    try:
+        st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
             return None
-        return f.read(limit)
+        return os.read(fd, limit) if st.st_size < limit else None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def remove_entry(path: Path) -> None:
+    """Whatever has this name (a file, a link, a FIFO, a folder) removed, never followed."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if stat.S_ISDIR(st.st_mode):
+        shutil.rmtree(path)
+    else:
+        path.unlink()
 
 
 def last_line(res: runner.RunResult) -> str:

@@ -154,6 +154,9 @@ class Police:
         if head != best:
             return Problem(Status.FAIL_PROPOSE, "the proposer made commits of its own in cand/ (kopt commits keeps; "
                                                 "leave changes uncommitted)")
+        tampered = ctx.chain().problem  # run.db edited during the proposal: the run stops (not this candidate's fault)
+        if tampered:
+            raise integrity.Tampered(tampered)
         if gitops.branch_sha(ctx.store.get("repo"), ctx.ws.branch) != ctx.best_commit():
             return Problem(Status.FAIL_PROTECTED, "the proposer changed best/ or the run's branch")
         try:
@@ -231,9 +234,11 @@ def outside_sources(diff: str, changed: Sequence[str], new: Collection[str], sou
     found: list[diffscan.Finding] = []
     seen: set[str] = set()
     for fd in diffscan.parse_diff(diff):
-        if fd.path not in outside or fd.new_file:
+        if fd.path not in outside:
             continue
         seen.add(fd.path)
+        if fd.new_file:  # not in BEST (staged by the proposer): the tree check's
+            continue
         lines = sorted(fd.added.items())
         if fd.deleted:
             what = ["the file is deleted"]

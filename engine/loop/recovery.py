@@ -79,24 +79,23 @@ class Recovery:
         whoever runs its bench next."""
         ctx = self.ctx
         with BEST:
-            try:
-                best = ctx.best_commit()
-            except KoptError as e:
-                ctx.event("tamper", f"best/ left as it is: {e}", level="error")
-                return
+            trusted = ctx.chain().problem is None  # a tampered run: files put back, no ref moved
             trees = {ctx.ws.best: False, **{lane.best: True for lane in lanes if lane.best != ctx.ws.best}}
             for tree, detach in trees.items():
                 try:
+                    head = gitops.head(tree)
+                    best = ctx.best_commit() if trusted else head
                     rb = treecheck.inspect(tree, best, allow=ctx.cfg.target.allow_untracked, modules=(), strict=True,
                                            label=f"{tree.name}/")
-                    if gitops.head(tree) == best and not (rb.differs or rb.hardlinks or rb.problems()):
+                    if head == best and not (rb.differs or rb.hardlinks or rb.problems()):
                         continue
                     restore_best(tree, best, rb, detach=detach)
                 except KoptError as e:
                     ctx.event("tamper", f"{tree.name}/ could not be checked or restored: {e}", level="error")
                     continue
-                ctx.event("tamper", f"{tree.name}/ restored to BEST_COMMIT {best[:10]} at the end of the session"
-                          + (f": {rb.reason()}" if rb.reason() else ""), level="warn")
+                ctx.event("tamper", f"{tree.name}/ restored to {'BEST_COMMIT' if trusted else 'its commit'} "
+                          f"{best[:10]} at the end of the session" + (f": {rb.reason()}" if rb.reason() else ""),
+                          level="warn")
 
     def end_leftovers(self, when: str) -> None:
         """Every process that carries the run's marker (no step runs now): an unconfined

@@ -85,7 +85,7 @@ def test_unconfined_a_branch_moved_after_the_proposal_is_put_back_before_the_dec
     decision or fails the proposal, and the run ends with the branch at BEST_COMMIT."""
     h = hostile.fake([])
     h.set_script([{"name": "linger-move-branch", "exec": attacks.linger(
-        h, attacks.ONCE_AFTER_THE_PROPOSAL + attacks.MOVE_BRANCH + attacks.DONE, seconds=3.0)
+        h, attacks.ONCE_AFTER_THE_PROPOSAL + attacks.MOVE_BRANCH + attacks.DONE, seconds=3.0, unmarked=True)
         + attacks.touch_kernel()}])
     before = h.baseline(no_sandbox=True)
     assert h.session(1, no_sandbox=True) == 0

@@ -133,12 +133,12 @@ finally:
     con.close()
 """
     h.set_script([{"name": "accept-myself", "exec": attacks.linger(h, "import sqlite3\n" + wait_review + attacks.DONE,
-                                                                   seconds=20) + attacks.gain(0.1)},
+                                                                   seconds=20, unmarked=True) + attacks.gain(0.1)},
                   {"name": "the same, accepted by the user", "exec": attacks.gain(0.1)}])
     before = h.baseline(no_sandbox=True)
     assert h.session(1, no_sandbox=True) == 0
     tried((h.proof / "linger.done").exists(), "the forged accept was never inserted: the attack was not tried")
-    h.kill_survivors()  # unconfined, it outlives the proposal (see test_proposer_escape's xfail)
+    h.kill_survivors()  # unconfined and unmarked, it outlives the proposal (what --no-sandbox gives up)
     with Store(h.ws.db_path, readonly=True) as s:
         rows = [tuple(r) for r in s.db.execute("SELECT kind, status, result FROM commands")]
     assert rows and all(kind == "accept" and status == "rejected" and "no valid seal" in result
@@ -267,7 +267,8 @@ if {LOOSER!r} not in _text:
         f.write(_text.replace('correct = "err == 0"', {LOOSER!r}).replace('[decide]', '[decide]\\nsuspicious_speedup = 100'))
 """
     h.set_script([{"name": "loosen-later", "exec": attacks.linger(h, attacks.ONCE_AFTER_THE_PROPOSAL + loosen
-                                                                  + attacks.DONE, seconds=6) + attacks.touch_kernel()},
+                                                                  + attacks.DONE, seconds=6, unmarked=True)
+                   + attacks.touch_kernel()},
                   {"name": "a wrong kernel, 2x faster", "exec": attacks.gain(0.5, wrong=True)}])
     before = h.baseline(no_sandbox=True)
     assert h.session(1, no_sandbox=True) == 0
