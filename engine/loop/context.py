@@ -65,7 +65,7 @@ class RunContext:
         self.child_pgids: set[int] = set()
         self._ended_records: dict[int, Any] = {}
         self._projected: dict[Path, bytes | None] = {}
-        """performance.md and README.md as this engine last wrote them."""
+        """performance.md and README.md as this engine (any lane) last wrote them."""
 
     def for_lane(self, index: int) -> RunContext:
         """A context for lane `index`'s thread: its own connection to run.db and its own
@@ -73,6 +73,7 @@ class RunContext:
         ctx = RunContext(self.ws, self.cfg, Store(self.ws.db_path), self.control, self.jails, self.key,
                          log=self.log, poll_interval_s=self.poll_interval_s)
         ctx.lane_index = index
+        ctx._projected = self._projected  # what any lane last wrote there
         return ctx
 
     # -- reading the history --------------------------------------------------------------
@@ -222,18 +223,24 @@ class RunContext:
             self.event("disk", f"cannot write memory/v{it.version}.json: {e}", level="error")
 
     def write_projections(self) -> None:
-        """performance.md and README.md re-rendered from the store (one found changed since
-        this engine last wrote it was edited behind kopt's back: said, and rewritten)."""
-        edited = [path.name for path, text in self._projected.items() if read_projection(path) != text]
+        """performance.md and README.md re-rendered from the store. One that holds neither
+        what this engine last wrote there nor what the store says now was edited behind
+        kopt's back: said (it is rewritten like any other)."""
+        paths = (self.ws.performance, self.ws.readme)
+        with PROJECTING:
+            found = {path: read_projection(path) for path in paths}
+            try:
+                write_projections(self.ws, self.store, self.cfg)
+            except OSError as e:
+                self.event("disk", f"cannot write projections: {e}", level="error")
+                return
+            now = {path: read_projection(path) for path in paths}
+            edited = [path.name for path in paths if path in self._projected
+                      and found[path] not in (self._projected[path], now[path])]
+            self._projected.update(now)
         if edited:
             self.event("tamper", f"{', '.join(edited)} had been edited behind kopt's back; rewritten from run.db",
                        level="warn")
-        try:
-            write_projections(self.ws, self.store, self.cfg)
-        except OSError as e:
-            self.event("disk", f"cannot write projections: {e}", level="error")
-            return
-        self._projected = {path: read_projection(path) for path in (self.ws.performance, self.ws.readme)}
 
     def memory_folder(self) -> bool:
         """memory/ a folder of the workspace's own before anything is written there: a link or
@@ -262,13 +269,12 @@ class RunContext:
             return touched
         versions = {it.version for it in its}
         for it in its:
-            want = memory_json(it)
             path = self.ws.memory_path(it.version)
-            if read_projection(path) == want:
+            if memory_is_the_stores(path, it):
                 continue
             try:
                 remove_entry(path)
-                write_atomic(path, want.decode())
+                write_memory(self.ws, it)
             except OSError as e:
                 self.event("disk", f"cannot rewrite {path.name}: {e}", level="error")
                 continue
@@ -369,10 +375,19 @@ class RunContext:
 
 MEMORY_NAME = re.compile(r"v(\d+)\.json")
 
+PROJECTING = threading.Lock()
+"""performance.md and README.md are checked, written and remembered by one lane at a time."""
 
-def memory_json(it: Iteration) -> bytes:
-    """memory/vN.json's bytes, exactly as workspace.write_memory writes them."""
-    return (json.dumps(memory_record(it), indent=2, sort_keys=False, default=str) + "\n").encode()
+
+def memory_is_the_stores(path: Path, it: Iteration) -> bool:
+    """memory/vN.json is a regular file of one name holding what the store says of vN."""
+    text = read_projection(path)
+    if text is None:
+        return False
+    try:
+        return bool(json.loads(text) == json.loads(json.dumps(memory_record(it), default=str)))
+    except ValueError:
+        return False
 
 
 def read_projection(path: Path, limit: int = 64 << 20) -> bytes | None:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from kopt_supervisor.engine.loop.context import RunContext, memory_json, open_run
+from kopt_supervisor.engine.loop.context import RunContext, memory_is_the_stores, open_run
 from kopt_supervisor.engine.store import Store
 from kopt_supervisor.engine.workspace import write_memory
 from tests.engine.test_chain_of_keeps import sealed_run
@@ -41,7 +41,7 @@ def is_the_stores(ctx: RunContext, version: int) -> bool:
     it = ctx.store.iteration(version)
     assert it is not None
     return not path.is_symlink() and path.is_file() and os.stat(path).st_nlink == 1 \
-        and path.read_bytes() == memory_json(it)
+        and memory_is_the_stores(path, it) and json.loads(path.read_text())["status"] == it.status
 
 
 def test_nothing_to_refresh_says_nothing(ctx: RunContext) -> None:
@@ -142,3 +142,17 @@ def test_an_iteration_close_refreshes_every_memory_file(ctx: RunContext) -> None
     ctx.save(it)
     ctx.close(it, Status.FAIL_PROPOSE, "the proposer changed nothing")
     assert is_the_stores(ctx, 0) and is_the_stores(ctx, v)
+
+
+def test_performance_md_rendered_by_another_reader_of_the_store_is_no_tamper(ctx: RunContext) -> None:
+    """`kopt report` re-renders performance.md from the same store while the engine runs: the
+    engine's next render finds what the store says, not an edit."""
+    from kopt_supervisor.engine.workspace import write_projections
+
+    before = ctx.ws.performance.read_text()
+    with Store(ctx.ws.db_path) as s:  # a change of the store the engine has not rendered yet
+        s.set("sandbox", {"confined": False, "summary": "UNSANDBOXED (--no-sandbox)", "ever_unconfined": True})
+        write_projections(ctx.ws, s, ctx.cfg)
+    assert ctx.ws.performance.read_text() != before
+    ctx.write_projections()
+    assert tamper_events(ctx) == []
