@@ -125,6 +125,9 @@ def test_an_edited_last_keep_is_never_best(tmp_path: Path, how: str) -> None:
     refuses(ws, "did not seal", "v3")
     st = api.status(ws)
     assert st["best_commit"] == K1 and "v3" in st["tampered"] and st["keeps"] == 1
+    with Store(ws.db_path, readonly=True) as s:  # what the TUI derives from
+        shown = api.trusted_history(ws, s.iterations(), s.meta())
+    assert [it.version for it in shown.iterations] == [0, 1, 2] and shown.best_commit == K1 and shown.tampered
 
 
 def test_an_inserted_keep_with_a_copied_seal_is_never_best(tmp_path: Path) -> None:
