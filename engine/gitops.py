@@ -47,6 +47,7 @@ import shutil
 import stat
 import subprocess
 import tempfile
+import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -514,12 +515,16 @@ def _split0(out: str) -> list[str]:
 _PRIVATE: list[Path] = []
 
 
+_PRIVATE_LOCK = threading.Lock()  # lanes check their trees from threads of their own
+
+
 def private_dir() -> Path:
-    if not _PRIVATE:
-        d = Path(tempfile.mkdtemp(prefix="kopt-git-"))
-        atexit.register(shutil.rmtree, d, True)
-        _PRIVATE.append(d)
-    return _PRIVATE[0]
+    with _PRIVATE_LOCK:
+        if not _PRIVATE:
+            d = Path(tempfile.mkdtemp(prefix="kopt-git-"))
+            atexit.register(shutil.rmtree, d, True)
+            _PRIVATE.append(d)
+        return _PRIVATE[0]
 
 
 @contextlib.contextmanager
@@ -937,10 +942,13 @@ def checkout_bundle(bundle: Path, dest: Path, best: str, cand: str) -> tuple[Pat
     env = _base_env()
     env.update(_env_config(dict(FIXED_OVERRIDES)))
     repo = dest / "repo"
-    res = subprocess.run([_git_program(), "clone", "--quiet", "--no-checkout", str(bundle), str(repo)], env=env,
-                         capture_output=True, check=False, stdin=subprocess.DEVNULL, timeout=TIMEOUT_S)
-    if res.returncode != 0:
-        raise GitFailure(f"git clone of a lane's bundle: {_last_line(res.stderr, res.returncode)}")
+    # unbundled into a fresh repository (no clone: every transport stays off, `file` included)
+    for what, argv in (("init", ["init", "--quiet", str(repo)]),
+                       ("bundle unbundle", ["-C", str(repo), "bundle", "unbundle", str(bundle)])):
+        res = subprocess.run([_git_program(), *argv], env=env, capture_output=True, check=False,
+                             stdin=subprocess.DEVNULL, timeout=TIMEOUT_S)
+        if res.returncode != 0:
+            raise GitFailure(f"git {what} of a lane's bundle: {_last_line(res.stderr, res.returncode)}")
     best_path, cand_path = dest / "best", dest / "cand"
     for path, sha in ((best_path, best), (cand_path, cand)):
         _git(repo, "worktree", "add", "--force", "--detach", str(path), sha)
@@ -1003,7 +1011,12 @@ def tree_listing(worktree: str | Path, base: str) -> TreeListing:
     key = (loc.git_dir, loc.work_tree)
     ref = _REFERENCES.get(key)
     if ref is None or ref.tree != tree or not ref.index.exists():
-        index = ref.index if ref is not None else private_dir() / f"ref-{len(_REFERENCES)}-{os.getpid()}.index"
+        if ref is not None:
+            index = ref.index
+        else:  # a file of its own per worktree (several lanes check their trees at once)
+            fd, name = tempfile.mkstemp(prefix="ref-", suffix=".index", dir=private_dir())
+            os.close(fd)
+            index = Path(name)
         with contextlib.suppress(FileNotFoundError):
             index.unlink()
         run_at(loc, "read-tree", tree, env={"GIT_INDEX_FILE": str(index)})

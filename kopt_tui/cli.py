@@ -151,11 +151,29 @@ def cmd_status(args: argparse.Namespace) -> int:
     if st.get("progress"):
         p = st["progress"]
         print(f"  now: v{p.get('version')} {p.get('phase')}: {p.get('step')}")
+    for line in lane_lines(st.get("lanes") or []):
+        print(f"  {line}")
     if st["state"] == "crashed" and st.get("last_error"):
         print(f"  last error: {st['last_error'].splitlines()[0]}")
     for line in status_details(st):
         print(f"  {line}")
     return 0
+
+
+def lane_lines(lanes: list[dict[str, Any]]) -> list[str]:
+    """`kopt status`'s line per lane when the run has several (the status JSON's `lanes`):
+    "lane 0: v12 deciding · round 3 of up to 8 · GPU 0 on node-a"; none with one lane."""
+    if len(lanes) < 2:
+        return []
+    from kopt_supervisor.kopt_tui.model import lane_row
+
+    out = []
+    for entry in lanes:
+        r = lane_row(entry)
+        where = " on ".join(x for x in (r.gpu or "no GPU known", r.host) if x)
+        out.append(" · ".join(x for x in (f"lane {r.lane}: " + (f"v{r.version} " if r.version is not None else "")
+                                          + r.what, r.step, where) if x))
+    return out
 
 
 def status_details(st: dict[str, Any]) -> list[str]:

@@ -87,6 +87,12 @@ class RunData:
         p = self.config.propose if self.config else None
         return api.agent_spending(self.iterations, p.budget_usd if p else 0.0, p.budget_tokens if p else 0)
 
+    @cached_property
+    def lanes(self) -> tuple[dict[str, Any], ...]:
+        """engine.api.lane_states when the run has several lanes ([parallel].lanes); () with one."""
+        n = self.config.parallel.lanes if self.config else 1
+        return tuple(api.lane_states(self.meta, self.iterations, n)) if n > 1 else ()
+
     def computed(self, name: str) -> Any:
         """A cached property's value if this reading computed it already, else None."""
         return self.__dict__.get(name)
@@ -238,19 +244,91 @@ def progress_view(d: RunData, now: float) -> ProgressView:
         left = fmt.clock(d.config.gpu.wait_max_s - (now - started))
     elif fmt.is_num(p.get("eta_s")) and fmt.is_num(p.get("t")):
         left = fmt.clock(float(p["eta_s"]) - (now - float(p["t"])))
-    what = {"eval": "deciding", "verify": "re-checking after format", "reverify": "deciding again in fresh processes",
-            "baseline": "measuring the baseline",
-            "propose": "proposing", "review": "awaiting your review", "paused": "paused",
-            "waiting_gpu": "waiting for an idle GPU"}.get(phase, phase)
-    step = str(p.get("step") or "")
-    if isinstance(done, int) and isinstance(total, int) and total:
-        step = (f"round {done + 1} of up to {total}" if phase in ("eval", "verify", "reverify")
-                else f"{done + 1} of {total}")
-    elif phase == "review":
-        step = ""
+    what, step = step_words(phase, p.get("step"), done, total)
     label = " · ".join(x for x in (f"v{version}" if version is not None else "", what, step) if x)
     return ProgressView(True, label, done if isinstance(done, int) else None,
                         total if isinstance(total, int) else None, elapsed, left)
+
+
+STEP_WORDS = {"eval": "deciding", "verify": "re-checking after format", "reverify": "deciding again in fresh processes",
+              "baseline": "measuring the baseline", "propose": "proposing", "review": "awaiting your review",
+              "paused": "paused", "waiting_gpu": "waiting for an idle GPU"}
+"""A live step's phase (meta `progress`, a lane's step) as people read it."""
+
+
+def step_words(phase: str, step: object, done: object, total: object) -> tuple[str, str]:
+    """(what, step) of a live step: "deciding", "round 4 of up to 8"."""
+    what = STEP_WORDS.get(phase, phase)
+    text = str(step or "")
+    if isinstance(done, int) and isinstance(total, int) and total:
+        text = (f"round {done + 1} of up to {total}" if phase in ("eval", "verify", "reverify")
+                else f"{done + 1} of {total}")
+    elif phase == "review":
+        text = ""
+    return what, text
+
+
+# ---------------------------------------------------------------------------------------
+# Lanes: several candidates at once ([parallel].lanes)
+
+
+LANE_WORDS = {**STEP_WORDS, "idle": "idle", "gate": "taking its GPU", "police": "checking the candidate",
+              "measure": "measuring", "evidence": "gathering evidence", "keep": "keeping", "commit": "committing",
+              "advance": "committing", "discard": "discarding"}
+"""A lane's phase as people read it: its live step's, or its iteration row's before the step
+has one (engine.api.lane_states)."""
+
+
+@dataclass(frozen=True)
+class LaneRow:
+    lane: int
+    version: int | None
+    """The iteration in flight in this lane, None when it is idle."""
+    what: str
+    step: str
+    done: int | None
+    total: int | None
+    gpu: str
+    """"GPU 1", the GPU's name when it has no index (a CPU-only target), "" when none is known."""
+    host: str
+
+
+@dataclass(frozen=True)
+class LanesView:
+    rows: tuple[LaneRow, ...]
+    live: bool
+    """An engine runs and is not paused: the rows are what the lanes do now, not the steps
+    they did last (a pause preempts them; they are taken again on resume)."""
+
+    @property
+    def busy(self) -> int:
+        return sum(r.version is not None for r in self.rows)
+
+
+def lane_row(entry: dict[str, Any]) -> LaneRow:
+    """One entry of `kopt status --json`'s `lanes` (engine.api.lane_states) as a lane's line."""
+    phase = str(entry.get("phase") or "")
+    what, step = step_words(phase, entry.get("step"), entry.get("done"), entry.get("total"))
+    if phase == "waiting_gpu":
+        step = ""  # "lane 1: no idle GPU ...": the words say it
+    done, total, version = entry.get("done"), entry.get("total"), entry.get("version")
+    found = entry.get("gpu")
+    gpu: dict[str, Any] = found if isinstance(found, dict) else {}
+    index = gpu.get("index")
+    label = f"GPU {index}" if isinstance(index, int) and not isinstance(index, bool) else str(gpu.get("name") or "")
+    return LaneRow(
+        lane=int(entry.get("lane") or 0), version=version if isinstance(version, int) else None,
+        what=LANE_WORDS.get(phase, what), step=fmt.one_line(step, 120),
+        done=done if isinstance(done, int) else None, total=total if isinstance(total, int) else None,
+        gpu=fmt.one_line(label, 40), host=fmt.one_line(str(entry.get("host") or ""), 40))
+
+
+def lanes_view(d: RunData) -> LanesView | None:
+    """One row per lane; None with one lane (the progress line says it all)."""
+    if not d.lanes:
+        return None
+    return LanesView(tuple(lane_row(e) for e in d.lanes),
+                     d.alive and d.state != "paused" and not d.meta.get("paused"))
 
 
 # ---------------------------------------------------------------------------------------
@@ -466,6 +544,9 @@ class GpuRow:
     idle: bool
     reasons: tuple[str, ...]
     chosen: bool
+    lanes: tuple[int, ...] = ()
+    """With several lanes: the lanes whose iteration in flight runs on this GPU (then `chosen`,
+    the last gate's choice of any lane, is not marked)."""
 
 
 @dataclass(frozen=True)
@@ -476,7 +557,16 @@ class GpusView:
     note: str = ""
 
 
-def gpu_rows(assessments: list[dict[str, Any]], chosen_uuid: Any = None) -> tuple[GpuRow, ...]:
+def gpu_rows(assessments: list[dict[str, Any]], chosen_uuid: Any = None,
+             lanes: tuple[dict[str, Any], ...] = ()) -> tuple[GpuRow, ...]:
+    """`lanes` (RunData.lanes, several lanes): each GPU marked with the busy lanes on it, by
+    UUID on this host, instead of the last gate's choice."""
+    on: dict[Any, list[int]] = {}
+    for e in lanes:
+        gpu = e.get("gpu")
+        if e.get("version") is not None and isinstance(gpu, dict) and gpu.get("uuid") is not None \
+                and gpu.get("host") in (None, "local"):
+            on.setdefault(gpu["uuid"], []).append(int(e.get("lane") or 0))
     rows = []
     for a in assessments:
         g = a.get("gpu") or {}
@@ -485,7 +575,8 @@ def gpu_rows(assessments: list[dict[str, Any]], chosen_uuid: Any = None) -> tupl
             index=int(g.get("index", 0)), name=str(g.get("name") or "GPU"), util=_opt(g.get("util_pct")),
             mem_used=_opt(g.get("mem_used_mib")), mem_total=_opt(g.get("mem_total_mib")), processes=procs,
             idle=bool(a.get("idle")), reasons=tuple(a.get("reasons") or ()),
-            chosen=chosen_uuid is not None and g.get("uuid") == chosen_uuid))
+            chosen=not lanes and chosen_uuid is not None and g.get("uuid") == chosen_uuid,
+            lanes=tuple(on.get(g.get("uuid"), ()))))
     return tuple(rows)
 
 
@@ -494,9 +585,9 @@ def gpus_view(d: RunData, live: list[dict[str, Any]] | None, now: float) -> Gpus
     chosen = (gate.get("chosen") or {}).get("uuid")
     waiting = d.alive and (d.meta.get("progress") or {}).get("phase") == "waiting_gpu"
     if live:
-        rows, source = gpu_rows(live, chosen), "live"
+        rows, source = gpu_rows(live, chosen, d.lanes), "live"
     else:
-        rows, source = gpu_rows(gate.get("assessments") or [], chosen), "gate"
+        rows, source = gpu_rows(gate.get("assessments") or [], chosen, d.lanes), "gate"
     if not rows:
         vendor = d.config.gpu.vendor if d.config else "auto"
         note = ("no GPU seen: a CPU-only target (its timings are CPU timings)" if vendor in ("none", "auto")
@@ -512,7 +603,9 @@ def gpus_view(d: RunData, live: list[dict[str, Any]] | None, now: float) -> Gpus
                 + (f"; gives up in {fmt.clock(limit - waited)}" if limit and waited is not None else ""))
     elif gate.get("chosen"):
         t = gate.get("t")
-        note = f"gate chose GPU {gate['chosen'].get('index')}" + (f" at {fmt.when(t)}" if fmt.is_num(t) else "")
+        lane = gate.get("lane") if d.lanes and isinstance(gate.get("lane"), int) else None
+        note = (f"gate chose GPU {gate['chosen'].get('index')}" + (f" for lane {lane}" if lane is not None else "")
+                + (f" at {fmt.when(t)}" if fmt.is_num(t) else ""))
     return GpusView(rows, source, note)
 
 

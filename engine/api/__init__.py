@@ -14,7 +14,8 @@ Grouped by what a client does:
   and the counters from its `iterations`, show its `tampered`);
 - what a run spent and how it ran (`run_summary`): `agent_spending`, `agent_line`,
   `phase_timings`, `timing_rows`, `sandbox_state`, `ran_unsandboxed`, `sandbox_line`,
-  `decision_cost`, `profiler_evidence` -> `ProfilerEvidence` of `ProfiledClass`es;
+  `decision_cost`, `profiler_evidence` -> `ProfilerEvidence` of `ProfiledClass`es,
+  `lane_states` (what each lane is doing);
 - send a run a command (`commands`): `send` -> `Sent`;
 - GPUs (`gpus`): `gpus_report`, `format_gpus_report`, `GpuSampler` (the TUI's readings,
   judged by the gate's rules);
@@ -60,6 +61,7 @@ from kopt_supervisor.engine.api.run_summary import (
     agent_line,
     agent_spending,
     decision_cost,
+    lane_states,
     phase_timings,
     profiler_evidence,
     ran_unsandboxed,
@@ -115,7 +117,8 @@ __all__ = [
     "status", "Transcript", "read_transcript", "TrustedHistory", "trusted_history",
     # what a run spent and how it ran
     "TIMED_PHASES", "ProfiledClass", "ProfilerEvidence", "agent_line", "agent_spending", "decision_cost",
-    "phase_timings", "profiler_evidence", "ran_unsandboxed", "sandbox_line", "sandbox_state", "timing_rows",
+    "lane_states", "phase_timings", "profiler_evidence", "ran_unsandboxed", "sandbox_line", "sandbox_state",
+    "timing_rows",
     # commands
     "Sent", "send",
     # GPUs

@@ -122,6 +122,7 @@ def status(ws: Workspace) -> dict[str, Any]:
         "decision_cost": run_summary.decision_cost(meta, its),
         "timings": run_summary.phase_timings(its),
         "agent": run_summary.agent_spending(its, cfg.propose.budget_usd, cfg.propose.budget_tokens),
+        "lanes": run_summary.lane_states(meta, its, cfg.parallel.lanes),
     }
 
 

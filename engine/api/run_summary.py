@@ -12,7 +12,10 @@ plain JSON-able values out.
   `ran_unsandboxed(meta)` and `sandbox_line(meta)` (engine.projections: performance.md says
   the same);
 - `profiler_evidence(record["profile"])` (engine.projections: results.md reads it the same):
-  per class the profiler's change per call beside the bench's verdict.
+  per class the profiler's change per call beside the bench's verdict;
+- `lane_states(meta, iterations, lanes)`: what each lane ([parallel].lanes) is doing now:
+  its running iteration, its live step (meta `lane:<i>`, or meta `progress` with one lane),
+  its GPU and host.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from kopt_supervisor.engine.projections import (
 from kopt_supervisor.engine.records import Iteration, Status
 
 __all__ = ["TIMED_PHASES", "ProfiledClass", "ProfilerEvidence", "agent_line", "agent_spending", "decision_cost",
-           "phase_timings", "profiler_evidence", "ran_unsandboxed", "sandbox_line", "sandbox_state", "timing_rows"]
+           "lane_states", "phase_timings", "profiler_evidence", "ran_unsandboxed", "sandbox_line", "sandbox_state", "timing_rows"]
 
 TIMED_PHASES = ("gate_wait_s", "proposer_s", "police_s", "reload_s", "looks_s", "profiler_s", "reverify_s",
                 "review_s", "format_s", "commit_s")
@@ -150,3 +153,83 @@ def _timings(it: Iteration | None) -> Mapping[str, Any]:
 
 def _num(v: Any) -> float | None:
     return float(v) if fmt.is_num(v) else None
+
+
+LANE_STEP_KEYS = ("phase", "step", "done", "total", "eta_s")
+"""What a lane's entry takes from its live step (meta `lane:<i>`, the dict meta `progress` holds)."""
+GPU_KEYS = ("index", "uuid", "name")
+
+
+def lane_states(meta: Mapping[str, Any], iterations: Sequence[Iteration], lanes: int) -> list[dict[str, Any]]:
+    """One entry per lane of the run (`lanes`: [parallel].lanes; at least one), in lane order:
+    {"lane", "version", "phase", "step", "done", "total", "eta_s", "gpu", "host"}.
+
+    - `version`: the lane's iteration in flight (running, or borderline awaiting the engineer),
+      None when the lane is idle. An iteration's lane is record["lane"] (none: lane 0, the
+      baseline's); a record naming a lane the run does not have counts for none.
+    - `phase` … `eta_s`: the live step of that iteration (meta `lane:<i>`, or meta `progress`
+      when it names the iteration: one lane, the baseline), else the iteration row's phase and
+      nulls (the row is written before its step runs). An idle lane is "idle", or
+      "waiting_gpu" while its gate waits for a GPU (only while the run has a live step: the
+      engine clears meta `progress` when the run ends, not `lane:<i>`).
+    - `gpu`: {"index", "uuid", "name", "host"} of the running iteration (or, when idle, of the
+      lane's last iteration): the record's GPU evidence, else the lane's last gate lease
+      (meta `lane:<i>`'s `gpu` and `host`); None when neither names a GPU. With the Ray
+      backend `host` is the worker host whose gate chose the GPU.
+    - `host`: the GPU's host, else where the lane last ran (meta `lane:<i>` `host`: "local",
+      "ray" until a Ray worker took the lane, then that worker), None when unknown.
+    """
+    count = max(1, int(lanes))
+    newest: dict[int, Iteration] = {}
+    for it in iterations:
+        i = _lane_of(it)
+        if i is not None and i < count and (i not in newest or it.version > newest[i].version):
+            newest[i] = it
+    progress = _mapping(meta.get("progress"))
+    out = []
+    for i in range(count):
+        seen = _mapping(meta.get(f"lane:{i}"))
+        last = newest.get(i)
+        running = last if last is not None and not last.final else None
+        gpu = _gpu_of(_mapping(last.record.get("gpu")) if last is not None else {}, None) \
+            or _gpu_of(_mapping(seen.get("gpu")), seen.get("host"))
+        out.append({"lane": i, "version": running.version if running else None,
+                    **_lane_step(running, seen, progress, idle_step=progress if count == 1 else seen),
+                    "gpu": gpu, "host": (gpu or {}).get("host") or _text(seen.get("host"))})
+    return out
+
+
+def _lane_step(running: Iteration | None, seen: Mapping[str, Any], progress: Mapping[str, Any], *,
+               idle_step: Mapping[str, Any]) -> dict[str, Any]:
+    """A lane's LANE_STEP_KEYS: its iteration's live step (the lane's own record, or the run's
+    when it names that iteration), its row's phase, waiting for a GPU, or idle."""
+    nothing = dict.fromkeys(LANE_STEP_KEYS)
+    if running is not None:
+        live = next((m for m in (seen, progress) if m.get("version") == running.version), None)
+        if live is not None:
+            return {k: live.get(k) for k in LANE_STEP_KEYS}
+        return {**nothing, "phase": running.phase or str(running.status)}
+    if progress and idle_step.get("phase") == "waiting_gpu":  # no progress: the run ended, its lanes idle
+        return {**nothing, "phase": "waiting_gpu", "step": idle_step.get("step")}
+    return {**nothing, "phase": "idle"}
+
+
+def _lane_of(it: Iteration) -> int | None:
+    lane = it.record.get("lane", 0)
+    return lane if isinstance(lane, int) and not isinstance(lane, bool) and lane >= 0 else None
+
+
+def _gpu_of(g: Mapping[str, Any], host: Any) -> dict[str, Any] | None:
+    """{"index", "uuid", "name", "host"} of a GPU record (the iteration's or a gate lease),
+    None when it names no GPU."""
+    if not any(g.get(k) is not None for k in GPU_KEYS):
+        return None
+    return {**{k: g.get(k) for k in GPU_KEYS}, "host": _text(g.get("host")) or _text(host)}
+
+
+def _text(v: Any) -> str | None:
+    return v if isinstance(v, str) and v else None
+
+
+def _mapping(v: Any) -> Mapping[str, Any]:
+    return v if isinstance(v, Mapping) else {}

@@ -8,7 +8,9 @@ candidate that has any to review with the lines quoted (`review_reason`).
     findings = scan(diff_text, read=lambda path: (cand / path).read_text(), allow=cfg.target.allow_constructs)
 
 - Python files: `ast` on the candidate's whole new version of each changed .py file
-  (`diffscan.python`, with the names it knows in `diffscan.names`), so aliases, `from x import y as z` and a `t = time` are resolved; only
+  (`diffscan.python`, with the names it knows in `diffscan.names`; state kept between calls
+  in `diffscan.state`, results that compute when read in `diffscan.lazy`), so aliases,
+  `from x import y as z` and a `t = time` are resolved; only
   findings on the candidate's added lines count, or on unchanged lines that use a name the
   candidate bound anew (a changed `import x as t` makes an old `t.f = g` the candidate's).
   String constants passed to exec/eval/compile are parsed and scanned too; C-like code in

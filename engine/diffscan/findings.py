@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import fnmatch
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -13,22 +14,27 @@ RULES: dict[str, str] = {
                     "setattr(time, ...), vars(m)[k] = v, f.__code__ = ..., unittest.mock)",
     "sys-modules": "uses sys.modules (replacing or fetching another module)",
     "builtins": "uses builtins or __builtins__",
-    "frame-inspection": "reads frames or the stack (sys._getframe, inspect.currentframe/stack, f_back, f_locals, "
-                        "gc.get_referrers, sys.settrace)",
+    "frame-inspection": "reads frames, the stack or the bench's own module (sys._getframe, inspect.currentframe/"
+                        "stack, f_back, f_locals, gc.get_referrers, sys.settrace, __main__)",
     "process-exit": "ends or hooks the process (os._exit, sys.exit, exit, os.kill, raise SystemExit, atexit, signal, "
                     "__del__, weakref.finalize)",
-    "file-write": "writes, moves or deletes files (open(..., 'w'/'a'), Path.write_*, os.write, os.remove, shutil, "
-                  "tempfile, torch.save)",
+    "file-write": "writes, moves or deletes files, or keeps a store on disk (open(..., 'w'/'a'), Path.write_*, "
+                  "os.write, os.remove, shutil, tempfile, shelve, dbm, sqlite3, mmap, pickle.dump, numpy.save/memmap, "
+                  "torch.save)",
     "env-write": "writes the environment (os.environ[...] = , os.putenv, os.environ.update)",
     "kopt-probe": "reads kopt's names or the process's insides (a 'KOPT...' string, /proc/)",
     "worktree-probe": "tells which tree or side it runs in (os.getcwd, Path.cwd, sys.argv, __file__ or __name__ "
                       "compared, 'best'/'cand' path strings)",
     "thread-process": "starts threads or processes (threading, multiprocessing, subprocess, concurrent.futures, "
                       "asyncio, os.fork, os.system)",
-    "input-cache": "caches keyed on inputs or pointers (functools.cache/lru_cache on a function taking tensors, "
-                   "keys from data_ptr()/id(x), weak dictionaries)",
-    "module-state": "mutates module-level state inside a function (global, a module-level dict or list changed "
-                    "per call)",
+    "input-cache": "caches keyed on inputs or pointers (functools.cache/lru_cache on a function taking tensors "
+                   "or called with its caller's data as tuple(xs)/xs.tobytes(), keys from data_ptr()/id(x), weak "
+                   "dictionaries)",
+    "module-state": "keeps state between calls (global, a module-level container, a mutable default argument, a "
+                    "closure variable of an escaping function, a class attribute or a module-level instance's "
+                    "attributes, function attributes, a cached function's result changed per call)",
+    "lazy-result": "returns results that compute when read, not when timed (a class with __iter__, __array__, "
+                   "__float__, __eq__, __getitem__... hooks; a generator; map/filter/zip returned)",
     "native-access": "ctypes, cffi or mmap",
     "import-tricks": "importlib, __import__, sys.meta_path, sys.path changes, runpy, types.ModuleType",
     "exec-eval": "exec, eval, compile, code objects, marshal or pickle loads",
@@ -70,6 +76,16 @@ class Finding:
     """1-based line of the candidate's new version (0: the file as a whole)."""
     text: str
     """The line, stripped and capped (or what the finding is about)."""
+
+
+@dataclass(frozen=True)
+class Raw:
+    """A finding of the Python rules before it is placed: the node it is about (its lines
+    decide whether it is the candidate's) and a note appended to the quoted line."""
+
+    rule: str
+    node: ast.AST
+    note: str = ""
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ QUALIFIED: dict[str, tuple[str, ...]] = {
     "sys-modules": ("sys.modules",),
     "builtins": ("builtins", "__builtin__"),
     "frame-inspection": (
-        "sys._getframe", "sys._current_frames", "sys._current_exceptions", "sys.settrace", "sys.setprofile",
+        "__main__", "sys._getframe", "sys._current_frames", "sys._current_exceptions", "sys.settrace", "sys.setprofile",
         "sys.addaudithook", "sys.monitoring", "sys.call_tracing", "inspect.currentframe", "inspect.stack",
         "inspect.getouterframes", "inspect.getinnerframes", "inspect.trace", "inspect.getframeinfo",
         "inspect.getgeneratorlocals", "inspect.getcoroutinelocals", "inspect.getclosurevars", "traceback.extract_stack",
@@ -25,9 +25,17 @@ QUALIFIED: dict[str, tuple[str, ...]] = {
         "os.write", "os.writev", "os.pwrite", "os.pwritev", "os.remove", "os.unlink", "os.rename", "os.renames",
         "os.replace", "os.rmdir", "os.removedirs", "os.mkdir", "os.makedirs", "os.symlink", "os.link", "os.chmod",
         "os.lchmod", "os.chown", "os.lchown", "os.truncate", "os.ftruncate", "os.utime", "os.mkfifo", "os.mknod",
-        "os.dup2", "os.open", "os.sendfile", "os.copy_file_range", "os.splice", "shutil", "tempfile", "torch.save",
-        "numpy.save", "numpy.savez", "numpy.savez_compressed", "numpy.savetxt", "pickle.dump", "marshal.dump",
-        "io.FileIO"),
+        "os.dup2", "os.open", "os.sendfile", "os.copy_file_range", "os.splice", "os.posix_fallocate", "os.fchmod",
+        "os.fchown", "os.chflags", "os.lchflags", "os.setxattr", "os.removexattr", "os.memfd_create", "shutil",
+        "tempfile", "io.FileIO", "fileinput",
+        # stores that persist what they are given (a cache between calls, or between runs)
+        "shelve", "dbm", "sqlite3", "mmap", "pickle.dump", "pickle.Pickler", "marshal.dump", "dill.dump",
+        "cloudpickle.dump", "joblib.dump", "joblib.Memory", "diskcache", "sqlitedict", "h5py.File", "zarr",
+        "numpy.save", "numpy.savez", "numpy.savez_compressed", "numpy.savetxt", "numpy.memmap",
+        "numpy.lib.format.open_memmap", "numpy.lib.format.write_array", "torch.save", "torch.from_file",
+        "torch.UntypedStorage.from_file", "torch.TypedStorage.from_file", "torch.jit.save", "torch.export.save",
+        "torch.onnx.export", "safetensors.torch.save_file", "safetensors.numpy.save_file", "logging.FileHandler",
+        "logging.handlers"),
     "env-write": ("os.putenv", "os.unsetenv", "os.environ.update", "os.environ.setdefault", "os.environ.pop",
                   "os.environ.popitem", "os.environ.clear", "os.environ.__setitem__", "os.environ.__delitem__",
                   "os.environb"),
@@ -35,6 +43,7 @@ QUALIFIED: dict[str, tuple[str, ...]] = {
     "worktree-probe": ("os.getcwd", "os.getcwdb", "pathlib.Path.cwd", "pathlib.PosixPath.cwd", "sys.argv",
                        "sys.orig_argv", "os.environ.PWD"),
     "thread-process": ("threading", "_thread", "multiprocessing", "subprocess", "concurrent", "asyncio",
+                       "torch.jit.fork", "torch.jit._fork", "torch.futures",
                        "torch.multiprocessing", "pty", "os.fork", "os.forkpty", "os.system", "os.popen",
                        "os.posix_spawn", "os.posix_spawnp", "os.register_at_fork", "os.spawnl", "os.spawnle",
                        "os.spawnlp", "os.spawnlpe", "os.spawnv", "os.spawnve", "os.spawnvp", "os.spawnvpe",
@@ -48,6 +57,7 @@ QUALIFIED: dict[str, tuple[str, ...]] = {
                   "cloudpickle", "types.FunctionType", "types.CodeType", "types.LambdaType", "builtins.exec",
                   "builtins.eval", "builtins.compile"),
     "patch-module": ("unittest.mock", "mock.patch"),
+    "dynamic-access": ("types.new_class",),
     "stdout-write": ("sys.stdout", "sys.__stdout__"),
     "side-stream": ("torch.cuda.Stream", "torch.cuda.stream", "torch.cuda.set_stream", "torch.cuda.ExternalStream",
                     "torch.cuda.StreamContext", "torch.Stream", "cupy.cuda.Stream"),
@@ -70,7 +80,13 @@ BUILTIN = "<builtin>."
 FRAME_ATTRS = frozenset({"f_back", "f_locals", "f_globals", "f_builtins", "f_code", "f_lasti", "f_trace", "tb_frame",
                          "tb_next", "gi_frame", "cr_frame", "ag_frame", "gi_code", "__closure__", "cell_contents"})
 WRITE_METHODS = frozenset({"write_text", "write_bytes", "touch", "unlink", "rmdir", "mkdir", "symlink_to",
-                           "hardlink_to", "link_to", "chmod", "lchmod", "tofile"})
+                           "hardlink_to", "link_to", "chmod", "lchmod", "tofile", "to_csv", "to_pickle", "to_parquet",
+                           "to_hdf", "to_feather", "to_excel", "to_sql", "savefig"})
+"""Methods that write files whatever object they are called on (Path, ndarray, DataFrame)."""
+OPEN_WITH_MODE = frozenset({"io.open", "codecs.open", "os.fdopen", "gzip.open", "gzip.GzipFile", "bz2.open",
+                            "bz2.BZ2File", "lzma.open", "lzma.LZMAFile", "tarfile.open", "tarfile.TarFile",
+                            "zipfile.ZipFile", "zipfile.PyZipFile"})
+"""Functions whose second argument (or mode=) is an open() mode: a file write when it writes."""
 SAFE_DUNDERS = frozenset({"__doc__", "__name__", "__qualname__", "__module__", "__wrapped__", "__annotations__"})
 SENSITIVE_NAMES = frozenset({
     "_getframe", "f_back", "f_locals", "f_globals", "f_builtins", "tb_frame", "currentframe", "perf_counter",
@@ -96,7 +112,9 @@ TENSOR_TYPES = frozenset({"torch.Tensor", "numpy.ndarray", "torch.nn.Parameter"}
 POINTER_METHODS = frozenset({"data_ptr", "untyped_storage", "storage", "_cdata", "__array_interface__",
                              "__cuda_array_interface__", "_typed_storage"})
 MUTATORS = frozenset({"append", "extend", "insert", "update", "setdefault", "pop", "popitem", "clear", "add",
-                      "discard", "remove", "__setitem__", "__delitem__", "appendleft", "put", "write"})
+                      "discard", "remove", "__setitem__", "__delitem__", "appendleft", "put", "write", "send",
+                      "extendleft", "rotate", "sort", "reverse", "move_to_end", "__iadd__", "__ior__", "register_buffer",
+                      "register_parameter", "add_module", "register_module"})
 LOOKUPS = frozenset({"get", "setdefault", "pop", "__contains__", "__getitem__", "__setitem__"})
 CACHE_DECORATORS = frozenset({"functools.cache", "functools.lru_cache"})
 SIDE_PATH = re.compile(r"(?i)(^|[/\\])(best|cand|candidate)([/\\]|$)")
@@ -104,3 +122,54 @@ IDENTITY_DUNDERS = frozenset({"__file__", "__name__", "__spec__", "__package__",
 STR_METHODS = frozenset({"split", "rsplit", "find", "rfind", "index", "rindex", "startswith", "endswith",
                          "partition", "rpartition", "count", "replace", "lower", "upper", "__contains__",
                          "casefold", "strip", "encode"})
+MUTABLE_FACTORIES = frozenset({"<builtin>.dict", "<builtin>.list", "<builtin>.set", "<builtin>.bytearray",
+                               "<builtin>.iter", "builtins.dict", "builtins.list", "builtins.set", "collections",
+                               "itertools.count", "itertools.cycle", "array.array", "queue", "types.SimpleNamespace",
+                               "weakref", "io.StringIO", "io.BytesIO"})
+"""Calls whose result is a mutable container: as a default argument, state shared by every call."""
+IMMUTABLE_FACTORIES = frozenset({"<builtin>.frozenset", "<builtin>.tuple", "<builtin>.int", "<builtin>.float",
+                                 "<builtin>.str", "<builtin>.bytes", "<builtin>.complex", "<builtin>.bool",
+                                 "<builtin>.range", "<builtin>.slice", "<builtin>.object", "torch.device",
+                                 "torch.dtype", "torch.Size", "triton.language.constexpr", "math", "decimal.Decimal",
+                                 "fractions.Fraction", "pathlib.Path", "pathlib.PurePath", "pathlib.PurePosixPath"})
+"""Calls whose result cannot be changed: a plain default argument (`device=torch.device("cuda")`)."""
+MUTATING_FUNCTIONS = frozenset({"heapq.heappush", "heapq.heappop", "heapq.heapify", "heapq.heapreplace",
+                                "heapq.heappushpop", "bisect.insort", "bisect.insort_left", "bisect.insort_right",
+                                "operator.setitem", "operator.delitem", "operator.iadd", "operator.iconcat",
+                                "operator.ior", "operator.iand", "operator.isub", "operator.imul", "random.shuffle",
+                                "numpy.copyto", "numpy.put", "numpy.place", "numpy.putmask"})
+"""Functions that change their first argument in place."""
+PERSISTENT_LOOKUPS = frozenset({"get", "setdefault", "values", "items", "__getitem__"})
+"""Methods that hand back (part of) the object they are called on: `d = _CACHE.get(k)` is _CACHE's."""
+INIT_METHODS = frozenset({"__init__", "__new__", "__post_init__", "__init_subclass__", "__set_name__",
+                          "__setstate__"})
+"""Methods that build an object: its `self` state is set there, not changed per call."""
+LAZY_DUNDERS = frozenset({
+    # container and iteration: list(out), len(out), out[i], x in out
+    "__iter__", "__next__", "__aiter__", "__anext__", "__len__", "__length_hint__", "__getitem__", "__contains__",
+    "__reversed__", "__missing__",
+    # conversion: float(out), numpy/torch/dlpack views, formatting, truth
+    "__array__", "__array_interface__", "__array_struct__", "__array_ufunc__", "__array_function__",
+    "__array_priority__", "__cuda_array_interface__", "__dlpack__", "__dlpack_device__", "__buffer__", "__float__",
+    "__int__", "__index__", "__complex__", "__bool__", "__round__", "__trunc__", "__floor__", "__ceil__",
+    "__format__", "__bytes__", "__fspath__",
+    # comparison and arithmetic: out == ref, out - ref, abs(out - ref)
+    "__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__add__", "__radd__", "__sub__", "__rsub__",
+    "__mul__", "__rmul__", "__matmul__", "__rmatmul__", "__truediv__", "__rtruediv__", "__floordiv__",
+    "__rfloordiv__", "__mod__", "__rmod__", "__pow__", "__rpow__", "__neg__", "__pos__", "__abs__", "__invert__",
+    "__and__", "__rand__", "__or__", "__ror__", "__xor__", "__rxor__",
+    # every attribute read: out.shape, out.cpu(), out.tolist()
+    "__getattr__", "__getattribute__",
+})
+"""Hooks a result object runs when the bench reads it (after the timer stopped): a class with
+any of them can do its work there, or answer a comparison falsely."""
+LAZY_BASES = frozenset({"collections.UserList", "collections.UserDict", "collections.UserString", "collections.abc",
+                        "typing.Sequence", "typing.MutableSequence", "typing.Mapping", "typing.Iterable",
+                        "typing.Iterator", "typing.Collection", "numpy.lib.mixins"})
+"""Bases whose hooks read what a subclass computes (UserList's data as a property): a result of
+such a class can compute when read, without a hook of its own."""
+LAZY_RETURNS = frozenset({"map", "filter", "zip", "iter", "reversed", "enumerate", "aiter"})
+"""Builtins that return a lazy iterator: returned from a kernel, the work runs when iterated."""
+IMMUTABLE_BASES = frozenset({"typing.NamedTuple", "enum.Enum", "enum.IntEnum", "enum.StrEnum", "enum.Flag",
+                             "enum.IntFlag", "<builtin>.tuple", "<builtin>.frozenset", "<builtin>.str", "<builtin>.int"})
+"""Base classes whose instances cannot change (with frozen dataclasses)."""

@@ -18,9 +18,10 @@ import ast
 import re
 from collections import defaultdict
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 from kopt_supervisor.engine.diffscan.findings import Finding, quote
+from kopt_supervisor.engine.diffscan.findings import Raw as _Raw
+from kopt_supervisor.engine.diffscan.lazy import lazy_results
 from kopt_supervisor.engine.diffscan.names import (
     BUILTIN,
     BUILTIN_NAMES,
@@ -30,6 +31,7 @@ from kopt_supervisor.engine.diffscan.names import (
     IDENTITY_DUNDERS,
     LOOKUPS,
     MUTATORS,
+    OPEN_WITH_MODE,
     POINTER_METHODS,
     QUALIFIED,
     SAFE_DUNDERS,
@@ -41,14 +43,8 @@ from kopt_supervisor.engine.diffscan.names import (
     TENSOR_TYPES,
     WRITE_METHODS,
 )
+from kopt_supervisor.engine.diffscan.state import cached_functions, persistent_state
 from kopt_supervisor.engine.diffscan.text import C_RULES, GENERIC_RULES, PY_TEXT_RULES, text_rules
-
-
-@dataclass(frozen=True)
-class _Raw:
-    rule: str
-    node: ast.AST
-    note: str = ""
 
 
 def scan_python(path: str, source: str, added: dict[int, str]) -> list[Finding]:
@@ -220,7 +216,10 @@ class _Scanner:
             yield from self._strings(node)
             yield from self._defs(node)
         yield from self._pointer_keys()
-        yield from self._module_state()
+        yield from self._data_keys()
+        yield from self._input_attributes()
+        yield from persistent_state(self)
+        yield from lazy_results(self)
 
     def _references(self, node: ast.AST) -> Iterator[_Raw]:
         names: list[str] = []
@@ -241,7 +240,8 @@ class _Scanner:
         for q in names:
             for rule, prefixes in QUALIFIED.items():
                 if any(q == p or q.startswith(p + ".") for p in prefixes):
-                    yield _Raw(rule, node)  # a name may meet several rules (os.environ.pop, sys.stdout)
+                    note = "  # the bench's own module" if q.split(".")[0] == "__main__" else ""
+                    yield _Raw(rule, node, note)  # a name may meet several rules (os.environ.pop, sys.stdout)
         if isinstance(node, ast.Attribute):
             if node.attr in FRAME_ATTRS:
                 yield _Raw("frame-inspection", node)
@@ -346,11 +346,11 @@ class _Scanner:
                 yield _Raw("patch-module", node)
             if fn.attr in ("insert", "append", "extend", "remove", "pop", "clear") and owner == ("sys.path", True):
                 yield _Raw("import-tricks", node)
-            if fn.attr in WRITE_METHODS:
-                yield _Raw("file-write", node)
+            if fn.attr in WRITE_METHODS or (fn.attr == "dump" and not (owner and owner[1])):
+                yield _Raw("file-write", node)  # p.write_text(...), df.to_csv(...), arr.dump(...)
             if fn.attr == "open" and _write_mode(node, mode_at=1 if owner and owner[1] else 0):
                 yield _Raw("file-write", node)  # a module's open(name, mode), or a path's open(mode)
-        if name in ("io.open", "codecs.open", "os.fdopen") or self._builtin(fn, "open"):
+        if name in OPEN_WITH_MODE or self._builtin(fn, "open"):
             if _write_mode(node, mode_at=1):
                 yield _Raw("file-write", node)
         if self._builtin(fn, "print"):
@@ -461,6 +461,77 @@ class _Scanner:
                 if any(self._pointerish(k, tainted) for k in keys):
                     yield _Raw("input-cache", n, "  # keyed on a pointer or object identity")
 
+    def _data_keys(self) -> Iterator[_Raw]:
+        """A cached function of this file called with its caller's data turned hashable
+        (`_cached(tuple(xs), s)`, `_cached(x.tobytes())`): an output cache keyed on the input."""
+        cached = cached_functions(self)
+        if not cached:
+            return
+        for fn in ast.walk(self.tree):
+            if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+                continue
+            params = {a.arg for a in ast.walk(fn.args) if isinstance(a, ast.arg)}
+            for n in ast.walk(fn):
+                if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in cached \
+                        and any(self._data_of(a, params) for a in [*n.args, *(k.value for k in n.keywords)]):
+                    yield _Raw("input-cache", n, f"  # caches {n.func.id}() on the caller's data")
+
+    def _input_attributes(self) -> Iterator[_Raw]:
+        """An attribute stored on a parameter's object after probing whether it is there, by a
+        function that is not a method (`if hasattr(x, "_out"): return x._out ... x._out = y`,
+        `getattr(x, "_n", 0)`, `try: x._out except AttributeError`): a cache carried by the
+        caller's input, which the bench hands again to every timed call."""
+        for fn in ast.walk(self.tree):
+            if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef) \
+                    or isinstance(self.parents.get(id(fn)), ast.ClassDef):
+                continue
+            params = {a.arg for a in ast.walk(fn.args) if isinstance(a, ast.arg)}
+            stores: list[tuple[ast.AST, str, str | None]] = []
+            probes: set[tuple[str, str]] = set()
+            for n in ast.walk(fn):
+                if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in params:
+                    if isinstance(n.ctx, ast.Store | ast.Del):
+                        stores.append((n, n.value.id, n.attr))
+                    elif self._in_try(n, fn):
+                        probes.add((n.value.id, n.attr))
+                elif isinstance(n, ast.Call) and len(n.args) >= 2 and isinstance(n.args[0], ast.Name) \
+                        and n.args[0].id in params:
+                    name = n.args[1]
+                    key = name.value if isinstance(name, ast.Constant) and isinstance(name.value, str) else None
+                    if self._builtin(n.func, "hasattr") or (self._builtin(n.func, "getattr") and len(n.args) == 3):
+                        if key is not None:
+                            probes.add((n.args[0].id, key))
+                    elif self._builtin(n.func, "setattr") or self._builtin(n.func, "delattr"):
+                        stores.append((n, n.args[0].id, key))
+            for node, param, attr in stores:
+                if attr is None or (param, attr) in probes:
+                    yield _Raw("input-cache", node, f"  # kept on the caller's {param} between calls")
+
+    def _in_try(self, node: ast.AST, fn: ast.AST) -> bool:
+        """node lies in a try whose handler catches AttributeError (or everything: bare)."""
+        p = self.parents.get(id(node))
+        while p is not None and p is not fn:
+            if isinstance(p, ast.Try) and any(
+                    h.type is None or any(isinstance(t, ast.Name) and t.id == "AttributeError" for t in ast.walk(h.type))
+                    for h in p.handlers):
+                return True
+            p = self.parents.get(id(p))
+        return False
+
+    def _data_of(self, node: ast.AST, params: set[str]) -> bool:
+        """tuple(p), frozenset(p), bytes(p), bytearray(p), hash(p) of a parameter p, or
+        p....tobytes() / p....tolist()."""
+        if not isinstance(node, ast.Call):
+            return False
+        if isinstance(node.func, ast.Attribute) and node.func.attr in ("tobytes", "tolist"):
+            root: ast.AST = node.func.value
+            while isinstance(root, ast.Attribute | ast.Call | ast.Subscript):
+                root = root.func if isinstance(root, ast.Call) else root.value
+            return isinstance(root, ast.Name) and root.id in params
+        first = node.args[0] if node.args else None
+        return isinstance(first, ast.Name) and first.id in params and any(
+            self._builtin(node.func, b) for b in ("tuple", "frozenset", "bytes", "bytearray", "hash"))
+
     def _pointerish(self, node: ast.AST, tainted: set[str]) -> bool:
         for n in ast.walk(node):
             if isinstance(n, ast.Attribute) and n.attr in POINTER_METHODS:
@@ -473,33 +544,6 @@ class _Scanner:
             if resolved and resolved[0] == "ctypes.addressof":
                 return True
         return False
-
-    def _module_state(self) -> Iterator[_Raw]:
-        """Inside a function: `global` names it stores, or a module-level container it changes."""
-        for fn in ast.walk(self.tree):
-            if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
-                continue
-            local = {a.arg for a in ast.walk(fn.args) if isinstance(a, ast.arg)}
-            declared: set[str] = set()
-            for n in ast.walk(fn):
-                if isinstance(n, ast.Global):
-                    declared |= set(n.names)
-                elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
-                    local.add(n.id)
-            for n in ast.walk(fn):
-                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store | ast.Del) and n.id in declared:
-                    yield _Raw("module-state", n, f"  # global {n.id}")
-                target: ast.AST | None = None
-                if isinstance(n, ast.Subscript | ast.Attribute) and isinstance(n.ctx, ast.Store | ast.Del):
-                    target = n.value
-                elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in MUTATORS:
-                    target = n.func.value
-                while isinstance(target, ast.Attribute | ast.Subscript):
-                    target = target.value  # the root of X.a[k].b
-                if isinstance(target, ast.Name) and target.id in self.module_names \
-                        and target.id not in self.aliases \
-                        and (target.id not in local or target.id in declared):
-                    yield _Raw("module-state", n, f"  # module-level {target.id} changed per call")
 
 
 def _rule_of(qualified: str) -> str | None:

@@ -12,7 +12,7 @@ With one local lane the run is what it always was: cand/ against best/.
 
 from __future__ import annotations
 
-from kopt_supervisor.engine.gpu.backends import open_backend
+from kopt_supervisor.engine.gpu.backends import NoGpu, open_backend
 from kopt_supervisor.engine.gpu.gate import Gate
 from kopt_supervisor.engine.loop.context import RunContext
 from kopt_supervisor.engine.loop.lane import Lane, single_lane
@@ -43,7 +43,8 @@ def make_lanes(ctxs: list[RunContext]) -> list[Lane]:
     for lane, ctx in zip(lanes, ctxs, strict=True):
         if par.backend == "ray":
             lane.host = "ray"
-            lane.measurer = ray_backend.RayMeasurer(ctx, lane)
+            lane.measurer = main = ray_backend.RayMeasurer(ctx, lane)
+            lane.fresh = ray_backend.FreshOnWorker(main)  # the re-decision runs on the lane's worker too
         else:
             lane.measurer = measurer_for(ctx, lane)
     return lanes
@@ -57,7 +58,9 @@ def lane_gate(ctx: RunContext, index: int) -> Gate:
         ctx.control.sleep(seconds, lambda left: ctx.progress(
             None, "waiting_gpu", f"lane {index}: no idle GPU free for it, next check in {left:.0f} s"))
 
-    backend = "none" if ctx.cfg.parallel.backend == "ray" else ctx.cfg.gpu.vendor  # Ray lanes gate on their worker
-    return Gate(ctx.cfg.gpu, open_backend(backend), sleep=sleep, own_pids=ctx.own_pids,
+    # a Ray lane's GPU is chosen by the gate on its worker: the head holds none
+    backend = NoGpu("a Ray lane: its worker's gate chooses the GPU") if ctx.cfg.parallel.backend == "ray" \
+        else open_backend(ctx.cfg.gpu.vendor)
+    return Gate(ctx.cfg.gpu, backend, sleep=sleep, own_pids=ctx.own_pids,
                 log=lambda m: ctx.event("gpu", f"lane {index}: {m}", level="warn"),
                 owner=f"kopt run {ctx.ws.tag} lane {index} ({ctx.ws.dir})")

@@ -136,17 +136,20 @@ class LaneWorker:
         self.loaded = (best, cand)
         return socket.gethostname()
 
-    def look(self, version: int, stage: str, r: int, tree: str, best: str) -> dict[str, Any]:
+    def look(self, version: int, stage: str, r: int, tree: str, best: str, fresh: bool = False) -> dict[str, Any]:
         """One look, measured here: its pairs, both sides' rows, seconds, runs, and the GPU
-        before and after (the worker's gate picked it)."""
+        before and after (the worker's gate picked it). `fresh`: in fresh, separate processes
+        of the process-level bench (the re-decision of a keep), whatever the lane's measurer."""
         from kopt_supervisor.engine.loop.lane import acquire
+        from kopt_supervisor.engine.loop.measure import ProcessAbba
 
         assert self.ctx is not None and self.lane is not None and self.lane.measurer is not None, "load() first"
         it = Iteration(version, Status.RUNNING, best_commit_before=best)
         it.record["evaluated_tree"] = tree
         lease = acquire(self.ctx, self.lane)
         t0 = time.monotonic()
-        look = self.lane.measurer.look(it, stage, r, lease.env)
+        measurer = ProcessAbba(self.ctx, self.lane) if fresh else self.lane.measurer
+        look = measurer.look(it, stage, r, lease.env)
         logs = {p.name: p.read_bytes()[-65536:].decode("utf-8", "replace")
                 for p in self.ws.log_dir(version).glob(f"{stage}_r{r}_*") if p.is_file()}
         return {"look": look, "gpu": (lease.before, self.lane.gate.evidence()), "host": self.lane.host,
@@ -201,9 +204,15 @@ class RayMeasurer:
                 raise
 
     def look(self, it: Iteration, stage: str, r: int, env: dict[str, str]) -> Look:
-        _ray()
-        from ray.exceptions import RayActorError, RayError
+        return self.measure(it, stage, r, fresh=False)
 
+    def measure(self, it: Iteration, stage: str, r: int, *, fresh: bool) -> Look:
+        """A look on the lane's worker (`fresh`: in fresh processes of the process-level bench)."""
+        _ray()
+        from ray import exceptions as rx
+
+        lost = tuple(getattr(rx, n) for n in ("RayActorError", "WorkerCrashedError", "NodeDiedError", "ObjectLostError",
+                                              "OwnerDiedError", "ActorUnavailableError") if hasattr(rx, n))
         tree = str(it.record.get("evaluated_tree") or "")
         best = it.best_commit_before or ""
         last: BaseException | None = None
@@ -216,9 +225,15 @@ class RayMeasurer:
                     host = self._get(actor.load.remote(bundle, best, cand))
                     self.lane.host = host
                     self.loaded = (best, tree)
-                got = self._get(actor.look.remote(it.version, stage, r, tree, best))
+                got = self._get(actor.look.remote(it.version, stage, r, tree, best, fresh))
                 break
-            except (RayActorError, RayError) as e:  # the worker died: the look is taken again elsewhere
+            except rx.RayTaskError as e:  # the look itself failed on the worker: its own error, not a lost worker
+                cause = e.cause if isinstance(e.cause, BaseException) else e
+                if isinstance(cause, BenchError):
+                    raise BenchError(f"on the Ray worker {self.lane.host}: {cause}") from None
+                first = (str(cause).strip().splitlines() or [type(cause).__name__])[0]
+                raise BenchError(f"on the Ray worker {self.lane.host}: {type(cause).__name__}: {first[:300]}") from None
+            except lost as e:  # the worker died: the look is taken again elsewhere, nothing was stored
                 last = e
                 self.ctx.event("lanes", f"v{it.version} {self.lane.name}: the Ray worker was lost during look {r + 1} "
                                f"({type(e).__name__}); taken again (attempt {attempt + 2}/{LOOK_ATTEMPTS})",
@@ -242,3 +257,20 @@ class RayMeasurer:
                 _ray().kill(actor)
             except Exception:  # noqa: BLE001 - gone already
                 pass
+
+
+class FreshOnWorker:
+    """The re-decision of a keep for a Ray lane: looks in fresh, separate processes of the
+    process-level bench, on the lane's own worker (and so its GPU), never on the head."""
+
+    def __init__(self, main: RayMeasurer) -> None:
+        self.main = main
+
+    def look(self, it: Iteration, stage: str, r: int, env: dict[str, str]) -> Look:
+        return self.main.measure(it, stage, r, fresh=True)
+
+    def new_decision(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass  # the worker is the lane's: its measurer ends it

@@ -141,7 +141,8 @@ class RunContext:
     def progress(self, it: Iteration | None, phase: str, step: str, done: int | None = None,
                  total: int | None = None) -> None:
         """The live step shown on the dashboard (a countdown writes at most once a second)."""
-        prev = self.store.get("progress") or {}
+        key = "progress" if self.lane_index is None else f"lane:{self.lane_index}"
+        prev = self.store.get(key) or {}  # a lane's own step (several lanes write at once)
         version = it.version if it else prev.get("version")
         same = prev.get("version") == version and prev.get("phase") == phase
         if same and prev.get("step") != step and abs(time.time() - float(prev.get("t") or 0)) < 1.0 and done is None:
@@ -154,7 +155,7 @@ class RunContext:
                "phase_started_at": started, "eta_s": eta, "t": time.time()}
         self.store.set("progress", now)
         if self.lane_index is not None:
-            self.store.set(f"lane:{self.lane_index}", {**(self.store.get(f"lane:{self.lane_index}") or {}), **now})
+            self.store.set(key, {**prev, **now})
 
     def close(self, it: Iteration, status: Status, reason: str, *, verdict: Verdict | None = None,
               by: str = "engine") -> None:

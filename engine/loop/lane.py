@@ -33,14 +33,18 @@ class Lane:
     always run on it)."""
     host: str = "local"
     measurer: Measurer | None = field(default=None, repr=False)
+    fresh: Measurer | None = field(default=None, repr=False)
+    """What decides a keep again in fresh, separate processes of the process-level bench
+    (None: measure.ProcessAbba on this host; a Ray lane's runs on its worker)."""
 
     @property
     def name(self) -> str:
         return f"lane {self.index}"
 
     def close(self) -> None:
-        if self.measurer is not None:
-            self.measurer.close()
+        for m in (self.measurer, self.fresh):
+            if m is not None:
+                m.close()
         self.gate.close()
 
 

@@ -193,8 +193,9 @@ class Engine:
     def finish(self, reason: str) -> None:
         ctx = self.ctx
         self.recovery.at_end(self.lanes)
+        lanes_live = {f"lane:{i}": None for i in range(len(self.loops))} if len(self.loops) > 1 else {}
         ctx.store.set_many({"state": "stopped", "stop_reason": reason, "stop_time": time.time(),
-                            "best_commit": ctx.trusted_best(), "progress": None, "engine_pid": None})
+                            "best_commit": ctx.trusted_best(), "progress": None, "engine_pid": None, **lanes_live})
         ctx.event("stop", f"run stopped: {reason}")
         ctx.write_projections()
         ctx.log(f"stopped: {reason}")
@@ -263,14 +264,16 @@ class LaneLoop:
                     return self.keeper.discard(it, lane, *problem)
                 outcome = self.rounds.decide(it, lane, Stage.EVAL)
             self.ctx.save(it, Phase.EVIDENCE)
+            by = "engine"
             try:
                 verdict = self.evidence.confirm(it, lane, outcome)        # Phase.EVIDENCE
                 verdict = self.evidence.reverify(it, lane, verdict)       # a new BEST, in fresh processes
+                while verdict.kind == "borderline":                       # Phase.REVIEW
+                    verdict, by = self.review.ask(it, lane, verdict)
+                    if verdict.kind == "keep":  # decided by more rounds: the evidence any keep needs
+                        verdict = self.evidence.reverify(it, lane, self.evidence.confirm(it, lane, verdict))
             except CorrectnessRefuted as e:
                 return self.keeper.discard(it, lane, Status.FAIL_CORRECTNESS, str(e))
-            by = "engine"
-            if verdict.kind == "borderline":                              # Phase.REVIEW
-                verdict, by = self.review.ask(it, lane, verdict)
             if verdict.kind not in ("keep", "accepted"):                  # Phase.DISCARD
                 self.ctx.save(it, Phase.DISCARD)
                 return self.keeper.discard(it, lane, VERDICT_STATUS.get(verdict.kind, Status.REJECTED),

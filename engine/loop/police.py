@@ -16,7 +16,7 @@ from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from kopt_supervisor.engine import diffscan, gitops, integrity, runner, treecheck
+from kopt_supervisor.engine import diffscan, gitops, history, integrity, runner, treecheck
 from kopt_supervisor.engine.diffscan.findings import quote
 from kopt_supervisor.engine.errors import KoptError
 from kopt_supervisor.engine.loop.context import RunContext
@@ -154,9 +154,7 @@ class Police:
         if head != best:
             return Problem(Status.FAIL_PROPOSE, "the proposer made commits of its own in cand/ (kopt commits keeps; "
                                                 "leave changes uncommitted)")
-        tampered = ctx.chain().problem  # run.db edited during the proposal: the run stops (not this candidate's fault)
-        if tampered:
-            raise integrity.Tampered(tampered)
+        history.check_chain(ctx.key, ctx.store)  # BEST below is read from the rows: they must be the engine's
         if gitops.branch_sha(ctx.store.get("repo"), ctx.ws.branch) != ctx.best_commit():
             return Problem(Status.FAIL_PROTECTED, "the proposer changed best/ or the run's branch")
         try:

@@ -63,11 +63,11 @@ class Proposing:
         lease = acquire(ctx, lane, it)
         with ctx.clock(it, "proposer_s"), (ONE_AT_A_TIME if self.instant else contextlib.nullcontext()):
             proposal = self._run(it, lane, lease.env, repair, failing)
-        if repair == 0:
-            it.record["proposal"] = proposal.details
-        else:
-            it.record.setdefault("repairs", []).append(proposal.details)
-        ctx.save(it)
+            if repair == 0:
+                it.record["proposal"] = proposal.details
+            else:
+                it.record.setdefault("repairs", []).append(proposal.details)
+            ctx.save(it)  # inside the lock: the next lane's tune proposer sees this point as tried
         return proposal
 
     def _run(self, it: Iteration, lane: Lane, gpu_env: dict[str, str], repair: int,

@@ -62,21 +62,33 @@ class Recovery:
         self.refresh_projections()
 
     def at_end(self, lanes: list[Lane]) -> None:
-        """The session ends with no process of the run left, its branch and best trees at
-        BEST_COMMIT (whatever moved or edited them meanwhile), its projections as the store
+        """The session ends with no process of the run left, its branch at BEST_COMMIT and
+        every lane's trees there too, whatever moved or edited them meanwhile (what was found
+        in a best tree is said; a candidate awaiting review stays for the engineer; a run
+        whose chain of keeps was tampered with moves no ref), its projections as the store
         says."""
         self.end_leftovers("still running at the end of the session")
         try:
             self.ctx.verify(lanes)
+            verified = True
         except KoptError as e:
             self.ctx.event("tamper", f"at the end of the run: {e}", level="error")
+            verified = False
         self.restore_best_trees(lanes)
+        if verified and not any(r.awaiting_review for r in self.ctx.rows()):
+            try:
+                if all(lane.best != self.ctx.ws.best for lane in lanes):
+                    self.sync_branch()
+                for lane in lanes:
+                    self.sync(lane)
+            except KoptError as e:  # the next start syncs again
+                self.ctx.event("git", f"at the end of the run: {e}", level="warn")
         self.refresh_projections()
 
     def restore_best_trees(self, lanes: list[Lane]) -> None:
         """Every best tree exactly at BEST_COMMIT: what an unconfined proposer or an escaped
-        process changed there since the last look is put back (and said), never left for
-        whoever runs its bench next."""
+        process changed there since the last look (hard links included, which git's own
+        reset leaves alone) is put back and said, never left for whoever runs its bench next."""
         ctx = self.ctx
         with BEST:
             trusted = ctx.chain().problem is None  # a tampered run: files put back, no ref moved

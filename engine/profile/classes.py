@@ -667,10 +667,14 @@ def agrees(bench_classes: Iterable[BenchClass], comparison: ClassComparison, *,
            min_effect_pct: float = 1.0) -> Agreement:
     """Per class: does the profiler's change agree with the bench's verdict?
 
-    With e = min_effect_pct and the profiler's interval [lo, hi] for the class's ratio:
+    With e = min_effect_pct, the profiler's interval [lo, hi] for the class's ratio and the
+    bench's [b_lo, b_hi]:
     - bench improved: agrees when hi < 1 (the profiler sees a gain); disagrees when lo > 1
-      (it sees a loss) or lo > 1/(1+e) (it rules out the gain of e the bench claims);
-    - bench regressed: the mirror image (agrees when lo > 1; disagrees when hi < 1+e);
+      (it sees a loss), lo > 1/(1+e) (it rules out the gain of e the bench claims), or
+      lo > b_hi (its interval lies wholly above the bench's: it rules out the gain the bench
+      measured, whether it straddles 1 or sees a smaller gain of its own: a lying timer);
+    - bench regressed: the mirror image (agrees when lo > 1; disagrees when hi < 1, hi < 1+e
+      or hi < b_lo);
     - bench tied: agrees when [lo, hi] lies within [1/(1+e), 1+e]; disagrees when lo > 1+e
       (the profiler sees a loss beyond e the bench missed);
     - otherwise, or with too wide an interval: cannot_tell; no bench verdict: not_judged.
@@ -690,7 +694,7 @@ def agrees(bench_classes: Iterable[BenchClass], comparison: ClassComparison, *,
         ch = changes.get(ALL_CLASSES) if not comparison.per_class else changes.get(b.cls)
         ratio, lo, hi = (ch.ratio, ch.lo, ch.hi) if ch is not None else (None, None, None)
         problems = list(comparison.problems) + (list(ch.problems) if ch is not None else [])
-        status, reason = _judge(b.verdict, lo, hi, up, down, e)
+        status, reason = _judge(b.verdict, lo, hi, up, down, e, bench=(_finite(b.lo), _finite(b.hi)))
         if ch is None:
             status, reason = (NOT_JUDGED if b.verdict not in _JUDGED else CANNOT_TELL,
                               "not profiled: no kernel in its configs' ranges on either side")
@@ -707,27 +711,38 @@ def agrees(bench_classes: Iterable[BenchClass], comparison: ClassComparison, *,
 _JUDGED = ("improved", "regressed", "tied")
 
 
-def _judge(verdict: str, lo: float | None, hi: float | None, up: float, down: float, e: float) -> tuple[str, str]:
+def _judge(verdict: str, lo: float | None, hi: float | None, up: float, down: float, e: float, *,
+           bench: tuple[float | None, float | None] = (None, None)) -> tuple[str, str]:
+    """One class's agreement (see `agrees`); bench: the bench's interval (None: not finite)."""
     if verdict not in _JUDGED:
         return NOT_JUDGED, f"the bench's verdict is {verdict!r}"
     if lo is None or hi is None:
         return CANNOT_TELL, "the profiler has no interval"
     effect = f"{e * 100:g}%"
+    b_lo, b_hi = bench
+    above = b_hi is not None and lo > b_hi
+    below = b_lo is not None and hi < b_lo
+    smaller_gain = "the profiler's interval lies above the bench's: it rules out the gain the bench measured"
+    smaller_loss = "the profiler's interval lies below the bench's: it rules out the loss the bench measured"
     if verdict == "improved":
         if hi < 1.0:
-            return AGREES, "the profiler sees a gain"
+            return (DISAGREES, smaller_gain) if above else (AGREES, "the profiler sees a gain")
         if lo > 1.0:
             return DISAGREES, "the profiler sees a loss"
         if lo > down:
             return DISAGREES, f"the profiler rules out a gain of {effect}"
+        if above:
+            return DISAGREES, smaller_gain
         return CANNOT_TELL, "the profiler's interval is too wide to tell"
     if verdict == "regressed":
         if lo > 1.0:
-            return AGREES, "the profiler sees a loss"
+            return (DISAGREES, smaller_loss) if below else (AGREES, "the profiler sees a loss")
         if hi < 1.0:
             return DISAGREES, "the profiler sees a gain"
         if hi < up:
             return DISAGREES, f"the profiler rules out a loss of {effect}"
+        if below:
+            return DISAGREES, smaller_loss
         return CANNOT_TELL, "the profiler's interval is too wide to tell"
     if lo > up:
         return DISAGREES, f"the profiler sees a loss beyond {effect}"

@@ -157,11 +157,15 @@ def find_page(pages: list[Page], gpu_name: str) -> Page | None:
 
 
 def shipped_wiki_dir() -> Path:
-    """The wiki shipped with kopt: $KOPT_GPU_WIKI, else docs/gpu-wiki of this checkout."""
+    """The wiki shipped with kopt: $KOPT_GPU_WIKI, else docs/gpu-wiki of this checkout, else
+    the copy installed with the wheel (kopt_supervisor/gpu_wiki)."""
     env = os.environ.get("KOPT_GPU_WIKI")
     if env:
         return Path(env)
-    return Path(__file__).resolve().parents[2] / "docs" / "gpu-wiki"
+    checkout = Path(__file__).resolve().parents[2] / "docs" / "gpu-wiki"
+    if checkout.is_dir():
+        return checkout
+    return Path(__file__).resolve().parents[2] / "gpu_wiki"  # site-packages/kopt_supervisor/gpu_wiki
 
 
 def lookup_specs(

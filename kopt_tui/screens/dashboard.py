@@ -1,5 +1,6 @@
 """The run dashboard (DESIGN.md §8): state line, progress, history, GPUs, counters,
-per-class deltas and the best-latency chart, with every action on a key.
+per-class deltas and the best-latency chart, with every action on a key; with several lanes
+([parallel].lanes) a line per lane under the progress line (the screen's class -lanes).
 
 The screen keeps the latest `RunData` (set by the app) and the clock (`app.now`); it turns
 them into view records and hands each widget its record. Widgets re-render only when their
@@ -26,6 +27,7 @@ from kopt_supervisor.kopt_tui.widgets.class_deltas import ClassDeltas
 from kopt_supervisor.kopt_tui.widgets.counters import Counters
 from kopt_supervisor.kopt_tui.widgets.gpu_panel import GpuPanel
 from kopt_supervisor.kopt_tui.widgets.history import HistoryTable
+from kopt_supervisor.kopt_tui.widgets.lanes import LanesPanel
 from kopt_supervisor.kopt_tui.widgets.progress import ProgressLine
 from kopt_supervisor.kopt_tui.widgets.state_line import StateLine
 
@@ -64,6 +66,7 @@ class DashboardScreen(KoptScreen[None]):
     def compose(self) -> ComposeResult:
         yield StateLine(id="state")
         yield ProgressLine(id="progress")
+        yield LanesPanel(id="lanes")
         with Horizontal(id="body"):
             table = HistoryTable(id="history")
             table.border_title = "history"
@@ -109,6 +112,7 @@ class DashboardScreen(KoptScreen[None]):
             self.query_one(BestChart).view = model.best_series(data)
             self._restartable = bool(model.restart_points(data.iterations))
         self._show_selected()
+        self._show_lanes(data)
         self._on_tick(self.app.now)
         actions = (data.state, data.alive, data.pending_reviews, bool(data.meta.get("paused")), self._restartable)
         if actions != self._actions_key:
@@ -118,6 +122,16 @@ class DashboardScreen(KoptScreen[None]):
 
     def watch_gpu_reading(self) -> None:
         self._show_gpus(self.app.now)
+
+    def _show_lanes(self, data: RunData) -> None:
+        view = model.lanes_view(data)
+        panel = self.query_one(LanesPanel)
+        panel.view = view
+        if view is not None:
+            panel.border_title = (f"lanes · {view.busy} of {len(view.rows)} busy" if view.live
+                                  else "lanes · paused" if data.alive
+                                  else "lanes · no engine" if data.state == "crashed" else f"lanes · {data.state}")
+        self.set_class(view is not None, "-lanes")
 
     @renders_data
     def _on_tick(self, now: float) -> None:

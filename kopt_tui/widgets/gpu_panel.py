@@ -25,6 +25,7 @@ def gpu_line(g: GpuRow) -> Text:
         (f"{g.index} ", "bold"), ("idle" if g.idle else "busy", "green" if g.idle else "yellow"),
         f" {util} {mem} ", (g.name, "dim"),
         ("  ◀ chosen" if g.chosen else "", "bold cyan"),
+        ("  ◀ " + ", ".join(f"lane {i}" for i in g.lanes) if g.lanes else "", "bold cyan"),
         (f"\n  {why}" if why else "", "yellow"),
     )
 

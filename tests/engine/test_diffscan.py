@@ -14,6 +14,7 @@ from kopt_supervisor.engine.diffscan import (
     RULES,
     Allow,
     Finding,
+    new_file_diff,
     parse_allow,
     parse_diff,
     review_reason,
@@ -214,6 +215,117 @@ HOSTILE = [
     # decorators
     ("import time\n@(lambda f: setattr(time, 'perf_counter', f) or f)\ndef fake():\n    return 0.0",
      "patch-module"),
+    # results that compute when the bench reads them (after the timer stopped), or answer falsely
+    ("class Lazy:\n    def __init__(self, f):\n        self.f = f\n    def __iter__(self):\n        return iter(self.f())",
+     "lazy-result"),
+    ("class Lazy:\n    def __array__(self, dtype=None):\n        return None", "lazy-result"),
+    ("class Lazy:\n    def __float__(self):\n        return 1.0", "lazy-result"),
+    ("class Right:\n    def __eq__(self, other):\n        return True", "lazy-result"),
+    ("class Zero:\n    def __sub__(self, other):\n        return 0.0\n    __rsub__ = __sub__", "lazy-result"),
+    ("class Lazy:\n    __len__ = lambda self: 4", "lazy-result"),
+    ("class Proxy:\n    def __getattr__(self, name):\n        return getattr(torch.ones(1), name)", "lazy-result"),
+    ("class Lazy:\n    @property\n    def __cuda_array_interface__(self):\n        return {}", "lazy-result"),
+    ("class Lazy:\n    def __dlpack__(self, stream=None):\n        return None", "lazy-result"),
+    ("def lazy(xs):\n    return (x * 2 for x in xs)", "lazy-result"),
+    ("def lazy(xs):\n    return map(float, xs)", "lazy-result"),
+    ("from itertools import starmap as sm\ndef lazy(xs):\n    return sm(pow, xs)", "lazy-result"),
+    ("def lazy(xs):\n    yield from xs", "lazy-result"),
+    ("lazy = lambda xs: map(abs, xs)", "lazy-result"),
+    # state kept between calls: default arguments
+    ("def count(x, _memo={}):\n    return _memo.get(1)", "module-state"),
+    ("def count(x, _calls=[0]):\n    _calls[0] += 1", "module-state"),
+    ("def count(x, *, _seen=set()):\n    _seen.add(1)", "module-state"),
+    ("import collections\ndef count(x, _c=collections.Counter()):\n    pass", "module-state"),
+    ("from collections import OrderedDict as OD\ndef count(x, _m=OD()):\n    pass", "module-state"),
+    ("def count(x, _m=dict()):\n    pass", "module-state"),
+    ("import itertools\ndef count(x, _n=itertools.count()):\n    return next(_n)", "module-state"),
+    ("class Box:\n    pass\ndef count(x, _b=Box()):\n    pass", "module-state"),
+    ("MEMO = {}\ndef count(x, m=MEMO):\n    m[1] = x", "module-state"),
+    ("def count(x, buf=torch.zeros(4)):\n    buf.copy_(x)", "module-state"),
+    ("def count(x, buf=torch.zeros(4)):\n    buf += x", "module-state"),
+    ("count = lambda x, _m={}: _m.setdefault(1, x)", "module-state"),
+    # ... handed to a helper, reached through an alias, a loop, a lookup
+    ("MEMO = {}\ndef _put(d, k, v):\n    d[k] = v\ndef count(x):\n    _put(MEMO, 1, x)", "module-state"),
+    ("MEMO = {}\ndef _put(d, k, v):\n    d[k] = v\ndef _via(d, x):\n    _put(d, 1, x)\ndef count(x):\n    _via(MEMO, x)",
+     "module-state"),
+    ("MEMO = {}\ndef count(x):\n    m = MEMO\n    m[1] = x", "module-state"),
+    ("STATE = {'a': []}\ndef count(x):\n    for v in STATE.values():\n        v.append(x)", "module-state"),
+    ("STATE = {}\ndef count(x):\n    STATE.get('a', []).append(x)", "module-state"),
+    ("import heapq\nSEEN = []\ndef count(x):\n    heapq.heappush(SEEN, x)", "module-state"),
+    ("SEEN = {}\ndef count(x):\n    dict.update(SEEN, a=x)", "module-state"),
+    # ... closures of functions made once (a factory run at import, a decorator), nonlocal
+    ("def _make():\n    memo = {}\n    def run(x):\n        memo[1] = x\n        return x\n    return run\nrun = _make()",
+     "module-state"),
+    ("def memo(f):\n    cache = {}\n    def w(x):\n        return cache.setdefault(1, f(x))\n    return w\n"
+     "@memo\ndef double(x):\n    return x * 2", "module-state"),
+    ("def _make():\n    n = 0\n    def run(x):\n        nonlocal n\n        n += 1\n        return x\n    return run\n"
+     "run = _make()", "module-state"),
+    ("import functools\n@functools.cache\ndef _make():\n    seen = []\n    return lambda x: seen.append(x)", "module-state"),
+    # ... function attributes, class attributes, module-level instances
+    ("def count(x):\n    setattr(count, 'calls', 1)", "module-state"),
+    ("def count(x):\n    me = count\n    me.calls = 1", "module-state"),
+    ("def count(x):\n    getattr(count, 'cache')[1] = x", "module-state"),
+    ("class S:\n    @classmethod\n    def hit(cls):\n        cls.n += 1", "module-state"),
+    ("class S:\n    def hit(self):\n        type(self).n += 1", "module-state"),
+    ("class S:\n    def hit(self):\n        self.__class__.n += 1", "module-state"),
+    ("class S:\n    seen = {}\n    def hit(self, x):\n        self.seen[1] = x", "module-state"),
+    ("class S:\n    def __init__(self):\n        self.n = 0\n    def __call__(self, x):\n        self.n += 1\n"
+     "        return x\nrun = S()", "module-state"),
+    ("class Memo:\n    def __init__(self, f):\n        self.f, self.c = f, {}\n    def __call__(self, x):\n"
+     "        self.c[1] = x\n@Memo\ndef double(x):\n    return x * 2", "module-state"),
+    ("class M(torch.nn.Module):\n    def forward(self, x):\n        self.register_buffer('memo', x)\n        return x\n"
+     "MOD = M()", "module-state"),
+    # ... what a cached function returns (the opener of a store)
+    ("import functools\n@functools.lru_cache(None)\ndef _store():\n    return {}\ndef count(x):\n    _store()[1] = x",
+     "module-state"),
+    ("import functools\n@functools.lru_cache(None)\ndef _store():\n    return {}\ndef count(x):\n    db = _store()\n"
+     "    db.update(a=x)", "module-state"),
+    ("BUF = torch.zeros(4)\ndef count(x):\n    torch.mul(x, 2, out=BUF)", "module-state"),
+    ("import functools\ndef _k(x, memo):\n    memo[1] = x\nk = functools.partial(_k, memo={})", "module-state"),
+    ("class Base:\n    seen = []\nclass S(Base):\n    def hit(self, x):\n        self.seen.append(x)", "module-state"),
+    ("def _make():\n    memo = {}\n    run = lambda x: memo.setdefault(1, x)\n    return run\nrun = _make()",
+     "module-state"),
+    ("from collections import UserList\nclass Later(UserList):\n    @property\n    def data(self):\n        return [1]",
+     "lazy-result"),
+    ("class K:\n    def __call__(self, xs):\n        yield from xs\nrun = K()", "lazy-result"),
+    ("def run(xs):\n    def g():\n        yield from xs\n    return g()", "lazy-result"),
+    ("fut = torch.jit.fork(torch.ones, 4)", "thread-process"),
+    ("import types\nLater = types.new_class('Later', (object,))", "dynamic-access"),
+    # an output cache kept on the caller's own input object (the bench passes it to every call)
+    ("def run(x):\n    if hasattr(x, '_out'):\n        return x._out\n    x._out = x * 2\n    return x._out", "input-cache"),
+    ("def run(x):\n    n = getattr(x, '_n', 0)\n    setattr(x, '_n', n + 1)", "input-cache"),
+    ("def run(x):\n    try:\n        return x._out\n    except AttributeError:\n        x._out = x * 2", "input-cache"),
+    ("def run(x, name):\n    setattr(x, name, 1)", "input-cache"),
+    # an output cache keyed on the caller's data made hashable
+    ("import functools\n@functools.lru_cache(None)\ndef _cached(t, s):\n    return [v * s for v in t]\n"
+     "def scaled(xs, s):\n    return _cached(tuple(xs), s)", "input-cache"),
+    ("import functools\n@functools.cache\ndef _cached(b):\n    return b\ndef scaled(x):\n    return _cached(x.cpu().numpy().tobytes())",
+     "input-cache"),
+    # stores on disk (or in memory through a file API)
+    ("import shelve\ndb = shelve.open('/tmp/x')", "file-write"),
+    ("from shelve import open as o\ndb = o('/tmp/x')", "file-write"),
+    ("import importlib\nsv = importlib.import_module('shelve')", "file-write"),
+    ("import shelve\nopener = getattr(shelve, 'open')", "file-write"),
+    ("import dbm\ndb = dbm.open('/tmp/x', 'c')", "file-write"),
+    ("from shelve import *\ndb = open('/tmp/x')", "file-write"),
+    ("import sqlite3 as sq\ncon = sq.connect('/tmp/x.db')", "file-write"),
+    ("from pickle import dump\ndump(1, None)", "file-write"),
+    ("import numpy as np\nnp.save('x.npy', 1)", "file-write"),
+    ("import numpy as np\nm = np.memmap('x.bin', dtype='f4', mode='w+', shape=(4,))", "file-write"),
+    ("import mmap\nm = mmap.mmap(-1, 4096)", "file-write"),
+    ("import gzip\ngzip.open('x.gz', 'wb')", "file-write"),
+    ("t = torch.from_file('x', shared=True, size=4)", "file-write"),
+    ("import joblib\njoblib.dump(1, 'x')", "file-write"),
+    ("arr = torch.zeros(4).numpy()\narr.dump('x.pkl')", "file-write"),
+    ("import pandas as pd\npd.DataFrame().to_parquet('x')", "file-write"),
+    # the bench's own module (its reference result)
+    ("import __main__\nref = __main__.ref", "frame-inspection"),
+    ("import __main__ as bench\nref = bench.ref", "frame-inspection"),
+    ("from __main__ import ref", "frame-inspection"),
+    ("import sys\nref = sys.modules['__main__'].ref", "frame-inspection"),
+    ("import importlib\nref = importlib.import_module('__main__').ref", "frame-inspection"),
+    ("ref = __import__('__main__').ref", "frame-inspection"),
+    ("import sys\nbench = sys.modules.get('__main__')", "sys-modules"),
 ]
 
 
@@ -422,6 +534,174 @@ def scale(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
 
 def test_typical_triton_launch_code_raises_nothing(tmp_path: Path) -> None:
     assert scan_change(tmp_path, TRITON) == []
+
+
+HONEST_KERNEL = '''"""What honest kernel files hold near the constructs the state and lazy-result rules read."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+from typing import NamedTuple
+
+import torch
+
+DEFAULTS = {"BLOCK": 128, "num_warps": 4}
+_NORM_EPS = 1e-6
+
+
+@dataclasses.dataclass(frozen=True)
+class Launch:
+    block: int = 128
+    warps: int = 4
+
+
+class Meta(NamedTuple):
+    block: int
+    warps: int
+
+
+@dataclasses.dataclass
+class Acc:
+    """Per-call bookkeeping: made inside the call, changed there."""
+
+    parts: list = dataclasses.field(default_factory=list)
+
+    def add(self, x: torch.Tensor) -> None:
+        self.parts.append(x)
+
+
+class Norm(torch.nn.Module):
+    def __init__(self, d: int) -> None:
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.ones(d))
+        self.calls = 0
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * self.weight
+
+
+NORM = Norm(4)
+
+
+class Double(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):  # noqa: ANN001, ANN205
+        ctx.save_for_backward(x)
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, g):  # noqa: ANN001, ANN205
+        (x,) = ctx.saved_tensors
+        return g * 2
+
+
+@contextlib.contextmanager
+def span(name: str):  # noqa: ANN201
+    yield name
+
+
+@functools.cache
+def launch_config(shape: tuple[int, ...], dtype: torch.dtype) -> dict[str, int]:
+    return {"BLOCK": 128 if shape[-1] <= 4096 else 256, "itemsize": dtype.itemsize}
+
+
+def _fill(out: torch.Tensor, x: torch.Tensor) -> None:
+    out.copy_(x)
+
+
+def kernel(x: torch.Tensor, out: torch.Tensor | None = None, block: int = 128, eps: float = 1e-6,
+           dtype: torch.dtype = torch.float16, grid: tuple[int, int] = (1, 1), name: str = "k", scale: float = -1.0,
+           device: torch.device = torch.device("cpu"), meta: dict = DEFAULTS, cfg: Launch = Launch(),
+           act=torch.relu, key=lambda m: m["BLOCK"], shape=torch.Size([1])) -> torch.Tensor:  # noqa: ANN001
+    out = torch.empty_like(x) if out is None else out
+    conf = launch_config(tuple(x.shape), x.dtype)
+    b, w = Meta(meta["BLOCK"], cfg.warps)
+    acc = Acc()
+    acc.add(x)
+    parts = []
+
+    def emit(y: torch.Tensor) -> None:
+        parts.append(y)
+
+    emit(x)
+    y = x.clone()
+    y.mul_(2)
+    torch.mul(y, 1, out=y)
+    on_gpu = getattr(x, "is_cuda", False) and hasattr(x, "device")
+    run = lambda: out.copy_(y)  # noqa: E731
+    run()
+    _fill(out, y)
+    total = sum(float(v) for v in parts[0].flatten()[:2])
+    sizes = tuple(s * 2 for s in x.shape)
+    with span("k"):
+        out.add_(NORM(x) * 0 + total * 0 + conf["BLOCK"] * 0 + b * w * 0 + len(sizes) * 0 + on_gpu * 0)
+    return out
+
+
+kernel_64 = functools.partial(kernel, block=64, grid=(2, 1))
+
+
+if __name__ == "__main__":
+    kernel(torch.ones(4))
+'''
+
+
+def test_honest_kernel_code_near_the_state_and_lazy_rules_raises_nothing(tmp_path: Path) -> None:
+    """Plain and immutable defaults (a frozen dataclass instance, a module-level dict only
+    read), a NamedTuple, a dataclass with a default_factory changed per call on its own
+    instance, an nn.Module instance at module level that forward() does not change, an
+    autograd.Function, a context manager that yields, a cache keyed on a shape, per-call
+    closures, in-place ops (and out=) on the call's own tensors, attributes of the input only
+    read, generator expressions consumed, functools.partial of plain values, the __main__
+    guard."""
+    assert scan_change(tmp_path, HONEST_KERNEL) == []
+    diff = git_diff(tmp_path / "new", {}, {"k.py": HONEST_KERNEL})
+    assert scan(diff, {"k.py": HONEST_KERNEL}.get) == []
+
+
+NEW_NOTES = ("default argument", "closure variable", "nonlocal", "class attribute", "module-level", "instance",
+             "the result of the cached", "the caller's data", "bench's own module")
+"""Notes of findings the state, lazy-result and __main__ rules make (module-level: the older rule, kept)."""
+
+
+def test_the_repos_kernels_and_examples_raise_no_finding_of_the_new_rules() -> None:
+    """Every Python file of kernels/ and examples/ (harness and benches included), read as new
+    files: no lazy-result, no state kept between calls beyond the harness's three known
+    module-level caches, no __main__ access, no store on disk."""
+    files = sorted(p for d in ("kernels", "examples") for p in (REPO / d).rglob("*.py") if ".runs" not in p.parts)
+    assert len(files) > 20
+    found = []
+    for f in files:
+        path, text = str(f.relative_to(REPO)), f.read_text()
+        found += scan(new_file_diff(path, text), {path: text}.get)
+    assert not [f for f in found if f.rule in ("lazy-result", "frame-inspection")]
+    state = {(f.path, f.text.split("  # ")[-1]) for f in found if f.rule == "module-state"}
+    assert state == {("kernels/harness/locate.py", "module-level _KEPT changed per call"),
+                     ("kernels/harness/params.py", "module-level _SMS changed per call"),
+                     ("kernels/harness/timing.py", "module-level LIVE_GRAPHS changed per call")}, state
+    assert not [f for f in found if any(n in f.text for n in NEW_NOTES) and f.rule != "module-state"]
+    stores = ("shelve", "dbm", "sqlite", "mmap", "pickle", "memmap", "from_file", ".dump(", ".to_")
+    assert not [f for f in found if f.rule == "file-write" and any(s in f.text for s in stores)]
+
+
+def test_a_lazy_class_of_best_returned_anew_is_the_candidates(tmp_path: Path) -> None:
+    """The class was already there; the candidate starts returning it: the return is quoted."""
+    old = BASE + "\n\nclass _Later:\n    def __init__(self, x):\n        self.x = x\n\n    def __array__(self, dtype=None):\n" \
+                 "        return self.x.numpy()\n"
+    new = old.replace("    return out\n", "    return _Later(out)\n", 1)
+    found = scan_change(tmp_path, new, old)
+    assert [(f.rule, f.line) for f in found] == [("lazy-result", 10)], found
+    assert "a _Later: computes on __array__" in found[0].text
+
+
+def test_state_the_candidate_did_not_touch_is_not_its_finding(tmp_path: Path) -> None:
+    """A mutable default BEST already had, unchanged and unused by the candidate's lines."""
+    old = "def k(x, _memo={}):\n    _memo[1] = x\n    return x\n"
+    assert scan_change(tmp_path, old.replace("return x", "return x + 1"), old) == []
+    found = scan_change(tmp_path / "b", old.replace("_memo={}", "_memo={}, _n=[0]"), old)
+    assert {(f.rule, f.line) for f in found} >= {("module-state", 1)}
 
 
 def test_a_cache_keyed_on_the_tensor_itself_is_not_legitimate(tmp_path: Path) -> None:

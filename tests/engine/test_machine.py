@@ -271,6 +271,20 @@ def test_borderline_goes_to_review_and_the_answer_decides(tmp_path: Path) -> Non
         assert [(it.record["decision"]["by"]) for it in s.iterations()[1:]] == ["engineer", "policy", "engineer"]
 
 
+def test_a_keep_reached_by_more_rounds_gets_the_evidence_any_keep_needs(tmp_path: Path) -> None:
+    # the engineer asks for more rounds and they decide "keep": the profiler and the fresh
+    # processes still judge it (it cannot slip past them), and what they dispute goes back
+    # to the engineer
+    ws = workspace(tmp_path)
+    script = Script(decisions=[verdict("borderline")], confirmed=["borderline"],
+                    reviews=[("keep", "engine"), ("rejected", "engineer")])
+    engine(ws, script, max_iters=1).run()
+    assert statuses(ws) == ["baseline", "rejected"]
+    v1 = [c for c in script.calls if c.endswith("v1")]
+    assert v1.index("review v1") < len(v1) - 1 - v1[::-1].index("evidence v1")  # evidence after the review
+    assert v1.count("review v1") == 2 and "keep v1" not in v1
+
+
 def test_three_regressions_stop_the_run_and_a_tie_resets_the_count(tmp_path: Path) -> None:
     ws = workspace(tmp_path)
     script = Script(decisions=[verdict("regression"), verdict("regression"), verdict("tie")]

@@ -137,6 +137,69 @@ def test_no_change_is_rarely_called_a_disagreement_and_a_real_gain_always_confir
         assert statuses(agrees([Bench(NARROW, "improved", 0.97, 0.96, 0.98)], cmp))[NARROW] == "agrees"
 
 
+LYING = (0.5, 0.30, 0.83)
+"""A bench that claims 2x (tests/security: a lying timer, a renamed kernel)."""
+
+
+def test_a_lying_bench_is_refuted_when_the_profilers_interval_lies_above_the_benchs():
+    """The profiler sees no change with the default run-to-run term (0.3%: its interval
+    straddles 1 and reaches below 1/(1+e), so it rules out neither a loss nor a gain of e):
+    it still rules out the bench's 2x, which lies wholly below its interval."""
+    cmp = compare_per_class(profile(20), profile(21), REFS)
+    wide = cmp.by_class()[WIDE]
+    assert wide.lo < 1 / 1.01 < 1.0 < wide.hi  # the old rule: "cannot tell"
+    ag = agrees([Bench(WIDE, "improved", *LYING)], cmp)
+    (c,) = ag.classes
+    assert c.status == "disagrees" and "rules out the gain the bench measured" in c.reason, c
+    assert ag.disagrees and "bench -50.00% [-70.00%, -17.00%], profiler" in ag.reason()
+    # the same profiler numbers against an honest small gain whose interval reaches them
+    honest = agrees([Bench(WIDE, "improved", 0.985, 0.97, 0.995)], cmp)
+    assert statuses(honest)[WIDE] == "cannot_tell"
+
+
+def test_a_real_gain_smaller_than_the_bench_claims_is_refuted_and_one_that_overlaps_agrees():
+    cand = profile(23, scale={WIDE: 0.95})
+    cmp = compare_per_class(profile(22), cand, REFS)
+    assert cmp.by_class()[WIDE].hi < 1.0  # the profiler sees a gain of its own
+    assert statuses(agrees([Bench(WIDE, "improved", *LYING)], cmp))[WIDE] == "disagrees"
+    assert statuses(agrees([Bench(WIDE, "improved", 0.94, 0.90, 0.97)], cmp))[WIDE] == "agrees"
+
+
+@pytest.mark.parametrize("scale, cv, bench", [
+    (0.97, 0.003, (0.965, 0.955, 0.975)),  # the bench and the profiler alike
+    (0.97, 0.003, (0.99, 0.975, 0.998)),  # the profiler sees more gain than the bench (launch overhead in the bench)
+    (0.97, 0.003, (0.955, 0.93, 0.969)),  # the bench's interval just reaches the profiler's
+    (0.99, 0.05, (0.96, 0.94, 0.98)),  # a noisy profile: its interval straddles 1 and reaches the bench's
+])
+def test_a_genuine_class_targeted_gain_never_disagrees(scale, cv, bench):
+    """A true gain on one class; the bench's interval overlaps the profiler's (or lies above
+    it): agree or cannot tell, never disagree, over many profiles. The other class tied."""
+    for seed in range(20):
+        cmp = compare_per_class(profile(500 + seed, cv=cv), profile(600 + seed, cv=cv, scale={NARROW: scale}), REFS)
+        narrow = cmp.by_class()[NARROW]
+        assert narrow.lo <= bench[2], (seed, narrow)  # the premise: the intervals overlap (or the bench's lies above)
+        ag = agrees([Bench(NARROW, "improved", *bench), Bench(WIDE, "tied")], cmp)
+        assert statuses(ag)[NARROW] in ("agrees", "cannot_tell"), (seed, narrow, ag.reason())
+        assert not ag.disagrees, (seed, ag.reason())
+
+
+def test_a_regression_the_profiler_rules_out_is_refuted_the_mirror_image():
+    cmp = compare_per_class(profile(30), profile(31), REFS, run_noise_pct=0.5)
+    wide = cmp.by_class()[WIDE]
+    assert wide.lo < 1.0 < 1.01 < wide.hi  # the old rule: "cannot tell"
+    (c,) = agrees([Bench(WIDE, "regressed", 1.6, 1.25, 2.0)], cmp).classes
+    assert c.status == "disagrees" and "rules out the loss the bench measured" in c.reason, c
+    slower = compare_per_class(profile(30), profile(31, scale={WIDE: 1.3}), REFS)
+    assert statuses(agrees([Bench(WIDE, "regressed", 1.35, 1.25, 1.45)], slower))[WIDE] == "agrees"
+    assert statuses(agrees([Bench(WIDE, "regressed", 1.6, 1.45, 2.0)], slower))[WIDE] == "disagrees"
+
+
+def test_a_bench_interval_that_is_not_finite_leaves_the_old_judgement():
+    cmp = compare_per_class(profile(20), profile(21), REFS)
+    for lo, hi in ((math.nan, math.nan), (math.nan, math.inf), (0.3, math.inf)):
+        assert statuses(agrees([Bench(WIDE, "improved", 0.5, lo, hi)], cmp))[WIDE] == "cannot_tell"
+
+
 def test_repeated_profiles_measure_the_run_to_run_spread():
     # each profile drifts as a whole by about 1%, more than the 0.3% default term assumes;
     # the candidate is the same tree

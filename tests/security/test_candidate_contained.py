@@ -194,13 +194,6 @@ def test_a_renamed_kernel_is_still_counted_in_its_configs_range(hostile: Factory
     h.assert_no_survivors()
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="kept: the bench claims 2x (interval about "
-                   "[0.3, 0.83]) while the profiler, counting every kernel of each range, sees +0.00% with an "
-                   "interval of about [0.989, 1.011]; engine/profile/classes.py _judge() says 'cannot tell' because "
-                   "the profiler's interval is wider than +-min_effect_pct (default run_noise_pct 0.3% at 99% gives "
-                   "+-1.1%), instead of disagreeing when the profiler's interval lies wholly outside the bench's "
-                   "(it rules out the gain the bench claims): with the defaults the profiler never refutes an "
-                   "'improved' class unless it sees a loss")
 def test_a_lying_bench_with_a_renamed_kernel_is_refuted_by_the_profiler(hostile: Factory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     h, before = profiled(hostile, tmp_path, monkeypatch)
     h.assert_refused(before, 2, {"rejected"}, "profiler")

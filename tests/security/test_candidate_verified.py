@@ -286,11 +286,6 @@ def test_a_module_shadowing_one_the_bench_imports_is_rejected_by_name(hostile: F
     refused(h, "csv (csv.py)", statuses=frozenset({"fail_protected"}), fooled=False)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="kept: a kernel that returns a lazy result (an object whose __iter__ does "
-                   "the work when the bench checks it, after the timer stopped) passes every layer: the diff scan "
-                   "has no rule for result objects that compute on conversion/iteration/comparison dunders, the "
-                   "claimed 4x is under suspicious_speedup, the wall-time check only notes (the work is really "
-                   "skipped on timed calls) and the fresh processes repeat it")
 def test_a_lazy_result_is_not_kept(hostile: Factory) -> None:
     h = run(hostile, "lazy result", {"kernel.py": LAZY})
     refused(h)
@@ -301,10 +296,6 @@ def test_an_output_cache_in_a_module_global_goes_to_review(hostile: Factory) -> 
     refused(h, "module-state")
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="kept: an output cache in a mutable default argument (def kernel(xs, s, "
-                   "_memo={})) evades the diff scan's module-state rule (it tracks module-level names and `global`, "
-                   "not defaults, closures or class attributes) and input-cache rule (the key is not a pointer or "
-                   "id()); 4x is under suspicious_speedup and the fresh processes repeat it")
 def test_an_output_cache_in_a_default_argument_is_not_kept(hostile: Factory) -> None:
     h = run(hostile, "cache in a default argument", {"kernel.py": CACHE_DEFAULT_ARG})
     refused(h)
@@ -325,10 +316,6 @@ def test_an_output_cache_in_a_tmp_file_goes_to_review(hostile: Factory, no_sandb
         assert not left, f"the confined bench wrote the host's /tmp: {left}"
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="kept: an output cache between calls through shelve (shelve.open(path) in "
-                   "$TMPDIR, opened once by an lru_cache'd function) writes files the diff scan does not recognise (file-write "
-                   "covers open() modes, os.*, shutil, tempfile, pickle.dump... not shelve/dbm/sqlite3), and the "
-                   "private /tmp of the confined bench lasts the whole process")
 def test_an_output_cache_through_shelve_is_not_kept(hostile: Factory) -> None:
     h = run(hostile, "cache through shelve", {"kernel.py": CACHE_SHELVE})
     refused(h)
@@ -358,9 +345,6 @@ def test_correct_only_on_the_checked_call_by_a_global_counter_goes_to_review(hos
     refused(h, "module-state", "global _calls")
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="kept: a kernel correct only on the checked call, counting calls in a mutable "
-                   "default argument (def kernel(xs, s, _calls=[0])), evades the diff scan's module-state rule; the "
-                   "bench checks only its first call, 4x is under suspicious_speedup, the fresh processes repeat it")
 def test_correct_only_on_the_checked_call_by_a_default_argument_is_not_kept(hostile: Factory) -> None:
     h = run(hostile, "correct once (default argument)", {"kernel.py": CORRECT_ONCE_DEFAULT_ARG})
     refused(h)
@@ -381,9 +365,6 @@ def test_the_reference_read_from_the_callers_frame_goes_to_review(hostile: Facto
     refused(h, "frame-inspection", "sys._getframe(1).f_locals")
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="kept: the bench's reference read as `__main__.ref` (import __main__; the "
-                   "bench runs as __main__) is no frame inspection to the diff scan: `__main__` is in none of its "
-                   "rules (sys.modules['__main__'] would be); correct rows, 4x under suspicious_speedup")
 def test_the_reference_read_from_the_bench_module_is_not_kept(hostile: Factory) -> None:
     h = run(hostile, "read the reference from __main__", {"kernel.py": MAIN_REF})
     refused(h)

@@ -16,6 +16,7 @@ IMG = ROOT / "docs" / "img"
 SHOWN = {
     "tui-dashboard.svg": "test_dashboard[160x48].svg",
     "tui-dashboard-80x24.svg": "test_dashboard[80x24].svg",
+    "tui-dashboard-lanes.svg": "test_dashboard_with_lanes.svg",
     "tui-review.svg": "test_review_modal[160x48].svg",
     "tui-restart.svg": "test_restart_dialog[160x48].svg",
     "tui-detail.svg": "test_iteration_detail[160x48].svg",

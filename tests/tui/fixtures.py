@@ -18,10 +18,10 @@ from kopt_supervisor.engine.gpu.backends import FakeBackend
 from kopt_supervisor.engine.store import Store
 from kopt_supervisor.engine.workspace import Workspace
 from kopt_supervisor.kopt_tui.app import Services
-from tests.tui.make_fixture import GPUS
+from tests.tui.make_fixture import GPUS, LANE_GPUS
 
 DATA = Path(__file__).parent / "data"
-REVIEW, DONE = "fake-review", "fake-done"
+REVIEW, DONE, LANES = "fake-review", "fake-done", "fake-lanes"
 PENDING = 8
 """The borderline candidate of the fake-review run."""
 
@@ -39,6 +39,7 @@ def install_runs(root: Path, tags: Iterable[str] = (REVIEW, DONE)) -> Path:
         for d in ("memory", "profiles"):
             (dest / d).mkdir(exist_ok=True)
     (root.parent / "gpus.json").write_text(json.dumps(GPUS))
+    (root.parent / "gpus-lanes.json").write_text(json.dumps(LANE_GPUS))
     return root
 
 
@@ -47,12 +48,14 @@ def heartbeat_t(root: Path, tag: str = REVIEW) -> float:
         return float(s.get("heartbeat")["t"])
 
 
-def frozen_services(root: Path, *, alive: Iterable[str] = (REVIEW,), auto_review: bool = False) -> Services:
-    """Services for deterministic screens: the clock stands 0.6 s after fake-review's last
-    heartbeat, the engine probe says which runs are alive, and the GPUs are the fixture's."""
-    now = heartbeat_t(root) + 0.6
+def frozen_services(root: Path, *, alive: Iterable[str] = (REVIEW,), auto_review: bool = False,
+                    clock: str = REVIEW, gpus_file: str = "gpus.json") -> Services:
+    """Services for deterministic screens: the clock stands 0.6 s after the last heartbeat of
+    `clock` (fake-review), the engine probe says which runs are alive, and the GPUs are the
+    fixture's (`gpus-lanes.json`: the lanes run's)."""
+    now = heartbeat_t(root, clock) + 0.6
     live = set(alive)
-    gpus = root.parent / "gpus.json"
+    gpus = root.parent / gpus_file
     return Services(now=lambda: now, probe=lambda ws: (ws.tag in live, 4242 if ws.tag in live else None),
                     backend=lambda vendor: FakeBackend(gpus), poll_s=0.05, gpu_every_s=0.05,
                     auto_review=auto_review)

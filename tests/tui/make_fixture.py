@@ -1,6 +1,7 @@
 """Regenerate tests/tui/data/: two runs made by the real engine on the fake target, frozen.
 
-    /work/main/.venv/bin/python -m tests.tui.make_fixture      # from the repository root, ~40 s
+    /work/main/.venv/bin/python -m tests.tui.make_fixture        # from the repository root, ~40 s
+    /work/main/.venv/bin/python -m tests.tui.make_fixture lanes  # only fake-lanes
 
 The TUI's snapshot tests need a run.db whose every shown value is fixed (times, commits,
 measured latencies with real noise), so the runs are made once by the engine and kept as
@@ -11,6 +12,10 @@ SQL text (diffable) with their plans, diffs and a few logs:
   gain measured under 1% noise: borderline), killed with SIGKILL while it awaits the
   review. v3 is then masked through `engine.api.send` (as `kopt memory mask` would).
 - `fake-done`: three iterations run in the foreground and stopped by --max-iters.
+- `fake-lanes` (`python -m tests.tui.make_fixture lanes` makes only this one): two lanes
+  ([parallel] lanes = 2) on three fake GPUs, one of them busy with someone's training; a
+  detached engine killed with SIGKILL once candidates have ended in both lanes and both
+  measure at once (the dashboard's lanes panel).
 
 Both run the scripted proposer inside tests/tui/fixture_agent.py, which makes it look like
 an agent CLI to kopt: a JSON-lines transcript (kept as logs/vN/proposer.out), the cost and
@@ -52,6 +57,8 @@ GPUS = [[
     {"index": 1, "name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-9f3b77c4", "util_pct": 0, "mem_used_mib": 3,
      "mem_total_mib": 81559},
 ]]
+LANE_GPUS = [[*GPUS[0], {**GPUS[0][1], "index": 2, "uuid": "GPU-2e81a0d9"}]]
+"""The lanes run's GPUs: GPU 0 busy with someone's training, 1 and 2 idle (one per lane)."""
 REVIEW_SCRIPT = ["gain5", "split", "nochange", "wrong_fixed_on_repair", "protected", "loss5", "loss5", "gain05"]
 DONE_SCRIPT = ["gain5", "loss5", "gain1"]
 
@@ -161,7 +168,55 @@ def make_done_run(base: Path) -> tuple[Workspace, Path]:
     return ws, repo
 
 
+def make_lanes_run(base: Path) -> tuple[Workspace, Path]:
+    from tests.lanes.test_lanes import FAST_GATE
+    from tests.reliability.helpers import FAST
+
+    gpus = base / "gpus.json"
+    gpus.write_text(json.dumps(LANE_GPUS))
+    os.environ.update({"KOPT_FAKE_GPUS": str(gpus), "KOPT_GPU_CLAIMS_DIR": str(base / "claims"), "FAKE_SLEEP": "0.4"})
+    os.environ.pop("FAKE_NOISE", None)
+    repo = make_fake_repo(base / "lanes-target", script=LANES_SCRIPT, toml_replace={**FAST, **dict([FAST_GATE])},
+                          extra_toml="\n[parallel]\nlanes = 2\n")
+    os.environ["FAKE_SCRIPT"] = str(base / "lanes-target.script.json")
+    root = base / "ws"
+    assert kopt(["--root", str(root), "init", "--repo", str(repo), "--tag", "fake-lanes"]) == 0
+    ws = Workspace(root, "fake-lanes")
+    pid = daemon.start_detached(ws)
+    deadline = time.monotonic() + 300
+    try:
+        while not both_lanes_measure(ws):
+            if time.monotonic() > deadline:
+                raise SystemExit("fake-lanes: never saw both lanes measuring after candidates ended in both")
+            time.sleep(0.05)
+    finally:
+        os.killpg(os.getpgid(pid), signal.SIGKILL)
+        while daemon.engine_alive(ws)[0]:
+            time.sleep(0.05)
+    for key in ("KOPT_FAKE_GPUS", "KOPT_GPU_CLAIMS_DIR", "FAKE_SLEEP"):
+        os.environ.pop(key, None)
+    return ws, repo
+
+
+LANES_SCRIPT = ["gain5", "loss5", "gain1", "loss5", "gain5", "loss5", "gain1", "loss5"]
+
+
+def both_lanes_measure(ws: Workspace) -> bool:
+    """Candidates ended in both lanes, and both lanes are past their first look of another."""
+    if not ws.db_path.exists():
+        return False
+    st = api.status(ws)
+    with ws.open_store(readonly=True) as store:
+        ended = {it.record.get("lane") for it in store.iterations() if it.final and it.version > 0}
+    return ended == {0, 1} and all(x["phase"] == "eval" and (x["done"] or 0) >= 1 for x in st["lanes"])
+
+
 def main() -> None:
+    if sys.argv[1:] == ["lanes"]:
+        with tempfile.TemporaryDirectory(prefix="kopt-fixture-") as tmp:
+            ws, repo = make_lanes_run(Path(tmp))
+            freeze(ws, repo, DATA / "fake-lanes")
+        return
     for attempt in range(1, 4):
         with tempfile.TemporaryDirectory(prefix="kopt-fixture-") as tmp:
             try:

@@ -19,7 +19,7 @@ from kopt_supervisor.kopt_tui.screens.restart import RestartScreen
 from kopt_supervisor.kopt_tui.screens.review import ReviewScreen
 from kopt_supervisor.kopt_tui.screens.runs import RunsScreen
 from kopt_supervisor.kopt_tui.screens.transcript import TranscriptScreen
-from tests.tui.fixtures import PENDING, REVIEW, frozen_services, until
+from tests.tui.fixtures import LANES, PENDING, REVIEW, frozen_services, install_runs, until
 
 SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((160, 48), id="160x48")]
 
@@ -49,6 +49,18 @@ def test_dashboard(snap_compare, runs_root: Path, size: tuple[int, int]):
         await until(pilot, lambda: dashboard_ready(app))
 
     assert snap_compare(app, terminal_size=size, run_before=ready)
+
+
+def test_dashboard_with_lanes(snap_compare, tmp_path: Path):
+    """fake-lanes: two lanes measuring at once, each on its own GPU (the third is busy)."""
+    root = install_runs(tmp_path / "workspaces", (LANES,))
+    app = KoptApp(root, LANES, services=frozen_services(root, alive=(LANES,), clock=LANES,
+                                                        gpus_file="gpus-lanes.json"))
+
+    async def ready(pilot):
+        await until(pilot, lambda: dashboard_ready(app))
+
+    assert snap_compare(app, terminal_size=(160, 48), run_before=ready)
 
 
 @pytest.mark.parametrize("size", SIZES)

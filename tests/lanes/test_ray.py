@@ -1,0 +1,134 @@
+"""Lanes on a real Ray cluster ([parallel] backend = "ray"): a head and worker nodes started
+here with ray.cluster_utils.Cluster (real raylets and worker processes on this machine). The
+candidate travels as a git bundle, each look runs on a worker with that worker's own GPU gate
+(scripted fake GPUs) and comes back to the head, which keeps the store and decides."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+
+from kopt_supervisor.engine.daemon import run_engine
+from kopt_supervisor.engine.store import Store
+from tests.lanes.test_lanes import check_invariants_lanes, gpus, lanes_env
+from tests.reliability.helpers import events, iterations
+
+ray = pytest.importorskip("ray", reason="Ray is the `ray` extra (the README's test command installs it)")
+cluster_utils = pytest.importorskip("ray.cluster_utils")
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def cluster(monkeypatch):
+    """A head without resources for lanes and one worker node with two (logical) GPUs; the
+    environment set before it starts (fake GPUs, claims) reaches its workers."""
+    made: list = []
+
+    def start(env: dict[str, str], workers: int = 1):
+        for k, v in env.items():
+            monkeypatch.setenv(k, v)
+        c = cluster_utils.Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "num_gpus": 0})
+        nodes = [c.add_node(num_cpus=2, num_gpus=2) for _ in range(workers)]
+        c.wait_for_nodes()
+        made.append(c)
+        return c, nodes
+
+    yield start
+    if ray.is_initialized():
+        ray.shutdown()
+    for c in made:
+        c.shutdown()
+
+
+def ray_env(fake_env, tmp_path, monkeypatch, script, *, lanes, address_from, sleep=0.0):
+    ws, repo = lanes_env(fake_env, tmp_path, monkeypatch, script, lanes=lanes, sleep=sleep,
+                         snapshots=[gpus(2)], extra='backend = "ray"\naddress = "ADDRESS"\nconnect_timeout_s = 60\n')
+    c, nodes = address_from({k: v for k, v in __import__("os").environ.items()
+                             if k.startswith(("KOPT_", "FAKE_"))})
+    for path in (ws.config_path,):
+        path.write_text(path.read_text().replace('address = "ADDRESS"', f'address = "{c.address}"'))
+    cfg = ws.config_path.read_text()
+    from kopt_supervisor.engine import integrity
+
+    with Store(ws.db_path) as s:  # the address is known only now: freeze it as `kopt init` would have
+        s.set_many({"frozen_config": cfg, "frozen_config_seal": integrity.config_seal(integrity.read_secret(ws.dir), cfg)})
+    return ws, repo, c, nodes
+
+
+def test_two_lanes_on_a_ray_cluster_decide_as_local_lanes_do(fake_env, tmp_path, monkeypatch, cluster):
+    ws, repo, c, _ = ray_env(fake_env, tmp_path, monkeypatch, ["gain5", "loss5", "gain5", "loss5"], lanes=2,
+                             address_from=cluster)
+    assert run_engine(ws, max_iters=4) == 0
+    its = iterations(ws)
+    assert [str(it.status) for it in its[1:]].count("keep") >= 1, [(it.status, it.record.get("decision")) for it in its]
+    for it in its[1:]:
+        if it.record.get("decision", {}).get("reason", "").startswith(("cls=", "no answer")):
+            gpu = it.record["gpu"]
+            assert gpu["host"] and gpu["uuid"] in ("GPU-fake-0", "GPU-fake-1"), gpu  # the worker's gate chose it
+    # every look ran in a worker's own checkout of the bundles, never in the head's trees; the
+    # head ran only the baseline's runs (docs/lanes.md: the baseline is measured on the head)
+    trees = [line.split()[3] for line in (tmp_path / "bind" / "bind.log").read_text().splitlines()]
+    on_head = [t for t in trees if not t.startswith("trees/")]
+    assert on_head == ["0/best"] * 2, trees
+    assert "trees/cand" in trees
+    for it in its[1:]:  # measured and decided (two edits of kernel.json from one BEST may not rebase)
+        assert str(it.status) in ("keep", "regression", "likely_regression", "tie", "rejected") or (
+            it.status == "fail_propose" and "no longer applies" in it.record["decision"]["reason"]), it.record["decision"]
+    check_invariants_lanes(ws, repo)
+
+
+def test_a_worker_lost_mid_look_is_measured_again_elsewhere_and_nothing_counts_twice(fake_env, tmp_path, monkeypatch,
+                                                                                     cluster):
+    ws, repo, c, nodes = ray_env(fake_env, tmp_path, monkeypatch, ["gain5"], lanes=1, address_from=cluster, sleep=0.6)
+    import threading
+
+    result: list[int] = []
+    t = threading.Thread(target=lambda: result.append(run_engine(ws, max_iters=1)))
+    t.start()
+    deadline = time.time() + 180
+    while time.time() < deadline:  # the first look of v1 came back: the next one is on its way
+        with Store(ws.db_path, readonly=True) as s:
+            if s.samples(1, "eval"):
+                break
+        time.sleep(0.1)
+    else:
+        pytest.fail("v1 never measured a look")
+    c.add_node(num_cpus=2, num_gpus=2)  # somewhere for the look to go
+    c.remove_node(nodes[0], allow_graceful=False)
+    t.join(300)
+    assert result == [0]
+    its = iterations(ws)
+    v1 = its[1]
+    assert v1.status == "keep", v1.record.get("decision")
+    assert any("was lost" in m for m in events(ws, "lanes"))
+    with Store(ws.db_path, readonly=True) as s:
+        cells = [(x["round"], x["block"], x["config"], x["side"]) for x in s.samples(1, "eval")]
+        rounds = sorted({x["round"] for x in s.samples(1, "eval")})
+    assert len(cells) == len(set(cells)), "a look was counted twice"
+    assert rounds == list(range(len(rounds)))
+    check_invariants_lanes(ws, repo)
+
+
+def test_a_cluster_that_cannot_be_reached_fails_within_the_timeout_naming_it(tmp_path):
+    # in a process of its own: a ray.init that hangs must not be left in the test's process
+    code = ("import time, sys\n"
+            "from kopt_supervisor.engine.lanes.ray_backend import connect\n"
+            "from kopt_supervisor.engine.errors import BadInput\n"
+            "t = time.monotonic()\n"
+            "try:\n"
+            "    connect('127.0.0.1:9', 3)\n"
+            "except BadInput as e:\n"
+            "    print(round(time.monotonic() - t, 1), e)\n"
+            "    sys.stdout.flush()\n")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    out = res.stdout.strip()
+    assert out, res.stderr[-2000:]
+    seconds, message = out.split(" ", 1)
+    assert float(seconds) <= 3 + 5 and "127.0.0.1:9" in message, out
+    json.dumps(message)  # one line
+
