@@ -2,7 +2,9 @@
 
 BEST_COMMIT, CONSECUTIVE_REGRESSIONS and RECENT_REGRESSIONS are not stored as counters
 that a crash could leave half-updated: they are recomputed from the unmasked iterations
-every time, so they are right after any crash, mask or restart by construction.
+every time, so they are right after any crash, mask or restart by construction. Which
+keeps the run's seals vouch for is decided outside (engine.history.chain) and passed in as
+`trusted`: BEST is never a keep the engine did not seal.
 
 Rules (kernel-opt program): a measured regression adds one and is remembered (last five);
 a keep or a tie resets both; a benchmark failure, a correctness give-up, a protected-file
@@ -16,9 +18,9 @@ history of thousands of iterations costs one light query.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from kopt_supervisor.engine.records import (
     FAILURES,
@@ -35,6 +37,7 @@ REGRESSIONS = frozenset({Status.REGRESSION, Status.LIKELY_REGRESSION})
 NOT_COUNTED = frozenset({Status.BASELINE, Status.RUNNING, Status.INTERRUPTED, Status.BORDERLINE})
 
 Row = Iteration | IterationRow
+R = TypeVar("R", Iteration, IterationRow)
 
 
 @dataclass(frozen=True)
@@ -47,21 +50,29 @@ class Counters:
     keeps: int = 0
 
 
-def best_row(rows: Sequence[Row]) -> Row | None:
+def best_row(rows: Sequence[Row], trusted: Collection[int] | None = None) -> Row | None:
     """BEST: the keep that ended last (keeps are committed one at a time, each on the one
-    before)."""
-    kept = in_end_order([it for it in rows if not it.masked and it.kept])
+    before). `trusted`: the kept versions whose seal verifies (engine.history.chain); a keep
+    outside it is never BEST. None: every keep counts (a caller without the run's secret)."""
+    kept = in_end_order([it for it in rows if not it.masked and it.kept and (trusted is None or it.version in trusted)])
     return kept[-1] if kept else None
 
 
-def best_iteration(iterations: Sequence[Iteration]) -> Iteration | None:
-    kept = in_end_order([it for it in iterations if not it.masked and it.kept])
+def best_iteration(iterations: Sequence[Iteration], trusted: Collection[int] | None = None) -> Iteration | None:
+    kept = in_end_order([it for it in iterations
+                         if not it.masked and it.kept and (trusted is None or it.version in trusted)])
     return kept[-1] if kept else None
 
 
-def best_commit(rows: Sequence[Row]) -> str | None:
-    it = best_row(rows)
+def best_commit(rows: Sequence[Row], trusted: Collection[int] | None = None) -> str | None:
+    it = best_row(rows, trusted)
     return it.commit if it else None
+
+
+def trusted_rows(rows: Sequence[R], trusted: Collection[int] | None) -> list[R]:
+    """The history a reader derives from: every row but the keeps the run's seals do not
+    vouch for (a forged keep counts for nothing: not BEST, not a keep, not a baseline)."""
+    return [it for it in rows if trusted is None or not it.kept or it.version in trusted]
 
 
 def baseline(iterations: Sequence[Iteration]) -> Iteration | None:

@@ -70,8 +70,11 @@ class TargetConfig:
     protected: list[str] = field(default_factory=list)
     """Globs of files a candidate must not change (the bench, its data, the harness)."""
     sources: list[str] = field(default_factory=list)
-    """Globs of files the bench reads; `kopt init` refuses uncommitted changes in them.
-    Default: every tracked file."""
+    """Globs of the files a candidate is meant to change (the kernel's sources, its tuning
+    data): declared, a candidate's change to any other tracked file (not protected: those
+    are refused) goes to review with its changed lines quoted. `kopt init` refuses
+    uncommitted changes in them. Default: every tracked file (and `kopt init` warns, naming
+    the files the bench reads that nothing protects)."""
     allow_untracked: list[str] = field(default_factory=list)
     """Globs of new files a candidate may add that hold code (a new kernel module, a build
     file), untracked or ignored: they join the candidate's diff, are shown in review and

@@ -1,14 +1,19 @@
 """Changes to a run's history that both the engine and an offline CLI make: mask, unmask,
-restart. One implementation, so a command means the same thing whoever applies it.
+restart; and the chain of keeps read against the run's seals (`chain`, `check_chain`),
+which every reader of BEST takes its answer from. One implementation, so a command means
+the same thing whoever applies it.
 
 The caller owns the workspace (the engine, or a CLI holding the workspace lock).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import Any
+
 from kopt_supervisor.engine import integrity
-from kopt_supervisor.engine.errors import BadInput
-from kopt_supervisor.engine.records import KEPT, Status, restart_point_problem
+from kopt_supervisor.engine.errors import BadInput, KoptError
+from kopt_supervisor.engine.records import KEPT, Iteration, Phase, Status, restart_point_problem
 from kopt_supervisor.engine.store import Store
 from kopt_supervisor.engine.workspace import Workspace, write_memory
 
@@ -29,37 +34,88 @@ def set_masked(ws: Workspace, store: Store, versions: list[int], masked: bool) -
             raise BadInput(f"v{v} cannot be {'masked' if masked else 'unmasked'} (the baseline or in flight)")
     key = integrity.read_secret(ws.dir)
     check_chain(key, store)
-    changed = store.set_masked(versions, masked)
-    reseal(key, store)
+    with store.transaction():  # the masks and their seals together: a crash between never breaks the chain
+        changed = store.set_masked(versions, masked)
+        reseal(key, store)
     rewrite_memory(ws, store, changed)
     return changed
 
 
-def check_chain(key: bytes, store: Store) -> None:
-    """Raise integrity.Tampered when a kept iteration's seal is wrong. A run made before keeps
-    were sealed is sealed as it stands, once (meta chain_sealed)."""
-    if not store.get("chain_sealed"):
+def kept_rows(store: Store) -> list[Iteration]:
+    """The iterations the chain of keeps is made of (with their records)."""
+    return store.iterations(versions=[r.version for r in store.rows() if (r.status in KEPT and r.commit)
+                                      or (r.status == Status.RUNNING and r.phase in (Phase.COMMIT, Phase.ADVANCE))])
+
+
+def chain(key: bytes | None, store: Store, *, note: str = "") -> integrity.ChainCheck:
+    """What the run's seals vouch for (integrity.verify_chain), read from `store`."""
+    return chain_of(key, kept_rows(store), {k: store.get(k) for k in CHAIN_META}, note=note)
+
+
+CHAIN_META = ("chain_sealed", "chain_head", "baseline_commit")
+"""The meta keys the chain check reads."""
+
+
+def chain_of(key: bytes | None, iterations: Sequence[Iteration], meta: Mapping[str, Any], *,
+             note: str = "") -> integrity.ChainCheck:
+    """What the run's seals vouch for, from its iterations (all, or only the kept ones) and
+    its meta. key None: the secret could not be read (`note` says why). A run made before
+    keeps were sealed (no meta chain_sealed, and no link carrying a seal) is taken as it
+    stands."""
+    baseline_commit = meta.get("baseline_commit")
+    sealed = any(it.record.get("seal") for it in iterations)
+    if not meta.get("chain_sealed") and not sealed:
+        return integrity.unverifiable(iterations, baseline_commit, "")
+    if key is None:
+        return integrity.unverifiable(iterations, baseline_commit,
+                                      note or "the run's secret cannot be read: no keep can be verified")
+    if not meta.get("chain_sealed"):
+        return integrity.ChainCheck(note="run.db's record that its keeps are sealed was removed, but its keeps carry "
+                                         "seals: the chain was tampered with")
+    return integrity.verify_chain(key, iterations, baseline_commit=baseline_commit, head=meta.get("chain_head"))
+
+
+def read_chain(ws: Workspace, iterations: Sequence[Iteration], meta: Mapping[str, Any]) -> integrity.ChainCheck:
+    """`chain_of` for a reader (status, projections): the secret is read, never made."""
+    try:
+        key = integrity.existing_secret(ws.dir)
+    except KoptError as e:
+        return chain_of(None, iterations, meta, note=f"{e}: no keep can be verified")
+    return chain_of(key, iterations, meta, note="" if key else "the run's secret is missing: no keep can be verified")
+
+
+def check_chain(key: bytes, store: Store) -> integrity.ChainCheck:
+    """Raise integrity.Tampered when a kept iteration's seal is wrong or the chain is not
+    the one the engine sealed last. A run made before keeps were sealed is sealed as it
+    stands, once (meta chain_sealed); one made before the chain had a head gets one."""
+    kept = kept_rows(store)
+    if not store.get("chain_sealed") and not any(it.record.get("seal") for it in kept):
         reseal(key, store)
         store.set("chain_sealed", True)
         store.event("integrity", "sealed the chain of keeps (a run made by an earlier kopt)", level="warn")
-        return
-    kept = store.iterations(versions=[r.version for r in store.rows() if r.status in KEPT and r.commit])
-    broken = integrity.broken_links(key, kept)
-    if broken:
-        raise integrity.Tampered(f"run.db holds kept iteration(s) the engine did not seal: "
-                                 f"{', '.join(f'v{v}' for v in broken)} (a forged or edited keep, or a mask "
-                                 "changed behind kopt's back); the run refuses to go on from them")
+    found = chain(key, store)
+    if found.problem:
+        raise integrity.Tampered(found.problem)
+    if store.get("chain_head") is None:
+        kept = kept_rows(store)
+        store.set("chain_head", integrity.chain_head(key, kept))
+        if kept:
+            store.event("integrity", "sealed the head of the chain of keeps (a run made by an earlier kopt)",
+                        level="warn")
+    return found
 
 
 def reseal(key: bytes, store: Store) -> None:
-    """Seal the chain of keeps as it stands (after a change the engine or the user's CLI made)."""
-    kept = store.iterations(versions=[r.version for r in store.rows() if r.status in KEPT and r.commit])
-    want = integrity.reseal_chain(key, kept)
+    """Seal the chain of keeps as it stands (after a change the engine or the user's CLI
+    made), and its head, in one transaction."""
     with store.transaction():
+        kept = kept_rows(store)
+        want = integrity.reseal_chain(key, kept)
         for it in kept:
-            if it.record.get("seal") != want[it.version]:
+            if it.version in want and it.record.get("seal") != want[it.version]:
                 it.record["seal"] = want[it.version]
                 store.save_iteration(it)
+        store.set("chain_head", integrity.chain_head(key, kept))
 
 
 def check_restart_point(store: Store, version: int) -> None:
@@ -75,8 +131,9 @@ def restart_from(ws: Workspace, store: Store, version: int, why: str = "") -> li
     key = integrity.read_secret(ws.dir)
     check_chain(key, store)
     later = [it.version for it in store.rows() if it.version > version and not it.masked]
-    changed = store.set_masked(later, True)
-    reseal(key, store)
+    with store.transaction():
+        changed = store.set_masked(later, True)
+        reseal(key, store)
     rewrite_memory(ws, store, changed)
     store.event("restart", f"restarted from v{version}; masked {', '.join(f'v{v}' for v in changed) or 'nothing'}"
                 + (f": {why}" if why else ""), version=version)

@@ -134,6 +134,8 @@ def render_performance(cfg: Config, meta: dict[str, Any], iterations: list[Itera
         "",
         f"Sandbox: **{sandbox}**" if ran_unsandboxed(meta) else f"Sandbox: {sandbox}",
         "",
+        *([f"**TAMPERED**: {meta['tampered']} Only the keeps the run's seals vouch for are listed; BEST_COMMIT "
+           f"is the last of them ({str(meta.get('best_commit') or 'none')[:10]}).", ""] if meta.get("tampered") else []),
         f"Metric: `{metric}` ({'lower' if cfg.target.direction == 'min' else 'higher'} is better), "
         f"geometric mean over the class's configs, as the kept tree measured in its own decision; "
         "Δ is against the previous best, measured paired in that same decision. Two rows come from "

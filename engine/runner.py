@@ -22,6 +22,15 @@ dies with bwrap (--die-with-parent), so killing the group (or kopt's own death) 
 process inside, a `setsid` one included. They stay visible from outside (`process_tree`),
 with their environment (the KOPT_WORKSPACE marker) readable for `kill_orphans`.
 
+Unconfined (no `confine=`), nothing holds a `setsid` process to its step: every step is
+given a token of its own in its environment (`STEP_ENV`), and after the step, besides its
+group, every process of this user that carries the token is ended (`kill_marked`: TERM,
+a short grace, then STOP and KILL until none is left); with `marker=` (the run's
+KOPT_WORKSPACE), so is every process carrying the run's marker whose token is not that of
+a step still running (another lane's). The limit: a process that re-executes itself with
+an environment of its own (neither token nor marker) is not recognised; that is what
+running without the sandbox gives up.
+
 Log files are opened fresh (a name left in their folder is removed first, and never
 followed): a sandboxed process that can write in a log folder cannot turn kopt's next
 log into a write through a link or a block on a FIFO.
@@ -31,8 +40,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -45,6 +56,30 @@ from kopt_supervisor.engine import sandbox
 from kopt_supervisor.engine.sandbox import Confinement
 
 DEFAULT_MAX_OUTPUT_BYTES = 512 * 1024 * 1024
+
+STEP_ENV = "KOPT_STEP"
+"""Every command kopt runs carries a token of its own in this variable: what it leaves
+behind is found by it when the step ends (unconfined runs; a confined one's PID namespace
+dies with it)."""
+
+_LIVE_STEPS: set[str] = set()
+"""The tokens of the steps running now in this process (several lanes run steps at once):
+a sweep by the run's marker spares the processes of these."""
+_LIVE_LOCK = threading.Lock()
+
+
+def _new_step(env: dict[str, str]) -> str:
+    """A new step token, put into `env` and registered as live until `_forget`."""
+    token = secrets.token_hex(12)
+    env[STEP_ENV] = token
+    with _LIVE_LOCK:
+        _LIVE_STEPS.add(token)
+    return token
+
+
+def _forget(token: str) -> None:
+    with _LIVE_LOCK:
+        _LIVE_STEPS.discard(token)
 
 
 @dataclass(frozen=True)
@@ -149,19 +184,21 @@ def run(
     on_end: Callable[[int], None] | None = None,
     max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
     confine: Confinement | None = None,
+    marker: tuple[str, str] | None = None,
 ) -> RunResult:
     """Run to completion, timeout or interruption. `poll` may raise to interrupt; the
     process group is then killed and the exception propagates. With `confine`, it runs
-    under bubblewrap (`engine.sandbox`)."""
+    under bubblewrap (`engine.sandbox`). Unconfined, what the step leaves running is ended
+    when it ends (`end_leftovers`: its token, and `marker`, the run's (variable, value))."""
     argv = as_argv(command)
     if confine is None:
         return _run(argv, argv, cwd=cwd, log_dir=log_dir, name=name, timeout_s=timeout_s, env=env, poll=poll,
                     poll_interval_s=poll_interval_s, on_start=on_start, on_end=on_end,
-                    max_output_bytes=max_output_bytes, confined=None)
+                    max_output_bytes=max_output_bytes, confined=None, marker=marker)
     with sandbox.prepare(confine) as ready:
         return _run(argv, sandbox.wrap(argv, ready, cwd=cwd), cwd=cwd, log_dir=log_dir, name=name,
                     timeout_s=timeout_s, env=env, poll=poll, poll_interval_s=poll_interval_s, on_start=on_start,
-                    on_end=on_end, max_output_bytes=max_output_bytes, confined=ready)
+                    on_end=on_end, max_output_bytes=max_output_bytes, confined=ready, marker=marker)
 
 
 def _run(
@@ -179,6 +216,7 @@ def _run(
     on_end: Callable[[int], None] | None,
     max_output_bytes: int,
     confined: Confinement | None,
+    marker: tuple[str, str] | None = None,
 ) -> RunResult:
     log_dir = Path(log_dir)
     log_dir.mkdir(parents=True, exist_ok=True)
@@ -186,13 +224,40 @@ def _run(
     full_env = dict(os.environ)
     if env:
         full_env.update(env)
+    token = _new_step(full_env)
+    try:
+        return _run_step(argv, launch, cwd=cwd, out_path=out_path, err_path=err_path, timeout_s=timeout_s,
+                         env=full_env, poll=poll, poll_interval_s=poll_interval_s, on_start=on_start,
+                         on_end=on_end, max_output_bytes=max_output_bytes, confined=confined)
+    finally:
+        _forget(token)
+        if confined is None:
+            end_leftovers(token, marker)
+
+
+def _run_step(
+    argv: list[str],
+    launch: list[str],
+    *,
+    cwd: str | Path,
+    out_path: Path,
+    err_path: Path,
+    timeout_s: float,
+    env: dict[str, str],
+    poll: Callable[[], None] | None,
+    poll_interval_s: float,
+    on_start: Callable[[int], None] | None,
+    on_end: Callable[[int], None] | None,
+    max_output_bytes: int,
+    confined: Confinement | None,
+) -> RunResult:
     start = time.monotonic()
     with _open_log(out_path) as out, _open_log(err_path) as err:
         try:
             proc = subprocess.Popen(
                 launch,
                 cwd=str(cwd),
-                env=full_env,
+                env=env,
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=err,
@@ -277,8 +342,10 @@ class Server:
     def __init__(self, command: str | Sequence[str], *, cwd: str | Path, log_dir: str | Path, name: str,
                  env: Mapping[str, str] | None = None, on_start: Callable[[int], None] | None = None,
                  on_end: Callable[[int], None] | None = None,
-                 max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES, confine: Confinement | None = None) -> None:
+                 max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES, confine: Confinement | None = None,
+                 marker: tuple[str, str] | None = None) -> None:
         self.argv = as_argv(command)
+        self.marker = marker
         log_dir = Path(log_dir)
         log_dir.mkdir(parents=True, exist_ok=True)
         self.out_path, self.err_path = log_dir / f"{name}.out", log_dir / f"{name}.err"
@@ -295,11 +362,13 @@ class Server:
             launch = sandbox.wrap(self.argv, self.confined, cwd=cwd)
         self._out = _open_log(self.out_path)
         full_env = {**os.environ, **self.env}
+        self.token = _new_step(full_env)
         try:
             with _open_log(self.err_path) as err:
                 self.proc = subprocess.Popen(launch, cwd=str(cwd), env=full_env, stdin=subprocess.PIPE,
                                              stdout=subprocess.PIPE, stderr=err, start_new_session=True)
         except OSError as exc:
+            _forget(self.token)
             self._out.close()
             self._sandbox.close()
             raise ServerError(f"could not start: {exc.strerror or exc}: {exc.filename or launch[0]}") from None
@@ -364,6 +433,9 @@ class Server:
         kill_group(self.pgid)
         if self.proc.poll() is None:
             self.proc.wait()
+        _forget(self.token)
+        if self.confined is None:
+            end_leftovers(self.token, self.marker)
         try:
             self._drain()
         finally:
@@ -521,3 +593,71 @@ def kill_orphans(pgid: int, marker_env: tuple[str, str]) -> int:
     if found:
         kill_group(pgid)
     return len(found)
+
+
+def end_leftovers(token: str | None, marker: tuple[str, str] | None = None, grace_s: float = 0.5) -> int:
+    """After an unconfined step: end every process of this user that carries the step's
+    token, or (with `marker`, the run's (variable, value)) the run's marker and no token of
+    a step still running (token None: only the latter, e.g. when a session starts or ends).
+    Returns how many were ended."""
+    def left_behind(env: Mapping[str, str]) -> bool:
+        if token is not None and env.get(STEP_ENV) == token:
+            return True
+        if marker is None or env.get(marker[0]) != marker[1]:
+            return False
+        with _LIVE_LOCK:
+            return env.get(STEP_ENV) not in _LIVE_STEPS
+
+    return kill_marked(left_behind, grace_s=grace_s)
+
+
+def kill_marked(match: Callable[[Mapping[str, str]], bool], *, grace_s: float = 0.5, rounds: int = 20) -> int:
+    """End every process of this user whose environment (/proc/PID/environ, as it was
+    exec'd: a process's own changes to its argv or os.environ do not hide it) `match`es,
+    this process and its ancestors excepted: TERM, up to `grace_s` to exit, then STOP and
+    KILL, again until a look finds none (a process forking as it dies is caught by its
+    children's environment). Returns how many were ended. Never raises."""
+    spare = {os.getpid()}
+    with contextlib.suppress(psutil.Error):
+        spare |= {p.pid for p in psutil.Process().parents()}
+    found = marked_processes(match, spare)
+    if not found:
+        return 0
+    ended = {p.pid for p in found}
+    for p in found:
+        with contextlib.suppress(psutil.Error):
+            p.terminate()
+    with contextlib.suppress(psutil.Error):
+        psutil.wait_procs(found, timeout=grace_s)
+    for _ in range(rounds):
+        left = marked_processes(match, spare)
+        if not left:
+            break
+        for p in left:  # stopped first: none of them starts another meanwhile
+            with contextlib.suppress(psutil.Error):
+                p.suspend()
+        for p in left:
+            with contextlib.suppress(psutil.Error):
+                p.kill()
+        ended |= {p.pid for p in left}
+        with contextlib.suppress(psutil.Error):
+            psutil.wait_procs(left, timeout=1.0)
+    return len(ended)
+
+
+def marked_processes(match: Callable[[Mapping[str, str]], bool], spare: set[int] | None = None
+                     ) -> list[psutil.Process]:
+    """This user's live processes (zombies aside) whose environment `match`es."""
+    uid = os.getuid()
+    out = []
+    for p in psutil.process_iter(["pid", "uids"]):
+        try:
+            if p.pid in (spare or ()) or p.info["uids"] is None or p.info["uids"].real != uid:
+                continue
+            if p.status() == psutil.STATUS_ZOMBIE:
+                continue
+            if match(p.environ()):
+                out.append(p)
+        except (psutil.Error, OSError):
+            continue
+    return out

@@ -253,11 +253,14 @@ def refresh_memory(ws: Workspace, it: Any) -> bool:
 
 def write_projections(ws: Workspace, store: Store, cfg: config_mod.Config) -> None:
     """performance.md and README.md, re-rendered from the store."""
-    from kopt_supervisor.engine import bookkeeping, projections
+    from kopt_supervisor.engine import bookkeeping, history, projections
 
-    its = store.iterations()
     meta = store.meta()
-    meta["best_commit"] = bookkeeping.best_commit(its) or meta.get("baseline_commit")
+    everything = store.iterations()
+    chain = history.read_chain(ws, everything, meta)  # a forged keep is never shown, nor BEST
+    its = bookkeeping.trusted_rows(everything, chain.trusted)
+    meta["best_commit"] = bookkeeping.best_commit(its) or chain.baseline_commit
+    meta["tampered"] = chain.problem
     write_atomic(ws.performance, projections.render_performance(cfg, meta, its, bookkeeping.counters(its)))
     write_atomic(ws.readme, projections.render_readme(
         cfg, meta, config_columns=meta.get("config_columns"), classes=meta.get("classes"),

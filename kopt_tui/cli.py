@@ -51,6 +51,8 @@ def cmd_init(args: argparse.Namespace) -> int:
     ws = created.workspace
     print(f"created {ws.dir}")
     print(f"  branch {ws.branch} at {created.commit[:12]}; worktrees best/ and cand/")
+    for warning in created.warnings:
+        print(f"  warning: {warning}")
     print(f"  next: kopt run {args.tag}" + (f" --root {args.root}" if args.root else ""))
     return 0
 

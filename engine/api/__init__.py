@@ -9,7 +9,9 @@ Grouped by what a client does:
   `memory_records`, `memory_record`, `RunReader` (the TUI's cheap read-only view),
   `read_transcript` -> `Transcript` (an agent's transcript, only from the run's logs/), and the
   rules a client shows: `effective_state`, `best_speedup`, `counters`, `best_commit`,
-  `best_iteration`, `awaiting_review` (the pending review rule), `restart_point_problem`;
+  `best_iteration`, `awaiting_review` (the pending review rule), `restart_point_problem`,
+  `trusted_history` -> `TrustedHistory` (the keeps the run's seals vouch for: derive BEST
+  and the counters from its `iterations`, show its `tampered`);
 - what a run spent and how it ran (`run_summary`): `agent_spending`, `agent_line`,
   `phase_timings`, `timing_rows`, `sandbox_state`, `ran_unsandboxed`, `sandbox_line`,
   `decision_cost`, `profiler_evidence` -> `ProfilerEvidence` of `ProfiledClass`es,
@@ -41,6 +43,7 @@ from kopt_supervisor.engine.api.reading import (
     LIVE_STATES,
     RunReader,
     Transcript,
+    TrustedHistory,
     best_speedup,
     effective_state,
     heartbeat_age,
@@ -49,6 +52,7 @@ from kopt_supervisor.engine.api.reading import (
     memory_records,
     read_transcript,
     status,
+    trusted_history,
 )
 from kopt_supervisor.engine.api.run_summary import (
     TIMED_PHASES,
@@ -110,7 +114,7 @@ __all__ = [
     # reading
     "LIVE_STATES", "RunReader", "awaiting_review", "best_commit", "best_iteration", "best_speedup", "counters",
     "effective_state", "heartbeat_age", "list_runs", "memory_record", "memory_records", "restart_point_problem",
-    "status", "Transcript", "read_transcript",
+    "status", "Transcript", "read_transcript", "TrustedHistory", "trusted_history",
     # what a run spent and how it ran
     "TIMED_PHASES", "ProfiledClass", "ProfilerEvidence", "agent_line", "agent_spending", "decision_cost",
     "lane_states", "phase_timings", "profiler_evidence", "ran_unsandboxed", "sandbox_line", "sandbox_state",

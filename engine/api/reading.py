@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kopt_supervisor.engine import bookkeeping
+from kopt_supervisor.engine import bookkeeping, history
 from kopt_supervisor.engine.api import run_summary
 from kopt_supervisor.engine.daemon import engine_alive
 from kopt_supervisor.engine.decide.stats import geomean
@@ -56,23 +56,51 @@ def best_speedup(iterations: list[Iteration], direction: str = "min") -> float |
     return geomean(ratios)
 
 
+@dataclass(frozen=True)
+class TrustedHistory:
+    """A run's history as its seals vouch for it (engine/history.read_chain)."""
+
+    iterations: list[Iteration]
+    """Every iteration but the keeps the run's seals do not vouch for: what a client derives
+    BEST, the counters, the speedup and the keeps from."""
+    best_commit: str | None
+    """BEST_COMMIT: the last keep whose seal verifies (None: the seals vouch for none)."""
+    baseline_commit: str | None
+    tampered: str | None
+    """One line naming what was forged; None when the chain of keeps is the engine's."""
+
+
+def trusted_history(ws: Workspace, iterations: list[Iteration], meta: dict[str, Any]) -> TrustedHistory:
+    """What a client may show of a run's keeps: a forged keep is never BEST, never counted,
+    and the run is said to be tampered with (the secret is read, never made)."""
+    chain = history.read_chain(ws, iterations, meta)
+    its = bookkeeping.trusted_rows(iterations, chain.trusted)
+    return TrustedHistory(its, bookkeeping.best_commit(its) or chain.baseline_commit, chain.baseline_commit,
+                          chain.problem)
+
+
 def status(ws: Workspace) -> dict[str, Any]:
-    """The stable JSON of `kopt status TAG --json` (docs/files.md names every key)."""
+    """The stable JSON of `kopt status TAG --json` (docs/files.md names every key). BEST is
+    the last keep the run's seals vouch for; a run whose chain of keeps was tampered with
+    says so in `tampered` (one line; None when the chain is the engine's)."""
     with ws.open_store(readonly=True) as store, store.snapshot():
         meta = store.meta()
-        its = store.iterations()
+        everything = store.iterations()
+    trusted = trusted_history(ws, everything, meta)
+    its = trusted.iterations  # a forged keep counts for nothing
     alive, pid = engine_alive(ws)
     c = bookkeeping.counters(its)
     cfg = ws.load_config()
     cfg_direction = cfg.target.direction
-    last = its[-1] if its else None
+    last = everything[-1] if everything else None
     return {
         "tag": ws.tag,
         "state": effective_state(meta, alive),
         "iteration": last.version if last else None,
         "iteration_status": last.status if last else None,
-        "best_commit": bookkeeping.best_commit(its) or meta.get("baseline_commit"),
-        "baseline_commit": meta.get("baseline_commit"),
+        "best_commit": trusted.best_commit,
+        "baseline_commit": trusted.baseline_commit,
+        "tampered": trusted.tampered,
         "best_speedup": best_speedup(its, cfg_direction),
         "consecutive_regressions": c.consecutive_regressions,
         "recent_regressions": c.recent_regressions,

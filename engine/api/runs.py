@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from kopt_supervisor.engine import config, daemon
-from kopt_supervisor.engine.errors import BadInput
+from kopt_supervisor.engine.errors import BadInput, KoptError
 from kopt_supervisor.engine.workspace import Workspace, create_workspace, resolve_root, validate_tag
 
 
@@ -26,6 +26,8 @@ class Created:
     workspace: Workspace
     commit: str
     """The target repo's commit the run starts from (its baseline)."""
+    warnings: tuple[str, ...] = ()
+    """What the user should know before the first run (one line each; also in run.db's events)."""
 
 
 def init_run(root: Path, tag: str, repo: str | Path, *, config_file: str | Path | None = None,
@@ -57,7 +59,26 @@ def init_run(root: Path, tag: str, repo: str | Path, *, config_file: str | Path 
     frozen = f"# frozen by `kopt init` from {cfg_path if cfg_path.exists() else 'defaults'}\n" + config.dumps(cfg)
     ws, _, commit = create_workspace(root, tag, top, frozen, config_source=str(cfg_path))
     write_initial_projections(ws)
-    return Created(ws, commit)
+    return Created(ws, commit, init_warnings(ws, top, commit, cfg))
+
+
+def init_warnings(ws: Workspace, repo: Path, commit: str, cfg: config.Config) -> tuple[str, ...]:
+    """`kopt init`'s warnings about the frozen config (each also an event of the run): with no
+    [target].sources, the files the bench reads that nothing covers (engine/onboard)."""
+    from kopt_supervisor.engine import gitops, onboard
+    from kopt_supervisor.engine.loop.police import ALWAYS_PROTECTED
+
+    t = cfg.target
+    try:
+        tracked = gitops.tree_files(repo, commit)
+    except KoptError:
+        return ()
+    found = [w for w in (onboard.sources_warning(repo, t.bench, tracked, [*t.protected, *ALWAYS_PROTECTED], t.sources),) if w]
+    if found:
+        with ws.open_store() as store:
+            for w in found:
+                store.event("init", w, level="warn")
+    return tuple(found)
 
 
 def _with_bench(text: str, bench: str, source: str) -> config.Config:

@@ -59,6 +59,7 @@ RULES: dict[str, str] = {
                          "cudaEventElapsedTime, cuLaunchKernel and kin",
     "c-constructor": "C/C++: __attribute__((constructor/destructor)), .init_array",
     "ld-preload": "LD_PRELOAD, DYLD_INSERT_LIBRARIES, -Wl,--wrap=, /etc/ld.so.preload",
+    "outside-sources": "a change to a tracked file outside [target].sources (declared): each changed line quoted",
 }
 """Every rule id, with what it catches (the ids `[target].allow_constructs` names)."""
 

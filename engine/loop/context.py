@@ -8,6 +8,11 @@ Nothing here decides anything; the state machine (machine.py) and its collaborat
 from __future__ import annotations
 
 import contextlib
+import json
+import os
+import re
+import shutil
+import stat
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -20,6 +25,7 @@ from kopt_supervisor.engine.decide import Verdict
 from kopt_supervisor.engine.loop.control import Control
 from kopt_supervisor.engine.loop.jails import Jails
 from kopt_supervisor.engine.loop.lane import Lane
+from kopt_supervisor.engine.projections import memory_record
 from kopt_supervisor.engine.propose.costs import Spent, spent
 from kopt_supervisor.engine.records import KEPT, Iteration, IterationRow, Phase, Status
 from kopt_supervisor.engine.sandbox import Confinement
@@ -58,6 +64,8 @@ class RunContext:
         self.poll_interval_s = poll_interval_s
         self.child_pgids: set[int] = set()
         self._ended_records: dict[int, Any] = {}
+        self._projected: dict[Path, bytes | None] = {}
+        """performance.md and README.md as this engine (any lane) last wrote them."""
 
     def for_lane(self, index: int) -> RunContext:
         """A context for lane `index`'s thread: its own connection to run.db and its own
@@ -65,6 +73,7 @@ class RunContext:
         ctx = RunContext(self.ws, self.cfg, Store(self.ws.db_path), self.control, self.jails, self.key,
                          log=self.log, poll_interval_s=self.poll_interval_s)
         ctx.lane_index = index
+        ctx._projected = self._projected  # what any lane last wrote there
         return ctx
 
     # -- reading the history --------------------------------------------------------------
@@ -72,15 +81,29 @@ class RunContext:
     def rows(self) -> list[IterationRow]:
         return self.store.rows()
 
+    def chain(self) -> integrity.ChainCheck:
+        """What the run's seals vouch for (which keeps may be BEST)."""
+        return history.chain(self.key, self.store)
+
     def best_commit(self) -> str:
-        return bookkeeping.best_commit(self.rows()) or str(self.store.get("baseline_commit"))
+        """BEST_COMMIT: the last keep whose seal verifies (a forged keep never is; integrity.
+        Tampered when the seals vouch for no commit at all)."""
+        best = self.trusted_best()
+        if best is None:
+            raise integrity.Tampered(self.chain().problem or "no BEST_COMMIT the run's seals vouch for")
+        return best
+
+    def trusted_best(self) -> str | None:
+        """BEST_COMMIT as the seals vouch for it, None when they vouch for none."""
+        chain = self.chain()
+        return bookkeeping.best_commit(self.rows(), chain.trusted) or chain.baseline_commit
 
     def baseline(self) -> Iteration | None:
         v = bookkeeping.baseline_version(self.rows())
         return None if v is None else self.store.iteration(v)
 
     def best_iteration(self) -> Iteration | None:
-        best = bookkeeping.best_row(self.rows())
+        best = bookkeeping.best_row(self.rows(), self.chain().trusted)
         return None if best is None else self.store.iteration(best.version)
 
     def counters(self) -> bookkeeping.Counters:
@@ -144,14 +167,22 @@ class RunContext:
         decision.update({"verdict": status, "reason": reason, "by": by})
         it.record["decision"] = decision
         self.finish_timings(it)
-        with ENDING:
-            self.seal_if_kept(it)
-            self.store.save_iteration(it)
+        self.end_row(it)
         level = "info" if status in (Status.BASELINE, Status.KEEP, Status.ACCEPTED, Status.TIE) else "warn"
         self.event("verdict", f"v{it.version}: {status}: {reason}", it=it, level=level)
         self.log(f"v{it.version}: {status}: {reason}")
         self.write_memory(it)
         self.write_projections()
+        self.refresh_memory_files()
+
+    def end_row(self, it: Iteration) -> None:
+        """Save an ended iteration: its place in the end order, and for a keep its seal and
+        the chain's new head, in one transaction (a crash leaves both or neither)."""
+        with ENDING, self.store.transaction():
+            self.seal_if_kept(it)
+            self.store.save_iteration(it)
+            if it.status in KEPT and it.commit:
+                self.store.set("chain_head", integrity.chain_head(self.key, history.kept_rows(self.store)))
 
     def seal_if_kept(self, it: Iteration) -> None:
         """An ended iteration takes its place in the order iterations ended; a kept one joins
@@ -187,15 +218,82 @@ class RunContext:
 
     def write_memory(self, it: Iteration) -> None:
         try:
+            self.memory_folder()
             write_memory(self.ws, it)
         except OSError as e:
             self.event("disk", f"cannot write memory/v{it.version}.json: {e}", level="error")
 
     def write_projections(self) -> None:
+        """performance.md and README.md re-rendered from the store. One that holds neither
+        what this engine last wrote there nor what the store says now was edited behind
+        kopt's back: said (it is rewritten like any other)."""
+        paths = (self.ws.performance, self.ws.readme)
+        with PROJECTING:
+            found = {path: read_projection(path) for path in paths}
+            try:
+                write_projections(self.ws, self.store, self.cfg)
+            except OSError as e:
+                self.event("disk", f"cannot write projections: {e}", level="error")
+                return
+            now = {path: read_projection(path) for path in paths}
+            edited = [path.name for path in paths if path in self._projected
+                      and found[path] not in (self._projected[path], now[path])]
+            self._projected.update(now)
+        if edited:
+            self.event("tamper", f"{', '.join(edited)} had been edited behind kopt's back; rewritten from run.db",
+                       level="warn")
+
+    def memory_folder(self) -> bool:
+        """memory/ a folder of the workspace's own before anything is written there: a link or
+        a file in its place (which would carry kopt's writes and removals elsewhere) is
+        removed and the folder made again. True when it had to."""
+        memory = self.ws.memory
+        replaced = memory.is_symlink() or (memory.exists() and not memory.is_dir())
+        if replaced:
+            memory.unlink()
+        memory.mkdir(mode=0o700, exist_ok=True)
+        return replaced
+
+    def refresh_memory_files(self) -> list[str]:
+        """Every memory/vN.json exactly as the store says: a file that differs (edited, or
+        left behind by a crash), that is a link or a hard link, or that names no iteration is
+        rewritten or removed, and said. Returns the names it had to touch."""
+        memory = self.ws.memory
+        touched: list[str] = []
         try:
-            write_projections(self.ws, self.store, self.cfg)
+            if self.memory_folder():
+                touched.append("memory/ (not a folder)")
+            its = self.store.iterations()
+            names = [e.name for e in os.scandir(memory)]
         except OSError as e:
-            self.event("disk", f"cannot write projections: {e}", level="error")
+            self.event("disk", f"cannot refresh memory/: {e}", level="error")
+            return touched
+        versions = {it.version for it in its}
+        for it in its:
+            path = self.ws.memory_path(it.version)
+            if memory_is_the_stores(path, it):
+                continue
+            try:
+                remove_entry(path)
+                write_memory(self.ws, it)
+            except OSError as e:
+                self.event("disk", f"cannot rewrite {path.name}: {e}", level="error")
+                continue
+            touched.append(path.name)
+        for name in names:
+            m = MEMORY_NAME.fullmatch(name)
+            if m and int(m.group(1)) not in versions:
+                try:
+                    remove_entry(memory / name)
+                except OSError as e:
+                    self.event("disk", f"cannot remove memory/{name}: {e}", level="error")
+                    continue
+                touched.append(f"{name} (no such iteration: removed)")
+        if touched:
+            self.event("tamper", f"memory/ differed from run.db (edited behind kopt's back, or left behind by a "
+                       f"crash): {', '.join(touched[:10])}{' ...' if len(touched) > 10 else ''}; rewritten from the "
+                       "store", level="warn")
+        return touched
 
     # -- phase timings ------------------------------------------------------------------------
 
@@ -233,13 +331,14 @@ class RunContext:
             env: dict[str, str] | None = None, confine: Confinement | None = None) -> runner.RunResult:
         """A command in its own process group (under bubblewrap when `confine` is given: see
         jails.py), interruptible through the pump, logged to logs/vN/<name>.out|.err, its
-        group recorded (orphans are killed after a crash)."""
+        group recorded (orphans are killed after a crash). Unconfined, every process that
+        carries the run's marker is ended with it (runner.end_leftovers)."""
         log_dir = self.ws.log_dir(it.version)
         self.store.set("live_log", str(log_dir / f"{name}.out"))
         return runner.run(command, cwd=cwd, log_dir=log_dir, name=name, timeout_s=timeout_s, env=self.env(env),
                           poll=self.control.pump, poll_interval_s=self.poll_interval_s,
                           on_start=self.child_started, on_end=self.child_ended,
-                          max_output_bytes=self.max_output_bytes, confine=confine)
+                          max_output_bytes=self.max_output_bytes, confine=confine, marker=self.marker)
 
     def server(self, it: Iteration, command: str, *, cwd: Path, name: str, env: dict[str, str],
                confine: Confinement | None = None) -> runner.Server:
@@ -247,7 +346,12 @@ class RunContext:
         self.store.set("live_log", str(log_dir / f"{name}.err"))
         return runner.Server(command, cwd=cwd, log_dir=log_dir, name=name, env=self.env(env),
                              on_start=self.child_started, on_end=self.child_ended,
-                             max_output_bytes=self.max_output_bytes, confine=confine)
+                             max_output_bytes=self.max_output_bytes, confine=confine, marker=self.marker)
+
+    @property
+    def marker(self) -> tuple[str, str]:
+        """(MARKER, this workspace): what every child of this run carries in its environment."""
+        return MARKER, str(self.ws.dir)
 
     @property
     def max_output_bytes(self) -> int:
@@ -268,6 +372,53 @@ class RunContext:
         """This run's live child processes, those that left their group included (the GPU gate
         does not count them as foreign)."""
         return {p.pid for pgid in self.child_pgids for p in runner.process_tree(pgid)}
+
+
+MEMORY_NAME = re.compile(r"v(\d+)\.json")
+
+PROJECTING = threading.Lock()
+"""performance.md and README.md are checked, written and remembered by one lane at a time."""
+
+
+def memory_is_the_stores(path: Path, it: Iteration) -> bool:
+    """memory/vN.json is a regular file of one name holding what the store says of vN."""
+    text = read_projection(path)
+    if text is None:
+        return False
+    try:
+        return bool(json.loads(text) == json.loads(json.dumps(memory_record(it), default=str)))
+    except ValueError:
+        return False
+
+
+def read_projection(path: Path, limit: int = 64 << 20) -> bytes | None:
+    """A projection file's bytes, None when it is anything but a regular file of one name
+    (missing, a link, a hard link, a FIFO, a folder): such a file is never taken as kopt's."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+            return None
+        return os.read(fd, limit) if st.st_size < limit else None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def remove_entry(path: Path) -> None:
+    """Whatever has this name (a file, a link, a FIFO, a folder) removed, never followed."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if stat.S_ISDIR(st.st_mode):
+        shutil.rmtree(path)
+    else:
+        path.unlink()
 
 
 def last_line(res: runner.RunResult) -> str:

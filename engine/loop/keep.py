@@ -17,7 +17,7 @@ import time
 from kopt_supervisor.engine import faults, gitops
 from kopt_supervisor.engine.decide import Verdict
 from kopt_supervisor.engine.errors import KoptError, KoptFailure
-from kopt_supervisor.engine.loop.context import ENDING, RunContext, last_line
+from kopt_supervisor.engine.loop.context import RunContext, last_line
 from kopt_supervisor.engine.loop.control import Step
 from kopt_supervisor.engine.loop.evidence import Evidence
 from kopt_supervisor.engine.loop.lane import Lane
@@ -147,9 +147,7 @@ class Keeper:
             return False
         it.commit = sha
         it.status, it.phase, it.finished_at = Status(it.record.get("keep_status", Status.KEEP)), Phase.DONE, time.time()
-        with ENDING:
-            self.ctx.seal_if_kept(it)
-            self.ctx.store.save_iteration(it)
+        self.ctx.end_row(it)  # sealed, and the chain's head moved, with the row
         self.ctx.event("recover", f"v{it.version}: adopted commit {sha[:10]} made before the crash", it=it)
         self.ctx.write_memory(it)
         return True

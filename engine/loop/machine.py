@@ -195,7 +195,7 @@ class Engine:
         self.recovery.at_end(self.lanes)
         lanes_live = {f"lane:{i}": None for i in range(len(self.loops))} if len(self.loops) > 1 else {}
         ctx.store.set_many({"state": "stopped", "stop_reason": reason, "stop_time": time.time(),
-                            "best_commit": ctx.best_commit(), "progress": None, "engine_pid": None, **lanes_live})
+                            "best_commit": ctx.trusted_best(), "progress": None, "engine_pid": None, **lanes_live})
         ctx.event("stop", f"run stopped: {reason}")
         ctx.write_projections()
         ctx.log(f"stopped: {reason}")

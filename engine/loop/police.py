@@ -9,11 +9,15 @@ the status the iteration ends with and the reason, naming what was seen.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import sys
+from collections.abc import Collection, Sequence
+from pathlib import Path
 from typing import Any, NamedTuple
 
 from kopt_supervisor.engine import diffscan, gitops, history, integrity, runner, treecheck
+from kopt_supervisor.engine.diffscan.findings import quote
 from kopt_supervisor.engine.errors import KoptError
 from kopt_supervisor.engine.loop.context import RunContext
 from kopt_supervisor.engine.loop.lane import Lane
@@ -35,9 +39,11 @@ class Police:
         self.frozen_config = frozen_config
         self._modules: frozenset[str] | None = None
 
-    def read_diff(self, it: Iteration, lane: Lane) -> None:
+    def read_diff(self, it: Iteration, lane: Lane, new: Collection[str] = ()) -> None:
         """The candidate's diff read for constructs that reach outside the kernel (engine/
-        diffscan): what it finds goes with the verdict to the engineer (Evidence.confirm)."""
+        diffscan), and, where [target].sources is declared, for changes to tracked files
+        outside it (`outside_sources`): what it finds goes with the verdict to the engineer
+        (Evidence.confirm). `new`: the candidate's new (untracked) files."""
         text, truncated = gitops.scan_diff(lane.cand, it.best_commit_before or "", force=it.record.get("forced_paths", []))
 
         def read(path: str) -> str | None:
@@ -46,7 +52,12 @@ class Police:
             except OSError:
                 return None
 
-        findings = diffscan.scan(text, read, allow=self.ctx.cfg.target.allow_constructs, truncated=truncated)
+        t = self.ctx.cfg.target
+        findings = diffscan.scan(text, read, allow=t.allow_constructs, truncated=truncated)
+        sources = [*t.sources, *filter(None, [self.ctx.cfg.propose.tune.params])] if t.sources else []
+        allows = diffscan.parse_allow(t.allow_constructs)
+        findings += [f for f in outside_sources(text, it.record.get("changed_files") or [], new, sources)
+                     if not any(a.covers(f) for a in allows)]
         it.record["diff_scan"] = {"findings": [dataclasses.asdict(f) for f in findings],
                                   "reason": diffscan.review_reason(findings)}
         if findings:
@@ -119,6 +130,17 @@ class Police:
                            level="warn")
         return None
 
+    def restore_best(self, it: Iteration, lane: Lane, best: str, rb: treecheck.TreeReport, why: str) -> None:
+        """The lane's best tree back at `best` (a failure is left to the next iteration's sync)."""
+        try:
+            restore_best(lane.best, best, rb, detach=lane.best != self.ctx.ws.best)
+        except KoptError as e:
+            self.ctx.event("tamper", f"v{it.version}: could not restore best/: {e} (the next sync does)", it=it,
+                           level="error")
+            return
+        if why:
+            self.ctx.event("tamper", f"v{it.version}: best/ restored to {best[:10]} {why}", it=it, level="error")
+
     def candidate(self, it: Iteration, lane: Lane) -> Problem | None:
         """The rules on what a candidate may change."""
         ctx, cand = self.ctx, lane.cand
@@ -145,10 +167,11 @@ class Police:
             rc = treecheck.inspect(cand, best, allow=self.allowed(), modules=self.modules(), label="cand/")
         except KoptError as e:
             return Problem(Status.FAIL_PROTECTED, f"cand/ is no longer a usable git worktree: {e}")
-        if rb.modified or rb.index_hidden:
+        if rb.modified or rb.index_hidden or rb.hardlinks:  # failed, and best/ put back first
+            self.restore_best(it, lane, best, rb, f"after the proposer changed it: {rb.reason()}")
             return Problem(Status.FAIL_PROTECTED, f"the proposer changed best/ or the run's branch ({rb.reason()})")
         if rb.differs:  # an agent that ran the bench there, or a module planted to slow best: wiped
-            gitops.reset_clean(lane.best, best)
+            self.restore_best(it, lane, best, rb, "")
             more = " ..." if len(rb.new) > 5 else ""
             ctx.event("tamper", f"v{it.version}: removed what the proposer left in best/: {', '.join(rb.new[:5])}{more}",
                       it=it, level="warn")
@@ -173,8 +196,8 @@ class Police:
         hit = gitops.matching(changed, [*ctx.cfg.target.protected, *ALWAYS_PROTECTED])
         if hit:
             return Problem(Status.FAIL_PROTECTED, f"the candidate changes protected file(s): {', '.join(hit)}")
-        self.read_diff(it, lane)
         new_only = gitops.untracked(cand)
+        self.read_diff(it, lane, {*new_only, *it.record["forced_paths"]})
         read_by_bench = gitops.matching(new_only, [*ctx.cfg.target.sources, *filter(None, [ctx.cfg.propose.tune.params])])
         if set(changed) == set(new_only) and not read_by_bench:
             # no tracked file imports them (and none is a declared source or the tune params
@@ -182,3 +205,55 @@ class Police:
             return Problem(Status.FAIL_PROPOSE, f"the proposer only added untracked file(s) ({', '.join(new_only[:5])}) "
                                                 "and changed no tracked file: nothing of the kernel changed")
         return None
+
+
+def restore_best(tree: Path, commit: str, report: treecheck.TreeReport, *, detach: bool) -> None:
+    """A best tree exactly at `commit` again after `report` found it changed: files with
+    other names (hard links: a write through the other name would reach the tree again, and
+    git leaves a file whose content is unchanged alone) are unlinked first, then the tree is
+    reset and cleaned."""
+    for rel in report.hardlinks:
+        with contextlib.suppress(OSError):
+            (tree / rel).unlink()
+    gitops.reset_clean(tree, commit, detach=detach)
+
+
+def outside_sources(diff: str, changed: Sequence[str], new: Collection[str], sources: Sequence[str], *,
+                    per_file: int = 20) -> list[diffscan.Finding]:
+    """Changes to tracked files outside `sources` ([target].sources: the files a candidate is
+    meant to change), each with its changed lines quoted (rule `outside-sources`): an input
+    generator, a batch size, a reference in a file the bench imports changes what is
+    measured, not how fast the kernel is, and no other layer can tell. Protected files are
+    refused before; new files are the tree check's. Nothing when no sources are declared."""
+    if not sources:
+        return []
+    tracked = [p for p in changed if p not in new]
+    outside = set(tracked) - set(gitops.matching(tracked, list(sources)))
+    found: list[diffscan.Finding] = []
+    seen: set[str] = set()
+    for fd in diffscan.parse_diff(diff):
+        if fd.path not in outside:
+            continue
+        seen.add(fd.path)
+        if fd.new_file:  # not in BEST (staged by the proposer): the tree check's
+            continue
+        lines = sorted(fd.added.items())
+        if fd.deleted:
+            what = ["the file is deleted"]
+        elif fd.binary:
+            what = ["a binary file changed"]
+        elif not lines:
+            what = ["lines removed (or its mode changed)"]
+        else:
+            what = []
+        found += [diffscan.Finding(OUTSIDE_SOURCES, fd.path, 0, w) for w in what]
+        found += [diffscan.Finding(OUTSIDE_SOURCES, fd.path, n, quote(text)) for n, text in lines[:per_file]]
+        if len(lines) > per_file:
+            found.append(diffscan.Finding(OUTSIDE_SOURCES, fd.path, 0, f"... and {len(lines) - per_file} more added lines"))
+    found += [diffscan.Finding(OUTSIDE_SOURCES, p, 0, "changed (not in the part of the diff read)")
+              for p in sorted(outside - seen)]
+    return found
+
+
+OUTSIDE_SOURCES = "outside-sources"
+"""The diff scan's rule id for a change to a tracked file outside [target].sources."""

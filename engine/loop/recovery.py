@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import time
 
-from kopt_supervisor.engine import gitops, history, runner, sandbox
+from kopt_supervisor.engine import gitops, history, runner, sandbox, treecheck
 from kopt_supervisor.engine.errors import KoptError
 from kopt_supervisor.engine.loop.context import MARKER, RunContext
 from kopt_supervisor.engine.loop.control import Interrupt
 from kopt_supervisor.engine.loop.keep import BEST, Keeper
 from kopt_supervisor.engine.loop.lane import Lane
+from kopt_supervisor.engine.loop.police import restore_best
 from kopt_supervisor.engine.records import Phase, Status
-from kopt_supervisor.engine.workspace import refresh_memory
 
 
 class Recovery:
@@ -37,6 +37,7 @@ class Recovery:
             if n:
                 ctx.event("recover", f"killed {n} orphan process(es) of group {pgid}", level="warn")
             ctx.store.set("child_pgid", None)
+        self.end_leftovers("left by an earlier session")
         by_index = {lane.index: lane for lane in lanes}
         for row in ctx.rows():
             if row.status != Status.RUNNING:
@@ -61,31 +62,65 @@ class Recovery:
         self.refresh_projections()
 
     def at_end(self, lanes: list[Lane]) -> None:
-        """The run ends with its branch at BEST_COMMIT, whatever moved it meanwhile, and every
-        lane's trees there too (a candidate awaiting review stays for the engineer)."""
+        """The session ends with no process of the run left, its branch at BEST_COMMIT and
+        every lane's trees there too, whatever moved or edited them meanwhile (what was found
+        in a best tree is said; a candidate awaiting review stays for the engineer; a run
+        whose chain of keeps was tampered with moves no ref), its projections as the store
+        says."""
+        self.end_leftovers("still running at the end of the session")
         try:
             self.ctx.verify(lanes)
+            verified = True
         except KoptError as e:
             self.ctx.event("tamper", f"at the end of the run: {e}", level="error")
-            return
-        if any(r.awaiting_review for r in self.ctx.rows()):
-            return
-        try:
-            if all(lane.best != self.ctx.ws.best for lane in lanes):
-                self.sync_branch()
-            for lane in lanes:
-                self.sync(lane)
-        except KoptError as e:  # the next start syncs again
-            self.ctx.event("git", f"at the end of the run: {e}", level="warn")
+            verified = False
+        self.restore_best_trees(lanes)
+        if verified and not any(r.awaiting_review for r in self.ctx.rows()):
+            try:
+                if all(lane.best != self.ctx.ws.best for lane in lanes):
+                    self.sync_branch()
+                for lane in lanes:
+                    self.sync(lane)
+            except KoptError as e:  # the next start syncs again
+                self.ctx.event("git", f"at the end of the run: {e}", level="warn")
+        self.refresh_projections()
+
+    def restore_best_trees(self, lanes: list[Lane]) -> None:
+        """Every best tree exactly at BEST_COMMIT: what an unconfined proposer or an escaped
+        process changed there since the last look (hard links included, which git's own
+        reset leaves alone) is put back and said, never left for whoever runs its bench next."""
+        ctx = self.ctx
+        with BEST:
+            trusted = ctx.chain().problem is None  # a tampered run: files put back, no ref moved
+            trees = {ctx.ws.best: False, **{lane.best: True for lane in lanes if lane.best != ctx.ws.best}}
+            for tree, detach in trees.items():
+                try:
+                    head = gitops.head(tree)
+                    best = ctx.best_commit() if trusted else head
+                    rb = treecheck.inspect(tree, best, allow=ctx.cfg.target.allow_untracked, modules=(), strict=True,
+                                           label=f"{tree.name}/")
+                    if head == best and not (rb.differs or rb.hardlinks or rb.problems()):
+                        continue
+                    restore_best(tree, best, rb, detach=detach)
+                except KoptError as e:
+                    ctx.event("tamper", f"{tree.name}/ could not be checked or restored: {e}", level="error")
+                    continue
+                ctx.event("tamper", f"{tree.name}/ restored to {'BEST_COMMIT' if trusted else 'its commit'} "
+                          f"{best[:10]} at the end of the session" + (f": {rb.reason()}" if rb.reason() else ""),
+                          level="warn")
+
+    def end_leftovers(self, when: str) -> None:
+        """Every process that carries the run's marker (no step runs now): an unconfined
+        step's escapee, or an orphan of a crashed engine that left its group."""
+        n = runner.end_leftovers(None, self.ctx.marker)
+        if n:
+            self.ctx.event("recover", f"ended {n} process(es) carrying the run's marker, {when}", level="warn")
 
     def refresh_projections(self) -> None:
-        """A crash between a store write and its projection left a file behind the store:
-        memory/vN.json files that differ are rewritten, README/performance.md re-rendered."""
-        try:
-            for it in self.ctx.store.iterations():
-                refresh_memory(self.ctx.ws, it)
-        except OSError as e:
-            self.ctx.event("disk", f"cannot refresh memory/: {e}", level="error")
+        """memory/vN.json files that differ from the store (a crash between a store write and
+        its projection, or an edit behind kopt's back) rewritten, strays removed,
+        README/performance.md re-rendered."""
+        self.ctx.refresh_memory_files()
         self.ctx.write_projections()
 
     def sync(self, lane: Lane) -> None:

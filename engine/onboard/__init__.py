@@ -23,11 +23,12 @@ from __future__ import annotations
 import os
 import stat
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 
 from kopt_supervisor.engine.onboard.cost import DecisionCost, estimate_decision_s, run_noise_pct
 from kopt_supervisor.engine.onboard.detect import BenchRun, Candidate, candidates
+from kopt_supervisor.engine.onboard.imports import scan, unreviewed
 from kopt_supervisor.engine.onboard.proposal import (
     Choice,
     Proposal,
@@ -41,7 +42,7 @@ RunBench = Callable[[str, Path], tuple[int, Path, list[Path]]]
 __all__ = [
     "BenchRun", "Candidate", "Choice", "DecisionCost", "Proposal", "Question", "RunBench", "answers_from",
     "candidates", "estimate_decision_s", "local_run_bench", "propose", "run_noise_pct", "run_once", "settle",
-    "tree_stamps", "write", "written_since",
+    "sources_warning", "tree_stamps", "write", "written_since",
 ]
 
 Stamps = dict[str, tuple[int, int, int]]
@@ -126,3 +127,20 @@ def write(proposal: Proposal, path: Path, *, overwrite: bool = False) -> Path:
     text = proposal.text()
     path.write_text(text, encoding="utf-8")
     return path
+
+
+def sources_warning(repo: Path, bench: str, tracked: Collection[str], protected: Sequence[str],
+                    sources: Sequence[str]) -> str | None:
+    """`kopt init`'s warning for a config that declares no [target].sources: the tracked files
+    the bench reaches (imports.scan) that are not protected, named; None when sources are
+    declared or nothing is left out."""
+    if sources:
+        return None
+    left = unreviewed(scan(bench, repo), tracked, protected)
+    if not left:
+        return None
+    shown = ", ".join(left[:8]) + (f" (+{len(left) - 8} more)" if len(left) > 8 else "")
+    return (f"[target].sources is not declared, and the bench reads {shown}, which [target].protected does not "
+            "cover: a candidate's change to any of them is measured as it is (a smaller input looks like a faster "
+            "kernel). Declare [target].sources (the files a candidate is meant to change: a change to any other "
+            "tracked file then goes to review with its lines quoted) and protect the rest")

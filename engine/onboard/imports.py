@@ -10,6 +10,8 @@ change it, so it is not protected and its own imports are not followed. Everythi
 bench reaches (timing helpers, reference implementations, input generators, conftest.py
 files pytest loads) decides what a measurement means: protected. String literals naming
 existing files of the repo (a params.json, a data file) are listed as sources.
+`unreviewed` names what the bench reaches that is neither protected nor a declared source
+(`kopt init` warns about them when a config declares no sources).
 
 Reads files; no imports are executed.
 """
@@ -17,7 +19,9 @@ Reads files; no imports are executed.
 from __future__ import annotations
 
 import ast
+import fnmatch
 import shlex
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -192,3 +196,19 @@ def scan(bench: str, repo: Path, cwd: Path | None = None, *, limit: int = 200) -
         result.data.extend(r for r in (_rel(p, repo) for p in _strings(tree, path, repo)) if r and r not in result.data)
     result.data = [d for d in result.data if d not in seen]
     return result
+
+
+def unreviewed(s: Scan, tracked: Collection[str], protected: Sequence[str]) -> list[str]:
+    """The tracked files the bench runs, imports or names (the scan `s`) that `protected`
+    does not cover: with no [target].sources declared, a candidate's change to any of them
+    is measured as it is (an input generator or a batch size edited looks like a faster
+    kernel), so `kopt init` names them."""
+    reached = sorted({*s.scripts, *s.kernel, *s.helpers, *s.data} & set(tracked))
+    return [p for p in reached if not fnmatch_any(p, protected)]
+
+
+def fnmatch_any(path: str, globs: Sequence[str]) -> bool:
+    """`path` matches one of `globs` as kopt.toml's protected and sources read them (a glob,
+    the path itself, or a folder holding it)."""
+    return any(fnmatch.fnmatch(path, g) or path == g.rstrip("/") or path.startswith(g.rstrip("/") + "/")
+               for g in globs)

@@ -562,7 +562,8 @@ def _propose_files(p: Proposal) -> None:
     if s.sources:
         t["sources"] = s.sources
         p.comments["target.sources"] = ("files the bench reads (its scripts, the modules it imports, files named "
-                                        "in them): `kopt init` refuses uncommitted changes in them")
+                                        "in them): a candidate's change to any other tracked file goes to review "
+                                        "with its lines quoted; `kopt init` refuses uncommitted changes in them")
     for note in s.notes:
         p.checks.append(note)
     if not s.kernel:

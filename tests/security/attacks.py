@@ -76,12 +76,17 @@ def guarded(*bodies: str) -> str:
 
 
 def linger(h: Hostile, *bodies: str, how: str = "setsid", seconds: float = 8.0, name: str = "linger",
-           scrub_env: bool = False) -> str:
+           scrub_env: bool = False, unmarked: bool = False) -> str:
     """Code that starts a process outliving the proposal, and returns once it has ticked (so
-    the attack is surely under way before the proposer exits)."""
+    the attack is surely under way before the proposer exits). scrub_env: its environment is
+    only PATH; unmarked: kopt's markers (KOPT_WORKSPACE, KOPT_STEP) are dropped from it and
+    the rest kept (unconfined, kopt ends every marked process with the step: an attack meant
+    to act after the proposal must escape that, as only a process kopt cannot recognise can)."""
     code = LINGER.format(seconds=seconds, proof=str(h.proof / name), best=str(h.ws.best), repo=str(h.repo),
                          ws=str(h.ws.dir), tag=TAG, body=textwrap.indent(guarded(*bodies), " " * 4))
-    env = "{'PATH': os.environ['PATH']}" if scrub_env else "dict(os.environ)"
+    env = "{'PATH': os.environ['PATH']}" if scrub_env else \
+        "{k: v for k, v in os.environ.items() if k not in ('KOPT_WORKSPACE', 'KOPT_STEP')}" if unmarked else \
+        "dict(os.environ)"
     argv = f"[sys.executable, '-c', {code!r}, {h.token!r}]"
     if how == "setsid":
         start = f"subprocess.Popen(['setsid'] + {argv}, env={env}, stdin=subprocess.DEVNULL, " \

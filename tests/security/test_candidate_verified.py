@@ -326,12 +326,6 @@ def test_a_csv_written_by_the_kernel_then_os_exit_goes_to_review(hostile: Factor
     refused(h, "process-exit", "os._exit(0)", "stdout-write")
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="kept: cutting problem.BATCH to a quarter (the input size, not a CSV column, in a tracked "
-                   "file the bench imports but that is not protected) cuts the work with every row correct (the "
-                   "reference is computed on the same smaller input); no layer can tell a smaller problem from a "
-                   "faster kernel. Possible fixes: the diff scan flags edits outside [target].sources when sources "
-                   "are declared, or kopt warns at init about tracked files the bench imports that are neither "
-                   "protected nor sources")
 def test_a_smaller_batch_that_is_not_a_csv_column_is_not_kept(hostile: Factory) -> None:
     h = run(hostile, "cut the batch", {"problem.py": SMALL_BATCH + "SCALE = 0.5\n\n\ndef inputs(n):\n"
                                          "    return [((j * 7919) % 1009) / 1009.0 for j in range(n * BATCH)]\n"})

@@ -85,7 +85,7 @@ def test_unconfined_a_branch_moved_after_the_proposal_is_put_back_before_the_dec
     decision or fails the proposal, and the run ends with the branch at BEST_COMMIT."""
     h = hostile.fake([])
     h.set_script([{"name": "linger-move-branch", "exec": attacks.linger(
-        h, attacks.ONCE_AFTER_THE_PROPOSAL + attacks.MOVE_BRANCH + attacks.DONE, seconds=3.0)
+        h, attacks.ONCE_AFTER_THE_PROPOSAL + attacks.MOVE_BRANCH + attacks.DONE, seconds=3.0, unmarked=True)
         + attacks.touch_kernel()}])
     before = h.baseline(no_sandbox=True)
     assert h.session(1, no_sandbox=True) == 0
@@ -95,10 +95,6 @@ def test_unconfined_a_branch_moved_after_the_proposal_is_put_back_before_the_dec
     h.assert_refused(before, 1, {"tie", "fail_protected"}, outside=False)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="unconfined (--no-sandbox), a setsid process the proposer starts keeps "
-                   "running after the proposal although it carries the KOPT_WORKSPACE marker: the runner kills "
-                   "only the proposer's process group, and the marker search (runner.kill_orphans) runs only in "
-                   "recovery after a crash")
 def test_unconfined_a_marked_setsid_process_is_ended_with_the_proposal(hostile: Factory) -> None:
     h = hostile.fake([])
     h.set_script([{"name": "linger-idle", "exec": attacks.linger(h, "pass", seconds=20) + attacks.touch_kernel()}])
@@ -108,12 +104,6 @@ def test_unconfined_a_marked_setsid_process_is_ended_with_the_proposal(hostile: 
     h.assert_refused(before, 1, {"tie"}, outside=False)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="the proposal is failed (fail_protected) but best/ keeps "
-                   "the proposer's edit until the next iteration's sync or the next session: Police.candidate resets "
-                   "best/ only when it holds new files (rb.differs), not for modified tracked files or index flags "
-                   "(rb.modified, rb.index_hidden), and Recovery.at_end restores best/ only when the branch moved; "
-                   "a run that stops there leaves a tampered best/ (a slower kernel, a planted module) for whoever "
-                   "runs its bench next")
 def test_unconfined_a_tracked_file_of_best_edited_by_the_proposer_is_restored(hostile: Factory) -> None:
     """--no-sandbox: the proposer itself writes a slower kernel into best/ and exits; kopt
     fails the proposal and best/ is back at BEST_COMMIT, clean, when the run ends."""

@@ -133,12 +133,12 @@ finally:
     con.close()
 """
     h.set_script([{"name": "accept-myself", "exec": attacks.linger(h, "import sqlite3\n" + wait_review + attacks.DONE,
-                                                                   seconds=20) + attacks.gain(0.1)},
+                                                                   seconds=20, unmarked=True) + attacks.gain(0.1)},
                   {"name": "the same, accepted by the user", "exec": attacks.gain(0.1)}])
     before = h.baseline(no_sandbox=True)
     assert h.session(1, no_sandbox=True) == 0
     tried((h.proof / "linger.done").exists(), "the forged accept was never inserted: the attack was not tried")
-    h.kill_survivors()  # unconfined, it outlives the proposal (see test_proposer_escape's xfail)
+    h.kill_survivors()  # unconfined and unmarked, it outlives the proposal (what --no-sandbox gives up)
     with Store(h.ws.db_path, readonly=True) as s:
         rows = [tuple(r) for r in s.db.execute("SELECT kind, status, result FROM commands")]
     assert rows and all(kind == "accept" and status == "rejected" and "no valid seal" in result
@@ -217,11 +217,6 @@ def test_unconfined_a_forged_keep_in_run_db_stops_the_run_and_is_never_measured_
     h.assert_no_survivors()
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="after a forged keep in run.db (unsealed), the engine refuses to go on, but "
-                   "the readers still take the forged row as BEST: api.status (kopt status) and the engine's own "
-                   "finish() derive best_commit from the rows (bookkeeping.best_commit) without checking the seals, "
-                   "so `kopt status` and performance.md name the attacker's commit as BEST_COMMIT, and the discard "
-                   "(Keeper.reset_candidate, from ctx.best_commit()) checks the attacker's commit out into cand/")
 @pytest.mark.parametrize("how", HOWS)
 def test_unconfined_a_forged_keep_is_never_reported_as_best(hostile: Factory, how: str) -> None:
     h, best, evil = forge_best(hostile, how)
@@ -230,10 +225,6 @@ def test_unconfined_a_forged_keep_is_never_reported_as_best(hostile: Factory, ho
     assert git(h.ws.cand, "rev-parse", "HEAD") == best, "cand/ was reset to the attacker's commit"
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="an edit of memory/v0.json during v1's proposal (unconfined) survives the "
-                   "iteration and the session: the loop rewrites only the current iteration's memory file "
-                   "(RunContext.write_memory); Recovery.refresh_projections rewrites differing ones only at the "
-                   "next engine start")
 def test_unconfined_edited_projections_do_not_survive_the_iteration(hostile: Factory) -> None:
     """--no-sandbox: the proposer rewrites memory/v0.json and performance.md to claim a keep;
     both are rewritten from the store by the end of the iteration."""
@@ -276,7 +267,8 @@ if {LOOSER!r} not in _text:
         f.write(_text.replace('correct = "err == 0"', {LOOSER!r}).replace('[decide]', '[decide]\\nsuspicious_speedup = 100'))
 """
     h.set_script([{"name": "loosen-later", "exec": attacks.linger(h, attacks.ONCE_AFTER_THE_PROPOSAL + loosen
-                                                                  + attacks.DONE, seconds=6) + attacks.touch_kernel()},
+                                                                  + attacks.DONE, seconds=6, unmarked=True)
+                   + attacks.touch_kernel()},
                   {"name": "a wrong kernel, 2x faster", "exec": attacks.gain(0.5, wrong=True)}])
     before = h.baseline(no_sandbox=True)
     assert h.session(1, no_sandbox=True) == 0
