@@ -196,6 +196,8 @@ class Engine:
         lanes_live = {f"lane:{i}": None for i in range(len(self.loops))} if len(self.loops) > 1 else {}
         ctx.store.set_many({"state": "stopped", "stop_reason": reason, "stop_time": time.time(),
                             "best_commit": ctx.trusted_best(), "progress": None, "engine_pid": None, **lanes_live})
+        for late in ctx.store.pending_commands(["stop"]):  # sent as the run ended: never the next session's
+            ctx.store.finish_command(late.id, "done", f"the run had stopped: {reason}")
         ctx.event("stop", f"run stopped: {reason}")
         ctx.write_projections()
         ctx.log(f"stopped: {reason}")

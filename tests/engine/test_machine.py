@@ -462,3 +462,20 @@ def test_a_command_row_without_the_runs_seal_is_refused_and_logged(tmp_path: Pat
         assert all(r[0] == "rejected" and "no valid seal" in r[1] for r in rows[:3]), [tuple(r) for r in rows]
         assert sum("refused command" in e.message for e in s.events(limit=1000)) == 3
     assert statuses(ws) == ["baseline", "keep", "keep"]
+
+
+def test_a_stop_that_arrives_as_the_run_ends_is_ended_with_it(tmp_path: Path) -> None:
+    # a stop sent while the last iteration closes must not stop the next session at its start
+    ws = workspace(tmp_path)
+    script = Script(decisions=[verdict("tie"), verdict("tie")])
+    eng = engine(ws, script, max_iters=1)
+    real_finish = eng.finish
+
+    def finish_with_a_late_stop(reason: str) -> None:
+        eng.ctx.store.send_command("stop", {"why": "late"}, source="test", seal=sealer(ws))
+        real_finish(reason)
+
+    eng.finish = finish_with_a_late_stop  # type: ignore[method-assign]  # the stop lands mid-finish
+    eng.run()
+    assert engine(ws, script, max_iters=1).run().startswith("--max-iters 1")
+    assert statuses(ws) == ["baseline", "tie", "tie"]
