@@ -25,7 +25,15 @@ def gpus_report(ws: Workspace | None = None) -> dict[str, Any]:
     without a run); the stable JSON of docs/gpu-gate.md."""
     from kopt_supervisor.engine.gpu.report import gpus_report as check
 
-    return check(ws.load_config().gpu if ws is not None else GpuConfig())
+    if ws is None:
+        return check(GpuConfig())
+    cfg = ws.load_config()
+    report = check(cfg.gpu)
+    from kopt_supervisor.engine.api.run_summary import lane_states
+
+    with ws.open_store(readonly=True) as store:  # which lane holds which GPU (docs/lanes.md)
+        report["lanes"] = lane_states(store.meta(), store.iterations(), cfg.parallel.lanes)
+    return report
 
 
 def format_gpus_report(report: dict[str, Any]) -> str:

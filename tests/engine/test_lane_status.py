@@ -72,3 +72,9 @@ def test_status_shows_what_each_of_two_lanes_runs_and_on_which_gpu(fake_env, tmp
         last = max((it for it in its.values() if it.record.get("lane") == x["lane"]), key=lambda it: it.version)
         assert x["version"] is None and x["phase"] == "idle" and x["step"] is None and x["done"] is None
         assert x["gpu"]["uuid"] == last.record["gpu"]["uuid"] and x["gpu"]["index"] == last.record["gpu"]["index"]
+    # `kopt gpus --tag TAG --json` lists the run's lanes beside what the gate sees
+    capsys.readouterr()
+    assert kopt(["--root", str(ws.root), "gpus", "--tag", ws.tag, "--json"]) == 0
+    gpus = json.loads(capsys.readouterr().out)
+    assert [x["lane"] for x in gpus["lanes"]] == [x["lane"] for x in st["lanes"]]
+    assert {x["gpu"]["uuid"] for x in gpus["lanes"]} == {x["gpu"]["uuid"] for x in st["lanes"]}
