@@ -57,6 +57,7 @@ import shutil
 import site
 import stat
 import subprocess
+import sys
 import sysconfig
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
@@ -174,6 +175,8 @@ def wrap(argv: Sequence[str], c: Confinement, *, cwd: str | Path | None = None) 
         put(d, 4, ["--tmpfs", d])
     for keep in _run_files_to_keep():
         put(keep, 3, ["--ro-bind", keep, keep])
+    for soft in _software_to_keep():
+        put(soft, 1, ["--ro-bind", soft, soft])
     for p in c.readable:
         put(str(p), 1, ["--ro-bind", str(p), str(p)])
     for p in c.writable:
@@ -223,6 +226,16 @@ def _shown(path: str, ops: dict[str, tuple[int, list[str]]]) -> bool:
     that holds it is a bind (not a fresh tmpfs, /dev or /proc)."""
     holder = max((q for q in ops if path == q or path.startswith(q.rstrip("/") + "/")), key=len)
     return holder == path or ops[holder][1][0] in ("--ro-bind", "--bind", "--dev-bind")
+
+
+def _software_to_keep() -> list[str]:
+    """The Python that runs kopt and kopt's own code, read-only, when they lie in a folder every
+    sandbox gets empty (a clone or a virtualenv under /tmp): else the confined bench could not
+    import the harness, nor a proposer run at all."""
+    here = Path(__file__).resolve()
+    roots = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
+    roots.add(str(here.parents[1]))  # engine/ (editable: the checkout) or site-packages/kopt_supervisor
+    return sorted(r for r in roots if any(r == d or r.startswith(d + "/") for d in PRIVATE_DIRS))
 
 
 def _run_files_to_keep() -> list[str]:

@@ -249,3 +249,21 @@ def test_clear_scratch_removes_what_a_crash_left(run_layout: Run):
     assert sandbox.clear_scratch(r.ws) == 1
     assert not ready.scratch.exists() and list((r.ws / sandbox.SCRATCH).iterdir()) == []
     assert sandbox.clear_scratch(r.tmp) == 0
+
+
+def test_kopt_and_its_python_under_tmp_stay_readable_in_the_private_tmp(monkeypatch, tmp_path):
+    # a clone and its virtualenv under /tmp (every sandbox gets an empty /tmp): the bench must
+    # still import kopt's harness and run on that Python; nothing else of /tmp shows
+    import sys as _sys
+
+    from kopt_supervisor.engine import sandbox
+
+    venv = tmp_path / "venv"
+    venv.mkdir()
+    monkeypatch.setattr(_sys, "prefix", str(venv))
+    m = _mounts(wrap(["python", "bench.py"], Confinement(), cwd="/"))
+    assert ("--ro-bind", os.path.realpath(venv)) in m
+    assert m.index(("--ro-bind", os.path.realpath(venv))) > m.index(("--tmpfs", "/tmp"))
+    assert not [d for o, d in m if o == "--ro-bind" and d == "/tmp"]
+    assert str(venv) in sandbox._software_to_keep() and all(
+        any(r.startswith(p) for p in sandbox.PRIVATE_DIRS) for r in sandbox._software_to_keep())
