@@ -382,7 +382,7 @@ def test_importable_names_of_an_interpreter(tmp_path: Path) -> None:
     assert "some_installed_pkg" in names and "json" in names and "asyncio" in names  # kopt's stdlib too
     assert treecheck.importable_names(str(fake)) is names and count.read_text() == "x\n"  # asked once
     real = treecheck.importable_names(sys.executable)
-    assert {"json", "pytest", "numpy", "git"} <= real  # stdlib and installed distributions
+    assert {"json", "pytest", "numpy", "textual"} <= real  # stdlib and installed distributions
     broken = tmp_path / "broken"
     broken.write_text("#!/bin/sh\necho nope\n")
     broken.chmod(0o755)
