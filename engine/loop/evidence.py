@@ -101,7 +101,7 @@ class Evidence:
         if isinstance(fresh, CorrectnessFailure):
             it.record["failing_rows"] = fresh.failing
             raise CorrectnessRefuted(f"the keep fails correctness in fresh processes: {fresh.summary()}")
-        agrees = fresh.kind == "keep"
+        agrees = fresh.kind == "keep" or consistent_gain(verdict, fresh)
         it.record["reverify"] = {**fresh.to_dict(), "agrees": agrees, "seconds": round(time.monotonic() - t0, 2)}
         ctx.save(it)
         ctx.event("reverify", f"v{it.version}: fresh processes say {fresh.kind}: {fresh.reason}", it=it,
@@ -188,3 +188,18 @@ class Evidence:
         summary = prof.parse(out_dir, kernel)
         summary.save(out_dir / "summary.json")
         return summary
+
+
+def consistent_gain(first: Verdict, fresh: Verdict) -> bool:
+    """A fresh-process decision left undecided by its noise (borderline at max rounds) still
+    confirms the keep when it sees, in every class the first decision found improved, at least
+    half that gain, and no class slower. Candidate code that bent the first decision's numbers
+    shows no gain in fresh processes (its estimate sits at 1, far from half a claimed gain);
+    an interpreted CPU bench whose fresh processes vary by 10% no longer turns every real gain
+    into a review."""
+    if fresh.kind != "borderline" or any(c.verdict == "regressed" for c in fresh.classes):
+        return False
+    seen = fresh.by_class()
+    improved = [c for c in first.classes if c.verdict == "improved"]
+    return bool(improved) and all(
+        c.cls in seen and seen[c.cls].ratio <= 1 - (1 - c.ratio) / 2 for c in improved)
