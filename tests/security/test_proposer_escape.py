@@ -5,8 +5,8 @@ kopt/TAG and write outside cand/, each a way to a fake keep after kopt's checks.
 Confined (the default) they die with the proposal: the host side sees their last tick before
 kopt read the plan, no process of theirs afterwards, the candidate measured honestly (a
 trivial change: a tie). Unconfined (`--no-sandbox`), what they do to best/ and the branch is
-found by kopt's own checks afterwards; that they survive at all is the subject of the xfail
-below.
+found by kopt's own checks afterwards, and the processes are ended with the step (found by
+the step token or the run's marker in their environment).
 """
 
 from __future__ import annotations
@@ -57,13 +57,12 @@ def test_unconfined_a_write_into_best_by_an_escaped_process_is_found(hostile: Fa
     before = h.baseline(no_sandbox=True)
     assert h.session(1, no_sandbox=True) == 0
     tried(h.ticks("linger"), "the attack was not tried")
-    assert wait_until(lambda: not h.survivors(), 5)  # it ends on its own (1 s); see the xfail below
+    assert wait_until(lambda: not h.survivors(), 5)  # ended with the step (or on its own: 1 s)
     it = h.iteration(1)
     assert it.status in {"fail_protected", "fail_bench"}, (it.status, h.reason(1))
     assert "best/" in h.reason(1)
-    # what it left in best/ is put back only by the next session's sync (the subject of the
-    # xfail test_unconfined_a_tracked_file_of_best_edited_by_the_proposer_is_restored)
-    git(h.ws.best, "checkout", "--", ".")
+    # what it left in best/ was put back by kopt with the failure (Police.restore_best)
+    assert git(h.ws.best, "status", "--porcelain") == ""
     h.assert_refused(before, 1, {"fail_protected", "fail_bench"}, "best/", outside=False)
 
 
