@@ -199,6 +199,12 @@ class GpuConfig:
     sample_interval_s: float = 1.0
     wait_s: float = 600.0
     wait_max_s: float = 3600.0
+    quick_recheck_s: float = 30.0
+    """Within this many seconds of a full check, a gate that holds its GPU, and whose reading
+    right after the last timed step showed no foreign process and no throttle, checks with ONE
+    fresh reading (foreign processes, memory and its growth since that reading, claims;
+    utilization is not judged, it still shows this run's own step) instead of `samples`
+    readings. Anything seen falls back to the full check. 0: the full check every time."""
 
 
 @dataclass(frozen=True)
@@ -518,6 +524,7 @@ def validate(cfg: Config, source: str = "kopt.toml") -> None:
     need(g.sample_interval_s >= 0, "[gpu].sample_interval_s", "must be >= 0")
     need(g.wait_s > 0, "[gpu].wait_s", "must be > 0")
     need(g.wait_max_s >= 0, "[gpu].wait_max_s", "must be >= 0")
+    need(g.quick_recheck_s >= 0, "[gpu].quick_recheck_s", "must be >= 0")
 
     prof = cfg.profile
     need(prof.kind in ("auto", "ncu", "rocprofv3", "none"), "[profile].kind",

@@ -20,6 +20,10 @@ just ended), memory used (less this run's own) stays at or under `mem_used_max_m
 grows by no more than `mem_growth_max_mib`, and no other kopt run holds its host-wide claim.
 The gate keeps its GPU while it stays idle (sticky), else takes the most idle one, claims it,
 and binds children with CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES.
+
+The quick recheck (`quick_recheck_s`): between timed steps on the GPU it holds, a gate whose
+last full check is recent and whose reading right after the last step (`evidence()`) was
+clean checks with one fresh reading instead of `samples` (see `Gate._quick`).
 """
 
 from __future__ import annotations
@@ -122,8 +126,10 @@ def assess(
     *,
     claimed_by: Callable[[GpuState], dict[str, Any] | None] = lambda g: None,
     enrich: Callable[[GpuProcess], GpuProcess] = lambda p: p,
+    judge_util: bool = True,
 ) -> list[Assessment]:
-    """Judge every GPU seen in the last sample (and note those that vanished meanwhile)."""
+    """Judge every GPU seen in the last sample (and note those that vanished meanwhile).
+    judge_util=False: no sample's utilization is judged (all may show this run's own step)."""
     if not samples:
         return []
     last = {gpu_key(g): g for g in samples[-1]}
@@ -134,7 +140,7 @@ def assess(
     out = []
     for key, g in last.items():
         series = [s[key] for s in ({gpu_key(x): x for x in snap} for snap in samples) if key in s]
-        out.append(_assess_one(g, series, len(samples), cfg, own, claimed_by(g), enrich))
+        out.append(_assess_one(g, series, len(samples), cfg, own, claimed_by(g), enrich, judge_util))
     for key, g in seen.items():
         if key not in last:
             out.append(Assessment(g, False, ["disappeared during the check"], samples=len(samples)))
@@ -142,7 +148,8 @@ def assess(
 
 
 def _assess_one(g: GpuState, series: list[GpuState], n: int, cfg: GpuConfig, own: set[int],
-                claim: dict[str, Any] | None, enrich: Callable[[GpuProcess], GpuProcess]) -> Assessment:
+                claim: dict[str, Any] | None, enrich: Callable[[GpuProcess], GpuProcess],
+                judge_util: bool = True) -> Assessment:
     reasons: list[str] = []
     notes: list[str] = []
     if claim is not None:
@@ -169,11 +176,13 @@ def _assess_one(g: GpuState, series: list[GpuState], n: int, cfg: GpuConfig, own
 
     # NVML's utilization covers a trailing window of up to 1 s, so the first sample can still
     # see this run's own step that just ended: with several samples it is not judged.
-    judged = series[1:] if len(series) > 1 else series
+    judged = (series[1:] if len(series) > 1 else series) if judge_util else []
     utils = [s.util_pct for s in judged if not is_na(s.util_pct)]
     util_max = max(utils) if utils else NA
     if utils and util_max > cfg.util_max_pct:
         reasons.append(f"utilization up to {util_max:.0f}% > {cfg.util_max_pct:g}%")
+    elif not judge_util:
+        notes.append("utilization not judged (quick recheck right after this run's own step)")
     elif not utils:
         notes.append("utilization not readable")
 
@@ -189,7 +198,8 @@ def _assess_one(g: GpuState, series: list[GpuState], n: int, cfg: GpuConfig, own
         notes.append("memory used not readable")
 
     if not utils and not procs_known:
-        reasons.append("cannot tell: neither utilization nor processes readable")
+        reasons.append("cannot tell: neither utilization nor processes readable" if judge_util
+                       else "cannot tell: processes not readable")
     return Assessment(g, not reasons, reasons, notes, len(series), util_max, used, growth,
                       foreign_list, claim)
 
@@ -261,6 +271,12 @@ class Gate:
         self.last: list[Assessment] = []
         """The last check's assessments (for the dashboard)."""
         self._waited = False
+        self._full_check_at: float | None = None
+        """When the last full check chose the GPU held now (the quick recheck's time bound)."""
+        self._acquired_at: float | None = None
+        self._after: tuple[float, GpuState] | None = None
+        """The chosen GPU's latest reading by evidence() and when: the reading right after a
+        timed step, which the quick recheck needs clean."""
         self.waiting: dict[str, Any] | None = None
         """While acquire() waits: {"waited_s", "next_check_in_s", "gives_up_in_s", "reasons"}."""
 
@@ -308,6 +324,11 @@ class Gate:
     def acquire(self) -> GateDecision:
         start = self.clock()
         self._waited = False
+        quick = self._quick()
+        if quick is not None:
+            self._acquired_at = self.clock()
+            assert self.chosen is not None
+            return GateDecision(self.chosen, visible_devices_env(self.chosen), 0.0, [quick], "kept (quick recheck)")
         while True:
             found = self.check()
             waited = self.clock() - start
@@ -318,6 +339,7 @@ class Gate:
             pick = self._pick([a for a in found if a.idle])
             if pick is not None:
                 self.waiting = None
+                self._full_check_at = self._acquired_at = self.clock()
                 return self._take(pick, found, waited)
             summary = _summary(found) or "no GPU visible: " + str(getattr(self.backend, "status", ""))
             if waited >= self.cfg.wait_max_s:
@@ -331,6 +353,34 @@ class Gate:
                      f"giving up in {_duration(self.cfg.wait_max_s - waited)}")
             self._waited = True
             self.sleep(pause)
+
+    def _quick(self) -> Assessment | None:
+        """The quick recheck: an idle assessment of the GPU held from one fresh reading, or
+        None when the full check must run. Taken only when the gate holds a GPU and its claim,
+        the last full check chose it at most `quick_recheck_s` ago, and the reading right after
+        the step since then (evidence()) could list processes and showed no foreign one and
+        no disturbing throttle. The fresh reading is judged with that one as the first sample
+        (foreign processes in either, memory used, growth between them, claims); utilization
+        is not judged (NVML's window still shows this run's own step). Anything busy: None."""
+        c, after = self.chosen, self._after
+        if (self.cfg.quick_recheck_s <= 0 or c is None or after is None or self._full_check_at is None
+                or self._acquired_at is None or after[0] < self._acquired_at
+                or self.clock() - self._full_check_at > self.cfg.quick_recheck_s):
+            return None
+        seen = after[1]
+        if is_na(seen.processes) or disturbing(tuple(() if is_na(seen.throttle) else seen.throttle)):
+            return None
+        if not self.claims.claim(claim_key(self.namespace, c.uuid, c.index)):
+            return None
+        now = next((g for g in self._read() if gpu_key(g) == self.chosen_uuid), None)
+        if now is None:
+            return None
+        found = assess([[seen], [now]], self.cfg, self._own(), claimed_by=self._claimed_by,
+                       enrich=procs.enrich, judge_util=False)
+        if len(found) != 1 or not found[0].idle:
+            return None
+        self.last = found
+        return found[0]
 
     def _pick(self, idle: list[Assessment]) -> Assessment | None:
         ordered = sorted(idle, key=busyness)
@@ -388,6 +438,7 @@ class Gate:
             c = self.chosen
             return {"index": c.index, "uuid": None if is_na(c.uuid) else c.uuid,
                     "name": None if is_na(c.name) else c.name, "missing": True, "time": now}
+        self._after = (self.clock(), g)
         own = self._own()
         foreign = [] if is_na(g.processes) else [procs.enrich(p) for p in g.processes if p.pid not in own]
         ev = g.to_dict()
@@ -408,6 +459,7 @@ class Gate:
         self.claims.release_all()
         self.chosen = None
         self.chosen_uuid = None
+        self._after = self._full_check_at = None
         try:
             self.backend.close()
         except Exception:  # closing must never fail the run's shutdown

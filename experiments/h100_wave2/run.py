@@ -385,7 +385,32 @@ def run_mode(ctx: Ctx, repo: Path, proposal: Any, proposer: Path, *, name: str, 
             rows.append(row)
     with measured(ctx.summary, f"{name}: collect") as e:
         collect(ctx, root, tag)
+        phases = serve_phases(root / tag)
+        if phases:
+            e["serve_phases"] = phases
+            e["headline"] = "served looks, mean seconds per phase: " + ", ".join(
+                f"{k} {v:.3f}" for k, v in phases["mean_s"].items()) + f" ({phases['looks']} looks)"
     return rows
+
+
+def serve_phases(ws: Path) -> dict[str, Any]:
+    """Where a served look's time goes: the harness logs `look N: bench phases: check 0.41 s,
+    capture 0.12 s, timing 0.05 s; total ...` for every look (kernels/harness/bench.py)."""
+    import re
+
+    per: dict[str, list[float]] = {}
+    looks = 0
+    for log in sorted(ws.glob("logs/**/*serve*.err")):
+        for line in log.read_text(errors="replace").splitlines():
+            m = re.search(r"look \d+: bench phases: (.*?); total", line)
+            if not m:
+                continue
+            looks += 1
+            for part in m.group(1).split(", "):  # "check 0.41 s"
+                words = part.split()
+                if len(words) == 3:
+                    per.setdefault(words[0], []).append(float(words[1]))
+    return {"looks": looks, "mean_s": {k: sum(v) / len(v) for k, v in per.items()}} if looks else {}
 
 
 def candidate_row(name: str, mode: str, change: dict[str, Any], view: dict[str, Any] | None, res: CmdResult,
