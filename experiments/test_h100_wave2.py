@@ -310,3 +310,17 @@ def test_each_mode_gets_the_onboarded_config_with_only_its_own_differences(tmp_p
     allowed = config.loads(softmax_target.config_text(proposal, "served", proposer, changes, smoke=False,
                                                       allow_sleep=True))
     assert allowed.target.allow_constructs == ["clock-time:softmax/kernel.py"]
+
+
+def test_the_serve_phases_are_averaged_from_every_serving_log(tmp_path: Path) -> None:
+    from experiments.h100_wave2.run import serve_phases
+
+    logs = tmp_path / "logs" / "v1"
+    logs.mkdir(parents=True)
+    (logs / "eval_ab_serve1.err").write_text(
+        "compiling\nlook 0: bench phases: check 0.40 s, capture 0.10 s, timing 0.05 s; total 0.55 s\n"
+        "look 1: bench phases: check 0.20 s, capture 0.30 s, timing 0.05 s; total 0.55 s\n")
+    (logs / "eval_bench.err").write_text("look 9: bench phases: check 9.0 s; total 9.0 s\n")  # not a server's
+    got = serve_phases(tmp_path)
+    assert got["looks"] == 2
+    assert got["mean_s"] == pytest.approx({"check": 0.30, "capture": 0.20, "timing": 0.05})

@@ -446,13 +446,17 @@ def part2(ctx: Ctx) -> None:
     rows: list[dict[str, Any]] = []
     b = ctx.budget
     big = 600.0 if ctx.smoke else 0.0  # the CPU's interpreter is slow; its deadlines only guard a hang
-    rows += run_mode(ctx, repo, proposal, proposer, name="served", mode="served", changes={1: AA_CHANGE, 2: change},
-                     soft_s=[max(big, 75.0), max(big, 75.0)])
+    modes = os.environ.get("WAVE2_P2_MODES", "served,process,gate").split(",")
+    rows += run_mode(ctx, repo, proposal, proposer, name="served", mode="served",
+                     changes={1: AA_CHANGE, 2: change, 3: AA_CHANGE, 4: change},
+                     soft_s=[max(big, 75.0)] * 4)
     # process-level: the change first, then the A/A with what is left (its looks are whole
     # processes; at the default max_rounds it may not settle in the time a device call has)
-    rows += run_mode(ctx, repo, proposal, proposer, name="process", mode="process", changes={1: change, 2: AA_CHANGE},
-                     soft_s=[max(big, 110.0), lambda: max(big, 60.0, min(240.0, b.left() - 90.0))])
-    if b.left() > 110 and not ctx.smoke:
+    if "process" in modes:
+        rows += run_mode(ctx, repo, proposal, proposer, name="process", mode="process",
+                         changes={1: change, 2: AA_CHANGE},
+                         soft_s=[max(big, 110.0), lambda: max(big, 60.0, min(240.0, b.left() - 90.0))])
+    if "gate" in modes and b.left() > 110 and not ctx.smoke:
         gate = {"samples": 2, "sample_interval_s": 0.5}
         rows += run_mode(ctx, repo, proposal, proposer, name="served-gate2x0.5", mode="served",
                          changes={1: AA_CHANGE, 2: change}, soft_s=[40.0, 40.0], gpu=gate)
