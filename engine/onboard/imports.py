@@ -9,7 +9,8 @@ extension, numba's `cuda.jit`, CuPy's RawKernel...) is the kernel: kopt's propos
 change it, so it is not protected and its own imports are not followed. Everything else the
 bench reaches (timing helpers, reference implementations, input generators, conftest.py
 files pytest loads) decides what a measurement means: protected. String literals naming
-existing files of the repo (a params.json, a data file) are listed as sources.
+existing files of the repo (a params.json, a data file) are listed as sources; a string
+naming a function as `"package.module:function"` (kopt's harness Spec) is followed as an import.
 `unreviewed` names what the bench reaches that is neither protected nor a declared source
 (`kopt init` warns about them when a config declares no sources).
 
@@ -130,6 +131,23 @@ def _imports(tree: ast.AST, path: Path, roots: list[Path], repo: Path) -> list[P
     return out
 
 
+def _named_modules(tree: ast.AST, roots: list[Path], repo: Path) -> list[Path]:
+    """Modules named by a `"package.module:function"` string (how kopt's harness Spec and
+    entry-point style configs name the function a bench times): imported at run time, so
+    followed like an import."""
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.count(":") == 1:
+            mod, _, attr = node.value.partition(":")
+            parts = mod.split(".")
+            if attr.isidentifier() and mod and all(part.isidentifier() for part in parts):
+                for k in range(1, len(parts) + 1):  # importing a.b runs a/__init__.py too
+                    found = resolve_module(".".join(parts[:k]), roots, repo)
+                    if found is not None:
+                        out.append(found)
+    return out
+
+
 def _strings(tree: ast.AST, path: Path, repo: Path) -> list[Path]:
     out = []
     for node in ast.walk(tree):
@@ -193,6 +211,7 @@ def scan(bench: str, repo: Path, cwd: Path | None = None, *, limit: int = 200) -
             result.helpers.append(rel)
         roots = [path.parent, repo, repo / "src"]
         queue.extend(_imports(tree, path, roots, repo))
+        queue.extend(_named_modules(tree, roots, repo))
         result.data.extend(r for r in (_rel(p, repo) for p in _strings(tree, path, repo)) if r and r not in result.data)
     result.data = [d for d in result.data if d not in seen]
     return result

@@ -32,7 +32,7 @@ pytest.importorskip("triton")
 EXAMPLE = REPO_ROOT / "examples" / "softmax"
 PROPOSER = Path(__file__).parent / "propose_rows.py"
 CPU_BENCH = "bench.py --rows 8 --cols 64,100,256 --dtypes float16"
-DECIDED = {"keep", "regression", "tie", "split", "borderline", "accepted", "rejected"}
+DECIDED = {"keep", "regression", "likely_regression", "tie", "split", "borderline", "accepted", "rejected"}
 
 
 def example_repo(tmp_path: Path) -> Path:
@@ -126,12 +126,18 @@ def test_onboarded_on_the_public_harness_serves_its_looks(tmp_path: Path) -> Non
     t = p.target
     assert (t["metric"], t["correct"], t["production"]) == ("us", "err <= 1", "prod == 1")
     assert t["ab_command"] == f"{bench} --ab {{best}} {{cand}} --serve" and t["ab_serve"] is True
-    assert t["class_by"] == ["dtype"] and t["protected"] == ["kopt_bench.py"]
+    # the Spec names its function "softmax.kernel:softmax": followed like an import, the kernel
+    # is a source (a change to it is not "outside the sources") and the package __init__ protected
+    assert t["class_by"] == ["dtype"] and t["protected"] == ["kopt_bench.py", "softmax/__init__.py"]
+    assert "softmax/kernel.py" in t["sources"]
     assert p.cost is not None and p.cost.mode == "served"
     loop_settings(p)
     ws = run_loop(tmp_path, repo, p.text(), "served")
     got = statuses(ws)
     assert got[0] == "baseline" and len(got) == 3 and set(got[1:]) <= DECIDED, got
+    with ws.open_store(readonly=True) as store:
+        rules = [f["rule"] for it in store.iterations() for f in (it.record.get("diff_scan") or {}).get("findings", [])]
+    assert "outside-sources" not in rules, rules
     # each decision: one serving process (closed while the external proposer ran), several looks
     served = sorted(p.relative_to(ws.dir).as_posix() for p in ws.dir.glob("logs/v*/*_ab_serve*.err"))
     assert served == ["logs/v1/eval_ab_serve1.err", "logs/v2/eval_ab_serve2.err"], served

@@ -62,3 +62,21 @@ def test_imports_outside_the_repo_and_odd_commands_are_ignored(tmp_path: Path) -
     assert scripts == [] and "names no Python file" in notes[0]
     assert bench_scripts("python 'unclosed", repo)[1][0].startswith("cannot split")
     assert scan("python ../outside/evil.py", repo).scripts == []
+
+
+def test_a_function_named_as_module_colon_name_is_followed_like_an_import(tmp_path: Path) -> None:
+    # kopt's harness Spec names the timed function as a string; the example softmax repo's
+    # kernel was missing from [target].sources, so every change to it went to review as
+    # "outside the sources" (found on the H100, 2026-11-24)
+    repo = write(tmp_path, {
+        "kopt_bench.py": 'from kopt_supervisor.kernels import harness\n'
+                         'SPEC = harness.Spec(function="softmax.kernel:softmax", note="a:b c", url="http://x:80")\n',
+        "softmax/__init__.py": "",
+        "softmax/kernel.py": "import triton\n@triton.jit\ndef k(x):\n    pass\n",
+        "softmax/missing.py": "",
+    })
+    s = scan("python kopt_bench.py", repo)
+    assert "softmax/kernel.py" in s.kernel and "softmax/kernel.py" in s.sources
+    assert "softmax/kernel.py" not in s.protected
+    assert "softmax/__init__.py" in s.protected  # the import runs it
+    assert "softmax/missing.py" not in s.sources
