@@ -378,13 +378,13 @@ def test_config_is_listed_once_and_again_when_an_include_changes(tmp_path: Path,
     ws = tmp_path / "ws"
     gitops.add_worktrees(repo, BRANCH, ws / "best", ws / "cand", gitops.head(repo))
     calls: list[Path] = []
-    real = gitops._list_config
+    real = gitops.invoke._list_config
 
     def counting(loc: gitops.Location) -> tuple[list[str], set[str]]:
         calls.append(loc.work_tree)
         return real(loc)
 
-    monkeypatch.setattr(gitops, "_list_config", counting)
+    monkeypatch.setattr(gitops.invoke, "_list_config", counting)
     for _ in range(30):
         gitops.dirty_tracked(ws / "cand")
     assert len(calls) <= 2  # listed once (twice when an include appeared while listing)
@@ -735,7 +735,7 @@ def test_a_fake_repository_inside_the_worktree_is_refused_even_unbound(tmp_path:
     for name, text in (("HEAD", base), ("commondir", "../.."), ("gitdir", str(cand / ".git"))):
         (fake / "worktrees" / "cand" / name).write_text(text + "\n")
     (cand / ".git").write_text(f"gitdir: {fake / 'worktrees' / 'cand'}\n")
-    monkeypatch.setattr(gitops, "_TRUSTED", {})
+    monkeypatch.setattr(gitops.location, "_TRUSTED", {})
     with pytest.raises(KoptError, match="inside the worktree itself"):
         gitops.head(cand)
 

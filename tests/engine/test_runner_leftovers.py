@@ -1,4 +1,4 @@
-"""engine/runner.py without the sandbox: what an unconfined step leaves running is ended when
+"""engine/runner/ without the sandbox: what an unconfined step leaves running is ended when
 the step ends, found by its environment (the step's KOPT_STEP token, the run's marker), not
 by its process group or its command line.
 

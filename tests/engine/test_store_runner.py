@@ -106,7 +106,7 @@ def test_runaway_output_is_cut_off(tmp_path: Path):
 def test_a_flood_past_an_absent_cap_is_cut_after_the_kill(tmp_path: Path, monkeypatch):
     # a sandbox that ignores RLIMIT_FSIZE, or a writer faster than the cap is set: the whole
     # flood lands on disk before the poll sees it; the log is then cut to the limit, marked
-    monkeypatch.setattr(runner, "_limit_file_size", lambda pid, n: None)
+    monkeypatch.setattr(runner.logs, "limit_file_size", lambda pid, n: None)
     r = runner.run([sys.executable, "-c", "import sys, time\nsys.stdout.write('x' * 4_000_000)\nsys.stdout.flush()\n"
                     "time.sleep(30)"], cwd=tmp_path, log_dir=tmp_path, name="big", timeout_s=30,
                    max_output_bytes=1_000_000)

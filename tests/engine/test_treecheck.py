@@ -341,13 +341,13 @@ def test_many_files_take_a_fixed_number_of_git_calls(trees: tuple[Path, Path, Pa
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     _, _, cand, base = trees
     calls: list[list[str]] = []
-    real = gitops._exec
+    real = gitops.invoke._exec
 
     def counting(argv: list[str], *a: object, **kw: object) -> subprocess.CompletedProcess[bytes]:
         calls.append(argv)
         return real(argv, *a, **kw)  # type: ignore[arg-type]  # passes the real call's arguments through
 
-    monkeypatch.setattr(gitops, "_exec", counting)
+    monkeypatch.setattr(gitops.invoke, "_exec", counting)
     write(cand, "a.py", "")
     inspect(cand, base, modules=MODULES)
     calls.clear()

@@ -265,5 +265,17 @@ def test_kopt_and_its_python_under_tmp_stay_readable_in_the_private_tmp(monkeypa
     assert ("--ro-bind", os.path.realpath(venv)) in m
     assert m.index(("--ro-bind", os.path.realpath(venv))) > m.index(("--tmpfs", "/tmp"))
     assert not [d for o, d in m if o == "--ro-bind" and d == "/tmp"]
-    assert str(venv) in sandbox._software_to_keep() and all(
-        any(r.startswith(p) for p in sandbox.PRIVATE_DIRS) for r in sandbox._software_to_keep())
+    kept = sandbox.command_line._software_to_keep()
+    assert str(venv) in kept and all(any(r.startswith(p) for p in sandbox.PRIVATE_DIRS) for r in kept)
+
+
+def test_the_folder_that_holds_kopts_code_is_what_stays_readable(monkeypatch):
+    # kopt's code lies in whatever folder every sandbox empties (here: pretend its parent is
+    # one): the folder kept is the one that holds engine/, not engine/ nor a folder above it
+    import kopt_supervisor.engine as engine_pkg
+    from kopt_supervisor.engine.sandbox import command_line
+
+    holder = Path(engine_pkg.__file__).resolve().parents[1]
+    monkeypatch.setattr(command_line, "PRIVATE_DIRS", (str(holder.parent),))
+    assert str(holder) in command_line._software_to_keep()
+    assert str(holder.parent) not in command_line._software_to_keep()

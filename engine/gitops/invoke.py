@@ -1,0 +1,244 @@
+"""Running git: the program (2.31 or newer), an environment of kopt's making, the settings
+of the repository that run a program listed (cached per repository, re-read when a config
+file changes) and neutralized at the command scope, a timeout; and kopt's private folder
+for index files that never belong to a worktree (scratch and reference indexes).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+from kopt_supervisor.engine.errors import KoptFailure
+from kopt_supervisor.engine.gitops.location import GitFailure, Location, _head_file, locate
+from kopt_supervisor.engine.gitops.neutral import FIXED_ENV, FIXED_OVERRIDES, config_overrides
+
+# A git call that runs longer than this is killed (a config include pointing at a FIFO, a
+# hung filesystem): the caller gets a GitFailure instead of an engine that never returns.
+TIMEOUT_S = 600.0
+
+# GIT_CONFIG_COUNT/KEY/VALUE (the command-scope overrides, with any character in a key) came
+# with git 2.31; an older git would ignore them silently, so kopt refuses to run it.
+MIN_GIT = (2, 31)
+_GIT_FOUND: dict[str, str] = {}
+
+
+def git_version(program: str) -> tuple[int, ...]:
+    res = subprocess.run([program, "--version"], env=_base_env(), capture_output=True, text=True, check=False,
+                         stdin=subprocess.DEVNULL, timeout=60)
+    m = re.search(r"git version (\d+)\.(\d+)", res.stdout)
+    if res.returncode != 0 or m is None:
+        raise KoptFailure(f"{program} --version did not say which git it is: {res.stdout.strip() or res.stderr.strip()}")
+    return int(m.group(1)), int(m.group(2))
+
+
+def _git_program() -> str:
+    found = shutil.which("git")
+    if found is None:
+        raise KoptFailure("git is not installed (no `git` on PATH)")
+    if found not in _GIT_FOUND:
+        version = git_version(found)
+        if version < MIN_GIT:
+            raise KoptFailure(f"{found} is git {'.'.join(map(str, version))}; kopt needs git "
+                              f"{'.'.join(map(str, MIN_GIT))} or newer (to neutralize a repository's programs)")
+        _GIT_FOUND[found] = ".".join(map(str, version))
+    return found
+
+
+def _base_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(FIXED_ENV)
+    return env
+
+
+def _fixed_env() -> dict[str, str]:
+    """The environment of a git call before a repository's own config is known: kopt's
+    environment less every GIT_*, and the fixed command-scope overrides."""
+    env = _base_env()
+    env.update(_env_config(dict(FIXED_OVERRIDES)))
+    return env
+
+
+def _config_files(loc: Location) -> set[str]:
+    """The config files git reads for this location (whether they exist or not)."""
+    home = Path(os.path.expanduser("~"))
+    xdg = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config")
+    return {str(p) for p in (loc.common_dir / "config", loc.git_dir / "config.worktree",
+                             loc.common_dir / "config.worktree", home / ".gitconfig", xdg / "git" / "config",
+                             Path("/etc/gitconfig"))}
+
+
+def _stamp(files: set[str], loc: Location) -> tuple[object, ...]:
+    out: list[object] = []
+    for f in sorted(files):
+        try:
+            st = os.stat(f)
+            out.append((f, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+        except OSError:
+            out.append((f, None))
+    out.append(_head_file(loc))  # includeIf "onbranch:" depends on it
+    return tuple(out)
+
+
+@dataclass
+class _CachedConfig:
+    files: set[str]
+    stamp: tuple[object, ...]
+    overrides: dict[str, str]
+
+
+_CONFIG: dict[tuple[Path, Path], _CachedConfig] = {}
+
+
+def _list_config(loc: Location) -> tuple[list[str], set[str]]:
+    """The keys of every config entry git reads here, and the files they come from or that
+    includes name."""
+    env = _fixed_env()
+    env["GIT_COMMON_DIR"] = str(loc.common_dir)
+    argv = [_git_program(), "--no-pager", f"--git-dir={loc.git_dir}", f"--work-tree={loc.work_tree}",
+            "config", "--list", "-z", "--show-scope", "--show-origin"]
+    res = _exec(argv, loc, env, None)
+    if res.returncode != 0:
+        raise GitFailure(f"git config --list in {loc.work_tree}: {_last_line(res.stderr, res.returncode)}")
+    parts = res.stdout.decode("utf-8", "surrogateescape").split("\0")
+    keys: list[str] = []
+    files: set[str] = set()
+    for i in range(0, len(parts) - 2, 3):
+        origin, entry = parts[i + 1], parts[i + 2]
+        key, _, value = entry.partition("\n")
+        keys.append(key)
+        where = Path(origin[5:]) if origin.startswith("file:") else None
+        if where is not None:
+            where = where if where.is_absolute() else loc.work_tree / where
+            files.add(os.path.abspath(where))
+        low = key.lower()
+        if where is not None and value and (low == "include.path" or (low.startswith("includeif.") and low.endswith(".path"))):
+            target = Path(os.path.expanduser(value))
+            files.add(os.path.abspath(target if target.is_absolute() else where.parent / target))
+    return keys, files
+
+
+def _overrides(loc: Location) -> dict[str, str]:
+    key = (loc.git_dir, loc.work_tree)
+    cached = _CONFIG.get(key)
+    guess = _config_files(loc) | (cached.files if cached else set())
+    before = _stamp(guess, loc)
+    if cached is not None and cached.stamp == before:
+        return cached.overrides
+    keys, files = _list_config(loc)
+    overrides = config_overrides(keys)
+    if files <= guess and _stamp(guess, loc) == before:
+        _CONFIG[key] = _CachedConfig(guess, before, overrides)
+    else:  # a file appeared (an include) or changed meanwhile: list again next time
+        _CONFIG[key] = _CachedConfig(guess | files, (), overrides)
+    return overrides
+
+
+def _env_config(overrides: dict[str, str]) -> dict[str, str]:
+    env = {"GIT_CONFIG_COUNT": str(len(overrides))}
+    for i, (k, v) in enumerate(overrides.items()):
+        env[f"GIT_CONFIG_KEY_{i}"] = k
+        env[f"GIT_CONFIG_VALUE_{i}"] = v
+    return env
+
+
+def _exec(argv: list[str], loc: Location, env: dict[str, str], stdin: BinaryIO | None,
+          timeout: float = TIMEOUT_S) -> subprocess.CompletedProcess[bytes]:
+    try:
+        return subprocess.run(argv, cwd=loc.work_tree, env=env, stdin=stdin if stdin is not None else subprocess.DEVNULL,
+                              capture_output=True, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        raise GitFailure(f"git {' '.join(argv[5:7])} in {loc.work_tree}: no answer in {timeout:.0f} s") from None
+    except OSError as e:
+        raise GitFailure(f"git in {loc.work_tree}: {e}") from None
+
+
+def _last_line(stderr: bytes, rc: int) -> str:
+    lines = [ln for ln in stderr.decode("utf-8", "replace").strip().splitlines() if ln.strip()]
+    return lines[-1] if lines else f"exit {rc}"
+
+
+def run_at(loc: Location, *args: str, env: dict[str, str] | None = None, stdin: BinaryIO | None = None,
+           ok: Sequence[int] = (0,), literal: bool = True, label: str | Path | None = None) -> str:
+    """Run `git args` at an explicit location with every guard of this module; returns its
+    stdout (surrogate-escaped, one trailing newline stripped). Exit codes outside `ok` raise
+    GitFailure with git's last line of error."""
+    full_env = _base_env()
+    full_env["GIT_COMMON_DIR"] = str(loc.common_dir)
+    full_env.update(_env_config(_overrides(loc)))
+    if env:
+        full_env.update(env)
+    argv = [_git_program(), "--no-pager", f"--git-dir={loc.git_dir}", f"--work-tree={loc.work_tree}",
+            "--literal-pathspecs" if literal else "--no-literal-pathspecs", *args]
+    res = _exec(argv, loc, full_env, stdin)
+    if res.returncode not in ok:
+        raise GitFailure(f"git {' '.join(args[:2])} in {label or loc.work_tree}: {_last_line(res.stderr, res.returncode)}")
+    out = res.stdout.decode("utf-8", "surrogateescape")
+    return out[:-1] if out.endswith("\n") else out
+
+
+def _git(path: str | Path, *args: str, env: dict[str, str] | None = None, stdin: BinaryIO | None = None,
+         ok: Sequence[int] = (0,)) -> str:
+    return run_at(locate(path), *args, env=env, stdin=stdin, ok=ok, label=path)
+
+
+def _split0(out: str) -> list[str]:
+    return [p for p in out.split("\0") if p]
+
+
+# A folder only kopt writes (0700, in kopt's own temp dir, gone at exit) for index files that
+# never belong to a worktree: scratch indexes and the reference indexes of treecheck.
+_PRIVATE: list[Path] = []
+
+
+_PRIVATE_LOCK = threading.Lock()  # lanes check their trees from threads of their own
+
+
+def private_dir() -> Path:
+    with _PRIVATE_LOCK:
+        if not _PRIVATE:
+            d = Path(tempfile.mkdtemp(prefix="kopt-git-"))
+            atexit.register(shutil.rmtree, d, True)
+            _PRIVATE.append(d)
+        return _PRIVATE[0]
+
+
+@contextlib.contextmanager
+def _scratch_index(loc: Location, base: str) -> Iterator[dict[str, str]]:
+    """An index file of kopt's own holding `base`'s tree (no stat data: every file is hashed)."""
+    fd, name = tempfile.mkstemp(prefix="scratch-", suffix=".index", dir=private_dir())
+    os.close(fd)
+    os.unlink(name)
+    env = {"GIT_INDEX_FILE": name}
+    try:
+        run_at(loc, "read-tree", base, env=env)
+        yield env
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(name)
+
+
+def _rebuild_index(loc: Location, treeish: str) -> None:
+    """Replace the worktree's index by `treeish`'s entries (no flags, no stat data, no sparse
+    or split state) and refresh it by content."""
+    run_at(loc, "read-tree", treeish)
+    run_at(loc, "update-index", "-q", "--refresh", "--ignore-submodules", ok=(0, 1))
+
+
+def run_outside(args: Sequence[str], what: str) -> None:
+    """`git args` where no repository is located yet (an init, an unbundle into a fresh
+    one): the fixed overrides only. Raises GitFailure, `what` and git's last line of error."""
+    res = subprocess.run([_git_program(), *args], env=_fixed_env(), capture_output=True, check=False,
+                         stdin=subprocess.DEVNULL, timeout=TIMEOUT_S)
+    if res.returncode != 0:
+        raise GitFailure(f"{what}: {_last_line(res.stderr, res.returncode)}")

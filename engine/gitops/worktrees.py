@@ -1,0 +1,218 @@
+"""The repository and its worktrees: the run's branch checked out in `best/`, the detached
+candidate `cand/`, both made, re-made when tampered with, and reset exactly to a commit;
+a candidate's change moved onto a new base; a fresh repository for the demo.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import tempfile
+from pathlib import Path
+
+from kopt_supervisor.engine.errors import BadInput, KoptError, KoptFailure
+from kopt_supervisor.engine.gitops.invoke import (
+    _git,
+    _rebuild_index,
+    private_dir,
+    run_at,
+    run_outside,
+)
+from kopt_supervisor.engine.gitops.location import (
+    GitFailure,
+    _abs,
+    _check_head_branch,
+    _head_file,
+    _trust,
+    locate,
+)
+from kopt_supervisor.engine.gitops.neutral import author_env
+
+
+def toplevel(path: str | Path) -> Path:
+    p = _abs(path)
+    if p.name == ".git" and p.is_dir():
+        p = p.parent
+    if not (p / ".git").exists():
+        if (p / "HEAD").is_file() and (p / "objects").is_dir():
+            raise BadInput(f"{path}: a bare repository has no working tree")
+        raise BadInput(f"{path}: not a git repository")
+    try:
+        _git(p, "rev-parse", "--git-dir")
+    except GitFailure as e:
+        raise BadInput(f"{path}: not a usable git repository ({e})") from None
+    return p
+
+
+def head(path: str | Path) -> str:
+    sha = _git(path, "rev-parse", "--verify", "--quiet", "HEAD^{commit}", ok=(0, 1))
+    if not sha:
+        raise BadInput(f"{path}: the repository has no commit yet")
+    return sha
+
+
+def branch_sha(path: str | Path, branch: str) -> str | None:
+    sha = _git(path, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}^{{commit}}", ok=(0, 1))
+    return sha or None
+
+
+def commit_info(path: str | Path, sha: str) -> tuple[list[str], str]:
+    """(parent shas, tree sha) of a commit."""
+    text = _git(path, "cat-file", "commit", sha)
+    parents, tree = [], ""
+    for line in text.split("\n"):
+        if not line:
+            break
+        field, _, value = line.partition(" ")
+        if field == "tree":
+            tree = value
+        elif field == "parent":
+            parents.append(value)
+    return parents, tree
+
+
+def clear_stale_lock(worktree: str | Path) -> list[str]:
+    """Remove leftover lock files of this worktree (a git killed mid-write, a power loss):
+    its index.lock and HEAD.lock, and the lock of the branch it has checked out. Only the
+    engine runs git in a run's worktrees and on its branch, so a lock present before the
+    engine's own call is stale. Returns the locks removed (none when the worktree's `.git`
+    does not lead into its repository: nothing outside it is touched)."""
+    try:
+        loc = locate(worktree)
+    except KoptError:
+        return []
+    locks = [loc.git_dir / "index.lock", loc.git_dir / "HEAD.lock"]
+    head_ref = _head_file(loc)
+    if head_ref.startswith("ref: refs/heads/"):
+        lock = Path(os.path.abspath(loc.common_dir / (head_ref[5:] + ".lock")))
+        if lock.is_relative_to(loc.common_dir / "refs" / "heads"):
+            locks.append(lock)
+    removed = []
+    for lock in locks:
+        try:
+            if lock.is_symlink() or lock.is_file():
+                lock.unlink()
+                removed.append(str(lock))
+        except FileNotFoundError:
+            pass
+    return removed
+
+
+def add_worktrees(repo_path: str | Path, branch: str, best: Path, cand: Path, commit: str) -> None:
+    if branch_sha(repo_path, branch) is not None:
+        raise BadInput(f"branch {branch!r} already exists in {repo_path}; choose another tag")
+    _git(repo_path, "worktree", "add", "-b", branch, str(best), commit)
+    _git(repo_path, "worktree", "add", "--detach", str(cand), commit)
+    _trust(repo_path, best, branch)
+    _trust(repo_path, cand, None)
+
+
+def ensure_worktree(repo_path: str | Path, path: Path, *, branch: str | None, commit: str) -> bool:
+    """Make `path` a worktree of `repo_path` again if it is not one any more: the folder
+    deleted by hand or replaced by a link, its `.git` file missing, replaced, or leading to
+    another repository or another worktree's admin folder. The folder is kopt's own: what
+    is left in it is a discarded candidate, removed (a link is removed, never followed).
+    A HEAD turned to another branch (or, for the detached worktree, to any branch) is put
+    back. Returns True when it had to repair anything. From now on every call on `path`
+    requires its `.git` to lead into `repo_path`."""
+    path = _abs(path)
+    _trust(repo_path, path, branch)
+    try:
+        loc = locate(path)
+    except KoptFailure:
+        loc = None
+    if loc is not None:
+        head_ref = _head_file(loc)
+        if branch is not None and head_ref == f"ref: refs/heads/{branch}":
+            return False
+        if branch is None and not head_ref.startswith("ref:") and head_ref:
+            return False
+        if branch is not None:
+            run_at(loc, "symbolic-ref", "HEAD", f"refs/heads/{branch}")
+        else:
+            run_at(loc, "update-ref", "--no-deref", "HEAD", commit)
+        return True
+    _check_admin_folders(repo_path)
+    if path.is_symlink() or path.is_file():
+        path.unlink()
+    elif path.exists():
+        shutil.rmtree(path)
+    _git(repo_path, "worktree", "prune")
+    if branch:
+        _git(repo_path, "worktree", "add", "--force", str(path), branch)
+    else:
+        _git(repo_path, "worktree", "add", "--force", "--detach", str(path), commit)
+    return True
+
+
+def _check_admin_folders(repo_path: str | Path) -> None:
+    """`git worktree prune` reads every worktree's admin files; one that is not a regular file
+    (a FIFO) would hang it. Refused loudly instead."""
+    folder = locate(repo_path).common_dir / "worktrees"
+    try:
+        admins = list(folder.iterdir())
+    except OSError:
+        return
+    for admin in admins:
+        for name in ("gitdir", "commondir", "HEAD", "locked"):
+            try:
+                mode = os.lstat(admin / name).st_mode
+            except OSError:
+                continue
+            if not stat.S_ISREG(mode):
+                raise GitFailure(f"{admin / name} is not a regular file (tampered); remove the folder {admin}")
+
+
+def reset_clean(worktree: str | Path, commit: str, *, detach: bool = False) -> None:
+    """Put a worktree exactly at `commit`: tracked files reset (whatever its index claimed),
+    untracked and ignored files removed, nested repositories too. `detach` moves HEAD to the
+    commit without touching any branch; otherwise the branch the worktree has checked out
+    moves (it must be the one kopt gave it)."""
+    clear_stale_lock(worktree)
+    loc = locate(worktree)
+    if detach:
+        run_at(loc, "update-ref", "--no-deref", "-m", "kopt: reset", "HEAD", commit)
+    else:
+        _check_head_branch(loc)
+    _rebuild_index(loc, commit)
+    run_at(loc, "reset", "--hard", "--quiet", commit)
+    run_at(loc, "clean", "-ffdxq")
+
+
+def move_change(worktree: str | Path, old_base: str, tree: str, new_base: str) -> bool:
+    """Put the change from `old_base` to `tree` (the staged candidate) on `new_base`: the
+    worktree is reset to `new_base` (detached) and the patch applied to files and index.
+    False, with the worktree left at `new_base`, when the patch no longer applies there."""
+    loc = locate(worktree)
+    with tempfile.NamedTemporaryFile(dir=private_dir(), prefix="kopt-move-", suffix=".patch") as patch:
+        run_at(loc, "diff", "--binary", "--full-index", "--no-color", "--no-ext-diff", "--no-textconv", "--no-renames",
+               "--src-prefix=a/", "--dst-prefix=b/", f"--output={patch.name}", old_base, tree)
+        reset_clean(worktree, new_base, detach=True)
+        if os.path.getsize(patch.name) == 0:
+            return True
+        try:
+            run_at(loc, "apply", "--binary", "--index", "--whitespace=nowarn", patch.name)
+        except GitFailure:
+            reset_clean(worktree, new_base, detach=True)
+            return False
+    return True
+
+
+def init_repo(path: Path, message: str) -> str:
+    """A fresh repository with everything in `path` committed (used by `kopt demo`)."""
+    run_outside(["init", "--quiet", str(path)], f"git init in {path}")
+    _git(path, "config", "user.name", "kopt demo")
+    _git(path, "config", "user.email", "kopt@localhost")
+    _git(path, "add", "--all")
+    tree = _git(path, "write-tree")
+    sha = _git(path, "commit-tree", "--no-gpg-sign", "-m", message, tree, env=author_env())
+    _git(path, "update-ref", "HEAD", sha)  # HEAD names the initial branch, which is created
+    return sha
+
+
+def show_file(path: str | Path, commit: str, file: str) -> str | None:
+    try:
+        return _git(path, "cat-file", "blob", f"{commit}:{file}")
+    except GitFailure:
+        return None

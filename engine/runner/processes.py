@@ -1,0 +1,183 @@
+"""Ending processes: a command's process group (and what it started in sessions of its own),
+orphans of a crashed engine found by the run's marker, and what an unconfined step leaves
+behind found by its step token (`STEP_ENV`) in the environment it was started with.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import signal
+import threading
+import time
+from collections.abc import Callable, Mapping
+
+import psutil
+
+STEP_ENV = "KOPT_STEP"
+"""Every command kopt runs carries a token of its own in this variable: what it leaves
+behind is found by it when the step ends (unconfined runs; a confined one's PID namespace
+dies with it)."""
+
+_LIVE_STEPS: set[str] = set()
+"""The tokens of the steps running now in this process (several lanes run steps at once):
+a sweep by the run's marker spares the processes of these."""
+_LIVE_LOCK = threading.Lock()
+
+
+def new_step(env: dict[str, str]) -> str:
+    """A new step token, put into `env` and registered as live until `forget_step`."""
+    token = secrets.token_hex(12)
+    env[STEP_ENV] = token
+    with _LIVE_LOCK:
+        _LIVE_STEPS.add(token)
+    return token
+
+
+def forget_step(token: str) -> None:
+    with _LIVE_LOCK:
+        _LIVE_STEPS.discard(token)
+
+
+def group_members(pgid: int) -> list[psutil.Process]:
+    out = []
+    for p in psutil.process_iter(["pid"]):
+        try:
+            if os.getpgid(p.pid) == pgid:
+                out.append(p)
+        except (ProcessLookupError, PermissionError, psutil.Error):
+            continue
+    return out
+
+
+def process_tree(pgid: int) -> list[psutil.Process]:
+    """The group's members and all their descendants: what a sandboxed command started in a
+    session of its own (`setsid`) has left the group but not the tree (e.g. the GPU gate's
+    own processes, which must never count as foreign)."""
+    seen: dict[int, psutil.Process] = {}
+    for p in group_members(pgid):
+        seen[p.pid] = p
+        try:
+            for child in p.children(recursive=True):
+                seen.setdefault(child.pid, child)
+        except psutil.Error:
+            continue
+    return list(seen.values())
+
+
+def kill_group(pgid: int, grace_s: float = 2.0) -> None:
+    """TERM the group, then KILL what is left after `grace_s`. Never raises."""
+    try:
+        os.killpg(pgid, signal.SIGTERM)
+    except (ProcessLookupError, PermissionError):
+        return
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline:
+        if not _group_alive(pgid):
+            return
+        time.sleep(0.05)
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    # Zombies of already-exited members still count for killpg(0); look closer.
+    return any(p.status() != psutil.STATUS_ZOMBIE for p in group_members(pgid) if _safe_alive(p))
+
+
+def _safe_alive(p: psutil.Process) -> bool:
+    try:
+        return p.is_running()
+    except psutil.Error:
+        return False
+
+
+def kill_orphans(pgid: int, marker_env: tuple[str, str]) -> int:
+    """After a crash: kill the group `pgid` if its processes carry our marker in their
+    environment (so a recycled pid is never touched). Returns how many were found."""
+    key, value = marker_env
+    found = []
+    for p in group_members(pgid):
+        try:
+            if p.environ().get(key) == value:
+                found.append(p)
+        except (psutil.Error, OSError):
+            continue
+    if found:
+        kill_group(pgid)
+    return len(found)
+
+
+def end_leftovers(token: str | None, marker: tuple[str, str] | None = None, grace_s: float = 0.5) -> int:
+    """After an unconfined step: end every process of this user that carries the step's
+    token, or (with `marker`, the run's (variable, value)) the run's marker and no token of
+    a step still running (token None: only the latter, e.g. when a session starts or ends).
+    Returns how many were ended."""
+    def left_behind(env: Mapping[str, str]) -> bool:
+        if token is not None and env.get(STEP_ENV) == token:
+            return True
+        if marker is None or env.get(marker[0]) != marker[1]:
+            return False
+        with _LIVE_LOCK:
+            return env.get(STEP_ENV) not in _LIVE_STEPS
+
+    return kill_marked(left_behind, grace_s=grace_s)
+
+
+def kill_marked(match: Callable[[Mapping[str, str]], bool], *, grace_s: float = 0.5, rounds: int = 20) -> int:
+    """End every process of this user whose environment (/proc/PID/environ, as it was
+    exec'd: a process's own changes to its argv or os.environ do not hide it) `match`es,
+    this process and its ancestors excepted: TERM, up to `grace_s` to exit, then STOP and
+    KILL, again until a look finds none (a process forking as it dies is caught by its
+    children's environment). Returns how many were ended. Never raises."""
+    spare = {os.getpid()}
+    with contextlib.suppress(psutil.Error):
+        spare |= {p.pid for p in psutil.Process().parents()}
+    found = marked_processes(match, spare)
+    if not found:
+        return 0
+    ended = {p.pid for p in found}
+    for p in found:
+        with contextlib.suppress(psutil.Error):
+            p.terminate()
+    with contextlib.suppress(psutil.Error):
+        psutil.wait_procs(found, timeout=grace_s)
+    for _ in range(rounds):
+        left = marked_processes(match, spare)
+        if not left:
+            break
+        for p in left:  # stopped first: none of them starts another meanwhile
+            with contextlib.suppress(psutil.Error):
+                p.suspend()
+        for p in left:
+            with contextlib.suppress(psutil.Error):
+                p.kill()
+        ended |= {p.pid for p in left}
+        with contextlib.suppress(psutil.Error):
+            psutil.wait_procs(left, timeout=1.0)
+    return len(ended)
+
+
+def marked_processes(match: Callable[[Mapping[str, str]], bool], spare: set[int] | None = None
+                     ) -> list[psutil.Process]:
+    """This user's live processes (zombies aside) whose environment `match`es."""
+    uid = os.getuid()
+    out = []
+    for p in psutil.process_iter(["pid", "uids"]):
+        try:
+            if p.pid in (spare or ()) or p.info["uids"] is None or p.info["uids"].real != uid:
+                continue
+            if p.status() == psutil.STATUS_ZOMBIE:
+                continue
+            if match(p.environ()):
+                out.append(p)
+        except (psutil.Error, OSError):
+            continue
+    return out

@@ -1,0 +1,138 @@
+"""Confinement under bubblewrap of what kopt supervises: proposers and candidate code.
+
+A `Confinement` says what one process tree may touch; `wrap(argv, confinement)` turns a
+command into the `bwrap` command line that runs it so; `prepare(confinement)` makes what
+the sandbox binds (missing folders, the private copy of a worktree's git metadata) and
+removes its scratch afterwards. `for_proposer(...)` and `for_bench(...)` build the two
+kinds kopt runs. `probe()` finds out whether bubblewrap works on this machine and
+`start_rule(...)` is the engine's rule at start (refuse, unless `--no-sandbox`).
+
+Every confinement gives (docs/security.md has the why of each):
+
+- its own PID namespace (`--unshare-pid`) with bwrap's init as PID 1 and
+  `--die-with-parent` at every level, so whatever the command starts (`setsid`, double
+  fork, nohup) dies with it, and kopt's death takes the sandbox with it; its own IPC
+  namespace (SysV shared memory and message queues die with it too);
+- every capability dropped (`--cap-drop ALL`: run as root, bwrap would otherwise leave
+  them all, and a sandboxed process could remount `/` read-write) and `/proc/sys` bound
+  read-only (uid 0 without capabilities can still write sysctls such as
+  `kernel.core_pattern` through a fresh procfs);
+- the whole filesystem read-only; `/tmp`, `/var/tmp`, `/dev/shm` and `/run` private and
+  empty (so are the host's unix sockets under them: docker, dbus, systemd, tmux, ssh-agent);
+  host unix sockets listening elsewhere are covered too; a fresh `/dev` with only the GPU
+  device nodes passed through, a fresh `/proc` that shows only the sandbox's processes;
+- the paths it names hidden (an empty read-only folder in their place: the run's
+  workspace), read-only, or writable; read-only paths win over a writable folder that
+  holds them (the git common dir, a worktree's `.git` file, the interpreter's
+  site-packages), and hidden paths win over both;
+- no network unless asked (`--unshare-net`: only a private loopback);
+- the environment: `TMPDIR=/tmp`, no user site (`PYTHONNOUSERSITE=1`), Python's bytecode
+  read and written only under `PYTHONPYCACHEPREFIX` (never a `__pycache__` of the tree),
+  and every cache that can hold compiled code (Triton, TorchInductor, torch extensions,
+  the CUDA JIT cache, `XDG_CACHE_HOME`, numba, CuPy, MIOpen) sent to one folder.
+
+A proposer's git: `cand/.git` points into the repo's `.git/worktrees/cand`; the sandbox
+binds a private copy of that folder over it, whose `commondir` names a read-only view of
+the repo's git dir with private `objects/` (alternate: the real store), `refs/`,
+`packed-refs` and `logs/` on top. git status/diff/add/stash/commit work inside and write
+only the copy; kopt's branch, packed-refs, config, hooks and objects are never written.
+
+Per-tree caches (for benches): `cache_dir(workspace, side, *trees)` is
+`<workspace>/cache/<side>-<tree hashes>`, bound writable only into runs of exactly that
+side and tree, so what a candidate's run compiles (or plants) is never read by a run of
+best or of another candidate. A proposer's caches live in its private /tmp and die with it.
+
+Pure except where named: `wrap` and the constructors read a few files (the worktree's
+`.git` pointer, `/proc/net/unix`, `/dev`); `prepare` and `probe` act on the machine.
+
+The rooms (this package re-exports their public names; a test that replaces a name
+patches the module that reads it):
+
+- `confinement`: `Confinement` and the fixed folders and variables (pure data);
+- `command_line`: `wrap`, the bwrap argv;
+- `scratch`: `prepare`, the workspace's scratch and per-tree caches, `read_output`;
+- `host`: what the machine holds (GPU nodes, sockets, site-packages, a worktree's git);
+- `kinds`: `for_proposer` and `for_bench`, and the rules on the paths they are given;
+- `support`: `probe`, `start_rule`, and reading a confined run's failure.
+"""
+
+from __future__ import annotations
+
+from kopt_supervisor.engine.sandbox.command_line import wrap
+from kopt_supervisor.engine.sandbox.confinement import (
+    BASE_ENV,
+    BWRAP,
+    GIT_COMMON_MOUNT,
+    GPU_DEVICE_GLOBS,
+    PRIVATE_DIRS,
+    PROPOSER_CACHE,
+    SANDBOX_HOME,
+    SYSTEM_DIRS,
+    UNSET_ENV,
+    Confinement,
+    PrivateGit,
+    cache_env,
+)
+from kopt_supervisor.engine.sandbox.host import (
+    gpu_devices,
+    host_unix_sockets,
+    linked_worktree_git,
+    python_site_dirs,
+)
+from kopt_supervisor.engine.sandbox.kinds import for_bench, for_proposer
+from kopt_supervisor.engine.sandbox.scratch import (
+    SCRATCH,
+    cache_dir,
+    clear_scratch,
+    prepare,
+    prune_caches,
+    read_output,
+)
+from kopt_supervisor.engine.sandbox.support import (
+    INSTALL_HINT,
+    USERNS_HINT,
+    SandboxMode,
+    SandboxSupport,
+    SandboxUnavailable,
+    bwrap_error,
+    denied_write,
+    probe,
+    start_rule,
+)
+
+__all__ = [
+    "BASE_ENV",
+    "BWRAP",
+    "Confinement",
+    "GIT_COMMON_MOUNT",
+    "GPU_DEVICE_GLOBS",
+    "INSTALL_HINT",
+    "PRIVATE_DIRS",
+    "PROPOSER_CACHE",
+    "PrivateGit",
+    "SANDBOX_HOME",
+    "SCRATCH",
+    "SYSTEM_DIRS",
+    "SandboxMode",
+    "SandboxSupport",
+    "SandboxUnavailable",
+    "UNSET_ENV",
+    "USERNS_HINT",
+    "bwrap_error",
+    "cache_dir",
+    "cache_env",
+    "clear_scratch",
+    "denied_write",
+    "for_bench",
+    "for_proposer",
+    "gpu_devices",
+    "host_unix_sockets",
+    "linked_worktree_git",
+    "prepare",
+    "probe",
+    "prune_caches",
+    "python_site_dirs",
+    "read_output",
+    "start_rule",
+    "wrap",
+]
