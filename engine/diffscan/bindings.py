@@ -1,0 +1,160 @@
+"""What each name of a Python file stands for, for the diff scan's rules. Pure.
+
+`FileNames` reads a parsed file once: its imports and simple aliases (`import time as t`,
+`from time import perf_counter as pc`, `t = time`, `m = __import__("time")`,
+`importlib.import_module("time")`, `sys.modules["time"]`, `getattr(time, "perf_counter")`),
+the names it binds and on which lines, its module-level names, functions and docstrings, and
+every node's parent. `resolve` turns a name-like expression into the qualified name it
+stands for, so a rule written against `time.perf_counter` sees every spelling of it. The
+rules themselves live in engine/diffscan/python.py (and the rooms it calls).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+
+from kopt_supervisor.engine.diffscan.names import BUILTIN, BUILTIN_NAMES, QUALIFIED
+
+
+class FileNames:
+    """The bindings of one parsed file and the resolution of its names."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.tree = tree
+        self.parents: dict[int, ast.AST] = {}
+        for parent in ast.walk(tree):
+            for child in ast.iter_child_nodes(parent):
+                self.parents[id(child)] = parent
+        self.aliases: dict[str, str] = {}
+        self.bind_lines: dict[str, set[int]] = defaultdict(set)
+        self.bound: set[str] = set()
+        self.module_names: set[str] = set()
+        self.defs: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
+        self.docstrings: set[int] = set()
+        self.star_modules: list[str] = []
+        self._collect()
+
+    # -- bindings -----------------------------------------------------------------------------
+
+    def _collect(self) -> None:
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    name = a.asname or a.name.split(".")[0]
+                    self.aliases[name] = a.name if a.asname else name
+                    self._bind(name, node)
+            elif isinstance(node, ast.ImportFrom):
+                base = "." * node.level + (node.module or "")
+                if any(a.name == "*" for a in node.names) and node.level == 0 and node.module:
+                    self.star_modules.append(node.module)
+                for a in node.names:
+                    name = a.asname or a.name
+                    self.aliases[name] = f"{base}.{a.name}" if base and not base.endswith(".") else base + a.name
+                    self._bind(name, node)
+            elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                self._bind(node.name, node)
+                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                    self.defs.setdefault(node.name, node)
+                    for arg in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs,
+                                *filter(None, [node.args.vararg, node.args.kwarg])]:
+                        self._bind(arg.arg, node)
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
+                self._bind(node.id, node)
+            elif isinstance(node, ast.arg):
+                self.bound.add(node.arg)
+            elif isinstance(node, ast.ExceptHandler) and node.name:
+                self._bind(node.name, node)
+            if isinstance(node, ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                body = node.body
+                if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+                        and isinstance(body[0].value.value, str):
+                    self.docstrings.add(id(body[0].value))
+        for stmt in self.tree.body:
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else \
+                [stmt.target] if isinstance(stmt, ast.AnnAssign | ast.AugAssign) else []
+            for t in targets:
+                for n in ast.walk(t):
+                    if isinstance(n, ast.Name):
+                        self.module_names.add(n.id)
+            if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                self.module_names.add(stmt.name)  # f.cache[k] = v, K.calls += 1
+        for _ in range(3):  # aliases of aliases: t = time; u = t
+            for node in ast.walk(self.tree):
+                if isinstance(node, ast.Assign):
+                    targets, value = list(node.targets), node.value
+                elif isinstance(node, ast.AnnAssign | ast.NamedExpr) and node.value is not None:
+                    targets, value = [node.target], node.value
+                else:
+                    continue
+                resolved = self.resolve(value)
+                if resolved is None or not resolved[1]:
+                    continue
+                for t in targets:
+                    if isinstance(t, ast.Name) and t.id not in self.aliases:
+                        self.aliases[t.id] = resolved[0]
+
+    def _bind(self, name: str, node: ast.AST) -> None:
+        self.bound.add(name)
+        lo = getattr(node, "lineno", 0)
+        self.bind_lines[name].add(lo)
+
+    # -- resolution -----------------------------------------------------------------------------
+
+    def resolve(self, node: ast.AST) -> tuple[str, bool] | None:
+        """(qualified name, whether it comes from an import) of a name-like expression."""
+        if isinstance(node, ast.Name):
+            if node.id in self.aliases:
+                return self.aliases[node.id], True
+            if node.id in BUILTIN_NAMES and node.id not in self.bound:
+                return f"{BUILTIN}{node.id}", True
+            if self.star_modules and node.id not in self.bound:  # from os import *; _exit(0)
+                options = [f"{m}.{node.id}" for m in self.star_modules]
+                return next((q for q in options if _rule_of(q)), options[0]), True
+            return node.id, False
+        if isinstance(node, ast.Attribute):
+            base = self.resolve(node.value)
+            return (f"{base[0]}.{node.attr}", base[1]) if base else None
+        if isinstance(node, ast.Call):
+            fn = self.resolve(node.func)
+            first = node.args[0] if node.args else None
+            const = first.value if isinstance(first, ast.Constant) and isinstance(first.value, str) else None
+            if fn and fn[0] in (f"{BUILTIN}__import__", "builtins.__import__", "importlib.import_module") and const:
+                return const, True
+            if fn and _qualified_builtin(fn[0], "getattr") and len(node.args) >= 2:
+                name = node.args[1]
+                base = self.resolve(node.args[0]) if node.args else None
+                if base and isinstance(name, ast.Constant) and isinstance(name.value, str):
+                    return f"{base[0]}.{name.value}", base[1]
+            if fn and _qualified_builtin(fn[0], "vars") and first is not None:
+                base = self.resolve(first)
+                return (f"{base[0]}.__dict__", base[1]) if base else None
+            return None
+        if isinstance(node, ast.Subscript):
+            base = self.resolve(node.value)
+            key = node.slice
+            if base and isinstance(key, ast.Constant) and isinstance(key.value, str):
+                if base[0] == "sys.modules":
+                    return key.value, True
+                if base[0].endswith(".__dict__"):
+                    return f"{base[0][: -len('.__dict__')]}.{key.value}", base[1]
+        return None
+
+    def is_bound(self, name: str) -> bool:
+        return name in self.bound or name in self.aliases
+
+    def is_builtin(self, node: ast.AST, name: str) -> bool:
+        """node is the builtin `name`, directly, through an alias (o = open) or the module."""
+        resolved = self.resolve(node)
+        return bool(resolved and resolved[1] and _qualified_builtin(resolved[0], name))
+
+
+def _rule_of(qualified: str) -> str | None:
+    for rule, prefixes in QUALIFIED.items():
+        if any(qualified == p or qualified.startswith(p + ".") for p in prefixes):
+            return rule
+    return None
+
+
+def _qualified_builtin(qualified: str, name: str) -> bool:
+    return qualified in (f"{BUILTIN}{name}", f"builtins.{name}")

@@ -1,0 +1,195 @@
+"""The diff scan's `input-cache` rule: results kept between calls keyed on the caller's input.
+Pure.
+
+The bench hands the same tensors to every timed call; a kernel that remembers its output per
+input object (or per pointer, or per hashable copy of the data) returns it again without
+computing. The rule looks for:
+
+- a cache decorator (`functools.cache`, `lru_cache`...) on a function that takes tensors
+  (annotated as one, or read through an attribute only a tensor has: `x.shape`,
+  `x.data_ptr()`), or such a function wrapped by one;
+- dictionary keys, lookups and membership tests built from `data_ptr()`, `id()`, `hash()`,
+  storage pointers or `ctypes.addressof` (and the locals bound to them);
+- a cached function of the file called with its caller's data made hashable
+  (`_cached(tuple(xs))`, `_cached(x.tobytes())`);
+- an attribute stored on a parameter's object after probing whether it is there, by a
+  function that is not a method (`if hasattr(x, "_out"): return x._out ... x._out = y`).
+
+Weak containers keyed on objects (`weakref.WeakKeyDictionary`) are found by name
+(engine/diffscan/names.py); state on module-level names by engine/diffscan/state.py.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+
+from kopt_supervisor.engine.diffscan.bindings import FileNames
+from kopt_supervisor.engine.diffscan.findings import Raw
+from kopt_supervisor.engine.diffscan.names import (
+    CACHE_DECORATORS,
+    LOOKUPS,
+    POINTER_METHODS,
+    TENSOR_ATTRS,
+    TENSOR_TYPES,
+)
+from kopt_supervisor.engine.diffscan.state import cached_functions
+
+
+def cached_on_tensors(sc: FileNames, node: ast.AST) -> Iterator[Raw]:
+    """A cache decorator (functools.cache, lru_cache...) on a function of this file that takes
+    tensors, or such a function wrapped by one (`f = functools.cache(g)`): the cache is keyed
+    on the tensor objects the bench hands in."""
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+        for dec in node.decorator_list:
+            target = dec.func if isinstance(dec, ast.Call) else dec
+            resolved = sc.resolve(target)
+            if resolved and resolved[1] and resolved[0] in CACHE_DECORATORS and _takes_tensors(sc, node):
+                yield Raw("input-cache", dec, f"  # caches {node.name}(), which takes tensors")
+    if isinstance(node, ast.Call):
+        fn = node.func.func if isinstance(node.func, ast.Call) else node.func
+        resolved = sc.resolve(fn)
+        wrapped = node.args[0] if node.args and isinstance(node.func, ast.Call | ast.Attribute | ast.Name) else None
+        if resolved and resolved[1] and resolved[0] in CACHE_DECORATORS and isinstance(wrapped, ast.Name):
+            cached = sc.defs.get(wrapped.id)
+            if cached is not None and _takes_tensors(sc, cached):
+                yield Raw("input-cache", node, f"  # caches {cached.name}(), which takes tensors")
+
+
+def input_caches(sc: FileNames) -> Iterator[Raw]:
+    """The file-wide `input-cache` findings: pointer keys, cached functions called with the
+    caller's data, attributes kept on the caller's objects."""
+    yield from _pointer_keys(sc)
+    yield from _data_keys(sc)
+    yield from _input_attributes(sc)
+
+
+def _takes_tensors(sc: FileNames, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """A parameter annotated as a tensor or array, or read through an attribute only a
+    tensor has (x.shape, x.data_ptr(), x.dtype): the cache is keyed on the object."""
+    params = [a for a in [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs] if a.arg not in ("self", "cls")]
+    names = {a.arg for a in params}
+    for a in params:
+        if a.annotation is None:
+            continue
+        text = ast.unparse(a.annotation)
+        resolved = sc.resolve(a.annotation)
+        if (resolved and resolved[0] in TENSOR_TYPES) or re.search(r"\b(Tensor|ndarray)\b", text):
+            return True
+    return any(isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in names
+               and n.attr in TENSOR_ATTRS for n in ast.walk(fn))
+
+
+def _pointer_keys(sc: FileNames) -> Iterator[Raw]:
+    """Dictionary keys, lookups and membership tests built from data_ptr()/id()/storage."""
+    for fn in [sc.tree, *(n for n in ast.walk(sc.tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef))]:
+        tainted: set[str] = set()
+        for _ in range(2):
+            for n in ast.walk(fn):
+                if isinstance(n, ast.Assign | ast.AnnAssign | ast.NamedExpr) and n.value is not None \
+                        and _pointerish(sc, n.value, tainted):
+                    for t in (n.targets if isinstance(n, ast.Assign) else [n.target]):
+                        tainted |= {x.id for x in ast.walk(t) if isinstance(x, ast.Name)}
+        for n in ast.walk(fn):
+            keys: list[ast.AST] = []
+            if isinstance(n, ast.Subscript):
+                keys = [n.slice]
+            elif isinstance(n, ast.Dict):
+                keys = [k for k in n.keys if k is not None]
+            elif isinstance(n, ast.Compare) and any(isinstance(op, ast.In | ast.NotIn) for op in n.ops):
+                keys = [n.left]
+            elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in LOOKUPS \
+                    and n.args:
+                keys = [n.args[0]]
+            if any(_pointerish(sc, k, tainted) for k in keys):
+                yield Raw("input-cache", n, "  # keyed on a pointer or object identity")
+
+
+def _data_keys(sc: FileNames) -> Iterator[Raw]:
+    """A cached function of this file called with its caller's data turned hashable
+    (`_cached(tuple(xs), s)`, `_cached(x.tobytes())`): an output cache keyed on the input."""
+    cached = cached_functions(sc)
+    if not cached:
+        return
+    for fn in ast.walk(sc.tree):
+        if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            continue
+        params = {a.arg for a in ast.walk(fn.args) if isinstance(a, ast.arg)}
+        for n in ast.walk(fn):
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in cached \
+                    and any(_data_of(sc, a, params) for a in [*n.args, *(k.value for k in n.keywords)]):
+                yield Raw("input-cache", n, f"  # caches {n.func.id}() on the caller's data")
+
+
+def _input_attributes(sc: FileNames) -> Iterator[Raw]:
+    """An attribute stored on a parameter's object after probing whether it is there, by a
+    function that is not a method (`if hasattr(x, "_out"): return x._out ... x._out = y`,
+    `getattr(x, "_n", 0)`, `try: x._out except AttributeError`): a cache carried by the
+    caller's input, which the bench hands again to every timed call."""
+    for fn in ast.walk(sc.tree):
+        if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef) \
+                or isinstance(sc.parents.get(id(fn)), ast.ClassDef):
+            continue
+        params = {a.arg for a in ast.walk(fn.args) if isinstance(a, ast.arg)}
+        stores: list[tuple[ast.AST, str, str | None]] = []
+        probes: set[tuple[str, str]] = set()
+        for n in ast.walk(fn):
+            if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in params:
+                if isinstance(n.ctx, ast.Store | ast.Del):
+                    stores.append((n, n.value.id, n.attr))
+                elif _in_try(sc, n, fn):
+                    probes.add((n.value.id, n.attr))
+            elif isinstance(n, ast.Call) and len(n.args) >= 2 and isinstance(n.args[0], ast.Name) \
+                    and n.args[0].id in params:
+                name = n.args[1]
+                key = name.value if isinstance(name, ast.Constant) and isinstance(name.value, str) else None
+                if sc.is_builtin(n.func, "hasattr") or (sc.is_builtin(n.func, "getattr") and len(n.args) == 3):
+                    if key is not None:
+                        probes.add((n.args[0].id, key))
+                elif sc.is_builtin(n.func, "setattr") or sc.is_builtin(n.func, "delattr"):
+                    stores.append((n, n.args[0].id, key))
+        for node, param, attr in stores:
+            if attr is None or (param, attr) in probes:
+                yield Raw("input-cache", node, f"  # kept on the caller's {param} between calls")
+
+
+def _in_try(sc: FileNames, node: ast.AST, fn: ast.AST) -> bool:
+    """node lies in a try whose handler catches AttributeError (or everything: bare)."""
+    p = sc.parents.get(id(node))
+    while p is not None and p is not fn:
+        if isinstance(p, ast.Try) and any(
+                h.type is None or any(isinstance(t, ast.Name) and t.id == "AttributeError" for t in ast.walk(h.type))
+                for h in p.handlers):
+            return True
+        p = sc.parents.get(id(p))
+    return False
+
+
+def _data_of(sc: FileNames, node: ast.AST, params: set[str]) -> bool:
+    """tuple(p), frozenset(p), bytes(p), bytearray(p), hash(p) of a parameter p, or
+    p....tobytes() / p....tolist()."""
+    if not isinstance(node, ast.Call):
+        return False
+    if isinstance(node.func, ast.Attribute) and node.func.attr in ("tobytes", "tolist"):
+        root: ast.AST = node.func.value
+        while isinstance(root, ast.Attribute | ast.Call | ast.Subscript):
+            root = root.func if isinstance(root, ast.Call) else root.value
+        return isinstance(root, ast.Name) and root.id in params
+    first = node.args[0] if node.args else None
+    return isinstance(first, ast.Name) and first.id in params and any(
+        sc.is_builtin(node.func, b) for b in ("tuple", "frozenset", "bytes", "bytearray", "hash"))
+
+
+def _pointerish(sc: FileNames, node: ast.AST, tainted: set[str]) -> bool:
+    for n in ast.walk(node):
+        if isinstance(n, ast.Attribute) and n.attr in POINTER_METHODS:
+            return True
+        if isinstance(n, ast.Call) and (sc.is_builtin(n.func, "id") or sc.is_builtin(n.func, "hash")):
+            return True
+        if isinstance(n, ast.Name) and n.id in tainted:
+            return True
+        resolved = sc.resolve(n) if isinstance(n, ast.Attribute) else None
+        if resolved and resolved[0] == "ctypes.addressof":
+            return True
+    return False
