@@ -2,7 +2,7 @@
 
 Interface used by the loop (keep it stable):
 
-    gate = Gate(cfg.gpu, backend, sleep=loop_sleep, own_pids=lambda: runner.live_pids())
+    gate = Gate(cfg.gpu, backend, sleep=loop_sleep, own_pids=ctx.own_pids)
     decision = gate.acquire()      # GateDecision; raises NoIdleGpu after wait_max_s
     decision.env                   # {"CUDA_VISIBLE_DEVICES": "3", ...} for the child processes
     gate.evidence()                # the chosen GPU's state now, JSON-able (before/after)
@@ -30,58 +30,29 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from kopt_supervisor.engine.config import GpuConfig
 from kopt_supervisor.engine.errors import BadInput, KoptFailure
 from kopt_supervisor.engine.gpu import procs
-from kopt_supervisor.engine.gpu.base import (
-    NA,
-    Backend,
-    GpuProcess,
-    GpuState,
-    disturbing,
-    is_na,
-    why,
+from kopt_supervisor.engine.gpu.assess import (  # re-exported: the gate's interface
+    Assessment,
+    assess,
+    busyness,
+    gpu_key,
+    proc_dict,
+    round_flags,
 )
+from kopt_supervisor.engine.gpu.base import Backend, GpuState, disturbing, is_na, why
 from kopt_supervisor.engine.gpu.claims import ClaimRegistry, claim_key
+
+__all__ = ["Assessment", "Gate", "GateDecision", "NoIdleGpu", "assess", "busyness", "gpu_key", "round_flags",
+           "visible_devices_env"]
 
 
 class NoIdleGpu(KoptFailure):
     """No GPU became idle within gpu.wait_max_s: a stop condition for the whole run."""
-
-
-@dataclass
-class Assessment:
-    gpu: GpuState
-    """The GPU as last seen during the check."""
-    idle: bool
-    reasons: list[str] = field(default_factory=list)
-    """Why it is busy; empty when idle."""
-    notes: list[str] = field(default_factory=list)
-    """What the gate could not see (NA fields) and did without."""
-    samples: int = 1
-    util_max_pct: Any = NA
-    mem_used_mib: Any = NA
-    """Memory used at the last sample, less this run's own processes."""
-    mem_growth_mib: Any = NA
-    foreign: list[GpuProcess] = field(default_factory=list)
-    claimed_by: dict[str, Any] | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "gpu": self.gpu.to_dict(),
-            "idle": self.idle,
-            "reasons": list(self.reasons),
-            "notes": list(self.notes),
-            "samples": self.samples,
-            "util_max_pct": None if is_na(self.util_max_pct) else self.util_max_pct,
-            "mem_used_mib": None if is_na(self.mem_used_mib) else self.mem_used_mib,
-            "mem_growth_mib": None if is_na(self.mem_growth_mib) else self.mem_growth_mib,
-            "foreign": [_proc_dict(p) for p in self.foreign],
-            "claimed_by": self.claimed_by,
-        }
 
 
 @dataclass
@@ -109,135 +80,6 @@ def visible_devices_env(gpu: GpuState) -> dict[str, str]:
         return {"HIP_VISIBLE_DEVICES": str(gpu.index)}
     # NVML numbers GPUs in PCI bus order; CUDA's default order may differ.
     return {"CUDA_VISIBLE_DEVICES": str(gpu.index), "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
-
-
-def gpu_key(g: GpuState) -> str:
-    return str(g.uuid) if not is_na(g.uuid) else f"index-{g.index}"
-
-
-# ---------------------------------------------------------------------------------------
-# Pure: samples → assessments
-
-
-def assess(
-    samples: list[list[GpuState]],
-    cfg: GpuConfig,
-    own: set[int],
-    *,
-    claimed_by: Callable[[GpuState], dict[str, Any] | None] = lambda g: None,
-    enrich: Callable[[GpuProcess], GpuProcess] = lambda p: p,
-    judge_util: bool = True,
-) -> list[Assessment]:
-    """Judge every GPU seen in the last sample (and note those that vanished meanwhile).
-    judge_util=False: no sample's utilization is judged (all may show this run's own step)."""
-    if not samples:
-        return []
-    last = {gpu_key(g): g for g in samples[-1]}
-    seen: dict[str, GpuState] = {}
-    for snap in samples:
-        for g in snap:
-            seen[gpu_key(g)] = g
-    out = []
-    for key, g in last.items():
-        series = [s[key] for s in ({gpu_key(x): x for x in snap} for snap in samples) if key in s]
-        out.append(_assess_one(g, series, len(samples), cfg, own, claimed_by(g), enrich, judge_util))
-    for key, g in seen.items():
-        if key not in last:
-            out.append(Assessment(g, False, ["disappeared during the check"], samples=len(samples)))
-    return sorted(out, key=lambda a: a.gpu.index)
-
-
-def _assess_one(g: GpuState, series: list[GpuState], n: int, cfg: GpuConfig, own: set[int],
-                claim: dict[str, Any] | None, enrich: Callable[[GpuProcess], GpuProcess],
-                judge_util: bool = True) -> Assessment:
-    reasons: list[str] = []
-    notes: list[str] = []
-    if claim is not None:
-        reasons.append(f"claimed by another kopt run ({_holder(claim)})")
-    if len(series) < n:
-        reasons.append(f"seen in {len(series)} of {n} samples")
-
-    foreign: dict[int, GpuProcess] = {}
-    procs_known = False
-    for s in series:
-        if is_na(s.processes):
-            continue
-        procs_known = True
-        for p in s.processes:
-            if p.pid not in own:
-                foreign.setdefault(p.pid, p)
-    last_procs = () if is_na(series[-1].processes) else series[-1].processes
-    own_mem = sum(p.mem_mib for p in last_procs if p.pid in own and not is_na(p.mem_mib))
-    foreign_list = [enrich(p) for p in foreign.values()]
-    if foreign_list:
-        reasons.append(f"{len(foreign_list)} foreign process(es): " + ", ".join(_proc_text(p) for p in foreign_list))
-    if not procs_known:
-        notes.append("processes not readable: " + g.extra.get("na", {}).get("processes", "backend cannot list them"))
-
-    # NVML's utilization covers a trailing window of up to 1 s, so the first sample can still
-    # see this run's own step that just ended: with several samples it is not judged.
-    judged = (series[1:] if len(series) > 1 else series) if judge_util else []
-    utils = [s.util_pct for s in judged if not is_na(s.util_pct)]
-    util_max = max(utils) if utils else NA
-    if utils and util_max > cfg.util_max_pct:
-        reasons.append(f"utilization up to {util_max:.0f}% > {cfg.util_max_pct:g}%")
-    elif not judge_util:
-        notes.append("utilization not judged (quick recheck right after this run's own step)")
-    elif not utils:
-        notes.append("utilization not readable")
-
-    mems = [s.mem_used_mib for s in series if not is_na(s.mem_used_mib)]
-    used = max(0.0, mems[-1] - own_mem) if mems else NA
-    growth = mems[-1] - mems[0] if len(mems) >= 2 else NA
-    if mems:
-        if used > cfg.mem_used_max_mib:
-            reasons.append(f"memory used {used:.0f} MiB > {cfg.mem_used_max_mib:g} MiB")
-        if not is_na(growth) and growth > cfg.mem_growth_max_mib:
-            reasons.append(f"memory grew {growth:.0f} MiB during the check > {cfg.mem_growth_max_mib:g} MiB")
-    else:
-        notes.append("memory used not readable")
-
-    if not utils and not procs_known:
-        reasons.append("cannot tell: neither utilization nor processes readable" if judge_util
-                       else "cannot tell: processes not readable")
-    return Assessment(g, not reasons, reasons, notes, len(series), util_max, used, growth,
-                      foreign_list, claim)
-
-
-def busyness(a: Assessment) -> tuple[float, float, int]:
-    """Sort key: the most idle GPU first (lowest peak utilization, then memory, then index)."""
-    util = 0.0 if is_na(a.util_max_pct) else a.util_max_pct
-    mem = 0.0 if is_na(a.mem_used_mib) else a.mem_used_mib
-    return (util, mem, a.gpu.index)
-
-
-def round_flags(before: dict[str, Any] | None, after: dict[str, Any] | None) -> list[str]:
-    """What disturbed a timed step, from the evidence before and after it ([] when nothing).
-
-    Flags: "gpu_vanished", "gpu_changed", "throttle:<reason>" (a disturbing throttle reason
-    active before or after), "throttle_counter:<name>+<delta>" (a cumulative throttle counter
-    grew in between), "foreign_process:<pid>:<name>" (a foreign process on the GPU)."""
-    if before is None and after is None:
-        return []
-    if after is None or after.get("missing"):
-        return ["gpu_vanished"]
-    if before is None or before.get("missing"):
-        return ["gpu_appeared"] if before is not None else []
-    flags: set[str] = set()
-    if before.get("uuid") != after.get("uuid"):
-        flags.add("gpu_changed")
-    for ev in (before, after):
-        for reason in disturbing(tuple(ev.get("throttle") or ())):
-            flags.add(f"throttle:{reason}")
-    b_counters = before.get("throttle_counters") or {}
-    for name, value in (after.get("throttle_counters") or {}).items():
-        old = b_counters.get(name)
-        if isinstance(old, int | float) and isinstance(value, int | float) and value > old:
-            flags.add(f"throttle_counter:{name}+{value - old:g}")
-    for ev in (before, after):
-        for p in ev.get("foreign_processes") or ():
-            flags.add(f"foreign_process:{p.get('pid')}:{p.get('name') or '?'}")
-    return sorted(flags)
 
 
 # ---------------------------------------------------------------------------------------
@@ -443,7 +285,7 @@ class Gate:
         foreign = [] if is_na(g.processes) else [procs.enrich(p) for p in g.processes if p.pid not in own]
         ev = g.to_dict()
         ev["time"] = now
-        ev["foreign_processes"] = [_proc_dict(p) for p in foreign]
+        ev["foreign_processes"] = [proc_dict(p) for p in foreign]
         return ev
 
     def _read_quietly(self) -> list[GpuState]:
@@ -468,28 +310,6 @@ class Gate:
 
 # ---------------------------------------------------------------------------------------
 # Text
-
-
-def _proc_text(p: GpuProcess) -> str:
-    name = "?" if is_na(p.name) else p.name
-    who = "" if is_na(p.user) else f" ({p.user})"
-    mem = "" if is_na(p.mem_mib) else f" {p.mem_mib:.0f} MiB"
-    return f"{p.pid} {name}{who}{mem}"
-
-
-def _proc_dict(p: GpuProcess) -> dict[str, Any]:
-    return {"pid": p.pid, "name": None if is_na(p.name) else p.name,
-            "user": None if is_na(p.user) else p.user,
-            "mem_mib": None if is_na(p.mem_mib) else p.mem_mib}
-
-
-def _holder(info: dict[str, Any]) -> str:
-    parts = [str(info["owner"])] if info.get("owner") else []
-    if info.get("pid"):
-        parts.append(f"pid {info['pid']}")
-    if info.get("since"):
-        parts.append(f"since {info['since']}")
-    return ", ".join(parts) or "holder unknown"
 
 
 def _summary(found: list[Assessment]) -> str:
