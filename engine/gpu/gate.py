@@ -28,6 +28,7 @@ clean checks with one fresh reading instead of `samples` (see `Gate._quick`).
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -119,6 +120,8 @@ class Gate:
         self._after: tuple[float, GpuState] | None = None
         """The chosen GPU's latest reading by evidence() and when: the reading right after a
         timed step, which the quick recheck needs clean."""
+        self._after_own: set[int] = set()
+        """This run's processes when that reading was taken."""
         self.waiting: dict[str, Any] | None = None
         """While acquire() waits: {"waited_s", "next_check_in_s", "gives_up_in_s", "reasons"}."""
 
@@ -212,6 +215,12 @@ class Gate:
         seen = after[1]
         if is_na(seen.processes) or disturbing(tuple(() if is_na(seen.throttle) else seen.throttle)):
             return None
+        own_then = self._after_own
+        if any(p.pid not in own_then for p in seen.processes):
+            return None
+        # its processes were this run's when read (a serving process since closed is not
+        # foreign now): judged then, so only the fresh reading's processes are judged here
+        seen = dataclasses.replace(seen, processes=())
         if not self.claims.claim(claim_key(self.namespace, c.uuid, c.index)):
             return None
         now = next((g for g in self._read() if gpu_key(g) == self.chosen_uuid), None)
@@ -280,8 +289,8 @@ class Gate:
             c = self.chosen
             return {"index": c.index, "uuid": None if is_na(c.uuid) else c.uuid,
                     "name": None if is_na(c.name) else c.name, "missing": True, "time": now}
-        self._after = (self.clock(), g)
         own = self._own()
+        self._after, self._after_own = (self.clock(), g), own
         foreign = [] if is_na(g.processes) else [procs.enrich(p) for p in g.processes if p.pid not in own]
         ev = g.to_dict()
         ev["time"] = now

@@ -128,3 +128,27 @@ def test_a_vanished_gpu_falls_back_to_the_full_check(tmp_path, fake_time):
     step(gate)
     d = gate.acquire()
     assert d.gpu is not None and d.gpu.index == 1 and d.note == "switched from GPU 0"
+
+
+def test_a_serving_process_of_this_run_closed_since_the_step_is_not_foreign(tmp_path, fake_time):
+    # found on the H100: the reading after a decision's last look lists the kept serving
+    # process (this run's then); it is closed while the proposer works, so by the next
+    # decision's first check it is no longer among this run's PIDs
+    own = {77}
+    after_step = [gpu(0, mem=5000, procs=[(77, "python", 5000)])]
+    gate = gate_over(tmp_path, [IDLE] * 3 + [IDLE, after_step] + [IDLE] * 3, fake_time, own_pids=lambda: set(own))
+    step(gate)
+    own.clear()  # the server closed
+    d = gate.acquire()
+    assert d.note == "kept (quick recheck)" and fake_time.sleeps == [1.0, 1.0]
+
+
+def test_a_process_of_this_run_that_outlives_it_on_the_gpu_is_foreign(tmp_path, fake_time):
+    own = {77}
+    lingering = [gpu(0, mem=900, procs=[(77, "python", 900)])]
+    gate = gate_over(tmp_path, [IDLE] * 3 + [IDLE, lingering] + [lingering] * 4 + [IDLE] * 3, fake_time,
+                     own_pids=lambda: set(own))
+    step(gate)
+    own.clear()  # no longer this run's (setsid, reparented), still on the GPU
+    d = gate.acquire()
+    assert d.note != "kept (quick recheck)" and 600.0 in fake_time.sleeps
