@@ -25,103 +25,39 @@ The choices, in order (docs/byo-kernel.md explains them for the user):
 9. timeout: 10x the run, at least 2 minutes; the cost of one decision (onboard/cost.py).
 
 Pure apart from reading the bench's outputs and source files.
+
+Modules: draft (the Proposal, its questions, the commented kopt.toml it renders to), steps
+(each step's rules); this module runs the steps in order.
 """
 
 from __future__ import annotations
 
-import json
 import math
-import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from kopt_supervisor.engine import config as config_mod
-from kopt_supervisor.engine.adapters.model import Table
-from kopt_supervisor.engine.adapters.units import RATE, TIME
 from kopt_supervisor.engine.decide.model import Policy
 from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.onboard import cost as cost_mod
-from kopt_supervisor.engine.onboard.columns import (
-    CONFIG,
-    ERROR,
-    FLAG,
-    METRIC,
-    PRODUCTION,
-    TRUE_WORDS,
-    Column,
-    classify,
-    dtype_like,
-    words,
+from kopt_supervisor.engine.onboard.columns import classify
+from kopt_supervisor.engine.onboard.detect import BenchRun, candidates
+from kopt_supervisor.engine.onboard.draft import Choice, Proposal, Question, render
+from kopt_supervisor.engine.onboard.steps import (
+    HARNESS_EXTRA,
+    HARNESS_STATS,
+    MAX_CLASSES,
+    STAT_ORDER,
+    _choose_table,
+    _is_harness,
+    _propose_configs,
+    _propose_correctness,
+    _propose_files,
+    _propose_harness,
+    _propose_metric,
 )
-from kopt_supervisor.engine.onboard.detect import BenchRun, Candidate, candidates
-from kopt_supervisor.engine.onboard.imports import scan
 
-HARNESS_STATS = ("us_mean", "us_std", "us_min", "us_p10", "us_p90", "samples")
-HARNESS_EXTRA = ("gbps", "copy_us", "copy_gbps", "pct_copy", "prod", "seed", "model")
-"""kopt's harness CSV columns beside config, `us` and `err` (kernels/harness/bench.py's STATS
-and EXTRA; a test checks they agree: the engine never imports kernels)."""
-STAT_ORDER = ("median", "p50", "", "mean", "avg", "average", "min", "max")
-MAX_CLASSES = 8
-
-
-@dataclass(frozen=True)
-class Choice:
-    value: str
-    label: str
-
-
-@dataclass(frozen=True)
-class Question:
-    """Something the output does not settle: the CLI asks it (or fails naming the choices)."""
-
-    key: str
-    """The answer's key: "table", "metric" or "direction"."""
-    prompt: str
-    choices: tuple[Choice, ...]
-    why: str
-    default: str | None = None
-
-    def line(self) -> str:
-        """One line for a terminal-less `kopt init`: the question, the candidates, the way to answer."""
-        values = ", ".join(c.value for c in self.choices)
-        return f"{self.prompt} ({self.why}); candidates: {values}; answer with --answer {self.key}=VALUE"
-
-
-@dataclass
-class Proposal:
-    run: BenchRun
-    target: dict[str, Any] = field(default_factory=dict)
-    adapter: dict[str, Any] = field(default_factory=dict)
-    sections: dict[str, dict[str, Any]] = field(default_factory=dict)
-    comments: dict[str, str] = field(default_factory=dict)
-    """[section].key -> why (written above the key)."""
-    checks: list[str] = field(default_factory=list)
-    """What the engineer should check before running (the file's header)."""
-    questions: list[Question] = field(default_factory=list)
-    candidate: Candidate | None = None
-    cost: cost_mod.DecisionCost | None = None
-
-    @property
-    def complete(self) -> bool:
-        return not self.questions
-
-    def error_line(self) -> str:
-        """The one-line error of a terminal-less `kopt init --bench` with open questions."""
-        if not self.questions:
-            return ""
-        more = f" (and {len(self.questions) - 1} more question(s))" if len(self.questions) > 1 else ""
-        return f"kopt init --bench: {self.questions[0].line()}{more}"
-
-    def text(self) -> str:
-        """The commented kopt.toml (only once every question is answered)."""
-        if self.questions:
-            raise BadInput(self.error_line())
-        return render(self)
-
-
-# ---------------------------------------------------------------------------------------
+__all__ = ["HARNESS_EXTRA", "HARNESS_STATS", "MAX_CLASSES", "STAT_ORDER", "Choice", "Proposal", "Question",
+           "answers_from", "propose", "render"]
 
 
 def _tail(path: Path, limit: int = 8192) -> str | None:
@@ -132,201 +68,6 @@ def _tail(path: Path, limit: int = 8192) -> str | None:
             return f.read().decode("utf-8", errors="replace")
     except OSError:
         return None
-
-
-def _toml(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, str):
-        return json.dumps(v, ensure_ascii=False)
-    if isinstance(v, int | float):
-        return repr(v)
-    if isinstance(v, list | tuple):
-        return "[" + ", ".join(_toml(x) for x in v) + "]"
-    if isinstance(v, dict):
-        return "{ " + ", ".join(f"{json.dumps(str(k))} = {_toml(x)}" for k, x in v.items()) + " }"
-    raise TypeError(f"cannot write {v!r}")
-
-
-def _comment(text: str) -> list[str]:
-    out = []
-    for para in text.split("\n"):
-        line = "#"
-        for word in para.split(" "):
-            if len(line) + len(word) > 96 and line != "#":
-                out.append(line)
-                line = "#  "
-            line += " " + word
-        out.append(line)
-    return out
-
-
-def render(p: Proposal) -> str:
-    run = p.run
-    head = [
-        "# kopt.toml proposed by `kopt init --bench` from one run of the bench:",
-        f"#   {run.bench}",
-        f"# ({time.strftime('%Y-%m-%d')}, {run.seconds:.1f} s, exit {run.returncode}). Each choice says why.",
-    ]
-    if p.checks:
-        head.append("#")
-        head.append("# Check before `kopt run`:")
-        for c in p.checks:
-            head += ["#  - " + ln[2:] if i == 0 else "#    " + ln[4:] for i, ln in enumerate(_comment(c))]
-    if p.cost is not None:
-        head.append("#")
-        head += _comment(f"Decision cost: {p.cost.text()}")
-    lines = head + ["", "[target]"]
-    for key, value in p.target.items():
-        why = p.comments.get(f"target.{key}")
-        if why:
-            lines += _comment(why)
-        lines.append(f"{key} = {_toml(value)}")
-    if p.adapter:
-        lines += ["", "[target.adapter]"]
-        for key, value in p.adapter.items():
-            why = p.comments.get(f"target.adapter.{key}")
-            if why:
-                lines += _comment(why)
-            lines.append(f"{key} = {_toml(value)}")
-    for section, keys in p.sections.items():
-        lines += ["", f"[{section}]"]
-        for key, value in keys.items():
-            why = p.comments.get(f"{section}.{key}")
-            if why:
-                lines += _comment(why)
-            lines.append(f"{key} = {_toml(value)}")
-    text = "\n".join(lines) + "\n"
-    config_mod.loads(text, source="proposed kopt.toml")  # a proposal always loads
-    return text
-
-
-# ---------------------------------------------------------------------------------------
-# The steps
-
-
-def _choose_table(found: list[Candidate], answers: Mapping[str, str]) -> tuple[Candidate | None, Question | None, str]:
-    if "table" in answers:
-        pick = [c for c in found if c.key == answers["table"]]
-        if not pick:
-            raise BadInput(f"--answer table={answers['table']!r} names no table found; candidates: "
-                           f"{', '.join(c.key for c in found)}")
-        return pick[0], None, "your answer"
-    measured = [c for c in found if any(col.role == METRIC for col in classify(c.table))]
-    if not measured:
-        return None, None, ""
-    files = [c for c in measured if c.from_file]
-    if len(files) == 1:
-        why = "the table the bench wrote to a file (read exactly, where a printed table is read by its layout)"
-        return files[0], None, why
-    pool = files or measured
-    if len(pool) == 1:
-        return pool[0], None, "the only table with a time or rate column in the bench's output"
-    q = Question("table", "Which table holds the results kopt should optimise?",
-                 tuple(Choice(c.key, c.label()) for c in pool),
-                 f"the bench's output holds {len(pool)} tables with measurements and different columns")
-    return None, q, ""
-
-
-def _rank_metrics(cols: list[Column], table: Table) -> tuple[list[Column], list[str]]:
-    """The metric candidates left after the rules that narrow them, and the rules applied."""
-    cands = [c for c in cols if c.role == METRIC and c.numeric]
-    notes: list[str] = []
-    ours = [c for c in cands if not c.reference]
-    if ours and len(ours) < len(cands):
-        dropped = [c.name for c in cands if c.reference]
-        notes.append(f"{', '.join(dropped)} name{'s' if len(dropped) == 1 else ''} a reference implementation "
-                     f"(ignored)")
-        cands = ours
-    times = [c for c in cands if c.kind == TIME]
-    if times and len(times) < len(cands):
-        notes.append("a time is preferred over the rates of the same run "
-                     f"({', '.join(c.name for c in cands if c.kind != TIME)} ignored)")
-        cands = times
-    if table.format == "google-benchmark":
-        real = [c for c in cands if c.name.startswith("real_")]
-        if real and len(real) < len(cands):
-            notes.append("Google Benchmark: real time (wall clock, or the manual CUDA-event time with "
-                         "UseManualTime) is what a GPU kernel takes; cpu_time is host time")
-            cands = real
-    if len(cands) > 1:
-        by_stat = {c.statistic for c in cands}
-        if len(by_stat) > 1:
-            best = min(by_stat, key=lambda s: STAT_ORDER.index(s) if s in STAT_ORDER else len(STAT_ORDER))
-            kept = [c for c in cands if c.statistic == best]
-            if kept and len(kept) < len(cands):
-                notes.append(f"the {best or 'plain'} statistic is preferred (robust to a stray slow sample)")
-                cands = kept
-    return cands, notes
-
-
-def _is_harness(table: Table) -> bool:
-    return {"us", "err", "prod", "seed", *HARNESS_STATS} <= set(table.columns)
-
-
-def _tolerance(c: Column, table: Table) -> str:
-    vals = [float(v) for v in table.frame[c.name] if isinstance(v, int | float) and math.isfinite(float(v))]
-    if c.all_zero or not vals:
-        return f"{c.name} == 0"
-    worst = max(abs(v) for v in vals)
-    tol = float(f"{worst * 10:.1g}")
-    return f"{c.name} <= {tol!r}"
-
-
-def _flag_rule(c: Column, table: Table) -> str | None:
-    vals = [v for v in table.frame[c.name].dropna().tolist()]
-    bad = bool(set(words(c.name)) & {"fail", "failed", "fails", "failure", "failures", "wrong", "invalid",
-                                      "incorrect", "error", "errors"})
-    if table.format == "google-benchmark" and c.name == "error":
-        return 'error == ""'
-    if all(isinstance(v, bool | int | float) for v in vals):
-        return f"{c.name} == 0" if bad else f"{c.name} == 1"
-    seen = sorted({str(v).strip() for v in vals})
-    good = [v for v in seen if v.lower() in TRUE_WORDS]
-    if bad:
-        falses = [v for v in seen if v.lower() not in TRUE_WORDS]
-        return f"{c.name} == {json.dumps(falses[0])}" if len(falses) == 1 else None
-    return f"{c.name} == {json.dumps(good[0])}" if len(good) == 1 else None
-
-
-def _pow2_mixed(c: Column, table: Table) -> bool:
-    """A dimension holding both powers of two and other sizes (a tile fits some exactly)."""
-    vals = [int(v) for v in table.frame[c.name].dropna() if isinstance(v, int | float) and float(v).is_integer() and v > 0]
-    pow2 = {v & (v - 1) == 0 for v in vals}
-    return pow2 == {True, False}
-
-
-def _classes(config_cols: list[Column], table: Table) -> tuple[list[str], str]:
-    """Class columns: at most MAX_CLASSES classes, each of at least two configs on average."""
-    n_rows = len(table.frame)
-    chosen: list[Column] = []
-    why: list[str] = []
-    product = 1
-
-    def add(c: Column, reason: str) -> None:
-        nonlocal product
-        n = max(c.distinct, 1)
-        if product * n <= MAX_CLASSES and (n_rows >= 2 * product * n or dtype_like(c)):
-            chosen.append(c)
-            product *= n
-            why.append(f"{c.name} ({reason})")
-
-    for c in config_cols:
-        if dtype_like(c) and c.distinct > 1:
-            add(c, "each dtype runs its own code")
-    for c in config_cols:
-        if c not in chosen and not c.numeric and 2 <= c.distinct <= 4:
-            add(c, f"{c.distinct} kinds of config")
-    dims = [c for c in config_cols if c not in chosen and c.numeric and 2 <= c.distinct <= 3]
-    for c in sorted(dims, key=lambda c: (not _pow2_mixed(c, table), c.distinct)):
-        add(c, f"{c.distinct} sizes shared by several configs"
-               + ("; powers of two and other sizes take different tiles" if _pow2_mixed(c, table) else ""))
-    if chosen:
-        return [c.name for c in chosen], ("Classes: configs a change should affect alike; kopt decides per "
-                                           "class. From " + "; ".join(why) + ".")
-    return [], ("One class: no dtype or few-valued column to split the configs by. If the kernel takes "
-                "another path for some configs (a row that fits one tile or not, a power-of-two size or "
-                "not), print that as a column from the bench and list it in class_by.")
 
 
 def propose(run: BenchRun, answers: Mapping[str, str] | None = None, *, policy: Policy | None = None) -> Proposal:
@@ -389,186 +130,6 @@ def propose(run: BenchRun, answers: Mapping[str, str] | None = None, *, policy: 
             p.checks.append(f"one decision will take about {cost_mod._dur(p.cost.seconds_tie)}: "
                             f"{cost_mod.HARNESS_HINT}")
     return p
-
-
-def _propose_harness(p: Proposal, table: Table, cols: list[Column]) -> None:
-    t = p.target
-    bench = p.run.bench
-    config = [c.name for c in cols if c.name not in {"us", "err", *HARNESS_STATS, *HARNESS_EXTRA}]
-    t.update(metric="us", direction="min", correct="err <= 1", config=config,
-             ignore=[*HARNESS_STATS, *HARNESS_EXTRA], production="prod == 1")
-    dclass = [c for c in ("dclass",) if c in table.columns]
-    dtypes = [c.name for c in cols if c.name in config and dtype_like(c)]
-    t["class_by"] = dclass or dtypes or config
-    t["ab_command"] = f"{bench} --ab {{best}} {{cand}} --serve"
-    t["ab_serve"] = True
-    p.comments["target.metric"] = ("kopt's harness CSV: `us` is the median µs per call over the timed "
-                                   "blocks (CUDA graphs, L2 flushed; CPU timings on the interpreter)")
-    p.comments["target.correct"] = ("the harness's contract: err = max |y - ref| / (atol + rtol |ref|) "
-                                    "against your fp64 reference, outputs poisoned, NaN/Inf counted")
-    p.comments["target.class_by"] = ("the spec's class column" if dclass else
-                                     "one class per dtype (each runs its own code); list your own class "
-                                     "columns here (the Spec's class_by)" if dtypes else
-                                     "every config its own class (list your class columns here)")
-    p.comments["target.ab_command"] = ("served A/B: one process imports best/ and cand/ and answers kopt's "
-                                       "looks (docs/files.md); a decision costs seconds, not minutes")
-    p.comments["target.production"] = "the harness marks production configs (and the CPU's small ones) prod = 1"
-    p.sections.setdefault("profile", {})["command"] = f"{bench} --once"
-    p.comments["profile.command"] = "the contract alone, no timing: every launch inside its NVTX/roctx range"
-    p.sections["decide"] = {"production_verdicts": True}
-    p.comments["decide.production_verdicts"] = ("production configs vote, the regression grid guards "
-                                                "(docs/decision.md)")
-
-
-def _propose_metric(p: Proposal, table: Table, cols: list[Column], answers: Mapping[str, str]) -> bool:
-    t = p.target
-    names = {c.name: c for c in cols}
-    if "metric" in answers:
-        name = answers["metric"]
-        if name not in names:
-            raise BadInput(f"--answer metric={name!r}: no such column (columns: {', '.join(names)})")
-        metric, why = names[name], "your answer"
-    else:
-        cands, notes = _rank_metrics(cols, table)
-        if not cands:
-            raise BadInput(f"kopt init --bench: {table.describe()}: no column is a time or a rate by its name "
-                           f"or unit; name one with --answer metric=COLUMN")
-        if len(cands) > 1:
-            p.questions.append(Question(
-                "metric", "Which column is the kernel's measurement to optimise?",
-                tuple(Choice(c.name, c.why) for c in cands),
-                "several columns are times or rates" + (f" after: {'; '.join(notes)}" if notes else "")))
-            return False
-        metric = cands[0]
-        why = metric.why + (f"; {'; '.join(notes)}" if notes else "")
-    t["metric"] = metric.name
-    p.comments["target.metric"] = f"{metric.name}: {why}"
-    if "direction" in answers:
-        if answers["direction"] not in ("min", "max"):
-            raise BadInput(f"--answer direction={answers['direction']!r}: must be min or max")
-        t["direction"] = answers["direction"]
-        p.comments["target.direction"] = "your answer"
-    elif metric.kind == RATE:
-        t["direction"] = "max"
-        p.comments["target.direction"] = f"{metric.unit.unit or 'a rate'}: more is better"
-    elif metric.kind == TIME:
-        t["direction"] = "min"
-        p.comments["target.direction"] = ("a time: less is better" if metric.unit.unit else
-                                          "a time of unknown unit: less is better (CHECK [roofline].unit_scale)")
-        if not metric.unit.unit:
-            p.checks.append(f"{metric.name} names no unit: set [roofline].unit_scale (seconds per unit) before "
-                            f"using [roofline]")
-    else:
-        p.questions.append(Question("direction", f"Is a smaller {metric.name!r} better (min) or a larger (max)?",
-                                    (Choice("min", "a latency: less is better"),
-                                     Choice("max", "a throughput: more is better")),
-                                    f"{metric.name!r} names no unit kopt knows"))
-        return False
-    if metric.unit.unit and metric.kind == TIME and metric.unit.unit != "us":
-        p.sections.setdefault("roofline", {})["unit_scale"] = metric.unit.seconds or 1e-6
-        p.comments["roofline.unit_scale"] = f"seconds per {metric.unit.unit} (the metric's unit)"
-    return True
-
-
-def _propose_correctness(p: Proposal, table: Table, cols: list[Column]) -> None:
-    t = p.target
-    rules, why = [], []
-    for c in cols:
-        if c.role == ERROR:
-            if not c.identifier:
-                p.checks.append(f"{c.name!r} looks like an error column but an expression cannot name it: rename "
-                                f"it (letters, digits, _) in the bench to use it in [target].correct")
-                continue
-            rule = _tolerance(c, table)
-            rules.append(rule)
-            if c.all_zero:
-                why.append(f"{c.name} was 0 on every row: exact results stay exact")
-            else:
-                why.append(f"{c.name}: {c.why}; the tolerance is 10x the worst value of this run (CHECK it "
-                           f"against your kernel's accuracy contract)")
-                p.checks.append(f"the tolerance in [target].correct ({rule}) is 10x this run's worst value, "
-                                f"not a contract: set your own")
-        elif c.role == FLAG:
-            flag_rule = _flag_rule(c, table) if c.identifier else None
-            if flag_rule is None:
-                p.checks.append(f"{c.name!r} looks like a pass/fail column but kopt cannot write a rule for its "
-                                f"values ({', '.join(map(str, c.values))}): add one to [target].correct")
-                continue
-            rules.append(flag_rule)
-            why.append(f"{c.name}: {c.why}")
-    if rules:
-        t["correct"] = " and ".join(rules)
-        p.comments["target.correct"] = "a row passes when this holds; NaN/Inf/missing metric always fail. " + \
-            "; ".join(why)
-    else:
-        t["correct"] = ""
-        p.comments["target.correct"] = ("NO correctness column in the output: only NaN/Inf and missing values "
-                                        "fail a row, so a fast wrong kernel would be kept")
-        p.checks.append("the bench checks nothing kopt can see: print an error column (max |out - ref|) or a "
-                        "pass column, run your correctness tests inside the bench command (`pytest -q tests && "
-                        "python bench.py`), or use kopt's harness, which checks a poisoned-output contract")
-
-
-def _propose_configs(p: Proposal, table: Table, cols: list[Column]) -> None:
-    t = p.target
-    used = {t.get("metric")}
-    config = [c for c in cols if c.role == CONFIG]
-    prod = [c for c in cols if c.role == PRODUCTION]
-    ignore = [c.name for c in cols if c.name not in used and c.role not in (CONFIG, ERROR, FLAG, PRODUCTION)]
-    correct_names = {c.name for c in cols if c.role in (ERROR, FLAG)} - set(_names_in(t.get("correct", "")))
-    ignore += sorted(correct_names)
-    if prod and prod[0].identifier:
-        t["production"] = f"{prod[0].name} == 1"
-        p.comments["target.production"] = f"{prod[0].name}: {prod[0].why}"
-    else:
-        ignore += [c.name for c in prod]
-    t["config"] = [c.name for c in config]
-    p.comments["target.config"] = "configs: " + "; ".join(f"{c.name} ({c.why})" for c in config) if config \
-        else "no config column: the table's rows are samples of one config"
-    if ignore:
-        t["ignore"] = ignore
-        p.comments["target.ignore"] = "neither config nor metric: " + "; ".join(
-            f"{c.name} ({c.why})" for c in cols if c.name in ignore)
-    class_by, why = _classes(config, table)
-    t["class_by"] = class_by
-    p.comments["target.class_by"] = why
-    dims = [c for c in config if c.numeric and c.integral and c.distinct > 1]
-    odd = [c.name for c in dims if any(isinstance(v, int | float) and v > 0 and int(v) & (int(v) - 1)
-                                        for v in table.frame[c.name].dropna())]
-    if odd:
-        p.checks.append(f"{', '.join(odd)} hold non-powers of two: a kernel whose tile rounds up to a power of two "
-                        f"masks those configs; a class column saying so (printed by the bench) lets kopt decide "
-                        f"them apart")
-
-
-def _names_in(rule: str) -> list[str]:
-    if not rule:
-        return []
-    from kopt_supervisor.engine import expr
-
-    return sorted(expr.parse(rule).names)
-
-
-def _propose_files(p: Proposal) -> None:
-    t = p.target
-    s = scan(p.run.bench, p.run.repo)
-    written = {p.run.rel(f) for f in p.run.files_written}
-    s.data = [d for d in s.data if d not in written]  # what the bench wrote is output, not a source
-    protected = s.protected
-    t["protected"] = protected
-    p.comments["target.protected"] = (
-        "a candidate that changes these is refused: the bench and what it imports that is not kernel code "
-        f"(static scan; kernel modules left editable: {', '.join(s.kernel) or 'none found'})")
-    if s.sources:
-        t["sources"] = s.sources
-        p.comments["target.sources"] = ("files the bench reads (its scripts, the modules it imports, files named "
-                                        "in them): a candidate's change to any other tracked file goes to review "
-                                        "with its lines quoted; `kopt init` refuses uncommitted changes in them")
-    for note in s.notes:
-        p.checks.append(note)
-    if not s.kernel:
-        p.checks.append("no kernel module was found among the bench's imports: check that the proposer's files "
-                        "are not in [target].protected")
 
 
 def answers_from(pairs: list[str]) -> dict[str, str]:

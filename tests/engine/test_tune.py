@@ -1,4 +1,4 @@
-"""The `tune` proposer (engine/propose/tune.py): search order, no repeats, plans, bad files."""
+"""The `tune` proposer (engine/propose/tune/): search order, no repeats, plans, bad files."""
 
 from __future__ import annotations
 

@@ -155,13 +155,13 @@ ADALN_H100 = {
 
 
 def test_a_line_that_is_worse_one_step_on_is_leapt(tmp_path: Path, monkeypatch) -> None:
-    from kopt_supervisor.engine.propose import tune
+    from kopt_supervisor.engine.propose.tune import points  # neighbourhood reads leaps there
 
     (tmp_path / "a").mkdir()
     with_leaps = climb(tmp_path / "a", ADALN_H100, per_class=True, shared_first=True, naive=ADALN_NAIVE)
     assert with_leaps <= 20
     # without the leap the wide class stays at 1024-wide chunks: its one-step neighbours are
     # all slower, and the two-parameter pairs and the exploration come too late
-    monkeypatch.setattr(tune, "leaps", lambda value, values: [])
+    monkeypatch.setattr(points, "leaps", lambda value, values: [])
     (tmp_path / "b").mkdir()
     assert climb(tmp_path / "b", ADALN_H100, per_class=True, shared_first=True, naive=ADALN_NAIVE) > 30

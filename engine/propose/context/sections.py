@@ -1,0 +1,195 @@
+"""The pack's evidence, each section built from iteration records: an iteration as a history
+entry (per-class deltas with their intervals), the newest profile of the best tree (per
+kernel, and per config class from the NVTX/roctx ranges), the roofline per config. Pure.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from kopt_supervisor.engine.config import Config
+from kopt_supervisor.engine.records import Iteration
+
+MAX_KERNELS = 10
+
+
+def _pct(ratio: Any) -> float | None:
+    return (ratio - 1.0) * 100.0 if isinstance(ratio, int | float) and math.isfinite(ratio) else None
+
+
+def _num(v: Any) -> float | None:
+    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) else None
+
+
+def _short(text: Any, n: int = 160) -> str:
+    s = " ".join(str(text or "").split())
+    return s if len(s) <= n else s[: n - 1] + "…"
+
+
+def kernel_short(name: str) -> str:
+    """A kernel's function name: no namespace, template arguments or parameters."""
+    base = re.split(r"[<(]", name, maxsplit=1)[0].strip()
+    return base.rsplit("::", 1)[-1].split()[-1] if base else name
+
+
+def _class_deltas(record: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    out = {}
+    for cls, c in (record.get("classes") or {}).items():
+        if not isinstance(c, Mapping):
+            continue
+        out[str(cls)] = {
+            "delta_pct": _num(c.get("delta_pct")) if c.get("delta_pct") is not None else _pct(c.get("ratio")),
+            "lo_pct": _pct(c.get("lo")), "hi_pct": _pct(c.get("hi")),
+            "verdict": c.get("verdict"), "rounds": c.get("rounds"),
+            "best": _num(c.get("best")), "cand": _num(c.get("cand")),
+        }
+    return out
+
+
+def _history_entry(it: Iteration) -> dict[str, Any]:
+    rec = it.record
+    decision = rec.get("decision") or {}
+    prof = rec.get("profile") or {}
+    cmp = prof.get("comparison") if isinstance(prof, Mapping) else None
+    return {
+        "version": it.version, "status": it.status, "hypothesis": _short(it.hypothesis, 300),
+        "target_class": it.target_class, "scope": it.scope,
+        "reason": _short(decision.get("reason"), 300),
+        "classes": _class_deltas(rec),
+        "profiler_delta_pct": _num((cmp or {}).get("delta_pct")) if isinstance(cmp, Mapping) else None,
+        "changed_files": list(rec.get("changed_files") or [])[:10],
+        "best_commit_before": it.best_commit_before,
+        "repairs": it.repair_attempts,
+    }
+
+
+def _profile_of_best(its: Sequence[Iteration], best: Iteration | None) -> tuple[dict[str, Any] | None, str]:
+    """The newest profile of the current best tree: the best side of a later iteration
+    decided against it, or the candidate side of the keep that made it."""
+    if best is None:
+        return None, ""
+    for it in reversed(its):
+        prof = it.record.get("profile") or {}
+        if not isinstance(prof, Mapping):
+            continue
+        if it.best_commit_before == best.commit and it.version > best.version and isinstance(prof.get("best"), Mapping):
+            return dict(prof["best"]), f"v{it.version}'s profile of the best tree"
+        if it.version == best.version:
+            side = "best" if it.status == "baseline" else "cand"
+            if isinstance(prof.get(side), Mapping):
+                return dict(prof[side]), f"v{it.version}'s profile ({'baseline' if side == 'best' else 'the keep'})"
+            if isinstance(prof.get("best"), Mapping) and it.status == "baseline":
+                return dict(prof["best"]), f"v{it.version}'s profile (baseline)"
+    return None, ""
+
+
+def _per_class(profile: Mapping[str, Any], configs: Mapping[str, Any]) -> tuple[dict[str, Any], float | None]:
+    """The profile's launches per config class, from the kernels launched inside each
+    config's `kopt:` NVTX/roctx range (engine.profile.ranges), and the share of GPU time
+    outside any config's range. Empty when the profile holds no ranges."""
+    from kopt_supervisor.engine.profile.model import KOPT_PREFIX
+    from kopt_supervisor.engine.profile.ranges import RangeMatcher, config_refs
+
+    groups = [g for g in profile.get("ranged") or [] if isinstance(g, Mapping)]
+    usable = {k: c for k, c in configs.items() if isinstance(c, Mapping) and "cls" in c}
+    if not groups or not usable:
+        return {}, None
+    matcher = RangeMatcher(config_refs(usable))
+    per: dict[str, dict[str, list[float]]] = {}
+    outside = total = 0.0
+    for g in groups:
+        calls, t = int(g.get("calls") or 0), _num(g.get("total_ns")) or 0.0
+        total += t
+        rng = str(g.get("range") or "")
+        ref = matcher.match(rng)[0] if not g.get("note") and rng.startswith(KOPT_PREFIX) else None
+        if ref is None or calls <= 0:
+            outside += t
+            continue
+        acc = per.setdefault(ref.cls, {}).setdefault(str(g.get("kernel")), [0, 0.0])
+        acc[0] += calls
+        acc[1] += t
+    out: dict[str, Any] = {}
+    for cls in sorted(per):
+        ks = per[cls]
+        ctot = sum(v[1] for v in ks.values()) or 1.0
+        out[cls] = [{"kernel": k, "short": kernel_short(k), "calls": int(c), "avg_us": t / c / 1e3,
+                     "total_us": t / 1e3, "share_pct": 100.0 * t / ctot}
+                    for k, (c, t) in sorted(ks.items(), key=lambda kv: -kv[1][1])[:4]]
+    return out, (100.0 * outside / total if total else None)
+
+
+def _profile_section(profile: Mapping[str, Any] | None, source: str,
+                     configs: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
+    if not profile:
+        return None
+    kernels = [k for k in profile.get("kernels") or [] if isinstance(k, Mapping)]
+    total = sum(_num(k.get("total_ns")) or 0.0 for k in kernels) or 1.0
+    rows = []
+    for k in kernels[:MAX_KERNELS]:
+        name = str(k.get("name"))
+        bw = _num(k.get("dram_bw_Bps"))
+        rows.append({
+            "name": name, "short": kernel_short(name), "target": bool(k.get("target")), "calls": k.get("calls"),
+            "avg_us": (_num(k.get("avg_ns")) or 0.0) / 1e3, "share_pct": 100.0 * (_num(k.get("total_ns")) or 0.0) / total,
+            "registers_per_thread": k.get("registers_per_thread"), "accum_vgprs": k.get("accum_vgprs"),
+            "sgprs": k.get("sgprs"), "shared_mem_bytes": _num(k.get("shared_mem_bytes")),
+            "scratch_bytes": _num(k.get("scratch_bytes")), "occupancy_pct": _num(k.get("occupancy_pct")),
+            "dram_gbps": None if bw is None else bw / 1e9,
+            "dram_pct": _num(k.get("dram_pct")), "block": k.get("block"), "grid": k.get("grid"),
+            "stalls": k.get("stalls") if isinstance(k.get("stalls"), Mapping) else None,
+        })
+    per_class, outside_pct = _per_class(profile, configs or {})
+    reported = {
+        "registers": any(r["registers_per_thread"] is not None or r["accum_vgprs"] is not None for r in rows),
+        "shared memory": any(r["shared_mem_bytes"] is not None for r in rows),
+        "occupancy": any(r["occupancy_pct"] is not None for r in rows),
+        "memory throughput": any(r["dram_gbps"] is not None or r["dram_pct"] is not None for r in rows),
+        "stall reasons": any(r["stalls"] for r in rows),
+        "per-class attribution": bool(per_class),
+    }
+    return {
+        "source": source, "tool": profile.get("tool"), "kernel_regex": profile.get("kernel_regex"),
+        "target_per_call_us": (_num(profile.get("target_per_call_ns")) or 0.0) / 1e3,
+        "calls": profile.get("calls"), "hottest": profile.get("hottest"),
+        "kernels": rows, "more_kernels": max(0, len(kernels) - MAX_KERNELS),
+        "reported": [k for k, v in reported.items() if v],
+        "not_reported": [k for k, v in reported.items() if not v],
+        "classes": per_class or None,
+        "outside_ranges_pct": outside_pct,
+        "ranges_source": profile.get("ranges_source") or None,
+    }
+
+
+def _roofline_section(cfg: Config, roof: Mapping[str, Any] | None, configs: Mapping[str, Any]) -> dict[str, Any] | None:
+    if not roof or not isinstance(roof, Mapping) or roof.get("error"):
+        return {"error": roof.get("error")} if isinstance(roof, Mapping) and roof.get("error") else None
+    scale = cfg.roofline.unit_scale
+    target = float(roof.get("target_pct") or cfg.stop.target_pct_of_peak)
+    prod = set(roof.get("production") or [])
+    rows = []
+    for key, p in (roof.get("configs") or {}).items():
+        if not isinstance(p, Mapping):
+            continue
+        floor, seconds = _num(p.get("floor_s")), _num(p.get("seconds"))
+        rows.append({
+            "config": key, "cls": (configs.get(key) or {}).get("cls"), "production": key in prod if prod else True,
+            "bytes": _num(p.get("bytes")), "flops": _num(p.get("flops")), "intensity": _num(p.get("intensity")),
+            "bound": p.get("bound"), "floor": None if floor is None else floor / scale,
+            "measured": None if seconds is None else seconds / scale,
+            "pct_of_peak": _num(p.get("pct_of_peak")),
+            "target": None if floor is None else floor / (target / 100.0) / scale,
+            "suspicious": bool(p.get("suspicious")),
+        })
+    rows.sort(key=lambda r: (not r["production"], str(r["cls"]), r["config"]))
+    return {
+        "gpu": roof.get("gpu"), "specs": [str(v) for v in (roof.get("specs") or {}).values()],
+        "target_pct": target, "unit": cfg.target.metric, "flops_formula": cfg.roofline.flops,
+        "bytes_formula": cfg.roofline.bytes, "configs": rows,
+        "classes": {str(c): {"bound": v.get("bound"), "pct_geomean": _num(v.get("pct_geomean")),
+                             "pct_min": _num(v.get("pct_min"))}
+                    for c, v in (roof.get("classes") or {}).items() if isinstance(v, Mapping)},
+    }
+

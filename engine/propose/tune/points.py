@@ -1,0 +1,239 @@
+"""The tune search's space: points (param -> value) compared by their JSON form, values that
+launch the same kernel (`Alike`), and the moves from a point in search order: one-parameter
+steps and leaps, two-parameter pairs, then exploration of the rest. Pure: points in, moves out.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import random
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from kopt_supervisor.engine.config import TuneConfig
+
+Point = dict[str, Any]
+EXPLORE_LIMIT = 20000
+"""Spaces larger than this are explored through this many seeded samples."""
+
+
+def canon(value: Any) -> str:
+    return json.dumps(value, sort_keys=True)
+
+
+def same(a: Any, b: Any) -> bool:
+    return canon(a) == canon(b)
+
+
+def point_key(point: Point) -> str:
+    return canon(point)
+
+
+def dedupe(values: Iterable[Any]) -> list[Any]:
+    seen: set[str] = set()
+    out = []
+    for v in values:
+        if canon(v) not in seen:
+            seen.add(canon(v))
+            out.append(v)
+    return out
+
+
+@dataclass(frozen=True)
+class Alike:
+    """Values of a param that launch the same kernel for one params entry
+    (`[propose.tune].alike`): the search sees each group as its first listed value, so it
+    never proposes a change between two of them (for a class whose rows are all at most 64
+    long, BLOCK_D 64, 128 and 0 are one tile) and counts a point tried under any of them."""
+
+    groups: dict[str, list[Any]] = field(default_factory=dict)
+    """param -> the alike values, in the space's listed order."""
+
+    @classmethod
+    def of(cls, groups: dict[str, list[Any]], space: dict[str, list[Any]]) -> Alike:
+        out = {}
+        for p, values in groups.items():
+            keys = {canon(v) for v in values}
+            listed = [v for v in dedupe(space.get(p, [])) if canon(v) in keys]
+            if len(listed) > 1:
+                out[p] = listed
+        return cls(out)
+
+    def value(self, param: str, v: Any) -> Any:
+        group = self.groups.get(param)
+        return group[0] if group and any(same(v, w) for w in group) else v
+
+    def point(self, point: Point) -> Point:
+        return {p: self.value(p, v) for p, v in point.items()}
+
+    def space(self, space: dict[str, list[Any]]) -> dict[str, list[Any]]:
+        return {p: dedupe(self.value(p, v) for v in values) for p, values in space.items()}
+
+
+def alike_for(cfg: TuneConfig, cls: str | None, classes: Sequence[str]) -> Alike:
+    """The alike values of cls's entry; for the "*" entry, the values alike for every class."""
+    if cls is not None:
+        return Alike.of(cfg.alike.get(cls, {}), cfg.space)
+    per_class = [cfg.alike.get(c, {}) for c in classes]
+    if not per_class:
+        return Alike()
+    common = {p: [v for v in values if all(any(same(v, w) for w in other.get(p, [])) for other in per_class[1:])]
+              for p, values in per_class[0].items()}
+    return Alike.of(common, cfg.space)
+
+
+def is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def param_rank(name: str) -> int:
+    """The prior: the order an engineer reaches for the knobs."""
+    n = name.lower()
+    if n == "num_warps":
+        return 0
+    if "row" in n or n in ("block_m", "block_size_m"):
+        return 1
+    if n.startswith("block"):
+        return 2
+    if n == "num_stages":
+        return 3
+    return 4
+
+
+def ordered_params(space: dict[str, list[Any]], order: Sequence[str] = ()) -> list[str]:
+    """The params in the order to try them: [propose.tune].order first (the engineer's own
+    prior), then the rest by the built-in prior (param_rank)."""
+    names = list(space)
+    first = [p for p in order if p in space]
+    rest = sorted((p for p in names if p not in first), key=lambda p: (param_rank(p), names.index(p)))
+    return first + rest
+
+
+def steps(value: Any, values: list[Any]) -> list[tuple[Any, int]]:
+    """The adjacent values of `value` in its listed order: (value, +1 up | -1 down), up first.
+    A number not in the list sits before the first listed number above it (after the largest
+    when none is above: in [64, 128, 0], 32 steps up to 64 and 1000 sits between 128 and 0);
+    any other value not in the list steps to every listed value."""
+    keys = [canon(v) for v in values]
+    if canon(value) in keys:
+        i = keys.index(canon(value))
+        return [(values[j], d) for j, d in ((i + 1, 1), (i - 1, -1)) if 0 <= j < len(values)]
+    numbers = [i for i, v in enumerate(values) if is_number(v)]
+    if not is_number(value) or not numbers:
+        return [(v, 1) for v in values]
+    above = [i for i in numbers if values[i] > value]
+    pos = above[0] if above else max(numbers, key=lambda i: values[i]) + 1
+    return [(values[j], d) for j, d in ((pos, 1), (pos - 1, -1)) if 0 <= j < len(values)]
+
+
+def leaps(value: Any, values: list[Any]) -> list[tuple[Any, Any, int]]:
+    """The values two places away from a listed `value` in its listed order: (value, the one
+    in between, +1 | -1), up first; none for a value off the list."""
+    keys = [canon(v) for v in values]
+    if canon(value) not in keys:
+        return []
+    i = keys.index(canon(value))
+    return [(values[i + 2 * d], values[i + d], d) for d in (1, -1) if 0 <= i + 2 * d < len(values)]
+
+
+def listed_directions(changed: dict[str, tuple[Any, Any]], space: dict[str, list[Any]]) -> dict[str, int]:
+    """param -> +1 or -1 by the listed order, for the changes whose both values are listed."""
+    out = {}
+    for p, (old, new) in changed.items():
+        keys = [canon(v) for v in space.get(p, [])]
+        if canon(old) in keys and canon(new) in keys:
+            out[p] = 1 if keys.index(canon(new)) > keys.index(canon(old)) else -1
+    return out
+
+
+@dataclass(frozen=True)
+class Move:
+    point: Point
+    changed: dict[str, tuple[Any, Any]]
+    """param -> (old, new)"""
+    kind: str
+    """"step" (one parameter, adjacent value), "leap" (one parameter, two values along a line
+    whose adjacent value was no better), "pair" (two) or "explore" (anywhere in the space)."""
+    directions: dict[str, int] = field(default_factory=dict)
+    """param -> +1 (later in its listed order) or -1; absent when the value was off the list."""
+    past: Any = None
+    """A leap's value in between (the adjacent one that was no better)."""
+
+
+def _move(base: Point, new: Point, kind: str, directions: dict[str, int] | None = None) -> Move:
+    changed = {p: (base[p], new[p]) for p in base if not same(base[p], new[p])}
+    return Move(new, changed, kind, directions or {})
+
+
+def neighbourhood(base: Point, space: dict[str, list[Any]], momentum: tuple[str, int] | None = None,
+                  worse: frozenset[str] = frozenset(), order: Sequence[str] = (),
+                  settled: frozenset[tuple[str, int]] = frozenset(),
+                  no_better: frozenset[tuple[str, int]] = frozenset()) -> Iterator[Move]:
+    """Tiers 1 and 2: one-parameter then two-parameter adjacent moves, in prior order. The
+    momentum move (the param and direction that made this point the best) comes first; a
+    step along a line already measured (`settled`) goes after every other step and leap; a
+    leap goes past an adjacent value measured no better from here (`no_better`; not back
+    the way a keep came); a pair goes later for each of its one-parameter halves known to be
+    worse (`worse`)."""
+    names = ordered_params(space, order)
+    per_param = {p: steps(base[p], dedupe(space[p])) for p in names}
+    if momentum:
+        p, d = momentum
+        for new, dd in per_param.get(p, []):
+            if dd == d:
+                yield _move(base, {**base, p: new}, "step", {p: d})
+    for p in names:
+        for new, d in per_param[p]:
+            if (p, d) not in settled:
+                yield _move(base, {**base, p: new}, "step", {p: d})
+    for p in names:
+        for new, past, d in leaps(base[p], dedupe(space[p])):
+            if (p, d) in no_better:
+                yield replace(_move(base, {**base, p: new}, "leap", {p: d}), past=past)
+    for p in names:
+        for new, d in per_param[p]:
+            if (p, d) in settled:
+                yield _move(base, {**base, p: new}, "step", {p: d})
+    pairs = []
+    for a, b in itertools.combinations(names, 2):
+        combos = [(x, y) for x in per_param[a] for y in per_param[b]]
+        combos.sort(key=lambda c: (c[0][1] != c[1][1], -c[0][1]))  # same direction first, up first
+        for (na, da), (nb, db) in combos:
+            halves = (point_key({**base, a: na}), point_key({**base, b: nb}))
+            pairs.append((sum(h in worse for h in halves), _move(base, {**base, a: na, b: nb}, "pair", {a: da, b: db})))
+    pairs.sort(key=lambda x: x[0])  # stable: prior order within the same count
+    for _, m in pairs:
+        yield m
+
+
+def explore(base: Point, space: dict[str, list[Any]], seed: str) -> Iterator[Move]:
+    """Tier 3: every other point of the space (or EXPLORE_LIMIT seeded samples of a larger
+    one), fewest changed params first, in a seeded order within each distance."""
+    names = list(space)
+    lists = [dedupe(space[p]) for p in names]
+    rng = random.Random(seed)
+    if math.prod(len(v) for v in lists) <= EXPLORE_LIMIT:
+        points = [dict(zip(names, combo, strict=True)) for combo in itertools.product(*lists)]
+        rng.shuffle(points)
+    else:
+        points = [{p: rng.choice(v) for p, v in zip(names, lists, strict=True)} for _ in range(EXPLORE_LIMIT)]
+    points.sort(key=lambda pt: sum(not same(pt[p], base[p]) for p in names))
+    for pt in points:
+        yield _move(base, pt, "explore")
+
+
+def moves(base: Point, space: dict[str, list[Any]], seed: str, momentum: tuple[str, int] | None = None,
+          worse: frozenset[str] = frozenset(), order: Sequence[str] = (),
+          settled: frozenset[tuple[str, int]] = frozenset(),
+          no_better: frozenset[tuple[str, int]] = frozenset()) -> Iterator[Move]:
+    """Every candidate move from base in search order, each point once, never base itself."""
+    seen = {point_key(base)}
+    for m in itertools.chain(neighbourhood(base, space, momentum, worse, order, settled, no_better),
+                             explore(base, space, seed)):
+        key = point_key(m.point)
+        if key not in seen:
+            seen.add(key)
+            yield m
