@@ -13,8 +13,9 @@ is a plain implementation (runner.run plus a before/after look at the tree) for 
 the body to wrap. The decision-cost estimate (`estimate_decision_s`) is here too: the loop
 calls it after the baseline.
 
-Modules: detect (where the table is), columns (what each column is), proposal (the choices
-and questions), imports (the static scan behind protected and sources), cost (what one
+Modules: detect (where the table is), columns (what each column is), proposal (the steps in
+order), steps (each step's rules: the choices and questions), draft (the proposal and its
+commented text), imports (the static scan behind protected and sources), cost (what one
 decision will cost).
 """
 
