@@ -17,7 +17,7 @@
 # wheels carried in .whl/ (experiments/h100_wave2/fetch_wheels.sh fetches them: textual and
 # its few missing dependencies; ray, slimmed, only for part3; bubblewrap's .deb in .whl/debs/).
 # Knobs: WAVE2_SANDBOX=auto|on|off (auto: bubblewrap when it works there), WAVE2_DIRECTION=
-# slower|faster|any (part2's ~3% change), WAVE2_P2_MODES (served,session,process,gate: part2's runs), WAVE2_DEMOS (rmsnorm,adaln), WAVE2_DEMO_ITERS, WAVE2_DEMO_S
+# slower|faster|any (part2's ~3% change), WAVE2_P2_MODES (served,session,process,gate: part2's runs), WAVE2_DEMOS (rmsnorm,adaln), WAVE2_P1_CAPTURE=0 (skip the ncu range capture), WAVE2_DEMO_ITERS, WAVE2_DEMO_S
 # (a demo's soft deadline), WAVE2_P3_ITERS, WAVE2_WORK
 # (scratch, outside /tmp; default ~/kopt-wave2), WAVE2_COMMIT (the commit sent, for the record).
 set -u -o pipefail
