@@ -25,7 +25,7 @@ cd "$(dirname "$0")/.." || exit 2
 part=${1:-}
 smoke=0
 [ "${2:-}" = "--smoke" ] && smoke=1
-case "$part" in part1|part2|part3) ;; *) echo "usage: bash experiments/h100_wave2.sh part1|part2|part3 [--smoke]"; exit 2;; esac
+case "$part" in part1|part2|part3|part4) ;; *) echo "usage: bash experiments/h100_wave2.sh part1|part2|part3|part4 [--smoke]"; exit 2;; esac
 T0=$(date +%s)
 BUDGET=${WAVE2_BUDGET_S:-480}
 if [ $smoke = 1 ]; then

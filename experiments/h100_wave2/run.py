@@ -79,7 +79,7 @@ class Ctx:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("part", choices=("part1", "part2", "part3"))
+    ap.add_argument("part", choices=("part1", "part2", "part3", "part4"))
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--smoke", action="store_true", help="no GPU: Triton's interpreter, tiny runs, no ncu")
     ap.add_argument("--budget-s", type=float, default=None, help="wall seconds for this part (device: 470)")
@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     no_sandbox = sandbox_choice(summary)
     ctx = Ctx(a.part, a.smoke, out, work, raw, summary, budget, no_sandbox)
     try:
-        {"part1": part1, "part2": part2, "part3": part3}[a.part](ctx)
+        {"part1": part1, "part2": part2, "part3": part3, "part4": part4}[a.part](ctx)
     finally:
         with measured(summary, "pack") as e:
             members = [(raw, "raw"), *[(p, p.name) for p in sorted(work.iterdir()) if p.name not in PACK_SKIP]]
@@ -344,7 +344,7 @@ def change_entry(change: dict[str, Any]) -> dict[str, Any]:
 def run_mode(ctx: Ctx, repo: Path, proposal: Any, proposer: Path, *, name: str, mode: str,
              changes: dict[int, dict[str, Any]], soft_s: list[float | Callable[[], float]],
              gpu: dict[str, Any] | None = None,
-             env: dict[str, str] | None = None, one_session: bool = False) -> list[dict[str, Any]]:
+             env: dict[str, str] | None = None, one_session: bool = False, lanes: int = 1) -> list[dict[str, Any]]:
     """One workspace of `mode`: kopt init, then one `kopt run --max-iters 1` per change (each
     its own command, soft_s[i] its deadline, or a function of the time left then), or with
     one_session every change in one `kopt run` (the sum of the deadlines). Returns a row per
@@ -354,7 +354,8 @@ def run_mode(ctx: Ctx, repo: Path, proposal: Any, proposer: Path, *, name: str, 
     cfg = ctx.work / f"{name}.toml"
     changes_file = softmax_target.write_changes(ctx.work / "tools" / f"changes_{name}.json", changes)
     cfg.write_text(softmax_target.config_text(proposal, mode, proposer, changes_file, smoke=ctx.smoke, gpu=gpu,
-                                              allow_sleep=any(c["kind"] == "delay" for c in changes.values())))
+                                              allow_sleep=any(c["kind"] == "delay" for c in changes.values()),
+                                              lanes=lanes))
     rows: list[dict[str, Any]] = []
     with measured(ctx.summary, f"{name}: init") as e:
         args = ["init", "--repo", str(repo), "--tag", tag, "--config", str(cfg)]
@@ -369,6 +370,8 @@ def run_mode(ctx: Ctx, repo: Path, proposal: Any, proposer: Path, *, name: str, 
         with measured(ctx.summary, f"{name}: {len(changes)} candidates in one session") as e:
             args = ["run", tag, "--foreground", "--max-iters", str(len(changes)), *ctx.flags]
             soft = sum(float(x() if callable(x) else x) for x in soft_s)
+            if not ctx.smoke:
+                soft = max(30.0, min(soft, ctx.budget.left() - 60.0))
             e["commands"].append(shell_line(["kopt", "--root", str(root), *args]) + f"   (asked to stop at {soft:.0f} s)")
             res = run_cmd(kopt_argv(root, *args), ctx.raw / f"{name}_session.log", timeout_s=soft + 45,
                           stop_after_s=soft, on_stop=stopper(root, tag), env=child_env(env), cwd=REPO,
@@ -625,6 +628,93 @@ def part3(ctx: Ctx) -> None:
         if logs.is_dir():
             shutil.copytree(logs, ctx.raw / "ray_logs", dirs_exist_ok=True, symlinks=False,
                             ignore_dangling_symlinks=True)
+
+
+# ---------------------------------------------------------------------------------------
+# part4: lanes on a multi-GPU host (the softmax example, served, one session per run)
+
+
+P4_REAL: list[dict[str, Any]] = [
+    {"kind": "set", "name": "NUM_WARPS", "value": 8, "variant": "NUM_WARPS=8", "hypothesis": "NUM_WARPS 4 -> 8"},
+    {"kind": "set", "name": "ROWS_PER_PROGRAM", "value": 2, "variant": "ROWS_PER_PROGRAM=2",
+     "hypothesis": "ROWS_PER_PROGRAM 1 -> 2"},
+    {"kind": "set", "name": "NUM_WARPS", "value": 16, "variant": "NUM_WARPS=16", "hypothesis": "NUM_WARPS 4 -> 16"},
+    {"kind": "set", "name": "NUM_WARPS", "value": 1, "variant": "NUM_WARPS=1", "hypothesis": "NUM_WARPS 4 -> 1"},
+]
+
+
+def gpu_count() -> int:
+    try:
+        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return 0
+    return sum(1 for line in out.splitlines() if line.startswith("GPU "))
+
+
+def part4(ctx: Ctx) -> None:
+    """alone: lanes = 1, A/A candidates (the spread of an A/A look on a quiet host); beside:
+    lanes = the host's GPUs, A/A candidates in every lane at once (each with a busy neighbour
+    GPU); mixed: the same lanes, A/A and real changes alternating. Then, from the records: each
+    lane's GPU (never two lanes on one GPU at once), false keeps and false regressions of the
+    A/A candidates, and their intervals' widths alone vs beside."""
+    s = ctx.summary
+    n_gpu = max(1, gpu_count())
+    per = int(os.environ.get("WAVE2_P4_AA", "2" if ctx.smoke else "6"))
+    repo, proposal, proposer = softmax_setup(ctx)
+    big = 600.0 if ctx.smoke else 0.0
+    plans = {
+        "alone": (1, {i: AA_CHANGE for i in range(1, per + 1)}),
+        "beside": (n_gpu, {i: AA_CHANGE for i in range(1, per * n_gpu // 2 + per + 1)}),
+        "mixed": (n_gpu, {i: (AA_CHANGE if i % 2 else P4_REAL[(i // 2 - 1) % len(P4_REAL)])
+                          for i in range(1, 2 * len(P4_REAL) + 1)}),
+    }
+    runs: dict[str, list[dict[str, Any]]] = {}
+    for name, (lanes, changes) in plans.items():
+        if ctx.budget.left() < 90 and not ctx.smoke:
+            s.note(f"{name}: skipped, {ctx.budget.left():.0f} s left")
+            continue
+        runs[name] = run_mode(ctx, repo, proposal, proposer, name=name, mode="served", changes=changes,
+                              soft_s=[max(big, 25.0)] * len(changes), one_session=True, lanes=lanes)
+    with measured(s, "lanes on this host") as e:
+        e["gpus"] = n_gpu
+        e["runs"] = {name: lanes_figures(ctx.work / "ws", f"wave2-{name}") for name in runs}
+        e["headline"] = "; ".join(
+            f"{name}: {f['lanes_seen']} lane(s) on GPUs {f['gpus_by_lane']}, overlaps on one GPU {f['overlaps']}, "
+            f"A/A {f['aa']['n']} (false keeps {f['aa']['false_keeps']}, false regressions "
+            f"{f['aa']['false_regressions']}, median interval width {f['aa']['median_width_pct']}%), "
+            f"{f['candidates']} candidates in {f['wall_s']} s" for name, f in e["runs"].items())
+
+
+def lanes_figures(root: Path, tag: str) -> dict[str, Any]:
+    """From one workspace's records: each lane's GPUs, pairs of iterations of different lanes on
+    one GPU at overlapping times, the A/A candidates' verdicts and interval widths."""
+    import statistics
+
+    its = [r for r in records.records_export(root, tag) if r["version"] > 0]
+    by_lane: dict[int, set[Any]] = {}
+    spans = []
+    for r in its:
+        rec = r["record"]
+        g = rec.get("gpu") or {}
+        by_lane.setdefault(int(rec.get("lane", 0)), set()).add(g.get("index"))
+        spans.append((int(rec.get("lane", 0)), g.get("uuid"), float(r["started_at"] or 0), float(r["finished_at"] or 0),
+                      r["version"]))
+    overlaps = [(a[4], b[4]) for i, a in enumerate(spans) for b in spans[i + 1:]
+                if a[0] != b[0] and a[1] is not None and a[1] == b[1] and a[2] < b[3] and b[2] < a[3]]
+    aa = [r for r in its if str(r["hypothesis"]).startswith("A/A")]
+    widths = [100.0 * (c["hi"] - c["lo"]) / 2 for r in aa for c in (r["record"].get("classes") or {}).values()
+              if isinstance(c, dict) and c.get("hi") and c.get("lo")]
+    t0 = min((r["started_at"] for r in its), default=0.0)
+    t1 = max((r["finished_at"] or 0 for r in its), default=0.0)
+    return {
+        "lanes_seen": len(by_lane), "gpus_by_lane": {k: sorted(v, key=str) for k, v in sorted(by_lane.items())},
+        "overlaps": overlaps, "candidates": len(its), "wall_s": round(t1 - t0, 1),
+        "statuses": {str(r["version"]): r["status"] for r in its},
+        "aa": {"n": len(aa), "false_keeps": sum(r["status"] in ("keep", "accepted") for r in aa),
+               "false_regressions": sum(r["status"] in ("regression", "likely_regression") for r in aa),
+               "median_width_pct": round(statistics.median(widths), 3) if widths else None,
+               "widths_pct": [round(w, 3) for w in widths]},
+    }
 
 
 if __name__ == "__main__":

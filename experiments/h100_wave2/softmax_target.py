@@ -64,7 +64,8 @@ def write_changes(path: Path, changes: dict[int, dict[str, Any]]) -> Path:
 
 
 def config_text(proposal: Any, mode: str, proposer: Path, changes: Path, *, smoke: bool,
-                gpu: dict[str, Any] | None = None, ray_timeout_s: float = 60.0, allow_sleep: bool = False) -> str:
+                gpu: dict[str, Any] | None = None, ray_timeout_s: float = 60.0, allow_sleep: bool = False,
+                lanes: int = 1) -> str:
     """The kopt.toml of `mode` (see the module docstring) from the onboarding's proposal.
     allow_sleep: the candidates include an injected delay (`torch.cuda._sleep`), which the diff
     scan's `clock-time` rule would otherwise send to review: allowed in softmax/kernel.py."""
@@ -86,6 +87,8 @@ def config_text(proposal: Any, mode: str, proposer: Path, changes: Path, *, smok
         p.sections["gpu"] = {**p.sections.get("gpu", {}), **gpu}
     if mode == "ray":
         p.sections["parallel"] = {"lanes": 1, "backend": "ray", "address": "auto", "connect_timeout_s": ray_timeout_s}
+    elif lanes > 1:
+        p.sections["parallel"] = {"lanes": lanes}
     text: str = p.text()
     from kopt_supervisor.engine import config
 
