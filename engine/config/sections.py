@@ -198,6 +198,11 @@ class ProfileConfig:
     repeats: int = 1
     """Profiles of each tree per comparison; with 2 or more the run-to-run spread is
     measured from them (Student's t) instead of taken from run_noise_pct."""
+    outside_ranges: str = "time"
+    """What ncu records of the kernels launched outside the `kopt:` ranges (the bench's
+    reference, inputs, checks): "time" (a second pass with GPU time alone: the comparison
+    needs only their time, and replaying them with every metric made the profile ~100x
+    slower) or "full" (one pass, every kernel with every metric). rocprofv3 ignores it."""
 
 
 @dataclass(frozen=True)

@@ -99,6 +99,8 @@ def validate(cfg: Config, source: str = "kopt.toml") -> None:
          f'must be "auto", "ncu", "rocprofv3" or "none", not {prof.kind!r}')
     need(0 <= prof.run_noise_pct <= 50, "[profile].run_noise_pct", "must be between 0 and 50")
     need(1 <= prof.repeats <= 20, "[profile].repeats", "must be between 1 and 20")
+    need(prof.outside_ranges in ("time", "full"), "[profile].outside_ranges",
+         f'must be "time" or "full", not {prof.outside_ranges!r}')
     if prof.kernel:
         import re
 

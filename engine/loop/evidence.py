@@ -32,7 +32,7 @@ from kopt_supervisor.engine.loop.rounds import (
     guard_configs,
 )
 from kopt_supervisor.engine.profile import PROFILE_ENV, ProfileSummary, choose_profiler
-from kopt_supervisor.engine.profile.base import Profiler
+from kopt_supervisor.engine.profile.base import ProfilePass, Profiler
 from kopt_supervisor.engine.profile.classes import agrees, compare_per_class
 from kopt_supervisor.engine.profile.ranges import ConfigRef, config_refs
 from kopt_supervisor.engine.records import Iteration, Stage
@@ -160,31 +160,38 @@ class Evidence:
         chosen = lane.gate.chosen
         vendor = str(getattr(chosen, "vendor", "none")) if chosen is not None else "none"
         if self._profiler is None or self._profiler[0] != vendor:
-            self._profiler = (vendor, choose_profiler(self.ctx.cfg.profile.kind, vendor))
+            self._profiler = (vendor, choose_profiler(self.ctx.cfg.profile.kind, vendor,
+                                                             outside_ranges=self.ctx.cfg.profile.outside_ranges))
         return self._profiler[1]
 
     def profile_tree(self, it: Iteration, lane: Lane, prof: Profiler, tree: Path, side: str) -> ProfileSummary:
-        """The bench (or [profile].command) under the profiler in `tree`, its report read back."""
+        """The bench (or [profile].command) under the profiler in `tree`, one run per pass of the
+        profiler (ncu: inside the kopt ranges, then GPU time alone outside them), each pass's
+        report read back, and all of them parsed into one summary."""
         ctx = self.ctx
         ctx.progress(it, "profile", f"{prof.name} on {tree.name}/")
         out_dir = ctx.ws.profiles / f"v{it.version}" / side
         kernel = ctx.cfg.profile.kernel
-        argv = prof.command(runner.as_argv(ctx.cfg.profile.command or ctx.cfg.target.bench), out_dir, kernel)
+        bench = runner.as_argv(ctx.cfg.profile.command or ctx.cfg.target.bench)
         kind = "cand" if tree == lane.cand else "best"
         tree_hash = str(it.record.get("evaluated_tree")) if kind == "cand" else tree_of(tree, it.best_commit_before or "HEAD")
         lease = acquire(ctx, lane, it)
+        done: list[ProfilePass] = []
         with ctx.control.during(Step.PROFILE), ctx.clock(it, "profiler_s"):
-            res = ctx.run(it, argv, cwd=tree, name=f"profile_{side}", timeout_s=ctx.cfg.profile.timeout_s,
-                          env={**lease.env, **PROFILE_ENV}, confine=ctx.jails.bench(tree, kind, tree_hash, outputs=(out_dir,)))
-            check_after_run(ctx, lane, it, tree)
-            if not res.ok:
-                raise KoptFailure(f"{prof.name} on {side}/ {res.why()}: {last_line(res)}")
-            reader = ctx.jails.bench(tree, kind, tree_hash, outputs=(out_dir,), write_tree=False, gpu=False)
-            for n, after in enumerate(prof.after_commands(out_dir)):  # reading the report back: no GPU
-                done = ctx.run(it, after, cwd=tree, name=f"profile_{side}_read{n}", timeout_s=ctx.cfg.profile.timeout_s,
-                               confine=reader)
-                if not done.ok:
-                    raise KoptFailure(f"{prof.name} reading its report of {side}/ {done.why()}: {last_line(done)}")
+            while (step := prof.next_pass(bench, out_dir, kernel, done)) is not None:  # ncu: inside, then outside the ranges
+                name = f"profile_{side}" + (f"_pass{len(done)}" if done else "")
+                res = ctx.run(it, list(step.argv), cwd=tree, name=name, timeout_s=ctx.cfg.profile.timeout_s,
+                              env={**lease.env, **PROFILE_ENV}, confine=ctx.jails.bench(tree, kind, tree_hash, outputs=(out_dir,)))
+                check_after_run(ctx, lane, it, tree)
+                if not res.ok:
+                    raise KoptFailure(f"{prof.name} on {side}/ ({step.label}) {res.why()}: {last_line(res)}")
+                reader = ctx.jails.bench(tree, kind, tree_hash, outputs=(out_dir,), write_tree=False, gpu=False)
+                for n, after in enumerate(prof.after_commands(step.out_dir)):  # reading the report back: no GPU
+                    done_read = ctx.run(it, after, cwd=tree, name=f"{name}_read{n}", timeout_s=ctx.cfg.profile.timeout_s,
+                                        confine=reader)
+                    if not done_read.ok:
+                        raise KoptFailure(f"{prof.name} reading its report of {side}/ {done_read.why()}: {last_line(done_read)}")
+                done.append(step)
         summary = prof.parse(out_dir, kernel)
         summary.save(out_dir / "summary.json")
         return summary

@@ -1,15 +1,27 @@
 """The profiler interface the loop calls, and the choice of profiler for a vendor.
 
-The loop asks `choose_profiler(cfg.profile.kind, vendor)` for a `Profiler`, builds the
-wrapped command with `command(bench_argv, out_dir, kernel_regex)`, runs it with its own
-runner (cwd = the worktree, env with KOPT_PROFILE=1), then runs each of
-`after_commands(out_dir)` (post-processing of the tool's own output, no GPU needed), then
-calls `parse(out_dir, kernel_regex)` for a `ProfileSummary`. Nothing here runs a subprocess.
+The loop asks `choose_profiler(cfg.profile.kind, vendor, outside_ranges=...)` for a
+`Profiler`, then runs its passes, one run of the bench under the tool each:
+
+    done = []
+    while (p := profiler.next_pass(bench_argv, out_dir, kernel_regex, done)) is not None:
+        ... run p.argv (cwd = the worktree, env with KOPT_PROFILE=1; p.out_dir lies in out_dir)
+        ... then each of profiler.after_commands(p.out_dir) (reading the tool's output, no GPU)
+        done.append(p)
+    summary = profiler.parse(out_dir, kernel_regex)      # all the passes' launches, merged
+
+A profiler of one pass (rocprofv3, ncu with outside_ranges = "full") has `next_pass` return
+`command(...)` once. ncu by default takes two (engine/profile/ncu.py): the full metrics
+inside the `kopt:` ranges, GPU time alone outside them. The next pass may depend on what the
+passes before it found (their folders are read), so the list is asked for one at a time.
+Nothing here runs a subprocess.
 """
 
 from __future__ import annotations
 
 import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from kopt_supervisor.engine.errors import BadInput, KoptFailure
@@ -20,8 +32,22 @@ PROFILE_ENV = {"KOPT_PROFILE": "1"}
 same number of calls for best and candidate (see docs/profiling.md)."""
 
 
+OUTSIDE_RANGES = ("time", "full")
+"""[profile].outside_ranges: what ncu records of the kernels launched outside the kopt ranges."""
+
+
+@dataclass(frozen=True)
+class ProfilePass:
+    """One run of the bench under the profiler: what it is for, its argv (the bench's argv at
+    the end) and the folder it writes (created; `after_commands(out_dir)` reads it back)."""
+
+    label: str
+    argv: tuple[str, ...]
+    out_dir: Path
+
+
 class Profiler:
-    """Base of the adapters: `name`, the executable it needs, and the three calls."""
+    """Base of the adapters: `name`, the executable it needs, and the calls above."""
 
     name = ""
     executable = ""
@@ -33,6 +59,16 @@ class Profiler:
     def command(self, inner_argv: list[str], out_dir: Path, kernel_regex: str) -> list[str]:
         raise NotImplementedError
 
+    def next_pass(
+        self, inner_argv: list[str], out_dir: Path, kernel_regex: str, done: Sequence[ProfilePass]
+    ) -> ProfilePass | None:
+        """The next pass given those `done` (their outputs on disk), None when the profile is
+        complete. By default one pass: `command` into `out_dir`."""
+        if done:
+            return None
+        argv = self.command(inner_argv, out_dir, kernel_regex)
+        return ProfilePass("the whole run", tuple(argv), Path(out_dir).resolve())
+
     def after_commands(self, out_dir: Path) -> list[list[str]]:
         """Commands to run, in order, after `command` succeeded and before `parse` (none by
         default). A failing one is a failed profile."""
@@ -42,8 +78,9 @@ class Profiler:
         raise NotImplementedError
 
 
-def choose_profiler(kind: str, vendor: str) -> Profiler | None:
+def choose_profiler(kind: str, vendor: str, *, outside_ranges: str = "time") -> Profiler | None:
     """The profiler for [profile].kind on a GPU of `vendor` ("nvidia", "amd", other).
+    `outside_ranges` ([profile].outside_ranges) goes to ncu; rocprofv3 takes one pass.
 
     "none" -> None. "auto" -> ncu on NVIDIA, rocprofv3 on AMD, None for other vendors or
     when the tool is not on PATH. "ncu"/"rocprofv3" named explicitly must be on PATH:
@@ -55,15 +92,14 @@ def choose_profiler(kind: str, vendor: str) -> Profiler | None:
     if kind == "none":
         return None
     if kind == "auto":
-        auto = {"nvidia": NcuProfiler, "amd": Rocprofv3Profiler}.get(vendor.lower())
+        auto = {"nvidia": "ncu", "amd": "rocprofv3"}.get(vendor.lower())
         if auto is None:
             return None
-        candidate = auto()
+        candidate = NcuProfiler(outside_ranges=outside_ranges) if auto == "ncu" else Rocprofv3Profiler()
         return candidate if candidate.available() else None
-    explicit = {"ncu": NcuProfiler, "rocprofv3": Rocprofv3Profiler}.get(kind)
-    if explicit is None:
+    if kind not in ("ncu", "rocprofv3"):
         raise BadInput(f'[profile].kind must be "auto", "ncu", "rocprofv3" or "none", not {kind!r}')
-    profiler = explicit()
+    profiler: Profiler = NcuProfiler(outside_ranges=outside_ranges) if kind == "ncu" else Rocprofv3Profiler()
     if not profiler.available():
         raise KoptFailure(f'[profile].kind = "{kind}" but `{profiler.executable}` is not on PATH')
     return profiler

@@ -29,12 +29,13 @@ metric: "Metric Name", "Metric Unit", "Metric Value"). Lines ncu adds around the
 from __future__ import annotations
 
 import csv
-from collections.abc import Callable
+import shutil
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
 from kopt_supervisor.engine.errors import KoptFailure
-from kopt_supervisor.engine.profile.base import Profiler
+from kopt_supervisor.engine.profile.base import OUTSIDE_RANGES, ProfilePass, Profiler
 from kopt_supervisor.engine.profile.model import KOPT_PREFIX, Launch, ProfileSummary, summarize
 from kopt_supervisor.engine.profile.units import (
     bytes_of,
@@ -49,6 +50,18 @@ NCU_REPORT = "ncu"
 NCU_IMPORT = "ncu_import.csv"
 NCU_NVTX = "ncu_nvtx.csv"
 NVTX_SOURCE = "ncu --print-nvtx-rename kernel: the innermost NVTX push/pop range of each launch"
+NVTX_KOPT_REGEX = "regex:kopt:.*/"
+"""ncu's --nvtx-include/--nvtx-exclude rule for a launch made inside a push/pop range whose
+name starts with `kopt:` (checked on the H100, docs/profiling.md)."""
+OUTSIDE_DIR = "outside"
+WHOLE_DIR = "whole"
+PASS_RANGES = "kernels inside the kopt ranges, full metrics"
+PASS_OUTSIDE = "kernels outside the kopt ranges, GPU time only"
+PASS_WHOLE = "no launch inside a kopt range: the whole run, full metrics"
+PASSES_TWO = ("two passes: the kernels inside the kopt ranges with full metrics, the others "
+              "(outside/) with GPU time only")
+PASSES_FALLBACK = ("one whole-run pass with full metrics (whole/): the pass filtered to the kopt "
+                   "ranges found no launch (the bench emits no kopt range)")
 
 M_TIME = "gpu__time_duration.sum"
 M_REGS = "launch__registers_per_thread"
@@ -81,16 +94,47 @@ class NcuProfiler(Profiler):
         metrics: tuple[str, ...] = DEFAULT_METRICS,
         cache_control: str = "none",
         launch_count: int | None = None,
+        outside_ranges: str = "time",
     ) -> None:
         if cache_control not in ("none", "all"):
             raise ValueError(f"cache_control must be 'none' or 'all', not {cache_control!r}")
+        if outside_ranges not in OUTSIDE_RANGES:
+            raise ValueError(f"outside_ranges must be one of {OUTSIDE_RANGES}, not {outside_ranges!r}")
         self.executable = executable
         self.metrics = metrics
         self.cache_control = cache_control
         self.launch_count = launch_count
+        self.outside_ranges = outside_ranges
 
     def command(self, inner_argv: list[str], out_dir: Path, kernel_regex: str) -> list[str]:
-        """The argv that runs `inner_argv` under ncu; creates `out_dir`."""
+        """The argv that runs `inner_argv` under ncu, every kernel with the full metrics (one
+        pass: outside_ranges = "full", or the fallback of the two-pass profile); creates
+        `out_dir`."""
+        return self._argv(inner_argv, out_dir, self.metrics, [])
+
+    def next_pass(
+        self, inner_argv: list[str], out_dir: Path, kernel_regex: str, done: Sequence[ProfilePass]
+    ) -> ProfilePass | None:
+        """outside_ranges = "time": first the kernels launched inside a kopt range, full
+        metrics, into `out_dir`; then the others, GPU time alone, into `out_dir/outside/`;
+        or, when the first found no launch (a bench without kopt ranges), the whole run with
+        full metrics into `out_dir/whole/`. "full": one pass, `command`."""
+        if self.outside_ranges == "full":
+            return super().next_pass(inner_argv, out_dir, kernel_regex, done)
+        out_dir = Path(out_dir).resolve()
+        if not done:
+            argv = self._argv(inner_argv, out_dir, self.metrics, ["--nvtx-include", NVTX_KOPT_REGEX])
+            return ProfilePass(PASS_RANGES, tuple(argv), out_dir)
+        if len(done) > 1:
+            return None
+        if profiled_nothing(out_dir):
+            sub = _fresh(out_dir / WHOLE_DIR)
+            return ProfilePass(PASS_WHOLE, tuple(self._argv(inner_argv, sub, self.metrics, [])), sub)
+        sub = _fresh(out_dir / OUTSIDE_DIR)
+        argv = self._argv(inner_argv, sub, (M_TIME,), ["--nvtx-exclude", NVTX_KOPT_REGEX])
+        return ProfilePass(PASS_OUTSIDE, tuple(argv), sub)
+
+    def _argv(self, inner_argv: list[str], out_dir: Path, metrics: tuple[str, ...], nvtx_filter: list[str]) -> list[str]:
         out_dir = Path(out_dir).resolve()
         out_dir.mkdir(parents=True, exist_ok=True)
         argv = [
@@ -99,8 +143,9 @@ class NcuProfiler(Profiler):
             "--clock-control", "none",
             "--cache-control", self.cache_control,
             "--replay-mode", "kernel",
-            "--metrics", ",".join(self.metrics),
+            "--metrics", ",".join(metrics),
             "--nvtx",
+            *nvtx_filter,
             "--export", str(out_dir / NCU_REPORT),
             "--force-overwrite",
             *self._print_options(),
@@ -115,8 +160,11 @@ class NcuProfiler(Profiler):
 
     def after_commands(self, out_dir: Path) -> list[list[str]]:
         """Read the report back: the raw page as it is, and with each launch named after its
-        innermost NVTX push/pop range."""
+        innermost NVTX push/pop range. None when the pass profiled no kernel (ncu's filter
+        kept none: there is no report to read)."""
         out_dir = Path(out_dir).resolve()
+        if profiled_nothing(out_dir):
+            return []
         report = str(out_dir / f"{NCU_REPORT}.ncu-rep")
         base = [self.executable, "--import", report, *self._print_options()]
         return [
@@ -125,15 +173,75 @@ class NcuProfiler(Profiler):
         ]
 
     def parse(self, out_dir: Path, kernel_regex: str) -> ProfileSummary:
+        """The profile in `out_dir`: one pass ("full"), or the two passes merged ("time")."""
         out_dir = Path(out_dir)
-        imported, nvtx = out_dir / NCU_IMPORT, out_dir / NCU_NVTX
-        path = imported if imported.is_file() else out_dir / NCU_LOG
+        if self.outside_ranges == "full":
+            return _parse_pass(out_dir, kernel_regex)
+        if profiled_nothing(out_dir):
+            whole = _parse_pass(out_dir / WHOLE_DIR, kernel_regex)
+            return replace(whole, passes=PASSES_FALLBACK)
+        inside = _pass_launches(out_dir, where_expected="inside")
+        outside_dir = out_dir / OUTSIDE_DIR
+        outside = [] if profiled_nothing(outside_dir) else _pass_launches(outside_dir, where_expected="outside")
+        files = tuple(str(d / name) for d in (out_dir, outside_dir) for name in (NCU_IMPORT, NCU_NVTX)
+                      if (d / name).is_file())
+        merged = summarize(inside + outside, kernel_regex, tool="ncu", files=files, ranges_source=NVTX_SOURCE)
+        return replace(merged, passes=PASSES_TWO)
+
+
+def profiled_nothing(out_dir: Path) -> bool:
+    """True when the ncu pass in `out_dir` ran and profiled no kernel: its log holds no CSV
+    table. A log with an ncu error and no table is a failure, not an empty pass; a missing log
+    is no verdict here (False: reading it back fails and says so)."""
+    log = Path(out_dir) / NCU_LOG
+    if not log.is_file():
+        return False
+    lines = _read(log).splitlines()
+    if any(line.startswith('"') for line in lines):
+        return False
+    errors = [line.strip() for line in lines if line.startswith("==ERROR==")]
+    if errors:
+        raise KoptFailure(f"{log}: ncu profiled no kernel: {errors[0]}")
+    return True
+
+
+def _fresh(sub: Path) -> Path:
+    """A pass's own sub-folder, emptied of what an earlier attempt left there."""
+    if sub.is_dir():
+        shutil.rmtree(sub)
+    return sub
+
+
+def _parse_pass(out_dir: Path, kernel_regex: str) -> ProfileSummary:
+    imported, nvtx = out_dir / NCU_IMPORT, out_dir / NCU_NVTX
+    path = imported if imported.is_file() else out_dir / NCU_LOG
+    if not path.is_file():
+        raise KoptFailure(f"{path}: ncu wrote no output (did the profiled command run?)")
+    if not nvtx.is_file():
+        return parse_ncu_csv(path, kernel_regex, why_no_ranges=(
+            f"none: {NCU_NVTX} missing (the profiler's after_commands did not run)"))
+    return parse_ncu_csv(path, kernel_regex, nvtx_path=nvtx)
+
+
+def _pass_launches(out_dir: Path, *, where_expected: str) -> list[Launch]:
+    """The launches of one filtered pass, each with its innermost range. Every launch of the
+    "inside" pass must be in some range, none of the "outside" pass in a kopt range: else
+    ncu's NVTX filter did not apply, and the merge would count launches twice."""
+    imported, nvtx = out_dir / NCU_IMPORT, out_dir / NCU_NVTX
+    for path in (imported, nvtx):
         if not path.is_file():
-            raise KoptFailure(f"{path}: ncu wrote no output (did the profiled command run?)")
-        if not nvtx.is_file():
-            return parse_ncu_csv(path, kernel_regex, why_no_ranges=(
-                f"none: {NCU_NVTX} missing (the profiler's after_commands did not run)"))
-        return parse_ncu_csv(path, kernel_regex, nvtx_path=nvtx)
+            raise KoptFailure(f"{path}: ncu wrote no output (did the pass and its read-back run?)")
+    keyed = ncu_keyed_launches(_read(imported), where=str(imported))
+    renamed = ncu_kernel_names(_read(nvtx), where=str(nvtx))
+    launches = with_nvtx_ranges(keyed, renamed, plain=str(imported), nvtx=str(nvtx))
+    for x in launches:
+        stray = not x.range if where_expected == "inside" else bool(x.range and x.range.startswith(KOPT_PREFIX))
+        if stray:
+            where = f"in range {x.range!r}" if x.range else "outside every range"
+            raise KoptFailure(f"{nvtx}: kernel {x.kernel!r} launched {where} in the pass of kernels {where_expected} "
+                              f"the kopt ranges: ncu's --nvtx-{'include' if where_expected == 'inside' else 'exclude'} "
+                              "filter did not apply")
+    return launches
 
 
 def parse_ncu_csv(

@@ -141,6 +141,9 @@ class ProfileSummary:
     ranges_source: str = ""
     """How the ranges were read (which tool output, which rule); "" when the profile holds
     no range information, with the reason after "none: " when one is known."""
+    passes: str = ""
+    """How the profile was taken when it took more than one plain run (ncu's two passes, or
+    its fallback to one whole-run pass); "" for a single pass."""
 
     @property
     def target_kernels(self) -> tuple[KernelStat, ...]:
@@ -169,6 +172,7 @@ class ProfileSummary:
             "ranged": [g.to_dict() for g in self.ranged],
             "range_openings": None if self.range_openings is None else dict(self.range_openings),
             "ranges_source": self.ranges_source,
+            "passes": self.passes,
         }
 
     @classmethod
@@ -189,6 +193,7 @@ class ProfileSummary:
                 range_openings=(None if data.get("range_openings") is None
                                 else tuple(sorted((str(k), int(v)) for k, v in data["range_openings"].items()))),
                 ranges_source=str(data.get("ranges_source", "")),
+                passes=str(data.get("passes", "")),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise BadInput(f"profile summary: missing or bad field ({exc})") from None
@@ -221,6 +226,8 @@ class ProfileSummary:
         if len(self.kernels) > limit:
             rows.append(f"| ... {len(self.kernels) - limit} more | | | | | | | | | |")
         rows.append("")
+        if self.passes:
+            rows.append(f"Profile: {self.passes}.")
         if not self.calls:
             rows.append(f"No kernel matches `{self.kernel_regex}` (it only marks kernels: the ranges decide "
                         f"what is compared); hottest: `{short_name(self.hottest)}`.")
