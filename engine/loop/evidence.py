@@ -192,7 +192,7 @@ class Evidence:
                     if not done_read.ok:
                         raise KoptFailure(f"{prof.name} reading its report of {side}/ {done_read.why()}: {last_line(done_read)}")
                 done.append(step)
-        summary = prof.parse(out_dir, kernel)
+        summary = prof.parse_passes(done, kernel)
         summary.save(out_dir / "summary.json")
         return summary
 

@@ -8,7 +8,9 @@ The loop asks `choose_profiler(cfg.profile.kind, vendor, outside_ranges=...)` fo
         ... run p.argv (cwd = the worktree, env with KOPT_PROFILE=1; p.out_dir lies in out_dir)
         ... then each of profiler.after_commands(p.out_dir) (reading the tool's output, no GPU)
         done.append(p)
-    summary = profiler.parse(out_dir, kernel_regex)      # all the passes' launches, merged
+    summary = profiler.parse_passes(done, kernel_regex)  # all the passes' launches, merged
+
+`parse(out_dir, kernel_regex)` reads one pass's folder (what `command` wrote).
 
 A profiler of one pass (rocprofv3, ncu with outside_ranges = "full") has `next_pass` return
 `command(...)` once. ncu by default takes two (engine/profile/ncu.py): the full metrics
@@ -41,6 +43,9 @@ class ProfilePass:
     """One run of the bench under the profiler: what it is for, its argv (the bench's argv at
     the end) and the folder it writes (created; `after_commands(out_dir)` reads it back)."""
 
+    role: str
+    """What the profiler parses it as: "single" (the one pass of `command`), or ncu's
+    "ranges", "outside", "whole" (engine/profile/ncu.py)."""
     label: str
     argv: tuple[str, ...]
     out_dir: Path
@@ -67,7 +72,7 @@ class Profiler:
         if done:
             return None
         argv = self.command(inner_argv, out_dir, kernel_regex)
-        return ProfilePass("the whole run", tuple(argv), Path(out_dir).resolve())
+        return ProfilePass("single", "the whole run", tuple(argv), Path(out_dir).resolve())
 
     def after_commands(self, out_dir: Path) -> list[list[str]]:
         """Commands to run, in order, after `command` succeeded and before `parse` (none by
@@ -75,7 +80,15 @@ class Profiler:
         return []
 
     def parse(self, out_dir: Path, kernel_regex: str) -> ProfileSummary:
+        """The summary of one pass's folder (the output of `command`)."""
         raise NotImplementedError
+
+    def parse_passes(self, done: Sequence[ProfilePass], kernel_regex: str) -> ProfileSummary:
+        """The summary of the passes `next_pass` gave and the loop ran (the roles come from
+        this list, never from what lies on disk). By default: the one pass, `parse`."""
+        if len(done) != 1 or done[0].role != "single":
+            raise KoptFailure(f"{self.name}: expected its one pass, got {[p.role for p in done]}")
+        return self.parse(done[0].out_dir, kernel_regex)
 
 
 def choose_profiler(kind: str, vendor: str, *, outside_ranges: str = "time") -> Profiler | None:

@@ -55,6 +55,7 @@ NVTX_KOPT_REGEX = "regex:kopt:.*/"
 name starts with `kopt:` (checked on the H100, docs/profiling.md)."""
 OUTSIDE_DIR = "outside"
 WHOLE_DIR = "whole"
+ROLE_RANGES, ROLE_OUTSIDE, ROLE_WHOLE = "ranges", "outside", "whole"
 PASS_RANGES = "kernels inside the kopt ranges, full metrics"
 PASS_OUTSIDE = "kernels outside the kopt ranges, GPU time only"
 PASS_WHOLE = "no launch inside a kopt range: the whole run, full metrics"
@@ -124,15 +125,15 @@ class NcuProfiler(Profiler):
         out_dir = Path(out_dir).resolve()
         if not done:
             argv = self._argv(inner_argv, out_dir, self.metrics, ["--nvtx-include", NVTX_KOPT_REGEX])
-            return ProfilePass(PASS_RANGES, tuple(argv), out_dir)
+            return ProfilePass(ROLE_RANGES, PASS_RANGES, tuple(argv), out_dir)
         if len(done) > 1:
             return None
         if profiled_nothing(out_dir):
             sub = _fresh(out_dir / WHOLE_DIR)
-            return ProfilePass(PASS_WHOLE, tuple(self._argv(inner_argv, sub, self.metrics, [])), sub)
+            return ProfilePass(ROLE_WHOLE, PASS_WHOLE, tuple(self._argv(inner_argv, sub, self.metrics, [])), sub)
         sub = _fresh(out_dir / OUTSIDE_DIR)
         argv = self._argv(inner_argv, sub, (M_TIME,), ["--nvtx-exclude", NVTX_KOPT_REGEX])
-        return ProfilePass(PASS_OUTSIDE, tuple(argv), sub)
+        return ProfilePass(ROLE_OUTSIDE, PASS_OUTSIDE, tuple(argv), sub)
 
     def _argv(self, inner_argv: list[str], out_dir: Path, metrics: tuple[str, ...], nvtx_filter: list[str]) -> list[str]:
         out_dir = Path(out_dir).resolve()
@@ -173,17 +174,23 @@ class NcuProfiler(Profiler):
         ]
 
     def parse(self, out_dir: Path, kernel_regex: str) -> ProfileSummary:
-        """The profile in `out_dir`: one pass ("full"), or the two passes merged ("time")."""
-        out_dir = Path(out_dir)
-        if self.outside_ranges == "full":
-            return _parse_pass(out_dir, kernel_regex)
-        if profiled_nothing(out_dir):
-            whole = _parse_pass(out_dir / WHOLE_DIR, kernel_regex)
-            return replace(whole, passes=PASSES_FALLBACK)
-        inside = _pass_launches(out_dir, where_expected="inside")
-        outside_dir = out_dir / OUTSIDE_DIR
+        """The summary of one unfiltered pass's folder (what `command` wrote)."""
+        return _parse_pass(Path(out_dir), kernel_regex)
+
+    def parse_passes(self, done: Sequence[ProfilePass], kernel_regex: str) -> ProfileSummary:
+        """The passes `next_pass` gave: one ("full"); the ranges and the outside passes,
+        their launches merged; or the ranges pass that found nothing and the whole run."""
+        roles = [p.role for p in done]
+        if roles == ["single"]:
+            return self.parse(done[0].out_dir, kernel_regex)
+        if roles == [ROLE_RANGES, ROLE_WHOLE]:
+            return replace(self.parse(done[1].out_dir, kernel_regex), passes=PASSES_FALLBACK)
+        if roles != [ROLE_RANGES, ROLE_OUTSIDE]:
+            raise KoptFailure(f"ncu: passes {roles} are not a profile kopt takes")
+        ranges_dir, outside_dir = (Path(p.out_dir) for p in done)
+        inside = _pass_launches(ranges_dir, where_expected="inside")
         outside = [] if profiled_nothing(outside_dir) else _pass_launches(outside_dir, where_expected="outside")
-        files = tuple(str(d / name) for d in (out_dir, outside_dir) for name in (NCU_IMPORT, NCU_NVTX)
+        files = tuple(str(d / name) for d in (ranges_dir, outside_dir) for name in (NCU_IMPORT, NCU_NVTX)
                       if (d / name).is_file())
         merged = summarize(inside + outside, kernel_regex, tool="ncu", files=files, ranges_source=NVTX_SOURCE)
         return replace(merged, passes=PASSES_TWO)

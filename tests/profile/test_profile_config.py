@@ -16,6 +16,8 @@ def test_defaults():
     assert p.run_noise_pct == DEFAULT_RUN_NOISE_PCT == 0.3 and p.repeats == 1
     p = config.loads(MIN + "[profile]\nrun_noise_pct = 0.5\nrepeats = 3\n").profile
     assert (p.run_noise_pct, p.repeats) == (0.5, 3)
+    assert p.outside_ranges == "time"
+    assert config.loads(MIN + '[profile]\noutside_ranges = "full"\n').profile.outside_ranges == "full"
 
 
 @pytest.mark.parametrize("text, needle", [
@@ -23,6 +25,7 @@ def test_defaults():
     ("[profile]\nrun_noise_pct = 'low'\n", "[profile].run_noise_pct must be a number"),
     ("[profile]\nrepeats = 0\n", "[profile].repeats must be between 1 and 20"),
     ("[profile]\nrepeats = 2.5\n", "[profile].repeats must be an integer"),
+    ("[profile]\noutside_ranges = 'none'\n", "[profile].outside_ranges must be \"time\" or \"full\", not 'none'"),
     ("[profile]\nrepeat = 2\n", "unknown key [profile].repeat (did you mean 'repeats'?)"),
 ])
 def test_bad_values_name_their_key(text, needle):
