@@ -70,6 +70,13 @@ def test_profiler_agreement_confirms_a_keep_and_disagreement_sends_it_to_review(
     assert v1["profile"]["agreement"]["per_class"] is True
     assert v1["profile"]["cand"]["target_per_call_ns"] < v1["profile"]["best"]["target_per_call_ns"]
     assert (ws.profiles / "v1" / "cand" / "summary.json").exists()
+    # two ncu passes per tree: full metrics inside the kopt ranges, GPU time alone outside them
+    assert (ws.profiles / "v1" / "cand" / "outside" / "ncu_nvtx.csv").exists()
+    assert v1["profile"]["cand"]["passes"].startswith("two passes")
+    kernels = {k["name"]: k for k in v1["profile"]["cand"]["kernels"]}
+    assert kernels["fake_kernel_large"]["registers_per_thread"] == 32
+    assert kernels["fake_reference"]["calls"] == 4 and kernels["fake_reference"]["registers_per_thread"] is None
+    assert v1["profile"]["comparison"]["unattributed"]["grew"] is False
     v0 = json.loads(ws.memory_path(0).read_text())
     assert v0["profile"]["best"]["hottest"] == "fake_kernel_large"
     monkeypatch.setenv("FAKE_NCU_INVERT", "1")
@@ -77,3 +84,43 @@ def test_profiler_agreement_confirms_a_keep_and_disagreement_sends_it_to_review(
     v2 = json.loads(ws.memory_path(2).read_text())
     assert v2["status"] == "rejected" and "profiler disagrees on cls=large: bench -" in v2["decision"]["reason"]
     assert "profiler_disagrees" in v2["decision"]["flags"]
+
+
+def test_a_keep_that_moves_work_outside_the_ranges_is_not_confirmed(fake_env, monkeypatch):
+    """Hostile: 5% faster per the bench, and 10x the GPU time outside the kopt ranges (work
+    precomputed out of the timed region). The outside pass, GPU time alone, still sees it."""
+    moved = ("do:speed['small'] *= 0.95; speed['large'] *= 0.95; k['outside_us'] = 400; "
+             "json.dump(k, open('kernel.json', 'w'))")
+    repo, root = fake_env([moved], extra_toml='\n[profile]\nkind = "ncu"\nkernel = "fake"\n',
+                          toml_replace={"review_timeout_s = 2": "review_timeout_s = 0.3"})
+    monkeypatch.setenv("PATH", f"{NCU_BIN}:{__import__('os').environ['PATH']}")
+    assert kopt(["--root", str(root), "init", "--repo", str(repo), "--tag", "m"]) == 0
+    ws = Workspace(root, "m")
+    assert run_engine(ws, max_iters=1) == 0
+    v1 = json.loads(ws.memory_path(1).read_text())
+    outside = v1["profile"]["comparison"]["unattributed"]
+    assert outside["grew"] is True and outside["cand_ns"] > 5 * outside["best_ns"]
+    assert v1["status"] != "keep", v1["decision"]
+
+
+def test_a_bench_without_kopt_ranges_is_profiled_in_one_whole_run_pass(fake_env, monkeypatch):
+    repo, root = fake_env(["gain5"], extra_toml='\n[profile]\nkind = "ncu"\nkernel = "fake_kernel"\n',
+                          toml_replace={"review_timeout_s = 2": "review_timeout_s = 0.3"})
+    kernel = json.loads((repo / "kernel.json").read_text())
+    (repo / "kernel.json").write_text(json.dumps({**kernel, "no_ranges": True}))
+    import subprocess
+    subprocess.run(["git", "commit", "-qam", "no ranges"], cwd=repo, check=True,
+                   env={**__import__("os").environ, "GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@b",
+                        "GIT_COMMITTER_NAME": "a", "GIT_COMMITTER_EMAIL": "a@b"})
+    monkeypatch.setenv("PATH", f"{NCU_BIN}:{__import__('os').environ['PATH']}")
+    assert kopt(["--root", str(root), "init", "--repo", str(repo), "--tag", "w"]) == 0
+    ws = Workspace(root, "w")
+    assert run_engine(ws, max_iters=1) == 0
+    v1 = json.loads(ws.memory_path(1).read_text())
+    assert "whole-run pass" in v1["profile"]["cand"]["passes"]
+    assert (ws.profiles / "v1" / "cand" / "whole" / "ncu_import.csv").exists()
+    assert not (ws.profiles / "v1" / "cand" / "outside").exists()
+    kernels = {k["name"]: k for k in v1["profile"]["cand"]["kernels"]}
+    assert kernels["fake_reference"]["registers_per_thread"] == 32  # every kernel with its metrics
+    assert v1["profile"]["comparison"]["per_class"] is False  # the whole-run comparison, as before
+    assert v1["status"] == "keep", v1["decision"]
