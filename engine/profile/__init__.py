@@ -3,10 +3,12 @@ configs through NVTX/roctx ranges, compared per class (DESIGN.md §5.5, §12 lay
 
 The loop calls:
 
-    profiler = choose_profiler(cfg.profile.kind, vendor)        # None: no profiling
-    argv = profiler.command(bench_argv, out_dir, cfg.profile.kernel)
-    ... run argv (cwd = worktree, env + PROFILE_ENV), then each profiler.after_commands(out_dir) ...
-    summary = profiler.parse(out_dir, cfg.profile.kernel)       # KoptFailure on bad output
+    profiler = choose_profiler(cfg.profile.kind, vendor, outside_ranges=cfg.profile.outside_ranges)
+    done = []
+    while (p := profiler.next_pass(bench_argv, out_dir, cfg.profile.kernel, done)) is not None:
+        ... run p.argv (cwd = worktree, env + PROFILE_ENV), then each profiler.after_commands(p.out_dir) ...
+        done.append(p)
+    summary = profiler.parse_passes(done, cfg.profile.kernel)   # KoptFailure on bad output
     cmp = compare_per_class(best_summary, cand_summary, config_refs(record["configs"]),
                             confidence=policy.confidence, run_noise_pct=cfg.profile.run_noise_pct)
     agreement = agrees(verdict.classes, cmp, min_effect_pct=policy.min_effect_pct)

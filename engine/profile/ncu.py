@@ -10,7 +10,14 @@ calls; ncu's default flushes caches before every launch). It records NVTX ranges
 CSV with base units and function names (no template arguments or parameters) to
 `<out_dir>/ncu.csv` through `--log-file`, so the bench's own stdout never mixes with it.
 
-Two commands then read the report again (`after_commands`, no GPU needed): the raw page
+With outside_ranges = "time" (the default) the bench runs twice under ncu (`next_pass`):
+the kernels inside the `kopt:` ranges with every metric (`--nvtx-include`), then the others
+with GPU time alone (`--nvtx-exclude`, into `outside/`), and `parse_passes` merges them; a
+first pass that profiled nothing (no kopt range in the bench) is followed by the single
+unfiltered pass instead (`whole/`). docs/profiling.md says why (replaying the contract
+check's reference kernels with every metric cost ~100 s per tree).
+
+Two commands then read each report again (`after_commands`, no GPU needed): the raw page
 as it is (`ncu_import.csv`), and with `--print-nvtx-rename kernel` (`ncu_nvtx.csv`), where
 ncu names each launch made inside an NVTX push/pop range after its innermost range. The
 parser joins the two by (process, ID): a launch whose two names differ was made in the
