@@ -76,6 +76,7 @@ def profile_view(p: dict[str, Any] | None) -> dict[str, Any] | None:
         view["ranges"][side] = kernels_by_range(summary)
         view["kernels"][side] = [k.get("name") for k in summary.get("kernels", [])]
         view.setdefault("ranges_source", {})[side] = summary.get("ranges_source", "")
+        view.setdefault("passes", {})[side] = summary.get("passes")
     cmp = p.get("comparison")
     if cmp:
         view["comparison"] = {
