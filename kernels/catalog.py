@@ -203,7 +203,7 @@ ab_serve = true
 [profile]
 kind = {_toml("auto" if profile else "none")}
 kernel = {_toml(k.triton_kernel)}
-command = {_toml(f"{py} bench.py --once --dtypes bfloat16")}
+command = {_toml(f"{py} bench.py --profile --dtypes bfloat16")}
 
 [propose]
 kind = "tune"

@@ -185,8 +185,9 @@ def _propose_harness(p: Proposal, table: Table, cols: list[Column]) -> None:
     p.comments["target.ab_command"] = ("served A/B: one process imports best/ and cand/ and answers kopt's "
                                        "looks (docs/files.md); a decision costs seconds, not minutes")
     p.comments["target.production"] = "the harness marks production configs (and the CPU's small ones) prod = 1"
-    p.sections.setdefault("profile", {})["command"] = f"{bench} --once"
-    p.comments["profile.command"] = "the contract alone, no timing: every launch inside its NVTX/roctx range"
+    p.sections.setdefault("profile", {})["command"] = f"{bench} --profile"
+    p.comments["profile.command"] = ("what a profiler runs: each solution twice per config in its NVTX/roctx range; "
+                                     "no reference, no check, no timing")
     p.sections["decide"] = {"production_verdicts": True}
     p.comments["decide.production_verdicts"] = ("production configs vote, the regression grid guards "
                                                 "(docs/decision.md)")

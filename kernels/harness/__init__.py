@@ -18,10 +18,11 @@
 
 `harness.main` gives the bench kopt's modes: one tree (CSV on stdout), `--ab BEST CAND`
 (both trees in one process, interleaved ABBA: kopt's ab_command), `--ab ... --serve` (kopt's
-served looks, `look N PATH` -> `done N`), `--once` (the contract alone: the profiler's
-command). Per config: fresh inputs, the contract check (outputs poisoned with NaN, NaN/Inf
-counted, inputs unchanged), CUDA-graph timing with an L2 flush and rotated buffers, an NVTX
-(or roctx) range `kopt:col=value,...`; without a GPU, Triton's interpreter on the CPU.
+served looks, `look N PATH` -> `done N`), `--once` (the contract alone) and `--profile` (the
+profiler's command: each solution twice per config in its range, no reference, no check).
+Per config: fresh inputs, the contract check (outputs poisoned with NaN, NaN/Inf counted,
+inputs unchanged), CUDA-graph timing with an L2 flush and rotated buffers, an NVTX (or roctx)
+range `kopt:col=value,...`; without a GPU, Triton's interpreter on the CPU.
 docs/byo-kernel.md is the guide.
 
 Self-contained (torch, triton, numpy; never imports kopt's engine): a bench pays only for

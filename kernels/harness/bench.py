@@ -20,8 +20,14 @@ and reports the kernel's bandwidth as % of it (pct_copy). Without a GPU the Trit
 runs in Triton's interpreter (TRITON_INTERPRET=1, set here before triton is imported) on the
 small shapes, timed with time.perf_counter: CPU timings.
 
---once: the contract check alone (each solution runs twice per shape, nothing is timed): the
-command a profiler runs (kopt.toml's [profile] command).
+--once: the contract check alone (each solution runs twice per shape, nothing is timed).
+
+--profile: what a profiler runs (kopt.toml's [profile] command): per shape, fresh inputs and
+each solution called twice inside its config's range; no reference, no comparison, nothing
+timed (correctness is every look's). Under ncu every launch costs 10-80 ms, and the contract
+check's own launches outside the ranges (the fp64 reference, the poisoned buffers, the
+comparison) took 86 s of a 90 s profile on the H100; what is left outside the ranges is the
+inputs and the candidate's own work, which kopt's outside-time rule is for.
 
 A/B mode: both trees' functions are imported under distinct module names (harness/locate.py;
 a bundled solution reads its own tree's params.json), checked, and timed in alternating order block by block (ABBA);
@@ -132,7 +138,7 @@ class Case:
     `contract` is a Spec, or a bundled kernel's contract module (with its roofline module)."""
 
     def __init__(self, torch: Any, contract: Any, roofline: Any, shape: Any, dtype: str,
-                 seed: int, gpu: bool, ranges: Ranges | None = None) -> None:
+                 seed: int, gpu: bool, ranges: Ranges | None = None, *, reference: bool = True) -> None:
         spec = as_spec(contract, roofline)
         self.torch, self.spec, self.shape, self.gpu = torch, spec, shape, gpu
         self.ranges = ranges or no_ranges("")
@@ -146,9 +152,10 @@ class Case:
         gen = torch.Generator(device=self.device).manual_seed(seed)
         self.args, self.kwargs = spec.make_inputs(torch, shape.dims, self.dt, self.device, gen)
         self.args = tuple(self.args)
-        self.ref = spec.reference(torch, self.args, self.kwargs)
-        self.out_shape = tuple(self.ref.shape)
-        self.out_dtype = self.dt if spec.same_dtype else self.ref.dtype
+        self.ref = spec.reference(torch, self.args, self.kwargs) if reference else None
+        # None: made without its reference (--profile): neither checked nor given an out buffer
+        self.out_shape = tuple(self.ref.shape) if self.ref is not None else ()
+        self.out_dtype = (self.dt if spec.same_dtype else self.ref.dtype) if self.ref is not None else self.dt
         self.atol, self.rtol = spec.tolerance[dtype]
         self._sets: list[tuple[tuple, Any]] = []
         self._prepared: dict[int, tuple[ModuleType, Callable[..., Any]]] = {}
@@ -323,13 +330,18 @@ def parse_args(argv: list[str] | None, gpu: bool) -> argparse.Namespace:
                     help="without --ab: the tree whose function is timed (default: the bench's own, "
                          "else the working directory)")
     ap.add_argument("--once", action="store_true",
-                    help="no timing: the contract check only (each solution runs twice per shape), for profilers")
+                    help="no timing: the contract check only (each solution runs twice per shape)")
+    ap.add_argument("--profile", action="store_true",
+                    help="for profilers: each solution called twice per shape in its config's range; no reference, "
+                         "no check, no timing")
     ap.add_argument("--out", help="also write the CSV to this file")
     ap.add_argument("--serve-memory", type=float, default=0.5,
                     help="--serve: leave after a look once kept buffers take this share of the GPU's memory")
     a = ap.parse_args(argv)
     if a.serve and not a.ab:
         ap.error("--serve needs --ab BEST CAND")
+    if a.profile and (a.serve or a.once):
+        ap.error("--profile runs alone: not with --serve or --once")
     a.blocks = a.blocks or ((9 if a.ab else 25) if gpu else (4 if a.ab else 3))
     return a
 
@@ -376,13 +388,13 @@ class Bench:
         self.mods = {side: load_solution(self.spec, tree, side or "this", self.a.which)
                      for side, tree in self.trees.items()}
 
-    def cases(self, base_seed: int) -> Iterator[Case]:
+    def cases(self, base_seed: int, *, reference: bool = True) -> Iterator[Case]:
         """Every shape and dtype, fresh inputs from consecutive seeds."""
         for i, shape in enumerate(self.shapes):
             for j, dtype in enumerate(self.dtypes):
                 self.clock.lap("timing")  # the previous case's timed blocks
                 yield Case(self.torch, self.spec, None, shape, dtype,
-                           base_seed + i * len(self.dtypes) + j, self.gpu, self.ranges)
+                           base_seed + i * len(self.dtypes) + j, self.gpu, self.ranges, reference=reference)
 
     def check_and_time(self, case: Case) -> tuple[dict[str, float], dict[str, Any]]:
         """Each side's contract error and its block timer (None: cannot be timed)."""
@@ -416,6 +428,28 @@ class Bench:
             errs, _ = self.check_and_time(case)
             rows += [{**case.cols, **({"side": side} if self.a.ab else {}), "err": e, "prod": prod(case)}
                      for side, e in errs.items()]
+        return rows
+
+    def profile_rows(self, base_seed: int) -> list[dict[str, Any]]:
+        """--profile: per case, each side's function called twice inside the case's range
+        (allocating its own output, as the contract check's second call does); no reference,
+        no comparison. A call that raises is logged and its row's err is inf."""
+        rows = []
+        for case in self.cases(base_seed, reference=False):
+            for side, mod in self.mods.items():
+                err = math.nan
+                try:
+                    ranged = self.ranges.around(case.function(mod), case.range)
+                    for _ in range(2):
+                        ranged(*case.args, **case.kwargs)
+                    if self.gpu:
+                        self.torch.cuda.synchronize()
+                except Exception as exc:  # a broken candidate: its row says so, the profile goes on
+                    log(f"{self.spec.name} {case.shape.name} {case.cols.get('dtype', '')}{' ' + side if side else ''}: "
+                        f"{type(exc).__name__}: {exc}")
+                    err = math.inf
+                rows.append({**case.cols, **({"side": side} if self.a.ab else {}), "err": err, "prod": prod(case)})
+            self.clock.lap("profile")
         return rows
 
     def ab_rows(self, base_seed: int) -> list[dict[str, Any]]:
@@ -550,7 +584,8 @@ def main(spec: Spec | str | Path, argv: list[str] | None = None, *, tree: str | 
             sys.stdout.flush()
         return serve(bench, sys.stdin, reply)
     seed = new_seed()
-    rows = bench.once_rows(seed) if a.once else bench.ab_rows(seed) if a.ab else bench.timed_rows(seed)
+    rows = (bench.profile_rows(seed) if a.profile else bench.once_rows(seed) if a.once
+            else bench.ab_rows(seed) if a.ab else bench.timed_rows(seed))
     clock.lap("timing")
     write_csv(rows, a.out)
     log(clock.line())

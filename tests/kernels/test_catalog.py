@@ -180,12 +180,16 @@ def test_ab_mode_pairs_and_a_broken_candidate(tmp_path: Path) -> None:
 def test_once_mode_checks_without_timing(tmp_path: Path, harness_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """kopt.toml's [profile] command: the contract alone, every shape, nothing timed."""
     repo = _materialize(tmp_path, "adaln", True)
-    assert config.load(repo / "kopt.toml").profile.command.endswith("bench.py --once --dtypes bfloat16")
+    assert config.load(repo / "kopt.toml").profile.command.endswith("bench.py --profile --dtypes bfloat16")
     from kopt_supervisor.kernels.harness.bench import main
 
     assert main(repo, ["--once"]) == 0
     df = pd.read_csv(io.StringIO(capsys.readouterr().out))
     assert list(df["shape"]) == ["cpu-96", "cpu-600", "cpu-2100"] and "us" not in df and (df["err"] <= 1).all()
+    # the [profile] command itself: the same shapes, the solution run in its ranges, nothing checked
+    assert main(repo, ["--profile", "--dtypes", "bfloat16"]) == 0
+    prof = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    assert list(prof["shape"]) == ["cpu-96", "cpu-600", "cpu-2100"] and prof["err"].isna().all()
 
 
 def test_the_profilers_display_regex_names_every_triton_kernel_of_each_solution() -> None:

@@ -320,3 +320,37 @@ def test_public_api_is_documented() -> None:
                  "prepare", "--ab", "--serve", "--once", "kopt:", "TRITON_INTERPRET", "kernelbench"):
         assert name in doc, name
     assert textwrap.dedent(harness.__doc__ or "").strip()
+
+
+def test_profile_mode_calls_each_solution_twice_in_its_range_and_never_the_reference(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    # what a profiler runs: under ncu every launch costs 10-80 ms, and the contract check's
+    # own launches outside the ranges were 86 s of a 90 s profile on the H100
+    spans: list[str] = []
+    rec = ranges.Ranges(lambda name: spans.append("push " + name), lambda: spans.append("pop"), "test")
+    monkeypatch.setattr(hb, "open_ranges", lambda torch, gpu: rec)
+    t = tmp_path / "t"
+    (t / "ops").mkdir(parents=True)
+    (t / "ops" / "scale.py").write_text("CALLS = []\ndef scale(x):\n    CALLS.append(x.shape)\n    return x * 2\n")
+    refs: list[int] = []
+
+    def counting_reference(torch, args, kwargs):  # noqa: ANN001, ANN202
+        refs.append(1)
+        return args[0].double() * 2
+
+    checks: list[int] = []
+    monkeypatch.setattr(hb, "check_call", lambda *a, **k: checks.append(1))
+    monkeypatch.setattr(sys.modules[__name__], "reference", counting_reference)
+    df = run_main(spec(), ["--profile"], t, capsys)
+    assert refs == [] and checks == []  # no fp64 reference, no comparison
+    names = [s for s in spans if s.startswith("push ")]
+    assert len(names) == 2 * len(df) and spans.count("pop") == len(names)  # two calls per config, each ranged
+    assert df["err"].isna().all() and list(df["shape"]) == ["cpu-a", "cpu-b"]
+    # both sides of an A/B profile, and a solution that raises: its row is inf, the rest go on
+    best, cand = tree(tmp_path / "best"), tree(tmp_path / "cand", "raise RuntimeError('boom')")
+    spans.clear()
+    df = run_main(spec(), ["--ab", str(best), str(cand), "--profile"], best, capsys)
+    assert set(df[df["side"] == "best"]["err"].isna()) == {True}
+    assert (df[df["side"] == "cand"]["err"] == math.inf).all()
+    with pytest.raises(SystemExit):
+        hb.parse_args(["--ab", str(best), str(cand), "--serve", "--profile"], gpu=False)

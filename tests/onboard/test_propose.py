@@ -244,7 +244,7 @@ def test_kopts_own_harness_output_is_served(tmp_path: Path) -> None:
     assert t["ab_command"] == "python bench.py --dtypes bfloat16 --ab {best} {cand} --serve" and t["ab_serve"]
     assert (t["metric"], t["correct"], t["class_by"]) == ("us", "err <= 1", ["dclass"])
     assert t["config"] == ["shape", "B", "N", "H", "hd", "dtype", "esize", "dclass"]
-    assert tomllib.loads(p.text())["profile"]["command"] == "python bench.py --dtypes bfloat16 --once"
+    assert tomllib.loads(p.text())["profile"]["command"] == "python bench.py --dtypes bfloat16 --profile"
 
 
 def test_harness_columns_match_the_harness() -> None:
