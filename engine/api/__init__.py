@@ -45,7 +45,6 @@ from kopt_supervisor.engine.api.gpus import (
 from kopt_supervisor.engine.api.outputs import export_branch, measure_ceilings, write_report
 from kopt_supervisor.engine.api.reading import (
     LIVE_STATES,
-    pending_reviews,
     RunReader,
     Transcript,
     TrustedHistory,
@@ -55,6 +54,7 @@ from kopt_supervisor.engine.api.reading import (
     list_runs,
     memory_record,
     memory_records,
+    pending_reviews,
     read_transcript,
     status,
     trusted_history,

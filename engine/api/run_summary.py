@@ -26,6 +26,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from kopt_supervisor.engine import fmt
+from kopt_supervisor.engine.api.reviews import PendingReview, gpu_of, headline_interval, lane_of
 from kopt_supervisor.engine.projections import (
     ProfiledClass,
     ProfilerEvidence,
@@ -33,7 +34,6 @@ from kopt_supervisor.engine.projections import (
     ran_unsandboxed,
     sandbox_line,
 )
-from kopt_supervisor.engine.api.reviews import PendingReview, gpu_of, headline_interval, lane_of
 from kopt_supervisor.engine.records import Iteration, Status
 
 __all__ = ["TIMED_PHASES", "ProfiledClass", "ProfilerEvidence", "agent_line", "agent_spending", "decision_cost",
