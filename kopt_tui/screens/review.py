@@ -49,6 +49,7 @@ class ReviewScreen(KoptModalScreen[None]):
         """The review to show first (None: the oldest waiting)."""
         self.shown_at = 0.0
         """When (monotonic) the review on screen replaced another (0: the first one shown)."""
+        self.closing = False
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog", id="review"):
@@ -93,7 +94,7 @@ class ReviewScreen(KoptModalScreen[None]):
     def _follow_queue(self) -> None:
         """Keep the review on screen while it waits; when it left the queue, say why and
         show the next (none left: close)."""
-        if self.data is None:
+        if self.data is None or self.closing:
             return
         queue = self.queue()
         versions = [r.version for r in queue]
@@ -109,7 +110,7 @@ class ReviewScreen(KoptModalScreen[None]):
         if not queue:
             if gone is None:
                 self.notify("no candidate is awaiting review", severity="warning")
-            self.dismiss(None)
+            self.close_dialog()
             return
         self.showing = self._after(gone, queue)
 
@@ -185,7 +186,7 @@ class ReviewScreen(KoptModalScreen[None]):
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         if event.button.id == "later":
-            self.dismiss(None)
+            self.close_dialog()
         else:
             self.action_answer(str(event.button.id))
 
@@ -213,4 +214,10 @@ class ReviewScreen(KoptModalScreen[None]):
         self.showing = versions[(i + 1) % len(versions)]
 
     def action_later(self) -> None:
-        self.dismiss(None)
+        self.close_dialog()
+
+    def close_dialog(self) -> None:
+        """Dismiss once (an update arriving while the dialog closes must not dismiss it again)."""
+        if not self.closing:
+            self.closing = True
+            self.dismiss(None)

@@ -19,6 +19,7 @@ from kopt_supervisor.kopt_tui.screens.restart import RestartScreen
 from kopt_supervisor.kopt_tui.screens.review import ReviewScreen
 from kopt_supervisor.kopt_tui.screens.runs import RunsScreen
 from kopt_supervisor.kopt_tui.screens.transcript import TranscriptScreen
+from kopt_supervisor.kopt_tui.widgets.history import HistoryTable
 from tests.tui.fixtures import (
     LANES,
     LANES4,
@@ -82,6 +83,10 @@ def test_dashboard_four_lanes(snap_compare, tmp_path: Path, size: tuple[int, int
 
     async def ready(pilot):
         await until(pilot, lambda: dashboard_ready(app))
+        table = app.screen.query_one(HistoryTable)  # 80×24: scrolled to the newest row it follows
+        await until(pilot, lambda: table.scroll_y == table.max_scroll_y, what="the history at its end")
+        await pilot.wait_for_scheduled_animations()
+        await pilot.pause(0.1)
 
     assert snap_compare(app, terminal_size=size, run_before=ready)
 
