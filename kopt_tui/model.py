@@ -46,9 +46,10 @@ class RunData:
     """The previous reading's `agent_spending` when the history did not move since (a
     heartbeat must not re-add a thousand records)."""
 
-    @property
+    @cached_property
     def state(self) -> str:
-        return api.effective_state(self.meta, self.alive)
+        """engine.api.effective_state (with several lanes: what the lanes do together)."""
+        return api.effective_state(self.meta, self.alive, self.lanes)
 
     @cached_property
     def by_version(self) -> dict[int, Iteration]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import stat
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,12 +28,35 @@ LIVE_STATES = ("running", "paused", "waiting_gpu", "awaiting_review")
 """States in which an engine should be running."""
 
 
-def effective_state(meta: dict[str, Any], alive: bool) -> str:
-    """The run's state as a client shows it: a live state with no engine alive is "crashed"."""
+def effective_state(meta: dict[str, Any], alive: bool, lanes: Sequence[Mapping[str, Any]] = ()) -> str:
+    """The run's state as a client shows it: a live state with no engine alive is "crashed".
+    With several lanes (`lanes`: run_summary.lane_states) the engine's one `state` is whichever
+    lane wrote last, so running / waiting_gpu / awaiting_review is read from the lanes instead:
+    "running" while any lane works on a step, else "awaiting_review" while a review waits for
+    the engineer, else "waiting_gpu" while a lane waits for a GPU, else "running"."""
     state = meta.get("state") or "stopped"
     if state in LIVE_STATES and not alive:
         return "crashed"
+    if len(lanes) > 1 and state in ("running", "waiting_gpu", "awaiting_review"):
+        return lanes_state(lanes)
     return state
+
+
+LANE_WAITS = ("idle", "waiting_gpu", "review")
+"""Lane phases in which a lane works on no step."""
+
+
+def lanes_state(lanes: Sequence[Mapping[str, Any]]) -> str:
+    """What several lanes are doing together (effective_state)."""
+    if any(str(x.get("phase")) not in LANE_WAITS for x in lanes):
+        return "running"
+    if any(_needs_engineer(x.get("review")) for x in lanes):
+        return "awaiting_review"
+    return "waiting_gpu" if any(x.get("phase") == "waiting_gpu" for x in lanes) else "running"
+
+
+def _needs_engineer(review: Any) -> bool:
+    return isinstance(review, Mapping) and not review.get("answer") and not review.get("more_rounds")
 
 
 def heartbeat_age(meta: dict[str, Any], now: float | None = None) -> float | None:
@@ -93,13 +117,14 @@ def status(ws: Workspace) -> dict[str, Any]:
     its = trusted.iterations  # a forged keep counts for nothing
     alive, pid = engine_alive(ws)
     reviews = review_queue(its, meta, review_answers(ws, commands), alive=alive)
-    c = bookkeeping.counters(its)
     cfg = ws.load_config()
+    lanes = run_summary.lane_states(meta, its, cfg.parallel.lanes, reviews)
+    c = bookkeeping.counters(its)
     cfg_direction = cfg.target.direction
     last = everything[-1] if everything else None
     return {
         "tag": ws.tag,
-        "state": effective_state(meta, alive),
+        "state": effective_state(meta, alive, lanes),
         "iteration": last.version if last else None,
         "iteration_status": last.status if last else None,
         "best_commit": trusted.best_commit,
@@ -127,7 +152,7 @@ def status(ws: Workspace) -> dict[str, Any]:
         "decision_cost": run_summary.decision_cost(meta, its),
         "timings": run_summary.phase_timings(its),
         "agent": run_summary.agent_spending(its, cfg.propose.budget_usd, cfg.propose.budget_tokens),
-        "lanes": run_summary.lane_states(meta, its, cfg.parallel.lanes, reviews),
+        "lanes": lanes,
     }
 
 

@@ -200,3 +200,24 @@ def test_answers_sent_at_once_from_several_clients_make_one_row(two_reviews: Wor
         t.join()
     assert sorted(outcomes) == ["refused", "refused", "refused", "sent"]
     assert len([r for r in rows(ws) if r[1] == {"version": 2}]) == 1
+
+
+def test_with_several_lanes_the_runs_state_is_what_the_lanes_do_together():
+    """The engine's one meta `state` is whichever lane wrote last (a lane waiting for a GPU
+    writes waiting_gpu while another measures): clients read the lanes instead."""
+    def lane(phase: str, review: dict[str, Any] | None = None) -> dict[str, Any]:
+        return {"phase": phase, "review": review}
+
+    waiting = {"place": 1, "of": 1, "answer": None, "more_rounds": False}
+    answered = {**waiting, "answer": {"kind": "accept"}}
+    meta = {"state": "waiting_gpu"}
+    assert api.effective_state(meta, True, [lane("eval"), lane("waiting_gpu")]) == "running"
+    assert api.effective_state(meta, True, [lane("review", waiting), lane("waiting_gpu")]) == "awaiting_review"
+    assert api.effective_state(meta, True, [lane("review", answered), lane("waiting_gpu")]) == "waiting_gpu"
+    assert api.effective_state(meta, True, [lane("idle"), lane("review", answered)]) == "running"
+    assert api.effective_state({"state": "running"}, True, [lane("idle"), lane("waiting_gpu")]) == "waiting_gpu"
+    # what the lanes cannot say stays the engine's: paused, stopped, crashed; one lane: as written
+    assert api.effective_state({"state": "paused"}, True, [lane("eval"), lane("idle")]) == "paused"
+    assert api.effective_state({"state": "waiting_gpu"}, False, [lane("eval"), lane("idle")]) == "crashed"
+    assert api.effective_state({"state": "stopped"}, False, [lane("idle"), lane("idle")]) == "stopped"
+    assert api.effective_state(meta, True, [lane("eval")]) == "waiting_gpu"
