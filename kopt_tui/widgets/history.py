@@ -137,3 +137,9 @@ class HistoryTable(DataTable):
             # following the newest row: still in view when the table got shorter (a lanes
             # panel that appeared above it after the rows were shown)
             self.move_cursor(row=self.row_count - 1, animate=False, scroll=True)
+
+    def watch_show_vertical_scrollbar(self, shown: bool) -> None:
+        """A scroll made while the table did not overflow yet leaves the scrollbar that appears
+        with the overflow at the top (Textual moves it on scrolls only): put it where the table is."""
+        if shown:
+            self.vertical_scrollbar.position = self.scroll_y

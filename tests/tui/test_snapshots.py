@@ -20,6 +20,7 @@ from kopt_supervisor.kopt_tui.screens.review import ReviewScreen
 from kopt_supervisor.kopt_tui.screens.runs import RunsScreen
 from kopt_supervisor.kopt_tui.screens.transcript import TranscriptScreen
 from kopt_supervisor.kopt_tui.widgets.history import HistoryTable
+from kopt_supervisor.kopt_tui.widgets.lanes import LanesPanel
 from tests.tui.fixtures import (
     LANES,
     LANES4,
@@ -83,10 +84,14 @@ def test_dashboard_four_lanes(snap_compare, tmp_path: Path, size: tuple[int, int
 
     async def ready(pilot):
         await until(pilot, lambda: dashboard_ready(app))
-        table = app.screen.query_one(HistoryTable)  # 80×24: scrolled to the newest row it follows
-        await until(pilot, lambda: table.scroll_y == table.max_scroll_y, what="the history at its end")
+        # the lanes panel laid out above the history (4 lanes and its border), then the history
+        # scrolled to the newest row it follows (at 80×24 it is shorter than the run)
+        panel, table = app.screen.query_one(LanesPanel), app.screen.query_one(HistoryTable)
+        await until(pilot, lambda: panel.outer_size.height == 6, what="the lanes panel laid out")
+        await until(pilot, lambda: table.scroll_y == table.max_scroll_y and table.cursor_row == 3,
+                    what="the history at its end")
         await pilot.wait_for_scheduled_animations()
-        await pilot.pause(0.1)
+        await pilot.pause(0.2)
 
     assert snap_compare(app, terminal_size=size, run_before=ready)
 
