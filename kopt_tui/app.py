@@ -59,6 +59,9 @@ class Services:
     tick_s: float = 1.0
     auto_review: bool = True
     """Open the review dialog by itself when a candidate becomes borderline."""
+    review_arm_s: float = 0.6
+    """A review shown a moment ago takes no answer yet: the key pressed twice, or once just
+    as the review on screen was answered elsewhere, must not answer the next one unseen."""
 
 
 class RunUpdated(Message):
@@ -105,10 +108,14 @@ class KoptApp(App[int]):
         self.gpus: dict[str, GpuReading] = {}
         self.review_prompted: set[tuple[str, int]] = set()
         """Borderline candidates whose review dialog opened by itself once already."""
+        self.answers_sent: dict[tuple[str, int], str] = {}
+        """(tag, version) -> the answer this TUI sent, until run.db shows it (or shows the review
+        closed): a review answered here leaves the queue at once, never to be answered twice."""
         self._wake = threading.Event()
         self._poller_target: str | None = tag
         self._poller_runs = tag is None
         self._poller_force = True
+        self._closing = False
         self.now = self.services.now()
 
     # -- lifecycle ----------------------------------------------------------------------
@@ -125,6 +132,7 @@ class KoptApp(App[int]):
         self._poll()
 
     def on_unmount(self) -> None:
+        self._closing = True  # the poller ends even when its worker is not cancelled yet
         self._wake.set()
 
     def _tick(self) -> None:
@@ -149,7 +157,7 @@ class KoptApp(App[int]):
         s = self.services
         poller = Poller(self.root, probe=s.probe, backend=s.backend, gpu_every_s=s.gpu_every_s)
         try:
-            while not worker.is_cancelled:
+            while not worker.is_cancelled and not self._closing:
                 poller.target, poller.want_runs = self._poller_target, self._poller_runs
                 if self._poller_force:
                     self._poller_force = False
@@ -171,6 +179,7 @@ class KoptApp(App[int]):
 
     def on_run_updated(self, msg: RunUpdated) -> None:
         self.latest[msg.data.tag] = msg.data
+        self._forget_answers_seen(msg.data)
         for screen in self._live_screens():
             if getattr(screen, "tag", None) == msg.data.tag and hasattr(screen, "data"):
                 screen.data = msg.data
@@ -191,6 +200,35 @@ class KoptApp(App[int]):
 
     # -- commands -----------------------------------------------------------------------
 
+    def open_reviews(self, tag: str) -> tuple[api.PendingReview, ...]:
+        """The run's reviews waiting for an answer, oldest first, less those answered here a
+        moment ago (run.db does not show the answer yet)."""
+        data = self.latest.get(tag)
+        if data is None:
+            return ()
+        return tuple(r for r in data.open_reviews if (tag, r.version) not in self.answers_sent)
+
+    def answer_review(self, tag: str, version: int, kind: str, why: str = "") -> None:
+        """Send `kind` (accept, reject, more_rounds) for vN's review, once: the review leaves
+        this TUI's queue now; a refused send puts it back (engine.api.send says why)."""
+        if (tag, version) in self.answers_sent:
+            return
+        self.answers_sent[(tag, version)] = kind
+        args: dict[str, Any] = {"version": version}
+        if why and kind != "more_rounds":
+            args["why"] = why
+        self.send_command(tag, kind, args)
+
+    def _answer_not_sent(self, tag: str, version: int) -> None:
+        self.answers_sent.pop((tag, version), None)
+
+    def _forget_answers_seen(self, data: RunData) -> None:
+        """Answers sent here that run.db now shows (a pending row, or the review closed or
+        measured again) are run.db's to show from now on."""
+        open_now = {r.version for r in data.open_reviews}
+        for key in [k for k in self.answers_sent if k[0] == data.tag and k[1] not in open_now]:
+            del self.answers_sent[key]
+
     def workspace(self, tag: str) -> Workspace:
         return Workspace(self.root, tag)
 
@@ -201,11 +239,14 @@ class KoptApp(App[int]):
         label = kind.replace("_", " ") + (f" v{args['version']}" if args and "version" in args else "")
         try:
             sent = api.send(self.workspace(tag), kind, args or {}, source=f"tui:{os.getpid()}")
-        except KoptError as e:
-            self.notify(str(e), title=f"{label}: refused", severity="error", timeout=8, markup=False)
         except Exception as e:  # noqa: BLE001 - a failed send is reported; the TUI stays up
-            self.notify(f"{type(e).__name__}: {e}", title=f"{label}: failed", severity="error", timeout=10,
-                        markup=False)
+            if kind in ("accept", "reject", "more_rounds") and args:  # not sent: run.db's to show again
+                self.call_from_thread(self._answer_not_sent, tag, args["version"])
+            if isinstance(e, KoptError):
+                self.notify(str(e), title=f"{label}: refused", severity="error", timeout=8, markup=False)
+            else:
+                self.notify(f"{type(e).__name__}: {e}", title=f"{label}: failed", severity="error", timeout=10,
+                            markup=False)
         else:
             self.notify(sent.message, title=label, timeout=6, markup=False)
         self.refresh_now()

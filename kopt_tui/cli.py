@@ -146,7 +146,7 @@ def cmd_status(args: argparse.Namespace) -> int:
           f"candidates {st['candidates']}, best speedup {fmt.speedup(st['best_speedup'])}")
     print(f"  BEST_COMMIT {st['best_commit']}  (baseline {str(st['baseline_commit'])[:12]})")
     print(f"  consecutive regressions {st['consecutive_regressions']}, pending reviews "
-          f"{', '.join(f'v{v}' for v in st['pending_reviews']) or 'none'}")
+          f"{review_list(st.get('reviews') or [], len(st.get('lanes') or [])) or 'none'}")
     print(f"  engine pid {st['engine_pid'] or fmt.DASH}, heartbeat {f'{fmt.seconds(hb, 0)} ago' if hb is not None else fmt.DASH}")
     if st.get("progress"):
         p = st["progress"]
@@ -160,9 +160,25 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
+def review_list(reviews: list[dict[str, Any]], lanes: int) -> str:
+    """The status JSON's `reviews` in a line, oldest review first: "v7 (lane 1), v5 (lane 0,
+    accept sent)"."""
+    out = []
+    for r in reviews:
+        notes = [f"lane {r['lane']}"] if lanes > 1 and r.get("lane") is not None else []
+        answer = r.get("answer") or {}
+        if answer.get("kind"):
+            notes.append(f"{str(answer['kind']).replace('_', ' ')} sent")
+        elif r.get("more_rounds"):
+            notes.append("more rounds")
+        out.append(f"v{r['version']}" + (f" ({', '.join(notes)})" if notes else ""))
+    return ", ".join(out)
+
+
 def lane_lines(lanes: list[dict[str, Any]]) -> list[str]:
     """`kopt status`'s line per lane when the run has several (the status JSON's `lanes`):
-    "lane 0: v12 deciding · round 3 of up to 8 · GPU 0 on node-a"; none with one lane."""
+    "lane 0: v12 deciding · round 3 of up to 8 · cls=large -4.1% [-4.6, -3.5] · GPU 0 on
+    node-a"; none with one lane."""
     if len(lanes) < 2:
         return []
     from kopt_supervisor.kopt_tui.model import lane_row
@@ -171,8 +187,9 @@ def lane_lines(lanes: list[dict[str, Any]]) -> list[str]:
     for entry in lanes:
         r = lane_row(entry)
         where = " on ".join(x for x in (r.gpu or "no GPU known", r.host) if x)
+        interval = f"{r.interval_cls} {r.interval}".strip()
         out.append(" · ".join(x for x in (f"lane {r.lane}: " + (f"v{r.version} " if r.version is not None else "")
-                                          + r.what, r.step, where) if x))
+                                          + r.what, r.step, interval, where) if x))
     return out
 
 

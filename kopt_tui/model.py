@@ -33,6 +33,9 @@ class RunData:
     alive: bool
     pid: int | None
     pending_commands: tuple[Command, ...] = ()
+    review_answers: tuple[Command, ...] = ()
+    """The pending commands that answer a review and that the run's secret vouches for
+    (engine.api.reading.review_answers): a review with one is answered, the engine applies it."""
     last_event: Event | None = None
     config: Config | None = None
     workspace: str = ""
@@ -43,9 +46,10 @@ class RunData:
     """The previous reading's `agent_spending` when the history did not move since (a
     heartbeat must not re-add a thousand records)."""
 
-    @property
+    @cached_property
     def state(self) -> str:
-        return api.effective_state(self.meta, self.alive)
+        """engine.api.effective_state (with several lanes: what the lanes do together)."""
+        return api.effective_state(self.meta, self.alive, self.lanes)
 
     @cached_property
     def by_version(self) -> dict[int, Iteration]:
@@ -55,9 +59,21 @@ class RunData:
     def counters(self) -> Counters:
         return api.counters(list(self.iterations))
 
+    @cached_property
+    def reviews(self) -> tuple[api.PendingReview, ...]:
+        """The review queue: every lane's candidates awaiting the engineer, oldest review
+        first, each with the answer already sent for it (engine.api.review_queue)."""
+        return tuple(api.review_queue(self.iterations, self.meta, self.review_answers, alive=self.alive))
+
     @property
     def pending_reviews(self) -> tuple[int, ...]:
-        return tuple(api.awaiting_review(self.iterations))
+        """The versions awaiting review, oldest review first (answered or not)."""
+        return tuple(r.version for r in self.reviews)
+
+    @property
+    def open_reviews(self) -> tuple[api.PendingReview, ...]:
+        """The reviews waiting for an answer: none sent yet, and not measured again now."""
+        return tuple(r for r in self.reviews if r.open)
 
     @property
     def direction(self) -> str:
@@ -91,7 +107,7 @@ class RunData:
     def lanes(self) -> tuple[dict[str, Any], ...]:
         """engine.api.lane_states when the run has several lanes ([parallel].lanes); () with one."""
         n = self.config.parallel.lanes if self.config else 1
-        return tuple(api.lane_states(self.meta, self.iterations, n)) if n > 1 else ()
+        return tuple(api.lane_states(self.meta, self.iterations, n, self.reviews)) if n > 1 else ()
 
     def computed(self, name: str) -> Any:
         """A cached property's value if this reading computed it already, else None."""
@@ -117,6 +133,7 @@ class StateView:
     elapsed: str
     heartbeat: str
     reviews: tuple[int, ...]
+    """The versions awaiting review, oldest review first."""
     pid: int | None
     paused: bool
     reason: str
@@ -135,6 +152,26 @@ class StateView:
     off, a decision that costs minutes (its estimate), the notice."""
     agent_cost: str = ""
     """What the agent cost so far ($, or tokens when no CLI reported dollars), for the top line."""
+    review_text: str = ""
+    """"v7 (lane 1), v8 (lane 0) await your review; v6: accept sent" ("" with none pending)."""
+    open_reviews: int = 0
+    """How many reviews wait for an answer (none sent yet)."""
+
+
+def review_line(d: RunData) -> str:
+    """The pending reviews in a line, oldest first: those waiting for the engineer (with
+    their lane when the run has several), then those whose answer is on its way."""
+    lanes = d.config.parallel.lanes if d.config else 1
+
+    def label(r: api.PendingReview) -> str:
+        return f"v{r.version}" + (f" (lane {r.lane})" if lanes > 1 and r.lane is not None else "")
+
+    waiting = [r for r in d.reviews if r.open]
+    parts = [f"{', '.join(label(r) for r in waiting)} {'awaits' if len(waiting) == 1 else 'await'} your review"] \
+        if waiting else []
+    parts += [f"{label(r)}: {r.answer.kind.replace('_', ' ')} sent" for r in d.reviews if r.answer is not None]
+    parts += [f"{label(r)}: more rounds" for r in d.reviews if r.more_rounds and r.answer is None]
+    return "; ".join(parts)
 
 
 def state_view(d: RunData, now: float) -> StateView:
@@ -173,6 +210,8 @@ def state_view(d: RunData, now: float) -> StateView:
         unsandboxed=api.ran_unsandboxed(m),
         cautions=cautions(d),
         agent_cost=agent_cost(d.agent_spending),
+        review_text=review_line(d),
+        open_reviews=len(d.open_reviews),
     )
 
 
@@ -279,6 +318,12 @@ LANE_WORDS = {**STEP_WORDS, "idle": "idle", "gate": "taking its GPU", "police": 
 has one (engine.api.lane_states)."""
 
 
+SHORT_LANE_WORDS = {"waiting for an idle GPU": "waiting for GPU", "checking the candidate": "checking",
+                    "gathering evidence": "evidence", "deciding again in fresh processes": "re-deciding",
+                    "re-checking after format": "re-checking", "measuring the baseline": "baseline"}
+"""A lane's words where a narrow terminal has little room."""
+
+
 @dataclass(frozen=True)
 class LaneRow:
     lane: int
@@ -291,6 +336,32 @@ class LaneRow:
     gpu: str
     """"GPU 1", the GPU's name when it has no index (a CPU-only target), "" when none is known."""
     host: str
+    short: str = ""
+    """What it does in a few characters (a narrow terminal): "deciding 2/4", "review 1 of 2"."""
+    candidate: str = ""
+    """The hypothesis in flight ("" while it is proposed, or when idle)."""
+    interval: str = ""
+    """The change its decision stands at and its interval: "-0.5% [-0.6, -0.4]" ("" before
+    min_rounds looks are in)."""
+    interval_cls: str = ""
+    """The class that interval is of (the decision's focus)."""
+    verdict: str = ""
+    """That class's verdict so far (improved, regressed, tied, undecided)."""
+    review: int | None = None
+    """Its place in the review queue (1: the oldest review; 0: a place the record does not
+    say), None when it awaits no review."""
+    answered: bool = False
+    """Its review has an answer on the way to the engine, or is being measured again."""
+
+    @property
+    def reviewing(self) -> bool:
+        """Its candidate awaits review (answered or not)."""
+        return self.review is not None
+
+    @property
+    def needs_you(self) -> bool:
+        """Its review waits for the engineer's answer."""
+        return self.review is not None and not self.answered
 
 
 @dataclass(frozen=True)
@@ -304,23 +375,61 @@ class LanesView:
     def busy(self) -> int:
         return sum(r.version is not None for r in self.rows)
 
+    @property
+    def needing_you(self) -> int:
+        """Lanes whose review waits for the engineer's answer."""
+        return sum(r.needs_you for r in self.rows)
+
 
 def lane_row(entry: dict[str, Any]) -> LaneRow:
     """One entry of `kopt status --json`'s `lanes` (engine.api.lane_states) as a lane's line."""
     phase = str(entry.get("phase") or "")
     what, step = step_words(phase, entry.get("step"), entry.get("done"), entry.get("total"))
+    what = LANE_WORDS.get(phase, what)
     if phase == "waiting_gpu":
         step = ""  # "lane 1: no idle GPU ...": the words say it
     done, total, version = entry.get("done"), entry.get("total"), entry.get("version")
+    done = done if isinstance(done, int) and not isinstance(done, bool) else None
+    total = total if isinstance(total, int) and not isinstance(total, bool) else None
+    short = SHORT_LANE_WORDS.get(what, what)
+    if done is not None and total:
+        short = f"{short} {done + 1}/{total}"
+    review = _mapping(entry.get("review"))
+    place, of = review.get("place"), review.get("of")
+    place = place if isinstance(place, int) and not isinstance(place, bool) and place > 0 else None
+    answer = _mapping(review.get("answer"))
+    if review and answer.get("kind"):
+        what = short = f"{str(answer['kind']).replace('_', ' ')} sent"
+        step = "the engine applies it"
+    elif review and review.get("more_rounds"):
+        what = "more rounds"
+        short = f"more rounds {done + 1}/{total}" if done is not None and total else what
+    elif review:
+        what, short = "awaiting your review", "review"
+        if place is not None and isinstance(of, int) and of > 1:
+            step = f"{place} of {of}"
+            short = f"review {place} of {of}"
     found = entry.get("gpu")
     gpu: dict[str, Any] = found if isinstance(found, dict) else {}
     index = gpu.get("index")
     label = f"GPU {index}" if isinstance(index, int) and not isinstance(index, bool) else str(gpu.get("name") or "")
+    interval = _mapping(entry.get("interval"))
+    delta = _opt(interval.get("delta_pct"))
     return LaneRow(
         lane=int(entry.get("lane") or 0), version=version if isinstance(version, int) else None,
-        what=LANE_WORDS.get(phase, what), step=fmt.one_line(step, 120),
-        done=done if isinstance(done, int) else None, total=total if isinstance(total, int) else None,
-        gpu=fmt.one_line(label, 40), host=fmt.one_line(str(entry.get("host") or ""), 40))
+        what=what, step=fmt.one_line(step, 120), done=done, total=total,
+        gpu=fmt.one_line(label, 40), host=fmt.one_line(str(entry.get("host") or ""), 40), short=fmt.one_line(short, 40),
+        candidate=fmt.one_line(entry.get("hypothesis") or "", 200),
+        interval=f"{fmt.pct(delta, 1)} {fmt.interval(interval.get('lo'), interval.get('hi'))}" if delta is not None
+        else "",
+        interval_cls=fmt.one_line(interval.get("cls") or "", 40) if delta is not None else "",
+        verdict=str(interval.get("verdict") or "") if delta is not None else "",
+        review=(place or 0) if review else None,
+        answered=bool(review) and (bool(answer.get("kind")) or bool(review.get("more_rounds"))))
+
+
+def _mapping(v: Any) -> dict[str, Any]:
+    return v if isinstance(v, dict) else {}
 
 
 def lanes_view(d: RunData) -> LanesView | None:
@@ -625,6 +734,10 @@ class ReviewView:
     deadline_left: str
     policy: str
     rows: tuple[ClassRow, ...] = field(default=())
+    lane: int | None = None
+    """The lane it was measured in (engine.api.PendingReview.lane)."""
+    gpu: str = ""
+    """"GPU 1 (local)": the GPU it was measured on, "" when the record names none."""
 
 
 def review_view(d: RunData, version: int, now: float) -> ReviewView | None:
@@ -635,6 +748,12 @@ def review_view(d: RunData, version: int, now: float) -> ReviewView | None:
     review = it.record.get("review") or {}
     deadline = _opt(review.get("deadline"))
     policy = d.config.decide.review_default if d.config else "reject"
+    pending = next((r for r in d.reviews if r.version == version), None)
+    gpu = (pending.gpu if pending else None) or {}
+    index = gpu.get("index")
+    where = f"GPU {index}" if isinstance(index, int) and not isinstance(index, bool) else str(gpu.get("name") or "")
+    if where and gpu.get("host"):
+        where += f" ({gpu['host']})"
     return ReviewView(
         version=it.version, hypothesis=fmt.one_line(it.hypothesis, 300), target=it.target_class or "all classes (global)",
         reason=fmt.one_line(review.get("reason") or dec.get("reason") or "", 300),
@@ -642,7 +761,7 @@ def review_view(d: RunData, version: int, now: float) -> ReviewView | None:
         rounds=dec.get("rounds") if isinstance(dec.get("rounds"), int) else None,
         gpu_seconds=_opt(dec.get("gpu_seconds")),
         deadline_left=fmt.clock(deadline - now) if deadline is not None and d.alive else "",
-        policy=policy, rows=class_rows(it))
+        policy=policy, rows=class_rows(it), lane=pending.lane if pending else None, gpu=fmt.one_line(where, 60))
 
 
 def restart_points(iterations: tuple[Iteration, ...] | list[Iteration]) -> list[Iteration]:

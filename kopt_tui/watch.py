@@ -92,11 +92,12 @@ class RunCache:
                 self._generation += 1
             commands = tuple(r.pending_commands())
             events = r.events(limit=1)
+        answers = tuple(r.review_answers(list(commands)))  # the secret is a file: outside the read
         self._dv, self._alive, self._stamps = dv, alive, stamps
         previous = self.data
         self.data = RunData(
             tag=self.ws.tag, meta=meta, iterations=tuple(self._its[v] for v in sorted(self._its)),
-            alive=alive[0], pid=alive[1], pending_commands=commands,
+            alive=alive[0], pid=alive[1], pending_commands=commands, review_answers=answers,
             last_event=events[-1] if events else None, config=self.config, workspace=str(self.ws.dir),
             generation=self._generation,
             carried_spending=previous.computed("agent_spending") if previous is not None and not changed else None)

@@ -12,6 +12,10 @@ Grouped by what a client does:
   `best_iteration`, `awaiting_review` (the pending review rule), `restart_point_problem`,
   `trusted_history` -> `TrustedHistory` (the keeps the run's seals vouch for: derive BEST
   and the counters from its `iterations`, show its `tampered`);
+- the review queue (`reviews`): `pending_reviews(ws)` and `review_queue(iterations, meta,
+  answers, alive=)` -> `PendingReview`s (every lane's candidates awaiting the engineer,
+  oldest review first, each with its lane, evidence and the answer already sent),
+  `headline_interval` -> `Interval` (what a decision hinges on: the lanes' live interval);
 - what a run spent and how it ran (`run_summary`): `agent_spending`, `agent_line`,
   `phase_timings`, `timing_rows`, `sandbox_state`, `ran_unsandboxed`, `sandbox_line`,
   `decision_cost`, `profiler_evidence` -> `ProfilerEvidence` of `ProfiledClass`es,
@@ -50,9 +54,17 @@ from kopt_supervisor.engine.api.reading import (
     list_runs,
     memory_record,
     memory_records,
+    pending_reviews,
     read_transcript,
     status,
     trusted_history,
+)
+from kopt_supervisor.engine.api.reviews import (
+    Answer,
+    Interval,
+    PendingReview,
+    headline_interval,
+    review_queue,
 )
 from kopt_supervisor.engine.api.run_summary import (
     TIMED_PHASES,
@@ -115,6 +127,8 @@ __all__ = [
     "LIVE_STATES", "RunReader", "awaiting_review", "best_commit", "best_iteration", "best_speedup", "counters",
     "effective_state", "heartbeat_age", "list_runs", "memory_record", "memory_records", "restart_point_problem",
     "status", "Transcript", "read_transcript", "TrustedHistory", "trusted_history",
+    # the review queue
+    "Answer", "Interval", "PendingReview", "headline_interval", "pending_reviews", "review_queue",
     # what a run spent and how it ran
     "TIMED_PHASES", "ProfiledClass", "ProfilerEvidence", "agent_line", "agent_spending", "decision_cost",
     "lane_states", "phase_timings", "profiler_evidence", "ran_unsandboxed", "sandbox_line", "sandbox_state",

@@ -4,6 +4,13 @@ unmask, submit).
 A send inserts a command row that the run's engine polls. When no engine owns the
 workspace, commands that only change the history (mask, unmask, restart, pause, resume,
 stop) are applied here, under the workspace lock, by the same code the engine uses.
+
+An answer to a review (accept, reject, more rounds) names its iteration, and is refused
+unless that iteration awaits review and no answer to it is pending yet (from any client:
+the TUI, `kopt accept`, another TUI): the engine takes the first answer of a review, so a
+second one could only be refused later, or, after more rounds, answer the review re-opened
+without the engineer having seen it. The check and the insert are one write transaction, so
+two clients answering at once cannot both pass.
 """
 
 from __future__ import annotations
@@ -13,6 +20,7 @@ from typing import Any
 
 from kopt_supervisor.engine import history, integrity
 from kopt_supervisor.engine.api.reading import LIVE_STATES
+from kopt_supervisor.engine.api.reviews import ANSWERS, answer_version, sealed_answers
 from kopt_supervisor.engine.daemon import engine_alive, workspace_lock
 from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.store import Store
@@ -36,21 +44,27 @@ def send(ws: Workspace, kind: str, args: dict[str, Any] | None = None, *, source
         applied = _apply_offline(ws, kind, args, source)
         if applied is not None:
             return Sent(None, True, applied)
-    with Store(ws.db_path) as store:
-        _validate(store, kind, args)
-        cid = store.send_command(kind, args, source=source, seal=integrity.command_sealer(integrity.read_secret(ws.dir)))
+    key = integrity.read_secret(ws.dir)
+    with Store(ws.db_path) as store, store.transaction():  # checked and inserted at once
+        _validate(store, kind, args, key)
+        cid = store.send_command(kind, args, source=source, seal=integrity.command_sealer(key))
     if alive:
         return Sent(cid, False, f"sent to the engine (pid {pid})")
     return Sent(cid, False, "queued: no engine is running; it applies when the run resumes (`kopt run`)")
 
 
-def _validate(store: Store, kind: str, args: dict[str, Any]) -> None:
-    if kind in ("accept", "reject", "more_rounds"):
+def _validate(store: Store, kind: str, args: dict[str, Any], key: bytes) -> None:
+    if kind in ANSWERS:
         v = int(args["version"])
         it = store.iteration(v)
         if it is None or not it.awaiting_review:
             raise BadInput(f"v{v} is not awaiting review"
                            + (f" (status {it.status}{', masked' if it.masked else ''})" if it else ""))
+        sent = [c for c in sealed_answers(key, store.pending_commands(ANSWERS)) if answer_version(c) == v]
+        if sent:
+            c = sent[0]
+            raise BadInput(f"v{v} already has an answer waiting for the engine: {c.kind.replace('_', ' ')} "
+                           f"(command #{c.id}, from {c.source or 'an unnamed client'})")
     if kind == "restart":
         history.check_restart_point(store, int(args["version"]))
 

@@ -29,10 +29,11 @@ def gpus_report(ws: Workspace | None = None) -> dict[str, Any]:
         return check(GpuConfig())
     cfg = ws.load_config()
     report = check(cfg.gpu)
+    from kopt_supervisor.engine.api.reading import pending_reviews
     from kopt_supervisor.engine.api.run_summary import lane_states
 
     with ws.open_store(readonly=True) as store:  # which lane holds which GPU (docs/lanes.md)
-        report["lanes"] = lane_states(store.meta(), store.iterations(), cfg.parallel.lanes)
+        report["lanes"] = lane_states(store.meta(), store.iterations(), cfg.parallel.lanes, pending_reviews(ws))
     return report
 
 

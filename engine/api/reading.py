@@ -1,6 +1,7 @@
 """Reading a run: its state (`status`, the stable JSON of `kopt status --json`, DESIGN.md
-§10), every run under a root, its memory records, and `RunReader`, the TUI's cheap read-only
-view. Reads open run.db read-only and never block the engine.
+§10), its review queue (`pending_reviews`: every lane's, oldest first), every run under a
+root, its memory records, and `RunReader`, the TUI's cheap read-only view. Reads open run.db
+read-only and never block the engine.
 """
 
 from __future__ import annotations
@@ -8,16 +9,18 @@ from __future__ import annotations
 import os
 import stat
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kopt_supervisor.engine import bookkeeping, history
+from kopt_supervisor.engine import bookkeeping, history, integrity
 from kopt_supervisor.engine.api import run_summary
+from kopt_supervisor.engine.api.reviews import PendingReview, review_queue, sealed_answers
 from kopt_supervisor.engine.daemon import engine_alive
 from kopt_supervisor.engine.decide.stats import geomean
-from kopt_supervisor.engine.errors import BadInput
-from kopt_supervisor.engine.records import Iteration, awaiting_review
+from kopt_supervisor.engine.errors import BadInput, KoptError
+from kopt_supervisor.engine.records import Iteration
 from kopt_supervisor.engine.store import Command, Event, Store
 from kopt_supervisor.engine.workspace import Workspace, list_workspaces
 
@@ -25,12 +28,35 @@ LIVE_STATES = ("running", "paused", "waiting_gpu", "awaiting_review")
 """States in which an engine should be running."""
 
 
-def effective_state(meta: dict[str, Any], alive: bool) -> str:
-    """The run's state as a client shows it: a live state with no engine alive is "crashed"."""
+def effective_state(meta: dict[str, Any], alive: bool, lanes: Sequence[Mapping[str, Any]] = ()) -> str:
+    """The run's state as a client shows it: a live state with no engine alive is "crashed".
+    With several lanes (`lanes`: run_summary.lane_states) the engine's one `state` is whichever
+    lane wrote last, so running / waiting_gpu / awaiting_review is read from the lanes instead:
+    "running" while any lane works on a step, else "awaiting_review" while a review waits for
+    the engineer, else "waiting_gpu" while a lane waits for a GPU, else "running"."""
     state = meta.get("state") or "stopped"
     if state in LIVE_STATES and not alive:
         return "crashed"
+    if len(lanes) > 1 and state in ("running", "waiting_gpu", "awaiting_review"):
+        return lanes_state(lanes)
     return state
+
+
+LANE_WAITS = ("idle", "waiting_gpu", "review")
+"""Lane phases in which a lane works on no step."""
+
+
+def lanes_state(lanes: Sequence[Mapping[str, Any]]) -> str:
+    """What several lanes are doing together (effective_state)."""
+    if any(str(x.get("phase")) not in LANE_WAITS for x in lanes):
+        return "running"
+    if any(_needs_engineer(x.get("review")) for x in lanes):
+        return "awaiting_review"
+    return "waiting_gpu" if any(x.get("phase") == "waiting_gpu" for x in lanes) else "running"
+
+
+def _needs_engineer(review: Any) -> bool:
+    return isinstance(review, Mapping) and not review.get("answer") and not review.get("more_rounds")
 
 
 def heartbeat_age(meta: dict[str, Any], now: float | None = None) -> float | None:
@@ -86,16 +112,19 @@ def status(ws: Workspace) -> dict[str, Any]:
     with ws.open_store(readonly=True) as store, store.snapshot():
         meta = store.meta()
         everything = store.iterations()
+        commands = store.pending_commands()
     trusted = trusted_history(ws, everything, meta)
     its = trusted.iterations  # a forged keep counts for nothing
     alive, pid = engine_alive(ws)
-    c = bookkeeping.counters(its)
+    reviews = review_queue(its, meta, review_answers(ws, commands), alive=alive)
     cfg = ws.load_config()
+    lanes = run_summary.lane_states(meta, its, cfg.parallel.lanes, reviews)
+    c = bookkeeping.counters(its)
     cfg_direction = cfg.target.direction
     last = everything[-1] if everything else None
     return {
         "tag": ws.tag,
-        "state": effective_state(meta, alive),
+        "state": effective_state(meta, alive, lanes),
         "iteration": last.version if last else None,
         "iteration_status": last.status if last else None,
         "best_commit": trusted.best_commit,
@@ -106,7 +135,8 @@ def status(ws: Workspace) -> dict[str, Any]:
         "recent_regressions": c.recent_regressions,
         "candidates": c.candidates,
         "keeps": c.keeps,
-        "pending_reviews": awaiting_review(its),
+        "pending_reviews": [r.version for r in reviews],
+        "reviews": [r.to_dict() for r in reviews],
         "masked": [it.version for it in its if it.masked],
         "stop_reason": meta.get("stop_reason"),
         "engine_pid": pid if alive else None,
@@ -122,8 +152,29 @@ def status(ws: Workspace) -> dict[str, Any]:
         "decision_cost": run_summary.decision_cost(meta, its),
         "timings": run_summary.phase_timings(its),
         "agent": run_summary.agent_spending(its, cfg.propose.budget_usd, cfg.propose.budget_tokens),
-        "lanes": run_summary.lane_states(meta, its, cfg.parallel.lanes),
+        "lanes": lanes,
     }
+
+
+def review_answers(ws: Workspace, commands: list[Command]) -> list[Command]:
+    """The pending review answers the run's secret vouches for (engine.api.reviews.sealed_answers;
+    a run whose secret cannot be read has none: the engine would refuse them too)."""
+    try:
+        key = integrity.existing_secret(ws.dir)
+    except KoptError:
+        key = None
+    return sealed_answers(key, commands)
+
+
+def pending_reviews(ws: Workspace) -> list[PendingReview]:
+    """The run's review queue (engine.api.reviews.review_queue): every candidate awaiting the
+    engineer, whatever its lane, oldest review first, with the answer already sent for it."""
+    with ws.open_store(readonly=True) as store, store.snapshot():
+        meta = store.meta()
+        its = store.iterations()
+        commands = store.pending_commands()
+    trusted = trusted_history(ws, its, meta)
+    return review_queue(trusted.iterations, meta, review_answers(ws, commands), alive=engine_alive(ws)[0])
 
 
 def list_runs(root: Path) -> list[dict[str, Any]]:
@@ -198,6 +249,10 @@ class RunReader:
     def pending_commands(self) -> list[Command]:
         """Commands sent but not yet handled (queued while no engine runs, or in flight)."""
         return self.store.pending_commands()
+
+    def review_answers(self, commands: list[Command]) -> list[Command]:
+        """The review answers among `commands` that the run's secret vouches for."""
+        return review_answers(self.ws, commands)
 
     def events(self, since_id: int = 0, version: int | None = None, limit: int = 500) -> list[Event]:
         return self.store.events(since_id=since_id, version=version, limit=limit)

@@ -13,9 +13,10 @@ plain JSON-able values out.
   the same);
 - `profiler_evidence(record["profile"])` (engine.projections: results.md reads it the same):
   per class the profiler's change per call beside the bench's verdict;
-- `lane_states(meta, iterations, lanes)`: what each lane ([parallel].lanes) is doing now:
-  its running iteration, its live step (meta `lane:<i>`, or meta `progress` with one lane),
-  its GPU and host.
+- `lane_states(meta, iterations, lanes, reviews)`: what each lane ([parallel].lanes) is doing
+  now: its running iteration, its live step (meta `lane:<i>`, or meta `progress` with one
+  lane), its GPU and host, its candidate, the interval its decision stands at, and its place
+  in the review queue (engine.api.reviews).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from kopt_supervisor.engine import fmt
+from kopt_supervisor.engine.api.reviews import PendingReview, gpu_of, headline_interval, lane_of
 from kopt_supervisor.engine.projections import (
     ProfiledClass,
     ProfilerEvidence,
@@ -157,12 +159,13 @@ def _num(v: Any) -> float | None:
 
 LANE_STEP_KEYS = ("phase", "step", "done", "total", "eta_s")
 """What a lane's entry takes from its live step (meta `lane:<i>`, the dict meta `progress` holds)."""
-GPU_KEYS = ("index", "uuid", "name")
 
 
-def lane_states(meta: Mapping[str, Any], iterations: Sequence[Iteration], lanes: int) -> list[dict[str, Any]]:
+def lane_states(meta: Mapping[str, Any], iterations: Sequence[Iteration], lanes: int,
+                reviews: Sequence[PendingReview] = ()) -> list[dict[str, Any]]:
     """One entry per lane of the run (`lanes`: [parallel].lanes; at least one), in lane order:
-    {"lane", "version", "phase", "step", "done", "total", "eta_s", "gpu", "host"}.
+    {"lane", "version", "phase", "step", "done", "total", "eta_s", "gpu", "host", "hypothesis",
+    "interval", "review"}.
 
     - `version`: the lane's iteration in flight (running, or borderline awaiting the engineer),
       None when the lane is idle. An iteration's lane is record["lane"] (none: lane 0, the
@@ -178,24 +181,39 @@ def lane_states(meta: Mapping[str, Any], iterations: Sequence[Iteration], lanes:
       backend `host` is the worker host whose gate chose the GPU.
     - `host`: the GPU's host, else where the lane last ran (meta `lane:<i>` `host`: "local",
       "ray" until a Ray worker took the lane, then that worker), None when unknown.
+    - `hypothesis`: the candidate in flight (None while it is proposed, or when idle).
+    - `interval`: the interval its decision hinges on so far (reviews.headline_interval:
+      {"cls", "ratio", "lo", "hi", "delta_pct", "rounds", "verdict"}; updated after every look
+      once min_rounds are in), None before.
+    - `review`: None, or when its iteration awaits the engineer its place in the review queue
+      (`reviews`: reviews.review_queue): {"place", "of", "deadline", "answer", "more_rounds"}.
     """
     count = max(1, int(lanes))
     newest: dict[int, Iteration] = {}
     for it in iterations:
-        i = _lane_of(it)
+        i = lane_of(it)
         if i is not None and i < count and (i not in newest or it.version > newest[i].version):
             newest[i] = it
     progress = _mapping(meta.get("progress"))
+    pending = {r.version: r for r in reviews}
     out = []
     for i in range(count):
         seen = _mapping(meta.get(f"lane:{i}"))
         last = newest.get(i)
         running = last if last is not None and not last.final else None
-        gpu = _gpu_of(_mapping(last.record.get("gpu")) if last is not None else {}, None) \
-            or _gpu_of(_mapping(seen.get("gpu")), seen.get("host"))
+        gpu = gpu_of(_mapping(last.record.get("gpu")) if last is not None else {}, None) \
+            or gpu_of(_mapping(seen.get("gpu")), seen.get("host"))
+        interval = headline_interval(running.record, running.target_class) if running is not None else None
+        review = pending.get(running.version) if running is not None else None
         out.append({"lane": i, "version": running.version if running else None,
                     **_lane_step(running, seen, progress, idle_step=progress if count == 1 else seen),
-                    "gpu": gpu, "host": (gpu or {}).get("host") or _text(seen.get("host"))})
+                    "gpu": gpu, "host": (gpu or {}).get("host") or _text(seen.get("host")),
+                    "hypothesis": (running.hypothesis or None) if running is not None else None,
+                    "interval": interval.to_dict() if interval is not None else None,
+                    "review": None if review is None else {
+                        "place": review.place, "of": review.of, "deadline": review.deadline,
+                        "answer": review.answer.to_dict() if review.answer else None,
+                        "more_rounds": review.more_rounds}})
     return out
 
 
@@ -212,19 +230,6 @@ def _lane_step(running: Iteration | None, seen: Mapping[str, Any], progress: Map
     if progress and idle_step.get("phase") == "waiting_gpu":  # no progress: the run ended, its lanes idle
         return {**nothing, "phase": "waiting_gpu", "step": idle_step.get("step")}
     return {**nothing, "phase": "idle"}
-
-
-def _lane_of(it: Iteration) -> int | None:
-    lane = it.record.get("lane", 0)
-    return lane if isinstance(lane, int) and not isinstance(lane, bool) and lane >= 0 else None
-
-
-def _gpu_of(g: Mapping[str, Any], host: Any) -> dict[str, Any] | None:
-    """{"index", "uuid", "name", "host"} of a GPU record (the iteration's or a gate lease),
-    None when it names no GPU."""
-    if not any(g.get(k) is not None for k in GPU_KEYS):
-        return None
-    return {**{k: g.get(k) for k in GPU_KEYS}, "host": _text(g.get("host")) or _text(host)}
 
 
 def _text(v: Any) -> str | None:

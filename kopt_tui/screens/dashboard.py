@@ -36,10 +36,12 @@ SIDE_PANELS = ("deltas", "counters", "gpus", "chart")
 
 class DashboardScreen(KoptScreen[None]):
     BINDINGS = [
-        Binding("a", "accept", "accept", tooltip="Accept the borderline candidate awaiting review"),
-        Binding("r", "reject", "reject", tooltip="Reject the borderline candidate awaiting review"),
+        Binding("a", "accept", "accept",
+                tooltip="Accept the borderline candidate awaiting review (several: the review queue opens)"),
+        Binding("r", "reject", "reject",
+                tooltip="Reject the borderline candidate awaiting review (several: the review queue opens)"),
         Binding("m", "more_rounds", "more rounds", show=False,
-                tooltip="Measure the borderline candidate for more rounds"),
+                tooltip="Measure the borderline candidate for more rounds (several: the review queue opens)"),
         Binding("p", "pause", "pause/resume", tooltip="Pause the run (a benchmark in flight is re-run), or resume it"),
         Binding("s", "stop", "stop", tooltip="Stop the run cleanly (asks first); `kopt run` resumes it later"),
         Binding("R", "restart", "restart", key_display="R",
@@ -114,7 +116,8 @@ class DashboardScreen(KoptScreen[None]):
         self._show_selected()
         self._show_lanes(data)
         self._on_tick(self.app.now)
-        actions = (data.state, data.alive, data.pending_reviews, bool(data.meta.get("paused")), self._restartable)
+        actions = (data.state, data.alive, tuple(r.version for r in self.app.open_reviews(self.tag)),
+                   bool(data.meta.get("paused")), self._restartable)
         if actions != self._actions_key:
             self._actions_key = actions
             self.refresh_bindings()  # the footer and the palette follow what applies now
@@ -128,9 +131,10 @@ class DashboardScreen(KoptScreen[None]):
         panel = self.query_one(LanesPanel)
         panel.view = view
         if view is not None:
-            panel.border_title = (f"lanes · {view.busy} of {len(view.rows)} busy" if view.live
-                                  else "lanes · paused" if data.alive
-                                  else "lanes · no engine" if data.state == "crashed" else f"lanes · {data.state}")
+            title = (f"lanes · {view.busy} of {len(view.rows)} busy" if view.live
+                     else "lanes · paused" if data.alive
+                     else "lanes · no engine" if data.state == "crashed" else f"lanes · {data.state}")
+            panel.title = title + (f" · {view.needing_you} awaiting review" if view.needing_you else "")
         self.set_class(view is not None, "-lanes")
 
     @renders_data
@@ -166,20 +170,22 @@ class DashboardScreen(KoptScreen[None]):
         self.action_detail()
 
     def _maybe_review(self, data: RunData) -> None:
+        """A review the TUI has not shown yet opens the review queue (at the oldest review
+        waiting: every lane's reviews queue there, one at a time)."""
         if not self.app.services.auto_review or not self.is_current:
             return
         prompted = self.app.review_prompted
-        fresh = [v for v in data.pending_reviews if (self.tag, v) not in prompted]
+        fresh = [r.version for r in self.app.open_reviews(self.tag) if (self.tag, r.version) not in prompted]
         if fresh:
             prompted.update((self.tag, v) for v in fresh)
-            self.open_review(fresh[-1])
+            self.open_review()
 
     # -- actions ------------------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         d = self.data
         if action in ("accept", "reject", "more_rounds"):
-            return bool(d and d.pending_reviews)
+            return bool(d and self.app.open_reviews(self.tag))
         if action == "stop":
             return bool(d and (d.state in LIVE_STATES or d.state == "crashed"))
         if action == "pause":
@@ -193,32 +199,43 @@ class DashboardScreen(KoptScreen[None]):
         return True
 
     def _review_version(self) -> int | None:
-        d = self.data
-        if not d or not d.pending_reviews:
-            self.notify("no candidate is awaiting review", severity="warning")
+        """The review a dashboard key answers: the only one waiting. With several waiting the
+        review queue opens instead, at the oldest, so that a key never answers a review
+        unseen (the cursor may sit on a row only because it follows the newest)."""
+        waiting = [r.version for r in self.app.open_reviews(self.tag)]
+        if len(waiting) == 1:
+            return waiting[0]
+        if waiting:
+            self.notify(f"{len(waiting)} reviews are waiting: answer them one at a time here", timeout=5)
+            self.open_review()
             return None
-        selected = self.query_one(HistoryTable).selected_version
-        return selected if selected in d.pending_reviews else d.pending_reviews[-1]
+        d = self.data
+        sent = next((r for r in (d.reviews if d else ()) if r.answer is not None), None)
+        self.notify(f"v{sent.version}'s answer ({sent.answer.kind.replace('_', ' ')}) is on its way to the engine"
+                    if sent is not None and sent.answer is not None else "no candidate is awaiting review",
+                    severity="warning")
+        return None
+
+    def _answer(self, kind: str) -> None:
+        v = self._review_version()
+        if v is not None:
+            self.app.answer_review(self.tag, v, kind)
 
     def action_accept(self) -> None:
-        v = self._review_version()
-        if v is not None:
-            self.app.send_command(self.tag, "accept", {"version": v})
+        self._answer("accept")
 
     def action_reject(self) -> None:
-        v = self._review_version()
-        if v is not None:
-            self.app.send_command(self.tag, "reject", {"version": v})
+        self._answer("reject")
 
     def action_more_rounds(self) -> None:
-        v = self._review_version()
-        if v is not None:
-            self.app.send_command(self.tag, "more_rounds", {"version": v})
+        self._answer("more_rounds")
 
-    def open_review(self, version: int) -> None:
+    def open_review(self, version: int | None = None) -> None:
+        """The review queue, at `version` (None: the oldest review waiting)."""
         from kopt_supervisor.kopt_tui.screens.review import ReviewScreen
 
-        self.app.push_screen(ReviewScreen(self.tag, version))
+        if not any(isinstance(s, ReviewScreen) for s in self.app.screen_stack):
+            self.app.push_screen(ReviewScreen(self.tag, version))
 
     def action_pause(self) -> None:
         d = self.data

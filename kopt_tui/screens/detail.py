@@ -201,8 +201,8 @@ class DetailScreen(KoptScreen[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         it = self.data.by_version.get(self.version) if self.data else None
-        if action == "review":
-            return bool(it and it.awaiting_review)
+        if action == "review":  # waiting for an answer (none sent yet: the review queue's)
+            return it is not None and any(r.version == it.version for r in self.app.open_reviews(self.tag))
         if action == "restart":
             return it is not None and api.restart_point_problem(it, it.version) is None
         if action == "transcript":

@@ -133,3 +133,13 @@ class HistoryTable(DataTable):
         time_width = max((len(r.started) for r in self._rows.values()), default=5)
         if self._rows and columns_for(self.size.width, time_width) != self._cols:
             self.show(list(self._rows.values()), self._best)
+        elif self.row_count and self.cursor_row >= self.row_count - 1:
+            # following the newest row: still in view when the table got shorter (a lanes
+            # panel that appeared above it after the rows were shown)
+            self.move_cursor(row=self.row_count - 1, animate=False, scroll=True)
+
+    def watch_show_vertical_scrollbar(self, shown: bool) -> None:
+        """A scroll made while the table did not overflow yet leaves the scrollbar that appears
+        with the overflow at the top (Textual moves it on scrolls only): put it where the table is."""
+        if shown:
+            self.vertical_scrollbar.position = self.scroll_y

@@ -59,12 +59,14 @@ class StateLine(Widget):
 
     @staticmethod
     def _second_line(v: StateView) -> Text | None:
-        review = f"⚑ {', '.join(f'v{x}' for x in v.reviews)} awaits your review" if v.reviews else ""
+        review = f"⚑ {v.review_text}" if v.review_text else ""
         if v.state == "crashed":
             return Text.assemble(("✖ engine gone", "bold red"), f" (heartbeat {v.heartbeat} ago) · E starts it",
                                  ("  " + review if review else "", "bold magenta"), "  ", (v.reason, "red"))
         if review:
-            return Text.assemble((review, "bold magenta"), "  a accept · r reject · m more rounds")
+            keys = ("" if not v.open_reviews else "  a accept · r reject · m more rounds" if v.open_reviews == 1
+                    else "  a / r / m: one at a time in the review queue")
+            return Text.assemble((review, "bold magenta"), keys)
         if v.queued:
             return Text.assemble(("queued for the next engine: ", "yellow"), ", ".join(v.queued))
         if v.state in ("stopped", "finished"):

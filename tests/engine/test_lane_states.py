@@ -50,7 +50,8 @@ def test_several_lanes_each_show_their_own_iteration_step_and_gpu():
     assert [x["lane"] for x in lanes] == [0, 1, 2]
     assert lanes[0] == {"lane": 0, "version": 4, "phase": "eval", "step": "round 3 (min 3, max 8)", "done": 2,
                         "total": 8, "eta_s": 12.5,
-                        "gpu": {"index": 0, "uuid": "GPU-0", "name": "NVIDIA H100", "host": "local"}, "host": "local"}
+                        "gpu": {"index": 0, "uuid": "GPU-0", "name": "NVIDIA H100", "host": "local"}, "host": "local",
+                        "hypothesis": None, "interval": None, "review": None}
     # v5 has no step of its own yet: its row's phase, nothing of v2's step; its GPU the gate's lease for it
     assert lanes[1]["version"] == 5 and lanes[1]["phase"] == "gate"
     assert lanes[1]["step"] is None and lanes[1]["done"] is None and lanes[1]["eta_s"] is None
@@ -58,7 +59,7 @@ def test_several_lanes_each_show_their_own_iteration_step_and_gpu():
     # idle: no version, no stale step; the GPU of its last iteration
     assert lanes[2] == {"lane": 2, "version": None, "phase": "idle", "step": None, "done": None, "total": None,
                         "eta_s": None, "gpu": {"index": 3, "uuid": "GPU-3", "name": "NVIDIA H100", "host": "local"},
-                        "host": "local"}
+                        "host": "local", "hypothesis": None, "interval": None, "review": None}
 
 
 def test_a_ray_lane_names_the_worker_host_that_chose_its_gpu():
@@ -88,7 +89,8 @@ def test_one_lane_reads_the_runs_progress_and_the_baseline_counts_as_lane_0():
     assert lanes[1]["version"] is None and lanes[1]["phase"] == "idle" and lanes[1]["gpu"] is None
     assert lanes[1]["host"] is None
     assert lane_states({}, [], 0) == [{"lane": 0, "version": None, "phase": "idle", "step": None, "done": None,
-                                       "total": None, "eta_s": None, "gpu": None, "host": None}]
+                                       "total": None, "eta_s": None, "gpu": None, "host": None, "hypothesis": None,
+                                       "interval": None, "review": None}]
 
 
 def test_an_idle_lane_waits_for_a_gpu_only_while_the_run_is_live():

@@ -18,10 +18,13 @@ from kopt_supervisor.engine.gpu.backends import FakeBackend
 from kopt_supervisor.engine.store import Store
 from kopt_supervisor.engine.workspace import Workspace
 from kopt_supervisor.kopt_tui.app import Services
-from tests.tui.make_fixture import GPUS, LANE_GPUS
+from tests.tui.make_fixture import GPUS, LANE4_GPUS, LANE_GPUS
 
 DATA = Path(__file__).parent / "data"
 REVIEW, DONE, LANES = "fake-review", "fake-done", "fake-lanes"
+LANES_REVIEW, LANES4 = "fake-lanes-review", "fake-lanes4"
+"""Two lanes each awaiting review (v1 in lane 0, v2 in lane 1); four lanes: one reviewing, one
+measuring, one proposing, one waiting for a GPU (tests/tui/make_fixture.py)."""
 PENDING = 8
 """The borderline candidate of the fake-review run."""
 
@@ -40,6 +43,7 @@ def install_runs(root: Path, tags: Iterable[str] = (REVIEW, DONE)) -> Path:
             (dest / d).mkdir(exist_ok=True)
     (root.parent / "gpus.json").write_text(json.dumps(GPUS))
     (root.parent / "gpus-lanes.json").write_text(json.dumps(LANE_GPUS))
+    (root.parent / "gpus-lanes4.json").write_text(json.dumps(LANE4_GPUS))
     return root
 
 
@@ -52,7 +56,7 @@ def frozen_services(root: Path, *, alive: Iterable[str] = (REVIEW,), auto_review
                     clock: str = REVIEW, gpus_file: str = "gpus.json") -> Services:
     """Services for deterministic screens: the clock stands 0.6 s after the last heartbeat of
     `clock` (fake-review), the engine probe says which runs are alive, and the GPUs are the
-    fixture's (`gpus-lanes.json`: the lanes run's)."""
+    fixture's (`gpus-lanes.json`: the lanes runs'; `gpus-lanes4.json`: fake-lanes4's)."""
     now = heartbeat_t(root, clock) + 0.6
     live = set(alive)
     gpus = root.parent / gpus_file

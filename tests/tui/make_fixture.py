@@ -2,6 +2,8 @@
 
     /work/main/.venv/bin/python -m tests.tui.make_fixture        # from the repository root, ~40 s
     /work/main/.venv/bin/python -m tests.tui.make_fixture lanes  # only fake-lanes
+    /work/main/.venv/bin/python -m tests.tui.make_fixture lanes-review  # only fake-lanes-review
+    /work/main/.venv/bin/python -m tests.tui.make_fixture lanes4        # only fake-lanes4
 
 The TUI's snapshot tests need a run.db whose every shown value is fixed (times, commits,
 measured latencies with real noise), so the runs are made once by the engine and kept as
@@ -16,6 +18,15 @@ SQL text (diffable) with their plans, diffs and a few logs:
   ([parallel] lanes = 2) on three fake GPUs, one of them busy with someone's training; a
   detached engine killed with SIGKILL once candidates have ended in both lanes and both
   measure at once (the dashboard's lanes panel).
+- `fake-lanes-review` (`... make_fixture lanes-review`): two lanes on the same three GPUs,
+  each proposing a 0.5% gain measured under 0.05% noise (borderline every time); a detached
+  engine killed with SIGKILL once both candidates await the engineer at once (the TUI's
+  review queue).
+- `fake-lanes4` (`... make_fixture lanes4`): four lanes on four fake GPUs, one of them busy
+  (so one lane waits for a GPU); v1 is 3.3× faster (a suspicious speedup: review), v2's
+  proposer takes 3 s for a 1% gain measured under 0.3% noise (undecided for several looks: a live
+  interval), v3's proposer hangs (proposing); killed with SIGKILL at the moment the lanes
+  show exactly that (the dashboard at 80×24 and 200×60).
 
 Both run the scripted proposer inside tests/tui/fixture_agent.py, which makes it look like
 an agent CLI to kopt: a JSON-lines transcript (kept as logs/vN/proposer.out), the cost and
@@ -59,6 +70,14 @@ GPUS = [[
 ]]
 LANE_GPUS = [[*GPUS[0], {**GPUS[0][1], "index": 2, "uuid": "GPU-2e81a0d9"}]]
 """The lanes run's GPUs: GPU 0 busy with someone's training, 1 and 2 idle (one per lane)."""
+LANE4_GPUS = [[*LANE_GPUS[0], {**GPUS[0][1], "index": 3, "uuid": "GPU-71c4d2b8"}]]
+"""fake-lanes4's GPUs: GPU 0 busy, 1, 2 and 3 idle: one of its four lanes waits."""
+LANES4_SCRIPT = [
+    "do:speed['small'] *= 0.3; speed['large'] *= 0.3; json.dump(k, open('kernel.json', 'w')); "
+    "plan = 'skip the softmax rescale in the inner loop\\nscope: global\\n'",
+    "do:time.sleep(3); speed['small'] *= 0.99; speed['large'] *= 0.99; json.dump(k, open('kernel.json', 'w')); "
+    "plan = 'split K over two warps and reduce in shared memory\\nscope: global\\n'",
+    "hang_proposer"]
 REVIEW_SCRIPT = ["gain5", "split", "nochange", "wrong_fixed_on_repair", "protected", "loss5", "loss5", "gain05"]
 DONE_SCRIPT = ["gain5", "loss5", "gain1"]
 
@@ -198,6 +217,81 @@ def make_lanes_run(base: Path) -> tuple[Workspace, Path]:
     return ws, repo
 
 
+def make_lanes_review_run(base: Path) -> tuple[Workspace, Path]:
+    from tests.lanes.test_lanes import FAST_GATE
+    from tests.reliability.helpers import FAST
+    from tests.tui.live import BORDERLINE_NOISE
+
+    gpus = base / "gpus.json"
+    gpus.write_text(json.dumps(LANE_GPUS))
+    os.environ.update({"KOPT_FAKE_GPUS": str(gpus), "KOPT_GPU_CLAIMS_DIR": str(base / "claims"),
+                       "FAKE_NOISE": BORDERLINE_NOISE})
+    os.environ.pop("FAKE_SLEEP", None)
+    repo = make_fake_repo(base / "lanes-review-target", script=["gain05"],
+                          toml_replace={**FAST, **dict([FAST_GATE]), "review_timeout_s = 2": "review_timeout_s = 1800",
+                                        **AGENT},
+                          extra_toml="\n[parallel]\nlanes = 2\n")
+    os.environ["FAKE_SCRIPT"] = str(base / "lanes-review-target.script.json")
+    root = base / "ws"
+    assert kopt(["--root", str(root), "init", "--repo", str(repo), "--tag", "fake-lanes-review"]) == 0
+    ws = Workspace(root, "fake-lanes-review")
+    pid = daemon.start_detached(ws)
+    deadline = time.monotonic() + 300
+    try:
+        while len(api.status(ws)["pending_reviews"]) < 2:
+            if time.monotonic() > deadline:
+                raise SystemExit("fake-lanes-review: never saw both lanes awaiting review at once")
+            time.sleep(0.05)
+    finally:
+        os.killpg(os.getpgid(pid), signal.SIGKILL)
+        while daemon.engine_alive(ws)[0]:
+            time.sleep(0.05)
+    for key in ("KOPT_FAKE_GPUS", "KOPT_GPU_CLAIMS_DIR", "FAKE_NOISE"):
+        os.environ.pop(key, None)
+    return ws, repo
+
+
+def make_lanes4_run(base: Path) -> tuple[Workspace, Path]:
+    from tests.lanes.test_lanes import FAST_GATE
+    from tests.reliability.helpers import FAST
+
+    gpus = base / "gpus.json"
+    gpus.write_text(json.dumps(LANE4_GPUS))
+    os.environ.update({"KOPT_FAKE_GPUS": str(gpus), "KOPT_GPU_CLAIMS_DIR": str(base / "claims"),
+                       "FAKE_SLEEP": "0.5", "FAKE_NOISE": "0.003"})
+    repo = make_fake_repo(base / "lanes4-target", script=LANES4_SCRIPT,
+                          toml_replace={**FAST, **dict([FAST_GATE]), "review_timeout_s = 2": "review_timeout_s = 1800", **AGENT},
+                          extra_toml="\n[parallel]\nlanes = 4\n")
+    os.environ["FAKE_SCRIPT"] = str(base / "lanes4-target.script.json")
+    root = base / "ws"
+    assert kopt(["--root", str(root), "init", "--repo", str(repo), "--tag", "fake-lanes4"]) == 0
+    ws = Workspace(root, "fake-lanes4")
+    pid = daemon.start_detached(ws)
+    deadline = time.monotonic() + 300
+    try:
+        while not four_lanes_show_everything(ws):
+            if time.monotonic() > deadline:
+                raise SystemExit("fake-lanes4: never saw a review, a live interval, a proposal and a wait at once")
+            time.sleep(0.05)
+    finally:
+        os.killpg(os.getpgid(pid), signal.SIGKILL)
+        while daemon.engine_alive(ws)[0]:
+            time.sleep(0.05)
+    for key in ("KOPT_FAKE_GPUS", "KOPT_GPU_CLAIMS_DIR", "FAKE_SLEEP", "FAKE_NOISE"):
+        os.environ.pop(key, None)
+    return ws, repo
+
+
+def four_lanes_show_everything(ws: Workspace) -> bool:
+    """One lane in review, one measuring with an interval, one proposing, one waiting for a GPU."""
+    if not ws.db_path.exists():
+        return False
+    lanes = api.status(ws)["lanes"]
+    phases = sorted(str(x["phase"]) for x in lanes)
+    return phases == ["eval", "propose", "review", "waiting_gpu"] and all(
+        x["interval"] for x in lanes if x["phase"] == "eval")
+
+
 LANES_SCRIPT = ["gain5", "loss5", "gain1", "loss5", "gain5", "loss5", "gain1", "loss5"]
 
 
@@ -216,6 +310,16 @@ def main() -> None:
         with tempfile.TemporaryDirectory(prefix="kopt-fixture-") as tmp:
             ws, repo = make_lanes_run(Path(tmp))
             freeze(ws, repo, DATA / "fake-lanes")
+        return
+    if sys.argv[1:] == ["lanes4"]:
+        with tempfile.TemporaryDirectory(prefix="kopt-fixture-") as tmp:
+            ws, repo = make_lanes4_run(Path(tmp))
+            freeze(ws, repo, DATA / "fake-lanes4")
+        return
+    if sys.argv[1:] == ["lanes-review"]:
+        with tempfile.TemporaryDirectory(prefix="kopt-fixture-") as tmp:
+            ws, repo = make_lanes_review_run(Path(tmp))
+            freeze(ws, repo, DATA / "fake-lanes-review")
         return
     for attempt in range(1, 4):
         with tempfile.TemporaryDirectory(prefix="kopt-fixture-") as tmp:

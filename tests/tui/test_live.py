@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from kopt_supervisor.engine import api
 from kopt_supervisor.engine.daemon import engine_alive
 from kopt_supervisor.engine.store import Store
 from kopt_supervisor.kopt_tui.app import KoptApp, Services
@@ -97,5 +98,55 @@ async def test_tui_drives_a_real_engine(fake_env, monkeypatch):
             await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
             await pilot.press("y")
             await until(pilot, lambda: engine_alive(ws)[0], 30, "the engine to start again")
+    finally:
+        kill_engine(ws)
+
+
+@pytest.mark.slow
+async def test_tui_answers_two_lanes_reviews_each_in_its_own_lane(fake_env, monkeypatch, tmp_path):
+    """A real engine with two lanes ([parallel] lanes = 2, two fake idle GPUs) leaves both
+    lanes' candidates awaiting review at once; the TUI's queue shows the older first: `a`
+    accepts it, `r` rejects the other, and the engine applies each answer to its own lane's
+    iteration (the accepted one is committed, the rejected one is not)."""
+    import json
+
+    from tests.lanes.test_lanes import FAST_GATE, gpus
+    from tests.reliability.helpers import FAST
+
+    monkeypatch.setenv("FAKE_NOISE", BORDERLINE_NOISE)
+    fake = tmp_path / "gpus.json"
+    fake.write_text(json.dumps([gpus(2)]))
+    monkeypatch.setenv("KOPT_FAKE_GPUS", str(fake))
+    monkeypatch.setenv("KOPT_GPU_CLAIMS_DIR", str(tmp_path / "claims"))
+    repo, root = fake_env(["gain05", "gain05", "loss5", "loss5"],
+                          toml_replace={**FAST, **dict([FAST_GATE]), "review_timeout_s = 2": "review_timeout_s = 300"},
+                          extra_toml="\n[parallel]\nlanes = 2\n")
+    ws = init_run(repo, root, "lanes")
+    try:
+        started = cli("--root", str(root), "run", "lanes", "--headless")
+        assert started.returncode == 0, started.stderr
+        wait_for(lambda: len(api.status(ws)["pending_reviews"]) == 2, 120, "both lanes awaiting review", ws)
+        first, second = api.status(ws)["reviews"]
+        assert {first["lane"], second["lane"]} == {0, 1}
+        app = KoptApp(root, "lanes", services=Services(poll_s=0.1, auto_review=True, review_arm_s=0.0))
+        async with app.run_test(size=SIZE) as pilot:
+            await until(pilot, lambda: isinstance(app.screen, ReviewScreen) and app.screen.showing is not None,
+                        what="the review queue")
+            assert app.screen.showing == first["version"]
+            await pilot.press("a")
+            await until(pilot, lambda: app.screen.showing == second["version"], what="the next review")
+            await pilot.press("r")
+            await until(pilot, lambda: isinstance(app.screen, DashboardScreen), what="the queue closing")
+            its = lambda: {it.version: it for it in iterations(ws)}  # noqa: E731
+            await until(pilot, lambda: its()[first["version"]].status == "accepted"
+                        and its()[second["version"]].status == "rejected", 60, "the engine to apply both answers")
+        by_version = its()
+        assert by_version[first["version"]].commit and not by_version[second["version"]].commit
+        assert by_version[first["version"]].record["lane"] == first["lane"]
+        assert by_version[second["version"]].record["lane"] == second["lane"]
+        with Store(ws.db_path, readonly=True) as s:
+            rows = [(r["kind"], json.loads(r["args"])["version"], r["status"])
+                    for r in s.db.execute("SELECT kind, args, status FROM commands WHERE kind IN ('accept', 'reject')")]
+        assert rows == [("accept", first["version"], "done"), ("reject", second["version"], "done")]
     finally:
         kill_engine(ws)

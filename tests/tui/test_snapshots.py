@@ -19,7 +19,18 @@ from kopt_supervisor.kopt_tui.screens.restart import RestartScreen
 from kopt_supervisor.kopt_tui.screens.review import ReviewScreen
 from kopt_supervisor.kopt_tui.screens.runs import RunsScreen
 from kopt_supervisor.kopt_tui.screens.transcript import TranscriptScreen
-from tests.tui.fixtures import LANES, PENDING, REVIEW, frozen_services, install_runs, until
+from kopt_supervisor.kopt_tui.widgets.history import HistoryTable
+from kopt_supervisor.kopt_tui.widgets.lanes import LanesPanel
+from tests.tui.fixtures import (
+    LANES,
+    LANES4,
+    LANES_REVIEW,
+    PENDING,
+    REVIEW,
+    frozen_services,
+    install_runs,
+    until,
+)
 
 SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((160, 48), id="160x48")]
 
@@ -61,6 +72,40 @@ def test_dashboard_with_lanes(snap_compare, tmp_path: Path):
         await until(pilot, lambda: dashboard_ready(app))
 
     assert snap_compare(app, terminal_size=(160, 48), run_before=ready)
+
+
+@pytest.mark.parametrize("size", [pytest.param((80, 24), id="80x24"), pytest.param((200, 60), id="200x60")])
+def test_dashboard_four_lanes(snap_compare, tmp_path: Path, size: tuple[int, int]):
+    """fake-lanes4: lane 0 awaits review, lane 1 measures (its interval after 2 looks), lane 2
+    waits for a GPU (GPU 0 is busy, 1 to 3 are taken), lane 3 proposes."""
+    root = install_runs(tmp_path / "workspaces", (LANES4,))
+    app = KoptApp(root, LANES4, services=frozen_services(root, alive=(LANES4,), clock=LANES4,
+                                                         gpus_file="gpus-lanes4.json"))
+
+    async def ready(pilot):
+        await until(pilot, lambda: dashboard_ready(app))
+        # the lanes panel laid out above the history (4 lanes and its border), then the history
+        # scrolled to the newest row it follows (at 80×24 it is shorter than the run)
+        panel, table = app.screen.query_one(LanesPanel), app.screen.query_one(HistoryTable)
+        await until(pilot, lambda: panel.outer_size.height == 6, what="the lanes panel laid out")
+        await until(pilot, lambda: table.scroll_y == table.max_scroll_y and table.cursor_row == 3,
+                    what="the history at its end")
+        await pilot.wait_for_scheduled_animations()
+        await pilot.pause(0.2)
+
+    assert snap_compare(app, terminal_size=size, run_before=ready)
+
+
+def test_review_queue(snap_compare, tmp_path: Path):
+    """fake-lanes-review: two lanes' reviews queue; the oldest on screen, 80×24."""
+    root = install_runs(tmp_path / "workspaces", (LANES_REVIEW,))
+    app = KoptApp(root, LANES_REVIEW, services=frozen_services(root, alive=(LANES_REVIEW,), clock=LANES_REVIEW,
+                                                               auto_review=True))
+
+    async def ready(pilot):
+        await until(pilot, lambda: isinstance(app.screen, ReviewScreen) and app.screen.showing is not None)
+
+    assert snap_compare(app, terminal_size=(80, 24), run_before=ready)
 
 
 @pytest.mark.parametrize("size", SIZES)
