@@ -224,7 +224,7 @@ class Gate:
         if not self.claims.claim(claim_key(self.namespace, c.uuid, c.index)):
             return None
         now = next((g for g in self._read() if gpu_key(g) == self.chosen_uuid), None)
-        if now is None:
+        if now is None or is_na(now.processes):  # the fresh reading's processes are what is judged
             return None
         found = assess([[seen], [now]], self.cfg, self._own(), claimed_by=self._claimed_by,
                        enrich=procs.enrich, judge_util=False)

@@ -152,3 +152,12 @@ def test_a_process_of_this_run_that_outlives_it_on_the_gpu_is_foreign(tmp_path, 
     own.clear()  # no longer this run's (setsid, reparented), still on the GPU
     d = gate.acquire()
     assert d.note != "kept (quick recheck)" and 600.0 in fake_time.sleeps
+
+
+def test_a_fresh_reading_that_cannot_list_processes_falls_back(tmp_path, fake_time):
+    # the after-step reading was clean, but now the processes cannot be read: memory alone
+    # must not clear the GPU
+    blind = [gpu(0, procs=None)]
+    gate = gate_over(tmp_path, [IDLE] * 3 + [IDLE, IDLE] + [blind] + [IDLE] * 3, fake_time)
+    step(gate)
+    assert gate.acquire().note == "kept" and len(fake_time.sleeps) == 4
