@@ -368,15 +368,10 @@ def run_mode(ctx: Ctx, repo: Path, proposal: Any, proposer: Path, *, name: str, 
             return rows
     if one_session:  # every change in one `kopt run`: what a continuous run pays per decision
         with measured(ctx.summary, f"{name}: {len(changes)} candidates in one session") as e:
-            args = ["run", tag, "--foreground", "--max-iters", str(len(changes)), *ctx.flags]
             soft = sum(float(x() if callable(x) else x) for x in soft_s)
             if not ctx.smoke:
                 soft = max(30.0, min(soft, ctx.budget.left() - 60.0))
-            e["commands"].append(shell_line(["kopt", "--root", str(root), *args]) + f"   (asked to stop at {soft:.0f} s)")
-            res = run_cmd(kopt_argv(root, *args), ctx.raw / f"{name}_session.log", timeout_s=soft + 45,
-                          stop_after_s=soft, on_stop=stopper(root, tag), env=child_env(env), cwd=REPO,
-                          echo=f"  [{name}] ")
-            e["result"] = res.to_dict()
+            res = run_iterations(ctx, e, root, tag, len(changes), soft, f"{name}_session.log", name, env)
             views = {v["version"]: v for v in records.iteration_views(root, tag)}
             for i, (version, change) in enumerate(sorted(changes.items())):
                 rows.append(candidate_row(name, mode, change, views.get(version), res, views.get(0) if i == 0 else None))
@@ -386,14 +381,9 @@ def run_mode(ctx: Ctx, repo: Path, proposal: Any, proposer: Path, *, name: str, 
                                       f"({r['rounds']} looks)" for r in rows)
     for i, (version, change) in enumerate(sorted(changes.items()) if not one_session else []):
         with measured(ctx.summary, f"{name}: v{version} {change['variant'] if 'variant' in change else 'A/A'}") as e:
-            args = ["run", tag, "--foreground", "--max-iters", "1", *ctx.flags]
             limit = soft_s[i]
-            soft = limit() if callable(limit) else limit
-            e["commands"].append(shell_line(["kopt", "--root", str(root), *args]) + f"   (asked to stop at {soft:.0f} s)")
-            res = run_cmd(kopt_argv(root, *args), ctx.raw / f"{name}_v{version}.log", timeout_s=soft + 45,
-                          stop_after_s=soft, on_stop=stopper(root, tag), env=child_env(env), cwd=REPO,
-                          echo=f"  [{name}] ")
-            e["result"] = res.to_dict()
+            soft = float(limit() if callable(limit) else limit)
+            res = run_iterations(ctx, e, root, tag, 1, soft, f"{name}_v{version}.log", name, env)
             views = {v["version"]: v for v in records.iteration_views(root, tag)}
             view = views.get(version)
             row = candidate_row(name, mode, change, view, res, views.get(0) if i == 0 else None)
@@ -433,6 +423,18 @@ def serve_phases(ws: Path) -> dict[str, Any]:
                 if len(words) == 3:
                     per.setdefault(words[0], []).append(float(words[1]))
     return {"looks": looks, "mean_s": {k: sum(v) / len(v) for k, v in per.items()}} if looks else {}
+
+
+def run_iterations(ctx: Ctx, e: dict[str, Any], root: Path, tag: str, iters: int, soft: float, log_name: str,
+                   name: str, env: dict[str, str] | None) -> CmdResult:
+    """`kopt run TAG --foreground --max-iters ITERS`, asked to stop (`kopt stop`) at `soft`
+    seconds and killed 45 s later; the command and its result go into the step `e`."""
+    args = ["run", tag, "--foreground", "--max-iters", str(iters), *ctx.flags]
+    e["commands"].append(shell_line(["kopt", "--root", str(root), *args]) + f"   (asked to stop at {soft:.0f} s)")
+    res = run_cmd(kopt_argv(root, *args), ctx.raw / log_name, timeout_s=soft + 45, stop_after_s=soft,
+                  on_stop=stopper(root, tag), env=child_env(env), cwd=REPO, echo=f"  [{name}] ")
+    e["result"] = res.to_dict()
+    return res
 
 
 def candidate_row(name: str, mode: str, change: dict[str, Any], view: dict[str, Any] | None, res: CmdResult,
