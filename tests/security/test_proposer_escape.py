@@ -42,8 +42,12 @@ def test_confined_a_process_started_by_the_proposer_dies_with_the_proposal(hosti
     assert max(ticks) < h.event_time("plan", "v1:"), (max(ticks), h.event_time("plan", "v1:"))
     time.sleep(0.3)
     assert h.ticks("linger") == ticks
-    # measured honestly: best was never slowed, so the trivial change is no keep
-    h.assert_refused(before, 1, {"tie"})
+    # measured honestly: best was never slowed, so the trivial change is no keep: a tie, or on
+    # a noisy machine a sub-1% "gain" the review policy rejects; a slowed best would have shown
+    # as a gain far beyond 1% (the lingering process writes a 1.6x slower kernel)
+    h.assert_refused(before, 1, {"tie", "rejected"})
+    ratios = [c["ratio"] for c in (h.iteration(1).record.get("classes") or {}).values()]
+    assert ratios and all(0.98 < r < 1.02 for r in ratios), ratios
     assert not any("best/" in m for m in h.events("tamper")), h.events("tamper")
 
 
