@@ -64,7 +64,7 @@ AGENT = {f"{sys.executable} {FAKE / 'proposer.py'}": f"{sys.executable} {HERE / 
 T0 = calendar.timegm((2026, 11, 22, 9, 0, 0))
 GPUS = [[
     {"index": 0, "name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-5c1d0e2a", "util_pct": 97, "mem_used_mib": 61234,
-     "mem_total_mib": 81559, "processes": [{"pid": 4711, "name": "python train.py", "mem_mib": 61000}]},
+     "mem_total_mib": 81559, "processes": [{"pid": 4711, "name": "python train.py", "user": "maria", "mem_mib": 61000}]},
     {"index": 1, "name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-9f3b77c4", "util_pct": 0, "mem_used_mib": 3,
      "mem_total_mib": 81559},
 ]]
