@@ -31,7 +31,7 @@ from kopt_supervisor.engine import gitops
 from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.loop.context import RunContext
 from kopt_supervisor.engine.loop.lane import Lane
-from kopt_supervisor.engine.loop.measure import Look
+from kopt_supervisor.engine.loop.measure import Look, ProcessAbba
 from kopt_supervisor.engine.metrics import BenchError
 from kopt_supervisor.engine.records import Iteration, Status
 
@@ -106,6 +106,8 @@ class LaneWorker:
         self.ctx: RunContext | None = None
         self.lane: Lane | None = None
         self.loaded: tuple[str, str] | None = None
+        self.fresh: ProcessAbba | None = None
+        """The re-decision's measurer (its own caches), made at its first look."""
 
     def info(self) -> dict[str, str]:
         return {**versions(), "host": socket.gethostname()}
@@ -133,6 +135,7 @@ class LaneWorker:
                                                     owner=f"kopt lane {self.lane_index} on {socket.gethostname()}")
         self.lane = Lane(self.lane_index, best_path, cand_path, gate, host=socket.gethostname())
         self.lane.measurer = measurer_for(ctx, self.lane)
+        self.fresh = None
         self.loaded = (best, cand)
         return socket.gethostname()
 
@@ -141,14 +144,15 @@ class LaneWorker:
         before and after (the worker's gate picked it). `fresh`: in fresh, separate processes
         of the process-level bench (the re-decision of a keep), whatever the lane's measurer."""
         from kopt_supervisor.engine.loop.lane import acquire
-        from kopt_supervisor.engine.loop.measure import ProcessAbba
 
         assert self.ctx is not None and self.lane is not None and self.lane.measurer is not None, "load() first"
         it = Iteration(version, Status.RUNNING, best_commit_before=best)
         it.record["evaluated_tree"] = tree
         lease = acquire(self.ctx, self.lane)
         t0 = time.monotonic()
-        measurer = ProcessAbba(self.ctx, self.lane) if fresh else self.lane.measurer
+        if fresh and self.fresh is None:
+            self.fresh = ProcessAbba(self.ctx, self.lane, fresh_caches=True)
+        measurer = self.fresh if fresh and self.fresh is not None else self.lane.measurer
         look = measurer.look(it, stage, r, lease.env)
         logs = {p.name: p.read_bytes()[-65536:].decode("utf-8", "replace")
                 for p in self.ws.log_dir(version).glob(f"{stage}_r{r}_*") if p.is_file()}
@@ -158,6 +162,8 @@ class LaneWorker:
     def new_decision(self) -> None:
         if self.lane is not None and self.lane.measurer is not None:
             self.lane.measurer.new_decision()
+        if self.fresh is not None:
+            self.fresh.new_decision()
 
     def close(self) -> None:
         if self.lane is not None:

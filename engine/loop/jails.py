@@ -46,12 +46,14 @@ class Jails:
                                     hidden=self.other_runs(), network=p.network, bwrap=self.bwrap)
 
     def bench(self, tree: Path, side: str, tree_hash: str, *, outputs: tuple[Path, ...] = (),
-              write_tree: bool = True, gpu: bool = True) -> Confinement | None:
-        """A run of one tree's code (its bench, its profile, its formatter)."""
+              write_tree: bool = True, gpu: bool = True, cache: Path | None = None) -> Confinement | None:
+        """A run of one tree's code (its bench, its profile, its formatter), with the tree's
+        own cache unless `cache` names another (the fresh-process re-decision's)."""
         if not self.confined:
             return None
         t = self.cfg.target
-        return sandbox.for_bench(workspace=self.ws.dir, cache=sandbox.cache_dir(self.ws.dir, side, tree_hash),
+        cache = cache or sandbox.cache_dir(self.ws.dir, side, tree_hash)
+        return sandbox.for_bench(workspace=self.ws.dir, cache=cache,
                                  writable_trees=[tree] if write_tree else [], readonly_trees=[] if write_tree else [tree],
                                  outputs=outputs, writable=t.writable, readable=t.readable, hidden=self.other_runs(),
                                  network=t.network, devices=None if gpu else [], bwrap=self.bwrap)

@@ -15,12 +15,13 @@ bench failure, and what a bench leaves in the candidate's tree is removed.
 from __future__ import annotations
 
 import shlex
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from kopt_supervisor.engine import bench_output, gitops, metrics, treecheck
+from kopt_supervisor.engine import bench_output, gitops, metrics, sandbox, treecheck
 from kopt_supervisor.engine.decide import Pair
 from kopt_supervisor.engine.decide.plausible import BenchRun
 from kopt_supervisor.engine.loop.context import RunContext, last_line
@@ -143,8 +144,23 @@ def ensure_best_pristine(ctx: RunContext, lane: Lane, it: Iteration, r: int) -> 
 
 
 class ProcessAbba:
-    def __init__(self, ctx: RunContext, lane: Lane) -> None:
-        self.ctx, self.lane = ctx, lane
+    """`fresh_caches`: each decision's runs get caches of their own, emptied when the decision
+    starts, never the trees' caches the measured runs filled (the re-decision: nothing the
+    candidate's earlier processes left in a cache, a compiled kernel or a stored output,
+    reaches the processes that verify it)."""
+
+    def __init__(self, ctx: RunContext, lane: Lane, *, fresh_caches: bool = False) -> None:
+        self.ctx, self.lane, self.fresh_caches = ctx, lane, fresh_caches
+        self._emptied: set[Path] = set()
+
+    def _cache(self, side: str, tree_hash: str) -> Path | None:
+        if not self.fresh_caches:
+            return None
+        path = sandbox.cache_dir(self.ctx.ws.dir, f"fresh_{self.lane.index}_{side}", tree_hash)
+        if path not in self._emptied:
+            shutil.rmtree(path, ignore_errors=True)
+            self._emptied.add(path)
+        return path
 
     def look(self, it: Iteration, stage: str, r: int, env: dict[str, str]) -> Look:
         order = ("best", "cand") if r % 2 == 0 else ("cand", "best")
@@ -155,7 +171,7 @@ class ProcessAbba:
         ensure_best_pristine(self.ctx, self.lane, it, r)
         for side in order:
             tree = self.lane.best if side == "best" else self.lane.cand
-            jail = self.ctx.jails.bench(tree, side, hashes[side])
+            jail = self.ctx.jails.bench(tree, side, hashes[side], cache=self._cache(side, hashes[side]))
             m, s = run_bench(self.ctx, it, self.lane, tree, f"{stage}_r{r}_{side}", env, jail)
             got[side], secs = m, secs + s
             runs.append(BenchRun(side, r, s))
@@ -172,7 +188,7 @@ class ProcessAbba:
         return Look(pairs, best_m, cand_m, secs, tuple(runs))
 
     def new_decision(self) -> None:
-        pass
+        self._emptied.clear()
 
     def close(self) -> None:
         pass

@@ -83,7 +83,22 @@ class Recovery:
                     self.sync(lane)
             except KoptError as e:  # the next start syncs again
                 self.ctx.event("git", f"at the end of the run: {e}", level="warn")
+            self.prune_caches(lanes)
         self.refresh_projections()
+
+    def prune_caches(self, lanes: list[Lane]) -> None:
+        """The per-tree bench caches of discarded candidates, old bests and re-decisions go
+        when the run ends (a run of hundreds of candidates would otherwise keep hundreds of
+        compile caches); best's stays, so the next session's baseline need not compile it."""
+        best = self.ctx.trusted_best()
+        try:
+            keep = [sandbox.cache_dir(self.ctx.ws.dir, "best", gitops.commit_info(lanes[0].best, best)[1])] if best else []
+            removed = sandbox.prune_caches(self.ctx.ws.dir, keep)
+        except (KoptError, OSError, ValueError) as e:
+            self.ctx.event("cache", f"the bench caches were left as they are: {e}", level="warn")
+            return
+        if removed:
+            self.ctx.log(f"removed {len(removed)} bench cache(s) of this run; kept best's")
 
     def restore_best_trees(self, lanes: list[Lane]) -> None:
         """Every best tree exactly at BEST_COMMIT: what an unconfined proposer or an escaped

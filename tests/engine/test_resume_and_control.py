@@ -17,6 +17,7 @@ import pytest
 
 from kopt_supervisor.engine import api, integrity
 from kopt_supervisor.engine.daemon import run_engine
+from kopt_supervisor.engine.loop.jails import tree_of
 from kopt_supervisor.engine.store import Store
 from kopt_supervisor.engine.workspace import Workspace
 from kopt_supervisor.kopt_tui.cli import main as kopt
@@ -378,7 +379,7 @@ def test_under_the_sandbox_nothing_of_a_killed_engine_outlives_it(fake_env, monk
     assert [s for _, s, _ in statuses(ws)] == ["baseline", "interrupted", "keep"]
 
 
-def test_a_keep_bought_inside_the_shared_ab_process_is_refuted_in_fresh_processes(fake_env, tmp_path):
+def test_a_keep_bought_inside_the_shared_ab_process_is_refuted_in_fresh_processes(fake_env, tmp_path, monkeypatch):
     """The served A/B bench loads both trees into one process: a candidate that slows best's
     calls there looks 20% faster. The re-verification decides again with the process-level
     bench in fresh, separate processes, where nothing of the candidate's runs beside best: no
@@ -387,6 +388,16 @@ def test_a_keep_bought_inside_the_shared_ab_process_is_refuted_in_fresh_processe
     repo, root = _serving(fake_env, ["do:k['slow_best'] = 1.25; json.dump(k, open('kernel.json', 'w'))", "gain5"],
                           writable=str(tmp_path / "serve_log"))
     ws = init(repo, root)
+    from kopt_supervisor.engine.loop.recovery import Recovery
+
+    at_end: list[set[str]] = []
+    prune = Recovery.prune_caches
+
+    def seen_then_pruned(self: Recovery, lanes: list) -> None:
+        at_end.append({p.name.split("-")[0] for p in (ws.dir / "cache").iterdir()})
+        prune(self, lanes)
+
+    monkeypatch.setattr(Recovery, "prune_caches", seen_then_pruned)
     assert run_engine(ws, max_iters=2) == 0
     with Store(ws.db_path, readonly=True) as s:
         v1, v2 = s.iteration(1), s.iteration(2)
@@ -400,3 +411,8 @@ def test_a_keep_bought_inside_the_shared_ab_process_is_refuted_in_fresh_processe
     # a real gain is confirmed in fresh processes, and the confirmation costs its own looks
     assert v2 is not None and v2.status == "keep" and "confirmed in fresh processes" in v2.record["decision"]["reason"]
     assert v2.record["reverify"]["agrees"] is True and v2.record["timings"]["reverify_s"] > 0
+    # the fresh processes ran with caches of their own, beside the ones the served runs filled;
+    # when the run ends only best's is left (the next baseline's), here none: best changed last
+    assert len(at_end) == 1 and {"ab", "fresh_0_best", "fresh_0_cand", "best"} <= at_end[0], at_end
+    best_tree = tree_of(ws.best, v2.commit or "")
+    assert {p.name for p in (ws.dir / "cache").iterdir()} <= {f"best-{best_tree[:20]}"}

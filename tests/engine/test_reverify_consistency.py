@@ -40,3 +40,31 @@ def test_only_an_undecided_borderline_is_read_this_way():
         fresh = Verdict(kind, "r", (cls("narrow", 0.36, "improved"), cls("wide", 0.58, "improved")))
         assert not consistent_gain(FIRST, fresh)
     assert not consistent_gain(FIRST, Verdict("borderline", "r", (cls("narrow", 0.36, "improved"),)))  # wide unseen
+
+
+def test_the_re_decision_never_reads_a_cache_the_measured_runs_filled(tmp_path):
+    """The fresh-process re-decision's runs get caches of their own, not the trees' caches
+    that the decision's (or the profiler's) runs of the same candidate filled, and emptied
+    when each re-decision starts: whatever earlier processes of the candidate left there (a
+    stored output, a compiled kernel of its choosing) never reaches the processes that
+    verify it."""
+    from types import SimpleNamespace
+
+    from kopt_supervisor.engine import sandbox
+    from kopt_supervisor.engine.loop.measure import ProcessAbba
+
+    tree = "ab" * 20
+    ctx = SimpleNamespace(ws=SimpleNamespace(dir=tmp_path))
+    lane = SimpleNamespace(index=2)
+    measured = sandbox.cache_dir(tmp_path, "cand", tree)
+    assert ProcessAbba(ctx, lane)._cache("cand", tree) is None  # type: ignore[arg-type]  # the decision: the tree's own
+
+    fresh = ProcessAbba(ctx, lane, fresh_caches=True)  # type: ignore[arg-type]
+    first = fresh._cache("cand", tree)
+    assert first is not None and first != measured and first.parent == measured.parent
+    assert fresh._cache("best", tree) not in (first, sandbox.cache_dir(tmp_path, "best", tree))
+    (first / "xdg").mkdir(parents=True)
+    (first / "xdg" / "outputs.npy").write_text("planted by an earlier process")
+    assert fresh._cache("cand", tree) == first and (first / "xdg" / "outputs.npy").exists()  # same decision: kept
+    fresh.new_decision()
+    assert fresh._cache("cand", tree) == first and not first.exists()  # the next re-decision starts empty
