@@ -39,6 +39,11 @@ def loads(text: str, *, source: str = "kopt.toml") -> Config:
     return cfg
 
 
+RETIRED = {"profile.agree_margin_pct": "the profiler's agreement is judged per class by intervals"}
+"""Keys kopt once read and no longer does: accepted (a run's frozen kopt.toml keeps them),
+never used."""
+
+
 def _build(cls: type, data: Any, source: str, where: str) -> Any:
     if not isinstance(data, dict):
         raise BadInput(f"{source}: [{where}] must be a table")
@@ -47,6 +52,8 @@ def _build(cls: type, data: Any, source: str, where: str) -> Any:
     kwargs: dict[str, Any] = {}
     for key, value in data.items():
         dotted = f"{where}.{key}" if where else key
+        if dotted in RETIRED:
+            continue
         if key not in fields:
             hint = difflib.get_close_matches(key, fields, n=1)
             more = f" (did you mean {hint[0]!r}?)" if hint else f" (known: {', '.join(fields)})"

@@ -186,10 +186,6 @@ class ProfileConfig:
     command: str = ""
     """Command to profile; default: the bench."""
     timeout_s: float = 1800.0
-    agree_margin_pct: float = 1.0
-    """Whole-run rule of `decide.reconcile_profiler` (bench and profiler disagree when the
-    profiler's change has the other sign beyond this); the per-class comparison
-    (engine.profile.classes) judges by intervals instead."""
     run_noise_pct: float = 0.3
     """Run-to-run spread (CV, %) of a profile's per-class GPU time, added to the
     launch-to-launch spread when each tree is profiled once. Default: five ncu runs of one

@@ -5,7 +5,6 @@ Pure functions:
   asks the loop for another look. The verdict is final as soon as no outcome of the
   classes still undecided could change it, at max_rounds, or when the GPU-second budget is
   spent.
-- `reconcile_profiler(verdict, profiler_ratio, ...)`: bench and profiler must agree.
 - `review_outcome(verdict, answer, ...)`: what a borderline verdict becomes when the
   engineer answers, or when nobody does before review_timeout_s.
 - `summary(verdict)`: one line with the GPU-seconds spent, for logs and the TUI.
@@ -337,30 +336,6 @@ def _explain(
 
 
 # --- helpers the loop needs ---------------------------------------------------------------
-
-
-def reconcile_profiler(verdict: Verdict, profiler_ratio: float | None, *, agree_margin_pct: float = 1.0) -> Verdict:
-    """Bench and profiler must agree (DESIGN.md §5.5).
-
-    profiler_ratio: candidate/best GPU time of the target kernels (summed per call over
-    every matching kernel), or None when no profile was taken. A keep whose profiler says
-    the kernels got slower by more than agree_margin_pct, or a regression whose profiler
-    says they got faster by more than it, becomes borderline with the flag
-    "profiler_disagrees". Every other verdict is returned unchanged.
-    """
-    if profiler_ratio is None:
-        return verdict
-    if not (profiler_ratio > 0 and math.isfinite(profiler_ratio)):
-        raise BadInput(f"profiler ratio must be a positive number, not {profiler_ratio!r}")
-    change = (profiler_ratio - 1.0) * 100.0
-    bench = "faster" if verdict.kind == "keep" else "slower"
-    if (verdict.kind == "keep" and change > agree_margin_pct) or (
-        verdict.kind == "regression" and change < -agree_margin_pct
-    ):
-        reason = (f"bench says {bench} ({verdict.reason}) but the profiler's kernel time changed "
-                  f"{_pct(change)}: they disagree")
-        return replace(verdict, kind="borderline", reason=reason, flags=verdict.flags + ("profiler_disagrees",))
-    return verdict
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,6 @@ from kopt_supervisor.engine.decide import (
     Policy,
     Verdict,
     evaluate,
-    reconcile_profiler,
     review_outcome,
     summary,
 )
@@ -177,20 +176,6 @@ def test_no_samples_or_missing_target_go_to_review() -> None:
     assert evaluate([], Policy()).flags == ("no_samples",)
     v = evaluate(rounds({"a": wiggle(0.9, 3)}), Policy(), target_class="b")
     assert v.kind == "borderline" and "no_target" in v.flags
-
-
-def test_profiler_must_agree_with_the_bench() -> None:
-    keep = run_until_final({"all": wiggle(0.96, 12)})
-    assert reconcile_profiler(keep, None) is keep
-    assert reconcile_profiler(keep, 0.97).kind == "keep"
-    slower = reconcile_profiler(keep, 1.05, agree_margin_pct=1.0)
-    assert slower.kind == "borderline" and "profiler_disagrees" in slower.flags
-    assert "profiler's kernel time changed +5.0%" in slower.reason
-    reg = run_until_final({"all": wiggle(1.04, 12)})
-    assert reconcile_profiler(reg, 0.95).kind == "borderline"
-    assert reconcile_profiler(reg, 1.03).kind == "regression"
-    with pytest.raises(BadInput):
-        reconcile_profiler(keep, -1.0)
 
 
 def test_review_outcome_when_answered_or_timed_out() -> None:

@@ -51,3 +51,12 @@ def test_dumps_round_trips_every_value():
 def test_load_names_an_unreadable_file(tmp_path):
     with pytest.raises(BadInput, match="nope.toml: cannot read"):
         config.load(tmp_path / "nope.toml")
+
+
+def test_a_retired_key_in_an_older_frozen_config_still_loads_and_is_not_written_back():
+    """A run's kopt.toml is frozen (and sealed) with every key of its day: a key kopt no
+    longer reads is accepted there, and a typo beside it is still an error."""
+    cfg = config.loads(MIN + "[profile]\nagree_margin_pct = 1.0\nrepeats = 2\n")
+    assert cfg.profile.repeats == 2 and "agree_margin_pct" not in config.dumps(cfg)
+    with pytest.raises(BadInput, match=r"unknown key \[profile\]\.agree_margin"):
+        config.loads(MIN + "[profile]\nagree_margin = 1.0\n")
