@@ -125,6 +125,7 @@ class Engine:
         reason = "stopped"
         try:
             self.recovery.recover(self.lanes)
+            self.loops[0].police.list_modules_ahead()  # beside the baseline: the first check needs it
             if ctx.baseline() is None:                                     # Phase.BASELINE
                 self.baseline.measure(self.lanes[0])
             for loop in self.loops:

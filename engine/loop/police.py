@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import shlex
 import sys
+import threading
 from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from kopt_supervisor.engine import diffscan, gitops, history, integrity, runner, treecheck
+from kopt_supervisor.engine import diffscan, gitops, history, integrity, treecheck
 from kopt_supervisor.engine.diffscan.findings import quote
 from kopt_supervisor.engine.errors import KoptError
 from kopt_supervisor.engine.loop.context import RunContext
@@ -38,6 +40,7 @@ class Police:
         self.ctx = ctx
         self.frozen_config = frozen_config
         self._modules: frozenset[str] | None = None
+        self._listing: tuple[threading.Thread, list[frozenset[str] | KoptError]] | None = None
 
     def read_diff(self, it: Iteration, lane: Lane, new: Collection[str] = ()) -> None:
         """The candidate's diff read for constructs that reach outside the kernel (engine/
@@ -69,18 +72,55 @@ class Police:
         t, tune = self.ctx.cfg.target, self.ctx.cfg.propose.tune
         return [*t.sources, *t.allow_untracked, *filter(None, [tune.params])]
 
+    def _interpreter(self) -> tuple[str, dict[str, str]]:
+        """The bench command's interpreter (its first word, `python ...` or a path to one),
+        else kopt's own."""
+        env = self.ctx.env()
+        try:
+            words = shlex.split(self.ctx.cfg.target.bench)
+        except ValueError:
+            words = []
+        return treecheck.python_of(words, env) or sys.executable, env
+
+    def list_modules_ahead(self) -> None:
+        """Start listing what the bench's interpreter imports in a thread (a subprocess of
+        about 2 s on the H100's host), so that the first candidate's check need not wait for
+        it: the engine starts it before the baseline."""
+        if self._modules is not None or self._listing is not None:
+            return
+        python, env = self._interpreter()
+        got: list[frozenset[str] | KoptError] = []
+
+        def listing() -> None:
+            try:
+                got.append(treecheck.importable_names(python, env=env))
+            except KoptError as e:
+                got.append(e)
+
+        thread = threading.Thread(target=listing, name="kopt-importable-modules", daemon=True)
+        thread.start()
+        self._listing = (thread, got)
+
     def modules(self) -> frozenset[str]:
         """What the bench's interpreter can import (a new module must not take one of these
-        names), asked once per engine."""
+        names), asked once per engine (or listed ahead, `list_modules_ahead`)."""
         if self._modules is None:
-            env = self.ctx.env()
-            python = treecheck.python_of(runner.as_argv(self.ctx.cfg.target.bench), env) or sys.executable
-            try:
-                self._modules = treecheck.importable_names(python, env=env)
-            except KoptError as e:
-                self.ctx.event("police", f"cannot list what {python} imports ({e}): checking the standard library only",
-                               level="warn")
-                self._modules = treecheck.STDLIB
+            python, env = self._interpreter()
+            if self._listing is not None:
+                thread, got = self._listing
+                thread.join()
+                self._listing = None
+                result: frozenset[str] | KoptError = got[0] if got else KoptError("the listing thread ended without one")
+            else:
+                try:
+                    result = treecheck.importable_names(python, env=env)
+                except KoptError as e:
+                    result = e
+            if isinstance(result, KoptError):
+                self.ctx.event("police", f"cannot list what {python} imports ({result}): checking the standard "
+                               "library only", level="warn")
+                result = treecheck.STDLIB
+            self._modules = result
         return self._modules
 
     def check(self, it: Iteration, lane: Lane, *, plan: bool = True) -> Problem | None:

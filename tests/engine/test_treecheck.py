@@ -406,3 +406,34 @@ def test_report_is_data() -> None:
     assert r.problems() == {"executable content (untracked or ignored)": ["a.py"]}
     assert r.reason() == "cand/: executable content (untracked or ignored): a.py (Python source)"
     assert r.differs and not r.ok
+
+
+def test_the_police_lists_importable_modules_ahead_while_the_baseline_runs(tmp_path: Path) -> None:
+    """The listing (a subprocess of about 2 s on the H100's host) starts in a thread before
+    the baseline, so the first candidate's check does not pay it; its answer, or its failure
+    (the standard library only, said as an event), is the same as listed on demand."""
+    from types import SimpleNamespace
+
+    from kopt_supervisor.engine.loop.police import Police
+
+    def police_for(script: str) -> tuple[Police, list[str]]:
+        fake = tmp_path / script.split()[0] / "python3"
+        fake.parent.mkdir()
+        fake.write_text(f"#!/bin/sh\n{script.split(' ', 1)[1]}\n")
+        fake.chmod(0o755)
+        events: list[str] = []
+        ctx = SimpleNamespace(env=lambda: {"PATH": f"{fake.parent}:/usr/bin:/bin"}, cfg=SimpleNamespace(
+            target=SimpleNamespace(bench=f"{fake} bench.py")), event=lambda kind, text, **kw: events.append(text))
+        return Police(ctx, b""), events  # type: ignore[arg-type]
+
+    slow, events = police_for("slow sleep 1; echo '[\"ahead_listed_pkg\"]'")
+    t0 = time.monotonic()
+    slow.list_modules_ahead()
+    slow.list_modules_ahead()  # once
+    assert time.monotonic() - t0 < 0.5  # it did not wait for the interpreter
+    names = slow.modules()
+    assert time.monotonic() - t0 >= 1.0  # modules() waited for the listing to end
+    assert "ahead_listed_pkg" in names and "json" in names and slow.modules() is names and not events
+    broken, events = police_for("broken echo nope")
+    broken.list_modules_ahead()
+    assert broken.modules() == treecheck.STDLIB and len(events) == 1 and "no JSON list" in events[0]
