@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 import shlex
 import sys
 import threading
@@ -74,13 +75,18 @@ class Police:
 
     def _interpreter(self) -> tuple[str, dict[str, str]]:
         """The bench command's interpreter (its first word, `python ...` or a path to one),
-        else kopt's own."""
+        else kopt's own. Never one inside the run's workspace: the listing runs unconfined,
+        and a file of a tree (a tracked `./python`) is candidate content."""
         env = self.ctx.env()
         try:
             words = shlex.split(self.ctx.cfg.target.bench)
         except ValueError:
             words = []
-        return treecheck.python_of(words, env) or sys.executable, env
+        python = treecheck.python_of(words, env)
+        if python is None or not os.path.isabs(python):
+            return sys.executable, env
+        inside = Path(os.path.realpath(python)).is_relative_to(os.path.realpath(self.ctx.ws.dir))
+        return (sys.executable if inside else python), env
 
     def list_modules_ahead(self) -> None:
         """Start listing what the bench's interpreter imports in a thread (a subprocess of

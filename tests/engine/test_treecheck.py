@@ -416,14 +416,17 @@ def test_the_police_lists_importable_modules_ahead_while_the_baseline_runs(tmp_p
 
     from kopt_supervisor.engine.loop.police import Police
 
-    def police_for(script: str) -> tuple[Police, list[str]]:
-        fake = tmp_path / script.split()[0] / "python3"
-        fake.parent.mkdir()
+    ws = tmp_path / "ws"
+
+    def police_for(script: str, where: Path = tmp_path, bench: str = "{fake} bench.py") -> tuple[Police, list[str]]:
+        fake = where / script.split()[0] / "python3"
+        fake.parent.mkdir(parents=True)
         fake.write_text(f"#!/bin/sh\n{script.split(' ', 1)[1]}\n")
         fake.chmod(0o755)
         events: list[str] = []
-        ctx = SimpleNamespace(env=lambda: {"PATH": f"{fake.parent}:/usr/bin:/bin"}, cfg=SimpleNamespace(
-            target=SimpleNamespace(bench=f"{fake} bench.py")), event=lambda kind, text, **kw: events.append(text))
+        ctx = SimpleNamespace(env=lambda: {"PATH": f"{fake.parent}:/usr/bin:/bin"}, ws=SimpleNamespace(dir=ws),
+                              cfg=SimpleNamespace(target=SimpleNamespace(bench=bench.format(fake=fake))),
+                              event=lambda kind, text, **kw: events.append(text))
         return Police(ctx, b""), events  # type: ignore[arg-type]
 
     slow, events = police_for("slow sleep 1; echo '[\"ahead_listed_pkg\"]'")
@@ -437,3 +440,11 @@ def test_the_police_lists_importable_modules_ahead_while_the_baseline_runs(tmp_p
     broken, events = police_for("broken echo nope")
     broken.list_modules_ahead()
     assert broken.modules() == treecheck.STDLIB and len(events) == 1 and "no JSON list" in events[0]
+    # the listing runs unconfined: an interpreter inside the run's trees, or one named by a
+    # path relative to the tree, is candidate content and never run (kopt's own is listed)
+    canary = tmp_path / "ran"
+    for where, bench in ((ws / "best", "{fake} bench.py"), (tmp_path / "rel", "./planted/python3 bench.py")):
+        planted, events = police_for(f"planted touch {canary}; echo '[\"planted_pkg\"]'", where, bench)
+        planted.list_modules_ahead()
+        names = planted.modules()
+        assert "planted_pkg" not in names and "pytest" in names and not canary.exists() and not events
