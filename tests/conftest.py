@@ -22,6 +22,15 @@ FAKE = Path(__file__).parent / "fake_target"
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _gpu_claims_of_this_session(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """This test session's host-wide GPU claims in a folder of its own: two suites on one
+    machine (a developer's run beside a clean clone's) never find each other's fake GPUs
+    claimed, which made a run wait for its GPU and stop."""
+    if "KOPT_GPU_CLAIMS_DIR" not in os.environ:
+        os.environ["KOPT_GPU_CLAIMS_DIR"] = str(tmp_path_factory.getbasetemp() / "gpu-claims")
+
+
 def git(cwd: Path, *args: str) -> str:
     env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
            "GIT_COMMITTER_EMAIL": "t@t"}
