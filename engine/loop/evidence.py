@@ -97,7 +97,8 @@ class Evidence:
             return verdict
         t0 = time.monotonic()
         with ctx.clock(it, "reverify_s"):
-            fresh = self.rounds.decide(it, lane, Stage.REVERIFY, measurer=lane.fresh or ProcessAbba(ctx, lane, fresh_caches=True))
+            measurer = lane.fresh or ProcessAbba(ctx, lane, fresh_caches=True)
+            fresh = self.rounds.decide(it, lane, Stage.REVERIFY, measurer=measurer)
         if isinstance(fresh, CorrectnessFailure):
             it.record["failing_rows"] = fresh.failing
             raise CorrectnessRefuted(f"the keep fails correctness in fresh processes: {fresh.summary()}")
