@@ -98,6 +98,8 @@ class Script:
     """Kinds the evidence turns a keep into (default: unchanged)."""
     reviews: list[tuple[str, str]] = field(default_factory=list)
     calls: list[str] = field(default_factory=list)
+    listed_ahead: bool = False
+    """The police was asked to list the bench's importable modules ahead of the first check."""
 
 
 class FakeProposing:
@@ -119,6 +121,9 @@ class FakePolice:
 
     def config_intact(self, it: Iteration) -> Problem | None:
         return None
+
+    def list_modules_ahead(self) -> None:
+        self.script.listed_ahead = True
 
     def check(self, it: Iteration, lane: Lane, *, plan: bool = True) -> Problem | None:
         self.script.calls.append(f"police v{it.version}")
@@ -227,6 +232,7 @@ def test_keep_then_discard_follow_the_phases_in_order(tmp_path: Path) -> None:
                             "propose v1 repair 0", "police v1", "decide v1 eval", "evidence v1", "reverify v1", "keep v1",
                             "propose v2 repair 0", "police v2", "decide v2 eval", "evidence v2", "discard v2 regression",
                             "at end"]
+    assert script.listed_ahead
     assert statuses(ws) == ["baseline", "keep", "regression"]
     with ws.open_store(readonly=True) as s:
         v2 = s.iteration(2)
