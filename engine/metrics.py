@@ -54,6 +54,10 @@ class Measurement:
     configs: dict[str, ConfigResult]
     config_columns: tuple[str, ...]
     class_columns: tuple[str, ...]
+    timed: float | None = None
+    """With [target].calls: what the bench says its timed calls took in all, in the
+    metric's unit (each row's latency times its count of calls); None without the column or
+    when a row's count or latency is not a finite positive number."""
 
     @property
     def failing(self) -> list[ConfigResult]:
@@ -137,7 +141,9 @@ def resolve_columns(df: pd.DataFrame, cfg: TargetConfig, source: str) -> tuple[l
     cols = list(df.columns)
     if cfg.metric not in cols:
         raise BenchError(f"{source}: metric column {cfg.metric!r} missing (columns: {', '.join(cols)})")
-    used = {cfg.metric, *AB_COLUMNS, *cfg.ignore}
+    if cfg.calls and cfg.calls not in cols:
+        raise BenchError(f"{source}: calls column {cfg.calls!r} missing (columns: {', '.join(cols)})")
+    used = {cfg.metric, *AB_COLUMNS, *cfg.ignore, *filter(None, [cfg.calls])}
     if cfg.correct:
         used |= expr.parse(cfg.correct).names
     if cfg.config is not None:
@@ -186,7 +192,17 @@ def measure(df: pd.DataFrame, cfg: TargetConfig, source: str = "CSV") -> Measure
                         g["production"], g["row"])
         for k, g in grouped.items()
     }
-    return Measurement(configs, tuple(config_cols), tuple(class_cols))
+    return Measurement(configs, tuple(config_cols), tuple(class_cols), _timed(df, metric, cfg.calls))
+
+
+def _timed(df: pd.DataFrame, metric: pd.Series, calls_column: str) -> float | None:
+    if not calls_column:
+        return None
+    calls = pd.to_numeric(df[calls_column], errors="coerce")
+    total = metric * calls
+    if len(total) == 0 or not bool(((metric > 0) & (calls > 0) & total.apply(math.isfinite)).all()):
+        return None
+    return float(total.sum())
 
 
 def _evaluate_rule(df: pd.DataFrame, source_expr: str, source: str) -> pd.Series:

@@ -54,6 +54,13 @@ class TargetConfig:
     """Columns that form a config class; default: all config columns."""
     ignore: list[str] = field(default_factory=list)
     """Columns that are neither config nor metric (extra statistics the bench prints)."""
+    calls: str = ""
+    """The column saying how many timed calls each row's latency is the per-call time of
+    (e.g. `reps`), in [roofline].unit_scale seconds per unit. With it, a process-level
+    decision weighs the seconds the bench says its timed calls took against its process's
+    wall time: a claimed saving the wall time cannot explain (work moved outside the timed
+    region, a lazy result) goes to review (decide/plausible.py `wall_time_unexplained`).
+    Latency metrics only."""
     production: str = ""
     """Rows that are production workloads (for geomean and the roofline stop); default all."""
     protected: list[str] = field(default_factory=list)

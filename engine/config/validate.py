@@ -46,6 +46,8 @@ def validate(cfg: Config, source: str = "kopt.toml") -> None:
     need(bool(t.metric.strip()), "[target].metric", "is required (the CSV column to optimise)")
     need(t.direction in ("min", "max"), "[target].direction", f'must be "min" or "max", not {t.direction!r}')
     need(t.timeout_s > 0, "[target].timeout_s", "must be > 0")
+    need(not t.calls or t.direction == "min", "[target].calls",
+         'needs a latency metric (direction = "min"): it turns per-call times into timed seconds')
     need(t.max_output_mib > 0, "[target].max_output_mib", "must be > 0")
     need(t.csv == "-" or _inside(t.csv), "[target].csv",
          f'must be "-" or a glob relative to the worktree (no absolute path, no ".."), not {t.csv!r}')

@@ -174,7 +174,8 @@ class ProcessAbba:
             jail = self.ctx.jails.bench(tree, side, hashes[side], cache=self._cache(side, hashes[side]))
             m, s = run_bench(self.ctx, it, self.lane, tree, f"{stage}_r{r}_{side}", env, jail)
             got[side], secs = m, secs + s
-            runs.append(BenchRun(side, r, s))
+            timed_s = None if m.timed is None else m.timed * self.ctx.cfg.roofline.unit_scale
+            runs.append(BenchRun(side, r, s, timed_s))
             if side == "cand" and m.failing:
                 break
         if "best" not in got:  # the candidate failed first: no pairs, its rows tell why

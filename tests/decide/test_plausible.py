@@ -209,3 +209,15 @@ def test_check_lists_review_findings_first() -> None:
     assert [f.flag for f in found] == ["faster_than_floor", "repeated_values"]
     half = check([], HALF, Policy(), runs=runs([10.0, 10.1, 9.9, 10.05], [10.02, 10.12, 9.93, 10.08]))
     assert [(f.flag, f.review) for f in half] == [("wall_time_unexplained", False)]
+
+
+def test_one_slow_process_does_not_hide_a_claim_no_round_of_the_wall_time_shows() -> None:
+    """Three rounds, the candidate's first process slow (a cold cache): the mean's 99% bound
+    proves nothing, but in no round did the wall time fall by half the claim. An honest
+    candidate with the same slow first process saves its claim in the other rounds."""
+    best_wall = [10.0, 10.02, 9.98]
+    lazy = runs(best_wall, [11.6, 10.0, 9.99], [4.0] * 3, [2.0] * 3)
+    f = wall_time_unexplained(lazy, HALF, Policy())
+    assert f is not None and f.review and "by less than half of it in each of its 3 runs" in f.reason
+    honest = runs(best_wall, [11.6, 8.0, 7.99], [4.0] * 3, [2.0] * 3)
+    assert wall_time_unexplained(honest, HALF, Policy()) is None

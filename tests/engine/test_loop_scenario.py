@@ -110,3 +110,27 @@ def test_production_verdicts_let_the_grid_guard_but_not_vote(fake_env):
     assert set(grid_only["classes"]) == {"cls=small", "cls=large", "guard (non-production)"}
     assert grid_only["classes"]["guard (non-production)"]["verdict"] == "improved"
     assert grid_only["classes"]["cls=small"]["verdict"] == "tied"
+
+
+def test_a_claimed_saving_the_process_never_spent_goes_to_review(fake_env, monkeypatch):
+    """[target].calls: the bench says how many timed calls each row's latency stands for, so
+    the process-level decision knows how many seconds the candidate claims to have saved.
+    v1's timer lies (its rows say 2x faster while its calls take as long as ever): the claim
+    is not in its process's wall time, and the keep goes to review (the policy rejects). v2
+    is really faster: the wall time fell with the claim, and it is kept."""
+    monkeypatch.setenv("FAKE_REPS", "2000")  # ~0.75 s of timed calls per bench run
+    repo, root = fake_env(["knob:fast=2",
+                           "do:speed['small'] *= 0.5; speed['large'] *= 0.5; json.dump(k, open('kernel.json', 'w'))"],
+                          toml_replace={'metric = "us"': 'metric = "us"\ncalls = "reps"'})
+    assert kopt(["--root", str(root), "init", "--repo", str(repo), "--tag", "wall"]) == 0
+    ws = Workspace(root, "wall")
+    assert run_engine(ws, max_iters=2) == 0
+    with ws.open_store(readonly=True) as s:
+        lie, real = s.iteration(1), s.iteration(2)
+    assert lie is not None and lie.status == "rejected", lie.record["decision"]
+    assert "wall_time_unexplained" in lie.record["decision"]["flags"]
+    assert "but its process wall time fell by" in lie.record["decision"]["reason"]
+    runs = lie.record["bench_runs"]["eval"]
+    assert all(r["timed_s"] is not None and r["timed_s"] > 0.3 for r in runs)
+    assert real is not None and real.status == "keep", real.record["decision"]
+    assert "wall_time_unexplained" not in real.record["decision"]["flags"]

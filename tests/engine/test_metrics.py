@@ -127,3 +127,19 @@ def test_key_format_matches_class_key_parsing():
     assert key == "D=3072,dtype=bf16,eps=1e-06"
     assert metrics.parse_class_key(key) == {"D": "3072", "dtype": "bf16", "eps": "1e-06"}
     assert math.isnan(metrics.ConfigResult("k", "c", (math.nan,), False).value)
+
+
+def test_the_calls_column_gives_the_seconds_the_bench_says_it_timed():
+    """[target].calls: each row's latency times its count of timed calls, summed (what the
+    wall-time check weighs against the process); never a config column; missing, it is named;
+    a count or latency that is not a finite positive number gives no total at all."""
+    cfg = config.loads('[target]\nbench = "b"\nmetric = "us"\ncalls = "reps"\nclass_by = ["cls"]\n').target
+    m = metrics.measure(frame("shape,cls,us,reps\na,s,10,100\na,s,12,100\nb,l,200,50\n"), cfg)
+    assert m.timed == 10 * 100 + 12 * 100 + 200 * 50 and m.config_columns == ("shape", "cls")
+    assert metrics.measure(frame("shape,cls,prod,us,err,reps\na,s,1,10,0,100\n"), CFG).timed is None  # no calls configured
+    for bad in ("0", "nan", "-3", "x"):
+        assert metrics.measure(frame(f"shape,cls,us,reps\na,s,10,{bad}\nb,l,5,9\n"), cfg).timed is None, bad
+    with pytest.raises(BenchError, match="calls column 'reps' missing"):
+        metrics.measure(frame("shape,cls,us\na,s,10\n"), cfg)
+    with pytest.raises(Exception, match=r"\[target\]\.calls needs a latency metric"):
+        config.loads('[target]\nbench = "b"\nmetric = "tflops"\ndirection = "max"\ncalls = "reps"\n')

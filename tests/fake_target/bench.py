@@ -9,7 +9,9 @@ tree multiplies that class's time (lanes' tests: two changes in two files rebase
 FAKE_BIND_LOG=path appends the CUDA_VISIBLE_DEVICES this run was bound to, its start and end
 times and its tree (lanes' tests: never two lanes on one GPU at once). Fault knobs: crash, segv,
 hang, flood_mib, write_tree, touch (a path), nan, inf, wrong, fast (divide the latency),
-drop (a column), malformed, empty, no_csv.
+drop (a column), malformed, empty, no_csv. FAKE_REPS=N adds a `reps` column (N timed calls per
+row) and sleeps what N calls at each config's latency take, before `fast` divides it: the
+wall time holds the timed calls, and a lying timer's claim is not in it.
 """
 
 import json
@@ -44,7 +46,8 @@ time.sleep(float(os.environ.get("FAKE_SLEEP", "0")))
 noise = float(os.environ.get("FAKE_NOISE", "0.002"))
 rng = random.Random()
 CONFIGS = [("small", 128, 10.0), ("small", 256, 14.0), ("large", 4096, 120.0), ("large", 8192, 230.0)]
-out = ["shape,cls,n,us,err"]
+reps = int(os.environ.get("FAKE_REPS", "0"))
+out = ["shape,cls,n,us,err" + (",reps" if reps else "")]
 for i, (cls, n, base) in enumerate(CONFIGS):
     extra = float(open(f"{cls}.speed").read()) if os.path.exists(f"{cls}.speed") else 1.0  # a class's own file
     us = base * float(k["speed"][cls]) * extra * float(k.get("speed_n", {}).get(str(n), 1.0)) * (1.0 + rng.gauss(0.0, noise))
@@ -52,10 +55,12 @@ for i, (cls, n, base) in enumerate(CONFIGS):
         us = math.nan
     if k.get("inf"):
         us = math.inf
+    if reps and math.isfinite(us):
+        time.sleep(us * reps * 1e-6)  # the timed calls, as long as they really take
     if k.get("fast"):  # a timer that lies (or a kernel that skips the work)
         us /= float(k["fast"])
     err = 1 if k.get("wrong") else 0
-    out.append(f"s{i},{cls},{n},{us:.6f},{err}")
+    out.append(f"s{i},{cls},{n},{us:.6f},{err}" + (f",{reps}" if reps else ""))
 if k.get("drop"):  # a missing column
     cols = out[0].split(",")
     j = cols.index(k["drop"])
