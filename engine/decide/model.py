@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from kopt_supervisor.engine.config import DecideConfig, decide_problems
+from kopt_supervisor.engine.dataclass_io import known_fields
 from kopt_supervisor.engine.decide.stats import geomean
 from kopt_supervisor.engine.errors import BadInput
 
@@ -120,8 +121,7 @@ class ClassResult:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ClassResult:
-        keys = {f.name for f in fields(cls)}
-        values: dict[str, Any] = {k: (math.nan if v is None else v) for k, v in d.items() if k in keys}
+        values: dict[str, Any] = {k: (math.nan if v is None else v) for k, v in known_fields(cls, d).items()}
         return cls(**values)
 
 

@@ -29,9 +29,10 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+from kopt_supervisor.engine.dataclass_io import known_fields
 from kopt_supervisor.engine.errors import BadInput, KoptFailure
 from kopt_supervisor.engine.profile.records import (
     KOPT_PREFIX,
@@ -271,8 +272,7 @@ class ProfileComparison:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ProfileComparison:
-        known = {f.name for f in fields(cls)}
-        kw = {k: v for k, v in data.items() if k in known}
+        kw = known_fields(cls, data)
         kw["kernels"] = tuple(KernelChange(**k) for k in data.get("kernels", ()))
         return cls(**kw)
 

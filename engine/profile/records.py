@@ -8,10 +8,11 @@ and `load` read and write the one path they are given).
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kopt_supervisor.engine.dataclass_io import known_fields
 from kopt_supervisor.engine.errors import BadInput
 
 KOPT_PREFIX = "kopt:"
@@ -85,8 +86,7 @@ class KernelStat:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> KernelStat:
-        known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in known})
+        return cls(**known_fields(cls, data))
 
 
 @dataclass(frozen=True)
@@ -114,8 +114,7 @@ class RangeKernelStat:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RangeKernelStat:
-        known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in known})
+        return cls(**known_fields(cls, data))
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,10 @@ Pure: records in, totals out.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
+
+from kopt_supervisor.engine.dataclass_io import known_fields
 
 if TYPE_CHECKING:
     from kopt_supervisor.engine.config import Config
@@ -57,8 +59,7 @@ class AgentRun:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> AgentRun:
-        known = {f.name for f in fields(cls)}
-        kw = {k: v for k, v in data.items() if k in known}
+        kw = known_fields(cls, data)
         kw["notes"] = tuple(kw.get("notes") or ())
         return cls(**kw)
 
