@@ -400,6 +400,8 @@ def test_config_is_listed_once_and_again_when_an_include_changes(tmp_path: Path,
     (ws / "cand" / ".gitattributes").write_text("*.py filter=later\n")
     gitops.stage_all_tree(ws / "cand")
     assert plant.fired() == []
+    # changed again, so plain git must read it (a file staged more than a second ago is not)
+    (ws / "cand" / "kernel.py").write_text(FAST + "\n")
     assert plain(ws / "cand", "add", "-A").returncode == 0 and plant.fired() == ["filter.later.clean"]  # live
 
 
