@@ -89,12 +89,13 @@ def _group_alive(pgid: int) -> bool:
     except (ProcessLookupError, PermissionError):
         return False
     # Zombies of already-exited members still count for killpg(0); look closer.
-    return any(p.status() != psutil.STATUS_ZOMBIE for p in group_members(pgid) if _safe_alive(p))
+    return any(_running(p) for p in group_members(pgid))
 
 
-def _safe_alive(p: psutil.Process) -> bool:
+def _running(p: psutil.Process) -> bool:
+    """Alive and not a zombie; False for a process that ends while it is looked at."""
     try:
-        return p.is_running()
+        return p.is_running() and p.status() != psutil.STATUS_ZOMBIE
     except psutil.Error:
         return False
 
