@@ -87,6 +87,15 @@ class TargetConfig:
     """The ab_command serves looks: kopt starts it once per decision and asks for each look
     on its stdin (`look N PATH` -> `done N`; docs/files.md), which saves a process start
     per look. The process may leave after any look (`done N last`); kopt starts another."""
+    serve: str = ""
+    """A command that serves looks of ONE tree (docs/files.md, "The per-tree serve protocol"),
+    run like `bench`: working directory the tree, confined to it (read-only) with a cache of
+    its own and one output folder it may write. Set, kopt measures with two such processes
+    per lane, best's and the candidate's (never one process holding both trees), alternated
+    ABBA on the same GPU, one seed per look for both, and audits one timed call per config
+    picked after the look. It wins over `ab_command` for measurement (the ab_command is
+    then unused). It writes kopt's CSV ([target].format = "csv"); name its `calls` column
+    in [target].calls so the OS's accounting can weigh what the bench claims."""
     env: dict[str, str] = field(default_factory=dict)
     """Extra environment for the bench and the proposer."""
     compile_flags: str = ""

@@ -59,6 +59,11 @@ def validate(cfg: Config, source: str = "kopt.toml") -> None:
              "must contain both {best} and {cand}")
     need(not t.ab_serve or bool(t.ab_command.strip()), "[target].ab_serve",
          "needs [target].ab_command (the command that serves the looks)")
+    if t.serve:
+        need(bool(t.serve.strip()), "[target].serve", "must be a command (or empty: no served looks)")
+        need("{best}" not in t.serve and "{cand}" not in t.serve, "[target].serve",
+             f"serves one tree (its working directory): no {{best}} or {{cand}} placeholders, not {t.serve!r}")
+        need(t.format == "csv", "[target].serve", f'needs [target].format = "csv" (it writes kopt\'s CSV), not {t.format!r}')
     diffscan.parse_allow(t.allow_constructs, where=f"{source}: [target].allow_constructs")
     need(t.format in FORMATS, "[target].format", f"must be one of {', '.join(map(repr, FORMATS))}, not {t.format!r}")
     need(t.adapter.unit in ("ns", "us", "ms", "s"), "[target.adapter].unit",

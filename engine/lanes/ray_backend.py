@@ -17,6 +17,7 @@ differs from the head's is refused (a mismatch would look like a regression).
 
 from __future__ import annotations
 
+import dataclasses
 import platform
 import shutil
 import socket
@@ -251,7 +252,7 @@ class RayMeasurer:
             (self.ctx.ws.log_dir(it.version) / f"ray_{name}").write_text(text)
         look: Look = got["look"]
         it.record.setdefault("gpu", {})["host"] = got["host"]
-        return Look(look.pairs, look.best, look.cand, look.seconds, look.runs, gpu=got["gpu"])
+        return dataclasses.replace(look, gpu=got["gpu"])
 
     def new_decision(self) -> None:
         self.loaded = None

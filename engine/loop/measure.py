@@ -24,6 +24,7 @@ from typing import Any, Protocol
 from kopt_supervisor.engine import bench_output, gitops, metrics, sandbox, treecheck
 from kopt_supervisor.engine.decide import Pair
 from kopt_supervisor.engine.decide.plausible import BenchRun
+from kopt_supervisor.engine.decide.side_cost import SideCost
 from kopt_supervisor.engine.loop.context import RunContext, last_line
 from kopt_supervisor.engine.loop.jails import tree_of
 from kopt_supervisor.engine.loop.lane import Lane
@@ -46,6 +47,9 @@ class Look:
     gpu: tuple[dict[str, Any] | None, dict[str, Any] | None] | None = None
     """The GPU's state before and after, when the look ran where the lane's own gate cannot
     see (a Ray worker's gate picked the GPU there)."""
+    costs: tuple[SideCost, ...] = ()
+    """Served per tree (`ServedTrees`): what each side's process spent on the look as the OS
+    accounts for it (CPU and wall seconds) beside what its bench claims."""
 
 
 class Measurer(Protocol):

@@ -81,6 +81,7 @@ class DecisionRounds:
         assert measurer is not None, "the machine gives every lane its measurer"
         if not extra_rounds:
             it.record.setdefault("bench_runs", {})[stage] = []
+            it.record.setdefault("side_costs", {})[stage] = []
             ctx.verify([lane])  # before any comparison: the chain of keeps and the branch are kopt's
             ctx.store.delete_samples(it.version, stage)
             measurer.new_decision()
@@ -120,6 +121,7 @@ class DecisionRounds:
                 it.record.setdefault("gpu_seconds", {})[stage] = gpu_s
                 runs = it.record.setdefault("bench_runs", {}).setdefault(stage, [])
                 runs += [dataclasses.asdict(x) for x in look.runs]
+                it.record.setdefault("side_costs", {}).setdefault(stage, []).extend(c.to_dict() for c in look.costs)
                 ctx.store.add_samples(
                     row for p in new for row in (
                         (it.version, stage, p.round, p.block, "best", p.config, p.cls, p.best, p.order, p.flagged),
