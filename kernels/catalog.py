@@ -30,7 +30,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 STATS = ("us_mean", "us_std", "us_min", "us_p10", "us_p90", "samples")
-EXTRA = ("gbps", "copy_us", "copy_gbps", "pct_copy", "prod", "seed", "model")
+EXTRA = ("calls", "gbps", "copy_us", "copy_gbps", "pct_copy", "prod", "seed", "model")
 """Must match harness/bench.py (a test checks): the CSV's columns that kopt ignores."""
 PROTECTED = ["bench.py", "contract.py", "roofline.py", "baseline/", ".gitignore", "README.md"]
 

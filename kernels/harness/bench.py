@@ -1,6 +1,7 @@
 """The bench driver: a Spec (harness/spec.py) -> kopt's CSV, in every mode kopt uses.
 
     python bench.py                      # every shape of this machine, CSV on stdout
+    python bench.py --serve              # kopt's [target].serve: this tree's looks on request
     python bench.py --ab BEST CAND       # kopt's ab_command: both trees in one process
     python bench.py --ab BEST CAND --serve   # the same, one look per request on stdin
     python bench.py --shapes production --out results.csv
@@ -9,16 +10,23 @@ A bench declares a Spec (the function and where it lives in a tree, shapes, inpu
 reference, tolerances) and calls `main(spec)`; a bundled kernel's folder (contract.py,
 roofline.py, solution/, baseline/) is read into one by `main(folder)`.
 
-Per shape and dtype: fresh random inputs (a new seed every run, in the `seed` column), the
-contract check (harness/check.py) -> `err` (passes when <= 1), then timing; both inside a
-profiler range named `kopt:col=value,...` over the row's config columns (harness/ranges.py). On a GPU: blocks
-of a CUDA graph of k launches (k so that a block lasts about --block-us), buffer sets rotated
-across the launches so that they touch at least 2 x L2 of distinct data, L2 flushed before
-each block; `us` is the median over blocks of µs per launch, with us_mean/std/min/p10/p90.
-The same run times a device-to-device copy of the same number of bytes (copy_us, copy_gbps)
-and reports the kernel's bandwidth as % of it (pct_copy). Without a GPU the Triton solution
-runs in Triton's interpreter (TRITON_INTERPRET=1, set here before triton is imported) on the
-small shapes, timed with time.perf_counter: CPU timings.
+One tree (a plain run, or a served look: `Bench.timed_rows`), per shape and dtype: the
+contract check (harness/check.py) on inputs drawn from the run's seed (the `seed` column; a
+fresh one per run, `--seed` to repeat one) -> `err` (passes when <= 1); then timing over
+buffer sets drawn from the same seed but never the check's inputs, with no reference ever
+computed for them, refreshed with a second draw and their outputs poisoned with NaN before
+the last block (harness/sets.py), so that what they hold afterwards is what the last timed
+calls computed: what kopt's audit compares between trees (harness/audit.py). Both inside a
+profiler range named `kopt:col=value,...` over the row's config columns
+(harness/ranges.py). On a GPU: blocks of a CUDA graph of k launches (k so that a block lasts
+about --block-us, a multiple of the sets' count), the sets touching at least 2 x L2 of
+distinct data (at most MAX_SETS), L2 flushed before each block; `us` is the median over
+blocks of µs per launch, with us_mean/std/min/p10/p90, and `calls` the launches timed in all
+(blocks x k: `us` x `calls` is the time the row's timed calls took). The same run times a
+device-to-device copy of the same number of bytes (copy_us, copy_gbps) and reports the
+kernel's bandwidth as % of it (pct_copy). Without a GPU the Triton solution runs in Triton's
+interpreter (TRITON_INTERPRET=1, set here before triton is imported) on the small shapes,
+each block one call per set (CPU_SETS), timed with time.perf_counter: CPU timings.
 
 --once: the contract check alone (each solution runs twice per shape, nothing is timed).
 
@@ -29,21 +37,23 @@ check's own launches outside the ranges (the fp64 reference, the poisoned buffer
 comparison) took 86 s of a 90 s profile on the H100; what is left outside the ranges is the
 inputs and the candidate's own work, which kopt's outside-time rule is for.
 
-A/B mode: both trees' functions are imported under distinct module names (harness/locate.py;
-a bundled solution reads its own tree's params.json), checked, and timed in alternating order block by block (ABBA);
-one row per (config, side, block) with the `side` and `block` columns kopt's ab mode reads.
-Both sides run on the same buffers (inputs and outputs), so where the allocator happened to
-place them (which DRAM channels, which pages) is the same for both: measured on the H100, a
-layout drawn once per side gave the side allocated second a steady +0.8% in A/A looks.
+Serve mode (--serve, kopt's `[target].serve`; harness/serve.py has the protocol): the process
+answers `look N SEED PATH` (one look of this tree with inputs from SEED), `audit N SEED PATH`
+(summaries of the outputs of the timed set the audit seed picks, per config) and `load`. It
+saves a process start per look (torch's import alone took 4-5 s on the H100). The graphs and
+buffers of earlier looks are kept (destroying a graph faulted, see harness/timing.py), so once
+--serve-memory of the GPU's memory is taken the process answers `done N last`, serves that
+look's audit and leaves; kopt starts a fresh one for the next look.
 
-Serve mode (--serve, kopt's `[target].ab_serve`): the process answers kopt's requests on
-stdin, `look N PATH`, each with one A/B look (fresh inputs and fresh buffers, the contract
-checked again, both sides timed interleaved) written as CSV to PATH and the reply `done N`
-on stdout (`fail N why` when a look cannot be measured), and `reload` (a new decision: both
-trees imported again) with `reloaded`. It saves a process start per look (torch's import
-alone took 4-5 s on the H100). The graphs and buffers of earlier looks are kept (destroying
-a graph faulted, see harness/timing.py), so once half of the GPU's memory is taken the
-process answers `done N last` and leaves; kopt starts a fresh one for the next look.
+A/B mode (--ab BEST CAND, kopt's `ab_command`; kept for benches configured that way: kopt
+proposes `serve` now, one process per tree): both trees' functions are imported under
+distinct module names (harness/locate.py; a bundled solution reads its own tree's
+params.json), checked, and timed in alternating order block by block (ABBA); one row per
+(config, side, block) with the `side` and `block` columns kopt's ab mode reads. Both sides run
+on the same buffers (inputs and outputs), so where the allocator happened to place them
+(which DRAM channels, which pages) is the same for both: measured on the H100, a layout drawn
+once per side gave the side allocated second a steady +0.8% in A/A looks. With --serve:
+`look N PATH` per A/B look and `reload` (harness/serve.py).
 """
 
 from __future__ import annotations
@@ -55,15 +65,17 @@ import os
 import random
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from .audit import VERSION, audit_positions, audit_set, input_seed, summarise
 from .check import check_call
 from .locate import locate
-from .params import class_key
+from .params import class_key, config_key
 from .ranges import Ranges, no_ranges, open_ranges, range_name
+from .sets import TimedSets, keep_result
 from .shapes import PRODUCTION, REGRESSION, SMALL
 from .spec import Spec, as_spec, spec_from_folder
 from .timing import (
@@ -79,9 +91,17 @@ from .timing import (
     summarize,
 )
 
+MAX_SETS = 256
+"""The most buffer sets a config's timed calls rotate over on a GPU (a one-row config would
+need 2 x L2 / 512 bytes of them); a block has at least as many launches."""
+CPU_SETS = 2
+"""Buffer sets on the CPU (the interpreter: each block calls each once)."""
+
 STATS = ("us_mean", "us_std", "us_min", "us_p10", "us_p90", "samples")
-EXTRA = ("gbps", "copy_us", "copy_gbps", "pct_copy", "prod", "seed", "model")
-"""Columns beside config, metric and err: kopt.toml lists them (with STATS) under ignore."""
+EXTRA = ("calls", "gbps", "copy_us", "copy_gbps", "pct_copy", "prod", "seed", "model")
+"""Columns beside config, metric and err: kopt.toml lists them (with STATS) under ignore
+(`calls` also as [target].calls: a config that does not name it must not take it for a
+config column, since a GPU's count of launches follows the kernel's speed)."""
 
 
 def setup_device() -> tuple[Any, bool]:
@@ -124,12 +144,7 @@ def kept_outputs(fn: Callable[..., Any], arg_sets: list[tuple], kwargs: dict[str
     experiments/rms_vs_compile.py): torch.compile's RMSNorm ran 5-9% faster on the
     20 µs QK-norm shapes that way than with one output per input set, and so did ours."""
     kept: list[Any] = [None] * len(arg_sets)
-
-    def call(i: int, args: tuple) -> None:
-        kept[i] = None
-        kept[i] = fn(*args, **kwargs)
-
-    return [functools.partial(call, i, args) for i, args in enumerate(arg_sets)]
+    return [functools.partial(keep_result, kept, i, fn, args, kwargs) for i, args in enumerate(arg_sets)]
 
 
 class Case:
@@ -138,7 +153,10 @@ class Case:
     `contract` is a Spec, or a bundled kernel's contract module (with its roofline module)."""
 
     def __init__(self, torch: Any, contract: Any, roofline: Any, shape: Any, dtype: str,
-                 seed: int, gpu: bool, ranges: Ranges | None = None, *, reference: bool = True) -> None:
+                 seed: int, gpu: bool, ranges: Ranges | None = None, *, reference: bool = True,
+                 look: bool = False) -> None:
+        """`seed`: the inputs' generator seed; with `look`, the look's seed, from which the
+        check's inputs are drawn by audit.input_seed (and the timed sets', sets.TimedSets)."""
         spec = as_spec(contract, roofline)
         self.torch, self.spec, self.shape, self.gpu = torch, spec, shape, gpu
         self.ranges = ranges or no_ranges("")
@@ -146,12 +164,11 @@ class Case:
         self.dt = getattr(torch, dtype)
         esize = torch.empty((), dtype=self.dt).element_size()
         self.cols = spec.row_columns(shape, dtype, esize)
+        self.key = config_key(self.cols)
         self.range = range_name(self.cols)
         self.bytes = spec.bytes_of(self.cols)
         self.seed = seed
-        gen = torch.Generator(device=self.device).manual_seed(seed)
-        self.args, self.kwargs = spec.make_inputs(torch, shape.dims, self.dt, self.device, gen)
-        self.args = tuple(self.args)
+        self.args, self.kwargs = self.draw(input_seed(seed, self.key, "check") if look else seed)
         self.ref = spec.reference(torch, self.args, self.kwargs) if reference else None
         # None: made without its reference (--profile): neither checked nor given an out buffer
         self.out_shape = tuple(self.ref.shape) if self.ref is not None else ()
@@ -159,6 +176,12 @@ class Case:
         self.atol, self.rtol = spec.tolerance[dtype]
         self._sets: list[tuple[tuple, Any]] = []
         self._prepared: dict[int, tuple[ModuleType, Callable[..., Any]]] = {}
+
+    def draw(self, seed: int) -> tuple[tuple, dict[str, Any]]:
+        """The spec's inputs for this case from a generator seeded with `seed`."""
+        gen = self.torch.Generator(device=self.device).manual_seed(seed)
+        args, kwargs = self.spec.make_inputs(self.torch, self.shape.dims, self.dt, self.device, gen)
+        return tuple(args), dict(kwargs)
 
     def function(self, module: Any) -> Callable[..., Any]:
         """The callable to check and time: the module's function (or a function given as is),
@@ -250,15 +273,41 @@ class Timing:
         reps = reps_for(est, self.block_us, self.max_reps)
         sets = rotation_sets(nbytes, self.l2, reps)
         fns = first + (make(sets)[1:] if sets > 1 else [])
+        return self._block_timer(cycle(fns), reps, graph, span)
+
+
+    def set_count(self, nbytes: int) -> int:
+        """How many buffer sets a config's timed calls rotate over (sets.TimedSets), fixed
+        before anything is timed so that every tree gets the same count in the same look: on
+        a GPU enough for 2 x L2 of distinct data (at most MAX_SETS; 1 when the spec says
+        nothing of the bytes a call moves), on the CPU CPU_SETS."""
+        if not self.gpu:
+            return CPU_SETS
+        return rotation_sets(nbytes, self.l2, MAX_SETS)
+
+    def sets_timer(self, calls: list[Callable[[], Any]], graph: bool = True,
+                   span: Callable[[], Any] | None = None) -> Any:
+        """A block timer over one call per buffer set whose every block calls each set at least
+        once, the same number of times (so each set's output is what the last block wrote):
+        on the CPU one call per set; on a GPU k launches, k a multiple of the sets' count so
+        that a block lasts about --block-us; `graph` and `span` as in `timer`."""
+        fn, sets = cycle(calls), len(calls)
+        if not self.gpu or self.flush is None:
+            return CpuTimer(fn, sets, warm_blocks=0, span=span)
+        est = one_call_us(self.torch, calls[0], self.flush)
+        reps = math.ceil(max(reps_for(est, self.block_us, self.max_reps), sets) / sets) * sets
+        return self._block_timer(fn, reps, graph, span)
+
+    def _block_timer(self, fn: Callable[[], Any], reps: int, graph: bool, span: Callable[[], Any] | None) -> Any:
         if not graph:
-            return EventTimer(self.torch, cycle(fns), reps, self.flush, span=span)
+            return EventTimer(self.torch, fn, reps, self.flush, span=span)
         try:
-            return GraphTimer(self.torch, cycle(fns), reps, self.flush, span=span)
+            return GraphTimer(self.torch, fn, reps, self.flush, span=span)
         except Exception as exc:  # what a graph cannot capture (host syncs, allocations...) runs eagerly
             self.torch.cuda.synchronize()
             log(f"CUDA graph capture failed ({type(exc).__name__}: {str(exc)[:120]}): "
                 "timing eager launches between CUDA events instead")
-            return EventTimer(self.torch, cycle(fns), reps, self.flush, span=span)
+            return EventTimer(self.torch, fn, reps, self.flush, span=span)
 
 
 def _fmt(v: Any) -> str:
@@ -314,7 +363,11 @@ def parse_args(argv: list[str] | None, gpu: bool) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description="kopt bench: contract check and timing, CSV on stdout")
     ap.add_argument("--ab", nargs=2, metavar=("BEST", "CAND"), help="time two trees' solutions interleaved")
     ap.add_argument("--serve", action="store_true",
-                    help="with --ab: answer kopt's `look N PATH` requests on stdin, one A/B look each")
+                    help="answer kopt's requests on stdin: this tree's `look N SEED PATH`, `audit N SEED PATH` "
+                         "and `load` (with --ab: `look N PATH`, one A/B look each, and `reload`)")
+    ap.add_argument("--seed", type=int, default=None,
+                    help="the inputs' seed of a run (default: a fresh one); without --ab, the same seed draws the "
+                         "same inputs as a served `look N SEED PATH`")
     ap.add_argument("--shapes", default="auto", choices=["auto", "small", "production", "regression", "all"],
                     help="auto: production + regression on a GPU, small on the CPU")
     ap.add_argument("--dtypes", default="", help="comma-separated subset of the contract's dtypes "
@@ -338,10 +391,12 @@ def parse_args(argv: list[str] | None, gpu: bool) -> argparse.Namespace:
     ap.add_argument("--serve-memory", type=float, default=0.5,
                     help="--serve: leave after a look once kept buffers take this share of the GPU's memory")
     a = ap.parse_args(argv)
-    if a.serve and not a.ab:
-        ap.error("--serve needs --ab BEST CAND")
     if a.profile and (a.serve or a.once):
         ap.error("--profile runs alone: not with --serve or --once")
+    if a.serve and a.once:
+        ap.error("--serve times its looks: not with --once")
+    if a.serve and a.seed is not None:
+        ap.error("--seed: a served look takes its seed from the request (`look N SEED PATH`)")
     a.blocks = a.blocks or ((9 if a.ab else 25) if gpu else (4 if a.ab else 3))
     return a
 
@@ -377,6 +432,8 @@ class Bench:
             raise SystemExit(f"--shapes {a.shapes}: {spec.name}'s spec has no such shape")
         self.timing = Timing(torch, gpu, a.block_us, max_reps=1000 if gpu else 50)
         self.failed = 0
+        self.looked: list[tuple[Case, TimedSets]] = []
+        """The last look's cases and timed sets (timed_rows), for `audit`."""
 
     @property
     def contract(self) -> Spec:
@@ -388,13 +445,15 @@ class Bench:
         self.mods = {side: load_solution(self.spec, tree, side or "this", self.a.which)
                      for side, tree in self.trees.items()}
 
-    def cases(self, base_seed: int, *, reference: bool = True) -> Iterator[Case]:
-        """Every shape and dtype, fresh inputs from consecutive seeds."""
+    def cases(self, base_seed: int, *, reference: bool = True, look: bool = False) -> Iterator[Case]:
+        """Every shape and dtype: fresh inputs from consecutive seeds, or with `look` from
+        the look's seed and each config's key (Case)."""
         for i, shape in enumerate(self.shapes):
             for j, dtype in enumerate(self.dtypes):
                 self.clock.lap("timing")  # the previous case's timed blocks
                 yield Case(self.torch, self.spec, None, shape, dtype,
-                           base_seed + i * len(self.dtypes) + j, self.gpu, self.ranges, reference=reference)
+                           base_seed if look else base_seed + i * len(self.dtypes) + j, self.gpu, self.ranges,
+                           reference=reference, look=look)
 
     def check_and_time(self, case: Case) -> tuple[dict[str, float], dict[str, Any]]:
         """Each side's contract error and its block timer (None: cannot be timed)."""
@@ -465,34 +524,82 @@ class Bench:
                                  "prod": prod(case)})
         return rows
 
-    def timed_rows(self, base_seed: int) -> list[dict[str, Any]]:
-        """One tree: per case, its statistics over blocks beside a same-size copy's (no copy
-        when the spec says nothing of the bytes a call moves: gbps and the copy columns NaN)."""
+    def timed_rows(self, seed: int) -> list[dict[str, Any]]:
+        """One tree, one look of `seed` (a plain run or a served look): per case, the
+        contract check on inputs of its own, then the timed blocks over buffer sets drawn
+        from the seed (sets.TimedSets: never the check's inputs, no reference computed for
+        them, refreshed before the last block), its statistics over blocks beside a same-size
+        copy's (no copy when the spec says nothing of the bytes a call moves: gbps and the
+        copy columns NaN), and `calls`, the timed calls the row's `us` is the per-call time
+        of. The sets are kept in `self.looked` (until the next look) for `audit`."""
         rows = []
         nan = math.nan
-        for case in self.cases(base_seed):
-            errs, timers = self.check_and_time(case)
+        self.looked = []
+        for case in self.cases(seed, look=True):
+            where = f"{self.spec.name} {case.shape.name} {case.cols.get('dtype', '')}"
+            err, why = case.check(self.mod)
+            self.clock.lap("check")  # inputs, the reference, the solution (its JIT compile the first time)
+            case.ref = None  # checked: the fp64 reference need not outlive the check
+            if why:
+                self.failed += 1
+                log(f"{where}: FAILS contract: {why}")
+            sets = TimedSets(case, seed, self.timing.set_count(case.bytes))
+            self.looked.append((case, sets))
+            t = self.tree_timer(case, sets, where)
+            self.clock.lap("capture")  # the timer's calibration and CUDA graph
             copy = self.timing.timer(case.copy_calls, case.bytes) if case.bytes > 0 else None
-            t = timers[""]
             ks, cs = [], []
-            for _ in range(self.a.blocks):  # the kernel's launches in the case's range; the copy's outside
-                ks.append(t.block() if t is not None else nan)
+            for block in range(self.a.blocks):  # the kernel's launches in the case's range; the copy's outside
+                if block == self.a.blocks - 1:
+                    sets.refresh()  # the last block computes on inputs no earlier call saw
+                if t is not None:
+                    try:
+                        ks.append(t.block())
+                    except Exception as exc:  # a candidate whose timed call raises fails its row
+                        log(f"{where}: FAILS: a timed call raised {type(exc).__name__}: {exc}")
+                        err, t, ks = math.inf, None, []
                 if copy is not None:
                     cs.append(copy.block())
-            st = summarize(ks) if t is not None else dict.fromkeys(("median", "mean", "std", "min", "p10", "p90"), nan)
+            st = summarize(ks) if ks else dict.fromkeys(("median", "mean", "std", "min", "p10", "p90"), nan)
             cu = summarize(cs)["median"] if cs else nan
             us = st["median"]
             gbps = case.bytes / us / 1e3 if case.bytes > 0 else nan
-            rows.append({**case.cols, "us": us, "err": errs[""],
+            rows.append({**case.cols, "us": us, "err": err, "calls": t.reps * len(ks) if t is not None else 0,
                          "us_mean": st["mean"], "us_std": st["std"], "us_min": st["min"], "us_p10": st["p10"],
                          "us_p90": st["p90"], "samples": len(ks),
                          "gbps": gbps, "copy_us": cu, "copy_gbps": case.bytes / cu / 1e3 if cs else nan,
-                         "pct_copy": 100.0 * cu / us if cs else nan, "prod": prod(case), "seed": case.seed,
+                         "pct_copy": 100.0 * cu / us if cs else nan, "prod": prod(case), "seed": seed,
                          "model": case.shape.model.replace(",", ";")})
             log(f"{self.spec.name} {case.shape.name:24s} {case.cols.get('dtype', ''):9s} {us:10.3f} us  "
                 + (f"{gbps:8.1f} GB/s  {100.0 * cu / us:5.1f}% of copy  " if cs else "")
-                + f"err {errs['']:.3g}")
+                + f"err {err:.3g}")
         return rows
+
+    @property
+    def mod(self) -> ModuleType:
+        """The one tree's module (without --ab)."""
+        return self.mods[""]
+
+    def tree_timer(self, case: Case, sets: TimedSets, where: str) -> Any:
+        """The block timer of the tree's function over `sets` (None, logged: it cannot be timed)."""
+        try:
+            fn = case.function(self.mod)
+            return self.timing.sets_timer(sets.calls(fn), graph=self.spec.graph,
+                                          span=functools.partial(self.ranges.span, case.range))
+        except Exception as exc:
+            log(f"{where}: cannot be timed: {type(exc).__name__}: {exc}")
+            return None
+
+    def audit(self, seed: int) -> dict[str, Any]:
+        """The audit of the last look (audit.py's rule and summary): per config, the set the
+        audit seed picks and its outputs' summaries, as the JSON `audit N SEED PATH` writes."""
+        configs = []
+        for case, sets in self.looked:
+            rng, i = audit_set(seed, sets.key, sets.count)
+            outputs = [summarise(self.torch, t, audit_positions(rng, int(t.numel()))) for t in sets.outputs(i)]
+            configs.append({"config": dict(case.cols), "sets": sets.count, "set": i, "atol": case.atol,
+                            "rtol": case.rtol, "outputs": outputs})
+        return {"version": VERSION, "configs": configs}
 
     def release_cache(self) -> None:
         """Between looks: the allocator's cached blocks (the check's fp64 temporaries, tens of
@@ -525,48 +632,6 @@ def why(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text.splitlines()[0][:200] if text else ''}".rstrip()
 
 
-def serve(bench: Bench, requests: Iterable[str], reply: Callable[[str], None]) -> int:
-    """Answer kopt's requests until stdin ends (or memory is half full). `look N PATH`: one
-    A/B measurement with fresh inputs, written as CSV to PATH; the reply is `done N` (`done N
-    last` when the process leaves after it), or `fail N why` when the look could not be
-    measured (the process then leaves). `reload`: import both trees again (a new decision:
-    kopt may have moved best/ and the proposer changed cand/); the reply is `reloaded`."""
-    for line in requests:
-        words = line.split(maxsplit=2)
-        if not words:
-            continue
-        if words == ["reload"]:
-            try:
-                bench.reload()
-            except Exception as exc:  # a candidate that cannot even be imported
-                log(f"reload: {type(exc).__name__}: {exc}")
-                reply(f"fail reload {why(exc)}")
-                return 1
-            reply("reloaded")
-            continue
-        if len(words) != 3 or words[0] != "look":
-            reply(f"fail ? not a request (`look N PATH`): {line.strip()[:80]!r}")
-            continue
-        n, path = words[1], words[2].strip()
-        bench.clock = PhaseClock(since_process_start=False)
-        try:
-            rows = bench.ab_rows(new_seed())
-            bench.clock.lap("timing")
-            write_csv(rows, path, stdout=False)
-        except Exception as exc:  # a broken candidate fails its own rows: this is the harness or CUDA itself
-            log(f"look {n}: {type(exc).__name__}: {exc}")
-            reply(f"fail {n} {why(exc)}")
-            return 1  # a CUDA error is sticky: a fresh process serves the next look
-        log(f"look {n}: " + bench.clock.line())
-        bench.release_cache()
-        if bench.memory_full(bench.a.serve_memory):
-            log(f"kept buffers past {bench.a.serve_memory:.0%} of the GPU's memory: leaving after look {n}")
-            reply(f"done {n} last")
-            return 0
-        reply(f"done {n}")
-    return 0
-
-
 def main(spec: Spec | str | Path, argv: list[str] | None = None, *, tree: str | Path | None = None) -> int:
     """The bench's command line (parse_args) on `spec` (a Spec, or a bundled kernel's
     folder); `tree` is where the function is found without --ab (default: the folder given,
@@ -579,11 +644,13 @@ def main(spec: Spec | str | Path, argv: list[str] | None = None, *, tree: str | 
     if not gpu:
         log(f"{bench.spec.name}: no GPU: the Triton interpreter on the CPU; timings are CPU timings")
     if a.serve:
+        from .serve import serve_ab, serve_tree
+
         def reply(msg: str) -> None:
             sys.stdout.write(msg + "\n")
             sys.stdout.flush()
-        return serve(bench, sys.stdin, reply)
-    seed = new_seed()
+        return (serve_ab if a.ab else serve_tree)(bench, sys.stdin, reply)
+    seed = new_seed() if a.seed is None else a.seed
     rows = (bench.profile_rows(seed) if a.profile else bench.once_rows(seed) if a.once
             else bench.ab_rows(seed) if a.ab else bench.timed_rows(seed))
     clock.lap("timing")

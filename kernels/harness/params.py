@@ -9,6 +9,7 @@ for that class. A solution resolves `{**p["*"], **p.get(key, {})}` for each call
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +21,16 @@ def format_value(v: Any) -> str:
     return str(v)
 
 
+def config_key(columns: Mapping[str, Any]) -> str:
+    """`col=value,col=value` in the columns' order: kopt's key_of (engine/metrics.py) over a
+    row's config columns (the profiler range's name, the audit's choice) or its class_by
+    columns (a params.json class key)."""
+    return ",".join(f"{c}={format_value(v)}" for c, v in columns.items())
+
+
 def class_key(**columns: Any) -> str:
     """`col=value,col=value` in the given order (kopt's key_of over the class_by columns)."""
-    return ",".join(f"{c}={format_value(v)}" for c, v in columns.items())
+    return config_key(columns)
 
 
 def load(path: str | Path) -> dict[str, dict[str, Any]]:

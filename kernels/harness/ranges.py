@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from .params import format_value
+from .params import config_key
 
 PREFIX = "kopt:"
 ROCTX_LIBRARIES = ("librocprofiler-sdk-roctx.so", "librocprofiler-sdk-roctx.so.1", "libroctx64.so",
@@ -30,7 +30,7 @@ ROCTX_LIBRARIES = ("librocprofiler-sdk-roctx.so", "librocprofiler-sdk-roctx.so.1
 
 def range_name(cols: Mapping[str, Any]) -> str:
     """`kopt:col=value,col=value` for a config's columns (in their order)."""
-    return PREFIX + ",".join(f"{c}={format_value(v)}" for c, v in cols.items())
+    return PREFIX + config_key(cols)
 
 
 class Ranges:

@@ -21,7 +21,7 @@ import pytest
 from kopt_supervisor.engine import config, metrics
 from kopt_supervisor.kernels import harness
 from kopt_supervisor.kernels.harness import bench as hb
-from kopt_supervisor.kernels.harness import ranges
+from kopt_supervisor.kernels.harness import ranges, serve
 
 torch = pytest.importorskip("torch")
 
@@ -220,22 +220,22 @@ def test_a_function_without_out_is_checked_after_poisoning_and_must_keep_its_inp
     assert (run_main(spec(same_dtype=False), ["--once"], t2, capsys)["err"] <= 1).all()
 
 
-def test_served_looks(tmp_path: Path) -> None:
+def test_served_ab_looks(tmp_path: Path) -> None:
     best, cand = tree(tmp_path / "best"), tree(tmp_path / "cand")
     a = hb.parse_args(["--ab", str(best), str(cand), "--serve"], gpu=False)
     b = hb.Bench(spec(), a, torch, False, hb.PhaseClock(), best)
     replies: list[str] = []
     look1, look2 = tmp_path / "l1.csv", tmp_path / "l2.csv"
     (cand / "ops" / "scale.py").write_text("def scale(x):\n    return x * 2\n")
-    assert hb.serve(b, [f"look 1 {look1}", "reload", f"look 2 {look2}", "bogus"], replies.append) == 0
+    assert serve.serve_ab(b, [f"look 1 {look1}", "reload", f"look 2 {look2}", "bogus"], replies.append) == 0
     assert replies[:3] == ["done 1", "reloaded", "done 2"] and replies[3].startswith("fail ? not a request")
     l1, l2 = pd.read_csv(look1), pd.read_csv(look2)
     assert set(l1["side"]) == {"best", "cand"} and len(l1) == len(l2) == 2 * 2 * 4  # 2 shapes, 2 sides, 4 blocks
     assert (l1["err"] <= 1).all() and (l2["err"] <= 1).all()
     (cand / "ops" / "scale.py").write_text("def scale(x):\n    raise RuntimeError('broken')\n")
-    assert hb.serve(b, [f"look 3 {tmp_path / 'l3.csv'}"], replies.append) == 0  # not reloaded: still the old cand
+    assert serve.serve_ab(b, [f"look 3 {tmp_path / 'l3.csv'}"], replies.append) == 0  # not reloaded: still the old cand
     (cand / "ops" / "scale.py").write_text("syntax error here\n")
-    assert hb.serve(b, ["reload"], replies.append) == 1 and replies[-1].startswith("fail reload SyntaxError")
+    assert serve.serve_ab(b, ["reload"], replies.append) == 1 and replies[-1].startswith("fail reload SyntaxError")
 
 
 # -- KernelBench ------------------------------------------------------------------------------------

@@ -1,0 +1,99 @@
+"""The audit of a served look: which timed output kopt checks, and its summary.
+
+kopt compares the candidate's outputs with best's itself, outside both processes (docs/byo-kernel.md
+§3, the `audit N SEED PATH` request). After both sides answered a look, kopt draws an audit
+seed and each side summarises, per config, the output of one of its timed buffer sets. Both
+sides and kopt make the same choice by one rule, which kopt reimplements and checks:
+
+    rng = random.Random(f"{seed}/{config_key}")
+    i = rng.randrange(S)                                   # the buffer set, of S
+    for each output tensor j of that set, in order:        # n_j elements
+        K = min(64, n_j)
+        positions_j = sorted(rng.randrange(n_j) for _ in range(K))
+
+`seed` is written as a decimal integer; `config_key` is `col=value,...` over the config
+columns in the CSV's order, values as kopt's metrics.format_value writes them
+(params.config_key). `random.Random` seeded with a str hashes it with SHA-512: the same in
+every process and Python 3 version, independent of PYTHONHASHSEED.
+
+The summary of one output tensor (`summarise`): numel, NaN and Inf counts, the sum and the sum
+of absolute values of its finite elements accumulated in float64, and the values at the
+chosen flat positions (as float64; NaN/Inf written as JSON's NaN/Infinity, which Python's
+json reads).
+
+`input_seed` derives the seeds of a look's inputs from the look's seed: the contract check's
+inputs and each timed set's are drawn from generators of their own, so the same look seed
+gives bit-identical inputs in every process on the same device and software, whatever the
+tree, and no two of them coincide.
+
+Pure but for `summarise` (torch passed in); imports nothing from kopt's engine.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from collections.abc import Sequence
+from typing import Any
+
+SAMPLES = 64
+"""Sampled values per output tensor (fewer when it has fewer elements)."""
+VERSION = 1
+"""The audit JSON's version."""
+
+
+def audit_set(seed: int, config_key: str, sets: int) -> tuple[random.Random, int]:
+    """(the rule's generator, the index of the audited set among `sets`): the rule's first draw."""
+    if sets < 1:
+        raise ValueError(f"audit: a config needs at least one timed buffer set, not {sets}")
+    rng = random.Random(f"{int(seed)}/{config_key}")
+    return rng, rng.randrange(sets)
+
+
+def audit_positions(rng: random.Random, numel: int) -> list[int]:
+    """The next output's sampled flat positions: min(SAMPLES, numel) draws, sorted."""
+    return sorted(rng.randrange(numel) for _ in range(min(SAMPLES, numel)))
+
+
+def audit_choice(seed: int, config_key: str, sets: int, numels: Sequence[int]) -> tuple[int, list[list[int]]]:
+    """The whole rule at once: (set index, the sampled positions of each output, in order),
+    for outputs of `numels` elements. What kopt recomputes to check a side's audit."""
+    rng, i = audit_set(seed, config_key, sets)
+    return i, [audit_positions(rng, n) for n in numels]
+
+
+def input_seed(seed: int, config_key: str, purpose: str) -> int:
+    """A 63-bit generator seed for one config's inputs of one purpose ("check", "set3/prime",
+    "set3") in the look of `seed`."""
+    digest = hashlib.sha256(f"{int(seed)}/{config_key}/{purpose}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 1
+
+
+def summarise(torch: Any, tensor: Any, positions: Sequence[int]) -> dict[str, Any]:
+    """One output tensor's audit summary (see the module docstring)."""
+    flat = tensor.detach().reshape(-1).to(torch.float64)
+    finite = torch.isfinite(flat)
+    kept = torch.where(finite, flat, torch.zeros_like(flat))
+    if positions:
+        values = flat[torch.tensor(list(positions), dtype=torch.long, device=flat.device)].tolist()
+    else:
+        values = []
+    return {
+        "numel": int(flat.numel()),
+        "nan": int(torch.isnan(flat).sum().item()),
+        "inf": int(torch.isinf(flat).sum().item()),
+        "sum": float(kept.sum().item()),
+        "abs_sum": float(kept.abs().sum().item()),
+        "samples": [[int(p), float(v)] for p, v in zip(positions, values, strict=True)],
+    }
+
+
+def output_tensors(result: Any) -> list[Any]:
+    """The tensors a call's result holds, in order: a tensor, or a tuple/list of them (other
+    items dropped); anything else (a lazy object, None) holds none, so its audit lists no
+    output and cannot match best's."""
+    if hasattr(result, "detach") and hasattr(result, "numel"):
+        return [result]
+    if isinstance(result, tuple | list):
+        return [t for item in result for t in output_tensors(item)]
+    return []

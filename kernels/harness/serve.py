@@ -1,0 +1,184 @@
+"""Served looks: the bench answers kopt's requests on stdin, one reply line each on stdout.
+
+One tree per process (`python bench.py --serve`, kopt's `[target].serve`; the working
+directory is the tree, as for the plain bench):
+
+    look N SEED PATH    -> done N | done N last | fail N WHY
+    audit N SEED PATH   -> audited N | fail N WHY
+    load                -> loaded | fail load WHY
+
+`look`: every config with inputs drawn from SEED (a decimal integer: the same SEED gives
+bit-identical inputs in every process on the same device and software), the contract check,
+then the timed blocks (Bench.timed_rows); the CSV goes to PATH, one row per config with the
+config columns, `us`, `err`, `calls` (how many timed calls `us` is the per-call time of) and
+the statistics. The timed calls' outputs are kept until the next look. `done N last`: the
+kept buffers passed --serve-memory of the GPU's memory; the process answers the `audit` of
+look N (the only request it still takes) and leaves.
+`audit`: per config of look N, the timed buffer set the audit SEED picks and its outputs'
+summaries (audit.py: the rule kopt shares, the JSON's fields) as JSON to PATH. Only the last
+look's outputs are kept: another N is refused (`fail N`), the process stays.
+`load`: the tree's function imported again (a bundled solution reads its params.json again).
+A request that cannot be parsed gets `fail ? WHY` and the process goes on; an exception inside
+a look or an audit gets `fail N WHY` and the process leaves (a CUDA error is sticky: kopt
+starts a fresh one). EOF on stdin: the process leaves.
+
+Two trees in one process (`--ab BEST CAND --serve`, `[target].ab_command` + `ab_serve`, kept
+for benches configured that way): `look N PATH` -> one A/B look as CSV with `side` and `block`
+(`done N` | `done N last` | `fail N WHY`), `reload` -> `reloaded` (both trees imported again).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from .bench import Bench, PhaseClock, log, new_seed, why, write_csv
+
+INTEGER = re.compile(r"-?[0-9]+")
+USAGE = "`look N SEED PATH`, `audit N SEED PATH` or `load`"
+
+
+class BadRequest(ValueError):
+    """A request line that is none of the protocol's (one line: what is wrong)."""
+
+
+@dataclass(frozen=True)
+class Request:
+    kind: str
+    """"look", "audit" or "load"."""
+    n: str = ""
+    seed: int = 0
+    path: str = ""
+
+
+def parse_request(line: str) -> Request | None:
+    """One request line of the per-tree protocol; None for a blank line. N is a decimal
+    integer (echoed in the reply as written), SEED a decimal integer, PATH the rest of the
+    line (spaces allowed)."""
+    text = line.strip()
+    if not text:
+        return None
+    words = text.split(maxsplit=3)
+    if words[0] == "load":
+        if len(words) > 1:
+            raise BadRequest(f"`load` takes no arguments: {text[:80]!r}")
+        return Request("load")
+    if words[0] not in ("look", "audit"):
+        raise BadRequest(f"not a request (expected {USAGE}): {text[:80]!r}")
+    if len(words) < 4:
+        raise BadRequest(f"expected `{words[0]} N SEED PATH`: {text[:80]!r}")
+    _, n, seed, path = words
+    if not INTEGER.fullmatch(n):
+        raise BadRequest(f"{words[0]}: N must be an integer, not {n[:40]!r}")
+    if not INTEGER.fullmatch(seed):
+        raise BadRequest(f"{words[0]} {n}: SEED must be an integer, not {seed[:40]!r}")
+    return Request(words[0], n, int(seed), path)
+
+
+def serve_tree(bench: Bench, requests: Iterable[str], reply: Callable[[str], None]) -> int:
+    """Answer the per-tree protocol (module docstring) until stdin ends or the process must
+    leave; returns the exit status (1 after a `fail` that ends it)."""
+    last: str | None = None  # the look whose timed outputs are kept
+    leaving = False  # after `done N last`: only the audit of N
+    for line in requests:
+        try:
+            req = parse_request(line)
+        except BadRequest as exc:
+            if leaving:
+                return 0
+            reply(f"fail ? {exc}")
+            continue
+        if req is None:
+            continue
+        if leaving and (req.kind != "audit" or req.n != last):
+            return 0
+        if req.kind == "load":
+            try:
+                bench.reload()
+            except Exception as exc:  # a tree that cannot even be imported
+                log(f"load: {type(exc).__name__}: {exc}")
+                reply(f"fail load {why(exc)}")
+                return 1
+            reply("loaded")
+        elif req.kind == "look":
+            last = None
+            bench.clock = PhaseClock(since_process_start=False)
+            try:
+                rows = bench.timed_rows(req.seed)
+                bench.clock.lap("timing")
+                write_csv(rows, req.path, stdout=False)
+            except Exception as exc:  # a broken function fails its own rows: this is the harness or CUDA
+                log(f"look {req.n}: {type(exc).__name__}: {exc}")
+                reply(f"fail {req.n} {why(exc)}")
+                return 1
+            last = req.n
+            log(f"look {req.n}: " + bench.clock.line())
+            bench.release_cache()
+            if bench.memory_full(bench.a.serve_memory):
+                log(f"kept buffers past {bench.a.serve_memory:.0%} of the GPU's memory: "
+                    f"leaving after look {req.n} and its audit")
+                reply(f"done {req.n} last")
+                leaving = True
+            else:
+                reply(f"done {req.n}")
+        else:
+            if req.n != last:
+                held = f"the outputs kept are look {last}'s" if last is not None else "no look's outputs are kept"
+                reply(f"fail {req.n} no look {req.n} to audit here ({held})")
+                continue
+            try:
+                text = json.dumps(bench.audit(req.seed))
+                Path(req.path).write_text(text + "\n", encoding="utf-8")
+            except Exception as exc:
+                log(f"audit {req.n}: {type(exc).__name__}: {exc}")
+                reply(f"fail {req.n} {why(exc)}")
+                return 1
+            reply(f"audited {req.n}")
+            if leaving:
+                return 0
+    return 0
+
+
+def serve_ab(bench: Bench, requests: Iterable[str], reply: Callable[[str], None]) -> int:
+    """Answer the two-tree protocol until stdin ends (or memory is half full). `look N PATH`:
+    one A/B measurement with fresh inputs, written as CSV to PATH; the reply is `done N`
+    (`done N last` when the process leaves after it), or `fail N why` when the look could not
+    be measured (the process then leaves). `reload`: import both trees again (a new decision:
+    kopt may have moved best/ and the proposer changed cand/); the reply is `reloaded`."""
+    for line in requests:
+        words = line.split(maxsplit=2)
+        if not words:
+            continue
+        if words == ["reload"]:
+            try:
+                bench.reload()
+            except Exception as exc:  # a candidate that cannot even be imported
+                log(f"reload: {type(exc).__name__}: {exc}")
+                reply(f"fail reload {why(exc)}")
+                return 1
+            reply("reloaded")
+            continue
+        if len(words) != 3 or words[0] != "look":
+            reply(f"fail ? not a request (`look N PATH`): {line.strip()[:80]!r}")
+            continue
+        n, path = words[1], words[2].strip()
+        bench.clock = PhaseClock(since_process_start=False)
+        try:
+            rows = bench.ab_rows(new_seed())
+            bench.clock.lap("timing")
+            write_csv(rows, path, stdout=False)
+        except Exception as exc:  # a broken candidate fails its own rows: this is the harness or CUDA itself
+            log(f"look {n}: {type(exc).__name__}: {exc}")
+            reply(f"fail {n} {why(exc)}")
+            return 1  # a CUDA error is sticky: a fresh process serves the next look
+        log(f"look {n}: " + bench.clock.line())
+        bench.release_cache()
+        if bench.memory_full(bench.a.serve_memory):
+            log(f"kept buffers past {bench.a.serve_memory:.0%} of the GPU's memory: leaving after look {n}")
+            reply(f"done {n} last")
+            return 0
+        reply(f"done {n}")
+    return 0
