@@ -165,9 +165,9 @@ def kopt_toml(name: str, *, naive: bool = True, python: str | None = None, cpu: 
     py = python or shlex.quote(sys.executable)
     tuned = [p for p in k.space if not cpu or p in CPU_PARAMS]
     space = ", ".join(f"{p} = {_toml(k.space[p])}" for p in tuned)
-    # the bench serves looks from one process per decision (a look costs about half a second
-    # on the H100, a process start 5 s): 12 looks settle a tie; the production shapes vote,
-    # the regression grid guards (it must not get much slower)
+    # the bench serves looks, one process per tree (a look costs about half a second on the
+    # H100, a process start 5 s): 12 looks settle a tie; the production shapes vote, the
+    # regression grid guards (it must not get much slower)
     decide = [f"max_rounds = {6 if cpu else 12}", "production_verdicts = true"]
     if cpu:  # interpreted looks vary ~4%: an untouched class is never shown within 1% in 6 looks
         decide += ["max_other_regression_pct = 5.0", "suspicious_speedup = 10.0"]
@@ -197,8 +197,8 @@ ignore = {_toml([*STATS, *EXTRA])}
 production = "prod == 1"
 protected = {_toml(PROTECTED)}
 timeout_s = 900
-ab_command = {_toml(f"{py} bench.py --ab {{best}} {{cand}} --dtypes bfloat16 --serve")}
-ab_serve = true
+serve = {_toml(f"{py} bench.py --serve --dtypes bfloat16")}
+calls = "calls"
 
 [profile]
 kind = {_toml("auto" if profile else "none")}
@@ -244,9 +244,10 @@ def _readme(k: KernelInfo, naive: bool) -> str:
   (same signature: `{k.func}(..., eps=1e-6, out=None)`).
 - `contract.py`: tolerances per dtype, shapes (production ones name their model), inputs,
   the fp64 reference. `roofline.py`: bytes per call.
-- `bench.py`: `python bench.py` prints kopt's CSV; `python bench.py --ab BEST CAND` times two
-  trees interleaved. It runs on kopt's public harness (`kopt_supervisor.kernels.harness`,
-  installed with kopt: docs/byo-kernel.md).
+- `bench.py`: `python bench.py` prints kopt's CSV; `python bench.py --serve` answers kopt's
+  looks of this tree on stdin (`look N SEED PATH`, `audit N SEED PATH`, `load`). It runs on
+  kopt's public harness (`kopt_supervisor.kernels.harness`, installed with kopt:
+  docs/byo-kernel.md).
 - `params.json`: the solution's meta-parameters per class ({'naive start' if naive else 'tuned defaults'}).
 - `kopt.toml`: the target for kopt (tune proposer over params.json).
 """

@@ -512,7 +512,8 @@ class Bench:
         return rows
 
     def ab_rows(self, base_seed: int) -> list[dict[str, Any]]:
-        """One A/B look: per case, both sides checked and timed block by block in ABBA order."""
+        """One A/B look: per case, both sides checked and timed block by block in ABBA order;
+        a row per (config, side, block), its `calls` the launches of that block."""
         rows = []
         for case in self.cases(base_seed):
             errs, timers = self.check_and_time(case)
@@ -521,7 +522,7 @@ class Bench:
                     t = timers[side]
                     us = t.block() if t is not None else math.nan
                     rows.append({**case.cols, "side": side, "block": block, "us": us, "err": errs[side],
-                                 "prod": prod(case)})
+                                 "calls": t.reps if t is not None else 0, "prod": prod(case)})
         return rows
 
     def timed_rows(self, seed: int) -> list[dict[str, Any]]:

@@ -1,7 +1,8 @@
 """RMSNorm (QK-norm) bench on kopt's public harness: kopt's CSV on stdout.
 
     python bench.py                 # this machine's shapes (GPU: production + regression)
-    python bench.py --ab BEST CAND  # kopt's ab_command mode (--serve: one look per request)
+    python bench.py --serve         # kopt's [target].serve: this tree's looks, one per request
+    python bench.py --ab BEST CAND  # two trees in one process (--serve: one look per request)
 
 contract.py and roofline.py beside this file declare the kernel (read into a
 kopt_supervisor.kernels.harness.Spec); `python bench.py --help` lists the options.

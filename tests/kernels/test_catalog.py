@@ -66,7 +66,9 @@ def test_materialize_naive_and_tuned(tmp_path: Path, name: str) -> None:
     cfg = config.load(naive / "kopt.toml")
     t = cfg.target
     assert t.metric == "us" and t.direction == "min" and t.class_by == ["dclass"] and t.csv == "-"
-    assert "{best}" in t.ab_command and "{cand}" in t.ab_command
+    # one served process per tree (run in the tree, as the bench is), never both trees in one
+    assert t.serve.endswith("bench.py --serve --dtypes bfloat16") and t.calls == "calls"
+    assert not t.ab_command and not t.ab_serve and "calls" in t.ignore
     assert cfg.propose.kind == "tune" and cfg.propose.tune.params == "params.json" and cfg.propose.tune.per_class
     assert cfg.propose.tune.shared_first and cfg.decide.production_verdicts
     # 0 (the whole row in one block) is the widest tile: listed last, one step up from the widest
