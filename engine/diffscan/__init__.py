@@ -30,6 +30,7 @@ and the fresh-process re-verification remain the other layers.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from pathlib import PurePosixPath
 
@@ -39,9 +40,11 @@ from kopt_supervisor.engine.diffscan.findings import (
     Allow,
     Finding,
     parse_allow,
+    quote,
     review_reason,
 )
 from kopt_supervisor.engine.diffscan.python import scan_python
+from kopt_supervisor.engine.diffscan.source import Undecodable, odd_breaks, read_python, shown
 from kopt_supervisor.engine.diffscan.text import (
     C_RULES,
     C_SUFFIXES,
@@ -57,11 +60,12 @@ __all__ = ["RULES", "Allow", "FileDiff", "Finding", "new_file_diff", "parse_allo
            "scan"]
 
 
-def scan(diff: str, read: Callable[[str], str | None], *, allow: Sequence[str | Allow] = (),
+def scan(diff: str, read: Callable[[str], str | bytes | None], *, allow: Sequence[str | Allow] = (),
          truncated: bool = False) -> list[Finding]:
     """The findings of a candidate's diff, in file and line order, without those the
     allow-list covers. `read(path)` gives the candidate's new version of a changed file (None
-    when it cannot: then the added lines are all there is). truncated: the caller cut the
+    when it cannot: then the added lines are all there is, and that is an `unread` finding;
+    bytes are decoded as the interpreter decodes them, str is taken as UTF-8). truncated: the caller cut the
     diff (a size cap); that is a finding of its own (`diff-truncated`), never allowed
     away: whatever came after the cut was not read."""
     allows = parse_allow([a for a in allow if isinstance(a, str)]) + tuple(a for a in allow if isinstance(a, Allow))
@@ -72,14 +76,16 @@ def scan(diff: str, read: Callable[[str], str | None], *, allow: Sequence[str | 
         found += _by_name(fd)
         if fd.binary:
             continue
+        if fd.link:
+            found.append(Finding("unread", fd.path, 0, f"a {fd.link}: the diff shows "
+                                 f"{'its target' if fd.link == 'symlink' else 'a commit'}, not the code that runs"))
+            continue
         suffix = PurePosixPath(fd.path).suffix.lower()
         first = fd.added.get(1, "")
         if suffix in PY_SUFFIXES or (not suffix and first.startswith("#!") and "python" in first):
-            source = read(fd.path)
-            found += scan_python(fd.path, source, fd.added) if source is not None else []
-            if source is None:
-                found += text_rules(fd.path, fd.added, PY_TEXT_RULES + GENERIC_RULES)
+            found += _python_file(fd, read(fd.path))
         elif suffix in C_SUFFIXES:
+            found += _odd_breaks(fd, fd.added)
             found += text_rules(fd.path, fd.added, C_RULES + GENERIC_RULES, strip_comments=True)
         elif suffix in DOC_SUFFIXES:
             found += text_rules(fd.path, fd.added, GENERIC_RULES[:1])
@@ -89,6 +95,45 @@ def scan(diff: str, read: Callable[[str], str | None], *, allow: Sequence[str | 
     kept = [f for _, f in sorted(unique.items()) if not any(a.covers(f) for a in allows)]
     cut = [Finding("diff-truncated", "", 0, f"the diff was cut at {len(diff)} characters")] if truncated else []
     return kept + cut
+
+
+def _python_file(fd: FileDiff, got: str | bytes | None) -> list[Finding]:
+    """The Python rules on the file as the interpreter reads it (`source.read_python`), on
+    the Python lines its added git lines span; `unread` where the file is not the one the
+    diff shows (none, or cut at a read limit, or changed since), `source-encoding` for a
+    declared encoding other than UTF-8 (then every line counts), `line-breaks` for an added
+    line with a break only one of git and Python sees."""
+    fallback = text_rules(fd.path, fd.added, PY_TEXT_RULES + GENERIC_RULES)
+    if got is None:
+        return [Finding("unread", fd.path, 0, "could not be read (gone, not a regular file, or past the read "
+                                              "limit): its added lines met the text rules only")] + fallback
+    raw = got.encode("utf-8", "surrogateescape") if isinstance(got, str) else got
+    try:
+        src = read_python(raw)
+    except Undecodable as exc:
+        return [Finding("unparsed", fd.path, exc.line, quote(f"does not decode: {exc}"))] + fallback
+    found: list[Finding] = []
+    differ = [n for n, text in sorted(fd.added.items()) if n > len(src.git_lines) or src.git_lines[n - 1] != text]
+    if differ:
+        n = differ[0]
+        found.append(Finding("unread", fd.path, n, quote(f"{shown(fd.added[n])}  # the file read differs from the "
+                                                         f"diff here ({len(differ)} added lines): cut or changed")))
+        found += fallback
+    if src.cookie_line:
+        line = src.git_lines[src.cookie_line - 1] if src.cookie_line <= len(src.git_lines) else ""
+        found.append(Finding("source-encoding", fd.path, src.cookie_line,
+                             quote(f"{line}  # decoded as {src.encoding}: every line of the file counts")))
+    found += _odd_breaks(fd, {n: src.git_lines[n - 1] for n in fd.added if n <= len(src.git_lines)})
+    found += [dataclasses.replace(f, line=src.git_line(f.line)) if f.line else f
+              for f in scan_python(fd.path, src.text, src.python_lines(set(fd.added)), fd.added)]
+    return found
+
+
+def _odd_breaks(fd: FileDiff, lines: dict[int, str]) -> list[Finding]:
+    """`line-breaks`: added lines holding a break git does not count (a lone CR) or one other
+    readers take for a line end (form feed, U+2028...), quoted with those escaped."""
+    return [Finding("line-breaks", fd.path, n, quote(f"{shown(text)}  # {', '.join(odd)}"))
+            for n, text in sorted(lines.items()) if (odd := odd_breaks(text))]
 
 
 def _by_name(fd: FileDiff) -> list[Finding]:

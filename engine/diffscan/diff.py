@@ -1,4 +1,9 @@
-"""A unified git diff, file by file: paths, added lines (new numbering), new/deleted/binary. Pure."""
+"""A unified git diff, file by file: paths, added lines (new numbering), new/deleted/binary,
+links. Pure.
+
+Lines are what git counts: text between LF bytes. `str.splitlines` would also break at a form
+feed, a lone CR, U+2028, \x1c-\x1e or \x85 inside an added line, and every added line after it
+would be numbered one off (a payload on the next line then looked unchanged)."""
 
 from __future__ import annotations
 
@@ -17,6 +22,9 @@ class FileDiff:
     new_file: bool = False
     deleted: bool = False
     binary: bool = False
+    link: str = ""
+    """What the new version is when it is a link, "symlink" (mode 120000) or "gitlink"
+    (160000): its content in the diff is a path or a commit, not the code that runs."""
 
 
 _HUNK = re.compile(r"^@@ -\d+(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
@@ -26,7 +34,7 @@ def parse_diff(text: str) -> list[FileDiff]:
     """The files of a unified git diff with default prefixes (`git diff --src-prefix=a/
     --dst-prefix=b/ --no-renames BEST TREE`: new files included, renames as delete + add)."""
     files: list[FileDiff] = []
-    lines = text.splitlines()
+    lines = text.split("\n")
     i = 0
     while i < len(lines):
         if not lines[i].startswith("diff --git "):
@@ -36,11 +44,15 @@ def parse_diff(text: str) -> list[FileDiff]:
         i += 1
         old = new = None
         new_file = deleted = binary = False
+        link = ""
         added: dict[int, str] = {}
         while i < len(lines) and not lines[i].startswith("diff --git "):
             line = lines[i]
-            if line.startswith("new file mode"):
-                new_file = True
+            if line.startswith(("new file mode ", "new mode ")):
+                new_file = new_file or line.startswith("new file mode")
+                link = _LINK_MODES.get(line.rsplit(" ", 1)[-1].strip(), "")
+            elif line.startswith("index ") and line.count(" ") == 2:  # "index a..b 120000": mode unchanged
+                link = _LINK_MODES.get(line.rsplit(" ", 1)[-1].strip(), link)
             elif line.startswith("deleted file mode"):
                 deleted = True
             elif line.startswith("Binary files ") or line.startswith("GIT binary patch"):
@@ -73,8 +85,11 @@ def parse_diff(text: str) -> list[FileDiff]:
             i += 1
         path = new or old or _header_path(header)
         if path:
-            files.append(FileDiff(path, added, new_file, deleted, binary))
+            files.append(FileDiff(path, added, new_file, deleted, binary, "" if deleted else link))
     return files
+
+
+_LINK_MODES = {"120000": "symlink", "160000": "gitlink"}
 
 
 def _diff_path(raw: str, prefix: str) -> str | None:
@@ -118,7 +133,9 @@ def new_file_diff(path: str, text: str | None) -> str:
     created that `git diff` does not show (ignored by a .gitignore it may have edited)."""
     if text is None:
         return f"diff --git a/{path} b/{path}\nnew file mode 100644\nBinary files /dev/null and b/{path} differ\n"
-    lines = text.splitlines()
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
     body = "".join(f"+{line}\n" for line in lines)
     return (f"diff --git a/{path} b/{path}\nnew file mode 100644\n--- /dev/null\n+++ b/{path}\n"
             f"@@ -0,0 +1,{len(lines)} @@\n{body}")

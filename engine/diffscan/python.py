@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 
 from kopt_supervisor.engine.diffscan.bindings import FileNames
 from kopt_supervisor.engine.diffscan.caches import cached_on_tensors, input_caches
@@ -43,31 +43,35 @@ from kopt_supervisor.engine.diffscan.names import (
     TENSOR_TYPES,
     WRITE_METHODS,
 )
+from kopt_supervisor.engine.diffscan.source import PY_BREAK, shown
 from kopt_supervisor.engine.diffscan.state import persistent_state
 from kopt_supervisor.engine.diffscan.text import C_RULES, GENERIC_RULES, PY_TEXT_RULES, text_rules
 
 
-def scan_python(path: str, source: str, added: dict[int, str]) -> list[Finding]:
-    """Findings of the Python rules on one file's new version (added: new line -> text)."""
+def scan_python(path: str, source: str, added: Collection[int], added_text: dict[int, str]) -> list[Finding]:
+    """Findings of the Python rules on one file's new version, decoded as the interpreter
+    decodes it (`source.read_python`); added: the Python lines that are the candidate's,
+    added_text: the diff's added lines (read by the text rules when the file does not parse)."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError) as exc:
         line = getattr(exc, "lineno", 0) or 0
         return [Finding("unparsed", path, line, f"does not parse: {getattr(exc, 'msg', exc)}")] + text_rules(
-            path, added, PY_TEXT_RULES + GENERIC_RULES)
-    lines = source.splitlines()
+            path, added_text, PY_TEXT_RULES + GENERIC_RULES)
+    lines = PY_BREAK.split(source)
     scanner = _Scanner(tree)
+    ours = set(added)
     out: list[Finding] = []
     for raw in scanner.findings():
-        if not _candidates(raw.node, set(added), scanner):
+        if not _candidates(raw.node, ours, scanner):
             continue
         line = getattr(raw.node, "lineno", 0)
         text = lines[line - 1] if 0 < line <= len(lines) else ""
-        out.append(Finding(raw.rule, path, line, quote(f"{text.strip()}{raw.note}")))
+        out.append(Finding(raw.rule, path, line, quote(f"{shown(text.strip())}{raw.note}")))
     return out
 
 
-def _candidates(node: ast.AST, added: set[int], scanner: _Scanner) -> bool:
+def _candidates(node: ast.AST, added: Collection[int], scanner: _Scanner) -> bool:
     """Whether a finding is the candidate's: its node touches an added line, or a name it
     uses is bound on an added line."""
     lo = getattr(node, "lineno", 0)

@@ -13,13 +13,14 @@ import contextlib
 import dataclasses
 import os
 import shlex
+import stat
 import sys
 import threading
 from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from kopt_supervisor.engine import diffscan, gitops, history, integrity, treecheck
+from kopt_supervisor.engine import diffscan, gitops, history, treecheck
 from kopt_supervisor.engine.diffscan.findings import quote
 from kopt_supervisor.engine.errors import KoptError
 from kopt_supervisor.engine.loop.context import RunContext
@@ -49,15 +50,9 @@ class Police:
         outside it (`outside_sources`): what it finds goes with the verdict to the engineer
         (Evidence.confirm). `new`: the candidate's new (untracked) files."""
         text, truncated = gitops.scan_diff(lane.cand, it.best_commit_before or "", force=it.record.get("forced_paths", []))
-
-        def read(path: str) -> str | None:
-            try:
-                return integrity.read_text_nofollow(lane.cand / path, limit=4 << 20)
-            except OSError:
-                return None
-
         t = self.ctx.cfg.target
-        findings = diffscan.scan(text, read, allow=t.allow_constructs, truncated=truncated)
+        findings = diffscan.scan(text, lambda path: read_for_scan(lane.cand, path), allow=t.allow_constructs,
+                                 truncated=truncated)
         sources = [*t.sources, *filter(None, [self.ctx.cfg.propose.tune.params])] if t.sources else []
         allows = diffscan.parse_allow(t.allow_constructs)
         findings += [f for f in outside_sources(text, it.record.get("changed_files") or [], new, sources)
@@ -262,6 +257,25 @@ def restore_best(tree: Path, commit: str, report: treecheck.TreeReport, *, detac
         with contextlib.suppress(OSError):
             (tree / rel).unlink()
     gitops.reset_clean(tree, commit, detach=detach)
+
+
+SCAN_READ_MAX = 64 << 20
+"""The most of one changed file the diff scan reads (the diff's own cap, gitops.scan_diff)."""
+
+
+def read_for_scan(tree: Path, path: str) -> bytes | None:
+    """A changed file whole, as bytes (the diff scan decodes them as the interpreter does), or
+    None where it cannot be (gone, a link, not a regular file, over SCAN_READ_MAX): the scan's
+    `unread` finding. Never a prefix: a file cut at a read limit hid code past the cut."""
+    try:
+        fd = os.open(tree / path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                return None
+            data = f.read(SCAN_READ_MAX + 1)
+    except OSError:
+        return None
+    return data if len(data) <= SCAN_READ_MAX else None
 
 
 def outside_sources(diff: str, changed: Sequence[str], new: Collection[str], sources: Sequence[str], *,
