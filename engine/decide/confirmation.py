@@ -1,0 +1,230 @@
+"""A keep's confirmation (pure): a few looks of best and the candidate in freshly started
+processes that decide only what the keep claims (DESIGN.md §12, "Revised (wave 3)").
+
+The decision already proved a gain at the policy's confidence, in processes the candidate
+shared its measurement with for a while (its server, its caches). The confirmation asks
+fresh processes one narrower question: does each class the keep claims improved show its
+gain, and is no class slower beyond the margin? Classes the keep does not claim (the guard
+class, a class the decision left undecided) never make it look again; they only stop it
+when they are slower beyond their margin.
+
+- `claimed_gains(verdict)`: class -> the cost ratio the keep claims for it.
+- `shows_half(claimed, seen)`: the one rule for "the gain is there": at least half the
+  claimed gain (the fresh-process re-decision's `consistent_gain` reads it too).
+- `judge(pairs, claim, policy, ...)`: after each look, `Confirmation` with outcome
+  "looking" (look again), "confirmed", "refuted" or "undecided":
+
+  * confirmed, as soon as (from MIN_LOOKS on) every claimed class's interval lies below
+    no-change and its estimate shows at least half the claimed gain, and no other class's
+    estimate is slower beyond its margin ([decide].max_other_regression_pct;
+    guard_max_regression_pct for the guard class);
+  * at MAX_LOOKS, confirmed when every claimed class's estimate shows at least half the
+    claimed gain and no class's estimate is slower beyond its margin (noise that left an
+    interval open does not send a real gain to review);
+  * refuted, as soon as a claimed class's interval rules out half its claimed gain, or
+    another class's interval lies wholly above its margin (proven slower);
+  * undecided at MAX_LOOKS otherwise (the engineer decides, with both numbers).
+
+  Intervals are the decision's own (`estimate.estimate_class`: order-balanced mean of the
+  log ratios, outliers and disturbed looks left out, alpha spent over the looks
+  MIN_LOOKS..MAX_LOOKS at [decide].confidence).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+from kopt_supervisor.engine.dataclass_io import known_fields
+from kopt_supervisor.engine.decide.estimate import class_samples, estimate_class
+from kopt_supervisor.engine.decide.model import ClassResult, Pair, Policy, Verdict
+from kopt_supervisor.engine.decide.verdict import GUARD_CLASS, voting_classes
+
+MIN_LOOKS = 2
+MAX_LOOKS = 6
+OUTCOMES = ("looking", "confirmed", "refuted", "undecided")
+STATES = ("shown", "half_shown", "open", "not_shown", "refuted", "within", "looks_slower", "slower", "no_samples")
+"""A class's state in a confirmation. Claimed classes: shown (interval below no-change and
+at least half the claim), half_shown (at least half the claim, interval still open: enough
+at MAX_LOOKS), open, not_shown (less than half the claim at MAX_LOOKS), refuted (the
+interval rules out half the claim). Other classes: within (estimate within its margin),
+looks_slower (estimate beyond it, not proven), slower (interval wholly beyond it).
+no_samples: the class has no comparable sample in the looks."""
+
+
+@dataclass(frozen=True)
+class ClassCheck:
+    """One class in a confirmation: what the keep claimed and what the fresh looks show."""
+
+    cls: str
+    claimed: float | None
+    """The cost ratio the keep claims (below 1: a gain); None for a class it does not claim."""
+    ratio: float
+    lo: float
+    hi: float
+    """The fresh looks' estimate of the cost ratio and its interval."""
+    state: str
+    """One of STATES."""
+    margin_pct: float = 0.0
+    """Unclaimed classes: how much slower the class may be (its regression margin)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in asdict(self).items()}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ClassCheck:
+        values = {k: (math.nan if v is None and k in ("ratio", "lo", "hi") else v) for k, v in known_fields(cls, d).items()}
+        return cls(**values)
+
+    def line(self) -> str:
+        """"D=4096 −40.2% [−41.0, −39.5] (claimed −40.5%)"."""
+        if math.isnan(self.ratio):
+            return f"{self.cls}: no samples"
+        text = f"{self.cls} {_pct(self.ratio)} [{_pct(self.lo, sign=False)}, {_pct(self.hi, sign=False)}]"
+        return text + (f" (claimed {_pct(self.claimed)})" if self.claimed is not None else "")
+
+
+@dataclass(frozen=True)
+class Confirmation:
+    """record["confirmation"]: how a keep was confirmed in fresh processes."""
+
+    outcome: str
+    """One of OUTCOMES ("looking": the rule asks for another look)."""
+    reason: str
+    looks: int
+    classes: tuple[ClassCheck, ...] = ()
+    seconds: float = 0.0
+    """Wall seconds the confirmation took (servers started, looks, audits)."""
+    path: str = "served"
+    """"served": fresh per-tree servers; "process": the process-level bench decided again."""
+
+    @property
+    def final(self) -> bool:
+        return self.outcome != "looking"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"outcome": self.outcome, "reason": self.reason, "looks": self.looks, "seconds": self.seconds,
+                "path": self.path, "classes": {c.cls: c.to_dict() for c in self.classes}}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Confirmation:
+        values = known_fields(cls, d)
+        values["classes"] = tuple(ClassCheck.from_dict(c) for c in (d.get("classes") or {}).values())
+        return cls(**values)
+
+
+def claimed_gains(verdict: Verdict) -> dict[str, float]:
+    """class -> the cost ratio a keep claims: its improved classes; a keep with none (the
+    two_in_a_row policy's sub-threshold gains) claims the classes whose interval lies below 1.
+    The guard class is never claimed."""
+    improved = {c.cls: c.ratio for c in verdict.classes if c.verdict == "improved" and c.cls != GUARD_CLASS}
+    return improved or {c.cls: c.ratio for c in verdict.classes
+                        if c.cls != GUARD_CLASS and math.isfinite(c.hi) and c.hi < 1.0}
+
+
+def shows_half(claimed: float, seen: float) -> bool:
+    """The one rule for "the claimed gain is there": the seen cost ratio keeps at least half
+    of the claimed gain (claimed 0.60, a 40% gain: seen must be at most 0.80)."""
+    return seen <= 1.0 - (1.0 - claimed) / 2.0
+
+
+def consistent_gain(first: Verdict, fresh: Verdict) -> bool:
+    """A fresh-process decision (the process-level path) left undecided by its noise
+    (borderline at max rounds) still confirms the keep when it sees, in every class the
+    first decision found improved, at least half that gain (`shows_half`), and no class
+    slower. Candidate code that bent the first decision's numbers shows no gain in fresh
+    processes (its estimate sits at 1, far from half a claimed gain)."""
+    if fresh.kind != "borderline" or any(c.verdict == "regressed" for c in fresh.classes):
+        return False
+    seen = fresh.by_class()
+    improved = [c for c in first.classes if c.verdict == "improved"]
+    return bool(improved) and all(c.cls in seen and shows_half(c.ratio, seen[c.cls].ratio) for c in improved)
+
+
+def judge(pairs: Sequence[Pair], claim: Verdict, policy: Policy, *, guard_configs: frozenset[str] = frozenset(),
+          min_looks: int = MIN_LOOKS, max_looks: int = MAX_LOOKS) -> Confirmation:
+    """The confirmation after the looks in `pairs` (see the module's rule)."""
+    votes = voting_classes({p.config: p.cls for p in pairs}, guard_configs)
+    by_class: dict[str, list[Pair]] = defaultdict(list)
+    for p in pairs:
+        by_class[votes[p.config]].append(replace(p, cls=votes[p.config]))
+    looks = len({p.round for p in pairs})
+    final = looks >= max_looks
+    rule = replace(policy, min_rounds=min_looks, max_rounds=max(max_looks, min_looks))
+    claims = claimed_gains(claim)
+    checks: list[ClassCheck] = []
+    for cls in sorted(set(by_class) | set(claims)):
+        ps = by_class.get(cls, [])
+        r = estimate_class(cls, ps, class_samples(ps, rule).get(cls, []), rule, final=final) if ps else None
+        checks.append(_check(cls, r, claims.get(cls), _margin(cls, policy), final=final))
+    return _outcome(tuple(checks), looks, claims, min_looks=min_looks, final=final)
+
+
+def _margin(cls: str, policy: Policy) -> float:
+    return policy.guard_max_regression_pct if cls == GUARD_CLASS else policy.max_other_regression_pct
+
+
+def _check(cls: str, r: ClassResult | None, claimed: float | None, margin: float, *, final: bool) -> ClassCheck:
+    if r is None or math.isnan(r.ratio):
+        return ClassCheck(cls, claimed, math.nan, math.nan, math.nan, "no_samples", margin)
+    if claimed is not None:
+        if not shows_half(claimed, r.lo):
+            state = "refuted"  # even the interval's best end keeps less than half the gain
+        elif r.hi < 1.0 and shows_half(claimed, r.ratio):
+            state = "shown"
+        elif shows_half(claimed, r.ratio):
+            state = "half_shown"
+        else:
+            state = "not_shown" if final else "open"
+        return ClassCheck(cls, claimed, r.ratio, r.lo, r.hi, state, 0.0)
+    limit = 1.0 + margin / 100.0
+    state = "slower" if r.lo > limit else "looks_slower" if r.ratio > limit else "within"
+    return ClassCheck(cls, None, r.ratio, r.lo, r.hi, state, margin)
+
+
+def _outcome(checks: tuple[ClassCheck, ...], looks: int, claims: dict[str, float], *, min_looks: int,
+             final: bool) -> Confirmation:
+    def out(outcome: str, reason: str) -> Confirmation:
+        return Confirmation(outcome, reason, looks, checks)
+
+    claimed = [c for c in checks if c.claimed is not None]
+    others = [c for c in checks if c.claimed is None]
+    shown = "; ".join(c.line() for c in claimed)
+    if not claims:
+        return out("undecided", "the keep claims no class improved: nothing to confirm")
+    if looks < min_looks:
+        return out("looking", f"{looks} of at least {min_looks} looks")
+    refuted = [c for c in claimed if c.state == "refuted"]
+    if refuted:
+        return out("refuted", f"less than half the claimed gain after {looks} looks: "
+                              + "; ".join(c.line() for c in refuted))
+    slower = [c for c in others if c.state == "slower"]
+    if slower:
+        return out("refuted", f"slower beyond the margin after {looks} looks: " + _slower(slower))
+    looks_slower = [c for c in others if c.state == "looks_slower"]
+    if all(c.state == "shown" for c in claimed) and not looks_slower:
+        return out("confirmed", f"after {looks} looks: {shown}")
+    if not final:
+        return out("looking", f"after {looks} looks: {shown}")
+    missing = [c for c in claimed if c.state in ("not_shown", "no_samples")]
+    if missing:
+        return out("undecided", f"less than half the claimed gain after {looks} looks: "
+                                + "; ".join(c.line() for c in missing))
+    if looks_slower:
+        return out("undecided", f"{shown}, but estimated slower beyond the margin after {looks} looks: "
+                                + _slower(looks_slower))
+    return out("confirmed", f"at least half the claimed gain after {looks} looks: {shown}")
+
+
+def _slower(checks: list[ClassCheck]) -> str:
+    return "; ".join(f"{c.line()} (margin +{c.margin_pct:g}%)" for c in checks)
+
+
+def _pct(ratio: float | None, *, sign: bool = True) -> str:
+    if ratio is None or not math.isfinite(ratio):
+        return "?"
+    text = f"{(ratio - 1.0) * 100.0:+.1f}".replace("-", "−")
+    return text + ("%" if sign else "")

@@ -1,0 +1,188 @@
+"""The OS's word on a claimed saving (pure): where no profiler is the final word (a target
+without a GPU), what the OS accounts for each side's process in each look (CPU seconds of its
+whole process tree, wall seconds) is weighed against the seconds its bench claims the timed
+calls took (DESIGN.md §12, "Revised (wave 3)").
+
+Per look, the claim is best's claimed seconds minus the candidate's (`SideCost.claimed_s`:
+the metric x `[target].calls` of every config), and each of the OS's clocks (CPU, wall)
+saved best's seconds minus the candidate's. A candidate faster in truth spends less of the
+OS's time by about what it claims; a timer patch, a result computed outside the timed calls
+(inputs prepared in the contract check, work deferred past the reply until the audit), or a
+forged CSV claim seconds that no clock shows.
+
+`weigh(looks)` -> `OsTruth` with outcome:
+
+- "shown": on at least one clock the saving's lower bound (one-sided, CONFIDENCE, from the
+  spread of the per-look savings) reaches SHOWN_SHARE of the mean claim. Either clock may
+  show it: a kernel that spreads over threads saves wall time while its CPU time grows.
+- "refuted": on both clocks the claim is not there: the saving's upper bound stays below
+  SHOWN_SHARE of the mean claim, or (from EVERY_LOOK_MIN looks on) every look on its own
+  shows less than SHOWN_SHARE of its claim. The second reading is what a candidate that
+  widens the spread (CPU burnt or time slept in some looks) cannot escape: both only lower
+  its savings; an honest candidate falls short of half its claim in every one of 5 looks
+  only when the clock's noise exceeds that half every time (at most 0.46^5 ~ 2% where the
+  noise is five times the claim, far less where it is smaller).
+- "inconclusive": the clocks' noise is too large for the claim either way (a small claim on
+  a loaded machine): the OS cannot tell.
+- "not_applicable": fewer than MIN_LOOKS looks with every figure, or no claimed saving to
+  weigh (no `[target].calls`, or the claims show no saving).
+
+What the OS cannot tell: a claim smaller than its clocks' noise (shown as inconclusive), and
+work done in a process outside the side's process tree (the sandbox's PID namespace keeps
+every process a bench starts inside it).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from kopt_supervisor.engine.dataclass_io import known_fields
+from kopt_supervisor.engine.decide.side_cost import SideCost
+from kopt_supervisor.engine.decide.stats import mean, stdev, t_quantile
+
+CONFIDENCE = 0.99
+"""One-sided confidence of the savings' bounds."""
+SHOWN_SHARE = 0.5
+"""The share of the claimed saving a clock must show."""
+MIN_LOOKS = 3
+EVERY_LOOK_MIN = 5
+"""Looks before "every look short of the share" refutes on its own."""
+OUTCOMES = ("shown", "refuted", "inconclusive", "not_applicable")
+
+
+@dataclass(frozen=True)
+class LookCost:
+    """One look's two sides, as the OS and the bench account for them."""
+
+    best: SideCost
+    cand: SideCost
+
+    @property
+    def claim_s(self) -> float:
+        return _f(self.best.claimed_s) - _f(self.cand.claimed_s)
+
+
+@dataclass(frozen=True)
+class ClockCheck:
+    """One of the OS's clocks against the claim (seconds per look)."""
+
+    clock: str
+    """"cpu" or "wall"."""
+    saved_s: float
+    """Mean saving per look (best's seconds minus the candidate's)."""
+    lower_s: float
+    upper_s: float
+    """One-sided CONFIDENCE bounds of the mean saving."""
+    short_looks: int
+    """Looks in which this clock showed less than SHOWN_SHARE of the look's claim."""
+    outcome: str
+    """"shown" | "refuted" | "inconclusive"."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: (round(v, 6) if isinstance(v, float) else v) for k, v in asdict(self).items()}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ClockCheck:
+        return cls(**known_fields(cls, d))
+
+
+@dataclass(frozen=True)
+class OsTruth:
+    """The OS's accounting weighed against the bench's claim (one of OUTCOMES)."""
+
+    outcome: str
+    reason: str
+    looks: int = 0
+    claimed_s: float = 0.0
+    """Mean claimed saving per look."""
+    clocks: tuple[ClockCheck, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"outcome": self.outcome, "reason": self.reason, "looks": self.looks,
+                "claimed_s": round(self.claimed_s, 6), "clocks": [c.to_dict() for c in self.clocks]}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> OsTruth:
+        values = known_fields(cls, d)
+        values["clocks"] = tuple(ClockCheck.from_dict(c) for c in d.get("clocks") or ())
+        return cls(**values)
+
+
+def looks_of(costs: Iterable[SideCost]) -> list[LookCost]:
+    """The looks with both sides, by round (a side measured twice in a round: its last)."""
+    by_round: dict[int, dict[str, SideCost]] = defaultdict(dict)
+    for c in costs:
+        by_round[c.round][c.side] = c
+    return [LookCost(sides["best"], sides["cand"]) for _, sides in sorted(by_round.items())
+            if "best" in sides and "cand" in sides]
+
+
+def weigh(looks: Sequence[LookCost]) -> OsTruth:
+    """The OS's word on the looks' claimed saving (see the module's rule)."""
+    usable = [lk for lk in looks if all(_ok(x) for x in (lk.best.claimed_s, lk.cand.claimed_s))]
+    if len(usable) < MIN_LOOKS:
+        why = ("the bench reports no timed seconds ([target].calls)" if not usable
+               else f"{len(usable)} look(s) with the bench's timed seconds, fewer than {MIN_LOOKS}")
+        return OsTruth("not_applicable", why, len(usable))
+    claim = mean([lk.claim_s for lk in usable])
+    if not claim > 0:
+        return OsTruth("not_applicable", f"the bench claims no saved seconds ({claim:+.3g} s per look)", len(usable),
+                       claim)
+    clocks = tuple(c for c in (_clock("cpu", usable, claim), _clock("wall", usable, claim)) if c is not None)
+    if not clocks:
+        return OsTruth("not_applicable", "no look has the OS's CPU or wall seconds of both sides", len(usable), claim)
+    outcomes = {c.outcome for c in clocks}
+    outcome = "shown" if "shown" in outcomes else "refuted" if outcomes == {"refuted"} else "inconclusive"
+    return OsTruth(outcome, _reason(outcome, clocks, claim, len(usable)), len(usable), claim, clocks)
+
+
+def _clock(name: str, looks: list[LookCost], claim: float) -> ClockCheck | None:
+    values = [(getattr(lk.best, f"{name}_s"), getattr(lk.cand, f"{name}_s"), lk.claim_s) for lk in looks]
+    values = [(b, c, cl) for b, c, cl in values if _ok(b) and _ok(c)]
+    n = len(values)
+    if n < MIN_LOOKS:
+        return None
+    saved = [b - c for b, c, _ in values]
+    m = mean(saved)
+    half = t_quantile(CONFIDENCE, n - 1) * stdev(saved) / math.sqrt(n)
+    short = sum(1 for s, (_, _, cl) in zip(saved, values, strict=True) if s < SHOWN_SHARE * cl)
+    if m - half >= SHOWN_SHARE * claim:
+        outcome = "shown"
+    elif m + half < SHOWN_SHARE * claim or (n >= EVERY_LOOK_MIN and short == n):
+        outcome = "refuted"
+    else:
+        outcome = "inconclusive"
+    return ClockCheck(name, m, m - half, m + half, short, outcome)
+
+
+def _reason(outcome: str, clocks: tuple[ClockCheck, ...], claim: float, n: int) -> str:
+    def figures(c: ClockCheck) -> str:
+        return (f"{c.saved_s:.3g} s of {'CPU' if c.clock == 'cpu' else 'wall'} time saved per look "
+                f"({c.lower_s:.3g}..{c.upper_s:.3g} s at {CONFIDENCE:.0%})")
+
+    said = f"the bench claims {_s(claim)} per look over {n} looks"
+    if outcome == "shown":
+        c = next(c for c in clocks if c.outcome == "shown")
+        return f"the OS's accounting shows {figures(c)} of the {_s(claim)} the bench claims"
+    if outcome == "refuted":
+        every = [c for c in clocks if c.short_looks == n]
+        tail = f"; in each of the {n} looks less than half the look's claim" if len(every) == len(clocks) else ""
+        return (f"the OS's accounting shows {' and '.join(figures(c) for c in clocks)} of the {_s(claim)} "
+                f"the bench claims{tail}: the claim is not a measurement of faster code")
+    return f"{said}; the OS's accounting cannot tell: {'; '.join(figures(c) for c in clocks)}"
+
+
+def _s(x: float) -> str:
+    return f"{x:.3g} s"
+
+
+def _ok(x: float | None) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _f(x: float | None) -> float:
+    return math.nan if x is None else float(x)

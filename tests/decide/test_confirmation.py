@@ -1,0 +1,163 @@
+"""A keep's confirmation (engine/decide/confirmation.py): only what the keep claims is
+decided, in a few looks; classes it does not claim never make it look again."""
+
+from __future__ import annotations
+
+import random
+
+from kopt_supervisor.engine.config import DecideConfig
+from kopt_supervisor.engine.decide import GUARD_CLASS, Pair, Policy, Verdict
+from kopt_supervisor.engine.decide.confirmation import (
+    MAX_LOOKS,
+    Confirmation,
+    claimed_gains,
+    consistent_gain,
+    judge,
+    shows_half,
+)
+from kopt_supervisor.engine.decide.model import ClassResult
+
+POLICY = Policy.from_config(DecideConfig())
+SPREAD = (-1.0, 0.67, 1.0, -0.67, 0.0, 0.0)
+"""Per look, noise that neither order's mean nor the order-balanced mean sees (each order sums to 0)."""
+
+
+def spread(config: str, cls_: str, ratio: float, noise: float) -> list[Pair]:
+    return [Pair(config, cls_, 100.0, 100.0 * ratio * (1 + noise * SPREAD[r]), r, "AB" if r % 2 == 0 else "BA")
+            for r in range(MAX_LOOKS)]
+
+
+def cls(name: str, ratio: float, verdict: str) -> ClassResult:
+    return ClassResult(cls=name, rounds=6, n=6, best=100.0, cand=100.0 * ratio, ratio=ratio, lo=ratio * 0.98,
+                       hi=ratio * 1.02 if verdict != "improved" else min(ratio * 1.02, 0.995), verdict=verdict)
+
+
+def claim(**ratios: float) -> Verdict:
+    return Verdict("keep", "faster", tuple(cls(c, r, "improved" if r < 0.99 else "tied") for c, r in ratios.items()))
+
+
+def fresh(ratios: dict[str, float], n: int, *, noise: float = 0.01, seed: int = 0,
+          configs: dict[str, list[str]] | None = None) -> list[Pair]:
+    """n looks: per class (one config, or `configs[cls]`), the candidate at `ratio` of best,
+    with multiplicative noise; orders alternate."""
+    rngs = {c: random.Random(f"{seed}/{c}") for c in ratios}  # a class's noise does not depend on the others
+    pairs = []
+    for r in range(n):
+        for c, ratio in ratios.items():
+            rng = rngs[c]
+            for config in (configs or {}).get(c, [f"{c}/cfg"]):
+                pairs.append(Pair(config, c, 100.0, 100.0 * ratio * (1 + rng.gauss(0, noise)), r,
+                                  "AB" if r % 2 == 0 else "BA"))
+    return pairs
+
+
+def run(ratios: dict[str, float], keep: Verdict, *, noise: float = 0.01, seed: int = 0, policy: Policy = POLICY,
+        guard: frozenset[str] = frozenset(), configs: dict[str, list[str]] | None = None) -> Confirmation:
+    """Looks one at a time until the rule stops, as the loop takes them."""
+    pairs = fresh(ratios, MAX_LOOKS, noise=noise, seed=seed, configs=configs)
+    for n in range(1, MAX_LOOKS + 1):
+        out = judge([p for p in pairs if p.round < n], keep, policy, guard_configs=guard)
+        if out.final:
+            return out
+    raise AssertionError("the rule must end by MAX_LOOKS")
+
+
+def test_a_real_gain_is_confirmed_in_a_few_looks():
+    for seed in range(20):
+        out = run({"narrow": 0.6, "wide": 0.7}, claim(narrow=0.6, wide=0.7), seed=seed)
+        assert out.outcome == "confirmed" and out.looks <= 3, (seed, out.reason)
+    assert "narrow −40" in out.reason and "claimed −40.0%" in out.reason
+
+
+def test_a_gain_bent_in_the_first_decision_is_refuted_without_waiting_for_max_looks():
+    for seed in range(20):
+        out = run({"narrow": 1.0, "wide": 1.0}, claim(narrow=0.6, wide=0.7), seed=seed)
+        assert out.outcome == "refuted" and out.looks < MAX_LOOKS, (seed, out.reason)
+    assert "less than half the claimed gain" in out.reason
+
+
+def test_a_noisy_guard_class_never_forces_looks():
+    """The non-production guard class is noisy and undecided: the keep is confirmed as soon as
+    the class it claims shows its gain."""
+    configs = {"prod": ["prod/a"], "odd": ["odd/1", "odd/2"]}
+    keep = Verdict("keep", "prod faster", (cls("prod", 0.7, "improved"), cls(GUARD_CLASS, 1.0, "undecided")))
+    policy = Policy.from_config(DecideConfig(production_verdicts=True))
+    for seed in range(20):
+        out = run({"prod": 0.7, "odd": 1.0}, keep, noise=0.03, seed=seed, configs=configs,
+                  guard=frozenset({"odd/1", "odd/2"}), policy=policy)
+        alone = run({"prod": 0.7}, keep, noise=0.03, seed=seed, configs=configs, policy=policy)
+        assert out.outcome == "confirmed" and out.looks == alone.looks < MAX_LOOKS, (seed, out.reason)
+        assert {c.cls: c.state for c in out.classes}[GUARD_CLASS] == "within"
+
+
+def test_an_unclaimed_class_the_decision_left_undecided_never_forces_looks():
+    keep = Verdict("keep", "narrow faster", (cls("narrow", 0.6, "improved"), cls("wide", 1.0, "undecided")))
+    out = run({"narrow": 0.6, "wide": 1.0}, keep, noise=0.004)
+    assert out.outcome == "confirmed" and out.looks <= 3, out.reason
+    assert [c.cls for c in out.classes if c.claimed is not None] == ["narrow"]
+
+
+def test_a_class_proven_slower_beyond_its_margin_refutes():
+    keep = Verdict("keep", "narrow faster", (cls("narrow", 0.6, "improved"), cls("wide", 1.0, "tied")))
+    out = run({"narrow": 0.6, "wide": 1.3}, keep, noise=0.005)
+    assert out.outcome == "refuted" and "slower beyond the margin" in out.reason and "wide" in out.reason
+
+
+def test_a_class_estimated_slower_but_not_proven_holds_the_confirmation_and_ends_undecided():
+    """wide looks 4% slower in noise too large to prove it: the keep is not confirmed early,
+    and at MAX_LOOKS the engineer decides with the numbers."""
+    keep = Verdict("keep", "narrow faster", (cls("narrow", 0.6, "improved"), cls("wide", 1.0, "tied")))
+    pairs = spread("narrow/cfg", "narrow", 0.6, 0.002) + spread("wide/cfg", "wide", 1.04, 0.2)
+    assert judge([p for p in pairs if p.round < 3], keep, POLICY).outcome == "looking"
+    out = judge(pairs, keep, POLICY)
+    assert out.outcome == "undecided" and out.looks == MAX_LOOKS and "estimated slower" in out.reason
+
+
+def test_at_max_looks_half_the_claimed_gain_confirms_a_real_gain_noise_left_open():
+    """A real 3% gain in 4% per-look noise: no interval excludes no-change in 6 looks, but
+    the estimate keeps at least half the claim."""
+    keep = claim(small=0.97)
+    pairs = spread("small/cfg", "small", 0.97, 0.04)
+    assert judge(pairs[:5], keep, POLICY).outcome == "looking"
+    out = judge(pairs, keep, POLICY)
+    assert out.outcome == "confirmed" and "at least half the claimed gain" in out.reason
+    assert {c.cls: c.state for c in out.classes} == {"small": "half_shown"}
+
+
+def test_less_than_half_the_claim_at_max_looks_is_undecided():
+    keep = claim(small=0.90)
+    pairs = spread("small/cfg", "small", 0.97, 0.04)
+    out = judge(pairs, keep, POLICY)
+    assert out.outcome == "undecided" and "less than half the claimed gain" in out.reason
+
+
+def test_flagged_looks_do_not_count_and_a_class_without_samples_is_not_confirmed():
+    keep = claim(narrow=0.6)
+    pairs = [Pair("narrow/cfg", "narrow", 100.0, 60.0, r, "AB" if r % 2 == 0 else "BA", flagged=True)
+             for r in range(MAX_LOOKS)]
+    out = judge(pairs, keep, POLICY)
+    assert out.outcome == "undecided" and {c.state for c in out.classes} == {"no_samples"}
+
+
+def test_the_claim_is_the_improved_classes_or_a_sub_threshold_keeps_gains():
+    keep = Verdict("keep", "k", (cls("a", 0.7, "improved"), cls("b", 1.0, "tied"), cls(GUARD_CLASS, 0.5, "improved")))
+    assert claimed_gains(keep) == {"a": 0.7}
+    two = Verdict("keep", "k", (ClassResult("a", 6, 6, 100.0, 99.5, 0.995, 0.99, 0.999, "tied"),
+                                ClassResult("b", 6, 6, 100.0, 100.0, 1.0, 0.99, 1.01, "tied")))
+    assert claimed_gains(two) == {"a": 0.995}
+    assert judge(fresh({"a": 1.0}, 3), Verdict("keep", "k", (cls("a", 1.0, "tied"),)), POLICY).outcome == "undecided"
+
+
+def test_half_the_gain_is_one_rule_for_both_paths():
+    assert shows_half(0.6, 0.8) and not shows_half(0.6, 0.81)
+    first = Verdict("keep", "k", (cls("narrow", 0.35, "improved"), cls("wide", 0.57, "improved")))
+    seen = Verdict("borderline", "u", (cls("narrow", 0.67, "undecided"), cls("wide", 0.62, "undecided")))
+    assert consistent_gain(first, seen)
+    assert not consistent_gain(first, Verdict("borderline", "u", (cls("narrow", 0.68, "undecided"),
+                                                                   cls("wide", 0.62, "undecided"))))
+
+
+def test_the_record_reads_back():
+    out = run({"narrow": 0.6}, claim(narrow=0.6))
+    back = Confirmation.from_dict({**out.to_dict(), "newer_key": True})
+    assert back.to_dict() == out.to_dict() and back.classes[0].claimed == 0.6

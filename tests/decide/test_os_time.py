@@ -1,0 +1,106 @@
+"""The OS's accounting against the bench's claimed seconds (engine/decide/os_time.py), with
+the claims a hostile candidate makes: a patched timer, work moved outside the timed calls,
+noise added to hide either, and the honest gains that must never be refuted."""
+
+from __future__ import annotations
+
+import random
+
+from kopt_supervisor.engine.decide.os_time import LookCost, OsTruth, looks_of, weigh
+from kopt_supervisor.engine.decide.side_cost import SideCost
+
+CPU, WALL, TIMED = 1.5, 1.8, 1.0
+"""best's look: 1.5 CPU seconds, 1.8 wall seconds, of which its bench claims 1.0 s timed."""
+
+
+def look(r: int, *, cpu_saved: float, wall_saved: float, claimed_saved: float, noise: float = 0.01,
+         rng: random.Random) -> LookCost:
+    """One look: best as above (with noise), the candidate `*_saved` seconds cheaper."""
+    def jitter() -> float:
+        return rng.gauss(0.0, noise)
+
+    best = SideCost("best", r, CPU + jitter(), WALL + jitter(), TIMED)
+    cand = SideCost("cand", r, CPU - cpu_saved + jitter(), WALL - wall_saved + jitter(), TIMED - claimed_saved)
+    return LookCost(best, cand)
+
+
+def looks(n: int, seed: int = 0, **kw: float) -> list[LookCost]:
+    rng = random.Random(seed)
+    return [look(r, rng=rng, **kw) for r in range(n)]  # type: ignore[arg-type]
+
+
+def test_a_timer_patch_claiming_40_percent_with_unchanged_cpu_time_is_refuted():
+    for seed in range(50):
+        truth = weigh(looks(6, seed, cpu_saved=0.0, wall_saved=0.0, claimed_saved=0.4))
+        assert truth.outcome == "refuted", (seed, truth.reason)
+    assert truth.reason.startswith("the OS's accounting shows") and "0.4 s the bench claims" in truth.reason
+    assert {c.clock for c in truth.clocks} == {"cpu", "wall"} and abs(truth.claimed_s - 0.4) < 1e-9
+
+
+def test_a_real_40_percent_saving_is_shown():
+    for seed in range(50):
+        truth = weigh(looks(6, seed, cpu_saved=0.4, wall_saved=0.4, claimed_saved=0.4))
+        assert truth.outcome == "shown", (seed, truth.reason)
+    assert "of the 0.4 s the bench claims" in truth.reason
+
+
+def test_a_noisy_but_real_3_percent_saving_is_not_refuted():
+    """3% of the timed seconds, on a machine whose clocks vary by twice that per look: the
+    OS cannot show it, and must not refute it (at most 2 of 200 runs)."""
+    outcomes = [weigh(looks(6, seed, cpu_saved=0.03, wall_saved=0.03, claimed_saved=0.03, noise=0.06)).outcome
+                for seed in range(200)]
+    assert outcomes.count("refuted") <= 2, outcomes.count("refuted")
+    assert outcomes.count("inconclusive") > 150  # it is told as such, not shown
+
+
+def test_a_quiet_real_3_percent_saving_is_shown():
+    truth = weigh(looks(8, 3, cpu_saved=0.03, wall_saved=0.03, claimed_saved=0.03, noise=0.002))
+    assert truth.outcome == "shown", truth.reason
+
+
+def test_work_moved_outside_the_timed_calls_is_refuted():
+    """The candidate prepares its results while the contract check runs (or after its reply,
+    until the audit reads them): its timed calls claim 0.3 s less, the look costs the same,
+    a little more for the bookkeeping."""
+    for seed in range(50):
+        truth = weigh(looks(5, seed, cpu_saved=-0.01, wall_saved=-0.01, claimed_saved=0.3))
+        assert truth.outcome == "refuted", (seed, truth.reason)
+
+
+def test_noise_added_to_hide_a_timer_patch_does_not_save_it():
+    """A patched timer that also burns CPU and sleeps at random in some looks widens the
+    spread of the savings so that no bound can refute it; but burning and sleeping only make
+    its looks dearer, so every look still falls short of half its claim."""
+    for seed in range(50):
+        rng = random.Random(seed)
+        hidden = []
+        for r in range(6):
+            burn = rng.choice([0.0, 0.0, 2.0, 5.0])
+            hidden.append(look(r, cpu_saved=-burn, wall_saved=-burn * 1.3, claimed_saved=0.4, rng=rng))
+        truth = weigh(hidden)
+        assert truth.outcome == "refuted", (seed, truth.reason)
+        assert all(c.short_looks == 6 for c in truth.clocks)
+
+
+def test_a_kernel_that_spreads_over_threads_saves_wall_time_and_is_shown():
+    """Two threads: the timed calls take 40% less wall time and 20% more CPU time."""
+    truth = weigh(looks(6, 1, cpu_saved=-0.2, wall_saved=0.4, claimed_saved=0.4))
+    assert truth.outcome == "shown" and "wall time" in truth.reason, truth.reason
+    assert {c.clock: c.outcome for c in truth.clocks} == {"cpu": "refuted", "wall": "shown"}
+
+
+def test_without_timed_seconds_or_with_too_few_looks_the_os_has_nothing_to_weigh():
+    no_calls = [LookCost(SideCost("best", r, 1.0, 1.0, None), SideCost("cand", r, 0.5, 0.5, None)) for r in range(6)]
+    assert weigh(no_calls).outcome == "not_applicable" and "[target].calls" in weigh(no_calls).reason
+    assert weigh(looks(2, cpu_saved=0.0, wall_saved=0.0, claimed_saved=0.4)).outcome == "not_applicable"
+    slower = looks(6, cpu_saved=0.0, wall_saved=0.0, claimed_saved=-0.1)
+    assert weigh(slower).outcome == "not_applicable" and "claims no saved seconds" in weigh(slower).reason
+
+
+def test_looks_pair_by_round_and_the_record_reads_back():
+    costs = [SideCost("best", 0, 1.0, 1.1, 0.5), SideCost("cand", 0, 0.8, 0.9, 0.3),
+             SideCost("cand", 1, 0.8, 0.9, 0.3), SideCost("best", 2, 1.0, 1.0, 0.5)]  # rounds 1, 2: one side only
+    paired = looks_of(costs)
+    assert len(paired) == 1 and paired[0].claim_s == 0.2
+    truth = weigh(looks(6, 2, cpu_saved=0.4, wall_saved=0.4, claimed_saved=0.4))
+    assert OsTruth.from_dict({**truth.to_dict(), "from_a_newer_kopt": 1}).to_dict() == truth.to_dict()
