@@ -38,14 +38,16 @@ def git(cwd: Path, *args: str) -> str:
 
 
 def make_fake_repo(path: Path, *, script: list[str] | None = None, extra_toml: str = "",
-                   toml_replace: dict[str, str] | None = None) -> Path:
-    """A git repo with the fake bench, kernel.json and a kopt.toml driving the scripted proposer."""
+                   toml_replace: dict[str, str] | None = None, files: tuple[str, ...] = ("bench.py", "kernel.json"),
+                   toml_file: str = "kopt.toml") -> Path:
+    """A git repo with the fake bench, kernel.json and a kopt.toml driving the scripted proposer
+    (`files` and `toml_file`: another variant of tests/fake_target, e.g. the served one)."""
     path.mkdir(parents=True)
-    shutil.copy(FAKE / "bench.py", path / "bench.py")
-    shutil.copy(FAKE / "kernel.json", path / "kernel.json")
-    toml = (FAKE / "kopt.toml").read_text()
+    for name in files:
+        shutil.copy(FAKE / name, path / name)
+    toml = (FAKE / toml_file).read_text()
     toml = toml.replace("python {proposer} {plan}", f"{sys.executable} {FAKE / 'proposer.py'}")
-    toml = toml.replace('bench = "python bench.py"', f'bench = "{sys.executable} bench.py"')
+    toml = toml.replace('= "python ', f'= "{sys.executable} ')
     for old, new in (toml_replace or {}).items():
         assert old in toml, old
         toml = toml.replace(old, new)

@@ -1,5 +1,10 @@
-"""Measurement: one look of best against candidate for a lane, three ways (DESIGN.md §5).
+"""Measurement: one look of best against candidate for a lane (DESIGN.md §5).
 
+- `ServedTrees` (`[target].serve`): best and the candidate each in a process of its own,
+  confined to its tree, asked for each look on its stdin in ABBA order with one seed for
+  both, then audited: kopt compares the outputs of one timed call per config, picked after
+  the look, itself (engine/decide/audit.py). Best's process is kept while BEST does not
+  move; the candidate's is new for every decision.
 - `ProcessAbba`: the bench runs once in each tree, in ABBA order across looks (so linear
   drift cancels); each config's metric pairs up.
 - `AbCommand`: `[target].ab_command` imports both trees into one process and times them
@@ -14,6 +19,8 @@ bench failure, and what a bench leaves in the candidate's tree is removed.
 
 from __future__ import annotations
 
+import dataclasses
+import secrets
 import shlex
 import shutil
 import time
@@ -22,13 +29,13 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from kopt_supervisor.engine import bench_output, gitops, metrics, sandbox, treecheck
-from kopt_supervisor.engine.decide import Pair
+from kopt_supervisor.engine.decide import Pair, audit
 from kopt_supervisor.engine.decide.plausible import BenchRun
 from kopt_supervisor.engine.decide.side_cost import SideCost
 from kopt_supervisor.engine.loop.context import RunContext, last_line
 from kopt_supervisor.engine.loop.jails import tree_of
 from kopt_supervisor.engine.loop.lane import Lane
-from kopt_supervisor.engine.metrics import BenchError, Measurement
+from kopt_supervisor.engine.metrics import BenchError, ConfigResult, Measurement
 from kopt_supervisor.engine.records import Iteration
 from kopt_supervisor.engine.runner import Server, ServerError
 from kopt_supervisor.engine.sandbox import Confinement, read_output
@@ -68,6 +75,8 @@ class Measurer(Protocol):
 
 def measurer_for(ctx: RunContext, lane: Lane) -> Measurer:
     t = ctx.cfg.target
+    if t.serve:  # wins over an ab_command: never one process holding both trees
+        return ServedTrees(ctx, lane)
     if t.ab_command and t.ab_serve:
         return ServedAb(ctx, lane)
     if t.ab_command:
@@ -93,11 +102,11 @@ def run_bench(ctx: RunContext, it: Iteration, lane: Lane, tree: Path, name: str,
     return measurement, res.duration_s
 
 
-def keep_csv(ctx: RunContext, it: Iteration, path: Path, name: str) -> None:
+def keep_csv(ctx: RunContext, it: Iteration, path: Path, name: str, suffix: str = ".csv") -> None:
     """A copy of what a run wrote, beside its logs (the tree's copy is cleaned away)."""
     if path.suffix != ".out":
         try:
-            (ctx.ws.log_dir(it.version) / f"{name}.csv").write_bytes(read_output(path, 64 * 1024 * 1024))
+            (ctx.ws.log_dir(it.version) / f"{name}{suffix}").write_bytes(read_output(path, 64 * 1024 * 1024))
         except OSError:
             pass
 
@@ -147,24 +156,37 @@ def ensure_best_pristine(ctx: RunContext, lane: Lane, it: Iteration, r: int) -> 
                          "have measured a tampered best")
 
 
-class ProcessAbba:
-    """`fresh_caches`: each decision's runs get caches of their own, emptied when the decision
-    starts, never the trees' caches the measured runs filled (the re-decision: nothing the
+class FreshCaches:
+    """Caches of a decision's own (`fresh_<lane>_<side>-<tree>`), emptied when the decision
+    first uses them, never the trees' caches the measured runs filled: nothing the
     candidate's earlier processes left in a cache, a compiled kernel or a stored output,
-    reaches the processes that verify it)."""
+    reaches the processes that verify it."""
 
-    def __init__(self, ctx: RunContext, lane: Lane, *, fresh_caches: bool = False) -> None:
-        self.ctx, self.lane, self.fresh_caches = ctx, lane, fresh_caches
+    def __init__(self, ctx: RunContext, lane: Lane) -> None:
+        self.ctx, self.lane = ctx, lane
         self._emptied: set[Path] = set()
 
-    def _cache(self, side: str, tree_hash: str) -> Path | None:
-        if not self.fresh_caches:
-            return None
+    def get(self, side: str, tree_hash: str) -> Path:
         path = sandbox.cache_dir(self.ctx.ws.dir, f"fresh_{self.lane.index}_{side}", tree_hash)
         if path not in self._emptied:
             shutil.rmtree(path, ignore_errors=True)
             self._emptied.add(path)
         return path
+
+    def new_decision(self) -> None:
+        self._emptied.clear()
+
+
+class ProcessAbba:
+    """`fresh_caches`: each decision's runs get caches of their own (`FreshCaches`: the
+    re-decision)."""
+
+    def __init__(self, ctx: RunContext, lane: Lane, *, fresh_caches: bool = False) -> None:
+        self.ctx, self.lane = ctx, lane
+        self.caches = FreshCaches(ctx, lane) if fresh_caches else None
+
+    def _cache(self, side: str, tree_hash: str) -> Path | None:
+        return self.caches.get(side, tree_hash) if self.caches is not None else None
 
     def look(self, it: Iteration, stage: str, r: int, env: dict[str, str]) -> Look:
         order = ("best", "cand") if r % 2 == 0 else ("cand", "best")
@@ -185,15 +207,12 @@ class ProcessAbba:
         if "best" not in got:  # the candidate failed first: no pairs, its rows tell why
             return Look([], got["cand"], got["cand"], secs)
         best_m, cand_m = got["best"], got["cand"]
-        missing = sorted(set(best_m.configs) - set(cand_m.configs))
-        if missing:
-            raise BenchError(f"the candidate's CSV lacks config(s) {', '.join(missing[:3])}: the bench's shapes changed")
-        pairs = [Pair(key, b.cls, b.value, cand_m.configs[key].value, r, "AB" if order[0] == "best" else "BA")
-                 for key, b in best_m.configs.items() if b.ok and cand_m.configs[key].ok]
+        pairs = metrics.paired(best_m, cand_m, r, "AB" if order[0] == "best" else "BA")
         return Look(pairs, best_m, cand_m, secs, tuple(runs))
 
     def new_decision(self) -> None:
-        self._emptied.clear()
+        if self.caches is not None:
+            self.caches.new_decision()
 
     def close(self) -> None:
         pass
@@ -308,4 +327,194 @@ class ServedAb(AbCommand):
     def close(self) -> None:
         if self.server is not None:
             server, self.server = self.server, None
+            server.close()
+
+
+SIDES = ("best", "cand")
+MAX_AUDIT_BYTES = 16 * 1024 * 1024
+
+
+class ServedTrees:
+    """`[target].serve`: one served process per tree (docs/files.md, "The per-tree serve
+    protocol"), each started in its tree (read-only to it), with a cache of its own and one
+    output folder, so candidate code never runs where best is measured.
+
+    A look: `look N SEED PATH` to both in ABBA order across looks, the same SEED (drawn with
+    `secrets`) for both; then a second seed, drawn only after both answered, and `audit N
+    SEED PATH` to both: kopt checks the rule's choices and compares the candidate's audited
+    outputs with best's (engine/decide/audit.py); a difference is a correctness failure of
+    the candidate's config. Each side's CPU time (its process tree, from just before its
+    look to its audit's reply) and wall time go into the look's `costs`.
+
+    Best's process is kept while BEST's tree does not change (it runs only kept code); the
+    candidate's is started anew at every decision, so nothing one candidate's code left in
+    its process reaches the next. `fresh` (the confirmation of a keep): both are started
+    anew at every decision, with caches of their own emptied at its start (`FreshCaches`)."""
+
+    def __init__(self, ctx: RunContext, lane: Lane, *, fresh: bool = False) -> None:
+        self.ctx, self.lane, self.fresh = ctx, lane, fresh
+        self.caches = FreshCaches(ctx, lane) if fresh else None
+        self.looks = ctx.ws.dir / "looks" / f"lane{lane.index}{'_fresh' if fresh else ''}"
+        """Each side's output folder is `looks/<side>`: the one folder its process may write."""
+        self.servers: dict[str, Server] = {}
+        self.serving: dict[str, str] = {}
+        """side -> the tree hash its process was started on."""
+        self.stale: set[str] = set(SIDES)
+        """Sides whose process starts anew at the next look."""
+        self.started = 0
+
+    def new_decision(self) -> None:
+        self.stale |= set(SIDES) if self.fresh else {"cand"}
+        if self.caches is not None:
+            self.caches.new_decision()
+
+    def close(self) -> None:
+        for side in list(self.servers):
+            self._close(side)
+
+    def look(self, it: Iteration, stage: str, r: int, env: dict[str, str]) -> Look:
+        ctx, lane = self.ctx, self.lane
+        ensure_best_pristine(ctx, lane, it, r)
+        hashes = dict(zip(SIDES, tree_hashes(lane, it), strict=True))
+        order = SIDES if r % 2 == 0 else SIDES[::-1]
+        servers = {side: self._server(side, it, stage, env, hashes[side]) for side in order}
+        name = f"v{it.version}_{stage}_r{r}"
+        csvs = {side: self.looks / side / f"{name}.csv" for side in SIDES}
+        audits = {side: self.looks / side / f"{name}_audit.json" for side in SIDES}
+        for path in (*csvs.values(), *audits.values()):
+            path.unlink(missing_ok=True)
+        seed = secrets.randbits(63)
+        cpu: dict[str, float] = {}
+        wall: dict[str, float] = {}
+        leaving: set[str] = set()
+        try:
+            for side in order:
+                cpu[side] = servers[side].cpu_seconds()
+                t0 = time.monotonic()
+                words = self._ask(side, f"look {r} {seed} {csvs[side]}", "done", r)
+                wall[side] = time.monotonic() - t0
+                if words[2:3] == ["last"]:  # it leaves after this look's audit
+                    leaving.add(side)
+            audit_seed = secrets.randbits(63)  # drawn only now: no process could see it coming
+            for side in order:
+                self._ask(side, f"audit {r} {audit_seed} {audits[side]}", "audited", r)
+                cpu[side] = servers[side].cpu_seconds() - cpu[side]
+        finally:
+            for side in leaving:
+                self._close(side)
+        for side in SIDES:
+            keep_csv(ctx, it, csvs[side], f"{stage}_r{r}_{side}")
+            keep_csv(ctx, it, audits[side], f"{stage}_r{r}_{side}_audit", suffix=".json")
+        check_after_run(ctx, lane, it, lane.best)
+        check_after_run(ctx, lane, it, lane.cand)
+        got, order_of = {}, {}
+        for side in SIDES:
+            got[side], order_of[side] = self._read(csvs[side], side, r)
+        best_m, cand_m = got["best"], got["cand"]
+        missing, extra = sorted(set(best_m.configs) - set(cand_m.configs)), sorted(set(cand_m.configs) - set(best_m.configs))
+        if missing or extra:
+            raise BenchError(f"the candidate's look {r} " + (f"lacks config(s) {', '.join(missing[:3])}" if missing
+                             else f"has config(s) best's has not: {', '.join(extra[:3])}"))
+        cand_m = self._audit(audits, best_m, cand_m, order_of["best"], audit_seed, r)
+        pairs = [Pair(key, b.cls, b.value, cand_m.configs[key].value, r, "AB" if order[0] == "best" else "BA")
+                 for key, b in best_m.configs.items() if b.ok and cand_m.configs[key].ok]
+        scale = ctx.cfg.roofline.unit_scale
+        costs = tuple(SideCost(side, r, round(cpu[side], 6), round(wall[side], 6),
+                               None if m.timed is None else m.timed * scale)
+                      for side, m in (("best", best_m), ("cand", cand_m)))
+        return Look(pairs, best_m, cand_m, sum(wall.values()), costs=costs)
+
+    def _read(self, path: Path, side: str, r: int) -> tuple[Measurement, tuple[str, ...]]:
+        """A side's look by the target's rules, each config in one row; and its config
+        columns in the CSV's order (the audit rule names a config by them)."""
+        t = self.ctx.cfg.target
+        source = f"{side}'s look {r} ({path.name})"
+        df = bench_output.read_table(path, metric=t.metric)
+        m = metrics.measure(df, t, source)
+        twice = [(k, len(c.values)) for k, c in m.configs.items() if len(c.values) > 1]
+        if twice:
+            raise BenchError(f"{source}: config {twice[0][0]} in {twice[0][1]} rows (one row per config)")
+        return m, tuple(c for c in df.columns if c in m.config_columns)
+
+    def _audit(self, paths: dict[str, Path], best_m: Measurement, cand_m: Measurement, columns: tuple[str, ...],
+               seed: int, r: int) -> Measurement:
+        """Both sides' audits read and checked: best's must follow the rule (else the bench is
+        broken); a candidate's config whose audit breaks the rule or differs from best's
+        fails, with the first bad value as its reason."""
+        audits = {}
+        for side, m in (("best", best_m), ("cand", cand_m)):
+            source = f"{side}'s audit of look {r} ({paths[side].name})"
+            try:
+                text = read_output(paths[side], MAX_AUDIT_BYTES).decode("utf-8", errors="replace")
+            except OSError as e:
+                raise BenchError(f"{source}: cannot read it: {e.strerror or e}") from None
+            audits[side] = audit.parse(text, m.config_columns, source)
+            missing = sorted(set(m.configs) - set(audits[side]))
+            extra = sorted(set(audits[side]) - set(m.configs))
+            if missing or extra:
+                raise BenchError(f"{source}: " + (f"config {missing[0]} not audited" if missing
+                                                  else f"config {extra[0]} is not in its look"))
+        failed: dict[str, ConfigResult] = {}
+        for key, b in best_m.configs.items():
+            rule_key = audit.config_key(b.row, columns)
+            wrong = audit.rule_problem(audits["best"][key], seed, rule_key)
+            if wrong:
+                raise BenchError(f"best's audit of look {r}, config {key}: {wrong} (the bench does not follow the "
+                                 "audit rule of docs/files.md)")
+            why = (audit.rule_problem(audits["cand"][key], seed, rule_key)
+                   or audit.compare(audits["best"][key], audits["cand"][key]))
+            if why:
+                c = cand_m.configs[key]
+                failed[key] = dataclasses.replace(c, ok=False, reasons=(*c.reasons, f"kopt's audit: {why}"))
+        return dataclasses.replace(cand_m, configs={**cand_m.configs, **failed}) if failed else cand_m
+
+    def _server(self, side: str, it: Iteration, stage: str, env: dict[str, str], tree_hash: str) -> Server:
+        """The side's process: the one kept (its tree and GPU unchanged, not due to start
+        anew), or a fresh one in a clean output folder."""
+        server = self.servers.get(side)
+        if (server is not None and server.alive and side not in self.stale and self.serving.get(side) == tree_hash
+                and server.env == self.ctx.env(env)):
+            return server
+        self._close(side)
+        self.stale.discard(side)
+        tree = self.lane.best if side == "best" else self.lane.cand
+        folder = self.looks / side
+        if folder.is_symlink():
+            folder.unlink()
+        shutil.rmtree(folder, ignore_errors=True)  # what an earlier process of this side left
+        folder.mkdir(parents=True, exist_ok=True)
+        cache = self.caches.get(side, tree_hash) if self.caches is not None else None
+        jail = self.ctx.jails.bench(tree, side, tree_hash, outputs=(folder,), write_tree=False, cache=cache)
+        self.started += 1
+        try:
+            server = self.ctx.server(it, self.ctx.cfg.target.serve, cwd=tree, env=env, confine=jail,
+                                     name=f"{stage}_{side}_serve{self.started}")
+        except ServerError as e:
+            raise BenchError(f"serve on {tree.name}/ {e}") from None
+        self.servers[side], self.serving[side] = server, tree_hash
+        return server
+
+    def _ask(self, side: str, request: str, answer: str, r: int) -> list[str]:
+        """One request to a side's process; its reply's words. No reply, or `fail`, is a
+        bench failure (the process is ended)."""
+        tree = (self.lane.best if side == "best" else self.lane.cand).name
+        try:
+            reply = self.servers[side].ask(
+                request, timeout_s=self.ctx.cfg.target.timeout_s, poll=self.ctx.control.pump,
+                poll_interval_s=self.ctx.poll_interval_s,
+                is_reply=lambda line: line.split()[:2] in ([answer, str(r)], ["fail", str(r)]))
+        except ServerError as e:
+            self._close(side)
+            raise BenchError(f"serve on {tree}/ {e}") from None
+        words = reply.split()
+        if words[0] == "fail":
+            self._close(side)
+            what = "audit" if answer == "audited" else "measure"
+            raise BenchError(f"serve on {tree}/ could not {what} look {r}: {' '.join(words[2:]) or 'no reason given'}")
+        return words
+
+    def _close(self, side: str) -> None:
+        self.serving.pop(side, None)
+        server = self.servers.pop(side, None)
+        if server is not None:
             server.close()

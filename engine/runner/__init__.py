@@ -41,7 +41,8 @@ patches the module that reads it, e.g. `runner.logs.limit_file_size`):
 - `command`: a command that ends (`run`, `RunResult`);
 - `server`: a command that stays up and answers line by line (`Server`);
 - `logs`: log files, the output limit, a log's tail;
-- `processes`: process groups, orphans, and what a step leaves behind.
+- `processes`: process groups, orphans, what a step leaves behind, and the CPU time a
+  process tree spent (`cpu_seconds`).
 """
 from __future__ import annotations
 
@@ -49,6 +50,7 @@ from kopt_supervisor.engine.runner.command import RunResult, as_argv, run, sandb
 from kopt_supervisor.engine.runner.logs import DEFAULT_MAX_OUTPUT_BYTES, tail_file
 from kopt_supervisor.engine.runner.processes import (
     STEP_ENV,
+    cpu_seconds,
     end_leftovers,
     group_members,
     kill_group,
@@ -66,6 +68,7 @@ __all__ = [
     "Server",
     "ServerError",
     "as_argv",
+    "cpu_seconds",
     "end_leftovers",
     "group_members",
     "kill_group",

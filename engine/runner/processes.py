@@ -66,6 +66,26 @@ def process_tree(pgid: int) -> list[psutil.Process]:
     return list(seen.values())
 
 
+def cpu_seconds(pgid: int, token: str | None = None) -> float:
+    """User + system CPU seconds spent so far by a command's process tree (`process_tree`)
+    and, with `token`, by every process carrying that step token (one that left the tree,
+    unconfined): each live process's own time plus what it reaped of its children, so a
+    child that ended and was waited for still counts. Read from /proc; a process that ends
+    while it is read counts as nothing more. Never raises."""
+    procs = {p.pid: p for p in process_tree(pgid)}
+    if token is not None:
+        for p in marked_processes(lambda env: env.get(STEP_ENV) == token, {os.getpid()}):
+            procs.setdefault(p.pid, p)
+    total = 0.0
+    for p in procs.values():
+        try:
+            t = p.cpu_times()
+        except (psutil.Error, OSError):
+            continue
+        total += t.user + t.system + t.children_user + t.children_system
+    return total
+
+
 def kill_group(pgid: int, grace_s: float = 2.0) -> None:
     """TERM the group, then KILL what is left after `grace_s`. Never raises."""
     try:

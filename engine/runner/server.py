@@ -18,7 +18,13 @@ from kopt_supervisor.engine import sandbox
 from kopt_supervisor.engine.runner import logs
 from kopt_supervisor.engine.runner.command import as_argv, sandbox_note
 from kopt_supervisor.engine.runner.logs import DEFAULT_MAX_OUTPUT_BYTES, tail_file
-from kopt_supervisor.engine.runner.processes import end_leftovers, forget_step, kill_group, new_step
+from kopt_supervisor.engine.runner.processes import (
+    cpu_seconds,
+    end_leftovers,
+    forget_step,
+    kill_group,
+    new_step,
+)
 from kopt_supervisor.engine.sandbox import Confinement
 
 
@@ -78,6 +84,11 @@ class Server:
     @property
     def alive(self) -> bool:
         return not self.closed and self.proc.poll() is None
+
+    def cpu_seconds(self) -> float:
+        """User + system CPU seconds its process tree has spent so far (`processes.cpu_seconds`;
+        unconfined, processes carrying its step token count too: nothing else holds them)."""
+        return cpu_seconds(self.pgid, None if self.confined is not None else self.token)
 
     def ask(self, request: str, *, is_reply: Callable[[str], bool], timeout_s: float,
             poll: Callable[[], None] | None = None, poll_interval_s: float = 0.2) -> str:

@@ -1,0 +1,184 @@
+"""The fake target's per-tree server: kopt's per-tree serve protocol (docs/files.md) on the
+CPU, without torch.
+
+    python serve.py            one look with a random seed: CSV on stdout (the process-level bench)
+    python serve.py --serve    `look N SEED PATH` -> `done N`, `audit N SEED PATH` -> `audited N`,
+                               `load` -> `loaded`; EOF: it leaves
+
+Reads kernel.json of its tree (the working directory; re-read at `load`). Per config (shape,
+cls, n): the inputs of S = 3 timed buffer sets and of the contract check's own set are drawn
+from SEED, the outputs follow a deterministic pure-Python rule (y = x + x*x/2), and the
+timed calls REALLY burn CPU: base latency x kernel.json's "speed" of the class (x "speed_n"
+of the config, x `<cls>.speed` files as bench.py reads them) x `calls`, busy on the CPU, and
+the row's latency is the CPU time it burned per call. The outputs of the timed calls are kept
+until the next look; `audit` summarises the set and positions the audit seed picks (the rule
+both kopt and the harness implement).
+
+Hostile knobs in kernel.json (the candidate's code doing what a kernel must not):
+  "timer_patch": f    the rows say f x the time really burned (a patched timer)
+  "wrong": true       every output off by 1%, the row's own check silenced (err 0)
+  "nan": true         a NaN in every output (err 0)
+  "steal_reference"   the check's outputs right, the timed sets' outputs the check's (a cached result)
+  "half_rows": true   computes half of each output (the rest zeros) and burns half the time
+  "duplicate_rows"    a CSV row twice
+  "die_at": n, "hang_at": n, "fail_at": n   exits / never answers / answers `fail` at look n
+  "looks": k          answers `done N last` after k looks (it leaves after that look's audit)
+  "audit_fail": true  answers every audit with `fail`
+Environment: FAKE_SERVE_LOG=path appends `start PID CWD PYCACHE-PREFIX` for each process started
+and `look|audit N SEED PID` for each request (tests count processes per tree, compare seeds); FAKE_NOISE (relative sigma of the burned time, default 0.002);
+FAKE_CALLS (timed calls per config, default 100).
+"""
+
+import json
+import math
+import os
+import random
+import sys
+import time
+
+CONFIGS = [("s0", "small", 128, 10.0), ("s1", "small", 256, 14.0), ("s2", "large", 4096, 120.0),
+           ("s3", "large", 8192, 230.0)]
+COLUMNS = ("shape", "cls", "n")
+SETS = 3
+ATOL = RTOL = 1e-3
+CALLS = int(os.environ.get("FAKE_CALLS", "100"))
+NOISE = float(os.environ.get("FAKE_NOISE", "0.002"))
+noise = random.Random()
+
+
+def kernel():
+    with open("kernel.json") as f:
+        return json.load(f)
+
+
+def key_of(shape, cls, n):
+    return f"shape={shape},cls={cls},n={n}"
+
+
+def inputs(seed, key, which, n):
+    rng = random.Random(f"{seed}/{key}/{which}")
+    return [rng.uniform(-1.0, 1.0) for _ in range(n)]
+
+
+def rule(xs, k):
+    ys = [x + x * x / 2 for x in xs]
+    if k.get("wrong"):
+        ys = [y + 0.01 * (1 + abs(y)) for y in ys]
+    if k.get("nan"):
+        ys[len(ys) // 2] = math.nan
+    return ys
+
+
+def burn(seconds):
+    """Busy on the CPU for `seconds` of this process's CPU time; the CPU time it took."""
+    start = time.process_time()
+    end = start + max(0.0, seconds)
+    while time.process_time() < end:
+        pass
+    return time.process_time() - start
+
+
+def speed(k, cls, n):
+    extra = float(open(f"{cls}.speed").read()) if os.path.exists(f"{cls}.speed") else 1.0
+    return float(k["speed"][cls]) * extra * float(k.get("speed_n", {}).get(str(n), 1.0))
+
+
+def look(seed, k):
+    """One look: the CSV text and, per config, the outputs of each timed set's last call."""
+    rows = ["shape,cls,n,us,err,calls"]
+    kept = {}
+    for shape, cls, n, base in CONFIGS:
+        key = key_of(shape, cls, n)
+        check = rule(inputs(seed, key, "check", n), k)
+        reference = [x + x * x / 2 for x in inputs(seed, key, "check", n)]
+        err = 0 if k.get("wrong") or k.get("nan") else int(any(abs(a - b) > ATOL + RTOL * abs(b)
+                                                                 for a, b in zip(check, reference, strict=True)))
+        outs = []
+        for s in range(SETS):
+            if k.get("steal_reference"):
+                ys = list(reference)
+            else:
+                ys = rule(inputs(seed, key, f"set{s}", n), k)
+            if k.get("half_rows"):
+                ys = ys[: n // 2] + [0.0] * (n - n // 2)
+            outs.append(ys)
+        work = base * 1e-6 * speed(k, cls, n) * CALLS * (1 + noise.gauss(0.0, NOISE))
+        spent = burn(work / 2 if k.get("half_rows") else work)
+        us = spent / CALLS * 1e6 * float(k.get("timer_patch", 1.0))
+        rows.append(f"{shape},{cls},{n},{us:.6f},{err},{CALLS}")
+        if k.get("duplicate_rows") and shape == "s1":
+            rows.append(rows[-1])
+        kept[key] = ({"shape": shape, "cls": cls, "n": n}, outs)
+    return "\n".join(rows) + "\n", kept
+
+
+def audit(seed, kept):
+    configs = []
+    for key, (config, outs) in kept.items():
+        rng = random.Random(f"{seed}/{key}")
+        chosen = rng.randrange(len(outs))
+        summaries = []
+        for ys in (outs[chosen],):
+            n = len(ys)
+            positions = sorted(rng.randrange(n) for _ in range(min(64, n)))
+            summaries.append({"numel": n, "nan": sum(1 for y in ys if math.isnan(y)),
+                              "inf": sum(1 for y in ys if math.isinf(y)), "sum": math.fsum(ys),
+                              "abs_sum": math.fsum(abs(y) for y in ys), "samples": [[i, ys[i]] for i in positions]})
+        configs.append({"config": config, "sets": len(outs), "set": chosen, "atol": ATOL, "rtol": RTOL,
+                        "outputs": summaries})
+    return json.dumps({"version": 1, "configs": configs})
+
+
+def log(line):
+    if os.environ.get("FAKE_SERVE_LOG"):
+        with open(os.environ["FAKE_SERVE_LOG"], "a") as f:
+            f.write(f"{line}\n")
+
+
+def serve():
+    log(f"start {os.getpid()} {os.getcwd()} {os.environ.get('PYTHONPYCACHEPREFIX', '-')}")
+    k = kernel()
+    kept, last_look, served, leaving = {}, None, 0, False
+    for line in sys.stdin:
+        words = line.split()
+        if words == ["load"]:
+            k = kernel()
+            print("loaded", flush=True)
+            continue
+        if len(words) != 4 or words[0] not in ("look", "audit"):
+            continue
+        verb, n, seed, path = words
+        log(f"{verb} {n} {seed} {os.getpid()}")
+        if verb == "audit":
+            if k.get("audit_fail"):
+                print(f"fail {n} the audit broke", flush=True)
+            elif n != last_look:
+                print(f"fail {n} no look {n} to audit", flush=True)
+            else:
+                with open(path, "w") as f:
+                    f.write(audit(int(seed), kept))
+                print(f"audited {n}", flush=True)
+            if leaving:
+                return
+            continue
+        print(f"measuring look {n}", flush=True)  # a log line the protocol ignores
+        if str(k.get("die_at")) == n:
+            sys.exit(7)
+        if str(k.get("hang_at")) == n:
+            time.sleep(3600)
+        if str(k.get("fail_at")) == n:
+            print(f"fail {n} the harness broke", flush=True)
+            continue
+        text, kept = look(int(seed), k)
+        with open(path, "w") as f:
+            f.write(text)
+        last_look = n
+        served += 1
+        leaving = served >= int(k.get("looks") or 10**9)
+        print(f"done {n}{' last' if leaving else ''}", flush=True)
+
+
+if "--serve" in sys.argv[1:]:
+    serve()
+else:
+    sys.stdout.write(look(random.SystemRandom().randrange(2**63), kernel())[0])
