@@ -1,0 +1,256 @@
+"""The harness's per-tree serve protocol (kernels/harness/serve.py) driven as kopt drives it: the
+bundled RMSNorm's `bench.py --serve` in its tree, over stdin/stdout, on this machine's CPU
+(Triton's interpreter): `look N SEED PATH` -> CSV with `calls`, `audit N SEED PATH` -> JSON
+with the shared rule's set and positions, the same seed in two processes -> the same bytes,
+a changed kernel -> other sums, bad requests. The shared rule itself against the spec's
+formula on known values (the engine's reimplementation checks the same values)."""
+
+from __future__ import annotations
+
+import io
+import math
+import random
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from kopt_supervisor.engine import config, metrics
+from kopt_supervisor.kernels.harness import audit, bench, serve
+from tests.kernels.serve_client import Server, edit, look_and_audit, materialize
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("triton")
+
+CONFIG = ["shape", "B", "N", "H", "hd", "dtype", "esize", "dclass"]
+
+
+# -- the shared rule ------------------------------------------------------------------------------
+
+
+def spec_formula(seed: int, config_key: str, sets: int, numels: list[int]) -> tuple[int, list[list[int]]]:
+    """The rule exactly as the serve spec writes it."""
+    rng = random.Random(f"{seed}/{config_key}")
+    i = rng.randrange(sets)
+    return i, [sorted(rng.randrange(n) for _ in range(min(64, n))) for n in numels]
+
+
+KNOWN = [
+    # (seed, config key, S, numels) -> (set, positions): kopt's engine checks the same values
+    ((12345678901234567890, "M=3,N=5,dtype=float16", 7, [15, 3]),
+     (5, [[1, 3, 4, 5, 6, 9, 10, 11, 12, 12, 12, 13, 14, 14, 14], [0, 1, 2]])),
+    ((0, "shape=cpu-64,B=1,N=2,H=2,hd=64,dtype=bfloat16,esize=2,dclass=narrow", 2, [256]),
+     (1, [[0, 7, 7, 9, 11, 11, 14, 21, 24, 27, 35, 37, 43, 47, 52, 56, 57, 61, 65, 71, 71, 72, 72, 72, 78, 85, 102,
+           103, 104, 107, 107, 116, 120, 122, 127, 130, 138, 143, 147, 164, 166, 169, 169, 169, 170, 174, 174, 180,
+           184, 184, 186, 187, 189, 189, 189, 190, 198, 200, 200, 202, 205, 207, 211, 252]])),
+]
+
+
+@pytest.mark.parametrize("args,expected", KNOWN)
+def test_the_audit_rule_gives_the_known_values(args: tuple, expected: tuple) -> None:
+    assert audit.audit_choice(*args) == expected
+    assert spec_formula(*args) == expected
+
+
+def test_the_audit_rule_is_the_spec_formula() -> None:
+    rng = random.Random(7)
+    for _ in range(200):
+        seed = rng.randrange(1 << 64)
+        key = f"shape=s{rng.randrange(9)},M={rng.randrange(1, 5000)},dtype=bfloat16"
+        sets = rng.randrange(1, 300)
+        numels = [rng.randrange(1, 200) for _ in range(rng.randrange(1, 4))]
+        assert audit.audit_choice(seed, key, sets, numels) == spec_formula(seed, key, sets, numels)
+    # the config key is kopt's key_of over the config columns in the CSV's order
+    row = {"shape": "p", "M": 64.0, "N": 32, "dtype": "float16"}
+    from kopt_supervisor.kernels.harness.params import config_key
+
+    assert config_key(row) == metrics.key_of(row, list(row)) == "shape=p,M=64,N=32,dtype=float16"
+    with pytest.raises(ValueError, match="at least one timed buffer set"):
+        audit.audit_choice(1, "k", 0, [3])
+
+
+def test_input_seeds_differ_by_purpose_config_and_look() -> None:
+    seeds = {audit.input_seed(s, k, p) for s in (1, 2) for k in ("a=1", "a=2") for p in ("check", "set0", "set0/prime",
+                                                                                          "set1")}
+    assert len(seeds) == 16 and all(0 <= s < 1 << 63 for s in seeds)
+    assert audit.input_seed(1, "a=1", "check") == audit.input_seed(1, "a=1", "check")
+
+
+def test_summaries_count_nan_and_inf_apart_and_sum_the_finite_rest() -> None:
+    t = torch.tensor([1.0, -2.0, math.nan, math.inf, 0.5], dtype=torch.bfloat16)
+    s = audit.summarise(torch, t, [0, 2, 4])
+    assert (s["numel"], s["nan"], s["inf"], s["sum"], s["abs_sum"]) == (5, 1, 1, -0.5, 3.5)
+    assert s["samples"][0] == [0, 1.0] and math.isnan(s["samples"][1][1]) and s["samples"][2] == [4, 0.5]
+    assert audit.output_tensors((t, [t, "x"], None)) == [t, t] and audit.output_tensors(None) == []
+
+
+# -- the protocol, one served process ---------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """One served RMSNorm tree for the module: two looks of the same seed (a `load` between)
+    and audits, the replies and files kept for the tests."""
+    root = tmp_path_factory.mktemp("served")
+    tree = materialize(root / "tree")
+    out: dict = {"root": root, "tree": tree}
+    with Server(tree) as s:
+        out["before_any_look"] = s.ask(f"audit 1 5 {root / 'none.json'}")
+        out["look1"] = s.look(1, 4242, root / "look1.csv")
+        out["audit1"] = s.audit(1, 99, root / "audit1.json")
+        out["audit1_text"] = (root / "audit1.json").read_text()
+        out["bad"] = [s.ask(req) for req in ("bogus", "look 2", "look x 5 /tmp/p.csv", "look 2 notaseed /tmp/p.csv",
+                                            "load now", f"audit 7 5 {root / 'a7.json'}")]
+        out["load"] = s.ask("load")
+        out["look2"] = s.look(2, 4242, root / "look2.csv")
+        out["stale"] = s.ask(f"audit 1 99 {root / 'stale.json'}")
+        out["audit2_text"] = (s.audit(2, 99, root / "audit2.json"), (root / "audit2.json").read_text())[1]
+        out["other_audit"] = s.audit(2, 100, root / "audit2b.json")
+        out["look3"] = s.look(3, 4243, root / "look3.csv")
+        out["audit3"] = s.audit(3, 99, root / "audit3.json")
+        out["noise"], out["stderr"] = s.noise, s.stderr()
+        out["rc"] = s.close()
+    return out
+
+
+def test_a_look_writes_one_row_per_config_with_its_timed_calls(served: dict) -> None:
+    assert served["look1"] == "done 1" and served["rc"] == 0 and served["noise"] == []
+    csv = (served["root"] / "look1.csv").read_text()
+    df = pd.read_csv(io.StringIO(csv))
+    assert list(df["shape"]) == ["cpu-48", "cpu-128"] and (df["err"] <= 1).all() and (df["seed"] == 4242).all()
+    # CPU: 3 blocks, each one call per buffer set (2): us is the per-call time of 6 timed calls
+    assert list(df["calls"]) == [bench.CPU_SETS * 3] * 2 and list(df["samples"]) == [3, 3]
+    cfg = config.load(served["tree"] / "kopt.toml")
+    m = metrics.measure(df, cfg.target)
+    assert m.ok and m.config_columns == tuple(CONFIG)
+    claimed = sum(df["us"] * df["calls"])
+    assert m.timed == pytest.approx(claimed) and m.timed > 0
+
+
+def test_an_audit_follows_the_shared_rule(served: dict) -> None:
+    doc = served["audit1"]
+    df = pd.read_csv(served["root"] / "look1.csv")
+    assert doc["version"] == 1 and len(doc["configs"]) == len(df)
+    for row, c in zip(df.to_dict("records"), doc["configs"], strict=True):
+        assert c["config"] == {k: row[k] for k in CONFIG}  # the CSV's config columns, in its order
+        key = metrics.key_of(row, CONFIG)
+        n = row["B"] * row["N"] * row["H"] * row["hd"]
+        assert c["sets"] == bench.CPU_SETS and (c["atol"], c["rtol"]) == (1e-2, 1.6e-2)
+        want_set, want_positions = spec_formula(99, key, c["sets"], [n])
+        assert c["set"] == want_set and len(c["outputs"]) == 1
+        o = c["outputs"][0]
+        assert o["numel"] == n and o["nan"] == o["inf"] == 0 and o["abs_sum"] > abs(o["sum"])
+        assert [p for p, _ in o["samples"]] == want_positions[0]
+        assert all(math.isfinite(v) for _, v in o["samples"]) and any(v != 0 for _, v in o["samples"])
+
+
+def test_the_same_seed_draws_the_same_inputs_and_another_seed_others(served: dict) -> None:
+    # after `load`, the same look seed and audit seed in the same process: the same bytes
+    assert served["load"] == "loaded" and served["look2"] == "done 2"
+    assert served["audit2_text"] == served["audit1_text"]
+    l1, l2 = (pd.read_csv(served["root"] / f"look{i}.csv") for i in (1, 2))
+    assert list(l1["err"]) == list(l2["err"])  # the contract check's inputs too
+    # another audit seed picks other positions of the same outputs; another look seed other inputs
+    other = served["other_audit"]["configs"]
+    assert [c["outputs"][0]["samples"] for c in other] != [c["outputs"][0]["samples"]
+                                                          for c in served["audit1"]["configs"]]
+    assert served["look3"] == "done 3"
+    sums3 = [c["outputs"][0]["sum"] for c in served["audit3"]["configs"]]
+    assert sums3 != [c["outputs"][0]["sum"] for c in served["audit1"]["configs"]]
+
+
+def test_bad_requests_are_answered_and_the_process_goes_on(served: dict) -> None:
+    assert served["before_any_look"] == "fail 1 no look 1 to audit here (no look's outputs are kept)"
+    bogus, short, bad_n, bad_seed, load_args, unknown_look = served["bad"]
+    assert bogus.startswith("fail ? not a request") and "'bogus'" in bogus
+    assert short.startswith("fail ? expected `look N SEED PATH`")
+    assert bad_n.startswith("fail ? look: N must be an integer")
+    assert bad_seed.startswith("fail ? look 2: SEED must be an integer")
+    assert load_args.startswith("fail ? `load` takes no arguments")
+    assert unknown_look == "fail 7 no look 7 to audit here (the outputs kept are look 1's)"
+    # only the last look's outputs are kept
+    assert served["stale"] == "fail 1 no look 1 to audit here (the outputs kept are look 2's)"
+
+
+def test_two_processes_give_the_same_bytes_and_a_changed_kernel_other_sums(tmp_path: Path) -> None:
+    a, b = materialize(tmp_path / "a"), materialize(tmp_path / "b")
+    edit(b, "rstd = tl.math.rsqrt(", "rstd = 1.004 * tl.math.rsqrt(")  # every kernel's rows 0.4% larger
+    csv1, audit1 = look_and_audit(a, tmp_path / "a1", 2026, 11)
+    csv2, audit2 = look_and_audit(a, tmp_path / "a2", 2026, 11)
+    assert audit1 == audit2  # byte-identical
+    assert list(pd.read_csv(io.StringIO(csv1))["err"]) == list(pd.read_csv(io.StringIO(csv2))["err"])
+    csv3, audit3 = look_and_audit(b, tmp_path / "b1", 2026, 11)
+    import json
+
+    d1, d3 = json.loads(audit1), json.loads(audit3)
+    assert [c["set"] for c in d1["configs"]] == [c["set"] for c in d3["configs"]]  # the same choice...
+    for c1, c3 in zip(d1["configs"], d3["configs"], strict=True):
+        assert c1["outputs"][0]["sum"] != c3["outputs"][0]["sum"]  # ...of other values
+        assert c1["outputs"][0]["abs_sum"] < c3["outputs"][0]["abs_sum"]  # 0.4% larger everywhere
+    assert (pd.read_csv(io.StringIO(csv3))["err"] <= 1).all()  # the bench's own check passes it
+
+
+def test_a_look_that_cannot_be_written_fails_and_the_process_leaves(tmp_path: Path) -> None:
+    tree = materialize(tmp_path / "t")
+    with Server(tree) as s:
+        reply = s.look(1, 5, tmp_path)  # a directory: the CSV cannot be written there
+        assert reply is not None and reply.startswith("fail 1 IsADirectoryError")
+        assert s.proc.wait(timeout=60) == 1
+
+
+def test_load_imports_the_tree_again_and_a_broken_one_fails(tmp_path: Path) -> None:
+    tree = materialize(tmp_path / "t")
+    with Server(tree) as s:
+        assert s.ask("load") == "loaded"
+        (tree / "solution" / "rmsnorm.py").write_text("def broken(:\n")
+        reply = s.ask("load")
+        assert reply is not None and reply.startswith("fail load SyntaxError")
+        assert s.proc.wait(timeout=60) == 1
+
+
+# -- `done N last`: the audit of N, then the process leaves (in-process, a plain torch function) ----
+
+
+def _scale_tree(root: Path) -> Path:
+    (root / "ops").mkdir(parents=True)
+    (root / "ops" / "scale.py").write_text("def scale(x):\n    return x * 2\n")
+    return root
+
+
+def _spec() -> object:
+    from kopt_supervisor.kernels import harness
+
+    def make_inputs(torch, dims, dtype, device, gen):  # noqa: ANN001, ANN202
+        return (torch.randn(dims["M"], dims["N"], generator=gen, device=device).to(dtype),), {}
+
+    return harness.Spec(name="scale", function="ops/scale.py:scale", make_inputs=make_inputs,
+                        reference=lambda torch, args, kwargs: args[0].double() * 2,
+                        shapes=[harness.small("a", M=3, N=5)], tolerance={"float32": (1e-6, 1e-6)})
+
+
+@pytest.mark.parametrize("after", ["audit", "look"])
+def test_done_last_serves_its_audit_then_leaves(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, after: str) -> None:
+    tree = _scale_tree(tmp_path / "t")
+    a = bench.parse_args(["--serve"], gpu=False)
+    b = bench.Bench(_spec(), a, torch, False, bench.PhaseClock(), tree)  # type: ignore[arg-type]
+    monkeypatch.setattr(b, "memory_full", lambda share: True)  # the kept buffers passed --serve-memory
+    replies: list[str] = []
+    requests = [f"look 1 3 {tmp_path / 'l1.csv'}",
+                f"audit 1 4 {tmp_path / 'a1.json'}" if after == "audit" else f"look 2 3 {tmp_path / 'l2.csv'}",
+                "load"]
+    assert serve.serve_tree(b, requests, replies.append) == 0
+    assert replies == (["done 1 last", "audited 1"] if after == "audit" else ["done 1 last"])
+    # a served tree's function allocates its own output here (no out=): its kept result is audited
+    if after == "audit":
+        import json
+
+        doc = json.loads((tmp_path / "a1.json").read_text())
+        assert doc["configs"][0]["outputs"][0]["numel"] == 15
+
+
+def test_serve_options() -> None:
+    with pytest.raises(SystemExit):
+        bench.parse_args(["--serve", "--once"], gpu=False)
+    with pytest.raises(SystemExit):
+        bench.parse_args(["--serve", "--seed", "3"], gpu=False)
+    assert bench.parse_args(["--serve"], gpu=False).blocks == 3 and bench.parse_args(["--seed", "9"], gpu=False).seed == 9
