@@ -108,8 +108,9 @@ class Heartbeat(threading.Thread):
 
 
 def run_engine(ws: Workspace, *, proposer: str | None = None, max_iters: int | None = None,
-               log_to_stdout: bool = False, no_sandbox: bool = False) -> int:
-    """Run the loop in this process. Exit status: 0 stopped for a stated reason, 1 crashed."""
+               log_to_stdout: bool = False, no_sandbox: bool = False, demo: bool = False) -> int:
+    """Run the loop in this process. Exit status: 0 stopped for a stated reason, 1 crashed.
+    `demo`: `kopt demo`'s own start (engine/sandbox/support.py start_rule)."""
     from kopt_supervisor.engine.loop import Engine
 
     ws.require()
@@ -118,7 +119,7 @@ def run_engine(ws: Workspace, *, proposer: str | None = None, max_iters: int | N
         beat.start()
         engine = None
         try:
-            engine = Engine(ws, proposer_kind=proposer, max_iters=max_iters, no_sandbox=no_sandbox,
+            engine = Engine(ws, proposer_kind=proposer, max_iters=max_iters, no_sandbox=no_sandbox, demo=demo,
                             log=(lambda m: print(f"kopt[{ws.tag}] {m}", flush=True)) if log_to_stdout else None)
             _install_signals(engine)
             engine.run()
@@ -159,7 +160,7 @@ def _record_crash(ws: Workspace, error: str) -> None:
 
 
 def start_detached(ws: Workspace, *, proposer: str | None = None, max_iters: int | None = None,
-                   no_sandbox: bool = False) -> int:
+                   no_sandbox: bool = False, demo: bool = False) -> int:
     """Start the engine in its own session; returns its pid once it holds the workspace."""
     ws.require()
     alive, pid = engine_alive(ws)
@@ -173,6 +174,8 @@ def start_detached(ws: Workspace, *, proposer: str | None = None, max_iters: int
         argv += ["--max-iters", str(max_iters)]
     if no_sandbox:
         argv += ["--no-sandbox"]
+    if demo:
+        argv += ["--demo"]
     log = open(ws.engine_log, "ab")
     try:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
@@ -203,13 +206,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--proposer")
     ap.add_argument("--max-iters", type=int)
     ap.add_argument("--no-sandbox", action="store_true")
+    ap.add_argument("--demo", action="store_true", help="kopt demo's own start (its workspace, the tune proposer)")
     ap.add_argument("tag")
     args = ap.parse_args(argv)
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
     ws = Workspace(Path(args.root), args.tag)
     try:
         return run_engine(ws, proposer=args.proposer, max_iters=args.max_iters, log_to_stdout=True,
-                          no_sandbox=args.no_sandbox)
+                          no_sandbox=args.no_sandbox, demo=args.demo)
     except KoptError as e:
         print(f"kopt: {e}", file=sys.stderr)
         return e.exit_code

@@ -94,4 +94,4 @@ def run_headless(ws: Workspace, iters: int, *, no_sandbox: bool = False) -> int:
     code when the demo run ends."""
     from kopt_supervisor.engine.daemon import run_engine
 
-    return run_engine(ws, proposer="tune", max_iters=iters, log_to_stdout=True, no_sandbox=no_sandbox)
+    return run_engine(ws, proposer="tune", max_iters=iters, log_to_stdout=True, no_sandbox=no_sandbox, demo=True)

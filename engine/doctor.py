@@ -1,7 +1,8 @@
 """`kopt doctor`: what this machine offers kopt, and what is missing with its consequence.
 
 `report()` gathers it as data (JSON-ready): bubblewrap and user namespaces
-(`engine.sandbox.probe`), the GPU device nodes the sandbox would pass through, each GPU
+(`engine.sandbox.probe`: which bwrap, the system's or the bundled one, and why; or the
+cause and fix when none works), the GPU device nodes the sandbox would pass through, each GPU
 backend of `engine.gpu` and what it answered, whether NVIDIA profiling is restricted to
 admins (a sandboxed profiler has no capabilities), the profilers on PATH with their
 versions, git, and the Python kopt runs on with the versions of torch, triton and the GPU
@@ -61,8 +62,9 @@ def missing(r: dict[str, Any]) -> list[dict[str, str]]:
     sb = r["sandbox"]
     if not sb["works"]:
         add(f"bubblewrap ({sb['reason']})",
-            f"benches and the `command` proposer cannot be confined: `kopt run` and `kopt demo` refuse to start "
-            f"unless --no-sandbox (then every result is marked unsandboxed). To fix: {sb['hint']}")
+            "benches and the `command` proposer cannot be confined: `kopt run` refuses to start unless --no-sandbox "
+            "(then every result is marked unsandboxed); `kopt demo` runs its own bundled kernel and tune proposer "
+            f"unconfined, marked so. To fix: {sb['hint']}")
     devices = r["gpu_devices"]
     nvidia = any(Path(d).name.startswith("nvidia") for d in devices)
     amd = any(Path(d).name in ("kfd", "dri") for d in devices)
@@ -101,10 +103,13 @@ def format_text(r: dict[str, Any]) -> str:
     sb = r["sandbox"]
     userns = {True: "yes", False: "no", None: "not tried"}[sb["user_namespaces"]]
     if sb["works"]:
-        box = f"{sb['version'] or 'bwrap'} at {sb['bwrap']}: works ({'as root' if sb['privileged'] else 'unprivileged'})"
+        box = (f"{sb['version'] or 'bwrap'}, {sb['source'] or 'bwrap'}, at {sb['bwrap']}: works "
+               f"({'as root' if sb['privileged'] else 'unprivileged'}); user namespaces: {userns}")
+        why = sb["choice"]
     else:
-        box = f"unavailable: {sb['reason']}"
-    lines = ["kopt doctor", f"  sandbox       {box}; user namespaces: {userns}"]
+        box = f"unavailable ({sb['cause'] or 'unknown cause'}): {sb['reason']}; user namespaces: {userns}"
+        why = f"to fix: {sb['hint']}"
+    lines = ["kopt doctor", f"  sandbox       {box}", f"                {why}"]
     lines.append(f"  GPU devices   {', '.join(r['gpu_devices']) or 'none'}")
     for b in r["gpu_backends"]:
         lines.append(f"  {b['backend']:<13} {b['gpus']} GPU(s): {b['status']}")

@@ -103,7 +103,7 @@ def _profiler_ns(it: Iteration, side: str) -> Any:
 
 def ran_unsandboxed(meta: Mapping[str, Any]) -> bool:
     """Some session of the run ran its proposers and candidate code without bubblewrap
-    (`--no-sandbox`, meta `sandbox`: engine/loop/machine.py record_sandbox)."""
+    (`--no-sandbox`, or `kopt demo` where none works; meta `sandbox`: engine/loop/context.py open_run)."""
     s = meta.get("sandbox")
     return isinstance(s, Mapping) and bool(s.get("ever_unconfined") or s.get("confined") is False)
 
@@ -119,8 +119,9 @@ def sandbox_line(meta: Mapping[str, Any]) -> str:
     if s.get("confined") is False:
         return summary or "UNSANDBOXED (--no-sandbox): proposers and candidate code ran without confinement"
     if s.get("ever_unconfined"):
-        return ("UNSANDBOXED for part of the run: an earlier session ran with --no-sandbox (its proposer and "
-                f"benches ran without confinement); the latest session: {summary or 'sandboxed'}")
+        return ("UNSANDBOXED for part of the run: an earlier session ran with --no-sandbox (or was the demo where "
+                "no sandbox worked): its proposer and benches ran without confinement; the latest session: "
+                f"{summary or 'sandboxed'}")
     return summary or "sandboxed"
 
 

@@ -312,11 +312,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
     print(f"  target repo {ws.root / '.repos' / ws.tag}; up to {iters} iterations of the tune proposer")
     if not gpu:
         print(f"  {api.CPU_NOTICE}")
+    box = api.check_sandbox(ws, proposer="tune", no_sandbox=args.no_sandbox, demo=True)
+    print(f"  {box}" + ("" if box.startswith("sandboxed") or args.no_sandbox
+                        else "\n  (`kopt doctor` says what would make the sandbox work here)"))
     if args.headless:
         rc = api.run_demo_headless(ws, iters, no_sandbox=args.no_sandbox)
         _demo_summary(ws)
         return rc
-    api.start_detached(ws, proposer="tune", max_iters=iters, no_sandbox=args.no_sandbox)
+    api.start_detached(ws, proposer="tune", max_iters=iters, no_sandbox=args.no_sandbox, demo=True)
     return _attach(ws)
 
 
@@ -338,6 +341,8 @@ def _demo_summary(ws: Workspace) -> None:
           f"{fmt.speedup(st.get('best_speedup'))} (geometric mean over its classes, the guard included; "
           f"per production shape: kopt report)")
     print(f"  BEST_COMMIT {st['best_commit']}")
+    if st.get("unsandboxed"):
+        print(f"  ⚠ {api.sandbox_line({'sandbox': st.get('sandbox')})}")
     print(f"  see {ws.performance} and {ws.readme}; `kopt attach {ws.tag}` to browse, "
           f"`kopt report {ws.tag}` for results.md")
 

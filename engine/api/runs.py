@@ -100,20 +100,25 @@ def check_proposer(ws: Workspace, proposer: str) -> None:
     make_proposer(ws.load_config(), proposer)
 
 
-def check_sandbox(ws: Workspace, *, proposer: str | None = None, no_sandbox: bool = False) -> str:
+def check_sandbox(ws: Workspace, *, proposer: str | None = None, no_sandbox: bool = False,
+                  demo: bool = False) -> str:
     """The run's sandbox rule, before anything detaches: a one-line BadInput when bubblewrap
-    does not work here and the user did not pass --no-sandbox; else what the run will say."""
+    does not work here and the user did not pass --no-sandbox (nor is this `kopt demo`'s own
+    start on its demo workspace); else what the run will say."""
     from kopt_supervisor.engine import sandbox
 
     kind = proposer or ws.load_config().propose.kind
-    return sandbox.start_rule(sandbox.probe(), proposer_kind=kind, no_sandbox=no_sandbox).summary
+    with ws.open_store(readonly=True) as store:
+        demo = demo and isinstance(store.get("demo"), dict)
+    return sandbox.start_rule(sandbox.probe(), proposer_kind=kind, no_sandbox=no_sandbox, demo=demo).summary
 
 
 def start_detached(ws: Workspace, *, proposer: str | None = None, max_iters: int | None = None,
-                   no_sandbox: bool = False) -> int:
-    """Start the run's engine in its own session (it survives the terminal); its pid."""
-    check_sandbox(ws, proposer=proposer, no_sandbox=no_sandbox)
-    return daemon.start_detached(ws, proposer=proposer, max_iters=max_iters, no_sandbox=no_sandbox)
+                   no_sandbox: bool = False, demo: bool = False) -> int:
+    """Start the run's engine in its own session (it survives the terminal); its pid.
+    `demo`: `kopt demo`'s own start (engine/sandbox/support.py start_rule)."""
+    check_sandbox(ws, proposer=proposer, no_sandbox=no_sandbox, demo=demo)
+    return daemon.start_detached(ws, proposer=proposer, max_iters=max_iters, no_sandbox=no_sandbox, demo=demo)
 
 
 def run_foreground(ws: Workspace, *, proposer: str | None = None, max_iters: int | None = None,

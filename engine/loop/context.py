@@ -436,10 +436,11 @@ def with_(obj: Any, **changes: Any) -> Any:
 
 
 def open_run(ws: Workspace, *, proposer_kind: str | None, no_sandbox: bool, log: Callable[[str], None],
-             poll_interval_s: float) -> RunContext:
+             poll_interval_s: float, demo: bool = False) -> RunContext:
     """An engine starting on a workspace: its config from run.db's sealed copy (a kopt.toml
     edited on disk is put back, never adopted), the sandbox rule (a refusal comes here,
-    before any state changes), the command pump, the run's secret."""
+    before any state changes; `demo`, `kopt demo`'s own start, counts only on a workspace
+    whose run.db records it as a demo), the command pump, the run's secret."""
     from kopt_supervisor.engine import config, sandbox
 
     store = ws.open_store()
@@ -447,7 +448,8 @@ def open_run(ws: Workspace, *, proposer_kind: str | None, no_sandbox: bool, log:
     text, edited = integrity.frozen_config(ws.dir, store.meta(), key)
     cfg = config.loads(text, source=str(ws.config_path))
     support = sandbox.probe()
-    mode = sandbox.start_rule(support, proposer_kind=proposer_kind or cfg.propose.kind, no_sandbox=no_sandbox)
+    mode = sandbox.start_rule(support, proposer_kind=proposer_kind or cfg.propose.kind, no_sandbox=no_sandbox,
+                              demo=demo and isinstance(store.get("demo"), dict))
     ctx: RunContext
     control = Control(ws, store, key, poll_interval_s=poll_interval_s,
                       on_state=lambda state: ctx.set_state(state), on_history_changed=lambda: ctx.write_projections())

@@ -83,9 +83,10 @@ def real_parts(ctx: RunContext, lane: Lane, proposer: Proposer, shared: dict[int
 class Engine:
     def __init__(self, ws: Workspace, *, proposer: Proposer | None = None, proposer_kind: str | None = None,
                  max_iters: int | None = None, log: Callable[[str], None] | None = None, no_sandbox: bool = False,
-                 poll_interval_s: float = 0.2, parts: Callable[[RunContext], Parts] | None = None) -> None:
+                 poll_interval_s: float = 0.2, parts: Callable[[RunContext], Parts] | None = None,
+                 demo: bool = False) -> None:
         ctx = self.ctx = open_run(ws, proposer_kind=proposer_kind, no_sandbox=no_sandbox,
-                                  log=log or (lambda m: None), poll_interval_s=poll_interval_s)
+                                  log=log or (lambda m: None), poll_interval_s=poll_interval_s, demo=demo)
         self.control = ctx.control
         k = ctx.cfg.parallel.lanes if parts is None else 1
         ctxs = [ctx] if k == 1 else [ctx.for_lane(i) for i in range(k)]

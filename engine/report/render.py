@@ -214,7 +214,7 @@ def _summary(inp: ReportInputs, stats: list[ConfigStats]) -> list[str]:
     lines += [f"- Sandbox: **{sandbox_line(meta)}**" if unsandboxed else f"- Sandbox: {sandbox_line(meta)}", ""]
     if unsandboxed:
         lines += ["> **Warning:** proposers and candidate code of this run ran without kopt's sandbox "
-                  "(`--no-sandbox`): nothing kept them from kopt's state, the best tree or the bench's files "
+                  "(the line above says why): nothing kept them from kopt's state, the best tree or the bench's files "
                   "(docs/security.md). Treat every number below as the word of unconfined code.", ""]
     if meta.get("notice"):
         lines += [f"> **Note:** {meta['notice']}", ""]

