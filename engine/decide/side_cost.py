@@ -27,6 +27,9 @@ class SideCost:
     claimed_s: float | None
     """What the bench says its timed calls took in this look: the sum over configs of the
     metric x calls, in seconds ([roofline].unit_scale); None without [target].calls."""
+    started: bool = False
+    """The side's process was started for this look: its CPU time holds what a start costs
+    (imports, compilation at the first call), not only the look's work."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -361,6 +361,8 @@ class ServedTrees:
         """side -> the tree hash its process was started on."""
         self.stale: set[str] = set(SIDES)
         """Sides whose process starts anew at the next look."""
+        self.new: set[str] = set()
+        """Sides whose process was started for the look in progress."""
         self.started = 0
 
     def new_decision(self) -> None:
@@ -377,6 +379,7 @@ class ServedTrees:
         ensure_best_pristine(ctx, lane, it, r)
         hashes = dict(zip(SIDES, tree_hashes(lane, it), strict=True))
         order = SIDES if r % 2 == 0 else SIDES[::-1]
+        self.new.clear()
         servers = {side: self._server(side, it, stage, env, hashes[side]) for side in order}
         name = f"v{it.version}_{stage}_r{r}"
         csvs = {side: self.looks / side / f"{name}.csv" for side in SIDES}
@@ -420,7 +423,7 @@ class ServedTrees:
                  for key, b in best_m.configs.items() if b.ok and cand_m.configs[key].ok]
         scale = ctx.cfg.roofline.unit_scale
         costs = tuple(SideCost(side, r, round(cpu[side], 6), round(wall[side], 6),
-                               None if m.timed is None else m.timed * scale)
+                               None if m.timed is None else m.timed * scale, started=side in self.new)
                       for side, m in (("best", best_m), ("cand", cand_m)))
         return Look(pairs, best_m, cand_m, sum(wall.values()), costs=costs)
 
@@ -492,6 +495,7 @@ class ServedTrees:
         except ServerError as e:
             raise BenchError(f"serve on {tree.name}/ {e}") from None
         self.servers[side], self.serving[side] = server, tree_hash
+        self.new.add(side)
         return server
 
     def _ask(self, side: str, request: str, answer: str, r: int) -> list[str]:

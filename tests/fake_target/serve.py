@@ -25,7 +25,7 @@ Hostile knobs in kernel.json (the candidate's code doing what a kernel must not)
   "looks": k          answers `done N last` after k looks (it leaves after that look's audit)
   "audit_fail": true  answers every audit with `fail`
 Environment: FAKE_SERVE_LOG=path appends `start PID CWD PYCACHE-PREFIX` for each process started
-and `look|audit N SEED PID` for each request (tests count processes per tree, compare seeds); FAKE_NOISE (relative sigma of the burned time, default 0.002);
+and `look|audit N SEED PID CWD` for each request (tests count processes per tree, compare seeds); FAKE_NOISE (relative sigma of the burned time, default 0.002);
 FAKE_CALLS (timed calls per config, default 100).
 """
 
@@ -148,7 +148,7 @@ def serve():
         if len(words) != 4 or words[0] not in ("look", "audit"):
             continue
         verb, n, seed, path = words
-        log(f"{verb} {n} {seed} {os.getpid()}")
+        log(f"{verb} {n} {seed} {os.getpid()} {os.getcwd()}")
         if verb == "audit":
             if k.get("audit_fail"):
                 print(f"fail {n} the audit broke", flush=True)

@@ -1,0 +1,300 @@
+"""[target].serve: the engine measures through two per-tree servers (measure.ServedTrees),
+audits the candidate's outputs itself, and records what each side's process spent.
+
+The fake server (tests/fake_target/serve.py) burns the CPU time it reports, so a patched
+timer shows in the recorded costs; its hostile knobs are the candidate's kernel.json."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import psutil
+import pytest
+
+from kopt_supervisor.engine import config, gitops
+from kopt_supervisor.engine.decide.side_cost import SideCost
+from kopt_supervisor.engine.errors import BadInput
+from kopt_supervisor.engine.loop.context import open_run
+from kopt_supervisor.engine.loop.lane import single_lane
+from kopt_supervisor.engine.loop.measure import ServedTrees, measurer_for
+from kopt_supervisor.engine.metrics import BenchError
+from kopt_supervisor.engine.records import Iteration, Status
+from kopt_supervisor.engine.workspace import Workspace
+from kopt_supervisor.kopt_tui.cli import main as kopt
+from tests.conftest import git
+
+
+@pytest.fixture
+def served(fake_env, tmp_path, monkeypatch):
+    """make(script, **toml) -> (workspace, log): a served fake target initialised, its
+    servers' starts and requests logged to `log` (a folder the sandbox leaves writable)."""
+    logs = tmp_path / "serve_log"
+    logs.mkdir()
+    log = logs / "serve.log"
+    monkeypatch.setenv("FAKE_SERVE_LOG", str(log))
+
+    def make(script: list[str], *, timeout_s: int = 20, extra_toml: str = "", tag: str = "s") -> tuple[Workspace, Path]:
+        repo, root = fake_env(script, files=("serve.py", "kernel.json"), toml_file="serve_kopt.toml",
+                              toml_replace={"timeout_s = 20\n\n[decide]":
+                                            f'timeout_s = {timeout_s}\nwritable = ["{logs}"]\n\n[decide]'},
+                              extra_toml=extra_toml)
+        assert kopt(["--root", str(root), "init", "--repo", str(repo), "--tag", tag]) == 0
+        return Workspace(root, tag), log
+
+    return make
+
+
+def run(ws: Workspace, n: int) -> list[str]:
+    assert kopt(["--root", str(ws.root), "run", ws.tag, "--foreground", "--max-iters", str(n)]) == 0
+    with ws.open_store(readonly=True) as s:
+        return [it.status for it in s.iterations()]
+
+
+def record(ws: Workspace, v: int) -> dict[str, Any]:
+    with ws.open_store(readonly=True) as s:
+        it = s.iteration(v)
+    assert it is not None
+    return {**it.record, "status": it.status}
+
+
+def starts(log: Path) -> list[tuple[int, str, str]]:
+    """(pid, tree folder name, pycache prefix) of every server process started (the pid as
+    the process saw it: in a sandbox's PID namespace)."""
+    out = []
+    for line in log.read_text().splitlines():
+        words = line.split()
+        if words[0] == "start":
+            out.append((int(words[1]), Path(words[2]).name, words[3]))
+    return out
+
+
+def requests(log: Path) -> list[tuple[str, int, int, str]]:
+    """(look|audit, N, seed, tree folder name) of every request the servers got."""
+    return [(w[0], int(w[1]), int(w[2]), Path(w[4]).name) for w in (line.split() for line in log.read_text().splitlines())
+            if w[0] in ("look", "audit")]
+
+
+def no_server_left(ws: Workspace) -> bool:
+    return not [p for p in psutil.process_iter(["cmdline", "cwd"]) if "--serve" in (p.info["cmdline"] or [])
+                and str(ws.dir) in str(p.info["cwd"] or "")]
+
+
+# ---------------------------------------------------------------------------------------
+# The configuration
+
+
+def test_serve_loads_validates_and_an_older_frozen_config_still_loads():
+    base = '[target]\nbench = "python serve.py"\nmetric = "us"\n'
+    assert config.loads(base).target.serve == ""  # a run frozen before the key existed
+    cfg = config.loads(base + 'serve = "python serve.py --serve"\nab_command = "x {best} {cand}"\n')
+    assert cfg.target.serve == "python serve.py --serve"
+    assert config.loads(config.dumps(cfg)) == cfg
+    for bad, words in ((' serve = "  "', "[target].serve must be a command"),
+                       ('serve = "python b.py {cand}"', "[target].serve serves one tree"),
+                       ('serve = "python b.py"\nformat = "table"', '[target].serve needs [target].format = "csv"'),
+                       ("serve = 3", "[target].serve must be a string, not 3")):
+        with pytest.raises(BadInput) as e:
+            config.loads(base + bad + "\n", source="k.toml")
+        assert str(e.value).startswith("k.toml: ") and words in str(e.value) and "\n" not in str(e.value)
+
+
+def test_serve_wins_over_an_ab_command_for_measurement(tmp_path):
+    cfg = config.loads('[target]\nbench = "b"\nmetric = "us"\nab_command = "ab {best} {cand} --serve"\nab_serve = true\n'
+                       'serve = "b --serve"\n')
+    ctx = SimpleNamespace(cfg=cfg, ws=SimpleNamespace(dir=tmp_path))
+    m = measurer_for(ctx, SimpleNamespace(index=0))  # type: ignore[arg-type]
+    assert isinstance(m, ServedTrees) and not m.fresh
+
+
+# ---------------------------------------------------------------------------------------
+# The whole engine
+
+
+def test_two_processes_per_decision_abba_one_seed_per_look_and_the_costs_recorded(served):
+    ws, log = served(["gain5", "loss5"])
+    assert run(ws, 2) == ["baseline", "keep", "regression"]
+    # every server process serves one tree, started in it: best's and the candidate's, one
+    # of each per decision (the command proposer closes both while it runs)
+    got = starts(log)
+    assert sorted(tree for _, tree, _ in got) == ["best", "best", "cand", "cand"]
+    # one secret seed per look, the same for both sides, and another for its audit; the
+    # first side asked: best at even looks, the candidate at odd ones (ABBA)
+    by_seed: dict[tuple[str, int], list[tuple[int, str]]] = {}
+    for verb, n, seed, tree in requests(log):
+        by_seed.setdefault((verb, seed), []).append((n, tree))
+    assert all(len(v) == 2 and v[0][0] == v[1][0] and {v[0][1], v[1][1]} == {"best", "cand"}
+               for v in by_seed.values()), by_seed
+    looks = [v for (verb, _), v in by_seed.items() if verb == "look"]
+    assert all(v[0][1] == ("best" if v[0][0] % 2 == 0 else "cand") for v in looks)
+    with ws.open_store(readonly=True) as s:
+        n_looks = sum(len({r["round"] for r in s.samples(v, "eval")}) for v in (1, 2))
+        orders = {(r["round"], r["ord"]) for r in s.samples(1, "eval")}
+    assert len(looks) == n_looks == len(by_seed) - n_looks  # every look audited, no seed twice
+    assert orders and all(o == ("AB" if r % 2 == 0 else "BA") for r, o in orders)
+    # each side's process: CPU and wall seconds per look, beside what its rows claim
+    v1, v2 = record(ws, 1), record(ws, 2)
+    costs = [SideCost.from_dict(c) for c in v1["side_costs"]["eval"]]
+    rounds = {c.round for c in costs}
+    assert len(costs) == 2 * len(rounds) and {c.side for c in costs} == {"best", "cand"}
+    for c in costs:
+        kept = (ws.log_dir(1) / f"eval_r{c.round}_{c.side}.csv").read_text().splitlines()[1:]
+        claimed = sum(float(row.split(",")[3]) * int(row.split(",")[5]) for row in kept) * 1e-6
+        assert c.claimed_s == pytest.approx(claimed, rel=1e-6) and c.wall_s > 0.8 * claimed
+    best_cpu = sum(c.cpu_s for c in costs if c.side == "best")
+    assert best_cpu > 0.8 * sum(c.claimed_s or 0 for c in costs if c.side == "best")  # the fake really burns it
+    assert v2["side_costs"]["eval"] and v2["status"] == "regression"
+    assert (ws.log_dir(1) / "eval_r0_cand_audit.json").exists()
+    assert no_server_left(ws)
+
+
+def test_hostile_outputs_fail_correctness_by_kopts_audit_and_a_duplicate_row_fails_the_bench(served):
+    ws, _ = served(["knob:wrong", "knob:nan", "knob:steal_reference", "knob:half_rows", "knob:duplicate_rows",
+                    "gain5"], extra_toml="repair_attempts = 0\n")
+    assert run(ws, 6) == ["baseline", "fail_correctness", "fail_correctness", "fail_correctness",
+                          "fail_correctness", "fail_bench", "keep"]
+    reasons = {v: record(ws, v)["decision"]["reason"] for v in range(1, 6)}
+    for v, words in ((1, "best's"), (2, "NaN value(s), best's 0"), (3, "best's"), (4, "best's")):
+        assert "kopt's audit: audited timed call (set " in reasons[v] and words in reasons[v], reasons[v]
+        first = record(ws, v)["failing_rows"][0]
+        assert first["config"].startswith("shape=s") and first["reasons"][-1].startswith("kopt's audit:")
+        assert "\n" not in reasons[v]
+    assert "cand's look 0" in reasons[5] and "shape=s1,cls=small,n=256 (2 rows)" in reasons[5], reasons[5]
+    assert no_server_left(ws)
+
+
+def test_a_dying_hanging_or_failing_server_fails_the_bench_in_time_and_the_run_goes_on(served):
+    ws, log = served(["knob:die_at=1", "knob:fail_at=0", "knob:hang_at=1", "knob:audit_fail", "gain5"], timeout_s=3)
+    assert run(ws, 5) == ["baseline", "fail_bench", "fail_bench", "fail_bench", "fail_bench", "keep"]
+    reasons = [record(ws, v)["decision"]["reason"] for v in range(1, 5)]
+    assert "serve on cand/ ended (exit code 7) without answering 'look 1 " in reasons[0]
+    assert "serve on cand/ could not measure look 0: the harness broke" in reasons[1]
+    assert "serve on cand/ timed out after 3 s on 'look 1 " in reasons[2]
+    assert "serve on cand/ could not audit look 0: the audit broke" in reasons[3]
+    hung = record(ws, 3)["timings"]["looks_s"]
+    assert 3 <= hung[-1] < 3 + 3, hung  # the look that hung ended at the timeout, not after the hang's hour
+    assert record(ws, 5)["decision"]["verdict"] == "keep"
+    assert no_server_left(ws)
+    assert len(starts(log)) == 2 * 5  # best and a fresh candidate per decision
+
+
+def test_a_patched_timer_shows_in_the_claims_but_not_in_the_cpu_time(served, monkeypatch):
+    """The candidate's rows say half the time it really burned: its claimed seconds fall by
+    half, its process's CPU time does not (the OS's accounting the decision weighs);
+    a real 30% gain shows in both. A look that started a process says so (its CPU time
+    holds the start), and is left out here."""
+    monkeypatch.setenv("FAKE_CALLS", "400")  # ~0.15 s per look and side: the OS counts in 10 ms ticks
+    ws, _ = served(["knob:timer_patch=0.5", "do:k['speed'] = {'small': 0.7, 'large': 0.7}; "
+                                            "json.dump(k, open('kernel.json', 'w'))"])
+    run(ws, 2)
+    for v, claim, cpu in ((1, 0.5, 1.0), (2, 0.7, 0.7)):
+        costs = [SideCost.from_dict(c) for c in record(ws, v)["side_costs"]["eval"]]
+        assert {c.round for c in costs if c.started} == {0}  # both processes new for the decision's first look
+        costs = [c for c in costs if c.round > 0]
+        side = {s: [c for c in costs if c.side == s] for s in ("best", "cand")}
+        claimed = statistics.fmean(c.claimed_s or 0 for c in side["cand"]) / statistics.fmean(
+            c.claimed_s or 0 for c in side["best"])
+        spent = sum(c.cpu_s for c in side["cand"]) / sum(c.cpu_s for c in side["best"])
+        assert claimed == pytest.approx(claim, abs=0.03), (v, claimed)
+        assert spent == pytest.approx(cpu, abs=0.2), (v, spent)
+
+
+def test_a_server_that_leaves_after_each_look_is_audited_first_and_started_again(served):
+    ws, log = served(["knob:looks=1"])
+    assert run(ws, 1) == ["baseline", "tie"]
+    n = len({r for r in (c["round"] for c in record(ws, 1)["side_costs"]["eval"])})
+    cands = [tree for _, tree, _ in starts(log) if tree == "cand"]
+    assert len(cands) == n  # one candidate process per look
+    asked = [(verb, tree) for verb, _, _, tree in requests(log) if tree == "cand"]
+    assert asked == [("look", "cand"), ("audit", "cand")] * n  # each audited before it left
+
+
+# ---------------------------------------------------------------------------------------
+# The measurer itself: which process is kept, which starts anew
+
+
+def _measurer_setup(served, fresh: bool = False):
+    ws, log = served([])
+    ctx = open_run(ws, proposer_kind="manual", no_sandbox=False, log=lambda m: None, poll_interval_s=0.05)
+    lane = single_lane(ctx)
+    best = git(ws.best, "rev-parse", "HEAD")
+    measurer = ServedTrees(ctx, lane, fresh=fresh)
+    return ws, log, ctx, lane, best, measurer
+
+
+def _iteration(lane, version: int, best: str) -> Iteration:
+    it = Iteration(version, Status.RUNNING, best_commit_before=best)
+    it.record["evaluated_tree"] = gitops.stage_all_tree(lane.cand)
+    return it
+
+
+def test_bests_process_is_kept_while_best_stays_and_the_candidates_is_new_per_decision(served):
+    ws, log, ctx, lane, best, m = _measurer_setup(served)
+    try:
+        pids = []
+        for v in (1, 2):
+            m.new_decision()
+            it = _iteration(lane, v, best)
+            for r in (0, 1):
+                look = m.look(it, "eval", r, {})
+                assert {p.order for p in look.pairs} == {"AB" if r == 0 else "BA"} and len(look.pairs) == 4
+            pids.append((m.servers["best"].proc.pid, m.servers["cand"].proc.pid))
+        assert pids[0][0] == pids[1][0] and pids[0][1] != pids[1][1]
+        # BEST moves: best's process starts anew on the new tree
+        (lane.cand / "kernel.json").write_text(json.dumps({"speed": {"small": 0.9, "large": 0.9}}))
+        git(lane.cand, "commit", "-qam", "a new best")
+        moved = git(lane.cand, "rev-parse", "HEAD")
+        m.new_decision()
+        m.look(_iteration(lane, 3, moved), "eval", 0, {})
+        assert m.servers["best"].proc.pid != pids[1][0]
+        assert json.loads((lane.best / "kernel.json").read_text())["speed"]["small"] == 0.9
+        kept = m.servers["best"].proc.pid
+        m.look(_iteration(lane, 3, moved), "eval", 1, {"CUDA_VISIBLE_DEVICES": "1"})  # another GPU: anew
+        assert m.servers["best"].proc.pid != kept
+    finally:
+        m.close()
+        ctx.store.close()
+    assert not m.servers and no_server_left(ws)
+    assert [tree for _, tree, _ in starts(log)] == ["best", "cand", "cand", "best", "cand", "best", "cand"]
+
+
+def test_fresh_servers_start_both_anew_with_caches_of_their_own_emptied(served):
+    ws, log, ctx, lane, best, m = _measurer_setup(served, fresh=True)
+    try:
+        pids = []
+        for v in (1, 2):
+            m.new_decision()
+            it = _iteration(lane, v, best)
+            m.look(it, "reverify", 0, {})
+            pids.append((m.servers["best"].proc.pid, m.servers["cand"].proc.pid))
+            caches = sorted(p.name for p in (ws.dir / "cache").iterdir() if p.name.startswith("fresh_0_"))
+            assert [c.split("-")[0] for c in caches] == ["fresh_0_best", "fresh_0_cand"]
+            planted = ws.dir / "cache" / caches[1] / "planted"
+            if v == 1:
+                planted.write_text("what a candidate's process left")
+            else:
+                assert not planted.exists()  # emptied when the second decision started
+        assert pids[0][0] != pids[1][0] and pids[0][1] != pids[1][1]
+    finally:
+        m.close()
+        ctx.store.close()
+    # confined, each process's compile caches point into its own fresh cache
+    prefixes = [prefix for _, _, prefix in starts(log)]
+    if ctx.jails.confined:
+        assert all("/cache/fresh_0_" in p for p in prefixes), prefixes
+
+
+def test_a_candidate_row_missing_or_extra_is_a_bench_failure(served):
+    ws, log, ctx, lane, best, m = _measurer_setup(served)
+    try:
+        serve = (lane.cand / "serve.py").read_text()
+        (lane.cand / "serve.py").write_text(serve.replace('("s3", "large", 8192, 230.0)]', "]"))
+        m.new_decision()
+        with pytest.raises(BenchError, match=r"the candidate's look 0 lacks config\(s\) shape=s3,cls=large,n=8192"):
+            m.look(_iteration(lane, 1, best), "eval", 0, {})
+    finally:
+        m.close()
+        ctx.store.close()
