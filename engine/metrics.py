@@ -1,11 +1,18 @@
 """Reading a benchmark's CSV: config columns, config classes, correctness, one value per config.
 
-A bench run writes a table with one row per config (or several rows per config: they are
-samples of the same run, summarised by their median). The rules of kopt.toml's [target]
+A bench run writes a table with one row per config, or the same number of rows for every
+config (a bench that prints each repetition as a row, Google Benchmark's repetitions: they
+are samples of the same run, summarised by their median). The rules of kopt.toml's [target]
 turn it into a `Measurement`: per config its class, its value, and whether it passed the
 correctness rule (NaN/Inf or a missing metric always fail). A broken file (no CSV, empty,
-malformed, a missing column) is a `BenchError` whose one-line message names the file and
-column. The ab_command's table (rows per side and block) becomes paired samples.
+malformed, a missing column, a config with more or fewer rows than the others) is a
+`BenchError` whose one-line message names the file and column or config.
+
+The output's shape is part of correctness: in a look, the candidate's table must hold best's
+configs, each exactly as often as best's (`check_shape`); an extra, a missing or a
+duplicated config row is a bench failure, never a median over the duplicates. `paired`
+pairs two such measurements; the ab_command's table (rows per side and block, each config
+once per side and block, the same cells on both sides) becomes paired samples (`ab_pairs`).
 
 Pure: text in, tables and measurements out (engine/bench_output.py finds and reads the file).
 """
@@ -27,6 +34,12 @@ from kopt_supervisor.engine.decide import Pair
 from kopt_supervisor.engine.errors import KoptFailure
 
 AB_COLUMNS = ("side", "block")
+MEAN_SUFFIX = "_mean"
+"""A column named after the metric with this suffix (the harness's `us_mean` beside its
+median `us`) is the bench's mean over the same timed calls: `ConfigResult.mean`, never a
+config column."""
+MAX_NAMED = 3
+"""Configs named in one shape error; the rest are counted."""
 
 
 class BenchError(KoptFailure):
@@ -42,11 +55,19 @@ class ConfigResult:
     reasons: tuple[str, ...] = ()
     production: bool = True
     row: dict[str, Any] = field(default_factory=dict)
+    mean: float = math.nan
+    """The bench's mean over the timed calls behind the value (a `<metric>_mean` column, the
+    mean over the config's rows); NaN when the bench reports none or a row's is not finite."""
 
     @property
     def value(self) -> float:
         finite = [v for v in self.values if math.isfinite(v)]
         return statistics.median(finite) if finite else math.nan
+
+    @property
+    def rows(self) -> int:
+        """How many rows of the table are this config's."""
+        return len(self.values)
 
 
 @dataclass(frozen=True)
@@ -143,7 +164,7 @@ def resolve_columns(df: pd.DataFrame, cfg: TargetConfig, source: str) -> tuple[l
         raise BenchError(f"{source}: metric column {cfg.metric!r} missing (columns: {', '.join(cols)})")
     if cfg.calls and cfg.calls not in cols:
         raise BenchError(f"{source}: calls column {cfg.calls!r} missing (columns: {', '.join(cols)})")
-    used = {cfg.metric, *AB_COLUMNS, *cfg.ignore, *filter(None, [cfg.calls])}
+    used = {cfg.metric, cfg.metric + MEAN_SUFFIX, *AB_COLUMNS, *cfg.ignore, *filter(None, [cfg.calls])}
     if cfg.correct:
         used |= expr.parse(cfg.correct).names
     if cfg.config is not None:
@@ -168,17 +189,21 @@ def measure(df: pd.DataFrame, cfg: TargetConfig, source: str = "CSV") -> Measure
     passed = _evaluate_rule(df, cfg.correct, source) if cfg.correct else pd.Series(True, index=df.index)
     production = _evaluate_rule(df, cfg.production, source) if cfg.production else pd.Series(True, index=df.index)
 
+    mean_col = cfg.metric + MEAN_SUFFIX
+    means = pd.to_numeric(df[mean_col], errors="coerce") if mean_col in df.columns else None
+
     grouped: dict[str, dict[str, Any]] = {}
     for i, raw in df.iterrows():
         row = {c: raw[c] for c in config_cols}
         key = key_of(row, config_cols) if config_cols else "all"
         g = grouped.setdefault(
             key,
-            {"cls": key_of(raw, class_cols) if class_cols else "all", "values": [], "reasons": [],
+            {"cls": key_of(raw, class_cols) if class_cols else "all", "values": [], "reasons": [], "means": [],
              "production": bool(production[i]), "row": {c: _plain(v) for c, v in row.items()}},
         )
         v = float(metric[i]) if not pd.isna(metric[i]) else math.nan
         g["values"].append(v)
+        g["means"].append(math.nan if means is None or pd.isna(means[i]) else float(means[i]))
         if pd.isna(metric[i]):
             g["reasons"].append(f"{cfg.metric} missing or not a number ({raw[cfg.metric]!r})")
         elif not math.isfinite(v):
@@ -187,12 +212,62 @@ def measure(df: pd.DataFrame, cfg: TargetConfig, source: str = "CSV") -> Measure
             g["reasons"].append(f"{cfg.metric} is {v} (a latency must be > 0)")
         if not bool(passed[i]):
             g["reasons"].append(f"fails {cfg.correct!r}")
+    _check_uniform({k: len(g["values"]) for k, g in grouped.items()}, source)
     configs = {
         k: ConfigResult(k, g["cls"], tuple(g["values"]), not g["reasons"], tuple(dict.fromkeys(g["reasons"])),
-                        g["production"], g["row"])
+                        g["production"], g["row"], _mean_of(g["means"]))
         for k, g in grouped.items()
     }
     return Measurement(configs, tuple(config_cols), tuple(class_cols), _timed(df, metric, cfg.calls))
+
+
+def _check_uniform(rows: dict[str, int], source: str) -> None:
+    """Every config as many times as the others (once, or once per repetition): a config
+    with more rows than the rest is a duplicated row, one with fewer a missing one."""
+    counts = sorted(set(rows.values()), key=lambda n: (-list(rows.values()).count(n), n))
+    if len(counts) < 2:
+        return
+    usual = counts[0]
+    odd = sorted(k for k, n in rows.items() if n != usual)
+    raise BenchError(f"{source}: {_named([f'{k} ({rows[k]} rows)' for k in odd])} where every other config has "
+                     f"{usual} row(s): one row per config (or as many for each), never duplicates")
+
+
+def check_shape(best: Measurement, cand: Measurement, source: str = "the candidate's CSV") -> None:
+    """The candidate's table has exactly best's configs, each as many rows as best's: an
+    extra config, a missing one or a duplicated row is a BenchError naming them (one line)."""
+    extra = sorted(set(cand.configs) - set(best.configs))
+    missing = sorted(set(best.configs) - set(cand.configs))
+    counts = sorted(k for k in set(best.configs) & set(cand.configs) if cand.configs[k].rows != best.configs[k].rows)
+    problems = []
+    if extra:
+        problems.append(f"config(s) best's has not: {_named(extra)}")
+    if missing:
+        problems.append(f"lacks config(s) {_named(missing)}")
+    if counts:
+        problems.append("a different number of rows than best's for "
+                        + _named([f"{k} ({cand.configs[k].rows}, best {best.configs[k].rows})" for k in counts]))
+    if problems:
+        raise BenchError(f"{source}: {'; '.join(problems)}: a look's rows must be best's configs, each once "
+                         "(the bench's output changed shape)")
+
+
+def paired(best: Measurement, cand: Measurement, round_index: int, order: str,
+           source: str = "the candidate's CSV") -> list[Pair]:
+    """One look's pairs from each side's measurement (`check_shape` first): one per config
+    that passed on both sides, with the bench's means where it reports them."""
+    check_shape(best, cand, source)
+    return [Pair(k, b.cls, b.value, c.value, round_index, order, best_mean=b.mean, cand_mean=c.mean)
+            for k, b in best.configs.items() if b.ok and (c := cand.configs[k]).ok]
+
+
+def _mean_of(values: list[float]) -> float:
+    return statistics.fmean(values) if values and all(math.isfinite(v) for v in values) else math.nan
+
+
+def _named(items: list[str]) -> str:
+    shown = ", ".join(items[:MAX_NAMED])
+    return shown + (f" (+{len(items) - MAX_NAMED} more)" if len(items) > MAX_NAMED else "")
 
 
 def _timed(df: pd.DataFrame, metric: pd.Series, calls_column: str) -> float | None:
@@ -228,35 +303,51 @@ def _plain(v: Any) -> Any:
 
 def ab_pairs(df: pd.DataFrame, cfg: TargetConfig, round_index: int, source: str = "CSV") -> tuple[list[Pair], Measurement, Measurement]:
     """Paired samples from an ab_command table, plus each side's measurement (for the
-    correctness check). Rows pair up by (config, block)."""
+    correctness check). Rows pair up by (config, block): each config once per side and
+    block, the same (config, block) cells on both sides, else a BenchError naming them."""
     for col in AB_COLUMNS:
         if col not in df.columns:
             raise BenchError(f"{source}: ab_command output lacks column {col!r}")
-    sides = {s: df[df["side"].astype(str).str.strip() == s] for s in ("best", "cand")}
+    side_of = df["side"].astype(str).str.strip()
+    stray = sorted(set(side_of) - {"best", "cand"})
+    if stray:
+        raise BenchError(f"{source}: ab_command output has rows with side {_named([repr(s) for s in stray])} "
+                         "(best or cand only)")
+    blocks = pd.to_numeric(df["block"], errors="coerce")
+    bad = [df["block"][i] for i, b in blocks.items() if pd.isna(b) or not float(b).is_integer()]
+    if bad:
+        raise BenchError(f"{source}: ab_command output has block {_plain(bad[0])!r}: a block is an integer")
+    sides = {s: df[side_of == s] for s in ("best", "cand")}
     for s, part in sides.items():
         if part.empty:
             raise BenchError(f"{source}: ab_command output has no rows with side == {s!r}")
     best_m = measure(sides["best"].reset_index(drop=True), cfg, source)
     cand_m = measure(sides["cand"].reset_index(drop=True), cfg, source)
+    check_shape(best_m, cand_m, f"{source} (side cand)")
     config_cols = list(best_m.config_columns)
-    pairs: list[Pair] = []
-    index: dict[tuple[str, int], dict[str, float]] = {}
-    for side, part in sides.items():
-        metric = pd.to_numeric(part[cfg.metric], errors="coerce")
-        for i, raw in part.iterrows():
-            key = key_of(raw, config_cols) if config_cols else "all"
-            index.setdefault((key, int(raw["block"])), {})[side] = float(metric[i])
+    metric = pd.to_numeric(df[cfg.metric], errors="coerce")
+    cells: dict[str, dict[tuple[str, int], list[float]]] = {"best": {}, "cand": {}}
     first_side: dict[tuple[str, int], str] = {}
-    for _, raw in df.iterrows():
-        key = key_of(raw, config_cols) if config_cols else "all"
-        first_side.setdefault((key, int(raw["block"])), str(raw["side"]).strip())
-    for (key, block), vals in sorted(index.items()):
-        if "best" in vals and "cand" in vals and key in best_m.configs:
-            b, c = vals["best"], vals["cand"]
-            if math.isfinite(b) and math.isfinite(c) and b > 0 and c > 0:
-                order = "AB" if first_side.get((key, block)) == "best" else "BA"
-                pairs.append(Pair(key, best_m.configs[key].cls, b, c, round_index, order, block))
+    for i, raw in df.iterrows():
+        cell = (key_of(raw, config_cols) if config_cols else "all", int(blocks[i]))
+        cells[side_of[i]].setdefault(cell, []).append(float(metric[i]))
+        first_side.setdefault(cell, side_of[i])
+    twice = [(s, cell) for s in ("best", "cand") for cell, vs in cells[s].items() if len(vs) > 1]
+    if twice:
+        raise BenchError(f"{source}: ab_command output has " + _named(
+            [f"{k} block {b} {len(cells[s][(k, b)])} times on side {s}" for s, (k, b) in twice])
+            + ": each config once per side and block")
+    unpaired = sorted(set(cells["best"]) ^ set(cells["cand"]))
+    if unpaired:
+        raise BenchError(f"{source}: ab_command output has " + _named(
+            [f"{k} block {b} only on side {'best' if (k, b) in cells['best'] else 'cand'}" for k, b in unpaired])
+            + ": both sides must time the same configs and blocks")
+    pairs: list[Pair] = []
+    for (key, block), (b,) in sorted(cells["best"].items()):
+        (c,) = cells["cand"][(key, block)]
+        if math.isfinite(b) and math.isfinite(c) and b > 0 and c > 0:
+            order = "AB" if first_side[(key, block)] == "best" else "BA"
+            pairs.append(Pair(key, best_m.configs[key].cls, b, c, round_index, order, block))
     if not pairs:
         raise BenchError(f"{source}: ab_command output has no complete (best, cand) pairs")
     return pairs, best_m, cand_m
-

@@ -39,6 +39,11 @@ FLAG_HELP = {
     "reverify_disagrees": "the keep, decided again in fresh separate processes of the process-level bench, "
                           "did not come out a keep: noise, or candidate code that bent the shared A/B process "
                           "(both verdicts are in the reason)",
+    "mean_not_faster": "the metric (a median over timed calls) shows a gain the mean over the same calls does not: "
+                       "a few expensive calls among many cheap ones?",
+    "needs_stronger_checks": "a keep too good to take on the bench's word (suspicious speedup, faster than the "
+                             "floor, a median the mean does not follow): final only once the profiler and an output "
+                             "audit on fresh inputs agree",
 }
 
 PLAN_FLAG_HELP = {

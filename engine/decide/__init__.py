@@ -8,6 +8,8 @@ from kopt_supervisor.engine.decide.plausible import BenchRun, Implausible
 from kopt_supervisor.engine.decide.verdict import (
     GUARD_CLASS,
     ReviewOutcome,
+    checks_agree,
+    escalate,
     evaluate,
     guard_of,
     note,
@@ -26,6 +28,8 @@ __all__ = [
     "Policy",
     "ReviewOutcome",
     "Verdict",
+    "checks_agree",
+    "escalate",
     "evaluate",
     "guard_of",
     "note",

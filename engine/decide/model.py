@@ -44,6 +44,11 @@ class Pair:
     """Index of the block within an ab_command run (0 for process-level rounds)."""
     flagged: bool = False
     """The gate saw throttling or a foreign process during this round."""
+    best_mean: float = math.nan
+    cand_mean: float = math.nan
+    """The bench's own mean over the timed calls behind `best` / `cand` (a column
+    `<metric>_mean` beside a metric that is a median, `metrics.ConfigResult.mean`); NaN when
+    the bench reports none. `plausible.mean_not_faster` compares the two."""
 
 
 @dataclass(frozen=True)
@@ -132,9 +137,14 @@ def _finite_or_none(v: Any) -> Any:
 FLAGS = ("undecided_at_max_rounds", "suspicious_speedup", "faster_than_floor", "subthreshold_gain",
          "partial_gain", "profiler_disagrees", "budget_spent", "outliers_dropped", "disturbed_rounds", "futility",
          "two_in_a_row", "no_samples", "no_target", "profiler_failed", "likely_regression", "repeated_values",
-         "wall_time_unexplained", "diff_constructs", "reverify_disagrees")
+         "wall_time_unexplained", "diff_constructs", "reverify_disagrees", "mean_not_faster",
+         "needs_stronger_checks")
 """Every flag a verdict can carry (Verdict.flags); the TUI explains each. Records written
 by other versions may carry others: readers show them as they are."""
+
+NEEDS_STRONGER_CHECKS = "needs_stronger_checks"
+"""The flag of a keep whose numbers are too good to take on the bench's word alone
+(`Verdict.needs_stronger_checks`)."""
 
 
 @dataclass(frozen=True)
@@ -151,10 +161,29 @@ class Verdict:
     previous iteration's verdict to the next `evaluate`."""
     focus: str = ""
     """The class the reason is about (the one `summary` shows)."""
+    escalation: str = ""
+    """Why this keep needs the stronger checks (flag needs_stronger_checks): the findings
+    of `plausible` that escalate (a speedup beyond suspicious_speedup, a config beating its
+    roofline floor, a median the mean does not follow), one line; "" when none."""
 
     @property
     def final(self) -> bool:
+        """The looks are over (the statistics decided); a keep may still wait for the
+        stronger checks (`needs_stronger_checks`)."""
         return self.kind != "undecided"
+
+    @property
+    def needs_stronger_checks(self) -> bool:
+        """A keep that is not final on the bench's word: the loop's evidence step runs the
+        stronger checks (the profiler, an output audit on fresh inputs and shapes) and the
+        keep stands only when they agree (`verdict.checks_agree`); when they disagree or
+        cannot run, `send_to_review`. The reason is `escalation`."""
+        return self.kind == "keep" and NEEDS_STRONGER_CHECKS in self.flags
+
+    @property
+    def settled_keep(self) -> bool:
+        """A keep the loop may commit as it is: no stronger check pending."""
+        return self.kind == "keep" and not self.needs_stronger_checks
 
     def by_class(self) -> dict[str, ClassResult]:
         return {c.cls: c for c in self.classes}
@@ -167,6 +196,7 @@ class Verdict:
             "gpu_seconds": self.gpu_seconds,
             "flags": list(self.flags),
             "focus": self.focus,
+            "escalation": self.escalation,
             "classes": {c.cls: c.to_dict() for c in self.classes},
         }
 
@@ -180,5 +210,6 @@ class Verdict:
             gpu_seconds=d.get("gpu_seconds", 0.0),
             flags=tuple(d.get("flags", ())),
             focus=d.get("focus", ""),
+            escalation=d.get("escalation", ""),
         )
 

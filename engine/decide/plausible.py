@@ -7,6 +7,10 @@ bench process's wall time) for signs that the claim is not a measurement:
 - `too_fast`: a class, or any single config, more than `suspicious_speedup` times faster.
   Per config, not only per class: one config 10x faster hides in its class as 2.2x.
 - `below_floor`: a config whose typical candidate value beats its roofline floor.
+- `mean_not_faster`: a class whose metric (a median over timed calls, or an estimate over
+  blocks that leaves outliers out) shows a gain that the mean over the same calls (the
+  bench's `<metric>_mean`, or the total over a look's blocks) does not show in any look:
+  a few expensive calls among many cheap ones bend a median, never a total.
 - `repeated_values`: a config whose candidate values are bit-identical over >= 3 rounds
   while the best tree's vary (a forged or replayed CSV: real timings do not repeat to the
   last digit). Guarded against coarse timers, see `repeated_values`.
@@ -15,8 +19,10 @@ bench process's wall time) for signs that the claim is not a measurement:
   at exit, results cached across calls).
 
 Each returns an `Implausible` (a flag of `model.FLAGS`, a one-line reason naming the
-configs) or None; `check` runs them all. `evaluate` runs the pair checks itself and turns
-a finding into a borderline verdict; the loop passes `runs` to it for the wall-time check.
+configs, and what the finding does: `action`) or None; `check` runs them all. A speed that
+is only surprising (the first three) escalates: a keep stands only once the stronger checks
+agree (`verdict.evaluate` flags it needs_stronger_checks). A sign of a forged number
+(`repeated_values`, `wall_time_unexplained` with timed seconds) sends it to review.
 """
 
 from __future__ import annotations
@@ -50,6 +56,16 @@ WALL_NO_DROP = 0.01
 """...while its wall time provably fell by less than this share, for a note."""
 WALL_CONFIDENCE = 0.99
 """One-sided confidence of the wall-time bounds."""
+MEAN_SHARE = 0.5
+"""`mean_not_faster`: the mean (or a look's total) must show at least this share of the
+gain the metric claims (in log terms) in at least one look."""
+MEAN_MIN_LOOKS = 2
+"""...judged only with the means of at least this many looks."""
+
+REVIEW, ESCALATE, NOTE = "review", "escalate", "note"
+"""What a finding does to a keep: review (the engineer decides), escalate (the keep stands
+once the stronger checks agree), note (the reason says so; nothing else changes)."""
+ACTIONS = (REVIEW, ESCALATE, NOTE)
 
 
 @dataclass(frozen=True)
@@ -57,14 +73,15 @@ class Implausible:
     """One sign that the candidate's numbers are not a measurement of faster code."""
 
     flag: str
-    """suspicious_speedup | faster_than_floor | repeated_values | wall_time_unexplained"""
+    """suspicious_speedup | faster_than_floor | mean_not_faster | repeated_values |
+    wall_time_unexplained"""
     reason: str
     """One line naming the configs."""
     configs: tuple[str, ...]
     cls: str
     """The class of the first config named (the verdict's focus)."""
-    review: bool = True
-    """True: the candidate goes to review. False: the verdict only says so (a note)."""
+    action: str = REVIEW
+    """One of ACTIONS: what the finding does to a keep."""
 
 
 @dataclass(frozen=True)
@@ -111,11 +128,11 @@ def too_fast(results: Sequence[ClassResult], pairs: Sequence[Pair], policy: Poli
         others = _name([f"{c} {s:.1f}x" for s, c in fast[1:]], MAX_NAMED - 1)
         reason = (f"config {first} is {speed:.1f}x faster, more than the suspicious_speedup of {limit:g}x"
                   f"{shown}{'; also ' + others if others else ''}: check that it computes the same thing")
-        return Implausible("suspicious_speedup", reason, tuple(c for _, c in fast), cls_of[first])
+        return Implausible("suspicious_speedup", reason, tuple(c for _, c in fast), cls_of[first], ESCALATE)
     r = classes[0]
     return Implausible("suspicious_speedup",
                        f"{r.cls} is {1.0 / r.ratio:.1f}x faster, more than the suspicious_speedup of {limit:g}x: "
-                       "check that it computes the same thing", (), r.cls)
+                       "check that it computes the same thing", (), r.cls, ESCALATE)
 
 
 def below_floor(pairs: Sequence[Pair], policy: Policy, floors: dict[str, float]) -> Implausible | None:
@@ -138,7 +155,64 @@ def below_floor(pairs: Sequence[Pair], policy: Policy, floors: dict[str, float])
     named = _name([f"{c} measures {v:.4g} against a roofline floor of {f:.4g}" for c, v, f in beats])
     return Implausible("faster_than_floor",
                        f"{named}: faster than the hardware allows, check the measurement",
-                       tuple(c for c, _, _ in beats), cls_of[beats[0][0]])
+                       tuple(c for c, _, _ in beats), cls_of[beats[0][0]], ESCALATE)
+
+
+def mean_not_faster(results: Sequence[ClassResult], pairs: Sequence[Pair], policy: Policy) -> Implausible | None:
+    """Classes whose metric shows a gain that the mean over the same timed calls does not.
+
+    A look's metric is a median over timed calls (or, on the ab_command path, an estimate
+    over blocks that leaves outlier blocks out and averages logs): a candidate whose calls
+    are mostly cheap with a few expensive ones bends it, while the time its calls take in
+    all stays. Per config and look, the cost ratio of the means: the bench's own
+    (`Pair.best_mean` / `Pair.cand_mean`) for a look's single pair, or the totals over the
+    look's blocks of the config (sum of cand / sum of best). Per class and look, the mean of
+    their logs. A class the decision calls improved whose means show less than MEAN_SHARE of
+    the claimed gain (log terms) in every one of its looks (at least MEAN_MIN_LOOKS of them)
+    is named. Every look, not their average: an honest gain with noisy means falls short of
+    half of it in one look now and then, rarely in all; a bent median falls short always.
+
+    Nothing to compare without means or blocks, or for a throughput (a throughput's mean
+    over calls is not the time they took).
+    """
+    if policy.direction != "min":
+        return None
+    claimed = {r.cls: math.log(r.ratio) for r in results if r.verdict == "improved" and 0 < r.ratio < 1}
+    cells: dict[tuple[str, int, str], list[Pair]] = defaultdict(list)
+    for p in pairs:
+        if p.cls in claimed and not p.flagged:
+            cells[(p.cls, p.round, p.config)].append(p)
+    looks: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for (cls, look, _), ps in cells.items():
+        ratio = _mean_ratio(ps)
+        if ratio is not None:
+            looks[cls][look].append(math.log(ratio))
+    hits = []
+    for cls, by_look in sorted(looks.items()):
+        per_look = [mean(v) for _, v in sorted(by_look.items())]
+        if len(per_look) >= MEAN_MIN_LOOKS and all(m > MEAN_SHARE * claimed[cls] for m in per_look):
+            hits.append((cls, math.exp(claimed[cls]), math.exp(min(per_look)), len(per_look)))
+    if not hits:
+        return None
+    named = _name([f"{c} {_signed(r)} by its metric but at best {_signed(m)} by the mean over the same calls "
+                   f"(over {n} looks)" for c, r, m, n in hits])
+    return Implausible("mean_not_faster",
+                       f"{named}: a few expensive calls among many cheap ones bend a median, never the total",
+                       (), hits[0][0], ESCALATE)
+
+
+def _mean_ratio(ps: Sequence[Pair]) -> float | None:
+    """A config's cost ratio of the means in one look (see `mean_not_faster`), or None."""
+    if len(ps) > 1:
+        return sum(p.cand for p in ps) / sum(p.best for p in ps)
+    p = ps[0]
+    if all(math.isfinite(v) and v > 0 for v in (p.best_mean, p.cand_mean)):
+        return p.cand_mean / p.best_mean
+    return None
+
+
+def _signed(ratio: float) -> str:
+    return f"{(ratio - 1.0) * 100.0:+.1f}%"
 
 
 def repeated_values(pairs: Sequence[Pair], *, min_rounds: int = REPEAT_MIN_ROUNDS) -> Implausible | None:
@@ -246,7 +320,7 @@ def wall_time_unexplained(runs: Sequence[BenchRun], pairs: Sequence[Pair], polic
             f"the candidate's reported time fell {reported_drop:.0%} but its process wall time did not fall "
             f"(at most {max(upper, 0.0):.1%}, {WALL_CONFIDENCE:.0%}): work may have moved outside the timed "
             "region, or the timed calls are a small share of the process",
-            (), _focus(pairs), review=False)
+            (), _focus(pairs), NOTE)
     return None
 
 
@@ -254,8 +328,9 @@ def check(results: Sequence[ClassResult], pairs: Sequence[Pair], policy: Policy,
           floors: dict[str, float] | None = None, runs: Sequence[BenchRun] = ()) -> tuple[Implausible, ...]:
     """Every finding, review-worthy ones first."""
     found = [too_fast(results, pairs, policy), below_floor(pairs, policy, floors or {}),
-             repeated_values(pairs), wall_time_unexplained(runs, pairs, policy) if runs else None]
-    return tuple(sorted((f for f in found if f is not None), key=lambda f: not f.review))
+             mean_not_faster(results, pairs, policy), repeated_values(pairs),
+             wall_time_unexplained(runs, pairs, policy) if runs else None]
+    return tuple(sorted((f for f in found if f is not None), key=lambda f: ACTIONS.index(f.action)))
 
 
 def _f(x: float | None) -> float:

@@ -5,6 +5,10 @@ Pure functions:
   asks the loop for another look. The verdict is final as soon as no outcome of the
   classes still undecided could change it, at max_rounds, or when the GPU-second budget is
   spent.
+- `escalate(verdict, findings)`: a keep whose numbers are only surprising (too fast, faster
+  than the floor, a median the mean does not follow) stays a keep with the flag
+  needs_stronger_checks; `checks_agree(verdict, summary)` is what the loop's evidence step
+  returns when the stronger checks agree, `send_to_review` when they disagree or cannot run.
 - `review_outcome(verdict, answer, ...)`: what a borderline verdict becomes when the
   engineer answers, or when nobody does before review_timeout_s.
 - `summary(verdict)`: one line with the GPU-seconds spent, for logs and the TUI.
@@ -19,10 +23,20 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from kopt_supervisor.engine.decide.estimate import class_samples, estimate_class
-from kopt_supervisor.engine.decide.model import ClassResult, Pair, Policy, Verdict
+from kopt_supervisor.engine.decide.model import (
+    NEEDS_STRONGER_CHECKS,
+    ClassResult,
+    Pair,
+    Policy,
+    Verdict,
+)
 from kopt_supervisor.engine.decide.plausible import (
+    ESCALATE,
+    REVIEW,
     BenchRun,
+    Implausible,
     below_floor,
+    mean_not_faster,
     repeated_values,
     too_fast,
     wall_time_unexplained,
@@ -79,10 +93,12 @@ def evaluate(
     runs: the process-level bench runs so far (wall time per side and round, `BenchRun`),
     for the wall-time check on the final verdict (`plausible.wall_time_unexplained`).
 
-    Plausibility comes first, at every look: a class or any single config more than
-    suspicious_speedup times faster, a config beating its roofline floor, or candidate
-    values repeated to the last digit across rounds (`plausible`) make the verdict
-    borderline at once, with every such finding in the reason and flags.
+    Plausibility (`plausible`): candidate values repeated to the last digit across rounds
+    (a forged number) make the verdict borderline at once, at any look. A speed that is only
+    surprising never decides: the statistics decide, and on the final verdict a class or any
+    single config more than suspicious_speedup times faster, a config beating its roofline
+    floor, or a class whose median gain its mean does not show (`mean_not_faster`) turn a
+    keep into a keep that needs the stronger checks (`escalate`); another verdict notes them.
     """
     _check_pairs(pairs)
     votes = voting_classes({p.config: p.cls for p in pairs}, guard_configs)
@@ -110,11 +126,9 @@ def evaluate(
     targets = {r.cls for r in results if (target_class is None or r.cls == target_class)
                and not (guarded and r.cls == GUARD_CLASS)}
 
-    implausible = [f for f in (too_fast(results, pairs, policy), below_floor(pairs, policy, floors or {}),
-                               repeated_values(pairs)) if f is not None]
-    if implausible:
-        return verdict("borderline", "; ".join(f.reason for f in implausible),
-                       tuple(f.flag for f in implausible), implausible[0].cls)
+    forged = repeated_values(pairs)
+    if forged is not None:
+        return verdict("borderline", forged.reason, (forged.flag,), forged.cls)
     if rounds < policy.min_rounds and not final:
         return verdict("undecided", f"{rounds} of at least {policy.min_rounds} rounds")
 
@@ -138,10 +152,43 @@ def evaluate(
         reason = reason.replace(f"after {rounds} rounds", f"when the {policy.budget_gpu_s:g} GPU-s budget ran out")
         flags = tuple(f if f != "undecided_at_max_rounds" else "budget_spent" for f in flags)
     out = verdict(CASE_KIND[case], reason, flags, focus)
-    wall = wall_time_unexplained(runs, pairs, policy) if runs and out.final else None
+    if not out.final:
+        return out
+    out = escalate(out, [f for f in (too_fast(results, pairs, policy), below_floor(pairs, policy, floors or {}),
+                                     mean_not_faster(results, pairs, policy)) if f is not None])
+    wall = wall_time_unexplained(runs, pairs, policy) if runs else None
     if wall is not None:
-        out = send_to_review(out, wall.flag, wall.reason) if wall.review else note(out, wall.flag, wall.reason)
+        out = send_to_review(out, wall.flag, wall.reason) if wall.action == REVIEW else note(out, wall.flag, wall.reason)
     return out
+
+
+def escalate(verdict: Verdict, findings: Sequence[Implausible]) -> Verdict:
+    """A final verdict with the findings that escalate (`plausible.ESCALATE`): a keep stays a
+    keep, flagged needs_stronger_checks with each finding's flag, its reasons in
+    `Verdict.escalation` and in the reason; it is not final until the stronger checks ran
+    (`checks_agree`, or `send_to_review`). Any other verdict only notes them."""
+    if not findings:
+        return verdict
+    assert all(f.action == ESCALATE for f in findings), "only findings that escalate"
+    why = "; ".join(f.reason for f in findings)
+    flags = verdict.flags
+    for f in findings:
+        flags = _add(flags, f.flag)
+    if verdict.kind != "keep":
+        return replace(verdict, reason=f"{verdict.reason}; {why}", flags=flags)
+    return replace(verdict, reason=f"{verdict.reason}; needs the stronger checks: {why}",
+                   flags=_add(flags, NEEDS_STRONGER_CHECKS), focus=verdict.focus or findings[0].cls,
+                   escalation=why)
+
+
+def checks_agree(verdict: Verdict, summary: str) -> Verdict:
+    """A keep that needed the stronger checks, once they agree: final (the flag
+    needs_stronger_checks leaves, the finding's own flags and `escalation` stay on record),
+    with what the checks found in the reason."""
+    if not verdict.needs_stronger_checks:
+        return verdict
+    return replace(verdict, reason=f"{verdict.reason}; the stronger checks agree: {summary}",
+                   flags=tuple(f for f in verdict.flags if f != NEEDS_STRONGER_CHECKS))
 
 
 def send_to_review(verdict: Verdict, flag: str, reason: str) -> Verdict:

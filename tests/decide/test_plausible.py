@@ -46,8 +46,12 @@ def test_one_config_ten_times_faster_hides_in_its_class_but_not_from_the_check()
     v = evaluate(pairs, Policy())
     (c,) = v.classes
     assert 1.0 / c.ratio < 3.0  # the class average alone would pass (about 1.8x)
-    assert v.kind == "borderline" and v.flags == ("suspicious_speedup",) and v.focus == "wide"
-    assert v.reason.startswith("config D=1 is 10.0x faster, more than the suspicious_speedup of 3x (its class wide 1.8x)")
+    # the speed escalates, never decides: a keep that is final only once the stronger checks agree
+    assert v.kind == "keep" and v.flags == ("suspicious_speedup", "needs_stronger_checks") and v.focus == "wide"
+    assert v.needs_stronger_checks and not v.settled_keep
+    assert v.escalation.startswith(
+        "config D=1 is 10.0x faster, more than the suspicious_speedup of 3x (its class wide 1.8x)")
+    assert "needs the stronger checks: config D=1 is 10.0x faster" in v.reason
     assert config_speedups(pairs, Policy())["D=1"] == pytest.approx(10.0, rel=0.01)
 
 
@@ -67,10 +71,12 @@ def test_a_throughput_config_is_fast_upwards_and_flagged_rounds_do_not_make_it_f
     assert too_fast([], spiky, Policy()) is None
     # a class 4x faster (configs 5x and 3.2x): a limit between them names the faster config only
     two = grid({"a": [20.0, 20.1, 19.9], "b": [31.0, 31.2, 30.9]})
-    assert evaluate(two, Policy(suspicious_speedup=6.0)).kind != "borderline"
+    unflagged = evaluate(two, Policy(suspicious_speedup=6.0))
+    assert unflagged.settled_keep and "needs_stronger_checks" not in unflagged.flags and not unflagged.escalation
     between = evaluate(two, Policy(suspicious_speedup=4.5))
-    assert between.kind == "borderline" and between.reason.startswith("config a is 5.0x faster")
-    assert "also" not in between.reason and "(its class wide 4.0x)" in between.reason
+    assert between.kind == "keep" and between.needs_stronger_checks
+    assert between.escalation.startswith("config a is 5.0x faster")
+    assert "also" not in between.escalation and "(its class wide 4.0x)" in between.escalation
 
 
 # --- the roofline floor -----------------------------------------------------------------------------
@@ -94,7 +100,7 @@ def test_a_forged_csv_repeats_while_best_varies() -> None:
     pairs = grid({"D=1": [81.234567] * 3, "D=2": [90.5, 90.61, 90.43]},
                  {"D=1": [100.102, 99.871, 100.254], "D=2": [100.0, 100.2, 99.9]})
     f = repeated_values(pairs)
-    assert f is not None and f.configs == ("D=1",) and f.review
+    assert f is not None and f.configs == ("D=1",) and f.action == "review"
     assert "D=1 (81.2346 in all 3 rounds)" in f.reason
     v = evaluate(pairs, Policy())
     assert v.kind == "borderline" and "repeated_values" in v.flags
@@ -150,7 +156,7 @@ def test_timed_seconds_that_vanish_from_the_claim_but_not_from_the_wall_go_to_re
     # best: 4 s of timed calls in a 10 s process; the candidate claims 2 s, its process still takes 10 s
     lazy = runs([10.0, 10.1, 9.9, 10.05], [10.02, 10.08, 9.95, 10.1], [4.0] * 4, [2.0, 2.01, 1.99, 2.0])
     f = wall_time_unexplained(lazy, HALF, Policy())
-    assert f is not None and f.review and f.flag == "wall_time_unexplained"
+    assert f is not None and f.action == "review" and f.flag == "wall_time_unexplained"
     assert "took 2 s less per run (20% of best's 10 s process)" in f.reason
     # the honest candidate: the wall time fell as much as the claim
     honest = runs([10.0, 10.1, 9.9, 10.05], [8.0, 8.1, 7.95, 8.02], [4.0] * 4, [2.0] * 4)
@@ -166,7 +172,7 @@ def test_timed_seconds_that_vanish_from_the_claim_but_not_from_the_wall_go_to_re
 def test_without_timed_seconds_the_verdict_only_notes_a_wall_time_that_did_not_move() -> None:
     flat = runs([10.0, 10.1, 9.9, 10.05], [10.02, 10.12, 9.93, 10.08])
     f = wall_time_unexplained(flat, HALF, Policy())
-    assert f is not None and not f.review and "reported time fell 50%" in f.reason
+    assert f is not None and f.action == "note" and "reported time fell 50%" in f.reason
     fell = runs([10.0, 10.1, 9.9, 10.05], [9.0, 9.1, 8.9, 9.05])
     assert wall_time_unexplained(fell, HALF, Policy()) is None
     assert wall_time_unexplained(flat, HALF, Policy(direction="max")) is None  # a throughput is no time
@@ -206,9 +212,9 @@ def test_check_lists_review_findings_first() -> None:
     pairs = grid({"D=1": [81.234567] * 4}, {"D=1": [100.102, 99.871, 100.254, 100.011]})
     found = check([], pairs, Policy(), floors={"D=1": 90.0},
                   runs=runs([10.0, 10.1, 9.9, 10.05], [10.02, 10.12, 9.93, 10.08]))
-    assert [f.flag for f in found] == ["faster_than_floor", "repeated_values"]
+    assert [(f.flag, f.action) for f in found] == [("repeated_values", "review"), ("faster_than_floor", "escalate")]
     half = check([], HALF, Policy(), runs=runs([10.0, 10.1, 9.9, 10.05], [10.02, 10.12, 9.93, 10.08]))
-    assert [(f.flag, f.review) for f in half] == [("wall_time_unexplained", False)]
+    assert [(f.flag, f.action) for f in half] == [("wall_time_unexplained", "note")]
 
 
 def test_one_slow_process_does_not_hide_a_claim_no_round_of_the_wall_time_shows() -> None:
@@ -218,6 +224,6 @@ def test_one_slow_process_does_not_hide_a_claim_no_round_of_the_wall_time_shows(
     best_wall = [10.0, 10.02, 9.98]
     lazy = runs(best_wall, [11.6, 10.0, 9.99], [4.0] * 3, [2.0] * 3)
     f = wall_time_unexplained(lazy, HALF, Policy())
-    assert f is not None and f.review and "by less than half of it in each of its 3 runs" in f.reason
+    assert f is not None and f.action == "review" and "by less than half of it in each of its 3 runs" in f.reason
     honest = runs(best_wall, [11.6, 8.0, 7.99], [4.0] * 3, [2.0] * 3)
     assert wall_time_unexplained(honest, HALF, Policy()) is None

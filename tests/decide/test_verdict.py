@@ -12,8 +12,10 @@ from kopt_supervisor.engine.decide import (
     Pair,
     Policy,
     Verdict,
+    checks_agree,
     evaluate,
     review_outcome,
+    send_to_review,
     summary,
 )
 from kopt_supervisor.engine.errors import BadInput
@@ -85,17 +87,45 @@ def test_stops_as_soon_as_the_undecided_class_cannot_change_the_verdict() -> Non
     assert w.by_class()["a"].verdict == "improved" and w.kind == "undecided"
 
 
-def test_suspicious_speedup_and_beating_the_roofline_floor_go_to_review() -> None:
+def test_suspicious_speedup_and_beating_the_roofline_floor_need_the_stronger_checks() -> None:
+    """Suspicious speed escalates, never decides: the verdict stays a keep, flagged
+    needs_stronger_checks with the finding's flag and reason, and is not a settled keep
+    until the loop's evidence step says the stronger checks agree (checks_agree); when they
+    disagree or cannot run, send_to_review makes it borderline."""
     fast = evaluate(rounds({"all": wiggle(0.25, 3)}), Policy())
-    assert fast.kind == "borderline" and fast.flags[0] == "suspicious_speedup" and "4.0x faster" in fast.reason
+    assert fast.kind == "keep" and fast.final and fast.needs_stronger_checks and not fast.settled_keep
+    assert fast.flags == ("suspicious_speedup", "needs_stronger_checks") and "4.0x faster" in fast.escalation
+    assert "needs the stronger checks" in fast.reason and "4.0x faster" in fast.reason
+    agreed = checks_agree(fast, "profiler: all −75%")
+    assert agreed.settled_keep and agreed.flags == ("suspicious_speedup",) and agreed.escalation == fast.escalation
+    assert agreed.reason.endswith("; the stronger checks agree: profiler: all −75%")
+    refused = send_to_review(fast, "profiler_disagrees", "the profiler sees no gain")
+    assert refused.kind == "borderline" and not refused.needs_stronger_checks and not refused.settled_keep
+    assert checks_agree(refused, "x") == refused  # only a keep waiting for them can be cleared
     floors = {"all/cfg": 98.0}
-    below = evaluate(rounds({"all": wiggle(0.97, 3)}), Policy(), floors=floors)
-    assert below.kind == "borderline" and "faster_than_floor" in below.flags and "all/cfg" in below.reason
+    below = run_until_final({"all": wiggle(0.97, 12)}, floors=floors)
+    assert below.kind == "keep" and below.needs_stronger_checks and "faster_than_floor" in below.flags
+    assert "all/cfg" in below.escalation
     above = run_until_final({"all": wiggle(0.985, 12, 0.001)}, floors=floors)
-    assert "faster_than_floor" not in above.flags
+    assert "faster_than_floor" not in above.flags and not above.needs_stronger_checks
     # For a throughput metric the floor is a ceiling.
-    tput = evaluate(rounds({"all": wiggle(1.03, 3)}), Policy(direction="max"), floors={"all/cfg": 102.0})
-    assert tput.kind == "borderline" and "faster_than_floor" in tput.flags
+    tput = run_until_final({"all": wiggle(1.03, 12)}, Policy(direction="max"), floors={"all/cfg": 102.0})
+    assert tput.kind == "keep" and tput.needs_stronger_checks and "faster_than_floor" in tput.flags
+    # The record keeps the escalation: a verdict read back from the store still needs the checks.
+    assert Verdict.from_dict(fast.to_dict()).needs_stronger_checks
+    assert Verdict.from_dict(fast.to_dict()).escalation == fast.escalation
+
+
+def test_surprising_speed_on_a_verdict_that_keeps_nothing_is_only_noted() -> None:
+    """A split with one class 4x faster: nothing is kept, so nothing waits for the checks;
+    the reason and flags say it. The speed no longer stops the looks early either: an
+    undecided look stays undecided."""
+    split = evaluate(rounds({"a": wiggle(0.25, 4), "b": wiggle(1.10, 4)}), Policy())
+    assert split.kind == "split" and "suspicious_speedup" in split.flags
+    assert "needs_stronger_checks" not in split.flags and not split.escalation and "4.0x faster" in split.reason
+    early = evaluate(rounds({"a": wiggle(0.25, 3), "b": [0.9, 1.1, 1.0]}), Policy())
+    assert early.by_class()["a"].verdict == "improved"
+    assert early.kind == "undecided" and "suspicious_speedup" not in early.flags
 
 
 def test_throughput_metrics_gain_upwards() -> None:
