@@ -2,9 +2,12 @@
 
 `FileNames` reads a parsed file once: its imports and simple aliases (`import time as t`,
 `from time import perf_counter as pc`, `t = time`, `m = __import__("time")`,
-`importlib.import_module("time")`, `sys.modules["time"]`, `getattr(time, "perf_counter")`),
-the names it binds and on which lines, its module-level names, functions and docstrings, and
-every node's parent. `resolve` turns a name-like expression into the qualified name it
+`importlib.import_module("time")`, `sys.modules["time"]`, `getattr(time, "perf_counter")`,
+`typing.sys`, `len.__self__`), the names it binds and on which lines, its module-level names,
+functions and docstrings, and every node's parent. Beside the aliases, `maybe`: what a loop
+variable over a literal (`for m in (time,)`) or a parameter of the file's own function
+(`patch(time)`) may hold, and `ambiguous`: alias names the file also binds to something else
+(a module-level `_C = {}` and a `_C = torch.float32` in some function: still module state). `resolve` turns a name-like expression into the qualified name it
 stands for, so a rule written against `time.perf_counter` sees every spelling of it. The
 rules themselves live in engine/diffscan/python.py (and the rooms it calls).
 """
@@ -14,7 +17,7 @@ from __future__ import annotations
 import ast
 from collections import defaultdict
 
-from kopt_supervisor.engine.diffscan.names import BUILTIN, BUILTIN_NAMES, QUALIFIED
+from kopt_supervisor.engine.diffscan.names import BUILTIN, BUILTIN_NAMES, QUALIFIED, REEXPORTED
 
 
 class FileNames:
@@ -33,7 +36,12 @@ class FileNames:
         self.defs: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
         self.docstrings: set[int] = set()
         self.star_modules: list[str] = []
+        self.imported_modules: set[str] = set()
+        """Names bound by `import x` / `import x as y` (modules for sure)."""
+        self.maybe: dict[str, set[str]] = defaultdict(set)
+        self.ambiguous: set[str] = set()
         self._collect()
+        self._collect_maybe()
 
     # -- bindings -----------------------------------------------------------------------------
 
@@ -43,6 +51,7 @@ class FileNames:
                 for a in node.names:
                     name = a.asname or a.name.split(".")[0]
                     self.aliases[name] = a.name if a.asname else name
+                    self.imported_modules.add(name)
                     self._bind(name, node)
             elif isinstance(node, ast.ImportFrom):
                 base = "." * node.level + (node.module or "")
@@ -93,6 +102,71 @@ class FileNames:
                 for t in targets:
                     if isinstance(t, ast.Name) and t.id not in self.aliases:
                         self.aliases[t.id] = resolved[0]
+        self._collect_ambiguous()
+
+    def _collect_ambiguous(self) -> None:
+        """Alias names also bound to what is no import (a value, a def, a parameter, a loop)."""
+        for node in ast.walk(self.tree):
+            names: list[str] = []
+            if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign | ast.NamedExpr):
+                value = getattr(node, "value", None)
+                resolved = self.resolve(value) if value is not None and not isinstance(node, ast.AugAssign) else None
+                if resolved is None or not resolved[1]:
+                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                    names = [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+            elif isinstance(node, ast.For | ast.AsyncFor | ast.comprehension | ast.withitem):
+                target = node.optional_vars if isinstance(node, ast.withitem) else node.target
+                names = [n.id for n in ast.walk(target) if isinstance(n, ast.Name)] if target is not None else []
+            elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                names = [node.name]
+            elif isinstance(node, ast.arg):
+                names = [node.arg]
+            elif isinstance(node, ast.ExceptHandler) and node.name:
+                names = [node.name]
+            self.ambiguous |= {n for n in names if n in self.aliases}
+
+    def _collect_maybe(self) -> None:
+        """`maybe`: a loop variable over a literal of imported things, a parameter of this
+        file's function (or lambda) called with one, holds it (until nothing is new)."""
+        lambdas = {t.id: n.value for n in ast.walk(self.tree) if isinstance(n, ast.Assign)
+                   and isinstance(n.value, ast.Lambda) for t in n.targets if isinstance(t, ast.Name)}
+        for _ in range(4):
+            grew = False
+            for node in ast.walk(self.tree):
+                pairs: list[tuple[str, ast.AST]] = []
+                if isinstance(node, ast.For | ast.AsyncFor | ast.comprehension) \
+                        and isinstance(node.iter, ast.Tuple | ast.List | ast.Set):
+                    pairs = [(n.id, e) for e in node.iter.elts for n in ast.walk(node.target)
+                             if isinstance(n, ast.Name)]
+                elif isinstance(node, ast.Call):
+                    fn = node.func
+                    target: ast.AST | None = fn if isinstance(fn, ast.Lambda) else \
+                        self.defs.get(fn.id) or lambdas.get(fn.id) if isinstance(fn, ast.Name) else None
+                    if isinstance(target, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+                        params = [*target.args.posonlyargs, *target.args.args]
+                        pairs = [(p.arg, a) for p, a in zip(params, node.args, strict=False)
+                                 if not isinstance(a, ast.Starred)]
+                        named = {p.arg for p in [*params, *target.args.kwonlyargs]}
+                        pairs += [(k.arg, k.value) for k in node.keywords if k.arg in named]
+                for name, value in pairs:
+                    for q in self.possible(value):
+                        if q not in self.maybe[name]:
+                            self.maybe[name].add(q)
+                            grew = True
+            if not grew:
+                break
+
+    def possible(self, node: ast.AST) -> set[str]:
+        """The qualified names of imported things an expression may stand for: what it
+        resolves to, or what `maybe` says a name may hold (an attribute of it too)."""
+        resolved = self.resolve(node)
+        if resolved and resolved[1]:
+            return {resolved[0]}
+        if isinstance(node, ast.Name):
+            return set(self.maybe.get(node.id, ()))
+        if isinstance(node, ast.Attribute):
+            return {f"{q}.{node.attr}" for q in self.possible(node.value)}
+        return set()
 
     def _bind(self, name: str, node: ast.AST) -> None:
         self.bound.add(name)
@@ -114,6 +188,10 @@ class FileNames:
             return node.id, False
         if isinstance(node, ast.Attribute):
             base = self.resolve(node.value)
+            if base and base[1] and node.attr in REEXPORTED:  # typing.sys, f.__builtins__
+                return ("builtins" if node.attr == "__builtins__" else node.attr), True
+            if base and base[1] and node.attr == "__self__" and base[0].startswith(BUILTIN):
+                return "builtins", True  # len.__self__ is the builtins module
             return (f"{base[0]}.{node.attr}", base[1]) if base else None
         if isinstance(node, ast.Call):
             fn = self.resolve(node.func)

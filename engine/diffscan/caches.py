@@ -13,7 +13,11 @@ computing. The rule looks for:
 - a cached function of the file called with its caller's data made hashable
   (`_cached(tuple(xs))`, `_cached(x.tobytes())`);
 - an attribute stored on a parameter's object after probing whether it is there, by a
-  function that is not a method (`if hasattr(x, "_out"): return x._out ... x._out = y`).
+  function that is not a method (`if hasattr(x, "_out"): return x._out ... x._out = y`);
+- a container the caller hands in, changed (`cfg.setdefault("_memo", y)`, `out.append(y)`,
+  `cfg["_memo"] = y`, `kw["memo"][k] = y`): the bench's own dict or list, passed to every
+  timed call, keeps it. Not `**kwargs` itself (a fresh dict per call), nor a helper of the
+  file that is only ever handed its caller's locals.
 
 Weak containers keyed on objects (`weakref.WeakKeyDictionary`) are found by name
 (engine/diffscan/names.py); state on module-level names by engine/diffscan/state.py.
@@ -24,12 +28,15 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 
 from kopt_supervisor.engine.diffscan.bindings import FileNames
 from kopt_supervisor.engine.diffscan.findings import Raw
 from kopt_supervisor.engine.diffscan.names import (
     CACHE_DECORATORS,
+    CONTAINER_MUTATORS,
     LOOKUPS,
+    MUTATING_FUNCTIONS,
     POINTER_METHODS,
     TENSOR_ATTRS,
     TENSOR_TYPES,
@@ -63,6 +70,7 @@ def input_caches(sc: FileNames) -> Iterator[Raw]:
     yield from _pointer_keys(sc)
     yield from _data_keys(sc)
     yield from _input_attributes(sc)
+    yield from _argument_containers(sc)
 
 
 def _takes_tensors(sc: FileNames, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
@@ -152,6 +160,103 @@ def _input_attributes(sc: FileNames) -> Iterator[Raw]:
         for node, param, attr in stores:
             if attr is None or (param, attr) in probes:
                 yield Raw("input-cache", node, f"  # kept on the caller's {param} between calls")
+
+
+def _argument_containers(sc: FileNames) -> Iterator[Raw]:
+    """A container method, a string-keyed item store or a mutating function on what a
+    parameter holds (see the module docstring)."""
+    fns = [n for n in ast.walk(sc.tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda)]
+    handed = _handed_parameters(fns)
+    for fn in fns:
+        name = getattr(fn, "name", "")
+        params = _parameters(fn, sc)
+        if name in handed.calls and not handed.params.get(name):
+            continue  # a helper only ever handed its callers' own locals
+        for _ in range(2):  # memo = kw.get("memo"); m = cfg: locals that hold the caller's objects
+            for n in ast.walk(fn):
+                if isinstance(n, ast.Assign | ast.NamedExpr | ast.AnnAssign) and n.value is not None:
+                    got = _param_root(n.value, params, keyed=True)
+                    targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+                    if got is not None:
+                        params.held.update({t.id: got for t in targets if isinstance(t, ast.Name)
+                                            and t.id not in params.held})
+        for n in ast.walk(fn):
+            root: tuple[str, bool] | None = None
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in CONTAINER_MUTATORS:
+                root = _param_root(n.func.value, params)
+            elif isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Store | ast.Del):
+                keyed = isinstance(n.slice, ast.Constant) and isinstance(n.slice.value, str)
+                root = _param_root(n.value, params, keyed=keyed)
+            elif isinstance(n, ast.Call) and n.args:
+                q = sc.resolve(n.func)
+                if q and q[1] and q[0] in MUTATING_FUNCTIONS:
+                    found = _param_root(n.args[0], params)
+                    root = found if found and found[1] else None  # numpy.copyto(out, y) is an output
+            if root is not None and (root[1] or root[0] not in params.fresh):
+                yield Raw("input-cache", n, f"  # kept in the caller's {root[0]} between calls")
+
+
+class _Params(set[str]):
+    """A function's parameters (not self/cls), which of them are fresh per call (*args,
+    **kwargs), and the locals bound to what a parameter holds."""
+
+    fresh: set[str]
+    held: dict[str, tuple[str, bool]]
+
+
+def _parameters(fn: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda, sc: FileNames) -> _Params:
+    a = fn.args
+    names = [p.arg for p in [*a.posonlyargs, *a.args, *a.kwonlyargs]]
+    if isinstance(sc.parents.get(id(fn)), ast.ClassDef) and names:
+        names = names[1:]
+    out = _Params(names + [p.arg for p in filter(None, [a.vararg, a.kwarg])])
+    out.fresh = {p.arg for p in filter(None, [a.vararg, a.kwarg])}
+    out.held = {}
+    return out
+
+
+def _param_root(node: ast.AST, params: _Params, *, keyed: bool = False) -> tuple[str, bool] | None:
+    """(the parameter, whether reached through an item or lookup: `p["k"]`, `p.get(k)`, `p.a`)
+    when node is a parameter's object or part of it; a bare `p` counts only when `keyed` (a
+    string key: a dict, never a tensor)."""
+    deep = False
+    while True:
+        if isinstance(node, ast.Attribute | ast.Subscript):
+            node = node.value
+            deep = True
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in LOOKUPS:
+            node = node.func.value
+            deep = True
+        else:
+            break
+    if isinstance(node, ast.Name) and node.id in params.held:
+        param, was_deep = params.held[node.id]
+        return (param, was_deep or deep or keyed)
+    if isinstance(node, ast.Name) and node.id in params:
+        return (node.id, deep or keyed)
+    return None
+
+
+@dataclass
+class _Handed:
+    calls: set[str] = field(default_factory=set)
+    """Names of the file's functions it calls itself."""
+    params: dict[str, bool] = field(default_factory=dict)
+    """Of those, whether some call hands one a parameter of its caller."""
+
+
+def _handed_parameters(fns: list[ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda]) -> _Handed:
+    out = _Handed()
+    for fn in fns:
+        a = fn.args
+        own = {p.arg for p in [*a.posonlyargs, *a.args, *a.kwonlyargs, *filter(None, [a.vararg, a.kwarg])]}
+        for n in ast.walk(fn):
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name):
+                out.calls.add(n.func.id)
+                args = [*n.args, *(k.value for k in n.keywords)]
+                passed = any(isinstance(x, ast.Name) and x.id in own for arg in args for x in ast.walk(arg))
+                out.params[n.func.id] = out.params.get(n.func.id, False) or passed
+    return out
 
 
 def _in_try(sc: FileNames, node: ast.AST, fn: ast.AST) -> bool:

@@ -25,6 +25,7 @@ import ast
 from collections.abc import Iterator
 
 from kopt_supervisor.engine.diffscan.findings import Raw
+from kopt_supervisor.engine.diffscan.lifetimes import own, yields
 from kopt_supervisor.engine.diffscan.names import BUILTIN, LAZY_BASES, LAZY_DUNDERS, LAZY_RETURNS
 from kopt_supervisor.engine.diffscan.state import Names
 
@@ -36,12 +37,12 @@ def lazy_results(sc: Names) -> Iterator[Raw]:
     """The `lazy-result` findings of one file (see the module docstring)."""
     classes = _lazy_classes(sc)
     generators = {n.name for n in ast.walk(sc.tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
-                  and _yields(n) and not _context_manager(n, sc)}
+                  and yields(n) and not _context_manager(n, sc)}
     for node in ast.walk(sc.tree):
         if isinstance(node, ast.ClassDef) and node.name in classes:
             yield Raw(RULE, node, f"  # {', '.join(classes[node.name][:4])}: a result that computes when read")
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in classes \
-                and node.func.id not in sc.aliases:
+                and own(sc, node.func.id):
             yield Raw(RULE, node, f"  # a {node.func.id}: computes on {', '.join(classes[node.func.id][:3])}")
         elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name in generators \
                 and (node in sc.tree.body or node.name == "__call__"):
@@ -80,18 +81,6 @@ def _lazy_classes(sc: Names) -> dict[str, list[str]]:
     return out
 
 
-def _yields(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    """A yield in fn's own body (not in a nested function)."""
-    stack: list[ast.AST] = list(fn.body)
-    while stack:
-        n = stack.pop()
-        if isinstance(n, ast.Yield | ast.YieldFrom):
-            return True
-        if not isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef):
-            stack += list(ast.iter_child_nodes(n))
-    return False
-
-
 def _context_manager(fn: ast.FunctionDef | ast.AsyncFunctionDef, sc: Names) -> bool:
     for dec in fn.decorator_list:
         resolved = sc.resolve(dec.func if isinstance(dec, ast.Call) else dec)
@@ -107,7 +96,7 @@ def _lazy_value(value: ast.AST, sc: Names, generators: set[str]) -> bool:
         return True
     if not isinstance(value, ast.Call):
         return False
-    if isinstance(value.func, ast.Name) and value.func.id in generators and value.func.id not in sc.aliases:
+    if isinstance(value.func, ast.Name) and value.func.id in generators and own(sc, value.func.id):
         return True
     resolved = sc.resolve(value.func)
     if not (resolved and resolved[1]):

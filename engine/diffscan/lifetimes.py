@@ -38,6 +38,7 @@ class Names(Protocol):
     tree: ast.Module
     parents: dict[int, ast.AST]
     aliases: dict[str, str]
+    ambiguous: set[str]
     module_names: set[str]
 
     def resolve(self, node: ast.AST) -> tuple[str, bool] | None: ...
@@ -114,7 +115,7 @@ class Lifetimes:
         out = {id(fn) for fn in cached} | {id(n.func) for n in calls if isinstance(n.func, ast.Lambda)}
         names = {n.func.id for n in calls if isinstance(n.func, ast.Name)}
         names |= {d.id for d in self.decorators if isinstance(d, ast.Name)}
-        return out | {id(by_name[name]) for name in names - set(self.sc.aliases) if name in by_name}
+        return out | {id(by_name[name]) for name in names if own(self.sc, name) and name in by_name}
 
     def default_kind(self, default: ast.expr) -> str:
         """"plain" (a constant, a tuple of them, a lambda, an immutable constructor), "mutable"
@@ -251,7 +252,7 @@ class Lifetimes:
                 if id(outer) in self.factories and self.escapes(scope.fn, outer):
                     return f"closure variable {name} of {function_name(outer)}"
                 return None
-        if name in self.sc.module_names and name not in self.sc.aliases:
+        if name in self.sc.module_names and own(self.sc, name):
             return f"module-level {name}"
         return None
 
@@ -316,6 +317,25 @@ def _own_nodes(fn: Fn) -> Iterator[ast.AST]:
             stack += [*n.decorator_list, *n.bases, *n.keywords]
         else:
             stack += list(ast.iter_child_nodes(n))
+
+
+def yields(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """A yield in fn's own body (not in a nested function): fn makes a generator."""
+    stack: list[ast.AST] = list(fn.body)
+    while stack:
+        n = stack.pop()
+        if isinstance(n, ast.Yield | ast.YieldFrom):
+            return True
+        if not isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef):
+            stack += list(ast.iter_child_nodes(n))
+    return False
+
+
+def own(sc: Names, name: str) -> bool:
+    """Whether a name is the file's own, not only an import's alias: never aliased, or also
+    bound to something else (`_C = {}` at module level and `_C = torch.float32` in a function
+    that never runs: an alias pollution must not hide module state)."""
+    return name not in sc.aliases or name in sc.ambiguous
 
 
 def _among(qualified: str, prefixes: frozenset[str]) -> bool:

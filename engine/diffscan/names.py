@@ -17,8 +17,11 @@ QUALIFIED: dict[str, tuple[str, ...]] = {
         "inspect.getouterframes", "inspect.getinnerframes", "inspect.trace", "inspect.getframeinfo",
         "inspect.getgeneratorlocals", "inspect.getcoroutinelocals", "inspect.getclosurevars", "traceback.extract_stack",
         "traceback.walk_stack", "traceback.print_stack", "traceback.format_stack", "traceback.walk_tb",
-        "gc.get_referrers", "gc.get_referents", "gc.get_objects", "threading.settrace", "threading.setprofile",
-        "threading.settrace_all_threads", "threading.setprofile_all_threads"),
+        "traceback.StackSummary", "threading.settrace", "threading.setprofile", "threading.settrace_all_threads",
+        "threading.setprofile_all_threads", "sys._getframemodulename", "sys.last_traceback", "sys.last_exc",
+        "sys.last_value", "logging.currentframe", "logging.Logger.findCaller",
+        # every object of the process, the bench's outputs and references included
+        "gc", "objgraph", "pympler", "guppy"),
     "process-exit": ("os._exit", "os.abort", "os.kill", "os.killpg", "sys.exit", "atexit", "signal", "faulthandler",
                      "weakref.finalize", "builtins.exit", "builtins.quit"),
     "file-write": (
@@ -52,16 +55,40 @@ QUALIFIED: dict[str, tuple[str, ...]] = {
     "input-cache": ("weakref.WeakKeyDictionary", "weakref.WeakValueDictionary", "weakref.WeakSet"),
     "native-access": ("ctypes", "_ctypes", "cffi", "mmap"),
     "import-tricks": ("importlib", "imp", "pkgutil", "runpy", "zipimport", "sys.meta_path", "sys.path_hooks",
-                      "sys.path_importer_cache", "site", "builtins.__import__"),
-    "exec-eval": ("code", "codeop", "marshal.loads", "marshal.load", "pickle.loads", "pickle.load", "dill",
+                      "sys.path_importer_cache", "site", "builtins.__import__", "pydoc", "pkg_resources", "torch.hub",
+                      "_imp", "_frozen_importlib", "_frozen_importlib_external"),
+    "exec-eval": ("code", "codeop", "marshal", "pickle", "_pickle", "cPickle", "copyreg", "pickletools", "dill",
                   "cloudpickle", "types.FunctionType", "types.CodeType", "types.LambdaType", "builtins.exec",
-                  "builtins.eval", "builtins.compile"),
+                  "builtins.eval", "builtins.compile",
+                  # entry points that run what a bytes or text payload names (unpicklers, object loaders)
+                  "torch.jit.load", "torch.package", "torch.serialization", "torch._utils", "pandas.read_pickle",
+                  "joblib.load", "jsonpickle", "yaml.load", "yaml.load_all", "yaml.unsafe_load", "yaml.unsafe_load_all",
+                  "yaml.full_load", "yaml.full_load_all", "yaml.UnsafeLoader", "yaml.FullLoader", "yaml.Loader",
+                  "yaml.add_constructor", "logging.config",
+                  # debuggers, profilers and test runners that execute a string of code
+                  "doctest", "pdb", "bdb", "profile", "cProfile", "trace"),
     "patch-module": ("unittest.mock", "mock.patch"),
     "dynamic-access": ("types.new_class",),
     "stdout-write": ("sys.stdout", "sys.__stdout__"),
     "side-stream": ("torch.cuda.Stream", "torch.cuda.stream", "torch.cuda.set_stream", "torch.cuda.ExternalStream",
                     "torch.cuda.StreamContext", "torch.Stream", "cupy.cuda.Stream"),
     "clock-time": ("time", "timeit", "torch.cuda.Event", "torch.Event", "torch.cuda._sleep", "datetime.datetime.now"),
+    "global-setting": (
+        "torch.set_float32_matmul_precision", "torch.set_flush_denormal", "torch.set_default_dtype",
+        "torch.set_default_device", "torch.set_default_tensor_type", "torch.set_num_threads",
+        "torch.set_num_interop_threads", "torch.set_grad_enabled", "torch.autograd.set_grad_enabled",
+        "torch.use_deterministic_algorithms", "torch.set_deterministic_debug_mode", "torch.set_printoptions",
+        "torch.set_warn_always", "torch.manual_seed", "torch.seed", "torch.set_rng_state", "torch.random",
+        "torch.cuda.manual_seed", "torch.cuda.manual_seed_all", "torch.cuda.seed", "torch.cuda.seed_all",
+        "torch.cuda.set_rng_state", "torch.cuda.set_rng_state_all", "torch.cuda.set_sync_debug_mode",
+        "torch.cuda.set_per_process_memory_fraction", "torch.cuda.memory.set_per_process_memory_fraction",
+        "torch._C._set_cublas_allow_tf32", "torch._C._set_cudnn_allow_tf32", "torch._C._set_default_dtype",
+        "torch._C._set_float32_matmul_precision", "torch._C._set_deterministic_algorithms",
+        "numpy.seterr", "numpy.seterrcall", "numpy.seterrobj", "numpy.set_printoptions", "numpy.random.seed",
+        "numpy.random.set_state", "random.seed", "random.setstate", "decimal.setcontext", "locale.setlocale",
+        "sys.setrecursionlimit", "sys.setswitchinterval", "sys.set_int_max_str_digits", "sys.setdlopenflags",
+        "os.nice", "os.setpriority", "os.sched_setaffinity", "os.sched_setscheduler", "os.sched_setparam",
+        "os.umask", "os.chdir", "os.fchdir", "resource.setrlimit", "resource.prlimit"),
     "tensor-subclass": ("torch.overrides", "torch.utils._python_dispatch", "torch.library", "torch._C._TorchDispatchMode",
                         "torch.Tensor._make_subclass", "torch.Tensor._make_wrapper_subclass",
                         "torch.Tensor.__torch_function__", "torch._C.DisableTorchFunction"),
@@ -69,7 +96,8 @@ QUALIFIED: dict[str, tuple[str, ...]] = {
 BUILTIN_RULES: dict[str, str] = {
     "exec": "exec-eval", "eval": "exec-eval", "compile": "exec-eval", "__import__": "import-tricks",
     "globals": "dynamic-access", "vars": "dynamic-access", "locals": "dynamic-access", "exit": "process-exit",
-    "quit": "process-exit", "__builtins__": "builtins", "breakpoint": "exec-eval",
+    "quit": "process-exit", "__builtins__": "builtins", "breakpoint": "exec-eval", "__build_class__": "dynamic-access",
+    "__loader__": "import-tricks", "__spec__": "import-tricks",
 }
 """Builtin names that are a finding wherever they are used (unless the file binds the name)."""
 BUILTIN_NAMES = frozenset(dir(builtins))
@@ -77,6 +105,26 @@ BUILTIN = "<builtin>."
 """The prefix a plain builtin name resolves to (`builtins.x` is the module's, a finding by itself)."""
 """Names that, unbound in the file, are builtins: resolved as builtins.<name>, so an alias
 (`o = open`, `p = print`, `s = setattr`) is the builtin too."""
+INTROSPECTION_ATTRS = frozenset({"__globals__", "__builtins__", "__self__", "__func__", "__subclasses__", "__base__",
+                                 "__bases__", "__mro__", "__code__", "__defaults__", "__kwdefaults__",
+                                 "__getattribute__", "__reduce__", "__reduce_ex__", "__loader__", "__spec__",
+                                 "__subclasshook__", "__init_subclass__", "__objclass__", "__set_name__"})
+"""Attributes that lead from an object to what it was made from or lives in (a function's
+module namespace, a method's object, the class graph, a module's loader): a read of one is a
+way past the names the scan follows (`len.__self__` is the builtins module,
+`f.__globals__` the bench's namespace when f is the bench's, `().__class__.__base__.__subclasses__()`
+every class of the process)."""
+REEXPORTED = frozenset({"sys", "os", "builtins", "__builtins__", "gc", "inspect", "importlib", "ctypes", "subprocess",
+                        "signal", "atexit", "marshal", "pickle", "threading", "_thread", "posix", "_imp", "_io",
+                        "_frozen_importlib", "_frozen_importlib_external", "__main__", "_ctypes", "_pickle"})
+"""Module names that, as an attribute of another module (`typing.sys`, `os.sys`), are that
+module: `X.sys.modules` is `sys.modules` whatever X is (`f.__builtins__` the builtins)."""
+CONTAINER_MUTATORS = frozenset({"append", "extend", "insert", "update", "setdefault", "pop", "popitem", "clear",
+                                "discard", "remove", "appendleft", "extendleft", "move_to_end", "__setitem__",
+                                "__delitem__", "__iadd__", "__ior__"})
+"""Methods that change a dict, list, set or deque in place and that no tensor or module
+function is named after (`torch.add`, `numpy.sort` are not here): called on an object of
+another module, or on a caller's argument, they keep state there."""
 FRAME_ATTRS = frozenset({"f_back", "f_locals", "f_globals", "f_builtins", "f_code", "f_lasti", "f_trace", "tb_frame",
                          "tb_next", "gi_frame", "cr_frame", "ag_frame", "gi_code", "__closure__", "cell_contents"})
 WRITE_METHODS = frozenset({"write_text", "write_bytes", "touch", "unlink", "rmdir", "mkdir", "symlink_to",
@@ -98,7 +146,9 @@ SENSITIVE_NAMES = frozenset({
 SENSITIVE_MODULES = frozenset({"time", "sys", "os", "builtins", "inspect", "gc", "importlib", "atexit", "signal",
                                "threading", "subprocess", "ctypes", "io", "shutil", "tempfile", "torch.cuda",
                                "harness", "harness.timing", "kopt_supervisor.kernels.harness",
-                               "kopt_supervisor.kernels.harness.timing"})
+                               "kopt_supervisor.kernels.harness.timing", "functools", "operator", "types", "marshal",
+                               "pickle", "codecs", "weakref", "copyreg", "warnings", "contextvars", "__main__", "site",
+                               "traceback", "logging", "random", "numpy.random", "torch.random"})
 """Modules that must not be handed around as values (`f(time)`, `[sys]`): patching by proxy."""
 TENSOR_ATTRS = frozenset({"data_ptr", "shape", "stride", "numel", "dtype", "device", "size", "contiguous",
                           "is_contiguous", "storage", "untyped_storage", "view", "reshape", "to", "float", "half",
@@ -114,7 +164,8 @@ POINTER_METHODS = frozenset({"data_ptr", "untyped_storage", "storage", "_cdata",
 MUTATORS = frozenset({"append", "extend", "insert", "update", "setdefault", "pop", "popitem", "clear", "add",
                       "discard", "remove", "__setitem__", "__delitem__", "appendleft", "put", "write", "send",
                       "extendleft", "rotate", "sort", "reverse", "move_to_end", "__iadd__", "__ior__", "register_buffer",
-                      "register_parameter", "add_module", "register_module"})
+                      "register_parameter", "add_module", "register_module", "set", "__next__", "put_nowait",
+                      "setstate", "seed"})
 LOOKUPS = frozenset({"get", "setdefault", "pop", "__contains__", "__getitem__", "__setitem__"})
 CACHE_DECORATORS = frozenset({"functools.cache", "functools.lru_cache"})
 SIDE_PATH = re.compile(r"(?i)(^|[/\\])(best|cand|candidate)([/\\]|$)")

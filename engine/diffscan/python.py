@@ -30,8 +30,11 @@ from kopt_supervisor.engine.diffscan.lazy import lazy_results
 from kopt_supervisor.engine.diffscan.names import (
     BUILTIN,
     BUILTIN_RULES,
+    CONTAINER_MUTATORS,
     FRAME_ATTRS,
     IDENTITY_DUNDERS,
+    INTROSPECTION_ATTRS,
+    MUTATING_FUNCTIONS,
     MUTATORS,
     OPEN_WITH_MODE,
     QUALIFIED,
@@ -125,6 +128,8 @@ class _Scanner(FileNames):
                 yield _Raw("dynamic-access", node)
             if node.attr == "elapsed_time":
                 yield _Raw("clock-time", node)
+            if node.attr in INTROSPECTION_ATTRS and isinstance(node.ctx, ast.Load):
+                yield _Raw("dynamic-access", node, f"  # {node.attr}: what the object was made from or lives in")
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
             if node.id in BUILTIN_RULES and not self.is_bound(node.id):
                 yield _Raw(BUILTIN_RULES[node.id], node)
@@ -179,8 +184,11 @@ class _Scanner(FileNames):
         at = t if hasattr(t, "lineno") else stmt
         if isinstance(t, ast.Attribute):
             base = self.resolve(t.value)
+            held = self._held(t.value)
             if base and base[1]:
                 yield _Raw("patch-module", at)
+            elif held:
+                yield _Raw("patch-module", at, f"  # {ast.unparse(t.value)[:30]} may be {held}")
             elif t.attr.startswith("__") and t.attr.endswith("__") and t.attr not in SAFE_DUNDERS:
                 yield _Raw("patch-module", at)
             elif not isinstance(t.value, ast.Name | ast.Attribute):
@@ -198,6 +206,8 @@ class _Scanner(FileNames):
             elif isinstance(t.value, ast.Call) and (self.is_builtin(t.value.func, "globals")
                                                     or self.is_builtin(t.value.func, "vars")):
                 yield _Raw("patch-module", at)
+            else:
+                yield from self._changes_other_module(t.value, at)
         elif isinstance(t, ast.Name) and t.id == "__builtins__":
             yield _Raw("builtins", at)
 
@@ -212,7 +222,7 @@ class _Scanner(FileNames):
             base = self.resolve(first)
             attr = node.args[1] if len(node.args) > 1 else None
             dunder = isinstance(attr, ast.Constant) and isinstance(attr.value, str) and attr.value.startswith("__")
-            if (base and base[1]) or dunder or not isinstance(first, ast.Name | ast.Attribute):
+            if (base and base[1]) or dunder or not isinstance(first, ast.Name | ast.Attribute) or self._held(first):
                 yield _Raw("patch-module", node)
         if isinstance(fn, ast.Attribute):
             if fn.attr in ("__setattr__", "__delattr__"):
@@ -222,6 +232,8 @@ class _Scanner(FileNames):
                 yield _Raw("patch-module", node)
             if fn.attr in ("insert", "append", "extend", "remove", "pop", "clear") and owner == ("sys.path", True):
                 yield _Raw("import-tricks", node)
+            elif fn.attr in CONTAINER_MUTATORS and not (owner and owner[0].endswith(".__dict__")):
+                yield from self._changes_other_module(fn.value, node)
             if fn.attr in WRITE_METHODS or (fn.attr == "dump" and not (owner and owner[1])):
                 yield _Raw("file-write", node)  # p.write_text(...), df.to_csv(...), arr.dump(...)
             if fn.attr == "open" and _write_mode(node, mode_at=1 if owner and owner[1] else 0):
@@ -240,12 +252,67 @@ class _Scanner(FileNames):
                 yield from self._inner(code.value, node)
         if name == "types.ModuleType":  # a module made at run time (the name alone is an annotation)
             yield _Raw("import-tricks", node)
+        if name in MUTATING_FUNCTIONS and node.args:  # heapq.heappush(mod.QUEUE, x)
+            yield from self._changes_other_module(node.args[0], node)
+        yield from self._loaders(node, name)
         if self.is_builtin(fn, "type") and len(node.args) == 3:
             yield _Raw("dynamic-access", node, "  # a class made at run time")
         if self.is_builtin(fn, "getattr") and len(node.args) >= 2:
             base = self.resolve(node.args[0])
-            if base and base[1] and base[0] in SENSITIVE_MODULES and not isinstance(node.args[1], ast.Constant):
-                yield _Raw("dynamic-access", node, "  # an attribute by computed name")  # getattr(torch, dtype) is fine
+            key = node.args[1]
+            parent = self.parents.get(id(node))
+            called = isinstance(parent, ast.Call) and parent.func is node
+            names, built = _key_names(key)
+            if base and base[1] and not isinstance(key, ast.Constant) and (
+                    base[0] in SENSITIVE_MODULES or called or built):
+                # getattr(torch, dtype) is fine; getattr(torch, "manual" + "_seed")(0) is not
+                yield _Raw("dynamic-access", node, "  # an attribute by computed name")
+            for q in (f"{base[0]}.{n}" for n in sorted(names)) if base and base[1] else ():
+                for rule, prefixes in QUALIFIED.items():  # getattr(torch, os.environ.get("X", "manual_seed"))
+                    if any(q == p or q.startswith(p + ".") for p in prefixes):
+                        yield _Raw(rule, node, f"  # may be {q}")
+        if name in ("operator.attrgetter", "operator.methodcaller") and not all(
+                isinstance(a, ast.Constant) for a in node.args[:1 if name.endswith("methodcaller") else None]):
+            yield _Raw("dynamic-access", node, "  # an attribute named at run time")
+
+    def _held(self, node: ast.AST) -> str:
+        """What imported thing a name (or an attribute of one) that the file never binds to
+        one may hold, through a loop over a literal or a parameter of this file's function it
+        is handed to (`maybe`): "" when nothing."""
+        if isinstance(node, ast.Name | ast.Attribute) and not (self.resolve(node) or ("", False))[1]:
+            return ", ".join(sorted(self.possible(node))[:2])
+        return ""
+
+    def _changes_other_module(self, owner: ast.AST, at: ast.AST) -> Iterator[_Raw]:
+        """An item stored into, or a container method called on, an object another module
+        holds (`mod.TABLE[k] = v`, `mod.LIST.append(x)`, `json.__all__.clear()`), or one
+        a loop variable or parameter may hold (`for e in (os.environ,): e[k] = v`): state kept
+        in, or a patch of, another module. Not a module itself (`os.remove`, `torch.add`)."""
+        if isinstance(owner, ast.Name) and owner.id in self.imported_modules:
+            return
+        for q in sorted(self.possible(owner)):
+            if q.startswith(BUILTIN) or q in ("sys.modules", "sys.path") or q.endswith(".__dict__"):
+                continue
+            rule = "env-write" if q == "os.environ" or q.startswith("os.environ.") else "patch-module"
+            yield _Raw(rule, at, f"  # changes {q}, an object of another module")
+            return
+
+    def _loaders(self, node: ast.Call, name: str | None) -> Iterator[_Raw]:
+        """Loaders that run a payload only when asked: torch.load without weights_only=True,
+        numpy.load with allow_pickle; warnings recorded with their caller's line."""
+        kw = {k.arg: k.value for k in node.keywords if k.arg}
+
+        def const(key: str) -> object:
+            v = kw.get(key)
+            return v.value if isinstance(v, ast.Constant) else (None if v is None else "computed")
+
+        if name == "torch.load" and const("weights_only") is not True:
+            yield _Raw("exec-eval", node, "  # unpickles unless weights_only=True")
+        if name in ("numpy.load", "numpy.lib.format.read_array", "numpy.lib.npyio.load") \
+                and const("allow_pickle") not in (None, False):
+            yield _Raw("exec-eval", node, "  # allow_pickle: unpickles")
+        if name == "warnings.catch_warnings" and const("record") not in (None, False):
+            yield _Raw("frame-inspection", node, "  # recorded warnings carry their caller's file and line")
 
     def _inner(self, code: str, at: ast.Call) -> Iterator[_Raw]:
         """The rules on code passed to exec/eval/compile as a string, reported at the call."""
@@ -266,8 +333,10 @@ class _Scanner(FileNames):
             yield _Raw("kopt-probe", node)
         if SIDE_PATH.search(s.strip()):
             yield _Raw("worktree-probe", node)
-        if s.strip() in SENSITIVE_NAMES:
-            yield _Raw("dynamic-access", node, f"  # the name {s.strip()!r} as a string")
+        if s.strip() in SENSITIVE_NAMES or (_DOTTED.match(s.strip()) and set(s.strip().split(".")) & SENSITIVE_NAMES):
+            yield _Raw("dynamic-access", node, f"  # the name {s.strip()[:40]!r} as a string")
+        elif (m := _INTROSPECTION_IN_TEXT.search(s)) is not None:
+            yield _Raw("dynamic-access", node, f"  # {m.group(0)} in a string (a format field, a name built from it)")
         if len(s) > 8 and ("(" in s or "#" in s):
             lines = dict(enumerate(s.splitlines(), 1))
             for f in text_rules("", lines, C_RULES + GENERIC_RULES[:1], strip_comments=True):
@@ -277,6 +346,10 @@ class _Scanner(FileNames):
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             if node.name == "__del__":
                 yield _Raw("process-exit", node, "  # runs when collected, or at exit")
+            if node.name in ("__reduce__", "__reduce_ex__"):
+                yield _Raw("exec-eval", node, "  # copy and pickle call what it returns")
+            if node.name in ("__getattr__", "__dir__") and node in self.tree.body:
+                yield _Raw("dynamic-access", node, "  # a module-level hook: the bench's reads of this module run it")
             if node.name in ("__torch_function__", "__torch_dispatch__"):
                 yield _Raw("tensor-subclass", node)
         if isinstance(node, ast.ClassDef):
@@ -285,6 +358,40 @@ class _Scanner(FileNames):
                 if resolved and resolved[1] and resolved[0] in TENSOR_TYPES:
                     yield _Raw("tensor-subclass", node)
         yield from cached_on_tensors(self, node)
+
+
+_DOTTED = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)+$")
+_INTROSPECTION_IN_TEXT = re.compile(r"__(" + "|".join(sorted(a.strip("_") for a in INTROSPECTION_ATTRS | {
+    "__dict__", "__import__", "__closure__"})) + r")__")
+
+
+_STRING_BUILDERS = frozenset({"join", "format", "format_map", "replace", "decode", "encode", "lower", "upper",
+                              "strip", "lstrip", "rstrip", "swapcase", "title", "capitalize", "casefold",
+                              "translate", "removeprefix", "removesuffix", "zfill", "center", "ljust", "rjust"})
+
+
+def _key_names(key: ast.AST) -> tuple[set[str], bool]:
+    """The attribute names a getattr key may be (its string constants: a lookup's default,
+    a concatenation of constants folded) and whether the name is built at run time (joined,
+    formatted, concatenated from what is not constant, decoded, made from chr())."""
+    if isinstance(key, ast.Constant):
+        return ({key.value} if isinstance(key.value, str) else set()), False
+    if isinstance(key, ast.BinOp) and isinstance(key.op, ast.Add):
+        left, lb = _key_names(key.left)
+        right, rb = _key_names(key.right)
+        if not (lb or rb) and isinstance(key.left, ast.Constant | ast.BinOp) \
+                and isinstance(key.right, ast.Constant | ast.BinOp) and len(left) == len(right) == 1:
+            return {next(iter(left)) + next(iter(right))}, False
+        return left | right, True
+    if isinstance(key, ast.JoinedStr | ast.BinOp):
+        return set(), True
+    if isinstance(key, ast.Call):
+        fn = key.func
+        name = fn.attr if isinstance(fn, ast.Attribute) else fn.id if isinstance(fn, ast.Name) else ""
+        consts = {a.value for a in [*key.args, *(k.value for k in key.keywords)]
+                  if isinstance(a, ast.Constant) and isinstance(a.value, str)}
+        return consts, name in _STRING_BUILDERS or name in ("chr", "str", "bytes", "reversed", "b64decode")
+    return set(), False
 
 
 def _write_mode(call: ast.Call, *, mode_at: int) -> bool:

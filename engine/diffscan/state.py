@@ -16,6 +16,9 @@ function (or lambda) that changes an object outliving its call:
 - classes: class attributes changed through `cls`, `type(self)`, `self.__class__`, or through
   `self` where the attribute is a container of the class body (or of a base's); any `self`
   state of a class with an instance made at import (or used as a decorator);
+- iterators made at import (`_N = itertools.count()`, `_G = gen()`, `iter(...)`, a generator
+  expression, `map(...)`): any read of one inside a function advances shared state
+  (`next(_N)`, `for v in _G: break`, `zip(_N, xs)`);
 - what these reach: a local bound to one of them (`memo = _CACHE`, `for e in STATE`,
   `d = getattr(kernel, "cache")`), and what a `functools.cache`/`lru_cache`d function of this
   file returns (the cached opener of a store).
@@ -43,12 +46,21 @@ from kopt_supervisor.engine.diffscan.lifetimes import (
     cached_functions,
     function_name,
     is_static,
+    own,
+    yields,
 )
-from kopt_supervisor.engine.diffscan.names import MUTATING_FUNCTIONS, MUTATORS, PERSISTENT_LOOKUPS
+from kopt_supervisor.engine.diffscan.names import (
+    LAZY_RETURNS,
+    MUTATING_FUNCTIONS,
+    MUTATORS,
+    PERSISTENT_LOOKUPS,
+)
 
 __all__ = ["RULE", "Names", "cached_functions", "persistent_state"]
 
 RULE = "module-state"
+ITERATOR_FACTORIES = LAZY_RETURNS | {"open"}
+"""Builtins whose result is an iterator (advanced by every read)."""
 
 
 def persistent_state(sc: Names) -> Iterator[Raw]:
@@ -70,6 +82,7 @@ class _State(Lifetimes):
         for scope in self.scopes.values():
             yield from self._defaults(scope)
         yield from self._partials()
+        yield from self._iterators()
         for scope in self.scopes.values():
             self._taint(scope)
             yield from self._changes(scope)
@@ -84,6 +97,34 @@ class _State(Lifetimes):
                 for arg in [*n.args[1:], *(k.value for k in n.keywords)]:
                     if self.default_kind(arg) == "mutable":
                         yield Raw(RULE, arg, "  # bound by functools.partial: made once, shared by every call")
+
+    def _iterators(self) -> Iterator[Raw]:
+        """A module-level iterator read inside a function: each read may advance it."""
+        generators = {n.name for n in self.sc.tree.body if isinstance(n, ast.FunctionDef) and yields(n)}
+        made: set[str] = set()
+        for stmt in self.sc.tree.body:
+            if isinstance(stmt, ast.Assign | ast.AnnAssign) and stmt.value is not None \
+                    and self._makes_iterator(stmt.value, generators):
+                targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+                made |= {t.id for t in targets if isinstance(t, ast.Name)}
+        for scope in self.scopes.values():
+            for n in scope.nodes:
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in made \
+                        and n.id not in scope.local and n.id not in scope.roots:
+                    yield Raw(RULE, n, f"  # module-level iterator {n.id}: advanced per call")
+
+    def _makes_iterator(self, value: ast.expr, generators: set[str]) -> bool:
+        if isinstance(value, ast.GeneratorExp):
+            return True
+        if not isinstance(value, ast.Call):
+            return False
+        if isinstance(value.func, ast.Name) and value.func.id in generators and own(self.sc, value.func.id):
+            return True
+        if isinstance(value.func, ast.Attribute) and value.func.attr == "__iter__":
+            return True
+        resolved = self.sc.resolve(value.func)
+        q = resolved[0] if resolved and resolved[1] else ""
+        return builtin_name(q) in ITERATOR_FACTORIES or q == "itertools" or q.startswith("itertools.")
 
     def _defaults(self, scope: Scope) -> Iterator[Raw]:
         a = scope.fn.args
@@ -156,7 +197,7 @@ class _State(Lifetimes):
             return [n.args[0]]
         if isinstance(fn, ast.Attribute) and (fn.attr in MUTATORS or _in_place(fn.attr)) and not q:
             return [fn.value]
-        helper = self.helpers.get(fn.id) if isinstance(fn, ast.Name) and fn.id not in self.sc.aliases else None
+        helper = self.helpers.get(fn.id) if isinstance(fn, ast.Name) and own(self.sc, fn.id) else None
         if helper is None:
             return []
         params, changed = helper
