@@ -414,13 +414,10 @@ class ServedTrees:
         for side in SIDES:
             got[side], order_of[side] = self._read(csvs[side], side, r)
         best_m, cand_m = got["best"], got["cand"]
-        missing, extra = sorted(set(best_m.configs) - set(cand_m.configs)), sorted(set(cand_m.configs) - set(best_m.configs))
-        if missing or extra:
-            raise BenchError(f"the candidate's look {r} " + (f"lacks config(s) {', '.join(missing[:3])}" if missing
-                             else f"has config(s) best's has not: {', '.join(extra[:3])}"))
+        source = f"the candidate's look {r}"
+        metrics.check_shape(best_m, cand_m, source)
         cand_m = self._audit(audits, best_m, cand_m, order_of["best"], audit_seed, r)
-        pairs = [Pair(key, b.cls, b.value, cand_m.configs[key].value, r, "AB" if order[0] == "best" else "BA")
-                 for key, b in best_m.configs.items() if b.ok and cand_m.configs[key].ok]
+        pairs = metrics.paired(best_m, cand_m, r, "AB" if order[0] == "best" else "BA", source)
         scale = ctx.cfg.roofline.unit_scale
         costs = tuple(SideCost(side, r, round(cpu[side], 6), round(wall[side], 6),
                                None if m.timed is None else m.timed * scale, started=side in self.new)

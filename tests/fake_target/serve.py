@@ -24,9 +24,12 @@ Hostile knobs in kernel.json (the candidate's code doing what a kernel must not)
   "die_at": n, "hang_at": n, "fail_at": n   exits / never answers / answers `fail` at look n
   "looks": k          answers `done N last` after k looks (it leaves after that look's audit)
   "audit_fail": true  answers every audit with `fail`
-Environment: FAKE_SERVE_LOG=path appends `start PID CWD PYCACHE-PREFIX` for each process started
-and `look|audit N SEED PID CWD` for each request (tests count processes per tree, compare seeds); FAKE_NOISE (relative sigma of the burned time, default 0.002);
-FAKE_CALLS (timed calls per config, default 100).
+  "reach": true       tries to write its own tree, best's tree and best's output folder, and
+                      to list the latter (logs `reach WHAT ok|denied`)
+Environment: FAKE_SERVE_LOG=path appends `start PID CWD PYCACHE-PREFIX` for each process
+started and `look|audit N SEED PID CWD` for each request (tests count processes per tree and
+compare seeds); FAKE_NOISE (relative sigma of the burned time, default 0.002); FAKE_CALLS
+(timed calls per config, default 100).
 """
 
 import json
@@ -135,6 +138,23 @@ def log(line):
             f.write(f"{line}\n")
 
 
+def reach(path):
+    """The "reach" knob: what a candidate's process tries beyond its own output folder
+    (logged `reach WHAT ok|denied`)."""
+    here = os.getcwd()
+    other = os.path.join(os.path.dirname(os.path.dirname(path)), "best")
+    tries = {"own-tree": lambda: open(os.path.join(here, "planted.txt"), "w").write("x"),
+             "best-tree": lambda: open(os.path.join(os.path.dirname(here), "best", "kernel.json"), "a").write(" "),
+             "best-looks-write": lambda: open(os.path.join(other, "planted.csv"), "w").write("x"),
+             "best-looks-read": lambda: os.listdir(other)}
+    for what, attempt in tries.items():
+        try:
+            attempt()
+            log(f"reach {what} ok")
+        except OSError:
+            log(f"reach {what} denied")
+
+
 def serve():
     log(f"start {os.getpid()} {os.getcwd()} {os.environ.get('PYTHONPYCACHEPREFIX', '-')}")
     k = kernel()
@@ -169,6 +189,8 @@ def serve():
         if str(k.get("fail_at")) == n:
             print(f"fail {n} the harness broke", flush=True)
             continue
+        if k.get("reach"):
+            reach(path)
         text, kept = look(int(seed), k)
         with open(path, "w") as f:
             f.write(text)
