@@ -76,7 +76,8 @@ class ClassCheck:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ClassCheck:
-        values = {k: (math.nan if v is None and k in ("ratio", "lo", "hi") else v) for k, v in known_fields(cls, d).items()}
+        values: dict[str, Any] = {k: (math.nan if v is None and k in ("ratio", "lo", "hi") else v)
+                                  for k, v in known_fields(cls, d).items()}
         return cls(**values)
 
     def line(self) -> str:
@@ -145,13 +146,14 @@ def consistent_gain(first: Verdict, fresh: Verdict) -> bool:
 
 
 def judge(pairs: Sequence[Pair], claim: Verdict, policy: Policy, *, guard_configs: frozenset[str] = frozenset(),
-          min_looks: int = MIN_LOOKS, max_looks: int = MAX_LOOKS) -> Confirmation:
-    """The confirmation after the looks in `pairs` (see the module's rule)."""
+          min_looks: int = MIN_LOOKS, max_looks: int = MAX_LOOKS, looks: int | None = None) -> Confirmation:
+    """The confirmation after the looks in `pairs` (see the module's rule); `looks`: how many
+    were taken (default: the rounds the pairs hold; a look may have left no pair)."""
     votes = voting_classes({p.config: p.cls for p in pairs}, guard_configs)
     by_class: dict[str, list[Pair]] = defaultdict(list)
     for p in pairs:
         by_class[votes[p.config]].append(replace(p, cls=votes[p.config]))
-    looks = len({p.round for p in pairs})
+    looks = max(looks or 0, len({p.round for p in pairs}))
     final = looks >= max_looks
     rule = replace(policy, min_rounds=min_looks, max_rounds=max(max_looks, min_looks))
     claims = claimed_gains(claim)

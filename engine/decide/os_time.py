@@ -10,6 +10,11 @@ OS's time by about what it claims; a timer patch, a result computed outside the 
 (inputs prepared in the contract check, work deferred past the reply until the audit), or a
 forged CSV claim seconds that no clock shows.
 
+Looks in which a side's process was started (`SideCost.started`: its CPU time holds the
+imports and first-call compilation of a start) are left out while at least MIN_LOOKS others
+remain; otherwise every look counts, starts included (a server that leaves after every look
+to hide its steady looks pays for its starts: they only lower its savings).
+
 `weigh(looks)` -> `OsTruth` with outcome:
 
 - "shown": on at least one clock the saving's lower bound (one-sided, CONFIDENCE, from the
@@ -65,6 +70,11 @@ class LookCost:
     def claim_s(self) -> float:
         return _f(self.best.claimed_s) - _f(self.cand.claimed_s)
 
+    @property
+    def started(self) -> bool:
+        """A side's process was started for this look."""
+        return self.best.started or self.cand.started
+
 
 @dataclass(frozen=True)
 class ClockCheck:
@@ -97,13 +107,17 @@ class OsTruth:
     outcome: str
     reason: str
     looks: int = 0
+    """Looks weighed."""
     claimed_s: float = 0.0
     """Mean claimed saving per look."""
     clocks: tuple[ClockCheck, ...] = ()
+    starts_left_out: int = 0
+    """Looks left out because a side's process started in them."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"outcome": self.outcome, "reason": self.reason, "looks": self.looks,
-                "claimed_s": round(self.claimed_s, 6), "clocks": [c.to_dict() for c in self.clocks]}
+                "claimed_s": round(self.claimed_s, 6), "clocks": [c.to_dict() for c in self.clocks],
+                "starts_left_out": self.starts_left_out}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> OsTruth:
@@ -124,6 +138,9 @@ def looks_of(costs: Iterable[SideCost]) -> list[LookCost]:
 def weigh(looks: Sequence[LookCost]) -> OsTruth:
     """The OS's word on the looks' claimed saving (see the module's rule)."""
     usable = [lk for lk in looks if all(_ok(x) for x in (lk.best.claimed_s, lk.cand.claimed_s))]
+    steady = [lk for lk in usable if not lk.started]
+    left_out = len(usable) - len(steady) if len(steady) >= MIN_LOOKS else 0
+    usable = steady if left_out else usable
     if len(usable) < MIN_LOOKS:
         why = ("the bench reports no timed seconds ([target].calls)" if not usable
                else f"{len(usable)} look(s) with the bench's timed seconds, fewer than {MIN_LOOKS}")
@@ -137,7 +154,7 @@ def weigh(looks: Sequence[LookCost]) -> OsTruth:
         return OsTruth("not_applicable", "no look has the OS's CPU or wall seconds of both sides", len(usable), claim)
     outcomes = {c.outcome for c in clocks}
     outcome = "shown" if "shown" in outcomes else "refuted" if outcomes == {"refuted"} else "inconclusive"
-    return OsTruth(outcome, _reason(outcome, clocks, claim, len(usable)), len(usable), claim, clocks)
+    return OsTruth(outcome, _reason(outcome, clocks, claim, len(usable)), len(usable), claim, clocks, left_out)
 
 
 def _clock(name: str, looks: list[LookCost], claim: float) -> ClockCheck | None:

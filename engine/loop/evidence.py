@@ -8,23 +8,37 @@ profiler's word on a keep (DESIGN.md §5 step 5, router's Step 0).
 - `confirm(it, lane, verdict)`: the candidate's roofline, and for a keep the profiler's GPU
   time of both trees, which must agree with the bench; a profiler failure or disagreement
   sends the candidate to review.
+- `confirm_keep(it, lane, verdict)`: a keep confirmed before its commit. With `[target].serve`,
+  a few looks in two freshly started servers (caches emptied, fresh seeds, every look's
+  outputs audited) decide only what the keep claims (engine/decide/confirmation.py); a
+  process-level bench decides again in fresh processes. Then its external truth
+  (engine/decide/external_truth.py): the profiler's word on a GPU, the OS's accounting of the
+  looks on a target without one (engine/decide/os_time.py), or "the bench's timer only".
 - `profile_tree(...)`: the bench (or [profile].command) under ncu / rocprofv3 in one tree.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from pathlib import Path
+from typing import Any
 
 from kopt_supervisor.engine import runner
-from kopt_supervisor.engine.decide import Policy, Verdict, voting_classes
+from kopt_supervisor.engine.decide import Pair, Policy, Verdict, voting_classes
+from kopt_supervisor.engine.decide import confirmation as claim_rule
+from kopt_supervisor.engine.decide import external_truth as truth_rule
+from kopt_supervisor.engine.decide.confirmation import ClassCheck, Confirmation, consistent_gain
+from kopt_supervisor.engine.decide.external_truth import ExternalTruth
+from kopt_supervisor.engine.decide.os_time import looks_of, weigh
+from kopt_supervisor.engine.decide.side_cost import SideCost
 from kopt_supervisor.engine.decide.verdict import send_to_review
 from kopt_supervisor.engine.errors import KoptFailure
 from kopt_supervisor.engine.loop.context import RunContext, last_line, with_
 from kopt_supervisor.engine.loop.control import Step
 from kopt_supervisor.engine.loop.jails import tree_of
 from kopt_supervisor.engine.loop.lane import Lane, acquire
-from kopt_supervisor.engine.loop.measure import ProcessAbba, check_after_run
+from kopt_supervisor.engine.loop.measure import ProcessAbba, ServedTrees, check_after_run
 from kopt_supervisor.engine.loop.rounds import (
     CorrectnessFailure,
     DecisionRounds,
@@ -32,6 +46,7 @@ from kopt_supervisor.engine.loop.rounds import (
     guard_configs,
 )
 from kopt_supervisor.engine.profile import PROFILE_ENV, ProfileSummary, choose_profiler
+from kopt_supervisor.engine.profile.agreement import AGREES, Agreement
 from kopt_supervisor.engine.profile.base import ProfilePass, Profiler
 from kopt_supervisor.engine.profile.classes import agrees, compare_per_class
 from kopt_supervisor.engine.profile.ranges import ConfigRef, config_refs
@@ -86,32 +101,96 @@ class Evidence:
                          flags=(*verdict.flags, "profiler_disagrees"))
         return with_(verdict, reason=f"{verdict.reason}; profiler: {agreement.summary_line()}")
 
-    def reverify(self, it: Iteration, lane: Lane, verdict: Verdict) -> Verdict:
-        """Every new BEST decided again before it is committed: best and candidate in fresh,
-        separate, confined processes of the process-level bench, at the same policy. Candidate
-        code that ran inside the bench's process (the ab_command loads both trees into one)
-        had the chance to bend the numbers; here it has none. A disagreement goes to review
-        with both numbers; a row that now fails its correctness rule fails the candidate."""
+    def confirm_keep(self, it: Iteration, lane: Lane, verdict: Verdict) -> Verdict:
+        """A keep confirmed before its commit, in processes none of the decision's code ran in:
+        fresh servers (`[target].serve`) deciding only what the keep claims, or the process-level
+        bench deciding again (no served mode; a Ray lane's worker); then its external truth
+        (the profiler on a GPU, the OS's accounting without one). A refuted claim is no keep, a
+        confirmation that disagrees goes to review with both numbers, a keep that needs the
+        stronger checks stands only when they ran and agree (decide/external_truth.settle). A
+        row that fails its correctness rule (or kopt's audit) fails the candidate."""
         ctx = self.ctx
         if verdict.kind != "keep" or self.rounds is None:
             return verdict
         t0 = time.monotonic()
         with ctx.clock(it, "reverify_s"):
-            measurer = lane.fresh or ProcessAbba(ctx, lane, fresh_caches=True)
-            fresh = self.rounds.decide(it, lane, Stage.REVERIFY, measurer=measurer)
+            served = bool(ctx.cfg.target.serve) and lane.fresh is None
+            conf = self.served_confirmation(it, lane, verdict) if served else self.process_confirmation(it, lane, verdict)
+        conf = with_(conf, seconds=round(time.monotonic() - t0, 2))
+        truth = self.external_truth(it, lane)
+        it.record["confirmation"] = conf.to_dict()
+        it.record["external_truth"] = truth.to_dict()
+        ctx.save(it)
+        ctx.event("confirm", f"v{it.version}: {conf.outcome} in {conf.looks} fresh look(s), {conf.seconds:.1f} s "
+                  f"({conf.reason}); {truth.reason}", it=it,
+                  level="info" if conf.outcome == "confirmed" and truth.outcome != "refuted" else "warn")
+        return truth_rule.settle(verdict, conf, truth)
+
+    def served_confirmation(self, it: Iteration, lane: Lane, claim: Verdict) -> Confirmation:
+        """Looks in two freshly started servers (both trees' processes new, caches of their own
+        emptied, fresh seeds, each look audited) until decide/confirmation.judge concludes on
+        the classes the keep claims (MIN_LOOKS..MAX_LOOKS looks)."""
+        assert self.rounds is not None
+        policy = self.rounds.policy()
+        guard = guard_configs(self.ctx)
+
+        def judge(done: list[Pair], runs: list[dict[str, Any]], gpu_s: float, looks: int) -> Confirmation | None:
+            step = claim_rule.judge(done, claim, policy, guard_configs=guard, looks=looks)
+            return step if step.final else None
+
+        measurer = ServedTrees(self.ctx, lane, fresh=True)
+        try:
+            out = self.rounds.looks(it, lane, Stage.REVERIFY, judge, min_looks=claim_rule.MIN_LOOKS,
+                                    max_looks=claim_rule.MAX_LOOKS, measurer=measurer)
+        finally:
+            measurer.close()  # its processes never serve another decision
+        if isinstance(out, CorrectnessFailure):
+            it.record["failing_rows"] = out.failing
+            raise CorrectnessRefuted(f"the keep fails correctness in fresh servers: {out.summary()}")
+        return out
+
+    def process_confirmation(self, it: Iteration, lane: Lane, verdict: Verdict) -> Confirmation:
+        """The process-level bench decides again, best and candidate in fresh, separate,
+        confined processes at the same policy (record["reverify"]): confirmed when it keeps,
+        or when its noise left it undecided with at least half of each claimed gain
+        (`consistent_gain`)."""
+        assert self.rounds is not None
+        measurer = lane.fresh or ProcessAbba(self.ctx, lane, fresh_caches=True)
+        fresh = self.rounds.decide(it, lane, Stage.REVERIFY, measurer=measurer)
         if isinstance(fresh, CorrectnessFailure):
             it.record["failing_rows"] = fresh.failing
             raise CorrectnessRefuted(f"the keep fails correctness in fresh processes: {fresh.summary()}")
         agrees = fresh.kind == "keep" or consistent_gain(verdict, fresh)
-        it.record["reverify"] = {**fresh.to_dict(), "agrees": agrees, "seconds": round(time.monotonic() - t0, 2)}
-        ctx.save(it)
-        ctx.event("reverify", f"v{it.version}: fresh processes say {fresh.kind}: {fresh.reason}", it=it,
-                  level="info" if agrees else "warn")
-        if agrees:
-            return with_(verdict, reason=f"{verdict.reason}; confirmed in fresh processes ({fresh.reason})")
-        return with_(verdict, kind="borderline", flags=(*verdict.flags, "reverify_disagrees"),
-                     reason=f"the decision taken again in fresh processes disagrees: first {verdict.reason}; "
-                            f"fresh processes {fresh.kind}: {fresh.reason}")
+        it.record["reverify"] = {**fresh.to_dict(), "agrees": agrees}
+        claimed = claim_rule.claimed_gains(verdict)
+        states = {"improved": "shown", "regressed": "slower"}
+        checks = tuple(ClassCheck(c.cls, claimed.get(c.cls), c.ratio, c.lo, c.hi, states.get(c.verdict, "open"))
+                       for c in fresh.classes)
+        outcome = "confirmed" if agrees else "undecided" if fresh.kind == "borderline" else "refuted"
+        reason = fresh.reason if agrees else f"{fresh.kind}: {fresh.reason}"
+        return Confirmation(outcome, reason, fresh.rounds, checks, path="process")
+
+    def external_truth(self, it: Iteration, lane: Lane) -> ExternalTruth:
+        """What confirms the keep outside the candidate's process: on a GPU the profiler's
+        agreement (`confirm` ran it; none configured: the bench's timer only); without a GPU
+        the OS's accounting over every look of the decision and of the confirmation."""
+        vendor = self.vendor(lane)
+        if vendor != "none":
+            if self.profiler(lane) is None:
+                return truth_rule.timer_only(f"no profiler for the {vendor} GPU ([profile].kind = "
+                                             f'"{self.ctx.cfg.profile.kind}")')
+            profile = it.record.get("profile") or {}
+            if not isinstance(profile.get("agreement"), dict):
+                return truth_rule.timer_only(f"the profiler did not compare the trees ({profile.get('error', 'no record')})")
+            agreement = Agreement.from_dict(profile["agreement"])
+            claimed = [c for c in agreement.classes if c.bench_verdict == "improved"]
+            unseen = [c.cls for c in claimed if c.status != AGREES]
+            if not claimed or unseen:
+                return truth_rule.timer_only(f"the profiler could not tell for {', '.join(unseen) or 'any class'} "
+                                             f"({agreement.summary_line()})")
+            return truth_rule.of_profiler(agreement.summary_line(), profile["agreement"])
+        looks = [look for stage in (Stage.EVAL, Stage.REVERIFY) for look in looks_of(side_costs(it, stage))]
+        return truth_rule.of_os_time(weigh(looks))
 
     def config_refs(self) -> list[ConfigRef]:
         """The baseline's configs with the classes the decisions vote in (the guard class)."""
@@ -156,10 +235,14 @@ class Evidence:
             if readme:
                 self.ctx.store.set("roofline_md", rr.markdown)
 
+    def vendor(self, lane: Lane) -> str:
+        """The vendor of the lane's GPU; "none" for a target without one."""
+        chosen = lane.gate.chosen
+        return str(getattr(chosen, "vendor", "none")) if chosen is not None else "none"
+
     def profiler(self, lane: Lane) -> Profiler | None:
         """The configured profiler for the lane's GPU vendor (None: no profiling)."""
-        chosen = lane.gate.chosen
-        vendor = str(getattr(chosen, "vendor", "none")) if chosen is not None else "none"
+        vendor = self.vendor(lane)
         if self._profiler is None or self._profiler[0] != vendor:
             self._profiler = (vendor, choose_profiler(self.ctx.cfg.profile.kind, vendor,
                                                              outside_ranges=self.ctx.cfg.profile.outside_ranges))
@@ -198,16 +281,12 @@ class Evidence:
         return summary
 
 
-def consistent_gain(first: Verdict, fresh: Verdict) -> bool:
-    """A fresh-process decision left undecided by its noise (borderline at max rounds) still
-    confirms the keep when it sees, in every class the first decision found improved, at least
-    half that gain, and no class slower. Candidate code that bent the first decision's numbers
-    shows no gain in fresh processes (its estimate sits at 1, far from half a claimed gain);
-    an interpreted CPU bench whose fresh processes vary by 10% no longer turns every real gain
-    into a review."""
-    if fresh.kind != "borderline" or any(c.verdict == "regressed" for c in fresh.classes):
-        return False
-    seen = fresh.by_class()
-    improved = [c for c in first.classes if c.verdict == "improved"]
-    return bool(improved) and all(
-        c.cls in seen and seen[c.cls].ratio <= 1 - (1 - c.ratio) / 2 for c in improved)
+def side_costs(it: Iteration, stage: str) -> list[SideCost]:
+    """Each side's cost per look of a stage: the served looks' (record["side_costs"]), or for
+    process-level looks each process's wall time beside its bench's timed seconds
+    (record["bench_runs"]; no CPU time: NaN, the OS's wall clock alone weighs them)."""
+    served = (it.record.get("side_costs") or {}).get(stage) or []
+    if served:
+        return [SideCost.from_dict(c) for c in served]
+    return [SideCost(str(r["side"]), int(r["round"]), math.nan, float(r["wall_s"]), r.get("timed_s"))
+            for r in (it.record.get("bench_runs") or {}).get(stage) or [] if r.get("side") in ("best", "cand")]

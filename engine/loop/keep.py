@@ -76,6 +76,14 @@ class Keeper:
                 gitops.reset_clean(lane.best, sha, detach=True)
             ctx.close(it, status, verdict.reason, verdict=verdict, by=by)
 
+    def check_best(self, it: Iteration) -> None:
+        """The cheap check before a keep is confirmed (the profiler, fresh servers cost
+        seconds to minutes): StaleBest when another lane's keep has moved BEST since this
+        candidate was decided against it (`keep` checks again under the lock)."""
+        current = self.ctx.best_commit()
+        if it.best_commit_before != current:
+            raise StaleBest(current)
+
     def rebase(self, it: Iteration, lane: Lane, best: str) -> bool:
         """Another lane's keep moved BEST while this candidate was decided against the one
         before: put its change on the new BEST (False: it no longer applies), so that it is

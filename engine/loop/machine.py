@@ -3,8 +3,8 @@ state machine over `Phase`s, each step done by a collaborator beside this file.
 
     run:        recover → baseline (v0) → resume open reviews → repeat { stop check → iteration }
     iteration:  gate → propose → police → measure and decide (repair ≤ N on a failing row)
-                → evidence (profiler, fresh-process re-verification) → review (borderline)
-                → keep (format, verify, commit) | discard
+                → still on BEST? → evidence (profiler; the keep confirmed in fresh servers,
+                the OS's accounting) → review (borderline) → keep (format, verify, commit) | discard
 
 | phase    | collaborator          | what it does                                                  |
 |----------|-----------------------|---------------------------------------------------------------|
@@ -12,7 +12,7 @@ state machine over `Phase`s, each step done by a collaborator beside this file.
 | propose  | proposing.Proposing   | the context pack, the proposer's run in the lane's candidate  |
 | police   | police.Police         | the plan, the frozen config, the whole tree, the diff         |
 | measure  | rounds.DecisionRounds | looks (measure.*) until the paired statistics decide          |
-| evidence | evidence.Evidence     | roofline; the profiler's word; a keep decided again, fresh    |
+| evidence | evidence.Evidence     | roofline; the profiler's word; a keep confirmed, fresh        |
 | review   | review.ReviewProtocol | the engineer or the review policy decides a borderline        |
 | keep     | keep.Keeper           | format, verify, commit, move BEST_COMMIT; or discard          |
 | (any)    | control.Control       | pause / stop / restart, checked at the named points          |
@@ -270,20 +270,21 @@ class LaneLoop:
             self.ctx.save(it, Phase.EVIDENCE)
             by = "engine"
             try:
-                verdict = self.evidence.confirm(it, lane, outcome)        # Phase.EVIDENCE
-                verdict = self.evidence.reverify(it, lane, verdict)       # a new BEST, in fresh processes
+                if outcome.kind in ("keep", "borderline"):                # on the BEST it would be kept on?
+                    self.keeper.check_best(it)                            # (cheap, before any confirmation)
+                verdict = self.evidence.confirm(it, lane, outcome)        # Phase.EVIDENCE: the profiler
+                verdict = self.evidence.confirm_keep(it, lane, verdict)   # fresh servers; the OS's accounting
                 while verdict.kind == "borderline":                       # Phase.REVIEW
                     verdict, by = self.review.ask(it, lane, verdict)
                     if verdict.kind == "keep":  # decided by more rounds: the evidence any keep needs
-                        verdict = self.evidence.reverify(it, lane, self.evidence.confirm(it, lane, verdict))
+                        verdict = self.evidence.confirm_keep(it, lane, self.evidence.confirm(it, lane, verdict))
+                if verdict.kind not in ("keep", "accepted"):              # Phase.DISCARD
+                    self.ctx.save(it, Phase.DISCARD)
+                    return self.keeper.discard(it, lane, VERDICT_STATUS.get(verdict.kind, Status.REJECTED),
+                                               verdict.reason, verdict=verdict, by=by)
+                return self.keeper.keep(it, lane, verdict, by)            # Phase.KEEP
             except CorrectnessRefuted as e:
                 return self.keeper.discard(it, lane, Status.FAIL_CORRECTNESS, str(e))
-            if verdict.kind not in ("keep", "accepted"):                  # Phase.DISCARD
-                self.ctx.save(it, Phase.DISCARD)
-                return self.keeper.discard(it, lane, VERDICT_STATUS.get(verdict.kind, Status.REJECTED),
-                                           verdict.reason, verdict=verdict, by=by)
-            try:
-                return self.keeper.keep(it, lane, verdict, by)            # Phase.KEEP
             except StaleBest as moved:                                    # rebased, then decided again
                 if not self.keeper.rebase(it, lane, moved.best):
                     return self.keeper.discard(it, lane, Status.FAIL_PROPOSE, f"the change no longer applies on "

@@ -11,8 +11,9 @@ restarted engine sees what the one before it measured.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from kopt_supervisor.engine import gitops
 from kopt_supervisor.engine.decide import Pair, Policy, Verdict, evaluate, guard_of
@@ -23,6 +24,8 @@ from kopt_supervisor.engine.loop.lane import Lane, acquire, note_gpu
 from kopt_supervisor.engine.loop.measure import Measurer
 from kopt_supervisor.engine.metrics import BenchError, Measurement
 from kopt_supervisor.engine.records import Iteration, Phase, Stage, Status
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -77,9 +80,38 @@ class DecisionRounds:
         `measurer` replaces the lane's (the re-verification's fresh processes)."""
         ctx = self.ctx
         policy = self.policy(extra_rounds)
+        guard = guard_configs(ctx)
+
+        def judge(done: list[Pair], runs: list[dict[str, Any]], gpu_s: float, looks: int) -> Verdict | None:
+            verdict = evaluate(done, policy, target_class=it.target_class, gpu_seconds=gpu_s,
+                               floors=floors(ctx), previous_subthreshold_gain=previous_subthreshold_gain(ctx, it),
+                               guard_configs=guard, runs=[BenchRun(**x) for x in runs])
+            if stage != Stage.REVERIFY:  # the fresh-process decision has its own record["reverify"]
+                it.record["classes"] = {c.cls: c.to_dict() for c in verdict.classes}
+                it.record["decision"] = {**verdict.to_dict(), "by": "engine"}
+            ctx.save(it)
+            ctx.store.set("live_classes", {"version": it.version, "stage": stage, "verdict": verdict.to_dict()})
+            if not verdict.final:
+                return None
+            ctx.event("decision", f"v{it.version} {stage}: {verdict.kind}: {verdict.reason} "
+                      f"({verdict.rounds} rounds, {gpu_s:.1f} GPU-s)", it=it)
+            return verdict
+
+        return self.looks(it, lane, stage, judge, min_looks=policy.min_rounds, max_looks=policy.max_rounds,
+                          afresh=not extra_rounds, measurer=measurer)
+
+    def looks(self, it: Iteration, lane: Lane, stage: Stage,
+              judge: Callable[[list[Pair], list[dict[str, Any]], float, int], T | None], *, min_looks: int,
+              max_looks: int, afresh: bool = True, measurer: Measurer | None = None) -> T | CorrectnessFailure:
+        """Looks of best against the candidate, each gated, preemptible and stored sample by
+        sample, until `judge` (asked after each look from the `min_looks`-th on, with the pairs,
+        the process-level runs, the timed seconds and the looks so far) concludes; or the candidate's
+        correctness failure. `afresh`: a new decision of this stage (else the one in the store
+        goes on); `measurer` replaces the lane's."""
+        ctx = self.ctx
         measurer = measurer or lane.measurer
         assert measurer is not None, "the machine gives every lane its measurer"
-        if not extra_rounds:
+        if afresh:
             it.record.setdefault("bench_runs", {})[stage] = []
             it.record.setdefault("side_costs", {})[stage] = []
             ctx.verify([lane])  # before any comparison: the chain of keeps and the branch are kopt's
@@ -91,15 +123,13 @@ class DecisionRounds:
             it.record["evaluated_tree"] = (gitops.stage_all_tree(lane.cand, force=it.record.get("forced_paths", []))
                                            if stage == Stage.EVAL else gitops.stage_tracked_tree(lane.cand))
         done = pairs(ctx, it, stage)
-        gpu_s = float(it.record.get("gpu_seconds", {}).get(stage, 0.0)) if extra_rounds else 0.0
+        gpu_s = 0.0 if afresh else float(it.record.get("gpu_seconds", {}).get(stage, 0.0))
         r = (max(p.round for p in done) + 1) if done else 0
-        guard = guard_configs(ctx)
         settled = False
         try:
             while True:
                 ctx.save(it, Phase.MEASURE)
-                ctx.progress(it, str(stage), f"round {r + 1} (min {policy.min_rounds}, max {policy.max_rounds})",
-                             r, policy.max_rounds)
+                ctx.progress(it, str(stage), f"round {r + 1} (min {min_looks}, max {max_looks})", r, max_looks)
                 lease = acquire(ctx, lane, it)
 
                 def one_look(lease_env: dict[str, str] = lease.env, r: int = r) -> Any:
@@ -128,21 +158,12 @@ class DecisionRounds:
                         (it.version, stage, p.round, p.block, "cand", p.config, p.cls, p.cand, p.order, p.flagged)))
                 done += new
                 r += 1
-                if r < policy.min_rounds:
+                if r < min_looks:
                     continue
-                verdict = evaluate(done, policy, target_class=it.target_class, gpu_seconds=gpu_s,
-                                   floors=floors(ctx), previous_subthreshold_gain=previous_subthreshold_gain(ctx, it),
-                                   guard_configs=guard, runs=[BenchRun(**x) for x in runs])
-                if stage != Stage.REVERIFY:  # the fresh-process decision has its own record["reverify"]
-                    it.record["classes"] = {c.cls: c.to_dict() for c in verdict.classes}
-                    it.record["decision"] = {**verdict.to_dict(), "by": "engine"}
-                ctx.save(it)
-                ctx.store.set("live_classes", {"version": it.version, "stage": stage, "verdict": verdict.to_dict()})
-                if verdict.final:
-                    ctx.event("decision", f"v{it.version} {stage}: {verdict.kind}: {verdict.reason} "
-                              f"({verdict.rounds} rounds, {gpu_s:.1f} GPU-s)", it=it)
+                out = judge(done, runs, gpu_s, r)
+                if out is not None:
                     settled = True
-                    return verdict
+                    return out
         finally:
             if not settled:  # a failed or interrupted decision: its serving process goes with it
                 measurer.close()

@@ -89,6 +89,31 @@ def test_a_kernel_that_spreads_over_threads_saves_wall_time_and_is_shown():
     assert {c.clock: c.outcome for c in truth.clocks} == {"cpu": "refuted", "wall": "shown"}
 
 
+def test_a_look_that_started_a_process_is_left_out():
+    """The candidate's process starts at the decision's first look: 2 s of imports in its CPU
+    time. That look is left out, and the real gain is shown."""
+    rng = random.Random(5)
+    first = look(0, cpu_saved=0.4, wall_saved=0.4, claimed_saved=0.4, rng=rng)
+    started = LookCost(first.best, SideCost("cand", 0, first.cand.cpu_s + 2.0, first.cand.wall_s + 2.0,
+                                            first.cand.claimed_s, started=True))
+    rest = [look(r, cpu_saved=0.4, wall_saved=0.4, claimed_saved=0.4, rng=rng) for r in range(1, 6)]
+    truth = weigh([started, *rest])
+    assert truth.outcome == "shown" and truth.starts_left_out == 1 and truth.looks == 5, truth.reason
+
+
+def test_a_server_that_starts_anew_for_every_look_pays_for_its_starts():
+    """A patched timer in a server that leaves after every look (`done N last`), so that
+    every look is a start: no look is left out then, and its starts only lower its savings."""
+    rng = random.Random(6)
+    restarting = []
+    for r in range(6):
+        lk = look(r, cpu_saved=0.0, wall_saved=0.0, claimed_saved=0.4, rng=rng)
+        restarting.append(LookCost(lk.best, SideCost("cand", r, lk.cand.cpu_s + 0.3, lk.cand.wall_s + 0.3,
+                                                      lk.cand.claimed_s, started=True)))
+    truth = weigh(restarting)
+    assert truth.outcome == "refuted" and truth.starts_left_out == 0 and truth.looks == 6, truth.reason
+
+
 def test_without_timed_seconds_or_with_too_few_looks_the_os_has_nothing_to_weigh():
     no_calls = [LookCost(SideCost("best", r, 1.0, 1.0, None), SideCost("cand", r, 0.5, 0.5, None)) for r in range(6)]
     assert weigh(no_calls).outcome == "not_applicable" and "[target].calls" in weigh(no_calls).reason

@@ -153,9 +153,9 @@ class FakeEvidence:
         return v
 
 
-    def reverify(self, it: Iteration, lane: Lane, v: Verdict) -> Verdict:
+    def confirm_keep(self, it: Iteration, lane: Lane, v: Verdict) -> Verdict:
         if v.kind == "keep":
-            self.script.calls.append(f"reverify v{it.version}")
+            self.script.calls.append(f"confirm keep v{it.version}")
         return v
 
 
@@ -177,6 +177,9 @@ class FakeReview:
 class FakeKeeper:
     def __init__(self, script: Script, ctx: Any) -> None:
         self.script, self.ctx = script, ctx
+
+    def check_best(self, it: Iteration) -> None:
+        pass
 
     def keep(self, it: Iteration, lane: Lane, v: Verdict, by: str) -> None:
         self.script.calls.append(f"keep v{it.version}")
@@ -229,7 +232,7 @@ def test_keep_then_discard_follow_the_phases_in_order(tmp_path: Path) -> None:
     reason = engine(ws, script, max_iters=2).run()
     assert reason == "--max-iters 2 reached in this session"
     assert script.calls == ["recover",
-                            "propose v1 repair 0", "police v1", "decide v1 eval", "evidence v1", "reverify v1", "keep v1",
+                            "propose v1 repair 0", "police v1", "decide v1 eval", "evidence v1", "confirm keep v1", "keep v1",
                             "propose v2 repair 0", "police v2", "decide v2 eval", "evidence v2", "discard v2 regression",
                             "at end"]
     assert script.listed_ahead

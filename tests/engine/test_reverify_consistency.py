@@ -1,11 +1,11 @@
 """When a fresh-process re-decision that its noise left undecided still confirms a keep
-(engine/loop/evidence.py `consistent_gain`)."""
+(engine/decide/confirmation.py `consistent_gain`)."""
 
 from __future__ import annotations
 
 from kopt_supervisor.engine.decide import Verdict
+from kopt_supervisor.engine.decide.confirmation import consistent_gain
 from kopt_supervisor.engine.decide.model import ClassResult
-from kopt_supervisor.engine.loop.evidence import consistent_gain
 
 
 def cls(name: str, ratio: float, verdict: str) -> ClassResult:
