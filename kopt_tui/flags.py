@@ -41,6 +41,15 @@ FLAG_HELP = {
                           "(both verdicts are in the reason)",
     "mean_not_faster": "the metric (a median over timed calls) shows a gain the mean over the same calls does not: "
                        "a few expensive calls among many cheap ones?",
+    "confirmation_disagrees": "the keep's confirmation in freshly started servers (fresh inputs, emptied caches) did "
+                              "not show the gain it claims, or found a class slower beyond the margin (both numbers "
+                              "are in the reason)",
+    "external_truth_refutes": "the OS's accounting of the bench processes (CPU and wall time) does not show the "
+                              "seconds the bench claims to have saved: a patched timer, or work moved outside the "
+                              "timed calls (not kept)",
+    "stronger_checks_unavailable": "a keep too good to take on the bench's word, and a stronger check it needs (the "
+                                   "profiler, the OS's accounting, an output audit on fresh inputs) could not run or "
+                                   "could not tell",
     "needs_stronger_checks": "a keep too good to take on the bench's word (suspicious speedup, faster than the "
                              "floor, a median the mean does not follow): final only once the profiler and an output "
                              "audit on fresh inputs agree",
