@@ -1,406 +1,44 @@
-"""What every part of the wave shares: the summary (summary.json and summary.md, rewritten
-after every change so that a part cut short keeps what it measured), the machine's
-description, commands run with a deadline, and the tarball that carries the raw outputs back
-(the device returns at most 8 files per command, two folders down).
-
-Nothing here holds a figure of its own: every number in a summary comes from a command this
-run made, with that command beside it.
-"""
+"""The second wave's names for what every wave shares (experiments/device_wave.py: the summary
+written as it goes, the machine's description, commands run with a deadline, packing): its
+summary's title, its commit variable (WAVE2_COMMIT) and the files its scripts digest covers."""
 
 from __future__ import annotations
 
-import contextlib
-import datetime as dt
-import functools
-import hashlib
-import json
-import os
-import platform
-import shlex
-import shutil
-import signal
-import subprocess
-import sys
-import tarfile
-import threading
-import time
-import traceback
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[2]
+from experiments import device_wave
+from experiments.device_wave import (  # noqa: F401 - the names the wave's modules import from here
+    PACK_LIMIT_BYTES,
+    REPO,
+    SKIP_DIRS,
+    Budget,
+    CmdResult,
+    capture,
+    child_env,
+    copy_db,
+    find_ncu,
+    kopt_argv,
+    md_table,
+    measured,
+    pack,
+    run_cmd,
+    shell_line,
+    utc_now,
+)
+
 HERE = Path(__file__).resolve().parent
-PACK_LIMIT_BYTES = 15 * 1024 * 1024
-"""The device returns files of at most 16 MiB: each tarball stays under this."""
 
 
-def utc_now() -> str:
-    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+class Summary(device_wave.Summary):
+    TITLE = "h100_wave2"
 
 
-def shell_line(argv: Sequence[str]) -> str:
-    return " ".join(shlex.quote(str(a)) for a in argv)
-
-
-# ---------------------------------------------------------------------------------------
-# The summary
-
-
-class Summary:
-    """summary.json (and summary.md rendered from it) in `out`, saved at every change."""
-
-    def __init__(self, out: Path, part: str, mode: str, command: str) -> None:
-        self.out = out
-        self.path = out / "summary.json"
-        self.data: dict[str, Any] = {
-            "part": part, "mode": mode, "command": command, "started_utc": utc_now(), "finished_utc": None,
-            "machine": {}, "steps": {}, "notes": [],
-        }
-        self.save()
-
-    def step(self, name: str, **fields: Any) -> dict[str, Any]:
-        entry: dict[str, Any] = self.data["steps"].setdefault(name, {})
-        entry.update(fields)
-        self.save()
-        return entry
-
-    def note(self, text: str) -> None:
-        print(f"[wave2] NOTE: {text}", flush=True)
-        self.data["notes"].append(text)
-        self.save()
-
-    def finish(self) -> None:
-        self.data["finished_utc"] = utc_now()
-        self.save()
-
-    def save(self) -> None:
-        text = json.dumps(self.data, indent=2, sort_keys=False, default=str) + "\n"
-        tmp = self.path.with_suffix(".json.tmp")
-        tmp.write_text(text)
-        tmp.replace(self.path)
-        md = self.out / "summary.md"
-        tmp_md = md.with_suffix(".md.tmp")
-        tmp_md.write_text(render_md(self.data))
-        tmp_md.replace(md)
-
-
-JSON_ONLY = ("iterations", "iteration", "rows", "groups", "per_class_ratio", "config", "proposed")
-"""Step fields too long for summary.md: summary.json has them (the tables show their gist)."""
-
-
-def render_md(data: dict[str, Any]) -> str:
-    """The summary as markdown: the command, the machine, then each step with its command(s),
-    its outcome, its tables and its other figures."""
-    out = [f"# h100_wave2 {data['part']} ({data['mode']})", "",
-           f"- command: `{data['command']}`", f"- started {data['started_utc']}, finished {data['finished_utc']}"]
-    machine = data.get("machine") or {}
-    if machine:
-        out += ["", "## Machine", ""]
-        out += [f"- {k}: {_md_value(v)}" for k, v in machine.items()]
-    if data.get("notes"):
-        out += ["", "## Notes", ""] + [f"- {n}" for n in data["notes"]]
-    for name, step in (data.get("steps") or {}).items():
-        ok = step.get("ok")
-        out += ["", f"## {name}: {'ok' if ok else 'FAILED' if ok is False else 'not finished'}", ""]
-        for cmd in step.get("commands", []):
-            out.append(f"    $ {cmd}")
-        if step.get("commands"):
-            out.append("")
-        for key, value in step.items():
-            if key in ("ok", "commands", "tables", "traceback") or key in JSON_ONLY:
-                continue
-            out.append(f"- {key}: {_md_value(value)}")
-        for title, table in (step.get("tables") or {}).items():
-            out += ["", f"**{title}**", "", *md_table(table["columns"], table["rows"])]
-        if step.get("traceback"):
-            out += ["", "```", step["traceback"].rstrip(), "```"]
-    return "\n".join(out) + "\n"
-
-
-def _md_value(v: Any) -> str:
-    if isinstance(v, dict | list):
-        text = json.dumps(v, default=str)
-        return f"`{text}`" if len(text) < 400 else f"`{text[:400]}...` (summary.json has all of it)"
-    return str(v)
-
-
-def md_table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
-    def cell(v: Any) -> str:
-        if v is None:
-            return ""
-        if isinstance(v, float):
-            return f"{v:.4g}"
-        return str(v).replace("|", "\\|").replace("\n", " ")
-
-    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
-    return lines
-
-
-@contextlib.contextmanager
-def measured(summary: Summary, name: str, **fields: Any) -> Iterator[dict[str, Any]]:
-    """One measurement: its entry in the summary, its wall time, and any exception recorded
-    (loudly) instead of raised, so the next measurement still runs."""
-    entry = summary.step(name, ok=None, started_utc=utc_now(), **fields)
-    entry.setdefault("commands", [])
-    t0 = time.monotonic()
-    print(f"\n[wave2] ===== {name} =====", flush=True)
-    try:
-        yield entry
-    except Exception as e:  # noqa: BLE001 - one failing measurement must not lose the others
-        entry["ok"] = False
-        entry["error"] = f"{type(e).__name__}: {e}"
-        entry["traceback"] = traceback.format_exc()[-4000:]
-        print(f"[wave2] !!!!! {name} FAILED: {entry['error']}", flush=True)
-    else:
-        if entry.get("ok") is None:
-            entry["ok"] = True
-        if entry["ok"] is False:
-            print(f"[wave2] !!!!! {name} FAILED: {entry.get('error', 'see summary')}", flush=True)
-    finally:
-        entry["step_wall_s"] = round(time.monotonic() - t0, 2)
-        summary.save()
-
-
-# ---------------------------------------------------------------------------------------
-# Commands with a deadline
-
-
-@dataclass
-class CmdResult:
-    argv: list[str]
-    rc: int | None
-    wall_s: float
-    log: Path
-    stopped: bool = False
-    """The graceful stop (`on_stop`) was sent at the soft deadline."""
-    killed: bool = False
-    """The process group was killed at the hard deadline."""
-
-    @property
-    def ok(self) -> bool:
-        return self.rc == 0 and not self.killed
-
-    def tail(self, lines: int = 15) -> str:
-        try:
-            return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
-        except OSError:
-            return ""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"command": shell_line(self.argv), "rc": self.rc, "wall_s": round(self.wall_s, 2),
-                "stopped_at_deadline": self.stopped, "killed": self.killed, "log": self.log.name}
-
-
-def run_cmd(argv: Sequence[str], log: Path, *, timeout_s: float, cwd: Path | None = None,
-            env: dict[str, str] | None = None, stop_after_s: float | None = None,
-            on_stop: Callable[[], None] | None = None, echo: str = "") -> CmdResult:
-    """Run `argv` in its own process group, its output to `log` (and, prefixed with `echo`, to
-    stdout as it comes). At `stop_after_s` call `on_stop` (a kopt run: `kopt stop TAG`); at
-    `timeout_s` kill the group (SIGTERM, then SIGKILL)."""
-    argv = [str(a) for a in argv]
-    log.parent.mkdir(parents=True, exist_ok=True)
-    print(f"[wave2] $ {shell_line(argv)}  (limit {timeout_s:.0f} s"
-          + (f", stop at {stop_after_s:.0f} s" if stop_after_s is not None else "") + ")", flush=True)
-    t0 = time.monotonic()
-    stopped = killed = False
-    with open(log, "wb") as f:
-        f.write(f"$ {shell_line(argv)}\n".encode())
-        f.flush()
-        p = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                             stdin=subprocess.DEVNULL, start_new_session=True)
-
-        def pump() -> None:
-            assert p.stdout is not None
-            for line in iter(p.stdout.readline, b""):
-                f.write(line)
-                f.flush()
-                if echo:
-                    sys.stdout.buffer.write(echo.encode() + line)
-                    sys.stdout.flush()
-
-        reader = threading.Thread(target=pump, daemon=True)
-        reader.start()
-        while p.poll() is None:
-            elapsed = time.monotonic() - t0
-            if stop_after_s is not None and on_stop is not None and not stopped and elapsed >= stop_after_s:
-                stopped = True
-                print(f"[wave2] soft deadline ({stop_after_s:.0f} s): asking it to stop", flush=True)
-                try:
-                    on_stop()
-                except Exception as e:  # noqa: BLE001 - the hard deadline still holds
-                    print(f"[wave2] the stop request failed: {e}", flush=True)
-            if elapsed >= timeout_s:
-                killed = True
-                print(f"[wave2] hard deadline ({timeout_s:.0f} s): killing process group {p.pid}", flush=True)
-                _kill_group(p)
-                break
-            time.sleep(0.25)
-        p.wait()
-        reader.join(10)
-    return CmdResult(argv, p.returncode, time.monotonic() - t0, log, stopped, killed)
-
-
-def _kill_group(p: subprocess.Popen[bytes]) -> None:
-    for sig, wait_s in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 5.0)):
-        try:
-            os.killpg(p.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            p.wait(wait_s)
-            return
-        except subprocess.TimeoutExpired:
-            continue
-
-
-def capture(argv: Sequence[str], timeout_s: float = 30.0, env: dict[str, str] | None = None) -> str:
-    """A short command's stdout+stderr (or why it could not run)."""
-    try:
-        p = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout_s, env=env)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        return f"(could not run {shell_line(argv)}: {e})"
-    return (p.stdout + p.stderr).strip() or f"(no output, exit {p.returncode})"
-
-
-class Budget:
-    """The part's wall-clock budget: each step takes its share of what is left."""
-
-    def __init__(self, total_s: float) -> None:
-        self.total_s = total_s
-        self.t0 = time.monotonic()
-
-    def left(self) -> float:
-        return self.total_s - (time.monotonic() - self.t0)
-
-    def share(self, want_s: float, reserve_s: float = 0.0, floor_s: float = 20.0) -> float:
-        """`want_s`, or less when only that much is left after `reserve_s` (never below floor_s)."""
-        return max(floor_s, min(want_s, self.left() - reserve_s))
-
-
-# ---------------------------------------------------------------------------------------
-# kopt, the machine
-
-
-def kopt_argv(root: Path, *args: str) -> list[str]:
-    """kopt's CLI under this interpreter (the one the setup installed kopt into)."""
-    return [sys.executable, "-m", "kopt_supervisor.kopt_tui.cli", "--root", str(root), *args]
-
-
-def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    env.pop("KOPT_ROOT", None)
-    return {**env, **(extra or {})}
-
-
-def find_ncu() -> str | None:
-    """ncu on PATH, else where CUDA and Nsight Compute install it (then PATH gains its folder)."""
-    found = shutil.which("ncu")
-    if found:
-        return found
-    candidates = [Path("/usr/local/cuda/bin/ncu"), *sorted(Path("/opt/nvidia/nsight-compute").glob("*/ncu"))]
-    for c in candidates:
-        if c.is_file() and os.access(c, os.X_OK):
-            os.environ["PATH"] = f"{c.parent}:{os.environ.get('PATH', '')}"
-            return str(c)
-    return None
+def scripts() -> list[Path]:
+    return [REPO / "experiments" / "h100_wave2.sh", REPO / "experiments" / "device_wave.sh",
+            REPO / "experiments" / "device_wave.py", *HERE.glob("*.py"), *HERE.glob("*.sh")]
 
 
 def machine_info(*, smoke: bool) -> dict[str, Any]:
-    """What ran the measurements: read off the machine now, never written from memory."""
-    info: dict[str, Any] = {"utc": utc_now(), "hostname": platform.node(), "kernel": platform.release(),
-                            "python": f"{platform.python_version()} ({sys.executable})"}
-    if shutil.which("nvidia-smi"):
-        info["nvidia_smi_L"] = capture(["nvidia-smi", "-L"])
-        info["gpu"] = capture(["nvidia-smi", "--query-gpu=name,uuid,driver_version,clocks.max.sm,power.limit,"
-                               "memory.total", "--format=csv,noheader"])
-    else:
-        info["gpu"] = "no nvidia-smi on PATH" + (" (smoke mode)" if smoke else "")
-    for dist in ("torch", "triton", "kopt-supervisor", "ray", "textual", "nvidia-ml-py"):
-        try:
-            info[f"{dist}_version"] = metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            info[f"{dist}_version"] = "not installed"
-    ncu = find_ncu()
-    info["ncu"] = f"{ncu}: {capture([ncu, '--version']).splitlines()[-1]}" if ncu else "not found"
-    try:
-        from kopt_supervisor.engine.sandbox import probe
-
-        info["sandbox"] = probe().summary()
-    except Exception as e:  # noqa: BLE001 - recorded
-        info["sandbox"] = f"probe failed: {e}"
-    info["repo_commit"] = os.environ.get("WAVE2_COMMIT") or _git_head()
-    info["wave2_scripts_sha256"] = scripts_digest()
-    return info
-
-
-def _git_head() -> str:
-    if not (REPO / ".git").exists():
-        return "unknown (no .git in the copy; the lead records the commit it sent)"
-    out = capture(["git", "-C", str(REPO), "rev-parse", "HEAD"])
-    dirty = capture(["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=no"])
-    return out + (" (with uncommitted changes)" if dirty and not dirty.startswith("(") else "")
-
-
-def scripts_digest() -> str:
-    """One hash over the wave's own files: which version of this script produced a summary."""
-    h = hashlib.sha256()
-    for p in sorted([REPO / "experiments" / "h100_wave2.sh", *HERE.glob("*.py"), *HERE.glob("*.sh")]):
-        if p.is_file():
-            h.update(p.name.encode() + b"\0" + p.read_bytes())
-    return h.hexdigest()[:16]
-
-
-# ---------------------------------------------------------------------------------------
-# Packing what comes back
-
-
-SKIP_DIRS = ("cache", "best", "cand", "lanes", ".repos", "__pycache__", "looks")
-"""Workspace folders that are trees or compile caches, not evidence."""
-
-
-def pack(tgz: Path, members: Sequence[tuple[Path, str]], limit_bytes: int = PACK_LIMIT_BYTES) -> dict[str, Any]:
-    """A gzipped tar of `members` (path, name in the archive) without trees and caches; if it
-    is over `limit_bytes`, profiler reports (*.ncu-rep) are left out, then files over 1 MiB.
-    Returns what was left out."""
-    dropped: list[str] = []
-    for level in range(3):
-        with tarfile.open(tgz, "w:gz") as tar:
-            for path, name in members:
-                if not path.exists():
-                    continue
-                tar.add(path, arcname=name, filter=functools.partial(_keep, level=level, dropped=dropped))
-        if tgz.stat().st_size <= limit_bytes:
-            break
-        dropped.clear()
-    return {"file": tgz.name, "bytes": tgz.stat().st_size, "left_out": sorted(set(dropped))[:50]}
-
-
-def _keep(ti: tarfile.TarInfo, *, level: int, dropped: list[str]) -> tarfile.TarInfo | None:
-    parts = Path(ti.name).parts
-    if any(p in SKIP_DIRS for p in parts[1:]) or ti.issym() or ti.islnk():
-        return None
-    if level >= 1 and ti.name.endswith(".ncu-rep"):
-        dropped.append(ti.name)
-        return None
-    if level >= 2 and ti.isfile() and ti.size > 1024 * 1024:
-        dropped.append(ti.name)
-        return None
-    return ti
-
-
-def copy_db(ws_dir: Path, dest: Path) -> None:
-    """A consistent copy of a workspace's run.db (SQLite's backup: the WAL folded in)."""
-    import sqlite3
-
-    src = sqlite3.connect(f"file:{ws_dir / 'run.db'}?mode=ro", uri=True)
-    try:
-        dst = sqlite3.connect(dest)
-        with dst:
-            src.backup(dst)
-        dst.close()
-    finally:
-        src.close()
+    return device_wave.machine_info(smoke=smoke, commit_env="WAVE2_COMMIT", scripts=scripts(),
+                                    digest_key="wave2_scripts_sha256")

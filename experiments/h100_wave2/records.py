@@ -16,6 +16,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from experiments.device_wave import records_export  # noqa: F401 - part of this module's reading
+
 CLASS_KEYS = ("ratio", "lo", "hi", "verdict", "rounds")
 
 
@@ -27,17 +29,6 @@ def iteration_views(root: Path, tag: str) -> list[dict[str, Any]]:
     with ws.open_store(readonly=True) as store:
         return [iteration_view(it.version, str(it.status), it.hypothesis, it.target_class, it.scope, dict(it.record))
                 for it in store.iterations()]
-
-
-def records_export(root: Path, tag: str) -> list[dict[str, Any]]:
-    """Every iteration's whole record, as memory/vN.json carries it plus the indexed columns."""
-    from kopt_supervisor.engine.workspace import Workspace
-
-    ws = Workspace(root, tag)
-    with ws.open_store(readonly=True) as store:
-        return [{"version": it.version, "status": str(it.status), "hypothesis": it.hypothesis,
-                 "target_class": it.target_class, "scope": it.scope, "started_at": it.started_at,
-                 "finished_at": it.finished_at, "record": dict(it.record)} for it in store.iterations()]
 
 
 def iteration_view(version: int, status: str, hypothesis: str, target_class: str | None, scope: str,

@@ -33,6 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from experiments import device_wave
+from experiments.device_wave import export_run, stopper
 from experiments.h100_wave2 import probes, records, softmax_target
 from experiments.h100_wave2.common import (
     HERE,
@@ -41,11 +43,9 @@ from experiments.h100_wave2.common import (
     CmdResult,
     Summary,
     child_env,
-    copy_db,
     find_ncu,
     kopt_argv,
     machine_info,
-    md_table,
     measured,
     pack,
     run_cmd,
@@ -87,6 +87,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="scratch folder outside /tmp (a sandboxed proposer cannot see /tmp); default "
                          "$WAVE2_WORK or ~/kopt-wave2")
     a = ap.parse_args(argv)
+    device_wave.LOG_NAME = "wave2"
     out = a.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
     base = a.work or Path(os.environ.get("WAVE2_WORK") or Path.home() / "kopt-wave2")
@@ -120,32 +121,14 @@ def main(argv: list[str] | None = None) -> int:
 
 def sandbox_choice(summary: Summary) -> bool:
     """--no-sandbox or not: WAVE2_SANDBOX=on|off|auto (auto: bubblewrap when it works here)."""
-    want = os.environ.get("WAVE2_SANDBOX", "auto")
-    from kopt_supervisor.engine.sandbox import probe
-
-    support = probe()
-    if want == "off" or (want == "auto" and not support.works):
-        summary.note(f"runs use --no-sandbox (WAVE2_SANDBOX={want}; bubblewrap: {support.summary()})")
-        return True
-    if not support.works:
-        summary.note(f"WAVE2_SANDBOX=on but bubblewrap does not work here: {support.summary()}; the runs will refuse")
-    return False
+    return device_wave.sandbox_choice(summary, "WAVE2_SANDBOX")
 
 
 def print_tail(summary: Summary) -> None:
     """The end of the output (what the device's reply shows): the main tables, then every
     step's outcome."""
-    for name, step in summary.data["steps"].items():
-        for title, table in (step.get("tables") or {}).items():
-            if table["rows"] and ("iterations" in title or "side by side" in name or "Ray lane" in title):
-                print(f"\n[wave2] {name}: {title}")
-                print("\n".join(md_table(table["columns"], table["rows"][:30])))
-    print("\n[wave2] ======== summary ========")
-    for name, s in summary.data["steps"].items():
-        status = "ok" if s.get("ok") else "FAILED" if s.get("ok") is False else "unfinished"
-        extra = s.get("headline") or s.get("error") or s.get("skipped") or ""
-        print(f"[wave2] {name}: {status} ({s.get('step_wall_s', '?')} s) {extra}")
-    print(f"[wave2] summary: {summary.path}")
+    device_wave.print_tail(summary, tables=lambda name, title: "iterations" in title or "side by side" in name
+                           or "Ray lane" in title)
 
 
 # ---------------------------------------------------------------------------------------
@@ -156,36 +139,13 @@ def kopt_run(ctx: Ctx, root: Path, tag: str, args: list[str], log_name: str, *, 
              grace_s: float = 45.0) -> CmdResult:
     """A kopt command that runs the engine (demo --headless, run --foreground): asked to stop
     (`kopt stop TAG`) at soft_s, killed at soft_s + grace_s. What it recorded stays in run.db."""
-
-    return run_cmd(kopt_argv(root, *args), ctx.raw / log_name, timeout_s=soft_s + grace_s, stop_after_s=soft_s,
-                   on_stop=stopper(root, tag), env=child_env(), cwd=REPO, echo=f"  [{tag}] ")
-
-
-def stopper(root: Path, tag: str) -> Callable[[], None]:
-    """`kopt stop TAG`: the engine ends its running step and stops (what it recorded stays)."""
-
-    def stop() -> None:
-        subprocess.run(kopt_argv(root, "stop", tag), timeout=30, capture_output=True, env=child_env())
-
-    return stop
+    return device_wave.kopt_engine(ctx.raw, root, tag, args, log_name, soft_s=soft_s, grace_s=grace_s)
 
 
 def collect(ctx: Ctx, root: Path, tag: str) -> list[dict[str, Any]]:
     """The run's records (exported as JSON beside a copy of its run.db, its report and status),
     read back as iteration views."""
-    ws = root / tag
-    export = ctx.raw / f"ws_{tag}"
-    export.mkdir(parents=True, exist_ok=True)
-    (export / "records.json").write_text(json.dumps(records.records_export(root, tag), indent=1, default=str))
-    copy_db(ws, export / "run.db")
-    for args, name in ((["report", tag], "report.log"), (["status", tag, "--json"], "status.json")):
-        run_cmd(kopt_argv(root, *args), export / name, timeout_s=90, env=child_env(), cwd=REPO)
-    for keep in ("results.md", "performance.md", "README.md", "engine.log", "kopt.toml"):
-        if (ws / keep).is_file():
-            shutil.copy2(ws / keep, export / keep)
-    for sub in ("logs", "profiles", "memory", "plans"):
-        if (ws / sub).is_dir():
-            shutil.copytree(ws / sub, export / sub, dirs_exist_ok=True)
+    export_run(ctx.raw, root, tag)
     return records.iteration_views(root, tag)
 
 
