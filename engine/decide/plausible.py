@@ -166,11 +166,12 @@ def mean_not_faster(results: Sequence[ClassResult], pairs: Sequence[Pair], polic
     are mostly cheap with a few expensive ones bends it, while the time its calls take in
     all stays. Per config and look, the cost ratio of the means: the bench's own
     (`Pair.best_mean` / `Pair.cand_mean`) for a look's single pair, or the totals over the
-    look's blocks of the config (sum of cand / sum of best). Per class and look, the mean of
-    their logs. A class the decision calls improved whose means show less than MEAN_SHARE of
-    the claimed gain (log terms) in every one of its looks (at least MEAN_MIN_LOOKS of them)
-    is named. Every look, not their average: an honest gain with noisy means falls short of
-    half of it in one look now and then, rarely in all; a bent median falls short always.
+    look's blocks of the config (sum of cand / sum of best); where best's rows report a mean
+    and the candidate's do not, no gain. Per class and look, the mean of their logs. A class
+    the decision calls improved whose means show less than MEAN_SHARE of the claimed gain
+    (log terms) in every one of its looks (at least MEAN_MIN_LOOKS of them) is named. Every
+    look, not their average: an honest gain with noisy means falls short of half of it in
+    one look now and then, rarely in all; a bent median falls short always.
 
     Nothing to compare without means or blocks, or for a throughput (a throughput's mean
     over calls is not the time they took).
@@ -206,13 +207,15 @@ def _mean_ratio(ps: Sequence[Pair]) -> float | None:
     if len(ps) > 1:
         return sum(p.cand for p in ps) / sum(p.best for p in ps)
     p = ps[0]
-    if all(math.isfinite(v) and v > 0 for v in (p.best_mean, p.cand_mean)):
+    if not (math.isfinite(p.best_mean) and p.best_mean > 0):
+        return None
+    if math.isfinite(p.cand_mean) and p.cand_mean > 0:
         return p.cand_mean / p.best_mean
-    return None
+    return math.inf  # best reports a mean and the candidate none: its mean shows no gain
 
 
 def _signed(ratio: float) -> str:
-    return f"{(ratio - 1.0) * 100.0:+.1f}%"
+    return f"{(ratio - 1.0) * 100.0:+.1f}%" if math.isfinite(ratio) else "none (no mean in the candidate's rows)"
 
 
 def repeated_values(pairs: Sequence[Pair], *, min_rounds: int = REPEAT_MIN_ROUNDS) -> Implausible | None:

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import math
+import random
+from dataclasses import replace
+
 import pytest
 
 from kopt_supervisor.engine.decide import (
@@ -17,6 +21,7 @@ from kopt_supervisor.engine.decide.plausible import (
     below_floor,
     check,
     config_speedups,
+    mean_not_faster,
     repeated_values,
     too_fast,
     wall_time_unexplained,
@@ -227,3 +232,90 @@ def test_one_slow_process_does_not_hide_a_claim_no_round_of_the_wall_time_shows(
     assert f is not None and f.action == "review" and "by less than half of it in each of its 3 runs" in f.reason
     honest = runs(best_wall, [11.6, 8.0, 7.99], [4.0] * 3, [2.0] * 3)
     assert wall_time_unexplained(honest, HALF, Policy()) is None
+
+
+# --- a median a few expensive calls bend: the mean does not follow --------------------------------
+
+
+def with_means(median: list[float], mean_ratio: list[float], cls: str = "wide", configs: int = 2) -> list[Pair]:
+    """Process-level looks: per config the candidate's metric (a median) at median[r] x best's,
+    its mean at mean_ratio[r] x best's mean (best: metric 100, mean 102, drifting a little)."""
+    out = []
+    for r, (m, mr) in enumerate(zip(median, mean_ratio, strict=True)):
+        for i in range(configs):
+            b, bm = 100.0 * (i + 1) + r / 7, 102.0 * (i + 1) + r / 5
+            out.append(Pair(f"D={i}", cls, b, b * m, r, ORDER[r % 2], best_mean=bm, cand_mean=bm * mr))
+    return out
+
+
+def test_a_median_that_falls_while_the_mean_stays_is_named_and_the_keep_needs_the_checks() -> None:
+    bent = with_means([0.27, 0.271, 0.269, 0.27], [1.01, 0.99, 1.0, 1.02])
+    v = evaluate(bent, Policy(suspicious_speedup=10.0))
+    (c,) = v.classes
+    f = mean_not_faster(v.classes, bent, Policy())
+    assert f is not None and f.action == "escalate" and f.cls == "wide"
+    assert f.reason.startswith("wide -73.0% by its metric but at best -1.0% by the mean over the same calls "
+                               "(over 4 looks)")
+    assert c.verdict == "improved" and v.kind == "keep" and v.needs_stronger_checks
+    assert "mean_not_faster" in v.flags and "suspicious_speedup" not in v.flags and "wide -73.0%" in v.escalation
+    # the same gain in the mean: nothing to say
+    honest = with_means([0.27, 0.271, 0.269, 0.27], [0.28, 0.27, 0.26, 0.275])
+    assert mean_not_faster(evaluate(honest, Policy()).classes, honest, Policy()) is None
+    assert evaluate(honest, Policy(suspicious_speedup=10.0)).settled_keep
+    # half the gain (log terms) in one look is enough: 0.27 claimed, sqrt(0.27) = 0.52 shown once
+    once = with_means([0.27, 0.271, 0.269, 0.27], [1.0, 0.5, 1.0, 1.0])
+    assert mean_not_faster(evaluate(once, Policy()).classes, once, Policy()) is None
+
+
+def test_no_mean_no_blocks_no_latency_or_no_gain_means_nothing_to_compare() -> None:
+    plain = grid({"a": [27.0, 27.1, 26.9, 27.0]})
+    assert mean_not_faster(evaluate(plain, Policy()).classes, plain, Policy()) is None
+    bent = with_means([0.27, 0.271, 0.269, 0.27], [1.01, 0.99, 1.0, 1.02])
+    assert mean_not_faster(evaluate(bent, Policy()).classes, bent, Policy(direction="max")) is None
+    two = bent[:4]  # two looks are enough...
+    assert mean_not_faster(evaluate(bent, Policy()).classes, two, Policy()) is not None
+    one = bent[:2]  # ...one is not
+    assert mean_not_faster(evaluate(bent, Policy()).classes, one, Policy()) is None
+    slower = with_means([1.2, 1.21, 1.19, 1.2], [1.2] * 4)
+    assert mean_not_faster(evaluate(slower, Policy()).classes, slower, Policy()) is None
+
+
+def test_a_candidate_whose_rows_drop_the_mean_shows_no_gain_in_it() -> None:
+    dropped = [replace(p, cand_mean=float("nan")) for p in with_means([0.5] * 4, [0.5] * 4)]
+    f = mean_not_faster(evaluate(dropped, Policy()).classes, dropped, Policy())
+    assert f is not None and "at best none (no mean in the candidate's rows)" in f.reason
+
+
+def test_blocks_whose_total_does_not_fall_are_named_on_the_ab_path() -> None:
+    """An ab_command look: 10 blocks per config, the candidate's mostly 2x cheaper and two of
+    them 5x dearer. The estimate (the mean of the blocks' logs, outlier blocks left out)
+    says faster; the total over each look's blocks says 40% slower."""
+    def look(r: int, cand: list[float]) -> list[Pair]:
+        return [Pair("D=1", "wide", 100.0 + b / 10, c * (1.0 + 0.001 * ((b + r) % 3)), r,
+                     ORDER[(r + b) % 2], block=b) for b, c in enumerate(cand)]
+
+    bent = [p for r in range(4) for p in look(r, [50.0] * 8 + [500.0] * 2)]
+    v = evaluate(bent, Policy(suspicious_speedup=10.0))
+    assert v.by_class()["wide"].verdict == "improved" and v.kind == "keep"
+    assert v.needs_stronger_checks and "mean_not_faster" in v.flags and "+39." in v.escalation
+    honest = [p for r in range(4) for p in look(r, [50.0] * 10)]
+    assert evaluate(honest, Policy(suspicious_speedup=10.0)).settled_keep
+
+
+def test_honest_gains_with_noisy_means_rarely_escalate_and_bent_medians_always_do() -> None:
+    """Simulated: a true 3% gain, the metric with 0.5% noise per look, the mean with 3% (a
+    noisy mean: a GC pause, a stray process in one look), 3 looks (a decision that stops at
+    min_rounds). Every look must fall short for a flag: measured here, a few percent of honest
+    decisions escalate (and are kept once the stronger checks agree); every bent one does."""
+    rng = random.Random(17)
+    honest_flags = bent_flags = 0
+    trials = 400
+    for _ in range(trials):
+        med = [0.97 * math.exp(rng.gauss(0.0, 0.005)) for _ in range(3)]
+        honest = with_means(med, [0.97 * math.exp(rng.gauss(0.0, 0.03)) for _ in range(3)])
+        claimed = [replace(r, verdict="improved") for r in evaluate(honest, Policy()).classes]
+        honest_flags += mean_not_faster(claimed, honest, Policy()) is not None
+        bent = with_means([0.5 * m for m in med], [math.exp(rng.gauss(0.0, 0.03)) for _ in range(3)])
+        bent_flags += mean_not_faster(evaluate(bent, Policy()).classes, bent, Policy()) is not None
+    assert bent_flags == trials
+    assert honest_flags / trials < 0.06, honest_flags
