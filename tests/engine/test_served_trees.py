@@ -61,13 +61,14 @@ def record(ws: Workspace, v: int) -> dict[str, Any]:
     return {**it.record, "status": it.status}
 
 
-def starts(log: Path) -> list[tuple[int, str, str]]:
+def starts(log: Path, *, confirmation: bool | None = False) -> list[tuple[int, str, str]]:
     """(pid, tree folder name, pycache prefix) of every server process started (the pid as
-    the process saw it: in a sandbox's PID namespace)."""
+    the process saw it: in a sandbox's PID namespace); by default only the decisions' own,
+    not the confirmation's fresh servers (their caches are `fresh_*`); None: all."""
     out = []
     for line in log.read_text().splitlines():
         words = line.split()
-        if words[0] == "start":
+        if words[0] == "start" and (confirmation is None or ("/fresh_" in words[3]) == confirmation):
             out.append((int(words[1]), Path(words[2]).name, words[3]))
     return out
 
@@ -121,6 +122,8 @@ def test_two_processes_per_decision_abba_one_seed_per_look_and_the_costs_recorde
     # of each per decision (the command proposer closes both while it runs)
     got = starts(log)
     assert sorted(tree for _, tree, _ in got) == ["best", "best", "cand", "cand"]
+    # the keep's confirmation: two more, fresh, with caches of their own
+    assert sorted(tree for _, tree, _ in starts(log, confirmation=True)) == ["best", "cand"]
     # one secret seed per look, the same for both sides, and another for its audit; the
     # first side asked: best at even looks, the candidate at odd ones (ABBA)
     by_seed: dict[tuple[str, int], list[tuple[int, str]]] = {}
@@ -131,8 +134,8 @@ def test_two_processes_per_decision_abba_one_seed_per_look_and_the_costs_recorde
     looks = [v for (verb, _), v in by_seed.items() if verb == "look"]
     assert all(v[0][1] == ("best" if v[0][0] % 2 == 0 else "cand") for v in looks)
     with ws.open_store(readonly=True) as s:
-        n_looks = sum(len({r["round"] for r in s.samples(v, "eval")}) for v in (1, 2))
         orders = {(r["round"], r["ord"]) for r in s.samples(1, "eval")}
+    n_looks = sum(len(costs) // 2 for v in (1, 2) for costs in record(ws, v)["side_costs"].values())  # all stages
     assert len(looks) == n_looks == len(by_seed) - n_looks  # every look audited, no seed twice
     assert orders and all(o == ("AB" if r % 2 == 0 else "BA") for r, o in orders)
     # each side's process: CPU and wall seconds per look, beside what its rows claim
@@ -284,7 +287,7 @@ def test_fresh_servers_start_both_anew_with_caches_of_their_own_emptied(served):
         m.close()
         ctx.store.close()
     # confined, each process's compile caches point into its own fresh cache
-    prefixes = [prefix for _, _, prefix in starts(log)]
+    prefixes = [prefix for _, _, prefix in starts(log, confirmation=None)]
     if ctx.jails.confined:
         assert all("/cache/fresh_0_" in p for p in prefixes), prefixes
 

@@ -125,8 +125,10 @@ def audit(seed, kept):
             n = len(ys)
             positions = sorted(rng.randrange(n) for _ in range(min(64, n)))
             summaries.append({"numel": n, "nan": sum(1 for y in ys if math.isnan(y)),
-                              "inf": sum(1 for y in ys if math.isinf(y)), "sum": math.fsum(ys),
-                              "abs_sum": math.fsum(abs(y) for y in ys), "samples": [[i, ys[i]] for i in positions]})
+                              "inf": sum(1 for y in ys if math.isinf(y)),
+                              "sum": math.fsum(y for y in ys if math.isfinite(y)),
+                              "abs_sum": math.fsum(abs(y) for y in ys if math.isfinite(y)),
+                              "samples": [[i, ys[i]] for i in positions]})
         configs.append({"config": config, "sets": len(outs), "set": chosen, "atol": ATOL, "rtol": RTOL,
                         "outputs": summaries})
     return json.dumps({"version": 1, "configs": configs})
