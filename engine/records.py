@@ -86,7 +86,8 @@ class Stage(StrEnum):
     VERIFY = "verify"
     """The formatted tree, measured again before the keep's commit."""
     REVERIFY = "reverify"
-    """A keep decided again in fresh, separate, confined processes of the process-level bench
+    """A keep's confirmation: the looks of freshly started servers (`[target].serve`), or the
+    keep decided again in fresh, separate, confined processes of the process-level bench
     (never the ab_command, which loads both trees into one process)."""
 
 
@@ -106,9 +107,12 @@ class IterationRecord(TypedDict, total=False):
     gpu: dict[str, Any]
     """The GPU gate's evidence: index, name, uuid, state before/after, flagged rounds."""
     gpu_seconds: dict[str, float]
+    """Timed bench seconds per stage."""
     bench_runs: dict[str, list[dict[str, Any]]]
     """Per stage, each process-level bench run: side, round, wall seconds (plausibility)."""
-    """Timed bench seconds per stage."""
+    side_costs: dict[str, list[dict[str, Any]]]
+    """Per stage, each side's cost of each served look (decide.side_cost.SideCost): the
+    OS's CPU and wall seconds beside the seconds its bench claims."""
     changed_files: list[str]
     proposal: dict[str, Any]
     """What the proposer reported (its command, exit, seconds, the tune point)."""
@@ -124,7 +128,15 @@ class IterationRecord(TypedDict, total=False):
     """opened_at, deadline, reason of a review."""
     verify: dict[str, Any]
     reverify: dict[str, Any]
-    """The keep's decision taken again in fresh processes: its verdict, cost, and agreement."""
+    """The process-level path: the keep's decision taken again in fresh processes, its
+    verdict and agreement."""
+    confirmation: dict[str, Any]
+    """How the keep was confirmed in fresh processes (decide.confirmation.Confirmation):
+    outcome, looks, seconds, path (served | process), per class the claimed and seen ratio."""
+    external_truth: dict[str, Any]
+    """What confirmed the keep outside the candidate's process
+    (decide.external_truth.ExternalTruth): kind profiler | os_time | none, outcome, reason
+    ("confirmed by the bench's timer only" for none), figures."""
     timings: dict[str, Any]
     """Seconds per phase: gate_wait_s, proposer_s, police_s, reload_s, looks_s (a list),
     profiler_s, format_s, commit_s, total_s, engine_s (what kopt itself spent)."""

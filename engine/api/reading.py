@@ -150,6 +150,7 @@ def status(ws: Workspace) -> dict[str, Any]:
         "sandbox": run_summary.sandbox_state(meta),
         "unsandboxed": run_summary.ran_unsandboxed(meta),
         "decision_cost": run_summary.decision_cost(meta, its),
+        "external_truth": run_summary.external_truth(its),
         "timings": run_summary.phase_timings(its),
         "agent": run_summary.agent_spending(its, cfg.propose.budget_usd, cfg.propose.budget_tokens),
         "lanes": lanes,

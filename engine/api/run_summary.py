@@ -13,6 +13,9 @@ plain JSON-able values out.
   the same);
 - `profiler_evidence(record["profile"])` (engine.projections: results.md reads it the same):
   per class the profiler's change per call beside the bench's verdict;
+- `external_truth(iterations)`: what confirmed BEST's keep outside the candidate's process
+  (engine.decide.external_truth: the profiler, the OS's accounting, or the bench's timer
+  only), and which of the run's keeps had only the bench's timer;
 - `lane_states(meta, iterations, lanes, reviews)`: what each lane ([parallel].lanes) is doing
   now: its running iteration, its live step (meta `lane:<i>`, or meta `progress` with one
   lane), its GPU and host, its candidate, the interval its decision stands at, and its place
@@ -25,7 +28,7 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from kopt_supervisor.engine import fmt
+from kopt_supervisor.engine import bookkeeping, fmt
 from kopt_supervisor.engine.api.reviews import PendingReview, gpu_of, headline_interval, lane_of
 from kopt_supervisor.engine.projections import (
     ProfiledClass,
@@ -37,6 +40,7 @@ from kopt_supervisor.engine.projections import (
 from kopt_supervisor.engine.records import Iteration, Status
 
 __all__ = ["TIMED_PHASES", "ProfiledClass", "ProfilerEvidence", "agent_line", "agent_spending", "decision_cost",
+           "external_truth",
            "lane_states", "phase_timings", "profiler_evidence", "ran_unsandboxed", "sandbox_line", "sandbox_state", "timing_rows"]
 
 TIMED_PHASES = ("gate_wait_s", "proposer_s", "police_s", "reload_s", "looks_s", "profiler_s", "reverify_s",
@@ -47,7 +51,7 @@ record does not hold is left out (`review_s`, the wait for the engineer, is show
 loop records it)."""
 
 
-PHASE_NOTES = {"reverify_s": "the keep decided again; its looks and gate waits also count in theirs"}
+PHASE_NOTES = {"reverify_s": "the keep's confirmation in fresh processes; its looks and gate waits also count in theirs"}
 """What a phase's seconds hold beyond their name."""
 
 
@@ -238,3 +242,28 @@ def _text(v: Any) -> str | None:
 
 def _mapping(v: Any) -> Mapping[str, Any]:
     return v if isinstance(v, Mapping) else {}
+
+
+def external_truth(iterations: Sequence[Iteration]) -> dict[str, Any]:
+    """`kopt status --json`'s `external_truth`: what confirmed BEST's keep, {version, kind
+    ("profiler" | "os_time" | "none"), outcome, reason} (a keep without a record of it: kind
+    "none", "confirmed by the bench's timer only (...)"; every value None while BEST is the
+    baseline), and `timer_only`: the versions of the run's unmasked keeps that had no
+    external truth."""
+    from kopt_supervisor.engine.decide.external_truth import truth_line
+
+    def kind(it: Iteration) -> tuple[str, str]:
+        got = it.record.get("external_truth")
+        if isinstance(got, dict) and got.get("kind"):
+            return str(got["kind"]), str(got.get("outcome") or "")
+        return "none", "unconfirmed"
+
+    keeps = [it for it in iterations if it.kept and not it.masked and it.status != Status.BASELINE]
+    best = bookkeeping.best_iteration(iterations)
+    if best is None or best.status == Status.BASELINE:
+        head: dict[str, Any] = {"version": None, "kind": None, "outcome": None, "reason": None}
+    else:
+        k, outcome = kind(best)
+        head = {"version": best.version, "kind": k, "outcome": outcome,
+                "reason": truth_line(dict(best.record), str(best.status))}
+    return {**head, "timer_only": [it.version for it in keeps if kind(it)[0] == "none"]}

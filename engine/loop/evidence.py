@@ -117,6 +117,8 @@ class Evidence:
             served = bool(ctx.cfg.target.serve) and lane.fresh is None
             conf = self.served_confirmation(it, lane, verdict) if served else self.process_confirmation(it, lane, verdict)
         conf = with_(conf, seconds=round(time.monotonic() - t0, 2))
+        if conf.path == "process":
+            it.record["reverify"]["seconds"] = conf.seconds
         truth = self.external_truth(it, lane)
         it.record["confirmation"] = conf.to_dict()
         it.record["external_truth"] = truth.to_dict()

@@ -14,6 +14,7 @@ from typing import Any
 
 from kopt_supervisor.engine import fmt
 from kopt_supervisor.engine.config import Config
+from kopt_supervisor.engine.decide.external_truth import TIMER_ONLY, truth_line
 from kopt_supervisor.engine.projections import ran_unsandboxed, sandbox_line
 from kopt_supervisor.engine.records import Iteration
 from kopt_supervisor.engine.report import agents, profiler_view, provenance
@@ -310,15 +311,20 @@ def _kept(inp: ReportInputs) -> list[str]:
         dec = it.record.get("decision") or {}
         rows.append([f"v{it.version}", fmt.sha(it.commit), it.hypothesis, it.target_class or "global",
                      f"{it.status} ({dec.get('by', 'engine')})", _class_deltas(it), profiler_view.change_cell(it),
-                     dec.get("rounds") or "—", fmt.num(dec.get("gpu_seconds")),
-                     ", ".join(it.record.get("changed_files") or []) or "—"])
+                     truth_line(dict(it.record), str(it.status)), dec.get("rounds") or "—",
+                     fmt.num(dec.get("gpu_seconds")), ", ".join(it.record.get("changed_files") or []) or "—"])
     lines = ["## Kept iterations", "",
              "The keeps the final tree is made of, oldest first. Δ per class is the candidate against the "
              "best of that moment, measured paired; the interval is the decision's, at "
              f"{inp.cfg.decide.confidence:g} confidence, valid under its repeated looks.", ""]
+    timer_only = [f"v{it.version}" for it in d.chain if truth_line(dict(it.record), str(it.status)).startswith(TIMER_ONLY)]
+    if timer_only:
+        lines += [f"{TIMER_ONLY.capitalize()}: {', '.join(timer_only)} ({len(timer_only)} of {len(rows)} keeps: no "
+                  "profiler on the GPU, or without a GPU no OS accounting that could tell).", ""]
     if rows:
         lines += _table(["iteration", "commit", "hypothesis", "target", "verdict (by)", "Δ per class [interval]",
-                         "profiler per class: ns/call best → cand (change, agreement)", "rounds", "GPU-s", "files"], rows)
+                         "profiler per class: ns/call best → cand (change, agreement)", "confirmed by (external truth)",
+                         "rounds", "GPU-s", "files"], rows)
     else:
         lines.append("None: no candidate was kept.")
     stray = d.stray_keeps
