@@ -6,6 +6,8 @@ engine/sandbox/, chosen per run (DESIGN.md §12 layer 1; docs/security.md).
 | proposer (`command`)       | cand/, its plan, logs/vN/agent/, the    | its prompt (md + json)          |
 |                            | agent's own folders ([propose].writable)|                                 |
 | bench on best / on cand    | that tree (its CSV), its per-tree cache | nothing else                    |
+| served bench (`serve`)     | its looks folder, its per-tree cache    | its tree, read-only             |
+|                            | (the confirmation's own, emptied)       |                                 |
 | ab_command (per look)      | its per-pair cache                      | best/ and cand/, read-only      |
 | ab_command (served)        | its looks folder, its per-pair cache    | best/ and cand/, read-only      |
 | profiler                   | the tree, the profile's folder, cache   | nothing else                    |
