@@ -22,7 +22,7 @@ from __future__ import annotations
 import io
 import math
 import statistics
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -98,7 +98,7 @@ def format_value(v: Any) -> str:
     return str(v)
 
 
-def key_of(row: dict[str, Any], columns: Iterable[str]) -> str:
+def key_of(row: Mapping[str, Any], columns: Iterable[str]) -> str:
     """`col=value,col=value`: the name of a config (all config columns) or a class."""
     return ",".join(f"{c}={format_value(row[c])}" for c in columns)
 
