@@ -123,9 +123,9 @@ def compare(best: ConfigAudit, cand: ConfigAudit) -> str | None:
     for j, (b, c) in enumerate(zip(best.outputs, cand.outputs, strict=True)):
         if c.numel != b.numel:
             return f"{where}: output {j} holds {c.numel} elements, best's {b.numel}"
-        for what, got, ref in (("NaN", c.nan, b.nan), ("Inf", c.inf, b.inf)):
-            if got > ref:
-                return f"{where}: output {j} holds {got} {what} value(s), best's {ref}"
+        for what, count, most in (("NaN", c.nan, b.nan), ("Inf", c.inf, b.inf)):
+            if count > most:
+                return f"{where}: output {j} holds {count} {what} value(s), best's {most}"
         if [i for i, _ in c.samples] != [i for i, _ in b.samples]:
             return f"{where}: output {j} was sampled at other positions than best's"
         for (i, cv), (_, bv) in zip(c.samples, b.samples, strict=True):
@@ -192,13 +192,13 @@ def _is_number(v: Any) -> bool:
 
 def _int(d: dict[str, Any], key: str, where: str, minimum: int = 0) -> int:
     v = d.get(key)
-    if not _is_int(v) or v < minimum:
+    if not isinstance(v, int) or isinstance(v, bool) or v < minimum:
         raise BenchError(f"{where}: {key!r} must be an integer >= {minimum}, not {v!r}")
-    return int(v)
+    return v
 
 
 def _number(d: dict[str, Any], key: str, where: str) -> float:
     v = d.get(key)
-    if not _is_number(v):
+    if not isinstance(v, int | float) or isinstance(v, bool):
         raise BenchError(f"{where}: {key!r} must be a number, not {v!r}")
     return float(v)
