@@ -141,8 +141,9 @@ class DecideConfig:
     max_other_regression_pct: float = 1.0
     """How much slower a class other than the target may get in a keep."""
     suspicious_speedup: float = 3.0
-    """A candidate more than this many times faster in any class, or in any single config,
-    goes to review."""
+    """A keep more than this many times faster in any class, or in any single config, needs
+    the stronger checks (profiler, output audit on fresh inputs) before it is final; it goes
+    to review only when they disagree or cannot run (docs/decision.md step 13)."""
     review_timeout_s: float = 1800.0
     review_default: str = "reject"
     two_in_a_row: bool = False
