@@ -44,10 +44,11 @@ from kopt_supervisor.engine.diffscan.findings import (
     review_reason,
 )
 from kopt_supervisor.engine.diffscan.python import scan_python
-from kopt_supervisor.engine.diffscan.source import Undecodable, odd_breaks, read_python, shown
+from kopt_supervisor.engine.diffscan.source import Undecodable, odd_characters, read_python, shown
 from kopt_supervisor.engine.diffscan.text import (
     C_RULES,
     C_SUFFIXES,
+    CYTHON_SUFFIXES,
     DOC_SUFFIXES,
     GENERIC_RULES,
     PY_SUFFIXES,
@@ -85,8 +86,11 @@ def scan(diff: str, read: Callable[[str], str | bytes | None], *, allow: Sequenc
         if suffix in PY_SUFFIXES or (not suffix and first.startswith("#!") and "python" in first):
             found += _python_file(fd, read(fd.path))
         elif suffix in C_SUFFIXES:
-            found += _odd_breaks(fd, fd.added)
+            found += _hidden_text(fd, fd.added)
             found += text_rules(fd.path, fd.added, C_RULES + GENERIC_RULES, strip_comments=True)
+        elif suffix in CYTHON_SUFFIXES:
+            found += _hidden_text(fd, fd.added)
+            found += text_rules(fd.path, fd.added, PY_TEXT_RULES + C_RULES + GENERIC_RULES)
         elif suffix in DOC_SUFFIXES:
             found += text_rules(fd.path, fd.added, GENERIC_RULES[:1])
         else:
@@ -101,8 +105,8 @@ def _python_file(fd: FileDiff, got: str | bytes | None) -> list[Finding]:
     """The Python rules on the file as the interpreter reads it (`source.read_python`), on
     the Python lines its added git lines span; `unread` where the file is not the one the
     diff shows (none, or cut at a read limit, or changed since), `source-encoding` for a
-    declared encoding other than UTF-8 (then every line counts), `line-breaks` for an added
-    line with a break only one of git and Python sees."""
+    declared encoding other than UTF-8 (then every line counts), `hidden-text` for an added
+    line with a break only one of git and Python sees, or a bidi control."""
     fallback = text_rules(fd.path, fd.added, PY_TEXT_RULES + GENERIC_RULES)
     if got is None:
         return [Finding("unread", fd.path, 0, "could not be read (gone, not a regular file, or past the read "
@@ -123,17 +127,18 @@ def _python_file(fd: FileDiff, got: str | bytes | None) -> list[Finding]:
         line = src.git_lines[src.cookie_line - 1] if src.cookie_line <= len(src.git_lines) else ""
         found.append(Finding("source-encoding", fd.path, src.cookie_line,
                              quote(f"{line}  # decoded as {src.encoding}: every line of the file counts")))
-    found += _odd_breaks(fd, {n: src.git_lines[n - 1] for n in fd.added if n <= len(src.git_lines)})
+    found += _hidden_text(fd, {n: src.git_lines[n - 1] for n in fd.added if n <= len(src.git_lines)})
     found += [dataclasses.replace(f, line=src.git_line(f.line)) if f.line else f
               for f in scan_python(fd.path, src.text, src.python_lines(set(fd.added)), fd.added)]
     return found
 
 
-def _odd_breaks(fd: FileDiff, lines: dict[int, str]) -> list[Finding]:
-    """`line-breaks`: added lines holding a break git does not count (a lone CR) or one other
-    readers take for a line end (form feed, U+2028...), quoted with those escaped."""
-    return [Finding("line-breaks", fd.path, n, quote(f"{shown(text)}  # {', '.join(odd)}"))
-            for n, text in sorted(lines.items()) if (odd := odd_breaks(text))]
+def _hidden_text(fd: FileDiff, lines: dict[int, str]) -> list[Finding]:
+    """`hidden-text`: added lines holding a break git does not count (a lone CR), one other
+    readers take for a line end (form feed, U+2028...) or a bidi control, quoted with those
+    escaped."""
+    return [Finding("hidden-text", fd.path, n, quote(f"{shown(text)}  # {', '.join(odd)}"))
+            for n, text in sorted(lines.items()) if (odd := odd_characters(text))]
 
 
 def _by_name(fd: FileDiff) -> list[Finding]:

@@ -40,6 +40,9 @@ class FileNames:
         """Names bound by `import x` / `import x as y` (modules for sure)."""
         self.maybe: dict[str, set[str]] = defaultdict(set)
         self.ambiguous: set[str] = set()
+        self.assigned: dict[str, list[ast.expr]] = defaultdict(list)
+        """Every value the file binds to a name (`n = "x"`, `for n in ("a", "b")`): what a
+        name used as a getattr key may be."""
         self._collect()
         self._collect_maybe()
 
@@ -70,6 +73,13 @@ class FileNames:
                         self._bind(arg.arg, node)
             elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
                 self._bind(node.id, node)
+            if isinstance(node, ast.Assign | ast.AnnAssign | ast.NamedExpr) and node.value is not None:
+                for t in (node.targets if isinstance(node, ast.Assign) else [node.target]):
+                    if isinstance(t, ast.Name):
+                        self.assigned[t.id].append(node.value)
+            elif isinstance(node, ast.For | ast.AsyncFor | ast.comprehension) and isinstance(node.target, ast.Name) \
+                    and isinstance(node.iter, ast.Tuple | ast.List | ast.Set):
+                self.assigned[node.target.id] += node.iter.elts
             elif isinstance(node, ast.arg):
                 self.bound.add(node.arg)
             elif isinstance(node, ast.ExceptHandler) and node.name:

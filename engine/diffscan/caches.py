@@ -15,8 +15,9 @@ computing. The rule looks for:
 - an attribute stored on a parameter's object after probing whether it is there, by a
   function that is not a method (`if hasattr(x, "_out"): return x._out ... x._out = y`);
 - a container the caller hands in, changed (`cfg.setdefault("_memo", y)`, `out.append(y)`,
-  `cfg["_memo"] = y`, `kw["memo"][k] = y`): the bench's own dict or list, passed to every
-  timed call, keeps it. Not `**kwargs` itself (a fresh dict per call), nor a helper of the
+  `cfg["_memo"] = y`, `kw["memo"][k] = y`), or an attribute set on what it hands in
+  (`x._out = y`, read back next call through `dir(x)` or `x.__dict__`): the bench's own
+  objects, passed to every timed call, keep it. Not `**kwargs` itself (a fresh dict per call), nor a helper of the
   file that is only ever handed its caller's locals.
 
 Weak containers keyed on objects (`weakref.WeakKeyDictionary`) are found by name
@@ -186,7 +187,10 @@ def _argument_containers(sc: FileNames) -> Iterator[Raw]:
                 root = _param_root(n.func.value, params)
             elif isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Store | ast.Del):
                 keyed = isinstance(n.slice, ast.Constant) and isinstance(n.slice.value, str)
-                root = _param_root(n.value, params, keyed=keyed)
+                found = _param_root(n.value, params, keyed=keyed)
+                root = found if found and found[1] else None  # out[i] = y on a tensor is its output
+            elif isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store | ast.Del):
+                root = _param_root(n.value, params, keyed=True)  # x._out = y: on the caller's own object
             elif isinstance(n, ast.Call) and n.args:
                 q = sc.resolve(n.func)
                 if q and q[1] and q[0] in MUTATING_FUNCTIONS:

@@ -66,9 +66,10 @@ RULES: dict[str, str] = {
               "read limit, cut or changed after the diff): its added lines met the text rules only",
     "source-encoding": "a Python file that declares an encoding other than UTF-8 (utf-7 and unicode_escape decode "
                        "to line breaks git does not show): every line of it counts as the candidate's",
-    "line-breaks": "an added line holding a break only one side sees: a lone CR (a line break to Python, not to "
+    "hidden-text": "an added line that reads differently than it runs: a lone CR (a line break to Python, not to "
                    "git), a form feed, VT, \\x1c-\\x1e, \\x85, U+2028 or U+2029 (a break to editors and "
-                   "str.splitlines, not to Python); quoted with them escaped",
+                   "str.splitlines, not to Python), a bidi control (reorders what a reviewer sees); quoted with "
+                   "them escaped",
     "c-env": "C/C++: getenv, setenv, putenv, environ",
     "c-interpose": "C/C++: dlsym, dlopen, RTLD_NEXT",
     "c-file-write": "C/C++: fopen for writing, ofstream, open with O_WRONLY/O_CREAT, unlink, rename",

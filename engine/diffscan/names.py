@@ -79,6 +79,7 @@ QUALIFIED: dict[str, tuple[str, ...]] = {
         "torch.set_num_interop_threads", "torch.set_grad_enabled", "torch.autograd.set_grad_enabled",
         "torch.use_deterministic_algorithms", "torch.set_deterministic_debug_mode", "torch.set_printoptions",
         "torch.set_warn_always", "torch.manual_seed", "torch.seed", "torch.set_rng_state", "torch.random",
+        "torch.default_generator", "torch.cuda.default_generators", "numpy.random.mtrand", "random._inst",
         "torch.cuda.manual_seed", "torch.cuda.manual_seed_all", "torch.cuda.seed", "torch.cuda.seed_all",
         "torch.cuda.set_rng_state", "torch.cuda.set_rng_state_all", "torch.cuda.set_sync_debug_mode",
         "torch.cuda.set_per_process_memory_fraction", "torch.cuda.memory.set_per_process_memory_fraction",
@@ -126,7 +127,10 @@ CONTAINER_MUTATORS = frozenset({"append", "extend", "insert", "update", "setdefa
 function is named after (`torch.add`, `numpy.sort` are not here): called on an object of
 another module, or on a caller's argument, they keep state there."""
 FRAME_ATTRS = frozenset({"f_back", "f_locals", "f_globals", "f_builtins", "f_code", "f_lasti", "f_trace", "tb_frame",
-                         "tb_next", "gi_frame", "cr_frame", "ag_frame", "gi_code", "__closure__", "cell_contents"})
+                         "tb_next", "gi_frame", "cr_frame", "ag_frame", "gi_code", "__closure__", "cell_contents",
+                         "f_lineno", "tb_lineno", "tb_lasti", "lineno", "funcName", "findCaller", "stack_info",
+                         "gi_yieldframe", "cr_await", "gi_running"})
+"""Attributes of frames, tracebacks, generators, warnings and log records: where a call came from."""
 WRITE_METHODS = frozenset({"write_text", "write_bytes", "touch", "unlink", "rmdir", "mkdir", "symlink_to",
                            "hardlink_to", "link_to", "chmod", "lchmod", "tofile", "to_csv", "to_pickle", "to_parquet",
                            "to_hdf", "to_feather", "to_excel", "to_sql", "savefig"})

@@ -262,7 +262,7 @@ class _Scanner(FileNames):
             key = node.args[1]
             parent = self.parents.get(id(node))
             called = isinstance(parent, ast.Call) and parent.func is node
-            names, built = _key_names(key)
+            names, built = _key_names(key, self.assigned)
             if base and base[1] and not isinstance(key, ast.Constant) and (
                     base[0] in SENSITIVE_MODULES or called or built):
                 # getattr(torch, dtype) is fine; getattr(torch, "manual" + "_seed")(0) is not
@@ -370,15 +370,24 @@ _STRING_BUILDERS = frozenset({"join", "format", "format_map", "replace", "decode
                               "translate", "removeprefix", "removesuffix", "zfill", "center", "ljust", "rjust"})
 
 
-def _key_names(key: ast.AST) -> tuple[set[str], bool]:
+def _key_names(key: ast.AST, assigned: dict[str, list[ast.expr]], depth: int = 0) -> tuple[set[str], bool]:
     """The attribute names a getattr key may be (its string constants: a lookup's default,
-    a concatenation of constants folded) and whether the name is built at run time (joined,
-    formatted, concatenated from what is not constant, decoded, made from chr())."""
+    a concatenation of constants folded, what the file assigns to a name it uses) and whether
+    the name is built at run time (joined, formatted, concatenated from what is not constant,
+    decoded, made from chr())."""
     if isinstance(key, ast.Constant):
         return ({key.value} if isinstance(key.value, str) else set()), False
+    if isinstance(key, ast.Name):
+        names: set[str] = set()
+        built = False
+        for value in assigned.get(key.id, [])[:16] if depth < 3 else []:
+            n, b = _key_names(value, assigned, depth + 1)
+            names |= n
+            built = built or b
+        return names, built
     if isinstance(key, ast.BinOp) and isinstance(key.op, ast.Add):
-        left, lb = _key_names(key.left)
-        right, rb = _key_names(key.right)
+        left, lb = _key_names(key.left, assigned, depth + 1)
+        right, rb = _key_names(key.right, assigned, depth + 1)
         if not (lb or rb) and isinstance(key.left, ast.Constant | ast.BinOp) \
                 and isinstance(key.right, ast.Constant | ast.BinOp) and len(left) == len(right) == 1:
             return {next(iter(left)) + next(iter(right))}, False

@@ -10,7 +10,8 @@ then ends a line at LF, CRLF or a lone CR. The two disagree on:
   unicode_escape's `\\u000a`): the whole tail of a "comment" can be code;
 - characters other readers take for a line break (form feed, VT, \\x1c-\\x1e, \\x85, U+2028,
   U+2029): no break to git or Python, but `str.splitlines` and an editor break there, so a
-  reviewer reading the quoted line may not see what follows.
+  reviewer reading the quoted line may not see what follows; and bidi controls, which
+  reorder what the reviewer sees of a line (Trojan Source), not what runs.
 
 `read_python` decodes exactly as the tokenizer does and says, for each git line, which Python
 lines it spans; where that cannot be told line by line (an encoding other than UTF-8 or a
@@ -27,9 +28,9 @@ from dataclasses import dataclass, field
 
 PY_BREAK = re.compile(r"\r\n|\r|\n")
 """Where Python ends a line (universal newlines)."""
-ODD_BREAKS = re.compile("\r(?!$)|[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
-"""In a git line (no LF): a CR that is not the CR of a CRLF, or a character `str.splitlines`
-and editors break at."""
+ODD_CHARACTERS = re.compile("\r(?!$)|[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+"""In a git line (no LF): a CR that is not the CR of a CRLF, a character `str.splitlines`
+and editors break at, or a bidi control."""
 PLAIN_ENCODINGS = frozenset({"utf-8", "ascii"})
 """Declared encodings that need no review (their names as `codecs.lookup` gives them)."""
 
@@ -137,12 +138,12 @@ def _spans(body: bytes, encoding: str, text: str) -> list[tuple[int, int]]:
     return spans
 
 
-def odd_breaks(line: str) -> list[str]:
+def odd_characters(line: str) -> list[str]:
     """The characters of a git line that are a line break to Python but not to git, or to other
-    readers but not to Python (escaped: `\\r`, `\\x0c`, `\\u2028`)."""
-    return sorted({m.group(0).encode("unicode_escape").decode("ascii") for m in ODD_BREAKS.finditer(line)})
+    readers but not to Python, or a bidi control (escaped: `\\r`, `\\x0c`, `\\u202e`)."""
+    return sorted({m.group(0).encode("unicode_escape").decode("ascii") for m in ODD_CHARACTERS.finditer(line)})
 
 
 def shown(line: str) -> str:
-    """A line as a reviewer should see it quoted: odd breaks escaped, so the quote is one line."""
-    return ODD_BREAKS.sub(lambda m: m.group(0).encode("unicode_escape").decode("ascii"), line)
+    """A line as a reviewer should see it quoted: odd characters escaped, so the quote is one line."""
+    return ODD_CHARACTERS.sub(lambda m: m.group(0).encode("unicode_escape").decode("ascii"), line)

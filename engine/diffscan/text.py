@@ -12,6 +12,8 @@ from kopt_supervisor.engine.diffscan.findings import Finding, quote
 PY_SUFFIXES = (".py", ".pyw", ".pyi")
 C_SUFFIXES = (".c", ".cc", ".cpp", ".cxx", ".c++", ".cu", ".cuh", ".h", ".hh", ".hpp", ".hxx", ".hip", ".inl",
               ".ipp", ".tpp", ".cl", ".mm", ".m")
+CYTHON_SUFFIXES = (".pyx", ".pxd", ".pxi")
+"""Cython: Python that `ast` cannot parse, with C in it: the Python text rules and the C rules."""
 DOC_SUFFIXES = (".md", ".rst", ".txt", ".csv", ".json")
 """Prose and data: only the ld-preload rule applies (notes may well mention kopt)."""
 SHADOWED = frozenset(sys.stdlib_module_names) | {"torch", "triton", "numpy", "harness", "pandas", "cupy", "jax",
@@ -80,7 +82,10 @@ def text_rules(path: str, added: dict[int, str], rules: Iterable[TextRule], *, s
     """Findings of the text rules on the added lines (of a source, or of a Python string)."""
     out = []
     for n, line in sorted(added.items()):
-        body = re.sub(r"//.*$", "", line) if strip_comments else line
+        # a // comment ends at a lone CR, VT or form feed too (a C preprocessor's line end): not
+        # at the end of the git line, or `// x\rexit(0);` hides the call from the rules
+        body = "\n".join(re.sub(r"//.*$", "", seg) for seg in re.split(r"\r(?!$)|[\x0b\x0c]", line)) \
+            if strip_comments else line
         for rule, rx in rules:
             if rx.search(body):
                 out.append(Finding(rule, path, n, quote(line)))
