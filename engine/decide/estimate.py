@@ -195,6 +195,15 @@ def _shown_values(pairs: list[Pair], kept: list[Sample], unit: str) -> tuple[flo
     return (math.nan if best is None else best), (math.nan if cand is None else cand)
 
 
+def exp_ratio(log_ratio: float) -> float:
+    """A log-ratio bound as a ratio. Two looks far apart give a t-interval so wide that its
+    bound overflows math.exp: such a bound is infinite (or zero), never an error."""
+    try:
+        return math.exp(log_ratio)
+    except OverflowError:
+        return math.inf
+
+
 def estimate_class(
     cls: str, pairs: list[Pair], samples: list[Sample], policy: Policy, *, final: bool
 ) -> ClassResult:
@@ -213,7 +222,7 @@ def estimate_class(
     plausible_lo = plausible_hi = math.nan
     if final and verdict == "undecided" and policy.futility_confidence > 0:
         piv = interval(kept, 1.0 - policy.futility_confidence, unit)
-        plausible_lo, plausible_hi = math.exp(piv.lo), math.exp(piv.hi)
+        plausible_lo, plausible_hi = exp_ratio(piv.lo), exp_ratio(piv.hi)
     best, cand = _shown_values(pairs, kept, unit)
     return ClassResult(
         cls=cls,
@@ -222,8 +231,8 @@ def estimate_class(
         best=best,
         cand=cand,
         ratio=math.exp(iv.mean) if not math.isnan(iv.mean) else math.nan,
-        lo=math.exp(iv.lo),
-        hi=math.exp(iv.hi),
+        lo=exp_ratio(iv.lo),
+        hi=exp_ratio(iv.hi),
         verdict=verdict,
         outliers=outliers,
         disturbed=disturbed,

@@ -158,3 +158,21 @@ def test_a_per_process_offset_fools_pooled_blocks_but_not_runs_as_the_unit() -> 
         false[pool] = sum(k in ("keep", "regression", "split") for k in kinds) / len(kinds)
     assert false[False] <= 0.02
     assert false[True] >= 0.10
+
+
+def test_an_interval_too_wide_for_exp_is_infinite_not_an_error() -> None:
+    from kopt_supervisor.engine.decide.estimate import exp_ratio
+
+    assert exp_ratio(800.0) == math.inf
+    assert exp_ratio(-800.0) == 0.0
+    assert exp_ratio(math.log(2.0)) == pytest.approx(2.0)
+
+
+def test_two_looks_far_apart_at_min_rounds_two_decide_without_overflow() -> None:
+    """min_rounds = 2 is valid: two looks 8x apart gave a log-interval whose bound overflowed
+    math.exp, and evaluate raised OverflowError instead of leaving the class undecided."""
+    p = Policy(confidence=0.99, min_rounds=2, max_rounds=20)
+    v = evaluate(rounds({"a": [0.25, 2.0]}), p)
+    (c,) = v.classes
+    assert c.verdict == "undecided"
+    assert c.hi > 1.0 and c.lo < 1.0
