@@ -74,7 +74,7 @@ def scan_python(path: str, source: str, added: Collection[int], added_text: dict
     return out
 
 
-def _candidates(node: ast.AST, added: Collection[int], scanner: _Scanner) -> bool:
+def _candidates(node: ast.AST, added: set[int], scanner: _Scanner) -> bool:
     """Whether a finding is the candidate's: its node touches an added line, or a name it
     uses is bound on an added line."""
     lo = getattr(node, "lineno", 0)
@@ -267,10 +267,10 @@ class _Scanner(FileNames):
                     base[0] in SENSITIVE_MODULES or called or built):
                 # getattr(torch, dtype) is fine; getattr(torch, "manual" + "_seed")(0) is not
                 yield _Raw("dynamic-access", node, "  # an attribute by computed name")
-            for q in (f"{base[0]}.{n}" for n in sorted(names)) if base and base[1] else ():
+            for full in (f"{base[0]}.{n}" for n in sorted(names)) if base and base[1] else ():
                 for rule, prefixes in QUALIFIED.items():  # getattr(torch, os.environ.get("X", "manual_seed"))
-                    if any(q == p or q.startswith(p + ".") for p in prefixes):
-                        yield _Raw(rule, node, f"  # may be {q}")
+                    if any(full == p or full.startswith(p + ".") for p in prefixes):
+                        yield _Raw(rule, node, f"  # may be {full}")
         if name in ("operator.attrgetter", "operator.methodcaller") and not all(
                 isinstance(a, ast.Constant) for a in node.args[:1 if name.endswith("methodcaller") else None]):
             yield _Raw("dynamic-access", node, "  # an attribute named at run time")
