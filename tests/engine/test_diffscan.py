@@ -784,3 +784,43 @@ def test_files_git_diff_does_not_show_and_a_cut_diff(tmp_path: Path) -> None:
     cut = scan(diff[:200], {"evil.py": hidden}.get, allow=("*:*",), truncated=True)
     assert [f.rule for f in cut] == ["diff-truncated"]
     assert "the diff [diff-truncated]" in review_reason(cut)
+
+
+# --- wave 3: lines as git counts them, the file as the interpreter reads it -------------------------------------------
+
+
+def test_the_diff_is_split_at_lf_only(tmp_path: Path) -> None:
+    """A form feed, U+2028, \\x1c or a lone CR inside an added line is part of that line: every
+    later added line keeps its number (str.splitlines broke there and shifted them)."""
+    from kopt_supervisor.engine import gitops
+
+    new = BASE + "a = 1\x0c\nb = 2\u2028\nc = 3\x1c\nd = 4\re = 5\nf = 6\n"
+    git_diff(tmp_path, {"k.py": BASE}, {"k.py": new.encode()})  # (its text=True output turns a CR into LF)
+    files = parse_diff(gitops.scan_diff(tmp_path / "repo", "HEAD")[0])  # as the loop reads it: bytes, no translation
+    assert files[0].added == {11: "a = 1\x0c", 12: "b = 2\u2028", 13: "c = 3\x1c", 14: "d = 4\re = 5", 15: "f = 6"}
+
+
+def test_read_python_maps_git_lines_onto_python_lines() -> None:
+    from kopt_supervisor.engine.diffscan.source import Undecodable, read_python
+
+    src = read_python(b"a = 1\r\nb = 2\rc = 3\nd = 4\n")
+    assert src.exact and src.text.count("\n") == 3 and src.cookie_line == 0
+    assert src.spans[:3] == [(1, 1), (2, 3), (4, 4)]  # CRLF is one break, the lone CR another
+    assert src.python_lines({2}) == {2, 3} and src.git_line(3) == 2 and src.git_line(4) == 3
+    latin = read_python(b"# coding: latin-1\nx = '\xe9'\n")
+    assert latin.exact and latin.cookie_line == 1 and "é" in latin.text  # single-byte: mapped, but declared
+    utf7 = read_python(b"# coding: utf-7\nx = 1 # +AAo-y = 2\n")
+    assert not utf7.exact and utf7.python_lines({2}) == {1, 2, 3, 4}  # every line counts
+    with pytest.raises(Undecodable):
+        read_python(b"x = '\xe9'\n")  # not UTF-8 and no declaration: the interpreter refuses it too
+    with pytest.raises(Undecodable):
+        read_python(b"# coding: no-such-codec\nx = 1\n")
+
+
+def test_a_symlink_or_gitlink_in_the_diff_is_named() -> None:
+    diff = ("diff --git a/k.py b/k.py\nnew file mode 120000\nindex 0000000..1234567\n--- /dev/null\n+++ b/k.py\n"
+            "@@ -0,0 +1 @@\n+../elsewhere.py\n\\ No newline at end of file\n"
+            "diff --git a/sub b/sub\nnew file mode 160000\nindex 0000000..89abcde\n--- /dev/null\n+++ b/sub\n"
+            "@@ -0,0 +1 @@\n+Subproject commit 89abcde\n")
+    assert [(f.path, f.link) for f in parse_diff(diff)] == [("k.py", "symlink"), ("sub", "gitlink")]
+    assert [(f.rule, f.path) for f in scan(diff, lambda p: None)] == [("unread", "k.py"), ("unread", "sub")]
