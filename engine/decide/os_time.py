@@ -20,13 +20,16 @@ to hide its steady looks pays for its starts: they only lower its savings).
 - "shown": on at least one clock the saving's lower bound (one-sided, CONFIDENCE, from the
   spread of the per-look savings) reaches SHOWN_SHARE of the mean claim. Either clock may
   show it: a kernel that spreads over threads saves wall time while its CPU time grows.
-- "refuted": on both clocks the claim is not there: the saving's upper bound stays below
-  SHOWN_SHARE of the mean claim, or (from EVERY_LOOK_MIN looks on) every look on its own
-  shows less than SHOWN_SHARE of its claim. The second reading is what a candidate that
-  widens the spread (CPU burnt or time slept in some looks) cannot escape: both only lower
-  its savings; an honest candidate falls short of half its claim in every one of 5 looks
-  only when the clock's noise exceeds that half every time (at most 0.46^5 ~ 2% where the
-  noise is five times the claim, far less where it is smaller).
+- "refuted": no clock shows it, and on one of them the claim is not there: the saving's
+  upper bound stays below SHOWN_SHARE of the mean claim, or (from EVERY_LOOK_MIN looks on)
+  every look on its own shows less than SHOWN_SHARE of its claim. The second reading is what
+  a candidate that widens the spread (CPU burnt or time slept in some looks) cannot escape:
+  both only lower its savings. An honest candidate falls short of half its claim in every
+  look only when the clock's noise exceeds that half every time: the CPU clock, which the
+  machine's load hardly moves, needs 4 such looks (and a shortfall beyond its tick), the
+  wall clock, which a loaded machine moves by more than a small claim, 7 (0.5^7 < 1%).
+  One clock suffices: a noisy wall clock on a loaded machine must not let a patched timer
+  through that the CPU clock refutes.
 - "inconclusive": the clocks' noise is too large for the claim either way (a small claim on
   a loaded machine): the OS cannot tell.
 - "not_applicable": fewer than MIN_LOOKS looks with every figure, or no claimed saving to
@@ -54,8 +57,15 @@ CONFIDENCE = 0.99
 SHOWN_SHARE = 0.5
 """The share of the claimed saving a clock must show."""
 MIN_LOOKS = 3
-EVERY_LOOK_MIN = 5
-"""Looks before "every look short of the share" refutes on its own."""
+EVERY_LOOK_MIN = {"cpu": 4, "wall": 7}
+"""Looks before "every look short of the share" refutes on its own, per clock."""
+RESOLUTION_S = {"cpu": 0.01, "wall": 0.0}
+"""What a clock cannot resolve: Linux accounts a process's CPU time in clock ticks of 1/100 s
+(/proc/<pid>/stat, what psutil reads), so a look's CPU seconds are a difference of two
+readings each up to a tick short. The allowance on a clock's mean saving is never below its
+resolution, a look counts as short of its claim only by more than it, and a clock whose
+resolution reaches SHOWN_SHARE of the claim takes no part ("blind"): a claim under a couple
+of ticks per look is weighed by the wall clock alone."""
 OUTCOMES = ("shown", "refuted", "inconclusive", "not_applicable")
 
 
@@ -90,7 +100,8 @@ class ClockCheck:
     short_looks: int
     """Looks in which this clock showed less than SHOWN_SHARE of the look's claim."""
     outcome: str
-    """"shown" | "refuted" | "inconclusive"."""
+    """"shown" | "refuted" | "inconclusive" | "blind" (its resolution is at least the share of
+    the claim it would have to show: it takes no part)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {k: (round(v, 6) if isinstance(v, float) else v) for k, v in asdict(self).items()}
@@ -153,7 +164,8 @@ def weigh(looks: Sequence[LookCost]) -> OsTruth:
     if not clocks:
         return OsTruth("not_applicable", "no look has the OS's CPU or wall seconds of both sides", len(usable), claim)
     outcomes = {c.outcome for c in clocks}
-    outcome = "shown" if "shown" in outcomes else "refuted" if outcomes == {"refuted"} else "inconclusive"
+    outcome = "shown" if "shown" in outcomes else "refuted" if "refuted" in outcomes else "inconclusive"
+    clocks = tuple(c for c in clocks if c.outcome != "blind") or clocks
     return OsTruth(outcome, _reason(outcome, clocks, claim, len(usable)), len(usable), claim, clocks, left_out)
 
 
@@ -165,11 +177,14 @@ def _clock(name: str, looks: list[LookCost], claim: float) -> ClockCheck | None:
         return None
     saved = [b - c for b, c, _ in values]
     m = mean(saved)
-    half = t_quantile(CONFIDENCE, n - 1) * stdev(saved) / math.sqrt(n)
-    short = sum(1 for s, (_, _, cl) in zip(saved, values, strict=True) if s < SHOWN_SHARE * cl)
-    if m - half >= SHOWN_SHARE * claim:
+    tick = RESOLUTION_S[name]
+    half = max(t_quantile(CONFIDENCE, n - 1) * stdev(saved) / math.sqrt(n), tick)
+    short = sum(1 for s, (_, _, cl) in zip(saved, values, strict=True) if s + tick < SHOWN_SHARE * cl)
+    if tick >= SHOWN_SHARE * claim:
+        outcome = "blind"  # it cannot resolve the share of the claim it is asked about
+    elif m - half >= SHOWN_SHARE * claim:
         outcome = "shown"
-    elif m + half < SHOWN_SHARE * claim or (n >= EVERY_LOOK_MIN and short == n):
+    elif m + half < SHOWN_SHARE * claim or (n >= EVERY_LOOK_MIN[name] and short == n):
         outcome = "refuted"
     else:
         outcome = "inconclusive"
@@ -186,8 +201,8 @@ def _reason(outcome: str, clocks: tuple[ClockCheck, ...], claim: float, n: int) 
         c = next(c for c in clocks if c.outcome == "shown")
         return f"the OS's accounting shows {figures(c)} of the {_s(claim)} the bench claims"
     if outcome == "refuted":
-        every = [c for c in clocks if c.short_looks == n]
-        tail = f"; in each of the {n} looks less than half the look's claim" if len(every) == len(clocks) else ""
+        every = [c.clock.replace("cpu", "CPU") for c in clocks if c.outcome == "refuted" and c.short_looks == n]
+        tail = f"; {' and '.join(every)} time: less than half the claim in each of the {n} looks" if every else ""
         return (f"the OS's accounting shows {' and '.join(figures(c) for c in clocks)} of the {_s(claim)} "
                 f"the bench claims{tail}: the claim is not a measurement of faster code")
     return f"{said}; the OS's accounting cannot tell: {'; '.join(figures(c) for c in clocks)}"

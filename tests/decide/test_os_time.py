@@ -114,6 +114,24 @@ def test_a_server_that_starts_anew_for_every_look_pays_for_its_starts():
     assert truth.outcome == "refuted" and truth.starts_left_out == 0 and truth.looks == 6, truth.reason
 
 
+def test_a_claim_under_the_cpu_clocks_tick_is_never_refuted_by_it():
+    """A real 1% gain of a 40 ms look: 0.4 ms claimed, and the CPU clock counts in 10 ms
+    ticks, so both sides read the same every time. The CPU clock takes no part (it would
+    refute), the noisy wall clock cannot tell. A 16 ms claim that no clock shows is still
+    refuted by the wall clock alone."""
+    rng = random.Random(8)
+    quantized = []
+    for r in range(8):
+        lk = look(r, cpu_saved=0.0004, wall_saved=0.0004, claimed_saved=0.0004, noise=0.002, rng=rng)
+        quantized.append(LookCost(SideCost("best", r, 0.04, lk.best.wall_s, lk.best.claimed_s),
+                                  SideCost("cand", r, 0.04, lk.cand.wall_s, lk.cand.claimed_s)))
+    truth = weigh(quantized)
+    assert [c.clock for c in truth.clocks] == ["wall"] and truth.outcome == "inconclusive", truth.reason
+    patched = [LookCost(lk.best, SideCost("cand", lk.cand.round, 0.04, lk.best.wall_s, lk.best.claimed_s - 0.016))
+               for lk in quantized]  # 40% of the same look claimed, no clock moved
+    assert weigh(patched).outcome == "refuted"
+
+
 def test_without_timed_seconds_or_with_too_few_looks_the_os_has_nothing_to_weigh():
     no_calls = [LookCost(SideCost("best", r, 1.0, 1.0, None), SideCost("cand", r, 0.5, 0.5, None)) for r in range(6)]
     assert weigh(no_calls).outcome == "not_applicable" and "[target].calls" in weigh(no_calls).reason
