@@ -450,7 +450,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--max-iters", type=int, default=None)
     sp.add_argument("--tag", default=None)
     sp.add_argument("--no-sandbox", action="store_true",
-                    help="run the bench without bubblewrap (recorded and shown with every result)")
+                    help="run the bench without bubblewrap even where it works (recorded and shown with every "
+                         "result; where none works the demo runs unconfined by itself, marked so)")
     sp.add_argument("--no-profile", action="store_true",
                     help="skip the profiler's confirmation of keeps (faster on a GPU with ncu/rocprofv3)")
     return p
