@@ -343,8 +343,10 @@ class ServedTrees:
     `secrets`) for both; then a second seed, drawn only after both answered, and `audit N
     SEED PATH` to both: kopt checks the rule's choices and compares the candidate's audited
     outputs with best's (engine/decide/audit.py); a difference is a correctness failure of
-    the candidate's config. Each side's CPU time (its process tree, from just before its
-    look to its audit's reply) and wall time go into the look's `costs`.
+    the candidate's config. While one side is asked, the other's processes are stopped
+    (SIGSTOP): nothing it left running competes with the side being measured. Each side's
+    CPU time (its process tree, from just before its look to its audit's reply) and wall
+    time go into the look's `costs`.
 
     Best's process is kept while BEST's tree does not change (it runs only kept code); the
     candidate's is started anew at every decision, so nothing one candidate's code left in
@@ -392,6 +394,7 @@ class ServedTrees:
         leaving: set[str] = set()
         try:
             for side in order:
+                self._focus(side)
                 cpu[side] = servers[side].cpu_seconds()
                 t0 = time.monotonic()
                 words = self._ask(side, f"look {r} {seed} {csvs[side]}", "done", r)
@@ -400,9 +403,12 @@ class ServedTrees:
                     leaving.add(side)
             audit_seed = secrets.randbits(63)  # drawn only now: no process could see it coming
             for side in order:
+                self._focus(side)
                 self._ask(side, f"audit {r} {audit_seed} {audits[side]}", "audited", r)
                 cpu[side] = servers[side].cpu_seconds() - cpu[side]
         finally:
+            for server in self.servers.values():
+                server.resume()
             for side in leaving:
                 self._close(side)
         for side in SIDES:
@@ -494,6 +500,15 @@ class ServedTrees:
         self.servers[side], self.serving[side] = server, tree_hash
         self.new.add(side)
         return server
+
+    def _focus(self, side: str) -> None:
+        """Only `side`'s process runs: the other is stopped (SIGSTOP, its whole tree) until
+        the look's requests are answered, so nothing it left running (a busy thread, a child)
+        takes a CPU from the side being measured or does work outside its own requests."""
+        for other, server in self.servers.items():
+            if other != side:
+                server.pause()
+        self.servers[side].resume()
 
     def _ask(self, side: str, request: str, answer: str, r: int) -> list[str]:
         """One request to a side's process; its reply's words. No reply, or `fail`, is a

@@ -7,9 +7,9 @@ benchmark. On timeout, on an exception from `poll()`, on runaway output, and aft
 command's own exit, the whole group is killed (TERM, then KILL), so nothing is left behind.
 
 `Server` is the same for a command that stays up and answers requests line by line (the
-A/B serve protocol of docs/files.md): `ask()` writes a request to its stdin and waits, with
-the same timeout, polling and output limit, for the reply line on its stdout; `close()`
-ends it and kills its group.
+serve protocols of docs/files.md): `ask()` writes a request to its stdin and waits, with
+the same timeout, polling and output limit, for the reply line on its stdout; `pause()` and
+`resume()` stop and continue its whole process tree; `close()` ends it and kills its group.
 
 Commands are argv lists or shell strings. Shell strings come only from the user's own
 kopt.toml (the bench, the proposer, the format command); nothing from a plan, a hypothesis
@@ -58,6 +58,7 @@ from kopt_supervisor.engine.runner.processes import (
     kill_orphans,
     marked_processes,
     process_tree,
+    signal_tree,
 )
 from kopt_supervisor.engine.runner.server import Server, ServerError
 
@@ -78,5 +79,6 @@ __all__ = [
     "process_tree",
     "run",
     "sandbox_note",
+    "signal_tree",
     "tail_file",
 ]

@@ -24,6 +24,7 @@ from kopt_supervisor.engine.runner.processes import (
     forget_step,
     kill_group,
     new_step,
+    signal_tree,
 )
 from kopt_supervisor.engine.sandbox import Confinement
 
@@ -90,6 +91,17 @@ class Server:
         unconfined, processes carrying its step token count too: nothing else holds them)."""
         return cpu_seconds(self.pgid, None if self.confined is not None else self.token)
 
+    def pause(self) -> None:
+        """Stop its whole process tree (SIGSTOP) until `resume()`: while another process is
+        measured, nothing this one runs (a thread left busy, a child) takes a CPU from it."""
+        if self.alive:
+            signal_tree(self.pgid, signal.SIGSTOP, None if self.confined is not None else self.token)
+
+    def resume(self) -> None:
+        """Continue what `pause()` stopped (SIGCONT); harmless on a running process."""
+        if not self.closed:
+            signal_tree(self.pgid, signal.SIGCONT, None if self.confined is not None else self.token)
+
     def ask(self, request: str, *, is_reply: Callable[[str], bool], timeout_s: float,
             poll: Callable[[], None] | None = None, poll_interval_s: float = 0.2) -> str:
         """Send one request line and return the reply line. Raises ServerError (the process
@@ -128,6 +140,7 @@ class Server:
         `grace_s` to exit, then its whole group killed. Idempotent."""
         if self.closed:
             return
+        self.resume()  # a paused process would never see its stdin close
         self.closed = True
         try:
             self.proc.stdin.close()  # type: ignore[union-attr]

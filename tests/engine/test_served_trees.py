@@ -85,6 +85,45 @@ def no_server_left(ws: Workspace) -> bool:
 
 
 # ---------------------------------------------------------------------------------------
+# The OS's accounting of a process tree (runner.cpu_seconds)
+
+BURN = "import time\nt = time.process_time()\nwhile time.process_time() - t < {s}: pass\n"
+
+
+def test_cpu_seconds_count_the_tree_reaped_children_and_what_escaped_with_the_token(tmp_path):
+    """A command's CPU: its own, a child that ended (reaped: in the parent's children
+    times), a `setsid` grandchild still running (the tree), and, given the step token, a
+    daemon that left the tree altogether (double fork: reparented away from the group)."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    from kopt_supervisor.engine import runner
+
+    token = "tok" + os.urandom(6).hex()
+    (tmp_path / "burn.py").write_text(BURN.format(s=0.4))
+    (tmp_path / "spin.py").write_text("import time\nwhile True: pass\n")
+    script = (f"{sys.executable} burn.py; (setsid {sys.executable} spin.py &); "
+              f"( ( {sys.executable} spin.py & ) & ); echo started; exec sleep 30")
+    proc = subprocess.Popen(["bash", "-c", script], cwd=tmp_path, start_new_session=True, stdout=subprocess.PIPE,
+                            env={**os.environ, runner.STEP_ENV: token})
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == b"started\n"
+        time.sleep(1.0)  # the spinners spin (on a loaded machine, a share of a CPU each)
+        tree = runner.cpu_seconds(proc.pid)
+        marked = runner.cpu_seconds(proc.pid, token)
+        assert tree >= 0.4 + 0.1  # the reaped burn, and the setsid spinner
+        assert marked >= tree + 0.1  # the escaped spinner too
+        time.sleep(0.5)
+        assert runner.cpu_seconds(proc.pid, token) >= marked + 0.1  # still counting
+    finally:
+        runner.kill_group(proc.pid)
+        runner.end_leftovers(token)
+        proc.wait()
+
+
+# ---------------------------------------------------------------------------------------
 # The configuration
 
 
@@ -307,6 +346,28 @@ def test_the_candidates_process_reaches_neither_its_tree_nor_bests(served):
     assert tried == {"own-tree": "denied", "best-tree": "denied", "best-looks-write": "denied",
                      "best-looks-read": "denied"}
     assert json.loads((lane.best / "kernel.json").read_text()) == {"speed": {"small": 1.0, "large": 1.0}}
+
+
+def test_while_one_side_is_measured_the_other_sides_processes_are_stopped(served):
+    """The candidate's process leaves a thread busy on the CPU: it must not run while best's
+    look runs (it would take a CPU from best and slow best's numbers on a loaded machine)."""
+    ws, log, ctx, lane, best, m = _measurer_setup(served)
+    try:
+        (lane.cand / "kernel.json").write_text(json.dumps({"speed": {"small": 1.0, "large": 1.0}, "hog": True}))
+        m.new_decision()
+        it = _iteration(lane, 1, best)
+        for r in range(4):
+            m.look(it, "eval", r, {})
+    finally:
+        m.close()
+        ctx.store.close()
+    lines = [line.split() for line in log.read_text().splitlines()]
+    hog = [float(w[1]) for w in lines if w[0] == "hog"]
+    began = {w[1]: float(w[5]) for w in lines if w[0] == "look" and Path(w[4]).name == "best"}
+    ended = {w[1]: float(w[5]) for w in lines if w[0] == "done" and Path(w[4]).name == "best"}
+    assert len(began) == len(ended) == 4 and len(hog) > 10  # the thread ran, in the candidate's own turns
+    inside = [t for t in hog for n in began if began[n] < t < ended[n]]
+    assert not inside, f"the candidate's thread ran {len(inside)} times during best's looks"
 
 
 def test_a_candidate_row_missing_or_extra_is_a_bench_failure(served):

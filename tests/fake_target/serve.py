@@ -24,11 +24,12 @@ Hostile knobs in kernel.json (the candidate's code doing what a kernel must not)
   "die_at": n, "hang_at": n, "fail_at": n   exits / never answers / answers `fail` at look n
   "looks": k          answers `done N last` after k looks (it leaves after that look's audit)
   "audit_fail": true  answers every audit with `fail`
+  "hog": true         a thread left busy on the CPU for the process's whole life (logs `hog TIME`)
   "reach": true       tries to write its own tree, best's tree and best's output folder, and
                       to list the latter (logs `reach WHAT ok|denied`)
 Environment: FAKE_SERVE_LOG=path appends `start PID CWD PYCACHE-PREFIX` for each process
-started and `look|audit N SEED PID CWD` for each request (tests count processes per tree and
-compare seeds); FAKE_NOISE (relative sigma of the burned time, default 0.002); FAKE_CALLS
+started, `look|audit N SEED PID CWD TIME` for each request and `done N SEED PID CWD TIME` for
+each look answered (tests count processes per tree, compare seeds, see when a look ran); FAKE_NOISE (relative sigma of the burned time, default 0.002); FAKE_CALLS
 (timed calls per config, default 100).
 """
 
@@ -37,6 +38,7 @@ import math
 import os
 import random
 import sys
+import threading
 import time
 
 CONFIGS = [("s0", "small", 128, 10.0), ("s1", "small", 256, 14.0), ("s2", "large", 4096, 120.0),
@@ -157,9 +159,18 @@ def reach(path):
             log(f"reach {what} denied")
 
 
+def hog():
+    """The "hog" knob: a thread left busy on the CPU, logging `hog TIME` every few ms."""
+    while True:
+        burn(0.005)
+        log(f"hog {time.time():.6f}")
+
+
 def serve():
     log(f"start {os.getpid()} {os.getcwd()} {os.environ.get('PYTHONPYCACHEPREFIX', '-')}")
     k = kernel()
+    if k.get("hog"):
+        threading.Thread(target=hog, daemon=True).start()
     kept, last_look, served, leaving = {}, None, 0, False
     for line in sys.stdin:
         words = line.split()
@@ -170,7 +181,7 @@ def serve():
         if len(words) != 4 or words[0] not in ("look", "audit"):
             continue
         verb, n, seed, path = words
-        log(f"{verb} {n} {seed} {os.getpid()} {os.getcwd()}")
+        log(f"{verb} {n} {seed} {os.getpid()} {os.getcwd()} {time.time():.6f}")
         if verb == "audit":
             if k.get("audit_fail"):
                 print(f"fail {n} the audit broke", flush=True)
@@ -199,6 +210,7 @@ def serve():
         last_look = n
         served += 1
         leaving = served >= int(k.get("looks") or 10**9)
+        log(f"done {n} {seed} {os.getpid()} {os.getcwd()} {time.time():.6f}")
         print(f"done {n}{' last' if leaving else ''}", flush=True)
 
 
