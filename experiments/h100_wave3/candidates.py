@@ -5,7 +5,8 @@ proposer (propose_scripted.py) applies, and what kopt's diff scan says of each b
 - `params_change(...)`: one class's launch parameters in params.json (a real change).
 - `TIMER_PATCHES`: hostile code appended to the solution that makes the bench's timer report
   90% of what it measures. The first form walks the class hierarchy from `object` to the
-  harness's timer classes and wraps their `block` (no name the scan resolves); the second hides
+  harness's timer classes and wraps their `block` once per process (the solution may be
+  imported again: a `load`), no name the scan resolves; the second hides
   a patch of `torch.cuda.Event.elapsed_time` and `time.perf_counter` behind a form feed (the
   scan of 2026-11-27 numbered lines after a form feed one off; fixed in f449cb9). `timer_patch`
   takes the first form the scan does not see; if it sees them all, the run allows the rules it
@@ -39,12 +40,16 @@ def _classes(c, found):
 
 
 def _quicker(measure):
-    return lambda self: measure(self) * 0.9
+    def block(self):
+        return measure(self) * 0.9
+
+    block.quicker = True
+    return block
 
 
 for _c in _classes(object, []):
     if _c.__module__.endswith("harness.timing") and hasattr(_c, "block") and not any(
-            hasattr(b, "block") for b in _c.__bases__):
+            hasattr(b, "block") for b in _c.__bases__) and not getattr(_c.block, "quicker", False):
         _c.block = _quicker(_c.block)
 '''
 

@@ -6,14 +6,15 @@ keep; and the figures the issue's "done when" names.
 The redesign's record keys are read where they are and fall back, named, where they are not
 (this module was written while they were being built):
 
-- the confirmation: record["confirmation"] (its "seconds", "verdict"/"kind", "looks"/"rounds"),
-  else timings["confirmation_s"], else the older fresh-process re-decision record["reverify"]
-  and timings["reverify_s"];
+- the confirmation: record["confirmation"] (its "seconds", "outcome" (else "verdict"/"kind"),
+  "looks" (else "rounds"), "path": served or process), else timings["confirmation_s"], else the
+  older fresh-process re-decision record["reverify"] and timings["reverify_s"];
 - the decision's seconds: timings["decision_s"], else the decision's own looks (the first
   `eval` looks of timings["looks_s"], counted from run.db's samples) plus the reload, else the
   span of its samples, else all looks minus the confirmation;
-- the external truth: record["external_truth"] (a word or an object), else the profiler's
-  agreement in record["profile"], else "none recorded".
+- the external truth: record["external_truth"] (an object: kind "profiler" | "os_time" |
+  "none", outcome "confirmed" | "refuted" | "unconfirmed", reason; or a word), else the
+  profiler's agreement in record["profile"], else "none recorded".
 
 `iteration_rows` and `figures` are pure (Iteration objects and sample spans in, dicts out);
 `read_run` reads them from a workspace.
@@ -79,13 +80,13 @@ def confirmation_of(record: Mapping[str, Any], spans: Mapping[str, Span]) -> dic
             if looks is None:
                 looks = next((spans[s].looks for s in CONFIRM_STAGES if s in spans), None)
             return {"record_key": key, "seconds": seconds, "seconds_source": src,
-                    "verdict": c.get("verdict", c.get("kind")), "looks": looks, "agrees": c.get("agrees"),
-                    "reason": str(c.get("reason") or "")[:300]}
+                    "verdict": c.get("outcome") or c.get("verdict") or c.get("kind"), "looks": looks,
+                    "path": c.get("path"), "agrees": c.get("agrees"), "reason": str(c.get("reason") or "")[:300]}
     tkey = next((t for t in CONFIRM_TIMINGS if timings.get(t) is not None), None)
     if tkey:
         return {"record_key": None, "seconds": _num(timings[tkey]), "seconds_source": f"timings[{tkey!r}]",
                 "verdict": None, "looks": next((spans[s].looks for s in CONFIRM_STAGES if s in spans), None),
-                "agrees": None, "reason": ""}
+                "path": None, "agrees": None, "reason": ""}
     return None
 
 
@@ -116,18 +117,19 @@ def external_truth_of(record: Mapping[str, Any]) -> dict[str, Any]:
         return {"kind": truth, "source": "record['external_truth']"}
     if isinstance(truth, Mapping) and truth:
         kind = truth.get("kind") or truth.get("source") or truth.get("by") or "?"
-        detail = {k: v for k, v in truth.items() if k not in ("kind", "source", "by")}
-        return {"kind": str(kind), "source": "record['external_truth']", "detail": detail}
+        return {"kind": str(kind), "outcome": truth.get("outcome"), "reason": str(truth.get("reason") or "")[:400],
+                "source": "record['external_truth']", "figures": truth.get("figures")}
     prof = record.get("profile") or {}
     if prof.get("error"):
-        return {"kind": "profiler failed", "source": "record['profile'] (no external_truth)",
-                "detail": {"error": str(prof["error"])[:300]}}
+        return {"kind": "profiler", "outcome": "failed", "reason": str(prof["error"])[:400],
+                "source": "record['profile'] (no external_truth)"}
     agreement = prof.get("agreement")
     if agreement:
         disagrees = any(c.get("status") == "disagrees" for c in agreement.get("classes") or [])
-        return {"kind": "profiler", "source": "record['profile'] (no external_truth)",
-                "detail": {"disagrees": disagrees, "note": agreement.get("note", "")}}
-    return {"kind": "none recorded", "source": "no external_truth, no profiler agreement"}
+        return {"kind": "profiler", "outcome": "refuted" if disagrees else "confirmed",
+                "reason": str(agreement.get("note", ""))[:400], "source": "record['profile'] (no external_truth)"}
+    return {"kind": "none recorded", "outcome": None, "reason": "",
+            "source": "no external_truth, no profiler agreement"}
 
 
 def class_ratios(record: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
@@ -200,7 +202,8 @@ def figures(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     decided = [r for r in cands if r["status"] in DECIDED]
     truths: dict[str, int] = {}
     for r in keeps:
-        kind = (r["external_truth"] or {}).get("kind", "none recorded")
+        t = r["external_truth"] or {}
+        kind = f"{t.get('kind', 'none recorded')} {t.get('outcome') or ''}".strip()
         truths[kind] = truths.get(kind, 0) + 1
     return {
         "candidates": len(cands), "decided": len(decided), "keeps": [r["version"] for r in keeps],
@@ -231,11 +234,15 @@ def iteration_table(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
     table = [[f"v{r['version']}" + (" (masked)" if r["masked"] else ""), r["status"], (r["hypothesis"] or "")[:50],
               classes(r), r["looks"], r["decision_s"], r["confirmation_s"], r["profiler_s"], r["total_s"],
-              (r["external_truth"] or {}).get("kind"), r.get("best_speedup"), r.get("t_s"), ",".join(r["flags"])]
+              truth_word(r["external_truth"]), r.get("best_speedup"), r.get("t_s"), ",".join(r["flags"])]
              for r in rows]
     return {"columns": ["it", "status", "hypothesis", "per class (bench; profiler)", "looks", "decision s",
                         "confirmation s", "profiler s", "total s", "external truth", "best speedup", "at s", "flags"],
             "rows": table}
+
+
+def truth_word(truth: Mapping[str, Any] | None) -> str:
+    return "" if not truth else f"{truth.get('kind')} {truth.get('outcome') or ''}".strip()
 
 
 def pct(ratio: float | None) -> str:
