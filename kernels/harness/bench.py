@@ -83,6 +83,7 @@ from .timing import (
     EventTimer,
     GraphTimer,
     L2Flush,
+    block_launches,
     cycle,
     l2_bytes,
     one_call_us,
@@ -285,17 +286,19 @@ class Timing:
             return CPU_SETS
         return rotation_sets(nbytes, self.l2, MAX_SETS)
 
-    def sets_timer(self, calls: list[Callable[[], Any]], graph: bool = True,
+    def sets_timer(self, calls: list[Callable[[], Any]], nbytes: int, graph: bool = True,
                    span: Callable[[], Any] | None = None) -> Any:
         """A block timer over one call per buffer set whose every block calls each set at least
         once, the same number of times (so each set's output is what the last block wrote):
-        on the CPU one call per set; on a GPU k launches, k a multiple of the sets' count so
-        that a block lasts about --block-us; `graph` and `span` as in `timer`."""
+        on the CPU one call per set; on a GPU timing.block_launches (a multiple of the sets'
+        count, from the bytes a call moves); `graph` and `span` as in `timer`."""
         fn, sets = cycle(calls), len(calls)
         if not self.gpu or self.flush is None:
             return CpuTimer(fn, sets, warm_blocks=0, span=span)
+        for call in calls:  # every set seen once, eagerly, before the capture (sets.TimedSets says why)
+            call()
         est = one_call_us(self.torch, calls[0], self.flush)
-        reps = math.ceil(max(reps_for(est, self.block_us, self.max_reps), sets) / sets) * sets
+        reps = block_launches(nbytes, est, self.block_us, self.max_reps, sets)
         return self._block_timer(fn, reps, graph, span)
 
     def _block_timer(self, fn: Callable[[], Any], reps: int, graph: bool, span: Callable[[], Any] | None) -> Any:
@@ -373,7 +376,7 @@ def parse_args(argv: list[str] | None, gpu: bool) -> argparse.Namespace:
     ap.add_argument("--dtypes", default="", help="comma-separated subset of the contract's dtypes "
                                                  "(default: all on a GPU, the first on the CPU)")
     ap.add_argument("--blocks", type=int, default=0, help="timed blocks per config and side (default: GPU 25 / 9 "
-                                                          "for --ab, CPU 3 / 4 for --ab)")
+                                                          "for --ab or --serve, CPU 3 / 4 for --ab)")
     ap.add_argument("--block-us", type=float, default=300.0,
                     help="GPU: target duration of a block (default 300 µs); on the CPU a block is one call")
     ap.add_argument("--only", default="", help="comma-separated shape names (after --shapes)")
@@ -397,7 +400,7 @@ def parse_args(argv: list[str] | None, gpu: bool) -> argparse.Namespace:
         ap.error("--serve times its looks: not with --once")
     if a.serve and a.seed is not None:
         ap.error("--seed: a served look takes its seed from the request (`look N SEED PATH`)")
-    a.blocks = a.blocks or ((9 if a.ab else 25) if gpu else (4 if a.ab else 3))
+    a.blocks = a.blocks or ((9 if a.ab or a.serve else 25) if gpu else (4 if a.ab else 3))
     return a
 
 
@@ -525,13 +528,13 @@ class Bench:
                                  "calls": t.reps if t is not None else 0, "prod": prod(case)})
         return rows
 
-    def timed_rows(self, seed: int) -> list[dict[str, Any]]:
+    def timed_rows(self, seed: int, *, copy: bool = True) -> list[dict[str, Any]]:
         """One tree, one look of `seed` (a plain run or a served look): per case, the
         contract check on inputs of its own, then the timed blocks over buffer sets drawn
         from the seed (sets.TimedSets: never the check's inputs, no reference computed for
         them, refreshed before the last block), its statistics over blocks beside a same-size
-        copy's (no copy when the spec says nothing of the bytes a call moves: gbps and the
-        copy columns NaN), and `calls`, the timed calls the row's `us` is the per-call time
+        copy's (none when the spec says nothing of the bytes a call moves, or without `copy`:
+        a served look, whose copy columns kopt never reads; they are NaN then), and `calls`, the timed calls the row's `us` is the per-call time
         of. The sets are kept in `self.looked` (until the next look) for `audit`."""
         rows = []
         nan = math.nan
@@ -546,21 +549,24 @@ class Bench:
                 log(f"{where}: FAILS contract: {why}")
             sets = TimedSets(case, seed, self.timing.set_count(case.bytes))
             self.looked.append((case, sets))
+            self.clock.lap("inputs")  # the timed sets' first draw
             t = self.tree_timer(case, sets, where)
             self.clock.lap("capture")  # the timer's calibration and CUDA graph
-            copy = self.timing.timer(case.copy_calls, case.bytes) if case.bytes > 0 else None
+            copy_t = self.timing.timer(case.copy_calls, case.bytes) if copy and case.bytes > 0 else None
             ks, cs = [], []
             for block in range(self.a.blocks):  # the kernel's launches in the case's range; the copy's outside
                 if block == self.a.blocks - 1:
+                    self.clock.lap("timing")
                     sets.refresh()  # the last block computes on inputs no earlier call saw
+                    self.clock.lap("inputs")
                 if t is not None:
                     try:
                         ks.append(t.block())
                     except Exception as exc:  # a candidate whose timed call raises fails its row
                         log(f"{where}: FAILS: a timed call raised {type(exc).__name__}: {exc}")
                         err, t, ks = math.inf, None, []
-                if copy is not None:
-                    cs.append(copy.block())
+                if copy_t is not None:
+                    cs.append(copy_t.block())
             st = summarize(ks) if ks else dict.fromkeys(("median", "mean", "std", "min", "p10", "p90"), nan)
             cu = summarize(cs)["median"] if cs else nan
             us = st["median"]
@@ -585,7 +591,7 @@ class Bench:
         """The block timer of the tree's function over `sets` (None, logged: it cannot be timed)."""
         try:
             fn = case.function(self.mod)
-            return self.timing.sets_timer(sets.calls(fn), graph=self.spec.graph,
+            return self.timing.sets_timer(sets.calls(fn), case.bytes, graph=self.spec.graph,
                                           span=functools.partial(self.ranges.span, case.range))
         except Exception as exc:
             log(f"{where}: cannot be timed: {type(exc).__name__}: {exc}")

@@ -107,7 +107,7 @@ def serve_tree(bench: Bench, requests: Iterable[str], reply: Callable[[str], Non
             last = None
             bench.clock = PhaseClock(since_process_start=False)
             try:
-                rows = bench.timed_rows(req.seed)
+                rows = bench.timed_rows(req.seed, copy=False)
                 bench.clock.lap("timing")
                 write_csv(rows, req.path, stdout=False)
             except Exception as exc:  # a broken function fails its own rows: this is the harness or CUDA

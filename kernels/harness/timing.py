@@ -84,6 +84,30 @@ def reps_for(one_call_us: float, block_us: float, max_reps: int) -> int:
     return max(1, min(max_reps, round(block_us / max(one_call_us, 1e-3))))
 
 
+BLOCK_BYTES = 1 << 30
+"""What a one-tree look's timed block moves when the spec says how many bytes a call moves:
+about 330 µs of a memory-bound kernel at an H100's 3.3 TB/s."""
+LONG_BLOCK = 20
+"""A block of BLOCK_BYTES longer than this many --block-us (a compute-bound kernel) is cut to
+--block-us by the calibration instead."""
+
+
+def block_launches(nbytes: int, one_call_us: float, block_us: float, max_reps: int, sets: int) -> int:
+    """Launches per timed block of a one-tree look, a multiple of `sets` (each set called
+    equally often): enough to move BLOCK_BYTES when the bytes a call moves are known, so the
+    count is the same in every process for the config, whatever the kernel's speed or the
+    calibration's noise (on the H100 a block of 6 launches of a 20 µs kernel measured 15-18%
+    more per launch than one of 14, and a single flushed call's estimate swung between 20 and
+    50 µs from look to look); else, or when such a block would last more than LONG_BLOCK x
+    block_us by the calibration, `reps_for` (the count then follows the kernel's speed)."""
+    reps = reps_for(one_call_us, block_us, max_reps)
+    if nbytes > 0:
+        by_bytes = max(1, min(max_reps, math.ceil(BLOCK_BYTES / nbytes)))
+        if by_bytes * one_call_us <= LONG_BLOCK * block_us:
+            reps = by_bytes
+    return math.ceil(max(reps, sets) / sets) * sets
+
+
 def l2_bytes(torch: Any, device: int = 0) -> int:
     props = torch.cuda.get_device_properties(device)
     return int(getattr(props, "L2_cache_size", 50 << 20) or (50 << 20))
