@@ -386,8 +386,8 @@ class ServedTrees:
         name = f"v{it.version}_{stage}_r{r}"
         csvs = {side: self.looks / side / f"{name}.csv" for side in SIDES}
         audits = {side: self.looks / side / f"{name}_audit.json" for side in SIDES}
-        for path in (*csvs.values(), *audits.values()):
-            path.unlink(missing_ok=True)
+        for side in SIDES:  # earlier looks' files (their copies are in logs/), whatever else a process left
+            empty_folder(self.looks / side)
         seed = secrets.randbits(63)
         cpu: dict[str, float] = {}
         wall: dict[str, float] = {}
@@ -487,8 +487,8 @@ class ServedTrees:
         folder = self.looks / side
         if folder.is_symlink():
             folder.unlink()
-        shutil.rmtree(folder, ignore_errors=True)  # what an earlier process of this side left
         folder.mkdir(parents=True, exist_ok=True)
+        empty_folder(folder)  # what an earlier process of this side left
         cache = self.caches.get(side, tree_hash) if self.caches is not None else None
         jail = self.ctx.jails.bench(tree, side, tree_hash, outputs=(folder,), write_tree=False, cache=cache)
         self.started += 1
@@ -534,3 +534,16 @@ class ServedTrees:
         server = self.servers.pop(side, None)
         if server is not None:
             server.close()
+
+
+def empty_folder(folder: Path) -> None:
+    """Remove what `folder` holds (links as links, never followed); the folder stays."""
+    try:
+        entries = list(folder.iterdir())
+    except OSError:
+        return
+    for entry in entries:
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)

@@ -296,6 +296,10 @@ def test_bests_process_is_kept_while_best_stays_and_the_candidates_is_new_per_de
         kept = m.servers["best"].proc.pid
         m.look(_iteration(lane, 3, moved), "eval", 1, {"CUDA_VISIBLE_DEVICES": "1"})  # another GPU: anew
         assert m.servers["best"].proc.pid != kept
+        # the output folders hold the last look's files only (copies of each are in logs/)
+        assert sorted(p.name for p in (ws.dir / "looks" / "lane0" / "best").iterdir()) == [
+            "v3_eval_r1.csv", "v3_eval_r1_audit.json"]
+        assert (ws.log_dir(1) / "eval_r0_best.csv").exists() and (ws.log_dir(2) / "eval_r1_cand_audit.json").exists()
     finally:
         m.close()
         ctx.store.close()
