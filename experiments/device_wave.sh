@@ -5,8 +5,9 @@
 # NAME: the log prefix (wave3); VAR: the prefix of the wave's environment knobs (WAVE3:
 # WAVE3_BUDGET_S, and the WAVE3_COMMAND / WAVE3_SETUP it exports to the Python side); MODULE:
 # the wave's entry point (experiments.h100_wave3.run); PARTS: the part names it accepts.
-# `$1` is the part, `--smoke` after it runs here without a GPU (OUT defaults to
-# /tmp/h100_NAME_smoke). The part's output goes to $OUT/<part>/ (run.log is this output).
+# `$1` is the part (or parts joined by commas, for a module that runs several in one call),
+# `--smoke` after it runs here without a GPU (OUT defaults to /tmp/h100_NAME_smoke). The
+# output goes to $OUT/<part>/ (parts joined by _; run.log is this output).
 #
 # On the device (OUT set by the tool): setup_device installs kopt and the carried wheels into
 # the device's python3 (no index there: --no-index --no-deps); on a machine still warm from an
@@ -61,10 +62,14 @@ wave_main() {
   local name=$1 var=$2 module=$3 parts=$4
   shift 4
   set -u -o pipefail
-  local part=${1:-} smoke=0
+  local part=${1:-} smoke=0 p known=1
   [ "${2:-}" = "--smoke" ] && smoke=1
-  case " $parts " in *" $part "*) [ -n "$part" ] ;; *) false ;; esac \
-    || { echo "usage: bash experiments/h100_$name.sh ${parts// /|} [--smoke]"; return 2; }
+  # several parts joined by commas run in one call (one setup); their folder joins them with _
+  [[ -z $part || $part == ,* || $part == *, || $part == *,,* ]] && known=0
+  for p in ${part//,/ }; do
+    case " $parts " in *" $p "*) ;; *) known=0 ;; esac
+  done
+  [ $known = 1 ] || { echo "usage: bash experiments/h100_$name.sh ${parts// /|}[,...] [--smoke]"; return 2; }
   local t0 budget_var="${var}_BUDGET_S"
   t0=$(date +%s)
   local budget=${!budget_var:-480}
@@ -76,7 +81,7 @@ wave_main() {
     [ -n "${OUT:-}" ] || { echo "OUT is not set (the device tool sets it; elsewhere use --smoke)"; return 2; }
     PY=python3
   fi
-  local r="$OUT/$part"
+  local r="$OUT/${part//,/_}"
   mkdir -p "$r"
   exec > >(tee -a "$r/run.log") 2>&1
   export PYTHONUNBUFFERED=1

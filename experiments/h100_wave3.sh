@@ -8,14 +8,18 @@
 #   bash experiments/h100_wave3.sh part2   # >= 30 comment-only candidates (0 kept?), softmax's first decision
 #   bash experiments/h100_wave3.sh part3   # hostile: a hidden timer patch (profiler), stolen outputs (audit)
 #   bash experiments/h100_wave3.sh part4   # a real ~3% change tried 20 times from v0 (kept >= 19?)
+#   bash experiments/h100_wave3.sh part1,part3   # parts joined by commas: one call, one setup, one
+#                                                # summary in $OUT/part1_part3/ (each leaves the
+#                                                # later ones what they plan for: run.py NEEDS_S)
 # Here, without a GPU (Triton's interpreter, tiny runs, no ncu), before spending device time:
 #   bash experiments/h100_wave3.sh part1 --smoke      (OUT defaults to /tmp/h100_wave3_smoke)
 #
 # Each part writes $OUT/<part>/: summary.json and summary.md (rewritten after every step: a part
 # cut short keeps what it measured; the command, the commit, the GPU, the date, the redesign's
 # pieces this checkout holds), run.log (this output) and <part>.tgz (raw logs, run.db copies,
-# every record as JSON). 4 files: the device returns 8. Each part plans for 8 minutes, setup
-# included (WAVE3_BUDGET_S, default 480; part4 wants 560).
+# every record as JSON). 4 files: the device returns 8. WAVE3_BUDGET_S (default 480) is the
+# call's wall budget, setup included; a call of part1,part3 or of part4 wants 570 (the device
+# tool's limit is 600).
 #
 # Knobs: WAVE3_COMMIT (the commit sent, for the record: the device's copy has no .git),
 # WAVE3_SANDBOX=auto|on|off, WAVE3_WORK (scratch outside /tmp; default ~/kopt-wave3),

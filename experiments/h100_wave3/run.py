@@ -2,7 +2,10 @@
 "done when" figures of the measurement redesign (issue "Measure from outside the candidate's
 reach").
 
-    python -m experiments.h100_wave3.run part1|part2|part3|part4 --out DIR [--smoke] [--budget-s S]
+    python -m experiments.h100_wave3.run part1|part2|part3|part4[,...] --out DIR [--smoke] [--budget-s S]
+
+Parts joined by commas run one after the other in one call (one setup, one summary), each
+leaving the later ones what they plan for (NEEDS_S).
 
 part1  the demo: `kopt demo --headless` on RMSNorm from the naive start (the tune proposer, the
        profiler on, the catalog's served per-tree harness) for WAVE3_DEMO_S (300) seconds, then
@@ -85,6 +88,12 @@ class Ctx:
     budget: Budget
     no_sandbox: bool
     missing: list[str] = field(default_factory=list)
+    reserve_s: float = 0.0
+    """What the parts after this one in the same call need (NEEDS_S)."""
+
+    def left(self) -> float:
+        """Seconds this part may still spend: the budget left less what later parts need."""
+        return self.budget.left() - self.reserve_s
 
     @property
     def root(self) -> Path:
@@ -101,7 +110,8 @@ class Ctx:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("part", choices=tuple(PARTS))
+    ap.add_argument("part", help=f"one of {', '.join(PARTS)}, or several joined by commas (one call, one setup, "
+                                 "one summary; each part plans for NEEDS_S on the device)")
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--smoke", action="store_true", help="no GPU: Triton's interpreter, tiny runs, no ncu")
     ap.add_argument("--budget-s", type=float, default=None, help="wall seconds for this part (device: 470)")
@@ -109,11 +119,15 @@ def main(argv: list[str] | None = None) -> int:
                     help="scratch folder outside /tmp (a sandboxed proposer cannot see /tmp); default "
                          "$WAVE3_WORK or ~/kopt-wave3")
     a = ap.parse_args(argv)
+    parts = a.part.split(",")
+    if not all(p in PARTS for p in parts):
+        ap.error(f"part {a.part!r}: one of {', '.join(PARTS)}, or several joined by commas")
+    folder = "_".join(parts)
     device_wave.LOG_NAME = "wave3"
     out = a.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
     base = a.work or Path(os.environ.get("WAVE3_WORK") or Path.home() / "kopt-wave3")
-    work = (base / f"{a.part}{'-smoke' if a.smoke else ''}").resolve()
+    work = (base / f"{folder}{'-smoke' if a.smoke else ''}").resolve()
     if str(work).startswith(("/tmp/", "/var/tmp/", "/dev/shm/", "/run/")):
         raise SystemExit(f"--work {work}: the sandbox hides that folder from a proposer; choose one elsewhere")
     shutil.rmtree(work, ignore_errors=True)
@@ -139,11 +153,15 @@ def main(argv: list[str] | None = None) -> int:
     no_sandbox = device_wave.sandbox_choice(summary, "WAVE3_SANDBOX")
     ctx = Ctx(a.part, a.smoke, out, work, raw, summary, budget, no_sandbox, list(summary.data["missing_pieces"]))
     try:
-        PARTS[a.part](ctx)
+        for i, name in enumerate(parts):
+            ctx.reserve_s = 0.0 if a.smoke else sum(NEEDS_S[p] for p in parts[i + 1:])
+            summary.data.setdefault("parts_run", []).append(name)
+            summary.save()
+            PARTS[name](ctx)
     finally:
         with measured(summary, "pack") as e:
             members = [(raw, "raw"), (work / "tools", "tools")]
-            e.update(pack(out / f"{a.part}.tgz", members))
+            e.update(pack(out / f"{folder}.tgz", members))
         failed = [n for n, s in summary.data["steps"].items() if s.get("ok") is False]
         if failed and ctx.missing:
             summary.note(f"failed steps {failed}; pieces missing in this checkout when it ran: {ctx.missing}")
@@ -236,10 +254,10 @@ def part1(ctx: Ctx) -> None:
     first_s = float(ctx.knob("DEMO_S", "300", "900"))
     for n, kernel in enumerate(kernels):
         name = f"demo_{kernel}"
-        left = ctx.budget.left() - 40.0  # the pack and the export of the last demo
-        soft = first_s if n == 0 else left - 45.0
+        left = ctx.left() - 40.0  # the pack and the export of the last demo
+        soft = (first_s if ctx.smoke else max(60.0, min(first_s, left - 45.0))) if n == 0 else left - 45.0
         if n > 0 and soft < 90.0 and not ctx.smoke:
-            s.step(name, ok=None, skipped=f"{ctx.budget.left():.0f} s left: not enough for a second demo")
+            s.step(name, ok=None, skipped=f"{ctx.left():.0f} s left: not enough for a second demo")
             continue
         with measured(s, name) as e:
             tag = f"wave3-{kernel}"
@@ -289,7 +307,7 @@ def rms_session(ctx: Ctx, name: str, plan: dict[str, dict[str, Any]], iters: int
 def part2(ctx: Ctx) -> None:
     n = int(ctx.knob("AA_N", str(AA_TARGET), "2"))
     softmax_reserve = 0.0 if ctx.knob("SOFTMAX", "1", "1") == "0" else (600.0 if ctx.smoke else 100.0)
-    soft = max(60.0, ctx.budget.left() - softmax_reserve - 60.0) if not ctx.smoke else 1500.0
+    soft = max(60.0, ctx.left() - softmax_reserve - 60.0) if not ctx.smoke else 1500.0
     got = rms_session(ctx, "aa", {"default": candidates.comment()}, n, soft, profile=True)
     if got is not None:
         rows, fig, e = got
@@ -340,7 +358,7 @@ def softmax_first_decision(ctx: Ctx) -> None:
     if tag is None:
         return
     with measured(s, "softmax: first decision") as e:
-        soft = 900.0 if ctx.smoke else max(45.0, ctx.budget.left() - 50.0)
+        soft = 900.0 if ctx.smoke else max(45.0, ctx.left() - 50.0)
         res = run_engine(ctx, e, tag, 1, soft, "softmax_run.log")
         rows, _ = report_run(ctx, e, tag, res)
         first = next((r for r in rows if r["version"] == 1), None)
@@ -377,7 +395,7 @@ def part3(ctx: Ctx) -> None:
     plan = {"1": candidates.hostile(f"timer-{form}", text, "the bench's blocks timed as the H100 runs them"),
             "2": candidates.hostile("stolen-outputs", candidates.STOLEN_OUTPUTS,
                                     "a shape seen before answers from the first call's rows")}
-    soft = 1500.0 if ctx.smoke else max(90.0, ctx.budget.left() - 60.0)
+    soft = 1500.0 if ctx.smoke else max(90.0, ctx.left() - 60.0)
     got = rms_session(ctx, "hostile", plan, 2, soft, profile=True, allow=allow)
     if got is None:
         return
@@ -541,7 +559,7 @@ def part4(ctx: Ctx) -> None:
         drivers.append(RestartDriver(root, tag, tries))
         return drivers[-1]
 
-    soft = 3000.0 if ctx.smoke else max(90.0, ctx.budget.left() - 60.0)
+    soft = 3000.0 if ctx.smoke else max(90.0, ctx.left() - 60.0)
     s.data["power_setup"] = {"start (BEST at v0)": slow, "change": change, "profiler": "on" if profile else
                              "off (WAVE3_P4_PROFILE=1 turns it on: then each keep costs the profiler's seconds)"}
     got = rms_session(ctx, "power", {"default": change}, 4 * tries + 10, soft, profile=profile, params=slow,
@@ -574,6 +592,11 @@ def part4(ctx: Ctx) -> None:
 
 
 PARTS: dict[str, Callable[[Ctx], None]] = {"part1": part1, "part2": part2, "part3": part3, "part4": part4}
+NEEDS_S = {"part1": 400.0, "part2": 430.0, "part3": 220.0, "part4": 480.0}
+"""What each part plans for on the H100 when a later part of the same call waits for it
+(setup excluded): the demo's 300 s and its stop; 30 comment-only decisions of about 9 s and the
+softmax example; the hostile run (its baseline profiled, the timer patch profiled); the
+prescan and 20 tries of about 20 s."""
 
 
 if __name__ == "__main__":
