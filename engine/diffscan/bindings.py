@@ -39,6 +39,8 @@ class FileNames:
         self.imported_modules: set[str] = set()
         """Names bound by `import x` / `import x as y` (modules for sure)."""
         self.maybe: dict[str, set[str]] = defaultdict(set)
+        self.maybe_attrs: dict[str, set[str]] = defaultdict(set)
+        self.returns: dict[str, set[str]] = defaultdict(set)
         self.ambiguous: set[str] = set()
         self.assigned: dict[str, list[ast.expr]] = defaultdict(list)
         """Every value the file binds to a name (`n = "x"`, `for n in ("a", "b")`): what a
@@ -136,46 +138,91 @@ class FileNames:
             self.ambiguous |= {n for n in names if n in self.aliases}
 
     def _collect_maybe(self) -> None:
-        """`maybe`: a loop variable over a literal of imported things, a parameter of this
-        file's function (or lambda) called with one, holds it (until nothing is new)."""
+        """`maybe`: what a name may hold of imported things, until nothing is new: a loop
+        variable over a literal of them, a parameter of this file's function (or lambda)
+        called with one or defaulting to one, a name bound to the result of this file's
+        function that returns one; `maybe_attrs`: an attribute name the file sets to one
+        anywhere (`self.m = triton.testing`, `m = ...` in a class body), so `C.m.x = f` is
+        a store into it."""
         lambdas = {t.id: n.value for n in ast.walk(self.tree) if isinstance(n, ast.Assign)
                    and isinstance(n.value, ast.Lambda) for t in n.targets if isinstance(t, ast.Name)}
+        fns = [n for n in ast.walk(self.tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda)]
         for _ in range(4):
             grew = False
             for node in ast.walk(self.tree):
-                pairs: list[tuple[str, ast.AST]] = []
-                if isinstance(node, ast.For | ast.AsyncFor | ast.comprehension) \
-                        and isinstance(node.iter, ast.Tuple | ast.List | ast.Set):
-                    pairs = [(n.id, e) for e in node.iter.elts for n in ast.walk(node.target)
-                             if isinstance(n, ast.Name)]
-                elif isinstance(node, ast.Call):
-                    fn = node.func
-                    target: ast.AST | None = fn if isinstance(fn, ast.Lambda) else \
-                        self.defs.get(fn.id) or lambdas.get(fn.id) if isinstance(fn, ast.Name) else None
-                    if isinstance(target, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
-                        params = [*target.args.posonlyargs, *target.args.args]
-                        pairs = [(p.arg, a) for p, a in zip(params, node.args, strict=False)
-                                 if not isinstance(a, ast.Starred)]
-                        named = {p.arg for p in [*params, *target.args.kwonlyargs]}
-                        pairs += [(k.arg, k.value) for k in node.keywords if k.arg in named]
-                for name, value in pairs:
+                for name, value in self._maybe_pairs(node, lambdas):
                     for q in self.possible(value):
                         if q not in self.maybe[name]:
                             self.maybe[name].add(q)
                             grew = True
+                for attr, value in self._attr_pairs(node):
+                    for q in self.possible(value):
+                        if q not in self.maybe_attrs[attr]:
+                            self.maybe_attrs[attr].add(q)
+                            grew = True
+            for fn in fns:
+                body = [fn.body] if isinstance(fn, ast.Lambda) else \
+                    [n.value for n in ast.walk(fn) if isinstance(n, ast.Return) and n.value is not None]
+                got = {q for value in body for q in self.possible(value)}
+                name = getattr(fn, "name", None)
+                if name and not got <= self.returns[name]:
+                    self.returns[name] |= got
+                    grew = True
             if not grew:
                 break
 
+    def _maybe_pairs(self, node: ast.AST, lambdas: dict[str, ast.Lambda]) -> list[tuple[str, ast.AST]]:
+        """(name, value) pairs where the name takes the value (see `_collect_maybe`)."""
+        if isinstance(node, ast.For | ast.AsyncFor | ast.comprehension) \
+                and isinstance(node.iter, ast.Tuple | ast.List | ast.Set):
+            return [(n.id, e) for e in node.iter.elts for n in ast.walk(node.target) if isinstance(n, ast.Name)]
+        if isinstance(node, ast.Assign | ast.AnnAssign | ast.NamedExpr) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            return [(t.id, node.value) for t in targets if isinstance(t, ast.Name)]
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            a = node.args
+            positional = [*a.posonlyargs, *a.args]
+            pairs: list[tuple[str, ast.AST]] = [(p.arg, d) for p, d in zip(reversed(positional), reversed(a.defaults),
+                                                                           strict=False)]
+            return pairs + [(p.arg, d) for p, d in zip(a.kwonlyargs, a.kw_defaults, strict=True) if d is not None]
+        if not isinstance(node, ast.Call):
+            return []
+        fn = node.func
+        target: ast.AST | None = fn if isinstance(fn, ast.Lambda) else \
+            self.defs.get(fn.id) or lambdas.get(fn.id) if isinstance(fn, ast.Name) else None
+        if not isinstance(target, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            return []
+        args: list[ast.AST] = []
+        for a in node.args:  # patch(*[triton.testing]): a literal spread is its elements
+            args += a.value.elts if isinstance(a, ast.Starred) and isinstance(a.value, ast.List | ast.Tuple) else [a]
+        params = [*target.args.posonlyargs, *target.args.args]
+        pairs = [(p.arg, a) for p, a in zip(params, args, strict=False) if not isinstance(a, ast.Starred)]
+        named = {p.arg for p in [*params, *target.args.kwonlyargs]}
+        return pairs + [(k.arg, k.value) for k in node.keywords if k.arg in named]
+
+    @staticmethod
+    def _attr_pairs(node: ast.AST) -> list[tuple[str, ast.AST]]:
+        if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            return [(t.attr, node.value) for t in targets if isinstance(t, ast.Attribute)]
+        if isinstance(node, ast.ClassDef):
+            return [(t.id, stmt.value) for stmt in node.body if isinstance(stmt, ast.Assign)
+                    for t in stmt.targets if isinstance(t, ast.Name)]
+        return []
+
     def possible(self, node: ast.AST) -> set[str]:
         """The qualified names of imported things an expression may stand for: what it
-        resolves to, or what `maybe` says a name may hold (an attribute of it too)."""
+        resolves to, or what `maybe` says a name may hold (an attribute of it too, or an
+        attribute the file sets to one), or what this file's function it calls returns."""
         resolved = self.resolve(node)
         if resolved and resolved[1]:
             return {resolved[0]}
         if isinstance(node, ast.Name):
             return set(self.maybe.get(node.id, ()))
         if isinstance(node, ast.Attribute):
-            return {f"{q}.{node.attr}" for q in self.possible(node.value)}
+            return {f"{q}.{node.attr}" for q in self.possible(node.value)} | set(self.maybe_attrs.get(node.attr, ()))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and own_function(self, node.func.id):
+            return set(self.returns.get(node.func.id, ()))
         return set()
 
     def _bind(self, name: str, node: ast.AST) -> None:
@@ -235,6 +282,11 @@ class FileNames:
         """node is the builtin `name`, directly, through an alias (o = open) or the module."""
         resolved = self.resolve(node)
         return bool(resolved and resolved[1] and _qualified_builtin(resolved[0], name))
+
+
+def own_function(names: FileNames, name: str) -> bool:
+    """A function this file defines, called by its name (not an import of that name)."""
+    return name in names.defs and (name not in names.aliases or name in names.ambiguous)
 
 
 def _rule_of(qualified: str) -> str | None:

@@ -12,13 +12,15 @@ from kopt_supervisor.engine.errors import BadInput
 RULES: dict[str, str] = {
     "patch-module": "assigns or deletes attributes of another module or of what it imports (time.perf_counter = f, "
                     "setattr(time, ...), vars(m)[k] = v, f.__code__ = ..., unittest.mock), or changes an object "
-                    "another module holds (mod.TABLE[k] = v, mod.LIST.append(x)), also through a loop variable or a "
-                    "parameter of this file's function that is handed the module",
+                    "another module holds (mod.TABLE[k] = v, mod.LIST.append(x), mod.REF.zero_(), out=mod.REF), also "
+                    "through a loop variable, a parameter or default, a return value or an attribute the file sets "
+                    "to the module",
     "sys-modules": "uses sys.modules (replacing or fetching another module)",
     "builtins": "uses builtins or __builtins__",
     "frame-inspection": "reads frames, the stack, the process's objects or the bench's own module (sys._getframe, "
                         "inspect.currentframe/stack, traceback.extract_stack, f_back, f_locals, gc.*, sys.settrace, "
-                        "logging.currentframe, warnings recorded with their caller's line, __main__)",
+                        "logging.currentframe, warnings recorded with their caller's line, tracemalloc, "
+                        "torch.profiler, whether the call is being captured into a CUDA graph, __main__)",
     "process-exit": "ends or hooks the process (os._exit, sys.exit, exit, os.kill, raise SystemExit, atexit, signal, "
                     "__del__, weakref.finalize)",
     "file-write": "writes, moves or deletes files, or keeps a store on disk (open(..., 'w'/'a'), Path.write_*, "
@@ -44,7 +46,9 @@ RULES: dict[str, str] = {
     "import-tricks": "importlib, __import__, sys.meta_path, sys.path changes, runpy, types.ModuleType",
     "exec-eval": "exec, eval, compile, code objects, or a payload run through a loader: marshal, pickle (and "
                  "copyreg, a class's __reduce__), torch.load without weights_only=True, numpy.load with "
-                 "allow_pickle, yaml.load, joblib, jsonpickle, logging.config, pdb/profile/doctest/trace runs",
+                 "allow_pickle, yaml.load, joblib, jsonpickle, logging.config, pdb/profile/doctest/trace runs), "
+                 "a payload decoder (base64, binascii, zlib/lzma/bz2 decompress, codecs.decode, bytes.fromhex), "
+                 "or C/CUDA source compiled from text the file does not hold (load_inline, cupy.RawKernel)",
     "dynamic-access": "reaches attributes by computed name or namespace (getattr with a computed or sensitive name, "
                       "operator.attrgetter/methodcaller with a computed one, globals(), vars(), __dict__, "
                       "__globals__, __self__, __subclasses__ and other introspection attributes, setattr passed "
@@ -78,6 +82,8 @@ RULES: dict[str, str] = {
     "c-timer-interpose": "C/C++: defines (or #defines) clock, gettimeofday, clock_gettime, cudaEventRecord, "
                          "cudaEventElapsedTime, cuLaunchKernel and kin",
     "c-constructor": "C/C++: __attribute__((constructor/destructor)), .init_array",
+    "c-state": "C/C++/CUDA: a static, thread_local, __device__ or __managed__ variable that is not const: state "
+               "kept between calls (a cached result, a call counter)",
     "ld-preload": "LD_PRELOAD, DYLD_INSERT_LIBRARIES, -Wl,--wrap=, /etc/ld.so.preload",
     "outside-sources": "a change to a tracked file outside [target].sources (declared): each changed line quoted",
 }

@@ -19,7 +19,11 @@ QUALIFIED: dict[str, tuple[str, ...]] = {
         "traceback.walk_stack", "traceback.print_stack", "traceback.format_stack", "traceback.walk_tb",
         "traceback.StackSummary", "threading.settrace", "threading.setprofile", "threading.settrace_all_threads",
         "threading.setprofile_all_threads", "sys._getframemodulename", "sys.last_traceback", "sys.last_exc",
-        "sys.last_value", "logging.currentframe", "logging.Logger.findCaller",
+        "sys.last_value", "logging.currentframe", "logging.Logger.findCaller", "logging.captureWarnings",
+        "tracemalloc", "torch.profiler", "torch.autograd.profiler",
+        # whether this call is being captured into a CUDA graph: the timed replay, not the checked call
+        "torch.cuda.is_current_stream_capturing", "torch.cuda.graphs.is_current_stream_capturing",
+        "torch._C._cuda_isCurrentStreamCapturing",
         # every object of the process, the bench's outputs and references included
         "gc", "objgraph", "pympler", "guppy"),
     "process-exit": ("os._exit", "os.abort", "os.kill", "os.killpg", "sys.exit", "atexit", "signal", "faulthandler",
@@ -65,6 +69,11 @@ QUALIFIED: dict[str, tuple[str, ...]] = {
                   "joblib.load", "jsonpickle", "yaml.load", "yaml.load_all", "yaml.unsafe_load", "yaml.unsafe_load_all",
                   "yaml.full_load", "yaml.full_load_all", "yaml.UnsafeLoader", "yaml.FullLoader", "yaml.Loader",
                   "yaml.add_constructor", "logging.config",
+                  # decoders of a payload embedded as bytes or text
+                  "base64", "binascii", "zlib.decompress", "zlib.decompressobj", "lzma.decompress",
+                  "lzma.LZMADecompressor", "bz2.decompress", "bz2.BZ2Decompressor", "gzip.decompress",
+                  "codecs.decode", "codecs.encode", "codecs.getdecoder", "codecs.getencoder", "codecs.iterdecode",
+                  "codecs.lookup", "quopri", "uu",
                   # debuggers, profilers and test runners that execute a string of code
                   "doctest", "pdb", "bdb", "profile", "cProfile", "trace"),
     "patch-module": ("unittest.mock", "mock.patch"),
@@ -126,6 +135,19 @@ CONTAINER_MUTATORS = frozenset({"append", "extend", "insert", "update", "setdefa
 """Methods that change a dict, list, set or deque in place and that no tensor or module
 function is named after (`torch.add`, `numpy.sort` are not here): called on an object of
 another module, or on a caller's argument, they keep state there."""
+TENSOR_IN_PLACE = frozenset({
+    "zero_", "fill_", "copy_", "add_", "sub_", "mul_", "div_", "clamp_", "clamp_min_", "clamp_max_", "set_",
+    "random_", "bernoulli_", "exponential_", "masked_fill_", "masked_scatter_", "index_put_", "index_fill_",
+    "index_copy_", "index_add_", "scatter_", "scatter_add_", "scatter_reduce_", "resize_", "resize_as_", "abs_",
+    "neg_", "pow_", "sqrt_", "exp_", "fmod_", "remainder_", "nan_to_num_", "round_", "floor_", "ceil_", "trunc_",
+    "t_", "transpose_", "squeeze_", "unsqueeze_", "as_strided_", "detach_", "requires_grad_", "put_", "map_",
+    "apply_", "lerp_", "addcmul_", "addcdiv_", "addmm_", "baddbmm_", "copysign_", "sign_", "reciprocal_", "rsqrt_"})
+"""Tensor methods that change the tensor in place (no module function is named after them:
+`torch.nn.init.normal_` is left out)."""
+OBJECT_MUTATORS = CONTAINER_MUTATORS | TENSOR_IN_PLACE | {"sort", "reverse", "__init__", "__imul__"}
+"""Methods that change an object of another module in place (`problem.SIZES.sort()`,
+`problem.CFG.__init__(...)`, `problem.REF.zero_()`); a caller's list may be sorted
+(`configs.sort()`)."""
 FRAME_ATTRS = frozenset({"f_back", "f_locals", "f_globals", "f_builtins", "f_code", "f_lasti", "f_trace", "tb_frame",
                          "tb_next", "gi_frame", "cr_frame", "ag_frame", "gi_code", "__closure__", "cell_contents",
                          "f_lineno", "tb_lineno", "tb_lasti", "lineno", "funcName", "findCaller", "stack_info",
@@ -194,6 +216,12 @@ MUTATING_FUNCTIONS = frozenset({"heapq.heappush", "heapq.heappop", "heapq.heapif
                                 "operator.ior", "operator.iand", "operator.isub", "operator.imul", "random.shuffle",
                                 "numpy.copyto", "numpy.put", "numpy.place", "numpy.putmask"})
 """Functions that change their first argument in place."""
+SOURCE_COMPILERS = frozenset({"torch.utils.cpp_extension.load_inline", "cupy.RawKernel", "cupy.RawModule",
+                              "cupy.ElementwiseKernel", "cupy.ReductionKernel", "pycuda.compiler.SourceModule",
+                              "cuda.nvrtc.nvrtcCreateProgram", "cuda.bindings.nvrtc.nvrtcCreateProgram",
+                              "numba.cuda.compile_ptx", "triton.compile"})
+"""Calls that compile C, C++ or CUDA source given as text: the text must be there to read
+(string constants, f-strings of names the file binds to constants); C rules apply to it whole."""
 PERSISTENT_LOOKUPS = frozenset({"get", "setdefault", "values", "items", "__getitem__"})
 """Methods that hand back (part of) the object they are called on: `d = _CACHE.get(k)` is _CACHE's."""
 INIT_METHODS = frozenset({"__init__", "__new__", "__post_init__", "__init_subclass__", "__set_name__",

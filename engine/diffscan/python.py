@@ -30,24 +30,25 @@ from kopt_supervisor.engine.diffscan.lazy import lazy_results
 from kopt_supervisor.engine.diffscan.names import (
     BUILTIN,
     BUILTIN_RULES,
-    CONTAINER_MUTATORS,
     FRAME_ATTRS,
     IDENTITY_DUNDERS,
     INTROSPECTION_ATTRS,
     MUTATING_FUNCTIONS,
     MUTATORS,
+    OBJECT_MUTATORS,
     OPEN_WITH_MODE,
     QUALIFIED,
     SAFE_DUNDERS,
     SENSITIVE_MODULES,
     SENSITIVE_NAMES,
     SIDE_PATH,
+    SOURCE_COMPILERS,
     STR_METHODS,
     TENSOR_TYPES,
     WRITE_METHODS,
 )
 from kopt_supervisor.engine.diffscan.source import PY_BREAK, shown
-from kopt_supervisor.engine.diffscan.state import persistent_state
+from kopt_supervisor.engine.diffscan.state import in_place, persistent_state
 from kopt_supervisor.engine.diffscan.text import C_RULES, GENERIC_RULES, PY_TEXT_RULES, text_rules
 
 
@@ -210,6 +211,8 @@ class _Scanner(FileNames):
                 yield from self._changes_other_module(t.value, at)
         elif isinstance(t, ast.Name) and t.id == "__builtins__":
             yield _Raw("builtins", at)
+        elif isinstance(t, ast.Name) and isinstance(stmt, ast.AugAssign) and t.id not in self.imported_modules:
+            yield from self._changes_other_module(t, at)  # from problem import SIZES; SIZES *= 0: in place
 
     def _calls(self, node: ast.AST) -> Iterator[_Raw]:
         if not isinstance(node, ast.Call):
@@ -232,8 +235,8 @@ class _Scanner(FileNames):
                 yield _Raw("patch-module", node)
             if fn.attr in ("insert", "append", "extend", "remove", "pop", "clear") and owner == ("sys.path", True):
                 yield _Raw("import-tricks", node)
-            elif fn.attr in CONTAINER_MUTATORS and not (owner and owner[0].endswith(".__dict__")):
-                yield from self._changes_other_module(fn.value, node)
+            elif fn.attr in OBJECT_MUTATORS and not (owner and owner[0].endswith(".__dict__")):
+                yield from self._changes_other_module(fn.value, node)  # problem.REF.zero_(), json.__all__.clear()
             if fn.attr in WRITE_METHODS or (fn.attr == "dump" and not (owner and owner[1])):
                 yield _Raw("file-write", node)  # p.write_text(...), df.to_csv(...), arr.dump(...)
             if fn.attr == "open" and _write_mode(node, mode_at=1 if owner and owner[1] else 0):
@@ -254,6 +257,15 @@ class _Scanner(FileNames):
             yield _Raw("import-tricks", node)
         if name in MUTATING_FUNCTIONS and node.args:  # heapq.heappush(mod.QUEUE, x)
             yield from self._changes_other_module(node.args[0], node)
+        if name and name.rsplit(".", 1)[-1] and in_place(name.rsplit(".", 1)[-1]) and node.args:
+            yield from self._changes_other_module(node.args[0], node)  # torch.nn.init.zeros_(problem.REF)
+        for k in node.keywords:
+            if k.arg == "out":
+                yield from self._changes_other_module(k.value, node)  # torch.mul(x, 0, out=problem.REF)
+        if isinstance(fn, ast.Attribute) and fn.attr == "fromhex":
+            yield _Raw("exec-eval", node, "  # a payload decoded from hex")
+        if name in SOURCE_COMPILERS:
+            yield from self._compiled_sources(node)
         yield from self._loaders(node, name)
         if self.is_builtin(fn, "type") and len(node.args) == 3:
             yield _Raw("dynamic-access", node, "  # a class made at run time")
@@ -296,6 +308,23 @@ class _Scanner(FileNames):
             rule = "env-write" if q == "os.environ" or q.startswith("os.environ.") else "patch-module"
             yield _Raw(rule, at, f"  # changes {q}, an object of another module")
             return
+
+    def _compiled_sources(self, node: ast.Call) -> Iterator[_Raw]:
+        """C/CUDA source handed to a compiler: the text the file holds (constants, names it
+        binds to them, f-strings of those) is folded whole and meets the C rules (`"ex" +
+        "it(0);"` split across constants is found); text it cannot fold (decoded, read,
+        built from what it does not hold) is code the scan cannot read."""
+        for arg in [*node.args, *(k.value for k in node.keywords if k.arg not in (None, "name", "extra_cflags",
+                                                                                 "extra_cuda_cflags", "functions",
+                                                                                 "verbose", "with_cuda", "options",
+                                                                                 "backend", "name_expressions"))]:
+            text = _fold_text(arg, self.assigned)
+            if text is None:
+                yield _Raw("exec-eval", node, f"  # compiles source built at run time: {ast.unparse(arg)[:40]}")
+                continue
+            lines = dict(enumerate(text.splitlines(), 1))
+            for f in text_rules("", lines, C_RULES + GENERIC_RULES[:1], strip_comments=True):
+                yield _Raw(f.rule, node, f"  # in the compiled source: {f.text[:60]}")
 
     def _loaders(self, node: ast.Call, name: str | None) -> Iterator[_Raw]:
         """Loaders that run a payload only when asked: torch.load without weights_only=True,
@@ -401,6 +430,32 @@ def _key_names(key: ast.AST, assigned: dict[str, list[ast.expr]], depth: int = 0
                   if isinstance(a, ast.Constant) and isinstance(a.value, str)}
         return consts, name in _STRING_BUILDERS or name in ("chr", "str", "bytes", "reversed", "b64decode")
     return set(), False
+
+
+def _fold_text(node: ast.AST, assigned: dict[str, list[ast.expr]], depth: int = 0) -> str | None:
+    """The text an expression holds when the file holds all of it: string constants, names
+    bound only to such text, `+` of them, f-strings (a field of a name bound to numbers or
+    text reads as that), lists and tuples of them (joined by newlines). None otherwise."""
+    if depth > 6:
+        return None
+    if isinstance(node, ast.Constant):
+        return node.value if isinstance(node.value, str) else str(node.value) \
+            if isinstance(node.value, int | float) and not isinstance(node.value, bool) else None
+    if isinstance(node, ast.Name):
+        values = assigned.get(node.id, [])
+        texts = [_fold_text(v, assigned, depth + 1) for v in values[:8]]
+        return "\n".join(t for t in texts if t is not None) if values and None not in texts else None
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _fold_text(node.left, assigned, depth + 1), _fold_text(node.right, assigned, depth + 1)
+        return left + right if left is not None and right is not None else None
+    if isinstance(node, ast.JoinedStr):
+        parts = [_fold_text(v.value if isinstance(v, ast.FormattedValue) else v, assigned, depth + 1)
+                 for v in node.values]
+        return "".join(p for p in parts if p is not None) if None not in parts else None
+    if isinstance(node, ast.List | ast.Tuple):
+        items = [_fold_text(e, assigned, depth + 1) for e in node.elts]
+        return "\n".join(i for i in items if i is not None) if None not in items else None
+    return None
 
 
 def _write_mode(call: ast.Call, *, mode_at: int) -> bool:

@@ -56,7 +56,7 @@ from kopt_supervisor.engine.diffscan.names import (
     PERSISTENT_LOOKUPS,
 )
 
-__all__ = ["RULE", "Names", "cached_functions", "persistent_state"]
+__all__ = ["RULE", "Names", "cached_functions", "in_place", "persistent_state"]
 
 RULE = "module-state"
 ITERATOR_FACTORIES = LAZY_RETURNS | {"open"}
@@ -195,7 +195,7 @@ class _State(Lifetimes):
         if n.args and (q in MUTATING_FUNCTIONS or b in ("setattr", "delattr", "next")
                        or (b.split(".")[0] in ("dict", "list", "set", "bytearray") and b.split(".")[-1] in MUTATORS)):
             return [n.args[0]]
-        if isinstance(fn, ast.Attribute) and (fn.attr in MUTATORS or _in_place(fn.attr)) and not q:
+        if isinstance(fn, ast.Attribute) and (fn.attr in MUTATORS or in_place(fn.attr)) and not q:
             return [fn.value]
         helper = self.helpers.get(fn.id) if isinstance(fn, ast.Name) and own(self.sc, fn.id) else None
         if helper is None:
@@ -272,6 +272,6 @@ def _bound_names(target: ast.AST) -> Iterator[ast.Name]:
         yield from _bound_names(target.value)
 
 
-def _in_place(attr: str) -> bool:
+def in_place(attr: str) -> bool:
     """A torch in-place method: add_, copy_, index_put_ (not _private_, not __dunder__)."""
     return len(attr) > 1 and attr.endswith("_") and not attr.startswith("_")

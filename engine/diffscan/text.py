@@ -50,6 +50,10 @@ C_RULES: list[TextRule] = [
                               r"^\s*(extern\s+\"C\"\s+)?([A-Za-z_][\w:<>]*[\s\*&]+)+\**\s*(" + _TIMER_NAMES +
                               r")\s*\(([^;{]*\)\s*(const\s*)?(noexcept\s*)?(\{.*)?|[^)]*)$|"
                               r"^\s*(" + _TIMER_NAMES + r")\s*\([^;]*(\)|\{|,)\s*$")),
+    # a variable (no "(" before its "=", ";", "[" or "{") that outlives the call: static,
+    # thread_local, or a __device__/__managed__ global; const ones are plain values
+    ("c-state", _rx(r"^\s*(static|thread_local|__device__|__managed__)\b(?!.*\b(const|constexpr|constinit|"
+                    r"__constant__)\b)[^=;(\[{]*[\w>\]*&]\s*(=|;|\[|\{)")),
     ("c-constructor", _rx(r"__attribute__\s*\(\(\s*(constructor|destructor)|\.init_array|\.fini_array|"
                           r"#\s*pragma\s+(init|fini)\b")),
 ]

@@ -226,12 +226,19 @@ PAYLOADS = [
     ("import pydoc", "run = pydoc.locate('os.' + 'system')", "import-tricks"),
     ("import builtins", "builtins.__dict__['ex' + 'ec'](SRC)", "builtins"),
     ("x = 1", "run = getattr(__builtins__, 'ex' + 'ec')", "builtins"),
+    ("x = 1", "code = bytes.fromhex('696d706f7274206f73')", "exec-eval"),
+    ("import zlib", "SRC = zlib.decompress(BLOB)", "exec-eval"),
+    # C++ compiled from text the file does not hold, or holds split across constants
+    ("import base64\nfrom torch.utils.cpp_extension import load_inline\nCPP = base64.b64decode(BLOB).decode()",
+     "mod = load_inline('m', cpp_sources=[CPP], functions=['f'])", "exec-eval"),
+    ("from torch.utils.cpp_extension import load_inline\nA = 'int f() { ex'\nB = 'it(0); return 0; }'",
+     "mod = load_inline('m', cpp_sources=[A + B], functions=['f'])", "c-exit"),
 ]
 
 
 @pytest.mark.parametrize("imports,line,rule", PAYLOADS, ids=[p[1][:40] for p in PAYLOADS])
 def test_payload_entry_points(tmp_path: Path, imports: str, line: str, rule: str) -> None:
-    c = change(tmp_path, added(imports, "BLOB = b'\\xe3\\x00'", "SRC = 'x = 1'", *line.split("\n")))
+    c = change(tmp_path, added(*imports.split("\n"), "BLOB = b'\\xe3\\x00'", "SRC = 'x = 1'", *line.split("\n")))
     quoted(c, c.scan(), rule, line.split("\n")[-1] if rule != "exec-eval" or "__reduce__" not in line
            else "def __reduce__(self):")
 
@@ -249,6 +256,17 @@ ALIASES = [
      "patch-module"),
     ("import os\ndef run(x):\n    for e in [os.environ]:\n        e['_OUT'] = repr(x)", "e['_OUT'] = repr(x)",
      "env-write"),
+    ("import triton.testing\ndef patch(m=triton.testing):\n    m.do_bench = len\npatch()", "m.do_bench = len",
+     "patch-module"),
+    ("import triton.testing\ndef patch(m):\n    m.do_bench = len\npatch(*[triton.testing])", "m.do_bench = len",
+     "patch-module"),
+    # through a return value, a class attribute, an instance attribute
+    ("import triton.testing\ndef get():\n    return triton.testing\nm = get()\nm.do_bench = len", "m.do_bench = len",
+     "patch-module"),
+    ("import triton.testing\nclass C:\n    m = triton.testing\nC.m.do_bench = len", "C.m.do_bench = len",
+     "patch-module"),
+    ("import triton.testing\nclass C:\n    def __init__(self):\n        self.m = triton.testing\n    def go(self):\n"
+     "        self.m.do_bench = len", "self.m.do_bench = len", "patch-module"),
     # attribute chains starting at a builtin
     ("run = len.__self__.exec", "run = len.__self__.exec", "builtins"),
     ("ns = print.__self__.__dict__", "ns = print.__self__.__dict__", "builtins"),
@@ -325,6 +343,10 @@ STATE = [
      "    return _f(1)", "_f = _f or functools.lru_cache(None)(lambda k: x * 2)", "module-state"),
     ("import contextvars\n_V = contextvars.ContextVar('v')\ndef run(x):\n    _V.set(x * 2)", "_V.set(x * 2)",
      "module-state"),
+    # state in compiled code: a static in a load_inline source
+    ("from torch.utils.cpp_extension import load_inline\nCPP = \"\"\"\nstatic torch::Tensor last;\n"
+     "torch::Tensor f(torch::Tensor x) { return x; }\n\"\"\"\nmod = load_inline('m', cpp_sources=[CPP], functions=['f'])",
+     "mod = load_inline('m', cpp_sources=[CPP], functions=['f'])", "c-state"),
 ]
 
 
@@ -348,6 +370,11 @@ FRAMES = [
     ("import sys\ndef run(x):\n    f = getattr(sys, '_get' + 'frame')(1)", "f = getattr(sys, '_get' + 'frame')(1)"),
     ("def run(x):\n    try:\n        raise ValueError\n    except ValueError as e:\n        up = e.__traceback__.tb_frame",
      "up = e.__traceback__.tb_frame"),
+    # no frame at all: the timed call is a CUDA-graph capture, the checked one is not
+    ("def run(x):\n    if torch.cuda.is_current_stream_capturing():\n        return x",
+     "if torch.cuda.is_current_stream_capturing():"),
+    ("import tracemalloc\ndef run(x):\n    where = tracemalloc.get_object_traceback(x)",
+     "where = tracemalloc.get_object_traceback(x)"),
 ]
 
 
@@ -390,6 +417,11 @@ LIBRARY = [
     ("for m in (torch.testing,):\n    m.assert_close = print", "patch-module"),
     ("import numpy as np\nnp.seterr(all='ignore')", "global-setting"),
     ("import random\nrandom.seed(0)", "global-setting"),
+    # the bench's inputs and reference, changed in place where another module holds them
+    ("from problem import REF\nREF.zero_()", "patch-module"),
+    ("import problem\ntorch.mul(problem.REF, 0, out=problem.REF)", "patch-module"),
+    ("from problem import SIZES\nSIZES *= 0", "patch-module"),
+    ("from problem import SIZES\nSIZES[:] = [1]", "patch-module"),
 ]
 
 
@@ -479,10 +511,36 @@ def test_a_params_json_change_and_a_triton_block_size_edit_raise_nothing(tmp_pat
     assert c.scan() == []
 
 
-WAVE3_RULES = {"global-setting", "unread", "source-encoding", "hidden-text"}
+WAVE3_RULES = {"global-setting", "unread", "source-encoding", "hidden-text", "c-state"}
 WAVE3_NOTES = ("may be ", "an object of another module", "what the object was made from", "kept in the caller's",
                "module-level iterator", "unpickles", "allow_pickle", "a string (a format field", "caller's file",
-               "named at run time", "copy and pickle call", "a module-level hook")
+               "named at run time", "copy and pickle call", "a module-level hook", "decoded from hex",
+               "compiles source built", "in the compiled source")
+
+
+def test_ordinary_kernel_code_near_the_new_rules_raises_nothing(tmp_path: Path) -> None:
+    """A load_inline source in an f-string of the file's own constants, in-place torch
+    functions on the kernel's own tensors, a dtype chosen by name, a sorted list of configs,
+    a CUDA file with constants and device functions."""
+    code = added(
+        "import os", "from torch.nn import functional as F", "from torch.nn import init",
+        "from torch.utils.cpp_extension import load_inline",
+        "BLOCK = 128", "CPP = f'#define BLOCK {BLOCK}\\nint f() {{ return BLOCK; }}'",
+        "DTYPE = getattr(torch, os.environ.get('SCALE_DTYPE', 'float16'))",
+        "def build():", "    return load_inline('m', cpp_sources=[CPP], functions=['f'])",
+        "def act(x, w, configs):", "    configs.sort(key=lambda c: c['BLOCK'])", "    init.normal_(w)",
+        "    F.relu_(x)", "    meta = {}", "    _tune(meta)", "    return x",
+        "def _tune(meta):", "    meta.setdefault('num_warps', 4)")
+    assert change(tmp_path / "py", code).scan() == []
+    cuda = ("static constexpr int BLOCK = 128;\n__constant__ float c_w[64];\n"
+            "static __device__ __forceinline__ float sq(float v) { return v * v; }\n"
+            "__global__ void k(const float* x, float* y) { y[threadIdx.x] = sq(x[threadIdx.x]); }\n")
+    assert change(tmp_path / "cu", cuda, "", "k.cu").scan() == []
+    stateful = cuda + "static float last[1024];\n__device__ int calls;\n"
+    c = change(tmp_path / "cu2", stateful, cuda, "k.cu")
+    found = c.scan()
+    quoted(c, found, "c-state", "static float last[1024];", "k.cu")
+    quoted(c, found, "c-state", "__device__ int calls;", "k.cu")
 
 
 def test_the_bundled_solutions_and_baselines_raise_none_of_the_new_rules(tmp_path: Path) -> None:
