@@ -399,22 +399,33 @@ _STRING_BUILDERS = frozenset({"join", "format", "format_map", "replace", "decode
                               "translate", "removeprefix", "removesuffix", "zfill", "center", "ljust", "rjust"})
 
 
+_FOLD_VALUES = 8
+"""At most this many values bound to one name are followed; a name bound more often than
+that (or deeper than the depth caps) is taken as built at run time, never cut short."""
+_FOLD_CHARS = 1 << 20
+
+
 def _key_names(key: ast.AST, assigned: dict[str, list[ast.expr]], depth: int = 0) -> tuple[set[str], bool]:
     """The attribute names a getattr key may be (its string constants: a lookup's default,
     a concatenation of constants folded, what the file assigns to a name it uses) and whether
     the name is built at run time (joined, formatted, concatenated from what is not constant,
-    decoded, made from chr())."""
+    decoded, made from chr(), or followed further than the caps)."""
     if isinstance(key, ast.Constant):
         return ({key.value} if isinstance(key.value, str) else set()), False
     if isinstance(key, ast.Name):
+        values = assigned.get(key.id, [])
+        if depth >= 4 or len(values) > _FOLD_VALUES:
+            return set(), True
         names: set[str] = set()
         built = False
-        for value in assigned.get(key.id, [])[:16] if depth < 3 else []:
+        for value in values:
             n, b = _key_names(value, assigned, depth + 1)
             names |= n
             built = built or b
         return names, built
     if isinstance(key, ast.BinOp) and isinstance(key.op, ast.Add):
+        if depth >= 8:
+            return set(), True
         left, lb = _key_names(key.left, assigned, depth + 1)
         right, rb = _key_names(key.right, assigned, depth + 1)
         if not (lb or rb) and isinstance(key.left, ast.Constant | ast.BinOp) \
@@ -432,29 +443,44 @@ def _key_names(key: ast.AST, assigned: dict[str, list[ast.expr]], depth: int = 0
     return set(), False
 
 
-def _fold_text(node: ast.AST, assigned: dict[str, list[ast.expr]], depth: int = 0) -> str | None:
+def _fold_text(node: ast.AST, assigned: dict[str, list[ast.expr]], depth: int = 0,
+               memo: dict[int, str | None] | None = None) -> str | None:
     """The text an expression holds when the file holds all of it: string constants, names
-    bound only to such text, `+` of them, f-strings (a field of a name bound to numbers or
-    text reads as that), lists and tuples of them (joined by newlines). None otherwise."""
-    if depth > 6:
-        return None
+    bound only to such text (each value it may hold, one per line), `+` of them, f-strings (a
+    field of a name bound to numbers or text reads as that), lists and tuples of them (joined
+    by newlines). None otherwise, or past the caps (a depth, a name's count of values, a
+    size): then it is text the scan does not hold, never text read in part."""
+    memo = {} if memo is None else memo
+    if id(node) in memo:
+        return memo[id(node)]
+    memo[id(node)] = None  # a cycle (A = A + "x") folds to nothing
+    out = _fold(node, assigned, depth, memo) if depth <= 8 else None
+    memo[id(node)] = out if out is None or len(out) <= _FOLD_CHARS else None
+    return memo[id(node)]
+
+
+def _fold(node: ast.AST, assigned: dict[str, list[ast.expr]], depth: int, memo: dict[int, str | None]) -> str | None:
+    def parts(nodes: list[ast.AST]) -> list[str] | None:
+        got = [_fold_text(n, assigned, depth + 1, memo) for n in nodes]
+        return None if None in got else [g for g in got if g is not None]
+
     if isinstance(node, ast.Constant):
-        return node.value if isinstance(node.value, str) else str(node.value) \
-            if isinstance(node.value, int | float) and not isinstance(node.value, bool) else None
+        if isinstance(node.value, str):
+            return node.value
+        return str(node.value) if isinstance(node.value, int | float) and not isinstance(node.value, bool) else None
     if isinstance(node, ast.Name):
         values = assigned.get(node.id, [])
-        texts = [_fold_text(v, assigned, depth + 1) for v in values[:8]]
-        return "\n".join(t for t in texts if t is not None) if values and None not in texts else None
+        texts = parts(list(values)) if 0 < len(values) <= _FOLD_VALUES else None
+        return "\n".join(texts) if texts is not None else None
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        left, right = _fold_text(node.left, assigned, depth + 1), _fold_text(node.right, assigned, depth + 1)
-        return left + right if left is not None and right is not None else None
+        both = parts([node.left, node.right])
+        return "".join(both) if both is not None else None
     if isinstance(node, ast.JoinedStr):
-        parts = [_fold_text(v.value if isinstance(v, ast.FormattedValue) else v, assigned, depth + 1)
-                 for v in node.values]
-        return "".join(p for p in parts if p is not None) if None not in parts else None
+        pieces = parts([v.value if isinstance(v, ast.FormattedValue) else v for v in node.values])
+        return "".join(pieces) if pieces is not None else None
     if isinstance(node, ast.List | ast.Tuple):
-        items = [_fold_text(e, assigned, depth + 1) for e in node.elts]
-        return "\n".join(i for i in items if i is not None) if None not in items else None
+        items = parts(list(node.elts))
+        return "\n".join(items) if items is not None else None
     return None
 
 
