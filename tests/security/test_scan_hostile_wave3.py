@@ -297,6 +297,20 @@ def test_aliases(tmp_path: Path, snippet: str, line: str, rule: str) -> None:
     quoted(c, c.scan(), rule, line)
 
 
+def test_a_source_folded_past_its_caps_is_flagged_not_read_in_part(tmp_path: Path) -> None:
+    """Folding follows a name's values and `+` chains; a chain that doubles 29 times (2^29
+    copies) or a name bound more often than the fold follows is text the scan does not hold:
+    flagged at the compile call, and the scan ends."""
+    lines = ["from torch.utils.cpp_extension import load_inline", "A0 = 'int f() { return 0; }'"]
+    lines += [f"A{k} = A{k - 1} + A{k - 1}" for k in range(1, 30)]
+    c = change(tmp_path / "a", added(*lines, "mod = load_inline('m', cpp_sources=[A29], functions=['f'])"))
+    assert "compiles source built at run time" in quoted(c, c.scan(), "exec-eval", "mod = load_inline(").text
+    many = [f"SRC = 'int f() {{ return {k}; }}'" for k in range(9)]
+    d = change(tmp_path / "b", added("from torch.utils.cpp_extension import load_inline", *many,
+                                     "mod = load_inline('m', cpp_sources=[SRC], functions=['f'])"))
+    quoted(d, d.scan(), "exec-eval", "mod = load_inline(")
+
+
 def test_an_alias_bound_elsewhere_does_not_hide_module_state(tmp_path: Path) -> None:
     """`_CACHE = torch.float32` in a function that never runs made `_CACHE` an alias of an
     import, and the state rule skipped aliases: the module-level cache went unseen."""
