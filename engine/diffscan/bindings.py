@@ -164,9 +164,9 @@ class FileNames:
                 body = [fn.body] if isinstance(fn, ast.Lambda) else \
                     [n.value for n in ast.walk(fn) if isinstance(n, ast.Return) and n.value is not None]
                 got = {q for value in body for q in self.possible(value)}
-                name = getattr(fn, "name", None)
-                if name and not got <= self.returns[name]:
-                    self.returns[name] |= got
+                fn_name = fn.name if not isinstance(fn, ast.Lambda) else ""
+                if fn_name and not got <= self.returns[fn_name]:
+                    self.returns[fn_name] |= got
                     grew = True
             if not grew:
                 break
@@ -193,10 +193,13 @@ class FileNames:
         if not isinstance(target, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
             return []
         args: list[ast.AST] = []
-        for a in node.args:  # patch(*[triton.testing]): a literal spread is its elements
-            args += a.value.elts if isinstance(a, ast.Starred) and isinstance(a.value, ast.List | ast.Tuple) else [a]
+        for arg in node.args:  # patch(*[triton.testing]): a literal spread is its elements
+            if isinstance(arg, ast.Starred) and isinstance(arg.value, ast.List | ast.Tuple):
+                args += arg.value.elts
+            else:
+                args.append(arg)
         params = [*target.args.posonlyargs, *target.args.args]
-        pairs = [(p.arg, a) for p, a in zip(params, args, strict=False) if not isinstance(a, ast.Starred)]
+        pairs = [(p.arg, v) for p, v in zip(params, args, strict=False) if not isinstance(v, ast.Starred)]
         named = {p.arg for p in [*params, *target.args.kwonlyargs]}
         return pairs + [(k.arg, k.value) for k in node.keywords if k.arg in named]
 
