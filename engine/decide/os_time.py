@@ -17,9 +17,11 @@ to hide its steady looks pays for its starts: they only lower its savings).
 
 `weigh(looks)` -> `OsTruth` with outcome:
 
-- "shown": on at least one clock the saving's lower bound (one-sided, CONFIDENCE, from the
-  spread of the per-look savings) reaches SHOWN_SHARE of the mean claim. Either clock may
-  show it: a kernel that spreads over threads saves wall time while its CPU time grows.
+- "shown": on at least one clock a saving is proven (its one-sided CONFIDENCE lower bound,
+  from the spread of the per-look savings, above 0) and its mean reaches SHOWN_SHARE of the
+  mean claim. Either clock may show it: a kernel that spreads over threads saves wall time
+  while its CPU time grows. A candidate cannot make a clock show what it did not save: CPU
+  burnt or time slept only lowers its savings.
 - "refuted": no clock shows it, and on one of them the claim is not there: the saving's
   upper bound stays below SHOWN_SHARE of the mean claim, or (from EVERY_LOOK_MIN looks on)
   every look on its own shows less than SHOWN_SHARE of its claim. The second reading is what
@@ -182,10 +184,10 @@ def _clock(name: str, looks: list[LookCost], claim: float) -> ClockCheck | None:
     short = sum(1 for s, (_, _, cl) in zip(saved, values, strict=True) if s + tick < SHOWN_SHARE * cl)
     if tick >= SHOWN_SHARE * claim:
         outcome = "blind"  # it cannot resolve the share of the claim it is asked about
-    elif m - half >= SHOWN_SHARE * claim:
-        outcome = "shown"
     elif m + half < SHOWN_SHARE * claim or (n >= EVERY_LOOK_MIN[name] and short == n):
         outcome = "refuted"
+    elif m - half > 0 and m >= SHOWN_SHARE * claim:
+        outcome = "shown"
     else:
         outcome = "inconclusive"
     return ClockCheck(name, m, m - half, m + half, short, outcome)

@@ -44,6 +44,26 @@ def test_a_real_40_percent_saving_is_shown():
     assert "of the 0.4 s the bench claims" in truth.reason
 
 
+def test_a_real_saving_in_few_noisy_looks_is_shown():
+    """4 looks, CPU time in 10 ms ticks: the saving is proven and about what is claimed, even
+    though 4 looks cannot bound it above half the claim."""
+    rng = random.Random(11)
+    quantized = []
+    for r in range(4):
+        lk = look(r, cpu_saved=0.045, wall_saved=0.045, claimed_saved=0.045, noise=0.05, rng=rng)
+        quantized.append(LookCost(SideCost("best", r, 0.15, lk.best.wall_s, lk.best.claimed_s),
+                                  SideCost("cand", r, 0.15 - (0.03, 0.06, 0.04, 0.05)[r], lk.cand.wall_s,
+                                           lk.cand.claimed_s)))
+    truth = weigh(quantized)
+    assert truth.outcome == "shown" and truth.clocks[0].lower_s < 0.0225 < truth.clocks[0].saved_s, truth.reason
+
+
+def test_a_small_real_gain_under_a_patched_timer_that_claims_five_times_more_is_refuted():
+    for seed in range(50):
+        truth = weigh(looks(6, seed, cpu_saved=0.08, wall_saved=0.08, claimed_saved=0.4))
+        assert truth.outcome == "refuted", (seed, truth.reason)
+
+
 def test_a_noisy_but_real_3_percent_saving_is_not_refuted():
     """3% of the timed seconds, on a machine whose clocks vary by twice that per look: the
     OS cannot show it, and must not refute it (at most 2 of 200 runs)."""
