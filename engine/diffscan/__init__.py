@@ -3,29 +3,39 @@
 A candidate runs inside the bench's process, so it can patch the bench's timer, read the
 reference result from the caller's frame, write the CSV itself and exit, cache results
 between calls. kopt reads the candidate's diff against BEST for such constructs and sends a
-candidate that has any to review with the lines quoted (`review_reason`).
+candidate that has any to review with the lines quoted (`review_reason`). The scan is
+advisory: a proposer reads these rules too, so a finding adds a review and no verdict rests
+on the absence of one (docs/security.md lists what still gets through).
 
-    findings = scan(diff_text, read=lambda path: (cand / path).read_text(), allow=cfg.target.allow_constructs)
+    findings = scan(diff_text, read=lambda path: police.read_for_scan(cand, path), allow=cfg.target.allow_constructs)
 
-- Python files: `ast` on the candidate's whole new version of each changed .py file
-  (`diffscan.python`, with the names it knows in `diffscan.names`; state kept between calls
-  in `diffscan.state`, results that compute when read in `diffscan.lazy`), so aliases,
-  `from x import y as z` and a `t = time` are resolved; only
-  findings on the candidate's added lines count, or on unchanged lines that use a name the
-  candidate bound anew (a changed `import x as t` makes an old `t.f = g` the candidate's).
-  String constants passed to exec/eval/compile are parsed and scanned too; C-like code in
-  Python strings (load_inline sources) meets the C rules.
-- C, C++, CUDA, HIP: text rules on the added lines (`diffscan.text.C_RULES`).
+- The diff (`diffscan.diff`): lines as git counts them (LF only), links named.
+- Python files: the whole new version, as bytes, decoded as the interpreter decodes them
+  with git's lines mapped onto Python's (`diffscan.source`: a lone CR, a declared encoding);
+  a file not read as the diff shows it is `unread`, an encoding other than UTF-8
+  `source-encoding` (every line counts), an added line with a break one reader sees and
+  another does not, or a bidi control, `hidden-text`. Then `ast` (`diffscan.python`, with
+  the names it knows in `diffscan.names` and the bindings in `diffscan.bindings`; state kept
+  between calls in `diffscan.state`, results that compute when read in `diffscan.lazy`,
+  input-keyed caches in `diffscan.caches`), so aliases, `from x import y as z`, `t = time`,
+  a loop variable or parameter handed a module are resolved; only findings on the
+  candidate's added lines count, or on unchanged lines that use a name the candidate bound
+  anew (a changed `import x as t` makes an old `t.f = g` the candidate's). String constants
+  passed to exec/eval/compile are parsed and scanned too; C-like code in Python strings and
+  the folded source handed to load_inline and kin meet the C rules.
+- C, C++, CUDA, HIP: text rules on the added lines (`diffscan.text.C_RULES`); Cython the
+  Python and C text rules.
 - Every other text file: the generic rules (LD_PRELOAD, --wrap=, KOPT_, /proc/; prose and
-  data files only the first). The diff itself: `diffscan.diff`.
+  data files only the first).
 - New files named like a module the bench imports (time.py, torch.py), startup hooks
   (sitecustomize.py, *.pth) and binary files are findings by their name.
 
 `RULES` lists every rule id with what it catches; `[target].allow_constructs` entries
 "rule-id:path-glob" (`parse_allow`) let a target's legitimate cases through.
 Limits: a static reading. It cannot see code that is built at run time from data it does
-not hold, nor what an unchanged file does when called differently; the plausibility checks
-and the fresh-process re-verification remain the other layers.
+not hold, nor what an unchanged file does when called differently; the correctness rule,
+the output's shape, the plausibility checks, the profiler, the output audit and the
+fresh-process re-decision are the layers a verdict rests on.
 """
 
 from __future__ import annotations
