@@ -592,7 +592,7 @@ def part4(ctx: Ctx) -> None:
 
 
 PARTS: dict[str, Callable[[Ctx], None]] = {"part1": part1, "part2": part2, "part3": part3, "part4": part4}
-NEEDS_S = {"part1": 400.0, "part2": 430.0, "part3": 220.0, "part4": 480.0}
+NEEDS_S = {"part1": 400.0, "part2": 430.0, "part3": 180.0, "part4": 480.0}
 """What each part plans for on the H100 when a later part of the same call waits for it
 (setup excluded): the demo's 300 s and its stop; 30 comment-only decisions of about 9 s and the
 softmax example; the hostile run (its baseline profiled, the timer patch profiled); the
