@@ -1,7 +1,8 @@
 """softmax on kopt's public harness: checked and timed in every mode kopt uses.
 
     python kopt_bench.py                         # this tree: kopt's CSV on stdout
-    python kopt_bench.py --ab BEST CAND --serve  # kopt's served A/B looks (its ab_command)
+    python kopt_bench.py --serve                 # this tree's looks on request (kopt's [target].serve)
+    python kopt_bench.py --ab BEST CAND --serve  # both trees in one process (kopt's older ab_command)
 """
 
 from kopt_supervisor.kernels import harness

@@ -12,6 +12,7 @@ proposer that steps the kernel's ROWS_PER_PROGRAM."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -146,3 +147,38 @@ def test_onboarded_on_the_public_harness_serves_its_looks(tmp_path: Path) -> Non
         assert len(looks) >= 2, looks
         assert sum(line.startswith("done ") for line in (ws.log_dir(v) / f"eval_ab_serve{v}.out").read_text()
                    .splitlines()) == len(looks)
+
+
+@pytest.mark.slow
+def test_on_the_public_harness_one_served_process_per_tree(tmp_path: Path) -> None:
+    """The harness bench as `[target].serve` (docs/byo-kernel.md §3, written by hand here): each
+    decision measures best and the candidate in processes of their own, every look followed by
+    an audit kopt checks itself, and the CSV's `calls` read as [target].calls."""
+    from kopt_supervisor.kernels.harness import bench as harness_bench
+
+    repo = example_repo(tmp_path)
+    target = {"bench": f"{sys.executable} kopt_bench.py", "serve": f"{sys.executable} kopt_bench.py --serve",
+              "calls": "calls", "metric": "us", "correct": "err <= 1", "production": "prod == 1",
+              "config": ["shape", "M", "N", "dtype", "esize"], "class_by": ["dtype"],
+              "ignore": [*harness_bench.STATS, *harness_bench.EXTRA],
+              "protected": ["kopt_bench.py", "softmax/__init__.py"], "sources": ["softmax/kernel.py"]}
+    p = onboard.Proposal(run=None, target=target)  # type: ignore[arg-type]  # a hand-written config
+    loop_settings(p)
+    text = "".join(f"\n[{name}]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in keys.items())
+                   for name, keys in {"target": p.target, **p.sections}.items())
+    ws = run_loop(tmp_path, repo, text, "per-tree")
+    got = statuses(ws)
+    assert got[0] == "baseline" and len(got) == 3 and set(got[1:]) <= DECIDED, got
+    # never a process holding both trees: one per side, the candidate's new for each decision
+    assert not list(ws.dir.glob("logs/v*/*ab_serve*"))
+    for v in (1, 2):
+        cand = sorted(ws.log_dir(v).glob("*_cand_serve*.err"))
+        assert len(cand) == 1, cand
+        looks = sorted(ws.log_dir(v).glob("eval_r*_cand.csv"))
+        audits = sorted(ws.log_dir(v).glob("eval_r*_cand_audit.json"))
+        assert len(looks) >= 2 and len(audits) == len(looks) == len(sorted(ws.log_dir(v).glob("eval_r*_best.csv")))
+        doc = json.loads(audits[0].read_text())
+        assert doc["version"] == 1 and [c["config"]["shape"] for c in doc["configs"]] == ["cpu-64", "cpu-100",
+                                                                                          "cpu-256"]
+        out = (ws.log_dir(v) / f"{cand[0].stem}.out").read_text().split()
+        assert "done" in out and "audited" in out
