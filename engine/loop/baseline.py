@@ -83,9 +83,9 @@ class Baseline:
     def estimate_decision_cost(self, it: Iteration, runs: list[Measurement], seconds: list[float]) -> None:
         """What one decision will cost with this bench (from the baseline's runs and the
         policy): said on the dashboard and in `kopt status` when it is minutes, with the way
-        to make it seconds (the public harness's served A/B)."""
+        to make it seconds (the public harness's served looks, one process per tree)."""
         ctx, t = self.ctx, self.ctx.cfg.target
-        mode = "served" if t.ab_serve else "ab" if t.ab_command else "process"
+        mode = "served" if t.serve or t.ab_serve else "ab" if t.ab_command else "process"
         noise = run_noise_pct([{k: c.value for k, c in m.configs.items()} for m in runs])
         cost = estimate_decision_s(seconds, Policy.from_config(ctx.cfg.decide, t.direction), mode, noise_pct=noise)
         it.record["decision_cost"] = cost.to_dict()

@@ -32,8 +32,8 @@ SLOW_S = 180.0
 """A decision longer than this is worth a word on the dashboard and in `kopt status`."""
 DEFAULT_NOISE_PCT = 1.0
 """Per-run noise assumed when the baseline cannot tell (one run, or no config in common)."""
-HARNESS_HINT = ("a bench on kopt's harness times best and candidate in one process and serves looks "
-                "(ab_command + ab_serve: docs/byo-kernel.md), which decides in seconds")
+HARNESS_HINT = ("a bench on kopt's harness serves looks from one process per tree "
+                "([target].serve: docs/byo-kernel.md), which decides in seconds")
 
 
 @dataclass(frozen=True)

@@ -190,6 +190,7 @@ def test_two_processes_per_decision_abba_one_seed_per_look_and_the_costs_recorde
     assert best_cpu > 0.8 * sum(c.claimed_s or 0 for c in costs if c.side == "best")  # the fake really burns it
     assert v2["side_costs"]["eval"] and v2["status"] == "regression"
     assert (ws.log_dir(1) / "eval_r0_cand_audit.json").exists()
+    assert record(ws, 0)["decision_cost"]["mode"] == "served"  # the baseline's estimate: looks, not process rounds
     assert no_server_left(ws)
 
 
