@@ -9,7 +9,7 @@ The choices, in order (docs/byo-kernel.md explains them for the user):
 1. the table: a file the bench wrote over a table printed on stdout (read exactly, not by
    layout); several files, or several stdout tables with different columns: a question;
 2. kopt's own harness output (`us`, `err`, `prod`, `seed`...): its known kopt.toml, with the
-   served A/B mode (`ab_command` + `ab_serve`);
+   served mode, one process per tree (`serve`, with `calls`);
 3. the metric: the columns that are times or rates (by unit and name); a format's convention
    (pytest-benchmark's median, Google Benchmark's real time) or a reference implementation's
    name (torch_ms, cuBLAS) narrows them; a time over a rate of the same run; any other tie is

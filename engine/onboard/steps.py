@@ -32,7 +32,7 @@ from kopt_supervisor.engine.onboard.draft import Choice, Proposal, Question
 from kopt_supervisor.engine.onboard.imports import scan
 
 HARNESS_STATS = ("us_mean", "us_std", "us_min", "us_p10", "us_p90", "samples")
-HARNESS_EXTRA = ("gbps", "copy_us", "copy_gbps", "pct_copy", "prod", "seed", "model")
+HARNESS_EXTRA = ("calls", "gbps", "copy_us", "copy_gbps", "pct_copy", "prod", "seed", "model")
 """kopt's harness CSV columns beside config, `us` and `err` (kernels/harness/bench.py's STATS
 and EXTRA; a test checks they agree: the engine never imports kernels)."""
 STAT_ORDER = ("median", "p50", "", "mean", "avg", "average", "min", "max")
@@ -172,8 +172,9 @@ def _propose_harness(p: Proposal, table: Table, cols: list[Column]) -> None:
     dclass = [c for c in ("dclass",) if c in table.columns]
     dtypes = [c.name for c in cols if c.name in config and dtype_like(c)]
     t["class_by"] = dclass or dtypes or config
-    t["ab_command"] = f"{bench} --ab {{best}} {{cand}} --serve"
-    t["ab_serve"] = True
+    t["serve"] = f"{bench} --serve"
+    if "calls" in table.columns:  # an older harness printed no calls column
+        t["calls"] = "calls"
     p.comments["target.metric"] = ("kopt's harness CSV: `us` is the median µs per call over the timed "
                                    "blocks (CUDA graphs, L2 flushed; CPU timings on the interpreter)")
     p.comments["target.correct"] = ("the harness's contract: err = max |y - ref| / (atol + rtol |ref|) "
@@ -182,8 +183,11 @@ def _propose_harness(p: Proposal, table: Table, cols: list[Column]) -> None:
                                      "one class per dtype (each runs its own code); list your own class "
                                      "columns here (the Spec's class_by)" if dtypes else
                                      "every config its own class (list your class columns here)")
-    p.comments["target.ab_command"] = ("served A/B: one process imports best/ and cand/ and answers kopt's "
-                                       "looks (docs/files.md); a decision costs seconds, not minutes")
+    p.comments["target.serve"] = ("served looks: one process per tree answers kopt's looks and audits "
+                                  "(docs/files.md); a decision costs seconds, not minutes, and kopt compares "
+                                  "the two trees' outputs itself")
+    p.comments["target.calls"] = ("the timed calls each row's `us` stands for: kopt weighs the time a "
+                                  "candidate claims to save against what the OS saw its process spend")
     p.comments["target.production"] = "the harness marks production configs (and the CPU's small ones) prod = 1"
     p.sections.setdefault("profile", {})["command"] = f"{bench} --profile"
     p.comments["profile.command"] = ("what a profiler runs: each solution twice per config in its NVTX/roctx range; "

@@ -241,10 +241,20 @@ def test_kopts_own_harness_output_is_served(tmp_path: Path) -> None:
               "copy_gbps,pct_copy,prod,seed,model")
     out = header + "\ncpu-64,1,2,2,64,bfloat16,2,narrow,900.1,0.3,901,5,890,891,910,3,0.1,10,0.2,1.1,1,7,m\n"
     p, t = proposed(fake_run(tmp_path, out, bench="python bench.py --dtypes bfloat16"))
-    assert t["ab_command"] == "python bench.py --dtypes bfloat16 --ab {best} {cand} --serve" and t["ab_serve"]
+    assert t["serve"] == "python bench.py --dtypes bfloat16 --serve" and "ab_command" not in t
+    assert "calls" not in t  # this output has no calls column (an older harness)
     assert (t["metric"], t["correct"], t["class_by"]) == ("us", "err <= 1", ["dclass"])
     assert t["config"] == ["shape", "B", "N", "H", "hd", "dtype", "esize", "dclass"]
     assert tomllib.loads(p.text())["profile"]["command"] == "python bench.py --dtypes bfloat16 --profile"
+
+
+def test_the_harness_calls_column_becomes_target_calls(tmp_path: Path) -> None:
+    header = "shape,N,dtype,us,err,us_mean,us_std,us_min,us_p10,us_p90,samples,calls,gbps,copy_us,copy_gbps,pct_copy,prod,seed,model"
+    out = header + "\ncpu-64,64,bfloat16,900.1,0.3,901,5,890,891,910,3,27,0.1,10,0.2,1.1,1,7,m\n"
+    p, t = proposed(fake_run(tmp_path, out, bench="python bench.py"))
+    assert t["serve"] == "python bench.py --serve" and t["calls"] == "calls"
+    assert "calls" not in t["config"] and "calls" in t["ignore"]
+    assert config.loads(p.text()).target.calls == "calls"  # the proposal loads as it is
 
 
 def test_harness_columns_match_the_harness() -> None:
