@@ -21,6 +21,9 @@ served = test_served_trees.served
 GUARDED = 'production = "cls == \'large\'"\n'
 """The small rows are a non-production guard class ([decide].production_verdicts)."""
 GAIN30 = "do:k['speed'] = {c: v * 0.7 for c, v in k['speed'].items()}; json.dump(k, open('kernel.json', 'w'))"
+NO_CALLS = 'ignore = ["calls"]\n'
+"""No [target].calls: the OS's accounting has nothing to weigh (the confirmation's looks are
+then the claim rule's alone)."""
 CALLS = "400"
 """Timed calls per config: a look's timed work is ~150 ms of CPU, many of the CPU clock's
 10 ms ticks (the default 100 calls, ~37 ms a look, leave a 5% gain under a tick)."""
@@ -55,14 +58,15 @@ def test_a_real_gain_is_kept_after_a_few_fresh_looks_and_names_its_external_trut
 def test_the_guard_class_does_not_make_the_confirmation_wait(fake_env, tmp_path, monkeypatch):
     """The non-production rows guard the keep (they may be 10% slower) and the production
     class is what the keep claims: the confirmation ends as soon as that class shows its gain,
-    whatever the guard's interval."""
+    whatever the guard's interval (no [target].calls: no OS accounting asks for more looks)."""
     logs = tmp_path / "serve_log"
     logs.mkdir()
     monkeypatch.setenv("FAKE_SERVE_LOG", str(logs / "serve.log"))
     repo, root = fake_env(["gain5"], files=("serve.py", "kernel.json"), toml_file="serve_kopt.toml",
                           toml_replace={"timeout_s = 20\n\n[decide]":
                                         f'timeout_s = 20\nwritable = ["{logs}"]\n{GUARDED}\n[decide]\n'
-                                        "production_verdicts = true"})
+                                        "production_verdicts = true",
+                                        'calls = "calls"\n': NO_CALLS})
     assert kopt(["--root", str(root), "init", "--repo", str(repo), "--tag", "g"]) == 0
     ws = Workspace(root, "g")
     assert run(ws, 1) == ["baseline", "keep"]
@@ -114,7 +118,7 @@ def test_a_keep_without_timed_seconds_is_confirmed_by_the_benchs_timer_only(fake
     logs.mkdir()
     monkeypatch.setenv("FAKE_SERVE_LOG", str(logs / "serve.log"))
     repo, root = fake_env(["gain5"], files=("serve.py", "kernel.json"), toml_file="serve_kopt.toml",
-                          toml_replace={'calls = "calls"\n': 'ignore = ["calls"]\n',
+                          toml_replace={'calls = "calls"\n': NO_CALLS,
                                         "timeout_s = 20\n\n[decide]": f'timeout_s = 20\nwritable = ["{logs}"]\n\n[decide]'})
     assert kopt(["--root", str(root), "init", "--repo", str(repo), "--tag", "n"]) == 0
     ws = Workspace(root, "n")
