@@ -1,6 +1,9 @@
 """Whether bubblewrap works here, and what it said when a confined run failed: `probe()`
-tries bwrap with every option kopt uses, `start_rule(...)` is the engine's rule at start
-(refuse, unless `--no-sandbox`), `bwrap_error`/`denied_write` read a failed run's stderr.
+tries each bwrap binary.py offers (the system's, then the bundled one) with every option
+kopt uses and keeps the first that works, `diagnose(...)` names the cause and fix when none
+does (from bwrap's own messages and the kernel's settings, `HostFacts`), `start_rule(...)` is
+the engine's rule at start (refuse, unless `--no-sandbox`; `kopt demo`'s own run goes on
+unconfined, marked so), `bwrap_error`/`denied_write` read a failed run's stderr.
 """
 
 from __future__ import annotations
