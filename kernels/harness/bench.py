@@ -26,7 +26,7 @@ blocks of µs per launch, with us_mean/std/min/p10/p90, and `calls` the launches
 device-to-device copy of the same number of bytes (copy_us, copy_gbps) and reports the
 kernel's bandwidth as % of it (pct_copy). Without a GPU the Triton solution runs in Triton's
 interpreter (TRITON_INTERPRET=1, set here before triton is imported) on the small shapes,
-each block one call per set (CPU_SETS), timed with time.perf_counter: CPU timings.
+each block one call per set (CPU_SETS), timed by the process's CPU time (timing.CpuTimer): CPU timings.
 
 --once: the contract check alone (each solution runs twice per shape, nothing is timed).
 
@@ -255,7 +255,7 @@ class Case:
 
 
 class Timing:
-    """Block timers on this machine (GPU: graphs + L2 flush; CPU: perf_counter)."""
+    """Block timers on this machine (GPU: graphs + L2 flush; CPU: the process's CPU time)."""
 
     def __init__(self, torch: Any, gpu: bool, block_us: float, max_reps: int) -> None:
         self.torch, self.gpu, self.block_us, self.max_reps = torch, gpu, block_us, max_reps

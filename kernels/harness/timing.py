@@ -7,7 +7,8 @@
   no CPU in the measurement. Callers rotate buffer sets across the launches (`cycle`) so that
   the graph's working set exceeds L2 and each launch reads cold data.
 - `EventTimer`: the same without a graph (for callables that cannot be captured).
-- `CpuTimer`: time.perf_counter around `reps` calls (no GPU: Triton's interpreter).
+- `CpuTimer`: the process's CPU time (time.process_time) around `reps` calls (no GPU:
+  Triton's interpreter).
 - `summarize`: median, mean, std, min, p10, p90 of a list of samples.
 
 `torch` is passed in (never imported here), so the timers run against a stand-in in tests.
@@ -176,7 +177,14 @@ class GraphTimer(EventTimer):
 
 
 class CpuTimer:
-    """No GPU: wall time of `reps` calls (time.perf_counter), microseconds per call."""
+    """No GPU: the CPU time this process spent on `reps` calls (time.process_time, every
+    thread of the process), microseconds per call. Not the wall clock: on a loaded machine
+    the wall clock counts the time other processes held the cores, and best's and the
+    candidate's looks run in two processes at different moments. Measured on this project's
+    2-core machine at a load of 6 (RMSNorm in Triton's interpreter, two served processes of
+    the same tree, ABBA): a look's A/A ratio spread 9-14% (sd) by CPU time, 20-54% by the
+    wall clock. Work a call hands to another process is not counted here; kopt's own
+    accounting of the whole process tree is (docs/files.md)."""
 
     def __init__(self, fn: Callable[[], Any], reps: int, warm_blocks: int = 1,
                  span: Callable[[], AbstractContextManager[Any]] | None = None) -> None:
@@ -186,10 +194,10 @@ class CpuTimer:
 
     def block(self) -> float:
         with self.span():
-            t0 = time.perf_counter()
+            t0 = time.process_time()
             for _ in range(self.reps):
                 self.fn()
-            return (time.perf_counter() - t0) * 1e6 / self.reps
+            return (time.process_time() - t0) * 1e6 / self.reps
 
 
 def event_times(torch: Any, fn: Callable[[], Any], iters: int, warmup: int,

@@ -95,11 +95,16 @@ def test_kopt_demo_headless_runs_the_loop_as_the_readme_does(tmp_path: Path) -> 
     lines = {v: res.stdout.split(f"{v}: ")[1].split("\n")[0] for v in ("v1", "v2")}
     assert lines["v1"].startswith("keep") and not any(line.startswith("fail") for line in lines.values()), lines
     assert st["keeps"] >= 1 and "best speedup over the naive start" in res.stdout
-    # one serving bench process for both decisions (told to reload the trees for v2), ended
-    # with the run: the tune proposer takes no time, so the process start is paid once
+    # one served process per tree (never both trees in one): the candidate's new for each
+    # decision, best's kept while BEST does not move, so v2 (after v1's keep) starts one
     ws = Workspace(tmp_path, "d")
-    served = sorted(p.relative_to(ws.dir).as_posix() for p in ws.dir.glob("logs/v*/*_ab_serve*.err"))
-    assert served == ["logs/v1/eval_ab_serve1.err"], served
-    v2_looks = sorted(ws.log_dir(2).glob("eval_r*_ab.csv"))
-    assert len(v2_looks) >= 3
-    assert "reloaded" in (ws.log_dir(1) / "eval_ab_serve1.out").read_text()
+    assert not list(ws.dir.glob("logs/v*/*_ab_serve*"))
+    for v in (1, 2):
+        for side in ("best", "cand"):
+            served = list(ws.log_dir(v).glob(f"eval_{side}_serve*.out"))
+            assert len(served) == 1, (v, side, served)
+            replies = served[0].read_text().split()
+            assert "done" in replies and "audited" in replies
+    v2_looks = sorted(ws.log_dir(2).glob("eval_r*_cand.csv"))
+    assert len(v2_looks) >= 3 and len(list(ws.log_dir(2).glob("eval_r*_cand_audit.json"))) == len(v2_looks)
+    assert "calls" in v2_looks[0].read_text().splitlines()[0].split(",")
