@@ -98,3 +98,19 @@ def test_a_one_tree_block_moves_a_fixed_amount_whatever_the_kernels_speed():
     assert timing.block_launches(1 * mb, 1000.0, 300.0, 1000, 3) == 3
     # no bytes known: by its time, as reps_for
     assert timing.block_launches(0, 20.0, 300.0, 1000, 1) == timing.reps_for(20.0, 300.0, 1000) == 15
+
+
+def test_the_cpu_timer_counts_the_processs_cpu_time_not_the_wall_clock():
+    # what other processes (or a sleep) take of the wall clock is not the call's: the CPU
+    # timer's looks of best and the candidate run in two processes at different moments
+    import time
+
+    asleep = timing.CpuTimer(lambda: time.sleep(0.05), reps=2, warm_blocks=0)
+    assert asleep.block() < 10_000.0  # µs per call: the 50 ms asleep do not count
+
+    def busy() -> None:
+        end = time.process_time() + 0.02
+        while time.process_time() < end:
+            pass
+
+    assert timing.CpuTimer(busy, reps=2, warm_blocks=0).block() >= 20_000.0
