@@ -187,8 +187,9 @@ class Evidence:
         vendor = self.vendor(lane)
         if vendor != "none":
             if self.profiler(lane) is None:
-                return truth_rule.timer_only(f"no profiler for the {vendor} GPU ([profile].kind = "
-                                             f'"{self.ctx.cfg.profile.kind}")')
+                kind = self.ctx.cfg.profile.kind
+                return truth_rule.timer_only(f'no profiler for the {vendor} GPU ([profile].kind = "{kind}"'
+                                             f"{': none found' if kind == 'auto' else ''})")
             profile = it.record.get("profile") or {}
             if not isinstance(profile.get("agreement"), dict):
                 return truth_rule.timer_only(f"the profiler did not compare the trees ({profile.get('error', 'no record')})")
