@@ -4,7 +4,7 @@ does, each run under `kopt run` on this machine's CPU (Triton's interpreter):
 1. as it is: its own bench (`bench.py`: a printed table and results/softmax.csv) run once,
    its table detected and a kopt.toml proposed (engine.onboard), process-level rounds;
 2. with the 30-line bench on kopt's public harness (`kopt_bench.py`): detected as the harness's
-   CSV, the proposal serves A/B looks from one process (ab_command + ab_serve).
+   CSV, the proposal serves looks from one process per tree ([target].serve).
 
 `kopt init --bench` is the CLI's to wire: the tests drive engine.onboard and then the existing
 `kopt init --config` and `kopt run --foreground --max-iters 2`, with a scripted `command`
@@ -126,7 +126,9 @@ def test_onboarded_on_the_public_harness_serves_its_looks(tmp_path: Path) -> Non
     assert p.complete, p.error_line()
     t = p.target
     assert (t["metric"], t["correct"], t["production"]) == ("us", "err <= 1", "prod == 1")
-    assert t["ab_command"] == f"{bench} --ab {{best}} {{cand}} --serve" and t["ab_serve"] is True
+    # one served process per tree, the harness's `calls` column read as [target].calls
+    assert t["serve"] == f"{bench} --serve" and t["calls"] == "calls" and "ab_command" not in t
+    assert "calls" not in t["config"] and "calls" in t["ignore"]
     # the Spec names its function "softmax.kernel:softmax": followed like an import, the kernel
     # is a source (a change to it is not "outside the sources") and the package __init__ protected
     assert t["class_by"] == ["dtype"] and t["protected"] == ["kopt_bench.py", "softmax/__init__.py"]
@@ -139,46 +141,17 @@ def test_onboarded_on_the_public_harness_serves_its_looks(tmp_path: Path) -> Non
     with ws.open_store(readonly=True) as store:
         rules = [f["rule"] for it in store.iterations() for f in (it.record.get("diff_scan") or {}).get("findings", [])]
     assert "outside-sources" not in rules, rules
-    # each decision: one serving process (closed while the external proposer ran), several looks
-    served = sorted(p.relative_to(ws.dir).as_posix() for p in ws.dir.glob("logs/v*/*_ab_serve*.err"))
-    assert served == ["logs/v1/eval_ab_serve1.err", "logs/v2/eval_ab_serve2.err"], served
-    for v in (1, 2):
-        looks = sorted(ws.log_dir(v).glob("eval_r*_ab.csv"))
-        assert len(looks) >= 2, looks
-        assert sum(line.startswith("done ") for line in (ws.log_dir(v) / f"eval_ab_serve{v}.out").read_text()
-                   .splitlines()) == len(looks)
-
-
-@pytest.mark.slow
-def test_on_the_public_harness_one_served_process_per_tree(tmp_path: Path) -> None:
-    """The harness bench as `[target].serve` (docs/byo-kernel.md §3, written by hand here): each
-    decision measures best and the candidate in processes of their own, every look followed by
-    an audit kopt checks itself, and the CSV's `calls` read as [target].calls."""
-    from kopt_supervisor.kernels.harness import bench as harness_bench
-
-    repo = example_repo(tmp_path)
-    target = {"bench": f"{sys.executable} kopt_bench.py", "serve": f"{sys.executable} kopt_bench.py --serve",
-              "calls": "calls", "metric": "us", "correct": "err <= 1", "production": "prod == 1",
-              "config": ["shape", "M", "N", "dtype", "esize"], "class_by": ["dtype"],
-              "ignore": [*harness_bench.STATS, *harness_bench.EXTRA],
-              "protected": ["kopt_bench.py", "softmax/__init__.py"], "sources": ["softmax/kernel.py"]}
-    p = onboard.Proposal(run=None, target=target)  # type: ignore[arg-type]  # a hand-written config
-    loop_settings(p)
-    text = "".join(f"\n[{name}]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in keys.items())
-                   for name, keys in {"target": p.target, **p.sections}.items())
-    ws = run_loop(tmp_path, repo, text, "per-tree")
-    got = statuses(ws)
-    assert got[0] == "baseline" and len(got) == 3 and set(got[1:]) <= DECIDED, got
-    # never a process holding both trees: one per side, the candidate's new for each decision
+    # never a process holding both trees: each decision asks a candidate process of its own
+    # for several looks, each followed by an audit kopt checks itself
     assert not list(ws.dir.glob("logs/v*/*ab_serve*"))
     for v in (1, 2):
-        cand = sorted(ws.log_dir(v).glob("*_cand_serve*.err"))
+        cand = sorted(ws.log_dir(v).glob("eval_cand_serve*.out"))
         assert len(cand) == 1, cand
         looks = sorted(ws.log_dir(v).glob("eval_r*_cand.csv"))
         audits = sorted(ws.log_dir(v).glob("eval_r*_cand_audit.json"))
         assert len(looks) >= 2 and len(audits) == len(looks) == len(sorted(ws.log_dir(v).glob("eval_r*_best.csv")))
+        replies = cand[0].read_text().split()
+        assert replies.count("done") == replies.count("audited") == len(looks)
         doc = json.loads(audits[0].read_text())
         assert doc["version"] == 1 and [c["config"]["shape"] for c in doc["configs"]] == ["cpu-64", "cpu-100",
                                                                                           "cpu-256"]
-        out = (ws.log_dir(v) / f"{cand[0].stem}.out").read_text().split()
-        assert "done" in out and "audited" in out
