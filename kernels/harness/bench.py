@@ -274,7 +274,7 @@ class Timing:
         reps = reps_for(est, self.block_us, self.max_reps)
         sets = rotation_sets(nbytes, self.l2, reps)
         fns = first + (make(sets)[1:] if sets > 1 else [])
-        return self._block_timer(cycle(fns), reps, graph, span)
+        return self._block_timer(cycle(fns), reps, self.flush, graph, span)
 
 
     def set_count(self, nbytes: int) -> int:
@@ -299,18 +299,21 @@ class Timing:
             call()
         est = one_call_us(self.torch, calls[0], self.flush)
         reps = block_launches(nbytes, est, self.block_us, self.max_reps, sets)
-        return self._block_timer(fn, reps, graph, span)
+        return self._block_timer(fn, reps, self.flush, graph, span)
 
-    def _block_timer(self, fn: Callable[[], Any], reps: int, graph: bool, span: Callable[[], Any] | None) -> Any:
+    def _block_timer(self, fn: Callable[[], Any], reps: int, flush: L2Flush, graph: bool,
+                     span: Callable[[], Any] | None) -> Any:
+        """A GPU block timer of `reps` launches of fn: a CUDA graph, or eager launches between
+        CUDA events when `graph` is off or the capture fails."""
         if not graph:
-            return EventTimer(self.torch, fn, reps, self.flush, span=span)
+            return EventTimer(self.torch, fn, reps, flush, span=span)
         try:
-            return GraphTimer(self.torch, fn, reps, self.flush, span=span)
+            return GraphTimer(self.torch, fn, reps, flush, span=span)
         except Exception as exc:  # what a graph cannot capture (host syncs, allocations...) runs eagerly
             self.torch.cuda.synchronize()
             log(f"CUDA graph capture failed ({type(exc).__name__}: {str(exc)[:120]}): "
                 "timing eager launches between CUDA events instead")
-            return EventTimer(self.torch, fn, reps, self.flush, span=span)
+            return EventTimer(self.torch, fn, reps, flush, span=span)
 
 
 def _fmt(v: Any) -> str:
