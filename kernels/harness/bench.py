@@ -276,7 +276,6 @@ class Timing:
         fns = first + (make(sets)[1:] if sets > 1 else [])
         return self._block_timer(cycle(fns), reps, self.flush, graph, span)
 
-
     def set_count(self, nbytes: int) -> int:
         """How many buffer sets a config's timed calls rotate over (sets.TimedSets), fixed
         before anything is timed so that every tree gets the same count in the same look: on
@@ -537,8 +536,9 @@ class Bench:
         from the seed (sets.TimedSets: never the check's inputs, no reference computed for
         them, refreshed before the last block), its statistics over blocks beside a same-size
         copy's (none when the spec says nothing of the bytes a call moves, or without `copy`:
-        a served look, whose copy columns kopt never reads; they are NaN then), and `calls`, the timed calls the row's `us` is the per-call time
-        of. The sets are kept in `self.looked` (until the next look) for `audit`."""
+        a served look, whose copy columns kopt never reads; they are NaN then), and `calls`,
+        the timed calls the row's `us` is the per-call time of. The sets are kept in
+        `self.looked` (until the next look) for `audit`."""
         rows = []
         nan = math.nan
         self.looked = []

@@ -30,7 +30,6 @@ from collections.abc import Callable
 from typing import Any
 
 from .audit import input_seed, output_tensors
-from .params import config_key
 
 DISTINCT = 8
 """The most distinct draws of a config's sets (per priming and per refresh)."""
@@ -43,7 +42,7 @@ class TimedSets:
         if count < 1:
             raise ValueError(f"TimedSets: count must be >= 1, not {count}")
         self.torch, self.count = case.torch, count
-        self.key = config_key(case.cols)
+        self.key = case.key
         self._draw = case.draw
         draws = min(count, DISTINCT)
         self._seeds = [input_seed(look_seed, self.key, f"set{j}") for j in range(draws)]
