@@ -1,0 +1,55 @@
+"""On a GPU the profiler is a keep's external truth (engine/loop/evidence.py
+`Evidence.external_truth`): it confirms only when it agrees on every class the bench found
+improved; a GPU without a profiler, or a profiler that could not tell, leaves the keep
+"confirmed by the bench's timer only"."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+from kopt_supervisor.engine.decide.external_truth import TIMER_ONLY
+from kopt_supervisor.engine.loop.evidence import Evidence
+from kopt_supervisor.engine.profile.agreement import Agreement, ClassAgreement
+from kopt_supervisor.engine.records import Iteration, Status
+
+
+def evidence(profiler: object | None, kind: str = "ncu") -> tuple[Evidence, Any]:
+    ctx = SimpleNamespace(cfg=SimpleNamespace(profile=SimpleNamespace(kind=kind)))
+    lane = SimpleNamespace(gate=SimpleNamespace(chosen=SimpleNamespace(vendor="nvidia")))
+    ev = Evidence(ctx)  # type: ignore[arg-type]
+    ev._profiler = ("nvidia", profiler)  # type: ignore[assignment]  # what choose_profiler found
+    return ev, lane
+
+
+def keep(*classes: ClassAgreement) -> Iteration:
+    return Iteration(1, Status.RUNNING, record={"profile": {"agreement": Agreement(classes, per_class=True).to_dict()}})
+
+
+def agreement(cls: str, status: str, bench: str = "improved") -> ClassAgreement:
+    return ClassAgreement(cls, status, bench, 0.7, 0.68, 0.72, 0.71, 0.69, 0.73, "why")
+
+
+def test_the_profiler_confirms_when_it_agrees_on_every_improved_class():
+    ev, lane = evidence(object())
+    truth = ev.external_truth(keep(agreement("narrow", "agrees"), agreement("wide", "cannot_tell", "tied")), lane)
+    assert truth.kind == "profiler" and truth.outcome == "confirmed"
+    assert truth.reason.startswith("the profiler's kernel time per class agrees: narrow agrees")
+
+
+def test_a_profiler_that_cannot_tell_on_an_improved_class_confirms_nothing():
+    ev, lane = evidence(object())
+    truth = ev.external_truth(keep(agreement("narrow", "agrees"), agreement("wide", "cannot_tell")), lane)
+    assert truth.kind == "none" and truth.reason.startswith(f"{TIMER_ONLY}: the profiler could not tell for wide")
+
+
+def test_a_gpu_without_a_profiler_or_without_a_comparison_says_so():
+    ev, lane = evidence(None, kind="none")
+    truth = ev.external_truth(keep(agreement("narrow", "agrees")), lane)
+    assert truth.kind == "none" and truth.reason == f'{TIMER_ONLY}: no profiler for the nvidia GPU ([profile].kind = "none")'
+    ev, lane = evidence(None, kind="auto")
+    assert ": none found)" in ev.external_truth(keep(), lane).reason
+    ev, lane = evidence(object())
+    failed = Iteration(1, Status.RUNNING, record={"profile": {"error": "ncu: ERR_NVGPUCTRPERM"}})
+    truth = ev.external_truth(failed, lane)
+    assert truth.kind == "none" and "the profiler did not compare the trees (ncu: ERR_NVGPUCTRPERM)" in truth.reason
