@@ -88,23 +88,26 @@ def reps_for(one_call_us: float, block_us: float, max_reps: int) -> int:
 BLOCK_BYTES = 1 << 30
 """What a one-tree look's timed block moves when the spec says how many bytes a call moves:
 about 330 µs of a memory-bound kernel at an H100's 3.3 TB/s."""
-LONG_BLOCK = 20
-"""A block of BLOCK_BYTES longer than this many --block-us (a compute-bound kernel) is cut to
---block-us by the calibration instead."""
+LONG_BLOCK_US = 50_000.0
+"""A block of BLOCK_BYTES that the calibration says lasts longer (a compute-bound kernel on
+little data) is cut to --block-us instead. Far above what an eager call's launch overhead
+can make a microsecond kernel's estimate look like (5-10 µs x at most 1000 launches): on
+the H100 a threshold of 20 x 300 µs sent the regression grid's 2-3 µs configs to the
+calibration in one tree's process and not in the other's (256 against 1024 launches)."""
 
 
 def block_launches(nbytes: int, one_call_us: float, block_us: float, max_reps: int, sets: int) -> int:
     """Launches per timed block of a one-tree look, a multiple of `sets` (each set called
     equally often): enough to move BLOCK_BYTES when the bytes a call moves are known, so the
     count is the same in every process for the config, whatever the kernel's speed or the
-    calibration's noise (on the H100 a block of 6 launches of a 20 µs kernel measured 15-18%
-    more per launch than one of 14, and a single flushed call's estimate swung between 20 and
-    50 µs from look to look); else, or when such a block would last more than LONG_BLOCK x
-    block_us by the calibration, `reps_for` (the count then follows the kernel's speed)."""
+    calibration's noise (on the H100 a single flushed call's estimate of a 20 µs kernel swung
+    between 20 and 50 µs from look to look, giving 6 to 14 launches); else, or when such a
+    block would last more than LONG_BLOCK_US by the calibration, `reps_for` (the count then
+    follows the kernel's speed)."""
     reps = reps_for(one_call_us, block_us, max_reps)
     if nbytes > 0:
         by_bytes = max(1, min(max_reps, math.ceil(BLOCK_BYTES / nbytes)))
-        if by_bytes * one_call_us <= LONG_BLOCK * block_us:
+        if by_bytes * one_call_us <= LONG_BLOCK_US:
             reps = by_bytes
     return math.ceil(max(reps, sets) / sets) * sets
 
