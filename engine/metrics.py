@@ -58,6 +58,9 @@ class ConfigResult:
     mean: float = math.nan
     """The bench's mean over the timed calls behind the value (a `<metric>_mean` column, the
     mean over the config's rows); NaN when the bench reports none or a row's is not finite."""
+    calls: float = math.nan
+    """With [target].calls: the timed calls the config's rows say they stand for, summed over
+    its rows; NaN without the column or when a row's count is not a finite number."""
 
     @property
     def value(self) -> float:
@@ -191,6 +194,7 @@ def measure(df: pd.DataFrame, cfg: TargetConfig, source: str = "CSV") -> Measure
 
     mean_col = cfg.metric + MEAN_SUFFIX
     means = pd.to_numeric(df[mean_col], errors="coerce") if mean_col in df.columns else None
+    calls = pd.to_numeric(df[cfg.calls], errors="coerce") if cfg.calls and cfg.calls in df.columns else None
 
     grouped: dict[str, dict[str, Any]] = {}
     for i, raw in df.iterrows():
@@ -199,11 +203,12 @@ def measure(df: pd.DataFrame, cfg: TargetConfig, source: str = "CSV") -> Measure
         g = grouped.setdefault(
             key,
             {"cls": key_of(raw, class_cols) if class_cols else "all", "values": [], "reasons": [], "means": [],
-             "production": bool(production[i]), "row": {c: _plain(v) for c, v in row.items()}},
+             "calls": [], "production": bool(production[i]), "row": {c: _plain(v) for c, v in row.items()}},
         )
         v = float(metric[i]) if not pd.isna(metric[i]) else math.nan
         g["values"].append(v)
         g["means"].append(math.nan if means is None or pd.isna(means[i]) else float(means[i]))
+        g["calls"].append(math.nan if calls is None or pd.isna(calls[i]) else float(calls[i]))
         if pd.isna(metric[i]):
             g["reasons"].append(f"{cfg.metric} missing or not a number ({raw[cfg.metric]!r})")
         elif not math.isfinite(v):
@@ -215,7 +220,7 @@ def measure(df: pd.DataFrame, cfg: TargetConfig, source: str = "CSV") -> Measure
     _check_uniform({k: len(g["values"]) for k, g in grouped.items()}, source)
     configs = {
         k: ConfigResult(k, g["cls"], tuple(g["values"]), not g["reasons"], tuple(dict.fromkeys(g["reasons"])),
-                        g["production"], g["row"], _mean_of(g["means"]))
+                        g["production"], g["row"], _mean_of(g["means"]), _sum_of(g["calls"]))
         for k, g in grouped.items()
     }
     return Measurement(configs, tuple(config_cols), tuple(class_cols), _timed(df, metric, cfg.calls))
@@ -259,6 +264,23 @@ def paired(best: Measurement, cand: Measurement, round_index: int, order: str,
     check_shape(best, cand, source)
     return [Pair(k, b.cls, b.value, c.value, round_index, order, best_mean=b.mean, cand_mean=c.mean)
             for k, b in best.configs.items() if b.ok and (c := cand.configs[k]).ok]
+
+
+def _sum_of(values: list[float]) -> float:
+    return math.fsum(values) if values and all(math.isfinite(v) for v in values) else math.nan
+
+
+def check_same_calls(best: Measurement, cand: Measurement, source: str = "the candidate's look") -> None:
+    """A served look's timed calls per config are fixed by the config (docs/files.md, the
+    per-tree serve protocol): a candidate whose rows claim another count than best's is a
+    BenchError. Inflating its count would shrink the seconds it claims to save below what
+    the OS's accounting checks, while its per-call latency still shows the gain."""
+    differ = sorted(k for k, b in best.configs.items() if k in cand.configs
+                    and math.isfinite(b.calls) and cand.configs[k].calls != b.calls)
+    if differ:
+        raise BenchError(f"{source}: timed calls differ from best's for "
+                         + _named([f"{k} ({cand.configs[k].calls:g}, best {best.configs[k].calls:g})" for k in differ])
+                         + ": a served look's calls are fixed by the config")
 
 
 def _mean_of(values: list[float]) -> float:

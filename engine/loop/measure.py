@@ -422,6 +422,7 @@ class ServedTrees:
         best_m, cand_m = got["best"], got["cand"]
         source = f"the candidate's look {r}"
         metrics.check_shape(best_m, cand_m, source)
+        metrics.check_same_calls(best_m, cand_m, source)
         cand_m = self._audit(audits, best_m, cand_m, order_of["best"], audit_seed, r)
         pairs = metrics.paired(best_m, cand_m, r, "AB" if order[0] == "best" else "BA", source)
         scale = ctx.cfg.roofline.unit_scale

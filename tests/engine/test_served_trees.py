@@ -245,6 +245,17 @@ def test_a_patched_timer_shows_in_the_claims_but_not_in_the_cpu_time(served, mon
         assert spent == pytest.approx(cpu, abs=0.2), (v, spent)
 
 
+def test_a_candidate_claiming_more_timed_calls_than_best_fails_the_bench(served):
+    """A served look's calls are fixed by the config: a candidate whose rows claim more calls
+    (a patched timer whose claimed total then matches best's, so the OS's accounting has no
+    saving to check) is a bench failure naming the config, whatever its latency says."""
+    ws, _ = served(["do:k.update(timer_patch=0.5, inflate_calls=2); json.dump(k, open('kernel.json', 'w'))"])
+    statuses = run(ws, 1)
+    assert statuses == ["baseline", "fail_bench"]
+    reason = record(ws, 1)["decision"]["reason"]
+    assert "timed calls differ from best's" in reason and "(200, best 100)" in reason
+
+
 def test_a_server_that_leaves_after_each_look_is_audited_first_and_started_again(served):
     ws, log = served(["knob:looks=1"])
     assert run(ws, 1) == ["baseline", "tie"]

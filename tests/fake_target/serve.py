@@ -21,6 +21,8 @@ Hostile knobs in kernel.json (the candidate's code doing what a kernel must not)
   "steal_reference"   the check's outputs right, the timed sets' outputs the check's (a cached result)
   "half_rows": true   computes half of each output (the rest zeros) and burns half the time
   "duplicate_rows"    a CSV row twice
+  "inflate_calls": f  the rows claim f x the timed calls really made (hiding a claimed saving
+                      from the OS's accounting behind a larger count)
   "die_at": n, "hang_at": n, "fail_at": n   exits / never answers / answers `fail` at look n
   "looks": k          answers `done N last` after k looks (it leaves after that look's audit)
   "audit_fail": true  answers every audit with `fail`
@@ -110,7 +112,7 @@ def look(seed, k):
         work = base * 1e-6 * speed(k, cls, n) * CALLS * (1 + noise.gauss(0.0, NOISE))
         spent = burn(work / 2 if k.get("half_rows") else work)
         us = spent / CALLS * 1e6 * float(k.get("timer_patch", 1.0))
-        rows.append(f"{shape},{cls},{n},{us:.6f},{err},{CALLS}")
+        rows.append(f"{shape},{cls},{n},{us:.6f},{err},{round(CALLS * float(k.get('inflate_calls', 1)))}")
         if k.get("duplicate_rows") and shape == "s1":
             rows.append(rows[-1])
         kept[key] = ({"shape": shape, "cls": cls, "n": n}, outs)
