@@ -55,6 +55,7 @@ def decision_notes(it: Iteration) -> tuple[Note, ...]:
     notes = [Note(f, FLAG_HELP.get(f, "(a flag this version of kopt does not know)"), "bad")
              for f in flags_to_explain(str(dec.get("reason") or ""), flags)]
     notes += reverify_notes(it)
+    notes += confirmation_notes(it)
     notes += profiler_notes(it)
     notes += diff_scan_notes(it)
     return tuple(notes)
@@ -69,6 +70,24 @@ def reverify_notes(it: Iteration) -> list[Note]:
     head = "agrees" if agrees else "DISAGREES"
     return [Note("fresh processes", f"{head}: {_text(r.get('verdict'), 40)}: {_text(r.get('reason'), 300)}{took}",
                  "good" if agrees else "bad")]
+
+
+def confirmation_notes(it: Iteration) -> list[Note]:
+    """How a keep was confirmed in freshly started servers, and what outside the candidate's
+    process confirmed it (the profiler, the OS's accounting, or the bench's timer alone)."""
+    notes = []
+    c = _map(it.record.get("confirmation"))
+    if c and c.get("path") == "served":
+        conf = api.Confirmation.from_dict(dict(c))
+        good = conf.outcome == "confirmed"
+        notes.append(Note("confirmation", f"{conf.outcome} in {conf.looks} fresh look(s), {fmt.seconds(conf.seconds)}: "
+                          f"{_text(conf.reason, 300)}", "good" if good else "bad"))
+    t = _map(it.record.get("external_truth"))
+    if t:
+        truth = api.ExternalTruth.from_dict(dict(t))
+        tone = {"confirmed": "good", "refuted": "bad"}.get(truth.outcome, "")
+        notes.append(Note(f"truth: {truth.kind.replace('_', ' ')}", _text(truth.reason, 300), tone))
+    return notes
 
 
 def profiler_notes(it: Iteration) -> list[Note]:

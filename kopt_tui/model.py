@@ -289,7 +289,7 @@ def progress_view(d: RunData, now: float) -> ProgressView:
                         total if isinstance(total, int) else None, elapsed, left)
 
 
-STEP_WORDS = {"eval": "deciding", "verify": "re-checking after format", "reverify": "deciding again in fresh processes",
+STEP_WORDS = {"eval": "deciding", "verify": "re-checking after format", "reverify": "confirming the keep in fresh processes",
               "baseline": "measuring the baseline", "propose": "proposing", "review": "awaiting your review",
               "paused": "paused", "waiting_gpu": "waiting for an idle GPU"}
 """A live step's phase (meta `progress`, a lane's step) as people read it."""
@@ -319,7 +319,7 @@ has one (engine.api.lane_states)."""
 
 
 SHORT_LANE_WORDS = {"waiting for an idle GPU": "waiting for GPU", "checking the candidate": "checking",
-                    "gathering evidence": "evidence", "deciding again in fresh processes": "re-deciding",
+                    "gathering evidence": "evidence", "confirming the keep in fresh processes": "confirming",
                     "re-checking after format": "re-checking", "measuring the baseline": "baseline"}
 """A lane's words where a narrow terminal has little room."""
 

@@ -96,6 +96,8 @@ from kopt_supervisor.engine.api.runs import (
 from kopt_supervisor.engine.bookkeeping import Counters, best_commit, best_iteration, counters
 from kopt_supervisor.engine.config import Config, GpuConfig
 from kopt_supervisor.engine.daemon import engine_alive
+from kopt_supervisor.engine.decide.confirmation import Confirmation
+from kopt_supervisor.engine.decide.external_truth import ExternalTruth
 from kopt_supervisor.engine.decide.stats import geomean, positive_finite
 from kopt_supervisor.engine.demo import (
     CPU_NOTICE,
@@ -130,7 +132,7 @@ __all__ = [
     # the review queue
     "Answer", "Interval", "PendingReview", "headline_interval", "pending_reviews", "review_queue",
     # what a run spent and how it ran
-    "TIMED_PHASES", "ProfiledClass", "ProfilerEvidence", "agent_line", "agent_spending", "decision_cost",
+    "TIMED_PHASES", "ProfiledClass", "ProfilerEvidence", "Confirmation", "ExternalTruth", "agent_line", "agent_spending", "decision_cost",
     "lane_states", "phase_timings", "profiler_evidence", "ran_unsandboxed", "sandbox_line", "sandbox_state",
     "timing_rows",
     # commands

@@ -120,6 +120,24 @@ def test_decision_notes_explain_flags_and_quote_the_evidence():
     assert iv.decision_notes(Iteration(0, "baseline")) == ()
 
 
+def test_decision_notes_say_how_a_keep_was_confirmed_and_by_what_truth():
+    record = {"decision": {"verdict": "keep", "reason": "cls=a -30%", "flags": []},
+              "confirmation": {"outcome": "confirmed", "reason": "cls=a -29.5% in 3 looks", "looks": 3,
+                               "seconds": 2.4, "path": "served", "classes": {}},
+              "external_truth": {"kind": "os_time", "outcome": "confirmed",
+                                 "reason": "the OS's accounting shows 0.30 s saved of the 0.31 s claimed"}}
+    by = {n.label: n for n in iv.decision_notes(Iteration(4, "keep", record=record))}
+    assert by["confirmation"].tone == "good"
+    assert by["confirmation"].text.startswith("confirmed in 3 fresh look(s), 2.4 s: cls=a -29.5%")
+    assert by["truth: os time"].tone == "good" and "0.30 s saved" in by["truth: os time"].text
+    timer_only = {**record, "external_truth": {"kind": "none", "outcome": "unconfirmed",
+                                               "reason": "confirmed by the bench's timer only"},
+                  "confirmation": {**record["confirmation"], "outcome": "refuted"}}
+    by = {n.label: n for n in iv.decision_notes(Iteration(5, "rejected", record=timer_only))}
+    assert by["confirmation"].tone == "bad" and by["truth: none"].tone == ""
+    assert by["truth: none"].text == "confirmed by the bench's timer only"
+
+
 def test_plan_view_puts_the_citations_beside_the_plan_and_explains_uncited():
     cited = Iteration(2, "keep", hypothesis="h", target_class="cls=large", record={"plan": {
         "ok": True, "hypothesis": "Cut fake_kernel_large", "flags": [], "reason": "",
