@@ -88,12 +88,14 @@ def reps_for(one_call_us: float, block_us: float, max_reps: int) -> int:
 BLOCK_BYTES = 1 << 30
 """What a one-tree look's timed block moves when the spec says how many bytes a call moves:
 about 330 µs of a memory-bound kernel at an H100's 3.3 TB/s."""
-LONG_BLOCK_US = 50_000.0
+LONG_BLOCK_US = 500_000.0
 """A block of BLOCK_BYTES that the calibration says lasts longer (a compute-bound kernel on
-little data) is cut to --block-us instead. Far above what an eager call's launch overhead
-can make a microsecond kernel's estimate look like (5-10 µs x at most 1000 launches): on
-the H100 a threshold of 20 x 300 µs sent the regression grid's 2-3 µs configs to the
-calibration in one tree's process and not in the other's (256 against 1024 launches)."""
+little data) is cut to --block-us instead. Far above what the host's share of an eager call
+can make a microsecond kernel's estimate look like: the estimate times one call between CUDA
+events, Python wrapper and launch included, and on the H100 that put the RMSNorm regression
+grid's 2-3 µs configs at 30-60 µs x 1000 launches, so a threshold of 6 ms or 50 ms sent a
+config to the calibration in one tree's process and not in the other's (219 against 1095
+launches a block; per launch, in two runs, 1.47 µs at 1024 and 1.63 µs at 256 for one-row)."""
 
 
 def block_launches(nbytes: int, one_call_us: float, block_us: float, max_reps: int, sets: int) -> int:
