@@ -75,13 +75,16 @@ def statuses(ws: Workspace) -> list[str]:
         return [it.status for it in s.iterations()]
 
 
-def test_the_example_is_a_plain_kernel_repo_with_its_own_tests() -> None:
+def test_the_example_is_a_plain_kernel_repo_with_its_own_tests(tmp_path: Path) -> None:
     # nothing in the repo knows kopt but the harness bench; its own tests pass on the interpreter
     for path in EXAMPLE.rglob("*.py"):
         if path.name != "kopt_bench.py":
             assert "kopt" not in path.read_text(), path
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | cpu_env()
-    res = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"], cwd=EXAMPLE,
+    # in a copy of its own, as its users run them: inside kopt's checkout pytest would take
+    # kopt's own settings (pyproject.toml's addopts: parallel workers, each importing torch)
+    repo = example_repo(tmp_path)
+    res = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"], cwd=repo,
                          env=env, capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
     assert " passed" in res.stdout

@@ -4,7 +4,9 @@ consistent with the store, no orphan processes, the next keep still commits once
 
 The engine's test hook (engine/faults.py) lists the steps of a reference run and kills a
 fresh run, forked from this process, right after step N. The workspace is restored from a
-template at the same path before each case, so every case starts from the same state."""
+template at the same path before each case, so every case starts from the same state. The
+cases are shared out over SHARDS tests (parallel workers), each worker making its own
+reference run once."""
 
 from __future__ import annotations
 
@@ -12,7 +14,11 @@ import os
 import re
 import shutil
 import signal
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+
+import pytest
 
 from kopt_supervisor.engine import api, faults
 from kopt_supervisor.engine.daemon import run_engine
@@ -62,28 +68,70 @@ def cases(steps: list[str]) -> list[int]:
     return out
 
 
-def test_sigkill_after_every_persisted_step_then_resume(tmp_path, monkeypatch):
-    case = tmp_path / "case"
-    repo = make_fake_repo(case / "target", script=SCRIPT, toml_replace=FAST, extra_toml="\n[stop]\nmax_iters = 2\n")
-    monkeypatch.setenv("FAKE_SCRIPT", str(case / "target.script.json"))
-    monkeypatch.setenv("FAKE_NOISE", "0.00001")  # every decision at min_rounds: the steps repeat exactly
-    monkeypatch.delenv("KOPT_FAKE_GPUS", raising=False)
-    ws = init(repo, case / "workspaces")
-    template = tmp_path / "template"
-    shutil.copytree(case, template, symlinks=True)
+SHARDS = 6
+"""The crash points are split over this many tests, so parallel workers share them."""
 
-    ref_log = tmp_path / "ref_steps.txt"
-    assert forked_engine(ws, {"KOPT_TEST_STEPS": str(ref_log)}) == 0
-    assert [it.status for it in iterations(ws)] == ["baseline", "regression", "keep"]
-    check_invariants(ws, repo)
+
+@dataclass(frozen=True)
+class Reference:
+    """A reference run's steps and the workspace it started from (restored at the same path
+    before each crash case)."""
+
+    case: Path
+    template: Path
+    steps: list[str]
+    chosen: list[int]
+    env: dict[str, str]
+
+    @property
+    def ws(self) -> Workspace:
+        return Workspace(self.case / "workspaces", "t")
+
+    @property
+    def repo(self) -> Path:
+        return self.case / "target"
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Reference]:
+    """Built once per worker: the initialised workspace (its template) and the reference run's
+    steps, with one crash point per distinct step."""
+    tmp = tmp_path_factory.mktemp("crash")
+    case = tmp / "case"
+    env = {"FAKE_SCRIPT": str(case / "target.script.json"),
+           "FAKE_NOISE": "0.00001"}  # every decision at min_rounds: the steps repeat exactly
+    with pytest.MonkeyPatch.context() as mp:
+        for k, v in env.items():
+            mp.setenv(k, v)
+        mp.delenv("KOPT_FAKE_GPUS", raising=False)
+        repo = make_fake_repo(case / "target", script=SCRIPT, toml_replace=FAST, extra_toml="\n[stop]\nmax_iters = 2\n")
+        ws = init(repo, case / "workspaces")
+        template = tmp / "template"
+        shutil.copytree(case, template, symlinks=True)
+        ref_log = tmp / "ref_steps.txt"
+        assert forked_engine(ws, {"KOPT_TEST_STEPS": str(ref_log)}) == 0
+        assert [it.status for it in iterations(ws)] == ["baseline", "regression", "keep"]
+        check_invariants(ws, repo)
     steps = read_steps(ref_log)
     assert "v2 git commit" in steps and any(s.startswith("child started: eval_r0_cand") for s in steps)
     chosen = cases(steps)
     assert len(chosen) >= 20
+    yield Reference(case, template, steps, chosen, env)
 
-    for n in chosen:
-        shutil.rmtree(case)
-        shutil.copytree(template, case, symlinks=True)
+
+@pytest.mark.parametrize("shard", range(SHARDS))
+def test_sigkill_after_every_persisted_step_then_resume(reference: Reference, shard: int, tmp_path, monkeypatch):
+    """Crash points shard, shard + SHARDS, ... of the reference run's (all of them over the
+    SHARDS tests)."""
+    ref, ws, repo, steps = reference, reference.ws, reference.repo, reference.steps
+    for k, v in ref.env.items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.delenv("KOPT_FAKE_GPUS", raising=False)
+    mine = ref.chosen[shard::SHARDS]
+    assert mine, (shard, ref.chosen)
+    for n in mine:
+        shutil.rmtree(ref.case)
+        shutil.copytree(ref.template, ref.case, symlinks=True)
         log = tmp_path / f"steps_{n}.txt"
         log.unlink(missing_ok=True)
         # FAKE_LINGER: each bench and proposer leaves a child in its group, an orphan when the engine dies
