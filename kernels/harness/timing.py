@@ -88,6 +88,10 @@ def reps_for(one_call_us: float, block_us: float, max_reps: int) -> int:
 BLOCK_BYTES = 1 << 30
 """What a one-tree look's timed block moves when the spec says how many bytes a call moves:
 about 330 µs of a memory-bound kernel at an H100's 3.3 TB/s."""
+MAX_BYTE_LAUNCHES = 256
+"""The most launches a block gets by the bytes rule: the regression grid's 1.6 µs RMSNorm
+launches then make 0.4 ms blocks, and the naive start's 277 µs launches on 320 KB (one
+program per row) 71 ms rather than the 0.28 s of 1000."""
 LONG_BLOCK_US = 500_000.0
 """A block of BLOCK_BYTES that the calibration says lasts longer (a compute-bound kernel on
 little data) is cut to --block-us instead. Far above what the host's share of an eager call
@@ -100,7 +104,8 @@ launches a block; per launch, in two runs, 1.47 µs at 1024 and 1.63 µs at 256 
 
 def block_launches(nbytes: int, one_call_us: float, block_us: float, max_reps: int, sets: int) -> int:
     """Launches per timed block of a one-tree look, a multiple of `sets` (each set called
-    equally often): enough to move BLOCK_BYTES when the bytes a call moves are known, so the
+    equally often): enough to move BLOCK_BYTES (at most MAX_BYTE_LAUNCHES) when the bytes a
+    call moves are known, so the
     count is the same in every process for the config, whatever the kernel's speed or the
     calibration's noise (on the H100 a single flushed call's estimate of a 20 µs kernel swung
     between 20 and 50 µs from look to look, giving 6 to 14 launches); else, or when such a
@@ -108,7 +113,7 @@ def block_launches(nbytes: int, one_call_us: float, block_us: float, max_reps: i
     follows the kernel's speed)."""
     reps = reps_for(one_call_us, block_us, max_reps)
     if nbytes > 0:
-        by_bytes = max(1, min(max_reps, math.ceil(BLOCK_BYTES / nbytes)))
+        by_bytes = max(1, min(max_reps, MAX_BYTE_LAUNCHES, math.ceil(BLOCK_BYTES / nbytes)))
         if by_bytes * one_call_us <= LONG_BLOCK_US:
             reps = by_bytes
     return math.ceil(max(reps, sets) / sets) * sets
