@@ -105,6 +105,16 @@ EXTRA = ("calls", "gbps", "copy_us", "copy_gbps", "pct_copy", "prod", "seed", "m
 config column, since a GPU's count of launches follows the kernel's speed)."""
 
 
+SERVE_MEMORY_TREE = 0.2
+"""A per-tree served process leaves once its kept buffers pass this share of the GPU's memory.
+Two of them share the GPU (best's and the candidate's) and each needs headroom for the next
+look's check (the fp64 reference of the largest shape) beside what it keeps: on the H100 two
+processes at the former 0.5 held 38.4 and 40.4 GiB of 79 and both ran out of memory
+(docs/h100-wave3/part1-first-per-tree-run.md)."""
+SERVE_MEMORY_AB = 0.5
+"""--ab --serve: one process holds both trees and is alone on the GPU."""
+
+
 def setup_device() -> tuple[Any, bool]:
     """(torch, has_gpu); without a GPU, Triton's interpreter is switched on before triton loads."""
     import torch
@@ -393,9 +403,13 @@ def parse_args(argv: list[str] | None, gpu: bool) -> argparse.Namespace:
                     help="for profilers: each solution called twice per shape in its config's range; no reference, "
                          "no check, no timing")
     ap.add_argument("--out", help="also write the CSV to this file")
-    ap.add_argument("--serve-memory", type=float, default=0.5,
-                    help="--serve: leave after a look once kept buffers take this share of the GPU's memory")
+    ap.add_argument("--serve-memory", type=float, default=None,
+                    help="--serve: leave after a look once kept buffers take this share of the GPU's memory "
+                         f"(default {SERVE_MEMORY_TREE} serving one tree: kopt keeps two such processes on a GPU, "
+                         f"best's and the candidate's; {SERVE_MEMORY_AB} with --ab, one process)")
     a = ap.parse_args(argv)
+    if a.serve_memory is None:
+        a.serve_memory = SERVE_MEMORY_AB if a.ab else SERVE_MEMORY_TREE
     if a.profile and (a.serve or a.once):
         ap.error("--profile runs alone: not with --serve or --once")
     if a.serve and a.once:

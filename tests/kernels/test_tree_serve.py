@@ -84,6 +84,31 @@ def test_summaries_count_nan_and_inf_apart_and_sum_the_finite_rest() -> None:
     assert audit.output_tensors((t, [t, "x"], None)) == [t, t] and audit.output_tensors(None) == []
 
 
+def test_summaries_in_chunks_equal_the_whole_tensors(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The audit sums in float64 chunks (a whole output in float64 ran a served process out of
+    memory on the H100): chunked and whole sums agree, NaN/Inf counted across chunk edges."""
+    g = torch.Generator().manual_seed(3)
+    t = torch.randn(1000, generator=g).to(torch.bfloat16)
+    t[7], t[500], t[999] = math.nan, math.inf, -math.inf
+    whole = audit.summarise(torch, t, [1, 500, 998])
+    monkeypatch.setattr(audit, "SUMMARY_CHUNK", 64)
+    chunked = audit.summarise(torch, t, [1, 500, 998])
+    assert (chunked["numel"], chunked["nan"], chunked["inf"]) == (whole["numel"], whole["nan"], whole["inf"]) == (1000, 1, 2)
+    assert chunked["sum"] == pytest.approx(whole["sum"], abs=1e-9)
+    assert chunked["abs_sum"] == pytest.approx(whole["abs_sum"], rel=1e-12)
+    assert chunked["samples"][0] == whole["samples"][0] and chunked["samples"][2] == whole["samples"][2]
+
+
+def test_a_served_tree_keeps_less_of_the_gpu_than_a_one_process_ab_bench() -> None:
+    """Two per-tree processes share a GPU; each leaves at a share that leaves both headroom."""
+    from kopt_supervisor.kernels.harness import bench as bench_mod
+
+    tree = bench_mod.parse_args(["--serve"], gpu=True)
+    ab = bench_mod.parse_args(["--ab", "b", "c", "--serve"], gpu=True)
+    explicit = bench_mod.parse_args(["--serve", "--serve-memory", "0.4"], gpu=True)
+    assert 2 * tree.serve_memory <= 0.5 and ab.serve_memory == 0.5 and explicit.serve_memory == 0.4
+
+
 # -- the protocol, one served process ---------------------------------------------------------------
 
 
