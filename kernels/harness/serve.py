@@ -54,6 +54,19 @@ class Request:
     path: str = ""
 
 
+def load_again(bench: Bench, reply: Callable[[str], None], verb: str) -> bool:
+    """`load` (one tree) or `reload` (--ab): import the tree(s) again and reply `<verb>ed`;
+    a tree that cannot even be imported gets `fail <verb> why` (the process then leaves)."""
+    try:
+        bench.reload()
+    except Exception as exc:
+        log(f"{verb}: {type(exc).__name__}: {exc}")
+        reply(f"fail {verb} {why(exc)}")
+        return False
+    reply(f"{verb}ed")
+    return True
+
+
 def parse_request(line: str) -> Request | None:
     """One request line of the per-tree protocol; None for a blank line. N is a decimal
     integer (echoed in the reply as written), SEED a decimal integer, PATH the rest of the
@@ -96,13 +109,8 @@ def serve_tree(bench: Bench, requests: Iterable[str], reply: Callable[[str], Non
         if leaving and (req.kind != "audit" or req.n != last):
             return 0
         if req.kind == "load":
-            try:
-                bench.reload()
-            except Exception as exc:  # a tree that cannot even be imported
-                log(f"load: {type(exc).__name__}: {exc}")
-                reply(f"fail load {why(exc)}")
+            if not load_again(bench, reply, "load"):
                 return 1
-            reply("loaded")
         elif req.kind == "look":
             last = None
             bench.clock = PhaseClock(since_process_start=False)
@@ -153,13 +161,8 @@ def serve_ab(bench: Bench, requests: Iterable[str], reply: Callable[[str], None]
         if not words:
             continue
         if words == ["reload"]:
-            try:
-                bench.reload()
-            except Exception as exc:  # a candidate that cannot even be imported
-                log(f"reload: {type(exc).__name__}: {exc}")
-                reply(f"fail reload {why(exc)}")
+            if not load_again(bench, reply, "reload"):
                 return 1
-            reply("reloaded")
             continue
         if len(words) != 3 or words[0] != "look":
             reply(f"fail ? not a request (`look N PATH`): {line.strip()[:80]!r}")
