@@ -300,8 +300,8 @@ def test_each_mode_gets_the_onboarded_config_with_only_its_own_differences(tmp_p
     cfgs = {m: config.loads(softmax_target.config_text(proposal, m, proposer, changes, smoke=False))
             for m in softmax_target.MODES}
     served, process, ray = cfgs["served"], cfgs["process"], cfgs["ray"]
-    assert served.target.ab_serve and "--serve" in served.target.ab_command
-    assert (process.target.ab_command, process.target.ab_serve) == ("", False)
+    assert "--serve" in served.target.serve and served.target.calls == "calls"
+    assert (process.target.serve, process.target.ab_command, process.target.ab_serve) == ("", "", False)
     assert process.target.bench == served.target.bench and process.decide == served.decide
     assert (ray.parallel.backend, ray.parallel.lanes, ray.parallel.address) == ("ray", 1, "auto")
     assert served.parallel.backend == "local" and ray.target == served.target and ray.decide == served.decide

@@ -253,7 +253,7 @@ def softmax_setup(ctx: Ctx) -> tuple[Path, Any, Path]:
         (ctx.raw / "onboard" / "proposed_kopt.toml").write_text(text)
         e["bench_run_s"] = round(proposal.run.seconds, 2)
         e["decision_cost_estimate"] = proposal.cost.text() if proposal.cost is not None else None
-        e["proposed"] = {"target": {k: proposal.target.get(k) for k in ("bench", "ab_command", "ab_serve", "metric",
+        e["proposed"] = {"target": {k: proposal.target.get(k) for k in ("bench", "serve", "calls", "metric",
                                                                         "correct", "class_by", "production")},
                          "sections": proposal.sections}
         e["headline"] = f"bench once {e['bench_run_s']} s; {e['decision_cost_estimate']}"

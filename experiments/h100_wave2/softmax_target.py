@@ -2,8 +2,9 @@
 `kopt init --bench "python kopt_bench.py"` does (the bench run once, its table detected, a
 kopt.toml proposed), and the kopt.toml of each way the wave runs it:
 
-- "served": the proposal as it is (the public harness's served A/B looks from one process);
-- "process": the same, without the ab_command (every round two fresh bench processes);
+- "served": the proposal as it is (the public harness's served looks, one process per tree;
+  the wave ran on 2026-11-24 with the then proposed one-process A/B looks);
+- "process": the same, without `serve` (every round two fresh bench processes);
 - "ray": the served proposal with [parallel] lanes = 1, backend = "ray", address = "auto".
 
 In every mode the proposer is the wave's scripted `command` proposer (propose_softmax.py) with
@@ -75,8 +76,8 @@ def config_text(proposal: Any, mode: str, proposer: Path, changes: Path, *, smok
     if allow_sleep:
         p.target["allow_constructs"] = [*p.target.get("allow_constructs", []), "clock-time:softmax/kernel.py"]
     if mode == "process":
-        p.target["ab_command"] = ""
-        p.target["ab_serve"] = False
+        for key in ("serve", "ab_command", "ab_serve"):
+            p.target.pop(key, None)
     decide = {**p.sections.get("decide", {}), "review_timeout_s": 0.0}
     if smoke:  # interpreted looks vary by a few %: the CPU test run's short decisions
         decide |= {"min_rounds": 2, "max_rounds": 3, "max_other_regression_pct": 50.0, "suspicious_speedup": 100.0}
