@@ -11,6 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from kopt_supervisor.engine.loop import control
+from tests.clock import DrivenClock
+
 # No GPU in the test suite: Triton runs in its interpreter, which must be chosen before
 # triton.language is first imported, and any test module (tests/examples, tests/security, ...)
 # may import it while the suite is collected. The few tests that compile for a real GPU do so
@@ -76,3 +79,12 @@ def fake_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.delenv("KOPT_FAKE_GPUS", raising=False)
     monkeypatch.delenv("KOPT_ROOT", raising=False)
     return make
+
+
+@pytest.fixture
+def driven_clock(monkeypatch: pytest.MonkeyPatch) -> DrivenClock:
+    """The engine's waits on a clock the test drives (tests/clock.py): a review timeout passes
+    without being slept through. Only for runs in this process with nobody answering."""
+    clock = DrivenClock()
+    monkeypatch.setattr(control, "CLOCK", clock)
+    return clock

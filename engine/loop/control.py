@@ -45,6 +45,22 @@ from kopt_supervisor.engine.workspace import Workspace
 T = TypeVar("T")
 
 
+class Clock:
+    """The clock of the engine's waits (a review's timeout, the manual proposer's submit, the
+    gate's pause between checks, a pause): monotonic seconds and a sleep. Tests replace
+    `CLOCK` with one they drive (tests/clock.py), so a review timeout of half an hour passes
+    in a few polls instead of being slept through."""
+
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+    def sleep(self, seconds: float) -> None:
+        time.sleep(seconds)
+
+
+CLOCK = Clock()
+
+
 class Request(StrEnum):
     PAUSE = "pause"
     STOP = "stop"
@@ -164,7 +180,7 @@ class Control:
             self.on_state("paused")
             self.store.set("progress", {"version": None, "phase": "paused", "t": time.time(),
                                         "step": "paused by the engineer (resume with `p` or `kopt resume`)"})
-            time.sleep(self.poll_interval_s)
+            CLOCK.sleep(self.poll_interval_s)
             self.drain()
         return self.pending()
 
@@ -270,16 +286,16 @@ class Control:
         wall-clock jump neither ends nor extends it). `tick(seconds_left)` reports progress."""
         with self._lock:
             self.reviews[version] = None
-        end = time.monotonic() + seconds
+        end = CLOCK.monotonic() + seconds
         try:
             with self.during(Step.REVIEW_WAIT):
-                while time.monotonic() < end:
+                while CLOCK.monotonic() < end:
                     self.pump()
                     answer = self.reviews.get(version)
                     if answer is not None:
                         return answer
-                    tick(end - time.monotonic())
-                    time.sleep(self.poll_interval_s)
+                    tick(end - CLOCK.monotonic())
+                    CLOCK.sleep(self.poll_interval_s)
             return None
         finally:
             with self._lock:
@@ -288,25 +304,25 @@ class Control:
     def wait_for(self, kinds: set[str], timeout_s: float, tick: Callable[[], None]) -> Command:
         """Block until a command of these kinds arrives (the manual proposer's `submit`)."""
         self.waiting_for = set(kinds)
-        end = time.monotonic() + timeout_s
+        end = CLOCK.monotonic() + timeout_s
         try:
             with self.during(Step.SUBMIT_WAIT):
-                while time.monotonic() < end:
+                while CLOCK.monotonic() < end:
                     self.pump()
                     for cmd in self.store.pending_commands(kinds):
                         self.store.finish_command(cmd.id, "done", "received")
                         return cmd
                     tick()
-                    time.sleep(self.poll_interval_s)
+                    CLOCK.sleep(self.poll_interval_s)
         finally:
             self.waiting_for = set()
         raise KoptFailure(f"no {'/'.join(sorted(kinds))} command within {timeout_s:.0f} s")
 
     def sleep(self, seconds: float, tick: Callable[[float], None]) -> None:
         """The gate's sleep between checks: the pump keeps running (stop, restart end it)."""
-        end = time.monotonic() + seconds
+        end = CLOCK.monotonic() + seconds
         with self.during(Step.GATE_WAIT):
-            while time.monotonic() < end:
+            while CLOCK.monotonic() < end:
                 self.pump()
-                tick(end - time.monotonic())
-                time.sleep(min(self.poll_interval_s, max(0.0, end - time.monotonic())))
+                tick(end - CLOCK.monotonic())
+                CLOCK.sleep(min(self.poll_interval_s, max(0.0, end - CLOCK.monotonic())))

@@ -55,9 +55,9 @@ def test_no_idle_gpu_stops_the_run_with_that_reason(fake_env, tmp_path, monkeypa
 NCU_BIN = __import__("pathlib").Path(__file__).parent.parent / "fake_target" / "bin"
 
 
-def test_profiler_agreement_confirms_a_keep_and_disagreement_sends_it_to_review(fake_env, monkeypatch):
+def test_profiler_agreement_confirms_a_keep_and_disagreement_sends_it_to_review(fake_env, monkeypatch, driven_clock):
     repo, root = fake_env(["gain5", "gain5"], extra_toml='\n[profile]\nkind = "ncu"\nkernel = "fake"\n',
-                          toml_replace={"review_timeout_s = 2": "review_timeout_s = 0.3"})
+                          toml_replace={"review_timeout_s = 2": "review_timeout_s = 1800"})
     monkeypatch.setenv("PATH", f"{NCU_BIN}:{__import__('os').environ['PATH']}")
     assert kopt(["--root", str(root), "init", "--repo", str(repo), "--tag", "p"]) == 0
     ws = Workspace(root, "p")
@@ -86,13 +86,13 @@ def test_profiler_agreement_confirms_a_keep_and_disagreement_sends_it_to_review(
     assert "profiler_disagrees" in v2["decision"]["flags"]
 
 
-def test_a_keep_that_moves_work_outside_the_ranges_is_not_confirmed(fake_env, monkeypatch):
+def test_a_keep_that_moves_work_outside_the_ranges_is_not_confirmed(fake_env, monkeypatch, driven_clock):
     """Hostile: 5% faster per the bench, and 10x the GPU time outside the kopt ranges (work
     precomputed out of the timed region). The outside pass, GPU time alone, still sees it."""
     moved = ("do:speed['small'] *= 0.95; speed['large'] *= 0.95; k['outside_us'] = 400; "
              "json.dump(k, open('kernel.json', 'w'))")
     repo, root = fake_env([moved], extra_toml='\n[profile]\nkind = "ncu"\nkernel = "fake"\n',
-                          toml_replace={"review_timeout_s = 2": "review_timeout_s = 0.3"})
+                          toml_replace={"review_timeout_s = 2": "review_timeout_s = 1800"})
     monkeypatch.setenv("PATH", f"{NCU_BIN}:{__import__('os').environ['PATH']}")
     assert kopt(["--root", str(root), "init", "--repo", str(repo), "--tag", "m"]) == 0
     ws = Workspace(root, "m")
@@ -103,9 +103,9 @@ def test_a_keep_that_moves_work_outside_the_ranges_is_not_confirmed(fake_env, mo
     assert v1["status"] != "keep", v1["decision"]
 
 
-def test_a_bench_without_kopt_ranges_is_profiled_in_one_whole_run_pass(fake_env, monkeypatch):
+def test_a_bench_without_kopt_ranges_is_profiled_in_one_whole_run_pass(fake_env, monkeypatch, driven_clock):
     repo, root = fake_env(["gain5"], extra_toml='\n[profile]\nkind = "ncu"\nkernel = "fake_kernel"\n',
-                          toml_replace={"review_timeout_s = 2": "review_timeout_s = 0.3"})
+                          toml_replace={"review_timeout_s = 2": "review_timeout_s = 1800"})
     kernel = json.loads((repo / "kernel.json").read_text())
     (repo / "kernel.json").write_text(json.dumps({**kernel, "no_ranges": True}))
     import subprocess

@@ -174,18 +174,18 @@ def test_a_restart_the_engine_read_but_did_not_apply_survives_its_crash(fake_env
         assert [it.version for it in s.iterations() if it.masked] == [2, 3]
 
 
-def test_borderline_follows_the_policy_when_nobody_answers(fake_env):
-    repo, root = fake_env(["gain05"], toml_replace={"review_timeout_s = 2": "review_timeout_s = 0.5"})
+def test_borderline_follows_the_policy_when_nobody_answers(fake_env, monkeypatch, driven_clock):
+    """The product's default review timeout (half an hour), passed on the driven clock: the
+    policy decides once the whole timeout has gone by, not before."""
+    repo, root = fake_env(["gain05"], toml_replace={"review_timeout_s = 2": "review_timeout_s = 1800"})
     ws = init(repo, root)
-    monkey_noise = {"FAKE_NOISE": "0.0005"}
-    os.environ.update(monkey_noise)
-    try:
-        assert run_engine(ws, max_iters=1) == 0
-    finally:
-        os.environ.pop("FAKE_NOISE")
+    monkeypatch.setenv("FAKE_NOISE", "0.0005")
+    assert run_engine(ws, max_iters=1) == 0
     rec = json.loads(ws.memory_path(1).read_text())
     assert rec["status"] == "rejected" and rec["decision"]["by"] == "policy"
+    assert "no answer within 1800 s" in rec["decision"]["reason"]
     assert "review_default is reject" in rec["decision"]["reason"]
+    assert 1800 <= driven_clock.elapsed < 1800 + 2 * driven_clock.step_s, driven_clock.elapsed
 
 
 def test_borderline_accepted_by_the_engineer_commits(fake_env, monkeypatch):
