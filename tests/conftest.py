@@ -66,6 +66,52 @@ def make_fake_repo(path: Path, *, script: list[str] | None = None, extra_toml: s
     return path
 
 
+@pytest.fixture(scope="session")
+def _baselined_template(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The default fake target with `kopt init` done and its baseline measured, built once per
+    test session (per worker): (the slot it was built in, a copy of it). A workspace holds
+    absolute paths (git's worktrees, the frozen config, run.db), so it is restored at the slot
+    it was built in, never moved."""
+    from kopt_supervisor.engine.daemon import run_engine
+    from kopt_supervisor.engine.workspace import Workspace
+    from kopt_supervisor.kopt_tui.cli import main as kopt
+
+    base = tmp_path_factory.mktemp("baselined")
+    slot, template = base / "slot", base / "template"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("FAKE_SCRIPT", str(slot / "target.script.json"))
+        mp.delenv("KOPT_FAKE_GPUS", raising=False)
+        mp.delenv("KOPT_ROOT", raising=False)
+        repo = make_fake_repo(slot / "target", script=[])
+        assert kopt(["--root", str(slot / "workspaces"), "init", "--repo", str(repo), "--tag", "t"]) == 0
+        ws = Workspace(slot / "workspaces", "t")
+        assert run_engine(ws, max_iters=0) == 0
+        with ws.open_store(readonly=True) as store:
+            assert [it.status for it in store.iterations()] == ["baseline"]
+    shutil.copytree(slot, template, symlinks=True)
+    return slot, template
+
+
+@pytest.fixture
+def baselined(_baselined_template: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch):
+    """Returns make(script) -> (repo, root): the default fake target, initialised as tag `t`
+    with its baseline (v0) measured, restored from the session's copy instead of an init and
+    a baseline per test; the scripted proposer follows `script` from v1 on. One per test (the
+    slot is the worker's: tests of one worker run one after the other)."""
+    slot, template = _baselined_template
+
+    def make(script: list[str]) -> tuple[Path, Path]:
+        shutil.rmtree(slot, ignore_errors=True)
+        shutil.copytree(template, slot, symlinks=True)
+        (slot / "target.script.json").write_text(json.dumps(script))
+        monkeypatch.setenv("FAKE_SCRIPT", str(slot / "target.script.json"))
+        return slot / "target", slot / "workspaces"
+
+    monkeypatch.delenv("KOPT_FAKE_GPUS", raising=False)
+    monkeypatch.delenv("KOPT_ROOT", raising=False)
+    return make
+
+
 @pytest.fixture
 def fake_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """Returns make(script, **kw) -> (repo, root); sets FAKE_SCRIPT for the proposer."""

@@ -102,9 +102,9 @@ def _pgid(p: psutil.Process) -> int | None:
         return None
 
 
-def test_crash_between_commit_and_bookkeeping_adopts_the_commit_once(fake_env):
-    repo, root = fake_env(["gain5", "gain5"])
-    ws = init(repo, root)
+def test_crash_between_commit_and_bookkeeping_adopts_the_commit_once(baselined):
+    repo, root = baselined(["gain5", "gain5"])
+    ws = Workspace(root, "t")
     assert run_engine(ws, max_iters=1) == 0
     # Simulate a crash right after `git commit` in cand/ and before the store recorded it.
     with Store(ws.db_path) as s:
@@ -121,9 +121,9 @@ def test_crash_between_commit_and_bookkeeping_adopts_the_commit_once(fake_env):
     assert len(git(repo, "rev-list", "kopt/t").splitlines()) == 3  # baseline + v1 + v2: no duplicate of v1
 
 
-def test_restart_masks_later_iterations_and_resets_to_vk(fake_env):
-    repo, root = fake_env(["gain5", "gain5", "loss5"])
-    ws = init(repo, root)
+def test_restart_masks_later_iterations_and_resets_to_vk(baselined):
+    repo, root = baselined(["gain5", "gain5", "loss5"])
+    ws = Workspace(root, "t")
     assert run_engine(ws, max_iters=3) == 0
     v1_commit = json.loads(ws.memory_path(1).read_text())["commit"]
     assert kopt(["--root", str(root), "restart", "t", "--from", "v1", "--why", "v2 was a fluke"]) == 0
@@ -143,13 +143,13 @@ def test_restart_masks_later_iterations_and_resets_to_vk(fake_env):
     assert kopt(["--root", str(root), "restart", "t", "--from", "v3"]) == 2
 
 
-def test_a_restart_the_engine_read_but_did_not_apply_survives_its_crash(fake_env, monkeypatch):
+def test_a_restart_the_engine_read_but_did_not_apply_survives_its_crash(baselined, monkeypatch):
     # the command is done only once the masks are written: an engine dying in between leaves
     # it pending, and the next engine applies it (a TUI waiting for "done" then sees the masks)
     from kopt_supervisor.engine import history as control
 
-    repo, root = fake_env(["gain5", "gain5", "loss5", "gain5"])
-    ws = init(repo, root)
+    repo, root = baselined(["gain5", "gain5", "loss5", "gain5"])
+    ws = Workspace(root, "t")
     assert run_engine(ws, max_iters=3) == 0
     with Store(ws.db_path) as s:
         cid = s.send_command("restart", {"version": 1, "why": "v2 was a fluke"}, source="test",
