@@ -195,6 +195,30 @@ def test_modules_that_shadow_by_name_anywhere(trees: tuple[Path, Path, Path, str
     assert "json (json.py)" in report.reason()
 
 
+@pytest.mark.parametrize("hide", ["candidate-gitignore", "info-exclude", "not hidden"])
+def test_a_shadowing_module_is_named_however_it_is_hidden(trees: tuple[Path, Path, Path, str], hide: str) -> None:
+    """json.py beside the bench with a tracked edit, hidden by a .gitignore the candidate adds,
+    by .git/info/exclude, or not at all: the report names the shadow each way (the variations
+    of tests/security/test_proposer_plants.py's end-to-end shadowing test, on the tree alone)."""
+    repo, _, cand, base = trees
+    if hide == "candidate-gitignore":
+        write(cand, ".gitignore", BASE[".gitignore"] + "json.py\n")
+    elif hide == "info-exclude":
+        (repo / ".git" / "info").mkdir(exist_ok=True)
+        (repo / ".git" / "info" / "exclude").write_text("json.py\n")
+    write(cand, "json.py", "def load(f):\n    return {}\n")
+    write(cand, "kernel.py", "def kernel(x):\n    return x  # tuned\n")
+    if hide != "not hidden":
+        assert "json.py" not in plain(cand, "status", "--porcelain")  # git's usual view does not show it
+    report = inspect(cand, base, modules=MODULES)
+    assert report.shadowing == (("json", "json.py"),)
+    assert report.problems()["modules shadowing importable ones"] == ["json.py"]
+    assert "json (json.py)" in report.reason()
+    assert (report.ignored, report.untracked) == ((), ("json.py",)) if hide == "not hidden" else \
+        (report.ignored, report.untracked) == (("json.py",), ())
+    assert set(report.modified) == {"kernel.py"} | ({".gitignore"} if hide == "candidate-gitignore" else set())
+
+
 def test_module_names_of_one_path() -> None:
     assert module_names("a/b/c.py", {"a", "a/b"}) == [("c", "a/b/c.py"), ("a", "a/"), ("b", "a/b/")]
     assert module_names("a/b/c.py", set()) == [("c", "a/b/c.py")]

@@ -261,12 +261,14 @@ def load(f, **kw):
 '''
 
 
-@pytest.mark.parametrize("no_sandbox", [False, True], ids=["confined", "unconfined"])
-@pytest.mark.parametrize("hide", ["gitignore", "info-exclude", "not hidden"])
+@pytest.mark.parametrize(("hide", "no_sandbox"), [("gitignore", False), ("info-exclude", True)],
+                         ids=["gitignore-confined", "info-exclude-unconfined"])
 def test_a_module_shadowing_the_benchs_import_is_refused_however_hidden(hostile: Factory, hide: str, no_sandbox: bool) -> None:
     """json.py beside the fake bench (its `import json` finds it first) halves the speeds it
-    reads, travelling with a tracked edit; hidden by a .gitignore the candidate adds, by
-    .git/info/exclude (read-only to a confined proposer: then it is merely untracked), or not."""
+    reads, travelling with a tracked edit; hidden by a .gitignore the candidate adds, or by
+    .git/info/exclude (which only an unconfined proposer can write). End to end once per
+    sandbox mode; every hiding (and none) is checked on the tree alone by
+    tests/engine/test_treecheck.py::test_a_shadowing_module_is_named_however_it_is_hidden."""
     h = hostile.fake([])
     hiding = {
         "gitignore": "open('.gitignore', 'w').write('json.py\\n')\n",
