@@ -319,8 +319,12 @@ def test_kill_9_with_a_serving_bench_up_resumes_and_ends_the_orphan(fake_env, mo
     repo, root = _serving(fake_env, ["gain5", "gain5", "gain5"])
     ws = init(repo, root)
     eng = engine_proc(ws, "--max-iters", "3", "--no-sandbox", env={"FAKE_SERVE_HANG_AT": "2"})  # v1's third look never ends
+    # until the server has read look 2 (its log says so) and hangs in it: killed before the
+    # engine asked, it would end on its own with its closed stdin (a race a loaded machine lost)
     wait_for(lambda: (meta(ws, "progress") or {}).get("version") == 1 and meta(ws, "child_pgid")
-             and (ws.log_dir(1) / "eval_r1_ab.csv").exists(), what="v1's serving bench past two looks")
+             and (ws.log_dir(1) / "eval_r1_ab.csv").exists()
+             and any("measuring look 2" in p.read_text() for p in ws.log_dir(1).glob("eval_ab_serve*.out")),
+             what="v1's serving bench past two looks, hanging in the third")
     pgid = meta(ws, "child_pgid")
     os.kill(eng.pid, signal.SIGKILL)
     eng.wait()
