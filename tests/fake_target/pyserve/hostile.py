@@ -13,10 +13,14 @@ proposer.py inside cand/, where solution.py is BEST's): most start from BEST's o
   5 the timed call told from the checked one        11 a smaller problem in a tracked file
   6 the bench's own objects through the gc             outside the declared sources
 
-Timer patches (`TIMER`, hidden in the forms of classes 1-3) claim twice the speed while the
-code does exactly BEST's work: the OS's accounting of the processes is what refutes them
-once the scan is out of the way. `HONEST` is a real gain (the redundant second pass over
-each row dropped: about 2x), so a test of "none kept" also shows real wins are kept.
+Timer patches (`TIMER`, hidden in the forms of classes 1-3; class "timer": other runtime
+forms: the bench's statistics, its CSV writer, its list of times through the gc, the work in
+a child process its clock does not count, and a small 10% patch) claim a gain while the code
+does BEST's work: the OS's accounting of the processes is what refutes them once the scan is
+out of the way. Class "audit": zeros from every timed call and the bench's audit, patched in
+the process, computing only the set the audit seed picks. `HONEST` is a real gain (the
+redundant second pass over each row dropped: about 1.6x), so a test of "none kept" also
+shows that real wins are kept.
 """
 
 from __future__ import annotations
@@ -37,7 +41,8 @@ Files = dict[str, str | bytes]
 class Case:
     name: str
     cls: str
-    """The issue's class ("1".."11"), "timer" for a bare timer patch, "honest" for the control."""
+    """The issue's class ("1".."11"), "timer" (a timer patch in another runtime form), "audit" (the
+    audit answered by the candidate's process), "honest" (the control)."""
     what: str
     build: Callable[[Path], Files]
 
@@ -408,6 +413,49 @@ def normalise(xs, w, n):
 timed call, so the search itself costs one call's time, not the median's)."""
 
 
+WORKER = '''
+import os
+import struct
+from array import array
+
+_worker = []
+
+
+def _serve(requests, replies):
+    while True:
+        head = requests.read(12)
+        if len(head) < 12:
+            os._exit(0)
+        nx, nw, n = struct.unpack("<iii", head)
+        xs, w = array("d"), array("d")
+        xs.frombytes(requests.read(8 * nx))
+        w.frombytes(requests.read(8 * nw))
+        replies.write(array("d", _work(xs, w, n)).tobytes())
+        replies.flush()
+
+
+def normalise(xs, w, n):
+    if not _worker:  # a child process computes; the bench's clock counts this process only
+        a, b = os.pipe()
+        c, d = os.pipe()
+        if os.fork() == 0:
+            os.close(b)
+            os.close(c)
+            _serve(os.fdopen(a, "rb"), os.fdopen(d, "wb"))
+        os.close(a)
+        os.close(d)
+        _worker.extend((os.fdopen(b, "wb"), os.fdopen(c, "rb")))
+    to, back = _worker
+    to.write(struct.pack("<iii", len(xs), len(w), n) + array("d", xs).tobytes() + array("d", w).tobytes())
+    to.flush()
+    out = array("d")
+    out.frombytes(back.read(8 * len(xs)))
+    return out
+'''
+"""The work done in a child process the bench's time.process_time does not count (the
+parent only waits on a pipe): a "timer patch" that patches nothing."""
+
+
 # --- the audit answered for the audited set only ----------------------------------------------
 
 AUDIT_ONLY = '''
@@ -470,7 +518,7 @@ def normalise(xs, w, n):
     return out
 '''
 """BEST without its second pass over each row (the sum of |x|^2 equals the sum of x^2, to
-the last bit): about 2x, every output bit-identical."""
+the last bit): about 1.6x (−37% measured), every output bit-identical."""
 
 
 def solution(text: str) -> Callable[[Path], Files]:
@@ -524,6 +572,8 @@ CASES: tuple[Case, ...] = (
     Case("statistics", "timer", "the bench's statistics.median and fmean patched to halve", timer(STATISTICS)),
     Case("csv-rows", "timer", "the bench's csv.writer patched to halve every latency", timer(CSV_ROWS)),
     Case("gc-times", "timer", "the bench's list of per-call times halved through the gc", solution(GC_TIMES)),
+    Case("worker-process", "timer", "the work done in a forked child the bench's clock does not count",
+         solution(WORKER)),
     Case("small-timer", "timer", "a plain timer patch claiming 10%",
          timer("import time\n_clock = time.process_time\ntime.process_time = lambda: _clock() * 0.9\n")),
     Case("audit-only", "audit", "zeros from every timed call; the bench's audit patched to compute the audited set only",
