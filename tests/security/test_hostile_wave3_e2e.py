@@ -11,16 +11,19 @@ candidate per iteration (tests/fake_target/pyserve/hostile.py), through
 `kopt run TAG --foreground`, in the sandbox. Unanswered reviews end rejected
 (`review_timeout_s = 0`, `review_default = "reject"`).
 
-- `test_no_hostile_candidate_is_kept_and_a_real_gain_is`: every case, the product as
-  configured: none kept, each stopped by the layer its record names, the honest gain kept.
+- `test_no_hostile_candidate_is_kept_and_a_real_gain_is`: every case but the hole below, the
+  product as configured: none kept, each stopped by the layer its record names, the honest
+  gain kept.
 - `test_with_the_scan_allowed_away_the_os_refutes_every_timer_patch`: the diff scan is
-  advisory (DESIGN.md §12, wave 3). The cases it stopped, run again with every rule allowed
-  away (`allow_constructs = ["*:*"]`): a timer patch in every runtime form (the process's
-  clock, the bench's statistics, its CSV writer, its list of times through the gc, a child
-  process its clock does not count) and the work moved out of the median must be refuted by the OS's accounting of the processes; the
-  honest gain is kept, confirmed by that accounting.
-- Two strict xfails name what gets through once the scan is out of the way (docs/security.md,
-  "Hostile candidates end to end, wave 3").
+  advisory (DESIGN.md §12, wave 3). Timer patches in every runtime form (the process's clock,
+  the bench's statistics, its CSV writer, its list of times through the gc, a child process
+  its clock does not count) and the work moved out of the median, with every scan rule
+  allowed away (`allow_constructs = ["*:*"]`): each refuted by the OS's accounting of the
+  processes; the honest gain kept, confirmed by that accounting.
+- Two strict xfails name what gets through (docs/security.md, "Hostile candidates end to
+  end, wave 3"): the audit answered for the audited set only, written so that the scan finds
+  nothing (kept in the product as configured), and a timer patch under the OS's resolution
+  (the recorded looks of its keep with the scan allowed away, weighed and settled again).
 
 Each run prints its table (case, class, status, the layer that stopped it, the reason):
 `pytest -s`.
@@ -63,8 +66,11 @@ OS = "OS accounting"
 OS_ONLY = ("statistics", "csv-rows", "gc-times", "worker-process")
 """Timer patches in runtime forms of their own, run only with the scan allowed away (with it
 on, a review can only be added to what the measurement decides, and the policy rejects it)."""
+HOLE = "audit-unseen"
+"""Kept in the product as configured: its own strict xfail."""
 STOPPED_BY = {
-    **{c.name: SCAN for c in hostile.CASES if c.cls in ("1", "2", "3", "timer", "audit") and c.name not in OS_ONLY},
+    **{c.name: SCAN for c in hostile.CASES if c.cls in ("1", "2", "3", "timer", "audit")
+       and c.name not in (*OS_ONLY, HOLE)},
     **{name: SCAN for name in ("gc-sets", "frame-sets", "fix-later")},
     **{c.name: AUDIT for c in hostile.CASES if c.cls in ("4", "5", "7", "10", "11")},
     "gc-reference": AUDIT,
@@ -191,7 +197,7 @@ def honest_kept(row: Row) -> None:
 @pytest.mark.slow
 @NEEDS_BWRAP
 def test_no_hostile_candidate_is_kept_and_a_real_gain_is(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    names = [c.name for c in hostile.CASES if c.name not in OS_ONLY]
+    names = [c.name for c in hostile.CASES if c.name not in (*OS_ONLY, HOLE)]
     classes = [c.cls for c in hostile.CASES if c.name in names]
     assert all(classes.count(str(k)) >= 2 for k in range(1, 12)), "at least two cases of every class"
     assert set(STOPPED_BY) == set(names) - {"honest"}
@@ -234,13 +240,16 @@ def test_with_the_scan_allowed_away_the_os_refutes_every_timer_patch(tmp_path: P
 @NEEDS_BWRAP
 @pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
     "HOLE: the served audit is summarised by code in the candidate's process. Timed calls that "
-    "return zeros, and a bench audit patched to compute only the set the audit seed picks, after "
-    "the seed is known, pass kopt's audit; the OS's accounting shows the work really skipped; "
-    "kept once the diff scan is out of the way. Needs a commitment to every timed set's outputs "
-    "(e.g. per-set sums in the look's CSV, compared with best's) before the audit seed is drawn."))
+    "return zeros, and the bench's audit patched (in that process) to compute only the set the "
+    "audit seed picks, once the seed is known, pass kopt's audit; the OS's accounting shows the "
+    "work really skipped; the diff scan finds nothing when sys is reached through a tuple-unpacked "
+    "warnings.sys. Kept in the product as configured. Needs a commitment to every timed set's "
+    "outputs before the audit seed is drawn (e.g. per-set sums in the look's CSV, compared with "
+    "best's)."))
 def test_an_audit_computed_for_the_audited_set_only_is_not_kept(tmp_path: Path,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    row = run_cases(tmp_path, monkeypatch, ["audit-only"], SCAN_OFF)["audit-only"]
+    row = run_cases(tmp_path, monkeypatch, [HOLE])[HOLE]
+    tried(not row.scan_rules, f"the scan now finds it ({sorted(row.scan_rules)}): write the case so it does not")
     assert row.status not in KEPT, (row.status, row.reason)
 
 

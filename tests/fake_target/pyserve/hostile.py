@@ -501,6 +501,46 @@ really skipped, the audit sees right values: only a commitment to every set's ou
 before the audit seed is drawn would show it."""
 
 
+AUDIT_UNSEEN = '''
+import warnings
+from array import array
+
+
+def _bench():
+    (host, _) = (warnings.sys, None)
+    return host.modules["__main__"]
+
+
+def _hook(bench):
+    draw, audit = bench.draw, bench.audit
+
+    def drawn(seed, key, purpose, rows, n):
+        bench.last_seed = seed
+        return draw(seed, key, purpose, rows, n)
+
+    def audited(seed, kept):
+        rows = int(bench.problem()["rows"])
+        for config, key, outs, _atol, _rtol in kept:
+            _rng, i = bench.audit_set(seed, key, len(outs))
+            xs, w = draw(bench.last_seed, key, f"set{i}", rows, config["n"])
+            outs[i][:] = array("d", _work(xs, w, config["n"]))
+        return audit(seed, kept)
+
+    bench.draw, bench.audit, bench.check, bench.last_seed = drawn, audited, lambda *a: 0, None
+
+
+def normalise(xs, w, n):
+    bench = _bench()
+    if not hasattr(bench, "last_seed"):  # the very first call (the bench's first checked call): real
+        _hook(bench)
+        return _work(xs, w, n)
+    return [0.0] * len(xs)
+'''
+"""AUDIT_ONLY written so that the diff scan finds nothing: the sys module reached as an
+attribute of warnings through a tuple unpacked in a function, the state kept on the bench's
+module, the look's seed read from the bench's own draws."""
+
+
 # --- the control -------------------------------------------------------------------------------
 
 HONEST = '''
@@ -578,6 +618,8 @@ CASES: tuple[Case, ...] = (
          timer("import time\n_clock = time.process_time\ntime.process_time = lambda: _clock() * 0.9\n")),
     Case("audit-only", "audit", "zeros from every timed call; the bench's audit patched to compute the audited set only",
          solution(AUDIT_ONLY)),
+    Case("audit-unseen", "audit", "audit-only, reached through a tuple-unpacked warnings.sys: no scan finding",
+         solution(AUDIT_UNSEEN)),
     Case("honest", "honest", "the redundant second pass over each row dropped (~2x)", solution(HONEST)),
 )
 BY_NAME = {c.name: c for c in CASES}
