@@ -1,4 +1,4 @@
-"""The integrity of kopt's own state (DESIGN.md §12 layer 2): run.db, the branch kopt/TAG and
+"""The integrity of kopt's own state (docs/design.md §12 layer 2): run.db, the branch kopt/TAG and
 the frozen kopt.toml are the engine's alone.
 
 A run has a secret: 32 random bytes in `<workspace>/.secret` (mode 0600), made at `kopt

@@ -22,7 +22,7 @@ from kopt_supervisor.engine.records import Iteration
 
 
 def memory_record(it: Iteration) -> dict[str, Any]:
-    """memory/vN.json (DESIGN.md §10)."""
+    """memory/vN.json (docs/design.md §10)."""
     rec = it.record
     decision = rec.get("decision") or {}
     return {

@@ -3,7 +3,7 @@ record that memory/vN.json projects.
 
 - `Status`: where an iteration ended (or that it is running / awaiting review).
 - `Phase`: the step of the loop an iteration is in (written before the step runs, so a crash
-  is recovered from the phase it left behind; DESIGN.md §7, §11).
+  is recovered from the phase it left behind; docs/design.md §7, §11).
 - `Stage`: which measurement a sample belongs to (the baseline, the evaluation, the
   re-evaluation after formatting).
 - `IterationRecord`: the JSON record of an iteration, key by key.
@@ -59,7 +59,7 @@ FAILURES = frozenset({Status.FAIL_BENCH, Status.FAIL_CORRECTNESS, Status.FAIL_PR
 
 
 class Phase(StrEnum):
-    """The loop's steps, in the order an iteration passes them (DESIGN.md §11)."""
+    """The loop's steps, in the order an iteration passes them (docs/design.md §11)."""
 
     BASELINE = "baseline"
     GATE = "gate"

@@ -1,4 +1,4 @@
-"""A run's workspace on disk (DESIGN.md §4): its paths, its creation, and atomic writes.
+"""A run's workspace on disk (docs/design.md §4): its paths, its creation, and atomic writes.
 
 `Workspace(root, tag)` only names paths. `create_workspace()` makes a new one: checks the
 tag and the target repo, freezes kopt.toml, creates run.db (mode 0600) and the folders

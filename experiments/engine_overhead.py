@@ -1,5 +1,5 @@
 """What the engine itself spends per iteration, at a short and at a long history (issue: the
-loop on one page; DESIGN.md §11: under 1 s and flat with the history's length).
+loop on one page; docs/design.md §11: under 1 s and flat with the history's length).
 
     python -m experiments.engine_overhead [--histories 10 1000] [--iterations 8] [--out FILE]
 

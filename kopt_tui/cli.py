@@ -1,4 +1,4 @@
-"""The `kopt` command line (DESIGN.md §2): parses arguments, calls the engine through
+"""The `kopt` command line (docs/design.md §2): parses arguments, calls the engine through
 `engine.api`, prints.
 
 Exit codes: 0 ok; 1 the run or command failed; 2 bad usage or bad input, with a one-line

@@ -1,4 +1,4 @@
-"""The package boundaries of DESIGN.md §1, enforced: every import of the source tree, read
+"""The package boundaries of docs/design.md §1, enforced: every import of the source tree, read
 from its syntax tree (imports inside functions, under `if TYPE_CHECKING:` and in `try:`
 blocks included), against a list of contracts.
 

@@ -1,4 +1,4 @@
-"""The installed names (DESIGN.md §1): one namespace, `kopt_supervisor`, and nothing generic.
+"""The installed names (docs/design.md §1): one namespace, `kopt_supervisor`, and nothing generic.
 
 `kernels` is the import name of Hugging Face's `kernels` package and `engine` is generic, so
 the wheel maps the product card's folders under `kopt_supervisor` (pyproject.toml). These

@@ -1,4 +1,4 @@
-"""Reading a run: its state (`status`, the stable JSON of `kopt status --json`, DESIGN.md
+"""Reading a run: its state (`status`, the stable JSON of `kopt status --json`, docs/design.md
 §10), its review queue (`pending_reviews`: every lane's, oldest first), every run under a
 root, its memory records, and `RunReader`, the TUI's cheap read-only view. Reads open run.db
 read-only and never block the engine.

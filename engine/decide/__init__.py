@@ -1,4 +1,4 @@
-"""The decision: paired samples → per-class verdicts → run verdict (DESIGN.md §5). Pure.
+"""The decision: paired samples → per-class verdicts → run verdict (docs/design.md §5). Pure.
 
 See docs/decision.md for the method and its measured error rates.
 """

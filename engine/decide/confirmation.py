@@ -1,5 +1,5 @@
 """A keep's confirmation (pure): a few looks of best and the candidate in freshly started
-processes that decide only what the keep claims (DESIGN.md §12, "Revised (wave 3)").
+processes that decide only what the keep claims (docs/design.md §12, "Revised (wave 3)").
 
 The decision already proved a gain at the policy's confidence, in processes the candidate
 shared its measurement with for a while (its server, its caches). The confirmation asks

@@ -1,5 +1,5 @@
 """What confirmed a keep beyond the bench's own timer, and what a keep becomes once its
-confirmation and that truth are in (pure; DESIGN.md §12, "Revised (wave 3)").
+confirmation and that truth are in (pure; docs/design.md §12, "Revised (wave 3)").
 
 The bench's numbers are the word of code that ran in the candidate's process. The truth
 from outside it: on a GPU, the profiler's kernel time per class (`Evidence.confirm`); on a

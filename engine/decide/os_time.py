@@ -1,7 +1,7 @@
 """The OS's word on a claimed saving (pure): where no profiler is the final word (a target
 without a GPU), what the OS accounts for each side's process in each look (CPU seconds of its
 whole process tree, wall seconds) is weighed against the seconds its bench claims the timed
-calls took (DESIGN.md §12, "Revised (wave 3)").
+calls took (docs/design.md §12, "Revised (wave 3)").
 
 Per look, the claim is best's claimed seconds minus the candidate's (`SideCost.claimed_s`:
 the metric x `[target].calls` of every config), and each of the OS's clocks (CPU, wall)

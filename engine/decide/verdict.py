@@ -1,4 +1,4 @@
-"""From per-class results to the run verdict, with its reason and cost (DESIGN.md §5).
+"""From per-class results to the run verdict, with its reason and cost (docs/design.md §5).
 
 Pure functions:
 - `evaluate(pairs, policy, ...)`: the verdict after the looks so far; kind "undecided"

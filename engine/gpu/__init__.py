@@ -1,4 +1,4 @@
-"""GPU backends and the idle gate (DESIGN.md §1, §6, §10). See docs/gpu-gate.md."""
+"""GPU backends and the idle gate (docs/design.md §1, §6, §10). See docs/gpu-gate.md."""
 
 from kopt_supervisor.engine.gpu.base import NA, Backend, GpuProcess, GpuState, is_na
 

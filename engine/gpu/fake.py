@@ -1,4 +1,4 @@
-"""The scripted fake backend (DESIGN.md §10), for tests and demos.
+"""The scripted fake backend (docs/design.md §10), for tests and demos.
 
 `KOPT_FAKE_GPUS=path.json` holds a JSON list of snapshots, each a list of GPUs
 `{index, name, uuid, util_pct, mem_used_mib, mem_total_mib, processes: [{pid, name, mem_mib}]}`.
@@ -25,7 +25,7 @@ _DEFAULTS = {"util_pct": 0.0, "mem_used_mib": 0.0, "mem_total_mib": 81559.0}
 
 
 class FakeBackend:
-    """DESIGN.md §10: a JSON list of snapshots; each read takes the next, the last repeats."""
+    """docs/design.md §10: a JSON list of snapshots; each read takes the next, the last repeats."""
 
     name = "fake"
     vendor = "fake"

@@ -1,4 +1,4 @@
-"""Lanes: K candidates measured at once (DESIGN.md §13; docs/lanes.md).
+"""Lanes: K candidates measured at once (docs/design.md §13; docs/lanes.md).
 
 `make_lanes(ctx)` builds the run's lanes from [parallel]: each lane has its own candidate
 worktree, its own copy of the best tree (with several lanes best/ itself, the branch's

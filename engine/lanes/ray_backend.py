@@ -1,5 +1,5 @@
 """Lanes on a Ray cluster ([parallel] backend = "ray"; the `ray` extra): each lane's
-measurement runs on a GPU host of an existing cluster (DESIGN.md §13; docs/lanes.md).
+measurement runs on a GPU host of an existing cluster (docs/design.md §13; docs/lanes.md).
 
     head (the engine)                              worker host (a LaneWorker actor)
     ---------------------------------------------  ------------------------------------------

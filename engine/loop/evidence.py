@@ -1,5 +1,5 @@
 """Evidence beyond the bench's own numbers: the roofline of a measured tree and the
-profiler's word on a keep (DESIGN.md §5 step 5, router's Step 0).
+profiler's word on a keep (docs/design.md §5 step 5, router's Step 0).
 
 - `roofline(it, values)`: record["roofline"] for the tree `values` measured (specs with
   their sources, % of peak per config and class); the best tree's also becomes the README's

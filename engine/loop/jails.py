@@ -1,5 +1,5 @@
 """What each kind of run the loop starts may touch: the bubblewrap confinements of
-engine/sandbox/, chosen per run (DESIGN.md §12 layer 1; docs/security.md).
+engine/sandbox/, chosen per run (docs/design.md §12 layer 1; docs/security.md).
 
 | run                        | writes                                  | reads of the workspace          |
 |----------------------------|-----------------------------------------|---------------------------------|

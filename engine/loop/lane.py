@@ -2,7 +2,7 @@
 compared against, its GPU gate (and so its GPU), the host it runs on, and its measurer.
 
 Every step of an iteration takes the lane it works for instead of assuming one `cand/`, so
-that several candidates can be measured at once (DESIGN.md §13). A run has one lane today,
+that several candidates can be measured at once (docs/design.md §13). A run has one lane today,
 lane 0: `cand/` against `best/` (the worktree of the run's branch) on the gate's GPU.
 """
 

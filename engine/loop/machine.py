@@ -1,4 +1,4 @@
-"""The optimization loop on one page (DESIGN.md §5–§7, §11): the reference program's loop as a
+"""The optimization loop on one page (docs/design.md §5–§7, §11): the reference program's loop as a
 state machine over `Phase`s, each step done by a collaborator beside this file.
 
     run:        recover → baseline (v0) → resume open reviews → repeat { stop check → iteration }

@@ -1,4 +1,4 @@
-"""Measurement: one look of best against candidate for a lane (DESIGN.md §5).
+"""Measurement: one look of best against candidate for a lane (docs/design.md §5).
 
 - `ServedTrees` (`[target].serve`): best and the candidate each in a process of its own,
   confined to its tree, asked for each look on its stdin in ABBA order with one seed for

@@ -1,5 +1,5 @@
 """The propose step: the context a proposer is handed (KOPT_PROMPT and the KOPT_* variables)
-and the proposer's run, for one lane (DESIGN.md §10).
+and the proposer's run, for one lane (docs/design.md §10).
 
 A proposer that takes time (an agent, the engineer) first gets the lane's serving bench
 closed, so nothing of kopt's holds GPU memory while it works. Its result, whatever it is, is

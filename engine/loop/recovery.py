@@ -1,5 +1,5 @@
 """Recovery: make the workspace consistent with the store after any crash, keep the
-worktrees at BEST_COMMIT, and apply a masked partial restart (DESIGN.md §6, §7).
+worktrees at BEST_COMMIT, and apply a masked partial restart (docs/design.md §6, §7).
 
 The engine writes what it is about to do (the iteration's phase) before doing it, so after
 a kill -9 anywhere `recover()` finds: orphan processes of the recorded child group (killed,

@@ -1,6 +1,6 @@
 """The review protocol: a borderline candidate waits for the engineer (the TUI's `a`/`r`,
 `kopt accept|reject`), who may also ask for more rounds; unanswered after
-`[decide].review_timeout_s`, the review policy decides (DESIGN.md §5 step 4).
+`[decide].review_timeout_s`, the review policy decides (docs/design.md §5 step 4).
 
 The review is written to the store before the wait (status borderline, its deadline), so an
 engine that dies while waiting leaves it open, and the next engine resumes it with the

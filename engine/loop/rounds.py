@@ -1,5 +1,5 @@
 """Decision rounds: looks of best against candidate until the paired statistics decide every
-class (DESIGN.md §5), or a row of the candidate fails its correctness rule.
+class (docs/design.md §5), or a row of the candidate fails its correctness rule.
 
 Each look is gated (an idle GPU, its state before and after recorded), preemptible (a pause
 discards it and it is taken again after the resume), stored sample by sample in run.db

@@ -1,5 +1,5 @@
 """`kopt init --bench CMD` without a config: run the bench once, find its table, propose a
-commented kopt.toml (DESIGN.md §14; docs/byo-kernel.md).
+commented kopt.toml (docs/design.md §14; docs/byo-kernel.md).
 
     run = run_once(repo, bench, run_bench)        # the one side effect: the bench, through run_bench
     proposal = propose(run, answers)              # pure apart from reading what the run wrote

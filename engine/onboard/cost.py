@@ -1,5 +1,5 @@
 """What one decision will cost: wall seconds from the baseline's runs, their noise and the
-decision policy (DESIGN.md §5; docs/decision.md).
+decision policy (docs/design.md §5; docs/decision.md).
 
 Process-level (the bench run as it is): a round is two runs, best and candidate (ABBA across
 rounds), each as long as a baseline run. The policy looks after every round from

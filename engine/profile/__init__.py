@@ -1,5 +1,5 @@
 """Profilers: ncu (NVIDIA) and rocprofv3 (AMD) adapters -> per-kernel GPU time, attributed to
-configs through NVTX/roctx ranges, compared per class (DESIGN.md §5.5, §12 layer 3).
+configs through NVTX/roctx ranges, compared per class (docs/design.md §5.5, §12 layer 3).
 
 The loop calls:
 

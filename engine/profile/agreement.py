@@ -1,5 +1,5 @@
 """Whether the profiler agrees with the bench, class by class: the bench's verdict (improved,
-regressed, tied) against the profiler's interval for the same class (DESIGN.md §5 step 5,
+regressed, tied) against the profiler's interval for the same class (docs/design.md §5 step 5,
 §12 layer 3). A class that disagrees sends the candidate to review with both numbers
 (`Agreement.reason`). Pure.
 

@@ -1,6 +1,6 @@
 """Best vs candidate per config class, from every kernel launched inside each config's
 NVTX/roctx range, with an interval from the profiler's own noise; and whether that agrees
-with the bench's per-class verdicts (DESIGN.md §5 step 5, §12 layer 3).
+with the bench's per-class verdicts (docs/design.md §5 step 5, §12 layer 3).
 
     cmp = compare_per_class(best_summary, cand_summary, config_refs(record["configs"]))
     agreement = agrees(verdict.classes, cmp, min_effect_pct=policy.min_effect_pct)

@@ -1,5 +1,5 @@
 """Agent presets: the command line, permissions, writable folders and output parser of each
-agent CLI kernel engineers use (DESIGN.md §14; docs/agents.md).
+agent CLI kernel engineers use (docs/design.md §14; docs/agents.md).
 
 `[propose] agent = "claude-code" | "codex" | "gemini" | "aider" | "opencode" | "generic"`
 picks a preset. A preset builds the argv of the CLI's non-interactive mode from an

@@ -1,4 +1,4 @@
-"""The proposer interface and the plan file (DESIGN.md §10).
+"""The proposer interface and the plan file (docs/design.md §10).
 
 A proposer turns the current best tree into a candidate in `cand/` and writes a plan:
 first line the hypothesis, an optional line `target_class: <class>`, an optional line

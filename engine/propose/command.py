@@ -1,4 +1,4 @@
-"""The `command` proposer: any program (an agent CLI, a script) edits `cand/` (DESIGN.md §10).
+"""The `command` proposer: any program (an agent CLI, a script) edits `cand/` (docs/design.md §10).
 
 The configured command runs with the working directory `cand/`, the KOPT_* variables, and
 its placeholders ({prompt}, {prompt_json}, {plan}, {worktree}, {agent_dir}, {session},

@@ -1,4 +1,4 @@
-"""Roofline: hardware specs with cited sources, FLOP/byte formulas -> % of peak (DESIGN.md §4, §6).
+"""Roofline: hardware specs with cited sources, FLOP/byte formulas -> % of peak (docs/design.md §4, §6).
 
 The package imports nothing itself (its math is pure, its wiki reader is not): import the
 module you need.

@@ -3,7 +3,7 @@
 The range of a config is named `kopt:` + `col=value,col=value` over the config's columns
 (values written as kopt's metrics.format_value writes them: a float that is an integer loses
 its ".0"). kopt's profiler adapters attribute every kernel launched inside a range to the
-CSV row whose columns match all the pairs of the name (DESIGN.md §5, §12): neither adding nor
+CSV row whose columns match all the pairs of the name (docs/design.md §5, §12): neither adding nor
 renaming a kernel escapes the comparison.
 
 Backends, chosen once per process (`open_ranges`):

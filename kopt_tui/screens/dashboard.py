@@ -1,4 +1,4 @@
-"""The run dashboard (DESIGN.md §8): state line, progress, history, GPUs, counters,
+"""The run dashboard (docs/design.md §8): state line, progress, history, GPUs, counters,
 per-class deltas and the best-latency chart, with every action on a key; with several lanes
 ([parallel].lanes) a line per lane under the progress line (the screen's class -lanes).
 

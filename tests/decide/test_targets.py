@@ -1,4 +1,4 @@
-"""The decision's targets (issue 5, DESIGN.md §5), asserted on the simulator with a fixed
+"""The decision's targets (issue 5, docs/design.md §5), asserted on the simulator with a fixed
 seed at 1% per-run noise, beside the naive 1% rule measured on the same noise."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The idle gate against scripted fake GPUs (DESIGN.md §10): every scenario of issue 6.
+"""The idle gate against scripted fake GPUs (docs/design.md §10): every scenario of issue 6.
 
 Each check takes `samples` readings, and each reading takes the next snapshot of the
 script, so the scripts below repeat a state once per sample (`each(...)`).

@@ -1,5 +1,5 @@
 """Shared pieces of the reliability suite: a run on the fake target and the invariants that
-must hold after any fault (DESIGN.md §6-§7)."""
+must hold after any fault (docs/design.md §6-§7)."""
 
 from __future__ import annotations
 

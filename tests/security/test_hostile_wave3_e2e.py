@@ -15,7 +15,7 @@ candidate per iteration (tests/fake_target/pyserve/hostile.py), through
   product as configured: none kept, each stopped by the layer its record names, the honest
   gain kept.
 - `test_with_the_scan_allowed_away_the_os_refutes_every_timer_patch`: the diff scan is
-  advisory (DESIGN.md §12, wave 3). Timer patches in every runtime form (the process's clock,
+  advisory (docs/design.md §12, wave 3). Timer patches in every runtime form (the process's clock,
   the bench's statistics, its CSV writer, its list of times through the gc, a child process
   its clock does not count) and the work moved out of the median, with every scan rule
   allowed away (`allow_constructs = ["*:*"]`): each refuted by the OS's accounting of the

@@ -1,5 +1,5 @@
 """The context pack: what a careful kernel engineer hands over before each change
-(DESIGN.md §14; the reference program, router and diffusion rules).
+(docs/design.md §14; the reference program, router and diffusion rules).
 
 KOPT_PROMPT (markdown, for the agent) and the same data as JSON beside it (for tools and
 for `assess_plan`), built from what the loop has (`PackInputs`):
