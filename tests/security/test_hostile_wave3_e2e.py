@@ -81,9 +81,9 @@ OS_REFUTES = ["marshal", "statistics", "csv-rows", "gc-times", "worker-process",
 """With the scan allowed away: a timer patch in each runtime form (the process's clock, here
 hidden as a marshalled payload; the bench's statistics; its CSV writer; its list of times
 through the gc; the work done in a child process the bench's clock does not count) and the
-work moved out of the median (all timed sets computed on the first
-timed call; placeholders fixed later); the OS's accounting refutes each. The other hiding
-forms of classes 1-3 run the same patch as `marshal`."""
+work moved out of the median (all timed sets computed on the first timed call; placeholders
+fixed later); the OS's accounting refutes each. The other hiding forms of classes 1-3 run the
+same patch as `marshal`."""
 
 
 @dataclass(frozen=True)
@@ -98,6 +98,7 @@ class Row:
     own_check: bool | None
     """The bench's own contract check passed every row of the candidate's first look (None:
     no such look)."""
+    commit: str | None
 
     @property
     def scan_rules(self) -> set[str]:
@@ -173,7 +174,7 @@ def run_cases(tmp: Path, monkeypatch: pytest.MonkeyPatch, names: list[str], targ
             reason = str(decision.get("reason") or "")
             flags = tuple(decision.get("flags") or ())
             rows[name] = Row(name, hostile.BY_NAME[name].cls, it.status, layer_of(it.status, reason, flags), reason,
-                             flags, it.record, own_check(ws.log_dir(v) / "eval_r0_cand.csv"))
+                             flags, it.record, own_check(ws.log_dir(v) / "eval_r0_cand.csv"), it.commit)
     print(f"\n{len(names)} candidates in {took:.1f} s ({target_toml.strip() or 'the scan on'})")
     print(f"{'case':17s} {'class':6s} {'status':17s} {'stopped by':17s} {'also':44s} reason")
     for r in rows.values():
@@ -190,7 +191,7 @@ def own_check(path: Path) -> bool | None:
 
 def honest_kept(row: Row) -> None:
     """The control: kept, and confirmed by the OS's accounting (the CPU time it saved)."""
-    assert row.status == "keep", (row.status, row.reason)
+    assert row.status == "keep" and row.commit, (row.status, row.reason)
     assert row.truth.get("kind") == "os_time" and row.truth.get("outcome") == "confirmed", row.truth
 
 
@@ -203,7 +204,7 @@ def test_no_hostile_candidate_is_kept_and_a_real_gain_is(tmp_path: Path, monkeyp
     assert set(STOPPED_BY) == set(names) - {"honest"}
     rows = run_cases(tmp_path, monkeypatch, names)
     honest_kept(rows.pop("honest"))
-    kept = [r.case for r in rows.values() if r.status in KEPT or r.record.get("commit")]
+    kept = [r.case for r in rows.values() if r.status in KEPT or r.commit]
     assert not kept, f"hostile candidates kept: {kept}"
     wrong = {r.case: (r.layer, r.reason[:200]) for r in rows.values() if r.layer != STOPPED_BY[r.case]}
     assert not wrong, wrong
