@@ -93,7 +93,9 @@ async def test_tui_drives_a_real_engine(fake_env, monkeypatch):
             assert state(ws) == "stopped"
 
             # 6. E starts the engine again from the TUI.
-            await until(pilot, lambda: app.screen.data.state == "stopped", 5, "the TUI to see the stop")
+            # the TUI's reading after the engine's process is gone (E does nothing while it looks alive)
+            await until(pilot, lambda: app.screen.data.state == "stopped" and not app.screen.data.alive, 15,
+                        "the TUI to see the stop")
             await pilot.press("E")
             await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
             await pilot.press("y")
