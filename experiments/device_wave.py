@@ -44,6 +44,18 @@ def say(text: str) -> None:
     print(f"[{LOG_NAME}] {text}", flush=True)
 
 
+def fresh_work_dir(base: Path, name: str, smoke: bool) -> tuple[Path, Path]:
+    """(work, work/raw), emptied: a part's scratch folder outside /tmp (a sandboxed proposer
+    cannot see /tmp, /run and kin)."""
+    work = (base / f"{name}{'-smoke' if smoke else ''}").resolve()
+    if str(work).startswith(("/tmp/", "/var/tmp/", "/dev/shm/", "/run/")):
+        raise SystemExit(f"--work {work}: the sandbox hides that folder from a proposer; choose one elsewhere")
+    shutil.rmtree(work, ignore_errors=True)
+    raw = work / "raw"
+    raw.mkdir(parents=True)
+    return work, raw
+
+
 def utc_now() -> str:
     return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 

@@ -91,12 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     out = a.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
     base = a.work or Path(os.environ.get("WAVE2_WORK") or Path.home() / "kopt-wave2")
-    work = (base / f"{a.part}{'-smoke' if a.smoke else ''}").resolve()
-    if str(work).startswith(("/tmp/", "/var/tmp/", "/dev/shm/", "/run/")):
-        raise SystemExit(f"--work {work}: the sandbox hides that folder from a proposer; choose one elsewhere")
-    shutil.rmtree(work, ignore_errors=True)
-    raw = work / "raw"
-    raw.mkdir(parents=True)
+    work, raw = device_wave.fresh_work_dir(base, a.part, a.smoke)
     mode = "smoke (no GPU: Triton's interpreter, CPU timings)" if a.smoke else "device"
     summary = Summary(out, a.part, mode, os.environ.get("WAVE2_COMMAND") or shell_line([sys.executable, *sys.argv]))
     budget = Budget(a.budget_s if a.budget_s is not None else (1800.0 if a.smoke else DEVICE_BUDGET_S))

@@ -33,7 +33,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import sqlite3
 import sys
 import time
@@ -127,12 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     out = a.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
     base = a.work or Path(os.environ.get("WAVE3_WORK") or Path.home() / "kopt-wave3")
-    work = (base / f"{folder}{'-smoke' if a.smoke else ''}").resolve()
-    if str(work).startswith(("/tmp/", "/var/tmp/", "/dev/shm/", "/run/")):
-        raise SystemExit(f"--work {work}: the sandbox hides that folder from a proposer; choose one elsewhere")
-    shutil.rmtree(work, ignore_errors=True)
-    raw = work / "raw"
-    raw.mkdir(parents=True)
+    work, raw = device_wave.fresh_work_dir(base, folder, a.smoke)
     mode = "smoke (no GPU: Triton's interpreter, CPU timings)" if a.smoke else "device"
     summary = Summary(out, a.part, mode, os.environ.get("WAVE3_COMMAND") or shell_line([sys.executable, *sys.argv]))
     budget = Budget(a.budget_s if a.budget_s is not None else (1800.0 if a.smoke else DEVICE_BUDGET_S))
