@@ -129,6 +129,23 @@ def signal_tree(pgid: int, sig: int, token: str | None = None) -> None:
             p.send_signal(sig)
 
 
+def wait_stopped(pgid: int, timeout_s: float) -> bool:
+    """Wait until every process of the tree is stopped (SIGSTOP is delivered when the process
+    is next scheduled: on a loaded machine a busy thread ran on for milliseconds). Whether all
+    stopped in time; never raises."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        states = []
+        for p in process_tree(pgid):
+            with contextlib.suppress(psutil.Error, OSError):
+                states.append(p.status())
+        if all(st in (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP, psutil.STATUS_ZOMBIE) for st in states):
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.001)
+
+
 def kill_group(pgid: int, grace_s: float = 2.0) -> None:
     """TERM the group, then KILL what is left after `grace_s`. Never raises."""
     try:

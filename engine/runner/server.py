@@ -25,6 +25,7 @@ from kopt_supervisor.engine.runner.processes import (
     kill_group,
     new_step,
     signal_tree,
+    wait_stopped,
 )
 from kopt_supervisor.engine.sandbox import Confinement
 
@@ -96,6 +97,7 @@ class Server:
         measured, nothing this one runs (a thread left busy, a child) takes a CPU from it."""
         if self.alive:
             signal_tree(self.pgid, signal.SIGSTOP, None if self.confined is not None else self.token)
+            wait_stopped(self.pgid, timeout_s=0.5)  # kill() returns before a busy process has stopped
 
     def resume(self) -> None:
         """Continue what `pause()` stopped (SIGCONT); harmless on a running process."""
