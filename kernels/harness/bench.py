@@ -40,8 +40,11 @@ inputs and the candidate's own work, which kopt's outside-time rule is for.
 Serve mode (--serve, kopt's `[target].serve`; harness/serve.py has the protocol): the process
 answers `look N SEED PATH` (one look of this tree with inputs from SEED), `audit N SEED PATH`
 (summaries of the outputs of the timed set the audit seed picks, per config) and `load`. It
-saves a process start per look (torch's import alone took 4-5 s on the H100). The graphs and
-buffers of earlier looks are kept (destroying a graph faulted, see harness/timing.py), so once
+saves a process start per look (torch's import alone took 4-5 s on the H100), and each
+config's timed buffer sets and CUDA graph are made at the process's first look and replayed
+by every later one on that look's inputs (`timed_rows(keep=True)`: the capture is paid once
+per process, not per look). Graphs are never destroyed (destroying one faulted, see
+harness/timing.py), so `load` (a new function, new graphs) grows the process; once
 --serve-memory of the GPU's memory is taken the process answers `done N last`, serves that
 look's audit and leaves; kopt starts a fresh one for the next look.
 
@@ -453,6 +456,9 @@ class Bench:
         self.failed = 0
         self.looked: list[tuple[Case, TimedSets]] = []
         """The last look's cases and timed sets (timed_rows), for `audit`."""
+        self.held: dict[str, tuple[TimedSets, Any]] = {}
+        """A served tree's timed sets and block timer per config, kept from look to look
+        (timed_rows with `keep`) until the tree is loaded again."""
 
     @property
     def contract(self) -> Spec:
@@ -463,6 +469,7 @@ class Bench:
         """(Re)import each tree's function: a bundled solution reads its params.json again."""
         self.mods = {side: load_solution(self.spec, tree, side or "this", self.a.which)
                      for side, tree in self.trees.items()}
+        self.held = {}  # timers of the functions imported before (their graphs stay in LIVE_GRAPHS)
 
     def cases(self, base_seed: int, *, reference: bool = True, look: bool = False) -> Iterator[Case]:
         """Every shape and dtype: fresh inputs from consecutive seeds, or with `look` from
@@ -544,7 +551,7 @@ class Bench:
                                  "calls": t.reps if t is not None else 0, "prod": prod(case)})
         return rows
 
-    def timed_rows(self, seed: int, *, copy: bool = True) -> list[dict[str, Any]]:
+    def timed_rows(self, seed: int, *, copy: bool = True, keep: bool = False) -> list[dict[str, Any]]:
         """One tree, one look of `seed` (a plain run or a served look): per case, the
         contract check on inputs of its own, then the timed blocks over buffer sets drawn
         from the seed (sets.TimedSets: never the check's inputs, no reference computed for
@@ -552,7 +559,15 @@ class Bench:
         copy's (none when the spec says nothing of the bytes a call moves, or without `copy`:
         a served look, whose copy columns kopt never reads; they are NaN then), and `calls`,
         the timed calls the row's `us` is the per-call time of. The sets are kept in
-        `self.looked` (until the next look) for `audit`."""
+        `self.looked` (until the next look) for `audit`.
+
+        `keep` (a served tree): each config's sets and block timer are made at the process's
+        first look and kept (`self.held`); a later look draws its seed's inputs into the same
+        buffers (TimedSets.reseed) and replays the CUDA graph captured on them. A look then
+        costs its check and its blocks only: on the H100 the capture (a new graph per config
+        and look) took 0.9-1.0 s of a 4 s look, and each look's new buffers grew the process
+        until it had to leave (docs/h100-wave3/part1-first-per-tree-run.md). Each look's
+        `calls` is the same as at the first."""
         rows = []
         nan = math.nan
         self.looked = []
@@ -564,11 +579,20 @@ class Bench:
             if why:
                 self.failed += 1
                 log(f"{where}: FAILS contract: {why}")
-            sets = TimedSets(case, seed, self.timing.set_count(case.bytes))
+            held = self.held.get(case.key) if keep else None
+            if held is not None:
+                sets, t = held
+                sets.reseed(seed)
+                self.clock.lap("inputs")  # this look's first draw, into the kept buffers
+            else:
+                sets = TimedSets(case, seed, self.timing.set_count(case.bytes))
+                self.clock.lap("inputs")  # the timed sets' first draw
+                t = self.tree_timer(case, sets, where)
+                self.clock.lap("capture")  # the timer's calibration and CUDA graph
+                if keep and t is not None:
+                    self.held[case.key] = (sets, t)
             self.looked.append((case, sets))
-            self.clock.lap("inputs")  # the timed sets' first draw
-            t = self.tree_timer(case, sets, where)
-            self.clock.lap("capture")  # the timer's calibration and CUDA graph
+            t0 = time.perf_counter()
             copy_t = self.timing.timer(case.copy_calls, case.bytes) if copy and case.bytes > 0 else None
             ks, cs = [], []
             for block in range(self.a.blocks):  # the kernel's launches in the case's range; the copy's outside
@@ -582,6 +606,7 @@ class Bench:
                     except Exception as exc:  # a candidate whose timed call raises fails its row
                         log(f"{where}: FAILS: a timed call raised {type(exc).__name__}: {exc}")
                         err, t, ks = math.inf, None, []
+                        self.held.pop(case.key, None)
                 if copy_t is not None:
                     cs.append(copy_t.block())
             st = summarize(ks) if ks else dict.fromkeys(("median", "mean", "std", "min", "p10", "p90"), nan)
@@ -596,7 +621,8 @@ class Bench:
                          "model": case.shape.model.replace(",", ";")})
             log(f"{self.spec.name} {case.shape.name:24s} {case.cols.get('dtype', ''):9s} {us:10.3f} us  "
                 + (f"{gbps:8.1f} GB/s  {100.0 * cu / us:5.1f}% of copy  " if cs else "")
-                + f"err {err:.3g}")
+                + f"err {err:.3g}  ({len(ks)} blocks x {t.reps if t is not None else 0} calls: "
+                  f"{time.perf_counter() - t0:.3f} s)")
         return rows
 
     @property

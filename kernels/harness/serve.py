@@ -115,7 +115,7 @@ def serve_tree(bench: Bench, requests: Iterable[str], reply: Callable[[str], Non
             last = None
             bench.clock = PhaseClock(since_process_start=False)
             try:
-                rows = bench.timed_rows(req.seed, copy=False)
+                rows = bench.timed_rows(req.seed, copy=False, keep=True)
                 bench.clock.lap("timing")
                 write_csv(rows, req.path, stdout=False)
             except Exception as exc:  # a broken function fails its own rows: this is the harness or CUDA

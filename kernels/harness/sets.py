@@ -67,11 +67,23 @@ class TimedSets:
             return fn(*self.args[i], **self.kwargs[i], **{self.out: self.dsts[i]})
         return keep_result(self.kept, i, fn, self.args[i], self.kwargs[i])
 
+    def reseed(self, look_seed: int) -> None:
+        """The sets of a later look of the same process (a served tree keeps its sets and the
+        CUDA graph captured on them: a graph replays on the same pointers): the priming draws
+        of `look_seed` copied into the buffers, every output NaN, and the second draws that
+        `refresh` will copy are `look_seed`'s. What the audit reads after the look is again
+        what the last block computed from inputs no call of this look had seen before it."""
+        draws = len(self._seeds)
+        self._seeds = [input_seed(look_seed, self.key, f"set{j}") for j in range(draws)]
+        self._fill([self._draw(input_seed(look_seed, self.key, f"set{j}/prime")) for j in range(draws)])
+
     def refresh(self) -> None:
         """Before the last timed block: the second draws copied into the sets' input tensors
         (set i: draw i mod DISTINCT; other arguments keep the priming draw's values), every
         output filled with NaN."""
-        fresh = [self._draw(seed) for seed in self._seeds]
+        self._fill([self._draw(seed) for seed in self._seeds])
+
+    def _fill(self, fresh: list[tuple[tuple, dict[str, Any]]]) -> None:
         for i in range(self.count):
             args, kwargs = fresh[i % len(fresh)]
             for old, new in zip(self.args[i], args, strict=True):

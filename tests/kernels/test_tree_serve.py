@@ -133,6 +133,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> dict:
         out["other_audit"] = s.audit(2, 100, root / "audit2b.json")
         out["look3"] = s.look(3, 4243, root / "look3.csv")
         out["audit3"] = s.audit(3, 99, root / "audit3.json")
+        out["look4"] = s.look(4, 4242, root / "look4.csv")  # look 1's seed, on the sets kept since look 2
+        out["audit4_text"] = (s.audit(4, 99, root / "audit4.json"), (root / "audit4.json").read_text())[1]
         out["noise"], out["stderr"] = s.noise, s.stderr()
         out["rc"] = s.close()
     return out
@@ -182,6 +184,17 @@ def test_the_same_seed_draws_the_same_inputs_and_another_seed_others(served: dic
     assert served["look3"] == "done 3"
     sums3 = [c["outputs"][0]["sum"] for c in served["audit3"]["configs"]]
     assert sums3 != [c["outputs"][0]["sum"] for c in served["audit1"]["configs"]]
+
+
+def test_a_later_look_on_the_kept_sets_gives_a_fresh_process_bytes(served: dict) -> None:
+    # look 4 reuses the buffers and timer made at look 2 (after `load`), drawing look 1's seed
+    # into them: what it leaves for the audit, and its calls, are those of look 1
+    assert served["look4"] == "done 4"
+    assert served["audit4_text"] == served["audit1_text"]
+    l1, l4 = (pd.read_csv(served["root"] / f"look{i}.csv") for i in (1, 4))
+    assert list(l1["calls"]) == list(l4["calls"]) and list(l1["err"]) == list(l4["err"])
+    phases = {line.split(":")[0]: line for line in served["stderr"].splitlines() if ": bench phases:" in line}
+    assert "capture" in phases["look 2"] and "capture" not in phases["look 3"] and "capture" not in phases["look 4"]
 
 
 def test_bad_requests_are_answered_and_the_process_goes_on(served: dict) -> None:
