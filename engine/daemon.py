@@ -109,7 +109,8 @@ class Heartbeat(threading.Thread):
 
 def run_engine(ws: Workspace, *, proposer: str | None = None, max_iters: int | None = None,
                log_to_stdout: bool = False, no_sandbox: bool = False, demo: bool = False) -> int:
-    """Run the loop in this process. Exit status: 0 stopped for a stated reason, 1 crashed.
+    """Run the loop in this process. Exit status: 0 stopped for a stated reason, 1 crashed or
+    failed (a baseline that fails its bench or correctness).
     `demo`: `kopt demo`'s own start (engine/sandbox/support.py start_rule)."""
     from kopt_supervisor.engine.loop import Engine
 
@@ -123,6 +124,9 @@ def run_engine(ws: Workspace, *, proposer: str | None = None, max_iters: int | N
                             log=(lambda m: print(f"kopt[{ws.tag}] {m}", flush=True)) if log_to_stdout else None)
             _install_signals(engine)
             engine.run()
+            if engine.failed:  # a baseline that failed: the run failed
+                print(f"kopt: the run failed: {engine.failed}", file=sys.stderr)
+                return 1
             return 0
         except SandboxUnavailable:
             raise  # a refusal before the run starts: nothing crashed

@@ -10,6 +10,7 @@ kopt.toml's `[target].format` names one (`[target.adapter]` holds its options):
 | `pytest-benchmark` | `pytest --benchmark-json=PATH` |
 | `google-benchmark` | `--benchmark_format=json` (stdout) or `--benchmark_out=PATH` |
 | `torch-benchmark` | torch.utils.benchmark `Compare(...).print()` tables and printed Measurements |
+| `long` | long-format rows: a value column beside a metric-name/unit column (Liger-Kernel's CSV), read wide |
 
 A KernelBench `Model`/`ModelNew` pair is not an output format: kopt times it itself through
 its public harness (`python -m kopt_supervisor.kernels.harness.kernelbench`), whose CSV is
@@ -32,6 +33,7 @@ import pandas as pd
 
 from kopt_supervisor.engine.adapters import (
     google_benchmark,
+    long_format,
     perf_report,
     pytest_benchmark,
     text,
@@ -55,6 +57,8 @@ def read_tables(fmt: str, content: str, source: str, options: AdapterConfig | No
         return text.find_tables(content, source)
     if fmt == "perf_report":
         return perf_report.read_text(content, source)
+    if fmt == long_format.FORMAT:
+        return long_format.read_text(content, source)
     if fmt == "pytest-benchmark":
         return [pytest_benchmark.read_text(content, source, unit=o.unit)]
     if fmt == "google-benchmark":
@@ -72,6 +76,8 @@ def table_from_text(fmt: str, content: str, source: str, options: AdapterConfig 
         return text.csv_file_table(content, source)
     if csv_file and fmt == "perf_report":
         return perf_report.file_table(content, source)
+    if csv_file and fmt == long_format.FORMAT:
+        return long_format.file_table(content, source)
     tables = read_tables(fmt, content, source, o)
     if not tables:
         raise AdapterError(f"{source}: no {fmt} output found")
@@ -99,7 +105,7 @@ def read_frame(fmt: str, path: Path, options: AdapterConfig | None = None, *, fr
     return read_table(fmt, path, options, from_stdout=from_stdout).frame
 
 
-SPECIFIC = ("google-benchmark", "pytest-benchmark", "torch-benchmark", "perf_report")
+SPECIFIC = ("google-benchmark", "pytest-benchmark", "torch-benchmark", "perf_report", long_format.FORMAT)
 GENERIC = ("csv", "table")
 
 

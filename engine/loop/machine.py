@@ -124,6 +124,7 @@ class Engine:
         ctx.event("engine", what)
         ctx.log(what)
         reason = "stopped"
+        self.failed: str | None = None
         try:
             self.recovery.recover(self.lanes)
             self.loops[0].police.list_modules_ahead()  # beside the baseline: the first check needs it
@@ -143,7 +144,10 @@ class Engine:
             reason = i.reason
         except NoIdleGpu as e:
             reason = f"no idle GPU: {e}"
-        except (BaselineFailed, integrity.Tampered) as e:
+        except BaselineFailed as e:
+            reason = str(e)
+            self.failed = reason  # `kopt run --foreground` exits 1: the baseline failed, nothing ran
+        except integrity.Tampered as e:
             reason = str(e)
         finally:
             for lane in self.lanes:

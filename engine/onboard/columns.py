@@ -38,7 +38,11 @@ EXTRA_WORDS = {"seed", "run", "trial", "timestamp", "date", "host", "hostname", 
                "version", "pid", "note", "notes", "comment", "speedup", "ratio", "pct", "percent", "util",
                "utilization", "occupancy", "efficiency", "label", "message", "msg", "status_message",
                "repetition", "repetition_index", "index", "idx", "iteration"}
-REFERENCE_WORDS = {"torch", "pytorch", "eager", "ref", "reference", "baseline", "cublas", "cublaslt", "cudnn",
+HARDWARE_WORDS = {"gpu", "host", "hostname", "device", "node", "machine", "arch", "sm"}
+"""A text column naming the hardware a row ran on (`gpu_name`, `host`): a config column, so
+rows measured on different GPUs or hosts are never merged as samples of one config."""
+REFERENCE_WORDS = {"huggingface", "hf", "transformers", "apex", "xformers",
+                   "torch", "pytorch", "eager", "ref", "reference", "baseline", "cublas", "cublaslt", "cudnn",
                    "naive", "aten", "inductor", "compile", "compiled", "numpy", "np", "rocblas", "hipblas", "miopen",
                    "native", "vendor", "library", "original", "old"}
 PRODUCTION_NAMES = {"prod", "production", "is_prod", "is_production"}
@@ -143,6 +147,9 @@ def classify_column(table: Table, name: str) -> Column:
         what = "a time" if unit.kind == TIME else "a rate"
         unit_text = f" in {unit.unit}" if unit.unit else " (unit not named: kopt cannot tell which)"
         return col(METRIC, f"{what}{unit_text}", statistic=statistic, reference=reference)
+    if w & HARDWARE_WORDS and not numeric and distinct:
+        return col(CONFIG, "the hardware the row ran on: rows of different GPUs or hosts are different configs, "
+                           "never samples of one")
     if w & EXTRA_WORDS or (w & SPREAD_WORDS and numeric):
         return col(EXTRA, "bookkeeping, not a config: " + ", ".join(sorted(w & (EXTRA_WORDS | SPREAD_WORDS))))
     if not numeric:

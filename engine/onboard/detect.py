@@ -3,7 +3,8 @@
     BenchRun                      one run of the bench (what `run_bench` returned, and how long)
     candidates(run) -> [Candidate] every table found, each with the kopt.toml keys that read it
 
-A file the bench wrote is read by its kind (.csv: a CSV or a perf_report CSV; .json:
+A file the bench wrote is read by its kind (.csv: a CSV, a perf_report CSV or long-format
+rows (adapters/long_format.py); .json:
 pytest-benchmark or Google Benchmark; .txt/.md/.log/.out: printed tables), stdout by every
 adapter (adapters.sniff). Tables of stdout that share their columns are one candidate (read
 as one, a `table` column telling them apart); tables with different columns are one each,
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kopt_supervisor.engine.adapters import read_tables, sniff
+from kopt_supervisor.engine.adapters.long_format import classify as as_long_format
 from kopt_supervisor.engine.adapters.model import AdapterError, Table
 from kopt_supervisor.engine.adapters.perf_report import classify as as_perf_report
 from kopt_supervisor.engine.adapters.text import find_tables, join, read_csv_file
@@ -133,8 +135,7 @@ def candidates(run: BenchRun) -> list[Candidate]:
                 t = read_csv_file(path)
             except AdapterError:
                 continue
-            perf = as_perf_report(t)
-            chosen = perf or t
+            chosen = as_perf_report(t) or as_long_format(t) or t
             out.append(Candidate(f"file:{rel}", chosen, glob_of(rel), chosen.format))
         elif suffix == ".json":
             text = _read(path)
