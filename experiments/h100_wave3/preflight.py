@@ -141,15 +141,17 @@ def protocol_probe(work: Path, *, cpu: bool, timeout_s: float = 240.0) -> dict[s
 
     threading.Thread(target=pump, daemon=True).start()
     try:
-        for label, line in (("look", f"look 1 {secrets.randbits(62)} {out / 'look1.csv'}"),
-                            ("audit", f"audit 1 {secrets.randbits(62)} {out / 'audit1.json'}")):
+        steps = [(f"{kind}{suffix}", f"{kind} {n} {secrets.randbits(62)} {out / (kind + str(n) + ext)}", n)
+                 for n, suffix in ((1, ""), (2, "2"), (3, "3"))  # looks 2 and 3 replay look 1's graphs
+                 for kind, ext in (("look", ".csv"), ("audit", ".json"))]
+        for label, line, n in steps:
             t0 = time.monotonic()
             assert p.stdin is not None
             p.stdin.write(line + "\n")
             p.stdin.flush()
             reply = _reply(lines, timeout_s)
             got[label] = {"reply": reply, "seconds": round(time.monotonic() - t0, 2)}
-            if not reply.startswith(("done 1", "audited 1")):
+            if not reply.startswith((f"done {n}", f"audited {n}")):
                 got["ok"] = False
                 return got
         csv_rows = (out / "look1.csv").read_text().splitlines()
@@ -170,7 +172,7 @@ def protocol_probe(work: Path, *, cpu: bool, timeout_s: float = 240.0) -> dict[s
         except subprocess.TimeoutExpired:
             p.kill()
         log.close()
-        got["stderr_tail"] = (work / "probe-serve.err").read_text(errors="replace").splitlines()[-8:]
+        got["stderr_tail"] = (work / "probe-serve.err").read_text(errors="replace").splitlines()[-40:]
 
 
 def _reply(lines: queue.Queue[str | None], timeout_s: float) -> str:

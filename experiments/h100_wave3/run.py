@@ -236,11 +236,12 @@ def part1(ctx: Ctx) -> None:
     s = ctx.summary
     with measured(s, "serve protocol probe") as e:
         e["commands"].append("preflight.protocol_probe: the catalog's [target].serve in a materialized RMSNorm repo, "
-                             "`look 1 SEED PATH` then `audit 1 SEED PATH`")
+                             "`look N SEED PATH` then `audit N SEED PATH`, N = 1..3 (2 and 3 on look 1's graphs)")
         got = preflight.protocol_probe(ctx.work / "probe", cpu=ctx.smoke)
         e.update(got)
-        e["headline"] = (f"look {got.get('look', {}).get('seconds')} s ({got.get('look', {}).get('reply')}), audit "
-                         f"{got.get('audit', {}).get('seconds')} s ({got.get('audit', {}).get('reply')})")
+        e["headline"] = (f"looks 1-3 {[got.get(k, {}).get('seconds') for k in ('look', 'look2', 'look3')]} s "
+                         f"({got.get('look3', {}).get('reply')}), audits "
+                         f"{[got.get(k, {}).get('seconds') for k in ('audit', 'audit2', 'audit3')]} s")
         if not got.get("ok"):
             e.update(ok=False, error=f"the per-tree serve protocol did not answer as the spec says: {got.get('why') or got}")
     kernels = [k for k in ctx.knob("DEMOS", "rmsnorm,adaln", "rmsnorm").split(",") if k]
