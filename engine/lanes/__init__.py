@@ -7,6 +7,8 @@ never two lanes on one GPU, best and candidate of a pair always on the lane's GP
 measurer: local processes, or (backend "ray") a Ray actor on a GPU host of a cluster that
 gets the candidate as a git bundle and sends the samples back (engine/lanes/ray_backend.py).
 
+With several lanes every measurer checks before each look that its candidate is still
+decided against BEST (keep.OnBest): another lane's keep ends a decision at its next look.
 With one local lane the run is what it always was: cand/ against best/.
 """
 
@@ -15,6 +17,7 @@ from __future__ import annotations
 from kopt_supervisor.engine.gpu.backends import NoGpu, open_backend
 from kopt_supervisor.engine.gpu.gate import Gate
 from kopt_supervisor.engine.loop.context import RunContext
+from kopt_supervisor.engine.loop.keep import OnBest
 from kopt_supervisor.engine.loop.lane import Lane, single_lane
 from kopt_supervisor.engine.loop.measure import measurer_for
 
@@ -47,6 +50,12 @@ def make_lanes(ctxs: list[RunContext]) -> list[Lane]:
             lane.fresh = ray_backend.FreshOnWorker(main)  # the re-decision runs on the lane's worker too
         else:
             lane.measurer = measurer_for(ctx, lane)
+    if len(lanes) > 1:  # another lane's keep ends a decision at its next look, not after its last
+        for lane, ctx in zip(lanes, ctxs, strict=True):
+            assert lane.measurer is not None
+            lane.measurer = OnBest(ctx, lane.measurer)
+            if lane.fresh is not None:
+                lane.fresh = OnBest(ctx, lane.fresh)
     return lanes
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import Any
 
 from kopt_supervisor.engine import faults, gitops
 from kopt_supervisor.engine.decide import Verdict
@@ -20,7 +21,8 @@ from kopt_supervisor.engine.errors import KoptError, KoptFailure
 from kopt_supervisor.engine.loop.context import RunContext, last_line
 from kopt_supervisor.engine.loop.control import Step
 from kopt_supervisor.engine.loop.evidence import Evidence
-from kopt_supervisor.engine.loop.lane import Lane
+from kopt_supervisor.engine.loop.lane import Lane, spend
+from kopt_supervisor.engine.loop.measure import Look, Measurer
 from kopt_supervisor.engine.loop.police import ALWAYS_PROTECTED
 from kopt_supervisor.engine.loop.rounds import CorrectnessFailure, DecisionRounds, cand_medians
 from kopt_supervisor.engine.records import Iteration, Phase, Stage, Status
@@ -39,9 +41,34 @@ checked: keeps of several lanes commit one at a time."""
 class StaleBest(Exception):
     """A keep decided against a BEST that another lane's keep has moved since."""
 
-    def __init__(self, best: str) -> None:
+    def __init__(self, best: str, *, tried: bool = False) -> None:
         super().__init__(f"BEST moved to {best[:10]}")
         self.best = best
+        self.tried = tried
+        """The change was already tried on `best` and does not apply there."""
+
+
+class OnBest:
+    """A lane's measurer that, before each look, checks the iteration is still decided
+    against BEST (StaleBest otherwise): a keep another lane makes mid-decision costs this
+    lane at most the look in flight, not the rest of a decision that must be taken again.
+    (engine/lanes wraps every measurer of a run with several lanes in one.)"""
+
+    def __init__(self, ctx: RunContext, inner: Measurer) -> None:
+        self.ctx, self.inner = ctx, inner
+
+    def look(self, it: Iteration, stage: str, r: int, env: dict[str, str]) -> Look:
+        if it.best_commit_before is not None:
+            current = self.ctx.best_commit()
+            if it.best_commit_before != current:
+                raise StaleBest(current)
+        return self.inner.look(it, stage, r, env)
+
+    def new_decision(self) -> None:
+        self.inner.new_decision()
+
+    def close(self) -> None:
+        self.inner.close()
 
 
 class Keeper:
@@ -59,22 +86,25 @@ class Keeper:
                 return self.discard(it, lane, problem[0], problem[1], verdict=problem[2] or verdict, by=by)
         # the roofline of what is committed: the formatted tree's figures when it was measured again
         self.evidence.roofline(it, cand_medians(ctx, it, Stage.VERIFY if "verify" in it.record else Stage.EVAL))
-        with BEST, ctx.clock(it, "commit_s"):  # keeps are committed one at a time, each on the BEST it beat
-            current = ctx.best_commit()
-            if it.best_commit_before != current:
-                raise StaleBest(current)
-            ctx.save(it, Phase.COMMIT)
-            it.record["commit_tree"] = gitops.stage_tracked_tree(lane.cand)
-            it.record["keep_status"] = status
-            ctx.save(it)
-            sha = gitops.commit(lane.cand, commit_message(ctx.ws.tag, it, verdict))
-            faults.step(f"v{it.version} git commit")
-            it.commit = sha
-            ctx.save(it, Phase.ADVANCE)
-            gitops.reset_clean(ctx.ws.best, sha)  # the run's branch (best/ is its worktree)
-            if lane.best != ctx.ws.best:
-                gitops.reset_clean(lane.best, sha, detach=True)
-            ctx.close(it, status, verdict.reason, verdict=verdict, by=by)
+        with ctx.clock(it, "commit_s"):
+            with spend(it, "wait"):  # other lanes' keeps commit first: this lane waits its turn
+                BEST.acquire()
+            try:  # keeps are committed one at a time, each on the BEST it beat
+                self.check_best(it)
+                ctx.save(it, Phase.COMMIT)
+                it.record["commit_tree"] = gitops.stage_tracked_tree(lane.cand)
+                it.record["keep_status"] = status
+                ctx.save(it)
+                sha = gitops.commit(lane.cand, commit_message(ctx.ws.tag, it, verdict))
+                faults.step(f"v{it.version} git commit")
+                it.commit = sha
+                ctx.save(it, Phase.ADVANCE)
+                gitops.reset_clean(ctx.ws.best, sha)  # the run's branch (best/ is its worktree)
+                ctx.close(it, status, verdict.reason, verdict=verdict, by=by)
+            finally:
+                BEST.release()
+        if lane.best != ctx.ws.best:  # the lane's own copy: no other lane reads it, no lock needed
+            gitops.reset_clean(lane.best, sha, detach=True)
 
     def check_best(self, it: Iteration) -> None:
         """The cheap check before a keep is confirmed (the profiler, fresh servers cost
@@ -83,6 +113,18 @@ class Keeper:
         current = self.ctx.best_commit()
         if it.best_commit_before != current:
             raise StaleBest(current)
+
+    def on_best(self, it: Iteration, lane: Lane) -> None:
+        """Before anything is measured: when another lane's keep has moved BEST since this
+        candidate was proposed, put its change on the new BEST now (nothing measured is lost);
+        StaleBest when it no longer applies there (the loop hands it back to its proposer)."""
+        current = self.ctx.best_commit()
+        if it.best_commit_before == current:
+            return
+        if not it.record.get("evaluated_tree"):  # not measured yet: the change as the proposer left it
+            it.record["evaluated_tree"] = gitops.stage_all_tree(lane.cand, force=it.record.get("forced_paths", []))
+        if not self.rebase(it, lane, current):
+            raise StaleBest(current, tried=True)
 
     def rebase(self, it: Iteration, lane: Lane, best: str) -> bool:
         """Another lane's keep moved BEST while this candidate was decided against the one
@@ -100,6 +142,24 @@ class Keeper:
         self.ctx.event("lanes", f"v{it.version}: BEST moved to {best[:10]} while it was decided; its change "
                        "applies there and is decided again", it=it)
         return True
+
+    def hand_back(self, it: Iteration, lane: Lane, best: str) -> dict[str, Any]:
+        """A change that no longer applies on `best`: the lane's candidate goes to `best` and
+        the iteration will be proposed again there; returns what its proposer is told
+        ({"from", "onto", "t", "hypothesis", "why", "proposal": the details it had})."""
+        old = it.best_commit_before or ""
+        gitops.reset_clean(lane.cand, best, detach=True)
+        if lane.best != self.ctx.ws.best:
+            gitops.reset_clean(lane.best, best, detach=True)
+        back = {"from": old, "onto": best, "t": time.time(), "hypothesis": it.hypothesis,
+                "why": f"the change no longer applies on the new BEST {best[:10]} (another lane's keep changed "
+                       f"what it edits since {old[:10]}): propose again on this BEST"}
+        it.record.setdefault("handed_back", []).append(dict(back))
+        it.best_commit_before = best
+        it.record.pop("evaluated_tree", None)
+        self.ctx.save(it)
+        self.ctx.event("lanes", f"v{it.version}: {back['why']}; handed back to the proposer", it=it)
+        return {**back, "proposal": it.record.get("proposal")}
 
     def format(self, it: Iteration, lane: Lane, verdict: Verdict, status: Status
                ) -> tuple[Status, str, Verdict | None] | None:

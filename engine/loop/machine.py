@@ -32,6 +32,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Any
 
 from kopt_supervisor.engine import integrity
 from kopt_supervisor.engine.gpu.gate import NoIdleGpu
@@ -40,7 +41,7 @@ from kopt_supervisor.engine.loop.context import RunContext, open_run
 from kopt_supervisor.engine.loop.control import Interrupt, Request
 from kopt_supervisor.engine.loop.evidence import CorrectnessRefuted, Evidence
 from kopt_supervisor.engine.loop.keep import VERDICT_STATUS, Keeper, StaleBest
-from kopt_supervisor.engine.loop.lane import Lane, acquire
+from kopt_supervisor.engine.loop.lane import Lane, acquire, add_spent, move_spent, spend, spent_now
 from kopt_supervisor.engine.loop.police import Police, Problem
 from kopt_supervisor.engine.loop.proposing import Proposing
 from kopt_supervisor.engine.loop.recovery import Recovery
@@ -52,6 +53,12 @@ from kopt_supervisor.engine.propose.costs import budget_exhausted
 from kopt_supervisor.engine.records import Iteration, Phase, Stage, Status
 from kopt_supervisor.engine.roofline.evaluate import target_reached
 from kopt_supervisor.engine.workspace import Workspace
+
+HAND_BACKS = 2
+"""How many times one iteration's change that no longer applies on a moved BEST goes back to
+its proposer before it ends as a failed proposal."""
+BUSY_RETRY_S = 1.0
+"""How long a lane waits before asking a proposer again whose every point overlaps another lane's."""
 
 
 @dataclass
@@ -235,6 +242,7 @@ class LaneLoop:
             it = Iteration(v, Status.RUNNING, phase=Phase.GATE, parent=best.version if best else None,
                            best_commit_before=ctx.best_commit(), started_at=time.time())
             it.record.update({"lane": lane.index, "timings": {"gate_wait_s": round(lease.acquire_s, 4)}})
+            add_spent(it, "wait", lease.acquire_s)
             ctx.save(it)  # written before anything happens: a crash from here on is recovered
         ctx.event("iteration", f"v{v} started from {ctx.best_commit()[:10]} ({lane.name})", it=it)
         ctx.write_memory(it)
@@ -251,48 +259,87 @@ class LaneLoop:
             self.proposing.in_flight.pop(lane.index, None)
 
     def evaluate(self, it: Iteration, lane: Lane) -> None:
-        proposal = self.proposing.propose(it, lane)                       # Phase.PROPOSE
-        problem = self.policed(it, lane, proposal, Status.FAIL_PROPOSE)   # Phase.POLICE
+        with spend(it, "propose"):
+            proposal = self.proposed(it, lane)                            # Phase.PROPOSE
+            problem = self.policed(it, lane, proposal, Status.FAIL_PROPOSE)   # Phase.POLICE
         if problem:
             return self.keeper.discard(it, lane, *problem)
         self.proposing.in_flight[lane.index] = it.hypothesis              # the other lanes are told
         while True:  # a decision against the BEST it would be kept on (another lane may move it)
-            outcome = self.rounds.decide(it, lane, Stage.EVAL)            # Phase.MEASURE
-            while isinstance(outcome, CorrectnessFailure):                # repair on the same hypothesis
-                it.record["failing_rows"] = outcome.failing
-                if it.repair_attempts >= self.ctx.cfg.propose.repair_attempts:
-                    return self.keeper.discard(it, lane, Status.FAIL_CORRECTNESS, f"still failing after "
-                                               f"{it.repair_attempts} repair attempt(s): {outcome.summary()}")
-                it.repair_attempts += 1
-                self.ctx.event("repair", f"v{it.version}: correctness fails ({outcome.summary()}); repair "
-                               f"{it.repair_attempts}", it=it, level="warn")
-                proposal = self.proposing.propose(it, lane, repair=it.repair_attempts, failing=outcome.failing)
-                problem = self.policed(it, lane, proposal, Status.FAIL_CORRECTNESS, repair=it.repair_attempts)
-                if problem:
-                    return self.keeper.discard(it, lane, *problem)
-                outcome = self.rounds.decide(it, lane, Stage.EVAL)
-            self.ctx.save(it, Phase.EVIDENCE)
-            by = "engine"
+            attempt = spent_now(it)
             try:
+                self.keeper.on_best(it, lane)                             # stale? rebased before any look
+                with spend(it, "measure"):
+                    outcome = self.rounds.decide(it, lane, Stage.EVAL)    # Phase.MEASURE
+                while isinstance(outcome, CorrectnessFailure):            # repair on the same hypothesis
+                    it.record["failing_rows"] = outcome.failing
+                    if it.repair_attempts >= self.ctx.cfg.propose.repair_attempts:
+                        return self.keeper.discard(it, lane, Status.FAIL_CORRECTNESS, f"still failing after "
+                                                   f"{it.repair_attempts} repair attempt(s): {outcome.summary()}")
+                    it.repair_attempts += 1
+                    self.ctx.event("repair", f"v{it.version}: correctness fails ({outcome.summary()}); repair "
+                                   f"{it.repair_attempts}", it=it, level="warn")
+                    with spend(it, "propose"):
+                        proposal = self.proposing.propose(it, lane, repair=it.repair_attempts, failing=outcome.failing)
+                        problem = self.policed(it, lane, proposal, Status.FAIL_CORRECTNESS, repair=it.repair_attempts)
+                    if problem:
+                        return self.keeper.discard(it, lane, *problem)
+                    with spend(it, "measure"):
+                        outcome = self.rounds.decide(it, lane, Stage.EVAL)
+                self.ctx.save(it, Phase.EVIDENCE)
+                by = "engine"
                 if outcome.kind in ("keep", "borderline"):                # on the BEST it would be kept on?
                     self.keeper.check_best(it)                            # (cheap, before any confirmation)
-                verdict = self.evidence.confirm(it, lane, outcome)        # Phase.EVIDENCE: the profiler
-                verdict = self.evidence.confirm_keep(it, lane, verdict)   # fresh servers; the OS's accounting
+                with spend(it, "confirm"):
+                    verdict = self.evidence.confirm(it, lane, outcome)    # Phase.EVIDENCE: the profiler
+                    verdict = self.evidence.confirm_keep(it, lane, verdict)  # fresh servers; the OS's accounting
                 while verdict.kind == "borderline":                       # Phase.REVIEW
-                    verdict, by = self.review.ask(it, lane, verdict)
+                    with spend(it, "review"):
+                        verdict, by = self.review.ask(it, lane, verdict)
                     if verdict.kind == "keep":  # decided by more rounds: the evidence any keep needs
-                        verdict = self.evidence.confirm_keep(it, lane, self.evidence.confirm(it, lane, verdict))
+                        with spend(it, "confirm"):
+                            verdict = self.evidence.confirm_keep(it, lane, self.evidence.confirm(it, lane, verdict))
                 if verdict.kind not in ("keep", "accepted"):              # Phase.DISCARD
                     self.ctx.save(it, Phase.DISCARD)
                     return self.keeper.discard(it, lane, VERDICT_STATUS.get(verdict.kind, Status.REJECTED),
                                                verdict.reason, verdict=verdict, by=by)
-                return self.keeper.keep(it, lane, verdict, by)            # Phase.KEEP
+                with spend(it, "confirm"):
+                    return self.keeper.keep(it, lane, verdict, by)        # Phase.KEEP
             except CorrectnessRefuted as e:
                 return self.keeper.discard(it, lane, Status.FAIL_CORRECTNESS, str(e))
             except StaleBest as moved:                                    # rebased, then decided again
-                if not self.keeper.rebase(it, lane, moved.best):
+                move_spent(it, attempt, ("measure", "confirm", "wait"), "stale")
+                if not moved.tried and self.keeper.rebase(it, lane, moved.best):
+                    continue
+                if len(it.record.get("handed_back", [])) >= HAND_BACKS:
+                    it.record["stale"] = True
                     return self.keeper.discard(it, lane, Status.FAIL_PROPOSE, f"the change no longer applies on "
-                                               f"the new BEST {moved.best[:10]} another lane kept meanwhile")
+                                               f"the new BEST {moved.best[:10]} another lane kept meanwhile "
+                                               f"(handed back {HAND_BACKS} time(s) already)")
+                with spend(it, "propose"):                                # back to its proposer, on the new BEST
+                    proposal = self.hand_back(it, lane, moved.best)
+                    problem = self.policed(it, lane, proposal, Status.FAIL_PROPOSE)
+                if problem:
+                    return self.keeper.discard(it, lane, *problem)
+                self.proposing.in_flight[lane.index] = it.hypothesis
+
+    def proposed(self, it: Iteration, lane: Lane, handed_back: dict[str, Any] | None = None) -> Proposal:
+        """The proposer's proposal; while every point a `tune` proposer has left would step what
+        another lane is measuring (details `busy`), the lane waits for one to end and asks again."""
+        while True:
+            proposal = self.proposing.propose(it, lane, **({"handed_back": handed_back} if handed_back else {}))
+            if proposal.ok or not proposal.details.get("busy") or not self.proposing.other_lanes(lane):
+                return proposal
+            with spend(it, "wait"):
+                self.ctx.control.sleep(BUSY_RETRY_S, lambda left: self.ctx.progress(
+                    it, "propose", f"every point left overlaps another lane's: asking again in {left:.0f} s"))
+
+    def hand_back(self, it: Iteration, lane: Lane, best: str) -> Proposal:
+        """A change that no longer applies on the BEST another lane kept meanwhile goes back to
+        its proposer, on that BEST, with why (a tune point is proposed again there; an agent
+        reads it in its prompt): a failed proposal only when the proposer has nothing."""
+        back = self.keeper.hand_back(it, lane, best)
+        return self.proposed(it, lane, handed_back=back)
 
     def policed(self, it: Iteration, lane: Lane, proposal: Proposal, failed: Status, *, repair: int = 0
                 ) -> Problem | None:
