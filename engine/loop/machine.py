@@ -125,7 +125,8 @@ class Engine:
         """Run until a stop condition; returns the stop reason."""
         ctx = self.ctx
         ctx.store.set_many({"state": "running", "stop_reason": None, "engine_pid": os.getpid(),
-                            "engine_started_at": time.time(), "last_error": None})
+                            "engine_started_at": time.time(), "last_error": None,
+                            "proposer": self.loops[0].proposing.proposer.kind})  # what `kopt mcp` serves
         what = f"engine started (pid {os.getpid()}, proposer {self.loops[0].proposing.proposer.kind}, " \
                f"{len(self.loops)} lane(s))"
         ctx.event("engine", what)
