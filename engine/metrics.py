@@ -22,7 +22,7 @@ from __future__ import annotations
 import io
 import math
 import statistics
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -101,6 +101,20 @@ def format_value(v: Any) -> str:
     return str(v)
 
 
+def class_columns(class_by: Sequence[str] | None, config_cols: Sequence[str]) -> list[str]:
+    """The columns a config class is keyed by: [target].class_by as given ([] is one class of
+    every config), all config columns when it is not set (each config its own class)."""
+    return list(class_by) if class_by is not None else list(config_cols)
+
+
+def describe_classes(columns: Sequence[str]) -> str:
+    """How kopt.toml's class columns (class_columns) read everywhere they are shown: the
+    proposal, the workspace README, the proposer's prompt."""
+    if not columns:
+        return "one class: every config decided together (class_by = [])"
+    return "classes by " + ", ".join(f"`{c}`" for c in columns)
+
+
 def key_of(row: Mapping[str, Any], columns: Iterable[str]) -> str:
     """`col=value,col=value`: the name of a config (all config columns) or a class."""
     return ",".join(f"{c}={format_value(row[c])}" for c in columns)
@@ -177,7 +191,7 @@ def resolve_columns(df: pd.DataFrame, cfg: TargetConfig, source: str) -> tuple[l
     missing = [c for c in config_cols if c not in cols]
     if missing:
         raise BenchError(f"{source}: config column {missing[0]!r} missing (columns: {', '.join(cols)})")
-    class_cols = list(cfg.class_by) if cfg.class_by is not None else config_cols
+    class_cols = class_columns(cfg.class_by, config_cols)
     missing = [c for c in class_cols if c not in cols]
     if missing:
         raise BenchError(f"{source}: class_by column {missing[0]!r} missing (columns: {', '.join(cols)})")

@@ -18,6 +18,7 @@ from kopt_supervisor.engine import fmt
 from kopt_supervisor.engine.bookkeeping import Counters
 from kopt_supervisor.engine.config import Config
 from kopt_supervisor.engine.decide.stats import geomean, positive_finite
+from kopt_supervisor.engine.metrics import describe_classes
 from kopt_supervisor.engine.records import Iteration
 
 
@@ -248,7 +249,7 @@ def render_readme(
             f"- Metric: `{t.metric}` ({'lower' if t.direction == 'min' else 'higher'} is better)",
             f"- Correctness rule: `{t.correct or 'metric present and finite'}`; NaN/Inf always fail",
             f"- Config columns: {cols}",
-            f"- Config classes (by {', '.join(t.class_by) if t.class_by else 'all config columns'}):",
+            f"- Config classes ({describe_classes(t.class_by) if t.class_by is not None else 'by all config columns: each config its own class'}):",
             class_list,
             f"- Protected files: {', '.join(f'`{p}`' for p in t.protected) or 'none declared'}",
             f"- Proposer: `{cfg.propose.kind}`" + (f" (`{cfg.propose.command}`)" if cfg.propose.kind == "command" else ""),

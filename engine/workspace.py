@@ -175,8 +175,10 @@ def create_workspace(
     config_text: str,
     *,
     config_source: str,
+    start: str | None = None,
 ) -> tuple[Workspace, config_mod.Config, str]:
-    """Create workspaces/TAG; returns the workspace, its config and the baseline commit."""
+    """Create workspaces/TAG; returns the workspace, its config and the baseline commit
+    (`start`, a commit of kopt's own on top of HEAD, or HEAD)."""
     ws = Workspace(root, validate_tag(tag))
     cfg = config_mod.loads(config_text, source=config_source)
     if ws.dir.exists():
@@ -184,7 +186,7 @@ def create_workspace(
     repo = gitops.toplevel(repo)
     if gitops.branch_sha(repo, ws.branch) is not None:
         raise BadInput(f"{repo}: branch {ws.branch!r} already exists; choose another tag")
-    commit = gitops.head(repo)
+    commit = start or gitops.head(repo)
     dirty = gitops.dirty_tracked(repo)
     globs = cfg.target.sources or ["*"]
     blocking = gitops.matching(dirty, globs)

@@ -43,11 +43,18 @@ def _print_json(data: Any) -> None:
 # Commands
 
 
+def _propose_keys(args: argparse.Namespace) -> dict[str, str]:
+    """[propose] keys given on the command line: --propose-command, --agent."""
+    keys = {"command": args.propose_command, "agent": args.agent}
+    return {k: v for k, v in keys.items() if v}
+
+
 def cmd_init(args: argparse.Namespace) -> int:
     if args.bench and not args.config and not (Path(args.repo).expanduser() / "kopt.toml").exists():
         _propose_config(args)  # no config yet: read the bench's own output and propose one
     created = api.init_run(resolve_root(args.root), args.tag, args.repo, config_file=args.config,
-                           bench=None if args.proposed else args.bench)
+                           bench=None if args.proposed else args.bench,
+                           propose=None if args.proposed else _propose_keys(args) or None)
     ws = created.workspace
     print(f"created {ws.dir}")
     print(f"  branch {ws.branch} at {created.commit[:12]}; worktrees best/ and cand/")
@@ -72,18 +79,20 @@ def _propose_config(args: argparse.Namespace) -> None:
 
     path, text = api.propose_config(args.repo, args.bench, answers=args.answer, ask=ask if interactive else None,
                                     no_sandbox=args.no_sandbox, log=print,
-                                    log_dir=resolve_root(args.root) / ".init" / args.tag)
+                                    log_dir=resolve_root(args.root) / ".init" / args.tag,
+                                    propose=_propose_keys(args) or None)
     print(text)
     if not args.yes:
         if not interactive:
-            path.unlink()
-            raise BadInput("kopt init --bench: review the proposed config above, then pass --yes to accept it "
-                           "(it was not kept)")
-        if input(f"write this as {path} and create the run? [y/N] ").strip().lower() not in ("y", "yes"):
-            path.unlink()
-            raise BadInput("kopt init: the proposed config was not accepted")
-    print(f"wrote {path} (commit it with your repo if you want it kept)")
+            raise BadInput(f"kopt init --bench: review the proposed config above (kept as {path}), then run the "
+                           "same command with --yes to accept it: the measured run is reused, not run again")
+        if input(f"create the run with this config ({path})? [y/N] ").strip().lower() not in ("y", "yes"):
+            raise BadInput(f"kopt init: the proposed config was not accepted (kept as {path}: edit it and pass "
+                           "--config, or answer differently; the measured run is reused)")
+    print(f"using {path} (the draft in kopt's root; your checkout is not written to: copy it into the repo and "
+          "commit it if you want it kept)")
     args.proposed = True
+    args.config = str(path)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -370,8 +379,14 @@ def build_parser() -> argparse.ArgumentParser:
                                     "runs it once and proposes one)")
     sp.add_argument("--yes", action="store_true", help="accept the proposed kopt.toml as it is")
     sp.add_argument("--answer", action="append", metavar="KEY=VALUE",
-                    help="answer a question the proposal asks (table, metric, direction)")
+                    help="answer a question the proposal asks: table=KEY, metric=COLUMN, direction=min|max "
+                         "(repeatable)")
     sp.add_argument("--no-sandbox", action="store_true", help="run the bench unconfined (recorded)")
+    sp.add_argument("--propose-command", metavar="CMD",
+                    help="the proposer: an agent command ([propose] kind = \"command\", command = CMD; docs/agents.md)")
+    sp.add_argument("--agent", metavar="PRESET",
+                    help="the proposer: an agent CLI preset ([propose] agent: claude-code, codex, gemini, aider, "
+                         "opencode, generic)")
     sp.set_defaults(proposed=False)
 
     sp = add("run", cmd_run, "start (or resume) a run: detached engine + the TUI")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import tomllib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -31,12 +31,13 @@ class Created:
 
 
 def init_run(root: Path, tag: str, repo: str | Path, *, config_file: str | Path | None = None,
-             bench: str | None = None) -> Created:
+             bench: str | None = None, propose: dict[str, str] | None = None) -> Created:
     """`kopt init`: a workspace for `repo` (any directory inside a git work tree) with the
     config frozen into it. The config is `config_file`, else REPO/kopt.toml; `bench`
     overrides its [target].bench (with no config file at all, `propose_config` writes one
     from the bench's own output first). A proposer whose program is not on PATH is refused
-    here, not at iteration 1."""
+    here, not at iteration 1. `propose`: [propose] keys from the command line (--propose-command,
+    --agent), over the file's."""
     from kopt_supervisor.engine import gitops
     from kopt_supervisor.engine.loop import write_initial_projections
     from kopt_supervisor.engine.propose.agents import check_agent
@@ -52,14 +53,38 @@ def init_run(root: Path, tag: str, repo: str | Path, *, config_file: str | Path 
         raise BadInput(f"{cfg_path}: no such config file (write a kopt.toml, see docs/files.md, or pass --config)")
     else:
         text = ""
-    cfg = _with_bench(text, bench, str(cfg_path)) if bench else config.loads(text, source=str(cfg_path))
+    cfg = _with_bench(text, bench, str(cfg_path), propose) if bench or propose else \
+        config.loads(text, source=str(cfg_path))
     missing = check_agent(cfg)
     if missing:
         raise BadInput(missing)
     frozen = f"# frozen by `kopt init` from {cfg_path if cfg_path.exists() else 'defaults'}\n" + config.dumps(cfg)
-    ws, _, commit = create_workspace(root, tag, top, frozen, config_source=str(cfg_path))
+    start, untracked = _untracked_start(top, cfg.target.untrack)
+    ws, _, commit = create_workspace(root, tag, top, frozen, config_source=str(cfg_path), start=start)
+    if untracked:
+        with ws.open_store() as store:
+            store.event("init", f"baseline {commit[:12]}: HEAD without {', '.join(untracked)} ([target].untrack: "
+                                "files the bench writes; your checkout keeps them)")
     write_initial_projections(ws)
     return Created(ws, commit, init_warnings(ws, top, commit, cfg))
+
+
+def _untracked_start(top: Path, globs: list[str]) -> tuple[str | None, list[str]]:
+    """[target].untrack: a commit of kopt's own on HEAD without the tracked files the globs
+    match (nothing in the user's checkout, index or branches changes), and those files;
+    (None, []) when there are none."""
+    from kopt_supervisor.engine import gitops
+
+    if not globs:
+        return None, []
+    head = gitops.head(top)
+    files = gitops.matching(sorted(gitops.tree_files(top, head)), globs)
+    if not files:
+        return None, []
+    commit = gitops.commit_with_changes(top, head, [(f, None, None) for f in files],
+                                        "kopt: the bench's output files untracked ([target].untrack)\n\n"
+                                        + "\n".join(files))
+    return commit, files
 
 
 def init_warnings(ws: Workspace, repo: Path, commit: str, cfg: config.Config) -> tuple[str, ...]:
@@ -81,12 +106,15 @@ def init_warnings(ws: Workspace, repo: Path, commit: str, cfg: config.Config) ->
     return tuple(found)
 
 
-def _with_bench(text: str, bench: str, source: str) -> config.Config:
+def _with_bench(text: str, bench: str | None, source: str, propose: dict[str, str] | None = None) -> config.Config:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise BadInput(f"{source}: not valid TOML: {e}") from None
-    data.setdefault("target", {})["bench"] = bench
+    if bench:
+        data.setdefault("target", {})["bench"] = bench
+    if propose:
+        data.setdefault("propose", {}).update({"kind": "command", **propose})
     cfg: config.Config = config._build(config.Config, data, source, "")
     config.validate(cfg, source)
     return cfg
@@ -130,51 +158,72 @@ def run_foreground(ws: Workspace, *, proposer: str | None = None, max_iters: int
 
 def propose_config(repo: str | Path, bench: str, *, log_dir: Path, answers: list[str] | None = None,
                    ask: Callable[[Any], str] | None = None, no_sandbox: bool = False,
-                   log: Callable[[str], None] = lambda m: None) -> tuple[Path, str]:
-    """`kopt init --bench CMD` where the repo has no kopt.toml: run the bench once (through
-    the GPU gate, confined as candidate code is), find its table and write a commented
+                   log: Callable[[str], None] = lambda m: None,
+                   propose: dict[str, str] | None = None) -> tuple[Path, str]:
+    """`kopt init --bench CMD` where the repo has no kopt.toml: run the bench (through the GPU
+    gate, confined as candidate code is) in a copy of HEAD's tracked files, never in the
+    user's checkout (engine/onboard/scratch.py), find its table and write a commented
     kopt.toml proposing the metric, correctness rule, configs, classes, protected files
     (engine/onboard). Questions the output leaves open are `ask`ed (None: a one-line BadInput
-    naming the candidates and the --answer to give). The bench's output stays in `log_dir`.
-    Returns the file and its text."""
+    naming the candidates and the --answer to give). The measured run and the proposal are
+    kept as a draft in `log_dir` (draft/): the same bench at the same HEAD is not run again.
+    `propose`: [propose] keys from the command line (kind, command, agent). Returns the
+    proposed file (in the draft, never in the repo) and its text."""
     import tempfile
 
     from kopt_supervisor.engine import gitops, onboard, sandbox
     from kopt_supervisor.engine.config import GpuConfig
     from kopt_supervisor.engine.gpu.backends import open_backend
     from kopt_supervisor.engine.gpu.gate import Gate
+    from kopt_supervisor.engine.onboard import scratch as scratch_mod
 
     top = gitops.toplevel(Path(repo).expanduser().resolve())
-    target = top / "kopt.toml"
-    if target.exists():
-        raise BadInput(f"{target}: exists already (kopt init uses it; --bench only overrides its [target].bench)")
-    support = sandbox.probe()
-    sandbox.start_rule(support, proposer_kind="none", no_sandbox=no_sandbox)
-    with tempfile.TemporaryDirectory(prefix="kopt-init-") as tmp:
-        scratch = Path(tmp)
-        gate = Gate(GpuConfig(), open_backend("auto"), owner=f"kopt init {top}")
+    if (top / "kopt.toml").exists():
+        raise BadInput(f"{top / 'kopt.toml'}: exists already (kopt init uses it; --bench only overrides its "
+                       "[target].bench)")
+    commit = gitops.head(top)
+    draft = log_dir / "draft"
+    run = scratch_mod.load_draft(draft, top, bench, commit)
+    if run is not None:
+        log(f"reusing the bench run measured {scratch_mod.measured_at(draft)} at {commit[:12]} ({draft}; delete it "
+            "to measure again)")
+    else:
+        support = sandbox.probe()
+        sandbox.start_rule(support, proposer_kind="none", no_sandbox=no_sandbox)
+        with tempfile.TemporaryDirectory(prefix="kopt-init-") as tmp:
+            scratch = Path(tmp)
+            gate = Gate(GpuConfig(), open_backend("auto"), owner=f"kopt init {top}")
 
-        def run_bench(cmd: str, cwd: Path) -> tuple[int, Path, list[Path]]:
-            decision = gate.acquire()  # an idle GPU, as every timed run gets
-            log(f"running the bench once in {cwd} ({decision.note or 'no GPU'})")
-            before = onboard.tree_stamps(cwd)
-            jail = None if no_sandbox else sandbox.for_bench(  # the bench may write only in the repo
-                workspace=scratch / "ws", cache=sandbox.cache_dir(scratch / "ws", "init", "0" * 40), writable_trees=[cwd],
-                bwrap=support.bwrap or sandbox.BWRAP)
-            from kopt_supervisor.engine import runner
+            def run_bench(cmd: str, cwd: Path) -> tuple[int, Path, list[Path]]:
+                decision = gate.acquire()  # an idle GPU, as every timed run gets
+                log(f"running the bench in a copy of {top} at {commit[:12]} ({decision.note or 'no GPU'})")
+                before = onboard.tree_stamps(cwd)
+                jail = None if no_sandbox else sandbox.for_bench(  # the bench may write only in the copy
+                    workspace=scratch / "ws", cache=sandbox.cache_dir(scratch / "ws", "init", "0" * 40),
+                    writable_trees=[cwd], bwrap=support.bwrap or sandbox.BWRAP)
+                from kopt_supervisor.engine import runner
 
-            res = runner.run(cmd, cwd=cwd, log_dir=log_dir, name="init_bench", timeout_s=900,
-                             env={**decision.env}, confine=jail)
-            return (res.returncode if res.returncode is not None else -1), res.stdout_path, \
-                onboard.written_since(cwd, before)
+                res = runner.run(cmd, cwd=cwd, log_dir=log_dir, name="init_bench", timeout_s=900,
+                                 env={**decision.env}, confine=jail)
+                return (res.returncode if res.returncode is not None else -1), res.stdout_path, \
+                    onboard.written_since(cwd, before)
 
-        try:
-            run = onboard.run_once(top, bench, run_bench)
-            proposal = onboard.settle(run, onboard.answers_from(answers or []), ask)
-            text = proposal.text()
-        finally:
-            gate.close()
-    onboard.write(proposal, target)
+            try:
+                run = scratch_mod.run_in_scratch(top, commit, bench, run_bench, scratch)
+                if run.untracked:
+                    log(f"the bench wrote tracked file(s) {', '.join(run.untracked)}: ran it again without them, "
+                        "so they hold this run's rows only")
+                if run.returncode == 0:  # kept for the next attempt (a failed run is measured again)
+                    run = scratch_mod.save_draft(run, draft, commit)
+                run = replace(run, repo=top)  # the copy goes: the static scan reads the checkout (HEAD's files)
+            finally:
+                gate.close()
+    proposal = onboard.settle(run, onboard.answers_from(answers or []), ask)
+    if propose:
+        proposal.sections["propose"] = {"kind": "command", **propose}
+        proposal.comments["propose.kind"] = "from the command line (--propose-command / --agent)"
+    text = proposal.text()
+    target = onboard.write(proposal, draft / "kopt.toml", overwrite=True)
     return target, text
 
 

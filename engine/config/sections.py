@@ -76,6 +76,12 @@ class TargetConfig:
     file), untracked or ignored: they join the candidate's diff, are shown in review and
     committed with a keep. Any other new executable content (Python, bytecode, .pth, native
     libraries, scripts) is rejected with its paths."""
+    untrack: list[str] = field(default_factory=list)
+    """Tracked files the bench writes into the repository (a results CSV it appends to):
+    `kopt init` makes the run's baseline a commit of kopt's own, on the run's branch, without
+    them, so every bench run in best/ and cand/ starts without the file and writes only its
+    own rows, and the user's checkout is never modified. `kopt init --bench` proposes it for
+    the files it saw the bench write. They are also protected: a candidate may not add them."""
     timeout_s: float = 900.0
     max_output_mib: float = 512.0
     """A bench, proposer or formatter writing more than this (stdout, stderr, or any one

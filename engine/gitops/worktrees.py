@@ -15,6 +15,7 @@ from kopt_supervisor.engine.errors import BadInput, KoptError, KoptFailure
 from kopt_supervisor.engine.gitops.invoke import (
     _git,
     _rebuild_index,
+    _scratch_index,
     private_dir,
     run_at,
     run_outside,
@@ -216,3 +217,16 @@ def show_file(path: str | Path, commit: str, file: str) -> str | None:
         return _git(path, "cat-file", "blob", f"{commit}:{file}")
     except GitFailure:
         return None
+
+
+def export_tree(repo_path: str | Path, commit: str, dest: Path) -> Path:
+    """`commit`'s tracked files written into the empty folder `dest` (through an index of
+    kopt's own: the repository's index, HEAD and work tree are not touched). `kopt init
+    --bench` runs the bench there, never in the user's checkout."""
+    dest.mkdir(parents=True, exist_ok=True)
+    if any(dest.iterdir()):
+        raise BadInput(f"{dest}: not empty")
+    loc = locate(toplevel(repo_path))
+    with _scratch_index(loc, commit) as env:
+        run_at(loc, "checkout-index", "--all", "--force", f"--prefix={dest.resolve()}/", env=env)
+    return dest

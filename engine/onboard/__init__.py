@@ -16,7 +16,8 @@ calls it after the baseline.
 Modules: detect (where the table is), columns (what each column is), proposal (the steps in
 order), steps (each step's rules: the choices and questions), draft (the proposal and its
 commented text), imports (the static scan behind protected and sources), cost (what one
-decision will cost).
+decision will cost), scratch (where `kopt init` runs the bench, never the user's checkout, and
+the draft that keeps the measured run for the next attempt).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 
 from kopt_supervisor.engine.onboard.cost import DecisionCost, estimate_decision_s, run_noise_pct
-from kopt_supervisor.engine.onboard.detect import BenchRun, Candidate, candidates
+from kopt_supervisor.engine.onboard.detect import BenchRun, Candidate, RunBench, candidates
 from kopt_supervisor.engine.onboard.imports import scan, unreviewed
 from kopt_supervisor.engine.onboard.proposal import (
     Choice,
@@ -37,8 +38,6 @@ from kopt_supervisor.engine.onboard.proposal import (
     answers_from,
     propose,
 )
-
-RunBench = Callable[[str, Path], tuple[int, Path, list[Path]]]
 
 __all__ = [
     "BenchRun", "Candidate", "Choice", "DecisionCost", "Proposal", "Question", "RunBench", "answers_from",

@@ -53,6 +53,8 @@ class DecisionCost:
     undecided_tie: bool
     """A no-change candidate is not settled within max_rounds at this noise (it then goes to
     the futility rule or review)."""
+    noise_runs: int = 0
+    """How many runs the noise was measured over (0: not measured, DEFAULT_NOISE_PCT assumed)."""
 
     @property
     def seconds_tie(self) -> float:
@@ -77,9 +79,11 @@ class DecisionCost:
                f"{_dur(self.round_s)} per look" + (f" after a {_dur(self.start_s)} start" if self.start_s else ""))
         tie = f"{_dur(self.seconds_tie)} ({self.rounds_tie} {unit}" + (
             ", then still undecided: futility rule or review)" if self.undecided_tie else ")")
+        noise = (f"run-to-run noise {self.noise_pct:.2g}% over {self.noise_runs} runs" if self.noise_runs >= 2 else
+                 f"run-to-run noise not measured (one run: {self.noise_pct:.2g}% assumed; the baseline's runs "
+                 f"measure it)")
         line = (f"one decision takes about {_dur(self.seconds_change)} for a clear change "
-                f"({self.rounds_change} {unit}) and {tie} for no change; {per}, run-to-run noise "
-                f"{self.noise_pct:.2g}%")
+                f"({self.rounds_change} {unit}) and {tie} for no change; {per}, {noise}")
         if self.slow and self.mode == "process":
             line += f". Slow: {HARNESS_HINT}"
         return line
@@ -89,6 +93,7 @@ class DecisionCost:
                 "rounds_tie": self.rounds_tie, "rounds_change": self.rounds_change, "max_rounds": self.max_rounds,
                 "seconds_tie": self.seconds_tie, "seconds_change": self.seconds_change,
                 "seconds_max": self.seconds_max, "undecided_tie": self.undecided_tie, "slow": self.slow,
+                "noise_runs": self.noise_runs,
                 "text": self.text()}
 
 
@@ -152,4 +157,6 @@ def estimate_decision_s(baseline_run_seconds: list[float], policy: Policy, mode:
         round_s, start_s = look_s if look_s is not None else run_s, 0.0
     else:
         round_s, start_s = (look_s if look_s is not None else run_s), run_s
-    return DecisionCost(mode, round_s, start_s, noise, tie, change, policy.max_rounds, not settled)
+    measured = noise_pct is not None and math.isfinite(noise_pct)
+    return DecisionCost(mode, round_s, start_s, noise, tie, change, policy.max_rounds, not settled,
+                        noise_runs=max(len(runs), 2) if measured else 0)

@@ -16,6 +16,7 @@ Reads the files it is given; nothing else.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +26,8 @@ from kopt_supervisor.engine.adapters.model import AdapterError, Table
 from kopt_supervisor.engine.adapters.perf_report import classify as as_perf_report
 from kopt_supervisor.engine.adapters.text import find_tables, join, read_csv_file
 
+RunBench = Callable[[str, Path], tuple[int, Path, list[Path]]]
+"""Runs the bench command in a folder: (returncode, stdout path, files it wrote)."""
 TEXT_SUFFIXES = (".txt", ".md", ".log", ".out")
 MAX_READ_BYTES = 16 << 20
 
@@ -41,13 +44,25 @@ class BenchRun:
     """Files the run created or changed (absolute, or relative to the repo)."""
     seconds: float = float("nan")
     """Wall time of the run."""
+    out_dir: Path | None = None
+    """Where the files it wrote lie (relative paths as in the repo), when not in `repo`: the
+    scratch copy it ran in, or the draft that kept them (onboard/scratch.py)."""
+    untracked: tuple[str, ...] = ()
+    """Tracked files the bench wrote (a results CSV it appends to): this run ran without them,
+    so what they hold is this run's rows only; the proposal untracks them ([target].untrack)."""
+
+    @property
+    def outputs(self) -> Path:
+        return self.out_dir or self.repo
 
     def rel(self, path: Path) -> str:
-        p = path if path.is_absolute() else self.repo / path
-        try:
-            return p.resolve().relative_to(self.repo.resolve()).as_posix()
-        except ValueError:
-            return str(path)
+        p = path if path.is_absolute() else self.outputs / path
+        for base in (self.outputs, self.repo):
+            try:
+                return p.resolve().relative_to(base.resolve()).as_posix()
+            except ValueError:
+                continue
+        return str(path)
 
 
 @dataclass(frozen=True)
@@ -122,11 +137,11 @@ def candidates(run: BenchRun) -> list[Candidate]:
     """Every table in the files the bench wrote, then in its stdout."""
     out: list[Candidate] = []
     for f in run.files_written:
-        path = f if f.is_absolute() else run.repo / f
+        path = f if f.is_absolute() else run.outputs / f
         if path.is_symlink():
             continue  # a link the bench made may point anywhere: not read
         try:
-            rel = path.resolve().relative_to(run.repo.resolve()).as_posix()
+            rel = path.resolve().relative_to(run.outputs.resolve()).as_posix()
         except ValueError:
             continue  # outside the repo: not the bench's table
         suffix = path.suffix.lower()

@@ -15,6 +15,9 @@ from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.onboard import cost as cost_mod
 from kopt_supervisor.engine.onboard.detect import BenchRun, Candidate
 
+ANSWER_KEYS = "table=KEY, metric=COLUMN, direction=min|max"
+"""Every key `kopt init --bench --answer` takes, as the messages that need one list them."""
+
 
 @dataclass(frozen=True)
 class Choice:
@@ -36,7 +39,8 @@ class Question:
     def line(self) -> str:
         """One line for a terminal-less `kopt init`: the question, the candidates, the way to answer."""
         values = ", ".join(c.value for c in self.choices)
-        return f"{self.prompt} ({self.why}); candidates: {values}; answer with --answer {self.key}=VALUE"
+        return (f"{self.prompt} ({self.why}); candidates: {values}; answer with --answer {self.key}=VALUE "
+                f"(--answer may be repeated: {ANSWER_KEYS})")
 
 
 @dataclass

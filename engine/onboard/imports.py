@@ -61,14 +61,39 @@ def _rel(path: Path, repo: Path) -> str | None:
 
 
 def bench_scripts(bench: str, repo: Path, cwd: Path | None = None) -> tuple[list[Path], list[str]]:
-    """The repo files the command runs (scripts, `-m` modules, pytest paths), and notes."""
+    """The repo files the command runs (scripts, `-m` modules, pytest paths), and notes. A
+    command of several parts (`cd benchmark && python scripts/b.py; ...`) is read part by
+    part, each from the folder the `cd`s before it lead to."""
     cwd = cwd or repo
     try:
-        argv = shlex.split(bench)
+        lex = shlex.shlex(bench, posix=True, punctuation_chars=";&|")
+        lex.whitespace_split = True
+        tokens = list(lex)
     except ValueError as exc:
         return [], [f"cannot split the bench command ({exc})"]
     found: list[Path] = []
+    parts: list[list[str]] = [[]]
+    for tok in tokens:
+        if tok and set(tok) <= set(";&|"):
+            parts.append([])
+        else:
+            parts[-1].append(tok)
+    for argv in parts:
+        if argv[:1] == ["cd"]:
+            target = (cwd / argv[1]).resolve() if len(argv) > 1 else repo
+            cwd = target if target.is_dir() and _rel(target, repo) is not None else cwd
+            continue
+        found += _part_scripts(argv, repo, cwd)
     notes: list[str] = []
+    if not found:
+        notes.append("the bench command names no Python file of the repo: list what it runs and reads in "
+                     "[target].protected yourself (a compiled bench: its sources and build files)")
+    return found, notes
+
+
+def _part_scripts(argv: list[str], repo: Path, cwd: Path) -> list[Path]:
+    """The repo files one simple command runs."""
+    found: list[Path] = []
     for i, tok in enumerate(argv):
         if tok == "-m" and i + 1 < len(argv) and argv[i + 1] not in ("pytest",):
             parts = argv[i + 1].split(".")
@@ -86,10 +111,7 @@ def bench_scripts(bench: str, repo: Path, cwd: Path | None = None) -> tuple[list
             found.append(p)
         elif p.is_dir() and _rel(p, repo) is not None and any(a in argv for a in ("pytest", "py.test")):
             found.extend(sorted(p.rglob("test_*.py")) + sorted(p.rglob("*_test.py")))
-    if not found:
-        notes.append("the bench command names no Python file of the repo: list what it runs and reads in "
-                     "[target].protected yourself (a compiled bench: its sources and build files)")
-    return found, notes
+    return found
 
 
 def resolve_module(name: str, roots: list[Path], repo: Path) -> Path | None:

@@ -41,7 +41,7 @@ from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.onboard import cost as cost_mod
 from kopt_supervisor.engine.onboard.columns import classify
 from kopt_supervisor.engine.onboard.detect import BenchRun, candidates
-from kopt_supervisor.engine.onboard.draft import Choice, Proposal, Question, render
+from kopt_supervisor.engine.onboard.draft import ANSWER_KEYS, Choice, Proposal, Question, render
 from kopt_supervisor.engine.onboard.steps import (
     HARNESS_EXTRA,
     HARNESS_STATS,
@@ -90,8 +90,9 @@ def propose(run: BenchRun, answers: Mapping[str, str] | None = None, *, policy: 
     if cand is None:
         listed = "; ".join(c.label() for c in found) or "none"
         raise BadInput(f"kopt init --bench: no table with a time or rate column in the bench's output "
-                       f"(stdout and the files it wrote; tables found: {listed}); print a table with a "
-                       f"time column such as `time_us`, or use kopt's harness (docs/byo-kernel.md)")
+                       f"(stdout and the files it wrote; tables found: {listed}); name the table and its metric "
+                       f"with --answer table=KEY --answer metric=COLUMN (and --answer direction=min|max), print "
+                       f"a table with a time column such as `time_us`, or use kopt's harness (docs/byo-kernel.md)")
     p.candidate = cand
     table = cand.table
     cols = classify(table)
@@ -138,6 +139,6 @@ def answers_from(pairs: list[str]) -> dict[str, str]:
     for a in pairs:
         key, sep, value = a.partition("=")
         if not sep or key not in ("table", "metric", "direction"):
-            raise BadInput(f"--answer {a!r}: expected table=KEY, metric=COLUMN or direction=min|max")
+            raise BadInput(f"--answer {a!r}: expected one of {ANSWER_KEYS}")
         out[key] = value
     return out

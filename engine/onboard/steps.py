@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from kopt_supervisor.engine.adapters.model import Table
 from kopt_supervisor.engine.adapters.units import RATE, TIME
 from kopt_supervisor.engine.errors import BadInput
+from kopt_supervisor.engine.metrics import describe_classes
 from kopt_supervisor.engine.onboard.columns import (
     CONFIG,
     ERROR,
@@ -41,12 +42,20 @@ MAX_CLASSES = 8
 
 def _choose_table(found: list[Candidate], answers: Mapping[str, str]) -> tuple[Candidate | None, Question | None, str]:
     if "table" in answers:
-        pick = [c for c in found if c.key == answers["table"]]
+        want = answers["table"]
+        pick = [c for c in found if want in (c.key, c.key.removeprefix("file:"), c.csv)]
         if not pick:
-            raise BadInput(f"--answer table={answers['table']!r} names no table found; candidates: "
-                           f"{', '.join(c.key for c in found)}")
+            raise BadInput(f"--answer table={want!r} names no table found; candidates: "
+                           f"{', '.join(c.key for c in found) or 'none'}")
         return pick[0], None, "your answer"
-    measured = [c for c in found if any(col.role == METRIC for col in classify(c.table))]
+    if "metric" in answers:  # the metric answered: the tables that have it, whatever kopt thinks of it
+        named = [c for c in found if answers["metric"] in c.table.columns]
+        if len(named) == 1:
+            return named[0], None, f"the table with the column {answers['metric']!r} you answered"
+        if named:
+            found = named
+    measured = [c for c in found if any(col.role == METRIC for col in classify(c.table))
+                or "metric" in answers and answers["metric"] in c.table.columns]
     if not measured:
         return None, None, ""
     files = [c for c in measured if c.from_file]
@@ -62,8 +71,12 @@ def _choose_table(found: list[Candidate], answers: Mapping[str, str]) -> tuple[C
     return None, q, ""
 
 
-def _rank_metrics(cols: list[Column], table: Table) -> tuple[list[Column], list[str]]:
-    """The metric candidates left after the rules that narrow them, and the rules applied."""
+def _rank_metrics(cols: list[Column], table: Table, kernel_words: frozenset[str] = frozenset()
+                  ) -> tuple[list[Column], list[str]]:
+    """The metric candidates left after the rules that narrow them, and the rules applied.
+    `kernel_words`: words of the repo's name and of the kernel modules the bench imports: a
+    metric column naming one of them (`liger speed (ms)` in Liger-Kernel) times the kernel,
+    the others (`huggingface speed (ms)`) another implementation."""
     cands = [c for c in cols if c.role == METRIC and c.numeric]
     notes: list[str] = []
     ours = [c for c in cands if not c.reference]
@@ -83,6 +96,13 @@ def _rank_metrics(cols: list[Column], table: Table) -> tuple[list[Column], list[
             notes.append("Google Benchmark: real time (wall clock, or the manual CUDA-event time with "
                          "UseManualTime) is what a GPU kernel takes; cpu_time is host time")
             cands = real
+    if len(cands) > 1 and kernel_words:
+        own = [c for c in cands if set(words(c.name)) & kernel_words]
+        if own and len(own) < len(cands):
+            notes.append(f"{', '.join(c.name for c in own)} names the kernel the bench imports "
+                         f"({', '.join(sorted(set().union(*(set(words(c.name)) for c in own)) & kernel_words))}); "
+                         f"{', '.join(c.name for c in cands if c not in own)} another implementation (ignored)")
+            cands = own
     if len(cands) > 1:
         by_stat = {c.statistic for c in cands}
         if len(by_stat) > 1:
@@ -158,7 +178,8 @@ def _classes(config_cols: list[Column], table: Table) -> tuple[list[str], str]:
     if chosen:
         return [c.name for c in chosen], ("Classes: configs a change should affect alike; kopt decides per "
                                            "class. From " + "; ".join(why) + ".")
-    return [], ("One class: no dtype or few-valued column to split the configs by. If the kernel takes "
+    return [], (f"{describe_classes([]).capitalize()}: no dtype or few-valued column to split the configs by. "
+                "If the kernel takes "
                 "another path for some configs (a row that fits one tile or not, a power-of-two size or "
                 "not), print that as a column from the bench and list it in class_by.")
 
@@ -206,10 +227,11 @@ def _propose_metric(p: Proposal, table: Table, cols: list[Column], answers: Mapp
             raise BadInput(f"--answer metric={name!r}: no such column (columns: {', '.join(names)})")
         metric, why = names[name], "your answer"
     else:
-        cands, notes = _rank_metrics(cols, table)
+        cands, notes = _rank_metrics(cols, table, _kernel_words(p))
         if not cands:
             raise BadInput(f"kopt init --bench: {table.describe()}: no column is a time or a rate by its name "
-                           f"or unit; name one with --answer metric=COLUMN")
+                           f"or unit; name one with --answer metric=COLUMN (and --answer direction=min|max when "
+                           f"its name says no unit)")
         if len(cands) > 1:
             p.questions.append(Question(
                 "metric", "Which column is the kernel's measurement to optimise?",
@@ -245,6 +267,17 @@ def _propose_metric(p: Proposal, table: Table, cols: list[Column], answers: Mapp
         p.sections.setdefault("roofline", {})["unit_scale"] = metric.unit.seconds or 1e-6
         p.comments["roofline.unit_scale"] = f"seconds per {metric.unit.unit} (the metric's unit)"
     return True
+
+
+GENERIC_WORDS = {"kernel", "kernels", "ops", "op", "src", "lib", "python", "py", "benchmark", "benchmarks",
+                 "bench", "scripts", "utils", "transformers", "functional", "init", "main", "test", "tests"}
+
+
+def _kernel_words(p: Proposal) -> frozenset[str]:
+    """Words naming the kernel under optimisation: the repo folder's and the kernel modules'
+    the bench imports (static scan), generic words set aside."""
+    names = [p.run.repo.name, *scan(p.run.bench, p.run.repo).kernel]
+    return frozenset(w for n in names for w in words(n.replace("/", " ")) if len(w) > 2 and w not in GENERIC_WORDS)
 
 
 def _propose_correctness(p: Proposal, table: Table, cols: list[Column]) -> None:
@@ -331,7 +364,7 @@ def _propose_files(p: Proposal) -> None:
     s = scan(p.run.bench, p.run.repo)
     written = {p.run.rel(f) for f in p.run.files_written}
     s.data = [d for d in s.data if d not in written]  # what the bench wrote is output, not a source
-    protected = s.protected
+    protected = sorted({*s.protected, *p.run.untracked})
     t["protected"] = protected
     p.comments["target.protected"] = (
         "a candidate that changes these is refused: the bench and what it imports that is not kernel code "
@@ -341,6 +374,12 @@ def _propose_files(p: Proposal) -> None:
         p.comments["target.sources"] = ("files the bench reads (its scripts, the modules it imports, files named "
                                         "in them): a candidate's change to any other tracked file goes to review "
                                         "with its lines quoted; `kopt init` refuses uncommitted changes in them")
+    if p.run.untracked:
+        t["untrack"] = list(p.run.untracked)
+        p.comments["target.untrack"] = (
+            "tracked files the bench writes into the repo: kopt's run starts from a commit of its own without "
+            "them (your checkout and branches are not touched), so every run writes only its own rows; "
+            "protected, so a candidate cannot bring them back")
     for note in s.notes:
         p.checks.append(note)
     if not s.kernel:

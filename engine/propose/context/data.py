@@ -11,6 +11,7 @@ from dataclasses import asdict
 from typing import Any
 
 from kopt_supervisor.engine import bookkeeping, fmt
+from kopt_supervisor.engine.metrics import class_columns
 from kopt_supervisor.engine.projections import best_per_class
 from kopt_supervisor.engine.propose.context.inputs import PackInputs
 from kopt_supervisor.engine.propose.context.sections import (
@@ -100,7 +101,7 @@ def _data(inputs: PackInputs) -> dict[str, Any]:
         "repair": repair,
         "target": {
             "config_columns": list(meta.get("config_columns") or t.config or []),
-            "class_by": list(t.class_by or meta.get("config_columns") or []),
+            "class_by": class_columns(t.class_by, meta.get("config_columns") or []),
             "classes": {c: {"configs": per_class_configs.get(c, 0), "production": per_class_prod.get(c, 0)} for c in classes},
             "production_rule": t.production or "every config",
             "protected": list(t.protected), "sources": sources,

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kopt_supervisor.engine import fmt
+from kopt_supervisor.engine.metrics import describe_classes
 from kopt_supervisor.engine.propose.context.sections import _num, _short
 
 
@@ -65,8 +66,8 @@ def _md(data: Mapping[str, Any], collapsed: int, detail_from: int) -> tuple[str,
     out += ["## Target", "",
             f"- Benchmark (fixed, run by kopt): `{g['bench']}`",
             f"- Metric: `{metric}` ({'lower' if g['direction'] == 'min' else 'higher'} is better); correctness: `{g['correct']}`",
-            f"- Config columns: {', '.join(f'`{c}`' for c in t['config_columns']) or '—'}; classes by "
-            f"{', '.join(f'`{c}`' for c in t['class_by']) or 'all config columns'}; production configs: `{t['production_rule']}`",
+            f"- Config columns: {', '.join(f'`{c}`' for c in t['config_columns']) or '—'}; "
+            f"{describe_classes(t['class_by'])}; production configs: `{t['production_rule']}`",
             f"- Protected (read-only): {', '.join(f'`{p}`' for p in t['protected']) or 'none declared'}"]
     if t.get("compile_flags"):
         out.append(f"- Build flags (symmetric for best and candidate): `{t['compile_flags']}`")

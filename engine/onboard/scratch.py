@@ -1,0 +1,107 @@
+"""Where `kopt init --bench` runs the bench, and what it keeps of the run.
+
+    run = run_in_scratch(top, commit, bench, run_bench, scratch)   # never in the user's checkout
+    run = save_draft(run, draft, commit)                            # outputs kept in the workspace root
+    run = load_draft(draft, top, bench, commit)                     # the same run, or None
+
+The bench runs in a copy of the commit's tracked files (gitops.export_tree), as it will run
+in the run's worktrees: the user's checkout is never written to, whatever the bench writes.
+A tracked file the bench wrote (a results CSV it appends to, with the file's whole history in
+it) is taken out and the bench run once more without it, so the file holds this run's rows
+only; the proposal then names it in [target].untrack, and every run of the loop starts
+without it too (the run's baseline is a commit of kopt's own without the file).
+
+The draft keeps the measured run (its stdout, the files it wrote, its duration) beside the
+proposed kopt.toml, so `kopt init --bench ... --answer ...` or `--yes` after a first attempt
+reuses it instead of running the bench again; a different bench command or HEAD measures
+anew.
+
+Side effects: the copy, the bench runs (through `run_bench`), the draft's files.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import stat
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from kopt_supervisor.engine.onboard.detect import BenchRun, RunBench
+
+MAX_KEPT_BYTES = 64 << 20
+DRAFT_RUN = "run.json"
+
+
+def run_in_scratch(top: Path, commit: str, bench: str, run_bench: RunBench, scratch: Path) -> BenchRun:
+    """The bench run in `scratch`/tree, a copy of `commit`'s tracked files; again without the
+    tracked files it wrote, when it wrote any (see the module docstring)."""
+    from kopt_supervisor.engine import gitops
+    from kopt_supervisor.engine.onboard import run_once, tree_stamps
+
+    tree = gitops.export_tree(top, commit, scratch / "tree")
+    tracked = set(tree_stamps(tree))
+    first = run_once(tree, bench, run_bench)
+    first = replace(first, repo=tree)
+    rewritten = sorted({first.rel(f) for f in first.files_written} & tracked)
+    if first.returncode != 0 or not rewritten:
+        return first
+    for rel in rewritten:
+        (tree / rel).unlink(missing_ok=True)
+    second = run_once(tree, bench, run_bench)
+    return replace(second, repo=tree, untracked=tuple(rewritten))
+
+
+def save_draft(run: BenchRun, draft: Path, commit: str) -> BenchRun:
+    """Keep the run's stdout and the files it wrote (regular files up to MAX_KEPT_BYTES;
+    never through a link) in `draft`, with run.json; the run as read back from there."""
+    out = draft / "outputs"
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True, exist_ok=True)
+    kept: list[str] = []
+    for f in run.files_written:
+        rel = run.rel(f)
+        src = run.outputs / rel
+        try:
+            st = src.lstat()
+        except OSError:
+            continue
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_KEPT_BYTES or rel.startswith(("/", "..")):
+            continue
+        (out / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(src, out / rel)
+        kept.append(rel)
+    stdout = draft / "stdout.out"
+    shutil.copyfile(run.stdout_path, stdout)
+    err = run.stdout_path.with_suffix(".err")
+    if err.is_file():
+        shutil.copyfile(err, stdout.with_suffix(".err"))
+    meta = {"bench": run.bench, "commit": commit, "returncode": run.returncode, "seconds": run.seconds,
+            "files_written": kept, "untracked": list(run.untracked), "measured_at": time.time()}
+    (draft / DRAFT_RUN).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+    return replace(run, stdout_path=stdout, files_written=tuple(Path(k) for k in kept), out_dir=out)
+
+
+def load_draft(draft: Path, top: Path, bench: str, commit: str) -> BenchRun | None:
+    """The run a draft kept, for the same bench command at the same commit; else None."""
+    try:
+        meta = json.loads((draft / DRAFT_RUN).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(meta, dict) or meta.get("bench") != bench or meta.get("commit") != commit:
+        return None
+    if meta.get("returncode") != 0 or not (draft / "stdout.out").is_file():
+        return None  # a failed run is measured again (it may have been the machine's fault)
+    return BenchRun(bench, top, 0, draft / "stdout.out", tuple(Path(f) for f in meta.get("files_written", [])),
+                    float(meta.get("seconds", float("nan"))), draft / "outputs",
+                    tuple(str(u) for u in meta.get("untracked", [])))
+
+
+def measured_at(draft: Path) -> str:
+    """When the draft's run was measured (for the line saying it is reused)."""
+    try:
+        t = float(json.loads((draft / DRAFT_RUN).read_text(encoding="utf-8"))["measured_at"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return "earlier"
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(t))
