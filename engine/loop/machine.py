@@ -329,7 +329,7 @@ class LaneLoop:
         another lane is measuring (details `busy`), the lane waits for one to end and asks again."""
         while True:
             proposal = self.proposing.propose(it, lane, **({"handed_back": handed_back} if handed_back else {}))
-            if proposal.ok or not proposal.details.get("busy") or not self.proposing.other_lanes(lane):
+            if proposal.ok or not proposal.details.get("busy"):
                 return proposal
             with spend(it, "wait"):
                 self.ctx.control.sleep(BUSY_RETRY_S, lambda left: self.ctx.progress(

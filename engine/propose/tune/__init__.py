@@ -40,11 +40,18 @@ failed; masked iterations do not count) is never proposed again. Points tried fr
 older BEST_COMMIT, and earlier best points, are retried only when nothing fresh is left.
 When nothing is left at all the proposal says so with `details["exhausted"] = True`.
 
+With lanes ([parallel].lanes > 1) the points in flight at once never overlap: a move that
+steps a parameter another lane's point in flight steps, for classes the two entries have in
+common ("*" has every class), is passed over (spread: `Footprint`); when every point left
+overlaps one in flight the proposal says `busy` and the loop asks again once a lane ends. A
+point whose change no longer applies on a BEST another lane kept meanwhile is handed back
+and proposed again there (`handed_back`: the same values in the same entry).
+
 The search itself (every module but `proposer`) is pure: points in, moves out.
 
 Modules: params (the params file), points (the space, alike values, moves in search order),
-tried (what the history says), search (the next choice), plan (hypothesis and plan text),
-proposer (`TuneProposer`, the one with side effects).
+tried (what the history says), spread (what a point touches, what overlaps), search (the next
+choice), plan (hypothesis and plan text), proposer (`TuneProposer`, the one with side effects).
 """
 
 from kopt_supervisor.engine.propose.tune.params import (
@@ -83,7 +90,21 @@ from kopt_supervisor.engine.propose.tune.points import (
     steps,
 )
 from kopt_supervisor.engine.propose.tune.proposer import TuneProposer
-from kopt_supervisor.engine.propose.tune.search import TIERS, Choice, choose, split_followups
+from kopt_supervisor.engine.propose.tune.search import (
+    TIERS,
+    Choice,
+    choose,
+    handed_back,
+    split_followups,
+)
+from kopt_supervisor.engine.propose.tune.spread import (
+    IN_FLIGHT,
+    Footprint,
+    clashes,
+    footprint,
+    in_flight,
+    overlapping_pairs,
+)
 from kopt_supervisor.engine.propose.tune.tried import (
     KEPT,
     NOT_TRIED,
@@ -96,8 +117,9 @@ from kopt_supervisor.engine.propose.tune.tried import (
 )
 
 __all__ = [
-    "ALL", "EXPLORE_LIMIT", "KEPT", "MOVE_TEXT", "NOT_TRIED", "REASONS", "TIERS", "WORSE",
-    "Alike", "alike_for", "apply_point", "canon", "change_text", "Choice", "choose", "dedupe",
+    "ALL", "EXPLORE_LIMIT", "IN_FLIGHT", "KEPT", "MOVE_TEXT", "NOT_TRIED", "REASONS", "TIERS", "WORSE",
+    "Alike", "alike_for", "apply_point", "canon", "change_text", "Choice", "choose", "clashes", "dedupe",
+    "Footprint", "footprint", "handed_back", "in_flight", "overlapping_pairs",
     "dump_params", "explore", "hypothesis", "is_number", "leaps", "listed_directions",
     "load_params", "Move", "moves", "neighbourhood", "next_move", "ordered_params",
     "param_rank", "plan_body", "Point", "point_key", "point_of", "reason", "same",

@@ -12,7 +12,7 @@ from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.propose.base import Proposal, ProposalContext, format_plan
 from kopt_supervisor.engine.propose.tune.params import ALL, apply_point, dump_params, load_params
 from kopt_supervisor.engine.propose.tune.plan import hypothesis, plan_body
-from kopt_supervisor.engine.propose.tune.search import choose
+from kopt_supervisor.engine.propose.tune.search import choose, handed_back
 from kopt_supervisor.engine.workspace import write_atomic
 
 
@@ -37,9 +37,17 @@ class TuneProposer:
             params = load_params(self._read(path), name)
             if self.cfg.per_class and not ctx.classes:
                 raise BadInput("[propose.tune].per_class = true but the bench has no config classes yet")
-            choice = choose(params, self.cfg, ctx.classes, ctx.history, ctx.best_commit, name)
+            previous = (ctx.handed_back or {}).get("proposal")
+            again = handed_back(params, self.cfg, ctx.classes, ctx.history, ctx.best_commit, name, previous) \
+                if isinstance(previous, dict) else None
+            choice = again or choose(params, self.cfg, ctx.classes, ctx.history, ctx.best_commit, name)
+            busy = choice is None and choose(params, self.cfg, ctx.classes, ctx.history, ctx.best_commit, name,
+                                             busy=()) is not None
         except BadInput as e:
             return Proposal(False, str(e), {"error": str(e), "fatal": True})
+        if busy:  # the loop waits for a lane to end and asks again
+            return Proposal(False, "every point left overlaps a point another lane is deciding (the same "
+                                   "parameter for classes in common)", {"busy": True, "base": ctx.best_commit})
         if choice is None:
             where = "every class" if self.cfg.per_class else "the global entry"
             return Proposal(False, f"search space exhausted: every point of [propose.tune].space for {where} "
@@ -54,7 +62,7 @@ class TuneProposer:
             "proposer": "tune", "params_file": name, "class": choice.cls, "entry": choice.cls or ALL,
             "base": ctx.best_commit, "from": choice.base_point, "point": move.point,
             "changed": {p: list(v) for p, v in move.changed.items()}, "directions": move.directions,
-            "move": move.kind, "retry": choice.retry})
+            "move": move.kind, "retry": choice.retry, **({"handed_back": True} if again is not None else {})})
 
     def _path(self, worktree: Path) -> Path:
         path = (worktree / self.cfg.params).resolve()

@@ -6,7 +6,7 @@ and a move out.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -112,15 +112,19 @@ def _settle(out: Tried, r: dict[str, Any], cls: str | None, current: Point, alik
 
 
 def next_move(base: Point, space: dict[str, list[Any]], tried: Tried, seed: str, *, fresh: bool,
-              order: Sequence[str] = (), only: frozenset[str] | None = None) -> Move | None:
+              order: Sequence[str] = (), only: frozenset[str] | None = None,
+              avoid: Callable[[Move], bool] | None = None) -> Move | None:
     """The first move to a point not tried from this best commit; with fresh, also never
-    tried from another one. only: the params a move may change (None: any)."""
+    tried from another one. only: the params a move may change (None: any); avoid: moves
+    to pass over (another lane's point in flight overlaps them)."""
     for m in moves(base, space, seed, tried.momentum, frozenset(tried.worse), order, frozenset(tried.settled),
                    frozenset(tried.no_better)):
         key = point_key(m.point)
         if key in tried.here or (fresh and key in tried.elsewhere):
             continue
         if only is not None and not set(m.changed) <= only:
+            continue
+        if avoid is not None and avoid(m):
             continue
         return m
     return None
