@@ -52,7 +52,7 @@ class Proposing:
         return bool(getattr(self.proposer, "instant", False))
 
     def propose(self, it: Iteration, lane: Lane, *, repair: int = 0,
-                failing: list[dict[str, Any]] | None = None) -> Proposal:
+                failing: list[dict[str, Any]] | None = None, handed_back: dict[str, Any] | None = None) -> Proposal:
         ctx = self.ctx
         ctx.save(it, Phase.PROPOSE)
         if not self.instant and lane.measurer is not None:
@@ -62,7 +62,7 @@ class Proposing:
         ctx.progress(it, "propose", f"proposer ({self.proposer.kind})" + (f", repair {repair}" if repair else ""))
         lease = acquire(ctx, lane, it)
         with ctx.clock(it, "proposer_s"), (ONE_AT_A_TIME if self.instant else contextlib.nullcontext()):
-            proposal = self._run(it, lane, lease.env, repair, failing)
+            proposal = self._run(it, lane, lease.env, repair, failing, handed_back)
             if repair == 0:
                 it.record["proposal"] = proposal.details
             else:
@@ -71,7 +71,7 @@ class Proposing:
         return proposal
 
     def _run(self, it: Iteration, lane: Lane, gpu_env: dict[str, str], repair: int,
-             failing: list[dict[str, Any]] | None) -> Proposal:
+             failing: list[dict[str, Any]] | None, handed_back: dict[str, Any] | None = None) -> Proposal:
         ctx = self.ctx
         its = ctx.store.iterations()
         # what other lanes are evaluating counts as tried: the tune proposer hands each a new point
@@ -86,7 +86,7 @@ class Proposing:
             other_lanes=self.other_lanes(lane)))
         try:
             prompt_path.parent.mkdir(parents=True, exist_ok=True)
-            write_atomic(prompt_path, pack.markdown)
+            write_atomic(prompt_path, handed_back_note(handed_back) + pack.markdown)
             write_atomic(pack_path, pack.json)
         except OSError as e:  # a full disk: no proposal without its prompt (not a crash)
             ctx.event("disk", f"cannot write {prompt_path}: {e}", level="error")
@@ -109,9 +109,18 @@ class Proposing:
             plan_path=plan, log_dir=ctx.ws.log_dir(it.version), config=ctx.cfg,
             best_commit=it.best_commit_before or "", classes=ctx.store.get("classes", []), history=history,
             env={**env, "KOPT_PROMPT_JSON": str(pack_path)}, run=run, wait_for_command=wait_for_command,
-            prompt_json_path=pack_path)
+            prompt_json_path=pack_path, handed_back=handed_back)
         try:
             with ctx.control.during(Step.PROPOSE):
                 return self.proposer.propose(pctx)
         except KoptFailure as e:
             return Proposal(False, f"proposer failed: {e}")
+
+
+def handed_back_note(back: dict[str, Any] | None) -> str:
+    """The prompt's first lines when a change comes back to its proposer (engine/loop/machine.py
+    LaneLoop.hand_back): why, and what it was ("" otherwise)."""
+    if not back:
+        return ""
+    return (f"## Handed back\n\nYour previous change ({back.get('hypothesis') or 'no hypothesis'}) was not "
+            f"measured: {back.get('why')}. The worktree is at that BEST now.\n\n")

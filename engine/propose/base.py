@@ -83,6 +83,10 @@ class ProposalContext:
     """Block until the engineer sends one of these command kinds (manual proposer)."""
     prompt_json_path: Path | None = None
     """The context pack as JSON, beside KOPT_PROMPT (default: prompt_path with .json)."""
+    handed_back: dict[str, Any] | None = None
+    """With lanes: the change this iteration proposed before, which no longer applies on the
+    BEST another lane kept meanwhile ({"from", "onto", "why", "hypothesis", "proposal": its
+    details}); propose again on `best_commit` (None: a first proposal)."""
 
 
 @dataclass(frozen=True)

@@ -108,8 +108,9 @@ class FakeProposing:
         self.proposer = type("P", (), {"kind": "fake"})()
         self.in_flight: dict[int, str] = {}
 
-    def propose(self, it: Iteration, lane: Lane, *, repair: int = 0, failing: Any = None) -> Proposal:
-        self.script.calls.append(f"propose v{it.version} repair {repair}")
+    def propose(self, it: Iteration, lane: Lane, *, repair: int = 0, failing: Any = None,
+                handed_back: Any = None) -> Proposal:
+        self.script.calls.append(f"propose v{it.version} repair {repair}" + (" handed back" if handed_back else ""))
         proposal = self.script.proposals.pop(0) if self.script.proposals else Proposal(True)
         it.record["proposal"] = proposal.details  # as the real step records it
         return proposal
@@ -180,6 +181,15 @@ class FakeKeeper:
 
     def check_best(self, it: Iteration) -> None:
         pass
+
+    def on_best(self, it: Iteration, lane: Lane) -> None:
+        pass
+
+    def hand_back(self, it: Iteration, lane: Lane, best: str) -> dict[str, Any]:
+        self.script.calls.append(f"hand back v{it.version} onto {best[:4]}")
+        it.best_commit_before = best
+        it.record.setdefault("handed_back", []).append({"from": "", "onto": best})
+        return {"onto": best, "why": "no longer applies", "proposal": it.record.get("proposal")}
 
     def keep(self, it: Iteration, lane: Lane, v: Verdict, by: str) -> None:
         self.script.calls.append(f"keep v{it.version}")

@@ -82,15 +82,31 @@ def test_a_keep_decided_against_a_moved_best_is_rebased_before_any_confirmation(
     assert statuses(ws) == ["baseline", "keep"]
 
 
-def test_a_change_that_no_longer_applies_is_discarded_without_paying_for_a_confirmation(tmp_path: Path) -> None:
+def test_a_change_that_no_longer_applies_goes_back_to_its_proposer_without_paying_for_a_confirmation(
+        tmp_path: Path) -> None:
     ws = workspace(tmp_path)
-    script = Script(decisions=[verdict("keep")])
+    script = Script(decisions=[verdict("keep"), verdict("keep")])
     engine(ws, script, keeper=lambda ctx: MovingBest(script, ctx, moves=1, applies=False)).run()
+    v1 = [c for c in script.calls if c.endswith("v1") or " v1 " in c]
+    assert v1 == ["propose v1 repair 0", "police v1", "decide v1 eval", "check best v1", "rebase v1 onto ffff",
+                  "hand back v1 onto ffff", "propose v1 repair 0 handed back", "police v1", "decide v1 eval",
+                  "check best v1", "evidence v1", "confirm keep v1", "keep v1"]
+    assert statuses(ws) == ["baseline", "keep"]
+
+
+def test_a_change_handed_back_that_never_applies_ends_as_a_failed_proposal(tmp_path: Path) -> None:
+    from kopt_supervisor.engine.loop.machine import HAND_BACKS
+
+    ws = workspace(tmp_path)
+    script = Script(decisions=[verdict("keep")] * (HAND_BACKS + 1))
+    engine(ws, script, keeper=lambda ctx: MovingBest(script, ctx, moves=HAND_BACKS + 1, applies=False)).run()
     assert "evidence v1" not in script.calls and "confirm keep v1" not in script.calls
+    assert script.calls.count("propose v1 repair 0 handed back") == HAND_BACKS
     assert statuses(ws) == ["baseline", "fail_propose"]
     with ws.open_store(readonly=True) as s:
         v1 = s.iteration(1)
         assert v1 is not None and "no longer applies on the new BEST ffffffffff" in v1.record["decision"]["reason"]
+        assert v1.record["stale"] is True and len(v1.record["handed_back"]) == HAND_BACKS
 
 
 def test_a_regression_is_never_checked_against_best(tmp_path: Path) -> None:
