@@ -20,6 +20,9 @@ Grouped by what a client does:
   `phase_timings`, `timing_rows`, `sandbox_state`, `ran_unsandboxed`, `sandbox_line`,
   `decision_cost`, `profiler_evidence` -> `ProfilerEvidence` of `ProfiledClass`es,
   `lane_states` (what each lane is doing);
+- progress per GPU-hour (`progress`): `progress(iterations, direction)` -> `Progress`: the
+  best speedup against wall time and GPU time (`SpeedupPoint`s) and where each lane's time
+  went (`LaneTime`: wait, propose, measure, confirm, review, stale);
 - send a run a command (`commands`): `send` -> `Sent`;
 - GPUs (`gpus`): `gpus_report`, `format_gpus_report`, `GpuSampler` (the TUI's readings,
   judged by the gate's rules);
@@ -43,6 +46,7 @@ from kopt_supervisor.engine.api.gpus import (
     own_pids,
 )
 from kopt_supervisor.engine.api.outputs import export_branch, measure_ceilings, write_report
+from kopt_supervisor.engine.api.progress import LaneTime, Progress, SpeedupPoint, progress
 from kopt_supervisor.engine.api.reading import (
     LIVE_STATES,
     RunReader,
@@ -135,6 +139,8 @@ __all__ = [
     "TIMED_PHASES", "ProfiledClass", "ProfilerEvidence", "Confirmation", "ExternalTruth", "agent_line", "agent_spending", "decision_cost",
     "lane_states", "phase_timings", "profiler_evidence", "ran_unsandboxed", "sandbox_line", "sandbox_state",
     "timing_rows",
+    # progress per GPU-hour: speedup against time, where each lane's time went
+    "LaneTime", "Progress", "SpeedupPoint", "progress",
     # commands
     "Sent", "send",
     # GPUs

@@ -16,6 +16,7 @@ from typing import Any
 
 from kopt_supervisor.engine import bookkeeping, history, integrity
 from kopt_supervisor.engine.api import run_summary
+from kopt_supervisor.engine.api.progress import progress
 from kopt_supervisor.engine.api.reviews import PendingReview, review_queue, sealed_answers
 from kopt_supervisor.engine.daemon import engine_alive
 from kopt_supervisor.engine.decide.stats import geomean
@@ -154,6 +155,7 @@ def status(ws: Workspace) -> dict[str, Any]:
         "timings": run_summary.phase_timings(its),
         "agent": run_summary.agent_spending(its, cfg.propose.budget_usd, cfg.propose.budget_tokens),
         "lanes": lanes,
+        "gpu_time": progress(its, cfg_direction).to_dict(),
     }
 
 
