@@ -17,7 +17,7 @@ from kopt_supervisor.engine.config import Config
 from kopt_supervisor.engine.decide.external_truth import TIMER_ONLY, truth_line
 from kopt_supervisor.engine.projections import ran_unsandboxed, sandbox_line
 from kopt_supervisor.engine.records import Iteration
-from kopt_supervisor.engine.report import agents, profiler_view, provenance
+from kopt_supervisor.engine.report import agents, profiler_view, progress_view, provenance
 from kopt_supervisor.engine.report.collect import RunData
 from kopt_supervisor.engine.report.markdown import code as _code
 from kopt_supervisor.engine.report.markdown import table as _table
@@ -31,6 +31,7 @@ SECTIONS = (
     "Latency per config",
     "Latency per class over iterations",
     "Kept iterations",
+    "Progress and where the time went",
     "Dispatch",
     "Roofline",
     "Profiler",
@@ -163,6 +164,7 @@ def render_results(inp: ReportInputs) -> str:
     out += _latency_per_config(inp, stats)
     out += _chart(inp)
     out += _kept(inp)
+    out += progress_view.section(d.iterations, direction)
     out += _dispatch(inp, stats)
     out += _roofline(inp)
     out += profiler_view.section(d, inp.cfg)
