@@ -135,6 +135,7 @@ class DashboardScreen(KoptScreen[None]):
                      else "lanes · paused" if data.alive
                      else "lanes · no engine" if data.state == "crashed" else f"lanes · {data.state}")
             panel.title = title + (f" · {view.needing_you} awaiting review" if view.needing_you else "")
+            panel.gpu_time = api.progress(data.iterations, data.direction)
         self.set_class(view is not None, "-lanes")
 
     @renders_data

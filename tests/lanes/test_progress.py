@@ -86,3 +86,13 @@ def test_results_md_shows_the_curve_and_the_lanes_time() -> None:
     lane2 = next(line for line in text.splitlines() if line.startswith("| 2 |"))
     assert "0:20 (100%)" in lane2 and lane2.endswith("| 0 / 2 / 1 |")
     assert "21.3% of the GPU time" in text
+
+
+def test_the_lanes_panel_says_the_progress_and_where_the_lanes_time_went() -> None:
+    from kopt_supervisor.kopt_tui.widgets.lanes import time_split
+
+    p = progress(history(), "min")
+    assert p.line() == "2.000× in 1:10 (0.04 GPU-h) · stale 21.3%"
+    # 150 lane-seconds: measure 75 (50%), stale 32, confirm 19, propose 14, wait 4; review 0 left out
+    assert time_split(p) == "measuring 50% · stale 21% · confirming 13% · proposing 9.3% · waiting 2.7%"
+    assert time_split(progress(history()[:1], "min")) == ""
