@@ -1,8 +1,8 @@
 """Lanes: one line per lane of a run with several ([parallel].lanes): the lane, its iteration
 in flight, its GPU and host, what it does (a lane awaiting the engineer says its place in the
-review queue), the interval its decision stands at, and its candidate. The title ends with
-the run's progress per GPU-hour (its best speedup, wall time and GPU-hours, the stale share)
-and the subtitle says where the lanes' time went (engine.api.progress).
+review queue), the interval its decision stands at, and its candidate. The subtitle (the
+bottom border) says the run's progress per GPU-hour (its best speedup, wall time and
+GPU-hours, the stale share) and where the lanes' time went (engine.api.progress).
 
 The columns fit the panel: each is as wide as its widest cell, the candidate takes what is
 left. Under `WIDE` cells the words are the short ones ("deciding 2/4", "review 1 of 2"), the
@@ -117,8 +117,8 @@ class LanesPanel(Widget):
     """What the dashboard says of the lanes ("lanes · 3 of 4 busy"); the panel adds "on this
     host" when its host column is left out."""
     gpu_time: reactive[Progress | None] = reactive(None)
-    """The run's progress per GPU-hour (engine.api.progress): its line ends the title
-    ("2.73× in 7:02 (0.35 GPU-h) · stale 3%") and its lanes' time the subtitle."""
+    """The run's progress per GPU-hour (engine.api.progress), the panel's subtitle: "2.73× in
+    7:02 (0.35 GPU-h) · stale 3% · measuring 61% · confirming 22% · ..."."""
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         return max(1, len(self.view.rows)) if self.view else 1
@@ -138,9 +138,9 @@ class LanesPanel(Widget):
     def _retitle(self) -> None:
         v = self.view
         here = v is not None and v.rows and not shows_hosts(v.rows, self.content_size.width >= WIDE)
-        line = self.gpu_time.line() if self.gpu_time is not None else ""
-        self.border_title = self.title + (" · on this host" if here else "") + (f" · {line}" if line else "")
-        self.border_subtitle = time_split(self.gpu_time) if self.gpu_time is not None else ""
+        self.border_title = self.title + (" · on this host" if here else "")
+        p = self.gpu_time
+        self.border_subtitle = " · ".join(x for x in (p.line(), time_split(p)) if x) if p is not None else ""
 
     def render(self) -> Text:
         v = self.view

@@ -88,7 +88,7 @@ def test_results_md_shows_the_curve_and_the_lanes_time() -> None:
     assert "21.3% of the GPU time" in text
 
 
-def test_the_lanes_panel_says_the_progress_and_where_the_lanes_time_went() -> None:
+def test_the_lanes_panel_s_subtitle_says_the_progress_and_where_the_lanes_time_went() -> None:
     from kopt_supervisor.kopt_tui.widgets.lanes import time_split
 
     p = progress(history(), "min")
@@ -96,3 +96,18 @@ def test_the_lanes_panel_says_the_progress_and_where_the_lanes_time_went() -> No
     # 150 lane-seconds: measure 75 (50%), stale 32, confirm 19, propose 14, wait 4; review 0 left out
     assert time_split(p) == "measuring 50% · stale 21% · confirming 13% · proposing 9.3% · waiting 2.7%"
     assert time_split(progress(history()[:1], "min")) == ""
+
+
+async def test_the_dashboard_s_lanes_panel_carries_the_progress_line(tmp_path) -> None:
+    from kopt_supervisor.kopt_tui.app import KoptApp
+    from kopt_supervisor.kopt_tui.widgets.lanes import LanesPanel
+    from tests.tui.fixtures import LANES, frozen_services, until
+    from tests.tui.test_lanes_panel import lanes_root, lanes_shown
+
+    root = lanes_root(tmp_path)
+    app = KoptApp(root, LANES, services=frozen_services(root, alive=(LANES,), clock=LANES, gpus_file="gpus-lanes.json"))
+    async with app.run_test(size=(120, 30)) as pilot:
+        await until(pilot, lambda: lanes_shown(app), what="the lanes panel")
+        panel = app.screen.query_one(LanesPanel)
+        assert panel.gpu_time is not None and panel.gpu_time.gpu_s > 0
+        assert str(panel.border_subtitle).startswith(panel.gpu_time.line()) and " GPU-h) · stale " in panel.border_subtitle
