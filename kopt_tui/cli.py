@@ -19,6 +19,7 @@ from typing import Any
 
 from kopt_supervisor.engine import api
 from kopt_supervisor.engine.api import BadInput, KoptError, Workspace, fmt, resolve_root
+from kopt_supervisor.kopt_tui import mcp_cli
 
 Handler = Callable[[argparse.Namespace], int]
 """What a subcommand runs: its exit code."""
@@ -435,6 +436,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("hypothesis", help="one sentence: what should get faster and why")
     sp.add_argument("--class", dest="cls", help="the target config class (default: global)")
     sp.add_argument("--notes")
+
+    mcp_cli.register(add)  # kopt mcp TAG
 
     sp = add("memory", cmd_memory, "iteration memory: list, show, mask, unmask, summary")
     sp.add_argument("tag")

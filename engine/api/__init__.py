@@ -27,6 +27,9 @@ Grouped by what a client does:
 - GPUs (`gpus`): `gpus_report`, `format_gpus_report`, `GpuSampler` (the TUI's readings,
   judged by the gate's rules);
 - outputs (`outputs`): `write_report` (results.md), `export_branch`, `measure_ceilings`;
+- `kopt mcp` (`judge`, `origin`, `candidate`): `serve_mcp`, `mcp_snippet` (a client's config),
+  `proposal_origin` -> `ProposalOrigin` (an agent through MCP, `kopt submit`, the `command`
+  proposer, tune), `mcp_source`, `candidate_changes` (what cand/ changes against a commit);
 - the demo (`engine.demo`): `has_gpu`, `prepare_demo` (the caller hands it the bundled
   kernels), `demo_iterations`, `run_demo_headless`;
 - text: `fmt`, the one number formatter (engine.fmt);
@@ -37,6 +40,7 @@ Grouped by what a client does:
 from __future__ import annotations
 
 from kopt_supervisor.engine import fmt
+from kopt_supervisor.engine.api.candidate import candidate_changes
 from kopt_supervisor.engine.api.commands import Sent, send
 from kopt_supervisor.engine.api.gpus import (
     BackendFactory,
@@ -45,6 +49,8 @@ from kopt_supervisor.engine.api.gpus import (
     gpus_report,
     own_pids,
 )
+from kopt_supervisor.engine.api.judge import MCP_CLIENTS, Snippet, mcp_snippet, serve_mcp
+from kopt_supervisor.engine.api.origin import ProposalOrigin, mcp_source, proposal_origin
 from kopt_supervisor.engine.api.outputs import export_branch, measure_ceilings, write_report
 from kopt_supervisor.engine.api.progress import LaneTime, Progress, SpeedupPoint, progress
 from kopt_supervisor.engine.api.reading import (
@@ -147,6 +153,9 @@ __all__ = [
     "BackendFactory", "GpuSampler", "format_gpus_report", "gpus_report", "open_backend", "own_pids",
     # outputs
     "export_branch", "measure_ceilings", "write_report",
+    # kopt mcp: the MCP judge, and where a proposal came from
+    "MCP_CLIENTS", "ProposalOrigin", "Snippet", "candidate_changes", "mcp_snippet", "mcp_source", "proposal_origin",
+    "serve_mcp",
     # the demo
     "CPU_NOTICE", "Materialize", "demo_iterations", "has_gpu", "prepare_demo", "run_demo_headless",
     # text

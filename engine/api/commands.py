@@ -67,6 +67,11 @@ def _validate(store: Store, kind: str, args: dict[str, Any], key: bytes) -> None
                            f"(command #{c.id}, from {c.source or 'an unnamed client'})")
     if kind == "restart":
         history.check_restart_point(store, int(args["version"]))
+    if kind == "submit":  # the manual proposer takes one submit per iteration: a second would judge another's edit
+        waiting = store.pending_commands(["submit"])
+        if waiting:
+            raise BadInput(f"a submit is already waiting for the engine (command #{waiting[0].id}, from "
+                           f"{waiting[0].source or 'an unnamed client'}): one submit at a time")
 
 
 def _apply_offline(ws: Workspace, kind: str, args: dict[str, Any], source: str) -> str | None:

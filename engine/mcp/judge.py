@@ -1,0 +1,280 @@
+"""The run as `kopt mcp`'s tools see it: reads of its records, the submit, and the following
+of the iteration a submit started until its verdict. Synchronous (the server calls it from
+worker threads) and a client of the run like the CLI: `engine.api` only, commands sent
+sealed through `api.send`, records read through `api.RunReader`; it never runs the agent,
+never writes the workspace, never touches cand/.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from kopt_supervisor.engine import api
+from kopt_supervisor.engine.api import BadInput, Workspace
+from kopt_supervisor.engine.api.candidate import candidate_changes
+from kopt_supervisor.engine.api.origin import proposal_origin
+from kopt_supervisor.engine.mcp import rules
+from kopt_supervisor.engine.mcp.errors import EngineGone, Refused
+
+HEARTBEAT_STALE_S = 30.0
+"""An engine whose heartbeat (written every second) is older than this is taken for dead."""
+READY_WAIT_S = 60.0
+"""After a verdict, how long a submit waits for the engine to put cand/ back at BEST and wait
+for the next submit, so that the agent's next edit is not wiped by the next iteration's start."""
+
+
+@dataclass
+class Submission:
+    """A submit sent: what its following needs."""
+
+    version: int
+    repair: int
+    command_id: int | None
+    source: str
+    changed_files: list[str]
+    started: float = field(default_factory=time.monotonic)
+    said: set[str] = field(default_factory=set)
+    """Progress lines already sent (each is sent once)."""
+
+
+@dataclass(frozen=True)
+class Observation:
+    kind: str
+    """"working" (the iteration goes on), "review" (awaits the engineer), "repair" (the engine
+    asks for a correctness repair: the iteration waits for another submit) or "done"."""
+    message: str
+    record: dict[str, Any] | None = None
+
+
+class Judge:
+    def __init__(self, ws: Workspace, *, allow_restart: bool = False, heartbeat_stale_s: float = HEARTBEAT_STALE_S,
+                 ready_wait_s: float = READY_WAIT_S, poll_s: float = 0.25) -> None:
+        self.ws = ws.require()
+        self.allow_restart = allow_restart
+        self.lanes = ws.load_config().parallel.lanes
+        self.heartbeat_stale_s = heartbeat_stale_s
+        self.ready_wait_s = ready_wait_s
+        self.poll_s = poll_s
+        self._submitting = threading.Lock()
+        """One submit at a time from this server (every session of it)."""
+
+    # -- the run now -----------------------------------------------------------------------
+
+    def moment(self) -> tuple[rules.RunMoment, dict[str, Any]]:
+        """What the run does now, and its meta."""
+        with api.RunReader(self.ws) as r:
+            meta = r.meta()
+            stamps = r.iteration_stamps()
+            last = r.iteration(max(stamps)) if stamps else None
+            pending = [c for c in r.pending_commands() if c.kind == "submit"]
+        alive, _ = api.engine_alive(self.ws)
+        proposer = meta.get("proposer")
+        return rules.RunMoment(
+            self.ws.tag, alive, str(proposer) if alive and proposer else None, self.lanes,
+            str(meta.get("state") or "stopped"), last.version if last else None, str(last.status) if last else None,
+            str(last.phase) if last and last.phase else None, last.repair_attempts if last else 0,
+            (pending[0].source or "an unnamed client") if pending else None, meta.get("stop_reason")), meta
+
+    def serve_problem(self) -> str | None:
+        """Why this run cannot be served at all (checked when the server starts)."""
+        m, _ = self.moment()
+        return rules.serve_problem(self.ws.tag, self.lanes, m.alive, m.proposer)
+
+    def status(self) -> dict[str, Any]:
+        st = api.status(self.ws)
+        m, meta = self.moment()
+        problem = rules.submit_problem(m)
+        return {
+            "tag": st["tag"], "state": st["state"], "iteration": m.version, "iteration_status": m.status,
+            "phase": m.phase, "repair": m.repair, "ready_for_edits": problem is None,
+            "why_not_ready": problem, "worktree": str(self.ws.cand), "best_commit": st["best_commit"],
+            "best_speedup": st["best_speedup"], "keeps": st["keeps"], "candidates": st["candidates"],
+            "consecutive_regressions": st["consecutive_regressions"], "pending_reviews": st["pending_reviews"],
+            "classes": list(meta.get("classes") or []), "progress": st["progress"], "stop_reason": st["stop_reason"],
+            "engine_alive": m.alive, "proposer": m.proposer, "restart_allowed": self.allow_restart,
+        }
+
+    def context(self) -> str:
+        """The context pack the engine wrote for the iteration that waits (as the `command`
+        proposer's KOPT_PROMPT gets it), under a header saying where to edit and how to submit."""
+        m, meta = self.moment()
+        problem = rules.submit_problem(m)
+        head = [f"# kopt run {self.ws.tag}: context for the next candidate", "",
+                f"- edit the candidate in: {self.ws.cand} (a git worktree at BEST; kopt evaluates what it holds)",
+                f"- the run's classes: {', '.join(meta.get('classes') or []) or '(none recorded yet)'}",
+                "- when the edit is ready: call `submit` with a one-line hypothesis, and a target_class "
+                "(or scope \"global\": every class must improve)"]
+        if problem is None and m.version is not None:
+            head.append(f"- the engine waits for v{m.version}" + (f" (correctness repair {m.repair}: fix the "
+                                                                   "candidate cand/ still holds)" if m.repair else ""))
+        else:
+            head.append(f"- NOT READY for edits: {problem}")
+        pack = ""
+        if m.version is not None:
+            for repair in range(m.repair, -1, -1):  # the newest prompt of the iteration
+                suffix = f"_repair{repair}" if repair else ""
+                t = api.read_transcript(self.ws, f"logs/v{m.version}/prompt{suffix}.md")
+                if not t.error:
+                    pack = t.text
+                    break
+        return "\n".join(head) + "\n\n" + (pack or "(no context pack written yet: the engine writes it when an "
+                                                   "iteration waits for a submit)") + "\n"
+
+    def history(self, n: int) -> list[dict[str, Any]]:
+        records = api.memory_records(self.ws)[-rules.history_count(n):]
+        out = []
+        for r in records:
+            view = rules.verdict_view(r)
+            out.append({**{k: view[k] for k in ("iteration", "status", "verdict", "reason", "hypothesis",
+                                                 "target_class", "commit", "classes")},
+                        "masked": bool(r.get("masked")), "origin": proposal_origin(r.get("proposal")).text})
+        return out
+
+    def _record(self, version: object) -> dict[str, Any]:
+        v = rules.parse_version(version)
+        try:
+            return api.memory_record(self.ws, v)
+        except BadInput as e:
+            raise Refused(str(e)) from None
+
+    def profile(self, version: object) -> dict[str, Any]:
+        rec = self._record(version)
+        ev = api.profiler_evidence(rec.get("profile"))
+        if ev is None:
+            return {"iteration": rec.get("version"), "profiled": False,
+                    "note": "no profile of best against this candidate (no profiler configured, a CPU target, "
+                            "or a candidate that never reached the profiler)"}
+        return {"iteration": rec.get("version"), "profiled": True, **dataclasses.asdict(ev)}
+
+    def diff(self, version: object) -> str:
+        rec = self._record(version)
+        v = int(rec["version"])
+        with api.RunReader(self.ws) as r:
+            text = r.diff(v)
+        if not text:
+            return f"v{v}: no diff recorded (the baseline, or a candidate stopped before the police read it)"
+        data = text.encode()
+        if len(data) > rules.DIFF_MAX_BYTES:
+            cut = data[:rules.DIFF_MAX_BYTES].decode(errors="ignore")
+            return f"{cut}\n[... {len(data) - rules.DIFF_MAX_BYTES} more bytes: logs/v{v}/candidate.diff]\n"
+        return text
+
+    # -- commands an engineer may let the agent send ---------------------------------------
+
+    def _allowed(self, tool: str) -> None:
+        if not self.allow_restart:
+            raise Refused(f"{tool} is off: the engineer lets an agent restart or mask with "
+                          f"`kopt mcp {self.ws.tag} --allow-restart`")
+
+    def restart_from(self, version: object, why: object, source: str) -> str:
+        self._allowed("restart_from")
+        v = rules.parse_version(version)
+        text = rules.one_line(why, "why", rules.WHY_MAX, required=False)
+        return self._send("restart", {"version": v, "why": text}, source)
+
+    def mask(self, version: object, source: str) -> str:
+        self._allowed("mask")
+        v = rules.parse_version(version)
+        self._record(v)  # it exists
+        return self._send("mask", {"versions": [v]}, source)
+
+    def _send(self, kind: str, args: dict[str, Any], source: str) -> str:
+        try:
+            return api.send(self.ws, kind, args, source=source).message
+        except BadInput as e:
+            raise Refused(str(e)) from None
+
+    # -- the submit ------------------------------------------------------------------------
+
+    def begin_submit(self, hypothesis: object, target_class: object, scope: object, source: str) -> Submission:
+        """Check the moment and the candidate, then send the submit as `kopt submit` does."""
+        if not self._submitting.acquire(blocking=False):
+            raise Refused("another submit of this server is being evaluated: one submit at a time")
+        try:
+            m, meta = self.moment()
+            args = rules.submit_args(hypothesis, target_class, scope, [str(c) for c in meta.get("classes") or []])
+            problem = rules.submit_problem(m)
+            if problem:
+                raise Refused(problem)
+            assert m.version is not None
+            with api.RunReader(self.ws) as r:
+                it = r.iteration(m.version)
+            base = it.best_commit_before if it else None
+            if not base:
+                raise Refused(f"v{m.version} names no BEST commit yet: ask `status` again in a moment")
+            changed = candidate_changes(self.ws, base)
+            if not changed and not m.repair:
+                raise Refused(f"cand/ ({self.ws.cand}) holds no change against BEST {base[:10]}: edit the kernel "
+                              "first (nothing was sent)")
+            try:
+                sent = api.send(self.ws, "submit", args, source=source)
+            except BadInput as e:
+                raise Refused(str(e)) from None
+            return Submission(m.version, m.repair, sent.command_id, source, changed)
+        except BaseException:
+            self._submitting.release()
+            raise
+
+    def end_submit(self) -> None:
+        self._submitting.release()
+
+    def observe(self, sub: Submission) -> Observation:
+        """One look at the submitted iteration (raises EngineGone when its engine died)."""
+        with api.RunReader(self.ws) as r:
+            meta = r.meta()
+            it = r.iteration(sub.version)
+            taken = sub.command_id is None or all(c.id != sub.command_id for c in r.pending_commands())
+        if it is None:
+            raise EngineGone(f"v{sub.version} is no longer in the run's records")
+        if str(it.status) not in rules.FINAL_WAITS:
+            return Observation("done", f"v{sub.version}: {it.status}", api.memory_record(self.ws, sub.version))
+        self._check_alive(meta, sub)
+        if it.awaiting_review:
+            return Observation("review", rules.review_text(self.ws.tag, sub.version))
+        if taken and str(it.phase) == "propose" and it.repair_attempts > sub.repair:
+            return Observation("repair", f"v{sub.version}: correctness fails; repair {it.repair_attempts}",
+                               api.memory_record(self.ws, sub.version))
+        return Observation("working", rules.progress_text(sub.version, str(it.phase), meta.get("progress")))
+
+    def _check_alive(self, meta: dict[str, Any], sub: Submission) -> None:
+        alive, _ = api.engine_alive(self.ws)
+        age = api.heartbeat_age(meta)
+        if not alive or (age is not None and age > self.heartbeat_stale_s):
+            why = "its engine is gone" if not alive else f"its engine has not beaten for {age:.0f} s"
+            raise EngineGone(f"v{sub.version} did not end: {why} (`kopt status {self.ws.tag}`; "
+                             f"`{rules.start_line(self.ws.tag)}` resumes the run, closing v{sub.version} as "
+                             "interrupted)")
+
+    def wait_ready(self, sub: Submission, sleep: Any = time.sleep) -> tuple[bool, str]:
+        """After a verdict: wait (up to ready_wait_s) until the engine waits for the next submit
+        with cand/ back at BEST, or the run stops. (ready, what to tell the agent)."""
+        end = time.monotonic() + self.ready_wait_s
+        while True:
+            m, _ = self.moment()
+            if rules.submit_problem(m) is None and m.version is not None and m.version > sub.version:
+                return True, f"cand/ is at BEST again; the engine waits for v{m.version}'s submit"
+            if not m.alive:
+                return False, f"the run stopped ({m.stop_reason or m.state}): no further submit is taken"
+            if time.monotonic() >= end:
+                return False, (f"the engine has not reached the next submit yet ({m.phase or m.state}): wait until "
+                               "`status` says ready_for_edits before editing cand/ (an edit made before is wiped)")
+            sleep(self.poll_s)
+
+    def verdict(self, sub: Submission, record: dict[str, Any], kind: str) -> dict[str, Any]:
+        """What a submit returns: the verdict, the per-class deltas, the profiler's word, the
+        iteration's number, and whether the agent may edit again."""
+        view = rules.verdict_view(record)
+        ev = api.profiler_evidence(record.get("profile"))
+        view["profiler"] = dataclasses.asdict(ev) if ev is not None else None
+        view["seconds"] = round(time.monotonic() - sub.started, 1)
+        if kind == "repair":
+            rows = record.get("failing_rows") or []
+            view.update({"status": "repair", "repair": record.get("repair_attempts"),
+                         "failing_rows": rows[:20] if isinstance(rows, list) else [],
+                         "next": "correctness fails: cand/ still holds the candidate; fix it and submit again "
+                                 "(same iteration, same hypothesis)", "ready_for_edits": True})
+        return view

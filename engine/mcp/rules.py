@@ -1,0 +1,233 @@
+"""The rules of `kopt mcp`'s tools, pure: what an argument may be, when a submit may be sent,
+and the words of its progress and verdict.
+
+An MCP caller is an agent with a shell: every argument is checked for its type and size, and
+text that reaches a plan file is one printable line (the plan's own `target_class:` and
+`scope:` lines are kopt's to write, never smuggled in through a hypothesis).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kopt_supervisor.engine.mcp.errors import Refused
+
+HYPOTHESIS_MAX = 500
+"""Characters of a hypothesis (the plan keeps as many)."""
+WHY_MAX = 500
+HISTORY_MAX = 50
+VERSION_MAX = 10_000_000
+DIFF_MAX_BYTES = 200_000
+"""What the `diff` tool returns of a candidate's patch (the rest is named, not sent)."""
+
+FINAL_WAITS = ("running", "borderline")
+"""Statuses of an iteration that has not ended."""
+
+
+def parse_version(value: object, what: str = "version") -> int:
+    """An iteration as an agent may write it: 3, "3" or "v3"."""
+    if isinstance(value, bool):
+        raise Refused(f"{what} must be an iteration (vN or N), not {value!r}")
+    if isinstance(value, int):
+        n = value
+    elif isinstance(value, str) and len(value) <= 12:
+        text = value.strip().lower().removeprefix("v")
+        if not (text.isascii() and text.isdigit()):
+            raise Refused(f"{what} must be an iteration (vN or N): got {value!r}")
+        n = int(text)
+    else:
+        shown = repr(value) if len(repr(value)) <= 40 else f"{repr(value)[:40]}..."
+        raise Refused(f"{what} must be an iteration (vN or N): got {shown}")
+    if not 0 <= n <= VERSION_MAX:
+        raise Refused(f"{what} {n} is out of range (0..{VERSION_MAX})")
+    return n
+
+
+def history_count(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= HISTORY_MAX:
+        raise Refused(f"n must be a whole number from 1 to {HISTORY_MAX}: got {value!r:.40}")
+    return value
+
+
+def one_line(value: object, what: str, limit: int, *, required: bool = True) -> str:
+    """Text that may reach a plan or a record: one printable line of at most `limit` characters."""
+    if value is None and not required:
+        return ""
+    if not isinstance(value, str):
+        raise Refused(f"{what} must be text: got {type(value).__name__}")
+    text = value.strip()
+    if required and not text:
+        raise Refused(f"{what} is empty: say in one sentence what should get faster and why")
+    if len(text) > limit:
+        raise Refused(f"{what} is {len(text)} characters long: at most {limit}")
+    if not text.isprintable():  # newlines (and U+2028, U+0085, ...) would add lines to the plan
+        raise Refused(f"{what} must be one line of printable text (no newlines or control characters)")
+    return text
+
+
+def submit_args(hypothesis: object, target_class: object, scope: object, classes: Sequence[str]) -> dict[str, Any]:
+    """The submit command's arguments, as `kopt submit TAG HYPOTHESIS [--class C]` sends them.
+    `scope` "class" needs a target class of the run; "global" (all classes must improve)
+    takes none; left out, it follows from whether a target class is named."""
+    text = one_line(hypothesis, "hypothesis", HYPOTHESIS_MAX)
+    if scope is not None and scope not in ("class", "global"):
+        raise Refused(f"scope must be \"class\" or \"global\": got {scope!r:.40}")
+    target = one_line(target_class, "target_class", 200, required=False) or None
+    if scope == "global" and target is not None:
+        raise Refused("scope \"global\" takes no target_class (every class must improve); leave one out")
+    if scope == "class" and target is None:
+        raise Refused(f"scope \"class\" needs a target_class, one of: {', '.join(classes) or '(none recorded yet)'}")
+    if target is not None and target not in classes:
+        raise Refused(f"target_class {target!r} is not a class of this run; its classes: "
+                      f"{', '.join(classes) or '(none recorded yet)'}")
+    return {"hypothesis": text, "target_class": target, "notes": ""}
+
+
+# ---------------------------------------------------------------------------------------
+# When a submit may be sent
+
+
+@dataclass(frozen=True)
+class RunMoment:
+    """What the run is doing, as a submit needs to know it (read by the judge)."""
+
+    tag: str
+    alive: bool
+    proposer: str | None
+    """The running engine's proposer (meta `proposer`); None when unknown."""
+    lanes: int
+    state: str
+    version: int | None = None
+    """The newest iteration."""
+    status: str | None = None
+    phase: str | None = None
+    repair: int = 0
+    pending_submit: str | None = None
+    """The source of a submit sent and not yet taken by the engine."""
+    stop_reason: str | None = None
+
+
+def start_line(tag: str) -> str:
+    return f"kopt run {tag} --headless --proposer manual"
+
+
+def serve_problem(tag: str, lanes: int, alive: bool, proposer: str | None) -> str | None:
+    """Why `kopt mcp TAG` cannot serve this run at all (None: it can)."""
+    if lanes > 1:
+        return (f"run {tag} has [parallel] lanes = {lanes}: kopt mcp serves runs of one lane (the manual proposer "
+                "takes one submit at a time and names no lane); init a run with lanes = 1 for an MCP agent")
+    if alive and proposer not in (None, "manual"):
+        return (f"run {tag}'s engine uses the {proposer!r} proposer: an MCP agent submits to the manual one; "
+                f"stop it (`kopt stop {tag}`) and start `{start_line(tag)}`")
+    return None
+
+
+def submit_problem(m: RunMoment) -> str | None:
+    """Why a submit cannot be sent now (None: the engine waits for one)."""
+    problem = serve_problem(m.tag, m.lanes, m.alive, m.proposer)
+    if problem:
+        return problem
+    if not m.alive:
+        why = f" ({m.stop_reason})" if m.stop_reason else ""
+        return f"no engine runs run {m.tag}{why}: start `{start_line(m.tag)}`, then submit"
+    if m.proposer is None:
+        return f"run {m.tag}'s engine is starting: ask `status` again in a moment"
+    if m.pending_submit is not None:
+        return f"a submit is already waiting for the engine (from {m.pending_submit}): one submit at a time"
+    if m.status not in FINAL_WAITS or m.version is None:
+        return f"run {m.tag} is between iterations: ask `status` until ready_for_edits is true"
+    if m.status == "borderline":
+        return f"v{m.version} awaits the engineer's review: one submit at a time (kopt accept/reject {m.tag} v{m.version})"
+    if m.phase != "propose":
+        return f"v{m.version} is being evaluated ({m.phase}): one submit at a time; its submit returns its verdict"
+    return None
+
+
+def ready_for_edits(m: RunMoment) -> bool:
+    """cand/ is at BEST (or holds the candidate a repair fixes) and the engine waits for a
+    submit: edits made now are the ones evaluated (an edit made between iterations is wiped
+    when the next one puts cand/ back at BEST)."""
+    return submit_problem(m) is None
+
+
+# ---------------------------------------------------------------------------------------
+# What a waiting submit tells the agent
+
+PHASE_WORDS = {
+    "gate": "waiting for an idle GPU",
+    "propose": "handing the submit to the engine",
+    "police": "policing the candidate (plan, both trees, protected files, diff scan)",
+    "measure": "measuring best against the candidate",
+    "evidence": "checking the evidence (profiler, roofline, fresh processes)",
+    "review": "awaiting the engineer's review",
+    "keep": "formatting the kept tree and measuring it again",
+    "commit": "committing the keep",
+    "advance": "moving BEST to the new commit",
+    "discard": "discarding the candidate",
+    "done": "done",
+}
+
+
+def progress_text(version: int, phase: str | None, progress: Mapping[str, Any] | None) -> str:
+    """One progress line: the phase in words, then the engine's live step for this iteration."""
+    words = PHASE_WORDS.get(str(phase), str(phase or "working"))
+    step = ""
+    if isinstance(progress, Mapping) and progress.get("version") == version and progress.get("step"):
+        step = str(progress["step"])[:200]
+        done, total = progress.get("done"), progress.get("total")
+        if isinstance(done, int) and isinstance(total, int) and total > 0:
+            step += f" ({done}/{total})"
+    return f"v{version}: {words}" + (f": {step}" if step and step != words else "")
+
+
+def review_text(tag: str, version: int) -> str:
+    return (f"v{version} awaits the engineer's review (TUI, or `kopt accept {tag} v{version}` / "
+            f"`kopt reject {tag} v{version}`); this submit keeps waiting for the answer")
+
+
+def _pct(ratio: Any) -> float | None:
+    return round((float(ratio) - 1.0) * 100.0, 3) if _num(ratio) else None
+
+
+def _num(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def class_deltas(classes: Any) -> dict[str, dict[str, Any]]:
+    """Per class: the candidate's change against best in percent (negative: less of the
+    metric), its interval, the class verdict and the rounds it took."""
+    out: dict[str, dict[str, Any]] = {}
+    if not isinstance(classes, Mapping):
+        return out
+    for cls, c in classes.items():
+        if not isinstance(c, Mapping):
+            continue
+        lo, hi = _pct(c.get("lo")), _pct(c.get("hi"))
+        out[str(cls)] = {"delta_pct": _pct(c.get("ratio")), "interval_pct": [lo, hi] if lo is not None else None,
+                         "verdict": c.get("verdict"), "rounds": c.get("rounds"),
+                         "best": c.get("best") if _num(c.get("best")) else None,
+                         "candidate": c.get("cand") if _num(c.get("cand")) else None}
+    return out
+
+
+def verdict_view(record: Mapping[str, Any]) -> dict[str, Any]:
+    """What a submit returns of its iteration's record (memory/vN.json)."""
+    dec = record.get("decision") if isinstance(record.get("decision"), Mapping) else {}
+    assert isinstance(dec, Mapping)
+    return {
+        "iteration": record.get("version"),
+        "status": record.get("status"),
+        "verdict": dec.get("verdict"),
+        "reason": dec.get("reason"),
+        "decided_by": dec.get("by"),
+        "flags": list(dec.get("flags") or []),
+        "hypothesis": record.get("hypothesis"),
+        "target_class": record.get("target_class"),
+        "scope": record.get("scope"),
+        "changed_files": list(record.get("changed_files") or []),
+        "commit": record.get("commit"),
+        "classes": class_deltas(record.get("classes")),
+    }

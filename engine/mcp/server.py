@@ -1,0 +1,268 @@
+"""The MCP server of `kopt mcp TAG` over the official `mcp` SDK (2.x: `MCPServer`): the
+tools, stdio, and streamable HTTP on 127.0.0.1 behind a bearer token.
+
+Every tool is a thin call into `Judge` (engine/mcp/judge.py) on a worker thread; a refusal
+becomes an MCP tool error naming what was wrong, and nothing is sent to the run. A tool
+called with an argument it does not declare is refused before it runs (the SDK alone would
+drop the argument silently). Over HTTP, a request without the token the server printed and
+wrote (0600) into the workspace gets 401 before the SDK sees it.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import os
+import secrets
+import socket
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, Literal
+
+import anyio
+import anyio.to_thread
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+
+from kopt_supervisor.engine.api import KoptError
+from kopt_supervisor.engine.api.origin import mcp_source
+from kopt_supervisor.engine.mcp.errors import EngineGone, Refused
+from kopt_supervisor.engine.mcp.judge import Judge, Observation
+
+INSTRUCTIONS = """kopt judges your kernel edits with paired statistics and commits only verified wins.
+Work loop: call `context` (BEST, per-class results, roofline, recent regressions), edit the files in
+the worktree it names (cand/), then call `submit` with a one-line hypothesis and the target class
+(or scope "global"). `submit` returns when the verdict is in: keep (committed as the new BEST),
+regression, tie, split, a failed check, or a review by the engineer (it waits for the answer).
+Edit only while `status` says ready_for_edits. kopt measures, polices and decides; you cannot
+change BEST, the run's config or its records through these tools."""
+
+READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
+
+
+def client_of(ctx: Context[Any, Any]) -> tuple[str | None, str | None]:
+    """The MCP client's self-given name and version (None when it gave none)."""
+    try:
+        params = ctx.session.client_params
+    except (AttributeError, ValueError):
+        return None, None
+    info = getattr(params, "client_info", None) if params is not None else None
+    name, version = getattr(info, "name", None), getattr(info, "version", None)
+    return (name if isinstance(name, str) else None), (version if isinstance(version, str) else None)
+
+
+async def _call(fn: Callable[..., Any], *args: Any) -> Any:
+    """A judge call on a worker thread; a refusal becomes the tool error the caller reads."""
+    try:
+        return await anyio.to_thread.run_sync(fn, *args)
+    except (Refused, EngineGone, KoptError) as e:
+        raise ToolError(str(e)) from None
+
+
+def build_server(judge: Judge) -> MCPServer:
+    app: MCPServer = MCPServer("kopt", title=f"kopt judge of run {judge.ws.tag}", instructions=INSTRUCTIONS,
+                               version=_kopt_version(), log_level="WARNING")
+
+    @app.tool(description="The context pack for the next candidate: where to edit (cand/), BEST per class, "
+                          "the roofline, the latest profile, recent regressions, other lanes' hypotheses.",
+              annotations=READ_ONLY)
+    async def context() -> str:
+        return str(await _call(judge.context))
+
+    @app.tool(description="The run now: its state, the iteration, whether cand/ is ready for edits (and why "
+                          "not), BEST, counters, pending reviews.", annotations=READ_ONLY)
+    async def status() -> dict[str, Any]:
+        return dict(await _call(judge.status))
+
+    @app.tool(description="The last n iterations (1-50): status, verdict, per-class deltas, where each proposal "
+                          "came from.", annotations=READ_ONLY)
+    async def history(n: int = 10) -> list[dict[str, Any]]:
+        return list(await _call(judge.history, n))
+
+    @app.tool(description="The profiler's word on iteration vN: GPU time per class, best against candidate, "
+                          "and whether it agrees with the bench.", annotations=READ_ONLY)
+    async def profile(version: int | str) -> dict[str, Any]:
+        return dict(await _call(judge.profile, version))
+
+    @app.tool(description="The candidate patch of iteration vN as kopt recorded it.", annotations=READ_ONLY)
+    async def diff(version: int | str) -> str:
+        return str(await _call(judge.diff, version))
+
+    @app.tool(description="Evaluate the edits in cand/ (like `kopt submit`): policed, measured against BEST "
+                          "with paired statistics, confirmed, committed only on a verified keep. Returns when the "
+                          "verdict is in (progress notifications meanwhile): verdict, per-class deltas, the "
+                          "profiler's word, the iteration's number. A candidate sent to review waits for the "
+                          "engineer. hypothesis: one line; target_class: one of the run's classes, or scope "
+                          "\"global\" (every class must improve).",
+              annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False,
+                                          open_world_hint=False))
+    async def submit(hypothesis: str, ctx: Context[Any, Any], target_class: str | None = None,
+                     scope: Literal["class", "global"] | None = None) -> dict[str, Any]:
+        return await _submit(judge, ctx, hypothesis, target_class, scope)
+
+    @app.tool(description="Masked partial restart from iteration vN (every later iteration masked, BEST back "
+                          "at vN). Only when the engineer started the server with --allow-restart.")
+    async def restart_from(version: int | str, ctx: Context[Any, Any], why: str = "") -> str:
+        return str(await _call(judge.restart_from, version, why, mcp_source(*client_of(ctx))))
+
+    @app.tool(description="Mask iteration vN (kept, but skipped by proposers, statistics and reports). Only "
+                          "when the engineer started the server with --allow-restart.")
+    async def mask(version: int | str, ctx: Context[Any, Any]) -> str:
+        return str(await _call(judge.mask, version, mcp_source(*client_of(ctx))))
+
+    app.middleware.append(UnknownArguments(app))
+    return app
+
+
+async def _submit(judge: Judge, ctx: Context[Any, Any], hypothesis: str, target_class: str | None,
+                  scope: str | None) -> dict[str, Any]:
+    sub = await _call(judge.begin_submit, hypothesis, target_class, scope, mcp_source(*client_of(ctx)))
+    try:
+        count = 0
+        last = ""
+
+        async def say(message: str) -> None:
+            nonlocal count, last
+            if message != last:
+                count, last = count + 1, message
+                await ctx.report_progress(count, None, message)
+
+        files = ", ".join(sub.changed_files[:5]) + (" ..." if len(sub.changed_files) > 5 else "")
+        await say(f"v{sub.version}: submitted" + (f" ({files})" if files else ""))
+        obs: Observation = await _call(judge.observe, sub)
+        while obs.kind not in ("done", "repair"):
+            await say(obs.message)
+            await anyio.sleep(judge.poll_s)
+            obs = await _call(judge.observe, sub)
+        assert obs.record is not None
+        result: dict[str, Any] = judge.verdict(sub, obs.record, obs.kind)
+        if obs.kind == "done":
+            await say(f"v{sub.version}: {result.get('status')}; waiting for the engine to take the next submit")
+            ready, note = await _call(judge.wait_ready, sub)
+            result.update({"ready_for_edits": ready, "next": note})
+        return result
+    finally:
+        judge.end_submit()
+
+
+class UnknownArguments:
+    """Refuses a tool call naming an argument the tool does not declare (the SDK would drop it
+    without a word: an agent's typo must not change what it thinks it asked for)."""
+
+    def __init__(self, app: MCPServer) -> None:
+        self.app = app
+        self.known: dict[str, set[str]] | None = None
+
+    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        params = ctx.params if isinstance(ctx.params, dict) else None
+        if ctx.method == "tools/call" and params is not None:
+            if self.known is None:
+                self.known = {t.name: set((t.input_schema or {}).get("properties") or {})
+                              for t in await self.app.list_tools()}
+            name, args = params.get("name"), params.get("arguments")
+            if isinstance(name, str) and name in self.known and isinstance(args, dict):
+                extra = sorted(str(k) for k in args if k not in self.known[name])
+                if extra:
+                    shown = ", ".join(repr(k[:40]) for k in extra[:5])
+                    allowed = ", ".join(sorted(self.known[name])) or "none"
+                    return CallToolResult(content=[TextContent(type="text", text=(
+                        f"{name} takes no argument {shown} (its arguments: {allowed}); nothing was done"))],
+                        is_error=True)
+        return await call_next(ctx)
+
+
+def _kopt_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("kopt-supervisor")
+    except PackageNotFoundError:
+        return "0"
+
+
+# ---------------------------------------------------------------------------------------
+# Transports
+
+
+def serve_stdio(judge: Judge) -> None:
+    build_server(judge).run("stdio")
+
+
+TOKEN_FILE = "mcp.token"
+
+
+def write_token(workspace: Path) -> tuple[str, Path]:
+    """A fresh bearer token for this start, written 0600 into the workspace (created with
+    that mode: never readable by others, not even for a moment)."""
+    token = secrets.token_urlsafe(32)
+    path = workspace / TOKEN_FILE
+    tmp = path.with_name(f".{TOKEN_FILE}.{os.getpid()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(token + "\n")
+    os.replace(tmp, path)
+    return token, path
+
+
+class BearerGate:
+    """ASGI: every HTTP request must carry `Authorization: Bearer <token>` (compared in
+    constant time); anything else gets 401 before the MCP transport reads it."""
+
+    def __init__(self, app: Callable[..., Awaitable[None]], token: str) -> None:
+        self.app = app
+        self.expected = f"Bearer {token}".encode()
+
+    async def __call__(self, scope: dict[str, Any], receive: Callable[..., Any], send: Callable[..., Any]) -> None:
+        if scope.get("type") == "http":
+            got = b""
+            for key, value in scope.get("headers") or ():
+                if key.lower() == b"authorization":
+                    got = value
+            if not hmac.compare_digest(got, self.expected):
+                body = json.dumps({"error": "kopt mcp: missing or wrong bearer token (see the workspace's "
+                                            f"{TOKEN_FILE})"}).encode()
+                await send({"type": "http.response.start", "status": 401,
+                            "headers": [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer"),
+                                        (b"content-length", str(len(body)).encode())]})
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)
+
+
+def bind_localhost(port: int) -> socket.socket:
+    """A listening socket on 127.0.0.1 only (port 0: a free one)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(("127.0.0.1", port))
+    except OSError as e:
+        sock.close()
+        raise KoptError(f"cannot listen on 127.0.0.1:{port}: {e.strerror}") from None
+    sock.listen(64)
+    return sock
+
+
+def serve_http(judge: Judge, port: int = 0, *, announce: Callable[[str], None] | None = None) -> None:
+    """Streamable HTTP on http://127.0.0.1:PORT/mcp behind a fresh bearer token (printed on
+    stderr, written 0600 into the workspace); Host and Origin checked against localhost."""
+    import uvicorn
+
+    sock = bind_localhost(port)
+    bound = sock.getsockname()[1]
+    token, path = write_token(judge.ws.dir)
+    hosts = [f"127.0.0.1:{bound}", f"localhost:{bound}"]
+    security = TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts,
+                                         allowed_origins=[f"http://{h}" for h in hosts])
+    app = BearerGate(build_server(judge).streamable_http_app(host="127.0.0.1", transport_security=security), token)
+    say = announce or (lambda line: print(line, file=sys.stderr, flush=True))
+    say(f"kopt mcp: serving run {judge.ws.tag} at http://127.0.0.1:{bound}/mcp")
+    say(f"kopt mcp: bearer token {token} (also in {path}, mode 0600)")
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    try:
+        anyio.run(lambda: server.serve(sockets=[sock]))
+    finally:
+        sock.close()

@@ -1,0 +1,43 @@
+"""`kopt mcp TAG`: serve a run's MCP judge (docs/agents.md, "kopt as an MCP judge"), or print
+the config snippet an MCP client needs to start it (`--print-config CLIENT`)."""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from kopt_supervisor.engine import api
+from kopt_supervisor.engine.api import resolve_root
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    ws = api.open_workspace(args.root, args.tag)
+    if args.print_config:
+        command = shutil.which("kopt") or "kopt"
+        served = ["mcp", ws.tag, "--root", str(resolve_root(args.root).resolve())]
+        if args.allow_restart:
+            served.append("--allow-restart")
+        snip = api.mcp_snippet(args.print_config, ws.tag, command, served)
+        sys.stdout.write(snip.text)
+        print(f"# {args.print_config}: {snip.where}", file=sys.stderr)
+        return 0
+    api.serve_mcp(ws, transport="http" if args.http else "stdio", port=args.port or 0,
+                  allow_restart=args.allow_restart)
+    return 0
+
+
+def register(add: Callable[[str, Any, str], argparse.ArgumentParser]) -> None:
+    """Adds `kopt mcp` to the command line (kopt_tui/cli.py's build_parser)."""
+    sp = add("mcp", cmd_mcp, "serve a run to an interactive agent as an MCP judge (stdio, or --http)")
+    sp.add_argument("tag")
+    sp.add_argument("--print-config", choices=list(api.MCP_CLIENTS), metavar="CLIENT",
+                    help=f"print the config snippet for an MCP client ({', '.join(api.MCP_CLIENTS)}) and exit")
+    sp.add_argument("--http", action="store_true",
+                    help="streamable HTTP on 127.0.0.1 behind a bearer token (printed, and written 0600 into the "
+                         "workspace) instead of stdio")
+    sp.add_argument("--port", type=int, default=0, help="with --http: the port (default: a free one)")
+    sp.add_argument("--allow-restart", action="store_true",
+                    help="let the agent call restart_from and mask (off by default)")
