@@ -116,11 +116,14 @@ def cli_cycle(ws: Workspace, root: Path) -> None:
             answered = threading.Thread(target=accept_when_asked, args=(ws, root, i), daemon=True)
             answered.start()
         assert kopt(["--root", str(root), "submit", ws.tag, step.hypothesis]) == 0
-        wait_until(lambda: (ws.memory_path(i).exists()
-                            and json.loads(ws.memory_path(i).read_text())["status"] not in ("running", "borderline")),
-                   what=f"v{i}'s verdict")
+        wait_until(lambda v=i: ended(ws, v), what=f"v{i}'s verdict")
         if answered is not None:
             answered.join(30)
+
+
+def ended(ws: Workspace, version: int) -> bool:
+    path = ws.memory_path(version)
+    return path.exists() and json.loads(path.read_text())["status"] not in ("running", "borderline")
 
 
 def check_results(results: list[tuple[dict[str, Any], list[str]]], ws: Workspace) -> None:
