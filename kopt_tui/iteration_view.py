@@ -35,6 +35,16 @@ def _text(v: Any, limit: int = 300) -> str:
 
 
 # ---------------------------------------------------------------------------------------
+# Where the proposal came from
+
+
+def proposal_origin(it: Iteration) -> str:
+    """Who proposed the candidate, and how: an agent through `kopt mcp` (with the client's
+    name), `kopt submit`, the TUI, an agent CLI kopt ran (`command`), or tune."""
+    return api.proposal_origin(it.record.get("proposal")).text if it.version else "baseline"
+
+
+# ---------------------------------------------------------------------------------------
 # The decision's evidence
 
 

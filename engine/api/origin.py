@@ -49,7 +49,7 @@ class ProposalOrigin:
         if self.via == "mcp":
             return f"MCP · {self.agent or 'unnamed client'} (the agent drove; kopt judged)"
         if self.via == "command":
-            return f"command · {self.agent or 'a program'} (kopt ran the agent)"
+            return f"command · {self.agent} (kopt ran the agent)" if self.agent else "the command proposer (kopt ran it)"
         return {"cli": "kopt submit (CLI)", "tui": "submitted from the TUI", "tune": "tune (kopt's own search)",
                 "unknown": "unknown"}.get(self.via, "unknown")
 
@@ -70,7 +70,8 @@ def proposal_origin(proposal: Any) -> ProposalOrigin:
     agent = proposal.get("agent")
     if isinstance(agent, Mapping) or "command" in proposal:
         name = agent.get("agent") if isinstance(agent, Mapping) else None
-        return ProposalOrigin("command", clean_name(name) if isinstance(name, str) else "")
+        name = clean_name(name) if isinstance(name, str) else ""
+        return ProposalOrigin("command", "" if name in ("command", "generic") else name)
     if proposal.get("proposer") == "tune":
         return ProposalOrigin("tune")
     return ProposalOrigin("unknown")

@@ -106,6 +106,7 @@ class DetailScreen(KoptScreen[None]):
         head = Text.assemble(
             (f"v{it.version} ", "bold"), (it.status, STATUS_STYLE.get(it.status, "")),
             (" (masked)" if it.masked else "", "dim"), "  ", (fmt.one_line(it.hypothesis, 200), "bold"),
+            "\n", ("proposed by ", "dim"), iteration_view.proposal_origin(it),
             "\n", ("target ", "dim"), it.target_class or "all classes (global)",
             ("  parent ", "dim"), f"v{it.parent}" if it.parent is not None else fmt.DASH,
             ("  from ", "dim"), (fmt.sha(it.best_commit_before), "cyan"),
