@@ -30,8 +30,9 @@ each block one call per set (CPU_SETS), timed by the process's CPU time (timing.
 
 --once: the contract check alone (each solution runs twice per shape, nothing is timed).
 
---profile: what a profiler runs (kopt.toml's [profile] command): per shape, fresh inputs and
-each solution called twice inside its config's range; no reference, no comparison, nothing
+--profile: what a profiler runs (kopt.toml's [profile] command): per shape, fresh inputs (drawn
+on the CPU and copied, so no draw kernel runs on the GPU: Case.host_draw) and each solution
+called twice inside its config's range; no reference, no comparison, nothing
 timed (correctness is every look's). Under ncu every launch costs 10-80 ms, and the contract
 check's own launches outside the ranges (the fp64 reference, the poisoned buffers, the
 comparison) took 86 s of a 90 s profile on the H100; what is left outside the ranges is the
@@ -168,9 +169,10 @@ class Case:
 
     def __init__(self, torch: Any, contract: Any, roofline: Any, shape: Any, dtype: str,
                  seed: int, gpu: bool, ranges: Ranges | None = None, *, reference: bool = True,
-                 look: bool = False) -> None:
+                 look: bool = False, host: bool = False) -> None:
         """`seed`: the inputs' generator seed; with `look`, the look's seed, from which the
-        check's inputs are drawn by audit.input_seed (and the timed sets', sets.TimedSets)."""
+        check's inputs are drawn by audit.input_seed (and the timed sets', sets.TimedSets).
+        `host` (--profile): inputs drawn on the CPU and copied to the GPU (host_draw)."""
         spec = as_spec(contract, roofline)
         self.torch, self.spec, self.shape, self.gpu = torch, spec, shape, gpu
         self.ranges = ranges or no_ranges("")
@@ -182,7 +184,8 @@ class Case:
         self.range = range_name(self.cols)
         self.bytes = spec.bytes_of(self.cols)
         self.seed = seed
-        self.args, self.kwargs = self.draw(input_seed(seed, self.key, "check") if look else seed)
+        first = input_seed(seed, self.key, "check") if look else seed
+        self.args, self.kwargs = self.host_draw(first) if host and gpu else self.draw(first)
         self.ref = spec.reference(torch, self.args, self.kwargs) if reference else None
         # None: made without its reference (--profile): neither checked nor given an out buffer
         self.out_shape = tuple(self.ref.shape) if self.ref is not None else ()
@@ -196,6 +199,24 @@ class Case:
         gen = self.torch.Generator(device=self.device).manual_seed(seed)
         args, kwargs = self.spec.make_inputs(self.torch, self.shape.dims, self.dt, self.device, gen)
         return tuple(args), dict(kwargs)
+
+    def host_draw(self, seed: int) -> tuple[tuple, dict[str, Any]]:
+        """The spec's inputs drawn on the CPU, then copied to the GPU: no kernel of the draw
+        runs on the GPU. For --profile, where every kernel launched outside the config ranges
+        is profiled as work a candidate may have moved out of them: on the H100 the RMSNorm
+        spec's draws were 99 such launches, 12 s of ncu's 16 s pass per tree
+        (docs/h100-wave3/part2-graphs-kept.md). A spec whose draw cannot run on the CPU is
+        drawn on the GPU (logged)."""
+        try:
+            gen = self.torch.Generator(device="cpu").manual_seed(seed)
+            args, kwargs = self.spec.make_inputs(self.torch, self.shape.dims, self.dt, "cpu", gen)
+        except Exception as exc:  # a spec that needs the device to draw
+            log(f"{self.spec.name} {self.shape.name}: inputs drawn on the GPU ({type(exc).__name__}: {exc})")
+            return self.draw(seed)
+
+        def move(v: Any) -> Any:
+            return v.to(self.device) if hasattr(v, "to") and hasattr(v, "device") else v
+        return tuple(move(a) for a in args), {k: move(v) for k, v in dict(kwargs).items()}
 
     def function(self, module: Any) -> Callable[..., Any]:
         """The callable to check and time: the module's function (or a function given as is),
@@ -471,7 +492,8 @@ class Bench:
                      for side, tree in self.trees.items()}
         self.held = {}  # timers of the functions imported before (their graphs stay in LIVE_GRAPHS)
 
-    def cases(self, base_seed: int, *, reference: bool = True, look: bool = False) -> Iterator[Case]:
+    def cases(self, base_seed: int, *, reference: bool = True, look: bool = False,
+              host: bool = False) -> Iterator[Case]:
         """Every shape and dtype: fresh inputs from consecutive seeds, or with `look` from
         the look's seed and each config's key (Case)."""
         for i, shape in enumerate(self.shapes):
@@ -479,7 +501,7 @@ class Bench:
                 self.clock.lap("timing")  # the previous case's timed blocks
                 yield Case(self.torch, self.spec, None, shape, dtype,
                            base_seed if look else base_seed + i * len(self.dtypes) + j, self.gpu, self.ranges,
-                           reference=reference, look=look)
+                           reference=reference, look=look, host=host)
 
     def check_and_time(self, case: Case) -> tuple[dict[str, float], dict[str, Any]]:
         """Each side's contract error and its block timer (None: cannot be timed)."""
@@ -520,7 +542,7 @@ class Bench:
         (allocating its own output, as the contract check's second call does); no reference,
         no comparison. A call that raises is logged and its row's err is inf."""
         rows = []
-        for case in self.cases(base_seed, reference=False):
+        for case in self.cases(base_seed, reference=False, host=True):
             for side, mod in self.mods.items():
                 err = math.nan
                 try:

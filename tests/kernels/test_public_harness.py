@@ -6,6 +6,7 @@ the functions here are plain torch)."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import math
 import os
@@ -354,3 +355,36 @@ def test_profile_mode_calls_each_solution_twice_in_its_range_and_never_the_refer
     assert (df[df["side"] == "cand"]["err"] == math.inf).all()
     with pytest.raises(SystemExit):
         hb.parse_args(["--ab", str(best), str(cand), "--serve", "--profile"], gpu=False)
+
+
+def test_a_profile_draws_its_inputs_on_the_host_and_falls_back_to_the_device(capsys: pytest.CaptureFixture) -> None:
+    # --profile's inputs come from a CPU generator (no draw kernel on the GPU for ncu to count
+    # as work outside the ranges), the same values as the device draw of the same seed on
+    # this CPU; a spec whose draw refuses the CPU is drawn on the device, logged
+    import torch
+
+    asked: list[tuple[str, str]] = []
+
+    def recording(torch_, dims, dtype, device, gen):  # noqa: ANN001, ANN202
+        asked.append((device, str(gen.device)))
+        return make_inputs(torch_, dims, dtype, device, gen)
+
+    s = dataclasses.replace(spec(), make_inputs=recording)
+    shape = s.shapes[0]
+    case = hb.Case(torch, s, None, shape, "float32", 7, False, reference=False)
+    asked.clear()
+    host = case.host_draw(7)
+    assert asked == [("cpu", "cpu")]
+    assert all(torch.equal(a, b) for a, b in zip(host[0], case.draw(7)[0], strict=True))
+
+    def device_only(torch_, dims, dtype, device, gen):  # noqa: ANN001, ANN202
+        if not asked:
+            asked.append(("refused", device))
+            raise RuntimeError("this spec draws on the device only")
+        return make_inputs(torch_, dims, dtype, device, gen)
+
+    asked.clear()
+    case.spec = dataclasses.replace(spec(), make_inputs=device_only)
+    drawn = case.host_draw(7)
+    assert asked == [("refused", "cpu")] and torch.equal(drawn[0][0], case.draw(7)[0][0])
+    assert "inputs drawn on the GPU (RuntimeError: this spec draws on the device only)" in capsys.readouterr().err
