@@ -19,7 +19,7 @@ from kopt_supervisor.engine.gpu.gate import Gate
 from kopt_supervisor.engine.loop.context import RunContext
 from kopt_supervisor.engine.loop.keep import OnBest
 from kopt_supervisor.engine.loop.lane import Lane, single_lane
-from kopt_supervisor.engine.loop.measure import measurer_for
+from kopt_supervisor.engine.loop.measure import ProcessAbba, measurer_for
 
 
 def lane_paths(ctx: RunContext, index: int) -> tuple[str, str]:
@@ -50,6 +50,8 @@ def make_lanes(ctxs: list[RunContext]) -> list[Lane]:
             lane.fresh = ray_backend.FreshOnWorker(main)  # the re-decision runs on the lane's worker too
         else:
             lane.measurer = measurer_for(ctx, lane)
+            if len(lanes) > 1 and not ctx.cfg.target.serve:  # the keep's re-decision in fresh processes,
+                lane.fresh = ProcessAbba(ctx, lane, fresh_caches=True)  # made here so it is checked too
     if len(lanes) > 1:  # another lane's keep ends a decision at its next look, not after its last
         for lane, ctx in zip(lanes, ctxs, strict=True):
             assert lane.measurer is not None

@@ -41,9 +41,9 @@ def gpus(n: int, busy: tuple[int, ...] = ()) -> list[dict]:
 
 def lanes_env(fake_env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, script: list[str], *, lanes: int,
               snapshots: list[list[dict]] | None = None, sleep: float = 0.0, extra: str = "",
-              class_files: bool = False) -> tuple[Workspace, Path]:
+              class_files: bool = False, rounds: dict[str, str] | None = None) -> tuple[Workspace, Path]:
     (tmp_path / "bind").mkdir()  # the benches run confined: the log's folder is named writable
-    repo, root = fake_env(script, toml_replace={**FAST, **dict([FAST_GATE]), "timeout_s = 20\n\n[decide]":
+    repo, root = fake_env(script, toml_replace={**(rounds or FAST), **dict([FAST_GATE]), "timeout_s = 20\n\n[decide]":
                                                 f'timeout_s = 20\nwritable = ["{tmp_path / "bind"}"]\n\n[decide]'},
                           extra_toml=f"\n[parallel]\nlanes = {lanes}\n{extra}")
     if class_files:  # small.speed and large.speed: a class's speed in a file of its own
@@ -163,18 +163,67 @@ def test_a_keep_decided_against_an_older_best_is_rebased_and_decided_again(fake_
     check_invariants_lanes(ws, repo)
 
 
-def test_a_change_that_no_longer_applies_is_a_failed_proposal_not_a_regression(fake_env, tmp_path, monkeypatch):
-    # both lanes rewrite the same line of the same file: the later one cannot be rebased
-    ws, repo = lanes_env(fake_env, tmp_path, monkeypatch, [two_files("small.speed", 0.8), two_files("small.speed", 0.7)],
-                         lanes=2, class_files=True)
+def scale_file(name: str, factor: float) -> str:
+    """A scripted proposal that scales the speed in `name` by `factor` from whatever BEST holds."""
+    cls = name.split(".")[0]
+    return (f"do:v = float(open({name!r}).read()); open({name!r}, 'w').write(str(round(v * {factor}, 6))); "
+            f"plan = 'scale cls={cls} by {factor} in {name}\\ntarget_class: cls={cls}\\n'")
+
+
+def test_a_change_that_no_longer_applies_goes_back_to_its_proposer_on_the_new_best(fake_env, tmp_path, monkeypatch):
+    # both lanes rewrite the same line of the same file from the same BEST: the later one's
+    # patch cannot be put on the first keep, so it goes back to its proposer, which makes its
+    # change again on the new BEST (told why in its prompt), and that is decided and kept
+    ws, repo = lanes_env(fake_env, tmp_path, monkeypatch, [scale_file("small.speed", 0.8)] * 2, lanes=2,
+                         class_files=True)
     assert run_engine(ws, max_iters=2) == 0
     its = iterations(ws)
-    statuses = sorted(str(it.status) for it in its[1:])
-    assert statuses == ["fail_propose", "keep"], statuses
-    failed = next(it for it in its[1:] if it.status == "fail_propose")
-    assert "no longer applies" in failed.record["decision"]["reason"]
+    assert [str(it.status) for it in its[1:]] == ["keep", "keep"], [it.record.get("decision") for it in its]
+    first, second = sorted(its[1:], key=lambda it: it.order)
+    back = second.record.get("handed_back")
+    assert back and back[0]["onto"] == first.commit and back[0]["from"] == its[0].commit
+    assert "no longer applies" in back[0]["why"]
+    assert second.best_commit_before == first.commit
+    prompt = (ws.log_dir(second.version) / "prompt.md").read_text()
+    assert prompt.startswith("## Handed back") and first.commit[:10] in prompt
+    assert git(repo, "show", f"{second.commit}:small.speed") == "0.64"  # the change made again on the first keep
     st = api.status(ws)
     assert st["consecutive_regressions"] == 0
+    lanes = {x["lane"]: x for x in st["gpu_time"]["lanes"]}
+    assert lanes[second.record["lane"]]["handed_back"] == 1 and st["gpu_time"]["curve"][-1]["version"] == second.version
+    assert any("handed back to the proposer" in m for m in events(ws, "lanes"))
+    check_invariants_lanes(ws, repo)
+
+
+def test_a_keep_landing_mid_decision_ends_the_other_lane_s_decision_at_its_next_look(fake_env, tmp_path, monkeypatch):
+    # lanes A and B each speed up a class of their own; B's proposer waits until A has taken
+    # five looks (ten bench runs), so A's keep lands while B is deciding or confirming. B must stop at its next
+    # look (not finish a decision or a confirmation against a BEST that no longer is), be
+    # rebased onto A's keep and decided again there, the looks it had taken counted as stale
+    log = tmp_path / "bind" / "bind.log"
+    wait = (f"do:import time, os\nwhile not os.path.exists({str(log)!r}) or "
+            f"len(open({str(log)!r}).read().splitlines()) < 10: time.sleep(0.05)\n")
+    ws, repo = lanes_env(fake_env, tmp_path, monkeypatch,
+                         [scale_file("small.speed", 0.8), wait + scale_file("large.speed", 0.8)[3:]], lanes=2,
+                         class_files=True, sleep=0.15)
+    assert run_engine(ws, max_iters=2) == 0
+    its = iterations(ws)
+    a = next(it for it in its[1:] if "cls=small" in it.hypothesis)
+    b = next(it for it in its[1:] if "cls=large" in it.hypothesis)
+    assert a.status == "keep" and b.status == "keep", [(it.status, it.record.get("decision")) for it in its]
+    assert a.order < b.order and b.record["rebased"][0]["onto"] == a.commit and b.best_commit_before == a.commit
+    looks = b.record["timings"]["looks_s"]
+    final = b.record["decision"]["rounds"] + b.record["confirmation"]["looks"]
+    stale_looks = len(looks) - final
+    assert 1 <= stale_looks < final, f"B took {stale_looks} looks against the old BEST ({final}: a whole keep)"
+    spent = b.record["timings"]["spent"]
+    assert spent["stale"] > 0 and spent["measure"] > 0
+    with Store(ws.db_path, readonly=True) as store:  # the decision that counts is the one against A's keep
+        rounds = {x["round"] for x in store.samples(b.version, "eval")}
+    assert len(rounds) == b.record["decision"]["rounds"]
+    assert git(repo, "show", f"{b.commit}:small.speed") == git(repo, "show", f"{b.commit}:large.speed") == "0.8"
+    st = api.status(ws)["gpu_time"]
+    assert st["stale_s"] == pytest.approx(spent["stale"], abs=0.01) and 0 < st["stale_share"] < 0.5
     check_invariants_lanes(ws, repo)
 
 
