@@ -154,6 +154,11 @@ class IterationRecord(TypedDict, total=False):
     """A kept iteration's link in the chain of keeps (engine/integrity.py)."""
     rebased: list[dict[str, Any]]
     """With lanes: each time BEST moved while it was decided and its change was put on the new one."""
+    handed_back: list[dict[str, Any]]
+    """With lanes: each time its change no longer applied on a BEST another lane kept and went
+    back to its proposer (from, onto, t, hypothesis, why)."""
+    stale: bool
+    """It ended because its change no longer applied on a moved BEST (after its hand-backs)."""
     forced_paths: list[str]
     """Ignored files [target].allow_untracked lets the candidate hold: staged, shown, committed."""
     plan: dict[str, Any]

@@ -162,10 +162,13 @@ def progress(iterations: Sequence[Iteration], direction: str = "min") -> Progres
             if s is not None:
                 curve.append(SpeedupPoint(it.version, round(max(0.0, (it.finished_at or t0) - t0), 3),
                                           round(gpu_s, 3), s))
-    out = tuple(LaneTime(i, int(v["iterations"]), round(v["busy_s"], 3),
-                         *(round(v[b], 3) for b in BUCKETS),
-                         round(max(0.0, v["busy_s"] - sum(v[b] for b in BUCKETS)), 3),
-                         int(v["rebased"]), int(v["handed_back"]), int(v["stale_iterations"]))
+    out = tuple(LaneTime(lane=i, iterations=int(v["iterations"]), busy_s=round(v["busy_s"], 3),
+                         wait_s=round(v["wait"], 3), propose_s=round(v["propose"], 3),
+                         measure_s=round(v["measure"], 3), confirm_s=round(v["confirm"], 3),
+                         review_s=round(v["review"], 3), stale_s=round(v["stale"], 3),
+                         other_s=round(max(0.0, v["busy_s"] - sum(v[b] for b in BUCKETS)), 3),
+                         rebased=int(v["rebased"]), handed_back=int(v["handed_back"]),
+                         stale_iterations=int(v["stale_iterations"]))
                 for i, v in sorted(lanes.items()))
     return Progress(tuple(curve), out, round(max(0.0, last_end - t0), 3) if ended else 0.0, round(gpu_s, 3),
                     best_speedup(list(iterations), direction) if base else None, round(stale_s, 3))

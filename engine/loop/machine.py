@@ -312,7 +312,7 @@ class LaneLoop:
                 move_spent(it, attempt, ("measure", "confirm", "wait"), "stale")
                 if not moved.tried and self.keeper.rebase(it, lane, moved.best):
                     continue
-                if len(it.record.get("handed_back", [])) >= HAND_BACKS:
+                if len(it.record.get("handed_back") or []) >= HAND_BACKS:
                     it.record["stale"] = True
                     return self.keeper.discard(it, lane, Status.FAIL_PROPOSE, f"the change no longer applies on "
                                                f"the new BEST {moved.best[:10]} another lane kept meanwhile "
@@ -328,7 +328,7 @@ class LaneLoop:
         """The proposer's proposal; while every point a `tune` proposer has left would step what
         another lane is measuring (details `busy`), the lane waits for one to end and asks again."""
         while True:
-            proposal = self.proposing.propose(it, lane, **({"handed_back": handed_back} if handed_back else {}))
+            proposal = self.proposing.propose(it, lane, handed_back=handed_back)
             if proposal.ok or not proposal.details.get("busy"):
                 return proposal
             with spend(it, "wait"):
