@@ -45,6 +45,7 @@ from kopt_supervisor.engine.loop.rounds import (
     cand_medians,
     guard_configs,
 )
+from kopt_supervisor.engine.metrics import BenchError
 from kopt_supervisor.engine.profile import PROFILE_ENV, ProfileSummary, choose_profiler
 from kopt_supervisor.engine.profile.agreement import AGREES, Agreement
 from kopt_supervisor.engine.profile.base import ProfilePass, Profiler
@@ -63,6 +64,8 @@ class Evidence:
         self.ctx = ctx
         self.rounds = rounds
         self._profiler: tuple[str, Profiler | None] | None = None
+        self.spares: dict[int, ServedTrees] = {}
+        """Per lane: the fresh servers of a keep's confirmation, started while its profiler runs."""
 
     def confirm(self, it: Iteration, lane: Lane, verdict: Verdict) -> Verdict:
         """The candidate's roofline; on a keep, the profiler's final word (reference program):
@@ -78,16 +81,21 @@ class Evidence:
             return verdict
         bests: list[ProfileSummary] = []
         cands: list[ProfileSummary] = []
+        self.start_confirmation(it, lane)  # their imports overlap the profiler's runs
         try:
             for n in range(max(1, ctx.cfg.profile.repeats)):  # alternating, as the looks are
                 suffix = f"_{n}" if n else ""
                 bests.append(self.profile_tree(it, lane, prof, lane.best, f"best{suffix}"))
                 cands.append(self.profile_tree(it, lane, prof, lane.cand, f"cand{suffix}"))
         except KoptFailure as e:
+            self.close_spare(lane)
             it.record["profile"] = {"error": str(e)}
             ctx.save(it)
             return with_(verdict, kind="borderline", reason=f"the bench says keep, but the profiler failed: {e}",
                          flags=(*verdict.flags, "profiler_failed"))
+        except BaseException:  # a stop, a broken tree: the spare servers go with it
+            self.close_spare(lane)
+            raise
         policy = Policy.from_config(ctx.cfg.decide, ctx.cfg.target.direction)
         cmp = compare_per_class(bests, cands, self.config_refs(), confidence=policy.confidence,
                                 run_noise_pct=ctx.cfg.profile.run_noise_pct)
@@ -111,6 +119,7 @@ class Evidence:
         row that fails its correctness rule (or kopt's audit) fails the candidate."""
         ctx = self.ctx
         if verdict.kind != "keep" or self.rounds is None:
+            self.close_spare(lane)  # the profiler disagreed: no confirmation
             return verdict
         t0 = time.monotonic()
         with ctx.clock(it, "reverify_s"):
@@ -127,6 +136,26 @@ class Evidence:
                   f"({conf.reason}); {truth.reason}", it=it,
                   level="info" if conf.outcome == "confirmed" and truth.outcome != "refuted" else "warn")
         return truth_rule.settle(verdict, conf, truth)
+
+    def start_confirmation(self, it: Iteration, lane: Lane) -> None:
+        """Start the fresh servers of the keep's confirmation ahead (served targets only): a
+        process start is mostly imports (torch's alone took 2-5 s on the H100), which need no
+        GPU; `served_confirmation` takes them, anything else closes them."""
+        self.close_spare(lane)
+        if not (self.ctx.cfg.target.serve and lane.fresh is None and self.rounds is not None):
+            return
+        spare = ServedTrees(self.ctx, lane, fresh=True)
+        self.spares[lane.index] = spare
+        try:
+            spare.spawn(it, Stage.REVERIFY, dict(acquire(self.ctx, lane, it).env))
+        except BenchError as e:  # the confirmation starts them again and reports what fails
+            self.ctx.event("confirm", f"v{it.version}: fresh servers not started ahead: {e}", it=it, level="warn")
+            self.close_spare(lane)
+
+    def close_spare(self, lane: Lane) -> None:
+        spare = self.spares.pop(lane.index, None)
+        if spare is not None:
+            spare.close()
 
     def served_confirmation(self, it: Iteration, lane: Lane, claim: Verdict) -> Confirmation:
         """Looks in two freshly started servers (both trees' processes new, caches of their own
@@ -148,7 +177,7 @@ class Evidence:
                 return None  # the OS's clocks cannot tell yet: a few more looks, up to MAX_LOOKS
             return step
 
-        measurer = ServedTrees(self.ctx, lane, fresh=True)
+        measurer = self.spares.pop(lane.index, None) or ServedTrees(self.ctx, lane, fresh=True)
         try:
             out = self.rounds.looks(it, lane, Stage.REVERIFY, judge, min_looks=claim_rule.MIN_LOOKS,
                                     max_looks=claim_rule.MAX_LOOKS, measurer=measurer)

@@ -19,6 +19,7 @@ bench failure, and what a bench leaves in the candidate's tree is removed.
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import secrets
 import shlex
@@ -351,7 +352,15 @@ class ServedTrees:
     Best's process is kept while BEST's tree does not change (it runs only kept code); the
     candidate's is started anew at every decision, so nothing one candidate's code left in
     its process reaches the next. `fresh` (the confirmation of a keep): both are started
-    anew at every decision, with caches of their own emptied at its start (`FreshCaches`)."""
+    anew at every decision, with caches of their own emptied at its start (`FreshCaches`);
+    `spawn` starts them ahead (the engine does while the profiler runs: their imports overlap
+    it), and they count as the next decision's.
+
+    When both processes are new at a look, both first answer a warm-up look at the same
+    time, never audited nor read (`_warm_up`): their compiles and CUDA graph captures overlap
+    instead of adding up, and the measured looks that follow alternate as always. On the H100
+    the first look of a fresh pair took 21 s, two process starts one after the other
+    (docs/h100-wave3/part2-graphs-kept.md)."""
 
     def __init__(self, ctx: RunContext, lane: Lane, *, fresh: bool = False) -> None:
         self.ctx, self.lane, self.fresh = ctx, lane, fresh
@@ -365,16 +374,30 @@ class ServedTrees:
         """Sides whose process starts anew at the next look."""
         self.new: set[str] = set()
         """Sides whose process was started for the look in progress."""
+        self.unlooked: set[str] = set()
+        """Sides whose process has answered no look yet (spawned, or started for this look)."""
+        self.warm = True
+        """Warm-ups still pay: none has been answered `done N last` (a process that leaves
+        after every look gains nothing from one)."""
         self.started = 0
 
     def new_decision(self) -> None:
-        self.stale |= set(SIDES) if self.fresh else {"cand"}
+        self.stale |= (set(SIDES) - self.unlooked) if self.fresh else {"cand"}
         if self.caches is not None:
             self.caches.new_decision()
 
     def close(self) -> None:
         for side in list(self.servers):
             self._close(side)
+
+    def spawn(self, it: Iteration, stage: str, env: dict[str, str]) -> None:
+        """Start both sides' processes now, for the next decision's first look (a fresh pair:
+        its caches emptied now). A process only imports until its first request: nothing runs
+        on the GPU until that look."""
+        ensure_best_pristine(self.ctx, self.lane, it, 0)
+        hashes = dict(zip(SIDES, tree_hashes(self.lane, it), strict=True))
+        for side in SIDES:
+            self._server(side, it, stage, env, hashes[side])
 
     def look(self, it: Iteration, stage: str, r: int, env: dict[str, str]) -> Look:
         ctx, lane = self.ctx, self.lane
@@ -383,6 +406,8 @@ class ServedTrees:
         order = SIDES if r % 2 == 0 else SIDES[::-1]
         self.new.clear()
         servers = {side: self._server(side, it, stage, env, hashes[side]) for side in order}
+        if self.warm and self.unlooked >= set(SIDES):
+            servers = self._warm_up(it, stage, env, hashes, r)
         name = f"v{it.version}_{stage}_r{r}"
         csvs = {side: self.looks / side / f"{name}.csv" for side in SIDES}
         audits = {side: self.looks / side / f"{name}_audit.json" for side in SIDES}
@@ -411,6 +436,7 @@ class ServedTrees:
                 server.resume()
             for side in leaving:
                 self._close(side)
+        self.unlooked.clear()
         for side in SIDES:
             keep_csv(ctx, it, csvs[side], f"{stage}_r{r}_{side}")
             keep_csv(ctx, it, audits[side], f"{stage}_r{r}_{side}_audit", suffix=".json")
@@ -430,6 +456,38 @@ class ServedTrees:
                                None if m.timed is None else m.timed * scale, started=side in self.new)
                       for side, m in (("best", best_m), ("cand", cand_m)))
         return Look(pairs, best_m, cand_m, sum(wall.values()), costs=costs)
+
+    def _warm_up(self, it: Iteration, stage: str, env: dict[str, str], hashes: dict[str, str], r: int
+                 ) -> dict[str, Server]:
+        """Both new processes answer one look at the same time (imports, compiles, captures
+        overlapping); its files are removed unread. A side whose warm-up failed or that leaves
+        after it is closed and started again by the measured look, which reports what is
+        wrong. Returns the processes for the measured look."""
+        n = -1 - r  # a look number no measured look has
+        for server in self.servers.values():
+            server.resume()
+        paths = {side: self.looks / side / f"warmup{-n}.csv" for side in SIDES}
+        seed = secrets.randbits(63)
+
+        def warm(side: str) -> bool:
+            try:
+                reply = self.servers[side].ask(
+                    f"look {n} {seed} {paths[side]}", timeout_s=self.ctx.cfg.target.timeout_s,
+                    is_reply=lambda line: line.split()[:2] in (["done", str(n)], ["fail", str(n)]))
+            except ServerError:
+                return False
+            if reply.split()[2:3] == ["last"]:
+                self.warm = False
+            return reply.split()[0] == "done" and self.warm
+
+        with concurrent.futures.ThreadPoolExecutor(len(SIDES)) as pool:
+            ok = dict(zip(SIDES, pool.map(warm, SIDES), strict=True))
+        for side in SIDES:
+            empty_folder(self.looks / side)
+            if not ok[side]:
+                self._close(side)
+        self.ctx.control.pump()
+        return {side: self._server(side, it, stage, env, hashes[side]) for side in SIDES}
 
     def _read(self, path: Path, side: str, r: int) -> tuple[Measurement, tuple[str, ...]]:
         """A side's look by the target's rules, each config in one row; and its config
@@ -500,6 +558,7 @@ class ServedTrees:
             raise BenchError(f"serve on {tree.name}/ {e}") from None
         self.servers[side], self.serving[side] = server, tree_hash
         self.new.add(side)
+        self.unlooked.add(side)
         return server
 
     def _focus(self, side: str) -> None:
@@ -532,6 +591,7 @@ class ServedTrees:
 
     def _close(self, side: str) -> None:
         self.serving.pop(side, None)
+        self.unlooked.discard(side)
         server = self.servers.pop(side, None)
         if server is not None:
             server.close()

