@@ -38,7 +38,7 @@ from kopt_supervisor.engine.loop.context import RunContext, last_line, with_
 from kopt_supervisor.engine.loop.control import Step
 from kopt_supervisor.engine.loop.jails import tree_of
 from kopt_supervisor.engine.loop.lane import Lane, acquire
-from kopt_supervisor.engine.loop.measure import ProcessAbba, ServedTrees, check_after_run
+from kopt_supervisor.engine.loop.measure import OnBest, ProcessAbba, ServedTrees, check_after_run
 from kopt_supervisor.engine.loop.rounds import (
     CorrectnessFailure,
     DecisionRounds,
@@ -178,9 +178,12 @@ class Evidence:
             return step
 
         measurer = self.spares.pop(lane.index, None) or ServedTrees(self.ctx, lane, fresh=True)
+        # with several lanes (their measurers check BEST before each look), another lane's keep
+        # ends this confirmation at its next look too
+        checked = OnBest(self.ctx, measurer) if isinstance(lane.measurer, OnBest) else measurer
         try:
             out = self.rounds.looks(it, lane, Stage.REVERIFY, judge, min_looks=claim_rule.MIN_LOOKS,
-                                    max_looks=claim_rule.MAX_LOOKS, measurer=measurer)
+                                    max_looks=claim_rule.MAX_LOOKS, measurer=checked)
         finally:
             measurer.close()  # its processes never serve another decision
         if isinstance(out, CorrectnessFailure):

@@ -22,7 +22,7 @@ from kopt_supervisor.engine.loop.context import RunContext, last_line
 from kopt_supervisor.engine.loop.control import Step
 from kopt_supervisor.engine.loop.evidence import Evidence
 from kopt_supervisor.engine.loop.lane import Lane, spend
-from kopt_supervisor.engine.loop.measure import Look, Measurer
+from kopt_supervisor.engine.loop.measure import StaleBest
 from kopt_supervisor.engine.loop.police import ALWAYS_PROTECTED
 from kopt_supervisor.engine.loop.rounds import CorrectnessFailure, DecisionRounds, cand_medians
 from kopt_supervisor.engine.records import Iteration, Phase, Stage, Status
@@ -36,39 +36,6 @@ VERDICT_STATUS = {"regression": Status.REGRESSION, "likely_regression": Status.L
 BEST = threading.RLock()
 """Held while BEST_COMMIT moves (a keep's commit and advance) and while the run's branch is
 checked: keeps of several lanes commit one at a time."""
-
-
-class StaleBest(Exception):
-    """A keep decided against a BEST that another lane's keep has moved since."""
-
-    def __init__(self, best: str, *, tried: bool = False) -> None:
-        super().__init__(f"BEST moved to {best[:10]}")
-        self.best = best
-        self.tried = tried
-        """The change was already tried on `best` and does not apply there."""
-
-
-class OnBest:
-    """A lane's measurer that, before each look, checks the iteration is still decided
-    against BEST (StaleBest otherwise): a keep another lane makes mid-decision costs this
-    lane at most the look in flight, not the rest of a decision that must be taken again.
-    (engine/lanes wraps every measurer of a run with several lanes in one.)"""
-
-    def __init__(self, ctx: RunContext, inner: Measurer) -> None:
-        self.ctx, self.inner = ctx, inner
-
-    def look(self, it: Iteration, stage: str, r: int, env: dict[str, str]) -> Look:
-        if it.best_commit_before is not None:
-            current = self.ctx.best_commit()
-            if it.best_commit_before != current:
-                raise StaleBest(current)
-        return self.inner.look(it, stage, r, env)
-
-    def new_decision(self) -> None:
-        self.inner.new_decision()
-
-    def close(self) -> None:
-        self.inner.close()
 
 
 class Keeper:

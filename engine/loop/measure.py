@@ -335,6 +335,39 @@ SIDES = ("best", "cand")
 MAX_AUDIT_BYTES = 16 * 1024 * 1024
 
 
+class StaleBest(Exception):
+    """A keep decided against a BEST that another lane's keep has moved since."""
+
+    def __init__(self, best: str, *, tried: bool = False) -> None:
+        super().__init__(f"BEST moved to {best[:10]}")
+        self.best = best
+        self.tried = tried
+        """The change was already tried on `best` and does not apply there."""
+
+
+class OnBest:
+    """A lane's measurer that, before each look, checks the iteration is still decided
+    against BEST (StaleBest otherwise): a keep another lane makes mid-decision costs this
+    lane at most the look in flight, not the rest of a decision that must be taken again.
+    (engine/lanes wraps every measurer of a run with several lanes in one.)"""
+
+    def __init__(self, ctx: RunContext, inner: Measurer) -> None:
+        self.ctx, self.inner = ctx, inner
+
+    def look(self, it: Iteration, stage: str, r: int, env: dict[str, str]) -> Look:
+        if it.best_commit_before is not None:
+            current = self.ctx.best_commit()
+            if it.best_commit_before != current:
+                raise StaleBest(current)
+        return self.inner.look(it, stage, r, env)
+
+    def new_decision(self) -> None:
+        self.inner.new_decision()
+
+    def close(self) -> None:
+        self.inner.close()
+
+
 class ServedTrees:
     """`[target].serve`: one served process per tree (docs/files.md, "The per-tree serve
     protocol"), each started in its tree (read-only to it), with a cache of its own and one
