@@ -8,6 +8,7 @@
 #   bash experiments/h100_wave3.sh part2   # >= 30 comment-only candidates (0 kept?), softmax's first decision
 #   bash experiments/h100_wave3.sh part3   # hostile: a hidden timer patch (profiler), stolen outputs (audit)
 #   bash experiments/h100_wave3.sh part4   # a real ~3% change tried 20 times from v0 (kept >= 19?)
+#   bash experiments/h100_wave3.sh probe   # the serve protocol probe alone (part1's first step)
 #   bash experiments/h100_wave3.sh part1,part3   # parts joined by commas: one call, one setup, one
 #                                                # summary in $OUT/part1_part3/ (each leaves the
 #                                                # later ones what they plan for: run.py NEEDS_S)
@@ -32,4 +33,4 @@ cd "$(dirname "$0")/.." || exit 2
 # shellcheck source=experiments/device_wave.sh
 source experiments/device_wave.sh
 WAVE_SKIP_WHEELS="ray-*"   # no part uses Ray
-wave_main wave3 WAVE3 experiments.h100_wave3.run "part1 part2 part3 part4" "$@"
+wave_main wave3 WAVE3 experiments.h100_wave3.run "part1 part2 part3 part4 probe" "$@"

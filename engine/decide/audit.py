@@ -5,6 +5,14 @@ picked by that seed. This module holds the rule both kopt and the harness implem
 (`choices`), reads a side's audit file (`parse`), checks a summary against the rule
 (`rule_problem`) and the candidate's summary against best's (`compare`).
 
+The commitment: with each look, before kopt draws the audit seed, each side writes the
+summaries (no samples) of every timed set's outputs (`PATH.sets.json`, `parse_commitment`).
+kopt compares the candidate's with best's set by set (`compare_sets`), and the audited set's
+summary with what its side committed to (`commitment_problem`). So a process cannot compute
+the outputs of the one set the audit seed picks once it knows the seed: every set's outputs
+had to exist, right, before the seed was drawn (and the work of computing them is in the
+look, where the OS's accounting and the profiler's outside-ranges time see it).
+
 The candidate's outputs are never trusted to its own process's check: every sampled value
 within BEST's tolerance of best's, as many NaN/Inf as best at most, and the float64 sums
 within what the per-sample tolerance allows over the whole output.
@@ -25,6 +33,12 @@ from kopt_supervisor.engine.metrics import BenchError, key_of
 
 VERSION = 1
 SAMPLES = 64
+COMMITMENT_SUFFIX = ".sets.json"
+"""The look's commitment is written beside its CSV: `PATH` + this suffix."""
+SAME_SUM_RTOL = 1e-9
+"""How far an audited set's float64 sums may be from the ones its side committed to: the same
+values summed by another reduction (a batch of sets at once) round differently, by ~1e-16
+of the sum of |x| per element; anything a candidate could gain by is far above this."""
 """Positions sampled per output tensor (fewer when it holds fewer elements)."""
 
 
@@ -97,6 +111,72 @@ def parse(text: str, columns: Sequence[str], source: str) -> dict[str, ConfigAud
     return out
 
 
+def parse_commitment(text: str, columns: Sequence[str], source: str) -> dict[str, tuple[tuple[OutputSummary, ...], ...]]:
+    """A side's commitment file, keyed like `parse`: per config, per timed set, its output
+    summaries (samples empty). Not the protocol's JSON, a config twice or without a column, a
+    set without outputs: a BenchError naming `source`."""
+    try:
+        data = json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise BenchError(f"{source}: not JSON: {exc}") from None
+    if not isinstance(data, dict) or data.get("version") != VERSION or not isinstance(data.get("configs"), list):
+        raise BenchError(f"{source}: not a commitment of version {VERSION} ({{\"version\": 1, \"configs\": [...]}})")
+    out: dict[str, tuple[tuple[OutputSummary, ...], ...]] = {}
+    for n, entry in enumerate(data["configs"]):
+        where = f"{source}: configs[{n}]"
+        if not isinstance(entry, dict) or not isinstance(entry.get("config"), dict):
+            raise BenchError(f"{where}: 'config' must map columns to values")
+        names = entry["config"]
+        missing = [c for c in columns if c not in names]
+        if missing:
+            raise BenchError(f"{where}: config lacks column {missing[0]!r}")
+        sets = entry.get("sets")
+        if not isinstance(sets, list) or not sets or not all(isinstance(x, list) and x for x in sets):
+            raise BenchError(f"{where}: 'sets' must list each timed set's output summaries")
+        key = key_of(names, columns)
+        if key in out:
+            raise BenchError(f"{where}: config {key} committed twice")
+        out[key] = tuple(tuple(_sums(o, f"{where}.sets[{i}][{j}]") for j, o in enumerate(x)) for i, x in enumerate(sets))
+    return out
+
+
+def compare_sets(best: tuple[tuple[OutputSummary, ...], ...], cand: tuple[tuple[OutputSummary, ...], ...],
+                 atol: float, rtol: float) -> str | None:
+    """The candidate's committed outputs against best's, set by set, with BEST's tolerance
+    (the sums' rule of `compare`): the first difference as one line (None: they agree)."""
+    if len(cand) != len(best):
+        return f"the look's commitment lists {len(cand)} timed buffer sets, best's {len(best)}"
+    for i, (bs, cs) in enumerate(zip(best, cand, strict=True)):
+        if len(cs) != len(bs):
+            return f"timed set {i}: {len(cs)} output tensor(s) committed, best's {len(bs)}"
+        for j, (b, c) in enumerate(zip(bs, cs, strict=True)):
+            where = f"timed set {i} (committed with the look)"
+            why = _counts_problem(where, j, b, c) or _sums_problem(where, j, b, c, atol, rtol)
+            if why:
+                return why
+    return None
+
+
+def commitment_problem(audit: ConfigAudit, committed: tuple[tuple[OutputSummary, ...], ...]) -> str | None:
+    """The audited set's summary against what its side committed to for that set before the
+    audit seed was drawn (None: the same outputs)."""
+    if len(committed) != audit.sets:
+        return f"the audit shows {audit.sets} timed buffer sets, the look committed {len(committed)}"
+    promised = committed[audit.set]
+    if len(promised) != len(audit.outputs):
+        return f"set {audit.set}: the audit shows {len(audit.outputs)} output tensor(s), the look committed {len(promised)}"
+    for j, (c, a) in enumerate(zip(promised, audit.outputs, strict=True)):
+        if (a.numel, a.nan, a.inf) != (c.numel, c.nan, c.inf):
+            return (f"set {audit.set}, output {j}: the audit shows {a.numel} elements, {a.nan} NaN, {a.inf} Inf; "
+                    f"the look committed {c.numel}, {c.nan}, {c.inf}")
+        slack = SAME_SUM_RTOL * max(abs(c.abs_sum), 1.0) if math.isfinite(c.abs_sum) else 0.0
+        for what, got, ref in (("sum", a.sum, c.sum), ("sum of |x|", a.abs_sum, c.abs_sum)):
+            if not _close(got, ref, slack):
+                return (f"set {audit.set}, output {j}: the audited {what} is {got!r}, the look committed {ref!r} "
+                        "(outputs changed after the look)")
+    return None
+
+
 def rule_problem(audit: ConfigAudit, seed: int, key: str) -> str | None:
     """What in `audit` does not follow the rule for `seed` (the set, the positions), or None."""
     chosen, positions = choices(seed, key, audit.sets, [o.numel for o in audit.outputs])
@@ -121,21 +201,37 @@ def compare(best: ConfigAudit, cand: ConfigAudit) -> str | None:
     atol, rtol = best.atol, best.rtol
     where = f"audited timed call (set {best.set})"
     for j, (b, c) in enumerate(zip(best.outputs, cand.outputs, strict=True)):
-        if c.numel != b.numel:
-            return f"{where}: output {j} holds {c.numel} elements, best's {b.numel}"
-        for what, count, most in (("NaN", c.nan, b.nan), ("Inf", c.inf, b.inf)):
-            if count > most:
-                return f"{where}: output {j} holds {count} {what} value(s), best's {most}"
+        counts = _counts_problem(where, j, b, c)
+        if counts:
+            return counts
         if [i for i, _ in c.samples] != [i for i, _ in b.samples]:
             return f"{where}: output {j} was sampled at other positions than best's"
         for (i, cv), (_, bv) in zip(c.samples, b.samples, strict=True):
             if not _close(cv, bv, atol + rtol * abs(bv)):
                 return (f"{where}: output {j}[{i}] is {cv!r}, best's {bv!r} "
                         f"(tolerance {atol + rtol * abs(bv):.3g}: atol {atol:g}, rtol {rtol:g})")
-        bound = b.numel * atol + rtol * b.abs_sum if math.isfinite(b.abs_sum) else 0.0
-        for what, got, ref in (("sum", c.sum, b.sum), ("sum of |x|", c.abs_sum, b.abs_sum)):
-            if not _close(got, ref, bound):
-                return f"{where}: output {j}'s {what} is {got!r}, best's {ref!r} (tolerance {bound:.3g})"
+        why = _sums_problem(where, j, b, c, atol, rtol)
+        if why:
+            return why
+    return None
+
+
+def _counts_problem(where: str, j: int, b: OutputSummary, c: OutputSummary) -> str | None:
+    """One output's element count and NaN/Inf counts against best's."""
+    if c.numel != b.numel:
+        return f"{where}: output {j} holds {c.numel} elements, best's {b.numel}"
+    for what, count, most in (("NaN", c.nan, b.nan), ("Inf", c.inf, b.inf)):
+        if count > most:
+            return f"{where}: output {j} holds {count} {what} value(s), best's {most}"
+    return None
+
+
+def _sums_problem(where: str, j: int, b: OutputSummary, c: OutputSummary, atol: float, rtol: float) -> str | None:
+    """One output's float64 sums against best's, within what the per-element tolerance allows."""
+    bound = b.numel * atol + rtol * b.abs_sum if math.isfinite(b.abs_sum) else 0.0
+    for what, got, ref in (("sum", c.sum, b.sum), ("sum of |x|", c.abs_sum, b.abs_sum)):
+        if not _close(got, ref, bound):
+            return f"{where}: output {j}'s {what} is {got!r}, best's {ref!r} (tolerance {bound:.3g})"
     return None
 
 
@@ -180,6 +276,13 @@ def _output(o: Any, where: str) -> OutputSummary:
         raise BenchError(f"{where}: 'samples' must list [flat_index, value] pairs")
     return OutputSummary(numel, _int(o, "nan", where), _int(o, "inf", where), _number(o, "sum", where),
                          _number(o, "abs_sum", where), tuple((int(i), float(v)) for i, v in samples))
+
+
+def _sums(o: Any, where: str) -> OutputSummary:
+    if not isinstance(o, dict):
+        raise BenchError(f"{where}: not an object")
+    return OutputSummary(_int(o, "numel", where), _int(o, "nan", where), _int(o, "inf", where),
+                         _number(o, "sum", where), _number(o, "abs_sum", where), ())
 
 
 def _is_int(v: Any) -> bool:

@@ -25,9 +25,10 @@ import secrets
 import shlex
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from kopt_supervisor.engine import bench_output, gitops, metrics, sandbox, treecheck
 from kopt_supervisor.engine.decide import Pair, audit
@@ -332,6 +333,7 @@ class ServedAb(AbCommand):
 
 
 SIDES = ("best", "cand")
+T = TypeVar("T")
 MAX_AUDIT_BYTES = 16 * 1024 * 1024
 
 
@@ -443,6 +445,7 @@ class ServedTrees:
             servers = self._warm_up(it, stage, env, hashes, r)
         name = f"v{it.version}_{stage}_r{r}"
         csvs = {side: self.looks / side / f"{name}.csv" for side in SIDES}
+        commits = {side: Path(f"{csvs[side]}{audit.COMMITMENT_SUFFIX}") for side in SIDES}
         audits = {side: self.looks / side / f"{name}_audit.json" for side in SIDES}
         for side in SIDES:  # earlier looks' files (their copies are in logs/), whatever else a process left
             empty_folder(self.looks / side)
@@ -472,6 +475,7 @@ class ServedTrees:
         self.unlooked.clear()
         for side in SIDES:
             keep_csv(ctx, it, csvs[side], f"{stage}_r{r}_{side}")
+            keep_csv(ctx, it, commits[side], f"{stage}_r{r}_{side}_sets", suffix=".json")
             keep_csv(ctx, it, audits[side], f"{stage}_r{r}_{side}_audit", suffix=".json")
         check_after_run(ctx, lane, it, lane.best)
         check_after_run(ctx, lane, it, lane.cand)
@@ -482,7 +486,7 @@ class ServedTrees:
         source = f"the candidate's look {r}"
         metrics.check_shape(best_m, cand_m, source)
         metrics.check_same_calls(best_m, cand_m, source)
-        cand_m = self._audit(audits, best_m, cand_m, order_of["best"], audit_seed, r)
+        cand_m = self._audit(audits, commits, best_m, cand_m, order_of["best"], audit_seed, r)
         pairs = metrics.paired(best_m, cand_m, r, "AB" if order[0] == "best" else "BA", source)
         scale = ctx.cfg.roofline.unit_scale
         costs = tuple(SideCost(side, r, round(cpu[side], 6), round(wall[side], 6),
@@ -534,37 +538,50 @@ class ServedTrees:
             raise BenchError(f"{source}: config {twice[0][0]} in {twice[0][1]} rows (one row per config)")
         return m, tuple(c for c in df.columns if c in m.config_columns)
 
-    def _audit(self, paths: dict[str, Path], best_m: Measurement, cand_m: Measurement, columns: tuple[str, ...],
-               seed: int, r: int) -> Measurement:
-        """Both sides' audits read and checked: best's must follow the rule (else the bench is
-        broken); a candidate's config whose audit breaks the rule or differs from best's
-        fails, with the first bad value as its reason."""
-        audits = {}
+    def _audit(self, paths: dict[str, Path], commit_paths: dict[str, Path], best_m: Measurement,
+               cand_m: Measurement, columns: tuple[str, ...], seed: int, r: int) -> Measurement:
+        """Both sides' commitments and audits read and checked: best's must follow the rule
+        and its commitment (else the bench is broken); a candidate's config whose audit breaks
+        the rule, differs from what it committed to, or whose committed outputs or audit
+        differ from best's fails, with the first bad value as its reason."""
+        audits, commits = {}, {}
         for side, m in (("best", best_m), ("cand", cand_m)):
-            source = f"{side}'s audit of look {r} ({paths[side].name})"
-            try:
-                text = read_output(paths[side], MAX_AUDIT_BYTES).decode("utf-8", errors="replace")
-            except OSError as e:
-                raise BenchError(f"{source}: cannot read it: {e.strerror or e}") from None
-            audits[side] = audit.parse(text, m.config_columns, source)
-            missing = sorted(set(m.configs) - set(audits[side]))
-            extra = sorted(set(audits[side]) - set(m.configs))
-            if missing or extra:
-                raise BenchError(f"{source}: " + (f"config {missing[0]} not audited" if missing
-                                                  else f"config {extra[0]} is not in its look"))
+            commits[side] = self._read_side(commit_paths[side], f"{side}'s commitment of look {r}", m,
+                                            audit.parse_commitment, "committed")
+            audits[side] = self._read_side(paths[side], f"{side}'s audit of look {r}", m, audit.parse, "audited")
         failed: dict[str, ConfigResult] = {}
         for key, b in best_m.configs.items():
             rule_key = audit.config_key(b.row, columns)
-            wrong = audit.rule_problem(audits["best"][key], seed, rule_key)
+            best_a = audits["best"][key]
+            wrong = audit.rule_problem(best_a, seed, rule_key) or audit.commitment_problem(best_a, commits["best"][key])
             if wrong:
                 raise BenchError(f"best's audit of look {r}, config {key}: {wrong} (the bench does not follow the "
                                  "audit rule of docs/files.md)")
-            why = (audit.rule_problem(audits["cand"][key], seed, rule_key)
-                   or audit.compare(audits["best"][key], audits["cand"][key]))
+            cand_a = audits["cand"][key]
+            why = (audit.rule_problem(cand_a, seed, rule_key)
+                   or audit.commitment_problem(cand_a, commits["cand"][key])
+                   or audit.compare(best_a, cand_a)
+                   or audit.compare_sets(commits["best"][key], commits["cand"][key], best_a.atol, best_a.rtol))
             if why:
                 c = cand_m.configs[key]
                 failed[key] = dataclasses.replace(c, ok=False, reasons=(*c.reasons, f"kopt's audit: {why}"))
         return dataclasses.replace(cand_m, configs={**cand_m.configs, **failed}) if failed else cand_m
+
+    def _read_side(self, path: Path, what: str, m: Measurement, parse: Callable[[str, tuple[str, ...], str], dict[str, T]],
+                   verb: str) -> dict[str, T]:
+        """One side's audit or commitment file, parsed, with exactly the configs of its look."""
+        source = f"{what} ({path.name})"
+        try:
+            text = read_output(path, MAX_AUDIT_BYTES).decode("utf-8", errors="replace")
+        except OSError as e:
+            raise BenchError(f"{source}: cannot read it: {e.strerror or e}") from None
+        got = parse(text, m.config_columns, source)
+        missing = sorted(set(m.configs) - set(got))
+        extra = sorted(set(got) - set(m.configs))
+        if missing or extra:
+            raise BenchError(f"{source}: " + (f"config {missing[0]} not {verb}" if missing
+                                              else f"config {extra[0]} is not in its look"))
+        return got
 
     def _server(self, side: str, it: Iteration, stage: str, env: dict[str, str], tree_hash: str) -> Server:
         """The side's process: the one kept (its tree and GPU unchanged, not due to start

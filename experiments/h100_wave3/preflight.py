@@ -159,7 +159,9 @@ def protocol_probe(work: Path, *, cpu: bool, timeout_s: float = 240.0) -> dict[s
         got["look_rows"] = len(csv_rows) - 1
         got["look_header"] = csv_rows[0] if csv_rows else ""
         got["audit_configs"] = len(audit.get("configs") or [])
-        got["ok"] = "calls" in got["look_header"].split(",") and got["audit_configs"] == got["look_rows"]
+        got["commitment"] = commitment_problems(out, csv_rows[0].split(",") if csv_rows else [])
+        got["ok"] = ("calls" in got["look_header"].split(",") and got["audit_configs"] == got["look_rows"]
+                     and not got["commitment"])
         return got
     except Exception as e:  # noqa: BLE001 - recorded
         got.update(ok=False, why=f"{type(e).__name__}: {e}")
@@ -173,6 +175,25 @@ def protocol_probe(work: Path, *, cpu: bool, timeout_s: float = 240.0) -> dict[s
             p.kill()
         log.close()
         got["stderr_tail"] = (work / "probe-serve.err").read_text(errors="replace").splitlines()[-40:]
+
+
+def commitment_problems(out: Path, header: list[str]) -> list[str]:
+    """Each look's commitment (PATH.sets.json) read by kopt's parser and its audit checked
+    against it: the problems found (none: the harness keeps its promise)."""
+    from kopt_supervisor.engine.decide import audit as kopt_audit
+
+    columns = tuple(c for c in ("shape", "B", "N", "H", "hd", "dtype", "esize", "dclass") if c in header)
+    problems = []
+    for n in (1, 2, 3):
+        try:
+            promise = kopt_audit.parse_commitment((out / f"look{n}.csv.sets.json").read_text(), columns, f"look {n}")
+            audited = kopt_audit.parse((out / f"audit{n}.json").read_text(), columns, f"audit {n}")
+        except Exception as e:  # noqa: BLE001 - recorded
+            problems.append(f"look {n}: {type(e).__name__}: {e}")
+            continue
+        problems += [f"look {n}, {k}: {why}" for k, a in audited.items()
+                     if (why := kopt_audit.commitment_problem(a, promise[k]))]
+    return problems
 
 
 def _reply(lines: queue.Queue[str | None], timeout_s: float) -> str:

@@ -21,6 +21,13 @@ of absolute values of its finite elements accumulated in float64, and the values
 chosen flat positions (as float64; NaN/Inf written as JSON's NaN/Infinity, which Python's
 json reads).
 
+The commitment (`commitment`): with each look, before kopt draws the audit seed, every timed
+set's output summaries without samples, written as `PATH.sets.json` beside the look's CSV:
+`{"version": 1, "configs": [{"config": {...}, "sets": [[summary per output] per set]}]}`. kopt
+compares them with best's set by set and the audited set's summary with its side's promise.
+A batch of equal-shaped outputs is summed at once (`summarise_sets`); the sums then round
+differently from `summarise`'s, by far less than kopt's SAME_SUM_RTOL (1e-9).
+
 `input_seed` derives the seeds of a look's inputs from the look's seed: the contract check's
 inputs and each timed set's are drawn from generators of their own, so the same look seed
 gives bit-identical inputs in every process on the same device and software, whatever the
@@ -80,15 +87,14 @@ def summarise(torch: Any, tensor: Any, positions: Sequence[int]) -> dict[str, An
     """One output tensor's audit summary (see the module docstring)."""
     flat = tensor.detach().reshape(-1)
     n = int(flat.numel())
-    nan = inf = 0
-    total = abs_total = 0.0
+    acc = torch.zeros(4, dtype=torch.float64, device=flat.device)  # NaN, Inf, sum, sum of |x|: one transfer
     for start in range(0, n, SUMMARY_CHUNK):
         part = flat[start:start + SUMMARY_CHUNK].to(torch.float64)
         kept = torch.where(torch.isfinite(part), part, torch.zeros_like(part))
-        nan += int(torch.isnan(part).sum().item())
-        inf += int(torch.isinf(part).sum().item())
-        total += float(kept.sum().item())
-        abs_total += float(kept.abs().sum().item())
+        acc += torch.stack([torch.isnan(part).sum().to(torch.float64), torch.isinf(part).sum().to(torch.float64),
+                            kept.sum(), kept.abs().sum()])
+    nan_f, inf_f, total, abs_total = acc.tolist()
+    nan, inf = int(nan_f), int(inf_f)
     if positions:
         index = torch.tensor(list(positions), dtype=torch.long, device=flat.device)
         values = flat[index].to(torch.float64).tolist()
@@ -102,6 +108,24 @@ def summarise(torch: Any, tensor: Any, positions: Sequence[int]) -> dict[str, An
         "abs_sum": abs_total,
         "samples": [[int(p), float(v)] for p, v in zip(positions, values, strict=True)],
     }
+
+
+def summarise_sets(torch: Any, sets: Sequence[Sequence[Any]]) -> list[list[dict[str, Any]]]:
+    """Per set, its output tensors' summaries without samples. When every set has one output of
+    the same shape and all of them fit one chunk, they are summed as one batch (a few launches
+    and one transfer for up to 256 sets, where each set alone took four)."""
+    shapes = {tuple(t.shape) for outs in sets for t in outs}
+    if (sets and all(len(outs) == 1 for outs in sets) and len(shapes) == 1
+            and sum(int(outs[0].numel()) for outs in sets) <= SUMMARY_CHUNK):
+        batch = torch.stack([outs[0].detach().reshape(-1) for outs in sets]).to(torch.float64)
+        finite = torch.isfinite(batch)
+        kept = torch.where(finite, batch, torch.zeros_like(batch))
+        stats = torch.stack([torch.isnan(batch).sum(1).to(torch.float64), torch.isinf(batch).sum(1).to(torch.float64),
+                             kept.sum(1), kept.abs().sum(1)], dim=1).tolist()
+        n = int(sets[0][0].numel())
+        return [[{"numel": n, "nan": int(nan), "inf": int(inf), "sum": float(total), "abs_sum": float(abs_total),
+                  "samples": []}] for nan, inf, total, abs_total in stats]
+    return [[summarise(torch, t, []) for t in outs] for outs in sets]
 
 
 def output_tensors(result: Any) -> list[Any]:

@@ -74,7 +74,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from .audit import VERSION, audit_positions, audit_set, input_seed, summarise
+from .audit import VERSION, audit_positions, audit_set, input_seed, summarise, summarise_sets
 from .check import check_call
 from .locate import locate
 from .params import class_key, config_key
@@ -672,6 +672,14 @@ class Bench:
             configs.append({"config": dict(case.cols), "sets": sets.count, "set": i, "atol": case.atol,
                             "rtol": case.rtol, "outputs": outputs})
         return {"version": VERSION, "configs": configs}
+
+    def commitment(self) -> dict[str, Any]:
+        """The last look's promise (audit.py): every timed set's output summaries, per config,
+        as the JSON `look N SEED PATH` writes to PATH.sets.json before kopt draws the audit seed."""
+        return {"version": VERSION, "configs": [
+            {"config": dict(case.cols),
+             "sets": summarise_sets(self.torch, [sets.outputs(i) for i in range(sets.count)])}
+            for case, sets in self.looked]}
 
     def release_cache(self) -> None:
         """Between looks: the allocator's cached blocks (the check's fp64 temporaries, tens of

@@ -11,7 +11,8 @@ directory is the tree, as for the plain bench):
 bit-identical inputs in every process on the same device and software), the contract check,
 then the timed blocks (Bench.timed_rows); the CSV goes to PATH, one row per config with the
 config columns, `us`, `err`, `calls` (how many timed calls `us` is the per-call time of) and
-the statistics. The timed calls' outputs are kept until the next look. `done N last`: the
+the statistics; PATH.sets.json commits to every timed set's output summaries (audit.py)
+before kopt draws the audit seed. The timed calls' outputs are kept until the next look. `done N last`: the
 kept buffers passed --serve-memory of the GPU's memory; the process answers the `audit` of
 look N (the only request it still takes) and leaves.
 `audit`: per config of look N, the timed buffer set the audit SEED picks and its outputs'
@@ -38,6 +39,8 @@ from pathlib import Path
 from .bench import Bench, PhaseClock, log, new_seed, why, write_csv
 
 INTEGER = re.compile(r"-?[0-9]+")
+COMMITMENT_SUFFIX = ".sets.json"
+"""A look's commitment to every timed set's outputs is written to PATH + this (audit.py)."""
 USAGE = "`look N SEED PATH`, `audit N SEED PATH` or `load`"
 
 
@@ -118,6 +121,8 @@ def serve_tree(bench: Bench, requests: Iterable[str], reply: Callable[[str], Non
                 rows = bench.timed_rows(req.seed, copy=False, keep=True)
                 bench.clock.lap("timing")
                 write_csv(rows, req.path, stdout=False)
+                Path(req.path + COMMITMENT_SUFFIX).write_text(json.dumps(bench.commitment()) + "\n", encoding="utf-8")
+                bench.clock.lap("commit")
             except Exception as exc:  # a broken function fails its own rows: this is the harness or CUDA
                 log(f"look {req.n}: {type(exc).__name__}: {exc}")
                 reply(f"fail {req.n} {why(exc)}")

@@ -149,3 +149,71 @@ def test_a_config_audited_twice_is_refused():
              "outputs": [{"numel": 1, "nan": 0, "inf": 0, "sum": 0, "abs_sum": 0, "samples": [[0, 0]]}]}
     with pytest.raises(BenchError, match="audited twice"):
         audit.parse(json.dumps({"version": 1, "configs": [entry, entry]}), COLUMNS, "x.json")
+
+
+# -- the look's commitment to every timed set ----------------------------------------------------
+
+
+def committed(*sets: list[float]) -> tuple[tuple[OutputSummary, ...], ...]:
+    return tuple((summary(values, ()),) for values in sets)
+
+
+def test_the_fake_servers_commitment_holds_each_set_and_the_audited_one_matches(tmp_path):
+    text = served_audit(tmp_path, {"speed": {"small": 1.0, "large": 1.0}}, look_seed=11, audit_seed=77)
+    promise = audit.parse_commitment((tmp_path / "a.csv.sets.json").read_text(), COLUMNS, "a.csv.sets.json")
+    got = audit.parse(text, COLUMNS, "a.json")
+    assert sorted(promise) == sorted(got)
+    for key, a in got.items():
+        assert len(promise[key]) == a.sets and audit.commitment_problem(a, promise[key]) is None
+        assert all(o.samples == () for outs in promise[key] for o in outs)
+    # the same seed in another process: the same promise; a wrong kernel's differs from best's
+    (tmp_path / "b").mkdir()
+    served_audit(tmp_path / "b", {"speed": {"small": 1.0, "large": 1.0}, "wrong": True}, 11, 77)
+    wrong = audit.parse_commitment((tmp_path / "b" / "a.csv.sets.json").read_text(), COLUMNS, "b")
+    key = next(iter(promise))
+    why = audit.compare_sets(promise[key], wrong[key], 1e-6, 1e-6)
+    assert why is not None and why.startswith("timed set 0 (committed with the look): output 0's sum is ")
+
+
+def test_an_audited_set_other_than_its_promise_fails_and_tiny_rounding_does_not():
+    values = [0.5, -1.25, 3.0, 2.0, 0.125, -0.5, 1.0, 4.0]
+    a = config(values, sets=3)
+    promise = committed(*([values] * 3))
+    assert audit.commitment_problem(a, promise) is None
+    # another reduction order: sums a few ulps off
+    ulps = tuple((OutputSummary(8, 0, 0, math.fsum(values) * (1 + 4e-16), math.fsum(map(abs, values)), ()),)
+                 for _ in range(3))
+    assert audit.commitment_problem(a, ulps) is None
+    zeros = committed(*([[0.0] * 8] * 3))  # promised before the seed, computed after it
+    why = audit.commitment_problem(a, zeros)
+    assert why is not None and "the look committed 0.0 (outputs changed after the look)" in why
+    assert "committed 2" in (audit.commitment_problem(a, committed(values, values)) or "")
+    nan = committed(*([[math.nan] + values[1:]] * 3))
+    assert "the audit shows 8 elements, 0 NaN, 0 Inf; the look committed 8, 1, 0" in (
+        audit.commitment_problem(a, nan) or "")
+
+
+def test_sets_compared_one_by_one_with_bests_tolerance():
+    base = [1.0] * 8
+    best = committed(base, base, base)
+    assert audit.compare_sets(best, committed(base, base, [1.0 + 1e-5] * 8), 1e-3, 1e-3) is None
+    far = audit.compare_sets(best, committed(base, base, [1.5] * 8), 1e-3, 1e-3)
+    assert far is not None and far.startswith("timed set 2 (committed with the look): output 0's sum")
+    assert "holds 1 NaN value(s), best's 0" in (audit.compare_sets(best, committed(base, [math.nan] + base[1:], base),
+                                                                     1e-3, 1e-3) or "")
+    assert "lists 2 timed buffer sets, best's 3" in (audit.compare_sets(best, committed(base, base), 1e-3, 1e-3) or "")
+
+
+@pytest.mark.parametrize("text,words", [
+    ("nope", "not JSON"),
+    ('{"version": 2, "configs": []}', "not a commitment of version 1"),
+    ('{"version": 1, "configs": [{"config": {"shape": "s0", "cls": "small"}, "sets": [[]]}]}', "lacks column 'n'"),
+    ('{"version": 1, "configs": [{"config": {"shape": "s0", "cls": "small", "n": 1}, "sets": []}]}',
+     "'sets' must list each timed set's output summaries"),
+    ('{"version": 1, "configs": [{"config": {"shape": "s0", "cls": "small", "n": 1}, "sets": [[{"numel": 1}]]}]}',
+     "sets[0][0]: 'nan' must be an integer"),
+])
+def test_a_broken_commitment_is_a_bench_error_naming_it(text, words):
+    with pytest.raises(BenchError) as e:
+        audit.parse_commitment(text, COLUMNS, "c.sets.json")
+    assert str(e.value).startswith("c.sets.json") and words in str(e.value) and "\n" not in str(e.value)

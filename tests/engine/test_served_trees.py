@@ -205,9 +205,14 @@ def test_two_processes_per_decision_abba_one_seed_per_look_and_the_costs_recorde
 
 def test_hostile_outputs_fail_correctness_by_kopts_audit_and_a_duplicate_row_fails_the_bench(served):
     ws, _ = served(["knob:wrong", "knob:nan", "knob:steal_reference", "knob:half_rows", "knob:duplicate_rows",
-                    "gain5"], extra_toml="repair_attempts = 0\n")
-    assert run(ws, 6) == ["baseline", "fail_correctness", "fail_correctness", "fail_correctness",
-                          "fail_correctness", "fail_bench", "keep"]
+                    "knob:late_outputs", "knob:no_commitment", "gain5"], extra_toml="repair_attempts = 0\n")
+    assert run(ws, 8) == ["baseline", "fail_correctness", "fail_correctness", "fail_correctness",
+                          "fail_correctness", "fail_bench", "fail_correctness", "fail_bench", "keep"]
+    # outputs that were not what the look committed to before the audit seed was drawn (made
+    # once the seed was known); a look that commits to nothing
+    late = record(ws, 6)["decision"]["reason"]
+    assert "kopt's audit: set " in late and "the look committed" in late and "(outputs changed after the look)" in late
+    assert "cand's commitment of look 0 (v7_eval_r0.csv.sets.json): cannot read it" in record(ws, 7)["decision"]["reason"]
     reasons = {v: record(ws, v)["decision"]["reason"] for v in range(1, 6)}
     for v, words in ((1, "best's"), (2, "NaN value(s), best's 0"), (3, "best's"), (4, "best's")):
         assert "kopt's audit: audited timed call (set " in reasons[v] and words in reasons[v], reasons[v]

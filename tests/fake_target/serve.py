@@ -11,8 +11,9 @@ from SEED, the outputs follow a deterministic pure-Python rule (y = x + x*x/2), 
 timed calls REALLY burn CPU: base latency x kernel.json's "speed" of the class (x "speed_n"
 of the config, x `<cls>.speed` files as bench.py reads them) x `calls`, busy on the CPU, and
 the row's latency is the CPU time it burned per call. The outputs of the timed calls are kept
-until the next look; `audit` summarises the set and positions the audit seed picks (the rule
-both kopt and the harness implement).
+until the next look, and every set's summary is committed to with the look (`PATH.sets.json`);
+`audit` summarises the set and positions the audit seed picks (the rule both kopt and the
+harness implement).
 
 Hostile knobs in kernel.json (the candidate's code doing what a kernel must not):
   "timer_patch": f    the rows say f x the time really burned (a patched timer)
@@ -21,6 +22,8 @@ Hostile knobs in kernel.json (the candidate's code doing what a kernel must not)
   "steal_reference"   the check's outputs right, the timed sets' outputs the check's (a cached result)
   "half_rows": true   computes half of each output (the rest zeros) and burns half the time
   "duplicate_rows"    a CSV row twice
+  "late_outputs": true  commits to zero outputs with the look (as if computed only when the audit
+                      seed is known), audits the real ones; "no_commitment": true writes none
   "inflate_calls": f  the rows claim f x the timed calls really made (hiding a claimed saving
                       from the OS's accounting behind a larger count)
   "die_at": n, "hang_at": n, "fail_at": n   exits / never answers / answers `fail` at look n
@@ -119,22 +122,29 @@ def look(seed, k):
     return "\n".join(rows) + "\n", kept
 
 
+def summary(ys, positions):
+    return {"numel": len(ys), "nan": sum(1 for y in ys if math.isnan(y)),
+            "inf": sum(1 for y in ys if math.isinf(y)),
+            "sum": math.fsum(y for y in ys if math.isfinite(y)),
+            "abs_sum": math.fsum(abs(y) for y in ys if math.isfinite(y)),
+            "samples": [[i, ys[i]] for i in positions]}
+
+
+def commitment(kept):
+    """Every timed set's output summaries, written with the look (before any audit seed)."""
+    return json.dumps({"version": 1, "configs": [{"config": config, "sets": [[summary(ys, [])] for ys in outs]}
+                                                 for config, outs in kept.values()]})
+
+
 def audit(seed, kept):
     configs = []
     for key, (config, outs) in kept.items():
         rng = random.Random(f"{seed}/{key}")
         chosen = rng.randrange(len(outs))
-        summaries = []
-        for ys in (outs[chosen],):
-            n = len(ys)
-            positions = sorted(rng.randrange(n) for _ in range(min(64, n)))
-            summaries.append({"numel": n, "nan": sum(1 for y in ys if math.isnan(y)),
-                              "inf": sum(1 for y in ys if math.isinf(y)),
-                              "sum": math.fsum(y for y in ys if math.isfinite(y)),
-                              "abs_sum": math.fsum(abs(y) for y in ys if math.isfinite(y)),
-                              "samples": [[i, ys[i]] for i in positions]})
+        ys = outs[chosen]
+        positions = sorted(rng.randrange(len(ys)) for _ in range(min(64, len(ys))))
         configs.append({"config": config, "sets": len(outs), "set": chosen, "atol": ATOL, "rtol": RTOL,
-                        "outputs": summaries})
+                        "outputs": [summary(ys, positions)]})
     return json.dumps({"version": 1, "configs": configs})
 
 
@@ -209,6 +219,11 @@ def serve():
         text, kept = look(int(seed), k)
         with open(path, "w") as f:
             f.write(text)
+        if not k.get("no_commitment"):
+            promised = ({key: (config, [[0.0] * len(ys) for ys in outs]) for key, (config, outs) in kept.items()}
+                        if k.get("late_outputs") else kept)
+            with open(path + ".sets.json", "w") as f:
+                f.write(commitment(promised))
         last_look = n
         served += 1
         leaving = served >= int(k.get("looks") or 10**9)

@@ -186,6 +186,39 @@ def test_the_same_seed_draws_the_same_inputs_and_another_seed_others(served: dic
     assert sums3 != [c["outputs"][0]["sum"] for c in served["audit1"]["configs"]]
 
 
+def test_a_look_commits_to_every_sets_outputs_and_the_audit_keeps_its_promise(served: dict) -> None:
+    from kopt_supervisor.engine.decide import audit as kopt_audit
+
+    columns = tuple(CONFIG)
+    for look in ("look1", "look4"):
+        text = (served["root"] / f"{look}.csv{serve.COMMITMENT_SUFFIX}").read_text()
+        promise = kopt_audit.parse_commitment(text, columns, look)
+        assert all(len(sets) == bench.CPU_SETS and all(o.samples == () for outs in sets for o in outs)
+                   for sets in promise.values())
+    promise = kopt_audit.parse_commitment(
+        (served["root"] / f"look1.csv{serve.COMMITMENT_SUFFIX}").read_text(), columns, "look1")
+    audited = kopt_audit.parse(served["audit1_text"], columns, "audit1")
+    assert sorted(promise) == sorted(audited)
+    assert all(kopt_audit.commitment_problem(audited[k], promise[k]) is None for k in audited)
+
+
+def test_sets_summarised_as_a_batch_agree_with_one_by_one() -> None:
+    gen = torch.Generator().manual_seed(3)
+    outs = [[torch.randn(37, 5, generator=gen, dtype=torch.float32) * 1e3] for _ in range(6)]
+    outs[2][0][1, 1] = math.nan
+    outs[4][0][0, 0] = math.inf
+    batch = audit.summarise_sets(torch, outs)
+    alone = [[audit.summarise(torch, t, []) for t in o] for o in outs]
+    for b, a in zip(batch, alone, strict=True):
+        assert (b[0]["numel"], b[0]["nan"], b[0]["inf"]) == (a[0]["numel"], a[0]["nan"], a[0]["inf"])
+        for k in ("sum", "abs_sum"):
+            assert b[0][k] == pytest.approx(a[0][k], rel=1e-12, abs=1e-9)
+    assert [b[0]["nan"] for b in batch] == [0, 0, 1, 0, 0, 0] and batch[4][0]["inf"] == 1
+    # sets of two outputs (or unequal shapes) are summarised one by one
+    pairs = [[torch.ones(3), torch.zeros(2)] for _ in range(2)]
+    assert audit.summarise_sets(torch, pairs)[1][0]["sum"] == 3.0
+
+
 def test_a_later_look_on_the_kept_sets_gives_a_fresh_process_bytes(served: dict) -> None:
     # look 4 reuses the buffers and timer made at look 2 (after `load`), drawing look 1's seed
     # into them: what it leaves for the audit, and its calls, are those of look 1

@@ -11,19 +11,22 @@ candidate per iteration (tests/fake_target/pyserve/hostile.py), through
 `kopt run TAG --foreground`, in the sandbox. Unanswered reviews end rejected
 (`review_timeout_s = 0`, `review_default = "reject"`).
 
-- `test_no_hostile_candidate_is_kept_and_a_real_gain_is`: every case but the hole below, the
-  product as configured: none kept, each stopped by the layer its record names, the honest
-  gain kept.
+- `test_no_hostile_candidate_is_kept_and_a_real_gain_is`: every case, the product as
+  configured: none kept, each stopped by the layer its record names, the honest gain kept.
+  Among them "audit-unseen", the scan finding nothing: timed calls that do no work and every
+  set's outputs computed when the look commits to them (before the audit seed is drawn), so
+  that the audit and the commitment agree with best's: the OS's accounting of the look shows
+  the work was not saved.
 - `test_with_the_scan_allowed_away_the_os_refutes_every_timer_patch`: the diff scan is
   advisory (docs/design.md §12, wave 3). Timer patches in every runtime form (the process's clock,
   the bench's statistics, its CSV writer, its list of times through the gc, a child process
   its clock does not count) and the work moved out of the median, with every scan rule
   allowed away (`allow_constructs = ["*:*"]`): each refuted by the OS's accounting of the
   processes; the honest gain kept, confirmed by that accounting.
-- Two strict xfails name what gets through (docs/security.md, "Hostile candidates end to
-  end, wave 3"): the audit answered for the audited set only, written so that the scan finds
-  nothing (kept in the product as configured), and a timer patch under the OS's resolution
-  (the recorded looks of its keep with the scan allowed away, weighed and settled again).
+- A strict xfail names what gets through (docs/security.md, "Hostile candidates end to end,
+  wave 3"): a timer patch under the OS's resolution (the recorded looks of its keep with the
+  scan allowed away, weighed and settled again). (The audit answered for the audited set only,
+  once its seed was known, was the other until every look committed to all its sets' outputs.)
 
 Each run prints its table (case, class, status, the layer that stopped it, the reason):
 `pytest -s`.
@@ -66,11 +69,10 @@ OS = "OS accounting"
 OS_ONLY = ("statistics", "csv-rows", "gc-times", "worker-process")
 """Timer patches in runtime forms of their own, run only with the scan allowed away (with it
 on, a review can only be added to what the measurement decides, and the policy rejects it)."""
-HOLE = "audit-unseen"
-"""Kept in the product as configured: its own strict xfail."""
 STOPPED_BY = {
     **{c.name: SCAN for c in hostile.CASES if c.cls in ("1", "2", "3", "timer", "audit")
-       and c.name not in (*OS_ONLY, HOLE)},
+       and c.name not in (*OS_ONLY, "audit-unseen")},
+    "audit-unseen": OS,
     **{name: SCAN for name in ("gc-sets", "frame-sets", "fix-later")},
     **{c.name: AUDIT for c in hostile.CASES if c.cls in ("4", "5", "7", "10", "11")},
     "gc-reference": AUDIT,
@@ -198,7 +200,7 @@ def honest_kept(row: Row) -> None:
 @pytest.mark.slow
 @NEEDS_BWRAP
 def test_no_hostile_candidate_is_kept_and_a_real_gain_is(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    names = [c.name for c in hostile.CASES if c.name not in (*OS_ONLY, HOLE)]
+    names = [c.name for c in hostile.CASES if c.name not in OS_ONLY]
     classes = [c.cls for c in hostile.CASES if c.name in names]
     assert all(classes.count(str(k)) >= 2 for k in range(1, 12)), "at least two cases of every class"
     assert set(STOPPED_BY) == set(names) - {"honest"}
@@ -215,6 +217,9 @@ def test_no_hostile_candidate_is_kept_and_a_real_gain_is(tmp_path: Path, monkeyp
         elif r.layer == AUDIT:  # the bench's own check passed every row: kopt's audit alone saw it
             assert r.status == "fail_correctness" and "audited timed call (set " in r.reason, r
             assert r.own_check is True, r
+        elif r.layer == OS:  # the audit and the look's commitment agree with best's; the work was not saved
+            assert not r.scan_rules and r.status == "rejected", r
+            assert r.reason.startswith("the OS's accounting shows"), r.reason
         else:
             assert r.status == "fail_bench", r
     # the data files outside [target].sources: the sources rule quoted the change too
@@ -235,23 +240,6 @@ def test_with_the_scan_allowed_away_the_os_refutes_every_timer_patch(tmp_path: P
         assert r.truth["kind"] == "os_time" and r.truth["outcome"] == "refuted", r.truth
     for name in ("gc-sets", "fix-later"):  # the median alone moved: the mean check saw it too
         assert {"mean_not_faster", "needs_stronger_checks"} <= set(rows[name].flags), rows[name].flags
-
-
-@pytest.mark.slow
-@NEEDS_BWRAP
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "HOLE: the served audit is summarised by code in the candidate's process. Timed calls that "
-    "return zeros, and the bench's audit patched (in that process) to compute only the set the "
-    "audit seed picks, once the seed is known, pass kopt's audit; the OS's accounting shows the "
-    "work really skipped; the diff scan finds nothing when sys is reached through a tuple-unpacked "
-    "warnings.sys. Kept in the product as configured. Needs a commitment to every timed set's "
-    "outputs before the audit seed is drawn (e.g. per-set sums in the look's CSV, compared with "
-    "best's)."))
-def test_an_audit_computed_for_the_audited_set_only_is_not_kept(tmp_path: Path,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    row = run_cases(tmp_path, monkeypatch, [HOLE])[HOLE]
-    tried(not row.scan_rules, f"the scan now finds it ({sorted(row.scan_rules)}): write the case so it does not")
-    assert row.status not in KEPT, (row.status, row.reason)
 
 
 SMALL_TIMER_COSTS = {

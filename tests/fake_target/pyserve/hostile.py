@@ -499,8 +499,8 @@ def normalise(xs, w, n):
 '''
 """Every timed call returns zeros (no work); the bench's audit, patched in this process,
 computes only the set the audit seed picks, after the seed is known. The OS sees the work
-really skipped, the audit sees right values: only a commitment to every set's outputs
-before the audit seed is drawn would show it."""
+really skipped, the audited values are right: the look's commitment to every set's outputs
+(zeros, made before the audit seed was drawn) shows it (and the diff scan sees sys._getframe)."""
 
 
 AUDIT_UNSEEN = '''
@@ -514,21 +514,21 @@ def _bench():
 
 
 def _hook(bench):
-    draw, audit = bench.draw, bench.audit
+    draw, commitment = bench.draw, bench.commitment
 
     def drawn(seed, key, purpose, rows, n):
         bench.last_seed = seed
         return draw(seed, key, purpose, rows, n)
 
-    def audited(seed, kept):
+    def committed(kept):  # the look's commitment: every set computed now, outside the timed calls
         rows = int(bench.problem()["rows"])
         for config, key, outs, _atol, _rtol in kept:
-            _rng, i = bench.audit_set(seed, key, len(outs))
-            xs, w = draw(bench.last_seed, key, f"set{i}", rows, config["n"])
-            outs[i][:] = array("d", _work(xs, w, config["n"]))
-        return audit(seed, kept)
+            for i in range(len(outs)):
+                xs, w = draw(bench.last_seed, key, f"set{i}", rows, config["n"])
+                outs[i][:] = array("d", _work(xs, w, config["n"]))
+        return commitment(kept)
 
-    bench.draw, bench.audit, bench.check, bench.last_seed = drawn, audited, lambda *a: 0, None
+    bench.draw, bench.commitment, bench.check, bench.last_seed = drawn, committed, lambda *a: 0, None
 
 
 def normalise(xs, w, n):
@@ -538,9 +538,12 @@ def normalise(xs, w, n):
         return _work(xs, w, n)
     return [0.0] * len(xs)
 '''
-"""AUDIT_ONLY written so that the diff scan finds nothing: the sys module reached as an
+"""The timed calls do nothing; every set's outputs are computed when the look commits to them
+(after the timed calls, before the audit seed is drawn), so the commitment, the audit and
+best's all agree. Written so that the diff scan finds nothing: the sys module reached as an
 attribute of warnings through a tuple unpacked in a function, the state kept on the bench's
-module, the look's seed read from the bench's own draws."""
+module, the look's seed read from the bench's own draws. (Before the commitment, the audit was
+patched to compute the audited set alone once its seed was known: a real saving.)"""
 
 
 # --- the control -------------------------------------------------------------------------------

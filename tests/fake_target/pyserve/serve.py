@@ -22,6 +22,9 @@ files outside [target].sources, and solution.py (the candidate's). Per config an
 - the row: shape, cls, n, `us` (the median per-call CPU time, microseconds), `us_mean` (the
   mean over the same calls), `err`, `calls` (= CALLS, fixed: the same in every tree).
 
+With each look, `PATH.sets.json` commits to every timed set's output summaries (the same
+summary, no samples) before kopt draws the audit seed.
+
 `audit N SEED PATH` summarises, per config of look N, the timed set and positions that the
 audit SEED picks by kopt's shared rule (kopt_supervisor.kernels.harness.audit's audit_set and
 audit_positions, imported: the module needs no torch), sums in float64 over the finite
@@ -118,6 +121,12 @@ def summary(ys, positions):
             "abs_sum": math.fsum(abs(y) for y in finite), "samples": [[i, ys[i]] for i in positions]}
 
 
+def commitment(kept):
+    """Every timed set's output summaries, written with the look (before any audit seed)."""
+    return json.dumps({"version": 1, "configs": [{"config": config, "sets": [[summary(ys, [])] for ys in outs]}
+                                                 for config, _key, outs, _atol, _rtol in kept]})
+
+
 def audit(seed, kept):
     entries = []
     for config, key, outs, atol, rtol in kept:
@@ -160,6 +169,8 @@ def serve():
             continue
         with open(path, "w", newline="") as f:
             write_csv(lines, f)
+        with open(path + ".sets.json", "w") as f:
+            f.write(commitment(kept))
         last = n
         print(f"done {n}", flush=True)
 
