@@ -167,9 +167,14 @@ def test_kopt_opens_no_network_port(fake_env, monkeypatch):
     finally:
         assert kopt(["--root", str(root), "stop", "t"]) == 0
         eng.wait(timeout=30)
-    # and no code path can open one: no listening or socket API in the engine or the TUI
+    # and no code path can open one: no listening or socket API in the engine or the TUI, but
+    # for `kopt mcp --http` (engine/mcp/server.py, started only by that command): its one
+    # listening socket is bound to 127.0.0.1, behind a bearer token (tests/mcp)
     pattern = re.compile(r"socket\.socket|socketserver|http\.server|\.listen\(|\.bind\(|start_server|"
                          r"create_server|urlopen|import requests|import httpx")
-    hits = [f"{p}:{i}" for d in ("engine", "kopt_tui") for p in (REPO_ROOT / d).rglob("*.py")
+    mcp = REPO_ROOT / "engine" / "mcp" / "server.py"
+    hits = [f"{p}:{i}" for d in ("engine", "kopt_tui") for p in (REPO_ROOT / d).rglob("*.py") if p != mcp
             for i, line in enumerate(p.read_text().splitlines(), 1) if pattern.search(line)]
     assert hits == []
+    binds = [line.strip() for line in mcp.read_text().splitlines() if ".bind(" in line]
+    assert binds == ['sock.bind(("127.0.0.1", port))'], binds
