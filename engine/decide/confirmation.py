@@ -45,6 +45,12 @@ from kopt_supervisor.engine.decide.verdict import GUARD_CLASS, voting_classes
 
 MIN_LOOKS = 2
 MAX_LOOKS = 6
+OS_MAX_LOOKS = 12
+"""Without a GPU, a claim this rule confirms but the OS's accounting cannot tell yet (its CPU
+clock counts 10 ms ticks) takes looks up to here: a look there costs a fraction of a second.
+On this project's 2-core machine at a load of 6, a patched timer claiming ~0.035 s a look
+left the OS's 99% interval at -0.025..0.033 s after 6 looks of a confirmation, the claim just
+inside it (kept on the bench's timer), and outside it in runs on a quieter machine."""
 OUTCOMES = ("looking", "confirmed", "refuted", "undecided")
 STATES = ("shown", "half_shown", "open", "not_shown", "refuted", "within", "looks_slower", "slower", "no_samples")
 """A class's state in a confirmation. Claimed classes: shown (interval below no-change and

@@ -161,18 +161,19 @@ class Evidence:
         """Looks in two freshly started servers (both trees' processes new, caches of their own
         emptied, fresh seeds, each look audited) until decide/confirmation.judge concludes on
         the classes the keep claims (MIN_LOOKS..MAX_LOOKS looks). On a target without a GPU a
-        confirmed claim the OS's accounting cannot tell yet takes more looks, up to MAX_LOOKS:
+        confirmed claim the OS's accounting cannot tell yet takes more looks, up to OS_MAX_LOOKS:
         its clocks (CPU time in 10 ms ticks) need them more than the bench's statistics do."""
         assert self.rounds is not None
         policy = self.rounds.policy()
         guard = guard_configs(self.ctx)
         os_decides = self.vendor(lane) == "none"
+        cap = claim_rule.OS_MAX_LOOKS if os_decides else claim_rule.MAX_LOOKS
 
         def judge(done: list[Pair], runs: list[dict[str, Any]], gpu_s: float, looks: int) -> Confirmation | None:
             step = claim_rule.judge(done, claim, policy, guard_configs=guard, looks=looks)
             if not step.final:
                 return None
-            if (step.outcome == "confirmed" and os_decides and looks < claim_rule.MAX_LOOKS
+            if (step.outcome == "confirmed" and os_decides and looks < cap
                     and os_truth(it).outcome == "inconclusive"):
                 return None  # the OS's clocks cannot tell yet: a few more looks, up to MAX_LOOKS
             return step
@@ -183,7 +184,7 @@ class Evidence:
         checked = OnBest(self.ctx, measurer) if isinstance(lane.measurer, OnBest) else measurer
         try:
             out = self.rounds.looks(it, lane, Stage.REVERIFY, judge, min_looks=claim_rule.MIN_LOOKS,
-                                    max_looks=claim_rule.MAX_LOOKS, measurer=checked)
+                                    max_looks=cap, measurer=checked)
         finally:
             measurer.close()  # its processes never serve another decision
         if isinstance(out, CorrectnessFailure):

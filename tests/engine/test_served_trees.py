@@ -326,7 +326,7 @@ def test_bests_process_is_kept_while_best_stays_and_the_candidates_is_new_per_de
         assert m.servers["best"].proc.pid != kept
         # the output folders hold the last look's files only (copies of each are in logs/)
         assert sorted(p.name for p in (ws.dir / "looks" / "lane0" / "best").iterdir()) == [
-            "v3_eval_r1.csv", "v3_eval_r1_audit.json"]
+            "v3_eval_r1.csv", "v3_eval_r1.csv.sets.json", "v3_eval_r1_audit.json"]
         assert (ws.log_dir(1) / "eval_r0_best.csv").exists() and (ws.log_dir(2) / "eval_r1_cand_audit.json").exists()
     finally:
         m.close()
@@ -363,10 +363,11 @@ def test_fresh_servers_start_both_anew_with_caches_of_their_own_emptied(served):
         assert all("/cache/fresh_0_" in p for p in prefixes), prefixes
 
 
-def test_fresh_servers_spawned_ahead_serve_the_next_decision_after_one_warm_up_look_at_once(served):
+def test_fresh_servers_spawned_ahead_serve_the_next_decision_after_one_warm_up_look_at_once(served, monkeypatch):
     # the engine spawns a keep's confirmation servers while its profiler runs: the decision
     # that follows takes them (no second start), and their first look is preceded by one
     # warm-up look both answer at the same time; a decision after that starts both anew
+    monkeypatch.setenv("FAKE_CALLS", "1500")  # looks of ~0.5 s: long enough to see the two overlap on a loaded machine
     ws, log, ctx, lane, best, m = _measurer_setup(served, fresh=True)
     try:
         it = _iteration(lane, 1, best)

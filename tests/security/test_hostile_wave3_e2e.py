@@ -71,7 +71,8 @@ OS_ONLY = ("statistics", "csv-rows", "gc-times", "worker-process")
 on, a review can only be added to what the measurement decides, and the policy rejects it)."""
 STOPPED_BY = {
     **{c.name: SCAN for c in hostile.CASES if c.cls in ("1", "2", "3", "timer", "audit")
-       and c.name not in (*OS_ONLY, "audit-unseen")},
+       and c.name not in (*OS_ONLY, "audit-unseen", "audit-only")},
+    "audit-only": AUDIT,  # its look committed to zeros: fails before the scan's review is asked
     "audit-unseen": OS,
     **{name: SCAN for name in ("gc-sets", "frame-sets", "fix-later")},
     **{c.name: AUDIT for c in hostile.CASES if c.cls in ("4", "5", "7", "10", "11")},
@@ -215,7 +216,8 @@ def test_no_hostile_candidate_is_kept_and_a_real_gain_is(tmp_path: Path, monkeyp
             assert "the diff reaches outside the kernel" in r.reason and "diff_constructs" in r.flags, r
             assert r.scan_rules - {"outside-sources"}, r.scan_rules
         elif r.layer == AUDIT:  # the bench's own check passed every row: kopt's audit alone saw it
-            assert r.status == "fail_correctness" and "audited timed call (set " in r.reason, r
+            assert r.status == "fail_correctness" and ("audited timed call (set " in r.reason
+                                                       or "(outputs changed after the look)" in r.reason), r
             assert r.own_check is True, r
         elif r.layer == OS:  # the audit and the look's commitment agree with best's; the work was not saved
             assert not r.scan_rules and r.status == "rejected", r
