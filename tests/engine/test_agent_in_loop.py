@@ -47,6 +47,7 @@ def run(fake_env, profile: bool) -> Workspace:
     return ws
 
 
+@pytest.mark.slow
 def test_profile_evidence_reaches_the_agent_and_its_gain_is_kept(fake_env, agent_on_path) -> None:
     ws = run(fake_env, profile=True)
     with Store(ws.db_path, readonly=True) as s:

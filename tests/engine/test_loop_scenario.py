@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import subprocess
 
+import pytest
+
 from kopt_supervisor.engine import api
 from kopt_supervisor.engine.daemon import run_engine
 from kopt_supervisor.engine.workspace import Workspace
@@ -17,6 +19,7 @@ def statuses(ws: Workspace) -> list[str]:
         return [it.status for it in s.iterations()]
 
 
+@pytest.mark.slow
 def test_scripted_run_reaches_every_status_and_stops_after_five_regressions(fake_env, capsys):
     script = ["gain5", "nochange", "loss5", "wrong", "wrong_fixed_on_repair", "protected", "split",
               "hang_bench", "loss5", "loss5", "loss5", "loss5", "loss5", "gain5"]
@@ -73,6 +76,7 @@ def test_scripted_run_reaches_every_status_and_stops_after_five_regressions(fake
     assert out == ""
 
 
+@pytest.mark.slow
 def test_bench_outputs_in_the_tree_are_never_committed(fake_env, monkeypatch):
     repo, root = fake_env(["gain5", "gain5", "wrong_fixed_on_repair"], toml_replace={'csv = "-"': 'csv = "results/*.csv"'},
                           extra_toml='\n[format]\ncommand = "python3 -c \\"open(\'kernel.json\',\'a\').write(\'\\\\n\')\\""\n')
@@ -112,6 +116,7 @@ def test_production_verdicts_let_the_grid_guard_but_not_vote(fake_env):
     assert grid_only["classes"]["cls=small"]["verdict"] == "tied"
 
 
+@pytest.mark.slow
 def test_a_claimed_saving_the_process_never_spent_goes_to_review(fake_env, monkeypatch):
     """[target].calls: the bench says how many timed calls each row's latency stands for, so
     the process-level decision knows how many seconds the candidate claims to have saved.

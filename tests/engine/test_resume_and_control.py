@@ -56,6 +56,7 @@ def engine_proc(ws: Workspace, *extra: str, env: dict[str, str] | None = None) -
         start_new_session=True)
 
 
+@pytest.mark.slow
 def test_kill_9_mid_benchmark_resumes_without_loss_or_orphans(fake_env, monkeypatch):
     """Unconfined (--no-sandbox): the bench outlives a killed engine, and the next engine finds
     and ends it by the workspace marker in its environment."""
@@ -365,6 +366,7 @@ def test_a_review_accepted_after_the_engine_was_killed_keeps_its_roofline_figure
     assert {k: p["pct_of_peak"] for k, p in kept.items()} == {k: p["pct_of_peak"] for k, p in measured.items()}
 
 
+@pytest.mark.slow
 def test_under_the_sandbox_nothing_of_a_killed_engine_outlives_it(fake_env, monkeypatch):
     """Confined, the bench runs in a PID namespace that dies with the engine: a kill -9 of the
     engine leaves no process behind at all (no orphan for the next engine to find)."""

@@ -41,9 +41,11 @@ def gpus(n: int, busy: tuple[int, ...] = ()) -> list[dict]:
 
 def lanes_env(fake_env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, script: list[str], *, lanes: int,
               snapshots: list[list[dict]] | None = None, sleep: float = 0.0, extra: str = "",
-              class_files: bool = False, rounds: dict[str, str] | None = None) -> tuple[Workspace, Path]:
+              class_files: bool = False, rounds: dict[str, str] | None = None,
+              wait_max_s: float = 30) -> tuple[Workspace, Path]:
     (tmp_path / "bind").mkdir()  # the benches run confined: the log's folder is named writable
-    repo, root = fake_env(script, toml_replace={**(rounds or FAST), **dict([FAST_GATE]), "timeout_s = 20\n\n[decide]":
+    gate = {FAST_GATE[0]: FAST_GATE[1].replace("wait_max_s = 30", f"wait_max_s = {wait_max_s:g}")}
+    repo, root = fake_env(script, toml_replace={**(rounds or FAST), **gate, "timeout_s = 20\n\n[decide]":
                                                 f'timeout_s = 20\nwritable = ["{tmp_path / "bind"}"]\n\n[decide]'},
                           extra_toml=f"\n[parallel]\nlanes = {lanes}\n{extra}")
     if class_files:  # small.speed and large.speed: a class's speed in a file of its own
@@ -228,8 +230,11 @@ def test_a_keep_landing_mid_decision_ends_the_other_lane_s_decision_at_its_next_
 
 
 def test_fewer_idle_gpus_than_lanes_makes_a_lane_wait(fake_env, tmp_path, monkeypatch):
-    # three lanes, two GPUs: never more than two benches at once, and every iteration runs
-    ws, repo = lanes_env(fake_env, tmp_path, monkeypatch, ["loss5"], lanes=3, snapshots=[gpus(2)], sleep=0.1)
+    # three lanes, two GPUs: never more than two benches at once, and every iteration runs.
+    # (A lane waiting for a GPU holds one of --max-iters' slots until [gpu].wait_max_s ends
+    # its wait: with 30 s, the last iteration started 27 s after the one before it.)
+    ws, repo = lanes_env(fake_env, tmp_path, monkeypatch, ["loss5"], lanes=3, snapshots=[gpus(2)], sleep=0.1,
+                         wait_max_s=2)
     assert run_engine(ws, max_iters=4) == 0
     its = iterations(ws)
     assert len(its) == 5 and all(it.final for it in its), [it.status for it in its]

@@ -9,6 +9,8 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+import pytest
+
 from kopt_supervisor.engine import api, bench_output, config, metrics
 from kopt_supervisor.engine.daemon import run_engine
 from tests.conftest import git
@@ -36,6 +38,7 @@ FAULTS = [
 ]
 
 
+@pytest.mark.slow
 def test_every_bench_fault_fails_the_candidate_and_preserves_the_run(fake_env, monkeypatch):
     script = [a for a, _, _ in FAULTS] + ["gain5"]
     repo, root = fake_env(script, toml_replace={

@@ -119,6 +119,7 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Reference]:
     yield Reference(case, template, steps, chosen, env)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shard", range(SHARDS))
 def test_sigkill_after_every_persisted_step_then_resume(reference: Reference, shard: int, tmp_path, monkeypatch):
     """Crash points shard, shard + SHARDS, ... of the reference run's (all of them over the

@@ -175,6 +175,7 @@ def test_gpu_vanishing_mid_round(fake_env, tmp_path, monkeypatch, blip):
     check_invariants(ws, repo)
 
 
+@pytest.mark.slow
 def test_two_engines_on_one_workspace_one_runs(fake_env, monkeypatch):
     repo, root = fake_env(["gain5"] * 20, toml_replace=FAST)
     ws = init(repo, root)
@@ -191,6 +192,7 @@ def test_two_engines_on_one_workspace_one_runs(fake_env, monkeypatch):
     check_invariants(ws, repo)
 
 
+@pytest.mark.slow
 def test_many_readers_while_the_engine_writes(fake_env):
     repo, root = fake_env(["gain5", "loss5", "gain5"], toml_replace=FAST)
     ws = init(repo, root)

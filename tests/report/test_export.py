@@ -39,6 +39,7 @@ def refs(repo: Path) -> str:
     return git(repo, "for-each-ref", "--format=%(refname) %(objectname)")
 
 
+@pytest.mark.slow
 def test_export_holds_only_source_and_results_and_touches_nothing(demo):
     repo = repo_of(demo)
     base = commit_of(demo, 0)
