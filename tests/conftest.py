@@ -25,25 +25,6 @@ FAKE = Path(__file__).parent / "fake_target"
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The `slow` tests first, dealt out over the workers: xdist's worksteal hands each of N
-    workers a contiguous Nth of the list and steals from the ends of their queues, so each
-    block starts with its share of the slow tests and the quick ones fill in behind them (with
-    the slow ones wherever collection put them, a worker drew three end-to-end tests last and
-    the run waited on it). Every worker computes the same order: the collections match."""
-    slow = [item for item in items if item.get_closest_marker("slow")]
-    workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
-    if not slow or workers < 2:
-        return
-    rest = [item for item in items if not item.get_closest_marker("slow")]
-    size = -(-len(items) // workers)
-    blocks: list[list[pytest.Item]] = [slow[b::workers] for b in range(workers)]
-    for block in blocks:
-        while len(block) < size and rest:
-            block.append(rest.pop(0))
-    items[:] = [item for block in blocks for item in block] + rest
-
-
 @pytest.fixture(autouse=True, scope="session")
 def _gpu_claims_of_this_session(tmp_path_factory: pytest.TempPathFactory) -> None:
     """This test session's host-wide GPU claims in a folder of its own: two suites on one

@@ -391,14 +391,17 @@ class ServedTrees:
     `spawn` starts them ahead (the engine does while the profiler runs: their imports overlap
     it), and they count as the next decision's.
 
-    When both processes are new at a look, both first answer a warm-up look at the same
-    time, never audited nor read (`_warm_up`): their compiles and CUDA graph captures overlap
-    instead of adding up, and the measured looks that follow alternate as always. On the H100
-    the first look of a fresh pair took 21 s, two process starts one after the other
-    (docs/h100-wave3/part2-graphs-kept.md)."""
+    On a GPU, when both processes are new at a look, both first answer a warm-up look at the
+    same time, never audited nor read (`_warm_up`): their compiles and CUDA graph captures
+    overlap instead of adding up, and the measured looks that follow alternate as always. On
+    the H100 the first look of a fresh pair took 21 s, two process starts one after the other
+    (docs/h100-wave3/part2-graphs-kept.md). Without a GPU (`warm_ups` None and the lane's gate
+    chose none) there is nothing to overlap: two looks at once only share the CPU."""
 
-    def __init__(self, ctx: RunContext, lane: Lane, *, fresh: bool = False) -> None:
+    def __init__(self, ctx: RunContext, lane: Lane, *, fresh: bool = False, warm_ups: bool | None = None) -> None:
         self.ctx, self.lane, self.fresh = ctx, lane, fresh
+        self.warm_ups = warm_ups
+        """Warm a new pair up at once: True, False, or None (when the lane's GPU is a real one)."""
         self.caches = FreshCaches(ctx, lane) if fresh else None
         self.looks = ctx.ws.dir / "looks" / f"lane{lane.index}{'_fresh' if fresh else ''}"
         """Each side's output folder is `looks/<side>`: the one folder its process may write."""
@@ -441,7 +444,7 @@ class ServedTrees:
         order = SIDES if r % 2 == 0 else SIDES[::-1]
         self.new.clear()
         servers = {side: self._server(side, it, stage, env, hashes[side]) for side in order}
-        if self.warm and self.unlooked >= set(SIDES):
+        if self.warm and self.unlooked >= set(SIDES) and self._warms():
             servers = self._warm_up(it, stage, env, hashes, r)
         name = f"v{it.version}_{stage}_r{r}"
         csvs = {side: self.looks / side / f"{name}.csv" for side in SIDES}
@@ -493,6 +496,12 @@ class ServedTrees:
                                None if m.timed is None else m.timed * scale, started=side in self.new)
                       for side, m in (("best", best_m), ("cand", cand_m)))
         return Look(pairs, best_m, cand_m, sum(wall.values()), costs=costs)
+
+    def _warms(self) -> bool:
+        if self.warm_ups is not None:
+            return self.warm_ups
+        chosen = self.lane.gate.chosen
+        return chosen is not None and str(getattr(chosen, "vendor", "none")) != "none"
 
     def _warm_up(self, it: Iteration, stage: str, env: dict[str, str], hashes: dict[str, str], r: int
                  ) -> dict[str, Server]:

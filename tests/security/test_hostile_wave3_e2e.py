@@ -200,13 +200,20 @@ def honest_kept(row: Row) -> None:
 
 @pytest.mark.slow
 @NEEDS_BWRAP
-def test_no_hostile_candidate_is_kept_and_a_real_gain_is(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("half", [0, 1])
+def test_no_hostile_candidate_is_kept_and_a_real_gain_is(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          half: int) -> None:
+    """Two runs of half the cases each (one after the other, a run took 98 s on a loaded
+    machine); the honest control in the first."""
     names = [c.name for c in hostile.CASES if c.name not in OS_ONLY]
     classes = [c.cls for c in hostile.CASES if c.name in names]
     assert all(classes.count(str(k)) >= 2 for k in range(1, 12)), "at least two cases of every class"
     assert set(STOPPED_BY) == set(names) - {"honest"}
+    hostile_names = [n for n in names if n != "honest"]
+    names = hostile_names[half::2] + (["honest"] if half == 0 else [])
     rows = run_cases(tmp_path, monkeypatch, names)
-    honest_kept(rows.pop("honest"))
+    if half == 0:
+        honest_kept(rows.pop("honest"))
     kept = [r.case for r in rows.values() if r.status in KEPT or r.commit]
     assert not kept, f"hostile candidates kept: {kept}"
     wrong = {r.case: (r.layer, r.reason[:200]) for r in rows.values() if r.layer != STOPPED_BY[r.case]}
@@ -226,22 +233,27 @@ def test_no_hostile_candidate_is_kept_and_a_real_gain_is(tmp_path: Path, monkeyp
             assert r.status == "fail_bench", r
     # the data files outside [target].sources: the sources rule quoted the change too
     for name in ("extra-row", "duplicate-row", "fewer-rows", "looser-tolerance"):
-        assert "outside-sources" in rows[name].scan_rules, (name, rows[name].scan_rules)
+        if name in rows:
+            assert "outside-sources" in rows[name].scan_rules, (name, rows[name].scan_rules)
 
 
 @pytest.mark.slow
 @NEEDS_BWRAP
+@pytest.mark.parametrize("half", [0, 1])
 def test_with_the_scan_allowed_away_the_os_refutes_every_timer_patch(tmp_path: Path,
-                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    rows = run_cases(tmp_path, monkeypatch, [*OS_REFUTES, "honest"], SCAN_OFF)
-    honest_kept(rows.pop("honest"))
+                                                                     monkeypatch: pytest.MonkeyPatch,
+                                                                     half: int) -> None:
+    rows = run_cases(tmp_path, monkeypatch, [*OS_REFUTES[half::2], *(["honest"] if half == 0 else [])], SCAN_OFF)
+    if half == 0:
+        honest_kept(rows.pop("honest"))
     for r in rows.values():
         assert not r.scan_rules, r.scan_rules  # the scan said nothing
         assert r.status == "rejected" and r.layer == OS, (r.case, r.status, r.reason)
         assert r.reason.startswith("the OS's accounting shows") and "(bench: " in r.reason, r.reason
         assert r.truth["kind"] == "os_time" and r.truth["outcome"] == "refuted", r.truth
     for name in ("gc-sets", "fix-later"):  # the median alone moved: the mean check saw it too
-        assert {"mean_not_faster", "needs_stronger_checks"} <= set(rows[name].flags), rows[name].flags
+        if name in rows:
+            assert {"mean_not_faster", "needs_stronger_checks"} <= set(rows[name].flags), rows[name].flags
 
 
 SMALL_TIMER_COSTS = {
