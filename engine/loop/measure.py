@@ -113,6 +113,14 @@ def keep_csv(ctx: RunContext, it: Iteration, path: Path, name: str, suffix: str 
             pass
 
 
+def keep_bytes(ctx: RunContext, it: Iteration, data: bytes, name: str) -> None:
+    """What kopt read of a run's file, beside its logs."""
+    try:
+        (ctx.ws.log_dir(it.version) / name).write_bytes(data)
+    except OSError:
+        pass
+
+
 def tree_hashes(lane: Lane, it: Iteration) -> tuple[str, str]:
     """(best's tree, the candidate's staged tree): the keys of their per-tree caches."""
     return tree_of(lane.best, it.best_commit_before or "HEAD"), str(it.record.get("evaluated_tree") or "")
@@ -465,6 +473,7 @@ class ServedTrees:
                 wall[side] = time.monotonic() - t0
                 if words[2:3] == ["last"]:  # it leaves after this look's audit
                     leaving.add(side)
+            promised = {side: self._snapshot(commits[side]) for side in SIDES}  # read before the seed exists
             audit_seed = secrets.randbits(63)  # drawn only now: no process could see it coming
             for side in order:
                 self._focus(side)
@@ -478,7 +487,8 @@ class ServedTrees:
         self.unlooked.clear()
         for side in SIDES:
             keep_csv(ctx, it, csvs[side], f"{stage}_r{r}_{side}")
-            keep_csv(ctx, it, commits[side], f"{stage}_r{r}_{side}_sets", suffix=".json")
+            if isinstance(promised[side], bytes):  # the commitment as kopt read it before the audit seed
+                keep_bytes(ctx, it, promised[side], f"{stage}_r{r}_{side}_sets.json")
             keep_csv(ctx, it, audits[side], f"{stage}_r{r}_{side}_audit", suffix=".json")
         check_after_run(ctx, lane, it, lane.best)
         check_after_run(ctx, lane, it, lane.cand)
@@ -489,7 +499,7 @@ class ServedTrees:
         source = f"the candidate's look {r}"
         metrics.check_shape(best_m, cand_m, source)
         metrics.check_same_calls(best_m, cand_m, source)
-        cand_m = self._audit(audits, commits, best_m, cand_m, order_of["best"], audit_seed, r)
+        cand_m = self._audit(audits, commits, promised, best_m, cand_m, order_of["best"], audit_seed, r)
         pairs = metrics.paired(best_m, cand_m, r, "AB" if order[0] == "best" else "BA", source)
         scale = ctx.cfg.roofline.unit_scale
         costs = tuple(SideCost(side, r, round(cpu[side], 6), round(wall[side], 6),
@@ -547,8 +557,8 @@ class ServedTrees:
             raise BenchError(f"{source}: config {twice[0][0]} in {twice[0][1]} rows (one row per config)")
         return m, tuple(c for c in df.columns if c in m.config_columns)
 
-    def _audit(self, paths: dict[str, Path], commit_paths: dict[str, Path], best_m: Measurement,
-               cand_m: Measurement, columns: tuple[str, ...], seed: int, r: int) -> Measurement:
+    def _audit(self, paths: dict[str, Path], commit_paths: dict[str, Path], promised: dict[str, bytes | str],
+               best_m: Measurement, cand_m: Measurement, columns: tuple[str, ...], seed: int, r: int) -> Measurement:
         """Both sides' commitments and audits read and checked: best's must follow the rule
         and its commitment (else the bench is broken); a candidate's config whose audit breaks
         the rule, differs from what it committed to, or whose committed outputs or audit
@@ -556,7 +566,7 @@ class ServedTrees:
         audits, commits = {}, {}
         for side, m in (("best", best_m), ("cand", cand_m)):
             commits[side] = self._read_side(commit_paths[side], f"{side}'s commitment of look {r}", m,
-                                            audit.parse_commitment, "committed")
+                                            audit.parse_commitment, "committed", promised[side])
             audits[side] = self._read_side(paths[side], f"{side}'s audit of look {r}", m, audit.parse, "audited")
         failed: dict[str, ConfigResult] = {}
         for key, b in best_m.configs.items():
@@ -576,14 +586,24 @@ class ServedTrees:
                 failed[key] = dataclasses.replace(c, ok=False, reasons=(*c.reasons, f"kopt's audit: {why}"))
         return dataclasses.replace(cand_m, configs={**cand_m.configs, **failed}) if failed else cand_m
 
-    def _read_side(self, path: Path, what: str, m: Measurement, parse: Callable[[str, tuple[str, ...], str], dict[str, T]],
-                   verb: str) -> dict[str, T]:
-        """One side's audit or commitment file, parsed, with exactly the configs of its look."""
-        source = f"{what} ({path.name})"
+    @staticmethod
+    def _snapshot(path: Path) -> bytes | str:
+        """A side's file as it is now (its bytes), or why it cannot be read."""
         try:
-            text = read_output(path, MAX_AUDIT_BYTES).decode("utf-8", errors="replace")
+            return read_output(path, MAX_AUDIT_BYTES)
         except OSError as e:
-            raise BenchError(f"{source}: cannot read it: {e.strerror or e}") from None
+            return str(e.strerror or e)
+
+    def _read_side(self, path: Path, what: str, m: Measurement, parse: Callable[[str, tuple[str, ...], str], dict[str, T]],
+                   verb: str, data: bytes | str | None = None) -> dict[str, T]:
+        """One side's audit or commitment file (or its bytes read earlier, or why they could not
+        be), parsed, with exactly the configs of its look."""
+        source = f"{what} ({path.name})"
+        if data is None:
+            data = self._snapshot(path)
+        if isinstance(data, str):
+            raise BenchError(f"{source}: cannot read it: {data}")
+        text = data.decode("utf-8", errors="replace")
         got = parse(text, m.config_columns, source)
         missing = sorted(set(m.configs) - set(got))
         extra = sorted(set(got) - set(m.configs))

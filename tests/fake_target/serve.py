@@ -23,7 +23,8 @@ Hostile knobs in kernel.json (the candidate's code doing what a kernel must not)
   "half_rows": true   computes half of each output (the rest zeros) and burns half the time
   "duplicate_rows"    a CSV row twice
   "late_outputs": true  commits to zero outputs with the look (as if computed only when the audit
-                      seed is known), audits the real ones; "no_commitment": true writes none
+                      seed is known), then rewrites the commitment with the real ones and audits
+                      those; "no_commitment": true writes none
   "inflate_calls": f  the rows claim f x the timed calls really made (hiding a claimed saving
                       from the OS's accounting behind a larger count)
   "die_at": n, "hang_at": n, "fail_at": n   exits / never answers / answers `fail` at look n
@@ -183,7 +184,7 @@ def serve():
     k = kernel()
     if k.get("hog"):
         threading.Thread(target=hog, daemon=True).start()
-    kept, last_look, served, leaving = {}, None, 0, False
+    kept, last_look, served, leaving, look_path = {}, None, 0, False, ""
     for line in sys.stdin:
         words = line.split()
         if words == ["load"]:
@@ -200,6 +201,9 @@ def serve():
             elif n != last_look:
                 print(f"fail {n} no look {n} to audit", flush=True)
             else:
+                if k.get("late_outputs"):  # the promise rewritten once the seed is known: kopt read it before
+                    with open(look_path + ".sets.json", "w") as f:
+                        f.write(commitment(kept))
                 with open(path, "w") as f:
                     f.write(audit(int(seed), kept))
                 print(f"audited {n}", flush=True)
@@ -217,6 +221,7 @@ def serve():
         if k.get("reach"):
             reach(path)
         text, kept = look(int(seed), k)
+        look_path = path
         with open(path, "w") as f:
             f.write(text)
         if not k.get("no_commitment"):
