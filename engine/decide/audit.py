@@ -25,12 +25,13 @@ from __future__ import annotations
 import json
 import math
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from kopt_supervisor.engine.metrics import BenchError, key_of
 
+T = TypeVar("T")
 VERSION = 1
 SAMPLES = 64
 COMMITMENT_SUFFIX = ".sets.json"
@@ -90,53 +91,51 @@ def parse(text: str, columns: Sequence[str], source: str) -> dict[str, ConfigAud
     """A side's audit file, keyed by the config's key over `columns` (kopt's config
     columns). A file that is not the protocol's JSON, a config twice or one lacking a
     column is a BenchError naming `source`."""
-    try:
-        data = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as exc:
-        raise BenchError(f"{source}: not JSON: {exc}") from None
-    if not isinstance(data, dict) or data.get("version") != VERSION or not isinstance(data.get("configs"), list):
-        raise BenchError(f"{source}: not an audit of version {VERSION} ({{\"version\": 1, \"configs\": [...]}})")
-    out: dict[str, ConfigAudit] = {}
-    for n, entry in enumerate(data["configs"]):
-        where = f"{source}: configs[{n}]"
+    def build(entry: Any, where: str) -> tuple[Mapping[str, Any], ConfigAudit]:
         audit = _config(entry, where)
-        names = dict(audit.config)
-        missing = [c for c in columns if c not in names]
-        if missing:
-            raise BenchError(f"{where}: config lacks column {missing[0]!r}")
-        key = key_of(names, columns)
-        if key in out:
-            raise BenchError(f"{where}: config {key} audited twice")
-        out[key] = audit
-    return out
+        return dict(audit.config), audit
+
+    return _by_config(text, columns, source, "an audit", "audited", build)
 
 
 def parse_commitment(text: str, columns: Sequence[str], source: str) -> dict[str, tuple[tuple[OutputSummary, ...], ...]]:
     """A side's commitment file, keyed like `parse`: per config, per timed set, its output
     summaries (samples empty). Not the protocol's JSON, a config twice or without a column, a
     set without outputs: a BenchError naming `source`."""
+    def build(entry: Any, where: str) -> tuple[Mapping[str, Any], tuple[tuple[OutputSummary, ...], ...]]:
+        if not isinstance(entry, dict) or not isinstance(entry.get("config"), dict):
+            raise BenchError(f"{where}: 'config' must map columns to values")
+        sets = entry.get("sets")
+        if not isinstance(sets, list) or not sets or not all(isinstance(x, list) and x for x in sets):
+            raise BenchError(f"{where}: 'sets' must list each timed set's output summaries")
+        return entry["config"], tuple(tuple(_sums(o, f"{where}.sets[{i}][{j}]") for j, o in enumerate(x))
+                                      for i, x in enumerate(sets))
+
+    return _by_config(text, columns, source, "a commitment", "committed", build)
+
+
+def _by_config(text: str, columns: Sequence[str], source: str, what: str, verb: str,
+               build: Callable[[Any, str], tuple[Mapping[str, Any], T]]) -> dict[str, T]:
+    """The protocol's envelope (`{"version": 1, "configs": [...]}`) read, each entry built
+    and keyed by its config over `columns`: a config lacking a column or there twice is a
+    BenchError naming `source`."""
     try:
         data = json.loads(text)
     except (json.JSONDecodeError, RecursionError) as exc:
         raise BenchError(f"{source}: not JSON: {exc}") from None
     if not isinstance(data, dict) or data.get("version") != VERSION or not isinstance(data.get("configs"), list):
-        raise BenchError(f"{source}: not a commitment of version {VERSION} ({{\"version\": 1, \"configs\": [...]}})")
-    out: dict[str, tuple[tuple[OutputSummary, ...], ...]] = {}
+        raise BenchError(f"{source}: not {what} of version {VERSION} ({{\"version\": 1, \"configs\": [...]}})")
+    out: dict[str, T] = {}
     for n, entry in enumerate(data["configs"]):
         where = f"{source}: configs[{n}]"
-        if not isinstance(entry, dict) or not isinstance(entry.get("config"), dict):
-            raise BenchError(f"{where}: 'config' must map columns to values")
-        names = entry["config"]
+        names, value = build(entry, where)
         missing = [c for c in columns if c not in names]
         if missing:
             raise BenchError(f"{where}: config lacks column {missing[0]!r}")
-        sets = entry.get("sets")
-        if not isinstance(sets, list) or not sets or not all(isinstance(x, list) and x for x in sets):
-            raise BenchError(f"{where}: 'sets' must list each timed set's output summaries")
         key = key_of(names, columns)
         if key in out:
-            raise BenchError(f"{where}: config {key} committed twice")
-        out[key] = tuple(tuple(_sums(o, f"{where}.sets[{i}][{j}]") for j, o in enumerate(x)) for i, x in enumerate(sets))
+            raise BenchError(f"{where}: config {key} {verb} twice")
+        out[key] = value
     return out
 
 

@@ -207,7 +207,8 @@ def test_sets_compared_one_by_one_with_bests_tolerance():
 @pytest.mark.parametrize("text,words", [
     ("nope", "not JSON"),
     ('{"version": 2, "configs": []}', "not a commitment of version 1"),
-    ('{"version": 1, "configs": [{"config": {"shape": "s0", "cls": "small"}, "sets": [[]]}]}', "lacks column 'n'"),
+    ('{"version": 1, "configs": [{"config": {"shape": "s0", "cls": "small"}, "sets": [[{"numel": 1, "nan": 0, '
+     '"inf": 0, "sum": 0, "abs_sum": 0}]]}]}', "lacks column 'n'"),
     ('{"version": 1, "configs": [{"config": {"shape": "s0", "cls": "small", "n": 1}, "sets": []}]}',
      "'sets' must list each timed set's output summaries"),
     ('{"version": 1, "configs": [{"config": {"shape": "s0", "cls": "small", "n": 1}, "sets": [[{"numel": 1}]]}]}',
