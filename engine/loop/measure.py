@@ -487,8 +487,9 @@ class ServedTrees:
         self.unlooked.clear()
         for side in SIDES:
             keep_csv(ctx, it, csvs[side], f"{stage}_r{r}_{side}")
-            if isinstance(promised[side], bytes):  # the commitment as kopt read it before the audit seed
-                keep_bytes(ctx, it, promised[side], f"{stage}_r{r}_{side}_sets.json")
+            data = promised[side]
+            if isinstance(data, bytes):  # the commitment as kopt read it before the audit seed
+                keep_bytes(ctx, it, data, f"{stage}_r{r}_{side}_sets.json")
             keep_csv(ctx, it, audits[side], f"{stage}_r{r}_{side}_audit", suffix=".json")
         check_after_run(ctx, lane, it, lane.best)
         check_after_run(ctx, lane, it, lane.cand)
