@@ -63,9 +63,18 @@ class ReviewProtocol:
         if lane.measurer is not None:
             lane.measurer.close()  # nothing of kopt's holds the GPU while a human thinks
         ctx.set_state("awaiting_review")
+        said: list[int] = []
+
+        def tick(left: float) -> None:
+            ctx.progress(it, "review", f"awaiting the engineer: {left:.0f} s left")
+            minute = int(left // 60)
+            if not said or said[-1] != minute:  # the log (`kopt run --foreground`): at the start, then every minute
+                said.append(minute)
+                ctx.log(f"v{it.version} awaits your review, {left:.0f} s left: kopt accept {ctx.ws.tag} "
+                        f"v{it.version} | kopt reject {ctx.ws.tag} v{it.version} (or the TUI)")
+
         try:
-            return ctx.control.await_answer(it.version, seconds, lambda left: ctx.progress(
-                it, "review", f"awaiting the engineer: {left:.0f} s left"))
+            return ctx.control.await_answer(it.version, seconds, tick)
         finally:
             ctx.set_state("paused" if ctx.control.paused else "running")
 

@@ -175,13 +175,19 @@ def test_a_restart_the_engine_read_but_did_not_apply_survives_its_crash(baseline
         assert [it.version for it in s.iterations() if it.masked] == [2, 3]
 
 
-def test_borderline_follows_the_policy_when_nobody_answers(fake_env, monkeypatch, driven_clock):
+def test_borderline_follows_the_policy_when_nobody_answers(fake_env, monkeypatch, driven_clock, capsys):
     """The product's default review timeout (half an hour), passed on the driven clock: the
-    policy decides once the whole timeout has gone by, not before."""
+    policy decides once the whole timeout has gone by, not before. The foreground log says a
+    review waits when it starts and every minute after, with the commands that answer it."""
     repo, root = fake_env(["gain05"], toml_replace={"review_timeout_s = 2": "review_timeout_s = 1800"})
     ws = init(repo, root)
     monkeypatch.setenv("FAKE_NOISE", "0.0005")
-    assert run_engine(ws, max_iters=1) == 0
+    capsys.readouterr()
+    assert run_engine(ws, max_iters=1, log_to_stdout=True) == 0
+    said = [line for line in capsys.readouterr().out.splitlines() if "awaits your review" in line]
+    assert said[0] == "kopt[t] v1 awaits your review, 1800 s left: kopt accept t v1 | kopt reject t v1 (or the TUI)"
+    lefts = [float(line.split(", ")[1].split(" s left")[0]) for line in said]
+    assert len(said) == 30 and all(0 < a - b <= 60 + driven_clock.step_s for a, b in zip(lefts, lefts[1:]))
     rec = json.loads(ws.memory_path(1).read_text())
     assert rec["status"] == "rejected" and rec["decision"]["by"] == "policy"
     assert "no answer within 1800 s" in rec["decision"]["reason"]
