@@ -156,7 +156,9 @@ def test_unconfined_a_marked_process_that_ignores_term_after_a_double_fork_is_en
     ticks = h.ticks("linger")
     tried(ticks, "the attack was not tried")
     assert max(ticks) < h.event_time("plan", "v1:")  # ended before kopt read the plan
-    h.assert_refused(before, 1, {"tie"}, outside=False)
+    # a touched kernel: a tie, or (the whole suite loading the machine) a sub-1% "gain" the
+    # review policy rejects; never kept
+    h.assert_refused(before, 1, {"tie", "rejected"}, outside=False)
 
 
 def test_a_real_gain_that_carries_a_smaller_batch_goes_to_review(hostile: Factory) -> None:
