@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +18,7 @@ from kopt_supervisor.engine import api
 from kopt_supervisor.engine.daemon import run_engine
 from kopt_supervisor.engine.workspace import Workspace
 from kopt_supervisor.kopt_tui.cli import main as kopt
+from tests.tui.live import wait_for as wait_until
 
 
 @dataclass(frozen=True)
@@ -47,16 +47,6 @@ def start_engine(ws: Workspace) -> threading.Thread:
                          daemon=True)
     t.start()
     return t
-
-
-def wait_until(pred: Callable[[], Any], timeout: float = 60.0, what: str = "condition") -> Any:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        v = pred()
-        if v:
-            return v
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def ready(ws: Workspace) -> bool:
