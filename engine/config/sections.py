@@ -222,6 +222,11 @@ class ProfileConfig:
     reference, inputs, checks): "time" (a second pass with GPU time alone: the comparison
     needs only their time, and replaying them with every metric made the profile ~100x
     slower) or "full" (one pass, every kernel with every metric). rocprofv3 ignores it."""
+    keep: str = "time"
+    """What a keep's two trees are profiled for: "time" (one pass over the whole run with GPU
+    time alone: what the per-class check and the outside-time rule read; ncu's two passes with
+    every metric took 48-54 s a keep on the H100) or "full" (the baseline's passes: the
+    occupancy and DRAM figures of the kept tree too). The baseline is always profiled "full"."""
 
 
 @dataclass(frozen=True)

@@ -108,6 +108,7 @@ def validate(cfg: Config, source: str = "kopt.toml") -> None:
     need(1 <= prof.repeats <= 20, "[profile].repeats", "must be between 1 and 20")
     need(prof.outside_ranges in ("time", "full"), "[profile].outside_ranges",
          f'must be "time" or "full", not {prof.outside_ranges!r}')
+    need(prof.keep in ("time", "full"), "[profile].keep", f'must be "time" or "full", not {prof.keep!r}')
     if prof.kernel:
         import re
 

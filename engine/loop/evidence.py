@@ -79,6 +79,7 @@ class Evidence:
         prof = self.profiler(lane)
         if verdict.kind != "keep" or prof is None:
             return verdict
+        prof = prof.for_keep(ctx.cfg.profile.keep)  # ncu: one pass, GPU time alone (by default)
         bests: list[ProfileSummary] = []
         cands: list[ProfileSummary] = []
         self.start_confirmation(it, lane)  # their imports overlap the profiler's runs
@@ -312,10 +313,11 @@ class Evidence:
                 check_after_run(ctx, lane, it, tree)
                 if not res.ok:
                     raise KoptFailure(f"{prof.name} on {side}/ ({step.label}) {res.why()}: {last_line(res)}")
-                reader = ctx.jails.bench(tree, kind, tree_hash, outputs=(out_dir,), write_tree=False, gpu=False)
-                for n, after in enumerate(prof.after_commands(step.out_dir)):  # reading the report back: no GPU
-                    done_read = ctx.run(it, after, cwd=tree, name=f"{name}_read{n}", timeout_s=ctx.cfg.profile.timeout_s,
-                                        confine=reader)
+                reads = prof.after_commands(step.out_dir)  # reading the report back: no GPU, all at once
+                if reads:
+                    reader = ctx.jails.bench(tree, kind, tree_hash, outputs=(out_dir,), write_tree=False, gpu=False)
+                    done_read = ctx.run(it, runner.all_at_once(reads), cwd=tree, name=f"{name}_read",
+                                        timeout_s=ctx.cfg.profile.timeout_s, confine=reader)
                     if not done_read.ok:
                         raise KoptFailure(f"{prof.name} reading its report of {side}/ {done_read.why()}: {last_line(done_read)}")
                 done.append(step)

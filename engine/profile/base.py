@@ -36,6 +36,9 @@ same number of calls for best and candidate (see docs/profiling.md)."""
 
 OUTSIDE_RANGES = ("time", "full")
 """[profile].outside_ranges: what ncu records of the kernels launched outside the kopt ranges."""
+KEEP_MODES = ("time", "full")
+"""[profile].keep: what a keep's two trees are profiled for. "time": GPU time alone, in one
+pass over the whole run (all the keep's check reads); "full": the baseline's passes."""
 
 
 @dataclass(frozen=True)
@@ -74,9 +77,15 @@ class Profiler:
         argv = self.command(inner_argv, out_dir, kernel_regex)
         return ProfilePass("single", "the whole run", tuple(argv), Path(out_dir).resolve())
 
+    def for_keep(self, keep: str) -> Profiler:
+        """The profiler a keep's two trees run under ([profile].keep, KEEP_MODES): by default
+        this one (a tool of one cheap pass has nothing to leave out)."""
+        return self
+
     def after_commands(self, out_dir: Path) -> list[list[str]]:
-        """Commands to run, in order, after `command` succeeded and before `parse` (none by
-        default). A failing one is a failed profile."""
+        """Commands to run after `command` succeeded and before `parse` (none by default);
+        they read the pass's output and not each other's, so the loop may run them at once.
+        A failing one is a failed profile."""
         return []
 
     def parse(self, out_dir: Path, kernel_regex: str) -> ProfileSummary:

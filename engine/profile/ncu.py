@@ -17,7 +17,14 @@ first pass that profiled nothing (no kopt range in the bench) is followed by the
 unfiltered pass instead (`whole/`). docs/profiling.md says why (replaying the contract
 check's reference kernels with every metric cost ~100 s per tree).
 
-Two commands then read each report again (`after_commands`, no GPU needed): the raw page
+A keep's two trees need the GPU time of each launch and its range, nothing else: `for_keep("time")`
+([profile].keep, the default) is one pass over the whole run with `gpu__time_duration.sum`
+alone (no NVTX filter: the launches outside the ranges are in it, for the outside-time rule);
+on the H100 the two filtered passes with every metric cost 48-54 s a keep
+(docs/h100-wave3/part2-graphs-kept.md).
+
+Two commands then read each report again (`after_commands`, no GPU needed; independent, so
+the loop runs them at once): the raw page
 as it is (`ncu_import.csv`), and with `--print-nvtx-rename kernel` (`ncu_nvtx.csv`), where
 ncu names each launch made inside an NVTX push/pop range after its innermost range. The
 parser joins the two by (process, ID): a launch whose two names differ was made in the
@@ -42,7 +49,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from kopt_supervisor.engine.errors import KoptFailure
-from kopt_supervisor.engine.profile.base import OUTSIDE_RANGES, ProfilePass, Profiler
+from kopt_supervisor.engine.profile.base import KEEP_MODES, OUTSIDE_RANGES, ProfilePass, Profiler
 from kopt_supervisor.engine.profile.model import KOPT_PREFIX, Launch, ProfileSummary, summarize
 from kopt_supervisor.engine.profile.units import (
     bytes_of,
@@ -68,6 +75,7 @@ PASS_OUTSIDE = "kernels outside the kopt ranges, GPU time only"
 PASS_WHOLE = "no launch inside a kopt range: the whole run, full metrics"
 PASSES_TWO = ("two passes: the kernels inside the kopt ranges with full metrics, the others "
               "(outside/) with GPU time only")
+PASS_KEEP = "a keep's profile: one pass over the whole run, GPU time alone ([profile].keep = \"time\")"
 PASSES_FALLBACK = ("one whole-run pass with full metrics (whole/): the pass filtered to the kopt "
                    "ranges found no launch (the bench emits no kopt range)")
 
@@ -113,12 +121,26 @@ class NcuProfiler(Profiler):
         self.cache_control = cache_control
         self.launch_count = launch_count
         self.outside_ranges = outside_ranges
+        self.pass_label = ""
+        """What the one pass is for, in its summary (`for_keep`); empty: the plain whole run."""
 
     def command(self, inner_argv: list[str], out_dir: Path, kernel_regex: str) -> list[str]:
         """The argv that runs `inner_argv` under ncu, every kernel with the full metrics (one
         pass: outside_ranges = "full", or the fallback of the two-pass profile); creates
         `out_dir`."""
         return self._argv(inner_argv, out_dir, self.metrics, [])
+
+    def for_keep(self, keep: str) -> Profiler:
+        """[profile].keep = "time": this profiler for one unfiltered pass with GPU time alone
+        (the per-class comparison and the outside-time rule read nothing else); "full": self."""
+        if keep not in KEEP_MODES:
+            raise ValueError(f"keep must be one of {KEEP_MODES}, not {keep!r}")
+        if keep == "full":
+            return self
+        timing = NcuProfiler(executable=self.executable, metrics=(M_TIME,), cache_control=self.cache_control,
+                             launch_count=self.launch_count, outside_ranges="full")
+        timing.pass_label = PASS_KEEP
+        return timing
 
     def next_pass(
         self, inner_argv: list[str], out_dir: Path, kernel_regex: str, done: Sequence[ProfilePass]
@@ -128,7 +150,8 @@ class NcuProfiler(Profiler):
         or, when the first found no launch (a bench without kopt ranges), the whole run with
         full metrics into `out_dir/whole/`. "full": one pass, `command`."""
         if self.outside_ranges == "full":
-            return super().next_pass(inner_argv, out_dir, kernel_regex, done)
+            step = super().next_pass(inner_argv, out_dir, kernel_regex, done)
+            return replace(step, label=self.pass_label) if step is not None and self.pass_label else step
         out_dir = Path(out_dir).resolve()
         if not done:
             argv = self._argv(inner_argv, out_dir, self.metrics, ["--nvtx-include", NVTX_KOPT_REGEX])
@@ -189,7 +212,8 @@ class NcuProfiler(Profiler):
         their launches merged; or the ranges pass that found nothing and the whole run."""
         roles = [p.role for p in done]
         if roles == ["single"]:
-            return self.parse(done[0].out_dir, kernel_regex)
+            summary = self.parse(done[0].out_dir, kernel_regex)
+            return replace(summary, passes=self.pass_label) if self.pass_label else summary
         if roles == [ROLE_RANGES, ROLE_WHOLE]:
             return replace(self.parse(done[1].out_dir, kernel_regex), passes=PASSES_FALLBACK)
         if roles != [ROLE_RANGES, ROLE_OUTSIDE]:

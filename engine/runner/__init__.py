@@ -46,7 +46,7 @@ patches the module that reads it, e.g. `runner.logs.limit_file_size`):
 """
 from __future__ import annotations
 
-from kopt_supervisor.engine.runner.command import RunResult, as_argv, run, sandbox_note
+from kopt_supervisor.engine.runner.command import RunResult, all_at_once, as_argv, run, sandbox_note
 from kopt_supervisor.engine.runner.logs import DEFAULT_MAX_OUTPUT_BYTES, tail_file
 from kopt_supervisor.engine.runner.processes import (
     STEP_ENV,
@@ -68,6 +68,7 @@ __all__ = [
     "RunResult",
     "Server",
     "ServerError",
+    "all_at_once",
     "as_argv",
     "cpu_seconds",
     "end_leftovers",

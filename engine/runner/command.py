@@ -7,6 +7,7 @@ on runaway output and after the command's own exit. `RunResult` says how it ende
 from __future__ import annotations
 
 import os
+import shlex
 import signal
 import subprocess
 import time
@@ -95,6 +96,17 @@ def as_argv(command: str | Sequence[str]) -> list[str]:
     if isinstance(command, str):
         return ["/bin/sh", "-c", command]
     return list(command)
+
+
+def all_at_once(commands: Sequence[Sequence[str]]) -> list[str]:
+    """One argv that runs `commands` (argvs, never shell text) at the same time and fails when
+    any of them does, naming it on stderr; one command is returned as it is."""
+    if len(commands) == 1:
+        return list(commands[0])
+    lines = [f"{shlex.join(c)} & p{i}=$!" for i, c in enumerate(commands)]
+    waits = [f'wait "$p{i}" || {{ echo "command {i + 1} of {len(commands)} failed: exit $?" >&2; rc=1; }}'
+             for i in range(len(commands))]
+    return ["/bin/sh", "-c", "\n".join([*lines, "rc=0", *waits, 'exit "$rc"'])]
 
 
 def run(

@@ -70,15 +70,23 @@ def test_profiler_agreement_confirms_a_keep_and_disagreement_sends_it_to_review(
     assert v1["profile"]["agreement"]["per_class"] is True
     assert v1["profile"]["cand"]["target_per_call_ns"] < v1["profile"]["best"]["target_per_call_ns"]
     assert (ws.profiles / "v1" / "cand" / "summary.json").exists()
-    # two ncu passes per tree: full metrics inside the kopt ranges, GPU time alone outside them
-    assert (ws.profiles / "v1" / "cand" / "outside" / "ncu_nvtx.csv").exists()
-    assert v1["profile"]["cand"]["passes"].startswith("two passes")
+    # a keep's trees: one ncu pass over the whole run, GPU time alone ([profile].keep = "time"),
+    # its two read-backs run as one step
+    assert (ws.profiles / "v1" / "cand" / "ncu_nvtx.csv").exists() and (ws.profiles / "v1" / "cand" / "ncu_import.csv").exists()
+    assert not (ws.profiles / "v1" / "cand" / "outside").exists()
+    assert v1["profile"]["cand"]["passes"].startswith("a keep's profile: one pass")
+    assert (ws.log_dir(1) / "profile_cand_read.out").exists() and not (ws.log_dir(1) / "profile_cand_pass1.out").exists()
     kernels = {k["name"]: k for k in v1["profile"]["cand"]["kernels"]}
-    assert kernels["fake_kernel_large"]["registers_per_thread"] == 32
-    assert kernels["fake_reference"]["calls"] == 4 and kernels["fake_reference"]["registers_per_thread"] is None
+    assert kernels["fake_kernel_large"]["registers_per_thread"] is None  # time alone
+    assert kernels["fake_reference"]["calls"] == 4  # the launches outside the ranges are in the one pass
     assert v1["profile"]["comparison"]["unattributed"]["grew"] is False
+    # the baseline's profile keeps every metric: two passes, the full metrics inside the kopt ranges
     v0 = json.loads(ws.memory_path(0).read_text())
     assert v0["profile"]["best"]["hottest"] == "fake_kernel_large"
+    assert v0["profile"]["best"]["passes"].startswith("two passes")
+    assert (ws.profiles / "v0" / "best" / "outside" / "ncu_nvtx.csv").exists()
+    base = {k["name"]: k for k in v0["profile"]["best"]["kernels"]}
+    assert base["fake_kernel_large"]["registers_per_thread"] == 32
     monkeypatch.setenv("FAKE_NCU_INVERT", "1")
     assert run_engine(ws, max_iters=1) == 0
     v2 = json.loads(ws.memory_path(2).read_text())
@@ -116,11 +124,13 @@ def test_a_bench_without_kopt_ranges_is_profiled_in_one_whole_run_pass(fake_env,
     assert kopt(["--root", str(root), "init", "--repo", str(repo), "--tag", "w"]) == 0
     ws = Workspace(root, "w")
     assert run_engine(ws, max_iters=1) == 0
-    v1 = json.loads(ws.memory_path(1).read_text())
-    assert "whole-run pass" in v1["profile"]["cand"]["passes"]
-    assert (ws.profiles / "v1" / "cand" / "whole" / "ncu_import.csv").exists()
-    assert not (ws.profiles / "v1" / "cand" / "outside").exists()
-    kernels = {k["name"]: k for k in v1["profile"]["cand"]["kernels"]}
+    v0 = json.loads(ws.memory_path(0).read_text())
+    assert "whole-run pass" in v0["profile"]["best"]["passes"]
+    assert (ws.profiles / "v0" / "best" / "whole" / "ncu_import.csv").exists()
+    assert not (ws.profiles / "v0" / "best" / "outside").exists()
+    kernels = {k["name"]: k for k in v0["profile"]["best"]["kernels"]}
     assert kernels["fake_reference"]["registers_per_thread"] == 32  # every kernel with its metrics
+    v1 = json.loads(ws.memory_path(1).read_text())  # a keep: one pass, time alone, as with ranges
+    assert v1["profile"]["cand"]["passes"].startswith("a keep's profile: one pass")
     assert v1["profile"]["comparison"]["per_class"] is False  # the whole-run comparison, as before
     assert v1["status"] == "keep", v1["decision"]
