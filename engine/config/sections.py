@@ -227,6 +227,10 @@ class ProfileConfig:
     time alone: what the per-class check and the outside-time rule read; ncu's two passes with
     every metric took 48-54 s a keep on the H100) or "full" (the baseline's passes: the
     occupancy and DRAM figures of the kept tree too). The baseline is always profiled "full"."""
+    reuse_best_s: float = 900.0
+    """With keep = "time": best's tree is not profiled again when the keep that made it BEST
+    profiled it (as its candidate) on the same GPU at most this many seconds ago; its summary
+    is compared with the new candidate's. 0: best is profiled at every keep."""
 
 
 @dataclass(frozen=True)

@@ -83,10 +83,18 @@ class Evidence:
         bests: list[ProfileSummary] = []
         cands: list[ProfileSummary] = []
         self.start_confirmation(it, lane)  # their imports overlap the profiler's runs
+        trees = {"best": tree_of(lane.best, it.best_commit_before or "HEAD"), "cand": str(it.record.get("evaluated_tree"))}
+        gpu = self.gpu_uuid(lane)
+        reused = self.reusable_best(trees["best"], gpu)
         try:
             for n in range(max(1, ctx.cfg.profile.repeats)):  # alternating, as the looks are
                 suffix = f"_{n}" if n else ""
-                bests.append(self.profile_tree(it, lane, prof, lane.best, f"best{suffix}"))
+                if reused is not None:
+                    bests.append(reused[0])
+                    ctx.event("profile", f"v{it.version}: best/'s profile taken from v{reused[1]}'s of the same tree "
+                              f"on the same GPU, {reused[2]:.0f} s ago", it=it)
+                else:
+                    bests.append(self.profile_tree(it, lane, prof, lane.best, f"best{suffix}"))
                 cands.append(self.profile_tree(it, lane, prof, lane.cand, f"cand{suffix}"))
         except KoptFailure as e:
             self.close_spare(lane)
@@ -102,13 +110,40 @@ class Evidence:
                                 run_noise_pct=ctx.cfg.profile.run_noise_pct)
         agreement = agrees(verdict.classes, cmp, min_effect_pct=policy.min_effect_pct)
         it.record["profile"] = {"best": bests[0].to_dict(), "cand": cands[0].to_dict(), "comparison": cmp.to_dict(),
-                                "agreement": agreement.to_dict()}
+                                "agreement": agreement.to_dict(), "taken": {
+                                    "keep": ctx.cfg.profile.keep, "profiler": prof.name, "gpu": gpu, "trees": trees,
+                                    "t": time.time(), "best_from": reused[1] if reused else None}}
         ctx.save(it)
         ctx.event("profile", f"v{it.version}: {cmp.summary_line()}", it=it)
         if agreement.disagrees:
             return with_(verdict, kind="borderline", reason=agreement.reason(),
                          flags=(*verdict.flags, "profiler_disagrees"))
         return with_(verdict, reason=f"{verdict.reason}; profiler: {agreement.summary_line()}")
+
+    def reusable_best(self, best_tree: str, gpu: str | None) -> tuple[ProfileSummary, int, float] | None:
+        """(summary, version, age s) of best's tree as the keep that made it BEST profiled it
+        (its candidate's summary), when this keep would profile it the same way: the same
+        tree (a format step may have changed it before the commit), the same GPU, [profile].keep
+        "time", one profile per tree, and at most [profile].reuse_best_s ago (0: never). A keep's
+        profile then runs the candidate alone: half the profiler's time. kopt parsed that summary
+        itself when it was taken; nothing the candidate can write is read again."""
+        cfg = self.ctx.cfg.profile
+        if cfg.reuse_best_s <= 0 or cfg.keep != "time" or cfg.repeats != 1 or gpu is None:
+            return None
+        made = self.ctx.best_iteration()
+        taken = ((made.record.get("profile") or {}).get("taken") or {}) if made is not None else {}
+        if made is None or not isinstance(taken, dict) or not isinstance(taken.get("trees"), dict):
+            return None
+        age = time.time() - float(taken.get("t") or 0)
+        if (taken["trees"].get("cand") != best_tree or taken.get("gpu") != gpu or taken.get("keep") != "time"
+                or not 0 <= age <= cfg.reuse_best_s):
+            return None
+        return ProfileSummary.from_dict(made.record["profile"]["cand"]), made.version, age
+
+    def gpu_uuid(self, lane: Lane) -> str | None:
+        """The UUID of the GPU the lane's gate chose (None: none chosen, or no UUID known)."""
+        uuid = getattr(lane.gate, "chosen_uuid", None)
+        return f"{lane.host}:{uuid}" if isinstance(uuid, str) and uuid else None
 
     def confirm_keep(self, it: Iteration, lane: Lane, verdict: Verdict) -> Verdict:
         """A keep confirmed before its commit, in processes none of the decision's code ran in:

@@ -77,3 +77,6 @@ def test_the_keep_key_is_read_and_checked():
     assert config.loads(MIN_TOML + '[profile]\nkeep = "full"\n').profile.keep == "full"
     with pytest.raises(BadInput, match=r'\[profile\]\.keep must be "time" or "full", not \'all\''):
         config.loads(MIN_TOML + "[profile]\nkeep = 'all'\n")
+    assert config.loads(MIN_TOML).profile.reuse_best_s == 900
+    with pytest.raises(BadInput, match=r"\[profile\]\.reuse_best_s must be between 0 and 86400"):
+        config.loads(MIN_TOML + "[profile]\nreuse_best_s = -1\n")

@@ -1,0 +1,52 @@
+"""A keep's profile of best/ reused from the keep that made it BEST ([profile].reuse_best_s):
+only when it is the same tree, on the same GPU, taken the same way, recently; the next keep
+then runs the profiler on the candidate alone. Scripted fake GPUs (KOPT_FAKE_GPUS) and the
+stand-in ncu (tests/fake_target/bin/ncu)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from kopt_supervisor.engine.daemon import run_engine
+from kopt_supervisor.engine.workspace import Workspace
+from kopt_supervisor.kopt_tui.cli import main as kopt
+from tests.engine.test_gate_in_loop import FAST_GATE, GPU, NCU_BIN
+
+
+def two_keeps(fake_env, tmp_path, monkeypatch, tag: str, extra: str = "", gpus=None) -> Workspace:
+    repo, root = fake_env(["gain5", "gain5"], extra_toml=f'\n[profile]\nkind = "ncu"\nkernel = "fake"\n{extra}',
+                          toml_replace={**dict([FAST_GATE]), "review_timeout_s = 2": "review_timeout_s = 1800"})
+    fake = tmp_path / "gpus.json"
+    fake.write_text(json.dumps(gpus or [[GPU]]))
+    monkeypatch.setenv("KOPT_FAKE_GPUS", str(fake))
+    monkeypatch.setenv("KOPT_GPU_CLAIMS_DIR", str(tmp_path / "claims"))
+    monkeypatch.setenv("PATH", f"{NCU_BIN}:{os.environ['PATH']}")
+    assert kopt(["--root", str(root), "init", "--repo", str(repo), "--tag", tag]) == 0
+    ws = Workspace(root, tag)
+    assert run_engine(ws, max_iters=2) == 0
+    return ws
+
+
+def record(ws: Workspace, v: int) -> dict:
+    return json.loads(ws.memory_path(v).read_text())
+
+
+def test_the_second_keep_profiles_the_candidate_alone(fake_env, tmp_path, monkeypatch, driven_clock):
+    ws = two_keeps(fake_env, tmp_path, monkeypatch, "r")
+    v1, v2 = record(ws, 1), record(ws, 2)
+    assert v1["status"] == v2["status"] == "keep", (v1["decision"], v2["decision"])
+    assert v1["profile"]["taken"]["best_from"] is None and (ws.profiles / "v1" / "best").is_dir()
+    taken = v2["profile"]["taken"]
+    assert taken["best_from"] == 1 and taken["trees"]["best"] == v1["profile"]["taken"]["trees"]["cand"]
+    assert taken["gpu"].endswith("GPU-fake-0") and taken["keep"] == "time"
+    assert not (ws.profiles / "v2" / "best").exists() and (ws.profiles / "v2" / "cand" / "summary.json").is_file()
+    assert v2["profile"]["best"] == v1["profile"]["cand"]  # the same summary, compared with the new candidate
+    assert "profiler: cls=large agrees" in v2["decision"]["reason"]
+
+
+def test_no_reuse_of_a_profile_older_than_reuse_best_s(fake_env, tmp_path, monkeypatch, driven_clock):
+    ws = two_keeps(fake_env, tmp_path, monkeypatch, "o", extra="reuse_best_s = 0.001\n")
+    v2 = record(ws, 2)
+    assert v2["status"] == "keep" and v2["profile"]["taken"]["best_from"] is None
+    assert (ws.profiles / "v2" / "best" / "summary.json").is_file()
