@@ -1,0 +1,677 @@
+"""Serve what kopt can import: a `triton.testing.perf_report` bench timed by kopt's own timer,
+answering kopt's served protocol (harness/serve.py) from one confined process per tree.
+
+    python -m kopt_supervisor.kernels.harness.imported BENCH.py --line triton           # one look: CSV on stdout
+    python -m kopt_supervisor.kernels.harness.imported BENCH.py --line triton --serve   # kopt's [target].serve
+    python -m kopt_supervisor.kernels.harness.imported BENCH.py --probe                 # what `kopt init` reads
+    python -m kopt_supervisor.kernels.harness.imported BENCH.py --line triton --profile # [profile].command
+
+The process runs in the tree (kopt's working directory) and imports BENCH.py once (again on
+`load`), as a module of its own name with the script's folder first on sys.path: its
+`if __name__ == "__main__":` block does not run, and a `Mark.run(...)` it calls at import (the
+Triton tutorials run their benchmark at module level) is recorded, not run. What the module runs
+at import otherwise runs: a tutorial's own correctness test (`test_layer_norm(...)`) is the
+bench's own check, and one that fails fails the import (every look then fails). The
+perf_report-decorated functions are the `Mark` objects the module ran, else those among its
+globals; each `Benchmark` gives one config per x value (x_names' values) and line value of the
+tree's own kernel (`--line`, a line value or line name; kopt init names the line not named as
+a reference: engine/onboard, the rule the perf_report adapter's metric choice uses). The CSV's
+config columns: `benchmark` (the plot name, only when there are several), the x_names, the
+line_arg, and the benchmark's fixed `args` that are numbers, text or dtypes.
+
+A look (`look N SEED PATH`, or a plain run with a fresh seed) per config: S buffer sets, set j
+drawn by calling the benchmark function once after seeding torch (every device), `random` and
+numpy with audit.input_seed(SEED, config, "set<j>"), with `triton.testing.do_bench` and
+`do_bench_cudagraph` replaced for that call by a capture (in triton.testing, and where the
+bench's globals hold them under another name): the callable the bench passes (and its
+`grad_to_none` tensors) is recorded, not run, and the bench gets a placeholder time back.
+Whatever the function returns (its GB/s, its own timing) is never read. kopt then times the
+captured callables with its own block timer (bench.Timing: on a GPU CUDA graphs, or CUDA events
+where a graph cannot capture, the L2 flushed before each block; on the CPU the process's CPU
+time under Triton's interpreter), the sets rotating; several do_bench calls in one benchmark
+call are timed as one call, in order. `us` is the median over blocks of µs per call, `calls`
+the timed calls, `err` 0, or inf when the function raised, called no do_bench, or its timed
+outputs hold NaN/Inf. Each set's outputs are what its last timed call left: the tensors the
+callable returned, and the `.grad` of its `grad_to_none` tensors (reset before every call, as
+do_bench does); a callable that returns none and names no grad_to_none has its closure's
+tensors (inputs included) summarised instead. PATH.sets.json commits to every set's outputs
+and `audit N SEED PATH` summarises the set the audit seed picks (audit.py), with a tolerance
+per the outputs' dtype (TOLERANCE; --atol/--rtol): kopt compares them with best's.
+
+What this path sees, and what it does not (docs/byo-kernel.md, "Served by import"):
+- inputs: one input set per call of the benchmark function, drawn by the bench's own code
+  after kopt seeds the global generators; several sets are several calls (on the CPU
+  bench.CPU_SETS, on a GPU enough for 2 x L2 of the tensors the callable's closure holds).
+  kopt cannot redraw into the same buffers as its harness does (harness/sets.py) before the
+  last block: within a look every timed call of a set sees the same tensors, so a kernel that
+  caches its result by input pointer is timed on its cache (its outputs are still right:
+  across looks the inputs are new). The profiler's kernel time is what sees that.
+- correctness: the bench's own check where it has one (at import), and kopt's comparison of
+  the timed outputs with best's on the same inputs, outside both processes. Tensors the
+  callable writes but neither returns nor names in grad_to_none (the tutorial's weight and
+  bias gradients, which accumulate from call to call) are not compared.
+- a benchmark function that draws inputs from a generator of its own (not the global ones)
+  draws the same inputs in every look: the audit then compares the same inputs each time.
+- a bench that times with anything else than do_bench/do_bench_cudagraph (its own events,
+  time.perf_counter) has no callable to capture: every config fails, and `kopt init` keeps
+  the process-level path and says why (the probe).
+
+`--probe` imports the bench and, per benchmark and line, captures the first config's callable
+and calls it once: one JSON document on stdout (PROBE_VERSION; the benchmarks, lines, config
+columns, what failed and why). The bench's own prints go to stderr in every mode: stdout holds
+the protocol's replies, the CSV or the probe's JSON only.
+
+Imports torch and triton only when run (triton after TRITON_INTERPRET=1 is set without a GPU).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import functools
+import json
+import math
+import random
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from . import bench as bench_mod
+from .audit import (
+    VERSION,
+    audit_positions,
+    audit_set,
+    input_seed,
+    output_tensors,
+    summarise,
+    summarise_sets,
+)
+from .bench import Bench, PhaseClock, Timing, log, new_seed, why, write_csv
+from .loader import load_module
+from .params import config_key
+from .ranges import open_ranges, range_name
+from .timing import summarize
+
+MODULE = "kopt_supervisor.kernels.harness.imported"
+"""How kopt's commands run this module (`python -m MODULE ...`)."""
+PROBE_VERSION = 1
+PLACEHOLDER_MS = 1.0
+"""What a captured do_bench returns to the bench (it is never read)."""
+RESERVED = ("us", "err", "calls", "us_mean", "us_std", "us_min", "us_p10", "us_p90", "samples", "seed")
+"""The CSV's columns beside the config: a config column of one of these names is refused."""
+TOLERANCE = {"float64": (1e-8, 1e-8), "float32": (1e-4, 1e-4), "float16": (1e-2, 1e-2),
+             "bfloat16": (1e-2, 1.6e-2), "float8_e4m3fn": (1e-1, 1.25e-1), "float8_e5m2": (1e-1, 2.5e-1)}
+"""Audit tolerance (atol, rtol) by the outputs' least precise floating dtype: float16's is the
+Triton layer-norm tutorial's own check (1e-2), bfloat16's the bundled RMSNorm's. Integer and
+bool outputs compare exactly; another dtype takes float32's."""
+
+
+class ImportedError(Exception):
+    """The bench cannot be served by import (one line: the file, what is wrong)."""
+
+
+# -- the capture --------------------------------------------------------------------------------
+
+
+@dataclass
+class Captured:
+    """One callable a benchmark function handed to do_bench."""
+
+    fn: Callable[[], Any]
+    grads: list[Any]
+    """Its grad_to_none tensors: their .grad is reset before each call and read as an output."""
+
+
+def _placeholder(quantiles: Any, return_mode: str) -> Any:
+    if quantiles is not None:
+        return [PLACEHOLDER_MS] * len(list(quantiles))
+    return [PLACEHOLDER_MS] if return_mode == "all" else PLACEHOLDER_MS
+
+
+class Capture:
+    """Stands in for do_bench and do_bench_cudagraph while a benchmark function runs."""
+
+    def __init__(self) -> None:
+        self.captured: list[Captured] = []
+
+    def do_bench(self, fn: Callable[[], Any], warmup: Any = 25, rep: Any = 100, grad_to_none: Any = None,
+                 quantiles: Any = None, return_mode: str = "mean", **_: Any) -> Any:
+        self.captured.append(Captured(fn, list(grad_to_none or [])))
+        return _placeholder(quantiles, return_mode)
+
+    def do_bench_cudagraph(self, fn: Callable[[], Any], rep: Any = 20, grad_to_none: Any = None,
+                           quantiles: Any = None, return_mode: str = "mean", **_: Any) -> Any:
+        self.captured.append(Captured(fn, list(grad_to_none or [])))
+        return _placeholder(quantiles, return_mode)
+
+    @contextlib.contextmanager
+    def installed(self, testing: ModuleType, scope: dict[str, Any] | None) -> Iterator[None]:
+        """triton.testing's do_bench and do_bench_cudagraph are this capture's, and so is every
+        name of `scope` (the bench's globals) bound to what they were; afterwards each is put
+        back unless the bench rebound it meanwhile."""
+        names = {"do_bench": self.do_bench, "do_bench_cudagraph": self.do_bench_cudagraph}
+        before = {name: getattr(testing, name, None) for name in names}
+        swaps: list[tuple[Any, str, Any, Any]] = []
+        for name, mine in names.items():
+            swaps.append((testing, name, before[name], mine))
+            for key, value in list((scope or {}).items()):
+                if value is not None and value is before[name]:
+                    swaps.append((scope, key, value, mine))
+        for where, name, _old, mine in swaps:
+            _set(where, name, mine)
+        try:
+            yield
+        finally:
+            for where, name, old, mine in swaps:
+                if _get(where, name) is mine:
+                    _set(where, name, old)
+
+
+def _set(where: Any, name: str, value: Any) -> None:
+    if isinstance(where, dict):
+        where[name] = value
+    else:
+        setattr(where, name, value)
+
+
+def _get(where: Any, name: str) -> Any:
+    return where.get(name) if isinstance(where, dict) else getattr(where, name, None)
+
+
+class TimedSet:
+    """One buffer set: the callables one benchmark call captured, called in order as one timed
+    call; what each returned is kept until its next call (as bench.kept_outputs does)."""
+
+    def __init__(self, captured: list[Captured]) -> None:
+        self.captured = captured
+        self.kept: list[Any] = [None] * len(captured)
+
+    def __call__(self) -> None:
+        for i, c in enumerate(self.captured):
+            for t in c.grads:
+                t.grad = None
+            self.kept[i] = None
+            self.kept[i] = c.fn()
+
+    def outputs(self) -> list[Any]:
+        """The tensors the last call left (see the module docstring)."""
+        out: list[Any] = []
+        for c, result in zip(self.captured, self.kept, strict=True):
+            out += output_tensors(result)
+            out += [t.grad for t in c.grads if getattr(t, "grad", None) is not None]
+        if not out:
+            out = [t for c in self.captured for t in closure_tensors(c.fn)]
+        return out
+
+    def nbytes(self) -> int:
+        """The bytes of the distinct tensors the callables' closures hold (their inputs, mostly)."""
+        seen: dict[tuple[Any, int], int] = {}
+        for c in self.captured:
+            for t in closure_tensors(c.fn):
+                seen[(t.device, t.data_ptr())] = max(seen.get((t.device, t.data_ptr()), 0),
+                                                     t.numel() * t.element_size())
+        return sum(seen.values())
+
+
+def closure_tensors(fn: Any, depth: int = 2) -> list[Any]:
+    """The tensors a callable's closure holds: its cells' values, a functools.partial's
+    arguments, a bound method's object, and the same of the functions among them (`depth`
+    levels down); in order, each once."""
+    found: dict[int, Any] = {}
+
+    def visit(obj: Any, level: int) -> None:
+        if hasattr(obj, "detach") and hasattr(obj, "numel") and hasattr(obj, "data_ptr"):
+            found.setdefault(id(obj), obj)
+            return
+        if level < 0:
+            return
+        if isinstance(obj, functools.partial):
+            for v in (obj.func, *obj.args, *obj.keywords.values()):
+                visit(v, level - 1)
+        elif isinstance(obj, list | tuple):
+            for v in obj:
+                visit(v, level)
+        elif callable(obj):
+            for cell in getattr(obj, "__closure__", None) or ():
+                try:
+                    visit(cell.cell_contents, level - 1)
+                except ValueError:  # an empty cell
+                    continue
+            owner = getattr(obj, "__self__", None)
+            if owner is not None and not isinstance(owner, ModuleType):
+                visit(owner, level - 1)
+
+    visit(fn, depth)
+    return list(found.values())
+
+
+# -- the bench's configs ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Config:
+    """One benchmark call: the function, its keyword arguments, the CSV's config columns."""
+
+    fn: Callable[..., Any]
+    kwargs: dict[str, Any]
+    cols: dict[str, Any]
+    key: str
+
+
+@dataclass
+class Imported:
+    """The bench module and its perf_report marks (the ones it ran at import first)."""
+
+    module: ModuleType
+    marks: list[Any]
+    testing: ModuleType
+    ran: bool
+    """The marks are those the module ran at import (else: found among its globals)."""
+
+
+def column_value(v: Any) -> Any:
+    """A value as a CSV config cell: numbers as they are, a dtype by its name, text without
+    the commas a config key and the CSV would split on."""
+    if isinstance(v, bool):
+        return int(v)
+    if isinstance(v, int | float):
+        return v
+    text = str(v)
+    if text.startswith("torch."):
+        text = text.removeprefix("torch.")
+    return text.replace(",", ";").replace("\n", " ")
+
+
+def _scalar(v: Any) -> bool:
+    return isinstance(v, bool | int | float | str) or type(v).__name__ == "dtype"
+
+
+def benchmarks(marks: Sequence[Any]) -> list[tuple[Any, Any]]:
+    """(mark, Benchmark) pairs in order."""
+    out = []
+    for mark in marks:
+        b = mark.benchmarks
+        out += [(mark, x) for x in (b if isinstance(b, list | tuple) else [b])]
+    return out
+
+
+def pick_lines(b: Any, lines: Sequence[str], where: str) -> list[Any]:
+    """The line values of `b` that `lines` name (a line value or a line name); with none named,
+    the only line there is."""
+    vals, names = list(b.line_vals), list(getattr(b, "line_names", None) or [])
+    if not lines:
+        if len(vals) == 1:
+            return vals
+        raise ImportedError(f"{where}: {len(vals)} lines ({', '.join(map(str, vals))}): name the kernel's with "
+                            "--line (kopt init names the one that is not a reference)")
+    chosen = []
+    for i, v in enumerate(vals):
+        if str(v) in lines or (i < len(names) and str(names[i]) in lines):
+            chosen.append(v)
+    if not chosen:
+        raise ImportedError(f"{where}: --line {', '.join(lines)} names no line (values: "
+                            f"{', '.join(map(str, vals))}; names: {', '.join(map(str, names)) or 'none'})")
+    return chosen
+
+
+def make_config(mark: Any, b: Any, x: Any, line: Any, several: bool, where: str) -> Config:
+    """The config of x value `x` and line value `line` of benchmark `b` (of `mark`)."""
+    x_names = list(b.x_names)
+    for name in [*x_names, b.line_arg]:
+        if name in RESERVED or (several and name == "benchmark"):
+            raise ImportedError(f"{where}: the argument {name!r} has the name of a column kopt writes")
+    xs = list(x) if isinstance(x, list | tuple) else [x] * len(x_names)
+    if len(xs) != len(x_names):
+        raise ImportedError(f"{where}: x value {x!r} has {len(xs)} values for x_names {x_names}")
+    kwargs = {**dict(zip(x_names, xs, strict=True)), b.line_arg: line, **dict(b.args)}
+    cols: dict[str, Any] = {"benchmark": column_value(b.plot_name)} if several else {}
+    cols.update({n: column_value(v) for n, v in zip(x_names, xs, strict=True)})
+    cols[b.line_arg] = column_value(line)
+    cols.update({k: column_value(v) for k, v in dict(b.args).items() if _scalar(v) and k not in cols and k not in RESERVED})
+    return Config(mark.fn, kwargs, cols, config_key(cols))
+
+
+def configs(imp: Imported, lines: Sequence[str], where: str) -> list[Config]:
+    """Every config of the marks: x values x the chosen line values (see the module docstring)."""
+    pairs = benchmarks(imp.marks)
+    out: list[Config] = []
+    seen: set[str] = set()
+    for mark, b in pairs:
+        here = f"{where}: benchmark {b.plot_name or '?'}"
+        for line in pick_lines(b, lines, here):
+            for x in b.x_vals:
+                config = make_config(mark, b, x, line, len(pairs) > 1, here)
+                if config.key in seen:
+                    raise ImportedError(f"{here}: config {config.key} twice (one row per config)")
+                seen.add(config.key)
+                out.append(config)
+    return out
+
+
+def config_columns(imp: Imported) -> list[str]:
+    """The CSV's config columns, whatever line is chosen (the probe's answer)."""
+    pairs = benchmarks(imp.marks)
+    cols: dict[str, None] = {"benchmark": None} if len(pairs) > 1 else {}
+    for _, b in pairs:
+        for name in [*b.x_names, b.line_arg]:
+            cols[name] = None
+        for k, v in dict(b.args).items():
+            if _scalar(v) and k not in RESERVED:
+                cols[k] = None
+    return list(cols)
+
+
+def import_bench(script: Path, name: str) -> Imported:
+    """Import the bench (see the module docstring): its Mark.run calls recorded, not run, and a
+    do_bench it calls at import captured and dropped."""
+    import triton.testing as testing
+
+    mark_cls = getattr(testing, "Mark", None)
+    if mark_cls is None:
+        raise ImportedError(f"{script}: this triton has no triton.testing.Mark (perf_report)")
+    ran: list[Any] = []
+    original = mark_cls.run
+
+    def recorded(self: Any, *args: Any, **kwargs: Any) -> None:
+        ran.append(self)
+
+    folder = str(script.parent.resolve())
+    if folder not in sys.path:
+        sys.path.insert(0, folder)  # as `python script.py` would: its neighbours import
+    mark_cls.run = recorded
+    try:
+        with Capture().installed(testing, None), contextlib.redirect_stdout(sys.stderr):
+            module = load_module(script, name)
+    finally:
+        mark_cls.run = original
+    marks = list(dict.fromkeys(ran)) or [v for v in vars(module).values() if isinstance(v, mark_cls)]
+    if not marks:
+        raise ImportedError(f"{script}: no triton.testing.perf_report benchmark (a Mark) among its globals, "
+                            "and it ran none at import")
+    return Imported(module, marks, testing, bool(ran))
+
+
+def call_benchmark(imp: Imported, config: Config, torch: Any, seed: int) -> TimedSet:
+    """One buffer set: the benchmark function called once after seeding the generators, with
+    do_bench captured (ImportedError when it calls none); its own prints to stderr."""
+    seed_all(torch, seed)
+    cap = Capture()
+    with cap.installed(imp.testing, getattr(config.fn, "__globals__", None)), contextlib.redirect_stdout(sys.stderr):
+        config.fn(**config.kwargs)
+    if not cap.captured:
+        raise ImportedError("the benchmark function called neither triton.testing.do_bench nor do_bench_cudagraph: "
+                            "kopt has no callable to time")
+    return TimedSet(cap.captured)
+
+
+# -- the process ---------------------------------------------------------------------------------
+
+
+def seed_all(torch: Any, seed: int) -> None:
+    """Seed the generators a benchmark function draws from: torch's (every device), random's
+    and, when loaded, numpy's."""
+    torch.manual_seed(seed)
+    random.seed(seed)
+    np = sys.modules.get("numpy")
+    if np is not None:
+        np.random.seed(seed % (1 << 32))
+
+
+def tolerance(outputs: Sequence[Any], atol: float | None, rtol: float | None) -> tuple[float, float]:
+    """(atol, rtol) for a config's audit: the least precise floating output's (TOLERANCE),
+    exact for integer outputs; --atol/--rtol override."""
+    floating = [str(t.dtype).removeprefix("torch.") for t in outputs if t.is_floating_point()]
+    if floating:
+        a, r = max((TOLERANCE.get(d, TOLERANCE["float32"]) for d in floating), key=lambda tol: tol[1])
+    else:
+        a, r = (0.0, 0.0) if outputs else TOLERANCE["float32"]
+    return (a if atol is None else atol), (r if rtol is None else rtol)
+
+
+@dataclass
+class Drawn:
+    """A config's buffer sets in the last look, or why it could not be measured."""
+
+    config: Config
+    sets: list[TimedSet] = field(default_factory=list)
+    failed: str = ""
+
+
+class ImportedBench(Bench):
+    """A Bench whose configs are an imported perf_report bench's: serve.serve_tree drives it as
+    it drives a Spec's (timed_rows, commitment, audit, reload, and Bench's release_cache and
+    memory_full). The Spec side of Bench (cases, checks, the A/B modes) is not used here and
+    not set up: Bench.__init__ is not called."""
+
+    def __init__(self, script: Path, a: argparse.Namespace, torch: Any, gpu: bool, clock: PhaseClock) -> None:
+        self.script, self.a, self.torch, self.gpu, self.clock = script, a, torch, gpu, clock
+        self.ranges = open_ranges(torch, gpu)
+        self.timing = Timing(torch, gpu, a.block_us, max_reps=1000 if gpu else 50)
+        self.failed = 0
+        self.loads = 0
+        self.drawn: list[Drawn] = []
+        """The last look's configs and buffer sets, for `commitment` and `audit`."""
+        self.reload()
+
+    def reload(self) -> None:
+        """(Re)import the bench: a new module object each time (a candidate's edit is read)."""
+        self.loads += 1
+        self.drawn = []
+        self.imp = import_bench(self.script, f"kopt_imported_bench_{self.loads}")
+        self.configs = configs(self.imp, self.a.line, str(self.script))
+
+    def draw_sets(self, config: Config, seed: int) -> list[TimedSet]:
+        """The look's sets of a config: set 0 first (its tensors size the count on a GPU)."""
+        first = call_benchmark(self.imp, config, self.torch, input_seed(seed, config.key, "set0"))
+        count = self.timing.set_count(first.nbytes())  # bench.CPU_SETS on the CPU
+        return [first] + [call_benchmark(self.imp, config, self.torch, input_seed(seed, config.key, f"set{j}"))
+                          for j in range(1, count)]
+
+    def timed_rows(self, seed: int, *, copy: bool = True, keep: bool = False) -> list[dict[str, Any]]:
+        """One look of `seed`: per config its sets drawn, timed block by block, checked for
+        NaN/Inf; one row each (the module docstring). `copy` and `keep` are the Spec path's
+        (no copy is timed here; nothing is kept from look to look but the CUDA graphs)."""
+        rows = []
+        self.drawn = []
+        nan = math.nan
+        for config in self.configs:
+            where = f"{self.script.name} {config.key}"
+            drawn = Drawn(config)
+            self.drawn.append(drawn)
+            ks: list[float] = []
+            t: Any = None
+            try:
+                drawn.sets = self.draw_sets(config, seed)
+                self.clock.lap("inputs")
+                t = self.timing.sets_timer(list(drawn.sets), drawn.sets[0].nbytes(), graph=self.a.graph,
+                                           span=functools.partial(self.ranges.span, range_name(config.cols)))
+                self.clock.lap("capture")
+                for _ in range(self.a.blocks):
+                    ks.append(t.block())
+            except Exception as exc:  # a benchmark that raises, or captures nothing, fails its row
+                drawn.failed = f"{type(exc).__name__}: {exc}"
+                t, ks = None, []
+            err = math.inf if drawn.failed else 0.0
+            if not drawn.failed:
+                bad = self.nonfinite(drawn)
+                if bad:
+                    drawn.failed, err = bad, math.inf
+            if drawn.failed:
+                self.failed += 1
+                log(f"{where}: FAILS: {drawn.failed}")
+            st = summarize(ks) if ks else dict.fromkeys(("median", "mean", "std", "min", "p10", "p90"), nan)
+            rows.append({**config.cols, "us": st["median"], "err": err,
+                         "calls": t.reps * len(ks) if t is not None else 0, "us_mean": st["mean"], "us_std": st["std"],
+                         "us_min": st["min"], "us_p10": st["p10"], "us_p90": st["p90"], "samples": len(ks),
+                         "seed": seed})
+            log(f"{where}: {st['median']:10.3f} us  err {err:.3g}  ({len(ks)} blocks x "
+                f"{t.reps if t is not None else 0} calls)")
+            self.clock.lap("timing")
+        return rows
+
+    def nonfinite(self, drawn: Drawn) -> str:
+        """Why the sets' outputs fail whatever the bench says ("" when they do not): none at all,
+        or NaN/Inf values."""
+        for i, s in enumerate(drawn.sets):
+            outs = s.outputs()
+            if not outs:
+                return f"set {i}: the timed callable returns no tensor and reaches none kopt can compare"
+            count = sum(int((~self.torch.isfinite(t)).sum().item()) for t in outs if t.is_floating_point())
+            if count:
+                return f"set {i}: {count} NaN/Inf output element(s)"
+        return ""
+
+    def audit(self, seed: int) -> dict[str, Any]:
+        """The last look's audit (audit.py's rule and summary), per config."""
+        configs = []
+        for d in self.drawn:
+            if not d.sets:
+                configs.append({"config": dict(d.config.cols), "sets": 1, "set": 0, "atol": 0.0, "rtol": 0.0,
+                                "outputs": []})
+                continue
+            rng, i = audit_set(seed, d.config.key, len(d.sets))
+            outs = d.sets[i].outputs()
+            atol, rtol = tolerance(outs, self.a.atol, self.a.rtol)
+            configs.append({"config": dict(d.config.cols), "sets": len(d.sets), "set": i, "atol": atol, "rtol": rtol,
+                            "outputs": [summarise(self.torch, t, audit_positions(rng, int(t.numel()))) for t in outs]})
+        return {"version": VERSION, "configs": configs}
+
+    def commitment(self) -> dict[str, Any]:
+        """The last look's promise: every set's output summaries, per config."""
+        return {"version": VERSION, "configs": [
+            {"config": dict(d.config.cols), "sets": summarise_sets(self.torch, [s.outputs() for s in d.sets] or [[]])}
+            for d in self.drawn]}
+
+    def profile_rows(self, base_seed: int) -> list[dict[str, Any]]:
+        """--profile: per config one set drawn and its callable called twice inside the config's
+        range; nothing timed, nothing compared."""
+        rows = []
+        for config in self.configs:
+            err = math.nan
+            try:
+                s = call_benchmark(self.imp, config, self.torch, input_seed(base_seed, config.key, "profile"))
+                with self.ranges.span(range_name(config.cols)):
+                    s()
+                    s()
+                if self.gpu:
+                    self.torch.cuda.synchronize()
+            except Exception as exc:  # the row says it failed; the profile goes on
+                log(f"{self.script.name} {config.key}: {type(exc).__name__}: {exc}")
+                err = math.inf
+            rows.append({**config.cols, "err": err})
+        return rows
+
+
+def probe(script: Path, torch: Any, seed: int) -> dict[str, Any]:
+    """Import the bench and, per benchmark and line, capture the first config's callable and
+    call it once: what `kopt init` reads to propose this path (PROBE_VERSION)."""
+    t0 = time.monotonic()
+    imp = import_bench(script, "kopt_imported_bench_probe")
+    import_s = time.monotonic() - t0
+    pairs = benchmarks(imp.marks)
+    out: list[dict[str, Any]] = []
+    for mark, b in pairs:
+        names = list(getattr(b, "line_names", None) or [])
+        lines = []
+        for i, line in enumerate(b.line_vals):
+            entry: dict[str, Any] = {"value": str(line), "name": str(names[i]) if i < len(names) else str(line)}
+            t1 = time.monotonic()
+            try:
+                s = call_benchmark(imp, make_config(mark, b, b.x_vals[0], line, len(pairs) > 1, str(script)), torch,
+                                   seed)
+                s()
+                outs = s.outputs()
+                entry.update(captured=bool(outs), outputs=len(outs), why="" if outs else
+                             "the timed callable returns no tensor and reaches none kopt can compare")
+            except Exception as exc:  # one line that cannot be captured: said, the others go on
+                entry.update(captured=False, outputs=0, why=f"{type(exc).__name__}: {str(exc)[:300]}")
+            entry["seconds"] = round(time.monotonic() - t1, 3)
+            lines.append(entry)
+        out.append({"plot_name": str(b.plot_name), "x_names": [str(x) for x in b.x_names], "line_arg": str(b.line_arg),
+                    "configs": len(list(b.x_vals)), "lines": lines})
+    return {"version": PROBE_VERSION, "script": script.as_posix(), "ran_at_import": imp.ran,
+            "import_s": round(import_s, 3), "config_columns": config_columns(imp), "benchmarks": out}
+
+
+def parse_args(argv: list[str] | None, gpu: bool) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description="a triton.testing.perf_report bench served by import: kopt's timer, "
+                                             "kopt's served protocol (docs/byo-kernel.md)")
+    ap.add_argument("script", help="the bench's Python file, relative to the working directory (the tree)")
+    ap.add_argument("--line", action="append", default=[],
+                    help="the line value (or line name) of the tree's own kernel; repeatable")
+    ap.add_argument("--serve", action="store_true", help="answer kopt's `look N SEED PATH`, `audit N SEED PATH` "
+                                                         "and `load` on stdin (harness/serve.py)")
+    ap.add_argument("--probe", action="store_true", help="import, capture each line's first config once, "
+                                                         "print JSON (what kopt init reads)")
+    ap.add_argument("--profile", action="store_true", help="each config's callable twice in its range, untimed")
+    ap.add_argument("--seed", type=int, default=None, help="the look's seed of a plain run (default: a fresh one)")
+    ap.add_argument("--blocks", type=int, default=0, help="timed blocks per config (default: the harness's)")
+    ap.add_argument("--block-us", type=float, default=300.0, help="GPU: target duration of a block")
+    ap.add_argument("--serve-memory", type=float, default=None, help="--serve: leave after a look once kept "
+                                                                     "buffers take this share of the GPU's memory")
+    ap.add_argument("--no-graph", dest="graph", action="store_false",
+                    help="GPU: time eager launches between CUDA events, not CUDA graphs")
+    ap.add_argument("--atol", type=float, default=None, help="the audit's atol (default: by the outputs' dtype)")
+    ap.add_argument("--rtol", type=float, default=None, help="the audit's rtol (default: by the outputs' dtype)")
+    ap.add_argument("--out", help="also write the CSV to this file")
+    a = ap.parse_args(argv)
+    if sum((a.serve, a.probe, a.profile)) > 1:
+        ap.error("--serve, --probe and --profile run alone")
+    if a.serve and a.seed is not None:
+        ap.error("--seed: a served look takes its seed from the request (`look N SEED PATH`)")
+    for opt, value in (("--atol", a.atol), ("--rtol", a.rtol)):
+        if value is not None and not (math.isfinite(value) and value >= 0):
+            ap.error(f"{opt} must be a finite number >= 0, not {value}")
+    path = Path(a.script)
+    if path.is_absolute() or ".." in path.parts or path.suffix != ".py":
+        ap.error(f"{a.script}: give the bench's .py file relative to the tree")
+    shared = bench_mod.parse_args(["--serve"] if a.serve else [], gpu)  # the harness's defaults, one rule
+    a.blocks = a.blocks or shared.blocks
+    a.serve_memory = a.serve_memory if a.serve_memory is not None else shared.serve_memory
+    return a
+
+
+def main(argv: list[str] | None = None) -> int:
+    clock = PhaseClock()
+    torch, gpu = bench_mod.setup_device()  # before the bench imports triton
+    a = parse_args(argv, gpu)
+    script = Path.cwd() / a.script
+    if not script.is_file():
+        log(f"{a.script}: no such file in {Path.cwd()}")
+        return 2
+    try:
+        if a.probe:
+            doc = probe(Path(a.script), torch, new_seed() if a.seed is None else a.seed)
+            sys.stdout.write(json.dumps(doc) + "\n")
+            return 0
+        bench = ImportedBench(Path(a.script), a, torch, gpu, clock)
+    except ImportedError as exc:
+        log(str(exc))
+        return 1
+    except Exception as exc:  # the bench's own import (its own check included) failed
+        log(f"{a.script}: the import failed: {why(exc)}")
+        return 1
+    clock.lap("setup")
+    if not gpu:
+        log(f"{a.script}: no GPU: Triton's interpreter on the CPU; timings are CPU timings")
+    if a.serve:
+        from .serve import serve_tree
+
+        def reply(msg: str) -> None:
+            sys.stdout.write(msg + "\n")
+            sys.stdout.flush()
+        return serve_tree(bench, sys.stdin, reply)
+    seed = new_seed() if a.seed is None else a.seed
+    rows = bench.profile_rows(seed) if a.profile else bench.timed_rows(seed)
+    clock.lap("timing")
+    write_csv(rows, a.out)
+    log(clock.line())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
