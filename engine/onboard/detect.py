@@ -19,6 +19,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from kopt_supervisor.engine.adapters import read_tables, sniff
 from kopt_supervisor.engine.adapters.long_format import classify as as_long_format
@@ -50,6 +51,9 @@ class BenchRun:
     untracked: tuple[str, ...] = ()
     """Tracked files the bench wrote (a results CSV it appends to): this run ran without them,
     so what they hold is this run's rows only; the proposal untracks them ([target].untrack)."""
+    probe: dict[str, Any] | None = None
+    """For a perf_report bench: whether kopt's module could import it in the same copy
+    (onboard/served.py's import_probe); None when nothing was tried."""
 
     @property
     def outputs(self) -> Path:

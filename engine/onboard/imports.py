@@ -29,6 +29,8 @@ from pathlib import Path
 KERNEL_MARKERS = ("triton.jit", "@triton.autotune", "@jit", "load_inline", "cpp_extension", "cuda.jit",
                   "RawKernel", "RawModule", "tilelang", "cute.kernel", "@cute.", "ctypes.CDLL", "tl.load")
 """Text that marks a module defining (or loading) kernel code."""
+BENCH_IS_KERNEL = "defines kernel code and is the bench itself"
+"""The scan's note on a bench script that is its own kernel module (onboard/served.py rewords it)."""
 PYTHONS = ("python", "python3", "python3.10", "python3.11", "python3.12", "python3.13", "uv", "poetry")
 
 
@@ -225,7 +227,7 @@ def scan(bench: str, repo: Path, cwd: Path | None = None, *, limit: int = 200) -
         if is_kernel(text):
             result.kernel.append(rel)
             if rel in result.scripts:
-                result.notes.append(f"{rel} defines kernel code and is the bench itself: kopt cannot protect "
+                result.notes.append(f"{rel} {BENCH_IS_KERNEL}: kopt cannot protect "
                                     f"its timing code from the proposer (move the kernel into a module of its "
                                     f"own, or use kopt's harness)")
             continue

@@ -24,6 +24,12 @@ The choices, in order (docs/byo-kernel.md explains them for the user):
 8. protected and sources: a static scan of the bench's imports (onboard/imports.py);
 9. timeout: 10x the run, at least 2 minutes; the cost of one decision (onboard/cost.py).
 
+A perf_report bench that kopt's module could import in the scratch copy (onboard/served.py,
+the run's probe) is served by import once the metric (its kernel's line) is chosen: the
+harness's [target] (`bench`, `serve`, `us`, `err <= 1`, `calls`) replaces steps 5-6, the
+classes still from step 7's rule over the perf_report table; where it could not, the
+process-level proposal stays and its header says why.
+
 Pure apart from reading the bench's outputs and source files.
 
 Modules: draft (the Proposal, its questions, the commented kopt.toml it renders to), steps
@@ -39,7 +45,8 @@ from pathlib import Path
 from kopt_supervisor.engine.decide.model import Policy
 from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.onboard import cost as cost_mod
-from kopt_supervisor.engine.onboard.columns import classify
+from kopt_supervisor.engine.onboard import served
+from kopt_supervisor.engine.onboard.columns import CONFIG, classify
 from kopt_supervisor.engine.onboard.detect import BenchRun, candidates
 from kopt_supervisor.engine.onboard.draft import ANSWER_KEYS, Choice, Proposal, Question, render
 from kopt_supervisor.engine.onboard.steps import (
@@ -48,6 +55,7 @@ from kopt_supervisor.engine.onboard.steps import (
     MAX_CLASSES,
     STAT_ORDER,
     _choose_table,
+    _classes,
     _is_harness,
     _propose_configs,
     _propose_correctness,
@@ -111,23 +119,37 @@ def propose(run: BenchRun, answers: Mapping[str, str] | None = None, *, policy: 
         p.checks.append(f"the reader: {note}")
 
     harness = _is_harness(table)
+    serving = None
     if harness:
         _propose_harness(p, table, cols)
     else:
         if not _propose_metric(p, table, cols, answers):
             return p
-        _propose_correctness(p, table, cols)
-        _propose_configs(p, table, cols)
+        serving = served.plan(run, p.target["metric"]) if table.format == "perf_report" else None
+        if serving is not None and serving.lines:
+            class_by, class_why = _classes([c for c in cols if c.role == CONFIG], table)
+            served.propose(p, table, cols, serving, class_by, class_why)
+        else:
+            _propose_correctness(p, table, cols)
+            _propose_configs(p, table, cols)
+            if serving is not None:
+                p.checks.append(f"kopt cannot serve this perf_report bench by import: {serving.why}. It is measured "
+                                "process-level (each look a whole run, do_bench's time budget); docs/byo-kernel.md, "
+                                "\"Served by import\", says what that path needs")
     _propose_files(p)
+    by_import = serving is not None and bool(serving.lines)
+    if by_import:
+        served.reword_checks(p)
     timeout = max(120, int(math.ceil(10 * run.seconds))) if math.isfinite(run.seconds) else 900
     t["timeout_s"] = timeout
     p.comments["target.timeout_s"] = (f"10x this run ({run.seconds:.1f} s), at least 2 minutes"
                                       if math.isfinite(run.seconds) else "the default")
     pol = policy or Policy()
-    if math.isfinite(run.seconds):
-        mode = "served" if harness else "process"
-        p.cost = cost_mod.estimate_decision_s([run.seconds], pol, mode)
-        if p.cost.slow and not harness:
+    seconds = serving.seconds if by_import and serving is not None and math.isfinite(serving.seconds) else run.seconds
+    if math.isfinite(seconds):
+        mode = "served" if harness or by_import else "process"
+        p.cost = cost_mod.estimate_decision_s([seconds], pol, mode)
+        if p.cost.slow and mode == "process":
             p.checks.append(f"one decision will take about {cost_mod._dur(p.cost.seconds_tie)}: "
                             f"{cost_mod.HARNESS_HINT}")
     return p

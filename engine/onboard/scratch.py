@@ -11,7 +11,10 @@ it) is taken out and the bench run once more without it, so the file holds this 
 only; the proposal then names it in [target].untrack, and every run of the loop starts
 without it too (the run's baseline is a commit of kopt's own without the file).
 
-The draft keeps the measured run (its stdout, the files it wrote, its duration) beside the
+For a perf_report bench, kopt's module then imports it in the same copy (`with_import_probe`,
+onboard/served.py): whether the bench can be served by import is measured where it ran.
+
+The draft keeps the measured run (its stdout, the files it wrote, its duration, the probe) beside the
 proposed kopt.toml, so `kopt init --bench ... --answer ...` or `--yes` after a first attempt
 reuses it instead of running the bench again; a different bench command or HEAD measures
 anew.
@@ -45,12 +48,30 @@ def run_in_scratch(top: Path, commit: str, bench: str, run_bench: RunBench, scra
     first = run_once(tree, bench, run_bench)
     first = replace(first, repo=tree)
     rewritten = sorted({first.rel(f) for f in first.files_written} & tracked)
-    if first.returncode != 0 or not rewritten:
+    if first.returncode != 0:
         return first
-    for rel in rewritten:
-        (tree / rel).unlink(missing_ok=True)
-    second = run_once(tree, bench, run_bench)
-    return replace(second, repo=tree, untracked=tuple(rewritten))
+    if rewritten:
+        for rel in rewritten:
+            (tree / rel).unlink(missing_ok=True)
+        first = replace(run_once(tree, bench, run_bench), repo=tree, untracked=tuple(rewritten))
+    return with_import_probe(first, run_bench, scratch)
+
+
+def with_import_probe(run: BenchRun, run_bench: RunBench, scratch: Path) -> BenchRun:
+    """The run with its import probe (onboard/served.py), tried in the same copy after it;
+    the run's stdout and stderr are kept aside first (run_bench logs every command under one
+    name)."""
+    from kopt_supervisor.engine.onboard import served
+
+    if run.returncode != 0:
+        return run
+    kept = scratch / "bench.out"
+    shutil.copyfile(run.stdout_path, kept)
+    err = run.stdout_path.with_suffix(".err")
+    if err.is_file():
+        shutil.copyfile(err, kept.with_suffix(".err"))
+    run = replace(run, stdout_path=kept)
+    return replace(run, probe=served.import_probe(run, run_bench))
 
 
 def save_draft(run: BenchRun, draft: Path, commit: str) -> BenchRun:
@@ -78,7 +99,7 @@ def save_draft(run: BenchRun, draft: Path, commit: str) -> BenchRun:
     if err.is_file():
         shutil.copyfile(err, stdout.with_suffix(".err"))
     meta = {"bench": run.bench, "commit": commit, "returncode": run.returncode, "seconds": run.seconds,
-            "files_written": kept, "untracked": list(run.untracked), "measured_at": time.time()}
+            "files_written": kept, "untracked": list(run.untracked), "measured_at": time.time(), "probe": run.probe}
     (draft / DRAFT_RUN).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
     return replace(run, stdout_path=stdout, files_written=tuple(Path(k) for k in kept), out_dir=out)
 
@@ -93,9 +114,10 @@ def load_draft(draft: Path, top: Path, bench: str, commit: str) -> BenchRun | No
         return None
     if meta.get("returncode") != 0 or not (draft / "stdout.out").is_file():
         return None  # a failed run is measured again (it may have been the machine's fault)
+    probe = meta.get("probe")
     return BenchRun(bench, top, 0, draft / "stdout.out", tuple(Path(f) for f in meta.get("files_written", [])),
                     float(meta.get("seconds", float("nan"))), draft / "outputs",
-                    tuple(str(u) for u in meta.get("untracked", [])))
+                    tuple(str(u) for u in meta.get("untracked", [])), probe if isinstance(probe, dict) else None)
 
 
 def measured_at(draft: Path) -> str:
