@@ -10,7 +10,6 @@ No upstream code is copied.
 import time
 
 import torch
-
 import triton
 import triton.language as tl
 
