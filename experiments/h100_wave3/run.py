@@ -233,7 +233,11 @@ def install_tools(ctx: Ctx) -> Path:
 
 
 def probe(ctx: Ctx) -> None:
-    """The serve protocol probe alone (part1 starts with it)."""
+    """The serve protocol probe alone (part1 starts with it; once per call: `probe,part1`
+    asked for it twice, and the second found the first's repo and failed)."""
+    if ctx.summary.data.get("probed"):
+        return
+    ctx.summary.data["probed"] = True
     with measured(ctx.summary, "serve protocol probe") as e:
         e["commands"].append("preflight.protocol_probe: the catalog's [target].serve in a materialized RMSNorm repo, "
                              "`look N SEED PATH` then `audit N SEED PATH`, N = 1..3 (2 and 3 on look 1's graphs)")
