@@ -255,7 +255,9 @@ def cmd_restart(args: argparse.Namespace) -> int:
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
-    return _send(args, "submit", {"hypothesis": args.hypothesis, "target_class": args.cls, "notes": args.notes or ""})
+    lane = {} if args.lane is None else {"lane": args.lane}  # none: lane 0 of a run of one lane
+    return _send(args, "submit", {"hypothesis": args.hypothesis, "target_class": args.cls, "notes": args.notes or "",
+                                  **lane})
 
 
 def cmd_memory(args: argparse.Namespace) -> int:
@@ -436,6 +438,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("hypothesis", help="one sentence: what should get faster and why")
     sp.add_argument("--class", dest="cls", help="the target config class (default: global)")
     sp.add_argument("--notes")
+    sp.add_argument("--lane", type=int, metavar="N",
+                    help="the lane whose cand/ to evaluate (a run of several lanes: required; one lane: 0)")
 
     mcp_cli.register(add)  # kopt mcp TAG
 

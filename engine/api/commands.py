@@ -11,10 +11,15 @@ the TUI, `kopt accept`, another TUI): the engine takes the first answer of a rev
 second one could only be refused later, or, after more rounds, answer the review re-opened
 without the engineer having seen it. The check and the insert are one write transaction, so
 two clients answering at once cannot both pass.
+
+A submit (the manual proposer's) names the lane it is for, checked the same way
+(`submit_addressed`): a lane the run has, waiting for a submit (with several lanes), with no
+other submit for that lane pending.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +28,7 @@ from kopt_supervisor.engine.api.reading import LIVE_STATES
 from kopt_supervisor.engine.api.reviews import ANSWERS, answer_version, sealed_answers
 from kopt_supervisor.engine.daemon import engine_alive, workspace_lock
 from kopt_supervisor.engine.errors import BadInput
+from kopt_supervisor.engine.propose.manual import lanes_text, submit_lane, wait_key
 from kopt_supervisor.engine.store import Store
 from kopt_supervisor.engine.workspace import Workspace, write_projections
 
@@ -47,6 +53,8 @@ def send(ws: Workspace, kind: str, args: dict[str, Any] | None = None, *, source
     key = integrity.read_secret(ws.dir)
     with Store(ws.db_path) as store, store.transaction():  # checked and inserted at once
         _validate(store, kind, args, key)
+        if kind == "submit":
+            args = submit_addressed(store, args, ws.load_config().parallel.lanes, pid if alive else None)
         cid = store.send_command(kind, args, source=source, seal=integrity.command_sealer(key))
     if alive:
         return Sent(cid, False, f"sent to the engine (pid {pid})")
@@ -67,11 +75,66 @@ def _validate(store: Store, kind: str, args: dict[str, Any], key: bytes) -> None
                            f"(command #{c.id}, from {c.source or 'an unnamed client'})")
     if kind == "restart":
         history.check_restart_point(store, int(args["version"]))
-    if kind == "submit":  # the manual proposer takes one submit per iteration: a second would judge another's edit
-        waiting = store.pending_commands(["submit"])
-        if waiting:
-            raise BadInput(f"a submit is already waiting for the engine (command #{waiting[0].id}, from "
-                           f"{waiting[0].source or 'an unnamed client'}): one submit at a time")
+
+
+def submit_addressed(store: Store, args: dict[str, Any], lanes: int, engine_pid: int | None) -> dict[str, Any]:
+    """A submit's arguments with the lane it is for (`kopt submit --lane N`; one lane: lane 0),
+    checked where it can be known before the engine sees it: the run has that lane; with
+    several lanes one is named and, while an engine runs, that lane waits for a submit; and no
+    submit for that lane is pending already (each lane's manual proposer takes one submit per
+    iteration: a second would judge another's edit). BadInput, one line, otherwise."""
+    lane = submit_lane(args, lanes)
+    waits = submit_waits(store.get, lanes, engine_pid)
+    if lane is None:
+        raise BadInput(f"the run has {lanes_text(lanes)}: name the submit's lane with --lane N "
+                       f"({waiting_text(waits, engine_pid)})")
+    pending = [c for c in store.pending_commands(["submit"]) if addressed_lane(c.args, lanes) == lane]
+    if pending:
+        raise BadInput(f"a submit{f' for lane {lane}' if lanes > 1 else ''} is already waiting for the engine "
+                       f"(command #{pending[0].id}, from {pending[0].source or 'an unnamed client'}): one submit at "
+                       "a time")
+    if lanes > 1 and engine_pid is not None and lane not in waits:
+        step = store.get(f"lane:{lane}")
+        doing = f"at {step.get('phase')} of v{step.get('version')}" if isinstance(step, dict) and step.get(
+            "phase") else "between iterations"
+        raise BadInput(f"lane {lane} is not waiting for a submit (it is {doing}): {waiting_text(waits, engine_pid)}")
+    return {**args, "lane": lane}
+
+
+def addressed_lane(args: dict[str, Any], lanes: int) -> int | None:
+    """The lane a submit's arguments name (None: none, or one the run does not have)."""
+    try:
+        return submit_lane(args, lanes)
+    except BadInput:
+        return None
+
+
+def submit_waits(get: Callable[[str], Any], lanes: int, engine_pid: int | None) -> dict[int, dict[str, Any]]:
+    """The lanes whose manual proposer waits for a submit now, each with what it said (its
+    `worktree`, the `version` it waits for, its `repair`), read from the run's meta with
+    `get`; only the running engine's waits count (`engine_pid`, None: no engine runs)."""
+    out = {}
+    for lane in range(lanes):
+        said = get(wait_key(lane))
+        if engine_pid is not None and isinstance(said, dict) and said.get("waiting") and said.get("pid") == engine_pid:
+            out[lane] = said
+    return out
+
+
+def said_worktree(get: Callable[[str], Any], lane: int) -> str | None:
+    """Where the engine said lane `lane`'s candidate worktree is (at its manual proposer's
+    latest wait, in this run or an earlier session of it; None: not said yet)."""
+    said = get(wait_key(lane))
+    where = said.get("worktree") if isinstance(said, dict) else None
+    return where if isinstance(where, str) else None
+
+
+def waiting_text(waits: dict[int, Any], engine_pid: int | None) -> str:
+    if engine_pid is None:
+        return "no engine runs: the submit waits for the lane it names"
+    if not waits:
+        return "no lane waits for a submit now"
+    return "waiting for a submit now: " + ", ".join(f"lane {lane}" for lane in sorted(waits))
 
 
 def _apply_offline(ws: Workspace, kind: str, args: dict[str, Any], source: str) -> str | None:

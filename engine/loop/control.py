@@ -29,6 +29,7 @@ between leaves it pending and the next engine applies it.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import threading
 import time
@@ -139,7 +140,8 @@ class Control:
         self.restart: Interrupt | None = None
         self.reviews: dict[int, Command | None] = {}
         """Versions awaiting the engineer now -> the answer once it came (lanes queue reviews)."""
-        self.waiting_for: set[str] = set()
+        self.waiting_for: collections.Counter[str] = collections.Counter()
+        """The command kinds threads wait for now (`wait_for`), each with how many wait."""
 
     @property
     def store(self) -> Store:
@@ -230,10 +232,13 @@ class Control:
             for cmd in self.store.pending_commands():
                 self._handle(cmd)
 
+    def _sealed(self, cmd: Command) -> bool:
+        return integrity.same(cmd.seal, integrity.command_seal(self.key, cmd.kind, cmd.args, cmd.t))
+
     def _handle(self, cmd: Command) -> None:
         st = self.store
         kind = cmd.kind
-        if not integrity.same(cmd.seal, integrity.command_seal(self.key, cmd.kind, cmd.args, cmd.t)):
+        if not self._sealed(cmd):
             st.finish_command(cmd.id, "rejected", "not sent by the user's kopt (no valid seal): refused")
             st.event("tamper", f"refused command #{cmd.id} ({kind} {cmd.args}) from {cmd.source or '?'}: "
                      "it carries no valid seal (inserted into run.db by something other than the user's kopt)",
@@ -301,22 +306,46 @@ class Control:
             with self._lock:
                 self.reviews.pop(version, None)
 
-    def wait_for(self, kinds: set[str], timeout_s: float, tick: Callable[[], None]) -> Command:
-        """Block until a command of these kinds arrives (the manual proposer's `submit`)."""
-        self.waiting_for = set(kinds)
+    def wait_for(self, kinds: set[str], timeout_s: float, tick: Callable[[], None],
+                 route: Callable[[Command], bool | str] | None = None) -> Command:
+        """Block until a command of these kinds arrives for this waiter (the manual proposer's
+        `submit`). `route(cmd)` says whose a command is when several waiters share the pump
+        (lanes, each from its own thread): True, this waiter's (taken); False, another's (left
+        pending for it); text, no waiter's (finished "rejected" with that text). A command is
+        taken under the pump's lock, and only with its seal: two waiters never take one command."""
+        with self._lock:
+            self.waiting_for.update(kinds)
         end = CLOCK.monotonic() + timeout_s
         try:
             with self.during(Step.SUBMIT_WAIT):
                 while CLOCK.monotonic() < end:
                     self.pump()
-                    for cmd in self.store.pending_commands(kinds):
-                        self.store.finish_command(cmd.id, "done", "received")
-                        return cmd
+                    taken = self._take(kinds, route)
+                    if taken is not None:
+                        return taken
                     tick()
                     CLOCK.sleep(self.poll_interval_s)
         finally:
-            self.waiting_for = set()
+            with self._lock:
+                self.waiting_for.subtract(kinds)
+                self.waiting_for = +self.waiting_for  # kinds nobody waits for any more leave it
         raise KoptFailure(f"no {'/'.join(sorted(kinds))} command within {timeout_s:.0f} s")
+
+    def _take(self, kinds: set[str], route: Callable[[Command], bool | str] | None) -> Command | None:
+        with self._lock:
+            for cmd in self.store.pending_commands(kinds):
+                if not self._sealed(cmd):  # inserted since the pump's drain: refused, never taken
+                    self._handle(cmd)
+                    continue
+                whose = True if route is None else route(cmd)
+                if whose is True:
+                    self.store.finish_command(cmd.id, "done", "received")
+                    return cmd
+                if isinstance(whose, str):
+                    self.store.finish_command(cmd.id, "rejected", whose)
+                    self.store.event("command", f"rejected {cmd.kind} #{cmd.id} from {cmd.source or '?'}: {whose}",
+                                     level="warn")
+        return None
 
     def sleep(self, seconds: float, tick: Callable[[float], None]) -> None:
         """The gate's sleep between checks: the pump keeps running (stop, restart end it)."""

@@ -9,7 +9,9 @@ recorded in the iteration (`proposal`, or `repairs` for a correctness repair).
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
+import time
 from typing import Any
 
 from kopt_supervisor.engine import gitops, projections
@@ -19,6 +21,7 @@ from kopt_supervisor.engine.loop.control import Step
 from kopt_supervisor.engine.loop.lane import Lane, acquire
 from kopt_supervisor.engine.propose import Proposal, ProposalContext, Proposer
 from kopt_supervisor.engine.propose.context import PackInputs, SourceFile, build_pack, list_sources
+from kopt_supervisor.engine.propose.manual import route_submit, wait_key
 from kopt_supervisor.engine.records import Iteration, Phase
 from kopt_supervisor.engine.workspace import write_atomic
 
@@ -101,8 +104,7 @@ class Proposing:
             return ctx.run(it, command, confine=jail, **kw)
 
         def wait_for_command(kinds: set[str], timeout_s: float) -> Any:
-            return ctx.control.wait_for(kinds, timeout_s, lambda: ctx.progress(
-                None, "propose", f"waiting for `kopt submit {ctx.ws.tag}` (manual proposer)"))
+            return self.wait_for_submit(it, lane, repair, kinds, timeout_s)
 
         pctx = ProposalContext(
             iteration=it.version, repair=repair, worktree=lane.cand, workspace=ctx.ws.dir, prompt_path=prompt_path,
@@ -115,6 +117,25 @@ class Proposing:
                 return self.proposer.propose(pctx)
         except KoptFailure as e:
             return Proposal(False, f"proposer failed: {e}")
+
+
+    def wait_for_submit(self, it: Iteration, lane: Lane, repair: int, kinds: set[str], timeout_s: float) -> Any:
+        """The manual proposer's wait: only for a submit addressed to this lane (each lane waits
+        from its own thread on the run's one pump), said in the run's meta while it lasts
+        (engine/propose/manual.py `wait_key`: clients read which lanes wait, and where)."""
+        ctx, lanes = self.ctx, self.ctx.cfg.parallel.lanes
+        route = route_submit(lanes, lane.index)
+        where = f" --lane {lane.index}" if lanes > 1 else ""
+        key = wait_key(lane.index)
+        said = {"lane": lane.index, "worktree": str(lane.cand.resolve()), "version": it.version, "repair": repair,
+                "pid": os.getpid()}
+        ctx.store.set(key, {**said, "waiting": True, "t": time.time()})
+        try:
+            return ctx.control.wait_for(kinds, timeout_s, lambda: ctx.progress(
+                None, "propose", f"waiting for `kopt submit {ctx.ws.tag}{where}` (manual proposer)"),
+                route=lambda cmd: route(cmd.args))
+        finally:
+            ctx.store.set(key, {**said, "waiting": False, "t": time.time()})
 
 
 def handed_back_note(back: dict[str, Any] | None) -> str:

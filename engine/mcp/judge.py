@@ -2,7 +2,12 @@
 of the iteration a submit started until its verdict. Synchronous (the server calls it from
 worker threads) and a client of the run like the CLI: `engine.api` only, commands sent
 sealed through `api.send`, records read through `api.RunReader`; it never runs the agent,
-never writes the workspace, never touches cand/.
+never writes the workspace (its lane locks aside: `seats`), never touches cand/.
+
+On a run of several lanes every call that concerns a candidate (`status`, `context`, the
+submit) is for a lane: the session's own (`seats.Seats`; the server says which session a call
+is of), whose worktree is the one its submit evaluates and whose submit the engine's lane
+alone takes (each lane's manual proposer waits for a submit addressed to it).
 """
 
 from __future__ import annotations
@@ -11,14 +16,17 @@ import dataclasses
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from kopt_supervisor.engine import api
+from kopt_supervisor.engine import api, gitops
 from kopt_supervisor.engine.api import BadInput, Workspace
-from kopt_supervisor.engine.api.candidate import candidate_changes
+from kopt_supervisor.engine.api.commands import addressed_lane, said_worktree
 from kopt_supervisor.engine.api.origin import proposal_origin
+from kopt_supervisor.engine.api.reviews import lane_of
 from kopt_supervisor.engine.mcp import rules
 from kopt_supervisor.engine.mcp.errors import EngineGone, Refused
+from kopt_supervisor.engine.mcp.seats import Seats
 
 HEARTBEAT_STALE_S = 30.0
 """An engine whose heartbeat (written every second) is older than this is taken for dead."""
@@ -36,6 +44,7 @@ class Submission:
     command_id: int | None
     source: str
     changed_files: list[str]
+    lane: int = 0
     started: float = field(default_factory=time.monotonic)
     said: set[str] = field(default_factory=set)
     """Progress lines already sent (each is sent once)."""
@@ -59,58 +68,84 @@ class Judge:
         self.heartbeat_stale_s = heartbeat_stale_s
         self.ready_wait_s = ready_wait_s
         self.poll_s = poll_s
-        self._submitting = threading.Lock()
-        """One submit at a time from this server (every session of it)."""
+        self._submitting = [threading.Lock() for _ in range(self.lanes)]
+        """One submit at a time per lane from this server (every session of it)."""
+        self.seats = Seats(self.ws.dir, self.ws.tag, self.lanes)
+        """The lane each session holds (runs of several lanes)."""
 
     # -- the run now -----------------------------------------------------------------------
 
-    def moment(self) -> tuple[rules.RunMoment, dict[str, Any]]:
-        """What the run does now, and its meta."""
+    def moment(self, lane: int = 0) -> tuple[rules.RunMoment, dict[str, Any]]:
+        """What the run does now in `lane` (its newest iteration, a submit pending for it), and
+        the run's meta."""
         with api.RunReader(self.ws) as r:
             meta = r.meta()
-            stamps = r.iteration_stamps()
-            last = r.iteration(max(stamps)) if stamps else None
-            pending = [c for c in r.pending_commands() if c.kind == "submit"]
+            last = None
+            for v in sorted(r.iteration_stamps(), reverse=True):  # one lane: the newest at once
+                it = r.iteration(v)
+                if it is not None and lane_of(it) == lane:
+                    last = it
+                    break
+            pending = [c for c in r.pending_commands()
+                       if c.kind == "submit" and addressed_lane(c.args, self.lanes) == lane]
         alive, _ = api.engine_alive(self.ws)
         proposer = meta.get("proposer")
         return rules.RunMoment(
             self.ws.tag, alive, str(proposer) if alive and proposer else None, self.lanes,
             str(meta.get("state") or "stopped"), last.version if last else None, str(last.status) if last else None,
             str(last.phase) if last and last.phase else None, last.repair_attempts if last else 0,
-            (pending[0].source or "an unnamed client") if pending else None, meta.get("stop_reason")), meta
+            (pending[0].source or "an unnamed client") if pending else None, meta.get("stop_reason"), lane), meta
+
+    def worktree(self, lane: int, meta: dict[str, Any]) -> Path | None:
+        """The candidate worktree of `lane`, absolute: cand/ for lane 0, else where the engine
+        said its manual proposer waits (None before the lane's first wait)."""
+        if lane == 0:
+            return self.ws.cand.absolute()
+        where = said_worktree(meta.get, lane)
+        return Path(where) if where and Path(where).is_absolute() else None
+
+    def _where(self, lane: int, meta: dict[str, Any]) -> str:
+        tree = self.worktree(lane, meta)
+        return str(tree) if tree else f"lane {lane}'s worktree (named once the engine waits for a submit in lane {lane})"
 
     def serve_problem(self) -> str | None:
         """Why this run cannot be served at all (checked when the server starts)."""
         m, _ = self.moment()
-        return rules.serve_problem(self.ws.tag, self.lanes, m.alive, m.proposer)
+        return rules.serve_problem(self.ws.tag, m.alive, m.proposer)
 
-    def status(self) -> dict[str, Any]:
+    def status(self, lane: int = 0) -> dict[str, Any]:
         st = api.status(self.ws)
-        m, meta = self.moment()
+        m, meta = self.moment(lane)
         problem = rules.submit_problem(m)
         return {
-            "tag": st["tag"], "state": st["state"], "iteration": m.version, "iteration_status": m.status,
-            "phase": m.phase, "repair": m.repair, "ready_for_edits": problem is None,
-            "why_not_ready": problem, "worktree": str(self.ws.cand), "best_commit": st["best_commit"],
+            "tag": st["tag"], "state": st["state"], "lane": lane, "lanes": self.lanes, "iteration": m.version,
+            "iteration_status": m.status, "phase": m.phase, "repair": m.repair, "ready_for_edits": problem is None,
+            "why_not_ready": problem, "worktree": self._where(lane, meta), "best_commit": st["best_commit"],
             "best_speedup": st["best_speedup"], "keeps": st["keeps"], "candidates": st["candidates"],
             "consecutive_regressions": st["consecutive_regressions"], "pending_reviews": st["pending_reviews"],
             "classes": list(meta.get("classes") or []), "progress": st["progress"], "stop_reason": st["stop_reason"],
             "engine_alive": m.alive, "proposer": m.proposer, "restart_allowed": self.allow_restart,
         }
 
-    def context(self) -> str:
-        """The context pack the engine wrote for the iteration that waits (as the `command`
-        proposer's KOPT_PROMPT gets it), under a header saying where to edit and how to submit."""
-        m, meta = self.moment()
+    def context(self, lane: int = 0) -> str:
+        """The context pack the engine wrote for the lane's iteration that waits (as the
+        `command` proposer's KOPT_PROMPT gets it), under a header saying where to edit and how
+        to submit."""
+        m, meta = self.moment(lane)
         problem = rules.submit_problem(m)
-        head = [f"# kopt run {self.ws.tag}: context for the next candidate", "",
-                f"- edit the candidate in: {self.ws.cand} (a git worktree at BEST; kopt evaluates what it holds)",
-                f"- the run's classes: {', '.join(meta.get('classes') or []) or '(none recorded yet)'}",
-                "- when the edit is ready: call `submit` with a one-line hypothesis, and a target_class "
-                "(or scope \"global\": every class must improve)"]
+        head = [f"# kopt run {self.ws.tag}: context for the next candidate", ""]
+        if self.lanes > 1:
+            head.append(f"- your lane: {lane} of the run's {self.lanes} (this MCP session's own; other sessions edit "
+                        "and submit in theirs)")
+        head += [f"- edit the candidate in: {self._where(lane, meta)} (a git worktree at BEST; kopt evaluates what it "
+                 "holds; edit no other worktree)",
+                 f"- the run's classes: {', '.join(meta.get('classes') or []) or '(none recorded yet)'}",
+                 "- when the edit is ready: call `submit` with a one-line hypothesis, and a target_class "
+                 "(or scope \"global\": every class must improve)"]
         if problem is None and m.version is not None:
             head.append(f"- the engine waits for v{m.version}" + (f" (correctness repair {m.repair}: fix the "
-                                                                   "candidate cand/ still holds)" if m.repair else ""))
+                                                                   "candidate the worktree still holds)"
+                                                                   if m.repair else ""))
         else:
             head.append(f"- NOT READY for edits: {problem}")
         pack = ""
@@ -190,12 +225,15 @@ class Judge:
 
     # -- the submit ------------------------------------------------------------------------
 
-    def begin_submit(self, hypothesis: object, target_class: object, scope: object, source: str) -> Submission:
-        """Check the moment and the candidate, then send the submit as `kopt submit` does."""
-        if not self._submitting.acquire(blocking=False):
-            raise Refused("another submit of this server is being evaluated: one submit at a time")
+    def begin_submit(self, hypothesis: object, target_class: object, scope: object, source: str,
+                     lane: int = 0) -> Submission:
+        """Check the lane's moment and candidate, then send the submit for the lane as
+        `kopt submit --lane N` does."""
+        if not self._submitting[lane].acquire(blocking=False):
+            raise Refused("another submit of this server is being evaluated"
+                          + (f" in lane {lane}" if self.lanes > 1 else "") + ": one submit at a time")
         try:
-            m, meta = self.moment()
+            m, meta = self.moment(lane)
             args = rules.submit_args(hypothesis, target_class, scope, [str(c) for c in meta.get("classes") or []])
             problem = rules.submit_problem(m)
             if problem:
@@ -206,21 +244,24 @@ class Judge:
             base = it.best_commit_before if it else None
             if not base:
                 raise Refused(f"v{m.version} names no BEST commit yet: ask `status` again in a moment")
-            changed = candidate_changes(self.ws, base)
+            tree = self.worktree(lane, meta)
+            if tree is None:
+                raise Refused(f"lane {lane}'s worktree is not known yet: ask `status` again in a moment")
+            changed = gitops.changed_files(tree, base)  # as the police will read it (a scratch index)
             if not changed and not m.repair:
-                raise Refused(f"cand/ ({self.ws.cand}) holds no change against BEST {base[:10]}: edit the kernel "
-                              "first (nothing was sent)")
+                raise Refused(f"{m.where}the worktree ({tree}) holds no change against BEST {base[:10]}: edit the "
+                              "kernel first (nothing was sent)")
             try:
-                sent = api.send(self.ws, "submit", args, source=source)
+                sent = api.send(self.ws, "submit", {**args, "lane": lane}, source=source)
             except BadInput as e:
                 raise Refused(str(e)) from None
-            return Submission(m.version, m.repair, sent.command_id, source, changed)
+            return Submission(m.version, m.repair, sent.command_id, source, changed, lane)
         except BaseException:
-            self._submitting.release()
+            self._submitting[lane].release()
             raise
 
-    def end_submit(self) -> None:
-        self._submitting.release()
+    def end_submit(self, sub: Submission) -> None:
+        self._submitting[sub.lane].release()
 
     def observe(self, sub: Submission) -> Observation:
         """One look at the submitted iteration (raises EngineGone when its engine died)."""
@@ -228,6 +269,9 @@ class Judge:
             meta = r.meta()
             it = r.iteration(sub.version)
             taken = sub.command_id is None or all(c.id != sub.command_id for c in r.pending_commands())
+            sent = r.store.command(sub.command_id) if sub.command_id is not None else None
+        if sent is not None and sent.status == "rejected":
+            raise Refused(f"the engine refused the submit: {sent.result}")
         if it is None:
             raise EngineGone(f"v{sub.version} is no longer in the run's records")
         if str(it.status) not in rules.FINAL_WAITS:
@@ -254,9 +298,10 @@ class Judge:
         with cand/ back at BEST, or the run stops. (ready, what to tell the agent)."""
         end = time.monotonic() + self.ready_wait_s
         while True:
-            m, _ = self.moment()
+            m, meta = self.moment(sub.lane)
             if rules.submit_problem(m) is None and m.version is not None and m.version > sub.version:
-                return True, f"cand/ is at BEST again; the engine waits for v{m.version}'s submit"
+                return True, (f"{m.where}the worktree ({self._where(sub.lane, meta)}) is at BEST again; the engine "
+                              f"waits for v{m.version}'s submit")
             if not m.alive:
                 return False, f"the run stopped ({m.stop_reason or m.state}): no further submit is taken"
             if time.monotonic() >= end:

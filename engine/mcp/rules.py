@@ -101,24 +101,28 @@ class RunMoment:
     lanes: int
     state: str
     version: int | None = None
-    """The newest iteration."""
+    """The lane's newest iteration."""
     status: str | None = None
     phase: str | None = None
     repair: int = 0
     pending_submit: str | None = None
-    """The source of a submit sent and not yet taken by the engine."""
+    """The source of a submit for this lane sent and not yet taken by the engine."""
     stop_reason: str | None = None
+    lane: int = 0
+    """The lane the moment is of (the session's, on a run of several lanes)."""
+
+    @property
+    def where(self) -> str:
+        """"lane N: " on a run of several lanes (what each refusal starts with), else ""."""
+        return f"lane {self.lane}: " if self.lanes > 1 else ""
 
 
 def start_line(tag: str) -> str:
     return f"kopt run {tag} --headless --proposer manual"
 
 
-def serve_problem(tag: str, lanes: int, alive: bool, proposer: str | None) -> str | None:
+def serve_problem(tag: str, alive: bool, proposer: str | None) -> str | None:
     """Why `kopt mcp TAG` cannot serve this run at all (None: it can)."""
-    if lanes > 1:
-        return (f"run {tag} has [parallel] lanes = {lanes}: kopt mcp serves runs of one lane (the manual proposer "
-                "takes one submit at a time and names no lane); init a run with lanes = 1 for an MCP agent")
     if alive and proposer not in (None, "manual"):
         return (f"run {tag}'s engine uses the {proposer!r} proposer: an MCP agent submits to the manual one; "
                 f"stop it (`kopt stop {tag}`) and start `{start_line(tag)}`")
@@ -126,8 +130,8 @@ def serve_problem(tag: str, lanes: int, alive: bool, proposer: str | None) -> st
 
 
 def submit_problem(m: RunMoment) -> str | None:
-    """Why a submit cannot be sent now (None: the engine waits for one)."""
-    problem = serve_problem(m.tag, m.lanes, m.alive, m.proposer)
+    """Why a submit cannot be sent now (None: the engine waits for one in the moment's lane)."""
+    problem = serve_problem(m.tag, m.alive, m.proposer)
     if problem:
         return problem
     if not m.alive:
@@ -135,14 +139,16 @@ def submit_problem(m: RunMoment) -> str | None:
         return f"no engine runs run {m.tag}{why}: start `{start_line(m.tag)}`, then submit"
     if m.proposer is None:
         return f"run {m.tag}'s engine is starting: ask `status` again in a moment"
+    at = m.where
     if m.pending_submit is not None:
-        return f"a submit is already waiting for the engine (from {m.pending_submit}): one submit at a time"
+        return f"{at}a submit is already waiting for the engine (from {m.pending_submit}): one submit at a time"
     if m.status not in FINAL_WAITS or m.version is None:
-        return f"run {m.tag} is between iterations: ask `status` until ready_for_edits is true"
+        return f"{at}run {m.tag} is between iterations: ask `status` until ready_for_edits is true"
     if m.status == "borderline":
-        return f"v{m.version} awaits the engineer's review: one submit at a time (kopt accept/reject {m.tag} v{m.version})"
+        return (f"{at}v{m.version} awaits the engineer's review: one submit at a time (kopt accept/reject {m.tag} "
+                f"v{m.version})")
     if m.phase != "propose":
-        return f"v{m.version} is being evaluated ({m.phase}): one submit at a time; its submit returns its verdict"
+        return f"{at}v{m.version} is being evaluated ({m.phase}): one submit at a time; its submit returns its verdict"
     return None
 
 
@@ -231,3 +237,18 @@ def verdict_view(record: Mapping[str, Any]) -> dict[str, Any]:
         "commit": record.get("commit"),
         "classes": class_deltas(record.get("classes")),
     }
+
+
+# ---------------------------------------------------------------------------------------
+# Lanes: each MCP session its own
+
+
+def lanes_taken(tag: str, lanes: int) -> str:
+    return (f"run {tag} has {lanes} lanes and every one is held by another live MCP session (kopt mcp gives each "
+            "session a lane of its own): end one of those sessions to free its lane")
+
+
+def no_session(tag: str, lanes: int) -> str:
+    return (f"run {tag} has {lanes} lanes and kopt mcp gives each MCP session a lane of its own, but this request "
+            "belongs to no session (protocol 2026-07-28 has none over HTTP): connect with the initialize handshake "
+            "(protocol 2025-11-25, which the server answers with an Mcp-Session-Id), or over stdio")

@@ -6,6 +6,11 @@ becomes an MCP tool error naming what was wrong, and nothing is sent to the run.
 called with an argument it does not declare is refused before it runs (the SDK alone would
 drop the argument silently). Over HTTP, a request without the token the server printed and
 wrote (0600) into the workspace gets 401 before the SDK sees it.
+
+On a run of several lanes each MCP session holds a lane of its own (`Sessions`; engine/mcp/
+seats.py): over stdio, and through an in-process client, the server is one session; over HTTP
+each Mcp-Session-Id is one, freed when the session ends. `context`, `status` and `submit` are
+the session's lane's; the read-only views and restarts are the run's.
 """
 
 from __future__ import annotations
@@ -16,7 +21,8 @@ import os
 import secrets
 import socket
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Literal
 
@@ -26,10 +32,12 @@ from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from mcp.shared.exceptions import MCPError
+from mcp.types import METHOD_NOT_FOUND, CallToolResult, TextContent, ToolAnnotations
 
 from kopt_supervisor.engine.api import KoptError
 from kopt_supervisor.engine.api.origin import mcp_source
+from kopt_supervisor.engine.mcp import rules
 from kopt_supervisor.engine.mcp.errors import EngineGone, Refused
 from kopt_supervisor.engine.mcp.judge import Judge, Observation
 
@@ -63,20 +71,82 @@ async def _call(fn: Callable[..., Any], *args: Any) -> Any:
         raise ToolError(str(e)) from None
 
 
-def build_server(judge: Judge) -> MCPServer:
+class Sessions:
+    """The lane of the session a tool call belongs to (runs of several lanes; one lane: 0).
+
+    Not over HTTP (stdio, an in-process client) the server is one session, holding its lane
+    until the server ends (`lifespan`). Over HTTP a session is an Mcp-Session-Id (the SDK's
+    stateful streamable HTTP: one connection per session), holding its lane until the session
+    ends (the client's DELETE, the SDK's idle timeout, the server's end). A request with no
+    session (protocol 2026-07-28 over HTTP) gets no lane: a clear tool error."""
+
+    def __init__(self, judge: Judge, *, http: bool) -> None:
+        self.judge = judge
+        self.http = http
+
+    def lane(self, ctx: Context[Any, Any]) -> int:
+        judge = self.judge
+        if judge.lanes == 1:
+            return 0
+        if not self.http:
+            return judge.seats.take(self)
+        conn = connection_of(ctx)
+        session_id = getattr(conn, "session_id", None)
+        if not isinstance(session_id, str) or not session_id:
+            raise Refused(rules.no_session(judge.ws.tag, judge.lanes))
+        key = ("http", session_id)
+        known = judge.seats.lane(key) is not None
+        lane = judge.seats.take(key)
+        if not known:  # the session's end (its connection closing) frees the lane
+            conn.exit_stack.callback(judge.seats.release, key)
+        return lane
+
+    @asynccontextmanager
+    async def lifespan(self, _app: MCPServer) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            if self.http:
+                self.judge.seats.release_all()
+            else:
+                self.judge.seats.release(self)
+
+
+def connection_of(ctx: Context[Any, Any]) -> Any:
+    """The MCP connection a tool call came on (its Mcp-Session-Id, its teardown). The SDK (2.3)
+    keeps it on the request's session without a public accessor from a tool's Context;
+    tests/mcp/test_lanes.py fails if that changes."""
+    conn = getattr(ctx.session, "_connection", None)
+    if conn is None or not hasattr(conn, "exit_stack"):
+        raise ToolError("kopt mcp cannot tell which MCP session this call belongs to (an MCP SDK it does not "
+                        "know): a run of several lanes cannot be served by it")
+    return conn
+
+
+async def _lane(sessions: Sessions, ctx: Context[Any, Any]) -> int:
+    try:
+        return sessions.lane(ctx)
+    except Refused as e:
+        raise ToolError(str(e)) from None
+
+
+def build_server(judge: Judge, *, http: bool = False) -> MCPServer:
+    """The MCP server of `judge`'s run; `http`: served over streamable HTTP (a session per
+    Mcp-Session-Id), else the server is one session (stdio, an in-process client)."""
+    sessions = Sessions(judge, http=http)
     app: MCPServer = MCPServer("kopt", title=f"kopt judge of run {judge.ws.tag}", instructions=INSTRUCTIONS,
-                               version=_kopt_version(), log_level="WARNING")
+                               version=_kopt_version(), log_level="WARNING", lifespan=sessions.lifespan)
 
     @app.tool(description="The context pack for the next candidate: where to edit (cand/), BEST per class, "
                           "the roofline, the latest profile, recent regressions, other lanes' hypotheses.",
               annotations=READ_ONLY)
-    async def context() -> str:
-        return str(await _call(judge.context))
+    async def context(ctx: Context[Any, Any]) -> str:
+        return str(await _call(judge.context, await _lane(sessions, ctx)))
 
     @app.tool(description="The run now: its state, the iteration, whether cand/ is ready for edits (and why "
                           "not), BEST, counters, pending reviews.", annotations=READ_ONLY)
-    async def status() -> dict[str, Any]:
-        return dict(await _call(judge.status))
+    async def status(ctx: Context[Any, Any]) -> dict[str, Any]:
+        return dict(await _call(judge.status, await _lane(sessions, ctx)))
 
     @app.tool(description="The last n iterations (1-50): status, verdict, per-class deltas, where each proposal "
                           "came from.", annotations=READ_ONLY)
@@ -102,7 +172,7 @@ def build_server(judge: Judge) -> MCPServer:
                                           open_world_hint=False))
     async def submit(hypothesis: str, ctx: Context[Any, Any], target_class: str | None = None,
                      scope: Literal["class", "global"] | None = None) -> dict[str, Any]:
-        return await _submit(judge, ctx, hypothesis, target_class, scope)
+        return await _submit(judge, ctx, hypothesis, target_class, scope, await _lane(sessions, ctx))
 
     @app.tool(description="Masked partial restart from iteration vN (every later iteration masked, BEST back "
                           "at vN). Only when the engineer started the server with --allow-restart.")
@@ -115,12 +185,24 @@ def build_server(judge: Judge) -> MCPServer:
         return str(await _call(judge.mask, version, mcp_source(*client_of(ctx))))
 
     app.middleware.append(UnknownArguments(app))
+    if http and judge.lanes > 1:
+        app.middleware.append(sessions_only)
     return app
 
 
+async def sessions_only(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+    """Over HTTP on a run of several lanes: `server/discover` (how a client opens protocol
+    2026-07-28, which has no sessions) is refused, so a client falls back to the initialize
+    handshake, whose session gets a lane of its own."""
+    if ctx.method == "server/discover":
+        raise MCPError(METHOD_NOT_FOUND, "kopt mcp serves a run of several lanes by session (a lane per session): "
+                                         "use the initialize handshake")
+    return await call_next(ctx)
+
+
 async def _submit(judge: Judge, ctx: Context[Any, Any], hypothesis: str, target_class: str | None,
-                  scope: str | None) -> dict[str, Any]:
-    sub = await _call(judge.begin_submit, hypothesis, target_class, scope, mcp_source(*client_of(ctx)))
+                  scope: str | None, lane: int) -> dict[str, Any]:
+    sub = await _call(judge.begin_submit, hypothesis, target_class, scope, mcp_source(*client_of(ctx)), lane)
     try:
         count = 0
         last = ""
@@ -146,7 +228,7 @@ async def _submit(judge: Judge, ctx: Context[Any, Any], hypothesis: str, target_
             result.update({"ready_for_edits": ready, "next": note})
         return result
     finally:
-        judge.end_submit()
+        judge.end_submit(sub)
 
 
 class UnknownArguments:
@@ -257,7 +339,8 @@ def serve_http(judge: Judge, port: int = 0, *, announce: Callable[[str], None] |
     hosts = [f"127.0.0.1:{bound}", f"localhost:{bound}"]
     security = TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts,
                                          allowed_origins=[f"http://{h}" for h in hosts])
-    app = BearerGate(build_server(judge).streamable_http_app(host="127.0.0.1", transport_security=security), token)
+    app = BearerGate(build_server(judge, http=True).streamable_http_app(host="127.0.0.1",
+                                                                        transport_security=security), token)
     say = announce or (lambda line: print(line, file=sys.stderr, flush=True))
     say(f"kopt mcp: serving run {judge.ws.tag} at http://127.0.0.1:{bound}/mcp")
     say(f"kopt mcp: bearer token {token} (also in {path}, mode 0600)")

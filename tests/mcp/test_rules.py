@@ -36,7 +36,9 @@ def moment(**kw) -> RunMoment:
     ({}, None),
     ({"alive": False, "stop_reason": "done"}, "no engine runs run t (done)"),
     ({"proposer": "command"}, "uses the 'command' proposer"),
-    ({"lanes": 2}, "lanes = 2"),
+    ({"lanes": 2}, None),  # lanes are served: each session's own
+    ({"lanes": 2, "lane": 1, "phase": "measure"}, "lane 1: v3 is being evaluated (measure)"),
+    ({"lanes": 2, "lane": 1, "pending_submit": "cli:1"}, "lane 1: a submit is already waiting"),
     ({"phase": "measure"}, "v3 is being evaluated (measure)"),
     ({"status": "borderline", "phase": "review"}, "awaits the engineer's review"),
     ({"status": "keep", "phase": "done"}, "between iterations"),
