@@ -127,7 +127,7 @@ class Proposing:
         route = route_submit(lanes, lane.index)
         where = f" --lane {lane.index}" if lanes > 1 else ""
         key = wait_key(lane.index)
-        said = {"lane": lane.index, "worktree": str(lane.cand.resolve()), "version": it.version, "repair": repair,
+        said = {"lane": lane.index, "worktree": str(lane.cand.absolute()), "version": it.version, "repair": repair,
                 "pid": os.getpid()}
         ctx.store.set(key, {**said, "waiting": True, "t": time.time()})
         try:
