@@ -5,9 +5,13 @@ proposer in a thread of the test; the MCP server is a real `kopt mcp` process.""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import re
+import subprocess
+import sys
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,6 +22,7 @@ from kopt_supervisor.engine import api
 from kopt_supervisor.engine.daemon import run_engine
 from kopt_supervisor.engine.workspace import Workspace
 from kopt_supervisor.kopt_tui.cli import main as kopt
+from tests.conftest import REPO_ROOT
 from tests.tui.live import wait_for as wait_until
 
 
@@ -35,8 +40,9 @@ STEPS = (Step(1.05, "wider tiles for every row size", "regression"),
          Step(0.995, "one fewer barrier per row", "accepted"))
 
 
-def edit(ws: Workspace, factor: float) -> None:
-    path = ws.cand / "kernel.json"
+def edit(ws: Workspace | Path, factor: float) -> None:
+    """Both classes' time times `factor` in the worktree (a workspace: its cand/)."""
+    path = (ws.cand if isinstance(ws, Workspace) else ws) / "kernel.json"
     k = json.loads(path.read_text())
     k["speed"] = {c: v * factor for c, v in k["speed"].items()}
     path.write_text(json.dumps(k))
@@ -59,6 +65,51 @@ def ready(ws: Workspace) -> bool:
 def accept_when_asked(ws: Workspace, root: Path, version: int) -> None:
     wait_until(lambda: api.status(ws)["pending_reviews"] == [version], what=f"v{version}'s review")
     assert kopt(["--root", str(root), "accept", ws.tag, f"v{version}", "--why", "a consistent small win"]) == 0
+
+
+def server_argv(root: Path, *extra: str) -> list[str]:
+    return ["-m", "kopt_supervisor.kopt_tui.cli", "--root", str(root), "mcp", "t", *extra]
+
+
+@contextlib.contextmanager
+def http_server(root: Path, ws: Workspace) -> Iterator[tuple[str, str]]:
+    """A real `kopt mcp t --http` process: (its URL, its bearer token) while it serves."""
+    server = subprocess.Popen([sys.executable, *server_argv(root, "--http")], cwd=REPO_ROOT,
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        url = ""
+        assert server.stderr is not None
+        for _ in range(50):
+            m = re.search(r"at (http://127\.0\.0\.1:\d+/mcp)", server.stderr.readline())
+            if m:
+                url = m.group(1)
+                break
+        assert url, "the server never said where it listens"
+        token = (ws.dir / "mcp.token").read_text().strip()
+        assert token and token in server.stderr.readline()
+        yield url, token
+    finally:
+        server.terminate()
+        server.wait(10)
+
+
+def as_json(result: Any) -> tuple[Any, bool]:
+    text = "".join(getattr(c, "text", "") for c in result.content)
+    try:
+        return json.loads(text), bool(result.is_error)
+    except json.JSONDecodeError:
+        return {"text": text}, bool(result.is_error)
+
+
+def caller(client: Any) -> Call:
+    """`Call` through an SDK client (progress messages appended to the list given)."""
+    async def call(tool: str, args: dict[str, Any], said: list[str]) -> tuple[Any, bool]:
+        async def progress(_p: float, _total: float | None, message: str | None) -> None:
+            said.append(message or "")
+
+        return as_json(await client.call_tool(tool, args, progress_callback=progress))
+
+    return call
 
 
 Call = Callable[[str, dict[str, Any], list[str]], Awaitable[tuple[dict[str, Any], bool]]]

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import subprocess
 import sys
 from typing import Any
 
@@ -19,31 +17,19 @@ from mcp.types import Implementation
 
 from kopt_supervisor.engine import api
 from tests.conftest import REPO_ROOT
-from tests.mcp.cycle import STEPS, check_results, cli_cycle, mcp_cycle, normalized, start_engine
+from tests.mcp.cycle import (
+    STEPS,
+    caller,
+    check_results,
+    cli_cycle,
+    http_server,
+    mcp_cycle,
+    normalized,
+    server_argv,
+    start_engine,
+)
 
 pytestmark = pytest.mark.slow
-
-
-def server_argv(root, *extra: str) -> list[str]:
-    return ["-m", "kopt_supervisor.kopt_tui.cli", "--root", str(root), "mcp", "t", *extra]
-
-
-def as_json(result: Any) -> tuple[Any, bool]:
-    text = "".join(getattr(c, "text", "") for c in result.content)
-    try:
-        return json.loads(text), bool(result.is_error)
-    except json.JSONDecodeError:
-        return {"text": text}, bool(result.is_error)
-
-
-def caller(client: Client):
-    async def call(tool: str, args: dict[str, Any], said: list[str]) -> tuple[Any, bool]:
-        async def progress(_p: float, _total: float | None, message: str | None) -> None:
-            said.append(message or "")
-
-        return as_json(await client.call_tool(tool, args, progress_callback=progress))
-
-    return call
 
 
 def records(ws) -> list[dict[str, Any]]:
@@ -84,21 +70,8 @@ def test_http_full_cycle_behind_its_token(mcp_run):
 
     root, ws = mcp_run()
     engine = start_engine(ws)
-    server = subprocess.Popen([sys.executable, *server_argv(root, "--http")], cwd=REPO_ROOT,
-                              stderr=subprocess.PIPE, text=True)
-    try:
-        url = ""
-        for _ in range(50):
-            line = server.stderr.readline()
-            m = re.search(r"at (http://127\.0\.0\.1:\d+/mcp)", line)
-            if m:
-                url = m.group(1)
-                break
-        assert url, "the server never said where it listens"
-        token_file = ws.dir / "mcp.token"
-        assert oct(token_file.stat().st_mode & 0o777) == "0o600"
-        token = token_file.read_text().strip()
-        assert token and token in server.stderr.readline()
+    with http_server(root, ws) as (url, token):
+        assert oct((ws.dir / "mcp.token").stat().st_mode & 0o777) == "0o600"
 
         async def drive() -> list:
             for bad in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": token}):
@@ -111,9 +84,6 @@ def test_http_full_cycle_behind_its_token(mcp_run):
                 return await mcp_cycle(caller(client), ws, root)
 
         results = anyio.run(drive)
-    finally:
-        server.terminate()
-        server.wait(10)
     engine.join(60)
     check_results(results, ws)
     assert {r["proposal"]["submitted_by"] for r in records(ws)} == {"mcp:http-agent 2"}
