@@ -21,7 +21,7 @@ from typing import Any
 
 from kopt_supervisor.engine import api, gitops
 from kopt_supervisor.engine.api import BadInput, Workspace
-from kopt_supervisor.engine.api.commands import addressed_lane, said_worktree
+from kopt_supervisor.engine.api.commands import addressed_lane, said_worktree, submit_waits
 from kopt_supervisor.engine.api.origin import proposal_origin
 from kopt_supervisor.engine.api.reviews import lane_of
 from kopt_supervisor.engine.mcp import rules
@@ -88,13 +88,15 @@ class Judge:
                     break
             pending = [c for c in r.pending_commands()
                        if c.kind == "submit" and addressed_lane(c.args, self.lanes) == lane]
-        alive, _ = api.engine_alive(self.ws)
+        alive, pid = api.engine_alive(self.ws)
         proposer = meta.get("proposer")
+        waiting = lane in submit_waits(meta.get, self.lanes, pid if alive else None)
         return rules.RunMoment(
             self.ws.tag, alive, str(proposer) if alive and proposer else None, self.lanes,
             str(meta.get("state") or "stopped"), last.version if last else None, str(last.status) if last else None,
             str(last.phase) if last and last.phase else None, last.repair_attempts if last else 0,
-            (pending[0].source or "an unnamed client") if pending else None, meta.get("stop_reason"), lane), meta
+            (pending[0].source or "an unnamed client") if pending else None, meta.get("stop_reason"), lane,
+            waiting), meta
 
     def worktree(self, lane: int, meta: dict[str, Any]) -> Path | None:
         """The candidate worktree of `lane`, absolute: cand/ for lane 0, else where the engine

@@ -110,6 +110,9 @@ class RunMoment:
     stop_reason: str | None = None
     lane: int = 0
     """The lane the moment is of (the session's, on a run of several lanes)."""
+    waiting: bool = True
+    """The running engine said the lane's manual proposer waits for a submit (its worktree
+    named: engine/propose/manual.py `wait_key`)."""
 
     @property
     def where(self) -> str:
@@ -149,6 +152,8 @@ def submit_problem(m: RunMoment) -> str | None:
                 f"v{m.version})")
     if m.phase != "propose":
         return f"{at}v{m.version} is being evaluated ({m.phase}): one submit at a time; its submit returns its verdict"
+    if not m.waiting:
+        return f"{at}the engine is about to wait for v{m.version}'s submit: ask `status` again in a moment"
     return None
 
 

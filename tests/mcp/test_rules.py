@@ -39,6 +39,8 @@ def moment(**kw) -> RunMoment:
     ({"lanes": 2}, None),  # lanes are served: each session's own
     ({"lanes": 2, "lane": 1, "phase": "measure"}, "lane 1: v3 is being evaluated (measure)"),
     ({"lanes": 2, "lane": 1, "pending_submit": "cli:1"}, "lane 1: a submit is already waiting"),
+    ({"lanes": 2, "lane": 1, "waiting": False}, "lane 1: the engine is about to wait for v3's submit"),
+    ({"waiting": False}, "the engine is about to wait for v3's submit"),
     ({"phase": "measure"}, "v3 is being evaluated (measure)"),
     ({"status": "borderline", "phase": "review"}, "awaits the engineer's review"),
     ({"status": "keep", "phase": "done"}, "between iterations"),
