@@ -31,7 +31,8 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 
 def register(add: Callable[[str, Any, str], argparse.ArgumentParser]) -> None:
     """Adds `kopt mcp` to the command line (kopt_tui/cli.py's build_parser)."""
-    sp = add("mcp", cmd_mcp, "serve a run to an interactive agent as an MCP judge (stdio, or --http)")
+    sp = add("mcp", cmd_mcp, "serve a run to an interactive agent as an MCP judge (stdio, or --http; "
+                                  "with lanes, each session gets a lane of its own)")
     sp.add_argument("tag")
     sp.add_argument("--print-config", choices=list(api.MCP_CLIENTS), metavar="CLIENT",
                     help=f"print the config snippet for an MCP client ({', '.join(api.MCP_CLIENTS)}) and exit")

@@ -13,6 +13,8 @@ confinement, statistics and review as any candidate.
   the text of progress and verdicts;
 - `judge`: the run as the tools see it (reads, the submit and the following of its
   iteration), synchronous;
-- `server`: the MCP server (tools, stdio and streamable HTTP behind a bearer token);
+- `seats`: on a run of several lanes, the lane each MCP session holds (a lane of its own);
+- `server`: the MCP server (tools, stdio and streamable HTTP behind a bearer token; which
+  session a call is of);
 - `client_config`: the snippet each MCP client's documentation asks for.
 """

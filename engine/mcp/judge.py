@@ -1,7 +1,8 @@
 """The run as `kopt mcp`'s tools see it: reads of its records, the submit, and the following
 of the iteration a submit started until its verdict. Synchronous (the server calls it from
-worker threads) and a client of the run like the CLI: `engine.api` only, commands sent
-sealed through `api.send`, records read through `api.RunReader`; it never runs the agent,
+worker threads) and a client of the run like the CLI: `engine.api` (and `gitops` to read what
+a lane's worktree changes, as `api.candidate_changes` reads cand/), commands sent sealed
+through `api.send`, records read through `api.RunReader`; it never runs the agent,
 never writes the workspace (its lane locks aside: `seats`), never touches cand/.
 
 On a run of several lanes every call that concerns a candidate (`status`, `context`, the

@@ -67,7 +67,3 @@ class Seats:
             sessions = list(self._held)
         for session in sessions:
             self.release(session)
-
-    def held(self) -> dict[Hashable, int]:
-        with self._lock:
-            return {s: lane for s, (lane, _) in self._held.items()}
