@@ -131,6 +131,7 @@ def test_http_two_sessions_each_submit_in_their_own_lane(mcp_lanes_run):
     assert err and "belongs to no session" in sessionless["text"], sessionless
 
 
+@pytest.mark.slow
 def test_sessions_of_two_processes_each_hold_a_lane(mcp_lanes_run):
     """A `kopt mcp` process over stdio (an agent's client) holds a lane; sessions served by this
     process (another server's) get the other lane, then are refused; the stdio process's end
