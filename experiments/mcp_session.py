@@ -51,7 +51,7 @@ def prepare(work: Path, tag: str) -> tuple[Path, Path]:
            "GIT_COMMITTER_EMAIL": "k@k"}
     for cmd in (["git", "init", "-q"], ["git", "add", "-A"], ["git", "commit", "-qm", "softmax kernel"]):
         subprocess.run(cmd, cwd=repo, check=True, env=env)
-    kopt("init", "--repo", str(repo), "--tag", tag, "--bench", "python bench.py", "--yes", root=root)
+    kopt("init", "--repo", str(repo), "--tag", tag, "--bench", f"{sys.executable} bench.py", "--yes", root=root)
     kopt("run", tag, "--headless", "--proposer", "manual", root=root)
     return repo, root
 
