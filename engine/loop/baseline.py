@@ -54,8 +54,10 @@ class Baseline:
                 r = len(runs)
                 ctx.progress(it, "baseline", f"baseline run {r + 1}/{n}", r, n)
                 lease = acquire(ctx, lane, it)
-                jail = ctx.jails.bench(lane.best, "best", tree_of(lane.best, commit))
-                m, secs = ctx.control.preemptible(lambda: run_bench(ctx, it, lane, lane.best, f"baseline_r{r}", lease.env, jail))  # noqa: B023 - run now
+                best_tree = tree_of(lane.best, commit)
+                jail = ctx.jails.bench(lane.best, "best", best_tree)
+                env = {**lease.env, **ctx.jails.env("best", best_tree)}
+                m, secs = ctx.control.preemptible(lambda: run_bench(ctx, it, lane, lane.best, f"baseline_r{r}", env, jail))  # noqa: B023 - run now
                 note_gpu(it, lane, lease.before, lane.gate.evidence())
                 if m.failing:
                     fail = failure_of(m).summary()

@@ -344,7 +344,8 @@ class Evidence:
             while (step := prof.next_pass(bench, out_dir, kernel, done)) is not None:  # ncu: inside, then outside the ranges
                 name = f"profile_{side}" + (f"_pass{len(done)}" if done else "")
                 res = ctx.run(it, list(step.argv), cwd=tree, name=name, timeout_s=ctx.cfg.profile.timeout_s,
-                              env={**lease.env, **PROFILE_ENV}, confine=ctx.jails.bench(tree, kind, tree_hash, outputs=(out_dir,)))
+                              env={**lease.env, **PROFILE_ENV, **ctx.jails.env(kind, tree_hash)},
+                              confine=ctx.jails.bench(tree, kind, tree_hash, outputs=(out_dir,)))
                 check_after_run(ctx, lane, it, tree)
                 if not res.ok:
                     raise KoptFailure(f"{prof.name} on {side}/ ({step.label}) {res.why()}: {last_line(res)}")

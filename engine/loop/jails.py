@@ -13,8 +13,12 @@ engine/sandbox/, chosen per run (docs/design.md §12 layer 1; docs/security.md).
 | profiler                   | the tree, the profile's folder, cache   | nothing else                    |
 | formatter                  | cand/, its cache (no GPU)               | nothing else                    |
 
-A run without bubblewrap happens only when the user passed `--no-sandbox`: every method
-then returns None (unconfined), and the run's meta says so wherever results are shown.
+A run without bubblewrap happens only when the user passed `--no-sandbox` (or in the demo,
+where no sandbox works): every confinement method then returns None (unconfined), and the
+run's meta says so wherever results are shown. Unconfined runs still send their compile
+caches, bytecode included, where a confined run of the same kind would (`env`): a tree's
+code never writes a `__pycache__` into the tree, which the after-run check refuses
+(measure.check_after_run), and no run of one tree reads what another compiled.
 """
 
 from __future__ import annotations
@@ -59,6 +63,17 @@ class Jails:
                                  writable_trees=[tree] if write_tree else [], readonly_trees=[] if write_tree else [tree],
                                  outputs=outputs, writable=t.writable, readable=t.readable, hidden=self.other_runs(),
                                  network=t.network, devices=None if gpu else [], bwrap=self.bwrap)
+
+    def env(self, side: str, *trees: str, cache: Path | None = None) -> dict[str, str]:
+        """Unconfined: the variables that send a run's compile caches (PYTHONPYCACHEPREFIX,
+        Triton's, ...) to the folder its confinement would bind: `cache`, or the per-tree
+        cache of `side` and `trees` (for a proposer, side "proposer" and no tree). Confined:
+        none (the confinement sets them)."""
+        if self.confined:
+            return {}
+        folder = cache or (sandbox.cache_dir(self.ws.dir, side, *trees) if trees else self.ws.dir / "cache" / side)
+        folder.mkdir(parents=True, exist_ok=True)
+        return sandbox.cache_env(folder)
 
     def ab(self, best: Path, cand: Path, best_hash: str, cand_hash: str, *,
            outputs: tuple[Path, ...] = ()) -> Confinement | None:

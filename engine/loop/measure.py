@@ -176,8 +176,12 @@ class FreshCaches:
         self.ctx, self.lane = ctx, lane
         self._emptied: set[Path] = set()
 
+    def path(self, side: str, tree_hash: str) -> Path:
+        """The side's fresh cache folder, as it is (`get` empties it once per decision)."""
+        return sandbox.cache_dir(self.ctx.ws.dir, f"fresh_{self.lane.index}_{side}", tree_hash)
+
     def get(self, side: str, tree_hash: str) -> Path:
-        path = sandbox.cache_dir(self.ctx.ws.dir, f"fresh_{self.lane.index}_{side}", tree_hash)
+        path = self.path(side, tree_hash)
         if path not in self._emptied:
             shutil.rmtree(path, ignore_errors=True)
             self._emptied.add(path)
@@ -207,8 +211,10 @@ class ProcessAbba:
         ensure_best_pristine(self.ctx, self.lane, it, r)
         for side in order:
             tree = self.lane.best if side == "best" else self.lane.cand
-            jail = self.ctx.jails.bench(tree, side, hashes[side], cache=self._cache(side, hashes[side]))
-            m, s = run_bench(self.ctx, it, self.lane, tree, f"{stage}_r{r}_{side}", env, jail)
+            cache = self._cache(side, hashes[side])
+            jail = self.ctx.jails.bench(tree, side, hashes[side], cache=cache)
+            side_env = {**env, **self.ctx.jails.env(side, hashes[side], cache=cache)}
+            m, s = run_bench(self.ctx, it, self.lane, tree, f"{stage}_r{r}_{side}", side_env, jail)
             got[side], secs = m, secs + s
             timed_s = None if m.timed is None else m.timed * self.ctx.cfg.roofline.unit_scale
             runs.append(BenchRun(side, r, s, timed_s))
@@ -240,12 +246,16 @@ class AbCommand:
         best_hash, cand_hash = tree_hashes(self.lane, it)
         return self.ctx.jails.ab(self.lane.best, self.lane.cand, best_hash, cand_hash, outputs=outputs)
 
+    def env(self, it: Iteration, env: dict[str, str]) -> dict[str, str]:
+        """The lease's environment, with the pair's cache where the run is unconfined."""
+        return {**env, **self.ctx.jails.env("ab", *tree_hashes(self.lane, it))}
+
     def look(self, it: Iteration, stage: str, r: int, env: dict[str, str]) -> Look:
         t = self.ctx.cfg.target
         ensure_best_pristine(self.ctx, self.lane, it, r)
         before = bench_output.csv_stamps(self.lane.best, t.csv)
         res = self.ctx.run(it, self.command(), cwd=self.lane.best, name=f"{stage}_r{r}_ab", timeout_s=t.timeout_s,
-                           env=env, confine=self.jail(it))
+                           env=self.env(it, env), confine=self.jail(it))
         if not res.ok:
             raise BenchError(f"ab_command {res.why()}: {last_line(res)}")
         path = bench_output.find_csv(self.lane.best, t.csv, before, res.stdout_path)
@@ -308,6 +318,7 @@ class ServedAb(AbCommand):
     def _server_for(self, it: Iteration, stage: str, env: dict[str, str]) -> Server:
         """The kept process (told to `reload` at a decision's first look), or a fresh one
         (none kept, it left, it could not reload, or the look's GPU is not the one it runs on)."""
+        env = {**env, **self.ctx.jails.env("ab_serve")}  # unconfined: one cache for the process's life
         full_env = self.ctx.env(env)
         server = self.server
         if server is not None and server.alive and server.env == full_env:
@@ -617,6 +628,8 @@ class ServedTrees:
         """The side's process: the one kept (its tree and GPU unchanged, not due to start
         anew), or a fresh one in a clean output folder."""
         server = self.servers.get(side)
+        where = self.caches.path(side, tree_hash) if self.caches is not None else None
+        env = {**env, **self.ctx.jails.env(side, tree_hash, cache=where)}  # unconfined: the tree's cache
         if (server is not None and server.alive and side not in self.stale and self.serving.get(side) == tree_hash
                 and server.env == self.ctx.env(env)):
             return server
@@ -629,6 +642,7 @@ class ServedTrees:
         folder.mkdir(parents=True, exist_ok=True)
         empty_folder(folder)  # what an earlier process of this side left
         cache = self.caches.get(side, tree_hash) if self.caches is not None else None
+        self.ctx.jails.env(side, tree_hash, cache=cache)  # unconfined: the folder made again once emptied
         jail = self.ctx.jails.bench(tree, side, tree_hash, outputs=(folder,), write_tree=False, cache=cache)
         self.started += 1
         try:

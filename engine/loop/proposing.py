@@ -101,6 +101,7 @@ class Proposing:
         jail = ctx.jails.proposer(lane.cand, prompt_path, pack_path, plan, ctx.ws.log_dir(it.version) / "agent")
 
         def run(command: str | list[str], **kw: Any) -> Any:
+            kw["env"] = {**(kw.get("env") or {}), **ctx.jails.env("proposer")}  # unconfined: caches out of cand/
             return ctx.run(it, command, confine=jail, **kw)
 
         def wait_for_command(kinds: set[str], timeout_s: float) -> Any:
