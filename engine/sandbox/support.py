@@ -72,9 +72,14 @@ APPARMOR_HINT = ("install your distribution's bubblewrap package (Ubuntu: apt in
 ROOT_HINT = ("the container forbids namespaces even to root: run it with --cap-add SYS_ADMIN "
              "--security-opt seccomp=unconfined --security-opt apparmor=unconfined (or --privileged), or run "
              "kopt as a non-root user where user namespaces are allowed")
+CHROOT_HINT = ("run kopt in a container (docker, podman, systemd-nspawn) rather than a plain chroot, or, "
+               "as root, make the chroot's root a mount point before entering it: mount --bind DIR DIR, "
+               "then chroot DIR (the kernel refuses user namespaces inside a chroot)")
 OLD_HINT = ("this bwrap lacks an option kopt uses: " + INSTALL_HINT.split(" (")[0]
             + " (kopt uses it when the system's bwrap fails)")
 
+INIT_ROOT = Path("/proc/1/root")
+"""The root folder of PID 1: not this process's own root when kopt runs in a plain chroot."""
 USERNS_CLONE = Path("/proc/sys/kernel/unprivileged_userns_clone")
 MAX_USER_NAMESPACES = Path("/proc/sys/user/max_user_namespaces")
 APPARMOR_RESTRICT = Path("/proc/sys/kernel/apparmor_restrict_unprivileged_userns")
@@ -88,11 +93,25 @@ class HostFacts:
     unprivileged_userns_clone: int | None = None
     max_user_namespaces: int | None = None
     apparmor_restrict_userns: int | None = None
+    chrooted: bool | None = None
+    """This process's root is not init's: a plain chroot, where the kernel refuses user
+    namespaces (EPERM) and bwrap, even as root, cannot make a root that is no mount point
+    private. None: unknown (init's root unreadable)."""
 
     @classmethod
     def read(cls, userns_clone: Path = USERNS_CLONE, max_userns: Path = MAX_USER_NAMESPACES,
-             apparmor: Path = APPARMOR_RESTRICT) -> HostFacts:
-        return cls(_read_int(userns_clone), _read_int(max_userns), _read_int(apparmor))
+             apparmor: Path = APPARMOR_RESTRICT, *, root: Path = Path("/"),
+             init_root: Path = INIT_ROOT) -> HostFacts:
+        return cls(_read_int(userns_clone), _read_int(max_userns), _read_int(apparmor), _other_root(root, init_root))
+
+
+def _other_root(root: Path, init_root: Path) -> bool | None:
+    """True when `root` is not the same folder as `init_root` (device and inode)."""
+    try:
+        a, b = os.stat(root), os.stat(init_root)
+    except OSError:
+        return None
+    return (a.st_dev, a.st_ino) != (b.st_dev, b.st_ino)
 
 
 def _read_int(path: Path) -> int | None:
@@ -107,7 +126,7 @@ class Diagnosis:
     """Why a bwrap cannot confine here, as a cause kopt can name and its fix."""
 
     cause: str
-    """"missing", "userns-off", "apparmor", "root-forbidden", "too-old" or "other"."""
+    """"missing", "userns-off", "apparmor", "root-forbidden", "chroot", "too-old" or "other"."""
     reason: str
     hint: str
 
@@ -119,6 +138,9 @@ def diagnose(err: str, *, privileged: bool, facts: HostFacts) -> Diagnosis:
     low = err.lower()
     if "unknown option" in low or "unrecognized option" in low:
         return Diagnosis("too-old", "this bwrap is too old for kopt's options", OLD_HINT)
+    if facts.chrooted or "failed to make / slave" in low:
+        return Diagnosis("chroot", "kopt runs in a plain chroot (its / is not a mount point, and the kernel "
+                         "refuses user namespaces there)", CHROOT_HINT)
     if privileged:
         if "operation not permitted" in low or "permission denied" in low:
             return Diagnosis("root-forbidden", "even root may not make namespaces here", ROOT_HINT)

@@ -188,9 +188,11 @@ def test_the_kernel_settings_are_read_from_proc(tmp_path: Path):
     (tmp_path / "clone").write_text("0\n")
     (tmp_path / "max").write_text("15000\n")
     (tmp_path / "aa").write_text("junk\n")
-    facts = HostFacts.read(tmp_path / "clone", tmp_path / "max", tmp_path / "aa")
-    assert facts == HostFacts(unprivileged_userns_clone=0, max_user_namespaces=15000, apparmor_restrict_userns=None)
-    assert HostFacts.read(tmp_path / "a", tmp_path / "b", tmp_path / "c") == NONE
+    facts = HostFacts.read(tmp_path / "clone", tmp_path / "max", tmp_path / "aa", root=tmp_path, init_root=tmp_path)
+    assert facts == HostFacts(unprivileged_userns_clone=0, max_user_namespaces=15000, apparmor_restrict_userns=None,
+                              chrooted=False)
+    assert HostFacts.read(tmp_path / "a", tmp_path / "b", tmp_path / "c", root=tmp_path / "no",
+                          init_root=tmp_path) == NONE
     # the kernel's settings name the cause even when bwrap's message is unknown
     d = sandbox.diagnose("bwrap: something odd", privileged=False, facts=facts)
     assert d.cause == "userns-off" and "kernel.unprivileged_userns_clone=0" in d.reason
