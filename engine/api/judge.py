@@ -23,7 +23,7 @@ def mcp_snippet(client: str, tag: str, command: str, args: list[str]) -> Snippet
 def serve_mcp(ws: Workspace, *, transport: Literal["stdio", "http"] = "stdio", port: int = 0,
               allow_restart: bool = False) -> None:
     """Serve the run's MCP judge until the client goes away (stdio) or the process is stopped
-    (HTTP). BadInput when the run cannot be served (no such run, several lanes, an engine
+    (HTTP). BadInput when the run cannot be served (no such run, an engine
     running another proposer); KoptError when the `mcp` package is missing."""
     try:
         import mcp  # noqa: F401
