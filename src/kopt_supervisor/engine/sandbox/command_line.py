@@ -101,9 +101,9 @@ def _software_to_keep() -> list[str]:
     """The Python that runs kopt and kopt's own code, read-only, when they lie in a folder every
     sandbox gets empty (a clone or a virtualenv under /tmp): else the confined bench could not
     import the harness, nor a proposer run at all."""
-    here = Path(__file__).resolve()  # <kopt>/engine/sandbox/command_line.py
+    here = Path(__file__).resolve()  # <kopt_supervisor>/engine/sandbox/command_line.py
     roots = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
-    roots.add(str(here.parents[2]))  # what holds engine/ (editable: the checkout) or site-packages/kopt_supervisor
+    roots.add(str(here.parents[2]))  # the package: src/kopt_supervisor (editable) or site-packages/kopt_supervisor
     return sorted(r for r in roots if any(r == d or r.startswith(d + "/") for d in PRIVATE_DIRS))
 
 
