@@ -31,9 +31,9 @@ from __future__ import annotations
 
 import os
 import re
-from importlib import resources
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
