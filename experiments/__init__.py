@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-KERNELS = Path(__file__).resolve().parents[1] / "kernels"
+KERNELS = Path(__file__).resolve().parents[1] / "src" / "kopt_supervisor" / "kernels"
 
 
 def import_paths() -> None:

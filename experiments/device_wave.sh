@@ -30,7 +30,7 @@ setup_device() {
   done
   local stamp_file=/var/tmp/kopt-device-wave.stamp
   local stamp
-  stamp=$( (find engine kopt_tui kernels -name '*.py' -type f -print0 | sort -z | xargs -0 sha256sum;
+  stamp=$( (find src -name '*.py' -type f -print0 | sort -z | xargs -0 sha256sum;
             sha256sum pyproject.toml; ls -l "${wheels[@]}" 2>/dev/null) | sha256sum | cut -c1-16)
   if [ -f "$stamp_file" ] && [ "$(cat "$stamp_file")" = "$stamp" ] \
      && python3 -c 'import kopt_supervisor.engine' 2>/dev/null; then

@@ -1,37 +1,39 @@
 """The installed names (docs/design.md §1): one namespace, `kopt_supervisor`, and nothing generic.
 
 `kernels` is the import name of Hugging Face's `kernels` package and `engine` is generic, so
-the wheel maps the product card's folders under `kopt_supervisor` (pyproject.toml). These
-tests build the real wheel and read what it would put into site-packages."""
+the product card's folders live under src/kopt_supervisor/ (a plain src layout that setuptools
+finds on its own). These tests read pyproject.toml, build the real wheel and read what it would
+put into site-packages, and read what an editable install puts there: one path, no import hook."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import tomllib
 import zipfile
+from importlib import metadata, resources
 from pathlib import Path
 
 import pytest
 
+import kopt_supervisor
+
 REPO = Path(__file__).resolve().parents[1]
-FOLDERS = {"engine": "kopt_supervisor.engine", "kopt_tui": "kopt_supervisor.kopt_tui",
-           "kernels": "kopt_supervisor.kernels"}
+SRC = REPO / "src"
 
 
 def _pyproject() -> dict:
     return tomllib.loads((REPO / "pyproject.toml").read_text())
 
 
-def test_every_package_folder_is_listed_under_the_namespace() -> None:
-    listed = set(_pyproject()["tool"]["setuptools"]["packages"])
-    found = set()
-    for folder, name in FOLDERS.items():
-        for init in (REPO / folder).rglob("__init__.py"):
-            rel = init.parent.relative_to(REPO / folder).parts
-            found.add(".".join((name, *rel)))
-    found |= {"kopt_supervisor.gpu_wiki"}  # data only (docs/gpu-wiki, the spec pages the roofline cites)
-    assert found == listed, f"missing from pyproject: {sorted(found - listed)}; stale: {sorted(listed - found)}"
+def test_setuptools_finds_the_packages_under_src_with_no_hand_list_nor_mapping() -> None:
+    setuptools = _pyproject()["tool"]["setuptools"]
+    assert setuptools["packages"] == {"find": {"where": ["src"]}}
+    assert "package-dir" not in setuptools
+    assert sorted(p.name for p in SRC.iterdir() if not p.name.endswith(".egg-info")) == ["kopt_supervisor"]
+    assert {p.name for p in (SRC / "kopt_supervisor").iterdir() if p.is_dir() and p.name != "__pycache__"} == {
+        "engine", "kopt_tui", "kernels", "gpu_wiki"}
 
 
 def test_the_distribution_name_is_not_the_taken_kopt_and_the_command_stays() -> None:
@@ -40,8 +42,31 @@ def test_the_distribution_name_is_not_the_taken_kopt_and_the_command_stays() -> 
     assert project["scripts"] == {"kopt": "kopt_supervisor.kopt_tui.cli:main"}
 
 
+def test_the_gpu_wiki_is_package_data_read_through_importlib_resources() -> None:
+    from kopt_supervisor.engine.roofline import specs
+
+    wiki = resources.files("kopt_supervisor") / "gpu_wiki"
+    assert (wiki / "h100-sxm.md").is_file()
+    assert specs.shipped_wiki_dir() == wiki
+    assert specs.lookup_specs("NVIDIA H100 80GB HBM3")["hbm_bandwidth"].source.startswith(
+        "kopt_supervisor/gpu_wiki/h100-sxm.md:")
+
+
+def test_an_editable_install_is_a_plain_path_to_src() -> None:
+    # the installed one (src/kopt_supervisor.egg-info, the build's leftover, is found on src/ too)
+    installed = [d for d in metadata.distributions(name="kopt-supervisor") if d.read_text("direct_url.json")]
+    dist = installed[0] if installed else None
+    if dist is None or not json.loads(dist.read_text("direct_url.json") or "{}").get("dir_info", {}).get("editable"):
+        pytest.skip("kopt is not installed in editable mode here")
+    pth = [f for f in dist.files or () if f.name.endswith(".pth")]
+    assert len(pth) == 1, dist.files
+    assert Path(dist.locate_file(pth[0])).read_text().strip() == str(SRC)  # no import hook, no finder module
+    assert not [f for f in dist.files or () if "finder" in f.name]
+    assert Path(kopt_supervisor.__file__).resolve().parent == SRC / "kopt_supervisor"
+
+
 @pytest.mark.slow
-def test_the_wheel_installs_one_top_level_name_and_the_bundled_targets(tmp_path: Path) -> None:
+def test_the_wheel_installs_one_top_level_name_the_bundled_targets_and_the_wiki(tmp_path: Path) -> None:
     res = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
                           "-w", str(tmp_path), str(REPO)], capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr[-2000:]
@@ -49,8 +74,11 @@ def test_the_wheel_installs_one_top_level_name_and_the_bundled_targets(tmp_path:
     names = zipfile.ZipFile(wheel).namelist()
     tops = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
     assert tops == {"kopt_supervisor"}, tops
-    for needed in ("kopt_supervisor/kernels/rmsnorm/bench.py", "kopt_supervisor/kernels/adaln/solution/adaln.py",
-                   "kopt_supervisor/kopt_tui/app.tcss", "kopt_supervisor/engine/loop.py",
-                   "kopt_supervisor/gpu_wiki/h100-sxm.md"):
-        assert any(n == needed or n.startswith(needed.rsplit(".py", 1)[0]) for n in names), needed
-    assert not any("/experiments/" in n for n in names), "one-off experiments do not ship in the wheel"
+    for needed in ("kopt_supervisor/__init__.py", "kopt_supervisor/kernels/rmsnorm/bench.py",
+                   "kopt_supervisor/kernels/rmsnorm/params.json", "kopt_supervisor/kernels/adaln/solution/adaln.py",
+                   "kopt_supervisor/kernels/harness/bench.py", "kopt_supervisor/kopt_tui/app.tcss",
+                   "kopt_supervisor/engine/loop/machine.py", "kopt_supervisor/gpu_wiki/h100-sxm.md"):
+        assert needed in names, needed
+    wiki = {Path(n).name for n in names if n.startswith("kopt_supervisor/gpu_wiki/")}
+    assert wiki == {p.name for p in (SRC / "kopt_supervisor" / "gpu_wiki").glob("*.md")}
+    assert not any("/experiments/" in n or n.startswith("tests/") for n in names), "no tests nor experiments ship"

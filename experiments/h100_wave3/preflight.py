@@ -84,7 +84,7 @@ PIECES: dict[str, Callable[[], tuple[bool, str]]] = {
     "harness: --serve of one tree": _harness_serves_one_tree,
     "harness: the audit request": _module("kopt_supervisor.kernels.harness.audit"),
     "catalog proposes serve (no ab_command)": _catalog_serves,
-    "engine: per-tree served measurer": _source_mentions("engine/loop", "target.serve"),
+    "engine: per-tree served measurer": _source_mentions("src/kopt_supervisor/engine/loop", "target.serve"),
     "engine: kopt's output audit": _module("kopt_supervisor.engine.decide.audit"),
     "engine: the keep's confirmation in fresh servers": _record_key("confirmation"),
     "engine: external truth (profiler / OS accounting)": _module("kopt_supervisor.engine.decide.external_truth"),

@@ -320,7 +320,7 @@ def test_every_flag_the_engine_writes_is_a_known_flag() -> None:
 
     from kopt_supervisor.engine.decide.model import FLAGS
 
-    root = Path(__file__).resolve().parents[2] / "engine"
+    root = Path(__file__).resolve().parents[2] / "src" / "kopt_supervisor" / "engine"
     verdict_src = (root / "decide" / "verdict.py").read_text()
     loop_src = "\n".join(p.read_text() for p in sorted((root / "loop").glob("*.py")))
     written = set(re.findall(r'\("([a-z_]+)",\)', verdict_src))

@@ -32,7 +32,7 @@ for step in "$@"; do
     ;;
   validate)
     stamp validate
-    timeout 300 $PY kernels/validate_gpu.py --out "$R/validate.json" --sweep --budget-s ${VALIDATE_BUDGET:-220} \
+    timeout 300 $PY -m kopt_supervisor.kernels.validate_gpu --out "$R/validate.json" --sweep --budget-s ${VALIDATE_BUDGET:-220} \
       > "$R/validate.md" 2> "$R/validate.err"; echo "validate rc=$?" >> "$R/steps.txt"
     ;;
   bench)
@@ -68,7 +68,7 @@ for step in "$@"; do
     ;;
   validate-*)
     k=${step#validate-}; once "$step" && idle "$step" && room "$step" 250 && [ -d $KOPT_ROOT/h100-$k/best ] || continue
-    stamp "$step"; timeout $(( $(left_s) - 20 )) $PY kernels/validate_gpu.py --tree $KOPT_ROOT/h100-$k/best --kernels $k --out "$R/validate_$k.json" \
+    stamp "$step"; timeout $(( $(left_s) - 20 )) $PY -m kopt_supervisor.kernels.validate_gpu --tree $KOPT_ROOT/h100-$k/best --kernels $k --out "$R/validate_$k.json" \
       --budget-s ${VALIDATE_BUDGET:-200} > "$R/validate_$k.md" 2> "$R/validate_$k.err"; echo "validate $k rc=$?" >> "$R/steps.txt"
     touch "$R/.done_$step"
     ;;

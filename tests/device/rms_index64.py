@@ -4,16 +4,12 @@ would land. python3 tests/device/rms_index64.py (needs ~18 GB of GPU memory)."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+import torch
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(ROOT / "kernels"), str(ROOT)]
+from kopt_supervisor.kernels import catalog
+from kopt_supervisor.kernels.harness.loader import load_module
 
-import torch  # noqa: E402
-from harness.loader import load_module  # noqa: E402
-
-sol = load_module(ROOT / "kernels" / "rmsnorm" / "solution" / "rmsnorm.py", "i64_solution")
+sol = load_module(catalog.KERNELS["rmsnorm"].folder / "solution" / "rmsnorm.py", "i64_solution")
 
 
 def check(rows: int, hd: int) -> None:

@@ -23,6 +23,7 @@ from kopt_supervisor.engine.diffscan import (
 from kopt_supervisor.engine.errors import BadInput
 
 REPO = Path(__file__).resolve().parents[2]
+PKG = REPO / "src" / "kopt_supervisor"
 BASE = '''"""A kernel."""
 
 import torch
@@ -460,8 +461,8 @@ def test_an_unreadable_or_unparsable_python_file_falls_back_to_text_rules(tmp_pa
 
 @pytest.mark.parametrize("kernel", ["rmsnorm", "adaln"])
 def test_the_bundled_solutions_raise_nothing(tmp_path: Path, kernel: str) -> None:
-    solution = (REPO / "kernels" / kernel / "solution" / f"{kernel}.py").read_text()
-    baseline = (REPO / "kernels" / kernel / "baseline" / f"{kernel}.py").read_text()
+    solution = (PKG / "kernels" / kernel / "solution" / f"{kernel}.py").read_text()
+    baseline = (PKG / "kernels" / kernel / "baseline" / f"{kernel}.py").read_text()
     path = f"kernels/{kernel}/solution/{kernel}.py"
     assert scan_change(tmp_path, solution, baseline, path) == []  # every line of it the candidate's
     diff = git_diff(tmp_path / "new", {}, {path: solution})  # and as a new file
@@ -670,11 +671,11 @@ def test_the_repos_kernels_and_examples_raise_no_finding_of_the_new_rules() -> N
     """Every Python file of kernels/ and examples/ (harness and benches included), read as new
     files: no lazy-result, no state kept between calls beyond the harness's three known
     module-level caches, no __main__ access, no store on disk."""
-    files = sorted(p for d in ("kernels", "examples") for p in (REPO / d).rglob("*.py") if ".runs" not in p.parts)
+    files = sorted(p for d in (PKG / "kernels", REPO / "examples") for p in d.rglob("*.py") if ".runs" not in p.parts)
     assert len(files) > 20
     found = []
     for f in files:
-        path, text = str(f.relative_to(REPO)), f.read_text()
+        path, text = str(f.relative_to(PKG if f.is_relative_to(PKG) else REPO)), f.read_text()
         found += scan(new_file_diff(path, text), {path: text}.get)
     assert not [f for f in found if f.rule in ("lazy-result", "frame-inspection")]
     state = {(f.path, f.text.split("  # ")[-1]) for f in found if f.rule == "module-state"}

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-KERNELS = Path(__file__).resolve().parents[2] / "kernels"
+KERNELS = Path(__file__).resolve().parents[2] / "src" / "kopt_supervisor" / "kernels"
 
 if "triton" not in sys.modules:
     os.environ["TRITON_INTERPRET"] = "1"

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-KERNELS = Path(__file__).resolve().parents[2] / "kernels"
+KERNELS = Path(__file__).resolve().parents[2] / "src" / "kopt_supervisor" / "kernels"
 
 CODE = """
 import json, sys, triton

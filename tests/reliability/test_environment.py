@@ -220,7 +220,7 @@ def test_many_readers_while_the_engine_writes(fake_env):
 
     threads = [threading.Thread(target=reader) for _ in range(4)]
     cli = [subprocess.Popen([sys.executable, "-c", (
-        "import sys, json\nfrom kopt_tui.cli import main\n"
+        "import sys, json\nfrom kopt_supervisor.kopt_tui.cli import main\n"
         f"for _ in range(15):\n    assert main(['--root', {str(root)!r}, 'status', 't', '--json']) == 0\n")],
         cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) for _ in range(2)]
     for t in threads:

@@ -172,8 +172,8 @@ def test_kopt_opens_no_network_port(fake_env, monkeypatch):
     # listening socket is bound to 127.0.0.1, behind a bearer token (tests/mcp)
     pattern = re.compile(r"socket\.socket|socketserver|http\.server|\.listen\(|\.bind\(|start_server|"
                          r"create_server|urlopen|import requests|import httpx")
-    mcp = REPO_ROOT / "engine" / "mcp" / "server.py"
-    hits = [f"{p}:{i}" for d in ("engine", "kopt_tui") for p in (REPO_ROOT / d).rglob("*.py") if p != mcp
+    mcp = REPO_ROOT / "src" / "kopt_supervisor" / "engine" / "mcp" / "server.py"
+    hits = [f"{p}:{i}" for d in ("engine", "kopt_tui") for p in (REPO_ROOT / "src" / "kopt_supervisor" / d).rglob("*.py") if p != mcp
             for i, line in enumerate(p.read_text().splitlines(), 1) if pattern.search(line)]
     assert hits == []
     binds = [line.strip() for line in mcp.read_text().splitlines() if ".bind(" in line]

@@ -165,7 +165,7 @@ def test_kept_iterations_dispatch_and_masked(demo, report):
 
 def test_roofline_uses_the_formulas_the_medians_and_the_cited_peak(demo, report):
     text = sections(report)["Roofline"]
-    assert "hbm_bandwidth: 3.35 TB/s <- docs/gpu-wiki/h100-sxm.md:" in text
+    assert "hbm_bandwidth: 3.35 TB/s <- kopt_supervisor/gpu_wiki/h100-sxm.md:" in text
     final = final_values(demo)
     rows = {r["config"]: r for r in table(text, "config")}
     for c, vals in final.items():

@@ -172,8 +172,8 @@ def test_readme_section_cites_every_number_and_states_targets():
         bytes_expr="4 * rows * hidden",
         production=["rows=4096,hidden=4096", "rows=4096,hidden=8192"],
     )
-    assert "- hbm_bandwidth: 3.35 TB/s <- docs/gpu-wiki/h100-sxm.md:" in text
-    assert "- bf16_dense_tflops: 989.4 TFLOPS <- docs/gpu-wiki/h100-sxm.md:" in text
+    assert "- hbm_bandwidth: 3.35 TB/s <- kopt_supervisor/gpu_wiki/h100-sxm.md:" in text
+    assert "- bf16_dense_tflops: 989.4 TFLOPS <- kopt_supervisor/gpu_wiki/h100-sxm.md:" in text
     assert "ridge point F / B = 295.3 FLOP/byte" in text
     assert "`4 * rows * hidden`" in text
     assert "achieved bandwidth >= 90% x 3.35 TB/s = 3.015 TB/s" in text

@@ -18,7 +18,7 @@ from kopt_supervisor.engine.roofline.specs import (
 )
 
 REPO = Path(__file__).resolve().parents[2]
-WIKI = REPO / "docs" / "gpu-wiki"
+WIKI = REPO / "src" / "kopt_supervisor" / "gpu_wiki"
 
 
 def test_the_shipped_wiki_is_found_in_this_checkout(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
@@ -78,7 +78,7 @@ def test_gpu_names_match_their_page(reported: str, page: str | None):
 def test_spec_lines_point_at_the_line_holding_the_value():
     specs = lookup_specs("NVIDIA H100 80GB HBM3")
     line = specs["hbm_bandwidth"].line()
-    assert line.startswith("hbm_bandwidth: 3.35 TB/s <- docs/gpu-wiki/h100-sxm.md:")
+    assert line.startswith("hbm_bandwidth: 3.35 TB/s <- kopt_supervisor/gpu_wiki/h100-sxm.md:")
     number = int(line.rsplit(":", 1)[1])
     assert (
         (WIKI / "h100-sxm.md")
@@ -183,7 +183,7 @@ def test_measured_values_take_precedence_and_cite_the_measurement(tmp_path: Path
     assert specs["hbm_bandwidth"].source.startswith(str(page))
     assert specs["bf16_dense_tflops"].value == pytest.approx(725.0)
     assert specs["hbm_bandwidth (datasheet)"].value == 3.35
-    assert specs["hbm_bandwidth (datasheet)"].source.startswith("docs/gpu-wiki/h100-sxm.md:")
+    assert specs["hbm_bandwidth (datasheet)"].source.startswith("kopt_supervisor/gpu_wiki/h100-sxm.md:")
     assert specs["l2_cache"].value == 50  # untouched wiki values stay
     # another GPU model does not pick up this measurement
     assert "hbm_bandwidth (datasheet)" not in lookup_specs(

@@ -281,3 +281,20 @@ def test_the_folder_that_holds_kopts_code_is_what_stays_readable(monkeypatch):
     monkeypatch.setattr(command_line, "PRIVATE_DIRS", (str(holder.parent),))
     assert str(holder) in command_line._software_to_keep()
     assert str(holder.parent) not in command_line._software_to_keep()
+
+
+def test_an_editable_install_keeps_its_whole_project_readable(monkeypatch):
+    # a clone under /tmp installed with `pip install -e .`: its src/, tools and tests stay readable
+    # (the suite's fake agents run from its tests/), and nothing above the project
+    from kopt_supervisor.engine.sandbox import command_line
+
+    project = command_line.editable_project()
+    if project is None:
+        pytest.skip("kopt is not installed in editable mode here")
+    assert (project / "src" / "kopt_supervisor" / "engine" / "sandbox" / "command_line.py").is_file()
+    monkeypatch.setattr(command_line, "PRIVATE_DIRS", (str(project.parent),))
+    kept = command_line._software_to_keep()
+    assert str(project) in kept and str(project.parent) not in kept
+    # a project that does not hold the running code is not kopt's
+    monkeypatch.setattr(command_line, "editable_project", lambda: project.parent / "elsewhere")
+    assert str(project.parent / "elsewhere") not in command_line._software_to_keep()

@@ -25,6 +25,7 @@ from kopt_supervisor.engine.loop.police import OUTSIDE_SOURCES, outside_sources,
 from tests.conftest import git
 
 REPO = Path(__file__).resolve().parents[2]
+PKG = REPO / "src" / "kopt_supervisor"
 PATH = "solution/kernel.py"
 BASE = '''"""A kernel."""
 
@@ -511,7 +512,7 @@ def test_nan_outputs(tmp_path: Path) -> None:
 
 
 def test_a_params_json_change_and_a_triton_block_size_edit_raise_nothing(tmp_path: Path) -> None:
-    rms = REPO / "kernels" / "rmsnorm"
+    rms = PKG / "kernels" / "rmsnorm"
     solution = (rms / "solution" / "rmsnorm.py").read_text()
     params = (rms / "params.json").read_text()
     tuned = solution.replace("MAX_BLOCK_D = 8192", "MAX_BLOCK_D = 4096").replace(
@@ -561,9 +562,9 @@ def test_the_bundled_solutions_and_baselines_raise_none_of_the_new_rules(tmp_pat
     """Every kernel file a candidate edits in the bundled targets (solutions, baselines), as a
     whole new file: none of this wave's rules or notes."""
     files = sorted(p for k in ("rmsnorm", "adaln") for d in ("solution", "baseline")
-                   for p in (REPO / "kernels" / k / d).glob("*.py"))
+                   for p in (PKG / "kernels" / k / d).glob("*.py"))
     assert len(files) >= 4
     old: dict[str, str | bytes] = {}
-    new: dict[str, str | bytes | None] = {str(p.relative_to(REPO)): p.read_text() for p in files}
+    new: dict[str, str | bytes | None] = {str(p.relative_to(PKG)): p.read_text() for p in files}
     found = Change(tmp_path, old, new).scan()
     assert not [f for f in found if f.rule in WAVE3_RULES or any(n in f.text for n in WAVE3_NOTES)], found

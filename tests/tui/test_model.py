@@ -27,7 +27,7 @@ def engine_written_flags() -> tuple[set[str], set[str]]:
     from kopt_supervisor.engine.decide.model import FLAGS
 
     decision, plan = set(FLAGS), set()
-    for path in (Path(__file__).resolve().parents[2] / "engine").rglob("*.py"):
+    for path in (Path(__file__).resolve().parents[2] / "src" / "kopt_supervisor" / "engine").rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             if isinstance(node, ast.Tuple) and any(
                     isinstance(e, ast.Starred) and isinstance(e.value, ast.Attribute) and e.value.attr == "flags"

@@ -33,6 +33,7 @@ import os
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -156,16 +157,21 @@ def find_page(pages: list[Page], gpu_name: str) -> Page | None:
     return best[1] if best[0] > 0 else None
 
 
+SHIPPED_WIKI = "kopt_supervisor/gpu_wiki"
+"""Where sources of the shipped wiki point: the package's data folder, under src/ in a checkout
+and under site-packages in an install."""
+
+
 def shipped_wiki_dir() -> Path:
-    """The wiki shipped with kopt: $KOPT_GPU_WIKI, else docs/gpu-wiki of this checkout, else
-    the copy installed with the wheel (kopt_supervisor/gpu_wiki)."""
+    """The wiki shipped with kopt: $KOPT_GPU_WIKI, else the package's data folder gpu_wiki."""
     env = os.environ.get("KOPT_GPU_WIKI")
     if env:
         return Path(env)
-    checkout = Path(__file__).resolve().parents[2] / "docs" / "gpu-wiki"
-    if checkout.is_dir():
-        return checkout
-    return Path(__file__).resolve().parents[2] / "gpu_wiki"  # site-packages/kopt_supervisor/gpu_wiki
+    wiki = resources.files("kopt_supervisor") / "gpu_wiki"
+    if not isinstance(wiki, Path):
+        raise BadInput(f"{wiki}: the shipped spec wiki is not a folder on disk (kopt imported from an "
+                       "archive?): set KOPT_GPU_WIKI or [roofline].specs to a wiki folder")
+    return wiki
 
 
 def lookup_specs(
@@ -177,13 +183,13 @@ def lookup_specs(
 ) -> dict[str, Spec]:
     """Every sourced value for this GPU: the wiki page's, then measured ones on top.
 
-    `wiki_dir` None means the shipped wiki (sources read `docs/gpu-wiki/<page>:<line>`).
+    `wiki_dir` None means the shipped wiki (sources read `kopt_supervisor/gpu_wiki/<page>:<line>`).
     Measured pages are matched by GPU name; one with `gpu_uuid` wins over the others,
     then the newest. No matching page: an empty dict (every lookup is UNKNOWN).
     """
     if wiki_dir is None:
-        shipped_in_repo = not os.environ.get("KOPT_GPU_WIKI")
-        pages = load_pages(shipped_wiki_dir(), display_root="docs/gpu-wiki" if shipped_in_repo else None)
+        packaged = not os.environ.get("KOPT_GPU_WIKI")
+        pages = load_pages(shipped_wiki_dir(), display_root=SHIPPED_WIKI if packaged else None)
     else:
         pages = load_pages(Path(wiki_dir))
     page = find_page(pages, gpu_name)

@@ -324,7 +324,7 @@ class RooflineConfig:
     """Expression over config columns: the fewest bytes per call (inputs read once,
     outputs written once)."""
     specs: str = ""
-    """A spec wiki folder; default: the one shipped in docs/gpu-wiki."""
+    """A spec wiki folder; default: the one shipped in the package (kopt_supervisor/gpu_wiki)."""
     gpu: str = ""
     """The GPU's spec page name; default: detected from the GPU's name."""
     peak_flops_metric: str = "bf16_dense_tflops"

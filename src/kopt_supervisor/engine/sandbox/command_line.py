@@ -8,10 +8,13 @@ the confinement names none: binary.py); starts nothing.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import Sequence
+from importlib import metadata
 from pathlib import Path
+from urllib.parse import unquote, urlparse
 
 from kopt_supervisor.engine.sandbox.binary import default_path
 from kopt_supervisor.engine.sandbox.confinement import (
@@ -100,11 +103,29 @@ def _shown(path: str, ops: dict[str, tuple[int, list[str]]]) -> bool:
 def _software_to_keep() -> list[str]:
     """The Python that runs kopt and kopt's own code, read-only, when they lie in a folder every
     sandbox gets empty (a clone or a virtualenv under /tmp): else the confined bench could not
-    import the harness, nor a proposer run at all."""
-    here = Path(__file__).resolve()  # <kopt>/engine/sandbox/command_line.py
+    import the harness, nor a proposer run at all. kopt's code is its package folder, and for an
+    editable install the whole project it was installed from (a clone: its tools and tests)."""
+    here = Path(__file__).resolve()  # <kopt_supervisor>/engine/sandbox/command_line.py
     roots = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
-    roots.add(str(here.parents[2]))  # what holds engine/ (editable: the checkout) or site-packages/kopt_supervisor
+    roots.add(str(here.parents[2]))  # the package: site-packages/kopt_supervisor or <project>/src/kopt_supervisor
+    project = editable_project()
+    if project is not None and here.is_relative_to(project):
+        roots.add(str(project))
     return sorted(r for r in roots if any(r == d or r.startswith(d + "/") for d in PRIVATE_DIRS))
+
+
+def editable_project() -> Path | None:
+    """The project folder kopt is installed from in editable mode (PEP 610: the installer's
+    direct_url.json), else None."""
+    for dist in metadata.distributions(name="kopt-supervisor"):
+        try:
+            info = json.loads(dist.read_text("direct_url.json") or "{}")
+        except ValueError:
+            continue
+        url = info.get("url", "") if isinstance(info, dict) else ""
+        if isinstance(info.get("dir_info"), dict) and info["dir_info"].get("editable") and url.startswith("file://"):
+            return Path(os.path.realpath(unquote(urlparse(url).path)))
+    return None
 
 
 def _run_files_to_keep() -> list[str]:
