@@ -91,7 +91,7 @@ def propose(run: BenchRun, answers: Mapping[str, str] | None = None, *, policy: 
                        + f"; kopt proposes a config only from a run that succeeds (see its output: {run.stdout_path} "
                          f"and {err.name})")
     found = candidates(run)
-    cand, question, table_why = _choose_table(found, answers)
+    cand, question, table_why = _choose_table(run, found, answers)
     if question is not None:
         p.questions.append(question)
         return p

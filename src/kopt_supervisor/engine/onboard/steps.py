@@ -8,9 +8,10 @@ files (the static import scan).
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from kopt_supervisor.engine.adapters.model import Table
 from kopt_supervisor.engine.adapters.units import RATE, TIME
@@ -28,9 +29,10 @@ from kopt_supervisor.engine.onboard.columns import (
     dtype_like,
     words,
 )
-from kopt_supervisor.engine.onboard.detect import Candidate
+from kopt_supervisor.engine.onboard.detect import BenchRun, Candidate
 from kopt_supervisor.engine.onboard.draft import Choice, Proposal, Question
 from kopt_supervisor.engine.onboard.imports import scan
+from kopt_supervisor.engine.onboard.scratch import DRAFT_RUN
 
 HARNESS_STATS = ("us_mean", "us_std", "us_min", "us_p10", "us_p90", "samples")
 HARNESS_EXTRA = ("calls", "gbps", "copy_us", "copy_gbps", "pct_copy", "prod", "seed", "model")
@@ -40,7 +42,8 @@ STAT_ORDER = ("median", "p50", "", "mean", "avg", "average", "min", "max")
 MAX_CLASSES = 8
 
 
-def _choose_table(found: list[Candidate], answers: Mapping[str, str]) -> tuple[Candidate | None, Question | None, str]:
+def _choose_table(run: BenchRun, found: list[Candidate], answers: Mapping[str, str]
+                  ) -> tuple[Candidate | None, Question | None, str]:
     if "table" in answers:
         want = answers["table"]
         pick = [c for c in found if want in (c.key, c.key.removeprefix("file:"), c.csv)]
@@ -50,6 +53,8 @@ def _choose_table(found: list[Candidate], answers: Mapping[str, str]) -> tuple[C
         return pick[0], None, "your answer"
     if "metric" in answers:  # the metric answered: the tables that have it, whatever kopt thinks of it
         named = [c for c in found if answers["metric"] in c.table.columns]
+        if not named and found:
+            raise BadInput(unknown_metric(run, answers["metric"], [c.table for c in found]))
         if len(named) == 1:
             return named[0], None, f"the table with the column {answers['metric']!r} you answered"
         if named:
@@ -69,6 +74,58 @@ def _choose_table(found: list[Candidate], answers: Mapping[str, str]) -> tuple[C
                  tuple(Choice(c.key, c.label()) for c in pool),
                  f"the bench's output holds {len(pool)} tables with measurements and different columns")
     return None, q, ""
+
+
+def metric_names(table: Table) -> list[str]:
+    """The names a metric can take in `table`: the columns its adapter or kopt's reading of
+    their names and units makes measurements (times, rates), in the table's order; where
+    there are none, its numeric columns (a unitless measurement answered with its direction)."""
+    cols = classify(table)
+    named = [c.name for c in cols if c.role == METRIC and c.numeric]
+    return named or [c.name for c in cols if c.numeric and c.role not in (CONFIG, ERROR, FLAG, PRODUCTION)]
+
+
+def close_metric(name: str, available: Sequence[str], others: Sequence[str] = ()) -> str | None:
+    """The name the user most likely meant: a measurement column first (the same name in other
+    case or spacing, one that starts with it (`median` -> `median_us`), else the closest
+    spelling), then any other column spelled the same but for case; None when nothing is close."""
+    def norm(s: str) -> str:
+        return "".join(ch for ch in s.lower() if ch.isalnum())
+
+    want = norm(name)
+    if not want:
+        return None
+    for pool in (available, others):
+        same = [a for a in pool if norm(a) == want]
+        if same:
+            return same[0]
+    starts = [a for a in available if norm(a).startswith(want)]
+    if starts:
+        return min(starts, key=lambda a: abs(len(norm(a)) - len(want)))
+    near = difflib.get_close_matches(want, [norm(a) for a in available], n=1, cutoff=0.75)
+    return next(a for a in available if norm(a) == near[0]) if near else None
+
+
+def unknown_metric(run: BenchRun, name: str, tables: list[Table]) -> str:
+    """The one line of `kopt init --bench --answer metric=NAME` naming no column of the bench's
+    tables: the answer, the adapter and file read, a close match, the available names, and
+    what init kept (the measured run, when the draft keeps it; nothing else is created)."""
+    available = list(dict.fromkeys(n for t in tables for n in metric_names(t)))
+    others = [c for t in tables for c in t.columns if c not in available]
+    guess = close_metric(name, available, others)
+    by_format: dict[str, list[str]] = {}
+    for t in tables:
+        srcs = by_format.setdefault(t.format, [])
+        if (t.source or "the output") not in srcs:
+            srcs.append(t.source or "the output")
+    read = ", or ".join(f"the {fmt} adapter produces from {' and '.join(srcs)}" for fmt, srcs in by_format.items())
+    shown = ", ".join(available[:12]) + (f" (+{len(available) - 12} more)" if len(available) > 12 else "")
+    kept = (f"; the measured run is kept in {run.stdout_path.parent} and reused by the next `kopt init --bench` "
+            "with the same command (nothing else was created)"
+            if (run.stdout_path.parent / DRAFT_RUN).is_file() else "; nothing was created")
+    return (f"kopt init --bench: --answer metric={name!r}: no such column among those {read}"
+            + (f"; did you mean {guess!r}?" if guess else ";")
+            + f" available: {shown or 'none'}{kept}")
 
 
 def _rank_metrics(cols: list[Column], table: Table, kernel_words: frozenset[str] = frozenset()
@@ -224,7 +281,7 @@ def _propose_metric(p: Proposal, table: Table, cols: list[Column], answers: Mapp
     if "metric" in answers:
         name = answers["metric"]
         if name not in names:
-            raise BadInput(f"--answer metric={name!r}: no such column (columns: {', '.join(names)})")
+            raise BadInput(unknown_metric(p.run, name, [table]))
         metric, why = names[name], "your answer"
     else:
         cands, notes = _rank_metrics(cols, table, _kernel_words(p))
