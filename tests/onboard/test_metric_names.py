@@ -21,7 +21,7 @@ import pytest
 
 from kopt_supervisor.engine import onboard
 from kopt_supervisor.engine.errors import BadInput
-from kopt_supervisor.engine.onboard.steps import close_metric
+from kopt_supervisor.engine.metrics import close_name
 from kopt_supervisor.engine.workspace import Workspace
 from kopt_supervisor.kopt_tui.cli import main as kopt
 from tests.conftest import git
@@ -120,6 +120,7 @@ def test_a_hand_written_metric_the_rows_lack_fails_at_the_baseline_in_one_line(p
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and err.startswith("kopt: the run failed: the baseline bench failed: bench.json: ")
     assert "'median'" in err and "median_us" in err
+    assert "[target].metric names no column" in err and "did you mean 'median_us'?" in err
     with Workspace(root, "hw").open_store(readonly=True) as s:
         (b,) = s.iterations()
     assert b.status == "fail_bench"  # recorded as the bench's failure, nothing measured kept as a baseline
@@ -152,4 +153,4 @@ def test_a_metric_no_table_has_is_refused_before_the_table_question(tmp_path: Pa
 ])
 def test_the_close_match(name: str, guess: str | None) -> None:
     available = ["min_us", "median_us", "mean_us", "mean_us_long", "liger speed (ms)"]
-    assert close_metric(name, available, ["N", "dtype"]) == guess
+    assert close_name(name, available, ["N", "dtype"]) == guess

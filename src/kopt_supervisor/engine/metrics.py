@@ -19,6 +19,7 @@ Pure: text in, tables and measurements out (engine/bench_output.py finds and rea
 
 from __future__ import annotations
 
+import difflib
 import io
 import math
 import statistics
@@ -174,11 +175,46 @@ def _csv_block(text: str, metric: str, source: str) -> str:
 # Interpreting a table
 
 
+def close_name(name: str, available: Sequence[str], others: Sequence[str] = ()) -> str | None:
+    """The column the user most likely meant by `name`: one of `available` first (the same name
+    in other case or spacing, one that starts with it (`median` -> `median_us`), else the
+    closest spelling), then one of `others` spelled the same but for case; None when nothing
+    is close."""
+    def norm(s: str) -> str:
+        return "".join(ch for ch in s.lower() if ch.isalnum())
+
+    want = norm(name)
+    if not want:
+        return None
+    for pool in (available, others):
+        same = [a for a in pool if norm(a) == want]
+        if same:
+            return same[0]
+    starts = [a for a in available if norm(a).startswith(want)]
+    if starts:
+        return min(starts, key=lambda a: abs(len(norm(a)) - len(want)))
+    near = difflib.get_close_matches(want, [norm(a) for a in available], n=1, cutoff=0.75)
+    return next(a for a in available if norm(a) == near[0]) if near else None
+
+
+def missing_metric(name: str, df: pd.DataFrame, source: str) -> str:
+    """The one line of a [target].metric that names no column of the bench's table: the file,
+    the key and its value, a close match, the names a metric can take (the numeric columns)
+    and the others."""
+    cols = [str(c) for c in df.columns]
+    numeric = [c for c in cols if pd.to_numeric(df[c], errors="coerce").notna().any()]
+    other = [c for c in cols if c not in numeric]
+    guess = close_name(name, numeric, other)
+    return (f"{source}: metric column {name!r} missing: [target].metric names no column of the bench's table"
+            + (f"; did you mean {guess!r}?" if guess else ";") + f" available: {', '.join(numeric) or 'none'}"
+            + (f" (not numbers: {', '.join(other)})" if other else ""))
+
+
 def resolve_columns(df: pd.DataFrame, cfg: TargetConfig, source: str) -> tuple[list[str], list[str]]:
     """(config columns, class columns) for this table, checked against kopt.toml."""
     cols = list(df.columns)
     if cfg.metric not in cols:
-        raise BenchError(f"{source}: metric column {cfg.metric!r} missing (columns: {', '.join(cols)})")
+        raise BenchError(missing_metric(cfg.metric, df, source))
     if cfg.calls and cfg.calls not in cols:
         raise BenchError(f"{source}: calls column {cfg.calls!r} missing (columns: {', '.join(cols)})")
     used = {cfg.metric, cfg.metric + MEAN_SUFFIX, *AB_COLUMNS, *cfg.ignore, *filter(None, [cfg.calls])}

@@ -8,15 +8,14 @@ files (the static import scan).
 
 from __future__ import annotations
 
-import difflib
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 from kopt_supervisor.engine.adapters.model import Table
 from kopt_supervisor.engine.adapters.units import RATE, TIME
 from kopt_supervisor.engine.errors import BadInput
-from kopt_supervisor.engine.metrics import describe_classes
+from kopt_supervisor.engine.metrics import close_name, describe_classes
 from kopt_supervisor.engine.onboard.columns import (
     CONFIG,
     ERROR,
@@ -85,34 +84,13 @@ def metric_names(table: Table) -> list[str]:
     return named or [c.name for c in cols if c.numeric and c.role not in (CONFIG, ERROR, FLAG, PRODUCTION)]
 
 
-def close_metric(name: str, available: Sequence[str], others: Sequence[str] = ()) -> str | None:
-    """The name the user most likely meant: a measurement column first (the same name in other
-    case or spacing, one that starts with it (`median` -> `median_us`), else the closest
-    spelling), then any other column spelled the same but for case; None when nothing is close."""
-    def norm(s: str) -> str:
-        return "".join(ch for ch in s.lower() if ch.isalnum())
-
-    want = norm(name)
-    if not want:
-        return None
-    for pool in (available, others):
-        same = [a for a in pool if norm(a) == want]
-        if same:
-            return same[0]
-    starts = [a for a in available if norm(a).startswith(want)]
-    if starts:
-        return min(starts, key=lambda a: abs(len(norm(a)) - len(want)))
-    near = difflib.get_close_matches(want, [norm(a) for a in available], n=1, cutoff=0.75)
-    return next(a for a in available if norm(a) == near[0]) if near else None
-
-
 def unknown_metric(run: BenchRun, name: str, tables: list[Table]) -> str:
     """The one line of `kopt init --bench --answer metric=NAME` naming no column of the bench's
     tables: the answer, the adapter and file read, a close match, the available names, and
     what init kept (the measured run, when the draft keeps it; nothing else is created)."""
     available = list(dict.fromkeys(n for t in tables for n in metric_names(t)))
     others = [c for t in tables for c in t.columns if c not in available]
-    guess = close_metric(name, available, others)
+    guess = close_name(name, available, others)
     by_format: dict[str, list[str]] = {}
     for t in tables:
         srcs = by_format.setdefault(t.format, [])
