@@ -21,6 +21,15 @@ from tests.clock import DrivenClock
 if "triton" not in sys.modules:
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
+# Bytecode written, as on a fresh login: a machine whose environment sets
+# PYTHONDONTWRITEBYTECODE (this project's does) made every xdist worker compile the whole
+# suite and kopt again (collection 11.6 CPU-s a worker against 5.8 s), and every Python process
+# the tests start (kopt's CLI, the engine daemon, the MCP server, the TUI) compile kopt's
+# modules. Set here, before the workers start: they and every process inherit it. The benches
+# are untouched: kopt's sandbox sends their bytecode to a per-tree cache either way.
+if os.environ.pop("PYTHONDONTWRITEBYTECODE", None) is not None:
+    sys.dont_write_bytecode = False
+
 FAKE = Path(__file__).parent / "fake_target"
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
