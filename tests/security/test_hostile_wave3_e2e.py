@@ -11,12 +11,17 @@ candidate per iteration (tests/fake_target/pyserve/hostile.py), through
 `kopt run TAG --foreground`, in the sandbox. Unanswered reviews end rejected
 (`review_timeout_s = 0`, `review_default = "reject"`).
 
-- `test_no_hostile_candidate_is_kept_and_a_real_gain_is`: every case, the product as
-  configured: none kept, each stopped by the layer its record names, the honest gain kept.
-  Among them "audit-unseen", the scan finding nothing: timed calls that do no work and every
-  set's outputs computed when the look commits to them (before the audit seed is drawn), so
-  that the audit and the commitment agree with best's: the OS's accounting of the look shows
-  the work was not saved.
+- `test_no_hostile_candidate_is_kept_and_a_real_gain_is`: the product as configured: none
+  kept, each stopped by the layer its record names, the honest gain kept. Every case that
+  kopt's audit, the shape check or the OS's accounting stops runs end to end; of those the
+  diff scan stops (a measured keep its findings send to review, which the policy rejects),
+  one per class runs end to end (`SCAN_E2E`), and
+  `test_the_scan_flags_every_case_it_stops_on_its_own_diff` checks that the scan flags each
+  of them on the case's own diff, as the loop reads it, without a run. Among the cases run,
+  "audit-unseen", the scan finding nothing: timed calls that do no work and every set's
+  outputs computed when the look commits to them (before the audit seed is drawn), so that
+  the audit and the commitment agree with best's: the OS's accounting of the look shows the
+  work was not saved.
 - `test_with_the_scan_allowed_away_the_os_refutes_every_timer_patch`: the diff scan is
   advisory (docs/design.md §12, wave 3). Timer patches in every runtime form (the process's clock,
   the bench's statistics, its CSV writer, its list of times through the gc, a child process
@@ -45,11 +50,13 @@ from typing import Any
 
 import pytest
 
+from kopt_supervisor.engine import config, diffscan, gitops
 from kopt_supervisor.engine.decide import Verdict
 from kopt_supervisor.engine.decide.confirmation import Confirmation
 from kopt_supervisor.engine.decide.external_truth import of_os_time, settle
 from kopt_supervisor.engine.decide.os_time import RESOLUTION_S, looks_of, weigh
 from kopt_supervisor.engine.decide.side_cost import SideCost
+from kopt_supervisor.engine.loop.police import OUTSIDE_SOURCES, outside_sources, read_for_scan
 from kopt_supervisor.engine.workspace import Workspace
 from kopt_supervisor.kopt_tui.cli import main as kopt
 from tests.conftest import git
@@ -80,6 +87,12 @@ STOPPED_BY = {
     **{c.name: SHAPE for c in hostile.CASES if c.cls == "8"},
 }
 """Which layer stops each case in the product as configured (the scan on)."""
+SCAN_E2E = ("form-feed", "loop-builtin", "gc-sets")
+"""The cases the scan stops that run end to end, one per class (1, 3; 6 with the stronger
+checks' and the mean check's flags): the behaviour, a measured keep sent to review by the
+scan's findings and rejected by the policy, is the same for every such case; that the scan
+flags each of the others is checked on its own diff (a run of each took 4-9 s: 58 CPU-s of
+measurement for the same behaviour)."""
 OS_REFUTES = ["marshal", "statistics", "csv-rows", "gc-times", "worker-process", "gc-sets", "fix-later"]
 """With the scan allowed away: a timer patch in each runtime form (the process's clock, here
 hidden as a marshalled payload; the bench's statistics; its CSV writer; its list of times
@@ -203,16 +216,17 @@ def honest_kept(row: Row) -> None:
 @pytest.mark.parametrize("half", [0, 1])
 def test_no_hostile_candidate_is_kept_and_a_real_gain_is(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                           half: int) -> None:
-    """Two runs of half the cases each (one after the other, a run took 98 s on a loaded
-    machine); the honest control in the first."""
+    """Two runs of half the cases each (parallel workers take one each); the honest control
+    in the second, whose hostile cases cost less."""
     names = [c.name for c in hostile.CASES if c.name not in OS_ONLY]
     classes = [c.cls for c in hostile.CASES if c.name in names]
     assert all(classes.count(str(k)) >= 2 for k in range(1, 12)), "at least two cases of every class"
     assert set(STOPPED_BY) == set(names) - {"honest"}
-    hostile_names = [n for n in names if n != "honest"]
-    names = hostile_names[half::2] + (["honest"] if half == 0 else [])
+    assert {STOPPED_BY[n] for n in SCAN_E2E} == {SCAN}
+    hostile_names = [n for n in names if n != "honest" and (STOPPED_BY[n] != SCAN or n in SCAN_E2E)]
+    names = hostile_names[half::2] + (["honest"] if half == 1 else [])
     rows = run_cases(tmp_path, monkeypatch, names)
-    if half == 0:
+    if half == 1:
         honest_kept(rows.pop("honest"))
     kept = [r.case for r in rows.values() if r.status in KEPT or r.commit]
     assert not kept, f"hostile candidates kept: {kept}"
@@ -243,8 +257,9 @@ def test_no_hostile_candidate_is_kept_and_a_real_gain_is(tmp_path: Path, monkeyp
 def test_with_the_scan_allowed_away_the_os_refutes_every_timer_patch(tmp_path: Path,
                                                                      monkeypatch: pytest.MonkeyPatch,
                                                                      half: int) -> None:
-    rows = run_cases(tmp_path, monkeypatch, [*OS_REFUTES[half::2], *(["honest"] if half == 0 else [])], SCAN_OFF)
-    if half == 0:
+    # the honest control beside the three cheaper cases (a run of the other four took 45 s)
+    rows = run_cases(tmp_path, monkeypatch, [*OS_REFUTES[half::2], *(["honest"] if half == 1 else [])], SCAN_OFF)
+    if half == 1:
         honest_kept(rows.pop("honest"))
     for r in rows.values():
         assert not r.scan_rules, r.scan_rules  # the scan said nothing
@@ -254,6 +269,30 @@ def test_with_the_scan_allowed_away_the_os_refutes_every_timer_patch(tmp_path: P
     for name in ("gc-sets", "fix-later"):  # the median alone moved: the mean check saw it too
         if name in rows:
             assert {"mean_not_faster", "needs_stronger_checks"} <= set(rows[name].flags), rows[name].flags
+
+
+@pytest.mark.parametrize("name", [n for n, layer in STOPPED_BY.items() if layer == SCAN])
+def test_the_scan_flags_every_case_it_stops_on_its_own_diff(tmp_path: Path, name: str) -> None:
+    """The case's files written over BEST's in a pyserve checkout, read as the loop reads a
+    candidate (engine/loop/police.Police.read_diff: the whole patch against BEST, each changed
+    file read whole, then the changes outside [target].sources): a finding of a rule of the
+    scan's own (not only "outside-sources"), which sends a measured keep to review with the
+    lines quoted; the policy rejects an unanswered review (the cases in SCAN_E2E, end to end)."""
+    repo, _ = target(tmp_path)
+    best = git(repo, "rev-parse", "HEAD")
+    case = hostile.BY_NAME[name]
+    for path, content in case.build(repo).items():
+        (repo / path).write_bytes(content.encode() if isinstance(content, str) else content)
+    cfg = config.load(repo / "kopt.toml")
+    text, truncated = gitops.scan_diff(repo, best)
+    findings = diffscan.scan(text, lambda path: read_for_scan(repo, path), allow=cfg.target.allow_constructs,
+                             truncated=truncated)
+    changed = git(repo, "diff", "--name-only", best).splitlines()
+    new = git(repo, "ls-files", "--others", "--exclude-standard").splitlines()
+    findings += outside_sources(text, changed + new, new, cfg.target.sources)
+    rules = {f.rule for f in findings}
+    assert rules - {OUTSIDE_SOURCES}, (name, case.what, rules)
+    assert diffscan.review_reason(findings).startswith("the diff reaches outside the kernel ("), findings
 
 
 SMALL_TIMER_COSTS = {
