@@ -4,9 +4,11 @@ consistent with the store, no orphan processes, the next keep still commits once
 
 The engine's test hook (engine/faults.py) lists the steps of a reference run and kills a
 fresh run, forked from this process, right after step N. The workspace is restored from a
-template at the same path before each case, so every case starts from the same state. The
-cases are shared out over SHARDS tests (parallel workers), each worker making its own
-reference run once."""
+template at the same path before each case, so every case starts from the same state: for a
+step of v1 or v2, the state a session that stopped after the baseline, or after v1, left
+(that session replays exactly the reference run's steps from there, checked in every case), so
+that a case does not measure again what precedes its iteration. The cases are shared out over
+SHARDS tests (parallel workers), each worker making its own reference run once."""
 
 from __future__ import annotations
 
@@ -29,7 +31,7 @@ from tests.reliability.helpers import FAST, check_invariants, events, init, iter
 SCRIPT = ["loss5", "gain5"]  # v1 a measured regression (discarded), v2 a keep (committed)
 
 
-def forked_engine(ws: Workspace, env: dict[str, str]) -> int:
+def forked_engine(ws: Workspace, env: dict[str, str], max_iters: int | None = None) -> int:
     """Run the engine in a child process; returns its wait status."""
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child
@@ -37,7 +39,7 @@ def forked_engine(ws: Workspace, env: dict[str, str]) -> int:
         try:
             os.environ.update(env)
             faults._count = 0
-            code = run_engine(ws)
+            code = run_engine(ws, max_iters=max_iters)
         finally:
             os._exit(code)
     _, status = os.waitpid(pid, 0)
@@ -74,11 +76,11 @@ SHARDS = 6
 
 @dataclass(frozen=True)
 class Reference:
-    """A reference run's steps and the workspace it started from (restored at the same path
-    before each crash case)."""
+    """A reference run's steps and the workspaces a case starts from (restored at the same
+    path before each crash case): (steps done before it, its copy), latest last."""
 
     case: Path
-    template: Path
+    templates: list[tuple[int, Path]]
     steps: list[str]
     chosen: list[int]
     env: dict[str, str]
@@ -91,11 +93,19 @@ class Reference:
     def repo(self) -> Path:
         return self.case / "target"
 
+    def restore(self, n: int) -> int:
+        """The latest template before step n restored in place; how many steps it holds."""
+        done, template = max((t for t in self.templates if t[0] < n), key=lambda t: t[0])
+        shutil.rmtree(self.case)
+        shutil.copytree(template, self.case, symlinks=True)
+        return done
+
 
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Reference]:
-    """Built once per worker: the initialised workspace (its template) and the reference run's
-    steps, with one crash point per distinct step."""
+    """Built once per worker: the initialised workspace (a template), the reference run's
+    steps with one crash point per distinct step, and the workspaces that a session stopped
+    after the baseline and after v1 left (templates too)."""
     tmp = tmp_path_factory.mktemp("crash")
     case = tmp / "case"
     env = {"FAKE_SCRIPT": str(case / "target.script.json"),
@@ -106,17 +116,27 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Reference]:
         mp.delenv("KOPT_FAKE_GPUS", raising=False)
         repo = make_fake_repo(case / "target", script=SCRIPT, toml_replace=FAST, extra_toml="\n[stop]\nmax_iters = 2\n")
         ws = init(repo, case / "workspaces")
-        template = tmp / "template"
-        shutil.copytree(case, template, symlinks=True)
+        templates = [(0, tmp / "template-0")]
+        shutil.copytree(case, templates[0][1], symlinks=True)
         ref_log = tmp / "ref_steps.txt"
         assert forked_engine(ws, {"KOPT_TEST_STEPS": str(ref_log)}) == 0
         assert [it.status for it in iterations(ws)] == ["baseline", "regression", "keep"]
         check_invariants(ws, repo)
-    steps = read_steps(ref_log)
+        steps = read_steps(ref_log)
+        shutil.rmtree(case)
+        shutil.copytree(templates[0][1], case, symlinks=True)
+        for iters in (0, 1):  # a session stopped after the baseline, then one after v1
+            log = tmp / f"session_{iters}.txt"
+            assert forked_engine(ws, {"KOPT_TEST_STEPS": str(log)}, max_iters=iters) == 0
+            done = templates[-1][0] + len(read_steps(log))
+            assert read_steps(log) == steps[templates[-1][0]:done], "a session replays the reference run's steps"
+            templates.append((done, tmp / f"template-{done}"))
+            shutil.copytree(case, templates[-1][1], symlinks=True)
+    assert [d for d, _ in templates] == [0, steps.index("v0 baseline done") + 1, steps.index("v1 regression done") + 1]
     assert "v2 git commit" in steps and any(s.startswith("child started: eval_r0_cand") for s in steps)
     chosen = cases(steps)
     assert len(chosen) >= 20
-    yield Reference(case, template, steps, chosen, env)
+    yield Reference(case, templates, steps, chosen, env)
 
 
 @pytest.mark.slow
@@ -131,16 +151,15 @@ def test_sigkill_after_every_persisted_step_then_resume(reference: Reference, sh
     mine = ref.chosen[shard::SHARDS]
     assert mine, (shard, ref.chosen)
     for n in mine:
-        shutil.rmtree(ref.case)
-        shutil.copytree(ref.template, ref.case, symlinks=True)
+        done = ref.restore(n)
         log = tmp_path / f"steps_{n}.txt"
         log.unlink(missing_ok=True)
         # FAKE_LINGER: each bench and proposer leaves a child in its group, an orphan when the engine dies
-        status = forked_engine(ws, {"KOPT_TEST_CRASH_AT": str(n), "KOPT_TEST_STEPS": str(log),
+        status = forked_engine(ws, {"KOPT_TEST_CRASH_AT": str(n - done), "KOPT_TEST_STEPS": str(log),
                                     "FAKE_LINGER": "30"})
         where = f"crash after step {n} ({steps[n - 1]})"
         assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL, where
-        assert read_steps(log)[-1] == steps[n - 1], where  # the run was the same up to the crash
+        assert read_steps(log) == steps[done:n], where  # the run was the reference's up to the crash
         assert api.status(ws)["state"] == "crashed", where
         try:
             assert run_engine(ws) == 0, where
