@@ -677,6 +677,14 @@ def test_the_repos_kernels_and_examples_raise_no_finding_of_the_new_rules() -> N
     for f in files:
         path, text = str(f.relative_to(PKG if f.is_relative_to(PKG) else REPO)), f.read_text()
         found += scan(new_file_diff(path, text), {path: text}.get)
+    # kopt's own serve-by-import harness reads a captured callable's closure to find the tensors
+    # it returns, and the bench module's namespace to find its perf_report marks
+    # (kernels/harness/imported.py): the scan flags both as it would in a candidate's diff
+    own = {(f.rule, f.text) for f in found if f.path == "kernels/harness/imported.py"
+           and f.rule in ("frame-inspection", "dynamic-access")}
+    assert ("frame-inspection", "visit(cell.cell_contents, level - 1)") in own, own
+    assert any("vars(module)" in text for rule, text in own if rule == "dynamic-access"), own
+    found = [f for f in found if (f.rule, f.text) not in own]
     assert not [f for f in found if f.rule in ("lazy-result", "frame-inspection")]
     state = {(f.path, f.text.split("  # ")[-1]) for f in found if f.rule == "module-state"}
     assert state == {("kernels/harness/locate.py", "module-level _KEPT changed per call"),

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-import subprocess
 
+import psutil
 import pytest
 
 from kopt_supervisor.engine import api
@@ -72,8 +72,8 @@ def test_scripted_run_reaches_every_status_and_stops_after_five_regressions(fake
     assert perf.count("| keep |") == 2 and "| baseline |" in perf
     assert "## Stop Summary" in perf and "5 consecutive measured regressions" in perf
     # no benchmark process left behind
-    out = subprocess.run(["pgrep", "-f", str(ws.dir)], capture_output=True, text=True).stdout.strip()
-    assert out == ""
+    left = [p.pid for p in psutil.process_iter(["cmdline"]) if str(ws.dir) in " ".join(p.info["cmdline"] or [])]
+    assert left == []
 
 
 @pytest.mark.slow

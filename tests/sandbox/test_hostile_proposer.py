@@ -101,6 +101,7 @@ def test_branch_refs_packed_refs_config_and_hooks_stay_read_only(run_layout: Run
     before, branch = r.snapshot(), r.branch_sha()
     common = r.repo / ".git"
     script = f"""
+export GIT_AUTHOR_NAME=evil GIT_AUTHOR_EMAIL=evil@x GIT_COMMITTER_NAME=evil GIT_COMMITTER_EMAIL=evil@x
 other=$(git commit-tree -m evil "$(git write-tree)")
 git update-ref refs/heads/kopt/{TAG} "$other" && echo MOVED-VIA-GIT
 git branch -f kopt/{TAG} "$other" && echo MOVED-VIA-BRANCH

@@ -5,6 +5,7 @@ prints and returns, for the paths the other suites do not drive (init --bench, r
 from __future__ import annotations
 
 import json
+import sys
 
 from kopt_supervisor.engine import api
 from kopt_supervisor.engine.workspace import Workspace
@@ -21,7 +22,7 @@ def test_init_with_bench_overrides_the_repo_config_and_needs_the_rest(fake_env, 
     # no kopt.toml at all: kopt runs the bench once to propose one; a bench that fails gives
     # nothing to propose from, and the error names its output
     (repo / "kopt.toml").unlink()
-    assert kopt(["--root", str(root), "init", "--repo", str(repo), "--tag", "c", "--bench", "python b.py"]) == 2
+    assert kopt(["--root", str(root), "init", "--repo", str(repo), "--tag", "c", "--bench", f"{sys.executable} b.py"]) == 2
     err = capsys.readouterr().err
     assert "the bench exited 2 (" in err and "b.py" in err and "init_bench.out" in err
     log = err.split("see its output: ")[1].split(" and ")[0]
