@@ -23,26 +23,36 @@ cluster_utils = pytest.importorskip("ray.cluster_utils")
 pytestmark = pytest.mark.slow
 
 
+@pytest.fixture(scope="module")
+def head():
+    """The cluster's head, started once for the module (3.8 CPU-s and 8 s a start): it has no
+    resources for lanes, so nothing of a test runs on it; each test adds the worker nodes its
+    lanes run on and removes them."""
+    c = cluster_utils.Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "num_gpus": 0})
+    yield c
+    if ray.is_initialized():
+        ray.shutdown()
+    c.shutdown()
+
+
 @pytest.fixture
-def cluster(monkeypatch):
-    """A head without resources for lanes and one worker node with two (logical) GPUs; the
-    environment set before it starts (fake GPUs, claims) reaches its workers."""
-    made: list = []
+def cluster(monkeypatch, head):
+    """The head and worker nodes of this test's own, each with two (logical) GPUs; the
+    environment set before they start (fake GPUs, claims) reaches their workers."""
 
     def start(env: dict[str, str], workers: int = 1):
         for k, v in env.items():
             monkeypatch.setenv(k, v)
-        c = cluster_utils.Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "num_gpus": 0})
-        nodes = [c.add_node(num_cpus=2, num_gpus=2) for _ in range(workers)]
-        c.wait_for_nodes()
-        made.append(c)
-        return c, nodes
+        nodes = [head.add_node(num_cpus=2, num_gpus=2) for _ in range(workers)]
+        head.wait_for_nodes()
+        return head, nodes
 
     yield start
     if ray.is_initialized():
         ray.shutdown()
-    for c in made:
-        c.shutdown()
+    for node in list(head.worker_nodes):  # the test's (and any it added), gone with their actors
+        head.remove_node(node)
+    head.wait_for_nodes()
 
 
 def ray_env(fake_env, tmp_path, monkeypatch, script, *, lanes, address_from, sleep=0.0, snapshots=None):
