@@ -20,6 +20,20 @@ Grouped by what a client does:
   `phase_timings`, `timing_rows`, `sandbox_state`, `ran_unsandboxed`, `sandbox_line`,
   `decision_cost`, `profiler_evidence` -> `ProfilerEvidence` of `ProfiledClass`es,
   `lane_states` (what each lane is doing);
+- typed views of what a run stores (`run_meta`, `iteration_record`, `status_report`; the
+  tolerant reading rules of `parse`: a missing key or a value of the wrong type reads as
+  None or a default, never as an error): `run_meta(meta)` -> `RunMeta` (`LiveStep`,
+  `GateRecord` of `GpuAssessment`s, `LiveClasses`), `live_step`, `gpu_assessment`,
+  `lane_state` -> `LaneState` (`LaneReview`), `decision_estimate` -> `DecisionEstimate`;
+  per part of an iteration's record: `recorded_classes` -> `RecordedClass`, `roofline_pct`,
+  `recorded_decision` -> `RecordedDecision`, `recorded_review` -> `RecordedReview`,
+  `gpu_ref` -> `GpuRef`, `recorded_gpu` -> `GpuEvidence`, `recorded_reverify` ->
+  `RecordedReverify`, `recorded_confirmation` -> `Confirmation`, `recorded_truth` ->
+  `ExternalTruth`, `recorded_profile` -> `ProfilerEvidence`, `diff_findings` -> `Finding`,
+  `recorded_plan` -> `RecordedPlan` of `Citation`s, `recorded_timings` -> `IterationTimings`,
+  `agent_runs` -> `LabelledRun`s of `AgentRun`, `changed_files`, `recorded_origin`;
+  `spending` -> `AgentSpending` (`agent_spending` typed); `status_report(status JSON)` ->
+  `StatusReport` (`QueuedReview`, `PhaseTimings`);
 - progress per GPU-hour (`progress`): `progress(iterations, direction)` -> `Progress`: the
   best speedup against wall time and GPU time (`SpeedupPoint`s) and where each lane's time
   went (`LaneTime`: wait, propose, measure, confirm, review, stale);
@@ -49,6 +63,33 @@ from kopt_supervisor.engine.api.gpus import (
     gpus_report,
     own_pids,
 )
+from kopt_supervisor.engine.api.iteration_record import (
+    GpuEvidence,
+    GpuRef,
+    IterationTimings,
+    LabelledRun,
+    RecordedClass,
+    RecordedDecision,
+    RecordedPlan,
+    RecordedReverify,
+    RecordedReview,
+    agent_runs,
+    changed_files,
+    diff_findings,
+    gpu_ref,
+    recorded_classes,
+    recorded_confirmation,
+    recorded_decision,
+    recorded_gpu,
+    recorded_origin,
+    recorded_plan,
+    recorded_profile,
+    recorded_reverify,
+    recorded_review,
+    recorded_timings,
+    recorded_truth,
+    roofline_pct,
+)
 from kopt_supervisor.engine.api.judge import MCP_CLIENTS, Snippet, mcp_snippet, serve_mcp
 from kopt_supervisor.engine.api.origin import ProposalOrigin, mcp_source, proposal_origin
 from kopt_supervisor.engine.api.outputs import export_branch, measure_ceilings, write_report
@@ -76,8 +117,25 @@ from kopt_supervisor.engine.api.reviews import (
     headline_interval,
     review_queue,
 )
+from kopt_supervisor.engine.api.run_meta import (
+    DecisionEstimate,
+    GateRecord,
+    GpuAssessment,
+    GpuProcess,
+    LaneReview,
+    LaneState,
+    LiveClasses,
+    LiveStep,
+    RunMeta,
+    decision_estimate,
+    gpu_assessment,
+    lane_state,
+    live_step,
+    run_meta,
+)
 from kopt_supervisor.engine.api.run_summary import (
     TIMED_PHASES,
+    AgentSpending,
     ProfiledClass,
     ProfilerEvidence,
     agent_line,
@@ -89,6 +147,7 @@ from kopt_supervisor.engine.api.run_summary import (
     ran_unsandboxed,
     sandbox_line,
     sandbox_state,
+    spending,
     timing_rows,
 )
 from kopt_supervisor.engine.api.runs import (
@@ -102,6 +161,12 @@ from kopt_supervisor.engine.api.runs import (
     propose_config,
     run_foreground,
     start_detached,
+)
+from kopt_supervisor.engine.api.status_report import (
+    PhaseTimings,
+    QueuedReview,
+    StatusReport,
+    status_report,
 )
 from kopt_supervisor.engine.bookkeeping import Counters, best_commit, best_iteration, counters
 from kopt_supervisor.engine.config import Config, GpuConfig
@@ -117,9 +182,12 @@ from kopt_supervisor.engine.demo import (
     prepare_demo,
 )
 from kopt_supervisor.engine.demo import run_headless as run_demo_headless
+from kopt_supervisor.engine.diffscan.findings import Finding
 from kopt_supervisor.engine.errors import BadInput, KoptError
 from kopt_supervisor.engine.gpu.backends import open_backend
 from kopt_supervisor.engine.gpu.base import Backend
+from kopt_supervisor.engine.propose.base import Citation
+from kopt_supervisor.engine.propose.costs.spending import AgentRun
 from kopt_supervisor.engine.records import (
     Iteration,
     Phase,
@@ -145,6 +213,15 @@ __all__ = [
     "TIMED_PHASES", "ProfiledClass", "ProfilerEvidence", "Confirmation", "ExternalTruth", "agent_line", "agent_spending", "decision_cost",
     "lane_states", "phase_timings", "profiler_evidence", "ran_unsandboxed", "sandbox_line", "sandbox_state",
     "timing_rows",
+    # typed views of what a run stores: its meta, an iteration's record, the status JSON
+    "AgentRun", "AgentSpending", "Citation", "DecisionEstimate", "Finding", "GateRecord", "GpuAssessment",
+    "GpuEvidence", "GpuProcess", "GpuRef", "IterationTimings", "LabelledRun", "LaneReview", "LaneState",
+    "LiveClasses", "LiveStep", "PhaseTimings", "QueuedReview", "RecordedClass", "RecordedDecision", "RecordedPlan",
+    "RecordedReverify", "RecordedReview", "RunMeta", "StatusReport", "agent_runs", "changed_files",
+    "decision_estimate", "diff_findings", "gpu_assessment", "gpu_ref", "lane_state", "live_step", "recorded_classes",
+    "recorded_confirmation", "recorded_decision", "recorded_gpu", "recorded_origin", "recorded_plan",
+    "recorded_profile", "recorded_review", "recorded_reverify", "recorded_timings", "recorded_truth", "roofline_pct",
+    "run_meta", "spending", "status_report",
     # progress per GPU-hour: speedup against time, where each lane's time went
     "LaneTime", "Progress", "SpeedupPoint", "progress",
     # commands

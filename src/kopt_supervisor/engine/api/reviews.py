@@ -29,6 +29,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from kopt_supervisor.engine import fmt, integrity
+from kopt_supervisor.engine.api.iteration_record import (
+    recorded_classes,
+    recorded_decision,
+    recorded_review,
+)
 from kopt_supervisor.engine.records import Iteration
 from kopt_supervisor.engine.store import Command
 
@@ -130,16 +135,15 @@ def review_queue(iterations: Iterable[Iteration], meta: Mapping[str, Any] | None
     measured = _measured_now(meta or {}) if alive else set()
     out = []
     for place, it in enumerate(waiting, 1):
-        review = _mapping(it.record.get("review"))
-        decision = _mapping(it.record.get("decision"))
+        review = recorded_review(it.record)
+        decision = recorded_decision(it.record)
         cmd = first_answer.get(it.version)
         out.append(PendingReview(
             version=it.version, lane=lane_of(it), place=place, of=len(waiting),
-            opened_at=_opened_at(it), deadline=_num(review.get("deadline")),
-            reason=fmt.one_line(review.get("reason") or decision.get("reason") or "", 400),
+            opened_at=review.opened_at, deadline=review.deadline,
+            reason=fmt.one_line(review.reason or decision.reason, 400),
             hypothesis=fmt.one_line(it.hypothesis, 400), target_class=it.target_class,
-            flags=tuple(str(f) for f in decision.get("flags") or () if isinstance(f, str)),
-            rounds=_int(decision.get("rounds")), gpu_seconds=_num(decision.get("gpu_seconds")),
+            flags=decision.flags, rounds=decision.rounds, gpu_seconds=decision.gpu_seconds,
             classes=class_intervals(it.record), focus=headline_interval(it.record, it.target_class),
             gpu=gpu_of(_mapping(it.record.get("gpu"))),
             answer=Answer(cmd.kind, cmd.source, cmd.t, cmd.id) if cmd is not None else None,
@@ -170,15 +174,8 @@ def answer_version(c: Command) -> int | None:
 
 def class_intervals(record: Mapping[str, Any]) -> tuple[Interval, ...]:
     """record["classes"] as intervals, by class name (a class with no finite ratio is left out)."""
-    out = []
-    for cls, c in sorted(_mapping(record.get("classes")).items()):
-        c = _mapping(c)
-        ratio = _num(c.get("ratio"))
-        if ratio is None:
-            continue
-        out.append(Interval(str(cls), ratio, _num(c.get("lo")), _num(c.get("hi")), _int(c.get("rounds")),
-                            str(c.get("verdict") or "")))
-    return tuple(out)
+    return tuple(Interval(c.cls, c.ratio, c.lo, c.hi, c.rounds, c.verdict)
+                 for c in recorded_classes(record.get("classes")) if c.ratio is not None)
 
 
 def headline_interval(record: Mapping[str, Any], target_class: str | None = None) -> Interval | None:
@@ -187,8 +184,8 @@ def headline_interval(record: Mapping[str, Any], target_class: str | None = None
     classes = {c.cls: c for c in class_intervals(record)}
     if not classes:
         return None
-    for name in (_mapping(record.get("decision")).get("focus"), target_class):
-        if isinstance(name, str) and name in classes:
+    for name in (recorded_decision(record).focus, target_class):
+        if name and name in classes:
             return classes[name]
     return max(classes.values(), key=lambda c: abs(c.delta_pct))
 
@@ -216,7 +213,7 @@ def _measured_now(meta: Mapping[str, Any]) -> set[int]:
 
 
 def _opened_at(it: Iteration) -> float | None:
-    return _num(_mapping(it.record.get("review")).get("opened_at"))
+    return recorded_review(it.record).opened_at
 
 
 def lane_of(it: Iteration) -> int | None:
@@ -224,14 +221,6 @@ def lane_of(it: Iteration) -> int | None:
     lane's); None when the record holds something else."""
     lane = it.record.get("lane", 0)
     return lane if isinstance(lane, int) and not isinstance(lane, bool) and lane >= 0 else None
-
-
-def _num(v: Any) -> float | None:
-    return float(v) if fmt.is_num(v) else None
-
-
-def _int(v: Any) -> int | None:
-    return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
 def _text(v: Any) -> str | None:

@@ -26,9 +26,12 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from kopt_supervisor.engine import bookkeeping, fmt
+from kopt_supervisor.engine.api.iteration_record import TIMED_PHASES, timing_rows
+from kopt_supervisor.engine.api.parse import mapping, number, texts
 from kopt_supervisor.engine.api.reviews import PendingReview, gpu_of, headline_interval, lane_of
 from kopt_supervisor.engine.projections import (
     ProfiledClass,
@@ -39,20 +42,10 @@ from kopt_supervisor.engine.projections import (
 )
 from kopt_supervisor.engine.records import Iteration, Status
 
-__all__ = ["TIMED_PHASES", "ProfiledClass", "ProfilerEvidence", "agent_line", "agent_spending", "decision_cost",
+__all__ = ["TIMED_PHASES", "AgentSpending", "ProfiledClass", "ProfilerEvidence", "agent_line", "agent_spending",
+           "decision_cost", "spending",
            "external_truth",
            "lane_states", "phase_timings", "profiler_evidence", "ran_unsandboxed", "sandbox_line", "sandbox_state", "timing_rows"]
-
-TIMED_PHASES = ("gate_wait_s", "proposer_s", "police_s", "reload_s", "looks_s", "profiler_s", "reverify_s",
-                "review_s", "format_s", "commit_s")
-"""record["timings"]'s phases in the order an iteration passes them (engine/loop/context.py
-TIMED_KEYS, and `looks_s`: one entry per look); then `total_s` and `engine_s`. A phase the
-record does not hold is left out (`review_s`, the wait for the engineer, is shown when the
-loop records it)."""
-
-
-PHASE_NOTES = {"reverify_s": "the keep's confirmation in fresh processes; its looks and gate waits also count in theirs"}
-"""What a phase's seconds hold beyond their name."""
 
 
 def agent_spending(iterations: Iterable[Iteration], budget_usd: float = 0.0, budget_tokens: int = 0
@@ -70,27 +63,53 @@ def agent_spending(iterations: Iterable[Iteration], budget_usd: float = 0.0, bud
     return out
 
 
-def agent_line(spending: Mapping[str, Any]) -> str:
+@dataclass(frozen=True)
+class AgentSpending:
+    """`agent_spending`'s totals, typed: what the agent cost over the run, with the budget."""
+
+    runs: int = 0
+    cost_usd: float = 0.0
+    runs_without_cost: int = 0
+    tokens: int = 0
+    runs_without_tokens: int = 0
+    wall_s: float = 0.0
+    budget_usd: float = 0.0
+    budget_tokens: int = 0
+    no_cost_agents: tuple[str, ...] = ()
+
+
+def spending(value: Any) -> AgentSpending:
+    """`agent_spending`'s dict (or `kopt status --json`'s `agent`) read back; a missing or
+    odd total is 0."""
+    s = mapping(value)
+
+    def count(key: str) -> int:
+        v = number(s.get(key))
+        return 0 if v is None else int(v)
+
+    return AgentSpending(count("runs"), number(s.get("cost_usd")) or 0.0, count("runs_without_cost"), count("tokens"),
+                         count("runs_without_tokens"), number(s.get("wall_s")) or 0.0,
+                         number(s.get("budget_usd")) or 0.0, count("budget_tokens"), texts(s.get("no_cost_agents")))
+
+
+def agent_line(spent: Mapping[str, Any] | AgentSpending) -> str:
     """One line of what the agent cost, most telling first: "$0.42 of $5.00 · 45.2k tok ·
     8 runs in 2:13 · 2 without cost (gemini)"; "" when no agent ran."""
-    runs = int(spending.get("runs") or 0)
-    if not runs:
+    s = spent if isinstance(spent, AgentSpending) else spending(spent)
+    if not s.runs:
         return ""
-    no_cost = int(spending.get("runs_without_cost") or 0)
-    budget_usd = spending.get("budget_usd") or 0
-    budget_tokens = spending.get("budget_tokens") or 0
+    no_cost = s.runs_without_cost
     parts = []
-    if no_cost < runs:
-        parts.append(fmt.usd(spending.get("cost_usd")) + (f" of {fmt.usd(budget_usd)}" if budget_usd else ""))
-    if int(spending.get("runs_without_tokens") or 0) < runs:
-        parts.append(f"{fmt.count(spending.get('tokens'))}"
-                     + (f" of {fmt.count(budget_tokens)}" if budget_tokens else "") + " tok")
-    parts.append(f"{runs} run{'s' if runs != 1 else ''} in {fmt.clock(spending.get('wall_s'))}")
+    if no_cost < s.runs:
+        parts.append(fmt.usd(s.cost_usd) + (f" of {fmt.usd(s.budget_usd)}" if s.budget_usd else ""))
+    if s.runs_without_tokens < s.runs:
+        parts.append(f"{fmt.count(s.tokens)}" + (f" of {fmt.count(s.budget_tokens)}" if s.budget_tokens else "") + " tok")
+    parts.append(f"{s.runs} run{'s' if s.runs != 1 else ''} in {fmt.clock(s.wall_s)}")
     if no_cost:
-        agents = ", ".join(spending.get("no_cost_agents") or ())
-        parts.append(("no cost reported" if no_cost == runs else f"{no_cost} without cost")
-                     + (f" ({agents})" if agents else "") + (f", budget {fmt.usd(budget_usd)}"
-                                                             if budget_usd and no_cost == runs else ""))
+        agents = ", ".join(s.no_cost_agents)
+        parts.append(("no cost reported" if no_cost == s.runs else f"{no_cost} without cost")
+                     + (f" ({agents})" if agents else "") + (f", budget {fmt.usd(s.budget_usd)}"
+                                                             if s.budget_usd and no_cost == s.runs else ""))
     return " · ".join(parts)
 
 
@@ -110,27 +129,6 @@ def phase_timings(iterations: Sequence[Iteration]) -> dict[str, Any]:
         "engine_s_max": max(engine) if engine else None,
         "iterations": len(engine),
     }
-
-
-def timing_rows(timings: Mapping[str, Any]) -> list[tuple[str, float, str]]:
-    """(phase, seconds, note) for every phase a record["timings"] holds, in the order an
-    iteration passes them, then total and kopt's own share; looks are summed (the note says
-    how many and the slowest). Values that are not numbers are left out."""
-    rows: list[tuple[str, float, str]] = []
-    for key in TIMED_PHASES:
-        value = timings.get(key)
-        if key == "looks_s":
-            looks = [float(x) for x in value if fmt.is_num(x)] if isinstance(value, list) else []
-            if looks:
-                rows.append(("looks", sum(looks), f"{len(looks)} look{'s' if len(looks) != 1 else ''}, "
-                                                  f"slowest {fmt.seconds(max(looks), 2)}"))
-        elif (v := _num(value)) is not None:
-            rows.append((key.removesuffix("_s").replace("_", " "), v, PHASE_NOTES.get(key, "")))
-    for key, label, note in (("total_s", "total", ""), ("engine_s", "kopt itself",
-                                                          "all but gate wait, proposer, looks, profiler")):
-        if (v := _num(timings.get(key))) is not None:
-            rows.append((label, v, note))
-    return rows
 
 
 def sandbox_state(meta: Mapping[str, Any]) -> dict[str, Any] | None:

@@ -1,0 +1,359 @@
+"""What an iteration's record (memory/vN.json, engine.records.IterationRecord) holds, read
+into typed records for the clients (the TUI, `kopt memory`): one function per part of the
+record. Pure and tolerant: a record is data, written by whichever kopt ran the iteration, so
+a missing key or a value of the wrong type reads as None, "" or empty, never as an error
+(the rules: engine.api.parse). Where the engine has a type for what a part holds, the part
+is read into it (Confirmation, ExternalTruth, AgentRun, Finding, Citation, ProfilerEvidence);
+where a record holds less than the engine's type needs (a baseline has no candidate, an
+older record no interval), a `Recorded*` type says what it holds.
+
+- `recorded_classes(record["classes"])` -> `RecordedClass`es, by class name;
+  `roofline_pct(record)`: each class's share of its roofline;
+- `recorded_decision(record)` -> `RecordedDecision`; `recorded_review(record)` -> `RecordedReview`;
+- `gpu_ref(value)` -> `GpuRef`; `recorded_gpu(record)` -> `GpuEvidence`;
+- `recorded_reverify(record)` -> `RecordedReverify`; `recorded_confirmation(record)` ->
+  `Confirmation`; `recorded_truth(record)` -> `ExternalTruth`; `recorded_profile(record)` ->
+  `ProfilerEvidence`; `diff_findings(record)` -> `Finding`s;
+- `recorded_plan(record)` -> `RecordedPlan` (its `Citation`s);
+- `recorded_timings(record)` -> `IterationTimings` (`timing_rows`: its phases in order);
+- `agent_runs(record)` -> `LabelledRun`s (the proposal's agent run, then each repair's);
+- `changed_files(record)`, `recorded_origin(record)` -> `ProposalOrigin`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kopt_supervisor.engine import fmt
+from kopt_supervisor.engine.api.origin import ProposalOrigin, proposal_origin
+from kopt_supervisor.engine.api.parse import integer, mapping, mappings, number, text, texts
+from kopt_supervisor.engine.decide.confirmation import ClassCheck, Confirmation
+from kopt_supervisor.engine.decide.external_truth import ExternalTruth
+from kopt_supervisor.engine.diffscan.findings import Finding
+from kopt_supervisor.engine.projections import ProfilerEvidence, profiler_evidence
+from kopt_supervisor.engine.propose.base import Citation
+from kopt_supervisor.engine.propose.costs.spending import AgentRun
+
+Record = Mapping[str, Any]
+"""An iteration's record (Iteration.record), or a memory record that holds the same keys."""
+
+
+# ---------------------------------------------------------------------------------------
+# Per class
+
+
+@dataclass(frozen=True)
+class RecordedClass:
+    """One class of record["classes"] (decide.ClassResult.to_dict(), with roofline's
+    `pct_of_peak`): every number optional (a baseline has no candidate side)."""
+
+    cls: str
+    best: float | None = None
+    cand: float | None = None
+    ratio: float | None = None
+    """Cost ratio candidate/best (below 1: the candidate is better)."""
+    lo: float | None = None
+    hi: float | None = None
+    rounds: int | None = None
+    verdict: str = ""
+    pct_of_peak: float | None = None
+
+
+def recorded_classes(value: Any) -> tuple[RecordedClass, ...]:
+    """record["classes"] (or a verdict's `classes`), by class name."""
+    out = []
+    for name, c in sorted(mapping(value).items(), key=lambda kv: str(kv[0])):
+        c = mapping(c)
+        out.append(RecordedClass(str(name), number(c.get("best")), number(c.get("cand")), number(c.get("ratio")),
+                                 number(c.get("lo")), number(c.get("hi")), integer(c.get("rounds")),
+                                 text(c.get("verdict")), number(c.get("pct_of_peak"))))
+    return tuple(out)
+
+
+def roofline_pct(record: Record) -> dict[str, float]:
+    """Per class its share of the roofline (engine.roofline.evaluate: record["roofline"]
+    ["classes"][cls]["pct_geomean"]); a class without a finite one is left out."""
+    out = {}
+    for name, c in mapping(mapping(record.get("roofline")).get("classes")).items():
+        pct = number(mapping(c).get("pct_geomean"))
+        if pct is not None:
+            out[str(name)] = pct
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# The decision and its review
+
+
+@dataclass(frozen=True)
+class RecordedDecision:
+    """record["decision"]: decide.Verdict.to_dict() as the loop closed it, with who decided
+    (`by`). Unlike a Verdict, what an older record lacks stays unknown (None, "")."""
+
+    verdict: str = ""
+    reason: str = ""
+    by: str = ""
+    """"engine", or the engineer's answer ("" when not recorded)."""
+    rounds: int | None = None
+    gpu_seconds: float | None = None
+    flags: tuple[str, ...] = ()
+    focus: str = ""
+    """The class the reason is about."""
+
+
+def recorded_decision(record: Record) -> RecordedDecision:
+    d = mapping(record.get("decision"))
+    return RecordedDecision(text(d.get("verdict")), text(d.get("reason")), text(d.get("by")), integer(d.get("rounds")),
+                            number(d.get("gpu_seconds")), texts(d.get("flags")), text(d.get("focus")))
+
+
+@dataclass(frozen=True)
+class RecordedReview:
+    """record["review"]: when the review opened, when the policy decides, and why."""
+
+    opened_at: float | None = None
+    deadline: float | None = None
+    reason: str = ""
+
+
+def recorded_review(record: Record) -> RecordedReview:
+    r = mapping(record.get("review"))
+    return RecordedReview(number(r.get("opened_at")), number(r.get("deadline")), text(r.get("reason")))
+
+
+# ---------------------------------------------------------------------------------------
+# The GPU
+
+
+@dataclass(frozen=True)
+class GpuRef:
+    """Which GPU: its index, UUID and name as the backend reported them, and its host."""
+
+    index: int | None = None
+    uuid: str | None = None
+    name: str = ""
+    host: str = ""
+    """"local", a Ray worker's host, or "" when not known."""
+
+
+def gpu_ref(value: Any) -> GpuRef | None:
+    """A GPU record ({"index", "uuid", "name", "host"}: record["gpu"], a lane's lease, a
+    review's GPU); None when `value` is not a mapping."""
+    if not isinstance(value, Mapping):
+        return None
+    uuid = value.get("uuid")
+    return GpuRef(integer(value.get("index")), uuid if isinstance(uuid, str) else None, text(value.get("name")),
+                  text(value.get("host")))
+
+
+@dataclass(frozen=True)
+class GpuEvidence:
+    """record["gpu"]: the GPU the iteration was measured on and the rounds its gate flagged."""
+
+    gpu: GpuRef | None = None
+    flagged_rounds: tuple[tuple[str, ...], ...] = ()
+    """Per flagged round, its flags."""
+
+
+def recorded_gpu(record: Record) -> GpuEvidence:
+    g = record.get("gpu")
+    return GpuEvidence(gpu_ref(g), tuple(texts(f.get("flags")) for f in mappings(mapping(g).get("flagged_rounds"))))
+
+
+# ---------------------------------------------------------------------------------------
+# The keep's evidence
+
+
+@dataclass(frozen=True)
+class RecordedReverify:
+    """record["reverify"]: the keep decided again in fresh processes (process-level bench)."""
+
+    agrees: bool
+    verdict: str = ""
+    reason: str = ""
+    seconds: float | None = None
+
+
+def recorded_reverify(record: Record) -> RecordedReverify | None:
+    """None when the iteration was not decided again."""
+    r = mapping(record.get("reverify"))
+    if not r:
+        return None
+    return RecordedReverify(r.get("agrees") is True, text(r.get("verdict")), text(r.get("reason")),
+                            number(r.get("seconds")))
+
+
+def recorded_confirmation(record: Record) -> Confirmation | None:
+    """record["confirmation"] (Confirmation.to_dict()); None when there is none. `path` is
+    "" when the record does not say (not "served", the type's default)."""
+    c = mapping(record.get("confirmation"))
+    if not c:
+        return None
+    return Confirmation(text(c.get("outcome")), text(c.get("reason")), integer(c.get("looks")) or 0,
+                        tuple(_class_check(name, x) for name, x in mapping(c.get("classes")).items()),
+                        number(c.get("seconds")) or 0.0, text(c.get("path")))
+
+
+def _class_check(name: Any, value: Any) -> ClassCheck:
+    c = mapping(value)
+
+    def ratio(key: str) -> float:
+        v = number(c.get(key))
+        return math.nan if v is None else v
+
+    return ClassCheck(text(c.get("cls")) or str(name), number(c.get("claimed")), ratio("ratio"), ratio("lo"),
+                      ratio("hi"), text(c.get("state")), number(c.get("margin_pct")) or 0.0)
+
+
+def recorded_truth(record: Record) -> ExternalTruth | None:
+    """record["external_truth"] (ExternalTruth.to_dict()); None when there is none."""
+    t = mapping(record.get("external_truth"))
+    if not t:
+        return None
+    return ExternalTruth(text(t.get("kind")), text(t.get("outcome")), text(t.get("reason")),
+                         dict(mapping(t.get("figures"))))
+
+
+def recorded_profile(record: Record) -> ProfilerEvidence | None:
+    """record["profile"] as per-class evidence (engine.projections.profiler_evidence)."""
+    return profiler_evidence(record.get("profile"))
+
+
+def diff_findings(record: Record) -> tuple[Finding, ...]:
+    """record["diff_scan"]["findings"]: what the diff scan quoted (line 0: the file as a whole)."""
+    return tuple(Finding(text(f.get("rule")), text(f.get("path")), integer(f.get("line")) or 0, text(f.get("text")))
+                 for f in mappings(mapping(record.get("diff_scan")).get("findings")))
+
+
+# ---------------------------------------------------------------------------------------
+# The plan
+
+
+@dataclass(frozen=True)
+class RecordedPlan:
+    """record["plan"] (propose.base.PlanAssessment.to_dict()): the plan read against the
+    context pack."""
+
+    hypothesis: str = ""
+    citations: tuple[Citation, ...] = ()
+    flags: tuple[str, ...] = ()
+    reason: str = ""
+
+
+def recorded_plan(record: Record) -> RecordedPlan | None:
+    """None when the plan was never read against a pack (a failed proposal, an older kopt)."""
+    p = mapping(record.get("plan"))
+    if not p:
+        return None
+    cites = tuple(Citation(text(c.get("kind")), text(c.get("term")), text(c.get("evidence")))
+                  for c in mappings(p.get("citations")))
+    return RecordedPlan(text(p.get("hypothesis")), cites, texts(p.get("flags")), text(p.get("reason")))
+
+
+# ---------------------------------------------------------------------------------------
+# Where the time went
+
+
+TIMED_PHASES = ("gate_wait_s", "proposer_s", "police_s", "reload_s", "looks_s", "profiler_s", "reverify_s",
+                "review_s", "format_s", "commit_s")
+"""record["timings"]'s phases in the order an iteration passes them (engine/loop/context.py
+TIMED_KEYS, and `looks_s`: one entry per look); then `total_s` and `engine_s`. A phase the
+record does not hold is left out (`review_s`, the wait for the engineer, is shown when the
+loop records it)."""
+
+
+PHASE_NOTES = {"reverify_s": "the keep's confirmation in fresh processes; its looks and gate waits also count in theirs"}
+"""What a phase's seconds hold beyond their name."""
+
+
+def timing_rows(timings: Mapping[str, Any]) -> list[tuple[str, float, str]]:
+    """(phase, seconds, note) for every phase a record["timings"] holds, in the order an
+    iteration passes them, then total and kopt's own share; looks are summed (the note says
+    how many and the slowest). Values that are not numbers are left out."""
+    rows: list[tuple[str, float, str]] = []
+    for key in TIMED_PHASES:
+        value = timings.get(key)
+        if key == "looks_s":
+            looks = [float(x) for x in value if fmt.is_num(x)] if isinstance(value, list) else []
+            if looks:
+                rows.append(("looks", sum(looks), f"{len(looks)} look{'s' if len(looks) != 1 else ''}, "
+                                                  f"slowest {fmt.seconds(max(looks), 2)}"))
+        elif (v := number(value)) is not None:
+            rows.append((key.removesuffix("_s").replace("_", " "), v, PHASE_NOTES.get(key, "")))
+    for key, label, note in (("total_s", "total", ""), ("engine_s", "kopt itself",
+                                                          "all but gate wait, proposer, looks, profiler")):
+        if (v := number(timings.get(key))) is not None:
+            rows.append((label, v, note))
+    return rows
+
+
+@dataclass(frozen=True)
+class IterationTimings:
+    total_s: float | None = None
+    engine_s: float | None = None
+    """What kopt itself spent."""
+    rows: tuple[tuple[str, float, str], ...] = ()
+    """`timing_rows`: (phase, seconds, note)."""
+
+
+def recorded_timings(value: Any) -> IterationTimings:
+    """record["timings"] (pass the record's value, or `phase_timings`'s `last`)."""
+    t = mapping(value)
+    return IterationTimings(number(t.get("total_s")), number(t.get("engine_s")), tuple(timing_rows(t)))
+
+
+# ---------------------------------------------------------------------------------------
+# The proposal and what the agent cost
+
+
+@dataclass(frozen=True)
+class LabelledRun:
+    label: str
+    """"proposal" or "repair N"."""
+    run: AgentRun
+
+
+def agent_runs(record: Record) -> tuple[LabelledRun, ...]:
+    """Every agent run of the iteration: its proposal's, then each repair's (numbered from 1
+    among all repairs, whether an agent ran for it or not)."""
+    repairs = record.get("repairs")
+    runs = [("proposal", record.get("proposal"))]
+    runs += [(f"repair {i}", r) for i, r in enumerate(repairs if isinstance(repairs, list | tuple) else (), 1)]
+    out = []
+    for label, details in runs:
+        a = mapping(mapping(details).get("agent"))
+        if a:
+            out.append(LabelledRun(label, agent_run(a)))
+    return tuple(out)
+
+
+def agent_run(value: Any) -> AgentRun:
+    """An AgentRun.to_dict() read back: numbers that are not finite and non-boolean are None."""
+    a = mapping(value)
+    session, model = a.get("session_id"), a.get("model")
+
+    def count(key: str) -> int | None:
+        v = number(a.get(key))
+        return None if v is None else int(v)
+
+    return AgentRun(agent=text(a.get("agent")), cost_usd=number(a.get("cost_usd")),
+                    input_tokens=count("input_tokens"), output_tokens=count("output_tokens"),
+                    cache_read_tokens=count("cache_read_tokens"), cache_write_tokens=count("cache_write_tokens"),
+                    reasoning_tokens=count("reasoning_tokens"),
+                    session_id=session if isinstance(session, str) else None, resumed=a.get("resumed") is True,
+                    model=model if isinstance(model, str) else None, wall_s=number(a.get("wall_s")),
+                    exit=integer(a.get("exit")), transcript_path=text(a.get("transcript_path")),
+                    transcript_bytes=count("transcript_bytes"), transcript_cut=a.get("transcript_cut") is True,
+                    notes=texts(a.get("notes")))
+
+
+def changed_files(record: Record) -> tuple[str, ...]:
+    return texts(record.get("changed_files"))
+
+
+def recorded_origin(record: Record) -> ProposalOrigin:
+    """Where the record's proposal came from (origin.proposal_origin)."""
+    return proposal_origin(record.get("proposal"))
