@@ -4,16 +4,15 @@ processes, the profiler per class beside the bench, the diff scan's quoted lines
 beside the evidence it cites, where the iteration's time went (record["timings"]), what each
 agent run cost, and an agent's transcript made readable.
 
-Everything here reads a record the engine wrote; a record is data, so every value is
-checked for its type, and text from an agent (a transcript) is shown as text: no markup,
-no terminal control characters.
+Everything here reads a record the engine wrote through engine.api's typed views of it
+(engine.api.iteration_record: a value of the wrong type reads as None or empty), and text
+from an agent (a transcript) is shown as text: no markup, no terminal control characters.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,16 +21,8 @@ from kopt_supervisor.engine.api import Iteration, fmt
 from kopt_supervisor.kopt_tui.flags import FLAG_HELP, PLAN_FLAG_HELP, flags_to_explain
 
 
-def _map(v: Any) -> Mapping[str, Any]:
-    return v if isinstance(v, Mapping) else {}
-
-
-def _positive(v: Any) -> float | None:
-    return float(v) if fmt.is_num(v) and v > 0 else None
-
-
-def _text(v: Any, limit: int = 300) -> str:
-    return fmt.one_line(clean(str(v)) if v is not None else "", limit)
+def _text(v: str, limit: int = 300) -> str:
+    return fmt.one_line(clean(v), limit)
 
 
 # ---------------------------------------------------------------------------------------
@@ -41,7 +32,7 @@ def _text(v: Any, limit: int = 300) -> str:
 def proposal_origin(it: Iteration) -> str:
     """Who proposed the candidate, and how: an agent through `kopt mcp` (with the client's
     name), `kopt submit`, the TUI, an agent CLI kopt ran (`command`), or tune."""
-    return api.proposal_origin(it.record.get("proposal")).text if it.version else "baseline"
+    return api.recorded_origin(it.record).text if it.version else "baseline"
 
 
 # ---------------------------------------------------------------------------------------
@@ -60,10 +51,9 @@ def decision_notes(it: Iteration) -> tuple[Note, ...]:
     """Under the decision: each flag with what it means (those the reason does not already
     name), the keep decided again in fresh processes, the profiler per class beside the
     bench, and the diff scan's findings, quoted."""
-    dec = _map(it.record.get("decision"))
-    flags = [str(f) for f in dec.get("flags") or () if isinstance(f, str)]
+    dec = api.recorded_decision(it.record)
     notes = [Note(f, FLAG_HELP.get(f, "(a flag this version of kopt does not know)"), "bad")
-             for f in flags_to_explain(str(dec.get("reason") or ""), flags)]
+             for f in flags_to_explain(dec.reason, dec.flags)]
     notes += reverify_notes(it)
     notes += confirmation_notes(it)
     notes += profiler_notes(it)
@@ -72,36 +62,33 @@ def decision_notes(it: Iteration) -> tuple[Note, ...]:
 
 
 def reverify_notes(it: Iteration) -> list[Note]:
-    r = _map(it.record.get("reverify"))
-    if not r:
+    r = api.recorded_reverify(it.record)
+    if r is None:
         return []
-    agrees = r.get("agrees") is True
-    took = f" ({fmt.seconds(r['seconds'])})" if fmt.is_num(r.get("seconds")) else ""
-    head = "agrees" if agrees else "DISAGREES"
-    return [Note("fresh processes", f"{head}: {_text(r.get('verdict'), 40)}: {_text(r.get('reason'), 300)}{took}",
-                 "good" if agrees else "bad")]
+    took = f" ({fmt.seconds(r.seconds)})" if r.seconds is not None else ""
+    head = "agrees" if r.agrees else "DISAGREES"
+    return [Note("fresh processes", f"{head}: {_text(r.verdict, 40)}: {_text(r.reason, 300)}{took}",
+                 "good" if r.agrees else "bad")]
 
 
 def confirmation_notes(it: Iteration) -> list[Note]:
     """How a keep was confirmed in freshly started servers, and what outside the candidate's
     process confirmed it (the profiler, the OS's accounting, or the bench's timer alone)."""
     notes = []
-    c = _map(it.record.get("confirmation"))
-    if c and c.get("path") == "served":
-        conf = api.Confirmation.from_dict(dict(c))
+    conf = api.recorded_confirmation(it.record)
+    if conf is not None and conf.path == "served":
         good = conf.outcome == "confirmed"
         notes.append(Note("confirmation", f"{conf.outcome} in {conf.looks} fresh look(s), {fmt.seconds(conf.seconds)}: "
                           f"{_text(conf.reason, 300)}", "good" if good else "bad"))
-    t = _map(it.record.get("external_truth"))
-    if t:
-        truth = api.ExternalTruth.from_dict(dict(t))
+    truth = api.recorded_truth(it.record)
+    if truth is not None:
         tone = {"confirmed": "good", "refuted": "bad"}.get(truth.outcome, "")
         notes.append(Note(f"truth: {truth.kind.replace('_', ' ')}", _text(truth.reason, 300), tone))
     return notes
 
 
 def profiler_notes(it: Iteration) -> list[Note]:
-    ev = api.profiler_evidence(it.record.get("profile"))
+    ev = api.recorded_profile(it.record)
     if ev is None:
         return []
     if ev.error:
@@ -130,13 +117,11 @@ def profiler_notes(it: Iteration) -> list[Note]:
 
 
 def diff_scan_notes(it: Iteration) -> list[Note]:
-    findings = _map(it.record.get("diff_scan")).get("findings") or []
+    findings = api.diff_findings(it.record)
     out = []
     for f in findings[:20]:
-        f = _map(f)
-        line = f.get("line")
-        where = f"{_text(f.get('path'), 120)}:{line}" if isinstance(line, int) and line else _text(f.get("path"), 120)
-        out.append(Note(f"diff {_text(f.get('rule'), 40)}", f"{where}  {_text(f.get('text'), 160)}", "bad"))
+        where = f"{_text(f.path, 120)}:{f.line}" if f.line else _text(f.path, 120)
+        out.append(Note(f"diff {_text(f.rule, 40)}", f"{where}  {_text(f.text, 160)}", "bad"))
     if len(findings) > 20:
         out.append(Note("", f"(+{len(findings) - 20} more findings)", "bad"))
     return out
@@ -166,14 +151,13 @@ class PlanView:
 
 
 def plan_view(it: Iteration) -> PlanView:
-    p = _map(it.record.get("plan"))
+    p = api.recorded_plan(it.record)
     target = it.target_class or ("all classes (global)" if it.status != "baseline" else "")
-    if not p:
+    if p is None:
         return PlanView(_text(it.hypothesis), target, assessed=False)
-    cites = tuple(Citation(_text(c.get("kind"), 20), _text(c.get("term"), 120), _text(c.get("evidence"), 400))
-                  for c in (p.get("citations") or ()) if isinstance(c, Mapping))
-    flags = tuple((str(f), PLAN_FLAG_HELP.get(str(f), "")) for f in p.get("flags") or () if isinstance(f, str))
-    return PlanView(_text(p.get("hypothesis") or it.hypothesis), target, cites, flags, _text(p.get("reason"), 300))
+    cites = tuple(Citation(_text(c.kind, 20), _text(c.term, 120), _text(c.evidence, 400)) for c in p.citations)
+    flags = tuple((f, PLAN_FLAG_HELP.get(f, "")) for f in p.flags)
+    return PlanView(_text(p.hypothesis or it.hypothesis), target, cites, flags, _text(p.reason, 300))
 
 
 # ---------------------------------------------------------------------------------------
@@ -190,10 +174,10 @@ class TimingRow:
 
 
 def timing_rows(it: Iteration) -> tuple[TimingRow, ...]:
-    timings = _map(it.record.get("timings"))
-    whole = _positive(timings.get("total_s"))
+    timings = api.recorded_timings(it.record)
+    whole = timings.total_s if timings.total_s is not None and timings.total_s > 0 else None
     rows = []
-    for phase, seconds, note in api.timing_rows(timings):
+    for phase, seconds, note in timings.rows:
         share = seconds / whole * 100 if whole is not None and phase != "total" else None
         rows.append(TimingRow(phase, seconds, share, note))
     return tuple(rows)
@@ -219,26 +203,19 @@ class AgentRow:
 
 def agent_rows(it: Iteration) -> tuple[AgentRow, ...]:
     """One row per agent run of the iteration: its proposal, then each repair."""
-    runs = [("proposal", it.record.get("proposal"))]
-    runs += [(f"repair {i}", r) for i, r in enumerate(it.record.get("repairs") or (), 1)]
     out = []
-    for label, details in runs:
-        a = _map(_map(details).get("agent"))
-        if not a:
-            continue
-        tin, tout = a.get("input_tokens"), a.get("output_tokens")
-        cached = a.get("cache_read_tokens")
-        tokens = (f"{fmt.count(tin)} in" + (f" ({fmt.count(cached)} cached)" if fmt.is_num(cached) and cached else "")
-                  + f" · {fmt.count(tout)} out") if fmt.is_num(tin) or fmt.is_num(tout) else "not reported"
-        sid = a.get("session_id")
-        session = (_text(sid, 80) + (" (resumed)" if a.get("resumed") is True else "")) if isinstance(sid, str) else ""
-        path = str(a["transcript_path"]) if isinstance(a.get("transcript_path"), str) else ""
+    for labelled in api.agent_runs(it.record):
+        a = labelled.run
+        tin, tout, cached = a.input_tokens, a.output_tokens, a.cache_read_tokens
+        tokens = (f"{fmt.count(tin)} in" + (f" ({fmt.count(cached)} cached)" if cached else "")
+                  + f" · {fmt.count(tout)} out") if tin is not None or tout is not None else "not reported"
+        session = (_text(a.session_id, 80) + (" (resumed)" if a.resumed else "")) if a.session_id is not None else ""
         out.append(AgentRow(
-            label, _text(a.get("agent") or "command", 40), _text(a.get("model") or "", 60),
-            fmt.usd(a.get("cost_usd")) if fmt.is_num(a.get("cost_usd")) else "not reported", tokens,
-            fmt.seconds(a.get("wall_s")), session, str(a["exit"]) if isinstance(a.get("exit"), int) else fmt.DASH,
-            path, fmt.size(a.get("transcript_bytes")) if fmt.is_num(a.get("transcript_bytes")) else "",
-            a.get("transcript_cut") is True, tuple(_text(n, 200) for n in (a.get("notes") or ()) if isinstance(n, str))))
+            labelled.label, _text(a.agent or "command", 40), _text(a.model or "", 60),
+            fmt.usd(a.cost_usd) if a.cost_usd is not None else "not reported", tokens,
+            fmt.seconds(a.wall_s), session, str(a.exit) if a.exit is not None else fmt.DASH,
+            a.transcript_path, fmt.size(a.transcript_bytes) if a.transcript_bytes is not None else "",
+            a.transcript_cut, tuple(_text(n, 200) for n in a.notes)))
     return tuple(out)
 
 

@@ -8,18 +8,13 @@ a heartbeat that moved re-renders the state line and nothing else.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
 from kopt_supervisor.engine import api
 from kopt_supervisor.engine.api import Command, Config, Counters, Event, Iteration, fmt
-
-
-def _opt(v: Any) -> float | None:
-    """A finite number as a float, else None (what a record holds may be anything)."""
-    return float(v) if fmt.is_num(v) else None
-
 
 # ---------------------------------------------------------------------------------------
 # One reading of a run
@@ -45,6 +40,11 @@ class RunData:
     carried_spending: dict[str, Any] | None = None
     """The previous reading's `agent_spending` when the history did not move since (a
     heartbeat must not re-add a thousand records)."""
+
+    @cached_property
+    def run_meta(self) -> api.RunMeta:
+        """`meta` read once into typed values (engine.api.run_meta)."""
+        return api.run_meta(self.meta)
 
     @cached_property
     def state(self) -> str:
@@ -81,7 +81,7 @@ class RunData:
 
     @cached_property
     def best_commit(self) -> str | None:
-        return api.best_commit(list(self.iterations)) or self.meta.get("baseline_commit")
+        return api.best_commit(list(self.iterations)) or self.run_meta.baseline_commit
 
     @cached_property
     def best_speedup(self) -> float | None:
@@ -89,7 +89,7 @@ class RunData:
 
     @property
     def heartbeat_t(self) -> float | None:
-        return _opt((self.meta.get("heartbeat") or {}).get("t"))
+        return self.run_meta.heartbeat_t
 
     @property
     def last(self) -> Iteration | None:
@@ -104,10 +104,25 @@ class RunData:
         return api.agent_spending(self.iterations, p.budget_usd if p else 0.0, p.budget_tokens if p else 0)
 
     @cached_property
+    def spending(self) -> api.AgentSpending:
+        """`agent_spending`, typed (engine.api.spending)."""
+        return api.spending(self.agent_spending)
+
+    @cached_property
+    def decision_cost(self) -> api.DecisionEstimate | None:
+        """What one decision costs with this bench (engine.api.decision_cost), None before the baseline."""
+        return api.decision_estimate(api.decision_cost(self.meta, self.iterations[:1]))
+
+    @cached_property
     def lanes(self) -> tuple[dict[str, Any], ...]:
         """engine.api.lane_states when the run has several lanes ([parallel].lanes); () with one."""
         n = self.config.parallel.lanes if self.config else 1
         return tuple(api.lane_states(self.meta, self.iterations, n, self.reviews)) if n > 1 else ()
+
+    @cached_property
+    def lane_states(self) -> tuple[api.LaneState, ...]:
+        """`lanes`, typed (engine.api.lane_state)."""
+        return tuple(api.lane_state(e) for e in self.lanes)
 
     def computed(self, name: str) -> Any:
         """A cached property's value if this reading computed it already, else None."""
@@ -175,21 +190,21 @@ def review_line(d: RunData) -> str:
 
 
 def state_view(d: RunData, now: float) -> StateView:
-    m = d.meta
+    m = d.run_meta
     step = ""
     if not d.alive and d.last is not None:  # while an engine runs, the progress line says more
         step = f"{d.last.status}" + (f" ({d.last.phase})" if d.last.status == "running" and d.last.phase else "")
-    active = float(m.get("active_s") or 0.0)
-    started = _opt(m.get("engine_started_at"))
+    active = m.active_s
+    started = m.engine_started_at
     if d.alive and started is not None:
         active += max(0.0, now - started)
     hb = d.heartbeat_t
     reason = ""
     if d.state == "crashed":
-        err = str(m.get("last_error") or "")
+        err = m.last_error
         reason = fmt.one_line(err.splitlines()[0] if err else "the engine stopped without recording why (killed?)")
     elif d.state in ("stopped", "finished"):
-        reason = fmt.one_line(m.get("stop_reason") or "")
+        reason = fmt.one_line(m.stop_reason)
     ev = d.last_event
     return StateView(
         tag=d.tag,
@@ -201,15 +216,15 @@ def state_view(d: RunData, now: float) -> StateView:
         heartbeat=fmt.age(None if hb is None else now - hb),
         reviews=d.pending_reviews,
         pid=d.pid if d.alive else None,
-        paused=bool(m.get("paused")),
+        paused=m.paused,
         reason=reason,
         queued=tuple(_command_label(c) for c in d.pending_commands if c.kind != "submit") if not d.alive else (),
         last_event=fmt.one_line(ev.message, 200) if ev else "",
-        notice=fmt.one_line(str(m.get("notice") or ""), 200),
-        cpu_demo=(m.get("demo") or {}).get("gpu") is False,
-        unsandboxed=api.ran_unsandboxed(m),
+        notice=fmt.one_line(m.notice, 200),
+        cpu_demo=m.cpu_demo,
+        unsandboxed=api.ran_unsandboxed(d.meta),
         cautions=cautions(d),
-        agent_cost=agent_cost(d.agent_spending),
+        agent_cost=agent_cost(d.spending),
         review_text=review_line(d),
         open_reviews=len(d.open_reviews),
     )
@@ -219,28 +234,28 @@ def cautions(d: RunData) -> tuple[str, ...]:
     out = []
     if api.ran_unsandboxed(d.meta):
         out.append(api.sandbox_line(d.meta))
-    cost = api.decision_cost(d.meta, d.iterations[:1])
-    if cost and cost.get("slow"):
-        out.append(fmt.one_line(cost.get("text") or "one decision takes minutes", 400))
-    notice = fmt.one_line(str(d.meta.get("notice") or ""), 200)
+    cost = d.decision_cost
+    if cost and cost.slow:
+        out.append(fmt.one_line(cost.text or "one decision takes minutes", 400))
+    notice = fmt.one_line(d.run_meta.notice, 200)
     if notice:
         out.append(notice)
     return tuple(out)
 
 
-def agent_cost(spending: dict[str, Any]) -> str:
+def agent_cost(spending: api.AgentSpending) -> str:
     """The run's agent cost in a few characters: "$0.42", or "12.3k tok" when no run reported
     dollars; "" when no agent ran or none reported anything."""
-    runs = int(spending.get("runs") or 0)
-    if runs and int(spending.get("runs_without_cost") or 0) < runs:
-        return fmt.usd(spending.get("cost_usd"))
-    if runs and int(spending.get("runs_without_tokens") or 0) < runs:
-        return f"{fmt.count(spending.get('tokens'))} tok"
+    runs = spending.runs
+    if runs and spending.runs_without_cost < runs:
+        return fmt.usd(spending.cost_usd)
+    if runs and spending.runs_without_tokens < runs:
+        return f"{fmt.count(spending.tokens)} tok"
     return ""
 
 
 def _command_label(c: Command) -> str:
-    v = c.args.get("version")
+    v = api.answer_version(c)
     return c.kind.replace("_", " ") + (f" v{v}" if v is not None else "")
 
 
@@ -262,31 +277,28 @@ def progress_view(d: RunData, now: float) -> ProgressView:
     if not d.alive:
         if d.state in ("stopped", "finished"):
             return ProgressView(False, f"the run is over: browse it, or continue it with E (or `kopt run {d.tag}`)")
-        p = d.meta.get("progress") or {}
-        last = " ".join(str(x) for x in (f"v{p.get('version')}" if p.get("version") is not None else "",
-                                         p.get("phase"), p.get("step")) if x)
+        was = d.run_meta.progress
+        last = " ".join(x for x in (f"v{was.version}" if was.version is not None else "", was.phase, was.step)
+                        if x) if was else ""
         return ProgressView(False, "no engine is running" + (f"; its last step: {last}" if last else ""))
-    p = d.meta.get("progress") or {}
-    if not p:
+    p = d.run_meta.progress
+    if p is None:
         return ProgressView(True, "starting")
-    version, phase = p.get("version"), str(p.get("phase") or "")
-    done, total = p.get("done"), p.get("total")
-    started = _opt(p.get("phase_started_at"))
+    version, phase, started = p.version, p.phase, p.phase_started_at
     elapsed = fmt.clock(now - started) if started is not None else ""
     left = ""
     if phase == "review" and version is not None:
-        it = d.by_version.get(int(version))
-        deadline = _opt((it.record.get("review") or {}).get("deadline") if it else None)
+        it = d.by_version.get(version)
+        deadline = api.recorded_review(it.record).deadline if it else None
         if deadline is not None:
             left = fmt.clock(deadline - now)
     elif phase == "waiting_gpu" and d.config is not None and started is not None:
         left = fmt.clock(d.config.gpu.wait_max_s - (now - started))
-    elif fmt.is_num(p.get("eta_s")) and fmt.is_num(p.get("t")):
-        left = fmt.clock(float(p["eta_s"]) - (now - float(p["t"])))
-    what, step = step_words(phase, p.get("step"), done, total)
+    elif p.eta_s is not None and p.t is not None:
+        left = fmt.clock(p.eta_s - (now - p.t))
+    what, step = step_words(phase, p.step, p.done, p.total)
     label = " · ".join(x for x in (f"v{version}" if version is not None else "", what, step) if x)
-    return ProgressView(True, label, done if isinstance(done, int) else None,
-                        total if isinstance(total, int) else None, elapsed, left)
+    return ProgressView(True, label, p.done, p.total, elapsed, left)
 
 
 STEP_WORDS = {"eval": "deciding", "verify": "re-checking after format", "reverify": "confirming the keep in fresh processes",
@@ -295,11 +307,11 @@ STEP_WORDS = {"eval": "deciding", "verify": "re-checking after format", "reverif
 """A live step's phase (meta `progress`, a lane's step) as people read it."""
 
 
-def step_words(phase: str, step: object, done: object, total: object) -> tuple[str, str]:
+def step_words(phase: str, step: str, done: int | None, total: int | None) -> tuple[str, str]:
     """(what, step) of a live step: "deciding", "round 4 of up to 8"."""
     what = STEP_WORDS.get(phase, phase)
-    text = str(step or "")
-    if isinstance(done, int) and isinstance(total, int) and total:
+    text = step
+    if done is not None and total:
         text = (f"round {done + 1} of up to {total}" if phase in ("eval", "verify", "reverify")
                 else f"{done + 1} of {total}")
     elif phase == "review":
@@ -381,63 +393,52 @@ class LanesView:
         return sum(r.needs_you for r in self.rows)
 
 
-def lane_row(entry: dict[str, Any]) -> LaneRow:
-    """One entry of `kopt status --json`'s `lanes` (engine.api.lane_states) as a lane's line."""
-    phase = str(entry.get("phase") or "")
-    what, step = step_words(phase, entry.get("step"), entry.get("done"), entry.get("total"))
-    what = LANE_WORDS.get(phase, what)
-    if phase == "waiting_gpu":
+def lane_row(entry: api.LaneState | Mapping[str, Any]) -> LaneRow:
+    """One lane (engine.api.lane_state: an entry of `kopt status --json`'s `lanes`) as a lane's line."""
+    e = entry if isinstance(entry, api.LaneState) else api.lane_state(entry)
+    done, total, review = e.done, e.total, e.review
+    what, step = step_words(e.phase, e.step, done, total)
+    what = LANE_WORDS.get(e.phase, what)
+    if e.phase == "waiting_gpu":
         step = ""  # "lane 1: no idle GPU ...": the words say it
-    done, total, version = entry.get("done"), entry.get("total"), entry.get("version")
-    done = done if isinstance(done, int) and not isinstance(done, bool) else None
-    total = total if isinstance(total, int) and not isinstance(total, bool) else None
     short = SHORT_LANE_WORDS.get(what, what)
     if done is not None and total:
         short = f"{short} {done + 1}/{total}"
-    review = _mapping(entry.get("review"))
-    place, of = review.get("place"), review.get("of")
-    place = place if isinstance(place, int) and not isinstance(place, bool) and place > 0 else None
-    answer = _mapping(review.get("answer"))
-    if review and answer.get("kind"):
-        what = short = f"{str(answer['kind']).replace('_', ' ')} sent"
+    if review and review.answer:
+        what = short = f"{review.answer.replace('_', ' ')} sent"
         step = "the engine applies it"
-    elif review and review.get("more_rounds"):
+    elif review and review.more_rounds:
         what = "more rounds"
         short = f"more rounds {done + 1}/{total}" if done is not None and total else what
     elif review:
         what, short = "awaiting your review", "review"
-        if place is not None and isinstance(of, int) and of > 1:
-            step = f"{place} of {of}"
-            short = f"review {place} of {of}"
-    found = entry.get("gpu")
-    gpu: dict[str, Any] = found if isinstance(found, dict) else {}
-    index = gpu.get("index")
-    label = f"GPU {index}" if isinstance(index, int) and not isinstance(index, bool) else str(gpu.get("name") or "")
-    interval = _mapping(entry.get("interval"))
-    delta = _opt(interval.get("delta_pct"))
+        if review.place is not None and review.of is not None and review.of > 1:
+            step = f"{review.place} of {review.of}"
+            short = f"review {review.place} of {review.of}"
+    span = e.interval
     return LaneRow(
-        lane=int(entry.get("lane") or 0), version=version if isinstance(version, int) else None,
-        what=what, step=fmt.one_line(step, 120), done=done, total=total,
-        gpu=fmt.one_line(label, 40), host=fmt.one_line(str(entry.get("host") or ""), 40), short=fmt.one_line(short, 40),
-        candidate=fmt.one_line(entry.get("hypothesis") or "", 200),
-        interval=f"{fmt.pct(delta, 1)} {fmt.interval(interval.get('lo'), interval.get('hi'))}" if delta is not None
-        else "",
-        interval_cls=fmt.one_line(interval.get("cls") or "", 40) if delta is not None else "",
-        verdict=str(interval.get("verdict") or "") if delta is not None else "",
-        review=(place or 0) if review else None,
-        answered=bool(review) and (bool(answer.get("kind")) or bool(review.get("more_rounds"))))
+        lane=e.lane, version=e.version, what=what, step=fmt.one_line(step, 120), done=done, total=total,
+        gpu=fmt.one_line(gpu_label(e.gpu), 40), host=fmt.one_line(e.host, 40), short=fmt.one_line(short, 40),
+        candidate=fmt.one_line(e.hypothesis, 200),
+        interval=f"{fmt.pct(span.delta_pct, 1)} {fmt.interval(span.lo, span.hi)}" if span else "",
+        interval_cls=fmt.one_line(span.cls, 40) if span else "", verdict=span.verdict if span else "",
+        review=(review.place or 0) if review else None,
+        answered=review is not None and (bool(review.answer) or review.more_rounds))
 
 
-def _mapping(v: Any) -> dict[str, Any]:
-    return v if isinstance(v, dict) else {}
+def gpu_label(gpu: api.GpuRef | None) -> str:
+    """"GPU 1", or the GPU's name when it has no index (a CPU-only target); "" when none is known."""
+    if gpu is None:
+        return ""
+    return f"GPU {gpu.index}" if gpu.index is not None else gpu.name
 
 
 def lanes_view(d: RunData) -> LanesView | None:
     """One row per lane; None with one lane (the progress line says it all)."""
-    if not d.lanes:
+    if not d.lane_states:
         return None
-    return LanesView(tuple(lane_row(e) for e in d.lanes),
-                     d.alive and d.state != "paused" and not d.meta.get("paused"))
+    return LanesView(tuple(lane_row(e) for e in d.lane_states),
+                     d.alive and d.state != "paused" and not d.run_meta.paused)
 
 
 # ---------------------------------------------------------------------------------------
@@ -459,13 +460,13 @@ class HistoryRow:
 
 def headline_delta(it: Iteration) -> float | None:
     """The target class's change, or the geometric mean over classes for a global change."""
-    classes = it.record.get("classes") or {}
+    classes = {c.cls: c for c in api.recorded_classes(it.record)}
     if it.status == "baseline" or not classes:
         return None
     if it.target_class and it.target_class in classes:
-        r = _opt(classes[it.target_class].get("ratio"))
+        r = classes[it.target_class].ratio
         return (r - 1.0) * 100.0 if r is not None else None
-    mean = api.geomean(api.positive_finite(_opt(c.get("ratio")) for c in classes.values()))
+    mean = api.geomean(api.positive_finite(c.ratio for c in classes.values()))
     return None if mean is None else (mean - 1.0) * 100.0
 
 
@@ -517,30 +518,30 @@ class CountersView:
 def counters_view(d: RunData) -> CountersView:
     c = d.counters
     limit = d.config.stop.consecutive_regressions if d.config else 5
-    recent = tuple(RecentRegression(int(r["version"]), str(r.get("class") or "all"),
-                                    r.get("delta_pct") if fmt.is_num(r.get("delta_pct")) else None,
-                                    fmt.one_line(r.get("hypothesis"), 120))
-                   for r in c.recent_regressions)
-    cost = api.decision_cost(d.meta, d.iterations[:1])
+    regressions = (api.regression_summary(r) for r in c.recent_regressions)
+    recent = tuple(RecentRegression(r.version, r.cls or "all", r.delta_pct, fmt.one_line(r.hypothesis, 120))
+                   for r in regressions)
+    cost = d.decision_cost
     return CountersView(c.consecutive_regressions, limit, c.keeps, c.candidates, c.consecutive_failures, recent,
-                        agent=api.agent_line(d.agent_spending), decision=decision_line(cost),
-                        decision_slow=bool(cost and cost.get("slow")))
+                        agent=api.agent_line(d.spending), decision=decision_line(cost),
+                        decision_slow=bool(cost and cost.slow))
 
 
-def decision_line(cost: dict[str, Any] | None) -> str:
+MODE_WORDS = {"process": "process-level", "ab": "ab_command", "served": "served"}
+"""How a bench is measured (DecisionEstimate.mode) as people read it."""
+
+
+def decision_line(cost: api.DecisionEstimate | None) -> str:
     """One decision's estimated wall time: "≈ 8.2 s for a change, 14 s for none
     (process-level)"; "" without an estimate (`kopt status` has the whole estimate)."""
     if not cost:
         return ""
-    change, tie = cost.get("seconds_change"), cost.get("seconds_tie")
-    mode = {"process": "process-level", "ab": "ab_command", "served": "served"}.get(
-        str(cost.get("mode")), str(cost.get("mode") or "bench"))
-    return f"≈ {duration(change)} for a change, {duration(tie)} for none ({mode})"
+    mode = MODE_WORDS.get(cost.mode, cost.mode or "bench")
+    return f"≈ {duration(cost.seconds_change)} for a change, {duration(cost.seconds_tie)} for none ({mode})"
 
 
-def duration(s: object) -> str:
+def duration(x: float | None) -> str:
     """A duration people estimate with: 0.4 s, 8.2 s, 42 s, 3:05, 1:02:03."""
-    x = _opt(s)
     if x is None:
         return fmt.DASH
     if x < 10:
@@ -573,36 +574,29 @@ class ClassesView:
     rows: tuple[ClassRow, ...] = ()
 
 
-def class_rows(it: Iteration, live: dict[str, Any] | None = None) -> tuple[ClassRow, ...]:
-    classes = it.record.get("classes") or {}
-    if it.status == "running" and live and live.get("version") == it.version:
-        classes = (live.get("verdict") or {}).get("classes") or classes
-    roof = it.record.get("roofline") or {}
-    rows = []
-    for cls in sorted(classes):
-        c = classes[cls] or {}
-        baseline = it.status == "baseline"
-        pct_peak = c.get("pct_of_peak")
-        if pct_peak is None and isinstance(roof, dict):
-            # engine.roofline.evaluate: record["roofline"]["classes"][cls]["pct_geomean"]
-            pct_peak = ((roof.get("classes") or {}).get(cls) or {}).get("pct_geomean")
-        rows.append(ClassRow(
-            cls=cls, best=_opt(c.get("best")), cand=None if baseline else _opt(c.get("cand")),
-            ratio=None if baseline else _opt(c.get("ratio")), lo=_opt(c.get("lo")), hi=_opt(c.get("hi")),
-            rounds=c.get("rounds") if isinstance(c.get("rounds"), int) else None,
-            verdict=str(c.get("verdict") or ("baseline" if baseline else "")), roof_pct=_opt(pct_peak),
-            target=bool(it.target_class) and cls == it.target_class))
-    return tuple(rows)
+def class_rows(it: Iteration, live: api.LiveClasses | None = None) -> tuple[ClassRow, ...]:
+    """The iteration's classes; while it runs, its decision's classes after the last look
+    (`live`: meta `live_classes`) when they are of this iteration."""
+    classes = api.recorded_classes(it.record)
+    if it.status == "running" and live is not None and live.version == it.version:
+        classes = live.classes or classes
+    roof = api.roofline_pct(it.record)
+    baseline = it.status == "baseline"
+    return tuple(ClassRow(
+        cls=c.cls, best=c.best, cand=None if baseline else c.cand, ratio=None if baseline else c.ratio, lo=c.lo,
+        hi=c.hi, rounds=c.rounds, verdict=c.verdict or ("baseline" if baseline else ""),
+        roof_pct=c.pct_of_peak if c.pct_of_peak is not None else roof.get(c.cls),
+        target=bool(it.target_class) and c.cls == it.target_class) for c in classes)
 
 
 def classes_view(d: RunData, version: int | None) -> ClassesView:
     it = d.by_version.get(version) if version is not None else None
     if it is None:
         return ClassesView(None, "per-class deltas")
-    live = d.meta.get("live_classes")
+    live = d.run_meta.live_classes
     rows = class_rows(it, live)
     if it.status == "running":
-        stage = (live or {}).get("stage") if (live or {}).get("version") == it.version else None
+        stage = live.stage if live is not None and live.version == it.version else ""
         title = f"v{it.version} live" + (f" ({stage})" if stage else "")
     else:
         title = f"v{it.version} {it.status}"
@@ -627,12 +621,10 @@ def best_series(d: RunData) -> tuple[SeriesView, ...]:
     points: dict[str, list[float]] = {}
     for it in d.iterations:
         if not it.masked and it.kept:
-            side = "best" if it.status == "baseline" else "cand"
-            for cls, c in (it.record.get("classes") or {}).items():
-                v = (c or {}).get(side)
-                value = _opt(v)
+            for c in api.recorded_classes(it.record):
+                value = c.best if it.status == "baseline" else c.cand
                 if value is not None:
-                    best[cls] = value
+                    best[c.cls] = value
         for cls, v in best.items():
             points.setdefault(cls, []).append(v)
     return tuple(SeriesView(cls, tuple(vals), vals[0], vals[-1]) for cls, vals in sorted(points.items()))
@@ -666,55 +658,44 @@ class GpusView:
     note: str = ""
 
 
-def gpu_rows(assessments: list[dict[str, Any]], chosen_uuid: Any = None,
-             lanes: tuple[dict[str, Any], ...] = ()) -> tuple[GpuRow, ...]:
-    """`lanes` (RunData.lanes, several lanes): each GPU marked with the busy lanes on it, by
-    UUID on this host, instead of the last gate's choice."""
-    on: dict[Any, list[int]] = {}
+def gpu_rows(assessments: Sequence[api.GpuAssessment], chosen_uuid: str | None = None,
+             lanes: Sequence[api.LaneState] = ()) -> tuple[GpuRow, ...]:
+    """`lanes` (RunData.lane_states, several lanes): each GPU marked with the busy lanes on
+    it, by UUID on this host, instead of the last gate's choice."""
+    on: dict[str, list[int]] = {}
     for e in lanes:
-        gpu = e.get("gpu")
-        if e.get("version") is not None and isinstance(gpu, dict) and gpu.get("uuid") is not None \
-                and gpu.get("host") in (None, "local"):
-            on.setdefault(gpu["uuid"], []).append(int(e.get("lane") or 0))
-    rows = []
-    for a in assessments:
-        g = a.get("gpu") or {}
-        procs = tuple(f"{p.get('pid')} {p.get('name') or '?'}" for p in (g.get("processes") or []))
-        rows.append(GpuRow(
-            index=int(g.get("index", 0)), name=str(g.get("name") or "GPU"), util=_opt(g.get("util_pct")),
-            mem_used=_opt(g.get("mem_used_mib")), mem_total=_opt(g.get("mem_total_mib")), processes=procs,
-            idle=bool(a.get("idle")), reasons=tuple(a.get("reasons") or ()),
-            chosen=not lanes and chosen_uuid is not None and g.get("uuid") == chosen_uuid,
-            lanes=tuple(on.get(g.get("uuid"), ()))))
-    return tuple(rows)
+        if e.version is not None and e.gpu is not None and e.gpu.uuid is not None and e.gpu.host in ("", "local"):
+            on.setdefault(e.gpu.uuid, []).append(e.lane)
+    return tuple(GpuRow(
+        index=a.index, name=a.name or "GPU", util=a.util_pct, mem_used=a.mem_used_mib, mem_total=a.mem_total_mib,
+        processes=tuple(f"{p.pid} {p.name or '?'}" for p in a.processes), idle=a.idle, reasons=a.reasons,
+        chosen=not lanes and chosen_uuid is not None and a.uuid == chosen_uuid,
+        lanes=tuple(on.get(a.uuid, ())) if a.uuid is not None else ()) for a in assessments)
 
 
-def gpus_view(d: RunData, live: list[dict[str, Any]] | None, now: float) -> GpusView:
-    gate = d.meta.get("gpu") or {}
-    chosen = (gate.get("chosen") or {}).get("uuid")
-    waiting = d.alive and (d.meta.get("progress") or {}).get("phase") == "waiting_gpu"
+def gpus_view(d: RunData, live: Sequence[api.GpuAssessment] | None, now: float) -> GpusView:
+    gate, progress = d.run_meta.gate, d.run_meta.progress
+    chosen = gate.chosen.uuid if gate.chosen else None
     if live:
-        rows, source = gpu_rows(live, chosen, d.lanes), "live"
+        rows, source = gpu_rows(live, chosen, d.lane_states), "live"
     else:
-        rows, source = gpu_rows(gate.get("assessments") or [], chosen, d.lanes), "gate"
+        rows, source = gpu_rows(gate.assessments, chosen, d.lane_states), "gate"
     if not rows:
         vendor = d.config.gpu.vendor if d.config else "auto"
         note = ("no GPU seen: a CPU-only target (its timings are CPU timings)" if vendor in ("none", "auto")
                 else f"no {vendor} GPU readable from this machine")
         return GpusView((), source, note)
     note = ""
-    if waiting:
-        p = d.meta.get("progress") or {}
-        started = _opt(p.get("phase_started_at"))
+    if d.alive and progress is not None and progress.phase == "waiting_gpu":
+        started = progress.phase_started_at
         waited = now - started if started is not None else None
         limit = d.config.gpu.wait_max_s if d.config else None
         note = (f"gate: no idle GPU, waiting {fmt.clock(waited)}"
                 + (f"; gives up in {fmt.clock(limit - waited)}" if limit and waited is not None else ""))
-    elif gate.get("chosen"):
-        t = gate.get("t")
-        lane = gate.get("lane") if d.lanes and isinstance(gate.get("lane"), int) else None
-        note = (f"gate chose GPU {gate['chosen'].get('index')}" + (f" for lane {lane}" if lane is not None else "")
-                + (f" at {fmt.when(t)}" if fmt.is_num(t) else ""))
+    elif gate.chosen:
+        lane = gate.lane if d.lane_states else None
+        note = (f"gate chose GPU {gate.chosen.index}" + (f" for lane {lane}" if lane is not None else "")
+                + (f" at {fmt.when(gate.t)}" if gate.t is not None else ""))
     return GpusView(rows, source, note)
 
 
@@ -744,22 +725,19 @@ def review_view(d: RunData, version: int, now: float) -> ReviewView | None:
     it = d.by_version.get(version)
     if it is None:
         return None
-    dec = it.record.get("decision") or {}
-    review = it.record.get("review") or {}
-    deadline = _opt(review.get("deadline"))
+    dec = api.recorded_decision(it.record)
+    review = api.recorded_review(it.record)
+    deadline = review.deadline
     policy = d.config.decide.review_default if d.config else "reject"
     pending = next((r for r in d.reviews if r.version == version), None)
-    gpu = (pending.gpu if pending else None) or {}
-    index = gpu.get("index")
-    where = f"GPU {index}" if isinstance(index, int) and not isinstance(index, bool) else str(gpu.get("name") or "")
-    if where and gpu.get("host"):
-        where += f" ({gpu['host']})"
+    gpu = api.gpu_ref(pending.gpu if pending else None)
+    where = gpu_label(gpu)
+    if where and gpu is not None and gpu.host:
+        where += f" ({gpu.host})"
     return ReviewView(
         version=it.version, hypothesis=fmt.one_line(it.hypothesis, 300), target=it.target_class or "all classes (global)",
-        reason=fmt.one_line(review.get("reason") or dec.get("reason") or "", 300),
-        flags=tuple(str(f) for f in dec.get("flags") or ()),
-        rounds=dec.get("rounds") if isinstance(dec.get("rounds"), int) else None,
-        gpu_seconds=_opt(dec.get("gpu_seconds")),
+        reason=fmt.one_line(review.reason or dec.reason, 300), flags=dec.flags, rounds=dec.rounds,
+        gpu_seconds=dec.gpu_seconds,
         deadline_left=fmt.clock(deadline - now) if deadline is not None and d.alive else "",
         policy=policy, rows=class_rows(it), lane=pending.lane if pending else None, gpu=fmt.one_line(where, 60))
 
@@ -803,16 +781,14 @@ class RunSummary:
 
 
 def run_summary(d: RunData, now: float) -> RunSummary:
-    hb = d.heartbeat_t
+    hb, m = d.heartbeat_t, d.run_meta
     note = ""
     if d.state in ("crashed", "unreadable"):
-        err = str(d.meta.get("last_error") or "")
-        note = fmt.one_line(err.splitlines()[0] if err else "engine gone", 120)
+        note = fmt.one_line(m.last_error.splitlines()[0] if m.last_error else "engine gone", 120)
     elif d.state in ("stopped", "finished"):
-        note = fmt.one_line(d.meta.get("stop_reason") or "", 120)
-    elif d.alive:
-        p = d.meta.get("progress") or {}
-        note = fmt.one_line(f"{p.get('phase') or ''} {p.get('step') or ''}", 120)
+        note = fmt.one_line(m.stop_reason, 120)
+    elif d.alive and m.progress is not None:
+        note = fmt.one_line(f"{m.progress.phase} {m.progress.step}", 120)
     return RunSummary(
         tag=d.tag, state=d.state, iteration=d.last.version if d.last else None,
         status=d.last.status if d.last else "", speedup=d.best_speedup, reviews=d.pending_reviews,

@@ -20,6 +20,7 @@ from typing import Any, TypeAlias
 from kopt_supervisor.engine.api import (
     BackendFactory,
     Config,
+    GpuAssessment,
     GpuConfig,
     GpuSampler,
     Iteration,
@@ -27,6 +28,7 @@ from kopt_supervisor.engine.api import (
     RunReader,
     Workspace,
     engine_alive,
+    gpu_assessment,
     list_workspaces,
     open_backend,
 )
@@ -114,7 +116,7 @@ class RunsSnapshot:
 @dataclass(frozen=True)
 class GpuReading:
     tag: str
-    assessments: tuple[dict[str, Any], ...]
+    assessments: tuple[GpuAssessment, ...]
     error: str = ""
 
 
@@ -144,7 +146,7 @@ class Poller:
         self.force = False
         self._caches: dict[str, RunCache] = {}
         self._gpu: tuple[str, GpuSampler] | None = None
-        self._gpu_last: tuple[dict[str, Any], ...] | None = None
+        self._gpu_last: tuple[GpuAssessment, ...] | None = None
         self._gpu_at = -1e18
         self._runs_at = -1e18
         self._tags: tuple[str, ...] = ()
@@ -219,7 +221,7 @@ class Poller:
             self._gpu = (tag, GpuSampler(cfg, self.backend))
         try:
             meta = cache.data.meta if cache.data else {}
-            readings = tuple(self._gpu[1].read(meta))
+            readings = tuple(gpu_assessment(a) for a in self._gpu[1].read(meta))
             error = ""
         except Exception as e:  # noqa: BLE001 - a GPU library failing is shown, not fatal
             readings, error = (), f"GPU sampling failed: {type(e).__name__}: {e}"

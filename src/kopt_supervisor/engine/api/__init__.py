@@ -15,6 +15,7 @@ Grouped by what a client does:
 - the review queue (`reviews`): `pending_reviews(ws)` and `review_queue(iterations, meta,
   answers, alive=)` -> `PendingReview`s (every lane's candidates awaiting the engineer,
   oldest review first, each with its lane, evidence and the answer already sent),
+  `answer_version` (the iteration a command names),
   `headline_interval` -> `Interval` (what a decision hinges on: the lanes' live interval);
 - what a run spent and how it ran (`run_summary`): `agent_spending`, `agent_line`,
   `phase_timings`, `timing_rows`, `sandbox_state`, `ran_unsandboxed`, `sandbox_line`,
@@ -26,11 +27,12 @@ Grouped by what a client does:
   `GateRecord` of `GpuAssessment`s, `LiveClasses`), `live_step`, `gpu_assessment`,
   `lane_state` -> `LaneState` (`LaneReview`), `decision_estimate` -> `DecisionEstimate`;
   per part of an iteration's record: `recorded_classes` -> `RecordedClass`, `roofline_pct`,
-  `recorded_decision` -> `RecordedDecision`, `recorded_review` -> `RecordedReview`,
+  `regression_summary` -> `RegressionSummary`, `recorded_decision` -> `RecordedDecision`, `recorded_review` -> `RecordedReview`,
   `gpu_ref` -> `GpuRef`, `recorded_gpu` -> `GpuEvidence`, `recorded_reverify` ->
   `RecordedReverify`, `recorded_confirmation` -> `Confirmation`, `recorded_truth` ->
   `ExternalTruth`, `recorded_profile` -> `ProfilerEvidence`, `diff_findings` -> `Finding`,
-  `recorded_plan` -> `RecordedPlan` of `Citation`s, `recorded_timings` -> `IterationTimings`,
+  `recorded_plan` -> `RecordedPlan` of `Citation`s, `recorded_timings` (`iteration_timings`) ->
+  `IterationTimings`,
   `agent_runs` -> `LabelledRun`s of `AgentRun`, `changed_files`, `recorded_origin`;
   `spending` -> `AgentSpending` (`agent_spending` typed); `status_report(status JSON)` ->
   `StatusReport` (`QueuedReview`, `PhaseTimings`);
@@ -73,10 +75,12 @@ from kopt_supervisor.engine.api.iteration_record import (
     RecordedPlan,
     RecordedReverify,
     RecordedReview,
+    RegressionSummary,
     agent_runs,
     changed_files,
     diff_findings,
     gpu_ref,
+    iteration_timings,
     recorded_classes,
     recorded_confirmation,
     recorded_decision,
@@ -88,6 +92,7 @@ from kopt_supervisor.engine.api.iteration_record import (
     recorded_review,
     recorded_timings,
     recorded_truth,
+    regression_summary,
     roofline_pct,
 )
 from kopt_supervisor.engine.api.judge import MCP_CLIENTS, Snippet, mcp_snippet, serve_mcp
@@ -114,6 +119,7 @@ from kopt_supervisor.engine.api.reviews import (
     Answer,
     Interval,
     PendingReview,
+    answer_version,
     headline_interval,
     review_queue,
 )
@@ -221,6 +227,7 @@ __all__ = [
     "decision_estimate", "diff_findings", "gpu_assessment", "gpu_ref", "lane_state", "live_step", "recorded_classes",
     "recorded_confirmation", "recorded_decision", "recorded_gpu", "recorded_origin", "recorded_plan",
     "recorded_profile", "recorded_review", "recorded_reverify", "recorded_timings", "recorded_truth", "roofline_pct",
+    "RegressionSummary", "regression_summary", "answer_version", "iteration_timings",
     "run_meta", "spending", "status_report",
     # progress per GPU-hour: speedup against time, where each lane's time went
     "LaneTime", "Progress", "SpeedupPoint", "progress",

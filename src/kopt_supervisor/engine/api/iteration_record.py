@@ -7,15 +7,17 @@ is read into it (Confirmation, ExternalTruth, AgentRun, Finding, Citation, Profi
 where a record holds less than the engine's type needs (a baseline has no candidate, an
 older record no interval), a `Recorded*` type says what it holds.
 
-- `recorded_classes(record["classes"])` -> `RecordedClass`es, by class name;
-  `roofline_pct(record)`: each class's share of its roofline;
+- `recorded_classes(record)` -> `RecordedClass`es, by class name; `roofline_pct(record)`:
+  each class's share of its roofline; `regression_summary(entry)` -> `RegressionSummary`
+  (an entry of the counters' recent regressions);
 - `recorded_decision(record)` -> `RecordedDecision`; `recorded_review(record)` -> `RecordedReview`;
 - `gpu_ref(value)` -> `GpuRef`; `recorded_gpu(record)` -> `GpuEvidence`;
 - `recorded_reverify(record)` -> `RecordedReverify`; `recorded_confirmation(record)` ->
   `Confirmation`; `recorded_truth(record)` -> `ExternalTruth`; `recorded_profile(record)` ->
   `ProfilerEvidence`; `diff_findings(record)` -> `Finding`s;
 - `recorded_plan(record)` -> `RecordedPlan` (its `Citation`s);
-- `recorded_timings(record)` -> `IterationTimings` (`timing_rows`: its phases in order);
+- `recorded_timings(record)`, `iteration_timings(record["timings"])` -> `IterationTimings`
+  (`timing_rows`: its phases in order);
 - `agent_runs(record)` -> `LabelledRun`s (the proposal's agent run, then each repair's);
 - `changed_files(record)`, `recorded_origin(record)` -> `ProposalOrigin`.
 """
@@ -62,10 +64,11 @@ class RecordedClass:
     pct_of_peak: float | None = None
 
 
-def recorded_classes(value: Any) -> tuple[RecordedClass, ...]:
-    """record["classes"] (or a verdict's `classes`), by class name."""
+def recorded_classes(record: Record) -> tuple[RecordedClass, ...]:
+    """record["classes"] by class name (or a verdict's: Verdict.to_dict() holds them under
+    the same key)."""
     out = []
-    for name, c in sorted(mapping(value).items(), key=lambda kv: str(kv[0])):
+    for name, c in sorted(mapping(record.get("classes")).items(), key=lambda kv: str(kv[0])):
         c = mapping(c)
         out.append(RecordedClass(str(name), number(c.get("best")), number(c.get("cand")), number(c.get("ratio")),
                                  number(c.get("lo")), number(c.get("hi")), integer(c.get("rounds")),
@@ -82,6 +85,23 @@ def roofline_pct(record: Record) -> dict[str, float]:
         if pct is not None:
             out[str(name)] = pct
     return out
+
+
+@dataclass(frozen=True)
+class RegressionSummary:
+    """An entry of bookkeeping.Counters.recent_regressions (bookkeeping.regression_summary)."""
+
+    version: int
+    cls: str = ""
+    """The class it regressed ("" when it names none: a global change)."""
+    delta_pct: float | None = None
+    hypothesis: str = ""
+
+
+def regression_summary(value: Any) -> RegressionSummary:
+    r = mapping(value)
+    return RegressionSummary(integer(r.get("version")) or 0, text(r.get("class")), number(r.get("delta_pct")),
+                             text(r.get("hypothesis")))
 
 
 # ---------------------------------------------------------------------------------------
@@ -299,8 +319,12 @@ class IterationTimings:
     """`timing_rows`: (phase, seconds, note)."""
 
 
-def recorded_timings(value: Any) -> IterationTimings:
-    """record["timings"] (pass the record's value, or `phase_timings`'s `last`)."""
+def recorded_timings(record: Record) -> IterationTimings:
+    return iteration_timings(record.get("timings"))
+
+
+def iteration_timings(value: Any) -> IterationTimings:
+    """A record's `timings` (or `phase_timings`'s `last`: the newest finished iteration's)."""
     t = mapping(value)
     return IterationTimings(number(t.get("total_s")), number(t.get("engine_s")), tuple(timing_rows(t)))
 

@@ -175,7 +175,7 @@ def answer_version(c: Command) -> int | None:
 def class_intervals(record: Mapping[str, Any]) -> tuple[Interval, ...]:
     """record["classes"] as intervals, by class name (a class with no finite ratio is left out)."""
     return tuple(Interval(c.cls, c.ratio, c.lo, c.hi, c.rounds, c.verdict)
-                 for c in recorded_classes(record.get("classes")) if c.ratio is not None)
+                 for c in recorded_classes(record) if c.ratio is not None)
 
 
 def headline_interval(record: Mapping[str, Any], target_class: str | None = None) -> Interval | None:

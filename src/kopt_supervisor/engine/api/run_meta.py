@@ -123,7 +123,7 @@ def live_classes(value: Any) -> LiveClasses | None:
     if not isinstance(value, Mapping):
         return None
     return LiveClasses(integer(value.get("version")), text(value.get("stage")),
-                       recorded_classes(mapping(value.get("verdict")).get("classes")))
+                       recorded_classes(mapping(value.get("verdict"))))
 
 
 @dataclass(frozen=True)

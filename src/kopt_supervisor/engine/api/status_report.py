@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kopt_supervisor.engine.api.iteration_record import IterationTimings, recorded_timings
+from kopt_supervisor.engine.api.iteration_record import IterationTimings, iteration_timings
 from kopt_supervisor.engine.api.parse import integer, integers, mapping, mappings, number, text
 from kopt_supervisor.engine.api.run_meta import (
     DecisionEstimate,
@@ -61,7 +61,7 @@ class PhaseTimings:
 def phase_timings(value: Any) -> PhaseTimings:
     t = mapping(value)
     last = t.get("last")
-    return PhaseTimings(integer(t.get("last_version")), recorded_timings(last) if isinstance(last, Mapping) else None,
+    return PhaseTimings(integer(t.get("last_version")), iteration_timings(last) if isinstance(last, Mapping) else None,
                         number(t.get("engine_s_median")), number(t.get("engine_s_max")),
                         integer(t.get("iterations")) or 0)
 

@@ -117,7 +117,7 @@ class DashboardScreen(KoptScreen[None]):
         self._show_lanes(data)
         self._on_tick(self.app.now)
         actions = (data.state, data.alive, tuple(r.version for r in self.app.open_reviews(self.tag)),
-                   bool(data.meta.get("paused")), self._restartable)
+                   data.run_meta.paused, self._restartable)
         if actions != self._actions_key:
             self._actions_key = actions
             self.refresh_bindings()  # the footer and the palette follow what applies now
@@ -242,7 +242,7 @@ class DashboardScreen(KoptScreen[None]):
         d = self.data
         if d is None:
             return
-        paused = bool(d.meta.get("paused")) or d.state == "paused"
+        paused = d.run_meta.paused or d.state == "paused"
         self.app.send_command(self.tag, "resume" if paused else "pause")
 
     def action_stop(self) -> None:
@@ -288,7 +288,7 @@ class DashboardScreen(KoptScreen[None]):
                 self.app.start_engine(self.tag)
 
         why = ("The engine is gone (crashed or killed): starting it recovers the workspace and goes on."
-               if d.state == "crashed" else f"The run stopped ({d.meta.get('stop_reason') or 'no reason'}); "
+               if d.state == "crashed" else f"The run stopped ({d.run_meta.stop_reason or 'no reason'}); "
                "starting the engine continues it.")
         self.app.push_screen(ConfirmScreen(f"Start the engine for {self.tag}?", why, yes="Start the engine"), start)
 

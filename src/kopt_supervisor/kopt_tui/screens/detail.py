@@ -102,7 +102,7 @@ class DetailScreen(KoptScreen[None]):
         if it is None:
             self.query_one("#detail-head", Static).update(Text(f"v{self.version} does not exist", style="red"))
             return
-        dec = it.record.get("decision") or {}
+        dec = api.recorded_decision(it.record)
         head = Text.assemble(
             (f"v{it.version} ", "bold"), (it.status, STATUS_STYLE.get(it.status, "")),
             (" (masked)" if it.masked else "", "dim"), "  ", (fmt.one_line(it.hypothesis, 200), "bold"),
@@ -116,23 +116,23 @@ class DetailScreen(KoptScreen[None]):
             else (fmt.clock(self.app.now - it.started_at) + " so far" if data.alive else fmt.DASH),
         )
         self.query_one("#detail-head", Static).update(head)
-        gpu = it.record.get("gpu") or {}
-        flagged = gpu.get("flagged_rounds") or []
+        gpu = api.recorded_gpu(it.record)
+        flagged = gpu.flagged_rounds
         decision = [
-            Text.assemble(("decision ", "dim"), (str(dec.get("verdict") or it.status), "bold"), ": ",
-                          fmt.one_line(dec.get("reason"), 400), ("  by ", "dim"), str(dec.get("by") or "engine")),
-            Text.assemble(("measured ", "dim"), f"{dec.get('rounds') or fmt.DASH} rounds",
-                          f", {fmt.seconds(dec['gpu_seconds'])} of timed runs" if fmt.is_num(dec.get("gpu_seconds")) else "",
+            Text.assemble(("decision ", "dim"), (str(dec.verdict or it.status), "bold"), ": ",
+                          fmt.one_line(dec.reason, 400), ("  by ", "dim"), dec.by or "engine"),
+            Text.assemble(("measured ", "dim"), f"{dec.rounds or fmt.DASH} rounds",
+                          f", {fmt.seconds(dec.gpu_seconds)} of timed runs" if dec.gpu_seconds is not None else "",
                           ("  repairs ", "dim"), str(it.repair_attempts),
-                          ("  files ", "dim"), ", ".join(it.record.get("changed_files") or []) or fmt.DASH),
-            Text.assemble(("GPU ", "dim"), str(gpu.get("name") or fmt.DASH),
+                          ("  files ", "dim"), ", ".join(api.changed_files(it.record)) or fmt.DASH),
+            Text.assemble(("GPU ", "dim"), (gpu.gpu.name if gpu.gpu else "") or fmt.DASH,
                           (f"  {len(flagged)} round(s) flagged: " + "; ".join(
-                              ", ".join(f["flags"]) for f in flagged[:3]) if flagged else "", "yellow")),
+                              ", ".join(f) for f in flagged[:3]) if flagged else "", "yellow")),
         ]
-        if dec.get("flags"):
-            decision.append(Text.assemble(("flags ", "dim"), ", ".join(dec["flags"]), style="magenta"))
+        if dec.flags:
+            decision.append(Text.assemble(("flags ", "dim"), ", ".join(dec.flags), style="magenta"))
         self.query_one("#detail-decision", Static).update(Text("\n").join(decision))
-        rows = model.class_rows(it, data.meta.get("live_classes"))
+        rows = model.class_rows(it, data.run_meta.live_classes)
         self.query_one("#detail-classes", Static).update(class_table(rows) if rows else Text("no per-class numbers",
                                                                                                 style="dim"))
         if it is not self._shown:  # the record moved (the poller keeps an unchanged iteration's object)

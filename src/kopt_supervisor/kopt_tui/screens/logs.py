@@ -63,7 +63,7 @@ class LogScreen(KoptScreen[None]):
 
     def _live_path(self) -> Path | None:
         data = self.app.latest.get(self.tag)
-        p = data.meta.get("live_log") if data else None
+        p = data.run_meta.live_log if data else ""
         return Path(p) if p else None
 
     @work(thread=True, exclusive=True, group="log-tail", exit_on_error=False)
