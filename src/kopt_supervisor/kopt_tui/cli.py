@@ -13,7 +13,7 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -134,10 +134,9 @@ def cmd_ls(args: argparse.Namespace) -> int:
         print(f"no runs under {root}")
         return 0
     print(f"{'TAG':<24} {'STATE':<16} {'ITER':>5} {'SPEEDUP':>8} {'REVIEWS':>8}  STOP REASON")
-    for r in runs:
-        print(f"{r['tag']:<24} {r.get('state', '?'):<16} {_s(r.get('iteration')):>5} "
-              f"{fmt.speedup(r.get('best_speedup')):>8} {len(r.get('pending_reviews') or []):>8}  "
-              + ("⚠ NO SANDBOX; " if r.get("unsandboxed") else "") + f"{r.get('stop_reason') or r.get('error') or ''}")
+    for r in map(api.status_report, runs):
+        print(f"{r.tag:<24} {r.state:<16} {_s(r.iteration):>5} {fmt.speedup(r.best_speedup):>8} "
+              f"{len(r.pending_reviews):>8}  " + ("⚠ NO SANDBOX; " if r.unsandboxed else "") + (r.stop_reason or r.error))
     return 0
 
 
@@ -150,42 +149,42 @@ def cmd_status(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(st)
         return 0
-    hb = st["heartbeat_age_s"]
-    print(f"{st['tag']}: {st['state']}" + (f" ({st['stop_reason']})" if st["stop_reason"] else ""))
-    print(f"  iteration {_s(st['iteration'])} [{st['iteration_status']}], keeps {st['keeps']}, "
-          f"candidates {st['candidates']}, best speedup {fmt.speedup(st['best_speedup'])}")
-    print(f"  BEST_COMMIT {st['best_commit']}  (baseline {str(st['baseline_commit'])[:12]})")
-    print(f"  consecutive regressions {st['consecutive_regressions']}, pending reviews "
-          f"{review_list(st.get('reviews') or [], len(st.get('lanes') or [])) or 'none'}")
-    print(f"  engine pid {st['engine_pid'] or fmt.DASH}, heartbeat {f'{fmt.seconds(hb, 0)} ago' if hb is not None else fmt.DASH}")
-    if st.get("progress"):
-        p = st["progress"]
-        print(f"  now: v{p.get('version')} {p.get('phase')}: {p.get('step')}")
-    for line in lane_lines(st.get("lanes") or []):
+    r = api.status_report(st)
+    hb = r.heartbeat_age_s
+    print(f"{r.tag}: {r.state}" + (f" ({r.stop_reason})" if r.stop_reason else ""))
+    print(f"  iteration {_s(r.iteration)} [{r.iteration_status}], keeps {r.keeps}, "
+          f"candidates {r.candidates}, best speedup {fmt.speedup(r.best_speedup)}")
+    print(f"  BEST_COMMIT {r.best_commit}  (baseline {str(r.baseline_commit)[:12]})")
+    print(f"  consecutive regressions {r.consecutive_regressions}, pending reviews "
+          f"{review_list(r.reviews, len(r.lanes)) or 'none'}")
+    print(f"  engine pid {r.engine_pid or fmt.DASH}, heartbeat {f'{fmt.seconds(hb, 0)} ago' if hb is not None else fmt.DASH}")
+    if r.progress is not None:
+        p = r.progress
+        print(f"  now: v{p.version} {p.phase}: {p.step}")
+    for line in lane_lines(r.lanes):
         print(f"  {line}")
-    if st["state"] == "crashed" and st.get("last_error"):
-        print(f"  last error: {st['last_error'].splitlines()[0]}")
-    for line in status_details(st):
+    if r.state == "crashed" and r.last_error:
+        print(f"  last error: {r.last_error.splitlines()[0]}")
+    for line in status_details(r):
         print(f"  {line}")
     return 0
 
 
-def review_list(reviews: list[dict[str, Any]], lanes: int) -> str:
+def review_list(reviews: Sequence[api.QueuedReview], lanes: int) -> str:
     """The status JSON's `reviews` in a line, oldest review first: "v7 (lane 1), v5 (lane 0,
     accept sent)"."""
     out = []
     for r in reviews:
-        notes = [f"lane {r['lane']}"] if lanes > 1 and r.get("lane") is not None else []
-        answer = r.get("answer") or {}
-        if answer.get("kind"):
-            notes.append(f"{str(answer['kind']).replace('_', ' ')} sent")
-        elif r.get("more_rounds"):
+        notes = [f"lane {r.lane}"] if lanes > 1 and r.lane is not None else []
+        if r.answer:
+            notes.append(f"{r.answer.replace('_', ' ')} sent")
+        elif r.more_rounds:
             notes.append("more rounds")
-        out.append(f"v{r['version']}" + (f" ({', '.join(notes)})" if notes else ""))
+        out.append(f"v{r.version}" + (f" ({', '.join(notes)})" if notes else ""))
     return ", ".join(out)
 
 
-def lane_lines(lanes: list[dict[str, Any]]) -> list[str]:
+def lane_lines(lanes: Sequence[api.LaneState]) -> list[str]:
     """`kopt status`'s line per lane when the run has several (the status JSON's `lanes`):
     "lane 0: v12 deciding · round 3 of up to 8 · cls=large -4.1% [-4.6, -3.5] · GPU 0 on
     node-a"; none with one lane."""
@@ -203,26 +202,25 @@ def lane_lines(lanes: list[dict[str, Any]]) -> list[str]:
     return out
 
 
-def status_details(st: dict[str, Any]) -> list[str]:
+def status_details(st: api.StatusReport) -> list[str]:
     """`kopt status`'s lines on the sandbox, one decision's cost, the agent's cost and the
     engine's own time, from the status JSON (a warning first where one applies)."""
     lines = []
-    if st.get("sandbox") is not None or st.get("unsandboxed"):
-        line = api.sandbox_line({"sandbox": st.get("sandbox")})
-        line = line if line.lower().startswith(("sandboxed", "unsandboxed")) else f"sandbox: {line}"
-        lines.append(("⚠ " + line) if st.get("unsandboxed") else line)
-    cost = st.get("decision_cost")
+    if st.sandbox:
+        line = st.sandbox if st.sandbox.lower().startswith(("sandboxed", "unsandboxed")) else f"sandbox: {st.sandbox}"
+        lines.append(("⚠ " + line) if st.unsandboxed else line)
+    cost = st.decision_cost
     if cost:
-        lines.append(("⚠ slow decisions: " if cost.get("slow") else "decision cost: ") + str(cost.get("text") or ""))
-    agent = api.agent_line(st.get("agent") or {})
+        lines.append(("⚠ slow decisions: " if cost.slow else "decision cost: ") + cost.text)
+    agent = api.agent_line(st.agent)
     if agent:
         lines.append(f"agent: {agent}")
-    t = st.get("timings") or {}
-    if t.get("engine_s_median") is not None:
-        last = t.get("last") or {}
-        lines.append(f"kopt's own time per iteration: median {fmt.seconds(t['engine_s_median'], 2)} over "
-                     f"{t.get('iterations')} (most {fmt.seconds(t.get('engine_s_max'), 2)}); v{t.get('last_version')} "
-                     f"took {fmt.seconds(last.get('total_s'))}, {fmt.seconds(last.get('engine_s'), 2)} of it kopt's")
+    t = st.timings
+    if t.engine_s_median is not None:
+        last = t.last or api.IterationTimings()
+        lines.append(f"kopt's own time per iteration: median {fmt.seconds(t.engine_s_median, 2)} over "
+                     f"{t.iterations} (most {fmt.seconds(t.engine_s_max, 2)}); v{t.last_version} "
+                     f"took {fmt.seconds(last.total_s)}, {fmt.seconds(last.engine_s, 2)} of it kopt's")
     return lines
 
 
@@ -277,7 +275,7 @@ def cmd_memory(args: argparse.Namespace) -> int:
         return 0
     for r in records:
         flag = " (masked)" if r["masked"] else ""
-        reason = (r["decision"] or {}).get("reason") or ""
+        reason = api.recorded_decision(r).reason
         print(f"v{r['version']:<4} {r['status']:<17}{flag} {r['hypothesis'] or ''}"
               + (f"  [{r['target_class']}]" if r["target_class"] else "")
               + (f"\n       {reason}" if args.action == "summary" and reason else ""))
@@ -347,14 +345,14 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def _demo_summary(ws: Workspace) -> None:
-    st = api.status(ws)
-    print(f"\n{ws.tag}: {st['state']} ({st['stop_reason']})")
-    print(f"  keeps {st['keeps']} of {st['candidates']} candidates; best speedup over the naive start "
-          f"{fmt.speedup(st.get('best_speedup'))} (geometric mean over its classes, the guard included; "
+    st = api.status_report(api.status(ws))
+    print(f"\n{ws.tag}: {st.state} ({st.stop_reason or None})")
+    print(f"  keeps {st.keeps} of {st.candidates} candidates; best speedup over the naive start "
+          f"{fmt.speedup(st.best_speedup)} (geometric mean over its classes, the guard included; "
           f"per production shape: kopt report)")
-    print(f"  BEST_COMMIT {st['best_commit']}")
-    if st.get("unsandboxed"):
-        print(f"  ⚠ {api.sandbox_line({'sandbox': st.get('sandbox')})}")
+    print(f"  BEST_COMMIT {st.best_commit}")
+    if st.unsandboxed:
+        print(f"  ⚠ {st.sandbox}")
     print(f"  see {ws.performance} and {ws.readme}; `kopt attach {ws.tag}` to browse, "
           f"`kopt report {ws.tag}` for results.md")
 
