@@ -71,6 +71,19 @@ def test_a_suspicious_speedup_goes_to_review_when_a_stronger_check_cannot_run():
     assert v.kind == "borderline" and "confirmation_disagrees" in v.flags
 
 
+def test_a_keep_the_os_cannot_tell_goes_to_review_with_its_figures():
+    """Weighed and not told (a claim under the CPU clock's ticks, or a loaded machine's noise):
+    no clock outside the candidate's process confirms it, so it is no automatic keep; a bench
+    with nothing to weigh (no [target].calls) stays a keep on the bench's timer alone."""
+    assert OS_CANNOT_TELL.kind == "os_time" and OS_CANNOT_TELL.outcome == "inconclusive"
+    v = settle(KEEP, CONFIRMED, OS_CANNOT_TELL)
+    assert v.kind == "borderline" and "external_truth_inconclusive" in v.flags
+    assert v.reason.startswith("the OS's accounting cannot tell: no clock outside the candidate's process confirms")
+    assert "(bench: narrow −40.0% faster)" in v.reason and "fresh servers after 3 looks" in v.reason
+    nothing = of_os_time(OsTruth("not_applicable", "the bench reports no timed seconds ([target].calls)", 0))
+    assert nothing.kind == "none" and settle(KEEP, CONFIRMED, nothing).kind == "keep"
+
+
 def test_other_verdicts_pass_through():
     tie = Verdict("tie", "no difference", rounds=5)
     assert settle(tie, REFUTED, OS_REFUTED) is tie
@@ -80,5 +93,6 @@ def test_the_truth_line_and_the_record():
     assert truth_line({"external_truth": OS_SHOWN.to_dict()}, "keep") == OS_SHOWN.reason
     assert truth_line({}, "accepted") == f"{TIMER_ONLY} (accepted in review)"
     assert truth_line({}, "keep").startswith(TIMER_ONLY)
-    assert OS_CANNOT_TELL.kind == "none" and OS_CANNOT_TELL.reason.startswith(TIMER_ONLY)
+    assert truth_line({"external_truth": OS_CANNOT_TELL.to_dict()}, "accepted") == (
+        f"{TIMER_ONLY} (accepted in review; the OS's accounting cannot tell)")
     assert ExternalTruth.from_dict({**OS_REFUTED.to_dict(), "extra": 1}) == OS_REFUTED

@@ -156,7 +156,7 @@ def test_serve_wins_over_an_ab_command_for_measurement(tmp_path):
 
 
 def test_two_processes_per_decision_abba_one_seed_per_look_and_the_costs_recorded(served):
-    ws, log = served(["gain5", "loss5"])
+    ws, log = served(["gain30", "loss5"])
     assert run(ws, 2) == ["baseline", "keep", "regression"]
     # every server process serves one tree, started in it: best's and the candidate's, one
     # of each per decision (the command proposer closes both while it runs)
@@ -200,7 +200,7 @@ def test_two_processes_per_decision_abba_one_seed_per_look_and_the_costs_recorde
 
 def test_hostile_outputs_fail_correctness_by_kopts_audit_and_a_duplicate_row_fails_the_bench(served):
     ws, _ = served(["knob:wrong", "knob:nan", "knob:steal_reference", "knob:half_rows", "knob:duplicate_rows",
-                    "knob:late_outputs", "knob:no_commitment", "gain5"], extra_toml="repair_attempts = 0\n")
+                    "knob:late_outputs", "knob:no_commitment", "gain30"], extra_toml="repair_attempts = 0\n")
     assert run(ws, 8) == ["baseline", "fail_correctness", "fail_correctness", "fail_correctness",
                           "fail_correctness", "fail_bench", "fail_correctness", "fail_bench", "keep"]
     # outputs that were not what the look committed to before the audit seed was drawn (made
@@ -219,7 +219,7 @@ def test_hostile_outputs_fail_correctness_by_kopts_audit_and_a_duplicate_row_fai
 
 
 def test_a_dying_hanging_or_failing_server_fails_the_bench_in_time_and_the_run_goes_on(served):
-    ws, log = served(["knob:die_at=1", "knob:fail_at=0", "knob:hang_at=1", "knob:audit_fail", "gain5"], timeout_s=3)
+    ws, log = served(["knob:die_at=1", "knob:fail_at=0", "knob:hang_at=1", "knob:audit_fail", "gain30"], timeout_s=3)
     assert run(ws, 5) == ["baseline", "fail_bench", "fail_bench", "fail_bench", "fail_bench", "keep"]
     reasons = [record(ws, v)["decision"]["reason"] for v in range(1, 5)]
     assert "serve on cand/ ended (exit code 7) without answering 'look 1 " in reasons[0]

@@ -21,7 +21,7 @@ def test_an_unconfined_python_bench_leaves_no_bytecode_in_the_trees(fake_env, mo
     repo, root = fake_env(["gain5"], toml_replace={"review_timeout_s = 2": "review_timeout_s = 1800"})
     (repo / "helper.py").write_text("SCALE = 1.0\n")
     bench = (repo / "bench.py").read_text()
-    (repo / "bench.py").write_text(bench.replace("import json\n", "import json\nimport helper  # noqa: F401\n", 1))
+    (repo / "bench.py").write_text(bench.replace("import math\n", "import math\nimport helper  # noqa: F401\n", 1))
     subprocess.run(["git", "add", "-A"], cwd=repo, check=True)
     subprocess.run(["git", "commit", "-qm", "a module the bench imports"], cwd=repo, check=True,
                    env={**os.environ, **GIT_ENV})

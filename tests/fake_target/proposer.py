@@ -2,7 +2,7 @@
 
 Usage (kopt.toml): command = "python /path/proposer.py" with FAKE_SCRIPT=/path/script.json,
 a JSON list whose item N-1 is the action for iteration vN. Actions:
-  gain5 | gain1 | gain05 | loss5 | nochange | wrong | wrong_fixed_on_repair | nan | protected | split |
+  gain30 | gain5 | gain1 | gain05 | loss5 | nochange | wrong | wrong_fixed_on_repair | nan | protected | split |
   hang_bench | hang_proposer | fail | commit | gain1 | noplan |
   knob:NAME[=JSON] (set a bench fault knob of kernel.json) | do:STATEMENT (any Python, in cand/)
 FAKE_LINGER=s leaves a `sleep s` child in the proposer's process group, as the bench does.
@@ -10,11 +10,14 @@ FAKE_LINGER=s leaves a `sleep s` child in the proposer's process group, as the b
 
 import json
 import os
-import subprocess
 import sys
-import time
+
+# subprocess and time imported where used: the proposer runs once an iteration, on a fresh
+# bytecode cache (kopt's sandbox gives every new tree one), where subprocess alone costs
+# ~150 ms of CPU
 
 if os.environ.get("FAKE_LINGER"):  # an orphan if the engine dies while the proposer runs
+    import subprocess
     subprocess.Popen(["sleep", os.environ["FAKE_LINGER"]])
 n = int(os.environ["KOPT_ITERATION"])
 repair = int(os.environ.get("KOPT_REPAIR", "0"))
@@ -26,7 +29,10 @@ k = json.load(open("kernel.json"))
 speed = k["speed"]
 plan = f"{action}: scripted hypothesis for v{n}\nscope: global\n"
 
-if action == "gain5":
+if action == "gain30":  # a gain the OS's clocks show on a served CPU target (5% is under their noise)
+    speed["small"] *= 0.7
+    speed["large"] *= 0.7
+elif action == "gain5":
     speed["small"] *= 0.95
     speed["large"] *= 0.95
 elif action == "gain05":
@@ -60,12 +66,14 @@ elif action == "split":
 elif action == "hang_bench":
     k["hang"] = True
 elif action == "hang_proposer":
+    import time
     time.sleep(3600)
 elif action == "fail":
     sys.exit(4)
 elif action == "commit":
     speed["small"] *= 0.95
     json.dump(k, open("kernel.json", "w"))
+    import subprocess
     subprocess.run(["git", "commit", "-qam", "agent commit"], check=True,
                    env={**os.environ, "GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@b",
                         "GIT_COMMITTER_NAME": "a", "GIT_COMMITTER_EMAIL": "a@b"})
@@ -76,7 +84,9 @@ elif action.startswith("knob:"):  # knob:name or knob:name=<JSON value>: a bench
     name, _, value = action[5:].partition("=")
     k[name] = json.loads(value) if value else True
 elif action.startswith("do:"):  # do:<python statement>, run in cand/ (hostile proposers)
-    exec(action[3:])
+    import subprocess
+    import time
+    exec(action[3:])  # json, os, subprocess, sys, time and k at hand
 
 if action != "nochange" and not action.startswith("do:"):
     json.dump(k, open("kernel.json", "w"))

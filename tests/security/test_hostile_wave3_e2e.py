@@ -27,11 +27,15 @@ candidate per iteration (tests/fake_target/pyserve/hostile.py), through
   the bench's statistics, its CSV writer, its list of times through the gc, a child process
   its clock does not count) and the work moved out of the median, with every scan rule
   allowed away (`allow_constructs = ["*:*"]`): each refuted by the OS's accounting of the
-  processes; the honest gain kept, confirmed by that accounting.
-- A strict xfail names what gets through (docs/security.md, "Hostile candidates end to end,
-  wave 3"): a timer patch under the OS's resolution (the recorded looks of its keep with the
-  scan allowed away, weighed and settled again). (The audit answered for the audited set only,
-  once its seed was known, was the other until every look committed to all its sets' outputs.)
+  processes (or, on a machine so loaded that its clocks cannot tell, not confirmed by it,
+  which sends the keep to a review the policy rejects); the honest gain kept, confirmed by
+  that accounting.
+- `test_a_timer_patch_under_the_os_resolution_is_not_kept`: what got through until
+  2026-11-29 (docs/security.md, "Hostile candidates end to end, wave 3"): a timer patch under
+  the OS's resolution, the recorded looks of its keep with the scan allowed away, weighed and
+  settled again: the OS cannot tell, so it goes to review. (The audit answered for the
+  audited set only, once its seed was known, was the other until every look committed to
+  all its sets' outputs.)
 
 Each run prints its table (case, class, status, the layer that stopped it, the reason):
 `pytest -s`.
@@ -129,7 +133,7 @@ def layer_of(status: str, reason: str, flags: tuple[str, ...]) -> str:
     """Which of kopt's layers the iteration's record says stopped it."""
     if status in KEPT:
         return "KEPT"
-    if "external_truth_refutes" in flags:
+    if "external_truth_refutes" in flags or "external_truth_inconclusive" in flags:
         return OS
     if status == "fail_correctness" and AUDIT in reason:
         return AUDIT
@@ -205,6 +209,18 @@ def own_check(path: Path) -> bool | None:
         return all(float(r["err"]) == 0 for r in csv.DictReader(f))
 
 
+def stopped_by_the_os(row: Row) -> None:
+    """Not kept on the OS's word: its accounting refutes the claim, or (a machine so loaded
+    that its clocks' noise swallows the claim) cannot confirm it, which sends the keep to a
+    review the policy rejects (external_truth.settle)."""
+    assert row.truth.get("kind") == "os_time", row.truth
+    if row.truth.get("outcome") == "refuted":
+        assert row.reason.startswith("the OS's accounting shows") and "external_truth_refutes" in row.flags, row.reason
+    else:
+        assert row.truth.get("outcome") == "inconclusive" and "external_truth_inconclusive" in row.flags, row.truth
+        assert "no clock outside the candidate's process confirms the claim" in row.reason, row.reason
+
+
 def honest_kept(row: Row) -> None:
     """The control: kept, and confirmed by the OS's accounting (the CPU time it saved)."""
     assert row.status == "keep" and row.commit, (row.status, row.reason)
@@ -242,7 +258,7 @@ def test_no_hostile_candidate_is_kept_and_a_real_gain_is(tmp_path: Path, monkeyp
             assert r.own_check is True, r
         elif r.layer == OS:  # the audit and the look's commitment agree with best's; the work was not saved
             assert not r.scan_rules and r.status == "rejected", r
-            assert r.reason.startswith("the OS's accounting shows"), r.reason
+            stopped_by_the_os(r)
         else:
             assert r.status == "fail_bench", r
     # the data files outside [target].sources: the sources rule quoted the change too
@@ -264,8 +280,8 @@ def test_with_the_scan_allowed_away_the_os_refutes_every_timer_patch(tmp_path: P
     for r in rows.values():
         assert not r.scan_rules, r.scan_rules  # the scan said nothing
         assert r.status == "rejected" and r.layer == OS, (r.case, r.status, r.reason)
-        assert r.reason.startswith("the OS's accounting shows") and "(bench: " in r.reason, r.reason
-        assert r.truth["kind"] == "os_time" and r.truth["outcome"] == "refuted", r.truth
+        stopped_by_the_os(r)
+        assert "(bench: " in r.reason, r.reason
     for name in ("gc-sets", "fix-later"):  # the median alone moved: the mean check saw it too
         if name in rows:
             assert {"mean_not_faster", "needs_stronger_checks"} <= set(rows[name].flags), rows[name].flags
@@ -312,14 +328,13 @@ SMALL_TIMER_COSTS = {
 on pyserve with the scan allowed away: 5 looks of the decision, 6 of the confirmation."""
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "HOLE: a timer patch whose claimed saving is under the OS's resolution per look is kept, "
-    "'confirmed by the bench's timer only': the CPU clock is blind under two 10 ms ticks per look "
-    "and the wall clock's noise cannot tell (os_time.weigh 'inconclusive', external_truth.settle "
-    "keeps). Seen end to end on pyserve with the scan allowed away: the 10% small-timer case kept "
-    "(8.2 ms claimed per look, the CPU time of both processes the same)."))
 def test_a_timer_patch_under_the_os_resolution_is_not_kept() -> None:
-    """The recorded looks of the small-timer keep, weighed and settled as the engine did."""
+    """The recorded looks of the small-timer keep (a 10% timer patch, 8.2 ms claimed per
+    look, the CPU time of both processes the same), weighed and settled as the engine does:
+    the CPU clock is blind under two 10 ms ticks per look and the wall clock's noise cannot
+    tell, so the OS's word is "inconclusive", and a keep no clock outside the candidate's
+    process confirms goes to review (it was kept, "confirmed by the bench's timer only",
+    until 2026-11-29)."""
     looks = [look for stage in ("eval", "reverify")
              for look in looks_of(SideCost(side, r, cpu, wall, claimed, started=started)
                                   for side, r, cpu, wall, claimed, started in SMALL_TIMER_COSTS[stage])]
@@ -328,4 +343,4 @@ def test_a_timer_patch_under_the_os_resolution_is_not_kept() -> None:
           f"the recorded looks no longer read as the hole did: {truth.reason}")
     keep = Verdict("keep", "cls=large -7.9% faster (every class improved)")
     verdict = settle(keep, Confirmation("confirmed", "after 6 looks", 6), of_os_time(truth))
-    assert verdict.kind != "keep", (verdict.kind, verdict.reason)
+    assert verdict.kind == "borderline" and "external_truth_inconclusive" in verdict.flags, (verdict.kind, verdict.reason)

@@ -241,48 +241,44 @@ def test_confined_an_output_cache_planted_in_tmp_never_reaches_the_bench(hostile
     h.assert_refused(before, 1, NOT_KEPT)
 
 
-SHADOW_JSON = '''
-"""json, as the fake bench imports it: the stdlib's, with kernel.json's speeds halved."""
+SHADOW_RANDOM = '''
+"""random, as the fake bench imports it: the stdlib's, with a noise that halves every latency."""
 import importlib.util
 import sysconfig
 
-_spec = importlib.util.spec_from_file_location("_real_json", sysconfig.get_paths()["stdlib"] + "/json/__init__.py",
-                                               submodule_search_locations=[sysconfig.get_paths()["stdlib"] + "/json"])
+_spec = importlib.util.spec_from_file_location("_real_random", sysconfig.get_paths()["stdlib"] + "/random.py")
 _real = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_real)
-dumps, loads, dump = _real.dumps, _real.loads, _real.dump
 
 
-def load(f, **kw):
-    k = _real.load(f, **kw)
-    if isinstance(k, dict) and "speed" in k:
-        k["speed"] = {c: v / 2 for c, v in k["speed"].items()}
-    return k
+class Random(_real.Random):
+    def gauss(self, mu=0.0, sigma=1.0):
+        return -0.5  # the bench's latency x (1 + noise): half of it
 '''
 
 
 @pytest.mark.parametrize(("hide", "no_sandbox"), [("gitignore", False), ("info-exclude", True)],
                          ids=["gitignore-confined", "info-exclude-unconfined"])
 def test_a_module_shadowing_the_benchs_import_is_refused_however_hidden(hostile: Factory, hide: str, no_sandbox: bool) -> None:
-    """json.py beside the fake bench (its `import json` finds it first) halves the speeds it
-    reads, travelling with a tracked edit; hidden by a .gitignore the candidate adds, or by
-    .git/info/exclude (which only an unconfined proposer can write). End to end once per
+    """random.py beside the fake bench (its `import random` finds it first) halves the
+    latencies it writes, travelling with a tracked edit; hidden by a .gitignore the candidate
+    adds, or by .git/info/exclude (which only an unconfined proposer can write). End to end once per
     sandbox mode; every hiding (and none) is checked on the tree alone by
     tests/engine/test_treecheck.py::test_a_shadowing_module_is_named_however_it_is_hidden."""
     h = hostile.fake([])
     hiding = {
-        "gitignore": "open('.gitignore', 'w').write('json.py\\n')\n",
+        "gitignore": "open('.gitignore', 'w').write('random.py\\n')\n",
         "info-exclude": ("import subprocess\n_p = subprocess.run(['git', 'rev-parse', '--git-path', 'info/exclude'], "
                          "capture_output=True, text=True).stdout.strip()\n"
                          "try:\n    os.makedirs(os.path.dirname(_p), exist_ok=True)\n"
-                         "    open(_p, 'a').write('json.py\\n')\nexcept OSError:\n    pass\n"),
+                         "    open(_p, 'a').write('random.py\\n')\nexcept OSError:\n    pass\n"),
         "not hidden": "",
     }[hide]
-    h.set_script([{"name": f"shadow json ({hide})", "write": {"json.py": SHADOW_JSON},
+    h.set_script([{"name": f"shadow random ({hide})", "write": {"random.py": SHADOW_RANDOM},
                    "exec": "import os\n" + hiding + attacks.touch_kernel()}])
     before = h.baseline(no_sandbox=no_sandbox)
     assert h.session(1, no_sandbox=no_sandbox) == 0
-    h.assert_refused(before, 1, {"fail_protected"}, "json (json.py)", outside=not no_sandbox)
+    h.assert_refused(before, 1, {"fail_protected"}, "random (random.py)", outside=not no_sandbox)
 
 
 @pytest.mark.parametrize("no_sandbox", [False, True], ids=["confined", "unconfined"])

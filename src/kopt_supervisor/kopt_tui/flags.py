@@ -47,6 +47,10 @@ FLAG_HELP = {
     "external_truth_refutes": "the OS's accounting of the bench processes (CPU and wall time) does not show the "
                               "seconds the bench claims to have saved: a patched timer, or work moved outside the "
                               "timed calls (not kept)",
+    "external_truth_inconclusive": "the OS's accounting of the bench processes (CPU and wall time) could not tell "
+                                   "whether the seconds the bench claims were saved (its clocks' noise, or a claim "
+                                   "under the CPU clock's ticks): no clock outside the candidate's process confirms "
+                                   "the keep",
     "stronger_checks_unavailable": "a keep too good to take on the bench's word, and a stronger check it needs (the "
                                    "profiler, the OS's accounting, an output audit on fresh inputs) could not run or "
                                    "could not tell",

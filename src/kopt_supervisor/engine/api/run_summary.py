@@ -247,7 +247,7 @@ def external_truth(iterations: Sequence[Iteration]) -> dict[str, Any]:
     ("profiler" | "os_time" | "none"), outcome, reason} (a keep without a record of it: kind
     "none", "confirmed by the bench's timer only (...)"; every value None while BEST is the
     baseline), and `timer_only`: the versions of the run's unmasked keeps that had no
-    external truth."""
+    external truth (none, or the OS's that could not tell: such a keep was accepted in review)."""
     from kopt_supervisor.engine.decide.external_truth import truth_line
 
     def kind(it: Iteration) -> tuple[str, str]:
@@ -264,4 +264,4 @@ def external_truth(iterations: Sequence[Iteration]) -> dict[str, Any]:
         k, outcome = kind(best)
         head = {"version": best.version, "kind": k, "outcome": outcome,
                 "reason": truth_line(dict(best.record), str(best.status))}
-    return {**head, "timer_only": [it.version for it in keeps if kind(it)[0] == "none"]}
+    return {**head, "timer_only": [it.version for it in keeps if kind(it)[0] == "none" or kind(it)[1] == "inconclusive"]}

@@ -14,6 +14,11 @@ in results.md.
   processes and its external truth:
 
   * the OS refutes the claim: not a keep (kind "rejected", flag external_truth_refutes);
+  * the OS weighed the claim and cannot tell (its clocks' noise, or a claim under the CPU
+    clock's ticks, after the confirmation's extra looks): review, with its figures (flag
+    external_truth_inconclusive). A keep is earned on a clock outside the candidate's
+    process; a loaded machine, whose noise swallows the OS's word, would otherwise keep a
+    patched timer on the bench's word alone;
   * the confirmation did not confirm: review, with both numbers (confirmation_disagrees for
     fresh servers, reverify_disagrees for the process-level re-decision);
   * a keep that needs the stronger checks (a speed too good to take on the bench's word,
@@ -39,7 +44,7 @@ from kopt_supervisor.engine.decide.verdict import checks_agree, send_to_review
 
 TIMER_ONLY = "confirmed by the bench's timer only"
 KINDS = ("profiler", "os_time", "none")
-OUTCOMES = ("confirmed", "refuted", "unconfirmed")
+OUTCOMES = ("confirmed", "refuted", "inconclusive", "unconfirmed")
 
 
 @dataclass(frozen=True)
@@ -50,7 +55,8 @@ class ExternalTruth:
     """"profiler" (the GPU's kernel time per class), "os_time" (the OS's CPU and wall
     accounting of a target without a GPU), or "none" (the bench's timer only)."""
     outcome: str
-    """"confirmed" | "refuted" (not a keep) | "unconfirmed" (kind "none")."""
+    """"confirmed" | "refuted" (not a keep) | "inconclusive" (kind "os_time": weighed, its
+    clocks cannot tell; review) | "unconfirmed" (kind "none")."""
     reason: str
     """One line with the figures; for kind "none" it starts with TIMER_ONLY."""
     figures: dict[str, Any] = field(default_factory=dict)
@@ -72,13 +78,15 @@ def of_profiler(summary: str, agreement: dict[str, Any]) -> ExternalTruth:
 
 
 def of_os_time(truth: OsTruth) -> ExternalTruth:
-    """The OS's accounting: shown confirms, refuted refutes; a claim it cannot tell (its
-    clocks' noise) or has nothing to weigh leaves the bench's timer alone."""
+    """The OS's accounting: shown confirms, refuted refutes, a claim its clocks cannot tell
+    is inconclusive; with nothing to weigh (no `[target].calls`), the bench's timer alone."""
     figures = truth.to_dict()
     if truth.outcome == "shown":
         return ExternalTruth("os_time", "confirmed", truth.reason, figures)
     if truth.outcome == "refuted":
         return ExternalTruth("os_time", "refuted", truth.reason, figures)
+    if truth.outcome == "inconclusive":
+        return ExternalTruth("os_time", "inconclusive", truth.reason, figures)
     return ExternalTruth("none", "unconfirmed", f"{TIMER_ONLY}: {truth.reason}", figures)
 
 
@@ -105,7 +113,7 @@ def settle(verdict: Verdict, confirmation: Confirmation, truth: ExternalTruth) -
                               f"fresh processes {confirmation.reason}")
     seen = f"{where} {confirmation.reason}" if served else f"fresh processes ({confirmation.reason})"
     if verdict.needs_stronger_checks:
-        missing = [] if truth.kind != "none" else [truth.reason]
+        missing = [truth.reason] if truth.kind == "none" or truth.outcome == "inconclusive" else []
         if not served:
             missing.append("no output audit on fresh inputs: the bench has no served mode ([target].serve)")
         if missing:
@@ -113,15 +121,22 @@ def settle(verdict: Verdict, confirmation: Confirmation, truth: ExternalTruth) -
             return send_to_review(verdict, "stronger_checks_unavailable",
                                   f"{why}: the stronger checks could not run ({'; '.join(missing)}); {seen}")
         return checks_agree(verdict, f"{truth.reason}; audited outputs on fresh inputs in {seen}")
+    if truth.outcome == "inconclusive":
+        return send_to_review(verdict, "external_truth_inconclusive",
+                              f"{truth.reason}: no clock outside the candidate's process confirms the claim "
+                              f"(a look of more timed calls, or a quieter machine, lets the OS tell); {seen}")
     told = "" if truth.kind == "profiler" else f"; {truth.reason}"  # Evidence.confirm already quotes the profiler
     return replace(verdict, reason=f"{verdict.reason}; confirmed in {seen}{told}")
 
 
 def truth_line(record: dict[str, Any], status: str) -> str:
     """A kept iteration's external truth in one line: its record's, or for a keep that has
-    none (accepted in review, or kept by an older kopt), the bench's timer only."""
+    none (accepted in review, or kept by an older kopt) or one the OS could not tell (accepted
+    in review), the bench's timer only."""
     got = record.get("external_truth")
     if isinstance(got, dict) and got.get("reason"):
+        if got.get("outcome") == "inconclusive":  # kept only by the engineer's word
+            return f"{TIMER_ONLY} (accepted in review; {got['reason']})"
         return str(got["reason"])
     if status == "baseline":
         return "the baseline (nothing to confirm)"

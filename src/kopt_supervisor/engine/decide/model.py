@@ -138,7 +138,8 @@ FLAGS = ("undecided_at_max_rounds", "suspicious_speedup", "faster_than_floor", "
          "partial_gain", "profiler_disagrees", "budget_spent", "outliers_dropped", "disturbed_rounds", "futility",
          "two_in_a_row", "no_samples", "no_target", "profiler_failed", "likely_regression", "repeated_values",
          "wall_time_unexplained", "diff_constructs", "reverify_disagrees", "mean_not_faster",
-         "needs_stronger_checks", "confirmation_disagrees", "external_truth_refutes", "stronger_checks_unavailable")
+         "needs_stronger_checks", "confirmation_disagrees", "external_truth_refutes", "stronger_checks_unavailable",
+         "external_truth_inconclusive")
 """Every flag a verdict can carry (Verdict.flags); the TUI explains each. Records written
 by other versions may carry others: readers show them as they are."""
 
