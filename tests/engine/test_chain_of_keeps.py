@@ -19,9 +19,10 @@ from pathlib import Path
 import pytest
 
 from kopt_supervisor.engine import api, bookkeeping, history, integrity
+from kopt_supervisor.engine.history import write_projections
 from kopt_supervisor.engine.records import Iteration, Phase, Status
 from kopt_supervisor.engine.store import Store
-from kopt_supervisor.engine.workspace import Workspace, write_projections
+from kopt_supervisor.engine.workspace import Workspace
 
 TOML = """[target]
 bench = "python bench.py"

@@ -147,7 +147,7 @@ def test_an_iteration_close_refreshes_every_memory_file(ctx: RunContext) -> None
 def test_performance_md_rendered_by_another_reader_of_the_store_is_no_tamper(ctx: RunContext) -> None:
     """`kopt report` re-renders performance.md from the same store while the engine runs: the
     engine's next render finds what the store says, not an edit."""
-    from kopt_supervisor.engine.workspace import write_projections
+    from kopt_supervisor.engine.history import write_projections
 
     before = ctx.ws.performance.read_text()
     with Store(ctx.ws.db_path) as s:  # a change of the store the engine has not rendered yet

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from kopt_supervisor.engine.config.agent_names import supports_resume
 from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.propose import agents
 from kopt_supervisor.engine.propose.agents import (
@@ -14,7 +15,6 @@ from kopt_supervisor.engine.propose.agents import (
     AgentCall,
     choose_session,
     command_executable,
-    supports_resume,
     task_message,
     writable_paths,
 )

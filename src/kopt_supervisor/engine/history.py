@@ -4,6 +4,8 @@ which every reader of BEST takes its answer from. One implementation, so a comma
 the same thing whoever applies it.
 
 The caller owns the workspace (the engine, or a CLI holding the workspace lock).
+`write_projections` re-renders performance.md and README.md from the history its seals
+vouch for.
 """
 
 from __future__ import annotations
@@ -11,11 +13,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kopt_supervisor.engine import integrity
+from kopt_supervisor.engine import bookkeeping, integrity, projections
+from kopt_supervisor.engine.config import Config
 from kopt_supervisor.engine.errors import BadInput, KoptError
 from kopt_supervisor.engine.records import KEPT, Iteration, Phase, Status, restart_point_problem
 from kopt_supervisor.engine.store import Store
-from kopt_supervisor.engine.workspace import Workspace, write_memory
+from kopt_supervisor.engine.workspace import Workspace, write_atomic, write_memory
 
 
 def rewrite_memory(ws: Workspace, store: Store, versions: list[int]) -> None:
@@ -138,3 +141,17 @@ def restart_from(ws: Workspace, store: Store, version: int, why: str = "") -> li
     store.event("restart", f"restarted from v{version}; masked {', '.join(f'v{v}' for v in changed) or 'nothing'}"
                 + (f": {why}" if why else ""), version=version)
     return changed
+
+
+def write_projections(ws: Workspace, store: Store, cfg: Config) -> None:
+    """performance.md and README.md, re-rendered from the store."""
+    meta = store.meta()
+    everything = store.iterations()
+    chain = read_chain(ws, everything, meta)  # a forged keep is never shown, nor BEST
+    its = bookkeeping.trusted_rows(everything, chain.trusted)
+    meta["best_commit"] = bookkeeping.best_commit(its) or chain.baseline_commit
+    meta["tampered"] = chain.problem
+    write_atomic(ws.performance, projections.render_performance(cfg, meta, its, bookkeeping.counters(its)))
+    write_atomic(ws.readme, projections.render_readme(
+        cfg, meta, config_columns=meta.get("config_columns"), classes=meta.get("classes"),
+        hardware=meta.get("hardware_md"), roofline=meta.get("roofline_md")))

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kopt_supervisor.engine import fmt
+from kopt_supervisor.engine import bookkeeping, fmt
 from kopt_supervisor.engine.bookkeeping import Counters
 from kopt_supervisor.engine.config import Config
 from kopt_supervisor.engine.decide.stats import geomean, positive_finite
@@ -368,3 +368,17 @@ def _number(v: Any) -> float | None:
 
 def _names(v: Any) -> tuple[str, ...]:
     return tuple(str(x) for x in v) if isinstance(v, list | tuple) else ()
+
+
+def best_speedup(iterations: list[Iteration], direction: str = "min") -> float | None:
+    """Geometric mean over classes of baseline / best (>1: faster than the baseline)."""
+    base = bookkeeping.baseline(iterations)
+    if base is None:
+        return None
+    best = best_per_class(iterations)
+    ratios = []
+    for cls, c in (base.record.get("classes") or {}).items():
+        b, now = c.get("best"), best.get(cls)
+        if b and now and b > 0 and now > 0:
+            ratios.append(b / now if direction == "min" else now / b)
+    return geomean(ratios)

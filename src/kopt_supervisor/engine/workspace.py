@@ -251,19 +251,3 @@ def refresh_memory(ws: Workspace, it: Any) -> bool:
         pass
     write_json(ws.memory_path(it.version), want)
     return True
-
-
-def write_projections(ws: Workspace, store: Store, cfg: config_mod.Config) -> None:
-    """performance.md and README.md, re-rendered from the store."""
-    from kopt_supervisor.engine import bookkeeping, history, projections
-
-    meta = store.meta()
-    everything = store.iterations()
-    chain = history.read_chain(ws, everything, meta)  # a forged keep is never shown, nor BEST
-    its = bookkeeping.trusted_rows(everything, chain.trusted)
-    meta["best_commit"] = bookkeeping.best_commit(its) or chain.baseline_commit
-    meta["tampered"] = chain.problem
-    write_atomic(ws.performance, projections.render_performance(cfg, meta, its, bookkeeping.counters(its)))
-    write_atomic(ws.readme, projections.render_readme(
-        cfg, meta, config_columns=meta.get("config_columns"), classes=meta.get("classes"),
-        hardware=meta.get("hardware_md"), roofline=meta.get("roofline_md")))

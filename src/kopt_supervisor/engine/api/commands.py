@@ -28,9 +28,10 @@ from kopt_supervisor.engine.api.reading import LIVE_STATES
 from kopt_supervisor.engine.api.reviews import ANSWERS, answer_version, sealed_answers
 from kopt_supervisor.engine.daemon import engine_alive, workspace_lock
 from kopt_supervisor.engine.errors import BadInput
+from kopt_supervisor.engine.history import write_projections
 from kopt_supervisor.engine.propose.manual import lanes_text, submit_lane, wait_key
 from kopt_supervisor.engine.store import Store
-from kopt_supervisor.engine.workspace import Workspace, write_projections
+from kopt_supervisor.engine.workspace import Workspace
 
 
 @dataclass(frozen=True)

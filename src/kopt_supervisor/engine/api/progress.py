@@ -6,7 +6,7 @@ results.md's "Progress and where the time went", the TUI's lanes panel).
   seconds since the first candidate started and the lane-seconds spent by then (the sum of
   every candidate iteration's time that had ended; each lane holds one GPU while its
   iteration runs, so lane-seconds are GPU-seconds), and the best speedup after that keep
-  (`reading.best_speedup`'s rule: the geometric mean over classes of baseline / best).
+  (`projections.best_speedup`'s rule: the geometric mean over classes of baseline / best).
 - Per lane (`LaneTime`): the seconds of each bucket of engine/loop/lane.py SPENT (wait,
   propose, measure, confirm, review, stale), what else the iterations spent (kopt's own
   bookkeeping, discards: `other_s`), and how many iterations were rebased, handed back or
@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from kopt_supervisor.engine import fmt
+from kopt_supervisor.engine.projections import best_speedup
 from kopt_supervisor.engine.records import Iteration, Status
 
 BUCKETS = ("wait", "propose", "measure", "confirm", "review", "stale")
@@ -129,8 +130,6 @@ def _lane(it: Iteration) -> int:
 def progress(iterations: Sequence[Iteration], direction: str = "min") -> Progress:
     """The run's Progress from its iterations (the trusted history: a forged keep counts for
     nothing; masked iterations spent their time but moved nothing)."""
-    from kopt_supervisor.engine.api.reading import best_speedup
-
     base = [it for it in iterations if it.status == Status.BASELINE and not it.masked]
     ended = sorted((it for it in iterations if it.final and it.status != Status.BASELINE),
                    key=lambda it: (it.order, it.version))

@@ -19,8 +19,8 @@ from kopt_supervisor.engine.api import run_summary
 from kopt_supervisor.engine.api.progress import progress
 from kopt_supervisor.engine.api.reviews import PendingReview, review_queue, sealed_answers
 from kopt_supervisor.engine.daemon import engine_alive
-from kopt_supervisor.engine.decide.stats import geomean
 from kopt_supervisor.engine.errors import BadInput, KoptError
+from kopt_supervisor.engine.projections import best_speedup
 from kopt_supervisor.engine.records import Iteration
 from kopt_supervisor.engine.store import Command, Event, Store
 from kopt_supervisor.engine.workspace import Workspace, list_workspaces
@@ -65,22 +65,6 @@ def heartbeat_age(meta: dict[str, Any], now: float | None = None) -> float | Non
     hb = meta.get("heartbeat") or {}
     t = hb.get("t")
     return None if t is None else max(0.0, (now or time.time()) - float(t))
-
-
-def best_speedup(iterations: list[Iteration], direction: str = "min") -> float | None:
-    """Geometric mean over classes of baseline / best (>1: faster than the baseline)."""
-    base = bookkeeping.baseline(iterations)
-    if base is None:
-        return None
-    from kopt_supervisor.engine.projections import best_per_class
-
-    best = best_per_class(iterations)
-    ratios = []
-    for cls, c in (base.record.get("classes") or {}).items():
-        b, now = c.get("best"), best.get(cls)
-        if b and now and b > 0 and now > 0:
-            ratios.append(b / now if direction == "min" else now / b)
-    return geomean(ratios)
 
 
 @dataclass(frozen=True)

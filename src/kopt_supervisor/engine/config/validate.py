@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from kopt_supervisor.engine import diffscan, expr
+from kopt_supervisor.engine.config import agent_names
 from kopt_supervisor.engine.config.sections import FORMATS, Config, DecideConfig, ProposeConfig
 from kopt_supervisor.engine.errors import BadInput
 
@@ -166,13 +167,11 @@ def validate(cfg: Config, source: str = "kopt.toml") -> None:
 
 def _validate_agent(pr: ProposeConfig, need: Any) -> None:
     """[propose] keys of the command proposer and its agent preset."""
-    from kopt_supervisor.engine.propose import agents
-
     command = pr.command.strip()
     need(pr.kind != "command" or bool(command) or bool(pr.agent), "[propose].command",
          'is required when [propose].kind = "command" (or name an agent preset: [propose].agent)')
-    need(not pr.agent or pr.agent in agents.PRESETS, "[propose].agent",
-         f"must be one of {', '.join(repr(a) for a in agents.AGENT_NAMES)}, not {pr.agent!r}")
+    need(not pr.agent or pr.agent in agent_names.AGENT_NAMES, "[propose].agent",
+         f"must be one of {', '.join(repr(a) for a in agent_names.AGENT_NAMES)}, not {pr.agent!r}")
     need(not pr.agent or pr.kind == "command", "[propose].agent",
          f'needs [propose].kind = "command" (an agent is a command proposer), not {pr.kind!r}')
     need(pr.agent != "generic" or bool(command), "[propose].command",
@@ -180,7 +179,7 @@ def _validate_agent(pr: ProposeConfig, need: Any) -> None:
     need(pr.session in ("fresh", "resume"), "[propose].session", f'must be "fresh" or "resume", not {pr.session!r}')
     if pr.session == "resume":
         need(pr.kind == "command", "[propose].session", '= "resume" needs an agent ([propose].kind = "command")')
-        need(agents.supports_resume(pr.agent, command), "[propose].session",
+        need(agent_names.supports_resume(pr.agent, command), "[propose].session",
              f'= "resume": {_agent_name(pr)} cannot continue a session'
              + (" (aider has no session id)" if pr.agent == "aider" else "")
              + (" (put {session} in [propose].command where the CLI takes the session id)"
@@ -195,7 +194,7 @@ def _validate_agent(pr: ProposeConfig, need: Any) -> None:
         need(value == 0 or pr.kind == "command", f"[propose].{key}",
              'counts agent runs: it needs [propose].kind = "command"')
     if pr.budget_usd > 0 and pr.agent:
-        pre = agents.PRESETS[pr.agent]
+        pre = agent_names.KINDS[pr.agent]
         need(pre.reports_cost, "[propose].budget_usd",
              f"cannot be kept: {pre.title} reports no cost (use [propose].budget_tokens)")
     need(pr.transcript_max_kib >= 16, "[propose].transcript_max_kib", "must be >= 16")

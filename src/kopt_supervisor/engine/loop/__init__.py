@@ -4,8 +4,9 @@ recovery). docs/architecture.md follows one iteration through them."""
 
 from __future__ import annotations
 
+from kopt_supervisor.engine.history import write_projections
 from kopt_supervisor.engine.loop.machine import BaselineFailed, Engine
-from kopt_supervisor.engine.workspace import Workspace, write_projections
+from kopt_supervisor.engine.workspace import Workspace
 
 __all__ = ["BaselineFailed", "Engine", "write_initial_projections"]
 

@@ -22,6 +22,7 @@ from typing import Any
 from kopt_supervisor.engine import bookkeeping, faults, gitops, history, integrity, runner
 from kopt_supervisor.engine.config import Config
 from kopt_supervisor.engine.decide import Verdict
+from kopt_supervisor.engine.history import write_projections
 from kopt_supervisor.engine.loop.control import Control
 from kopt_supervisor.engine.loop.jails import Jails
 from kopt_supervisor.engine.loop.lane import Lane
@@ -30,12 +31,7 @@ from kopt_supervisor.engine.propose.costs import Spent, spent
 from kopt_supervisor.engine.records import KEPT, Iteration, IterationRow, Phase, Status
 from kopt_supervisor.engine.sandbox import Confinement
 from kopt_supervisor.engine.store import Store
-from kopt_supervisor.engine.workspace import (
-    Workspace,
-    write_atomic,
-    write_memory,
-    write_projections,
-)
+from kopt_supervisor.engine.workspace import Workspace, write_atomic, write_memory
 
 MARKER = "KOPT_WORKSPACE"
 """Every child kopt starts carries this variable (the workspace's path): after a crash, the

@@ -1,8 +1,8 @@
 """The run as `kopt mcp`'s tools see it: reads of its records, the submit, and the following
 of the iteration a submit started until its verdict. Synchronous (the server calls it from
 worker threads) and a client of the run like the CLI: `engine.api` (and `gitops` to read what
-a lane's worktree changes, as `api.candidate_changes` reads cand/), commands sent sealed
-through `api.send`, records read through `api.RunReader`; it never runs the agent,
+a lane's worktree changes, as `candidate_changes` reads cand/), commands sent sealed
+through `send`, records read through `RunReader`; it never runs the agent,
 never writes the workspace (its lane locks aside: `seats`), never touches cand/.
 
 On a run of several lanes every call that concerns a candidate (`status`, `context`, the
@@ -20,14 +20,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kopt_supervisor.engine import api, gitops
-from kopt_supervisor.engine.api import BadInput, Workspace
-from kopt_supervisor.engine.api.commands import addressed_lane, said_worktree, submit_waits
+from kopt_supervisor.engine import gitops
+from kopt_supervisor.engine.api.commands import addressed_lane, said_worktree, send, submit_waits
 from kopt_supervisor.engine.api.origin import proposal_origin
+from kopt_supervisor.engine.api.reading import (
+    RunReader,
+    engine_alive,
+    heartbeat_age,
+    memory_record,
+    memory_records,
+    read_transcript,
+    status,
+)
 from kopt_supervisor.engine.api.reviews import lane_of
+from kopt_supervisor.engine.api.run_summary import profiler_evidence
+from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.mcp import rules
 from kopt_supervisor.engine.mcp.errors import EngineGone, Refused
 from kopt_supervisor.engine.mcp.seats import Seats
+from kopt_supervisor.engine.workspace import Workspace
 
 HEARTBEAT_STALE_S = 30.0
 """An engine whose heartbeat (written every second) is older than this is taken for dead."""
@@ -79,7 +90,7 @@ class Judge:
     def moment(self, lane: int = 0) -> tuple[rules.RunMoment, dict[str, Any]]:
         """What the run does now in `lane` (its newest iteration, a submit pending for it), and
         the run's meta."""
-        with api.RunReader(self.ws) as r:
+        with RunReader(self.ws) as r:
             meta = r.meta()
             last = None
             for v in sorted(r.iteration_stamps(), reverse=True):  # one lane: the newest at once
@@ -89,7 +100,7 @@ class Judge:
                     break
             pending = [c for c in r.pending_commands()
                        if c.kind == "submit" and addressed_lane(c.args, self.lanes) == lane]
-        alive, pid = api.engine_alive(self.ws)
+        alive, pid = engine_alive(self.ws)
         proposer = meta.get("proposer")
         waiting = lane in submit_waits(meta.get, self.lanes, pid if alive else None)
         return rules.RunMoment(
@@ -117,7 +128,7 @@ class Judge:
         return rules.serve_problem(self.ws.tag, m.alive, m.proposer)
 
     def status(self, lane: int = 0) -> dict[str, Any]:
-        st = api.status(self.ws)
+        st = status(self.ws)
         m, meta = self.moment(lane)
         problem = rules.submit_problem(m)
         return {
@@ -155,7 +166,7 @@ class Judge:
         if m.version is not None:
             for repair in range(m.repair, -1, -1):  # the newest prompt of the iteration
                 suffix = f"_repair{repair}" if repair else ""
-                t = api.read_transcript(self.ws, f"logs/v{m.version}/prompt{suffix}.md")
+                t = read_transcript(self.ws, f"logs/v{m.version}/prompt{suffix}.md")
                 if not t.error:
                     pack = t.text
                     break
@@ -163,7 +174,7 @@ class Judge:
                                                    "iteration waits for a submit)") + "\n"
 
     def history(self, n: int) -> list[dict[str, Any]]:
-        records = api.memory_records(self.ws)[-rules.history_count(n):]
+        records = memory_records(self.ws)[-rules.history_count(n):]
         out = []
         for r in records:
             view = rules.verdict_view(r)
@@ -175,13 +186,13 @@ class Judge:
     def _record(self, version: object) -> dict[str, Any]:
         v = rules.parse_version(version)
         try:
-            return api.memory_record(self.ws, v)
+            return memory_record(self.ws, v)
         except BadInput as e:
             raise Refused(str(e)) from None
 
     def profile(self, version: object) -> dict[str, Any]:
         rec = self._record(version)
-        ev = api.profiler_evidence(rec.get("profile"))
+        ev = profiler_evidence(rec.get("profile"))
         if ev is None:
             return {"iteration": rec.get("version"), "profiled": False,
                     "note": "no profile of best against this candidate (no profiler configured, a CPU target, "
@@ -191,7 +202,7 @@ class Judge:
     def diff(self, version: object) -> str:
         rec = self._record(version)
         v = int(rec["version"])
-        with api.RunReader(self.ws) as r:
+        with RunReader(self.ws) as r:
             text = r.diff(v)
         if not text:
             return f"v{v}: no diff recorded (the baseline, or a candidate stopped before the police read it)"
@@ -222,7 +233,7 @@ class Judge:
 
     def _send(self, kind: str, args: dict[str, Any], source: str) -> str:
         try:
-            return api.send(self.ws, kind, args, source=source).message
+            return send(self.ws, kind, args, source=source).message
         except BadInput as e:
             raise Refused(str(e)) from None
 
@@ -242,7 +253,7 @@ class Judge:
             if problem:
                 raise Refused(problem)
             assert m.version is not None
-            with api.RunReader(self.ws) as r:
+            with RunReader(self.ws) as r:
                 it = r.iteration(m.version)
             base = it.best_commit_before if it else None
             if not base:
@@ -255,7 +266,7 @@ class Judge:
                 raise Refused(f"{m.where}the worktree ({tree}) holds no change against BEST {base[:10]}: edit the "
                               "kernel first (nothing was sent)")
             try:
-                sent = api.send(self.ws, "submit", {**args, "lane": lane}, source=source)
+                sent = send(self.ws, "submit", {**args, "lane": lane}, source=source)
             except BadInput as e:
                 raise Refused(str(e)) from None
             return Submission(m.version, m.repair, sent.command_id, source, changed, lane)
@@ -268,7 +279,7 @@ class Judge:
 
     def observe(self, sub: Submission) -> Observation:
         """One look at the submitted iteration (raises EngineGone when its engine died)."""
-        with api.RunReader(self.ws) as r:
+        with RunReader(self.ws) as r:
             meta = r.meta()
             it = r.iteration(sub.version)
             taken = sub.command_id is None or all(c.id != sub.command_id for c in r.pending_commands())
@@ -278,18 +289,18 @@ class Judge:
         if it is None:
             raise EngineGone(f"v{sub.version} is no longer in the run's records")
         if str(it.status) not in rules.FINAL_WAITS:
-            return Observation("done", f"v{sub.version}: {it.status}", api.memory_record(self.ws, sub.version))
+            return Observation("done", f"v{sub.version}: {it.status}", memory_record(self.ws, sub.version))
         self._check_alive(meta, sub)
         if it.awaiting_review:
             return Observation("review", rules.review_text(self.ws.tag, sub.version))
         if taken and str(it.phase) == "propose" and it.repair_attempts > sub.repair:
             return Observation("repair", f"v{sub.version}: correctness fails; repair {it.repair_attempts}",
-                               api.memory_record(self.ws, sub.version))
+                               memory_record(self.ws, sub.version))
         return Observation("working", rules.progress_text(sub.version, str(it.phase), meta.get("progress")))
 
     def _check_alive(self, meta: dict[str, Any], sub: Submission) -> None:
-        alive, _ = api.engine_alive(self.ws)
-        age = api.heartbeat_age(meta)
+        alive, _ = engine_alive(self.ws)
+        age = heartbeat_age(meta)
         if not alive or (age is not None and age > self.heartbeat_stale_s):
             why = "its engine is gone" if not alive else f"its engine has not beaten for {age:.0f} s"
             raise EngineGone(f"v{sub.version} did not end: {why} (`kopt status {self.ws.tag}`; "
@@ -316,7 +327,7 @@ class Judge:
         """What a submit returns: the verdict, the per-class deltas, the profiler's word, the
         iteration's number, and whether the agent may edit again."""
         view = rules.verdict_view(record)
-        ev = api.profiler_evidence(record.get("profile"))
+        ev = profiler_evidence(record.get("profile"))
         view["profiler"] = dataclasses.asdict(ev) if ev is not None else None
         view["seconds"] = round(time.monotonic() - sub.started, 1)
         if kind == "repair":

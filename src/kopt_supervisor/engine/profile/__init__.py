@@ -14,11 +14,13 @@ The loop calls:
     agreement = agrees(verdict.classes, cmp, min_effect_pct=policy.min_effect_pct)
     # agreement.disagrees -> review with agreement.reason()
 
+`choose_profiler` (here: the package picks among its adapters) gives the loop its profiler.
 See engine/profile/classes.py for what is compared and how the noise is measured, and
 engine/profile/ranges.py for the range names.
 """
 
-from kopt_supervisor.engine.profile.base import PROFILE_ENV, Profiler, choose_profiler
+from kopt_supervisor.engine.errors import BadInput, KoptFailure
+from kopt_supervisor.engine.profile.base import PROFILE_ENV, Profiler
 from kopt_supervisor.engine.profile.classes import (
     ALL_CLASSES,
     NO_RANGES_NOTE,
@@ -48,6 +50,31 @@ from kopt_supervisor.engine.profile.model import (
 from kopt_supervisor.engine.profile.ncu import NcuProfiler, parse_ncu_csv
 from kopt_supervisor.engine.profile.ranges import ConfigRef, RangeMatcher, config_refs, range_name
 from kopt_supervisor.engine.profile.rocprof import Rocprofv3Profiler
+
+
+def choose_profiler(kind: str, vendor: str, *, outside_ranges: str = "time") -> Profiler | None:
+    """The profiler for [profile].kind on a GPU of `vendor` ("nvidia", "amd", other).
+    `outside_ranges` ([profile].outside_ranges) goes to ncu; rocprofv3 takes one pass.
+
+    "none" -> None. "auto" -> ncu on NVIDIA, rocprofv3 on AMD, None for other vendors or
+    when the tool is not on PATH. "ncu"/"rocprofv3" named explicitly must be on PATH:
+    a missing tool is a KoptFailure rather than a silently unprofiled run.
+    """
+    if kind == "none":
+        return None
+    if kind == "auto":
+        auto = {"nvidia": "ncu", "amd": "rocprofv3"}.get(vendor.lower())
+        if auto is None:
+            return None
+        candidate = NcuProfiler(outside_ranges=outside_ranges) if auto == "ncu" else Rocprofv3Profiler()
+        return candidate if candidate.available() else None
+    if kind not in ("ncu", "rocprofv3"):
+        raise BadInput(f'[profile].kind must be "auto", "ncu", "rocprofv3" or "none", not {kind!r}')
+    profiler: Profiler = NcuProfiler(outside_ranges=outside_ranges) if kind == "ncu" else Rocprofv3Profiler()
+    if not profiler.available():
+        raise KoptFailure(f'[profile].kind = "{kind}" but `{profiler.executable}` is not on PATH')
+    return profiler
+
 
 __all__ = [
     "ALL_CLASSES",

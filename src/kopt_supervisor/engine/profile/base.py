@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from kopt_supervisor.engine.errors import BadInput, KoptFailure
+from kopt_supervisor.engine.errors import KoptFailure
 from kopt_supervisor.engine.profile.model import ProfileSummary
 
 PROFILE_ENV = {"KOPT_PROFILE": "1"}
@@ -98,30 +98,3 @@ class Profiler:
         if len(done) != 1 or done[0].role != "single":
             raise KoptFailure(f"{self.name}: expected its one pass, got {[p.role for p in done]}")
         return self.parse(done[0].out_dir, kernel_regex)
-
-
-def choose_profiler(kind: str, vendor: str, *, outside_ranges: str = "time") -> Profiler | None:
-    """The profiler for [profile].kind on a GPU of `vendor` ("nvidia", "amd", other).
-    `outside_ranges` ([profile].outside_ranges) goes to ncu; rocprofv3 takes one pass.
-
-    "none" -> None. "auto" -> ncu on NVIDIA, rocprofv3 on AMD, None for other vendors or
-    when the tool is not on PATH. "ncu"/"rocprofv3" named explicitly must be on PATH:
-    a missing tool is a KoptFailure rather than a silently unprofiled run.
-    """
-    from kopt_supervisor.engine.profile.ncu import NcuProfiler
-    from kopt_supervisor.engine.profile.rocprof import Rocprofv3Profiler
-
-    if kind == "none":
-        return None
-    if kind == "auto":
-        auto = {"nvidia": "ncu", "amd": "rocprofv3"}.get(vendor.lower())
-        if auto is None:
-            return None
-        candidate = NcuProfiler(outside_ranges=outside_ranges) if auto == "ncu" else Rocprofv3Profiler()
-        return candidate if candidate.available() else None
-    if kind not in ("ncu", "rocprofv3"):
-        raise BadInput(f'[profile].kind must be "auto", "ncu", "rocprofv3" or "none", not {kind!r}')
-    profiler: Profiler = NcuProfiler(outside_ranges=outside_ranges) if kind == "ncu" else Rocprofv3Profiler()
-    if not profiler.available():
-        raise KoptFailure(f'[profile].kind = "{kind}" but `{profiler.executable}` is not on PATH')
-    return profiler

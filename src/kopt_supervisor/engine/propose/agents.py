@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kopt_supervisor.engine.config.agent_names import AGENT_NAMES, KINDS, AgentKind
 from kopt_supervisor.engine.propose.costs import (
     Parser,
     parse_aider,
@@ -90,7 +91,6 @@ def task_message(call: AgentCall) -> str:
 @dataclass(frozen=True)
 class AgentPreset:
     name: str
-    title: str
     executable: str
     """The program that must be on PATH."""
     argv: Callable[[AgentCall], list[str]]
@@ -101,8 +101,6 @@ class AgentPreset:
     """An environment variable that moves the CLI's config folder; when set, its value
     replaces the first writable path."""
     env: Callable[[AgentCall], dict[str, str]] | None = None
-    can_resume: bool = False
-    reports_cost: bool = False
     parses_stderr: bool = False
     """The usage lines are on stderr as well as stdout (both are parsed)."""
     timeout_s: float = DEFAULT_TIMEOUT_S
@@ -110,6 +108,23 @@ class AgentPreset:
     """The CLI version this preset was written against."""
     docs: tuple[str, ...] = ()
     install: str = ""
+
+    @property
+    def kind(self) -> AgentKind:
+        """Its title, session and cost support (config/agent_names.KINDS)."""
+        return KINDS[self.name]
+
+    @property
+    def title(self) -> str:
+        return self.kind.title
+
+    @property
+    def can_resume(self) -> bool:
+        return self.kind.resumes
+
+    @property
+    def reports_cost(self) -> bool:
+        return self.kind.reports_cost
 
 
 def _model(call: AgentCall, flag: str = "--model") -> list[str]:
@@ -223,48 +238,48 @@ def generic_argv(call: AgentCall) -> list[str]:
 
 PRESETS: dict[str, AgentPreset] = {p.name: p for p in (
     AgentPreset(
-        name="claude-code", title="Claude Code", executable="claude", argv=claude_argv, parse=parse_claude,
+        name="claude-code", executable="claude", argv=claude_argv, parse=parse_claude,
         writable=("~/.claude", "~/.claude.json", "~/.claude.json.backup", "~/.cache/claude-cli-nodejs"),
-        home_env="CLAUDE_CONFIG_DIR", can_resume=True, reports_cost=True,
+        home_env="CLAUDE_CONFIG_DIR",
         version="Claude Code 2.1.x (2026)",
         docs=("https://code.claude.com/docs/en/headless", "https://code.claude.com/docs/en/cli-reference"),
         install="npm install -g @anthropic-ai/claude-code"),
     AgentPreset(
-        name="codex", title="OpenAI Codex CLI", executable="codex", argv=codex_argv, parse=parse_codex,
-        writable=("~/.codex",), home_env="CODEX_HOME", can_resume=True, reports_cost=False,
+        name="codex", executable="codex", argv=codex_argv, parse=parse_codex,
+        writable=("~/.codex",), home_env="CODEX_HOME",
         version="codex-cli 0.114+ (docs of 2026-04)",
         docs=("https://developers.openai.com/codex/noninteractive", "https://developers.openai.com/codex/cli/reference",
               "https://github.com/openai/codex/blob/main/docs/exec.md"),
         install="npm install -g @openai/codex"),
     AgentPreset(
-        name="gemini", title="Gemini CLI", executable="gemini", argv=gemini_argv, parse=parse_gemini,
-        writable=("~/.gemini",), can_resume=True, reports_cost=False,
+        name="gemini", executable="gemini", argv=gemini_argv, parse=parse_gemini,
+        writable=("~/.gemini",),
         version="Gemini CLI 0.2x (headless.md and output/types.ts of 2026)",
         docs=("https://geminicli.com/docs/cli/headless/",
               "https://github.com/google-gemini/gemini-cli/blob/main/docs/cli/cli-reference.md",
               "https://github.com/google-gemini/gemini-cli/blob/main/packages/core/src/output/types.ts"),
         install="npm install -g @google/gemini-cli"),
     AgentPreset(
-        name="aider", title="aider", executable="aider", argv=aider_argv, parse=parse_aider,
-        writable=("~/.aider",), can_resume=False, reports_cost=True, parses_stderr=True, timeout_s=1800.0,
+        name="aider", executable="aider", argv=aider_argv, parse=parse_aider,
+        writable=("~/.aider",), parses_stderr=True, timeout_s=1800.0,
         version="aider 0.86 (base_coder.py usage report)",
         docs=("https://aider.chat/docs/scripting.html", "https://aider.chat/docs/config/options.html",
               "https://github.com/Aider-AI/aider/blob/main/aider/coders/base_coder.py"),
         install="python -m pip install aider-install && aider-install"),
     AgentPreset(
-        name="opencode", title="opencode", executable="opencode", argv=opencode_argv, parse=parse_opencode,
+        name="opencode", executable="opencode", argv=opencode_argv, parse=parse_opencode,
         writable=("~/.local/share/opencode", "~/.config/opencode", "~/.cache/opencode", "~/.local/state/opencode"),
-        env=opencode_env, can_resume=True, reports_cost=True,
+        env=opencode_env,
         version="opencode 1.x (run --format json)",
         docs=("https://opencode.ai/docs/cli/", "https://opencode.ai/docs/permissions/"),
         install="npm install -g opencode-ai"),
     AgentPreset(
-        name="generic", title="any CLI ([propose].command)", executable="", argv=generic_argv, parse=parse_generic,
-        writable=(), can_resume=False, reports_cost=True,
+        name="generic", executable="", argv=generic_argv, parse=parse_generic,
+        writable=(),
         version="kopt's own contract ($KOPT_USAGE, or a JSON line)", docs=("docs/agents.md",)),
 )}
 
-AGENT_NAMES = tuple(PRESETS)
+assert tuple(PRESETS) == AGENT_NAMES, "config/agent_names.AGENT_NAMES names every preset, in order"
 
 
 def preset(name: str) -> AgentPreset:
@@ -287,13 +302,6 @@ def writable_paths(p: AgentPreset, extra: Sequence[str] = (), environ: Mapping[s
         if path not in out:
             out.append(path)
     return tuple(out)
-
-
-def supports_resume(name: str, command: str = "") -> bool:
-    """A preset that continues sessions, or a command that takes the `{session}` placeholder."""
-    if command and "{session}" in command:
-        return True
-    return bool(name) and PRESETS[name].can_resume and not command
 
 
 def timeout_s(cfg: Config) -> float:

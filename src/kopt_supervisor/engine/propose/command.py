@@ -25,12 +25,12 @@ from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kopt_supervisor.engine.config.agent_names import supports_resume
 from kopt_supervisor.engine.propose.agents import (
     PRESETS,
     AgentCall,
     AgentPreset,
     choose_session,
-    supports_resume,
     task_message,
 )
 from kopt_supervisor.engine.propose.agents import timeout_s as agent_timeout_s

@@ -18,16 +18,22 @@ appeared: `samples.flagged`) are left out, as the decision leaves them out, and 
 Masked iterations contribute nothing. The final tree's chain of keeps is followed by
 commit ancestry: the best iteration, then the keep whose commit is its
 `best_commit_before`, down to the baseline commit.
+
+`ReportInputs` is all a report is rendered from: the gathered `RunData`, the run's config,
+its environment and roofline, the chart's text, the final tree.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from kopt_supervisor.engine import bookkeeping
+from kopt_supervisor.engine.config import Config
 from kopt_supervisor.engine.records import Iteration
+from kopt_supervisor.engine.report.roofline_view import RooflineView
 
 SampleRow = Mapping[str, Any]
 """One row of the samples table: version, stage, round, block, side, config, cls, value."""
@@ -204,3 +210,22 @@ def _flagged(row: SampleRow) -> bool:
         return bool(row["flagged"])
     except (KeyError, IndexError):
         return False
+
+
+@dataclass(frozen=True)
+class ReportInputs:
+    data: RunData
+    cfg: Config
+    tag: str
+    environment: dict[str, Any]
+    environment_when: str
+    """"at baseline" or "at report time"."""
+    roofline: RooflineView
+    chart_text: str
+    png_name: str | None
+    """The PNG chart's file name beside results.md, when one was drawn."""
+    chart_note: str
+    """A line under the chart heading (why the chart is text), or ""."""
+    final_tree_sha: str | None
+    config_text: str
+    generated_at: float = field(default_factory=time.time)

@@ -5,15 +5,11 @@ environment, and the provenance (commits, tree hash, the frozen kopt.toml)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kopt_supervisor.engine import fmt
+from kopt_supervisor.engine.report.collect import ReportInputs
 from kopt_supervisor.engine.report.markdown import code, table
-
-if TYPE_CHECKING:
-    from kopt_supervisor.engine.report.render import ReportInputs
-
-
 
 
 def gpu_state(ev: Mapping[str, Any] | None) -> str:

@@ -7,21 +7,18 @@ section "Where the numbers come from" in docs/reports.md maps each one to its so
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from kopt_supervisor.engine import fmt
-from kopt_supervisor.engine.config import Config
 from kopt_supervisor.engine.decide.external_truth import TIMER_ONLY, truth_line
 from kopt_supervisor.engine.projections import ran_unsandboxed, sandbox_line
 from kopt_supervisor.engine.records import Iteration
 from kopt_supervisor.engine.report import agents, profiler_view, progress_view, provenance
-from kopt_supervisor.engine.report.collect import RunData
+from kopt_supervisor.engine.report.collect import ReportInputs, RunData
 from kopt_supervisor.engine.report.markdown import code as _code
 from kopt_supervisor.engine.report.markdown import table as _table
-from kopt_supervisor.engine.report.roofline_view import RooflineView
 from kopt_supervisor.engine.report.stats import Summary, geomean, speedup, summarize
 
 SECTIONS = (
@@ -54,25 +51,6 @@ class ConfigStats:
     baseline: Summary | None
     final: Summary | None
     speedup: float | None
-
-
-@dataclass(frozen=True)
-class ReportInputs:
-    data: RunData
-    cfg: Config
-    tag: str
-    environment: dict[str, Any]
-    environment_when: str
-    """"at baseline" or "at report time"."""
-    roofline: RooflineView
-    chart_text: str
-    png_name: str | None
-    """The PNG chart's file name beside results.md, when one was drawn."""
-    chart_note: str
-    """A line under the chart heading (why the chart is text), or ""."""
-    final_tree_sha: str | None
-    config_text: str
-    generated_at: float = field(default_factory=time.time)
 
 
 # ---------------------------------------------------------------------------------------

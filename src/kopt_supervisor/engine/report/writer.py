@@ -18,11 +18,12 @@ from kopt_supervisor.engine import gitops
 from kopt_supervisor.engine.decide import guard_of, voting_classes
 from kopt_supervisor.engine.environment import capture_environment
 from kopt_supervisor.engine.errors import BadInput, KoptError
+from kopt_supervisor.engine.history import write_projections
 from kopt_supervisor.engine.report import chart, roofline_view
-from kopt_supervisor.engine.report.collect import NoBaseline, RunData, collect
-from kopt_supervisor.engine.report.render import ReportInputs, class_medians, render_results
+from kopt_supervisor.engine.report.collect import NoBaseline, ReportInputs, RunData, collect
+from kopt_supervisor.engine.report.render import class_medians, render_results
 from kopt_supervisor.engine.report.stats import summarize
-from kopt_supervisor.engine.workspace import Workspace, write_atomic, write_projections
+from kopt_supervisor.engine.workspace import Workspace, write_atomic
 
 PNG_NAME = "results_latency.png"
 TXT_NAME = "results_latency.txt"
