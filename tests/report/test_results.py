@@ -286,7 +286,7 @@ def test_performance_md_is_baseline_and_unmasked_keeps_with_the_stop_summary(dem
     assert rows[2]["Class / dispatch condition"] == "cls=small"
     assert rows[3]["Bottleneck targeted"] == its[4]["hypothesis"]
     cls_small = its[3]["record"]["classes"]["cls=small"]
-    assert rows[2]["Δ vs previous best"] == f"{cls_small['delta_pct']:+.2f}%"
+    assert rows[2]["Δ vs previous best"] == f"{cls_small['delta_pct']:+.2f}% faster"  # never a bare sign
     assert rows[2]["us"] == fmt.num(cls_small["cand"])  # performance.md: the one formatter
     assert all(r["Bench command"] == f"`{demo.load_config().target.bench}`" for r in rows)
     stop = sections(perf)["Stop Summary"]

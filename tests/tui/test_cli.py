@@ -117,8 +117,8 @@ def test_status_lists_every_lanes_review_and_each_lanes_state(tmp_path, capsys):
     assert kopt([*r, "status", LANES4]) == 0
     out = capsys.readouterr().out
     assert "pending reviews v1 (lane 0)\n" in out
-    assert "  lane 0: v1 awaiting your review · cls=large -70.0% [-83.4, -45.7] · GPU 1 on local\n" in out
-    assert "  lane 1: v2 deciding · round 3 of up to 4 · cls=large -1.1% [-18.8, +20.5] · GPU 2 on local\n" in out
+    assert "  lane 0: v1 awaiting your review · cls=large -70.0% faster [-83.4, -45.7] · GPU 1 on local\n" in out
+    assert "  lane 1: v2 deciding · round 3 of up to 4 · cls=large -1.1% faster [-18.8, +20.5] · GPU 2 on local\n" in out
     assert "  lane 2: waiting for an idle GPU · no GPU known\n" in out
     assert "  lane 3: v3 proposing · proposer (command) · GPU 3 on local\n" in out
     assert kopt([*r, "accept", LANES_REVIEW, "v2", "--why", "worth it"]) == 0
@@ -128,7 +128,7 @@ def test_status_lists_every_lanes_review_and_each_lanes_state(tmp_path, capsys):
     assert kopt([*r, "status", LANES_REVIEW]) == 0
     out = capsys.readouterr().out
     assert "pending reviews v1 (lane 0), v2 (lane 1, accept sent)\n" in out
-    assert "  lane 1: v2 accept sent · the engine applies it · cls=large -0.5% [-0.6, -0.3] · GPU 2 on local" in out
+    assert "  lane 1: v2 accept sent · the engine applies it · cls=large -0.5% faster [-0.6, -0.3] · GPU 2 on local" in out
     assert kopt([*r, "status", LANES_REVIEW, "--json"]) == 0
     st = json.loads(capsys.readouterr().out)
     assert [(x["version"], x["lane"], x["answer"] and x["answer"]["kind"]) for x in st["reviews"]] == [

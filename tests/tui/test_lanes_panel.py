@@ -148,15 +148,15 @@ def test_four_lanes_each_show_lane_gpu_phase_interval_review_and_candidate(tmp_p
     view = four_lanes_view(tmp_path)
     assert (view.busy, view.needing_you) == (3, 1)
     narrow = [line.plain for line in lane_lines(view.rows, 76)]  # an 80-column terminal's panel
-    assert narrow == ["lane 0  v1  GPU 1  review           -70.0% [-83.4, -45.7]  skip the softmax…",
-                      "lane 1  v2  GPU 2  deciding 3/4     -1.1% [-18.8, +20.5]   split K over two…",
+    assert narrow == ["lane 0  v1  GPU 1  review           -70.0% faster [-83.4, -45.7]  skip the …",
+                      "lane 1  v2  GPU 2  deciding 3/4     -1.1% faster [-18.8, +20.5]   split K o…",
                       "lane 2  —   —      waiting for GPU",
                       "lane 3  v3  GPU 3  proposing"]
     wide = [line.plain for line in lane_lines(view.rows, 196)]  # 200 columns: the host, the bar, the words
     assert wide[0] == ("lane 0  v1  GPU 1  local            awaiting your review            "
-                       "cls=large -70.0% [-83.4, -45.7]  skip the softmax rescale in the inner loop")
+                       "cls=large -70.0% faster [-83.4, -45.7]  skip the softmax rescale in the inner loop")
     assert wide[1] == ("lane 1  v2  GPU 2  local  ████░░░░  deciding · round 3 of up to 4   "
-                       "cls=large -1.1% [-18.8, +20.5]   split K over two warps and reduce in shared memory")
+                       "cls=large -1.1% faster [-18.8, +20.5]   split K over two warps and reduce in shared memory")
     assert wide[2] == "lane 2  —   —      —                waiting for an idle GPU"
     assert wide[3] == "lane 3  v3  GPU 3  local            proposing · proposer (command)"
     # the styles say what needs the engineer, what is settled and what is not
@@ -165,8 +165,8 @@ def test_four_lanes_each_show_lane_gpu_phase_interval_review_and_candidate(tmp_p
 
     lines = lane_lines(view.rows, 196)
     assert styles(lines[0])["awaiting your review"] == "bold magenta"
-    assert styles(lines[0])["cls=large -70.0% [-83.4, -45.7]"] == "green"  # improved
-    assert styles(lines[1])["cls=large -1.1% [-18.8, +20.5]"] == "yellow"  # undecided so far
+    assert styles(lines[0])["cls=large -70.0% faster [-83.4, -45.7]"] == "green"  # improved
+    assert styles(lines[1])["cls=large -1.1% faster [-18.8, +20.5]"] == "yellow"  # undecided so far
     assert styles(lines[2])["waiting for an idle GPU"] == "yellow"
     for width in (20, 40, 76, 120, 196):  # never wider than the panel
         assert all(line.cell_len <= width for line in lane_lines(view.rows, width))

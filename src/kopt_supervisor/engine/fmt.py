@@ -8,7 +8,9 @@ A latency, a percent change or an interval prints the same wherever it appears:
   same value print the same (900 and 900.0 are both 900).
 - `value`: anything a record holds (ints exactly, floats as `num`, bools yes/no, text as is).
 - `pct`: a signed percent change, +0.52%; `ratio_pct`: a cost ratio (below 1 is better) as a
-  percent change; `interval`: a ratio interval as percent changes, [-5.9, -4.1].
+  percent change; `change`: a cost change with its word, -5.02% faster, +3.10% slower (a
+  rate metric's values rise as its cost falls: a bare sign misleads); `interval`: a ratio
+  interval as percent changes, [-5.9, -4.1].
 - `share`: an unsigned share such as % of peak, 3 significant digits: 41.2%.
 - `speedup`: 1.234×. `rate`: a rate with an SI prefix, 2.87 TB/s. `size`: bytes, 12.5 KiB.
 - `usd`: dollars, $0.0421, $1.23, $1,234; `count`: a count such as tokens, 950, 12.3k, 1.24M.
@@ -77,6 +79,16 @@ def value(v: object) -> str:
 def pct(v: object, digits: int = 2) -> str:
     """A signed percent change: +0.52%, -5.02%."""
     return f"{float(v):+.{digits}f}%" if is_num(v) else DASH
+
+
+def change(v: object, digits: int = 2) -> str:
+    """A change of cost (time, or the inverse of a rate) in percent, with its word: -5.02%
+    faster, +3.10% slower; no word for a change that rounds to zero."""
+    if not is_num(v):
+        return DASH
+    shown = round(float(v), digits)
+    word = " faster" if shown < 0 else " slower" if shown > 0 else ""
+    return f"{pct(v, digits)}{word}"
 
 
 def ratio_pct(r: object, digits: int = 2) -> str:

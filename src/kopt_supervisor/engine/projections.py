@@ -167,7 +167,7 @@ def render_performance(cfg: Config, meta: dict[str, Any], iterations: list[Itera
         lines.append(
             f"| {_date(it.finished_at)} | {(it.commit or '')[:10]} | {'baseline' if it.status == 'baseline' else 'keep'} | "
             f"`{cfg.target.bench}` | {cls} | {_kernel_name(it)} | {fmt.num(value)} | {fmt.num(prof)} | "
-            f"{fmt.pct(delta)} | {_cell(what)} |"
+            f"{fmt.change(delta)} | {_cell(what)} |"
         )
     if meta.get("state") in ("stopped", "finished") and meta.get("stop_reason") and meta.get("stop_time"):
         lines += ["", render_stop_summary(cfg, meta, iterations, counters)]
@@ -194,7 +194,7 @@ def render_stop_summary(cfg: Config, meta: dict[str, Any], iterations: list[Iter
         lines.append(
             f"| v{r['version']} | {_cell(r['hypothesis'])} | {_cell(', '.join(r['files']))} | "
             f"{fmt.num(r['metric_best'])} → {fmt.num(r['metric_cand'])} | "
-            f"{fmt.num(r['profiler_best_ns'])} → {fmt.num(r['profiler_cand_ns'])} | {fmt.pct(r['delta_pct'])} | "
+            f"{fmt.num(r['profiler_best_ns'])} → {fmt.num(r['profiler_cand_ns'])} | {fmt.change(r['delta_pct'])} | "
             f"{_cell(r['notes'])} |"
         )
     if not counters.recent_regressions:

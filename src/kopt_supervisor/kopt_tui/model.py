@@ -420,7 +420,7 @@ def lane_row(entry: api.LaneState | Mapping[str, Any]) -> LaneRow:
         lane=e.lane, version=e.version, what=what, step=fmt.one_line(step, 120), done=done, total=total,
         gpu=fmt.one_line(gpu_label(e.gpu), 40), host=fmt.one_line(e.host, 40), short=fmt.one_line(short, 40),
         candidate=fmt.one_line(e.hypothesis, 200),
-        interval=f"{fmt.pct(span.delta_pct, 1)} {fmt.interval(span.lo, span.hi)}" if span else "",
+        interval=f"{fmt.change(span.delta_pct, 1)} {fmt.interval(span.lo, span.hi)}" if span else "",
         interval_cls=fmt.one_line(span.cls, 40) if span else "", verdict=span.verdict if span else "",
         review=(review.place or 0) if review else None,
         answered=review is not None and (bool(review.answer) or review.more_rounds))

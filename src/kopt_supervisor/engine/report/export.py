@@ -111,7 +111,7 @@ def keep_message(it: Iteration, tag: str, keep: ExportedKeep) -> str:
             continue
         interval = f" {fmt.interval(c['lo'], c['hi'])}" if fmt.is_num(c.get("lo")) and fmt.is_num(c.get("hi")) else ""
         lines.append(f"  {cls}: {fmt.num(c['best'])} -> {fmt.num(c['cand'])} "
-                     f"({fmt.pct(c.get('delta_pct', 0.0))}{interval}, {c.get('verdict', '')})")
+                     f"({fmt.change(c.get('delta_pct', 0.0))}{interval}, {c.get('verdict', '')})")
     if dec.get("rounds"):
         lines += ["", f"Measured paired with the best of that moment over {dec['rounds']} rounds "
                   f"({fmt.num(float(dec.get('gpu_seconds') or 0))} GPU-s)."]

@@ -280,7 +280,7 @@ def _class_deltas(it: Iteration) -> str:
         if delta is None:
             continue
         interval = f" {fmt.interval(lo, hi)}" if fmt.is_num(lo) and fmt.is_num(hi) else ""
-        parts.append(f"{cls} {fmt.pct(delta)}{interval} {c.get('verdict', '')}".rstrip())
+        parts.append(f"{cls} {fmt.change(delta)}{interval} {c.get('verdict', '')}".rstrip())
     return "; ".join(parts) or "—"
 
 

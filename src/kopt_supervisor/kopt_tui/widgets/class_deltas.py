@@ -25,7 +25,7 @@ def _cells(r: ClassRow) -> dict[str, Text | str]:
     return {
         "class": Text(("▸ " if r.target else "") + r.cls, style="bold" if r.target else ""),
         "best": fmt.num(r.best), "cand": fmt.num(r.cand),
-        "Δ": Text(fmt.pct(delta), style=delta_style(delta)), "interval %": fmt.interval(r.lo, r.hi),
+        "Δ": Text(fmt.change(delta), style=delta_style(delta)), "interval %": fmt.interval(r.lo, r.hi),
         "rnd": str(r.rounds) if r.rounds is not None else fmt.DASH,
         "verdict": Text(r.verdict or fmt.DASH, style=VERDICT_STYLE.get(r.verdict, "")),
         "roof": fmt.share(r.roof_pct),

@@ -41,7 +41,7 @@ class Counters(Widget):
         if not v.recent:
             lines.append(Text("no regression since the last keep or tie", style="dim"))
         for r in v.recent:
-            lines.append(Text.assemble((f"v{r.version:<4}", "bold"), (f"{fmt.pct(r.delta):>8} ", "red"),
+            lines.append(Text.assemble((f"v{r.version:<4}", "bold"), (f"{fmt.change(r.delta):>15} ", "red"),
                                        (f"{r.cls} ", "dim"), r.hypothesis))
         out = Text("\n").join(lines)
         out.no_wrap = True
