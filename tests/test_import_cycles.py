@@ -17,8 +17,6 @@ KNOWN = {
     # as a service locator): split it into history reads, projections and process execution
     frozenset({"loop.context", "loop.evidence", "loop.keep", "loop.lane", "loop.measure", "loop.police",
                "loop.rounds"}),
-    # onboard's steps import the package's __init__, which imports the steps
-    frozenset({"onboard", "onboard.proposal", "onboard.scratch", "onboard.steps"}),
 }
 
 

@@ -19,12 +19,17 @@ proposed kopt.toml, so `kopt init --bench ... --answer ...` or `--yes` after a f
 reuses it instead of running the bench again; a different bench command or HEAD measures
 anew.
 
+`run_once` runs the bench once, timed; `local_run_bench` is a plain `run_bench` (its process
+group, a log, what it wrote: `tree_stamps` before and `written_since` after) for tests and
+as the body to wrap.
+
 Side effects: the copy, the bench runs (through `run_bench`), the draft's files.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import stat
 import time
@@ -41,7 +46,6 @@ def run_in_scratch(top: Path, commit: str, bench: str, run_bench: RunBench, scra
     """The bench run in `scratch`/tree, a copy of `commit`'s tracked files; again without the
     tracked files it wrote, when it wrote any (see the module docstring)."""
     from kopt_supervisor.engine import gitops
-    from kopt_supervisor.engine.onboard import run_once, tree_stamps
 
     tree = gitops.export_tree(top, commit, scratch / "tree")
     tracked = set(tree_stamps(tree))
@@ -127,3 +131,58 @@ def measured_at(draft: Path) -> str:
     except (OSError, ValueError, KeyError, TypeError):
         return "earlier"
     return time.strftime("%Y-%m-%d %H:%M", time.localtime(t))
+
+
+# ---------------------------------------------------------------------------------------
+# Running the bench once, and what it wrote
+
+
+Stamps = dict[str, tuple[int, int, int]]
+SKIP_DIRS = {".git", "__pycache__", ".venv", "venv", "node_modules", ".mypy_cache", ".pytest_cache", ".ruff_cache"}
+
+
+def tree_stamps(root: Path) -> Stamps:
+    """Every regular file under `root` (outside .git, caches and virtualenvs; symbolic links
+    skipped): relative path -> (mtime_ns, size, inode), to tell afterwards which files a run
+    wrote."""
+    out: Stamps = {}
+    root = root.resolve()
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d not in SKIP_DIRS]
+        for name in filenames:
+            p = Path(dirpath) / name
+            try:
+                st = p.lstat()
+            except OSError:
+                continue
+            if not stat.S_ISREG(st.st_mode):
+                continue  # a link the bench made points anywhere: never read through it
+            out[p.relative_to(root).as_posix()] = (st.st_mtime_ns, st.st_size, st.st_ino)
+    return out
+
+
+def written_since(root: Path, before: Stamps) -> list[Path]:
+    """Files under `root` created or changed since `before` (tree_stamps), relative paths."""
+    after = tree_stamps(root)
+    return [Path(k) for k, v in sorted(after.items()) if before.get(k) != v]
+
+
+def local_run_bench(log_dir: Path, *, timeout_s: float = 900.0, env: dict[str, str] | None = None) -> RunBench:
+    """A run_bench that runs the command in its process group (engine.runner), logs to
+    `log_dir`, and reports the files it wrote. No gate, no sandbox: wrap it for those."""
+    from kopt_supervisor.engine import runner
+
+    def run_bench(cmd: str, cwd: Path) -> tuple[int, Path, list[Path]]:
+        before = tree_stamps(cwd)
+        res = runner.run(cmd, cwd=cwd, log_dir=log_dir, name="init_bench", timeout_s=timeout_s, env=env)
+        return (res.returncode if res.returncode is not None else -1), res.stdout_path, written_since(cwd, before)
+
+    return run_bench
+
+
+def run_once(repo: Path, bench: str, run_bench: RunBench) -> BenchRun:
+    """Run the bench once in `repo` through `run_bench`, timed."""
+    t0 = time.monotonic()
+    rc, stdout_path, files = run_bench(bench, repo)
+    seconds = time.monotonic() - t0
+    return BenchRun(bench, repo, rc, Path(stdout_path), tuple(Path(f) for f in files), seconds)
