@@ -18,8 +18,7 @@ import pytest
 from kopt_supervisor.engine import config, gitops
 from kopt_supervisor.engine.decide.side_cost import SideCost
 from kopt_supervisor.engine.errors import BadInput
-from kopt_supervisor.engine.loop.context import open_run
-from kopt_supervisor.engine.loop.lane import single_lane
+from kopt_supervisor.engine.loop.context import open_run, single_lane
 from kopt_supervisor.engine.loop.measure import ServedTrees, measurer_for
 from kopt_supervisor.engine.metrics import BenchError
 from kopt_supervisor.engine.records import Iteration, Status

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from kopt_supervisor.engine.gpu.backends import NoGpu, open_backend
 from kopt_supervisor.engine.gpu.gate import Gate
-from kopt_supervisor.engine.loop.context import RunContext
-from kopt_supervisor.engine.loop.lane import Lane, single_lane
+from kopt_supervisor.engine.loop.context import RunContext, single_lane
+from kopt_supervisor.engine.loop.lane import Lane
 from kopt_supervisor.engine.loop.measure import OnBest, ProcessAbba, measurer_for
 
 

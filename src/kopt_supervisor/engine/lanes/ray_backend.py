@@ -31,8 +31,8 @@ from typing import Any
 from kopt_supervisor.engine import gitops
 from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.loop.context import RunContext
-from kopt_supervisor.engine.loop.lane import Lane
-from kopt_supervisor.engine.loop.measure import Look, ProcessAbba
+from kopt_supervisor.engine.loop.lane import Lane, Look
+from kopt_supervisor.engine.loop.measure import ProcessAbba
 from kopt_supervisor.engine.metrics import BenchError
 from kopt_supervisor.engine.records import Iteration, Status
 
@@ -144,7 +144,7 @@ class LaneWorker:
         """One look, measured here: its pairs, both sides' rows, seconds, runs, and the GPU
         before and after (the worker's gate picked it). `fresh`: in fresh, separate processes
         of the process-level bench (the re-decision of a keep), whatever the lane's measurer."""
-        from kopt_supervisor.engine.loop.lane import acquire
+        from kopt_supervisor.engine.loop.context import acquire
 
         assert self.ctx is not None and self.lane is not None and self.lane.measurer is not None, "load() first"
         it = Iteration(version, Status.RUNNING, best_commit_before=best)

@@ -14,12 +14,12 @@ from kopt_supervisor.engine.decide.stats import geomean
 from kopt_supervisor.engine.environment import capture_environment
 from kopt_supervisor.engine.errors import KoptFailure
 from kopt_supervisor.engine.gpu.gate import NoIdleGpu
-from kopt_supervisor.engine.loop.context import RunContext
+from kopt_supervisor.engine.loop.context import RunContext, acquire
 from kopt_supervisor.engine.loop.control import Interrupt
 from kopt_supervisor.engine.loop.evidence import Evidence
 from kopt_supervisor.engine.loop.jails import tree_of
 from kopt_supervisor.engine.loop.keep import Keeper
-from kopt_supervisor.engine.loop.lane import Lane, acquire, note_gpu
+from kopt_supervisor.engine.loop.lane import Lane, note_gpu
 from kopt_supervisor.engine.loop.measure import run_bench
 from kopt_supervisor.engine.loop.recovery import Recovery
 from kopt_supervisor.engine.loop.rounds import failure_of, guard_configs

@@ -1,6 +1,7 @@
 """What every step of the loop shares: the workspace, its frozen config, the store, the
 command pump and the plumbing bound to them (events, progress, the interruptible runner,
-closing an iteration, phase timings, projections).
+closing an iteration, phase timings, projections), BEST (the lock held while BEST_COMMIT
+moves), and a lane's GPU (`acquire` -> `GpuLease`; `single_lane`, lane 0).
 
 Nothing here decides anything; the state machine (machine.py) and its collaborators do.
 """
@@ -16,12 +17,14 @@ import stat
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from kopt_supervisor.engine import bookkeeping, faults, gitops, history, integrity, runner
 from kopt_supervisor.engine.config import Config
 from kopt_supervisor.engine.decide import Verdict
+from kopt_supervisor.engine.gpu.gate import Gate, GateDecision
 from kopt_supervisor.engine.history import write_projections
 from kopt_supervisor.engine.loop.control import Control
 from kopt_supervisor.engine.loop.jails import Jails
@@ -32,6 +35,11 @@ from kopt_supervisor.engine.records import KEPT, Iteration, IterationRow, Phase,
 from kopt_supervisor.engine.sandbox import Confinement
 from kopt_supervisor.engine.store import Store
 from kopt_supervisor.engine.workspace import Workspace, write_atomic, write_memory
+
+BEST = threading.RLock()
+"""Held while BEST_COMMIT moves (a keep's commit and advance) and while the run's branch is
+checked: keeps of several lanes commit one at a time."""
+
 
 MARKER = "KOPT_WORKSPACE"
 """Every child kopt starts carries this variable (the workspace's path): after a crash, the
@@ -203,8 +211,6 @@ class RunContext:
         if frozen and on_disk != frozen:
             write_atomic(self.ws.config_path, frozen)
             self.event("tamper", "kopt.toml was edited behind kopt's back; restored from run.db", level="error")
-        from kopt_supervisor.engine.loop.keep import BEST
-
         with BEST:  # no keep moves it meanwhile
             best = self.best_commit()
             if gitops.branch_sha(self.store.get("repo"), self.ws.branch) != best:
@@ -460,3 +466,53 @@ def open_run(ws: Workspace, *, proposer_kind: str | None, no_sandbox: bool, log:
                   level="error")
     store.set_many({"frozen_config": text, "frozen_config_seal": integrity.config_seal(key, text)})
     return ctx
+
+
+# ---------------------------------------------------------------------------------------
+# A lane's GPU, and lane 0
+
+
+@dataclass(frozen=True)
+class GpuLease:
+    """The GPU a step runs on: the environment binding children to it and its state just
+    before (the evidence a look's flags compare against)."""
+
+    env: dict[str, str]
+    before: dict[str, Any] | None
+    waited_s: float
+    acquire_s: float = 0.0
+    """Seconds the gate took (its samples, its waits)."""
+
+
+def acquire(ctx: RunContext, lane: Lane, it: Iteration | None = None) -> GpuLease:
+    """Ask the lane's gate for an idle GPU (waiting, through the pump, if none is), and
+    show what it saw on the dashboard."""
+    t0 = time.monotonic()
+    decision: GateDecision = lane.gate.acquire()
+    spent = time.monotonic() - t0
+    if it is not None:
+        timings = it.record.setdefault("timings", {})
+        timings["gate_wait_s"] = round(float(timings.get("gate_wait_s", 0.0)) + spent, 4)
+    ctx.set_state("paused" if ctx.control.paused else "running")
+    gpu = decision.gpu
+    ctx.store.set("gpu", {"chosen": gpu.to_dict() if gpu else None, "waited_s": decision.waited_s,
+                          "assessments": [a.to_dict() for a in decision.assessments], "t": time.time(),
+                          "lane": lane.index, "host": lane.host})
+    lease = GpuLease(dict(decision.env), lane.gate.evidence(), decision.waited_s, spent)
+    if lease.before is not None or lane.host != "local":
+        ctx.store.set(f"lane:{lane.index}", {**(ctx.store.get(f"lane:{lane.index}") or {}), "host": lane.host,
+                                             "gpu": lease.before})
+    return lease
+
+
+def single_lane(ctx: RunContext) -> Lane:
+    """Lane 0: cand/ against best/, on the GPU its own gate picks (or none: a CPU target)."""
+    from kopt_supervisor.engine.gpu.backends import open_backend
+
+    def sleep(seconds: float) -> None:
+        ctx.set_state("waiting_gpu")
+        ctx.control.sleep(seconds, lambda left: ctx.progress(None, "waiting_gpu", f"no idle GPU: next check in {left:.0f} s"))
+
+    gate = Gate(ctx.cfg.gpu, open_backend(ctx.cfg.gpu.vendor), sleep=sleep, own_pids=ctx.own_pids,
+                log=lambda m: ctx.event("gpu", m, level="warn"), owner=f"kopt run {ctx.ws.tag} ({ctx.ws.dir})")
+    return Lane(0, ctx.ws.best, ctx.ws.cand, gate)

@@ -34,10 +34,10 @@ from kopt_supervisor.engine.decide.os_time import OsTruth, looks_of, weigh
 from kopt_supervisor.engine.decide.side_cost import SideCost
 from kopt_supervisor.engine.decide.verdict import send_to_review
 from kopt_supervisor.engine.errors import KoptFailure
-from kopt_supervisor.engine.loop.context import RunContext, last_line, with_
+from kopt_supervisor.engine.loop.context import RunContext, acquire, last_line, with_
 from kopt_supervisor.engine.loop.control import Step
 from kopt_supervisor.engine.loop.jails import tree_of
-from kopt_supervisor.engine.loop.lane import Lane, acquire
+from kopt_supervisor.engine.loop.lane import Lane
 from kopt_supervisor.engine.loop.measure import OnBest, ProcessAbba, ServedTrees, check_after_run
 from kopt_supervisor.engine.loop.rounds import (
     CorrectnessFailure,

@@ -11,14 +11,13 @@ twice (`adopt`). A discard puts the candidate worktree back at BEST_COMMIT.
 
 from __future__ import annotations
 
-import threading
 import time
 from typing import Any
 
 from kopt_supervisor.engine import faults, gitops
 from kopt_supervisor.engine.decide import Verdict
 from kopt_supervisor.engine.errors import KoptError, KoptFailure
-from kopt_supervisor.engine.loop.context import RunContext, last_line
+from kopt_supervisor.engine.loop.context import BEST, RunContext, last_line
 from kopt_supervisor.engine.loop.control import Step
 from kopt_supervisor.engine.loop.evidence import Evidence
 from kopt_supervisor.engine.loop.lane import Lane, spend
@@ -31,11 +30,6 @@ VERDICT_STATUS = {"regression": Status.REGRESSION, "likely_regression": Status.L
                   "tie": Status.TIE, "split": Status.SPLIT,
                   "rejected": Status.REJECTED}
 """What a verdict that is not a keep ends as (anything else: rejected)."""
-
-
-BEST = threading.RLock()
-"""Held while BEST_COMMIT moves (a keep's commit and advance) and while the run's branch is
-checked: keeps of several lanes commit one at a time."""
 
 
 class Keeper:

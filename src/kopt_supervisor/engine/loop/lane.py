@@ -4,6 +4,9 @@ compared against, its GPU gate (and so its GPU), the host it runs on, and its me
 Every step of an iteration takes the lane it works for instead of assuming one `cand/`, so
 that several candidates can be measured at once (docs/design.md §13). A run has one lane today,
 lane 0: `cand/` against `best/` (the worktree of the run's branch) on the gate's GPU.
+
+A `Measurer` takes a lane's looks (engine/loop/measure.py has them: served trees, a shared
+A/B process, a bench process per side); a `Look` is one round of best against candidate.
 """
 
 from __future__ import annotations
@@ -14,14 +17,46 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from kopt_supervisor.engine.gpu.gate import Gate, GateDecision
+from kopt_supervisor.engine.decide import Pair
+from kopt_supervisor.engine.decide.plausible import BenchRun
+from kopt_supervisor.engine.decide.side_cost import SideCost
+from kopt_supervisor.engine.gpu.gate import Gate
+from kopt_supervisor.engine.metrics import Measurement
+from kopt_supervisor.engine.records import Iteration
 
-if TYPE_CHECKING:
-    from kopt_supervisor.engine.loop.context import RunContext
-    from kopt_supervisor.engine.loop.measure import Measurer
-    from kopt_supervisor.engine.records import Iteration
+
+@dataclass(frozen=True)
+class Look:
+    pairs: list[Pair]
+    best: Measurement
+    cand: Measurement
+    seconds: float
+    """Timed bench seconds (the decision's GPU-second budget counts these)."""
+    runs: tuple[BenchRun, ...] = ()
+    """Process-level: each side's bench process and its wall time (the plausibility check
+    of a reported metric against the time the process took)."""
+    gpu: tuple[dict[str, Any] | None, dict[str, Any] | None] | None = None
+    """The GPU's state before and after, when the look ran where the lane's own gate cannot
+    see (a Ray worker's gate picked the GPU there)."""
+    costs: tuple[SideCost, ...] = ()
+    """Served per tree (`ServedTrees`): what each side's process spent on the look as the OS
+    accounts for it (CPU and wall seconds) beside what its bench claims."""
+
+
+class Measurer(Protocol):
+    def look(self, it: Iteration, stage: str, r: int, env: dict[str, str]) -> Look:
+        """Round r of a decision: best and candidate measured together."""
+        ...
+
+    def new_decision(self) -> None:
+        """A decision starts: the next look measures freshly loaded trees."""
+        ...
+
+    def close(self) -> None:
+        """Release what is kept between looks (a serving process)."""
+        ...
 
 
 @dataclass
@@ -49,39 +84,6 @@ class Lane:
             if m is not None:
                 m.close()
         self.gate.close()
-
-
-@dataclass(frozen=True)
-class GpuLease:
-    """The GPU a step runs on: the environment binding children to it and its state just
-    before (the evidence a look's flags compare against)."""
-
-    env: dict[str, str]
-    before: dict[str, Any] | None
-    waited_s: float
-    acquire_s: float = 0.0
-    """Seconds the gate took (its samples, its waits)."""
-
-
-def acquire(ctx: RunContext, lane: Lane, it: Iteration | None = None) -> GpuLease:
-    """Ask the lane's gate for an idle GPU (waiting, through the pump, if none is), and
-    show what it saw on the dashboard."""
-    t0 = time.monotonic()
-    decision: GateDecision = lane.gate.acquire()
-    spent = time.monotonic() - t0
-    if it is not None:
-        timings = it.record.setdefault("timings", {})
-        timings["gate_wait_s"] = round(float(timings.get("gate_wait_s", 0.0)) + spent, 4)
-    ctx.set_state("paused" if ctx.control.paused else "running")
-    gpu = decision.gpu
-    ctx.store.set("gpu", {"chosen": gpu.to_dict() if gpu else None, "waited_s": decision.waited_s,
-                          "assessments": [a.to_dict() for a in decision.assessments], "t": time.time(),
-                          "lane": lane.index, "host": lane.host})
-    lease = GpuLease(dict(decision.env), lane.gate.evidence(), decision.waited_s, spent)
-    if lease.before is not None or lane.host != "local":
-        ctx.store.set(f"lane:{lane.index}", {**(ctx.store.get(f"lane:{lane.index}") or {}), "host": lane.host,
-                                             "gpu": lease.before})
-    return lease
 
 
 def note_gpu(it: Iteration, lane: Lane, before: dict[str, Any] | None, after: dict[str, Any] | None, *,
@@ -162,16 +164,3 @@ def move_spent(it: Iteration, since: dict[str, float], buckets: tuple[str, ...],
 def spent_now(it: Iteration) -> dict[str, float]:
     """A snapshot of the iteration's buckets (for move_spent)."""
     return {k: float(v) for k, v in it.record.get("timings", {}).get("spent", {}).items()}
-
-
-def single_lane(ctx: RunContext) -> Lane:
-    """Lane 0: cand/ against best/, on the GPU its own gate picks (or none: a CPU target)."""
-    from kopt_supervisor.engine.gpu.backends import open_backend
-
-    def sleep(seconds: float) -> None:
-        ctx.set_state("waiting_gpu")
-        ctx.control.sleep(seconds, lambda left: ctx.progress(None, "waiting_gpu", f"no idle GPU: next check in {left:.0f} s"))
-
-    gate = Gate(ctx.cfg.gpu, open_backend(ctx.cfg.gpu.vendor), sleep=sleep, own_pids=ctx.own_pids,
-                log=lambda m: ctx.event("gpu", m, level="warn"), owner=f"kopt run {ctx.ws.tag} ({ctx.ws.dir})")
-    return Lane(0, ctx.ws.best, ctx.ws.cand, gate)

@@ -38,11 +38,11 @@ from typing import Any
 from kopt_supervisor.engine import integrity
 from kopt_supervisor.engine.gpu.gate import NoIdleGpu
 from kopt_supervisor.engine.loop.baseline import Baseline, BaselineFailed
-from kopt_supervisor.engine.loop.context import RunContext, open_run
+from kopt_supervisor.engine.loop.context import RunContext, acquire, open_run
 from kopt_supervisor.engine.loop.control import Interrupt, Request
 from kopt_supervisor.engine.loop.evidence import CorrectnessRefuted, Evidence
 from kopt_supervisor.engine.loop.keep import VERDICT_STATUS, Keeper, StaleBest
-from kopt_supervisor.engine.loop.lane import Lane, acquire, add_spent, move_spent, spend, spent_now
+from kopt_supervisor.engine.loop.lane import Lane, add_spent, move_spent, spend, spent_now
 from kopt_supervisor.engine.loop.police import Police, Problem
 from kopt_supervisor.engine.loop.proposing import Proposing
 from kopt_supervisor.engine.loop.recovery import Recovery

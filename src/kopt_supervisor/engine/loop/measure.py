@@ -26,53 +26,20 @@ import shlex
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import TypeVar
 
 from kopt_supervisor.engine import bench_output, gitops, metrics, sandbox, treecheck
-from kopt_supervisor.engine.decide import Pair, audit
+from kopt_supervisor.engine.decide import audit
 from kopt_supervisor.engine.decide.plausible import BenchRun
 from kopt_supervisor.engine.decide.side_cost import SideCost
 from kopt_supervisor.engine.loop.context import RunContext, last_line
 from kopt_supervisor.engine.loop.jails import tree_of
-from kopt_supervisor.engine.loop.lane import Lane
+from kopt_supervisor.engine.loop.lane import Lane, Look, Measurer
 from kopt_supervisor.engine.metrics import BenchError, ConfigResult, Measurement
 from kopt_supervisor.engine.records import Iteration
 from kopt_supervisor.engine.runner import Server, ServerError
 from kopt_supervisor.engine.sandbox import Confinement, read_output
-
-
-@dataclass(frozen=True)
-class Look:
-    pairs: list[Pair]
-    best: Measurement
-    cand: Measurement
-    seconds: float
-    """Timed bench seconds (the decision's GPU-second budget counts these)."""
-    runs: tuple[BenchRun, ...] = ()
-    """Process-level: each side's bench process and its wall time (the plausibility check
-    of a reported metric against the time the process took)."""
-    gpu: tuple[dict[str, Any] | None, dict[str, Any] | None] | None = None
-    """The GPU's state before and after, when the look ran where the lane's own gate cannot
-    see (a Ray worker's gate picked the GPU there)."""
-    costs: tuple[SideCost, ...] = ()
-    """Served per tree (`ServedTrees`): what each side's process spent on the look as the OS
-    accounts for it (CPU and wall seconds) beside what its bench claims."""
-
-
-class Measurer(Protocol):
-    def look(self, it: Iteration, stage: str, r: int, env: dict[str, str]) -> Look:
-        """Round r of a decision: best and candidate measured together."""
-        ...
-
-    def new_decision(self) -> None:
-        """A decision starts: the next look measures freshly loaded trees."""
-        ...
-
-    def close(self) -> None:
-        """Release what is kept between looks (a serving process)."""
-        ...
 
 
 def measurer_for(ctx: RunContext, lane: Lane) -> Measurer:

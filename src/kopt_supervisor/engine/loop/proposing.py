@@ -16,9 +16,9 @@ from typing import Any
 
 from kopt_supervisor.engine import gitops, projections
 from kopt_supervisor.engine.errors import KoptFailure
-from kopt_supervisor.engine.loop.context import RunContext
+from kopt_supervisor.engine.loop.context import RunContext, acquire
 from kopt_supervisor.engine.loop.control import Step
-from kopt_supervisor.engine.loop.lane import Lane, acquire
+from kopt_supervisor.engine.loop.lane import Lane
 from kopt_supervisor.engine.propose import Proposal, ProposalContext, Proposer
 from kopt_supervisor.engine.propose.context import PackInputs, SourceFile, build_pack, list_sources
 from kopt_supervisor.engine.propose.manual import route_submit, wait_key

@@ -15,9 +15,9 @@ import time
 
 from kopt_supervisor.engine import gitops, history, runner, sandbox, treecheck
 from kopt_supervisor.engine.errors import KoptError
-from kopt_supervisor.engine.loop.context import MARKER, RunContext
+from kopt_supervisor.engine.loop.context import BEST, MARKER, RunContext
 from kopt_supervisor.engine.loop.control import Interrupt
-from kopt_supervisor.engine.loop.keep import BEST, Keeper
+from kopt_supervisor.engine.loop.keep import Keeper
 from kopt_supervisor.engine.loop.lane import Lane
 from kopt_supervisor.engine.loop.police import restore_best
 from kopt_supervisor.engine.records import Phase, Status
