@@ -14,7 +14,6 @@ from kopt_supervisor.engine.report.render import SECTIONS
 from kopt_supervisor.kopt_tui.cli import main as kopt
 from tests.conftest import git
 from tests.report.conftest import db_rows
-from tests.report.scenario import fake_gpu_env, finished_run
 
 # What v4's kept commit holds that is not source, and why (the scenario's proposer and format command).
 NOT_SOURCE = {
@@ -114,11 +113,19 @@ def test_cli_export_exit_codes(demo, capsys):
     assert "already exists" in capsys.readouterr().err
 
 
-def test_export_refuses_a_run_with_no_keep(tmp_path):
-    with fake_gpu_env(tmp_path):
-        ws = finished_run(tmp_path, script=["nochange"], tag="nokeep")
-        with pytest.raises(BadInput, match="no kept iteration"):
-            export_branch(ws, "perf/nothing")
+def test_export_refuses_a_run_with_no_keep(baselined):
+    """A finished run whose candidate was not kept: the session's baselined fake target and one
+    `nochange` iteration (was a six-iteration scenario run of its own: 7.6 s of the file)."""
+    from kopt_supervisor.engine.daemon import run_engine
+    from kopt_supervisor.engine.workspace import Workspace
+
+    repo, root = baselined(["nochange"])
+    ws = Workspace(root, "t")
+    assert run_engine(ws, max_iters=1) == 0
+    statuses = [r[0] for r in db_rows(ws, "SELECT status FROM iterations ORDER BY version")]
+    assert statuses[0] == "baseline" and len(statuses) == 2 and statuses[1] != "keep", statuses
+    with pytest.raises(BadInput, match="no kept iteration"):
+        export_branch(ws, "perf/nothing")
     assert git(repo_of(ws), "branch", "--list", "perf/nothing") == ""
 
 
