@@ -35,6 +35,9 @@ NOT_KEPT = {"regression", "likely_regression", "tie", "split", "borderline", "re
 def triton_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
     monkeypatch.delenv("KOPT_FAKE_GPUS", raising=False)
     monkeypatch.delenv("KOPT_ROOT", raising=False)
+    # one torch thread in every bench process: on a CPU that another test shares, torch's second
+    # thread spins for nothing (the process-level run took 9.4 CPU-s with it, 4.8 without)
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
     repo = tmp_path / "triton-tutorials"
     repo.mkdir()
     shutil.copy(FIXTURE / SCRIPT, repo / SCRIPT)
@@ -70,7 +73,9 @@ def test_init_proposes_serving_by_import_and_an_a_a_is_decided_not_kept(triton_r
     run = scratch.load_draft(draft, repo, BENCH, gitops.head(repo))
     assert run is not None and run.probe == probe
     p = onboard.propose(run)
-    p.sections["decide"] = {"min_rounds": 2, "max_rounds": 6, "review_timeout_s": 0.0,
+    # an A/A stays undecided to max_rounds (then review, answered by its default: reject): 3
+    # rounds go past min_rounds once; each round is a look on each side (6 rounds: 24 CPU-s)
+    p.sections["decide"] = {"min_rounds": 2, "max_rounds": 3, "review_timeout_s": 0.0,
                             "max_other_regression_pct": 50.0, "suspicious_speedup": 100.0}
     p.sections["profile"] = {"kind": "none"}
     p.sections["propose"] = {"kind": "command", "command": f"{sys.executable} {PROPOSER}", "timeout_s": 60.0}
