@@ -84,10 +84,10 @@ def test_scripted_run_reaches_every_status_and_stops_after_its_consecutive_regre
 
 @pytest.mark.slow
 def test_bench_outputs_in_the_tree_are_never_committed(fake_env, monkeypatch):
-    # v1 a keep from the baseline's tree, v2 a keep through a repair on top of v1's (BEST's tree
-    # has run the bench since: its CSV is in results/): each keep is eval + confirmation + the
-    # re-measure after the formatter, 18 bench runs; a second plain keep between them checked
-    # nothing these two do not
+    # v1 a keep on the baseline's tree, v2 a keep through a repair on v1's: every run of either
+    # (eval, confirmation, the re-decision after the formatter: 18 bench runs a keep) writes
+    # results/out.csv into its tree, and neither keep commits it; a second plain keep between
+    # them (the test ran three keeps) checked nothing these two do not
     repo, root = fake_env(["gain5", "wrong_fixed_on_repair"], toml_replace={'csv = "-"': 'csv = "results/*.csv"'},
                           extra_toml='\n[format]\ncommand = "python3 -c \\"open(\'kernel.json\',\'a\').write(\'\\\\n\')\\""\n')
     monkeypatch.setenv("FAKE_CSV_TO", "results/out.csv")
