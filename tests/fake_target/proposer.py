@@ -17,8 +17,7 @@ import sys
 # ~150 ms of CPU
 
 if os.environ.get("FAKE_LINGER"):  # an orphan if the engine dies while the proposer runs
-    import subprocess
-    subprocess.Popen(["sleep", os.environ["FAKE_LINGER"]])
+    os.posix_spawnp("sleep", ["sleep", os.environ["FAKE_LINGER"]], os.environ)  # subprocess: 60 ms more CPU
 n = int(os.environ["KOPT_ITERATION"])
 repair = int(os.environ.get("KOPT_REPAIR", "0"))
 script = json.load(open(os.environ["FAKE_SCRIPT"]))
