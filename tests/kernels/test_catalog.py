@@ -102,6 +102,9 @@ def test_the_cpu_target_tunes_only_what_the_interpreter_can_feel(tmp_path: Path,
     assert (cfg.decide.max_rounds, cfg.decide.max_other_regression_pct, cfg.decide.suspicious_speedup) == (6, 5.0, 10.0)
     gpu = config.loads(catalog.kopt_toml(name, naive=True))
     assert (gpu.decide.max_rounds, gpu.decide.max_other_regression_pct, gpu.decide.suspicious_speedup) == (12, 1.0, 3.0)
+    # both trees' servers share the CPU: one thread each (torch's spinning workers made the
+    # demo's first keep undecided on a loaded 2-core machine); a GPU's target is left alone
+    assert cfg.target.env == {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"} and gpu.target.env == {}
 
 
 @pytest.mark.parametrize("name", sorted(catalog.KERNELS))

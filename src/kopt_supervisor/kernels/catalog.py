@@ -178,6 +178,10 @@ def kopt_toml(name: str, *, naive: bool = True, python: str | None = None, cpu: 
                      "alike = { " + ", ".join(f"{json.dumps(cls)} = {{ BLOCK_D = {_toml(g['BLOCK_D'])} }}"
                                               for cls, g in alike.items()) + " }\n") if alike else ""
     decide_section = ("\n[decide]\n" + "\n".join(decide) + "\n") if decide else ""
+    # on the CPU both trees' servers share the cores: torch's worker threads spinning in one
+    # while the other measures left the demo's first keep undecided in 3 of 6 runs on a
+    # loaded 2-core machine (never with one thread: 4 of 4)
+    cpu_env = 'env = { OMP_NUM_THREADS = "1", MKL_NUM_THREADS = "1" }\n' if cpu else ""
     return f"""\
 # kopt target: {k.title}
 # Written by kopt's kernels/catalog.py ({'naive' if naive else 'tuned'} params.json). The bench
@@ -199,7 +203,7 @@ protected = {_toml(PROTECTED)}
 timeout_s = 900
 serve = {_toml(f"{py} bench.py --serve --dtypes bfloat16")}
 calls = "calls"
-
+{cpu_env}
 [profile]
 kind = {_toml("auto" if profile else "none")}
 kernel = {_toml(k.triton_kernel)}
