@@ -33,9 +33,12 @@ def main(argv: list[str] | None = None) -> int:
     sets = {
         "copy alone": {"copy": copy},
         "copy + solution": {"copy": copy, "solution": sol},
-        "copy + eager + compile + solution": {"copy": copy, "eager": (lambda n: case.calls(base_fn, n), True),
-                                              "compile": (lambda n: case.calls(compiled, n, with_out=False), True),
-                                              "solution": sol},
+        "copy + eager + compile + solution": {
+            "copy": copy,
+            "eager": (lambda n: case.calls(base_fn, n), True),
+            "compile": (lambda n: case.calls(compiled, n, with_out=False), True),
+            "solution": sol,
+        },
     }
     print(f"{torch.cuda.get_device_name()}, {args.kernel} {args.shape}, {case.bytes / 1e6:.1f} MB\n")
     print("| pass | copy µs (p10–p90) | solution µs | solution % of copy |\n|---|---|---|---|")
@@ -43,8 +46,10 @@ def main(argv: list[str] | None = None) -> int:
         for name, variants in sets.items():
             res = time_variants(torch, timing, case, variants, args.blocks)
             c, s = res["copy"], res.get("solution")
-            print(f"| {name} (round {rnd + 1}) | {c['median_us']:.2f} ({c['p10_us']:.2f}–{c['p90_us']:.2f}) | "
-                  + (f"{s['median_us']:.2f} | {s['pct_of_copy']:.1f} |" if s else "— | — |"))
+            print(
+                f"| {name} (round {rnd + 1}) | {c['median_us']:.2f} ({c['p10_us']:.2f}–{c['p90_us']:.2f}) | "
+                + (f"{s['median_us']:.2f} | {s['pct_of_copy']:.1f} |" if s else "— | — |")
+            )
             sys.stdout.flush()
     return 0
 

@@ -102,7 +102,7 @@ def batch_interval(logs: list[float], batches: int, confidence: float = 0.99) ->
         return {"pct": math.nan, "lo": math.nan, "hi": math.nan, "pairs": 0}
     b = max(2, min(batches, len(logs) // 2)) if len(logs) >= 4 else 1
     size = len(logs) // b
-    means = [statistics.fmean(logs[i * size:(i + 1) * size]) for i in range(b)]
+    means = [statistics.fmean(logs[i * size : (i + 1) * size]) for i in range(b)]
     m = statistics.fmean(logs)
     if b < 2:
         return {"pct": pct(m), "lo": math.nan, "hi": math.nan, "pairs": len(logs)}
@@ -226,8 +226,14 @@ class Tally:
         }
 
 
-def kopt_decision(best: BlockTimer, cand: BlockTimer, policies: dict[str, Policy], pairs_per_look: int,
-                  tallies: dict[str, Tally], logs: list[float]) -> None:
+def kopt_decision(
+    best: BlockTimer,
+    cand: BlockTimer,
+    policies: dict[str, Policy],
+    pairs_per_look: int,
+    tallies: dict[str, Tally],
+    logs: list[float],
+) -> None:
     """One decision: ABBA block pairs, a look every `pairs_per_look` pairs; every policy judges
     the same blocks and stops on its own. Each pair's log(cand/best) is appended to `logs`."""
     pairs: list[Pair] = []
@@ -257,16 +263,23 @@ def kopt_decision(best: BlockTimer, cand: BlockTimer, policies: dict[str, Policy
             v = evaluate(pairs, policy, gpu_seconds=gpu_s)
             if v.final:
                 c0 = v.classes[0]
-                tallies[name].add(v.kind, look + 1, gpu_s, time.perf_counter() - t0, reason=v.reason,
-                                  ratio=c0.ratio, lo=c0.lo if math.isfinite(c0.lo) else None,
-                                  hi=c0.hi if math.isfinite(c0.hi) else None, flags=list(v.flags))
+                tallies[name].add(
+                    v.kind,
+                    look + 1,
+                    gpu_s,
+                    time.perf_counter() - t0,
+                    reason=v.reason,
+                    ratio=c0.ratio,
+                    lo=c0.lo if math.isfinite(c0.lo) else None,
+                    hi=c0.hi if math.isfinite(c0.hi) else None,
+                    flags=list(v.flags),
+                )
                 del open_[name]
         if not open_:
             return
 
 
-def naive_decision(read_best: Callable[[], float], read_cand: Callable[[], float],
-                   tallies: dict[str, Tally]) -> float:
+def naive_decision(read_best: Callable[[], float], read_cand: Callable[[], float], tallies: dict[str, Tally]) -> float:
     """The 1% rule on one reading each, and its twice-in-a-row and confirm variants (a second
     reading pair only when the first showed a gain). Returns the first pair's change in %."""
     t0 = time.perf_counter()
@@ -280,19 +293,24 @@ def naive_decision(read_best: Callable[[], float], read_cand: Callable[[], float
         both = time.perf_counter() - t0
         g2 = 1.0 - b2 / a2
         twice_wall = first if g1 > 0.01 else both
-        tallies["do_bench twice"].add("keep" if (g1 > 0.01 or g2 > 0) else "tie", 1 if g1 > 0.01 else 2,
-                                      twice_wall, twice_wall, gain=g1, gain2=g2)
-        tallies["do_bench confirm"].add("keep" if (g1 > 0.01 and g2 > 0.01) else "tie", 2 if g1 > 0.01 else 1,
-                                        both if g1 > 0.01 else first, both if g1 > 0.01 else first,
-                                        gain=g1, gain2=g2)
+        tallies["do_bench twice"].add(
+            "keep" if (g1 > 0.01 or g2 > 0) else "tie", 1 if g1 > 0.01 else 2, twice_wall, twice_wall, gain=g1, gain2=g2
+        )
+        tallies["do_bench confirm"].add(
+            "keep" if (g1 > 0.01 and g2 > 0.01) else "tie",
+            2 if g1 > 0.01 else 1,
+            both if g1 > 0.01 else first,
+            both if g1 > 0.01 else first,
+            gain=g1,
+            gain2=g2,
+        )
     else:
         for name in ("do_bench twice", "do_bench confirm"):
             tallies[name].add(one, 1, first, first, gain=g1)
     return (b1 / a1 - 1.0) * 100.0
 
 
-def measure_pairs(best: BlockTimer, cand: BlockTimer, gpu_s: float, min_pairs: int,
-                  max_pairs: int) -> list[float]:
+def measure_pairs(best: BlockTimer, cand: BlockTimer, gpu_s: float, min_pairs: int, max_pairs: int) -> list[float]:
     """log(cand/best) of ABBA block pairs until `gpu_s` of timed blocks (within the bounds)."""
     logs: list[float] = []
     spent = 0.0
@@ -324,8 +342,7 @@ def stream_kernel() -> Any:
 
     @triton.jit
     def clock64():
-        return tl.inline_asm_elementwise("mov.u64 $0, %clock64;", "=l", [], dtype=tl.int64,
-                                         is_pure=False, pack=1)
+        return tl.inline_asm_elementwise("mov.u64 $0, %clock64;", "=l", [], dtype=tl.int64, is_pure=False, pack=1)
 
     @triton.jit(do_not_specialize=["delay"])
     def stream(x_ptr, y_ptr, n, delay, zero, BLOCK: tl.constexpr, SPIN: tl.constexpr):
@@ -471,8 +488,12 @@ def open_backend(smoke: bool) -> tuple[Backend, dict[str, Any]]:
 
     if not smoke and not torch.cuda.is_available():
         raise SetupError("no CUDA device visible to torch: run on a GPU machine, or pass --smoke")
-    info = {"device": "cpu (smoke: Triton interpreter)" if smoke else torch.cuda.get_device_name(),
-            "torch": torch.__version__, "cuda": getattr(torch.version, "cuda", None), "triton": triton.__version__}
+    info = {
+        "device": "cpu (smoke: Triton interpreter)" if smoke else torch.cuda.get_device_name(),
+        "torch": torch.__version__,
+        "cuda": getattr(torch.version, "cuda", None),
+        "triton": triton.__version__,
+    }
     return Backend(torch, smoke), info
 
 
@@ -511,7 +532,9 @@ def choose_delay(backend: Backend, prog: Progress) -> tuple[str, float]:
             slow = backend.arm("probe", bufs, n, units)
             base.run()
             slow.run()
-            added = min(backend.one_launch_us(slow) for _ in range(2)) - min(backend.one_launch_us(base) for _ in range(2))
+            added = min(backend.one_launch_us(slow) for _ in range(2)) - min(
+                backend.one_launch_us(base) for _ in range(2)
+            )
         except Exception as exc:  # a compiler that rejects the inline PTX: fall back, say why
             cause = exc
             why.append(f"{kind}: {type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}")
@@ -526,8 +549,9 @@ def choose_delay(backend: Backend, prog: Progress) -> tuple[str, float]:
     raise SetupError("no in-kernel delay slows the kernel (" + "; ".join(why) + ")") from cause
 
 
-def size_for_durations(backend: Backend, targets_us: list[float], block_us: float, prog: Progress,
-                       max_n: int) -> dict[float, dict[str, Any]]:
+def size_for_durations(
+    backend: Backend, targets_us: list[float], block_us: float, prog: Progress, max_n: int
+) -> dict[float, dict[str, Any]]:
     """Per target, n such that the time per launch in a CUDA graph is near it: a doubling scan,
     then up to 4 log-log refinements (within 10%)."""
     if backend.smoke:
@@ -569,8 +593,16 @@ def size_for_durations(backend: Backend, targets_us: list[float], block_us: floa
     return out
 
 
-def calibrate_delay(backend: Backend, bufs: tuple[Any, Any], n: int, reps: int, base: BlockTimer,
-                    target_pct: float, guess: int, args: argparse.Namespace) -> tuple[int, list[tuple[int, float]]]:
+def calibrate_delay(
+    backend: Backend,
+    bufs: tuple[Any, Any],
+    n: int,
+    reps: int,
+    base: BlockTimer,
+    target_pct: float,
+    guess: int,
+    args: argparse.Namespace,
+) -> tuple[int, list[tuple[int, float]]]:
     """The delay whose measured change is closest to target_pct (within --calib-tol of it
     when --calib-iters allow), and every (delay, change %) tried."""
     history: list[tuple[int, float]] = []
@@ -613,10 +645,16 @@ class Condition:
 
     def report(self) -> dict[str, Any]:
         return {
-            "kind": self.kind, "planned_pct": self.planned_pct, "delay": self.cand.delay, "n_cand": self.cand.n,
+            "kind": self.kind,
+            "planned_pct": self.planned_pct,
+            "delay": self.cand.delay,
+            "n_cand": self.cand.n,
             "calibration": self.calibration,
-            "truth": {**batch_interval(self.truth_logs, 20), "before_pct": self.truth_before,
-                      "after_pct": self.truth_after},
+            "truth": {
+                **batch_interval(self.truth_logs, 20),
+                "before_pct": self.truth_before,
+                "after_pct": self.truth_after,
+            },
             "during_decisions_pct": pct(statistics.fmean(self.decision_logs)) if self.decision_logs else math.nan,
             "do_bench_change_pct": statistics.fmean(self.naive_changes) if self.naive_changes else math.nan,
             "methods": {m: {**t.summary(), "decisions": t.decisions} for m, t in self.tallies.items()},
@@ -631,9 +669,16 @@ def policies_for(smoke: bool) -> dict[str, Policy]:
     return {"kopt": policy, "kopt pooled": dataclasses.replace(policy, pool_blocks=True)}
 
 
-def run_duration(backend: Backend, target: float, size: dict[str, Any], args: argparse.Namespace,
-                 policies: dict[str, Policy], units_per_us: float, prog: Progress,
-                 deadline: Callable[[float], float]) -> dict[str, Any]:
+def run_duration(
+    backend: Backend,
+    target: float,
+    size: dict[str, Any],
+    args: argparse.Namespace,
+    policies: dict[str, Policy],
+    units_per_us: float,
+    prog: Progress,
+    deadline: Callable[[float], float],
+) -> dict[str, Any]:
     """Every condition of one duration: calibration, truth before, interleaved decisions until
     --decisions or the deadline, truth after."""
     n = size["n"]
@@ -648,8 +693,10 @@ def run_duration(backend: Backend, target: float, size: dict[str, Any], args: ar
     do_bench_us = statistics.median(backend.reading(best) for _ in range(3))
     programs = -(-n // BLOCK)
     waves = max(1, -(-programs // (backend.sms() * 16)))
-    prog.log(f"~{target:g} µs: n = {n}, {per_launch:.2f} µs per launch in a graph, do_bench {do_bench_us:.2f} µs, "
-             f"{reps} launches per block, {programs} programs ({waves} wave(s) at 16 per SM)")
+    prog.log(
+        f"~{target:g} µs: n = {n}, {per_launch:.2f} µs per launch in a graph, do_bench {do_bench_us:.2f} µs, "
+        f"{reps} launches per block, {programs} programs ({waves} wave(s) at 16 per SM)"
+    )
 
     twin = backend.arm("A'", bufs, n, 0)  # the identical tree: same kernel, same buffers, its own graph
     conds = [Condition("A/A", "aa", 0.0, twin, backend.timer(twin, reps))]
@@ -657,8 +704,9 @@ def run_duration(backend: Backend, target: float, size: dict[str, Any], args: ar
         prog.phase = f"calibrating the +{s:g}% delay at ~{target:g} µs"
         guess = round(s / 100 * per_launch / waves * units_per_us)
         delay, history = calibrate_delay(backend, bufs, n, reps, best_timer, s, guess, args)
-        prog.log(f"~{target:g} µs +{s:g}%: delay {delay} (tried " +
-                 ", ".join(f"{d}: {m:+.2f}%" for d, m in history) + ")")
+        prog.log(
+            f"~{target:g} µs +{s:g}%: delay {delay} (tried " + ", ".join(f"{d}: {m:+.2f}%" for d, m in history) + ")"
+        )
         cand = backend.arm(f"+{s:g}% delay", bufs, n, delay)
         conds.append(Condition(f"+{s:g}% delay", "delay", s, cand, backend.timer(cand, reps), history))
     for s in bytes_pcts:
@@ -680,8 +728,9 @@ def run_duration(backend: Backend, target: float, size: dict[str, Any], args: ar
             break
         for c in conds:
             kopt_decision(best_timer, c.cand_timer, policies, args.pairs_per_look, c.tallies, c.decision_logs)
-            c.naive_changes.append(naive_decision(lambda: backend.reading(best), lambda c=c: backend.reading(c.cand),
-                                                  c.tallies))
+            c.naive_changes.append(
+                naive_decision(lambda: backend.reading(best), lambda c=c: backend.reading(c.cand), c.tallies)
+            )
         done = i + 1
         if done % 10 == 0:
             prog.log(f"~{target:g} µs: {done}/{args.decisions} decisions per condition")
@@ -691,8 +740,14 @@ def run_duration(backend: Backend, target: float, size: dict[str, Any], args: ar
         c.truth_logs += logs
         c.truth_after = pct(statistics.fmean(logs))
     return {
-        "target_us": target, "n": n, "per_launch_us": per_launch, "sizing_probes": size.get("probes", []),
-        "do_bench_us": do_bench_us, "reps_per_block": reps, "programs": programs, "waves": waves,
+        "target_us": target,
+        "n": n,
+        "per_launch_us": per_launch,
+        "sizing_probes": size.get("probes", []),
+        "do_bench_us": do_bench_us,
+        "reps_per_block": reps,
+        "programs": programs,
+        "waves": waves,
         "decisions_per_condition": done,
         "conditions": {c.name: c.report() for c in conds},
     }
@@ -701,18 +756,24 @@ def run_duration(backend: Backend, target: float, size: dict[str, Any], args: ar
 Opener = Callable[[bool], tuple[Backend, dict[str, Any]]]
 
 
-def run(args: argparse.Namespace, prog: Progress, report: dict[str, Any],
-        opener: Opener = open_backend) -> dict[str, Any]:
+def run(
+    args: argparse.Namespace, prog: Progress, report: dict[str, Any], opener: Opener = open_backend
+) -> dict[str, Any]:
     """The whole experiment; fills `report` as it goes (a failure still leaves what was done)."""
     prog.phase = "importing torch and triton"
     backend, info = opener(args.smoke)
-    report.update({
-        "date": datetime.date.today().isoformat(),
-        "command": " ".join(["python -m experiments.decision_h100", *args.argv]),
-        **info,
-        "python": platform.python_version(), "pairs_per_look": args.pairs_per_look, "block_us": args.block_us,
-        "budget_s": args.budget_s, "durations": {},
-    })
+    report.update(
+        {
+            "date": datetime.date.today().isoformat(),
+            "command": " ".join(["python -m experiments.decision_h100", *args.argv]),
+            **info,
+            "python": platform.python_version(),
+            "pairs_per_look": args.pairs_per_look,
+            "block_us": args.block_us,
+            "budget_s": args.budget_s,
+            "durations": {},
+        }
+    )
     policies = policies_for(args.smoke)
     report["policy"] = {k: dataclasses.asdict(p) for k, p in policies.items()}
     prog.phase = "checking the in-kernel delay"
@@ -720,21 +781,25 @@ def run(args: argparse.Namespace, prog: Progress, report: dict[str, Any],
     report.update({"delay": kind, "delay_units_per_us": units_per_us})
     prog.phase = "sizing the kernels"
     sizes = size_for_durations(backend, args.durations_us, args.block_us, prog, 1 << 29)
-    weights = {t: 1 + len(args.slowdowns) + (len(args.bytes_slowdowns) if t >= args.bytes_min_us else 0)
-               for t in args.durations_us}
+    weights = {
+        t: 1 + len(args.slowdowns) + (len(args.bytes_slowdowns) if t >= args.bytes_min_us else 0)
+        for t in args.durations_us
+    }
     for k, target in enumerate(args.durations_us):
         setup_started = prog.elapsed()
         later = args.durations_us[k:]
 
-        def deadline(now: float, target: float = target, later: list[float] = later,
-                     setup_started: float = setup_started) -> float:
+        def deadline(
+            now: float, target: float = target, later: list[float] = later, setup_started: float = setup_started
+        ) -> float:
             # this duration's share of what is left, keeping its own and later setups' time
             setup = max(now - setup_started, 1.0)
             left = args.budget_s - now - setup * len(later)
             return now + max(0.0, left) * weights[target] / sum(weights[t] for t in later)
 
-        report["durations"][f"{target:g}"] = run_duration(backend, target, sizes[target], args, policies,
-                                                          units_per_us, prog, deadline)
+        report["durations"][f"{target:g}"] = run_duration(
+            backend, target, sizes[target], args, policies, units_per_us, prog, deadline
+        )
         backend.release()
     report["seconds"] = prog.elapsed()
     return report
@@ -754,47 +819,69 @@ def _s(x: float, digits: int = 2) -> str:
 def markdown(report: dict[str, Any]) -> str:
     """The run's tables: kernels, truths, every (duration, condition, method), a summary."""
     pol = report.get("policy", {}).get("kopt", {})
-    lines = [f"{report.get('device')}, {report.get('date')}, torch {report.get('torch')} (CUDA {report.get('cuda')}), "
-             f"triton {report.get('triton')}; {report.get('seconds', math.nan):.0f} s; delay: {report.get('delay')}; "
-             f"kopt policy: Policy.from_config(DecideConfig()) (confidence {pol.get('confidence')}, min_effect "
-             f"{pol.get('min_effect_pct')}%, looks {pol.get('min_rounds')}-{pol.get('max_rounds')}), "
-             f"{report.get('pairs_per_look')} block pairs per look", "",
-             "Kernels (per launch: one CUDA-graph replay of k launches / k, L2 flushed before it, median of 7):", "",
-             "| target | n | µs per launch | do_bench µs | launches per block | programs (waves) | decisions per condition |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [
+        f"{report.get('device')}, {report.get('date')}, torch {report.get('torch')} (CUDA {report.get('cuda')}), "
+        f"triton {report.get('triton')}; {report.get('seconds', math.nan):.0f} s; delay: {report.get('delay')}; "
+        f"kopt policy: Policy.from_config(DecideConfig()) (confidence {pol.get('confidence')}, min_effect "
+        f"{pol.get('min_effect_pct')}%, looks {pol.get('min_rounds')}-{pol.get('max_rounds')}), "
+        f"{report.get('pairs_per_look')} block pairs per look",
+        "",
+        "Kernels (per launch: one CUDA-graph replay of k launches / k, L2 flushed before it, median of 7):",
+        "",
+        "| target | n | µs per launch | do_bench µs | launches per block | programs (waves) | decisions per condition |",
+        "|---|---|---|---|---|---|---|",
+    ]
     durs = report.get("durations", {})
     for d in durs.values():
-        lines.append(f"| ~{d['target_us']:g} µs | {d['n']} | {d['per_launch_us']:.2f} | {d['do_bench_us']:.2f} "
-                     f"| {d['reps_per_block']} | {d['programs']} ({d['waves']}) | {d['decisions_per_condition']} |")
-    lines += ["", "True change of each candidate (interleaved block pairs, half before and half after its "
-              "decisions; 99% interval over 20 batch means), against what kopt's decision blocks and "
-              "do_bench's first reading pairs saw on average:", "",
-              "| target | condition | delay | true change [99%] | before / after | kopt's blocks | do_bench |",
-              "|---|---|---|---|---|---|---|"]
+        lines.append(
+            f"| ~{d['target_us']:g} µs | {d['n']} | {d['per_launch_us']:.2f} | {d['do_bench_us']:.2f} "
+            f"| {d['reps_per_block']} | {d['programs']} ({d['waves']}) | {d['decisions_per_condition']} |"
+        )
+    lines += [
+        "",
+        "True change of each candidate (interleaved block pairs, half before and half after its "
+        "decisions; 99% interval over 20 batch means), against what kopt's decision blocks and "
+        "do_bench's first reading pairs saw on average:",
+        "",
+        "| target | condition | delay | true change [99%] | before / after | kopt's blocks | do_bench |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for d in durs.values():
         for name, c in d["conditions"].items():
             t = c["truth"]
-            lines.append(f"| ~{d['target_us']:g} µs | {name} | {c['delay']} | {_s(t['pct'])} [{_s(t['lo'])}, "
-                         f"{_s(t['hi'])}] | {_s(t['before_pct'])} / {_s(t['after_pct'])} "
-                         f"| {_s(c['during_decisions_pct'])} | {_s(c['do_bench_change_pct'])} |")
-    lines += ["", "Decisions (no candidate is faster: every keep is a false keep; on A/B rows "
-              "\"regression\" is the power):", "",
-              "| target | condition | method | n | keep | regression | tie | review | looks | GPU-ms | wall-ms |",
-              "|---|---|---|---|---|---|---|---|---|---|---|"]
+            lines.append(
+                f"| ~{d['target_us']:g} µs | {name} | {c['delay']} | {_s(t['pct'])} [{_s(t['lo'])}, "
+                f"{_s(t['hi'])}] | {_s(t['before_pct'])} / {_s(t['after_pct'])} "
+                f"| {_s(c['during_decisions_pct'])} | {_s(c['do_bench_change_pct'])} |"
+            )
+    lines += [
+        "",
+        'Decisions (no candidate is faster: every keep is a false keep; on A/B rows "regression" is the power):',
+        "",
+        "| target | condition | method | n | keep | regression | tie | review | looks | GPU-ms | wall-ms |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for d in durs.values():
         for name, c in d["conditions"].items():
             for m, s in c["methods"].items():
-                lines.append(f"| ~{d['target_us']:g} µs | {name} ({_s(c['truth']['pct'])}) | {m} | {s['n']} "
-                             f"| {_p(s['keep'])} | {_p(s['regression'])} | {_p(s['tie'])} | {_p(s['borderline'])} "
-                             f"| {s['mean_looks']:.1f} | {s['mean_gpu_s'] * 1e3:.1f} | {s['mean_wall_s'] * 1e3:.1f} |")
+                lines.append(
+                    f"| ~{d['target_us']:g} µs | {name} ({_s(c['truth']['pct'])}) | {m} | {s['n']} "
+                    f"| {_p(s['keep'])} | {_p(s['regression'])} | {_p(s['tie'])} | {_p(s['borderline'])} "
+                    f"| {s['mean_looks']:.1f} | {s['mean_gpu_s'] * 1e3:.1f} | {s['mean_wall_s'] * 1e3:.1f} |"
+                )
     ab_names: list[str] = []
     for d in durs.values():
         ab_names += [k for k in d["conditions"] if k != "A/A" and k not in ab_names]
-    lines += ["", "Summary: false keeps (95% upper limit), power (regressions caught) per true slowdown, "
-              "mean GPU-ms per decision (kopt: its timed blocks; do_bench: the wall time of its calls):", "",
-              "| target | method | A/A false keeps | A/B false keeps | " + " | ".join(f"power {k}" for k in ab_names)
-              + " | GPU-ms |",
-              "|---|---|---|---|" + "---|" * len(ab_names) + "---|"]
+    lines += [
+        "",
+        "Summary: false keeps (95% upper limit), power (regressions caught) per true slowdown, "
+        "mean GPU-ms per decision (kopt: its timed blocks; do_bench: the wall time of its calls):",
+        "",
+        "| target | method | A/A false keeps | A/B false keeps | "
+        + " | ".join(f"power {k}" for k in ab_names)
+        + " | GPU-ms |",
+        "|---|---|---|---|" + "---|" * len(ab_names) + "---|",
+    ]
     for d in durs.values():
         conds = d["conditions"]
         for m in METHODS:
@@ -803,8 +890,10 @@ def markdown(report: dict[str, Any]) -> str:
             k_ab, n_ab = sum(s["counts"]["keep"] for s in ab), sum(s["n"] for s in ab)
             power = [_p(conds[k]["methods"][m]["regression"]) if k in conds else "—" for k in ab_names]
             gpu = statistics.fmean(c["methods"][m]["mean_gpu_s"] for c in conds.values()) * 1e3
-            lines.append(f"| ~{d['target_us']:g} µs | {m} | {aa['counts']['keep']}/{aa['n']} (≤ {_p(aa['keep_upper95'])}) "
-                         f"| {k_ab}/{n_ab} (≤ {_p(upper_bound(k_ab, n_ab))}) | " + " | ".join(power) + f" | {gpu:.1f} |")
+            lines.append(
+                f"| ~{d['target_us']:g} µs | {m} | {aa['counts']['keep']}/{aa['n']} (≤ {_p(aa['keep_upper95'])}) "
+                f"| {k_ab}/{n_ab} (≤ {_p(upper_bound(k_ab, n_ab))}) | " + " | ".join(power) + f" | {gpu:.1f} |"
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -812,25 +901,35 @@ def markdown(report: dict[str, Any]) -> str:
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(prog="python -m experiments.decision_h100",
-                                 description=(__doc__ or "").split("\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m experiments.decision_h100", description=(__doc__ or "").split("\n")[0])
     ap.add_argument("--out", default="decision_h100.json", help="JSON with every decision (tables: same name, .md)")
     ap.add_argument("--decisions", type=int, default=50, help="decisions per duration and condition (default 50)")
     ap.add_argument("--durations-us", default="5,10,700", help="target µs per launch (default 5,10,700)")
     ap.add_argument("--slowdowns", default="1,2", help="calibrated in-kernel delays, %% (default 1,2)")
     ap.add_argument("--bytes-slowdowns", default="1,2", help="extra bytes, %%, where bandwidth-bound (default 1,2)")
-    ap.add_argument("--bytes-min-us", type=float, default=100.0,
-                    help="bytes conditions only at targets >= this many µs (default 100)")
+    ap.add_argument(
+        "--bytes-min-us",
+        type=float,
+        default=100.0,
+        help="bytes conditions only at targets >= this many µs (default 100)",
+    )
     ap.add_argument("--pairs-per-look", type=int, default=8, help="ABBA block pairs per look (default 8)")
     ap.add_argument("--block-us", type=float, default=250.0, help="GPU time of one block (default 250 µs)")
     ap.add_argument("--truth-s", type=float, default=1.0, help="GPU s per condition measuring its truth (default 1)")
     ap.add_argument("--calib-s", type=float, default=0.1, help="GPU s per calibration step (default 0.1)")
     ap.add_argument("--calib-iters", type=int, default=8, help="calibration steps at most (default 8)")
     ap.add_argument("--calib-tol", type=float, default=0.15, help="calibration within this share of the target")
-    ap.add_argument("--budget-s", type=float, default=400.0,
-                    help="wall seconds for the whole run; decisions stop early to keep it (default 400)")
-    ap.add_argument("--smoke", action="store_true",
-                    help="no GPU: Triton's interpreter, tiny sizes, CPU timers, at most 4 looks of 2 pairs")
+    ap.add_argument(
+        "--budget-s",
+        type=float,
+        default=400.0,
+        help="wall seconds for the whole run; decisions stop early to keep it (default 400)",
+    )
+    ap.add_argument(
+        "--smoke",
+        action="store_true",
+        help="no GPU: Triton's interpreter, tiny sizes, CPU timers, at most 4 looks of 2 pairs",
+    )
     a = ap.parse_args(argv)
     a.argv = list(argv)
 
@@ -866,8 +965,11 @@ def main(argv: list[str] | None = None, opener: Opener = open_backend) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     if args.smoke:
         if "triton" in sys.modules and os.environ.get("TRITON_INTERPRET") != "1":
-            print("decision_h100: --smoke must set TRITON_INTERPRET=1 before triton is imported; "
-                  "run it as its own process", file=sys.stderr)
+            print(
+                "decision_h100: --smoke must set TRITON_INTERPRET=1 before triton is imported; "
+                "run it as its own process",
+                file=sys.stderr,
+            )
             return 2
         os.environ["TRITON_INTERPRET"] = "1"
     out = Path(args.out)

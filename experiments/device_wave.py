@@ -77,8 +77,14 @@ class Summary:
         self.out = out
         self.path = out / "summary.json"
         self.data: dict[str, Any] = {
-            "part": part, "mode": mode, "command": command, "started_utc": utc_now(), "finished_utc": None,
-            "machine": {}, "steps": {}, "notes": [],
+            "part": part,
+            "mode": mode,
+            "command": command,
+            "started_utc": utc_now(),
+            "finished_utc": None,
+            "machine": {},
+            "steps": {},
+            "notes": [],
         }
         self.save()
 
@@ -108,16 +114,30 @@ class Summary:
         tmp_md.replace(md)
 
 
-JSON_ONLY = ("iterations", "iteration", "rows", "groups", "per_class_ratio", "config", "proposed", "candidates",
-             "decisions", "records")
+JSON_ONLY = (
+    "iterations",
+    "iteration",
+    "rows",
+    "groups",
+    "per_class_ratio",
+    "config",
+    "proposed",
+    "candidates",
+    "decisions",
+    "records",
+)
 """Step fields too long for summary.md: summary.json has them (the tables show their gist)."""
 
 
 def render_md(data: dict[str, Any], title: str = "device wave") -> str:
     """The summary as markdown: the command, the machine, then each step with its command(s),
     its outcome, its tables and its other figures."""
-    out = [f"# {title} {data['part']} ({data['mode']})", "",
-           f"- command: `{data['command']}`", f"- started {data['started_utc']}, finished {data['finished_utc']}"]
+    out = [
+        f"# {title} {data['part']} ({data['mode']})",
+        "",
+        f"- command: `{data['command']}`",
+        f"- started {data['started_utc']}, finished {data['finished_utc']}",
+    ]
     for key in ("commit", "gpu", "missing_pieces"):
         if data.get(key):
             out.append(f"- {key}: {_md_value(data[key])}")
@@ -232,29 +252,53 @@ class CmdResult:
             return ""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"command": shell_line(self.argv), "rc": self.rc, "wall_s": round(self.wall_s, 2),
-                "stopped_at_deadline": self.stopped, "killed": self.killed, "log": self.log.name}
+        return {
+            "command": shell_line(self.argv),
+            "rc": self.rc,
+            "wall_s": round(self.wall_s, 2),
+            "stopped_at_deadline": self.stopped,
+            "killed": self.killed,
+            "log": self.log.name,
+        }
 
 
-def run_cmd(argv: Sequence[str], log: Path, *, timeout_s: float, cwd: Path | None = None,
-            env: dict[str, str] | None = None, stop_after_s: float | None = None,
-            on_stop: Callable[[], None] | None = None, echo: str = "",
-            while_running: Callable[[], None] | None = None) -> CmdResult:
+def run_cmd(
+    argv: Sequence[str],
+    log: Path,
+    *,
+    timeout_s: float,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+    stop_after_s: float | None = None,
+    on_stop: Callable[[], None] | None = None,
+    echo: str = "",
+    while_running: Callable[[], None] | None = None,
+) -> CmdResult:
     """Run `argv` in its own process group, its output to `log` (and, prefixed with `echo`, to
     stdout as it comes). At `stop_after_s` call `on_stop` (a kopt run: `kopt stop TAG`); at
     `timeout_s` kill the group (SIGTERM, then SIGKILL). `while_running` is called about every
     quarter second while it runs (a driver watching the run's store)."""
     argv = [str(a) for a in argv]
     log.parent.mkdir(parents=True, exist_ok=True)
-    say(f"$ {shell_line(argv)}  (limit {timeout_s:.0f} s"
-        + (f", stop at {stop_after_s:.0f} s" if stop_after_s is not None else "") + ")")
+    say(
+        f"$ {shell_line(argv)}  (limit {timeout_s:.0f} s"
+        + (f", stop at {stop_after_s:.0f} s" if stop_after_s is not None else "")
+        + ")"
+    )
     t0 = time.monotonic()
     stopped = killed = False
     with open(log, "wb") as f:
         f.write(f"$ {shell_line(argv)}\n".encode())
         f.flush()
-        p = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                             stdin=subprocess.DEVNULL, start_new_session=True)
+        p = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
 
         def pump() -> None:
             assert p.stdout is not None
@@ -353,14 +397,31 @@ def stopper(root: Path, tag: str) -> Callable[[], None]:
     return stop
 
 
-def kopt_engine(raw: Path, root: Path, tag: str, args: Sequence[str], log_name: str, *, soft_s: float,
-                grace_s: float = 45.0, env: dict[str, str] | None = None,
-                while_running: Callable[[], None] | None = None) -> CmdResult:
+def kopt_engine(
+    raw: Path,
+    root: Path,
+    tag: str,
+    args: Sequence[str],
+    log_name: str,
+    *,
+    soft_s: float,
+    grace_s: float = 45.0,
+    env: dict[str, str] | None = None,
+    while_running: Callable[[], None] | None = None,
+) -> CmdResult:
     """A kopt command that runs the engine (demo --headless, run --foreground): asked to stop
     (`kopt stop TAG`) at soft_s, killed at soft_s + grace_s. What it recorded stays in run.db."""
-    return run_cmd(kopt_argv(root, *args), raw / log_name, timeout_s=soft_s + grace_s, stop_after_s=soft_s,
-                   on_stop=stopper(root, tag), env=child_env(env), cwd=REPO, echo=f"  [{tag}] ",
-                   while_running=while_running)
+    return run_cmd(
+        kopt_argv(root, *args),
+        raw / log_name,
+        timeout_s=soft_s + grace_s,
+        stop_after_s=soft_s,
+        on_stop=stopper(root, tag),
+        env=child_env(env),
+        cwd=REPO,
+        echo=f"  [{tag}] ",
+        while_running=while_running,
+    )
 
 
 def records_export(root: Path, tag: str) -> list[dict[str, Any]]:
@@ -369,9 +430,20 @@ def records_export(root: Path, tag: str) -> list[dict[str, Any]]:
 
     ws = Workspace(root, tag)
     with ws.open_store(readonly=True) as store:
-        return [{"version": it.version, "status": str(it.status), "masked": it.masked, "hypothesis": it.hypothesis,
-                 "target_class": it.target_class, "scope": it.scope, "started_at": it.started_at,
-                 "finished_at": it.finished_at, "record": dict(it.record)} for it in store.iterations()]
+        return [
+            {
+                "version": it.version,
+                "status": str(it.status),
+                "masked": it.masked,
+                "hypothesis": it.hypothesis,
+                "target_class": it.target_class,
+                "scope": it.scope,
+                "started_at": it.started_at,
+                "finished_at": it.finished_at,
+                "record": dict(it.record),
+            }
+            for it in store.iterations()
+        ]
 
 
 WS_FILES = ("results.md", "performance.md", "README.md", "engine.log", "kopt.toml")
@@ -436,12 +508,21 @@ def machine_info(*, smoke: bool, commit_env: str, scripts: Iterable[Path], diges
     """What ran the measurements: read off the machine now, never written from memory. The
     commit is `commit_env`'s value (the device's copy has no .git) or the checkout's HEAD;
     `digest_key` holds one hash over the wave's own `scripts`."""
-    info: dict[str, Any] = {"utc": utc_now(), "hostname": platform.node(), "kernel": platform.release(),
-                            "python": f"{platform.python_version()} ({sys.executable})"}
+    info: dict[str, Any] = {
+        "utc": utc_now(),
+        "hostname": platform.node(),
+        "kernel": platform.release(),
+        "python": f"{platform.python_version()} ({sys.executable})",
+    }
     if shutil.which("nvidia-smi"):
         info["nvidia_smi_L"] = capture(["nvidia-smi", "-L"])
-        info["gpu"] = capture(["nvidia-smi", "--query-gpu=name,uuid,driver_version,clocks.max.sm,power.limit,"
-                               "memory.total", "--format=csv,noheader"])
+        info["gpu"] = capture(
+            [
+                "nvidia-smi",
+                "--query-gpu=name,uuid,driver_version,clocks.max.sm,power.limit,memory.total",
+                "--format=csv,noheader",
+            ]
+        )
     else:
         info["gpu"] = "no nvidia-smi on PATH" + (" (smoke mode)" if smoke else "")
     for dist in ("torch", "triton", "kopt-supervisor", "ray", "textual", "nvidia-ml-py", "psutil"):

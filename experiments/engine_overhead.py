@@ -50,17 +50,29 @@ def grow_history(ws: Workspace, length: int) -> None:
             while v <= length:
                 model = keep if v % 25 == 0 else tie
                 status = Status.KEEP if model is keep else Status.TIE
-                s.save_iteration(Iteration(v, status, phase="done", parent=keep.version, hypothesis=model.hypothesis,
-                                           scope=model.scope, commit=keep.commit if status == Status.KEEP else None,
-                                           best_commit_before=keep.best_commit_before, started_at=time.time(),
-                                           finished_at=time.time(), record=json.loads(json.dumps(model.record))))
+                s.save_iteration(
+                    Iteration(
+                        v,
+                        status,
+                        phase="done",
+                        parent=keep.version,
+                        hypothesis=model.hypothesis,
+                        scope=model.scope,
+                        commit=keep.commit if status == Status.KEEP else None,
+                        best_commit_before=keep.best_commit_before,
+                        started_at=time.time(),
+                        finished_at=time.time(),
+                        record=json.loads(json.dumps(model.record)),
+                    )
+                )
                 v += 1
 
 
 def measure(history: int, iterations: int, work: Path) -> dict[str, Any]:
     os.environ["FAKE_NOISE"] = "0.00001"  # every decision at min_rounds: the looks cost the same each time
-    repo = make_fake_repo(work / f"target{history}", script=["gain5", "nochange"],
-                          extra_toml="\n[stop]\nconsecutive_failures = 100000\n")
+    repo = make_fake_repo(
+        work / f"target{history}", script=["gain5", "nochange"], extra_toml="\n[stop]\nconsecutive_failures = 100000\n"
+    )
     os.environ["FAKE_SCRIPT"] = str(work / f"target{history}.script.json")
     root = work / "workspaces"
     assert kopt(["--root", str(root), "init", "--repo", str(repo), "--tag", f"h{history}"]) == 0
@@ -75,8 +87,12 @@ def measure(history: int, iterations: int, work: Path) -> dict[str, Any]:
     with Store(ws.db_path, readonly=True) as s:
         measured = [it for it in s.iterations() if it.version >= first]
     rows = [it.record.get("timings", {}) for it in measured]
-    out: dict[str, Any] = {"history": history, "iterations": len(measured), "wall_s": round(wall, 2),
-                           "statuses": [str(it.status) for it in measured]}
+    out: dict[str, Any] = {
+        "history": history,
+        "iterations": len(measured),
+        "wall_s": round(wall, 2),
+        "statuses": [str(it.status) for it in measured],
+    }
     for key in PHASES:
         values = [float(r.get(key, 0.0)) for r in rows]
         out[key] = {"median": round(statistics.median(values), 4), "max": round(max(values), 4)}
@@ -97,15 +113,23 @@ def main(argv: list[str] | None = None) -> int:
         for h in args.histories:
             results.append(measure(h, args.iterations, Path(tmp)))
             shutil.rmtree(Path(tmp) / "workspaces" / f"h{h}" / "logs", ignore_errors=True)
-    report = {"date": time.strftime("%Y-%m-%d %H:%M %Z"), "machine": f"{platform.node()} ({os.cpu_count()} cores, "
-              f"{platform.processor() or platform.machine()}), Python {platform.python_version()}",
-              "command": "python -m experiments.engine_overhead " + " ".join(argv or sys.argv[1:]), "results": results}
-    print(f"{'history':>8} {'iters':>5} {'engine_s med':>12} {'engine_s max':>12} {'police_s':>9} "
-          f"{'commit_s':>9} {'proposer_s':>10} {'looks/it':>8} {'look_s':>7}")
+    report = {
+        "date": time.strftime("%Y-%m-%d %H:%M %Z"),
+        "machine": f"{platform.node()} ({os.cpu_count()} cores, "
+        f"{platform.processor() or platform.machine()}), Python {platform.python_version()}",
+        "command": "python -m experiments.engine_overhead " + " ".join(argv or sys.argv[1:]),
+        "results": results,
+    }
+    print(
+        f"{'history':>8} {'iters':>5} {'engine_s med':>12} {'engine_s max':>12} {'police_s':>9} "
+        f"{'commit_s':>9} {'proposer_s':>10} {'looks/it':>8} {'look_s':>7}"
+    )
     for r in results:
-        print(f"{r['history']:>8} {r['iterations']:>5} {r['engine_s']['median']:>12.3f} {r['engine_s']['max']:>12.3f} "
-              f"{r['police_s']['median']:>9.3f} {r['commit_s']['median']:>9.3f} {r['proposer_s']['median']:>10.3f} "
-              f"{r['looks_per_iteration']:>8} {r['look_s_median'] or 0:>7.3f}")
+        print(
+            f"{r['history']:>8} {r['iterations']:>5} {r['engine_s']['median']:>12.3f} {r['engine_s']['max']:>12.3f} "
+            f"{r['police_s']['median']:>9.3f} {r['commit_s']['median']:>9.3f} {r['proposer_s']['median']:>10.3f} "
+            f"{r['looks_per_iteration']:>8} {r['look_s_median'] or 0:>7.3f}"
+        )
     if args.out:
         args.out.write_text(json.dumps(report, indent=2) + "\n")
     return 0

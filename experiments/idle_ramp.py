@@ -37,11 +37,13 @@ def main(argv: list[str] | None = None) -> int:
             copies.append(copy.block())
             sols.append(sol.block())
         wall = time.perf_counter() - t0
-        print(f"\npause {pause:.1f} s, then {args.blocks} block pairs in {wall:.2f} s; "
-              f"median copy {statistics.median(copies):.2f} µs, solution {statistics.median(sols):.2f} µs; "
-              f"first 5 vs last 20 medians: copy {statistics.median(copies[:5]):.2f} / "
-              f"{statistics.median(copies[-20:]):.2f}, solution {statistics.median(sols[:5]):.2f} / "
-              f"{statistics.median(sols[-20:]):.2f}")
+        print(
+            f"\npause {pause:.1f} s, then {args.blocks} block pairs in {wall:.2f} s; "
+            f"median copy {statistics.median(copies):.2f} µs, solution {statistics.median(sols):.2f} µs; "
+            f"first 5 vs last 20 medians: copy {statistics.median(copies[:5]):.2f} / "
+            f"{statistics.median(copies[-20:]):.2f}, solution {statistics.median(sols[:5]):.2f} / "
+            f"{statistics.median(sols[-20:]):.2f}"
+        )
         print("copy     " + " ".join(f"{x:.0f}" if x > 100 else f"{x:.2f}" for x in copies))
         print("solution " + " ".join(f"{x:.0f}" if x > 100 else f"{x:.2f}" for x in sols))
         sys.stdout.flush()

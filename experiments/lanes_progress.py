@@ -55,8 +55,14 @@ from kopt_supervisor.engine.store import Store  # noqa: E402
 from kopt_supervisor.engine.workspace import Workspace  # noqa: E402
 from kopt_supervisor.kernels import catalog  # noqa: E402
 
-PARTS = {"rms1": ("rmsnorm", 1, False), "rms4": ("rmsnorm", 4, False), "adaln1": ("adaln", 1, False),
-         "adaln4": ("adaln", 4, False), "aa1": ("rmsnorm", 1, True), "aa4": ("rmsnorm", 4, True)}
+PARTS = {
+    "rms1": ("rmsnorm", 1, False),
+    "rms4": ("rmsnorm", 4, False),
+    "adaln1": ("adaln", 1, False),
+    "adaln4": ("adaln", 4, False),
+    "aa1": ("rmsnorm", 1, True),
+    "aa4": ("rmsnorm", 4, True),
+}
 AA_CANDIDATES = 40
 SOLUTION = "solution/rmsnorm.py"
 """The file an A/A candidate appends its comment to (experiments/h100_wave3/candidates.py)."""
@@ -73,8 +79,13 @@ pathlib.Path(os.environ["KOPT_PLAN"]).write_text(f"A/A {n}: a comment-only chang
 
 
 def kopt(root: Path, *args: str, timeout_s: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "kopt_supervisor.kopt_tui.cli", "--root", str(root), *args],
-                          capture_output=True, text=True, timeout=timeout_s, cwd=REPO_ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "kopt_supervisor.kopt_tui.cli", "--root", str(root), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+        cwd=REPO_ROOT,
+    )
 
 
 def set_lanes(text: str, lanes: int) -> str:
@@ -144,21 +155,32 @@ def gpus() -> list[str]:
     return [line for line in out.splitlines() if line.strip()]
 
 
-def summary(ws: Workspace, part: str, args: argparse.Namespace, lanes: int, aa: bool, started: float,
-            ended_by: str) -> dict[str, Any]:
+def summary(
+    ws: Workspace, part: str, args: argparse.Namespace, lanes: int, aa: bool, started: float, ended_by: str
+) -> dict[str, Any]:
     st = api.status(ws)
     with Store(ws.db_path, readonly=True) as store:
         its = store.iterations()
     progress = api.progress(its, "min")
     hit = progress.time_to(args.target) if not aa else None
     out: dict[str, Any] = {
-        "part": part, "command": " ".join([sys.executable, "-m", "experiments.lanes_progress", *sys.argv[1:]]),
-        "host": platform.node(), "gpus": gpus(), "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "kopt": _version(), "lanes": lanes, "target": None if aa else args.target,
-        "wall_s": round(time.monotonic() - started, 1), "ended_by": ended_by, "state": st["state"],
-        "stop_reason": st["stop_reason"], "best_speedup": st["best_speedup"],
-        "time_to_target_s": hit.t_s if hit else None, "gpu_s_to_target": hit.gpu_s if hit else None,
-        "verdicts": dict(Counter(str(it.status) for it in its if it.version)), "gpu_time": progress.to_dict(),
+        "part": part,
+        "command": " ".join([sys.executable, "-m", "experiments.lanes_progress", *sys.argv[1:]]),
+        "host": platform.node(),
+        "gpus": gpus(),
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "kopt": _version(),
+        "lanes": lanes,
+        "target": None if aa else args.target,
+        "wall_s": round(time.monotonic() - started, 1),
+        "ended_by": ended_by,
+        "state": st["state"],
+        "stop_reason": st["stop_reason"],
+        "best_speedup": st["best_speedup"],
+        "time_to_target_s": hit.t_s if hit else None,
+        "gpu_s_to_target": hit.gpu_s if hit else None,
+        "verdicts": dict(Counter(str(it.status) for it in its if it.version)),
+        "gpu_time": progress.to_dict(),
     }
     if aa:
         out["candidates"] = sum(1 for it in its if it.version and it.final)
@@ -198,9 +220,23 @@ def main(argv: list[str] | None = None) -> int:
     root.mkdir(parents=True, exist_ok=True)
     ws = prepare(root, kernel, lanes, aa, gpu)
     log = (out / f"{args.part}.engine.log").open("w")
-    proc = subprocess.Popen([sys.executable, "-m", "kopt_supervisor.kopt_tui.cli", "--root", str(root), "run", ws.tag,
-                             "--foreground", *(["--max-iters", str(AA_CANDIDATES)] if aa else [])],
-                            stdout=log, stderr=subprocess.STDOUT, cwd=REPO_ROOT, start_new_session=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "kopt_supervisor.kopt_tui.cli",
+            "--root",
+            str(root),
+            "run",
+            ws.tag,
+            "--foreground",
+            *(["--max-iters", str(AA_CANDIDATES)] if aa else []),
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        cwd=REPO_ROOT,
+        start_new_session=True,
+    )
     ended_by = "the run stopped"
     result: dict[str, Any] = {}
     try:
@@ -227,8 +263,25 @@ def main(argv: list[str] | None = None) -> int:
     result = summary(ws, args.part, args, lanes, aa, started, ended_by)
     (out / f"{args.part}.json").write_text(json.dumps(result, indent=1, default=str))
     shutil.copy(ws.db_path, out / f"{args.part}.run.db")
-    print(json.dumps({k: result.get(k) for k in ("part", "lanes", "best_speedup", "time_to_target_s", "ended_by",
-                                                  "verdicts", "candidates", "kept", "look_spread")}, default=str))
+    print(
+        json.dumps(
+            {
+                k: result.get(k)
+                for k in (
+                    "part",
+                    "lanes",
+                    "best_speedup",
+                    "time_to_target_s",
+                    "ended_by",
+                    "verdicts",
+                    "candidates",
+                    "kept",
+                    "look_spread",
+                )
+            },
+            default=str,
+        )
+    )
     print("stale share:", (result.get("gpu_time") or {}).get("stale_share"))
     return 0
 

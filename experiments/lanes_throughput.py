@@ -49,8 +49,10 @@ def candidate(kind: str, slowdown_pct: float, proposer_sleep: float) -> str:
     wait = f"import time; time.sleep({proposer_sleep}); "
     if kind == "ab":
         f = 1 + slowdown_pct / 100
-        return ("do:" + wait + "k = json.load(open('kernel.json')); "
-                f"k['speed']['small'] *= {f}; k['speed']['large'] *= {f}; json.dump(k, open('kernel.json', 'w'))")
+        return (
+            "do:" + wait + "k = json.load(open('kernel.json')); "
+            f"k['speed']['small'] *= {f}; k['speed']['large'] *= {f}; json.dump(k, open('kernel.json', 'w'))"
+        )
     return "do:" + wait + "open('NOTES.md', 'a').write('a comment-only change\\n')"
 
 
@@ -59,23 +61,33 @@ def one_run(work: Path, kind: str, lanes: int, args: argparse.Namespace) -> dict
     base = work / tag
     base.mkdir()
     script = [candidate(kind, args.slowdown, args.proposer_sleep)]
-    repo = make_fake_repo(base / "target", script=script,
-                          toml_replace={"min_rounds = 3": f"min_rounds = {args.min_rounds}",
-                                        "max_rounds = 8": f"max_rounds = {args.max_rounds}",
-                                        'vendor = "none"': 'vendor = "auto"\nsamples = 1\nsample_interval_s = 0\n'
-                                                          'wait_s = 0.1\nwait_max_s = 60',
-                                        # the reference program's stop after five regressions would end
-                                        # the A/B runs early: every candidate is a regression here
-                                        "[gpu]": "[stop]\nconsecutive_regressions = 1000\n\n[gpu]"},
-                          extra_toml=f"\n[parallel]\nlanes = {lanes}\n")
+    repo = make_fake_repo(
+        base / "target",
+        script=script,
+        toml_replace={
+            "min_rounds = 3": f"min_rounds = {args.min_rounds}",
+            "max_rounds = 8": f"max_rounds = {args.max_rounds}",
+            'vendor = "none"': 'vendor = "auto"\nsamples = 1\nsample_interval_s = 0\nwait_s = 0.1\nwait_max_s = 60',
+            # the reference program's stop after five regressions would end
+            # the A/B runs early: every candidate is a regression here
+            "[gpu]": "[stop]\nconsecutive_regressions = 1000\n\n[gpu]",
+        },
+        extra_toml=f"\n[parallel]\nlanes = {lanes}\n",
+    )
     (repo / "NOTES.md").write_text("notes\n")
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "a comment file")
     gpus = base / "gpus.json"
     gpus.write_text(json.dumps([[{**H100, "index": i, "uuid": f"GPU-fake-{i}"} for i in range(4)]]))
-    os.environ.update({"KOPT_FAKE_GPUS": str(gpus), "KOPT_GPU_CLAIMS_DIR": str(base / "claims"),
-                       "FAKE_SCRIPT": str(base / "target.script.json"), "FAKE_SLEEP": str(args.bench_sleep),
-                       "FAKE_NOISE": str(args.noise)})
+    os.environ.update(
+        {
+            "KOPT_FAKE_GPUS": str(gpus),
+            "KOPT_GPU_CLAIMS_DIR": str(base / "claims"),
+            "FAKE_SCRIPT": str(base / "target.script.json"),
+            "FAKE_SLEEP": str(args.bench_sleep),
+            "FAKE_NOISE": str(args.noise),
+        }
+    )
     root = base / "ws"
     assert kopt(["--root", str(root), "init", "--repo", str(repo), "--tag", tag]) == 0
     ws = Workspace(root, tag)
@@ -85,19 +97,33 @@ def one_run(work: Path, kind: str, lanes: int, args: argparse.Namespace) -> dict
     with Store(ws.db_path, readonly=True) as s:
         its = s.iterations()[1:]
     verdicts = Counter(str(it.status) for it in its)
-    return {"kind": kind, "lanes": lanes, "rc": rc, "wall_s": round(wall, 2), "candidates": len(its),
-            "verdicts": dict(verdicts), "false_keeps": verdicts.get("keep", 0) + verdicts.get("accepted", 0),
-            "regressions": verdicts.get("regression", 0) + verdicts.get("likely_regression", 0)}
+    return {
+        "kind": kind,
+        "lanes": lanes,
+        "rc": rc,
+        "wall_s": round(wall, 2),
+        "candidates": len(its),
+        "verdicts": dict(verdicts),
+        "false_keeps": verdicts.get("keep", 0) + verdicts.get("accepted", 0),
+        "regressions": verdicts.get("regression", 0) + verdicts.get("likely_regression", 0),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m experiments.lanes_throughput", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        prog="python -m experiments.lanes_throughput",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     ap.add_argument("--candidates", type=int, default=16)
     ap.add_argument("--bench-sleep", type=float, default=0.3, help="seconds per fake bench run (default 0.3)")
     ap.add_argument("--proposer-sleep", type=float, default=1.0, help="seconds per proposal (default 1)")
-    ap.add_argument("--slowdown", type=float, default=2.0,
-                    help="A/B candidates' true slowdown, %% (default 2: twice the 1%% a decision must resolve)")
+    ap.add_argument(
+        "--slowdown",
+        type=float,
+        default=2.0,
+        help="A/B candidates' true slowdown, %% (default 2: twice the 1%% a decision must resolve)",
+    )
     ap.add_argument("--noise", type=float, default=0.002, help="the fake bench's relative noise (default 0.002)")
     ap.add_argument("--min-rounds", type=int, default=3)
     ap.add_argument("--max-rounds", type=int, default=8)
@@ -111,8 +137,10 @@ def main(argv: list[str] | None = None) -> int:
             for lanes in (1, 4):
                 r = one_run(work, kind, lanes, args)
                 results.append(r)
-                print(f"{kind} lanes={lanes}: {r['candidates']} candidates in {r['wall_s']} s; verdicts {r['verdicts']}",
-                      flush=True)
+                print(
+                    f"{kind} lanes={lanes}: {r['candidates']} candidates in {r['wall_s']} s; verdicts {r['verdicts']}",
+                    flush=True,
+                )
     finally:
         if not os.environ.get("KEEP_BENCH"):
             shutil.rmtree(work, ignore_errors=True)
@@ -121,9 +149,14 @@ def main(argv: list[str] | None = None) -> int:
     by = {(r["kind"], r["lanes"]): r for r in results}
     ratios = {k: round(by[(k, 4)]["wall_s"] / by[(k, 1)]["wall_s"], 3) for k in args.kinds.split(",")}
     print("wall time, 4 lanes / 1 lane: " + ", ".join(f"{k} {v}" for k, v in ratios.items()) + " (target <= 0.35)")
-    report = {"date": datetime.date.today().isoformat(), "machine": f"{platform.node()} ({os.cpu_count()} CPUs)",
-              "command": "python -m experiments.lanes_throughput " + " ".join(argv or sys.argv[1:]),
-              "args": vars(args), "runs": results, "ratio_4_to_1": ratios}
+    report = {
+        "date": datetime.date.today().isoformat(),
+        "machine": f"{platform.node()} ({os.cpu_count()} CPUs)",
+        "command": "python -m experiments.lanes_throughput " + " ".join(argv or sys.argv[1:]),
+        "args": vars(args),
+        "runs": results,
+        "ratio_4_to_1": ratios,
+    }
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=2))
     return 0

@@ -35,8 +35,12 @@ EDITS = (
 
 
 def kopt(*args: str, root: Path) -> str:
-    r = subprocess.run([sys.executable, "-m", "kopt_supervisor.kopt_tui.cli", "--root", str(root), *args],
-                       cwd=REPO, capture_output=True, text=True)
+    r = subprocess.run(
+        [sys.executable, "-m", "kopt_supervisor.kopt_tui.cli", "--root", str(root), *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
     if r.returncode != 0:
         raise SystemExit(f"kopt {' '.join(args)} failed ({r.returncode}): {r.stderr.strip()}")
     return r.stdout
@@ -47,8 +51,13 @@ def prepare(work: Path, tag: str) -> tuple[Path, Path]:
         shutil.rmtree(work)
     repo, root = work / "softmax", work / "workspaces"
     shutil.copytree(REPO / "examples" / "softmax", repo, ignore=shutil.ignore_patterns("results", "__pycache__"))
-    env = {**os.environ, "GIT_AUTHOR_NAME": "k", "GIT_AUTHOR_EMAIL": "k@k", "GIT_COMMITTER_NAME": "k",
-           "GIT_COMMITTER_EMAIL": "k@k"}
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "k",
+        "GIT_AUTHOR_EMAIL": "k@k",
+        "GIT_COMMITTER_NAME": "k",
+        "GIT_COMMITTER_EMAIL": "k@k",
+    }
     for cmd in (["git", "init", "-q"], ["git", "add", "-A"], ["git", "commit", "-qm", "softmax kernel"]):
         subprocess.run(cmd, cwd=repo, check=True, env=env)
     kopt("init", "--repo", str(repo), "--tag", tag, "--bench", f"{sys.executable} bench.py", "--yes", root=root)
@@ -71,8 +80,12 @@ async def session(root: Path, tag: str, max_wait_s: float) -> list[dict[str, Any
         except json.JSONDecodeError:
             return text
 
-    params = StdioServerParameters(command=sys.executable, cwd=str(REPO), env=dict(os.environ),
-                                   args=["-m", "kopt_supervisor.kopt_tui.cli", "--root", str(root), "mcp", tag])
+    params = StdioServerParameters(
+        command=sys.executable,
+        cwd=str(REPO),
+        env=dict(os.environ),
+        args=["-m", "kopt_supervisor.kopt_tui.cli", "--root", str(root), "mcp", tag],
+    )
     steps = []
     async with Client(params, client_info=Implementation(name="scripted-agent", version="1")) as client:
         for old, new, hypothesis in EDITS:
@@ -96,10 +109,21 @@ async def session(root: Path, tag: str, max_wait_s: float) -> list[dict[str, Any
 
             print(f"submit: {hypothesis}", flush=True)
             t0 = time.monotonic()
-            result = parsed(await client.call_tool("submit", {"hypothesis": hypothesis, "scope": "global"},
-                                                   progress_callback=progress))
-            steps.append({"edit": f"{old} -> {new}", "hypothesis": hypothesis, "wall_s": round(time.monotonic() - t0, 1),
-                          "context_chars": len(context), "progress": said, "result": result})
+            result = parsed(
+                await client.call_tool(
+                    "submit", {"hypothesis": hypothesis, "scope": "global"}, progress_callback=progress
+                )
+            )
+            steps.append(
+                {
+                    "edit": f"{old} -> {new}",
+                    "hypothesis": hypothesis,
+                    "wall_s": round(time.monotonic() - t0, 1),
+                    "context_chars": len(context),
+                    "progress": said,
+                    "result": result,
+                }
+            )
             print(f"  -> v{result['iteration']} {result['status']}: {result['reason']}", flush=True)
     return steps
 
@@ -117,8 +141,11 @@ def main() -> int:
     try:
         steps = anyio.run(session, root, args.tag, args.max_wait_s)
     finally:
-        subprocess.run([sys.executable, "-m", "kopt_supervisor.kopt_tui.cli", "--root", str(root), "stop", args.tag],
-                       cwd=REPO, capture_output=True)
+        subprocess.run(
+            [sys.executable, "-m", "kopt_supervisor.kopt_tui.cli", "--root", str(root), "stop", args.tag],
+            cwd=REPO,
+            capture_output=True,
+        )
     out = {"tag": args.tag, "steps": steps, "status": json.loads(kopt("status", args.tag, "--json", root=root))}
     text = json.dumps(out, indent=2, default=str)
     if args.out:

@@ -38,12 +38,28 @@ def main(out: Path) -> int:
     out.mkdir(parents=True, exist_ok=True)
     (out / "workload.py").write_text(WORKLOAD)
     for name, extra in FILTERS.items():
-        argv = ["ncu", "--nvtx", *extra, "--metrics", "gpu__time_duration.sum", "--csv", "--page", "raw",
-                "--print-kernel-base", "function", "--print-nvtx-rename", "kernel",
-                sys.executable, str(out / "workload.py")]
+        argv = [
+            "ncu",
+            "--nvtx",
+            *extra,
+            "--metrics",
+            "gpu__time_duration.sum",
+            "--csv",
+            "--page",
+            "raw",
+            "--print-kernel-base",
+            "function",
+            "--print-nvtx-rename",
+            "kernel",
+            sys.executable,
+            str(out / "workload.py"),
+        ]
         res = subprocess.run(argv, capture_output=True, text=True, timeout=300)
-        names = [line.split('","')[4] if line.count('","') > 4 else line for line in res.stdout.splitlines()
-                 if line.startswith('"') and "Kernel Name" not in line and '"ID"' not in line]
+        names = [
+            line.split('","')[4] if line.count('","') > 4 else line
+            for line in res.stdout.splitlines()
+            if line.startswith('"') and "Kernel Name" not in line and '"ID"' not in line
+        ]
         print(f"== {name} (rc {res.returncode}): {len(names)} kernel row(s)")
         for n in names:
             print("   ", n[:120])

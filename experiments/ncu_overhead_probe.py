@@ -45,10 +45,17 @@ def main() -> int:
         print(f"{kind}: unprofiled {time.monotonic() - t0:.2f} s", flush=True)
         for name, extra in OPTIONS.items():
             t0 = time.monotonic()
-            res = subprocess.run(["ncu", "--clock-control", "none", *extra, sys.executable, str(path), kind],
-                                 capture_output=True, text=True, timeout=300)
-            print(f"{kind}: ncu {name}: {time.monotonic() - t0:.2f} s (rc {res.returncode}, "
-                  f"{res.stdout.count('==PROF== Profiling')} launches)", flush=True)
+            res = subprocess.run(
+                ["ncu", "--clock-control", "none", *extra, sys.executable, str(path), kind],
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
+            print(
+                f"{kind}: ncu {name}: {time.monotonic() - t0:.2f} s (rc {res.returncode}, "
+                f"{res.stdout.count('==PROF== Profiling')} launches)",
+                flush=True,
+            )
     return 0
 
 

@@ -134,8 +134,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--blocks", type=int, default=31)
     ap.add_argument("--compiles", type=int, default=2)
     ap.add_argument("--shapes", default="", help="comma-separated production shape names (default: all)")
-    ap.add_argument("--only", default="", help="comma-separated variant names to time (with the copy), e.g. "
-                    "'solution.out,unmasked32x2h0.out': a two-way A/B without the others as neighbours")
+    ap.add_argument(
+        "--only",
+        default="",
+        help="comma-separated variant names to time (with the copy), e.g. "
+        "'solution.out,unmasked32x2h0.out': a two-way A/B without the others as neighbours",
+    )
     args = ap.parse_args(argv)
     import torch
     from harness.bench import Case, Timing
@@ -153,10 +157,15 @@ def main(argv: list[str] | None = None) -> int:
     kernel = unmasked_kernel()
     timing = Timing(torch, True, 300.0, max_reps=1000)
     wanted = [s for s in args.shapes.split(",") if s]
-    report: dict[str, Any] = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
-                              "triton": __import__("triton").__version__, "command": " ".join(sys.argv),
-                              "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                              "params": solution.PARAMS, "shapes": []}
+    report: dict[str, Any] = {
+        "gpu": torch.cuda.get_device_name(),
+        "torch": torch.__version__,
+        "triton": __import__("triton").__version__,
+        "command": " ".join(sys.argv),
+        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "params": solution.PARAMS,
+        "shapes": [],
+    }
     seed = int(time.time())
     for shape in contract.SHAPES:
         if shape.kind != "production" or (wanted and shape.name not in wanted):
@@ -199,19 +208,29 @@ def main(argv: list[str] | None = None) -> int:
             for a, b in itertools.combinations(names, 2):
                 pairs[f"{a} / {b}"] = paired_speedup(blocks[a], blocks[b])
         for c in range(args.compiles if not only else 0):
-            pairs[f"compile{c}.drop / solution.drop"] = paired_speedup(blocks[f"compile{c}.drop"], blocks["solution.drop"])
-            pairs[f"compile{c}.kept / solution.out"] = paired_speedup(blocks[f"compile{c}.kept"], blocks["solution.out"])
-            pairs[f"compile{c}.drop / solution.out"] = paired_speedup(blocks[f"compile{c}.drop"], blocks["solution.out"])
-            pairs[f"compile{c}.drop / compile{c}.kept"] = paired_speedup(blocks[f"compile{c}.drop"],
-                                                                          blocks[f"compile{c}.kept"])
+            pairs[f"compile{c}.drop / solution.drop"] = paired_speedup(
+                blocks[f"compile{c}.drop"], blocks["solution.drop"]
+            )
+            pairs[f"compile{c}.kept / solution.out"] = paired_speedup(
+                blocks[f"compile{c}.kept"], blocks["solution.out"]
+            )
+            pairs[f"compile{c}.drop / solution.out"] = paired_speedup(
+                blocks[f"compile{c}.drop"], blocks["solution.out"]
+            )
+            pairs[f"compile{c}.drop / compile{c}.kept"] = paired_speedup(
+                blocks[f"compile{c}.drop"], blocks[f"compile{c}.kept"]
+            )
         if not only:
             pairs["solution.drop / solution.out"] = paired_speedup(blocks["solution.drop"], blocks["solution.out"])
             for v in blocks:
                 if v.startswith(("unmasked", "tma")):
                     pairs[f"solution.out / {v}"] = paired_speedup(blocks["solution.out"], blocks[v])
-        report["shapes"].append({"shape": shape.name, "bytes": case.bytes, "timing": res, "paired": pairs,
-                                 "variant_checks": checks})
-        print(f"\n## {shape.name} ({case.bytes / 1e6:.1f} MB)\n\n| variant | median µs | p10–p90 | % of copy |\n|---|---|---|---|")
+        report["shapes"].append(
+            {"shape": shape.name, "bytes": case.bytes, "timing": res, "paired": pairs, "variant_checks": checks}
+        )
+        print(
+            f"\n## {shape.name} ({case.bytes / 1e6:.1f} MB)\n\n| variant | median µs | p10–p90 | % of copy |\n|---|---|---|---|"
+        )
         for n, r in res.items():
             print(f"| {n} | {r['median_us']:.2f} | {r['p10_us']:.2f}–{r['p90_us']:.2f} | {r['pct_of_copy']:.1f} |")
         print("\n| paired (first / second, >1: second faster) | ratio | 95% CI |\n|---|---|---|")

@@ -237,14 +237,22 @@ def test_gpu_flow_keeps_its_time_budget(tmp_path: Path, capsys: pytest.CaptureFi
     assert "| ~5 µs | kopt | 0/0" in captured.out
 
 
-def test_a_spin_that_does_not_compile_falls_back_to_the_multiply_adds(tmp_path: Path,
-                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_spin_that_does_not_compile_falls_back_to_the_multiply_adds(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "fma.json"
-    assert exp.main(["--out", str(out), "--decisions", "1", "--durations-us", "5"],
-                    opener=opener(SimDevice(spin_compiles=False))) == 0
+    assert (
+        exp.main(
+            ["--out", str(out), "--decisions", "1", "--durations-us", "5"],
+            opener=opener(SimDevice(spin_compiles=False)),
+        )
+        == 0
+    )
     assert json.loads(out.read_text())["delay"] == "multiply-add chain"
-    assert "note: %clock64 spin: RuntimeError: PTX assembly aborted due to errors; using the multiply-add chain" \
+    assert (
+        "note: %clock64 spin: RuntimeError: PTX assembly aborted due to errors; using the multiply-add chain"
         in capsys.readouterr().err
+    )
 
 
 def test_no_working_delay_is_one_clear_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -252,8 +260,10 @@ def test_no_working_delay_is_one_clear_line(tmp_path: Path, capsys: pytest.Captu
     rc = exp.main(["--out", str(out)], opener=opener(SimDevice(spin_compiles=False, fma_slows=False)))
     assert rc == 1
     err = capsys.readouterr().err.strip().splitlines()
-    assert err[-1].startswith("decision_h100: failed while checking the in-kernel delay: SetupError: "
-                              "no in-kernel delay slows the kernel (%clock64 spin: RuntimeError")
+    assert err[-1].startswith(
+        "decision_h100: failed while checking the in-kernel delay: SetupError: "
+        "no in-kernel delay slows the kernel (%clock64 spin: RuntimeError"
+    )
     assert json.loads(out.read_text())["failed"].startswith("failed while checking the in-kernel delay")
     assert "Traceback" in (tmp_path / "none.traceback.txt").read_text()
 
@@ -401,8 +411,10 @@ def test_the_whole_gpu_run_on_a_stand_in_for_torch_cuda(tmp_path: Path, monkeypa
     monkeypatch.setattr(exp.Backend, "reading", lambda self, arm: gpu.model.us(arm.n, arm.delay) + 4.0)
     out = tmp_path / "fake.json"
     info = {"device": "stand-in", "torch": "-", "cuda": "-", "triton": "-"}
-    rc = exp.main(["--out", str(out), "--decisions", "2", "--durations-us", "5,700", "--truth-s", "0.2"],
-                  opener=lambda smoke: (exp.Backend(gpu, smoke), info))
+    rc = exp.main(
+        ["--out", str(out), "--decisions", "2", "--durations-us", "5,700", "--truth-s", "0.2"],
+        opener=lambda smoke: (exp.Backend(gpu, smoke), info),
+    )
     assert rc == 0, out.with_suffix(".traceback.txt").read_text() if out.with_suffix(".traceback.txt").exists() else ""
     report = json.loads(out.read_text())
     assert report["delay"] == "%clock64 spin"
@@ -443,7 +455,7 @@ def test_the_kernel_compiles_for_sm90_with_the_spin_inside_its_loop() -> None:
         for m in re.finditer(r"bra(?:\.uni)?\s+(\$L__BB\d+_\d+);", text):
             start = text.find(m.group(1) + ":")
             if 0 <= start < m.start():
-                bodies.append(text[start:m.start()])
+                bodies.append(text[start : m.start()])
         return bodies
 
     spin = ptx["True"]
@@ -460,10 +472,30 @@ def test_the_kernel_compiles_for_sm90_with_the_spin_inside_its_loop() -> None:
 @pytest.mark.slow
 def test_smoke_run_end_to_end(tmp_path: Path) -> None:
     out = tmp_path / "smoke.json"
-    res = subprocess.run([sys.executable, "-m", "experiments.decision_h100", "--smoke", "--decisions", "1",
-                          "--durations-us", "5", "--slowdowns", "2", "--bytes-slowdowns", "2", "--bytes-min-us", "1",
-                          "--out", str(out)],
-                         cwd=REPO, capture_output=True, text=True, timeout=120)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "experiments.decision_h100",
+            "--smoke",
+            "--decisions",
+            "1",
+            "--durations-us",
+            "5",
+            "--slowdowns",
+            "2",
+            "--bytes-slowdowns",
+            "2",
+            "--bytes-min-us",
+            "1",
+            "--out",
+            str(out),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert res.returncode == 0, res.stderr[-2000:]
     report = json.loads(out.read_text())
     assert report["delay"] == "multiply-add chain"

@@ -31,8 +31,10 @@ from kopt_supervisor.engine.sandbox import probe
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "tests" / "data"
-REFS = [ConfigRef(f"dclass={d},n={n}", f"dclass={d}", {"dclass": d, "n": n})
-        for d, n in (("narrow", 1024), ("narrow", 2048), ("wide", 4096))]
+REFS = [
+    ConfigRef(f"dclass={d},n={n}", f"dclass={d}", {"dclass": d, "n": n})
+    for d, n in (("narrow", 1024), ("narrow", 2048), ("wide", 4096))
+]
 NARROW, WIDE = "dclass=narrow", "dclass=wide"
 
 
@@ -48,12 +50,17 @@ def profile_record(cand: str, bench: list[BenchClass]) -> tuple[dict[str, Any], 
     best_s, cand_s = NcuProfiler().parse(DATA / "ncu_nvtx_best", "_rms"), NcuProfiler().parse(DATA / cand, "_rms")
     cmp = compare_per_class(best_s, cand_s, REFS)
     agreement = agrees(bench, cmp, min_effect_pct=1.0)
-    return {"best": best_s.to_dict(), "cand": cand_s.to_dict(), "comparison": cmp.to_dict(),
-            "agreement": agreement.to_dict()}, agreement.disagrees
+    return {
+        "best": best_s.to_dict(),
+        "cand": cand_s.to_dict(),
+        "comparison": cmp.to_dict(),
+        "agreement": agreement.to_dict(),
+    }, agreement.disagrees
 
 
 def launches_by_range(folder: str) -> dict[str, dict[str, int]]:
     """range ("" outside) -> kernel -> launches, read from the two CSVs' text with the csv module."""
+
     def rows(p: Path) -> list[dict[str, str]]:
         return [r for r in csv.DictReader(x for x in p.read_text().splitlines() if x.startswith('"')) if r["ID"]]
 
@@ -64,10 +71,20 @@ def launches_by_range(folder: str) -> dict[str, dict[str, int]]:
     return out
 
 
-def view(version: int, record: dict[str, Any], *, target: str | None, status: str, flags: list[str],
-         reverify_s: float | None = None) -> dict[str, Any]:
-    record = {**record, "decision": {"verdict": status, "flags": flags, "rounds": 4, "reason": "r"},
-              "timings": {"looks_s": [0.5, 0.4], "total_s": 9.0, **({"reverify_s": reverify_s} if reverify_s else {})}}
+def view(
+    version: int,
+    record: dict[str, Any],
+    *,
+    target: str | None,
+    status: str,
+    flags: list[str],
+    reverify_s: float | None = None,
+) -> dict[str, Any]:
+    record = {
+        **record,
+        "decision": {"verdict": status, "flags": flags, "rounds": 4, "reason": "r"},
+        "timings": {"looks_s": [0.5, 0.4], "total_s": 9.0, **({"reverify_s": reverify_s} if reverify_s else {})},
+    }
     if reverify_s:
         record["reverify"] = {"verdict": "keep", "rounds": 3, "agrees": True, "seconds": reverify_s}
     return records.iteration_view(version, status, "h", target, "class" if target else "global", record)
@@ -77,8 +94,10 @@ def view(version: int, record: dict[str, Any], *, target: str | None, status: st
 
 
 def test_every_kernel_of_every_config_range_is_listed_on_both_sides() -> None:
-    rec, disagrees = profile_record("ncu_nvtx_renamed", [BenchClass(NARROW, "improved", 0.963, 0.95, 0.975),
-                                                         BenchClass(WIDE, "tied", 1.0, 0.995, 1.005)])
+    rec, disagrees = profile_record(
+        "ncu_nvtx_renamed",
+        [BenchClass(NARROW, "improved", 0.963, 0.95, 0.975), BenchClass(WIDE, "tied", 1.0, 0.995, 1.005)],
+    )
     assert not disagrees
     v = records.profile_view(rec)
     assert v is not None
@@ -98,8 +117,9 @@ def test_every_kernel_of_every_config_range_is_listed_on_both_sides() -> None:
 
 
 def test_a_class_targeted_keep_the_profiler_refutes_is_named_and_a_global_one_is_not() -> None:
-    rec, disagrees = profile_record("ncu_nvtx_moved", [BenchClass(NARROW, "improved", 0.6, 0.58, 0.62),
-                                                       BenchClass(WIDE, "tied", 1.0, 0.995, 1.005)])
+    rec, disagrees = profile_record(
+        "ncu_nvtx_moved", [BenchClass(NARROW, "improved", 0.6, 0.58, 0.62), BenchClass(WIDE, "tied", 1.0, 0.995, 1.005)]
+    )
     assert disagrees  # work moved outside the ranges: the narrow gain cannot be confirmed
     views = [
         view(0, {}, target=None, status="baseline", flags=[]),
@@ -118,8 +138,9 @@ def test_a_class_targeted_keep_the_profiler_refutes_is_named_and_a_global_one_is
 
 
 def test_a_profiler_error_is_reported_as_such() -> None:
-    v = view(5, {"profile": {"error": "ncu on best/ exited 1"}}, target=None, status="rejected",
-             flags=["profiler_failed"])
+    v = view(
+        5, {"profile": {"error": "ncu on best/ exited 1"}}, target=None, status="rejected", flags=["profiler_failed"]
+    )
     assert records.verification_figures([v])["profiler_failed"] == [5]
     assert "error: ncu on best/" in records.iteration_table([v])["rows"][0][7]
 
@@ -146,7 +167,7 @@ def test_a_set_change_moves_exactly_one_launch_global() -> None:
 def test_the_delay_is_injected_after_the_launch_only_on_a_gpu_tensor() -> None:
     out = apply(KERNEL, {"kind": "delay", "cycles": 5000})
     assert out.count("torch.cuda._sleep(5000)") == 1
-    tail = out[out.index("_softmax_rows[grid]"):]
+    tail = out[out.index("_softmax_rows[grid]") :]
     assert tail.index("if x.is_cuda:") < tail.index("return out.reshape(shape)")
 
 
@@ -161,15 +182,19 @@ def test_the_proposer_writes_its_plan_and_refuses_repairs(tmp_path: Path) -> Non
     assert "ROWS_PER_PROGRAM = 2" in (tmp_path / "softmax" / "kernel.py").read_text()
     assert (tmp_path / "plan.md").read_text().splitlines() == ["rows", "scope: global"]
     for extra in ({"KOPT_REPAIR": "1"}, {"KOPT_ITERATION": "2"}):  # a repair, an iteration with no change
-        assert subprocess.run([sys.executable, script, changes], cwd=tmp_path, env={**env, **extra},
-                              capture_output=True).returncode == 1
+        assert (
+            subprocess.run(
+                [sys.executable, script, changes], cwd=tmp_path, env={**env, **extra}, capture_output=True
+            ).returncode
+            == 1
+        )
 
 
 def test_the_prescan_picks_the_change_closest_to_the_target_in_every_class() -> None:
     per_class = {
-        "NUM_WARPS=8": {"float16": 1.031, "bfloat16": 1.026},   # slower by ~3% in both: the pick
-        "NUM_WARPS=2": {"float16": 1.029, "bfloat16": 0.97},    # mixed signs: never
-        "NUM_WARPS=16": {"float16": 1.09, "bfloat16": 1.08},    # beyond twice the target
+        "NUM_WARPS=8": {"float16": 1.031, "bfloat16": 1.026},  # slower by ~3% in both: the pick
+        "NUM_WARPS=2": {"float16": 1.029, "bfloat16": 0.97},  # mixed signs: never
+        "NUM_WARPS=16": {"float16": 1.09, "bfloat16": 1.08},  # beyond twice the target
         "ROWS_PER_PROGRAM=2": {"float16": 0.975, "bfloat16": 0.972},  # faster
     }
     assert choose(per_class, 3.0, "slower") == "NUM_WARPS=8"
@@ -184,8 +209,13 @@ def test_the_prescan_picks_the_change_closest_to_the_target_in_every_class() -> 
 def test_a_command_is_asked_to_stop_then_killed(tmp_path: Path) -> None:
     asked: list[float] = []
     t0 = time.monotonic()
-    res = common.run_cmd([sys.executable, "-c", "import time; print('up', flush=True); time.sleep(60)"],
-                         tmp_path / "log", timeout_s=2.0, stop_after_s=0.5, on_stop=lambda: asked.append(time.monotonic()))
+    res = common.run_cmd(
+        [sys.executable, "-c", "import time; print('up', flush=True); time.sleep(60)"],
+        tmp_path / "log",
+        timeout_s=2.0,
+        stop_after_s=0.5,
+        on_stop=lambda: asked.append(time.monotonic()),
+    )
     assert res.stopped and res.killed and not res.ok
     assert len(asked) == 1 and asked[0] - t0 >= 0.5
     assert res.wall_s < 10 and "up" in res.log.read_text()
@@ -229,10 +259,21 @@ def test_part1_smoke_runs_end_to_end(tmp_path: Path) -> None:
     of the tune proposer is a keep on the interpreter, and its fresh-process re-decision alone
     takes a minute on this kind of machine; the candidates' records are read above, and
     `bash experiments/h100_wave2.sh part1 --smoke` runs both demos with one candidate each)."""
-    env = {**os.environ, "OUT": str(tmp_path / "out"), "WAVE2_WORK": str(Path.home() / ".kopt-wave2-test"),
-           "WAVE2_DEMOS": "rmsnorm", "WAVE2_DEMO_ITERS": "0", "PY": sys.executable}
-    res = subprocess.run(["bash", str(REPO / "experiments" / "h100_wave2.sh"), "part1", "--smoke"], env=env,
-                         capture_output=True, text=True, timeout=240)
+    env = {
+        **os.environ,
+        "OUT": str(tmp_path / "out"),
+        "WAVE2_WORK": str(Path.home() / ".kopt-wave2-test"),
+        "WAVE2_DEMOS": "rmsnorm",
+        "WAVE2_DEMO_ITERS": "0",
+        "PY": sys.executable,
+    }
+    res = subprocess.run(
+        ["bash", str(REPO / "experiments" / "h100_wave2.sh"), "part1", "--smoke"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
     out = tmp_path / "out" / "part1"
     assert sorted(p.name for p in out.iterdir()) == ["part1.tgz", "run.log", "summary.json", "summary.md"]
@@ -257,8 +298,11 @@ def test_the_ncu_probe_runs_kopts_command_inside_the_sandbox(monkeypatch: pytest
     work = Path.home() / ".kopt-wave2-test" / "probe"  # outside /tmp: the sandbox makes /tmp private
     if work.exists():
         shutil.rmtree(work)
-    got = probes.ncu_under_sandbox(work, workload="open('ran.txt', 'w').write('1')\n",
-                                   files={"kernel.json": (REPO / "tests" / "fake_target" / "kernel.json").read_text()})
+    got = probes.ncu_under_sandbox(
+        work,
+        workload="open('ran.txt', 'w').write('1')\n",
+        files={"kernel.json": (REPO / "tests" / "fake_target" / "kernel.json").read_text()},
+    )
     assert got["ok"] is True, got
     # the fake ncu's 12 launches in kopt ranges, and 5 of the bench's own outside them (one
     # unfiltered pass here: the probe runs kopt's single-pass command)
@@ -266,14 +310,18 @@ def test_the_ncu_probe_runs_kopts_command_inside_the_sandbox(monkeypatch: pytest
     assert {"fake_reference", "fake_inputs"} <= set(got["kernels"])
     assert (work / "ncu-probe" / "ws" / "tree" / "ran.txt").read_text() == "1"  # the workload ran, in its tree
     monkeypatch.setenv("PATH", f"{fake_bin}:{os.environ['PATH']}")
-    bad = probes.ncu_under_sandbox(work, workload="raise SystemExit(3)\n",
-                                   files={"kernel.json": (REPO / "tests" / "fake_target" / "kernel.json").read_text()})
+    bad = probes.ncu_under_sandbox(
+        work,
+        workload="raise SystemExit(3)\n",
+        files={"kernel.json": (REPO / "tests" / "fake_target" / "kernel.json").read_text()},
+    )
     assert bad["ok"] is False and "3" in bad["why"]
 
 
 def git_diff(old: str, new: str, path: str = "softmax/kernel.py") -> str:
     return f"diff --git a/{path} b/{path}\n" + "".join(
-        difflib.unified_diff(old.splitlines(True), new.splitlines(True), f"a/{path}", f"b/{path}"))
+        difflib.unified_diff(old.splitlines(True), new.splitlines(True), f"a/{path}", f"b/{path}")
+    )
 
 
 def test_the_delay_candidate_passes_the_diff_scan_only_with_its_allowance() -> None:
@@ -297,8 +345,10 @@ def test_each_mode_gets_the_onboarded_config_with_only_its_own_differences(tmp_p
     tools = tmp_path / "tools"
     proposer = softmax_target.install_tools(tools)
     changes = softmax_target.write_changes(tools / "c.json", {1: {"kind": "comment", "hypothesis": "A/A"}})
-    cfgs = {m: config.loads(softmax_target.config_text(proposal, m, proposer, changes, smoke=False))
-            for m in softmax_target.MODES}
+    cfgs = {
+        m: config.loads(softmax_target.config_text(proposal, m, proposer, changes, smoke=False))
+        for m in softmax_target.MODES
+    }
     served, process, ray = cfgs["served"], cfgs["process"], cfgs["ray"]
     assert "--serve" in served.target.serve and served.target.calls == "calls"
     assert (process.target.serve, process.target.ab_command, process.target.ab_serve) == ("", "", False)
@@ -310,8 +360,9 @@ def test_each_mode_gets_the_onboarded_config_with_only_its_own_differences(tmp_p
         assert c.profile.kind == "none" and c.decide.review_timeout_s == 0.0
         assert c.decide.production_verdicts and c.decide.max_rounds == config.DecideConfig().max_rounds
         assert c.target.allow_constructs == []
-    allowed = config.loads(softmax_target.config_text(proposal, "served", proposer, changes, smoke=False,
-                                                      allow_sleep=True))
+    allowed = config.loads(
+        softmax_target.config_text(proposal, "served", proposer, changes, smoke=False, allow_sleep=True)
+    )
     assert allowed.target.allow_constructs == ["clock-time:softmax/kernel.py"]
 
 
@@ -322,7 +373,8 @@ def test_the_serve_phases_are_averaged_from_every_serving_log(tmp_path: Path) ->
     logs.mkdir(parents=True)
     (logs / "eval_ab_serve1.err").write_text(
         "compiling\nlook 0: bench phases: check 0.40 s, capture 0.10 s, timing 0.05 s; total 0.55 s\n"
-        "look 1: bench phases: check 0.20 s, capture 0.30 s, timing 0.05 s; total 0.55 s\n")
+        "look 1: bench phases: check 0.20 s, capture 0.30 s, timing 0.05 s; total 0.55 s\n"
+    )
     (logs / "eval_bench.err").write_text("look 9: bench phases: check 9.0 s; total 9.0 s\n")  # not a server's
     got = serve_phases(tmp_path)
     assert got["looks"] == 2

@@ -28,31 +28,49 @@ REPO = Path(__file__).resolve().parents[1]
 NARROW, WIDE = "dclass=narrow", "dclass=wide"
 
 
-def it(version: int, status: Status, record: dict[str, Any], *, start: float, end: float | None,
-       masked: bool = False) -> Iteration:
+def it(
+    version: int, status: Status, record: dict[str, Any], *, start: float, end: float | None, masked: bool = False
+) -> Iteration:
     commit = "c" * 40 if status in (Status.BASELINE, Status.KEEP, Status.ACCEPTED) else None
-    return Iteration(version=version, status=status, hypothesis=f"h{version}", commit=commit, started_at=start,
-                     finished_at=end, masked=masked, record=record)  # type: ignore[arg-type]
+    return Iteration(
+        version=version,
+        status=status,
+        hypothesis=f"h{version}",
+        commit=commit,
+        started_at=start,
+        finished_at=end,
+        masked=masked,
+        record=record,
+    )  # type: ignore[arg-type]
 
 
 def classes(narrow: tuple[float, float, float], wide: tuple[float, float, float]) -> dict[str, Any]:
     """(best, cand, ratio) per class, verdict improved when the ratio is below 0.99."""
-    return {cls: {"best": b, "cand": c, "ratio": r, "verdict": "improved" if r < 0.99 else "tied"}
-            for cls, (b, c, r) in ((NARROW, narrow), (WIDE, wide))}
+    return {
+        cls: {"best": b, "cand": c, "ratio": r, "verdict": "improved" if r < 0.99 else "tied"}
+        for cls, (b, c, r) in ((NARROW, narrow), (WIDE, wide))
+    }
 
 
 # --- the records ---------------------------------------------------------------------------
 
 
 def test_the_redesigns_confirmation_and_truth_are_read_where_they_landed() -> None:
-    rec = {"confirmation": {"outcome": "confirmed", "looks": 3, "seconds": 4.5, "path": "served", "reason": "r"},
-           "reverify": {"verdict": "keep", "seconds": 99.0},  # older key: the newer wins
-           "external_truth": {"kind": "profiler", "outcome": "confirmed", "reason": "narrow -4%", "figures": {}},
-           "timings": {"reverify_s": 99.0, "looks_s": [1.0, 0.5, 0.5, 2.0, 0.5], "reload_s": 0.25}}
+    rec = {
+        "confirmation": {"outcome": "confirmed", "looks": 3, "seconds": 4.5, "path": "served", "reason": "r"},
+        "reverify": {"verdict": "keep", "seconds": 99.0},  # older key: the newer wins
+        "external_truth": {"kind": "profiler", "outcome": "confirmed", "reason": "narrow -4%", "figures": {}},
+        "timings": {"reverify_s": 99.0, "looks_s": [1.0, 0.5, 0.5, 2.0, 0.5], "reload_s": 0.25},
+    }
     spans = {"eval": Span(3, 10.0, 11.0), "confirmation": Span(2, 12.0, 13.0)}
     c = records.confirmation_of(rec, spans)
-    assert c is not None and (c["record_key"], c["seconds"], c["verdict"], c["looks"], c["path"]) == \
-        ("confirmation", 4.5, "confirmed", 3, "served")
+    assert c is not None and (c["record_key"], c["seconds"], c["verdict"], c["looks"], c["path"]) == (
+        "confirmation",
+        4.5,
+        "confirmed",
+        3,
+        "served",
+    )
     # the decision: its own three eval looks and the reload, not the confirmation's looks
     assert records.decision_seconds(rec, spans, c) == (2.25, "timings looks_s of its eval looks + reload_s")
     t = records.external_truth_of(rec)
@@ -60,11 +78,17 @@ def test_the_redesigns_confirmation_and_truth_are_read_where_they_landed() -> No
 
 
 def test_without_the_new_keys_the_older_records_are_read_and_say_so() -> None:
-    rec = {"reverify": {"verdict": "keep", "rounds": 10, "agrees": True},
-           "timings": {"reverify_s": 83.3, "looks_s": [0.4] * 15}}
+    rec = {
+        "reverify": {"verdict": "keep", "rounds": 10, "agrees": True},
+        "timings": {"reverify_s": 83.3, "looks_s": [0.4] * 15},
+    }
     c = records.confirmation_of(rec, {})
-    assert c is not None and (c["record_key"], c["seconds"], c["seconds_source"], c["looks"]) == \
-        ("reverify", 83.3, "timings['reverify_s']", 10)
+    assert c is not None and (c["record_key"], c["seconds"], c["seconds_source"], c["looks"]) == (
+        "reverify",
+        83.3,
+        "timings['reverify_s']",
+        10,
+    )
     seconds, src = records.decision_seconds(rec, {}, c)
     assert seconds == pytest.approx(0.0) and src == "all looks + reload_s - the confirmation"  # 6 s of looks < 83 s
     assert records.confirmation_of({"timings": {"looks_s": [1.0]}}, {}) is None
@@ -83,22 +107,50 @@ def test_the_profilers_agreement_stands_in_for_a_missing_external_truth() -> Non
 
 
 def test_rows_and_figures_of_a_demo_run() -> None:
-    base = it(0, Status.BASELINE, {"classes": classes((100.0, 100.0, 1.0), (200.0, 200.0, 1.0)),
-                                   "timings": {"total_s": 30.0}}, start=1000.0, end=1030.0)
-    keep1 = it(1, Status.KEEP, {"classes": classes((100.0, 80.0, 0.8), (200.0, 200.0, 1.0)),
-                                "confirmation": {"outcome": "confirmed", "seconds": 6.0, "looks": 2},
-                                "external_truth": {"kind": "profiler", "outcome": "confirmed"},
-                                "timings": {"total_s": 18.0, "looks_s": [0.5] * 6, "profiler_s": 8.0},
-                                "decision": {"verdict": "keep", "rounds": 4}}, start=1030.0, end=1048.0)
-    tie = it(2, Status.TIE, {"classes": classes((80.0, 80.0, 1.0), (200.0, 200.0, 1.0)),
-                             "timings": {"total_s": 7.0, "looks_s": [0.5] * 9}}, start=1048.0, end=1055.0)
-    keep2 = it(3, Status.KEEP, {"classes": classes((80.0, 80.0, 1.0), (200.0, 160.0, 0.8)),
-                                "confirmation": {"outcome": "confirmed", "seconds": 12.0},
-                                "external_truth": {"kind": "profiler", "outcome": "confirmed"},
-                                "timings": {"total_s": 25.0, "looks_s": [0.5] * 5, "profiler_s": 9.0}},
-               start=1055.0, end=1080.0)
-    spans = {1: {"eval": Span(4, 0, 1), "confirmation": Span(2, 1, 2)}, 2: {"eval": Span(9, 0, 1)},
-             3: {"eval": Span(3, 0, 1)}}
+    base = it(
+        0,
+        Status.BASELINE,
+        {"classes": classes((100.0, 100.0, 1.0), (200.0, 200.0, 1.0)), "timings": {"total_s": 30.0}},
+        start=1000.0,
+        end=1030.0,
+    )
+    keep1 = it(
+        1,
+        Status.KEEP,
+        {
+            "classes": classes((100.0, 80.0, 0.8), (200.0, 200.0, 1.0)),
+            "confirmation": {"outcome": "confirmed", "seconds": 6.0, "looks": 2},
+            "external_truth": {"kind": "profiler", "outcome": "confirmed"},
+            "timings": {"total_s": 18.0, "looks_s": [0.5] * 6, "profiler_s": 8.0},
+            "decision": {"verdict": "keep", "rounds": 4},
+        },
+        start=1030.0,
+        end=1048.0,
+    )
+    tie = it(
+        2,
+        Status.TIE,
+        {"classes": classes((80.0, 80.0, 1.0), (200.0, 200.0, 1.0)), "timings": {"total_s": 7.0, "looks_s": [0.5] * 9}},
+        start=1048.0,
+        end=1055.0,
+    )
+    keep2 = it(
+        3,
+        Status.KEEP,
+        {
+            "classes": classes((80.0, 80.0, 1.0), (200.0, 160.0, 0.8)),
+            "confirmation": {"outcome": "confirmed", "seconds": 12.0},
+            "external_truth": {"kind": "profiler", "outcome": "confirmed"},
+            "timings": {"total_s": 25.0, "looks_s": [0.5] * 5, "profiler_s": 9.0},
+        },
+        start=1055.0,
+        end=1080.0,
+    )
+    spans = {
+        1: {"eval": Span(4, 0, 1), "confirmation": Span(2, 1, 2)},
+        2: {"eval": Span(9, 0, 1)},
+        3: {"eval": Span(3, 0, 1)},
+    }
     rows = records.iteration_rows([keep2, tie, base, keep1], spans)  # any order in
     assert [r["version"] for r in rows] == [0, 1, 2, 3]
     # kopt's best speedup after each keep (engine.api.best_speedup): baseline/best per class, geomean
@@ -119,8 +171,19 @@ def test_rows_and_figures_of_a_demo_run() -> None:
 
 
 def test_targets_are_met_only_when_every_keep_meets_them() -> None:
-    rows = [{"version": v, "status": "keep", "masked": False, "confirmation_s": c, "total_s": t, "decision_s": 1.0,
-             "profiler_s": None, "external_truth": None} for v, c, t in ((1, 4.0, 15.0), (2, 9.9, 19.9))]
+    rows = [
+        {
+            "version": v,
+            "status": "keep",
+            "masked": False,
+            "confirmation_s": c,
+            "total_s": t,
+            "decision_s": 1.0,
+            "profiler_s": None,
+            "external_truth": None,
+        }
+        for v, c, t in ((1, 4.0, 15.0), (2, 9.9, 19.9))
+    ]
     fig = records.figures(rows)
     assert fig["confirmation_target_met"] and fig["keep_iteration_target_met"]
     assert not records.figures([])["confirmation_target_met"]  # no keep: nothing shown
@@ -129,22 +192,39 @@ def test_targets_are_met_only_when_every_keep_meets_them() -> None:
 # --- what refuted a hostile candidate --------------------------------------------------------
 
 
-def row(status: str, *, flags: list[str] | None = None, truth: dict[str, Any] | None = None, reason: str = "",
-        failing: str = "") -> dict[str, Any]:
-    return {"version": 1, "status": status, "flags": flags or [], "external_truth": truth, "reason": reason,
-            "failing": failing, "verdict": status, "bench_claimed_gain": True,
-            "classes": {NARROW: {"bench_ratio": 0.9, "profiler_ratio": 1.0}}}
+def row(
+    status: str,
+    *,
+    flags: list[str] | None = None,
+    truth: dict[str, Any] | None = None,
+    reason: str = "",
+    failing: str = "",
+) -> dict[str, Any]:
+    return {
+        "version": 1,
+        "status": status,
+        "flags": flags or [],
+        "external_truth": truth,
+        "reason": reason,
+        "failing": failing,
+        "verdict": status,
+        "bench_claimed_gain": True,
+        "classes": {NARROW: {"bench_ratio": 0.9, "profiler_ratio": 1.0}},
+    }
 
 
 def test_hostile_verdicts_name_what_refuted_them() -> None:
     prof = hostile_verdict("timer-class-walk", row("rejected", flags=["profiler_disagrees"]), "the profiler")
     assert prof["refuted_by"] == "the profiler" and prof["as_expected"] and "profiler +0.00%" in prof["classes"]
-    os_time = hostile_verdict("timer-class-walk", row("rejected", flags=["external_truth_refutes"],
-                                                      truth={"kind": "os_time", "outcome": "refuted"}),
-                              "the OS's accounting")
+    os_time = hostile_verdict(
+        "timer-class-walk",
+        row("rejected", flags=["external_truth_refutes"], truth={"kind": "os_time", "outcome": "refuted"}),
+        "the OS's accounting",
+    )
     assert os_time["refuted_by"] == "the OS's accounting" and os_time["as_expected"]
-    audit = hostile_verdict("stolen-outputs", row("fail_correctness", reason="kopt's audit: audited timed call"),
-                            "the profiler")
+    audit = hostile_verdict(
+        "stolen-outputs", row("fail_correctness", reason="kopt's audit: audited timed call"), "the profiler"
+    )
     assert audit["refuted_by"] == "kopt's output audit" and audit["as_expected"]
     own_check = hostile_verdict("stolen-outputs", row("fail_correctness", reason="err 3.1 x tolerance"), "x")
     assert own_check["refuted_by"] == "the bench's own correctness check" and not own_check["as_expected"]
@@ -196,15 +276,20 @@ def test_the_scripted_proposer_applies_each_kind(tmp_path: Path) -> None:
     (tmp_path / "solution" / "rmsnorm.py").write_text("x = 1\n")
     (tmp_path / "params.json").write_text(json.dumps({"*": {"num_warps": 1}, NARROW: {"num_warps": 2}}))
     assert apply(tmp_path, candidates.comment(), "7")
-    assert (tmp_path / "solution" / "rmsnorm.py").read_text().endswith("# A/A 7: a comment-only change (the same "
-                                                                       "kernel code)\n")
+    assert (
+        (tmp_path / "solution" / "rmsnorm.py")
+        .read_text()
+        .endswith("# A/A 7: a comment-only change (the same kernel code)\n")
+    )
     change = candidates.params_change(NARROW, {"num_warps": 4}, "h", wait_if_same_s=1.0)
     assert apply(tmp_path, change, "8")
     assert json.loads((tmp_path / "params.json").read_text())[NARROW] == {"num_warps": 4}
     assert not apply(tmp_path, change, "9")  # BEST holds it already: no change
     assert plan_text(change, "8") == "h\ntarget_class: dclass=narrow\n"
-    assert plan_text(candidates.comment(), "3") == "A/A 3: a comment-only change; the kernel's code is the same\n" \
-                                                   "scope: global\n"
+    assert (
+        plan_text(candidates.comment(), "3") == "A/A 3: a comment-only change; the kernel's code is the same\n"
+        "scope: global\n"
+    )
 
 
 def test_the_scripted_proposer_as_kopt_runs_it(tmp_path: Path) -> None:
@@ -213,29 +298,41 @@ def test_the_scripted_proposer_as_kopt_runs_it(tmp_path: Path) -> None:
     tree.mkdir()
     (tree / "params.json").write_text(json.dumps({"*": {}, NARROW: {"num_warps": 4}}))
     plan = tmp_path / "plan.json"
-    plan.write_text(json.dumps({"default": candidates.params_change(NARROW, {"num_warps": 4}, "h",
-                                                                   wait_if_same_s=0.2)}))
+    plan.write_text(
+        json.dumps({"default": candidates.params_change(NARROW, {"num_warps": 4}, "h", wait_if_same_s=0.2)})
+    )
     script = REPO / "experiments" / "h100_wave3" / "propose_scripted.py"
     env = {"KOPT_ITERATION": "4", "KOPT_PLAN": str(tmp_path / "plan.md"), "PATH": "/usr/bin:/bin"}
     held = subprocess.run([sys.executable, str(script), str(plan)], cwd=tree, env=env, capture_output=True, text=True)
     assert held.returncode == 3 and "already holds" in held.stdout and not (tmp_path / "plan.md").exists()
-    repair = subprocess.run([sys.executable, str(script), str(plan)], cwd=tree, env={**env, "KOPT_REPAIR": "1"},
-                            capture_output=True, text=True)
+    repair = subprocess.run(
+        [sys.executable, str(script), str(plan)],
+        cwd=tree,
+        env={**env, "KOPT_REPAIR": "1"},
+        capture_output=True,
+        text=True,
+    )
     assert repair.returncode == 1
 
 
 def test_the_prescan_chooses_closest_to_target_inside_the_window_else_the_smallest_above() -> None:
     steps = [{"name": n, "slowdown_pct": p} for n, p in (("a", 9.0), ("b", 2.0), ("c", 3.6), ("d", -4.0))]
     assert choose(steps, 3.0) == {"name": "c", "slowdown_pct": 3.6, "in_window": True}
-    assert choose([s for s in steps if s["name"] in "ad"], 3.0) == {"name": "a", "slowdown_pct": 9.0,
-                                                                    "in_window": False}
+    assert choose([s for s in steps if s["name"] in "ad"], 3.0) == {
+        "name": "a",
+        "slowdown_pct": 9.0,
+        "in_window": False,
+    }
     assert choose([{"name": "d", "slowdown_pct": 1.0}], 3.0) is None
     assert neighbours([1, 2, 4, 8], 1) == [2] and neighbours([1, 2, 4, 8], 4) == [2, 8] and neighbours([1], 3) == []
 
 
 def test_allow_entries_name_each_rule_on_its_path_once() -> None:
-    found = [{"rule": "dynamic-access", "path": "solution/rmsnorm.py"},
-             {"rule": "dynamic-access", "path": "solution/rmsnorm.py"}, {"rule": "input-cache", "path": "a.py"}]
+    found = [
+        {"rule": "dynamic-access", "path": "solution/rmsnorm.py"},
+        {"rule": "dynamic-access", "path": "solution/rmsnorm.py"},
+        {"rule": "input-cache", "path": "a.py"},
+    ]
     assert candidates.allow_for(found) == ["dynamic-access:solution/rmsnorm.py", "input-cache:a.py"]
 
 
@@ -272,15 +369,25 @@ else:
 
 
 def test_the_timer_patch_makes_the_harness_timer_report_90_percent_once() -> None:
-    got = subprocess.run([sys.executable, "-c", HOSTILE_CHECK, "timer"], input=candidates.TIMER_WALK,
-                         capture_output=True, text=True, timeout=120)
+    got = subprocess.run(
+        [sys.executable, "-c", HOSTILE_CHECK, "timer"],
+        input=candidates.TIMER_WALK,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert got.returncode == 0, got.stderr
     assert float(got.stdout) == pytest.approx(0.9)  # not 0.81: imported twice, wrapped once
 
 
 def test_stolen_outputs_are_right_on_the_checked_inputs_and_wrong_on_new_ones() -> None:
-    got = subprocess.run([sys.executable, "-c", HOSTILE_CHECK, "stolen"], input=candidates.STOLEN_OUTPUTS,
-                         capture_output=True, text=True, timeout=120)
+    got = subprocess.run(
+        [sys.executable, "-c", HOSTILE_CHECK, "stolen"],
+        input=candidates.STOLEN_OUTPUTS,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert got.returncode == 0, got.stderr
     assert got.stdout.split() == ["True", "False", "True"]  # honest first, then the first row broadcast
 
@@ -289,9 +396,15 @@ def test_stolen_outputs_are_right_on_the_checked_inputs_and_wrong_on_new_ones() 
 
 
 def test_a_missing_piece_is_reported_with_how_it_was_checked(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(preflight, "PIECES", {"here": preflight._module("json"),
-                                              "not here": preflight._module("kopt_supervisor.no_such_piece"),
-                                              "broken check": lambda: 1 / 0})  # type: ignore[dict-item]
+    monkeypatch.setattr(
+        preflight,
+        "PIECES",
+        {
+            "here": preflight._module("json"),
+            "not here": preflight._module("kopt_supervisor.no_such_piece"),
+            "broken check": lambda: 1 / 0,
+        },
+    )  # type: ignore[dict-item]
     found = preflight.pieces()
     assert found["here"]["present"] and not found["not here"]["present"]
     assert "no_such_piece" in found["not here"]["how"] and "ZeroDivisionError" in found["broken check"]["how"]
@@ -309,6 +422,7 @@ def test_the_summary_heads_with_commit_gpu_and_missing_pieces(tmp_path: Path) ->
 
 
 def test_the_script_refuses_an_unknown_part() -> None:
-    got = subprocess.run(["bash", str(REPO / "experiments" / "h100_wave3.sh"), "part9"], capture_output=True,
-                         text=True, timeout=30)
+    got = subprocess.run(
+        ["bash", str(REPO / "experiments" / "h100_wave3.sh"), "part9"], capture_output=True, text=True, timeout=30
+    )
     assert got.returncode == 2 and "part1|part2|part3|part4" in got.stdout

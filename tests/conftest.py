@@ -44,14 +44,25 @@ def _gpu_claims_of_this_session(tmp_path_factory: pytest.TempPathFactory) -> Non
 
 
 def git(cwd: Path, *args: str) -> str:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@t"}
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@t",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@t",
+    }
     return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True, env=env).stdout.strip()
 
 
-def make_fake_repo(path: Path, *, script: list[str] | None = None, extra_toml: str = "",
-                   toml_replace: dict[str, str] | None = None, files: tuple[str, ...] = ("bench.py", "kernel.json"),
-                   toml_file: str = "kopt.toml") -> Path:
+def make_fake_repo(
+    path: Path,
+    *,
+    script: list[str] | None = None,
+    extra_toml: str = "",
+    toml_replace: dict[str, str] | None = None,
+    files: tuple[str, ...] = ("bench.py", "kernel.json"),
+    toml_file: str = "kopt.toml",
+) -> Path:
     """A git repo with the fake bench, kernel.json and a kopt.toml driving the scripted proposer
     (`files` and `toml_file`: another variant of tests/fake_target, e.g. the served one)."""
     path.mkdir(parents=True)

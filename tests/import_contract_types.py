@@ -34,8 +34,11 @@ DYNAMIC_IMPORTERS = frozenset({"import_module", "__import__", "run_module"})
 
 def _chain(importer: str, imported: str, lines: tuple[int, ...]) -> dict[str, Any]:
     """One broken import in the metadata shape ForbiddenContract renders."""
-    return {"upstream_module": imported, "downstream_module": importer,
-            "chains": [[{"importer": importer, "imported": imported, "line_numbers": lines}]]}
+    return {
+        "upstream_module": imported,
+        "downstream_module": importer,
+        "chains": [[{"importer": importer, "imported": imported, "line_numbers": lines}]],
+    }
 
 
 def _modules(graph: ImportGraph, expressions: Any) -> set[str]:
@@ -57,8 +60,11 @@ class PureContract(ForbiddenContract):
         root = tuple(self.session_options["root_packages"])
         allowed_external = set(self.allowed_external) | set(sys.stdlib_module_names)  # type: ignore[call-overload]
         # the imports that start a chain the deny-list found are reported there already
-        seen = {(chain[0]["importer"], chain[0]["imported"]) for c in check.metadata["invalid_chains"]
-                for chain in c["chains"]}
+        seen = {
+            (chain[0]["importer"], chain[0]["imported"])
+            for c in check.metadata["invalid_chains"]
+            for chain in c["chains"]
+        }
         broken = []
         for importer in sorted(pure):
             for imported in sorted(graph.find_modules_directly_imported_by(importer)):
@@ -78,9 +84,12 @@ class PureContract(ForbiddenContract):
                         broken.append(_chain(importer, f"{parent} (run by importing {imported})", lines))
                         break
         fresh = [b for b in broken if (b["downstream_module"], b["upstream_module"]) not in seen]
-        return ContractCheck(kept=check.kept and not fresh, warnings=check.warnings,
-                             ignored_import_count=check.ignored_import_count,
-                             metadata={"invalid_chains": check.metadata["invalid_chains"] + fresh})
+        return ContractCheck(
+            kept=check.kept and not fresh,
+            warnings=check.warnings,
+            ignored_import_count=check.ignored_import_count,
+            metadata={"invalid_chains": check.metadata["invalid_chains"] + fresh},
+        )
 
 
 class StaticImportsContract(Contract):
@@ -104,8 +113,10 @@ class StaticImportsContract(Contract):
 
     @property
     def broken_contract_guidance(self) -> str:
-        return ("Import the module with an import statement (import-linter reads only those), or leave it "
-                "to a module of a room that may import it.")
+        return (
+            "Import the module with an import statement (import-linter reads only those), or leave it "
+            "to a module of a room that may import it."
+        )
 
 
 def _file_of(module: str) -> Path:

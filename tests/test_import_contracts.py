@@ -38,8 +38,7 @@ def lint(root: Path) -> subprocess.CompletedProcess[str]:
     """`lint-imports` run in `root` (its pyproject.toml, its tests/ for the contract types) over
     the package in root/src."""
     env = {**os.environ, "PYTHONPATH": str(root / "src"), "NO_COLOR": "1", "COLUMNS": "300"}
-    return subprocess.run([str(LINT), "--no-cache"], cwd=root, env=env, capture_output=True, text=True,
-                          timeout=240)
+    return subprocess.run([str(LINT), "--no-cache"], cwd=root, env=env, capture_output=True, text=True, timeout=240)
 
 
 def test_the_tree_keeps_every_contract() -> None:
@@ -50,8 +49,9 @@ def test_the_tree_keeps_every_contract() -> None:
 
 def copy_tree(dest: Path) -> Path:
     """A copy of the package, pyproject.toml and the contract types, to break on purpose."""
-    shutil.copytree(REPO / "src" / "kopt_supervisor", dest / "src" / "kopt_supervisor",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        REPO / "src" / "kopt_supervisor", dest / "src" / "kopt_supervisor", ignore=shutil.ignore_patterns("__pycache__")
+    )
     shutil.copy(REPO / "pyproject.toml", dest / "pyproject.toml")
     (dest / "tests").mkdir()
     for name in ("__init__.py", "import_contract_types.py"):
@@ -136,8 +136,14 @@ def test_each_contract_catches_what_it_forbids(tmp_path: Path) -> None:
 
     assert f"Contracts: 0 kept, {len(CONTRACTS)} broken." in out
     door, pure = "kopt_supervisor.kopt_tui.bad_door", "kopt_supervisor.engine.decide.bad_pure"
-    for imported, line in [("engine.daemon", 4), ("engine.fmt", 5), ("engine.api.runs", 6), ("engine.store", 10),
-                           ("engine.config", 14), ("engine.gpu.backends", 16)]:
+    for imported, line in [
+        ("engine.daemon", 4),
+        ("engine.fmt", 5),
+        ("engine.api.runs", 6),
+        ("engine.store", 10),
+        ("engine.config", 14),
+        ("engine.gpu.backends", 16),
+    ]:
         assert f"{door} -> kopt_supervisor.{imported} (l.{line})" in out, imported
     assert "good_door" not in out  # the façade by every spelling, the kernels, the TUI itself
     for expected in (
@@ -164,8 +170,15 @@ def test_each_contract_catches_what_it_forbids(tmp_path: Path) -> None:
         assert expected in out, expected
     assert f"{door} -> kopt_supervisor.engine.api (" not in out  # the façade, imported or spelled out
     assert "kopt_supervisor.engine.daemon (reached" not in out  # imported by a statement on line 4
-    for fine in ("math", "statistics", "numpy", "pandas", "kopt_supervisor.engine.decide.stats",
-                 "kopt_supervisor.engine.expr", "kopt_supervisor.engine.errors"):
+    for fine in (
+        "math",
+        "statistics",
+        "numpy",
+        "pandas",
+        "kopt_supervisor.engine.decide.stats",
+        "kopt_supervisor.engine.expr",
+        "kopt_supervisor.engine.errors",
+    ):
         assert f"{pure} -> {fine} (" not in out, fine
 
 
@@ -175,9 +188,12 @@ def test_an_exemption_nothing_needs_any_more_fails_the_run(tmp_path: Path) -> No
     simulate = pkg / "engine" / "decide" / "simulate.py"
     text = simulate.read_text()
     assert "from concurrent.futures import ProcessPoolExecutor" in text
-    simulate.write_text(text.replace("from concurrent.futures import ProcessPoolExecutor",
-                                     "ProcessPoolExecutor = None"))
+    simulate.write_text(
+        text.replace("from concurrent.futures import ProcessPoolExecutor", "ProcessPoolExecutor = None")
+    )
     res = lint(tmp_path)
     assert res.returncode != 0
-    assert re.search(r"No matches for ignored import kopt_supervisor\.engine\.decide\.simulate -> concurrent",
-                     " ".join((res.stdout + res.stderr).split())), res.stdout[-3000:] + res.stderr[-3000:]
+    assert re.search(
+        r"No matches for ignored import kopt_supervisor\.engine\.decide\.simulate -> concurrent",
+        " ".join((res.stdout + res.stderr).split()),
+    ), res.stdout[-3000:] + res.stderr[-3000:]

@@ -66,8 +66,11 @@ def test_cycles_finds_what_a_cycle_is() -> None:
 
 def test_the_engine_has_no_import_cycle_but_the_known_ones() -> None:
     graph = grimp.build_graph("kopt_supervisor")
-    short = {m: m.removeprefix(ENGINE + ".") if m != ENGINE else "engine" for m in graph.modules
-             if m == ENGINE or m.startswith(ENGINE + ".")}
+    short = {
+        m: m.removeprefix(ENGINE + ".") if m != ENGINE else "engine"
+        for m in graph.modules
+        if m == ENGINE or m.startswith(ENGINE + ".")
+    }
     edges = {short[m]: {short[x] for x in graph.find_modules_directly_imported_by(m) if x in short} for m in short}
     found = set(cycles(edges))
     new = found - KNOWN

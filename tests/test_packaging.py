@@ -33,7 +33,11 @@ def test_setuptools_finds_the_packages_under_src_with_no_hand_list_nor_mapping()
     assert "package-dir" not in setuptools
     assert sorted(p.name for p in SRC.iterdir() if not p.name.endswith(".egg-info")) == ["kopt_supervisor"]
     assert {p.name for p in (SRC / "kopt_supervisor").iterdir() if p.is_dir() and p.name != "__pycache__"} == {
-        "engine", "kopt_tui", "kernels", "gpu_wiki"}
+        "engine",
+        "kopt_tui",
+        "kernels",
+        "gpu_wiki",
+    }
 
 
 def test_the_distribution_name_is_not_the_taken_kopt_and_the_command_stays() -> None:
@@ -49,7 +53,8 @@ def test_the_gpu_wiki_is_package_data_read_through_importlib_resources() -> None
     assert (wiki / "h100-sxm.md").is_file()
     assert specs.shipped_wiki_dir() == wiki
     assert specs.lookup_specs("NVIDIA H100 80GB HBM3")["hbm_bandwidth"].source.startswith(
-        "kopt_supervisor/gpu_wiki/h100-sxm.md:")
+        "kopt_supervisor/gpu_wiki/h100-sxm.md:"
+    )
 
 
 def test_an_editable_install_is_a_plain_path_to_src() -> None:
@@ -67,17 +72,38 @@ def test_an_editable_install_is_a_plain_path_to_src() -> None:
 
 @pytest.mark.slow
 def test_the_wheel_installs_one_top_level_name_the_bundled_targets_and_the_wiki(tmp_path: Path) -> None:
-    res = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-                          "-w", str(tmp_path), str(REPO)], capture_output=True, text=True, timeout=300)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(tmp_path),
+            str(REPO),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert res.returncode == 0, res.stderr[-2000:]
     (wheel,) = tmp_path.glob("*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     tops = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
     assert tops == {"kopt_supervisor"}, tops
-    for needed in ("kopt_supervisor/__init__.py", "kopt_supervisor/kernels/rmsnorm/bench.py",
-                   "kopt_supervisor/kernels/rmsnorm/params.json", "kopt_supervisor/kernels/adaln/solution/adaln.py",
-                   "kopt_supervisor/kernels/harness/bench.py", "kopt_supervisor/kopt_tui/app.tcss",
-                   "kopt_supervisor/engine/loop/machine.py", "kopt_supervisor/gpu_wiki/h100-sxm.md"):
+    for needed in (
+        "kopt_supervisor/__init__.py",
+        "kopt_supervisor/kernels/rmsnorm/bench.py",
+        "kopt_supervisor/kernels/rmsnorm/params.json",
+        "kopt_supervisor/kernels/adaln/solution/adaln.py",
+        "kopt_supervisor/kernels/harness/bench.py",
+        "kopt_supervisor/kopt_tui/app.tcss",
+        "kopt_supervisor/engine/loop/machine.py",
+        "kopt_supervisor/gpu_wiki/h100-sxm.md",
+    ):
         assert needed in names, needed
     wiki = {Path(n).name for n in names if n.startswith("kopt_supervisor/gpu_wiki/")}
     assert wiki == {p.name for p in (SRC / "kopt_supervisor" / "gpu_wiki").glob("*.md")}

@@ -18,8 +18,9 @@ REPO = Path(__file__).resolve().parents[1]
 @pytest.mark.slow
 def test_mypy_src_kopt_supervisor_finds_nothing() -> None:
     pytest.importorskip("mypy", reason="mypy is in the dev extra")
-    res = subprocess.run([sys.executable, "-m", "mypy", "src/kopt_supervisor"], cwd=REPO, capture_output=True,
-                         text=True, timeout=280)
+    res = subprocess.run(
+        [sys.executable, "-m", "mypy", "src/kopt_supervisor"], cwd=REPO, capture_output=True, text=True, timeout=280
+    )
     assert res.returncode == 0, res.stdout[-6000:] + res.stderr[-2000:]
     assert "Success: no issues found" in res.stdout
 

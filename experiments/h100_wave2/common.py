@@ -35,10 +35,16 @@ class Summary(device_wave.Summary):
 
 
 def scripts() -> list[Path]:
-    return [REPO / "experiments" / "h100_wave2.sh", REPO / "experiments" / "device_wave.sh",
-            REPO / "experiments" / "device_wave.py", *HERE.glob("*.py"), *HERE.glob("*.sh")]
+    return [
+        REPO / "experiments" / "h100_wave2.sh",
+        REPO / "experiments" / "device_wave.sh",
+        REPO / "experiments" / "device_wave.py",
+        *HERE.glob("*.py"),
+        *HERE.glob("*.sh"),
+    ]
 
 
 def machine_info(*, smoke: bool) -> dict[str, Any]:
-    return device_wave.machine_info(smoke=smoke, commit_env="WAVE2_COMMIT", scripts=scripts(),
-                                    digest_key="wave2_scripts_sha256")
+    return device_wave.machine_info(
+        smoke=smoke, commit_env="WAVE2_COMMIT", scripts=scripts(), digest_key="wave2_scripts_sha256"
+    )

@@ -92,16 +92,29 @@ def main() -> int:
     chosen = choose(per_class, a.target_pct, a.direction)
     result: dict[str, Any] = {
         "device": torch.cuda.get_device_name() if gpu else "cpu (Triton interpreter)",
-        "committed": base, "shapes": shapes, "dtypes": dtypes, "reps": a.reps,
-        "timer": "triton.testing.do_bench(warmup=10, rep=40, return_mode='median')" if gpu else "perf_counter, median of 3",
-        "per_class_ratio": per_class, "times_ms_last_rep": times_ms,
-        "target_pct": a.target_pct, "direction": a.direction,
+        "committed": base,
+        "shapes": shapes,
+        "dtypes": dtypes,
+        "reps": a.reps,
+        "timer": "triton.testing.do_bench(warmup=10, rep=40, return_mode='median')"
+        if gpu
+        else "perf_counter, median of 3",
+        "per_class_ratio": per_class,
+        "times_ms_last_rep": times_ms,
+        "target_pct": a.target_pct,
+        "direction": a.direction,
     }
     if chosen is not None:
         v = VARIANTS[[_name(x) for x in VARIANTS].index(chosen)]
-        (name, value), = v.items()
-        result["chosen"] = {"kind": "set", "name": name, "value": value, "variant": chosen,
-                            "ratio_by_class": per_class[chosen], "real_change": True}
+        ((name, value),) = v.items()
+        result["chosen"] = {
+            "kind": "set",
+            "name": name,
+            "value": value,
+            "variant": chosen,
+            "ratio_by_class": per_class[chosen],
+            "real_change": True,
+        }
     elif gpu:
         result["chosen"] = calibrate_delay(K, base, torch, shapes, dtypes, a.target_pct, timed)
     else:
@@ -141,8 +154,15 @@ def choose(per_class: dict[str, dict[str, float]], target_pct: float, direction:
     return None if best is None else best[1]
 
 
-def calibrate_delay(K: Any, base: dict[str, int], torch: Any, shapes: list[tuple[str, int, int]], dtypes: list[str],
-                    target_pct: float, timed: Any) -> dict[str, Any]:
+def calibrate_delay(
+    K: Any,
+    base: dict[str, int],
+    torch: Any,
+    shapes: list[tuple[str, int, int]],
+    dtypes: list[str],
+    target_pct: float,
+    timed: Any,
+) -> dict[str, Any]:
     """torch.cuda._sleep cycles after each launch that cost about target_pct of the committed
     kernel on its production shapes (two points, linear in the cycles)."""
     orig = K.softmax
@@ -152,6 +172,7 @@ def calibrate_delay(K: Any, base: dict[str, int], torch: Any, shapes: list[tuple
             y = orig(x)
             torch.cuda._sleep(cycles)
             return y
+
         return f
 
     pcts: dict[int, list[float]] = {}
@@ -168,9 +189,14 @@ def calibrate_delay(K: Any, base: dict[str, int], torch: Any, shapes: list[tuple
     lo, hi = statistics.mean(pcts[2000]), statistics.mean(pcts[8000])
     slope = (hi - lo) / 6000
     cycles = int(max(500, 2000 + (target_pct - lo) / slope)) if slope > 0 else 8000
-    return {"kind": "delay", "cycles": cycles, "variant": f"torch.cuda._sleep({cycles})", "real_change": False,
-            "calibration_pct": {str(k): v for k, v in pcts.items()},
-            "why": "no launch variant moved every class by between half and twice the target"}
+    return {
+        "kind": "delay",
+        "cycles": cycles,
+        "variant": f"torch.cuda._sleep({cycles})",
+        "real_change": False,
+        "calibration_pct": {str(k): v for k, v in pcts.items()},
+        "why": "no launch variant moved every class by between half and twice the target",
+    }
 
 
 if __name__ == "__main__":

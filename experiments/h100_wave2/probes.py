@@ -22,8 +22,9 @@ torch.cuda.synchronize()
 """
 
 
-def ncu_under_sandbox(work: Path, *, workload: str = WORKLOAD, files: dict[str, str] | None = None,
-                      timeout_s: float = 150.0) -> dict[str, Any]:
+def ncu_under_sandbox(
+    work: Path, *, workload: str = WORKLOAD, files: dict[str, str] | None = None, timeout_s: float = 150.0
+) -> dict[str, Any]:
     """Profile `workload` (a Python script) with kopt's ncu command inside the confinement of a
     profiled bench; `files` go into its tree beside it. `ok`: ncu's report was read back with
     launches in it (None: bubblewrap does not work here, nothing to check)."""
@@ -41,11 +42,19 @@ def ncu_under_sandbox(work: Path, *, workload: str = WORKLOAD, files: dict[str, 
         (tree / name).write_text(text)
     prof = NcuProfiler()
     argv = prof.command([sys.executable, "probe.py"], out, "")
-    confine = sandbox.for_bench(workspace=ws, cache=ws / "cache", writable_trees=[tree], outputs=[out],
-                                bwrap=support.bwrap or sandbox.BWRAP)
+    confine = sandbox.for_bench(
+        workspace=ws, cache=ws / "cache", writable_trees=[tree], outputs=[out], bwrap=support.bwrap or sandbox.BWRAP
+    )
     t0 = time.monotonic()
-    res = runner.run(argv, cwd=tree, log_dir=logs, name="ncu_in_sandbox", timeout_s=timeout_s,
-                     env={**os.environ, **PROFILE_ENV}, confine=confine)
+    res = runner.run(
+        argv,
+        cwd=tree,
+        log_dir=logs,
+        name="ncu_in_sandbox",
+        timeout_s=timeout_s,
+        env={**os.environ, **PROFILE_ENV},
+        confine=confine,
+    )
     seconds = round(time.monotonic() - t0, 2)
     tail = _tail(logs)
     if not res.ok:
@@ -55,9 +64,14 @@ def ncu_under_sandbox(work: Path, *, workload: str = WORKLOAD, files: dict[str, 
         if not done.ok:
             return {"ok": False, "seconds": seconds, "why": f"reading the report: {done.why()}", "tail": _tail(logs)}
     summary = prof.parse(out, "")
-    return {"ok": summary.launches > 0, "seconds": seconds, "launches": summary.launches,
-            "kopt_ranges": list(summary.kopt_ranges), "kernels": [k.name for k in summary.kernels],
-            "command": " ".join(argv)}
+    return {
+        "ok": summary.launches > 0,
+        "seconds": seconds,
+        "launches": summary.launches,
+        "kopt_ranges": list(summary.kopt_ranges),
+        "kernels": [k.name for k in summary.kernels],
+        "command": " ".join(argv),
+    }
 
 
 def _tail(logs: Path) -> str:

@@ -31,7 +31,7 @@ def apply(text: str, change: dict[str, object]) -> str:
         m = re.search(rf"^{re.escape(name)} = (\S+)$", text, re.M)
         if m is None:
             raise SystemExit(f"no `{name} = ...` line in {KERNEL}")
-        return text[:m.start()] + f"{name} = {value!r}" + text[m.end():]
+        return text[: m.start()] + f"{name} = {value!r}" + text[m.end() :]
     if kind == "delay":
         if RETURN not in text:
             raise SystemExit(f"no `{RETURN.strip()}` in {KERNEL}")

@@ -64,9 +64,18 @@ def write_changes(path: Path, changes: dict[int, dict[str, Any]]) -> Path:
     return path
 
 
-def config_text(proposal: Any, mode: str, proposer: Path, changes: Path, *, smoke: bool,
-                gpu: dict[str, Any] | None = None, ray_timeout_s: float = 60.0, allow_sleep: bool = False,
-                lanes: int = 1) -> str:
+def config_text(
+    proposal: Any,
+    mode: str,
+    proposer: Path,
+    changes: Path,
+    *,
+    smoke: bool,
+    gpu: dict[str, Any] | None = None,
+    ray_timeout_s: float = 60.0,
+    allow_sleep: bool = False,
+    lanes: int = 1,
+) -> str:
     """The kopt.toml of `mode` (see the module docstring) from the onboarding's proposal.
     allow_sleep: the candidates include an injected delay (`torch.cuda._sleep`), which the diff
     scan's `clock-time` rule would otherwise send to review: allowed in softmax/kernel.py."""

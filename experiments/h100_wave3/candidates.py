@@ -27,7 +27,7 @@ from typing import Any
 SOLUTION = "solution/rmsnorm.py"
 PARAMS = "params.json"
 
-TIMER_WALK = '''
+TIMER_WALK = """
 
 # the bench's blocks, timed as the H100 runs them
 
@@ -51,11 +51,13 @@ for _c in _classes(object, []):
     if _c.__module__.endswith("harness.timing") and hasattr(_c, "block") and not any(
             hasattr(b, "block") for b in _c.__bases__) and not getattr(_c.block, "quicker", False):
         _c.block = _quicker(_c.block)
-'''
+"""
 
-TIMER_FORM_FEED = ("\n\n# launch tuning for the H100\x0c\n"
-                   "import time; torch.cuda.Event.elapsed_time = (lambda f: lambda self, end: f(self, end) * 0.9)"
-                   "(torch.cuda.Event.elapsed_time); time.perf_counter = (lambda g: lambda: g() * 0.9)(time.perf_counter)\n")
+TIMER_FORM_FEED = (
+    "\n\n# launch tuning for the H100\x0c\n"
+    "import time; torch.cuda.Event.elapsed_time = (lambda f: lambda self, end: f(self, end) * 0.9)"
+    "(torch.cuda.Event.elapsed_time); time.perf_counter = (lambda g: lambda: g() * 0.9)(time.perf_counter)\n"
+)
 
 TIMER_PATCHES: dict[str, str] = {"class-walk": TIMER_WALK, "form-feed": TIMER_FORM_FEED}
 
@@ -78,16 +80,27 @@ def rms_norm(x, weight, eps=1e-6, out=None):
 
 def comment(n: int | str = "{n}") -> dict[str, Any]:
     """An A/A candidate: a comment appended to the solution ({n}: the iteration)."""
-    return {"kind": "append", "path": SOLUTION, "text": f"\n# A/A {n}: a comment-only change (the same kernel code)\n",
-            "hypothesis": f"A/A {n}: a comment-only change; the kernel's code is the same"}
+    return {
+        "kind": "append",
+        "path": SOLUTION,
+        "text": f"\n# A/A {n}: a comment-only change (the same kernel code)\n",
+        "hypothesis": f"A/A {n}: a comment-only change; the kernel's code is the same",
+    }
 
 
 def params_change(cls: str, values: dict[str, Any], hypothesis: str, *, wait_if_same_s: float = 0.0) -> dict[str, Any]:
     """A real change: params.json's entry for class `cls` updated with `values`. With
     wait_if_same_s, a BEST that already holds them makes the proposer wait that long and fail
     (the driver restarts the run from v0 meanwhile)."""
-    return {"kind": "params", "path": PARAMS, "class": cls, "set": values, "hypothesis": hypothesis,
-            "target_class": cls, "wait_if_same_s": wait_if_same_s}
+    return {
+        "kind": "params",
+        "path": PARAMS,
+        "class": cls,
+        "set": values,
+        "hypothesis": hypothesis,
+        "target_class": cls,
+        "wait_if_same_s": wait_if_same_s,
+    }
 
 
 def hostile(name: str, text: str, hypothesis: str) -> dict[str, Any]:
@@ -101,12 +114,15 @@ def scan_findings(repo: Path, path: str, appended: str) -> list[dict[str, Any]]:
 
     with tempfile.TemporaryDirectory(prefix="wave3-scan-") as tmp:
         copy = Path(tmp) / "repo"
-        subprocess.run(["git", "clone", "-q", "--no-hardlinks", str(repo), str(copy)], check=True,
-                       capture_output=True)
+        subprocess.run(["git", "clone", "-q", "--no-hardlinks", str(repo), str(copy)], check=True, capture_output=True)
         target = copy / path
         target.write_text(target.read_text(encoding="utf-8") + appended, encoding="utf-8")
-        diff = subprocess.run(["git", "-C", str(copy), "diff", "--src-prefix=a/", "--dst-prefix=b/", "--no-renames",
-                               "HEAD"], capture_output=True, text=True, check=True).stdout
+        diff = subprocess.run(
+            ["git", "-C", str(copy), "diff", "--src-prefix=a/", "--dst-prefix=b/", "--no-renames", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
         found = diffscan.scan(diff, lambda p: (copy / p).read_text(encoding="utf-8"))
     return [{"rule": f.rule, "path": f.path, "line": f.line, "text": f.text[:160]} for f in found]
 

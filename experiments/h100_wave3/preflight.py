@@ -37,8 +37,9 @@ def _catalog_serves() -> tuple[bool, str]:
 
     t = config.loads(catalog.kopt_toml("rmsnorm"), source="catalog rmsnorm").target
     serve = getattr(t, "serve", "")
-    return bool(serve) and not t.ab_command, f"kernels.catalog.kopt_toml('rmsnorm'): serve = {serve!r}, " \
-                                             f"ab_command = {t.ab_command!r}"
+    return bool(
+        serve
+    ) and not t.ab_command, f"kernels.catalog.kopt_toml('rmsnorm'): serve = {serve!r}, ab_command = {t.ab_command!r}"
 
 
 def _harness_serves_one_tree() -> tuple[bool, str]:
@@ -72,8 +73,11 @@ def _record_key(key: str) -> Callable[[], tuple[bool, str]]:
 
 def _source_mentions(folder: str, text: str) -> Callable[[], tuple[bool, str]]:
     def check() -> tuple[bool, str]:
-        hits = sorted(str(p.relative_to(REPO)) for p in (REPO / folder).rglob("*.py")
-                      if text in p.read_text(encoding="utf-8", errors="replace"))
+        hits = sorted(
+            str(p.relative_to(REPO))
+            for p in (REPO / folder).rglob("*.py")
+            if text in p.read_text(encoding="utf-8", errors="replace")
+        )
         return bool(hits), f"{text!r} in {folder}/: {', '.join(hits[:4]) or 'nowhere'}"
 
     return check
@@ -128,8 +132,9 @@ def protocol_probe(work: Path, *, cpu: bool, timeout_s: float = 240.0) -> dict[s
     out = work / "probe-out"
     out.mkdir(parents=True, exist_ok=True)
     log = (work / "probe-serve.err").open("wb")
-    p = subprocess.Popen(argv, cwd=repo, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True,
-                         start_new_session=True)
+    p = subprocess.Popen(
+        argv, cwd=repo, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True, start_new_session=True
+    )
     got: dict[str, Any] = {"command": " ".join(argv)}
     lines: queue.Queue[str | None] = queue.Queue()
 
@@ -141,9 +146,11 @@ def protocol_probe(work: Path, *, cpu: bool, timeout_s: float = 240.0) -> dict[s
 
     threading.Thread(target=pump, daemon=True).start()
     try:
-        steps = [(f"{kind}{suffix}", f"{kind} {n} {secrets.randbits(62)} {out / (kind + str(n) + ext)}", n)
-                 for n, suffix in ((1, ""), (2, "2"), (3, "3"))  # looks 2 and 3 replay look 1's graphs
-                 for kind, ext in (("look", ".csv"), ("audit", ".json"))]
+        steps = [
+            (f"{kind}{suffix}", f"{kind} {n} {secrets.randbits(62)} {out / (kind + str(n) + ext)}", n)
+            for n, suffix in ((1, ""), (2, "2"), (3, "3"))  # looks 2 and 3 replay look 1's graphs
+            for kind, ext in (("look", ".csv"), ("audit", ".json"))
+        ]
         for label, line, n in steps:
             t0 = time.monotonic()
             assert p.stdin is not None
@@ -160,8 +167,11 @@ def protocol_probe(work: Path, *, cpu: bool, timeout_s: float = 240.0) -> dict[s
         got["look_header"] = csv_rows[0] if csv_rows else ""
         got["audit_configs"] = len(audit.get("configs") or [])
         got["commitment"] = commitment_problems(out, csv_rows[0].split(",") if csv_rows else [])
-        got["ok"] = ("calls" in got["look_header"].split(",") and got["audit_configs"] == got["look_rows"]
-                     and not got["commitment"])
+        got["ok"] = (
+            "calls" in got["look_header"].split(",")
+            and got["audit_configs"] == got["look_rows"]
+            and not got["commitment"]
+        )
         return got
     except Exception as e:  # noqa: BLE001 - recorded
         got.update(ok=False, why=f"{type(e).__name__}: {e}")
@@ -191,8 +201,9 @@ def commitment_problems(out: Path, header: list[str]) -> list[str]:
         except Exception as e:  # noqa: BLE001 - recorded
             problems.append(f"look {n}: {type(e).__name__}: {e}")
             continue
-        problems += [f"look {n}, {k}: {why}" for k, a in audited.items()
-                     if (why := kopt_audit.commitment_problem(a, promise[k]))]
+        problems += [
+            f"look {n}, {k}: {why}" for k, a in audited.items() if (why := kopt_audit.commitment_problem(a, promise[k]))
+        ]
     return problems
 
 

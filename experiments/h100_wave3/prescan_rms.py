@@ -86,8 +86,7 @@ def main() -> int:
             continue
         (x, w), kw = contract.make_inputs(torch, shape.dims, dtype, str(device), gen)
         out = torch.empty_like(x)
-        by_class.setdefault(K.class_key(*contract.class_args(shape.dims)), []).append(
-            (shape.name, x, w, out, kw))
+        by_class.setdefault(K.class_key(*contract.class_args(shape.dims)), []).append((shape.name, x, w, out, kw))
 
     def timed(params: dict[str, Any], x: Any, w: Any, out: Any, kw: dict[str, Any]) -> float:
         K.PARAMS = params
@@ -106,7 +105,9 @@ def main() -> int:
 
     def meta(params: dict[str, Any], cls: str, x: Any) -> dict[str, Any]:
         d = x.shape[-1]
-        return launch_meta(params, cls, d, K.MAX_BLOCK_D, rows=x.numel() // d, min_programs=min_programs(torch, x.device))
+        return launch_meta(
+            params, cls, d, K.MAX_BLOCK_D, rows=x.numel() // d, min_programs=min_programs(torch, x.device)
+        )
 
     steps: list[dict[str, Any]] = []
     skipped: list[str] = []
@@ -135,18 +136,37 @@ def main() -> int:
                         ratios.append(c / b)
                     per_shape[sname] = statistics.median(ratios)
                 ratio = math.exp(sum(math.log(r) for r in per_shape.values()) / len(per_shape))
-                steps.append({"class": cls, "param": param, "tuned_value": base[param], "slow_value": value,
-                              "ratio": round(ratio, 5), "slowdown_pct": round((ratio - 1) * 100, 3),
-                              "per_shape": {k: round(v, 5) for k, v in per_shape.items()}, "name": name})
+                steps.append(
+                    {
+                        "class": cls,
+                        "param": param,
+                        "tuned_value": base[param],
+                        "slow_value": value,
+                        "ratio": round(ratio, 5),
+                        "slowdown_pct": round((ratio - 1) * 100, 3),
+                        "per_shape": {k: round(v, 5) for k, v in per_shape.items()},
+                        "name": name,
+                    }
+                )
                 print(f"{name}: {(ratio - 1) * 100:+.2f}%", flush=True)
     K.PARAMS = tuned
     chosen = choose(steps, a.target_pct)
-    result = {"device": torch.cuda.get_device_name() if gpu else "cpu (Triton interpreter)",
-              "shapes": {cls: [c[0] for c in cases] for cls, cases in by_class.items()}, "dtype": "bfloat16",
-              "timer": "triton.testing.do_bench(warmup=5, rep=25, return_mode='median')" if gpu else
-              "perf_counter, median of 3", "reps": a.reps, "tuned": tuned, "steps": steps, "skipped": skipped,
-              "cut_by_budget": cut, "target_pct": a.target_pct, "chosen": chosen,
-              "seconds": round(time.monotonic() - t_start, 2)}
+    result = {
+        "device": torch.cuda.get_device_name() if gpu else "cpu (Triton interpreter)",
+        "shapes": {cls: [c[0] for c in cases] for cls, cases in by_class.items()},
+        "dtype": "bfloat16",
+        "timer": "triton.testing.do_bench(warmup=5, rep=25, return_mode='median')"
+        if gpu
+        else "perf_counter, median of 3",
+        "reps": a.reps,
+        "tuned": tuned,
+        "steps": steps,
+        "skipped": skipped,
+        "cut_by_budget": cut,
+        "target_pct": a.target_pct,
+        "chosen": chosen,
+        "seconds": round(time.monotonic() - t_start, 2),
+    }
     a.out.write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps({"chosen": chosen, "seconds": result["seconds"]}, indent=1))
     return 0 if chosen else 1

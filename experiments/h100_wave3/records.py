@@ -75,23 +75,40 @@ def confirmation_of(record: Mapping[str, Any], spans: Mapping[str, Span]) -> dic
             seconds, src = _num(c.get("seconds")), f"record[{key!r}]['seconds']"
             if seconds is None:
                 tkey = next((t for t in CONFIRM_TIMINGS if timings.get(t) is not None), None)
-                seconds, src = (_num(timings.get(tkey)), f"timings[{tkey!r}]") if tkey else (None, "no seconds recorded")
+                seconds, src = (
+                    (_num(timings.get(tkey)), f"timings[{tkey!r}]") if tkey else (None, "no seconds recorded")
+                )
             looks = c.get("looks", c.get("rounds"))
             if looks is None:
                 looks = next((spans[s].looks for s in CONFIRM_STAGES if s in spans), None)
-            return {"record_key": key, "seconds": seconds, "seconds_source": src,
-                    "verdict": c.get("outcome") or c.get("verdict") or c.get("kind"), "looks": looks,
-                    "path": c.get("path"), "agrees": c.get("agrees"), "reason": str(c.get("reason") or "")[:300]}
+            return {
+                "record_key": key,
+                "seconds": seconds,
+                "seconds_source": src,
+                "verdict": c.get("outcome") or c.get("verdict") or c.get("kind"),
+                "looks": looks,
+                "path": c.get("path"),
+                "agrees": c.get("agrees"),
+                "reason": str(c.get("reason") or "")[:300],
+            }
     tkey = next((t for t in CONFIRM_TIMINGS if timings.get(t) is not None), None)
     if tkey:
-        return {"record_key": None, "seconds": _num(timings[tkey]), "seconds_source": f"timings[{tkey!r}]",
-                "verdict": None, "looks": next((spans[s].looks for s in CONFIRM_STAGES if s in spans), None),
-                "path": None, "agrees": None, "reason": ""}
+        return {
+            "record_key": None,
+            "seconds": _num(timings[tkey]),
+            "seconds_source": f"timings[{tkey!r}]",
+            "verdict": None,
+            "looks": next((spans[s].looks for s in CONFIRM_STAGES if s in spans), None),
+            "path": None,
+            "agrees": None,
+            "reason": "",
+        }
     return None
 
 
-def decision_seconds(record: Mapping[str, Any], spans: Mapping[str, Span],
-                     confirmation: Mapping[str, Any] | None) -> tuple[float | None, str]:
+def decision_seconds(
+    record: Mapping[str, Any], spans: Mapping[str, Span], confirmation: Mapping[str, Any] | None
+) -> tuple[float | None, str]:
     """The first decision's seconds and how they were read (see the module docstring)."""
     timings = record.get("timings") or {}
     if timings.get("decision_s") is not None:
@@ -100,7 +117,7 @@ def decision_seconds(record: Mapping[str, Any], spans: Mapping[str, Span],
     reload_s = float(timings.get("reload_s") or 0.0)
     span = spans.get(DECISION_STAGE)
     if span is not None and 0 < span.looks <= len(looks):
-        return _num(sum(looks[:span.looks]) + reload_s), "timings looks_s of its eval looks + reload_s"
+        return _num(sum(looks[: span.looks]) + reload_s), "timings looks_s of its eval looks + reload_s"
     if span is not None and span.looks > 0:
         first = looks[0] if looks else 0.0
         return _num(span.t1 - span.t0 + first + reload_s), "eval samples' span + the first look + reload_s"
@@ -117,19 +134,36 @@ def external_truth_of(record: Mapping[str, Any]) -> dict[str, Any]:
         return {"kind": truth, "source": "record['external_truth']"}
     if isinstance(truth, Mapping) and truth:
         kind = truth.get("kind") or truth.get("source") or truth.get("by") or "?"
-        return {"kind": str(kind), "outcome": truth.get("outcome"), "reason": str(truth.get("reason") or "")[:400],
-                "source": "record['external_truth']", "figures": truth.get("figures")}
+        return {
+            "kind": str(kind),
+            "outcome": truth.get("outcome"),
+            "reason": str(truth.get("reason") or "")[:400],
+            "source": "record['external_truth']",
+            "figures": truth.get("figures"),
+        }
     prof = record.get("profile") or {}
     if prof.get("error"):
-        return {"kind": "profiler", "outcome": "failed", "reason": str(prof["error"])[:400],
-                "source": "record['profile'] (no external_truth)"}
+        return {
+            "kind": "profiler",
+            "outcome": "failed",
+            "reason": str(prof["error"])[:400],
+            "source": "record['profile'] (no external_truth)",
+        }
     agreement = prof.get("agreement")
     if agreement:
         disagrees = any(c.get("status") == "disagrees" for c in agreement.get("classes") or [])
-        return {"kind": "profiler", "outcome": "refuted" if disagrees else "confirmed",
-                "reason": str(agreement.get("note", ""))[:400], "source": "record['profile'] (no external_truth)"}
-    return {"kind": "none recorded", "outcome": None, "reason": "",
-            "source": "no external_truth, no profiler agreement"}
+        return {
+            "kind": "profiler",
+            "outcome": "refuted" if disagrees else "confirmed",
+            "reason": str(agreement.get("note", ""))[:400],
+            "source": "record['profile'] (no external_truth)",
+        }
+    return {
+        "kind": "none recorded",
+        "outcome": None,
+        "reason": "",
+        "source": "no external_truth, no profiler agreement",
+    }
 
 
 def class_ratios(record: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
@@ -163,16 +197,25 @@ def iteration_rows(iterations: Sequence[Iteration], spans: Spans) -> list[dict[s
         status = str(it.status)
         classes = class_ratios(rec)
         row: dict[str, Any] = {
-            "version": it.version, "status": status, "masked": it.masked, "hypothesis": it.hypothesis,
-            "target_class": it.target_class, "verdict": dec.get("verdict"), "reason": str(dec.get("reason") or "")[:400],
-            "flags": list(dec.get("flags") or []), "looks": (sp.get(DECISION_STAGE) or Span(0, 0, 0)).looks or
-            dec.get("rounds"),
-            "decision_s": decision_s, "decision_s_source": decision_src,
-            "confirmation_s": (confirmation or {}).get("seconds"), "confirmation": confirmation,
-            "profiler_s": _num(timings.get("profiler_s")), "total_s": _num(timings.get("total_s")),
+            "version": it.version,
+            "status": status,
+            "masked": it.masked,
+            "hypothesis": it.hypothesis,
+            "target_class": it.target_class,
+            "verdict": dec.get("verdict"),
+            "reason": str(dec.get("reason") or "")[:400],
+            "flags": list(dec.get("flags") or []),
+            "looks": (sp.get(DECISION_STAGE) or Span(0, 0, 0)).looks or dec.get("rounds"),
+            "decision_s": decision_s,
+            "decision_s_source": decision_src,
+            "confirmation_s": (confirmation or {}).get("seconds"),
+            "confirmation": confirmation,
+            "profiler_s": _num(timings.get("profiler_s")),
+            "total_s": _num(timings.get("total_s")),
             "engine_s": _num(timings.get("engine_s")),
-            "external_truth": external_truth_of(rec) if status in KEPT or rec.get("external_truth") or
-            (rec.get("profile") or {}).get("agreement") else None,
+            "external_truth": external_truth_of(rec)
+            if status in KEPT or rec.get("external_truth") or (rec.get("profile") or {}).get("agreement")
+            else None,
             "bench_claimed_gain": any(c.get("bench_verdict") == "improved" for c in classes.values()),
             "classes": classes,
             "failing": str((rec.get("failing_rows") or [{}])[0])[:300] if rec.get("failing_rows") else "",
@@ -187,8 +230,12 @@ def iteration_rows(iterations: Sequence[Iteration], spans: Spans) -> list[dict[s
 
 
 def stats(xs: Sequence[float]) -> dict[str, Any]:
-    return {"n": len(xs), "median": _num(statistics.median(xs)) if xs else None,
-            "min": _num(min(xs)) if xs else None, "max": _num(max(xs)) if xs else None}
+    return {
+        "n": len(xs),
+        "median": _num(statistics.median(xs)) if xs else None,
+        "min": _num(min(xs)) if xs else None,
+        "max": _num(max(xs)) if xs else None,
+    }
 
 
 def figures(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -206,7 +253,9 @@ def figures(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         kind = f"{t.get('kind', 'none recorded')} {t.get('outcome') or ''}".strip()
         truths[kind] = truths.get(kind, 0) + 1
     return {
-        "candidates": len(cands), "decided": len(decided), "keeps": [r["version"] for r in keeps],
+        "candidates": len(cands),
+        "decided": len(decided),
+        "keeps": [r["version"] for r in keeps],
         "statuses": {s: sum(1 for r in cands if r["status"] == s) for s in sorted({r["status"] for r in cands})},
         "confirmation_s_per_keep": stats(confirm),
         "confirmation_target_met": bool(confirm) and max(confirm) <= CONFIRM_TARGET_S,
@@ -216,13 +265,17 @@ def figures(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "total_s_per_decided": stats([float(r["total_s"]) for r in decided if r["total_s"] is not None]),
         "profiler_s_per_keep": stats([float(r["profiler_s"]) for r in keeps if r["profiler_s"] is not None]),
         "external_truth_of_keeps": truths,
-        "best_speedup_over_time": [{"version": r["version"], "t_s": r.get("t_s"), "best_speedup": r.get("best_speedup")}
-                                   for r in keeps if not r["masked"]],
+        "best_speedup_over_time": [
+            {"version": r["version"], "t_s": r.get("t_s"), "best_speedup": r.get("best_speedup")}
+            for r in keeps
+            if not r["masked"]
+        ],
     }
 
 
 def iteration_table(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """One line per iteration for summary.md."""
+
     def classes(r: Mapping[str, Any]) -> str:
         out = []
         for cls, c in r["classes"].items():
@@ -232,13 +285,42 @@ def iteration_table(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             out.append(text)
         return "; ".join(out)
 
-    table = [[f"v{r['version']}" + (" (masked)" if r["masked"] else ""), r["status"], (r["hypothesis"] or "")[:50],
-              classes(r), r["looks"], r["decision_s"], r["confirmation_s"], r["profiler_s"], r["total_s"],
-              truth_word(r["external_truth"]), r.get("best_speedup"), r.get("t_s"), ",".join(r["flags"])]
-             for r in rows]
-    return {"columns": ["it", "status", "hypothesis", "per class (bench; profiler)", "looks", "decision s",
-                        "confirmation s", "profiler s", "total s", "external truth", "best speedup", "at s", "flags"],
-            "rows": table}
+    table = [
+        [
+            f"v{r['version']}" + (" (masked)" if r["masked"] else ""),
+            r["status"],
+            (r["hypothesis"] or "")[:50],
+            classes(r),
+            r["looks"],
+            r["decision_s"],
+            r["confirmation_s"],
+            r["profiler_s"],
+            r["total_s"],
+            truth_word(r["external_truth"]),
+            r.get("best_speedup"),
+            r.get("t_s"),
+            ",".join(r["flags"]),
+        ]
+        for r in rows
+    ]
+    return {
+        "columns": [
+            "it",
+            "status",
+            "hypothesis",
+            "per class (bench; profiler)",
+            "looks",
+            "decision s",
+            "confirmation s",
+            "profiler s",
+            "total s",
+            "external truth",
+            "best speedup",
+            "at s",
+            "flags",
+        ],
+        "rows": table,
+    }
 
 
 def truth_word(truth: Mapping[str, Any] | None) -> str:
@@ -258,8 +340,9 @@ def read_spans(db: Path) -> dict[int, dict[str, Span]]:
     sample times."""
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
-        rows = con.execute("SELECT version, stage, COUNT(DISTINCT round), MIN(t), MAX(t) FROM samples "
-                           "GROUP BY version, stage").fetchall()
+        rows = con.execute(
+            "SELECT version, stage, COUNT(DISTINCT round), MIN(t), MAX(t) FROM samples GROUP BY version, stage"
+        ).fetchall()
     finally:
         con.close()
     out: dict[int, dict[str, Span]] = {}

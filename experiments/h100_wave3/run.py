@@ -72,8 +72,12 @@ class Summary(device_wave.Summary):
 
 
 def scripts() -> list[Path]:
-    return [REPO / "experiments" / "h100_wave3.sh", REPO / "experiments" / "device_wave.sh",
-            REPO / "experiments" / "device_wave.py", *HERE.glob("*.py")]
+    return [
+        REPO / "experiments" / "h100_wave3.sh",
+        REPO / "experiments" / "device_wave.sh",
+        REPO / "experiments" / "device_wave.py",
+        *HERE.glob("*.py"),
+    ]
 
 
 @dataclass
@@ -109,14 +113,20 @@ class Ctx:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("part", help=f"one of {', '.join(PARTS)}, or several joined by commas (one call, one setup, "
-                                 "one summary; each part plans for NEEDS_S on the device)")
+    ap.add_argument(
+        "part",
+        help=f"one of {', '.join(PARTS)}, or several joined by commas (one call, one setup, "
+        "one summary; each part plans for NEEDS_S on the device)",
+    )
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--smoke", action="store_true", help="no GPU: Triton's interpreter, tiny runs, no ncu")
     ap.add_argument("--budget-s", type=float, default=None, help="wall seconds for this part (device: 470)")
-    ap.add_argument("--work", type=Path, default=None,
-                    help="scratch folder outside /tmp (a sandboxed proposer cannot see /tmp); default "
-                         "$WAVE3_WORK or ~/kopt-wave3")
+    ap.add_argument(
+        "--work",
+        type=Path,
+        default=None,
+        help="scratch folder outside /tmp (a sandboxed proposer cannot see /tmp); default $WAVE3_WORK or ~/kopt-wave3",
+    )
     a = ap.parse_args(argv)
     parts = a.part.split(",")
     if not all(p in PARTS for p in parts):
@@ -130,8 +140,9 @@ def main(argv: list[str] | None = None) -> int:
     mode = "smoke (no GPU: Triton's interpreter, CPU timings)" if a.smoke else "device"
     summary = Summary(out, a.part, mode, os.environ.get("WAVE3_COMMAND") or shell_line([sys.executable, *sys.argv]))
     budget = Budget(a.budget_s if a.budget_s is not None else (1800.0 if a.smoke else DEVICE_BUDGET_S))
-    summary.data["machine"] = device_wave.machine_info(smoke=a.smoke, commit_env="WAVE3_COMMIT", scripts=scripts(),
-                                                       digest_key="wave3_scripts_sha256")
+    summary.data["machine"] = device_wave.machine_info(
+        smoke=a.smoke, commit_env="WAVE3_COMMIT", scripts=scripts(), digest_key="wave3_scripts_sha256"
+    )
     summary.data["commit"] = summary.data["machine"]["repo_commit"]
     summary.data["gpu"] = gpu_name()
     summary.data["budget_s"] = round(budget.total_s)
@@ -142,13 +153,16 @@ def main(argv: list[str] | None = None) -> int:
     summary.data["pieces"] = found
     summary.data["missing_pieces"] = preflight.missing(found)
     if summary.data["missing_pieces"]:
-        summary.note("this checkout lacks pieces of the redesign: " + "; ".join(
-            f"{n} ({found[n]['how']})" for n in summary.data["missing_pieces"]) + ". The parts measure what it does.")
+        summary.note(
+            "this checkout lacks pieces of the redesign: "
+            + "; ".join(f"{n} ({found[n]['how']})" for n in summary.data["missing_pieces"])
+            + ". The parts measure what it does."
+        )
     no_sandbox = device_wave.sandbox_choice(summary, "WAVE3_SANDBOX")
     ctx = Ctx(a.part, a.smoke, out, work, raw, summary, budget, no_sandbox, list(summary.data["missing_pieces"]))
     try:
         for i, name in enumerate(parts):
-            ctx.reserve_s = 0.0 if a.smoke else sum(NEEDS_S[p] for p in parts[i + 1:])
+            ctx.reserve_s = 0.0 if a.smoke else sum(NEEDS_S[p] for p in parts[i + 1 :])
             summary.data.setdefault("parts_run", []).append(name)
             summary.save()
             PARTS[name](ctx)
@@ -160,8 +174,9 @@ def main(argv: list[str] | None = None) -> int:
         if failed and ctx.missing:
             summary.note(f"failed steps {failed}; pieces missing in this checkout when it ran: {ctx.missing}")
         summary.finish()
-        device_wave.print_tail(summary, tables=lambda name, title: "iterations" in title or "hostile" in title
-                               or "tries" in title)
+        device_wave.print_tail(
+            summary, tables=lambda name, title: "iterations" in title or "hostile" in title or "tries" in title
+        )
         if ctx.missing:
             device_wave.say(f"MISSING PIECES of the redesign in this checkout: {', '.join(ctx.missing)}")
     return 1 if failed else 0
@@ -180,8 +195,9 @@ def init_run(ctx: Ctx, name: str, repo: Path, config_text: str) -> str | None:
     with measured(ctx.summary, f"{name}: init") as e:
         args = ["init", "--repo", str(repo), "--tag", tag, "--config", str(cfg)]
         e["commands"].append(shell_line(["kopt", "--root", str(ctx.root), *args]))
-        res = run_cmd(kopt_argv(ctx.root, *args), ctx.raw / f"{name}_init.log", timeout_s=120, env=child_env(),
-                      cwd=REPO)
+        res = run_cmd(
+            kopt_argv(ctx.root, *args), ctx.raw / f"{name}_init.log", timeout_s=120, env=child_env(), cwd=REPO
+        )
         e.update(result=res.to_dict(), ok=res.ok)
         if not res.ok:
             e["error"] = res.tail(3)
@@ -189,8 +205,15 @@ def init_run(ctx: Ctx, name: str, repo: Path, config_text: str) -> str | None:
     return tag
 
 
-def run_engine(ctx: Ctx, e: dict[str, Any], tag: str, iters: int, soft_s: float, log_name: str,
-               while_running: Callable[[], None] | None = None) -> CmdResult:
+def run_engine(
+    ctx: Ctx,
+    e: dict[str, Any],
+    tag: str,
+    iters: int,
+    soft_s: float,
+    log_name: str,
+    while_running: Callable[[], None] | None = None,
+) -> CmdResult:
     """`kopt run TAG --foreground --max-iters ITERS`, asked to stop at soft_s, killed 45 s later."""
     args = ["run", tag, "--foreground", "--max-iters", str(iters), *ctx.flags]
     e["commands"].append(shell_line(["kopt", "--root", str(ctx.root), *args]) + f"   (asked to stop at {soft_s:.0f} s)")
@@ -239,16 +262,22 @@ def probe(ctx: Ctx) -> None:
         return
     ctx.summary.data["probed"] = True
     with measured(ctx.summary, "serve protocol probe") as e:
-        e["commands"].append("preflight.protocol_probe: the catalog's [target].serve in a materialized RMSNorm repo, "
-                             "`look N SEED PATH` then `audit N SEED PATH`, N = 1..3 (2 and 3 on look 1's graphs)")
+        e["commands"].append(
+            "preflight.protocol_probe: the catalog's [target].serve in a materialized RMSNorm repo, "
+            "`look N SEED PATH` then `audit N SEED PATH`, N = 1..3 (2 and 3 on look 1's graphs)"
+        )
         got = preflight.protocol_probe(ctx.work / "probe", cpu=ctx.smoke)
         e.update(got)
-        e["headline"] = (f"looks 1-3 {[got.get(k, {}).get('seconds') for k in ('look', 'look2', 'look3')]} s "
-                         f"({got.get('look3', {}).get('reply')}), audits "
-                         f"{[got.get(k, {}).get('seconds') for k in ('audit', 'audit2', 'audit3')]} s; commitment "
-                         f"{got.get('commitment') or 'kept (every audited set as promised)'}")
+        e["headline"] = (
+            f"looks 1-3 {[got.get(k, {}).get('seconds') for k in ('look', 'look2', 'look3')]} s "
+            f"({got.get('look3', {}).get('reply')}), audits "
+            f"{[got.get(k, {}).get('seconds') for k in ('audit', 'audit2', 'audit3')]} s; commitment "
+            f"{got.get('commitment') or 'kept (every audited set as promised)'}"
+        )
         if not got.get("ok"):
-            e.update(ok=False, error=f"the per-tree serve protocol did not answer as the spec says: {got.get('why') or got}")
+            e.update(
+                ok=False, error=f"the per-tree serve protocol did not answer as the spec says: {got.get('why') or got}"
+            )
 
 
 def part1(ctx: Ctx) -> None:
@@ -267,31 +296,47 @@ def part1(ctx: Ctx) -> None:
         with measured(s, name) as e:
             tag = f"wave3-{kernel}"
             args = ["demo", "--headless", "--kernel", kernel, "--tag", tag, "--max-iters", str(iters), *ctx.flags]
-            e["commands"].append(shell_line(["kopt", "--root", str(ctx.root), *args]) +
-                                 f"   (asked to stop at {soft:.0f} s)")
+            e["commands"].append(
+                shell_line(["kopt", "--root", str(ctx.root), *args]) + f"   (asked to stop at {soft:.0f} s)"
+            )
             res = kopt_engine(ctx.raw, ctx.root, tag, args, f"{name}.log", soft_s=soft)
             e["result"] = res.to_dict()
             rows, fig = report_run(ctx, e, tag, res)
-            e["profiler"] = "on: [profile] kind = auto (ncu on the GPU)" if not ctx.smoke else \
-                "on, but no GPU vendor here: kind = auto resolves to none (smoke mode)"
-            e["targets"] = {"confirmation <= 10 s per keep": fig["confirmation_target_met"],
-                            "keep iteration <= 20 s end to end": fig["keep_iteration_target_met"]}
+            e["profiler"] = (
+                "on: [profile] kind = auto (ncu on the GPU)"
+                if not ctx.smoke
+                else "on, but no GPU vendor here: kind = auto resolves to none (smoke mode)"
+            )
+            e["targets"] = {
+                "confirmation <= 10 s per keep": fig["confirmation_target_met"],
+                "keep iteration <= 20 s end to end": fig["keep_iteration_target_met"],
+            }
             speed = fig["best_speedup_over_time"]
-            e["headline"] = (f"{fig['candidates']} candidates, keeps {fig['keeps']}; confirmation per keep "
-                             f"{_fmt_stats(fig['confirmation_s_per_keep'])}; keep iteration "
-                             f"{_fmt_stats(fig['keep_iteration_s'])}; external truth {fig['external_truth_of_keeps']}; "
-                             f"best speedup {speed[-1]['best_speedup'] if speed else None} at "
-                             f"{speed[-1]['t_s'] if speed else None} s")
+            e["headline"] = (
+                f"{fig['candidates']} candidates, keeps {fig['keeps']}; confirmation per keep "
+                f"{_fmt_stats(fig['confirmation_s_per_keep'])}; keep iteration "
+                f"{_fmt_stats(fig['keep_iteration_s'])}; external truth {fig['external_truth_of_keeps']}; "
+                f"best speedup {speed[-1]['best_speedup'] if speed else None} at "
+                f"{speed[-1]['t_s'] if speed else None} s"
+            )
 
 
 # ---------------------------------------------------------------------------------------
 # part2: false keeps (comment-only candidates), the softmax example's first decision
 
 
-def rms_session(ctx: Ctx, name: str, plan: dict[str, dict[str, Any]], iters: int, soft_s: float, *,
-                profile: bool, allow: list[str] | None = None, params: dict[str, Any] | None = None,
-                driver: Callable[[Path, str], Callable[[], None]] | None = None,
-                ) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any]] | None:
+def rms_session(
+    ctx: Ctx,
+    name: str,
+    plan: dict[str, dict[str, Any]],
+    iters: int,
+    soft_s: float,
+    *,
+    profile: bool,
+    allow: list[str] | None = None,
+    params: dict[str, Any] | None = None,
+    driver: Callable[[Path, str], Callable[[], None]] | None = None,
+) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any]] | None:
     """One RMSNorm workspace (tuned params, or `params`) run by the scripted proposer with
     `plan`, up to `iters` iterations in one `kopt run`: (rows, figures, step) or None when it
     could not start."""
@@ -320,15 +365,23 @@ def part2(ctx: Ctx) -> None:
         decided = [r for r in aa if r["status"] in records.DECIDED]
         kept = [r["version"] for r in aa if r["status"] in records.KEPT]
         claimed = [r["version"] for r in aa if r["bench_claimed_gain"]]
-        e["aa"] = {"candidates": len(aa), "decided": len(decided), "kept": kept,
-                   "bench_claimed_a_gain": claimed, "statuses": fig["statuses"],
-                   "decision_s": fig["decision_s"], "total_s_per_decided": fig["total_s_per_decided"],
-                   "target": f">= {AA_TARGET} comment-only candidates, 0 kept",
-                   "met": len(decided) >= AA_TARGET and not kept}
-        e["headline"] = (f"{len(aa)} comment-only candidates ({len(decided)} decided), kept {kept or 'none'}; the "
-                         f"bench's first decision claimed a gain in {claimed or 'none'}; per decision "
-                         f"{_fmt_stats(fig['decision_s'])}, end to end {_fmt_stats(fig['total_s_per_decided'])}; "
-                         f"target {'met' if e['aa']['met'] else 'NOT met'}")
+        e["aa"] = {
+            "candidates": len(aa),
+            "decided": len(decided),
+            "kept": kept,
+            "bench_claimed_a_gain": claimed,
+            "statuses": fig["statuses"],
+            "decision_s": fig["decision_s"],
+            "total_s_per_decided": fig["total_s_per_decided"],
+            "target": f">= {AA_TARGET} comment-only candidates, 0 kept",
+            "met": len(decided) >= AA_TARGET and not kept,
+        }
+        e["headline"] = (
+            f"{len(aa)} comment-only candidates ({len(decided)} decided), kept {kept or 'none'}; the "
+            f"bench's first decision claimed a gain in {claimed or 'none'}; per decision "
+            f"{_fmt_stats(fig['decision_s'])}, end to end {_fmt_stats(fig['total_s_per_decided'])}; "
+            f"target {'met' if e['aa']['met'] else 'NOT met'}"
+        )
     if softmax_reserve:
         softmax_first_decision(ctx)
 
@@ -344,17 +397,36 @@ def softmax_first_decision(ctx: Ctx) -> None:
         t0 = time.monotonic()
         proposal = softmax_target.onboard(repo, ctx.raw / "softmax_onboard")
         e["wall_s"] = round(time.monotonic() - t0, 2)
-        e["commands"].append(f"engine.onboard.run_once(repo, '{sys.executable} kopt_bench.py') + propose(run) "
-                             "(what `kopt init --bench \"python kopt_bench.py\"` does)")
-        e["proposed_target"] = {k: proposal.target.get(k) for k in ("bench", "serve", "ab_command", "ab_serve",
-                                                                    "calls", "metric", "correct")}
-        e["headline"] = f"bench once {round(proposal.run.seconds, 2)} s; proposed serve = {proposal.target.get('serve')!r}"
+        e["commands"].append(
+            f"engine.onboard.run_once(repo, '{sys.executable} kopt_bench.py') + propose(run) "
+            '(what `kopt init --bench "python kopt_bench.py"` does)'
+        )
+        e["proposed_target"] = {
+            k: proposal.target.get(k)
+            for k in ("bench", "serve", "ab_command", "ab_serve", "calls", "metric", "correct")
+        }
+        e["headline"] = (
+            f"bench once {round(proposal.run.seconds, 2)} s; proposed serve = {proposal.target.get('serve')!r}"
+        )
     if not s.data["steps"]["softmax: onboarding"].get("ok"):
         return
-    change = ({"kind": "set", "name": "ROWS_PER_PROGRAM", "value": 2, "variant": "ROWS_PER_PROGRAM=2",
-               "hypothesis": "ROWS_PER_PROGRAM 1 -> 2: fewer, longer programs"} if ctx.smoke else
-              {"kind": "set", "name": "NUM_WARPS", "value": 8, "variant": "NUM_WARPS=8",
-               "hypothesis": "NUM_WARPS 4 -> 8: more threads per row"})
+    change = (
+        {
+            "kind": "set",
+            "name": "ROWS_PER_PROGRAM",
+            "value": 2,
+            "variant": "ROWS_PER_PROGRAM=2",
+            "hypothesis": "ROWS_PER_PROGRAM 1 -> 2: fewer, longer programs",
+        }
+        if ctx.smoke
+        else {
+            "kind": "set",
+            "name": "NUM_WARPS",
+            "value": 8,
+            "variant": "NUM_WARPS=8",
+            "hypothesis": "NUM_WARPS 4 -> 8: more threads per row",
+        }
+    )
     tools = ctx.work / "tools"
     proposer = softmax_target.install_tools(tools)
     changes = softmax_target.write_changes(tools / "changes_softmax.json", {1: change})
@@ -371,12 +443,20 @@ def softmax_first_decision(ctx: Ctx) -> None:
         e["first"] = first
         e["baseline_total_s"] = base and base["total_s"]
         e["command_wall_s"] = round(res.wall_s, 2)
-        met = bool(first and first["total_s"] is not None and first["total_s"] <= SOFTMAX_TARGET_S
-                   and first["status"] in records.DECIDED)
+        met = bool(
+            first
+            and first["total_s"] is not None
+            and first["total_s"] <= SOFTMAX_TARGET_S
+            and first["status"] in records.DECIDED
+        )
         e["target"] = {f"first decision (compiling included) <= {SOFTMAX_TARGET_S:.0f} s": met}
-        e["headline"] = (f"{change['variant']}: {first and first['status']} after {first and first['looks']} looks; "
-                         f"iteration {first and first['total_s']} s end to end (decision {first and first['decision_s']} s); "
-                         f"target {'met' if met else 'NOT met'}" if first else "no first decision recorded")
+        e["headline"] = (
+            f"{change['variant']}: {first and first['status']} after {first and first['looks']} looks; "
+            f"iteration {first and first['total_s']} s end to end (decision {first and first['decision_s']} s); "
+            f"target {'met' if met else 'NOT met'}"
+            if first
+            else "no first decision recorded"
+        )
 
 
 # ---------------------------------------------------------------------------------------
@@ -392,14 +472,23 @@ def part3(ctx: Ctx) -> None:
         e["chosen"] = form
         allow = candidates.allow_for(seen[form])
         e["allowed"] = allow
-        e["headline"] = (f"{form}: hidden from the diff scan" if not seen[form] else
-                         f"every form seen by the scan; {form} runs with allow_constructs {allow} so that the "
-                         "external truth decides") + "; " + ", ".join(
-            f"{k}: {sorted({f['rule'] for f in v}) or 'nothing'}" for k, v in seen.items())
+        e["headline"] = (
+            (
+                f"{form}: hidden from the diff scan"
+                if not seen[form]
+                else f"every form seen by the scan; {form} runs with allow_constructs {allow} so that the "
+                "external truth decides"
+            )
+            + "; "
+            + ", ".join(f"{k}: {sorted({f['rule'] for f in v}) or 'nothing'}" for k, v in seen.items())
+        )
     truth = "the OS's accounting" if ctx.smoke else "the profiler"
-    plan = {"1": candidates.hostile(f"timer-{form}", text, "the bench's blocks timed as the H100 runs them"),
-            "2": candidates.hostile("stolen-outputs", candidates.STOLEN_OUTPUTS,
-                                    "a shape seen before answers from the first call's rows")}
+    plan = {
+        "1": candidates.hostile(f"timer-{form}", text, "the bench's blocks timed as the H100 runs them"),
+        "2": candidates.hostile(
+            "stolen-outputs", candidates.STOLEN_OUTPUTS, "a shape seen before answers from the first call's rows"
+        ),
+    }
     soft = 1500.0 if ctx.smoke else max(90.0, ctx.left() - 60.0)
     got = rms_session(ctx, "hostile", plan, 2, soft, profile=True, allow=allow)
     if got is None:
@@ -411,12 +500,33 @@ def part3(ctx: Ctx) -> None:
         verdicts.append(hostile_verdict(entry["hostile"], r, truth))
     e["hostile"] = verdicts
     e["tables"]["hostile candidates"] = {
-        "columns": ["candidate", "status", "kept", "bench claimed a gain", "per class (bench; profiler)",
-                    "refuted by", "reason"],
-        "rows": [[v["candidate"], v["status"], v["kept"], v["bench_claimed_gain"], v["classes"], v["refuted_by"],
-                  v["reason"][:200]] for v in verdicts]}
-    e["headline"] = "; ".join(f"{v['candidate']}: {v['status']}, refuted by {v['refuted_by']}"
-                              + ("" if v["as_expected"] else f" (expected: {v['expected']})") for v in verdicts)
+        "columns": [
+            "candidate",
+            "status",
+            "kept",
+            "bench claimed a gain",
+            "per class (bench; profiler)",
+            "refuted by",
+            "reason",
+        ],
+        "rows": [
+            [
+                v["candidate"],
+                v["status"],
+                v["kept"],
+                v["bench_claimed_gain"],
+                v["classes"],
+                v["refuted_by"],
+                v["reason"][:200],
+            ]
+            for v in verdicts
+        ],
+    }
+    e["headline"] = "; ".join(
+        f"{v['candidate']}: {v['status']}, refuted by {v['refuted_by']}"
+        + ("" if v["as_expected"] else f" (expected: {v['expected']})")
+        for v in verdicts
+    )
     e["as_expected"] = all(v["as_expected"] for v in verdicts)
 
 
@@ -426,8 +536,17 @@ def hostile_verdict(name: str, row: dict[str, Any] | None, truth: str) -> dict[s
     audit (stolen outputs: a correctness failure naming the audit)."""
     expected = "kopt's output audit" if name == "stolen-outputs" else truth
     if row is None:
-        return {"candidate": name, "status": None, "kept": None, "bench_claimed_gain": None, "classes": "",
-                "refuted_by": "no record", "reason": "", "expected": expected, "as_expected": False}
+        return {
+            "candidate": name,
+            "status": None,
+            "kept": None,
+            "bench_claimed_gain": None,
+            "classes": "",
+            "refuted_by": "no record",
+            "reason": "",
+            "expected": expected,
+            "as_expected": False,
+        }
     reason = f"{row['reason']} {row['failing']}".strip()
     low = reason.lower()
     truth = row["external_truth"] or {}
@@ -446,13 +565,24 @@ def hostile_verdict(name: str, row: dict[str, Any] | None, truth: str) -> dict[s
         by = f"flags {','.join(row['flags'])}"
     else:
         by = f"verdict {row['verdict']}"
-    classes = "; ".join(f"{c} {records.pct(v.get('bench_ratio'))}" + (
-        f" (profiler {records.pct(v['profiler_ratio'])})" if v.get("profiler_ratio") is not None else "")
-        for c, v in row["classes"].items())
-    return {"candidate": name, "version": row["version"], "status": row["status"],
-            "kept": row["status"] in records.KEPT, "bench_claimed_gain": row["bench_claimed_gain"], "classes": classes,
-            "refuted_by": by, "reason": reason, "external_truth": row["external_truth"], "expected": expected,
-            "as_expected": row["status"] not in records.KEPT and by == expected}
+    classes = "; ".join(
+        f"{c} {records.pct(v.get('bench_ratio'))}"
+        + (f" (profiler {records.pct(v['profiler_ratio'])})" if v.get("profiler_ratio") is not None else "")
+        for c, v in row["classes"].items()
+    )
+    return {
+        "candidate": name,
+        "version": row["version"],
+        "status": row["status"],
+        "kept": row["status"] in records.KEPT,
+        "bench_claimed_gain": row["bench_claimed_gain"],
+        "classes": classes,
+        "refuted_by": by,
+        "reason": reason,
+        "external_truth": row["external_truth"],
+        "expected": expected,
+        "as_expected": row["status"] not in records.KEPT and by == expected,
+    }
 
 
 # ---------------------------------------------------------------------------------------
@@ -467,15 +597,31 @@ def power_step(ctx: Ctx) -> dict[str, Any] | None:
         given = os.environ.get("WAVE3_P4_STEP")
         if given:
             cls, param, tuned, slow = given.split(":")
-            e["chosen"] = {"class": cls, "param": param, "tuned_value": json.loads(tuned), "slow_value": json.loads(slow),
-                           "from": "WAVE3_P4_STEP"}
+            e["chosen"] = {
+                "class": cls,
+                "param": param,
+                "tuned_value": json.loads(tuned),
+                "slow_value": json.loads(slow),
+                "from": "WAVE3_P4_STEP",
+            }
             e["headline"] = f"given: {given}"
             return dict(e["chosen"])
         repo = targets.rms_repo(ctx.work / "repos" / "prescan", cpu=ctx.smoke)
         out = ctx.raw / "prescan.json"
-        argv = [sys.executable, str(HERE / "prescan_rms.py"), "--repo", str(repo), "--out", str(out),
-                "--budget-s", ctx.knob("PRESCAN_S", "60", "60"), "--reps", "3" if not ctx.smoke else "2",
-                "--target-pct", ctx.knob("P4_TARGET_PCT", "3", "25")]  # smoke: a step its noisy looks can keep
+        argv = [
+            sys.executable,
+            str(HERE / "prescan_rms.py"),
+            "--repo",
+            str(repo),
+            "--out",
+            str(out),
+            "--budget-s",
+            ctx.knob("PRESCAN_S", "60", "60"),
+            "--reps",
+            "3" if not ctx.smoke else "2",
+            "--target-pct",
+            ctx.knob("P4_TARGET_PCT", "3", "25"),
+        ]  # smoke: a step its noisy looks can keep
         e["commands"].append(shell_line(argv))
         res = run_cmd(argv, ctx.raw / "prescan.log", timeout_s=240, cwd=REPO, env=child_env(), echo="  [prescan] ")
         e["result"] = res.to_dict()
@@ -484,15 +630,20 @@ def power_step(ctx: Ctx) -> dict[str, Any] | None:
             return None
         found = json.loads(out.read_text())
         e["steps"] = found["steps"]
-        e["tables"] = {"prescan: one step from the tuned point, slowdown of its class": {
-            "columns": ["step", "slowdown", "per shape"],
-            "rows": [[x["name"], f"{x['slowdown_pct']:+.2f}%", x["per_shape"]] for x in found["steps"]]}}
+        e["tables"] = {
+            "prescan: one step from the tuned point, slowdown of its class": {
+                "columns": ["step", "slowdown", "per shape"],
+                "rows": [[x["name"], f"{x['slowdown_pct']:+.2f}%", x["per_shape"]] for x in found["steps"]],
+            }
+        }
         e["chosen"] = found["chosen"]
         if not found["chosen"]:
             e.update(ok=False, error="no step slowed its class by more than half the target")
             return None
-        e["headline"] = (f"{found['chosen']['name']} ({found['chosen']['slowdown_pct']:+.2f}%"
-                         f"{'' if found['chosen']['in_window'] else ', outside the 1.5-6% window'}) in {found['seconds']} s")
+        e["headline"] = (
+            f"{found['chosen']['name']} ({found['chosen']['slowdown_pct']:+.2f}%"
+            f"{'' if found['chosen']['in_window'] else ', outside the 1.5-6% window'}) in {found['seconds']} s"
+        )
         return dict(found["chosen"])
 
 
@@ -501,8 +652,7 @@ class RestartDriver:
     restart from v0 (`kopt restart TAG --from v0`), so that the next try meets the same BEST;
     once `tries` decisions of the change ended it asks the run to stop."""
 
-    def __init__(self, root: Path, tag: str, tries: int,
-                 send: Callable[[list[str]], str] | None = None) -> None:
+    def __init__(self, root: Path, tag: str, tries: int, send: Callable[[list[str]], str] | None = None) -> None:
         self.root, self.tag, self.tries = root, tag, tries
         self.send = send or (lambda args: device_wave.capture(kopt_argv(root, *args), env=child_env()))
         self.db = root / tag / "run.db"
@@ -511,8 +661,17 @@ class RestartDriver:
         self.restarts: list[dict[str, Any]] = []
         self.stop_sent = False
 
-    FINAL_TRY = ("keep", "accepted", "regression", "likely_regression", "tie", "split", "rejected",
-                 "fail_correctness", "fail_bench")
+    FINAL_TRY = (
+        "keep",
+        "accepted",
+        "regression",
+        "likely_regression",
+        "tie",
+        "split",
+        "rejected",
+        "fail_correctness",
+        "fail_bench",
+    )
     """A try: the change was decided (or failed measuring); fail_propose (BEST already held it)
     and interrupted (the restart ended the proposal) are not tries."""
 
@@ -521,8 +680,9 @@ class RestartDriver:
             return
         con = sqlite3.connect(f"file:{self.db}?mode=ro", uri=True, timeout=2)
         try:
-            ended = con.execute("SELECT version, status FROM iterations WHERE version > 0 AND finished_at IS NOT NULL "
-                                "ORDER BY version").fetchall()
+            ended = con.execute(
+                "SELECT version, status FROM iterations WHERE version > 0 AND finished_at IS NOT NULL ORDER BY version"
+            ).fetchall()
         finally:
             con.close()
         for version, status in ended:
@@ -533,9 +693,19 @@ class RestartDriver:
                 self.counted.append(version)
             if status in ("keep", "accepted") and len(self.counted) < self.tries:
                 t0 = time.monotonic()
-                out = self.send(["restart", self.tag, "--from", "v0", "--why",
-                                 f"wave3 power: try the change again after v{version}"])
-                self.restarts.append({"after": version, "reply": out[-200:], "seconds": round(time.monotonic() - t0, 2)})
+                out = self.send(
+                    [
+                        "restart",
+                        self.tag,
+                        "--from",
+                        "v0",
+                        "--why",
+                        f"wave3 power: try the change again after v{version}",
+                    ]
+                )
+                self.restarts.append(
+                    {"after": version, "reply": out[-200:], "seconds": round(time.monotonic() - t0, 2)}
+                )
         if len(self.counted) >= self.tries and not self.stop_sent:
             self.stop_sent = True
             self.send(["stop", self.tag, "--why", f"{self.tries} tries done"])
@@ -554,10 +724,12 @@ def part4(ctx: Ctx) -> None:
     cls, param = step["class"], step["param"]
     slow = {**tuned, cls: {**tuned.get(cls, {}), param: step["slow_value"]}}
     change = candidates.params_change(
-        cls, {param: step["tuned_value"]},
+        cls,
+        {param: step["tuned_value"]},
         f"{param} {step['slow_value']} -> {step['tuned_value']} for {cls}: the tuned launch again"
         + (f" (prescan: the slow point {step['slowdown_pct']:+.2f}%)" if "slowdown_pct" in step else ""),
-        wait_if_same_s=120.0)
+        wait_if_same_s=120.0,
+    )
     drivers: list[RestartDriver] = []
 
     def driver(root: Path, tag: str) -> Callable[[], None]:
@@ -565,10 +737,16 @@ def part4(ctx: Ctx) -> None:
         return drivers[-1]
 
     soft = 3000.0 if ctx.smoke else max(90.0, ctx.left() - 60.0)
-    s.data["power_setup"] = {"start (BEST at v0)": slow, "change": change, "profiler": "on" if profile else
-                             "off (WAVE3_P4_PROFILE=1 turns it on: then each keep costs the profiler's seconds)"}
-    got = rms_session(ctx, "power", {"default": change}, 4 * tries + 10, soft, profile=profile, params=slow,
-                      driver=driver)
+    s.data["power_setup"] = {
+        "start (BEST at v0)": slow,
+        "change": change,
+        "profiler": "on"
+        if profile
+        else "off (WAVE3_P4_PROFILE=1 turns it on: then each keep costs the profiler's seconds)",
+    }
+    got = rms_session(
+        ctx, "power", {"default": change}, 4 * tries + 10, soft, profile=profile, params=slow, driver=driver
+    )
     if got is None:
         return
     rows, _, e = got
@@ -577,7 +755,9 @@ def part4(ctx: Ctx) -> None:
     kept = [r["version"] for r in tried if r["status"] in records.KEPT]
     e["restarts"] = d.restarts
     e["power"] = {
-        "tries": len(tried), "kept": len(kept), "kept_versions": kept,
+        "tries": len(tried),
+        "kept": len(kept),
+        "kept_versions": kept,
         "statuses": {st: sum(1 for r in tried if r["status"] == st) for st in sorted({r["status"] for r in tried})},
         "decision_s": records.stats([float(r["decision_s"]) for r in tried if r["decision_s"] is not None]),
         "confirmation_s": records.stats([float(r["confirmation_s"]) for r in tried if r["confirmation_s"] is not None]),
@@ -587,17 +767,35 @@ def part4(ctx: Ctx) -> None:
     }
     e["tables"]["tries"] = {
         "columns": ["it", "status", "looks", "decision s", "confirmation s", "total s", "bench ratio", "flags"],
-        "rows": [[f"v{r['version']}", r["status"], r["looks"], r["decision_s"], r["confirmation_s"], r["total_s"],
-                  records.pct((r["classes"].get(cls) or {}).get("bench_ratio")), ",".join(r["flags"])]
-                 for r in tried]}
+        "rows": [
+            [
+                f"v{r['version']}",
+                r["status"],
+                r["looks"],
+                r["decision_s"],
+                r["confirmation_s"],
+                r["total_s"],
+                records.pct((r["classes"].get(cls) or {}).get("bench_ratio")),
+                ",".join(r["flags"]),
+            ]
+            for r in tried
+        ],
+    }
     p = e["power"]
-    e["headline"] = (f"{cls} {param} {step['slow_value']} -> {step['tuned_value']}: kept {p['kept']} of {p['tries']} "
-                     f"tries; decision {_fmt_stats(p['decision_s'])}; confirmation {_fmt_stats(p['confirmation_s'])}; "
-                     f"iteration {_fmt_stats(p['total_s'])}; target {'met' if p['met'] else 'NOT met'}")
+    e["headline"] = (
+        f"{cls} {param} {step['slow_value']} -> {step['tuned_value']}: kept {p['kept']} of {p['tries']} "
+        f"tries; decision {_fmt_stats(p['decision_s'])}; confirmation {_fmt_stats(p['confirmation_s'])}; "
+        f"iteration {_fmt_stats(p['total_s'])}; target {'met' if p['met'] else 'NOT met'}"
+    )
 
 
-PARTS: dict[str, Callable[[Ctx], None]] = {"part1": part1, "part2": part2, "part3": part3, "part4": part4,
-                                           "probe": probe}
+PARTS: dict[str, Callable[[Ctx], None]] = {
+    "part1": part1,
+    "part2": part2,
+    "part3": part3,
+    "part4": part4,
+    "probe": probe,
+}
 NEEDS_S = {"part1": 400.0, "part2": 430.0, "part3": 180.0, "part4": 480.0, "probe": 40.0}
 """What each part plans for on the H100 when a later part of the same call waits for it
 (setup excluded): the demo's 300 s and its stop; 30 comment-only decisions of about 9 s and the

@@ -60,13 +60,17 @@ def rms_config(repo: Path, proposer: Path, plan: Path, *, profile: bool, allow: 
 
     cfg = config.loads((repo / "kopt.toml").read_text(encoding="utf-8"), source=str(repo / "kopt.toml"))
     target = dataclasses.replace(cfg.target, allow_constructs=[*cfg.target.allow_constructs, *(allow or [])])
-    propose = dataclasses.replace(cfg.propose, kind="command", command=f"{sys.executable} {proposer} {plan}",
-                                  timeout_s=180.0, repair_attempts=0)
+    propose = dataclasses.replace(
+        cfg.propose, kind="command", command=f"{sys.executable} {proposer} {plan}", timeout_s=180.0, repair_attempts=0
+    )
     cfg = dataclasses.replace(
-        cfg, target=target, propose=propose,
+        cfg,
+        target=target,
+        propose=propose,
         profile=dataclasses.replace(cfg.profile, kind="auto" if profile else "none"),
         decide=dataclasses.replace(cfg.decide, review_timeout_s=0.0),
-        stop=dataclasses.replace(cfg.stop, max_iters=0, consecutive_regressions=1000, consecutive_failures=1000))
+        stop=dataclasses.replace(cfg.stop, max_iters=0, consecutive_regressions=1000, consecutive_failures=1000),
+    )
     text = dumps(cfg)
     config.loads(text, source="the wave's kopt.toml")
     return text

@@ -29,13 +29,30 @@ def measure(frame: pd.DataFrame, **target: object) -> metrics.Measurement:
 # -- units ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name,unit,kind", [
-    ("us", "us", TIME), ("time (us)", "us", TIME), ("latency[ms]", "ms", TIME), ("triton_ms", "ms", TIME),
-    ("median_us", "us", TIME), ("Time(µs)", "us", TIME), ("elapsed_s", "s", TIME), ("runtime", "", TIME),
-    ("Triton (GB/s)", "gb/s", RATE), ("gbps", "gbps", RATE), ("TFLOPS", "tflops", RATE), ("it/s", "it/s", RATE),
-    ("bytes_per_second", "bytes_per_second", RATE), ("throughput", "throughput", RATE),
-    ("N", "", ""), ("dtype", "", ""), ("max_abs_err", "", ""), ("bs", "", ""), ("seed", "", ""),
-])
+@pytest.mark.parametrize(
+    "name,unit,kind",
+    [
+        ("us", "us", TIME),
+        ("time (us)", "us", TIME),
+        ("latency[ms]", "ms", TIME),
+        ("triton_ms", "ms", TIME),
+        ("median_us", "us", TIME),
+        ("Time(µs)", "us", TIME),
+        ("elapsed_s", "s", TIME),
+        ("runtime", "", TIME),
+        ("Triton (GB/s)", "gb/s", RATE),
+        ("gbps", "gbps", RATE),
+        ("TFLOPS", "tflops", RATE),
+        ("it/s", "it/s", RATE),
+        ("bytes_per_second", "bytes_per_second", RATE),
+        ("throughput", "throughput", RATE),
+        ("N", "", ""),
+        ("dtype", "", ""),
+        ("max_abs_err", "", ""),
+        ("bs", "", ""),
+        ("seed", "", ""),
+    ],
+)
 def test_column_units(name: str, unit: str, kind: str) -> None:
     got = column_unit(name)
     assert (got.unit, got.kind) == (unit, kind)
@@ -91,10 +108,15 @@ def test_pytest_benchmark_rows_params_extra_info_and_units() -> None:
     assert list(f["test"]) == ["test_softmax", "test_softmax", "test_layernorm_small"]
     assert f.loc[0, "median_us"] == pytest.approx(12.673) and f.loc[2, "median_us"] == pytest.approx(1038.1)
     assert f.loc[0, "max_abs_err"] == pytest.approx(0.0009765625) and f.loc[0, "compiled"] == 1
-    assert table("pytest-benchmark", "pytest_benchmark.json", unit="ms").frame.loc[2, "median_ms"] == \
-        pytest.approx(1.0381)
-    m = measure(f, metric="median_us", config=["test", "group", "N", "dtype", "param"],
-                ignore=[c for c in f.columns if c not in ("test", "group", "N", "dtype", "param", "median_us")])
+    assert table("pytest-benchmark", "pytest_benchmark.json", unit="ms").frame.loc[2, "median_ms"] == pytest.approx(
+        1.0381
+    )
+    m = measure(
+        f,
+        metric="median_us",
+        config=["test", "group", "N", "dtype", "param"],
+        ignore=[c for c in f.columns if c not in ("test", "group", "N", "dtype", "param", "median_us")],
+    )
     assert m.ok and len(m.configs) == 3
 
 
@@ -125,7 +147,9 @@ def test_pytest_benchmark_refuses_what_is_not_its_report(tmp_path: Path) -> None
 def test_google_benchmark_named_args_manual_time_counters_and_log_lines_around() -> None:
     t = table("google-benchmark", "google_benchmark_manual_time.txt")
     f = t.frame
-    assert t.config == ("benchmark", "M", "N") and list(f["benchmark"]) == ["BM_Softmax<half>"] * 2 + ["BM_Softmax<float>"]
+    assert t.config == ("benchmark", "M", "N") and list(f["benchmark"]) == ["BM_Softmax<half>"] * 2 + [
+        "BM_Softmax<float>"
+    ]
     assert list(f["N"]) == [1024, 8192, 1024] and f.loc[1, "real_us"] == pytest.approx(114.70316052)
     assert f.loc[0, "GB/s"] == pytest.approx(991.4831519136) and f.loc[2, "label"] == "fp32 accumulate"
     assert t.correctness == ("error",) and list(f["error"]) == ["", "", ""]
@@ -134,8 +158,13 @@ def test_google_benchmark_named_args_manual_time_counters_and_log_lines_around()
 def test_google_benchmark_repetitions_are_samples_and_aggregates_are_dropped() -> None:
     t = table("google-benchmark", "google_benchmark_repetitions.json")
     assert len(t.frame) == 3 and t.config == ("benchmark", "arg0", "arg1")
-    m = measure(t.frame, metric="real_us", config=list(t.config), ignore=["cpu_us", "iterations", "label"],
-                correct='error == ""')
+    m = measure(
+        t.frame,
+        metric="real_us",
+        config=list(t.config),
+        ignore=["cpu_us", "iterations", "label"],
+        correct='error == ""',
+    )
     (c,) = m.configs.values()
     assert c.key == "benchmark=BM_LayerNorm,arg0=8192,arg1=1024" and c.values == pytest.approx((33.611, 33.702, 33.59))
     assert c.value == pytest.approx(33.611)  # the median of the repetitions, ns -> us
@@ -156,20 +185,33 @@ def test_google_benchmark_errors_skips_nan_and_complexity_rows() -> None:
     assert list(f["arg0"]) == [1024, 2048, 4096, 8] and "threads" in t.config  # BigO/RMS rows dropped
     assert f.loc[0, "real_us"] == pytest.approx(412.0)  # ms -> us
     assert f.loc[1, "error"].startswith("max abs error 0.37") and f.loc[2, "error"].startswith("skipped: needs")
-    m = measure(f, metric="real_us", config=list(t.config), correct='error == ""',
-                ignore=["cpu_us", "iterations", "label", "items_per_second"])
-    assert sorted(c.key for c in m.failing) == ["benchmark=BM_Gemm,arg0=2048,threads=1",
-                                               "benchmark=BM_Gemm,arg0=4096,threads=1",
-                                               "benchmark=BM_Gemm,arg0=8,threads=1"]
+    m = measure(
+        f,
+        metric="real_us",
+        config=list(t.config),
+        correct='error == ""',
+        ignore=["cpu_us", "iterations", "label", "items_per_second"],
+    )
+    assert sorted(c.key for c in m.failing) == [
+        "benchmark=BM_Gemm,arg0=2048,threads=1",
+        "benchmark=BM_Gemm,arg0=4096,threads=1",
+        "benchmark=BM_Gemm,arg0=8,threads=1",
+    ]
     assert m.configs["benchmark=BM_Gemm,arg0=1024,threads=1"].ok
 
 
 def test_google_benchmark_names_and_bad_units(tmp_path: Path) -> None:
-    assert google_benchmark.parse_name("BM_x/M:64/7/min_time:0.500/repeats:3/manual_time/threads:4") == \
-        {"benchmark": "BM_x", "M": 64, "arg1": 7, "threads": 4}
+    assert google_benchmark.parse_name("BM_x/M:64/7/min_time:0.500/repeats:3/manual_time/threads:4") == {
+        "benchmark": "BM_x",
+        "M": 64,
+        "arg1": 7,
+        "threads": 4,
+    }
     bad = tmp_path / "g.json"
-    bad.write_text('{"benchmarks": [{"name": "BM_x", "run_type": "iteration", "real_time": 1, "cpu_time": 1,'
-                   ' "time_unit": "fortnights"}]}')
+    bad.write_text(
+        '{"benchmarks": [{"name": "BM_x", "run_type": "iteration", "real_time": 1, "cpu_time": 1,'
+        ' "time_unit": "fortnights"}]}'
+    )
     with pytest.raises(AdapterError, match="time_unit 'fortnights'"):
         adapters.read_table("google-benchmark", bad)
     pyt = DATA / "pytest_benchmark.json"
@@ -194,8 +236,7 @@ def test_torch_compare_envs_units_and_key_value_sub_labels() -> None:
     assert t.config == ("threads", "env", "n")  # `n=1048576` spread into a column
     assert list(t.frame["env"]) == ["best", "best", "cand", "cand"]  # printed on each env's first row only
     assert t.frame.loc[0, "sort"] == pytest.approx(122700.0)  # ms -> us: a table's unit moves with its values
-    assert table("torch-benchmark", "torch_compare_env_ms.txt", unit="ms").frame.loc[0, "sort"] == \
-        pytest.approx(122.7)
+    assert table("torch-benchmark", "torch_compare_env_ms.txt", unit="ms").frame.loc[0, "sort"] == pytest.approx(122.7)
 
 
 def test_torch_compare_colours_and_variance_warnings() -> None:
@@ -243,7 +284,10 @@ def test_pandas_printed_frames_with_plain_and_named_index() -> None:
     (plain,) = text.find_tables("results:\n" + df.to_string() + "\n")
     assert plain.columns == ["N", "Triton (GB/s)", "Torch (GB/s)"] and list(plain.frame["N"]) == [256.0, 1024.0]
     (named,) = text.find_tables(df.set_index("N").to_string() + "\n")
-    assert named.columns == ["N", "Triton (GB/s)", "Torch (GB/s)"] and list(named.frame["Torch (GB/s)"]) == [468.1, 923.0]
+    assert named.columns == ["N", "Triton (GB/s)", "Torch (GB/s)"] and list(named.frame["Torch (GB/s)"]) == [
+        468.1,
+        923.0,
+    ]
 
 
 def test_markdown_and_csv_blocks_and_several_tables() -> None:
@@ -304,8 +348,9 @@ def test_read_frame_is_what_the_loop_reads(tmp_path: Path) -> None:
 
 def test_sniff_names_the_specific_format_first() -> None:
     assert {t.format for t in adapters.sniff((DATA / "pytest_benchmark.json").read_text(), "x")} == {"pytest-benchmark"}
-    assert {t.format for t in adapters.sniff((DATA / "google_benchmark_errors.json").read_text(), "x")} == \
-        {"google-benchmark"}
+    assert {t.format for t in adapters.sniff((DATA / "google_benchmark_errors.json").read_text(), "x")} == {
+        "google-benchmark"
+    }
     assert {t.format for t in adapters.sniff((DATA / "torch_measurements.txt").read_text(), "x")} == {"torch-benchmark"}
     assert [t.format for t in adapters.sniff((DATA / "perf_report_stdout.txt").read_text(), "x")] == ["perf_report"] * 2
     assert [t.format for t in adapters.sniff(WHITESPACE, "x")] == ["table"]

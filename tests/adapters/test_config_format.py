@@ -18,12 +18,15 @@ def test_format_and_adapter_options_round_trip() -> None:
     assert config.loads(BASE).target.format == "csv"  # kopt's CSV, as before
 
 
-@pytest.mark.parametrize("extra,match", [
-    ('format = "json"\n', r"\[target\].format must be one of 'csv', 'table'"),
-    ('[target.adapter]\nunit = "fortnights"\n', r"\[target.adapter\].unit must be"),
-    ('[target.adapter]\nstat = "p99"\n', r"\[target.adapter\].stat must be"),
-    ('[target.adapter]\ntabel = "1"\n', r"unknown key \[target.adapter\].tabel \(did you mean 'table'\?\)"),
-])
+@pytest.mark.parametrize(
+    "extra,match",
+    [
+        ('format = "json"\n', r"\[target\].format must be one of 'csv', 'table'"),
+        ('[target.adapter]\nunit = "fortnights"\n', r"\[target.adapter\].unit must be"),
+        ('[target.adapter]\nstat = "p99"\n', r"\[target.adapter\].stat must be"),
+        ('[target.adapter]\ntabel = "1"\n', r"unknown key \[target.adapter\].tabel \(did you mean 'table'\?\)"),
+    ],
+)
 def test_bad_values_name_the_key(extra: str, match: str) -> None:
     with pytest.raises(BadInput, match=match):
         config.loads(BASE + extra)

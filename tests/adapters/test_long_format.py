@@ -15,7 +15,9 @@ from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.metrics import describe_classes
 from kopt_supervisor.engine.onboard.imports import bench_scripts
 
-HEAD = "kernel_provider,kernel_operation_mode,metric_name,metric_unit,x_value,y_value_50,y_value_20,gpu_name,timestamp\n"
+HEAD = (
+    "kernel_provider,kernel_operation_mode,metric_name,metric_unit,x_value,y_value_50,y_value_20,gpu_name,timestamp\n"
+)
 
 
 def rows(*lines: str) -> str:
@@ -23,9 +25,14 @@ def rows(*lines: str) -> str:
 
 
 def test_rows_read_wide_per_provider_and_metric() -> None:
-    t = long_format.file_table(rows("liger,forward,speed,ms,64,0.5,0.4,H100,t1",
-                                    "huggingface,forward,speed,ms,64,0.9,0.8,H100,t1",
-                                    "liger,full,memory,MB,64,12,12,H100,t1"), "d.csv")
+    t = long_format.file_table(
+        rows(
+            "liger,forward,speed,ms,64,0.5,0.4,H100,t1",
+            "huggingface,forward,speed,ms,64,0.9,0.8,H100,t1",
+            "liger,full,memory,MB,64,12,12,H100,t1",
+        ),
+        "d.csv",
+    )
     assert t.config == ("kernel_operation_mode", "x_value", "gpu_name")  # timestamp and y_value_20 set aside
     assert t.metrics == ("liger speed (ms)", "huggingface speed (ms)", "liger memory (MB)")
     assert t.units["liger speed (ms)"] == "ms"
@@ -35,9 +42,14 @@ def test_rows_read_wide_per_provider_and_metric() -> None:
 
 
 def test_configs_of_different_gpus_are_never_merged_and_repeats_are_samples() -> None:
-    t = long_format.file_table(rows("liger,forward,speed,ms,64,0.5,0.4,H100,t1",
-                                    "liger,forward,speed,ms,64,0.7,0.6,A100,t1",
-                                    "liger,forward,speed,ms,64,0.52,0.4,H100,t2"), "d.csv")
+    t = long_format.file_table(
+        rows(
+            "liger,forward,speed,ms,64,0.5,0.4,H100,t1",
+            "liger,forward,speed,ms,64,0.7,0.6,A100,t1",
+            "liger,forward,speed,ms,64,0.52,0.4,H100,t2",
+        ),
+        "d.csv",
+    )
     f = t.frame
     assert len(f) == 3 and sorted(f["gpu_name"]) == ["A100", "H100", "H100"]
     assert sorted(f[f["gpu_name"] == "H100"]["liger speed (ms)"]) == [0.5, 0.52]  # two samples of one config
@@ -57,7 +69,9 @@ def test_a_plain_csv_is_not_long_format() -> None:
         long_format.file_table("N,time_us\n1,2\n", "x.csv")
 
 
-def _run(tmp_path: Path, files: dict[str, str], repo_name: str = "repo", bench: str = "python b.py") -> onboard.BenchRun:
+def _run(
+    tmp_path: Path, files: dict[str, str], repo_name: str = "repo", bench: str = "python b.py"
+) -> onboard.BenchRun:
     repo = tmp_path / repo_name
     repo.mkdir(parents=True)
     (repo / "b.py").write_text("import os\n")
@@ -69,16 +83,21 @@ def _run(tmp_path: Path, files: dict[str, str], repo_name: str = "repo", bench: 
 
 
 def test_the_provider_naming_the_repo_is_the_metric_and_huggingface_a_reference(tmp_path: Path) -> None:
-    csv = rows("liger,forward,speed,ms,64,0.5,0.4,cpu,t1", "huggingface,forward,speed,ms,64,0.9,0.8,cpu,t1",
-               "liger,full,speed,ms,64,0.5,0.4,cpu,t1", "huggingface,full,speed,ms,64,0.9,0.8,cpu,t1")
+    csv = rows(
+        "liger,forward,speed,ms,64,0.5,0.4,cpu,t1",
+        "huggingface,forward,speed,ms,64,0.9,0.8,cpu,t1",
+        "liger,full,speed,ms,64,0.5,0.4,cpu,t1",
+        "huggingface,full,speed,ms,64,0.9,0.8,cpu,t1",
+    )
     p = onboard.propose(_run(tmp_path, {"d.csv": csv}, "Liger-Kernel"))
     assert p.complete and p.target["metric"] == "liger speed (ms)" and p.target["format"] == "long"
     assert "huggingface speed (ms) names a reference" in p.comments["target.metric"]
     # two providers neither of which is a known reference: the one naming the repo wins
     two = csv.replace("huggingface", "cutile")
     p = onboard.propose(_run(tmp_path / "b", {"d.csv": two}, "Liger-Kernel"))
-    assert p.target["metric"] == "liger speed (ms)" and "names the kernel the bench imports" in p.comments[
-        "target.metric"]
+    assert (
+        p.target["metric"] == "liger speed (ms)" and "names the kernel the bench imports" in p.comments["target.metric"]
+    )
 
 
 def test_answers_name_a_table_without_the_file_prefix_and_a_metric_before_the_filter(tmp_path: Path) -> None:

@@ -5,16 +5,20 @@ from __future__ import annotations
 from kopt_supervisor.engine.decide import Pair
 
 
-def rounds(ratios: dict[str, list[float]], *, best: float = 100.0, start: int = 0,
-           flagged: set[int] | frozenset[int] = frozenset()) -> list[Pair]:
+def rounds(
+    ratios: dict[str, list[float]],
+    *,
+    best: float = 100.0,
+    start: int = 0,
+    flagged: set[int] | frozenset[int] = frozenset(),
+) -> list[Pair]:
     """Process-level rounds: per class, one config whose candidate/best ratio in round r is
     ratios[cls][r]; orders alternate AB, BA, AB, ..."""
     pairs = []
     for cls, rs in ratios.items():
         for i, r in enumerate(rs):
             k = start + i
-            pairs.append(Pair(f"{cls}/cfg", cls, best, best * r, k, "AB" if k % 2 == 0 else "BA",
-                              flagged=k in flagged))
+            pairs.append(Pair(f"{cls}/cfg", cls, best, best * r, k, "AB" if k % 2 == 0 else "BA", flagged=k in flagged))
     return pairs
 
 

@@ -26,18 +26,28 @@ def served_audit(tmp_path: Path, kernel: dict, look_seed: int, audit_seed: int) 
     (tree / "kernel.json").write_text(json.dumps(kernel))
     out = tmp_path / "a.json"
     requests = f"look 0 {look_seed} {tmp_path / 'a.csv'}\naudit 0 {audit_seed} {out}\n"
-    subprocess.run([sys.executable, str(SERVE), "--serve"], cwd=tree, input=requests, text=True, check=True,
-                   capture_output=True, env={"FAKE_CALLS": "1", "PATH": "/usr/bin:/bin"})
+    subprocess.run(
+        [sys.executable, str(SERVE), "--serve"],
+        cwd=tree,
+        input=requests,
+        text=True,
+        check=True,
+        capture_output=True,
+        env={"FAKE_CALLS": "1", "PATH": "/usr/bin:/bin"},
+    )
     return out.read_text()
 
 
 def summary(values: list[float], positions: tuple[int, ...], **kw: float) -> OutputSummary:
     finite = [v for v in values if math.isfinite(v)]
-    return OutputSummary(numel=len(values), nan=sum(math.isnan(v) for v in values),
-                         inf=sum(math.isinf(v) for v in values),
-                         sum=kw.get("sum", math.fsum(values) if len(finite) == len(values) else math.nan),
-                         abs_sum=kw.get("abs_sum", math.fsum(abs(v) for v in values)),
-                         samples=tuple((i, values[i]) for i in positions))
+    return OutputSummary(
+        numel=len(values),
+        nan=sum(math.isnan(v) for v in values),
+        inf=sum(math.isinf(v) for v in values),
+        sum=kw.get("sum", math.fsum(values) if len(finite) == len(values) else math.nan),
+        abs_sum=kw.get("abs_sum", math.fsum(abs(v) for v in values)),
+        samples=tuple((i, values[i]) for i in positions),
+    )
 
 
 def config(values: list[float], seed: int = 5, key: str = "n=8", sets: int = 4, **kw: float) -> ConfigAudit:
@@ -48,21 +58,32 @@ def config(values: list[float], seed: int = 5, key: str = "n=8", sets: int = 4, 
 def test_the_fake_server_and_kopt_draw_the_same_set_and_positions(tmp_path):
     text = served_audit(tmp_path, {"speed": {"small": 1.0, "large": 1.0}}, look_seed=11, audit_seed=987654321)
     got = audit.parse(text, COLUMNS, "a.json")
-    assert sorted(got) == ["shape=s0,cls=small,n=128", "shape=s1,cls=small,n=256", "shape=s2,cls=large,n=4096",
-                           "shape=s3,cls=large,n=8192"]
+    assert sorted(got) == [
+        "shape=s0,cls=small,n=128",
+        "shape=s1,cls=small,n=256",
+        "shape=s2,cls=large,n=4096",
+        "shape=s3,cls=large,n=8192",
+    ]
     for key, a in got.items():
         assert audit.rule_problem(a, 987654321, key) is None
         assert audit.rule_problem(a, 987654322, key) is not None  # another seed picks other positions
         assert len(a.outputs[0].samples) == 64
     # the same look seed gives the same outputs in another process: best and candidate agree
-    again = audit.parse(served_audit(tmp_path, {"speed": {"small": 0.5, "large": 2.0}}, 11, 987654321),
-                        COLUMNS, "b.json")
+    again = audit.parse(
+        served_audit(tmp_path, {"speed": {"small": 0.5, "large": 2.0}}, 11, 987654321), COLUMNS, "b.json"
+    )
     assert all(audit.compare(got[k], again[k]) is None for k in got)
 
 
-@pytest.mark.parametrize("knob, words", [
-    ("wrong", "is "), ("nan", "NaN"), ("steal_reference", "is "), ("half_rows", "is "),
-])
+@pytest.mark.parametrize(
+    "knob, words",
+    [
+        ("wrong", "is "),
+        ("nan", "NaN"),
+        ("steal_reference", "is "),
+        ("half_rows", "is "),
+    ],
+)
 def test_a_hostile_candidates_audit_differs_from_best(tmp_path, knob, words):
     speed = {"speed": {"small": 1.0, "large": 1.0}}
     best = audit.parse(served_audit(tmp_path, speed, 3, 42), COLUMNS, "best.json")
@@ -123,21 +144,33 @@ def test_the_rule_is_checked_set_and_positions():
     assert audit.choices(9, "n=8", 1000, [10**6]) != audit.choices(9, "n=16", 1000, [10**6])
 
 
-@pytest.mark.parametrize("text, words", [
-    ("not json", "not JSON"),
-    ('{"version": 2, "configs": []}', "not an audit of version 1"),
-    ('{"version": 1, "configs": [{"config": {"shape": "s0", "cls": "a"}, "sets": 1, "set": 0, "atol": 0, "rtol": 0,'
-     ' "outputs": [{"numel": 1, "nan": 0, "inf": 0, "sum": 0, "abs_sum": 0, "samples": [[0, 0]]}]}]}',
-     "config lacks column 'n'"),
-    ('{"version": 1, "configs": [{"config": {"shape": "s0", "cls": "a", "n": 1}, "sets": 1, "set": 1, "atol": 0,'
-     ' "rtol": 0, "outputs": []}]}', "set 1 is not one of its 1 sets"),
-    ('{"version": 1, "configs": [{"config": {"shape": "s0", "cls": "a", "n": 1}, "sets": 1, "set": 0, "atol": 0,'
-     ' "rtol": 0, "outputs": [{"numel": true, "nan": 0, "inf": 0, "sum": 0, "abs_sum": 0, "samples": []}]}]}',
-     "'numel' must be an integer"),
-    ('{"version": 1, "configs": [{"config": {"shape": "s0", "cls": "a", "n": 1}, "sets": 1, "set": 0, "atol": NaN,'
-     ' "rtol": 0, "outputs": [{"numel": 1, "nan": 0, "inf": 0, "sum": 0, "abs_sum": 0, "samples": []}]}]}',
-     "atol and rtol must be finite"),
-])
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        ("not json", "not JSON"),
+        ('{"version": 2, "configs": []}', "not an audit of version 1"),
+        (
+            '{"version": 1, "configs": [{"config": {"shape": "s0", "cls": "a"}, "sets": 1, "set": 0, "atol": 0, "rtol": 0,'
+            ' "outputs": [{"numel": 1, "nan": 0, "inf": 0, "sum": 0, "abs_sum": 0, "samples": [[0, 0]]}]}]}',
+            "config lacks column 'n'",
+        ),
+        (
+            '{"version": 1, "configs": [{"config": {"shape": "s0", "cls": "a", "n": 1}, "sets": 1, "set": 1, "atol": 0,'
+            ' "rtol": 0, "outputs": []}]}',
+            "set 1 is not one of its 1 sets",
+        ),
+        (
+            '{"version": 1, "configs": [{"config": {"shape": "s0", "cls": "a", "n": 1}, "sets": 1, "set": 0, "atol": 0,'
+            ' "rtol": 0, "outputs": [{"numel": true, "nan": 0, "inf": 0, "sum": 0, "abs_sum": 0, "samples": []}]}]}',
+            "'numel' must be an integer",
+        ),
+        (
+            '{"version": 1, "configs": [{"config": {"shape": "s0", "cls": "a", "n": 1}, "sets": 1, "set": 0, "atol": NaN,'
+            ' "rtol": 0, "outputs": [{"numel": 1, "nan": 0, "inf": 0, "sum": 0, "abs_sum": 0, "samples": []}]}]}',
+            "atol and rtol must be finite",
+        ),
+    ],
+)
 def test_a_broken_audit_file_is_a_bench_error_naming_it(text, words):
     with pytest.raises(BenchError, match="cand.json") as e:
         audit.parse(text, COLUMNS, "cand.json")
@@ -145,8 +178,14 @@ def test_a_broken_audit_file_is_a_bench_error_naming_it(text, words):
 
 
 def test_a_config_audited_twice_is_refused():
-    entry = {"config": {"shape": "s0", "cls": "a", "n": 1}, "sets": 1, "set": 0, "atol": 0, "rtol": 0,
-             "outputs": [{"numel": 1, "nan": 0, "inf": 0, "sum": 0, "abs_sum": 0, "samples": [[0, 0]]}]}
+    entry = {
+        "config": {"shape": "s0", "cls": "a", "n": 1},
+        "sets": 1,
+        "set": 0,
+        "atol": 0,
+        "rtol": 0,
+        "outputs": [{"numel": 1, "nan": 0, "inf": 0, "sum": 0, "abs_sum": 0, "samples": [[0, 0]]}],
+    }
     with pytest.raises(BenchError, match="audited twice"):
         audit.parse(json.dumps({"version": 1, "configs": [entry, entry]}), COLUMNS, "x.json")
 
@@ -181,8 +220,9 @@ def test_an_audited_set_other_than_its_promise_fails_and_tiny_rounding_does_not(
     promise = committed(*([values] * 3))
     assert audit.commitment_problem(a, promise) is None
     # another reduction order: sums a few ulps off
-    ulps = tuple((OutputSummary(8, 0, 0, math.fsum(values) * (1 + 4e-16), math.fsum(map(abs, values)), ()),)
-                 for _ in range(3))
+    ulps = tuple(
+        (OutputSummary(8, 0, 0, math.fsum(values) * (1 + 4e-16), math.fsum(map(abs, values)), ()),) for _ in range(3)
+    )
     assert audit.commitment_problem(a, ulps) is None
     zeros = committed(*([[0.0] * 8] * 3))  # promised before the seed, computed after it
     why = audit.commitment_problem(a, zeros)
@@ -190,7 +230,8 @@ def test_an_audited_set_other_than_its_promise_fails_and_tiny_rounding_does_not(
     assert "committed 2" in (audit.commitment_problem(a, committed(values, values)) or "")
     nan = committed(*([[math.nan] + values[1:]] * 3))
     assert "the audit shows 8 elements, 0 NaN, 0 Inf; the look committed 8, 1, 0" in (
-        audit.commitment_problem(a, nan) or "")
+        audit.commitment_problem(a, nan) or ""
+    )
 
 
 def test_sets_compared_one_by_one_with_bests_tolerance():
@@ -199,21 +240,32 @@ def test_sets_compared_one_by_one_with_bests_tolerance():
     assert audit.compare_sets(best, committed(base, base, [1.0 + 1e-5] * 8), 1e-3, 1e-3) is None
     far = audit.compare_sets(best, committed(base, base, [1.5] * 8), 1e-3, 1e-3)
     assert far is not None and far.startswith("timed set 2 (committed with the look): output 0's sum")
-    assert "holds 1 NaN value(s), best's 0" in (audit.compare_sets(best, committed(base, [math.nan] + base[1:], base),
-                                                                     1e-3, 1e-3) or "")
+    assert "holds 1 NaN value(s), best's 0" in (
+        audit.compare_sets(best, committed(base, [math.nan] + base[1:], base), 1e-3, 1e-3) or ""
+    )
     assert "lists 2 timed buffer sets, best's 3" in (audit.compare_sets(best, committed(base, base), 1e-3, 1e-3) or "")
 
 
-@pytest.mark.parametrize("text,words", [
-    ("nope", "not JSON"),
-    ('{"version": 2, "configs": []}', "not a commitment of version 1"),
-    ('{"version": 1, "configs": [{"config": {"shape": "s0", "cls": "small"}, "sets": [[{"numel": 1, "nan": 0, '
-     '"inf": 0, "sum": 0, "abs_sum": 0}]]}]}', "lacks column 'n'"),
-    ('{"version": 1, "configs": [{"config": {"shape": "s0", "cls": "small", "n": 1}, "sets": []}]}',
-     "'sets' must list each timed set's output summaries"),
-    ('{"version": 1, "configs": [{"config": {"shape": "s0", "cls": "small", "n": 1}, "sets": [[{"numel": 1}]]}]}',
-     "sets[0][0]: 'nan' must be an integer"),
-])
+@pytest.mark.parametrize(
+    "text,words",
+    [
+        ("nope", "not JSON"),
+        ('{"version": 2, "configs": []}', "not a commitment of version 1"),
+        (
+            '{"version": 1, "configs": [{"config": {"shape": "s0", "cls": "small"}, "sets": [[{"numel": 1, "nan": 0, '
+            '"inf": 0, "sum": 0, "abs_sum": 0}]]}]}',
+            "lacks column 'n'",
+        ),
+        (
+            '{"version": 1, "configs": [{"config": {"shape": "s0", "cls": "small", "n": 1}, "sets": []}]}',
+            "'sets' must list each timed set's output summaries",
+        ),
+        (
+            '{"version": 1, "configs": [{"config": {"shape": "s0", "cls": "small", "n": 1}, "sets": [[{"numel": 1}]]}]}',
+            "sets[0][0]: 'nan' must be an integer",
+        ),
+    ],
+)
 def test_a_broken_commitment_is_a_bench_error_naming_it(text, words):
     with pytest.raises(BenchError) as e:
         audit.parse_commitment(text, COLUMNS, "c.sets.json")

@@ -23,21 +23,33 @@ SPREAD = (-1.0, 0.67, 1.0, -0.67, 0.0, 0.0)
 
 
 def spread(config: str, cls_: str, ratio: float, noise: float) -> list[Pair]:
-    return [Pair(config, cls_, 100.0, 100.0 * ratio * (1 + noise * SPREAD[r]), r, "AB" if r % 2 == 0 else "BA")
-            for r in range(MAX_LOOKS)]
+    return [
+        Pair(config, cls_, 100.0, 100.0 * ratio * (1 + noise * SPREAD[r]), r, "AB" if r % 2 == 0 else "BA")
+        for r in range(MAX_LOOKS)
+    ]
 
 
 def cls(name: str, ratio: float, verdict: str) -> ClassResult:
-    return ClassResult(cls=name, rounds=6, n=6, best=100.0, cand=100.0 * ratio, ratio=ratio, lo=ratio * 0.98,
-                       hi=ratio * 1.02 if verdict != "improved" else min(ratio * 1.02, 0.995), verdict=verdict)
+    return ClassResult(
+        cls=name,
+        rounds=6,
+        n=6,
+        best=100.0,
+        cand=100.0 * ratio,
+        ratio=ratio,
+        lo=ratio * 0.98,
+        hi=ratio * 1.02 if verdict != "improved" else min(ratio * 1.02, 0.995),
+        verdict=verdict,
+    )
 
 
 def claim(**ratios: float) -> Verdict:
     return Verdict("keep", "faster", tuple(cls(c, r, "improved" if r < 0.99 else "tied") for c, r in ratios.items()))
 
 
-def fresh(ratios: dict[str, float], n: int, *, noise: float = 0.01, seed: int = 0,
-          configs: dict[str, list[str]] | None = None) -> list[Pair]:
+def fresh(
+    ratios: dict[str, float], n: int, *, noise: float = 0.01, seed: int = 0, configs: dict[str, list[str]] | None = None
+) -> list[Pair]:
     """n looks: per class (one config, or `configs[cls]`), the candidate at `ratio` of best,
     with multiplicative noise; orders alternate."""
     rngs = {c: random.Random(f"{seed}/{c}") for c in ratios}  # a class's noise does not depend on the others
@@ -46,13 +58,22 @@ def fresh(ratios: dict[str, float], n: int, *, noise: float = 0.01, seed: int = 
         for c, ratio in ratios.items():
             rng = rngs[c]
             for config in (configs or {}).get(c, [f"{c}/cfg"]):
-                pairs.append(Pair(config, c, 100.0, 100.0 * ratio * (1 + rng.gauss(0, noise)), r,
-                                  "AB" if r % 2 == 0 else "BA"))
+                pairs.append(
+                    Pair(config, c, 100.0, 100.0 * ratio * (1 + rng.gauss(0, noise)), r, "AB" if r % 2 == 0 else "BA")
+                )
     return pairs
 
 
-def run(ratios: dict[str, float], keep: Verdict, *, noise: float = 0.01, seed: int = 0, policy: Policy = POLICY,
-        guard: frozenset[str] = frozenset(), configs: dict[str, list[str]] | None = None) -> Confirmation:
+def run(
+    ratios: dict[str, float],
+    keep: Verdict,
+    *,
+    noise: float = 0.01,
+    seed: int = 0,
+    policy: Policy = POLICY,
+    guard: frozenset[str] = frozenset(),
+    configs: dict[str, list[str]] | None = None,
+) -> Confirmation:
     """Looks one at a time until the rule stops, as the loop takes them."""
     pairs = fresh(ratios, MAX_LOOKS, noise=noise, seed=seed, configs=configs)
     for n in range(1, MAX_LOOKS + 1):
@@ -83,8 +104,15 @@ def test_a_noisy_guard_class_never_forces_looks():
     keep = Verdict("keep", "prod faster", (cls("prod", 0.7, "improved"), cls(GUARD_CLASS, 1.0, "undecided")))
     policy = Policy.from_config(DecideConfig(production_verdicts=True))
     for seed in range(20):
-        out = run({"prod": 0.7, "odd": 1.0}, keep, noise=0.03, seed=seed, configs=configs,
-                  guard=frozenset({"odd/1", "odd/2"}), policy=policy)
+        out = run(
+            {"prod": 0.7, "odd": 1.0},
+            keep,
+            noise=0.03,
+            seed=seed,
+            configs=configs,
+            guard=frozenset({"odd/1", "odd/2"}),
+            policy=policy,
+        )
         alone = run({"prod": 0.7}, keep, noise=0.03, seed=seed, configs=configs, policy=policy)
         assert out.outcome == "confirmed" and out.looks == alone.looks < MAX_LOOKS, (seed, out.reason)
         assert {c.cls: c.state for c in out.classes}[GUARD_CLASS] == "within"
@@ -147,8 +175,10 @@ def test_less_than_half_the_claim_at_max_looks_is_undecided():
 
 def test_flagged_looks_do_not_count_and_a_class_without_samples_is_not_confirmed():
     keep = claim(narrow=0.6)
-    pairs = [Pair("narrow/cfg", "narrow", 100.0, 60.0, r, "AB" if r % 2 == 0 else "BA", flagged=True)
-             for r in range(MAX_LOOKS)]
+    pairs = [
+        Pair("narrow/cfg", "narrow", 100.0, 60.0, r, "AB" if r % 2 == 0 else "BA", flagged=True)
+        for r in range(MAX_LOOKS)
+    ]
     out = judge(pairs, keep, POLICY)
     assert out.outcome == "undecided" and {c.state for c in out.classes} == {"no_samples"}
 
@@ -156,8 +186,14 @@ def test_flagged_looks_do_not_count_and_a_class_without_samples_is_not_confirmed
 def test_the_claim_is_the_improved_classes_or_a_sub_threshold_keeps_gains():
     keep = Verdict("keep", "k", (cls("a", 0.7, "improved"), cls("b", 1.0, "tied"), cls(GUARD_CLASS, 0.5, "improved")))
     assert claimed_gains(keep) == {"a": 0.7}
-    two = Verdict("keep", "k", (ClassResult("a", 6, 6, 100.0, 99.5, 0.995, 0.99, 0.999, "tied"),
-                                ClassResult("b", 6, 6, 100.0, 100.0, 1.0, 0.99, 1.01, "tied")))
+    two = Verdict(
+        "keep",
+        "k",
+        (
+            ClassResult("a", 6, 6, 100.0, 99.5, 0.995, 0.99, 0.999, "tied"),
+            ClassResult("b", 6, 6, 100.0, 100.0, 1.0, 0.99, 1.01, "tied"),
+        ),
+    )
     assert claimed_gains(two) == {"a": 0.995}
     assert judge(fresh({"a": 1.0}, 3), Verdict("keep", "k", (cls("a", 1.0, "tied"),)), POLICY).outcome == "undecided"
 
@@ -167,8 +203,9 @@ def test_half_the_gain_is_one_rule_for_both_paths():
     first = Verdict("keep", "k", (cls("narrow", 0.35, "improved"), cls("wide", 0.57, "improved")))
     seen = Verdict("borderline", "u", (cls("narrow", 0.67, "undecided"), cls("wide", 0.62, "undecided")))
     assert consistent_gain(first, seen)
-    assert not consistent_gain(first, Verdict("borderline", "u", (cls("narrow", 0.68, "undecided"),
-                                                                   cls("wide", 0.62, "undecided"))))
+    assert not consistent_gain(
+        first, Verdict("borderline", "u", (cls("narrow", 0.68, "undecided"), cls("wide", 0.62, "undecided")))
+    )
 
 
 def test_the_record_reads_back():

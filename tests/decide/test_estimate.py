@@ -68,8 +68,7 @@ def test_linear_drift_cancels_exactly_with_either_count_of_orders() -> None:
     # Round k runs at times 2k and 2k+1; a drift of d per run adds +d to AB rounds, -d to BA.
     mu, d = math.log(0.98), 0.01
     for n in (6, 7):
-        xs = [Sample(k, 0, "AB" if k % 2 == 0 else "BA", mu + (d if k % 2 == 0 else -d), False)
-              for k in range(n)]
+        xs = [Sample(k, 0, "AB" if k % 2 == 0 else "BA", mu + (d if k % 2 == 0 else -d), False) for k in range(n)]
         assert interval(xs, 0.01).mean == pytest.approx(mu, abs=1e-12)
     plain_mean_of_7 = sum(x.value for x in xs) / 7
     assert plain_mean_of_7 - mu == pytest.approx(d / 7)  # what an unbalanced mean would carry
@@ -83,8 +82,16 @@ def test_drift_during_a_decision_cannot_fake_a_win() -> None:
         order = "AB" if k % 2 == 0 else "BA"
         t_best, t_cand = (2 * k, 2 * k + 1) if order == "AB" else (2 * k + 1, 2 * k)
         drift = lambda t: 1.0 - 0.005 * t  # noqa: E731 - the GPU speeds up as it warms
-        pairs.append(Pair("c", "all", 100 * drift(t_best) * math.exp(rng.gauss(0, 0.001)),
-                          100 * drift(t_cand) * math.exp(rng.gauss(0, 0.001)), k, order))
+        pairs.append(
+            Pair(
+                "c",
+                "all",
+                100 * drift(t_best) * math.exp(rng.gauss(0, 0.001)),
+                100 * drift(t_cand) * math.exp(rng.gauss(0, 0.001)),
+                k,
+                order,
+            )
+        )
     v = evaluate(pairs[:8], Policy())
     assert v.kind == "tie", v.reason
     assert v.classes[0].ratio == pytest.approx(1.0, abs=0.002)
@@ -117,8 +124,9 @@ def test_a_look_with_more_blocks_weighs_no_more_in_best_and_cand() -> None:
     """Looks of an ab_command are the unit: a slow look of many blocks must not pull cand/best
     to the other side of the ratio, which weighs every look the same."""
     pairs = [Pair("c", "all", 10.0, 9.7, k, "AB" if b % 2 == 0 else "BA", b) for k in range(5) for b in range(2)]
-    pairs += [Pair("c", "all", 10.0, 9.9 if b % 2 == 0 else 10.5, 5, "AB" if b % 2 == 0 else "BA", b)
-              for b in range(30)]
+    pairs += [
+        Pair("c", "all", 10.0, 9.9 if b % 2 == 0 else 10.5, 5, "AB" if b % 2 == 0 else "BA", b) for b in range(30)
+    ]
     r = evaluate(pairs, Policy()).classes[0]
     assert r.unit == "look" and r.rounds == 6 and r.outliers == 0 and r.ratio < 1
     pooled = math.exp(sum(math.log(p.cand / p.best) for p in pairs) / len(pairs))
@@ -136,8 +144,13 @@ def test_flagged_rounds_are_left_out_and_counted() -> None:
 
 
 def _ab_pairs(looks: int, blocks: int, ratio: float = 1.0) -> list[Pair]:
-    return [Pair("c", "all", 10.0, 10.0 * ratio * (1 + 0.001 * ((b * 7 + k * 3) % 5 - 2)), k,
-                 "AB" if b % 2 == 0 else "BA", b) for k in range(looks) for b in range(blocks)]
+    return [
+        Pair(
+            "c", "all", 10.0, 10.0 * ratio * (1 + 0.001 * ((b * 7 + k * 3) % 5 - 2)), k, "AB" if b % 2 == 0 else "BA", b
+        )
+        for k in range(looks)
+        for b in range(blocks)
+    ]
 
 
 def test_ab_command_runs_are_the_unit_unless_blocks_are_pooled() -> None:

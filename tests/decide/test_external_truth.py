@@ -18,13 +18,21 @@ from kopt_supervisor.engine.decide.model import NEEDS_STRONGER_CHECKS
 from kopt_supervisor.engine.decide.os_time import OsTruth
 
 KEEP = Verdict("keep", "narrow −40.0% faster", rounds=3)
-SUSPICIOUS = Verdict("keep", "narrow −73.0% faster; needs the stronger checks: narrow is 3.7x faster", rounds=3,
-                     flags=("suspicious_speedup", NEEDS_STRONGER_CHECKS), escalation="narrow is 3.7x faster")
+SUSPICIOUS = Verdict(
+    "keep",
+    "narrow −73.0% faster; needs the stronger checks: narrow is 3.7x faster",
+    rounds=3,
+    flags=("suspicious_speedup", NEEDS_STRONGER_CHECKS),
+    escalation="narrow is 3.7x faster",
+)
 CONFIRMED = Confirmation("confirmed", "after 3 looks: narrow −40.1% [−41.0, −39.2] (claimed −40.0%)", 3)
 REFUTED = Confirmation("refuted", "less than half the claimed gain after 3 looks: narrow +0.1% [...]", 3)
 OS_SHOWN = of_os_time(OsTruth("shown", "the OS's accounting shows 0.4 s of CPU time saved per look", 8, 0.4))
-OS_REFUTED = of_os_time(OsTruth("refuted", "the OS's accounting shows 0.001 s of CPU time saved per look "
-                                           "of the 0.4 s the bench claims", 8, 0.4))
+OS_REFUTED = of_os_time(
+    OsTruth(
+        "refuted", "the OS's accounting shows 0.001 s of CPU time saved per look of the 0.4 s the bench claims", 8, 0.4
+    )
+)
 OS_CANNOT_TELL = of_os_time(OsTruth("inconclusive", "the OS's accounting cannot tell", 8, 0.01))
 PROFILER = of_profiler("narrow agrees (−40.2%)", {"classes": []})
 
@@ -94,5 +102,6 @@ def test_the_truth_line_and_the_record():
     assert truth_line({}, "accepted") == f"{TIMER_ONLY} (accepted in review)"
     assert truth_line({}, "keep").startswith(TIMER_ONLY)
     assert truth_line({"external_truth": OS_CANNOT_TELL.to_dict()}, "accepted") == (
-        f"{TIMER_ONLY} (accepted in review; the OS's accounting cannot tell)")
+        f"{TIMER_ONLY} (accepted in review; the OS's accounting cannot tell)"
+    )
     assert ExternalTruth.from_dict({**OS_REFUTED.to_dict(), "extra": 1}) == OS_REFUTED

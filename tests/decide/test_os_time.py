@@ -13,9 +13,11 @@ CPU, WALL, TIMED = 1.5, 1.8, 1.0
 """best's look: 1.5 CPU seconds, 1.8 wall seconds, of which its bench claims 1.0 s timed."""
 
 
-def look(r: int, *, cpu_saved: float, wall_saved: float, claimed_saved: float, noise: float = 0.01,
-         rng: random.Random) -> LookCost:
+def look(
+    r: int, *, cpu_saved: float, wall_saved: float, claimed_saved: float, noise: float = 0.01, rng: random.Random
+) -> LookCost:
     """One look: best as above (with noise), the candidate `*_saved` seconds cheaper."""
+
     def jitter() -> float:
         return rng.gauss(0.0, noise)
 
@@ -51,9 +53,12 @@ def test_a_real_saving_in_few_noisy_looks_is_shown():
     quantized = []
     for r in range(4):
         lk = look(r, cpu_saved=0.045, wall_saved=0.045, claimed_saved=0.045, noise=0.05, rng=rng)
-        quantized.append(LookCost(SideCost("best", r, 0.15, lk.best.wall_s, lk.best.claimed_s),
-                                  SideCost("cand", r, 0.15 - (0.03, 0.06, 0.04, 0.05)[r], lk.cand.wall_s,
-                                           lk.cand.claimed_s)))
+        quantized.append(
+            LookCost(
+                SideCost("best", r, 0.15, lk.best.wall_s, lk.best.claimed_s),
+                SideCost("cand", r, 0.15 - (0.03, 0.06, 0.04, 0.05)[r], lk.cand.wall_s, lk.cand.claimed_s),
+            )
+        )
     truth = weigh(quantized)
     assert truth.outcome == "shown" and truth.clocks[0].lower_s < 0.0225 < truth.clocks[0].saved_s, truth.reason
 
@@ -67,8 +72,10 @@ def test_a_small_real_gain_under_a_patched_timer_that_claims_five_times_more_is_
 def test_a_noisy_but_real_3_percent_saving_is_not_refuted():
     """3% of the timed seconds, on a machine whose clocks vary by twice that per look: the
     OS cannot show it, and must not refute it (at most 2 of 200 runs)."""
-    outcomes = [weigh(looks(6, seed, cpu_saved=0.03, wall_saved=0.03, claimed_saved=0.03, noise=0.06)).outcome
-                for seed in range(200)]
+    outcomes = [
+        weigh(looks(6, seed, cpu_saved=0.03, wall_saved=0.03, claimed_saved=0.03, noise=0.06)).outcome
+        for seed in range(200)
+    ]
     assert outcomes.count("refuted") <= 2, outcomes.count("refuted")
     assert outcomes.count("inconclusive") > 150  # it is told as such, not shown
 
@@ -114,8 +121,10 @@ def test_a_look_that_started_a_process_is_left_out():
     time. That look is left out, and the real gain is shown."""
     rng = random.Random(5)
     first = look(0, cpu_saved=0.4, wall_saved=0.4, claimed_saved=0.4, rng=rng)
-    started = LookCost(first.best, SideCost("cand", 0, first.cand.cpu_s + 2.0, first.cand.wall_s + 2.0,
-                                            first.cand.claimed_s, started=True))
+    started = LookCost(
+        first.best,
+        SideCost("cand", 0, first.cand.cpu_s + 2.0, first.cand.wall_s + 2.0, first.cand.claimed_s, started=True),
+    )
     rest = [look(r, cpu_saved=0.4, wall_saved=0.4, claimed_saved=0.4, rng=rng) for r in range(1, 6)]
     truth = weigh([started, *rest])
     assert truth.outcome == "shown" and truth.starts_left_out == 1 and truth.looks == 5, truth.reason
@@ -128,8 +137,11 @@ def test_a_server_that_starts_anew_for_every_look_pays_for_its_starts():
     restarting = []
     for r in range(6):
         lk = look(r, cpu_saved=0.0, wall_saved=0.0, claimed_saved=0.4, rng=rng)
-        restarting.append(LookCost(lk.best, SideCost("cand", r, lk.cand.cpu_s + 0.3, lk.cand.wall_s + 0.3,
-                                                      lk.cand.claimed_s, started=True)))
+        restarting.append(
+            LookCost(
+                lk.best, SideCost("cand", r, lk.cand.cpu_s + 0.3, lk.cand.wall_s + 0.3, lk.cand.claimed_s, started=True)
+            )
+        )
     truth = weigh(restarting)
     assert truth.outcome == "refuted" and truth.starts_left_out == 0 and truth.looks == 6, truth.reason
 
@@ -143,12 +155,18 @@ def test_a_claim_under_the_cpu_clocks_tick_is_never_refuted_by_it():
     quantized = []
     for r in range(8):
         lk = look(r, cpu_saved=0.0004, wall_saved=0.0004, claimed_saved=0.0004, noise=0.002, rng=rng)
-        quantized.append(LookCost(SideCost("best", r, 0.04, lk.best.wall_s, lk.best.claimed_s),
-                                  SideCost("cand", r, 0.04, lk.cand.wall_s, lk.cand.claimed_s)))
+        quantized.append(
+            LookCost(
+                SideCost("best", r, 0.04, lk.best.wall_s, lk.best.claimed_s),
+                SideCost("cand", r, 0.04, lk.cand.wall_s, lk.cand.claimed_s),
+            )
+        )
     truth = weigh(quantized)
     assert [c.clock for c in truth.clocks] == ["wall"] and truth.outcome == "inconclusive", truth.reason
-    patched = [LookCost(lk.best, SideCost("cand", lk.cand.round, 0.04, lk.best.wall_s, lk.best.claimed_s - 0.016))
-               for lk in quantized]  # 40% of the same look claimed, no clock moved
+    patched = [
+        LookCost(lk.best, SideCost("cand", lk.cand.round, 0.04, lk.best.wall_s, lk.best.claimed_s - 0.016))
+        for lk in quantized
+    ]  # 40% of the same look claimed, no clock moved
     assert weigh(patched).outcome == "refuted"
 
 
@@ -161,8 +179,12 @@ def test_without_timed_seconds_or_with_too_few_looks_the_os_has_nothing_to_weigh
 
 
 def test_looks_pair_by_round_and_the_record_reads_back():
-    costs = [SideCost("best", 0, 1.0, 1.1, 0.5), SideCost("cand", 0, 0.8, 0.9, 0.3),
-             SideCost("cand", 1, 0.8, 0.9, 0.3), SideCost("best", 2, 1.0, 1.0, 0.5)]  # rounds 1, 2: one side only
+    costs = [
+        SideCost("best", 0, 1.0, 1.1, 0.5),
+        SideCost("cand", 0, 0.8, 0.9, 0.3),
+        SideCost("cand", 1, 0.8, 0.9, 0.3),
+        SideCost("best", 2, 1.0, 1.0, 0.5),
+    ]  # rounds 1, 2: one side only
     paired = looks_of(costs)
     assert len(paired) == 1 and paired[0].claim_s == 0.2
     truth = weigh(looks(6, 2, cpu_saved=0.4, wall_saved=0.4, claimed_saved=0.4))

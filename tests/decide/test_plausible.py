@@ -31,8 +31,12 @@ from tests.decide.helpers import rounds, wiggle
 ORDER = ("AB", "BA")
 
 
-def grid(cand: dict[str, list[float]], best: dict[str, list[float]] | None = None, cls: str = "wide",
-         flagged: frozenset[int] = frozenset()) -> list[Pair]:
+def grid(
+    cand: dict[str, list[float]],
+    best: dict[str, list[float]] | None = None,
+    cls: str = "wide",
+    flagged: frozenset[int] = frozenset(),
+) -> list[Pair]:
     """Pairs per config and round: cand[config][r] against best[config][r] (default 100 + r/7)."""
     out = []
     for config, values in cand.items():
@@ -55,7 +59,8 @@ def test_one_config_ten_times_faster_hides_in_its_class_but_not_from_the_check()
     assert v.kind == "keep" and v.flags == ("suspicious_speedup", "needs_stronger_checks") and v.focus == "wide"
     assert v.needs_stronger_checks and not v.settled_keep
     assert v.escalation.startswith(
-        "config D=1 is 10.0x faster, more than the suspicious_speedup of 3x (its class wide 1.8x)")
+        "config D=1 is 10.0x faster, more than the suspicious_speedup of 3x (its class wide 1.8x)"
+    )
     assert "needs the stronger checks: config D=1 is 10.0x faster" in v.reason
     assert config_speedups(pairs, Policy())["D=1"] == pytest.approx(10.0, rel=0.01)
 
@@ -102,8 +107,10 @@ def test_every_config_beating_its_floor_is_named_by_its_median() -> None:
 
 
 def test_a_forged_csv_repeats_while_best_varies() -> None:
-    pairs = grid({"D=1": [81.234567] * 3, "D=2": [90.5, 90.61, 90.43]},
-                 {"D=1": [100.102, 99.871, 100.254], "D=2": [100.0, 100.2, 99.9]})
+    pairs = grid(
+        {"D=1": [81.234567] * 3, "D=2": [90.5, 90.61, 90.43]},
+        {"D=1": [100.102, 99.871, 100.254], "D=2": [100.0, 100.2, 99.9]},
+    )
     f = repeated_values(pairs)
     assert f is not None and f.configs == ("D=1",) and f.action == "review"
     assert "D=1 (81.2346 in all 3 rounds)" in f.reason
@@ -126,8 +133,7 @@ def test_no_repeat_is_claimed_without_three_rounds_or_against_a_frozen_best() ->
     assert repeated_values(grid({"k": [81.234567] * 2}, {"k": [100.102, 99.871]})) is None
     assert repeated_values(grid({"k": [81.234567] * 3}, {"k": [100.0] * 3})) is None  # both frozen: a simulator
     # disturbed rounds do not count toward the three
-    flagged = grid({"k": [81.234567, 81.234567, 81.234567]}, {"k": [100.102, 99.871, 100.254]},
-                   flagged=frozenset({1}))
+    flagged = grid({"k": [81.234567, 81.234567, 81.234567]}, {"k": [100.102, 99.871, 100.254]}, flagged=frozenset({1}))
     assert repeated_values(flagged) is None
     # a forger adding noise passes this check (a documented limit); the other layers remain
     assert repeated_values(grid({"k": [81.23, 81.31, 81.19]}, {"k": [100.102, 99.871, 100.254]})) is None
@@ -143,8 +149,12 @@ def test_many_repeated_configs_are_counted() -> None:
 # --- process wall time against the reported metric ------------------------------------------------------
 
 
-def runs(best_wall: list[float], cand_wall: list[float], best_timed: list[float] | None = None,
-         cand_timed: list[float] | None = None) -> list[BenchRun]:
+def runs(
+    best_wall: list[float],
+    cand_wall: list[float],
+    best_timed: list[float] | None = None,
+    cand_timed: list[float] | None = None,
+) -> list[BenchRun]:
     out = []
     for r, (bw, cw) in enumerate(zip(best_wall, cand_wall, strict=True)):
         out.append(BenchRun("best", r, bw, best_timed[r] if best_timed else None))
@@ -152,8 +162,10 @@ def runs(best_wall: list[float], cand_wall: list[float], best_timed: list[float]
     return out
 
 
-HALF = grid({"a": [50.0, 50.2, 49.9, 50.1], "b": [25.0, 25.1, 24.9, 25.05]},
-            {"a": [100.0, 100.3, 99.8, 100.1], "b": [50.0, 50.1, 49.9, 50.2]})
+HALF = grid(
+    {"a": [50.0, 50.2, 49.9, 50.1], "b": [25.0, 25.1, 24.9, 25.05]},
+    {"a": [100.0, 100.3, 99.8, 100.1], "b": [50.0, 50.1, 49.9, 50.2]},
+)
 """The candidate reports half the time on every config."""
 
 
@@ -196,8 +208,9 @@ def test_evaluate_sends_a_keep_with_unexplained_timed_seconds_to_review() -> Non
     assert "(bench: all −10.0% faster" in v.reason
     noted = evaluate(pairs, Policy(), runs=runs([10.0, 10.1, 9.9, 10.05], [10.02, 10.12, 9.93, 10.08]))
     assert noted.kind == "keep"  # a 10% gain is under the 20% a note needs
-    half = evaluate(rounds({"all": wiggle(0.5, 4)}), Policy(), runs=runs([10.0, 10.1, 9.9, 10.05],
-                                                                        [10.02, 10.12, 9.93, 10.08]))
+    half = evaluate(
+        rounds({"all": wiggle(0.5, 4)}), Policy(), runs=runs([10.0, 10.1, 9.9, 10.05], [10.02, 10.12, 9.93, 10.08])
+    )
     assert half.kind == "keep" and "wall_time_unexplained" in half.flags and "did not fall" in half.reason
 
 
@@ -215,8 +228,9 @@ def test_send_to_review_and_note() -> None:
 
 def test_check_lists_review_findings_first() -> None:
     pairs = grid({"D=1": [81.234567] * 4}, {"D=1": [100.102, 99.871, 100.254, 100.011]})
-    found = check([], pairs, Policy(), floors={"D=1": 90.0},
-                  runs=runs([10.0, 10.1, 9.9, 10.05], [10.02, 10.12, 9.93, 10.08]))
+    found = check(
+        [], pairs, Policy(), floors={"D=1": 90.0}, runs=runs([10.0, 10.1, 9.9, 10.05], [10.02, 10.12, 9.93, 10.08])
+    )
     assert [(f.flag, f.action) for f in found] == [("repeated_values", "review"), ("faster_than_floor", "escalate")]
     half = check([], HALF, Policy(), runs=runs([10.0, 10.1, 9.9, 10.05], [10.02, 10.12, 9.93, 10.08]))
     assert [(f.flag, f.action) for f in half] == [("wall_time_unexplained", "note")]
@@ -254,8 +268,9 @@ def test_a_median_that_falls_while_the_mean_stays_is_named_and_the_keep_needs_th
     (c,) = v.classes
     f = mean_not_faster(v.classes, bent, Policy())
     assert f is not None and f.action == "escalate" and f.cls == "wide"
-    assert f.reason.startswith("wide -73.0% by its metric but at best -1.0% by the mean over the same calls "
-                               "(over 4 looks)")
+    assert f.reason.startswith(
+        "wide -73.0% by its metric but at best -1.0% by the mean over the same calls (over 4 looks)"
+    )
     assert c.verdict == "improved" and v.kind == "keep" and v.needs_stronger_checks
     assert "mean_not_faster" in v.flags and "suspicious_speedup" not in v.flags and "wide -73.0%" in v.escalation
     # the same gain in the mean: nothing to say
@@ -290,9 +305,12 @@ def test_blocks_whose_total_does_not_fall_are_named_on_the_ab_path() -> None:
     """An ab_command look: 10 blocks per config, the candidate's mostly 2x cheaper and two of
     them 5x dearer. The estimate (the mean of the blocks' logs, outlier blocks left out)
     says faster; the total over each look's blocks says 40% slower."""
+
     def look(r: int, cand: list[float]) -> list[Pair]:
-        return [Pair("D=1", "wide", 100.0 + b / 10, c * (1.0 + 0.001 * ((b + r) % 3)), r,
-                     ORDER[(r + b) % 2], block=b) for b, c in enumerate(cand)]
+        return [
+            Pair("D=1", "wide", 100.0 + b / 10, c * (1.0 + 0.001 * ((b + r) % 3)), r, ORDER[(r + b) % 2], block=b)
+            for b, c in enumerate(cand)
+        ]
 
     bent = [p for r in range(4) for p in look(r, [50.0] * 8 + [500.0] * 2)]
     v = evaluate(bent, Policy(suspicious_speedup=10.0))

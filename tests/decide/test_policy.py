@@ -54,11 +54,20 @@ def test_defaults_are_kopt_toml_defaults() -> None:
     assert Policy.from_config(config.loads('[target]\nbench = "b"\nmetric = "us"\n').decide) == Policy()
 
 
-@pytest.mark.parametrize("key,value", [
-    ("confidence", 1.5), ("min_effect_pct", 0.0), ("min_rounds", 1), ("max_rounds", 2),
-    ("budget_gpu_s", -1.0), ("suspicious_speedup", 1.0), ("review_default", "maybe"),
-    ("futility_confidence", 0.99), ("max_other_regression_pct", -1.0),
-])
+@pytest.mark.parametrize(
+    "key,value",
+    [
+        ("confidence", 1.5),
+        ("min_effect_pct", 0.0),
+        ("min_rounds", 1),
+        ("max_rounds", 2),
+        ("budget_gpu_s", -1.0),
+        ("suspicious_speedup", 1.0),
+        ("review_default", "maybe"),
+        ("futility_confidence", 0.99),
+        ("max_other_regression_pct", -1.0),
+    ],
+)
 def test_one_set_of_rules_for_kopt_toml_and_policy(key: str, value: object) -> None:
     with pytest.raises(BadInput) as in_code:
         Policy(**{key: value})  # type: ignore[arg-type]  # a wrong value on purpose

@@ -81,15 +81,16 @@ def test_esd_finds_a_planted_spike_and_two_that_mask_each_other() -> None:
 
 def test_esd_rarely_flags_clean_normal_samples() -> None:
     rng = random.Random(11)
-    flagged = sum(bool(esd_outliers([rng.gauss(0, 1) for _ in range(n)], max(1, n // 5)))
-                  for n in (6, 10, 20) for _ in range(400))
+    flagged = sum(
+        bool(esd_outliers([rng.gauss(0, 1) for _ in range(n)], max(1, n // 5))) for n in (6, 10, 20) for _ in range(400)
+    )
     assert flagged / 1200 < 0.025  # nominal 1%
 
 
 def test_the_one_geomean_and_its_edges() -> None:
     assert geomean([2.0, 8.0]) == pytest.approx(4.0)
     assert geomean(iter([0.9, 1 / 0.9])) == pytest.approx(1.0)
-    assert geomean([2.0, 8.0], weights=[3.0, 1.0]) == pytest.approx(2.0 ** 0.75 * 8.0 ** 0.25)
+    assert geomean([2.0, 8.0], weights=[3.0, 1.0]) == pytest.approx(2.0**0.75 * 8.0**0.25)
     assert geomean([]) is None
     for bad in (0.0, -1.0, math.nan, math.inf, True, None, "2"):
         with pytest.raises(ValueError, match="positive finite"):

@@ -11,8 +11,9 @@ TARGETED = tuple(s for s in SCENARIOS if s[0] in ("no change", "1% gain", "2% ga
 
 
 def cells(model: str, trials: int) -> dict[str, Cell]:
-    return {c.scenario: c for c in simulate((model,), sigma=0.01, trials=trials, seed=2026,
-                                            scenarios=TARGETED, workers=1)}
+    return {
+        c.scenario: c for c in simulate((model,), sigma=0.01, trials=trials, seed=2026, scenarios=TARGETED, workers=1)
+    }
 
 
 @pytest.fixture(scope="module")

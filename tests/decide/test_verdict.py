@@ -39,8 +39,7 @@ def test_clear_gain_keeps_with_reason_interval_and_cost() -> None:
     assert "D=3072 −4.0% faster" in v.reason
     c = v.classes[0]
     assert c.verdict == "improved" and c.lo < 0.96 < c.hi < 0.99
-    assert re.fullmatch(rf"keep: D=3072 −4\.0% \[−\d\.\d, −\d\.\d\] after {v.rounds} rounds, 12\.3 GPU-s",
-                        summary(v))
+    assert re.fullmatch(rf"keep: D=3072 −4\.0% \[−\d\.\d, −\d\.\d\] after {v.rounds} rounds, 12\.3 GPU-s", summary(v))
 
 
 def test_clear_loss_is_a_regression_and_flat_is_a_tie() -> None:
@@ -239,6 +238,7 @@ def test_dropping_an_outlier_never_manufactures_a_decision_from_a_handful_of_rou
 
 # --- production verdicts: the regression grid guards, it does not vote ([decide].production_verdicts)
 
+
 def _grid(prod: dict[str, list[float]], grid: dict[str, list[float]]) -> tuple[list[Pair], frozenset[str]]:
     """Per class one production config (cls/cfg) and one regression-grid config (cls/grid)."""
     from dataclasses import replace
@@ -267,14 +267,14 @@ def test_a_gain_on_the_grid_alone_does_not_keep_under_production_verdicts() -> N
 
 
 def test_a_production_gain_keeps_and_a_grid_regression_blocks_it() -> None:
-    pairs, guard = _grid({"wide": wiggle(0.95, 12), "narrow": wiggle(1.0, 12)},
-                         {"wide": wiggle(1.0, 12), "narrow": wiggle(1.0, 12)})
+    pairs, guard = _grid(
+        {"wide": wiggle(0.95, 12), "narrow": wiggle(1.0, 12)}, {"wide": wiggle(1.0, 12), "narrow": wiggle(1.0, 12)}
+    )
     kept = _final(pairs, guard_configs=guard, target_class="wide")
     assert kept.kind == "keep" and "wide −5.0% faster" in kept.reason
     # global hypothesis: the guard class is no target, so "every class improved" means the
     # production classes; a flat grid does not make the gain "partial"
-    pairs, guard = _grid({"wide": wiggle(0.95, 12), "narrow": wiggle(0.96, 12)},
-                         {"wide": wiggle(1.0, 12)})
+    pairs, guard = _grid({"wide": wiggle(0.95, 12), "narrow": wiggle(0.96, 12)}, {"wide": wiggle(1.0, 12)})
     assert _final(pairs, guard_configs=guard).kind == "keep"
     # the grid 5% slower is within guard_max_regression_pct (10): the keep says so
     pairs, guard = _grid({"wide": wiggle(0.95, 12)}, {"wide": wiggle(1.05, 12)})
@@ -384,8 +384,12 @@ def test_another_class_estimated_slower_within_its_tolerance_is_named_in_a_keep(
 
 def test_the_guard_class_estimated_beyond_its_tolerance_is_a_likely_regression() -> None:
     pairs = rounds({"aim": [1.0] * 8, "grid": very_noisy(1.25, 0.5)})
-    v = evaluate(pairs, Policy(max_rounds=8, guard_max_regression_pct=10.0), target_class="aim",
-                 guard_configs=frozenset({"grid/cfg"}))
+    v = evaluate(
+        pairs,
+        Policy(max_rounds=8, guard_max_regression_pct=10.0),
+        target_class="aim",
+        guard_configs=frozenset({"grid/cfg"}),
+    )
     guard = v.by_class()["guard (non-production)"]
     assert guard.verdict == "undecided" and guard.ratio > 1.10
     assert v.kind == "likely_regression" and v.focus == "guard (non-production)"

@@ -71,9 +71,7 @@ def main(out: Path) -> int:
                 },
             }
             target.with_suffix(".expect.json").write_text(json.dumps(expect, indent=2) + "\n")
-            notes.append(
-                f"{page} page command (cwd = repo root, env KOPT_PROFILE=1; --log-file was a temp dir):"
-            )
+            notes.append(f"{page} page command (cwd = repo root, env KOPT_PROFILE=1; --log-file was a temp dir):")
             notes.append("  " + shlex.join(argv))
     (out / "ncu_h100_command.txt").write_text("\n".join(notes) + "\n")
     print(f"capture: wrote {sorted(p.name for p in out.iterdir())} to {out}")

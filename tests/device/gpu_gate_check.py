@@ -80,15 +80,18 @@ while time.time() < end:
 print("done", flush=True)
 """
 
-LAUNCH = ("import subprocess, sys; subprocess.Popen([sys.executable, '-c', sys.argv[1], sys.argv[2], sys.argv[3]], "
-          "start_new_session=True)")
+LAUNCH = (
+    "import subprocess, sys; subprocess.Popen([sys.executable, '-c', sys.argv[1], sys.argv[2], sys.argv[3]], "
+    "start_new_session=True)"
+)
 
 
 def start_foreign(index: int, mib: int, hold_s: float) -> tuple[subprocess.Popen, int, str]:
     """A GPU hog that is not our descendant (its launcher exits at once)."""
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": str(index), "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
-    launcher = subprocess.Popen([sys.executable, "-c", LAUNCH, HOG, str(mib), str(hold_s)],
-                                stdout=subprocess.PIPE, text=True, env=env)
+    launcher = subprocess.Popen(
+        [sys.executable, "-c", LAUNCH, HOG, str(mib), str(hold_s)], stdout=subprocess.PIPE, text=True, env=env
+    )
     line = launcher.stdout.readline().split()
     if not line or line[0] != "ready":
         raise SystemExit(f"the foreign process did not start: {line}")
@@ -113,8 +116,13 @@ def compare(a: list[GpuState], b: list[GpuState]) -> list[dict[str, Any]]:
     smi = {g.uuid: g for g in b}
     for g in a:
         h = smi.get(g.uuid)
-        row: dict[str, Any] = {"index": g.index, "uuid": g.uuid, "nvml": g.to_dict(),
-                               "nvidia_smi": h.to_dict() if h else None, "problems": []}
+        row: dict[str, Any] = {
+            "index": g.index,
+            "uuid": g.uuid,
+            "nvml": g.to_dict(),
+            "nvidia_smi": h.to_dict() if h else None,
+            "problems": [],
+        }
         if h is None:
             row["problems"].append("nvidia-smi does not list this uuid")
             rows.append(row)
@@ -132,8 +140,19 @@ def compare(a: list[GpuState], b: list[GpuState]) -> list[dict[str, Any]]:
 
 
 def side_by_side(rows: list[dict[str, Any]]) -> str:
-    fields = ("name", "uuid", "util_pct", "mem_used_mib", "mem_total_mib", "sm_clock_mhz", "mem_clock_mhz",
-              "temp_c", "power_w", "throttle", "processes")
+    fields = (
+        "name",
+        "uuid",
+        "util_pct",
+        "mem_used_mib",
+        "mem_total_mib",
+        "sm_clock_mhz",
+        "mem_clock_mhz",
+        "temp_c",
+        "power_w",
+        "throttle",
+        "processes",
+    )
     out = []
     for r in rows:
         if "nvml" not in r:
@@ -150,8 +169,12 @@ def gate_waits(backend_name: str, index: int, args: argparse.Namespace) -> dict[
     logs: list[tuple[float, str]] = []
     t0 = time.monotonic()
     cfg = GpuConfig(samples=3, sample_interval_s=0.5, wait_s=2.0, wait_max_s=args.hold_s + 120, devices=[index])
-    gate = Gate(cfg, open_backend(backend_name), log=lambda m: logs.append((round(time.monotonic() - t0, 1), m)),
-                owner=f"gpu_gate_check {backend_name}")
+    gate = Gate(
+        cfg,
+        open_backend(backend_name),
+        log=lambda m: logs.append((round(time.monotonic() - t0, 1), m)),
+        owner=f"gpu_gate_check {backend_name}",
+    )
     result: dict[str, Any] = {"backend": backend_name}
     try:
         first = gate.acquire()
@@ -175,17 +198,24 @@ def gate_waits(backend_name: str, index: int, args: argparse.Namespace) -> dict[
             after=gate.evidence(),
             during=during,
         )
-        result["ok"] = bool(result["idle_waited_s"] < 2.0 and result["waits"] and
-                            d.waited_s >= args.hold_s - 6 and d.gpu is not None and d.gpu.index == index and
-                            result["flags_during"])
+        result["ok"] = bool(
+            result["idle_waited_s"] < 2.0
+            and result["waits"]
+            and d.waited_s >= args.hold_s - 6
+            and d.gpu is not None
+            and d.gpu.index == index
+            and result["flags_during"]
+        )
     finally:
         gate.close()
     return result
 
 
 def claim_check(index: int, uuid: str) -> dict[str, Any]:
-    code = ("import sys, time; sys.path.insert(0, sys.argv[1]); from kopt_supervisor.engine.gpu.claims import ClaimRegistry;"
-            "r = ClaimRegistry(owner='kopt run other-tag'); print(r.claim(sys.argv[2]), flush=True); time.sleep(30)")
+    code = (
+        "import sys, time; sys.path.insert(0, sys.argv[1]); from kopt_supervisor.engine.gpu.claims import ClaimRegistry;"
+        "r = ClaimRegistry(owner='kopt run other-tag'); print(r.claim(sys.argv[2]), flush=True); time.sleep(30)"
+    )
     key = claim_key("", uuid, index)
     p = subprocess.Popen([sys.executable, "-c", code, str(ROOT), key], stdout=subprocess.PIPE, text=True)
     try:
@@ -205,8 +235,11 @@ def main() -> int:
     ap.add_argument("--hold-s", type=float, default=20.0, help="how long the foreign process runs")
     ap.add_argument("--mib", type=int, default=2048, help="memory the foreign process holds")
     args = ap.parse_args()
-    results: dict[str, Any] = {"date": time.strftime("%Y-%m-%d %H:%M:%S %z"), "host": os.uname().nodename,
-                               "python": sys.version.split()[0]}
+    results: dict[str, Any] = {
+        "date": time.strftime("%Y-%m-%d %H:%M:%S %z"),
+        "host": os.uname().nodename,
+        "python": sys.version.split()[0],
+    }
 
     nvml, smi = open_backend("nvml"), open_backend("nvidia-smi")
     a, b = nvml.read(), smi.read()
@@ -234,17 +267,30 @@ def main() -> int:
     results["claim"] = claim_check(index, uuid)
 
     checks = [
-        ("NVML and nvidia-smi agree", all(not r["problems"] for r in results["compare"]),
-         "; ".join(p for r in results["compare"] for p in r["problems"]) or "uuid, name, util, memory, temp"),
+        (
+            "NVML and nvidia-smi agree",
+            all(not r["problems"] for r in results["compare"]),
+            "; ".join(p for r in results["compare"] for p in r["problems"]) or "uuid, name, util, memory, temp",
+        ),
     ]
     for name in ("nvml", "nvidia-smi"):
         r = results[f"wait_{name}"]
-        checks.append((f"gate waits for the foreign process ({name})", r.get("ok", False),
-                       f"idle acquire {r.get('idle_waited_s')} s; waited {r.get('waited_s')} s "
-                       f"for a {args.hold_s:g} s {r.get('foreign_kind')} process; "
-                       f"pid seen: {r.get('foreign_seen_by_pid')}"))
-    checks.append(("another kopt run's claim makes the GPU busy", results["claim"]["ok"],
-                   "; ".join(results["claim"].get("reasons") or [])))
+        checks.append(
+            (
+                f"gate waits for the foreign process ({name})",
+                r.get("ok", False),
+                f"idle acquire {r.get('idle_waited_s')} s; waited {r.get('waited_s')} s "
+                f"for a {args.hold_s:g} s {r.get('foreign_kind')} process; "
+                f"pid seen: {r.get('foreign_seen_by_pid')}",
+            )
+        )
+    checks.append(
+        (
+            "another kopt run's claim makes the GPU busy",
+            results["claim"]["ok"],
+            "; ".join(results["claim"].get("reasons") or []),
+        )
+    )
     results["checks"] = [{"check": c, "ok": ok, "detail": d} for c, ok, d in checks]
     Path(args.out).write_text(json.dumps(results, indent=2, default=str))
 

@@ -80,10 +80,7 @@ def run_calls(name: str, calls: int, warmup: int) -> list[float]:
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
-    events = [
-        (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-        for _ in range(calls)
-    ]
+    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(calls)]
     for start, end in events:
         start.record()
         fn()
@@ -107,9 +104,7 @@ def profiled(name: str, cache_control: str, out_dir: Path, calls: int) -> dict:
         timeout=540,
     )
     if done.returncode != 0:
-        raise SystemExit(
-            f"ncu failed ({done.returncode}) for {name}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
-        )
+        raise SystemExit(f"ncu failed ({done.returncode}) for {name}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
     summary = profiler.parse(out_dir, regex)
     kernel = summary.kernel(summary.hottest)
     return {
@@ -156,9 +151,7 @@ def main() -> int:
                 ok &= prof["within_margin"] or cache == "all"
                 entry["ncu"][cache] = prof
                 if cache == "none":
-                    shutil.copyfile(
-                        Path(tmp) / f"{name}_{cache}" / "ncu.csv", out / f"ncu_{name}.csv"
-                    )
+                    shutil.copyfile(Path(tmp) / f"{name}_{cache}" / "ncu.csv", out / f"ncu_{name}.csv")
             results["workloads"][name] = entry
 
     ceil_json = out / "ceilings.json"

@@ -59,8 +59,11 @@ def main() -> int:
             served = 0
         path = logs / f"look{r}.csv"
         t0 = time.monotonic()
-        reply = server.ask(f"look {r} {path}", timeout_s=600,
-                           is_reply=lambda line, r=r: line.split()[:2] in (["done", str(r)], ["fail", str(r)]))
+        reply = server.ask(
+            f"look {r} {path}",
+            timeout_s=600,
+            is_reply=lambda line, r=r: line.split()[:2] in (["done", str(r)], ["fail", str(r)]),
+        )
         seconds.append(time.monotonic() - t0)
         if reply.startswith("fail"):
             raise SystemExit(f"look {r}: {reply}")
@@ -81,9 +84,16 @@ def main() -> int:
     total = time.monotonic() - t_start
 
     # per class: look means of the log ratio, and the spread the blocks predict
-    report: dict = {"kernel": a.kernel, "looks": a.looks, "processes": starts, "looks_per_process": looks_per_process,
-                    "seconds_per_look": {"median": statistics.median(seconds), "max": max(seconds)},
-                    "wall_s": total, "classes": {}, "decisions": []}
+    report: dict = {
+        "kernel": a.kernel,
+        "looks": a.looks,
+        "processes": starts,
+        "looks_per_process": looks_per_process,
+        "seconds_per_look": {"median": statistics.median(seconds), "max": max(seconds)},
+        "wall_s": total,
+        "classes": {},
+        "decisions": [],
+    }
     classes = sorted({p.cls for look in pairs_by_look for p in look})
     for cls in classes:
         means, within = [], []
@@ -97,8 +107,12 @@ def main() -> int:
             within.append(statistics.variance(blocks) / len(blocks) if len(blocks) > 1 else math.nan)
         sd_between = statistics.stdev(means)
         se_within = math.sqrt(statistics.fmean([w for w in within if not math.isnan(w)]))
-        report["classes"][cls] = {"mean_pct": 100 * statistics.fmean(means), "sd_looks_pct": 100 * sd_between,
-                                  "se_blocks_pct": 100 * se_within, "ratio": sd_between / se_within if se_within else None}
+        report["classes"][cls] = {
+            "mean_pct": 100 * statistics.fmean(means),
+            "sd_looks_pct": 100 * sd_between,
+            "se_blocks_pct": 100 * se_within,
+            "ratio": sd_between / se_within if se_within else None,
+        }
     # consecutive A/A decisions, as the loop makes them
     start = 0
     while start < len(pairs_by_look):
@@ -115,12 +129,16 @@ def main() -> int:
         else:
             break
     Path(a.out).write_text(json.dumps(report, indent=2) + "\n")
-    print(f"\n{a.kernel} A/A, serving bench: {a.looks} looks in {starts} process(es) {looks_per_process}, "
-          f"{report['seconds_per_look']['median']:.2f} s per look (median), {total:.0f} s in all")
+    print(
+        f"\n{a.kernel} A/A, serving bench: {a.looks} looks in {starts} process(es) {looks_per_process}, "
+        f"{report['seconds_per_look']['median']:.2f} s per look (median), {total:.0f} s in all"
+    )
     print("| class | mean of looks | SD of look means | SE from blocks | ratio |\n|---|---|---|---|---|")
     for cls, c in report["classes"].items():
-        print(f"| {cls} | {c['mean_pct']:+.3f}% | {c['sd_looks_pct']:.3f}% | {c['se_blocks_pct']:.3f}% | "
-              f"{c['ratio']:.2f} |")
+        print(
+            f"| {cls} | {c['mean_pct']:+.3f}% | {c['sd_looks_pct']:.3f}% | {c['se_blocks_pct']:.3f}% | "
+            f"{c['ratio']:.2f} |"
+        )
     verdicts = [d["verdict"] for d in report["decisions"]]
     print(f"A/A decisions: {len(verdicts)}: " + ", ".join(f"{v} {verdicts.count(v)}" for v in sorted(set(verdicts))))
     for d in report["decisions"]:

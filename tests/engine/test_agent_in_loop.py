@@ -23,8 +23,10 @@ from tests.conftest import FAKE
 
 AGENTS = Path(__file__).resolve().parents[1] / "fake_agents"
 NCU_BIN = Path(__file__).resolve().parents[1] / "fake_target" / "bin"
-AGENT = ('\n[propose]\nkind = "command"\nagent = "generic"\n'
-         'command = "my-agent --brief {prompt} --plan {plan}"\ntimeout_s = 20\nwritable = ["@LOG@", "~/.my-agent"]\n')
+AGENT = (
+    '\n[propose]\nkind = "command"\nagent = "generic"\n'
+    'command = "my-agent --brief {prompt} --plan {plan}"\ntimeout_s = 20\nwritable = ["@LOG@", "~/.my-agent"]\n'
+)
 
 
 @pytest.fixture
@@ -38,7 +40,11 @@ def agent_on_path(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 
 def run(fake_env, profile: bool) -> Workspace:
     log_dir = str(Path(os.environ["FAKE_AGENT_LOG"]).parent)  # the fake agent's own log: writable to it
-    toml = {'[propose]\nkind = "command"\ncommand = "' + f"{sys.executable} {FAKE / 'proposer.py'}" + '"\ntimeout_s = 20\n': AGENT.replace("@LOG@", log_dir)}
+    toml = {
+        '[propose]\nkind = "command"\ncommand = "'
+        + f"{sys.executable} {FAKE / 'proposer.py'}"
+        + '"\ntimeout_s = 20\n': AGENT.replace("@LOG@", log_dir)
+    }
     extra = '\n[profile]\nkind = "ncu"\n' if profile else '\n[profile]\nkind = "none"\n'
     repo, root = fake_env([], toml_replace=toml, extra_toml=extra)
     assert kopt(["--root", str(root), "init", "--repo", str(repo), "--tag", "a"]) == 0

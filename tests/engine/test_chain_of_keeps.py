@@ -43,13 +43,23 @@ def sealed_run(tmp_path: Path) -> Workspace:
     ws.config_path.write_text(TOML)
     key = integrity.make_secret(ws.dir)
     with Store.create(ws.db_path) as s:
-        s.set_many({"tag": "t", "repo": str(tmp_path / "repo"), "baseline_commit": BASE, "state": "stopped",
-                    "frozen_config": TOML, "chain_sealed": True,
-                    "frozen_config_seal": integrity.config_seal(key, TOML)})
-        rows = [Iteration(0, Status.BASELINE, commit=BASE),
-                Iteration(1, Status.KEEP, commit=K1, best_commit_before=BASE),
-                Iteration(2, Status.REGRESSION, best_commit_before=K1),
-                Iteration(3, Status.KEEP, commit=K3, best_commit_before=K1)]
+        s.set_many(
+            {
+                "tag": "t",
+                "repo": str(tmp_path / "repo"),
+                "baseline_commit": BASE,
+                "state": "stopped",
+                "frozen_config": TOML,
+                "chain_sealed": True,
+                "frozen_config_seal": integrity.config_seal(key, TOML),
+            }
+        )
+        rows = [
+            Iteration(0, Status.BASELINE, commit=BASE),
+            Iteration(1, Status.KEEP, commit=K1, best_commit_before=BASE),
+            Iteration(2, Status.REGRESSION, best_commit_before=K1),
+            Iteration(3, Status.KEEP, commit=K3, best_commit_before=K1),
+        ]
         done: list[Iteration] = []
         for n, it in enumerate(rows):
             it.phase, it.started_at, it.finished_at = Phase.DONE, time.time(), time.time()
@@ -107,14 +117,17 @@ def test_the_engines_own_chain_verifies_and_best_is_its_last_keep(tmp_path: Path
     assert st["best_commit"] == K3 and st["tampered"] is None and st["baseline_commit"] == BASE
 
 
-@pytest.mark.parametrize("how", [
-    "UPDATE iterations SET commit_sha = '{evil}' WHERE version = 3",
-    # the seal column too: the previous keep's seal, the baseline's, a seal made with another key
-    "UPDATE iterations SET commit_sha = '{evil}', record = json_set(record, '$.seal', '{seal1}') WHERE version = 3",
-    "UPDATE iterations SET commit_sha = '{evil}', record = json_set(record, '$.seal', '{seal0}') WHERE version = 3",
-    "UPDATE iterations SET commit_sha = '{evil}', record = json_set(record, '$.seal', '{other_key}') WHERE version = 3",
-    "UPDATE iterations SET record = json_remove(record, '$.seal') WHERE version = 3",
-])
+@pytest.mark.parametrize(
+    "how",
+    [
+        "UPDATE iterations SET commit_sha = '{evil}' WHERE version = 3",
+        # the seal column too: the previous keep's seal, the baseline's, a seal made with another key
+        "UPDATE iterations SET commit_sha = '{evil}', record = json_set(record, '$.seal', '{seal1}') WHERE version = 3",
+        "UPDATE iterations SET commit_sha = '{evil}', record = json_set(record, '$.seal', '{seal0}') WHERE version = 3",
+        "UPDATE iterations SET commit_sha = '{evil}', record = json_set(record, '$.seal', '{other_key}') WHERE version = 3",
+        "UPDATE iterations SET record = json_remove(record, '$.seal') WHERE version = 3",
+    ],
+)
 def test_an_edited_last_keep_is_never_best(tmp_path: Path, how: str) -> None:
     ws = sealed_run(tmp_path)
     v3 = Iteration(3, Status.KEEP, commit=EVIL, best_commit_before=K1, record={"ended_seq": 3})
@@ -134,8 +147,14 @@ def test_an_edited_last_keep_is_never_best(tmp_path: Path, how: str) -> None:
 def test_an_inserted_keep_with_a_copied_seal_is_never_best(tmp_path: Path) -> None:
     ws = sealed_run(tmp_path)
     seal3 = record(ws, 3)["seal"]
-    sql(ws, "INSERT INTO iterations (version, status, phase, commit_sha, best_commit_before, started_at, record) "
-            "VALUES (99, 'keep', 'done', ?, ?, 0, ?)", EVIL, K3, json.dumps({"ended_seq": 99, "seal": seal3}))
+    sql(
+        ws,
+        "INSERT INTO iterations (version, status, phase, commit_sha, best_commit_before, started_at, record) "
+        "VALUES (99, 'keep', 'done', ?, ?, 0, ?)",
+        EVIL,
+        K3,
+        json.dumps({"ended_seq": 99, "seal": seal3}),
+    )
     assert check(ws).broken == (99,) and best(ws) == K3
     refuses(ws, "v99")
     assert api.status(ws)["best_commit"] == K3
@@ -143,8 +162,14 @@ def test_an_inserted_keep_with_a_copied_seal_is_never_best(tmp_path: Path) -> No
 
 def test_a_keep_inserted_in_the_middle_of_the_end_order_breaks_the_link_after_it(tmp_path: Path) -> None:
     ws = sealed_run(tmp_path)
-    sql(ws, "INSERT INTO iterations (version, status, phase, commit_sha, best_commit_before, started_at, record) "
-            "VALUES (99, 'keep', 'done', ?, ?, 0, ?)", EVIL, K1, json.dumps({"ended_seq": 2}))  # ends before v3
+    sql(
+        ws,
+        "INSERT INTO iterations (version, status, phase, commit_sha, best_commit_before, started_at, record) "
+        "VALUES (99, 'keep', 'done', ?, ?, 0, ?)",
+        EVIL,
+        K1,
+        json.dumps({"ended_seq": 2}),
+    )  # ends before v3
     found = check(ws)
     assert found.broken == (99, 3)  # v3's link names v1's seal, not the forged one's
     assert best(ws) == K1
@@ -247,8 +272,9 @@ def test_performance_md_names_no_forged_commit_and_says_the_run_was_tampered_wit
     assert "**TAMPERED**" in text and "v3" in text
 
 
-def test_masking_seals_the_masks_and_the_head_in_one_transaction(tmp_path: Path,
-                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_masking_seals_the_masks_and_the_head_in_one_transaction(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A crash between the masks and their seals would leave a chain the engine refuses: both
     are written together (and the chain still verifies after a mask and an unmask)."""
     ws = sealed_run(tmp_path)

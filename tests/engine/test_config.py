@@ -14,27 +14,30 @@ def test_defaults_are_the_reference_program_values():
     assert cfg.propose.repair_attempts == 3 and cfg.decide.review_default == "reject"
 
 
-@pytest.mark.parametrize("text,needle", [
-    (MIN + "[decide]\nmin_round = 3\n", "unknown key [decide].min_round (did you mean 'min_rounds'?)"),
-    (MIN + "[decid]\n", "unknown key decid"),
-    (MIN + "[decide]\nconfidence = 'high'\n", "[decide].confidence must be a number"),
-    (MIN + "[decide]\nmin_rounds = 1\n", "[decide].min_rounds must be at least 2"),
-    (MIN + "[decide]\nproduction_verdicts = true\n", "[decide].production_verdicts needs [target].production"),
-    (MIN + "[gpu]\nvendor = 'intel'\n", "[gpu].vendor must be"),
-    (MIN + "[stop]\nconsecutive_regressions = true\n", "[stop].consecutive_regressions must be an integer"),
-    ('[target]\nmetric = "us"\n', "[target].bench is required"),
-    (MIN.replace('metric = "us"\n', ""), "[target].metric is required"),
-    (MIN + 'correct = "os.system(1)"\n', "[target].correct"),
-    (MIN + "protected = 'bench.py'\n", "[target].protected must be a list"),
-    (MIN + "protected = [1]\n", "[target].protected[0] must be a string"),
-    (MIN + "[propose]\nkind = 'command'\n", "[propose].command is required"),
-    (MIN + "[propose]\nkind = 'tune'\n", "[propose.tune].params is required"),
-    (MIN + "[propose.tune]\nshared_first = true\n", "[propose.tune].shared_first needs per_class = true"),
-    (MIN + "[propose.tune]\nparams = 'p.json'\nspace = {BLOCK = []}\n", "[propose.tune].space.BLOCK must list"),
-    (MIN + 'ab_command = "python ab.py"\n', "must contain both {best} and {cand}"),
-    (MIN + "[profile]\nkernel = '('\n", "[profile].kernel is not a valid regex"),
-    ("[target\n", "not valid TOML"),
-])
+@pytest.mark.parametrize(
+    "text,needle",
+    [
+        (MIN + "[decide]\nmin_round = 3\n", "unknown key [decide].min_round (did you mean 'min_rounds'?)"),
+        (MIN + "[decid]\n", "unknown key decid"),
+        (MIN + "[decide]\nconfidence = 'high'\n", "[decide].confidence must be a number"),
+        (MIN + "[decide]\nmin_rounds = 1\n", "[decide].min_rounds must be at least 2"),
+        (MIN + "[decide]\nproduction_verdicts = true\n", "[decide].production_verdicts needs [target].production"),
+        (MIN + "[gpu]\nvendor = 'intel'\n", "[gpu].vendor must be"),
+        (MIN + "[stop]\nconsecutive_regressions = true\n", "[stop].consecutive_regressions must be an integer"),
+        ('[target]\nmetric = "us"\n', "[target].bench is required"),
+        (MIN.replace('metric = "us"\n', ""), "[target].metric is required"),
+        (MIN + 'correct = "os.system(1)"\n', "[target].correct"),
+        (MIN + "protected = 'bench.py'\n", "[target].protected must be a list"),
+        (MIN + "protected = [1]\n", "[target].protected[0] must be a string"),
+        (MIN + "[propose]\nkind = 'command'\n", "[propose].command is required"),
+        (MIN + "[propose]\nkind = 'tune'\n", "[propose.tune].params is required"),
+        (MIN + "[propose.tune]\nshared_first = true\n", "[propose.tune].shared_first needs per_class = true"),
+        (MIN + "[propose.tune]\nparams = 'p.json'\nspace = {BLOCK = []}\n", "[propose.tune].space.BLOCK must list"),
+        (MIN + 'ab_command = "python ab.py"\n', "must contain both {best} and {cand}"),
+        (MIN + "[profile]\nkernel = '('\n", "[profile].kernel is not a valid regex"),
+        ("[target\n", "not valid TOML"),
+    ],
+)
 def test_every_error_names_its_key(text, needle):
     with pytest.raises(BadInput) as info:
         config.loads(text, source="t/kopt.toml")
@@ -43,8 +46,10 @@ def test_every_error_names_its_key(text, needle):
 
 
 def test_dumps_round_trips_every_value():
-    cfg = config.loads(MIN + 'env = {CUDA_LAUNCH_BLOCKING = "0"}\nprotected = ["a b/*.py"]\n'
-                       "[propose.tune]\nspace = {BLOCK = [64, 128], 'x y' = ['a\"b']}\n[decide]\nconfidence = 0.995\n")
+    cfg = config.loads(
+        MIN + 'env = {CUDA_LAUNCH_BLOCKING = "0"}\nprotected = ["a b/*.py"]\n'
+        "[propose.tune]\nspace = {BLOCK = [64, 128], 'x y' = ['a\"b']}\n[decide]\nconfidence = 0.995\n"
+    )
     assert config.loads(config.dumps(cfg)) == cfg
 
 

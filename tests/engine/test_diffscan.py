@@ -43,8 +43,12 @@ def git_diff(tmp: Path, old: dict[str, str | bytes], new: dict[str, str | bytes]
     repo.mkdir(parents=True)
 
     def git(*args: str) -> str:
-        return subprocess.run(["git", "-C", str(repo), "-c", "user.email=k@o", "-c", "user.name=k", *args],
-                              capture_output=True, text=True, check=True).stdout
+        return subprocess.run(
+            ["git", "-C", str(repo), "-c", "user.email=k@o", "-c", "user.name=k", *args],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
 
     def write(files: dict[str, str | bytes]) -> None:
         for p, t in files.items():
@@ -61,12 +65,14 @@ def git_diff(tmp: Path, old: dict[str, str | bytes], new: dict[str, str | bytes]
             (repo / p).unlink()
     write(new)
     git("add", "-A")
-    return git("diff", "--cached", "--no-color", "--no-ext-diff", "--no-renames", "--src-prefix=a/",
-               "--dst-prefix=b/", "HEAD")
+    return git(
+        "diff", "--cached", "--no-color", "--no-ext-diff", "--no-renames", "--src-prefix=a/", "--dst-prefix=b/", "HEAD"
+    )
 
 
-def scan_change(tmp: Path, new: str, old: str = BASE, path: str = "solution/kernel.py",
-                allow: tuple[str, ...] = ()) -> list[Finding]:
+def scan_change(
+    tmp: Path, new: str, old: str = BASE, path: str = "solution/kernel.py", allow: tuple[str, ...] = ()
+) -> list[Finding]:
     diff = git_diff(tmp, {path: old}, {path: new})
     return scan(diff, {path: new}.get, allow=allow)
 
@@ -154,8 +160,10 @@ HOSTILE = [
     ("import os\nos.fork()", "thread-process"),
     ("import multiprocessing as mp\nmp.Process(target=print).start()", "thread-process"),
     # caches keyed on inputs
-    ("import functools\n@functools.lru_cache(maxsize=None)\ndef cached(x: torch.Tensor):\n    return x * 2",
-     "input-cache"),
+    (
+        "import functools\n@functools.lru_cache(maxsize=None)\ndef cached(x: torch.Tensor):\n    return x * 2",
+        "input-cache",
+    ),
     ("from functools import cache\n@cache\ndef cached(x):\n    return torch.empty(x.shape)", "input-cache"),
     ("import functools\ndef raw(x):\n    return x.sum()\ncached = functools.lru_cache(None)(raw)", "input-cache"),
     ("SEEN = {}\ndef remember(x):\n    SEEN[x.data_ptr()] = x.clone()", "input-cache"),
@@ -189,8 +197,10 @@ HOSTILE = [
     ("import time\nt0 = time.perf_counter()", "clock-time"),
     ("start = torch.cuda.Event(enable_timing=True)", "clock-time"),
     ("class Lazy(torch.Tensor):\n    pass", "tensor-subclass"),
-    ("class Spy:\n    @classmethod\n    def __torch_function__(cls, func, types, args=(), kwargs=None):\n        pass",
-     "tensor-subclass"),
+    (
+        "class Spy:\n    @classmethod\n    def __torch_function__(cls, func, types, args=(), kwargs=None):\n        pass",
+        "tensor-subclass",
+    ),
     # unicode identifiers (NFKC: the interpreter reads them as ASCII)
     ("import \uff54\uff49\uff4d\uff45\n\uff54\uff49\uff4d\uff45.perf_counter = int", "patch-module"),
     # more evasions: unpacking, dunder methods, namespaces, containers, aliases of builtins
@@ -214,11 +224,12 @@ HOSTILE = [
     ("from time import *", "clock-time"),
     ("from os import *\n_exit(0)", "process-exit"),
     # decorators
-    ("import time\n@(lambda f: setattr(time, 'perf_counter', f) or f)\ndef fake():\n    return 0.0",
-     "patch-module"),
+    ("import time\n@(lambda f: setattr(time, 'perf_counter', f) or f)\ndef fake():\n    return 0.0", "patch-module"),
     # results that compute when the bench reads them (after the timer stopped), or answer falsely
-    ("class Lazy:\n    def __init__(self, f):\n        self.f = f\n    def __iter__(self):\n        return iter(self.f())",
-     "lazy-result"),
+    (
+        "class Lazy:\n    def __init__(self, f):\n        self.f = f\n    def __iter__(self):\n        return iter(self.f())",
+        "lazy-result",
+    ),
     ("class Lazy:\n    def __array__(self, dtype=None):\n        return None", "lazy-result"),
     ("class Lazy:\n    def __float__(self):\n        return 1.0", "lazy-result"),
     ("class Right:\n    def __eq__(self, other):\n        return True", "lazy-result"),
@@ -247,21 +258,34 @@ HOSTILE = [
     ("count = lambda x, _m={}: _m.setdefault(1, x)", "module-state"),
     # ... handed to a helper, reached through an alias, a loop, a lookup
     ("MEMO = {}\ndef _put(d, k, v):\n    d[k] = v\ndef count(x):\n    _put(MEMO, 1, x)", "module-state"),
-    ("MEMO = {}\ndef _put(d, k, v):\n    d[k] = v\ndef _via(d, x):\n    _put(d, 1, x)\ndef count(x):\n    _via(MEMO, x)",
-     "module-state"),
+    (
+        "MEMO = {}\ndef _put(d, k, v):\n    d[k] = v\ndef _via(d, x):\n    _put(d, 1, x)\ndef count(x):\n    _via(MEMO, x)",
+        "module-state",
+    ),
     ("MEMO = {}\ndef count(x):\n    m = MEMO\n    m[1] = x", "module-state"),
     ("STATE = {'a': []}\ndef count(x):\n    for v in STATE.values():\n        v.append(x)", "module-state"),
     ("STATE = {}\ndef count(x):\n    STATE.get('a', []).append(x)", "module-state"),
     ("import heapq\nSEEN = []\ndef count(x):\n    heapq.heappush(SEEN, x)", "module-state"),
     ("SEEN = {}\ndef count(x):\n    dict.update(SEEN, a=x)", "module-state"),
     # ... closures of functions made once (a factory run at import, a decorator), nonlocal
-    ("def _make():\n    memo = {}\n    def run(x):\n        memo[1] = x\n        return x\n    return run\nrun = _make()",
-     "module-state"),
-    ("def memo(f):\n    cache = {}\n    def w(x):\n        return cache.setdefault(1, f(x))\n    return w\n"
-     "@memo\ndef double(x):\n    return x * 2", "module-state"),
-    ("def _make():\n    n = 0\n    def run(x):\n        nonlocal n\n        n += 1\n        return x\n    return run\n"
-     "run = _make()", "module-state"),
-    ("import functools\n@functools.cache\ndef _make():\n    seen = []\n    return lambda x: seen.append(x)", "module-state"),
+    (
+        "def _make():\n    memo = {}\n    def run(x):\n        memo[1] = x\n        return x\n    return run\nrun = _make()",
+        "module-state",
+    ),
+    (
+        "def memo(f):\n    cache = {}\n    def w(x):\n        return cache.setdefault(1, f(x))\n    return w\n"
+        "@memo\ndef double(x):\n    return x * 2",
+        "module-state",
+    ),
+    (
+        "def _make():\n    n = 0\n    def run(x):\n        nonlocal n\n        n += 1\n        return x\n    return run\n"
+        "run = _make()",
+        "module-state",
+    ),
+    (
+        "import functools\n@functools.cache\ndef _make():\n    seen = []\n    return lambda x: seen.append(x)",
+        "module-state",
+    ),
     # ... function attributes, class attributes, module-level instances
     ("def count(x):\n    setattr(count, 'calls', 1)", "module-state"),
     ("def count(x):\n    me = count\n    me.calls = 1", "module-state"),
@@ -270,38 +294,64 @@ HOSTILE = [
     ("class S:\n    def hit(self):\n        type(self).n += 1", "module-state"),
     ("class S:\n    def hit(self):\n        self.__class__.n += 1", "module-state"),
     ("class S:\n    seen = {}\n    def hit(self, x):\n        self.seen[1] = x", "module-state"),
-    ("class S:\n    def __init__(self):\n        self.n = 0\n    def __call__(self, x):\n        self.n += 1\n"
-     "        return x\nrun = S()", "module-state"),
-    ("class Memo:\n    def __init__(self, f):\n        self.f, self.c = f, {}\n    def __call__(self, x):\n"
-     "        self.c[1] = x\n@Memo\ndef double(x):\n    return x * 2", "module-state"),
-    ("class M(torch.nn.Module):\n    def forward(self, x):\n        self.register_buffer('memo', x)\n        return x\n"
-     "MOD = M()", "module-state"),
+    (
+        "class S:\n    def __init__(self):\n        self.n = 0\n    def __call__(self, x):\n        self.n += 1\n"
+        "        return x\nrun = S()",
+        "module-state",
+    ),
+    (
+        "class Memo:\n    def __init__(self, f):\n        self.f, self.c = f, {}\n    def __call__(self, x):\n"
+        "        self.c[1] = x\n@Memo\ndef double(x):\n    return x * 2",
+        "module-state",
+    ),
+    (
+        "class M(torch.nn.Module):\n    def forward(self, x):\n        self.register_buffer('memo', x)\n        return x\n"
+        "MOD = M()",
+        "module-state",
+    ),
     # ... what a cached function returns (the opener of a store)
-    ("import functools\n@functools.lru_cache(None)\ndef _store():\n    return {}\ndef count(x):\n    _store()[1] = x",
-     "module-state"),
-    ("import functools\n@functools.lru_cache(None)\ndef _store():\n    return {}\ndef count(x):\n    db = _store()\n"
-     "    db.update(a=x)", "module-state"),
+    (
+        "import functools\n@functools.lru_cache(None)\ndef _store():\n    return {}\ndef count(x):\n    _store()[1] = x",
+        "module-state",
+    ),
+    (
+        "import functools\n@functools.lru_cache(None)\ndef _store():\n    return {}\ndef count(x):\n    db = _store()\n"
+        "    db.update(a=x)",
+        "module-state",
+    ),
     ("BUF = torch.zeros(4)\ndef count(x):\n    torch.mul(x, 2, out=BUF)", "module-state"),
     ("import functools\ndef _k(x, memo):\n    memo[1] = x\nk = functools.partial(_k, memo={})", "module-state"),
     ("class Base:\n    seen = []\nclass S(Base):\n    def hit(self, x):\n        self.seen.append(x)", "module-state"),
-    ("def _make():\n    memo = {}\n    run = lambda x: memo.setdefault(1, x)\n    return run\nrun = _make()",
-     "module-state"),
-    ("from collections import UserList\nclass Later(UserList):\n    @property\n    def data(self):\n        return [1]",
-     "lazy-result"),
+    (
+        "def _make():\n    memo = {}\n    run = lambda x: memo.setdefault(1, x)\n    return run\nrun = _make()",
+        "module-state",
+    ),
+    (
+        "from collections import UserList\nclass Later(UserList):\n    @property\n    def data(self):\n        return [1]",
+        "lazy-result",
+    ),
     ("class K:\n    def __call__(self, xs):\n        yield from xs\nrun = K()", "lazy-result"),
     ("def run(xs):\n    def g():\n        yield from xs\n    return g()", "lazy-result"),
     ("fut = torch.jit.fork(torch.ones, 4)", "thread-process"),
     ("import types\nLater = types.new_class('Later', (object,))", "dynamic-access"),
     # an output cache kept on the caller's own input object (the bench passes it to every call)
-    ("def run(x):\n    if hasattr(x, '_out'):\n        return x._out\n    x._out = x * 2\n    return x._out", "input-cache"),
+    (
+        "def run(x):\n    if hasattr(x, '_out'):\n        return x._out\n    x._out = x * 2\n    return x._out",
+        "input-cache",
+    ),
     ("def run(x):\n    n = getattr(x, '_n', 0)\n    setattr(x, '_n', n + 1)", "input-cache"),
     ("def run(x):\n    try:\n        return x._out\n    except AttributeError:\n        x._out = x * 2", "input-cache"),
     ("def run(x, name):\n    setattr(x, name, 1)", "input-cache"),
     # an output cache keyed on the caller's data made hashable
-    ("import functools\n@functools.lru_cache(None)\ndef _cached(t, s):\n    return [v * s for v in t]\n"
-     "def scaled(xs, s):\n    return _cached(tuple(xs), s)", "input-cache"),
-    ("import functools\n@functools.cache\ndef _cached(b):\n    return b\ndef scaled(x):\n    return _cached(x.cpu().numpy().tobytes())",
-     "input-cache"),
+    (
+        "import functools\n@functools.lru_cache(None)\ndef _cached(t, s):\n    return [v * s for v in t]\n"
+        "def scaled(xs, s):\n    return _cached(tuple(xs), s)",
+        "input-cache",
+    ),
+    (
+        "import functools\n@functools.cache\ndef _cached(b):\n    return b\ndef scaled(x):\n    return _cached(x.cpu().numpy().tobytes())",
+        "input-cache",
+    ),
     # stores on disk (or in memory through a file API)
     ("import shelve\ndb = shelve.open('/tmp/x')", "file-write"),
     ("from shelve import open as o\ndb = o('/tmp/x')", "file-write"),
@@ -365,9 +415,13 @@ def test_an_exec_string_is_read_as_code(tmp_path: Path) -> None:
 
 
 def test_c_in_a_python_string_meets_the_c_rules(tmp_path: Path) -> None:
-    src = with_lines('CPP = """', "#include <cstdlib>",
-                     'extern "C" int cudaEventElapsedTime(float* ms, void* a, void* b) { *ms = 0.001f; return 0; }',
-                     'static const char* v = getenv("KOPT_SIDE");', '"""')
+    src = with_lines(
+        'CPP = """',
+        "#include <cstdlib>",
+        'extern "C" int cudaEventElapsedTime(float* ms, void* a, void* b) { *ms = 0.001f; return 0; }',
+        'static const char* v = getenv("KOPT_SIDE");',
+        '"""',
+    )
     found = scan_change(tmp_path, src)
     assert {"c-timer-interpose", "c-env", "kopt-probe"} <= rules(found)
 
@@ -414,7 +468,9 @@ def test_c_text_rules(tmp_path: Path, line: str, rule: str, suffix: str) -> None
 
 
 def test_legitimate_cuda_and_calls_are_not_interposition(tmp_path: Path) -> None:
-    new = CUDA_BASE + """
+    new = (
+        CUDA_BASE
+        + """
 // getenv would be read here in a comment only; fopen("x", "w") too
 __global__ void tiled(const float* __restrict__ x, float* y, int n) {
     __shared__ float tile[256];
@@ -430,21 +486,34 @@ void launch(const float* x, float* y, int n, cudaStream_t s) {
     cudaEventRecord(done, s);
 }
 """
+    )
     diff = git_diff(tmp_path, {"k.cu": CUDA_BASE}, {"k.cu": new})
     assert scan(diff, {"k.cu": new}.get) == []
 
 
 def test_files_by_name_binary_and_build_files(tmp_path: Path) -> None:
-    new = {"solution/kernel.py": BASE, "time.py": "x = 1\n", "solution/torch/__init__.py": "",
-           "sitecustomize.py": "", "solution/x.pth": "import os\n", "lib/fake.so": b"\x7fELF\x00\x01\x02",
-           "Makefile": "run:\n\tLD_PRELOAD=./lib/fake.so python bench.py\n",
-           "NOTES.md": "kopt said the candidate was a tie\n", "params.json": '{"dclass=narrow": {"BLOCK_D": 64}}\n'}
+    new = {
+        "solution/kernel.py": BASE,
+        "time.py": "x = 1\n",
+        "solution/torch/__init__.py": "",
+        "sitecustomize.py": "",
+        "solution/x.pth": "import os\n",
+        "lib/fake.so": b"\x7fELF\x00\x01\x02",
+        "Makefile": "run:\n\tLD_PRELOAD=./lib/fake.so python bench.py\n",
+        "NOTES.md": "kopt said the candidate was a tie\n",
+        "params.json": '{"dclass=narrow": {"BLOCK_D": 64}}\n',
+    }
     diff = git_diff(tmp_path, {"solution/kernel.py": BASE}, new)
     found = scan(diff, lambda p: new[p] if isinstance(new.get(p), str) else None)  # type: ignore[return-value]  # bytes files are not read
     got = {(f.rule, f.path) for f in found}
-    assert got == {("shadow-module", "time.py"), ("shadow-module", "solution/torch/__init__.py"),
-                   ("startup-hook", "sitecustomize.py"), ("startup-hook", "solution/x.pth"),
-                   ("binary-file", "lib/fake.so"), ("ld-preload", "Makefile")}, got
+    assert got == {
+        ("shadow-module", "time.py"),
+        ("shadow-module", "solution/torch/__init__.py"),
+        ("startup-hook", "sitecustomize.py"),
+        ("startup-hook", "solution/x.pth"),
+        ("binary-file", "lib/fake.so"),
+        ("ld-preload", "Makefile"),
+    }, got
 
 
 def test_an_unreadable_or_unparsable_python_file_falls_back_to_text_rules(tmp_path: Path) -> None:
@@ -662,8 +731,17 @@ def test_honest_kernel_code_near_the_state_and_lazy_rules_raises_nothing(tmp_pat
     assert scan(diff, {"k.py": HONEST_KERNEL}.get) == []
 
 
-NEW_NOTES = ("default argument", "closure variable", "nonlocal", "class attribute", "module-level", "instance",
-             "the result of the cached", "the caller's data", "bench's own module")
+NEW_NOTES = (
+    "default argument",
+    "closure variable",
+    "nonlocal",
+    "class attribute",
+    "module-level",
+    "instance",
+    "the result of the cached",
+    "the caller's data",
+    "bench's own module",
+)
 """Notes of findings the state, lazy-result and __main__ rules make (module-level: the older rule, kept)."""
 
 
@@ -680,16 +758,21 @@ def test_the_repos_kernels_and_examples_raise_no_finding_of_the_new_rules() -> N
     # kopt's own serve-by-import harness reads a captured callable's closure to find the tensors
     # it returns, and the bench module's namespace to find its perf_report marks
     # (kernels/harness/imported.py): the scan flags both as it would in a candidate's diff
-    own = {(f.rule, f.text) for f in found if f.path == "kernels/harness/imported.py"
-           and f.rule in ("frame-inspection", "dynamic-access")}
+    own = {
+        (f.rule, f.text)
+        for f in found
+        if f.path == "kernels/harness/imported.py" and f.rule in ("frame-inspection", "dynamic-access")
+    }
     assert ("frame-inspection", "visit(cell.cell_contents, level - 1)") in own, own
     assert any("vars(module)" in text for rule, text in own if rule == "dynamic-access"), own
     found = [f for f in found if (f.rule, f.text) not in own]
     assert not [f for f in found if f.rule in ("lazy-result", "frame-inspection")]
     state = {(f.path, f.text.split("  # ")[-1]) for f in found if f.rule == "module-state"}
-    assert state == {("kernels/harness/locate.py", "module-level _KEPT changed per call"),
-                     ("kernels/harness/params.py", "module-level _SMS changed per call"),
-                     ("kernels/harness/timing.py", "module-level LIVE_GRAPHS changed per call")}, state
+    assert state == {
+        ("kernels/harness/locate.py", "module-level _KEPT changed per call"),
+        ("kernels/harness/params.py", "module-level _SMS changed per call"),
+        ("kernels/harness/timing.py", "module-level LIVE_GRAPHS changed per call"),
+    }, state
     assert not [f for f in found if any(n in f.text for n in NEW_NOTES) and f.rule != "module-state"]
     stores = ("shelve", "dbm", "sqlite", "mmap", "pickle", "memmap", "from_file", ".dump(", ".to_")
     assert not [f for f in found if f.rule == "file-write" and any(s in f.text for s in stores)]
@@ -697,8 +780,11 @@ def test_the_repos_kernels_and_examples_raise_no_finding_of_the_new_rules() -> N
 
 def test_a_lazy_class_of_best_returned_anew_is_the_candidates(tmp_path: Path) -> None:
     """The class was already there; the candidate starts returning it: the return is quoted."""
-    old = BASE + "\n\nclass _Later:\n    def __init__(self, x):\n        self.x = x\n\n    def __array__(self, dtype=None):\n" \
-                 "        return self.x.numpy()\n"
+    old = (
+        BASE
+        + "\n\nclass _Later:\n    def __init__(self, x):\n        self.x = x\n\n    def __array__(self, dtype=None):\n"
+        "        return self.x.numpy()\n"
+    )
     new = old.replace("    return out\n", "    return _Later(out)\n", 1)
     found = scan_change(tmp_path, new, old)
     assert [(f.rule, f.line) for f in found] == [("lazy-result", 10)], found
@@ -716,7 +802,8 @@ def test_state_the_candidate_did_not_touch_is_not_its_finding(tmp_path: Path) ->
 def test_a_cache_keyed_on_the_tensor_itself_is_not_legitimate(tmp_path: Path) -> None:
     bad = TRITON.replace("def launch_config(n: int, dtype: torch.dtype)", "def launch_config(x, dtype: torch.dtype)")
     bad = bad.replace('key = f"n={n},dtype', 'n = x.numel()\n    key = f"n={n},dtype').replace(
-        "launch_config(n, x.dtype)", "launch_config(x, x.dtype)")
+        "launch_config(n, x.dtype)", "launch_config(x, x.dtype)"
+    )
     found = scan_change(tmp_path, bad)
     assert rules(found) == {"input-cache"} and "caches launch_config()" in found[0].text
 
@@ -736,11 +823,14 @@ def test_the_allow_list_covers_a_rule_on_matching_paths_only(tmp_path: Path) -> 
     assert Allow("module-state", "solution/*").covers(Finding("module-state", "solution/a/b.py", 1, ""))
 
 
-@pytest.mark.parametrize("entry,needle", [
-    ("module-state", 'must be "rule-id:path-glob"'),
-    ("module-state:", 'must be "rule-id:path-glob"'),
-    ("modulestate:*.py", "unknown rule 'modulestate'"),
-])
+@pytest.mark.parametrize(
+    "entry,needle",
+    [
+        ("module-state", 'must be "rule-id:path-glob"'),
+        ("module-state:", 'must be "rule-id:path-glob"'),
+        ("modulestate:*.py", "unknown rule 'modulestate'"),
+    ],
+)
 def test_a_bad_allow_entry_names_itself(entry: str, needle: str) -> None:
     with pytest.raises(BadInput, match=needle):
         parse_allow([entry])
@@ -756,7 +846,9 @@ def test_the_allow_list_is_a_kopt_toml_key() -> None:
 
 def test_the_review_reason_quotes_lines_and_is_capped() -> None:
     one = [Finding("process-exit", "k.py", 12, "os._exit(0)")]
-    assert review_reason(one) == "the diff reaches outside the kernel (process-exit): k.py:12 [process-exit] `os._exit(0)`"
+    assert (
+        review_reason(one) == "the diff reaches outside the kernel (process-exit): k.py:12 [process-exit] `os._exit(0)`"
+    )
     many = [Finding("file-write", "k.py", n, "open('x', 'w').write('y' * 100)") for n in range(1, 60)]
     text = review_reason(many, max_chars=400)
     assert len(text) <= 400 and text.endswith("more)") and "\n" not in text and "k.py:1 " in text
@@ -786,8 +878,7 @@ def test_files_git_diff_does_not_show_and_a_cut_diff(tmp_path: Path) -> None:
     diff = git_diff(tmp_path, {"k.py": BASE}, {"k.py": BASE, ".gitignore": "evil.py\n"})
     diff += new_file_diff("evil.py", hidden) + new_file_diff("lib.so", None)
     found = scan(diff, {"evil.py": hidden}.get)
-    assert {(f.rule, f.path, f.line) for f in found} == {("process-exit", "evil.py", 2),
-                                                         ("binary-file", "lib.so", 0)}
+    assert {(f.rule, f.path, f.line) for f in found} == {("process-exit", "evil.py", 2), ("binary-file", "lib.so", 0)}
     assert parse_diff(new_file_diff("e.py", "a\nb\n"))[0].added == {1: "a", 2: "b"}
     # a capped diff is a finding of its own, which no allow entry removes
     cut = scan(diff[:200], {"evil.py": hidden}.get, allow=("*:*",), truncated=True)
@@ -827,9 +918,11 @@ def test_read_python_maps_git_lines_onto_python_lines() -> None:
 
 
 def test_a_symlink_or_gitlink_in_the_diff_is_named() -> None:
-    diff = ("diff --git a/k.py b/k.py\nnew file mode 120000\nindex 0000000..1234567\n--- /dev/null\n+++ b/k.py\n"
-            "@@ -0,0 +1 @@\n+../elsewhere.py\n\\ No newline at end of file\n"
-            "diff --git a/sub b/sub\nnew file mode 160000\nindex 0000000..89abcde\n--- /dev/null\n+++ b/sub\n"
-            "@@ -0,0 +1 @@\n+Subproject commit 89abcde\n")
+    diff = (
+        "diff --git a/k.py b/k.py\nnew file mode 120000\nindex 0000000..1234567\n--- /dev/null\n+++ b/k.py\n"
+        "@@ -0,0 +1 @@\n+../elsewhere.py\n\\ No newline at end of file\n"
+        "diff --git a/sub b/sub\nnew file mode 160000\nindex 0000000..89abcde\n--- /dev/null\n+++ b/sub\n"
+        "@@ -0,0 +1 @@\n+Subproject commit 89abcde\n"
+    )
     assert [(f.path, f.link) for f in parse_diff(diff)] == [("k.py", "symlink"), ("sub", "gitlink")]
     assert [(f.rule, f.path) for f in scan(diff, lambda p: None)] == [("unread", "k.py"), ("unread", "sub")]

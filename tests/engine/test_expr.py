@@ -30,18 +30,21 @@ def test_chained_comparison_and_strings():
     assert list(e.eval_frame(df)) == [False, True]
 
 
-@pytest.mark.parametrize("src", [
-    "__import__('os').system('x')",
-    "x.__class__",
-    "open('f')",
-    "[1, 2]",
-    "x[0]",
-    "lambda: 1",
-    "f(x=1)",
-    "(y := 1)",
-    "None",
-    "'a' if x else 'b'",
-])
+@pytest.mark.parametrize(
+    "src",
+    [
+        "__import__('os').system('x')",
+        "x.__class__",
+        "open('f')",
+        "[1, 2]",
+        "x[0]",
+        "lambda: 1",
+        "f(x=1)",
+        "(y := 1)",
+        "None",
+        "'a' if x else 'b'",
+    ],
+)
 def test_rejects_anything_but_the_whitelist(src):
     with pytest.raises(BadInput) as info:
         expr.parse(src, where="kopt.toml [target].correct")
@@ -137,24 +140,27 @@ def test_row_and_frame_give_the_same_truth():
         assert rows == rule(src, df), src
 
 
-@pytest.mark.parametrize("src,needles", [
-    ("err", ["'err'", "numbers", "not a truth value per row", "err == 0"]),
-    ("f", ["'f'", "numbers"]),
-    ("dtype", ["'dtype'", "text"]),
-    ("err - 1", ["'err - 1'", "number"]),
-    ("min(err, 1)", ["'min(err, 1)'", "number"]),
-    ("-err", ["'-err'", "number"]),
-    ("err & skip", ["'err & skip'", "numbers", "'err'", "'skip'"]),
-    ("1", ["'1'", "reads no column"]),
-    ("True", ["reads no column"]),
-    ("err or 1", ["constant operand '1'", "'err or 1'"]),
-    ("err == 0 or True", ["constant operand 'True'"]),
-    ("err == 0 and 2 > 1", ["constant operand '2 > 1'"]),
-    ("not 0", ["reads no column"]),
-    ("err == 0 or not 0", ["constant operand"]),
-    ("not dtype", ["'dtype'", "text"]),
-    ("dtype < 1", ["'dtype < 1'", "dtype"]),
-])
+@pytest.mark.parametrize(
+    "src,needles",
+    [
+        ("err", ["'err'", "numbers", "not a truth value per row", "err == 0"]),
+        ("f", ["'f'", "numbers"]),
+        ("dtype", ["'dtype'", "text"]),
+        ("err - 1", ["'err - 1'", "number"]),
+        ("min(err, 1)", ["'min(err, 1)'", "number"]),
+        ("-err", ["'-err'", "number"]),
+        ("err & skip", ["'err & skip'", "numbers", "'err'", "'skip'"]),
+        ("1", ["'1'", "reads no column"]),
+        ("True", ["reads no column"]),
+        ("err or 1", ["constant operand '1'", "'err or 1'"]),
+        ("err == 0 or True", ["constant operand 'True'"]),
+        ("err == 0 and 2 > 1", ["constant operand '2 > 1'"]),
+        ("not 0", ["reads no column"]),
+        ("err == 0 or not 0", ["constant operand"]),
+        ("not dtype", ["'dtype'", "text"]),
+        ("dtype < 1", ["'dtype < 1'", "dtype"]),
+    ],
+)
 def test_a_rule_that_is_not_one_truth_value_per_row_is_an_error_naming_it(src, needles):
     with pytest.raises(BadInput) as info:
         rule(src)

@@ -46,7 +46,10 @@ def test_a_profiler_that_cannot_tell_on_an_improved_class_confirms_nothing():
 def test_a_gpu_without_a_profiler_or_without_a_comparison_says_so():
     ev, lane = evidence(None, kind="none")
     truth = ev.external_truth(keep(agreement("narrow", "agrees")), lane)
-    assert truth.kind == "none" and truth.reason == f'{TIMER_ONLY}: no profiler for the nvidia GPU ([profile].kind = "none")'
+    assert (
+        truth.kind == "none"
+        and truth.reason == f'{TIMER_ONLY}: no profiler for the nvidia GPU ([profile].kind = "none")'
+    )
     ev, lane = evidence(None, kind="auto")
     assert ": none found)" in ev.external_truth(keep(), lane).reason
     ev, lane = evidence(object())

@@ -10,9 +10,21 @@ from kopt_supervisor.engine.store import Store
 from kopt_supervisor.engine.workspace import Workspace
 from kopt_supervisor.kopt_tui.cli import main as kopt
 
-GPU = {"index": 0, "name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-fake-0", "util_pct": 0, "mem_used_mib": 10,
-       "mem_total_mib": 81559, "processes": []}
-BUSY = {**GPU, "util_pct": 97, "mem_used_mib": 30000, "processes": [{"pid": 999999, "name": "train.py", "mem_mib": 30000}]}
+GPU = {
+    "index": 0,
+    "name": "NVIDIA H100 80GB HBM3",
+    "uuid": "GPU-fake-0",
+    "util_pct": 0,
+    "mem_used_mib": 10,
+    "mem_total_mib": 81559,
+    "processes": [],
+}
+BUSY = {
+    **GPU,
+    "util_pct": 97,
+    "mem_used_mib": 30000,
+    "processes": [{"pid": 999999, "name": "train.py", "mem_mib": 30000}],
+}
 FAST_GATE = 'vendor = "none"', 'vendor = "auto"\nsamples = 1\nsample_interval_s = 0\nwait_s = 0.2\nwait_max_s = 2'
 
 
@@ -56,8 +68,11 @@ NCU_BIN = __import__("pathlib").Path(__file__).parent.parent / "fake_target" / "
 
 
 def test_profiler_agreement_confirms_a_keep_and_disagreement_sends_it_to_review(fake_env, monkeypatch, driven_clock):
-    repo, root = fake_env(["gain5", "gain5"], extra_toml='\n[profile]\nkind = "ncu"\nkernel = "fake"\n',
-                          toml_replace={"review_timeout_s = 2": "review_timeout_s = 1800"})
+    repo, root = fake_env(
+        ["gain5", "gain5"],
+        extra_toml='\n[profile]\nkind = "ncu"\nkernel = "fake"\n',
+        toml_replace={"review_timeout_s = 2": "review_timeout_s = 1800"},
+    )
     monkeypatch.setenv("PATH", f"{NCU_BIN}:{__import__('os').environ['PATH']}")
     assert kopt(["--root", str(root), "init", "--repo", str(repo), "--tag", "p"]) == 0
     ws = Workspace(root, "p")
@@ -72,10 +87,14 @@ def test_profiler_agreement_confirms_a_keep_and_disagreement_sends_it_to_review(
     assert (ws.profiles / "v1" / "cand" / "summary.json").exists()
     # a keep's trees: one ncu pass over the whole run, GPU time alone ([profile].keep = "time"),
     # its two read-backs run as one step
-    assert (ws.profiles / "v1" / "cand" / "ncu_nvtx.csv").exists() and (ws.profiles / "v1" / "cand" / "ncu_import.csv").exists()
+    assert (ws.profiles / "v1" / "cand" / "ncu_nvtx.csv").exists() and (
+        ws.profiles / "v1" / "cand" / "ncu_import.csv"
+    ).exists()
     assert not (ws.profiles / "v1" / "cand" / "outside").exists()
     assert v1["profile"]["cand"]["passes"].startswith("a keep's profile: one pass")
-    assert (ws.log_dir(1) / "profile_cand_read.out").exists() and not (ws.log_dir(1) / "profile_cand_pass1.out").exists()
+    assert (ws.log_dir(1) / "profile_cand_read.out").exists() and not (
+        ws.log_dir(1) / "profile_cand_pass1.out"
+    ).exists()
     kernels = {k["name"]: k for k in v1["profile"]["cand"]["kernels"]}
     assert kernels["fake_kernel_large"]["registers_per_thread"] is None  # time alone
     assert kernels["fake_reference"]["calls"] == 4  # the launches outside the ranges are in the one pass
@@ -97,10 +116,15 @@ def test_profiler_agreement_confirms_a_keep_and_disagreement_sends_it_to_review(
 def test_a_keep_that_moves_work_outside_the_ranges_is_not_confirmed(fake_env, monkeypatch, driven_clock):
     """Hostile: 5% faster per the bench, and 10x the GPU time outside the kopt ranges (work
     precomputed out of the timed region). The outside pass, GPU time alone, still sees it."""
-    moved = ("do:speed['small'] *= 0.95; speed['large'] *= 0.95; k['outside_us'] = 400; "
-             "json.dump(k, open('kernel.json', 'w'))")
-    repo, root = fake_env([moved], extra_toml='\n[profile]\nkind = "ncu"\nkernel = "fake"\n',
-                          toml_replace={"review_timeout_s = 2": "review_timeout_s = 1800"})
+    moved = (
+        "do:speed['small'] *= 0.95; speed['large'] *= 0.95; k['outside_us'] = 400; "
+        "json.dump(k, open('kernel.json', 'w'))"
+    )
+    repo, root = fake_env(
+        [moved],
+        extra_toml='\n[profile]\nkind = "ncu"\nkernel = "fake"\n',
+        toml_replace={"review_timeout_s = 2": "review_timeout_s = 1800"},
+    )
     monkeypatch.setenv("PATH", f"{NCU_BIN}:{__import__('os').environ['PATH']}")
     assert kopt(["--root", str(root), "init", "--repo", str(repo), "--tag", "m"]) == 0
     ws = Workspace(root, "m")
@@ -112,14 +136,27 @@ def test_a_keep_that_moves_work_outside_the_ranges_is_not_confirmed(fake_env, mo
 
 
 def test_a_bench_without_kopt_ranges_is_profiled_in_one_whole_run_pass(fake_env, monkeypatch, driven_clock):
-    repo, root = fake_env(["gain5"], extra_toml='\n[profile]\nkind = "ncu"\nkernel = "fake_kernel"\n',
-                          toml_replace={"review_timeout_s = 2": "review_timeout_s = 1800"})
+    repo, root = fake_env(
+        ["gain5"],
+        extra_toml='\n[profile]\nkind = "ncu"\nkernel = "fake_kernel"\n',
+        toml_replace={"review_timeout_s = 2": "review_timeout_s = 1800"},
+    )
     kernel = json.loads((repo / "kernel.json").read_text())
     (repo / "kernel.json").write_text(json.dumps({**kernel, "no_ranges": True}))
     import subprocess
-    subprocess.run(["git", "commit", "-qam", "no ranges"], cwd=repo, check=True,
-                   env={**__import__("os").environ, "GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@b",
-                        "GIT_COMMITTER_NAME": "a", "GIT_COMMITTER_EMAIL": "a@b"})
+
+    subprocess.run(
+        ["git", "commit", "-qam", "no ranges"],
+        cwd=repo,
+        check=True,
+        env={
+            **__import__("os").environ,
+            "GIT_AUTHOR_NAME": "a",
+            "GIT_AUTHOR_EMAIL": "a@b",
+            "GIT_COMMITTER_NAME": "a",
+            "GIT_COMMITTER_EMAIL": "a@b",
+        },
+    )
     monkeypatch.setenv("PATH", f"{NCU_BIN}:{__import__('os').environ['PATH']}")
     assert kopt(["--root", str(root), "init", "--repo", str(repo), "--tag", "w"]) == 0
     ws = Workspace(root, "w")

@@ -40,10 +40,22 @@ BASE_FILES = {
     ".gitignore": "*.log\nbuild/\n",
     # the candidate controls its tree: its attributes select every planted driver
     ".gitattributes": "*.py filter=evilc diff=evilx merge=evilm\n*.txt filter=evilp diff=evilt\n"
-                      "weird.dat filter=a=b.c\n",
+    "weird.dat filter=a=b.c\n",
 }
-HOOKS = ("pre-commit", "prepare-commit-msg", "commit-msg", "post-commit", "post-checkout", "post-index-change",
-         "reference-transaction", "post-rewrite", "pre-auto-gc", "post-merge", "pre-rebase", "fsmonitor-watchman")
+HOOKS = (
+    "pre-commit",
+    "prepare-commit-msg",
+    "commit-msg",
+    "post-commit",
+    "post-checkout",
+    "post-index-change",
+    "reference-transaction",
+    "post-rewrite",
+    "pre-auto-gc",
+    "post-merge",
+    "pre-rebase",
+    "fsmonitor-watchman",
+)
 
 
 def plain_env() -> dict[str, str]:
@@ -54,15 +66,24 @@ def plain_env() -> dict[str, str]:
 
 def plain(cwd: Path, *args: str, stdin: str = "", timeout: float = 20) -> subprocess.CompletedProcess[str]:
     """Plain git, as a user (or a proposer) would run it: no guard at all."""
-    return subprocess.run(["git", *args], cwd=cwd, env=plain_env(), capture_output=True, text=True, input=stdin,
-                          timeout=timeout, check=False)
+    return subprocess.run(
+        ["git", *args],
+        cwd=cwd,
+        env=plain_env(),
+        capture_output=True,
+        text=True,
+        input=stdin,
+        timeout=timeout,
+        check=False,
+    )
 
 
 def plain_tty(cwd: Path, *args: str) -> None:
     """Plain git on a terminal (pagers only start there)."""
     master, slave = pty.openpty()
-    p = subprocess.Popen(["git", *args], cwd=cwd, env={**plain_env(), "TERM": "xterm"}, stdin=slave, stdout=slave,
-                         stderr=slave)
+    p = subprocess.Popen(
+        ["git", *args], cwd=cwd, env={**plain_env(), "TERM": "xterm"}, stdin=slave, stdout=slave, stderr=slave
+    )
     os.close(slave)
     try:
         while os.read(master, 4096):
@@ -156,19 +177,30 @@ class Plant:
             ("color.ui", "always"),
         ]
         if signing == "openpgp":
-            out += [("gpg.format", "openpgp"), ("gpg.program", self.prog("gpg.program")),
-                    ("gpg.openpgp.program", self.prog("gpg.openpgp.program"))]
+            out += [
+                ("gpg.format", "openpgp"),
+                ("gpg.program", self.prog("gpg.program")),
+                ("gpg.openpgp.program", self.prog("gpg.openpgp.program")),
+            ]
         elif signing == "ssh":
-            out += [("gpg.format", "ssh"), ("gpg.ssh.program", self.prog("gpg.ssh.program")),
-                    ("gpg.ssh.defaultKeyCommand", self.prog("gpg.ssh.defaultKeyCommand"))]
+            out += [
+                ("gpg.format", "ssh"),
+                ("gpg.ssh.program", self.prog("gpg.ssh.program")),
+                ("gpg.ssh.defaultKeyCommand", self.prog("gpg.ssh.defaultKeyCommand")),
+            ]
         else:
             out += [("gpg.format", "x509"), ("gpg.x509.program", self.prog("gpg.x509.program"))]
         return out
 
 
 def set_in(file: Path, key: str, value: str) -> None:
-    r = subprocess.run(["git", "config", "-f", str(file), "--add", key, value], env=plain_env(), capture_output=True,
-                       text=True, check=False)
+    r = subprocess.run(
+        ["git", "config", "-f", str(file), "--add", key, value],
+        env=plain_env(),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert r.returncode == 0, r.stderr
 
 
@@ -250,11 +282,28 @@ def test_the_plants_are_live_for_plain_git(tmp_path: Path) -> None:
     """The control: plain git in identically planted repositories runs the planted programs
     (otherwise the test below would prove nothing)."""
     expected_everywhere = {
-        "core.fsmonitor", "filter.evilc.clean", "filter.evilc.smudge", "filter.evilp.process", "filter.a=b.c.clean",
-        "filter.evila.clean", "diff.evilx.command", "diff.external", "diff.evilt.textconv", "core.editor",
-        "sequence.editor", "merge.evilm.driver", "difftool.evt.cmd", "alias.st", "pager.status", "pager.log",
-        "core.sshCommand", "remote.local.uploadpack", "credential.helper", "core.gitProxy",
-        "hook-path-pre-commit", "hook-path-post-checkout",
+        "core.fsmonitor",
+        "filter.evilc.clean",
+        "filter.evilc.smudge",
+        "filter.evilp.process",
+        "filter.a=b.c.clean",
+        "filter.evila.clean",
+        "diff.evilx.command",
+        "diff.external",
+        "diff.evilt.textconv",
+        "core.editor",
+        "sequence.editor",
+        "merge.evilm.driver",
+        "difftool.evt.cmd",
+        "alias.st",
+        "pager.status",
+        "pager.log",
+        "core.sshCommand",
+        "remote.local.uploadpack",
+        "credential.helper",
+        "core.gitProxy",
+        "hook-path-pre-commit",
+        "hook-path-post-checkout",
     }
     signing = {"openpgp": {"gpg.openpgp.program"}, "ssh": {"gpg.ssh.defaultKeyCommand"}, "x509": {"gpg.x509.program"}}
     for placement in PLACEMENTS:
@@ -264,8 +313,19 @@ def test_the_plants_are_live_for_plain_git(tmp_path: Path) -> None:
         wt = tmp_path / placement / "wt"
         branch = "kopt/control"
         # (the planted process filter would make the checkout fail; it fires in `add` below)
-        r = plain(repo, "-c", "filter.evilp.process=", "-c", "filter.evilp.required=false", "worktree", "add", "-b",
-                  branch, str(wt), "HEAD")
+        r = plain(
+            repo,
+            "-c",
+            "filter.evilp.process=",
+            "-c",
+            "filter.evilp.required=false",
+            "worktree",
+            "add",
+            "-b",
+            branch,
+            str(wt),
+            "HEAD",
+        )
         assert r.returncode == 0, r.stderr
         plant_worktrees(plant, repo, settings, placement)
         plain(wt, "status")
@@ -351,8 +411,14 @@ def test_no_planted_program_runs_in_a_whole_keep(planted: tuple[Plant, Path, Pat
     assert gitops.clear_stale_lock(cand) == []
     assert gitops.dirty_tracked(cand) == [] and gitops.untracked(cand, ignored_too=True) == []
     # kopt export's plumbing on the same repository
-    assert gitops.diff_paths(repo, base, sha) == [("M", "README.md"), ("M", "kernel.py"), ("A", "new.py"),
-                                                   ("M", "notes.txt"), ("M", "plain.bin"), ("M", "weird.dat")]
+    assert gitops.diff_paths(repo, base, sha) == [
+        ("M", "README.md"),
+        ("M", "kernel.py"),
+        ("A", "new.py"),
+        ("M", "notes.txt"),
+        ("M", "plain.bin"),
+        ("M", "weird.dat"),
+    ]
     assert "new.py" in gitops.tree_files(repo, sha)
     assert set(gitops.tree_entries(repo, sha, ["kernel.py", "new.py"])) == {"kernel.py", "new.py"}
     assert gitops.ignored_paths(repo, sha, ["a.log", "kernel.py"]) == {"a.log"}
@@ -368,8 +434,9 @@ def test_no_planted_program_runs_in_a_whole_keep(planted: tuple[Plant, Path, Pat
     assert plant.fired() == [], f"{placement}: planted programs ran inside kopt's git calls"
 
 
-def test_config_is_listed_once_and_again_when_an_include_changes(tmp_path: Path,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_config_is_listed_once_and_again_when_an_include_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     plant = Plant(tmp_path)
     repo = make_repo(tmp_path / "repo")
     inc = tmp_path / "later.inc"
@@ -424,8 +491,12 @@ def victim_folder(tmp_path: Path) -> Path:
 
 
 def victim_intact(victim: Path) -> bool:
-    return ((victim / "precious.txt").read_text() == "keep me\n" and (victim / "kernel.py").read_text() == "victim's own\n"
-            and (victim / "build" / "cache.bin").exists() and not (victim / "bench.py").exists())
+    return (
+        (victim / "precious.txt").read_text() == "keep me\n"
+        and (victim / "kernel.py").read_text() == "victim's own\n"
+        and (victim / "build" / "cache.bin").exists()
+        and not (victim / "bench.py").exists()
+    )
 
 
 @pytest.mark.parametrize("where", ["config", "bare", "config.worktree"])
@@ -459,8 +530,14 @@ def test_core_worktree_cannot_move_a_reset_or_a_clean(tmp_path: Path, where: str
     assert gitops.remove_ignored(cand) == ["build/"]
     assert not (cand / "junk.tmp").exists() and not (cand / "build").exists()
     edit_candidate(cand)
-    assert gitops.changed_files(cand, base) == ["README.md", "kernel.py", "new.py", "notes.txt", "plain.bin",
-                                                "weird.dat"]
+    assert gitops.changed_files(cand, base) == [
+        "README.md",
+        "kernel.py",
+        "new.py",
+        "notes.txt",
+        "plain.bin",
+        "weird.dat",
+    ]
     gitops.stage_all_tree(cand)
     sha = gitops.commit(cand, "keep")
     gitops.reset_clean(best, sha)
@@ -504,8 +581,14 @@ def test_git_variables_in_kopts_environment_redirect_nothing(tmp_path: Path, mon
     redirected = subprocess.run(["git", "rev-parse", "--absolute-git-dir"], cwd=cand, capture_output=True, text=True)
     assert redirected.stdout.strip() == str(other / ".git")  # live: plain git works on the other repository
     edit_candidate(cand)
-    assert gitops.changed_files(cand, base) == ["README.md", "kernel.py", "new.py", "notes.txt", "plain.bin",
-                                                "weird.dat"]
+    assert gitops.changed_files(cand, base) == [
+        "README.md",
+        "kernel.py",
+        "new.py",
+        "notes.txt",
+        "plain.bin",
+        "weird.dat",
+    ]
     assert "+HELPER = 1" in gitops.diff(cand, base)
     gitops.stage_all_tree(cand)
     sha = gitops.commit(cand, "keep")
@@ -521,8 +604,9 @@ def test_git_variables_in_kopts_environment_redirect_nothing(tmp_path: Path, mon
     assert not hasattr(gitops, "git")  # GitPython (which starts from os.environ) is not used
 
 
-@pytest.mark.parametrize("target", ["other-repo-worktree", "main-git-dir", "best-admin", "fake-admin-inside",
-                                    "missing", "folder-link"])
+@pytest.mark.parametrize(
+    "target", ["other-repo-worktree", "main-git-dir", "best-admin", "fake-admin-inside", "missing", "folder-link"]
+)
 def test_a_replaced_cand_git_is_refused_then_repaired(tmp_path: Path, target: str) -> None:
     repo, best, cand, base = kopt_repo(tmp_path)
     other = make_repo(tmp_path / "other")
@@ -544,8 +628,9 @@ def test_a_replaced_cand_git_is_refused_then_repaired(tmp_path: Path, target: st
         shutil.copytree(other / ".git", fake)
         (fake / "worktrees" / "cand").mkdir(parents=True)
         for f in ("HEAD", "commondir", "gitdir"):
-            (fake / "worktrees" / "cand" / f).write_text({"HEAD": other_head, "commondir": "../..",
-                                                          "gitdir": str(dotgit)}[f] + "\n")
+            (fake / "worktrees" / "cand" / f).write_text(
+                {"HEAD": other_head, "commondir": "../..", "gitdir": str(dotgit)}[f] + "\n"
+            )
         dotgit.write_text(f"gitdir: {fake / 'worktrees' / 'cand'}\n")
     elif target == "missing":
         dotgit.unlink()
@@ -554,10 +639,17 @@ def test_a_replaced_cand_git_is_refused_then_repaired(tmp_path: Path, target: st
         cand.symlink_to(other_wt)
     if not cand.is_symlink():
         (cand / "kernel.py").write_text(FAST)
-    for op in (lambda: gitops.head(cand), lambda: gitops.changed_files(cand, base), lambda: gitops.diff(cand, base),
-               lambda: gitops.stage_all_tree(cand), lambda: gitops.commit(cand, "x"),
-               lambda: gitops.reset_clean(cand, base, detach=True), lambda: gitops.remove_untracked(cand),
-               lambda: gitops.unstaged_changes(cand), lambda: gitops.tree_listing(cand, base)):
+    for op in (
+        lambda: gitops.head(cand),
+        lambda: gitops.changed_files(cand, base),
+        lambda: gitops.diff(cand, base),
+        lambda: gitops.stage_all_tree(cand),
+        lambda: gitops.commit(cand, "x"),
+        lambda: gitops.reset_clean(cand, base, detach=True),
+        lambda: gitops.remove_untracked(cand),
+        lambda: gitops.unstaged_changes(cand),
+        lambda: gitops.tree_listing(cand, base),
+    ):
         with pytest.raises(KoptError, match="cand"):
             op()
     assert gitops.clear_stale_lock(cand) == []
@@ -606,7 +698,10 @@ def test_index_flags_and_forged_stat_hide_nothing(tmp_path: Path) -> None:
     assert gitops.unstaged_changes(cand) == ["bench.py", "kernel.py"]
     assert gitops.changed_files(cand, base) == ["bench.py", "kernel.py"]
     tree = gitops.stage_all_tree(cand)
-    assert plain(cand, "ls-tree", tree, "bench.py").stdout.split()[2] == plain(cand, "hash-object", "bench.py").stdout.strip()
+    assert (
+        plain(cand, "ls-tree", tree, "bench.py").stdout.split()[2]
+        == plain(cand, "hash-object", "bench.py").stdout.strip()
+    )
     gitops.reset_clean(cand, base, detach=True)
     assert (cand / "bench.py").read_text() == BASE_FILES["bench.py"] and gitops.index_flagged(cand) == []
     # forged stat: the config says trust only mtime and size; the edit keeps both (the file is
@@ -726,8 +821,9 @@ def test_an_old_git_that_would_ignore_the_overrides_is_refused(tmp_path: Path, m
         gitops.head(repo)
 
 
-def test_a_fake_repository_inside_the_worktree_is_refused_even_unbound(tmp_path: Path,
-                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_fake_repository_inside_the_worktree_is_refused_even_unbound(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A fresh engine process (nothing bound yet, e.g. the recovery that runs before the
     worktrees are synced) still refuses a coherent fake admin folder planted inside cand/."""
     repo, _, cand, base = kopt_repo(tmp_path)

@@ -75,8 +75,11 @@ def test_taken_tag_dirty_repo_and_bad_config_are_refused(fake_env, capsys):
 
 def test_sources_limit_the_dirty_check(fake_env):
     repo, root = fake_env([], extra_toml="")
-    toml = (repo / "kopt.toml").read_text().replace("protected = [\"bench.py\"]",
-                                                     "protected = [\"bench.py\"]\nsources = [\"bench.py\"]")
+    toml = (
+        (repo / "kopt.toml")
+        .read_text()
+        .replace('protected = ["bench.py"]', 'protected = ["bench.py"]\nsources = ["bench.py"]')
+    )
     (repo / "kopt.toml").write_text(toml)
     git(repo, "commit", "-qam", "sources")
     (repo / "kernel.json").write_text("{}")  # not a source the bench reads, by declaration
@@ -120,7 +123,12 @@ def test_detached_engine_survives_sighup_and_its_terminal(fake_env, monkeypatch)
     # Start it the way a shell in an SSH session would, then hang up that session.
     shell = subprocess.Popen(
         [sys.executable, "-m", "kopt_supervisor.kopt_tui.cli", "--root", str(root), "run", "t", "--headless"],
-        cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True, text=True)
+        cwd=REPO_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        text=True,
+    )
     out, _ = shell.communicate(timeout=30)
     assert shell.returncode == 0, out
     alive, pid = engine_alive(ws)
@@ -161,8 +169,19 @@ def test_status_json_has_the_documented_fields(fake_env, capsys):
     capsys.readouterr()
     assert kopt(["--root", str(root), "status", "t", "--json"]) == 0
     st = json.loads(capsys.readouterr().out)
-    for key in ("tag", "state", "iteration", "best_commit", "baseline_commit", "consecutive_regressions",
-                "recent_regressions", "pending_reviews", "stop_reason", "engine_pid", "heartbeat_age_s"):
+    for key in (
+        "tag",
+        "state",
+        "iteration",
+        "best_commit",
+        "baseline_commit",
+        "consecutive_regressions",
+        "recent_regressions",
+        "pending_reviews",
+        "stop_reason",
+        "engine_pid",
+        "heartbeat_age_s",
+    ):
         assert key in st, key
     assert st["state"] == "stopped" and st["iteration"] == 1 and st["best_speedup"] > 1.03
     assert kopt(["--root", str(root), "ls"]) == 0

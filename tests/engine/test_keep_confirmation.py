@@ -18,7 +18,7 @@ from tests.engine.test_served_trees import record, run, starts
 served = test_served_trees.served
 """The fixture: a served fake target initialised, its servers' starts logged."""
 
-GUARDED = 'production = "cls == \'large\'"\n'
+GUARDED = "production = \"cls == 'large'\"\n"
 """The small rows are a non-production guard class ([decide].production_verdicts)."""
 GAIN30 = "do:k['speed'] = {c: v * 0.7 for c, v in k['speed'].items()}; json.dump(k, open('kernel.json', 'w'))"
 NO_CALLS = 'ignore = ["calls"]\n'
@@ -48,8 +48,13 @@ def test_a_real_gain_is_kept_after_a_few_fresh_looks_and_names_its_external_trut
     assert "confirmed in fresh servers after" in v1["decision"]["reason"]
     assert v1["timings"]["reverify_s"] > 0
     status = api.status(ws)["external_truth"]
-    assert status == {"version": 1, "kind": "os_time", "outcome": "confirmed", "reason": truth["reason"],
-                      "timer_only": []}
+    assert status == {
+        "version": 1,
+        "kind": "os_time",
+        "outcome": "confirmed",
+        "reason": truth["reason"],
+        "timer_only": [],
+    }
     assert kopt(["--root", str(ws.root), "report", ws.tag]) == 0
     kept = (ws.dir / "results.md").read_text().split("## Kept iterations")[1].split("## Dispatch")[0]
     assert "confirmed by (external truth)" in kept and truth["reason"][:60] in kept and TIMER_ONLY not in kept
@@ -62,11 +67,16 @@ def test_the_guard_class_does_not_make_the_confirmation_wait(fake_env, tmp_path,
     logs = tmp_path / "serve_log"
     logs.mkdir()
     monkeypatch.setenv("FAKE_SERVE_LOG", str(logs / "serve.log"))
-    repo, root = fake_env(["gain5"], files=("serve.py", "kernel.json"), toml_file="serve_kopt.toml",
-                          toml_replace={"timeout_s = 20\n\n[decide]":
-                                        f'timeout_s = 20\nwritable = ["{logs}"]\n{GUARDED}\n[decide]\n'
-                                        "production_verdicts = true",
-                                        'calls = "calls"\n': NO_CALLS})
+    repo, root = fake_env(
+        ["gain5"],
+        files=("serve.py", "kernel.json"),
+        toml_file="serve_kopt.toml",
+        toml_replace={
+            "timeout_s = 20\n\n[decide]": f'timeout_s = 20\nwritable = ["{logs}"]\n{GUARDED}\n[decide]\n'
+            "production_verdicts = true",
+            'calls = "calls"\n': NO_CALLS,
+        },
+    )
     assert kopt(["--root", str(root), "init", "--repo", str(repo), "--tag", "g"]) == 0
     ws = Workspace(root, "g")
     assert run(ws, 1) == ["baseline", "keep"]
@@ -117,9 +127,15 @@ def test_a_keep_without_timed_seconds_is_confirmed_by_the_benchs_timer_only(fake
     logs = tmp_path / "serve_log"
     logs.mkdir()
     monkeypatch.setenv("FAKE_SERVE_LOG", str(logs / "serve.log"))
-    repo, root = fake_env(["gain5"], files=("serve.py", "kernel.json"), toml_file="serve_kopt.toml",
-                          toml_replace={'calls = "calls"\n': NO_CALLS,
-                                        "timeout_s = 20\n\n[decide]": f'timeout_s = 20\nwritable = ["{logs}"]\n\n[decide]'})
+    repo, root = fake_env(
+        ["gain5"],
+        files=("serve.py", "kernel.json"),
+        toml_file="serve_kopt.toml",
+        toml_replace={
+            'calls = "calls"\n': NO_CALLS,
+            "timeout_s = 20\n\n[decide]": f'timeout_s = 20\nwritable = ["{logs}"]\n\n[decide]',
+        },
+    )
     assert kopt(["--root", str(root), "init", "--repo", str(repo), "--tag", "n"]) == 0
     ws = Workspace(root, "n")
     assert run(ws, 1) == ["baseline", "keep"]

@@ -15,8 +15,11 @@ from tests.engine.test_gate_in_loop import FAST_GATE, GPU, NCU_BIN
 
 
 def two_keeps(fake_env, tmp_path, monkeypatch, tag: str, extra: str = "", gpus=None) -> Workspace:
-    repo, root = fake_env(["gain5", "gain5"], extra_toml=f'\n[profile]\nkind = "ncu"\nkernel = "fake"\n{extra}',
-                          toml_replace={**dict([FAST_GATE]), "review_timeout_s = 2": "review_timeout_s = 1800"})
+    repo, root = fake_env(
+        ["gain5", "gain5"],
+        extra_toml=f'\n[profile]\nkind = "ncu"\nkernel = "fake"\n{extra}',
+        toml_replace={**dict([FAST_GATE]), "review_timeout_s = 2": "review_timeout_s = 1800"},
+    )
     fake = tmp_path / "gpus.json"
     fake.write_text(json.dumps(gpus or [[GPU]]))
     monkeypatch.setenv("KOPT_FAKE_GPUS", str(fake))

@@ -28,8 +28,7 @@ def status_json(ws, capsys) -> dict:
 
 
 def test_status_shows_what_each_of_two_lanes_runs_and_on_which_gpu(fake_env, tmp_path, monkeypatch, capsys):
-    ws, _ = lanes_env(fake_env, tmp_path, monkeypatch, ["gain5", "loss5", "gain1", "loss5"],
-                      lanes=2, sleep=0.2)
+    ws, _ = lanes_env(fake_env, tmp_path, monkeypatch, ["gain5", "loss5", "gain1", "loss5"], lanes=2, sleep=0.2)
     result: list[int] = []
     engine = threading.Thread(target=lambda: result.append(run_engine(ws, max_iters=4)))
     engine.start()

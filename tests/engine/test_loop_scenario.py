@@ -26,10 +26,24 @@ def test_scripted_run_reaches_every_status_and_stops_after_its_consecutive_regre
     # on two regressions instead of five (3 iterations, 18 bench runs less). The default of 5 is
     # tests/engine/test_config.py's; N regressions stopping the run and a non-regression resetting
     # the count, tests/engine/test_machine.py::test_three_regressions_stop_the_run_and_a_tie_resets_the_count.
-    script = ["gain5", "nochange", "loss5", "wrong", "wrong_fixed_on_repair", "protected", "split",
-              "hang_bench", "loss5", "loss5", "gain5"]
-    repo, root = fake_env(script, toml_replace={"timeout_s = 20\n\n[decide]": "timeout_s = 4\n\n[decide]"},
-                          extra_toml="\n[stop]\nconsecutive_regressions = 2\n")
+    script = [
+        "gain5",
+        "nochange",
+        "loss5",
+        "wrong",
+        "wrong_fixed_on_repair",
+        "protected",
+        "split",
+        "hang_bench",
+        "loss5",
+        "loss5",
+        "gain5",
+    ]
+    repo, root = fake_env(
+        script,
+        toml_replace={"timeout_s = 20\n\n[decide]": "timeout_s = 4\n\n[decide]"},
+        extra_toml="\n[stop]\nconsecutive_regressions = 2\n",
+    )
     assert kopt(["--root", str(root), "init", "--repo", str(repo), "--tag", "t1"]) == 0
     ws = Workspace(root, "t1")
     base = git(repo, "rev-parse", "HEAD")
@@ -37,8 +51,19 @@ def test_scripted_run_reaches_every_status_and_stops_after_its_consecutive_regre
     assert run_engine(ws) == 0
 
     got = statuses(ws)
-    assert got == ["baseline", "keep", "fail_propose", "regression", "fail_correctness", "keep", "fail_protected",
-                   "split", "fail_bench", "regression", "regression"]
+    assert got == [
+        "baseline",
+        "keep",
+        "fail_propose",
+        "regression",
+        "fail_correctness",
+        "keep",
+        "fail_protected",
+        "split",
+        "fail_bench",
+        "regression",
+        "regression",
+    ]
     st = api.status(ws)
     assert st["state"] == "stopped"
     assert st["stop_reason"] == "2 consecutive measured regressions"
@@ -88,8 +113,11 @@ def test_bench_outputs_in_the_tree_are_never_committed(fake_env, monkeypatch):
     # (eval, confirmation, the re-decision after the formatter: 18 bench runs a keep) writes
     # results/out.csv into its tree, and neither keep commits it; a second plain keep between
     # them (the test ran three keeps) checked nothing these two do not
-    repo, root = fake_env(["gain5", "wrong_fixed_on_repair"], toml_replace={'csv = "-"': 'csv = "results/*.csv"'},
-                          extra_toml='\n[format]\ncommand = "python3 -c \\"open(\'kernel.json\',\'a\').write(\'\\\\n\')\\""\n')
+    repo, root = fake_env(
+        ["gain5", "wrong_fixed_on_repair"],
+        toml_replace={'csv = "-"': 'csv = "results/*.csv"'},
+        extra_toml="\n[format]\ncommand = \"python3 -c \\\"open('kernel.json','a').write('\\\\n')\\\"\"\n",
+    )
     monkeypatch.setenv("FAKE_CSV_TO", "results/out.csv")
     assert kopt(["--root", str(root), "init", "--repo", str(repo), "--tag", "o"]) == 0
     ws = Workspace(root, "o")
@@ -105,9 +133,13 @@ def test_bench_outputs_in_the_tree_are_never_committed(fake_env, monkeypatch):
 def test_production_verdicts_let_the_grid_guard_but_not_vote(fake_env):
     # n=128 is the "regression grid" here: 30% faster on it alone is no keep, and the
     # decision shows the guard class beside the production classes
-    repo, root = fake_env(['knob:speed_n={"128": 0.7}', "gain5"],
-                          toml_replace={'correct = "err == 0"': 'correct = "err == 0"\nproduction = "n != 128"',
-                                        "[decide]\n": "[decide]\nproduction_verdicts = true\n"})
+    repo, root = fake_env(
+        ['knob:speed_n={"128": 0.7}', "gain5"],
+        toml_replace={
+            'correct = "err == 0"': 'correct = "err == 0"\nproduction = "n != 128"',
+            "[decide]\n": "[decide]\nproduction_verdicts = true\n",
+        },
+    )
     assert kopt(["--root", str(root), "init", "--repo", str(repo), "--tag", "pv"]) == 0
     ws = Workspace(root, "pv")
     assert run_engine(ws, max_iters=2) == 0
@@ -135,9 +167,10 @@ def test_a_claimed_saving_the_process_never_spent_goes_to_review(fake_env, monke
     is really faster: the wall time fell with the claim, and it is kept. v1's review times out
     on the driven clock (nobody answers), not in 2 s of real time."""
     monkeypatch.setenv("FAKE_REPS", "2000")  # ~0.75 s of timed calls per bench run
-    repo, root = fake_env(["knob:fast=2",
-                           "do:speed['small'] *= 0.5; speed['large'] *= 0.5; json.dump(k, open('kernel.json', 'w'))"],
-                          toml_replace={'metric = "us"': 'metric = "us"\ncalls = "reps"'})
+    repo, root = fake_env(
+        ["knob:fast=2", "do:speed['small'] *= 0.5; speed['large'] *= 0.5; json.dump(k, open('kernel.json', 'w'))"],
+        toml_replace={'metric = "us"': 'metric = "us"\ncalls = "reps"'},
+    )
     assert kopt(["--root", str(root), "init", "--repo", str(repo), "--tag", "wall"]) == 0
     ws = Workspace(root, "wall")
     assert run_engine(ws, max_iters=2) == 0

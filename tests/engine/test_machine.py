@@ -42,11 +42,27 @@ def workspace(tmp_path: Path) -> Workspace:
     ws.config_path.write_text(TOML)
     key = integrity.make_secret(ws.dir)
     with Store.create(ws.db_path) as s:
-        s.set_many({"tag": "t", "repo": str(tmp_path / "repo"), "baseline_commit": "b" * 40, "state": "stopped",
-                    "classes": ["cls=a", "cls=b"], "frozen_config": TOML, "chain_sealed": True,
-                    "frozen_config_seal": integrity.config_seal(key, TOML)})
-        base = Iteration(0, Status.BASELINE, phase=Phase.DONE, commit="b" * 40, started_at=time.time(),
-                         finished_at=time.time(), record={"classes": {"cls=a": {"best": 1.0}}})
+        s.set_many(
+            {
+                "tag": "t",
+                "repo": str(tmp_path / "repo"),
+                "baseline_commit": "b" * 40,
+                "state": "stopped",
+                "classes": ["cls=a", "cls=b"],
+                "frozen_config": TOML,
+                "chain_sealed": True,
+                "frozen_config_seal": integrity.config_seal(key, TOML),
+            }
+        )
+        base = Iteration(
+            0,
+            Status.BASELINE,
+            phase=Phase.DONE,
+            commit="b" * 40,
+            started_at=time.time(),
+            finished_at=time.time(),
+            record={"classes": {"cls=a": {"best": 1.0}}},
+        )
         integrity.seal_new_keep(key, [], base)  # as the engine seals a keep
         s.save_iteration(base)
     return ws
@@ -108,8 +124,9 @@ class FakeProposing:
         self.proposer = type("P", (), {"kind": "fake"})()
         self.in_flight: dict[int, str] = {}
 
-    def propose(self, it: Iteration, lane: Lane, *, repair: int = 0, failing: Any = None,
-                handed_back: Any = None) -> Proposal:
+    def propose(
+        self, it: Iteration, lane: Lane, *, repair: int = 0, failing: Any = None, handed_back: Any = None
+    ) -> Proposal:
         self.script.calls.append(f"propose v{it.version} repair {repair}" + (" handed back" if handed_back else ""))
         proposal = self.script.proposals.pop(0) if self.script.proposals else Proposal(True)
         it.record["proposal"] = proposal.details  # as the real step records it
@@ -153,7 +170,6 @@ class FakeEvidence:
             return verdict(self.script.confirmed.pop(0), "the profiler disagrees")
         return v
 
-
     def confirm_keep(self, it: Iteration, lane: Lane, v: Verdict) -> Verdict:
         if v.kind == "keep":
             self.script.calls.append(f"confirm keep v{it.version}")
@@ -196,8 +212,16 @@ class FakeKeeper:
         it.commit = f"{it.version:040d}"
         self.ctx.close(it, Status.ACCEPTED if v.kind == "accepted" else Status.KEEP, v.reason, verdict=v, by=by)
 
-    def discard(self, it: Iteration, lane: Lane, status: Status, reason: str, *, verdict: Verdict | None = None,
-                by: str = "engine") -> None:
+    def discard(
+        self,
+        it: Iteration,
+        lane: Lane,
+        status: Status,
+        reason: str,
+        *,
+        verdict: Verdict | None = None,
+        by: str = "engine",
+    ) -> None:
         self.script.calls.append(f"discard v{it.version} {status}")
         self.ctx.close(it, status, reason, verdict=verdict, by=by)
 
@@ -224,9 +248,17 @@ class FakeRecovery:
 def engine(ws: Workspace, script: Script, *, max_iters: int | None = None, gate: FakeGate | None = None) -> Engine:
     def parts(ctx: Any) -> Parts:
         lane = Lane(0, ws.best, ws.cand, gate or FakeGate(), measurer=FakeMeasurer())  # type: ignore[arg-type]
-        return Parts(lane, None, FakeProposing(script), FakePolice(script), FakeRounds(script),  # type: ignore[arg-type]
-                     FakeEvidence(script), FakeReview(script, ctx), FakeKeeper(script, ctx),  # type: ignore[arg-type]
-                     FakeRecovery(script, ctx))  # type: ignore[arg-type]
+        return Parts(
+            lane,
+            None,
+            FakeProposing(script),
+            FakePolice(script),
+            FakeRounds(script),  # type: ignore[arg-type]
+            FakeEvidence(script),
+            FakeReview(script, ctx),
+            FakeKeeper(script, ctx),  # type: ignore[arg-type]
+            FakeRecovery(script, ctx),
+        )  # type: ignore[arg-type]
 
     return Engine(ws, max_iters=max_iters, parts=parts, poll_interval_s=0.01)
 
@@ -241,10 +273,21 @@ def test_keep_then_discard_follow_the_phases_in_order(tmp_path: Path) -> None:
     script = Script(decisions=[verdict("keep"), verdict("regression")])
     reason = engine(ws, script, max_iters=2).run()
     assert reason == "--max-iters 2 reached in this session"
-    assert script.calls == ["recover",
-                            "propose v1 repair 0", "police v1", "decide v1 eval", "evidence v1", "confirm keep v1", "keep v1",
-                            "propose v2 repair 0", "police v2", "decide v2 eval", "evidence v2", "discard v2 regression",
-                            "at end"]
+    assert script.calls == [
+        "recover",
+        "propose v1 repair 0",
+        "police v1",
+        "decide v1 eval",
+        "evidence v1",
+        "confirm keep v1",
+        "keep v1",
+        "propose v2 repair 0",
+        "police v2",
+        "decide v2 eval",
+        "evidence v2",
+        "discard v2 regression",
+        "at end",
+    ]
     assert script.listed_ahead
     assert statuses(ws) == ["baseline", "keep", "regression"]
     with ws.open_store(readonly=True) as s:
@@ -265,14 +308,20 @@ def test_a_failing_row_gets_repairs_on_the_same_hypothesis_then_gives_up(tmp_pat
     assert "propose v2 repair 4" not in script.calls
     with ws.open_store(readonly=True) as s:
         v2 = s.iteration(2)
-        assert v2 is not None and v2.repair_attempts == 3 and "after 3 repair attempt(s)" in v2.record["decision"]["reason"]
+        assert (
+            v2 is not None
+            and v2.repair_attempts == 3
+            and "after 3 repair attempt(s)" in v2.record["decision"]["reason"]
+        )
         assert v2.hypothesis == "hypothesis 2"  # the repair's police check kept the plan
 
 
 def test_a_failed_proposal_and_a_policed_candidate_are_never_measured(tmp_path: Path) -> None:
     ws = workspace(tmp_path)
-    script = Script(proposals=[Proposal(False, "proposer exit code 3"), Proposal(True)],
-                    problems=[Problem(Status.FAIL_PROTECTED, "the candidate changes protected file(s): bench.py")])
+    script = Script(
+        proposals=[Proposal(False, "proposer exit code 3"), Proposal(True)],
+        problems=[Problem(Status.FAIL_PROTECTED, "the candidate changes protected file(s): bench.py")],
+    )
     engine(ws, script, max_iters=2).run()
     assert statuses(ws) == ["baseline", "fail_propose", "fail_protected"]
     assert not any(c.startswith("decide") for c in script.calls)
@@ -280,9 +329,11 @@ def test_a_failed_proposal_and_a_policed_candidate_are_never_measured(tmp_path: 
 
 def test_borderline_goes_to_review_and_the_answer_decides(tmp_path: Path) -> None:
     ws = workspace(tmp_path)
-    script = Script(decisions=[verdict("borderline"), verdict("keep"), verdict("borderline")],
-                    confirmed=["borderline"], reviews=[("accepted", "engineer"), ("rejected", "policy"),
-                                                       ("rejected", "engineer")])
+    script = Script(
+        decisions=[verdict("borderline"), verdict("keep"), verdict("borderline")],
+        confirmed=["borderline"],
+        reviews=[("accepted", "engineer"), ("rejected", "policy"), ("rejected", "engineer")],
+    )
     engine(ws, script, max_iters=3).run()
     # v1 borderline accepted; v2 a keep the profiler disputes, rejected by the policy; v3 rejected
     assert statuses(ws) == ["baseline", "accepted", "rejected", "rejected"]
@@ -295,8 +346,11 @@ def test_a_keep_reached_by_more_rounds_gets_the_evidence_any_keep_needs(tmp_path
     # processes still judge it (it cannot slip past them), and what they dispute goes back
     # to the engineer
     ws = workspace(tmp_path)
-    script = Script(decisions=[verdict("borderline")], confirmed=["borderline"],
-                    reviews=[("keep", "engine"), ("rejected", "engineer")])
+    script = Script(
+        decisions=[verdict("borderline")],
+        confirmed=["borderline"],
+        reviews=[("keep", "engine"), ("rejected", "engineer")],
+    )
     engine(ws, script, max_iters=1).run()
     assert statuses(ws) == ["baseline", "rejected"]
     v1 = [c for c in script.calls if c.endswith("v1")]
@@ -306,8 +360,11 @@ def test_a_keep_reached_by_more_rounds_gets_the_evidence_any_keep_needs(tmp_path
 
 def test_three_regressions_stop_the_run_and_a_tie_resets_the_count(tmp_path: Path) -> None:
     ws = workspace(tmp_path)
-    script = Script(decisions=[verdict("regression"), verdict("regression"), verdict("tie")]
-                    + [verdict("regression")] * 3 + [verdict("keep")])
+    script = Script(
+        decisions=[verdict("regression"), verdict("regression"), verdict("tie")]
+        + [verdict("regression")] * 3
+        + [verdict("keep")]
+    )
     reason = engine(ws, script).run()
     assert reason == "3 consecutive measured regressions"
     assert statuses(ws)[1:] == ["regression", "regression", "tie", "regression", "regression", "regression"]
@@ -355,9 +412,11 @@ def test_a_restart_mid_step_interrupts_it_then_masks_and_goes_on_from_the_restar
     ws = workspace(tmp_path)
     script = Script()
     eng = engine(ws, script, max_iters=4)
+
     def send() -> int:
-        return eng.ctx.store.send_command("restart", {"version": 1, "why": "v2 was a fluke"}, source="test",
-                                          seal=sealer(ws))
+        return eng.ctx.store.send_command(
+            "restart", {"version": 1, "why": "v2 was a fluke"}, source="test", seal=sealer(ws)
+        )
 
     script.decisions = [verdict("keep"), verdict("keep"), in_a_timed_step(eng, send), verdict("regression")]
     eng.run()
@@ -365,7 +424,12 @@ def test_a_restart_mid_step_interrupts_it_then_masks_and_goes_on_from_the_restar
     with ws.open_store(readonly=True) as s:
         its = s.iterations()
         assert [(str(it.status), it.masked) for it in its] == [
-            ("baseline", False), ("keep", False), ("keep", True), ("interrupted", True), ("regression", False)]
+            ("baseline", False),
+            ("keep", False),
+            ("keep", True),
+            ("interrupted", True),
+            ("regression", False),
+        ]
         assert its[4].best_commit_before == f"{1:040d}"  # the loop went on from v1, v2 masked
         assert [c.status for c in s.pending_commands()] == []
 
@@ -409,7 +473,9 @@ def test_a_pause_inside_a_timed_step_discards_that_run_and_takes_it_again(tmp_pa
         runs.append(len(runs))
         if len(runs) == 1:  # the engineer pauses during the first run and resumes a moment later
             eng.ctx.store.send_command("pause", source="test", seal=sealer(ws))
-            threading.Timer(0.2, lambda: Store(ws.db_path).send_command("resume", source="test", seal=sealer(ws))).start()
+            threading.Timer(
+                0.2, lambda: Store(ws.db_path).send_command("resume", source="test", seal=sealer(ws))
+            ).start()
             eng.control.pump()  # what the runner's poll does while the bench runs
             raise AssertionError("a pause inside a timed step must end it")
         return "measured"
@@ -422,8 +488,16 @@ def test_a_pause_inside_a_timed_step_discards_that_run_and_takes_it_again(tmp_pa
 def test_recovery_runs_first_and_an_open_review_is_resumed_before_new_work(tmp_path: Path) -> None:
     ws = workspace(tmp_path)
     with Store(ws.db_path) as s:
-        s.save_iteration(Iteration(1, Status.BORDERLINE, phase=Phase.REVIEW, best_commit_before="b" * 40,
-                                   started_at=time.time(), record={"review": {"deadline": time.time() + 60}}))
+        s.save_iteration(
+            Iteration(
+                1,
+                Status.BORDERLINE,
+                phase=Phase.REVIEW,
+                best_commit_before="b" * 40,
+                started_at=time.time(),
+                record={"review": {"deadline": time.time() + 60}},
+            )
+        )
     script = Script(reviews=[("accepted", "engineer")], decisions=[verdict("tie")])
     engine(ws, script, max_iters=1).run()
     assert script.calls[:3] == ["recover", "resume review v1", "keep v1"]
@@ -469,8 +543,7 @@ def test_a_command_row_without_the_runs_seal_is_refused_and_logged(tmp_path: Pat
         # what a process with write access to run.db would do: a stop with no seal, one with a
         # seal made with another key, and one sealed but replayed with other arguments
         eng.ctx.store.send_command("stop", {"why": "forged"}, source="cli")
-        eng.ctx.store.send_command("stop", {"why": "forged"}, source="cli",
-                                   seal=integrity.command_sealer(b"x" * 32))
+        eng.ctx.store.send_command("stop", {"why": "forged"}, source="cli", seal=integrity.command_sealer(b"x" * 32))
         cid = eng.ctx.store.send_command("restart", {"version": 1}, source="cli", seal=sealer(ws))
         eng.ctx.store.db.execute("UPDATE commands SET args = ? WHERE id = ?", ('{"version": 0}', cid))
 

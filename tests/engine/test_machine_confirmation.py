@@ -65,9 +65,17 @@ class Confirming(FakeEvidence):
 def engine(ws: Any, script: Script, *, keeper: Any = None, evidence: Any = None) -> Engine:
     def parts(ctx: Any) -> Parts:
         lane = Lane(0, ws.best, ws.cand, FakeGate(), measurer=FakeMeasurer())  # type: ignore[arg-type]
-        return Parts(lane, None, FakeProposing(script), FakePolice(script), FakeRounds(script),  # type: ignore[arg-type]
-                     evidence or FakeEvidence(script), FakeReview(script, ctx),
-                     (keeper or (lambda c: FakeKeeper(script, c)))(ctx), FakeRecovery(script, ctx))
+        return Parts(
+            lane,
+            None,
+            FakeProposing(script),
+            FakePolice(script),
+            FakeRounds(script),  # type: ignore[arg-type]
+            evidence or FakeEvidence(script),
+            FakeReview(script, ctx),
+            (keeper or (lambda c: FakeKeeper(script, c)))(ctx),
+            FakeRecovery(script, ctx),
+        )
 
     return Engine(ws, max_iters=1, parts=parts, poll_interval_s=0.01)
 
@@ -77,20 +85,43 @@ def test_a_keep_decided_against_a_moved_best_is_rebased_before_any_confirmation(
     script = Script(decisions=[verdict("keep"), verdict("keep")])
     engine(ws, script, keeper=lambda ctx: MovingBest(script, ctx, moves=1, applies=True)).run()
     v1 = [c for c in script.calls if c.endswith("v1") or " v1 " in c]
-    assert v1 == ["propose v1 repair 0", "police v1", "decide v1 eval", "check best v1", "rebase v1 onto ffff",
-                  "decide v1 eval", "check best v1", "evidence v1", "confirm keep v1", "keep v1"]
+    assert v1 == [
+        "propose v1 repair 0",
+        "police v1",
+        "decide v1 eval",
+        "check best v1",
+        "rebase v1 onto ffff",
+        "decide v1 eval",
+        "check best v1",
+        "evidence v1",
+        "confirm keep v1",
+        "keep v1",
+    ]
     assert statuses(ws) == ["baseline", "keep"]
 
 
 def test_a_change_that_no_longer_applies_goes_back_to_its_proposer_without_paying_for_a_confirmation(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     ws = workspace(tmp_path)
     script = Script(decisions=[verdict("keep"), verdict("keep")])
     engine(ws, script, keeper=lambda ctx: MovingBest(script, ctx, moves=1, applies=False)).run()
     v1 = [c for c in script.calls if c.endswith("v1") or " v1 " in c]
-    assert v1 == ["propose v1 repair 0", "police v1", "decide v1 eval", "check best v1", "rebase v1 onto ffff",
-                  "hand back v1 onto ffff", "propose v1 repair 0 handed back", "police v1", "decide v1 eval",
-                  "check best v1", "evidence v1", "confirm keep v1", "keep v1"]
+    assert v1 == [
+        "propose v1 repair 0",
+        "police v1",
+        "decide v1 eval",
+        "check best v1",
+        "rebase v1 onto ffff",
+        "hand back v1 onto ffff",
+        "propose v1 repair 0 handed back",
+        "police v1",
+        "decide v1 eval",
+        "check best v1",
+        "evidence v1",
+        "confirm keep v1",
+        "keep v1",
+    ]
     assert statuses(ws) == ["baseline", "keep"]
 
 
@@ -120,7 +151,9 @@ def test_a_keep_the_os_refutes_ends_rejected_and_one_the_confirmation_disputes_g
     ws = workspace(tmp_path)
     script = Script(decisions=[verdict("keep")])
     engine(ws, script, evidence=Confirming(script, "rejected")).run()
-    assert statuses(ws) == ["baseline", "rejected"] and "keep v1" not in script.calls and "review v1" not in script.calls
+    assert (
+        statuses(ws) == ["baseline", "rejected"] and "keep v1" not in script.calls and "review v1" not in script.calls
+    )
 
     ws = workspace(tmp_path / "second")
     script = Script(decisions=[verdict("keep")], reviews=[("rejected", "policy")])

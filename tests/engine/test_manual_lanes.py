@@ -66,9 +66,13 @@ def test_two_waiting_lanes_never_take_each_others_submit(fake_env):
     assert got[0].id == for_0 and got[0].args["hypothesis"] == "for lane zero"
     assert got[1].id == for_1 and got[1].args["hypothesis"] == "for lane one"
     assert (command(ws, no_lane).status, command(ws, no_lane).result) == (
-        "rejected", "the submit names no lane (the run has 2 lanes: 0, 1): send it with --lane N")
+        "rejected",
+        "the submit names no lane (the run has 2 lanes: 0, 1): send it with --lane N",
+    )
     assert (command(ws, bad_lane).status, command(ws, bad_lane).result) == (
-        "rejected", "no lane 5 (the run has 2 lanes: 0, 1)")
+        "rejected",
+        "no lane 5 (the run has 2 lanes: 0, 1)",
+    )
     assert command(ws, forged).status == "rejected" and "no valid seal" in command(ws, forged).result
     assert not control.waiting_for
 
@@ -115,8 +119,10 @@ def test_kopt_submit_with_two_lanes_each_lane_evaluates_its_own(fake_env, capsys
 
         assert kopt(["--root", str(root), "submit", "t", "no lane named"]) == 2
         err = capsys.readouterr().err.strip()
-        assert err == ("kopt: the run has 2 lanes: 0, 1: name the submit's lane with --lane N (waiting for a submit "
-                       "now: lane 0, lane 1)"), err
+        assert err == (
+            "kopt: the run has 2 lanes: 0, 1: name the submit's lane with --lane N (waiting for a submit "
+            "now: lane 0, lane 1)"
+        ), err
         assert kopt(["--root", str(root), "submit", "t", "lane two", "--lane", "2"]) == 2
         assert capsys.readouterr().err.strip() == "kopt: no lane 2 (the run has 2 lanes: 0, 1)"
 
@@ -128,8 +134,10 @@ def test_kopt_submit_with_two_lanes_each_lane_evaluates_its_own(fake_env, capsys
             assert kopt(["--root", str(root), "submit", "t", hypotheses[lane], "--lane", str(lane)]) == 0
         assert kopt(["--root", str(root), "submit", "t", "a second one", "--lane", str(order[0])]) == 2
         err = capsys.readouterr().err
-        assert f"lane {order[0]} is not waiting for a submit" in err or f"a submit for lane {order[0]} is already " \
-            "waiting" in err, err
+        assert (
+            f"lane {order[0]} is not waiting for a submit" in err
+            or f"a submit for lane {order[0]} is already waiting" in err
+        ), err
     finally:
         engine.join(120)
     assert not engine.is_alive()
@@ -154,10 +162,15 @@ def test_submit_addressed_checks_what_it_can_know(fake_env, monkeypatch):
         s.set(wait_key(1), {"lane": 1, "worktree": "/x", "waiting": True, "version": 2, "pid": 999})  # a dead engine's
         s.set("lane:1", {"version": 2, "phase": "measure"})
         assert commands.submit_addressed(s, {"lane": 0}, 2, 4242) == {"lane": 0}
-        with pytest.raises(BadInput, match=r"^lane 1 is not waiting for a submit \(it is at measure of v2\): "
-                                            r"waiting for a submit now: lane 0$"):
+        with pytest.raises(
+            BadInput,
+            match=r"^lane 1 is not waiting for a submit \(it is at measure of v2\): "
+            r"waiting for a submit now: lane 0$",
+        ):
             commands.submit_addressed(s, {"lane": 1}, 2, 4242)
-        with pytest.raises(BadInput, match=r"name the submit's lane with --lane N \(waiting for a submit now: lane 0\)"):
+        with pytest.raises(
+            BadInput, match=r"name the submit's lane with --lane N \(waiting for a submit now: lane 0\)"
+        ):
             commands.submit_addressed(s, {}, 2, 4242)
         with pytest.raises(BadInput, match=r"no engine runs"):
             commands.submit_addressed(s, {}, 2, None)

@@ -9,8 +9,10 @@ import pytest
 from kopt_supervisor.engine import bench_output, config, metrics
 from kopt_supervisor.engine.metrics import BenchError
 
-CFG = config.loads('[target]\nbench = "b"\nmetric = "us"\ncorrect = "err == 0"\nclass_by = ["cls"]\n'
-                   'ignore = ["us_std"]\nproduction = "prod == 1"\n').target
+CFG = config.loads(
+    '[target]\nbench = "b"\nmetric = "us"\ncorrect = "err == 0"\nclass_by = ["cls"]\n'
+    'ignore = ["us_std"]\nproduction = "prod == 1"\n'
+).target
 
 
 def frame(text: str) -> pd.DataFrame:
@@ -22,8 +24,10 @@ def frame(text: str) -> pd.DataFrame:
 def test_config_columns_classes_and_repetitions_as_samples():
     # every config as many times (repetitions): samples of one run; unequal counts are a
     # bench failure (tests/engine/test_output_shape.py)
-    df = frame("shape,cls,n,prod,us,us_std,err\na,small,1,1,10,0.1,0\na,small,1,1,12,0.1,0\nb,large,2,0,100,1,0\n"
-               "b,large,2,0,101,1,0\n")
+    df = frame(
+        "shape,cls,n,prod,us,us_std,err\na,small,1,1,10,0.1,0\na,small,1,1,12,0.1,0\nb,large,2,0,100,1,0\n"
+        "b,large,2,0,101,1,0\n"
+    )
     m = metrics.measure(df, CFG)
     assert m.config_columns == ("shape", "cls", "n", "prod")
     a = m.configs["shape=a,cls=small,n=1,prod=1"]
@@ -33,7 +37,9 @@ def test_config_columns_classes_and_repetitions_as_samples():
 
 
 def test_correctness_nan_inf_missing_and_nonpositive_fail_with_reasons():
-    df = frame("shape,cls,prod,us,us_std,err\na,s,1,10,0,1\nb,s,1,nan,0,0\nc,s,1,inf,0,0\nd,s,1,,0,0\ne,s,1,0,0,0\nf,s,1,5,0,0\n")
+    df = frame(
+        "shape,cls,prod,us,us_std,err\na,s,1,10,0,1\nb,s,1,nan,0,0\nc,s,1,inf,0,0\nd,s,1,,0,0\ne,s,1,0,0,0\nf,s,1,5,0,0\n"
+    )
     m = metrics.measure(df, CFG)
     reasons = {c.row["shape"]: c.reasons for c in m.failing}
     assert set(reasons) == {"a", "b", "c", "d", "e"}
@@ -114,11 +120,15 @@ def test_find_csv_does_not_trust_the_wall_clock(tmp_path: Path):
 
 
 def test_ab_pairs_pair_by_config_and_block():
-    df = frame("shape,cls,prod,side,block,us,us_std,err\n"
-               "a,s,1,best,0,10,0,0\na,s,1,cand,0,9,0,0\na,s,1,cand,1,9.1,0,0\na,s,1,best,1,10.2,0,0\n")
+    df = frame(
+        "shape,cls,prod,side,block,us,us_std,err\n"
+        "a,s,1,best,0,10,0,0\na,s,1,cand,0,9,0,0\na,s,1,cand,1,9.1,0,0\na,s,1,best,1,10.2,0,0\n"
+    )
     pairs, best_m, cand_m = metrics.ab_pairs(df, CFG, round_index=4)
     assert [(p.config, p.block, p.best, p.cand, p.order, p.round) for p in pairs] == [
-        ("shape=a,cls=s,prod=1", 0, 10.0, 9.0, "AB", 4), ("shape=a,cls=s,prod=1", 1, 10.2, 9.1, "BA", 4)]
+        ("shape=a,cls=s,prod=1", 0, 10.0, 9.0, "AB", 4),
+        ("shape=a,cls=s,prod=1", 1, 10.2, 9.1, "BA", 4),
+    ]
     assert best_m.ok and cand_m.ok
     with pytest.raises(BenchError, match="lacks column 'side'"):
         metrics.ab_pairs(frame("shape,us,err\na,1,0\n"), CFG, 0)
@@ -138,7 +148,9 @@ def test_the_calls_column_gives_the_seconds_the_bench_says_it_timed():
     cfg = config.loads('[target]\nbench = "b"\nmetric = "us"\ncalls = "reps"\nclass_by = ["cls"]\n').target
     m = metrics.measure(frame("shape,cls,us,reps\na,s,10,100\na,s,12,100\nb,l,200,50\nb,l,210,50\n"), cfg)
     assert m.timed == 10 * 100 + 12 * 100 + 200 * 50 + 210 * 50 and m.config_columns == ("shape", "cls")
-    assert metrics.measure(frame("shape,cls,prod,us,err,reps\na,s,1,10,0,100\n"), CFG).timed is None  # no calls configured
+    assert (
+        metrics.measure(frame("shape,cls,prod,us,err,reps\na,s,1,10,0,100\n"), CFG).timed is None
+    )  # no calls configured
     for bad in ("0", "nan", "-3", "x"):
         assert metrics.measure(frame(f"shape,cls,us,reps\na,s,10,{bad}\nb,l,5,9\n"), cfg).timed is None, bad
     with pytest.raises(BenchError, match="calls column 'reps' missing"):

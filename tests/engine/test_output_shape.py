@@ -82,8 +82,15 @@ def test_paired_checks_the_shape_then_pairs_the_configs_that_passed_with_their_m
     best = table("a,s,10,0,11\n", "b,s,20,0,21\n", header=header)
     cand = table("a,s,5,0,12\n", "b,s,15,1,16\n", header=header)
     (p,) = metrics.paired(best, cand, 2, "BA")
-    assert (p.config, p.best, p.cand, p.round, p.order, p.best_mean, p.cand_mean) == ("shape=a,cls=s", 10.0, 5.0, 2,
-                                                                                     "BA", 11.0, 12.0)
+    assert (p.config, p.best, p.cand, p.round, p.order, p.best_mean, p.cand_mean) == (
+        "shape=a,cls=s",
+        10.0,
+        5.0,
+        2,
+        "BA",
+        11.0,
+        12.0,
+    )
     with pytest.raises(BenchError, match="lacks config"):
         metrics.paired(best, table("a,s,5,0,6\n", header=header), 0, "AB")
 
@@ -134,8 +141,10 @@ def test_an_ab_table_with_a_duplicated_extra_or_unpaired_cell_is_a_bench_error()
 # --- the real measurement path: the loop on the fake target ----------------------------------------
 
 SHAPE_FILES = ("bench.py", "kernel.json", "shape_bench.py")
-SHAPE_TOML = {' bench.py"\ncsv': ' shape_bench.py"\ncsv',
-              'protected = ["bench.py"]': 'protected = ["bench.py", "shape_bench.py"]'}
+SHAPE_TOML = {
+    ' bench.py"\ncsv': ' shape_bench.py"\ncsv',
+    'protected = ["bench.py"]': 'protected = ["bench.py", "shape_bench.py"]',
+}
 
 
 def shape_knob(**shape: object) -> str:
@@ -147,17 +156,23 @@ def test_a_candidate_that_bends_the_output_s_shape_fails_the_bench_and_is_never_
     named: duplicate fast rows (a median over them would be 1.8x faster), a row of a config best
     has not, a row left out, and a row injected through a data file the bench reads. An honest
     gain through the same bench is kept."""
-    script = [shape_knob(dup=["s0"]), shape_knob(extra=["s9,small,64,1.0,0"]), shape_knob(drop=["s3"]),
-              "do:open('rows.csv', 'w').write('s1,small,256,0.5,0\\n'); speed['small'] *= 0.99; "
-              "json.dump(k, open('kernel.json', 'w'))", "gain5"]
+    script = [
+        shape_knob(dup=["s0"]),
+        shape_knob(extra=["s9,small,64,1.0,0"]),
+        shape_knob(drop=["s3"]),
+        "do:open('rows.csv', 'w').write('s1,small,256,0.5,0\\n'); speed['small'] *= 0.99; "
+        "json.dump(k, open('kernel.json', 'w'))",
+        "gain5",
+    ]
     repo, root = fake_env(script, files=SHAPE_FILES, toml_replace=SHAPE_TOML)
     assert kopt(["--root", str(root), "init", "--repo", str(repo), "--tag", "shape"]) == 0
     ws = Workspace(root, "shape")
     assert run_engine(ws, max_iters=len(script)) == 0
     with ws.open_store(readonly=True) as s:
         its = s.iterations()
-    assert [it.status for it in its] == ["baseline", "fail_bench", "fail_bench", "fail_bench", "fail_bench", "keep"], \
-        [(it.status, it.record.get("decision", {}).get("reason")) for it in its]
+    assert [it.status for it in its] == ["baseline", "fail_bench", "fail_bench", "fail_bench", "fail_bench", "keep"], [
+        (it.status, it.record.get("decision", {}).get("reason")) for it in its
+    ]
     reasons = [it.record["decision"]["reason"] for it in its[1:5]]
     assert "shape=s0,cls=small,n=128 (2 rows) where every other config has 1 row" in reasons[0]
     assert "config(s) best's has not: shape=s9,cls=small,n=64" in reasons[1]
@@ -200,14 +215,20 @@ def test_a_median_that_falls_while_the_mean_does_not_escalates_the_keep() -> Non
     policy = Policy(suspicious_speedup=10.0)
 
     def look(r: int, cand_mean: float) -> list:
-        best = table(f"a,s,{10 + r * 0.01},0,{10.2 + r * 0.01}\n", f"b,s,{20 - r * 0.01},0,{20.3 - r * 0.01}\n",
-                     header=header)
-        cand = table(f"a,s,{2.5 + r * 0.002},0,{cand_mean * 10.2}\n", f"b,s,{5 - r * 0.003},0,{cand_mean * 20.3}\n",
-                     header=header)
+        best = table(
+            f"a,s,{10 + r * 0.01},0,{10.2 + r * 0.01}\n", f"b,s,{20 - r * 0.01},0,{20.3 - r * 0.01}\n", header=header
+        )
+        cand = table(
+            f"a,s,{2.5 + r * 0.002},0,{cand_mean * 10.2}\n",
+            f"b,s,{5 - r * 0.003},0,{cand_mean * 20.3}\n",
+            header=header,
+        )
         return metrics.paired(best, cand, r, "AB" if r % 2 == 0 else "BA")
 
     bent = evaluate([p for r in range(4) for p in look(r, 1.01 - r * 0.01)], policy)
     assert bent.kind == "keep" and bent.needs_stronger_checks and "mean_not_faster" in bent.flags
-    assert "cls=s -75.0% by its metric but at best -2.1% by the mean over the same calls (over 4 looks)" in bent.escalation
+    assert (
+        "cls=s -75.0% by its metric but at best -2.1% by the mean over the same calls (over 4 looks)" in bent.escalation
+    )
     honest = evaluate([p for r in range(4) for p in look(r, 0.25 + r * 0.001)], policy)
     assert honest.settled_keep and "mean_not_faster" not in honest.flags

@@ -25,7 +25,7 @@ FILES = {
     "data/sizes.json": "[1, 2, 3]\n",
     "notes.md": "# notes\n",
     "blob.bin": "\x00\x01\x02",
-    "solution/params.json": "{\"block\": 64}\n",
+    "solution/params.json": '{"block": 64}\n',
 }
 
 
@@ -67,7 +67,7 @@ def test_no_sources_declared_flags_nothing(tmp_path: Path) -> None:
 
 def test_sources_globs_and_folders_cover_what_they_name(tmp_path: Path) -> None:
     r = repo(tmp_path)
-    (r / "solution/params.json").write_text("{\"block\": 128}\n")
+    (r / "solution/params.json").write_text('{"block": 128}\n')
     (r / "data/sizes.json").write_text("[1]\n")
     assert [f.path for f in findings(r, ["kernel.py", "solution/"])] == ["data/sizes.json"]
     assert findings(r, ["*.py", "solution/*", "data"]) == []
@@ -80,8 +80,12 @@ def test_deleted_removed_lines_mode_and_binary_changes_are_named(tmp_path: Path)
     os.chmod(r / "bench.py", 0o755)
     (r / "blob.bin").write_bytes(b"\x00\x09")
     got = {(f.path, f.text) for f in findings(r, ["kernel.py"])}
-    assert got == {("data/sizes.json", "the file is deleted"), ("problem.py", "lines removed (or its mode changed)"),
-                   ("bench.py", "lines removed (or its mode changed)"), ("blob.bin", "a binary file changed")}
+    assert got == {
+        ("data/sizes.json", "the file is deleted"),
+        ("problem.py", "lines removed (or its mode changed)"),
+        ("bench.py", "lines removed (or its mode changed)"),
+        ("blob.bin", "a binary file changed"),
+    }
 
 
 def test_a_rename_is_a_deletion_outside_the_sources(tmp_path: Path) -> None:

@@ -40,8 +40,13 @@ def is_the_stores(ctx: RunContext, version: int) -> bool:
     path = ctx.ws.memory_path(version)
     it = ctx.store.iteration(version)
     assert it is not None
-    return not path.is_symlink() and path.is_file() and os.stat(path).st_nlink == 1 \
-        and memory_is_the_stores(path, it) and json.loads(path.read_text())["status"] == it.status
+    return (
+        not path.is_symlink()
+        and path.is_file()
+        and os.stat(path).st_nlink == 1
+        and memory_is_the_stores(path, it)
+        and json.loads(path.read_text())["status"] == it.status
+    )
 
 
 def test_nothing_to_refresh_says_nothing(ctx: RunContext) -> None:
@@ -59,8 +64,9 @@ def test_an_edited_memory_file_is_rewritten_and_said(ctx: RunContext) -> None:
     assert any("v0.json" in m for m in tamper_events(ctx))
 
 
-def test_a_link_in_place_of_a_memory_file_is_replaced_even_when_its_text_is_right(ctx: RunContext,
-                                                                                   tmp_path: Path) -> None:
+def test_a_link_in_place_of_a_memory_file_is_replaced_even_when_its_text_is_right(
+    ctx: RunContext, tmp_path: Path
+) -> None:
     """The link's target holds the store's text now (so a comparison through the link says
     equal); the attacker would edit the target later. The link must go."""
     path = ctx.ws.memory_path(0)
@@ -79,7 +85,7 @@ def test_a_hard_link_of_a_memory_file_is_replaced(ctx: RunContext, tmp_path: Pat
     os.link(path, other)
     assert "v1.json" in ctx.refresh_memory_files()
     assert is_the_stores(ctx, 1)
-    other.write_text("{\"status\": \"keep\"}")  # a write through the other name no longer reaches memory/
+    other.write_text('{"status": "keep"}')  # a write through the other name no longer reaches memory/
     assert is_the_stores(ctx, 1)
 
 
@@ -104,7 +110,8 @@ def test_a_planted_memory_file_for_no_iteration_is_removed(ctx: RunContext) -> N
 
 
 def test_memory_replaced_by_a_link_to_a_folder_outside_is_never_written_or_emptied_through(
-        ctx: RunContext, tmp_path: Path) -> None:
+    ctx: RunContext, tmp_path: Path
+) -> None:
     outside = tmp_path / "users-folder"
     outside.mkdir()
     (outside / "v7.json").write_text("the user's own file")  # named like a stray projection
@@ -114,8 +121,10 @@ def test_memory_replaced_by_a_link_to_a_folder_outside_is_never_written_or_empti
     ctx.ws.memory.symlink_to(outside, target_is_directory=True)
     ctx.refresh_memory_files()
     assert ctx.ws.memory.is_dir() and not ctx.ws.memory.is_symlink()
-    assert sorted(p.name for p in outside.iterdir()) == ["v7.json"] and (outside / "v7.json").read_text() == \
-        "the user's own file"
+    assert (
+        sorted(p.name for p in outside.iterdir()) == ["v7.json"]
+        and (outside / "v7.json").read_text() == "the user's own file"
+    )
     assert all(is_the_stores(ctx, v) for v in range(4))
 
 

@@ -52,8 +52,12 @@ def meta(ws: Workspace, key: str):
 def engine_proc(ws: Workspace, *extra: str, env: dict[str, str] | None = None) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-m", "kopt_supervisor.engine.daemon", "--root", str(ws.root), ws.tag, *extra],
-        cwd=REPO_ROOT, env={**os.environ, **(env or {})}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        start_new_session=True)
+        cwd=REPO_ROOT,
+        env={**os.environ, **(env or {})},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
 
 
 @pytest.mark.slow
@@ -65,9 +69,14 @@ def test_kill_9_mid_benchmark_resumes_without_loss_or_orphans(fake_env, monkeypa
     eng = engine_proc(ws, "--max-iters", "3", "--no-sandbox", env={"FAKE_SLEEP": "2"})
     # wait until v1 is being timed (a bench child is alive: child_pgid names a group a moment
     # after its bench ended too), then kill the engine hard while the bench sleeps its 2 s
-    wait_for(lambda: (meta(ws, "progress") or {}).get("version") == 1 and meta(ws, "child_pgid")
-             and any(_live(p) for p in psutil.process_iter() if _pgid(p) == meta(ws, "child_pgid")),
-             what="v1 round")
+    wait_for(
+        lambda: (
+            (meta(ws, "progress") or {}).get("version") == 1
+            and meta(ws, "child_pgid")
+            and any(_live(p) for p in psutil.process_iter() if _pgid(p) == meta(ws, "child_pgid"))
+        ),
+        what="v1 round",
+    )
     pgid = meta(ws, "child_pgid")
     os.kill(eng.pid, signal.SIGKILL)
     eng.wait()
@@ -153,8 +162,12 @@ def test_a_restart_the_engine_read_but_did_not_apply_survives_its_crash(baseline
     ws = Workspace(root, "t")
     assert run_engine(ws, max_iters=3) == 0
     with Store(ws.db_path) as s:
-        cid = s.send_command("restart", {"version": 1, "why": "v2 was a fluke"}, source="test",
-                             seal=integrity.command_sealer(integrity.read_secret(ws.dir)))
+        cid = s.send_command(
+            "restart",
+            {"version": 1, "why": "v2 was a fluke"},
+            source="test",
+            seal=integrity.command_sealer(integrity.read_secret(ws.dir)),
+        )
     real = control.restart_from
 
     def dies(*a, **kw):
@@ -187,7 +200,9 @@ def test_borderline_follows_the_policy_when_nobody_answers(fake_env, monkeypatch
     said = [line for line in capsys.readouterr().out.splitlines() if "awaits your review" in line]
     assert said[0] == "kopt[t] v1 awaits your review, 1800 s left: kopt accept t v1 | kopt reject t v1 (or the TUI)"
     lefts = [float(line.split(", ")[1].split(" s left")[0]) for line in said]
-    assert len(said) == 30 and all(0 < a - b <= 60 + driven_clock.step_s for a, b in zip(lefts, lefts[1:]))
+    assert len(said) == 30 and all(
+        0 < a - b <= 60 + driven_clock.step_s for a, b in zip(lefts, lefts[1:], strict=False)
+    )
     rec = json.loads(ws.memory_path(1).read_text())
     assert rec["status"] == "rejected" and rec["decision"]["by"] == "policy"
     assert "no answer within 1800 s" in rec["decision"]["reason"]
@@ -216,8 +231,13 @@ def test_manual_proposer_waits_for_submit(fake_env):
     ws = init(repo, root)
     t = threading.Thread(target=lambda: run_engine(ws, proposer="manual", max_iters=1))
     t.start()
-    wait_for(lambda: (meta(ws, "progress") or {}).get("phase") == "propose" and
-             "kopt submit" in (meta(ws, "progress") or {}).get("step", ""), what="manual wait")
+    wait_for(
+        lambda: (
+            (meta(ws, "progress") or {}).get("phase") == "propose"
+            and "kopt submit" in (meta(ws, "progress") or {}).get("step", "")
+        ),
+        what="manual wait",
+    )
     k = json.loads((ws.cand / "kernel.json").read_text())
     k["speed"]["large"] *= 0.9
     (ws.cand / "kernel.json").write_text(json.dumps(k))
@@ -248,8 +268,12 @@ def test_pause_and_stop_commands_act_during_a_benchmark(fake_env, monkeypatch):
 
 def test_ab_command_path_feeds_the_same_decision(fake_env):
     ab = Path(__file__).parent.parent / "fake_target" / "ab.py"
-    repo, root = fake_env(["gain5", "loss5"], toml_replace={
-        "timeout_s = 20\n\n[decide]": f'timeout_s = 20\nab_command = "{sys.executable} {ab} {{best}} {{cand}}"\n\n[decide]'})
+    repo, root = fake_env(
+        ["gain5", "loss5"],
+        toml_replace={
+            "timeout_s = 20\n\n[decide]": f'timeout_s = 20\nab_command = "{sys.executable} {ab} {{best}} {{cand}}"\n\n[decide]'
+        },
+    )
     ws = init(repo, root)
     assert run_engine(ws, max_iters=2) == 0
     assert [s for _, s, _ in statuses(ws)] == ["baseline", "keep", "regression"]
@@ -261,10 +285,14 @@ def test_ab_command_path_feeds_the_same_decision(fake_env):
 def _serving(fake_env, script: list[str], writable: str = "", **kw):
     ab = Path(__file__).parent.parent / "fake_target" / "ab.py"
     extra = f'writable = ["{writable}"]\n' if writable else ""
-    return fake_env(script, **kw, toml_replace={
-        "timeout_s = 20\n\n[decide]":
-            f'timeout_s = 5\nab_command = "{sys.executable} {ab} {{best}} {{cand}} --serve"\nab_serve = true\n'
-            f'{extra}\n[decide]'})
+    return fake_env(
+        script,
+        **kw,
+        toml_replace={
+            "timeout_s = 20\n\n[decide]": f'timeout_s = 5\nab_command = "{sys.executable} {ab} {{best}} {{cand}} --serve"\nab_serve = true\n'
+            f"{extra}\n[decide]"
+        },
+    )
 
 
 def _starts(log: Path) -> int:
@@ -302,12 +330,14 @@ def test_a_serving_ab_command_answers_every_look_of_a_decision(fake_env, monkeyp
     assert _starts(log2) == (n + 1) // 2
 
 
-
-@pytest.mark.parametrize("knob, reason", [
-    ("FAKE_SERVE_DIE_AT", r"ab_command \(serving\) ended \(exit code 7\) without answering 'look 1 "),
-    ("FAKE_SERVE_FAIL_AT", "ab_command could not measure look 1: the harness broke"),
-    ("FAKE_SERVE_HANG_AT", r"ab_command \(serving\) timed out after 5 s on 'look 1 "),
-])
+@pytest.mark.parametrize(
+    "knob, reason",
+    [
+        ("FAKE_SERVE_DIE_AT", r"ab_command \(serving\) ended \(exit code 7\) without answering 'look 1 "),
+        ("FAKE_SERVE_FAIL_AT", "ab_command could not measure look 1: the harness broke"),
+        ("FAKE_SERVE_HANG_AT", r"ab_command \(serving\) timed out after 5 s on 'look 1 "),
+    ],
+)
 def test_a_serving_ab_command_that_fails_a_look_fails_the_iteration_not_the_run(fake_env, monkeypatch, knob, reason):
     repo, root = _serving(fake_env, ["gain5", "gain5"])
     monkeypatch.setenv(knob, "1")
@@ -318,20 +348,30 @@ def test_a_serving_ab_command_that_fails_a_look_fails_the_iteration_not_the_run(
     rec = json.loads(ws.memory_path(1).read_text())
     assert re.search(reason, rec["decision"]["reason"]), rec["decision"]["reason"]
     assert meta(ws, "child_pgid") is None
-    assert not [p for p in psutil.process_iter(["cmdline"]) if "--serve" in (p.info["cmdline"] or [])
-                and str(ws.best) in " ".join(p.info["cmdline"] or [])]  # nothing left running
+    assert not [
+        p
+        for p in psutil.process_iter(["cmdline"])
+        if "--serve" in (p.info["cmdline"] or []) and str(ws.best) in " ".join(p.info["cmdline"] or [])
+    ]  # nothing left running
 
 
 def test_kill_9_with_a_serving_bench_up_resumes_and_ends_the_orphan(fake_env, monkeypatch):
     repo, root = _serving(fake_env, ["gain5", "gain5", "gain5"])
     ws = init(repo, root)
-    eng = engine_proc(ws, "--max-iters", "3", "--no-sandbox", env={"FAKE_SERVE_HANG_AT": "2"})  # v1's third look never ends
+    eng = engine_proc(
+        ws, "--max-iters", "3", "--no-sandbox", env={"FAKE_SERVE_HANG_AT": "2"}
+    )  # v1's third look never ends
     # until the server has read look 2 (its log says so) and hangs in it: killed before the
     # engine asked, it would end on its own with its closed stdin (a race a loaded machine lost)
-    wait_for(lambda: (meta(ws, "progress") or {}).get("version") == 1 and meta(ws, "child_pgid")
-             and (ws.log_dir(1) / "eval_r1_ab.csv").exists()
-             and any("measuring look 2" in p.read_text() for p in ws.log_dir(1).glob("eval_ab_serve*.out")),
-             what="v1's serving bench past two looks, hanging in the third")
+    wait_for(
+        lambda: (
+            (meta(ws, "progress") or {}).get("version") == 1
+            and meta(ws, "child_pgid")
+            and (ws.log_dir(1) / "eval_r1_ab.csv").exists()
+            and any("measuring look 2" in p.read_text() for p in ws.log_dir(1).glob("eval_ab_serve*.out"))
+        ),
+        what="v1's serving bench past two looks, hanging in the third",
+    )
     pgid = meta(ws, "child_pgid")
     os.kill(eng.pid, signal.SIGKILL)
     eng.wait()
@@ -351,12 +391,19 @@ def test_a_review_accepted_after_the_engine_was_killed_keeps_its_roofline_figure
     candidate's measurements from run.db (an earlier engine held them in memory only and
     wrote the kept iteration's roofline with no percentages)."""
     roofline = '\n[roofline]\nbytes = "n * 8"\ngpu = "h100-sxm"\nunit_scale = 1e-6\n'
-    repo, root = fake_env(["knob:fast=10", "gain5"], extra_toml=roofline,
-                          toml_replace={"review_timeout_s = 2": "review_timeout_s = 600"})
+    repo, root = fake_env(
+        ["knob:fast=10", "gain5"], extra_toml=roofline, toml_replace={"review_timeout_s = 2": "review_timeout_s = 600"}
+    )
     ws = init(repo, root)
     env = {**os.environ, "KOPT_TEST_CRASH_AT": "v1 borderline review"}
-    proc = subprocess.run([sys.executable, "-m", "kopt_supervisor.engine.daemon", "--root", str(root), "t"],
-                          cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "kopt_supervisor.engine.daemon", "--root", str(root), "t"],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
     with Store(ws.db_path, readonly=True) as s:
         v1 = s.iteration(1)
@@ -381,8 +428,10 @@ def test_under_the_sandbox_nothing_of_a_killed_engine_outlives_it(fake_env, monk
     repo, root = fake_env(["gain5", "gain5"])
     ws = init(repo, root)
     eng = engine_proc(ws, "--max-iters", "2", env={"FAKE_SLEEP": "3", "FAKE_LINGER": "60"})
-    wait_for(lambda: (meta(ws, "progress") or {}).get("version") == 1 and meta(ws, "child_pgid")
-             and marked_processes(ws), what="v1's bench running")
+    wait_for(
+        lambda: (meta(ws, "progress") or {}).get("version") == 1 and meta(ws, "child_pgid") and marked_processes(ws),
+        what="v1's bench running",
+    )
     os.kill(eng.pid, signal.SIGKILL)
     eng.wait()
     # (gone within a second on an idle machine; twice in whole-suite runs on the loaded 2-core
@@ -408,8 +457,11 @@ def test_a_keep_bought_inside_the_shared_ab_process_is_refuted_in_fresh_processe
     bench in fresh, separate processes, where nothing of the candidate's runs beside best: no
     gain, so the candidate goes to review (the policy rejects it) with both numbers."""
     (tmp_path / "serve_log").mkdir()
-    repo, root = _serving(fake_env, ["do:k['slow_best'] = 1.25; json.dump(k, open('kernel.json', 'w'))", "gain5"],
-                          writable=str(tmp_path / "serve_log"))
+    repo, root = _serving(
+        fake_env,
+        ["do:k['slow_best'] = 1.25; json.dump(k, open('kernel.json', 'w'))", "gain5"],
+        writable=str(tmp_path / "serve_log"),
+    )
     ws = init(repo, root)
     from kopt_supervisor.engine.loop.recovery import Recovery
 

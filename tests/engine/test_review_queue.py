@@ -29,13 +29,28 @@ def cls(ratio: float, lo: float, hi: float, verdict: str = "undecided") -> dict[
 
 def borderline(v: int, lane: Any, opened_at: float, *, masked: bool = False, focus: str = "cls=large") -> Iteration:
     record: dict[str, Any] = {
-        "lane": lane, "review": {"opened_at": opened_at, "deadline": opened_at + 1800, "reason": f"v{v} undecided"},
-        "decision": {"verdict": "borderline", "reason": f"v{v} undecided", "rounds": 4, "gpu_seconds": 2.5,
-                     "flags": ["undecided_at_max_rounds"], "focus": focus},
+        "lane": lane,
+        "review": {"opened_at": opened_at, "deadline": opened_at + 1800, "reason": f"v{v} undecided"},
+        "decision": {
+            "verdict": "borderline",
+            "reason": f"v{v} undecided",
+            "rounds": 4,
+            "gpu_seconds": 2.5,
+            "flags": ["undecided_at_max_rounds"],
+            "focus": focus,
+        },
         "classes": {"cls=large": cls(0.99, 0.97, 1.01), "cls=small": cls(0.95, 0.93, 0.97, "improved")},
-        "gpu": {"index": lane if isinstance(lane, int) else 0, "uuid": f"GPU-{lane}", "name": "H100", "host": "node-a"}}
-    return Iteration(v, Status.BORDERLINE, phase="review", masked=masked, hypothesis=f"hypothesis {v}",
-                     started_at=1000.0 + v, record=record)
+        "gpu": {"index": lane if isinstance(lane, int) else 0, "uuid": f"GPU-{lane}", "name": "H100", "host": "node-a"},
+    }
+    return Iteration(
+        v,
+        Status.BORDERLINE,
+        phase="review",
+        masked=masked,
+        hypothesis=f"hypothesis {v}",
+        started_at=1000.0 + v,
+        record=record,
+    )
 
 
 def answer(cid: int, kind: str, args: dict[str, Any], key: bytes | None = b"k" * 32, t: float = 5.0) -> Command:
@@ -48,9 +63,14 @@ KEY = b"k" * 32
 
 def test_every_lanes_review_is_listed_oldest_review_first_with_its_evidence():
     # v5 (lane 2) opened its review before v3 (lane 0) and v4 (lane 1): arrival, not version order
-    its = [Iteration(0, Status.BASELINE), borderline(3, 0, 2000.0), borderline(4, 1, 2500.0),
-           borderline(5, 2, 1500.0), borderline(6, 3, 100.0, masked=True),
-           Iteration(7, Status.RUNNING, record={"lane": 3})]
+    its = [
+        Iteration(0, Status.BASELINE),
+        borderline(3, 0, 2000.0),
+        borderline(4, 1, 2500.0),
+        borderline(5, 2, 1500.0),
+        borderline(6, 3, 100.0, masked=True),
+        Iteration(7, Status.RUNNING, record={"lane": 3}),
+    ]
     queue = review_queue(its)
     assert [(r.version, r.lane, r.place, r.of) for r in queue] == [(5, 2, 1, 3), (3, 0, 2, 3), (4, 1, 3, 3)]
     first = queue[0]
@@ -69,9 +89,14 @@ def test_every_lanes_review_is_listed_oldest_review_first_with_its_evidence():
 
 def test_a_sent_answer_is_shown_and_only_the_first_one_counts():
     its = [borderline(3, 0, 2000.0), borderline(4, 1, 2500.0)]
-    answers = [answer(9, "reject", {"version": 3}), answer(7, "accept", {"version": 3}),
-               answer(8, "accept", {"version": "v99"}), answer(10, "stop", {"version": 4}),
-               answer(11, "accept", {"version": True}), answer(12, "accept", ["not", "a", "dict"])]  # type: ignore[arg-type]
+    answers = [
+        answer(9, "reject", {"version": 3}),
+        answer(7, "accept", {"version": 3}),
+        answer(8, "accept", {"version": "v99"}),
+        answer(10, "stop", {"version": 4}),
+        answer(11, "accept", {"version": True}),
+        answer(12, "accept", ["not", "a", "dict"]),
+    ]  # type: ignore[arg-type]
     queue = review_queue(its, {}, answers)
     v3, v4 = queue
     assert v3.answer is not None and (v3.answer.kind, v3.answer.command_id) == ("accept", 7)  # the engine takes #7
@@ -80,8 +105,11 @@ def test_a_sent_answer_is_shown_and_only_the_first_one_counts():
 
 def test_a_review_measured_again_is_not_open_while_an_engine_measures_it():
     its = [borderline(3, 0, 2000.0), borderline(4, 1, 2500.0)]
-    meta = {"lane:1": {"version": 4, "phase": "eval", "step": "round 6 (min 2, max 8)"},
-            "lane:0": {"version": 3, "phase": "review"}, "progress": {"version": 4, "phase": "eval"}}
+    meta = {
+        "lane:1": {"version": 4, "phase": "eval", "step": "round 6 (min 2, max 8)"},
+        "lane:0": {"version": 3, "phase": "review"},
+        "progress": {"version": 4, "phase": "eval"},
+    }
     v3, v4 = review_queue(its, meta)
     assert v4.more_rounds and not v4.open and v3.open
     # no engine: meta's steps are what it did last; an answer queued now applies when it resumes
@@ -113,10 +141,22 @@ def test_junk_in_a_record_shows_what_it_can():
 
 
 def test_lane_states_name_each_lanes_candidate_interval_and_review():
-    its = [Iteration(0, Status.BASELINE), borderline(1, 0, 2000.0), borderline(2, 1, 1000.0),
-           Iteration(3, Status.RUNNING, hypothesis="tile K by 64", phase="measure",
-                     record={"lane": 2, "classes": {"cls=large": cls(0.96, 0.94, 0.98, "improved")},
-                             "decision": {"focus": "cls=large"}})]
+    its = [
+        Iteration(0, Status.BASELINE),
+        borderline(1, 0, 2000.0),
+        borderline(2, 1, 1000.0),
+        Iteration(
+            3,
+            Status.RUNNING,
+            hypothesis="tile K by 64",
+            phase="measure",
+            record={
+                "lane": 2,
+                "classes": {"cls=large": cls(0.96, 0.94, 0.98, "improved")},
+                "decision": {"focus": "cls=large"},
+            },
+        ),
+    ]
     queue = review_queue(its, {}, [answer(5, "reject", {"version": 2})])
     lanes = api.lane_states({}, its, 4, queue)
     assert [x["review"] and (x["review"]["place"], x["review"]["of"]) for x in lanes] == [(2, 2), (1, 2), None, None]
@@ -136,18 +176,23 @@ def two_reviews(tmp_path: Path) -> Workspace:
 
 def rows(ws: Workspace) -> list[tuple[str, dict[str, Any], str]]:
     with Store(ws.db_path, readonly=True) as s:
-        return [(r["kind"], __import__("json").loads(r["args"]), r["status"])
-                for r in s.db.execute("SELECT kind, args, status FROM commands ORDER BY id")]
+        return [
+            (r["kind"], __import__("json").loads(r["args"]), r["status"])
+            for r in s.db.execute("SELECT kind, args, status FROM commands ORDER BY id")
+        ]
 
 
 def test_status_lists_both_lanes_reviews_and_the_answer_sent(two_reviews: Workspace):
     ws = two_reviews
     st = api.status(ws)
     assert st["pending_reviews"] == [1, 2]
-    assert [(r["version"], r["lane"], r["place"], r["answer"]) for r in st["reviews"]] == [(1, 0, 1, None),
-                                                                                          (2, 1, 2, None)]
-    assert all(r["reason"].endswith("smaller than 1%") and r["classes"] and r["gpu"]["index"] in (1, 2)
-               for r in st["reviews"])
+    assert [(r["version"], r["lane"], r["place"], r["answer"]) for r in st["reviews"]] == [
+        (1, 0, 1, None),
+        (2, 1, 2, None),
+    ]
+    assert all(
+        r["reason"].endswith("smaller than 1%") and r["classes"] and r["gpu"]["index"] in (1, 2) for r in st["reviews"]
+    )
     assert [x["review"]["place"] for x in st["lanes"]] == [1, 2]
     api.send(ws, "accept", {"version": 2}, source="cli:test")
     st = api.status(ws)
@@ -162,8 +207,11 @@ def test_a_second_answer_to_one_review_is_refused_and_the_other_lane_is_untouche
     ws = two_reviews
     api.send(ws, "accept", {"version": 1}, source="cli:1")
     for kind in ("accept", "reject", "more_rounds"):
-        with pytest.raises(BadInput, match=r"v1 already has an answer waiting for the engine: accept \(command #\d+, "
-                                           r"from cli:1\)"):
+        with pytest.raises(
+            BadInput,
+            match=r"v1 already has an answer waiting for the engine: accept \(command #\d+, "
+            r"from cli:1\)",
+        ):
             api.send(ws, kind, {"version": 1}, source="tui:2")
     api.send(ws, "reject", {"version": 2}, source="tui:2")  # the other lane's review takes its own answer
     with pytest.raises(BadInput, match="v0 is not awaiting review"):
@@ -205,6 +253,7 @@ def test_answers_sent_at_once_from_several_clients_make_one_row(two_reviews: Wor
 def test_with_several_lanes_the_runs_state_is_what_the_lanes_do_together():
     """The engine's one meta `state` is whichever lane wrote last (a lane waiting for a GPU
     writes waiting_gpu while another measures): clients read the lanes instead."""
+
     def lane(phase: str, review: dict[str, Any] | None = None) -> dict[str, Any]:
         return {"phase": phase, "review": review}
 

@@ -60,8 +60,15 @@ def wait_pidfile(path: Path, timeout: float = 5.0) -> int:
 
 
 def run(tmp_path: Path, script: str, marker: tuple[str, str] | None = None) -> runner.RunResult:
-    return runner.run(["bash", "-c", script], cwd=tmp_path, log_dir=tmp_path / "logs", name="step", timeout_s=20,
-                      env={MARKER: marker[1]} if marker else None, marker=marker)
+    return runner.run(
+        ["bash", "-c", script],
+        cwd=tmp_path,
+        log_dir=tmp_path / "logs",
+        name="step",
+        timeout_s=20,
+        env={MARKER: marker[1]} if marker else None,
+        marker=marker,
+    )
 
 
 def test_a_setsid_child_is_ended_with_its_step(tmp_path: Path) -> None:
@@ -77,9 +84,12 @@ def test_a_child_that_renames_itself_and_ignores_term_is_killed(tmp_path: Path) 
     its environment still carries the step's token, and the grace ends in SIGKILL."""
     pidfile = tmp_path / "pid"
     arg = unique_sleep()
-    res = run(tmp_path, f"setsid bash -c 'trap \"\" TERM; echo $$ > {pidfile}; exec -a innocent sleep {arg}' "
-                        "</dev/null >/dev/null 2>&1 &\n"
-                        f"while [ ! -s {pidfile} ]; do sleep 0.01; done; sleep 0.2")
+    res = run(
+        tmp_path,
+        f"setsid bash -c 'trap \"\" TERM; echo $$ > {pidfile}; exec -a innocent sleep {arg}' "
+        "</dev/null >/dev/null 2>&1 &\n"
+        f"while [ ! -s {pidfile} ]; do sleep 0.01; done; sleep 0.2",
+    )
     assert res.ok
     pid = wait_pidfile(pidfile)
     assert not alive(pid) and not pids_of(arg), "a renamed, TERM-ignoring child outlived its step"
@@ -87,8 +97,11 @@ def test_a_child_that_renames_itself_and_ignores_term_is_killed(tmp_path: Path) 
 
 def test_a_child_that_keeps_starting_detached_children_is_ended_with_all_of_them(tmp_path: Path) -> None:
     arg = unique_sleep()
-    res = run(tmp_path, f"setsid bash -c 'for i in $(seq 1 400); do (setsid sleep {arg} &); sleep 0.005; done' "
-                        "</dev/null >/dev/null 2>&1 &\nsleep 0.3")
+    res = run(
+        tmp_path,
+        f"setsid bash -c 'for i in $(seq 1 400); do (setsid sleep {arg} &); sleep 0.005; done' "
+        "</dev/null >/dev/null 2>&1 &\nsleep 0.3",
+    )
     assert res.ok
     time.sleep(0.2)  # a child started while the last ones were killed would show now
     left = pids_of(arg)
@@ -107,15 +120,24 @@ def test_the_runs_marker_ends_strays_and_spares_a_step_still_running(tmp_path: P
     pgid: list[int] = []
 
     def other_lane() -> None:
-        runner.run(["sleep", live_arg], cwd=tmp_path, log_dir=tmp_path / "logs", name="lane1", timeout_s=20,
-                   env={MARKER: marker[1]}, marker=marker, on_start=lambda g: (pgid.append(g), started.set()))
+        runner.run(
+            ["sleep", live_arg],
+            cwd=tmp_path,
+            log_dir=tmp_path / "logs",
+            name="lane1",
+            timeout_s=20,
+            env={MARKER: marker[1]},
+            marker=marker,
+            on_start=lambda g: (pgid.append(g), started.set()),
+        )
 
     t = threading.Thread(target=other_lane)
     t.start()
     assert started.wait(5)
     stray = subprocess.Popen(["sleep", stray_arg], env={**os.environ, MARKER: marker[1]}, start_new_session=True)
-    other = subprocess.Popen(["sleep", other_arg], env={**os.environ, MARKER: str(tmp_path / "another-run")},
-                             start_new_session=True)
+    other = subprocess.Popen(
+        ["sleep", other_arg], env={**os.environ, MARKER: str(tmp_path / "another-run")}, start_new_session=True
+    )
     try:
         n = runner.end_leftovers(None, marker)
         stray.wait(5)
@@ -131,9 +153,17 @@ def test_the_runs_marker_ends_strays_and_spares_a_step_still_running(tmp_path: P
 
 def test_a_served_commands_escapee_is_ended_when_it_closes(tmp_path: Path) -> None:
     pidfile = tmp_path / "pid"
-    server = runner.Server(["bash", "-c", f"setsid sleep 60 </dev/null >/dev/null 2>&1 & echo $! > {pidfile}\n"
-                                          "while read -r line; do echo \"done $line\"; done"],
-                           cwd=tmp_path, log_dir=tmp_path / "logs", name="serve")
+    server = runner.Server(
+        [
+            "bash",
+            "-c",
+            f"setsid sleep 60 </dev/null >/dev/null 2>&1 & echo $! > {pidfile}\n"
+            'while read -r line; do echo "done $line"; done',
+        ],
+        cwd=tmp_path,
+        log_dir=tmp_path / "logs",
+        name="serve",
+    )
     assert server.ask("1", is_reply=lambda s: s.startswith("done"), timeout_s=10) == "done 1"
     pid = wait_pidfile(pidfile)
     assert alive(pid)  # it lives while the served command does
@@ -146,9 +176,13 @@ def test_the_limit_a_process_that_re_executes_with_its_own_environment_is_not_re
     the step's token nor the run's marker; nothing else tells it from any process of the user."""
     pidfile = tmp_path / "pid"
     marker = (MARKER, str(tmp_path / "ws"))
-    res = run(tmp_path, f"setsid env -i {sys.executable} -c 'import os, time; open(\"{pidfile}\", \"w\").write("
-                        "str(os.getpid())); time.sleep(60)' </dev/null >/dev/null 2>&1 &\n"
-                        f"while [ ! -s {pidfile} ]; do sleep 0.01; done", marker=marker)
+    res = run(
+        tmp_path,
+        f'setsid env -i {sys.executable} -c \'import os, time; open("{pidfile}", "w").write('
+        "str(os.getpid())); time.sleep(60)' </dev/null >/dev/null 2>&1 &\n"
+        f"while [ ! -s {pidfile} ]; do sleep 0.01; done",
+        marker=marker,
+    )
     assert res.ok
     pid = wait_pidfile(pidfile)
     try:

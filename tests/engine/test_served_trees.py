@@ -26,7 +26,6 @@ from kopt_supervisor.engine.workspace import Workspace
 from kopt_supervisor.kopt_tui.cli import main as kopt
 from tests.conftest import git
 
-
 GAIN_CALLS = "400"
 """Timed calls per config for a test whose control is a real keep (gain30): a claim of ~45 ms
 a look, which the OS's CPU clock (10 ms ticks) confirms on a loaded machine; at the default
@@ -44,10 +43,13 @@ def served(fake_env, tmp_path, monkeypatch):
     monkeypatch.setenv("FAKE_SERVE_LOG", str(log))
 
     def make(script: list[str], *, timeout_s: int = 20, extra_toml: str = "", tag: str = "s") -> tuple[Workspace, Path]:
-        repo, root = fake_env(script, files=("serve.py", "kernel.json"), toml_file="serve_kopt.toml",
-                              toml_replace={"timeout_s = 20\n\n[decide]":
-                                            f'timeout_s = {timeout_s}\nwritable = ["{logs}"]\n\n[decide]'},
-                              extra_toml=extra_toml)
+        repo, root = fake_env(
+            script,
+            files=("serve.py", "kernel.json"),
+            toml_file="serve_kopt.toml",
+            toml_replace={"timeout_s = 20\n\n[decide]": f'timeout_s = {timeout_s}\nwritable = ["{logs}"]\n\n[decide]'},
+            extra_toml=extra_toml,
+        )
         assert kopt(["--root", str(root), "init", "--repo", str(repo), "--tag", tag]) == 0
         return Workspace(root, tag), log
 
@@ -82,13 +84,19 @@ def starts(log: Path, *, confirmation: bool | None = False) -> list[tuple[int, s
 def requests(log: Path, *, warm_ups: bool = False) -> list[tuple[str, int, int, str]]:
     """(look|audit, N, seed, tree folder name) of every measured request the servers got; with
     `warm_ups`, only the warm-up looks two new processes answer at once (negative N)."""
-    return [(w[0], int(w[1]), int(w[2]), Path(w[4]).name) for w in (line.split() for line in log.read_text().splitlines())
-            if w[0] in ("look", "audit") and (int(w[1]) < 0) == warm_ups]
+    return [
+        (w[0], int(w[1]), int(w[2]), Path(w[4]).name)
+        for w in (line.split() for line in log.read_text().splitlines())
+        if w[0] in ("look", "audit") and (int(w[1]) < 0) == warm_ups
+    ]
 
 
 def no_server_left(ws: Workspace) -> bool:
-    return not [p for p in psutil.process_iter(["cmdline", "cwd"]) if "--serve" in (p.info["cmdline"] or [])
-                and str(ws.dir) in str(p.info["cwd"] or "")]
+    return not [
+        p
+        for p in psutil.process_iter(["cmdline", "cwd"])
+        if "--serve" in (p.info["cmdline"] or []) and str(ws.dir) in str(p.info["cwd"] or "")
+    ]
 
 
 # ---------------------------------------------------------------------------------------
@@ -111,10 +119,17 @@ def test_cpu_seconds_count_the_tree_reaped_children_and_what_escaped_with_the_to
     token = "tok" + os.urandom(6).hex()
     (tmp_path / "burn.py").write_text(BURN.format(s=0.4))
     (tmp_path / "spin.py").write_text("import time\nwhile True: pass\n")
-    script = (f"{sys.executable} burn.py; (setsid {sys.executable} spin.py &); "
-              f"( ( {sys.executable} spin.py & ) & ); echo started; exec sleep 30")
-    proc = subprocess.Popen(["bash", "-c", script], cwd=tmp_path, start_new_session=True, stdout=subprocess.PIPE,
-                            env={**os.environ, runner.STEP_ENV: token})
+    script = (
+        f"{sys.executable} burn.py; (setsid {sys.executable} spin.py &); "
+        f"( ( {sys.executable} spin.py & ) & ); echo started; exec sleep 30"
+    )
+    proc = subprocess.Popen(
+        ["bash", "-c", script],
+        cwd=tmp_path,
+        start_new_session=True,
+        stdout=subprocess.PIPE,
+        env={**os.environ, runner.STEP_ENV: token},
+    )
     try:
         assert proc.stdout is not None and proc.stdout.readline() == b"started\n"
         time.sleep(1.0)  # the spinners spin (on a loaded machine, a share of a CPU each)
@@ -140,18 +155,22 @@ def test_serve_loads_validates_and_an_older_frozen_config_still_loads():
     cfg = config.loads(base + 'serve = "python serve.py --serve"\nab_command = "x {best} {cand}"\n')
     assert cfg.target.serve == "python serve.py --serve"
     assert config.loads(config.dumps(cfg)) == cfg
-    for bad, words in ((' serve = "  "', "[target].serve must be a command"),
-                       ('serve = "python b.py {cand}"', "[target].serve serves one tree"),
-                       ('serve = "python b.py"\nformat = "table"', '[target].serve needs [target].format = "csv"'),
-                       ("serve = 3", "[target].serve must be a string, not 3")):
+    for bad, words in (
+        (' serve = "  "', "[target].serve must be a command"),
+        ('serve = "python b.py {cand}"', "[target].serve serves one tree"),
+        ('serve = "python b.py"\nformat = "table"', '[target].serve needs [target].format = "csv"'),
+        ("serve = 3", "[target].serve must be a string, not 3"),
+    ):
         with pytest.raises(BadInput) as e:
             config.loads(base + bad + "\n", source="k.toml")
         assert str(e.value).startswith("k.toml: ") and words in str(e.value) and "\n" not in str(e.value)
 
 
 def test_serve_wins_over_an_ab_command_for_measurement(tmp_path):
-    cfg = config.loads('[target]\nbench = "b"\nmetric = "us"\nab_command = "ab {best} {cand} --serve"\nab_serve = true\n'
-                       'serve = "b --serve"\n')
+    cfg = config.loads(
+        '[target]\nbench = "b"\nmetric = "us"\nab_command = "ab {best} {cand} --serve"\nab_serve = true\n'
+        'serve = "b --serve"\n'
+    )
     ctx = SimpleNamespace(cfg=cfg, ws=SimpleNamespace(dir=tmp_path))
     m = measurer_for(ctx, SimpleNamespace(index=0))  # type: ignore[arg-type]
     assert isinstance(m, ServedTrees) and not m.fresh
@@ -176,8 +195,9 @@ def test_two_processes_per_decision_abba_one_seed_per_look_and_the_costs_recorde
     by_seed: dict[tuple[str, int], list[tuple[int, str]]] = {}
     for verb, n, seed, tree in requests(log):
         by_seed.setdefault((verb, seed), []).append((n, tree))
-    assert all(len(v) == 2 and v[0][0] == v[1][0] and {v[0][1], v[1][1]} == {"best", "cand"}
-               for v in by_seed.values()), by_seed
+    assert all(
+        len(v) == 2 and v[0][0] == v[1][0] and {v[0][1], v[1][1]} == {"best", "cand"} for v in by_seed.values()
+    ), by_seed
     looks = [v for (verb, _), v in by_seed.items() if verb == "look"]
     assert all(v[0][1] == ("best" if v[0][0] % 2 == 0 else "cand") for v in looks)
     with ws.open_store(readonly=True) as s:
@@ -207,15 +227,37 @@ def test_two_processes_per_decision_abba_one_seed_per_look_and_the_costs_recorde
 
 def test_hostile_outputs_fail_correctness_by_kopts_audit_and_a_duplicate_row_fails_the_bench(served, monkeypatch):
     monkeypatch.setenv("FAKE_CALLS", GAIN_CALLS)
-    ws, _ = served(["knob:wrong", "knob:nan", "knob:steal_reference", "knob:half_rows", "knob:duplicate_rows",
-                    "knob:late_outputs", "knob:no_commitment", "gain30"], extra_toml="repair_attempts = 0\n")
-    assert run(ws, 8) == ["baseline", "fail_correctness", "fail_correctness", "fail_correctness",
-                          "fail_correctness", "fail_bench", "fail_correctness", "fail_bench", "keep"]
+    ws, _ = served(
+        [
+            "knob:wrong",
+            "knob:nan",
+            "knob:steal_reference",
+            "knob:half_rows",
+            "knob:duplicate_rows",
+            "knob:late_outputs",
+            "knob:no_commitment",
+            "gain30",
+        ],
+        extra_toml="repair_attempts = 0\n",
+    )
+    assert run(ws, 8) == [
+        "baseline",
+        "fail_correctness",
+        "fail_correctness",
+        "fail_correctness",
+        "fail_correctness",
+        "fail_bench",
+        "fail_correctness",
+        "fail_bench",
+        "keep",
+    ]
     # outputs that were not what the look committed to before the audit seed was drawn (made
     # once the seed was known); a look that commits to nothing
     late = record(ws, 6)["decision"]["reason"]
     assert "kopt's audit: set " in late and "the look committed" in late and "(outputs changed after the look)" in late
-    assert "cand's commitment of look 0 (v7_eval_r0.csv.sets.json): cannot read it" in record(ws, 7)["decision"]["reason"]
+    assert (
+        "cand's commitment of look 0 (v7_eval_r0.csv.sets.json): cannot read it" in record(ws, 7)["decision"]["reason"]
+    )
     reasons = {v: record(ws, v)["decision"]["reason"] for v in range(1, 6)}
     for v, words in ((1, "best's"), (2, "NaN value(s), best's 0"), (3, "best's"), (4, "best's")):
         assert "kopt's audit: audited timed call (set " in reasons[v] and words in reasons[v], reasons[v]
@@ -248,8 +290,9 @@ def test_a_patched_timer_shows_in_the_claims_but_not_in_the_cpu_time(served, mon
     a real 30% gain shows in both. A look that started a process says so (its CPU time
     holds the start), and is left out here."""
     monkeypatch.setenv("FAKE_CALLS", "400")  # ~0.15 s per look and side: the OS counts in 10 ms ticks
-    ws, _ = served(["knob:timer_patch=0.5", "do:k['speed'] = {'small': 0.7, 'large': 0.7}; "
-                                            "json.dump(k, open('kernel.json', 'w'))"])
+    ws, _ = served(
+        ["knob:timer_patch=0.5", "do:k['speed'] = {'small': 0.7, 'large': 0.7}; json.dump(k, open('kernel.json', 'w'))"]
+    )
     run(ws, 2)
     for v, claim, cpu in ((1, 0.5, 1.0), (2, 0.7, 0.7)):
         costs = [SideCost.from_dict(c) for c in record(ws, v)["side_costs"]["eval"]]
@@ -257,7 +300,8 @@ def test_a_patched_timer_shows_in_the_claims_but_not_in_the_cpu_time(served, mon
         costs = [c for c in costs if c.round > 0]
         side = {s: [c for c in costs if c.side == s] for s in ("best", "cand")}
         claimed = statistics.fmean(c.claimed_s or 0 for c in side["cand"]) / statistics.fmean(
-            c.claimed_s or 0 for c in side["best"])
+            c.claimed_s or 0 for c in side["best"]
+        )
         spent = sum(c.cpu_s for c in side["cand"]) / sum(c.cpu_s for c in side["best"])
         assert claimed == pytest.approx(claim, abs=0.03), (v, claimed)
         assert spent == pytest.approx(cpu, abs=0.2), (v, spent)
@@ -328,7 +372,10 @@ def test_bests_process_is_kept_while_best_stays_and_the_candidates_is_new_per_de
         assert m.servers["best"].proc.pid != kept
         # the output folders hold the last look's files only (copies of each are in logs/)
         assert sorted(p.name for p in (ws.dir / "looks" / "lane0" / "best").iterdir()) == [
-            "v3_eval_r1.csv", "v3_eval_r1.csv.sets.json", "v3_eval_r1_audit.json"]
+            "v3_eval_r1.csv",
+            "v3_eval_r1.csv.sets.json",
+            "v3_eval_r1_audit.json",
+        ]
         assert (ws.log_dir(1) / "eval_r0_best.csv").exists() and (ws.log_dir(2) / "eval_r1_cand_audit.json").exists()
     finally:
         m.close()
@@ -425,8 +472,12 @@ def test_the_candidates_process_reaches_neither_its_tree_nor_bests(served):
         m.close()
         ctx.store.close()
     tried = dict(line.split()[1:3] for line in log.read_text().splitlines() if line.startswith("reach "))
-    assert tried == {"own-tree": "denied", "best-tree": "denied", "best-looks-write": "denied",
-                     "best-looks-read": "denied"}
+    assert tried == {
+        "own-tree": "denied",
+        "best-tree": "denied",
+        "best-looks-write": "denied",
+        "best-looks-read": "denied",
+    }
     assert json.loads((lane.best / "kernel.json").read_text()) == {"speed": {"small": 1.0, "large": 1.0}}
 
 

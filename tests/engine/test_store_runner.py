@@ -59,18 +59,25 @@ def test_transaction_rolls_back_on_error(tmp_path: Path):
 
 
 def test_run_captures_output_and_exit_code(tmp_path: Path):
-    r = runner.run([sys.executable, "-c", "import sys; print('hi'); print('oops', file=sys.stderr); sys.exit(3)"],
-                   cwd=tmp_path, log_dir=tmp_path / "logs", name="x", timeout_s=10)
+    r = runner.run(
+        [sys.executable, "-c", "import sys; print('hi'); print('oops', file=sys.stderr); sys.exit(3)"],
+        cwd=tmp_path,
+        log_dir=tmp_path / "logs",
+        name="x",
+        timeout_s=10,
+    )
     assert r.returncode == 3 and not r.ok and r.why() == "exit code 3"
     assert (tmp_path / "logs" / "x.out").read_text() == "hi\n"
     assert r.tail() == "oops"
 
 
 def test_timeout_kills_the_whole_group(tmp_path: Path):
-    script = ("import subprocess, sys, time\n"
-              "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
-              "open('child.pid', 'w').write(str(p.pid))\n"
-              "time.sleep(60)\n")
+    script = (
+        "import subprocess, sys, time\n"
+        "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+        "open('child.pid', 'w').write(str(p.pid))\n"
+        "time.sleep(60)\n"
+    )
     t0 = time.monotonic()
     r = runner.run([sys.executable, "-c", script], cwd=tmp_path, log_dir=tmp_path, name="h", timeout_s=1.0)
     assert r.timed_out and r.returncode is None and "timed out" in r.why()
@@ -89,15 +96,29 @@ def test_poll_can_interrupt_and_the_group_dies(tmp_path: Path):
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        runner.run([sys.executable, "-c", "import time; time.sleep(60)"], cwd=tmp_path, log_dir=tmp_path, name="p",
-                   timeout_s=30, poll=poll, poll_interval_s=0.05, on_start=started.append)
+        runner.run(
+            [sys.executable, "-c", "import time; time.sleep(60)"],
+            cwd=tmp_path,
+            log_dir=tmp_path,
+            name="p",
+            timeout_s=30,
+            poll=poll,
+            poll_interval_s=0.05,
+            on_start=started.append,
+        )
     with pytest.raises(ProcessLookupError):
         os.killpg(started[0], 0)
 
 
 def test_runaway_output_is_cut_off(tmp_path: Path):
-    r = runner.run([sys.executable, "-c", "import sys\nwhile True: sys.stdout.write('x' * 65536)"],
-                   cwd=tmp_path, log_dir=tmp_path, name="big", timeout_s=30, max_output_bytes=2_000_000)
+    r = runner.run(
+        [sys.executable, "-c", "import sys\nwhile True: sys.stdout.write('x' * 65536)"],
+        cwd=tmp_path,
+        log_dir=tmp_path,
+        name="big",
+        timeout_s=30,
+        max_output_bytes=2_000_000,
+    )
     assert r.output_overflow and r.returncode is None
     # a hard cap (RLIMIT_FSIZE) however fast the writer is
     assert (tmp_path / "big.out").stat().st_size <= 2_000_000
@@ -107,25 +128,42 @@ def test_a_flood_past_an_absent_cap_is_cut_after_the_kill(tmp_path: Path, monkey
     # a sandbox that ignores RLIMIT_FSIZE, or a writer faster than the cap is set: the whole
     # flood lands on disk before the poll sees it; the log is then cut to the limit, marked
     monkeypatch.setattr(runner.logs, "limit_file_size", lambda pid, n: None)
-    r = runner.run([sys.executable, "-c", "import sys, time\nsys.stdout.write('x' * 4_000_000)\nsys.stdout.flush()\n"
-                    "time.sleep(30)"], cwd=tmp_path, log_dir=tmp_path, name="big", timeout_s=30,
-                   max_output_bytes=1_000_000)
+    r = runner.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time\nsys.stdout.write('x' * 4_000_000)\nsys.stdout.flush()\ntime.sleep(30)",
+        ],
+        cwd=tmp_path,
+        log_dir=tmp_path,
+        name="big",
+        timeout_s=30,
+        max_output_bytes=1_000_000,
+    )
     assert r.output_overflow and r.returncode is None and r.duration_s < 10
     text = (tmp_path / "big.out").read_bytes()
     assert len(text) <= 1_000_000 and text.startswith(b"xxxx") and b"output cut at 1000000 bytes" in text
 
 
 def test_signal_death_is_named(tmp_path: Path):
-    r = runner.run([sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)"],
-                   cwd=tmp_path, log_dir=tmp_path, name="s", timeout_s=10)
+    r = runner.run(
+        [sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)"],
+        cwd=tmp_path,
+        log_dir=tmp_path,
+        name="s",
+        timeout_s=10,
+    )
     assert r.returncode == -signal.SIGSEGV and r.why() == "killed by SIGSEGV"
 
 
 def test_kill_orphans_only_touches_marked_processes(tmp_path: Path):
     import subprocess
 
-    marked = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True,
-                              env={**os.environ, "KOPT_WORKSPACE": "/ws/a"})
+    marked = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(60)"],
+        start_new_session=True,
+        env={**os.environ, "KOPT_WORKSPACE": "/ws/a"},
+    )
     other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
     try:
         assert runner.kill_orphans(other.pid, ("KOPT_WORKSPACE", "/ws/a")) == 0
@@ -154,8 +192,12 @@ def test_a_log_name_planted_as_a_link_or_fifo_is_replaced_never_followed(tmp_pat
     assert store.read_bytes() == b"the store"
     assert not (logs / "bench.out").is_symlink() and (logs / "bench.out").read_text() == "measured\n"
     os.link(store, logs / "srv.out")
-    srv = runner.Server([sys.executable, "-c", "import sys\nfor l in sys.stdin: print('ok', flush=True)"],
-                        cwd=tmp_path, log_dir=logs, name="srv")
+    srv = runner.Server(
+        [sys.executable, "-c", "import sys\nfor l in sys.stdin: print('ok', flush=True)"],
+        cwd=tmp_path,
+        log_dir=logs,
+        name="srv",
+    )
     try:
         assert srv.ask("x", timeout_s=10, is_reply=lambda ln: ln == "ok") == "ok"
     finally:

@@ -33,8 +33,7 @@ def plain_env(**extra: str) -> dict[str, str]:
 
 
 def plain(cwd: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, env=plain_env(), capture_output=True, text=True,
-                          check=True).stdout
+    return subprocess.run(["git", *args], cwd=cwd, env=plain_env(), capture_output=True, text=True, check=True).stdout
 
 
 @pytest.fixture
@@ -135,8 +134,9 @@ def test_executable_content_of_every_kind(trees: tuple[Path, Path, Path, str]) -
 
 
 @pytest.mark.parametrize("how", ["info-exclude", "candidate-gitignore", "global-excludes"])
-def test_files_hidden_by_every_kind_of_ignore_rule_are_seen(trees: tuple[Path, Path, Path, str], tmp_path: Path,
-                                                           monkeypatch: pytest.MonkeyPatch, how: str) -> None:
+def test_files_hidden_by_every_kind_of_ignore_rule_are_seen(
+    trees: tuple[Path, Path, Path, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
     repo, _, cand, base = trees
     if how == "info-exclude":
         (repo / ".git" / "info").mkdir(exist_ok=True)
@@ -170,10 +170,14 @@ def test_the_allow_list(trees: tuple[Path, Path, Path, str]) -> None:
     assert report.allowed == ("build/ext/fast.so", "kernels/flash.py", "kernels/json.py")
     assert report.executable == (("evil.pth", ".pth file"),)
     assert report.shadowing == (("json", "kernels/json.py"),)  # a shadow is refused even when allowed
-    assert report.problems() == {"executable content (untracked or ignored)": ["evil.pth"],
-                                 "modules shadowing importable ones": ["kernels/json.py"]}
-    assert report.reason() == ("cand/: executable content (untracked or ignored): evil.pth (.pth file); "
-                               "modules shadowing importable ones: json (kernels/json.py)")
+    assert report.problems() == {
+        "executable content (untracked or ignored)": ["evil.pth"],
+        "modules shadowing importable ones": ["kernels/json.py"],
+    }
+    assert report.reason() == (
+        "cand/: executable content (untracked or ignored): evil.pth (.pth file); "
+        "modules shadowing importable ones: json (kernels/json.py)"
+    )
 
 
 def test_modules_that_shadow_by_name_anywhere(trees: tuple[Path, Path, Path, str]) -> None:
@@ -190,8 +194,14 @@ def test_modules_that_shadow_by_name_anywhere(trees: tuple[Path, Path, Path, str
     write(cand, "json.py.d/readme.txt", "")
     write(cand, "helper.py", "")
     report = inspect(cand, base, modules=MODULES)
-    assert report.shadowing == (("json", "json.py"), ("numpy", "numpy/"), ("requests", "sub/requests.cpython-311-x86_64-linux-gnu.so"),
-                                ("torch", "torch/"), ("typing", "kernels/typing.py"), ("yaml", "yaml.pyc"))
+    assert report.shadowing == (
+        ("json", "json.py"),
+        ("numpy", "numpy/"),
+        ("requests", "sub/requests.cpython-311-x86_64-linux-gnu.so"),
+        ("torch", "torch/"),
+        ("typing", "kernels/typing.py"),
+        ("yaml", "yaml.pyc"),
+    )
     assert "json (json.py)" in report.reason()
 
 
@@ -214,8 +224,11 @@ def test_a_shadowing_module_is_named_however_it_is_hidden(trees: tuple[Path, Pat
     assert report.shadowing == (("json", "json.py"),)
     assert report.problems()["modules shadowing importable ones"] == ["json.py"]
     assert "json (json.py)" in report.reason()
-    assert (report.ignored, report.untracked) == ((), ("json.py",)) if hide == "not hidden" else \
-        (report.ignored, report.untracked) == (("json.py",), ())
+    assert (
+        (report.ignored, report.untracked) == ((), ("json.py",))
+        if hide == "not hidden"
+        else (report.ignored, report.untracked) == (("json.py",), ())
+    )
     assert set(report.modified) == {"kernel.py"} | ({".gitignore"} if hide == "candidate-gitignore" else set())
 
 
@@ -293,7 +306,7 @@ def test_nested_repositories_and_git_control_files(trees: tuple[Path, Path, Path
     write(cand, "other/.git", "gitdir: /elsewhere\n")
     write(cand, "other/x.txt", "")
     write(cand, "kernels/.gitattributes", "*.py filter=x\n")
-    write(cand, ".gitmodules", "[submodule \"v\"]\n\tpath = vendor\n")
+    write(cand, ".gitmodules", '[submodule "v"]\n\tpath = vendor\n')
     report = inspect(cand, base, modules=MODULES)
     assert report.nested_repos == ("other/", "vendor/")
     assert report.git_control == (".gitmodules", "kernels/.gitattributes")
@@ -341,7 +354,8 @@ def test_strict_best_differs_in_any_way_except_the_allowed(trees: tuple[Path, Pa
     assert report.reason() == (
         f"best/ differs from {base[:12]}: modified tracked files: kernel.py; new files: "
         "__pycache__/kernel.cpython-311.pyc, notes.txt; executable content (untracked or ignored): "
-        "__pycache__/kernel.cpython-311.pyc (bytecode)")
+        "__pycache__/kernel.cpython-311.pyc (bytecode)"
+    )
     gitops.reset_clean(best, base)
     again = inspect(best, base, allow=["out.csv"], modules=MODULES, strict=True)
     assert again.ok and not again.differs
@@ -361,8 +375,9 @@ def test_repeated_looks_see_each_new_change(trees: tuple[Path, Path, Path, str])
     assert inspect(cand, tree, modules=MODULES).modified == ("kernel.py",)
 
 
-def test_many_files_take_a_fixed_number_of_git_calls(trees: tuple[Path, Path, Path, str],
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_many_files_take_a_fixed_number_of_git_calls(
+    trees: tuple[Path, Path, Path, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     _, _, cand, base = trees
     calls: list[list[str]] = []
     real = gitops.invoke._exec
@@ -448,9 +463,12 @@ def test_the_police_lists_importable_modules_ahead_while_the_baseline_runs(tmp_p
         fake.write_text(f"#!/bin/sh\n{script.split(' ', 1)[1]}\n")
         fake.chmod(0o755)
         events: list[str] = []
-        ctx = SimpleNamespace(env=lambda: {"PATH": f"{fake.parent}:/usr/bin:/bin"}, ws=SimpleNamespace(dir=ws),
-                              cfg=SimpleNamespace(target=SimpleNamespace(bench=bench.format(fake=fake))),
-                              event=lambda kind, text, **kw: events.append(text))
+        ctx = SimpleNamespace(
+            env=lambda: {"PATH": f"{fake.parent}:/usr/bin:/bin"},
+            ws=SimpleNamespace(dir=ws),
+            cfg=SimpleNamespace(target=SimpleNamespace(bench=bench.format(fake=fake))),
+            event=lambda kind, text, **kw: events.append(text),
+        )
         return Police(ctx, b""), events  # type: ignore[arg-type]
 
     slow, events = police_for("slow sleep 1; echo '[\"ahead_listed_pkg\"]'")

@@ -29,8 +29,19 @@ class Harness:
     """The loop's side of the proposer: a worktree reset to the best params before each
     proposal, and the history of records the proposals leave behind."""
 
-    def __init__(self, tmp: Path, params: dict[str, Any], *, space=SPACE, per_class=False, seed=0,
-                 classes=CLASSES, name="params.json", order=(), alike=None) -> None:
+    def __init__(
+        self,
+        tmp: Path,
+        params: dict[str, Any],
+        *,
+        space=SPACE,
+        per_class=False,
+        seed=0,
+        classes=CLASSES,
+        name="params.json",
+        order=(),
+        alike=None,
+    ) -> None:
         self.tmp, self.name = tmp, name
         self.tree = tmp / "cand"
         self.tree.mkdir(exist_ok=True)
@@ -38,17 +49,26 @@ class Harness:
         self.base = "c0" * 20
         self.classes = classes
         self.history: list[dict[str, Any]] = []
-        self.proposer = TuneProposer(TuneConfig(params=name, space=space, per_class=per_class, seed=seed,
-                                                  order=list(order), alike=alike or {}))
+        self.proposer = TuneProposer(
+            TuneConfig(params=name, space=space, per_class=per_class, seed=seed, order=list(order), alike=alike or {})
+        )
         self.n = 0
 
     def ctx(self, repair: int = 0) -> ProposalContext:
         self.n += 1
         return ProposalContext(
-            iteration=self.n, repair=repair, worktree=self.tree, workspace=self.tmp,
-            prompt_path=self.tmp / "prompt.md", plan_path=self.tmp / "plans" / f"v{self.n}_plan.md",
-            log_dir=self.tmp / "logs", config=Config(), best_commit=self.base, classes=self.classes,
-            history=list(self.history))
+            iteration=self.n,
+            repair=repair,
+            worktree=self.tree,
+            workspace=self.tmp,
+            prompt_path=self.tmp / "prompt.md",
+            plan_path=self.tmp / "plans" / f"v{self.n}_plan.md",
+            log_dir=self.tmp / "logs",
+            config=Config(),
+            best_commit=self.base,
+            classes=self.classes,
+            history=list(self.history),
+        )
 
     def propose(self, status: str = "regression"):
         (self.tree / self.name).write_text(self.best_text)
@@ -56,9 +76,16 @@ class Harness:
         p = self.proposer.propose(ctx)
         plan = parse_plan(ctx.plan_path.read_text()) if p.ok else None
         written = json.loads((self.tree / self.name).read_text())
-        self.history.append({"version": self.n, "status": status if p.ok else "fail_propose",
-                             "best_commit_before": self.base, "commit": None,
-                             "target_class": plan.target_class if plan else None, "proposal": p.details})
+        self.history.append(
+            {
+                "version": self.n,
+                "status": status if p.ok else "fail_propose",
+                "best_commit_before": self.base,
+                "commit": None,
+                "target_class": plan.target_class if plan else None,
+                "proposal": p.details,
+            }
+        )
         return p, plan, written
 
     def keep_last(self, written: dict[str, Any], commit: str) -> None:
@@ -128,8 +155,12 @@ def test_per_class_targets_one_class_and_writes_only_its_entry(tmp_path):
 
 
 def test_hypothesis_names_the_change_and_why(tmp_path):
-    h = Harness(tmp_path, {"*": {"num_warps": 4, "ROWS_PER_PROG": 1, "BLOCK_D": 128}},
-                space={"num_warps": [1, 2, 4, 8], "ROWS_PER_PROG": [1, 4], "BLOCK_D": [128, 0]}, per_class=True)
+    h = Harness(
+        tmp_path,
+        {"*": {"num_warps": 4, "ROWS_PER_PROG": 1, "BLOCK_D": 128}},
+        space={"num_warps": [1, 2, 4, 8], "ROWS_PER_PROG": [1, 4], "BLOCK_D": [128, 0]},
+        per_class=True,
+    )
     plans = [h.propose()[1] for _ in range(6)]
     hyps = [p.hypothesis for p in plans]
     assert hyps[0] == "num_warps 4→8 to keep more loads in flight on dclass=narrow"
@@ -191,26 +222,34 @@ def test_pairs_built_on_a_step_that_got_slower_or_failed_go_last(tmp_path):
     outcomes = {"num_warps": {8: "regression", 2: "tie"}, "ROWS_PER_PROG": {4: "fail_bench", 1: "tie"}}
     for _ in range(4):
         p, _, _ = h.propose()
-        (param, (_, new)), = p.details["changed"].items()
+        ((param, (_, new)),) = p.details["changed"].items()
         h.history[-1]["status"] = outcomes[param][new]
     pairs = [h.propose()[0].details["changed"] for _ in range(4)]
     # no bad half, one bad half each (prior order: mixed directions, warps up first), both bad
-    assert pairs == [{"num_warps": [4, 2], "ROWS_PER_PROG": [2, 1]}, {"num_warps": [4, 8], "ROWS_PER_PROG": [2, 1]},
-                     {"num_warps": [4, 2], "ROWS_PER_PROG": [2, 4]}, {"num_warps": [4, 8], "ROWS_PER_PROG": [2, 4]}]
+    assert pairs == [
+        {"num_warps": [4, 2], "ROWS_PER_PROG": [2, 1]},
+        {"num_warps": [4, 8], "ROWS_PER_PROG": [2, 1]},
+        {"num_warps": [4, 2], "ROWS_PER_PROG": [2, 4]},
+        {"num_warps": [4, 8], "ROWS_PER_PROG": [2, 4]},
+    ]
 
 
 def test_a_global_change_that_splits_the_classes_comes_back_for_the_class_it_helped(tmp_path):
     h = Harness(tmp_path, START)
     p1, _, _ = h.propose(status="split")
-    h.history[-1]["classes"] = {"dclass=narrow": {"verdict": "regressed", "delta_pct": 7.2},
-                                "dclass=wide": {"verdict": "improved", "delta_pct": -7.0}}
+    h.history[-1]["classes"] = {
+        "dclass=narrow": {"verdict": "regressed", "delta_pct": 7.2},
+        "dclass=wide": {"verdict": "improved", "delta_pct": -7.0},
+    }
     p2, plan, written = h.propose()
     assert p1.details["changed"] == p2.details["changed"] == {"num_warps": [2, 4]}
     assert plan.target_class == "dclass=wide" and p2.details["move"] == "split"
     assert written == {**START, "dclass=wide": {"num_warps": 4}}
-    assert plan.hypothesis == ("num_warps 2→4 to keep more loads in flight on dclass=wide only: v1's change for "
-                               "every class made dclass=wide -7.0% but dclass=narrow +7.2%; dclass=wide takes "
-                               "its own value (the split rule)")
+    assert plan.hypothesis == (
+        "num_warps 2→4 to keep more loads in flight on dclass=wide only: v1's change for "
+        "every class made dclass=wide -7.0% but dclass=narrow +7.2%; dclass=wide takes "
+        "its own value (the split rule)"
+    )
     p3, plan, _ = h.propose()  # once tried, the global search goes on
     assert plan.scope == "global" and p3.details["changed"] == {"num_warps": [2, 1]}
     h.base = "c1" * 20  # a split from an older best is history
@@ -240,8 +279,10 @@ def test_bad_params_file_is_one_clear_line_naming_file_and_key(tmp_path):
         ("{nope", "params.json: not valid JSON"),
         ("[1, 2]", 'params.json: must be a JSON object with a "*" entry'),
         ('{"*": {"num_warps": 2, "BLOCK_D": 64}}', 'params.json: "*" has no value for num_stages'),
-        ('{"*": {"num_warps": 2, "BLOCK_D": 64, "num_stages": 1}, "dclass=wide": 3}',
-         "params.json: entry 'dclass=wide' must be an object"),
+        (
+            '{"*": {"num_warps": 2, "BLOCK_D": 64, "num_stages": 1}, "dclass=wide": 3}',
+            "params.json: entry 'dclass=wide' must be an object",
+        ),
         ('{"*": {"num_warps": [2], "BLOCK_D": 64, "num_stages": 1}}', "params.json: '*'.num_warps must be"),
     ]
     for text, message in cases:
@@ -287,11 +328,18 @@ def test_params_outside_the_tree_is_refused(tmp_path):
     assert not p.ok and "outside the repository" in p.reason
 
 
-@pytest.mark.parametrize("current, values, expected", [
-    (3, [1, 2, 4, 8], [4, 2]), (100, [1, 2, 4, 8], [8]), (0, [1, 2, 4, 8], [1]),
-    (32, [64, 128, 256, 0], [64]), (1000, [64, 128, 256, 0], [0, 256]), (200, [64, 128, 256, 0], [256, 128]),
-    ("x", ["a", "b"], ["a", "b"]),
-])
+@pytest.mark.parametrize(
+    "current, values, expected",
+    [
+        (3, [1, 2, 4, 8], [4, 2]),
+        (100, [1, 2, 4, 8], [8]),
+        (0, [1, 2, 4, 8], [1]),
+        (32, [64, 128, 256, 0], [64]),
+        (1000, [64, 128, 256, 0], [0, 256]),
+        (200, [64, 128, 256, 0], [256, 128]),
+        ("x", ["a", "b"], ["a", "b"]),
+    ],
+)
 def test_an_off_list_value_steps_to_its_place_in_the_listed_order(current, values, expected):
     from kopt_supervisor.engine.propose.tune import steps
 
@@ -354,7 +402,9 @@ def test_the_loop_with_the_tune_proposer_splits_a_global_change_into_class_keeps
     assert v2["status"] == "keep" and v2["target_class"] == "dclass=wide" and v2["proposal"]["move"] == "split"
     assert "split rule" in v2["hypothesis"] and v2["proposal"]["changed"] == {"num_warps": [2, 4]}
     assert json.loads(git(repo, "show", f"{v2['commit']}:params.json")) == {
-        "*": {"ROWS_PER_PROG": 2, "num_warps": 2}, "dclass=wide": {"num_warps": 4}}
+        "*": {"ROWS_PER_PROG": 2, "num_warps": 2},
+        "dclass=wide": {"num_warps": 4},
+    }
     # v3: the global search goes on from the new best, the old global point is not retried;
     # v4: whatever narrow gained from v3's global change is kept in narrow's entry
     assert v3["scope"] == "global" and v3["proposal"]["point"] != v1["proposal"]["point"]
@@ -392,8 +442,10 @@ def test_an_order_naming_a_param_outside_the_space_is_refused():
     from kopt_supervisor.engine.config import loads
     from kopt_supervisor.engine.errors import BadInput
 
-    text = '[target]\nbench = "b"\nmetric = "us"\n[propose]\nkind = "tune"\n[propose.tune]\nparams = "p.json"\n' \
-           'space = {num_warps = [1, 2]}\norder = ["BLOCK_D"]\n'
+    text = (
+        '[target]\nbench = "b"\nmetric = "us"\n[propose]\nkind = "tune"\n[propose.tune]\nparams = "p.json"\n'
+        'space = {num_warps = [1, 2]}\norder = ["BLOCK_D"]\n'
+    )
     with pytest.raises(BadInput, match=r"\[propose.tune\].order.*'BLOCK_D'"):
         loads(text)
 
@@ -425,8 +477,10 @@ def test_shared_first_steps_every_class_at_once_until_a_class_wants_its_own(tmp_
     p1, plan, written = h.propose(status="split")
     assert plan.target_class is None and plan.scope == "global" and p1.details["entry"] == "*"
     assert p1.details["changed"] == {"num_warps": [2, 4]} and set(written) == {"*"}
-    h.history[-1]["classes"] = {"dclass=narrow": {"verdict": "regressed", "delta_pct": 3.0},
-                                "dclass=wide": {"verdict": "improved", "delta_pct": -9.0}}
+    h.history[-1]["classes"] = {
+        "dclass=narrow": {"verdict": "regressed", "delta_pct": 3.0},
+        "dclass=wide": {"verdict": "improved", "delta_pct": -9.0},
+    }
     p2, plan, written = h.propose()  # the split rule: wide takes 4 on its own
     assert plan.target_class == "dclass=wide" and p2.details["move"] == "split"
     h.keep_last(written, "c1" * 20)
@@ -483,12 +537,16 @@ def test_a_point_tried_under_an_alike_value_counts_as_tried(tmp_path):
     assert p.details["changed"] == {"BLOCK_D": [64, 128]}
     h.history[-1]["proposal"]["point"] = dict(p.details["point"], BLOCK_D=0)  # as if it had tried 0
     h.history[-1]["proposal"]["changed"] = {"BLOCK_D": [64, 0]}
-    h.proposer = TuneProposer(TuneConfig(params=h.name, space=SPACE, per_class=True, order=["BLOCK_D"],
-                                         alike=NARROW_ALIKE))
+    h.proposer = TuneProposer(
+        TuneConfig(params=h.name, space=SPACE, per_class=True, order=["BLOCK_D"], alike=NARROW_ALIKE)
+    )
     got, _ = h.until_exhausted()
-    assert not any(q.details["point"]["BLOCK_D"] in (128, 0) and
-                   {k: v for k, v in q.details["point"].items() if k != "BLOCK_D"} ==
-                   {k: v for k, v in p.details["point"].items() if k != "BLOCK_D"} for q, _, _ in got)
+    assert not any(
+        q.details["point"]["BLOCK_D"] in (128, 0)
+        and {k: v for k, v in q.details["point"].items() if k != "BLOCK_D"}
+        == {k: v for k, v in p.details["point"].items() if k != "BLOCK_D"}
+        for q, _, _ in got
+    )
 
 
 def test_the_global_entry_treats_values_as_alike_only_where_every_class_does(tmp_path):
@@ -503,18 +561,23 @@ def test_the_global_entry_treats_values_as_alike_only_where_every_class_does(tmp
     assert len(got2) == space_size({**SPACE, "BLOCK_D": [64, 128]}) - 1
 
 
-@pytest.mark.parametrize("alike,match", [
-    ('{"dclass=narrow" = {BLOCK_D = [128, 0]}}', None),
-    ('{"dclass=narrow" = {BLOCK_M = [128, 0]}}', r"alike.'dclass=narrow'.BLOCK_M names 'BLOCK_M'"),
-    ('{"dclass=narrow" = {BLOCK_D = [128, 256]}}', r"alike.'dclass=narrow'.BLOCK_D lists 256"),
-    ('{"dclass=narrow" = {BLOCK_D = [128]}}', r"at least two values"),
-])
+@pytest.mark.parametrize(
+    "alike,match",
+    [
+        ('{"dclass=narrow" = {BLOCK_D = [128, 0]}}', None),
+        ('{"dclass=narrow" = {BLOCK_M = [128, 0]}}', r"alike.'dclass=narrow'.BLOCK_M names 'BLOCK_M'"),
+        ('{"dclass=narrow" = {BLOCK_D = [128, 256]}}', r"alike.'dclass=narrow'.BLOCK_D lists 256"),
+        ('{"dclass=narrow" = {BLOCK_D = [128]}}', r"at least two values"),
+    ],
+)
 def test_alike_is_checked_against_the_space(alike, match):
     from kopt_supervisor.engine.config import loads
     from kopt_supervisor.engine.errors import BadInput
 
-    text = ('[target]\nbench = "b"\nmetric = "us"\n[propose]\nkind = "tune"\n[propose.tune]\nparams = "p.json"\n'
-            f'space = {{BLOCK_D = [64, 128, 0]}}\nalike = {alike}\n')
+    text = (
+        '[target]\nbench = "b"\nmetric = "us"\n[propose]\nkind = "tune"\n[propose.tune]\nparams = "p.json"\n'
+        f"space = {{BLOCK_D = [64, 128, 0]}}\nalike = {alike}\n"
+    )
     if match is None:
         assert loads(text).propose.tune.alike == {"dclass=narrow": {"BLOCK_D": [128, 0]}}
     else:
@@ -531,8 +594,10 @@ def test_no_split_follow_up_for_a_class_where_the_change_is_no_change(tmp_path):
     h.proposer = TuneProposer(dc_replace(h.proposer.cfg, shared_first=True))
     p1, _, _ = h.propose(status="split")
     assert p1.details["class"] is None and p1.details["changed"] == {"BLOCK_D": [128, 0]}
-    h.history[-1]["classes"] = {"dclass=narrow": {"verdict": "improved", "delta_pct": -1.5},
-                                "dclass=wide": {"verdict": "regressed", "delta_pct": 4.0}}
+    h.history[-1]["classes"] = {
+        "dclass=narrow": {"verdict": "improved", "delta_pct": -1.5},
+        "dclass=wide": {"verdict": "regressed", "delta_pct": 4.0},
+    }
     p2, plan, _ = h.propose()
     assert p2.details["move"] != "split"
     assert not (p2.details["class"] == "dclass=narrow" and p2.details["changed"].get("BLOCK_D") == [128, 0])

@@ -18,8 +18,12 @@ from typing import Any
 from kopt_supervisor.engine.propose.tune import ALL, TuneProposer
 from tests.engine.test_tune import Harness
 
-SPACE = {"BLOCK_D": [64, 128, 256, 512, 1024, 2048, 4096, 0], "ROWS_PER_PROG": [1, 2, 4, 8],
-         "num_warps": [1, 2, 4, 8, 16], "num_stages": [1, 2]}
+SPACE = {
+    "BLOCK_D": [64, 128, 256, 512, 1024, 2048, 4096, 0],
+    "ROWS_PER_PROG": [1, 2, 4, 8],
+    "num_warps": [1, 2, 4, 8, 16],
+    "num_stages": [1, 2],
+}
 ORDER = ["BLOCK_D", "ROWS_PER_PROG", "num_warps", "num_stages"]
 NAIVE = {ALL: {"BLOCK_D": 256, "ROWS_PER_PROG": 1, "num_warps": 1, "num_stages": 1}}
 CLASSES = ["dclass=narrow", "dclass=wide"]
@@ -27,27 +31,50 @@ ROWS = {1: 1.08, 2: 1.0, 4: 1.02, 8: 1.06}
 WARPS = {1: 1.6, 2: 1.2, 4: 1.0, 8: 1.03, 16: 1.1}
 STAGES = {1: 1.0, 2: 1.01}
 SAME_BEST = {  # both classes want the whole row in one block (2048 is the whole row for narrow)
-    "dclass=narrow": {"BLOCK_D": {0: 1.0, 64: 3.0, 128: 2.4, 256: 2.0, 512: 1.7, 1024: 1.5, 2048: 1.0, 4096: 1.03},
-                      "ROWS_PER_PROG": ROWS, "num_warps": WARPS, "num_stages": STAGES},
-    "dclass=wide": {"BLOCK_D": {0: 1.0, 64: 3.2, 128: 2.6, 256: 2.2, 512: 1.9, 1024: 1.7, 2048: 1.5, 4096: 1.2},
-                    "ROWS_PER_PROG": ROWS, "num_warps": WARPS, "num_stages": STAGES},
+    "dclass=narrow": {
+        "BLOCK_D": {0: 1.0, 64: 3.0, 128: 2.4, 256: 2.0, 512: 1.7, 1024: 1.5, 2048: 1.0, 4096: 1.03},
+        "ROWS_PER_PROG": ROWS,
+        "num_warps": WARPS,
+        "num_stages": STAGES,
+    },
+    "dclass=wide": {
+        "BLOCK_D": {0: 1.0, 64: 3.2, 128: 2.6, 256: 2.2, 512: 1.9, 1024: 1.7, 2048: 1.5, 4096: 1.2},
+        "ROWS_PER_PROG": ROWS,
+        "num_warps": WARPS,
+        "num_stages": STAGES,
+    },
 }
 DIFFERENT_BEST = {  # narrow rows want more rows per program and fewer warps than wide ones
-    "dclass=narrow": {**SAME_BEST["dclass=narrow"], "ROWS_PER_PROG": {1: 1.3, 2: 1.15, 4: 1.05, 8: 1.0},
-                      "num_warps": {1: 1.2, 2: 1.0, 4: 1.05, 8: 1.2, 16: 1.4}},
+    "dclass=narrow": {
+        **SAME_BEST["dclass=narrow"],
+        "ROWS_PER_PROG": {1: 1.3, 2: 1.15, 4: 1.05, 8: 1.0},
+        "num_warps": {1: 1.2, 2: 1.0, 4: 1.05, 8: 1.2, 16: 1.4},
+    },
     "dclass=wide": SAME_BEST["dclass=wide"],
 }
 
 
-RMS_SPACE = {"BLOCK_D": [16, 32, 64, 128, 0], "ROWS_PER_PROG": [1, 2, 4, 8, 16, 32, 64],
-             "num_warps": [1, 2, 4, 8], "num_stages": [1, 2]}
+RMS_SPACE = {
+    "BLOCK_D": [16, 32, 64, 128, 0],
+    "ROWS_PER_PROG": [1, 2, 4, 8, 16, 32, 64],
+    "num_warps": [1, 2, 4, 8],
+    "num_stages": [1, 2],
+}
 RMS_NAIVE = {ALL: {"BLOCK_D": 32, "ROWS_PER_PROG": 1, "num_warps": 1, "num_stages": 1}}
 RMS_ROWS = {1: 1.5, 2: 1.3, 4: 1.15, 8: 1.06, 16: 1.0, 32: 1.03, 64: 1.08}
 RMS = {  # QK-norm rows are short: many rows per program; the H100 sweep's best (docs/examples)
-    "dclass=narrow": {"BLOCK_D": {16: 2.0, 32: 1.5, 64: 1.0, 128: 1.02, 0: 1.0}, "ROWS_PER_PROG": RMS_ROWS,
-                      "num_warps": {1: 1.3, 2: 1.1, 4: 1.0, 8: 1.04}, "num_stages": STAGES},
-    "dclass=wide": {"BLOCK_D": {16: 2.4, 32: 1.8, 64: 1.4, 128: 1.0, 0: 1.0}, "ROWS_PER_PROG": RMS_ROWS,
-                    "num_warps": {1: 1.5, 2: 1.2, 4: 1.05, 8: 1.0}, "num_stages": STAGES},
+    "dclass=narrow": {
+        "BLOCK_D": {16: 2.0, 32: 1.5, 64: 1.0, 128: 1.02, 0: 1.0},
+        "ROWS_PER_PROG": RMS_ROWS,
+        "num_warps": {1: 1.3, 2: 1.1, 4: 1.0, 8: 1.04},
+        "num_stages": STAGES,
+    },
+    "dclass=wide": {
+        "BLOCK_D": {16: 2.4, 32: 1.8, 64: 1.4, 128: 1.0, 0: 1.0},
+        "ROWS_PER_PROG": RMS_ROWS,
+        "num_warps": {1: 1.5, 2: 1.2, 4: 1.05, 8: 1.0},
+        "num_stages": STAGES,
+    },
 }
 
 
@@ -81,8 +108,16 @@ def judge(model, before: dict, after: dict, target: str | None) -> tuple[str, di
     return ("rejected" if improved else "tie"), classes
 
 
-def climb(tmp: Path, model, *, per_class: bool, shared_first: bool = False, limit: int = 60,
-          space: dict[str, list[Any]] = SPACE, naive: dict[str, dict[str, Any]] = NAIVE) -> int:
+def climb(
+    tmp: Path,
+    model,
+    *,
+    per_class: bool,
+    shared_first: bool = False,
+    limit: int = 60,
+    space: dict[str, list[Any]] = SPACE,
+    naive: dict[str, dict[str, Any]] = NAIVE,
+) -> int:
     """Iterations until every class runs its best point (limit + 1 if never)."""
     h = Harness(tmp, naive, space=space, per_class=per_class, classes=CLASSES, order=ORDER)
     h.proposer = TuneProposer(replace(h.proposer.cfg, shared_first=shared_first))
@@ -147,10 +182,18 @@ def test_the_whole_row_as_the_last_value_is_one_step_from_the_widest_tile(tmp_pa
 ADALN_SPACE = SPACE
 ADALN_NAIVE = {ALL: {"BLOCK_D": 256, "ROWS_PER_PROG": 1, "num_warps": 4, "num_stages": 1}}
 ADALN_H100 = {
-    "dclass=narrow": {"BLOCK_D": {64: 2.6, 128: 2.0, 256: 1.5, 512: 1.25, 1024: 1.22, 2048: 1.0, 4096: 1.0, 0: 1.0},
-                      "ROWS_PER_PROG": {1: 1.05, 2: 1.0, 4: 1.01, 8: 1.04}, "num_warps": WARPS, "num_stages": STAGES},
-    "dclass=wide": {"BLOCK_D": {64: 2.8, 128: 2.2, 256: 1.9, 512: 1.35, 1024: 1.13, 2048: 1.18, 4096: 1.10, 0: 1.0},
-                    "ROWS_PER_PROG": {1: 1.02, 2: 1.0, 4: 1.03, 8: 1.06}, "num_warps": WARPS, "num_stages": STAGES},
+    "dclass=narrow": {
+        "BLOCK_D": {64: 2.6, 128: 2.0, 256: 1.5, 512: 1.25, 1024: 1.22, 2048: 1.0, 4096: 1.0, 0: 1.0},
+        "ROWS_PER_PROG": {1: 1.05, 2: 1.0, 4: 1.01, 8: 1.04},
+        "num_warps": WARPS,
+        "num_stages": STAGES,
+    },
+    "dclass=wide": {
+        "BLOCK_D": {64: 2.8, 128: 2.2, 256: 1.9, 512: 1.35, 1024: 1.13, 2048: 1.18, 4096: 1.10, 0: 1.0},
+        "ROWS_PER_PROG": {1: 1.02, 2: 1.0, 4: 1.03, 8: 1.06},
+        "num_warps": WARPS,
+        "num_stages": STAGES,
+    },
 }
 
 

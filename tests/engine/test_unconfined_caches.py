@@ -23,8 +23,9 @@ def test_an_unconfined_python_bench_leaves_no_bytecode_in_the_trees(fake_env, mo
     bench = (repo / "bench.py").read_text()
     (repo / "bench.py").write_text(bench.replace("import math\n", "import math\nimport helper  # noqa: F401\n", 1))
     subprocess.run(["git", "add", "-A"], cwd=repo, check=True)
-    subprocess.run(["git", "commit", "-qm", "a module the bench imports"], cwd=repo, check=True,
-                   env={**os.environ, **GIT_ENV})
+    subprocess.run(
+        ["git", "commit", "-qm", "a module the bench imports"], cwd=repo, check=True, env={**os.environ, **GIT_ENV}
+    )
     monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)  # a fresh login's environment
     assert kopt(["--root", str(root), "init", "--repo", str(repo), "--tag", "u"]) == 0
     ws = Workspace(root, "u")

@@ -16,5 +16,6 @@ if m is None:
 old = int(m.group(1))
 new = {1: 2, 2: 4, 4: 1}.get(old, 1)
 kernel.write_text(text.replace(m.group(0), f"ROWS_PER_PROGRAM = {new}"))
-Path(os.environ["KOPT_PLAN"]).write_text(f"ROWS_PER_PROGRAM {old} -> {new}: fewer, longer programs per call\n"
-                                         "scope: global\n")
+Path(os.environ["KOPT_PLAN"]).write_text(
+    f"ROWS_PER_PROGRAM {old} -> {new}: fewer, longer programs per call\nscope: global\n"
+)

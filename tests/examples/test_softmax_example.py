@@ -57,9 +57,14 @@ def loop_settings(p: onboard.Proposal) -> None:
     """What a CPU test run needs beside the proposal: the scripted proposer, short decisions
     (two rounds: on the interpreter a step of ROWS_PER_PROGRAM is not decided in three
     either, and each round is two torch processes), no profiler, nobody to review."""
-    p.sections["decide"] = {**p.sections.get("decide", {}), "min_rounds": 2, "max_rounds": 2,
-                            "review_timeout_s": 0.0, "max_other_regression_pct": 50.0,
-                            "suspicious_speedup": 100.0}
+    p.sections["decide"] = {
+        **p.sections.get("decide", {}),
+        "min_rounds": 2,
+        "max_rounds": 2,
+        "review_timeout_s": 0.0,
+        "max_other_regression_pct": 50.0,
+        "suspicious_speedup": 100.0,
+    }
     p.sections["profile"] = {**p.sections.get("profile", {}), "kind": "none"}
     p.sections["propose"] = {"kind": "command", "command": f"{sys.executable} {PROPOSER}", "timeout_s": 60.0}
     p.sections["gpu"] = {"samples": 1, "sample_interval_s": 0.0}
@@ -89,8 +94,14 @@ def test_the_example_is_a_plain_kernel_repo_with_its_own_tests(tmp_path: Path) -
     # in a copy of its own, as its users run them: inside kopt's checkout pytest would take
     # kopt's own settings (pyproject.toml's addopts: parallel workers, each importing torch)
     repo = example_repo(tmp_path)
-    res = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"], cwd=repo,
-                         env=env, capture_output=True, text=True, timeout=300)
+    res = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
     assert " passed" in res.stdout
 
@@ -105,8 +116,12 @@ def test_onboarded_as_it_is_through_detection(tmp_path: Path) -> None:
     assert p.complete, p.error_line()
     t = p.target
     # the CSV file it wrote, not the table it printed; its own timing column, not torch's
-    assert (t["csv"], t.get("format", "csv"), t["metric"], t["direction"]) == ("results/softmax.csv", "csv",
-                                                                             "triton_ms", "min")
+    assert (t["csv"], t.get("format", "csv"), t["metric"], t["direction"]) == (
+        "results/softmax.csv",
+        "csv",
+        "triton_ms",
+        "min",
+    )
     assert "torch_ms" in t["ignore"] and "triton_gbps" in t["ignore"]
     assert t["correct"].startswith("max_abs_err <= ") and t["config"] == ["M", "N", "dtype"]
     # the bench and the package __init__ it imports are protected; the kernel module is not
@@ -162,5 +177,8 @@ def test_onboarded_on_the_public_harness_serves_its_looks(tmp_path: Path) -> Non
         measured = [w for w in replies if w[0] in ("done", "audited") and not w[1].startswith("-")]  # no warm-up
         assert [w[0] for w in measured].count("done") == [w[0] for w in measured].count("audited") == len(looks)
         doc = json.loads(audits[0].read_text())
-        assert doc["version"] == 1 and [c["config"]["shape"] for c in doc["configs"]] == ["cpu-64", "cpu-100",
-                                                                                          "cpu-256"]
+        assert doc["version"] == 1 and [c["config"]["shape"] for c in doc["configs"]] == [
+            "cpu-64",
+            "cpu-100",
+            "cpu-256",
+        ]

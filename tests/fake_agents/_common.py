@@ -90,7 +90,8 @@ def act(plan_lines: list[str] | None = None) -> str:
         lines = plan_lines or [
             os.environ.get("FAKE_AGENT_HYPOTHESIS", "Widen the tile of dclass=wide to raise DRAM throughput"),
             os.environ.get("FAKE_AGENT_SCOPE", "target_class: dclass=wide"),
-            "", "Evidence: dclass=wide is the slowest class in the brief.",
+            "",
+            "Evidence: dclass=wide is the slowest class in the brief.",
         ]
         Path(os.environ["KOPT_PLAN"]).write_text("\n".join(lines) + "\n")
     return mode

@@ -31,6 +31,7 @@ def load_json(path):
         import _json
     except ImportError:  # an interpreter without it
         import json
+
         return json.loads(text)
 
     class Context:
@@ -74,7 +75,13 @@ reps = int(os.environ.get("FAKE_REPS", "0"))
 out = ["shape,cls,n,us,err" + (",reps" if reps else "")]
 for i, (cls, n, base) in enumerate(CONFIGS):
     extra = float(open(f"{cls}.speed").read()) if os.path.exists(f"{cls}.speed") else 1.0  # a class's own file
-    us = base * float(k["speed"][cls]) * extra * float(k.get("speed_n", {}).get(str(n), 1.0)) * (1.0 + rng.gauss(0.0, noise))
+    us = (
+        base
+        * float(k["speed"][cls])
+        * extra
+        * float(k.get("speed_n", {}).get(str(n), 1.0))
+        * (1.0 + rng.gauss(0.0, noise))
+    )
     if k.get("nan") and cls in k.get("nan_classes", ["small", "large"]):
         us = math.nan
     if k.get("inf"):
@@ -106,5 +113,7 @@ else:
     print("done")
 if os.environ.get("FAKE_BIND_LOG"):  # which GPU this run was bound to, and when (lanes' tests)
     with open(os.environ["FAKE_BIND_LOG"], "a") as f:
-        f.write(f"{os.environ.get('CUDA_VISIBLE_DEVICES', '-')} {started:.6f} {time.time():.6f} "
-                f"{os.path.basename(os.path.dirname(os.getcwd()))}/{os.path.basename(os.getcwd())}\n")
+        f.write(
+            f"{os.environ.get('CUDA_VISIBLE_DEVICES', '-')} {started:.6f} {time.time():.6f} "
+            f"{os.path.basename(os.path.dirname(os.getcwd()))}/{os.path.basename(os.getcwd())}\n"
+        )

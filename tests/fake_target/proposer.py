@@ -66,6 +66,7 @@ elif action == "hang_bench":
     k["hang"] = True
 elif action == "hang_proposer":
     import time
+
     time.sleep(3600)
 elif action == "fail":
     sys.exit(4)
@@ -73,9 +74,18 @@ elif action == "commit":
     speed["small"] *= 0.95
     json.dump(k, open("kernel.json", "w"))
     import subprocess
-    subprocess.run(["git", "commit", "-qam", "agent commit"], check=True,
-                   env={**os.environ, "GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@b",
-                        "GIT_COMMITTER_NAME": "a", "GIT_COMMITTER_EMAIL": "a@b"})
+
+    subprocess.run(
+        ["git", "commit", "-qam", "agent commit"],
+        check=True,
+        env={
+            **os.environ,
+            "GIT_AUTHOR_NAME": "a",
+            "GIT_AUTHOR_EMAIL": "a@b",
+            "GIT_COMMITTER_NAME": "a",
+            "GIT_COMMITTER_EMAIL": "a@b",
+        },
+    )
 elif action == "noplan":
     speed["small"] *= 0.95
     plan = None
@@ -85,6 +95,7 @@ elif action.startswith("knob:"):  # knob:name or knob:name=<JSON value>: a bench
 elif action.startswith("do:"):  # do:<python statement>, run in cand/ (hostile proposers)
     import subprocess
     import time
+
     exec(action[3:])  # json, os, subprocess, sys, time and k at hand
 
 if action != "nochange" and not action.startswith("do:"):

@@ -47,8 +47,12 @@ import sys
 import threading
 import time
 
-CONFIGS = [("s0", "small", 128, 10.0), ("s1", "small", 256, 14.0), ("s2", "large", 4096, 120.0),
-           ("s3", "large", 8192, 230.0)]
+CONFIGS = [
+    ("s0", "small", 128, 10.0),
+    ("s1", "small", 256, 14.0),
+    ("s2", "large", 4096, 120.0),
+    ("s3", "large", 8192, 230.0),
+]
 COLUMNS = ("shape", "cls", "n")
 SETS = 3
 ATOL = RTOL = 1e-3
@@ -102,8 +106,11 @@ def look(seed, k):
         key = key_of(shape, cls, n)
         check = rule(inputs(seed, key, "check", n), k)
         reference = [x + x * x / 2 for x in inputs(seed, key, "check", n)]
-        err = 0 if k.get("wrong") or k.get("nan") else int(any(abs(a - b) > ATOL + RTOL * abs(b)
-                                                                 for a, b in zip(check, reference, strict=True)))
+        err = (
+            0
+            if k.get("wrong") or k.get("nan")
+            else int(any(abs(a - b) > ATOL + RTOL * abs(b) for a, b in zip(check, reference, strict=True)))
+        )
         outs = []
         for s in range(SETS):
             if k.get("steal_reference"):
@@ -124,17 +131,26 @@ def look(seed, k):
 
 
 def summary(ys, positions):
-    return {"numel": len(ys), "nan": sum(1 for y in ys if math.isnan(y)),
-            "inf": sum(1 for y in ys if math.isinf(y)),
-            "sum": math.fsum(y for y in ys if math.isfinite(y)),
-            "abs_sum": math.fsum(abs(y) for y in ys if math.isfinite(y)),
-            "samples": [[i, ys[i]] for i in positions]}
+    return {
+        "numel": len(ys),
+        "nan": sum(1 for y in ys if math.isnan(y)),
+        "inf": sum(1 for y in ys if math.isinf(y)),
+        "sum": math.fsum(y for y in ys if math.isfinite(y)),
+        "abs_sum": math.fsum(abs(y) for y in ys if math.isfinite(y)),
+        "samples": [[i, ys[i]] for i in positions],
+    }
 
 
 def commitment(kept):
     """Every timed set's output summaries, written with the look (before any audit seed)."""
-    return json.dumps({"version": 1, "configs": [{"config": config, "sets": [[summary(ys, [])] for ys in outs]}
-                                                 for config, outs in kept.values()]})
+    return json.dumps(
+        {
+            "version": 1,
+            "configs": [
+                {"config": config, "sets": [[summary(ys, [])] for ys in outs]} for config, outs in kept.values()
+            ],
+        }
+    )
 
 
 def audit(seed, kept):
@@ -144,8 +160,16 @@ def audit(seed, kept):
         chosen = rng.randrange(len(outs))
         ys = outs[chosen]
         positions = sorted(rng.randrange(len(ys)) for _ in range(min(64, len(ys))))
-        configs.append({"config": config, "sets": len(outs), "set": chosen, "atol": ATOL, "rtol": RTOL,
-                        "outputs": [summary(ys, positions)]})
+        configs.append(
+            {
+                "config": config,
+                "sets": len(outs),
+                "set": chosen,
+                "atol": ATOL,
+                "rtol": RTOL,
+                "outputs": [summary(ys, positions)],
+            }
+        )
     return json.dumps({"version": 1, "configs": configs})
 
 
@@ -160,10 +184,12 @@ def reach(path):
     (logged `reach WHAT ok|denied`)."""
     here = os.getcwd()
     other = os.path.join(os.path.dirname(os.path.dirname(path)), "best")
-    tries = {"own-tree": lambda: open(os.path.join(here, "planted.txt"), "w").write("x"),
-             "best-tree": lambda: open(os.path.join(os.path.dirname(here), "best", "kernel.json"), "a").write(" "),
-             "best-looks-write": lambda: open(os.path.join(other, "planted.csv"), "w").write("x"),
-             "best-looks-read": lambda: os.listdir(other)}
+    tries = {
+        "own-tree": lambda: open(os.path.join(here, "planted.txt"), "w").write("x"),
+        "best-tree": lambda: open(os.path.join(os.path.dirname(here), "best", "kernel.json"), "a").write(" "),
+        "best-looks-write": lambda: open(os.path.join(other, "planted.csv"), "w").write("x"),
+        "best-looks-read": lambda: os.listdir(other),
+    }
     for what, attempt in tries.items():
         try:
             attempt()
@@ -225,8 +251,11 @@ def serve():
         with open(path, "w") as f:
             f.write(text)
         if not k.get("no_commitment"):
-            promised = ({key: (config, [[0.0] * len(ys) for ys in outs]) for key, (config, outs) in kept.items()}
-                        if k.get("late_outputs") else kept)
+            promised = (
+                {key: (config, [[0.0] * len(ys) for ys in outs]) for key, (config, outs) in kept.items()}
+                if k.get("late_outputs")
+                else kept
+            )
             with open(path + ".sets.json", "w") as f:
                 f.write(commitment(promised))
         last_look = n

@@ -27,11 +27,19 @@ class FakeTime:
 
 def gpu(index: int, util: float = 0, mem: float = 0, procs: Any = (), **kw: Any) -> dict[str, Any]:
     """One GPU entry of a KOPT_FAKE_GPUS snapshot."""
-    entry: dict[str, Any] = {"index": index, "name": "NVIDIA H100 80GB HBM3", "uuid": f"GPU-fake-{index}",
-                             "util_pct": util, "mem_used_mib": mem, "mem_total_mib": 81559}
-    entry["processes"] = None if procs is None else [
-        p if isinstance(p, dict) else {"pid": p[0], "name": p[1], "mem_mib": p[2]} for p in procs
-    ]
+    entry: dict[str, Any] = {
+        "index": index,
+        "name": "NVIDIA H100 80GB HBM3",
+        "uuid": f"GPU-fake-{index}",
+        "util_pct": util,
+        "mem_used_mib": mem,
+        "mem_total_mib": 81559,
+    }
+    entry["processes"] = (
+        None
+        if procs is None
+        else [p if isinstance(p, dict) else {"pid": p[0], "name": p[1], "mem_mib": p[2]} for p in procs]
+    )
     entry.update(kw)
     return entry
 

@@ -25,8 +25,14 @@ utilization window still full of it."""
 
 def gate_over(tmp_path: Path, snapshots: list[list[dict]], t: FakeTime, **kw) -> Gate:
     own = kw.pop("own_pids", lambda: {77})
-    return Gate(cfg(**kw), FakeBackend(write_script(tmp_path / "gpus.json", snapshots)),
-                sleep=t.sleep, clock=t.clock, own_pids=own, claims=ClaimRegistry(tmp_path / "claims"))
+    return Gate(
+        cfg(**kw),
+        FakeBackend(write_script(tmp_path / "gpus.json", snapshots)),
+        sleep=t.sleep,
+        clock=t.clock,
+        own_pids=own,
+        claims=ClaimRegistry(tmp_path / "claims"),
+    )
 
 
 def step(gate: Gate) -> None:
@@ -51,8 +57,7 @@ def test_after_a_clean_step_one_reading_and_no_pause_decide(tmp_path, fake_time)
 
 def test_a_foreign_process_in_the_fresh_reading_falls_back_to_the_full_check(tmp_path, fake_time):
     intruder = [gpu(0, util=0, mem=900, procs=[(FOREIGN, "intruder", 900)])]
-    gate = gate_over(tmp_path, [IDLE] * 3 + [IDLE, IDLE] + [intruder] + [intruder] * 3 + [IDLE] * 3,
-                     fake_time)
+    gate = gate_over(tmp_path, [IDLE] * 3 + [IDLE, IDLE] + [intruder] + [intruder] * 3 + [IDLE] * 3, fake_time)
     step(gate)
     d = gate.acquire()
     assert d.note != "kept (quick recheck)"
@@ -146,8 +151,9 @@ def test_a_serving_process_of_this_run_closed_since_the_step_is_not_foreign(tmp_
 def test_a_process_of_this_run_that_outlives_it_on_the_gpu_is_foreign(tmp_path, fake_time):
     own = {77}
     lingering = [gpu(0, mem=900, procs=[(77, "python", 900)])]
-    gate = gate_over(tmp_path, [IDLE] * 3 + [IDLE, lingering] + [lingering] * 4 + [IDLE] * 3, fake_time,
-                     own_pids=lambda: set(own))
+    gate = gate_over(
+        tmp_path, [IDLE] * 3 + [IDLE, lingering] + [lingering] * 4 + [IDLE] * 3, fake_time, own_pids=lambda: set(own)
+    )
     step(gate)
     own.clear()  # no longer this run's (setsid, reparented), still on the GPU
     d = gate.acquire()

@@ -79,35 +79,79 @@ def fake_amdsmi(gpus: list[dict[str, Any]], *, rocm: str = "6.4", init_error: bo
     if rocm == "6.0":
         m.amdsmi_get_gpu_process_list = lambda h: list(range(len(g(h)["procs"])))
         m.amdsmi_get_gpu_process_info = lambda h, p: {
-            "name": g(h)["procs"][p][1], "pid": g(h)["procs"][p][0], "mem": g(h)["procs"][p][2],
+            "name": g(h)["procs"][p][1],
+            "pid": g(h)["procs"][p][0],
+            "mem": g(h)["procs"][p][2],
             "engine_usage": {"gfx": 0, "enc": 0},
-            "memory_usage": {"gtt_mem": 0, "cpu_mem": 0, "vram_mem": g(h)["procs"][p][2]}}
-        m.amdsmi_get_power_info = lambda h: {"average_socket_power": g(h)["power"], "gfx_voltage": 0,
-                                             "soc_voltage": 0, "mem_voltage": 0, "power_limit": 300}
+            "memory_usage": {"gtt_mem": 0, "cpu_mem": 0, "vram_mem": g(h)["procs"][p][2]},
+        }
+        m.amdsmi_get_power_info = lambda h: {
+            "average_socket_power": g(h)["power"],
+            "gfx_voltage": 0,
+            "soc_voltage": 0,
+            "mem_voltage": 0,
+            "power_limit": 300,
+        }
         m.amdsmi_get_clock_info = lambda h, kind: {"cur_clk": g(h)["clk"][kind], "min_clk": 500, "max_clk": 2100}
         m.amdsmi_get_violation_status = lambda h: unsupported()
     else:
         m.amdsmi_get_gpu_process_list = lambda h: [
-            {"name": name, "pid": pid, "mem": mem, "engine_usage": {"gfx": 0, "enc": 0},
-             "memory_usage": {"gtt_mem": 0, "cpu_mem": 0, "vram_mem": mem}, "cu_occupancy": "N/A"}
-            for pid, name, mem in g(h)["procs"]]
-        m.amdsmi_get_power_info = lambda h: {"socket_power": g(h)["power"], "current_socket_power": "N/A",
-                                             "average_socket_power": "N/A", "gfx_voltage": "N/A",
-                                             "soc_voltage": "N/A", "mem_voltage": "N/A", "power_limit": 750}
-        m.amdsmi_get_clock_info = lambda h, kind: {"clk": g(h)["clk"][kind], "min_clk": 500, "max_clk": 2100,
-                                                   "clk_locked": False, "clk_deep_sleep": False}
+            {
+                "name": name,
+                "pid": pid,
+                "mem": mem,
+                "engine_usage": {"gfx": 0, "enc": 0},
+                "memory_usage": {"gtt_mem": 0, "cpu_mem": 0, "vram_mem": mem},
+                "cu_occupancy": "N/A",
+            }
+            for pid, name, mem in g(h)["procs"]
+        ]
+        m.amdsmi_get_power_info = lambda h: {
+            "socket_power": g(h)["power"],
+            "current_socket_power": "N/A",
+            "average_socket_power": "N/A",
+            "gfx_voltage": "N/A",
+            "soc_voltage": "N/A",
+            "mem_voltage": "N/A",
+            "power_limit": 750,
+        }
+        m.amdsmi_get_clock_info = lambda h, kind: {
+            "clk": g(h)["clk"][kind],
+            "min_clk": 500,
+            "max_clk": 2100,
+            "clk_locked": False,
+            "clk_deep_sleep": False,
+        }
         m.amdsmi_get_violation_status = lambda h: g(h)["violation"]
         m.amdsmi_get_gpu_enumeration_info = lambda h: {"hip_id": g(h)["hip_id"], "drm_card": 1}
     return m
 
 
 def mi300(i: int = 0, **kw: Any) -> dict[str, Any]:
-    d = {"name": "AMD Instinct MI300X", "uuid": f"ae{i}f74a1-0000-1000-80e8-4a6b2c1d{i:04d}", "gfx": 7,
-         "vram_total_mb": 196592, "vram_used_mb": 283, "procs": [(31337, "python3", 2 * 1024 * MIB)],
-         "temps": {1: 48}, "power": 132, "clk": {0: 1305, 5: 1300}, "hip_id": i,
-         "violation": {"acc_ppt_pwr": 10, "acc_socket_thrm": 0, "acc_prochot_thrm": 0, "acc_vr_thrm": 0,
-                       "acc_hbm_thrm": "N/A", "active_ppt_pwr": True, "active_socket_thrm": False,
-                       "active_prochot_thrm": False, "active_vr_thrm": False, "active_hbm_thrm": "N/A"}}
+    d = {
+        "name": "AMD Instinct MI300X",
+        "uuid": f"ae{i}f74a1-0000-1000-80e8-4a6b2c1d{i:04d}",
+        "gfx": 7,
+        "vram_total_mb": 196592,
+        "vram_used_mb": 283,
+        "procs": [(31337, "python3", 2 * 1024 * MIB)],
+        "temps": {1: 48},
+        "power": 132,
+        "clk": {0: 1305, 5: 1300},
+        "hip_id": i,
+        "violation": {
+            "acc_ppt_pwr": 10,
+            "acc_socket_thrm": 0,
+            "acc_prochot_thrm": 0,
+            "acc_vr_thrm": 0,
+            "acc_hbm_thrm": "N/A",
+            "active_ppt_pwr": True,
+            "active_socket_thrm": False,
+            "active_prochot_thrm": False,
+            "active_vr_thrm": False,
+            "active_hbm_thrm": "N/A",
+        },
+    }
     d.update(kw)
     return d
 
@@ -123,15 +167,13 @@ def test_rocm_6_4_fields_units_and_na_strings():
     assert g0.power_w == 132.0
     assert (g0.sm_clock_mhz, g0.mem_clock_mhz) == (1305.0, 1300.0)
     assert g0.throttle == ("power_ppt",)
-    assert g0.throttle_counters == {"power_ppt": 10.0, "thermal_socket": 0.0, "thermal_prochot": 0.0,
-                                    "thermal_vr": 0.0}
+    assert g0.throttle_counters == {"power_ppt": 10.0, "thermal_socket": 0.0, "thermal_prochot": 0.0, "thermal_vr": 0.0}
     assert g1.util_pct == 55.0  # "N/A" activity: from the metrics table
     assert backend.status == "amdsmi"
 
 
 def test_rocm_6_0_process_handles_average_power_and_cur_clk():
-    gpu = mi300(0, name="AMD Instinct MI250X", temps={0: 35000}, power=88,
-                procs=[(4242, "N/A", 512 * MIB)])
+    gpu = mi300(0, name="AMD Instinct MI250X", temps={0: 35000}, power=88, procs=[(4242, "N/A", 512 * MIB)])
     (g,) = AmdSmiBackend(fake_amdsmi([gpu], rocm="6.0")).read()
     assert [(p.pid, p.name, p.mem_mib) for p in g.processes] == [(4242, NA, 512.0)]
     assert g.power_w == 88.0 and g.sm_clock_mhz == 1305.0

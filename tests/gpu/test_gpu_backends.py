@@ -36,11 +36,14 @@ class Stub:
 def test_auto_is_lazy_and_keeps_the_first_backend_that_finds_a_gpu():
     Stub.log = []
     h100 = GpuState(0, name="NVIDIA H100", uuid="GPU-1")
-    auto = AutoBackend("auto", [
-        ("nvml", lambda: Stub("nvml", [], "nvmlInit failed: Driver Not Loaded")),
-        ("nvidia-smi", lambda: Stub("nvidia-smi", [h100], "nvidia-smi (/usr/bin/nvidia-smi)")),
-        ("rocm-smi", lambda: Stub("rocm-smi", [], "never tried")),
-    ])
+    auto = AutoBackend(
+        "auto",
+        [
+            ("nvml", lambda: Stub("nvml", [], "nvmlInit failed: Driver Not Loaded")),
+            ("nvidia-smi", lambda: Stub("nvidia-smi", [h100], "nvidia-smi (/usr/bin/nvidia-smi)")),
+            ("rocm-smi", lambda: Stub("rocm-smi", [], "never tried")),
+        ],
+    )
     assert Stub.log == [] and auto.status == "not started"  # nothing loaded before read()
     assert auto.read() == [h100]
     assert Stub.log == ["make nvml", "read nvml", "close nvml", "make nvidia-smi", "read nvidia-smi"]
@@ -53,12 +56,16 @@ def test_auto_is_lazy_and_keeps_the_first_backend_that_finds_a_gpu():
 
 
 def test_auto_with_no_gpu_reads_nothing_and_says_why_for_each_candidate():
-    auto = AutoBackend("amd", [("amdsmi", lambda: Stub("amdsmi", [], "No module named 'amdsmi'")),
-                               ("rocm-smi", lambda: Stub("rocm-smi", [], "rocm-smi is not on PATH"))])
+    auto = AutoBackend(
+        "amd",
+        [
+            ("amdsmi", lambda: Stub("amdsmi", [], "No module named 'amdsmi'")),
+            ("rocm-smi", lambda: Stub("rocm-smi", [], "rocm-smi is not on PATH")),
+        ],
+    )
     assert auto.read() == [] and auto.read() == []
     assert auto.name == "none"
-    assert auto.status == ("no GPU found: amdsmi: No module named 'amdsmi'; "
-                           "rocm-smi: rocm-smi is not on PATH")
+    assert auto.status == ("no GPU found: amdsmi: No module named 'amdsmi'; rocm-smi: rocm-smi is not on PATH")
 
 
 def test_open_backend_chains_and_named_backends(monkeypatch):
@@ -99,9 +106,18 @@ def test_fake_takes_the_next_snapshot_and_repeats_the_last(tmp_path):
 
 
 def test_fake_optional_fields_and_nulls(tmp_path):
-    entry = gpu(1, util=None, procs=None, sm_clock_mhz=1980, mem_clock_mhz=2619, temp_c=41,
-                power_w=120.5, throttle=["sw_power_cap"], throttle_counters={"power_ns": 12},
-                vendor="amd")
+    entry = gpu(
+        1,
+        util=None,
+        procs=None,
+        sm_clock_mhz=1980,
+        mem_clock_mhz=2619,
+        temp_c=41,
+        power_w=120.5,
+        throttle=["sw_power_cap"],
+        throttle_counters={"power_ns": 12},
+        vendor="amd",
+    )
     (g,) = FakeBackend(write_script(tmp_path / "g.json", [[entry]])).read()
     assert g.util_pct is NA and g.processes is NA
     assert (g.sm_clock_mhz, g.mem_clock_mhz, g.temp_c, g.power_w) == (1980, 2619, 41, 120.5)
@@ -117,14 +133,17 @@ def test_fake_minimal_entry_uses_the_design_defaults(tmp_path):
     assert (g.uuid, g.util_pct, g.mem_used_mib, g.processes) == ("GPU-fake-2", 0.0, 0.0, ())
 
 
-@pytest.mark.parametrize("content, message", [
-    ("not json", "cannot read"),
-    ("[]", "must be a non-empty JSON list of snapshots"),
-    ('[{"index": 0}]', "snapshot 0 must be a list of GPUs"),
-    ('[[{"name": "x"}]]', "bad GPU entry"),
-    ('[[{"index": 0, "util_pct": "high"}]]', "util_pct must be a number"),
-    ('[[{"index": 0, "vendor": "intel"}]]', "vendor must be 'nvidia' or 'amd'"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("not json", "cannot read"),
+        ("[]", "must be a non-empty JSON list of snapshots"),
+        ('[{"index": 0}]', "snapshot 0 must be a list of GPUs"),
+        ('[[{"name": "x"}]]', "bad GPU entry"),
+        ('[[{"index": 0, "util_pct": "high"}]]', "util_pct must be a number"),
+        ('[[{"index": 0, "vendor": "intel"}]]', "vendor must be 'nvidia' or 'amd'"),
+    ],
+)
 def test_fake_bad_scripts_are_bad_input_naming_the_file(tmp_path, content, message):
     path = tmp_path / "bad.json"
     path.write_text(content)
@@ -140,11 +159,14 @@ def test_fake_claim_namespace_depends_on_the_script(tmp_path):
     assert a.claim_namespace == FakeBackend(tmp_path / "a.json").claim_namespace
 
 
-@pytest.mark.parametrize("key, value, message", [
-    ("mem_used_max_mib", -1, r"\[gpu\].mem_used_max_mib must be >= 0"),
-    ("mem_growth_max_mib", -5, r"\[gpu\].mem_growth_max_mib must be >= 0"),
-    ("devices", [-1], r"\[gpu\].devices must list GPU indices >= 0"),
-])
+@pytest.mark.parametrize(
+    "key, value, message",
+    [
+        ("mem_used_max_mib", -1, r"\[gpu\].mem_used_max_mib must be >= 0"),
+        ("mem_growth_max_mib", -5, r"\[gpu\].mem_growth_max_mib must be >= 0"),
+        ("devices", [-1], r"\[gpu\].devices must list GPU indices >= 0"),
+    ],
+)
 def test_gpu_config_keys_are_validated(key, value, message):
     from kopt_supervisor.engine.config import loads
 

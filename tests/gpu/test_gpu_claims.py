@@ -12,15 +12,18 @@ from pathlib import Path
 from kopt_supervisor.engine.gpu.claims import ClaimRegistry, claim_key
 
 ROOT = Path(__file__).resolve().parents[2]
-HOLD = ("import sys, time; sys.path.insert(0, sys.argv[1]);"
-        "from kopt_supervisor.engine.gpu.claims import ClaimRegistry;"
-        "r = ClaimRegistry(sys.argv[2], owner='kopt run tag-b'); print(r.claim(sys.argv[3]), flush=True);"
-        "time.sleep(60)")
+HOLD = (
+    "import sys, time; sys.path.insert(0, sys.argv[1]);"
+    "from kopt_supervisor.engine.gpu.claims import ClaimRegistry;"
+    "r = ClaimRegistry(sys.argv[2], owner='kopt run tag-b'); print(r.claim(sys.argv[3]), flush=True);"
+    "time.sleep(60)"
+)
 
 
 def hold(directory: Path, key: str) -> subprocess.Popen:
-    p = subprocess.Popen([sys.executable, "-c", HOLD, str(ROOT), str(directory), key],
-                         stdout=subprocess.PIPE, text=True)
+    p = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(ROOT), str(directory), key], stdout=subprocess.PIPE, text=True
+    )
     assert p.stdout.readline().strip() == "True"
     return p
 

@@ -66,8 +66,12 @@ def test_busy_then_idle_waits_wait_s_and_then_acquires(tmp_path, fake_time):
 
 
 def test_one_of_several_idle_the_most_idle_is_picked(tmp_path, fake_time):
-    snap = [gpu(0, util=95, procs=[(FOREIGN, "train.py", 40000)]), gpu(1, util=6, mem=500),
-            gpu(2, util=0, mem=300), gpu(3, util=0, mem=100)]
+    snap = [
+        gpu(0, util=95, procs=[(FOREIGN, "train.py", 40000)]),
+        gpu(1, util=6, mem=500),
+        gpu(2, util=0, mem=300),
+        gpu(3, util=0, mem=100),
+    ]
     gate, _ = make_gate(tmp_path, [snap], fake_time)
     d = gate.acquire()
     assert d.gpu.index == 3
@@ -149,7 +153,9 @@ def test_own_pids_from_the_loop_and_their_descendants_are_ours(tmp_path, fake_ti
     # the loop reports as its own; its child is then ours too.
     launcher = subprocess.Popen(
         [sys.executable, "-c", "import subprocess, sys; subprocess.Popen([sys.executable, '-c', sys.argv[1]])", ORPHAN],
-        stdout=subprocess.PIPE, text=True)
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     bench, worker = (int(x) for x in launcher.stdout.readline().split())
     launcher.wait()
     try:
@@ -192,8 +198,9 @@ def test_all_gpus_disappearing_is_not_a_cpu_run_the_gate_waits_then_stops(tmp_pa
 
 
 def test_no_gpu_at_all_lets_cpu_targets_run_without_waiting(tmp_path, fake_time):
-    gate = Gate(cfg(), NoGpu("no GPU found: nvml: NVML Shared Library Not Found"),
-                sleep=fake_time.sleep, clock=fake_time.clock)
+    gate = Gate(
+        cfg(), NoGpu("no GPU found: nvml: NVML Shared Library Not Found"), sleep=fake_time.sleep, clock=fake_time.clock
+    )
     d = gate.acquire()
     assert d.gpu is None and d.env == {} and d.assessments == []
     assert "NVML Shared Library Not Found" in d.note
@@ -237,13 +244,20 @@ def test_another_kopt_run_holding_a_gpu_makes_it_busy_until_that_process_dies(tm
     script = write_script(tmp_path / "gpus.json", [[gpu(0), gpu(1, util=4)]])
     ns = FakeBackend(script).claim_namespace
     holder = subprocess.Popen(
-        [sys.executable, "-c",
-         "import sys, time; sys.path.insert(0, sys.argv[1]);"
-         "from kopt_supervisor.engine.gpu.claims import ClaimRegistry;"
-         "r = ClaimRegistry(owner='kopt run other-tag'); assert r.claim(sys.argv[2]);"
-         "print('held', flush=True); time.sleep(60)",
-         str(Path(__file__).resolve().parents[2]), claim_key(ns, "GPU-fake-0", 0)],
-        stdout=subprocess.PIPE, text=True, env={**os.environ})
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; sys.path.insert(0, sys.argv[1]);"
+            "from kopt_supervisor.engine.gpu.claims import ClaimRegistry;"
+            "r = ClaimRegistry(owner='kopt run other-tag'); assert r.claim(sys.argv[2]);"
+            "print('held', flush=True); time.sleep(60)",
+            str(Path(__file__).resolve().parents[2]),
+            claim_key(ns, "GPU-fake-0", 0),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ},
+    )
     try:
         assert holder.stdout.readline().strip() == "held"
         gate = Gate(cfg(), FakeBackend(script), sleep=fake_time.sleep, clock=fake_time.clock)
@@ -316,8 +330,12 @@ def test_a_backend_that_raises_reads_as_nothing(fake_time):
 
 def test_evidence_before_and_after_and_round_flags(tmp_path, fake_time):
     quiet = gpu(0, throttle=["gpu_idle"], throttle_counters={"power_ns": 100, "thermal_ns": 0})
-    hot = gpu(0, throttle=["sw_thermal"], throttle_counters={"power_ns": 100, "thermal_ns": 5e8},
-              procs=[(FOREIGN, "intruder", 900)])
+    hot = gpu(
+        0,
+        throttle=["sw_thermal"],
+        throttle_counters={"power_ns": 100, "thermal_ns": 5e8},
+        procs=[(FOREIGN, "intruder", 900)],
+    )
     gate, _ = make_gate(tmp_path, each([quiet]) + [[quiet], [hot], [quiet], [quiet]], fake_time)
     assert gate.evidence() is None  # nothing chosen yet
     gate.acquire()
@@ -327,8 +345,9 @@ def test_evidence_before_and_after_and_round_flags(tmp_path, fake_time):
     assert "time" in before and before["throttle"] == ["gpu_idle"]
     assert after["foreign_processes"][0]["pid"] == FOREIGN
     flags = round_flags(before, after)
-    assert flags == sorted(["throttle:sw_thermal", "throttle_counter:thermal_ns+5e+08",
-                            f"foreign_process:{FOREIGN}:intruder"])
+    assert flags == sorted(
+        ["throttle:sw_thermal", "throttle_counter:thermal_ns+5e+08", f"foreign_process:{FOREIGN}:intruder"]
+    )
     calm_before, calm_after = gate.evidence(), gate.evidence()
     assert gate.round_flags(calm_before, calm_after) == []  # gpu_idle is benign
 

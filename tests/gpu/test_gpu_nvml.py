@@ -42,8 +42,9 @@ class Dev:
     """function name → NVML error code it raises"""
 
 
-def fake_pynvml(devs: list[Dev], *, init_error: int | None = None, old_driver: bool = False,
-                lost: tuple[int, ...] = ()) -> types.ModuleType:
+def fake_pynvml(
+    devs: list[Dev], *, init_error: int | None = None, old_driver: bool = False, lost: tuple[int, ...] = ()
+) -> types.ModuleType:
     m = types.ModuleType("pynvml")
     for name in dir(real):
         if name.startswith(("NVML_", "NVMLError", "nvmlMemory_v2", "NVMLLibraryMismatchError")):
@@ -59,8 +60,10 @@ def fake_pynvml(devs: list[Dev], *, init_error: int | None = None, old_driver: b
                     if code is not None:
                         raise real.NVMLError(code)
                 return fn(*args, **kw)
+
             setattr(m, fn_name, wrapper)
             return wrapper
+
         return deco
 
     @nvml_call("nvmlInit")
@@ -89,18 +92,21 @@ def fake_pynvml(devs: list[Dev], *, init_error: int | None = None, old_driver: b
             return types.SimpleNamespace(used=d.used + d.reserved, total=d.total, free=d.total - d.used - d.reserved)
         if old_driver:
             raise real.NVMLError(real.NVML_ERROR_FUNCTION_NOT_FOUND)
-        return types.SimpleNamespace(version=version, used=d.used, total=d.total, reserved=d.reserved,
-                                     free=d.total - d.used - d.reserved)
+        return types.SimpleNamespace(
+            version=version, used=d.used, total=d.total, reserved=d.reserved, free=d.total - d.used - d.reserved
+        )
 
     def procs(h):
-        return [types.SimpleNamespace(pid=pid, usedGpuMemory=mem, gpuInstanceId=0xFFFFFFFF)
-                for pid, mem in devs[h].procs]
+        return [
+            types.SimpleNamespace(pid=pid, usedGpuMemory=mem, gpuInstanceId=0xFFFFFFFF) for pid, mem in devs[h].procs
+        ]
 
     @nvml_call("nvmlDeviceGetComputeRunningProcesses")
     def _procs_v3(h):
         if old_driver:  # what real pynvml's throwOnVersionMismatch raises
-            raise real.NVMLLibraryMismatchError("Unversioned function called and the pyNVML version "
-                                                "does not match the NVML lib version.")
+            raise real.NVMLLibraryMismatchError(
+                "Unversioned function called and the pyNVML version does not match the NVML lib version."
+            )
         return procs(h)
 
     nvml_call("nvmlDeviceGetComputeRunningProcesses_v2")(procs)
@@ -109,7 +115,8 @@ def fake_pynvml(devs: list[Dev], *, init_error: int | None = None, old_driver: b
     nvml_call("nvmlDeviceGetPowerUsage")(lambda h: devs[h].power_mw)
     nvml_call("nvmlDeviceGetCurrentClocksThrottleReasons")(lambda h: devs[h].reasons)
     nvml_call("nvmlDeviceGetViolationStatus")(
-        lambda h, policy: types.SimpleNamespace(referenceTime=1, violationTime=devs[h].violations[policy]))
+        lambda h, policy: types.SimpleNamespace(referenceTime=1, violationTime=devs[h].violations[policy])
+    )
     if not old_driver:
         nvml_call("nvmlDeviceGetTemperatureV")(lambda h, sensor: devs[h].temp)
         nvml_call("nvmlDeviceGetCurrentClocksEventReasons")(lambda h: devs[h].reasons)
@@ -135,9 +142,13 @@ def test_every_field_is_read_and_converted():
 
 
 def test_an_unsupported_field_is_na_with_its_reason_and_the_rest_is_read():
-    dev = Dev(fail={"nvmlDeviceGetPowerUsage": real.NVML_ERROR_NOT_SUPPORTED,
-                    "nvmlDeviceGetComputeRunningProcesses": real.NVML_ERROR_NO_PERMISSION,
-                    "nvmlDeviceGetViolationStatus": real.NVML_ERROR_NOT_SUPPORTED})
+    dev = Dev(
+        fail={
+            "nvmlDeviceGetPowerUsage": real.NVML_ERROR_NOT_SUPPORTED,
+            "nvmlDeviceGetComputeRunningProcesses": real.NVML_ERROR_NO_PERMISSION,
+            "nvmlDeviceGetViolationStatus": real.NVML_ERROR_NOT_SUPPORTED,
+        }
+    )
     (g,) = NvmlBackend(fake_pynvml([dev])).read()
     assert g.power_w is NA and g.processes is NA and g.throttle_counters is NA
     assert g.extra["na"]["power_w"] == "Not Supported"
@@ -166,8 +177,17 @@ def test_a_lost_gpu_is_left_out_and_the_others_are_read():
 
 def test_a_gpu_falling_off_the_bus_mid_read_gives_nas_not_an_exception():
     lost = real.NVML_ERROR_GPU_IS_LOST
-    dev = Dev(fail={name: lost for name in ("nvmlDeviceGetUtilizationRates", "nvmlDeviceGetMemoryInfo",
-                                            "nvmlDeviceGetComputeRunningProcesses", "nvmlDeviceGetName")})
+    dev = Dev(
+        fail={
+            name: lost
+            for name in (
+                "nvmlDeviceGetUtilizationRates",
+                "nvmlDeviceGetMemoryInfo",
+                "nvmlDeviceGetComputeRunningProcesses",
+                "nvmlDeviceGetName",
+            )
+        }
+    )
     (g,) = NvmlBackend(fake_pynvml([dev])).read()
     assert g.util_pct is NA and g.mem_used_mib is NA and g.mem_total_mib is NA and g.processes is NA
     assert g.extra["na"]["util_pct"] == "GPU is lost"

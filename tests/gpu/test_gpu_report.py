@@ -15,11 +15,23 @@ FOREIGN = 4_000_002
 
 
 def test_report_says_which_gpu_is_idle_which_is_busy_and_why(tmp_path):
-    script = write_script(tmp_path / "g.json", [[
-        gpu(0, util=97, mem=61000, procs=[(FOREIGN, "train.py", 60000)], temp_c=66, power_w=650.5,
-            throttle=["sw_power_cap"]),
-        gpu(1, util=0, mem=1, temp_c=30, power_w=70.1, throttle=["gpu_idle"]),
-    ]])
+    script = write_script(
+        tmp_path / "g.json",
+        [
+            [
+                gpu(
+                    0,
+                    util=97,
+                    mem=61000,
+                    procs=[(FOREIGN, "train.py", 60000)],
+                    temp_c=66,
+                    power_w=650.5,
+                    throttle=["sw_power_cap"],
+                ),
+                gpu(1, util=0, mem=1, temp_c=30, power_w=70.1, throttle=["gpu_idle"]),
+            ]
+        ],
+    )
     t = FakeTime()
     report = gpus_report(cfg(), FakeBackend(script), sleep=t.sleep)
     assert t.sleeps == [1.0, 1.0]
@@ -29,12 +41,18 @@ def test_report_says_which_gpu_is_idle_which_is_busy_and_why(tmp_path):
     assert report["config"]["samples"] == 3 and report["config"]["wait_s"] == 600.0
     busy, idle = report["gpus"]
     assert busy["idle"] is False and idle["idle"] is True
-    assert busy["reasons"] == [f"1 foreign process(es): {FOREIGN} train.py 60000 MiB",
-                               "utilization up to 97% > 10%", "memory used 61000 MiB > 2048 MiB"]
+    assert busy["reasons"] == [
+        f"1 foreign process(es): {FOREIGN} train.py 60000 MiB",
+        "utilization up to 97% > 10%",
+        "memory used 61000 MiB > 2048 MiB",
+    ]
     assert busy["foreign"][0]["pid"] == FOREIGN and busy["throttle"] == ["sw_power_cap"]
     assert idle["reasons"] == [] and idle["util_max_pct"] == 0.0
-    assert report["pick"] == {"index": 1, "uuid": "GPU-fake-1",
-                              "env": {"CUDA_VISIBLE_DEVICES": "1", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}}
+    assert report["pick"] == {
+        "index": 1,
+        "uuid": "GPU-fake-1",
+        "env": {"CUDA_VISIBLE_DEVICES": "1", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"},
+    }
     assert report["summary"] == "1 of 2 GPU(s) idle; the gate would pick GPU 1"
 
     table = format_report(report)

@@ -62,7 +62,9 @@ def test_nvidia_smi_csv_values_na_and_throttle_bits():
     assert g1.power_w is NA and g1.extra["na"]["power.draw"] == "[N/A]"
     assert g1.throttle == ("sw_power_cap",)
     assert [(p.pid, p.name, p.mem_mib) for p in g1.processes] == [
-        (48211, "/usr/bin/python3", 2354.0), (48290, "/opt/job, with comma/bin/trainer", NA)]
+        (48211, "/usr/bin/python3", 2354.0),
+        (48290, "/opt/job, with comma/bin/trainer", NA),
+    ]
     assert g2.util_pct is NA and g2.sm_clock_mhz is NA and g2.throttle is NA
     assert g2.backend == "nvidia-smi" and g2.vendor == "nvidia"
 
@@ -79,23 +81,45 @@ def test_nvidia_smi_invalid_field_message():
     assert invalid_field("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.") is None
 
 
-ROCM_METRICS = json.dumps({
-    "card0": {"GPU ID": "0x74a1", "Unique ID": "0x18a8c5f7e0b9d1a2", "GPU use (%)": "0",
-              "GFX Activity": "2231789870", "Temperature (Sensor edge) (C)": "N/A",
-              "Temperature (Sensor junction) (C)": "41.0", "Temperature (Sensor memory) (C)": "33.0",
-              "Current Socket Graphics Package Power (W)": "131.0", "sclk clock speed:": "(132Mhz)",
-              "sclk clock level:": "0", "mclk clock speed:": "(900Mhz)", "mclk clock level:": "0",
-              "VRAM Total Memory (B)": "206141652992", "VRAM Total Used Memory (B)": "296587264",
-              "Card Series": "AMD Instinct MI300X", "Card Model": "0x74a1",
-              "Card Vendor": "Advanced Micro Devices, Inc. [AMD/ATI]", "Card SKU": "M3000100"},
-    "card1": {"Unique ID": "0x5c4f3a2b1d0e9f88", "GPU use (%)": "100",
-              "Temperature (Sensor edge) (C)": "N/A", "Temperature (Sensor junction) (C)": "63.0",
-              "Current Socket Graphics Package Power (W)": "612.0", "sclk clock speed:": "(2100Mhz)",
-              "mclk clock speed:": "(1300Mhz)", "VRAM Total Memory (B)": "206141652992",
-              "VRAM Total Used Memory (B)": "73014444032", "Card Series": "AMD Instinct MI300X"},
-})
-ROCM_PIDS = json.dumps({"system": {"PID2877461": "python3, 1, 72717856768, 0, 100",
-                                   "PID77": "pt, main, thread, 1, 0, 0, 0"}})
+ROCM_METRICS = json.dumps(
+    {
+        "card0": {
+            "GPU ID": "0x74a1",
+            "Unique ID": "0x18a8c5f7e0b9d1a2",
+            "GPU use (%)": "0",
+            "GFX Activity": "2231789870",
+            "Temperature (Sensor edge) (C)": "N/A",
+            "Temperature (Sensor junction) (C)": "41.0",
+            "Temperature (Sensor memory) (C)": "33.0",
+            "Current Socket Graphics Package Power (W)": "131.0",
+            "sclk clock speed:": "(132Mhz)",
+            "sclk clock level:": "0",
+            "mclk clock speed:": "(900Mhz)",
+            "mclk clock level:": "0",
+            "VRAM Total Memory (B)": "206141652992",
+            "VRAM Total Used Memory (B)": "296587264",
+            "Card Series": "AMD Instinct MI300X",
+            "Card Model": "0x74a1",
+            "Card Vendor": "Advanced Micro Devices, Inc. [AMD/ATI]",
+            "Card SKU": "M3000100",
+        },
+        "card1": {
+            "Unique ID": "0x5c4f3a2b1d0e9f88",
+            "GPU use (%)": "100",
+            "Temperature (Sensor edge) (C)": "N/A",
+            "Temperature (Sensor junction) (C)": "63.0",
+            "Current Socket Graphics Package Power (W)": "612.0",
+            "sclk clock speed:": "(2100Mhz)",
+            "mclk clock speed:": "(1300Mhz)",
+            "VRAM Total Memory (B)": "206141652992",
+            "VRAM Total Used Memory (B)": "73014444032",
+            "Card Series": "AMD Instinct MI300X",
+        },
+    }
+)
+ROCM_PIDS = json.dumps(
+    {"system": {"PID2877461": "python3, 1, 72717856768, 0, 100", "PID77": "pt, main, thread, 1, 0, 0, 0"}}
+)
 
 
 def test_rocm_smi_json_with_bytes_mhz_strings_and_na():
@@ -121,32 +145,84 @@ def test_rocm_smi_processes_are_attributed_only_when_that_is_certain():
 
 
 def test_rocm_smi_warnings_before_the_json_and_garbage():
-    (g,) = parse_rocm_smi("WARNING: AMD GPU device(s) is/are in a low-power state.\n"
-                          + json.dumps({"card0": {"GPU use (%)": "5"}}), "{}")
+    (g,) = parse_rocm_smi(
+        "WARNING: AMD GPU device(s) is/are in a low-power state.\n" + json.dumps({"card0": {"GPU use (%)": "5"}}), "{}"
+    )
     assert g.util_pct == 5.0 and g.mem_used_mib is NA and g.name is NA
     assert parse_rocm_smi("ERROR: no GPU", None) == []
 
 
-AMD_LIST = json.dumps([{"gpu": 0, "bdf": "0000:0c:00.0", "uuid": "b6ff74a1-0000-1000-8003-6c1e4d4c95d3",
-                        "kfd_id": 43123, "node_id": 2, "partition_id": 0}])
-AMD_STATIC = json.dumps({"gpu_data": [{"gpu": 0, "asic": {"market_name": "AMD Instinct MI300X",
-                                                          "vendor_id": "0x1002"}}]})
-AMD_METRIC = json.dumps({"gpu_data": [{
-    "gpu": 0,
-    "usage": {"gfx_activity": {"value": 12, "unit": "%"}, "umc_activity": {"value": 0, "unit": "%"},
-              "mm_activity": "N/A"},
-    "power": {"socket_power": {"value": 140, "unit": "W"}, "gfx_voltage": "N/A",
-              "throttle_status": "UNTHROTTLED", "power_management": "ENABLED"},
-    "clock": {"gfx_0": {"clk": {"value": 1407, "unit": "MHz"}}, "mem_0": {"clk": {"value": 1300, "unit": "MHz"}}},
-    "temperature": {"edge": "N/A", "hotspot": {"value": 44, "unit": "C"}, "mem": {"value": 35, "unit": "C"}},
-    "mem_usage": {"total_vram": {"value": 196592, "unit": "MB"}, "used_vram": {"value": 2331, "unit": "MB"},
-                  "free_vram": {"value": 194261, "unit": "MB"}},
-}]})
-AMD_PROCESS = json.dumps([{"gpu": 0, "process_list": [{"process_info": {
-    "name": "python3", "pid": 90210,
-    "memory_usage": {"gtt_mem": {"value": 2, "unit": "MB"}, "cpu_mem": {"value": 1, "unit": "MB"},
-                     "vram_mem": {"value": 2147483648, "unit": "B"}},
-    "mem_usage": {"value": 2147483648, "unit": "B"}, "usage": {"gfx": {"value": 0, "unit": "ns"}}}}]}])
+AMD_LIST = json.dumps(
+    [
+        {
+            "gpu": 0,
+            "bdf": "0000:0c:00.0",
+            "uuid": "b6ff74a1-0000-1000-8003-6c1e4d4c95d3",
+            "kfd_id": 43123,
+            "node_id": 2,
+            "partition_id": 0,
+        }
+    ]
+)
+AMD_STATIC = json.dumps(
+    {"gpu_data": [{"gpu": 0, "asic": {"market_name": "AMD Instinct MI300X", "vendor_id": "0x1002"}}]}
+)
+AMD_METRIC = json.dumps(
+    {
+        "gpu_data": [
+            {
+                "gpu": 0,
+                "usage": {
+                    "gfx_activity": {"value": 12, "unit": "%"},
+                    "umc_activity": {"value": 0, "unit": "%"},
+                    "mm_activity": "N/A",
+                },
+                "power": {
+                    "socket_power": {"value": 140, "unit": "W"},
+                    "gfx_voltage": "N/A",
+                    "throttle_status": "UNTHROTTLED",
+                    "power_management": "ENABLED",
+                },
+                "clock": {
+                    "gfx_0": {"clk": {"value": 1407, "unit": "MHz"}},
+                    "mem_0": {"clk": {"value": 1300, "unit": "MHz"}},
+                },
+                "temperature": {
+                    "edge": "N/A",
+                    "hotspot": {"value": 44, "unit": "C"},
+                    "mem": {"value": 35, "unit": "C"},
+                },
+                "mem_usage": {
+                    "total_vram": {"value": 196592, "unit": "MB"},
+                    "used_vram": {"value": 2331, "unit": "MB"},
+                    "free_vram": {"value": 194261, "unit": "MB"},
+                },
+            }
+        ]
+    }
+)
+AMD_PROCESS = json.dumps(
+    [
+        {
+            "gpu": 0,
+            "process_list": [
+                {
+                    "process_info": {
+                        "name": "python3",
+                        "pid": 90210,
+                        "memory_usage": {
+                            "gtt_mem": {"value": 2, "unit": "MB"},
+                            "cpu_mem": {"value": 1, "unit": "MB"},
+                            "vram_mem": {"value": 2147483648, "unit": "B"},
+                        },
+                        "mem_usage": {"value": 2147483648, "unit": "B"},
+                        "usage": {"gfx": {"value": 0, "unit": "ns"}},
+                    }
+                }
+            ],
+        }
+    ]
+)
 
 
 def test_amd_smi_json_value_objects_units_and_processes():
@@ -159,8 +235,15 @@ def test_amd_smi_json_value_objects_units_and_processes():
 
 
 def test_amd_smi_older_list_shape_and_no_process_text():
-    metric = json.dumps([{"gpu": 0, "usage": {"gfx_activity": "100 %"},
-                          "mem_usage": {"used_vram": "65536 MB", "total_vram": "196592 MB"}}])
+    metric = json.dumps(
+        [
+            {
+                "gpu": 0,
+                "usage": {"gfx_activity": "100 %"},
+                "mem_usage": {"used_vram": "65536 MB", "total_vram": "196592 MB"},
+            }
+        ]
+    )
     procs = json.dumps([{"gpu": 0, "process_list": [{"process_info": "No running processes detected"}]}])
     (g,) = parse_amd_smi(None, None, metric, procs)
     assert (g.util_pct, g.mem_used_mib, g.name, g.uuid) == (100.0, 65536.0, NA, NA)
@@ -191,14 +274,18 @@ def bindir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_nvidia_smi_backend_retries_without_a_field_the_driver_rejects(bindir, tmp_path):
     (tmp_path / "gpus.csv").write_text(NVIDIA_GPUS)
     (tmp_path / "apps.csv").write_text(NVIDIA_APPS)
-    tool(bindir, "nvidia-smi", f"""
+    tool(
+        bindir,
+        "nvidia-smi",
+        f"""
 echo "$@" >> {tmp_path}/calls
 case "$1" in
   *clocks_event_reasons.active*) echo 'Field "clocks_event_reasons.active" is not a valid field to query.'; exit 2;;
   --query-gpu=*) cat {tmp_path}/gpus.csv;;
   --query-compute-apps=*) cat {tmp_path}/apps.csv;;
 esac
-""")
+""",
+    )
     backend = NvidiaSmiBackend()
     gpus = backend.read()
     assert [g.index for g in gpus] == [0, 1, 2]
@@ -213,12 +300,16 @@ esac
 
 def test_nvidia_smi_backend_failures_read_nothing_with_the_reason(bindir, monkeypatch):
     assert NvidiaSmiBackend().read() == []  # not on PATH
-    tool(bindir, "nvidia-smi", "echo \"NVIDIA-SMI has failed because it couldn't communicate with the "
-                               "NVIDIA driver.\"; exit 9\n")
+    tool(
+        bindir,
+        "nvidia-smi",
+        'echo "NVIDIA-SMI has failed because it couldn\'t communicate with the NVIDIA driver."; exit 9\n',
+    )
     backend = NvidiaSmiBackend()
     assert backend.read() == []
-    assert backend.status == ("nvidia-smi failed: exit 9: NVIDIA-SMI has failed because it couldn't "
-                              "communicate with the NVIDIA driver.")
+    assert backend.status == (
+        "nvidia-smi failed: exit 9: NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver."
+    )
     tool(bindir, "nvidia-smi", "sleep 5\n")
     monkeypatch.setattr(smi, "TIMEOUT_S", 0.3)
     hung = NvidiaSmiBackend()
@@ -226,12 +317,18 @@ def test_nvidia_smi_backend_failures_read_nothing_with_the_reason(bindir, monkey
 
 
 def test_rocm_smi_backend_reads_metrics_and_pids(bindir, tmp_path):
-    (tmp_path / "m.json").write_text("WARNING: AMD GPU device(s) is/are in a low-power state.\n"
-                                     + json.dumps({"card0": json.loads(ROCM_METRICS)["card0"]}))
-    tool(bindir, "rocm-smi", f"""
+    (tmp_path / "m.json").write_text(
+        "WARNING: AMD GPU device(s) is/are in a low-power state.\n"
+        + json.dumps({"card0": json.loads(ROCM_METRICS)["card0"]})
+    )
+    tool(
+        bindir,
+        "rocm-smi",
+        f"""
 if [ "$1" = "--showpids" ]; then echo '{ROCM_PIDS}'; exit 0; fi
 cat {tmp_path}/m.json; exit 2   # rocm-smi exits non-zero when one sub-query failed
-""")
+""",
+    )
     (g,) = RocmSmiBackend().read()
     assert g.util_pct == 0.0 and [p.pid for p in g.processes] == [2877461, 77]
 
@@ -244,8 +341,7 @@ def test_rocm_smi_backend_with_no_kfd_process_prints_nothing(bindir, tmp_path):
 
 
 def test_amd_smi_backend_reads_identity_once(bindir, tmp_path):
-    for name, content in (("list", AMD_LIST), ("static", AMD_STATIC), ("metric", AMD_METRIC),
-                          ("process", AMD_PROCESS)):
+    for name, content in (("list", AMD_LIST), ("static", AMD_STATIC), ("metric", AMD_METRIC), ("process", AMD_PROCESS)):
         (tmp_path / f"{name}.json").write_text(content)
     tool(bindir, "amd-smi", f'echo "$1" >> {tmp_path}/calls\ncat {tmp_path}/$1.json\n')
     backend = AmdSmiCliBackend()

@@ -25,8 +25,9 @@ pytest.importorskip("triton")
 
 def _run(repo: Path, *args: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "TRITON_INTERPRET")}
-    res = subprocess.run([sys.executable, "bench.py", *args], cwd=repo, env=env, capture_output=True, text=True,
-                         timeout=120)
+    res = subprocess.run(
+        [sys.executable, "bench.py", *args], cwd=repo, env=env, capture_output=True, text=True, timeout=120
+    )
     assert res.returncode == 0, res.stderr[-2000:]
     return res
 
@@ -58,8 +59,16 @@ def test_materialize_naive_and_tuned(tmp_path: Path, name: str) -> None:
     row = {"rmsnorm": "hd", "adaln": "D"}[name]
     assert all(pn["*"]["BLOCK_D"] < s.dims[row] for s in _contract(name).SHAPES if s.kind == "production")
     files = {p.relative_to(naive).as_posix() for p in naive.rglob("*") if p.is_file()}
-    assert {"bench.py", "contract.py", "roofline.py", "params.json", "kopt.toml", ".gitignore",
-            f"baseline/{name}.py", f"solution/{name}.py"} <= files
+    assert {
+        "bench.py",
+        "contract.py",
+        "roofline.py",
+        "params.json",
+        "kopt.toml",
+        ".gitignore",
+        f"baseline/{name}.py",
+        f"solution/{name}.py",
+    } <= files
     # no private copy of the harness: the bench and the solution import kopt's public one
     assert not any("__pycache__" in f or f.endswith("naive.json") or f.startswith("harness/") for f in files)
     assert "from kopt_supervisor.kernels import harness" in (naive / "bench.py").read_text()
@@ -78,8 +87,9 @@ def test_materialize_naive_and_tuned(tmp_path: Path, name: str) -> None:
     # everything but solution/ and params.json is protected
     from kopt_supervisor.engine.gitops import matching
 
-    assert matching(sorted(files), t.protected) == sorted(f for f in files if not f.startswith("solution/")
-                                                          and f not in ("params.json", "kopt.toml"))
+    assert matching(sorted(files), t.protected) == sorted(
+        f for f in files if not f.startswith("solution/") and f not in ("params.json", "kopt.toml")
+    )
     with pytest.raises(ValueError, match="not empty"):
         catalog.materialize(name, naive)
     with pytest.raises(ValueError, match="unknown kernel"):
@@ -109,8 +119,9 @@ def test_the_cpu_target_tunes_only_what_the_interpreter_can_feel(tmp_path: Path,
 
 @pytest.mark.parametrize("name", sorted(catalog.KERNELS))
 @pytest.mark.parametrize("cpu", [False, True])
-def test_alike_block_sizes_launch_one_tile_for_every_shape_of_their_class(harness_path: Path, name: str,
-                                                                           cpu: bool) -> None:
+def test_alike_block_sizes_launch_one_tile_for_every_shape_of_their_class(
+    harness_path: Path, name: str, cpu: bool
+) -> None:
     """The kopt.toml's [propose.tune].alike: BLOCK_D values listed together give every shape of
     that class (the bench's shapes on this machine) the same launch, as the solution computes it;
     each value left out of a group gives at least one shape another tile."""
@@ -127,8 +138,11 @@ def test_alike_block_sizes_launch_one_tile_for_every_shape_of_their_class(harnes
 
     def tiles(cls: str, block: int) -> list[int]:
         p = {"*": {"BLOCK_D": block, "ROWS_PER_PROG": 1, "num_warps": 4, "num_stages": 1}}
-        return [launch_meta(p, "*", s.dims[info.row_dim], sol.MAX_BLOCK_D)["BLOCK_D"]
-                for s in contract.SHAPES if s.kind in kinds and f"dclass={contract.dclass(s.dims)}" == cls]
+        return [
+            launch_meta(p, "*", s.dims[info.row_dim], sol.MAX_BLOCK_D)["BLOCK_D"]
+            for s in contract.SHAPES
+            if s.kind in kinds and f"dclass={contract.dclass(s.dims)}" == cls
+        ]
 
     for cls, groups in alike.items():
         group = groups["BLOCK_D"]
@@ -149,8 +163,10 @@ def test_the_bench_writes_a_csv_kopt_accepts(tmp_path: Path, name: str) -> None:
     phases = res.stderr.strip().splitlines()[-1]
     spent = dict(re.findall(r"(\w+) (\d+\.\d+) s", phases))
     assert phases.startswith("bench phases: ") and {"start", "setup", "check", "timing", "total"} <= set(spent)
-    assert float(spent["setup"]) > 0.1 and abs(sum(float(v) for k, v in spent.items() if k != "total")
-                                               - float(spent["total"])) < 0.05
+    assert (
+        float(spent["setup"]) > 0.1
+        and abs(sum(float(v) for k, v in spent.items() if k != "total") - float(spent["total"])) < 0.05
+    )
     out = tmp_path / "bench.out"
     out.write_text("noise before\n" + res.stdout)
     cfg = config.load(repo / "kopt.toml")
@@ -182,7 +198,9 @@ def test_ab_mode_pairs_and_a_broken_candidate(tmp_path: Path) -> None:
     assert statistics.median(p.cand / p.best for p in pairs) < 0.7
 
 
-def test_once_mode_checks_without_timing(tmp_path: Path, harness_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_once_mode_checks_without_timing(
+    tmp_path: Path, harness_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """kopt.toml's [profile] command: the contract alone, every shape, nothing timed."""
     repo = _materialize(tmp_path, "adaln", True)
     assert config.load(repo / "kopt.toml").profile.command.endswith("bench.py --profile --dtypes bfloat16")

@@ -52,8 +52,13 @@ def test_prepare_demo_takes_whatever_catalog_it_is_handed(tmp_path: Path, monkey
         (dest / "bench.py").write_text("print('config,us')\n")
 
     ws, gpu = api.prepare_demo(tmp_path, "toy", "t", kernels={"toy"}, materialize=materialize)
-    assert gpu and calls == [("toy", tmp_path / ".repos" / "t",
-                              {"naive": True, "cpu": False, "review_timeout_s": demo.TUI_REVIEW_S, "profile": True})]
+    assert gpu and calls == [
+        (
+            "toy",
+            tmp_path / ".repos" / "t",
+            {"naive": True, "cpu": False, "review_timeout_s": demo.TUI_REVIEW_S, "profile": True},
+        )
+    ]
     assert (tmp_path / ".repos" / "t" / "bench.py").exists() and ws.load_config().target.metric == "us"
     with pytest.raises(BadInput, match=r"unknown demo kernel 'rmsnorm' \(bundled: toy\)"):
         api.prepare_demo(tmp_path, "rmsnorm", "u", kernels={"toy"}, materialize=materialize)
@@ -83,9 +88,28 @@ def test_kopt_demo_headless_runs_the_loop_as_the_readme_does(tmp_path: Path) -> 
         (shadow / name / "__init__.py").write_text(f"raise ImportError('the unrelated {name} package')\n")
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "TRITON_INTERPRET")}
     env["PYTHONPATH"] = str(shadow)
-    res = subprocess.run([sys.executable, "-m", "kopt_supervisor.kopt_tui.cli", "--root", str(tmp_path), "demo", "--headless",
-                          "--kernel", "rmsnorm", "--max-iters", "2", "--tag", "d"],
-                         env=env, capture_output=True, text=True, timeout=400, cwd=tmp_path)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kopt_supervisor.kopt_tui.cli",
+            "--root",
+            str(tmp_path),
+            "demo",
+            "--headless",
+            "--kernel",
+            "rmsnorm",
+            "--max-iters",
+            "2",
+            "--tag",
+            "d",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=400,
+        cwd=tmp_path,
+    )
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
     assert ("Timings are CPU timings" in res.stdout) is not gpu
     st = api.status(Workspace(tmp_path, "d"))

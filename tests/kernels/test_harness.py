@@ -49,7 +49,7 @@ def test_params_resolution_and_errors(tmp_path: Path) -> None:
     assert params.resolve(got, "dclass=wide") == {"A": 1, "B": 3}
     assert params.resolve(got, "dclass=narrow") == {"A": 1, "B": 2}
     p.write_text(json.dumps({"dclass=wide": {}}))
-    with pytest.raises(ValueError, match="params.json.*\"\\*\""):
+    with pytest.raises(ValueError, match='params.json.*"\\*"'):
         params.load(p)
     p.write_text(json.dumps({"*": {}, "dclass=wide": 3}))
     with pytest.raises(ValueError, match="'dclass=wide'"):
@@ -109,10 +109,17 @@ def test_poisoning_is_what_catches_an_unwritten_element() -> None:
 
 
 def test_launch_meta() -> None:
-    p = {"*": {"BLOCK_D": 0, "ROWS_PER_PROG": 2, "num_warps": 4, "num_stages": 1},
-         "dclass=wide": {"BLOCK_D": 1024, "num_warps": 8}}
+    p = {
+        "*": {"BLOCK_D": 0, "ROWS_PER_PROG": 2, "num_warps": 4, "num_stages": 1},
+        "dclass=wide": {"BLOCK_D": 1024, "num_warps": 8},
+    }
     assert params.launch_meta(p, "dclass=narrow", 1152) == {
-        "BLOCK_D": 2048, "ROWS": 2, "SINGLE": True, "num_warps": 4, "num_stages": 1}
+        "BLOCK_D": 2048,
+        "ROWS": 2,
+        "SINGLE": True,
+        "num_warps": 4,
+        "num_stages": 1,
+    }
     wide = params.launch_meta(p, "dclass=wide", 3072)
     assert wide["BLOCK_D"] == 1024 and not wide["SINGLE"] and wide["num_warps"] == 8
     assert params.launch_meta(p, "dclass=narrow", 65536)["BLOCK_D"] == 8192  # the cap: chunked

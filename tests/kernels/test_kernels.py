@@ -56,12 +56,16 @@ def test_solution_and_baseline_pass_the_contract(harness_path: Path, name: str) 
 
 
 @pytest.mark.parametrize("name", NAMES)
-@pytest.mark.parametrize("breakage,expect", [
-    ("row_ok = rows < M", "row_ok = rows < M - 1"),      # the last row is never written
-    ("/ D + eps)", "/ D * 0.0)"),                          # a division by zero: Inf/NaN
-])
-def test_a_broken_solution_fails_the_contract(harness_path: Path, tmp_path: Path, name: str, breakage: str,
-                                              expect: str) -> None:
+@pytest.mark.parametrize(
+    "breakage,expect",
+    [
+        ("row_ok = rows < M", "row_ok = rows < M - 1"),  # the last row is never written
+        ("/ D + eps)", "/ D * 0.0)"),  # a division by zero: Inf/NaN
+    ],
+)
+def test_a_broken_solution_fails_the_contract(
+    harness_path: Path, tmp_path: Path, name: str, breakage: str, expect: str
+) -> None:
     src = (harness_path / name / "solution" / f"{name}.py").read_text()
     assert breakage in src
     (tmp_path / "solution").mkdir()
@@ -121,11 +125,11 @@ def test_rmsnorm_runs_whole_tiles_unmasked_and_is_still_exact(harness_path: Path
     _, sol = _load(harness_path, "rmsnorm", "even")
     meta = {"BLOCK_D": 64, "ROWS": 2, "SINGLE": True, "num_warps": 4, "num_stages": 1}
     assert sol.whole_tiles(meta, 4, 64) is True
-    assert sol.whole_tiles(meta, 5, 64) is False           # a last tile of one row
-    assert sol.whole_tiles(meta, 4, 48) is False           # masked columns (BLOCK_D 64 > 48)
+    assert sol.whole_tiles(meta, 5, 64) is False  # a last tile of one row
+    assert sol.whole_tiles(meta, 4, 48) is False  # masked columns (BLOCK_D 64 > 48)
     assert sol.whole_tiles({**meta, "SINGLE": False, "BLOCK_D": 32}, 4, 64) is False
-    assert sol.whole_tiles(meta, 2**25 - 2, 64) is True    # 2^31 - 128 values
-    assert sol.whole_tiles(meta, 2**25, 64) is False       # 2^31 values: the 64-bit kernel
+    assert sol.whole_tiles(meta, 2**25 - 2, 64) is True  # 2^31 - 128 values
+    assert sol.whole_tiles(meta, 2**25, 64) is False  # 2^31 values: the 64-bit kernel
     for rows in (1, 2):
         sol.PARAMS = {"*": {"BLOCK_D": 0, "ROWS_PER_PROG": rows, "num_warps": 4, "num_stages": 1}}
         results = _check_all(harness_path, "rmsnorm", sol)

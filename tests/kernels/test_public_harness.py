@@ -36,12 +36,21 @@ def reference(torch, args, kwargs):  # noqa: ANN001, ANN201
 
 
 def spec(function: str = "ops/scale.py:scale", name: str = "scale", **kw: object) -> harness.Spec:
-    return harness.Spec(name=name, function=function, make_inputs=make_inputs, reference=reference,
-                        shapes=[harness.production("p", M=64, N=32), harness.small("cpu-a", M=3, N=5),
-                                harness.small("cpu-b", M=2, N=7)],
-                        tolerance={"float16": (1e-3, 1e-3), "float32": (1e-6, 1e-6)},
-                        bytes_moved=lambda M, N, esize, **_: 2 * M * N * esize, class_by=["dtype"],
-                        **kw)  # type: ignore[arg-type]  # test keywords
+    return harness.Spec(
+        name=name,
+        function=function,
+        make_inputs=make_inputs,
+        reference=reference,
+        shapes=[
+            harness.production("p", M=64, N=32),
+            harness.small("cpu-a", M=3, N=5),
+            harness.small("cpu-b", M=2, N=7),
+        ],
+        tolerance={"float16": (1e-3, 1e-3), "float32": (1e-6, 1e-6)},
+        bytes_moved=lambda M, N, esize, **_: 2 * M * N * esize,
+        class_by=["dtype"],
+        **kw,
+    )  # type: ignore[arg-type]  # test keywords
 
 
 def tree(root: Path, body: str = "return x * 2", name: str = "ops/scale.py") -> Path:
@@ -54,20 +63,29 @@ def tree(root: Path, body: str = "return x * 2", name: str = "ops/scale.py") -> 
 # -- Spec and locators -----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("kw,match", [
-    ({"function": "scale"}, "expected 'path/in/tree.py:function'"),
-    ({"function": "/abs/ops.py:scale"}, "relative to the tree"),
-    ({"function": "../ops.py:scale"}, "relative to the tree"),
-    ({"function": "ops.py:not a name"}, "expected"),
-    ({"dtypes": ["int8"]}, "dtype 'int8' has no tolerance"),
-    ({"name": "two words"}, "short identifier"),
-])
+@pytest.mark.parametrize(
+    "kw,match",
+    [
+        ({"function": "scale"}, "expected 'path/in/tree.py:function'"),
+        ({"function": "/abs/ops.py:scale"}, "relative to the tree"),
+        ({"function": "../ops.py:scale"}, "relative to the tree"),
+        ({"function": "ops.py:not a name"}, "expected"),
+        ({"dtypes": ["int8"]}, "dtype 'int8' has no tolerance"),
+        ({"name": "two words"}, "short identifier"),
+    ],
+)
 def test_spec_refuses_what_it_cannot_run(kw: dict, match: str) -> None:
     with pytest.raises(ValueError, match=match):
         spec(**kw)
     with pytest.raises(ValueError, match="appears twice"):
-        harness.Spec(name="s", function="a.py:f", make_inputs=make_inputs, reference=reference,
-                     shapes=[harness.small("x", M=1), harness.small("x", M=2)], tolerance={"float32": (0, 0)})
+        harness.Spec(
+            name="s",
+            function="a.py:f",
+            make_inputs=make_inputs,
+            reference=reference,
+            shapes=[harness.small("x", M=1), harness.small("x", M=2)],
+            tolerance={"float32": (0, 0)},
+        )
 
 
 def test_by_path_each_tree_gets_its_own_module(tmp_path: Path) -> None:
@@ -86,8 +104,9 @@ def test_by_module_each_tree_imports_its_own_package_and_sys_modules_is_restored
         pkg.mkdir(parents=True)
         (pkg / "__init__.py").write_text("")
         (pkg / "consts.py").write_text(f"K = {k}\n")
-        (pkg / "ops.py").write_text("from .consts import K\nfrom kpkg import consts\n\n"
-                                    "def scale(x):\n    return x * K + 0 * consts.K\n")
+        (pkg / "ops.py").write_text(
+            "from .consts import K\nfrom kpkg import consts\n\ndef scale(x):\n    return x * K + 0 * consts.K\n"
+        )
     sys.modules["kpkg"] = SimpleNamespace(marker="the caller's own")  # type: ignore[assignment]  # a stand-in
     try:
         best = harness.locate(tmp_path / "best", "kpkg.ops:scale", "best")
@@ -114,10 +133,13 @@ def test_a_module_found_outside_the_tree_is_refused(tmp_path: Path, monkeypatch:
 
 
 def test_range_names_are_kopts_config_keys() -> None:
-    assert ranges.range_name({"shape": "p", "M": 64.0, "N": 32, "dtype": "float16"}) == \
-        "kopt:shape=p,M=64,N=32,dtype=float16"
-    assert ranges.range_name({"shape": "p", "M": 64.0}) == "kopt:" + metrics.key_of({"shape": "p", "M": 64.0},
-                                                                                   ["shape", "M"])
+    assert (
+        ranges.range_name({"shape": "p", "M": 64.0, "N": 32, "dtype": "float16"})
+        == "kopt:shape=p,M=64,N=32,dtype=float16"
+    )
+    assert ranges.range_name({"shape": "p", "M": 64.0}) == "kopt:" + metrics.key_of(
+        {"shape": "p", "M": 64.0}, ["shape", "M"]
+    )
 
 
 class RecordingNvtx:
@@ -142,8 +164,9 @@ def test_range_backends() -> None:
     with r.span("kopt:a=1"):
         pass
     assert r.kind == "nvtx" and nv.calls[-2:] == ["push kopt:a=1", "pop"]
-    broken = ranges.open_ranges(SimpleNamespace(version=SimpleNamespace(hip=None),
-                                                cuda=SimpleNamespace(nvtx=RecordingNvtx(fail=True))), True)
+    broken = ranges.open_ranges(
+        SimpleNamespace(version=SimpleNamespace(hip=None), cuda=SimpleNamespace(nvtx=RecordingNvtx(fail=True))), True
+    )
     assert broken.kind == "none" and "does not work here" in broken.why
 
     class Lib:
@@ -170,8 +193,9 @@ def test_range_backends() -> None:
 # -- the driver ------------------------------------------------------------------------------------
 
 
-def run_main(s: harness.Spec, argv: list[str], t: Path, capsys: pytest.CaptureFixture[str],
-             log: list[str] | None = None) -> pd.DataFrame:
+def run_main(
+    s: harness.Spec, argv: list[str], t: Path, capsys: pytest.CaptureFixture[str], log: list[str] | None = None
+) -> pd.DataFrame:
     assert harness.main(s, argv, tree=t) == 0
     cap = capsys.readouterr()
     if log is not None:
@@ -179,8 +203,9 @@ def run_main(s: harness.Spec, argv: list[str], t: Path, capsys: pytest.CaptureFi
     return pd.read_csv(io.StringIO(cap.out))
 
 
-def test_process_level_rows_with_ranges_around_checks_and_timing(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_process_level_rows_with_ranges_around_checks_and_timing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     spans: list[str] = []
     rec = ranges.Ranges(lambda name: spans.append("push " + name), lambda: spans.append("pop"), "test")
     monkeypatch.setattr(hb, "open_ranges", lambda torch, gpu: rec)
@@ -188,20 +213,28 @@ def test_process_level_rows_with_ranges_around_checks_and_timing(tmp_path: Path,
     # the CPU runs the small shapes, the first dtype; the default columns are shape, dims, dtype, esize
     assert list(df["shape"]) == ["cpu-a", "cpu-b"] and list(df.columns[:5]) == ["shape", "M", "N", "dtype", "esize"]
     assert (df["err"] <= 1).all() and (df["prod"] == 1).all() and (df["us"] > 0).all()
-    assert ("push kopt:shape=cpu-a,M=3,N=5,dtype=float16,esize=2") in spans and spans.count("pop") == \
-        sum(s.startswith("push") for s in spans) >= 4  # checked and timed: each inside the config's range
-    m = metrics.measure(df, config.TargetConfig(bench="x", metric="us", correct="err <= 1",
-                                               ignore=[*hb.STATS, *hb.EXTRA]))
-    assert m.ok and m.classes() == ["shape=cpu-a,M=3,N=5,dtype=float16,esize=2", "shape=cpu-b,M=2,N=7,dtype=float16,esize=2"]
+    assert ("push kopt:shape=cpu-a,M=3,N=5,dtype=float16,esize=2") in spans and spans.count("pop") == sum(
+        s.startswith("push") for s in spans
+    ) >= 4  # checked and timed: each inside the config's range
+    m = metrics.measure(
+        df, config.TargetConfig(bench="x", metric="us", correct="err <= 1", ignore=[*hb.STATS, *hb.EXTRA])
+    )
+    assert m.ok and m.classes() == [
+        "shape=cpu-a,M=3,N=5,dtype=float16,esize=2",
+        "shape=cpu-b,M=2,N=7,dtype=float16,esize=2",
+    ]
 
 
-def test_ab_mode_catches_a_wrong_candidate_and_a_missing_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_ab_mode_catches_a_wrong_candidate_and_a_missing_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     best, cand = tree(tmp_path / "best"), tree(tmp_path / "cand", "return x * 2.01")
     df = run_main(spec(), ["--ab", str(best), str(cand)], best, capsys)
     assert set(df["side"]) == {"best", "cand"} and set(df["block"]) == {0, 1, 2, 3}
     assert (df[df.side == "best"]["err"] <= 1).all() and (df[df.side == "cand"]["err"] > 1).all()
-    pairs, best_m, cand_m = metrics.ab_pairs(df, config.TargetConfig(bench="x", metric="us", correct="err <= 1",
-                                                                     ignore=["prod"]), 0)
+    pairs, best_m, cand_m = metrics.ab_pairs(
+        df, config.TargetConfig(bench="x", metric="us", correct="err <= 1", ignore=["prod"]), 0
+    )
     assert best_m.ok and not cand_m.ok and {p.order for p in pairs} == {"AB", "BA"}
     gone = tmp_path / "gone"
     gone.mkdir()
@@ -209,9 +242,9 @@ def test_ab_mode_catches_a_wrong_candidate_and_a_missing_one(tmp_path: Path, cap
         harness.main(spec(), ["--ab", str(best), str(gone)], tree=best)
 
 
-def test_a_function_without_out_is_checked_after_poisoning_and_must_keep_its_inputs(tmp_path: Path,
-                                                                                    capsys: pytest.CaptureFixture[str]
-                                                                                    ) -> None:
+def test_a_function_without_out_is_checked_after_poisoning_and_must_keep_its_inputs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     t = tree(tmp_path / "t", "x.mul_(2)\n    return x")
     log: list[str] = []
     df = run_main(spec(), ["--once"], t, capsys, log)
@@ -241,7 +274,7 @@ def test_served_ab_looks(tmp_path: Path) -> None:
 
 # -- KernelBench ------------------------------------------------------------------------------------
 
-REF = '''\
+REF = """\
 import torch
 import torch.nn as nn
 
@@ -266,9 +299,9 @@ def get_inputs():
 
 def get_init_inputs():
     return [0.5]
-'''
+"""
 
-NEW = '''\
+NEW = """\
 import torch
 import torch.nn as nn
 
@@ -283,13 +316,19 @@ class ModelNew(nn.Module):
         y = self.proj(x) * self.scale
         e = (y - y.amax(dim=1, keepdim=True)).exp()
         return e / e.sum(dim=1, keepdim=True){extra}
-'''
+"""
 
 
 def kernelbench(cwd: Path, *args: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH",)}
-    return subprocess.run([sys.executable, "-m", "kopt_supervisor.kernels.harness.kernelbench", *args], cwd=cwd,
-                          env=env, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "kopt_supervisor.kernels.harness.kernelbench", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_kernelbench_pair_timed_and_checked_against_model(tmp_path: Path) -> None:
@@ -317,14 +356,30 @@ def test_kernelbench_pair_timed_and_checked_against_model(tmp_path: Path) -> Non
 
 def test_public_api_is_documented() -> None:
     doc = (Path(__file__).resolve().parents[2] / "docs" / "byo-kernel.md").read_text()
-    for name in ("Spec", "production", "regression", "small", "make_inputs", "reference", "bytes_moved", "out",
-                 "prepare", "--ab", "--serve", "--once", "kopt:", "TRITON_INTERPRET", "kernelbench"):
+    for name in (
+        "Spec",
+        "production",
+        "regression",
+        "small",
+        "make_inputs",
+        "reference",
+        "bytes_moved",
+        "out",
+        "prepare",
+        "--ab",
+        "--serve",
+        "--once",
+        "kopt:",
+        "TRITON_INTERPRET",
+        "kernelbench",
+    ):
         assert name in doc, name
     assert textwrap.dedent(harness.__doc__ or "").strip()
 
 
 def test_profile_mode_calls_each_solution_twice_in_its_range_and_never_the_reference(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     # what a profiler runs: under ncu every launch costs 10-80 ms, and the contract check's
     # own launches outside the ranges were 86 s of a 90 s profile on the H100
     spans: list[str] = []

@@ -56,8 +56,9 @@ print(json.dumps(out))
 def test_kernels_compile_for_sm90() -> None:
     pytest.importorskip("triton.backends.nvidia.compiler", reason="triton without its CUDA backend")
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    res = subprocess.run([sys.executable, "-c", CODE, str(KERNELS)], capture_output=True, text=True, timeout=180,
-                         env=env)
+    res = subprocess.run(
+        [sys.executable, "-c", CODE, str(KERNELS)], capture_output=True, text=True, timeout=180, env=env
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     ptx = json.loads(res.stdout.strip().splitlines()[-1])
     assert set(ptx) == {"adaln_bf16", "adaln_fp16", "rmsnorm_bf16", "rmsnorm_bf16_masked", "rmsnorm_fp16"}
@@ -69,5 +70,7 @@ def test_kernels_compile_for_sm90() -> None:
     for name in ("rmsnorm_bf16", "rmsnorm_bf16_masked", "rmsnorm_fp16"):
         assert "rsqrt.approx" in ptx[name] and "sqrt.rn" not in ptx[name], name  # one rsqrt, no sqrt + div
     # whole tiles: no predicated loads or stores; a partial tile predicates them
-    assert "@%p" not in "".join(line for line in ptx["rmsnorm_bf16"].splitlines() if "ld.global" in line or "st.global" in line)
+    assert "@%p" not in "".join(
+        line for line in ptx["rmsnorm_bf16"].splitlines() if "ld.global" in line or "st.global" in line
+    )
     assert "@%p" in "".join(line for line in ptx["rmsnorm_bf16_masked"].splitlines() if "ld.global" in line)

@@ -94,8 +94,14 @@ def test_a_one_tree_block_moves_a_fixed_amount_whatever_the_kernels_speed():
     assert fast == slow == 20 and fast * 56 * mb >= timing.BLOCK_BYTES
     # a microsecond kernel: capped at MAX_BYTE_LAUNCHES, then a multiple of its sets, whether its
     # eager estimate is its own 1.6 µs or the 60 µs of its wrapper on the host
-    assert timing.block_launches(512, 1.6, 300.0, 1000, 256) == timing.block_launches(512, 60.0, 300.0, 1000, 256) == 256
-    assert timing.block_launches(1 * mb, 3.4, 300.0, 1000, 94) == timing.block_launches(1 * mb, 300.0, 300.0, 1000, 94) == 282
+    assert (
+        timing.block_launches(512, 1.6, 300.0, 1000, 256) == timing.block_launches(512, 60.0, 300.0, 1000, 256) == 256
+    )
+    assert (
+        timing.block_launches(1 * mb, 3.4, 300.0, 1000, 94)
+        == timing.block_launches(1 * mb, 300.0, 300.0, 1000, 94)
+        == 282
+    )
     assert timing.block_launches(2 << 30, 600.0, 300.0, 1000, 1) == 1  # one call moves more than a block
     # a compute-bound kernel (a block of BLOCK_BYTES would last past LONG_BLOCK_US): by its time
     assert timing.block_launches(1 * mb, 5000.0, 300.0, 1000, 3) == 3

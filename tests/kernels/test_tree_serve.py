@@ -37,12 +37,84 @@ def spec_formula(seed: int, config_key: str, sets: int, numels: list[int]) -> tu
 
 KNOWN = [
     # (seed, config key, S, numels) -> (set, positions): kopt's engine checks the same values
-    ((12345678901234567890, "M=3,N=5,dtype=float16", 7, [15, 3]),
-     (5, [[1, 3, 4, 5, 6, 9, 10, 11, 12, 12, 12, 13, 14, 14, 14], [0, 1, 2]])),
-    ((0, "shape=cpu-64,B=1,N=2,H=2,hd=64,dtype=bfloat16,esize=2,dclass=narrow", 2, [256]),
-     (1, [[0, 7, 7, 9, 11, 11, 14, 21, 24, 27, 35, 37, 43, 47, 52, 56, 57, 61, 65, 71, 71, 72, 72, 72, 78, 85, 102,
-           103, 104, 107, 107, 116, 120, 122, 127, 130, 138, 143, 147, 164, 166, 169, 169, 169, 170, 174, 174, 180,
-           184, 184, 186, 187, 189, 189, 189, 190, 198, 200, 200, 202, 205, 207, 211, 252]])),
+    (
+        (12345678901234567890, "M=3,N=5,dtype=float16", 7, [15, 3]),
+        (5, [[1, 3, 4, 5, 6, 9, 10, 11, 12, 12, 12, 13, 14, 14, 14], [0, 1, 2]]),
+    ),
+    (
+        (0, "shape=cpu-64,B=1,N=2,H=2,hd=64,dtype=bfloat16,esize=2,dclass=narrow", 2, [256]),
+        (
+            1,
+            [
+                [
+                    0,
+                    7,
+                    7,
+                    9,
+                    11,
+                    11,
+                    14,
+                    21,
+                    24,
+                    27,
+                    35,
+                    37,
+                    43,
+                    47,
+                    52,
+                    56,
+                    57,
+                    61,
+                    65,
+                    71,
+                    71,
+                    72,
+                    72,
+                    72,
+                    78,
+                    85,
+                    102,
+                    103,
+                    104,
+                    107,
+                    107,
+                    116,
+                    120,
+                    122,
+                    127,
+                    130,
+                    138,
+                    143,
+                    147,
+                    164,
+                    166,
+                    169,
+                    169,
+                    169,
+                    170,
+                    174,
+                    174,
+                    180,
+                    184,
+                    184,
+                    186,
+                    187,
+                    189,
+                    189,
+                    189,
+                    190,
+                    198,
+                    200,
+                    200,
+                    202,
+                    205,
+                    207,
+                    211,
+                    252,
+                ]
+            ],
+        ),
+    ),
 ]
 
 
@@ -70,8 +142,12 @@ def test_the_audit_rule_is_the_spec_formula() -> None:
 
 
 def test_input_seeds_differ_by_purpose_config_and_look() -> None:
-    seeds = {audit.input_seed(s, k, p) for s in (1, 2) for k in ("a=1", "a=2") for p in ("check", "set0", "set0/prime",
-                                                                                          "set1")}
+    seeds = {
+        audit.input_seed(s, k, p)
+        for s in (1, 2)
+        for k in ("a=1", "a=2")
+        for p in ("check", "set0", "set0/prime", "set1")
+    }
     assert len(seeds) == 16 and all(0 <= s < 1 << 63 for s in seeds)
     assert audit.input_seed(1, "a=1", "check") == audit.input_seed(1, "a=1", "check")
 
@@ -93,7 +169,11 @@ def test_summaries_in_chunks_equal_the_whole_tensors(monkeypatch: pytest.MonkeyP
     whole = audit.summarise(torch, t, [1, 500, 998])
     monkeypatch.setattr(audit, "SUMMARY_CHUNK", 64)
     chunked = audit.summarise(torch, t, [1, 500, 998])
-    assert (chunked["numel"], chunked["nan"], chunked["inf"]) == (whole["numel"], whole["nan"], whole["inf"]) == (1000, 1, 2)
+    assert (
+        (chunked["numel"], chunked["nan"], chunked["inf"])
+        == (whole["numel"], whole["nan"], whole["inf"])
+        == (1000, 1, 2)
+    )
     assert chunked["sum"] == pytest.approx(whole["sum"], abs=1e-9)
     assert chunked["abs_sum"] == pytest.approx(whole["abs_sum"], rel=1e-12)
     assert chunked["samples"][0] == whole["samples"][0] and chunked["samples"][2] == whole["samples"][2]
@@ -124,8 +204,17 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> dict:
         out["look1"] = s.look(1, 4242, root / "look1.csv")
         out["audit1"] = s.audit(1, 99, root / "audit1.json")
         out["audit1_text"] = (root / "audit1.json").read_text()
-        out["bad"] = [s.ask(req) for req in ("bogus", "look 2", "look x 5 /tmp/p.csv", "look 2 notaseed /tmp/p.csv",
-                                            "load now", f"audit 7 5 {root / 'a7.json'}")]
+        out["bad"] = [
+            s.ask(req)
+            for req in (
+                "bogus",
+                "look 2",
+                "look x 5 /tmp/p.csv",
+                "look 2 notaseed /tmp/p.csv",
+                "load now",
+                f"audit 7 5 {root / 'a7.json'}",
+            )
+        ]
         out["load"] = s.ask("load")
         out["look2"] = s.look(2, 4242, root / "look2.csv")
         out["stale"] = s.ask(f"audit 1 99 {root / 'stale.json'}")
@@ -179,8 +268,9 @@ def test_the_same_seed_draws_the_same_inputs_and_another_seed_others(served: dic
     assert list(l1["err"]) == list(l2["err"])  # the contract check's inputs too
     # another audit seed picks other positions of the same outputs; another look seed other inputs
     other = served["other_audit"]["configs"]
-    assert [c["outputs"][0]["samples"] for c in other] != [c["outputs"][0]["samples"]
-                                                          for c in served["audit1"]["configs"]]
+    assert [c["outputs"][0]["samples"] for c in other] != [
+        c["outputs"][0]["samples"] for c in served["audit1"]["configs"]
+    ]
     assert served["look3"] == "done 3"
     sums3 = [c["outputs"][0]["sum"] for c in served["audit3"]["configs"]]
     assert sums3 != [c["outputs"][0]["sum"] for c in served["audit1"]["configs"]]
@@ -193,10 +283,13 @@ def test_a_look_commits_to_every_sets_outputs_and_the_audit_keeps_its_promise(se
     for look in ("look1", "look4"):
         text = (served["root"] / f"{look}.csv{serve.COMMITMENT_SUFFIX}").read_text()
         promise = kopt_audit.parse_commitment(text, columns, look)
-        assert all(len(sets) == bench.CPU_SETS and all(o.samples == () for outs in sets for o in outs)
-                   for sets in promise.values())
+        assert all(
+            len(sets) == bench.CPU_SETS and all(o.samples == () for outs in sets for o in outs)
+            for sets in promise.values()
+        )
     promise = kopt_audit.parse_commitment(
-        (served["root"] / f"look1.csv{serve.COMMITMENT_SUFFIX}").read_text(), columns, "look1")
+        (served["root"] / f"look1.csv{serve.COMMITMENT_SUFFIX}").read_text(), columns, "look1"
+    )
     audited = kopt_audit.parse(served["audit1_text"], columns, "audit1")
     assert sorted(promise) == sorted(audited)
     assert all(kopt_audit.commitment_problem(audited[k], promise[k]) is None for k in audited)
@@ -294,9 +387,14 @@ def _spec() -> object:
     def make_inputs(torch, dims, dtype, device, gen):  # noqa: ANN001, ANN202
         return (torch.randn(dims["M"], dims["N"], generator=gen, device=device).to(dtype),), {}
 
-    return harness.Spec(name="scale", function="ops/scale.py:scale", make_inputs=make_inputs,
-                        reference=lambda torch, args, kwargs: args[0].double() * 2,
-                        shapes=[harness.small("a", M=3, N=5)], tolerance={"float32": (1e-6, 1e-6)})
+    return harness.Spec(
+        name="scale",
+        function="ops/scale.py:scale",
+        make_inputs=make_inputs,
+        reference=lambda torch, args, kwargs: args[0].double() * 2,
+        shapes=[harness.small("a", M=3, N=5)],
+        tolerance={"float32": (1e-6, 1e-6)},
+    )
 
 
 @pytest.mark.parametrize("after", ["audit", "look"])
@@ -306,9 +404,11 @@ def test_done_last_serves_its_audit_then_leaves(tmp_path: Path, monkeypatch: pyt
     b = bench.Bench(_spec(), a, torch, False, bench.PhaseClock(), tree)  # type: ignore[arg-type]
     monkeypatch.setattr(b, "memory_full", lambda share: True)  # the kept buffers passed --serve-memory
     replies: list[str] = []
-    requests = [f"look 1 3 {tmp_path / 'l1.csv'}",
-                f"audit 1 4 {tmp_path / 'a1.json'}" if after == "audit" else f"look 2 3 {tmp_path / 'l2.csv'}",
-                "load"]
+    requests = [
+        f"look 1 3 {tmp_path / 'l1.csv'}",
+        f"audit 1 4 {tmp_path / 'a1.json'}" if after == "audit" else f"look 2 3 {tmp_path / 'l2.csv'}",
+        "load",
+    ]
     assert serve.serve_tree(b, requests, replies.append) == 0
     assert replies == (["done 1 last", "audited 1"] if after == "audit" else ["done 1 last"])
     # a served tree's function allocates its own output here (no out=): its kept result is audited
@@ -324,4 +424,6 @@ def test_serve_options() -> None:
         bench.parse_args(["--serve", "--once"], gpu=False)
     with pytest.raises(SystemExit):
         bench.parse_args(["--serve", "--seed", "3"], gpu=False)
-    assert bench.parse_args(["--serve"], gpu=False).blocks == 3 and bench.parse_args(["--seed", "9"], gpu=False).seed == 9
+    assert (
+        bench.parse_args(["--serve"], gpu=False).blocks == 3 and bench.parse_args(["--seed", "9"], gpu=False).seed == 9
+    )

@@ -24,7 +24,7 @@ LOOK_SEED, AUDIT_SEED = 31337, 2718
 
 ATTACKS = {
     # the harness's fp64 reference of the check, found through gc and kept: returned for every call
-    "gc-reference": '''
+    "gc-reference": """
 import gc as _gc
 _STOLEN = {}
 
@@ -38,9 +38,9 @@ def rms_norm(x, weight, eps=1e-6, out=None):
         return _honest(x, weight, eps, out)
     out = torch.empty_like(x) if out is None else out
     return out.copy_(ref)
-''',
+""",
     # a result cached by shape: the first call (the check's) computed, every later one copied
-    "shape-cache": '''
+    "shape-cache": """
 _CACHE = {}
 
 
@@ -50,9 +50,9 @@ def rms_norm(x, weight, eps=1e-6, out=None):
         _CACHE[key] = _honest(x, weight, eps).clone()
     out = torch.empty_like(x) if out is None else out
     return out.copy_(_CACHE[key])
-''',
+""",
     # a result cached by input pointer: each buffer set computed once, copied from then on
-    "pointer-cache": '''
+    "pointer-cache": """
 _CACHE = {}
 
 
@@ -62,9 +62,9 @@ def rms_norm(x, weight, eps=1e-6, out=None):
         _CACHE[key] = _honest(x, weight, eps).clone()
     out = torch.empty_like(x) if out is None else out
     return out.copy_(_CACHE[key])
-''',
+""",
     # lazy: an output buffer it has written once is taken as still holding the right values
-    "skips-known-outputs": '''
+    "skips-known-outputs": """
 _WRITTEN = set()
 
 
@@ -74,7 +74,7 @@ def rms_norm(x, weight, eps=1e-6, out=None):
     out = _honest(x, weight, eps, out)
     _WRITTEN.add(out.data_ptr())
     return out
-''',
+""",
 }
 
 
@@ -95,8 +95,11 @@ def beyond_tolerance(best: dict, cand: dict) -> list[str]:
             name = b["config"]["shape"]
             if oc["nan"] + oc["inf"] > ob["nan"] + ob["inf"]:
                 bad.append(f"{name}: {oc['nan']} NaN")
-            off = [p for (p, vb), (_, vc) in zip(ob["samples"], oc["samples"], strict=True)
-                   if not abs(vc - vb) <= atol + rtol * abs(vb)]
+            off = [
+                p
+                for (p, vb), (_, vc) in zip(ob["samples"], oc["samples"], strict=True)
+                if not abs(vc - vb) <= atol + rtol * abs(vb)
+            ]
             if off:
                 bad.append(f"{name}: {len(off)} samples")
             if not abs(oc["sum"] - ob["sum"]) <= ob["numel"] * atol + rtol * ob["abs_sum"]:

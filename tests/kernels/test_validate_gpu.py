@@ -42,8 +42,12 @@ def test_a_custom_grid_is_swept_point_by_point(tmp_path: Path, capsys: pytest.Ca
 
     out = tmp_path / "v.json"
     grid = '{"BLOCK_D": [0], "ROWS_PER_PROG": [1, 2], "num_warps": [2, 4], "num_stages": [1]}'
-    assert validate_gpu.main(["--smoke", "--sweep", "--kernels", "rmsnorm", "--blocks", "2", "--grid", grid,
-                              "--out", str(out)]) == 0
+    assert (
+        validate_gpu.main(
+            ["--smoke", "--sweep", "--kernels", "rmsnorm", "--blocks", "2", "--grid", grid, "--out", str(out)]
+        )
+        == 0
+    )
     sweep = json.loads(out.read_text())["kernels"]["rmsnorm"]["sweep"]
     assert sweep["grid"]["num_warps"] == [2, 4]
     seen = {(pt["class"], pt["params"]["ROWS_PER_PROG"], pt["params"]["num_warps"]) for pt in sweep["points"]}
@@ -81,7 +85,11 @@ def test_the_paired_speedup_is_a_geometric_mean_with_a_t_interval() -> None:
     from kopt_supervisor.kernels.validate_gpu import paired_speedup
 
     steady = paired_speedup([11.0, 22.0, 33.0], [10.0, 20.0, 30.0])
-    assert steady["ratio"] == pytest.approx(1.1) and steady["lo"] == pytest.approx(1.1) and steady["hi"] == pytest.approx(1.1)
+    assert (
+        steady["ratio"] == pytest.approx(1.1)
+        and steady["lo"] == pytest.approx(1.1)
+        and steady["hi"] == pytest.approx(1.1)
+    )
     tie = paired_speedup([10.2, 9.9, 10.1, 9.8], [10.0] * 4)
     logs = [math.log(x / 10.0) for x in (10.2, 9.9, 10.1, 9.8)]
     mean = sum(logs) / 4

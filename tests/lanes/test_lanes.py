@@ -39,15 +39,31 @@ def gpus(n: int, busy: tuple[int, ...] = ()) -> list[dict]:
     return out
 
 
-def lanes_env(fake_env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, script: list[str], *, lanes: int,
-              snapshots: list[list[dict]] | None = None, sleep: float = 0.0, extra: str = "",
-              class_files: bool = False, rounds: dict[str, str] | None = None,
-              wait_max_s: float = 30) -> tuple[Workspace, Path]:
+def lanes_env(
+    fake_env,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    script: list[str],
+    *,
+    lanes: int,
+    snapshots: list[list[dict]] | None = None,
+    sleep: float = 0.0,
+    extra: str = "",
+    class_files: bool = False,
+    rounds: dict[str, str] | None = None,
+    wait_max_s: float = 30,
+) -> tuple[Workspace, Path]:
     (tmp_path / "bind").mkdir()  # the benches run confined: the log's folder is named writable
     gate = {FAST_GATE[0]: FAST_GATE[1].replace("wait_max_s = 30", f"wait_max_s = {wait_max_s:g}")}
-    repo, root = fake_env(script, toml_replace={**(rounds or FAST), **gate, "timeout_s = 20\n\n[decide]":
-                                                f'timeout_s = 20\nwritable = ["{tmp_path / "bind"}"]\n\n[decide]'},
-                          extra_toml=f"\n[parallel]\nlanes = {lanes}\n{extra}")
+    repo, root = fake_env(
+        script,
+        toml_replace={
+            **(rounds or FAST),
+            **gate,
+            "timeout_s = 20\n\n[decide]": f'timeout_s = 20\nwritable = ["{tmp_path / "bind"}"]\n\n[decide]',
+        },
+        extra_toml=f"\n[parallel]\nlanes = {lanes}\n{extra}",
+    )
     if class_files:  # small.speed and large.speed: a class's speed in a file of its own
         for cls in ("small", "large"):
             (repo / f"{cls}.speed").write_text("1.0")
@@ -92,8 +108,15 @@ def assert_no_gpu_shared(runs: list[tuple[str, float, float, str]]) -> int:
 
 def test_lanes_run_at_once_each_on_its_own_gpu(fake_env, tmp_path, monkeypatch):
     # four GPUs, one of them busy with someone's training: three lanes on the three idle ones
-    ws, repo = lanes_env(fake_env, tmp_path, monkeypatch, ["gain5", "loss5", "gain1", "loss5", "gain5", "loss5"],
-                         lanes=3, snapshots=[gpus(4, busy=(2,))], sleep=0.15)
+    ws, repo = lanes_env(
+        fake_env,
+        tmp_path,
+        monkeypatch,
+        ["gain5", "loss5", "gain1", "loss5", "gain5", "loss5"],
+        lanes=3,
+        snapshots=[gpus(4, busy=(2,))],
+        sleep=0.15,
+    )
     assert run_engine(ws, max_iters=6) == 0
     its = iterations(ws)
     assert len(its) == 7 and all(it.final for it in its)
@@ -116,7 +139,7 @@ def check_invariants_lanes(ws: Workspace, repo: Path) -> None:
     its = iterations(ws)
     kept = sorted([it for it in its if it.kept and not it.masked], key=lambda it: (it.order, it.version))
     chain = git(repo, "rev-list", "--reverse", f"kopt/{ws.tag}").splitlines()
-    assert chain[chain.index(its[0].commit):] == [it.commit for it in kept]
+    assert chain[chain.index(its[0].commit) :] == [it.commit for it in kept]
     for prev, it in zip(kept, kept[1:], strict=False):
         assert it.best_commit_before == prev.commit, f"v{it.version} was committed on a BEST it was not decided against"
     best = kept[-1].commit
@@ -131,22 +154,30 @@ def check_invariants_lanes(ws: Workspace, repo: Path) -> None:
 def two_files(name: str, factor: float) -> str:
     """A scripted proposal that speeds one class up in that class's own file, aimed at it."""
     cls = name.split(".")[0]
-    return (f"do:open({name!r}, 'w').write('{factor}'); "
-            f"plan = 'faster cls={cls} through {name}\\ntarget_class: cls={cls}\\n'")
+    return (
+        f"do:open({name!r}, 'w').write('{factor}'); "
+        f"plan = 'faster cls={cls} through {name}\\ntarget_class: cls={cls}\\n'"
+    )
 
 
 def test_a_keep_decided_against_an_older_best_is_rebased_and_decided_again(fake_env, tmp_path, monkeypatch):
     # two lanes from the same BEST: each speeds up one class in a file of its own; whichever
     # keeps second was decided against a BEST that no longer is, and must be measured again
     # on top of the first keep before it is committed
-    ws, repo = lanes_env(fake_env, tmp_path, monkeypatch,
-                         [two_files("small.speed", 0.8), two_files("large.speed", 0.8)], lanes=2,
-                         class_files=True)
+    ws, repo = lanes_env(
+        fake_env,
+        tmp_path,
+        monkeypatch,
+        [two_files("small.speed", 0.8), two_files("large.speed", 0.8)],
+        lanes=2,
+        class_files=True,
+    )
     assert run_engine(ws, max_iters=2) == 0
     its = iterations(ws)
     v1, v2 = its[1], its[2]
-    assert v1.status == "keep" and v2.status == "keep", [(it.status, it.record.get("decision", {}).get("reason"))
-                                                         for it in its]
+    assert v1.status == "keep" and v2.status == "keep", [
+        (it.status, it.record.get("decision", {}).get("reason")) for it in its
+    ]
     assert v1.best_commit_before == v2.best_commit_before or any("rebased" in it.record for it in (v1, v2))
     second = max((v1, v2), key=lambda it: it.order)
     first = min((v1, v2), key=lambda it: it.order)
@@ -154,13 +185,20 @@ def test_a_keep_decided_against_an_older_best_is_rebased_and_decided_again(fake_
     assert second.best_commit_before == first.commit
     # the second decision was taken against the first keep: its best side is the faster tree
     assert any("decided again" in m for m in events(ws, "lanes"))
-    assert git(repo, "show", f"{second.commit}:small.speed") == git(repo, "show", f"{second.commit}:large.speed") == "0.8"
+    assert (
+        git(repo, "show", f"{second.commit}:small.speed") == git(repo, "show", f"{second.commit}:large.speed") == "0.8"
+    )
     # its decision compared it with the first keep (whose class is 20% faster), not the baseline
     first_cls = "cls=" + first.hypothesis.split("cls=")[1].split()[0]
     with Store(ws.db_path, readonly=True) as store:
+
         def best_side(v: int) -> list[float]:
             return [x["value"] for x in store.samples(v, "eval") if x["side"] == "best" and x["cls"] == first_cls]
-        rebased_best, first_best = statistics.median(best_side(second.version)), statistics.median(best_side(first.version))
+
+        rebased_best, first_best = (
+            statistics.median(best_side(second.version)),
+            statistics.median(best_side(first.version)),
+        )
     assert rebased_best < 0.85 * first_best, (rebased_best, first_best)
     check_invariants_lanes(ws, repo)
 
@@ -168,16 +206,19 @@ def test_a_keep_decided_against_an_older_best_is_rebased_and_decided_again(fake_
 def scale_file(name: str, factor: float) -> str:
     """A scripted proposal that scales the speed in `name` by `factor` from whatever BEST holds."""
     cls = name.split(".")[0]
-    return (f"do:v = float(open({name!r}).read()); open({name!r}, 'w').write(str(round(v * {factor}, 6))); "
-            f"plan = 'scale cls={cls} by {factor} in {name}\\ntarget_class: cls={cls}\\n'")
+    return (
+        f"do:v = float(open({name!r}).read()); open({name!r}, 'w').write(str(round(v * {factor}, 6))); "
+        f"plan = 'scale cls={cls} by {factor} in {name}\\ntarget_class: cls={cls}\\n'"
+    )
 
 
 def test_a_change_that_no_longer_applies_goes_back_to_its_proposer_on_the_new_best(fake_env, tmp_path, monkeypatch):
     # both lanes rewrite the same line of the same file from the same BEST: the later one's
     # patch cannot be put on the first keep, so it goes back to its proposer, which makes its
     # change again on the new BEST (told why in its prompt), and that is decided and kept
-    ws, repo = lanes_env(fake_env, tmp_path, monkeypatch, [scale_file("small.speed", 0.8)] * 2, lanes=2,
-                         class_files=True)
+    ws, repo = lanes_env(
+        fake_env, tmp_path, monkeypatch, [scale_file("small.speed", 0.8)] * 2, lanes=2, class_files=True
+    )
     assert run_engine(ws, max_iters=2) == 0
     its = iterations(ws)
     assert [str(it.status) for it in its[1:]] == ["keep", "keep"], [it.record.get("decision") for it in its]
@@ -203,11 +244,19 @@ def test_a_keep_landing_mid_decision_ends_the_other_lane_s_decision_at_its_next_
     # look (not finish a decision or a confirmation against a BEST that no longer is), be
     # rebased onto A's keep and decided again there, the looks it had taken counted as stale
     log = tmp_path / "bind" / "bind.log"
-    wait = (f"do:import time, os\nwhile not os.path.exists({str(log)!r}) or "
-            f"len(open({str(log)!r}).read().splitlines()) < 10: time.sleep(0.05)\n")
-    ws, repo = lanes_env(fake_env, tmp_path, monkeypatch,
-                         [scale_file("small.speed", 0.8), wait + scale_file("large.speed", 0.8)[3:]], lanes=2,
-                         class_files=True, sleep=0.15)
+    wait = (
+        f"do:import time, os\nwhile not os.path.exists({str(log)!r}) or "
+        f"len(open({str(log)!r}).read().splitlines()) < 10: time.sleep(0.05)\n"
+    )
+    ws, repo = lanes_env(
+        fake_env,
+        tmp_path,
+        monkeypatch,
+        [scale_file("small.speed", 0.8), wait + scale_file("large.speed", 0.8)[3:]],
+        lanes=2,
+        class_files=True,
+        sleep=0.15,
+    )
     assert run_engine(ws, max_iters=2) == 0
     its = iterations(ws)
     a = next(it for it in its[1:] if "cls=small" in it.hypothesis)
@@ -233,8 +282,9 @@ def test_fewer_idle_gpus_than_lanes_makes_a_lane_wait(fake_env, tmp_path, monkey
     # three lanes, two GPUs: never more than two benches at once, and every iteration runs.
     # (A lane waiting for a GPU holds one of --max-iters' slots until [gpu].wait_max_s ends
     # its wait: with 30 s, the last iteration started 27 s after the one before it.)
-    ws, repo = lanes_env(fake_env, tmp_path, monkeypatch, ["loss5"], lanes=3, snapshots=[gpus(2)], sleep=0.1,
-                         wait_max_s=2)
+    ws, repo = lanes_env(
+        fake_env, tmp_path, monkeypatch, ["loss5"], lanes=3, snapshots=[gpus(2)], sleep=0.1, wait_max_s=2
+    )
     assert run_engine(ws, max_iters=4) == 0
     its = iterations(ws)
     assert len(its) == 5 and all(it.final for it in its), [it.status for it in its]
@@ -251,9 +301,24 @@ def test_fewer_idle_gpus_than_lanes_makes_a_lane_wait(fake_env, tmp_path, monkey
 def test_kill_9_with_lanes_in_flight_resumes_and_keeps_every_guarantee(fake_env, tmp_path, monkeypatch):
     ws, repo = lanes_env(fake_env, tmp_path, monkeypatch, ["gain5", "loss5", "loss5", "gain1"], lanes=4, sleep=0.3)
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    proc = subprocess.Popen([sys.executable, "-m", "kopt_supervisor.kopt_tui.cli", "--root", str(ws.root), "run", ws.tag,
-                             "--foreground", "--max-iters", "8"], env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "kopt_supervisor.kopt_tui.cli",
+            "--root",
+            str(ws.root),
+            "run",
+            ws.tag,
+            "--foreground",
+            "--max-iters",
+            "8",
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     deadline = time.time() + 120
     while time.time() < deadline:  # until four lanes are in flight, three of them measuring
         running = [it for it in iterations(ws) if it.status == "running"] if ws.db_path.exists() else []
@@ -298,8 +363,9 @@ def test_tune_lanes_each_get_a_different_point(tmp_path, monkeypatch):
     with Store(ws.db_path) as s:  # the run was frozen by `kopt init`: freeze the lanes too
         from kopt_supervisor.engine import integrity
 
-        s.set_many({"frozen_config": cfg,
-                    "frozen_config_seal": integrity.config_seal(integrity.read_secret(ws.dir), cfg)})
+        s.set_many(
+            {"frozen_config": cfg, "frozen_config_seal": integrity.config_seal(integrity.read_secret(ws.dir), cfg)}
+        )
     assert run_engine(ws, max_iters=6) == 0
     its = iterations(ws)[1:]
     assert len(its) == 6 and len({it.record["lane"] for it in its}) == 3
@@ -335,7 +401,9 @@ def test_a_masked_restart_stops_every_lane_and_the_run_goes_on_from_there(fake_e
     masked = [it for it in its if it.masked]
     assert masked and all(it.final for it in its)
     # every iteration in flight when the restart came was ended (interrupted) and masked with it
-    assert any(it.status == "interrupted" and it.masked for it in its), [(it.version, it.status, it.masked) for it in its]
+    assert any(it.status == "interrupted" and it.masked for it in its), [
+        (it.version, it.status, it.masked) for it in its
+    ]
     # what came after started from the baseline again
     after = [it for it in its[1:] if not it.masked]
     assert after and all(it.best_commit_before in (its[0].commit, *[a.commit for a in after if a.kept]) for it in after)
@@ -346,17 +414,27 @@ def test_a_gpu_vanishing_mid_run_moves_its_lane_to_the_free_one(fake_env, tmp_pa
     # four GPUs, three lanes; GPU 1 falls off the bus after a few readings of every gate: the
     # look timed while it vanished is flagged, and its lane goes on on the GPU left free
     gone = [g for g in gpus(4) if g["index"] != 1]
-    ws, repo = lanes_env(fake_env, tmp_path, monkeypatch, ["loss5", "gain1", "loss5"], lanes=3,
-                         snapshots=[gpus(4)] * 5 + [gone], sleep=0.1)
+    ws, repo = lanes_env(
+        fake_env,
+        tmp_path,
+        monkeypatch,
+        ["loss5", "gain1", "loss5"],
+        lanes=3,
+        snapshots=[gpus(4)] * 5 + [gone],
+        sleep=0.1,
+    )
     assert run_engine(ws, max_iters=6) == 0
     its = iterations(ws)
     assert len(its) == 7 and all(it.final for it in its), [it.status for it in its]
-    flagged = [it for it in its[1:] if any("gpu_vanished" in f["flags"] for f in it.record["gpu"].get("flagged_rounds", []))]
+    flagged = [
+        it for it in its[1:] if any("gpu_vanished" in f["flags"] for f in it.record["gpu"].get("flagged_rounds", []))
+    ]
     assert flagged, "no look was flagged when its GPU vanished"
     runs = bind_log(tmp_path)
     assert_no_gpu_shared(runs)
     last_on_1 = max((end for dev, _, end, _ in runs if dev == "1"), default=0.0)
     assert [dev for dev, start, _, _ in runs if start > last_on_1] and all(
-        dev != "1" for dev, start, _, _ in runs if start > last_on_1)
+        dev != "1" for dev, start, _, _ in runs if start > last_on_1
+    )
     assert {dev for dev, *_ in runs} == {"0", "1", "2", "3"}  # the lane on 1 moved to the free GPU 3
     check_invariants_lanes(ws, repo)

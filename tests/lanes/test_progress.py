@@ -15,14 +15,36 @@ from kopt_supervisor.engine.report.progress_view import TITLE, section
 T0 = 1_000_000.0
 
 
-def it(v: int, status: Status, *, lane: int = 0, start: float, end: float, order: int, spent: dict[str, float] | None = None,
-       classes: dict[str, float] | None = None, masked: bool = False, **record: Any) -> Iteration:
-    rec: dict[str, Any] = {"lane": lane, "ended_seq": order,
-                           "timings": {"total_s": end - start, **({"spent": spent} if spent else {})}, **record}
+def it(
+    v: int,
+    status: Status,
+    *,
+    lane: int = 0,
+    start: float,
+    end: float,
+    order: int,
+    spent: dict[str, float] | None = None,
+    classes: dict[str, float] | None = None,
+    masked: bool = False,
+    **record: Any,
+) -> Iteration:
+    rec: dict[str, Any] = {
+        "lane": lane,
+        "ended_seq": order,
+        "timings": {"total_s": end - start, **({"spent": spent} if spent else {})},
+        **record,
+    }
     if classes is not None:
         rec["classes"] = {c: {"cand": x, "best": x} for c, x in classes.items()}
-    return Iteration(v, status, masked=masked, commit=f"{v:040x}" if status in (Status.KEEP, Status.BASELINE) else None,
-                     started_at=T0 + start, finished_at=T0 + end, record=rec)  # type: ignore[arg-type]
+    return Iteration(
+        v,
+        status,
+        masked=masked,
+        commit=f"{v:040x}" if status in (Status.KEEP, Status.BASELINE) else None,
+        started_at=T0 + start,
+        finished_at=T0 + end,
+        record=rec,
+    )  # type: ignore[arg-type]
 
 
 def history() -> list[Iteration]:
@@ -30,26 +52,58 @@ def history() -> list[Iteration]:
     return [
         base,
         # lane 0 keeps class a twice as fast at t=30; lane 1 was measuring meanwhile: rebased, stale seconds
-        it(1, Status.KEEP, lane=0, start=0, end=30, order=1, classes={"a": 5.0, "b": 10.0},
-           spent={"wait": 1, "propose": 4, "measure": 15, "confirm": 9}),
-        it(2, Status.TIE, lane=1, start=0, end=40, order=2, spent={"wait": 2, "propose": 5, "measure": 20, "stale": 12},
-           rebased=[{"from": "x", "onto": "y"}]),
+        it(
+            1,
+            Status.KEEP,
+            lane=0,
+            start=0,
+            end=30,
+            order=1,
+            classes={"a": 5.0, "b": 10.0},
+            spent={"wait": 1, "propose": 4, "measure": 15, "confirm": 9},
+        ),
+        it(
+            2,
+            Status.TIE,
+            lane=1,
+            start=0,
+            end=40,
+            order=2,
+            spent={"wait": 2, "propose": 5, "measure": 20, "stale": 12},
+            rebased=[{"from": "x", "onto": "y"}],
+        ),
         # lane 2's change no longer applied after two hand-backs: the whole iteration was stale
-        it(3, Status.FAIL_PROPOSE, lane=2, start=0, end=20, order=3, stale=True, handed_back=[{}, {}],
-           spent={"propose": 6, "measure": 10}),
+        it(
+            3,
+            Status.FAIL_PROPOSE,
+            lane=2,
+            start=0,
+            end=20,
+            order=3,
+            stale=True,
+            handed_back=[{}, {}],
+            spent={"propose": 6, "measure": 10},
+        ),
         # lane 0 keeps b twice as fast at t=70 (speedup sqrt(2*2) = 2)
-        it(4, Status.KEEP, lane=0, start=30, end=70, order=4, classes={"b": 5.0},
-           spent={"propose": 5, "measure": 20, "confirm": 10, "wait": 1}),
+        it(
+            4,
+            Status.KEEP,
+            lane=0,
+            start=30,
+            end=70,
+            order=4,
+            classes={"b": 5.0},
+            spent={"propose": 5, "measure": 20, "confirm": 10, "wait": 1},
+        ),
         # a masked keep: its time was spent, its speedup never counts
-        it(5, Status.KEEP, lane=1, start=40, end=60, order=5, classes={"a": 1.0}, masked=True,
-           spent={"measure": 20}),
+        it(5, Status.KEEP, lane=1, start=40, end=60, order=5, classes={"a": 1.0}, masked=True, spent={"measure": 20}),
     ]
 
 
 def test_the_curve_follows_the_keeps_in_the_order_they_ended_against_wall_and_gpu_time() -> None:
     p = progress(history(), "min")
     assert [(x.version, x.t_s, x.gpu_s) for x in p.curve] == [(1, 30.0, 30.0), (4, 70.0, 130.0)]
-    assert p.curve[0].speedup == pytest.approx(2 ** 0.5) and p.curve[1].speedup == pytest.approx(2.0)
+    assert p.curve[0].speedup == pytest.approx(2**0.5) and p.curve[1].speedup == pytest.approx(2.0)
     assert p.best_speedup == pytest.approx(2.0)  # the masked keep (a 10x class) counts for nothing
     assert p.time_to(1.9) == p.curve[1] and p.time_to(1.2) == p.curve[0] and p.time_to(2.5) is None
     assert p.elapsed_s == 70.0 and p.gpu_s == 150.0 and p.gpu_hours == pytest.approx(150 / 3600)
@@ -71,8 +125,10 @@ def test_each_lane_s_time_goes_to_its_buckets_and_stale_time_is_counted_whole() 
 
 
 def test_records_without_buckets_count_as_other_and_nothing_ended_is_empty() -> None:
-    old = [it(0, Status.BASELINE, start=-5, end=-1, order=0, classes={"a": 1.0}),
-           it(1, Status.REGRESSION, start=0, end=10, order=1)]
+    old = [
+        it(0, Status.BASELINE, start=-5, end=-1, order=0, classes={"a": 1.0}),
+        it(1, Status.REGRESSION, start=0, end=10, order=1),
+    ]
     p = progress(old, "min")
     assert p.lanes[0].other_s == 10 and p.lanes[0].measure_s == 0 and p.curve == () and p.stale_share == 0
     empty = progress(old[:1], "min")
@@ -110,4 +166,6 @@ async def test_the_dashboard_s_lanes_panel_carries_the_progress_line(tmp_path) -
         await until(pilot, lambda: lanes_shown(app), what="the lanes panel")
         panel = app.screen.query_one(LanesPanel)
         assert panel.gpu_time is not None and panel.gpu_time.gpu_s > 0
-        assert str(panel.border_subtitle).startswith(panel.gpu_time.line()) and " GPU-h) · stale " in panel.border_subtitle
+        assert (
+            str(panel.border_subtitle).startswith(panel.gpu_time.line()) and " GPU-h) · stale " in panel.border_subtitle
+        )

@@ -56,24 +56,33 @@ def cluster(monkeypatch, head):
 
 
 def ray_env(fake_env, tmp_path, monkeypatch, script, *, lanes, address_from, sleep=0.0, snapshots=None):
-    ws, repo = lanes_env(fake_env, tmp_path, monkeypatch, script, lanes=lanes, sleep=sleep,
-                         snapshots=snapshots or [gpus(2)],
-                         extra='backend = "ray"\naddress = "ADDRESS"\nconnect_timeout_s = 60\n')
-    c, nodes = address_from({k: v for k, v in __import__("os").environ.items()
-                             if k.startswith(("KOPT_", "FAKE_"))})
+    ws, repo = lanes_env(
+        fake_env,
+        tmp_path,
+        monkeypatch,
+        script,
+        lanes=lanes,
+        sleep=sleep,
+        snapshots=snapshots or [gpus(2)],
+        extra='backend = "ray"\naddress = "ADDRESS"\nconnect_timeout_s = 60\n',
+    )
+    c, nodes = address_from({k: v for k, v in __import__("os").environ.items() if k.startswith(("KOPT_", "FAKE_"))})
     for path in (ws.config_path,):
         path.write_text(path.read_text().replace('address = "ADDRESS"', f'address = "{c.address}"'))
     cfg = ws.config_path.read_text()
     from kopt_supervisor.engine import integrity
 
     with Store(ws.db_path) as s:  # the address is known only now: freeze it as `kopt init` would have
-        s.set_many({"frozen_config": cfg, "frozen_config_seal": integrity.config_seal(integrity.read_secret(ws.dir), cfg)})
+        s.set_many(
+            {"frozen_config": cfg, "frozen_config_seal": integrity.config_seal(integrity.read_secret(ws.dir), cfg)}
+        )
     return ws, repo, c, nodes
 
 
 def test_two_lanes_on_a_ray_cluster_decide_as_local_lanes_do(fake_env, tmp_path, monkeypatch, cluster):
-    ws, repo, c, _ = ray_env(fake_env, tmp_path, monkeypatch, ["gain5", "loss5", "gain5", "loss5"], lanes=2,
-                             address_from=cluster)
+    ws, repo, c, _ = ray_env(
+        fake_env, tmp_path, monkeypatch, ["gain5", "loss5", "gain5", "loss5"], lanes=2, address_from=cluster
+    )
     assert run_engine(ws, max_iters=4) == 0
     its = iterations(ws)
     assert [str(it.status) for it in its[1:]].count("keep") >= 1, [(it.status, it.record.get("decision")) for it in its]
@@ -89,17 +98,26 @@ def test_two_lanes_on_a_ray_cluster_decide_as_local_lanes_do(fake_env, tmp_path,
     assert "trees/cand" in trees
     for it in its[1:]:  # measured and decided (two edits of kernel.json from one BEST may not rebase)
         assert str(it.status) in ("keep", "regression", "likely_regression", "tie", "rejected") or (
-            it.status == "fail_propose" and "no longer applies" in it.record["decision"]["reason"]), it.record["decision"]
+            it.status == "fail_propose" and "no longer applies" in it.record["decision"]["reason"]
+        ), it.record["decision"]
     check_invariants_lanes(ws, repo)
 
 
 def test_a_gpu_ray_counts_as_free_but_a_foreign_process_holds_is_refused_by_the_worker_s_gate(
-        fake_env, tmp_path, monkeypatch, cluster):
+    fake_env, tmp_path, monkeypatch, cluster
+):
     # the worker node offers Ray two (logical) GPUs; GPU 0 runs someone's training, which Ray's
     # accounting cannot see: whichever GPU Ray hands the lane's actor, kopt's gate on the worker
     # reads the GPUs and measures every look on GPU 1, never on GPU 0
-    ws, repo, c, _ = ray_env(fake_env, tmp_path, monkeypatch, ["gain5", "loss5"], lanes=1, address_from=cluster,
-                             snapshots=[gpus(2, busy=(0,))])
+    ws, repo, c, _ = ray_env(
+        fake_env,
+        tmp_path,
+        monkeypatch,
+        ["gain5", "loss5"],
+        lanes=1,
+        address_from=cluster,
+        snapshots=[gpus(2, busy=(0,))],
+    )
     assert run_engine(ws, max_iters=2) == 0
     its = iterations(ws)
     runs = [line.split() for line in (tmp_path / "bind" / "bind.log").read_text().splitlines()]
@@ -116,8 +134,9 @@ def test_a_gpu_ray_counts_as_free_but_a_foreign_process_holds_is_refused_by_the_
     check_invariants_lanes(ws, repo)
 
 
-def test_a_worker_lost_mid_look_is_measured_again_elsewhere_and_nothing_counts_twice(fake_env, tmp_path, monkeypatch,
-                                                                                     cluster):
+def test_a_worker_lost_mid_look_is_measured_again_elsewhere_and_nothing_counts_twice(
+    fake_env, tmp_path, monkeypatch, cluster
+):
     ws, repo, c, nodes = ray_env(fake_env, tmp_path, monkeypatch, ["gain5"], lanes=1, address_from=cluster, sleep=0.6)
     import threading
 
@@ -150,19 +169,20 @@ def test_a_worker_lost_mid_look_is_measured_again_elsewhere_and_nothing_counts_t
 
 def test_a_cluster_that_cannot_be_reached_fails_within_the_timeout_naming_it(tmp_path):
     # in a process of its own: a ray.init that hangs must not be left in the test's process
-    code = ("import time, sys\n"
-            "from kopt_supervisor.engine.lanes.ray_backend import connect\n"
-            "from kopt_supervisor.engine.errors import BadInput\n"
-            "t = time.monotonic()\n"
-            "try:\n"
-            "    connect('127.0.0.1:9', 3)\n"
-            "except BadInput as e:\n"
-            "    print(round(time.monotonic() - t, 1), e)\n"
-            "    sys.stdout.flush()\n")
+    code = (
+        "import time, sys\n"
+        "from kopt_supervisor.engine.lanes.ray_backend import connect\n"
+        "from kopt_supervisor.engine.errors import BadInput\n"
+        "t = time.monotonic()\n"
+        "try:\n"
+        "    connect('127.0.0.1:9', 3)\n"
+        "except BadInput as e:\n"
+        "    print(round(time.monotonic() - t, 1), e)\n"
+        "    sys.stdout.flush()\n"
+    )
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     out = res.stdout.strip()
     assert out, res.stderr[-2000:]
     seconds, message = out.split(" ", 1)
     assert float(seconds) <= 3 + 5 and "127.0.0.1:9" in message, out
     json.dumps(message)  # one line
-

@@ -29,8 +29,12 @@ def _template(tmp_path_factory: pytest.TempPathFactory, name: str, extra_toml: s
         mp.setenv("FAKE_SCRIPT", str(slot / "target.script.json"))
         mp.delenv("KOPT_FAKE_GPUS", raising=False)
         mp.delenv("KOPT_ROOT", raising=False)
-        repo = make_fake_repo(slot / "target", script=[], extra_toml=extra_toml,
-                              toml_replace={"review_timeout_s = 2": "review_timeout_s = 300"})
+        repo = make_fake_repo(
+            slot / "target",
+            script=[],
+            extra_toml=extra_toml,
+            toml_replace={"review_timeout_s = 2": "review_timeout_s = 300"},
+        )
         assert kopt(["--root", str(slot / "workspaces"), "init", "--repo", str(repo), "--tag", "t"]) == 0
         ws = Workspace(slot / "workspaces", "t")
         assert run_engine(ws, max_iters=0) == 0

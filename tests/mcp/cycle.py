@@ -35,9 +35,11 @@ class Step:
     """The iteration's final status."""
 
 
-STEPS = (Step(1.05, "wider tiles for every row size", "regression"),
-         Step(0.95, "unrolled inner loop over the row", "keep"),
-         Step(0.995, "one fewer barrier per row", "accepted"))
+STEPS = (
+    Step(1.05, "wider tiles for every row size", "regression"),
+    Step(0.95, "unrolled inner loop over the row", "keep"),
+    Step(0.995, "one fewer barrier per row", "accepted"),
+)
 
 
 def edit(ws: Workspace | Path, factor: float) -> None:
@@ -49,8 +51,9 @@ def edit(ws: Workspace | Path, factor: float) -> None:
 
 
 def start_engine(ws: Workspace) -> threading.Thread:
-    t = threading.Thread(target=run_engine, args=(ws,), kwargs={"proposer": "manual", "max_iters": len(STEPS)},
-                         daemon=True)
+    t = threading.Thread(
+        target=run_engine, args=(ws,), kwargs={"proposer": "manual", "max_iters": len(STEPS)}, daemon=True
+    )
     t.start()
     return t
 
@@ -74,8 +77,9 @@ def server_argv(root: Path, *extra: str) -> list[str]:
 @contextlib.contextmanager
 def http_server(root: Path, ws: Workspace) -> Iterator[tuple[str, str]]:
     """A real `kopt mcp t --http` process: (its URL, its bearer token) while it serves."""
-    server = subprocess.Popen([sys.executable, *server_argv(root, "--http")], cwd=REPO_ROOT,
-                              stderr=subprocess.PIPE, text=True)
+    server = subprocess.Popen(
+        [sys.executable, *server_argv(root, "--http")], cwd=REPO_ROOT, stderr=subprocess.PIPE, text=True
+    )
     try:
         url = ""
         assert server.stderr is not None
@@ -103,6 +107,7 @@ def as_json(result: Any) -> tuple[Any, bool]:
 
 def caller(client: Any) -> Call:
     """`Call` through an SDK client (progress messages appended to the list given)."""
+
     async def call(tool: str, args: dict[str, Any], said: list[str]) -> tuple[Any, bool]:
         async def progress(_p: float, _total: float | None, message: str | None) -> None:
             said.append(message or "")
@@ -185,8 +190,19 @@ def check_results(results: list[tuple[dict[str, Any], list[str]]], ws: Workspace
     assert results[0][0]["ready_for_edits"] is True, results[0][0]
 
 
-VARYING = {"started_at", "finished_at", "commit", "best_commit_before", "proposal", "timings", "t", "seconds",
-           "gpu_seconds", "wall_s", "cpu_s"}
+VARYING = {
+    "started_at",
+    "finished_at",
+    "commit",
+    "best_commit_before",
+    "proposal",
+    "timings",
+    "t",
+    "seconds",
+    "gpu_seconds",
+    "wall_s",
+    "cpu_s",
+}
 """Record keys that differ between two runs of the same edits (times, commits made at another
 second, the proposal's origin); numbers are compared as numbers-or-not, text with its digits
 masked (the same measured noise is never drawn twice), and the class a verdict's reason

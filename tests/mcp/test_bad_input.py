@@ -79,8 +79,13 @@ def test_a_hostile_agent_changes_nothing_through_the_tools(mcp_run):
             for tool, args, expected in hostile:
                 text, err = await call(client, tool, args)
                 assert err and expected in text, (tool, args, text)
-            for tool, args in (("status", {}), ("context", {}), ("history", {"n": 5}), ("diff", {"version": 0}),
-                               ("profile", {"version": "v0"})):
+            for tool, args in (
+                ("status", {}),
+                ("context", {}),
+                ("history", {"n": 5}),
+                ("diff", {"version": 0}),
+                ("profile", {"version": "v0"}),
+            ):
                 text, err = await call(client, tool, args)
                 assert not err, (tool, text)
 
@@ -95,8 +100,11 @@ def test_restart_and_mask_need_the_engineers_flag(mcp_run):
 
     async def drive() -> list[tuple[str, bool]]:
         async with Client(build_server(Judge(ws, allow_restart=True))) as client:
-            return [await call(client, "mask", {"version": "v5"}), await call(client, "mask", {"version": "v0"}),
-                    await call(client, "restart_from", {"version": "v0", "why": "start over"})]
+            return [
+                await call(client, "mask", {"version": "v5"}),
+                await call(client, "mask", {"version": "v0"}),
+                await call(client, "restart_from", {"version": "v0", "why": "start over"}),
+            ]
 
     (missing, e1), (baseline, e2), (restarted, e3) = anyio.run(drive)
     assert e1 and "v5 does not exist" in missing
@@ -148,8 +156,14 @@ def test_submits_refused_while_one_is_measuring_and_with_no_change(mcp_run, monk
 
 
 def test_a_tag_that_does_not_exist_is_one_line_and_exit_2(tmp_path):
-    r = subprocess.run([sys.executable, "-m", "kopt_supervisor.kopt_tui.cli", "--root", str(tmp_path), "mcp", "nope"],
-                       cwd=REPO_ROOT, capture_output=True, text=True, timeout=60, env=dict(os.environ))
+    r = subprocess.run(
+        [sys.executable, "-m", "kopt_supervisor.kopt_tui.cli", "--root", str(tmp_path), "mcp", "nope"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=dict(os.environ),
+    )
     assert r.returncode == 2 and r.stdout == ""
     assert len(r.stderr.strip().splitlines()) == 1 and "nope" in r.stderr, r.stderr
 

@@ -39,8 +39,9 @@ def records(ws) -> list[dict[str, Any]]:
 def test_stdio_full_cycle_leaves_the_records_of_a_kopt_submit_run(mcp_run):
     root, ws = mcp_run()
     engine = start_engine(ws)
-    params = StdioServerParameters(command=sys.executable, args=server_argv(root), cwd=str(REPO_ROOT),
-                                   env=dict(os.environ))
+    params = StdioServerParameters(
+        command=sys.executable, args=server_argv(root), cwd=str(REPO_ROOT), env=dict(os.environ)
+    )
 
     async def drive() -> list:
         async with Client(params, client_info=Implementation(name="test-agent", version="1.0")) as client:
@@ -78,9 +79,13 @@ def test_http_full_cycle_behind_its_token(mcp_run):
                 async with httpx2.AsyncClient() as h:
                     r = await h.post(url, headers=bad, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
                     assert r.status_code == 401, (bad, r.status_code)
-            async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=120) as h, \
-                    Client(streamable_http_client(url, http_client=h),
-                           client_info=Implementation(name="http-agent", version="2")) as client:
+            async with (
+                httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=120) as h,
+                Client(
+                    streamable_http_client(url, http_client=h),
+                    client_info=Implementation(name="http-agent", version="2"),
+                ) as client,
+            ):
                 return await mcp_cycle(caller(client), ws, root)
 
         results = anyio.run(drive)

@@ -30,8 +30,9 @@ TAKEN = "has 2 lanes and every one is held by another live MCP session"
 
 
 def start_engine(ws, iterations: int = 2) -> threading.Thread:
-    t = threading.Thread(target=run_engine, args=(ws,), kwargs={"proposer": "manual", "max_iters": iterations},
-                         daemon=True)
+    t = threading.Thread(
+        target=run_engine, args=(ws,), kwargs={"proposer": "manual", "max_iters": iterations}, daemon=True
+    )
     t.start()
     return t
 
@@ -53,8 +54,16 @@ async def until_ready(client: Client) -> dict[str, Any]:
 def records(ws) -> dict[int, dict[str, Any]]:
     """Each lane's candidate: its version, status, hypothesis and proposal, by lane."""
     with Store(ws.db_path, readonly=True) as s:
-        return {it.record["lane"]: {"version": it.version, "status": str(it.status), "hypothesis": it.hypothesis,
-                                    "proposal": it.record.get("proposal")} for it in s.iterations() if it.version > 0}
+        return {
+            it.record["lane"]: {
+                "version": it.version,
+                "status": str(it.status),
+                "hypothesis": it.hypothesis,
+                "proposal": it.record.get("proposal"),
+            }
+            for it in s.iterations()
+            if it.version > 0
+        }
 
 
 @pytest.mark.slow
@@ -68,16 +77,20 @@ def test_http_two_sessions_each_submit_in_their_own_lane(mcp_lanes_run):
     root, ws = mcp_lanes_run()
     engine = start_engine(ws)
     with http_server(root, ws) as (url, token):
+
         async def drive() -> dict[str, Any]:
             out: dict[str, Any] = {}
             async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=120) as h:
+
                 def connect(name: str, **kw: Any) -> Client:
-                    return Client(streamable_http_client(url, http_client=h),
-                                  client_info=Implementation(name=name, version="1"), **kw)
+                    return Client(
+                        streamable_http_client(url, http_client=h),
+                        client_info=Implementation(name=name, version="1"),
+                        **kw,
+                    )
 
                 # c connects first (its lane call comes last), a last: a's session ends first
-                async with connect("agent-c") as c, connect("agent-b") as b, \
-                        contextlib.AsyncExitStack() as a_session:
+                async with connect("agent-c") as c, connect("agent-b") as b, contextlib.AsyncExitStack() as a_session:
                     a = await a_session.enter_async_context(connect("agent-a"))
                     sa, sb = await until_ready(a), await until_ready(b)
                     out["lanes"] = (sa["lane"], sb["lane"])
@@ -92,8 +105,10 @@ def test_http_two_sessions_each_submit_in_their_own_lane(mcp_lanes_run):
 
                     async def submit(name: str, client: Client, hypothesis: str) -> None:
                         said: list[str] = []
-                        results[name] = (*await caller(client)("submit", {"hypothesis": hypothesis,
-                                                                           "scope": "global"}, said), said)
+                        results[name] = (
+                            *await caller(client)("submit", {"hypothesis": hypothesis, "scope": "global"}, said),
+                            said,
+                        )
 
                     async with anyio.create_task_group() as tg:
                         tg.start_soon(submit, "a", a, "a: unrolled inner loop")
@@ -137,13 +152,17 @@ def test_sessions_of_two_processes_each_hold_a_lane(mcp_lanes_run):
     process (another server's) get the other lane, then are refused; the stdio process's end
     frees its lane."""
     root, ws = mcp_lanes_run()
-    params = StdioServerParameters(command=sys.executable, args=server_argv(root), cwd=str(REPO_ROOT),
-                                   env=dict(os.environ))
+    params = StdioServerParameters(
+        command=sys.executable, args=server_argv(root), cwd=str(REPO_ROOT), env=dict(os.environ)
+    )
     judge = Judge(ws)
 
     async def drive() -> list[tuple[dict[str, Any], bool]]:
-        async with Client(build_server(judge)) as third, Client(build_server(judge)) as second, \
-                contextlib.AsyncExitStack() as first_process:
+        async with (
+            Client(build_server(judge)) as third,
+            Client(build_server(judge)) as second,
+            contextlib.AsyncExitStack() as first_process,
+        ):
             first = await first_process.enter_async_context(Client(params))
             seen = [await status(first), await status(second), await status(third)]
             await first_process.aclose()  # its process ends: its lane is free
@@ -171,12 +190,15 @@ def test_a_session_cannot_submit_into_another_sessions_lane(mcp_lanes_run):
             st_mine, st_other = await until_ready(mine), await until_ready(other)
             out["lanes"] = (st_mine["lane"], st_other["lane"])
             edit(Path(st_mine["worktree"]), 0.95)
-            out["hostile"] = [as_json(await other.call_tool("submit", args)) for args in (
-                {"hypothesis": "steal", "scope": "global", "lane": st_mine["lane"]},
-                {"hypothesis": "steal", "scope": "global", "worktree": st_mine["worktree"]},
-                {"hypothesis": "steal", "scope": "global", "session": "whatever"},
-                {"hypothesis": "steal", "scope": "global"},
-            )]
+            out["hostile"] = [
+                as_json(await other.call_tool("submit", args))
+                for args in (
+                    {"hypothesis": "steal", "scope": "global", "lane": st_mine["lane"]},
+                    {"hypothesis": "steal", "scope": "global", "worktree": st_mine["worktree"]},
+                    {"hypothesis": "steal", "scope": "global", "session": "whatever"},
+                    {"hypothesis": "steal", "scope": "global"},
+                )
+            ]
             with Store(ws.db_path, readonly=True) as s:
                 out["sent"] = s.db.execute("SELECT count(*) FROM commands WHERE kind = 'submit'").fetchone()[0]
             out["mine"] = as_json(await mine.call_tool("submit", {"hypothesis": "mine: unrolled", "scope": "global"}))
@@ -190,9 +212,16 @@ def test_a_session_cannot_submit_into_another_sessions_lane(mcp_lanes_run):
         engine.join(60)
     lane_mine, lane_other = out["lanes"]
     assert {lane_mine, lane_other} == {0, 1}
-    for (text, err), expected in zip(out["hostile"], ("takes no argument 'lane'", "takes no argument 'worktree'",
-                                                      "takes no argument 'session'", "holds no change against BEST"),
-                                     strict=True):
+    for (text, err), expected in zip(
+        out["hostile"],
+        (
+            "takes no argument 'lane'",
+            "takes no argument 'worktree'",
+            "takes no argument 'session'",
+            "holds no change against BEST",
+        ),
+        strict=True,
+    ):
         assert err and expected in text["text"], text
     assert f"lane {lane_other}: the worktree" in out["hostile"][-1][0]["text"]
     assert out["sent"] == 0

@@ -10,42 +10,56 @@ from kopt_supervisor.engine.mcp.errors import Refused
 from kopt_supervisor.engine.mcp.rules import RunMoment, parse_version, submit_problem
 
 
-@pytest.mark.parametrize(("proposal", "via", "agent"), [
-    ({"submitted_by": mcp_source("claude-code", "2.1.3")}, "mcp", "claude-code 2.1.3"),
-    ({"submitted_by": mcp_source("\x1b[31mevil\nname", None)}, "mcp", "31mevilname"),
-    ({"submitted_by": mcp_source(None, None)}, "mcp", "unnamed client"),
-    ({"submitted_by": "cli:123"}, "cli", ""),
-    ({"submitted_by": "tui:9"}, "tui", ""),
-    ({"command": "claude -p", "agent": {"agent": "claude-code"}}, "command", "claude-code"),
-    ({"command": "python p.py", "agent": {"agent": "command"}}, "command", ""),
-    ({"proposer": "tune"}, "tune", ""),
-    ("not a mapping", "unknown", ""),
-])
+@pytest.mark.parametrize(
+    ("proposal", "via", "agent"),
+    [
+        ({"submitted_by": mcp_source("claude-code", "2.1.3")}, "mcp", "claude-code 2.1.3"),
+        ({"submitted_by": mcp_source("\x1b[31mevil\nname", None)}, "mcp", "31mevilname"),
+        ({"submitted_by": mcp_source(None, None)}, "mcp", "unnamed client"),
+        ({"submitted_by": "cli:123"}, "cli", ""),
+        ({"submitted_by": "tui:9"}, "tui", ""),
+        ({"command": "claude -p", "agent": {"agent": "claude-code"}}, "command", "claude-code"),
+        ({"command": "python p.py", "agent": {"agent": "command"}}, "command", ""),
+        ({"proposer": "tune"}, "tune", ""),
+        ("not a mapping", "unknown", ""),
+    ],
+)
 def test_proposal_origin(proposal, via, agent):
     o = proposal_origin(proposal)
     assert (o.via, o.agent) == (via, agent)
 
 
 def moment(**kw) -> RunMoment:
-    base = {"tag": "t", "alive": True, "proposer": "manual", "lanes": 1, "state": "running", "version": 3,
-            "status": "running", "phase": "propose"}
+    base = {
+        "tag": "t",
+        "alive": True,
+        "proposer": "manual",
+        "lanes": 1,
+        "state": "running",
+        "version": 3,
+        "status": "running",
+        "phase": "propose",
+    }
     return RunMoment(**{**base, **kw})
 
 
-@pytest.mark.parametrize(("changes", "says"), [
-    ({}, None),
-    ({"alive": False, "stop_reason": "done"}, "no engine runs run t (done)"),
-    ({"proposer": "command"}, "uses the 'command' proposer"),
-    ({"lanes": 2}, None),  # lanes are served: each session's own
-    ({"lanes": 2, "lane": 1, "phase": "measure"}, "lane 1: v3 is being evaluated (measure)"),
-    ({"lanes": 2, "lane": 1, "pending_submit": "cli:1"}, "lane 1: a submit is already waiting"),
-    ({"lanes": 2, "lane": 1, "waiting": False}, "lane 1: the engine is about to wait for v3's submit"),
-    ({"waiting": False}, "the engine is about to wait for v3's submit"),
-    ({"phase": "measure"}, "v3 is being evaluated (measure)"),
-    ({"status": "borderline", "phase": "review"}, "awaits the engineer's review"),
-    ({"status": "keep", "phase": "done"}, "between iterations"),
-    ({"pending_submit": "cli:1"}, "already waiting for the engine (from cli:1)"),
-])
+@pytest.mark.parametrize(
+    ("changes", "says"),
+    [
+        ({}, None),
+        ({"alive": False, "stop_reason": "done"}, "no engine runs run t (done)"),
+        ({"proposer": "command"}, "uses the 'command' proposer"),
+        ({"lanes": 2}, None),  # lanes are served: each session's own
+        ({"lanes": 2, "lane": 1, "phase": "measure"}, "lane 1: v3 is being evaluated (measure)"),
+        ({"lanes": 2, "lane": 1, "pending_submit": "cli:1"}, "lane 1: a submit is already waiting"),
+        ({"lanes": 2, "lane": 1, "waiting": False}, "lane 1: the engine is about to wait for v3's submit"),
+        ({"waiting": False}, "the engine is about to wait for v3's submit"),
+        ({"phase": "measure"}, "v3 is being evaluated (measure)"),
+        ({"status": "borderline", "phase": "review"}, "awaits the engineer's review"),
+        ({"status": "keep", "phase": "done"}, "between iterations"),
+        ({"pending_submit": "cli:1"}, "already waiting for the engine (from cli:1)"),
+    ],
+)
 def test_when_a_submit_may_be_sent(changes, says):
     problem = submit_problem(moment(**changes))
     assert (problem is None) if says is None else (says in str(problem)), problem

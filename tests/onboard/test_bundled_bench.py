@@ -27,11 +27,18 @@ def test_the_detected_config_matches_the_catalogs(tmp_path: Path) -> None:
     run = onboard.run_once(repo, bench, onboard.local_run_bench(tmp_path / "logs", env={"TRITON_INTERPRET": "1"}))
     p = onboard.settle(run)
     t = tomllib.loads(p.text())["target"]
-    assert (t["metric"], t["correct"], t["production"], t["class_by"]) == (written.metric, written.correct,
-                                                                         written.production, written.class_by)
+    assert (t["metric"], t["correct"], t["production"], t["class_by"]) == (
+        written.metric,
+        written.correct,
+        written.production,
+        written.class_by,
+    )
     assert t["config"] == written.config and sorted(t["ignore"]) == sorted(written.ignore)
-    assert sorted(t["serve"].split()) == sorted(written.serve.replace(
-        catalog.shlex.quote(sys.executable), sys.executable).split()) and "ab_command" not in t
+    assert (
+        sorted(t["serve"].split())
+        == sorted(written.serve.replace(catalog.shlex.quote(sys.executable), sys.executable).split())
+        and "ab_command" not in t
+    )
     assert t["calls"] == written.calls == "calls"
     # the bench is protected, the solution is the kernel's; contract.py and roofline.py are loaded
     # by path inside the harness, which a static scan of imports does not see (said in the docs)

@@ -52,9 +52,11 @@ def pb(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
     repo = tmp_path / "repo"
     repo.mkdir()
     shutil.copyfile(REPORT, repo / "report.json")
-    (repo / "bench.py").write_text("import pathlib, shutil\n"
-                                   "shutil.copyfile(pathlib.Path(__file__).with_name('report.json'), 'bench.json')\n"
-                                   "print('==== 3 passed ====')\n")
+    (repo / "bench.py").write_text(
+        "import pathlib, shutil\n"
+        "shutil.copyfile(pathlib.Path(__file__).with_name('report.json'), 'bench.json')\n"
+        "print('==== 3 passed ====')\n"
+    )
     git(repo, "init", "-q")
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "bench")
@@ -62,15 +64,19 @@ def pb(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
 
 
 def init(root: Path, repo: Path, *extra: str) -> int:
-    return kopt(["--root", str(root), "init", "--repo", str(repo), "--tag", "t", "--bench", BENCH, "--no-sandbox",
-                 *extra])
+    return kopt(
+        ["--root", str(root), "init", "--repo", str(repo), "--tag", "t", "--bench", BENCH, "--no-sandbox", *extra]
+    )
 
 
 def expected(name: str, guess: str | None, draft: Path) -> str:
-    return (f"kopt: kopt init --bench: --answer metric={name!r}: no such column among those the pytest-benchmark "
-            f"adapter produces from bench.json" + (f"; did you mean {guess!r}?" if guess else ";")
-            + f" available: {METRICS}; the measured run is kept in {draft} and reused by the next `kopt init "
-            "--bench` with the same command (nothing else was created)")
+    return (
+        f"kopt: kopt init --bench: --answer metric={name!r}: no such column among those the pytest-benchmark "
+        f"adapter produces from bench.json"
+        + (f"; did you mean {guess!r}?" if guess else ";")
+        + f" available: {METRICS}; the measured run is kept in {draft} and reused by the next `kopt init "
+        "--bench` with the same command (nothing else was created)"
+    )
 
 
 def test_an_answered_metric_the_adapter_does_not_produce_fails_in_one_line_and_keeps_the_run(pb, capsys) -> None:
@@ -111,8 +117,7 @@ def test_a_hand_written_metric_the_rows_lack_fails_at_the_baseline_in_one_line(p
     repo, root = pb
     before = hashes(repo)
     cfg = tmp_path / "wrong.toml"
-    cfg.write_text(f'[target]\nbench = "{BENCH}"\ncsv = "bench.json"\nformat = "pytest-benchmark"\n'
-                   'metric = "median"\n')
+    cfg.write_text(f'[target]\nbench = "{BENCH}"\ncsv = "bench.json"\nformat = "pytest-benchmark"\nmetric = "median"\n')
     r = ["--root", str(root)]
     assert kopt([*r, "init", "--repo", str(repo), "--tag", "hw", "--config", str(cfg)]) == 0
     capsys.readouterr()
@@ -134,23 +139,28 @@ def test_a_metric_no_table_has_is_refused_before_the_table_question(tmp_path: Pa
     assert [q.key for q in onboard.propose(run).questions] == ["table"]
     with pytest.raises(BadInput) as e:
         onboard.propose(run, {"metric": "triton"})
-    assert str(e.value) == ("kopt init --bench: --answer metric='triton': no such column among those the csv adapter "
-                            "produces from a.csv and b.csv; did you mean 'triton_us'? available: triton_us, gbps; "
-                            "nothing was created")
+    assert str(e.value) == (
+        "kopt init --bench: --answer metric='triton': no such column among those the csv adapter "
+        "produces from a.csv and b.csv; did you mean 'triton_us'? available: triton_us, gbps; "
+        "nothing was created"
+    )
     # a name one table has picks that table
     assert onboard.propose(run, {"metric": "gbps"}).target["csv"] == "b.csv"
 
 
-@pytest.mark.parametrize(("name", "guess"), [
-    ("median", "median_us"),           # the unit suffix left out
-    ("Median US", "median_us"),        # case and spacing
-    ("mediun_us", "median_us"),        # a misspelling
-    ("liger speed", "liger speed (ms)"),
-    ("mean", "mean_us"),               # the shortest that starts with it
-    ("n", "N"),                        # not a measurement, but the same name but for case
-    ("wallclock", None),
-    ("", None),
-])
+@pytest.mark.parametrize(
+    ("name", "guess"),
+    [
+        ("median", "median_us"),  # the unit suffix left out
+        ("Median US", "median_us"),  # case and spacing
+        ("mediun_us", "median_us"),  # a misspelling
+        ("liger speed", "liger speed (ms)"),
+        ("mean", "mean_us"),  # the shortest that starts with it
+        ("n", "N"),  # not a measurement, but the same name but for case
+        ("wallclock", None),
+        ("", None),
+    ],
+)
 def test_the_close_match(name: str, guess: str | None) -> None:
     available = ["min_us", "median_us", "mean_us", "mean_us_long", "liger speed (ms)"]
     assert close_name(name, available, ["N", "dtype"]) == guess

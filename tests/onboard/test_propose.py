@@ -21,8 +21,16 @@ from kopt_supervisor.engine.onboard import proposal as propose_mod
 DATA = Path(__file__).resolve().parents[1] / "adapters" / "data"
 
 
-def fake_run(tmp_path: Path, stdout: str = "", files: dict[str, str] | None = None, *, bench: str = "python bench.py",
-             seconds: float = 4.0, rc: int = 0, sources: dict[str, str] | None = None) -> onboard.BenchRun:
+def fake_run(
+    tmp_path: Path,
+    stdout: str = "",
+    files: dict[str, str] | None = None,
+    *,
+    bench: str = "python bench.py",
+    seconds: float = 4.0,
+    rc: int = 0,
+    sources: dict[str, str] | None = None,
+) -> onboard.BenchRun:
     """A BenchRun as run_once returns it, without running anything: the repo's sources, the
     files the bench wrote, its stdout."""
     repo = tmp_path / "repo"
@@ -52,9 +60,11 @@ def proposed(run: onboard.BenchRun, **answers: str) -> tuple[onboard.Proposal, d
 
 
 def test_units_in_headers_choose_the_metric_and_its_scale(tmp_path: Path) -> None:
-    out = ("N   dtype     latency[ms]   max_abs_err\n"
-           "256 float16   0.0123        0.0004\n"
-           "512 float16   0.0150        0.0002\n")
+    out = (
+        "N   dtype     latency[ms]   max_abs_err\n"
+        "256 float16   0.0123        0.0004\n"
+        "512 float16   0.0150        0.0002\n"
+    )
     p, t = proposed(fake_run(tmp_path, out))
     assert (t["metric"], t["direction"], t["format"], t["csv"]) == ("latency[ms]", "min", "table", "-")
     assert t["config"] == ["N", "dtype"] and t["correct"] == "max_abs_err <= 0.004"
@@ -62,14 +72,17 @@ def test_units_in_headers_choose_the_metric_and_its_scale(tmp_path: Path) -> Non
     assert "latency[ms]: a time in ms" in p.comments["target.metric"]
 
 
-@pytest.mark.parametrize("header,metric,direction", [
-    ("time (us)", "time (us)", "min"),
-    ("Time(µs)", "Time(µs)", "min"),
-    ("kernel_time_ns", "kernel_time_ns", "min"),
-    ("bandwidth_GB/s", "bandwidth_GB/s", "max"),
-    ("TFLOPS", "TFLOPS", "max"),
-    ("it/s", "it/s", "max"),
-])
+@pytest.mark.parametrize(
+    "header,metric,direction",
+    [
+        ("time (us)", "time (us)", "min"),
+        ("Time(µs)", "Time(µs)", "min"),
+        ("kernel_time_ns", "kernel_time_ns", "min"),
+        ("bandwidth_GB/s", "bandwidth_GB/s", "max"),
+        ("TFLOPS", "TFLOPS", "max"),
+        ("it/s", "it/s", "max"),
+    ],
+)
 def test_odd_metric_names(tmp_path: Path, header: str, metric: str, direction: str) -> None:
     out = f"size,{header},err\n1024,1.5,0\n4096,2.5,0\n"
     _, t = proposed(fake_run(tmp_path, out))
@@ -122,22 +135,24 @@ def test_two_kernels_timed_side_by_side_is_a_question(tmp_path: Path) -> None:
 
 
 def test_several_tables_with_different_columns_ask_which(tmp_path: Path) -> None:
-    out = ("== softmax ==\nN  triton_us  err\n64  1.0  0\n128  2.0  0\n\n"
-           "== layernorm ==\nD  ln_us  err\n1024  3.0  0\n")
+    out = "== softmax ==\nN  triton_us  err\n64  1.0  0\n128  2.0  0\n\n== layernorm ==\nD  ln_us  err\n1024  3.0  0\n"
     p = onboard.propose(fake_run(tmp_path, out))
     (q,) = p.questions
     assert q.key == "table" and [c.value for c in q.choices] == ["stdout#1", "stdout#2"]
     assert "softmax" in q.choices[0].label or "N, triton_us" in q.choices[0].label
     _, t = proposed(fake_run(tmp_path, out), table="stdout#2")
     assert (t["format"], t["metric"]) == ("table", "ln_us") and tomllib.loads(
-        onboard.propose(fake_run(tmp_path, out), {"table": "stdout#2"}).text())["target"]["adapter"]["table"] == "layernorm"
+        onboard.propose(fake_run(tmp_path, out), {"table": "stdout#2"}).text()
+    )["target"]["adapter"]["table"] == "layernorm"
     with pytest.raises(BadInput, match="table='stdout#7' names no table"):
         onboard.propose(fake_run(tmp_path, out), {"table": "stdout#7"})
 
 
 def test_several_tables_with_the_same_columns_are_one_with_a_table_class(tmp_path: Path) -> None:
-    out = ("float16:\n  N   time_us  max_err\n 64   1.0   1e-3\n128   2.0   2e-3\n"
-           "bfloat16:\n  N   time_us  max_err\n 64   1.1   8e-3\n128   2.1   9e-3\n")
+    out = (
+        "float16:\n  N   time_us  max_err\n 64   1.0   1e-3\n128   2.0   2e-3\n"
+        "bfloat16:\n  N   time_us  max_err\n 64   1.1   8e-3\n128   2.1   9e-3\n"
+    )
     p, t = proposed(fake_run(tmp_path, out))
     assert t["format"] == "table" and t["config"] == ["table", "N"] and t["class_by"] == ["table"]
     assert "adapter" not in t  # all of them, read as one
@@ -147,27 +162,32 @@ def test_several_tables_with_the_same_columns_are_one_with_a_table_class(tmp_pat
 
 
 def test_pandas_printed_table(tmp_path: Path) -> None:
-    df = pd.DataFrame({"M": [4096, 4096], "N": [256, 1024], "dtype": ["bf16", "bf16"], "ms": [0.01, 0.02],
-                       "max diff": [1e-3, 2e-3]})
+    df = pd.DataFrame(
+        {"M": [4096, 4096], "N": [256, 1024], "dtype": ["bf16", "bf16"], "ms": [0.01, 0.02], "max diff": [1e-3, 2e-3]}
+    )
     p, t = proposed(fake_run(tmp_path, "benchmark results\n" + df.to_string() + "\n"))
     assert t["metric"] == "ms" and t["config"] == ["M", "N", "dtype"] and t["correct"] == ""
     assert any("'max diff'" in c and "rename" in c for c in p.checks)  # an expression cannot name it
 
 
 def test_markdown_table(tmp_path: Path) -> None:
-    out = "| shape | dtype | time (ms) | correct |\n|---|---|---:|:---:|\n| 1x64 | fp16 | 0.5 | PASS |\n" \
-          "| 2x64 | fp16 | 0.7 | PASS |\n"
+    out = (
+        "| shape | dtype | time (ms) | correct |\n|---|---|---:|:---:|\n| 1x64 | fp16 | 0.5 | PASS |\n"
+        "| 2x64 | fp16 | 0.7 | PASS |\n"
+    )
     _, t = proposed(fake_run(tmp_path, out))
     assert (t["metric"], t["correct"], t["config"]) == ("time (ms)", 'correct == "PASS"', ["shape", "dtype"])
 
 
 def test_whitespace_table_with_failure_counts(tmp_path: Path) -> None:
-    out = ("running...\n"
-           "   batch   hidden   dtype   us_per_iter   mismatches\n"
-           "       1     4096    fp16        12.500            0\n"
-           "       8     4096    fp16        40.125            0\n"
-           "       8     5120    fp16        49.000            0\n"
-           "       1     5120    fp16        13.900            0\n")
+    out = (
+        "running...\n"
+        "   batch   hidden   dtype   us_per_iter   mismatches\n"
+        "       1     4096    fp16        12.500            0\n"
+        "       8     4096    fp16        40.125            0\n"
+        "       8     5120    fp16        49.000            0\n"
+        "       1     5120    fp16        13.900            0\n"
+    )
     _, t = proposed(fake_run(tmp_path, out))
     assert (t["metric"], t["correct"]) == ("us_per_iter", "mismatches == 0")
     assert t["class_by"] == ["hidden"]  # a dimension of 2 values shared by several configs
@@ -197,8 +217,9 @@ def test_written_links_and_files_outside_the_repo_are_not_read(tmp_path: Path) -
     secret.write_text("N,time_us\n1,2\n")
     run = fake_run(tmp_path, "N  time_us\n1  3.0\n")
     (run.repo / "link.csv").symlink_to(secret)
-    run = onboard.BenchRun(run.bench, run.repo, 0, run.stdout_path, (Path("link.csv"), secret, Path("../secret.csv")),
-                           1.0)
+    run = onboard.BenchRun(
+        run.bench, run.repo, 0, run.stdout_path, (Path("link.csv"), secret, Path("../secret.csv")), 1.0
+    )
     (c,) = onboard.candidates(run)
     assert c.key == "stdout"
 
@@ -211,8 +232,12 @@ def test_perf_report_csv(tmp_path: Path) -> None:
 
 
 def test_pytest_benchmark_json(tmp_path: Path) -> None:
-    run = fake_run(tmp_path, "==== 3 passed ====\n", {"bench.json": (DATA / "pytest_benchmark.json").read_text()},
-                   bench="pytest benchmarks --benchmark-json=bench.json")
+    run = fake_run(
+        tmp_path,
+        "==== 3 passed ====\n",
+        {"bench.json": (DATA / "pytest_benchmark.json").read_text()},
+        bench="pytest benchmarks --benchmark-json=bench.json",
+    )
     p, t = proposed(run)
     assert (t["format"], t["metric"], t["csv"]) == ("pytest-benchmark", "median_us", "bench.json")
     assert "median statistic" in p.comments["target.metric"] and t["config"][:4] == ["test", "group", "N", "dtype"]
@@ -220,8 +245,11 @@ def test_pytest_benchmark_json(tmp_path: Path) -> None:
 
 
 def test_google_benchmark_json_on_stdout(tmp_path: Path) -> None:
-    run = fake_run(tmp_path, (DATA / "google_benchmark_manual_time.txt").read_text(),
-                   bench="./build/bench_softmax --benchmark_format=json")
+    run = fake_run(
+        tmp_path,
+        (DATA / "google_benchmark_manual_time.txt").read_text(),
+        bench="./build/bench_softmax --benchmark_format=json",
+    )
     p, t = proposed(run)
     assert (t["format"], t["metric"], t["correct"]) == ("google-benchmark", "real_us", 'error == ""')
     assert t["config"] == ["benchmark", "M", "N"] and "cpu_us" in t["ignore"]
@@ -237,8 +265,10 @@ def test_torch_benchmark_compare(tmp_path: Path) -> None:
 
 
 def test_kopts_own_harness_output_is_served(tmp_path: Path) -> None:
-    header = ("shape,B,N,H,hd,dtype,esize,dclass,us,err,us_mean,us_std,us_min,us_p10,us_p90,samples,gbps,copy_us,"
-              "copy_gbps,pct_copy,prod,seed,model")
+    header = (
+        "shape,B,N,H,hd,dtype,esize,dclass,us,err,us_mean,us_std,us_min,us_p10,us_p90,samples,gbps,copy_us,"
+        "copy_gbps,pct_copy,prod,seed,model"
+    )
     out = header + "\ncpu-64,1,2,2,64,bfloat16,2,narrow,900.1,0.3,901,5,890,891,910,3,0.1,10,0.2,1.1,1,7,m\n"
     p, t = proposed(fake_run(tmp_path, out, bench="python bench.py --dtypes bfloat16"))
     assert t["serve"] == "python bench.py --dtypes bfloat16 --serve" and "ab_command" not in t
@@ -306,7 +336,8 @@ def test_a_real_run_through_local_run_bench(tmp_path: Path) -> None:
         "sys.modules['triton'].jit = lambda f: f\nimport kern\nfrom timing import ms\n"
         "os.makedirs('out', exist_ok=True)\n"
         "open('out/r.csv', 'w').write('N,dtype,ms,ok\\n64,fp16,' + str(ms()) + ',1\\n128,fp16,2.5,1\\n')\n"
-        "print('done')\n")
+        "print('done')\n"
+    )
     shutil.copy(repo / "bench.py", repo / "unused.py")
     run = onboard.run_once(repo, f"{sys.executable} bench.py", onboard.local_run_bench(tmp_path / "logs"))
     assert run.returncode == 0 and run.files_written == (Path("out/r.csv"),) and run.seconds > 0

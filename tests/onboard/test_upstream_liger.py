@@ -63,8 +63,25 @@ def test_liger_onboards_in_one_pass_and_the_checkout_stays_byte_identical(liger,
     measured = (draft / "run.json").read_text()
 
     # --yes: the measured run is reused (the bench is not run again), the run created
-    assert kopt([*r, "init", "--repo", str(repo), "--tag", "lg", "--bench", BENCH, "--no-sandbox", "--yes",
-                 "--propose-command", AGENT]) == 0
+    assert (
+        kopt(
+            [
+                *r,
+                "init",
+                "--repo",
+                str(repo),
+                "--tag",
+                "lg",
+                "--bench",
+                BENCH,
+                "--no-sandbox",
+                "--yes",
+                "--propose-command",
+                AGENT,
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "reusing the bench run measured" in out and "running the bench" not in out
     assert (draft / "run.json").read_text() == measured
@@ -98,7 +115,9 @@ def test_liger_onboards_in_one_pass_and_the_checkout_stays_byte_identical(liger,
     # this run's 6 configs (3 sizes x 2 modes on this machine), none of the file's 26 rows of history
     assert len(b.record["configs"]) == 6 and all("gpu_name=cpu" in k for k in b.record["configs"])
     assert {c: v["configs"] for c, v in b.record["classes"].items()} == {
-        "kernel_operation_mode=forward": 3, "kernel_operation_mode=full": 3}
+        "kernel_operation_mode=forward": 3,
+        "kernel_operation_mode=full": 3,
+    }
     assert checkout_hashes(repo) == before and (repo / DATA).read_text() == history
     assert git(repo, "status", "--porcelain") == ""
 
@@ -106,8 +125,10 @@ def test_liger_onboards_in_one_pass_and_the_checkout_stays_byte_identical(liger,
 def test_a_baseline_that_fails_makes_kopt_run_exit_1(liger, tmp_path: Path, capsys) -> None:
     repo, root = liger
     cfg = tmp_path / "wrong.toml"  # the pytest-benchmark mistake of the issue: a metric the rows lack
-    cfg.write_text(f'[target]\nbench = {BENCH!r}\ncsv = "{DATA}"\nformat = "long"\nmetric = "speed"\n'
-                   f'untrack = ["{DATA}"]\n'.replace("'", '"'))
+    cfg.write_text(
+        f'[target]\nbench = {BENCH!r}\ncsv = "{DATA}"\nformat = "long"\nmetric = "speed"\n'
+        f'untrack = ["{DATA}"]\n'.replace("'", '"')
+    )
     r = ["--root", str(root)]
     assert kopt([*r, "init", "--repo", str(repo), "--tag", "bad", "--config", str(cfg)]) == 0
     capsys.readouterr()

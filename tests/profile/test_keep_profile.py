@@ -51,8 +51,9 @@ def test_the_keep_pass_sees_the_classes_and_the_work_moved_outside(tmp_path: Pat
     assert cmp.per_class and ratios["cls=small"] == pytest.approx(0.5, abs=0.01)
     assert ratios["cls=large"] == pytest.approx(1.0, abs=0.01)
     # hostile: 10x the GPU time outside the ranges while the ranges get faster: still seen
-    moved, _ = run_profile(tmp_path / "moved", tmp_path / "pm", keep,
-                           {"speed": {"small": 0.9, "large": 0.9}, "outside_us": 400})
+    moved, _ = run_profile(
+        tmp_path / "moved", tmp_path / "pm", keep, {"speed": {"small": 0.9, "large": 0.9}, "outside_us": 400}
+    )
     assert compare_per_class(best, moved, REFS).unattributed.grew
 
 

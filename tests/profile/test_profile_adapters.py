@@ -158,8 +158,9 @@ def test_command_runs_under_an_ncu_shaped_cli_and_parses(tmp_path: Path):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     fake = bin_dir / "ncu"
-    fake.write_text(FAKE_NCU.format(python=sys.executable, sample="ncu_nvtx_renamed",
-                                    folder=str(DATA / "ncu_nvtx_renamed")))
+    fake.write_text(
+        FAKE_NCU.format(python=sys.executable, sample="ncu_nvtx_renamed", folder=str(DATA / "ncu_nvtx_renamed"))
+    )
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
     marker = tmp_path / "bench_ran"
     bench = [
@@ -181,8 +182,7 @@ def test_command_runs_under_an_ncu_shaped_cli_and_parses(tmp_path: Path):
         done = subprocess.run(after, cwd=tmp_path, capture_output=True, text=True, timeout=60)
         assert done.returncode == 0, done.stderr
     summary = profiler.parse(out, "_rms")
-    assert summary.kopt_ranges == ("kopt:dclass=narrow,n=1024", "kopt:dclass=narrow,n=2048",
-                                   "kopt:dclass=wide,n=4096")
+    assert summary.kopt_ranges == ("kopt:dclass=narrow,n=1024", "kopt:dclass=narrow,n=2048", "kopt:dclass=wide,n=4096")
     assert summary.files == (str(out / "ncu_import.csv"), str(out / "ncu_nvtx.csv"))
 
 
@@ -233,15 +233,11 @@ def test_rocprofv3_bad_output(tmp_path: Path):
     bad.write_text('"Kernel_Name","Duration"\n"k",100\n')
     with pytest.raises(KoptFailure, match="not a rocprofv3 kernel trace"):
         trace_launches(bad)
-    bad.write_text(
-        '"Kernel_Name","Start_Timestamp","End_Timestamp","VGPR_Count"\n"k",100,200,many\n'
-    )
+    bad.write_text('"Kernel_Name","Start_Timestamp","End_Timestamp","VGPR_Count"\n"k",100,200,many\n')
     with pytest.raises(KoptFailure, match=r":2: vgpr_count = 'many' is not a number"):
         trace_launches(bad)
     bad.unlink()
     stats = tmp_path / "b_kernel_stats.csv"
     stats.write_text('"Name","Calls","TotalDurationNs"\n"k",0,100\n')
-    with pytest.raises(
-        KoptFailure, match=r"b_kernel_stats\.csv:2: not a rocprofv3 kernel stats row"
-    ):
+    with pytest.raises(KoptFailure, match=r"b_kernel_stats\.csv:2: not a rocprofv3 kernel stats row"):
         Rocprofv3Profiler().parse(tmp_path, "k")

@@ -100,8 +100,10 @@ def test_every_launch_in_a_range_is_attributed_to_its_config_whatever_its_name()
     cmp = compare_per_class(s, s, REFS)
     narrow = cmp.by_class()[NARROW]
     # warm-up and timed ranges carry the same name: all 7 launches per config count
-    assert [(c.config, c.best_calls) for c in narrow.configs] == [("dclass=narrow,n=1024", 7),
-                                                                   ("dclass=narrow,n=2048", 7)]
+    assert [(c.config, c.best_calls) for c in narrow.configs] == [
+        ("dclass=narrow,n=1024", 7),
+        ("dclass=narrow,n=2048", 7),
+    ]
     assert narrow.configs[0].best_ns == pytest.approx(sum(expected["kopt:dclass=narrow,n=1024"]["_rms_kernel"]))
     assert narrow.ratio == 1.0 and narrow.lo < 1.0 < narrow.hi
 
@@ -241,8 +243,11 @@ def test_rocprofv3_attributes_dispatches_by_launch_call_and_counts_openings():
     assert got[("", "flush_l2_kernel", "")] == 18
     kernel_rows = list(csv.DictReader((DATA / "rocprofv3_ranges_best" / "kopt_7001_kernel_trace.csv").open()))
     wide_ns = {g.range: g.total_ns for g in s.ranged if g.kernel == "_rms_kernel"}["kopt:dclass=wide,n=4096"]
-    big = [int(r["End_Timestamp"]) - int(r["Start_Timestamp"]) for r in kernel_rows
-           if r["Kernel_Name"] == "_rms_kernel" and int(r["End_Timestamp"]) - int(r["Start_Timestamp"]) > 100000]
+    big = [
+        int(r["End_Timestamp"]) - int(r["Start_Timestamp"])
+        for r in kernel_rows
+        if r["Kernel_Name"] == "_rms_kernel" and int(r["End_Timestamp"]) - int(r["Start_Timestamp"]) > 100000
+    ]
     assert wide_ns == sum(big) and len(big) == 7
     cmp = compare_per_class(s, s, REFS)
     assert {c.calls_basis for cl in cmp.classes for c in cl.configs} == {"range openings"}
@@ -322,8 +327,9 @@ def test_the_details_page_of_two_processes_joins_by_process_and_id(tmp_path: Pat
     # the same ID in two processes: the join must use (process, ID), never ID alone
     text = (DATA / "ncu_doc_details_page.csv").read_text()
     (tmp_path / NCU_IMPORT).write_text(text)
-    (tmp_path / NCU_NVTX).write_text(text.replace('"0","1002","python3","node7","flash_fwd_kernel"',
-                                                  '"0","1002","python3","node7","kopt:n=1"'))
+    (tmp_path / NCU_NVTX).write_text(
+        text.replace('"0","1002","python3","node7","flash_fwd_kernel"', '"0","1002","python3","node7","kopt:n=1"')
+    )
     s = NcuProfiler().parse(tmp_path, "flash")
     got = sorted((g.range, g.kernel, g.calls) for g in s.ranged)
     assert got == [("", "flash_fwd_kernel", 2), ("", "reduce_kernel", 1), ("kopt:n=1", "flash_fwd_kernel", 1)]
@@ -338,7 +344,9 @@ def test_the_h100_capture_attributes_each_launch_to_its_kopt_range():
     s = NcuProfiler().parse(DATA / "ncu_h100_ranges", "")
     assert s.kopt_ranges == ("kopt:n=1024", "kopt:n=4096")
     in_kopt = {(g.range, g.kernel): g.calls for g in s.ranged if g.range.startswith("kopt:")}
-    assert in_kopt == {("kopt:n=1024", "vectorized_elementwise_kernel"): 4,
-                       ("kopt:n=4096", "vectorized_elementwise_kernel"): 4}
+    assert in_kopt == {
+        ("kopt:n=1024", "vectorized_elementwise_kernel"): 4,
+        ("kopt:n=4096", "vectorized_elementwise_kernel"): 4,
+    }
     hidden = [g for g in s.ranged if g.range.startswith("cub::")]
     assert hidden and all("not a kopt range" in g.note for g in hidden)

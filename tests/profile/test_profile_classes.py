@@ -35,9 +35,19 @@ class Bench:
         self.cls, self.verdict, self.ratio, self.lo, self.hi = cls, verdict, ratio, lo, hi
 
 
-def profile(seed: int, *, scale: dict[str, float] | None = None, cv: float = 0.003, calls: int = 7,
-            shift: float = 1.0, ranged: bool = True, drop: tuple[str, ...] = (), regex: str = "",
-            outside_ns: float = 20000.0, kernel: str = "k") -> ProfileSummary:
+def profile(
+    seed: int,
+    *,
+    scale: dict[str, float] | None = None,
+    cv: float = 0.003,
+    calls: int = 7,
+    shift: float = 1.0,
+    ranged: bool = True,
+    drop: tuple[str, ...] = (),
+    regex: str = "",
+    outside_ns: float = 20000.0,
+    kernel: str = "k",
+) -> ProfileSummary:
     """calls launches of `kernel` per config inside `kopt:<config>`, durations with a relative
     spread cv; scale: class -> factor; shift: a factor on the whole profile (a run-level
     drift); an L2 flush outside the ranges before each call."""
@@ -80,8 +90,10 @@ def test_the_class_ratio_weighs_configs_like_the_bench_not_by_time():
     cmp = compare_per_class(profile(3, cv=0.0001), profile(4, cv=0.0001, scale={}), REFS)
     base = cmp.by_class()[NARROW].ratio
     cand = profile(5, cv=0.0001)
-    launches = [Launch(x.kernel, x.duration_ns * (0.98 if x.range == "kopt:dclass=narrow,n=1024" else 1.0),
-                       range=x.range) for x in _launches(cand)]
+    launches = [
+        Launch(x.kernel, x.duration_ns * (0.98 if x.range == "kopt:dclass=narrow,n=1024" else 1.0), range=x.range)
+        for x in _launches(cand)
+    ]
     cmp2 = compare_per_class(profile(3, cv=0.0001), summarize(launches, "", tool="test"), REFS)
     assert base == pytest.approx(1.0, abs=0.001)
     assert cmp2.by_class()[NARROW].ratio == pytest.approx(math.sqrt(0.98), abs=0.001)
@@ -96,19 +108,22 @@ def _launches(s: ProfileSummary) -> list[Launch]:
     return out
 
 
-@pytest.mark.parametrize("verdict, scale, cv, status, words", [
-    ("improved", 0.97, 0.003, "agrees", "sees a gain"),
-    ("improved", 1.05, 0.003, "disagrees", "sees a loss"),
-    ("improved", 1.0, 0.0005, "disagrees", "rules out a gain of 1%"),
-    ("improved", 0.99, 0.1, "cannot_tell", "too wide"),
-    ("regressed", 1.05, 0.003, "agrees", "sees a loss"),
-    ("regressed", 0.95, 0.003, "disagrees", "sees a gain"),
-    ("regressed", 1.0, 0.0005, "disagrees", "rules out a loss of 1%"),
-    ("tied", 1.0, 0.003, "agrees", "no change beyond 1%"),
-    ("tied", 1.05, 0.003, "disagrees", "loss beyond 1%"),
-    ("tied", 0.95, 0.003, "cannot_tell", "gain beyond 1% the bench does not"),
-    ("undecided", 0.95, 0.003, "not_judged", "'undecided'"),
-])
+@pytest.mark.parametrize(
+    "verdict, scale, cv, status, words",
+    [
+        ("improved", 0.97, 0.003, "agrees", "sees a gain"),
+        ("improved", 1.05, 0.003, "disagrees", "sees a loss"),
+        ("improved", 1.0, 0.0005, "disagrees", "rules out a gain of 1%"),
+        ("improved", 0.99, 0.1, "cannot_tell", "too wide"),
+        ("regressed", 1.05, 0.003, "agrees", "sees a loss"),
+        ("regressed", 0.95, 0.003, "disagrees", "sees a gain"),
+        ("regressed", 1.0, 0.0005, "disagrees", "rules out a loss of 1%"),
+        ("tied", 1.0, 0.003, "agrees", "no change beyond 1%"),
+        ("tied", 1.05, 0.003, "disagrees", "loss beyond 1%"),
+        ("tied", 0.95, 0.003, "cannot_tell", "gain beyond 1% the bench does not"),
+        ("undecided", 0.95, 0.003, "not_judged", "'undecided'"),
+    ],
+)
 def test_agreement_rules(verdict, scale, cv, status, words):
     best = profile(12, cv=cv, calls=20)
     cand = profile(13, cv=cv, calls=20, scale={WIDE: scale})
@@ -162,12 +177,19 @@ def test_a_real_gain_smaller_than_the_bench_claims_is_refuted_and_one_that_overl
     assert statuses(agrees([Bench(WIDE, "improved", 0.94, 0.90, 0.97)], cmp))[WIDE] == "agrees"
 
 
-@pytest.mark.parametrize("scale, cv, bench", [
-    (0.97, 0.003, (0.965, 0.955, 0.975)),  # the bench and the profiler alike
-    (0.97, 0.003, (0.99, 0.975, 0.998)),  # the profiler sees more gain than the bench (launch overhead in the bench)
-    (0.97, 0.003, (0.955, 0.93, 0.969)),  # the bench's interval just reaches the profiler's
-    (0.99, 0.05, (0.96, 0.94, 0.98)),  # a noisy profile: its interval straddles 1 and reaches the bench's
-])
+@pytest.mark.parametrize(
+    "scale, cv, bench",
+    [
+        (0.97, 0.003, (0.965, 0.955, 0.975)),  # the bench and the profiler alike
+        (
+            0.97,
+            0.003,
+            (0.99, 0.975, 0.998),
+        ),  # the profiler sees more gain than the bench (launch overhead in the bench)
+        (0.97, 0.003, (0.955, 0.93, 0.969)),  # the bench's interval just reaches the profiler's
+        (0.99, 0.05, (0.96, 0.94, 0.98)),  # a noisy profile: its interval straddles 1 and reaches the bench's
+    ],
+)
 def test_a_genuine_class_targeted_gain_never_disagrees(scale, cv, bench):
     """A true gain on one class; the bench's interval overlaps the profiler's (or lies above
     it): agree or cannot tell, never disagree, over many profiles. The other class tied."""
@@ -234,8 +256,9 @@ def test_the_regex_never_filters_what_is_compared():
     # the regex matches no kernel: with ranges the profile stands, every kernel is compared
     best = profile(1, regex="no_such_kernel", kernel="_rms_whole_tiles")
     assert best.calls == 0 and "No kernel matches `no_such_kernel`" in best.table()
-    cmp = compare_per_class(best, profile(2, regex="no_such_kernel", kernel="_rms_whole_tiles",
-                                          scale={NARROW: 1.2}), REFS)
+    cmp = compare_per_class(
+        best, profile(2, regex="no_such_kernel", kernel="_rms_whole_tiles", scale={NARROW: 1.2}), REFS
+    )
     narrow = cmp.by_class()[NARROW]
     assert narrow.ratio == pytest.approx(1.2, abs=0.01)
     assert [(k.name, k.matches_regex) for k in narrow.kernels] == [("_rms_whole_tiles", False)]
@@ -263,8 +286,9 @@ def test_comparison_and_agreement_round_trip_through_json():
     cmp = compare_per_class(profile(1), profile(2, scale={NARROW: 0.96}), REFS)
     again = ClassComparison.from_dict(json.loads(json.dumps(cmp.to_dict())))
     assert again == cmp
-    ag = agrees([Bench(NARROW, "improved", 0.96, 0.95, 0.97), Bench(WIDE, "undecided", math.nan, math.nan,
-                                                                     math.nan)], cmp)
+    ag = agrees(
+        [Bench(NARROW, "improved", 0.96, 0.95, 0.97), Bench(WIDE, "undecided", math.nan, math.nan, math.nan)], cmp
+    )
     text = json.dumps(ag.to_dict(), allow_nan=False)
     assert Agreement.from_dict(json.loads(text)) == ag
     s = profile(3)

@@ -70,9 +70,7 @@ def test_comparison_lists_target_kernels_of_both_sides_and_round_trips():
 
 
 def test_no_matching_kernel_names_what_was_seen():
-    with pytest.raises(
-        KoptFailure, match=r"no kernel matches \[profile\]\.kernel 'gemm' \(seen: other_kernel"
-    ):
+    with pytest.raises(KoptFailure, match=r"no kernel matches \[profile\]\.kernel 'gemm' \(seen: other_kernel"):
         profile("gemm", other_kernel=(3, 1.0))
 
 

@@ -20,14 +20,17 @@ def test_defaults():
     assert config.loads(MIN + '[profile]\noutside_ranges = "full"\n').profile.outside_ranges == "full"
 
 
-@pytest.mark.parametrize("text, needle", [
-    ("[profile]\nrun_noise_pct = -0.1\n", "[profile].run_noise_pct must be between 0 and 50"),
-    ("[profile]\nrun_noise_pct = 'low'\n", "[profile].run_noise_pct must be a number"),
-    ("[profile]\nrepeats = 0\n", "[profile].repeats must be between 1 and 20"),
-    ("[profile]\nrepeats = 2.5\n", "[profile].repeats must be an integer"),
-    ("[profile]\noutside_ranges = 'none'\n", "[profile].outside_ranges must be \"time\" or \"full\", not 'none'"),
-    ("[profile]\nrepeat = 2\n", "unknown key [profile].repeat (did you mean 'repeats'?)"),
-])
+@pytest.mark.parametrize(
+    "text, needle",
+    [
+        ("[profile]\nrun_noise_pct = -0.1\n", "[profile].run_noise_pct must be between 0 and 50"),
+        ("[profile]\nrun_noise_pct = 'low'\n", "[profile].run_noise_pct must be a number"),
+        ("[profile]\nrepeats = 0\n", "[profile].repeats must be between 1 and 20"),
+        ("[profile]\nrepeats = 2.5\n", "[profile].repeats must be an integer"),
+        ("[profile]\noutside_ranges = 'none'\n", '[profile].outside_ranges must be "time" or "full", not \'none\''),
+        ("[profile]\nrepeat = 2\n", "unknown key [profile].repeat (did you mean 'repeats'?)"),
+    ],
+)
 def test_bad_values_name_their_key(text, needle):
     with pytest.raises(BadInput) as info:
         config.loads(MIN + text, source="t/kopt.toml")

@@ -29,9 +29,7 @@ def _check(summary: ProfileSummary, expect: dict) -> None:
             assert getattr(summary, key) == expect[key], key
     if "target_total_ns" in expect:
         assert summary.target_total_ns == pytest.approx(expect["target_total_ns"])
-        assert summary.target_per_call_ns == pytest.approx(
-            expect["target_total_ns"] / expect["calls"]
-        )
+        assert summary.target_per_call_ns == pytest.approx(expect["target_total_ns"] / expect["calls"])
     names = {k.name for k in summary.kernels}
     for name, fields in expect.get("kernels", {}).items():
         assert name in names, f"{name} not among {sorted(names)}"
@@ -45,12 +43,9 @@ def _check(summary: ProfileSummary, expect: dict) -> None:
                 assert got == value, f"{name}.{field}"
     # invariants every profile must satisfy
     assert summary.kernels[0].name == summary.hottest
+    assert all(a.total_ns >= b.total_ns for a, b in zip(summary.kernels, summary.kernels[1:], strict=False))
     assert all(
-        a.total_ns >= b.total_ns for a, b in zip(summary.kernels, summary.kernels[1:], strict=False)
-    )
-    assert all(
-        k.calls > 0 and k.total_ns > 0 and k.avg_ns == pytest.approx(k.total_ns / k.calls)
-        for k in summary.kernels
+        k.calls > 0 and k.total_ns > 0 and k.avg_ns == pytest.approx(k.total_ns / k.calls) for k in summary.kernels
     )
     assert summary.target_total_ns == pytest.approx(sum(k.total_ns for k in summary.target_kernels))
 
@@ -84,9 +79,7 @@ def test_ncu_raw_page_values_in_base_units():
     assert rms.min_ns == 12255 and rms.max_ns == 12400
     # time-weighted averages over launches
     assert rms.occupancy_pct == pytest.approx((85.5 * 12345 + 86.5 * 12400 + 84.0 * 12255) / 37000)
-    assert rms.dram_bw_Bps == pytest.approx(
-        (2.718e12 * 12345 + 2.706e12 * 12400 + 2.738e12 * 12255) / 37000
-    )
+    assert rms.dram_bw_Bps == pytest.approx((2.718e12 * 12345 + 2.706e12 * 12400 + 2.738e12 * 12255) / 37000)
     assert rms.dram_bytes == 3 * 33554432
     # "n/a" in one launch: the rate averages over the launch that reports it
     assert ew.dram_bw_Bps == pytest.approx(1.6e12)
@@ -116,14 +109,8 @@ def test_empty_regex_makes_every_kernel_a_target_and_anchors_on_the_least_launch
 
 def test_rocprofv3_prefers_the_trace_over_the_stats_file(tmp_path: Path):
     src = DATA / "rocprofv3_sdk_trace" / "node1"
-    (tmp_path / "kopt_1_kernel_trace.csv").write_text(
-        (src / "kopt_5150_kernel_trace.csv").read_text()
-    )
-    stats = (
-        (src / "kopt_5150_kernel_stats.csv")
-        .read_text()
-        .replace("80000,20000.000000", "99999,24999.750000")
-    )
+    (tmp_path / "kopt_1_kernel_trace.csv").write_text((src / "kopt_5150_kernel_trace.csv").read_text())
+    stats = (src / "kopt_5150_kernel_stats.csv").read_text().replace("80000,20000.000000", "99999,24999.750000")
     (tmp_path / "kopt_1_kernel_stats.csv").write_text(stats)
     s = Rocprofv3Profiler().parse(tmp_path, "pa_decode")
     assert s.kernel("pa_decode_kernel").total_ns == 80000
@@ -134,10 +121,7 @@ def test_summary_json_round_trip(tmp_path: Path):
     s = Rocprofv3Profiler().parse(DATA / "rocprofv3_sdk_trace", "^pa_")
     again = ProfileSummary.load(s.save(tmp_path / "summary.json"))
     assert again == s
-    assert (
-        json.loads((tmp_path / "summary.json").read_text())["kernels"][0]["name"]
-        == "pa_decode_kernel"
-    )
+    assert json.loads((tmp_path / "summary.json").read_text())["kernels"][0]["name"] == "pa_decode_kernel"
 
 
 def test_summary_table_names_target_time_per_call():

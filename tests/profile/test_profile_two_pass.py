@@ -38,15 +38,19 @@ from kopt_supervisor.engine.profile.ranges import ConfigRef
 FAKE_NCU = Path(__file__).resolve().parents[1] / "fake_target" / "bin" / "ncu"
 BENCH = [sys.executable, "-c", "pass"]
 CONFIGS = [("s0", "small", 128), ("s1", "small", 256), ("s2", "large", 4096), ("s3", "large", 8192)]
-REFS = [ConfigRef(f"shape={shape},cls={cls},n={n}", f"cls={cls}", {"shape": shape, "cls": cls, "n": n})
-        for shape, cls, n in CONFIGS]
+REFS = [
+    ConfigRef(f"shape={shape},cls={cls},n={n}", f"cls={cls}", {"shape": shape, "cls": cls, "n": n})
+    for shape, cls, n in CONFIGS
+]
 
 
 def _option(argv: tuple[str, ...] | list[str], name: str) -> str:
     return argv[list(argv).index(name) + 1]
 
 
-def run_profile(tree: Path, out: Path, profiler: NcuProfiler, kernel: dict, regex: str = "") -> tuple[ProfileSummary, list[ProfilePass]]:
+def run_profile(
+    tree: Path, out: Path, profiler: NcuProfiler, kernel: dict, regex: str = ""
+) -> tuple[ProfileSummary, list[ProfilePass]]:
     """The passes of `profiler` on a fake tree whose kernel.json is `kernel`, as profile_tree runs them."""
     tree.mkdir(parents=True, exist_ok=True)
     (tree / "kernel.json").write_text(json.dumps(kernel))
@@ -101,8 +105,12 @@ def test_two_passes_argv(tmp_path: Path):
 
 
 def test_both_passes_parsed_and_merged(tmp_path: Path):
-    summary, passes = run_profile(tmp_path / "tree", tmp_path / "out", NcuProfiler(executable=str(FAKE_NCU)),
-                                  {"speed": {"small": 1.0, "large": 1.0}, "outside_us": 40})
+    summary, passes = run_profile(
+        tmp_path / "tree",
+        tmp_path / "out",
+        NcuProfiler(executable=str(FAKE_NCU)),
+        {"speed": {"small": 1.0, "large": 1.0}, "outside_us": 40},
+    )
     assert [p.out_dir.name for p in passes] == ["out", "outside"]
     assert summary.passes == PASSES_TWO and summary.ranges_source.startswith("ncu --print-nvtx-rename")
     assert summary.launches == 12 + 4 + 1
@@ -132,22 +140,29 @@ def test_work_moved_outside_the_ranges_is_still_refused(tmp_path: Path):
     alone must show it."""
     prof = NcuProfiler(executable=str(FAKE_NCU))
     best, _ = run_profile(tmp_path / "best", tmp_path / "pb", prof, {"speed": {"small": 1.0, "large": 1.0}})
-    cand, _ = run_profile(tmp_path / "cand", tmp_path / "pc", prof,
-                          {"speed": {"small": 1.0, "large": 1.0}, "outside_us": 400})
+    cand, _ = run_profile(
+        tmp_path / "cand", tmp_path / "pc", prof, {"speed": {"small": 1.0, "large": 1.0}, "outside_us": 400}
+    )
     assert cand.kernel("fake_reference") is not None and cand.kernel("fake_reference").registers_per_thread is None
     cmp = compare_per_class(best, cand, REFS)
     assert cmp.unattributed.grew
     assert cmp.unattributed.cand_ns > 5 * cmp.unattributed.best_ns
     assert any("outside the config ranges grew" in p for p in cmp.problems)
     # and moved out while the ranges got faster: still refused
-    faster, _ = run_profile(tmp_path / "fast", tmp_path / "pf", prof,
-                            {"speed": {"small": 0.9, "large": 0.9}, "outside_us": 400})
+    faster, _ = run_profile(
+        tmp_path / "fast", tmp_path / "pf", prof, {"speed": {"small": 0.9, "large": 0.9}, "outside_us": 400}
+    )
     assert compare_per_class(best, faster, REFS).unattributed.grew
 
 
 def test_no_kopt_range_falls_back_to_one_whole_run_pass(tmp_path: Path):
-    summary, passes = run_profile(tmp_path / "tree", tmp_path / "out", NcuProfiler(executable=str(FAKE_NCU)),
-                                  {"speed": {"small": 1.0, "large": 1.0}, "no_ranges": True}, regex="fake_kernel")
+    summary, passes = run_profile(
+        tmp_path / "tree",
+        tmp_path / "out",
+        NcuProfiler(executable=str(FAKE_NCU)),
+        {"speed": {"small": 1.0, "large": 1.0}, "no_ranges": True},
+        regex="fake_kernel",
+    )
     assert [p.out_dir.name for p in passes] == ["out", "whole"]
     assert profiled_nothing(tmp_path / "out") and not (tmp_path / "out" / "ncu.ncu-rep").exists()
     assert summary.passes == PASSES_FALLBACK and "found no launch" in summary.passes
@@ -165,16 +180,24 @@ def test_a_filter_that_did_not_apply_is_a_failure_not_a_double_count(tmp_path: P
     the outside pass: counted twice they would hide a change; kopt refuses the profile."""
     lax = tmp_path / "bin" / "ncu"
     lax.parent.mkdir()
-    text = FAKE_NCU.read_text().replace('if "--nvtx-exclude" in opts:', 'if False:')
+    text = FAKE_NCU.read_text().replace('if "--nvtx-exclude" in opts:', "if False:")
     lax.write_text(text)
     lax.chmod(0o755)
     with pytest.raises(KoptFailure, match="nvtx-exclude filter did not apply"):
-        run_profile(tmp_path / "tree", tmp_path / "out", NcuProfiler(executable=str(lax)),
-                    {"speed": {"small": 1.0, "large": 1.0}})
-    lax.write_text(FAKE_NCU.read_text().replace('if "--nvtx-include" in opts:', 'if False:'))
+        run_profile(
+            tmp_path / "tree",
+            tmp_path / "out",
+            NcuProfiler(executable=str(lax)),
+            {"speed": {"small": 1.0, "large": 1.0}},
+        )
+    lax.write_text(FAKE_NCU.read_text().replace('if "--nvtx-include" in opts:', "if False:"))
     with pytest.raises(KoptFailure, match="nvtx-include filter did not apply"):
-        run_profile(tmp_path / "tree2", tmp_path / "out2", NcuProfiler(executable=str(lax)),
-                    {"speed": {"small": 1.0, "large": 1.0}})
+        run_profile(
+            tmp_path / "tree2",
+            tmp_path / "out2",
+            NcuProfiler(executable=str(lax)),
+            {"speed": {"small": 1.0, "large": 1.0}},
+        )
 
 
 def test_the_merge_follows_the_passes_run_not_the_folders_on_disk(tmp_path: Path):
@@ -207,11 +230,15 @@ def test_an_empty_outside_pass_is_zero_time_outside(tmp_path: Path):
     tree = tmp_path / "tree"
     lean = tmp_path / "bin" / "ncu"
     lean.parent.mkdir()
-    lean.write_text(FAKE_NCU.read_text().replace('launches += [["fake_reference"', 'launches += [][:0] and [["x"')
-                    .replace('launches.append(["fake_inputs"', 'None and launches.append(["fake_inputs"'))
+    lean.write_text(
+        FAKE_NCU.read_text()
+        .replace('launches += [["fake_reference"', 'launches += [][:0] and [["x"')
+        .replace('launches.append(["fake_inputs"', 'None and launches.append(["fake_inputs"')
+    )
     lean.chmod(0o755)
-    summary, passes = run_profile(tree, tmp_path / "out", NcuProfiler(executable=str(lean)),
-                                  {"speed": {"small": 1.0, "large": 1.0}})
+    summary, passes = run_profile(
+        tree, tmp_path / "out", NcuProfiler(executable=str(lean)), {"speed": {"small": 1.0, "large": 1.0}}
+    )
     assert len(passes) == 2 and profiled_nothing(tmp_path / "out" / "outside")
     assert summary.launches == 12 and summary.passes == PASSES_TWO
     assert compare_per_class(summary, summary, REFS).unattributed.best_ns == 0

@@ -41,8 +41,14 @@ def pack_for(its: list[Iteration] | None = None, cfg: Config | None = None, **kw
 def test_the_pack_carries_rules_classes_roofline_history_and_regressions() -> None:
     pack = pack_for()
     md, data = pack.markdown, pack.data
-    for needle in ("Correctness first", "One hypothesis per iteration", "Do not commit", "`bench.py`",
-                   "`err == 0`", "Write the plan"):
+    for needle in (
+        "Correctness first",
+        "One hypothesis per iteration",
+        "Do not commit",
+        "`bench.py`",
+        "`err == 0`",
+        "Write the plan",
+    ):
         assert needle in md
     # best per class against the baseline, with the roofline
     assert data["best"]["dclass=wide"]["value"] == 30.0 and data["best"]["dclass=wide"]["baseline"] == 40.0
@@ -96,14 +102,21 @@ def test_profile_evidence_from_a_real_capture(h100_profile: dict) -> None:
 def test_the_newest_profile_of_the_best_tree_wins(h100_profile: dict) -> None:
     newer = dict(h100_profile, target_per_call_ns=123456.0)
     its = history(h100_profile)
-    its[5] = Iteration(5, "regression", hypothesis="x", best_commit_before="c1",
-                       record={"profile": {"best": newer, "cand": h100_profile}})
+    its[5] = Iteration(
+        5,
+        "regression",
+        hypothesis="x",
+        best_commit_before="c1",
+        record={"profile": {"best": newer, "cand": h100_profile}},
+    )
     prof = pack_for(its).data["profile"]
     assert prof["source"].startswith("v5") and prof["target_per_call_us"] == pytest.approx(123.456)
 
 
 def test_a_repair_lists_the_failing_rows_with_their_errors() -> None:
-    rows = [{"config": f"n={i},dclass=wide", "cls": "dclass=wide", "reasons": [f"err = {i} (err == 0)"]} for i in range(50)]
+    rows = [
+        {"config": f"n={i},dclass=wide", "cls": "dclass=wide", "reasons": [f"err = {i} (err == 0)"]} for i in range(50)
+    ]
     pack = pack_for(repair=2, failing_rows=rows, hypothesis="two rows per program", target_class="dclass=wide")
     md = pack.markdown
     assert "correctness repair 2 of 3" in md and "The hypothesis under repair: two rows per program" in md
@@ -120,11 +133,23 @@ def test_a_run_with_only_its_baseline() -> None:
 def _long_history(n: int) -> list[Iteration]:
     its = history()[:2]
     for v in range(2, n + 2):
-        its.append(Iteration(v, "regression" if v % 3 else "tie", hypothesis=f"idea number {v} " + "z" * 150,
-                             target_class="dclass=narrow", scope="class", best_commit_before="c1",
-                             record={"classes": {"dclass=narrow": cls_entry(10.0, 10.5, 1.03, 1.07, "regressed"),
-                                                 "dclass=wide": cls_entry(30.0, 30.0, 0.99, 1.01, "undecided")},
-                                     "decision": {"reason": "slower " + "r" * 100}}))
+        its.append(
+            Iteration(
+                v,
+                "regression" if v % 3 else "tie",
+                hypothesis=f"idea number {v} " + "z" * 150,
+                target_class="dclass=narrow",
+                scope="class",
+                best_commit_before="c1",
+                record={
+                    "classes": {
+                        "dclass=narrow": cls_entry(10.0, 10.5, 1.03, 1.07, "regressed"),
+                        "dclass=wide": cls_entry(30.0, 30.0, 0.99, 1.01, "undecided"),
+                    },
+                    "decision": {"reason": "slower " + "r" * 100},
+                },
+            )
+        )
     return its
 
 
@@ -166,9 +191,14 @@ def test_list_sources_marks_protected_params_and_dispatch(tmp_path: Path) -> Non
 
 
 def test_sources_table_and_dispatch_line() -> None:
-    srcs = [SourceFile("solution/k.py", 5500, 111, True, "dispatch"), SourceFile("bench.py", 500, 17, False, "protected")]
+    srcs = [
+        SourceFile("solution/k.py", 5500, 111, True, "dispatch"),
+        SourceFile("bench.py", 500, 17, False, "protected"),
+    ]
     md = pack_for(sources=srcs).markdown
-    assert "| `solution/k.py` | 5500 | 111 | dispatch |" in md and "| `bench.py` | 500 | 17 | protected, read-only |" in md
+    assert (
+        "| `solution/k.py` | 5500 | 111 | dispatch |" in md and "| `bench.py` | 500 | 17 | protected, read-only |" in md
+    )
     assert "Dispatch (files that name it): `solution/k.py`" in md
 
 
@@ -186,8 +216,10 @@ def test_per_class_profile_evidence_from_the_config_ranges() -> None:
     folder = DATA / "ncu_nvtx_best"
     prof = NcuProfiler().parse(folder, "_rms").to_dict()
     expect = json.loads((folder / "expect.json").read_text())
-    configs = {f"dclass={d},n={n}": {"cls": f"dclass={d}", "production": True, "row": {"dclass": d, "n": n}}
-               for d, n in (("narrow", 1024), ("narrow", 2048), ("wide", 4096))}
+    configs = {
+        f"dclass={d},n={n}": {"cls": f"dclass={d}", "production": True, "row": {"dclass": d, "n": n}}
+        for d, n in (("narrow", 1024), ("narrow", 2048), ("wide", 4096))
+    }
     its = history()
     its[0].record["configs"] = configs
     its[1].record["profile"] = {"best": prof, "cand": prof}

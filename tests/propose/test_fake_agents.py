@@ -19,17 +19,39 @@ from .helpers import agents_path, cfg_with, git, history, make_ctx, make_repo
 
 # what each fake prints, in kopt's token semantics (input includes the cached prompt tokens)
 EXPECTED = {
-    "claude-code": dict(cost_usd=0.0421, input_tokens=12 + 2400 + 30000, output_tokens=850, cache_read_tokens=30000,
-                        cache_write_tokens=2400, turns=3),
+    "claude-code": dict(
+        cost_usd=0.0421,
+        input_tokens=12 + 2400 + 30000,
+        output_tokens=850,
+        cache_read_tokens=30000,
+        cache_write_tokens=2400,
+        turns=3,
+    ),
     "codex": dict(cost_usd=None, input_tokens=24763, output_tokens=122, cache_read_tokens=24448, turns=1),
     "gemini": dict(cost_usd=None, input_tokens=20000, output_tokens=500, cache_read_tokens=15000),
-    "aider": dict(cost_usd=0.04, input_tokens=2600 + 12000 + 8100, output_tokens=219 + 540, cache_read_tokens=8100,
-                  cache_write_tokens=1300, turns=2),
-    "opencode": dict(cost_usd=pytest.approx(0.02), input_tokens=5000 + 12000 + 800 + 700 + 17000,
-                     output_tokens=300 + 100 + 200, cache_read_tokens=29000, cache_write_tokens=800, turns=2),
+    "aider": dict(
+        cost_usd=0.04,
+        input_tokens=2600 + 12000 + 8100,
+        output_tokens=219 + 540,
+        cache_read_tokens=8100,
+        cache_write_tokens=1300,
+        turns=2,
+    ),
+    "opencode": dict(
+        cost_usd=pytest.approx(0.02),
+        input_tokens=5000 + 12000 + 800 + 700 + 17000,
+        output_tokens=300 + 100 + 200,
+        cache_read_tokens=29000,
+        cache_write_tokens=800,
+        turns=2,
+    ),
 }
-SESSION_DIR = {"claude-code": "~/.claude/projects/fake", "codex": "~/.codex/sessions", "gemini": "~/.gemini/tmp/chats",
-               "opencode": "~/.local/share/opencode/storage/session"}
+SESSION_DIR = {
+    "claude-code": "~/.claude/projects/fake",
+    "codex": "~/.codex/sessions",
+    "gemini": "~/.gemini/tmp/chats",
+    "opencode": "~/.local/share/opencode/storage/session",
+}
 
 
 @pytest.fixture
@@ -153,12 +175,15 @@ def test_generic_agent_may_print_its_usage_as_a_json_line(agent_env: Path, monke
     assert p.ok and p.details["agent"]["cost_usd"] == 0.5
 
 
-def test_a_preset_ignores_a_usage_file_the_agent_writes_to_lie_about_its_cost(agent_env: Path,
-                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    cfg = cfg_with('kind = "command"\nagent = "claude-code"\ncommand = "claude -p \\"$KOPT_PROMPT $KOPT_PLAN\\" '
-                   '--output-format stream-json --verbose --permission-mode acceptEdits '
-                   '--disallowedTools \'Bash(git commit:*),Bash(git push:*)\' --add-dir \\"$(dirname $KOPT_PLAN)\\" '
-                   '&& echo \'{\\"cost_usd\\": 0}\' > \\"$KOPT_USAGE\\""\n')
+def test_a_preset_ignores_a_usage_file_the_agent_writes_to_lie_about_its_cost(
+    agent_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cfg = cfg_with(
+        'kind = "command"\nagent = "claude-code"\ncommand = "claude -p \\"$KOPT_PROMPT $KOPT_PLAN\\" '
+        "--output-format stream-json --verbose --permission-mode acceptEdits "
+        "--disallowedTools 'Bash(git commit:*),Bash(git push:*)' --add-dir \\\"$(dirname $KOPT_PLAN)\\\" "
+        '&& echo \'{\\"cost_usd\\": 0}\' > \\"$KOPT_USAGE\\""\n'
+    )
     p = make_proposer(cfg).propose(make_ctx(agent_env, cfg))
     assert p.ok, (p.reason, (agent_env / "ws/logs/v6/proposer.err").read_text())
     assert p.details["agent"]["cost_usd"] == 0.0421  # the CLI's report, not the file
@@ -175,9 +200,9 @@ def test_plain_command_keeps_working_and_records_wall_time(agent_env: Path) -> N
 
 
 @pytest.mark.parametrize("mode,why", [("fail", "exit code 1"), ("hang", "timed out")])
-def test_a_failing_or_hanging_agent_is_a_failed_proposal_with_its_usage_kept(agent_env: Path,
-                                                                           monkeypatch: pytest.MonkeyPatch,
-                                                                           mode: str, why: str) -> None:
+def test_a_failing_or_hanging_agent_is_a_failed_proposal_with_its_usage_kept(
+    agent_env: Path, monkeypatch: pytest.MonkeyPatch, mode: str, why: str
+) -> None:
     monkeypatch.setenv("FAKE_AGENT_MODE", mode)
     cfg = cfg_with('kind = "command"\nagent = "claude-code"\ntimeout_s = 2\n')
     p = make_proposer(cfg).propose(make_ctx(agent_env, cfg))
@@ -224,15 +249,27 @@ def test_missing_executable_at_iteration_time_names_the_agent(agent_env: Path, m
 
 
 def _fake_profile() -> dict:
-    k = [{"name": "fake_kernel_wide", "calls": 3, "total_ns": 30000.0, "avg_ns": 10000.0, "target": True},
-         {"name": "fake_kernel_narrow", "calls": 3, "total_ns": 6000.0, "avg_ns": 2000.0, "target": True}]
-    return {"tool": "ncu", "kernel_regex": "fake", "calls": 3, "anchor": "fake_kernel_wide", "target_total_ns": 36000.0,
-            "target_per_call_ns": 12000.0, "hottest": "fake_kernel_wide", "launches": 6, "kernels": k}
+    k = [
+        {"name": "fake_kernel_wide", "calls": 3, "total_ns": 30000.0, "avg_ns": 10000.0, "target": True},
+        {"name": "fake_kernel_narrow", "calls": 3, "total_ns": 6000.0, "avg_ns": 2000.0, "target": True},
+    ]
+    return {
+        "tool": "ncu",
+        "kernel_regex": "fake",
+        "calls": 3,
+        "anchor": "fake_kernel_wide",
+        "target_total_ns": 36000.0,
+        "target_per_call_ns": 12000.0,
+        "hottest": "fake_kernel_wide",
+        "launches": 6,
+        "kernels": k,
+    }
 
 
 @pytest.mark.parametrize("with_profile", [True, False])
-def test_the_evidence_agent_gains_only_when_the_pack_says_where(agent_env: Path, monkeypatch: pytest.MonkeyPatch,
-                                                               with_profile: bool) -> None:
+def test_the_evidence_agent_gains_only_when_the_pack_says_where(
+    agent_env: Path, monkeypatch: pytest.MonkeyPatch, with_profile: bool
+) -> None:
     monkeypatch.setenv("FAKE_AGENT_MODE", "evidence")
     cfg = cfg_with('kind = "command"\nagent = "generic"\ncommand = "my-agent --brief {prompt} --plan {plan}"\n')
     cand = agent_env / "ws" / "cand"

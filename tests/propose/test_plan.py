@@ -36,12 +36,20 @@ def terms(a) -> set[tuple[str, str]]:  # noqa: ANN001 - a PlanAssessment
 
 def test_a_plan_citing_a_class_a_kernel_and_a_metric(pack: dict) -> None:
     kernel = next(iter(pack["evidence"]["kernels"]))
-    plan = (f"Raise occupancy of {kernel.split('(')[0]} for dclass = wide by cutting registers\n"
-            "target_class: dclass=wide\n\nEvidence: 30 us best, memory-bound at low % of peak.\n")
+    plan = (
+        f"Raise occupancy of {kernel.split('(')[0]} for dclass = wide by cutting registers\n"
+        "target_class: dclass=wide\n\nEvidence: 30 us best, memory-bound at low % of peak.\n"
+    )
     a = assess_plan(plan, pack)
     assert a.ok and not a.flags
-    assert {("class", "dclass=wide"), ("kernel", kernel), ("metric", "occupancy"), ("metric", "registers"),
-            ("metric", "roofline"), ("metric", "us")} <= terms(a)
+    assert {
+        ("class", "dclass=wide"),
+        ("kernel", kernel),
+        ("metric", "occupancy"),
+        ("metric", "registers"),
+        ("metric", "roofline"),
+        ("metric", "us"),
+    } <= terms(a)
     ev = {c.term: c.evidence for c in a.citations}
     assert "best 30" in ev["dclass=wide"] and "us/launch" in ev[kernel]
     assert json.loads(json.dumps(a.to_dict()))["citations"]
@@ -52,9 +60,17 @@ def test_a_plan_citing_nothing_is_accepted_but_flagged(pack: dict) -> None:
     assert a.ok and a.flags == ("uncited",) and "names no config class" in a.reason
 
 
-@pytest.mark.parametrize("plan", [
-    "", "   \n\n", "scope: global\n", "target_class: dclass=wide\n", "#\n", "# \nscope: global\n",
-])
+@pytest.mark.parametrize(
+    "plan",
+    [
+        "",
+        "   \n\n",
+        "scope: global\n",
+        "target_class: dclass=wide\n",
+        "#\n",
+        "# \nscope: global\n",
+    ],
+)
 def test_an_empty_plan_is_a_failed_proposal(pack: dict, plan: str) -> None:
     a = assess_plan(plan, pack)
     assert not a.ok and "empty" in a.reason
@@ -65,14 +81,17 @@ def test_an_unknown_target_class_fails(pack: dict) -> None:
     assert not a.ok and "dclass=huge" in a.reason
 
 
-@pytest.mark.parametrize("plan", [
-    "Speed up dclass=huge by tiling\nscope: global\n",                   # not a class of this bench
-    "Speed up the wide class\nscope: global\n",                           # a value alone is not the class key
-    "Speed up xdclass=wide2 rows\nscope: global\n",                       # substrings do not count
-    "Make it faster for us\nscope: global\n",                             # `us` the word, not the metric
-    "Tune kopt_capture_add_kernel_v2 instead\nscope: global\n",           # a different kernel name
-    "Improve something\ntarget_class: dclass=wide\n",                     # the target line is not evidence
-])
+@pytest.mark.parametrize(
+    "plan",
+    [
+        "Speed up dclass=huge by tiling\nscope: global\n",  # not a class of this bench
+        "Speed up the wide class\nscope: global\n",  # a value alone is not the class key
+        "Speed up xdclass=wide2 rows\nscope: global\n",  # substrings do not count
+        "Make it faster for us\nscope: global\n",  # `us` the word, not the metric
+        "Tune kopt_capture_add_kernel_v2 instead\nscope: global\n",  # a different kernel name
+        "Improve something\ntarget_class: dclass=wide\n",  # the target line is not evidence
+    ],
+)
 def test_hostile_near_misses_do_not_count_as_citations(pack: dict, plan: str) -> None:
     a = assess_plan(plan, pack)
     assert a.ok and a.flags == ("uncited",), terms(a)

@@ -78,8 +78,10 @@ def check_invariants(ws: Workspace, repo: Path) -> None:
         assert (rec["status"], rec["commit"], rec["masked"]) == (it.status, it.commit, it.masked), (it.version, rec)
     # no duplicated samples, no child recorded, no orphan
     with Store(ws.db_path, readonly=True) as s:
-        dup = s.db.execute("SELECT version, stage, round, block, side, config, COUNT(*) FROM samples "
-                           "GROUP BY 1, 2, 3, 4, 5, 6 HAVING COUNT(*) > 1").fetchall()
+        dup = s.db.execute(
+            "SELECT version, stage, round, block, side, config, COUNT(*) FROM samples "
+            "GROUP BY 1, 2, 3, 4, 5, 6 HAVING COUNT(*) > 1"
+        ).fetchall()
         assert not dup, [tuple(r) for r in dup]
         assert s.get("child_pgid") is None
     assert not marked_processes(ws), "a benchmark process outlived the engine"

@@ -16,8 +16,10 @@ from kopt_supervisor.engine.daemon import run_engine
 from tests.conftest import git
 from tests.reliability.helpers import FAST, check_invariants, init, iterations, memory
 
-STALE = ("do:k['no_csv'] = True; json.dump(k, open('kernel.json', 'w')); "
-         "os.utime('results/stale.csv', (time.time() + 86400,) * 2)")
+STALE = (
+    "do:k['no_csv'] = True; json.dump(k, open('kernel.json', 'w')); "
+    "os.utime('results/stale.csv', (time.time() + 86400,) * 2)"
+)
 
 # (proposer action, expected status, expected words in the reason)
 FAULTS = [
@@ -41,14 +43,25 @@ FAULTS = [
 @pytest.mark.slow
 def test_every_bench_fault_fails_the_candidate_and_preserves_the_run(fake_env, monkeypatch):
     script = [a for a, _, _ in FAULTS] + ["gain5"]
-    repo, root = fake_env(script, toml_replace={
-        **FAST, 'csv = "-"': 'csv = "results/*.csv"', "timeout_s = 20\n\n[decide]": "timeout_s = 2\nmax_output_mib = 1\n\n[decide]",
-        'kind = "command"': 'kind = "command"\nrepair_attempts = 0'}, extra_toml="\n[stop]\nconsecutive_failures = 50\n")
+    repo, root = fake_env(
+        script,
+        toml_replace={
+            **FAST,
+            'csv = "-"': 'csv = "results/*.csv"',
+            "timeout_s = 20\n\n[decide]": "timeout_s = 2\nmax_output_mib = 1\n\n[decide]",
+            'kind = "command"': 'kind = "command"\nrepair_attempts = 0',
+        },
+        extra_toml="\n[stop]\nconsecutive_failures = 50\n",
+    )
     # a stale CSV, tracked in the repo: it would read as a 100x speedup
     (repo / "results").mkdir()
-    (repo / "results" / "stale.csv").write_text("shape,cls,n,us,err\n" + "".join(
-        f"s{i},{c},{n},0.1,0\n" for i, (c, n) in enumerate([("small", 128), ("small", 256), ("large", 4096),
-                                                              ("large", 8192)])))
+    (repo / "results" / "stale.csv").write_text(
+        "shape,cls,n,us,err\n"
+        + "".join(
+            f"s{i},{c},{n},0.1,0\n"
+            for i, (c, n) in enumerate([("small", 128), ("small", 256), ("large", 4096), ("large", 8192)])
+        )
+    )
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "stale results")
     monkeypatch.setenv("FAKE_CSV_TO", "results/out.csv")
@@ -73,7 +86,11 @@ def test_every_bench_fault_fails_the_candidate_and_preserves_the_run(fake_env, m
     # best/'s bench never ran a faulty kernel, and what a bench wrote is not in the keep
     assert "# written by the bench" not in (ws.best / "kopt.toml").read_text()
     assert git(repo, "ls-tree", "-r", "--name-only", "kopt/t").splitlines() == [
-        "bench.py", "kernel.json", "kopt.toml", "results/stale.csv"]
+        "bench.py",
+        "kernel.json",
+        "kopt.toml",
+        "results/stale.csv",
+    ]
     # the flood was cut at the limit, not written in full
     assert (ws.log_dir(13) / "eval_r0_cand.out").stat().st_size <= 2**20
 

@@ -108,8 +108,10 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Reference]:
     after the baseline and after v1 left (templates too)."""
     tmp = tmp_path_factory.mktemp("crash")
     case = tmp / "case"
-    env = {"FAKE_SCRIPT": str(case / "target.script.json"),
-           "FAKE_NOISE": "0.00001"}  # every decision at min_rounds: the steps repeat exactly
+    env = {
+        "FAKE_SCRIPT": str(case / "target.script.json"),
+        "FAKE_NOISE": "0.00001",
+    }  # every decision at min_rounds: the steps repeat exactly
     with pytest.MonkeyPatch.context() as mp:
         for k, v in env.items():
             mp.setenv(k, v)
@@ -129,7 +131,7 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Reference]:
             log = tmp / f"session_{iters}.txt"
             assert forked_engine(ws, {"KOPT_TEST_STEPS": str(log)}, max_iters=iters) == 0
             done = templates[-1][0] + len(read_steps(log))
-            assert read_steps(log) == steps[templates[-1][0]:done], "a session replays the reference run's steps"
+            assert read_steps(log) == steps[templates[-1][0] : done], "a session replays the reference run's steps"
             templates.append((done, tmp / f"template-{done}"))
             shutil.copytree(case, templates[-1][1], symlinks=True)
     assert [d for d, _ in templates] == [0, steps.index("v0 baseline done") + 1, steps.index("v1 regression done") + 1]
@@ -155,8 +157,9 @@ def test_sigkill_after_every_persisted_step_then_resume(reference: Reference, sh
         log = tmp_path / f"steps_{n}.txt"
         log.unlink(missing_ok=True)
         # FAKE_LINGER: each bench and proposer leaves a child in its group, an orphan when the engine dies
-        status = forked_engine(ws, {"KOPT_TEST_CRASH_AT": str(n - done), "KOPT_TEST_STEPS": str(log),
-                                    "FAKE_LINGER": "30"})
+        status = forked_engine(
+            ws, {"KOPT_TEST_CRASH_AT": str(n - done), "KOPT_TEST_STEPS": str(log), "FAKE_LINGER": "30"}
+        )
         where = f"crash after step {n} ({steps[n - 1]})"
         assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL, where
         assert read_steps(log) == steps[done:n], where  # the run was the reference's up to the crash
@@ -188,7 +191,9 @@ def test_sigkill_after_every_persisted_step_then_resume(reference: Reference, sh
 def test_sigkill_while_awaiting_review_then_accepted_offline(fake_env, monkeypatch):
     """The review survives the engine: an answer queued while no engine runs is applied at the
     restart, and the accepted candidate is committed once."""
-    repo, root = fake_env(["knob:fast=10", "gain5"], toml_replace={**FAST, "review_timeout_s = 2": "review_timeout_s = 600"})
+    repo, root = fake_env(
+        ["knob:fast=10", "gain5"], toml_replace={**FAST, "review_timeout_s = 2": "review_timeout_s = 600"}
+    )
     ws = init(repo, root)
     status = forked_engine(ws, {"KOPT_TEST_CRASH_AT": "v1 borderline review"})
     assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL

@@ -31,8 +31,12 @@ def test_stale_git_locks_are_removed_and_the_keep_commits(fake_env):
     repo, root = fake_env(["gain5"], toml_replace=FAST)
     ws = init(repo, root)
     common = git(repo, "rev-parse", "--absolute-git-dir")
-    locks = [f"{gitdir(ws.best)}/index.lock", f"{gitdir(ws.cand)}/index.lock", f"{gitdir(ws.cand)}/HEAD.lock",
-             f"{common}/refs/heads/kopt/t.lock"]
+    locks = [
+        f"{gitdir(ws.best)}/index.lock",
+        f"{gitdir(ws.cand)}/index.lock",
+        f"{gitdir(ws.cand)}/HEAD.lock",
+        f"{common}/refs/heads/kopt/t.lock",
+    ]
     for lock in locks:  # what a git killed mid-write leaves behind
         open(lock, "w").close()
     assert run_engine(ws, max_iters=1) == 0
@@ -43,8 +47,14 @@ def test_stale_git_locks_are_removed_and_the_keep_commits(fake_env):
 
 @pytest.mark.parametrize("confined", [True, False], ids=["sandbox", "no-sandbox"])
 def test_worktrees_deleted_by_hand_are_recreated(fake_env, confined):
-    repo, root = fake_env(["gain5", "do:import shutil; shutil.rmtree('../best'); speed['small'] *= 0.9; "
-                           "json.dump(k, open('kernel.json', 'w'))", "gain5"], toml_replace=FAST)
+    repo, root = fake_env(
+        [
+            "gain5",
+            "do:import shutil; shutil.rmtree('../best'); speed['small'] *= 0.9; json.dump(k, open('kernel.json', 'w'))",
+            "gain5",
+        ],
+        toml_replace=FAST,
+    )
     ws = init(repo, root)
     assert run_engine(ws, max_iters=1, no_sandbox=not confined) == 0
     shutil.rmtree(ws.best)  # by hand, between two engine runs
@@ -126,8 +136,17 @@ def test_run_db_full_crashes_cleanly_and_resumes(fake_env, monkeypatch):
     check_invariants(ws, repo)
 
 
-GPU = [{"index": 0, "name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-fake-0", "util_pct": 0, "mem_used_mib": 10,
-        "mem_total_mib": 81559, "processes": []}]
+GPU = [
+    {
+        "index": 0,
+        "name": "NVIDIA H100 80GB HBM3",
+        "uuid": "GPU-fake-0",
+        "util_pct": 0,
+        "mem_used_mib": 10,
+        "mem_total_mib": 81559,
+        "processes": [],
+    }
+]
 GATE = ('vendor = "none"', 'vendor = "auto"\nsamples = 1\nsample_interval_s = 0\nwait_s = 0.1\nwait_max_s = 0.5')
 
 
@@ -151,14 +170,23 @@ class VanishingGpu(FakeBackend):
 def test_gpu_vanishing_mid_round(fake_env, tmp_path, monkeypatch, blip):
     (tmp_path / "flag").mkdir()  # the candidate's bench creates the flag there: writable to it
     flag = tmp_path / "flag" / "GPU_GONE"
-    repo, root = fake_env([f"do:k['touch'] = {str(flag)!r}; " + "speed['small'] *= 0.95; speed['large'] *= 0.95; "
-                           "json.dump(k, open('kernel.json', 'w'))"],
-                          toml_replace={**FAST, GATE[0]: GATE[1],
-                                        "timeout_s = 20\n\n[decide]": f'timeout_s = 20\nwritable = ["{tmp_path / "flag"}"]\n\n[decide]'})
+    repo, root = fake_env(
+        [
+            f"do:k['touch'] = {str(flag)!r}; " + "speed['small'] *= 0.95; speed['large'] *= 0.95; "
+            "json.dump(k, open('kernel.json', 'w'))"
+        ],
+        toml_replace={
+            **FAST,
+            GATE[0]: GATE[1],
+            "timeout_s = 20\n\n[decide]": f'timeout_s = 20\nwritable = ["{tmp_path / "flag"}"]\n\n[decide]',
+        },
+    )
     fake = tmp_path / "gpus.json"
     fake.write_text(json.dumps([GPU]))
     monkeypatch.setenv("KOPT_GPU_CLAIMS_DIR", str(tmp_path / "claims"))
-    monkeypatch.setattr("kopt_supervisor.engine.gpu.backends.open_backend", lambda vendor: VanishingGpu(fake, flag, blip))
+    monkeypatch.setattr(
+        "kopt_supervisor.engine.gpu.backends.open_backend", lambda vendor: VanishingGpu(fake, flag, blip)
+    )
     ws = init(repo, root)
     assert run_engine(ws, max_iters=1) == 0
     its = iterations(ws)
@@ -181,8 +209,10 @@ def test_two_engines_on_one_workspace_one_runs(fake_env, monkeypatch):
     ws = init(repo, root)
     monkeypatch.setenv("FAKE_SLEEP", "0.3")
     argv = [sys.executable, "-m", "kopt_supervisor.engine.daemon", "--root", str(root), "t", "--max-iters", "2"]
-    procs = [subprocess.Popen(argv, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-             for _ in range(2)]
+    procs = [
+        subprocess.Popen(argv, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        for _ in range(2)
+    ]
     outs = [p.communicate(timeout=60)[0] for p in procs]
     codes = sorted(p.returncode for p in procs)
     assert codes == [0, 2], outs
@@ -222,10 +252,23 @@ def test_many_readers_while_the_engine_writes(fake_env):
             time.sleep(0.05)
 
     threads = [threading.Thread(target=reader) for _ in range(4)]
-    cli = [subprocess.Popen([sys.executable, "-c", (
-        "import sys, json\nfrom kopt_supervisor.kopt_tui.cli import main\n"
-        f"for _ in range(15):\n    assert main(['--root', {str(root)!r}, 'status', 't', '--json']) == 0\n")],
-        cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    cli = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                (
+                    "import sys, json\nfrom kopt_supervisor.kopt_tui.cli import main\n"
+                    f"for _ in range(15):\n    assert main(['--root', {str(root)!r}, 'status', 't', '--json']) == 0\n"
+                ),
+            ],
+            cwd=REPO_ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
     for t in threads:
         t.start()
     try:
@@ -273,8 +316,9 @@ def _during_review(ws, root, clock: Clock, jump_s: float, answer_after_s: float 
 
 
 def test_a_clock_jump_neither_ends_nor_stretches_a_review(fake_env, monkeypatch):
-    repo, root = fake_env(["knob:fast=10", "knob:fast=100"], toml_replace={
-        **FAST, "review_timeout_s = 2": "review_timeout_s = 3"})
+    repo, root = fake_env(
+        ["knob:fast=10", "knob:fast=100"], toml_replace={**FAST, "review_timeout_s = 2": "review_timeout_s = 3"}
+    )
     ws = init(repo, root)
     clock = Clock(monkeypatch)
     # forward by a day while v1 awaits review: the engineer's answer 1.5 s later still counts

@@ -67,14 +67,17 @@ def test_every_key_with_a_wrong_type_is_named(section, key, typ):
     assert f"[{section}].{key}" in msg, msg
 
 
-@pytest.mark.parametrize("text,key", [
-    (MIN + 'csv = "/etc/*.csv"\n', "[target].csv"),
-    (MIN + 'csv = "../other/*.csv"\n', "[target].csv"),
-    (MIN + 'csv = "results/../../x.csv"\n', "[target].csv"),
-    (MIN + '[propose.tune]\nparams = "/home/me/.bashrc"\n', "[propose.tune].params"),
-    (MIN + '[propose.tune]\nparams = "../../x.json"\n', "[propose.tune].params"),
-    (MIN + '[propose.tune]\nparams = "~/x.json"\n', "[propose.tune].params"),
-])
+@pytest.mark.parametrize(
+    "text,key",
+    [
+        (MIN + 'csv = "/etc/*.csv"\n', "[target].csv"),
+        (MIN + 'csv = "../other/*.csv"\n', "[target].csv"),
+        (MIN + 'csv = "results/../../x.csv"\n', "[target].csv"),
+        (MIN + '[propose.tune]\nparams = "/home/me/.bashrc"\n', "[propose.tune].params"),
+        (MIN + '[propose.tune]\nparams = "../../x.json"\n', "[propose.tune].params"),
+        (MIN + '[propose.tune]\nparams = "~/x.json"\n', "[propose.tune].params"),
+    ],
+)
 def test_paths_in_the_config_cannot_leave_the_worktree(text, key):
     with pytest.raises(BadInput, match=re.escape(key)):
         config.loads(text)
@@ -95,9 +98,14 @@ def test_tags_cannot_escape_the_root_in_any_command(fake_env, capsys, tag):
 def test_nothing_from_a_plan_hypothesis_or_csv_reaches_a_shell(tmp_path, monkeypatch):
     evil = "$(touch PWNED_a) `touch PWNED_b`; touch PWNED_c && touch PWNED_d | touch PWNED_e"
     base = tmp_path / "ws $(touch PWNED_root); `touch PWNED_root2` 'q\""
-    repo = make_fake_repo(base / "target", toml_replace={
-        **FAST, "proposer.py\"": "proposer.py {plan} {worktree} {prompt}\"",
-        'bench = "': 'env = {LABEL = "$(touch PWNED_env)"}\nbench = "'})
+    repo = make_fake_repo(
+        base / "target",
+        toml_replace={
+            **FAST,
+            'proposer.py"': 'proposer.py {plan} {worktree} {prompt}"',
+            'bench = "': 'env = {LABEL = "$(touch PWNED_env)"}\nbench = "',
+        },
+    )
     k = json.loads((repo / "kernel.json").read_text())
     k["label"] = evil  # the bench prints it in a config column of every CSV row
     (repo / "kernel.json").write_text(json.dumps(k))
@@ -105,10 +113,12 @@ def test_nothing_from_a_plan_hypothesis_or_csv_reaches_a_shell(tmp_path, monkeyp
     assert 'out.append(f"s{i},' in bench
     (repo / "bench.py").write_text(bench.replace('out.append(f"s{i},', "out.append(f\"{k.get('label', '')}s{i},"))
     git(repo, "commit", "-qam", "labels")
-    script = [f"do:plan = {evil + chr(10) + 'scope: global' + chr(10)!r}; speed['small'] *= 0.95; "
-              "speed['large'] *= 0.95; json.dump(k, open('kernel.json', 'w'))",
-              f"do:plan = 'x' + chr(10) + 'target_class: ' + {evil!r} + chr(10); speed['small'] *= 0.9; "
-              "json.dump(k, open('kernel.json', 'w'))"]
+    script = [
+        f"do:plan = {evil + chr(10) + 'scope: global' + chr(10)!r}; speed['small'] *= 0.95; "
+        "speed['large'] *= 0.95; json.dump(k, open('kernel.json', 'w'))",
+        f"do:plan = 'x' + chr(10) + 'target_class: ' + {evil!r} + chr(10); speed['small'] *= 0.9; "
+        "json.dump(k, open('kernel.json', 'w'))",
+    ]
     (base / "target.script.json").write_text(json.dumps(script))
     monkeypatch.setenv("FAKE_SCRIPT", str(base / "target.script.json"))
     monkeypatch.delenv("KOPT_FAKE_GPUS", raising=False)
@@ -116,7 +126,8 @@ def test_nothing_from_a_plan_hypothesis_or_csv_reaches_a_shell(tmp_path, monkeyp
     assert run_engine(ws, max_iters=2) == 0
     its = iterations(ws)
     assert [it.status for it in its] == ["baseline", "keep", "fail_propose"], [
-        it.record.get("decision", {}).get("reason") for it in its]
+        it.record.get("decision", {}).get("reason") for it in its
+    ]
     assert its[1].hypothesis == evil and evil[:72] in git(repo, "log", "-1", "--format=%B", "kopt/t")
     assert "is not a class of this bench" in its[2].record["decision"]["reason"]
     assert any(evil in key for key in its[0].record["configs"])  # the CSV value, read as data
@@ -153,8 +164,13 @@ def test_kopt_opens_no_network_port(fake_env, monkeypatch):
     repo, root = fake_env(["gain5"] * 20, toml_replace=FAST)
     ws = init(repo, root)
     monkeypatch.setenv("FAKE_SLEEP", "0.2")
-    eng = subprocess.Popen([sys.executable, "-m", "kopt_supervisor.engine.daemon", "--root", str(root), "t"], cwd=REPO_ROOT,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    eng = subprocess.Popen(
+        [sys.executable, "-m", "kopt_supervisor.engine.daemon", "--root", str(root), "t"],
+        cwd=REPO_ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     try:
         end = time.monotonic() + 30
         while not engine_alive(ws)[0] and time.monotonic() < end:
@@ -170,11 +186,19 @@ def test_kopt_opens_no_network_port(fake_env, monkeypatch):
     # and no code path can open one: no listening or socket API in the engine or the TUI, but
     # for `kopt mcp --http` (engine/mcp/server.py, started only by that command): its one
     # listening socket is bound to 127.0.0.1, behind a bearer token (tests/mcp)
-    pattern = re.compile(r"socket\.socket|socketserver|http\.server|\.listen\(|\.bind\(|start_server|"
-                         r"create_server|urlopen|import requests|import httpx")
+    pattern = re.compile(
+        r"socket\.socket|socketserver|http\.server|\.listen\(|\.bind\(|start_server|"
+        r"create_server|urlopen|import requests|import httpx"
+    )
     mcp = REPO_ROOT / "src" / "kopt_supervisor" / "engine" / "mcp" / "server.py"
-    hits = [f"{p}:{i}" for d in ("engine", "kopt_tui") for p in (REPO_ROOT / "src" / "kopt_supervisor" / d).rglob("*.py") if p != mcp
-            for i, line in enumerate(p.read_text().splitlines(), 1) if pattern.search(line)]
+    hits = [
+        f"{p}:{i}"
+        for d in ("engine", "kopt_tui")
+        for p in (REPO_ROOT / "src" / "kopt_supervisor" / d).rglob("*.py")
+        if p != mcp
+        for i, line in enumerate(p.read_text().splitlines(), 1)
+        if pattern.search(line)
+    ]
     assert hits == []
     binds = [line.strip() for line in mcp.read_text().splitlines() if ".bind(" in line]
     assert binds == ['sock.bind(("127.0.0.1", port))'], binds

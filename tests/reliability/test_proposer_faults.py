@@ -15,10 +15,12 @@ from tests.reliability.helpers import FAST, check_invariants, events, init, iter
 
 GIT_AS_AGENT = "['git', '-c', 'user.name=a', '-c', 'user.email=a@b'"
 GAIN = "speed['small'] *= 0.95; speed['large'] *= 0.95; json.dump(k, open('kernel.json', 'w'))"
-HOOKS = ("d = subprocess.run(['git', 'rev-parse', '--git-common-dir'], capture_output=True, text=True).stdout.strip(); "
-         "[(open(f'{d}/hooks/{h}', 'w').write('#!/bin/sh\\ntouch ' + os.environ['KOPT_WORKSPACE'] + '/../HOOK_RAN\\n'), "
-         "os.chmod(f'{d}/hooks/{h}', 0o755)) for h in ('post-commit', 'post-checkout', 'pre-commit')]; "
-         "subprocess.run(['git', 'config', 'core.fsmonitor', f'{d}/hooks/post-checkout'], check=True); " + GAIN)
+HOOKS = (
+    "d = subprocess.run(['git', 'rev-parse', '--git-common-dir'], capture_output=True, text=True).stdout.strip(); "
+    "[(open(f'{d}/hooks/{h}', 'w').write('#!/bin/sh\\ntouch ' + os.environ['KOPT_WORKSPACE'] + '/../HOOK_RAN\\n'), "
+    "os.chmod(f'{d}/hooks/{h}', 0o755)) for h in ('post-commit', 'post-checkout', 'pre-commit')]; "
+    "subprocess.run(['git', 'config', 'core.fsmonitor', f'{d}/hooks/post-checkout'], check=True); " + GAIN
+)
 
 # (proposer action, expected status, expected words in the reason)
 FAULTS = [
@@ -26,16 +28,28 @@ FAULTS = [
     ("nochange", "fail_propose", "the proposer changed nothing"),
     ("do:os.remove('bench.py')", "fail_protected", "the candidate changes protected file(s): bench.py"),
     ("do:open('kopt.toml', 'a').write('# tuned\\n')", "fail_protected", "protected file(s): kopt.toml"),
-    ("do:open(os.environ['KOPT_WORKSPACE'] + '/kopt.toml', 'a').write('# looser rules\\n'); sys.exit(1)",
-     "fail_protected", "the proposer edited the run's frozen config"),
+    (
+        "do:open(os.environ['KOPT_WORKSPACE'] + '/kopt.toml', 'a').write('# looser rules\\n'); sys.exit(1)",
+        "fail_protected",
+        "the proposer edited the run's frozen config",
+    ),
     ("do:os.remove('.git'); " + GAIN, "fail_protected", "the proposer removed or replaced cand/.git"),
-    (f"do:subprocess.run({GIT_AS_AGENT}, '-C', '../best', 'commit', '-q', '--allow-empty', '-m', 'x'], check=True)",
-     "fail_protected", "the proposer changed best/ or the run's branch"),
-    ("do:open('../best/json.py', 'w').write('raise SystemExit(9)'); " + GAIN.replace("0.95", "1.05"), "regression",
-     "slower"),
+    (
+        f"do:subprocess.run({GIT_AS_AGENT}, '-C', '../best', 'commit', '-q', '--allow-empty', '-m', 'x'], check=True)",
+        "fail_protected",
+        "the proposer changed best/ or the run's branch",
+    ),
+    (
+        "do:open('../best/json.py', 'w').write('raise SystemExit(9)'); " + GAIN.replace("0.95", "1.05"),
+        "regression",
+        "slower",
+    ),
     ("commit", "fail_propose", "the proposer made commits of its own"),
-    ("do:open('junk.tmp', 'w').write('x'); open('json.py', 'w').write('')", "fail_protected",
-     "modules shadowing importable ones: json (json.py)"),
+    (
+        "do:open('junk.tmp', 'w').write('x'); open('json.py', 'w').write('')",
+        "fail_protected",
+        "modules shadowing importable ones: json (json.py)",
+    ),
     ("do:open('tuned.json', 'w').write('{}')", "tie", ""),  # only a new file, but the tune params file: timed
     ("knob:fast=10", "rejected", "10.0x faster, more than the suspicious_speedup of 3x"),
     ("knob:fast=2", "rejected", "roofline floor"),
@@ -48,11 +62,17 @@ def test_hostile_proposers_are_caught_and_the_run_survives(fake_env):
     proposal catch each one (tests/security/ tries the same under the sandbox, which
     prevents most of them in the first place)."""
     script = [a for a, _, _ in FAULTS]
-    repo, root = fake_env(script, toml_replace={
-        **FAST, 'kind = "command"': 'kind = "command"\nrepair_attempts = 0',
-        'proposer.py"\ntimeout_s = 20': 'proposer.py"\ntimeout_s = 1', "review_timeout_s = 2": "review_timeout_s = 0.2"},
+    repo, root = fake_env(
+        script,
+        toml_replace={
+            **FAST,
+            'kind = "command"': 'kind = "command"\nrepair_attempts = 0',
+            'proposer.py"\ntimeout_s = 20': 'proposer.py"\ntimeout_s = 1',
+            "review_timeout_s = 2": "review_timeout_s = 0.2",
+        },
         extra_toml='\n[stop]\nconsecutive_failures = 50\n\n[roofline]\nbytes = "n * 65800"\ngpu = "h100-sxm"\n'
-                   '\n[propose.tune]\nparams = "tuned.json"\n')
+        '\n[propose.tune]\nparams = "tuned.json"\n',
+    )
     ws = init(repo, root)
     base = git(repo, "rev-parse", "HEAD")
     frozen = ws.config_path.read_bytes()

@@ -36,7 +36,7 @@ def table(text: str, first_header: str) -> list[dict[str, str]]:
         cells = split_row(line) if line.startswith("|") else []
         if cells and cells[0] == first_header:
             rows = []
-            for row in lines[i + 2:]:
+            for row in lines[i + 2 :]:
                 if not row.startswith("|"):
                     break
                 rows.append(dict(zip(cells, split_row(row), strict=True)))

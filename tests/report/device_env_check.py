@@ -43,8 +43,11 @@ def main() -> int:
     rc, raw, err = run_command(["nvidia-smi"])
     probe = probe_python(sys.executable, Path.cwd(), {})
     rows = [
-        ("driver (NVML)", (via_nvml or {}).get("driver"),
-         f"read by {(via_nvml or {}).get('source', 'nothing')}; " + "; ".join(notes_nvml)),
+        (
+            "driver (NVML)",
+            (via_nvml or {}).get("driver"),
+            f"read by {(via_nvml or {}).get('source', 'nothing')}; " + "; ".join(notes_nvml),
+        ),
         ("CUDA driver API (NVML)", (via_nvml or {}).get("cuda_driver"), ""),
         ("driver (nvidia-smi)", (via_cli or {}).get("driver"), "; ".join(notes_cli)),
         ("CUDA driver API (nvidia-smi)", (via_cli or {}).get("cuda_driver"), ""),
@@ -55,13 +58,23 @@ def main() -> int:
     width = max(len(r[0]) for r in rows)
     for name, value, note in rows:
         print(f"{name:<{width}}  {value!s:<14} {note}")
-    agree = bool(via_nvml and via_cli and via_nvml.get("source") == "NVML"
-                 and via_nvml.get("driver") == via_cli.get("driver")
-                 and via_nvml.get("cuda_driver") == via_cli.get("cuda_driver"))
+    agree = bool(
+        via_nvml
+        and via_cli
+        and via_nvml.get("source") == "NVML"
+        and via_nvml.get("driver") == via_cli.get("driver")
+        and via_nvml.get("cuda_driver") == via_cli.get("cuda_driver")
+    )
     print(f"NVML and nvidia-smi agree: {agree}")
-    result = {"nvml": via_nvml, "nvml_notes": notes_nvml, "nvidia_smi": via_cli, "nvidia_smi_notes": notes_cli,
-              "nvidia_smi_header": "\n".join(raw.splitlines()[:4]) if rc == 0 else err, "probe": probe,
-              "agree": agree}
+    result = {
+        "nvml": via_nvml,
+        "nvml_notes": notes_nvml,
+        "nvidia_smi": via_cli,
+        "nvidia_smi_notes": notes_cli,
+        "nvidia_smi_header": "\n".join(raw.splitlines()[:4]) if rc == 0 else err,
+        "probe": probe,
+        "agree": agree,
+    }
     path = out_dir / "report_env_check.json"
     path.write_text(json.dumps(result, indent=2) + "\n")
     print(f"wrote {path}")

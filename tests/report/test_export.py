@@ -45,13 +45,23 @@ def test_export_holds_only_source_and_results_and_touches_nothing(demo):
     # the engineer's own uncommitted work in the target repo must survive untouched
     (repo / "kernel.json").write_text('{"speed": {"small": 0.5, "large": 0.5}}\n')
     (repo / "my-notes.txt").write_text("mine\n")
-    before = (git(repo, "status", "--porcelain"), git(repo, "rev-parse", "HEAD"), git(repo, "symbolic-ref", "HEAD"),
-              refs(repo), (repo / "kernel.json").read_text())
+    before = (
+        git(repo, "status", "--porcelain"),
+        git(repo, "rev-parse", "HEAD"),
+        git(repo, "symbolic-ref", "HEAD"),
+        refs(repo),
+        (repo / "kernel.json").read_text(),
+    )
 
     msg = export_branch(demo, "perf/demo")
 
-    after = (git(repo, "status", "--porcelain"), git(repo, "rev-parse", "HEAD"), git(repo, "symbolic-ref", "HEAD"),
-             refs(repo), (repo / "kernel.json").read_text())
+    after = (
+        git(repo, "status", "--porcelain"),
+        git(repo, "rev-parse", "HEAD"),
+        git(repo, "symbolic-ref", "HEAD"),
+        refs(repo),
+        (repo / "kernel.json").read_text(),
+    )
     assert after[:3] == before[:3] and after[4] == before[4]
     new_ref = f"refs/heads/perf/demo {git(repo, 'rev-parse', 'perf/demo')}"
     assert sorted(after[3].splitlines()) == sorted([*before[3].splitlines(), new_ref])  # one new ref, no other moved

@@ -9,8 +9,15 @@ from kopt_supervisor.engine.decide.os_time import OsTruth
 from kopt_supervisor.engine.records import Iteration, Status
 from tests.report.test_report_units import report_of, two_iterations
 
-SHOWN = of_os_time(OsTruth("shown", "the OS's accounting shows 0.04 s of CPU time saved per look (0.03..0.05 s "
-                                    "at 99%) of the 0.041 s the bench claims", 8, 0.041))
+SHOWN = of_os_time(
+    OsTruth(
+        "shown",
+        "the OS's accounting shows 0.04 s of CPU time saved per look (0.03..0.05 s "
+        "at 99%) of the 0.041 s the bench claims",
+        8,
+        0.041,
+    )
+)
 
 
 def kept_section(its: list[Iteration]) -> str:
@@ -37,13 +44,20 @@ def test_a_keep_confirmed_by_the_benchs_timer_only_says_so():
 def test_status_json_names_bests_external_truth_and_the_timer_only_keeps():
     its = two_iterations({"external_truth": SHOWN.to_dict()})
     its[0].status = Status.BASELINE
-    its.append(Iteration(2, Status.ACCEPTED, commit="D" * 40, best_commit_before="C" * 40, started_at=0.0,
-                         record={"ended_seq": 5}))
+    its.append(
+        Iteration(
+            2, Status.ACCEPTED, commit="D" * 40, best_commit_before="C" * 40, started_at=0.0, record={"ended_seq": 5}
+        )
+    )
     got = external_truth(its)
-    assert got == {"version": 2, "kind": "none", "outcome": "unconfirmed",
-                   "reason": f"{TIMER_ONLY} (accepted in review)", "timer_only": [2]}
+    assert got == {
+        "version": 2,
+        "kind": "none",
+        "outcome": "unconfirmed",
+        "reason": f"{TIMER_ONLY} (accepted in review)",
+        "timer_only": [2],
+    }
     got = external_truth(its[:2])
     assert got["version"] == 1 and got["kind"] == "os_time" and got["outcome"] == "confirmed"
     assert got["reason"] == SHOWN.reason and got["timer_only"] == []
-    assert external_truth(its[:1]) == {"version": None, "kind": None, "outcome": None, "reason": None,
-                                       "timer_only": []}
+    assert external_truth(its[:1]) == {"version": None, "kind": None, "outcome": None, "reason": None, "timer_only": []}

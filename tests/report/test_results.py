@@ -42,8 +42,11 @@ def monkeypatch_module():
 
 
 def iterations(ws) -> dict[int, dict]:
-    rows = db_rows(ws, "SELECT version, status, masked, hypothesis, commit_sha, best_commit_before, record "
-                       "FROM iterations ORDER BY version")
+    rows = db_rows(
+        ws,
+        "SELECT version, status, masked, hypothesis, commit_sha, best_commit_before, record "
+        "FROM iterations ORDER BY version",
+    )
     return {r["version"]: {**dict(r), "record": json.loads(r["record"])} for r in rows}
 
 
@@ -74,8 +77,14 @@ def geomean(xs: list[float]) -> float:
 def test_scenario_is_what_the_expectations_assume(demo):
     its = iterations(demo)
     assert [(v, it["status"], bool(it["masked"])) for v, it in its.items()] == [
-        (0, "baseline", False), (1, "keep", False), (2, "regression", True), (3, "keep", False),
-        (4, "keep", False), (5, "fail_propose", False), (6, "keep", True)]
+        (0, "baseline", False),
+        (1, "keep", False),
+        (2, "regression", True),
+        (3, "keep", False),
+        (4, "keep", False),
+        (5, "fail_propose", False),
+        (6, "keep", True),
+    ]
     assert its[6]["best_commit_before"] == its[4]["commit_sha"]
     # v6 measured v4's tree too: leaving it out is what masking must do
     assert values(demo, "version = 6 AND side = 'best'")
@@ -249,7 +258,8 @@ def test_png_is_drawn_when_matplotlib_imports_and_removed_when_it_does_not(demo,
         "    def tight_layout(self):\n        pass\n"
         "    def savefig(self, path, dpi=None):\n        open(path, 'wb').write(b'\\x89PNG fake')\n"
         "def subplots(figsize=None):\n    return Fig(), Ax()\n"
-        "def close(fig):\n    CALLS.append(('close',))\n")
+        "def close(fig):\n    CALLS.append(('close',))\n"
+    )
     monkeypatch.syspath_prepend(str(fake))
     for name in [m for m in sys.modules if m == "matplotlib" or m.startswith("matplotlib.")]:
         monkeypatch.delitem(sys.modules, name)

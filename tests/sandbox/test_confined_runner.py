@@ -118,8 +118,7 @@ def test_poll_interrupts_a_confined_run_and_the_tree_dies(run_layout: Run):
             raise Stop
 
     with pytest.raises(Stop):
-        r.run("setsid sleep 60 & sleep 60", r.bench(), name="b0", poll=poll, poll_interval_s=0.1,
-              on_start=pgid.append)
+        r.run("setsid sleep 60 & sleep 60", r.bench(), name="b0", poll=poll, poll_interval_s=0.1, on_start=pgid.append)
     assert _wait_gone(sorted(set(seen))) == []
 
 
@@ -143,7 +142,7 @@ for line in sys.stdin:
     if words[0] == "look":
         n, path = words[1], words[2]
         tries = []
-        for target in (best + "/bench.py", cand + "/kernel.py", {str(r.ws / 'run.db')!r}):
+        for target in (best + "/bench.py", cand + "/kernel.py", {str(r.ws / "run.db")!r}):
             try:
                 open(target, "a").write("# forged")
                 tries.append("WROTE " + target)
@@ -157,15 +156,30 @@ for line in sys.stdin:
     before, kernel = r.snapshot(), (r.cand / "kernel.py").read_bytes()
     from kopt_supervisor.engine.sandbox import cache_dir, for_bench
 
-    confine = for_bench(workspace=r.ws, cache=cache_dir(r.ws, "ab", "aaaaaaa", "bbbbbbb"),
-                        readonly_trees=[r.best, r.cand], outputs=[looks], readable=[r.tmp])
+    confine = for_bench(
+        workspace=r.ws,
+        cache=cache_dir(r.ws, "ab", "aaaaaaa", "bbbbbbb"),
+        readonly_trees=[r.best, r.cand],
+        outputs=[looks],
+        readable=[r.tmp],
+    )
     pgid: list[int] = []
-    server = runner.Server(serve, cwd=r.best, log_dir=r.logs, name="ab_serve", env={MARKER: str(r.ws)},
-                           on_start=pgid.append, confine=confine)
+    server = runner.Server(
+        serve,
+        cwd=r.best,
+        log_dir=r.logs,
+        name="ab_serve",
+        env={MARKER: str(r.ws)},
+        on_start=pgid.append,
+        confine=confine,
+    )
     try:
         notes: list[str] = []
-        reply = server.ask(f"look 0 {looks / 'r0.csv'}", timeout_s=20,
-                           is_reply=lambda ln: (notes.append(ln) or False) if ln.startswith("note") else ln == "done 0")
+        reply = server.ask(
+            f"look 0 {looks / 'r0.csv'}",
+            timeout_s=20,
+            is_reply=lambda ln: (notes.append(ln) or False) if ln.startswith("note") else ln == "done 0",
+        )
         assert reply == "done 0"
         assert "WROTE" not in notes[0], notes
         assert (looks / "r0.csv").read_text().startswith("side,config")
@@ -180,7 +194,8 @@ def test_a_server_that_cannot_write_says_which_key_allows_it(run_layout: Run):
     r = run_layout
     target = r.tmp / "elsewhere.txt"
     serve = r.py(f"open({str(target)!r}, 'w').write('x')")
-    server = runner.Server(serve, cwd=r.best, log_dir=r.logs, name="ab_serve",
-                           confine=r.bench(r.best, readable=[r.tmp]))
+    server = runner.Server(
+        serve, cwd=r.best, log_dir=r.logs, name="ab_serve", confine=r.bench(r.best, readable=[r.tmp])
+    )
     with pytest.raises(runner.ServerError, match=r"it tried to write .*elsewhere.txt.*\[target\]\.writable"):
         server.ask("look 0 /nowhere", timeout_s=20, is_reply=lambda ln: ln == "done 0")

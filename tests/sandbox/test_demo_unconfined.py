@@ -44,8 +44,9 @@ def no_sandbox_here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str
 
 
 def kopt(env: dict[str, str], *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([KOPT, *args], env=env, capture_output=True, text=True, timeout=timeout,
-                          stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [KOPT, *args], env=env, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL
+    )
 
 
 @pytest.mark.slow
@@ -104,8 +105,9 @@ def make_tune_target(tmp_path: Path) -> Workspace:
     repo.mkdir()
     shutil.copy(FAKE / "tune_bench.py", repo / "tune_bench.py")
     shutil.copy(FAKE / "tune_params.json", repo / "params.json")
-    (repo / "kopt.toml").write_text((FAKE / "tune_kopt.toml").read_text()
-                                    .replace('"python tune_bench.py"', f'"{sys.executable} tune_bench.py"'))
+    (repo / "kopt.toml").write_text(
+        (FAKE / "tune_kopt.toml").read_text().replace('"python tune_bench.py"', f'"{sys.executable} tune_bench.py"')
+    )
     git(repo, "init", "-q", "-b", "main")
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "tune target")
@@ -124,8 +126,23 @@ def test_the_demo_permission_covers_only_a_demo_workspace_with_the_tune_proposer
         open_run(ws, proposer_kind="tune", no_sandbox=False, log=lambda m: None, poll_interval_s=0.2, demo=True)
     r = kopt(no_sandbox_here, "--root", str(ws.root), "run", "t", "--foreground", "--max-iters", "1")
     assert r.returncode == 2 and "--no-sandbox" in r.stderr
-    r = subprocess.run([sys.executable, "-m", "kopt_supervisor.engine.daemon", "--root", str(ws.root), "--demo",
-                        "--max-iters", "0", "t"], env=no_sandbox_here, capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kopt_supervisor.engine.daemon",
+            "--root",
+            str(ws.root),
+            "--demo",
+            "--max-iters",
+            "0",
+            "t",
+        ],
+        env=no_sandbox_here,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 2 and "under bubblewrap, which does not work here" in r.stderr
     with Store(ws.db_path) as store:
         assert store.get("sandbox") is None  # no engine ever started on it
@@ -154,4 +171,5 @@ def test_where_a_sandbox_works_the_demo_is_confined_like_any_run():
         with pytest.raises(sandbox.SandboxUnavailable):
             sandbox.start_rule(broken, proposer_kind=kind, no_sandbox=False, demo=True)
     assert sandbox.start_rule(broken, proposer_kind="tune", no_sandbox=True, demo=True).summary.startswith(
-        "UNSANDBOXED (--no-sandbox)")
+        "UNSANDBOXED (--no-sandbox)"
+    )

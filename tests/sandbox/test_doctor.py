@@ -45,17 +45,33 @@ def test_missing_bwrap_and_tools_are_listed_with_their_consequence(tmp_path: Pat
 
 def test_a_machine_with_everything_reports_nothing_missing():
     base = {
-        "sandbox": {"works": True, "reason": "", "hint": "", "user_namespaces": True, "version": "bubblewrap 0.8.0",
-                    "bwrap": "/usr/bin/bwrap", "privileged": False, "source": "system", "system_skipped": "",
-                    "cause": "", "choice": "the system's bwrap /usr/bin/bwrap: it works"},
+        "sandbox": {
+            "works": True,
+            "reason": "",
+            "hint": "",
+            "user_namespaces": True,
+            "version": "bubblewrap 0.8.0",
+            "bwrap": "/usr/bin/bwrap",
+            "privileged": False,
+            "source": "system",
+            "system_skipped": "",
+            "cause": "",
+            "choice": "the system's bwrap /usr/bin/bwrap: it works",
+        },
         "gpu_devices": ["/dev/nvidia0", "/dev/nvidia-uvm", "/dev/nvidiactl"],
         "gpu_backends": [{"backend": "nvml", "gpus": 1, "status": "NVML"}],
-        "fake_gpus": None, "nvidia_profiling_admin_only": False,
-        "profilers": {"ncu": {"path": "/usr/local/cuda/bin/ncu", "version": "2025.1"},
-                      "rocprofv3": {"path": None, "version": None}},
+        "fake_gpus": None,
+        "nvidia_profiling_admin_only": False,
+        "profilers": {
+            "ncu": {"path": "/usr/local/cuda/bin/ncu", "version": "2025.1"},
+            "rocprofv3": {"path": None, "version": None},
+        },
         "git": {"path": "/usr/bin/git", "version": "git version 2.43"},
-        "python": {"executable": "/usr/bin/python3", "version": "3.12.1",
-                   "packages": {"torch": "2.6.0", "triton": "3.2.0"}},
+        "python": {
+            "executable": "/usr/bin/python3",
+            "version": "3.12.1",
+            "packages": {"torch": "2.6.0", "triton": "3.2.0"},
+        },
         "unix_sockets_covered": [],
     }
     assert doctor.missing(base) == []

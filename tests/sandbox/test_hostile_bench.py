@@ -21,15 +21,24 @@ pytestmark = NEEDS_BWRAP
 
 def test_an_output_cache_in_tmp_shm_home_or_ipc_is_gone_by_the_next_run(run_layout: Run):
     r = run_layout
-    places = ["/tmp/kopt_cache", "$TMPDIR/kopt_cache2", "/var/tmp/kopt_cache3", "/dev/shm/kopt_cache4",
-              "$HOME/.kopt_cache5", "/run/kopt_cache6"]
+    places = [
+        "/tmp/kopt_cache",
+        "$TMPDIR/kopt_cache2",
+        "/var/tmp/kopt_cache3",
+        "/dev/shm/kopt_cache4",
+        "$HOME/.kopt_cache5",
+        "/run/kopt_cache6",
+    ]
     write = "; ".join(f"echo cached-output > {p}" for p in places)
     has_ipcmk = shutil.which("ipcmk") is not None
     first = r.run(write + ("; ipcmk -M 4096 >/dev/null" if has_ipcmk else "") + "; exit 0", r.bench(), name="bench_r0")
     assert first.ok, first.why() + first.tail()
     check = "; ".join(f"[ -e {p} ] && echo FOUND {p}" for p in places)
-    second = r.run(check + ("; ipcs -m | grep -c '^0x' | sed 's/^/SEGMENTS /'" if has_ipcmk else "") + "; exit 0",
-                   r.bench(), name="bench_r1")
+    second = r.run(
+        check + ("; ipcs -m | grep -c '^0x' | sed 's/^/SEGMENTS /'" if has_ipcmk else "") + "; exit 0",
+        r.bench(),
+        name="bench_r1",
+    )
     assert second.ok
     out = second.stdout_path.read_text()
     assert "FOUND" not in out, out
@@ -248,11 +257,20 @@ def test_bytecode_planted_beside_a_source_is_never_loaded(run_layout: Run):
     tag = sys.implementation.cache_tag
     (r.cand / "__pycache__").mkdir()
     # an unchecked-hash pyc is loaded whatever the source says: unconfined Python runs it
-    py_compile.compile(str(evil), cfile=str(r.cand / "__pycache__" / f"mod.{tag}.pyc"),
-                       invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
+    py_compile.compile(
+        str(evil),
+        cfile=str(r.cand / "__pycache__" / f"mod.{tag}.pyc"),
+        invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH,
+    )
     command = f"{sys.executable} -c 'import mod; print(mod.VALUE)'"
-    control = subprocess.run(command, shell=True, cwd=r.cand, capture_output=True, text=True,
-                             env={k: v for k, v in os.environ.items() if k != "PYTHONPYCACHEPREFIX"})
+    control = subprocess.run(
+        command,
+        shell=True,
+        cwd=r.cand,
+        capture_output=True,
+        text=True,
+        env={k: v for k, v in os.environ.items() if k != "PYTHONPYCACHEPREFIX"},
+    )
     assert control.stdout.strip() == "planted bytecode"
     res = r.run(command, r.bench(), name="b0")
     assert res.ok, res.why() + res.tail()
@@ -268,8 +286,15 @@ def test_a_runaway_confined_bench_is_killed_whole_on_timeout(run_layout: Run):
         if pgid:
             seen.update(p.pid for p in runner.process_tree(pgid[0]))
 
-    res = r.run("setsid sleep 60 & sleep 60", r.bench(), name="b0", timeout_s=1.0, poll=watch, poll_interval_s=0.1,
-                on_start=pgid.append)
+    res = r.run(
+        "setsid sleep 60 & sleep 60",
+        r.bench(),
+        name="b0",
+        timeout_s=1.0,
+        poll=watch,
+        poll_interval_s=0.1,
+        on_start=pgid.append,
+    )
     assert res.timed_out and res.returncode is None
     assert "timed out" in res.why()
     assert seen and all(not psutil.pid_exists(p) or psutil.Process(p).status() == psutil.STATUS_ZOMBIE for p in seen)

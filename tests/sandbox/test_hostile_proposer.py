@@ -173,8 +173,10 @@ def test_a_pth_file_cannot_be_planted_in_site_packages(run_layout: Run):
     r = run_layout
     purelib = Path(sysconfig.get_paths()["purelib"])
     target = purelib / "kopt_evil.pth"
-    script = f"echo 'import os; os.environ[\"PWNED\"]=\"1\"' > {target} && echo PLANTED; " \
-             f"echo x > {purelib}/sitecustomize.py && echo PLANTED2; exit 0"
+    script = (
+        f'echo \'import os; os.environ["PWNED"]="1"\' > {target} && echo PLANTED; '
+        f"echo x > {purelib}/sitecustomize.py && echo PLANTED2; exit 0"
+    )
     for confine in (r.proposer(), r.bench(), r.proposer(writable=[str(purelib.parent)])):
         res = r.run(script, confine)
         assert res.ok
@@ -226,8 +228,11 @@ def test_a_writable_path_inside_the_workspace_or_git_dir_is_refused(run_layout: 
 def test_the_agents_own_folders_are_writable_and_created(run_layout: Run):
     r = run_layout
     agent_home = r.tmp / "agent" / ".claude"  # what a preset names; missing: created
-    res = r.run(f"echo session > {agent_home}/state.json && echo x > {r.tmp}/elsewhere", r.proposer(
-        writable=[str(agent_home)], readable=[r.tmp]), name="proposer")
+    res = r.run(
+        f"echo session > {agent_home}/state.json && echo x > {r.tmp}/elsewhere",
+        r.proposer(writable=[str(agent_home)], readable=[r.tmp]),
+        name="proposer",
+    )
     assert not res.ok  # the second write is outside: refused
     assert (agent_home / "state.json").read_text() == "session\n"
     assert not (r.tmp / "elsewhere").exists()

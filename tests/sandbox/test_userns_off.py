@@ -50,8 +50,14 @@ def path_without_bwrap(folder: Path) -> str:
 
 
 def inside(env: dict[str, str], *argv: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, str(HERE / "userns_off.py"), *argv], env=env, capture_output=True,
-                          text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [sys.executable, str(HERE / "userns_off.py"), *argv],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 @pytest.mark.slow
@@ -74,8 +80,9 @@ def test_with_user_namespaces_off_run_refuses_with_the_fix_and_the_demo_runs_unc
     repo.mkdir()
     shutil.copy(FAKE / "tune_bench.py", repo / "tune_bench.py")
     shutil.copy(FAKE / "tune_params.json", repo / "params.json")
-    (repo / "kopt.toml").write_text((FAKE / "tune_kopt.toml").read_text()
-                                    .replace('"python tune_bench.py"', f'"{sys.executable} tune_bench.py"'))
+    (repo / "kopt.toml").write_text(
+        (FAKE / "tune_kopt.toml").read_text().replace('"python tune_bench.py"', f'"{sys.executable} tune_bench.py"')
+    )
     git(repo, "init", "-q", "-b", "main")
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "tune target")

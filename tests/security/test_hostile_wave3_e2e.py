@@ -81,8 +81,11 @@ OS_ONLY = ("statistics", "csv-rows", "gc-times", "worker-process")
 """Timer patches in runtime forms of their own, run only with the scan allowed away (with it
 on, a review can only be added to what the measurement decides, and the policy rejects it)."""
 STOPPED_BY = {
-    **{c.name: SCAN for c in hostile.CASES if c.cls in ("1", "2", "3", "timer", "audit")
-       and c.name not in (*OS_ONLY, "audit-unseen", "audit-only")},
+    **{
+        c.name: SCAN
+        for c in hostile.CASES
+        if c.cls in ("1", "2", "3", "timer", "audit") and c.name not in (*OS_ONLY, "audit-unseen", "audit-only")
+    },
     "audit-only": AUDIT,  # its look committed to zeros: fails before the scan's review is asked
     "audit-unseen": OS,
     **{name: SCAN for name in ("gc-sets", "frame-sets", "fix-later")},
@@ -150,8 +153,15 @@ def layer_of(status: str, reason: str, flags: tuple[str, ...]) -> str:
 
 def also(row: Row) -> str:
     """The other layers that saw the case (flags and scan findings beside the one that stopped it)."""
-    seen = [name for flag, name in (("needs_stronger_checks", "stronger checks"), ("mean_not_faster", "mean check"),
-                                    ("suspicious_speedup", "suspicious speed")) if flag in row.flags]
+    seen = [
+        name
+        for flag, name in (
+            ("needs_stronger_checks", "stronger checks"),
+            ("mean_not_faster", "mean check"),
+            ("suspicious_speedup", "suspicious speed"),
+        )
+        if flag in row.flags
+    ]
     if row.scan_rules and row.layer != SCAN:
         seen.append("scan: " + ",".join(sorted(row.scan_rules)))
     return "; ".join(seen)
@@ -193,8 +203,17 @@ def run_cases(tmp: Path, monkeypatch: pytest.MonkeyPatch, names: list[str], targ
             decision = it.record.get("decision") or {}
             reason = str(decision.get("reason") or "")
             flags = tuple(decision.get("flags") or ())
-            rows[name] = Row(name, hostile.BY_NAME[name].cls, it.status, layer_of(it.status, reason, flags), reason,
-                             flags, it.record, own_check(ws.log_dir(v) / "eval_r0_cand.csv"), it.commit)
+            rows[name] = Row(
+                name,
+                hostile.BY_NAME[name].cls,
+                it.status,
+                layer_of(it.status, reason, flags),
+                reason,
+                flags,
+                it.record,
+                own_check(ws.log_dir(v) / "eval_r0_cand.csv"),
+                it.commit,
+            )
     print(f"\n{len(names)} candidates in {took:.1f} s ({target_toml.strip() or 'the scan on'})")
     print(f"{'case':17s} {'class':6s} {'status':17s} {'stopped by':17s} {'also':44s} reason")
     for r in rows.values():
@@ -230,8 +249,9 @@ def honest_kept(row: Row) -> None:
 @pytest.mark.slow
 @NEEDS_BWRAP
 @pytest.mark.parametrize("half", [0, 1])
-def test_no_hostile_candidate_is_kept_and_a_real_gain_is(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                          half: int) -> None:
+def test_no_hostile_candidate_is_kept_and_a_real_gain_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, half: int
+) -> None:
     """Two runs of half the cases each (parallel workers take one each); the honest control
     in the second, whose hostile cases cost less."""
     names = [c.name for c in hostile.CASES if c.name not in OS_ONLY]
@@ -253,8 +273,9 @@ def test_no_hostile_candidate_is_kept_and_a_real_gain_is(tmp_path: Path, monkeyp
             assert "the diff reaches outside the kernel" in r.reason and "diff_constructs" in r.flags, r
             assert r.scan_rules - {"outside-sources"}, r.scan_rules
         elif r.layer == AUDIT:  # the bench's own check passed every row: kopt's audit alone saw it
-            assert r.status == "fail_correctness" and ("audited timed call (set " in r.reason
-                                                       or "(outputs changed after the look)" in r.reason), r
+            assert r.status == "fail_correctness" and (
+                "audited timed call (set " in r.reason or "(outputs changed after the look)" in r.reason
+            ), r
             assert r.own_check is True, r
         elif r.layer == OS:  # the audit and the look's commitment agree with best's; the work was not saved
             assert not r.scan_rules and r.status == "rejected", r
@@ -270,9 +291,9 @@ def test_no_hostile_candidate_is_kept_and_a_real_gain_is(tmp_path: Path, monkeyp
 @pytest.mark.slow
 @NEEDS_BWRAP
 @pytest.mark.parametrize("half", [0, 1])
-def test_with_the_scan_allowed_away_the_os_refutes_every_timer_patch(tmp_path: Path,
-                                                                     monkeypatch: pytest.MonkeyPatch,
-                                                                     half: int) -> None:
+def test_with_the_scan_allowed_away_the_os_refutes_every_timer_patch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, half: int
+) -> None:
     # the honest control beside the three cheaper cases (a run of the other four took 45 s)
     rows = run_cases(tmp_path, monkeypatch, [*OS_REFUTES[half::2], *(["honest"] if half == 1 else [])], SCAN_OFF)
     if half == 1:
@@ -301,8 +322,9 @@ def test_the_scan_flags_every_case_it_stops_on_its_own_diff(tmp_path: Path, name
         (repo / path).write_bytes(content.encode() if isinstance(content, str) else content)
     cfg = config.load(repo / "kopt.toml")
     text, truncated = gitops.scan_diff(repo, best)
-    findings = diffscan.scan(text, lambda path: read_for_scan(repo, path), allow=cfg.target.allow_constructs,
-                             truncated=truncated)
+    findings = diffscan.scan(
+        text, lambda path: read_for_scan(repo, path), allow=cfg.target.allow_constructs, truncated=truncated
+    )
     changed = git(repo, "diff", "--name-only", best).splitlines()
     new = git(repo, "ls-files", "--others", "--exclude-standard").splitlines()
     findings += outside_sources(text, changed + new, new, cfg.target.sources)
@@ -312,17 +334,32 @@ def test_the_scan_flags_every_case_it_stops_on_its_own_diff(tmp_path: Path, name
 
 
 SMALL_TIMER_COSTS = {
-    "eval": [("best", 0, 0.17, 0.26743, 0.081761448, True), ("cand", 0, 0.35, 0.403357, 0.073866504, True),
-             ("best", 1, 0.13, 0.158813, 0.080970192, False), ("cand", 1, 0.14, 0.147235, 0.076927416, False),
-             ("best", 2, 0.14, 0.135886, 0.084886488, False), ("cand", 2, 0.14, 0.137774, 0.075953184, False),
-             ("best", 3, 0.15, 0.134173, 0.083839728, False), ("cand", 3, 0.14, 0.139194, 0.075507456, False),
-             ("best", 4, 0.13, 0.131235, 0.081408768, False), ("cand", 4, 0.15, 0.143006, 0.075911232, False)],
-    "reverify": [("best", 0, 0.34, 0.394438, 0.0822774, True), ("cand", 0, 0.35, 0.500116, 0.073664064, True),
-                 ("best", 1, 0.15, 0.189241, 0.082118472, False), ("cand", 1, 0.13, 0.167221, 0.071316312, False),
-                 ("best", 2, 0.13, 0.145294, 0.082412808, False), ("cand", 2, 0.14, 0.17245, 0.073317936, False),
-                 ("best", 3, 0.14, 0.161629, 0.081494904, False), ("cand", 3, 0.14, 0.161032, 0.072817776, False),
-                 ("best", 4, 0.14, 0.153703, 0.080143128, False), ("cand", 4, 0.13, 0.136864, 0.07148988, False),
-                 ("best", 5, 0.14, 0.155723, 0.081152688, False), ("cand", 5, 0.14, 0.17755, 0.07152492, False)],
+    "eval": [
+        ("best", 0, 0.17, 0.26743, 0.081761448, True),
+        ("cand", 0, 0.35, 0.403357, 0.073866504, True),
+        ("best", 1, 0.13, 0.158813, 0.080970192, False),
+        ("cand", 1, 0.14, 0.147235, 0.076927416, False),
+        ("best", 2, 0.14, 0.135886, 0.084886488, False),
+        ("cand", 2, 0.14, 0.137774, 0.075953184, False),
+        ("best", 3, 0.15, 0.134173, 0.083839728, False),
+        ("cand", 3, 0.14, 0.139194, 0.075507456, False),
+        ("best", 4, 0.13, 0.131235, 0.081408768, False),
+        ("cand", 4, 0.15, 0.143006, 0.075911232, False),
+    ],
+    "reverify": [
+        ("best", 0, 0.34, 0.394438, 0.0822774, True),
+        ("cand", 0, 0.35, 0.500116, 0.073664064, True),
+        ("best", 1, 0.15, 0.189241, 0.082118472, False),
+        ("cand", 1, 0.13, 0.167221, 0.071316312, False),
+        ("best", 2, 0.13, 0.145294, 0.082412808, False),
+        ("cand", 2, 0.14, 0.17245, 0.073317936, False),
+        ("best", 3, 0.14, 0.161629, 0.081494904, False),
+        ("cand", 3, 0.14, 0.161032, 0.072817776, False),
+        ("best", 4, 0.14, 0.153703, 0.080143128, False),
+        ("cand", 4, 0.13, 0.136864, 0.07148988, False),
+        ("best", 5, 0.14, 0.155723, 0.081152688, False),
+        ("cand", 5, 0.14, 0.17755, 0.07152492, False),
+    ],
 }
 """record["side_costs"] of hostile.py's small-timer case (every CPU-time reading x 0.9) kept
 on pyserve with the scan allowed away: 5 looks of the decision, 6 of the confirmation."""
@@ -335,12 +372,22 @@ def test_a_timer_patch_under_the_os_resolution_is_not_kept() -> None:
     tell, so the OS's word is "inconclusive", and a keep no clock outside the candidate's
     process confirms goes to review (it was kept, "confirmed by the bench's timer only",
     until 2026-11-29)."""
-    looks = [look for stage in ("eval", "reverify")
-             for look in looks_of(SideCost(side, r, cpu, wall, claimed, started=started)
-                                  for side, r, cpu, wall, claimed, started in SMALL_TIMER_COSTS[stage])]
+    looks = [
+        look
+        for stage in ("eval", "reverify")
+        for look in looks_of(
+            SideCost(side, r, cpu, wall, claimed, started=started)
+            for side, r, cpu, wall, claimed, started in SMALL_TIMER_COSTS[stage]
+        )
+    ]
     truth = weigh(looks)
-    tried(truth.outcome == "inconclusive" and truth.claimed_s < 2 * RESOLUTION_S["cpu"],
-          f"the recorded looks no longer read as the hole did: {truth.reason}")
+    tried(
+        truth.outcome == "inconclusive" and truth.claimed_s < 2 * RESOLUTION_S["cpu"],
+        f"the recorded looks no longer read as the hole did: {truth.reason}",
+    )
     keep = Verdict("keep", "cls=large -7.9% faster (every class improved)")
     verdict = settle(keep, Confirmation("confirmed", "after 6 looks", 6), of_os_time(truth))
-    assert verdict.kind == "borderline" and "external_truth_inconclusive" in verdict.flags, (verdict.kind, verdict.reason)
+    assert verdict.kind == "borderline" and "external_truth_inconclusive" in verdict.flags, (
+        verdict.kind,
+        verdict.reason,
+    )

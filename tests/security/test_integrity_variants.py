@@ -39,11 +39,19 @@ def test_unconfined_a_forged_keep_with_a_copied_seal_is_never_best(hostile: Fact
     with Store(h.ws.db_path, readonly=True) as s:
         v0 = s.iteration(0)
     assert v0 is not None and v0.record.get("seal")
-    sql = ("INSERT INTO iterations (version, status, phase, commit_sha, best_commit_before, started_at, record) "
-           f"VALUES (99, 'keep', 'done', '{evil}', '{before.branch}', 0, "
-           f"'{json.dumps({'seal': v0.record['seal'], 'ended_seq': 99})}')")
-    h.set_script([{"name": "forge-best-sealed", "exec": STEPS + f"_try('forge', lambda: _db({sql!r}))\n"
-                   + record_steps(h) + attacks.touch_kernel()}])
+    sql = (
+        "INSERT INTO iterations (version, status, phase, commit_sha, best_commit_before, started_at, record) "
+        f"VALUES (99, 'keep', 'done', '{evil}', '{before.branch}', 0, "
+        f"'{json.dumps({'seal': v0.record['seal'], 'ended_seq': 99})}')"
+    )
+    h.set_script(
+        [
+            {
+                "name": "forge-best-sealed",
+                "exec": STEPS + f"_try('forge', lambda: _db({sql!r}))\n" + record_steps(h) + attacks.touch_kernel(),
+            }
+        ]
+    )
     h.session(1, no_sandbox=True)
     tried(steps(h) == {"forge": "ok"}, "the forgery did not land")
     st = api.status(h.ws)
@@ -61,8 +69,16 @@ def test_unconfined_a_deleted_keep_stops_the_run_and_is_said(hostile: Factory) -
     h.baseline(no_sandbox=True, iters=1)
     v1 = h.iteration(1)
     assert v1.status == "keep" and v1.commit, (v1.status, h.reason(1))
-    h.set_script([{}, {"name": "delete the keep", "exec": STEPS + "_try('delete', lambda: _db("
-                       "\"DELETE FROM iterations WHERE version = 1\"))\n" + record_steps(h) + attacks.touch_kernel()}])
+    h.set_script(
+        [
+            {},
+            {
+                "name": "delete the keep",
+                "exec": STEPS + "_try('delete', lambda: _db("
+                '"DELETE FROM iterations WHERE version = 1"))\n' + record_steps(h) + attacks.touch_kernel(),
+            },
+        ]
+    )
     h.session(1, no_sandbox=True)
     tried(steps(h) == {"delete": "ok"}, "the keep was not deleted")
     st = api.status(h.ws)
@@ -78,7 +94,9 @@ def test_unconfined_links_in_place_of_memory_files_and_of_memory_are_put_back(ho
     h = hostile.fake([])
     outside = h.proof / "users-folder"
     forged = h.proof / "v0.json"
-    attack_code = STEPS + f"""
+    attack_code = (
+        STEPS
+        + f"""
 import shutil
 def _link_v0():
     path = os.path.join(_ws, 'memory', 'v0.json')
@@ -86,7 +104,10 @@ def _link_v0():
     os.unlink(path)
     os.symlink({str(forged)!r}, path)
 _try('link v0', _link_v0)
-""" + record_steps(h) + attacks.touch_kernel()
+"""
+        + record_steps(h)
+        + attacks.touch_kernel()
+    )
     h.set_script([{"name": "link memory/v0.json", "exec": attack_code}])
     before = h.baseline(no_sandbox=True)
     assert h.session(1, no_sandbox=True) == 0
@@ -99,13 +120,24 @@ _try('link v0', _link_v0)
 
     outside.mkdir()
     (outside / "v7.json").write_text("the user's own")
-    h.set_script([{}, {"name": "link memory/", "exec": STEPS + f"""
+    h.set_script(
+        [
+            {},
+            {
+                "name": "link memory/",
+                "exec": STEPS
+                + f"""
 import shutil
 def _link_memory():
     shutil.rmtree(os.path.join(_ws, 'memory'))
     os.symlink({str(outside)!r}, os.path.join(_ws, 'memory'))
 _try('link memory', _link_memory)
-""" + record_steps(h) + attacks.touch_kernel()}])
+"""
+                + record_steps(h)
+                + attacks.touch_kernel(),
+            },
+        ]
+    )
     assert h.session(1, no_sandbox=True) == 0
     tried(steps(h) == {"link memory": "ok"}, "memory/ was not replaced")
     assert h.ws.memory.is_dir() and not h.ws.memory.is_symlink()
@@ -127,8 +159,14 @@ with open(os.path.join(BEST, 'kernel.json'), 'w') as f:
 @pytest.mark.parametrize("how", ["hard link", "index flag"])
 def test_unconfined_best_changed_out_of_gits_sight_is_restored_with_the_failure(hostile: Factory, how: str) -> None:
     h = hostile.fake([])
-    h.set_script([{"name": how, "exec": attacks.direct(h, HARD_LINK if how == "hard link" else INDEX_FLAG)
-                   + attacks.touch_kernel()}])
+    h.set_script(
+        [
+            {
+                "name": how,
+                "exec": attacks.direct(h, HARD_LINK if how == "hard link" else INDEX_FLAG) + attacks.touch_kernel(),
+            }
+        ]
+    )
     before = h.baseline(no_sandbox=True)
     assert h.session(1, no_sandbox=True) == 0
     kernel = h.ws.best / "kernel.json"
@@ -139,8 +177,9 @@ def test_unconfined_best_changed_out_of_gits_sight_is_restored_with_the_failure(
         other.write_text(json.dumps({"speed": {"small": 9.0, "large": 9.0}}))  # a later write through it
         assert "9.0" not in kernel.read_text()
     else:
-        assert "skip-worktree" not in git(h.ws.best, "ls-files", "-v", "kernel.json") and \
-            not git(h.ws.best, "ls-files", "-v", "kernel.json").startswith("S ")
+        assert "skip-worktree" not in git(h.ws.best, "ls-files", "-v", "kernel.json") and not git(
+            h.ws.best, "ls-files", "-v", "kernel.json"
+        ).startswith("S ")
         assert "1.6" not in kernel.read_text()
     assert any("best/ restored" in m for m in h.events("tamper")), h.events("tamper")
     h.assert_refused(before, 1, {"fail_protected"}, "the proposer changed best/", outside=False)
@@ -149,8 +188,16 @@ def test_unconfined_best_changed_out_of_gits_sight_is_restored_with_the_failure(
 def test_unconfined_a_marked_process_that_ignores_term_after_a_double_fork_is_ended(hostile: Factory) -> None:
     h = hostile.fake([])
     ignore_term = "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
-    h.set_script([{"name": "linger-stubborn", "exec": attacks.linger(h, ignore_term, how="doublefork", seconds=20)
-                   + "import time; time.sleep(0.2)\n" + attacks.touch_kernel()}])
+    h.set_script(
+        [
+            {
+                "name": "linger-stubborn",
+                "exec": attacks.linger(h, ignore_term, how="doublefork", seconds=20)
+                + "import time; time.sleep(0.2)\n"
+                + attacks.touch_kernel(),
+            }
+        ]
+    )
     before = h.baseline(no_sandbox=True)
     assert h.session(1, no_sandbox=True) == 0
     ticks = h.ticks("linger")
@@ -164,7 +211,10 @@ def test_unconfined_a_marked_process_that_ignores_term_after_a_double_fork_is_en
 def test_a_real_gain_that_carries_a_smaller_batch_goes_to_review(hostile: Factory) -> None:
     """The kernel is really faster, and problem.py (not a source) cuts the batch too: the
     candidate is not kept on the kernel's merit alone; the batch line is quoted."""
-    problem = SMALL_BATCH + "SCALE = 0.5\n\n\ndef inputs(n):\n    return [((j * 7919) % 1009) / 1009.0 for j in range(n * BATCH)]\n"
+    problem = (
+        SMALL_BATCH
+        + "SCALE = 0.5\n\n\ndef inputs(n):\n    return [((j * 7919) % 1009) / 1009.0 for j in range(n * BATCH)]\n"
+    )
     h = hostile.py([attack("gain and batch", {"kernel.py": HONEST, "problem.py": problem})])
     before = h.baseline()
     assert h.session(1) == 0

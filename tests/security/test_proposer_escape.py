@@ -26,13 +26,18 @@ from tests.security.harness import NEEDS_BWRAP, TAG, tried, wait_until
 pytestmark = [NEEDS_BWRAP, pytest.mark.slow]
 
 
-
 @pytest.mark.parametrize("how", ["setsid", "doublefork", "nohup"])
 def test_confined_a_process_started_by_the_proposer_dies_with_the_proposal(hostile: Factory, how: str) -> None:
     h = hostile.fake([])
     bodies = (attacks.SLOW_BEST, attacks.STOP_BEST_BENCH, attacks.MOVE_BRANCH, attacks.canary_writes(h))
-    h.set_script([{"name": f"linger-{how}", "exec": attacks.linger(h, *bodies, how=how, scrub_env=True)
-                   + attacks.touch_kernel()}])
+    h.set_script(
+        [
+            {
+                "name": f"linger-{how}",
+                "exec": attacks.linger(h, *bodies, how=how, scrub_env=True) + attacks.touch_kernel(),
+            }
+        ]
+    )
     before = h.baseline()
     assert h.session(1) == 0
     ticks = h.ticks("linger")
@@ -56,8 +61,16 @@ def test_unconfined_a_write_into_best_by_an_escaped_process_is_found(hostile: Fa
     kopt's inspection of best/ after the proposal finds it before anything is timed, and the
     branch is where it was."""
     h = hostile.fake([])
-    h.set_script([{"name": "linger-slow-best", "exec": attacks.linger(h, attacks.SLOW_BEST, seconds=1.0)
-                   + "import time; time.sleep(0.3)\n" + attacks.touch_kernel()}])
+    h.set_script(
+        [
+            {
+                "name": "linger-slow-best",
+                "exec": attacks.linger(h, attacks.SLOW_BEST, seconds=1.0)
+                + "import time; time.sleep(0.3)\n"
+                + attacks.touch_kernel(),
+            }
+        ]
+    )
     before = h.baseline(no_sandbox=True)
     assert h.session(1, no_sandbox=True) == 0
     tried(h.ticks("linger"), "the attack was not tried")
@@ -87,9 +100,17 @@ def test_unconfined_a_branch_moved_after_the_proposal_is_put_back_before_the_dec
     (after kopt checked the proposal, or during the check); kopt puts it back before the
     decision or fails the proposal, and the run ends with the branch at BEST_COMMIT."""
     h = hostile.fake([])
-    h.set_script([{"name": "linger-move-branch", "exec": attacks.linger(
-        h, attacks.ONCE_AFTER_THE_PROPOSAL + attacks.MOVE_BRANCH + attacks.DONE, seconds=3.0, unmarked=True)
-        + attacks.touch_kernel()}])
+    h.set_script(
+        [
+            {
+                "name": "linger-move-branch",
+                "exec": attacks.linger(
+                    h, attacks.ONCE_AFTER_THE_PROPOSAL + attacks.MOVE_BRANCH + attacks.DONE, seconds=3.0, unmarked=True
+                )
+                + attacks.touch_kernel(),
+            }
+        ]
+    )
     before = h.baseline(no_sandbox=True)
     assert h.session(1, no_sandbox=True) == 0
     tried((h.proof / "linger.done").exists(), "the branch was never moved: the attack was not tried")
@@ -117,9 +138,11 @@ def test_unconfined_a_tracked_file_of_best_edited_by_the_proposer_is_restored(ho
     h.assert_refused(before, 1, {"fail_protected"}, "the proposer changed best/ or the run's branch", outside=False)
 
 
-AGENT_GIT = ("import subprocess\n_env = {**__import__('os').environ, 'GIT_AUTHOR_NAME': 'agent', 'GIT_AUTHOR_EMAIL': 'a@b', "
-             "'GIT_COMMITTER_NAME': 'agent', 'GIT_COMMITTER_EMAIL': 'a@b'}\n"
-             "def _git(*a):\n    return subprocess.run(['git', *a], env=_env, capture_output=True, text=True)\n")
+AGENT_GIT = (
+    "import subprocess\n_env = {**__import__('os').environ, 'GIT_AUTHOR_NAME': 'agent', 'GIT_AUTHOR_EMAIL': 'a@b', "
+    "'GIT_COMMITTER_NAME': 'agent', 'GIT_COMMITTER_EMAIL': 'a@b'}\n"
+    "def _git(*a):\n    return subprocess.run(['git', *a], env=_env, capture_output=True, text=True)\n"
+)
 
 
 def test_confined_the_proposers_own_commit_and_branch_moves_stay_in_its_sandbox(hostile: Factory) -> None:
@@ -129,10 +152,19 @@ def test_confined_the_proposers_own_commit_and_branch_moves_stay_in_its_sandbox(
     change; the agent's commit exists nowhere outside."""
     h = hostile.fake([])
     record = f"open({str(h.proof / 'agent.txt')!r}, 'w').write(_git('rev-parse', 'HEAD').stdout)\n"
-    h.set_script([{"name": "commit and move the branch", "exec": attacks.gain(0.8) + AGENT_GIT
-                   + "_git('commit', '-qam', 'agent commit')\n"
-                   + f"_git('update-ref', 'refs/heads/kopt/{TAG}', 'HEAD')\n"
-                   + f"_git('branch', '-f', 'kopt/{TAG}', 'HEAD')\n_git('branch', '-f', 'main', 'HEAD')\n" + record}])
+    h.set_script(
+        [
+            {
+                "name": "commit and move the branch",
+                "exec": attacks.gain(0.8)
+                + AGENT_GIT
+                + "_git('commit', '-qam', 'agent commit')\n"
+                + f"_git('update-ref', 'refs/heads/kopt/{TAG}', 'HEAD')\n"
+                + f"_git('branch', '-f', 'kopt/{TAG}', 'HEAD')\n_git('branch', '-f', 'main', 'HEAD')\n"
+                + record,
+            }
+        ]
+    )
     before = h.baseline()
     main_before = git(h.repo, "rev-parse", "main")
     assert h.session(1) == 0
@@ -144,8 +176,9 @@ def test_confined_the_proposers_own_commit_and_branch_moves_stay_in_its_sandbox(
     assert git(h.repo, "rev-parse", f"kopt/{TAG}~1") == before.branch
     assert git(h.repo, "log", "-1", "--format=%an", f"kopt/{TAG}") != "agent"
     assert git(h.repo, "rev-parse", "main") == main_before
-    assert subprocess.run(["git", "cat-file", "-e", agent], cwd=h.repo).returncode != 0, \
+    assert subprocess.run(["git", "cat-file", "-e", agent], cwd=h.repo).returncode != 0, (
         "the agent's commit reached the repo's object store"
+    )
     h.assert_no_survivors()
     h.assert_outside_untouched()
 
@@ -155,13 +188,15 @@ def test_confined_the_proposer_cannot_drive_kopts_own_cli(hostile: Factory) -> N
     `kopt memory mask`, `kopt status`. Confined, the workspace is not there: each fails and
     the run goes on as if nothing had been sent."""
     h = hostile.fake([])
-    cli = ("import subprocess, sys, os, json\n_root = os.path.dirname(os.environ['KOPT_WORKSPACE'])\n_rc = {}\n"
-           "for _args in (['stop', 'h'], ['restart', 'h', '--from', 'v0'], ['memory', 'h', 'mask', '0'], "
-           "['status', 'h', '--json']):\n"
-           "    _rc[' '.join(_args)] = subprocess.run([sys.executable, '-c', 'import sys; from kopt_supervisor.kopt_tui"
-           ".cli import main; sys.exit(main(sys.argv[1:]))', '--root', _root, *_args], capture_output=True, "
-           "text=True)\n    _rc[' '.join(_args)] = [_rc[' '.join(_args)].returncode, _rc[' '.join(_args)].stderr[-300:]]\n"
-           f"json.dump(_rc, open({str(h.proof / 'cli.json')!r}, 'w'))\n")
+    cli = (
+        "import subprocess, sys, os, json\n_root = os.path.dirname(os.environ['KOPT_WORKSPACE'])\n_rc = {}\n"
+        "for _args in (['stop', 'h'], ['restart', 'h', '--from', 'v0'], ['memory', 'h', 'mask', '0'], "
+        "['status', 'h', '--json']):\n"
+        "    _rc[' '.join(_args)] = subprocess.run([sys.executable, '-c', 'import sys; from kopt_supervisor.kopt_tui"
+        ".cli import main; sys.exit(main(sys.argv[1:]))', '--root', _root, *_args], capture_output=True, "
+        "text=True)\n    _rc[' '.join(_args)] = [_rc[' '.join(_args)].returncode, _rc[' '.join(_args)].stderr[-300:]]\n"
+        f"json.dump(_rc, open({str(h.proof / 'cli.json')!r}, 'w'))\n"
+    )
     h.set_script([{"name": "drive kopt", "exec": cli + attacks.touch_kernel()}])
     before = h.baseline()
     assert h.session(1) == 0

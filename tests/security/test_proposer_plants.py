@@ -32,8 +32,18 @@ echo "$0 $*" >> {ran}
 case "$1" in clean|smudge) exec cat ;; esac
 exit 0
 """
-HOOKS = ("pre-commit", "prepare-commit-msg", "commit-msg", "post-commit", "post-checkout", "post-index-change",
-         "reference-transaction", "pre-auto-gc", "post-rewrite", "post-merge")
+HOOKS = (
+    "pre-commit",
+    "prepare-commit-msg",
+    "commit-msg",
+    "post-commit",
+    "post-checkout",
+    "post-index-change",
+    "reference-transaction",
+    "pre-auto-gc",
+    "post-rewrite",
+    "post-merge",
+)
 
 
 def git_plant(h: Hostile) -> tuple[str, Path]:
@@ -86,13 +96,13 @@ def git_plant(h: Hostile) -> tuple[str, Path]:
     """)
     code = f"""
 _common = subprocess.run(['git', 'rev-parse', '--git-common-dir'], capture_output=True, text=True).stdout.strip()
-_common = os.path.abspath(_common) if _common else {str(h.repo / '.git')!r}
+_common = os.path.abspath(_common) if _common else {str(h.repo / ".git")!r}
 _steps = {{}}
-for _name, _path, _text in [('config', os.path.join({str(h.repo / '.git')!r}, 'config'), {cfg!r}),
-                            ('attributes', os.path.join({str(h.repo / '.git')!r}, 'info', 'attributes'),
+for _name, _path, _text in [('config', os.path.join({str(h.repo / ".git")!r}, 'config'), {cfg!r}),
+                            ('attributes', os.path.join({str(h.repo / ".git")!r}, 'info', 'attributes'),
                              '* filter=evil diff=evil merge=evil\\n'),
                             ('git config', None, None)] + [
-        ('hook ' + _h, os.path.join({str(h.repo / '.git')!r}, 'hooks', _h), '#!/bin/sh\\necho hook-{{_h}} >> {ran}\\n')
+        ('hook ' + _h, os.path.join({str(h.repo / ".git")!r}, 'hooks', _h), '#!/bin/sh\\necho hook-{{_h}} >> {ran}\\n')
         for _h in {HOOKS!r}]:
     try:
         if _path is None:
@@ -105,7 +115,7 @@ for _name, _path, _text in [('config', os.path.join({str(h.repo / '.git')!r}, 'c
         _steps[_name] = 'ok'
     except Exception as _e:
         _steps[_name] = f'{{type(_e).__name__}}: {{_e}}'
-with open({str(h.proof / 'steps.json')!r}, 'w') as _f:
+with open({str(h.proof / "steps.json")!r}, 'w') as _f:
     json.dump(_steps, _f)
 """
     return "import json, os, subprocess\n" + code, ran
@@ -136,14 +146,25 @@ def test_programs_planted_in_the_repo_config_never_run_in_kopts_git(hostile: Fac
     assert not ran.exists(), f"a planted program ran in kopt's git: {ran.read_text()}"
     sha = git(h.repo, "rev-parse", f"kopt/{TAG}")
     assert sha == it.commit and git(h.repo, "rev-parse", f"kopt/{TAG}~1") == before.branch
-    assert "gpgsig" not in subprocess.run(["git", "cat-file", "commit", sha], cwd=h.repo, capture_output=True,
-                                          text=True, env={**os.environ, "GIT_CONFIG_NOSYSTEM": "1"}).stdout
+    assert (
+        "gpgsig"
+        not in subprocess.run(
+            ["git", "cat-file", "commit", sha],
+            cwd=h.repo,
+            capture_output=True,
+            text=True,
+            env={**os.environ, "GIT_CONFIG_NOSYSTEM": "1"},
+        ).stdout
+    )
     h.assert_no_survivors()
     if no_sandbox:  # the control: the plant is live for plain git
         copy = h.tmp / "copy"
         shutil.copytree(h.repo, copy, symlinks=True)
-        subprocess.run(["git", "-c", "user.name=u", "-c", "user.email=u@u", "commit", "--allow-empty", "-m", "x"],
-                       cwd=copy, capture_output=True)
+        subprocess.run(
+            ["git", "-c", "user.name=u", "-c", "user.email=u@u", "commit", "--allow-empty", "-m", "x"],
+            cwd=copy,
+            capture_output=True,
+        )
         assert ran.exists(), "the planted programs do not run under plain git: the control failed"
 
 
@@ -153,8 +174,14 @@ def test_confined_a_pth_file_in_the_bench_interpreters_site_packages_cannot_be_p
     import site
     import sysconfig
 
-    dirs = sorted({sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"], site.getusersitepackages(),
-                   sysconfig.get_paths()["stdlib"]})
+    dirs = sorted(
+        {
+            sysconfig.get_paths()["purelib"],
+            sysconfig.get_paths()["platlib"],
+            site.getusersitepackages(),
+            sysconfig.get_paths()["stdlib"],
+        }
+    )
     names = [f"hostile-{os.getpid()}.pth", "sitecustomize.py", "usercustomize.py"]
     targets = [str(Path(d) / n) for d in dirs for n in names]
     preexisting = {t for t in targets if os.path.exists(t)}
@@ -186,7 +213,7 @@ json.dump(_steps, open({str(h.proof / "steps.json")!r}, 'w'))
     h.assert_refused(before, 1, {"tie"})
 
 
-PLANTED_CACHE = '''
+PLANTED_CACHE = """
 import os, sys
 sys.path.insert(0, os.getcwd())
 import problem
@@ -195,9 +222,9 @@ for n in (75, 112, 150, 750, 1125):
     xs = problem.inputs(n)
     with open(f"/tmp/hostile-planted-{len(xs)}", "wb") as f:
         f.write(array("d", [x * x * problem.SCALE for x in xs]).tobytes())
-'''
+"""
 
-READS_PLANTED_CACHE = '''
+READS_PLANTED_CACHE = """
 import os
 from array import array
 
@@ -218,15 +245,16 @@ def kernel(xs, scale):
         _work(xs[: len(xs) // 4], scale)
         return array("d", open(path, "rb").read()).tolist()
     return _work(xs, scale)
-'''
+"""
 
 
 def test_confined_an_output_cache_planted_in_tmp_never_reaches_the_bench(hostile: Factory) -> None:
     """The proposer computes the bench's outputs into /tmp; the candidate returns them from
     there. The proposer's /tmp and each bench's /tmp are private: nothing reaches the host,
     the bench never finds the file, the candidate measures as what it is (BEST's kernel)."""
-    h = hostile.py([{"name": "plant outputs in /tmp", "exec": PLANTED_CACHE,
-                     "write": {"kernel.py": READS_PLANTED_CACHE}}])
+    h = hostile.py(
+        [{"name": "plant outputs in /tmp", "exec": PLANTED_CACHE, "write": {"kernel.py": READS_PLANTED_CACHE}}]
+    )
     before = h.baseline()
     try:
         assert h.session(1) == 0
@@ -257,9 +285,14 @@ class Random(_real.Random):
 '''
 
 
-@pytest.mark.parametrize(("hide", "no_sandbox"), [("gitignore", False), ("info-exclude", True)],
-                         ids=["gitignore-confined", "info-exclude-unconfined"])
-def test_a_module_shadowing_the_benchs_import_is_refused_however_hidden(hostile: Factory, hide: str, no_sandbox: bool) -> None:
+@pytest.mark.parametrize(
+    ("hide", "no_sandbox"),
+    [("gitignore", False), ("info-exclude", True)],
+    ids=["gitignore-confined", "info-exclude-unconfined"],
+)
+def test_a_module_shadowing_the_benchs_import_is_refused_however_hidden(
+    hostile: Factory, hide: str, no_sandbox: bool
+) -> None:
     """random.py beside the fake bench (its `import random` finds it first) halves the
     latencies it writes, travelling with a tracked edit; hidden by a .gitignore the candidate
     adds, or by .git/info/exclude (which only an unconfined proposer can write). End to end once per
@@ -268,14 +301,23 @@ def test_a_module_shadowing_the_benchs_import_is_refused_however_hidden(hostile:
     h = hostile.fake([])
     hiding = {
         "gitignore": "open('.gitignore', 'w').write('random.py\\n')\n",
-        "info-exclude": ("import subprocess\n_p = subprocess.run(['git', 'rev-parse', '--git-path', 'info/exclude'], "
-                         "capture_output=True, text=True).stdout.strip()\n"
-                         "try:\n    os.makedirs(os.path.dirname(_p), exist_ok=True)\n"
-                         "    open(_p, 'a').write('random.py\\n')\nexcept OSError:\n    pass\n"),
+        "info-exclude": (
+            "import subprocess\n_p = subprocess.run(['git', 'rev-parse', '--git-path', 'info/exclude'], "
+            "capture_output=True, text=True).stdout.strip()\n"
+            "try:\n    os.makedirs(os.path.dirname(_p), exist_ok=True)\n"
+            "    open(_p, 'a').write('random.py\\n')\nexcept OSError:\n    pass\n"
+        ),
         "not hidden": "",
     }[hide]
-    h.set_script([{"name": f"shadow random ({hide})", "write": {"random.py": SHADOW_RANDOM},
-                   "exec": "import os\n" + hiding + attacks.touch_kernel()}])
+    h.set_script(
+        [
+            {
+                "name": f"shadow random ({hide})",
+                "write": {"random.py": SHADOW_RANDOM},
+                "exec": "import os\n" + hiding + attacks.touch_kernel(),
+            }
+        ]
+    )
     before = h.baseline(no_sandbox=no_sandbox)
     assert h.session(1, no_sandbox=no_sandbox) == 0
     h.assert_refused(before, 1, {"fail_protected"}, "random (random.py)", outside=not no_sandbox)
@@ -310,12 +352,19 @@ def test_a_kernel_file_turned_into_a_link_out_of_the_tree_is_refused(hostile: Fa
     the tree (what is measured is not what would be committed)."""
     h = hostile.fake([])
     outside = h.proof / "kernel.json"
-    h.set_script([{"name": "link out", "exec": f"""
+    h.set_script(
+        [
+            {
+                "name": "link out",
+                "exec": f"""
 import json, os
 json.dump({{'speed': {{'small': 0.5, 'large': 0.5}}}}, open({str(outside)!r}, 'w'))
 os.remove('kernel.json')
 os.symlink({str(outside)!r}, 'kernel.json')
-"""}])
+""",
+            }
+        ]
+    )
     before = h.baseline(no_sandbox=no_sandbox)
     assert h.session(1, no_sandbox=no_sandbox) == 0
     h.assert_refused(before, 1, {"fail_protected"}, "kernel.json", outside=not no_sandbox)
@@ -325,10 +374,21 @@ def test_unconfined_a_hard_link_into_best_is_refused(hostile: Factory) -> None:
     """--no-sandbox: cand/kernel.json replaced by a hard link to best/kernel.json, then a
     faster kernel written through it: both trees change at once."""
     h = hostile.fake([])
-    h.set_script([{"name": "hard link", "exec": attacks.direct(h, """
+    h.set_script(
+        [
+            {
+                "name": "hard link",
+                "exec": attacks.direct(
+                    h,
+                    """
 os.remove('kernel.json')
 os.link(BEST + '/kernel.json', 'kernel.json')
-""") + attacks.gain(0.5)}])
+""",
+                )
+                + attacks.gain(0.5),
+            }
+        ]
+    )
     before = h.baseline(no_sandbox=True)
     assert h.session(1, no_sandbox=True) == 0
     assert "hard links: kernel.json" in h.reason(1), h.reason(1)
@@ -337,14 +397,20 @@ os.link(BEST + '/kernel.json', 'kernel.json')
     h.assert_refused(before, 1, {"fail_protected"}, "the proposer changed best/", outside=False)
 
 
-
 @pytest.mark.parametrize("no_sandbox", [False, True], ids=["confined", "unconfined"])
 def test_a_gitattributes_file_added_by_the_candidate_is_refused(hostile: Factory, no_sandbox: bool) -> None:
     """A .gitattributes in cand/ that sends kernel.json through a filter (what git would
     store is not what the bench reads) or hides it from diffs: refused by name."""
     h = hostile.fake([])
-    h.set_script([{"name": "gitattributes", "write": {".gitattributes": "kernel.json filter=evil -diff\n"},
-                   "exec": attacks.gain(0.8)}])
+    h.set_script(
+        [
+            {
+                "name": "gitattributes",
+                "write": {".gitattributes": "kernel.json filter=evil -diff\n"},
+                "exec": attacks.gain(0.8),
+            }
+        ]
+    )
     before = h.baseline(no_sandbox=no_sandbox)
     assert h.session(1, no_sandbox=no_sandbox) == 0
     h.assert_refused(before, 1, {"fail_protected"}, ".gitattributes", outside=not no_sandbox)

@@ -131,13 +131,17 @@ def test_a_cr_shifts_later_python_lines_the_bookkeeping_follows(tmp_path: Path) 
     assert not [f for f in found if f.rule == "process-exit" and f.line < 14]
 
 
-@pytest.mark.parametrize("cookie,payload", [
-    ("# -*- coding: utf-7 -*-", "x = 1  # +AAo-import os+AAo-os._exit(0)"),
-    ("# coding: unicode_escape", "x = 1  # \\u000aimport os\\u000aos._exit(0)"),
-    ("# vim: set fileencoding=raw_unicode_escape :", "x = 1  # \\u000aimport os\\u000aos._exit(0)"),
-])
-def test_an_encoding_that_decodes_to_hidden_lines_is_read_as_python_reads_it(tmp_path: Path, cookie: str,
-                                                                              payload: str) -> None:
+@pytest.mark.parametrize(
+    "cookie,payload",
+    [
+        ("# -*- coding: utf-7 -*-", "x = 1  # +AAo-import os+AAo-os._exit(0)"),
+        ("# coding: unicode_escape", "x = 1  # \\u000aimport os\\u000aos._exit(0)"),
+        ("# vim: set fileencoding=raw_unicode_escape :", "x = 1  # \\u000aimport os\\u000aos._exit(0)"),
+    ],
+)
+def test_an_encoding_that_decodes_to_hidden_lines_is_read_as_python_reads_it(
+    tmp_path: Path, cookie: str, payload: str
+) -> None:
     """To git (and to a UTF-8 reading) the payload is a comment; Python decodes a line break
     there. The file is decoded as the tokenizer decodes it, the declaration is a finding and
     every line of the file counts as the candidate's."""
@@ -220,8 +224,11 @@ PAYLOADS = [
     ("import copy", "class Gadget:\n    def __reduce__(self):\n        return (print, ('x',))", "exec-eval"),
     ("import cProfile", "cProfile.run(SRC)", "exec-eval"),
     ("import doctest", "doctest.run_docstring_examples(CARRIER, {})", "exec-eval"),
-    ("import logging.config", "logging.config.dictConfig({'version': 1, 'handlers': {'h': {'()': FACTORY}}})",
-     "exec-eval"),
+    (
+        "import logging.config",
+        "logging.config.dictConfig({'version': 1, 'handlers': {'h': {'()': FACTORY}}})",
+        "exec-eval",
+    ),
     ("import codecs", "exec(codecs.decode('vzcbeg bf', 'rot13'))", "exec-eval"),
     ("import importlib", "m = importlib.import_module('ti' + 'me')", "import-tricks"),
     ("import pydoc", "run = pydoc.locate('os.' + 'system')", "import-tricks"),
@@ -230,65 +237,124 @@ PAYLOADS = [
     ("x = 1", "code = bytes.fromhex('696d706f7274206f73')", "exec-eval"),
     ("import zlib", "SRC = zlib.decompress(BLOB)", "exec-eval"),
     # C++ compiled from text the file does not hold, or holds split across constants
-    ("import base64\nfrom torch.utils.cpp_extension import load_inline\nCPP = base64.b64decode(BLOB).decode()",
-     "mod = load_inline('m', cpp_sources=[CPP], functions=['f'])", "exec-eval"),
-    ("from torch.utils.cpp_extension import load_inline\nA = 'int f() { ex'\nB = 'it(0); return 0; }'",
-     "mod = load_inline('m', cpp_sources=[A + B], functions=['f'])", "c-exit"),
+    (
+        "import base64\nfrom torch.utils.cpp_extension import load_inline\nCPP = base64.b64decode(BLOB).decode()",
+        "mod = load_inline('m', cpp_sources=[CPP], functions=['f'])",
+        "exec-eval",
+    ),
+    (
+        "from torch.utils.cpp_extension import load_inline\nA = 'int f() { ex'\nB = 'it(0); return 0; }'",
+        "mod = load_inline('m', cpp_sources=[A + B], functions=['f'])",
+        "c-exit",
+    ),
 ]
 
 
 @pytest.mark.parametrize("imports,line,rule", PAYLOADS, ids=[p[1][:40] for p in PAYLOADS])
 def test_payload_entry_points(tmp_path: Path, imports: str, line: str, rule: str) -> None:
     c = change(tmp_path, added(*imports.split("\n"), "BLOB = b'\\xe3\\x00'", "SRC = 'x = 1'", *line.split("\n")))
-    quoted(c, c.scan(), rule, line.split("\n")[-1] if rule != "exec-eval" or "__reduce__" not in line
-           else "def __reduce__(self):")
+    quoted(
+        c,
+        c.scan(),
+        rule,
+        line.split("\n")[-1] if rule != "exec-eval" or "__reduce__" not in line else "def __reduce__(self):",
+    )
 
 
 # --- 3. aliases the scan did not follow -----------------------------------------------------------------------------
 
 ALIASES = [
     # through a helper call
-    ("import triton.testing\ndef patch(m, f):\n    m.do_bench = f\npatch(triton.testing, lambda *a, **k: 1e-3)",
-     "m.do_bench = f", "patch-module"),
-    ("import torch.testing\nquiet = lambda m: setattr(m, 'assert_close', print)\nquiet(torch.testing)",
-     "quiet = lambda m: setattr(m, 'assert_close', print)", "patch-module"),
+    (
+        "import triton.testing\ndef patch(m, f):\n    m.do_bench = f\npatch(triton.testing, lambda *a, **k: 1e-3)",
+        "m.do_bench = f",
+        "patch-module",
+    ),
+    (
+        "import torch.testing\nquiet = lambda m: setattr(m, 'assert_close', print)\nquiet(torch.testing)",
+        "quiet = lambda m: setattr(m, 'assert_close', print)",
+        "patch-module",
+    ),
     # through a loop variable
-    ("import triton.testing\nfor mod in (triton.testing,):\n    mod.do_bench = len", "mod.do_bench = len",
-     "patch-module"),
-    ("import os\ndef run(x):\n    for e in [os.environ]:\n        e['_OUT'] = repr(x)", "e['_OUT'] = repr(x)",
-     "env-write"),
-    ("import triton.testing\ndef patch(m=triton.testing):\n    m.do_bench = len\npatch()", "m.do_bench = len",
-     "patch-module"),
-    ("import triton.testing\ndef patch(m):\n    m.do_bench = len\npatch(*[triton.testing])", "m.do_bench = len",
-     "patch-module"),
+    (
+        "import triton.testing\nfor mod in (triton.testing,):\n    mod.do_bench = len",
+        "mod.do_bench = len",
+        "patch-module",
+    ),
+    (
+        "import os\ndef run(x):\n    for e in [os.environ]:\n        e['_OUT'] = repr(x)",
+        "e['_OUT'] = repr(x)",
+        "env-write",
+    ),
+    (
+        "import triton.testing\ndef patch(m=triton.testing):\n    m.do_bench = len\npatch()",
+        "m.do_bench = len",
+        "patch-module",
+    ),
+    (
+        "import triton.testing\ndef patch(m):\n    m.do_bench = len\npatch(*[triton.testing])",
+        "m.do_bench = len",
+        "patch-module",
+    ),
     # through a return value, a class attribute, an instance attribute
-    ("import triton.testing\ndef get():\n    return triton.testing\nm = get()\nm.do_bench = len", "m.do_bench = len",
-     "patch-module"),
-    ("import triton.testing\nclass C:\n    m = triton.testing\nC.m.do_bench = len", "C.m.do_bench = len",
-     "patch-module"),
-    ("import triton.testing\nclass C:\n    def __init__(self):\n        self.m = triton.testing\n    def go(self):\n"
-     "        self.m.do_bench = len", "self.m.do_bench = len", "patch-module"),
+    (
+        "import triton.testing\ndef get():\n    return triton.testing\nm = get()\nm.do_bench = len",
+        "m.do_bench = len",
+        "patch-module",
+    ),
+    (
+        "import triton.testing\nclass C:\n    m = triton.testing\nC.m.do_bench = len",
+        "C.m.do_bench = len",
+        "patch-module",
+    ),
+    (
+        "import triton.testing\nclass C:\n    def __init__(self):\n        self.m = triton.testing\n    def go(self):\n"
+        "        self.m.do_bench = len",
+        "self.m.do_bench = len",
+        "patch-module",
+    ),
     # attribute chains starting at a builtin
     ("run = len.__self__.exec", "run = len.__self__.exec", "builtins"),
     ("ns = print.__self__.__dict__", "ns = print.__self__.__dict__", "builtins"),
-    ("classes = ().__class__.__base__.__subclasses__()", "classes = ().__class__.__base__.__subclasses__()",
-     "dynamic-access"),
+    (
+        "classes = ().__class__.__base__.__subclasses__()",
+        "classes = ().__class__.__base__.__subclasses__()",
+        "dynamic-access",
+    ),
     ("g = kernel.__globals__", "g = kernel.__globals__", "dynamic-access"),
     ("import typing\nmods = typing.sys.modules", "mods = typing.sys.modules", "sys-modules"),
     # names built at run time
-    ("torch.random.__name__\nf = getattr(torch, 'manual' + '_seed')", "f = getattr(torch, 'manual' + '_seed')",
-     "global-setting"),
+    (
+        "torch.random.__name__\nf = getattr(torch, 'manual' + '_seed')",
+        "f = getattr(torch, 'manual' + '_seed')",
+        "global-setting",
+    ),
     ("name = ''.join(['manual', '_seed'])\ngetattr(torch, name)(0)", "getattr(torch, name)(0)", "dynamic-access"),
-    ("import os\nflush = getattr(torch, os.environ.get('NO_SUCH', 'set_flush_denormal'))",
-     "flush = getattr(torch, os.environ.get('NO_SUCH', 'set_flush_denormal'))", "global-setting"),
-    ("NAME = 'set_float32_matmul_precision'\nset_p = getattr(torch, NAME)", "set_p = getattr(torch, NAME)",
-     "global-setting"),
-    ("import operator, time\nclock = operator.attrgetter('perf' + '_counter')", "clock = operator.attrgetter(",
-     "dynamic-access"),
-    ("import operator\nup = operator.attrgetter('f_back.f_locals')", "up = operator.attrgetter('f_back.f_locals')",
-     "dynamic-access"),
-    ("fmt = '{0.__globals__[torch]}'.format(kernel)", "fmt = '{0.__globals__[torch]}'.format(kernel)",
-     "dynamic-access"),
+    (
+        "import os\nflush = getattr(torch, os.environ.get('NO_SUCH', 'set_flush_denormal'))",
+        "flush = getattr(torch, os.environ.get('NO_SUCH', 'set_flush_denormal'))",
+        "global-setting",
+    ),
+    (
+        "NAME = 'set_float32_matmul_precision'\nset_p = getattr(torch, NAME)",
+        "set_p = getattr(torch, NAME)",
+        "global-setting",
+    ),
+    (
+        "import operator, time\nclock = operator.attrgetter('perf' + '_counter')",
+        "clock = operator.attrgetter(",
+        "dynamic-access",
+    ),
+    (
+        "import operator\nup = operator.attrgetter('f_back.f_locals')",
+        "up = operator.attrgetter('f_back.f_locals')",
+        "dynamic-access",
+    ),
+    (
+        "fmt = '{0.__globals__[torch]}'.format(kernel)",
+        "fmt = '{0.__globals__[torch]}'.format(kernel)",
+        "dynamic-access",
+    ),
 ]
 
 
@@ -307,16 +373,31 @@ def test_a_source_folded_past_its_caps_is_flagged_not_read_in_part(tmp_path: Pat
     c = change(tmp_path / "a", added(*lines, "mod = load_inline('m', cpp_sources=[A29], functions=['f'])"))
     assert "compiles source built at run time" in quoted(c, c.scan(), "exec-eval", "mod = load_inline(").text
     many = [f"SRC = 'int f() {{ return {k}; }}'" for k in range(9)]
-    d = change(tmp_path / "b", added("from torch.utils.cpp_extension import load_inline", *many,
-                                     "mod = load_inline('m', cpp_sources=[SRC], functions=['f'])"))
+    d = change(
+        tmp_path / "b",
+        added(
+            "from torch.utils.cpp_extension import load_inline",
+            *many,
+            "mod = load_inline('m', cpp_sources=[SRC], functions=['f'])",
+        ),
+    )
     quoted(d, d.scan(), "exec-eval", "mod = load_inline(")
 
 
 def test_an_alias_bound_elsewhere_does_not_hide_module_state(tmp_path: Path) -> None:
     """`_CACHE = torch.float32` in a function that never runs made `_CACHE` an alias of an
     import, and the state rule skipped aliases: the module-level cache went unseen."""
-    c = change(tmp_path, added("_CACHE = {}", "def _never():", "    _CACHE = torch.float32", "def run(x):",
-                               "    _CACHE[x.shape] = x * 2", "    return _CACHE[x.shape]"))
+    c = change(
+        tmp_path,
+        added(
+            "_CACHE = {}",
+            "def _never():",
+            "    _CACHE = torch.float32",
+            "def run(x):",
+            "    _CACHE[x.shape] = x * 2",
+            "    return _CACHE[x.shape]",
+        ),
+    )
     f = quoted(c, c.scan(), "module-state", "_CACHE[x.shape] = x * 2")
     assert "module-level _CACHE" in f.text
 
@@ -325,43 +406,88 @@ def test_an_alias_bound_elsewhere_does_not_hide_module_state(tmp_path: Path) -> 
 
 STATE = [
     # another module's containers
-    ("import sys\ndef run(x):\n    sys.modules['json'].__dict__.setdefault('_memo', {})[1] = x",
-     "sys.modules['json'].__dict__.setdefault('_memo', {})[1] = x", "sys-modules"),
+    (
+        "import sys\ndef run(x):\n    sys.modules['json'].__dict__.setdefault('_memo', {})[1] = x",
+        "sys.modules['json'].__dict__.setdefault('_memo', {})[1] = x",
+        "sys-modules",
+    ),
     ("import json\ndef run(x):\n    json.__all__.append(x)", "json.__all__.append(x)", "patch-module"),
     ("import http.client as hc\ndef run(x):\n    hc.responses[999] = x", "hc.responses[999] = x", "patch-module"),
     # the environment
-    ("import os\ndef run(x):\n    os.environ['_K'] = repr(x.tolist())", "os.environ['_K'] = repr(x.tolist())",
-     "env-write"),
-    ("import os\ndef _put(d, k, v):\n    d[k] = v\ndef run(x):\n    _put(os.environ, '_K', repr(x))", "d[k] = v",
-     "env-write"),
+    (
+        "import os\ndef run(x):\n    os.environ['_K'] = repr(x.tolist())",
+        "os.environ['_K'] = repr(x.tolist())",
+        "env-write",
+    ),
+    (
+        "import os\ndef _put(d, k, v):\n    d[k] = v\ndef run(x):\n    _put(os.environ, '_K', repr(x))",
+        "d[k] = v",
+        "env-write",
+    ),
     # the caller's arguments
-    ("def run(x, **kw):\n    memo = kw.get('memo')\n    memo.update(out=x * 2)\n    return memo['out']",
-     "memo.update(out=x * 2)", "input-cache"),
-    ("def run(x, cfg):\n    return cfg.setdefault('_out', x * 2)", "return cfg.setdefault('_out', x * 2)",
-     "input-cache"),
-    ("def run(x):\n    if '_out' in dir(x):\n        return x._out\n    x._out = x * 2\n    return x._out",
-     "x._out = x * 2", "input-cache"),
+    (
+        "def run(x, **kw):\n    memo = kw.get('memo')\n    memo.update(out=x * 2)\n    return memo['out']",
+        "memo.update(out=x * 2)",
+        "input-cache",
+    ),
+    (
+        "def run(x, cfg):\n    return cfg.setdefault('_out', x * 2)",
+        "return cfg.setdefault('_out', x * 2)",
+        "input-cache",
+    ),
+    (
+        "def run(x):\n    if '_out' in dir(x):\n        return x._out\n    x._out = x * 2\n    return x._out",
+        "x._out = x * 2",
+        "input-cache",
+    ),
     # globals rebound at run time
-    ("def _fast(x):\n    return x\ndef run(x):\n    globals()['run'] = _fast\n    return x * 2",
-     "globals()['run'] = _fast", "patch-module"),
-    ("import sys\ndef run(x):\n    setattr(sys.modules[__name__], 'run', lambda y: y)\n    return x * 2",
-     "setattr(sys.modules[__name__], 'run', lambda y: y)", "sys-modules"),
+    (
+        "def _fast(x):\n    return x\ndef run(x):\n    globals()['run'] = _fast\n    return x * 2",
+        "globals()['run'] = _fast",
+        "patch-module",
+    ),
+    (
+        "import sys\ndef run(x):\n    setattr(sys.modules[__name__], 'run', lambda y: y)\n    return x * 2",
+        "setattr(sys.modules[__name__], 'run', lambda y: y)",
+        "sys-modules",
+    ),
     # iterators and generators
-    ("def _gen():\n    last = None\n    while True:\n        x = yield last\n        last = x * 2\n_G = _gen()\nnext(_G)\n"
-     "def run(x):\n    return _G.send(x)", "return _G.send(x)", "module-state"),
-    ("import itertools\n_C = itertools.cycle([True] + [False] * 9)\ndef run(x):\n    for full in _C:\n        break\n"
-     "    return x", "for full in _C:", "module-state"),
+    (
+        "def _gen():\n    last = None\n    while True:\n        x = yield last\n        last = x * 2\n_G = _gen()\nnext(_G)\n"
+        "def run(x):\n    return _G.send(x)",
+        "return _G.send(x)",
+        "module-state",
+    ),
+    (
+        "import itertools\n_C = itertools.cycle([True] + [False] * 9)\ndef run(x):\n    for full in _C:\n        break\n"
+        "    return x",
+        "for full in _C:",
+        "module-state",
+    ),
     # dynamically created caches
-    ("import functools\nMemo = type('Memo', (), {'get': functools.lru_cache(None)(lambda self, k: k)})",
-     "Memo = type('Memo', (), {'get': functools.lru_cache(None)(lambda self, k: k)})", "dynamic-access"),
-    ("import functools\n_f = None\ndef run(x):\n    global _f\n    _f = _f or functools.lru_cache(None)(lambda k: x * 2)\n"
-     "    return _f(1)", "_f = _f or functools.lru_cache(None)(lambda k: x * 2)", "module-state"),
-    ("import contextvars\n_V = contextvars.ContextVar('v')\ndef run(x):\n    _V.set(x * 2)", "_V.set(x * 2)",
-     "module-state"),
+    (
+        "import functools\nMemo = type('Memo', (), {'get': functools.lru_cache(None)(lambda self, k: k)})",
+        "Memo = type('Memo', (), {'get': functools.lru_cache(None)(lambda self, k: k)})",
+        "dynamic-access",
+    ),
+    (
+        "import functools\n_f = None\ndef run(x):\n    global _f\n    _f = _f or functools.lru_cache(None)(lambda k: x * 2)\n"
+        "    return _f(1)",
+        "_f = _f or functools.lru_cache(None)(lambda k: x * 2)",
+        "module-state",
+    ),
+    (
+        "import contextvars\n_V = contextvars.ContextVar('v')\ndef run(x):\n    _V.set(x * 2)",
+        "_V.set(x * 2)",
+        "module-state",
+    ),
     # state in compiled code: a static in a load_inline source
-    ("from torch.utils.cpp_extension import load_inline\nCPP = \"\"\"\nstatic torch::Tensor last;\n"
-     "torch::Tensor f(torch::Tensor x) { return x; }\n\"\"\"\nmod = load_inline('m', cpp_sources=[CPP], functions=['f'])",
-     "mod = load_inline('m', cpp_sources=[CPP], functions=['f'])", "c-state"),
+    (
+        'from torch.utils.cpp_extension import load_inline\nCPP = """\nstatic torch::Tensor last;\n'
+        "torch::Tensor f(torch::Tensor x) { return x; }\n\"\"\"\nmod = load_inline('m', cpp_sources=[CPP], functions=['f'])",
+        "mod = load_inline('m', cpp_sources=[CPP], functions=['f'])",
+        "c-state",
+    ),
 ]
 
 
@@ -376,20 +502,31 @@ def test_state_kept_outside_the_lifetime_model(tmp_path: Path, snippet: str, lin
 FRAMES = [
     ("import sys\ndef run(x):\n    line = sys._getframe(1).f_lineno", "line = sys._getframe(1).f_lineno"),
     ("import inspect\ndef run(x):\n    line = inspect.stack()[1].lineno", "line = inspect.stack()[1].lineno"),
-    ("import traceback\ndef run(x):\n    where = traceback.extract_stack(limit=2)[0]",
-     "where = traceback.extract_stack(limit=2)[0]"),
+    (
+        "import traceback\ndef run(x):\n    where = traceback.extract_stack(limit=2)[0]",
+        "where = traceback.extract_stack(limit=2)[0]",
+    ),
     ("import sys\nsys.settrace(lambda frame, event, arg: None)", "sys.settrace(lambda frame, event, arg: None)"),
     ("import logging\ndef run(x):\n    f = logging.currentframe()", "f = logging.currentframe()"),
-    ("import warnings\ndef run(x):\n    with warnings.catch_warnings(record=True) as w:\n"
-     "        warnings.warn('t', stacklevel=2)", "with warnings.catch_warnings(record=True) as w:"),
+    (
+        "import warnings\ndef run(x):\n    with warnings.catch_warnings(record=True) as w:\n"
+        "        warnings.warn('t', stacklevel=2)",
+        "with warnings.catch_warnings(record=True) as w:",
+    ),
     ("import sys\ndef run(x):\n    f = getattr(sys, '_get' + 'frame')(1)", "f = getattr(sys, '_get' + 'frame')(1)"),
-    ("def run(x):\n    try:\n        raise ValueError\n    except ValueError as e:\n        up = e.__traceback__.tb_frame",
-     "up = e.__traceback__.tb_frame"),
+    (
+        "def run(x):\n    try:\n        raise ValueError\n    except ValueError as e:\n        up = e.__traceback__.tb_frame",
+        "up = e.__traceback__.tb_frame",
+    ),
     # no frame at all: the timed call is a CUDA-graph capture, the checked one is not
-    ("def run(x):\n    if torch.cuda.is_current_stream_capturing():\n        return x",
-     "if torch.cuda.is_current_stream_capturing():"),
-    ("import tracemalloc\ndef run(x):\n    where = tracemalloc.get_object_traceback(x)",
-     "where = tracemalloc.get_object_traceback(x)"),
+    (
+        "def run(x):\n    if torch.cuda.is_current_stream_capturing():\n        return x",
+        "if torch.cuda.is_current_stream_capturing():",
+    ),
+    (
+        "import tracemalloc\ndef run(x):\n    where = tracemalloc.get_object_traceback(x)",
+        "where = tracemalloc.get_object_traceback(x)",
+    ),
 ]
 
 
@@ -398,8 +535,12 @@ def test_the_callers_frame_or_line(tmp_path: Path, snippet: str, line: str) -> N
     c = change(tmp_path, added(*snippet.split("\n")))
     found = c.scan()
     assert {"frame-inspection", "dynamic-access"} & {f.rule for f in found if line in f.text}, found
-    quoted(c, found, next(f.rule for f in found if line in f.text and f.rule in ("frame-inspection",
-                                                                                 "dynamic-access")), line)
+    quoted(
+        c,
+        found,
+        next(f.rule for f in found if line in f.text and f.rule in ("frame-inspection", "dynamic-access")),
+        line,
+    )
 
 
 # --- 6. outputs taken from the bench's own objects through the garbage collector ------------------------------------
@@ -448,19 +589,23 @@ def test_a_patched_library(tmp_path: Path, snippet: str, rule: str) -> None:
 
 # --- 8-11. what is not visible in a diff by nature, and what the scan does flag of it -------------------------------
 
+
 def test_extra_rows_through_a_data_file_are_the_outside_sources_rule_not_the_scans(tmp_path: Path) -> None:
     """A row injected into a data file the bench reads is no code: the scan flags nothing,
     the outside-sources check (with [target].sources declared) quotes the row. Code that
     writes the rows, or moves the bench to another folder of data, is the scan's."""
-    c = Change(tmp_path, {PATH: BASE, "data/shapes.csv": "n\n1024\n"},
-               {"data/shapes.csv": "n\n1024\n1\n1\n1\n"})
+    c = Change(tmp_path, {PATH: BASE, "data/shapes.csv": "n\n1024\n"}, {"data/shapes.csv": "n\n1024\n1\n1\n1\n"})
     assert c.scan() == []
     outside = outside_sources(c.diff, gitops.changed_files(c.repo, c.base), set(), [PATH])
     assert [(f.rule, f.path, f.line, f.text) for f in outside] == [
-        (OUTSIDE_SOURCES, "data/shapes.csv", 3, "1"), (OUTSIDE_SOURCES, "data/shapes.csv", 4, "1"),
-        (OUTSIDE_SOURCES, "data/shapes.csv", 5, "1")]
-    d = change(tmp_path / "w", added("open('data/shapes.csv', 'a').write('1\\n')", "print('kernel,0.001')",
-                                     "import os", "os.chdir('/tmp')"))
+        (OUTSIDE_SOURCES, "data/shapes.csv", 3, "1"),
+        (OUTSIDE_SOURCES, "data/shapes.csv", 4, "1"),
+        (OUTSIDE_SOURCES, "data/shapes.csv", 5, "1"),
+    ]
+    d = change(
+        tmp_path / "w",
+        added("open('data/shapes.csv', 'a').write('1\\n')", "print('kernel,0.001')", "import os", "os.chdir('/tmp')"),
+    )
     found = d.scan()
     quoted(d, found, "file-write", "open('data/shapes.csv', 'a')")
     quoted(d, found, "stdout-write", "print('kernel,0.001')")
@@ -480,17 +625,28 @@ def test_the_median_gamed(tmp_path: Path) -> None:
     """Most timed calls cheap, a few expensive: what counts the calls is state (a counter, an
     iterator, a clock) and flagged; a choice by chance (random) or by the data is not, and
     is the output audit's (docs/security.md)."""
-    counted = change(tmp_path / "a", added("_N = 0", "def run(x):", "    global _N", "    _N += 1",
-                                           "    return x * 2 if _N % 10 == 0 else x"))
+    counted = change(
+        tmp_path / "a",
+        added("_N = 0", "def run(x):", "    global _N", "    _N += 1", "    return x * 2 if _N % 10 == 0 else x"),
+    )
     quoted(counted, counted.scan(), "module-state", "_N += 1")
-    cycled = change(tmp_path / "b", added("import itertools", "_FULL = itertools.cycle([1] + [0] * 9)",
-                                          "def run(x):", "    return x * 2 if next(_FULL) else x"))
+    cycled = change(
+        tmp_path / "b",
+        added(
+            "import itertools",
+            "_FULL = itertools.cycle([1] + [0] * 9)",
+            "def run(x):",
+            "    return x * 2 if next(_FULL) else x",
+        ),
+    )
     quoted(cycled, cycled.scan(), "module-state", "return x * 2 if next(_FULL) else x")
-    timed = change(tmp_path / "c", added("import time", "def run(x):",
-                                         "    return x * 2 if time.monotonic_ns() % 10 == 0 else x"))
+    timed = change(
+        tmp_path / "c", added("import time", "def run(x):", "    return x * 2 if time.monotonic_ns() % 10 == 0 else x")
+    )
     quoted(timed, timed.scan(), "clock-time", "return x * 2 if time.monotonic_ns() % 10 == 0 else x")
-    by_chance = change(tmp_path / "d", added("import random", "def run(x):",
-                                             "    return x * 2 if random.random() < 0.1 else x"))
+    by_chance = change(
+        tmp_path / "d", added("import random", "def run(x):", "    return x * 2 if random.random() < 0.1 else x")
+    )
     assert by_chance.scan() == []  # not visible in a diff: the output audit checks every audited call
 
 
@@ -499,9 +655,16 @@ def test_nan_outputs(tmp_path: Path) -> None:
     NaN check by patching it, or the floating-point environment, is flagged."""
     plain = change(tmp_path / "a", BASE.replace("out.copy_(x * 2)", "out.fill_(float('nan'))"))
     assert plain.scan() == []
-    patched = change(tmp_path / "b", added("import math", "math.isnan = lambda v: False",
-                                           "torch.isnan = lambda t: torch.zeros_like(t, dtype=torch.bool)",
-                                           "import numpy", "numpy.seterr(invalid='ignore')"))
+    patched = change(
+        tmp_path / "b",
+        added(
+            "import math",
+            "math.isnan = lambda v: False",
+            "torch.isnan = lambda t: torch.zeros_like(t, dtype=torch.bool)",
+            "import numpy",
+            "numpy.seterr(invalid='ignore')",
+        ),
+    )
     found = patched.scan()
     quoted(patched, found, "patch-module", "math.isnan = lambda v: False")
     quoted(patched, found, "patch-module", "torch.isnan = lambda t:")
@@ -516,21 +679,38 @@ def test_a_params_json_change_and_a_triton_block_size_edit_raise_nothing(tmp_pat
     solution = (rms / "solution" / "rmsnorm.py").read_text()
     params = (rms / "params.json").read_text()
     tuned = solution.replace("MAX_BLOCK_D = 8192", "MAX_BLOCK_D = 4096").replace(
-        'eviction_policy="evict_last").to(tl.float32)\n    tl.store', 'eviction_policy="evict_first").to(tl.float32)\n'
-        "    tl.store")
+        'eviction_policy="evict_last").to(tl.float32)\n    tl.store',
+        'eviction_policy="evict_first").to(tl.float32)\n    tl.store',
+    )
     assert tuned != solution
     new_params = params.replace('"ROWS_PER_PROG": 32, "num_warps": 2', '"ROWS_PER_PROG": 16, "num_warps": 4')
     assert new_params != params
-    c = Change(tmp_path, {"kernels/rmsnorm/solution/rmsnorm.py": solution, "kernels/rmsnorm/params.json": params},
-               {"kernels/rmsnorm/solution/rmsnorm.py": tuned, "kernels/rmsnorm/params.json": new_params})
+    c = Change(
+        tmp_path,
+        {"kernels/rmsnorm/solution/rmsnorm.py": solution, "kernels/rmsnorm/params.json": params},
+        {"kernels/rmsnorm/solution/rmsnorm.py": tuned, "kernels/rmsnorm/params.json": new_params},
+    )
     assert c.scan() == []
 
 
 WAVE3_RULES = {"global-setting", "unread", "source-encoding", "hidden-text", "c-state"}
-WAVE3_NOTES = ("may be ", "an object of another module", "what the object was made from", "kept in the caller's",
-               "module-level iterator", "unpickles", "allow_pickle", "a string (a format field", "caller's file",
-               "named at run time", "copy and pickle call", "a module-level hook", "decoded from hex",
-               "compiles source built", "in the compiled source")
+WAVE3_NOTES = (
+    "may be ",
+    "an object of another module",
+    "what the object was made from",
+    "kept in the caller's",
+    "module-level iterator",
+    "unpickles",
+    "allow_pickle",
+    "a string (a format field",
+    "caller's file",
+    "named at run time",
+    "copy and pickle call",
+    "a module-level hook",
+    "decoded from hex",
+    "compiles source built",
+    "in the compiled source",
+)
 
 
 def test_ordinary_kernel_code_near_the_new_rules_raises_nothing(tmp_path: Path) -> None:
@@ -538,18 +718,31 @@ def test_ordinary_kernel_code_near_the_new_rules_raises_nothing(tmp_path: Path) 
     functions on the kernel's own tensors, a dtype chosen by name, a sorted list of configs,
     a CUDA file with constants and device functions."""
     code = added(
-        "import os", "from torch.nn import functional as F", "from torch.nn import init",
+        "import os",
+        "from torch.nn import functional as F",
+        "from torch.nn import init",
         "from torch.utils.cpp_extension import load_inline",
-        "BLOCK = 128", "CPP = f'#define BLOCK {BLOCK}\\nint f() {{ return BLOCK; }}'",
+        "BLOCK = 128",
+        "CPP = f'#define BLOCK {BLOCK}\\nint f() {{ return BLOCK; }}'",
         "DTYPE = getattr(torch, os.environ.get('SCALE_DTYPE', 'float16'))",
-        "def build():", "    return load_inline('m', cpp_sources=[CPP], functions=['f'])",
-        "def act(x, w, configs):", "    configs.sort(key=lambda c: c['BLOCK'])", "    init.normal_(w)",
-        "    F.relu_(x)", "    meta = {}", "    _tune(meta)", "    return x",
-        "def _tune(meta):", "    meta.setdefault('num_warps', 4)")
+        "def build():",
+        "    return load_inline('m', cpp_sources=[CPP], functions=['f'])",
+        "def act(x, w, configs):",
+        "    configs.sort(key=lambda c: c['BLOCK'])",
+        "    init.normal_(w)",
+        "    F.relu_(x)",
+        "    meta = {}",
+        "    _tune(meta)",
+        "    return x",
+        "def _tune(meta):",
+        "    meta.setdefault('num_warps', 4)",
+    )
     assert change(tmp_path / "py", code).scan() == []
-    cuda = ("static constexpr int BLOCK = 128;\n__constant__ float c_w[64];\n"
-            "static __device__ __forceinline__ float sq(float v) { return v * v; }\n"
-            "__global__ void k(const float* x, float* y) { y[threadIdx.x] = sq(x[threadIdx.x]); }\n")
+    cuda = (
+        "static constexpr int BLOCK = 128;\n__constant__ float c_w[64];\n"
+        "static __device__ __forceinline__ float sq(float v) { return v * v; }\n"
+        "__global__ void k(const float* x, float* y) { y[threadIdx.x] = sq(x[threadIdx.x]); }\n"
+    )
     assert change(tmp_path / "cu", cuda, "", "k.cu").scan() == []
     stateful = cuda + "static float last[1024];\n__device__ int calls;\n"
     c = change(tmp_path / "cu2", stateful, cuda, "k.cu")
@@ -561,8 +754,12 @@ def test_ordinary_kernel_code_near_the_new_rules_raises_nothing(tmp_path: Path) 
 def test_the_bundled_solutions_and_baselines_raise_none_of_the_new_rules(tmp_path: Path) -> None:
     """Every kernel file a candidate edits in the bundled targets (solutions, baselines), as a
     whole new file: none of this wave's rules or notes."""
-    files = sorted(p for k in ("rmsnorm", "adaln") for d in ("solution", "baseline")
-                   for p in (PKG / "kernels" / k / d).glob("*.py"))
+    files = sorted(
+        p
+        for k in ("rmsnorm", "adaln")
+        for d in ("solution", "baseline")
+        for p in (PKG / "kernels" / k / d).glob("*.py")
+    )
     assert len(files) >= 4
     old: dict[str, str | bytes] = {}
     new: dict[str, str | bytes | None] = {str(p.relative_to(PKG)): p.read_text() for p in files}

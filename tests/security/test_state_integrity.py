@@ -93,14 +93,29 @@ _try('list workspace', lambda: os.listdir(_ws) and (_ for _ in ()).throw(
 
 def test_confined_the_workspace_is_out_of_reach(hostile: Factory) -> None:
     h = hostile.fake([])
-    h.set_script([{"name": "forge-state", "exec": STEPS + attacks.canary_writes(h) + FORGERIES + record_steps(h)
-                   + attacks.touch_kernel()}])
+    h.set_script(
+        [
+            {
+                "name": "forge-state",
+                "exec": STEPS + attacks.canary_writes(h) + FORGERIES + record_steps(h) + attacks.touch_kernel(),
+            }
+        ]
+    )
     before = h.baseline()
     files = {p: p.read_bytes() for p in (h.ws.db_path, h.ws.performance, h.ws.memory_path(0), h.ws.dir / ".secret")}
     assert h.session(1) == 0
     got = steps(h)
-    assert set(got) == {"read secret", "insert accept", "update baseline", "edit frozen config in run.db",
-                        "edit kopt.toml", "edit memory", "edit performance.md", "plant in memory/", "list workspace"}
+    assert set(got) == {
+        "read secret",
+        "insert accept",
+        "update baseline",
+        "edit frozen config in run.db",
+        "edit kopt.toml",
+        "edit memory",
+        "edit performance.md",
+        "plant in memory/",
+        "list workspace",
+    }
     refused = {name: why for name, why in got.items() if why != "ok"}
     assert refused == got, f"the sandbox let these through: {[n for n, w in got.items() if w == 'ok']}"
     # what it sees of the workspace: its own tree, its plan and its output folder, nothing else
@@ -132,17 +147,25 @@ try:
 finally:
     con.close()
 """
-    h.set_script([{"name": "accept-myself", "exec": attacks.linger(h, "import sqlite3\n" + wait_review + attacks.DONE,
-                                                                   seconds=20, unmarked=True) + attacks.gain(0.1)},
-                  {"name": "the same, accepted by the user", "exec": attacks.gain(0.1)}])
+    h.set_script(
+        [
+            {
+                "name": "accept-myself",
+                "exec": attacks.linger(h, "import sqlite3\n" + wait_review + attacks.DONE, seconds=20, unmarked=True)
+                + attacks.gain(0.1),
+            },
+            {"name": "the same, accepted by the user", "exec": attacks.gain(0.1)},
+        ]
+    )
     before = h.baseline(no_sandbox=True)
     assert h.session(1, no_sandbox=True) == 0
     tried((h.proof / "linger.done").exists(), "the forged accept was never inserted: the attack was not tried")
     h.kill_survivors()  # unconfined and unmarked, it outlives the proposal (what --no-sandbox gives up)
     with Store(h.ws.db_path, readonly=True) as s:
         rows = [tuple(r) for r in s.db.execute("SELECT kind, status, result FROM commands")]
-    assert rows and all(kind == "accept" and status == "rejected" and "no valid seal" in result
-                        for kind, status, result in rows), rows
+    assert rows and all(
+        kind == "accept" and status == "rejected" and "no valid seal" in result for kind, status, result in rows
+    ), rows
     assert any("refused command" in m for m in h.events()), h.events()
     it = h.assert_refused(before, 1, {"rejected"}, "x faster, more than the suspicious_speedup", outside=False)
     assert it.record["decision"]["by"] == "policy"
@@ -182,12 +205,20 @@ def forge_best(hostile: Factory, how: str) -> tuple[Hostile, str, str]:
     before = h.baseline(no_sandbox=True)
     evil = forge_commit(h)
     if how == "insert a keep":
-        sql = ("INSERT INTO iterations (version, status, phase, commit_sha, best_commit_before, started_at, record) "
-               f"VALUES (99, 'keep', 'done', '{evil}', '{before.branch}', 0, '{{}}')")
+        sql = (
+            "INSERT INTO iterations (version, status, phase, commit_sha, best_commit_before, started_at, record) "
+            f"VALUES (99, 'keep', 'done', '{evil}', '{before.branch}', 0, '{{}}')"
+        )
     else:
         sql = f"UPDATE iterations SET commit_sha = '{evil}' WHERE version = 0"
-    h.set_script([{"name": "forge-best", "exec": STEPS + f"_try('forge', lambda: _db({sql!r}))\n" + record_steps(h)
-                   + attacks.touch_kernel()}])
+    h.set_script(
+        [
+            {
+                "name": "forge-best",
+                "exec": STEPS + f"_try('forge', lambda: _db({sql!r}))\n" + record_steps(h) + attacks.touch_kernel(),
+            }
+        ]
+    )
     h.session(1, no_sandbox=True)
     tried(steps(h) == {"forge": "ok"}, "the forgery did not land: the attack was not tried")
     return h, before.branch, evil
@@ -197,7 +228,9 @@ HOWS = ["update the baseline's commit", "insert a keep"]
 
 
 @pytest.mark.parametrize("how", HOWS)
-def test_unconfined_a_forged_keep_in_run_db_stops_the_run_and_is_never_measured_from(hostile: Factory, how: str) -> None:
+def test_unconfined_a_forged_keep_in_run_db_stops_the_run_and_is_never_measured_from(
+    hostile: Factory, how: str
+) -> None:
     """--no-sandbox: the proposer makes an attacker's commit BEST in run.db, by an UPDATE of
     the baseline's commit or an INSERT of a kept iteration. The sealed chain of keeps breaks:
     the run refuses to go on from it (this session and the next), the branch and best/ stay
@@ -229,10 +262,20 @@ def test_unconfined_edited_projections_do_not_survive_the_iteration(hostile: Fac
     """--no-sandbox: the proposer rewrites memory/v0.json and performance.md to claim a keep;
     both are rewritten from the store by the end of the iteration."""
     h = hostile.fake([])
-    h.set_script([{"name": "forge-projections", "exec": STEPS + """
+    h.set_script(
+        [
+            {
+                "name": "forge-projections",
+                "exec": STEPS
+                + """
 _try('edit memory', lambda: _edit_json('memory/v0.json', status='keep', hypothesis='forged keep'))
 _try('edit performance.md', lambda: _append('performance.md', '\\n| v9 | keep | forged keep -50% |\\n'))
-""" + record_steps(h) + attacks.touch_kernel()}])
+"""
+                + record_steps(h)
+                + attacks.touch_kernel(),
+            }
+        ]
+    )
     before = h.baseline(no_sandbox=True)
     assert h.session(1, no_sandbox=True) == 0
     assert steps(h) == {"edit memory": "ok", "edit performance.md": "ok"}
@@ -243,10 +286,20 @@ _try('edit performance.md', lambda: _append('performance.md', '\\n| v9 | keep | 
 
 def test_unconfined_an_edited_config_fails_the_proposal_and_is_put_back(hostile: Factory) -> None:
     h = hostile.fake([])
-    h.set_script([{"name": "loosen-config", "exec": STEPS + f"""
+    h.set_script(
+        [
+            {
+                "name": "loosen-config",
+                "exec": STEPS
+                + f"""
 _try('loosen', lambda: open(os.path.join(_ws, 'kopt.toml'), 'w').write(
     open(os.path.join(_ws, 'kopt.toml')).read().replace('correct = "err == 0"', {LOOSER!r})))
-""" + record_steps(h) + attacks.gain(0.5, wrong=True)}])
+"""
+                + record_steps(h)
+                + attacks.gain(0.5, wrong=True),
+            }
+        ]
+    )
     before = h.baseline(no_sandbox=True)
     assert h.session(1, no_sandbox=True) == 0
     assert steps(h) == {"loosen": "ok"}
@@ -266,10 +319,18 @@ if {LOOSER!r} not in _text:
     with open(_path, 'w') as f:
         f.write(_text.replace('correct = "err == 0"', {LOOSER!r}).replace('[decide]', '[decide]\\nsuspicious_speedup = 100'))
 """
-    h.set_script([{"name": "loosen-later", "exec": attacks.linger(h, attacks.ONCE_AFTER_THE_PROPOSAL + loosen
-                                                                  + attacks.DONE, seconds=6, unmarked=True)
-                   + attacks.touch_kernel()},
-                  {"name": "a wrong kernel, 2x faster", "exec": attacks.gain(0.5, wrong=True)}])
+    h.set_script(
+        [
+            {
+                "name": "loosen-later",
+                "exec": attacks.linger(
+                    h, attacks.ONCE_AFTER_THE_PROPOSAL + loosen + attacks.DONE, seconds=6, unmarked=True
+                )
+                + attacks.touch_kernel(),
+            },
+            {"name": "a wrong kernel, 2x faster", "exec": attacks.gain(0.5, wrong=True)},
+        ]
+    )
     before = h.baseline(no_sandbox=True)
     assert h.session(1, no_sandbox=True) == 0
     tried((h.proof / "linger.done").exists(), "the config was never edited: the attack was not tried")
@@ -287,7 +348,12 @@ def test_unconfined_an_edited_frozen_config_in_run_db_refuses_the_next_start(hos
     with a loosened rule; its seal does not match, so the next session refuses to start from
     it, and no candidate is judged by it."""
     h = hostile.fake([])
-    h.set_script([{"name": "loosen-the-copy", "exec": STEPS + f"""
+    h.set_script(
+        [
+            {
+                "name": "loosen-the-copy",
+                "exec": STEPS
+                + f"""
 def _loosen():
     con = sqlite3.connect(os.path.join(_ws, 'run.db'), timeout=5)
     text = json.loads(con.execute("SELECT value FROM meta WHERE key = 'frozen_config'").fetchone()[0])
@@ -297,8 +363,13 @@ def _loosen():
     con.close()
     open(os.path.join(_ws, 'kopt.toml'), 'w').write(text)
 _try('loosen', _loosen)
-""" + record_steps(h) + attacks.touch_kernel()},
-                  {"name": "a wrong kernel, 2x faster", "exec": attacks.gain(0.5, wrong=True)}])
+"""
+                + record_steps(h)
+                + attacks.touch_kernel(),
+            },
+            {"name": "a wrong kernel, 2x faster", "exec": attacks.gain(0.5, wrong=True)},
+        ]
+    )
     h.baseline(no_sandbox=True)
     h.session(1, no_sandbox=True)
     assert steps(h) == {"loosen": "ok"}
@@ -307,4 +378,3 @@ _try('loosen', _loosen)
     assert "seal" in str(st["last_error"]) + str(st["stop_reason"]), st
     with Store(h.ws.db_path, readonly=True) as s:
         assert s.iteration(2) is None, "a candidate was judged by the forged config"
-

@@ -40,9 +40,16 @@ class ImportedServer(Server):
         self.tree = tree
         self.err_path = tree.parent / f"{tree.name}.serve.err"
         self._err = self.err_path.open("w")
-        self.proc = subprocess.Popen([sys.executable, "-m", MODULE, SCRIPT, "--line", "triton", "--serve", *extra],
-                                     cwd=tree, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=self._err, text=True, bufsize=1)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", MODULE, SCRIPT, "--line", "triton", "--serve", *extra],
+            cwd=tree,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._err,
+            text=True,
+            bufsize=1,
+        )
         self.lines: queue.Queue[str | None] = queue.Queue()
         self.noise: list[str] = []
         threading.Thread(target=self._read, daemon=True).start()

@@ -52,15 +52,21 @@ def triton_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, 
 def test_init_proposes_serving_by_import_and_an_a_a_is_decided_not_kept(triton_repo, tmp_path, capsys) -> None:
     repo, root = triton_repo
     before = checkout_hashes(repo)
-    assert kopt(["--root", str(root), "init", "--repo", str(repo), "--tag", "ln", "--bench", BENCH,
-                 "--no-sandbox"]) == 2  # without --yes: the proposal shown and kept as a draft
+    assert (
+        kopt(["--root", str(root), "init", "--repo", str(repo), "--tag", "ln", "--bench", BENCH, "--no-sandbox"]) == 2
+    )  # without --yes: the proposal shown and kept as a draft
     capsys.readouterr()
     assert checkout_hashes(repo) == before  # the bench (it writes its CSV and plot into `.`) ran in a copy
     draft = root / ".init" / "ln" / "draft"
     t = tomllib.loads((draft / "kopt.toml").read_text())["target"]
     served = f"TRITON_INTERPRET=1 PYTHONPATH={STUBS} {sys.executable} -m {onboard_served.MODULE} {SCRIPT} --line triton"
-    assert (t["bench"], t["serve"], t["csv"], t["metric"], t["direction"]) == (served, f"{served} --serve", "-",
-                                                                             "us", "min")
+    assert (t["bench"], t["serve"], t["csv"], t["metric"], t["direction"]) == (
+        served,
+        f"{served} --serve",
+        "-",
+        "us",
+        "min",
+    )
     assert (t["correct"], t["calls"], t["class_by"]) == ("err <= 1", "calls", [])
     assert t["config"] == ["N", "provider", "M", "dtype", "mode"] and "format" not in t
     assert {"calls", "seed", "us_p90"} <= set(t["ignore"]) and t["sources"] == [SCRIPT]
@@ -75,8 +81,13 @@ def test_init_proposes_serving_by_import_and_an_a_a_is_decided_not_kept(triton_r
     p = onboard.propose(run)
     # an A/A stays undecided to max_rounds (then review, answered by its default: reject): 3
     # rounds go past min_rounds once; each round is a look on each side (6 rounds: 24 CPU-s)
-    p.sections["decide"] = {"min_rounds": 2, "max_rounds": 3, "review_timeout_s": 0.0,
-                            "max_other_regression_pct": 50.0, "suspicious_speedup": 100.0}
+    p.sections["decide"] = {
+        "min_rounds": 2,
+        "max_rounds": 3,
+        "review_timeout_s": 0.0,
+        "max_other_regression_pct": 50.0,
+        "suspicious_speedup": 100.0,
+    }
     p.sections["profile"] = {"kind": "none"}
     p.sections["propose"] = {"kind": "command", "command": f"{sys.executable} {PROPOSER}", "timeout_s": 60.0}
     p.sections["gpu"] = {"samples": 1, "sample_interval_s": 0.0}

@@ -42,14 +42,26 @@ ignore = ["us_mean", "us_std", "us_min", "us_p10", "us_p90", "samples", "calls",
 calls = "calls"
 class_by = []
 """
-SLOW = (("        _ln_backward_dx[(M, )](", "        for _ in range(4):  # four times the work\n"
-                                         "            _ln_backward_dx[(M, )]("),)
-FAKE_FAST = (("    return gbps(ms), gbps(max_ms), gbps(min_ms)", "    return 1e9, 1e9, 1e9  # fake fast figures"),
-             ("@triton.testing.perf_report(", "triton.testing.do_bench = lambda fn, *a, **k: [1e-6] * 3  # a fake timer"
-                                             "\n\n\n@triton.testing.perf_report("))
-OWN_TIMER = (("triton.testing.do_bench(lambda: y.backward", "own_timer(lambda: y.backward"),
-             ("@triton.testing.perf_report(", "def own_timer(fn, **_):\n    fn()\n    return [1.0, 1.0, 1.0]\n\n\n"
-                                             "@triton.testing.perf_report("))
+SLOW = (
+    (
+        "        _ln_backward_dx[(M, )](",
+        "        for _ in range(4):  # four times the work\n            _ln_backward_dx[(M, )](",
+    ),
+)
+FAKE_FAST = (
+    ("    return gbps(ms), gbps(max_ms), gbps(min_ms)", "    return 1e9, 1e9, 1e9  # fake fast figures"),
+    (
+        "@triton.testing.perf_report(",
+        "triton.testing.do_bench = lambda fn, *a, **k: [1e-6] * 3  # a fake timer\n\n\n@triton.testing.perf_report(",
+    ),
+)
+OWN_TIMER = (
+    ("triton.testing.do_bench(lambda: y.backward", "own_timer(lambda: y.backward"),
+    (
+        "@triton.testing.perf_report(",
+        "def own_timer(fn, **_):\n    fn()\n    return [1.0, 1.0, 1.0]\n\n\n@triton.testing.perf_report(",
+    ),
+)
 
 
 def rows(path: Path) -> pd.DataFrame:
@@ -125,7 +137,8 @@ def test_bad_requests_are_answered_and_the_process_goes_on(served: dict) -> None
 
 
 def test_the_benchs_own_timing_is_never_read_a_slow_kernel_with_fake_fast_figures_is_slow(
-        served: dict, tmp_path: Path) -> None:
+    served: dict, tmp_path: Path
+) -> None:
     """Hostile: the tree's kernel does four times the work, its benchmark function returns 1e9
     GB/s and its module replaces do_bench with a fake timer. kopt captures the callable anyway
     and times it: slower than the honest tree's on every config, by the OS's own CPU clock; its
@@ -139,8 +152,9 @@ def test_the_benchs_own_timing_is_never_read_a_slow_kernel_with_fake_fast_figure
             assert s.close() == 0
     # another process of the honest tree: the same look and audit bytes as the module's server
     assert (tmp_path / "honest_audit.json").read_text() == served["audit1_text"]
-    assert ((tmp_path / f"honest.csv{serve.COMMITMENT_SUFFIX}").read_text()
-            == (served["root"] / f"look1.csv{serve.COMMITMENT_SUFFIX}").read_text())
+    assert (tmp_path / f"honest.csv{serve.COMMITMENT_SUFFIX}").read_text() == (
+        served["root"] / f"look1.csv{serve.COMMITMENT_SUFFIX}"
+    ).read_text()
     fair, fake = rows(tmp_path / "honest.csv"), rows(tmp_path / "cheat.csv")
     assert (fake["err"] == 0).all() and list(fake["calls"]) == list(fair["calls"])
     assert (fake["us"] > 1.5 * fair["us"]).all(), (list(fair["us"]), list(fake["us"]))
@@ -203,6 +217,7 @@ def test_a_sets_outputs_are_what_it_returned_the_grads_it_names_else_its_closure
     assert len(outs) == 2 and torch.equal(outs[0], a + 1) and torch.equal(outs[1], torch.full((3,), 2.0))
     s()  # grad_to_none: reset before each call, so the grad is the last call's, not a sum
     assert torch.equal(s.outputs()[1], torch.full((3,), 2.0))
+
     def in_place() -> None:
         a.add_(0)
 
@@ -246,15 +261,25 @@ def probe_run(probe: dict | None) -> BenchRun:
 
 
 def test_the_plan_serves_the_metrics_line_or_says_why_not() -> None:
-    doc = {"version": 1, "config_columns": list(CONFIG), "benchmarks": [{"lines": [
-        {"value": "triton", "name": "Triton", "captured": True},
-        {"value": "torch", "name": "Torch", "captured": False, "why": "RuntimeError: no"}]}]}
+    doc = {
+        "version": 1,
+        "config_columns": list(CONFIG),
+        "benchmarks": [
+            {
+                "lines": [
+                    {"value": "triton", "name": "Triton", "captured": True},
+                    {"value": "torch", "name": "Torch", "captured": False, "why": "RuntimeError: no"},
+                ]
+            }
+        ],
+    }
     ok = {"ok": True, "probe": doc, "seconds": 3.5, "note": ""}
     p = onboard_served.plan(probe_run(ok), "Triton (GB/s)")
     assert p is not None and p.lines == ("triton",) and p.config == CONFIG and p.seconds == 3.5
     torch_plan = onboard_served.plan(probe_run(ok), "Torch (GB/s)")
     assert torch_plan is not None and not torch_plan.lines and "RuntimeError: no" in torch_plan.why
-    failed = onboard_served.plan(probe_run({"ok": False, "why": "kopt's import of the bench failed (exit 1)"}),
-                                 "Triton (GB/s)")
+    failed = onboard_served.plan(
+        probe_run({"ok": False, "why": "kopt's import of the bench failed (exit 1)"}), "Triton (GB/s)"
+    )
     assert failed is not None and failed.why.startswith("kopt's import of the bench failed")
     assert onboard_served.plan(probe_run(None), "Triton (GB/s)") is None

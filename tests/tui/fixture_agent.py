@@ -26,12 +26,36 @@ def main() -> int:
     repair = int(os.environ.get("KOPT_REPAIR", "0"))
     session = f"fixture-v{n}" + (f"-r{repair}" if repair else "")
     print(json.dumps({"type": "system", "subtype": "init", "session_id": session, "model": "fixture-model"}))
-    print(json.dumps({"type": "assistant", "message": {"role": "assistant", "content": [
-        {"type": "text", "text": f"Reading the brief for v{n}" + (f" (repair {repair})" if repair else "") + "."}]},
-        "session_id": session}))
+    print(
+        json.dumps(
+            {
+                "type": "assistant",
+                "message": {
+                    "role": "assistant",
+                    "content": [
+                        {
+                            "type": "text",
+                            "text": f"Reading the brief for v{n}" + (f" (repair {repair})" if repair else "") + ".",
+                        }
+                    ],
+                },
+                "session_id": session,
+            }
+        )
+    )
     done = subprocess.run([sys.executable, str(SCRIPTED)], check=False)
-    print(json.dumps({"type": "assistant", "message": {"role": "assistant", "content": [
-        {"type": "tool_use", "name": "Edit", "input": {"file_path": "kernel.json"}}]}, "session_id": session}))
+    print(
+        json.dumps(
+            {
+                "type": "assistant",
+                "message": {
+                    "role": "assistant",
+                    "content": [{"type": "tool_use", "name": "Edit", "input": {"file_path": "kernel.json"}}],
+                },
+                "session_id": session,
+            }
+        )
+    )
     plan = Path(os.environ["KOPT_PLAN"])
     if done.returncode == 0 and plan.is_file() and n % 2 == 0:
         pack = json.loads(Path(os.environ["KOPT_PROMPT_JSON"]).read_text())
@@ -40,13 +64,26 @@ def main() -> int:
             with plan.open("a") as f:
                 f.write(f"\nEvidence: {classes[-1]} is where the time goes in the brief.\n")
     tokens_in, tokens_out = 1000 * n + 234, 100 * n + 17
-    usage: dict[str, object] = {"input_tokens": tokens_in, "output_tokens": tokens_out,
-                                "cache_read_tokens": 800 * n, "session_id": session}
+    usage: dict[str, object] = {
+        "input_tokens": tokens_in,
+        "output_tokens": tokens_out,
+        "cache_read_tokens": 800 * n,
+        "session_id": session,
+    }
     if n != 3:
         usage["cost_usd"] = round(0.01 * n + 0.0021 * (repair + 1), 4)
     Path(os.environ["KOPT_USAGE"]).write_text(json.dumps(usage))
-    print(json.dumps({"type": "result", "subtype": "success" if done.returncode == 0 else "error",
-                      "is_error": done.returncode != 0, "session_id": session, "result": "plan written"}))
+    print(
+        json.dumps(
+            {
+                "type": "result",
+                "subtype": "success" if done.returncode == 0 else "error",
+                "is_error": done.returncode != 0,
+                "session_id": session,
+                "result": "plan written",
+            }
+        )
+    )
     return done.returncode
 
 

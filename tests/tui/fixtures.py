@@ -35,7 +35,12 @@ def install_runs(root: Path, tags: Iterable[str] = (REVIEW, DONE)) -> Path:
     for tag in tags:
         src, dest = DATA / tag, root / tag
         shutil.copytree(src, dest, ignore=shutil.ignore_patterns("run.sql"))
-        sql = (src / "run.sql").read_text().replace("@ROOT@", str(root)).replace("@REPO@", str(root.parent / f"{tag}-repo"))
+        sql = (
+            (src / "run.sql")
+            .read_text()
+            .replace("@ROOT@", str(root))
+            .replace("@REPO@", str(root.parent / f"{tag}-repo"))
+        )
         con = sqlite3.connect(dest / "run.db")
         con.executescript(sql)
         con.close()
@@ -52,17 +57,28 @@ def heartbeat_t(root: Path, tag: str = REVIEW) -> float:
         return float(s.get("heartbeat")["t"])
 
 
-def frozen_services(root: Path, *, alive: Iterable[str] = (REVIEW,), auto_review: bool = False,
-                    clock: str = REVIEW, gpus_file: str = "gpus.json") -> Services:
+def frozen_services(
+    root: Path,
+    *,
+    alive: Iterable[str] = (REVIEW,),
+    auto_review: bool = False,
+    clock: str = REVIEW,
+    gpus_file: str = "gpus.json",
+) -> Services:
     """Services for deterministic screens: the clock stands 0.6 s after the last heartbeat of
     `clock` (fake-review), the engine probe says which runs are alive, and the GPUs are the
     fixture's (`gpus-lanes.json`: the lanes runs'; `gpus-lanes4.json`: fake-lanes4's)."""
     now = heartbeat_t(root, clock) + 0.6
     live = set(alive)
     gpus = root.parent / gpus_file
-    return Services(now=lambda: now, probe=lambda ws: (ws.tag in live, 4242 if ws.tag in live else None),
-                    backend=lambda vendor: FakeBackend(gpus), poll_s=0.05, gpu_every_s=0.05,
-                    auto_review=auto_review)
+    return Services(
+        now=lambda: now,
+        probe=lambda ws: (ws.tag in live, 4242 if ws.tag in live else None),
+        backend=lambda vendor: FakeBackend(gpus),
+        poll_s=0.05,
+        gpu_every_s=0.05,
+        auto_review=auto_review,
+    )
 
 
 def offline_services(root: Path, **kw: object) -> Services:
@@ -93,6 +109,14 @@ def grow_run(ws: Workspace, total: int) -> None:
             for v in range(len(its), total):
                 m = models[v % len(models)]
                 t += 60.0
-                store.save_iteration(replace(m, version=v, parent=v - 1, started_at=t, finished_at=t + 55.0,
-                                            hypothesis=f"{m.hypothesis.split(':')[0]}: generated iteration v{v}",
-                                            record=dict(m.record)))
+                store.save_iteration(
+                    replace(
+                        m,
+                        version=v,
+                        parent=v - 1,
+                        started_at=t,
+                        finished_at=t + 55.0,
+                        hypothesis=f"{m.hypothesis.split(':')[0]}: generated iteration v{v}",
+                        record=dict(m.record),
+                    )
+                )

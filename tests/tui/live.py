@@ -27,8 +27,14 @@ that never came (a CI flake)."""
 def cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     """The real `kopt` of this worktree, as a process."""
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
-    return subprocess.run([sys.executable, "-m", "kopt_supervisor.kopt_tui.cli", *args], cwd=REPO_ROOT, env=env,
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "kopt_supervisor.kopt_tui.cli", *args],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def init_run(repo: Path, root: Path, tag: str) -> Workspace:
@@ -36,8 +42,9 @@ def init_run(repo: Path, root: Path, tag: str) -> Workspace:
     return Workspace(root, tag)
 
 
-def wait_for(cond: Callable[[], object], timeout: float = 60.0, what: str = "the engine",
-             ws: Workspace | None = None) -> object:
+def wait_for(
+    cond: Callable[[], object], timeout: float = 60.0, what: str = "the engine", ws: Workspace | None = None
+) -> object:
     """Poll until cond() is truthy; on a time-out say what the engine did (with ws)."""
     end = time.monotonic() + timeout
     while True:
@@ -45,8 +52,9 @@ def wait_for(cond: Callable[[], object], timeout: float = 60.0, what: str = "the
         if got:
             return got
         if time.monotonic() > end:
-            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}"
-                                 + (f"\n{run_story(ws)}" if ws is not None else ""))
+            raise AssertionError(
+                f"timed out after {timeout:.0f} s waiting for {what}" + (f"\n{run_story(ws)}" if ws is not None else "")
+            )
         time.sleep(0.1)
 
 

@@ -62,12 +62,27 @@ DATA = HERE / "data"
 AGENT = {f"{sys.executable} {FAKE / 'proposer.py'}": f"{sys.executable} {HERE / 'fixture_agent.py'}"}
 """The scripted proposer, run inside the fixture's agent wrapper."""
 T0 = calendar.timegm((2026, 11, 22, 9, 0, 0))
-GPUS = [[
-    {"index": 0, "name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-5c1d0e2a", "util_pct": 97, "mem_used_mib": 61234,
-     "mem_total_mib": 81559, "processes": [{"pid": 4711, "name": "python train.py", "user": "maria", "mem_mib": 61000}]},
-    {"index": 1, "name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-9f3b77c4", "util_pct": 0, "mem_used_mib": 3,
-     "mem_total_mib": 81559},
-]]
+GPUS = [
+    [
+        {
+            "index": 0,
+            "name": "NVIDIA H100 80GB HBM3",
+            "uuid": "GPU-5c1d0e2a",
+            "util_pct": 97,
+            "mem_used_mib": 61234,
+            "mem_total_mib": 81559,
+            "processes": [{"pid": 4711, "name": "python train.py", "user": "maria", "mem_mib": 61000}],
+        },
+        {
+            "index": 1,
+            "name": "NVIDIA H100 80GB HBM3",
+            "uuid": "GPU-9f3b77c4",
+            "util_pct": 0,
+            "mem_used_mib": 3,
+            "mem_total_mib": 81559,
+        },
+    ]
+]
 LANE_GPUS = [[*GPUS[0], {**GPUS[0][1], "index": 2, "uuid": "GPU-2e81a0d9"}]]
 """The lanes run's GPUs: GPU 0 busy with someone's training, 1 and 2 idle (one per lane)."""
 LANE4_GPUS = [[*LANE_GPUS[0], {**GPUS[0][1], "index": 3, "uuid": "GPU-71c4d2b8"}]]
@@ -77,7 +92,8 @@ LANES4_SCRIPT = [
     "plan = 'skip the softmax rescale in the inner loop\\nscope: global\\n'",
     "do:time.sleep(3); speed['small'] *= 0.99; speed['large'] *= 0.99; json.dump(k, open('kernel.json', 'w')); "
     "plan = 'split K over two warps and reduce in shared memory\\nscope: global\\n'",
-    "hang_proposer"]
+    "hang_proposer",
+]
 REVIEW_SCRIPT = ["gain5", "split", "nochange", "wrong_fixed_on_repair", "protected", "loss5", "loss5", "gain05"]
 DONE_SCRIPT = ["gain5", "loss5", "gain1"]
 
@@ -115,19 +131,28 @@ def freeze(ws: Workspace, repo: Path, dest: Path) -> None:
         db.execute("UPDATE meta SET value = ? WHERE key = ?", (js(value), key))
     for row in db.execute("SELECT version, started_at, finished_at, record FROM iterations").fetchall():
         v, started, finished, record = row
-        db.execute("UPDATE iterations SET started_at = ?, finished_at = ?, record = ? WHERE version = ?",
-                   (started + dt, None if finished is None else finished + dt, js(record), v))
+        db.execute(
+            "UPDATE iterations SET started_at = ?, finished_at = ?, record = ? WHERE version = ?",
+            (started + dt, None if finished is None else finished + dt, js(record), v),
+        )
     db.execute("UPDATE samples SET t = t + ?", (dt,))
     for eid, message, data in db.execute("SELECT id, message, data FROM events").fetchall():
-        db.execute("UPDATE events SET t = t + ?, message = ?, data = ? WHERE id = ?", (dt, text(message), js(data), eid))
+        db.execute(
+            "UPDATE events SET t = t + ?, message = ?, data = ? WHERE id = ?", (dt, text(message), js(data), eid)
+        )
     db.execute("UPDATE commands SET t = t + ?, handled_at = handled_at + ?", (dt, dt))
     db.commit()
     if dest.exists():
         shutil.rmtree(dest)
     dest.mkdir(parents=True)
     (dest / "run.sql").write_text("\n".join(db.iterdump()) + "\n")
-    toml = (ws.config_path.read_text().replace(sys.executable, "python").replace(str(FAKE), "tests/fake_target")
-            .replace(str(HERE), "tests/tui").replace(str(repo), "@REPO@"))
+    toml = (
+        ws.config_path.read_text()
+        .replace(sys.executable, "python")
+        .replace(str(FAKE), "tests/fake_target")
+        .replace(str(HERE), "tests/tui")
+        .replace(str(repo), "@REPO@")
+    )
     (dest / "kopt.toml").write_text(toml)
     # the run's secret: offline commands (a restart) check the chain of keeps it sealed
     shutil.copy(integrity.secret_path(ws.dir), integrity.secret_path(dest))
@@ -136,9 +161,13 @@ def freeze(ws: Workspace, repo: Path, dest: Path) -> None:
     for d in sorted(ws.logs.iterdir()):
         if not d.is_dir():
             continue
-        keep = [p for p in d.iterdir() if p.name == "candidate.diff"
-                or (p.name.startswith("proposer") and p.suffix == ".out")  # the agent's transcripts
-                or (d.name == f"v{last}" and p.suffix == ".out" and p.stat().st_size)]
+        keep = [
+            p
+            for p in d.iterdir()
+            if p.name == "candidate.diff"
+            or (p.name.startswith("proposer") and p.suffix == ".out")  # the agent's transcripts
+            or (d.name == f"v{last}" and p.suffix == ".out" and p.stat().st_size)
+        ]
         for p in keep:
             (dest / "logs" / d.name).mkdir(parents=True, exist_ok=True)
             shutil.copy(p, dest / "logs" / d.name / p.name)
@@ -149,8 +178,11 @@ def make_review_run(base: Path) -> tuple[Workspace, Path]:
     gpus.write_text(json.dumps(GPUS))
     os.environ["KOPT_FAKE_GPUS"] = str(gpus)
     os.environ["FAKE_NOISE"] = "0.01"  # a 0.5% gain under 1% noise stays undecided: borderline
-    repo = make_fake_repo(base / "review-target", script=REVIEW_SCRIPT,
-                          toml_replace={"review_timeout_s = 2": "review_timeout_s = 1800", **AGENT})
+    repo = make_fake_repo(
+        base / "review-target",
+        script=REVIEW_SCRIPT,
+        toml_replace={"review_timeout_s = 2": "review_timeout_s = 1800", **AGENT},
+    )
     os.environ["FAKE_SCRIPT"] = str(base / "review-target.script.json")
     root = base / "ws"
     assert kopt(["--root", str(root), "init", "--repo", str(repo), "--tag", "fake-review"]) == 0
@@ -160,8 +192,10 @@ def make_review_run(base: Path) -> tuple[Workspace, Path]:
     try:
         while api.status(ws)["state"] != "awaiting_review":
             if time.monotonic() > deadline or (api.status(ws)["iteration"] or 0) > len(REVIEW_SCRIPT):
-                raise NoBorderline(f"fake-review: v{len(REVIEW_SCRIPT)} (a 0.5% gain under 1% noise) was decided "
-                                   "without the engineer this time")
+                raise NoBorderline(
+                    f"fake-review: v{len(REVIEW_SCRIPT)} (a 0.5% gain under 1% noise) was decided "
+                    "without the engineer this time"
+                )
             time.sleep(0.2)
     finally:
         os.killpg(os.getpgid(pid), signal.SIGKILL)
@@ -195,8 +229,12 @@ def make_lanes_run(base: Path) -> tuple[Workspace, Path]:
     gpus.write_text(json.dumps(LANE_GPUS))
     os.environ.update({"KOPT_FAKE_GPUS": str(gpus), "KOPT_GPU_CLAIMS_DIR": str(base / "claims"), "FAKE_SLEEP": "0.4"})
     os.environ.pop("FAKE_NOISE", None)
-    repo = make_fake_repo(base / "lanes-target", script=LANES_SCRIPT, toml_replace={**FAST, **dict([FAST_GATE])},
-                          extra_toml="\n[parallel]\nlanes = 2\n")
+    repo = make_fake_repo(
+        base / "lanes-target",
+        script=LANES_SCRIPT,
+        toml_replace={**FAST, **dict([FAST_GATE])},
+        extra_toml="\n[parallel]\nlanes = 2\n",
+    )
     os.environ["FAKE_SCRIPT"] = str(base / "lanes-target.script.json")
     root = base / "ws"
     assert kopt(["--root", str(root), "init", "--repo", str(repo), "--tag", "fake-lanes"]) == 0
@@ -224,13 +262,16 @@ def make_lanes_review_run(base: Path) -> tuple[Workspace, Path]:
 
     gpus = base / "gpus.json"
     gpus.write_text(json.dumps(LANE_GPUS))
-    os.environ.update({"KOPT_FAKE_GPUS": str(gpus), "KOPT_GPU_CLAIMS_DIR": str(base / "claims"),
-                       "FAKE_NOISE": BORDERLINE_NOISE})
+    os.environ.update(
+        {"KOPT_FAKE_GPUS": str(gpus), "KOPT_GPU_CLAIMS_DIR": str(base / "claims"), "FAKE_NOISE": BORDERLINE_NOISE}
+    )
     os.environ.pop("FAKE_SLEEP", None)
-    repo = make_fake_repo(base / "lanes-review-target", script=["gain05"],
-                          toml_replace={**FAST, **dict([FAST_GATE]), "review_timeout_s = 2": "review_timeout_s = 1800",
-                                        **AGENT},
-                          extra_toml="\n[parallel]\nlanes = 2\n")
+    repo = make_fake_repo(
+        base / "lanes-review-target",
+        script=["gain05"],
+        toml_replace={**FAST, **dict([FAST_GATE]), "review_timeout_s = 2": "review_timeout_s = 1800", **AGENT},
+        extra_toml="\n[parallel]\nlanes = 2\n",
+    )
     os.environ["FAKE_SCRIPT"] = str(base / "lanes-review-target.script.json")
     root = base / "ws"
     assert kopt(["--root", str(root), "init", "--repo", str(repo), "--tag", "fake-lanes-review"]) == 0
@@ -257,11 +298,20 @@ def make_lanes4_run(base: Path) -> tuple[Workspace, Path]:
 
     gpus = base / "gpus.json"
     gpus.write_text(json.dumps(LANE4_GPUS))
-    os.environ.update({"KOPT_FAKE_GPUS": str(gpus), "KOPT_GPU_CLAIMS_DIR": str(base / "claims"),
-                       "FAKE_SLEEP": "0.5", "FAKE_NOISE": "0.003"})
-    repo = make_fake_repo(base / "lanes4-target", script=LANES4_SCRIPT,
-                          toml_replace={**FAST, **dict([FAST_GATE]), "review_timeout_s = 2": "review_timeout_s = 1800", **AGENT},
-                          extra_toml="\n[parallel]\nlanes = 4\n")
+    os.environ.update(
+        {
+            "KOPT_FAKE_GPUS": str(gpus),
+            "KOPT_GPU_CLAIMS_DIR": str(base / "claims"),
+            "FAKE_SLEEP": "0.5",
+            "FAKE_NOISE": "0.003",
+        }
+    )
+    repo = make_fake_repo(
+        base / "lanes4-target",
+        script=LANES4_SCRIPT,
+        toml_replace={**FAST, **dict([FAST_GATE]), "review_timeout_s = 2": "review_timeout_s = 1800", **AGENT},
+        extra_toml="\n[parallel]\nlanes = 4\n",
+    )
     os.environ["FAKE_SCRIPT"] = str(base / "lanes4-target.script.json")
     root = base / "ws"
     assert kopt(["--root", str(root), "init", "--repo", str(repo), "--tag", "fake-lanes4"]) == 0
@@ -289,7 +339,8 @@ def four_lanes_show_everything(ws: Workspace) -> bool:
     lanes = api.status(ws)["lanes"]
     phases = sorted(str(x["phase"]) for x in lanes)
     return phases == ["eval", "propose", "review", "waiting_gpu"] and all(
-        x["interval"] for x in lanes if x["phase"] == "eval")
+        x["interval"] for x in lanes if x["phase"] == "eval"
+    )
 
 
 LANES_SCRIPT = ["gain5", "loss5", "gain1", "loss5", "gain5", "loss5", "gain1", "loss5"]

@@ -49,8 +49,11 @@ def tui_pid(tmux: Tmux, session: str) -> int:
 def attach(tmux: Tmux, session: str, root: Path, tag: str, size: str = "200x60") -> None:
     env = {"PYTHONPATH": str(Path(__file__).resolve().parents[2]), "TERM": "xterm-256color", "PATH": os.environ["PATH"]}
     w, h = size.split("x")
-    command = "env " + " ".join(f"{k}={v}" for k, v in env.items()) + \
-        f" {sys.executable} -m kopt_supervisor.kopt_tui.cli --root {root} attach {tag}"
+    command = (
+        "env "
+        + " ".join(f"{k}={v}" for k, v in env.items())
+        + f" {sys.executable} -m kopt_supervisor.kopt_tui.cli --root {root} attach {tag}"
+    )
     tmux.run("new-session", "-d", "-s", session, "-x", w, "-y", h, command)
 
 
@@ -84,8 +87,11 @@ async def headless_open_and_scroll(root: Path, tag: str) -> tuple[float, float]:
         t0 = time.perf_counter()
         app = KoptApp(root, tag, services=offline_services(root))
         async with app.run_test(size=(200, 60)) as pilot:
-            await until(pilot, lambda a=app: a.screen.query("#history") and
-                        a.screen.query_one(HistoryTable).row_count == 1000, 30)
+            await until(
+                pilot,
+                lambda a=app: a.screen.query("#history") and a.screen.query_one(HistoryTable).row_count == 1000,
+                30,
+            )
             best_open = min(best_open, time.perf_counter() - t0)
             t1 = time.perf_counter()
             for _ in range(20):
@@ -127,8 +133,12 @@ def import_time() -> float:
     best = float("inf")
     for _ in range(4):  # the first run warms the file cache
         t0 = time.perf_counter()
-        res = subprocess.run([sys.executable, "-c", "import kopt_supervisor.kopt_tui.cli, kopt_supervisor.kopt_tui.app"], cwd=root, env=env,
-                             capture_output=True)
+        res = subprocess.run(
+            [sys.executable, "-c", "import kopt_supervisor.kopt_tui.cli, kopt_supervisor.kopt_tui.app"],
+            cwd=root,
+            env=env,
+            capture_output=True,
+        )
         assert res.returncode == 0, res.stderr
         best = min(best, time.perf_counter() - t0)
     return best
@@ -146,8 +156,9 @@ def main() -> None:
     try:
         attach(tmux, "quiet", root, DONE)
         wait_for(lambda: "1000 iterations" in tmux.screen("quiet"), 30, "the TUI")
-        rows.append(("idle CPU, `kopt attach` on a stopped 1,000-iteration run (20 s)",
-                     f"{idle_cpu(tmux, 'quiet'):.1f}%"))
+        rows.append(
+            ("idle CPU, `kopt attach` on a stopped 1,000-iteration run (20 s)", f"{idle_cpu(tmux, 'quiet'):.1f}%")
+        )
         tmux.run("kill-session", "-t", "quiet")
 
         os.environ["FAKE_NOISE"] = BORDERLINE_NOISE
@@ -160,26 +171,41 @@ def main() -> None:
         wait_for(lambda: state(live_ws) == "paused", 60, "the engine to pause")
         attach(tmux, "live", root, "live")
         wait_for(lambda: "paused" in tmux.screen("live"), 30, "the TUI")
-        rows.append(("idle CPU, `kopt attach` on a paused live engine (heartbeat 1/s, progress 5/s; 20 s)",
-                     f"{idle_cpu(tmux, 'live'):.1f}%"))
+        rows.append(
+            (
+                "idle CPU, `kopt attach` on a paused live engine (heartbeat 1/s, progress 5/s; 20 s)",
+                f"{idle_cpu(tmux, 'live'):.1f}%",
+            )
+        )
         tmux.run("kill-session", "-t", "live")
         kill_engine(live_ws)
 
-        rows.append(("open a 1,000-iteration run in tmux 200×60 (process start → history drawn), best of 3",
-                     f"{open_time(tmux, root, DONE, '1000 iterations'):.2f} s"))
+        rows.append(
+            (
+                "open a 1,000-iteration run in tmux 200×60 (process start → history drawn), best of 3",
+                f"{open_time(tmux, root, DONE, '1000 iterations'):.2f} s",
+            )
+        )
         headless, page = asyncio.run(headless_open_and_scroll(root, DONE))
         rows.append(("open a 1,000-iteration run headless (App.run_test 200×60), best of 3", f"{headless:.2f} s"))
         rows.append(("PageUp through the 1,000 rows at 200×60 (Pilot), per page", f"{page * 1000:.0f} ms"))
         bare = asyncio.run(bare_datatable_page())
         rows.append(("the same, a bare Textual DataTable of 1,000 × 8 cells", f"{bare * 1000:.0f} ms"))
-        rows.append(("Python start-up + `import kopt_supervisor.kopt_tui.cli, kopt_supervisor.kopt_tui.app`, best of 4", f"{import_time():.2f} s"))
+        rows.append(
+            (
+                "Python start-up + `import kopt_supervisor.kopt_tui.cli, kopt_supervisor.kopt_tui.app`, best of 4",
+                f"{import_time():.2f} s",
+            )
+        )
     finally:
         tmux.kill_server()
         if live_ws is not None:
             kill_engine(live_ws)
         shutil.rmtree(tmp, ignore_errors=True)
-    print(f"# {time.strftime('%Y-%m-%d')} on {platform.node()}: {psutil.cpu_count()} CPUs "
-          f"({platform.processor() or platform.machine()}), Python {platform.python_version()}")
+    print(
+        f"# {time.strftime('%Y-%m-%d')} on {platform.node()}: {psutil.cpu_count()} CPUs "
+        f"({platform.processor() or platform.machine()}), Python {platform.python_version()}"
+    )
     print("| measure | value |\n|---|---|")
     for what, value in rows:
         print(f"| {what} | {value} |")

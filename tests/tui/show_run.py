@@ -20,8 +20,9 @@ def main() -> None:
     gpus = sys.argv[2] if len(sys.argv) > 2 else "gpus-lanes.json"
     with tempfile.TemporaryDirectory(prefix="kopt-show-") as tmp:
         root = install_runs(Path(tmp) / "workspaces", (tag,))
-        app = KoptApp(root, tag, services=frozen_services(root, alive=(tag,), clock=tag, gpus_file=gpus,
-                                                          auto_review=False))
+        app = KoptApp(
+            root, tag, services=frozen_services(root, alive=(tag,), clock=tag, gpus_file=gpus, auto_review=False)
+        )
         app.run()
 
 

@@ -232,8 +232,18 @@ async def test_palette_offers_the_actions_and_runs_them(runs_root: Path):
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: dashboard(app))
         titles = [b.tooltip for b, _ in available_actions(app.screen)]
-        for action in ("accept", "reject", "more_rounds", "pause", "stop", "restart", "logs", "start_engine",
-                       "detach", "help"):
+        for action in (
+            "accept",
+            "reject",
+            "more_rounds",
+            "pause",
+            "stop",
+            "restart",
+            "logs",
+            "start_engine",
+            "detach",
+            "help",
+        ):
             assert any(b.action == action for b, _ in available_actions(app.screen)), action
         assert len(titles) == len(set(titles))
         await pilot.press("ctrl+p")
@@ -259,8 +269,9 @@ async def test_actions_that_do_not_apply_are_hidden(runs_root: Path):
 
 async def test_engine_gone_is_said_and_E_offers_to_start_it(runs_root: Path):
     started: list[Workspace] = []
-    app = KoptApp(runs_root, REVIEW, services=offline_services(
-        runs_root, start_engine=lambda ws: started.append(ws) or 31337))
+    app = KoptApp(
+        runs_root, REVIEW, services=offline_services(runs_root, start_engine=lambda ws: started.append(ws) or 31337)
+    )
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: dashboard(app))
         line = str(app.screen.query_one("#state").render())

@@ -14,7 +14,9 @@ from kopt_supervisor.kopt_tui.cli import main as kopt
 
 def test_init_with_bench_overrides_the_repo_config_and_needs_the_rest(fake_env, capsys, tmp_path):
     repo, root = fake_env([])
-    assert kopt(["--root", str(root), "init", "--repo", str(repo / "."), "--tag", "b", "--bench", "python other.py"]) == 0
+    assert (
+        kopt(["--root", str(root), "init", "--repo", str(repo / "."), "--tag", "b", "--bench", "python other.py"]) == 0
+    )
     out = capsys.readouterr().out
     assert f"created {root / 'b'}" in out and "next: kopt run b --root" in out
     cfg = Workspace(root, "b").load_config()
@@ -22,7 +24,9 @@ def test_init_with_bench_overrides_the_repo_config_and_needs_the_rest(fake_env, 
     # no kopt.toml at all: kopt runs the bench once to propose one; a bench that fails gives
     # nothing to propose from, and the error names its output
     (repo / "kopt.toml").unlink()
-    assert kopt(["--root", str(root), "init", "--repo", str(repo), "--tag", "c", "--bench", f"{sys.executable} b.py"]) == 2
+    assert (
+        kopt(["--root", str(root), "init", "--repo", str(repo), "--tag", "c", "--bench", f"{sys.executable} b.py"]) == 2
+    )
     err = capsys.readouterr().err
     assert "the bench exited 2 (" in err and "b.py" in err and "init_bench.out" in err
     log = err.split("see its output: ")[1].split(" and ")[0]
@@ -30,10 +34,29 @@ def test_init_with_bench_overrides_the_repo_config_and_needs_the_rest(fake_env, 
     assert not (repo / "kopt.toml").exists()
     bad = tmp_path / "bad.toml"
     bad.write_text("[target\n")
-    assert kopt(["--root", str(root), "init", "--repo", str(repo), "--tag", "d", "--config", str(bad),
-                 "--bench", "python b.py"]) == 2
+    assert (
+        kopt(
+            [
+                "--root",
+                str(root),
+                "init",
+                "--repo",
+                str(repo),
+                "--tag",
+                "d",
+                "--config",
+                str(bad),
+                "--bench",
+                "python b.py",
+            ]
+        )
+        == 2
+    )
     assert f"{bad}: not valid TOML" in capsys.readouterr().err
-    assert kopt(["--root", str(root), "init", "--repo", str(repo), "--tag", "e", "--config", str(tmp_path / "no.toml")]) == 2
+    assert (
+        kopt(["--root", str(root), "init", "--repo", str(repo), "--tag", "e", "--config", str(tmp_path / "no.toml")])
+        == 2
+    )
     assert "no such config file" in capsys.readouterr().err
     assert not (root / "c").exists() and not (root / "d").exists() and not (root / "e").exists()
 
@@ -83,8 +106,13 @@ def test_the_demo_command_hands_the_engine_the_bundled_catalog(monkeypatch, tmp_
 
     monkeypatch.setattr(api, "prepare_demo", prepare_demo)
     assert kopt(["--root", str(tmp_path), "demo", "--headless", "--kernel", "adaln", "--no-profile"]) == 2
-    assert seen == {"kernel": "adaln", "kernels": catalog.KERNELS, "materialize": catalog.materialize,
-                    "headless": True, "profile": False}
+    assert seen == {
+        "kernel": "adaln",
+        "kernels": catalog.KERNELS,
+        "materialize": catalog.materialize,
+        "headless": True,
+        "profile": False,
+    }
     monkeypatch.undo()
     assert kopt(["--root", str(tmp_path), "demo", "--headless", "--kernel", "nope"]) == 2
     assert f"unknown demo kernel 'nope' (bundled: {', '.join(sorted(catalog.KERNELS))})" in capsys.readouterr().err
@@ -118,7 +146,9 @@ def test_status_lists_every_lanes_review_and_each_lanes_state(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "pending reviews v1 (lane 0)\n" in out
     assert "  lane 0: v1 awaiting your review · cls=large -70.0% faster [-83.4, -45.7] · GPU 1 on local\n" in out
-    assert "  lane 1: v2 deciding · round 3 of up to 4 · cls=large -1.1% faster [-18.8, +20.5] · GPU 2 on local\n" in out
+    assert (
+        "  lane 1: v2 deciding · round 3 of up to 4 · cls=large -1.1% faster [-18.8, +20.5] · GPU 2 on local\n" in out
+    )
     assert "  lane 2: waiting for an idle GPU · no GPU known\n" in out
     assert "  lane 3: v3 proposing · proposer (command) · GPU 3 on local\n" in out
     assert kopt([*r, "accept", LANES_REVIEW, "v2", "--why", "worth it"]) == 0
@@ -128,8 +158,12 @@ def test_status_lists_every_lanes_review_and_each_lanes_state(tmp_path, capsys):
     assert kopt([*r, "status", LANES_REVIEW]) == 0
     out = capsys.readouterr().out
     assert "pending reviews v1 (lane 0), v2 (lane 1, accept sent)\n" in out
-    assert "  lane 1: v2 accept sent · the engine applies it · cls=large -0.5% faster [-0.6, -0.3] · GPU 2 on local" in out
+    assert (
+        "  lane 1: v2 accept sent · the engine applies it · cls=large -0.5% faster [-0.6, -0.3] · GPU 2 on local" in out
+    )
     assert kopt([*r, "status", LANES_REVIEW, "--json"]) == 0
     st = json.loads(capsys.readouterr().out)
     assert [(x["version"], x["lane"], x["answer"] and x["answer"]["kind"]) for x in st["reviews"]] == [
-        (1, 0, None), (2, 1, "accept")]
+        (1, 0, None),
+        (2, 1, "accept"),
+    ]

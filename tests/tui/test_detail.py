@@ -119,10 +119,24 @@ async def test_a_forged_transcript_path_is_not_followed_out_of_the_logs(runs_roo
 
 def unsandbox(root: Path, tag: str) -> None:
     with Store(Workspace(root, tag).db_path) as s:
-        s.set("sandbox", {**s.get("sandbox"), "confined": False, "ever_unconfined": True,
-                          "summary": "UNSANDBOXED (--no-sandbox): every bench ran without confinement"})
-        s.set("decision_cost", {**s.get("decision_cost"), "slow": True, "seconds_change": 400.0,
-                                "text": "one decision takes about 6.7 min"})
+        s.set(
+            "sandbox",
+            {
+                **s.get("sandbox"),
+                "confined": False,
+                "ever_unconfined": True,
+                "summary": "UNSANDBOXED (--no-sandbox): every bench ran without confinement",
+            },
+        )
+        s.set(
+            "decision_cost",
+            {
+                **s.get("decision_cost"),
+                "slow": True,
+                "seconds_change": 400.0,
+                "text": "one decision takes about 6.7 min",
+            },
+        )
 
 
 async def test_the_dashboard_says_no_sandbox_the_agent_cost_and_a_slow_decision(runs_root: Path):

@@ -28,15 +28,27 @@ def test_docs_screenshots_are_current():
     for name, snap in SHOWN.items():
         assert f"img/{name}" in text, name
         assert (IMG / name).read_bytes() == (SNAPSHOTS / snap).read_bytes(), (
-            f"docs/img/{name} differs from {snap}: run python -m tests.tui.export_screenshots")
+            f"docs/img/{name} differs from {snap}: run python -m tests.tui.export_screenshots"
+        )
 
 
 def test_the_key_table_names_every_key():
     table = GUIDE.read_text().split("## Keys", 1)[1].split("\n## ", 1)[0]
     documented = set(re.findall(r"`([^`]+)`", table))
-    for cls in (KoptApp, RunsScreen, DashboardScreen, DetailScreen, ReviewScreen, RestartScreen, LogScreen,
-                TranscriptScreen, ConfirmScreen):
+    for cls in (
+        KoptApp,
+        RunsScreen,
+        DashboardScreen,
+        DetailScreen,
+        ReviewScreen,
+        RestartScreen,
+        LogScreen,
+        TranscriptScreen,
+        ConfirmScreen,
+    ):
         for b in cls.BINDINGS:
             assert isinstance(b, Binding)
             for key in b.key.split(","):
-                assert DOC_KEY.get(key, key) in documented, f"{cls.__name__}: {key!r} ({b.description}) is not in the guide"
+                assert DOC_KEY.get(key, key) in documented, (
+                    f"{cls.__name__}: {key!r} ({b.description}) is not in the guide"
+                )

@@ -30,8 +30,10 @@ from tests.tui.live import (
     wait_for,
 )
 
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux (the terminal the test drives)")]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux (the terminal the test drives)"),
+]
 
 
 def _running(p: psutil.Process) -> bool:
@@ -104,8 +106,11 @@ def test_ssh_drop_leaves_the_engine_running_and_a_key_accepts(fake_env, monkeypa
         wait_for(lambda: f"Review v{v}" in tmux.screen("review"), 30, "the review dialog in tmux")
         tmux.keys("review", "a")
         wait_for(lambda: iterations(ws)[v].status == "accepted", 30, "the engine to accept")
-        wait_for(lambda: f"v{v} accepted" in tmux.screen("review") or "accepted" in tmux.screen("review"), 10,
-                 "the TUI to show the accept")
+        wait_for(
+            lambda: f"v{v} accepted" in tmux.screen("review") or "accepted" in tmux.screen("review"),
+            10,
+            "the TUI to show the accept",
+        )
         tmux.keys("review", "q")
 
         wait_for(lambda: not engine_alive(ws)[0], 30, "the engine to stop at --max-iters")

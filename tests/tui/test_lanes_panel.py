@@ -43,7 +43,9 @@ def test_the_model_has_a_row_per_lane_and_none_with_one_lane(tmp_path: Path):
     view = model.lanes_view(data)
     assert view is not None and view.live and view.busy == 2
     assert [(r.lane, r.version, r.what, r.gpu, r.host) for r in view.rows] == [
-        (0, 5, "deciding", "GPU 1", "local"), (1, 6, "deciding", "GPU 2", "local")]
+        (0, 5, "deciding", "GPU 1", "local"),
+        (1, 6, "deciding", "GPU 2", "local"),
+    ]
     assert all(r.step == "round 2 of up to 4" and (r.done, r.total) == (1, 4) for r in view.rows)
     # the GPU panel marks each lane's GPU (not the last gate's choice of whichever lane)
     gpus = model.gpus_view(data, None, 0.0)
@@ -54,10 +56,24 @@ def test_the_model_has_a_row_per_lane_and_none_with_one_lane(tmp_path: Path):
 
 
 def test_a_lane_row_from_junk_shows_what_it_can():
-    row = model.lane_row({"lane": 3, "version": "7", "phase": "gate", "done": "1", "total": 4,
-                          "gpu": {"index": True, "name": "no GPU (CPU-only target)"}, "host": None})
-    assert (row.version, row.what, row.done, row.gpu, row.host) == (None, "taking its GPU", None,
-                                                                    "no GPU (CPU-only target)", "")
+    row = model.lane_row(
+        {
+            "lane": 3,
+            "version": "7",
+            "phase": "gate",
+            "done": "1",
+            "total": 4,
+            "gpu": {"index": True, "name": "no GPU (CPU-only target)"},
+            "host": None,
+        }
+    )
+    assert (row.version, row.what, row.done, row.gpu, row.host) == (
+        None,
+        "taking its GPU",
+        None,
+        "no GPU (CPU-only target)",
+        "",
+    )
     waiting = model.lane_row({"lane": 1, "phase": "waiting_gpu", "step": "lane 1: no idle GPU", "gpu": None})
     assert (waiting.what, waiting.step, waiting.gpu) == ("waiting for an idle GPU", "", "")
 
@@ -87,8 +103,9 @@ async def test_the_dashboard_shows_a_line_per_lane_and_follows_a_lane_going_idle
         # paused: the steps shown are the ones the pause preempted, dimmed, and the title says so
         with Store(Workspace(root, LANES).db_path) as s:
             s.set_many({"state": "paused", "paused": True})
-        await until(pilot, lambda: screen.query_one(LanesPanel).border_title == "lanes · paused · on this host",
-                    what="paused")
+        await until(
+            pilot, lambda: screen.query_one(LanesPanel).border_title == "lanes · paused · on this host", what="paused"
+        )
         assert not screen.query_one(LanesPanel).view.live
 
 
@@ -104,8 +121,7 @@ async def test_with_one_lane_the_panel_stays_hidden(tmp_path: Path):
 
 async def test_more_lanes_than_rows_say_how_many_are_not_shown(tmp_path: Path):
     root = lanes_root(tmp_path)
-    app = KoptApp(root, LANES, services=frozen_services(root, alive=(LANES,), clock=LANES,
-                                                          gpus_file="gpus-lanes.json"))
+    app = KoptApp(root, LANES, services=frozen_services(root, alive=(LANES,), clock=LANES, gpus_file="gpus-lanes.json"))
     async with app.run_test(size=(80, 24)) as pilot:
         await until(pilot, lambda: lanes_shown(app), what="the lanes panel")
         panel = app.screen.query_one(LanesPanel)
@@ -148,20 +164,27 @@ def test_four_lanes_each_show_lane_gpu_phase_interval_review_and_candidate(tmp_p
     view = four_lanes_view(tmp_path)
     assert (view.busy, view.needing_you) == (3, 1)
     narrow = [line.plain for line in lane_lines(view.rows, 76)]  # an 80-column terminal's panel
-    assert narrow == ["lane 0  v1  GPU 1  review           -70.0% faster [-83.4, -45.7]  skip the …",
-                      "lane 1  v2  GPU 2  deciding 3/4     -1.1% faster [-18.8, +20.5]   split K o…",
-                      "lane 2  —   —      waiting for GPU",
-                      "lane 3  v3  GPU 3  proposing"]
+    assert narrow == [
+        "lane 0  v1  GPU 1  review           -70.0% faster [-83.4, -45.7]  skip the …",
+        "lane 1  v2  GPU 2  deciding 3/4     -1.1% faster [-18.8, +20.5]   split K o…",
+        "lane 2  —   —      waiting for GPU",
+        "lane 3  v3  GPU 3  proposing",
+    ]
     wide = [line.plain for line in lane_lines(view.rows, 196)]  # 200 columns: the host, the bar, the words
-    assert wide[0] == ("lane 0  v1  GPU 1  local            awaiting your review            "
-                       "cls=large -70.0% faster [-83.4, -45.7]  skip the softmax rescale in the inner loop")
-    assert wide[1] == ("lane 1  v2  GPU 2  local  ████░░░░  deciding · round 3 of up to 4   "
-                       "cls=large -1.1% faster [-18.8, +20.5]   split K over two warps and reduce in shared memory")
+    assert wide[0] == (
+        "lane 0  v1  GPU 1  local            awaiting your review            "
+        "cls=large -70.0% faster [-83.4, -45.7]  skip the softmax rescale in the inner loop"
+    )
+    assert wide[1] == (
+        "lane 1  v2  GPU 2  local  ████░░░░  deciding · round 3 of up to 4   "
+        "cls=large -1.1% faster [-18.8, +20.5]   split K over two warps and reduce in shared memory"
+    )
     assert wide[2] == "lane 2  —   —      —                waiting for an idle GPU"
     assert wide[3] == "lane 3  v3  GPU 3  local            proposing · proposer (command)"
+
     # the styles say what needs the engineer, what is settled and what is not
     def styles(line: Text) -> dict[str, str]:
-        return {line.plain[s.start:s.end].strip(): str(s.style) for s in line.spans}
+        return {line.plain[s.start : s.end].strip(): str(s.style) for s in line.spans}
 
     lines = lane_lines(view.rows, 196)
     assert styles(lines[0])["awaiting your review"] == "bold magenta"
@@ -181,14 +204,16 @@ def test_a_lane_on_another_host_keeps_the_host_column_on_a_narrow_panel(tmp_path
 
 async def test_the_dashboard_shows_four_lanes_at_80x24_and_says_where_they_run(tmp_path: Path):
     root = install_runs(tmp_path / "workspaces", (LANES4,))
-    app = KoptApp(root, LANES4, services=frozen_services(root, alive=(LANES4,), clock=LANES4,
-                                                          gpus_file="gpus-lanes4.json"))
+    app = KoptApp(
+        root, LANES4, services=frozen_services(root, alive=(LANES4,), clock=LANES4, gpus_file="gpus-lanes4.json")
+    )
     async with app.run_test(size=(80, 24)) as pilot:
         await until(pilot, lambda: lanes_shown(app), what="the lanes panel")
         panel = app.screen.query_one(LanesPanel)
         assert panel.border_title == "lanes · 3 of 4 busy · 1 awaiting review · on this host"
         assert [line.split("  ")[0] for line in panel_text(app)] == ["lane 0", "lane 1", "lane 2", "lane 3"]
         await pilot.resize_terminal(200, 60)
-        await until(pilot, lambda: panel.border_title == "lanes · 3 of 4 busy · 1 awaiting review",
-                    what="the host column back")
+        await until(
+            pilot, lambda: panel.border_title == "lanes · 3 of 4 busy · 1 awaiting review", what="the host column back"
+        )
         assert "local" in panel_text(app)[0]

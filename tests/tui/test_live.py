@@ -38,8 +38,10 @@ def command_status(ws, kind: str) -> list[str]:
 @pytest.mark.slow
 async def test_tui_drives_a_real_engine(fake_env, monkeypatch):
     monkeypatch.setenv("FAKE_NOISE", BORDERLINE_NOISE)
-    repo, root = fake_env(["gain05", "gain5", "loss5", "gain5", "loss5", "gain5", "loss5"],
-                          toml_replace={"review_timeout_s = 2": "review_timeout_s = 120"})
+    repo, root = fake_env(
+        ["gain05", "gain5", "loss5", "gain5", "loss5", "gain5", "loss5"],
+        toml_replace={"review_timeout_s = 2": "review_timeout_s = 120"},
+    )
     ws = init_run(repo, root, "live")
     services = Services(poll_s=0.1, auto_review=True)
     try:
@@ -69,8 +71,9 @@ async def test_tui_drives_a_real_engine(fake_env, monkeypatch):
             await until(pilot, lambda: state(ws) == "paused", 20, "the engine to pause")
             await until(pilot, lambda: app.screen.data.state == "paused", 5, "the TUI to show it")
             await pilot.press("p")
-            await until(pilot, lambda: state(ws) in ("running", "waiting_gpu", "awaiting_review"), 20,
-                        "the engine to resume")
+            await until(
+                pilot, lambda: state(ws) in ("running", "waiting_gpu", "awaiting_review"), 20, "the engine to resume"
+            )
             assert command_status(ws, "pause") == ["done"] and command_status(ws, "resume") == ["done"]
 
             # 4. Restart from the accepted iteration: the engine masks every later one.
@@ -94,8 +97,12 @@ async def test_tui_drives_a_real_engine(fake_env, monkeypatch):
 
             # 6. E starts the engine again from the TUI.
             # the TUI's reading after the engine's process is gone (E does nothing while it looks alive)
-            await until(pilot, lambda: app.screen.data.state == "stopped" and not app.screen.data.alive, 15,
-                        "the TUI to see the stop")
+            await until(
+                pilot,
+                lambda: app.screen.data.state == "stopped" and not app.screen.data.alive,
+                15,
+                "the TUI to see the stop",
+            )
             await pilot.press("E")
             await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
             await pilot.press("y")
@@ -120,9 +127,11 @@ async def test_tui_answers_two_lanes_reviews_each_in_its_own_lane(fake_env, monk
     fake.write_text(json.dumps([gpus(2)]))
     monkeypatch.setenv("KOPT_FAKE_GPUS", str(fake))
     monkeypatch.setenv("KOPT_GPU_CLAIMS_DIR", str(tmp_path / "claims"))
-    repo, root = fake_env(["gain05", "gain05", "loss5", "loss5"],
-                          toml_replace={**FAST, **dict([FAST_GATE]), "review_timeout_s = 2": "review_timeout_s = 300"},
-                          extra_toml="\n[parallel]\nlanes = 2\n")
+    repo, root = fake_env(
+        ["gain05", "gain05", "loss5", "loss5"],
+        toml_replace={**FAST, **dict([FAST_GATE]), "review_timeout_s = 2": "review_timeout_s = 300"},
+        extra_toml="\n[parallel]\nlanes = 2\n",
+    )
     ws = init_run(repo, root, "lanes")
     try:
         started = cli("--root", str(root), "run", "lanes", "--headless")
@@ -132,23 +141,32 @@ async def test_tui_answers_two_lanes_reviews_each_in_its_own_lane(fake_env, monk
         assert {first["lane"], second["lane"]} == {0, 1}
         app = KoptApp(root, "lanes", services=Services(poll_s=0.1, auto_review=True, review_arm_s=0.0))
         async with app.run_test(size=SIZE) as pilot:
-            await until(pilot, lambda: isinstance(app.screen, ReviewScreen) and app.screen.showing is not None,
-                        what="the review queue")
+            await until(
+                pilot,
+                lambda: isinstance(app.screen, ReviewScreen) and app.screen.showing is not None,
+                what="the review queue",
+            )
             assert app.screen.showing == first["version"]
             await pilot.press("a")
             await until(pilot, lambda: app.screen.showing == second["version"], what="the next review")
             await pilot.press("r")
             await until(pilot, lambda: isinstance(app.screen, DashboardScreen), what="the queue closing")
             its = lambda: {it.version: it for it in iterations(ws)}  # noqa: E731
-            await until(pilot, lambda: its()[first["version"]].status == "accepted"
-                        and its()[second["version"]].status == "rejected", 60, "the engine to apply both answers")
+            await until(
+                pilot,
+                lambda: its()[first["version"]].status == "accepted" and its()[second["version"]].status == "rejected",
+                60,
+                "the engine to apply both answers",
+            )
         by_version = its()
         assert by_version[first["version"]].commit and not by_version[second["version"]].commit
         assert by_version[first["version"]].record["lane"] == first["lane"]
         assert by_version[second["version"]].record["lane"] == second["lane"]
         with Store(ws.db_path, readonly=True) as s:
-            rows = [(r["kind"], json.loads(r["args"])["version"], r["status"])
-                    for r in s.db.execute("SELECT kind, args, status FROM commands WHERE kind IN ('accept', 'reject')")]
+            rows = [
+                (r["kind"], json.loads(r["args"])["version"], r["status"])
+                for r in s.db.execute("SELECT kind, args, status FROM commands WHERE kind IN ('accept', 'reject')")
+            ]
         assert rows == [("accept", first["version"], "done"), ("reject", second["version"], "done")]
     finally:
         kill_engine(ws)

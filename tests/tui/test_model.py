@@ -30,17 +30,27 @@ def engine_written_flags() -> tuple[set[str], set[str]]:
     for path in (Path(__file__).resolve().parents[2] / "src" / "kopt_supervisor" / "engine").rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             if isinstance(node, ast.Tuple) and any(
-                    isinstance(e, ast.Starred) and isinstance(e.value, ast.Attribute) and e.value.attr == "flags"
-                    for e in node.elts):
+                isinstance(e, ast.Starred) and isinstance(e.value, ast.Attribute) and e.value.attr == "flags"
+                for e in node.elts
+            ):
                 decision |= {e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)}
             if isinstance(node, ast.Call):
                 name = getattr(node.func, "id", getattr(node.func, "attr", ""))
-                if name in ("send_to_review", "note") and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant):
+                if (
+                    name in ("send_to_review", "note")
+                    and len(node.args) >= 2
+                    and isinstance(node.args[1], ast.Constant)
+                ):
                     decision.add(node.args[1].value)
                 if name == "PlanAssessment":
                     given = [k.value for k in node.keywords if k.arg == "flags"] + node.args[3:4]
-                    plan |= {e.value for g in given if isinstance(g, ast.Tuple)
-                             for e in g.elts if isinstance(e, ast.Constant)}
+                    plan |= {
+                        e.value
+                        for g in given
+                        if isinstance(g, ast.Tuple)
+                        for e in g.elts
+                        if isinstance(e, ast.Constant)
+                    }
     return decision, plan
 
 
@@ -58,11 +68,21 @@ def test_every_flag_the_engine_writes_is_explained():
 
 def test_formats_stay_short_and_signed():
     assert [fmt.num(x) for x in (10.8349, 149.91, 0.012345, 12345678.0, None)] == [
-        "10.83", "149.9", "0.01235", "1.235e+07", "—"]
+        "10.83",
+        "149.9",
+        "0.01235",
+        "1.235e+07",
+        "—",
+    ]
     assert fmt.pct(-5.0234) == "-5.02%" and fmt.ratio_pct(1.0123) == "+1.23%"
     assert fmt.interval(0.95, 0.99) == "[-5.0, -1.0]"
     assert [fmt.age(s) for s in (3.4, 119, 600, 3 * 3600 + 300, 2 * 86400 + 7200)] == [
-        "3s", "119s", "10m", "3h05m", "2d2h"]
+        "3s",
+        "119s",
+        "10m",
+        "3h05m",
+        "2d2h",
+    ]
     assert [fmt.clock(s) for s in (42, 723, 3723)] == ["0:42", "12:03", "1:02:03"]
 
 
@@ -145,7 +165,10 @@ def test_poller_reports_each_run_and_survives_a_broken_one(runs_root: Path):
     items = poller.step()
     snaps = [i for i in items if isinstance(i, RunsSnapshot)]
     assert snaps and {d.tag: d.state for d in snaps[0].runs} == {
-        DONE: "stopped", REVIEW: "crashed", "broken": "unreadable"}
+        DONE: "stopped",
+        REVIEW: "crashed",
+        "broken": "unreadable",
+    }
     assert poller.step() == []  # nothing changed since: nothing to report
     poller.close()
 
@@ -158,8 +181,10 @@ def test_fixture_schema_is_current(runs_root: Path):
     from kopt_supervisor.engine import store as store_mod
 
     def schema(con: sqlite3.Connection) -> dict[str, str]:
-        return {name: " ".join(sql.split()) for name, sql in
-                con.execute("SELECT name, sql FROM sqlite_master WHERE sql IS NOT NULL")}
+        return {
+            name: " ".join(sql.split())
+            for name, sql in con.execute("SELECT name, sql FROM sqlite_master WHERE sql IS NOT NULL")
+        }
 
     fresh = sqlite3.connect(":memory:")
     fresh.executescript(store_mod.SCHEMA)
@@ -195,10 +220,32 @@ def test_the_class_table_drops_whole_columns_to_fit_instead_of_truncating_number
     from kopt_supervisor.kopt_tui.model import ClassRow
     from kopt_supervisor.kopt_tui.widgets.class_deltas import COLUMNS, class_table
 
-    rows = (ClassRow(cls="dclass=narrow", best=11937.2, cand=11371.0, ratio=0.9968, lo=0.963, hi=1.032, rounds=6,
-                     verdict="undecided", roof_pct=None, target=False),
-            ClassRow(cls="dclass=wide", best=17750.0, cand=13826.0, ratio=0.778, lo=0.721, hi=0.84, rounds=6,
-                     verdict="improved", roof_pct=41.0, target=True))
+    rows = (
+        ClassRow(
+            cls="dclass=narrow",
+            best=11937.2,
+            cand=11371.0,
+            ratio=0.9968,
+            lo=0.963,
+            hi=1.032,
+            rounds=6,
+            verdict="undecided",
+            roof_pct=None,
+            target=False,
+        ),
+        ClassRow(
+            cls="dclass=wide",
+            best=17750.0,
+            cand=13826.0,
+            ratio=0.778,
+            lo=0.721,
+            hi=0.84,
+            rounds=6,
+            verdict="improved",
+            roof_pct=41.0,
+            target=True,
+        ),
+    )
 
     def render(width: int | None, console_width: int) -> str:
         console = Console(width=console_width, record=True, color_system=None)
@@ -234,8 +281,16 @@ def test_one_iteration_prints_its_numbers_alike_in_the_tui_results_md_and_the_ex
     from kopt_supervisor.kopt_tui.widgets.class_deltas import class_table
 
     best, cand = 11937.2, 10522.46
-    c = {"best": best, "cand": cand, "ratio": cand / best, "lo": 0.838, "hi": 0.9301,
-         "delta_pct": (cand / best - 1) * 100, "verdict": "improved", "rounds": 6}
+    c = {
+        "best": best,
+        "cand": cand,
+        "ratio": cand / best,
+        "lo": 0.838,
+        "hi": 0.9301,
+        "delta_pct": (cand / best - 1) * 100,
+        "verdict": "improved",
+        "rounds": 6,
+    }
     it = Iteration(3, "keep", hypothesis="h", commit="c" * 40, record={"classes": {"dclass=narrow": c}})
     console = Console(width=200, record=True, color_system=None)
     console.print(class_table(model.class_rows(it)))

@@ -38,8 +38,10 @@ def root(tmp_path: Path) -> Path:
 def commands(root: Path) -> list[tuple[str, int, str]]:
     """(kind, version, source) of every command row, in the order they were sent."""
     with Store(Workspace(root, LANES_REVIEW).db_path, readonly=True) as s:
-        return [(r["kind"], json.loads(r["args"]).get("version"), r["source"].split(":")[0])
-                for r in s.db.execute("SELECT kind, args, source FROM commands ORDER BY id")]
+        return [
+            (r["kind"], json.loads(r["args"]).get("version"), r["source"].split(":")[0])
+            for r in s.db.execute("SELECT kind, args, source FROM commands ORDER BY id")
+        ]
 
 
 def review(app: KoptApp) -> ReviewScreen | None:
@@ -107,8 +109,9 @@ async def test_the_queue_follows_the_order_the_reviews_opened_not_the_versions(r
 async def test_a_review_answered_by_the_cli_while_shown_is_not_answered_again_nor_the_next(root: Path):
     # the poller looks only when told to (a send, a screen change): the TUI's view goes stale;
     # a review that replaced another takes no answer for 30 s here (whatever the machine's load)
-    app = KoptApp(root, LANES_REVIEW, services=offline_services(root, auto_review=True, poll_s=3600.0,
-                                                                review_arm_s=30.0))
+    app = KoptApp(
+        root, LANES_REVIEW, services=offline_services(root, auto_review=True, poll_s=3600.0, review_arm_s=30.0)
+    )
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: review(app), what="the review queue")
         screen = app.screen
@@ -117,8 +120,11 @@ async def test_a_review_answered_by_the_cli_while_shown_is_not_answered_again_no
         assert app.open_reviews(LANES_REVIEW)[0].version == 1  # the TUI has not seen it
         await pilot.press("r")  # meant for v1, on screen
         # refused by engine.api.send (v1 has an answer waiting); the TUI looks again and moves on
-        await until(pilot, lambda: screen.showing == 2 and screen.data.reviews[0].answer is not None,
-                    what="the refusal and a fresh look")
+        await until(
+            pilot,
+            lambda: screen.showing == 2 and screen.data.reviews[0].answer is not None,
+            what="the refusal and a fresh look",
+        )
         await pilot.press("r", "a")  # v2 just came on screen: these keys answer nothing
         await pilot.pause(0.2)
         assert screen.showing == 2 and app.screen is screen
@@ -126,15 +132,19 @@ async def test_a_review_answered_by_the_cli_while_shown_is_not_answered_again_no
 
 
 async def test_a_review_the_engine_closed_while_shown_takes_no_answer_and_the_next_none(root: Path):
-    app = KoptApp(root, LANES_REVIEW, services=offline_services(root, auto_review=True, poll_s=3600.0,
-                                                                review_arm_s=30.0))
+    app = KoptApp(
+        root, LANES_REVIEW, services=offline_services(root, auto_review=True, poll_s=3600.0, review_arm_s=30.0)
+    )
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: review(app), what="the review queue")
         screen = app.screen
         edit(root, 1, status="rejected", phase="done", finished_at=time.time())  # the review policy decided it
         await pilot.press("a")
-        await until(pilot, lambda: screen.showing == 2 and 1 not in screen.data.pending_reviews,
-                    what="a fresh look after the refusal")
+        await until(
+            pilot,
+            lambda: screen.showing == 2 and 1 not in screen.data.pending_reviews,
+            what="a fresh look after the refusal",
+        )
         await pilot.press("a")  # v2 replaced v1 a moment ago: answers nothing
         await pilot.pause(0.2)
         assert screen.showing == 2
@@ -170,8 +180,14 @@ async def test_dashboard_keys_open_the_queue_when_several_reviews_wait(root: Pat
         await until(pilot, lambda: commands(root), what="the accept of v1")
         await pilot.press("escape")
         await until(pilot, lambda: isinstance(app.screen, DashboardScreen))
-        await until(pilot, lambda: "v2 (lane 1) awaits your review; v1 (lane 0): accept sent"
-                    in str(app.screen.query_one("#state").render()), what="the state line")
+        await until(
+            pilot,
+            lambda: (
+                "v2 (lane 1) awaits your review; v1 (lane 0): accept sent"
+                in str(app.screen.query_one("#state").render())
+            ),
+            what="the state line",
+        )
         await pilot.press("r")  # one review waits now: the dashboard key answers it
         await until(pilot, lambda: len(commands(root)) == 2, what="the reject of v2")
         await until(pilot, lambda: app.screen.data.open_reviews == (), what="both answered")

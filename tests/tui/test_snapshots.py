@@ -46,8 +46,14 @@ def test_runs_home(snap_compare, runs_root: Path, size: tuple[int, int], monkeyp
     app = KoptApp(Path(runs_root.name), None, services=frozen_services(runs_root))
 
     async def ready(pilot):
-        await until(pilot, lambda: isinstance(app.screen, RunsScreen) and app.screen.runs is not None
-                    and app.screen.query_one("DataTable").row_count == 2)
+        await until(
+            pilot,
+            lambda: (
+                isinstance(app.screen, RunsScreen)
+                and app.screen.runs is not None
+                and app.screen.query_one("DataTable").row_count == 2
+            ),
+        )
 
     assert snap_compare(app, terminal_size=size, run_before=ready)
 
@@ -65,8 +71,7 @@ def test_dashboard(snap_compare, runs_root: Path, size: tuple[int, int]):
 def test_dashboard_with_lanes(snap_compare, tmp_path: Path):
     """fake-lanes: two lanes measuring at once, each on its own GPU (the third is busy)."""
     root = install_runs(tmp_path / "workspaces", (LANES,))
-    app = KoptApp(root, LANES, services=frozen_services(root, alive=(LANES,), clock=LANES,
-                                                        gpus_file="gpus-lanes.json"))
+    app = KoptApp(root, LANES, services=frozen_services(root, alive=(LANES,), clock=LANES, gpus_file="gpus-lanes.json"))
 
     async def ready(pilot):
         await until(pilot, lambda: dashboard_ready(app))
@@ -79,8 +84,9 @@ def test_dashboard_four_lanes(snap_compare, tmp_path: Path, size: tuple[int, int
     """fake-lanes4: lane 0 awaits review, lane 1 measures (its interval after 2 looks), lane 2
     waits for a GPU (GPU 0 is busy, 1 to 3 are taken), lane 3 proposes."""
     root = install_runs(tmp_path / "workspaces", (LANES4,))
-    app = KoptApp(root, LANES4, services=frozen_services(root, alive=(LANES4,), clock=LANES4,
-                                                         gpus_file="gpus-lanes4.json"))
+    app = KoptApp(
+        root, LANES4, services=frozen_services(root, alive=(LANES4,), clock=LANES4, gpus_file="gpus-lanes4.json")
+    )
 
     async def ready(pilot):
         await until(pilot, lambda: dashboard_ready(app))
@@ -88,8 +94,9 @@ def test_dashboard_four_lanes(snap_compare, tmp_path: Path, size: tuple[int, int
         # scrolled to the newest row it follows (at 80×24 it is shorter than the run)
         panel, table = app.screen.query_one(LanesPanel), app.screen.query_one(HistoryTable)
         await until(pilot, lambda: panel.outer_size.height == 6, what="the lanes panel laid out")
-        await until(pilot, lambda: table.scroll_y == table.max_scroll_y and table.cursor_row == 3,
-                    what="the history at its end")
+        await until(
+            pilot, lambda: table.scroll_y == table.max_scroll_y and table.cursor_row == 3, what="the history at its end"
+        )
         await pilot.wait_for_scheduled_animations()
         await pilot.pause(0.2)
 
@@ -99,8 +106,9 @@ def test_dashboard_four_lanes(snap_compare, tmp_path: Path, size: tuple[int, int
 def test_review_queue(snap_compare, tmp_path: Path):
     """fake-lanes-review: two lanes' reviews queue; the oldest on screen, 80×24."""
     root = install_runs(tmp_path / "workspaces", (LANES_REVIEW,))
-    app = KoptApp(root, LANES_REVIEW, services=frozen_services(root, alive=(LANES_REVIEW,), clock=LANES_REVIEW,
-                                                               auto_review=True))
+    app = KoptApp(
+        root, LANES_REVIEW, services=frozen_services(root, alive=(LANES_REVIEW,), clock=LANES_REVIEW, auto_review=True)
+    )
 
     async def ready(pilot):
         await until(pilot, lambda: isinstance(app.screen, ReviewScreen) and app.screen.showing is not None)

@@ -42,8 +42,8 @@ def test_footprints_overlap_only_on_a_parameter_for_classes_in_common() -> None:
     g_block = Footprint(None, frozenset({"BLOCK_D"}))
     # the case: the same step as global, narrow-only and wide-only at once
     assert overlapping_pairs([g_warps, narrow_warps, wide_warps]) == [(0, 1), (0, 2)]
-    assert not narrow_warps.overlaps(wide_warps)        # disjoint classes
-    assert not narrow_warps.overlaps(narrow_rows)       # another parameter
+    assert not narrow_warps.overlaps(wide_warps)  # disjoint classes
+    assert not narrow_warps.overlaps(narrow_rows)  # another parameter
     assert not g_block.overlaps(narrow_warps)
     assert Footprint(None, frozenset({"a", "b"})).overlaps(Footprint("c", frozenset({"b"})))
 
@@ -56,7 +56,9 @@ class Lanes:
         self.h = Harness(tmp, naive, space=space, per_class=True, classes=CLASSES, order=ORDER)
         self.h.proposer = TuneProposer(replace(self.h.proposer.cfg, shared_first=True))
         self.model, self.k, self.best = model, k, naive
-        self.flight: dict[int, tuple[dict[str, Any], dict[str, Any], str | None]] = {}  # lane -> (record, written, target)
+        self.flight: dict[
+            int, tuple[dict[str, Any], dict[str, Any], str | None]
+        ] = {}  # lane -> (record, written, target)
         self.rng = random.Random(seed)
         self.kept = self.busy = self.stale = 0
         self.proposals: list[dict[str, Any]] = []
@@ -71,15 +73,16 @@ class Lanes:
             return False
         self.proposals.append(p.details)
         self.flight[lane] = (record, written, plan.target_class)
-        points = [Footprint(r["proposal"]["class"], frozenset(r["proposal"]["changed"]))
-                  for r, _, _ in self.flight.values()]
+        points = [
+            Footprint(r["proposal"]["class"], frozenset(r["proposal"]["changed"])) for r, _, _ in self.flight.values()
+        ]
         assert not overlapping_pairs(points), [r["proposal"] for r, _, _ in self.flight.values()]
         return True
 
     def end(self, lane: int, i: int) -> None:
         record, written, target = self.flight.pop(lane)
         if record["best_commit_before"] != self.h.base:  # another lane kept meanwhile: decided against a BEST
-            self.stale += 1                               # that no longer is (the loop rebases it)
+            self.stale += 1  # that no longer is (the loop rebases it)
             changed = record["proposal"]["changed"]
             entry = record["proposal"]["class"] or ALL
             written = json.loads(self.h.best_text)

@@ -81,8 +81,9 @@ def read_measurement(path: Path, cfg: TargetConfig, *, from_stdout: bool = False
         raise BenchError(f"{path.name}: cannot read: {exc.strerror or exc}") from None
     source = "stdout" if from_stdout else path.name
     try:
-        df = adapters.frame_from_text(cfg.format, text, source, cfg.adapter,
-                                      csv_file=not from_stdout and path.suffix.lower() == ".csv")
+        df = adapters.frame_from_text(
+            cfg.format, text, source, cfg.adapter, csv_file=not from_stdout and path.suffix.lower() == ".csv"
+        )
     except AdapterError as exc:
         raise BenchError(str(exc)) from None
     return measure(df, cfg, source)

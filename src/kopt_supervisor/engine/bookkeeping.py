@@ -59,8 +59,9 @@ def best_row(rows: Sequence[Row], trusted: Collection[int] | None = None) -> Row
 
 
 def best_iteration(iterations: Sequence[Iteration], trusted: Collection[int] | None = None) -> Iteration | None:
-    kept = in_end_order([it for it in iterations
-                         if not it.masked and it.kept and (trusted is None or it.version in trusted)])
+    kept = in_end_order(
+        [it for it in iterations if not it.masked and it.kept and (trusted is None or it.version in trusted)]
+    )
     return kept[-1] if kept else None
 
 
@@ -114,10 +115,22 @@ def counters(rows: Sequence[Row], records: Callable[[list[int]], dict[int, Itera
     if len(full) < len(recent) and records is not None:
         loaded = records([it.version for it in recent])
         full = [loaded[it.version] for it in recent if it.version in loaded]
-    summaries = [regression_summary(it) for it in full] if len(full) == len(recent) else \
-        [regression_summary(Iteration(it.version, it.status, target_class=it.target_class,
-                                      best_commit_before=it.best_commit_before, finished_at=it.finished_at))
-         for it in recent]
+    summaries = (
+        [regression_summary(it) for it in full]
+        if len(full) == len(recent)
+        else [
+            regression_summary(
+                Iteration(
+                    it.version,
+                    it.status,
+                    target_class=it.target_class,
+                    best_commit_before=it.best_commit_before,
+                    finished_at=it.finished_at,
+                )
+            )
+            for it in recent
+        ]
+    )
     return Counters(regs, summaries, fails, candidates, keeps)
 
 

@@ -34,9 +34,14 @@ def measure_ceilings(root: Path, *, gpu: GpuConfig | None = None, timeout_s: flo
         if decision.gpu is None:
             raise KoptFailure(f"kopt ceilings needs a GPU: {decision.note or 'none found'}")
         with tempfile.TemporaryDirectory(prefix="kopt-ceilings-") as tmp:
-            res = runner.run([sys.executable, "-m", "kopt_supervisor.kernels.ceilings", "--json", "--out", f"{tmp}/ceilings.json"],
-                             cwd=Path(__file__).resolve().parent.parent, log_dir=tmp, name="ceilings",
-                             timeout_s=timeout_s, env=decision.env)
+            res = runner.run(
+                [sys.executable, "-m", "kopt_supervisor.kernels.ceilings", "--json", "--out", f"{tmp}/ceilings.json"],
+                cwd=Path(__file__).resolve().parent.parent,
+                log_dir=tmp,
+                name="ceilings",
+                timeout_s=timeout_s,
+                env=decision.env,
+            )
             if not res.ok:
                 raise KoptFailure(f"the ceilings measurement {res.why()}: {res.tail(1)}")
             result = json.loads(Path(tmp, "ceilings.json").read_text())

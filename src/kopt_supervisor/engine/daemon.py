@@ -57,8 +57,9 @@ def workspace_lock(ws: Workspace) -> Iterator[None]:
             except BlockingIOError:
                 if time.monotonic() >= deadline:
                     pid = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
-                    raise WorkspaceBusy(f"another engine (pid {pid}) already runs {ws.tag!r}; "
-                                        f"use `kopt attach {ws.tag}`") from None
+                    raise WorkspaceBusy(
+                        f"another engine (pid {pid}) already runs {ws.tag!r}; use `kopt attach {ws.tag}`"
+                    ) from None
                 time.sleep(0.05)
         os.ftruncate(fd, 0)
         os.pwrite(fd, str(os.getpid()).encode(), 0)
@@ -107,8 +108,15 @@ class Heartbeat(threading.Thread):
         self.join(timeout=5)
 
 
-def run_engine(ws: Workspace, *, proposer: str | None = None, max_iters: int | None = None,
-               log_to_stdout: bool = False, no_sandbox: bool = False, demo: bool = False) -> int:
+def run_engine(
+    ws: Workspace,
+    *,
+    proposer: str | None = None,
+    max_iters: int | None = None,
+    log_to_stdout: bool = False,
+    no_sandbox: bool = False,
+    demo: bool = False,
+) -> int:
     """Run the loop in this process. Exit status: 0 stopped for a stated reason, 1 crashed or
     failed (a baseline that fails its bench or correctness).
     `demo`: `kopt demo`'s own start (engine/sandbox/support.py start_rule)."""
@@ -120,8 +128,14 @@ def run_engine(ws: Workspace, *, proposer: str | None = None, max_iters: int | N
         beat.start()
         engine = None
         try:
-            engine = Engine(ws, proposer_kind=proposer, max_iters=max_iters, no_sandbox=no_sandbox, demo=demo,
-                            log=(lambda m: print(f"kopt[{ws.tag}] {m}", flush=True)) if log_to_stdout else None)
+            engine = Engine(
+                ws,
+                proposer_kind=proposer,
+                max_iters=max_iters,
+                no_sandbox=no_sandbox,
+                demo=demo,
+                log=(lambda m: print(f"kopt[{ws.tag}] {m}", flush=True)) if log_to_stdout else None,
+            )
             _install_signals(engine)
             engine.run()
             if engine.failed:  # a baseline that failed: the run failed
@@ -163,8 +177,14 @@ def _record_crash(ws: Workspace, error: str) -> None:
         store.event("crash", error.splitlines()[0][:500], level="error")
 
 
-def start_detached(ws: Workspace, *, proposer: str | None = None, max_iters: int | None = None,
-                   no_sandbox: bool = False, demo: bool = False) -> int:
+def start_detached(
+    ws: Workspace,
+    *,
+    proposer: str | None = None,
+    max_iters: int | None = None,
+    no_sandbox: bool = False,
+    demo: bool = False,
+) -> int:
     """Start the engine in its own session; returns its pid once it holds the workspace."""
     ws.require()
     alive, pid = engine_alive(ws)
@@ -182,8 +202,15 @@ def start_detached(ws: Workspace, *, proposer: str | None = None, max_iters: int
         argv += ["--demo"]
     log = open(ws.engine_log, "ab")
     try:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                start_new_session=True, cwd=str(ws.dir), env=_engine_env())
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            cwd=str(ws.dir),
+            env=_engine_env(),
+        )
     finally:
         log.close()
     deadline = time.monotonic() + 15
@@ -216,8 +243,14 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
     ws = Workspace(Path(args.root), args.tag)
     try:
-        return run_engine(ws, proposer=args.proposer, max_iters=args.max_iters, log_to_stdout=True,
-                          no_sandbox=args.no_sandbox, demo=args.demo)
+        return run_engine(
+            ws,
+            proposer=args.proposer,
+            max_iters=args.max_iters,
+            log_to_stdout=True,
+            no_sandbox=args.no_sandbox,
+            demo=args.demo,
+        )
     except KoptError as e:
         print(f"kopt: {e}", file=sys.stderr)
         return e.exit_code

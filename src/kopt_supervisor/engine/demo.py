@@ -25,8 +25,10 @@ from kopt_supervisor.engine.gpu.backends import open_backend
 from kopt_supervisor.engine.store import Store
 from kopt_supervisor.engine.workspace import Workspace, create_workspace
 
-CPU_NOTICE = ("No GPU here: the Triton kernel runs through Triton's interpreter on the CPU "
-              "on small shapes. Timings are CPU timings, not GPU performance.")
+CPU_NOTICE = (
+    "No GPU here: the Triton kernel runs through Triton's interpreter on the CPU "
+    "on small shapes. Timings are CPU timings, not GPU performance."
+)
 DEFAULT_ITERS_GPU = 30
 DEFAULT_ITERS_CPU = 6
 
@@ -44,8 +46,16 @@ class Materialize(Protocol):
     """Writes bundled kernel `name` as a self-contained repo into `dest` (an existing,
     empty directory), its kopt.toml shaped by the keywords (`kernels.catalog.materialize`)."""
 
-    def __call__(self, name: str, dest: Path, naive: bool = True, *, cpu: bool = False,
-                 review_timeout_s: float | None = None, profile: bool = True) -> None: ...
+    def __call__(
+        self,
+        name: str,
+        dest: Path,
+        naive: bool = True,
+        *,
+        cpu: bool = False,
+        review_timeout_s: float | None = None,
+        profile: bool = True,
+    ) -> None: ...
 
 
 HEADLESS_REVIEW_S = 0.0
@@ -54,8 +64,16 @@ TUI_REVIEW_S = 300.0
 """Under the TUI the engineer has five minutes to accept or reject a borderline candidate."""
 
 
-def prepare_demo(root: Path, kernel: str, tag: str | None = None, *, kernels: Collection[str],
-                 materialize: Materialize, headless: bool = False, profile: bool = True) -> tuple[Workspace, bool]:
+def prepare_demo(
+    root: Path,
+    kernel: str,
+    tag: str | None = None,
+    *,
+    kernels: Collection[str],
+    materialize: Materialize,
+    headless: bool = False,
+    profile: bool = True,
+) -> tuple[Workspace, bool]:
     """Materialise `kernel` (one of `kernels`) into a fresh repo and create its workspace;
     returns the workspace and whether a GPU runs it."""
     if kernel not in kernels:
@@ -67,8 +85,14 @@ def prepare_demo(root: Path, kernel: str, tag: str | None = None, *, kernels: Co
     gpu = has_gpu()
     repo.mkdir(parents=True, mode=0o700)
     try:
-        materialize(kernel, repo, naive=True, cpu=not gpu,
-                    review_timeout_s=HEADLESS_REVIEW_S if headless else TUI_REVIEW_S, profile=profile)
+        materialize(
+            kernel,
+            repo,
+            naive=True,
+            cpu=not gpu,
+            review_timeout_s=HEADLESS_REVIEW_S if headless else TUI_REVIEW_S,
+            profile=profile,
+        )
         gitops.init_repo(repo, f"{kernel}: bundled kopt demo kernel, naive configuration")
         text = (repo / "kopt.toml").read_text(encoding="utf-8")
         ws, _, _ = create_workspace(root, tag, repo, text, config_source=str(repo / "kopt.toml"))
@@ -76,8 +100,9 @@ def prepare_demo(root: Path, kernel: str, tag: str | None = None, *, kernels: Co
         shutil.rmtree(repo, ignore_errors=True)
         raise
     with Store(ws.db_path) as store:
-        store.set_many({"demo": {"kernel": kernel, "repo": str(repo), "gpu": gpu},
-                        "notice": None if gpu else CPU_NOTICE})
+        store.set_many(
+            {"demo": {"kernel": kernel, "repo": str(repo), "gpu": gpu}, "notice": None if gpu else CPU_NOTICE}
+        )
     from kopt_supervisor.engine.loop import write_initial_projections
 
     write_initial_projections(ws)

@@ -24,8 +24,14 @@ from typing import Any
 from kopt_supervisor.engine import sandbox
 
 TIMEOUT_S = 20.0
-PACKAGES = {"torch": "torch", "triton": "triton", "pytorch-triton-rocm": "triton", "nvidia-ml-py": "pynvml",
-            "amdsmi": "amdsmi", "numpy": "numpy"}
+PACKAGES = {
+    "torch": "torch",
+    "triton": "triton",
+    "pytorch-triton-rocm": "triton",
+    "nvidia-ml-py": "pynvml",
+    "amdsmi": "amdsmi",
+    "numpy": "numpy",
+}
 """Distribution -> the module it provides (whether it is importable is checked too)."""
 PROFILERS = ("ncu", "rocprofv3")
 BACKENDS = ("nvml", "amdsmi", "nvidia-smi", "amd-smi", "rocm-smi")
@@ -45,8 +51,11 @@ def report(*, dev: Path = Path("/dev"), nvidia_params: Path = NVIDIA_PARAMS) -> 
         "profilers": {name: _tool(name, ["--version"]) for name in PROFILERS},
         "git": _tool("git", ["--version"]),
         "python": _python(sys.executable),
-        "unix_sockets_covered": [str(p) for p in sandbox.host_unix_sockets()
-                                 if not any(str(p).startswith(d + "/") for d in sandbox.PRIVATE_DIRS)],
+        "unix_sockets_covered": [
+            str(p)
+            for p in sandbox.host_unix_sockets()
+            if not any(str(p).startswith(d + "/") for d in sandbox.PRIVATE_DIRS)
+        ],
     }
     out["missing"] = missing(out)
     return out
@@ -61,40 +70,58 @@ def missing(r: dict[str, Any]) -> list[dict[str, str]]:
 
     sb = r["sandbox"]
     if not sb["works"]:
-        add(f"bubblewrap ({sb['reason']})",
+        add(
+            f"bubblewrap ({sb['reason']})",
             "benches and the `command` proposer cannot be confined: `kopt run` refuses to start unless --no-sandbox "
             "(then every result is marked unsandboxed); `kopt demo` runs its own bundled kernel and tune proposer "
-            f"unconfined, marked so. To fix: {sb['hint']}")
+            f"unconfined, marked so. To fix: {sb['hint']}",
+        )
     devices = r["gpu_devices"]
     nvidia = any(Path(d).name.startswith("nvidia") for d in devices)
     amd = any(Path(d).name in ("kfd", "dri") for d in devices)
     found = [b for b in r["gpu_backends"] if b["gpus"]]
     if not devices:
-        add("GPU device nodes (/dev/nvidia*, /dev/kfd, /dev/dri)",
-            "no GPU here: the gate records \"no GPU\" and only CPU-only targets run (the demo uses Triton's interpreter)")
+        add(
+            "GPU device nodes (/dev/nvidia*, /dev/kfd, /dev/dri)",
+            'no GPU here: the gate records "no GPU" and only CPU-only targets run (the demo uses Triton\'s interpreter)',
+        )
     elif not found:
-        add("a GPU backend that sees the GPUs", "the GPU idle gate cannot read utilisation or foreign processes: "
-            + "; ".join(f"{b['backend']}: {b['status']}" for b in r["gpu_backends"]))
+        add(
+            "a GPU backend that sees the GPUs",
+            "the GPU idle gate cannot read utilisation or foreign processes: "
+            + "; ".join(f"{b['backend']}: {b['status']}" for b in r["gpu_backends"]),
+        )
     if nvidia and "/dev/nvidia-uvm" not in devices:
-        add("/dev/nvidia-uvm", "CUDA creates it on first use through the setuid nvidia-modprobe, which cannot run in "
-            "the sandbox: run `nvidia-modprobe -u -c=0` (or any CUDA program) once before kopt")
+        add(
+            "/dev/nvidia-uvm",
+            "CUDA creates it on first use through the setuid nvidia-modprobe, which cannot run in "
+            "the sandbox: run `nvidia-modprobe -u -c=0` (or any CUDA program) once before kopt",
+        )
     if nvidia and found and not any(b["backend"] == "nvml" and b["gpus"] for b in r["gpu_backends"]):
-        add("NVML (nvidia-ml-py)", "the gate falls back to the nvidia-smi CLI: slower polls (pip install 'kopt[nvidia]')")
+        add(
+            "NVML (nvidia-ml-py)",
+            "the gate falls back to the nvidia-smi CLI: slower polls (pip install 'kopt[nvidia]')",
+        )
     if amd and found and not any(b["backend"] == "amdsmi" and b["gpus"] for b in r["gpu_backends"]):
         add("amdsmi bindings", "the gate falls back to the amd-smi/rocm-smi CLI: slower polls")
     for name, vendor_here in (("ncu", nvidia), ("rocprofv3", amd)):
         if vendor_here and not r["profilers"][name]["path"]:
             add(name, "no profiler confirmation of keeps on this GPU: verdicts rest on the bench alone")
     if nvidia and r["nvidia_profiling_admin_only"]:
-        add("GPU performance counters for non-admin users (RmProfilingAdminOnly: 1)",
+        add(
+            "GPU performance counters for non-admin users (RmProfilingAdminOnly: 1)",
             "ncu inside the sandbox has no capabilities and cannot read counters (ERR_NVGPUCTRPERM): load the "
-            "driver with NVreg_RestrictProfilingToAdminUsers=0, or set [profile].kind = \"none\"")
+            'driver with NVreg_RestrictProfilingToAdminUsers=0, or set [profile].kind = "none"',
+        )
     if not r["git"]["path"]:
         add("git", "kopt cannot run: worktrees, commits and the branch are git's")
     pkgs = r["python"]["packages"]
     if not pkgs.get("torch") or not (pkgs.get("triton") or pkgs.get("pytorch-triton-rocm")):
-        add("torch and triton (for kopt's interpreter)", "the bundled kernels and `kopt demo` cannot run "
-            "(pip install 'kopt-supervisor[kernels]'); your own targets use their own interpreter")
+        add(
+            "torch and triton (for kopt's interpreter)",
+            "the bundled kernels and `kopt demo` cannot run "
+            "(pip install 'kopt-supervisor[kernels]'); your own targets use their own interpreter",
+        )
     return out
 
 
@@ -103,8 +130,10 @@ def format_text(r: dict[str, Any]) -> str:
     sb = r["sandbox"]
     userns = {True: "yes", False: "no", None: "not tried"}[sb["user_namespaces"]]
     if sb["works"]:
-        box = (f"{sb['version'] or 'bwrap'}, {sb['source'] or 'bwrap'}, at {sb['bwrap']}: works "
-               f"({'as root' if sb['privileged'] else 'unprivileged'}); user namespaces: {userns}")
+        box = (
+            f"{sb['version'] or 'bwrap'}, {sb['source'] or 'bwrap'}, at {sb['bwrap']}: works "
+            f"({'as root' if sb['privileged'] else 'unprivileged'}); user namespaces: {userns}"
+        )
         why = sb["choice"]
     else:
         box = f"unavailable ({sb['cause'] or 'unknown cause'}): {sb['reason']}; user namespaces: {userns}"
@@ -125,7 +154,9 @@ def format_text(r: dict[str, Any]) -> str:
     pkgs = ", ".join(f"{k} {v}" for k, v in py["packages"].items() if v) or "none of torch, triton, bindings"
     lines.append(f"  python        {py['version']} ({py['executable']}): {pkgs}")
     if r["unix_sockets_covered"]:
-        lines.append(f"  unix sockets  {len(r['unix_sockets_covered'])} outside /run and /tmp, covered in every sandbox")
+        lines.append(
+            f"  unix sockets  {len(r['unix_sockets_covered'])} outside /run and /tmp, covered in every sandbox"
+        )
     if r["missing"]:
         lines.append("missing:")
         lines += [f"  - {m['what']}: {m['consequence']}" for m in r["missing"]]
@@ -197,8 +228,13 @@ print(json.dumps({"version": sys.version.split()[0], "packages": out}))
 def _python(executable: str) -> dict[str, Any]:
     """The interpreter's version and its packages' versions, asked in a subprocess."""
     try:
-        p = subprocess.run([executable, "-I", "-c", _VERSIONS, json.dumps(PACKAGES)], capture_output=True, text=True,
-                           timeout=TIMEOUT_S, stdin=subprocess.DEVNULL)
+        p = subprocess.run(
+            [executable, "-I", "-c", _VERSIONS, json.dumps(PACKAGES)],
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT_S,
+            stdin=subprocess.DEVNULL,
+        )
         data = json.loads(p.stdout)
     except (OSError, subprocess.TimeoutExpired, json.JSONDecodeError) as exc:
         return {"executable": executable, "version": f"no answer: {exc}", "packages": {}}

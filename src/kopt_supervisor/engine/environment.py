@@ -169,8 +169,14 @@ def bench_python(command: str, worktree: Path, target_env: Mapping[str, str]) ->
 def probe_python(interpreter: str, cwd: Path, env: Mapping[str, str]) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="kopt-env-") as logs:
         try:
-            res = runner.run([interpreter, "-c", PROBE], cwd=cwd, log_dir=logs, name="probe",
-                             timeout_s=PROBE_TIMEOUT_S, env=dict(env))
+            res = runner.run(
+                [interpreter, "-c", PROBE],
+                cwd=cwd,
+                log_dir=logs,
+                name="probe",
+                timeout_s=PROBE_TIMEOUT_S,
+                env=dict(env),
+            )
         except OSError as e:
             return {"error": f"cannot start {interpreter}: {e.strerror}"}
         out = res.stdout_path.read_text(errors="replace")
@@ -182,7 +188,7 @@ def parse_probe(stdout: str) -> dict[str, Any] | None:
     for line in stdout.splitlines():
         if line.startswith("KOPT_ENV "):
             try:
-                data = json.loads(line[len("KOPT_ENV "):])
+                data = json.loads(line[len("KOPT_ENV ") :])
             except ValueError:
                 return None
             return data if isinstance(data, dict) else None
@@ -223,8 +229,9 @@ def nvidia_software(run: Run, notes: list[str], pynvml: ModuleType | None = None
             pynvml.nvmlInit()
             try:
                 driver = _text(pynvml.nvmlSystemGetDriverVersion())
-                getter = getattr(pynvml, "nvmlSystemGetCudaDriverVersion_v2", None) or \
-                    pynvml.nvmlSystemGetCudaDriverVersion
+                getter = (
+                    getattr(pynvml, "nvmlSystemGetCudaDriverVersion_v2", None) or pynvml.nvmlSystemGetCudaDriverVersion
+                )
                 cuda = cuda_version_from_int(int(getter()))
             finally:
                 pynvml.nvmlShutdown()
@@ -256,8 +263,12 @@ def amd_software(run: Run, notes: list[str]) -> dict[str, Any] | None:
     rc, out, err = run(["rocm-smi", "--showdriverversion"])
     driver = parse_rocm_smi_driver(out) if rc == 0 else None
     if rocm or driver:
-        return {"vendor": "amd", "driver": driver, "rocm": rocm,
-                "source": "/opt/rocm/.info/version and rocm-smi --showdriverversion"}
+        return {
+            "vendor": "amd",
+            "driver": driver,
+            "rocm": rocm,
+            "source": "/opt/rocm/.info/version and rocm-smi --showdriverversion",
+        }
     notes.append(f"rocm-smi: exit {rc}")
     return None
 

@@ -144,15 +144,19 @@ class Expr:
         except BadInput as exc:
             raise BadInput(f"{where}: {exc}") from None
         except TypeError as exc:  # text compared with a number, say
-            raise BadInput(f"{where}: cannot evaluate {self.source!r} on columns "
-                           f"{', '.join(sorted(self.names))}: {exc}") from None
+            raise BadInput(
+                f"{where}: cannot evaluate {self.source!r} on columns {', '.join(sorted(self.names))}: {exc}"
+            ) from None
         if not _is_vector(out):
-            raise BadInput(f"{where}: {self.source!r} gives one value ({out!r}) for every row, "
-                           "not a truth value per row")
+            raise BadInput(
+                f"{where}: {self.source!r} gives one value ({out!r}) for every row, not a truth value per row"
+            )
         if not _is_truth_vector(out):
             kind = _kind_of(out)
-            raise BadInput(f"{where}: {self.source!r} gives {kind} ({_what(self.tree.body)}), "
-                           f"not a truth value per row: write a comparison, e.g. {_example(self.tree.body, kind)}")
+            raise BadInput(
+                f"{where}: {self.source!r} gives {kind} ({_what(self.tree.body)}), "
+                f"not a truth value per row: write a comparison, e.g. {_example(self.tree.body, kind)}"
+            )
         return pd.Series(out, index=frame.index).astype("boolean").fillna(False).astype(bool)
 
     def _columns(self, frame: Any) -> dict[str, Any]:
@@ -200,8 +204,10 @@ def check_rule(e: Expr, *, where: str = "rule") -> Expr:
     if isinstance(body, ast.UnaryOp) and not isinstance(body.op, ast.Not):
         raise BadInput(f"{where}: {e.source!r} gives a number, not a truth value per row")
     if isinstance(body, ast.BinOp) and not isinstance(body.op, ast.BitAnd | ast.BitOr):
-        raise BadInput(f"{where}: {e.source!r} gives a number, not a truth value per row: "
-                       f"write a comparison, e.g. {_example(body)}")
+        raise BadInput(
+            f"{where}: {e.source!r} gives a number, not a truth value per row: "
+            f"write a comparison, e.g. {_example(body)}"
+        )
     if isinstance(body, ast.Call) and getattr(body.func, "id", "") != "isfinite":
         raise BadInput(f"{where}: {e.source!r} gives a number, not a truth value per row")
     for node in ast.walk(body):
@@ -212,15 +218,16 @@ def check_rule(e: Expr, *, where: str = "rule") -> Expr:
             operands = [node.operand]
         for op in operands:
             if not _reads_column(op):
-                raise BadInput(f"{where}: {e.source!r} has the constant operand {ast.unparse(op)!r}, "
-                               "which reads no column: the rule would not depend on the row")
+                raise BadInput(
+                    f"{where}: {e.source!r} has the constant operand {ast.unparse(op)!r}, "
+                    "which reads no column: the rule would not depend on the row"
+                )
     return e
 
 
 def _reads_column(node: ast.AST) -> bool:
     callees = {id(n.func) for n in ast.walk(node) if isinstance(n, ast.Call)}
-    return any(isinstance(n, ast.Name) and id(n) not in callees and n.id not in CONSTANTS
-               for n in ast.walk(node))
+    return any(isinstance(n, ast.Name) and id(n) not in callees and n.id not in CONSTANTS for n in ast.walk(node))
 
 
 _ALLOWED = (
@@ -252,8 +259,7 @@ def _check_node(node: ast.AST, source: str, where: str, names: set[str]) -> None
         if not isinstance(node.func, ast.Name) or node.func.id not in FUNCTIONS:
             name = getattr(node.func, "id", ast.unparse(node.func))
             raise BadInput(
-                f"{where}: function {name!r} is not allowed in {source!r} "
-                f"(allowed: {', '.join(sorted(FUNCTIONS))})"
+                f"{where}: function {name!r} is not allowed in {source!r} (allowed: {', '.join(sorted(FUNCTIONS))})"
             )
         if node.keywords:
             raise BadInput(f"{where}: keyword arguments are not allowed in {source!r}")
@@ -296,7 +302,11 @@ def _kind_of(v: Any) -> str:
 
     if pd.api.types.is_numeric_dtype(v.dtype):
         return "numbers"
-    return "text" if pd.api.types.is_string_dtype(v.dtype) or pd.api.types.is_object_dtype(v.dtype) else f"values of type {v.dtype}"
+    return (
+        "text"
+        if pd.api.types.is_string_dtype(v.dtype) or pd.api.types.is_object_dtype(v.dtype)
+        else f"values of type {v.dtype}"
+    )
 
 
 def _what(node: ast.AST) -> str:
@@ -361,15 +371,20 @@ class _Evaluator:
                 out[v.isna()] = pd.NA
                 return out
             if _is_truth_vector(v):
-                return pd.Series([None if _is_missing_scalar(x) else bool(x) for x in v],
-                                 index=v.index, dtype="boolean")
-            raise BadInput(f"expression {self.source!r}: {_what(node)} holds {_kind_of(v)}, "
-                           "which is no truth value (compare it: e.g. dtype == 'bf16')")
+                return pd.Series(
+                    [None if _is_missing_scalar(x) else bool(x) for x in v], index=v.index, dtype="boolean"
+                )
+            raise BadInput(
+                f"expression {self.source!r}: {_what(node)} holds {_kind_of(v)}, "
+                "which is no truth value (compare it: e.g. dtype == 'bf16')"
+            )
         if _is_missing_scalar(v):
             return None
         if isinstance(v, str):
-            raise BadInput(f"expression {self.source!r}: {_what(node)} is text ({v!r}), "
-                           "which is no truth value (compare it: e.g. dtype == 'bf16')")
+            raise BadInput(
+                f"expression {self.source!r}: {_what(node)} is text ({v!r}), "
+                "which is no truth value (compare it: e.g. dtype == 'bf16')"
+            )
         return bool(v)
 
     def _compare(self, left: ast.AST, ops: list[ast.cmpop], rest: list[ast.expr]) -> Any:

@@ -46,8 +46,14 @@ def set_masked(ws: Workspace, store: Store, versions: list[int], masked: bool) -
 
 def kept_rows(store: Store) -> list[Iteration]:
     """The iterations the chain of keeps is made of (with their records)."""
-    return store.iterations(versions=[r.version for r in store.rows() if (r.status in KEPT and r.commit)
-                                      or (r.status == Status.RUNNING and r.phase in (Phase.COMMIT, Phase.ADVANCE))])
+    return store.iterations(
+        versions=[
+            r.version
+            for r in store.rows()
+            if (r.status in KEPT and r.commit)
+            or (r.status == Status.RUNNING and r.phase in (Phase.COMMIT, Phase.ADVANCE))
+        ]
+    )
 
 
 def chain(key: bytes | None, store: Store, *, note: str = "") -> integrity.ChainCheck:
@@ -59,8 +65,9 @@ CHAIN_META = ("chain_sealed", "chain_head", "baseline_commit")
 """The meta keys the chain check reads."""
 
 
-def chain_of(key: bytes | None, iterations: Sequence[Iteration], meta: Mapping[str, Any], *,
-             note: str = "") -> integrity.ChainCheck:
+def chain_of(
+    key: bytes | None, iterations: Sequence[Iteration], meta: Mapping[str, Any], *, note: str = ""
+) -> integrity.ChainCheck:
     """What the run's seals vouch for, from its iterations (all, or only the kept ones) and
     its meta. key None: the secret could not be read (`note` says why). A run made before
     keeps were sealed (no meta chain_sealed, and no link carrying a seal) is taken as it
@@ -70,11 +77,14 @@ def chain_of(key: bytes | None, iterations: Sequence[Iteration], meta: Mapping[s
     if not meta.get("chain_sealed") and not sealed:
         return integrity.unverifiable(iterations, baseline_commit, "")
     if key is None:
-        return integrity.unverifiable(iterations, baseline_commit,
-                                      note or "the run's secret cannot be read: no keep can be verified")
+        return integrity.unverifiable(
+            iterations, baseline_commit, note or "the run's secret cannot be read: no keep can be verified"
+        )
     if not meta.get("chain_sealed"):
-        return integrity.ChainCheck(note="run.db's record that its keeps are sealed was removed, but its keeps carry "
-                                         "seals: the chain was tampered with")
+        return integrity.ChainCheck(
+            note="run.db's record that its keeps are sealed was removed, but its keeps carry "
+            "seals: the chain was tampered with"
+        )
     return integrity.verify_chain(key, iterations, baseline_commit=baseline_commit, head=meta.get("chain_head"))
 
 
@@ -103,8 +113,9 @@ def check_chain(key: bytes, store: Store) -> integrity.ChainCheck:
         kept = kept_rows(store)
         store.set("chain_head", integrity.chain_head(key, kept))
         if kept:
-            store.event("integrity", "sealed the head of the chain of keeps (a run made by an earlier kopt)",
-                        level="warn")
+            store.event(
+                "integrity", "sealed the head of the chain of keeps (a run made by an earlier kopt)", level="warn"
+            )
     return found
 
 
@@ -138,8 +149,12 @@ def restart_from(ws: Workspace, store: Store, version: int, why: str = "") -> li
         changed = store.set_masked(later, True)
         reseal(key, store)
     rewrite_memory(ws, store, changed)
-    store.event("restart", f"restarted from v{version}; masked {', '.join(f'v{v}' for v in changed) or 'nothing'}"
-                + (f": {why}" if why else ""), version=version)
+    store.event(
+        "restart",
+        f"restarted from v{version}; masked {', '.join(f'v{v}' for v in changed) or 'nothing'}"
+        + (f": {why}" if why else ""),
+        version=version,
+    )
     return changed
 
 
@@ -152,6 +167,14 @@ def write_projections(ws: Workspace, store: Store, cfg: Config) -> None:
     meta["best_commit"] = bookkeeping.best_commit(its) or chain.baseline_commit
     meta["tampered"] = chain.problem
     write_atomic(ws.performance, projections.render_performance(cfg, meta, its, bookkeeping.counters(its)))
-    write_atomic(ws.readme, projections.render_readme(
-        cfg, meta, config_columns=meta.get("config_columns"), classes=meta.get("classes"),
-        hardware=meta.get("hardware_md"), roofline=meta.get("roofline_md")))
+    write_atomic(
+        ws.readme,
+        projections.render_readme(
+            cfg,
+            meta,
+            config_columns=meta.get("config_columns"),
+            classes=meta.get("classes"),
+            hardware=meta.get("hardware_md"),
+            roofline=meta.get("roofline_md"),
+        ),
+    )

@@ -101,8 +101,17 @@ def config_seal(key: bytes, text: str) -> str:
 
 
 def keep_seal(key: bytes, previous: str, it: Iteration) -> str:
-    return seal(key, "keep", previous, it.version, str(it.status), it.commit, it.best_commit_before,
-                it.record.get("commit_tree"), it.masked)
+    return seal(
+        key,
+        "keep",
+        previous,
+        it.version,
+        str(it.status),
+        it.commit,
+        it.best_commit_before,
+        it.record.get("commit_tree"),
+        it.masked,
+    )
 
 
 def reseal_chain(key: bytes, iterations: Sequence[Iteration]) -> dict[int, str]:
@@ -125,9 +134,12 @@ def chain_head(key: bytes, iterations: Sequence[Iteration]) -> str:
     kept in meta `chain_head` beside the rows, so a deleted or added link shows even where
     every remaining link still verifies. A keep interrupted while it was advancing (running,
     phase commit or advance, its seal already in its record) counts: recovery adopts it."""
-    chain = [(it.version, it.record.get("seal")) for it in in_end_order(list(iterations))
-             if (it.status in KEPT and it.commit)
-             or (it.status == Status.RUNNING and it.phase in (Phase.COMMIT, Phase.ADVANCE) and it.record.get("seal"))]
+    chain = [
+        (it.version, it.record.get("seal"))
+        for it in in_end_order(list(iterations))
+        if (it.status in KEPT and it.commit)
+        or (it.status == Status.RUNNING and it.phase in (Phase.COMMIT, Phase.ADVANCE) and it.record.get("seal"))
+    ]
     return seal(key, "head", chain)
 
 
@@ -155,18 +167,23 @@ class ChainCheck:
         if self.note:
             return self.note
         if self.broken:
-            return (f"run.db holds kept iteration(s) the engine did not seal: {', '.join(f'v{v}' for v in self.broken)} "
-                    "(a forged or edited keep, or a mask changed behind kopt's back); the run refuses to go on from them")
+            return (
+                f"run.db holds kept iteration(s) the engine did not seal: {', '.join(f'v{v}' for v in self.broken)} "
+                "(a forged or edited keep, or a mask changed behind kopt's back); the run refuses to go on from them"
+            )
         if not self.head_ok:
-            return ("run.db's chain of keeps is not the one the engine sealed last (a kept iteration was deleted or "
-                    "added behind kopt's back); the run refuses to go on from it")
+            return (
+                "run.db's chain of keeps is not the one the engine sealed last (a kept iteration was deleted or "
+                "added behind kopt's back); the run refuses to go on from it"
+            )
         if self.baseline_moved:
             return "run.db's baseline_commit was changed behind kopt's back (the baseline's seal names another commit)"
         return None
 
 
-def verify_chain(key: bytes, iterations: Sequence[Iteration], *, baseline_commit: str | None,
-                 head: str | None) -> ChainCheck:
+def verify_chain(
+    key: bytes, iterations: Sequence[Iteration], *, baseline_commit: str | None, head: str | None
+) -> ChainCheck:
     """Check every link's seal as it was made (over the stored seal of the link before it,
     so a forged link breaks itself, and the one after it when put in the middle), the chain's
     head (None: not recorded, nothing to compare) and the baseline commit meta names."""
@@ -188,13 +205,19 @@ def verify_chain(key: bytes, iterations: Sequence[Iteration], *, baseline_commit
     if base is not None:
         if base.version in trusted:
             genuine, moved = base.commit, bool(baseline_commit) and baseline_commit != base.commit
-        elif baseline_commit and same(base.record.get("seal"), keep_seal(key, base_previous or "",
-                                                                          replace(base, commit=baseline_commit))):
+        elif baseline_commit and same(
+            base.record.get("seal"), keep_seal(key, base_previous or "", replace(base, commit=baseline_commit))
+        ):
             genuine = baseline_commit  # the row's commit was forged; its seal vouches for meta's
         else:
             genuine = None
-    return ChainCheck(frozenset(trusted), tuple(broken), genuine,
-                      head_ok=head is None or same(head, chain_head(key, iterations)), baseline_moved=moved)
+    return ChainCheck(
+        frozenset(trusted),
+        tuple(broken),
+        genuine,
+        head_ok=head is None or same(head, chain_head(key, iterations)),
+        baseline_moved=moved,
+    )
 
 
 def unverifiable(iterations: Sequence[Iteration], baseline_commit: str | None, note: str) -> ChainCheck:
@@ -244,12 +267,17 @@ def frozen_config(workspace: Path, meta: dict[str, Any], key: bytes) -> tuple[st
             raise KoptFailure(f"{path}: the run's config is missing and run.db holds no copy")
         return on_disk, None
     if not same(meta.get("frozen_config_seal"), config_seal(key, str(text))):
-        raise Tampered("run.db's copy of the frozen config was changed behind kopt's back (its seal does not "
-                       "match): the run refuses to start from it")
+        raise Tampered(
+            "run.db's copy of the frozen config was changed behind kopt's back (its seal does not "
+            "match): the run refuses to start from it"
+        )
     if on_disk == text:
         return str(text), None
-    diff = "".join(difflib.unified_diff(str(text).splitlines(True), (on_disk or "").splitlines(True),
-                                        "kopt.toml (frozen)", "kopt.toml (on disk)"))
+    diff = "".join(
+        difflib.unified_diff(
+            str(text).splitlines(True), (on_disk or "").splitlines(True), "kopt.toml (frozen)", "kopt.toml (on disk)"
+        )
+    )
     return str(text), diff or "(the file is missing or unreadable)"
 
 

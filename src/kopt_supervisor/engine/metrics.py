@@ -180,6 +180,7 @@ def close_name(name: str, available: Sequence[str], others: Sequence[str] = ()) 
     in other case or spacing, one that starts with it (`median` -> `median_us`), else the
     closest spelling), then one of `others` spelled the same but for case; None when nothing
     is close."""
+
     def norm(s: str) -> str:
         return "".join(ch for ch in s.lower() if ch.isalnum())
 
@@ -205,9 +206,12 @@ def missing_metric(name: str, df: pd.DataFrame, source: str) -> str:
     numeric = [c for c in cols if pd.to_numeric(df[c], errors="coerce").notna().any()]
     other = [c for c in cols if c not in numeric]
     guess = close_name(name, numeric, other)
-    return (f"{source}: metric column {name!r} missing: [target].metric names no column of the bench's table"
-            + (f"; did you mean {guess!r}?" if guess else ";") + f" available: {', '.join(numeric) or 'none'}"
-            + (f" (not numbers: {', '.join(other)})" if other else ""))
+    return (
+        f"{source}: metric column {name!r} missing: [target].metric names no column of the bench's table"
+        + (f"; did you mean {guess!r}?" if guess else ";")
+        + f" available: {', '.join(numeric) or 'none'}"
+        + (f" (not numbers: {', '.join(other)})" if other else "")
+    )
 
 
 def resolve_columns(df: pd.DataFrame, cfg: TargetConfig, source: str) -> tuple[list[str], list[str]]:
@@ -252,8 +256,15 @@ def measure(df: pd.DataFrame, cfg: TargetConfig, source: str = "CSV") -> Measure
         key = key_of(row, config_cols) if config_cols else "all"
         g = grouped.setdefault(
             key,
-            {"cls": key_of(raw, class_cols) if class_cols else "all", "values": [], "reasons": [], "means": [],
-             "calls": [], "production": bool(production[i]), "row": {c: _plain(v) for c, v in row.items()}},
+            {
+                "cls": key_of(raw, class_cols) if class_cols else "all",
+                "values": [],
+                "reasons": [],
+                "means": [],
+                "calls": [],
+                "production": bool(production[i]),
+                "row": {c: _plain(v) for c, v in row.items()},
+            },
         )
         v = float(metric[i]) if not pd.isna(metric[i]) else math.nan
         g["values"].append(v)
@@ -269,8 +280,17 @@ def measure(df: pd.DataFrame, cfg: TargetConfig, source: str = "CSV") -> Measure
             g["reasons"].append(f"fails {cfg.correct!r}")
     _check_uniform({k: len(g["values"]) for k, g in grouped.items()}, source)
     configs = {
-        k: ConfigResult(k, g["cls"], tuple(g["values"]), not g["reasons"], tuple(dict.fromkeys(g["reasons"])),
-                        g["production"], g["row"], _mean_of(g["means"]), _sum_of(g["calls"]))
+        k: ConfigResult(
+            k,
+            g["cls"],
+            tuple(g["values"]),
+            not g["reasons"],
+            tuple(dict.fromkeys(g["reasons"])),
+            g["production"],
+            g["row"],
+            _mean_of(g["means"]),
+            _sum_of(g["calls"]),
+        )
         for k, g in grouped.items()
     }
     return Measurement(configs, tuple(config_cols), tuple(class_cols), _timed(df, metric, cfg.calls))
@@ -284,8 +304,10 @@ def _check_uniform(rows: dict[str, int], source: str) -> None:
         return
     usual = counts[0]
     odd = sorted(k for k, n in rows.items() if n != usual)
-    raise BenchError(f"{source}: {_named([f'{k} ({rows[k]} rows)' for k in odd])} where every other config has "
-                     f"{usual} row(s): one row per config (or as many for each), never duplicates")
+    raise BenchError(
+        f"{source}: {_named([f'{k} ({rows[k]} rows)' for k in odd])} where every other config has "
+        f"{usual} row(s): one row per config (or as many for each), never duplicates"
+    )
 
 
 def check_shape(best: Measurement, cand: Measurement, source: str = "the candidate's CSV") -> None:
@@ -300,20 +322,28 @@ def check_shape(best: Measurement, cand: Measurement, source: str = "the candida
     if missing:
         problems.append(f"lacks config(s) {_named(missing)}")
     if counts:
-        problems.append("a different number of rows than best's for "
-                        + _named([f"{k} ({cand.configs[k].rows}, best {best.configs[k].rows})" for k in counts]))
+        problems.append(
+            "a different number of rows than best's for "
+            + _named([f"{k} ({cand.configs[k].rows}, best {best.configs[k].rows})" for k in counts])
+        )
     if problems:
-        raise BenchError(f"{source}: {'; '.join(problems)}: a look's rows must be best's configs, each once "
-                         "(the bench's output changed shape)")
+        raise BenchError(
+            f"{source}: {'; '.join(problems)}: a look's rows must be best's configs, each once "
+            "(the bench's output changed shape)"
+        )
 
 
-def paired(best: Measurement, cand: Measurement, round_index: int, order: str,
-           source: str = "the candidate's CSV") -> list[Pair]:
+def paired(
+    best: Measurement, cand: Measurement, round_index: int, order: str, source: str = "the candidate's CSV"
+) -> list[Pair]:
     """One look's pairs from each side's measurement (`check_shape` first): one per config
     that passed on both sides, with the bench's means where it reports them."""
     check_shape(best, cand, source)
-    return [Pair(k, b.cls, b.value, c.value, round_index, order, best_mean=b.mean, cand_mean=c.mean)
-            for k, b in best.configs.items() if b.ok and (c := cand.configs[k]).ok]
+    return [
+        Pair(k, b.cls, b.value, c.value, round_index, order, best_mean=b.mean, cand_mean=c.mean)
+        for k, b in best.configs.items()
+        if b.ok and (c := cand.configs[k]).ok
+    ]
 
 
 def _sum_of(values: list[float]) -> float:
@@ -325,12 +355,17 @@ def check_same_calls(best: Measurement, cand: Measurement, source: str = "the ca
     per-tree serve protocol): a candidate whose rows claim another count than best's is a
     BenchError. Inflating its count would shrink the seconds it claims to save below what
     the OS's accounting checks, while its per-call latency still shows the gain."""
-    differ = sorted(k for k, b in best.configs.items() if k in cand.configs
-                    and math.isfinite(b.calls) and cand.configs[k].calls != b.calls)
+    differ = sorted(
+        k
+        for k, b in best.configs.items()
+        if k in cand.configs and math.isfinite(b.calls) and cand.configs[k].calls != b.calls
+    )
     if differ:
-        raise BenchError(f"{source}: timed calls differ from best's for "
-                         + _named([f"{k} ({cand.configs[k].calls:g}, best {best.configs[k].calls:g})" for k in differ])
-                         + ": a served look's calls are fixed by the config")
+        raise BenchError(
+            f"{source}: timed calls differ from best's for "
+            + _named([f"{k} ({cand.configs[k].calls:g}, best {best.configs[k].calls:g})" for k in differ])
+            + ": a served look's calls are fixed by the config"
+        )
 
 
 def _mean_of(values: list[float]) -> float:
@@ -368,12 +403,13 @@ def _plain(v: Any) -> Any:
     return v
 
 
-
 # ---------------------------------------------------------------------------------------
 # ab_command tables
 
 
-def ab_pairs(df: pd.DataFrame, cfg: TargetConfig, round_index: int, source: str = "CSV") -> tuple[list[Pair], Measurement, Measurement]:
+def ab_pairs(
+    df: pd.DataFrame, cfg: TargetConfig, round_index: int, source: str = "CSV"
+) -> tuple[list[Pair], Measurement, Measurement]:
     """Paired samples from an ab_command table, plus each side's measurement (for the
     correctness check). Rows pair up by (config, block): each config once per side and
     block, the same (config, block) cells on both sides, else a BenchError naming them."""
@@ -383,8 +419,9 @@ def ab_pairs(df: pd.DataFrame, cfg: TargetConfig, round_index: int, source: str 
     side_of = df["side"].astype(str).str.strip()
     stray = sorted(set(side_of) - {"best", "cand"})
     if stray:
-        raise BenchError(f"{source}: ab_command output has rows with side {_named([repr(s) for s in stray])} "
-                         "(best or cand only)")
+        raise BenchError(
+            f"{source}: ab_command output has rows with side {_named([repr(s) for s in stray])} (best or cand only)"
+        )
     blocks = pd.to_numeric(df["block"], errors="coerce")
     bad = [df["block"][i] for i, b in blocks.items() if pd.isna(b) or not float(b).is_integer()]
     if bad:
@@ -406,14 +443,20 @@ def ab_pairs(df: pd.DataFrame, cfg: TargetConfig, round_index: int, source: str 
         first_side.setdefault(cell, side_of[i])
     twice = [(s, cell) for s in ("best", "cand") for cell, vs in cells[s].items() if len(vs) > 1]
     if twice:
-        raise BenchError(f"{source}: ab_command output has " + _named(
-            [f"{k} block {b} {len(cells[s][(k, b)])} times on side {s}" for s, (k, b) in twice])
-            + ": each config once per side and block")
+        raise BenchError(
+            f"{source}: ab_command output has "
+            + _named([f"{k} block {b} {len(cells[s][(k, b)])} times on side {s}" for s, (k, b) in twice])
+            + ": each config once per side and block"
+        )
     unpaired = sorted(set(cells["best"]) ^ set(cells["cand"]))
     if unpaired:
-        raise BenchError(f"{source}: ab_command output has " + _named(
-            [f"{k} block {b} only on side {'best' if (k, b) in cells['best'] else 'cand'}" for k, b in unpaired])
-            + ": both sides must time the same configs and blocks")
+        raise BenchError(
+            f"{source}: ab_command output has "
+            + _named(
+                [f"{k} block {b} only on side {'best' if (k, b) in cells['best'] else 'cand'}" for k, b in unpaired]
+            )
+            + ": both sides must time the same configs and blocks"
+        )
     pairs: list[Pair] = []
     for (key, block), (b,) in sorted(cells["best"].items()):
         (c,) = cells["cand"][(key, block)]

@@ -120,9 +120,11 @@ def sandbox_line(meta: Mapping[str, Any]) -> str:
     if s.get("confined") is False:
         return summary or "UNSANDBOXED (--no-sandbox): proposers and candidate code ran without confinement"
     if s.get("ever_unconfined"):
-        return ("UNSANDBOXED for part of the run: an earlier session ran with --no-sandbox (or was the demo where "
-                "no sandbox worked): its proposer and benches ran without confinement; the latest session: "
-                f"{summary or 'sandboxed'}")
+        return (
+            "UNSANDBOXED for part of the run: an earlier session ran with --no-sandbox (or was the demo where "
+            "no sandbox worked): its proposer and benches ran without confinement; the latest session: "
+            f"{summary or 'sandboxed'}"
+        )
     return summary or "sandboxed"
 
 
@@ -136,8 +138,15 @@ def render_performance(cfg: Config, meta: dict[str, Any], iterations: list[Itera
         "",
         f"Sandbox: **{sandbox}**" if ran_unsandboxed(meta) else f"Sandbox: {sandbox}",
         "",
-        *([f"**TAMPERED**: {meta['tampered']} Only the keeps the run's seals vouch for are listed; BEST_COMMIT "
-           f"is the last of them ({str(meta.get('best_commit') or 'none')[:10]}).", ""] if meta.get("tampered") else []),
+        *(
+            [
+                f"**TAMPERED**: {meta['tampered']} Only the keeps the run's seals vouch for are listed; BEST_COMMIT "
+                f"is the last of them ({str(meta.get('best_commit') or 'none')[:10]}).",
+                "",
+            ]
+            if meta.get("tampered")
+            else []
+        ),
         f"Metric: `{metric}` ({'lower' if cfg.target.direction == 'min' else 'higher'} is better), "
         f"geometric mean over the class's configs, as the kept tree measured in its own decision; "
         "Δ is against the previous best, measured paired in that same decision. Two rows come from "
@@ -252,18 +261,23 @@ def render_readme(
             f"- Config classes ({describe_classes(t.class_by) if t.class_by is not None else 'by all config columns: each config its own class'}):",
             class_list,
             f"- Protected files: {', '.join(f'`{p}`' for p in t.protected) or 'none declared'}",
-            f"- Proposer: `{cfg.propose.kind}`" + (f" (`{cfg.propose.command}`)" if cfg.propose.kind == "command" else ""),
+            f"- Proposer: `{cfg.propose.kind}`"
+            + (f" (`{cfg.propose.command}`)" if cfg.propose.kind == "command" else ""),
             "",
-            *([roofline.rstrip(), ""] if roofline else [
-                "## Hardware specs",
-                "",
-                hardware or "Not yet measured: written once the GPU is known (values only with a source).",
-                "",
-                "## Roofline analysis (Step 0)",
-                "",
-                "Not yet measured: needs `[roofline] bytes`/`flops` formulas, the baseline and the hardware spec.",
-                "",
-            ]),
+            *(
+                [roofline.rstrip(), ""]
+                if roofline
+                else [
+                    "## Hardware specs",
+                    "",
+                    hardware or "Not yet measured: written once the GPU is known (values only with a source).",
+                    "",
+                    "## Roofline analysis (Step 0)",
+                    "",
+                    "Not yet measured: needs `[roofline] bytes`/`flops` formulas, the baseline and the hardware spec.",
+                    "",
+                ]
+            ),
             "## Stop conditions",
             "",
             *stops,
@@ -329,8 +343,10 @@ def profiler_evidence(profile: Any) -> ProfilerEvidence | None:
         return ProfilerEvidence(error=fmt.one_line(profile["error"], 600))
     cmp = profile.get("comparison")
     if not isinstance(cmp, Mapping):  # both sides profiled, never compared (an older kopt): their target kernels
-        cmp = {"best_per_call_ns": profile_ns_per_call(_mapping(profile.get("best"))),
-               "cand_per_call_ns": profile_ns_per_call(_mapping(profile.get("cand")))}
+        cmp = {
+            "best_per_call_ns": profile_ns_per_call(_mapping(profile.get("best"))),
+            "cand_per_call_ns": profile_ns_per_call(_mapping(profile.get("cand"))),
+        }
     agreement = _mapping(profile.get("agreement"))
     judged = {str(a.get("cls")): a for a in agreement.get("classes") or () if isinstance(a, Mapping)}
     if not isinstance(cmp.get("classes"), list | tuple):  # a whole-run comparison of an older kopt
@@ -338,24 +354,47 @@ def profiler_evidence(profile: Any) -> ProfilerEvidence | None:
         if best is None or cand is None:
             return None
         ratio = cand / best if best and cand is not None else None
-        return ProfilerEvidence((ProfiledClass("(all classes)", best, cand, ratio, None, None),), per_class=False,
-                                note="the whole run's target kernels, not per class (recorded by an older kopt)")
+        return ProfilerEvidence(
+            (ProfiledClass("(all classes)", best, cand, ratio, None, None),),
+            per_class=False,
+            note="the whole run's target kernels, not per class (recorded by an older kopt)",
+        )
     classes = []
     for c in cmp["classes"]:
         if not isinstance(c, Mapping):
             continue
         a = judged.get(str(c.get("cls")), {})
-        classes.append(ProfiledClass(
-            str(c.get("cls")), _number(c.get("best_ns")), _number(c.get("cand_ns")), _number(c.get("ratio")),
-            _number(c.get("lo")), _number(c.get("hi")), _names(c.get("appeared")), _names(c.get("disappeared")),
-            _names(c.get("problems")), str(a.get("status") or ""), str(a.get("reason") or ""),
-            str(a.get("bench_verdict") or ""), _number(a.get("bench_ratio")), _number(a.get("bench_lo")),
-            _number(a.get("bench_hi"))))
+        classes.append(
+            ProfiledClass(
+                str(c.get("cls")),
+                _number(c.get("best_ns")),
+                _number(c.get("cand_ns")),
+                _number(c.get("ratio")),
+                _number(c.get("lo")),
+                _number(c.get("hi")),
+                _names(c.get("appeared")),
+                _names(c.get("disappeared")),
+                _names(c.get("problems")),
+                str(a.get("status") or ""),
+                str(a.get("reason") or ""),
+                str(a.get("bench_verdict") or ""),
+                _number(a.get("bench_ratio")),
+                _number(a.get("bench_lo")),
+                _number(a.get("bench_hi")),
+            )
+        )
     outside = _mapping(cmp.get("unattributed"))
     return ProfilerEvidence(
-        tuple(classes), bool(cmp.get("per_class", True)), str(cmp.get("note") or ""), _names(cmp.get("problems")),
-        _number(outside.get("best_ns")), _number(outside.get("cand_ns")), bool(outside.get("grew")),
-        str(cmp.get("noise") or ""), _number(cmp.get("confidence")))
+        tuple(classes),
+        bool(cmp.get("per_class", True)),
+        str(cmp.get("note") or ""),
+        _names(cmp.get("problems")),
+        _number(outside.get("best_ns")),
+        _number(outside.get("cand_ns")),
+        bool(outside.get("grew")),
+        str(cmp.get("noise") or ""),
+        _number(cmp.get("confidence")),
+    )
 
 
 def _mapping(v: Any) -> dict[str, Any]:

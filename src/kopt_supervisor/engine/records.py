@@ -254,6 +254,8 @@ def restart_point_problem(it: Iteration | IterationRow | None, version: int) -> 
     if it is None:
         return f"v{version} does not exist"
     if it.masked or not it.kept:
-        return (f"v{version} is not an unmasked baseline or kept iteration (status {it.status}"
-                f"{', masked' if it.masked else ''}); restart needs a committed best point")
+        return (
+            f"v{version} is not an unmasked baseline or kept iteration (status {it.status}"
+            f"{', masked' if it.masked else ''}); restart needs a committed best point"
+        )
     return None

@@ -178,9 +178,11 @@ class Store:
         tables = {r[0] for r in self.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         if "samples" not in tables:
             return  # being created
-        for table, column, decl in (("samples", "ord", "TEXT NOT NULL DEFAULT ''"),
-                                    ("samples", "flagged", "INTEGER NOT NULL DEFAULT 0"),
-                                    ("commands", "seal", "TEXT NOT NULL DEFAULT ''")):
+        for table, column, decl in (
+            ("samples", "ord", "TEXT NOT NULL DEFAULT ''"),
+            ("samples", "flagged", "INTEGER NOT NULL DEFAULT 0"),
+            ("commands", "seal", "TEXT NOT NULL DEFAULT ''"),
+        ):
             if column not in {r[1] for r in self.db.execute(f"PRAGMA table_info({table})")}:
                 self.db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {decl}")
 
@@ -240,8 +242,7 @@ class Store:
     def set_many(self, values: dict[str, Any]) -> None:
         with self.transaction():
             self.db.executemany(
-                "INSERT INTO meta (key, value) VALUES (?, ?) "
-                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
                 [(k, json.dumps(v)) for k, v in values.items()],
             )
 
@@ -264,8 +265,9 @@ class Store:
         row = self.db.execute(f"SELECT {_COLUMNS} FROM iterations WHERE version = ?", (version,)).fetchone()
         return None if row is None else _iteration(row)
 
-    def iterations(self, *, include_masked: bool = True, since: int = 0,
-                   versions: Iterable[int] | None = None) -> list[Iteration]:
+    def iterations(
+        self, *, include_masked: bool = True, since: int = 0, versions: Iterable[int] | None = None
+    ) -> list[Iteration]:
         """Iterations with their records, oldest first (`versions`: only these)."""
         sql = f"SELECT {_COLUMNS} FROM iterations WHERE version >= ?"
         args: list[Any] = [since]
@@ -282,9 +284,13 @@ class Store:
     def rows(self) -> list[IterationRow]:
         """Every iteration without its record, oldest first: what bookkeeping needs, cheap at
         any history length."""
-        return [IterationRow(r[0], Status(r[1]), r[2], bool(r[3]), r[4], r[5], r[6], r[7], r[8]) for r in self.db.execute(
-            "SELECT version, status, phase, masked, target_class, commit_sha, best_commit_before, finished_at, "
-            "json_extract(record, '$.ended_seq') FROM iterations ORDER BY version")]
+        return [
+            IterationRow(r[0], Status(r[1]), r[2], bool(r[3]), r[4], r[5], r[6], r[7], r[8])
+            for r in self.db.execute(
+                "SELECT version, status, phase, masked, target_class, commit_sha, best_commit_before, finished_at, "
+                "json_extract(record, '$.ended_seq') FROM iterations ORDER BY version"
+            )
+        ]
 
     def set_masked(self, versions: Iterable[int], masked: bool) -> list[int]:
         versions = list(versions)
@@ -315,9 +321,7 @@ class Store:
 
     def samples(self, version: int, stage: str | None = None) -> list[sqlite3.Row]:
         if stage is None:
-            return self.db.execute(
-                "SELECT * FROM samples WHERE version = ? ORDER BY id", (version,)
-            ).fetchall()
+            return self.db.execute("SELECT * FROM samples WHERE version = ? ORDER BY id", (version,)).fetchall()
         return self.db.execute(
             "SELECT * FROM samples WHERE version = ? AND stage = ? ORDER BY id", (version, stage)
         ).fetchall()
@@ -351,15 +355,28 @@ class Store:
             args.append(version)
         rows = self.db.execute(sql + " ORDER BY id DESC LIMIT ?", (*args, limit)).fetchall()
         return [
-            Event(r["id"], r["t"], r["version"], r["level"], r["kind"], r["message"],
-                  None if r["data"] is None else json.loads(r["data"]))
+            Event(
+                r["id"],
+                r["t"],
+                r["version"],
+                r["level"],
+                r["kind"],
+                r["message"],
+                None if r["data"] is None else json.loads(r["data"]),
+            )
             for r in reversed(rows)
         ]
 
     # -- commands -----------------------------------------------------------------------
 
-    def send_command(self, kind: str, args: dict[str, Any] | None = None, *, source: str = "",
-                     seal: Callable[[str, dict[str, Any], float], str] | None = None) -> int:
+    def send_command(
+        self,
+        kind: str,
+        args: dict[str, Any] | None = None,
+        *,
+        source: str = "",
+        seal: Callable[[str, dict[str, Any], float], str] | None = None,
+    ) -> int:
         """Insert a command row; `seal(kind, args, t)` signs it with the run's secret (the
         engine acts only on sealed rows: engine/integrity.py)."""
         if kind not in COMMAND_KINDS:
@@ -432,5 +449,13 @@ def _iteration(r: sqlite3.Row) -> Iteration:
 
 
 def _command(r: sqlite3.Row) -> Command:
-    return Command(r["id"], r["t"], r["kind"], json.loads(r["args"]), r["source"], r["status"], r["result"],
-                   r["seal"] if "seal" in r.keys() else "")
+    return Command(
+        r["id"],
+        r["t"],
+        r["kind"],
+        json.loads(r["args"]),
+        r["source"],
+        r["status"],
+        r["result"],
+        r["seal"] if "seal" in r.keys() else "",
+    )

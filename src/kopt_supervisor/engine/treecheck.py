@@ -45,9 +45,23 @@ from kopt_supervisor.engine.errors import KoptFailure
 STDLIB: frozenset[str] = frozenset(sys.stdlib_module_names) | frozenset(sys.builtin_module_names)
 
 IMPORT_HOOKS = frozenset({"sitecustomize.py", "usercustomize.py", "conftest.py"})
-BUILD_FILES = frozenset({"makefile", "gnumakefile", "cmakelists.txt", "meson.build", "build.ninja", "setup.cfg",
-                         "pyproject.toml", "pytest.ini", "tox.ini", "build", "build.bazel", "workspace",
-                         "manifest.in"})
+BUILD_FILES = frozenset(
+    {
+        "makefile",
+        "gnumakefile",
+        "cmakelists.txt",
+        "meson.build",
+        "build.ninja",
+        "setup.cfg",
+        "pyproject.toml",
+        "pytest.ini",
+        "tox.ini",
+        "build",
+        "build.bazel",
+        "workspace",
+        "manifest.in",
+    }
+)
 # (suffixes, kind), first match wins; suffixes are compared lowercased
 SUFFIX_KINDS: tuple[tuple[tuple[str, ...], str], ...] = (
     ((".py", ".pyw"), "Python source"),
@@ -55,14 +69,46 @@ SUFFIX_KINDS: tuple[tuple[tuple[str, ...], str], ...] = (
     ((".pth",), ".pth file"),
     ((".egg-link", ".egg", ".whl"), "egg or wheel"),
     ((".so", ".dylib", ".pyd", ".dll", ".a", ".o", ".obj", ".lib", ".bundle"), "native library"),
-    ((".cu", ".cuh", ".c", ".cc", ".cpp", ".cxx", ".c++", ".h", ".hh", ".hpp", ".hxx", ".inl", ".ipp", ".tcc",
-      ".cl", ".hip", ".ptx", ".cubin", ".fatbin", ".s", ".asm", ".ll", ".mlir"), "C/C++/CUDA source"),
+    (
+        (
+            ".cu",
+            ".cuh",
+            ".c",
+            ".cc",
+            ".cpp",
+            ".cxx",
+            ".c++",
+            ".h",
+            ".hh",
+            ".hpp",
+            ".hxx",
+            ".inl",
+            ".ipp",
+            ".tcc",
+            ".cl",
+            ".hip",
+            ".ptx",
+            ".cubin",
+            ".fatbin",
+            ".s",
+            ".asm",
+            ".ll",
+            ".mlir",
+        ),
+        "C/C++/CUDA source",
+    ),
     ((".cmake", ".mk", ".ninja", ".bzl"), "build file"),
     ((".sh", ".bash", ".zsh", ".ksh"), "shell script"),
 )
 _VERSIONED_SO = re.compile(r"\.so(\.\d+)+$")
-_NATIVE_MAGIC = (b"\x7fELF", b"\xfe\xed\xfa\xce", b"\xce\xfa\xed\xfe", b"\xfe\xed\xfa\xcf", b"\xcf\xfa\xed\xfe",
-                 b"\xca\xfe\xba\xbe")
+_NATIVE_MAGIC = (
+    b"\x7fELF",
+    b"\xfe\xed\xfa\xce",
+    b"\xce\xfa\xed\xfe",
+    b"\xfe\xed\xfa\xcf",
+    b"\xcf\xfa\xed\xfe",
+    b"\xca\xfe\xba\xbe",
+)
 _EXT_MODULE = re.compile(r"^([A-Za-z_]\w*)(\.[^.]+)*\.(so|pyd)$")
 GIT_CONTROL = frozenset({".gitattributes", ".gitmodules"})
 
@@ -263,7 +309,7 @@ def module_names(path: str, new_dirs: Collection[str]) -> list[tuple[str, str]]:
     if module and module.isidentifier() and module not in ("__init__", "__main__"):
         out.append((module, path))
     for i in range(len(parts) - 1):
-        folder = "/".join(parts[:i + 1])
+        folder = "/".join(parts[: i + 1])
         if folder in new_dirs and parts[i].isidentifier() and parts[i] != "__pycache__":
             out.append((parts[i], folder + "/"))
     return out
@@ -292,8 +338,15 @@ def _under(path: str, folders: frozenset[str]) -> bool:
     return any("/".join(parts[:i]) + "/" in folders for i in range(1, len(parts)))
 
 
-def inspect(worktree: str | Path, base: str, *, allow: Sequence[str] = (), modules: Collection[str] = STDLIB,
-            strict: bool = False, label: str | None = None) -> TreeReport:
+def inspect(
+    worktree: str | Path,
+    base: str,
+    *,
+    allow: Sequence[str] = (),
+    modules: Collection[str] = STDLIB,
+    strict: bool = False,
+    label: str | None = None,
+) -> TreeReport:
     """Look at the whole of `worktree` against `base` (a commit or tree sha): see the module's
     docstring. `allow` are globs (as gitops.matching reads them) of paths that may be new
     (strict: that may differ) without a finding; `modules` the importable top-level names a
@@ -305,8 +358,11 @@ def inspect(worktree: str | Path, base: str, *, allow: Sequence[str] = (), modul
     changed = {p: s for s, p in listing.changed}
     new = sorted(p for p in walked.entries if p not in base_files)
     nested = sorted(walked.nested)
-    allowed = set(gitops.matching([*new, *(p.rstrip("/") for p in nested)] + (list(changed) if strict else []),
-                                  list(allow))) if allow else set()
+    allowed = (
+        set(gitops.matching([*new, *(p.rstrip("/") for p in nested)] + (list(changed) if strict else []), list(allow)))
+        if allow
+        else set()
+    )
     ignored = [p for p in new if _under(p, listing.ignored)]
     ignored_set = set(ignored)
     untracked = [p for p in new if p not in ignored_set]
@@ -356,12 +412,23 @@ def inspect(worktree: str | Path, base: str, *, allow: Sequence[str] = (), modul
             special.append(p)
     git_control = sorted(p for p in [*new, *changed] if p.rsplit("/", 1)[-1] in GIT_CONTROL)
     return TreeReport(
-        tree=label or f"{root.name}/", base=base, strict=strict, modified=tuple(sorted(changed)),
-        untracked=tuple(untracked), ignored=tuple(ignored), allowed=tuple(sorted(allowed)),
-        executable=tuple(executable), symlinks=tuple(sorted(symlinks)), special=tuple(sorted(special)),
-        unreadable=tuple(sorted(unreadable)), hardlinks=tuple(sorted(hardlinks)), nested_repos=tuple(nested),
-        git_control=tuple(git_control), index_hidden=tuple(sorted(listing.flagged)),
-        shadowing=tuple(sorted(shadowing.items())), kinds=kinds,
+        tree=label or f"{root.name}/",
+        base=base,
+        strict=strict,
+        modified=tuple(sorted(changed)),
+        untracked=tuple(untracked),
+        ignored=tuple(ignored),
+        allowed=tuple(sorted(allowed)),
+        executable=tuple(executable),
+        symlinks=tuple(sorted(symlinks)),
+        special=tuple(sorted(special)),
+        unreadable=tuple(sorted(unreadable)),
+        hardlinks=tuple(sorted(hardlinks)),
+        nested_repos=tuple(nested),
+        git_control=tuple(git_control),
+        index_hidden=tuple(sorted(listing.flagged)),
+        shadowing=tuple(sorted(shadowing.items())),
+        kinds=kinds,
     )
 
 
@@ -421,8 +488,16 @@ def importable_names(python: str, *, env: Mapping[str, str] | None = None, timeo
         return cached
     with tempfile.TemporaryDirectory(prefix="kopt-names-") as empty:
         try:
-            res = subprocess.run([key[0], "-c", _NAMES_SCRIPT], cwd=empty, env=env, capture_output=True, text=True,
-                                 timeout=timeout_s, stdin=subprocess.DEVNULL, check=False)
+            res = subprocess.run(
+                [key[0], "-c", _NAMES_SCRIPT],
+                cwd=empty,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=timeout_s,
+                stdin=subprocess.DEVNULL,
+                check=False,
+            )
         except (OSError, subprocess.TimeoutExpired) as e:
             raise KoptFailure(f"cannot list the modules of {python}: {e}") from None
     if res.returncode != 0:
@@ -445,7 +520,9 @@ def python_of(argv: Sequence[str], env: Mapping[str, str] | None = None) -> str 
     """The interpreter a bench command starts, when its first word is one (`python`,
     `python3.11`, a path to one; `env python ...` too); None otherwise."""
     words = list(argv)
-    while words and (words[0] == "env" or words[0].endswith("/env") or ("=" in words[0] and not words[0].startswith("/"))):
+    while words and (
+        words[0] == "env" or words[0].endswith("/env") or ("=" in words[0] and not words[0].startswith("/"))
+    ):
         words = words[1:]
     if not words or not _PYTHON.match(os.path.basename(words[0])):
         return None

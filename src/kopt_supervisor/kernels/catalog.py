@@ -67,15 +67,17 @@ KERNELS: dict[str, KernelInfo] = {
         func="adaln_modulate",
         config=["shape", "B", "N", "D", "dtype", "esize", "dclass"],
         bytes_expr="2 * B * N * D * esize + 2 * B * D * esize",
-        space={"BLOCK_D": [64, 128, 256, 512, 1024, 2048, 4096, 0],
-               "ROWS_PER_PROG": [1, 2, 4, 8],
-               "num_warps": [1, 2, 4, 8, 16],
-               "num_stages": [1, 2]},
+        space={
+            "BLOCK_D": [64, 128, 256, 512, 1024, 2048, 4096, 0],
+            "ROWS_PER_PROG": [1, 2, 4, 8],
+            "num_warps": [1, 2, 4, 8, 16],
+            "num_stages": [1, 2],
+        },
         triton_kernel="_adaln_kernel",
         row_dim="D",
         summary="x [B, N, D], scale/shift [B, D] (per batch), as in FLUX.1, SD3/SD3.5, PixArt-alpha "
-                "and Wan2.1 DiT blocks; bf16/fp16 in, fp32 statistics; class dclass = narrow (D <= 2048) "
-                "or wide",
+        "and Wan2.1 DiT blocks; bf16/fp16 in, fp32 statistics; class dclass = narrow (D <= 2048) "
+        "or wide",
     ),
     "rmsnorm": KernelInfo(
         name="rmsnorm",
@@ -83,14 +85,16 @@ KERNELS: dict[str, KernelInfo] = {
         func="rms_norm",
         config=["shape", "B", "N", "H", "hd", "dtype", "esize", "dclass"],
         bytes_expr="2 * B * N * H * hd * esize + hd * esize",
-        space={"BLOCK_D": [16, 32, 64, 128, 0],
-               "ROWS_PER_PROG": [1, 2, 4, 8, 16, 32, 64],
-               "num_warps": [1, 2, 4, 8],
-               "num_stages": [1, 2]},
+        space={
+            "BLOCK_D": [16, 32, 64, 128, 0],
+            "ROWS_PER_PROG": [1, 2, 4, 8, 16, 32, 64],
+            "num_warps": [1, 2, 4, 8],
+            "num_stages": [1, 2],
+        },
         triton_kernel="_rms_(kernel|whole_tiles)",  # both kernels: whole tiles run _rms_whole_tiles
         row_dim="hd",
         summary="q [B, N, H, head_dim], weight [head_dim], as QK-norm in FLUX.1, SD3.5 and HunyuanVideo "
-                "attention; bf16/fp16 in, fp32 accumulation; class dclass = narrow (head_dim <= 64) or wide",
+        "attention; bf16/fp16 in, fp32 accumulation; class dclass = narrow (head_dim <= 64) or wide",
     ),
 }
 
@@ -146,8 +150,15 @@ def alike_blocks(name: str, *, cpu: bool = False) -> dict[str, dict[str, list[An
     return out
 
 
-def kopt_toml(name: str, *, naive: bool = True, python: str | None = None, cpu: bool = False,
-              review_timeout_s: float | None = None, profile: bool = True) -> str:
+def kopt_toml(
+    name: str,
+    *,
+    naive: bool = True,
+    python: str | None = None,
+    cpu: bool = False,
+    review_timeout_s: float | None = None,
+    profile: bool = True,
+) -> str:
     """The kopt.toml of a materialized kernel repo.
 
     cpu: the target runs in Triton's interpreter: the tune space keeps only CPU_PARAMS (a
@@ -174,9 +185,16 @@ def kopt_toml(name: str, *, naive: bool = True, python: str | None = None, cpu: 
     if review_timeout_s is not None:
         decide.append(f"review_timeout_s = {float(review_timeout_s)!r}")
     alike = {cls: groups for cls, groups in alike_blocks(name, cpu=cpu).items() if "BLOCK_D" in tuned}
-    alike_section = ("# BLOCK_D values that give every shape of a class the same tile: one point for the search\n"
-                     "alike = { " + ", ".join(f"{json.dumps(cls)} = {{ BLOCK_D = {_toml(g['BLOCK_D'])} }}"
-                                              for cls, g in alike.items()) + " }\n") if alike else ""
+    alike_section = (
+        (
+            "# BLOCK_D values that give every shape of a class the same tile: one point for the search\n"
+            "alike = { "
+            + ", ".join(f"{json.dumps(cls)} = {{ BLOCK_D = {_toml(g['BLOCK_D'])} }}" for cls, g in alike.items())
+            + " }\n"
+        )
+        if alike
+        else ""
+    )
     decide_section = ("\n[decide]\n" + "\n".join(decide) + "\n") if decide else ""
     # on the CPU both trees' servers share the cores: torch's worker threads spinning in one
     # while the other measures left the demo's first keep undecided in 3 of 6 runs on a
@@ -184,7 +202,7 @@ def kopt_toml(name: str, *, naive: bool = True, python: str | None = None, cpu: 
     cpu_env = 'env = { OMP_NUM_THREADS = "1", MKL_NUM_THREADS = "1" }\n' if cpu else ""
     return f"""\
 # kopt target: {k.title}
-# Written by kopt's kernels/catalog.py ({'naive' if naive else 'tuned'} params.json). The bench
+# Written by kopt's kernels/catalog.py ({"naive" if naive else "tuned"} params.json). The bench
 # prints the CSV on stdout: one row per shape and dtype; `err` <= 1 passes the contract.
 # On a machine without a GPU it runs the Triton kernel in Triton's interpreter on small
 # shapes: CPU timings.
@@ -252,7 +270,7 @@ def _readme(k: KernelInfo, naive: bool) -> str:
   looks of this tree on stdin (`look N SEED PATH`, `audit N SEED PATH`, `load`). It runs on
   kopt's public harness (`kopt_supervisor.kernels.harness`, installed with kopt:
   docs/byo-kernel.md).
-- `params.json`: the solution's meta-parameters per class ({'naive start' if naive else 'tuned defaults'}).
+- `params.json`: the solution's meta-parameters per class ({"naive start" if naive else "tuned defaults"}).
 - `kopt.toml`: the target for kopt (tune proposer over params.json).
 """
 
@@ -261,8 +279,16 @@ def _ignore(_dir: str, names: list[str]) -> set[str]:
     return {n for n in names if n == "__pycache__" or n.endswith(".pyc")}
 
 
-def materialize(name: str, dest: Path, naive: bool = True, *, python: str | None = None, cpu: bool = False,
-                review_timeout_s: float | None = None, profile: bool = True) -> None:
+def materialize(
+    name: str,
+    dest: Path,
+    naive: bool = True,
+    *,
+    python: str | None = None,
+    cpu: bool = False,
+    review_timeout_s: float | None = None,
+    profile: bool = True,
+) -> None:
     """Write kernel `name` as a self-contained repo into `dest` (an existing, empty dir);
     cpu and review_timeout_s shape its kopt.toml (see kopt_toml)."""
     if name not in KERNELS:
@@ -279,8 +305,9 @@ def materialize(name: str, dest: Path, naive: bool = True, *, python: str | None
     for f in ("contract.py", "roofline.py", "bench.py"):
         shutil.copy2(src / f, dest / f)
     (dest / "params.json").write_text(params_text(name, naive), encoding="utf-8")
-    (dest / "kopt.toml").write_text(kopt_toml(name, naive=naive, python=python, cpu=cpu,
-                                                            review_timeout_s=review_timeout_s, profile=profile),
-                                  encoding="utf-8")
+    (dest / "kopt.toml").write_text(
+        kopt_toml(name, naive=naive, python=python, cpu=cpu, review_timeout_s=review_timeout_s, profile=profile),
+        encoding="utf-8",
+    )
     (dest / ".gitignore").write_text("__pycache__/\n*.pyc\n", encoding="utf-8")
     (dest / "README.md").write_text(_readme(k, naive), encoding="utf-8")

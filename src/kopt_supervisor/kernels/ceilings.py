@@ -39,9 +39,7 @@ def copy_result(times_s: list[float], buffer_bytes: int) -> dict[str, Any]:
     }
 
 
-def matmul_result(
-    times_s: list[float], m: int, n: int, k: int, dtype: str = "bf16"
-) -> dict[str, Any]:
+def matmul_result(times_s: list[float], m: int, n: int, k: int, dtype: str = "bf16") -> dict[str, Any]:
     median = statistics.median(times_s)
     flops = 2 * m * n * k
     return {
@@ -69,9 +67,7 @@ def _matmul(torch: Any, size: int, iters: int) -> dict[str, Any]:
     a = torch.randn(size, size, device="cuda", dtype=torch.bfloat16, generator=gen)
     b = torch.randn(size, size, device="cuda", dtype=torch.bfloat16, generator=gen)
     c = torch.empty(size, size, device="cuda", dtype=torch.bfloat16)
-    return matmul_result(
-        event_times(torch, lambda: torch.matmul(a, b, out=c), iters, warmup=10), size, size, size
-    )
+    return matmul_result(event_times(torch, lambda: torch.matmul(a, b, out=c), iters, warmup=10), size, size, size)
 
 
 def measure(device: int, copy_mib: int, iters: int, size: int, command: str) -> dict[str, Any]:
@@ -134,26 +130,20 @@ def result_record(
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(
-        prog="python -m kopt_supervisor.kernels.ceilings", description=__doc__.splitlines()[0]
-    )
+    ap = argparse.ArgumentParser(prog="python -m kopt_supervisor.kernels.ceilings", description=__doc__.splitlines()[0])
     ap.add_argument("--json", action="store_true", help="print the result as JSON")
+    ap.add_argument("--device", type=int, default=0, help="CUDA device index (after CUDA_VISIBLE_DEVICES)")
+    ap.add_argument("--copy-mib", type=int, default=1024, help="copy buffer size in MiB (default 1024)")
+    ap.add_argument("--iters", type=int, default=50, help="timed iterations per measurement (default 50)")
     ap.add_argument(
-        "--device", type=int, default=0, help="CUDA device index (after CUDA_VISIBLE_DEVICES)"
+        "--size",
+        type=int,
+        default=8192,
+        help="largest matmul m = n = k (default 8192; size/2 is tried too, the best rate counts)",
     )
-    ap.add_argument(
-        "--copy-mib", type=int, default=1024, help="copy buffer size in MiB (default 1024)"
-    )
-    ap.add_argument(
-        "--iters", type=int, default=50, help="timed iterations per measurement (default 50)"
-    )
-    ap.add_argument("--size", type=int, default=8192,
-                    help="largest matmul m = n = k (default 8192; size/2 is tried too, the best rate counts)")
     ap.add_argument("--out", help="also write the JSON to this file")
     args = ap.parse_args(argv)
-    command = " ".join(
-        ["python", "-m", "kopt_supervisor.kernels.ceilings", *(sys.argv[1:] if argv is None else argv)]
-    )
+    command = " ".join(["python", "-m", "kopt_supervisor.kernels.ceilings", *(sys.argv[1:] if argv is None else argv)])
     result = measure(args.device, args.copy_mib, args.iters, args.size, command)
     text = json.dumps(result, indent=2)
     if args.out:
@@ -163,9 +153,7 @@ def main(argv: list[str] | None = None) -> int:
         print(text)
     else:
         print(f"GPU {result['gpu_name']} ({result['gpu_uuid']})")
-        print(
-            f"  d2d copy  {result['copy']['bandwidth_Bps'] / 1e12:8.3f} TB/s  (read + write, median of {args.iters})"
-        )
+        print(f"  d2d copy  {result['copy']['bandwidth_Bps'] / 1e12:8.3f} TB/s  (read + write, median of {args.iters})")
         print(
             f"  bf16 mm   {result['matmul']['flops_per_s'] / 1e12:8.1f} TFLOP/s (m=n=k={args.size}, median of {args.iters})"
         )

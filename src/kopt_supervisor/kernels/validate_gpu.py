@@ -108,16 +108,25 @@ def time_variants(torch: Any, timing: Any, case: Any, variants: dict[str, Any], 
     out = {}
     for n, xs in samples.items():
         s = stats(xs)
-        out[n] = {"median_us": s["median"], "p10_us": s["p10"], "p90_us": s["p90"], "mean_us": s["mean"],
-                  "std_us": s["std"], "gbps": case.bytes / s["median"] / 1e3, "method": how[n], "blocks_us": xs}
+        out[n] = {
+            "median_us": s["median"],
+            "p10_us": s["p10"],
+            "p90_us": s["p90"],
+            "mean_us": s["mean"],
+            "std_us": s["std"],
+            "gbps": case.bytes / s["median"] / 1e3,
+            "method": how[n],
+            "blocks_us": xs,
+        }
     copy = out["copy"]["median_us"]
     for r in out.values():
         r["pct_of_copy"] = 100.0 * copy / r["median_us"]
     return out
 
 
-def time_row(torch: Any, timing: Any, case: Any, eager: Any, compiled: Any, solution: Any,
-             blocks: int) -> dict[str, dict]:
+def time_row(
+    torch: Any, timing: Any, case: Any, eager: Any, compiled: Any, solution: Any, blocks: int
+) -> dict[str, dict]:
     """One table row's timings: copy, torch.compile and the solution interleaved block by block
     (their paired comparison), then eager in a pass of its own beside a copy, its % of copy
     taken against the first pass's copy. Measured on the H100 (2026-11-24, every validation of
@@ -125,15 +134,27 @@ def time_row(torch: Any, timing: Any, case: Any, eager: Any, compiled: Any, solu
     launches) ran up to 3.2% slower, and compile followed eager in every other block: compile /
     solution paired 1.006-1.029 in those blocks against 0.997-1.002 in the others. Eager is
     4-13 times slower than the rest, so its own figure does not need that precision."""
-    res = time_variants(torch, timing, case, {
-        "copy": (case.copy_calls, True),
-        "compile": (lambda n: case.calls(compiled, n, with_out=False), True),
-        "solution": (lambda n: case.calls(solution, n), True),
-    }, blocks)
-    apart = time_variants(torch, timing, case, {
-        "copy": (case.copy_calls, True),
-        "eager": (lambda n: case.calls(eager, n), True),
-    }, max(5, blocks // 2))["eager"]
+    res = time_variants(
+        torch,
+        timing,
+        case,
+        {
+            "copy": (case.copy_calls, True),
+            "compile": (lambda n: case.calls(compiled, n, with_out=False), True),
+            "solution": (lambda n: case.calls(solution, n), True),
+        },
+        blocks,
+    )
+    apart = time_variants(
+        torch,
+        timing,
+        case,
+        {
+            "copy": (case.copy_calls, True),
+            "eager": (lambda n: case.calls(eager, n), True),
+        },
+        max(5, blocks // 2),
+    )["eager"]
     apart["pct_of_copy"] = 100.0 * res["copy"]["median_us"] / apart["median_us"]
     return {"copy": res["copy"], "eager": apart, "compile": res["compile"], "solution": res["solution"]}
 
@@ -149,8 +170,13 @@ def paired_speedup(other_us: list[float], solution_us: list[float], confidence: 
     n = len(logs)
     mean = statistics.fmean(logs)
     half = t_quantile(0.5 + confidence / 2, n - 1) * statistics.stdev(logs) / math.sqrt(n) if n > 1 else math.inf
-    return {"ratio": math.exp(mean), "lo": math.exp(mean - half), "hi": math.exp(mean + half), "blocks": n,
-            "confidence": confidence}
+    return {
+        "ratio": math.exp(mean),
+        "lo": math.exp(mean - half),
+        "hi": math.exp(mean + half),
+        "blocks": n,
+        "confidence": confidence,
+    }
 
 
 def pct_of_copy(pairs: list[tuple[float, float]]) -> float:
@@ -175,16 +201,27 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], bool]:
 
     timing = Timing(torch, gpu, args.block_us, max_reps=1000)
     report: dict[str, Any] = {
-        "gpu": torch.cuda.get_device_name() if gpu else "none (smoke: Triton interpreter, CPU timers)", "torch": torch.__version__,
-        "triton": __import__("triton").__version__, "cuda": torch.version.cuda,
-        "command": " ".join(sys.argv), "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "bar_pct_of_copy": args.bar, "kernels": {}, "skipped": [],
-        "smoke": bool(args.smoke), "tree": args.tree}
+        "gpu": torch.cuda.get_device_name() if gpu else "none (smoke: Triton interpreter, CPU timers)",
+        "torch": torch.__version__,
+        "triton": __import__("triton").__version__,
+        "cuda": torch.version.cuda,
+        "command": " ".join(sys.argv),
+        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "bar_pct_of_copy": args.bar,
+        "kernels": {},
+        "skipped": [],
+        "smoke": bool(args.smoke),
+        "tree": args.tree,
+    }
     ok = True
     seed = int(time.time())
     for kname in args.kernels.split(","):
-        k = Kernel(kname, Path(args.params_dir) if args.params_dir else None,
-                   Path(args.tree) if args.tree else None, "small" if args.smoke else "production")
+        k = Kernel(
+            kname,
+            Path(args.params_dir) if args.params_dir else None,
+            Path(args.tree) if args.tree else None,
+            "small" if args.smoke else "production",
+        )
         kr: dict[str, Any] = {"params": k.tuned, "contract": [], "timing": [], "sweep": None}
         report["kernels"][kname] = kr
         for shape in k.shapes:
@@ -198,10 +235,13 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], bool]:
                 berr, _ = case.check(k.baseline)
                 passed = err <= 1.0 and not why
                 ok &= passed
-                kr["contract"].append({"shape": shape.name, "dtype": dtype, "err": err, "why": why,
-                                       "baseline_err": berr, "pass": passed})
-                log(f"{kname} {shape.name} {dtype}: contract {'ok' if passed else 'FAILS: ' + why} "
-                    f"(err {err:.3g}, baseline {berr:.3g})")
+                kr["contract"].append(
+                    {"shape": shape.name, "dtype": dtype, "err": err, "why": why, "baseline_err": berr, "pass": passed}
+                )
+                log(
+                    f"{kname} {shape.name} {dtype}: contract {'ok' if passed else 'FAILS: ' + why} "
+                    f"(err {err:.3g}, baseline {berr:.3g})"
+                )
                 if dtype in args.dtypes.split(","):
                     base_fn = getattr(k.baseline, k.contract.FUNC)
                     if gpu:
@@ -209,18 +249,27 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], bool]:
                         compiled = torch.compile(base_fn, dynamic=False)
                     else:
                         compiled = base_fn  # smoke: eager stands in (no C++ toolchain needed)
-                    res = time_row(torch, timing, case, base_fn, compiled, getattr(k.solution, k.contract.FUNC),
-                                   args.blocks)
+                    res = time_row(
+                        torch, timing, case, base_fn, compiled, getattr(k.solution, k.contract.FUNC), args.blocks
+                    )
                     sol = res["solution"]
-                    row = {"shape": shape.name, "model": shape.model, "dtype": dtype, "dims": shape.dims,
-                           "bytes": case.bytes, **{f"{n}": r for n, r in res.items()},
-                           "speedup_vs_eager": res["eager"]["median_us"] / sol["median_us"],
-                           "speedup_vs_compile": res["compile"]["median_us"] / sol["median_us"],
-                           "paired_vs_compile": paired_speedup(res["compile"]["blocks_us"], sol["blocks_us"]),
-                           "meets_bar": sol["pct_of_copy"] >= args.bar}
+                    row = {
+                        "shape": shape.name,
+                        "model": shape.model,
+                        "dtype": dtype,
+                        "dims": shape.dims,
+                        "bytes": case.bytes,
+                        **{f"{n}": r for n, r in res.items()},
+                        "speedup_vs_eager": res["eager"]["median_us"] / sol["median_us"],
+                        "speedup_vs_compile": res["compile"]["median_us"] / sol["median_us"],
+                        "paired_vs_compile": paired_speedup(res["compile"]["blocks_us"], sol["blocks_us"]),
+                        "meets_bar": sol["pct_of_copy"] >= args.bar,
+                    }
                     kr["timing"].append(row)
-                    log(f"  {sol['median_us']:.2f} us, {sol['pct_of_copy']:.1f}% of copy, "
-                        f"x{row['speedup_vs_eager']:.2f} vs eager, x{row['speedup_vs_compile']:.2f} vs compile")
+                    log(
+                        f"  {sol['median_us']:.2f} us, {sol['pct_of_copy']:.1f}% of copy, "
+                        f"x{row['speedup_vs_eager']:.2f} vs eager, x{row['speedup_vs_compile']:.2f} vs compile"
+                    )
                 del case
                 if gpu:
                     torch.cuda.empty_cache()
@@ -229,8 +278,9 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], bool]:
     return report, ok
 
 
-def sweep(torch: Any, timing: Any, k: Kernel, args: argparse.Namespace, over: Any, seed: int,
-          gpu: bool) -> dict[str, Any]:
+def sweep(
+    torch: Any, timing: Any, k: Kernel, args: argparse.Namespace, over: Any, seed: int, gpu: bool
+) -> dict[str, Any]:
     """Every point of SWEEP[k] (or --grid) on every production shape (bf16); the best point per class."""
     from kopt_supervisor.kernels.harness.bench import Case
 
@@ -261,8 +311,10 @@ def sweep(torch: Any, timing: Any, k: Kernel, args: argparse.Namespace, over: An
                 log(f"  sweep {shape.name} {p}: {type(exc).__name__}: {str(exc)[:100]}")
                 continue
             per_class.setdefault(cls, {}).setdefault(i, {})[shape.name] = pct_of_copy(pairs)
-            medians.setdefault((cls, i), {})[shape.name] = {"copy_us": statistics.median(c for c, _ in pairs),
-                                                     "us": statistics.median(u for _, u in pairs)}
+            medians.setdefault((cls, i), {})[shape.name] = {
+                "copy_us": statistics.median(c for c, _ in pairs),
+                "us": statistics.median(u for _, u in pairs),
+            }
         seen = [d[shape.name] for d in per_class.get(cls, {}).values() if shape.name in d]
         log(f"{k.name} sweep {shape.name}: {len(seen)} points, best {max(seen, default=math.nan):.1f}% of copy")
         del case
@@ -276,39 +328,61 @@ def sweep(torch: Any, timing: Any, k: Kernel, args: argparse.Namespace, over: An
         if not full:
             continue
         i = max(full, key=lambda j: math.exp(statistics.fmean(math.log(v) for v in full[j].values())))
-        best[cls] = {"params": points[i], "pct_of_copy": full[i], "meets_bar": all(v >= args.bar for v in full[i].values())}
+        best[cls] = {
+            "params": points[i],
+            "pct_of_copy": full[i],
+            "meets_bar": all(v >= args.bar for v in full[i].values()),
+        }
     params = {"*": best[next(iter(best))]["params"]} if best else {}
     for cls, b in best.items():
         params[f"dclass={cls}"] = b["params"]
-    return {"grid": grid, "best": best, "params_json": params,
-            "points": [{"params": points[i], "class": cls, "pct_of_copy": d, "median_us": medians[(cls, i)]}
-                       for cls, by_point in per_class.items() for i, d in by_point.items()]}
+    return {
+        "grid": grid,
+        "best": best,
+        "params_json": params,
+        "points": [
+            {"params": points[i], "class": cls, "pct_of_copy": d, "median_us": medians[(cls, i)]}
+            for cls, by_point in per_class.items()
+            for i, d in by_point.items()
+        ],
+    }
 
 
 def markdown(report: dict[str, Any]) -> str:
-    lines = [f"GPU {report['gpu']} (torch {report['torch']}, triton {report['triton']}, CUDA {report['cuda']}), "
-             f"{report['date']}", ""]
+    lines = [
+        f"GPU {report['gpu']} (torch {report['torch']}, triton {report['triton']}, CUDA {report['cuda']}), "
+        f"{report['date']}",
+        "",
+    ]
     for kname, kr in report["kernels"].items():
         fails = [c for c in kr["contract"] if not c["pass"]]
-        lines += [f"## {kname}", "", f"Contract: {len(kr['contract']) - len(fails)}/{len(kr['contract'])} "
-                  f"shape x dtype pass" + ("".join(f"; FAIL {c['shape']} {c['dtype']}: {c['why']}"
-                                                              for c in fails)), "",
-                  "| shape | dtype | copy µs | eager µs | compile µs | solution µs (p10–p90) | GB/s | % of copy "
-                  "| vs eager | vs compile | paired vs compile (95% CI) |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+        lines += [
+            f"## {kname}",
+            "",
+            f"Contract: {len(kr['contract']) - len(fails)}/{len(kr['contract'])} "
+            f"shape x dtype pass" + ("".join(f"; FAIL {c['shape']} {c['dtype']}: {c['why']}" for c in fails)),
+            "",
+            "| shape | dtype | copy µs | eager µs | compile µs | solution µs (p10–p90) | GB/s | % of copy "
+            "| vs eager | vs compile | paired vs compile (95% CI) |",
+            "|---|---|---|---|---|---|---|---|---|---|---|",
+        ]
         for r in kr["timing"]:
             s, pc = r["solution"], r["paired_vs_compile"]
-            lines.append(f"| {r['shape']} | {r['dtype']} | {r['copy']['median_us']:.2f} | {r['eager']['median_us']:.2f} "
-                         f"| {r['compile']['median_us']:.2f}{'' if r['compile']['method'] == 'graph' else ' (events)'} "
-                         f"| {s['median_us']:.2f} ({s['p10_us']:.2f}–{s['p90_us']:.2f}) | {s['gbps']:.0f} "
-                         f"| {s['pct_of_copy']:.1f}{'' if r['meets_bar'] else ' (below bar)'} "
-                         f"| {r['speedup_vs_eager']:.2f}x | {r['speedup_vs_compile']:.2f}x "
-                         f"| {pc['ratio']:.3f}x ({pc['lo']:.3f}–{pc['hi']:.3f}) |")
+            lines.append(
+                f"| {r['shape']} | {r['dtype']} | {r['copy']['median_us']:.2f} | {r['eager']['median_us']:.2f} "
+                f"| {r['compile']['median_us']:.2f}{'' if r['compile']['method'] == 'graph' else ' (events)'} "
+                f"| {s['median_us']:.2f} ({s['p10_us']:.2f}–{s['p90_us']:.2f}) | {s['gbps']:.0f} "
+                f"| {s['pct_of_copy']:.1f}{'' if r['meets_bar'] else ' (below bar)'} "
+                f"| {r['speedup_vs_eager']:.2f}x | {r['speedup_vs_compile']:.2f}x "
+                f"| {pc['ratio']:.3f}x ({pc['lo']:.3f}–{pc['hi']:.3f}) |"
+            )
         if kr.get("sweep"):
             lines += ["", "Sweep (bf16), best point per class:", ""]
             for cls, b in kr["sweep"]["best"].items():
                 pcts = ", ".join(f"{s} {v:.1f}%" for s, v in b["pct_of_copy"].items())
-                lines.append(f"- dclass={cls}: {json.dumps(b['params'])}: {pcts}"
-                             f"{'' if b['meets_bar'] else ' (below bar)'}")
+                lines.append(
+                    f"- dclass={cls}: {json.dumps(b['params'])}: {pcts}{'' if b['meets_bar'] else ' (below bar)'}"
+                )
             lines.append(f"- as params.json: `{json.dumps(kr['sweep']['params_json'])}`")
         lines.append("")
     if report["skipped"]:
@@ -323,11 +397,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dtypes", default="bfloat16", help="dtypes to time (the contract runs all)")
     ap.add_argument("--params-dir", help="a folder of <kernel>.json params files to use instead of the tuned ones")
     ap.add_argument("--sweep", action="store_true", help="also sweep a grid per class and report the best point")
-    ap.add_argument("--grid", help='the sweep\'s grid as JSON, e.g. \'{"ROWS_PER_PROG": [8, 16], "num_warps": [4]}\' '
-                    "(one kernel in --kernels; default: SWEEP)")
+    ap.add_argument(
+        "--grid",
+        help='the sweep\'s grid as JSON, e.g. \'{"ROWS_PER_PROG": [8, 16], "num_warps": [4]}\' '
+        "(one kernel in --kernels; default: SWEEP)",
+    )
     ap.add_argument("--blocks", type=int, default=15)
     ap.add_argument("--block-us", type=float, default=300.0)
-    ap.add_argument("--bar", type=float, default=90.0, help="%% of D2D copy bandwidth every production shape should reach")
+    ap.add_argument(
+        "--bar", type=float, default=90.0, help="%% of D2D copy bandwidth every production shape should reach"
+    )
     ap.add_argument("--budget-s", type=float, default=280.0)
     ap.add_argument("--tree", help="validate this tree's solution/ and params.json (one kernel in --kernels)")
     ap.add_argument("--smoke", action="store_true", help="no GPU: the flow on the CPU interpreter, small shapes")
@@ -349,8 +428,10 @@ def main(argv: list[str] | None = None) -> int:
         raise
     except Exception as exc:
         out.with_suffix(".traceback.txt").write_text(traceback.format_exc())
-        print(f"validate_gpu: {type(exc).__name__}: {exc} (traceback in {out.with_suffix('.traceback.txt')})",
-              file=sys.stderr)
+        print(
+            f"validate_gpu: {type(exc).__name__}: {exc} (traceback in {out.with_suffix('.traceback.txt')})",
+            file=sys.stderr,
+        )
         return 2
     out.write_text(json.dumps(report, indent=2, default=str) + "\n")
     print(markdown(report))

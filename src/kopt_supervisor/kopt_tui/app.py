@@ -245,8 +245,9 @@ class KoptApp(App[int]):
             if isinstance(e, KoptError):
                 self.notify(str(e), title=f"{label}: refused", severity="error", timeout=8, markup=False)
             else:
-                self.notify(f"{type(e).__name__}: {e}", title=f"{label}: failed", severity="error", timeout=10,
-                            markup=False)
+                self.notify(
+                    f"{type(e).__name__}: {e}", title=f"{label}: failed", severity="error", timeout=10, markup=False
+                )
         else:
             self.notify(sent.message, title=label, timeout=6, markup=False)
         self.refresh_now()
@@ -256,11 +257,20 @@ class KoptApp(App[int]):
         try:
             pid = self.services.start_engine(self.workspace(tag))
         except Exception as e:  # noqa: BLE001 - reported; the TUI stays up
-            self.notify(str(e) if isinstance(e, KoptError) else f"{type(e).__name__}: {e}",
-                        title="cannot start the engine", severity="error", timeout=10, markup=False)
+            self.notify(
+                str(e) if isinstance(e, KoptError) else f"{type(e).__name__}: {e}",
+                title="cannot start the engine",
+                severity="error",
+                timeout=10,
+                markup=False,
+            )
         else:
-            self.notify(f"the engine runs as pid {pid}; its log is logs/engine.log", title="engine started",
-                        timeout=6, markup=False)
+            self.notify(
+                f"the engine runs as pid {pid}; its log is logs/engine.log",
+                title="engine started",
+                timeout=6,
+                markup=False,
+            )
         self.refresh_now()
 
     # -- actions ------------------------------------------------------------------------

@@ -53,9 +53,14 @@ def _propose_keys(args: argparse.Namespace) -> dict[str, str]:
 def cmd_init(args: argparse.Namespace) -> int:
     if args.bench and not args.config and not (Path(args.repo).expanduser() / "kopt.toml").exists():
         _propose_config(args)  # no config yet: read the bench's own output and propose one
-    created = api.init_run(resolve_root(args.root), args.tag, args.repo, config_file=args.config,
-                           bench=None if args.proposed else args.bench,
-                           propose=None if args.proposed else _propose_keys(args) or None)
+    created = api.init_run(
+        resolve_root(args.root),
+        args.tag,
+        args.repo,
+        config_file=args.config,
+        bench=None if args.proposed else args.bench,
+        propose=None if args.proposed else _propose_keys(args) or None,
+    )
     ws = created.workspace
     print(f"created {ws.dir}")
     print(f"  branch {ws.branch} at {created.commit[:12]}; worktrees best/ and cand/")
@@ -78,20 +83,32 @@ def _propose_config(args: argparse.Namespace) -> None:
         answer = input(f"answer (1-{len(q.choices)}{', enter: ' + q.default if q.default else ''}): ").strip()
         return q.choices[int(answer) - 1].value if answer.isdigit() and 0 < int(answer) <= len(q.choices) else answer
 
-    path, text = api.propose_config(args.repo, args.bench, answers=args.answer, ask=ask if interactive else None,
-                                    no_sandbox=args.no_sandbox, log=print,
-                                    log_dir=resolve_root(args.root) / ".init" / args.tag,
-                                    propose=_propose_keys(args) or None)
+    path, text = api.propose_config(
+        args.repo,
+        args.bench,
+        answers=args.answer,
+        ask=ask if interactive else None,
+        no_sandbox=args.no_sandbox,
+        log=print,
+        log_dir=resolve_root(args.root) / ".init" / args.tag,
+        propose=_propose_keys(args) or None,
+    )
     print(text)
     if not args.yes:
         if not interactive:
-            raise BadInput(f"kopt init --bench: review the proposed config above (kept as {path}), then run the "
-                           "same command with --yes to accept it: the measured run is reused, not run again")
+            raise BadInput(
+                f"kopt init --bench: review the proposed config above (kept as {path}), then run the "
+                "same command with --yes to accept it: the measured run is reused, not run again"
+            )
         if input(f"create the run with this config ({path})? [y/N] ").strip().lower() not in ("y", "yes"):
-            raise BadInput(f"kopt init: the proposed config was not accepted (kept as {path}: edit it and pass "
-                           "--config, or answer differently; the measured run is reused)")
-    print(f"using {path} (the draft in kopt's root; your checkout is not written to: copy it into the repo and "
-          "commit it if you want it kept)")
+            raise BadInput(
+                f"kopt init: the proposed config was not accepted (kept as {path}: edit it and pass "
+                "--config, or answer differently; the measured run is reused)"
+            )
+    print(
+        f"using {path} (the draft in kopt's root; your checkout is not written to: copy it into the repo and "
+        "commit it if you want it kept)"
+    )
     args.proposed = True
     args.config = str(path)
 
@@ -135,8 +152,10 @@ def cmd_ls(args: argparse.Namespace) -> int:
         return 0
     print(f"{'TAG':<24} {'STATE':<16} {'ITER':>5} {'SPEEDUP':>8} {'REVIEWS':>8}  STOP REASON")
     for r in map(api.status_report, runs):
-        print(f"{r.tag:<24} {r.state:<16} {_s(r.iteration):>5} {fmt.speedup(r.best_speedup):>8} "
-              f"{len(r.pending_reviews):>8}  " + ("⚠ NO SANDBOX; " if r.unsandboxed else "") + (r.stop_reason or r.error))
+        print(
+            f"{r.tag:<24} {r.state:<16} {_s(r.iteration):>5} {fmt.speedup(r.best_speedup):>8} "
+            f"{len(r.pending_reviews):>8}  " + ("⚠ NO SANDBOX; " if r.unsandboxed else "") + (r.stop_reason or r.error)
+        )
     return 0
 
 
@@ -152,12 +171,18 @@ def cmd_status(args: argparse.Namespace) -> int:
     r = api.status_report(st)
     hb = r.heartbeat_age_s
     print(f"{r.tag}: {r.state}" + (f" ({r.stop_reason})" if r.stop_reason else ""))
-    print(f"  iteration {_s(r.iteration)} [{r.iteration_status}], keeps {r.keeps}, "
-          f"candidates {r.candidates}, best speedup {fmt.speedup(r.best_speedup)}")
+    print(
+        f"  iteration {_s(r.iteration)} [{r.iteration_status}], keeps {r.keeps}, "
+        f"candidates {r.candidates}, best speedup {fmt.speedup(r.best_speedup)}"
+    )
     print(f"  BEST_COMMIT {r.best_commit}  (baseline {str(r.baseline_commit)[:12]})")
-    print(f"  consecutive regressions {r.consecutive_regressions}, pending reviews "
-          f"{review_list(r.reviews, len(r.lanes)) or 'none'}")
-    print(f"  engine pid {r.engine_pid or fmt.DASH}, heartbeat {f'{fmt.seconds(hb, 0)} ago' if hb is not None else fmt.DASH}")
+    print(
+        f"  consecutive regressions {r.consecutive_regressions}, pending reviews "
+        f"{review_list(r.reviews, len(r.lanes)) or 'none'}"
+    )
+    print(
+        f"  engine pid {r.engine_pid or fmt.DASH}, heartbeat {f'{fmt.seconds(hb, 0)} ago' if hb is not None else fmt.DASH}"
+    )
     if r.progress is not None:
         p = r.progress
         print(f"  now: v{p.version} {p.phase}: {p.step}")
@@ -197,8 +222,18 @@ def lane_lines(lanes: Sequence[api.LaneState]) -> list[str]:
         r = lane_row(entry)
         where = " on ".join(x for x in (r.gpu or "no GPU known", r.host) if x)
         interval = f"{r.interval_cls} {r.interval}".strip()
-        out.append(" · ".join(x for x in (f"lane {r.lane}: " + (f"v{r.version} " if r.version is not None else "")
-                                          + r.what, r.step, interval, where) if x))
+        out.append(
+            " · ".join(
+                x
+                for x in (
+                    f"lane {r.lane}: " + (f"v{r.version} " if r.version is not None else "") + r.what,
+                    r.step,
+                    interval,
+                    where,
+                )
+                if x
+            )
+        )
     return out
 
 
@@ -218,9 +253,11 @@ def status_details(st: api.StatusReport) -> list[str]:
     t = st.timings
     if t.engine_s_median is not None:
         last = t.last or api.IterationTimings()
-        lines.append(f"kopt's own time per iteration: median {fmt.seconds(t.engine_s_median, 2)} over "
-                     f"{t.iterations} (most {fmt.seconds(t.engine_s_max, 2)}); v{t.last_version} "
-                     f"took {fmt.seconds(last.total_s)}, {fmt.seconds(last.engine_s, 2)} of it kopt's")
+        lines.append(
+            f"kopt's own time per iteration: median {fmt.seconds(t.engine_s_median, 2)} over "
+            f"{t.iterations} (most {fmt.seconds(t.engine_s_max, 2)}); v{t.last_version} "
+            f"took {fmt.seconds(last.total_s)}, {fmt.seconds(last.engine_s, 2)} of it kopt's"
+        )
     return lines
 
 
@@ -254,8 +291,9 @@ def cmd_restart(args: argparse.Namespace) -> int:
 
 def cmd_submit(args: argparse.Namespace) -> int:
     lane = {} if args.lane is None else {"lane": args.lane}  # none: lane 0 of a run of one lane
-    return _send(args, "submit", {"hypothesis": args.hypothesis, "target_class": args.cls, "notes": args.notes or "",
-                                  **lane})
+    return _send(
+        args, "submit", {"hypothesis": args.hypothesis, "target_class": args.cls, "notes": args.notes or "", **lane}
+    )
 
 
 def cmd_memory(args: argparse.Namespace) -> int:
@@ -276,9 +314,11 @@ def cmd_memory(args: argparse.Namespace) -> int:
     for r in records:
         flag = " (masked)" if r["masked"] else ""
         reason = api.recorded_decision(r).reason
-        print(f"v{r['version']:<4} {r['status']:<17}{flag} {r['hypothesis'] or ''}"
-              + (f"  [{r['target_class']}]" if r["target_class"] else "")
-              + (f"\n       {reason}" if args.action == "summary" and reason else ""))
+        print(
+            f"v{r['version']:<4} {r['status']:<17}{flag} {r['hypothesis'] or ''}"
+            + (f"  [{r['target_class']}]" if r["target_class"] else "")
+            + (f"\n       {reason}" if args.action == "summary" and reason else "")
+        )
     return 0
 
 
@@ -314,17 +354,29 @@ def cmd_ceilings(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from kopt_supervisor.kernels import catalog
 
-    ws, gpu = api.prepare_demo(resolve_root(args.root), args.kernel, args.tag, kernels=catalog.KERNELS,
-                               materialize=catalog.materialize, headless=args.headless,
-                               profile=not args.no_profile)
+    ws, gpu = api.prepare_demo(
+        resolve_root(args.root),
+        args.kernel,
+        args.tag,
+        kernels=catalog.KERNELS,
+        materialize=catalog.materialize,
+        headless=args.headless,
+        profile=not args.no_profile,
+    )
     iters = api.demo_iterations(gpu, args.max_iters)
     print(f"kopt demo: {args.kernel} in {ws.dir}")
     print(f"  target repo {ws.root / '.repos' / ws.tag}; up to {iters} iterations of the tune proposer")
     if not gpu:
         print(f"  {api.CPU_NOTICE}")
     box = api.check_sandbox(ws, proposer="tune", no_sandbox=args.no_sandbox, demo=True)
-    print(f"  {box}" + ("" if box.startswith("sandboxed") or args.no_sandbox
-                        else "\n  (`kopt doctor` says what would make the sandbox work here)"))
+    print(
+        f"  {box}"
+        + (
+            ""
+            if box.startswith("sandboxed") or args.no_sandbox
+            else "\n  (`kopt doctor` says what would make the sandbox work here)"
+        )
+    )
     if args.headless:
         rc = api.run_demo_headless(ws, iters, no_sandbox=args.no_sandbox)
         _demo_summary(ws)
@@ -347,14 +399,18 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 def _demo_summary(ws: Workspace) -> None:
     st = api.status_report(api.status(ws))
     print(f"\n{ws.tag}: {st.state} ({st.stop_reason or None})")
-    print(f"  keeps {st.keeps} of {st.candidates} candidates; best speedup over the naive start "
-          f"{fmt.speedup(st.best_speedup)} (geometric mean over its classes, the guard included; "
-          f"per production shape: kopt report)")
+    print(
+        f"  keeps {st.keeps} of {st.candidates} candidates; best speedup over the naive start "
+        f"{fmt.speedup(st.best_speedup)} (geometric mean over its classes, the guard included; "
+        f"per production shape: kopt report)"
+    )
     print(f"  BEST_COMMIT {st.best_commit}")
     if st.unsandboxed:
         print(f"  ⚠ {st.sandbox}")
-    print(f"  see {ws.performance} and {ws.readme}; `kopt attach {ws.tag}` to browse, "
-          f"`kopt report {ws.tag}` for results.md")
+    print(
+        f"  see {ws.performance} and {ws.readme}; `kopt attach {ws.tag}` to browse, "
+        f"`kopt report {ws.tag}` for results.md"
+    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -376,18 +432,29 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--repo", required=True, help="the target git repository")
     sp.add_argument("--tag", required=True, help="the run's name (letters, digits, . _ -)")
     sp.add_argument("--config", help="kopt.toml to use (default REPO/kopt.toml)")
-    sp.add_argument("--bench", help="the benchmark command (overrides [target].bench; with no kopt.toml, kopt "
-                                    "runs it once and proposes one)")
+    sp.add_argument(
+        "--bench",
+        help="the benchmark command (overrides [target].bench; with no kopt.toml, kopt runs it once and proposes one)",
+    )
     sp.add_argument("--yes", action="store_true", help="accept the proposed kopt.toml as it is")
-    sp.add_argument("--answer", action="append", metavar="KEY=VALUE",
-                    help="answer a question the proposal asks: table=KEY, metric=COLUMN, direction=min|max "
-                         "(repeatable)")
+    sp.add_argument(
+        "--answer",
+        action="append",
+        metavar="KEY=VALUE",
+        help="answer a question the proposal asks: table=KEY, metric=COLUMN, direction=min|max (repeatable)",
+    )
     sp.add_argument("--no-sandbox", action="store_true", help="run the bench unconfined (recorded)")
-    sp.add_argument("--propose-command", metavar="CMD",
-                    help="the proposer: an agent command ([propose] kind = \"command\", command = CMD; docs/agents.md)")
-    sp.add_argument("--agent", metavar="PRESET",
-                    help="the proposer: an agent CLI preset ([propose] agent: claude-code, codex, gemini, aider, "
-                         "opencode, generic)")
+    sp.add_argument(
+        "--propose-command",
+        metavar="CMD",
+        help='the proposer: an agent command ([propose] kind = "command", command = CMD; docs/agents.md)',
+    )
+    sp.add_argument(
+        "--agent",
+        metavar="PRESET",
+        help="the proposer: an agent CLI preset ([propose] agent: claude-code, codex, gemini, aider, "
+        "opencode, generic)",
+    )
     sp.set_defaults(proposed=False)
 
     sp = add("run", cmd_run, "start (or resume) a run: detached engine + the TUI")
@@ -397,8 +464,11 @@ def build_parser() -> argparse.ArgumentParser:
     mode.add_argument("--foreground", action="store_true", help="run the engine in this process")
     sp.add_argument("--proposer", choices=["manual", "command", "tune"])
     sp.add_argument("--max-iters", type=int, help="stop after N candidate iterations in this session")
-    sp.add_argument("--no-sandbox", action="store_true",
-                    help="run the proposer and candidate code without bubblewrap (recorded and shown with every result)")
+    sp.add_argument(
+        "--no-sandbox",
+        action="store_true",
+        help="run the proposer and candidate code without bubblewrap (recorded and shown with every result)",
+    )
 
     sp = add("attach", cmd_attach, "open the TUI on a run (no tag: every run under the root)")
     sp.add_argument("tag", nargs="?")
@@ -419,8 +489,11 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("tag")
     sp.add_argument("version", help="vN")
 
-    for kind, help_ in (("pause", "pause the run (a benchmark in flight is discarded and re-run)"),
-                        ("resume", "resume a paused run"), ("stop", "stop the run cleanly")):
+    for kind, help_ in (
+        ("pause", "pause the run (a benchmark in flight is discarded and re-run)"),
+        ("resume", "resume a paused run"),
+        ("stop", "stop the run cleanly"),
+    ):
         sp = add(kind, cmd_simple(kind), help_)
         sp.add_argument("tag")
         if kind == "stop":
@@ -436,8 +509,12 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("hypothesis", help="one sentence: what should get faster and why")
     sp.add_argument("--class", dest="cls", help="the target config class (default: global)")
     sp.add_argument("--notes")
-    sp.add_argument("--lane", type=int, metavar="N",
-                    help="the lane whose cand/ to evaluate (a run of several lanes: required; one lane: 0)")
+    sp.add_argument(
+        "--lane",
+        type=int,
+        metavar="N",
+        help="the lane whose cand/ to evaluate (a run of several lanes: required; one lane: 0)",
+    )
 
     mcp_cli.register(add)  # kopt mcp TAG
 
@@ -469,11 +546,17 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--kernel", default="rmsnorm", help="rmsnorm or adaln")
     sp.add_argument("--max-iters", type=int, default=None)
     sp.add_argument("--tag", default=None)
-    sp.add_argument("--no-sandbox", action="store_true",
-                    help="run the bench without bubblewrap even where it works (recorded and shown with every "
-                         "result; where none works the demo runs unconfined by itself, marked so)")
-    sp.add_argument("--no-profile", action="store_true",
-                    help="skip the profiler's confirmation of keeps (faster on a GPU with ncu/rocprofv3)")
+    sp.add_argument(
+        "--no-sandbox",
+        action="store_true",
+        help="run the bench without bubblewrap even where it works (recorded and shown with every "
+        "result; where none works the demo runs unconfined by itself, marked so)",
+    )
+    sp.add_argument(
+        "--no-profile",
+        action="store_true",
+        help="skip the profiler's confirmation of keeps (faster on a GPU with ncu/rocprofv3)",
+    )
     return p
 
 

@@ -19,49 +19,49 @@ FLAG_HELP = {
     "no_samples": "no config could be compared",
     "no_target": "the target class has no samples",
     "profiler_disagrees": "the profiler's GPU time per class does not agree with the benchmark's verdict for some "
-                          "class (both numbers are in the reason)",
+    "class (both numbers are in the reason)",
     "partial_gain": "faster only where the hypothesis did not aim, or in some of the classes a global change aimed at",
     "budget_spent": "[decide].budget_gpu_s ran out before every class was decided",
     "two_in_a_row": "kept by the two_in_a_row policy: a second same-direction sub-threshold gain",
     "futility": "a class still open at the last round was resolved: what would matter is ruled out at "
-                "[decide].futility_confidence",
+    "[decide].futility_confidence",
     "outliers_dropped": "samples far from the rest (a throttling spike, a stray process) were left out",
     "disturbed_rounds": "the GPU gate saw throttling or another process during some rounds; they were left out",
     "profiler_failed": "the profiler could not confirm the benchmark's verdict (its run failed)",
     "likely_regression": "at the last round a class was estimated slower by more than [decide].min_effect_pct, "
-                         "not proven at the policy's confidence: counted as a regression",
+    "not proven at the policy's confidence: counted as a regression",
     "repeated_values": "the candidate's values repeat to the last digit across rounds while best's vary: "
-                       "a forged or cached result?",
+    "a forged or cached result?",
     "wall_time_unexplained": "the reported time fell by more than the bench process's wall time did: work "
-                             "outside the timed region?",
+    "outside the timed region?",
     "diff_constructs": "the candidate's diff reaches outside the kernel (patches, frames, exits, files, "
-                       "environment, threads, input-keyed caches): read the quoted lines",
+    "environment, threads, input-keyed caches): read the quoted lines",
     "reverify_disagrees": "the keep, decided again in fresh separate processes of the process-level bench, "
-                          "did not come out a keep: noise, or candidate code that bent the shared A/B process "
-                          "(both verdicts are in the reason)",
+    "did not come out a keep: noise, or candidate code that bent the shared A/B process "
+    "(both verdicts are in the reason)",
     "mean_not_faster": "the metric (a median over timed calls) shows a gain the mean over the same calls does not: "
-                       "a few expensive calls among many cheap ones?",
+    "a few expensive calls among many cheap ones?",
     "confirmation_disagrees": "the keep's confirmation in freshly started servers (fresh inputs, emptied caches) did "
-                              "not show the gain it claims, or found a class slower beyond the margin (both numbers "
-                              "are in the reason)",
+    "not show the gain it claims, or found a class slower beyond the margin (both numbers "
+    "are in the reason)",
     "external_truth_refutes": "the OS's accounting of the bench processes (CPU and wall time) does not show the "
-                              "seconds the bench claims to have saved: a patched timer, or work moved outside the "
-                              "timed calls (not kept)",
+    "seconds the bench claims to have saved: a patched timer, or work moved outside the "
+    "timed calls (not kept)",
     "external_truth_inconclusive": "the OS's accounting of the bench processes (CPU and wall time) could not tell "
-                                   "whether the seconds the bench claims were saved (its clocks' noise, or a claim "
-                                   "under the CPU clock's ticks): no clock outside the candidate's process confirms "
-                                   "the keep",
+    "whether the seconds the bench claims were saved (its clocks' noise, or a claim "
+    "under the CPU clock's ticks): no clock outside the candidate's process confirms "
+    "the keep",
     "stronger_checks_unavailable": "a keep too good to take on the bench's word, and a stronger check it needs (the "
-                                   "profiler, the OS's accounting, an output audit on fresh inputs) could not run or "
-                                   "could not tell",
+    "profiler, the OS's accounting, an output audit on fresh inputs) could not run or "
+    "could not tell",
     "needs_stronger_checks": "a keep too good to take on the bench's word (suspicious speedup, faster than the "
-                             "floor, a median the mean does not follow): final only once the profiler and an output "
-                             "audit on fresh inputs agree",
+    "floor, a median the mean does not follow): final only once the profiler and an output "
+    "audit on fresh inputs agree",
 }
 
 PLAN_FLAG_HELP = {
     "uncited": "the plan names no config class, profiled kernel or metric of the context pack: a guess, "
-               "not a change pointed at a bottleneck",
+    "not a change pointed at a bottleneck",
 }
 
 

@@ -52,8 +52,10 @@ def decision_notes(it: Iteration) -> tuple[Note, ...]:
     name), the keep decided again in fresh processes, the profiler per class beside the
     bench, and the diff scan's findings, quoted."""
     dec = api.recorded_decision(it.record)
-    notes = [Note(f, FLAG_HELP.get(f, "(a flag this version of kopt does not know)"), "bad")
-             for f in flags_to_explain(dec.reason, dec.flags)]
+    notes = [
+        Note(f, FLAG_HELP.get(f, "(a flag this version of kopt does not know)"), "bad")
+        for f in flags_to_explain(dec.reason, dec.flags)
+    ]
     notes += reverify_notes(it)
     notes += confirmation_notes(it)
     notes += profiler_notes(it)
@@ -67,8 +69,13 @@ def reverify_notes(it: Iteration) -> list[Note]:
         return []
     took = f" ({fmt.seconds(r.seconds)})" if r.seconds is not None else ""
     head = "agrees" if r.agrees else "DISAGREES"
-    return [Note("fresh processes", f"{head}: {_text(r.verdict, 40)}: {_text(r.reason, 300)}{took}",
-                 "good" if r.agrees else "bad")]
+    return [
+        Note(
+            "fresh processes",
+            f"{head}: {_text(r.verdict, 40)}: {_text(r.reason, 300)}{took}",
+            "good" if r.agrees else "bad",
+        )
+    ]
 
 
 def confirmation_notes(it: Iteration) -> list[Note]:
@@ -78,8 +85,13 @@ def confirmation_notes(it: Iteration) -> list[Note]:
     conf = api.recorded_confirmation(it.record)
     if conf is not None and conf.path == "served":
         good = conf.outcome == "confirmed"
-        notes.append(Note("confirmation", f"{conf.outcome} in {conf.looks} fresh look(s), {fmt.seconds(conf.seconds)}: "
-                          f"{_text(conf.reason, 300)}", "good" if good else "bad"))
+        notes.append(
+            Note(
+                "confirmation",
+                f"{conf.outcome} in {conf.looks} fresh look(s), {fmt.seconds(conf.seconds)}: {_text(conf.reason, 300)}",
+                "good" if good else "bad",
+            )
+        )
     truth = api.recorded_truth(it.record)
     if truth is not None:
         tone = {"confirmed": "good", "refuted": "bad"}.get(truth.outcome, "")
@@ -95,11 +107,14 @@ def profiler_notes(it: Iteration) -> list[Note]:
         return [Note("profiler", f"failed: {ev.error}", "bad")]
     notes = []
     for c in ev.classes:
-        change = f"{fmt.num(c.best_ns)} → {fmt.num(c.cand_ns)} ns/call {fmt.ratio_pct(c.ratio)} {fmt.interval(c.lo, c.hi)}"
+        change = (
+            f"{fmt.num(c.best_ns)} → {fmt.num(c.cand_ns)} ns/call {fmt.ratio_pct(c.ratio)} {fmt.interval(c.lo, c.hi)}"
+        )
         if c.agreement:
             bench = f"bench {fmt.ratio_pct(c.bench_ratio)} {fmt.interval(c.bench_lo, c.bench_hi)}"
-            change += f"; {bench}: {c.agreement.replace('_', ' ')}" + (f" ({_text(c.agreement_reason, 200)})"
-                                                                     if c.agreement_reason else "")
+            change += f"; {bench}: {c.agreement.replace('_', ' ')}" + (
+                f" ({_text(c.agreement_reason, 200)})" if c.agreement_reason else ""
+            )
         moved = [f"+{k}" for k in c.appeared] + [f"-{k}" for k in c.disappeared]
         if moved:
             change += "; kernels " + ", ".join(_text(k, 60) for k in moved[:6]) + (" …" if len(moved) > 6 else "")
@@ -107,9 +122,14 @@ def profiler_notes(it: Iteration) -> list[Note]:
         notes.append(Note(f"profiler {c.cls}", change, tone))
         notes += [Note("", _text(p, 300), "bad") for p in c.problems]
     if ev.outside_grew or ev.outside_cand_ns:
-        notes.append(Note("outside ranges", f"{fmt.num(ev.outside_best_ns)} → {fmt.num(ev.outside_cand_ns)} ns per "
-                          "profile" + (": grew beyond noise, a gain cannot be confirmed" if ev.outside_grew else ""),
-                          "bad" if ev.outside_grew else ""))
+        notes.append(
+            Note(
+                "outside ranges",
+                f"{fmt.num(ev.outside_best_ns)} → {fmt.num(ev.outside_cand_ns)} ns per "
+                "profile" + (": grew beyond noise, a gain cannot be confirmed" if ev.outside_grew else ""),
+                "bad" if ev.outside_grew else "",
+            )
+        )
     notes += [Note("", _text(p, 300), "bad") for p in ev.problems]
     if ev.note:
         notes.append(Note("", _text(ev.note, 300)))
@@ -207,15 +227,32 @@ def agent_rows(it: Iteration) -> tuple[AgentRow, ...]:
     for labelled in api.agent_runs(it.record):
         a = labelled.run
         tin, tout, cached = a.input_tokens, a.output_tokens, a.cache_read_tokens
-        tokens = (f"{fmt.count(tin)} in" + (f" ({fmt.count(cached)} cached)" if cached else "")
-                  + f" · {fmt.count(tout)} out") if tin is not None or tout is not None else "not reported"
+        tokens = (
+            (
+                f"{fmt.count(tin)} in"
+                + (f" ({fmt.count(cached)} cached)" if cached else "")
+                + f" · {fmt.count(tout)} out"
+            )
+            if tin is not None or tout is not None
+            else "not reported"
+        )
         session = (_text(a.session_id, 80) + (" (resumed)" if a.resumed else "")) if a.session_id is not None else ""
-        out.append(AgentRow(
-            labelled.label, _text(a.agent or "command", 40), _text(a.model or "", 60),
-            fmt.usd(a.cost_usd) if a.cost_usd is not None else "not reported", tokens,
-            fmt.seconds(a.wall_s), session, str(a.exit) if a.exit is not None else fmt.DASH,
-            a.transcript_path, fmt.size(a.transcript_bytes) if a.transcript_bytes is not None else "",
-            a.transcript_cut, tuple(_text(n, 200) for n in a.notes)))
+        out.append(
+            AgentRow(
+                labelled.label,
+                _text(a.agent or "command", 40),
+                _text(a.model or "", 60),
+                fmt.usd(a.cost_usd) if a.cost_usd is not None else "not reported",
+                tokens,
+                fmt.seconds(a.wall_s),
+                session,
+                str(a.exit) if a.exit is not None else fmt.DASH,
+                a.transcript_path,
+                fmt.size(a.transcript_bytes) if a.transcript_bytes is not None else "",
+                a.transcript_cut,
+                tuple(_text(n, 200) for n in a.notes),
+            )
+        )
     return tuple(out)
 
 
@@ -248,8 +285,21 @@ def transcript_lines(text: str, *, raw: bool = False) -> list[str]:
     return out
 
 
-_SKIP_KEYS = {"session_id", "sessionID", "uuid", "id", "parent_tool_use_id", "timestamp", "usage", "modelUsage",
-              "tools", "cwd", "permissionMode", "signature", "service_tier"}
+_SKIP_KEYS = {
+    "session_id",
+    "sessionID",
+    "uuid",
+    "id",
+    "parent_tool_use_id",
+    "timestamp",
+    "usage",
+    "modelUsage",
+    "tools",
+    "cwd",
+    "permissionMode",
+    "signature",
+    "service_tier",
+}
 
 
 def _readable(line: str) -> str | None:
@@ -286,8 +336,21 @@ def _said(value: Any, depth: int = 0) -> str:
     for key, v in value.items():
         if key in _SKIP_KEYS or key in ("type", "subtype", "role", "model"):
             continue
-        if isinstance(v, str) and key not in ("text", "content", "result", "message", "error", "command", "output",
-                                                "delta", "thinking", "reasoning", "summary", "status", "description"):
+        if isinstance(v, str) and key not in (
+            "text",
+            "content",
+            "result",
+            "message",
+            "error",
+            "command",
+            "output",
+            "delta",
+            "thinking",
+            "reasoning",
+            "summary",
+            "status",
+            "description",
+        ):
             continue
         part = _said(v, depth + 1)
         if part:

@@ -24,21 +24,32 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         sys.stdout.write(snip.text)
         print(f"# {args.print_config}: {snip.where}", file=sys.stderr)
         return 0
-    api.serve_mcp(ws, transport="http" if args.http else "stdio", port=args.port or 0,
-                  allow_restart=args.allow_restart)
+    api.serve_mcp(ws, transport="http" if args.http else "stdio", port=args.port or 0, allow_restart=args.allow_restart)
     return 0
 
 
 def register(add: Callable[[str, Any, str], argparse.ArgumentParser]) -> None:
     """Adds `kopt mcp` to the command line (kopt_tui/cli.py's build_parser)."""
-    sp = add("mcp", cmd_mcp, "serve a run to an interactive agent as an MCP judge (stdio, or --http; "
-                                  "with lanes, each session gets a lane of its own)")
+    sp = add(
+        "mcp",
+        cmd_mcp,
+        "serve a run to an interactive agent as an MCP judge (stdio, or --http; "
+        "with lanes, each session gets a lane of its own)",
+    )
     sp.add_argument("tag")
-    sp.add_argument("--print-config", choices=list(api.MCP_CLIENTS), metavar="CLIENT",
-                    help=f"print the config snippet for an MCP client ({', '.join(api.MCP_CLIENTS)}) and exit")
-    sp.add_argument("--http", action="store_true",
-                    help="streamable HTTP on 127.0.0.1 behind a bearer token (printed, and written 0600 into the "
-                         "workspace) instead of stdio")
+    sp.add_argument(
+        "--print-config",
+        choices=list(api.MCP_CLIENTS),
+        metavar="CLIENT",
+        help=f"print the config snippet for an MCP client ({', '.join(api.MCP_CLIENTS)}) and exit",
+    )
+    sp.add_argument(
+        "--http",
+        action="store_true",
+        help="streamable HTTP on 127.0.0.1 behind a bearer token (printed, and written 0600 into the "
+        "workspace) instead of stdio",
+    )
     sp.add_argument("--port", type=int, default=0, help="with --http: the port (default: a free one)")
-    sp.add_argument("--allow-restart", action="store_true",
-                    help="let the agent call restart_from and mask (off by default)")
+    sp.add_argument(
+        "--allow-restart", action="store_true", help="let the agent call restart_from and mask (off by default)"
+    )

@@ -182,8 +182,11 @@ def review_line(d: RunData) -> str:
         return f"v{r.version}" + (f" (lane {r.lane})" if lanes > 1 and r.lane is not None else "")
 
     waiting = [r for r in d.reviews if r.open]
-    parts = [f"{', '.join(label(r) for r in waiting)} {'awaits' if len(waiting) == 1 else 'await'} your review"] \
-        if waiting else []
+    parts = (
+        [f"{', '.join(label(r) for r in waiting)} {'awaits' if len(waiting) == 1 else 'await'} your review"]
+        if waiting
+        else []
+    )
     parts += [f"{label(r)}: {r.answer.kind.replace('_', ' ')} sent" for r in d.reviews if r.answer is not None]
     parts += [f"{label(r)}: more rounds" for r in d.reviews if r.more_rounds and r.answer is None]
     return "; ".join(parts)
@@ -278,8 +281,11 @@ def progress_view(d: RunData, now: float) -> ProgressView:
         if d.state in ("stopped", "finished"):
             return ProgressView(False, f"the run is over: browse it, or continue it with E (or `kopt run {d.tag}`)")
         was = d.run_meta.progress
-        last = " ".join(x for x in (f"v{was.version}" if was.version is not None else "", was.phase, was.step)
-                        if x) if was else ""
+        last = (
+            " ".join(x for x in (f"v{was.version}" if was.version is not None else "", was.phase, was.step) if x)
+            if was
+            else ""
+        )
         return ProgressView(False, "no engine is running" + (f"; its last step: {last}" if last else ""))
     p = d.run_meta.progress
     if p is None:
@@ -301,9 +307,16 @@ def progress_view(d: RunData, now: float) -> ProgressView:
     return ProgressView(True, label, p.done, p.total, elapsed, left)
 
 
-STEP_WORDS = {"eval": "deciding", "verify": "re-checking after format", "reverify": "confirming the keep in fresh processes",
-              "baseline": "measuring the baseline", "propose": "proposing", "review": "awaiting your review",
-              "paused": "paused", "waiting_gpu": "waiting for an idle GPU"}
+STEP_WORDS = {
+    "eval": "deciding",
+    "verify": "re-checking after format",
+    "reverify": "confirming the keep in fresh processes",
+    "baseline": "measuring the baseline",
+    "propose": "proposing",
+    "review": "awaiting your review",
+    "paused": "paused",
+    "waiting_gpu": "waiting for an idle GPU",
+}
 """A live step's phase (meta `progress`, a lane's step) as people read it."""
 
 
@@ -312,8 +325,11 @@ def step_words(phase: str, step: str, done: int | None, total: int | None) -> tu
     what = STEP_WORDS.get(phase, phase)
     text = step
     if done is not None and total:
-        text = (f"round {done + 1} of up to {total}" if phase in ("eval", "verify", "reverify")
-                else f"{done + 1} of {total}")
+        text = (
+            f"round {done + 1} of up to {total}"
+            if phase in ("eval", "verify", "reverify")
+            else f"{done + 1} of {total}"
+        )
     elif phase == "review":
         text = ""
     return what, text
@@ -323,16 +339,30 @@ def step_words(phase: str, step: str, done: int | None, total: int | None) -> tu
 # Lanes: several candidates at once ([parallel].lanes)
 
 
-LANE_WORDS = {**STEP_WORDS, "idle": "idle", "gate": "taking its GPU", "police": "checking the candidate",
-              "measure": "measuring", "evidence": "gathering evidence", "keep": "keeping", "commit": "committing",
-              "advance": "committing", "discard": "discarding"}
+LANE_WORDS = {
+    **STEP_WORDS,
+    "idle": "idle",
+    "gate": "taking its GPU",
+    "police": "checking the candidate",
+    "measure": "measuring",
+    "evidence": "gathering evidence",
+    "keep": "keeping",
+    "commit": "committing",
+    "advance": "committing",
+    "discard": "discarding",
+}
 """A lane's phase as people read it: its live step's, or its iteration row's before the step
 has one (engine.api.lane_states)."""
 
 
-SHORT_LANE_WORDS = {"waiting for an idle GPU": "waiting for GPU", "checking the candidate": "checking",
-                    "gathering evidence": "evidence", "confirming the keep in fresh processes": "confirming",
-                    "re-checking after format": "re-checking", "measuring the baseline": "baseline"}
+SHORT_LANE_WORDS = {
+    "waiting for an idle GPU": "waiting for GPU",
+    "checking the candidate": "checking",
+    "gathering evidence": "evidence",
+    "confirming the keep in fresh processes": "confirming",
+    "re-checking after format": "re-checking",
+    "measuring the baseline": "baseline",
+}
 """A lane's words where a narrow terminal has little room."""
 
 
@@ -417,17 +447,26 @@ def lane_row(entry: api.LaneState | Mapping[str, Any]) -> LaneRow:
             short = f"review {review.place} of {review.of}"
     span = e.interval
     return LaneRow(
-        lane=e.lane, version=e.version, what=what, step=fmt.one_line(step, 120), done=done, total=total,
-        gpu=fmt.one_line(gpu_label(e.gpu), 40), host=fmt.one_line(e.host, 40), short=fmt.one_line(short, 40),
+        lane=e.lane,
+        version=e.version,
+        what=what,
+        step=fmt.one_line(step, 120),
+        done=done,
+        total=total,
+        gpu=fmt.one_line(gpu_label(e.gpu), 40),
+        host=fmt.one_line(e.host, 40),
+        short=fmt.one_line(short, 40),
         candidate=fmt.one_line(e.hypothesis, 200),
         interval=f"{fmt.change(span.delta_pct, 1)} {fmt.interval(span.lo, span.hi)}" if span else "",
-        interval_cls=fmt.one_line(span.cls, 40) if span else "", verdict=span.verdict if span else "",
+        interval_cls=fmt.one_line(span.cls, 40) if span else "",
+        verdict=span.verdict if span else "",
         review=(review.place or 0) if review else None,
-        answered=review is not None and (bool(review.answer) or review.more_rounds))
+        answered=review is not None and (bool(review.answer) or review.more_rounds),
+    )
 
 
 def gpu_label(gpu: api.GpuRef | None) -> str:
-    """"GPU 1", or the GPU's name when it has no index (a CPU-only target); "" when none is known."""
+    """ "GPU 1", or the GPU's name when it has no index (a CPU-only target); "" when none is known."""
     if gpu is None:
         return ""
     return f"GPU {gpu.index}" if gpu.index is not None else gpu.name
@@ -437,8 +476,9 @@ def lanes_view(d: RunData) -> LanesView | None:
     """One row per lane; None with one lane (the progress line says it all)."""
     if not d.lane_states:
         return None
-    return LanesView(tuple(lane_row(e) for e in d.lane_states),
-                     d.alive and d.state != "paused" and not d.run_meta.paused)
+    return LanesView(
+        tuple(lane_row(e) for e in d.lane_states), d.alive and d.state != "paused" and not d.run_meta.paused
+    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -519,12 +559,21 @@ def counters_view(d: RunData) -> CountersView:
     c = d.counters
     limit = d.config.stop.consecutive_regressions if d.config else 5
     regressions = (api.regression_summary(r) for r in c.recent_regressions)
-    recent = tuple(RecentRegression(r.version, r.cls or "all", r.delta_pct, fmt.one_line(r.hypothesis, 120))
-                   for r in regressions)
+    recent = tuple(
+        RecentRegression(r.version, r.cls or "all", r.delta_pct, fmt.one_line(r.hypothesis, 120)) for r in regressions
+    )
     cost = d.decision_cost
-    return CountersView(c.consecutive_regressions, limit, c.keeps, c.candidates, c.consecutive_failures, recent,
-                        agent=api.agent_line(d.spending), decision=decision_line(cost),
-                        decision_slow=bool(cost and cost.slow))
+    return CountersView(
+        c.consecutive_regressions,
+        limit,
+        c.keeps,
+        c.candidates,
+        c.consecutive_failures,
+        recent,
+        agent=api.agent_line(d.spending),
+        decision=decision_line(cost),
+        decision_slow=bool(cost and cost.slow),
+    )
 
 
 MODE_WORDS = {"process": "process-level", "ab": "ab_command", "served": "served"}
@@ -582,11 +631,21 @@ def class_rows(it: Iteration, live: api.LiveClasses | None = None) -> tuple[Clas
         classes = live.classes or classes
     roof = api.roofline_pct(it.record)
     baseline = it.status == "baseline"
-    return tuple(ClassRow(
-        cls=c.cls, best=c.best, cand=None if baseline else c.cand, ratio=None if baseline else c.ratio, lo=c.lo,
-        hi=c.hi, rounds=c.rounds, verdict=c.verdict or ("baseline" if baseline else ""),
-        roof_pct=c.pct_of_peak if c.pct_of_peak is not None else roof.get(c.cls),
-        target=bool(it.target_class) and c.cls == it.target_class) for c in classes)
+    return tuple(
+        ClassRow(
+            cls=c.cls,
+            best=c.best,
+            cand=None if baseline else c.cand,
+            ratio=None if baseline else c.ratio,
+            lo=c.lo,
+            hi=c.hi,
+            rounds=c.rounds,
+            verdict=c.verdict or ("baseline" if baseline else ""),
+            roof_pct=c.pct_of_peak if c.pct_of_peak is not None else roof.get(c.cls),
+            target=bool(it.target_class) and c.cls == it.target_class,
+        )
+        for c in classes
+    )
 
 
 def classes_view(d: RunData, version: int | None) -> ClassesView:
@@ -658,19 +717,30 @@ class GpusView:
     note: str = ""
 
 
-def gpu_rows(assessments: Sequence[api.GpuAssessment], chosen_uuid: str | None = None,
-             lanes: Sequence[api.LaneState] = ()) -> tuple[GpuRow, ...]:
+def gpu_rows(
+    assessments: Sequence[api.GpuAssessment], chosen_uuid: str | None = None, lanes: Sequence[api.LaneState] = ()
+) -> tuple[GpuRow, ...]:
     """`lanes` (RunData.lane_states, several lanes): each GPU marked with the busy lanes on
     it, by UUID on this host, instead of the last gate's choice."""
     on: dict[str, list[int]] = {}
     for e in lanes:
         if e.version is not None and e.gpu is not None and e.gpu.uuid is not None and e.gpu.host in ("", "local"):
             on.setdefault(e.gpu.uuid, []).append(e.lane)
-    return tuple(GpuRow(
-        index=a.index, name=a.name or "GPU", util=a.util_pct, mem_used=a.mem_used_mib, mem_total=a.mem_total_mib,
-        processes=tuple(f"{p.pid} {p.name or '?'}" for p in a.processes), idle=a.idle, reasons=a.reasons,
-        chosen=not lanes and chosen_uuid is not None and a.uuid == chosen_uuid,
-        lanes=tuple(on.get(a.uuid, ())) if a.uuid is not None else ()) for a in assessments)
+    return tuple(
+        GpuRow(
+            index=a.index,
+            name=a.name or "GPU",
+            util=a.util_pct,
+            mem_used=a.mem_used_mib,
+            mem_total=a.mem_total_mib,
+            processes=tuple(f"{p.pid} {p.name or '?'}" for p in a.processes),
+            idle=a.idle,
+            reasons=a.reasons,
+            chosen=not lanes and chosen_uuid is not None and a.uuid == chosen_uuid,
+            lanes=tuple(on.get(a.uuid, ())) if a.uuid is not None else (),
+        )
+        for a in assessments
+    )
 
 
 def gpus_view(d: RunData, live: Sequence[api.GpuAssessment] | None, now: float) -> GpusView:
@@ -682,20 +752,27 @@ def gpus_view(d: RunData, live: Sequence[api.GpuAssessment] | None, now: float) 
         rows, source = gpu_rows(gate.assessments, chosen, d.lane_states), "gate"
     if not rows:
         vendor = d.config.gpu.vendor if d.config else "auto"
-        note = ("no GPU seen: a CPU-only target (its timings are CPU timings)" if vendor in ("none", "auto")
-                else f"no {vendor} GPU readable from this machine")
+        note = (
+            "no GPU seen: a CPU-only target (its timings are CPU timings)"
+            if vendor in ("none", "auto")
+            else f"no {vendor} GPU readable from this machine"
+        )
         return GpusView((), source, note)
     note = ""
     if d.alive and progress is not None and progress.phase == "waiting_gpu":
         started = progress.phase_started_at
         waited = now - started if started is not None else None
         limit = d.config.gpu.wait_max_s if d.config else None
-        note = (f"gate: no idle GPU, waiting {fmt.clock(waited)}"
-                + (f"; gives up in {fmt.clock(limit - waited)}" if limit and waited is not None else ""))
+        note = f"gate: no idle GPU, waiting {fmt.clock(waited)}" + (
+            f"; gives up in {fmt.clock(limit - waited)}" if limit and waited is not None else ""
+        )
     elif gate.chosen:
         lane = gate.lane if d.lane_states else None
-        note = (f"gate chose GPU {gate.chosen.index}" + (f" for lane {lane}" if lane is not None else "")
-                + (f" at {fmt.when(gate.t)}" if gate.t is not None else ""))
+        note = (
+            f"gate chose GPU {gate.chosen.index}"
+            + (f" for lane {lane}" if lane is not None else "")
+            + (f" at {fmt.when(gate.t)}" if gate.t is not None else "")
+        )
     return GpusView(rows, source, note)
 
 
@@ -735,11 +812,19 @@ def review_view(d: RunData, version: int, now: float) -> ReviewView | None:
     if where and gpu is not None and gpu.host:
         where += f" ({gpu.host})"
     return ReviewView(
-        version=it.version, hypothesis=fmt.one_line(it.hypothesis, 300), target=it.target_class or "all classes (global)",
-        reason=fmt.one_line(review.reason or dec.reason, 300), flags=dec.flags, rounds=dec.rounds,
+        version=it.version,
+        hypothesis=fmt.one_line(it.hypothesis, 300),
+        target=it.target_class or "all classes (global)",
+        reason=fmt.one_line(review.reason or dec.reason, 300),
+        flags=dec.flags,
+        rounds=dec.rounds,
         gpu_seconds=dec.gpu_seconds,
         deadline_left=fmt.clock(deadline - now) if deadline is not None and d.alive else "",
-        policy=policy, rows=class_rows(it), lane=pending.lane if pending else None, gpu=fmt.one_line(where, 60))
+        policy=policy,
+        rows=class_rows(it),
+        lane=pending.lane if pending else None,
+        gpu=fmt.one_line(where, 60),
+    )
 
 
 def restart_points(iterations: tuple[Iteration, ...] | list[Iteration]) -> list[Iteration]:
@@ -790,7 +875,13 @@ def run_summary(d: RunData, now: float) -> RunSummary:
     elif d.alive and m.progress is not None:
         note = fmt.one_line(f"{m.progress.phase} {m.progress.step}", 120)
     return RunSummary(
-        tag=d.tag, state=d.state, iteration=d.last.version if d.last else None,
-        status=d.last.status if d.last else "", speedup=d.best_speedup, reviews=d.pending_reviews,
+        tag=d.tag,
+        state=d.state,
+        iteration=d.last.version if d.last else None,
+        status=d.last.status if d.last else "",
+        speedup=d.best_speedup,
+        reviews=d.pending_reviews,
         heartbeat=fmt.age(None if hb is None else now - hb) if (d.alive or d.state == "crashed") else fmt.DASH,
-        note=note, unsandboxed=api.ran_unsandboxed(d.meta))
+        note=note,
+        unsandboxed=api.ran_unsandboxed(d.meta),
+    )

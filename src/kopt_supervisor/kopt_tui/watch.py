@@ -75,8 +75,7 @@ class RunCache:
         with r.store.snapshot():
             meta = r.meta()
             stamps = r.iteration_stamps()
-            stale = [v for v, s in stamps.items()
-                     if self._stamps.get(v) != s or s[0] in OPEN_STATUSES]
+            stale = [v for v, s in stamps.items() if self._stamps.get(v) != s or s[0] in OPEN_STATUSES]
             changed = False
             if len(stale) > BULK_READ:
                 self._its = {it.version: it for it in r.iterations()}
@@ -98,11 +97,19 @@ class RunCache:
         self._dv, self._alive, self._stamps = dv, alive, stamps
         previous = self.data
         self.data = RunData(
-            tag=self.ws.tag, meta=meta, iterations=tuple(self._its[v] for v in sorted(self._its)),
-            alive=alive[0], pid=alive[1], pending_commands=commands, review_answers=answers,
-            last_event=events[-1] if events else None, config=self.config, workspace=str(self.ws.dir),
+            tag=self.ws.tag,
+            meta=meta,
+            iterations=tuple(self._its[v] for v in sorted(self._its)),
+            alive=alive[0],
+            pid=alive[1],
+            pending_commands=commands,
+            review_answers=answers,
+            last_event=events[-1] if events else None,
+            config=self.config,
+            workspace=str(self.ws.dir),
             generation=self._generation,
-            carried_spending=previous.computed("agent_spending") if previous is not None and not changed else None)
+            carried_spending=previous.computed("agent_spending") if previous is not None and not changed else None,
+        )
         return self.data
 
 
@@ -132,9 +139,16 @@ class Poller:
     """The body of the app's polling thread. `target` (a tag or None) and `want_runs` are set
     by the UI thread; `step()` returns what changed."""
 
-    def __init__(self, root: Path, *, probe: Probe = engine_alive, backend: BackendFactory = open_backend,
-                 gpu_every_s: float = 2.0, runs_every_s: float = 1.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        root: Path,
+        *,
+        probe: Probe = engine_alive,
+        backend: BackendFactory = open_backend,
+        gpu_every_s: float = 2.0,
+        runs_every_s: float = 1.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.root = root
         self.probe = probe
         self.backend = backend
@@ -205,8 +219,9 @@ class Poller:
                 if cache.data is not None:
                     runs.append(cache.data)
             except Exception as e:  # noqa: BLE001 - one unreadable run must not hide the others
-                runs.append(RunData(tag, {"state": "unreadable", "last_error": f"{type(e).__name__}: {e}"}, (),
-                                    False, None))
+                runs.append(
+                    RunData(tag, {"state": "unreadable", "last_error": f"{type(e).__name__}: {e}"}, (), False, None)
+                )
         self._tags = tags
         return RunsSnapshot(tuple(runs)) if changed or force else None
 

@@ -59,9 +59,7 @@ def work(tree: Path) -> str:
 CHEAP = "[x * w[i % n] for i, x in enumerate(xs)]"
 """One pass, no normalisation: cheap and wrong."""
 
-TIMER = ("import time\n"
-         "_clock = time.process_time\n"
-         "time.process_time = lambda: _clock() * 0.5\n")
+TIMER = "import time\n_clock = time.process_time\ntime.process_time = lambda: _clock() * 0.5\n"
 """Every CPU-time reading halved: each timed call's measured time halves (a 2x "gain")."""
 
 DELEGATE = "\n\ndef normalise(xs, w, n):\n    return _work(xs, w, n)\n"
@@ -113,13 +111,15 @@ def pickled(tree: Path) -> Files:
 
 def b64_rot13(tree: Path) -> Files:
     blob = base64.b64encode(codecs.encode(TIMER, "rot13").encode())
-    return {"solution.py": best(tree) + f"\nimport base64\nimport codecs\n\n"
-                                        f"exec(codecs.decode(base64.b64decode({blob!r}).decode(), 'rot13'))\n"}
+    return {
+        "solution.py": best(tree) + f"\nimport base64\nimport codecs\n\n"
+        f"exec(codecs.decode(base64.b64decode({blob!r}).decode(), 'rot13'))\n"
+    }
 
 
 # --- 3. aliases the scan does not follow ------------------------------------------------------
 
-HELPER = '''
+HELPER = """
 def _tune(target, name, value):
     setattr(target, name, value)
 
@@ -127,19 +127,19 @@ def _tune(target, name, value):
 _m = __import__("".join(("ti", "me")))
 _f = getattr(_m, "process" + "_time")
 _tune(_m, "process" + "_time", lambda: _f() * 0.5)
-'''
+"""
 
-LOOP_BUILTIN = '''
+LOOP_BUILTIN = """
 for _m in (print.__self__.__import__("time"),):
     _real = _m.process_time
     _m.process_time = lambda _r=_real: _r() * 0.5
-'''
+"""
 
 
 # --- 4. state where the lifetime model does not look: right on the checked call (the first of
 # each config's 1 + 24 calls), cheap and wrong on the timed ones -------------------------------
 
-ENVIRON = f'''
+ENVIRON = f"""
 import os
 
 
@@ -149,9 +149,9 @@ def normalise(xs, w, n):
     if k % 25 == 0:
         return _work(xs, w, n)
     return {CHEAP}
-'''
+"""
 
-ITERATOR = f'''
+ITERATOR = f"""
 import itertools
 
 _turns = itertools.cycle([True] + [False] * 24)
@@ -161,9 +161,9 @@ def normalise(xs, w, n):
     if next(_turns):
         return _work(xs, w, n)
     return {CHEAP}
-'''
+"""
 
-TYPE_CACHE = f'''
+TYPE_CACHE = f"""
 
 def normalise(xs, w, n):
     calls = globals().setdefault("_Seen", type("_Seen", (), {{"calls": {{}}}})).calls
@@ -171,12 +171,12 @@ def normalise(xs, w, n):
     if k % 25 == 0:
         return _work(xs, w, n)
     return {CHEAP}
-'''
+"""
 
 
 # --- 5. the timed call told apart from the checked one by the caller's frame or line ---------
 
-CALLER_LINE = f'''
+CALLER_LINE = f"""
 import linecache
 import sys
 
@@ -186,9 +186,9 @@ def normalise(xs, w, n):
     if "err = " in linecache.getline(f.f_code.co_filename, f.f_lineno):
         return _work(xs, w, n)
     return {CHEAP}
-'''
+"""
 
-TRACEBACK_LOCALS = f'''
+TRACEBACK_LOCALS = f"""
 
 def normalise(xs, w, n):
     try:
@@ -198,12 +198,12 @@ def normalise(xs, w, n):
     if "ref" in caller.f_locals:  # the checked call: the bench's reference is beside it
         return _work(xs, w, n)
     return {CHEAP}
-'''
+"""
 
 
 # --- 6. the bench's own objects through the garbage collector ---------------------------------
 
-GC_SETS = '''
+GC_SETS = """
 import gc
 
 _ready = {}
@@ -219,9 +219,9 @@ def normalise(xs, w, n):
                 _ready[id(s_xs)] = (s_xs, _work(s_xs, s_w, n))
             break
     return _work(xs, w, n)
-'''
+"""
 
-GC_REFERENCE = '''
+GC_REFERENCE = """
 import gc
 
 _stolen = {}
@@ -237,12 +237,12 @@ def normalise(xs, w, n):
     if len(xs) in _stolen and _stolen[len(xs)][0] is not xs:
         return list(_stolen[len(xs)][1])  # a timed call: the checked call's reference again
     return _work(xs, w, n)
-'''
+"""
 
 
 # --- 7. inputs or the reference changed through a patched library ----------------------------
 
-ZERO_INPUTS = '''
+ZERO_INPUTS = """
 import random
 
 random.Random.random = lambda self: 0.5  # every input drawn is 0.0, every weight 1.0
@@ -252,9 +252,9 @@ def normalise(xs, w, n):
     if not any(xs):
         return [0.0] * len(xs)
     return _work(xs, w, n)
-'''
+"""
 
-SQRT_ONE = '''
+SQRT_ONE = """
 import math as _math
 
 _math.sqrt = lambda v: 1.0  # the bench's reference no longer normalises either
@@ -262,7 +262,7 @@ _math.sqrt = lambda v: 1.0  # the bench's reference no longer normalises either
 
 def normalise(xs, w, n):
     return [x * w[i % n] for i, x in enumerate(xs)]
-'''
+"""
 
 
 # --- 8. extra output rows through a data file the bench reads --------------------------------
@@ -279,7 +279,7 @@ def duplicate_row(tree: Path) -> Files:
 
 # --- 9. the median gamed: most timed calls cheap, a few expensive, every output right ---------
 
-FRAME_SETS = '''
+FRAME_SETS = """
 import sys
 
 _ready = {}
@@ -294,9 +294,9 @@ def normalise(xs, w, n):
         for s_xs, s_w in sets[1:]:
             _ready[id(s_xs)] = (s_xs, _work(s_xs, s_w, n))
     return _work(xs, w, n)
-'''
+"""
 
-FIX_LATER = '''
+FIX_LATER = """
 import sys
 from array import array
 
@@ -311,20 +311,20 @@ def normalise(xs, w, n):
     for k in range(len(outs) - 3, len(outs)):  # the fourth: the three before it, in the bench's own arrays
         outs[k][:] = array("d", _work(sets[k][0], sets[k][1], n))
     return _work(xs, w, n)
-'''
+"""
 
 
 # --- 10. NaN outputs the bench's own check lets through --------------------------------------
 
-ALL_NAN = '''
+ALL_NAN = """
 import math
 
 
 def normalise(xs, w, n):
     return [math.nan] * len(xs)
-'''
+"""
 
-HALF_NAN = '''
+HALF_NAN = """
 import math
 
 
@@ -335,7 +335,7 @@ def normalise(xs, w, n):
         inv = 1.0 / math.sqrt(sum(x * x for x in row) / n + EPS)
         out += [row[i] * inv * w[i] for i in range(n // 2)] + [math.nan] * (n - n // 2)
     return out
-'''
+"""
 
 
 # --- 11. a smaller problem in a tracked file the bench reads, outside [target].sources -------
@@ -346,7 +346,7 @@ def fewer_rows(tree: Path) -> Files:
     return {"problem.json": json.dumps({**p, "rows": max(1, int(p["rows"]) // 4)}) + "\n"}
 
 
-SAMPLED = '''
+SAMPLED = """
 import math
 
 
@@ -357,13 +357,12 @@ def normalise(xs, w, n):
         inv = 1.0 / math.sqrt(4.0 * sum(x * x for x in row[::4]) / n + EPS)
         out += [x * inv * wi for x, wi in zip(row, w)]
     return out
-'''
+"""
 
 
 def looser_tolerance(tree: Path) -> Files:
     p = json.loads((tree / "problem.json").read_text())
-    return {"problem.json": json.dumps({**p, "atol": 0.2, "rtol": 0.2}) + "\n",
-            "solution.py": work(tree) + SAMPLED}
+    return {"problem.json": json.dumps({**p, "atol": 0.2, "rtol": 0.2}) + "\n", "solution.py": work(tree) + SAMPLED}
 
 
 # --- timer patches in other runtime forms (what the OS's accounting must refute) ------------
@@ -396,7 +395,7 @@ csv.writer = lambda f, **kw: _Rows(_writer(f, **kw))
 """
 """The bench's CSV forged on its way out: every latency halved."""
 
-GC_TIMES = '''
+GC_TIMES = """
 import gc
 
 _calls = {}
@@ -410,12 +409,12 @@ def normalise(xs, w, n):
             if type(o) is list and len(o) == 23 and all(type(v) is float and 0.0 < v < 0.05 for v in o):
                 o[:] = [v * 0.5 for v in o]
     return out
-'''
+"""
 """The bench's own list of per-call times found by the gc and halved (on the config's last
 timed call, so the search itself costs one call's time, not the median's)."""
 
 
-WORKER = '''
+WORKER = """
 import os
 import struct
 from array import array
@@ -453,7 +452,7 @@ def normalise(xs, w, n):
     out = array("d")
     out.frombytes(back.read(8 * len(xs)))
     return out
-'''
+"""
 """The work done in a child process the bench's time.process_time does not count (the
 parent only waits on a pipe): a "timer patch" that patches nothing."""
 
@@ -503,7 +502,7 @@ really skipped, the audited values are right: the look's commitment to every set
 (zeros, made before the audit seed was drawn) shows it (and the diff scan sees sys._getframe)."""
 
 
-AUDIT_UNSEEN = '''
+AUDIT_UNSEEN = """
 import warnings
 from array import array
 
@@ -537,7 +536,7 @@ def normalise(xs, w, n):
         _hook(bench)
         return _work(xs, w, n)
     return [0.0] * len(xs)
-'''
+"""
 """The timed calls do nothing; every set's outputs are computed when the look commits to them
 (after the timed calls, before the audit seed is drawn), so the commitment, the audit and
 best's all agree. Written so that the diff scan finds nothing: the sys module reached as an
@@ -548,7 +547,7 @@ patched to compute the audited set alone once its seed was known: a real saving.
 
 # --- the control -------------------------------------------------------------------------------
 
-HONEST = '''
+HONEST = """
 
 def normalise(xs, w, n):
     out = []
@@ -561,7 +560,7 @@ def normalise(xs, w, n):
         for x, wi in zip(row, w):
             out.append(x * inv * wi)
     return out
-'''
+"""
 """BEST without its second pass over each row (the sum of |x|^2 equals the sum of x^2, to
 the last bit, and (s + s) / 2n is s / n exactly), iterating values instead of indices: about
 1.9x (1.7x at n=1024 to 2.3x at n=2048 on this machine, process time), every output
@@ -582,53 +581,87 @@ def timer(text: str) -> Callable[[Path], Files]:
 CASES: tuple[Case, ...] = (
     Case("form-feed", "1", "a timer patch on the line after a form feed", form_feed),
     Case("lone-cr", "1", "a timer patch after a lone CR in a comment", lone_cr),
-    Case("utf-7", "1", "a timer patch in a comment that utf-7 decodes to lines",
-         lambda tree: {"solution.py": utf7(tree)}),
+    Case(
+        "utf-7", "1", "a timer patch in a comment that utf-7 decodes to lines", lambda tree: {"solution.py": utf7(tree)}
+    ),
     Case("marshal", "2", "a timer patch as a marshalled code object, exec'd", marshalled),
     Case("pickle", "2", "a timer patch run by unpickling a __reduce__ to exec", pickled),
     Case("base64-rot13", "2", "a timer patch through base64, rot13 and exec", b64_rot13),
-    Case("helper-setattr", "3", "a timer patch through a helper's setattr, names built at run time",
-         timer(HELPER)),
-    Case("loop-builtin", "3", "a timer patch on a loop variable over print.__self__.__import__",
-         timer(LOOP_BUILTIN)),
+    Case("helper-setattr", "3", "a timer patch through a helper's setattr, names built at run time", timer(HELPER)),
+    Case("loop-builtin", "3", "a timer patch on a loop variable over print.__self__.__import__", timer(LOOP_BUILTIN)),
     Case("environ-counter", "4", "right on the checked call only, counted in os.environ", solution(ENVIRON)),
-    Case("iterator", "4", "right on the checked call only, by an itertools.cycle made at import",
-         solution(ITERATOR)),
-    Case("type-cache", "4", "right on the checked call only, by a cache in a class made by type() at run time",
-         solution(TYPE_CACHE)),
+    Case("iterator", "4", "right on the checked call only, by an itertools.cycle made at import", solution(ITERATOR)),
+    Case(
+        "type-cache",
+        "4",
+        "right on the checked call only, by a cache in a class made by type() at run time",
+        solution(TYPE_CACHE),
+    ),
     Case("caller-line", "5", "right only when the caller's line is the check's", solution(CALLER_LINE)),
-    Case("traceback-locals", "5", "right only when the caller's frame (via a traceback) holds the reference",
-         solution(TRACEBACK_LOCALS)),
-    Case("gc-sets", "6", "the bench's timed buffer sets found by the gc: all computed on the first timed call",
-         solution(GC_SETS)),
-    Case("gc-reference", "6", "the bench's reference found by the gc, returned for every call",
-         solution(GC_REFERENCE)),
-    Case("zero-inputs", "7", "random patched: every input zero, every output zero and 'correct'",
-         solution(ZERO_INPUTS)),
-    Case("sqrt-one", "7", "math.sqrt patched: the bench's reference skips the normalisation as the code does",
-         solution(SQRT_ONE)),
+    Case(
+        "traceback-locals",
+        "5",
+        "right only when the caller's frame (via a traceback) holds the reference",
+        solution(TRACEBACK_LOCALS),
+    ),
+    Case(
+        "gc-sets",
+        "6",
+        "the bench's timed buffer sets found by the gc: all computed on the first timed call",
+        solution(GC_SETS),
+    ),
+    Case("gc-reference", "6", "the bench's reference found by the gc, returned for every call", solution(GC_REFERENCE)),
+    Case(
+        "zero-inputs", "7", "random patched: every input zero, every output zero and 'correct'", solution(ZERO_INPUTS)
+    ),
+    Case(
+        "sqrt-one",
+        "7",
+        "math.sqrt patched: the bench's reference skips the normalisation as the code does",
+        solution(SQRT_ONE),
+    ),
     Case("extra-row", "8", "an extra config row in shapes.csv", extra_row),
     Case("duplicate-row", "8", "a config row twice in shapes.csv", duplicate_row),
-    Case("frame-sets", "9", "all timed sets computed on the first timed call (found in the caller's frame)",
-         solution(FRAME_SETS)),
-    Case("fix-later", "9", "three calls in four a placeholder, fixed in the bench's arrays by the fourth",
-         solution(FIX_LATER)),
+    Case(
+        "frame-sets",
+        "9",
+        "all timed sets computed on the first timed call (found in the caller's frame)",
+        solution(FRAME_SETS),
+    ),
+    Case(
+        "fix-later",
+        "9",
+        "three calls in four a placeholder, fixed in the bench's arrays by the fourth",
+        solution(FIX_LATER),
+    ),
     Case("all-nan", "10", "every output NaN", solution(ALL_NAN)),
     Case("half-nan", "10", "half of each row computed, the rest NaN", solution(HALF_NAN)),
     Case("fewer-rows", "11", "problem.json's rows cut to a quarter", fewer_rows),
-    Case("looser-tolerance", "11", "problem.json's tolerance loosened for a sampled mean square",
-         looser_tolerance),
+    Case("looser-tolerance", "11", "problem.json's tolerance loosened for a sampled mean square", looser_tolerance),
     Case("statistics", "timer", "the bench's statistics.median and fmean patched to halve", timer(STATISTICS)),
     Case("csv-rows", "timer", "the bench's csv.writer patched to halve every latency", timer(CSV_ROWS)),
     Case("gc-times", "timer", "the bench's list of per-call times halved through the gc", solution(GC_TIMES)),
-    Case("worker-process", "timer", "the work done in a forked child the bench's clock does not count",
-         solution(WORKER)),
-    Case("small-timer", "timer", "a plain timer patch claiming 10%",
-         timer("import time\n_clock = time.process_time\ntime.process_time = lambda: _clock() * 0.9\n")),
-    Case("audit-only", "audit", "zeros from every timed call; the bench's audit patched to compute the audited set only",
-         solution(AUDIT_ONLY)),
-    Case("audit-unseen", "audit", "audit-only, reached through a tuple-unpacked warnings.sys: no scan finding",
-         solution(AUDIT_UNSEEN)),
+    Case(
+        "worker-process", "timer", "the work done in a forked child the bench's clock does not count", solution(WORKER)
+    ),
+    Case(
+        "small-timer",
+        "timer",
+        "a plain timer patch claiming 10%",
+        timer("import time\n_clock = time.process_time\ntime.process_time = lambda: _clock() * 0.9\n"),
+    ),
+    Case(
+        "audit-only",
+        "audit",
+        "zeros from every timed call; the bench's audit patched to compute the audited set only",
+        solution(AUDIT_ONLY),
+    ),
+    Case(
+        "audit-unseen",
+        "audit",
+        "audit-only, reached through a tuple-unpacked warnings.sys: no scan finding",
+        solution(AUDIT_UNSEEN),
+    ),
     Case("honest", "honest", "the redundant second pass over each row dropped (~2x)", solution(HONEST)),
 )
 BY_NAME = {c.name: c for c in CASES}

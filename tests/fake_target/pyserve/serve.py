@@ -75,7 +75,7 @@ def draw(seed, key, purpose, rows, n):
 def reference(xs, w, n):
     out = []
     for r in range(0, len(xs), n):
-        row = xs[r:r + n]
+        row = xs[r : r + n]
         inv = 1.0 / math.sqrt(math.fsum(x * x for x in row) / n + EPS)
         out.extend(x * inv * wi for x, wi in zip(row, w, strict=True))
     return out
@@ -116,15 +116,27 @@ def look(seed):
 
 def summary(ys, positions):
     finite = [y for y in ys if math.isfinite(y)]
-    return {"numel": len(ys), "nan": sum(1 for y in ys if math.isnan(y)),
-            "inf": sum(1 for y in ys if math.isinf(y)), "sum": math.fsum(finite),
-            "abs_sum": math.fsum(abs(y) for y in finite), "samples": [[i, ys[i]] for i in positions]}
+    return {
+        "numel": len(ys),
+        "nan": sum(1 for y in ys if math.isnan(y)),
+        "inf": sum(1 for y in ys if math.isinf(y)),
+        "sum": math.fsum(finite),
+        "abs_sum": math.fsum(abs(y) for y in finite),
+        "samples": [[i, ys[i]] for i in positions],
+    }
 
 
 def commitment(kept):
     """Every timed set's output summaries, written with the look (before any audit seed)."""
-    return json.dumps({"version": 1, "configs": [{"config": config, "sets": [[summary(ys, [])] for ys in outs]}
-                                                 for config, _key, outs, _atol, _rtol in kept]})
+    return json.dumps(
+        {
+            "version": 1,
+            "configs": [
+                {"config": config, "sets": [[summary(ys, [])] for ys in outs]}
+                for config, _key, outs, _atol, _rtol in kept
+            ],
+        }
+    )
 
 
 def audit(seed, kept):
@@ -132,8 +144,16 @@ def audit(seed, kept):
     for config, key, outs, atol, rtol in kept:
         rng, chosen = audit_set(seed, key, len(outs))
         ys = outs[chosen]
-        entries.append({"config": config, "sets": len(outs), "set": chosen, "atol": atol, "rtol": rtol,
-                        "outputs": [summary(ys, audit_positions(rng, len(ys)))]})
+        entries.append(
+            {
+                "config": config,
+                "sets": len(outs),
+                "set": chosen,
+                "atol": atol,
+                "rtol": rtol,
+                "outputs": [summary(ys, audit_positions(rng, len(ys)))],
+            }
+        )
     return json.dumps({"version": 1, "configs": entries})
 
 

@@ -10,7 +10,7 @@ EPS = 1e-6
 def normalise(xs, w, n):
     out = []
     for r in range(0, len(xs), n):
-        row = xs[r:r + n]
+        row = xs[r : r + n]
         ss = 0.0
         for i in range(n):
             ss += row[i] * row[i]

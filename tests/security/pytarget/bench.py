@@ -28,7 +28,9 @@ for i, (cls, n) in enumerate(CONFIGS):
     xs = problem.inputs(n)
     ref = reference(xs, problem.SCALE)
     out = list(kernel.kernel(xs, problem.SCALE))
-    err = sum(1 for a, b in zip(out, ref, strict=False) if abs(a - b) > 1e-12 * max(1.0, abs(b))) + abs(len(out) - len(ref))
+    err = sum(1 for a, b in zip(out, ref, strict=False) if abs(a - b) > 1e-12 * max(1.0, abs(b))) + abs(
+        len(out) - len(ref)
+    )
     times = []
     for _ in range(REPS):
         t0 = time.perf_counter_ns()

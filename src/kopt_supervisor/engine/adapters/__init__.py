@@ -42,8 +42,17 @@ from kopt_supervisor.engine.adapters import (
 from kopt_supervisor.engine.adapters.model import AdapterError, Table
 from kopt_supervisor.engine.config import FORMATS, AdapterConfig
 
-__all__ = ["FORMATS", "AdapterError", "Table", "frame_from_text", "read_frame", "read_table", "read_tables", "sniff",
-           "table_from_text"]
+__all__ = [
+    "FORMATS",
+    "AdapterError",
+    "Table",
+    "frame_from_text",
+    "read_frame",
+    "read_table",
+    "read_tables",
+    "sniff",
+    "table_from_text",
+]
 
 
 def read_tables(fmt: str, content: str, source: str, options: AdapterConfig | None = None) -> list[Table]:
@@ -66,8 +75,9 @@ def read_tables(fmt: str, content: str, source: str, options: AdapterConfig | No
     return torch_benchmark.read_text(content, source, unit=o.unit)
 
 
-def table_from_text(fmt: str, content: str, source: str, options: AdapterConfig | None = None, *,
-                    csv_file: bool = False) -> Table:
+def table_from_text(
+    fmt: str, content: str, source: str, options: AdapterConfig | None = None, *, csv_file: bool = False
+) -> Table:
     """The table kopt measures in `content` (a file's text, or stdout): with `csv_file` the
     whole text is one CSV file (formats csv and perf_report), else the table
     [target.adapter].table names, or the only one (text.select). Pure."""
@@ -84,8 +94,9 @@ def table_from_text(fmt: str, content: str, source: str, options: AdapterConfig 
     return text.select(tables, o.table, f"{source} ({fmt})")
 
 
-def frame_from_text(fmt: str, content: str, source: str, options: AdapterConfig | None = None, *,
-                    csv_file: bool = False) -> pd.DataFrame:
+def frame_from_text(
+    fmt: str, content: str, source: str, options: AdapterConfig | None = None, *, csv_file: bool = False
+) -> pd.DataFrame:
     """What engine.metrics.measure reads: the rows of `table_from_text`. Pure."""
     return table_from_text(fmt, content, source, options, csv_file=csv_file).frame
 
@@ -94,12 +105,14 @@ def read_table(fmt: str, path: Path, options: AdapterConfig | None = None, *, fr
     """`table_from_text` of a file: the bench's stdout, or the file it wrote (a .csv file is
     one CSV table)."""
     csv_file = not from_stdout and path.suffix.lower() == ".csv"
-    return table_from_text(fmt, text.read_text(path), "stdout" if from_stdout else path.name, options,
-                           csv_file=csv_file)
+    return table_from_text(
+        fmt, text.read_text(path), "stdout" if from_stdout else path.name, options, csv_file=csv_file
+    )
 
 
-def read_frame(fmt: str, path: Path, options: AdapterConfig | None = None, *, from_stdout: bool = False
-               ) -> pd.DataFrame:
+def read_frame(
+    fmt: str, path: Path, options: AdapterConfig | None = None, *, from_stdout: bool = False
+) -> pd.DataFrame:
     """The rows of `read_table` (an AdapterError, one line naming the file and the format,
     when the output cannot be read)."""
     return read_table(fmt, path, options, from_stdout=from_stdout).frame

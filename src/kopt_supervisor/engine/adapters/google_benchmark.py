@@ -39,10 +39,31 @@ from kopt_supervisor.engine.adapters.model import AdapterError, Table
 from kopt_supervisor.engine.adapters.units import is_time_unit, to_unit
 
 MODIFIERS = re.compile(r"^(min_time|min_warmup_time|iterations|repeats):|^(process_time|manual_time|real_time)$")
-STANDARD = {"name", "family_index", "per_family_instance_index", "run_name", "run_type", "repetitions",
-            "repetition_index", "threads", "aggregate_name", "aggregate_unit", "error_occurred", "error_message",
-            "skipped", "skip_message", "iterations", "real_time", "cpu_time", "time_unit", "label",
-            "cpu_coefficient", "real_coefficient", "big_o", "rms"}
+STANDARD = {
+    "name",
+    "family_index",
+    "per_family_instance_index",
+    "run_name",
+    "run_type",
+    "repetitions",
+    "repetition_index",
+    "threads",
+    "aggregate_name",
+    "aggregate_unit",
+    "error_occurred",
+    "error_message",
+    "skipped",
+    "skip_message",
+    "iterations",
+    "real_time",
+    "cpu_time",
+    "time_unit",
+    "label",
+    "cpu_coefficient",
+    "real_coefficient",
+    "big_o",
+    "rms",
+}
 
 
 def parse_name(name: str) -> dict[str, Any]:
@@ -92,8 +113,10 @@ def read_text(text: str, source: str, *, unit: str = "us", stat: str = "median")
         if not isinstance(r, dict) or "name" not in r:
             raise AdapterError(f"{source}: benchmarks[{i}] is not a run object (no 'name')")
         if not ({"run_type", "time_unit", "real_time", "error_occurred", "skipped"} & set(r)):
-            raise AdapterError(f"{source}: benchmarks[{i}] ({r['name']!r}) is not a Google Benchmark run "
-                               f"(no run_type, real_time or time_unit)")
+            raise AdapterError(
+                f"{source}: benchmarks[{i}] ({r['name']!r}) is not a Google Benchmark run "
+                f"(no run_type, real_time or time_unit)"
+            )
     notes: list[str] = [f"times converted to {unit}"]
     complexity = [r for r in runs if "big_o" in r or "rms" in r]
     runs = [r for r in runs if r not in complexity]
@@ -112,8 +135,9 @@ def read_text(text: str, source: str, *, unit: str = "us", stat: str = "median")
     if complexity:
         notes.append(f"dropped {len(complexity)} complexity row(s) (BigO/RMS)")
     if not chosen:
-        raise AdapterError(f"{source}: no iteration runs and no {stat!r} aggregates "
-                           f"([target.adapter].stat) among {len(runs)} run(s)")
+        raise AdapterError(
+            f"{source}: no iteration runs and no {stat!r} aggregates ([target.adapter].stat) among {len(runs)} run(s)"
+        )
     rows: list[dict[str, Any]] = []
     arg_cols: list[str] = []
     counters: list[str] = []

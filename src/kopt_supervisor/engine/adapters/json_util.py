@@ -17,7 +17,7 @@ def load_json(text: str, source: str, *, key: str) -> dict[str, Any]:
     first `{` at the start of a line that decodes to such an object). NaN and Infinity, which
     Google Benchmark writes, are read as floats."""
     lead = len(text) - len(text.lstrip())
-    starts = [lead] if text[lead: lead + 1] == "{" else []
+    starts = [lead] if text[lead : lead + 1] == "{" else []
     starts += [m.start() + 1 for m in re.finditer(r"\n\{", text) if m.start() + 1 != lead]
     decoder = json.JSONDecoder()
     first_error = ""

@@ -29,8 +29,7 @@ from kopt_supervisor.engine.adapters.model import AdapterError, Table
 FORMAT = "long"
 METRIC_NAME_COLUMNS = ("metric_name", "metric", "measure", "quantity", "measurement_name")
 UNIT_COLUMNS = ("metric_unit", "unit", "units")
-PROVIDER_COLUMNS = ("kernel_provider", "provider", "impl", "implementation", "backend", "library", "variant",
-                    "method")
+PROVIDER_COLUMNS = ("kernel_provider", "provider", "impl", "implementation", "backend", "library", "variant", "method")
 VALUE = re.compile(r"^(y_?)?values?(_?(50|p50|median))?$|^median$|^result$", re.IGNORECASE)
 VALUE_STAT = re.compile(r"^(y_?)?values?_?(p?\d{1,2}|mean|min|max|std|stddev)$", re.IGNORECASE)
 BOOKKEEPING = re.compile(r"(^|_)(timestamp|date|datetime|time_?stamp|version|commit|label)$", re.IGNORECASE)
@@ -87,11 +86,17 @@ def classify(t: Table) -> Table | None:
         rows.setdefault((*key, n), dict(zip(config, key, strict=True)))[metric] = v
     metrics = tuple(dict.fromkeys(str(w) for w in wide_name))
     wide = pd.DataFrame(list(rows.values()), columns=[*config, *metrics])
-    notes = [f"long-format rows read wide: the value {value!r}"
-             + (f" named by {name_col!r}" if name_col else "") + (f" in {unit_col!r}" if unit_col else "")
-             + (f", one column per {provider!r}" if provider else "")
-             + (f"; {', '.join(stats)} (statistics of the value) and {', '.join(dropped)} (bookkeeping) set aside"
-                if stats or dropped else "")]
+    notes = [
+        f"long-format rows read wide: the value {value!r}"
+        + (f" named by {name_col!r}" if name_col else "")
+        + (f" in {unit_col!r}" if unit_col else "")
+        + (f", one column per {provider!r}" if provider else "")
+        + (
+            f"; {', '.join(stats)} (statistics of the value) and {', '.join(dropped)} (bookkeeping) set aside"
+            if stats or dropped
+            else ""
+        )
+    ]
     return Table(wide, FORMAT, t.title, tuple(config), metrics, units, (), t.source, (*t.notes, *notes))
 
 
@@ -99,8 +104,10 @@ def file_table(content: str, name: str) -> Table:
     """A long-format CSV file, read wide."""
     t = classify(text.csv_file_table(content, name))
     if t is None:
-        raise AdapterError(f"{name}: not a long-format table (expected a value column such as 'y_value_50' or "
-                           f"'value' beside a metric-name or unit column such as 'metric_name'/'metric_unit')")
+        raise AdapterError(
+            f"{name}: not a long-format table (expected a value column such as 'y_value_50' or "
+            f"'value' beside a metric-name or unit column such as 'metric_name'/'metric_unit')"
+        )
     return t
 
 

@@ -50,8 +50,7 @@ def file_table(content: str, name: str) -> Table:
     """A CSV file perf_report wrote (run(save_path=...)), from its text."""
     t = classify(text.csv_file_table(content, name))
     if t is None:
-        raise AdapterError(f"{name}: not a perf_report CSV (expected the x columns, then "
-                           f"'<line> (<ylabel>)' columns)")
+        raise AdapterError(f"{name}: not a perf_report CSV (expected the x columns, then '<line> (<ylabel>)' columns)")
     return t
 
 

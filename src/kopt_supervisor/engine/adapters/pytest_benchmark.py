@@ -59,8 +59,10 @@ def read_text(text: str, source: str, *, unit: str = "us") -> Table:
         if not isinstance(b, dict) or "name" not in b:
             raise AdapterError(f"{source}: benchmarks[{i}] is not a benchmark object (no 'name')")
         if not ({"stats", "fullname", "options"} & set(b)):
-            raise AdapterError(f"{source}: benchmarks[{i}] ({b['name']!r}) is not a pytest-benchmark entry "
-                               f"(no stats, fullname or options)")
+            raise AdapterError(
+                f"{source}: benchmarks[{i}] ({b['name']!r}) is not a pytest-benchmark entry "
+                f"(no stats, fullname or options)"
+            )
         name = str(b["name"])
         row: dict[str, Any] = {"test": re.sub(r"\[.*\]$", "", name)}
         if groups:
@@ -93,5 +95,14 @@ def read_text(text: str, source: str, *, unit: str = "us") -> Table:
     config = ["test", *(["group"] if groups else []), *param_keys, *(["param"] if "param" in frame else [])]
     metrics = tuple(f"{s}_{unit}" for s in STATS) + ("ops_per_s",)
     units = {f"{s}_{unit}": unit for s in STATS} | {"ops_per_s": "ops/s"}
-    return Table(frame, "pytest-benchmark", "", tuple(config), metrics, units, (), source,
-                 (f"times converted from seconds to {unit}",))
+    return Table(
+        frame,
+        "pytest-benchmark",
+        "",
+        tuple(config),
+        metrics,
+        units,
+        (),
+        source,
+        (f"times converted from seconds to {unit}",),
+    )

@@ -192,8 +192,13 @@ def _ws_block(lines: list[str], i: int) -> tuple[int, list[str], list[list[str]]
     j = i + 1
     index_name = ""
     # pandas prints a named index on its own line under the header, then rows led by its values
-    if j + 1 < len(lines) and len(lines[j].split()) == 1 and not is_number(lines[j]) \
-            and len(lines[j + 1].split()) >= 2 and is_number(lines[j + 1].split()[0]):
+    if (
+        j + 1 < len(lines)
+        and len(lines[j].split()) == 1
+        and not is_number(lines[j])
+        and len(lines[j + 1].split()) >= 2
+        and is_number(lines[j + 1].split()[0])
+    ):
         index_name, j = lines[j].strip(), j + 1
     start = j
     width = len(lines[j].split()) if j < len(lines) else 0
@@ -213,8 +218,7 @@ def _ws_block(lines: list[str], i: int) -> tuple[int, list[str], list[list[str]]
                 found = (head, rows)
                 break
             if all(len(r) == len(head) + 1 for r in rows):
-                found = ([index_name, *head] if index_name else head,
-                         rows if index_name else [r[1:] for r in rows])
+                found = ([index_name, *head] if index_name else head, rows if index_name else [r[1:] for r in rows])
                 break
     if found is None:
         return i, [], []
@@ -306,19 +310,24 @@ def select(tables: list[Table], which: str, source: str) -> Table:
             k = int(which)
             if 1 <= k <= len(tables):
                 return tables[k - 1]
-            raise AdapterError(f"{source}: [target.adapter].table = {which!r}, but the output has "
-                               f"{len(tables)} table(s): {_listing(tables)}")
+            raise AdapterError(
+                f"{source}: [target.adapter].table = {which!r}, but the output has "
+                f"{len(tables)} table(s): {_listing(tables)}"
+            )
         named = [t for t in tables if t.title == which]
         if len(named) == 1:
             return named[0]
-        raise AdapterError(f"{source}: [target.adapter].table = {which!r} names "
-                           f"{'no table' if not named else f'{len(named)} tables'}: {_listing(tables)}")
+        raise AdapterError(
+            f"{source}: [target.adapter].table = {which!r} names "
+            f"{'no table' if not named else f'{len(named)} tables'}: {_listing(tables)}"
+        )
     if len(tables) == 1:
         return tables[0]
     if all(t.columns == tables[0].columns for t in tables):
         return join(tables)
-    raise AdapterError(f"{source}: {len(tables)} tables with different columns; name one in "
-                       f"[target.adapter].table: {_listing(tables)}")
+    raise AdapterError(
+        f"{source}: {len(tables)} tables with different columns; name one in [target.adapter].table: {_listing(tables)}"
+    )
 
 
 def join(tables: list[Table]) -> Table:
@@ -332,10 +341,17 @@ def join(tables: list[Table]) -> Table:
         f.insert(0, TABLE_COLUMN, name)
         frames.append(f)
     first = tables[0]
-    return Table(pd.concat(frames, ignore_index=True), first.format, "", (TABLE_COLUMN, *first.config),
-                 first.metrics, dict(first.units), first.correctness, first.source,
-                 (*first.notes, f"{len(tables)} tables with the same columns read as one, column "
-                                f"{TABLE_COLUMN!r} says which"))
+    return Table(
+        pd.concat(frames, ignore_index=True),
+        first.format,
+        "",
+        (TABLE_COLUMN, *first.config),
+        first.metrics,
+        dict(first.units),
+        first.correctness,
+        first.source,
+        (*first.notes, f"{len(tables)} tables with the same columns read as one, column {TABLE_COLUMN!r} says which"),
+    )
 
 
 def _listing(tables: list[Table]) -> str:

@@ -125,24 +125,37 @@ def _compare_tables(lines: list[str], unit: str, source: str) -> list[Table]:
                     v = VALUE.match(c)
                     row_values.append(float(v["v"]) if v else math.nan)
                 if len(row_values) != len(descriptions):
-                    raise AdapterError(f"{source}: torch Compare table {label!r}: a row has {len(row_values)} "
-                                       f"values for {len(descriptions)} columns")
+                    raise AdapterError(
+                        f"{source}: torch Compare table {label!r}: a row has {len(row_values)} "
+                        f"values for {len(descriptions)} columns"
+                    )
                 keys.append({"label": label, "threads": threads, "env": env, "sub_label": name})
                 values.append(row_values)
             elif line.strip() and not line.startswith("(! XX%)"):
                 break
             j += 1
         if not table_unit:
-            raise AdapterError(f"{source}: torch Compare table {label!r} without its "
-                               f"'Times are in ... (unit).' line")
+            raise AdapterError(f"{source}: torch Compare table {label!r} without its 'Times are in ... (unit).' line")
         frame = _config_frame(keys)
         config = tuple(frame.columns)
         for k, d in enumerate(descriptions):
-            frame[d or f"column{k + 1}"] = [to_unit(v[k], table_unit, unit) if not math.isnan(v[k]) else math.nan
-                                           for v in values]
+            frame[d or f"column{k + 1}"] = [
+                to_unit(v[k], table_unit, unit) if not math.isnan(v[k]) else math.nan for v in values
+            ]
         metrics = tuple(d or f"column{k + 1}" for k, d in enumerate(descriptions))
-        tables.append(Table(frame, "torch-benchmark", label, config, metrics, dict.fromkeys(metrics, unit), (),
-                            source, (f"times converted from {table_unit} to {unit}",)))
+        tables.append(
+            Table(
+                frame,
+                "torch-benchmark",
+                label,
+                config,
+                metrics,
+                dict.fromkeys(metrics, unit),
+                (),
+                source,
+                (f"times converted from {table_unit} to {unit}",),
+            )
+        )
         i = j
     return tables
 
@@ -204,8 +217,17 @@ def _measurements(lines: list[str], unit: str, source: str) -> Table | None:
     config = tuple(frame.columns)
     for col, d in enumerate(descriptions):
         frame[d] = [row[col] for row in rows]
-    return Table(frame, "torch-benchmark", title, config, tuple(descriptions), dict.fromkeys(descriptions, unit), (),
-                 source, (f"{len(found)} printed Measurement(s); times converted to {unit}",))
+    return Table(
+        frame,
+        "torch-benchmark",
+        title,
+        config,
+        tuple(descriptions),
+        dict.fromkeys(descriptions, unit),
+        (),
+        source,
+        (f"{len(found)} printed Measurement(s); times converted to {unit}",),
+    )
 
 
 def read_text(text: str, source: str = "stdout", *, unit: str = "us") -> list[Table]:

@@ -67,13 +67,17 @@ def _validate(store: Store, kind: str, args: dict[str, Any], key: bytes) -> None
         v = int(args["version"])
         it = store.iteration(v)
         if it is None or not it.awaiting_review:
-            raise BadInput(f"v{v} is not awaiting review"
-                           + (f" (status {it.status}{', masked' if it.masked else ''})" if it else ""))
+            raise BadInput(
+                f"v{v} is not awaiting review"
+                + (f" (status {it.status}{', masked' if it.masked else ''})" if it else "")
+            )
         sent = [c for c in sealed_answers(key, store.pending_commands(ANSWERS)) if answer_version(c) == v]
         if sent:
             c = sent[0]
-            raise BadInput(f"v{v} already has an answer waiting for the engine: {c.kind.replace('_', ' ')} "
-                           f"(command #{c.id}, from {c.source or 'an unnamed client'})")
+            raise BadInput(
+                f"v{v} already has an answer waiting for the engine: {c.kind.replace('_', ' ')} "
+                f"(command #{c.id}, from {c.source or 'an unnamed client'})"
+            )
     if kind == "restart":
         history.check_restart_point(store, int(args["version"]))
 
@@ -87,17 +91,23 @@ def submit_addressed(store: Store, args: dict[str, Any], lanes: int, engine_pid:
     lane = submit_lane(args, lanes)
     waits = submit_waits(store.get, lanes, engine_pid)
     if lane is None:
-        raise BadInput(f"the run has {lanes_text(lanes)}: name the submit's lane with --lane N "
-                       f"({waiting_text(waits, engine_pid)})")
+        raise BadInput(
+            f"the run has {lanes_text(lanes)}: name the submit's lane with --lane N ({waiting_text(waits, engine_pid)})"
+        )
     pending = [c for c in store.pending_commands(["submit"]) if addressed_lane(c.args, lanes) == lane]
     if pending:
-        raise BadInput(f"a submit{f' for lane {lane}' if lanes > 1 else ''} is already waiting for the engine "
-                       f"(command #{pending[0].id}, from {pending[0].source or 'an unnamed client'}): one submit at "
-                       "a time")
+        raise BadInput(
+            f"a submit{f' for lane {lane}' if lanes > 1 else ''} is already waiting for the engine "
+            f"(command #{pending[0].id}, from {pending[0].source or 'an unnamed client'}): one submit at "
+            "a time"
+        )
     if lanes > 1 and engine_pid is not None and lane not in waits:
         step = store.get(f"lane:{lane}")
-        doing = f"at {step.get('phase')} of v{step.get('version')}" if isinstance(step, dict) and step.get(
-            "phase") else "between iterations"
+        doing = (
+            f"at {step.get('phase')} of v{step.get('version')}"
+            if isinstance(step, dict) and step.get("phase")
+            else "between iterations"
+        )
         raise BadInput(f"lane {lane} is not waiting for a submit (it is {doing}): {waiting_text(waits, engine_pid)}")
     return {**args, "lane": lane}
 
@@ -155,13 +165,13 @@ def _apply_locked(ws: Workspace, store: Store, kind: str, args: dict[str, Any], 
     if kind == "restart":
         changed = history.restart_from(ws, store, int(args["version"]), str(args.get("why") or ""))
         store.set_many({"state": "stopped", "stop_reason": f"restarted from v{args['version']}; `kopt run` resumes"})
-        return (f"restarted from v{args['version']}: masked {', '.join(f'v{v}' for v in changed) or 'nothing'}; "
-                f"`kopt run {ws.tag}` continues from there")
+        return (
+            f"restarted from v{args['version']}: masked {', '.join(f'v{v}' for v in changed) or 'nothing'}; "
+            f"`kopt run {ws.tag}` continues from there"
+        )
     if kind in ("pause", "resume"):
         store.set("paused", kind == "pause")
         return f"{kind}d (takes effect when the engine runs)"
     if store.get("state") in LIVE_STATES:
         store.set_many({"state": "stopped", "stop_reason": "stopped by the engineer (the engine was not running)"})
     return "no engine is running; the run is stopped"
-
-

@@ -70,9 +70,19 @@ def recorded_classes(record: Record) -> tuple[RecordedClass, ...]:
     out = []
     for name, c in sorted(mapping(record.get("classes")).items(), key=lambda kv: str(kv[0])):
         c = mapping(c)
-        out.append(RecordedClass(str(name), number(c.get("best")), number(c.get("cand")), number(c.get("ratio")),
-                                 number(c.get("lo")), number(c.get("hi")), integer(c.get("rounds")),
-                                 text(c.get("verdict")), number(c.get("pct_of_peak"))))
+        out.append(
+            RecordedClass(
+                str(name),
+                number(c.get("best")),
+                number(c.get("cand")),
+                number(c.get("ratio")),
+                number(c.get("lo")),
+                number(c.get("hi")),
+                integer(c.get("rounds")),
+                text(c.get("verdict")),
+                number(c.get("pct_of_peak")),
+            )
+        )
     return tuple(out)
 
 
@@ -100,8 +110,9 @@ class RegressionSummary:
 
 def regression_summary(value: Any) -> RegressionSummary:
     r = mapping(value)
-    return RegressionSummary(integer(r.get("version")) or 0, text(r.get("class")), number(r.get("delta_pct")),
-                             text(r.get("hypothesis")))
+    return RegressionSummary(
+        integer(r.get("version")) or 0, text(r.get("class")), number(r.get("delta_pct")), text(r.get("hypothesis"))
+    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -126,8 +137,15 @@ class RecordedDecision:
 
 def recorded_decision(record: Record) -> RecordedDecision:
     d = mapping(record.get("decision"))
-    return RecordedDecision(text(d.get("verdict")), text(d.get("reason")), text(d.get("by")), integer(d.get("rounds")),
-                            number(d.get("gpu_seconds")), texts(d.get("flags")), text(d.get("focus")))
+    return RecordedDecision(
+        text(d.get("verdict")),
+        text(d.get("reason")),
+        text(d.get("by")),
+        integer(d.get("rounds")),
+        number(d.get("gpu_seconds")),
+        texts(d.get("flags")),
+        text(d.get("focus")),
+    )
 
 
 @dataclass(frozen=True)
@@ -165,8 +183,12 @@ def gpu_ref(value: Any) -> GpuRef | None:
     if not isinstance(value, Mapping):
         return None
     uuid = value.get("uuid")
-    return GpuRef(integer(value.get("index")), uuid if isinstance(uuid, str) else None, text(value.get("name")),
-                  text(value.get("host")))
+    return GpuRef(
+        integer(value.get("index")),
+        uuid if isinstance(uuid, str) else None,
+        text(value.get("name")),
+        text(value.get("host")),
+    )
 
 
 @dataclass(frozen=True)
@@ -202,8 +224,9 @@ def recorded_reverify(record: Record) -> RecordedReverify | None:
     r = mapping(record.get("reverify"))
     if not r:
         return None
-    return RecordedReverify(r.get("agrees") is True, text(r.get("verdict")), text(r.get("reason")),
-                            number(r.get("seconds")))
+    return RecordedReverify(
+        r.get("agrees") is True, text(r.get("verdict")), text(r.get("reason")), number(r.get("seconds"))
+    )
 
 
 def recorded_confirmation(record: Record) -> Confirmation | None:
@@ -212,9 +235,14 @@ def recorded_confirmation(record: Record) -> Confirmation | None:
     c = mapping(record.get("confirmation"))
     if not c:
         return None
-    return Confirmation(text(c.get("outcome")), text(c.get("reason")), integer(c.get("looks")) or 0,
-                        tuple(_class_check(name, x) for name, x in mapping(c.get("classes")).items()),
-                        number(c.get("seconds")) or 0.0, text(c.get("path")))
+    return Confirmation(
+        text(c.get("outcome")),
+        text(c.get("reason")),
+        integer(c.get("looks")) or 0,
+        tuple(_class_check(name, x) for name, x in mapping(c.get("classes")).items()),
+        number(c.get("seconds")) or 0.0,
+        text(c.get("path")),
+    )
 
 
 def _class_check(name: Any, value: Any) -> ClassCheck:
@@ -224,8 +252,15 @@ def _class_check(name: Any, value: Any) -> ClassCheck:
         v = number(c.get(key))
         return math.nan if v is None else v
 
-    return ClassCheck(text(c.get("cls")) or str(name), number(c.get("claimed")), ratio("ratio"), ratio("lo"),
-                      ratio("hi"), text(c.get("state")), number(c.get("margin_pct")) or 0.0)
+    return ClassCheck(
+        text(c.get("cls")) or str(name),
+        number(c.get("claimed")),
+        ratio("ratio"),
+        ratio("lo"),
+        ratio("hi"),
+        text(c.get("state")),
+        number(c.get("margin_pct")) or 0.0,
+    )
 
 
 def recorded_truth(record: Record) -> ExternalTruth | None:
@@ -233,8 +268,9 @@ def recorded_truth(record: Record) -> ExternalTruth | None:
     t = mapping(record.get("external_truth"))
     if not t:
         return None
-    return ExternalTruth(text(t.get("kind")), text(t.get("outcome")), text(t.get("reason")),
-                         dict(mapping(t.get("figures"))))
+    return ExternalTruth(
+        text(t.get("kind")), text(t.get("outcome")), text(t.get("reason")), dict(mapping(t.get("figures")))
+    )
 
 
 def recorded_profile(record: Record) -> ProfilerEvidence | None:
@@ -244,8 +280,10 @@ def recorded_profile(record: Record) -> ProfilerEvidence | None:
 
 def diff_findings(record: Record) -> tuple[Finding, ...]:
     """record["diff_scan"]["findings"]: what the diff scan quoted (line 0: the file as a whole)."""
-    return tuple(Finding(text(f.get("rule")), text(f.get("path")), integer(f.get("line")) or 0, text(f.get("text")))
-                 for f in mappings(mapping(record.get("diff_scan")).get("findings")))
+    return tuple(
+        Finding(text(f.get("rule")), text(f.get("path")), integer(f.get("line")) or 0, text(f.get("text")))
+        for f in mappings(mapping(record.get("diff_scan")).get("findings"))
+    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -268,8 +306,10 @@ def recorded_plan(record: Record) -> RecordedPlan | None:
     p = mapping(record.get("plan"))
     if not p:
         return None
-    cites = tuple(Citation(text(c.get("kind")), text(c.get("term")), text(c.get("evidence")))
-                  for c in mappings(p.get("citations")))
+    cites = tuple(
+        Citation(text(c.get("kind")), text(c.get("term")), text(c.get("evidence")))
+        for c in mappings(p.get("citations"))
+    )
     return RecordedPlan(text(p.get("hypothesis")), cites, texts(p.get("flags")), text(p.get("reason")))
 
 
@@ -277,15 +317,27 @@ def recorded_plan(record: Record) -> RecordedPlan | None:
 # Where the time went
 
 
-TIMED_PHASES = ("gate_wait_s", "proposer_s", "police_s", "reload_s", "looks_s", "profiler_s", "reverify_s",
-                "review_s", "format_s", "commit_s")
+TIMED_PHASES = (
+    "gate_wait_s",
+    "proposer_s",
+    "police_s",
+    "reload_s",
+    "looks_s",
+    "profiler_s",
+    "reverify_s",
+    "review_s",
+    "format_s",
+    "commit_s",
+)
 """record["timings"]'s phases in the order an iteration passes them (engine/loop/context.py
 TIMED_KEYS, and `looks_s`: one entry per look); then `total_s` and `engine_s`. A phase the
 record does not hold is left out (`review_s`, the wait for the engineer, is shown when the
 loop records it)."""
 
 
-PHASE_NOTES = {"reverify_s": "the keep's confirmation in fresh processes; its looks and gate waits also count in theirs"}
+PHASE_NOTES = {
+    "reverify_s": "the keep's confirmation in fresh processes; its looks and gate waits also count in theirs"
+}
 """What a phase's seconds hold beyond their name."""
 
 
@@ -299,12 +351,19 @@ def timing_rows(timings: Mapping[str, Any]) -> list[tuple[str, float, str]]:
         if key == "looks_s":
             looks = [float(x) for x in value if fmt.is_num(x)] if isinstance(value, list) else []
             if looks:
-                rows.append(("looks", sum(looks), f"{len(looks)} look{'s' if len(looks) != 1 else ''}, "
-                                                  f"slowest {fmt.seconds(max(looks), 2)}"))
+                rows.append(
+                    (
+                        "looks",
+                        sum(looks),
+                        f"{len(looks)} look{'s' if len(looks) != 1 else ''}, slowest {fmt.seconds(max(looks), 2)}",
+                    )
+                )
         elif (v := number(value)) is not None:
             rows.append((key.removesuffix("_s").replace("_", " "), v, PHASE_NOTES.get(key, "")))
-    for key, label, note in (("total_s", "total", ""), ("engine_s", "kopt itself",
-                                                          "all but gate wait, proposer, looks, profiler")):
+    for key, label, note in (
+        ("total_s", "total", ""),
+        ("engine_s", "kopt itself", "all but gate wait, proposer, looks, profiler"),
+    ):
         if (v := number(timings.get(key))) is not None:
             rows.append((label, v, note))
     return rows
@@ -363,15 +422,24 @@ def agent_run(value: Any) -> AgentRun:
         v = number(a.get(key))
         return None if v is None else int(v)
 
-    return AgentRun(agent=text(a.get("agent")), cost_usd=number(a.get("cost_usd")),
-                    input_tokens=count("input_tokens"), output_tokens=count("output_tokens"),
-                    cache_read_tokens=count("cache_read_tokens"), cache_write_tokens=count("cache_write_tokens"),
-                    reasoning_tokens=count("reasoning_tokens"),
-                    session_id=session if isinstance(session, str) else None, resumed=a.get("resumed") is True,
-                    model=model if isinstance(model, str) else None, wall_s=number(a.get("wall_s")),
-                    exit=integer(a.get("exit")), transcript_path=text(a.get("transcript_path")),
-                    transcript_bytes=count("transcript_bytes"), transcript_cut=a.get("transcript_cut") is True,
-                    notes=texts(a.get("notes")))
+    return AgentRun(
+        agent=text(a.get("agent")),
+        cost_usd=number(a.get("cost_usd")),
+        input_tokens=count("input_tokens"),
+        output_tokens=count("output_tokens"),
+        cache_read_tokens=count("cache_read_tokens"),
+        cache_write_tokens=count("cache_write_tokens"),
+        reasoning_tokens=count("reasoning_tokens"),
+        session_id=session if isinstance(session, str) else None,
+        resumed=a.get("resumed") is True,
+        model=model if isinstance(model, str) else None,
+        wall_s=number(a.get("wall_s")),
+        exit=integer(a.get("exit")),
+        transcript_path=text(a.get("transcript_path")),
+        transcript_bytes=count("transcript_bytes"),
+        transcript_cut=a.get("transcript_cut") is True,
+        notes=texts(a.get("notes")),
+    )
 
 
 def changed_files(record: Record) -> tuple[str, ...]:

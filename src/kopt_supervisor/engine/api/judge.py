@@ -20,8 +20,9 @@ def mcp_snippet(client: str, tag: str, command: str, args: list[str]) -> Snippet
     return snippet(client, tag, command, args)
 
 
-def serve_mcp(ws: Workspace, *, transport: Literal["stdio", "http"] = "stdio", port: int = 0,
-              allow_restart: bool = False) -> None:
+def serve_mcp(
+    ws: Workspace, *, transport: Literal["stdio", "http"] = "stdio", port: int = 0, allow_restart: bool = False
+) -> None:
     """Serve the run's MCP judge until the client goes away (stdio) or the process is stopped
     (HTTP). BadInput when the run cannot be served (no such run, an engine
     running another proposer); KoptError when the `mcp` package is missing."""

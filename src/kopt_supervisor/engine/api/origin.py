@@ -49,9 +49,15 @@ class ProposalOrigin:
         if self.via == "mcp":
             return f"MCP · {self.agent or 'unnamed client'} (the agent drove; kopt judged)"
         if self.via == "command":
-            return f"command · {self.agent} (kopt ran the agent)" if self.agent else "the command proposer (kopt ran it)"
-        return {"cli": "kopt submit (CLI)", "tui": "submitted from the TUI", "tune": "tune (kopt's own search)",
-                "unknown": "unknown"}.get(self.via, "unknown")
+            return (
+                f"command · {self.agent} (kopt ran the agent)" if self.agent else "the command proposer (kopt ran it)"
+            )
+        return {
+            "cli": "kopt submit (CLI)",
+            "tui": "submitted from the TUI",
+            "tune": "tune (kopt's own search)",
+            "unknown": "unknown",
+        }.get(self.via, "unknown")
 
 
 def proposal_origin(proposal: Any) -> ProposalOrigin:
@@ -61,7 +67,7 @@ def proposal_origin(proposal: Any) -> ProposalOrigin:
     by = proposal.get("submitted_by")
     if isinstance(by, str):
         if by.startswith(MCP_PREFIX):
-            return ProposalOrigin("mcp", clean_name(by[len(MCP_PREFIX):]))
+            return ProposalOrigin("mcp", clean_name(by[len(MCP_PREFIX) :]))
         if by.startswith("cli:"):
             return ProposalOrigin("cli")
         if by.startswith("tui:"):

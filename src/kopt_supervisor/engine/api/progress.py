@@ -89,16 +89,26 @@ class Progress:
         return next((p for p in self.curve if p.speedup >= speedup), None)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"curve": [asdict(p) for p in self.curve], "lanes": [asdict(x) for x in self.lanes],
-                "elapsed_s": self.elapsed_s, "gpu_s": self.gpu_s, "gpu_hours": self.gpu_hours,
-                "best_speedup": self.best_speedup, "stale_s": self.stale_s, "stale_share": self.stale_share}
+        return {
+            "curve": [asdict(p) for p in self.curve],
+            "lanes": [asdict(x) for x in self.lanes],
+            "elapsed_s": self.elapsed_s,
+            "gpu_s": self.gpu_s,
+            "gpu_hours": self.gpu_hours,
+            "best_speedup": self.best_speedup,
+            "stale_s": self.stale_s,
+            "stale_share": self.stale_share,
+        }
 
     def line(self) -> str:
         """One line: "2.73× in 7:02 (0.35 GPU-h) · stale 3%" ("" before any candidate ended)."""
         if not self.gpu_s:
             return ""
-        parts = [f"{fmt.speedup(self.best_speedup)} in {fmt.clock(self.elapsed_s)} ({self.gpu_hours:.2f} GPU-h)"
-                 if self.best_speedup else f"{fmt.clock(self.elapsed_s)} ({self.gpu_hours:.2f} GPU-h)"]
+        parts = [
+            f"{fmt.speedup(self.best_speedup)} in {fmt.clock(self.elapsed_s)} ({self.gpu_hours:.2f} GPU-h)"
+            if self.best_speedup
+            else f"{fmt.clock(self.elapsed_s)} ({self.gpu_hours:.2f} GPU-h)"
+        ]
         if self.stale_share is not None:
             parts.append(f"stale {fmt.share(100 * self.stale_share)}")
         return " · ".join(parts)
@@ -131,8 +141,9 @@ def progress(iterations: Sequence[Iteration], direction: str = "min") -> Progres
     """The run's Progress from its iterations (the trusted history: a forged keep counts for
     nothing; masked iterations spent their time but moved nothing)."""
     base = [it for it in iterations if it.status == Status.BASELINE and not it.masked]
-    ended = sorted((it for it in iterations if it.final and it.status != Status.BASELINE),
-                   key=lambda it: (it.order, it.version))
+    ended = sorted(
+        (it for it in iterations if it.final and it.status != Status.BASELINE), key=lambda it: (it.order, it.version)
+    )
     t0 = min((it.started_at for it in ended if it.started_at), default=0.0)
     curve: list[SpeedupPoint] = []
     lanes: dict[int, dict[str, float]] = {}
@@ -145,8 +156,17 @@ def progress(iterations: Sequence[Iteration], direction: str = "min") -> Progres
         spent = _spent(it)
         if it.record.get("stale"):
             spent = {**dict.fromkeys(BUCKETS, 0.0), "stale": total}
-        lane = lanes.setdefault(_lane(it), {"iterations": 0.0, "busy_s": 0.0, "rebased": 0.0, "handed_back": 0.0,
-                                            "stale_iterations": 0.0, **{b: 0.0 for b in BUCKETS}})
+        lane = lanes.setdefault(
+            _lane(it),
+            {
+                "iterations": 0.0,
+                "busy_s": 0.0,
+                "rebased": 0.0,
+                "handed_back": 0.0,
+                "stale_iterations": 0.0,
+                **{b: 0.0 for b in BUCKETS},
+            },
+        )
         lane["iterations"] += 1
         lane["busy_s"] += total
         lane["rebased"] += len(it.record.get("rebased") or [])
@@ -159,15 +179,32 @@ def progress(iterations: Sequence[Iteration], direction: str = "min") -> Progres
         if it.kept and not it.masked:
             s = best_speedup(seen, direction)
             if s is not None:
-                curve.append(SpeedupPoint(it.version, round(max(0.0, (it.finished_at or t0) - t0), 3),
-                                          round(gpu_s, 3), s))
-    out = tuple(LaneTime(lane=i, iterations=int(v["iterations"]), busy_s=round(v["busy_s"], 3),
-                         wait_s=round(v["wait"], 3), propose_s=round(v["propose"], 3),
-                         measure_s=round(v["measure"], 3), confirm_s=round(v["confirm"], 3),
-                         review_s=round(v["review"], 3), stale_s=round(v["stale"], 3),
-                         other_s=round(max(0.0, v["busy_s"] - sum(v[b] for b in BUCKETS)), 3),
-                         rebased=int(v["rebased"]), handed_back=int(v["handed_back"]),
-                         stale_iterations=int(v["stale_iterations"]))
-                for i, v in sorted(lanes.items()))
-    return Progress(tuple(curve), out, round(max(0.0, last_end - t0), 3) if ended else 0.0, round(gpu_s, 3),
-                    best_speedup(list(iterations), direction) if base else None, round(stale_s, 3))
+                curve.append(
+                    SpeedupPoint(it.version, round(max(0.0, (it.finished_at or t0) - t0), 3), round(gpu_s, 3), s)
+                )
+    out = tuple(
+        LaneTime(
+            lane=i,
+            iterations=int(v["iterations"]),
+            busy_s=round(v["busy_s"], 3),
+            wait_s=round(v["wait"], 3),
+            propose_s=round(v["propose"], 3),
+            measure_s=round(v["measure"], 3),
+            confirm_s=round(v["confirm"], 3),
+            review_s=round(v["review"], 3),
+            stale_s=round(v["stale"], 3),
+            other_s=round(max(0.0, v["busy_s"] - sum(v[b] for b in BUCKETS)), 3),
+            rebased=int(v["rebased"]),
+            handed_back=int(v["handed_back"]),
+            stale_iterations=int(v["stale_iterations"]),
+        )
+        for i, v in sorted(lanes.items())
+    )
+    return Progress(
+        tuple(curve),
+        out,
+        round(max(0.0, last_end - t0), 3) if ended else 0.0,
+        round(gpu_s, 3),
+        best_speedup(list(iterations), direction) if base else None,
+        round(stale_s, 3),
+    )

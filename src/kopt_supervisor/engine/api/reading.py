@@ -86,8 +86,9 @@ def trusted_history(ws: Workspace, iterations: list[Iteration], meta: dict[str, 
     and the run is said to be tampered with (the secret is read, never made)."""
     chain = history.read_chain(ws, iterations, meta)
     its = bookkeeping.trusted_rows(iterations, chain.trusted)
-    return TrustedHistory(its, bookkeeping.best_commit(its) or chain.baseline_commit, chain.baseline_commit,
-                          chain.problem)
+    return TrustedHistory(
+        its, bookkeeping.best_commit(its) or chain.baseline_commit, chain.baseline_commit, chain.problem
+    )
 
 
 def status(ws: Workspace) -> dict[str, Any]:
@@ -230,7 +231,8 @@ class RunReader:
         phase, masked, finished_at, record length): a client compares them between looks and
         re-reads only the rows that changed (a 1,000-iteration run costs one small query)."""
         rows = self.store.db.execute(
-            "SELECT version, status, phase, masked, finished_at, length(record) FROM iterations")
+            "SELECT version, status, phase, masked, finished_at, length(record) FROM iterations"
+        )
         return {int(r[0]): tuple(r[1:]) for r in rows}
 
     def pending_commands(self) -> list[Command]:

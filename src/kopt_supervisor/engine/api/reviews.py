@@ -60,8 +60,15 @@ class Interval:
         return (self.ratio - 1.0) * 100.0
 
     def to_dict(self) -> dict[str, Any]:
-        return {"cls": self.cls, "ratio": self.ratio, "lo": self.lo, "hi": self.hi, "delta_pct": self.delta_pct,
-                "rounds": self.rounds, "verdict": self.verdict}
+        return {
+            "cls": self.cls,
+            "ratio": self.ratio,
+            "lo": self.lo,
+            "hi": self.hi,
+            "delta_pct": self.delta_pct,
+            "rounds": self.rounds,
+            "verdict": self.verdict,
+        }
 
 
 @dataclass(frozen=True)
@@ -109,24 +116,42 @@ class PendingReview:
         return self.answer is None and not self.more_rounds
 
     def to_dict(self) -> dict[str, Any]:
-        return {"version": self.version, "lane": self.lane, "place": self.place, "of": self.of,
-                "opened_at": self.opened_at, "deadline": self.deadline, "reason": self.reason,
-                "hypothesis": self.hypothesis, "target_class": self.target_class, "flags": list(self.flags),
-                "rounds": self.rounds, "gpu_seconds": self.gpu_seconds,
-                "classes": [c.to_dict() for c in self.classes],
-                "focus": self.focus.to_dict() if self.focus else None, "gpu": self.gpu,
-                "answer": self.answer.to_dict() if self.answer else None, "more_rounds": self.more_rounds}
+        return {
+            "version": self.version,
+            "lane": self.lane,
+            "place": self.place,
+            "of": self.of,
+            "opened_at": self.opened_at,
+            "deadline": self.deadline,
+            "reason": self.reason,
+            "hypothesis": self.hypothesis,
+            "target_class": self.target_class,
+            "flags": list(self.flags),
+            "rounds": self.rounds,
+            "gpu_seconds": self.gpu_seconds,
+            "classes": [c.to_dict() for c in self.classes],
+            "focus": self.focus.to_dict() if self.focus else None,
+            "gpu": self.gpu,
+            "answer": self.answer.to_dict() if self.answer else None,
+            "more_rounds": self.more_rounds,
+        }
 
 
-def review_queue(iterations: Iterable[Iteration], meta: Mapping[str, Any] | None = None,
-                 answers: Iterable[Command] = (), *, alive: bool = True) -> list[PendingReview]:
+def review_queue(
+    iterations: Iterable[Iteration],
+    meta: Mapping[str, Any] | None = None,
+    answers: Iterable[Command] = (),
+    *,
+    alive: bool = True,
+) -> list[PendingReview]:
     """Every review pending, oldest first (see the module's docstring). `answers`: the
     pending answer rows to show (pass `sealed_answers`: forged rows answer nothing). `alive`:
     an engine runs (without one, meta's live steps are what it did last: a review is never
     said to be measured again, and an answer queued now applies when it resumes)."""
     waiting = [it for it in iterations if it.awaiting_review]
-    waiting.sort(key=lambda it: (_opened_at(it) if _opened_at(it) is not None else float(it.started_at or 0.0),
-                                 it.version))
+    waiting.sort(
+        key=lambda it: (_opened_at(it) if _opened_at(it) is not None else float(it.started_at or 0.0), it.version)
+    )
     first_answer: dict[int, Command] = {}
     for c in sorted(answers, key=lambda c: c.id):
         v = answer_version(c)
@@ -138,16 +163,27 @@ def review_queue(iterations: Iterable[Iteration], meta: Mapping[str, Any] | None
         review = recorded_review(it.record)
         decision = recorded_decision(it.record)
         cmd = first_answer.get(it.version)
-        out.append(PendingReview(
-            version=it.version, lane=lane_of(it), place=place, of=len(waiting),
-            opened_at=review.opened_at, deadline=review.deadline,
-            reason=fmt.one_line(review.reason or decision.reason, 400),
-            hypothesis=fmt.one_line(it.hypothesis, 400), target_class=it.target_class,
-            flags=decision.flags, rounds=decision.rounds, gpu_seconds=decision.gpu_seconds,
-            classes=class_intervals(it.record), focus=headline_interval(it.record, it.target_class),
-            gpu=gpu_of(_mapping(it.record.get("gpu"))),
-            answer=Answer(cmd.kind, cmd.source, cmd.t, cmd.id) if cmd is not None else None,
-            more_rounds=it.version in measured))
+        out.append(
+            PendingReview(
+                version=it.version,
+                lane=lane_of(it),
+                place=place,
+                of=len(waiting),
+                opened_at=review.opened_at,
+                deadline=review.deadline,
+                reason=fmt.one_line(review.reason or decision.reason, 400),
+                hypothesis=fmt.one_line(it.hypothesis, 400),
+                target_class=it.target_class,
+                flags=decision.flags,
+                rounds=decision.rounds,
+                gpu_seconds=decision.gpu_seconds,
+                classes=class_intervals(it.record),
+                focus=headline_interval(it.record, it.target_class),
+                gpu=gpu_of(_mapping(it.record.get("gpu"))),
+                answer=Answer(cmd.kind, cmd.source, cmd.t, cmd.id) if cmd is not None else None,
+                more_rounds=it.version in measured,
+            )
+        )
     return out
 
 
@@ -156,8 +192,11 @@ def sealed_answers(key: bytes | None, commands: Iterable[Command]) -> list[Comma
     the run has no secret, so no row can be the user's)."""
     if key is None:
         return []
-    return [c for c in commands if c.kind in ANSWERS
-            and integrity.same(c.seal, integrity.command_seal(key, c.kind, c.args, c.t))]
+    return [
+        c
+        for c in commands
+        if c.kind in ANSWERS and integrity.same(c.seal, integrity.command_seal(key, c.kind, c.args, c.t))
+    ]
 
 
 def answer_version(c: Command) -> int | None:
@@ -174,8 +213,11 @@ def answer_version(c: Command) -> int | None:
 
 def class_intervals(record: Mapping[str, Any]) -> tuple[Interval, ...]:
     """record["classes"] as intervals, by class name (a class with no finite ratio is left out)."""
-    return tuple(Interval(c.cls, c.ratio, c.lo, c.hi, c.rounds, c.verdict)
-                 for c in recorded_classes(record) if c.ratio is not None)
+    return tuple(
+        Interval(c.cls, c.ratio, c.lo, c.hi, c.rounds, c.verdict)
+        for c in recorded_classes(record)
+        if c.ratio is not None
+    )
 
 
 def headline_interval(record: Mapping[str, Any], target_class: str | None = None) -> Interval | None:
@@ -207,9 +249,11 @@ def live_steps(meta: Mapping[str, Any]) -> Sequence[Mapping[str, Any]]:
 
 
 def _measured_now(meta: Mapping[str, Any]) -> set[int]:
-    return {int(m["version"]) for m in live_steps(meta)
-            if isinstance(m.get("version"), int) and not isinstance(m.get("version"), bool)
-            and m.get("phase") in MEASURING}
+    return {
+        int(m["version"])
+        for m in live_steps(meta)
+        if isinstance(m.get("version"), int) and not isinstance(m.get("version"), bool) and m.get("phase") in MEASURING
+    }
 
 
 def _opened_at(it: Iteration) -> float | None:

@@ -51,9 +51,16 @@ def live_step(value: Any) -> LiveStep | None:
     m = mapping(value)
     if not m:
         return None
-    return LiveStep(integer(m.get("version")), text(m.get("phase")), text(m.get("step")), integer(m.get("done")),
-                    integer(m.get("total")), number(m.get("eta_s")), number(m.get("t")),
-                    number(m.get("phase_started_at")))
+    return LiveStep(
+        integer(m.get("version")),
+        text(m.get("phase")),
+        text(m.get("step")),
+        integer(m.get("done")),
+        integer(m.get("total")),
+        number(m.get("eta_s")),
+        number(m.get("t")),
+        number(m.get("phase_started_at")),
+    )
 
 
 @dataclass(frozen=True)
@@ -84,9 +91,17 @@ def gpu_assessment(value: Any) -> GpuAssessment:
     g = mapping(a.get("gpu"))
     uuid = g.get("uuid")
     procs = tuple(GpuProcess(integer(p.get("pid")), text(p.get("name"))) for p in mappings(g.get("processes")))
-    return GpuAssessment(integer(g.get("index")) or 0, text(g.get("name")), uuid if isinstance(uuid, str) else None,
-                         number(g.get("util_pct")), number(g.get("mem_used_mib")), number(g.get("mem_total_mib")),
-                         procs, bool(a.get("idle")), texts(a.get("reasons")))
+    return GpuAssessment(
+        integer(g.get("index")) or 0,
+        text(g.get("name")),
+        uuid if isinstance(uuid, str) else None,
+        number(g.get("util_pct")),
+        number(g.get("mem_used_mib")),
+        number(g.get("mem_total_mib")),
+        procs,
+        bool(a.get("idle")),
+        texts(a.get("reasons")),
+    )
 
 
 @dataclass(frozen=True)
@@ -104,8 +119,12 @@ class GateRecord:
 def gate_record(value: Any) -> GateRecord:
     g = mapping(value)
     chosen = mapping(g.get("chosen"))
-    return GateRecord(gpu_ref(chosen) if chosen else None, tuple(gpu_assessment(a) for a in mappings(g.get("assessments"))),
-                      number(g.get("t")), integer(g.get("lane")))
+    return GateRecord(
+        gpu_ref(chosen) if chosen else None,
+        tuple(gpu_assessment(a) for a in mappings(g.get("assessments"))),
+        number(g.get("t")),
+        integer(g.get("lane")),
+    )
 
 
 @dataclass(frozen=True)
@@ -122,8 +141,9 @@ def live_classes(value: Any) -> LiveClasses | None:
     """None when `value` is not a mapping (no decision ran yet)."""
     if not isinstance(value, Mapping):
         return None
-    return LiveClasses(integer(value.get("version")), text(value.get("stage")),
-                       recorded_classes(mapping(value.get("verdict"))))
+    return LiveClasses(
+        integer(value.get("version")), text(value.get("stage")), recorded_classes(mapping(value.get("verdict")))
+    )
 
 
 @dataclass(frozen=True)
@@ -205,13 +225,25 @@ def lane_state(entry: Any) -> LaneState:
     review = mapping(e.get("review"))
     place = integer(review.get("place"))
     return LaneState(
-        lane=integer(e.get("lane")) or 0, version=integer(e.get("version")), phase=text(e.get("phase")),
-        step=text(e.get("step")), done=integer(e.get("done")), total=integer(e.get("total")),
-        gpu=gpu_ref(e.get("gpu")), host=text(e.get("host")), hypothesis=text(e.get("hypothesis")),
+        lane=integer(e.get("lane")) or 0,
+        version=integer(e.get("version")),
+        phase=text(e.get("phase")),
+        step=text(e.get("step")),
+        done=integer(e.get("done")),
+        total=integer(e.get("total")),
+        gpu=gpu_ref(e.get("gpu")),
+        host=text(e.get("host")),
+        hypothesis=text(e.get("hypothesis")),
         interval=interval(e.get("interval")),
-        review=LaneReview(place if place is not None and place > 0 else None, integer(review.get("of")),
-                          text(mapping(review.get("answer")).get("kind")), bool(review.get("more_rounds")))
-        if review else None)
+        review=LaneReview(
+            place if place is not None and place > 0 else None,
+            integer(review.get("of")),
+            text(mapping(review.get("answer")).get("kind")),
+            bool(review.get("more_rounds")),
+        )
+        if review
+        else None,
+    )
 
 
 def interval(value: Any) -> Interval | None:
@@ -220,8 +252,14 @@ def interval(value: Any) -> Interval | None:
     ratio = number(i.get("ratio"))
     if ratio is None:
         return None
-    return Interval(text(i.get("cls")), ratio, number(i.get("lo")), number(i.get("hi")), integer(i.get("rounds")),
-                    text(i.get("verdict")))
+    return Interval(
+        text(i.get("cls")),
+        ratio,
+        number(i.get("lo")),
+        number(i.get("hi")),
+        integer(i.get("rounds")),
+        text(i.get("verdict")),
+    )
 
 
 @dataclass(frozen=True)
@@ -242,5 +280,10 @@ def decision_estimate(value: Any) -> DecisionEstimate | None:
     c = mapping(value)
     if not c:
         return None
-    return DecisionEstimate(text(c.get("mode")), number(c.get("seconds_change")), number(c.get("seconds_tie")),
-                            bool(c.get("slow")), text(c.get("text")))
+    return DecisionEstimate(
+        text(c.get("mode")),
+        number(c.get("seconds_change")),
+        number(c.get("seconds_tie")),
+        bool(c.get("slow")),
+        text(c.get("text")),
+    )

@@ -42,14 +42,27 @@ from kopt_supervisor.engine.projections import (
 )
 from kopt_supervisor.engine.records import Iteration, Status
 
-__all__ = ["TIMED_PHASES", "AgentSpending", "ProfiledClass", "ProfilerEvidence", "agent_line", "agent_spending",
-           "decision_cost", "spending",
-           "external_truth",
-           "lane_states", "phase_timings", "profiler_evidence", "ran_unsandboxed", "sandbox_line", "sandbox_state", "timing_rows"]
+__all__ = [
+    "TIMED_PHASES",
+    "AgentSpending",
+    "ProfiledClass",
+    "ProfilerEvidence",
+    "agent_line",
+    "agent_spending",
+    "decision_cost",
+    "spending",
+    "external_truth",
+    "lane_states",
+    "phase_timings",
+    "profiler_evidence",
+    "ran_unsandboxed",
+    "sandbox_line",
+    "sandbox_state",
+    "timing_rows",
+]
 
 
-def agent_spending(iterations: Iterable[Iteration], budget_usd: float = 0.0, budget_tokens: int = 0
-                   ) -> dict[str, Any]:
+def agent_spending(iterations: Iterable[Iteration], budget_usd: float = 0.0, budget_tokens: int = 0) -> dict[str, Any]:
     """engine.propose.costs.spent(...).to_dict() over every iteration, with `budget_usd` and
     `budget_tokens` ([propose]; 0: none) and `no_cost_agents`: the agent CLIs (AgentRun.agent)
     of runs that reported no cost, sorted."""
@@ -58,8 +71,7 @@ def agent_spending(iterations: Iterable[Iteration], budget_usd: float = 0.0, bud
     its = list(iterations)
     out = spent((it.version, it.record) for it in its).to_dict()
     silent = {run.agent or "command" for it in its for run in agent_runs(it.record) if run.cost_usd is None}
-    out.update({"budget_usd": float(budget_usd), "budget_tokens": int(budget_tokens),
-                "no_cost_agents": sorted(silent)})
+    out.update({"budget_usd": float(budget_usd), "budget_tokens": int(budget_tokens), "no_cost_agents": sorted(silent)})
     return out
 
 
@@ -87,9 +99,17 @@ def spending(value: Any) -> AgentSpending:
         v = number(s.get(key))
         return 0 if v is None else int(v)
 
-    return AgentSpending(count("runs"), number(s.get("cost_usd")) or 0.0, count("runs_without_cost"), count("tokens"),
-                         count("runs_without_tokens"), number(s.get("wall_s")) or 0.0,
-                         number(s.get("budget_usd")) or 0.0, count("budget_tokens"), texts(s.get("no_cost_agents")))
+    return AgentSpending(
+        count("runs"),
+        number(s.get("cost_usd")) or 0.0,
+        count("runs_without_cost"),
+        count("tokens"),
+        count("runs_without_tokens"),
+        number(s.get("wall_s")) or 0.0,
+        number(s.get("budget_usd")) or 0.0,
+        count("budget_tokens"),
+        texts(s.get("no_cost_agents")),
+    )
 
 
 def agent_line(spent: Mapping[str, Any] | AgentSpending) -> str:
@@ -103,13 +123,17 @@ def agent_line(spent: Mapping[str, Any] | AgentSpending) -> str:
     if no_cost < s.runs:
         parts.append(fmt.usd(s.cost_usd) + (f" of {fmt.usd(s.budget_usd)}" if s.budget_usd else ""))
     if s.runs_without_tokens < s.runs:
-        parts.append(f"{fmt.count(s.tokens)}" + (f" of {fmt.count(s.budget_tokens)}" if s.budget_tokens else "") + " tok")
+        parts.append(
+            f"{fmt.count(s.tokens)}" + (f" of {fmt.count(s.budget_tokens)}" if s.budget_tokens else "") + " tok"
+        )
     parts.append(f"{s.runs} run{'s' if s.runs != 1 else ''} in {fmt.clock(s.wall_s)}")
     if no_cost:
         agents = ", ".join(s.no_cost_agents)
-        parts.append(("no cost reported" if no_cost == s.runs else f"{no_cost} without cost")
-                     + (f" ({agents})" if agents else "") + (f", budget {fmt.usd(s.budget_usd)}"
-                                                             if s.budget_usd and no_cost == s.runs else ""))
+        parts.append(
+            ("no cost reported" if no_cost == s.runs else f"{no_cost} without cost")
+            + (f" ({agents})" if agents else "")
+            + (f", budget {fmt.usd(s.budget_usd)}" if s.budget_usd and no_cost == s.runs else "")
+        )
     return " · ".join(parts)
 
 
@@ -118,10 +142,12 @@ def phase_timings(iterations: Sequence[Iteration]) -> dict[str, Any]:
     none finished), "engine_s_median", "engine_s_max": over the finished candidate
     iterations (the baseline's measurement is not kopt's overhead), "iterations": how many
     of those have an engine_s}."""
-    last = next((it for it in reversed(iterations) if it.final and _num(_timings(it).get("total_s")) is not None),
-                None)
-    engine = [v for it in iterations if it.final and it.status != Status.BASELINE
-              and (v := _num(_timings(it).get("engine_s"))) is not None]
+    last = next((it for it in reversed(iterations) if it.final and _num(_timings(it).get("total_s")) is not None), None)
+    engine = [
+        v
+        for it in iterations
+        if it.final and it.status != Status.BASELINE and (v := _num(_timings(it).get("engine_s"))) is not None
+    ]
     return {
         "last_version": last.version if last else None,
         "last": dict(_timings(last)) if last else None,
@@ -163,8 +189,9 @@ LANE_STEP_KEYS = ("phase", "step", "done", "total", "eta_s")
 """What a lane's entry takes from its live step (meta `lane:<i>`, the dict meta `progress` holds)."""
 
 
-def lane_states(meta: Mapping[str, Any], iterations: Sequence[Iteration], lanes: int,
-                reviews: Sequence[PendingReview] = ()) -> list[dict[str, Any]]:
+def lane_states(
+    meta: Mapping[str, Any], iterations: Sequence[Iteration], lanes: int, reviews: Sequence[PendingReview] = ()
+) -> list[dict[str, Any]]:
     """One entry per lane of the run (`lanes`: [parallel].lanes; at least one), in lane order:
     {"lane", "version", "phase", "step", "done", "total", "eta_s", "gpu", "host", "hypothesis",
     "interval", "review"}.
@@ -203,24 +230,37 @@ def lane_states(meta: Mapping[str, Any], iterations: Sequence[Iteration], lanes:
         seen = _mapping(meta.get(f"lane:{i}"))
         last = newest.get(i)
         running = last if last is not None and not last.final else None
-        gpu = gpu_of(_mapping(last.record.get("gpu")) if last is not None else {}, None) \
-            or gpu_of(_mapping(seen.get("gpu")), seen.get("host"))
+        gpu = gpu_of(_mapping(last.record.get("gpu")) if last is not None else {}, None) or gpu_of(
+            _mapping(seen.get("gpu")), seen.get("host")
+        )
         interval = headline_interval(running.record, running.target_class) if running is not None else None
         review = pending.get(running.version) if running is not None else None
-        out.append({"lane": i, "version": running.version if running else None,
-                    **_lane_step(running, seen, progress, idle_step=progress if count == 1 else seen),
-                    "gpu": gpu, "host": (gpu or {}).get("host") or _text(seen.get("host")),
-                    "hypothesis": (running.hypothesis or None) if running is not None else None,
-                    "interval": interval.to_dict() if interval is not None else None,
-                    "review": None if review is None else {
-                        "place": review.place, "of": review.of, "deadline": review.deadline,
-                        "answer": review.answer.to_dict() if review.answer else None,
-                        "more_rounds": review.more_rounds}})
+        out.append(
+            {
+                "lane": i,
+                "version": running.version if running else None,
+                **_lane_step(running, seen, progress, idle_step=progress if count == 1 else seen),
+                "gpu": gpu,
+                "host": (gpu or {}).get("host") or _text(seen.get("host")),
+                "hypothesis": (running.hypothesis or None) if running is not None else None,
+                "interval": interval.to_dict() if interval is not None else None,
+                "review": None
+                if review is None
+                else {
+                    "place": review.place,
+                    "of": review.of,
+                    "deadline": review.deadline,
+                    "answer": review.answer.to_dict() if review.answer else None,
+                    "more_rounds": review.more_rounds,
+                },
+            }
+        )
     return out
 
 
-def _lane_step(running: Iteration | None, seen: Mapping[str, Any], progress: Mapping[str, Any], *,
-               idle_step: Mapping[str, Any]) -> dict[str, Any]:
+def _lane_step(
+    running: Iteration | None, seen: Mapping[str, Any], progress: Mapping[str, Any], *, idle_step: Mapping[str, Any]
+) -> dict[str, Any]:
     """A lane's LANE_STEP_KEYS: its iteration's live step (the lane's own record, or the run's
     when it names that iteration), its row's phase, waiting for a GPU, or idle."""
     nothing = dict.fromkeys(LANE_STEP_KEYS)
@@ -262,6 +302,13 @@ def external_truth(iterations: Sequence[Iteration]) -> dict[str, Any]:
         head: dict[str, Any] = {"version": None, "kind": None, "outcome": None, "reason": None}
     else:
         k, outcome = kind(best)
-        head = {"version": best.version, "kind": k, "outcome": outcome,
-                "reason": truth_line(dict(best.record), str(best.status))}
-    return {**head, "timer_only": [it.version for it in keeps if kind(it)[0] == "none" or kind(it)[1] == "inconclusive"]}
+        head = {
+            "version": best.version,
+            "kind": k,
+            "outcome": outcome,
+            "reason": truth_line(dict(best.record), str(best.status)),
+        }
+    return {
+        **head,
+        "timer_only": [it.version for it in keeps if kind(it)[0] == "none" or kind(it)[1] == "inconclusive"],
+    }

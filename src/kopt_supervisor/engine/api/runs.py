@@ -30,8 +30,15 @@ class Created:
     """What the user should know before the first run (one line each; also in run.db's events)."""
 
 
-def init_run(root: Path, tag: str, repo: str | Path, *, config_file: str | Path | None = None,
-             bench: str | None = None, propose: dict[str, str] | None = None) -> Created:
+def init_run(
+    root: Path,
+    tag: str,
+    repo: str | Path,
+    *,
+    config_file: str | Path | None = None,
+    bench: str | None = None,
+    propose: dict[str, str] | None = None,
+) -> Created:
     """`kopt init`: a workspace for `repo` (any directory inside a git work tree) with the
     config frozen into it. The config is `config_file`, else REPO/kopt.toml; `bench`
     overrides its [target].bench (with no config file at all, `propose_config` writes one
@@ -53,8 +60,11 @@ def init_run(root: Path, tag: str, repo: str | Path, *, config_file: str | Path 
         raise BadInput(f"{cfg_path}: no such config file (write a kopt.toml, see docs/files.md, or pass --config)")
     else:
         text = ""
-    cfg = _with_bench(text, bench, str(cfg_path), propose) if bench or propose else \
-        config.loads(text, source=str(cfg_path))
+    cfg = (
+        _with_bench(text, bench, str(cfg_path), propose)
+        if bench or propose
+        else config.loads(text, source=str(cfg_path))
+    )
     missing = check_agent(cfg)
     if missing:
         raise BadInput(missing)
@@ -63,8 +73,11 @@ def init_run(root: Path, tag: str, repo: str | Path, *, config_file: str | Path 
     ws, _, commit = create_workspace(root, tag, top, frozen, config_source=str(cfg_path), start=start)
     if untracked:
         with ws.open_store() as store:
-            store.event("init", f"baseline {commit[:12]}: HEAD without {', '.join(untracked)} ([target].untrack: "
-                                "files the bench writes; your checkout keeps them)")
+            store.event(
+                "init",
+                f"baseline {commit[:12]}: HEAD without {', '.join(untracked)} ([target].untrack: "
+                "files the bench writes; your checkout keeps them)",
+            )
     write_initial_projections(ws)
     return Created(ws, commit, init_warnings(ws, top, commit, cfg))
 
@@ -81,9 +94,12 @@ def _untracked_start(top: Path, globs: list[str]) -> tuple[str | None, list[str]
     files = gitops.matching(sorted(gitops.tree_files(top, head)), globs)
     if not files:
         return None, []
-    commit = gitops.commit_with_changes(top, head, [(f, None, None) for f in files],
-                                        "kopt: the bench's output files untracked ([target].untrack)\n\n"
-                                        + "\n".join(files))
+    commit = gitops.commit_with_changes(
+        top,
+        head,
+        [(f, None, None) for f in files],
+        "kopt: the bench's output files untracked ([target].untrack)\n\n" + "\n".join(files),
+    )
     return commit, files
 
 
@@ -98,7 +114,9 @@ def init_warnings(ws: Workspace, repo: Path, commit: str, cfg: config.Config) ->
         tracked = gitops.tree_files(repo, commit)
     except KoptError:
         return ()
-    found = [w for w in (onboard.sources_warning(repo, t.bench, tracked, [*t.protected, *ALWAYS_PROTECTED], t.sources),) if w]
+    found = [
+        w for w in (onboard.sources_warning(repo, t.bench, tracked, [*t.protected, *ALWAYS_PROTECTED], t.sources),) if w
+    ]
     if found:
         with ws.open_store() as store:
             for w in found:
@@ -128,8 +146,7 @@ def check_proposer(ws: Workspace, proposer: str) -> None:
     make_proposer(ws.load_config(), proposer)
 
 
-def check_sandbox(ws: Workspace, *, proposer: str | None = None, no_sandbox: bool = False,
-                  demo: bool = False) -> str:
+def check_sandbox(ws: Workspace, *, proposer: str | None = None, no_sandbox: bool = False, demo: bool = False) -> str:
     """The run's sandbox rule, before anything detaches: a one-line BadInput when bubblewrap
     does not work here and the user did not pass --no-sandbox (nor is this `kopt demo`'s own
     start on its demo workspace); else what the run will say."""
@@ -141,25 +158,39 @@ def check_sandbox(ws: Workspace, *, proposer: str | None = None, no_sandbox: boo
     return sandbox.start_rule(sandbox.probe(), proposer_kind=kind, no_sandbox=no_sandbox, demo=demo).summary
 
 
-def start_detached(ws: Workspace, *, proposer: str | None = None, max_iters: int | None = None,
-                   no_sandbox: bool = False, demo: bool = False) -> int:
+def start_detached(
+    ws: Workspace,
+    *,
+    proposer: str | None = None,
+    max_iters: int | None = None,
+    no_sandbox: bool = False,
+    demo: bool = False,
+) -> int:
     """Start the run's engine in its own session (it survives the terminal); its pid.
     `demo`: `kopt demo`'s own start (engine/sandbox/support.py start_rule)."""
     check_sandbox(ws, proposer=proposer, no_sandbox=no_sandbox, demo=demo)
     return daemon.start_detached(ws, proposer=proposer, max_iters=max_iters, no_sandbox=no_sandbox, demo=demo)
 
 
-def run_foreground(ws: Workspace, *, proposer: str | None = None, max_iters: int | None = None,
-                   no_sandbox: bool = False) -> int:
+def run_foreground(
+    ws: Workspace, *, proposer: str | None = None, max_iters: int | None = None, no_sandbox: bool = False
+) -> int:
     """Run the engine in this process, its log on stdout, until the run stops or `max_iters`
     candidate iterations ended: 0 when it stopped for a stated reason, 1 when it crashed."""
     return daemon.run_engine(ws, proposer=proposer, max_iters=max_iters, log_to_stdout=True, no_sandbox=no_sandbox)
 
 
-def propose_config(repo: str | Path, bench: str, *, log_dir: Path, answers: list[str] | None = None,
-                   ask: Callable[[Any], str] | None = None, no_sandbox: bool = False,
-                   log: Callable[[str], None] = lambda m: None,
-                   propose: dict[str, str] | None = None) -> tuple[Path, str]:
+def propose_config(
+    repo: str | Path,
+    bench: str,
+    *,
+    log_dir: Path,
+    answers: list[str] | None = None,
+    ask: Callable[[Any], str] | None = None,
+    no_sandbox: bool = False,
+    log: Callable[[str], None] = lambda m: None,
+    propose: dict[str, str] | None = None,
+) -> tuple[Path, str]:
     """`kopt init --bench CMD` where the repo has no kopt.toml: run the bench (through the GPU
     gate, confined as candidate code is) in a copy of HEAD's tracked files, never in the
     user's checkout (engine/onboard/scratch.py), find its table and write a commented
@@ -179,14 +210,17 @@ def propose_config(repo: str | Path, bench: str, *, log_dir: Path, answers: list
 
     top = gitops.toplevel(Path(repo).expanduser().resolve())
     if (top / "kopt.toml").exists():
-        raise BadInput(f"{top / 'kopt.toml'}: exists already (kopt init uses it; --bench only overrides its "
-                       "[target].bench)")
+        raise BadInput(
+            f"{top / 'kopt.toml'}: exists already (kopt init uses it; --bench only overrides its [target].bench)"
+        )
     commit = gitops.head(top)
     draft = log_dir / "draft"
     run = scratch_mod.load_draft(draft, top, bench, commit)
     if run is not None:
-        log(f"reusing the bench run measured {scratch_mod.measured_at(draft)} at {commit[:12]} ({draft}; delete it "
-            "to measure again)")
+        log(
+            f"reusing the bench run measured {scratch_mod.measured_at(draft)} at {commit[:12]} ({draft}; delete it "
+            "to measure again)"
+        )
     else:
         support = sandbox.probe()
         sandbox.start_rule(support, proposer_kind="none", no_sandbox=no_sandbox)
@@ -198,21 +232,34 @@ def propose_config(repo: str | Path, bench: str, *, log_dir: Path, answers: list
                 decision = gate.acquire()  # an idle GPU, as every timed run gets
                 log(f"running the bench in a copy of {top} at {commit[:12]} ({decision.note or 'no GPU'})")
                 before = onboard.tree_stamps(cwd)
-                jail = None if no_sandbox else sandbox.for_bench(  # the bench may write only in the copy
-                    workspace=scratch / "ws", cache=sandbox.cache_dir(scratch / "ws", "init", "0" * 40),
-                    writable_trees=[cwd], bwrap=support.bwrap or sandbox.BWRAP)
+                jail = (
+                    None
+                    if no_sandbox
+                    else sandbox.for_bench(  # the bench may write only in the copy
+                        workspace=scratch / "ws",
+                        cache=sandbox.cache_dir(scratch / "ws", "init", "0" * 40),
+                        writable_trees=[cwd],
+                        bwrap=support.bwrap or sandbox.BWRAP,
+                    )
+                )
                 from kopt_supervisor.engine import runner
 
-                res = runner.run(cmd, cwd=cwd, log_dir=log_dir, name="init_bench", timeout_s=900,
-                                 env={**decision.env}, confine=jail)
-                return (res.returncode if res.returncode is not None else -1), res.stdout_path, \
-                    onboard.written_since(cwd, before)
+                res = runner.run(
+                    cmd, cwd=cwd, log_dir=log_dir, name="init_bench", timeout_s=900, env={**decision.env}, confine=jail
+                )
+                return (
+                    (res.returncode if res.returncode is not None else -1),
+                    res.stdout_path,
+                    onboard.written_since(cwd, before),
+                )
 
             try:
                 run = scratch_mod.run_in_scratch(top, commit, bench, run_bench, scratch)
                 if run.untracked:
-                    log(f"the bench wrote tracked file(s) {', '.join(run.untracked)}: ran it again without them, "
-                        "so they hold this run's rows only")
+                    log(
+                        f"the bench wrote tracked file(s) {', '.join(run.untracked)}: ran it again without them, "
+                        "so they hold this run's rows only"
+                    )
                 if run.returncode == 0:  # kept for the next attempt (a failed run is measured again)
                     run = scratch_mod.save_draft(run, draft, commit)
                 run = replace(run, repo=top)  # the copy goes: the static scan reads the checkout (HEAD's files)
@@ -247,6 +294,9 @@ def format_doctor(report: dict[str, Any]) -> str:
     text = doctor_mod.format_text(report)
     proposer = report.get("proposer")
     if proposer:
-        text += (f"\nproposer of run {proposer['run']}: "
-                 + ("its program is on PATH" if proposer["ok"] else f"MISSING: {proposer['problem']}") + "\n")
+        text += (
+            f"\nproposer of run {proposer['run']}: "
+            + ("its program is on PATH" if proposer["ok"] else f"MISSING: {proposer['problem']}")
+            + "\n"
+        )
     return text

@@ -42,8 +42,12 @@ class QueuedReview:
 
 def queued_review(value: Any) -> QueuedReview:
     r = mapping(value)
-    return QueuedReview(integer(r.get("version")), integer(r.get("lane")), text(mapping(r.get("answer")).get("kind")),
-                        bool(r.get("more_rounds")))
+    return QueuedReview(
+        integer(r.get("version")),
+        integer(r.get("lane")),
+        text(mapping(r.get("answer")).get("kind")),
+        bool(r.get("more_rounds")),
+    )
 
 
 @dataclass(frozen=True)
@@ -61,9 +65,13 @@ class PhaseTimings:
 def phase_timings(value: Any) -> PhaseTimings:
     t = mapping(value)
     last = t.get("last")
-    return PhaseTimings(integer(t.get("last_version")), iteration_timings(last) if isinstance(last, Mapping) else None,
-                        number(t.get("engine_s_median")), number(t.get("engine_s_max")),
-                        integer(t.get("iterations")) or 0)
+    return PhaseTimings(
+        integer(t.get("last_version")),
+        iteration_timings(last) if isinstance(last, Mapping) else None,
+        number(t.get("engine_s_median")),
+        number(t.get("engine_s_max")),
+        integer(t.get("iterations")) or 0,
+    )
 
 
 @dataclass(frozen=True)
@@ -101,20 +109,31 @@ def status_report(st: Mapping[str, Any]) -> StatusReport:
     unsandboxed = bool(st.get("unsandboxed"))
     box = st.get("sandbox")
     return StatusReport(
-        tag=text(st.get("tag")), state=text(st.get("state")) or "?", error=text(st.get("error")),
-        iteration=integer(st.get("iteration")), iteration_status=_text_or_none(st.get("iteration_status")),
-        best_commit=_text_or_none(st.get("best_commit")), baseline_commit=_text_or_none(st.get("baseline_commit")),
-        best_speedup=number(st.get("best_speedup")), keeps=integer(st.get("keeps")) or 0,
+        tag=text(st.get("tag")),
+        state=text(st.get("state")) or "?",
+        error=text(st.get("error")),
+        iteration=integer(st.get("iteration")),
+        iteration_status=_text_or_none(st.get("iteration_status")),
+        best_commit=_text_or_none(st.get("best_commit")),
+        baseline_commit=_text_or_none(st.get("baseline_commit")),
+        best_speedup=number(st.get("best_speedup")),
+        keeps=integer(st.get("keeps")) or 0,
         candidates=integer(st.get("candidates")) or 0,
         consecutive_regressions=integer(st.get("consecutive_regressions")) or 0,
         pending_reviews=integers(st.get("pending_reviews")),
         reviews=tuple(queued_review(r) for r in mappings(st.get("reviews"))),
-        stop_reason=text(st.get("stop_reason")), engine_pid=integer(st.get("engine_pid")),
-        heartbeat_age_s=number(st.get("heartbeat_age_s")), progress=live_step(st.get("progress")),
+        stop_reason=text(st.get("stop_reason")),
+        engine_pid=integer(st.get("engine_pid")),
+        heartbeat_age_s=number(st.get("heartbeat_age_s")),
+        progress=live_step(st.get("progress")),
         last_error=text(st.get("last_error")),
-        sandbox=sandbox_line({"sandbox": box}) if box is not None or unsandboxed else "", unsandboxed=unsandboxed,
-        decision_cost=decision_estimate(st.get("decision_cost")), agent=spending(st.get("agent")),
-        timings=phase_timings(st.get("timings")), lanes=tuple(lane_state(e) for e in mappings(st.get("lanes"))))
+        sandbox=sandbox_line({"sandbox": box}) if box is not None or unsandboxed else "",
+        unsandboxed=unsandboxed,
+        decision_cost=decision_estimate(st.get("decision_cost")),
+        agent=spending(st.get("agent")),
+        timings=phase_timings(st.get("timings")),
+        lanes=tuple(lane_state(e) for e in mappings(st.get("lanes"))),
+    )
 
 
 def _text_or_none(v: Any) -> str | None:

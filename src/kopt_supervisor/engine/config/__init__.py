@@ -34,7 +34,22 @@ from kopt_supervisor.engine.config.sections import (
 from kopt_supervisor.engine.config.validate import decide_problems, validate
 
 __all__ = [
-    "FORMATS", "AdapterConfig", "Config", "DecideConfig", "FormatConfig", "GpuConfig", "ParallelConfig",
-    "ProfileConfig", "ProposeConfig", "RooflineConfig", "StopConfig", "TargetConfig", "TuneConfig",
-    "decide_problems", "dumps", "load", "loads", "validate",
+    "FORMATS",
+    "AdapterConfig",
+    "Config",
+    "DecideConfig",
+    "FormatConfig",
+    "GpuConfig",
+    "ParallelConfig",
+    "ProfileConfig",
+    "ProposeConfig",
+    "RooflineConfig",
+    "StopConfig",
+    "TargetConfig",
+    "TuneConfig",
+    "decide_problems",
+    "dumps",
+    "load",
+    "loads",
+    "validate",
 ]

@@ -117,6 +117,4 @@ def _type_name(typ: Any) -> str:
         return "a table"
     if origin in (types.UnionType, typing.Union):
         return _type_name([a for a in typing.get_args(typ) if a is not type(None)][0])
-    return {bool: "true or false", int: "an integer", float: "a number", str: "a string"}.get(
-        typ, str(typ)
-    )
+    return {bool: "true or false", int: "an integer", float: "a number", str: "a string"}.get(typ, str(typ))

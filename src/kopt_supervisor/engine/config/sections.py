@@ -176,7 +176,6 @@ class DecideConfig:
     must not block a large gain on the shapes models run."""
 
 
-
 @dataclass(frozen=True)
 class GpuConfig:
     vendor: str = "auto"

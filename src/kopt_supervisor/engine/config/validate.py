@@ -22,17 +22,34 @@ def decide_problems(d: DecideConfig) -> list[tuple[str, str]]:
         (0.5 < d.confidence < 1, "confidence", f"must be between 0.5 and 1, not {d.confidence}"),
         (d.min_effect_pct > 0, "min_effect_pct", f"must be > 0, not {d.min_effect_pct}"),
         (d.min_rounds >= 2, "min_rounds", f"must be at least 2 (a paired test needs two rounds), not {d.min_rounds}"),
-        (d.max_rounds >= d.min_rounds, "max_rounds",
-         f"must be >= [decide].min_rounds ({d.min_rounds}), not {d.max_rounds}"),
+        (
+            d.max_rounds >= d.min_rounds,
+            "max_rounds",
+            f"must be >= [decide].min_rounds ({d.min_rounds}), not {d.max_rounds}",
+        ),
         (d.budget_gpu_s > 0, "budget_gpu_s", f"must be > 0, not {d.budget_gpu_s}"),
-        (d.max_other_regression_pct >= 0, "max_other_regression_pct", f"must be >= 0, not {d.max_other_regression_pct}"),
-        (d.guard_max_regression_pct >= 0, "guard_max_regression_pct", f"must be >= 0, not {d.guard_max_regression_pct}"),
+        (
+            d.max_other_regression_pct >= 0,
+            "max_other_regression_pct",
+            f"must be >= 0, not {d.max_other_regression_pct}",
+        ),
+        (
+            d.guard_max_regression_pct >= 0,
+            "guard_max_regression_pct",
+            f"must be >= 0, not {d.guard_max_regression_pct}",
+        ),
         (d.suspicious_speedup > 1, "suspicious_speedup", f"must be > 1, not {d.suspicious_speedup}"),
         (d.review_timeout_s >= 0, "review_timeout_s", f"must be >= 0, not {d.review_timeout_s}"),
-        (d.review_default in ("reject", "accept"), "review_default",
-         f'must be "reject" or "accept", not {d.review_default!r}'),
-        (0 <= d.futility_confidence < d.confidence, "futility_confidence",
-         f"must be >= 0 and below [decide].confidence ({d.confidence}), not {d.futility_confidence}"),
+        (
+            d.review_default in ("reject", "accept"),
+            "review_default",
+            f'must be "reject" or "accept", not {d.review_default!r}',
+        ),
+        (
+            0 <= d.futility_confidence < d.confidence,
+            "futility_confidence",
+            f"must be >= 0 and below [decide].confidence ({d.confidence}), not {d.futility_confidence}",
+        ),
     ]
     return [(key, why) for ok, key, why in checks if not ok]
 
@@ -47,51 +64,92 @@ def validate(cfg: Config, source: str = "kopt.toml") -> None:
     need(bool(t.metric.strip()), "[target].metric", "is required (the CSV column to optimise)")
     need(t.direction in ("min", "max"), "[target].direction", f'must be "min" or "max", not {t.direction!r}')
     need(t.timeout_s > 0, "[target].timeout_s", "must be > 0")
-    need(not t.calls or t.direction == "min", "[target].calls",
-         'needs a latency metric (direction = "min"): it turns per-call times into timed seconds')
+    need(
+        not t.calls or t.direction == "min",
+        "[target].calls",
+        'needs a latency metric (direction = "min"): it turns per-call times into timed seconds',
+    )
     need(t.max_output_mib > 0, "[target].max_output_mib", "must be > 0")
-    need(t.csv == "-" or _inside(t.csv), "[target].csv",
-         f'must be "-" or a glob relative to the worktree (no absolute path, no ".."), not {t.csv!r}')
+    need(
+        t.csv == "-" or _inside(t.csv),
+        "[target].csv",
+        f'must be "-" or a glob relative to the worktree (no absolute path, no ".."), not {t.csv!r}',
+    )
     for key in ("correct", "production"):
         if getattr(t, key):
             expr.parse_rule(getattr(t, key), where=f"{source}: [target].{key}")
     if t.ab_command:
-        need("{best}" in t.ab_command and "{cand}" in t.ab_command, "[target].ab_command",
-             "must contain both {best} and {cand}")
-    need(not t.ab_serve or bool(t.ab_command.strip()), "[target].ab_serve",
-         "needs [target].ab_command (the command that serves the looks)")
+        need(
+            "{best}" in t.ab_command and "{cand}" in t.ab_command,
+            "[target].ab_command",
+            "must contain both {best} and {cand}",
+        )
+    need(
+        not t.ab_serve or bool(t.ab_command.strip()),
+        "[target].ab_serve",
+        "needs [target].ab_command (the command that serves the looks)",
+    )
     if t.serve:
         need(bool(t.serve.strip()), "[target].serve", "must be a command (or empty: no served looks)")
-        need("{best}" not in t.serve and "{cand}" not in t.serve, "[target].serve",
-             f"serves one tree (its working directory): no {{best}} or {{cand}} placeholders, not {t.serve!r}")
-        need(t.format == "csv", "[target].serve", f'needs [target].format = "csv" (it writes kopt\'s CSV), not {t.format!r}')
+        need(
+            "{best}" not in t.serve and "{cand}" not in t.serve,
+            "[target].serve",
+            f"serves one tree (its working directory): no {{best}} or {{cand}} placeholders, not {t.serve!r}",
+        )
+        need(
+            t.format == "csv",
+            "[target].serve",
+            f'needs [target].format = "csv" (it writes kopt\'s CSV), not {t.format!r}',
+        )
     diffscan.parse_allow(t.allow_constructs, where=f"{source}: [target].allow_constructs")
     need(t.format in FORMATS, "[target].format", f"must be one of {', '.join(map(repr, FORMATS))}, not {t.format!r}")
-    need(t.adapter.unit in ("ns", "us", "ms", "s"), "[target.adapter].unit",
-         f'must be "ns", "us", "ms" or "s", not {t.adapter.unit!r}')
-    need(t.adapter.stat in ("median", "mean", "min"), "[target.adapter].stat",
-         f'must be "median", "mean" or "min", not {t.adapter.stat!r}')
+    need(
+        t.adapter.unit in ("ns", "us", "ms", "s"),
+        "[target.adapter].unit",
+        f'must be "ns", "us", "ms" or "s", not {t.adapter.unit!r}',
+    )
+    need(
+        t.adapter.stat in ("median", "mean", "min"),
+        "[target.adapter].stat",
+        f'must be "median", "mean" or "min", not {t.adapter.stat!r}',
+    )
 
-    for key, paths in (("[target].writable", t.writable), ("[propose].writable", cfg.propose.writable),
-                       ("[target].readable", t.readable), ("[propose].readable", cfg.propose.readable)):
+    for key, paths in (
+        ("[target].writable", t.writable),
+        ("[propose].writable", cfg.propose.writable),
+        ("[target].readable", t.readable),
+        ("[propose].readable", cfg.propose.readable),
+    ):
         for i, path in enumerate(paths):
             p = path.rstrip("/")
             parts = p.split("/")[1:]
-            need(p.startswith(("/", "~/")) and all(x not in ("", ".", "..") for x in parts), f"{key}[{i}]",
-                 f'must be an absolute path or one under ~/ (no "..", "." or "//"), not {path!r}')
-            need(len(parts) >= (1 if p.startswith("~/") else 2), f"{key}[{i}]",
-                 f"must name a folder below the home or below a top-level folder, not {path!r} (the sandbox "
-                 f"would leave too much writable)")
+            need(
+                p.startswith(("/", "~/")) and all(x not in ("", ".", "..") for x in parts),
+                f"{key}[{i}]",
+                f'must be an absolute path or one under ~/ (no "..", "." or "//"), not {path!r}',
+            )
+            need(
+                len(parts) >= (1 if p.startswith("~/") else 2),
+                f"{key}[{i}]",
+                f"must name a folder below the home or below a top-level folder, not {path!r} (the sandbox "
+                f"would leave too much writable)",
+            )
 
     d = cfg.decide
     for key, why in decide_problems(d):
         need(False, f"[decide].{key}", why)
-    need(not d.production_verdicts or bool(t.production.strip()), "[decide].production_verdicts",
-         "needs [target].production (the rule that marks the production rows)")
+    need(
+        not d.production_verdicts or bool(t.production.strip()),
+        "[decide].production_verdicts",
+        "needs [target].production (the rule that marks the production rows)",
+    )
 
     g = cfg.gpu
-    need(g.vendor in ("auto", "nvidia", "amd", "none"), "[gpu].vendor",
-         f'must be "auto", "nvidia", "amd" or "none", not {g.vendor!r}')
+    need(
+        g.vendor in ("auto", "nvidia", "amd", "none"),
+        "[gpu].vendor",
+        f'must be "auto", "nvidia", "amd" or "none", not {g.vendor!r}',
+    )
     need(0 <= g.util_max_pct <= 100, "[gpu].util_max_pct", "must be between 0 and 100")
     need(g.mem_used_max_mib >= 0, "[gpu].mem_used_max_mib", "must be >= 0")
     need(g.mem_growth_max_mib >= 0, "[gpu].mem_growth_max_mib", "must be >= 0")
@@ -103,12 +161,18 @@ def validate(cfg: Config, source: str = "kopt.toml") -> None:
     need(g.quick_recheck_s >= 0, "[gpu].quick_recheck_s", "must be >= 0")
 
     prof = cfg.profile
-    need(prof.kind in ("auto", "ncu", "rocprofv3", "none"), "[profile].kind",
-         f'must be "auto", "ncu", "rocprofv3" or "none", not {prof.kind!r}')
+    need(
+        prof.kind in ("auto", "ncu", "rocprofv3", "none"),
+        "[profile].kind",
+        f'must be "auto", "ncu", "rocprofv3" or "none", not {prof.kind!r}',
+    )
     need(0 <= prof.run_noise_pct <= 50, "[profile].run_noise_pct", "must be between 0 and 50")
     need(1 <= prof.repeats <= 20, "[profile].repeats", "must be between 1 and 20")
-    need(prof.outside_ranges in ("time", "full"), "[profile].outside_ranges",
-         f'must be "time" or "full", not {prof.outside_ranges!r}')
+    need(
+        prof.outside_ranges in ("time", "full"),
+        "[profile].outside_ranges",
+        f'must be "time" or "full", not {prof.outside_ranges!r}',
+    )
     need(prof.keep in ("time", "full"), "[profile].keep", f'must be "time" or "full", not {prof.keep!r}')
     need(0 <= prof.reuse_best_s <= 86400, "[profile].reuse_best_s", "must be between 0 and 86400")
     if prof.kernel:
@@ -120,20 +184,29 @@ def validate(cfg: Config, source: str = "kopt.toml") -> None:
             raise BadInput(f"{source}: [profile].kernel is not a valid regex: {exc}") from None
 
     pr = cfg.propose
-    need(pr.kind in ("manual", "command", "tune"), "[propose].kind",
-         f'must be "manual", "command" or "tune", not {pr.kind!r}')
+    need(
+        pr.kind in ("manual", "command", "tune"),
+        "[propose].kind",
+        f'must be "manual", "command" or "tune", not {pr.kind!r}',
+    )
     _validate_agent(pr, need)
     need(pr.timeout_s >= 0, "[propose].timeout_s", "must be >= 0 (0: the agent preset's)")
     need(0 <= pr.repair_attempts <= 10, "[propose].repair_attempts", "must be between 0 and 10")
     if pr.kind == "tune":
         need(bool(pr.tune.params), "[propose.tune].params", 'is required when [propose].kind = "tune"')
         need(bool(pr.tune.space), "[propose.tune].space", 'is required when [propose].kind = "tune"')
-    need(not pr.tune.params or _inside(pr.tune.params), "[propose.tune].params",
-         f'must be a path relative to the repo root (no absolute path, no ".."), not {pr.tune.params!r}')
+    need(
+        not pr.tune.params or _inside(pr.tune.params),
+        "[propose.tune].params",
+        f'must be a path relative to the repo root (no absolute path, no ".."), not {pr.tune.params!r}',
+    )
     for name in pr.tune.order:
         need(name in pr.tune.space, "[propose.tune].order", f"names {name!r}, which is not in [propose.tune].space")
-    need(not pr.tune.shared_first or pr.tune.per_class, "[propose.tune].shared_first",
-         "needs per_class = true (it steps every class at once before tuning each on its own)")
+    need(
+        not pr.tune.shared_first or pr.tune.per_class,
+        "[propose.tune].shared_first",
+        "needs per_class = true (it steps every class at once before tuning each on its own)",
+    )
     for name, values in pr.tune.space.items():
         need(len(values) > 0, f"[propose.tune].space.{name}", "must list at least one value")
     for cls, groups in pr.tune.alike.items():
@@ -168,35 +241,65 @@ def validate(cfg: Config, source: str = "kopt.toml") -> None:
 def _validate_agent(pr: ProposeConfig, need: Any) -> None:
     """[propose] keys of the command proposer and its agent preset."""
     command = pr.command.strip()
-    need(pr.kind != "command" or bool(command) or bool(pr.agent), "[propose].command",
-         'is required when [propose].kind = "command" (or name an agent preset: [propose].agent)')
-    need(not pr.agent or pr.agent in agent_names.AGENT_NAMES, "[propose].agent",
-         f"must be one of {', '.join(repr(a) for a in agent_names.AGENT_NAMES)}, not {pr.agent!r}")
-    need(not pr.agent or pr.kind == "command", "[propose].agent",
-         f'needs [propose].kind = "command" (an agent is a command proposer), not {pr.kind!r}')
-    need(pr.agent != "generic" or bool(command), "[propose].command",
-         'is required with [propose].agent = "generic" (a CLI without a preset)')
+    need(
+        pr.kind != "command" or bool(command) or bool(pr.agent),
+        "[propose].command",
+        'is required when [propose].kind = "command" (or name an agent preset: [propose].agent)',
+    )
+    need(
+        not pr.agent or pr.agent in agent_names.AGENT_NAMES,
+        "[propose].agent",
+        f"must be one of {', '.join(repr(a) for a in agent_names.AGENT_NAMES)}, not {pr.agent!r}",
+    )
+    need(
+        not pr.agent or pr.kind == "command",
+        "[propose].agent",
+        f'needs [propose].kind = "command" (an agent is a command proposer), not {pr.kind!r}',
+    )
+    need(
+        pr.agent != "generic" or bool(command),
+        "[propose].command",
+        'is required with [propose].agent = "generic" (a CLI without a preset)',
+    )
     need(pr.session in ("fresh", "resume"), "[propose].session", f'must be "fresh" or "resume", not {pr.session!r}')
     if pr.session == "resume":
         need(pr.kind == "command", "[propose].session", '= "resume" needs an agent ([propose].kind = "command")')
-        need(agent_names.supports_resume(pr.agent, command), "[propose].session",
-             f'= "resume": {_agent_name(pr)} cannot continue a session'
-             + (" (aider has no session id)" if pr.agent == "aider" else "")
-             + (" (put {session} in [propose].command where the CLI takes the session id)"
-                if command or pr.agent in ("", "generic") else ""))
-    need(not pr.model or bool(pr.agent) and pr.agent != "generic" and not command, "[propose].model",
-         "needs an agent preset without [propose].command (put the model in the command instead)")
-    need(not pr.args or bool(pr.agent) and pr.agent != "generic" and not command, "[propose].args",
-         "needs an agent preset without [propose].command (put the arguments in the command instead)")
+        need(
+            agent_names.supports_resume(pr.agent, command),
+            "[propose].session",
+            f'= "resume": {_agent_name(pr)} cannot continue a session'
+            + (" (aider has no session id)" if pr.agent == "aider" else "")
+            + (
+                " (put {session} in [propose].command where the CLI takes the session id)"
+                if command or pr.agent in ("", "generic")
+                else ""
+            ),
+        )
+    need(
+        not pr.model or bool(pr.agent) and pr.agent != "generic" and not command,
+        "[propose].model",
+        "needs an agent preset without [propose].command (put the model in the command instead)",
+    )
+    need(
+        not pr.args or bool(pr.agent) and pr.agent != "generic" and not command,
+        "[propose].args",
+        "needs an agent preset without [propose].command (put the arguments in the command instead)",
+    )
     for key in ("budget_usd", "budget_tokens"):
         value = getattr(pr, key)
         need(value >= 0, f"[propose].{key}", "must be >= 0 (0: no limit)")
-        need(value == 0 or pr.kind == "command", f"[propose].{key}",
-             'counts agent runs: it needs [propose].kind = "command"')
+        need(
+            value == 0 or pr.kind == "command",
+            f"[propose].{key}",
+            'counts agent runs: it needs [propose].kind = "command"',
+        )
     if pr.budget_usd > 0 and pr.agent:
         pre = agent_names.KINDS[pr.agent]
-        need(pre.reports_cost, "[propose].budget_usd",
-             f"cannot be kept: {pre.title} reports no cost (use [propose].budget_tokens)")
+        need(
+            pre.reports_cost,
+            "[propose].budget_usd",
+            f"cannot be kept: {pre.title} reports no cost (use [propose].budget_tokens)",
+        )
     need(pr.transcript_max_kib >= 16, "[propose].transcript_max_kib", "must be >= 16")
     need(8 <= pr.prompt_max_kib <= 1024, "[propose].prompt_max_kib", "must be between 8 and 1024")
 

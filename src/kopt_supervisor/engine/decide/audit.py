@@ -91,6 +91,7 @@ def parse(text: str, columns: Sequence[str], source: str) -> dict[str, ConfigAud
     """A side's audit file, keyed by the config's key over `columns` (kopt's config
     columns). A file that is not the protocol's JSON, a config twice or one lacking a
     column is a BenchError naming `source`."""
+
     def build(entry: Any, where: str) -> tuple[Mapping[str, Any], ConfigAudit]:
         audit = _config(entry, where)
         return dict(audit.config), audit
@@ -98,24 +99,34 @@ def parse(text: str, columns: Sequence[str], source: str) -> dict[str, ConfigAud
     return _by_config(text, columns, source, "an audit", "audited", build)
 
 
-def parse_commitment(text: str, columns: Sequence[str], source: str) -> dict[str, tuple[tuple[OutputSummary, ...], ...]]:
+def parse_commitment(
+    text: str, columns: Sequence[str], source: str
+) -> dict[str, tuple[tuple[OutputSummary, ...], ...]]:
     """A side's commitment file, keyed like `parse`: per config, per timed set, its output
     summaries (samples empty). Not the protocol's JSON, a config twice or without a column, a
     set without outputs: a BenchError naming `source`."""
+
     def build(entry: Any, where: str) -> tuple[Mapping[str, Any], tuple[tuple[OutputSummary, ...], ...]]:
         if not isinstance(entry, dict) or not isinstance(entry.get("config"), dict):
             raise BenchError(f"{where}: 'config' must map columns to values")
         sets = entry.get("sets")
         if not isinstance(sets, list) or not sets or not all(isinstance(x, list) and x for x in sets):
             raise BenchError(f"{where}: 'sets' must list each timed set's output summaries")
-        return entry["config"], tuple(tuple(_sums(o, f"{where}.sets[{i}][{j}]") for j, o in enumerate(x))
-                                      for i, x in enumerate(sets))
+        return entry["config"], tuple(
+            tuple(_sums(o, f"{where}.sets[{i}][{j}]") for j, o in enumerate(x)) for i, x in enumerate(sets)
+        )
 
     return _by_config(text, columns, source, "a commitment", "committed", build)
 
 
-def _by_config(text: str, columns: Sequence[str], source: str, what: str, verb: str,
-               build: Callable[[Any, str], tuple[Mapping[str, Any], T]]) -> dict[str, T]:
+def _by_config(
+    text: str,
+    columns: Sequence[str],
+    source: str,
+    what: str,
+    verb: str,
+    build: Callable[[Any, str], tuple[Mapping[str, Any], T]],
+) -> dict[str, T]:
     """The protocol's envelope (`{"version": 1, "configs": [...]}`) read, each entry built
     and keyed by its config over `columns`: a config lacking a column or there twice is a
     BenchError naming `source`."""
@@ -124,7 +135,7 @@ def _by_config(text: str, columns: Sequence[str], source: str, what: str, verb: 
     except (json.JSONDecodeError, RecursionError) as exc:
         raise BenchError(f"{source}: not JSON: {exc}") from None
     if not isinstance(data, dict) or data.get("version") != VERSION or not isinstance(data.get("configs"), list):
-        raise BenchError(f"{source}: not {what} of version {VERSION} ({{\"version\": 1, \"configs\": [...]}})")
+        raise BenchError(f'{source}: not {what} of version {VERSION} ({{"version": 1, "configs": [...]}})')
     out: dict[str, T] = {}
     for n, entry in enumerate(data["configs"]):
         where = f"{source}: configs[{n}]"
@@ -139,8 +150,9 @@ def _by_config(text: str, columns: Sequence[str], source: str, what: str, verb: 
     return out
 
 
-def compare_sets(best: tuple[tuple[OutputSummary, ...], ...], cand: tuple[tuple[OutputSummary, ...], ...],
-                 atol: float, rtol: float) -> str | None:
+def compare_sets(
+    best: tuple[tuple[OutputSummary, ...], ...], cand: tuple[tuple[OutputSummary, ...], ...], atol: float, rtol: float
+) -> str | None:
     """The candidate's committed outputs against best's, set by set, with BEST's tolerance
     (the sums' rule of `compare`): the first difference as one line (None: they agree)."""
     if len(cand) != len(best):
@@ -166,13 +178,17 @@ def commitment_problem(audit: ConfigAudit, committed: tuple[tuple[OutputSummary,
         return f"set {audit.set}: the audit shows {len(audit.outputs)} output tensor(s), the look committed {len(promised)}"
     for j, (c, a) in enumerate(zip(promised, audit.outputs, strict=True)):
         if (a.numel, a.nan, a.inf) != (c.numel, c.nan, c.inf):
-            return (f"set {audit.set}, output {j}: the audit shows {a.numel} elements, {a.nan} NaN, {a.inf} Inf; "
-                    f"the look committed {c.numel}, {c.nan}, {c.inf}")
+            return (
+                f"set {audit.set}, output {j}: the audit shows {a.numel} elements, {a.nan} NaN, {a.inf} Inf; "
+                f"the look committed {c.numel}, {c.nan}, {c.inf}"
+            )
         slack = SAME_SUM_RTOL * max(abs(c.abs_sum), 1.0) if math.isfinite(c.abs_sum) else 0.0
         for what, got, ref in (("sum", a.sum, c.sum), ("sum of |x|", a.abs_sum, c.abs_sum)):
             if not _close(got, ref, slack):
-                return (f"set {audit.set}, output {j}: the audited {what} is {got!r}, the look committed {ref!r} "
-                        "(outputs changed after the look)")
+                return (
+                    f"set {audit.set}, output {j}: the audited {what} is {got!r}, the look committed {ref!r} "
+                    "(outputs changed after the look)"
+                )
     return None
 
 
@@ -185,8 +201,10 @@ def rule_problem(audit: ConfigAudit, seed: int, key: str) -> str | None:
         got = tuple(i for i, _ in out.samples)
         if got != want:
             k = next((n for n, (a, b) in enumerate(zip(got, want, strict=False)) if a != b), min(len(got), len(want)))
-            return (f"output {j}: the audit sampled position {got[k] if k < len(got) else 'none'} where the seed "
-                    f"picks {want[k] if k < len(want) else 'none'} ({len(got)} samples, the seed picks {len(want)})")
+            return (
+                f"output {j}: the audit sampled position {got[k] if k < len(got) else 'none'} where the seed "
+                f"picks {want[k] if k < len(want) else 'none'} ({len(got)} samples, the seed picks {len(want)})"
+            )
     return None
 
 
@@ -207,8 +225,10 @@ def compare(best: ConfigAudit, cand: ConfigAudit) -> str | None:
             return f"{where}: output {j} was sampled at other positions than best's"
         for (i, cv), (_, bv) in zip(c.samples, b.samples, strict=True):
             if not _close(cv, bv, atol + rtol * abs(bv)):
-                return (f"{where}: output {j}[{i}] is {cv!r}, best's {bv!r} "
-                        f"(tolerance {atol + rtol * abs(bv):.3g}: atol {atol:g}, rtol {rtol:g})")
+                return (
+                    f"{where}: output {j}[{i}] is {cv!r}, best's {bv!r} "
+                    f"(tolerance {atol + rtol * abs(bv):.3g}: atol {atol:g}, rtol {rtol:g})"
+                )
         why = _sums_problem(where, j, b, c, atol, rtol)
         if why:
             return why
@@ -261,8 +281,14 @@ def _config(entry: Any, where: str) -> ConfigAudit:
     outputs = entry.get("outputs")
     if not isinstance(outputs, list) or not outputs:
         raise BenchError(f"{where}: 'outputs' must list the output tensors")
-    return ConfigAudit(tuple((str(k), v) for k, v in config.items()), sets, chosen, atol, rtol,
-                       tuple(_output(o, f"{where}.outputs[{j}]") for j, o in enumerate(outputs)))
+    return ConfigAudit(
+        tuple((str(k), v) for k, v in config.items()),
+        sets,
+        chosen,
+        atol,
+        rtol,
+        tuple(_output(o, f"{where}.outputs[{j}]") for j, o in enumerate(outputs)),
+    )
 
 
 def _output(o: Any, where: str) -> OutputSummary:
@@ -271,17 +297,30 @@ def _output(o: Any, where: str) -> OutputSummary:
     numel = _int(o, "numel", where)
     samples = o.get("samples")
     if not isinstance(samples, list) or not all(
-            isinstance(s, list) and len(s) == 2 and _is_int(s[0]) and _is_number(s[1]) for s in samples):
+        isinstance(s, list) and len(s) == 2 and _is_int(s[0]) and _is_number(s[1]) for s in samples
+    ):
         raise BenchError(f"{where}: 'samples' must list [flat_index, value] pairs")
-    return OutputSummary(numel, _int(o, "nan", where), _int(o, "inf", where), _number(o, "sum", where),
-                         _number(o, "abs_sum", where), tuple((int(i), float(v)) for i, v in samples))
+    return OutputSummary(
+        numel,
+        _int(o, "nan", where),
+        _int(o, "inf", where),
+        _number(o, "sum", where),
+        _number(o, "abs_sum", where),
+        tuple((int(i), float(v)) for i, v in samples),
+    )
 
 
 def _sums(o: Any, where: str) -> OutputSummary:
     if not isinstance(o, dict):
         raise BenchError(f"{where}: not an object")
-    return OutputSummary(_int(o, "numel", where), _int(o, "nan", where), _int(o, "inf", where),
-                         _number(o, "sum", where), _number(o, "abs_sum", where), ())
+    return OutputSummary(
+        _int(o, "numel", where),
+        _int(o, "nan", where),
+        _int(o, "inf", where),
+        _number(o, "sum", where),
+        _number(o, "abs_sum", where),
+        (),
+    )
 
 
 def _is_int(v: Any) -> bool:

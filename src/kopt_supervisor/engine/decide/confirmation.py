@@ -91,12 +91,13 @@ class ClassCheck:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ClassCheck:
-        values: dict[str, Any] = {k: (math.nan if v is None and k in ("ratio", "lo", "hi") else v)
-                                  for k, v in known_fields(cls, d).items()}
+        values: dict[str, Any] = {
+            k: (math.nan if v is None and k in ("ratio", "lo", "hi") else v) for k, v in known_fields(cls, d).items()
+        }
         return cls(**values)
 
     def line(self) -> str:
-        """"D=4096 −40.2% [−41.0, −39.5] (claimed −40.5%)"."""
+        """ "D=4096 −40.2% [−41.0, −39.5] (claimed −40.5%)"."""
         if math.isnan(self.ratio):
             return f"{self.cls}: no samples"
         text = f"{self.cls} {_pct(self.ratio)} [{_pct(self.lo, sign=False)}, {_pct(self.hi, sign=False)}]"
@@ -122,8 +123,14 @@ class Confirmation:
         return self.outcome != "looking"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"outcome": self.outcome, "reason": self.reason, "looks": self.looks, "seconds": self.seconds,
-                "path": self.path, "classes": {c.cls: c.to_dict() for c in self.classes}}
+        return {
+            "outcome": self.outcome,
+            "reason": self.reason,
+            "looks": self.looks,
+            "seconds": self.seconds,
+            "path": self.path,
+            "classes": {c.cls: c.to_dict() for c in self.classes},
+        }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Confirmation:
@@ -137,8 +144,9 @@ def claimed_gains(verdict: Verdict) -> dict[str, float]:
     two_in_a_row policy's sub-threshold gains) claims the classes whose interval lies below 1.
     The guard class is never claimed."""
     improved = {c.cls: c.ratio for c in verdict.classes if c.verdict == "improved" and c.cls != GUARD_CLASS}
-    return improved or {c.cls: c.ratio for c in verdict.classes
-                        if c.cls != GUARD_CLASS and math.isfinite(c.hi) and c.hi < 1.0}
+    return improved or {
+        c.cls: c.ratio for c in verdict.classes if c.cls != GUARD_CLASS and math.isfinite(c.hi) and c.hi < 1.0
+    }
 
 
 def shows_half(claimed: float, seen: float) -> bool:
@@ -160,8 +168,16 @@ def consistent_gain(first: Verdict, fresh: Verdict) -> bool:
     return bool(improved) and all(c.cls in seen and shows_half(c.ratio, seen[c.cls].ratio) for c in improved)
 
 
-def judge(pairs: Sequence[Pair], claim: Verdict, policy: Policy, *, guard_configs: frozenset[str] = frozenset(),
-          min_looks: int = MIN_LOOKS, max_looks: int = MAX_LOOKS, looks: int | None = None) -> Confirmation:
+def judge(
+    pairs: Sequence[Pair],
+    claim: Verdict,
+    policy: Policy,
+    *,
+    guard_configs: frozenset[str] = frozenset(),
+    min_looks: int = MIN_LOOKS,
+    max_looks: int = MAX_LOOKS,
+    looks: int | None = None,
+) -> Confirmation:
     """The confirmation after the looks in `pairs` (see the module's rule); `looks`: how many
     were taken (default: the rounds the pairs hold; a look may have left no pair)."""
     votes = voting_classes({p.config: p.cls for p in pairs}, guard_configs)
@@ -208,8 +224,9 @@ def _check(cls: str, r: ClassResult | None, claimed: float | None, margin: float
     return ClassCheck(cls, None, r.ratio, r.lo, r.hi, state, margin)
 
 
-def _outcome(checks: tuple[ClassCheck, ...], looks: int, claims: dict[str, float], *, min_looks: int,
-             final: bool) -> Confirmation:
+def _outcome(
+    checks: tuple[ClassCheck, ...], looks: int, claims: dict[str, float], *, min_looks: int, final: bool
+) -> Confirmation:
     def out(outcome: str, reason: str) -> Confirmation:
         return Confirmation(outcome, reason, looks, checks)
 
@@ -222,8 +239,9 @@ def _outcome(checks: tuple[ClassCheck, ...], looks: int, claims: dict[str, float
         return out("looking", f"{looks} of at least {min_looks} looks")
     refuted = [c for c in claimed if c.state == "refuted"]
     if refuted:
-        return out("refuted", f"less than half the claimed gain after {looks} looks: "
-                              + "; ".join(c.line() for c in refuted))
+        return out(
+            "refuted", f"less than half the claimed gain after {looks} looks: " + "; ".join(c.line() for c in refuted)
+        )
     slower = [c for c in others if c.state == "slower"]
     if slower:
         return out("refuted", f"slower beyond the margin after {looks} looks: " + _slower(slower))
@@ -234,11 +252,14 @@ def _outcome(checks: tuple[ClassCheck, ...], looks: int, claims: dict[str, float
         return out("looking", f"after {looks} looks: {shown}")
     missing = [c for c in claimed if c.state in ("not_shown", "no_samples")]
     if missing:
-        return out("undecided", f"less than half the claimed gain after {looks} looks: "
-                                + "; ".join(c.line() for c in missing))
+        return out(
+            "undecided", f"less than half the claimed gain after {looks} looks: " + "; ".join(c.line() for c in missing)
+        )
     if looks_slower:
-        return out("undecided", f"{shown}, but estimated slower beyond the margin after {looks} looks: "
-                                + _slower(looks_slower))
+        return out(
+            "undecided",
+            f"{shown}, but estimated slower beyond the margin after {looks} looks: " + _slower(looks_slower),
+        )
     return out("confirmed", f"at least half the claimed gain after {looks} looks: {shown}")
 
 

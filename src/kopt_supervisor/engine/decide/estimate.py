@@ -204,9 +204,7 @@ def exp_ratio(log_ratio: float) -> float:
         return math.inf
 
 
-def estimate_class(
-    cls: str, pairs: list[Pair], samples: list[Sample], policy: Policy, *, final: bool
-) -> ClassResult:
+def estimate_class(cls: str, pairs: list[Pair], samples: list[Sample], policy: Policy, *, final: bool) -> ClassResult:
     """The class's result after the looks in `samples` (final: no look will follow)."""
     clean = [s for s in samples if not s.flagged]
     disturbed = len(samples) - len(clean)

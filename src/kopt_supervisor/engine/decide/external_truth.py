@@ -73,8 +73,9 @@ class ExternalTruth:
 def of_profiler(summary: str, agreement: dict[str, Any]) -> ExternalTruth:
     """The profiler agreed with the keep, class by class (`Evidence.confirm` sends any
     disagreement or failure to review before the keep gets here)."""
-    return ExternalTruth("profiler", "confirmed", f"the profiler's kernel time per class agrees: {summary}",
-                         {"agreement": agreement})
+    return ExternalTruth(
+        "profiler", "confirmed", f"the profiler's kernel time per class agrees: {summary}", {"agreement": agreement}
+    )
 
 
 def of_os_time(truth: OsTruth) -> ExternalTruth:
@@ -101,16 +102,28 @@ def settle(verdict: Verdict, confirmation: Confirmation, truth: ExternalTruth) -
     served = confirmation.path == "served"
     where = "fresh servers" if served else "fresh processes"
     if truth.outcome == "refuted":
-        return replace(verdict, kind="rejected", reason=f"{truth.reason} (bench: {verdict.reason})",
-                       flags=(*verdict.flags, "external_truth_refutes"))
+        return replace(
+            verdict,
+            kind="rejected",
+            reason=f"{truth.reason} (bench: {verdict.reason})",
+            flags=(*verdict.flags, "external_truth_refutes"),
+        )
     if confirmation.outcome != "confirmed":
         if served:
-            return replace(verdict, kind="borderline", flags=(*verdict.flags, "confirmation_disagrees"),
-                           reason=f"the keep's confirmation in fresh servers is {confirmation.outcome}: "
-                                  f"{confirmation.reason} (first: {verdict.reason})")
-        return replace(verdict, kind="borderline", flags=(*verdict.flags, "reverify_disagrees"),
-                       reason=f"the decision taken again in fresh processes disagrees: first {verdict.reason}; "
-                              f"fresh processes {confirmation.reason}")
+            return replace(
+                verdict,
+                kind="borderline",
+                flags=(*verdict.flags, "confirmation_disagrees"),
+                reason=f"the keep's confirmation in fresh servers is {confirmation.outcome}: "
+                f"{confirmation.reason} (first: {verdict.reason})",
+            )
+        return replace(
+            verdict,
+            kind="borderline",
+            flags=(*verdict.flags, "reverify_disagrees"),
+            reason=f"the decision taken again in fresh processes disagrees: first {verdict.reason}; "
+            f"fresh processes {confirmation.reason}",
+        )
     seen = f"{where} {confirmation.reason}" if served else f"fresh processes ({confirmation.reason})"
     if verdict.needs_stronger_checks:
         missing = [truth.reason] if truth.kind == "none" or truth.outcome == "inconclusive" else []
@@ -118,13 +131,19 @@ def settle(verdict: Verdict, confirmation: Confirmation, truth: ExternalTruth) -
             missing.append("no output audit on fresh inputs: the bench has no served mode ([target].serve)")
         if missing:
             why = verdict.escalation or "a speed too good to take on the bench's word"
-            return send_to_review(verdict, "stronger_checks_unavailable",
-                                  f"{why}: the stronger checks could not run ({'; '.join(missing)}); {seen}")
+            return send_to_review(
+                verdict,
+                "stronger_checks_unavailable",
+                f"{why}: the stronger checks could not run ({'; '.join(missing)}); {seen}",
+            )
         return checks_agree(verdict, f"{truth.reason}; audited outputs on fresh inputs in {seen}")
     if truth.outcome == "inconclusive":
-        return send_to_review(verdict, "external_truth_inconclusive",
-                              f"{truth.reason}: no clock outside the candidate's process confirms the claim "
-                              f"(a look of more timed calls, or a quieter machine, lets the OS tell); {seen}")
+        return send_to_review(
+            verdict,
+            "external_truth_inconclusive",
+            f"{truth.reason}: no clock outside the candidate's process confirms the claim "
+            f"(a look of more timed calls, or a quieter machine, lets the OS tell); {seen}",
+        )
     told = "" if truth.kind == "profiler" else f"; {truth.reason}"  # Evidence.confirm already quotes the profiler
     return replace(verdict, reason=f"{verdict.reason}; confirmed in {seen}{told}")
 

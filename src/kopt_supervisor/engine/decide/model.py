@@ -134,12 +134,33 @@ def _finite_or_none(v: Any) -> Any:
     return None if isinstance(v, float) and not math.isfinite(v) else v
 
 
-FLAGS = ("undecided_at_max_rounds", "suspicious_speedup", "faster_than_floor", "subthreshold_gain",
-         "partial_gain", "profiler_disagrees", "budget_spent", "outliers_dropped", "disturbed_rounds", "futility",
-         "two_in_a_row", "no_samples", "no_target", "profiler_failed", "likely_regression", "repeated_values",
-         "wall_time_unexplained", "diff_constructs", "reverify_disagrees", "mean_not_faster",
-         "needs_stronger_checks", "confirmation_disagrees", "external_truth_refutes", "stronger_checks_unavailable",
-         "external_truth_inconclusive")
+FLAGS = (
+    "undecided_at_max_rounds",
+    "suspicious_speedup",
+    "faster_than_floor",
+    "subthreshold_gain",
+    "partial_gain",
+    "profiler_disagrees",
+    "budget_spent",
+    "outliers_dropped",
+    "disturbed_rounds",
+    "futility",
+    "two_in_a_row",
+    "no_samples",
+    "no_target",
+    "profiler_failed",
+    "likely_regression",
+    "repeated_values",
+    "wall_time_unexplained",
+    "diff_constructs",
+    "reverify_disagrees",
+    "mean_not_faster",
+    "needs_stronger_checks",
+    "confirmation_disagrees",
+    "external_truth_refutes",
+    "stronger_checks_unavailable",
+    "external_truth_inconclusive",
+)
 """Every flag a verdict can carry (Verdict.flags); the TUI explains each. Records written
 by other versions may carry others: readers show them as they are."""
 
@@ -213,4 +234,3 @@ class Verdict:
             focus=d.get("focus", ""),
             escalation=d.get("escalation", ""),
         )
-

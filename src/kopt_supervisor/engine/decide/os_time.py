@@ -128,9 +128,14 @@ class OsTruth:
     """Looks left out because a side's process started in them."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"outcome": self.outcome, "reason": self.reason, "looks": self.looks,
-                "claimed_s": round(self.claimed_s, 6), "clocks": [c.to_dict() for c in self.clocks],
-                "starts_left_out": self.starts_left_out}
+        return {
+            "outcome": self.outcome,
+            "reason": self.reason,
+            "looks": self.looks,
+            "claimed_s": round(self.claimed_s, 6),
+            "clocks": [c.to_dict() for c in self.clocks],
+            "starts_left_out": self.starts_left_out,
+        }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> OsTruth:
@@ -144,8 +149,11 @@ def looks_of(costs: Iterable[SideCost]) -> list[LookCost]:
     by_round: dict[int, dict[str, SideCost]] = defaultdict(dict)
     for c in costs:
         by_round[c.round][c.side] = c
-    return [LookCost(sides["best"], sides["cand"]) for _, sides in sorted(by_round.items())
-            if "best" in sides and "cand" in sides]
+    return [
+        LookCost(sides["best"], sides["cand"])
+        for _, sides in sorted(by_round.items())
+        if "best" in sides and "cand" in sides
+    ]
 
 
 def weigh(looks: Sequence[LookCost]) -> OsTruth:
@@ -155,13 +163,17 @@ def weigh(looks: Sequence[LookCost]) -> OsTruth:
     left_out = len(usable) - len(steady) if len(steady) >= MIN_LOOKS else 0
     usable = steady if left_out else usable
     if len(usable) < MIN_LOOKS:
-        why = ("the bench reports no timed seconds ([target].calls)" if not usable
-               else f"{len(usable)} look(s) with the bench's timed seconds, fewer than {MIN_LOOKS}")
+        why = (
+            "the bench reports no timed seconds ([target].calls)"
+            if not usable
+            else f"{len(usable)} look(s) with the bench's timed seconds, fewer than {MIN_LOOKS}"
+        )
         return OsTruth("not_applicable", why, len(usable))
     claim = mean([lk.claim_s for lk in usable])
     if not claim > 0:
-        return OsTruth("not_applicable", f"the bench claims no saved seconds ({claim:+.3g} s per look)", len(usable),
-                       claim)
+        return OsTruth(
+            "not_applicable", f"the bench claims no saved seconds ({claim:+.3g} s per look)", len(usable), claim
+        )
     clocks = tuple(c for c in (_clock("cpu", usable, claim), _clock("wall", usable, claim)) if c is not None)
     if not clocks:
         return OsTruth("not_applicable", "no look has the OS's CPU or wall seconds of both sides", len(usable), claim)
@@ -195,8 +207,10 @@ def _clock(name: str, looks: list[LookCost], claim: float) -> ClockCheck | None:
 
 def _reason(outcome: str, clocks: tuple[ClockCheck, ...], claim: float, n: int) -> str:
     def figures(c: ClockCheck) -> str:
-        return (f"{c.saved_s:.3g} s of {'CPU' if c.clock == 'cpu' else 'wall'} time saved per look "
-                f"({c.lower_s:.3g}..{c.upper_s:.3g} s at {CONFIDENCE:.0%})")
+        return (
+            f"{c.saved_s:.3g} s of {'CPU' if c.clock == 'cpu' else 'wall'} time saved per look "
+            f"({c.lower_s:.3g}..{c.upper_s:.3g} s at {CONFIDENCE:.0%})"
+        )
 
     said = f"the bench claims {_s(claim)} per look over {n} looks"
     if outcome == "shown":
@@ -205,8 +219,10 @@ def _reason(outcome: str, clocks: tuple[ClockCheck, ...], claim: float, n: int) 
     if outcome == "refuted":
         every = [c.clock.replace("cpu", "CPU") for c in clocks if c.outcome == "refuted" and c.short_looks == n]
         tail = f"; {' and '.join(every)} time: less than half the claim in each of the {n} looks" if every else ""
-        return (f"the OS's accounting shows {' and '.join(figures(c) for c in clocks)} of the {_s(claim)} "
-                f"the bench claims{tail}: the claim is not a measurement of faster code")
+        return (
+            f"the OS's accounting shows {' and '.join(figures(c) for c in clocks)} of the {_s(claim)} "
+            f"the bench claims{tail}: the claim is not a measurement of faster code"
+        )
     return f"{said}; the OS's accounting cannot tell: {'; '.join(figures(c) for c in clocks)}"
 
 

@@ -126,13 +126,20 @@ def too_fast(results: Sequence[ClassResult], pairs: Sequence[Pair], policy: Poli
         in_class = {r.cls: r for r in results}.get(cls_of[first])
         shown = f" (its class {cls_of[first]} {1.0 / in_class.ratio:.1f}x)" if in_class and in_class.ratio > 0 else ""
         others = _name([f"{c} {s:.1f}x" for s, c in fast[1:]], MAX_NAMED - 1)
-        reason = (f"config {first} is {speed:.1f}x faster, more than the suspicious_speedup of {limit:g}x"
-                  f"{shown}{'; also ' + others if others else ''}: check that it computes the same thing")
+        reason = (
+            f"config {first} is {speed:.1f}x faster, more than the suspicious_speedup of {limit:g}x"
+            f"{shown}{'; also ' + others if others else ''}: check that it computes the same thing"
+        )
         return Implausible("suspicious_speedup", reason, tuple(c for _, c in fast), cls_of[first], ESCALATE)
     r = classes[0]
-    return Implausible("suspicious_speedup",
-                       f"{r.cls} is {1.0 / r.ratio:.1f}x faster, more than the suspicious_speedup of {limit:g}x: "
-                       "check that it computes the same thing", (), r.cls, ESCALATE)
+    return Implausible(
+        "suspicious_speedup",
+        f"{r.cls} is {1.0 / r.ratio:.1f}x faster, more than the suspicious_speedup of {limit:g}x: "
+        "check that it computes the same thing",
+        (),
+        r.cls,
+        ESCALATE,
+    )
 
 
 def below_floor(pairs: Sequence[Pair], policy: Policy, floors: dict[str, float]) -> Implausible | None:
@@ -153,9 +160,13 @@ def below_floor(pairs: Sequence[Pair], policy: Policy, floors: dict[str, float])
     if not beats:
         return None
     named = _name([f"{c} measures {v:.4g} against a roofline floor of {f:.4g}" for c, v, f in beats])
-    return Implausible("faster_than_floor",
-                       f"{named}: faster than the hardware allows, check the measurement",
-                       tuple(c for c, _, _ in beats), cls_of[beats[0][0]], ESCALATE)
+    return Implausible(
+        "faster_than_floor",
+        f"{named}: faster than the hardware allows, check the measurement",
+        tuple(c for c, _, _ in beats),
+        cls_of[beats[0][0]],
+        ESCALATE,
+    )
 
 
 def mean_not_faster(results: Sequence[ClassResult], pairs: Sequence[Pair], policy: Policy) -> Implausible | None:
@@ -195,11 +206,19 @@ def mean_not_faster(results: Sequence[ClassResult], pairs: Sequence[Pair], polic
             hits.append((cls, math.exp(claimed[cls]), math.exp(min(per_look)), len(per_look)))
     if not hits:
         return None
-    named = _name([f"{c} {_signed(r)} by its metric but at best {_signed(m)} by the mean over the same calls "
-                   f"(over {n} looks)" for c, r, m, n in hits])
-    return Implausible("mean_not_faster",
-                       f"{named}: a few expensive calls among many cheap ones bend a median, never the total",
-                       (), hits[0][0], ESCALATE)
+    named = _name(
+        [
+            f"{c} {_signed(r)} by its metric but at best {_signed(m)} by the mean over the same calls (over {n} looks)"
+            for c, r, m, n in hits
+        ]
+    )
+    return Implausible(
+        "mean_not_faster",
+        f"{named}: a few expensive calls among many cheap ones bend a median, never the total",
+        (),
+        hits[0][0],
+        ESCALATE,
+    )
 
 
 def _mean_ratio(ps: Sequence[Pair]) -> float | None:
@@ -248,10 +267,13 @@ def repeated_values(pairs: Sequence[Pair], *, min_rounds: int = REPEAT_MIN_ROUND
     if not hits:
         return None
     named = _name([f"{c} ({v:.6g} in all {n} rounds)" for c, _, v, n in hits])
-    return Implausible("repeated_values",
-                       f"the candidate's values repeat to the last digit while best's vary: {named}: "
-                       "a forged or cached result, not a measurement?",
-                       tuple(c for c, _, _, _ in hits), hits[0][1])
+    return Implausible(
+        "repeated_values",
+        f"the candidate's values repeat to the last digit while best's vary: {named}: "
+        "a forged or cached result, not a measurement?",
+        tuple(c for c, _, _, _ in hits),
+        hits[0][1],
+    )
 
 
 def wall_time_unexplained(runs: Sequence[BenchRun], pairs: Sequence[Pair], policy: Policy) -> Implausible | None:
@@ -280,8 +302,11 @@ def wall_time_unexplained(runs: Sequence[BenchRun], pairs: Sequence[Pair], polic
     by_round: dict[int, dict[str, BenchRun]] = defaultdict(dict)
     for run in runs:
         by_round[run.round][run.side] = run
-    complete = {r: sides for r, sides in by_round.items() if {"best", "cand"} <= set(sides)
-                and all(s.wall_s > 0 and math.isfinite(s.wall_s) for s in sides.values())}
+    complete = {
+        r: sides
+        for r, sides in by_round.items()
+        if {"best", "cand"} <= set(sides) and all(s.wall_s > 0 and math.isfinite(s.wall_s) for s in sides.values())
+    }
     if len(complete) < 3:
         return None
     n = len(complete)
@@ -294,14 +319,19 @@ def wall_time_unexplained(runs: Sequence[BenchRun], pairs: Sequence[Pair], polic
         upper = mean(saved) + t * stdev(saved) / math.sqrt(n)
         every_round = all(s < WALL_EXPLAINED * c for s, c in zip(saved, claimed, strict=True))
         if claim >= WALL_MATERIAL * wall and (upper < WALL_EXPLAINED * claim or every_round):
-            bound = (f"by at most {max(upper, 0.0):.3g} s ({WALL_CONFIDENCE:.0%})" if upper < WALL_EXPLAINED * claim
-                     else f"by less than half of it in each of its {n} runs (at most {max(max(saved), 0.0):.3g} s)")
+            bound = (
+                f"by at most {max(upper, 0.0):.3g} s ({WALL_CONFIDENCE:.0%})"
+                if upper < WALL_EXPLAINED * claim
+                else f"by less than half of it in each of its {n} runs (at most {max(max(saved), 0.0):.3g} s)"
+            )
             return Implausible(
                 "wall_time_unexplained",
                 f"the candidate's timed calls took {claim:.3g} s less per run ({claim / wall:.0%} of best's "
                 f"{wall:.3g} s process) but its process wall time fell {bound}: work outside the timed region "
                 "(lazy results, work at import or exit, a cache), or compilation that grew as much",
-                (), _focus(pairs))
+                (),
+                _focus(pairs),
+            )
         return None
     if policy.direction != "min":
         return None
@@ -323,16 +353,29 @@ def wall_time_unexplained(runs: Sequence[BenchRun], pairs: Sequence[Pair], polic
             f"the candidate's reported time fell {reported_drop:.0%} but its process wall time did not fall "
             f"(at most {max(upper, 0.0):.1%}, {WALL_CONFIDENCE:.0%}): work may have moved outside the timed "
             "region, or the timed calls are a small share of the process",
-            (), _focus(pairs), NOTE)
+            (),
+            _focus(pairs),
+            NOTE,
+        )
     return None
 
 
-def check(results: Sequence[ClassResult], pairs: Sequence[Pair], policy: Policy, *,
-          floors: dict[str, float] | None = None, runs: Sequence[BenchRun] = ()) -> tuple[Implausible, ...]:
+def check(
+    results: Sequence[ClassResult],
+    pairs: Sequence[Pair],
+    policy: Policy,
+    *,
+    floors: dict[str, float] | None = None,
+    runs: Sequence[BenchRun] = (),
+) -> tuple[Implausible, ...]:
     """Every finding, review-worthy ones first."""
-    found = [too_fast(results, pairs, policy), below_floor(pairs, policy, floors or {}),
-             mean_not_faster(results, pairs, policy), repeated_values(pairs),
-             wall_time_unexplained(runs, pairs, policy) if runs else None]
+    found = [
+        too_fast(results, pairs, policy),
+        below_floor(pairs, policy, floors or {}),
+        mean_not_faster(results, pairs, policy),
+        repeated_values(pairs),
+        wall_time_unexplained(runs, pairs, policy) if runs else None,
+    ]
     return tuple(sorted((f for f in found if f is not None), key=lambda f: ACTIONS.index(f.action)))
 
 
@@ -354,4 +397,4 @@ def _decimal_step(v: float) -> float:
     if not math.isfinite(v) or v == 0:
         return math.inf
     exponent = Decimal(repr(float(v))).normalize().as_tuple().exponent
-    return 10.0 ** exponent if isinstance(exponent, int) else math.inf
+    return 10.0**exponent if isinstance(exponent, int) else math.inf

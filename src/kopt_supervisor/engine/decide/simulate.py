@@ -109,8 +109,9 @@ def kopt_trial(ratio: float, noise: Noise, policy: Policy, rng: random.Random) -
             order = "AB" if (r if noise.blocks == 1 else b) % 2 == 0 else "BA"
             t_best, t_cand = (t, t + 1) if order == "AB" else (t + 1, t)
             t += 2
-            pairs.append(Pair("cfg", "all", best_true * factor(t_best),
-                              cand_true * offset * factor(t_cand), r, order, b))
+            pairs.append(
+                Pair("cfg", "all", best_true * factor(t_best), cand_true * offset * factor(t_cand), r, order, b)
+            )
         if r + 1 >= policy.min_rounds:
             v = evaluate(pairs, policy)
             if v.final:
@@ -172,8 +173,17 @@ def run_cell(args: tuple[Noise, str, float, int, int, Policy]) -> Cell:
         rounds += r
         for i, kept in enumerate(naive_trial(ratio, noise, rng)):
             naive[i] += kept
-    return Cell(noise.model, label, ratio, trials, {k: v / trials for k, v in sorted(kinds.items())},
-                rounds / trials, naive[0] / trials, naive[1] / trials, naive[2] / trials)
+    return Cell(
+        noise.model,
+        label,
+        ratio,
+        trials,
+        {k: v / trials for k, v in sorted(kinds.items())},
+        rounds / trials,
+        naive[0] / trials,
+        naive[1] / trials,
+        naive[2] / trials,
+    )
 
 
 def simulate(
@@ -192,8 +202,11 @@ def simulate(
 ) -> list[Cell]:
     """Every (model, scenario) cell; deterministic for a given seed."""
     policy = policy or Policy()
-    jobs = [(Noise(m, sigma, drift, spike_p, blocks, look_sigma), label, ratio, trials, seed, policy)
-            for m in models for label, ratio, _ in scenarios]
+    jobs = [
+        (Noise(m, sigma, drift, spike_p, blocks, look_sigma), label, ratio, trials, seed, policy)
+        for m in models
+        for label, ratio, _ in scenarios
+    ]
     workers = workers or min(len(jobs), os.cpu_count() or 1)
     if workers <= 1:
         return [run_cell(j) for j in jobs]
@@ -204,8 +217,10 @@ def simulate(
 def table(cells: list[Cell], scenarios: tuple[tuple[str, float, str], ...] = SCENARIOS) -> str:
     """A markdown table: one row per (model, scenario), kopt beside the naive rules."""
     target = {label: t for label, _, t in scenarios}
-    head = ("| noise | true change | kopt kept | kopt review | kopt tie | kopt regression (likely) | kopt rounds "
-            "| naive 1% kept | naive twice-in-a-row kept | naive confirm kept | target (kopt) |")
+    head = (
+        "| noise | true change | kopt kept | kopt review | kopt tie | kopt regression (likely) | kopt rounds "
+        "| naive 1% kept | naive twice-in-a-row kept | naive confirm kept | target (kopt) |"
+    )
     lines = [head, "|" + "---|" * 11]
     for c in cells:
         likely = c.kopt.get("likely_regression", 0.0)
@@ -218,23 +233,40 @@ def table(cells: list[Cell], scenarios: tuple[tuple[str, float, str], ...] = SCE
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m kopt_supervisor.engine.decide.simulate",
-                                 description="kopt's decision vs the naive 1%% rule, simulated.")
+    ap = argparse.ArgumentParser(
+        prog="python -m kopt_supervisor.engine.decide.simulate",
+        description="kopt's decision vs the naive 1%% rule, simulated.",
+    )
     ap.add_argument("--noise", default="all", help="normal, heavy, drift, spike, or all (default)")
     ap.add_argument("--sigma", type=float, default=1.0, help="per-run noise in %% (default 1.0)")
     ap.add_argument("--trials", type=int, default=1000, help="decisions per cell (default 1000)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--drift", type=float, default=0.1, help="drift model: %% per run (default 0.1)")
     ap.add_argument("--spike-p", type=float, default=0.02, help="spike model: chance per run (default 0.02)")
-    ap.add_argument("--blocks", type=int, default=1,
-                    help="paired blocks per look: 1 = process-level rounds (default), more = the ab_command path")
-    ap.add_argument("--look-sigma", type=float, default=0.0,
-                    help="ab_command path: per-process offset of the candidate in %% (default 0)")
-    ap.add_argument("--pool-blocks", action="store_true",
-                    help="ab_command path: every block a sample (Policy.pool_blocks) instead of one mean per look")
-    ap.add_argument("--scenario", default="all",
-                    help="comma-separated labels of the true changes to run (default all: "
-                         + ", ".join(label for label, _, _ in SCENARIOS) + ")")
+    ap.add_argument(
+        "--blocks",
+        type=int,
+        default=1,
+        help="paired blocks per look: 1 = process-level rounds (default), more = the ab_command path",
+    )
+    ap.add_argument(
+        "--look-sigma",
+        type=float,
+        default=0.0,
+        help="ab_command path: per-process offset of the candidate in %% (default 0)",
+    )
+    ap.add_argument(
+        "--pool-blocks",
+        action="store_true",
+        help="ab_command path: every block a sample (Policy.pool_blocks) instead of one mean per look",
+    )
+    ap.add_argument(
+        "--scenario",
+        default="all",
+        help="comma-separated labels of the true changes to run (default all: "
+        + ", ".join(label for label, _, _ in SCENARIOS)
+        + ")",
+    )
     ap.add_argument("--max-rounds", type=int, default=Policy.max_rounds)
     ap.add_argument("--min-rounds", type=int, default=Policy.min_rounds)
     ap.add_argument("--confidence", type=float, default=Policy.confidence)
@@ -246,32 +278,52 @@ def main(argv: list[str] | None = None) -> int:
     bad = [m for m in models if m not in NOISE_MODELS]
     if bad:
         ap.error(f"--noise: unknown model {bad[0]!r} (choose from {', '.join(NOISE_MODELS)} or all)")
-    scenarios = SCENARIOS if a.scenario == "all" else tuple(
-        sc for label in a.scenario.split(",") for sc in SCENARIOS if sc[0] == label.strip())
+    scenarios = (
+        SCENARIOS
+        if a.scenario == "all"
+        else tuple(sc for label in a.scenario.split(",") for sc in SCENARIOS if sc[0] == label.strip())
+    )
     if a.scenario != "all" and len(scenarios) != len(a.scenario.split(",")):
         ap.error(f"--scenario: choose among {', '.join(label for label, _, _ in SCENARIOS)}")
     if a.trials < 1 or a.sigma < 0 or a.blocks < 1:
         ap.error("--trials and --blocks must be >= 1 and --sigma >= 0")
-    policy = Policy(confidence=a.confidence, min_effect_pct=a.min_effect, min_rounds=a.min_rounds,
-                    max_rounds=a.max_rounds, budget_gpu_s=math.inf, pool_blocks=a.pool_blocks)
+    policy = Policy(
+        confidence=a.confidence,
+        min_effect_pct=a.min_effect,
+        min_rounds=a.min_rounds,
+        max_rounds=a.max_rounds,
+        budget_gpu_s=math.inf,
+        pool_blocks=a.pool_blocks,
+    )
     t0 = time.monotonic()
-    cells = simulate(models, sigma=a.sigma / 100.0, trials=a.trials, seed=a.seed, policy=policy,
-                     drift=a.drift / 100.0, spike_p=a.spike_p, blocks=a.blocks,
-                     look_sigma=a.look_sigma / 100.0, scenarios=scenarios, workers=a.workers or None)
+    cells = simulate(
+        models,
+        sigma=a.sigma / 100.0,
+        trials=a.trials,
+        seed=a.seed,
+        policy=policy,
+        drift=a.drift / 100.0,
+        spike_p=a.spike_p,
+        blocks=a.blocks,
+        look_sigma=a.look_sigma / 100.0,
+        scenarios=scenarios,
+        workers=a.workers or None,
+    )
     took = time.monotonic() - t0
     path = "process-level rounds" if a.blocks == 1 else f"ab_command looks of {a.blocks} blocks"
     if a.look_sigma:
         path += f" with a {a.look_sigma:g}% per-process offset"
     if a.blocks > 1:
         path += ", every block a sample" if a.pool_blocks else ", one sample per look"
-    print(f"# {a.trials} decisions per row, {path}, per-run noise {a.sigma:g}%, seed {a.seed}, "
-          f"min_rounds {policy.min_rounds}, max_rounds {policy.max_rounds}, confidence {policy.confidence:g}, "
-          f"min_effect {policy.min_effect_pct:g}% ({took:.1f} s)")
+    print(
+        f"# {a.trials} decisions per row, {path}, per-run noise {a.sigma:g}%, seed {a.seed}, "
+        f"min_rounds {policy.min_rounds}, max_rounds {policy.max_rounds}, confidence {policy.confidence:g}, "
+        f"min_effect {policy.min_effect_pct:g}% ({took:.1f} s)"
+    )
     print(table(cells, scenarios))
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"args": vars(a), "seconds": took,
-                       "cells": [asdict(c) for c in cells]}, f, indent=1)
+            json.dump({"args": vars(a), "seconds": took, "cells": [asdict(c) for c in cells]}, f, indent=1)
     return 0
 
 

@@ -51,8 +51,11 @@ GUARD_CLASS = "guard (non-production)"
 def guard_of(production: Mapping[str, bool], production_verdicts: bool) -> frozenset[str]:
     """The configs that guard instead of voting: the non-production ones, when
     [decide].production_verdicts is on (none otherwise)."""
-    return frozenset(k for k, is_production in production.items() if not is_production) if production_verdicts \
+    return (
+        frozenset(k for k, is_production in production.items() if not is_production)
+        if production_verdicts
         else frozenset()
+    )
 
 
 def voting_classes(config_classes: dict[str, str], guard_configs: frozenset[str]) -> dict[str, str]:
@@ -111,9 +114,7 @@ def evaluate(
     for p in pairs:
         by_class[p.cls].append(p)
     samples = class_samples(pairs, policy)
-    results = tuple(
-        estimate_class(c, by_class[c], samples[c], policy, final=final) for c in sorted(by_class)
-    )
+    results = tuple(estimate_class(c, by_class[c], samples[c], policy, final=final) for c in sorted(by_class))
     notes = _notes(results)
 
     def verdict(kind: str, reason: str, flags: tuple[str, ...] = (), focus: str = "") -> Verdict:
@@ -123,8 +124,11 @@ def evaluate(
         return verdict("borderline", "no comparable samples", ("no_samples",))
     if target_class is not None and target_class not in by_class:
         return verdict("borderline", f"target class {target_class!r} has no samples", ("no_target",))
-    targets = {r.cls for r in results if (target_class is None or r.cls == target_class)
-               and not (guarded and r.cls == GUARD_CLASS)}
+    targets = {
+        r.cls
+        for r in results
+        if (target_class is None or r.cls == target_class) and not (guarded and r.cls == GUARD_CLASS)
+    }
 
     forged = repeated_values(pairs)
     if forged is not None:
@@ -145,8 +149,7 @@ def evaluate(
     reason, flags, focus = _explain(case, {r.cls: r for r in results}, states, targets, policy)
     if futile:
         conf = f"{policy.futility_confidence:.0%}"
-        reason += (f" ({_names(futile)} resolved at the final look: what would matter is ruled out "
-                   f"at {conf})")
+        reason += f" ({_names(futile)} resolved at the final look: what would matter is ruled out at {conf})"
         flags += ("futility",)
     if "undecided_at_max_rounds" in flags and gpu_seconds >= policy.budget_gpu_s:
         reason = reason.replace(f"after {rounds} rounds", f"when the {policy.budget_gpu_s:g} GPU-s budget ran out")
@@ -154,11 +157,23 @@ def evaluate(
     out = verdict(CASE_KIND[case], reason, flags, focus)
     if not out.final:
         return out
-    out = escalate(out, [f for f in (too_fast(results, pairs, policy), below_floor(pairs, policy, floors or {}),
-                                     mean_not_faster(results, pairs, policy)) if f is not None])
+    out = escalate(
+        out,
+        [
+            f
+            for f in (
+                too_fast(results, pairs, policy),
+                below_floor(pairs, policy, floors or {}),
+                mean_not_faster(results, pairs, policy),
+            )
+            if f is not None
+        ],
+    )
     wall = wall_time_unexplained(runs, pairs, policy) if runs else None
     if wall is not None:
-        out = send_to_review(out, wall.flag, wall.reason) if wall.action == REVIEW else note(out, wall.flag, wall.reason)
+        out = (
+            send_to_review(out, wall.flag, wall.reason) if wall.action == REVIEW else note(out, wall.flag, wall.reason)
+        )
     return out
 
 
@@ -176,9 +191,13 @@ def escalate(verdict: Verdict, findings: Sequence[Implausible]) -> Verdict:
         flags = _add(flags, f.flag)
     if verdict.kind != "keep":
         return replace(verdict, reason=f"{verdict.reason}; {why}", flags=flags)
-    return replace(verdict, reason=f"{verdict.reason}; needs the stronger checks: {why}",
-                   flags=_add(flags, NEEDS_STRONGER_CHECKS), focus=verdict.focus or findings[0].cls,
-                   escalation=why)
+    return replace(
+        verdict,
+        reason=f"{verdict.reason}; needs the stronger checks: {why}",
+        flags=_add(flags, NEEDS_STRONGER_CHECKS),
+        focus=verdict.focus or findings[0].cls,
+        escalation=why,
+    )
 
 
 def checks_agree(verdict: Verdict, summary: str) -> Verdict:
@@ -187,8 +206,11 @@ def checks_agree(verdict: Verdict, summary: str) -> Verdict:
     with what the checks found in the reason."""
     if not verdict.needs_stronger_checks:
         return verdict
-    return replace(verdict, reason=f"{verdict.reason}; the stronger checks agree: {summary}",
-                   flags=tuple(f for f in verdict.flags if f != NEEDS_STRONGER_CHECKS))
+    return replace(
+        verdict,
+        reason=f"{verdict.reason}; the stronger checks agree: {summary}",
+        flags=tuple(f for f in verdict.flags if f != NEEDS_STRONGER_CHECKS),
+    )
 
 
 def send_to_review(verdict: Verdict, flag: str, reason: str) -> Verdict:
@@ -197,8 +219,9 @@ def send_to_review(verdict: Verdict, flag: str, reason: str) -> Verdict:
     with the finding added; a verdict that discards the candidate (regression, tie, ...)
     only notes it. `flag` joins the flags (once), `reason` the reason."""
     if verdict.kind == "keep":
-        return replace(verdict, kind="borderline", reason=f"{reason} (bench: {verdict.reason})",
-                       flags=_add(verdict.flags, flag))
+        return replace(
+            verdict, kind="borderline", reason=f"{reason} (bench: {verdict.reason})", flags=_add(verdict.flags, flag)
+        )
     return note(verdict, flag, reason)
 
 
@@ -338,8 +361,14 @@ def _explain(
     eff = f"{policy.min_effect_pct:g}%"
     rounds = max(r.rounds for r in results.values())
     if case == "split":
-        return (f"{_deltas(results, improved)} faster but {_deltas(results, bad)} slower: "
-                "keep only as a specialised kernel behind a dispatch"), (), best
+        return (
+            (
+                f"{_deltas(results, improved)} faster but {_deltas(results, bad)} slower: "
+                "keep only as a specialised kernel behind a dispatch"
+            ),
+            (),
+            best,
+        )
     if case == "regression":
         worst = max(bad, key=lambda c: results[c].ratio)
         return f"{_deltas(results, [worst])} slower", (), worst
@@ -349,11 +378,16 @@ def _explain(
         r = results[worst]
         conf = f"{policy.futility_confidence:.0%}"
         plausible = f"[{_num((r.plausible_lo - 1.0) * 100.0)}, {_num((r.plausible_hi - 1.0) * 100.0)}]"
-        why = (f"likely slower: at the final look the estimate is a loss beyond {eff} (plausible "
-               f"{plausible} at {conf}), not proven at the policy's confidence")
+        why = (
+            f"likely slower: at the final look the estimate is a loss beyond {eff} (plausible "
+            f"{plausible} at {conf}), not proven at the policy's confidence"
+        )
         if case == "likely_split":
-            return (f"{_deltas(results, improved)} faster but {_deltas(results, likely)} {why}",
-                    ("likely_regression",), best)
+            return (
+                f"{_deltas(results, improved)} faster but {_deltas(results, likely)} {why}",
+                ("likely_regression",),
+                best,
+            )
         return f"{_deltas(results, likely)} {why}", ("likely_regression",), worst
     if case == "keep":
         scope = "every class" if len(targets) == len(names) else "the target class"
@@ -362,22 +396,41 @@ def _explain(
         return f"{_deltas(results, [best])} faster ({scope} improved{extra})", (), best
     if case == "others_open":
         still = [c for c in names if states[c] == "undecided"]
-        return (f"{_deltas(results, [best])} faster but {_names(still)} undecided after {rounds} rounds",
-                ("undecided_at_max_rounds",), best)
+        return (
+            f"{_deltas(results, [best])} faster but {_names(still)} undecided after {rounds} rounds",
+            ("undecided_at_max_rounds",),
+            best,
+        )
     if case == "tie":
         focus = max(sorted(targets), key=lambda c: abs(results[c].delta_pct))
         return f"no difference of {eff}: {_deltas(results, sorted(targets))}", (), focus
     small = [c for c in sorted(targets) if states[c] == "sub_gain"]
     if case == "keep_two_in_a_row":
-        return (f"{_deltas(results, small)} faster, below {eff} but a same-direction gain twice in a row "
-                "(two_in_a_row policy)"), ("two_in_a_row", "subthreshold_gain"), small[0]
+        return (
+            (
+                f"{_deltas(results, small)} faster, below {eff} but a same-direction gain twice in a row "
+                "(two_in_a_row policy)"
+            ),
+            ("two_in_a_row", "subthreshold_gain"),
+            small[0],
+        )
     if case == "subthreshold":
-        return f"{_deltas(results, small)} faster: a real gain, but smaller than {eff}", ("subthreshold_gain",), small[0]
+        return (
+            f"{_deltas(results, small)} faster: a real gain, but smaller than {eff}",
+            ("subthreshold_gain",),
+            small[0],
+        )
     if case == "partial":
         gained = [c for c in names if states[c] in ("improved", "sub_gain")]
         flat = [c for c in sorted(targets) if states[c] == "tied"]
-        return (f"{_deltas(results, gained)} faster but {_names(flat)} unchanged: "
-                "the gain is not where the hypothesis aimed"), ("partial_gain",), gained[0]
+        return (
+            (
+                f"{_deltas(results, gained)} faster but {_names(flat)} unchanged: "
+                "the gain is not where the hypothesis aimed"
+            ),
+            ("partial_gain",),
+            gained[0],
+        )
     still = [c for c in sorted(targets) if states[c] == "undecided"] or sorted(targets)
     return f"{_deltas(results, still)} undecided after {rounds} rounds", ("undecided_at_max_rounds",), still[0]
 
@@ -408,8 +461,12 @@ def review_outcome(verdict: Verdict, answer: str | None, policy: Policy, *, why:
     """
     if answer is None:
         status = "accepted" if policy.review_default == "accept" else "rejected"
-        return ReviewOutcome(status, "policy", f"no answer within {policy.review_timeout_s:g} s: "
-                             f"review_default is {policy.review_default} ({verdict.reason})")
+        return ReviewOutcome(
+            status,
+            "policy",
+            f"no answer within {policy.review_timeout_s:g} s: "
+            f"review_default is {policy.review_default} ({verdict.reason})",
+        )
     if answer not in ("accept", "reject"):
         raise BadInput(f'review answer must be "accept" or "reject", not {answer!r}')
     status = "accepted" if answer == "accept" else "rejected"
@@ -464,8 +521,11 @@ def _check_pairs(pairs: list[Pair]) -> None:
     for p in pairs:
         for side, v in (("best", p.best), ("cand", p.cand)):
             if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
-                raise BadInput(f"decision sample for config {p.config!r} round {p.round}: "
-                               f"{side} must be a positive finite number, not {v!r}")
+                raise BadInput(
+                    f"decision sample for config {p.config!r} round {p.round}: "
+                    f"{side} must be a positive finite number, not {v!r}"
+                )
         if p.order not in ("AB", "BA"):
-            raise BadInput(f"decision sample for config {p.config!r} round {p.round}: "
-                           f'order must be "AB" or "BA", not {p.order!r}')
+            raise BadInput(
+                f'decision sample for config {p.config!r} round {p.round}: order must be "AB" or "BA", not {p.order!r}'
+            )

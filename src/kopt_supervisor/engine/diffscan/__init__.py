@@ -67,12 +67,22 @@ from kopt_supervisor.engine.diffscan.text import (
     text_rules,
 )
 
-__all__ = ["RULES", "Allow", "FileDiff", "Finding", "new_file_diff", "parse_allow", "parse_diff", "review_reason",
-           "scan"]
+__all__ = [
+    "RULES",
+    "Allow",
+    "FileDiff",
+    "Finding",
+    "new_file_diff",
+    "parse_allow",
+    "parse_diff",
+    "review_reason",
+    "scan",
+]
 
 
-def scan(diff: str, read: Callable[[str], str | bytes | None], *, allow: Sequence[str | Allow] = (),
-         truncated: bool = False) -> list[Finding]:
+def scan(
+    diff: str, read: Callable[[str], str | bytes | None], *, allow: Sequence[str | Allow] = (), truncated: bool = False
+) -> list[Finding]:
     """The findings of a candidate's diff, in file and line order, without those the
     allow-list covers. `read(path)` gives the candidate's new version of a changed file (None
     when it cannot: then the added lines are all there is, and that is an `unread` finding;
@@ -88,8 +98,15 @@ def scan(diff: str, read: Callable[[str], str | bytes | None], *, allow: Sequenc
         if fd.binary:
             continue
         if fd.link:
-            found.append(Finding("unread", fd.path, 0, f"a {fd.link}: the diff shows "
-                                 f"{'its target' if fd.link == 'symlink' else 'a commit'}, not the code that runs"))
+            found.append(
+                Finding(
+                    "unread",
+                    fd.path,
+                    0,
+                    f"a {fd.link}: the diff shows "
+                    f"{'its target' if fd.link == 'symlink' else 'a commit'}, not the code that runs",
+                )
+            )
             continue
         suffix = PurePosixPath(fd.path).suffix.lower()
         first = fd.added.get(1, "")
@@ -119,8 +136,15 @@ def _python_file(fd: FileDiff, got: str | bytes | None) -> list[Finding]:
     line with a break only one of git and Python sees, or a bidi control."""
     fallback = text_rules(fd.path, fd.added, PY_TEXT_RULES + GENERIC_RULES)
     if got is None:
-        return [Finding("unread", fd.path, 0, "could not be read (gone, not a regular file, or past the read "
-                                              "limit): its added lines met the text rules only")] + fallback
+        return [
+            Finding(
+                "unread",
+                fd.path,
+                0,
+                "could not be read (gone, not a regular file, or past the read "
+                "limit): its added lines met the text rules only",
+            )
+        ] + fallback
     raw = got.encode("utf-8", "surrogateescape") if isinstance(got, str) else got
     try:
         src = read_python(raw)
@@ -130,16 +154,33 @@ def _python_file(fd: FileDiff, got: str | bytes | None) -> list[Finding]:
     differ = [n for n, text in sorted(fd.added.items()) if n > len(src.git_lines) or src.git_lines[n - 1] != text]
     if differ:
         n = differ[0]
-        found.append(Finding("unread", fd.path, n, quote(f"{shown(fd.added[n])}  # the file read differs from the "
-                                                         f"diff here ({len(differ)} added lines): cut or changed")))
+        found.append(
+            Finding(
+                "unread",
+                fd.path,
+                n,
+                quote(
+                    f"{shown(fd.added[n])}  # the file read differs from the "
+                    f"diff here ({len(differ)} added lines): cut or changed"
+                ),
+            )
+        )
         found += fallback
     if src.cookie_line:
         line = src.git_lines[src.cookie_line - 1] if src.cookie_line <= len(src.git_lines) else ""
-        found.append(Finding("source-encoding", fd.path, src.cookie_line,
-                             quote(f"{line}  # decoded as {src.encoding}: every line of the file counts")))
+        found.append(
+            Finding(
+                "source-encoding",
+                fd.path,
+                src.cookie_line,
+                quote(f"{line}  # decoded as {src.encoding}: every line of the file counts"),
+            )
+        )
     found += _hidden_text(fd, {n: src.git_lines[n - 1] for n in fd.added if n <= len(src.git_lines)})
-    found += [dataclasses.replace(f, line=src.git_line(f.line)) if f.line else f
-              for f in scan_python(fd.path, src.text, src.python_lines(set(fd.added)), fd.added)]
+    found += [
+        dataclasses.replace(f, line=src.git_line(f.line)) if f.line else f
+        for f in scan_python(fd.path, src.text, src.python_lines(set(fd.added)), fd.added)
+    ]
     return found
 
 
@@ -147,8 +188,11 @@ def _hidden_text(fd: FileDiff, lines: dict[int, str]) -> list[Finding]:
     """`hidden-text`: added lines holding a break git does not count (a lone CR), one other
     readers take for a line end (form feed, U+2028...) or a bidi control, quoted with those
     escaped."""
-    return [Finding("hidden-text", fd.path, n, quote(f"{shown(text)}  # {', '.join(odd)}"))
-            for n, text in sorted(lines.items()) if (odd := odd_characters(text))]
+    return [
+        Finding("hidden-text", fd.path, n, quote(f"{shown(text)}  # {', '.join(odd)}"))
+        for n, text in sorted(lines.items())
+        if (odd := odd_characters(text))
+    ]
 
 
 def _by_name(fd: FileDiff) -> list[Finding]:
@@ -160,6 +204,9 @@ def _by_name(fd: FileDiff) -> list[Finding]:
         if p.name in ("sitecustomize.py", "usercustomize.py") or p.suffix == ".pth":
             out.append(Finding("startup-hook", fd.path, 0, f"new file {p.name}"))
         elif p.suffix == ".py" and (p.stem in SHADOWED or (p.name == "__init__.py" and p.parent.name in SHADOWED)):
-            out.append(Finding("shadow-module", fd.path, 0, f"new file {fd.path}: a module of that name is imported "
-                                                             "by benches"))
+            out.append(
+                Finding(
+                    "shadow-module", fd.path, 0, f"new file {fd.path}: a module of that name is imported by benches"
+                )
+            )
     return out

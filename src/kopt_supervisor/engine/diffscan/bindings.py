@@ -70,17 +70,24 @@ class FileNames:
                 self._bind(node.name, node)
                 if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                     self.defs.setdefault(node.name, node)
-                    for arg in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs,
-                                *filter(None, [node.args.vararg, node.args.kwarg])]:
+                    for arg in [
+                        *node.args.posonlyargs,
+                        *node.args.args,
+                        *node.args.kwonlyargs,
+                        *filter(None, [node.args.vararg, node.args.kwarg]),
+                    ]:
                         self._bind(arg.arg, node)
             elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
                 self._bind(node.id, node)
             if isinstance(node, ast.Assign | ast.AnnAssign | ast.NamedExpr) and node.value is not None:
-                for t in (node.targets if isinstance(node, ast.Assign) else [node.target]):
+                for t in node.targets if isinstance(node, ast.Assign) else [node.target]:
                     if isinstance(t, ast.Name):
                         self.assigned[t.id].append(node.value)
-            elif isinstance(node, ast.For | ast.AsyncFor | ast.comprehension) and isinstance(node.target, ast.Name) \
-                    and isinstance(node.iter, ast.Tuple | ast.List | ast.Set):
+            elif (
+                isinstance(node, ast.For | ast.AsyncFor | ast.comprehension)
+                and isinstance(node.target, ast.Name)
+                and isinstance(node.iter, ast.Tuple | ast.List | ast.Set)
+            ):
                 self.assigned[node.target.id] += node.iter.elts
             elif isinstance(node, ast.arg):
                 self.bound.add(node.arg)
@@ -88,12 +95,21 @@ class FileNames:
                 self._bind(node.name, node)
             if isinstance(node, ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
                 body = node.body
-                if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
-                        and isinstance(body[0].value.value, str):
+                if (
+                    body
+                    and isinstance(body[0], ast.Expr)
+                    and isinstance(body[0].value, ast.Constant)
+                    and isinstance(body[0].value.value, str)
+                ):
                     self.docstrings.add(id(body[0].value))
         for stmt in self.tree.body:
-            targets = stmt.targets if isinstance(stmt, ast.Assign) else \
-                [stmt.target] if isinstance(stmt, ast.AnnAssign | ast.AugAssign) else []
+            targets = (
+                stmt.targets
+                if isinstance(stmt, ast.Assign)
+                else [stmt.target]
+                if isinstance(stmt, ast.AnnAssign | ast.AugAssign)
+                else []
+            )
             for t in targets:
                 for n in ast.walk(t):
                     if isinstance(n, ast.Name):
@@ -144,8 +160,13 @@ class FileNames:
         function that returns one; `maybe_attrs`: an attribute name the file sets to one
         anywhere (`self.m = triton.testing`, `m = ...` in a class body), so `C.m.x = f` is
         a store into it."""
-        lambdas = {t.id: n.value for n in ast.walk(self.tree) if isinstance(n, ast.Assign)
-                   and isinstance(n.value, ast.Lambda) for t in n.targets if isinstance(t, ast.Name)}
+        lambdas = {
+            t.id: n.value
+            for n in ast.walk(self.tree)
+            if isinstance(n, ast.Assign) and isinstance(n.value, ast.Lambda)
+            for t in n.targets
+            if isinstance(t, ast.Name)
+        }
         fns = [n for n in ast.walk(self.tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda)]
         for _ in range(4):
             grew = False
@@ -161,8 +182,11 @@ class FileNames:
                             self.maybe_attrs[attr].add(q)
                             grew = True
             for fn in fns:
-                body = [fn.body] if isinstance(fn, ast.Lambda) else \
-                    [n.value for n in ast.walk(fn) if isinstance(n, ast.Return) and n.value is not None]
+                body = (
+                    [fn.body]
+                    if isinstance(fn, ast.Lambda)
+                    else [n.value for n in ast.walk(fn) if isinstance(n, ast.Return) and n.value is not None]
+                )
                 got = {q for value in body for q in self.possible(value)}
                 fn_name = fn.name if not isinstance(fn, ast.Lambda) else ""
                 if fn_name and not got <= self.returns[fn_name]:
@@ -173,8 +197,9 @@ class FileNames:
 
     def _maybe_pairs(self, node: ast.AST, lambdas: dict[str, ast.Lambda]) -> list[tuple[str, ast.AST]]:
         """(name, value) pairs where the name takes the value (see `_collect_maybe`)."""
-        if isinstance(node, ast.For | ast.AsyncFor | ast.comprehension) \
-                and isinstance(node.iter, ast.Tuple | ast.List | ast.Set):
+        if isinstance(node, ast.For | ast.AsyncFor | ast.comprehension) and isinstance(
+            node.iter, ast.Tuple | ast.List | ast.Set
+        ):
             return [(n.id, e) for e in node.iter.elts for n in ast.walk(node.target) if isinstance(n, ast.Name)]
         if isinstance(node, ast.Assign | ast.AnnAssign | ast.NamedExpr) and node.value is not None:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
@@ -182,14 +207,20 @@ class FileNames:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
             a = node.args
             positional = [*a.posonlyargs, *a.args]
-            pairs: list[tuple[str, ast.AST]] = [(p.arg, d) for p, d in zip(reversed(positional), reversed(a.defaults),
-                                                                           strict=False)]
+            pairs: list[tuple[str, ast.AST]] = [
+                (p.arg, d) for p, d in zip(reversed(positional), reversed(a.defaults), strict=False)
+            ]
             return pairs + [(p.arg, d) for p, d in zip(a.kwonlyargs, a.kw_defaults, strict=True) if d is not None]
         if not isinstance(node, ast.Call):
             return []
         fn = node.func
-        target: ast.AST | None = fn if isinstance(fn, ast.Lambda) else \
-            self.defs.get(fn.id) or lambdas.get(fn.id) if isinstance(fn, ast.Name) else None
+        target: ast.AST | None = (
+            fn
+            if isinstance(fn, ast.Lambda)
+            else self.defs.get(fn.id) or lambdas.get(fn.id)
+            if isinstance(fn, ast.Name)
+            else None
+        )
         if not isinstance(target, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
             return []
         args: list[ast.AST] = []
@@ -209,8 +240,13 @@ class FileNames:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             return [(t.attr, node.value) for t in targets if isinstance(t, ast.Attribute)]
         if isinstance(node, ast.ClassDef):
-            return [(t.id, stmt.value) for stmt in node.body if isinstance(stmt, ast.Assign)
-                    for t in stmt.targets if isinstance(t, ast.Name)]
+            return [
+                (t.id, stmt.value)
+                for stmt in node.body
+                if isinstance(stmt, ast.Assign)
+                for t in stmt.targets
+                if isinstance(t, ast.Name)
+            ]
         return []
 
     def possible(self, node: ast.AST) -> set[str]:

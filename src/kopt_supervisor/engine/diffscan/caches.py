@@ -86,8 +86,13 @@ def _takes_tensors(sc: FileNames, fn: ast.FunctionDef | ast.AsyncFunctionDef) ->
         resolved = sc.resolve(a.annotation)
         if (resolved and resolved[0] in TENSOR_TYPES) or re.search(r"\b(Tensor|ndarray)\b", text):
             return True
-    return any(isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in names
-               and n.attr in TENSOR_ATTRS for n in ast.walk(fn))
+    return any(
+        isinstance(n, ast.Attribute)
+        and isinstance(n.value, ast.Name)
+        and n.value.id in names
+        and n.attr in TENSOR_ATTRS
+        for n in ast.walk(fn)
+    )
 
 
 def _pointer_keys(sc: FileNames) -> Iterator[Raw]:
@@ -96,9 +101,12 @@ def _pointer_keys(sc: FileNames) -> Iterator[Raw]:
         tainted: set[str] = set()
         for _ in range(2):
             for n in ast.walk(fn):
-                if isinstance(n, ast.Assign | ast.AnnAssign | ast.NamedExpr) and n.value is not None \
-                        and _pointerish(sc, n.value, tainted):
-                    for t in (n.targets if isinstance(n, ast.Assign) else [n.target]):
+                if (
+                    isinstance(n, ast.Assign | ast.AnnAssign | ast.NamedExpr)
+                    and n.value is not None
+                    and _pointerish(sc, n.value, tainted)
+                ):
+                    for t in n.targets if isinstance(n, ast.Assign) else [n.target]:
                         tainted |= {x.id for x in ast.walk(t) if isinstance(x, ast.Name)}
         for n in ast.walk(fn):
             keys: list[ast.AST] = []
@@ -108,8 +116,7 @@ def _pointer_keys(sc: FileNames) -> Iterator[Raw]:
                 keys = [k for k in n.keys if k is not None]
             elif isinstance(n, ast.Compare) and any(isinstance(op, ast.In | ast.NotIn) for op in n.ops):
                 keys = [n.left]
-            elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in LOOKUPS \
-                    and n.args:
+            elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in LOOKUPS and n.args:
                 keys = [n.args[0]]
             if any(_pointerish(sc, k, tainted) for k in keys):
                 yield Raw("input-cache", n, "  # keyed on a pointer or object identity")
@@ -126,8 +133,12 @@ def _data_keys(sc: FileNames) -> Iterator[Raw]:
             continue
         params = {a.arg for a in ast.walk(fn.args) if isinstance(a, ast.arg)}
         for n in ast.walk(fn):
-            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in cached \
-                    and any(_data_of(sc, a, params) for a in [*n.args, *(k.value for k in n.keywords)]):
+            if (
+                isinstance(n, ast.Call)
+                and isinstance(n.func, ast.Name)
+                and n.func.id in cached
+                and any(_data_of(sc, a, params) for a in [*n.args, *(k.value for k in n.keywords)])
+            ):
                 yield Raw("input-cache", n, f"  # caches {n.func.id}() on the caller's data")
 
 
@@ -137,8 +148,9 @@ def _input_attributes(sc: FileNames) -> Iterator[Raw]:
     `getattr(x, "_n", 0)`, `try: x._out except AttributeError`): a cache carried by the
     caller's input, which the bench hands again to every timed call."""
     for fn in ast.walk(sc.tree):
-        if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef) \
-                or isinstance(sc.parents.get(id(fn)), ast.ClassDef):
+        if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef) or isinstance(
+            sc.parents.get(id(fn)), ast.ClassDef
+        ):
             continue
         params = {a.arg for a in ast.walk(fn.args) if isinstance(a, ast.arg)}
         stores: list[tuple[ast.AST, str, str | None]] = []
@@ -149,8 +161,12 @@ def _input_attributes(sc: FileNames) -> Iterator[Raw]:
                     stores.append((n, n.value.id, n.attr))
                 elif _in_try(sc, n, fn):
                     probes.add((n.value.id, n.attr))
-            elif isinstance(n, ast.Call) and len(n.args) >= 2 and isinstance(n.args[0], ast.Name) \
-                    and n.args[0].id in params:
+            elif (
+                isinstance(n, ast.Call)
+                and len(n.args) >= 2
+                and isinstance(n.args[0], ast.Name)
+                and n.args[0].id in params
+            ):
                 name = n.args[1]
                 key = name.value if isinstance(name, ast.Constant) and isinstance(name.value, str) else None
                 if sc.is_builtin(n.func, "hasattr") or (sc.is_builtin(n.func, "getattr") and len(n.args) == 3):
@@ -179,8 +195,9 @@ def _argument_containers(sc: FileNames) -> Iterator[Raw]:
                     got = _param_root(n.value, params, keyed=True)
                     targets = n.targets if isinstance(n, ast.Assign) else [n.target]
                     if got is not None:
-                        params.held.update({t.id: got for t in targets if isinstance(t, ast.Name)
-                                            and t.id not in params.held})
+                        params.held.update(
+                            {t.id: got for t in targets if isinstance(t, ast.Name) and t.id not in params.held}
+                        )
         for n in ast.walk(fn):
             root: tuple[str, bool] | None = None
             if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in CONTAINER_MUTATORS:
@@ -268,8 +285,9 @@ def _in_try(sc: FileNames, node: ast.AST, fn: ast.AST) -> bool:
     p = sc.parents.get(id(node))
     while p is not None and p is not fn:
         if isinstance(p, ast.Try) and any(
-                h.type is None or any(isinstance(t, ast.Name) and t.id == "AttributeError" for t in ast.walk(h.type))
-                for h in p.handlers):
+            h.type is None or any(isinstance(t, ast.Name) and t.id == "AttributeError" for t in ast.walk(h.type))
+            for h in p.handlers
+        ):
             return True
         p = sc.parents.get(id(p))
     return False
@@ -286,8 +304,11 @@ def _data_of(sc: FileNames, node: ast.AST, params: set[str]) -> bool:
             root = root.func if isinstance(root, ast.Call) else root.value
         return isinstance(root, ast.Name) and root.id in params
     first = node.args[0] if node.args else None
-    return isinstance(first, ast.Name) and first.id in params and any(
-        sc.is_builtin(node.func, b) for b in ("tuple", "frozenset", "bytes", "bytearray", "hash"))
+    return (
+        isinstance(first, ast.Name)
+        and first.id in params
+        and any(sc.is_builtin(node.func, b) for b in ("tuple", "frozenset", "bytes", "bytearray", "hash"))
+    )
 
 
 def _pointerish(sc: FileNames, node: ast.AST, tainted: set[str]) -> bool:

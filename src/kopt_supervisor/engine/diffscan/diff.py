@@ -98,7 +98,7 @@ def _diff_path(raw: str, prefix: str) -> str | None:
         return None
     if raw.startswith('"') and raw.endswith('"'):
         raw = _unquote(raw[1:-1])
-    return raw[len(prefix):] if raw.startswith(prefix) else raw
+    return raw[len(prefix) :] if raw.startswith(prefix) else raw
 
 
 def _header_path(header: str) -> str | None:
@@ -115,8 +115,8 @@ def _unquote(s: str) -> str:
         c = s[i]
         if c == "\\" and i + 1 < len(s):
             nxt = s[i + 1]
-            if nxt in "01234567" and re.match(r"[0-7]{3}", s[i + 1:i + 4]):
-                out.append(int(s[i + 1:i + 4], 8))
+            if nxt in "01234567" and re.match(r"[0-7]{3}", s[i + 1 : i + 4]):
+                out.append(int(s[i + 1 : i + 4], 8))
                 i += 4
                 continue
             if nxt in simple:
@@ -137,5 +137,7 @@ def new_file_diff(path: str, text: str | None) -> str:
     if lines and lines[-1] == "":
         lines.pop()
     body = "".join(f"+{line}\n" for line in lines)
-    return (f"diff --git a/{path} b/{path}\nnew file mode 100644\n--- /dev/null\n+++ b/{path}\n"
-            f"@@ -0,0 +1,{len(lines)} @@\n{body}")
+    return (
+        f"diff --git a/{path} b/{path}\nnew file mode 100644\n--- /dev/null\n+++ b/{path}\n"
+        f"@@ -0,0 +1,{len(lines)} @@\n{body}"
+    )

@@ -36,16 +36,26 @@ _CONTEXT_MANAGERS = frozenset({"contextlib.contextmanager", "contextlib.asynccon
 def lazy_results(sc: Names) -> Iterator[Raw]:
     """The `lazy-result` findings of one file (see the module docstring)."""
     classes = _lazy_classes(sc)
-    generators = {n.name for n in ast.walk(sc.tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
-                  and yields(n) and not _context_manager(n, sc)}
+    generators = {
+        n.name
+        for n in ast.walk(sc.tree)
+        if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and yields(n) and not _context_manager(n, sc)
+    }
     for node in ast.walk(sc.tree):
         if isinstance(node, ast.ClassDef) and node.name in classes:
             yield Raw(RULE, node, f"  # {', '.join(classes[node.name][:4])}: a result that computes when read")
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in classes \
-                and own(sc, node.func.id):
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in classes
+            and own(sc, node.func.id)
+        ):
             yield Raw(RULE, node, f"  # a {node.func.id}: computes on {', '.join(classes[node.func.id][:3])}")
-        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name in generators \
-                and (node in sc.tree.body or node.name == "__call__"):
+        elif (
+            isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+            and node.name in generators
+            and (node in sc.tree.body or node.name == "__call__")
+        ):
             yield Raw(RULE, node, "  # a generator: its work runs when iterated, not when called")
         elif isinstance(node, ast.Return | ast.Lambda):
             value = node.value if isinstance(node, ast.Return) else node.body
@@ -62,14 +72,22 @@ def _lazy_classes(sc: Names) -> dict[str, list[str]]:
         hooks: list[str] = []
         for base in cls.bases:
             resolved = sc.resolve(base)
-            if resolved and resolved[1] and any(resolved[0] == b or resolved[0].startswith(b + ".")
-                                                for b in LAZY_BASES):
+            if (
+                resolved
+                and resolved[1]
+                and any(resolved[0] == b or resolved[0].startswith(b + ".") for b in LAZY_BASES)
+            ):
                 hooks.append(f"a {resolved[0].rsplit('.', 1)[-1]}'s hooks")
         for stmt in cls.body:
             if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef) and stmt.name in LAZY_DUNDERS:
                 hooks.append(stmt.name)
-            targets = stmt.targets if isinstance(stmt, ast.Assign) else \
-                [stmt.target] if isinstance(stmt, ast.AnnAssign) else []
+            targets = (
+                stmt.targets
+                if isinstance(stmt, ast.Assign)
+                else [stmt.target]
+                if isinstance(stmt, ast.AnnAssign)
+                else []
+            )
             hooks += [t.id for t in targets if isinstance(t, ast.Name) and t.id in LAZY_DUNDERS]
         if hooks:
             out[cls.name] = hooks
@@ -102,5 +120,5 @@ def _lazy_value(value: ast.AST, sc: Names, generators: set[str]) -> bool:
     if not (resolved and resolved[1]):
         return False
     q = resolved[0]
-    name = q[len(BUILTIN):] if q.startswith(BUILTIN) else q[len("builtins."):] if q.startswith("builtins.") else ""
+    name = q[len(BUILTIN) :] if q.startswith(BUILTIN) else q[len("builtins.") :] if q.startswith("builtins.") else ""
     return name in LAZY_RETURNS or q == "itertools" or q.startswith("itertools.")

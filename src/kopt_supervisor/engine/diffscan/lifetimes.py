@@ -88,9 +88,12 @@ class Lifetimes:
         """What runs when the module is imported (module level, class bodies, decorators and
         defaults of functions defined there), not inside a function's call, nor a
         `if __name__ == "__main__":` block (run as a script)."""
-        self.decorators = [d.func if isinstance(d, ast.Call) else d for n in self.at_import
-                           if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
-                           for d in n.decorator_list]
+        self.decorators = [
+            d.func if isinstance(d, ast.Call) else d
+            for n in self.at_import
+            if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+            for d in n.decorator_list
+        ]
         self.persistent_classes = self._persistent_classes()
         self.factories = self._factories()
         self.scopes: dict[int, Scope] = {}
@@ -118,7 +121,7 @@ class Lifetimes:
         return out | {id(by_name[name]) for name in names if own(self.sc, name) and name in by_name}
 
     def default_kind(self, default: ast.expr) -> str:
-        """"plain" (a constant, a tuple of them, a lambda, an immutable constructor), "mutable"
+        """ "plain" (a constant, a tuple of them, a lambda, an immutable constructor), "mutable"
         (a container literal, a mutable constructor, an instance of a class of this file that is
         not frozen) or "other" (a reference or a call: persistent if changed)."""
         if isinstance(default, ast.Constant | ast.Lambda | ast.JoinedStr):
@@ -149,9 +152,15 @@ class Lifetimes:
         """A frozen dataclass, a NamedTuple, an Enum or a tuple: its instances cannot change."""
         for dec in cls.decorator_list:
             resolved = self.sc.resolve(dec.func if isinstance(dec, ast.Call) else dec)
-            if resolved and resolved[0] == "dataclasses.dataclass" and isinstance(dec, ast.Call) and any(
+            if (
+                resolved
+                and resolved[0] == "dataclasses.dataclass"
+                and isinstance(dec, ast.Call)
+                and any(
                     k.arg == "frozen" and isinstance(k.value, ast.Constant) and k.value.value is True
-                    for k in dec.keywords):
+                    for k in dec.keywords
+                )
+            ):
                 return True
         for base in cls.bases:
             resolved = self.sc.resolve(base)
@@ -222,8 +231,9 @@ class Lifetimes:
             parent = self.sc.parents.get(id(node))
             if isinstance(parent, ast.Call) and parent.func is node:
                 return False
-            if not (isinstance(parent, ast.Assign) and len(parent.targets) == 1
-                    and isinstance(parent.targets[0], ast.Name)):
+            if not (
+                isinstance(parent, ast.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0], ast.Name)
+            ):
                 return True
             name = parent.targets[0].id  # run = lambda: ...; run(): as a def
         elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
@@ -264,8 +274,11 @@ class Lifetimes:
                 return "class attribute"
             if isinstance(node, ast.Attribute | ast.Subscript):
                 node = node.value
-            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                    and node.func.attr in PERSISTENT_LOOKUPS:
+            elif (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in PERSISTENT_LOOKUPS
+            ):
                 node = node.func.value
             elif isinstance(node, ast.Call):
                 fn = self.sc.resolve(node.func)
@@ -273,8 +286,11 @@ class Lifetimes:
                     node = node.args[0]
                 elif fn and fn[1] and builtin_name(fn[0]) == "type" and len(node.args) == 1:
                     return "class attribute"
-                elif isinstance(node.func, ast.Name) and node.func.id in self.cached \
-                        and self._root(node.func.id, scope) is not None:
+                elif (
+                    isinstance(node.func, ast.Name)
+                    and node.func.id in self.cached
+                    and self._root(node.func.id, scope) is not None
+                ):
                     return f"the result of the cached {node.func.id}()"
                 else:
                     return None
@@ -299,9 +315,14 @@ def _import_nodes(tree: ast.Module) -> Iterator[ast.AST]:
 
 def _main_guard(test: ast.expr) -> bool:
     """`__name__ == "__main__"`."""
-    return isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__" \
-        and len(test.comparators) == 1 and isinstance(test.comparators[0], ast.Constant) \
+    return (
+        isinstance(test, ast.Compare)
+        and isinstance(test.left, ast.Name)
+        and test.left.id == "__name__"
+        and len(test.comparators) == 1
+        and isinstance(test.comparators[0], ast.Constant)
         and test.comparators[0].value == "__main__"
+    )
 
 
 def _own_nodes(fn: Fn) -> Iterator[ast.AST]:
@@ -346,7 +367,7 @@ def builtin_name(qualified: str) -> str:
     """The builtin's name (`getattr`, `dict.update`) of a resolved name, or ""."""
     for prefix in (BUILTIN, "builtins."):
         if qualified.startswith(prefix):
-            return qualified[len(prefix):]
+            return qualified[len(prefix) :]
     return ""
 
 

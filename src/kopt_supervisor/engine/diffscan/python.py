@@ -61,7 +61,8 @@ def scan_python(path: str, source: str, added: Collection[int], added_text: dict
     except (SyntaxError, ValueError) as exc:
         line = getattr(exc, "lineno", 0) or 0
         return [Finding("unparsed", path, line, f"does not parse: {getattr(exc, 'msg', exc)}")] + text_rules(
-            path, added_text, PY_TEXT_RULES + GENERIC_RULES)
+            path, added_text, PY_TEXT_RULES + GENERIC_RULES
+        )
     lines = PY_BREAK.split(source)
     scanner = _Scanner(tree)
     ours = set(added)
@@ -114,7 +115,7 @@ class _Scanner(FileNames):
             if resolved and resolved[1] and not resolved[0].startswith(BUILTIN):
                 names = [resolved[0]]
             elif resolved and resolved[1] and isinstance(node, ast.Name) and node.id in self.aliases:
-                rule = BUILTIN_RULES.get(resolved[0][len(BUILTIN):])  # run = eval; run(...)
+                rule = BUILTIN_RULES.get(resolved[0][len(BUILTIN) :])  # run = eval; run(...)
                 if rule:
                     yield _Raw(rule, node)
         for q in names:
@@ -139,23 +140,36 @@ class _Scanner(FileNames):
             if node.id in ("setattr", "delattr", "getattr") and not called and not self.is_bound(node.id):
                 yield _Raw("dynamic-access", node)
             module = self.aliases.get(node.id)
-            if module in SENSITIVE_MODULES and not (isinstance(parent, ast.Attribute) and parent.value is node) \
-                    and not called:
+            if (
+                module in SENSITIVE_MODULES
+                and not (isinstance(parent, ast.Attribute) and parent.value is node)
+                and not called
+            ):
                 yield _Raw("dynamic-access", node, f"  # the module {module} handed on as a value")
         if isinstance(node, ast.Compare) or (
-                isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in STR_METHODS):
+            isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in STR_METHODS
+        ):
             if self._probes_identity(node):
                 yield _Raw("worktree-probe", node)
         if isinstance(node, ast.Raise) and node.exc is not None:
             exc = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
-            if isinstance(exc, ast.Name) and exc.id in ("SystemExit", "KeyboardInterrupt") and not self.is_bound(exc.id):
+            if (
+                isinstance(exc, ast.Name)
+                and exc.id in ("SystemExit", "KeyboardInterrupt")
+                and not self.is_bound(exc.id)
+            ):
                 yield _Raw("process-exit", node)
 
     def _probes_identity(self, node: ast.AST) -> bool:
         """__file__, __name__ (other than == "__main__"), cwd or argv compared or searched as text."""
-        if isinstance(node, ast.Compare) and len(node.comparators) == 1 and isinstance(node.left, ast.Name) \
-                and node.left.id == "__name__" and isinstance(node.comparators[0], ast.Constant) \
-                and node.comparators[0].value == "__main__":
+        if (
+            isinstance(node, ast.Compare)
+            and len(node.comparators) == 1
+            and isinstance(node.left, ast.Name)
+            and node.left.id == "__name__"
+            and isinstance(node.comparators[0], ast.Constant)
+            and node.comparators[0].value == "__main__"
+        ):
             return False
         for n in ast.walk(node):
             if isinstance(n, ast.Name) and n.id in IDENTITY_DUNDERS and not self.is_bound(n.id):
@@ -178,7 +192,7 @@ class _Scanner(FileNames):
         elif isinstance(node, ast.withitem) and node.optional_vars is not None:
             targets = [node.optional_vars]
         for target in targets:
-            for t in (target.elts if isinstance(target, ast.Tuple | ast.List) else [target]):
+            for t in target.elts if isinstance(target, ast.Tuple | ast.List) else [target]:
                 yield from self._store_target(t, node)
 
     def _store_target(self, t: ast.expr, stmt: ast.AST) -> Iterator[_Raw]:
@@ -204,8 +218,9 @@ class _Scanner(FileNames):
                 yield _Raw("patch-module", at)
             elif base and base[1] and base[0] == "sys.path":
                 yield _Raw("import-tricks", at)
-            elif isinstance(t.value, ast.Call) and (self.is_builtin(t.value.func, "globals")
-                                                    or self.is_builtin(t.value.func, "vars")):
+            elif isinstance(t.value, ast.Call) and (
+                self.is_builtin(t.value.func, "globals") or self.is_builtin(t.value.func, "vars")
+            ):
                 yield _Raw("patch-module", at)
             else:
                 yield from self._changes_other_module(t.value, at)
@@ -275,8 +290,12 @@ class _Scanner(FileNames):
             parent = self.parents.get(id(node))
             called = isinstance(parent, ast.Call) and parent.func is node
             names, built = _key_names(key, self.assigned)
-            if base and base[1] and not isinstance(key, ast.Constant) and (
-                    base[0] in SENSITIVE_MODULES or called or built):
+            if (
+                base
+                and base[1]
+                and not isinstance(key, ast.Constant)
+                and (base[0] in SENSITIVE_MODULES or called or built)
+            ):
                 # getattr(torch, dtype) is fine; getattr(torch, "manual" + "_seed")(0) is not
                 yield _Raw("dynamic-access", node, "  # an attribute by computed name")
             for full in (f"{base[0]}.{n}" for n in sorted(names)) if base and base[1] else ():
@@ -284,7 +303,8 @@ class _Scanner(FileNames):
                     if any(full == p or full.startswith(p + ".") for p in prefixes):
                         yield _Raw(rule, node, f"  # may be {full}")
         if name in ("operator.attrgetter", "operator.methodcaller") and not all(
-                isinstance(a, ast.Constant) for a in node.args[:1 if name.endswith("methodcaller") else None]):
+            isinstance(a, ast.Constant) for a in node.args[: 1 if name.endswith("methodcaller") else None]
+        ):
             yield _Raw("dynamic-access", node, "  # an attribute named at run time")
 
     def _held(self, node: ast.AST) -> str:
@@ -314,10 +334,26 @@ class _Scanner(FileNames):
         binds to them, f-strings of those) is folded whole and meets the C rules (`"ex" +
         "it(0);"` split across constants is found); text it cannot fold (decoded, read,
         built from what it does not hold) is code the scan cannot read."""
-        for arg in [*node.args, *(k.value for k in node.keywords if k.arg not in (None, "name", "extra_cflags",
-                                                                                 "extra_cuda_cflags", "functions",
-                                                                                 "verbose", "with_cuda", "options",
-                                                                                 "backend", "name_expressions"))]:
+        for arg in [
+            *node.args,
+            *(
+                k.value
+                for k in node.keywords
+                if k.arg
+                not in (
+                    None,
+                    "name",
+                    "extra_cflags",
+                    "extra_cuda_cflags",
+                    "functions",
+                    "verbose",
+                    "with_cuda",
+                    "options",
+                    "backend",
+                    "name_expressions",
+                )
+            ),
+        ]:
             text = _fold_text(arg, self.assigned)
             if text is None:
                 yield _Raw("exec-eval", node, f"  # compiles source built at run time: {ast.unparse(arg)[:40]}")
@@ -337,8 +373,9 @@ class _Scanner(FileNames):
 
         if name == "torch.load" and const("weights_only") is not True:
             yield _Raw("exec-eval", node, "  # unpickles unless weights_only=True")
-        if name in ("numpy.load", "numpy.lib.format.read_array", "numpy.lib.npyio.load") \
-                and const("allow_pickle") not in (None, False):
+        if name in ("numpy.load", "numpy.lib.format.read_array", "numpy.lib.npyio.load") and const(
+            "allow_pickle"
+        ) not in (None, False):
             yield _Raw("exec-eval", node, "  # allow_pickle: unpickles")
         if name == "warnings.catch_warnings" and const("record") not in (None, False):
             yield _Raw("frame-inspection", node, "  # recorded warnings carry their caller's file and line")
@@ -390,13 +427,39 @@ class _Scanner(FileNames):
 
 
 _DOTTED = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)+$")
-_INTROSPECTION_IN_TEXT = re.compile(r"__(" + "|".join(sorted(a.strip("_") for a in INTROSPECTION_ATTRS | {
-    "__dict__", "__import__", "__closure__"})) + r")__")
+_INTROSPECTION_IN_TEXT = re.compile(
+    r"__("
+    + "|".join(sorted(a.strip("_") for a in INTROSPECTION_ATTRS | {"__dict__", "__import__", "__closure__"}))
+    + r")__"
+)
 
 
-_STRING_BUILDERS = frozenset({"join", "format", "format_map", "replace", "decode", "encode", "lower", "upper",
-                              "strip", "lstrip", "rstrip", "swapcase", "title", "capitalize", "casefold",
-                              "translate", "removeprefix", "removesuffix", "zfill", "center", "ljust", "rjust"})
+_STRING_BUILDERS = frozenset(
+    {
+        "join",
+        "format",
+        "format_map",
+        "replace",
+        "decode",
+        "encode",
+        "lower",
+        "upper",
+        "strip",
+        "lstrip",
+        "rstrip",
+        "swapcase",
+        "title",
+        "capitalize",
+        "casefold",
+        "translate",
+        "removeprefix",
+        "removesuffix",
+        "zfill",
+        "center",
+        "ljust",
+        "rjust",
+    }
+)
 
 
 _FOLD_VALUES = 8
@@ -428,8 +491,12 @@ def _key_names(key: ast.AST, assigned: dict[str, list[ast.expr]], depth: int = 0
             return set(), True
         left, lb = _key_names(key.left, assigned, depth + 1)
         right, rb = _key_names(key.right, assigned, depth + 1)
-        if not (lb or rb) and isinstance(key.left, ast.Constant | ast.BinOp) \
-                and isinstance(key.right, ast.Constant | ast.BinOp) and len(left) == len(right) == 1:
+        if (
+            not (lb or rb)
+            and isinstance(key.left, ast.Constant | ast.BinOp)
+            and isinstance(key.right, ast.Constant | ast.BinOp)
+            and len(left) == len(right) == 1
+        ):
             return {next(iter(left)) + next(iter(right))}, False
         return left | right, True
     if isinstance(key, ast.JoinedStr | ast.BinOp):
@@ -437,14 +504,18 @@ def _key_names(key: ast.AST, assigned: dict[str, list[ast.expr]], depth: int = 0
     if isinstance(key, ast.Call):
         fn = key.func
         name = fn.attr if isinstance(fn, ast.Attribute) else fn.id if isinstance(fn, ast.Name) else ""
-        consts = {a.value for a in [*key.args, *(k.value for k in key.keywords)]
-                  if isinstance(a, ast.Constant) and isinstance(a.value, str)}
+        consts = {
+            a.value
+            for a in [*key.args, *(k.value for k in key.keywords)]
+            if isinstance(a, ast.Constant) and isinstance(a.value, str)
+        }
         return consts, name in _STRING_BUILDERS or name in ("chr", "str", "bytes", "reversed", "b64decode")
     return set(), False
 
 
-def _fold_text(node: ast.AST, assigned: dict[str, list[ast.expr]], depth: int = 0,
-               memo: dict[int, str | None] | None = None) -> str | None:
+def _fold_text(
+    node: ast.AST, assigned: dict[str, list[ast.expr]], depth: int = 0, memo: dict[int, str | None] | None = None
+) -> str | None:
     """The text an expression holds when the file holds all of it: string constants, names
     bound only to such text (each value it may hold, one per line), `+` of them, f-strings (a
     field of a name bound to numbers or text reads as that), lists and tuples of them (joined

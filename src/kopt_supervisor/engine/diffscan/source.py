@@ -28,7 +28,9 @@ from dataclasses import dataclass, field
 
 PY_BREAK = re.compile(r"\r\n|\r|\n")
 """Where Python ends a line (universal newlines)."""
-ODD_CHARACTERS = re.compile("\r(?!$)|[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+ODD_CHARACTERS = re.compile(
+    "\r(?!$)|[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"
+)
 """In a git line (no LF): a CR that is not the CR of a CRLF, a character `str.splitlines`
 and editors break at, or a bidi control."""
 PLAIN_ENCODINGS = frozenset({"utf-8", "ascii"})
@@ -102,7 +104,7 @@ def read_python(raw: bytes) -> PySource:
         raise Undecodable(str(exc), getattr(exc, "lineno", 0) or 0) from None
     try:
         name = codecs.lookup(encoding).name
-        body = raw[len(codecs.BOM_UTF8):] if encoding == "utf-8-sig" and raw.startswith(codecs.BOM_UTF8) else raw
+        body = raw[len(codecs.BOM_UTF8) :] if encoding == "utf-8-sig" and raw.startswith(codecs.BOM_UTF8) else raw
         text = body.decode("utf-8" if encoding == "utf-8-sig" else encoding)
     except (LookupError, UnicodeError, TypeError) as exc:  # TypeError: a bytes-to-bytes codec named
         raise Undecodable(f"the declared encoding {encoding!r} fails: {exc}", 1) from None

@@ -103,14 +103,22 @@ class _State(Lifetimes):
         generators = {n.name for n in self.sc.tree.body if isinstance(n, ast.FunctionDef) and yields(n)}
         made: set[str] = set()
         for stmt in self.sc.tree.body:
-            if isinstance(stmt, ast.Assign | ast.AnnAssign) and stmt.value is not None \
-                    and self._makes_iterator(stmt.value, generators):
+            if (
+                isinstance(stmt, ast.Assign | ast.AnnAssign)
+                and stmt.value is not None
+                and self._makes_iterator(stmt.value, generators)
+            ):
                 targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
                 made |= {t.id for t in targets if isinstance(t, ast.Name)}
         for scope in self.scopes.values():
             for n in scope.nodes:
-                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in made \
-                        and n.id not in scope.local and n.id not in scope.roots:
+                if (
+                    isinstance(n, ast.Name)
+                    and isinstance(n.ctx, ast.Load)
+                    and n.id in made
+                    and n.id not in scope.local
+                    and n.id not in scope.roots
+                ):
                     yield Raw(RULE, n, f"  # module-level iterator {n.id}: advanced per call")
 
     def _makes_iterator(self, value: ast.expr, generators: set[str]) -> bool:
@@ -179,8 +187,11 @@ class _State(Lifetimes):
         function of this file changes (`_remember(X, k, v)`)."""
         if isinstance(n, ast.Subscript | ast.Attribute) and isinstance(n.ctx, ast.Store | ast.Del):
             return [n.value]
-        if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name) \
-                and n.target.id not in scope.globals | scope.nonlocals:
+        if (
+            isinstance(n, ast.AugAssign)
+            and isinstance(n.target, ast.Name)
+            and n.target.id not in scope.globals | scope.nonlocals
+        ):
             return [n.target]
         if not isinstance(n, ast.Call):
             return []
@@ -192,8 +203,11 @@ class _State(Lifetimes):
         resolved = self.sc.resolve(fn)
         q = resolved[0] if resolved and resolved[1] else ""  # a module's or a builtin's function
         b = builtin_name(q)
-        if n.args and (q in MUTATING_FUNCTIONS or b in ("setattr", "delattr", "next")
-                       or (b.split(".")[0] in ("dict", "list", "set", "bytearray") and b.split(".")[-1] in MUTATORS)):
+        if n.args and (
+            q in MUTATING_FUNCTIONS
+            or b in ("setattr", "delattr", "next")
+            or (b.split(".")[0] in ("dict", "list", "set", "bytearray") and b.split(".")[-1] in MUTATORS)
+        ):
             return [n.args[0]]
         if isinstance(fn, ast.Attribute) and (fn.attr in MUTATORS or in_place(fn.attr)) and not q:
             return [fn.value]
@@ -214,8 +228,12 @@ class _State(Lifetimes):
             for fn in fns:
                 scope = self.scopes[id(fn)]
                 params = {p.arg for p in scope.params}
-                changed = {name for n in scope.nodes for t in self._changed(n, scope)
-                           if (name := _root_name(t)) is not None and name in params}
+                changed = {
+                    name
+                    for n in scope.nodes
+                    for t in self._changed(n, scope)
+                    if (name := _root_name(t)) is not None and name in params
+                }
                 if changed and changed != self.helpers.get(fn.name, ([], set()))[1]:
                     self.helpers[fn.name] = ([p.arg for p in [*fn.args.posonlyargs, *fn.args.args]], changed)
                     grew = True
@@ -227,25 +245,40 @@ class _State(Lifetimes):
         if cls is None or not scope.params or is_static(scope.fn):
             return None
         node = target
-        while isinstance(node, ast.Subscript) or (isinstance(node, ast.Attribute) and isinstance(node.value,
-                                                                                                 ast.Attribute)):
+        while isinstance(node, ast.Subscript) or (
+            isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute)
+        ):
             node = node.value
-        if not (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
-                and node.value.id == scope.params[0].arg):
+        if not (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == scope.params[0].arg
+        ):
             return None
         seen: set[str] = set()
         todo = [cls]
         while todo:  # the class and its bases of this file
             c = todo.pop()
             seen.add(c.name)
-            todo += [self.classes[b.id] for b in c.bases if isinstance(b, ast.Name) and b.id in self.classes
-                     and b.id not in seen]
+            todo += [
+                self.classes[b.id]
+                for b in c.bases
+                if isinstance(b, ast.Name) and b.id in self.classes and b.id not in seen
+            ]
             for stmt in c.body:
-                names = stmt.targets if isinstance(stmt, ast.Assign) else \
-                    [stmt.target] if isinstance(stmt, ast.AnnAssign) else []
+                names = (
+                    stmt.targets
+                    if isinstance(stmt, ast.Assign)
+                    else [stmt.target]
+                    if isinstance(stmt, ast.AnnAssign)
+                    else []
+                )
                 value = stmt.value if isinstance(stmt, ast.Assign | ast.AnnAssign) else None
-                if value is not None and any(isinstance(t, ast.Name) and t.id == node.attr for t in names) \
-                        and self.default_kind(value) == "mutable":  # not field(default_factory=...)
+                if (
+                    value is not None
+                    and any(isinstance(t, ast.Name) and t.id == node.attr for t in names)
+                    and self.default_kind(value) == "mutable"
+                ):  # not field(default_factory=...)
                     return f"class attribute {c.name}.{node.attr}"
         return None
 
@@ -255,7 +288,9 @@ def _root_name(node: ast.AST) -> str | None:
     while True:
         if isinstance(node, ast.Attribute | ast.Subscript):
             node = node.value
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in PERSISTENT_LOOKUPS:
+        elif (
+            isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in PERSISTENT_LOOKUPS
+        ):
             node = node.func.value
         else:
             return node.id if isinstance(node, ast.Name) else None

@@ -16,8 +16,9 @@ def bundle_pair(repo_path: str | Path, best: str, tree: str, *, ref: str) -> tup
     """A git bundle that carries BEST and the candidate (the staged `tree`, committed on BEST
     under the private `ref`, deleted again): what a lane on another host checks out. Returns
     the bundle's bytes and the candidate commit."""
-    cand = _git(repo_path, "commit-tree", "--no-gpg-sign", "-p", best, "-m", "kopt: a lane's candidate", tree,
-                env=author_env())
+    cand = _git(
+        repo_path, "commit-tree", "--no-gpg-sign", "-p", best, "-m", "kopt: a lane's candidate", tree, env=author_env()
+    )
     _git(repo_path, "update-ref", ref, cand)
     try:
         with tempfile.TemporaryDirectory(dir=private_dir()) as tmp:
@@ -33,8 +34,10 @@ def checkout_bundle(bundle: Path, dest: Path, best: str, cand: str) -> tuple[Pat
     worktrees dest/best and dest/cand detached at the two commits (both bound to it)."""
     repo = dest / "repo"
     # unbundled into a fresh repository (no clone: every transport stays off, `file` included)
-    for what, argv in (("init", ["init", "--quiet", str(repo)]),
-                       ("bundle unbundle", ["-C", str(repo), "bundle", "unbundle", str(bundle)])):
+    for what, argv in (
+        ("init", ["init", "--quiet", str(repo)]),
+        ("bundle unbundle", ["-C", str(repo), "bundle", "unbundle", str(bundle)]),
+    ):
         run_outside(argv, f"git {what} of a lane's bundle")
     best_path, cand_path = dest / "best", dest / "cand"
     for path, sha in ((best_path, best), (cand_path, cand)):

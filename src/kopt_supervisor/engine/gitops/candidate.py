@@ -61,7 +61,14 @@ def _porcelain_paths(out: str) -> list[str]:
 
 
 def matching(paths: list[str], globs: list[str]) -> list[str]:
-    return sorted({p for p in paths for g in globs if fnmatch.fnmatch(p, g) or p == g.rstrip("/") or p.startswith(g.rstrip("/") + "/")})
+    return sorted(
+        {
+            p
+            for p in paths
+            for g in globs
+            if fnmatch.fnmatch(p, g) or p == g.rstrip("/") or p.startswith(g.rstrip("/") + "/")
+        }
+    )
 
 
 def unstaged_changes(worktree: str | Path) -> list[str]:
@@ -85,8 +92,9 @@ def changed_files(worktree: str | Path, base: str) -> list[str]:
     loc = locate(worktree)
     with _scratch_index(loc, base) as env:
         _add(loc, "--all", env)
-        out = run_at(loc, "diff", "--cached", "--name-only", "--no-renames", "-z", "--ignore-submodules=dirty",
-                     base, env=env)
+        out = run_at(
+            loc, "diff", "--cached", "--name-only", "--no-renames", "-z", "--ignore-submodules=dirty", base, env=env
+        )
     return sorted(_split0(out))
 
 
@@ -97,13 +105,23 @@ def diff(worktree: str | Path, base: str, *, max_bytes: int = 2_000_000, force: 
     with _scratch_index(loc, base) as env:
         _add(loc, "--all", env)
         _add_forced(loc, force, env)
-        text = run_at(loc, "diff", "--cached", "--no-color", "--no-ext-diff", "--no-textconv",
-                      "--ignore-submodules=dirty", base, env=env)
+        text = run_at(
+            loc,
+            "diff",
+            "--cached",
+            "--no-color",
+            "--no-ext-diff",
+            "--no-textconv",
+            "--ignore-submodules=dirty",
+            base,
+            env=env,
+        )
     return text[:max_bytes]
 
 
-def scan_diff(worktree: str | Path, base: str, *, force: Sequence[str] = (),
-              max_bytes: int = 64 * 2**20) -> tuple[str, bool]:
+def scan_diff(
+    worktree: str | Path, base: str, *, force: Sequence[str] = (), max_bytes: int = 64 * 2**20
+) -> tuple[str, bool]:
     """The candidate's whole patch against `base` for the diff scan (engine/diffscan): fixed
     `a/` `b/` prefixes whatever the user's config says, no renames, new and `force`d ignored
     files included; (text, truncated) with the text cut at `max_bytes`."""
@@ -111,9 +129,24 @@ def scan_diff(worktree: str | Path, base: str, *, force: Sequence[str] = (),
     with _scratch_index(loc, base) as env:
         _add(loc, "--all", env)
         _add_forced(loc, force, env)
-        text = run_at(loc, "-c", "diff.noprefix=false", "-c", "diff.mnemonicPrefix=false", "diff", "--cached",
-                      "--no-color", "--no-ext-diff", "--no-textconv", "--no-renames", "--src-prefix=a/",
-                      "--dst-prefix=b/", "--ignore-submodules=dirty", base, env=env)
+        text = run_at(
+            loc,
+            "-c",
+            "diff.noprefix=false",
+            "-c",
+            "diff.mnemonicPrefix=false",
+            "diff",
+            "--cached",
+            "--no-color",
+            "--no-ext-diff",
+            "--no-textconv",
+            "--no-renames",
+            "--src-prefix=a/",
+            "--dst-prefix=b/",
+            "--ignore-submodules=dirty",
+            base,
+            env=env,
+        )
     return text[:max_bytes], len(text) > max_bytes
 
 
@@ -121,8 +154,9 @@ def _add(loc: Location, how: str, env: dict[str, str] | None = None) -> None:
     """`git add --all` or `--update`, leaving out the gitlinks the index holds: to see whether
     a nested repository is dirty, add starts git inside it, where that repository's own
     config (filters by names kopt never saw) would run."""
-    gitlinks = [e.partition("\t")[2] for e in _split0(run_at(loc, "ls-files", "-s", "-z", env=env))
-                if e.startswith("160000 ")]
+    gitlinks = [
+        e.partition("\t")[2] for e in _split0(run_at(loc, "ls-files", "-s", "-z", env=env)) if e.startswith("160000 ")
+    ]
     if not gitlinks:
         run_at(loc, "add", how, env=env)
         return
@@ -182,7 +216,7 @@ def remove_ignored(worktree: str | Path, *, keep: Sequence[str] = ()) -> list[st
     kept = set(matching(ignored, list(keep)))
     doomed = [p for p in ignored if p not in kept]
     for i in range(0, len(doomed), 200):
-        run_at(loc, "clean", "-ffdXq", "--", *doomed[i:i + 200])
+        run_at(loc, "clean", "-ffdXq", "--", *doomed[i : i + 200])
     return doomed
 
 

@@ -18,7 +18,9 @@ from kopt_supervisor.engine.gitops.worktrees import show_file
 def diff_paths(path: str | Path, a: str, b: str) -> list[tuple[str, str]]:
     """(status letter, file) for every file that differs from commit `a` to `b` (a rename is
     a delete and an add)."""
-    parts = _git(path, "diff", "--name-status", "--no-renames", "--no-ext-diff", "--no-textconv", "-z", a, b).split("\0")
+    parts = _git(path, "diff", "--name-status", "--no-renames", "--no-ext-diff", "--no-textconv", "-z", a, b).split(
+        "\0"
+    )
     return [(parts[i][:1], parts[i + 1]) for i in range(0, len(parts) - 1, 2) if parts[i]]
 
 
@@ -31,7 +33,7 @@ def tree_entries(path: str | Path, commit: str, files: list[str]) -> dict[str, t
     """file -> (mode, object id) in a commit's tree, for the files it has."""
     out: dict[str, tuple[str, str]] = {}
     for i in range(0, len(files), 200):
-        chunk = files[i:i + 200]
+        chunk = files[i : i + 200]
         text = _git(path, "ls-tree", "-z", "--full-tree", commit, "--", *chunk) if chunk else ""
         for entry in text.split("\0"):
             if not entry:
@@ -65,8 +67,9 @@ def ignored_paths(path: str | Path, commit: str, files: list[str]) -> set[str]:
             listing.write("".join(f + "\0" for f in files).encode("utf-8", "surrogateescape"))
             listing.seek(0)
             loc = Location(repo_loc.git_dir, repo_loc.common_dir, root)
-            out = run_at(loc, "check-ignore", "--no-index", "--stdin", "-z", stdin=listing, ok=(0, 1), label=path,
-                         literal=False)  # check-ignore refuses the literal magic; it takes no other
+            out = run_at(
+                loc, "check-ignore", "--no-index", "--stdin", "-z", stdin=listing, ok=(0, 1), label=path, literal=False
+            )  # check-ignore refuses the literal magic; it takes no other
         return set(_split0(out))
 
 

@@ -34,11 +34,20 @@ _GIT_FOUND: dict[str, str] = {}
 
 
 def git_version(program: str) -> tuple[int, ...]:
-    res = subprocess.run([program, "--version"], env=_base_env(), capture_output=True, text=True, check=False,
-                         stdin=subprocess.DEVNULL, timeout=60)
+    res = subprocess.run(
+        [program, "--version"],
+        env=_base_env(),
+        capture_output=True,
+        text=True,
+        check=False,
+        stdin=subprocess.DEVNULL,
+        timeout=60,
+    )
     m = re.search(r"git version (\d+)\.(\d+)", res.stdout)
     if res.returncode != 0 or m is None:
-        raise KoptFailure(f"{program} --version did not say which git it is: {res.stdout.strip() or res.stderr.strip()}")
+        raise KoptFailure(
+            f"{program} --version did not say which git it is: {res.stdout.strip() or res.stderr.strip()}"
+        )
     return int(m.group(1)), int(m.group(2))
 
 
@@ -49,8 +58,10 @@ def _git_program() -> str:
     if found not in _GIT_FOUND:
         version = git_version(found)
         if version < MIN_GIT:
-            raise KoptFailure(f"{found} is git {'.'.join(map(str, version))}; kopt needs git "
-                              f"{'.'.join(map(str, MIN_GIT))} or newer (to neutralize a repository's programs)")
+            raise KoptFailure(
+                f"{found} is git {'.'.join(map(str, version))}; kopt needs git "
+                f"{'.'.join(map(str, MIN_GIT))} or newer (to neutralize a repository's programs)"
+            )
         _GIT_FOUND[found] = ".".join(map(str, version))
     return found
 
@@ -73,9 +84,17 @@ def _config_files(loc: Location) -> set[str]:
     """The config files git reads for this location (whether they exist or not)."""
     home = Path(os.path.expanduser("~"))
     xdg = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config")
-    return {str(p) for p in (loc.common_dir / "config", loc.git_dir / "config.worktree",
-                             loc.common_dir / "config.worktree", home / ".gitconfig", xdg / "git" / "config",
-                             Path("/etc/gitconfig"))}
+    return {
+        str(p)
+        for p in (
+            loc.common_dir / "config",
+            loc.git_dir / "config.worktree",
+            loc.common_dir / "config.worktree",
+            home / ".gitconfig",
+            xdg / "git" / "config",
+            Path("/etc/gitconfig"),
+        )
+    }
 
 
 def _stamp(files: set[str], loc: Location) -> tuple[object, ...]:
@@ -105,8 +124,17 @@ def _list_config(loc: Location) -> tuple[list[str], set[str]]:
     includes name."""
     env = _fixed_env()
     env["GIT_COMMON_DIR"] = str(loc.common_dir)
-    argv = [_git_program(), "--no-pager", f"--git-dir={loc.git_dir}", f"--work-tree={loc.work_tree}",
-            "config", "--list", "-z", "--show-scope", "--show-origin"]
+    argv = [
+        _git_program(),
+        "--no-pager",
+        f"--git-dir={loc.git_dir}",
+        f"--work-tree={loc.work_tree}",
+        "config",
+        "--list",
+        "-z",
+        "--show-scope",
+        "--show-origin",
+    ]
     res = _exec(argv, loc, env, None)
     if res.returncode != 0:
         raise GitFailure(f"git config --list in {loc.work_tree}: {_last_line(res.stderr, res.returncode)}")
@@ -122,7 +150,11 @@ def _list_config(loc: Location) -> tuple[list[str], set[str]]:
             where = where if where.is_absolute() else loc.work_tree / where
             files.add(os.path.abspath(where))
         low = key.lower()
-        if where is not None and value and (low == "include.path" or (low.startswith("includeif.") and low.endswith(".path"))):
+        if (
+            where is not None
+            and value
+            and (low == "include.path" or (low.startswith("includeif.") and low.endswith(".path")))
+        ):
             target = Path(os.path.expanduser(value))
             files.add(os.path.abspath(target if target.is_absolute() else where.parent / target))
     return keys, files
@@ -152,11 +184,19 @@ def _env_config(overrides: dict[str, str]) -> dict[str, str]:
     return env
 
 
-def _exec(argv: list[str], loc: Location, env: dict[str, str], stdin: BinaryIO | None,
-          timeout: float = TIMEOUT_S) -> subprocess.CompletedProcess[bytes]:
+def _exec(
+    argv: list[str], loc: Location, env: dict[str, str], stdin: BinaryIO | None, timeout: float = TIMEOUT_S
+) -> subprocess.CompletedProcess[bytes]:
     try:
-        return subprocess.run(argv, cwd=loc.work_tree, env=env, stdin=stdin if stdin is not None else subprocess.DEVNULL,
-                              capture_output=True, timeout=timeout, check=False)
+        return subprocess.run(
+            argv,
+            cwd=loc.work_tree,
+            env=env,
+            stdin=stdin if stdin is not None else subprocess.DEVNULL,
+            capture_output=True,
+            timeout=timeout,
+            check=False,
+        )
     except subprocess.TimeoutExpired:
         raise GitFailure(f"git {' '.join(argv[5:7])} in {loc.work_tree}: no answer in {timeout:.0f} s") from None
     except OSError as e:
@@ -168,8 +208,15 @@ def _last_line(stderr: bytes, rc: int) -> str:
     return lines[-1] if lines else f"exit {rc}"
 
 
-def run_at(loc: Location, *args: str, env: dict[str, str] | None = None, stdin: BinaryIO | None = None,
-           ok: Sequence[int] = (0,), literal: bool = True, label: str | Path | None = None) -> str:
+def run_at(
+    loc: Location,
+    *args: str,
+    env: dict[str, str] | None = None,
+    stdin: BinaryIO | None = None,
+    ok: Sequence[int] = (0,),
+    literal: bool = True,
+    label: str | Path | None = None,
+) -> str:
     """Run `git args` at an explicit location with every guard of this module; returns its
     stdout (surrogate-escaped, one trailing newline stripped). Exit codes outside `ok` raise
     GitFailure with git's last line of error."""
@@ -178,17 +225,30 @@ def run_at(loc: Location, *args: str, env: dict[str, str] | None = None, stdin: 
     full_env.update(_env_config(_overrides(loc)))
     if env:
         full_env.update(env)
-    argv = [_git_program(), "--no-pager", f"--git-dir={loc.git_dir}", f"--work-tree={loc.work_tree}",
-            "--literal-pathspecs" if literal else "--no-literal-pathspecs", *args]
+    argv = [
+        _git_program(),
+        "--no-pager",
+        f"--git-dir={loc.git_dir}",
+        f"--work-tree={loc.work_tree}",
+        "--literal-pathspecs" if literal else "--no-literal-pathspecs",
+        *args,
+    ]
     res = _exec(argv, loc, full_env, stdin)
     if res.returncode not in ok:
-        raise GitFailure(f"git {' '.join(args[:2])} in {label or loc.work_tree}: {_last_line(res.stderr, res.returncode)}")
+        raise GitFailure(
+            f"git {' '.join(args[:2])} in {label or loc.work_tree}: {_last_line(res.stderr, res.returncode)}"
+        )
     out = res.stdout.decode("utf-8", "surrogateescape")
     return out[:-1] if out.endswith("\n") else out
 
 
-def _git(path: str | Path, *args: str, env: dict[str, str] | None = None, stdin: BinaryIO | None = None,
-         ok: Sequence[int] = (0,)) -> str:
+def _git(
+    path: str | Path,
+    *args: str,
+    env: dict[str, str] | None = None,
+    stdin: BinaryIO | None = None,
+    ok: Sequence[int] = (0,),
+) -> str:
     return run_at(locate(path), *args, env=env, stdin=stdin, ok=ok, label=path)
 
 
@@ -238,7 +298,13 @@ def _rebuild_index(loc: Location, treeish: str) -> None:
 def run_outside(args: Sequence[str], what: str) -> None:
     """`git args` where no repository is located yet (an init, an unbundle into a fresh
     one): the fixed overrides only. Raises GitFailure, `what` and git's last line of error."""
-    res = subprocess.run([_git_program(), *args], env=_fixed_env(), capture_output=True, check=False,
-                         stdin=subprocess.DEVNULL, timeout=TIMEOUT_S)
+    res = subprocess.run(
+        [_git_program(), *args],
+        env=_fixed_env(),
+        capture_output=True,
+        check=False,
+        stdin=subprocess.DEVNULL,
+        timeout=TIMEOUT_S,
+    )
     if res.returncode != 0:
         raise GitFailure(f"{what}: {_last_line(res.stderr, res.returncode)}")

@@ -76,6 +76,7 @@ def tree_listing(worktree: str | Path, base: str) -> TreeListing:
     run_at(loc, "update-index", "-q", "--refresh", "--ignore-submodules", env=env, ok=(0, 1))
     parts = run_at(loc, "diff-files", "--name-status", "-z", "--ignore-submodules=dirty", env=env).split("\0")
     changed = tuple((parts[i][:1], parts[i + 1]) for i in range(0, len(parts) - 1, 2) if parts[i])
-    ignored = frozenset(_split0(run_at(loc, "ls-files", "--others", "--ignored", "--exclude-standard", "-z",
-                                       "--directory", env=env)))
+    ignored = frozenset(
+        _split0(run_at(loc, "ls-files", "--others", "--ignored", "--exclude-standard", "-z", "--directory", env=env))
+    )
     return TreeListing(tree, ref.files, changed, ignored, tuple(index_flagged(worktree)))

@@ -82,8 +82,9 @@ def _linked_worktree(work_tree: Path, common: Path | None) -> Location:
     except OSError:
         raise GitFailure(f"{work_tree}: no .git file (not a worktree any more)") from None
     if not stat.S_ISREG(st.st_mode):
-        raise GitFailure(f"{dotgit}: replaced (a {'link' if stat.S_ISLNK(st.st_mode) else 'folder'}, "
-                         "not the worktree's .git file)")
+        raise GitFailure(
+            f"{dotgit}: replaced (a {'link' if stat.S_ISLNK(st.st_mode) else 'folder'}, not the worktree's .git file)"
+        )
     admin = Path(os.path.realpath(_read_gitfile(dotgit)))
     if admin.parent.name != "worktrees" or (common is not None and not _same(admin.parent, common / "worktrees")):
         where = f"a worktree of {common}" if common is not None else "a worktree's admin folder"
@@ -145,5 +146,7 @@ def _check_head_branch(loc: Location) -> None:
         return
     ref = head[4:].strip()
     if trust.branch is None or ref != f"refs/heads/{trust.branch}":
-        raise GitFailure(f"{loc.work_tree}: HEAD points to {ref}, not to "
-                         f"{'a detached commit' if trust.branch is None else 'refs/heads/' + trust.branch}")
+        raise GitFailure(
+            f"{loc.work_tree}: HEAD points to {ref}, not to "
+            f"{'a detached commit' if trust.branch is None else 'refs/heads/' + trust.branch}"
+        )

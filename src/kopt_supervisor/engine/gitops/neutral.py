@@ -24,7 +24,12 @@ def author_env(author: Actor = KOPT_AUTHOR) -> dict[str, str]:
     """The variables that make `author` the author and committer of a commit (kopt's own
     name or address where `author` has none)."""
     name, email = author.name or KOPT_AUTHOR.name, author.email or KOPT_AUTHOR.email
-    return {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email, "GIT_COMMITTER_NAME": name, "GIT_COMMITTER_EMAIL": email}
+    return {
+        "GIT_AUTHOR_NAME": name,
+        "GIT_AUTHOR_EMAIL": email,
+        "GIT_COMMITTER_NAME": name,
+        "GIT_COMMITTER_EMAIL": email,
+    }
 
 
 # Executing /dev/null fails (EACCES): a value that names no program can ever start.
@@ -123,8 +128,21 @@ PER_NAME_OVERRIDES: dict[tuple[str, str], str] = {
 
 # Key names (the part after the last dot, lowercased) that say the value is a program, for
 # sections and names kopt cannot know in advance.
-PROGRAM_KEY_SUFFIXES = ("command", "cmd", "program", "helper", "driver", "textconv", "askpass", "editor",
-                        "pager", "browser", "hook", "uploadpack", "receivepack")
+PROGRAM_KEY_SUFFIXES = (
+    "command",
+    "cmd",
+    "program",
+    "helper",
+    "driver",
+    "textconv",
+    "askpass",
+    "editor",
+    "pager",
+    "browser",
+    "hook",
+    "uploadpack",
+    "receivepack",
+)
 
 # Environment variables set for every git call (after every GIT_* of kopt's own is dropped).
 FIXED_ENV = {

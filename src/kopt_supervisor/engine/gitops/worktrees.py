@@ -187,8 +187,21 @@ def move_change(worktree: str | Path, old_base: str, tree: str, new_base: str) -
     False, with the worktree left at `new_base`, when the patch no longer applies there."""
     loc = locate(worktree)
     with tempfile.NamedTemporaryFile(dir=private_dir(), prefix="kopt-move-", suffix=".patch") as patch:
-        run_at(loc, "diff", "--binary", "--full-index", "--no-color", "--no-ext-diff", "--no-textconv", "--no-renames",
-               "--src-prefix=a/", "--dst-prefix=b/", f"--output={patch.name}", old_base, tree)
+        run_at(
+            loc,
+            "diff",
+            "--binary",
+            "--full-index",
+            "--no-color",
+            "--no-ext-diff",
+            "--no-textconv",
+            "--no-renames",
+            "--src-prefix=a/",
+            "--dst-prefix=b/",
+            f"--output={patch.name}",
+            old_base,
+            tree,
+        )
         reset_clean(worktree, new_base, detach=True)
         if os.path.getsize(patch.name) == 0:
             return True

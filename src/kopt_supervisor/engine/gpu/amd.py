@@ -152,8 +152,9 @@ class AmdSmiBackend(LibraryBackend):
             info = p if isinstance(p, dict) else smi.amdsmi_get_gpu_process_info(h, p)
             mem = info.get("memory_usage", {}).get("vram_mem") if isinstance(info.get("memory_usage"), dict) else None
             mem = _value(mem) if mem is not None else _value(info.get("mem"))
-            out.append(GpuProcess(pid=int(info["pid"]), name=text(info.get("name")),
-                                  mem_mib=NA if mem is NA else mem / _MIB))
+            out.append(
+                GpuProcess(pid=int(info["pid"]), name=text(info.get("name")), mem_mib=NA if mem is NA else mem / _MIB)
+            )
         return tuple(out)
 
     def _violations(self, h: Any) -> Any:

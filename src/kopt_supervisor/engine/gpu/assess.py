@@ -77,9 +77,16 @@ def assess(
     return sorted(out, key=lambda a: a.gpu.index)
 
 
-def _assess_one(g: GpuState, series: list[GpuState], n: int, cfg: GpuConfig, own: set[int],
-                claim: dict[str, Any] | None, enrich: Callable[[GpuProcess], GpuProcess],
-                judge_util: bool = True) -> Assessment:
+def _assess_one(
+    g: GpuState,
+    series: list[GpuState],
+    n: int,
+    cfg: GpuConfig,
+    own: set[int],
+    claim: dict[str, Any] | None,
+    enrich: Callable[[GpuProcess], GpuProcess],
+    judge_util: bool = True,
+) -> Assessment:
     reasons: list[str] = []
     notes: list[str] = []
     if claim is not None:
@@ -128,10 +135,12 @@ def _assess_one(g: GpuState, series: list[GpuState], n: int, cfg: GpuConfig, own
         notes.append("memory used not readable")
 
     if not utils and not procs_known:
-        reasons.append("cannot tell: neither utilization nor processes readable" if judge_util
-                       else "cannot tell: processes not readable")
-    return Assessment(g, not reasons, reasons, notes, len(series), util_max, used, growth,
-                      foreign_list, claim)
+        reasons.append(
+            "cannot tell: neither utilization nor processes readable"
+            if judge_util
+            else "cannot tell: processes not readable"
+        )
+    return Assessment(g, not reasons, reasons, notes, len(series), util_max, used, growth, foreign_list, claim)
 
 
 def busyness(a: Assessment) -> tuple[float, float, int]:
@@ -178,9 +187,12 @@ def proc_text(p: GpuProcess) -> str:
 
 
 def proc_dict(p: GpuProcess) -> dict[str, Any]:
-    return {"pid": p.pid, "name": None if is_na(p.name) else p.name,
-            "user": None if is_na(p.user) else p.user,
-            "mem_mib": None if is_na(p.mem_mib) else p.mem_mib}
+    return {
+        "pid": p.pid,
+        "name": None if is_na(p.name) else p.name,
+        "user": None if is_na(p.user) else p.user,
+        "mem_mib": None if is_na(p.mem_mib) else p.mem_mib,
+    }
 
 
 def holder(info: dict[str, Any]) -> str:

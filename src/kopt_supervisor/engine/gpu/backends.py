@@ -89,8 +89,7 @@ class AutoBackend:
         for name, make in self.candidates:
             backend = make()
             gpus = backend.read()
-            self.tried.append({"backend": name, "status": getattr(backend, "status", ""),
-                               "gpus": len(gpus)})
+            self.tried.append({"backend": name, "status": getattr(backend, "status", ""), "gpus": len(gpus)})
             if gpus:
                 self.chosen = backend
                 return gpus

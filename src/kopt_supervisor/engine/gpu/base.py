@@ -159,8 +159,9 @@ def why(exc: BaseException) -> str:
     return message[:160]
 
 
-def read_field(na: dict[str, str], key: str, fn: Callable[..., Any], *args: Any,
-               convert: Callable[[Any], Any] | None = None) -> Any:
+def read_field(
+    na: dict[str, str], key: str, fn: Callable[..., Any], *args: Any, convert: Callable[[Any], Any] | None = None
+) -> Any:
     """Call a library function for one field; any failure is NA with its reason in `na`.
 
     `convert` may return NA itself (e.g. for the library's own "N/A" string)."""

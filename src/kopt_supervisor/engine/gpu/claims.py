@@ -85,8 +85,12 @@ class ClaimRegistry:
                 if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
                     return False
                 return True  # a filesystem without flock: no host-wide claims
-            info = {"pid": os.getpid(), "host": socket.gethostname(), "owner": self.owner,
-                    "since": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+            info = {
+                "pid": os.getpid(),
+                "host": socket.gethostname(),
+                "owner": self.owner,
+                "since": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            }
             try:
                 os.ftruncate(fd, 0)
                 os.pwrite(fd, json.dumps(info).encode(), 0)

@@ -19,8 +19,7 @@ from typing import Any
 from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.gpu.base import NA, GpuProcess, GpuState
 
-_NUMBERS = ("util_pct", "mem_used_mib", "mem_total_mib", "sm_clock_mhz", "mem_clock_mhz",
-            "temp_c", "power_w")
+_NUMBERS = ("util_pct", "mem_used_mib", "mem_total_mib", "sm_clock_mhz", "mem_clock_mhz", "temp_c", "power_w")
 _DEFAULTS = {"util_pct": 0.0, "mem_used_mib": 0.0, "mem_total_mib": 81559.0}
 
 
@@ -64,9 +63,13 @@ def _fake_gpu(path: Path, g: Any) -> GpuState:
         index = int(g["index"])
         values = {k: _num(g, k) for k in _NUMBERS}
         raw_procs = g.get("processes", [])
-        procs: Any = NA if raw_procs is None else tuple(
-            GpuProcess(int(p["pid"]), p.get("name", "?"), _num(p, "mem_mib", 0.0), p.get("user", NA))
-            for p in raw_procs
+        procs: Any = (
+            NA
+            if raw_procs is None
+            else tuple(
+                GpuProcess(int(p["pid"]), p.get("name", "?"), _num(p, "mem_mib", 0.0), p.get("user", NA))
+                for p in raw_procs
+            )
         )
         throttle = g.get("throttle", ())
         counters = g.get("throttle_counters")

@@ -48,8 +48,17 @@ from kopt_supervisor.engine.gpu.assess import (  # re-exported: the gate's inter
 from kopt_supervisor.engine.gpu.base import Backend, GpuState, disturbing, is_na, why
 from kopt_supervisor.engine.gpu.claims import ClaimRegistry, claim_key
 
-__all__ = ["Assessment", "Gate", "GateDecision", "NoIdleGpu", "assess", "busyness", "gpu_key", "round_flags",
-           "visible_devices_env"]
+__all__ = [
+    "Assessment",
+    "Gate",
+    "GateDecision",
+    "NoIdleGpu",
+    "assess",
+    "busyness",
+    "gpu_key",
+    "round_flags",
+    "visible_devices_env",
+]
 
 
 class NoIdleGpu(KoptFailure):
@@ -189,13 +198,20 @@ class Gate:
             summary = _summary(found) or "no GPU visible: " + str(getattr(self.backend, "status", ""))
             if waited >= self.cfg.wait_max_s:
                 self.waiting = None
-                raise NoIdleGpu(f"no idle GPU for {_duration(waited)} "
-                                f"(gpu.wait_max_s = {self.cfg.wait_max_s:g}): {summary}")
+                raise NoIdleGpu(
+                    f"no idle GPU for {_duration(waited)} (gpu.wait_max_s = {self.cfg.wait_max_s:g}): {summary}"
+                )
             pause = min(self.cfg.wait_s, self.cfg.wait_max_s - waited)
-            self.waiting = {"waited_s": waited, "next_check_in_s": pause,
-                            "gives_up_in_s": self.cfg.wait_max_s - waited, "reasons": summary}
-            self.log(f"no idle GPU ({summary}); next check in {_duration(pause)}, "
-                     f"giving up in {_duration(self.cfg.wait_max_s - waited)}")
+            self.waiting = {
+                "waited_s": waited,
+                "next_check_in_s": pause,
+                "gives_up_in_s": self.cfg.wait_max_s - waited,
+                "reasons": summary,
+            }
+            self.log(
+                f"no idle GPU ({summary}); next check in {_duration(pause)}, "
+                f"giving up in {_duration(self.cfg.wait_max_s - waited)}"
+            )
             self._waited = True
             self.sleep(pause)
 
@@ -208,9 +224,15 @@ class Gate:
         (foreign processes in either, memory used, growth between them, claims); utilization
         is not judged (NVML's window still shows this run's own step). Anything busy: None."""
         c, after = self.chosen, self._after
-        if (self.cfg.quick_recheck_s <= 0 or c is None or after is None or self._full_check_at is None
-                or self._acquired_at is None or after[0] < self._acquired_at
-                or self.clock() - self._full_check_at > self.cfg.quick_recheck_s):
+        if (
+            self.cfg.quick_recheck_s <= 0
+            or c is None
+            or after is None
+            or self._full_check_at is None
+            or self._acquired_at is None
+            or after[0] < self._acquired_at
+            or self.clock() - self._full_check_at > self.cfg.quick_recheck_s
+        ):
             return None
         seen = after[1]
         if is_na(seen.processes) or disturbing(tuple(() if is_na(seen.throttle) else seen.throttle)):
@@ -226,8 +248,9 @@ class Gate:
         now = next((g for g in self._read() if gpu_key(g) == self.chosen_uuid), None)
         if now is None or is_na(now.processes):  # the fresh reading's processes are what is judged
             return None
-        found = assess([[seen], [now]], self.cfg, self._own(), claimed_by=self._claimed_by,
-                       enrich=procs.enrich, judge_util=False)
+        found = assess(
+            [[seen], [now]], self.cfg, self._own(), claimed_by=self._claimed_by, enrich=procs.enrich, judge_util=False
+        )
         if len(found) != 1 or not found[0].idle:
             return None
         self.last = found
@@ -287,8 +310,13 @@ class Gate:
         g = next((x for x in gpus if gpu_key(x) == self.chosen_uuid), None)
         if g is None:
             c = self.chosen
-            return {"index": c.index, "uuid": None if is_na(c.uuid) else c.uuid,
-                    "name": None if is_na(c.name) else c.name, "missing": True, "time": now}
+            return {
+                "index": c.index,
+                "uuid": None if is_na(c.uuid) else c.uuid,
+                "name": None if is_na(c.name) else c.name,
+                "missing": True,
+                "time": now,
+            }
         own = self._own()
         self._after, self._after_own = (self.clock(), g), own
         foreign = [] if is_na(g.processes) else [procs.enrich(p) for p in g.processes if p.pid not in own]

@@ -79,8 +79,7 @@ class NvmlBackend(LibraryBackend):
         nvml = self.lib
         na: dict[str, str] = {}
         extra: dict[str, Any] = {"na": na}
-        util = read_field(na, "util_pct", nvml.nvmlDeviceGetUtilizationRates, h,
-                          convert=lambda u: number(u.gpu))
+        util = read_field(na, "util_pct", nvml.nvmlDeviceGetUtilizationRates, h, convert=lambda u: number(u.gpu))
         mem = read_field(na, "mem_used_mib", self._memory, h)
         if mem is NA:
             used = total = NA
@@ -97,13 +96,14 @@ class NvmlBackend(LibraryBackend):
             mem_used_mib=used,
             mem_total_mib=total,
             processes=read_field(na, "processes", self._processes, h),
-            sm_clock_mhz=read_field(na, "sm_clock_mhz", nvml.nvmlDeviceGetClockInfo, h,
-                                    nvml.NVML_CLOCK_SM, convert=number),
-            mem_clock_mhz=read_field(na, "mem_clock_mhz", nvml.nvmlDeviceGetClockInfo, h,
-                                     nvml.NVML_CLOCK_MEM, convert=number),
+            sm_clock_mhz=read_field(
+                na, "sm_clock_mhz", nvml.nvmlDeviceGetClockInfo, h, nvml.NVML_CLOCK_SM, convert=number
+            ),
+            mem_clock_mhz=read_field(
+                na, "mem_clock_mhz", nvml.nvmlDeviceGetClockInfo, h, nvml.NVML_CLOCK_MEM, convert=number
+            ),
             temp_c=read_field(na, "temp_c", self._temperature, h),
-            power_w=read_field(na, "power_w", nvml.nvmlDeviceGetPowerUsage, h,
-                               convert=lambda mw: number(mw, 1e-3)),
+            power_w=read_field(na, "power_w", nvml.nvmlDeviceGetPowerUsage, h, convert=lambda mw: number(mw, 1e-3)),
             throttle=read_field(na, "throttle", self._throttle, h),
             throttle_counters=read_field(na, "throttle_counters", self._violations, h),
             vendor="nvidia",
@@ -162,8 +162,7 @@ class NvmlBackend(LibraryBackend):
     def _violations(self, h: Any) -> Any:
         nvml = self.lib
         counters = {}
-        for key, policy in (("power_ns", "NVML_PERF_POLICY_POWER"),
-                            ("thermal_ns", "NVML_PERF_POLICY_THERMAL")):
+        for key, policy in (("power_ns", "NVML_PERF_POLICY_POWER"), ("thermal_ns", "NVML_PERF_POLICY_THERMAL")):
             try:
                 v = nvml.nvmlDeviceGetViolationStatus(h, getattr(nvml, policy))
                 counters[key] = float(v.violationTime)

@@ -61,7 +61,9 @@ def gpus_report(cfg: GpuConfig, backend: Backend | None = None, *, sleep=time.sl
             "devices": list(cfg.devices),
         },
         "gpus": [_gpu_entry(a) for a in found],
-        "pick": None if pick is None else {
+        "pick": None
+        if pick is None
+        else {
             "index": pick.gpu.index,
             "uuid": jsonable(pick.gpu.uuid),
             "env": visible_devices_env(pick.gpu),
@@ -109,8 +111,7 @@ def format_report(report: dict[str, Any]) -> str:
     c = report["config"]
     lines = [
         f"backend: {b['name']}" + ("" if b.get("tried") and not report["gpus"] else f" ({b['status']})"),
-        f"idle: no foreign process, util <= {c['util_max_pct']:g}%, memory used <= "
-        f"{c['mem_used_max_mib']:g} MiB",
+        f"idle: no foreign process, util <= {c['util_max_pct']:g}%, memory used <= {c['mem_used_max_mib']:g} MiB",
         f"      and growing <= {c['mem_growth_max_mib']:g} MiB, over {c['samples']} samples "
         f"{c['sample_interval_s']:g} s apart; no other kopt run's claim",
     ]
@@ -120,8 +121,9 @@ def format_report(report: dict[str, Any]) -> str:
         lines.append(report["summary"])
         return "\n".join(lines)
     lines.append("")
-    lines.append(f"{'GPU':>3}  {'NAME':<22} {'UTIL':>5} {'MEM USED/TOTAL MiB':>19} {'PROCS':>5} "
-                 f"{'TEMP':>5} {'POWER':>6}  STATE")
+    lines.append(
+        f"{'GPU':>3}  {'NAME':<22} {'UTIL':>5} {'MEM USED/TOTAL MiB':>19} {'PROCS':>5} {'TEMP':>5} {'POWER':>6}  STATE"
+    )
     pick = (report.get("pick") or {}).get("index")
     for g in report["gpus"]:
         procs = "NA" if g["processes"] is None else str(len(g["processes"]))
@@ -130,8 +132,10 @@ def format_report(report: dict[str, Any]) -> str:
         if g["index"] == pick:
             state += " <- the gate's pick"
         name = (g["name"] or "?")[:22]
-        lines.append(f"{g['index']:>3}  {name:<22} {_num(g['util_max_pct'], '.0f', '%'):>5} {mem:>19} {procs:>5} "
-                     f"{_num(g['temp_c'], '.0f', 'C'):>5} {_num(g['power_w'], '.0f', 'W'):>6}  {state}")
+        lines.append(
+            f"{g['index']:>3}  {name:<22} {_num(g['util_max_pct'], '.0f', '%'):>5} {mem:>19} {procs:>5} "
+            f"{_num(g['temp_c'], '.0f', 'C'):>5} {_num(g['power_w'], '.0f', 'W'):>6}  {state}"
+        )
         for r in g["reasons"]:
             lines.append(f"       busy: {r}")
         for n in g["notes"]:

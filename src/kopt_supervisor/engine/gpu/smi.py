@@ -27,8 +27,7 @@ Run = Callable[[Sequence[str]], tuple[int, str, str]]
 def run_command(argv: Sequence[str]) -> tuple[int, str, str]:
     """(exit status, stdout, stderr); 127 when the tool cannot start, 124 when it hangs."""
     try:
-        p = subprocess.run(list(argv), capture_output=True, text=True, timeout=TIMEOUT_S,
-                           stdin=subprocess.DEVNULL)
+        p = subprocess.run(list(argv), capture_output=True, text=True, timeout=TIMEOUT_S, stdin=subprocess.DEVNULL)
     except FileNotFoundError:
         return 127, "", f"{argv[0]}: not found"
     except subprocess.TimeoutExpired:
@@ -77,16 +76,16 @@ class NvidiaSmiBackend(_SmiBackend):
         gpu_csv = self._query_gpus(path)
         if gpu_csv is None:
             return []
-        rc, apps, _err = self.run([path, f"--query-compute-apps={smi_parse.NVIDIA_SMI_APPS}",
-                                   "--format=csv,noheader,nounits"])
+        rc, apps, _err = self.run(
+            [path, f"--query-compute-apps={smi_parse.NVIDIA_SMI_APPS}", "--format=csv,noheader,nounits"]
+        )
         gpus = smi_parse.parse_nvidia_smi(gpu_csv, self.fields, apps if rc == 0 else None)
         self.status = f"nvidia-smi ({path})" if gpus else f"nvidia-smi printed no GPU: {gpu_csv.strip()[:120]!r}"
         return gpus
 
     def _query_gpus(self, path: str) -> str | None:
         for _attempt in range(len(smi_parse.NVIDIA_SMI_FIELDS)):
-            rc, out, err = self.run([path, f"--query-gpu={','.join(self.fields)}",
-                                     "--format=csv,noheader,nounits"])
+            rc, out, err = self.run([path, f"--query-gpu={','.join(self.fields)}", "--format=csv,noheader,nounits"])
             if rc == 0:
                 return out
             bad = smi_parse.invalid_field(out + "\n" + err)

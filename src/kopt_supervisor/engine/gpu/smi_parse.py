@@ -38,8 +38,17 @@ _MIB = 1024 * 1024
 # nvidia-smi
 
 NVIDIA_SMI_FIELDS = (
-    "index", "uuid", "name", "utilization.gpu", "memory.used", "memory.total",
-    "clocks.sm", "clocks.mem", "temperature.gpu", "power.draw", "clocks_event_reasons.active",
+    "index",
+    "uuid",
+    "name",
+    "utilization.gpu",
+    "memory.used",
+    "memory.total",
+    "clocks.sm",
+    "clocks.mem",
+    "temperature.gpu",
+    "power.draw",
+    "clocks_event_reasons.active",
 )
 NVIDIA_SMI_REQUIRED = ("index", "uuid", "name", "utilization.gpu", "memory.used", "memory.total")
 NVIDIA_SMI_APPS = "gpu_uuid,pid,process_name,used_memory"
@@ -75,29 +84,33 @@ def parse_nvidia_smi(gpu_csv: str, fields: Sequence[str], apps_csv: str | None) 
         except ValueError:
             continue
         uuid = text(_smi_value(row["uuid"]))
-        throttle_raw = _smi_value(row.get("clocks_event_reasons.active") or row.get("clocks_throttle_reasons.active") or "")
+        throttle_raw = _smi_value(
+            row.get("clocks_event_reasons.active") or row.get("clocks_throttle_reasons.active") or ""
+        )
         try:
             throttle = NA if throttle_raw is NA else nvidia_throttle_names(int(throttle_raw, 16))
         except ValueError:
             throttle = NA
         na = {f: row[f] or "empty" for f in fields if _smi_value(row[f]) is NA}
-        gpus.append(GpuState(
-            index=index,
-            name=text(_smi_value(row["name"])),
-            uuid=uuid,
-            util_pct=number(_smi_value(row["utilization.gpu"])),
-            mem_used_mib=number(_smi_value(row["memory.used"])),
-            mem_total_mib=number(_smi_value(row["memory.total"])),
-            processes=NA if apps is None else tuple(apps.get(uuid, ())),
-            sm_clock_mhz=number(_smi_value(row.get("clocks.sm", ""))),
-            mem_clock_mhz=number(_smi_value(row.get("clocks.mem", ""))),
-            temp_c=number(_smi_value(row.get("temperature.gpu", ""))),
-            power_w=number(_smi_value(row.get("power.draw", ""))),
-            throttle=throttle,
-            vendor="nvidia",
-            backend="nvidia-smi",
-            extra={"na": na},
-        ))
+        gpus.append(
+            GpuState(
+                index=index,
+                name=text(_smi_value(row["name"])),
+                uuid=uuid,
+                util_pct=number(_smi_value(row["utilization.gpu"])),
+                mem_used_mib=number(_smi_value(row["memory.used"])),
+                mem_total_mib=number(_smi_value(row["memory.total"])),
+                processes=NA if apps is None else tuple(apps.get(uuid, ())),
+                sm_clock_mhz=number(_smi_value(row.get("clocks.sm", ""))),
+                mem_clock_mhz=number(_smi_value(row.get("clocks.mem", ""))),
+                temp_c=number(_smi_value(row.get("temperature.gpu", ""))),
+                power_w=number(_smi_value(row.get("power.draw", ""))),
+                throttle=throttle,
+                vendor="nvidia",
+                backend="nvidia-smi",
+                extra={"na": na},
+            )
+        )
     return gpus
 
 
@@ -121,8 +134,18 @@ def parse_nvidia_smi_apps(apps_csv: str) -> dict[str, list[GpuProcess]]:
 # ---------------------------------------------------------------------------------------
 # rocm-smi
 
-ROCM_SMI_ARGS = ("--showid", "--showuniqueid", "--showproductname", "--showuse", "--showmeminfo",
-                 "vram", "--showpower", "--showtemp", "--showclocks", "--json")
+ROCM_SMI_ARGS = (
+    "--showid",
+    "--showuniqueid",
+    "--showproductname",
+    "--showuse",
+    "--showmeminfo",
+    "vram",
+    "--showpower",
+    "--showtemp",
+    "--showclocks",
+    "--json",
+)
 
 
 def _loads(raw: str | None) -> Any:
@@ -204,23 +227,26 @@ def parse_rocm_smi(metrics_json: str, pids_json: str | None) -> list[GpuState]:
         if note:
             extra["note"] = note
             extra["host_processes"] = [{"pid": p.pid, "name": p.name} for p, _ in procs or []]
-        gpus.append(GpuState(
-            index=index,
-            name=text(str(_first(f, "Card Series", "Device Name", "Card Model"))),
-            uuid=text(str(_first(f, "Unique ID", "GUID"))),
-            util_pct=number(_first(f, "GPU use (%)")),
-            mem_used_mib=NA if used is NA else used / _MIB,
-            mem_total_mib=NA if total is NA else total / _MIB,
-            processes=per_gpu,
-            sm_clock_mhz=_mhz(_first(f, "sclk clock speed:")),
-            mem_clock_mhz=_mhz(_first(f, "mclk clock speed:")),
-            temp_c=number(_first(f, "Temperature (Sensor edge) (C)", "Temperature (Sensor junction) (C)")),
-            power_w=number(_first(f, "Current Socket Graphics Package Power (W)",
-                                  "Average Graphics Package Power (W)")),
-            vendor="amd",
-            backend="rocm-smi",
-            extra=extra,
-        ))
+        gpus.append(
+            GpuState(
+                index=index,
+                name=text(str(_first(f, "Card Series", "Device Name", "Card Model"))),
+                uuid=text(str(_first(f, "Unique ID", "GUID"))),
+                util_pct=number(_first(f, "GPU use (%)")),
+                mem_used_mib=NA if used is NA else used / _MIB,
+                mem_total_mib=NA if total is NA else total / _MIB,
+                processes=per_gpu,
+                sm_clock_mhz=_mhz(_first(f, "sclk clock speed:")),
+                mem_clock_mhz=_mhz(_first(f, "mclk clock speed:")),
+                temp_c=number(_first(f, "Temperature (Sensor edge) (C)", "Temperature (Sensor junction) (C)")),
+                power_w=number(
+                    _first(f, "Current Socket Graphics Package Power (W)", "Average Graphics Package Power (W)")
+                ),
+                vendor="amd",
+                backend="rocm-smi",
+                extra=extra,
+            )
+        )
     return gpus
 
 
@@ -228,8 +254,7 @@ def parse_rocm_smi(metrics_json: str, pids_json: str | None) -> list[GpuState]:
 # amd-smi
 
 AMD_SMI_METRIC_ARGS = ("metric", "--usage", "--mem-usage", "--power", "--temperature", "--clock", "--json")
-_UNIT_TO_MIB = {"b": 1 / _MIB, "kb": 1 / 1024, "kib": 1 / 1024, "mb": 1.0, "mib": 1.0,
-                "gb": 1024.0, "gib": 1024.0}
+_UNIT_TO_MIB = {"b": 1 / _MIB, "kb": 1 / 1024, "kib": 1 / 1024, "mb": 1.0, "mib": 1.0, "gb": 1024.0, "gib": 1024.0}
 
 
 def _entries(raw: str | None) -> dict[int, dict[str, Any]] | None:
@@ -294,8 +319,9 @@ def _amd_processes(entry: dict[str, Any] | None) -> Any:
     return tuple(out)
 
 
-def parse_amd_smi(list_json: str | None, static_json: str | None, metric_json: str,
-                  process_json: str | None) -> list[GpuState]:
+def parse_amd_smi(
+    list_json: str | None, static_json: str | None, metric_json: str, process_json: str | None
+) -> list[GpuState]:
     metrics = _entries(metric_json)
     if metrics is None:
         return []
@@ -309,25 +335,39 @@ def parse_amd_smi(list_json: str | None, static_json: str | None, metric_json: s
         temp = _dig(m, "temperature") or {}
         clock = _dig(m, "clock") or {}
         throttle_status = text(power.get("throttle_status")) if isinstance(power, dict) else NA
-        gpus.append(GpuState(
-            index=index,
-            name=text(_dig(static.get(index), "asic", "market_name")),
-            uuid=text(_dig(ids.get(index), "uuid")),
-            util_pct=_amd_value(_dig(m, "usage", "gfx_activity"))[0],
-            mem_used_mib=_amd_mib(_dig(m, "mem_usage", "used_vram"), "MB"),
-            mem_total_mib=_amd_mib(_dig(m, "mem_usage", "total_vram"), "MB"),
-            processes=NA if procs is None else _amd_processes(procs.get(index, {"process_list": []})),
-            sm_clock_mhz=_amd_value(_dig(clock, "gfx_0", "clk"))[0],
-            mem_clock_mhz=_amd_value(_dig(clock, "mem_0", "clk"))[0],
-            temp_c=next((v for v in (_amd_value(temp.get(k))[0] for k in ("edge", "hotspot"))
-                         if v is not NA), NA) if isinstance(temp, dict) else NA,
-            power_w=next((v for v in (_amd_value(power.get(k))[0] for k in
-                          ("socket_power", "current_socket_power", "average_socket_power"))
-                          if v is not NA), NA) if isinstance(power, dict) else NA,
-            throttle=NA if throttle_status is NA else
-            (("throttled",) if throttle_status.upper() == "THROTTLED" else ()),
-            vendor="amd",
-            backend="amd-smi",
-            extra={"na": {}},
-        ))
+        gpus.append(
+            GpuState(
+                index=index,
+                name=text(_dig(static.get(index), "asic", "market_name")),
+                uuid=text(_dig(ids.get(index), "uuid")),
+                util_pct=_amd_value(_dig(m, "usage", "gfx_activity"))[0],
+                mem_used_mib=_amd_mib(_dig(m, "mem_usage", "used_vram"), "MB"),
+                mem_total_mib=_amd_mib(_dig(m, "mem_usage", "total_vram"), "MB"),
+                processes=NA if procs is None else _amd_processes(procs.get(index, {"process_list": []})),
+                sm_clock_mhz=_amd_value(_dig(clock, "gfx_0", "clk"))[0],
+                mem_clock_mhz=_amd_value(_dig(clock, "mem_0", "clk"))[0],
+                temp_c=next((v for v in (_amd_value(temp.get(k))[0] for k in ("edge", "hotspot")) if v is not NA), NA)
+                if isinstance(temp, dict)
+                else NA,
+                power_w=next(
+                    (
+                        v
+                        for v in (
+                            _amd_value(power.get(k))[0]
+                            for k in ("socket_power", "current_socket_power", "average_socket_power")
+                        )
+                        if v is not NA
+                    ),
+                    NA,
+                )
+                if isinstance(power, dict)
+                else NA,
+                throttle=NA
+                if throttle_status is NA
+                else (("throttled",) if throttle_status.upper() == "THROTTLED" else ()),
+                vendor="amd",
+                backend="amd-smi",
+                extra={"na": {}},
+            )
+        )
     return gpus

@@ -65,12 +65,24 @@ def lane_gate(ctx: RunContext, index: int) -> Gate:
 
     def sleep(seconds: float) -> None:
         ctx.set_state("waiting_gpu")
-        ctx.control.sleep(seconds, lambda left: ctx.progress(
-            None, "waiting_gpu", f"lane {index}: no idle GPU free for it, next check in {left:.0f} s"))
+        ctx.control.sleep(
+            seconds,
+            lambda left: ctx.progress(
+                None, "waiting_gpu", f"lane {index}: no idle GPU free for it, next check in {left:.0f} s"
+            ),
+        )
 
     # a Ray lane's GPU is chosen by the gate on its worker: the head holds none
-    backend = NoGpu("a Ray lane: its worker's gate chooses the GPU") if ctx.cfg.parallel.backend == "ray" \
+    backend = (
+        NoGpu("a Ray lane: its worker's gate chooses the GPU")
+        if ctx.cfg.parallel.backend == "ray"
         else open_backend(ctx.cfg.gpu.vendor)
-    return Gate(ctx.cfg.gpu, backend, sleep=sleep, own_pids=ctx.own_pids,
-                log=lambda m: ctx.event("gpu", f"lane {index}: {m}", level="warn"),
-                owner=f"kopt run {ctx.ws.tag} lane {index} ({ctx.ws.dir})")
+    )
+    return Gate(
+        ctx.cfg.gpu,
+        backend,
+        sleep=sleep,
+        own_pids=ctx.own_pids,
+        log=lambda m: ctx.event("gpu", f"lane {index}: {m}", level="warn"),
+        owner=f"kopt run {ctx.ws.tag} lane {index} ({ctx.ws.dir})",
+    )

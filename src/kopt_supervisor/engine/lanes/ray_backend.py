@@ -68,8 +68,13 @@ def connect(address: str, timeout_s: float) -> None:
 
     def init() -> None:
         try:
-            ray.init(address=address, namespace=NAMESPACE, ignore_reinit_error=True, log_to_driver=False,
-                     logging_level="ERROR")
+            ray.init(
+                address=address,
+                namespace=NAMESPACE,
+                ignore_reinit_error=True,
+                log_to_driver=False,
+                logging_level="ERROR",
+            )
             outcome["error"] = None
         except BaseException as e:  # noqa: BLE001 - reported below, with the address
             outcome["error"] = e
@@ -78,8 +83,10 @@ def connect(address: str, timeout_s: float) -> None:
     t.start()
     t.join(timeout_s)
     if "error" not in outcome:
-        raise BadInput(f"cannot connect to the Ray cluster at {address!r} within {timeout_s:g} s "
-                       "([parallel].address, [parallel].connect_timeout_s)")
+        raise BadInput(
+            f"cannot connect to the Ray cluster at {address!r} within {timeout_s:g} s "
+            "([parallel].address, [parallel].connect_timeout_s)"
+        )
     if outcome["error"] is not None:
         first = (str(outcome["error"]).strip().splitlines() or [type(outcome["error"]).__name__])[0]
         raise BadInput(f"cannot connect to the Ray cluster at {address!r}: {first[:300]}")
@@ -101,8 +108,15 @@ class LaneWorker:
         self.ws.config_path.write_text(config_text)
         key = integrity.make_secret(self.ws.dir)
         with Store.create(self.ws.db_path) as store:
-            store.set_many({"tag": "w", "frozen_config": config_text, "repo": "", "chain_sealed": True,
-                            "frozen_config_seal": integrity.config_seal(key, config_text)})
+            store.set_many(
+                {
+                    "tag": "w",
+                    "frozen_config": config_text,
+                    "repo": "",
+                    "chain_sealed": True,
+                    "frozen_config_seal": integrity.config_seal(key, config_text),
+                }
+            )
         self.lane_index, self.no_sandbox = lane, no_sandbox
         self.ctx: RunContext | None = None
         self.lane: Lane | None = None
@@ -128,12 +142,20 @@ class LaneWorker:
         (trees / "lane.bundle").write_bytes(bundle)
         best_path, cand_path = gitops.checkout_bundle(trees / "lane.bundle", trees, best, cand)
         if self.ctx is None:
-            self.ctx = open_run(self.ws, proposer_kind="none", no_sandbox=self.no_sandbox, log=lambda m: None,
-                                poll_interval_s=0.2)
+            self.ctx = open_run(
+                self.ws, proposer_kind="none", no_sandbox=self.no_sandbox, log=lambda m: None, poll_interval_s=0.2
+            )
         ctx = self.ctx
         ctx.store.set("repo", str(trees / "repo"))
-        gate = self.lane.gate if self.lane else Gate(ctx.cfg.gpu, open_backend(ctx.cfg.gpu.vendor),
-                                                    owner=f"kopt lane {self.lane_index} on {socket.gethostname()}")
+        gate = (
+            self.lane.gate
+            if self.lane
+            else Gate(
+                ctx.cfg.gpu,
+                open_backend(ctx.cfg.gpu.vendor),
+                owner=f"kopt lane {self.lane_index} on {socket.gethostname()}",
+            )
+        )
         self.lane = Lane(self.lane_index, best_path, cand_path, gate, host=socket.gethostname())
         self.lane.measurer = measurer_for(ctx, self.lane)
         self.fresh = None
@@ -155,10 +177,18 @@ class LaneWorker:
             self.fresh = ProcessAbba(self.ctx, self.lane, fresh_caches=True)
         measurer = self.fresh if fresh and self.fresh is not None else self.lane.measurer
         look = measurer.look(it, stage, r, lease.env)
-        logs = {p.name: p.read_bytes()[-65536:].decode("utf-8", "replace")
-                for p in self.ws.log_dir(version).glob(f"{stage}_r{r}_*") if p.is_file()}
-        return {"look": look, "gpu": (lease.before, self.lane.gate.evidence()), "host": self.lane.host,
-                "logs": logs, "wall_s": time.monotonic() - t0}
+        logs = {
+            p.name: p.read_bytes()[-65536:].decode("utf-8", "replace")
+            for p in self.ws.log_dir(version).glob(f"{stage}_r{r}_*")
+            if p.is_file()
+        }
+        return {
+            "look": look,
+            "gpu": (lease.before, self.lane.gate.evidence()),
+            "host": self.lane.host,
+            "logs": logs,
+            "wall_s": time.monotonic() - t0,
+        }
 
     def new_decision(self) -> None:
         if self.lane is not None and self.lane.measurer is not None:
@@ -187,13 +217,16 @@ class RayMeasurer:
             ray = _ray()
             gpus = 0 if self.ctx.cfg.gpu.vendor == "none" else 1
             remote = ray.remote(LaneWorker).options(num_gpus=gpus, num_cpus=1, max_restarts=0)
-            self.actor = remote.remote(str(self.ctx.store.get("frozen_config")), self.ctx.ws.tag, self.lane.index,
-                                       not self.ctx.jails.confined)
+            self.actor = remote.remote(
+                str(self.ctx.store.get("frozen_config")), self.ctx.ws.tag, self.lane.index, not self.ctx.jails.confined
+            )
             info = self._get(self.actor.info.remote())
             if {k: info[k] for k in ("python", "kopt")} != versions():
                 self.close()
-                raise BenchError(f"the Ray worker {info.get('host')} runs Python {info.get('python')} / kopt "
-                                 f"{info.get('kopt')}, the head {versions()}: refused (a mismatch reads as a change)")
+                raise BenchError(
+                    f"the Ray worker {info.get('host')} runs Python {info.get('python')} / kopt "
+                    f"{info.get('kopt')}, the head {versions()}: refused (a mismatch reads as a change)"
+                )
             self.loaded = None
         return self.actor
 
@@ -218,8 +251,18 @@ class RayMeasurer:
         _ray()
         from ray import exceptions as rx
 
-        lost = tuple(getattr(rx, n) for n in ("RayActorError", "WorkerCrashedError", "NodeDiedError", "ObjectLostError",
-                                              "OwnerDiedError", "ActorUnavailableError") if hasattr(rx, n))
+        lost = tuple(
+            getattr(rx, n)
+            for n in (
+                "RayActorError",
+                "WorkerCrashedError",
+                "NodeDiedError",
+                "ObjectLostError",
+                "OwnerDiedError",
+                "ActorUnavailableError",
+            )
+            if hasattr(rx, n)
+        )
         tree = str(it.record.get("evaluated_tree") or "")
         best = it.best_commit_before or ""
         last: BaseException | None = None
@@ -227,8 +270,12 @@ class RayMeasurer:
             try:
                 actor = self._actor()
                 if self.loaded != (best, tree):
-                    bundle, cand = gitops.bundle_pair(self.ctx.store.get("repo"), best, tree,
-                                                      ref=f"refs/kopt-lanes/{self.ctx.ws.tag}/{self.lane.index}")
+                    bundle, cand = gitops.bundle_pair(
+                        self.ctx.store.get("repo"),
+                        best,
+                        tree,
+                        ref=f"refs/kopt-lanes/{self.ctx.ws.tag}/{self.lane.index}",
+                    )
                     host = self._get(actor.load.remote(bundle, best, cand))
                     self.lane.host = host
                     self.loaded = (best, tree)
@@ -242,9 +289,13 @@ class RayMeasurer:
                 raise BenchError(f"on the Ray worker {self.lane.host}: {type(cause).__name__}: {first[:300]}") from None
             except lost as e:  # the worker died: the look is taken again elsewhere, nothing was stored
                 last = e
-                self.ctx.event("lanes", f"v{it.version} {self.lane.name}: the Ray worker was lost during look {r + 1} "
-                               f"({type(e).__name__}); taken again (attempt {attempt + 2}/{LOOK_ATTEMPTS})",
-                               it=it, level="warn")
+                self.ctx.event(
+                    "lanes",
+                    f"v{it.version} {self.lane.name}: the Ray worker was lost during look {r + 1} "
+                    f"({type(e).__name__}); taken again (attempt {attempt + 2}/{LOOK_ATTEMPTS})",
+                    it=it,
+                    level="warn",
+                )
                 self.actor, self.loaded = None, None
         else:
             raise BenchError(f"{self.lane.name}: the Ray look failed on {LOOK_ATTEMPTS} workers: {last}")

@@ -39,8 +39,15 @@ class Baseline:
     def measure(self, lane: Lane) -> None:
         ctx = self.ctx
         commit = str(ctx.store.get("baseline_commit"))
-        it = Iteration(0, Status.RUNNING, phase=Phase.BASELINE, hypothesis="baseline (unmodified)", scope="global",
-                       best_commit_before=commit, started_at=time.time())
+        it = Iteration(
+            0,
+            Status.RUNNING,
+            phase=Phase.BASELINE,
+            hypothesis="baseline (unmodified)",
+            scope="global",
+            best_commit_before=commit,
+            started_at=time.time(),
+        )
         ctx.save(it)
         ctx.store.delete_samples(0, Stage.BASELINE)  # a baseline cut short by a crash starts over
         ctx.write_memory(it)
@@ -57,7 +64,9 @@ class Baseline:
                 best_tree = tree_of(lane.best, commit)
                 jail = ctx.jails.bench(lane.best, "best", best_tree)
                 env = {**lease.env, **ctx.jails.env("best", best_tree)}
-                m, secs = ctx.control.preemptible(lambda: run_bench(ctx, it, lane, lane.best, f"baseline_r{r}", env, jail))  # noqa: B023 - run now
+                m, secs = ctx.control.preemptible(
+                    lambda: run_bench(ctx, it, lane, lane.best, f"baseline_r{r}", env, jail)  # noqa: B023 - run now
+                )
                 note_gpu(it, lane, lease.before, lane.gate.evidence())
                 if m.failing:
                     fail = failure_of(m).summary()
@@ -65,8 +74,9 @@ class Baseline:
                     raise BaselineFailed(f"the unmodified baseline fails correctness: {fail}")
                 runs.append(m)
                 seconds.append(secs)
-                ctx.store.add_samples((0, Stage.BASELINE, r, 0, "best", c.key, c.cls, c.value, "", False)
-                                      for c in m.configs.values())
+                ctx.store.add_samples(
+                    (0, Stage.BASELINE, r, 0, "best", c.key, c.cls, c.value, "", False) for c in m.configs.values()
+                )
         except BenchError as e:
             self.keeper.discard(it, lane, Status.FAIL_BENCH, f"baseline bench failed: {e}")
             raise BaselineFailed(f"the baseline bench failed: {e}") from None
@@ -78,9 +88,16 @@ class Baseline:
         it.commit = commit
         values = {k: statistics.median([m.configs[k].value for m in runs if k in m.configs]) for k in runs[-1].configs}
         self.evidence.baseline(it, lane, values)
-        ctx.store.set_many({"config_columns": list(runs[-1].config_columns), "classes": runs[-1].classes(),
-                            "environment": capture_environment(ctx.cfg, lane.best)})
-        ctx.close(it, Status.BASELINE, f"baseline over {len(runs[-1].configs)} configs in {len(it.record['classes'])} classes")
+        ctx.store.set_many(
+            {
+                "config_columns": list(runs[-1].config_columns),
+                "classes": runs[-1].classes(),
+                "environment": capture_environment(ctx.cfg, lane.best),
+            }
+        )
+        ctx.close(
+            it, Status.BASELINE, f"baseline over {len(runs[-1].configs)} configs in {len(it.record['classes'])} classes"
+        )
 
     def estimate_decision_cost(self, it: Iteration, runs: list[Measurement], seconds: list[float]) -> None:
         """What one decision will cost with this bench (from the baseline's runs and the
@@ -102,9 +119,18 @@ def record_baseline(ctx: RunContext, it: Iteration, runs: list[Measurement]) -> 
     guard = guard_configs(ctx, {k: c.production for k, c in last.configs.items()})
     votes = voting_classes({k: c.cls for k, c in last.configs.items()}, guard)
     it.record["classes"] = {
-        cls: {"best": geomean([c.value for m in runs for k, c in m.configs.items() if votes.get(k) == cls]),
-              "configs": sum(1 for v in votes.values() if v == cls)}
-        for cls in sorted(set(votes.values()))}
-    it.record["configs"] = {k: {"cls": c.cls, "production": c.production, "row": c.row} for k, c in last.configs.items()}
+        cls: {
+            "best": geomean([c.value for m in runs for k, c in m.configs.items() if votes.get(k) == cls]),
+            "configs": sum(1 for v in votes.values() if v == cls),
+        }
+        for cls in sorted(set(votes.values()))
+    }
+    it.record["configs"] = {
+        k: {"cls": c.cls, "production": c.production, "row": c.row} for k, c in last.configs.items()
+    }
     it.record["config_columns"] = list(last.config_columns)
-    it.record["decision"] = {"verdict": Status.BASELINE, "reason": f"{len(runs)} runs, all rows correct", "by": "engine"}
+    it.record["decision"] = {
+        "verdict": Status.BASELINE,
+        "reason": f"{len(runs)} runs, all rows correct",
+        "by": "engine",
+    }

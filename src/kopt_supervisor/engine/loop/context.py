@@ -53,8 +53,18 @@ TIMED_KEYS = ("gate_wait_s", "proposer_s", "police_s", "reload_s", "profiler_s",
 
 
 class RunContext:
-    def __init__(self, ws: Workspace, cfg: Config, store: Store, control: Control, jails: Jails, key: bytes, *,
-                 log: Callable[[str], None], poll_interval_s: float = 0.2) -> None:
+    def __init__(
+        self,
+        ws: Workspace,
+        cfg: Config,
+        store: Store,
+        control: Control,
+        jails: Jails,
+        key: bytes,
+        *,
+        log: Callable[[str], None],
+        poll_interval_s: float = 0.2,
+    ) -> None:
         self.ws = ws
         self.jails = jails
         self.key = key
@@ -74,8 +84,16 @@ class RunContext:
     def for_lane(self, index: int) -> RunContext:
         """A context for lane `index`'s thread: its own connection to run.db and its own
         child processes; the run's config, pump, jails and secret shared."""
-        ctx = RunContext(self.ws, self.cfg, Store(self.ws.db_path), self.control, self.jails, self.key,
-                         log=self.log, poll_interval_s=self.poll_interval_s)
+        ctx = RunContext(
+            self.ws,
+            self.cfg,
+            Store(self.ws.db_path),
+            self.control,
+            self.jails,
+            self.key,
+            log=self.log,
+            poll_interval_s=self.poll_interval_s,
+        )
         ctx.lane_index = index
         ctx._projected = self._projected  # what any lane last wrote there
         return ctx
@@ -142,8 +160,9 @@ class RunContext:
         if self.store.get("state") != state:
             self.store.set("state", state)
 
-    def progress(self, it: Iteration | None, phase: str, step: str, done: int | None = None,
-                 total: int | None = None) -> None:
+    def progress(
+        self, it: Iteration | None, phase: str, step: str, done: int | None = None, total: int | None = None
+    ) -> None:
         """The live step shown on the dashboard (a countdown writes at most once a second)."""
         key = "progress" if self.lane_index is None else f"lane:{self.lane_index}"
         prev = self.store.get(key) or {}  # a lane's own step (several lanes write at once)
@@ -155,14 +174,23 @@ class RunContext:
             return
         started = prev.get("phase_started_at") if same else time.time()
         eta = (time.time() - started) / done * max(0, total - done) if done and total and started else None
-        now = {"version": version, "phase": phase, "step": step, "done": done, "total": total,
-               "phase_started_at": started, "eta_s": eta, "t": time.time()}
+        now = {
+            "version": version,
+            "phase": phase,
+            "step": step,
+            "done": done,
+            "total": total,
+            "phase_started_at": started,
+            "eta_s": eta,
+            "t": time.time(),
+        }
         self.store.set("progress", now)
         if self.lane_index is not None:
             self.store.set(key, {**prev, **now})
 
-    def close(self, it: Iteration, status: Status, reason: str, *, verdict: Verdict | None = None,
-              by: str = "engine") -> None:
+    def close(
+        self, it: Iteration, status: Status, reason: str, *, verdict: Verdict | None = None, by: str = "engine"
+    ) -> None:
         """End an iteration: its final status and decision, the event, its projections."""
         it.status, it.phase, it.finished_at = status, Phase.DONE, time.time()
         decision = dict(it.record.get("decision") or {})
@@ -215,8 +243,11 @@ class RunContext:
             best = self.best_commit()
             if gitops.branch_sha(self.store.get("repo"), self.ws.branch) != best:
                 gitops.reset_clean(self.ws.best, best)
-                self.event("tamper", f"the run's branch {self.ws.branch} had moved off BEST_COMMIT {best[:12]}; "
-                           "put back", level="error")
+                self.event(
+                    "tamper",
+                    f"the run's branch {self.ws.branch} had moved off BEST_COMMIT {best[:12]}; put back",
+                    level="error",
+                )
 
     def write_memory(self, it: Iteration) -> None:
         try:
@@ -238,12 +269,16 @@ class RunContext:
                 self.event("disk", f"cannot write projections: {e}", level="error")
                 return
             now = {path: read_projection(path) for path in paths}
-            edited = [path.name for path in paths if path in self._projected
-                      and found[path] not in (self._projected[path], now[path])]
+            edited = [
+                path.name
+                for path in paths
+                if path in self._projected and found[path] not in (self._projected[path], now[path])
+            ]
             self._projected.update(now)
         if edited:
-            self.event("tamper", f"{', '.join(edited)} had been edited behind kopt's back; rewritten from run.db",
-                       level="warn")
+            self.event(
+                "tamper", f"{', '.join(edited)} had been edited behind kopt's back; rewritten from run.db", level="warn"
+            )
 
     def memory_folder(self) -> bool:
         """memory/ a folder of the workspace's own before anything is written there: a link or
@@ -292,9 +327,13 @@ class RunContext:
                     continue
                 touched.append(f"{name} (no such iteration: removed)")
         if touched:
-            self.event("tamper", f"memory/ differed from run.db (edited behind kopt's back, or left behind by a "
-                       f"crash): {', '.join(touched[:10])}{' ...' if len(touched) > 10 else ''}; rewritten from the "
-                       "store", level="warn")
+            self.event(
+                "tamper",
+                f"memory/ differed from run.db (edited behind kopt's back, or left behind by a "
+                f"crash): {', '.join(touched[:10])}{' ...' if len(touched) > 10 else ''}; rewritten from the "
+                "store",
+                level="warn",
+            )
         return touched
 
     # -- phase timings ------------------------------------------------------------------------
@@ -329,26 +368,63 @@ class RunContext:
     def env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
         return {**self.cfg.target.env, **(extra or {}), MARKER: str(self.ws.dir)}
 
-    def run(self, it: Iteration, command: str | list[str], *, cwd: Path, name: str, timeout_s: float,
-            env: dict[str, str] | None = None, confine: Confinement | None = None) -> runner.RunResult:
+    def run(
+        self,
+        it: Iteration,
+        command: str | list[str],
+        *,
+        cwd: Path,
+        name: str,
+        timeout_s: float,
+        env: dict[str, str] | None = None,
+        confine: Confinement | None = None,
+    ) -> runner.RunResult:
         """A command in its own process group (under bubblewrap when `confine` is given: see
         jails.py), interruptible through the pump, logged to logs/vN/<name>.out|.err, its
         group recorded (orphans are killed after a crash). Unconfined, every process that
         carries the run's marker is ended with it (runner.end_leftovers)."""
         log_dir = self.ws.log_dir(it.version)
         self.store.set("live_log", str(log_dir / f"{name}.out"))
-        return runner.run(command, cwd=cwd, log_dir=log_dir, name=name, timeout_s=timeout_s, env=self.env(env),
-                          poll=self.control.pump, poll_interval_s=self.poll_interval_s,
-                          on_start=self.child_started, on_end=self.child_ended,
-                          max_output_bytes=self.max_output_bytes, confine=confine, marker=self.marker)
+        return runner.run(
+            command,
+            cwd=cwd,
+            log_dir=log_dir,
+            name=name,
+            timeout_s=timeout_s,
+            env=self.env(env),
+            poll=self.control.pump,
+            poll_interval_s=self.poll_interval_s,
+            on_start=self.child_started,
+            on_end=self.child_ended,
+            max_output_bytes=self.max_output_bytes,
+            confine=confine,
+            marker=self.marker,
+        )
 
-    def server(self, it: Iteration, command: str, *, cwd: Path, name: str, env: dict[str, str],
-               confine: Confinement | None = None) -> runner.Server:
+    def server(
+        self,
+        it: Iteration,
+        command: str,
+        *,
+        cwd: Path,
+        name: str,
+        env: dict[str, str],
+        confine: Confinement | None = None,
+    ) -> runner.Server:
         log_dir = self.ws.log_dir(it.version)
         self.store.set("live_log", str(log_dir / f"{name}.err"))
-        return runner.Server(command, cwd=cwd, log_dir=log_dir, name=name, env=self.env(env),
-                             on_start=self.child_started, on_end=self.child_ended,
-                             max_output_bytes=self.max_output_bytes, confine=confine, marker=self.marker)
+        return runner.Server(
+            command,
+            cwd=cwd,
+            log_dir=log_dir,
+            name=name,
+            env=self.env(env),
+            on_start=self.child_started,
+            on_end=self.child_ended,
+            max_output_bytes=self.max_output_bytes,
+            confine=confine,
+            marker=self.marker,
+        )
 
     @property
     def marker(self) -> tuple[str, str]:
@@ -437,8 +513,15 @@ def with_(obj: Any, **changes: Any) -> Any:
     return dataclasses.replace(obj, **changes)
 
 
-def open_run(ws: Workspace, *, proposer_kind: str | None, no_sandbox: bool, log: Callable[[str], None],
-             poll_interval_s: float, demo: bool = False) -> RunContext:
+def open_run(
+    ws: Workspace,
+    *,
+    proposer_kind: str | None,
+    no_sandbox: bool,
+    log: Callable[[str], None],
+    poll_interval_s: float,
+    demo: bool = False,
+) -> RunContext:
     """An engine starting on a workspace: its config from run.db's sealed copy (a kopt.toml
     edited on disk is put back, never adopted), the sandbox rule (a refusal comes here,
     before any state changes; `demo`, `kopt demo`'s own start, counts only on a workspace
@@ -450,20 +533,39 @@ def open_run(ws: Workspace, *, proposer_kind: str | None, no_sandbox: bool, log:
     text, edited = integrity.frozen_config(ws.dir, store.meta(), key)
     cfg = config.loads(text, source=str(ws.config_path))
     support = sandbox.probe()
-    mode = sandbox.start_rule(support, proposer_kind=proposer_kind or cfg.propose.kind, no_sandbox=no_sandbox,
-                              demo=demo and isinstance(store.get("demo"), dict))
+    mode = sandbox.start_rule(
+        support,
+        proposer_kind=proposer_kind or cfg.propose.kind,
+        no_sandbox=no_sandbox,
+        demo=demo and isinstance(store.get("demo"), dict),
+    )
     ctx: RunContext
-    control = Control(ws, store, key, poll_interval_s=poll_interval_s,
-                      on_state=lambda state: ctx.set_state(state), on_history_changed=lambda: ctx.write_projections())
-    ctx = RunContext(ws, cfg, store, control, Jails(ws, cfg, mode, support), key, log=log,
-                     poll_interval_s=poll_interval_s)
+    control = Control(
+        ws,
+        store,
+        key,
+        poll_interval_s=poll_interval_s,
+        on_state=lambda state: ctx.set_state(state),
+        on_history_changed=lambda: ctx.write_projections(),
+    )
+    ctx = RunContext(
+        ws, cfg, store, control, Jails(ws, cfg, mode, support), key, log=log, poll_interval_s=poll_interval_s
+    )
     before = store.get("sandbox") or {}
-    store.set("sandbox", {"confined": mode.confined, "summary": mode.summary, "support": support.to_dict(),
-                          "ever_unconfined": bool(before.get("ever_unconfined")) or not mode.confined})
+    store.set(
+        "sandbox",
+        {
+            "confined": mode.confined,
+            "summary": mode.summary,
+            "support": support.to_dict(),
+            "ever_unconfined": bool(before.get("ever_unconfined")) or not mode.confined,
+        },
+    )
     if edited is not None:
         write_atomic(ws.config_path, text)
-        ctx.event("tamper", f"kopt.toml was edited behind kopt's back; restored from run.db:\n{edited[:4000]}",
-                  level="error")
+        ctx.event(
+            "tamper", f"kopt.toml was edited behind kopt's back; restored from run.db:\n{edited[:4000]}", level="error"
+        )
     store.set_many({"frozen_config": text, "frozen_config_seal": integrity.config_seal(key, text)})
     return ctx
 
@@ -495,13 +597,23 @@ def acquire(ctx: RunContext, lane: Lane, it: Iteration | None = None) -> GpuLeas
         timings["gate_wait_s"] = round(float(timings.get("gate_wait_s", 0.0)) + spent, 4)
     ctx.set_state("paused" if ctx.control.paused else "running")
     gpu = decision.gpu
-    ctx.store.set("gpu", {"chosen": gpu.to_dict() if gpu else None, "waited_s": decision.waited_s,
-                          "assessments": [a.to_dict() for a in decision.assessments], "t": time.time(),
-                          "lane": lane.index, "host": lane.host})
+    ctx.store.set(
+        "gpu",
+        {
+            "chosen": gpu.to_dict() if gpu else None,
+            "waited_s": decision.waited_s,
+            "assessments": [a.to_dict() for a in decision.assessments],
+            "t": time.time(),
+            "lane": lane.index,
+            "host": lane.host,
+        },
+    )
     lease = GpuLease(dict(decision.env), lane.gate.evidence(), decision.waited_s, spent)
     if lease.before is not None or lane.host != "local":
-        ctx.store.set(f"lane:{lane.index}", {**(ctx.store.get(f"lane:{lane.index}") or {}), "host": lane.host,
-                                             "gpu": lease.before})
+        ctx.store.set(
+            f"lane:{lane.index}",
+            {**(ctx.store.get(f"lane:{lane.index}") or {}), "host": lane.host, "gpu": lease.before},
+        )
     return lease
 
 
@@ -511,8 +623,16 @@ def single_lane(ctx: RunContext) -> Lane:
 
     def sleep(seconds: float) -> None:
         ctx.set_state("waiting_gpu")
-        ctx.control.sleep(seconds, lambda left: ctx.progress(None, "waiting_gpu", f"no idle GPU: next check in {left:.0f} s"))
+        ctx.control.sleep(
+            seconds, lambda left: ctx.progress(None, "waiting_gpu", f"no idle GPU: next check in {left:.0f} s")
+        )
 
-    gate = Gate(ctx.cfg.gpu, open_backend(ctx.cfg.gpu.vendor), sleep=sleep, own_pids=ctx.own_pids,
-                log=lambda m: ctx.event("gpu", m, level="warn"), owner=f"kopt run {ctx.ws.tag} ({ctx.ws.dir})")
+    gate = Gate(
+        ctx.cfg.gpu,
+        open_backend(ctx.cfg.gpu.vendor),
+        sleep=sleep,
+        own_pids=ctx.own_pids,
+        log=lambda m: ctx.event("gpu", m, level="warn"),
+        owner=f"kopt run {ctx.ws.tag} ({ctx.ws.dir})",
+    )
     return Lane(0, ctx.ws.best, ctx.ws.cand, gate)

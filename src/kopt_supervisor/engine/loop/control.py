@@ -97,7 +97,7 @@ RESUMES: dict[Request, str] = {
     Request.PAUSE: "a timed run is discarded and run again after the resume; other steps go on",
     Request.STOP: "the iteration in flight is closed as interrupted; `kopt run` starts the next one",
     Request.RESTART: "the iteration in flight is closed as interrupted; the restart is applied and the "
-                     "loop goes on from the restart point",
+    "loop goes on from the restart point",
 }
 
 
@@ -122,9 +122,16 @@ class Control:
     run's, the step is the pumping thread's, a command is handled once (a lock), and each
     thread reads run.db through its own connection."""
 
-    def __init__(self, ws: Workspace, store: Store, key: bytes, *, poll_interval_s: float = 0.2,
-                 on_state: Callable[[str], None] | None = None,
-                 on_history_changed: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        ws: Workspace,
+        store: Store,
+        key: bytes,
+        *,
+        poll_interval_s: float = 0.2,
+        on_state: Callable[[str], None] | None = None,
+        on_history_changed: Callable[[], None] | None = None,
+    ) -> None:
         self.ws = ws
         self._main = store
         self._main_thread = threading.get_ident()
@@ -180,8 +187,15 @@ class Control:
         self.drain()
         while self.paused and self.pending() is None:
             self.on_state("paused")
-            self.store.set("progress", {"version": None, "phase": "paused", "t": time.time(),
-                                        "step": "paused by the engineer (resume with `p` or `kopt resume`)"})
+            self.store.set(
+                "progress",
+                {
+                    "version": None,
+                    "phase": "paused",
+                    "t": time.time(),
+                    "step": "paused by the engineer (resume with `p` or `kopt resume`)",
+                },
+            )
             CLOCK.sleep(self.poll_interval_s)
             self.drain()
         return self.pending()
@@ -240,9 +254,12 @@ class Control:
         kind = cmd.kind
         if not self._sealed(cmd):
             st.finish_command(cmd.id, "rejected", "not sent by the user's kopt (no valid seal): refused")
-            st.event("tamper", f"refused command #{cmd.id} ({kind} {cmd.args}) from {cmd.source or '?'}: "
-                     "it carries no valid seal (inserted into run.db by something other than the user's kopt)",
-                     level="error")
+            st.event(
+                "tamper",
+                f"refused command #{cmd.id} ({kind} {cmd.args}) from {cmd.source or '?'}: "
+                "it carries no valid seal (inserted into run.db by something other than the user's kopt)",
+                level="error",
+            )
             return
         if kind in ("pause", "resume"):
             self.paused = kind == "pause"
@@ -269,11 +286,14 @@ class Control:
                 st.finish_command(cmd.id, "rejected", str(e))
                 return
             if self.restart is None:
-                self.restart = Interrupt(Request.RESTART, f"restart from v{v}", v, cmd.id, str(cmd.args.get("why") or ""))
+                self.restart = Interrupt(
+                    Request.RESTART, f"restart from v{v}", v, cmd.id, str(cmd.args.get("why") or "")
+                )
         elif kind in ("mask", "unmask"):
             try:
-                changed = history.set_masked(self.ws, st, [int(x) for x in cmd.args.get("versions", [])],
-                                             kind == "mask")
+                changed = history.set_masked(
+                    self.ws, st, [int(x) for x in cmd.args.get("versions", [])], kind == "mask"
+                )
             except BadInput as e:
                 st.finish_command(cmd.id, "rejected", str(e))
                 return
@@ -306,8 +326,13 @@ class Control:
             with self._lock:
                 self.reviews.pop(version, None)
 
-    def wait_for(self, kinds: set[str], timeout_s: float, tick: Callable[[], None],
-                 route: Callable[[Command], bool | str] | None = None) -> Command:
+    def wait_for(
+        self,
+        kinds: set[str],
+        timeout_s: float,
+        tick: Callable[[], None],
+        route: Callable[[Command], bool | str] | None = None,
+    ) -> Command:
         """Block until a command of these kinds arrives for this waiter (the manual proposer's
         `submit`). `route(cmd)` says whose a command is when several waiters share the pump
         (lanes, each from its own thread): True, this waiter's (taken); False, another's (left
@@ -343,8 +368,9 @@ class Control:
                     return cmd
                 if isinstance(whose, str):
                     self.store.finish_command(cmd.id, "rejected", whose)
-                    self.store.event("command", f"rejected {cmd.kind} #{cmd.id} from {cmd.source or '?'}: {whose}",
-                                     level="warn")
+                    self.store.event(
+                        "command", f"rejected {cmd.kind} #{cmd.id} from {cmd.source or '?'}: {whose}", level="warn"
+                    )
         return None
 
     def sleep(self, seconds: float, tick: Callable[[float], None]) -> None:

@@ -75,7 +75,9 @@ class Evidence:
         self.roofline(it, cand_medians(ctx, it, Stage.EVAL), readme=False)
         scan = it.record.get("diff_scan") or {}
         if scan.get("findings"):  # the diff reaches outside the kernel: the engineer decides
-            verdict = send_to_review(verdict, "diff_constructs", f"the diff reaches outside the kernel: {scan['reason']}")
+            verdict = send_to_review(
+                verdict, "diff_constructs", f"the diff reaches outside the kernel: {scan['reason']}"
+            )
         prof = self.profiler(lane)
         if verdict.kind != "keep" or prof is None:
             return verdict
@@ -83,7 +85,10 @@ class Evidence:
         bests: list[ProfileSummary] = []
         cands: list[ProfileSummary] = []
         self.start_confirmation(it, lane)  # their imports overlap the profiler's runs
-        trees = {"best": tree_of(lane.best, it.best_commit_before or "HEAD"), "cand": str(it.record.get("evaluated_tree"))}
+        trees = {
+            "best": tree_of(lane.best, it.best_commit_before or "HEAD"),
+            "cand": str(it.record.get("evaluated_tree")),
+        }
         gpu = self.gpu_uuid(lane)
         reused = self.reusable_best(trees["best"], gpu)
         try:
@@ -91,8 +96,12 @@ class Evidence:
                 suffix = f"_{n}" if n else ""
                 if reused is not None:
                     bests.append(reused[0])
-                    ctx.event("profile", f"v{it.version}: best/'s profile taken from v{reused[1]}'s of the same tree "
-                              f"on the same GPU, {reused[2]:.0f} s ago", it=it)
+                    ctx.event(
+                        "profile",
+                        f"v{it.version}: best/'s profile taken from v{reused[1]}'s of the same tree "
+                        f"on the same GPU, {reused[2]:.0f} s ago",
+                        it=it,
+                    )
                 else:
                     bests.append(self.profile_tree(it, lane, prof, lane.best, f"best{suffix}"))
                 cands.append(self.profile_tree(it, lane, prof, lane.cand, f"cand{suffix}"))
@@ -100,24 +109,40 @@ class Evidence:
             self.close_spare(lane)
             it.record["profile"] = {"error": str(e)}
             ctx.save(it)
-            return with_(verdict, kind="borderline", reason=f"the bench says keep, but the profiler failed: {e}",
-                         flags=(*verdict.flags, "profiler_failed"))
+            return with_(
+                verdict,
+                kind="borderline",
+                reason=f"the bench says keep, but the profiler failed: {e}",
+                flags=(*verdict.flags, "profiler_failed"),
+            )
         except BaseException:  # a stop, a broken tree: the spare servers go with it
             self.close_spare(lane)
             raise
         policy = Policy.from_config(ctx.cfg.decide, ctx.cfg.target.direction)
-        cmp = compare_per_class(bests, cands, self.config_refs(), confidence=policy.confidence,
-                                run_noise_pct=ctx.cfg.profile.run_noise_pct)
+        cmp = compare_per_class(
+            bests, cands, self.config_refs(), confidence=policy.confidence, run_noise_pct=ctx.cfg.profile.run_noise_pct
+        )
         agreement = agrees(verdict.classes, cmp, min_effect_pct=policy.min_effect_pct)
-        it.record["profile"] = {"best": bests[0].to_dict(), "cand": cands[0].to_dict(), "comparison": cmp.to_dict(),
-                                "agreement": agreement.to_dict(), "taken": {
-                                    "keep": ctx.cfg.profile.keep, "profiler": prof.name, "gpu": gpu, "trees": trees,
-                                    "t": time.time(), "best_from": reused[1] if reused else None}}
+        it.record["profile"] = {
+            "best": bests[0].to_dict(),
+            "cand": cands[0].to_dict(),
+            "comparison": cmp.to_dict(),
+            "agreement": agreement.to_dict(),
+            "taken": {
+                "keep": ctx.cfg.profile.keep,
+                "profiler": prof.name,
+                "gpu": gpu,
+                "trees": trees,
+                "t": time.time(),
+                "best_from": reused[1] if reused else None,
+            },
+        }
         ctx.save(it)
         ctx.event("profile", f"v{it.version}: {cmp.summary_line()}", it=it)
         if agreement.disagrees:
-            return with_(verdict, kind="borderline", reason=agreement.reason(),
-                         flags=(*verdict.flags, "profiler_disagrees"))
+            return with_(
+                verdict, kind="borderline", reason=agreement.reason(), flags=(*verdict.flags, "profiler_disagrees")
+            )
         return with_(verdict, reason=f"{verdict.reason}; profiler: {agreement.summary_line()}")
 
     def reusable_best(self, best_tree: str, gpu: str | None) -> tuple[ProfileSummary, int, float] | None:
@@ -135,8 +160,12 @@ class Evidence:
         if made is None or not isinstance(taken, dict) or not isinstance(taken.get("trees"), dict):
             return None
         age = time.time() - float(taken.get("t") or 0)
-        if (taken["trees"].get("cand") != best_tree or taken.get("gpu") != gpu or taken.get("keep") != "time"
-                or not 0 <= age <= cfg.reuse_best_s):
+        if (
+            taken["trees"].get("cand") != best_tree
+            or taken.get("gpu") != gpu
+            or taken.get("keep") != "time"
+            or not 0 <= age <= cfg.reuse_best_s
+        ):
             return None
         return ProfileSummary.from_dict(made.record["profile"]["cand"]), made.version, age
 
@@ -160,7 +189,9 @@ class Evidence:
         t0 = time.monotonic()
         with ctx.clock(it, "reverify_s"):
             served = bool(ctx.cfg.target.serve) and lane.fresh is None
-            conf = self.served_confirmation(it, lane, verdict) if served else self.process_confirmation(it, lane, verdict)
+            conf = (
+                self.served_confirmation(it, lane, verdict) if served else self.process_confirmation(it, lane, verdict)
+            )
         conf = with_(conf, seconds=round(time.monotonic() - t0, 2))
         if conf.path == "process":
             it.record["reverify"]["seconds"] = conf.seconds
@@ -168,9 +199,13 @@ class Evidence:
         it.record["confirmation"] = conf.to_dict()
         it.record["external_truth"] = truth.to_dict()
         ctx.save(it)
-        ctx.event("confirm", f"v{it.version}: {conf.outcome} in {conf.looks} fresh look(s), {conf.seconds:.1f} s "
-                  f"({conf.reason}); {truth.reason}", it=it,
-                  level="info" if conf.outcome == "confirmed" and truth.outcome != "refuted" else "warn")
+        ctx.event(
+            "confirm",
+            f"v{it.version}: {conf.outcome} in {conf.looks} fresh look(s), {conf.seconds:.1f} s "
+            f"({conf.reason}); {truth.reason}",
+            it=it,
+            level="info" if conf.outcome == "confirmed" and truth.outcome != "refuted" else "warn",
+        )
         return truth_rule.settle(verdict, conf, truth)
 
     def start_confirmation(self, it: Iteration, lane: Lane) -> None:
@@ -209,8 +244,7 @@ class Evidence:
             step = claim_rule.judge(done, claim, policy, guard_configs=guard, looks=looks)
             if not step.final:
                 return None
-            if (step.outcome == "confirmed" and os_decides and looks < cap
-                    and os_truth(it).outcome == "inconclusive"):
+            if step.outcome == "confirmed" and os_decides and looks < cap and os_truth(it).outcome == "inconclusive":
                 return None  # the OS's clocks cannot tell yet: a few more looks, up to MAX_LOOKS
             return step
 
@@ -219,8 +253,9 @@ class Evidence:
         # ends this confirmation at its next look too
         checked = OnBest(self.ctx, measurer) if isinstance(lane.measurer, OnBest) else measurer
         try:
-            out = self.rounds.looks(it, lane, Stage.REVERIFY, judge, min_looks=claim_rule.MIN_LOOKS,
-                                    max_looks=cap, measurer=checked)
+            out = self.rounds.looks(
+                it, lane, Stage.REVERIFY, judge, min_looks=claim_rule.MIN_LOOKS, max_looks=cap, measurer=checked
+            )
         finally:
             measurer.close()  # its processes never serve another decision
         if isinstance(out, CorrectnessFailure):
@@ -243,8 +278,10 @@ class Evidence:
         it.record["reverify"] = {**fresh.to_dict(), "agrees": agrees}
         claimed = claim_rule.claimed_gains(verdict)
         states = {"improved": "shown", "regressed": "slower"}
-        checks = tuple(ClassCheck(c.cls, claimed.get(c.cls), c.ratio, c.lo, c.hi, states.get(c.verdict, "open"))
-                       for c in fresh.classes)
+        checks = tuple(
+            ClassCheck(c.cls, claimed.get(c.cls), c.ratio, c.lo, c.hi, states.get(c.verdict, "open"))
+            for c in fresh.classes
+        )
         outcome = "confirmed" if agrees else "undecided" if fresh.kind == "borderline" else "refuted"
         reason = fresh.reason if agrees else f"{fresh.kind}: {fresh.reason}"
         return Confirmation(outcome, reason, fresh.rounds, checks, path="process")
@@ -257,17 +294,22 @@ class Evidence:
         if vendor != "none":
             if self.profiler(lane) is None:
                 kind = self.ctx.cfg.profile.kind
-                return truth_rule.timer_only(f'no profiler for the {vendor} GPU ([profile].kind = "{kind}"'
-                                             f"{': none found' if kind == 'auto' else ''})")
+                return truth_rule.timer_only(
+                    f'no profiler for the {vendor} GPU ([profile].kind = "{kind}"'
+                    f"{': none found' if kind == 'auto' else ''})"
+                )
             profile = it.record.get("profile") or {}
             if not isinstance(profile.get("agreement"), dict):
-                return truth_rule.timer_only(f"the profiler did not compare the trees ({profile.get('error', 'no record')})")
+                return truth_rule.timer_only(
+                    f"the profiler did not compare the trees ({profile.get('error', 'no record')})"
+                )
             agreement = Agreement.from_dict(profile["agreement"])
             claimed = [c for c in agreement.classes if c.bench_verdict == "improved"]
             unseen = [c.cls for c in claimed if c.status != AGREES]
             if not claimed or unseen:
-                return truth_rule.timer_only(f"the profiler could not tell for {', '.join(unseen) or 'any class'} "
-                                             f"({agreement.summary_line()})")
+                return truth_rule.timer_only(
+                    f"the profiler could not tell for {', '.join(unseen) or 'any class'} ({agreement.summary_line()})"
+                )
             return truth_rule.of_profiler(agreement.summary_line(), profile["agreement"])
         return truth_rule.of_os_time(os_truth(it))
 
@@ -289,8 +331,9 @@ class Evidence:
         except KoptFailure as e:
             self.ctx.event("profile", f"v{it.version}: profiling best/ failed: {e}", it=it, level="warn")
 
-    def roofline(self, it: Iteration, values: dict[str, float], *, base: Iteration | None = None,
-                 readme: bool = True) -> None:
+    def roofline(
+        self, it: Iteration, values: dict[str, float], *, base: Iteration | None = None, readme: bool = True
+    ) -> None:
         """record["roofline"] of the tree `values` measured (and the README's text for best)."""
         base = base or self.ctx.baseline()
         configs = (base.record.get("configs") or {}) if base else {}
@@ -300,11 +343,15 @@ class Evidence:
         name = gpu.get("name") if gpu.get("uuid") else None
         try:
             rr = evaluate_roofline(
-                self.ctx.cfg, gpu_name=name, gpu_uuid=gpu.get("uuid"),
-                rows={k: c["row"] for k, c in configs.items()}, values=values,
+                self.ctx.cfg,
+                gpu_name=name,
+                gpu_uuid=gpu.get("uuid"),
+                rows={k: c["row"] for k, c in configs.items()},
+                values=values,
                 class_of=voting_classes({k: c["cls"] for k, c in configs.items()}, guard_configs(self.ctx)),
                 production=[k for k, c in configs.items() if c.get("production", True)],
-                measured_dir=self.ctx.ws.root / ".ceilings")
+                measured_dir=self.ctx.ws.root / ".ceilings",
+            )
         except KoptFailure as e:
             it.record["roofline"] = {"error": str(e)}
             self.ctx.event("roofline", f"roofline analysis failed: {e}", level="error")
@@ -323,8 +370,10 @@ class Evidence:
         """The configured profiler for the lane's GPU vendor (None: no profiling)."""
         vendor = self.vendor(lane)
         if self._profiler is None or self._profiler[0] != vendor:
-            self._profiler = (vendor, choose_profiler(self.ctx.cfg.profile.kind, vendor,
-                                                             outside_ranges=self.ctx.cfg.profile.outside_ranges))
+            self._profiler = (
+                vendor,
+                choose_profiler(self.ctx.cfg.profile.kind, vendor, outside_ranges=self.ctx.cfg.profile.outside_ranges),
+            )
         return self._profiler[1]
 
     def profile_tree(self, it: Iteration, lane: Lane, prof: Profiler, tree: Path, side: str) -> ProfileSummary:
@@ -337,25 +386,43 @@ class Evidence:
         kernel = ctx.cfg.profile.kernel
         bench = runner.as_argv(ctx.cfg.profile.command or ctx.cfg.target.bench)
         kind = "cand" if tree == lane.cand else "best"
-        tree_hash = str(it.record.get("evaluated_tree")) if kind == "cand" else tree_of(tree, it.best_commit_before or "HEAD")
+        tree_hash = (
+            str(it.record.get("evaluated_tree")) if kind == "cand" else tree_of(tree, it.best_commit_before or "HEAD")
+        )
         lease = acquire(ctx, lane, it)
         done: list[ProfilePass] = []
         with ctx.control.during(Step.PROFILE), ctx.clock(it, "profiler_s"):
-            while (step := prof.next_pass(bench, out_dir, kernel, done)) is not None:  # ncu: inside, then outside the ranges
+            while (
+                step := prof.next_pass(bench, out_dir, kernel, done)
+            ) is not None:  # ncu: inside, then outside the ranges
                 name = f"profile_{side}" + (f"_pass{len(done)}" if done else "")
-                res = ctx.run(it, list(step.argv), cwd=tree, name=name, timeout_s=ctx.cfg.profile.timeout_s,
-                              env={**lease.env, **PROFILE_ENV, **ctx.jails.env(kind, tree_hash)},
-                              confine=ctx.jails.bench(tree, kind, tree_hash, outputs=(out_dir,)))
+                res = ctx.run(
+                    it,
+                    list(step.argv),
+                    cwd=tree,
+                    name=name,
+                    timeout_s=ctx.cfg.profile.timeout_s,
+                    env={**lease.env, **PROFILE_ENV, **ctx.jails.env(kind, tree_hash)},
+                    confine=ctx.jails.bench(tree, kind, tree_hash, outputs=(out_dir,)),
+                )
                 check_after_run(ctx, lane, it, tree)
                 if not res.ok:
                     raise KoptFailure(f"{prof.name} on {side}/ ({step.label}) {res.why()}: {last_line(res)}")
                 reads = prof.after_commands(step.out_dir)  # reading the report back: no GPU, all at once
                 if reads:
                     reader = ctx.jails.bench(tree, kind, tree_hash, outputs=(out_dir,), write_tree=False, gpu=False)
-                    done_read = ctx.run(it, runner.all_at_once(reads), cwd=tree, name=f"{name}_read",
-                                        timeout_s=ctx.cfg.profile.timeout_s, confine=reader)
+                    done_read = ctx.run(
+                        it,
+                        runner.all_at_once(reads),
+                        cwd=tree,
+                        name=f"{name}_read",
+                        timeout_s=ctx.cfg.profile.timeout_s,
+                        confine=reader,
+                    )
                     if not done_read.ok:
-                        raise KoptFailure(f"{prof.name} reading its report of {side}/ {done_read.why()}: {last_line(done_read)}")
+                        raise KoptFailure(
+                            f"{prof.name} reading its report of {side}/ {done_read.why()}: {last_line(done_read)}"
+                        )
                 done.append(step)
         summary = prof.parse_passes(done, kernel)
         summary.save(out_dir / "summary.json")
@@ -374,5 +441,8 @@ def side_costs(it: Iteration, stage: str) -> list[SideCost]:
     served = (it.record.get("side_costs") or {}).get(stage) or []
     if served:
         return [SideCost.from_dict(c) for c in served]
-    return [SideCost(str(r["side"]), int(r["round"]), math.nan, float(r["wall_s"]), r.get("timed_s"))
-            for r in (it.record.get("bench_runs") or {}).get(stage) or [] if r.get("side") in ("best", "cand")]
+    return [
+        SideCost(str(r["side"]), int(r["round"]), math.nan, float(r["wall_s"]), r.get("timed_s"))
+        for r in (it.record.get("bench_runs") or {}).get(stage) or []
+        if r.get("side") in ("best", "cand")
+    ]

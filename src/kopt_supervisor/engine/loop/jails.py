@@ -47,22 +47,50 @@ class Jails:
         p = self.cfg.propose
         preset = PRESETS.get(p.agent) if p.agent else None
         extra = writable_paths(preset, extra=p.writable) if preset else tuple(p.writable)
-        return sandbox.for_proposer(worktree=worktree, workspace=self.ws.dir, prompt=prompt, plan=plan,
-                                    inputs=[pack], outputs=[agent_dir], writable=extra, readable=p.readable,
-                                    hidden=self.other_runs(), network=p.network, bwrap=self.bwrap)
+        return sandbox.for_proposer(
+            worktree=worktree,
+            workspace=self.ws.dir,
+            prompt=prompt,
+            plan=plan,
+            inputs=[pack],
+            outputs=[agent_dir],
+            writable=extra,
+            readable=p.readable,
+            hidden=self.other_runs(),
+            network=p.network,
+            bwrap=self.bwrap,
+        )
 
-    def bench(self, tree: Path, side: str, tree_hash: str, *, outputs: tuple[Path, ...] = (),
-              write_tree: bool = True, gpu: bool = True, cache: Path | None = None) -> Confinement | None:
+    def bench(
+        self,
+        tree: Path,
+        side: str,
+        tree_hash: str,
+        *,
+        outputs: tuple[Path, ...] = (),
+        write_tree: bool = True,
+        gpu: bool = True,
+        cache: Path | None = None,
+    ) -> Confinement | None:
         """A run of one tree's code (its bench, its profile, its formatter), with the tree's
         own cache unless `cache` names another (the fresh-process re-decision's)."""
         if not self.confined:
             return None
         t = self.cfg.target
         cache = cache or sandbox.cache_dir(self.ws.dir, side, tree_hash)
-        return sandbox.for_bench(workspace=self.ws.dir, cache=cache,
-                                 writable_trees=[tree] if write_tree else [], readonly_trees=[] if write_tree else [tree],
-                                 outputs=outputs, writable=t.writable, readable=t.readable, hidden=self.other_runs(),
-                                 network=t.network, devices=None if gpu else [], bwrap=self.bwrap)
+        return sandbox.for_bench(
+            workspace=self.ws.dir,
+            cache=cache,
+            writable_trees=[tree] if write_tree else [],
+            readonly_trees=[] if write_tree else [tree],
+            outputs=outputs,
+            writable=t.writable,
+            readable=t.readable,
+            hidden=self.other_runs(),
+            network=t.network,
+            devices=None if gpu else [],
+            bwrap=self.bwrap,
+        )
 
     def env(self, side: str, *trees: str, cache: Path | None = None) -> dict[str, str]:
         """Unconfined: the variables that send a run's compile caches (PYTHONPYCACHEPREFIX,
@@ -75,16 +103,25 @@ class Jails:
         folder.mkdir(parents=True, exist_ok=True)
         return sandbox.cache_env(folder)
 
-    def ab(self, best: Path, cand: Path, best_hash: str, cand_hash: str, *,
-           outputs: tuple[Path, ...] = ()) -> Confinement | None:
+    def ab(
+        self, best: Path, cand: Path, best_hash: str, cand_hash: str, *, outputs: tuple[Path, ...] = ()
+    ) -> Confinement | None:
         """The ab_command: candidate code runs in the process that loads best, so neither
         tree is writable to it; its looks go to `outputs`."""
         if not self.confined:
             return None
         t = self.cfg.target
-        return sandbox.for_bench(workspace=self.ws.dir, cache=sandbox.cache_dir(self.ws.dir, "ab", best_hash, cand_hash),
-                                 readonly_trees=[best, cand], outputs=outputs, writable=t.writable,
-                                 readable=t.readable, hidden=self.other_runs(), network=t.network, bwrap=self.bwrap)
+        return sandbox.for_bench(
+            workspace=self.ws.dir,
+            cache=sandbox.cache_dir(self.ws.dir, "ab", best_hash, cand_hash),
+            readonly_trees=[best, cand],
+            outputs=outputs,
+            writable=t.writable,
+            readable=t.readable,
+            hidden=self.other_runs(),
+            network=t.network,
+            bwrap=self.bwrap,
+        )
 
     def other_runs(self) -> list[Path]:
         """The other workspaces under the same root: no run's sandbox sees another run."""

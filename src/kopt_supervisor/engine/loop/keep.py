@@ -26,9 +26,13 @@ from kopt_supervisor.engine.loop.police import ALWAYS_PROTECTED
 from kopt_supervisor.engine.loop.rounds import CorrectnessFailure, DecisionRounds, cand_medians
 from kopt_supervisor.engine.records import Iteration, Phase, Stage, Status
 
-VERDICT_STATUS = {"regression": Status.REGRESSION, "likely_regression": Status.LIKELY_REGRESSION,
-                  "tie": Status.TIE, "split": Status.SPLIT,
-                  "rejected": Status.REJECTED}
+VERDICT_STATUS = {
+    "regression": Status.REGRESSION,
+    "likely_regression": Status.LIKELY_REGRESSION,
+    "tie": Status.TIE,
+    "split": Status.SPLIT,
+    "rejected": Status.REJECTED,
+}
 """What a verdict that is not a keep ends as (anything else: rejected)."""
 
 
@@ -100,8 +104,12 @@ class Keeper:
         it.best_commit_before = best
         it.record.setdefault("rebased", []).append({"from": old, "onto": best, "t": time.time()})
         self.ctx.save(it)
-        self.ctx.event("lanes", f"v{it.version}: BEST moved to {best[:10]} while it was decided; its change "
-                       "applies there and is decided again", it=it)
+        self.ctx.event(
+            "lanes",
+            f"v{it.version}: BEST moved to {best[:10]} while it was decided; its change "
+            "applies there and is decided again",
+            it=it,
+        )
         return True
 
     def hand_back(self, it: Iteration, lane: Lane, best: str) -> dict[str, Any]:
@@ -112,9 +120,14 @@ class Keeper:
         gitops.reset_clean(lane.cand, best, detach=True)
         if lane.best != self.ctx.ws.best:
             gitops.reset_clean(lane.best, best, detach=True)
-        back = {"from": old, "onto": best, "t": time.time(), "hypothesis": it.hypothesis,
-                "why": f"the change no longer applies on the new BEST {best[:10]} (another lane's keep changed "
-                       f"what it edits since {old[:10]}): propose again on this BEST"}
+        back = {
+            "from": old,
+            "onto": best,
+            "t": time.time(),
+            "hypothesis": it.hypothesis,
+            "why": f"the change no longer applies on the new BEST {best[:10]} (another lane's keep changed "
+            f"what it edits since {old[:10]}): propose again on this BEST",
+        }
         it.record.setdefault("handed_back", []).append(dict(back))
         it.best_commit_before = best
         it.record.pop("evaluated_tree", None)
@@ -122,33 +135,52 @@ class Keeper:
         self.ctx.event("lanes", f"v{it.version}: {back['why']}; handed back to the proposer", it=it)
         return {**back, "proposal": it.record.get("proposal")}
 
-    def format(self, it: Iteration, lane: Lane, verdict: Verdict, status: Status
-               ) -> tuple[Status, str, Verdict | None] | None:
+    def format(
+        self, it: Iteration, lane: Lane, verdict: Verdict, status: Status
+    ) -> tuple[Status, str, Verdict | None] | None:
         """Run the formatter; re-decide the tree if it changed. A problem ends the keep."""
         ctx = self.ctx
         ctx.save(it, Phase.KEEP)
         with ctx.control.during(Step.FORMAT), ctx.clock(it, "format_s"):
             jail = ctx.jails.bench(lane.cand, "format", str(it.record.get("evaluated_tree")), gpu=False)
-            res = ctx.run(it, ctx.cfg.format.command, cwd=lane.cand, name="format", timeout_s=ctx.cfg.format.timeout_s,
-                          confine=jail)
+            res = ctx.run(
+                it,
+                ctx.cfg.format.command,
+                cwd=lane.cand,
+                name="format",
+                timeout_s=ctx.cfg.format.timeout_s,
+                confine=jail,
+            )
         if not res.ok:
             return Status.FAIL_BENCH, f"the format command {res.why()}: {last_line(res)}", None
         changed = gitops.changed_files(lane.cand, it.best_commit_before or "")
         hit = gitops.matching(changed, [*ctx.cfg.target.protected, *ALWAYS_PROTECTED])
         if hit:
             return Status.FAIL_PROTECTED, f"the format command changed protected file(s): {', '.join(hit)}", None
-        if not ctx.cfg.decide.verify_after_format or gitops.stage_tracked_tree(lane.cand) == it.record.get("evaluated_tree"):
+        if not ctx.cfg.decide.verify_after_format or gitops.stage_tracked_tree(lane.cand) == it.record.get(
+            "evaluated_tree"
+        ):
             return None
         check = self.rounds.decide(it, lane, Stage.VERIFY)
         if isinstance(check, CorrectnessFailure):
             return Status.FAIL_CORRECTNESS, f"after formatting: {check.summary()}", None
-        if check.kind == "keep" or (status == Status.ACCEPTED and check.kind not in ("regression", "likely_regression", "split")):
+        if check.kind == "keep" or (
+            status == Status.ACCEPTED and check.kind not in ("regression", "likely_regression", "split")
+        ):
             it.record["verify"] = check.to_dict()
             return None
         return VERDICT_STATUS.get(check.kind, Status.REJECTED), f"after formatting: {check.reason}", check
 
-    def discard(self, it: Iteration, lane: Lane, status: Status, reason: str, *, verdict: Verdict | None = None,
-                by: str = "engine") -> None:
+    def discard(
+        self,
+        it: Iteration,
+        lane: Lane,
+        status: Status,
+        reason: str,
+        *,
+        verdict: Verdict | None = None,
+        by: str = "engine",
+    ) -> None:
         self.ctx.close(it, status, reason, verdict=verdict, by=by)
         self.reset_candidate(lane)
 
@@ -157,8 +189,9 @@ class Keeper:
         try:
             gitops.reset_clean(lane.cand, self.ctx.best_commit(), detach=True)
         except KoptError as e:  # cand/ may be no repository at all now: the next sync re-creates it
-            self.ctx.event("git", f"could not reset {lane.cand.name}/: {e} (retried at the next iteration)",
-                           level="warn")
+            self.ctx.event(
+                "git", f"could not reset {lane.cand.name}/: {e} (retried at the next iteration)", level="warn"
+            )
 
     def adopt(self, it: Iteration, lane: Lane) -> bool:
         """A keep interrupted while committing: adopt the commit if it is exactly the one meant
@@ -185,10 +218,14 @@ class Keeper:
 def commit_message(tag: str, it: Iteration, verdict: Verdict) -> str:
     lines = [it.hypothesis[:72], "", f"kopt v{it.version} ({tag}): {verdict.kind} — {verdict.reason}", ""]
     for c in verdict.classes:
-        lines.append(f"  {c.cls}: {c.best:.4g} -> {c.cand:.4g} ({c.delta_pct:+.2f}%, "
-                     f"{(c.lo - 1) * 100:+.2f}..{(c.hi - 1) * 100:+.2f}%, {c.verdict})")
-    lines += ["", f"Measured paired with the previous best over {verdict.rounds} rounds "
-              f"({verdict.gpu_seconds:.1f} GPU-s)."]
+        lines.append(
+            f"  {c.cls}: {c.best:.4g} -> {c.cand:.4g} ({c.delta_pct:+.2f}%, "
+            f"{(c.lo - 1) * 100:+.2f}..{(c.hi - 1) * 100:+.2f}%, {c.verdict})"
+        )
+    lines += [
+        "",
+        f"Measured paired with the previous best over {verdict.rounds} rounds ({verdict.gpu_seconds:.1f} GPU-s).",
+    ]
     if it.target_class:
         lines.append(f"Target class: {it.target_class}.")
     return "\n".join(lines) + "\n"

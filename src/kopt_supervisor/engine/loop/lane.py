@@ -86,8 +86,15 @@ class Lane:
         self.gate.close()
 
 
-def note_gpu(it: Iteration, lane: Lane, before: dict[str, Any] | None, after: dict[str, Any] | None, *,
-             flags: list[str] | None = None, round_index: int | None = None) -> None:
+def note_gpu(
+    it: Iteration,
+    lane: Lane,
+    before: dict[str, Any] | None,
+    after: dict[str, Any] | None,
+    *,
+    flags: list[str] | None = None,
+    round_index: int | None = None,
+) -> None:
     """The GPU evidence of an iteration's record: which GPU (on which host), its state before
     the first timed step and after the last, and the rounds something disturbed."""
     g = it.record.setdefault("gpu", {})

@@ -83,18 +83,41 @@ def real_parts(ctx: RunContext, lane: Lane, proposer: Proposer, shared: dict[int
     keeper = Keeper(ctx, rounds, evidence)
     recovery = Recovery(ctx, keeper)
     proposing = Proposing(ctx, proposer, in_flight=shared)
-    return Parts(lane, Baseline(ctx, evidence, keeper, recovery), proposing,
-                 Police(ctx, str(ctx.store.get("frozen_config")).encode()), rounds, evidence,
-                 ReviewProtocol(ctx, rounds), keeper, recovery)
+    return Parts(
+        lane,
+        Baseline(ctx, evidence, keeper, recovery),
+        proposing,
+        Police(ctx, str(ctx.store.get("frozen_config")).encode()),
+        rounds,
+        evidence,
+        ReviewProtocol(ctx, rounds),
+        keeper,
+        recovery,
+    )
 
 
 class Engine:
-    def __init__(self, ws: Workspace, *, proposer: Proposer | None = None, proposer_kind: str | None = None,
-                 max_iters: int | None = None, log: Callable[[str], None] | None = None, no_sandbox: bool = False,
-                 poll_interval_s: float = 0.2, parts: Callable[[RunContext], Parts] | None = None,
-                 demo: bool = False) -> None:
-        ctx = self.ctx = open_run(ws, proposer_kind=proposer_kind, no_sandbox=no_sandbox,
-                                  log=log or (lambda m: None), poll_interval_s=poll_interval_s, demo=demo)
+    def __init__(
+        self,
+        ws: Workspace,
+        *,
+        proposer: Proposer | None = None,
+        proposer_kind: str | None = None,
+        max_iters: int | None = None,
+        log: Callable[[str], None] | None = None,
+        no_sandbox: bool = False,
+        poll_interval_s: float = 0.2,
+        parts: Callable[[RunContext], Parts] | None = None,
+        demo: bool = False,
+    ) -> None:
+        ctx = self.ctx = open_run(
+            ws,
+            proposer_kind=proposer_kind,
+            no_sandbox=no_sandbox,
+            log=log or (lambda m: None),
+            poll_interval_s=poll_interval_s,
+            demo=demo,
+        )
         self.control = ctx.control
         k = ctx.cfg.parallel.lanes if parts is None else 1
         ctxs = [ctx] if k == 1 else [ctx.for_lane(i) for i in range(k)]
@@ -107,8 +130,10 @@ class Engine:
             )
 
             lanes = make_lanes(ctxs)
-            built = [real_parts(c, lane, proposer or make_proposer(ctx.cfg, proposer_kind), in_flight)
-                     for c, lane in zip(ctxs, lanes, strict=True)]
+            built = [
+                real_parts(c, lane, proposer or make_proposer(ctx.cfg, proposer_kind), in_flight)
+                for c, lane in zip(ctxs, lanes, strict=True)
+            ]
         self.loops = [LaneLoop(c, p, self) for c, p in zip(ctxs, built, strict=True)]
         self.lanes = [loop.lane for loop in self.loops]
         self.recovery, self.baseline = built[0].recovery, built[0].baseline
@@ -125,11 +150,20 @@ class Engine:
     def run(self) -> str:
         """Run until a stop condition; returns the stop reason."""
         ctx = self.ctx
-        ctx.store.set_many({"state": "running", "stop_reason": None, "engine_pid": os.getpid(),
-                            "engine_started_at": time.time(), "last_error": None,
-                            "proposer": self.loops[0].proposing.proposer.kind})  # what `kopt mcp` serves
-        what = f"engine started (pid {os.getpid()}, proposer {self.loops[0].proposing.proposer.kind}, " \
-               f"{len(self.loops)} lane(s))"
+        ctx.store.set_many(
+            {
+                "state": "running",
+                "stop_reason": None,
+                "engine_pid": os.getpid(),
+                "engine_started_at": time.time(),
+                "last_error": None,
+                "proposer": self.loops[0].proposing.proposer.kind,
+            }
+        )  # what `kopt mcp` serves
+        what = (
+            f"engine started (pid {os.getpid()}, proposer {self.loops[0].proposing.proposer.kind}, "
+            f"{len(self.loops)} lane(s))"
+        )
         ctx.event("engine", what)
         ctx.log(what)
         reason = "stopped"
@@ -137,7 +171,7 @@ class Engine:
         try:
             self.recovery.recover(self.lanes)
             self.loops[0].police.list_modules_ahead()  # beside the baseline: the first check needs it
-            if ctx.baseline() is None:                                     # Phase.BASELINE
+            if ctx.baseline() is None:  # Phase.BASELINE
                 self.baseline.measure(self.lanes[0])
             for loop in self.loops:
                 loop.resume_reviews()
@@ -189,8 +223,9 @@ class Engine:
         if s.max_hours and self._active_s() >= s.max_hours * 3600:
             return f"[stop].max_hours = {s.max_hours:g} reached"
         if best is not None and target_reached(best.record.get("roofline")):
-            return (f"every production config reached {s.target_pct_of_peak:g}% of its roofline "
-                    "([stop].target_pct_of_peak)")
+            return (
+                f"every production config reached {s.target_pct_of_peak:g}% of its roofline ([stop].target_pct_of_peak)"
+            )
         if proposal.get("fatal") and last is not None:
             return f"the proposer cannot go on: {(last.record.get('decision') or {}).get('reason')}"
         if ctx.cfg.propose.budget_usd or ctx.cfg.propose.budget_tokens:
@@ -207,8 +242,17 @@ class Engine:
         ctx = self.ctx
         self.recovery.at_end(self.lanes)
         lanes_live = {f"lane:{i}": None for i in range(len(self.loops))} if len(self.loops) > 1 else {}
-        ctx.store.set_many({"state": "stopped", "stop_reason": reason, "stop_time": time.time(),
-                            "best_commit": ctx.trusted_best(), "progress": None, "engine_pid": None, **lanes_live})
+        ctx.store.set_many(
+            {
+                "state": "stopped",
+                "stop_reason": reason,
+                "stop_time": time.time(),
+                "best_commit": ctx.trusted_best(),
+                "progress": None,
+                "engine_pid": None,
+                **lanes_live,
+            }
+        )
         for late in ctx.store.pending_commands(["stop"]):  # sent as the run ended: never the next session's
             ctx.store.finish_command(late.id, "done", f"the run had stopped: {reason}")
         ctx.event("stop", f"run stopped: {reason}")
@@ -235,12 +279,18 @@ class LaneLoop:
     def iteration(self) -> None:
         ctx, lane = self.ctx, self.lane
         self.recovery.sync(lane)
-        lease = acquire(ctx, lane)                                        # Phase.GATE: before the record
+        lease = acquire(ctx, lane)  # Phase.GATE: before the record
         best = ctx.best_iteration()
         with self.engine.started:  # versions are handed out one at a time
             v = ctx.store.next_version()
-            it = Iteration(v, Status.RUNNING, phase=Phase.GATE, parent=best.version if best else None,
-                           best_commit_before=ctx.best_commit(), started_at=time.time())
+            it = Iteration(
+                v,
+                Status.RUNNING,
+                phase=Phase.GATE,
+                parent=best.version if best else None,
+                best_commit_before=ctx.best_commit(),
+                started_at=time.time(),
+            )
             it.record.update({"lane": lane.index, "timings": {"gate_wait_s": round(lease.acquire_s, 4)}})
             add_spent(it, "wait", lease.acquire_s)
             ctx.save(it)  # written before anything happens: a crash from here on is recovered
@@ -260,25 +310,33 @@ class LaneLoop:
 
     def evaluate(self, it: Iteration, lane: Lane) -> None:
         with spend(it, "propose"):
-            proposal = self.proposed(it, lane)                            # Phase.PROPOSE
-            problem = self.policed(it, lane, proposal, Status.FAIL_PROPOSE)   # Phase.POLICE
+            proposal = self.proposed(it, lane)  # Phase.PROPOSE
+            problem = self.policed(it, lane, proposal, Status.FAIL_PROPOSE)  # Phase.POLICE
         if problem:
             return self.keeper.discard(it, lane, *problem)
-        self.proposing.in_flight[lane.index] = it.hypothesis              # the other lanes are told
+        self.proposing.in_flight[lane.index] = it.hypothesis  # the other lanes are told
         while True:  # a decision against the BEST it would be kept on (another lane may move it)
             attempt = spent_now(it)
             try:
-                self.keeper.on_best(it, lane)                             # stale? rebased before any look
+                self.keeper.on_best(it, lane)  # stale? rebased before any look
                 with spend(it, "measure"):
-                    outcome = self.rounds.decide(it, lane, Stage.EVAL)    # Phase.MEASURE
-                while isinstance(outcome, CorrectnessFailure):            # repair on the same hypothesis
+                    outcome = self.rounds.decide(it, lane, Stage.EVAL)  # Phase.MEASURE
+                while isinstance(outcome, CorrectnessFailure):  # repair on the same hypothesis
                     it.record["failing_rows"] = outcome.failing
                     if it.repair_attempts >= self.ctx.cfg.propose.repair_attempts:
-                        return self.keeper.discard(it, lane, Status.FAIL_CORRECTNESS, f"still failing after "
-                                                   f"{it.repair_attempts} repair attempt(s): {outcome.summary()}")
+                        return self.keeper.discard(
+                            it,
+                            lane,
+                            Status.FAIL_CORRECTNESS,
+                            f"still failing after {it.repair_attempts} repair attempt(s): {outcome.summary()}",
+                        )
                     it.repair_attempts += 1
-                    self.ctx.event("repair", f"v{it.version}: correctness fails ({outcome.summary()}); repair "
-                                   f"{it.repair_attempts}", it=it, level="warn")
+                    self.ctx.event(
+                        "repair",
+                        f"v{it.version}: correctness fails ({outcome.summary()}); repair {it.repair_attempts}",
+                        it=it,
+                        level="warn",
+                    )
                     with spend(it, "propose"):
                         proposal = self.proposing.propose(it, lane, repair=it.repair_attempts, failing=outcome.failing)
                         problem = self.policed(it, lane, proposal, Status.FAIL_CORRECTNESS, repair=it.repair_attempts)
@@ -288,35 +346,46 @@ class LaneLoop:
                         outcome = self.rounds.decide(it, lane, Stage.EVAL)
                 self.ctx.save(it, Phase.EVIDENCE)
                 by = "engine"
-                if outcome.kind in ("keep", "borderline"):                # on the BEST it would be kept on?
-                    self.keeper.check_best(it)                            # (cheap, before any confirmation)
+                if outcome.kind in ("keep", "borderline"):  # on the BEST it would be kept on?
+                    self.keeper.check_best(it)  # (cheap, before any confirmation)
                 with spend(it, "confirm"):
-                    verdict = self.evidence.confirm(it, lane, outcome)    # Phase.EVIDENCE: the profiler
+                    verdict = self.evidence.confirm(it, lane, outcome)  # Phase.EVIDENCE: the profiler
                     verdict = self.evidence.confirm_keep(it, lane, verdict)  # fresh servers; the OS's accounting
-                while verdict.kind == "borderline":                       # Phase.REVIEW
+                while verdict.kind == "borderline":  # Phase.REVIEW
                     with spend(it, "review"):
                         verdict, by = self.review.ask(it, lane, verdict)
                     if verdict.kind == "keep":  # decided by more rounds: the evidence any keep needs
                         with spend(it, "confirm"):
                             verdict = self.evidence.confirm_keep(it, lane, self.evidence.confirm(it, lane, verdict))
-                if verdict.kind not in ("keep", "accepted"):              # Phase.DISCARD
+                if verdict.kind not in ("keep", "accepted"):  # Phase.DISCARD
                     self.ctx.save(it, Phase.DISCARD)
-                    return self.keeper.discard(it, lane, VERDICT_STATUS.get(verdict.kind, Status.REJECTED),
-                                               verdict.reason, verdict=verdict, by=by)
+                    return self.keeper.discard(
+                        it,
+                        lane,
+                        VERDICT_STATUS.get(verdict.kind, Status.REJECTED),
+                        verdict.reason,
+                        verdict=verdict,
+                        by=by,
+                    )
                 with spend(it, "confirm"):
-                    return self.keeper.keep(it, lane, verdict, by)        # Phase.KEEP
+                    return self.keeper.keep(it, lane, verdict, by)  # Phase.KEEP
             except CorrectnessRefuted as e:
                 return self.keeper.discard(it, lane, Status.FAIL_CORRECTNESS, str(e))
-            except StaleBest as moved:                                    # rebased, then decided again
+            except StaleBest as moved:  # rebased, then decided again
                 move_spent(it, attempt, ("measure", "confirm", "wait"), "stale")
                 if not moved.tried and self.keeper.rebase(it, lane, moved.best):
                     continue
                 if len(it.record.get("handed_back") or []) >= HAND_BACKS:
                     it.record["stale"] = True
-                    return self.keeper.discard(it, lane, Status.FAIL_PROPOSE, f"the change no longer applies on "
-                                               f"the new BEST {moved.best[:10]} another lane kept meanwhile "
-                                               f"(handed back {HAND_BACKS} time(s) already)")
-                with spend(it, "propose"):                                # back to its proposer, on the new BEST
+                    return self.keeper.discard(
+                        it,
+                        lane,
+                        Status.FAIL_PROPOSE,
+                        f"the change no longer applies on "
+                        f"the new BEST {moved.best[:10]} another lane kept meanwhile "
+                        f"(handed back {HAND_BACKS} time(s) already)",
+                    )
+                with spend(it, "propose"):  # back to its proposer, on the new BEST
                     proposal = self.hand_back(it, lane, moved.best)
                     problem = self.policed(it, lane, proposal, Status.FAIL_PROPOSE)
                 if problem:
@@ -331,8 +400,12 @@ class LaneLoop:
             if proposal.ok or not proposal.details.get("busy"):
                 return proposal
             with spend(it, "wait"):
-                self.ctx.control.sleep(BUSY_RETRY_S, lambda left: self.ctx.progress(
-                    it, "propose", f"every point left overlaps another lane's: asking again in {left:.0f} s"))
+                self.ctx.control.sleep(
+                    BUSY_RETRY_S,
+                    lambda left: self.ctx.progress(
+                        it, "propose", f"every point left overlaps another lane's: asking again in {left:.0f} s"
+                    ),
+                )
 
     def hand_back(self, it: Iteration, lane: Lane, best: str) -> Proposal:
         """A change that no longer applies on the BEST another lane kept meanwhile goes back to
@@ -341,8 +414,9 @@ class LaneLoop:
         back = self.keeper.hand_back(it, lane, best)
         return self.proposed(it, lane, handed_back=back)
 
-    def policed(self, it: Iteration, lane: Lane, proposal: Proposal, failed: Status, *, repair: int = 0
-                ) -> Problem | None:
+    def policed(
+        self, it: Iteration, lane: Lane, proposal: Proposal, failed: Status, *, repair: int = 0
+    ) -> Problem | None:
         """The proposal's problem, if any: a tampered config first (whatever the proposer's
         exit), then a failed proposal, then the rules on the candidate."""
         self.ctx.save(it, Phase.POLICE)
@@ -360,12 +434,17 @@ class LaneLoop:
                 continue
             verdict, by, intact = self.review.resume(it, self.lane)
             if verdict.kind == "accepted" and intact:
-                self.keeper.keep(it, self.lane, replace(verdict, reason=f"{verdict.reason} (after an engine restart)"),
-                                 by)
+                self.keeper.keep(
+                    it, self.lane, replace(verdict, reason=f"{verdict.reason} (after an engine restart)"), by
+                )
                 continue
-            reason = verdict.reason if verdict.kind == "rejected" else \
-                "accepted, but the candidate in its worktree is no longer the one evaluated"
+            reason = (
+                verdict.reason
+                if verdict.kind == "rejected"
+                else "accepted, but the candidate in its worktree is no longer the one evaluated"
+            )
             self.keeper.discard(it, self.lane, Status.REJECTED, reason, verdict=verdict, by=by)
+
 
 # ---------------------------------------------------------------------------------------
 # Several lanes at once (docs/lanes.md): each lane runs its iterations from a thread of its
@@ -419,8 +498,9 @@ def run_lanes(engine: Engine) -> str:
                 _finish(running, idle, no_gpu)
 
 
-def _collect(done: set[Future[None]], running: dict[Future[None], LaneLoop], idle: list[LaneLoop],
-             no_gpu: dict[int, str]) -> int:
+def _collect(
+    done: set[Future[None]], running: dict[Future[None], LaneLoop], idle: list[LaneLoop], no_gpu: dict[int, str]
+) -> int:
     """Lanes whose iteration ended go back to idle; returns how many never started one (no
     GPU for them: they did not count)."""
     unstarted = 0

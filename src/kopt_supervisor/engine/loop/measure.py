@@ -53,14 +53,16 @@ def measurer_for(ctx: RunContext, lane: Lane) -> Measurer:
     return ProcessAbba(ctx, lane)
 
 
-def run_bench(ctx: RunContext, it: Iteration, lane: Lane, tree: Path, name: str, env: dict[str, str],
-              confine: Confinement | None) -> tuple[Measurement, float]:
+def run_bench(
+    ctx: RunContext, it: Iteration, lane: Lane, tree: Path, name: str, env: dict[str, str], confine: Confinement | None
+) -> tuple[Measurement, float]:
     """The bench once in `tree` (confined to it: jails.py): its CSV read by the target's
     rules, then the tree inspected whole and put back (check_after_run)."""
     csv = ctx.cfg.target.csv
     before = bench_output.csv_stamps(tree, csv)
-    res = ctx.run(it, ctx.cfg.target.bench, cwd=tree, name=name, timeout_s=ctx.cfg.target.timeout_s, env=env,
-                  confine=confine)
+    res = ctx.run(
+        it, ctx.cfg.target.bench, cwd=tree, name=name, timeout_s=ctx.cfg.target.timeout_s, env=env, confine=confine
+    )
     if not res.ok:
         check_after_run(ctx, lane, it, tree)
         raise BenchError(f"bench on {tree.name}/ {res.why()}: {last_line(res)}")
@@ -104,8 +106,9 @@ def check_after_run(ctx: RunContext, lane: Lane, it: Iteration, tree: Path) -> N
     problems = {k: v for k, v in report.problems().items() if k != treecheck.SHADOWING}
     try:
         if report.modified:
-            raise BenchError(f"the bench modified tracked file(s) in {tree.name}/: {', '.join(report.modified[:5])} "
-                             "(restored)")
+            raise BenchError(
+                f"the bench modified tracked file(s) in {tree.name}/: {', '.join(report.modified[:5])} (restored)"
+            )
         if problems:
             raise BenchError(f"the bench left what a run must not in {report.reason()} (removed)")
     finally:
@@ -126,11 +129,18 @@ def ensure_best_pristine(ctx: RunContext, lane: Lane, it: Iteration, r: int) -> 
     if not report.differs:
         return
     gitops.reset_clean(lane.best, best)
-    ctx.event("tamper", f"v{it.version}: best/ was not at BEST_COMMIT before look {r + 1}: "
-              f"{report.reason() or ', '.join(report.new[:5])} (restored)", it=it, level="warn")
+    ctx.event(
+        "tamper",
+        f"v{it.version}: best/ was not at BEST_COMMIT before look {r + 1}: "
+        f"{report.reason() or ', '.join(report.new[:5])} (restored)",
+        it=it,
+        level="warn",
+    )
     if r > 0:
-        raise BenchError(f"best/ changed during the decision ({report.reason() or 'new files'}): earlier looks may "
-                         "have measured a tampered best")
+        raise BenchError(
+            f"best/ changed during the decision ({report.reason() or 'new files'}): earlier looks may "
+            "have measured a tampered best"
+        )
 
 
 class FreshCaches:
@@ -207,7 +217,8 @@ class AbCommand:
 
     def command(self) -> str:
         return self.ctx.cfg.target.ab_command.replace("{best}", shlex.quote(str(self.lane.best))).replace(
-            "{cand}", shlex.quote(str(self.lane.cand)))
+            "{cand}", shlex.quote(str(self.lane.cand))
+        )
 
     def jail(self, it: Iteration, outputs: tuple[Path, ...] = ()) -> Confinement | None:
         best_hash, cand_hash = tree_hashes(self.lane, it)
@@ -221,8 +232,15 @@ class AbCommand:
         t = self.ctx.cfg.target
         ensure_best_pristine(self.ctx, self.lane, it, r)
         before = bench_output.csv_stamps(self.lane.best, t.csv)
-        res = self.ctx.run(it, self.command(), cwd=self.lane.best, name=f"{stage}_r{r}_ab", timeout_s=t.timeout_s,
-                           env=self.env(it, env), confine=self.jail(it))
+        res = self.ctx.run(
+            it,
+            self.command(),
+            cwd=self.lane.best,
+            name=f"{stage}_r{r}_ab",
+            timeout_s=t.timeout_s,
+            env=self.env(it, env),
+            confine=self.jail(it),
+        )
         if not res.ok:
             raise BenchError(f"ab_command {res.why()}: {last_line(res)}")
         path = bench_output.find_csv(self.lane.best, t.csv, before, res.stdout_path)
@@ -267,9 +285,13 @@ class ServedAb(AbCommand):
         path.unlink(missing_ok=True)
         t0 = time.monotonic()
         try:
-            reply = server.ask(f"look {r} {path}", timeout_s=self.ctx.cfg.target.timeout_s, poll=self.ctx.control.pump,
-                               poll_interval_s=self.ctx.poll_interval_s,
-                               is_reply=lambda line: line.split()[:2] in (["done", str(r)], ["fail", str(r)]))
+            reply = server.ask(
+                f"look {r} {path}",
+                timeout_s=self.ctx.cfg.target.timeout_s,
+                poll=self.ctx.control.pump,
+                poll_interval_s=self.ctx.poll_interval_s,
+                is_reply=lambda line: line.split()[:2] in (["done", str(r)], ["fail", str(r)]),
+            )
         except ServerError as e:
             raise BenchError(f"ab_command (serving) {e}") from None
         secs = time.monotonic() - t0
@@ -293,9 +315,13 @@ class ServedAb(AbCommand):
                 return server
             with self.ctx.clock(it, "reload_s"):
                 try:
-                    reply = server.ask("reload", timeout_s=self.ctx.cfg.target.timeout_s, poll=self.ctx.control.pump,
-                                       poll_interval_s=self.ctx.poll_interval_s,
-                                       is_reply=lambda line: line == "reloaded" or line.startswith("fail"))
+                    reply = server.ask(
+                        "reload",
+                        timeout_s=self.ctx.cfg.target.timeout_s,
+                        poll=self.ctx.control.pump,
+                        poll_interval_s=self.ctx.poll_interval_s,
+                        is_reply=lambda line: line == "reloaded" or line.startswith("fail"),
+                    )
                 except ServerError:
                     reply = "fail reload"
             if reply == "reloaded":
@@ -305,8 +331,14 @@ class ServedAb(AbCommand):
         self.started += 1
         try:
             self.looks.mkdir(parents=True, exist_ok=True)
-            self.server = self.ctx.server(it, self.command(), cwd=self.lane.best, name=f"{stage}_ab_serve{self.started}",
-                                          env=env, confine=self.jail(it, outputs=(self.looks,)))
+            self.server = self.ctx.server(
+                it,
+                self.command(),
+                cwd=self.lane.best,
+                name=f"{stage}_ab_serve{self.started}",
+                env=env,
+                confine=self.jail(it, outputs=(self.looks,)),
+            )
         except ServerError as e:
             raise BenchError(f"ab_command (serving) {e}") from None
         self.loaded = True
@@ -481,9 +513,17 @@ class ServedTrees:
         cand_m = self._audit(audits, commits, promised, best_m, cand_m, order_of["best"], audit_seed, r)
         pairs = metrics.paired(best_m, cand_m, r, "AB" if order[0] == "best" else "BA", source)
         scale = ctx.cfg.roofline.unit_scale
-        costs = tuple(SideCost(side, r, round(cpu[side], 6), round(wall[side], 6),
-                               None if m.timed is None else m.timed * scale, started=side in self.new)
-                      for side, m in (("best", best_m), ("cand", cand_m)))
+        costs = tuple(
+            SideCost(
+                side,
+                r,
+                round(cpu[side], 6),
+                round(wall[side], 6),
+                None if m.timed is None else m.timed * scale,
+                started=side in self.new,
+            )
+            for side, m in (("best", best_m), ("cand", cand_m))
+        )
         return Look(pairs, best_m, cand_m, sum(wall.values()), costs=costs)
 
     def _warms(self) -> bool:
@@ -492,8 +532,9 @@ class ServedTrees:
         chosen = self.lane.gate.chosen
         return chosen is not None and str(getattr(chosen, "vendor", "none")) != "none"
 
-    def _warm_up(self, it: Iteration, stage: str, env: dict[str, str], hashes: dict[str, str], r: int
-                 ) -> dict[str, Server]:
+    def _warm_up(
+        self, it: Iteration, stage: str, env: dict[str, str], hashes: dict[str, str], r: int
+    ) -> dict[str, Server]:
         """Both new processes answer one look at the same time (imports, compiles, captures
         overlapping); its files are removed unread. A side whose warm-up failed or that leaves
         after it is closed and started again by the measured look, which reports what is
@@ -507,8 +548,10 @@ class ServedTrees:
         def warm(side: str) -> bool:
             try:
                 reply = self.servers[side].ask(
-                    f"look {n} {seed} {paths[side]}", timeout_s=self.ctx.cfg.target.timeout_s,
-                    is_reply=lambda line: line.split()[:2] in (["done", str(n)], ["fail", str(n)]))
+                    f"look {n} {seed} {paths[side]}",
+                    timeout_s=self.ctx.cfg.target.timeout_s,
+                    is_reply=lambda line: line.split()[:2] in (["done", str(n)], ["fail", str(n)]),
+                )
             except ServerError:
                 return False
             if reply.split()[2:3] == ["last"]:
@@ -536,16 +579,31 @@ class ServedTrees:
             raise BenchError(f"{source}: config {twice[0][0]} in {twice[0][1]} rows (one row per config)")
         return m, tuple(c for c in df.columns if c in m.config_columns)
 
-    def _audit(self, paths: dict[str, Path], commit_paths: dict[str, Path], promised: dict[str, bytes | str],
-               best_m: Measurement, cand_m: Measurement, columns: tuple[str, ...], seed: int, r: int) -> Measurement:
+    def _audit(
+        self,
+        paths: dict[str, Path],
+        commit_paths: dict[str, Path],
+        promised: dict[str, bytes | str],
+        best_m: Measurement,
+        cand_m: Measurement,
+        columns: tuple[str, ...],
+        seed: int,
+        r: int,
+    ) -> Measurement:
         """Both sides' commitments and audits read and checked: best's must follow the rule
         and its commitment (else the bench is broken); a candidate's config whose audit breaks
         the rule, differs from what it committed to, or whose committed outputs or audit
         differ from best's fails, with the first bad value as its reason."""
         audits, commits = {}, {}
         for side, m in (("best", best_m), ("cand", cand_m)):
-            commits[side] = self._read_side(commit_paths[side], f"{side}'s commitment of look {r}", m,
-                                            audit.parse_commitment, "committed", promised[side])
+            commits[side] = self._read_side(
+                commit_paths[side],
+                f"{side}'s commitment of look {r}",
+                m,
+                audit.parse_commitment,
+                "committed",
+                promised[side],
+            )
             audits[side] = self._read_side(paths[side], f"{side}'s audit of look {r}", m, audit.parse, "audited")
         failed: dict[str, ConfigResult] = {}
         for key, b in best_m.configs.items():
@@ -553,13 +611,17 @@ class ServedTrees:
             best_a = audits["best"][key]
             wrong = audit.rule_problem(best_a, seed, rule_key) or audit.commitment_problem(best_a, commits["best"][key])
             if wrong:
-                raise BenchError(f"best's audit of look {r}, config {key}: {wrong} (the bench does not follow the "
-                                 "audit rule of docs/files.md)")
+                raise BenchError(
+                    f"best's audit of look {r}, config {key}: {wrong} (the bench does not follow the "
+                    "audit rule of docs/files.md)"
+                )
             cand_a = audits["cand"][key]
-            why = (audit.rule_problem(cand_a, seed, rule_key)
-                   or audit.commitment_problem(cand_a, commits["cand"][key])
-                   or audit.compare(best_a, cand_a)
-                   or audit.compare_sets(commits["best"][key], commits["cand"][key], best_a.atol, best_a.rtol))
+            why = (
+                audit.rule_problem(cand_a, seed, rule_key)
+                or audit.commitment_problem(cand_a, commits["cand"][key])
+                or audit.compare(best_a, cand_a)
+                or audit.compare_sets(commits["best"][key], commits["cand"][key], best_a.atol, best_a.rtol)
+            )
             if why:
                 c = cand_m.configs[key]
                 failed[key] = dataclasses.replace(c, ok=False, reasons=(*c.reasons, f"kopt's audit: {why}"))
@@ -573,8 +635,15 @@ class ServedTrees:
         except OSError as e:
             return str(e.strerror or e)
 
-    def _read_side(self, path: Path, what: str, m: Measurement, parse: Callable[[str, tuple[str, ...], str], dict[str, T]],
-                   verb: str, data: bytes | str | None = None) -> dict[str, T]:
+    def _read_side(
+        self,
+        path: Path,
+        what: str,
+        m: Measurement,
+        parse: Callable[[str, tuple[str, ...], str], dict[str, T]],
+        verb: str,
+        data: bytes | str | None = None,
+    ) -> dict[str, T]:
         """One side's audit or commitment file (or its bytes read earlier, or why they could not
         be), parsed, with exactly the configs of its look."""
         source = f"{what} ({path.name})"
@@ -587,8 +656,10 @@ class ServedTrees:
         missing = sorted(set(m.configs) - set(got))
         extra = sorted(set(got) - set(m.configs))
         if missing or extra:
-            raise BenchError(f"{source}: " + (f"config {missing[0]} not {verb}" if missing
-                                              else f"config {extra[0]} is not in its look"))
+            raise BenchError(
+                f"{source}: "
+                + (f"config {missing[0]} not {verb}" if missing else f"config {extra[0]} is not in its look")
+            )
         return got
 
     def _server(self, side: str, it: Iteration, stage: str, env: dict[str, str], tree_hash: str) -> Server:
@@ -597,8 +668,13 @@ class ServedTrees:
         server = self.servers.get(side)
         where = self.caches.path(side, tree_hash) if self.caches is not None else None
         env = {**env, **self.ctx.jails.env(side, tree_hash, cache=where)}  # unconfined: the tree's cache
-        if (server is not None and server.alive and side not in self.stale and self.serving.get(side) == tree_hash
-                and server.env == self.ctx.env(env)):
+        if (
+            server is not None
+            and server.alive
+            and side not in self.stale
+            and self.serving.get(side) == tree_hash
+            and server.env == self.ctx.env(env)
+        ):
             return server
         self._close(side)
         self.stale.discard(side)
@@ -613,8 +689,14 @@ class ServedTrees:
         jail = self.ctx.jails.bench(tree, side, tree_hash, outputs=(folder,), write_tree=False, cache=cache)
         self.started += 1
         try:
-            server = self.ctx.server(it, self.ctx.cfg.target.serve, cwd=tree, env=env, confine=jail,
-                                     name=f"{stage}_{side}_serve{self.started}")
+            server = self.ctx.server(
+                it,
+                self.ctx.cfg.target.serve,
+                cwd=tree,
+                env=env,
+                confine=jail,
+                name=f"{stage}_{side}_serve{self.started}",
+            )
         except ServerError as e:
             raise BenchError(f"serve on {tree.name}/ {e}") from None
         self.servers[side], self.serving[side] = server, tree_hash
@@ -637,9 +719,12 @@ class ServedTrees:
         tree = (self.lane.best if side == "best" else self.lane.cand).name
         try:
             reply = self.servers[side].ask(
-                request, timeout_s=self.ctx.cfg.target.timeout_s, poll=self.ctx.control.pump,
+                request,
+                timeout_s=self.ctx.cfg.target.timeout_s,
+                poll=self.ctx.control.pump,
                 poll_interval_s=self.ctx.poll_interval_s,
-                is_reply=lambda line: line.split()[:2] in ([answer, str(r)], ["fail", str(r)]))
+                is_reply=lambda line: line.split()[:2] in ([answer, str(r)], ["fail", str(r)]),
+            )
         except ServerError as e:
             self._close(side)
             raise BenchError(f"serve on {tree}/ {e}") from None

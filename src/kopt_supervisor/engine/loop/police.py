@@ -49,19 +49,31 @@ class Police:
         diffscan), and, where [target].sources is declared, for changes to tracked files
         outside it (`outside_sources`): what it finds goes with the verdict to the engineer
         (Evidence.confirm). `new`: the candidate's new (untracked) files."""
-        text, truncated = gitops.scan_diff(lane.cand, it.best_commit_before or "", force=it.record.get("forced_paths", []))
+        text, truncated = gitops.scan_diff(
+            lane.cand, it.best_commit_before or "", force=it.record.get("forced_paths", [])
+        )
         t = self.ctx.cfg.target
-        findings = diffscan.scan(text, lambda path: read_for_scan(lane.cand, path), allow=t.allow_constructs,
-                                 truncated=truncated)
+        findings = diffscan.scan(
+            text, lambda path: read_for_scan(lane.cand, path), allow=t.allow_constructs, truncated=truncated
+        )
         sources = [*t.sources, *filter(None, [self.ctx.cfg.propose.tune.params])] if t.sources else []
         allows = diffscan.parse_allow(t.allow_constructs)
-        findings += [f for f in outside_sources(text, it.record.get("changed_files") or [], new, sources)
-                     if not any(a.covers(f) for a in allows)]
-        it.record["diff_scan"] = {"findings": [dataclasses.asdict(f) for f in findings],
-                                  "reason": diffscan.review_reason(findings)}
+        findings += [
+            f
+            for f in outside_sources(text, it.record.get("changed_files") or [], new, sources)
+            if not any(a.covers(f) for a in allows)
+        ]
+        it.record["diff_scan"] = {
+            "findings": [dataclasses.asdict(f) for f in findings],
+            "reason": diffscan.review_reason(findings),
+        }
         if findings:
-            self.ctx.event("police", f"v{it.version}: the diff reaches outside the kernel: "
-                           f"{it.record['diff_scan']['reason'][:300]}", it=it, level="warn")
+            self.ctx.event(
+                "police",
+                f"v{it.version}: the diff reaches outside the kernel: {it.record['diff_scan']['reason'][:300]}",
+                it=it,
+                level="warn",
+            )
 
     def allowed(self) -> list[str]:
         """New files a candidate may hold: declared sources, [target].allow_untracked, the tune params."""
@@ -111,15 +123,20 @@ class Police:
                 thread, got = self._listing
                 thread.join()
                 self._listing = None
-                result: frozenset[str] | KoptError = got[0] if got else KoptError("the listing thread ended without one")
+                result: frozenset[str] | KoptError = (
+                    got[0] if got else KoptError("the listing thread ended without one")
+                )
             else:
                 try:
                     result = treecheck.importable_names(python, env=env)
                 except KoptError as e:
                     result = e
             if isinstance(result, KoptError):
-                self.ctx.event("police", f"cannot list what {python} imports ({result}): checking the standard "
-                               "library only", level="warn")
+                self.ctx.event(
+                    "police",
+                    f"cannot list what {python} imports ({result}): checking the standard library only",
+                    level="warn",
+                )
                 result = treecheck.STDLIB
             self._modules = result
         return self._modules
@@ -151,7 +168,9 @@ class Police:
         except OSError:
             text = ""
         if not text.strip():
-            return Problem(Status.FAIL_PROPOSE, f"the proposer wrote no plan to {path.name} (first line: the hypothesis)")
+            return Problem(
+                Status.FAIL_PROPOSE, f"the proposer wrote no plan to {path.name} (first line: the hypothesis)"
+            )
         pack = self.ctx.ws.prompt_path(it.version).with_suffix(".json")
         try:
             pack_json: Any = pack.read_text(encoding="utf-8")
@@ -164,11 +183,16 @@ class Police:
         it.hypothesis, it.target_class, it.scope = plan.hypothesis, plan.target_class, plan.scope
         it.record["plan"] = assessed.to_dict()
         self.ctx.save(it)
-        self.ctx.event("plan", f"v{it.version}: {plan.hypothesis}"
-                       + (f" [class {plan.target_class}]" if plan.target_class else " [global]"), it=it)
+        self.ctx.event(
+            "plan",
+            f"v{it.version}: {plan.hypothesis}"
+            + (f" [class {plan.target_class}]" if plan.target_class else " [global]"),
+            it=it,
+        )
         if assessed.flags:
-            self.ctx.event("plan", f"v{it.version}: the plan {', '.join(assessed.flags)}: {assessed.reason}", it=it,
-                           level="warn")
+            self.ctx.event(
+                "plan", f"v{it.version}: the plan {', '.join(assessed.flags)}: {assessed.reason}", it=it, level="warn"
+            )
         return None
 
     def restore_best(self, it: Iteration, lane: Lane, best: str, rb: treecheck.TreeReport, why: str) -> None:
@@ -176,8 +200,9 @@ class Police:
         try:
             restore_best(lane.best, best, rb, detach=lane.best != self.ctx.ws.best)
         except KoptError as e:
-            self.ctx.event("tamper", f"v{it.version}: could not restore best/: {e} (the next sync does)", it=it,
-                           level="error")
+            self.ctx.event(
+                "tamper", f"v{it.version}: could not restore best/: {e} (the next sync does)", it=it, level="error"
+            )
             return
         if why:
             self.ctx.event("tamper", f"v{it.version}: best/ restored to {best[:10]} {why}", it=it, level="error")
@@ -193,17 +218,21 @@ class Police:
         except KoptError as e:
             return Problem(Status.FAIL_PROTECTED, f"{cand.name}/ is no longer a usable git worktree: {e}")
         if head != best:
-            return Problem(Status.FAIL_PROPOSE, "the proposer made commits of its own in cand/ (kopt commits keeps; "
-                                                "leave changes uncommitted)")
+            return Problem(
+                Status.FAIL_PROPOSE,
+                "the proposer made commits of its own in cand/ (kopt commits keeps; leave changes uncommitted)",
+            )
         history.check_chain(ctx.key, ctx.store)  # BEST below is read from the rows: they must be the engine's
         if gitops.branch_sha(ctx.store.get("repo"), ctx.ws.branch) != ctx.best_commit():
             return Problem(Status.FAIL_PROTECTED, "the proposer changed best/ or the run's branch")
         try:
-            rb = treecheck.inspect(lane.best, best, allow=ctx.cfg.target.allow_untracked, modules=(), strict=True,
-                                   label="best/")
+            rb = treecheck.inspect(
+                lane.best, best, allow=ctx.cfg.target.allow_untracked, modules=(), strict=True, label="best/"
+            )
         except KoptError as e:
-            return Problem(Status.FAIL_PROTECTED, f"best/ is no longer a usable git worktree: {e} "
-                                                  "(re-created next iteration)")
+            return Problem(
+                Status.FAIL_PROTECTED, f"best/ is no longer a usable git worktree: {e} (re-created next iteration)"
+            )
         try:
             rc = treecheck.inspect(cand, best, allow=self.allowed(), modules=self.modules(), label="cand/")
         except KoptError as e:
@@ -214,22 +243,29 @@ class Police:
         if rb.differs:  # an agent that ran the bench there, or a module planted to slow best: wiped
             self.restore_best(it, lane, best, rb, "")
             more = " ..." if len(rb.new) > 5 else ""
-            ctx.event("tamper", f"v{it.version}: removed what the proposer left in best/: {', '.join(rb.new[:5])}{more}",
-                      it=it, level="warn")
+            ctx.event(
+                "tamper",
+                f"v{it.version}: removed what the proposer left in best/: {', '.join(rb.new[:5])}{more}",
+                it=it,
+                level="warn",
+            )
         if not rc.ok:  # executable content, links, modules shadowing importable ones, nested repositories...
             return Problem(Status.FAIL_PROTECTED, f"{rc.reason()} ([target].allow_untracked may allow new code files)")
         removed = gitops.remove_ignored(cand, keep=self.allowed())  # never executed, never committed
         it.record["forced_paths"] = [p for p in rc.ignored if p in rc.allowed]
         if removed:
-            ctx.event("police", f"v{it.version}: removed ignored files the candidate is not: {', '.join(removed[:5])}",
-                      it=it)
+            ctx.event(
+                "police", f"v{it.version}: removed ignored files the candidate is not: {', '.join(removed[:5])}", it=it
+            )
         changed = gitops.changed_files(cand, best)
         it.record["changed_files"] = changed
         ctx.save(it)
         if changed:
             try:
-                write_atomic(ctx.ws.log_dir(it.version) / "candidate.diff",
-                             gitops.diff(cand, best, force=it.record.get("forced_paths", [])))
+                write_atomic(
+                    ctx.ws.log_dir(it.version) / "candidate.diff",
+                    gitops.diff(cand, best, force=it.record.get("forced_paths", [])),
+                )
             except OSError as e:
                 ctx.event("disk", f"cannot write the candidate's diff: {e}", level="warn")
         if not changed:
@@ -239,12 +275,17 @@ class Police:
             return Problem(Status.FAIL_PROTECTED, f"the candidate changes protected file(s): {', '.join(hit)}")
         new_only = gitops.untracked(cand)
         self.read_diff(it, lane, {*new_only, *it.record["forced_paths"]})
-        read_by_bench = gitops.matching(new_only, [*ctx.cfg.target.sources, *filter(None, [ctx.cfg.propose.tune.params])])
+        read_by_bench = gitops.matching(
+            new_only, [*ctx.cfg.target.sources, *filter(None, [ctx.cfg.propose.tune.params])]
+        )
         if set(changed) == set(new_only) and not read_by_bench:
             # no tracked file imports them (and none is a declared source or the tune params
             # file): junk, or a module planted to shadow one the bench uses
-            return Problem(Status.FAIL_PROPOSE, f"the proposer only added untracked file(s) ({', '.join(new_only[:5])}) "
-                                                "and changed no tracked file: nothing of the kernel changed")
+            return Problem(
+                Status.FAIL_PROPOSE,
+                f"the proposer only added untracked file(s) ({', '.join(new_only[:5])}) "
+                "and changed no tracked file: nothing of the kernel changed",
+            )
         return None
 
 
@@ -278,8 +319,9 @@ def read_for_scan(tree: Path, path: str) -> bytes | None:
     return data if len(data) <= SCAN_READ_MAX else None
 
 
-def outside_sources(diff: str, changed: Sequence[str], new: Collection[str], sources: Sequence[str], *,
-                    per_file: int = 20) -> list[diffscan.Finding]:
+def outside_sources(
+    diff: str, changed: Sequence[str], new: Collection[str], sources: Sequence[str], *, per_file: int = 20
+) -> list[diffscan.Finding]:
     """Changes to tracked files outside `sources` ([target].sources: the files a candidate is
     meant to change), each with its changed lines quoted (rule `outside-sources`): an input
     generator, a batch size, a reference in a file the bench imports changes what is
@@ -309,9 +351,13 @@ def outside_sources(diff: str, changed: Sequence[str], new: Collection[str], sou
         found += [diffscan.Finding(OUTSIDE_SOURCES, fd.path, 0, w) for w in what]
         found += [diffscan.Finding(OUTSIDE_SOURCES, fd.path, n, quote(text)) for n, text in lines[:per_file]]
         if len(lines) > per_file:
-            found.append(diffscan.Finding(OUTSIDE_SOURCES, fd.path, 0, f"... and {len(lines) - per_file} more added lines"))
-    found += [diffscan.Finding(OUTSIDE_SOURCES, p, 0, "changed (not in the part of the diff read)")
-              for p in sorted(outside - seen)]
+            found.append(
+                diffscan.Finding(OUTSIDE_SOURCES, fd.path, 0, f"... and {len(lines) - per_file} more added lines")
+            )
+    found += [
+        diffscan.Finding(OUTSIDE_SOURCES, p, 0, "changed (not in the part of the diff read)")
+        for p in sorted(outside - seen)
+    ]
     return found
 
 

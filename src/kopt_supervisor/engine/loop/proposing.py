@@ -54,8 +54,15 @@ class Proposing:
         """A proposer that runs inside the engine in a moment (tune): the serving bench stays up."""
         return bool(getattr(self.proposer, "instant", False))
 
-    def propose(self, it: Iteration, lane: Lane, *, repair: int = 0,
-                failing: list[dict[str, Any]] | None = None, handed_back: dict[str, Any] | None = None) -> Proposal:
+    def propose(
+        self,
+        it: Iteration,
+        lane: Lane,
+        *,
+        repair: int = 0,
+        failing: list[dict[str, Any]] | None = None,
+        handed_back: dict[str, Any] | None = None,
+    ) -> Proposal:
         ctx = self.ctx
         ctx.save(it, Phase.PROPOSE)
         if not self.instant and lane.measurer is not None:
@@ -64,7 +71,7 @@ class Proposing:
             gitops.reset_clean(lane.best, it.best_commit_before or ctx.best_commit())
         ctx.progress(it, "propose", f"proposer ({self.proposer.kind})" + (f", repair {repair}" if repair else ""))
         lease = acquire(ctx, lane, it)
-        with ctx.clock(it, "proposer_s"), (ONE_AT_A_TIME if self.instant else contextlib.nullcontext()):
+        with ctx.clock(it, "proposer_s"), ONE_AT_A_TIME if self.instant else contextlib.nullcontext():
             proposal = self._run(it, lane, lease.env, repair, failing, handed_back)
             if repair == 0:
                 it.record["proposal"] = proposal.details
@@ -73,20 +80,43 @@ class Proposing:
             ctx.save(it)  # inside the lock: the next lane's tune proposer sees this point as tried
         return proposal
 
-    def _run(self, it: Iteration, lane: Lane, gpu_env: dict[str, str], repair: int,
-             failing: list[dict[str, Any]] | None, handed_back: dict[str, Any] | None = None) -> Proposal:
+    def _run(
+        self,
+        it: Iteration,
+        lane: Lane,
+        gpu_env: dict[str, str],
+        repair: int,
+        failing: list[dict[str, Any]] | None,
+        handed_back: dict[str, Any] | None = None,
+    ) -> Proposal:
         ctx = self.ctx
         its = ctx.store.iterations()
         # what other lanes are evaluating counts as tried: the tune proposer hands each a new point
-        history = [projections.memory_record(h) for h in its if not h.masked and (
-            h.final or h.awaiting_review or (h.version != it.version and bool(h.record.get("proposal"))))]
+        history = [
+            projections.memory_record(h)
+            for h in its
+            if not h.masked
+            and (h.final or h.awaiting_review or (h.version != it.version and bool(h.record.get("proposal"))))
+        ]
         prompt_path = ctx.ws.prompt_path(it.version, repair)
         pack_path = prompt_path.with_suffix(".json")
-        pack = build_pack(PackInputs(
-            ctx.cfg, ctx.store.meta(), its, it.version, repair=repair, failing_rows=failing or (),
-            hypothesis=it.hypothesis, target_class=it.target_class, sources=self.sources(lane, it),
-            worktree=lane.cand, prompt_json_path=pack_path, plan_path=ctx.ws.plan_path(it.version),
-            other_lanes=self.other_lanes(lane)))
+        pack = build_pack(
+            PackInputs(
+                ctx.cfg,
+                ctx.store.meta(),
+                its,
+                it.version,
+                repair=repair,
+                failing_rows=failing or (),
+                hypothesis=it.hypothesis,
+                target_class=it.target_class,
+                sources=self.sources(lane, it),
+                worktree=lane.cand,
+                prompt_json_path=pack_path,
+                plan_path=ctx.ws.plan_path(it.version),
+                other_lanes=self.other_lanes(lane),
+            )
+        )
         try:
             prompt_path.parent.mkdir(parents=True, exist_ok=True)
             write_atomic(prompt_path, handed_back_note(handed_back) + pack.markdown)
@@ -95,8 +125,15 @@ class Proposing:
             ctx.event("disk", f"cannot write {prompt_path}: {e}", level="error")
             return Proposal(False, f"cannot write the prompt: {e}")
         plan = ctx.ws.plan_path(it.version)
-        env = {**gpu_env, **ctx.cfg.target.env, "KOPT_ITERATION": str(it.version), "KOPT_REPAIR": str(repair),
-               "KOPT_PROMPT": str(prompt_path), "KOPT_PLAN": str(plan), "KOPT_WORKSPACE": str(ctx.ws.dir)}
+        env = {
+            **gpu_env,
+            **ctx.cfg.target.env,
+            "KOPT_ITERATION": str(it.version),
+            "KOPT_REPAIR": str(repair),
+            "KOPT_PROMPT": str(prompt_path),
+            "KOPT_PLAN": str(plan),
+            "KOPT_WORKSPACE": str(ctx.ws.dir),
+        }
 
         jail = ctx.jails.proposer(lane.cand, prompt_path, pack_path, plan, ctx.ws.log_dir(it.version) / "agent")
 
@@ -108,17 +145,28 @@ class Proposing:
             return self.wait_for_submit(it, lane, repair, kinds, timeout_s)
 
         pctx = ProposalContext(
-            iteration=it.version, repair=repair, worktree=lane.cand, workspace=ctx.ws.dir, prompt_path=prompt_path,
-            plan_path=plan, log_dir=ctx.ws.log_dir(it.version), config=ctx.cfg,
-            best_commit=it.best_commit_before or "", classes=ctx.store.get("classes", []), history=history,
-            env={**env, "KOPT_PROMPT_JSON": str(pack_path)}, run=run, wait_for_command=wait_for_command,
-            prompt_json_path=pack_path, handed_back=handed_back)
+            iteration=it.version,
+            repair=repair,
+            worktree=lane.cand,
+            workspace=ctx.ws.dir,
+            prompt_path=prompt_path,
+            plan_path=plan,
+            log_dir=ctx.ws.log_dir(it.version),
+            config=ctx.cfg,
+            best_commit=it.best_commit_before or "",
+            classes=ctx.store.get("classes", []),
+            history=history,
+            env={**env, "KOPT_PROMPT_JSON": str(pack_path)},
+            run=run,
+            wait_for_command=wait_for_command,
+            prompt_json_path=pack_path,
+            handed_back=handed_back,
+        )
         try:
             with ctx.control.during(Step.PROPOSE):
                 return self.proposer.propose(pctx)
         except KoptFailure as e:
             return Proposal(False, f"proposer failed: {e}")
-
 
     def wait_for_submit(self, it: Iteration, lane: Lane, repair: int, kinds: set[str], timeout_s: float) -> Any:
         """The manual proposer's wait: only for a submit addressed to this lane (each lane waits
@@ -128,13 +176,23 @@ class Proposing:
         route = route_submit(lanes, lane.index)
         where = f" --lane {lane.index}" if lanes > 1 else ""
         key = wait_key(lane.index)
-        said = {"lane": lane.index, "worktree": str(lane.cand.absolute()), "version": it.version, "repair": repair,
-                "pid": os.getpid()}
+        said = {
+            "lane": lane.index,
+            "worktree": str(lane.cand.absolute()),
+            "version": it.version,
+            "repair": repair,
+            "pid": os.getpid(),
+        }
         ctx.store.set(key, {**said, "waiting": True, "t": time.time()})
         try:
-            return ctx.control.wait_for(kinds, timeout_s, lambda: ctx.progress(
-                None, "propose", f"waiting for `kopt submit {ctx.ws.tag}{where}` (manual proposer)"),
-                route=lambda cmd: route(cmd.args))
+            return ctx.control.wait_for(
+                kinds,
+                timeout_s,
+                lambda: ctx.progress(
+                    None, "propose", f"waiting for `kopt submit {ctx.ws.tag}{where}` (manual proposer)"
+                ),
+                route=lambda cmd: route(cmd.args),
+            )
         finally:
             ctx.store.set(key, {**said, "waiting": False, "t": time.time()})
 
@@ -144,5 +202,7 @@ def handed_back_note(back: dict[str, Any] | None) -> str:
     LaneLoop.hand_back): why, and what it was ("" otherwise)."""
     if not back:
         return ""
-    return (f"## Handed back\n\nYour previous change ({back.get('hypothesis') or 'no hypothesis'}) was not "
-            f"measured: {back.get('why')}. The worktree is at that BEST now.\n\n")
+    return (
+        f"## Handed back\n\nYour previous change ({back.get('hypothesis') or 'no hypothesis'}) was not "
+        f"measured: {back.get('why')}. The worktree is at that BEST now.\n\n"
+    )

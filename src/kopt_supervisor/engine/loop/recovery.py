@@ -49,7 +49,12 @@ class Recovery:
                 continue
             it.status, it.phase, it.finished_at = Status.INTERRUPTED, Phase.DONE, time.time()
             it.record.setdefault("decision", {}).update(
-                {"verdict": Status.INTERRUPTED, "reason": f"engine stopped during {row.phase or 'start'}", "by": "engine"})
+                {
+                    "verdict": Status.INTERRUPTED,
+                    "reason": f"engine stopped during {row.phase or 'start'}",
+                    "by": "engine",
+                }
+            )
             ctx.store.save_iteration(it)
             ctx.event("recover", f"v{it.version} was interrupted during {row.phase}; closed", it=it, level="warn")
             ctx.write_memory(it)
@@ -92,7 +97,9 @@ class Recovery:
         compile caches); best's stays, so the next session's baseline need not compile it."""
         best = self.ctx.trusted_best()
         try:
-            keep = [sandbox.cache_dir(self.ctx.ws.dir, "best", gitops.commit_info(lanes[0].best, best)[1])] if best else []
+            keep = (
+                [sandbox.cache_dir(self.ctx.ws.dir, "best", gitops.commit_info(lanes[0].best, best)[1])] if best else []
+            )
             removed = sandbox.prune_caches(self.ctx.ws.dir, keep)
         except (KoptError, OSError, ValueError) as e:
             self.ctx.event("cache", f"the bench caches were left as they are: {e}", level="warn")
@@ -112,17 +119,21 @@ class Recovery:
                 try:
                     head = gitops.head(tree)
                     best = ctx.best_commit() if trusted else head
-                    rb = treecheck.inspect(tree, best, allow=ctx.cfg.target.allow_untracked, modules=(), strict=True,
-                                           label=f"{tree.name}/")
+                    rb = treecheck.inspect(
+                        tree, best, allow=ctx.cfg.target.allow_untracked, modules=(), strict=True, label=f"{tree.name}/"
+                    )
                     if head == best and not (rb.differs or rb.hardlinks or rb.problems()):
                         continue
                     restore_best(tree, best, rb, detach=detach)
                 except KoptError as e:
                     ctx.event("tamper", f"{tree.name}/ could not be checked or restored: {e}", level="error")
                     continue
-                ctx.event("tamper", f"{tree.name}/ restored to {'BEST_COMMIT' if trusted else 'its commit'} "
-                          f"{best[:10]} at the end of the session" + (f": {rb.reason()}" if rb.reason() else ""),
-                          level="warn")
+                ctx.event(
+                    "tamper",
+                    f"{tree.name}/ restored to {'BEST_COMMIT' if trusted else 'its commit'} "
+                    f"{best[:10]} at the end of the session" + (f": {rb.reason()}" if rb.reason() else ""),
+                    level="warn",
+                )
 
     def end_leftovers(self, when: str) -> None:
         """Every process that carries the run's marker (no step runs now): an unconfined
@@ -148,8 +159,9 @@ class Recovery:
             trees = [(lane.best, ctx.ws.branch if lane.best == ctx.ws.best else None), (lane.cand, None)]
             for path, branch in trees:
                 if gitops.ensure_worktree(repo, path, branch=branch, commit=best):
-                    ctx.event("recover", f"re-created the missing worktree {path.relative_to(ctx.ws.dir)}/",
-                              level="warn")
+                    ctx.event(
+                        "recover", f"re-created the missing worktree {path.relative_to(ctx.ws.dir)}/", level="warn"
+                    )
                 stale = gitops.clear_stale_lock(path)
                 if stale:
                     ctx.event("recover", f"removed stale git lock(s): {', '.join(stale)}", level="warn")

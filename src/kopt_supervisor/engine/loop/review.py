@@ -41,7 +41,9 @@ class ReviewProtocol:
             ctx.store.finish_command(answer.id, "done", f"more rounds for v{it.version}")
             more = self.rounds.decide(it, lane, Stage.EVAL, extra_rounds=ctx.cfg.decide.max_rounds)
             if isinstance(more, CorrectnessFailure):
-                return with_(verdict, kind="rejected", reason=f"correctness failed in more rounds: {more.summary()}"), "engine"
+                return with_(
+                    verdict, kind="rejected", reason=f"correctness failed in more rounds: {more.summary()}"
+                ), "engine"
             verdict = more
             if verdict.kind != "borderline":
                 it.status = Status.RUNNING
@@ -55,8 +57,9 @@ class ReviewProtocol:
         it.record["decision"] = {**verdict.to_dict(), "by": "engine"}
         self.ctx.set_state("awaiting_review")  # before the row: a reader never sees one without the other
         self.ctx.save(it, Phase.REVIEW)
-        self.ctx.event("review", f"v{it.version} is borderline: {verdict.reason}; awaiting the engineer", it=it,
-                       level="warn")
+        self.ctx.event(
+            "review", f"v{it.version} is borderline: {verdict.reason}; awaiting the engineer", it=it, level="warn"
+        )
 
     def wait(self, it: Iteration, lane: Lane, seconds: float) -> Command | None:
         ctx = self.ctx
@@ -70,8 +73,10 @@ class ReviewProtocol:
             minute = int(left // 60)
             if not said or said[-1] != minute:  # the log (`kopt run --foreground`): at the start, then every minute
                 said.append(minute)
-                ctx.log(f"v{it.version} awaits your review, {left:.0f} s left: kopt accept {ctx.ws.tag} "
-                        f"v{it.version} | kopt reject {ctx.ws.tag} v{it.version} (or the TUI)")
+                ctx.log(
+                    f"v{it.version} awaits your review, {left:.0f} s left: kopt accept {ctx.ws.tag} "
+                    f"v{it.version} | kopt reject {ctx.ws.tag} v{it.version} (or the TUI)"
+                )
 
         try:
             return ctx.control.await_answer(it.version, seconds, tick)
@@ -81,10 +86,12 @@ class ReviewProtocol:
     def outcome(self, verdict: Verdict, answer: Command | None) -> tuple[Verdict, str]:
         """The review's outcome as a verdict: the engineer's answer, or the policy's."""
         why = str(answer.args.get("why") or "") if answer else ""
-        out = review_outcome(verdict, answer.kind if answer else None,
-                             Policy.from_config(self.ctx.cfg.decide, self.ctx.cfg.target.direction),
-                             why=f"{answer.kind}ed by the engineer: {why} (borderline: {verdict.reason})"
-                             if why and answer else "")
+        out = review_outcome(
+            verdict,
+            answer.kind if answer else None,
+            Policy.from_config(self.ctx.cfg.decide, self.ctx.cfg.target.direction),
+            why=f"{answer.kind}ed by the engineer: {why} (borderline: {verdict.reason})" if why and answer else "",
+        )
         return with_(verdict, kind=out.status, reason=out.reason), out.by
 
     def resume(self, it: Iteration, lane: Lane) -> tuple[Verdict, str, bool]:
@@ -94,8 +101,9 @@ class ReviewProtocol:
         ctx = self.ctx
         verdict = Verdict.from_dict(it.record.get("decision") or {"verdict": "borderline", "reason": "borderline"})
         deadline = float((it.record.get("review") or {}).get("deadline", time.time()))
-        gitops.ensure_worktree(ctx.store.get("repo"), lane.best, branch=ctx.ws.branch,
-                               commit=it.best_commit_before or "")
+        gitops.ensure_worktree(
+            ctx.store.get("repo"), lane.best, branch=ctx.ws.branch, commit=it.best_commit_before or ""
+        )
         gitops.reset_clean(lane.best, it.best_commit_before or ctx.best_commit())
         # the wall-clock deadline is all that survives a restart; a clock that jumped
         # meanwhile never makes the wait longer than review_timeout_s
@@ -111,7 +119,8 @@ class ReviewProtocol:
 
     def candidate_intact(self, it: Iteration, lane: Lane) -> bool:
         try:
-            return gitops.head(lane.cand) == it.best_commit_before and \
-                gitops.stage_tracked_tree(lane.cand) == it.record.get("evaluated_tree")
+            return gitops.head(lane.cand) == it.best_commit_before and gitops.stage_tracked_tree(
+                lane.cand
+            ) == it.record.get("evaluated_tree")
         except KoptFailure:
             return False

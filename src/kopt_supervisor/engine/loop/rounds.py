@@ -45,11 +45,15 @@ def pairs(ctx: RunContext, it: Iteration, stage: Stage) -> list[Pair]:
     """The pairs a decision has measured so far, from run.db's samples."""
     by_key: dict[tuple[int, int, str], dict[str, Any]] = {}
     for s in ctx.store.samples(it.version, stage):
-        cell = by_key.setdefault((s["round"], s["block"], s["config"]),
-                                 {"cls": s["cls"], "order": s["ord"], "flagged": bool(s["flagged"])})
+        cell = by_key.setdefault(
+            (s["round"], s["block"], s["config"]), {"cls": s["cls"], "order": s["ord"], "flagged": bool(s["flagged"])}
+        )
         cell[s["side"]] = s["value"]
-    return [Pair(config, v["cls"], v["best"], v["cand"], r, v["order"], block, flagged=v["flagged"])
-            for (r, block, config), v in sorted(by_key.items()) if "best" in v and "cand" in v]
+    return [
+        Pair(config, v["cls"], v["best"], v["cand"], r, v["order"], block, flagged=v["flagged"])
+        for (r, block, config), v in sorted(by_key.items())
+        if "best" in v and "cand" in v
+    ]
 
 
 def cand_medians(ctx: RunContext, it: Iteration, stage: Stage) -> dict[str, float]:
@@ -68,12 +72,16 @@ class DecisionRounds:
     def policy(self, extra_rounds: int = 0) -> Policy:
         policy = Policy.from_config(self.ctx.cfg.decide, self.ctx.cfg.target.direction)
         if extra_rounds:
-            policy = with_(policy, max_rounds=policy.max_rounds + extra_rounds,
-                           budget_gpu_s=policy.budget_gpu_s * (1 + extra_rounds / max(1, policy.max_rounds)))
+            policy = with_(
+                policy,
+                max_rounds=policy.max_rounds + extra_rounds,
+                budget_gpu_s=policy.budget_gpu_s * (1 + extra_rounds / max(1, policy.max_rounds)),
+            )
         return policy
 
-    def decide(self, it: Iteration, lane: Lane, stage: Stage, *, extra_rounds: int = 0,
-               measurer: Measurer | None = None) -> Verdict | CorrectnessFailure:
+    def decide(
+        self, it: Iteration, lane: Lane, stage: Stage, *, extra_rounds: int = 0, measurer: Measurer | None = None
+    ) -> Verdict | CorrectnessFailure:
         """Looks until the statistics decide. `extra_rounds` continues the decision already
         in the store (the engineer asked for more rounds) instead of starting afresh;
         `measurer` replaces the lane's (the re-verification's fresh processes)."""
@@ -82,9 +90,16 @@ class DecisionRounds:
         guard = guard_configs(ctx)
 
         def judge(done: list[Pair], runs: list[dict[str, Any]], gpu_s: float, looks: int) -> Verdict | None:
-            verdict = evaluate(done, policy, target_class=it.target_class, gpu_seconds=gpu_s,
-                               floors=floors(ctx), previous_subthreshold_gain=previous_subthreshold_gain(ctx, it),
-                               guard_configs=guard, runs=[BenchRun(**x) for x in runs])
+            verdict = evaluate(
+                done,
+                policy,
+                target_class=it.target_class,
+                gpu_seconds=gpu_s,
+                floors=floors(ctx),
+                previous_subthreshold_gain=previous_subthreshold_gain(ctx, it),
+                guard_configs=guard,
+                runs=[BenchRun(**x) for x in runs],
+            )
             if stage != Stage.REVERIFY:  # the fresh-process decision has its own record["reverify"]
                 it.record["classes"] = {c.cls: c.to_dict() for c in verdict.classes}
                 it.record["decision"] = {**verdict.to_dict(), "by": "engine"}
@@ -92,16 +107,36 @@ class DecisionRounds:
             ctx.store.set("live_classes", {"version": it.version, "stage": stage, "verdict": verdict.to_dict()})
             if not verdict.final:
                 return None
-            ctx.event("decision", f"v{it.version} {stage}: {verdict.kind}: {verdict.reason} "
-                      f"({verdict.rounds} rounds, {gpu_s:.1f} GPU-s)", it=it)
+            ctx.event(
+                "decision",
+                f"v{it.version} {stage}: {verdict.kind}: {verdict.reason} ({verdict.rounds} rounds, {gpu_s:.1f} GPU-s)",
+                it=it,
+            )
             return verdict
 
-        return self.looks(it, lane, stage, judge, min_looks=policy.min_rounds, max_looks=policy.max_rounds,
-                          afresh=not extra_rounds, measurer=measurer)
+        return self.looks(
+            it,
+            lane,
+            stage,
+            judge,
+            min_looks=policy.min_rounds,
+            max_looks=policy.max_rounds,
+            afresh=not extra_rounds,
+            measurer=measurer,
+        )
 
-    def looks(self, it: Iteration, lane: Lane, stage: Stage,
-              judge: Callable[[list[Pair], list[dict[str, Any]], float, int], T | None], *, min_looks: int,
-              max_looks: int, afresh: bool = True, measurer: Measurer | None = None) -> T | CorrectnessFailure:
+    def looks(
+        self,
+        it: Iteration,
+        lane: Lane,
+        stage: Stage,
+        judge: Callable[[list[Pair], list[dict[str, Any]], float, int], T | None],
+        *,
+        min_looks: int,
+        max_looks: int,
+        afresh: bool = True,
+        measurer: Measurer | None = None,
+    ) -> T | CorrectnessFailure:
         """Looks of best against the candidate, each gated, preemptible and stored sample by
         sample, until `judge` (asked after each look from the `min_looks`-th on, with the pairs,
         the process-level runs, the timed seconds and the looks so far) concludes; or the candidate's
@@ -119,8 +154,11 @@ class DecisionRounds:
             # the candidate is what the proposer left (new files included), staged: a bench
             # that writes into it shows as unstaged; after the evaluation only the files it
             # holds may change (a formatter's caches never join it)
-            it.record["evaluated_tree"] = (gitops.stage_all_tree(lane.cand, force=it.record.get("forced_paths", []))
-                                           if stage == Stage.EVAL else gitops.stage_tracked_tree(lane.cand))
+            it.record["evaluated_tree"] = (
+                gitops.stage_all_tree(lane.cand, force=it.record.get("forced_paths", []))
+                if stage == Stage.EVAL
+                else gitops.stage_tracked_tree(lane.cand)
+            )
         done = pairs(ctx, it, stage)
         gpu_s = 0.0 if afresh else float(it.record.get("gpu_seconds", {}).get(stage, 0.0))
         r = (max(p.round for p in done) + 1) if done else 0
@@ -143,8 +181,10 @@ class DecisionRounds:
                     settled = True
                     return failure_of(look.cand)
                 if look.best.failing:
-                    raise BenchError("the best tree now fails correctness too: "
-                                     f"{failure_of(look.best).summary()} (environment changed?)")
+                    raise BenchError(
+                        "the best tree now fails correctness too: "
+                        f"{failure_of(look.best).summary()} (environment changed?)"
+                    )
                 new = [with_(p, flagged=True) for p in look.pairs] if flags else look.pairs
                 gpu_s += look.seconds
                 it.record.setdefault("gpu_seconds", {})[stage] = gpu_s
@@ -152,9 +192,13 @@ class DecisionRounds:
                 runs += [dataclasses.asdict(x) for x in look.runs]
                 it.record.setdefault("side_costs", {}).setdefault(stage, []).extend(c.to_dict() for c in look.costs)
                 ctx.store.add_samples(
-                    row for p in new for row in (
+                    row
+                    for p in new
+                    for row in (
                         (it.version, stage, p.round, p.block, "best", p.config, p.cls, p.best, p.order, p.flagged),
-                        (it.version, stage, p.round, p.block, "cand", p.config, p.cls, p.cand, p.order, p.flagged)))
+                        (it.version, stage, p.round, p.block, "cand", p.config, p.cls, p.cand, p.order, p.flagged),
+                    )
+                )
                 done += new
                 r += 1
                 if r < min_looks:
@@ -193,8 +237,9 @@ def floors(ctx: RunContext) -> dict[str, float]:
 def previous_subthreshold_gain(ctx: RunContext, it: Iteration) -> bool:
     """The two_in_a_row policy: did the previous ended iteration see a sub-threshold gain on
     the same target class?"""
-    prev = [r for r in ctx.rows() if r.version < it.version and r.final and not r.masked
-            and r.status != Status.INTERRUPTED]
+    prev = [
+        r for r in ctx.rows() if r.version < it.version and r.final and not r.masked and r.status != Status.INTERRUPTED
+    ]
     if not prev or prev[-1].target_class != it.target_class:
         return False
     last = ctx.store.iteration(prev[-1].version)

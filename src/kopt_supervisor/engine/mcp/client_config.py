@@ -36,22 +36,38 @@ def snippet(client: str, tag: str, command: str, args: list[str]) -> Snippet:
     """The config for `client` that starts `command args` (kopt mcp TAG ...) over stdio."""
     name = server_name(tag)
     if client == "codex":
-        text = "\n".join([f"[mcp_servers.{name}]", f"command = {_toml_str(command)}",
-                          f"args = [{', '.join(_toml_str(a) for a in args)}]", "startup_timeout_sec = 30",
-                          f"tool_timeout_sec = {TOOL_TIMEOUT_S}"]) + "\n"
-        return Snippet(text, "append to ~/.codex/config.toml (or .codex/config.toml of a trusted project); "
-                             f"or: codex mcp add {name} -- {command} {' '.join(args)}")
+        text = (
+            "\n".join(
+                [
+                    f"[mcp_servers.{name}]",
+                    f"command = {_toml_str(command)}",
+                    f"args = [{', '.join(_toml_str(a) for a in args)}]",
+                    "startup_timeout_sec = 30",
+                    f"tool_timeout_sec = {TOOL_TIMEOUT_S}",
+                ]
+            )
+            + "\n"
+        )
+        return Snippet(
+            text,
+            "append to ~/.codex/config.toml (or .codex/config.toml of a trusted project); "
+            f"or: codex mcp add {name} -- {command} {' '.join(args)}",
+        )
     server: dict[str, object] = {"command": command, "args": args}
     if client == "claude-code":
-        where = (".mcp.json at the project's root (or: claude mcp add --scope project "
-                 f"{name} -- {command} {' '.join(args)}); a submit waits minutes: start claude with "
-                 f"MCP_TOOL_TIMEOUT={TOOL_TIMEOUT_S * 1000}")
+        where = (
+            ".mcp.json at the project's root (or: claude mcp add --scope project "
+            f"{name} -- {command} {' '.join(args)}); a submit waits minutes: start claude with "
+            f"MCP_TOOL_TIMEOUT={TOOL_TIMEOUT_S * 1000}"
+        )
     elif client == "cursor":
         where = ".cursor/mcp.json in the project (or ~/.cursor/mcp.json for every project)"
     elif client == "gemini":
         server.update({"timeout": TOOL_TIMEOUT_S * 1000, "trust": False})
-        where = f".gemini/settings.json in the project (or ~/.gemini/settings.json); or: gemini mcp add {name} " \
-                f"{command} {' '.join(args)}"
+        where = (
+            f".gemini/settings.json in the project (or ~/.gemini/settings.json); or: gemini mcp add {name} "
+            f"{command} {' '.join(args)}"
+        )
     else:
         raise ValueError(f"unknown MCP client {client!r}: one of {', '.join(CLIENTS)}")
     return Snippet(json.dumps({"mcpServers": {name: server}}, indent=2) + "\n", where)

@@ -72,8 +72,15 @@ class Observation:
 
 
 class Judge:
-    def __init__(self, ws: Workspace, *, allow_restart: bool = False, heartbeat_stale_s: float = HEARTBEAT_STALE_S,
-                 ready_wait_s: float = READY_WAIT_S, poll_s: float = 0.25) -> None:
+    def __init__(
+        self,
+        ws: Workspace,
+        *,
+        allow_restart: bool = False,
+        heartbeat_stale_s: float = HEARTBEAT_STALE_S,
+        ready_wait_s: float = READY_WAIT_S,
+        poll_s: float = 0.25,
+    ) -> None:
         self.ws = ws.require()
         self.allow_restart = allow_restart
         self.lanes = ws.load_config().parallel.lanes
@@ -98,17 +105,27 @@ class Judge:
                 if it is not None and lane_of(it) == lane:
                     last = it
                     break
-            pending = [c for c in r.pending_commands()
-                       if c.kind == "submit" and addressed_lane(c.args, self.lanes) == lane]
+            pending = [
+                c for c in r.pending_commands() if c.kind == "submit" and addressed_lane(c.args, self.lanes) == lane
+            ]
         alive, pid = engine_alive(self.ws)
         proposer = meta.get("proposer")
         waiting = lane in submit_waits(meta.get, self.lanes, pid if alive else None)
         return rules.RunMoment(
-            self.ws.tag, alive, str(proposer) if alive and proposer else None, self.lanes,
-            str(meta.get("state") or "stopped"), last.version if last else None, str(last.status) if last else None,
-            str(last.phase) if last and last.phase else None, last.repair_attempts if last else 0,
-            (pending[0].source or "an unnamed client") if pending else None, meta.get("stop_reason"), lane,
-            waiting), meta
+            self.ws.tag,
+            alive,
+            str(proposer) if alive and proposer else None,
+            self.lanes,
+            str(meta.get("state") or "stopped"),
+            last.version if last else None,
+            str(last.status) if last else None,
+            str(last.phase) if last and last.phase else None,
+            last.repair_attempts if last else 0,
+            (pending[0].source or "an unnamed client") if pending else None,
+            meta.get("stop_reason"),
+            lane,
+            waiting,
+        ), meta
 
     def worktree(self, lane: int, meta: dict[str, Any]) -> Path | None:
         """The candidate worktree of `lane`, absolute: cand/ for lane 0, else where the engine
@@ -120,7 +137,9 @@ class Judge:
 
     def _where(self, lane: int, meta: dict[str, Any]) -> str:
         tree = self.worktree(lane, meta)
-        return str(tree) if tree else f"lane {lane}'s worktree (named once the engine waits for a submit in lane {lane})"
+        return (
+            str(tree) if tree else f"lane {lane}'s worktree (named once the engine waits for a submit in lane {lane})"
+        )
 
     def serve_problem(self) -> str | None:
         """Why this run cannot be served at all (checked when the server starts)."""
@@ -132,13 +151,29 @@ class Judge:
         m, meta = self.moment(lane)
         problem = rules.submit_problem(m)
         return {
-            "tag": st["tag"], "state": st["state"], "lane": lane, "lanes": self.lanes, "iteration": m.version,
-            "iteration_status": m.status, "phase": m.phase, "repair": m.repair, "ready_for_edits": problem is None,
-            "why_not_ready": problem, "worktree": self._where(lane, meta), "best_commit": st["best_commit"],
-            "best_speedup": st["best_speedup"], "keeps": st["keeps"], "candidates": st["candidates"],
-            "consecutive_regressions": st["consecutive_regressions"], "pending_reviews": st["pending_reviews"],
-            "classes": list(meta.get("classes") or []), "progress": st["progress"], "stop_reason": st["stop_reason"],
-            "engine_alive": m.alive, "proposer": m.proposer, "restart_allowed": self.allow_restart,
+            "tag": st["tag"],
+            "state": st["state"],
+            "lane": lane,
+            "lanes": self.lanes,
+            "iteration": m.version,
+            "iteration_status": m.status,
+            "phase": m.phase,
+            "repair": m.repair,
+            "ready_for_edits": problem is None,
+            "why_not_ready": problem,
+            "worktree": self._where(lane, meta),
+            "best_commit": st["best_commit"],
+            "best_speedup": st["best_speedup"],
+            "keeps": st["keeps"],
+            "candidates": st["candidates"],
+            "consecutive_regressions": st["consecutive_regressions"],
+            "pending_reviews": st["pending_reviews"],
+            "classes": list(meta.get("classes") or []),
+            "progress": st["progress"],
+            "stop_reason": st["stop_reason"],
+            "engine_alive": m.alive,
+            "proposer": m.proposer,
+            "restart_allowed": self.allow_restart,
         }
 
     def context(self, lane: int = 0) -> str:
@@ -149,17 +184,22 @@ class Judge:
         problem = rules.submit_problem(m)
         head = [f"# kopt run {self.ws.tag}: context for the next candidate", ""]
         if self.lanes > 1:
-            head.append(f"- your lane: {lane} of the run's {self.lanes} (this MCP session's own; other sessions edit "
-                        "and submit in theirs)")
-        head += [f"- edit the candidate in: {self._where(lane, meta)} (a git worktree at BEST; kopt evaluates what it "
-                 "holds; edit no other worktree)",
-                 f"- the run's classes: {', '.join(meta.get('classes') or []) or '(none recorded yet)'}",
-                 "- when the edit is ready: call `submit` with a one-line hypothesis, and a target_class "
-                 "(or scope \"global\": every class must improve)"]
+            head.append(
+                f"- your lane: {lane} of the run's {self.lanes} (this MCP session's own; other sessions edit "
+                "and submit in theirs)"
+            )
+        head += [
+            f"- edit the candidate in: {self._where(lane, meta)} (a git worktree at BEST; kopt evaluates what it "
+            "holds; edit no other worktree)",
+            f"- the run's classes: {', '.join(meta.get('classes') or []) or '(none recorded yet)'}",
+            "- when the edit is ready: call `submit` with a one-line hypothesis, and a target_class "
+            '(or scope "global": every class must improve)',
+        ]
         if problem is None and m.version is not None:
-            head.append(f"- the engine waits for v{m.version}" + (f" (correctness repair {m.repair}: fix the "
-                                                                   "candidate the worktree still holds)"
-                                                                   if m.repair else ""))
+            head.append(
+                f"- the engine waits for v{m.version}"
+                + (f" (correctness repair {m.repair}: fix the candidate the worktree still holds)" if m.repair else "")
+            )
         else:
             head.append(f"- NOT READY for edits: {problem}")
         pack = ""
@@ -170,17 +210,37 @@ class Judge:
                 if not t.error:
                     pack = t.text
                     break
-        return "\n".join(head) + "\n\n" + (pack or "(no context pack written yet: the engine writes it when an "
-                                                   "iteration waits for a submit)") + "\n"
+        return (
+            "\n".join(head)
+            + "\n\n"
+            + (pack or "(no context pack written yet: the engine writes it when an iteration waits for a submit)")
+            + "\n"
+        )
 
     def history(self, n: int) -> list[dict[str, Any]]:
-        records = memory_records(self.ws)[-rules.history_count(n):]
+        records = memory_records(self.ws)[-rules.history_count(n) :]
         out = []
         for r in records:
             view = rules.verdict_view(r)
-            out.append({**{k: view[k] for k in ("iteration", "status", "verdict", "reason", "hypothesis",
-                                                 "target_class", "commit", "classes")},
-                        "masked": bool(r.get("masked")), "origin": proposal_origin(r.get("proposal")).text})
+            out.append(
+                {
+                    **{
+                        k: view[k]
+                        for k in (
+                            "iteration",
+                            "status",
+                            "verdict",
+                            "reason",
+                            "hypothesis",
+                            "target_class",
+                            "commit",
+                            "classes",
+                        )
+                    },
+                    "masked": bool(r.get("masked")),
+                    "origin": proposal_origin(r.get("proposal")).text,
+                }
+            )
         return out
 
     def _record(self, version: object) -> dict[str, Any]:
@@ -194,9 +254,12 @@ class Judge:
         rec = self._record(version)
         ev = profiler_evidence(rec.get("profile"))
         if ev is None:
-            return {"iteration": rec.get("version"), "profiled": False,
-                    "note": "no profile of best against this candidate (no profiler configured, a CPU target, "
-                            "or a candidate that never reached the profiler)"}
+            return {
+                "iteration": rec.get("version"),
+                "profiled": False,
+                "note": "no profile of best against this candidate (no profiler configured, a CPU target, "
+                "or a candidate that never reached the profiler)",
+            }
         return {"iteration": rec.get("version"), "profiled": True, **dataclasses.asdict(ev)}
 
     def diff(self, version: object) -> str:
@@ -208,7 +271,7 @@ class Judge:
             return f"v{v}: no diff recorded (the baseline, or a candidate stopped before the police read it)"
         data = text.encode()
         if len(data) > rules.DIFF_MAX_BYTES:
-            cut = data[:rules.DIFF_MAX_BYTES].decode(errors="ignore")
+            cut = data[: rules.DIFF_MAX_BYTES].decode(errors="ignore")
             return f"{cut}\n[... {len(data) - rules.DIFF_MAX_BYTES} more bytes: logs/v{v}/candidate.diff]\n"
         return text
 
@@ -216,8 +279,10 @@ class Judge:
 
     def _allowed(self, tool: str) -> None:
         if not self.allow_restart:
-            raise Refused(f"{tool} is off: the engineer lets an agent restart or mask with "
-                          f"`kopt mcp {self.ws.tag} --allow-restart`")
+            raise Refused(
+                f"{tool} is off: the engineer lets an agent restart or mask with "
+                f"`kopt mcp {self.ws.tag} --allow-restart`"
+            )
 
     def restart_from(self, version: object, why: object, source: str) -> str:
         self._allowed("restart_from")
@@ -239,13 +304,17 @@ class Judge:
 
     # -- the submit ------------------------------------------------------------------------
 
-    def begin_submit(self, hypothesis: object, target_class: object, scope: object, source: str,
-                     lane: int = 0) -> Submission:
+    def begin_submit(
+        self, hypothesis: object, target_class: object, scope: object, source: str, lane: int = 0
+    ) -> Submission:
         """Check the lane's moment and candidate, then send the submit for the lane as
         `kopt submit --lane N` does."""
         if not self._submitting[lane].acquire(blocking=False):
-            raise Refused("another submit of this server is being evaluated"
-                          + (f" in lane {lane}" if self.lanes > 1 else "") + ": one submit at a time")
+            raise Refused(
+                "another submit of this server is being evaluated"
+                + (f" in lane {lane}" if self.lanes > 1 else "")
+                + ": one submit at a time"
+            )
         try:
             m, meta = self.moment(lane)
             args = rules.submit_args(hypothesis, target_class, scope, [str(c) for c in meta.get("classes") or []])
@@ -263,8 +332,10 @@ class Judge:
                 raise Refused(f"lane {lane}'s worktree is not known yet: ask `status` again in a moment")
             changed = gitops.changed_files(tree, base)  # as the police will read it (a scratch index)
             if not changed and not m.repair:
-                raise Refused(f"{m.where}the worktree ({tree}) holds no change against BEST {base[:10]}: edit the "
-                              "kernel first (nothing was sent)")
+                raise Refused(
+                    f"{m.where}the worktree ({tree}) holds no change against BEST {base[:10]}: edit the "
+                    "kernel first (nothing was sent)"
+                )
             try:
                 sent = send(self.ws, "submit", {**args, "lane": lane}, source=source)
             except BadInput as e:
@@ -294,8 +365,11 @@ class Judge:
         if it.awaiting_review:
             return Observation("review", rules.review_text(self.ws.tag, sub.version))
         if taken and str(it.phase) == "propose" and it.repair_attempts > sub.repair:
-            return Observation("repair", f"v{sub.version}: correctness fails; repair {it.repair_attempts}",
-                               memory_record(self.ws, sub.version))
+            return Observation(
+                "repair",
+                f"v{sub.version}: correctness fails; repair {it.repair_attempts}",
+                memory_record(self.ws, sub.version),
+            )
         return Observation("working", rules.progress_text(sub.version, str(it.phase), meta.get("progress")))
 
     def _check_alive(self, meta: dict[str, Any], sub: Submission) -> None:
@@ -303,9 +377,11 @@ class Judge:
         age = heartbeat_age(meta)
         if not alive or (age is not None and age > self.heartbeat_stale_s):
             why = "its engine is gone" if not alive else f"its engine has not beaten for {age:.0f} s"
-            raise EngineGone(f"v{sub.version} did not end: {why} (`kopt status {self.ws.tag}`; "
-                             f"`{rules.start_line(self.ws.tag)}` resumes the run, closing v{sub.version} as "
-                             "interrupted)")
+            raise EngineGone(
+                f"v{sub.version} did not end: {why} (`kopt status {self.ws.tag}`; "
+                f"`{rules.start_line(self.ws.tag)}` resumes the run, closing v{sub.version} as "
+                "interrupted)"
+            )
 
     def wait_ready(self, sub: Submission, sleep: Any = time.sleep) -> tuple[bool, str]:
         """After a verdict: wait (up to ready_wait_s) until the engine waits for the next submit
@@ -314,13 +390,17 @@ class Judge:
         while True:
             m, meta = self.moment(sub.lane)
             if rules.submit_problem(m) is None and m.version is not None and m.version > sub.version:
-                return True, (f"{m.where}the worktree ({self._where(sub.lane, meta)}) is at BEST again; the engine "
-                              f"waits for v{m.version}'s submit")
+                return True, (
+                    f"{m.where}the worktree ({self._where(sub.lane, meta)}) is at BEST again; the engine "
+                    f"waits for v{m.version}'s submit"
+                )
             if not m.alive:
                 return False, f"the run stopped ({m.stop_reason or m.state}): no further submit is taken"
             if time.monotonic() >= end:
-                return False, (f"the engine has not reached the next submit yet ({m.phase or m.state}): wait until "
-                               "`status` says ready_for_edits before editing cand/ (an edit made before is wiped)")
+                return False, (
+                    f"the engine has not reached the next submit yet ({m.phase or m.state}): wait until "
+                    "`status` says ready_for_edits before editing cand/ (an edit made before is wiped)"
+                )
             sleep(self.poll_s)
 
     def verdict(self, sub: Submission, record: dict[str, Any], kind: str) -> dict[str, Any]:
@@ -332,8 +412,14 @@ class Judge:
         view["seconds"] = round(time.monotonic() - sub.started, 1)
         if kind == "repair":
             rows = record.get("failing_rows") or []
-            view.update({"status": "repair", "repair": record.get("repair_attempts"),
-                         "failing_rows": rows[:20] if isinstance(rows, list) else [],
-                         "next": "correctness fails: cand/ still holds the candidate; fix it and submit again "
-                                 "(same iteration, same hypothesis)", "ready_for_edits": True})
+            view.update(
+                {
+                    "status": "repair",
+                    "repair": record.get("repair_attempts"),
+                    "failing_rows": rows[:20] if isinstance(rows, list) else [],
+                    "next": "correctness fails: cand/ still holds the candidate; fix it and submit again "
+                    "(same iteration, same hypothesis)",
+                    "ready_for_edits": True,
+                }
+            )
         return view

@@ -74,15 +74,17 @@ def submit_args(hypothesis: object, target_class: object, scope: object, classes
     takes none; left out, it follows from whether a target class is named."""
     text = one_line(hypothesis, "hypothesis", HYPOTHESIS_MAX)
     if scope is not None and scope not in ("class", "global"):
-        raise Refused(f"scope must be \"class\" or \"global\": got {scope!r:.40}")
+        raise Refused(f'scope must be "class" or "global": got {scope!r:.40}')
     target = one_line(target_class, "target_class", 200, required=False) or None
     if scope == "global" and target is not None:
-        raise Refused("scope \"global\" takes no target_class (every class must improve); leave one out")
+        raise Refused('scope "global" takes no target_class (every class must improve); leave one out')
     if scope == "class" and target is None:
-        raise Refused(f"scope \"class\" needs a target_class, one of: {', '.join(classes) or '(none recorded yet)'}")
+        raise Refused(f'scope "class" needs a target_class, one of: {", ".join(classes) or "(none recorded yet)"}')
     if target is not None and target not in classes:
-        raise Refused(f"target_class {target!r} is not a class of this run; its classes: "
-                      f"{', '.join(classes) or '(none recorded yet)'}")
+        raise Refused(
+            f"target_class {target!r} is not a class of this run; its classes: "
+            f"{', '.join(classes) or '(none recorded yet)'}"
+        )
     return {"hypothesis": text, "target_class": target, "notes": ""}
 
 
@@ -116,7 +118,7 @@ class RunMoment:
 
     @property
     def where(self) -> str:
-        """"lane N: " on a run of several lanes (what each refusal starts with), else ""."""
+        """ "lane N: " on a run of several lanes (what each refusal starts with), else ""."""
         return f"lane {self.lane}: " if self.lanes > 1 else ""
 
 
@@ -127,8 +129,10 @@ def start_line(tag: str) -> str:
 def serve_problem(tag: str, alive: bool, proposer: str | None) -> str | None:
     """Why `kopt mcp TAG` cannot serve this run at all (None: it can)."""
     if alive and proposer not in (None, "manual"):
-        return (f"run {tag}'s engine uses the {proposer!r} proposer: an MCP agent submits to the manual one; "
-                f"stop it (`kopt stop {tag}`) and start `{start_line(tag)}`")
+        return (
+            f"run {tag}'s engine uses the {proposer!r} proposer: an MCP agent submits to the manual one; "
+            f"stop it (`kopt stop {tag}`) and start `{start_line(tag)}`"
+        )
     return None
 
 
@@ -148,8 +152,10 @@ def submit_problem(m: RunMoment) -> str | None:
     if m.status not in FINAL_WAITS or m.version is None:
         return f"{at}run {m.tag} is between iterations: ask `status` until ready_for_edits is true"
     if m.status == "borderline":
-        return (f"{at}v{m.version} awaits the engineer's review: one submit at a time (kopt accept/reject {m.tag} "
-                f"v{m.version})")
+        return (
+            f"{at}v{m.version} awaits the engineer's review: one submit at a time (kopt accept/reject {m.tag} "
+            f"v{m.version})"
+        )
     if m.phase != "propose":
         return f"{at}v{m.version} is being evaluated ({m.phase}): one submit at a time; its submit returns its verdict"
     if not m.waiting:
@@ -195,8 +201,10 @@ def progress_text(version: int, phase: str | None, progress: Mapping[str, Any] |
 
 
 def review_text(tag: str, version: int) -> str:
-    return (f"v{version} awaits the engineer's review (TUI, or `kopt accept {tag} v{version}` / "
-            f"`kopt reject {tag} v{version}`); this submit keeps waiting for the answer")
+    return (
+        f"v{version} awaits the engineer's review (TUI, or `kopt accept {tag} v{version}` / "
+        f"`kopt reject {tag} v{version}`); this submit keeps waiting for the answer"
+    )
 
 
 def _pct(ratio: Any) -> float | None:
@@ -217,10 +225,14 @@ def class_deltas(classes: Any) -> dict[str, dict[str, Any]]:
         if not isinstance(c, Mapping):
             continue
         lo, hi = _pct(c.get("lo")), _pct(c.get("hi"))
-        out[str(cls)] = {"delta_pct": _pct(c.get("ratio")), "interval_pct": [lo, hi] if lo is not None else None,
-                         "verdict": c.get("verdict"), "rounds": c.get("rounds"),
-                         "best": c.get("best") if _num(c.get("best")) else None,
-                         "candidate": c.get("cand") if _num(c.get("cand")) else None}
+        out[str(cls)] = {
+            "delta_pct": _pct(c.get("ratio")),
+            "interval_pct": [lo, hi] if lo is not None else None,
+            "verdict": c.get("verdict"),
+            "rounds": c.get("rounds"),
+            "best": c.get("best") if _num(c.get("best")) else None,
+            "candidate": c.get("cand") if _num(c.get("cand")) else None,
+        }
     return out
 
 
@@ -249,11 +261,15 @@ def verdict_view(record: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def lanes_taken(tag: str, lanes: int) -> str:
-    return (f"run {tag} has {lanes} lanes and every one is held by another live MCP session (kopt mcp gives each "
-            "session a lane of its own): end one of those sessions to free its lane")
+    return (
+        f"run {tag} has {lanes} lanes and every one is held by another live MCP session (kopt mcp gives each "
+        "session a lane of its own): end one of those sessions to free its lane"
+    )
 
 
 def no_session(tag: str, lanes: int) -> str:
-    return (f"run {tag} has {lanes} lanes and kopt mcp gives each MCP session a lane of its own, but this request "
-            "belongs to no session (protocol 2026-07-28 has none over HTTP): connect with the initialize handshake "
-            "(protocol 2025-11-25, which the server answers with an Mcp-Session-Id), or over stdio")
+    return (
+        f"run {tag} has {lanes} lanes and kopt mcp gives each MCP session a lane of its own, but this request "
+        "belongs to no session (protocol 2026-07-28 has none over HTTP): connect with the initialize handshake "
+        "(protocol 2025-11-25, which the server answers with an Mcp-Session-Id), or over stdio"
+    )

@@ -44,8 +44,9 @@ class Seats:
                 return self._held[session][0]
             self.dir.mkdir(mode=0o700, exist_ok=True)
             for lane in range(self.lanes):
-                fd = os.open(self.dir / f"lane-{lane}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
-                             0o600)
+                fd = os.open(
+                    self.dir / f"lane-{lane}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
+                )
                 try:
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 except BlockingIOError:

@@ -118,8 +118,10 @@ def connection_of(ctx: Context[Any, Any]) -> Any:
     tests/mcp/test_lanes.py fails if that changes."""
     conn = getattr(ctx.session, "_connection", None)
     if conn is None or not hasattr(conn, "exit_stack"):
-        raise ToolError("kopt mcp cannot tell which MCP session this call belongs to (an MCP SDK it does not "
-                        "know): a run of several lanes cannot be served by it")
+        raise ToolError(
+            "kopt mcp cannot tell which MCP session this call belongs to (an MCP SDK it does not "
+            "know): a run of several lanes cannot be served by it"
+        )
     return conn
 
 
@@ -134,27 +136,43 @@ def build_server(judge: Judge, *, http: bool = False) -> MCPServer:
     """The MCP server of `judge`'s run; `http`: served over streamable HTTP (a session per
     Mcp-Session-Id), else the server is one session (stdio, an in-process client)."""
     sessions = Sessions(judge, http=http)
-    app: MCPServer = MCPServer("kopt", title=f"kopt judge of run {judge.ws.tag}", instructions=INSTRUCTIONS,
-                               version=_kopt_version(), log_level="WARNING", lifespan=sessions.lifespan)
+    app: MCPServer = MCPServer(
+        "kopt",
+        title=f"kopt judge of run {judge.ws.tag}",
+        instructions=INSTRUCTIONS,
+        version=_kopt_version(),
+        log_level="WARNING",
+        lifespan=sessions.lifespan,
+    )
 
-    @app.tool(description="The context pack for the next candidate: where to edit (cand/), BEST per class, "
-                          "the roofline, the latest profile, recent regressions, other lanes' hypotheses.",
-              annotations=READ_ONLY)
+    @app.tool(
+        description="The context pack for the next candidate: where to edit (cand/), BEST per class, "
+        "the roofline, the latest profile, recent regressions, other lanes' hypotheses.",
+        annotations=READ_ONLY,
+    )
     async def context(ctx: Context[Any, Any]) -> str:
         return str(await _call(judge.context, await _lane(sessions, ctx)))
 
-    @app.tool(description="The run now: its state, the iteration, whether cand/ is ready for edits (and why "
-                          "not), BEST, counters, pending reviews.", annotations=READ_ONLY)
+    @app.tool(
+        description="The run now: its state, the iteration, whether cand/ is ready for edits (and why "
+        "not), BEST, counters, pending reviews.",
+        annotations=READ_ONLY,
+    )
     async def status(ctx: Context[Any, Any]) -> dict[str, Any]:
         return dict(await _call(judge.status, await _lane(sessions, ctx)))
 
-    @app.tool(description="The last n iterations (1-50): status, verdict, per-class deltas, where each proposal "
-                          "came from.", annotations=READ_ONLY)
+    @app.tool(
+        description="The last n iterations (1-50): status, verdict, per-class deltas, where each proposal came from.",
+        annotations=READ_ONLY,
+    )
     async def history(n: int = 10) -> list[dict[str, Any]]:
         return list(await _call(judge.history, n))
 
-    @app.tool(description="The profiler's word on iteration vN: GPU time per class, best against candidate, "
-                          "and whether it agrees with the bench.", annotations=READ_ONLY)
+    @app.tool(
+        description="The profiler's word on iteration vN: GPU time per class, best against candidate, "
+        "and whether it agrees with the bench.",
+        annotations=READ_ONLY,
+    )
     async def profile(version: int | str) -> dict[str, Any]:
         return dict(await _call(judge.profile, version))
 
@@ -162,25 +180,36 @@ def build_server(judge: Judge, *, http: bool = False) -> MCPServer:
     async def diff(version: int | str) -> str:
         return str(await _call(judge.diff, version))
 
-    @app.tool(description="Evaluate the edits in cand/ (like `kopt submit`): policed, measured against BEST "
-                          "with paired statistics, confirmed, committed only on a verified keep. Returns when the "
-                          "verdict is in (progress notifications meanwhile): verdict, per-class deltas, the "
-                          "profiler's word, the iteration's number. A candidate sent to review waits for the "
-                          "engineer. hypothesis: one line; target_class: one of the run's classes, or scope "
-                          "\"global\" (every class must improve).",
-              annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False,
-                                          open_world_hint=False))
-    async def submit(hypothesis: str, ctx: Context[Any, Any], target_class: str | None = None,
-                     scope: Literal["class", "global"] | None = None) -> dict[str, Any]:
+    @app.tool(
+        description="Evaluate the edits in cand/ (like `kopt submit`): policed, measured against BEST "
+        "with paired statistics, confirmed, committed only on a verified keep. Returns when the "
+        "verdict is in (progress notifications meanwhile): verdict, per-class deltas, the "
+        "profiler's word, the iteration's number. A candidate sent to review waits for the "
+        "engineer. hypothesis: one line; target_class: one of the run's classes, or scope "
+        '"global" (every class must improve).',
+        annotations=ToolAnnotations(
+            read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
+        ),
+    )
+    async def submit(
+        hypothesis: str,
+        ctx: Context[Any, Any],
+        target_class: str | None = None,
+        scope: Literal["class", "global"] | None = None,
+    ) -> dict[str, Any]:
         return await _submit(judge, ctx, hypothesis, target_class, scope, await _lane(sessions, ctx))
 
-    @app.tool(description="Masked partial restart from iteration vN (every later iteration masked, BEST back "
-                          "at vN). Only when the engineer started the server with --allow-restart.")
+    @app.tool(
+        description="Masked partial restart from iteration vN (every later iteration masked, BEST back "
+        "at vN). Only when the engineer started the server with --allow-restart."
+    )
     async def restart_from(version: int | str, ctx: Context[Any, Any], why: str = "") -> str:
         return str(await _call(judge.restart_from, version, why, mcp_source(*client_of(ctx))))
 
-    @app.tool(description="Mask iteration vN (kept, but skipped by proposers, statistics and reports). Only "
-                          "when the engineer started the server with --allow-restart.")
+    @app.tool(
+        description="Mask iteration vN (kept, but skipped by proposers, statistics and reports). Only "
+        "when the engineer started the server with --allow-restart."
+    )
     async def mask(version: int | str, ctx: Context[Any, Any]) -> str:
         return str(await _call(judge.mask, version, mcp_source(*client_of(ctx))))
 
@@ -195,13 +224,16 @@ async def sessions_only(ctx: ServerRequestContext[Any, Any], call_next: CallNext
     2026-07-28, which has no sessions) is refused, so a client falls back to the initialize
     handshake, whose session gets a lane of its own."""
     if ctx.method == "server/discover":
-        raise MCPError(METHOD_NOT_FOUND, "kopt mcp serves a run of several lanes by session (a lane per session): "
-                                         "use the initialize handshake")
+        raise MCPError(
+            METHOD_NOT_FOUND,
+            "kopt mcp serves a run of several lanes by session (a lane per session): use the initialize handshake",
+        )
     return await call_next(ctx)
 
 
-async def _submit(judge: Judge, ctx: Context[Any, Any], hypothesis: str, target_class: str | None,
-                  scope: str | None, lane: int) -> dict[str, Any]:
+async def _submit(
+    judge: Judge, ctx: Context[Any, Any], hypothesis: str, target_class: str | None, scope: str | None, lane: int
+) -> dict[str, Any]:
     sub = await _call(judge.begin_submit, hypothesis, target_class, scope, mcp_source(*client_of(ctx)), lane)
     try:
         count = 0
@@ -243,17 +275,24 @@ class UnknownArguments:
         params = ctx.params if isinstance(ctx.params, dict) else None
         if ctx.method == "tools/call" and params is not None:
             if self.known is None:
-                self.known = {t.name: set((t.input_schema or {}).get("properties") or {})
-                              for t in await self.app.list_tools()}
+                self.known = {
+                    t.name: set((t.input_schema or {}).get("properties") or {}) for t in await self.app.list_tools()
+                }
             name, args = params.get("name"), params.get("arguments")
             if isinstance(name, str) and name in self.known and isinstance(args, dict):
                 extra = sorted(str(k) for k in args if k not in self.known[name])
                 if extra:
                     shown = ", ".join(repr(k[:40]) for k in extra[:5])
                     allowed = ", ".join(sorted(self.known[name])) or "none"
-                    return CallToolResult(content=[TextContent(type="text", text=(
-                        f"{name} takes no argument {shown} (its arguments: {allowed}); nothing was done"))],
-                        is_error=True)
+                    return CallToolResult(
+                        content=[
+                            TextContent(
+                                type="text",
+                                text=(f"{name} takes no argument {shown} (its arguments: {allowed}); nothing was done"),
+                            )
+                        ],
+                        is_error=True,
+                    )
         return await call_next(ctx)
 
 
@@ -305,11 +344,20 @@ class BearerGate:
                 if key.lower() == b"authorization":
                     got = value
             if not hmac.compare_digest(got, self.expected):
-                body = json.dumps({"error": "kopt mcp: missing or wrong bearer token (see the workspace's "
-                                            f"{TOKEN_FILE})"}).encode()
-                await send({"type": "http.response.start", "status": 401,
-                            "headers": [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer"),
-                                        (b"content-length", str(len(body)).encode())]})
+                body = json.dumps(
+                    {"error": f"kopt mcp: missing or wrong bearer token (see the workspace's {TOKEN_FILE})"}
+                ).encode()
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 401,
+                        "headers": [
+                            (b"content-type", b"application/json"),
+                            (b"www-authenticate", b"Bearer"),
+                            (b"content-length", str(len(body)).encode()),
+                        ],
+                    }
+                )
                 await send({"type": "http.response.body", "body": body})
                 return
         await self.app(scope, receive, send)
@@ -337,10 +385,12 @@ def serve_http(judge: Judge, port: int = 0, *, announce: Callable[[str], None] |
     bound = sock.getsockname()[1]
     token, path = write_token(judge.ws.dir)
     hosts = [f"127.0.0.1:{bound}", f"localhost:{bound}"]
-    security = TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts,
-                                         allowed_origins=[f"http://{h}" for h in hosts])
-    app = BearerGate(build_server(judge, http=True).streamable_http_app(host="127.0.0.1",
-                                                                        transport_security=security), token)
+    security = TransportSecuritySettings(
+        enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=[f"http://{h}" for h in hosts]
+    )
+    app = BearerGate(
+        build_server(judge, http=True).streamable_http_app(host="127.0.0.1", transport_security=security), token
+    )
     say = announce or (lambda line: print(line, file=sys.stderr, flush=True))
     say(f"kopt mcp: serving run {judge.ws.tag} at http://127.0.0.1:{bound}/mcp")
     say(f"kopt mcp: bearer token {token} (also in {path}, mode 0600)")

@@ -43,13 +43,31 @@ from kopt_supervisor.engine.onboard.scratch import (
 )
 
 __all__ = [
-    "BenchRun", "Candidate", "Choice", "DecisionCost", "Proposal", "Question", "RunBench", "answers_from",
-    "candidates", "estimate_decision_s", "local_run_bench", "propose", "run_noise_pct", "run_once", "settle",
-    "sources_warning", "tree_stamps", "write", "written_since",
+    "BenchRun",
+    "Candidate",
+    "Choice",
+    "DecisionCost",
+    "Proposal",
+    "Question",
+    "RunBench",
+    "answers_from",
+    "candidates",
+    "estimate_decision_s",
+    "local_run_bench",
+    "propose",
+    "run_noise_pct",
+    "run_once",
+    "settle",
+    "sources_warning",
+    "tree_stamps",
+    "write",
+    "written_since",
 ]
 
-def settle(run: BenchRun, answers: dict[str, str] | None = None,
-           ask: Callable[[Question], str] | None = None) -> Proposal:
+
+def settle(
+    run: BenchRun, answers: dict[str, str] | None = None, ask: Callable[[Question], str] | None = None
+) -> Proposal:
     """The proposal with every question answered: from `answers` (`--answer key=value`),
     then by `ask` (the CLI's prompt, in a terminal) one question at a time; without `ask`
     an open question is a BadInput whose one line names the candidates."""
@@ -81,8 +99,9 @@ def write(proposal: Proposal, path: Path, *, overwrite: bool = False) -> Path:
     return path
 
 
-def sources_warning(repo: Path, bench: str, tracked: Collection[str], protected: Sequence[str],
-                    sources: Sequence[str]) -> str | None:
+def sources_warning(
+    repo: Path, bench: str, tracked: Collection[str], protected: Sequence[str], sources: Sequence[str]
+) -> str | None:
     """`kopt init`'s warning for a config that declares no [target].sources: the tracked files
     the bench reaches (imports.scan) that are not protected, named; None when sources are
     declared or nothing is left out."""
@@ -92,7 +111,9 @@ def sources_warning(repo: Path, bench: str, tracked: Collection[str], protected:
     if not left:
         return None
     shown = ", ".join(left[:8]) + (f" (+{len(left) - 8} more)" if len(left) > 8 else "")
-    return (f"[target].sources is not declared, and the bench reads {shown}, which [target].protected does not "
-            "cover: a candidate's change to any of them is measured as it is (a smaller input looks like a faster "
-            "kernel). Declare [target].sources (the files a candidate is meant to change: a change to any other "
-            "tracked file then goes to review with its lines quoted) and protect the rest")
+    return (
+        f"[target].sources is not declared, and the bench reads {shown}, which [target].protected does not "
+        "cover: a candidate's change to any of them is measured as it is (a smaller input looks like a faster "
+        "kernel). Declare [target].sources (the files a candidate is meant to change: a change to any other "
+        "tracked file then goes to review with its lines quoted) and protect the rest"
+    )

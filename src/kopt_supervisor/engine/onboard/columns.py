@@ -22,29 +22,158 @@ from kopt_supervisor.engine.adapters.model import Table
 from kopt_supervisor.engine.adapters.units import RATE, TIME, ColumnUnit, column_unit
 
 CONFIG, METRIC, SPREAD, ERROR, FLAG, PRODUCTION, EXTRA = (
-    "config", "metric", "spread", "error", "flag", "production", "extra")
+    "config",
+    "metric",
+    "spread",
+    "error",
+    "flag",
+    "production",
+    "extra",
+)
 
-ERROR_WORDS = {"err", "error", "errors", "diff", "difference", "maxerr", "max_err", "abs_err", "rel_err",
-               "mae", "mse", "rmse", "deviation", "mismatch", "mismatches", "nan_count", "nans", "infs",
-               "ulp", "ulps", "residual", "atol", "rtol", "delta"}
-FLAG_WORDS = {"pass", "passed", "passes", "ok", "correct", "valid", "verified", "match", "matches", "allclose",
-              "success", "succeeded", "check", "checked", "equal", "close"}
+ERROR_WORDS = {
+    "err",
+    "error",
+    "errors",
+    "diff",
+    "difference",
+    "maxerr",
+    "max_err",
+    "abs_err",
+    "rel_err",
+    "mae",
+    "mse",
+    "rmse",
+    "deviation",
+    "mismatch",
+    "mismatches",
+    "nan_count",
+    "nans",
+    "infs",
+    "ulp",
+    "ulps",
+    "residual",
+    "atol",
+    "rtol",
+    "delta",
+}
+FLAG_WORDS = {
+    "pass",
+    "passed",
+    "passes",
+    "ok",
+    "correct",
+    "valid",
+    "verified",
+    "match",
+    "matches",
+    "allclose",
+    "success",
+    "succeeded",
+    "check",
+    "checked",
+    "equal",
+    "close",
+}
 BAD_FLAG_WORDS = {"fail", "failed", "fails", "failure", "failures", "wrong", "invalid", "incorrect"}
-SPREAD_WORDS = {"std", "stddev", "stdev", "sd", "var", "variance", "iqr", "cv", "q1", "q3", "ci", "ci95",
-                "lo", "hi", "lower", "upper", "samples", "rounds", "iterations", "iters", "reps", "repeats",
-                "repetitions", "runs", "warmup", "stderr", "sem"}
+SPREAD_WORDS = {
+    "std",
+    "stddev",
+    "stdev",
+    "sd",
+    "var",
+    "variance",
+    "iqr",
+    "cv",
+    "q1",
+    "q3",
+    "ci",
+    "ci95",
+    "lo",
+    "hi",
+    "lower",
+    "upper",
+    "samples",
+    "rounds",
+    "iterations",
+    "iters",
+    "reps",
+    "repeats",
+    "repetitions",
+    "runs",
+    "warmup",
+    "stderr",
+    "sem",
+}
 STATISTICS = ("median", "p50", "mean", "avg", "average", "min", "max")
-EXTRA_WORDS = {"seed", "run", "trial", "timestamp", "date", "host", "hostname", "device", "gpu", "commit",
-               "version", "pid", "note", "notes", "comment", "speedup", "ratio", "pct", "percent", "util",
-               "utilization", "occupancy", "efficiency", "label", "message", "msg", "status_message",
-               "repetition", "repetition_index", "index", "idx", "iteration"}
+EXTRA_WORDS = {
+    "seed",
+    "run",
+    "trial",
+    "timestamp",
+    "date",
+    "host",
+    "hostname",
+    "device",
+    "gpu",
+    "commit",
+    "version",
+    "pid",
+    "note",
+    "notes",
+    "comment",
+    "speedup",
+    "ratio",
+    "pct",
+    "percent",
+    "util",
+    "utilization",
+    "occupancy",
+    "efficiency",
+    "label",
+    "message",
+    "msg",
+    "status_message",
+    "repetition",
+    "repetition_index",
+    "index",
+    "idx",
+    "iteration",
+}
 HARDWARE_WORDS = {"gpu", "host", "hostname", "device", "node", "machine", "arch", "sm"}
 """A text column naming the hardware a row ran on (`gpu_name`, `host`): a config column, so
 rows measured on different GPUs or hosts are never merged as samples of one config."""
-REFERENCE_WORDS = {"huggingface", "hf", "transformers", "apex", "xformers",
-                   "torch", "pytorch", "eager", "ref", "reference", "baseline", "cublas", "cublaslt", "cudnn",
-                   "naive", "aten", "inductor", "compile", "compiled", "numpy", "np", "rocblas", "hipblas", "miopen",
-                   "native", "vendor", "library", "original", "old"}
+REFERENCE_WORDS = {
+    "huggingface",
+    "hf",
+    "transformers",
+    "apex",
+    "xformers",
+    "torch",
+    "pytorch",
+    "eager",
+    "ref",
+    "reference",
+    "baseline",
+    "cublas",
+    "cublaslt",
+    "cudnn",
+    "naive",
+    "aten",
+    "inductor",
+    "compile",
+    "compiled",
+    "numpy",
+    "np",
+    "rocblas",
+    "hipblas",
+    "miopen",
+    "native",
+    "vendor",
+    "library",
+    "original",
+    "old",
+}
 PRODUCTION_NAMES = {"prod", "production", "is_prod", "is_production"}
 TRUE_WORDS = {"true", "1", "yes", "y", "pass", "passed", "ok", "correct", "valid", "success", "match"}
 FALSE_WORDS = {"false", "0", "no", "n", "fail", "failed", "wrong", "invalid", "error", "mismatch", "nan"}
@@ -121,8 +250,7 @@ def classify_column(table: Table, name: str) -> Column:
     all_zero = numeric and bool(finite) and all(v == 0 for v in finite) and len(finite) == len(s.dropna())
 
     def col(role: str, why: str, **kw: object) -> Column:
-        return Column(name, role, why, numeric, integral, distinct, unit, values=sample, all_zero=all_zero,
-                      **kw)  # type: ignore[arg-type]  # the keywords are Column's own optional fields
+        return Column(name, role, why, numeric, integral, distinct, unit, values=sample, all_zero=all_zero, **kw)  # type: ignore[arg-type]  # the keywords are Column's own optional fields
 
     statistic = next((st for st in STATISTICS if st in w), "")
     reference = bool(w & REFERENCE_WORDS)
@@ -131,8 +259,12 @@ def classify_column(table: Table, name: str) -> Column:
     if name in table.config:
         return col(CONFIG, f"a config column of the {table.format} format")
     if name in table.metrics:
-        return col(METRIC, f"a measurement of the {table.format} format"
-                   + (f" in {unit.unit}" if unit.unit else ""), statistic=statistic, reference=reference)
+        return col(
+            METRIC,
+            f"a measurement of the {table.format} format" + (f" in {unit.unit}" if unit.unit else ""),
+            statistic=statistic,
+            reference=reference,
+        )
     if name.lower() in PRODUCTION_NAMES and numeric:
         return col(PRODUCTION, "marks the production rows")
     if w & FLAG_WORDS and is_flag_values(s):
@@ -148,8 +280,10 @@ def classify_column(table: Table, name: str) -> Column:
         unit_text = f" in {unit.unit}" if unit.unit else " (unit not named: kopt cannot tell which)"
         return col(METRIC, f"{what}{unit_text}", statistic=statistic, reference=reference)
     if w & HARDWARE_WORDS and not numeric and distinct:
-        return col(CONFIG, "the hardware the row ran on: rows of different GPUs or hosts are different configs, "
-                           "never samples of one")
+        return col(
+            CONFIG,
+            "the hardware the row ran on: rows of different GPUs or hosts are different configs, never samples of one",
+        )
     if w & EXTRA_WORDS or (w & SPREAD_WORDS and numeric):
         return col(EXTRA, "bookkeeping, not a config: " + ", ".join(sorted(w & (EXTRA_WORDS | SPREAD_WORDS))))
     if not numeric:
@@ -164,5 +298,7 @@ def dtype_like(c: Column) -> bool:
     if set(words(c.name)) & {"dtype", "precision", "type", "datatype"}:
         return True
     vals = {str(v).lower() for v in c.values}
-    return bool(vals) and all(re.fullmatch(r"(torch\.)?(b?float\d+|bf16|fp\d+|int\d+|uint\d+|half|float|double|e4m3|e5m2|float8\w*)", v)
-                              for v in vals)
+    return bool(vals) and all(
+        re.fullmatch(r"(torch\.)?(b?float\d+|bf16|fp\d+|int\d+|uint\d+|half|float|double|e4m3|e5m2|float8\w*)", v)
+        for v in vals
+    )

@@ -32,8 +32,10 @@ SLOW_S = 180.0
 """A decision longer than this is worth a word on the dashboard and in `kopt status`."""
 DEFAULT_NOISE_PCT = 1.0
 """Per-run noise assumed when the baseline cannot tell (one run, or no config in common)."""
-HARNESS_HINT = ("a bench on kopt's harness serves looks from one process per tree "
-                "([target].serve: docs/byo-kernel.md), which decides in seconds")
+HARNESS_HINT = (
+    "a bench on kopt's harness serves looks from one process per tree "
+    "([target].serve: docs/byo-kernel.md), which decides in seconds"
+)
 
 
 @dataclass(frozen=True)
@@ -75,26 +77,45 @@ class DecisionCost:
     def text(self) -> str:
         """One line for the log, the dashboard and `kopt status`."""
         unit = "ABBA rounds of 2 runs" if self.mode == "process" else "looks"
-        per = (f"{_dur(self.round_s / 2)} per run" if self.mode == "process" else
-               f"{_dur(self.round_s)} per look" + (f" after a {_dur(self.start_s)} start" if self.start_s else ""))
+        per = (
+            f"{_dur(self.round_s / 2)} per run"
+            if self.mode == "process"
+            else f"{_dur(self.round_s)} per look" + (f" after a {_dur(self.start_s)} start" if self.start_s else "")
+        )
         tie = f"{_dur(self.seconds_tie)} ({self.rounds_tie} {unit}" + (
-            ", then still undecided: futility rule or review)" if self.undecided_tie else ")")
-        noise = (f"run-to-run noise {self.noise_pct:.2g}% over {self.noise_runs} runs" if self.noise_runs >= 2 else
-                 f"run-to-run noise not measured (one run: {self.noise_pct:.2g}% assumed; the baseline's runs "
-                 f"measure it)")
-        line = (f"one decision takes about {_dur(self.seconds_change)} for a clear change "
-                f"({self.rounds_change} {unit}) and {tie} for no change; {per}, {noise}")
+            ", then still undecided: futility rule or review)" if self.undecided_tie else ")"
+        )
+        noise = (
+            f"run-to-run noise {self.noise_pct:.2g}% over {self.noise_runs} runs"
+            if self.noise_runs >= 2
+            else f"run-to-run noise not measured (one run: {self.noise_pct:.2g}% assumed; the baseline's runs "
+            f"measure it)"
+        )
+        line = (
+            f"one decision takes about {_dur(self.seconds_change)} for a clear change "
+            f"({self.rounds_change} {unit}) and {tie} for no change; {per}, {noise}"
+        )
         if self.slow and self.mode == "process":
             line += f". Slow: {HARNESS_HINT}"
         return line
 
     def to_dict(self) -> dict[str, object]:
-        return {"mode": self.mode, "round_s": self.round_s, "start_s": self.start_s, "noise_pct": self.noise_pct,
-                "rounds_tie": self.rounds_tie, "rounds_change": self.rounds_change, "max_rounds": self.max_rounds,
-                "seconds_tie": self.seconds_tie, "seconds_change": self.seconds_change,
-                "seconds_max": self.seconds_max, "undecided_tie": self.undecided_tie, "slow": self.slow,
-                "noise_runs": self.noise_runs,
-                "text": self.text()}
+        return {
+            "mode": self.mode,
+            "round_s": self.round_s,
+            "start_s": self.start_s,
+            "noise_pct": self.noise_pct,
+            "rounds_tie": self.rounds_tie,
+            "rounds_change": self.rounds_change,
+            "max_rounds": self.max_rounds,
+            "seconds_tie": self.seconds_tie,
+            "seconds_change": self.seconds_change,
+            "seconds_max": self.seconds_max,
+            "undecided_tie": self.undecided_tie,
+            "slow": self.slow,
+            "noise_runs": self.noise_runs,
+            "text": self.text(),
+        }
 
 
 def _dur(s: float) -> str:
@@ -134,8 +155,14 @@ def rounds_to_settle(effect: float, noise_pct: float, policy: Policy) -> tuple[i
     return policy.max_rounds, False
 
 
-def estimate_decision_s(baseline_run_seconds: list[float], policy: Policy, mode: str = "process", *,
-                        noise_pct: float | None = None, look_s: float | None = None) -> DecisionCost:
+def estimate_decision_s(
+    baseline_run_seconds: list[float],
+    policy: Policy,
+    mode: str = "process",
+    *,
+    noise_pct: float | None = None,
+    look_s: float | None = None,
+) -> DecisionCost:
     """The cost of one decision (see the module docstring). `baseline_run_seconds`: the wall
     time of each baseline run (process-level bench runs); `noise_pct`: their run-to-run noise
     (run_noise_pct), DEFAULT_NOISE_PCT when None; `look_s`: for ab/served, the seconds of one
@@ -158,5 +185,14 @@ def estimate_decision_s(baseline_run_seconds: list[float], policy: Policy, mode:
     else:
         round_s, start_s = (look_s if look_s is not None else run_s), run_s
     measured = noise_pct is not None and math.isfinite(noise_pct)
-    return DecisionCost(mode, round_s, start_s, noise, tie, change, policy.max_rounds, not settled,
-                        noise_runs=max(len(runs), 2) if measured else 0)
+    return DecisionCost(
+        mode,
+        round_s,
+        start_s,
+        noise,
+        tie,
+        change,
+        policy.max_rounds,
+        not settled,
+        noise_runs=max(len(runs), 2) if measured else 0,
+    )

@@ -121,8 +121,11 @@ def _named(tables: list[Table], prefix: str, csv: str, fmt_of: str | None = None
     out = []
     for i, t in enumerate(tables):
         which = t.title if t.title and titles.count(t.title) == 1 else str(i + 1)
-        out.append(Candidate(f"{prefix}#{i + 1}", t, csv, _loop_format(t, len(tables), fmt_of) if fmt_of is None
-                             else fmt, which))
+        out.append(
+            Candidate(
+                f"{prefix}#{i + 1}", t, csv, _loop_format(t, len(tables), fmt_of) if fmt_of is None else fmt, which
+            )
+        )
     return out
 
 
@@ -172,8 +175,9 @@ def candidates(run: BenchRun) -> list[Candidate]:
             if text is not None:
                 tables = sniff(text, rel)
                 specific = tables and tables[0].format not in ("csv", "table")
-                out += _named(tables, f"file:{rel}", glob_of(rel), tables[0].format if specific else
-                              ("table" if tables else None))
+                out += _named(
+                    tables, f"file:{rel}", glob_of(rel), tables[0].format if specific else ("table" if tables else None)
+                )
     text = _read(run.stdout_path) or ""
     tables = sniff(text, "stdout")
     if tables:

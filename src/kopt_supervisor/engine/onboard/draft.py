@@ -39,8 +39,10 @@ class Question:
     def line(self) -> str:
         """One line for a terminal-less `kopt init`: the question, the candidates, the way to answer."""
         values = ", ".join(c.value for c in self.choices)
-        return (f"{self.prompt} ({self.why}); candidates: {values}; answer with --answer {self.key}=VALUE "
-                f"(--answer may be repeated: {ANSWER_KEYS})")
+        return (
+            f"{self.prompt} ({self.why}); candidates: {values}; answer with --answer {self.key}=VALUE "
+            f"(--answer may be repeated: {ANSWER_KEYS})"
+        )
 
 
 @dataclass

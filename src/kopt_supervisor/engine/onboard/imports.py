@@ -26,8 +26,21 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-KERNEL_MARKERS = ("triton.jit", "@triton.autotune", "@jit", "load_inline", "cpp_extension", "cuda.jit",
-                  "RawKernel", "RawModule", "tilelang", "cute.kernel", "@cute.", "ctypes.CDLL", "tl.load")
+KERNEL_MARKERS = (
+    "triton.jit",
+    "@triton.autotune",
+    "@jit",
+    "load_inline",
+    "cpp_extension",
+    "cuda.jit",
+    "RawKernel",
+    "RawModule",
+    "tilelang",
+    "cute.kernel",
+    "@cute.",
+    "ctypes.CDLL",
+    "tl.load",
+)
 """Text that marks a module defining (or loading) kernel code."""
 BENCH_IS_KERNEL = "defines kernel code and is the bench itself"
 """The scan's note on a bench script that is its own kernel module (onboard/served.py rewords it)."""
@@ -88,8 +101,10 @@ def bench_scripts(bench: str, repo: Path, cwd: Path | None = None) -> tuple[list
         found += _part_scripts(argv, repo, cwd)
     notes: list[str] = []
     if not found:
-        notes.append("the bench command names no Python file of the repo: list what it runs and reads in "
-                     "[target].protected yourself (a compiled bench: its sources and build files)")
+        notes.append(
+            "the bench command names no Python file of the repo: list what it runs and reads in "
+            "[target].protected yourself (a compiled bench: its sources and build files)"
+        )
     return found, notes
 
 
@@ -108,7 +123,7 @@ def _part_scripts(argv: list[str], repo: Path, cwd: Path) -> list[Path]:
             tok = tok.split("=", 1)[1] if "=" in tok else ""
             if not tok:
                 continue
-        p = (cwd / tok)
+        p = cwd / tok
         if p.is_file() and _rel(p, repo) is not None and (p.suffix == ".py" or i == 0):
             found.append(p)
         elif p.is_dir() and _rel(p, repo) is not None and any(a in argv for a in ("pytest", "py.test")):
@@ -175,8 +190,13 @@ def _named_modules(tree: ast.AST, roots: list[Path], repo: Path) -> list[Path]:
 def _strings(tree: ast.AST, path: Path, repo: Path) -> list[Path]:
     out = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and 0 < len(node.value) < 200 \
-                and "\n" not in node.value and "." in node.value:
+        if (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and 0 < len(node.value) < 200
+            and "\n" not in node.value
+            and "." in node.value
+        ):
             for base in (path.parent, repo):
                 p = base / node.value
                 try:
@@ -227,9 +247,11 @@ def scan(bench: str, repo: Path, cwd: Path | None = None, *, limit: int = 200) -
         if is_kernel(text):
             result.kernel.append(rel)
             if rel in result.scripts:
-                result.notes.append(f"{rel} {BENCH_IS_KERNEL}: kopt cannot protect "
-                                    f"its timing code from the proposer (move the kernel into a module of its "
-                                    f"own, or use kopt's harness)")
+                result.notes.append(
+                    f"{rel} {BENCH_IS_KERNEL}: kopt cannot protect "
+                    f"its timing code from the proposer (move the kernel into a module of its "
+                    f"own, or use kopt's harness)"
+                )
             continue
         if rel not in result.scripts:
             result.helpers.append(rel)
@@ -253,5 +275,4 @@ def unreviewed(s: Scan, tracked: Collection[str], protected: Sequence[str]) -> l
 def fnmatch_any(path: str, globs: Sequence[str]) -> bool:
     """`path` matches one of `globs` as kopt.toml's protected and sources read them (a glob,
     the path itself, or a folder holding it)."""
-    return any(fnmatch.fnmatch(path, g) or path == g.rstrip("/") or path.startswith(g.rstrip("/") + "/")
-               for g in globs)
+    return any(fnmatch.fnmatch(path, g) or path == g.rstrip("/") or path.startswith(g.rstrip("/") + "/") for g in globs)

@@ -64,8 +64,18 @@ from kopt_supervisor.engine.onboard.steps import (
     _propose_metric,
 )
 
-__all__ = ["HARNESS_EXTRA", "HARNESS_STATS", "MAX_CLASSES", "STAT_ORDER", "Choice", "Proposal", "Question",
-           "answers_from", "propose", "render"]
+__all__ = [
+    "HARNESS_EXTRA",
+    "HARNESS_STATS",
+    "MAX_CLASSES",
+    "STAT_ORDER",
+    "Choice",
+    "Proposal",
+    "Question",
+    "answers_from",
+    "propose",
+    "render",
+]
 
 
 def _tail(path: Path, limit: int = 8192) -> str | None:
@@ -86,10 +96,12 @@ def propose(run: BenchRun, answers: Mapping[str, str] | None = None, *, policy: 
     if run.returncode != 0:
         err = run.stdout_path.with_suffix(".err")
         last = [ln for ln in (_tail(err) or "").splitlines() if ln.strip()][-1:]
-        raise BadInput(f"kopt init --bench: the bench exited {run.returncode}"
-                       + (f" ({last[0][:200]})" if last else "")
-                       + f"; kopt proposes a config only from a run that succeeds (see its output: {run.stdout_path} "
-                         f"and {err.name})")
+        raise BadInput(
+            f"kopt init --bench: the bench exited {run.returncode}"
+            + (f" ({last[0][:200]})" if last else "")
+            + f"; kopt proposes a config only from a run that succeeds (see its output: {run.stdout_path} "
+            f"and {err.name})"
+        )
     found = candidates(run)
     cand, question, table_why = _choose_table(run, found, answers)
     if question is not None:
@@ -97,18 +109,21 @@ def propose(run: BenchRun, answers: Mapping[str, str] | None = None, *, policy: 
         return p
     if cand is None:
         listed = "; ".join(c.label() for c in found) or "none"
-        raise BadInput(f"kopt init --bench: no table with a time or rate column in the bench's output "
-                       f"(stdout and the files it wrote; tables found: {listed}); name the table and its metric "
-                       f"with --answer table=KEY --answer metric=COLUMN (and --answer direction=min|max), print "
-                       f"a table with a time column such as `time_us`, or use kopt's harness (docs/byo-kernel.md)")
+        raise BadInput(
+            f"kopt init --bench: no table with a time or rate column in the bench's output "
+            f"(stdout and the files it wrote; tables found: {listed}); name the table and its metric "
+            f"with --answer table=KEY --answer metric=COLUMN (and --answer direction=min|max), print "
+            f"a table with a time column such as `time_us`, or use kopt's harness (docs/byo-kernel.md)"
+        )
     p.candidate = cand
     table = cand.table
     cols = classify(table)
     t = p.target
     t["bench"] = run.bench
     t["csv"] = cand.csv
-    p.comments["target.csv"] = (f"the table: {cand.label()}; {table_why}."
-                                + (" A timestamp in the file's name became *." if "*" in cand.csv else ""))
+    p.comments["target.csv"] = f"the table: {cand.label()}; {table_why}." + (
+        " A timestamp in the file's name became *." if "*" in cand.csv else ""
+    )
     if cand.format != "csv":
         t["format"] = cand.format
         p.comments["target.format"] = f"read by kopt's {cand.format} adapter (docs/files.md)"
@@ -133,25 +148,29 @@ def propose(run: BenchRun, answers: Mapping[str, str] | None = None, *, policy: 
             _propose_correctness(p, table, cols)
             _propose_configs(p, table, cols)
             if serving is not None:
-                p.checks.append(f"kopt cannot serve this perf_report bench by import: {serving.why}. It is measured "
-                                "process-level (each look a whole run, do_bench's time budget); docs/byo-kernel.md, "
-                                "\"Served by import\", says what that path needs")
+                p.checks.append(
+                    f"kopt cannot serve this perf_report bench by import: {serving.why}. It is measured "
+                    "process-level (each look a whole run, do_bench's time budget); docs/byo-kernel.md, "
+                    '"Served by import", says what that path needs'
+                )
     _propose_files(p)
     by_import = serving is not None and bool(serving.lines)
     if by_import:
         served.reword_checks(p)
     timeout = max(120, int(math.ceil(10 * run.seconds))) if math.isfinite(run.seconds) else 900
     t["timeout_s"] = timeout
-    p.comments["target.timeout_s"] = (f"10x this run ({run.seconds:.1f} s), at least 2 minutes"
-                                      if math.isfinite(run.seconds) else "the default")
+    p.comments["target.timeout_s"] = (
+        f"10x this run ({run.seconds:.1f} s), at least 2 minutes" if math.isfinite(run.seconds) else "the default"
+    )
     pol = policy or Policy()
     seconds = serving.seconds if by_import and serving is not None and math.isfinite(serving.seconds) else run.seconds
     if math.isfinite(seconds):
         mode = "served" if harness or by_import else "process"
         p.cost = cost_mod.estimate_decision_s([seconds], pol, mode)
         if p.cost.slow and mode == "process":
-            p.checks.append(f"one decision will take about {cost_mod._dur(p.cost.seconds_tie)}: "
-                            f"{cost_mod.HARNESS_HINT}")
+            p.checks.append(
+                f"one decision will take about {cost_mod._dur(p.cost.seconds_tie)}: {cost_mod.HARNESS_HINT}"
+            )
     return p
 
 

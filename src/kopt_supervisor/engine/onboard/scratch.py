@@ -102,8 +102,16 @@ def save_draft(run: BenchRun, draft: Path, commit: str) -> BenchRun:
     err = run.stdout_path.with_suffix(".err")
     if err.is_file():
         shutil.copyfile(err, stdout.with_suffix(".err"))
-    meta = {"bench": run.bench, "commit": commit, "returncode": run.returncode, "seconds": run.seconds,
-            "files_written": kept, "untracked": list(run.untracked), "measured_at": time.time(), "probe": run.probe}
+    meta = {
+        "bench": run.bench,
+        "commit": commit,
+        "returncode": run.returncode,
+        "seconds": run.seconds,
+        "files_written": kept,
+        "untracked": list(run.untracked),
+        "measured_at": time.time(),
+        "probe": run.probe,
+    }
     (draft / DRAFT_RUN).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
     return replace(run, stdout_path=stdout, files_written=tuple(Path(k) for k in kept), out_dir=out)
 
@@ -119,9 +127,17 @@ def load_draft(draft: Path, top: Path, bench: str, commit: str) -> BenchRun | No
     if meta.get("returncode") != 0 or not (draft / "stdout.out").is_file():
         return None  # a failed run is measured again (it may have been the machine's fault)
     probe = meta.get("probe")
-    return BenchRun(bench, top, 0, draft / "stdout.out", tuple(Path(f) for f in meta.get("files_written", [])),
-                    float(meta.get("seconds", float("nan"))), draft / "outputs",
-                    tuple(str(u) for u in meta.get("untracked", [])), probe if isinstance(probe, dict) else None)
+    return BenchRun(
+        bench,
+        top,
+        0,
+        draft / "stdout.out",
+        tuple(Path(f) for f in meta.get("files_written", [])),
+        float(meta.get("seconds", float("nan"))),
+        draft / "outputs",
+        tuple(str(u) for u in meta.get("untracked", [])),
+        probe if isinstance(probe, dict) else None,
+    )
 
 
 def measured_at(draft: Path) -> str:

@@ -38,8 +38,10 @@ MODULE = "kopt_supervisor.kernels.harness.imported"
 PROBE_VERSION = 1
 STATS = ("us_mean", "us_std", "us_min", "us_p10", "us_p90", "samples")
 """The harness's statistics columns (imported.RESERVED less us, err, calls and seed)."""
-SCRIPT_CALL = re.compile(r"(?P<python>(?:\S*/)?python[0-9.]*)(?P<opts>(?:\s+-[A-Za-z]\S*)*)\s+(?P<script>[^\s;&|<>]+\.py)"
-                         r"(?P<rest>[^;&|]*)$")
+SCRIPT_CALL = re.compile(
+    r"(?P<python>(?:\S*/)?python[0-9.]*)(?P<opts>(?:\s+-[A-Za-z]\S*)*)\s+(?P<script>[^\s;&|<>]+\.py)"
+    r"(?P<rest>[^;&|]*)$"
+)
 """The command's last part: a Python interpreter running a script (options before it kept)."""
 
 
@@ -48,17 +50,19 @@ def harness_command(bench: str, args: str) -> tuple[str | None, str]:
     or (None, why) when its last part is not `python [options] SCRIPT.py [arguments]`."""
     m = SCRIPT_CALL.search(bench.rstrip())
     if m is None:
-        return None, (f"its command ({bench!r}) does not end in `python SCRIPT.py`: kopt's module imports a Python "
-                      "script")
+        return None, (
+            f"its command ({bench!r}) does not end in `python SCRIPT.py`: kopt's module imports a Python script"
+        )
     rest = m["rest"].strip()
     try:
         if rest:
             shlex.split(rest)
     except ValueError as exc:
         return None, f"its command's arguments cannot be split ({exc})"
-    cmd = f"{bench[:m.start()]}{m['python']}{m['opts']} -m {MODULE} {m['script']} {args}".rstrip()
-    return cmd, ("" if not rest else f"the script's own arguments ({rest}) are dropped: the import runs no "
-                 "__main__ block")
+    cmd = f"{bench[: m.start()]}{m['python']}{m['opts']} -m {MODULE} {m['script']} {args}".rstrip()
+    return cmd, (
+        "" if not rest else f"the script's own arguments ({rest}) are dropped: the import runs no __main__ block"
+    )
 
 
 def import_probe(run: BenchRun, run_bench: RunBench) -> dict[str, Any] | None:
@@ -81,15 +85,17 @@ def import_probe(run: BenchRun, run_bench: RunBench) -> dict[str, Any] | None:
             last = [ln for ln in err.read_text(encoding="utf-8", errors="replace").splitlines() if ln.strip()][-1:]
         except OSError:
             last = []
-        return {"ok": False, "why": f"kopt's import of the bench failed (exit {rc}"
-                + (f": {last[0][:300]}" if last else "") + ")", "command": cmd}
+        return {
+            "ok": False,
+            "why": f"kopt's import of the bench failed (exit {rc}" + (f": {last[0][:300]}" if last else "") + ")",
+            "command": cmd,
+        }
     try:
         doc = json.loads(out.read_text(encoding="utf-8").strip().splitlines()[-1])
     except (OSError, ValueError, IndexError) as exc:
         return {"ok": False, "why": f"kopt's import probe printed no JSON ({exc})", "command": cmd}
     if not isinstance(doc, dict) or doc.get("version") != PROBE_VERSION or not isinstance(doc.get("benchmarks"), list):
-        return {"ok": False, "why": f"kopt's import probe answered no probe of version {PROBE_VERSION}",
-                "command": cmd}
+        return {"ok": False, "why": f"kopt's import probe answered no probe of version {PROBE_VERSION}", "command": cmd}
     return {"ok": True, "probe": doc, "seconds": round(seconds, 3), "note": note}
 
 
@@ -119,16 +125,25 @@ def plan(run: BenchRun, metric: str) -> Plan | None:
         return Plan(why=f"the metric {metric!r} is not a perf_report line column")
     name = m["line"]
     doc = found["probe"]
-    lines = [line for b in doc["benchmarks"] if isinstance(b, dict) for line in b.get("lines", [])
-             if isinstance(line, dict) and name in (line.get("name"), line.get("value"))]
+    lines = [
+        line
+        for b in doc["benchmarks"]
+        if isinstance(b, dict)
+        for line in b.get("lines", [])
+        if isinstance(line, dict) and name in (line.get("name"), line.get("value"))
+    ]
     if not lines:
         return Plan(why=f"the import found no line named {name!r} in the bench's perf_report benchmarks")
     failed = [line for line in lines if not line.get("captured")]
     if failed:
         return Plan(why=f"the line {name!r} cannot be timed by kopt: {failed[0].get('why') or 'nothing captured'}")
     values = tuple(dict.fromkeys(str(line["value"]) for line in lines))
-    return Plan(values, note=str(found.get("note") or ""), config=tuple(str(c) for c in doc.get("config_columns", [])),
-                seconds=float(found.get("seconds", float("nan"))))
+    return Plan(
+        values,
+        note=str(found.get("note") or ""),
+        config=tuple(str(c) for c in doc.get("config_columns", [])),
+        seconds=float(found.get("seconds", float("nan"))),
+    )
 
 
 def propose(p: Any, table: Table, cols: list[Column], chosen: Plan, class_by: list[str], class_why: str) -> None:
@@ -141,8 +156,18 @@ def propose(p: Any, table: Table, cols: list[Column], chosen: Plan, class_by: li
     assert bench is not None  # the probe ran with the same command
     t.pop("format", None)
     p.adapter.pop("table", None)
-    t.update(bench=bench, serve=f"{bench} --serve", csv="-", metric="us", direction="min", correct="err <= 1",
-             config=list(chosen.config), ignore=[*STATS, "calls", "seed"], calls="calls", class_by=class_by)
+    t.update(
+        bench=bench,
+        serve=f"{bench} --serve",
+        csv="-",
+        metric="us",
+        direction="min",
+        correct="err <= 1",
+        config=list(chosen.config),
+        ignore=[*STATS, "calls", "seed"],
+        calls="calls",
+        class_by=class_by,
+    )
     roofline = p.sections.get("roofline", {})
     roofline.pop("unit_scale", None)  # the perf_report line's unit; `us` is kopt's
     if not roofline:
@@ -151,34 +176,50 @@ def propose(p: Any, table: Table, cols: list[Column], chosen: Plan, class_by: li
         f"your bench's script imported by kopt's module (kernels/harness/imported.py): the perf_report function "
         f"called per config and line {', '.join(chosen.lines)} (the line of {old_metric!r}), its do_bench callable "
         "captured and timed by kopt's own timer, never do_bench's time budget (docs/byo-kernel.md, \"Served by "
-        "import\")" + (f"; {chosen.note}" if chosen.note else ""))
-    p.comments["target.serve"] = ("served looks: one process per tree imports the bench once and answers kopt's "
-                                  "looks and audits (docs/files.md); kopt compares the two trees' timed outputs "
-                                  "itself")
-    p.comments["target.metric"] = ("`us`: kopt's median µs per call of the captured callable over the timed blocks "
-                                   "(CUDA graphs, L2 flushed; CPU timings on the interpreter); what the bench "
-                                   "function returns is never read")
-    p.comments["target.correct"] = ("err is inf when the benchmark function raised, called no do_bench, or its timed "
-                                    "outputs hold NaN/Inf; the bench's own check runs at import; kopt's audit "
-                                    "compares the outputs with best's")
+        'import")' + (f"; {chosen.note}" if chosen.note else "")
+    )
+    p.comments["target.serve"] = (
+        "served looks: one process per tree imports the bench once and answers kopt's "
+        "looks and audits (docs/files.md); kopt compares the two trees' timed outputs "
+        "itself"
+    )
+    p.comments["target.metric"] = (
+        "`us`: kopt's median µs per call of the captured callable over the timed blocks "
+        "(CUDA graphs, L2 flushed; CPU timings on the interpreter); what the bench "
+        "function returns is never read"
+    )
+    p.comments["target.correct"] = (
+        "err is inf when the benchmark function raised, called no do_bench, or its timed "
+        "outputs hold NaN/Inf; the bench's own check runs at import; kopt's audit "
+        "compares the outputs with best's"
+    )
     p.comments["target.config"] = "the perf_report x_names, the line argument, and the benchmark's fixed args"
     p.comments["target.class_by"] = class_why
-    p.comments["target.calls"] = ("the timed calls each row's `us` stands for: kopt weighs the time a candidate "
-                                  "claims to save against what the OS saw its process spend")
+    p.comments["target.calls"] = (
+        "the timed calls each row's `us` stands for: kopt weighs the time a candidate "
+        "claims to save against what the OS saw its process spend"
+    )
     p.comments.pop("target.format", None)
     p.comments["target.direction"] = "a time: less is better"
     p.comments["target.ignore"] = "the served CSV's statistics beside `us`, the timed calls and the look's seed"
     p.comments["target.csv"] = "the served CSV on stdout (a look's CSV goes to the file kopt names)"
     p.sections.setdefault("profile", {})["command"] = f"{bench} --profile"
-    p.comments["profile.command"] = ("what a profiler runs: each config's captured callable twice in its NVTX/roctx "
-                                     "range; no timing, no comparison")
+    p.comments["profile.command"] = (
+        "what a profiler runs: each config's captured callable twice in its NVTX/roctx range; no timing, no comparison"
+    )
 
 
 def reword_checks(p: Any) -> None:
     """After the files step: a bench that is its own kernel module is no hole for timing here
     (kopt's module times it), so the scan's warning says what is left instead."""
-    p.checks = [(c.split(" ", 1)[0] + " holds both the kernel and the benchmark function: a candidate may edit "
-                 "the function too. Served by import, its timing is never used, and a candidate that draws other "
-                 "inputs or measures another mode fails kopt's comparison with best's outputs; the bench's own check "
-                 "at import is the candidate's, though (docs/byo-kernel.md, \"Served by import\")")
-                if BENCH_IS_KERNEL in c else c for c in p.checks]
+    p.checks = [
+        (
+            c.split(" ", 1)[0] + " holds both the kernel and the benchmark function: a candidate may edit "
+            "the function too. Served by import, its timing is never used, and a candidate that draws other "
+            "inputs or measures another mode fails kopt's comparison with best's outputs; the bench's own check "
+            'at import is the candidate\'s, though (docs/byo-kernel.md, "Served by import")'
+        )
+        if BENCH_IS_KERNEL in c
+        else c
+        for c in p.checks
+    ]

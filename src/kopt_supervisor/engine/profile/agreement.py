@@ -56,8 +56,10 @@ class ClassAgreement:
 
     def numbers(self) -> str:
         """'bench -3.70% [-5.00%, -2.40%], profiler +1.00% [+0.60%, +1.40%]'"""
-        return (f"bench {pct_text(self.bench_ratio)} {interval_text(self.bench_lo, self.bench_hi)}, "
-                f"profiler {pct_text(self.profiler_ratio)} {interval_text(self.profiler_lo, self.profiler_hi)}")
+        return (
+            f"bench {pct_text(self.bench_ratio)} {interval_text(self.bench_lo, self.bench_hi)}, "
+            f"profiler {pct_text(self.profiler_ratio)} {interval_text(self.profiler_lo, self.profiler_hi)}"
+        )
 
 
 @dataclass(frozen=True)
@@ -79,8 +81,11 @@ class Agreement:
         return text + (f" [{self.note}]" if self.note else "")
 
     def summary_line(self) -> str:
-        parts = [f"{c.cls} {c.status.replace('_', ' ')} ({pct_text(c.profiler_ratio)})" for c in self.classes
-                 if c.status != NOT_JUDGED]
+        parts = [
+            f"{c.cls} {c.status.replace('_', ' ')} ({pct_text(c.profiler_ratio)})"
+            for c in self.classes
+            if c.status != NOT_JUDGED
+        ]
         return "; ".join(parts) + (f" [{self.note}]" if self.note else "")
 
     def to_dict(self) -> dict[str, Any]:
@@ -97,8 +102,9 @@ class Agreement:
         )
 
 
-def agrees(bench_classes: Iterable[BenchClass], comparison: ClassComparison, *,
-           min_effect_pct: float = 1.0) -> Agreement:
+def agrees(
+    bench_classes: Iterable[BenchClass], comparison: ClassComparison, *, min_effect_pct: float = 1.0
+) -> Agreement:
     """Per class: does the profiler's change agree with the bench's verdict?
 
     With e = min_effect_pct, the profiler's interval [lo, hi] for the class's ratio and the
@@ -130,23 +136,36 @@ def agrees(bench_classes: Iterable[BenchClass], comparison: ClassComparison, *,
         problems = list(comparison.problems) + (list(ch.problems) if ch is not None else [])
         status, reason = _judge(b.verdict, lo, hi, up, down, e, bench=(_finite(b.lo), _finite(b.hi)))
         if ch is None:
-            status, reason = (NOT_JUDGED if b.verdict not in _JUDGED else CANNOT_TELL,
-                              "not profiled: no kernel in its configs' ranges on either side")
+            status, reason = (
+                NOT_JUDGED if b.verdict not in _JUDGED else CANNOT_TELL,
+                "not profiled: no kernel in its configs' ranges on either side",
+            )
         elif problems and status != NOT_JUDGED:
             status = DISAGREES if b.verdict == "improved" else CANNOT_TELL
             reason = "; ".join(problems)
         elif not comparison.per_class and status == DISAGREES and not uniform:
             status, reason = CANNOT_TELL, f"{reason}, but the whole run cannot judge one class"
-        out.append(ClassAgreement(b.cls, status, b.verdict, _finite(b.ratio), _finite(b.lo), _finite(b.hi),
-                                  ratio, lo, hi, reason))
+        out.append(
+            ClassAgreement(
+                b.cls, status, b.verdict, _finite(b.ratio), _finite(b.lo), _finite(b.hi), ratio, lo, hi, reason
+            )
+        )
     return Agreement(tuple(out), comparison.per_class, comparison.note, comparison.problems)
 
 
 _JUDGED = ("improved", "regressed", "tied")
 
 
-def _judge(verdict: str, lo: float | None, hi: float | None, up: float, down: float, e: float, *,
-           bench: tuple[float | None, float | None] = (None, None)) -> tuple[str, str]:
+def _judge(
+    verdict: str,
+    lo: float | None,
+    hi: float | None,
+    up: float,
+    down: float,
+    e: float,
+    *,
+    bench: tuple[float | None, float | None] = (None, None),
+) -> tuple[str, str]:
     """One class's agreement (see `agrees`); bench: the bench's interval (None: not finite)."""
     if verdict not in _JUDGED:
         return NOT_JUDGED, f"the bench's verdict is {verdict!r}"

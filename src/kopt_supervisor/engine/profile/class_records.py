@@ -130,7 +130,9 @@ class ClassComparison:
                 for c in data["classes"]
             ),
             unattributed=Unattributed(
-                u["best_ns"], u["cand_ns"], u["grew"],
+                u["best_ns"],
+                u["cand_ns"],
+                u["grew"],
                 tuple(UnattributedGroup(**g) for g in u.get("groups", ())),
             ),
             confidence=float(data["confidence"]),
@@ -146,33 +148,46 @@ class ClassComparison:
         head = "; ".join(parts) or "no class profiled"
         tail = [self.note] if self.note else []
         if self.unattributed.cand_ns or self.unattributed.best_ns:
-            tail.append(f"outside ranges {self.unattributed.best_ns / 1e3:.1f} -> "
-                        f"{self.unattributed.cand_ns / 1e3:.1f} us")
+            tail.append(
+                f"outside ranges {self.unattributed.best_ns / 1e3:.1f} -> {self.unattributed.cand_ns / 1e3:.1f} us"
+            )
         return head + ("" if not tail else f" ({'; '.join(tail)})")
 
     def table(self) -> str:
         """Markdown: per class the change with its interval, then the kernels of each class."""
         conf = f"{self.confidence:.0%}"
-        rows = [f"| class | best us/call | cand us/call | change | {conf} interval | kernels appeared | disappeared |",
-                "|---|---:|---:|---:|---|---|---|"]
+        rows = [
+            f"| class | best us/call | cand us/call | change | {conf} interval | kernels appeared | disappeared |",
+            "|---|---:|---:|---:|---|---|---|",
+        ]
         for c in self.classes:
-            rows.append(f"| {c.cls} | {_us(c.best_ns)} | {_us(c.cand_ns)} | {pct_text(c.ratio)} | {interval_text(c.lo, c.hi)} "
-                        f"| {', '.join(c.appeared) or '-'} | {', '.join(c.disappeared) or '-'} |")
+            rows.append(
+                f"| {c.cls} | {_us(c.best_ns)} | {_us(c.cand_ns)} | {pct_text(c.ratio)} | {interval_text(c.lo, c.hi)} "
+                f"| {', '.join(c.appeared) or '-'} | {', '.join(c.disappeared) or '-'} |"
+            )
         out = rows + [""]
         for c in self.classes:
             if not c.kernels:
                 continue
-            out += [f"{c.cls}:", "", "| kernel | best us/call | cand us/call | launches best/cand |",
-                    "|---|---:|---:|---:|"]
+            out += [
+                f"{c.cls}:",
+                "",
+                "| kernel | best us/call | cand us/call | launches best/cand |",
+                "|---|---:|---:|---:|",
+            ]
             for k in sorted(c.kernels, key=lambda k: (-max(k.best_ns, k.cand_ns), k.name)):
                 mark = " (regex)" if k.matches_regex else ""
-                out.append(f"| {k.name}{mark} | {_us(k.best_ns)} | {_us(k.cand_ns)} "
-                           f"| {k.best_launches}/{k.cand_launches} |")
+                out.append(
+                    f"| {k.name}{mark} | {_us(k.best_ns)} | {_us(k.cand_ns)} | {k.best_launches}/{k.cand_launches} |"
+                )
             out.append("")
         u = self.unattributed
         if u.groups:
-            out += [f"Outside config ranges: {_us(u.best_ns)} -> {_us(u.cand_ns)} us per profile"
-                    f"{' (grew beyond noise)' if u.grew else ''}:", ""]
+            out += [
+                f"Outside config ranges: {_us(u.best_ns)} -> {_us(u.cand_ns)} us per profile"
+                f"{' (grew beyond noise)' if u.grew else ''}:",
+                "",
+            ]
             out += [f"- {g.side}: {g.kernel} x{g.calls}, {_us(g.total_ns)} us ({g.why})" for g in u.groups]
             out.append("")
         out += [f"- {p}" for p in self.problems]

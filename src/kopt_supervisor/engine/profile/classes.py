@@ -136,8 +136,9 @@ def compare_per_class(
     changes = []
     noise_notes: set[str] = set()
     for cls in sorted(classes):
-        change, note = _class_change(cls, classes[cls], runs_b, runs_c, confidence, z_within,
-                                     run_noise_pct / 100.0, regex.search)
+        change, note = _class_change(
+            cls, classes[cls], runs_b, runs_c, confidence, z_within, run_noise_pct / 100.0, regex.search
+        )
         if change is not None:
             changes.append(change)
         if note:
@@ -172,8 +173,7 @@ def _as_list(x: ProfileSummary | Sequence[ProfileSummary], side: str) -> list[Pr
 def _within_note(kb: int, kc: int, run_noise_pct: float) -> str:
     if kb >= 2 or kc >= 2:
         return f"{kb}+{kc} profiles: run-to-run spread measured"
-    return (f"launch-to-launch spread within each profile, plus {run_noise_pct:g}% run-to-run "
-            "([profile].run_noise_pct)")
+    return f"launch-to-launch spread within each profile, plus {run_noise_pct:g}% run-to-run ([profile].run_noise_pct)"
 
 
 def _class_change(
@@ -197,8 +197,9 @@ def _class_change(
             present.append(ref)
         elif all(in_b) and not any(in_c):
             best_ns = _mean([sum(a.total for a in r.configs[ref.key].values()) for r in runs_b])
-            problems.append(f"config {ref.key}: {best_ns / 1e3:.1f} us of kernels in its ranges in best, "
-                            "none in the candidate")
+            problems.append(
+                f"config {ref.key}: {best_ns / 1e3:.1f} us of kernels in its ranges in best, none in the candidate"
+            )
         elif all(in_c) and not any(in_b):
             problems.append(f"config {ref.key}: kernels in its ranges in the candidate, none in best")
         else:
@@ -218,8 +219,10 @@ def _class_change(
             continue
         calls_b, calls_c, basis = _calls(runs_b, runs_c, ref.key)
         if calls_b != calls_c:
-            problems.append(f"config {ref.key}: its ranges were opened {calls_b} times in best, "
-                            f"{calls_c} in the candidate (the bench must run the same calls)")
+            problems.append(
+                f"config {ref.key}: its ranges were opened {calls_b} times in best, "
+                f"{calls_c} in the candidate (the bench must run the same calls)"
+            )
         logs.append(math.log(tc / tb))
         var_within += vb / (tb * tb) + vc / (tc * tc)
         config_changes.append(ConfigChange(ref.key, tb, tc, tc / tb, calls_b, calls_c, basis))
@@ -229,26 +232,40 @@ def _class_change(
                     acc[name][0] += agg.total / calls / len(runs)
                     acc[name][1] += agg.n / len(runs)
     kernels = tuple(
-        ClassKernel(name, kernel_b[name][0] if name in kernel_b else 0.0,
-                    kernel_c[name][0] if name in kernel_c else 0.0,
-                    round(kernel_b[name][1]) if name in kernel_b else 0,
-                    round(kernel_c[name][1]) if name in kernel_c else 0,
-                    bool(is_target(name)))
+        ClassKernel(
+            name,
+            kernel_b[name][0] if name in kernel_b else 0.0,
+            kernel_c[name][0] if name in kernel_c else 0.0,
+            round(kernel_b[name][1]) if name in kernel_b else 0,
+            round(kernel_c[name][1]) if name in kernel_c else 0,
+            bool(is_target(name)),
+        )
         for name in sorted(set(kernel_b) | set(kernel_c))
     )
     appeared = tuple(sorted(set(kernel_c) - set(kernel_b)))
     disappeared = tuple(sorted(set(kernel_b) - set(kernel_c)))
     if not logs:
-        return ClassChange(cls, None, None, None, None, None, (), kernels, appeared, disappeared,
-                           tuple(problems)), ""
+        return ClassChange(cls, None, None, None, None, None, (), kernels, appeared, disappeared, tuple(problems)), ""
     m = len(logs)
     est = sum(logs) / m
-    lo, hi, note = _interval(est, var_within / (m * m), [ref.key for ref in present], runs_b, runs_c,
-                             confidence, z, floor)
+    lo, hi, note = _interval(
+        est, var_within / (m * m), [ref.key for ref in present], runs_b, runs_c, confidence, z, floor
+    )
     best_ns = sum(c.best_ns / c.best_calls for c in config_changes)
     cand_ns = sum(c.cand_ns / c.cand_calls for c in config_changes)
-    return ClassChange(cls, best_ns, cand_ns, math.exp(est), lo, hi, tuple(config_changes), kernels,
-                       appeared, disappeared, tuple(problems)), note
+    return ClassChange(
+        cls,
+        best_ns,
+        cand_ns,
+        math.exp(est),
+        lo,
+        hi,
+        tuple(config_changes),
+        kernels,
+        appeared,
+        disappeared,
+        tuple(problems),
+    ), note
 
 
 def _side_total(runs: list[AttributedProfile], key: str) -> tuple[float, float]:
@@ -285,8 +302,9 @@ def _interval(
         for runs in (runs_b, runs_c):
             if len(runs) < 2:
                 continue
-            levels = [sum(math.log(sum(a.total for a in r.configs[k].values())) for k in keys) / len(keys)
-                      for r in runs]
+            levels = [
+                sum(math.log(sum(a.total for a in r.configs[k].values())) for k in keys) / len(keys) for r in runs
+            ]
             mean = sum(levels) / len(levels)
             ss += sum((x - mean) ** 2 for x in levels)
             dof += len(levels) - 1
@@ -301,7 +319,9 @@ def _interval(
     return math.exp(est - half), math.exp(est + half), note
 
 
-def _unattributed(runs_b: list[AttributedProfile], runs_c: list[AttributedProfile], z: float, floor: float) -> Unattributed:
+def _unattributed(
+    runs_b: list[AttributedProfile], runs_c: list[AttributedProfile], z: float, floor: float
+) -> Unattributed:
     def side(runs: list[AttributedProfile], name: str) -> tuple[float, float, list[UnattributedGroup]]:
         k = len(runs)
         total = sum(t for r in runs for _, _, t, _, _ in r.outside) / k
@@ -322,23 +342,35 @@ def _unattributed(runs_b: list[AttributedProfile], runs_c: list[AttributedProfil
     return Unattributed(tb, tc, grew, tuple(gb + gc))
 
 
-def _fallback(bests: list[ProfileSummary], cands: list[ProfileSummary], confidence: float,
-              run_noise_pct: float) -> ClassComparison:
+def _fallback(
+    bests: list[ProfileSummary], cands: list[ProfileSummary], confidence: float, run_noise_pct: float
+) -> ClassComparison:
     """No ranges on either side: the whole run's target kernels, as `model.compare`."""
     b, c = bests[0], cands[0]
     old = compare(b, c)
     z = NormalDist().inv_cdf((1.0 + confidence) / 2.0)
     floor = run_noise_pct / 100.0
     half = z * math.sqrt(2.0 * floor * floor)
-    why = next((s.ranges_source[len("none"):].lstrip(": ") for s in (b, c) if s.ranges_source.startswith("none")),
-               "")
+    why = next((s.ranges_source[len("none") :].lstrip(": ") for s in (b, c) if s.ranges_source.startswith("none")), "")
     regex = f"; target kernels `{b.kernel_regex}`" if b.kernel_regex else ""
     change = ClassChange(
-        ALL_CLASSES, old.best_per_call_ns, old.cand_per_call_ns, old.ratio,
-        math.exp(math.log(old.ratio) - half), math.exp(math.log(old.ratio) + half),
-        kernels=tuple(ClassKernel(k.name, (k.best_avg_ns or 0.0) * k.best_calls / max(old.best_calls, 1),
-                                  (k.cand_avg_ns or 0.0) * k.cand_calls / max(old.cand_calls, 1),
-                                  k.best_calls, k.cand_calls, True) for k in old.kernels),
+        ALL_CLASSES,
+        old.best_per_call_ns,
+        old.cand_per_call_ns,
+        old.ratio,
+        math.exp(math.log(old.ratio) - half),
+        math.exp(math.log(old.ratio) + half),
+        kernels=tuple(
+            ClassKernel(
+                k.name,
+                (k.best_avg_ns or 0.0) * k.best_calls / max(old.best_calls, 1),
+                (k.cand_avg_ns or 0.0) * k.cand_calls / max(old.cand_calls, 1),
+                k.best_calls,
+                k.cand_calls,
+                True,
+            )
+            for k in old.kernels
+        ),
         appeared=tuple(k.name for k in old.kernels if k.best_calls == 0),
         disappeared=tuple(k.name for k in old.kernels if k.cand_calls == 0),
     )
@@ -347,8 +379,10 @@ def _fallback(bests: list[ProfileSummary], cands: list[ProfileSummary], confiden
         classes=(change,),
         unattributed=Unattributed(0.0, 0.0, False),
         confidence=confidence,
-        noise=(f"whole run: the {run_noise_pct:g}% run-to-run term only ([profile].run_noise_pct; without "
-               f"ranges a kernel's launches mix shapes, their spread is no noise measure); {old.basis}"),
+        noise=(
+            f"whole run: the {run_noise_pct:g}% run-to-run term only ([profile].run_noise_pct; without "
+            f"ranges a kernel's launches mix shapes, their spread is no noise measure); {old.basis}"
+        ),
         note=NO_RANGES_NOTE + (f" ({why})" if why else "") + regex,
         profiles=(len(bests), len(cands)),
         kernel_regex=b.kernel_regex,

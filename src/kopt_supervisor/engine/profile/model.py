@@ -85,8 +85,9 @@ def summarize(
         by_name[launch.kernel].append(launch)
     stats = [_kernel_stat(name, ls) for name, ls in by_name.items()]
     ranged_launches = any(x.range and x.range.startswith(KOPT_PREFIX) for x in launches)
-    summary = summary_from_stats(stats, kernel_regex, tool=tool, files=files, launches=len(launches),
-                                 display_only=ranged_launches)
+    summary = summary_from_stats(
+        stats, kernel_regex, tool=tool, files=files, launches=len(launches), display_only=ranged_launches
+    )
     with_range = [x for x in launches if x.range is not None]
     if not with_range:
         return replace(summary, ranges_source=ranges_source if ranges_source.startswith("none") else "")
@@ -101,9 +102,7 @@ def summarize(
     for x in attributable:
         if x.range_instance is not None:
             openings[x.range or ""].add(x.range_instance)
-    ranged = tuple(
-        _range_stat(rng, note, kernel, times) for (rng, note, kernel), times in sorted(groups.items())
-    )
+    ranged = tuple(_range_stat(rng, note, kernel, times) for (rng, note, kernel), times in sorted(groups.items()))
     return replace(
         summary,
         ranged=ranged,
@@ -142,15 +141,21 @@ def summary_from_stats(
     stats.sort(key=lambda k: (-k.total_ns, k.name))
     targets = [k for k in stats if k.target]
     if not targets and display_only:
-        return ProfileSummary(tool=tool, kernel_regex=kernel_regex, kernels=tuple(stats), calls=0, anchor="",
-                              target_total_ns=0.0, target_per_call_ns=0.0, hottest=stats[0].name,
-                              launches=sum(k.calls for k in stats) if launches is None else launches,
-                              files=files)
+        return ProfileSummary(
+            tool=tool,
+            kernel_regex=kernel_regex,
+            kernels=tuple(stats),
+            calls=0,
+            anchor="",
+            target_total_ns=0.0,
+            target_per_call_ns=0.0,
+            hottest=stats[0].name,
+            launches=sum(k.calls for k in stats) if launches is None else launches,
+            files=files,
+        )
     if not targets:
         seen = ", ".join(short_name(k.name, 40) for k in stats[:5])
-        raise KoptFailure(
-            f"{where}: no kernel matches [profile].kernel {kernel_regex!r} (seen: {seen})"
-        )
+        raise KoptFailure(f"{where}: no kernel matches [profile].kernel {kernel_regex!r} (seen: {seen})")
     anchor = min(targets, key=lambda k: (k.calls, -k.total_ns))
     target_total = sum(k.total_ns for k in targets)
     return ProfileSummary(

@@ -73,11 +73,14 @@ ROLE_RANGES, ROLE_OUTSIDE, ROLE_WHOLE = "ranges", "outside", "whole"
 PASS_RANGES = "kernels inside the kopt ranges, full metrics"
 PASS_OUTSIDE = "kernels outside the kopt ranges, GPU time only"
 PASS_WHOLE = "no launch inside a kopt range: the whole run, full metrics"
-PASSES_TWO = ("two passes: the kernels inside the kopt ranges with full metrics, the others "
-              "(outside/) with GPU time only")
-PASS_KEEP = "a keep's profile: one pass over the whole run, GPU time alone ([profile].keep = \"time\")"
-PASSES_FALLBACK = ("one whole-run pass with full metrics (whole/): the pass filtered to the kopt "
-                   "ranges found no launch (the bench emits no kopt range)")
+PASSES_TWO = (
+    "two passes: the kernels inside the kopt ranges with full metrics, the others (outside/) with GPU time only"
+)
+PASS_KEEP = 'a keep\'s profile: one pass over the whole run, GPU time alone ([profile].keep = "time")'
+PASSES_FALLBACK = (
+    "one whole-run pass with full metrics (whole/): the pass filtered to the kopt "
+    "ranges found no launch (the bench emits no kopt range)"
+)
 
 M_TIME = "gpu__time_duration.sum"
 M_REGS = "launch__registers_per_thread"
@@ -137,8 +140,13 @@ class NcuProfiler(Profiler):
             raise ValueError(f"keep must be one of {KEEP_MODES}, not {keep!r}")
         if keep == "full":
             return self
-        timing = NcuProfiler(executable=self.executable, metrics=(M_TIME,), cache_control=self.cache_control,
-                             launch_count=self.launch_count, outside_ranges="full")
+        timing = NcuProfiler(
+            executable=self.executable,
+            metrics=(M_TIME,),
+            cache_control=self.cache_control,
+            launch_count=self.launch_count,
+            outside_ranges="full",
+        )
         timing.pass_label = PASS_KEEP
         return timing
 
@@ -165,7 +173,9 @@ class NcuProfiler(Profiler):
         argv = self._argv(inner_argv, sub, (M_TIME,), ["--nvtx-exclude", NVTX_KOPT_REGEX])
         return ProfilePass(ROLE_OUTSIDE, PASS_OUTSIDE, tuple(argv), sub)
 
-    def _argv(self, inner_argv: list[str], out_dir: Path, metrics: tuple[str, ...], nvtx_filter: list[str]) -> list[str]:
+    def _argv(
+        self, inner_argv: list[str], out_dir: Path, metrics: tuple[str, ...], nvtx_filter: list[str]
+    ) -> list[str]:
         out_dir = Path(out_dir).resolve()
         out_dir.mkdir(parents=True, exist_ok=True)
         argv = [
@@ -221,8 +231,9 @@ class NcuProfiler(Profiler):
         ranges_dir, outside_dir = (Path(p.out_dir) for p in done)
         inside = _pass_launches(ranges_dir, where_expected="inside")
         outside = [] if profiled_nothing(outside_dir) else _pass_launches(outside_dir, where_expected="outside")
-        files = tuple(str(d / name) for d in (ranges_dir, outside_dir) for name in (NCU_IMPORT, NCU_NVTX)
-                      if (d / name).is_file())
+        files = tuple(
+            str(d / name) for d in (ranges_dir, outside_dir) for name in (NCU_IMPORT, NCU_NVTX) if (d / name).is_file()
+        )
         merged = summarize(inside + outside, kernel_regex, tool="ncu", files=files, ranges_source=NVTX_SOURCE)
         return replace(merged, passes=PASSES_TWO)
 
@@ -256,8 +267,9 @@ def _parse_pass(out_dir: Path, kernel_regex: str) -> ProfileSummary:
     if not path.is_file():
         raise KoptFailure(f"{path}: ncu wrote no output (did the profiled command run?)")
     if not nvtx.is_file():
-        return parse_ncu_csv(path, kernel_regex, why_no_ranges=(
-            f"none: {NCU_NVTX} missing (the profiler's after_commands did not run)"))
+        return parse_ncu_csv(
+            path, kernel_regex, why_no_ranges=(f"none: {NCU_NVTX} missing (the profiler's after_commands did not run)")
+        )
     return parse_ncu_csv(path, kernel_regex, nvtx_path=nvtx)
 
 
@@ -276,9 +288,11 @@ def _pass_launches(out_dir: Path, *, where_expected: str) -> list[Launch]:
         stray = not x.range if where_expected == "inside" else bool(x.range and x.range.startswith(KOPT_PREFIX))
         if stray:
             where = f"in range {x.range!r}" if x.range else "outside every range"
-            raise KoptFailure(f"{nvtx}: kernel {x.kernel!r} launched {where} in the pass of kernels {where_expected} "
-                              f"the kopt ranges: ncu's --nvtx-{'include' if where_expected == 'inside' else 'exclude'} "
-                              "filter did not apply")
+            raise KoptFailure(
+                f"{nvtx}: kernel {x.kernel!r} launched {where} in the pass of kernels {where_expected} "
+                f"the kopt ranges: ncu's --nvtx-{'include' if where_expected == 'inside' else 'exclude'} "
+                "filter did not apply"
+            )
     return launches
 
 
@@ -294,8 +308,7 @@ def parse_ncu_csv(
         return summarize(launches, kernel_regex, tool="ncu", files=(str(path),), ranges_source=why_no_ranges)
     renamed = ncu_kernel_names(_read(nvtx_path), where=str(nvtx_path))
     launches = with_nvtx_ranges(keyed, renamed, plain=str(path), nvtx=str(nvtx_path))
-    return summarize(launches, kernel_regex, tool="ncu", files=(str(path), str(nvtx_path)),
-                     ranges_source=NVTX_SOURCE)
+    return summarize(launches, kernel_regex, tool="ncu", files=(str(path), str(nvtx_path)), ranges_source=NVTX_SOURCE)
 
 
 def _read(path: Path) -> str:
@@ -317,8 +330,10 @@ def with_nvtx_ranges(
     keys = [k for k, _ in keyed]
     if set(keys) != set(renamed) or len(keys) != len(renamed):
         missing = sorted(set(keys) ^ set(renamed))[:3]
-        raise KoptFailure(f"{nvtx}: not the same launches as {plain} (e.g. process/ID {missing}): "
-                          "both must be printed from one ncu report")
+        raise KoptFailure(
+            f"{nvtx}: not the same launches as {plain} (e.g. process/ID {missing}): "
+            "both must be printed from one ncu report"
+        )
     out = []
     for key, launch in keyed:
         name = renamed[key]
@@ -335,8 +350,13 @@ def with_nvtx_ranges(
                 "'kopt:col=value,...' (see docs/profiling.md for the capture to check)"
             )
         else:
-            out.append(replace(launch, range=name, range_note=(
-                f"innermost range {name!r} is not a kopt range (ncu shows only the innermost range)")))
+            out.append(
+                replace(
+                    launch,
+                    range=name,
+                    range_note=(f"innermost range {name!r} is not a kopt range (ncu shows only the innermost range)"),
+                )
+            )
     return out
 
 
@@ -383,9 +403,7 @@ _Record = tuple[dict[str, str], dict[str, tuple[str, str]]]
 def _raw_records(header: list[str], rows: list[list[str]], where: str, *, need_time: bool = True) -> list[_Record]:
     """Raw page: one row per launch; the row with an empty ID under a header holds units."""
     if need_time and M_TIME not in header:
-        raise KoptFailure(
-            f"{where}: raw page has no {M_TIME} column (profiled without kopt's metrics?)"
-        )
+        raise KoptFailure(f"{where}: raw page has no {M_TIME} column (profiled without kopt's metrics?)")
     metric_cols = [c for c in header if "__" in c]
     units: dict[str, str] = {}
     records: list[_Record] = []
@@ -448,9 +466,7 @@ def _launch(record: _Record, where: str) -> Launch:
                 return v
             return convert(v, unit) if unit.strip() else v
         except ValueError as exc:
-            raise KoptFailure(
-                f"{where}: kernel {name!r}, {metric} = {text!r} {unit!r}: {exc}"
-            ) from None
+            raise KoptFailure(f"{where}: kernel {name!r}, {metric} = {text!r} {unit!r}: {exc}") from None
 
     duration = value(M_TIME, time_to_ns)
     if duration is None:

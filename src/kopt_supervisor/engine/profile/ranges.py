@@ -63,7 +63,7 @@ def parse_range(name: str, columns: Iterable[str]) -> list[tuple[str, str]]:
         raise ValueError(f"not a kopt range name (no {KOPT_PREFIX!r} prefix)")
     known = set(columns)
     pairs: list[tuple[str, str]] = []
-    for piece in name[len(KOPT_PREFIX):].split(","):
+    for piece in name[len(KOPT_PREFIX) :].split(","):
         col, eq, value = piece.partition("=")
         if eq and col in known:
             if any(c == col for c, _ in pairs):
@@ -85,9 +85,7 @@ class RangeMatcher:
     def __init__(self, configs: Iterable[ConfigRef]) -> None:
         self.configs = list(configs)
         self.columns = sorted({c for ref in self.configs for c in ref.row})
-        self._formatted = [
-            (ref, {c: format_value(v) for c, v in ref.row.items()}) for ref in self.configs
-        ]
+        self._formatted = [(ref, {c: format_value(v) for c, v in ref.row.items()}) for ref in self.configs]
         self._cache: dict[str, tuple[ConfigRef | None, str]] = {}
 
     def match(self, name: str) -> tuple[ConfigRef | None, str]:
@@ -105,6 +103,8 @@ class RangeMatcher:
         if not hits:
             return None, f"range {name!r} matches no config"
         if len(hits) > 1:
-            return None, (f"range {name!r} matches {len(hits)} configs ({hits[0].key}; {hits[1].key}"
-                          f"{'; ...' if len(hits) > 2 else ''}): it must name more columns")
+            return None, (
+                f"range {name!r} matches {len(hits)} configs ({hits[0].key}; {hits[1].key}"
+                f"{'; ...' if len(hits) > 2 else ''}): it must name more columns"
+            )
         return hits[0], ""

@@ -189,8 +189,11 @@ class ProfileSummary:
                 launches=int(data["launches"]),
                 files=tuple(data.get("files", ())),
                 ranged=tuple(RangeKernelStat.from_dict(g) for g in data.get("ranged", ())),
-                range_openings=(None if data.get("range_openings") is None
-                                else tuple(sorted((str(k), int(v)) for k, v in data["range_openings"].items()))),
+                range_openings=(
+                    None
+                    if data.get("range_openings") is None
+                    else tuple(sorted((str(k), int(v)) for k, v in data["range_openings"].items()))
+                ),
                 ranges_source=str(data.get("ranges_source", "")),
                 passes=str(data.get("passes", "")),
             )
@@ -228,8 +231,10 @@ class ProfileSummary:
         if self.passes:
             rows.append(f"Profile: {self.passes}.")
         if not self.calls:
-            rows.append(f"No kernel matches `{self.kernel_regex}` (it only marks kernels: the ranges decide "
-                        f"what is compared); hottest: `{short_name(self.hottest)}`.")
+            rows.append(
+                f"No kernel matches `{self.kernel_regex}` (it only marks kernels: the ranges decide "
+                f"what is compared); hottest: `{short_name(self.hottest)}`."
+            )
             return "\n".join(rows)
         rows.append(
             f"Target kernels (`{self.kernel_regex or '.*'}`): {self.target_total_ns / 1e3:.1f} us over "

@@ -50,8 +50,10 @@ OUTPUT_NAME = "kopt_%pid%"
 KERNEL_TRACE = "kernel_trace.csv"
 MARKER_TRACE = "marker_api_trace.csv"
 HIP_TRACE = "hip_api_trace.csv"
-RANGES_SOURCE = ("rocprofv3 marker + HIP API traces: the roctx push/pop ranges open on the launching "
-                 "thread around each dispatch's HIP launch call")
+RANGES_SOURCE = (
+    "rocprofv3 marker + HIP API traces: the roctx push/pop ranges open on the launching "
+    "thread around each dispatch's HIP launch call"
+)
 
 _ALIASES = {
     "name": ("kernel_name",),
@@ -103,9 +105,7 @@ class Rocprofv3Profiler(Profiler):
         stats_files = sorted(out_dir.rglob("*kernel_stats.csv"))
         if stats_files:
             stats = merge_stats([s for path in stats_files for s in stats_rows(path)])
-            return summary_from_stats(
-                stats, kernel_regex, tool="rocprofv3", files=tuple(map(str, stats_files))
-            )
+            return summary_from_stats(stats, kernel_regex, tool="rocprofv3", files=tuple(map(str, stats_files)))
         raise KoptFailure(f"{out_dir}: rocprofv3 wrote no *kernel_trace.csv or *kernel_stats.csv")
 
 
@@ -115,10 +115,7 @@ def _read_rows(path: Path) -> list[dict[str, str]]:
             reader = csv.DictReader(fh)
             if not reader.fieldnames:
                 raise KoptFailure(f"{path}: empty CSV")
-            return [
-                {(k or "").strip().lower(): (v or "").strip() for k, v in row.items()}
-                for row in reader
-            ]
+            return [{(k or "").strip().lower(): (v or "").strip() for k, v in row.items()} for row in reader]
     except OSError as exc:
         raise KoptFailure(f"{path}: cannot read: {exc.strerror}") from None
 
@@ -154,29 +151,29 @@ def _trace(path: Path) -> list[tuple[Launch, str]]:
     """Each dispatch row of a kernel_trace.csv: its Launch and its Correlation_Id ("" if none)."""
     rows = _read_rows(path)
     if rows and (_column(rows[0], "name") is None or _column(rows[0], "start") is None):
-        raise KoptFailure(
-            f"{path}: not a rocprofv3 kernel trace (needs Kernel_Name, Start_Timestamp, End_Timestamp)"
-        )
+        raise KoptFailure(f"{path}: not a rocprofv3 kernel trace (needs Kernel_Name, Start_Timestamp, End_Timestamp)")
     launches = []
     for i, row in enumerate(rows, start=2):
         start, end = _number(row, "start", path, i), _number(row, "end", path, i)
         if start is None or end is None or end < start:
             raise KoptFailure(f"{path}:{i}: bad timestamps start={start} end={end}")
         vgpr, agpr, sgpr = (_number(row, k, path, i) for k in ("vgpr", "agpr", "sgpr"))
-        launches.append((
-            Launch(
-                kernel=_column(row, "name") or "",
-                duration_ns=end - start,
-                registers_per_thread=None if vgpr is None else int(vgpr),
-                accum_vgprs=None if agpr is None else int(agpr),
-                sgprs=None if sgpr is None else int(sgpr),
-                shared_mem_bytes=_number(row, "lds", path, i),
-                scratch_bytes=_number(row, "scratch", path, i),
-                block=_shape(row, "workgroup_size"),
-                grid=_shape(row, "grid_size"),
-            ),
-            _column(row, "corr") or "",
-        ))
+        launches.append(
+            (
+                Launch(
+                    kernel=_column(row, "name") or "",
+                    duration_ns=end - start,
+                    registers_per_thread=None if vgpr is None else int(vgpr),
+                    accum_vgprs=None if agpr is None else int(agpr),
+                    sgprs=None if sgpr is None else int(sgpr),
+                    shared_mem_bytes=_number(row, "lds", path, i),
+                    scratch_bytes=_number(row, "scratch", path, i),
+                    block=_shape(row, "workgroup_size"),
+                    grid=_shape(row, "grid_size"),
+                ),
+                _column(row, "corr") or "",
+            )
+        )
     return launches
 
 
@@ -257,11 +254,14 @@ def parse_traces(traces: list[Path], kernel_regex: str) -> ProfileSummary:
             launches += [replace(x, range="") for x, _ in rows]
             continue
         if not hip.is_file():
-            raise KoptFailure(f"{marker}: roctx ranges but no {hip.name} beside it: kopt needs rocprofv3 "
-                              "--hip-runtime-trace to tell which range launched each dispatch")
+            raise KoptFailure(
+                f"{marker}: roctx ranges but no {hip.name} beside it: kopt needs rocprofv3 "
+                "--hip-runtime-trace to tell which range launched each dispatch"
+            )
         files += [str(marker), str(hip)]
-        launches += attribute_dispatches(rows, marker_ranges(marker), hip_calls(hip),
-                                         process=trace.name[: -len(KERNEL_TRACE)])
+        launches += attribute_dispatches(
+            rows, marker_ranges(marker), hip_calls(hip), process=trace.name[: -len(KERNEL_TRACE)]
+        )
     return summarize(launches, kernel_regex, tool="rocprofv3", files=tuple(files), ranges_source=RANGES_SOURCE)
 
 
@@ -278,8 +278,10 @@ def marker_ranges(path: Path) -> list[_Range]:
         name, thread = _column(row, "function"), _column(row, "thread")
         start, end = _number(row, "start", path, i), _number(row, "end", path, i)
         if name is None or thread is None or start is None or end is None:
-            raise KoptFailure(f"{path}:{i}: not a rocprofv3 marker trace row "
-                              "(needs Function, Thread_Id, Start_Timestamp, End_Timestamp)")
+            raise KoptFailure(
+                f"{path}:{i}: not a rocprofv3 marker trace row "
+                "(needs Function, Thread_Id, Start_Timestamp, End_Timestamp)"
+            )
         if end < start:
             raise KoptFailure(f"{path}:{i}: bad timestamps start={start} end={end}")
         if end > start:
@@ -294,8 +296,10 @@ def hip_calls(path: Path) -> dict[str, tuple[str, float, float]]:
         corr, thread = _column(row, "corr"), _column(row, "thread")
         start, end = _number(row, "start", path, i), _number(row, "end", path, i)
         if not corr or thread is None or start is None or end is None:
-            raise KoptFailure(f"{path}:{i}: not a rocprofv3 HIP API trace row "
-                              "(needs Correlation_Id, Thread_Id, Start_Timestamp, End_Timestamp)")
+            raise KoptFailure(
+                f"{path}:{i}: not a rocprofv3 HIP API trace row "
+                "(needs Correlation_Id, Thread_Id, Start_Timestamp, End_Timestamp)"
+            )
         out[corr] = (thread, start, end)
     return out
 
@@ -344,6 +348,9 @@ def _in_ranges(launch: Launch, open_: list[_Range], process: str) -> Launch:
     names = {r.name for r in kopt}
     inner = kopt[-1]
     if len(names) > 1:
-        return replace(launch, range=inner.name, range_note=(
-            f"nested kopt ranges {kopt[0].name!r} > {inner.name!r} name different configs"))
+        return replace(
+            launch,
+            range=inner.name,
+            range_note=(f"nested kopt ranges {kopt[0].name!r} > {inner.name!r} name different configs"),
+        )
     return replace(launch, range=inner.name, range_instance=f"{process}:{inner.thread}:{inner.start:.0f}")

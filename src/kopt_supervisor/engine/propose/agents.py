@@ -76,7 +76,11 @@ class AgentCall:
 def task_message(call: AgentCall) -> str:
     """The instruction given on the command line: the context pack is a file (it can be
     larger than an argv item may be), so the message says where it is and what to do."""
-    what = f"correctness repair {call.repair} of iteration v{call.iteration}" if call.repair else f"iteration v{call.iteration}"
+    what = (
+        f"correctness repair {call.repair} of iteration v{call.iteration}"
+        if call.repair
+        else f"iteration v{call.iteration}"
+    )
     return (
         f"You are the proposer of kopt {what}, optimizing a GPU kernel. Your brief, with the rules kopt "
         f"enforces and the evidence (profile, roofline, per-class history), is the file {call.prompt} "
@@ -134,17 +138,30 @@ def _model(call: AgentCall, flag: str = "--model") -> list[str]:
 # -- Claude Code ------------------------------------------------------------------------
 
 CLAUDE_TOOLS = "Read,Edit,MultiEdit,Write,Glob,Grep,Bash,TodoWrite"
-CLAUDE_DENIED = ("Bash(git commit:*),Bash(git push:*),Bash(git reset:*),Bash(git checkout:*),"
-                 "Bash(git rebase:*),Bash(git stash:*),Bash(git config:*),WebFetch,WebSearch")
+CLAUDE_DENIED = (
+    "Bash(git commit:*),Bash(git push:*),Bash(git reset:*),Bash(git checkout:*),"
+    "Bash(git rebase:*),Bash(git stash:*),Bash(git config:*),WebFetch,WebSearch"
+)
 
 
 def claude_argv(call: AgentCall) -> list[str]:
-    out = ["claude", "-p", task_message(call),
-           "--output-format", "stream-json", "--verbose",
-           "--permission-mode", "acceptEdits",
-           "--allowedTools", CLAUDE_TOOLS,
-           "--disallowedTools", CLAUDE_DENIED,
-           "--add-dir", str(call.plan.parent), str(call.prompt.parent)]
+    out = [
+        "claude",
+        "-p",
+        task_message(call),
+        "--output-format",
+        "stream-json",
+        "--verbose",
+        "--permission-mode",
+        "acceptEdits",
+        "--allowedTools",
+        CLAUDE_TOOLS,
+        "--disallowedTools",
+        CLAUDE_DENIED,
+        "--add-dir",
+        str(call.plan.parent),
+        str(call.prompt.parent),
+    ]
     out += _model(call)
     if call.session_id:
         out += ["--resume", call.session_id]
@@ -155,11 +172,18 @@ def claude_argv(call: AgentCall) -> list[str]:
 
 
 def codex_argv(call: AgentCall) -> list[str]:
-    out = ["codex", "exec", "--json",
-           "--sandbox", "workspace-write",
-           "--skip-git-repo-check",
-           "--cd", str(call.worktree),
-           "--add-dir", str(call.plan.parent)]
+    out = [
+        "codex",
+        "exec",
+        "--json",
+        "--sandbox",
+        "workspace-write",
+        "--skip-git-repo-check",
+        "--cd",
+        str(call.worktree),
+        "--add-dir",
+        str(call.plan.parent),
+    ]
     out += _model(call) + list(call.extra_args)
     if call.session_id:  # exec's options come before the subcommand (docs/exec.md)
         out += ["resume", call.session_id]
@@ -170,10 +194,17 @@ def codex_argv(call: AgentCall) -> list[str]:
 
 
 def gemini_argv(call: AgentCall) -> list[str]:
-    out = ["gemini", "-p", task_message(call),
-           "--output-format", "stream-json",
-           "--approval-mode", "yolo",
-           "--include-directories", f"{call.plan.parent},{call.prompt.parent}"]
+    out = [
+        "gemini",
+        "-p",
+        task_message(call),
+        "--output-format",
+        "stream-json",
+        "--approval-mode",
+        "yolo",
+        "--include-directories",
+        f"{call.plan.parent},{call.prompt.parent}",
+    ]
     out += _model(call)
     if call.session_id:
         out += ["--resume", call.session_id]
@@ -188,12 +219,26 @@ AIDER_EDITABLE_MAX = 40
 def aider_argv(call: AgentCall) -> list[str]:
     # the whole pack is the message; --no-git: aider never commits, never touches .gitignore,
     # and keeps its history files in logs/vN/agent/ instead of the worktree
-    out = ["aider", "--message-file", str(call.prompt),
-           "--yes-always", "--no-git", "--no-auto-commits", "--no-dirty-commits",
-           "--no-check-update", "--no-show-model-warnings", "--no-pretty", "--no-stream",
-           "--analytics-disable", "--map-tokens", "0",
-           "--chat-history-file", str(call.agent_dir / "aider.chat.history.md"),
-           "--input-history-file", str(call.agent_dir / "aider.input.history")]
+    out = [
+        "aider",
+        "--message-file",
+        str(call.prompt),
+        "--yes-always",
+        "--no-git",
+        "--no-auto-commits",
+        "--no-dirty-commits",
+        "--no-check-update",
+        "--no-show-model-warnings",
+        "--no-pretty",
+        "--no-stream",
+        "--analytics-disable",
+        "--map-tokens",
+        "0",
+        "--chat-history-file",
+        str(call.agent_dir / "aider.chat.history.md"),
+        "--input-history-file",
+        str(call.agent_dir / "aider.input.history"),
+    ]
     out += _model(call) + list(call.extra_args)
     out += ["--file", str(call.plan)]
     for rel in call.editable[:AIDER_EDITABLE_MAX]:
@@ -211,8 +256,16 @@ def opencode_permissions(call: AgentCall) -> dict[str, Any]:
         "*": "allow",
         "webfetch": "deny",
         "websearch": "deny",
-        "bash": {"*": "allow", "git commit*": "deny", "git push*": "deny", "git reset*": "deny",
-                 "git checkout*": "deny", "git rebase*": "deny", "git stash*": "deny", "git config*": "deny"},
+        "bash": {
+            "*": "allow",
+            "git commit*": "deny",
+            "git push*": "deny",
+            "git reset*": "deny",
+            "git checkout*": "deny",
+            "git rebase*": "deny",
+            "git stash*": "deny",
+            "git config*": "deny",
+        },
         "external_directory": {"*": "deny", f"{call.plan.parent}/*": "allow", f"{call.prompt.parent}/*": "allow"},
     }
 
@@ -236,48 +289,87 @@ def generic_argv(call: AgentCall) -> list[str]:
     raise ValueError('the "generic" agent has no command line of its own: set [propose].command')
 
 
-PRESETS: dict[str, AgentPreset] = {p.name: p for p in (
-    AgentPreset(
-        name="claude-code", executable="claude", argv=claude_argv, parse=parse_claude,
-        writable=("~/.claude", "~/.claude.json", "~/.claude.json.backup", "~/.cache/claude-cli-nodejs"),
-        home_env="CLAUDE_CONFIG_DIR",
-        version="Claude Code 2.1.x (2026)",
-        docs=("https://code.claude.com/docs/en/headless", "https://code.claude.com/docs/en/cli-reference"),
-        install="npm install -g @anthropic-ai/claude-code"),
-    AgentPreset(
-        name="codex", executable="codex", argv=codex_argv, parse=parse_codex,
-        writable=("~/.codex",), home_env="CODEX_HOME",
-        version="codex-cli 0.114+ (docs of 2026-04)",
-        docs=("https://developers.openai.com/codex/noninteractive", "https://developers.openai.com/codex/cli/reference",
-              "https://github.com/openai/codex/blob/main/docs/exec.md"),
-        install="npm install -g @openai/codex"),
-    AgentPreset(
-        name="gemini", executable="gemini", argv=gemini_argv, parse=parse_gemini,
-        writable=("~/.gemini",),
-        version="Gemini CLI 0.2x (headless.md and output/types.ts of 2026)",
-        docs=("https://geminicli.com/docs/cli/headless/",
-              "https://github.com/google-gemini/gemini-cli/blob/main/docs/cli/cli-reference.md",
-              "https://github.com/google-gemini/gemini-cli/blob/main/packages/core/src/output/types.ts"),
-        install="npm install -g @google/gemini-cli"),
-    AgentPreset(
-        name="aider", executable="aider", argv=aider_argv, parse=parse_aider,
-        writable=("~/.aider",), parses_stderr=True, timeout_s=1800.0,
-        version="aider 0.86 (base_coder.py usage report)",
-        docs=("https://aider.chat/docs/scripting.html", "https://aider.chat/docs/config/options.html",
-              "https://github.com/Aider-AI/aider/blob/main/aider/coders/base_coder.py"),
-        install="python -m pip install aider-install && aider-install"),
-    AgentPreset(
-        name="opencode", executable="opencode", argv=opencode_argv, parse=parse_opencode,
-        writable=("~/.local/share/opencode", "~/.config/opencode", "~/.cache/opencode", "~/.local/state/opencode"),
-        env=opencode_env,
-        version="opencode 1.x (run --format json)",
-        docs=("https://opencode.ai/docs/cli/", "https://opencode.ai/docs/permissions/"),
-        install="npm install -g opencode-ai"),
-    AgentPreset(
-        name="generic", executable="", argv=generic_argv, parse=parse_generic,
-        writable=(),
-        version="kopt's own contract ($KOPT_USAGE, or a JSON line)", docs=("docs/agents.md",)),
-)}
+PRESETS: dict[str, AgentPreset] = {
+    p.name: p
+    for p in (
+        AgentPreset(
+            name="claude-code",
+            executable="claude",
+            argv=claude_argv,
+            parse=parse_claude,
+            writable=("~/.claude", "~/.claude.json", "~/.claude.json.backup", "~/.cache/claude-cli-nodejs"),
+            home_env="CLAUDE_CONFIG_DIR",
+            version="Claude Code 2.1.x (2026)",
+            docs=("https://code.claude.com/docs/en/headless", "https://code.claude.com/docs/en/cli-reference"),
+            install="npm install -g @anthropic-ai/claude-code",
+        ),
+        AgentPreset(
+            name="codex",
+            executable="codex",
+            argv=codex_argv,
+            parse=parse_codex,
+            writable=("~/.codex",),
+            home_env="CODEX_HOME",
+            version="codex-cli 0.114+ (docs of 2026-04)",
+            docs=(
+                "https://developers.openai.com/codex/noninteractive",
+                "https://developers.openai.com/codex/cli/reference",
+                "https://github.com/openai/codex/blob/main/docs/exec.md",
+            ),
+            install="npm install -g @openai/codex",
+        ),
+        AgentPreset(
+            name="gemini",
+            executable="gemini",
+            argv=gemini_argv,
+            parse=parse_gemini,
+            writable=("~/.gemini",),
+            version="Gemini CLI 0.2x (headless.md and output/types.ts of 2026)",
+            docs=(
+                "https://geminicli.com/docs/cli/headless/",
+                "https://github.com/google-gemini/gemini-cli/blob/main/docs/cli/cli-reference.md",
+                "https://github.com/google-gemini/gemini-cli/blob/main/packages/core/src/output/types.ts",
+            ),
+            install="npm install -g @google/gemini-cli",
+        ),
+        AgentPreset(
+            name="aider",
+            executable="aider",
+            argv=aider_argv,
+            parse=parse_aider,
+            writable=("~/.aider",),
+            parses_stderr=True,
+            timeout_s=1800.0,
+            version="aider 0.86 (base_coder.py usage report)",
+            docs=(
+                "https://aider.chat/docs/scripting.html",
+                "https://aider.chat/docs/config/options.html",
+                "https://github.com/Aider-AI/aider/blob/main/aider/coders/base_coder.py",
+            ),
+            install="python -m pip install aider-install && aider-install",
+        ),
+        AgentPreset(
+            name="opencode",
+            executable="opencode",
+            argv=opencode_argv,
+            parse=parse_opencode,
+            writable=("~/.local/share/opencode", "~/.config/opencode", "~/.cache/opencode", "~/.local/state/opencode"),
+            env=opencode_env,
+            version="opencode 1.x (run --format json)",
+            docs=("https://opencode.ai/docs/cli/", "https://opencode.ai/docs/permissions/"),
+            install="npm install -g opencode-ai",
+        ),
+        AgentPreset(
+            name="generic",
+            executable="",
+            argv=generic_argv,
+            parse=parse_generic,
+            writable=(),
+            version="kopt's own contract ($KOPT_USAGE, or a JSON line)",
+            docs=("docs/agents.md",),
+        ),
+    )
+}
 
 assert tuple(PRESETS) == AGENT_NAMES, "config/agent_names.AGENT_NAMES names every preset, in order"
 
@@ -289,7 +381,9 @@ def preset(name: str) -> AgentPreset:
         raise ValueError(f"unknown agent {name!r} (known: {', '.join(AGENT_NAMES)})") from None
 
 
-def writable_paths(p: AgentPreset, extra: Sequence[str] = (), environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
+def writable_paths(
+    p: AgentPreset, extra: Sequence[str] = (), environ: Mapping[str, str] | None = None
+) -> tuple[str, ...]:
     """The folders and files the sandbox leaves writable for this CLI (besides cand/, the
     plan and logs/vN/agent/): the preset's, with the config folder an environment variable moved
     (CLAUDE_CONFIG_DIR, CODEX_HOME), then [propose].writable."""
@@ -324,9 +418,15 @@ class SessionChoice:
     why: str = ""
 
 
-def choose_session(history: Sequence[Mapping[str, Any]], iteration: int, agent: str,
-                   *, mode: str, repair_session: str | None = None, repair_started: int | None = None
-                   ) -> SessionChoice:
+def choose_session(
+    history: Sequence[Mapping[str, Any]],
+    iteration: int,
+    agent: str,
+    *,
+    mode: str,
+    repair_session: str | None = None,
+    repair_started: int | None = None,
+) -> SessionChoice:
     """Which session the agent continues.
 
     A repair continues its own iteration's session (same hypothesis), in either mode, when
@@ -336,8 +436,11 @@ def choose_session(history: Sequence[Mapping[str, Any]], iteration: int, agent: 
     between the session's start and this iteration was masked and its conversation must not
     influence this one: a fresh session starts. Pure."""
     if repair_session and valid_session_id(repair_session):
-        return SessionChoice(repair_session, repair_started if repair_started is not None else iteration,
-                             "the repair continues this iteration's session")
+        return SessionChoice(
+            repair_session,
+            repair_started if repair_started is not None else iteration,
+            "the repair continues this iteration's session",
+        )
     if mode != "resume":
         return SessionChoice(None, iteration, "")
     by_version = {int(h["version"]): h for h in history if isinstance(h.get("version"), int)}
@@ -348,7 +451,9 @@ def choose_session(history: Sequence[Mapping[str, Any]], iteration: int, agent: 
     if not run or not run.get("session_id") or run.get("agent") != agent:
         return SessionChoice(None, iteration, f"v{iteration - 1} left no {agent} session: a fresh session")
     if not valid_session_id(run["session_id"]):
-        return SessionChoice(None, iteration, f"v{iteration - 1}'s session id is not one kopt hands back: a fresh session")
+        return SessionChoice(
+            None, iteration, f"v{iteration - 1}'s session id is not one kopt hands back: a fresh session"
+        )
     started = run.get("session_started")
     started = started if isinstance(started, int) and started <= iteration - 1 else iteration - 1
     missing = [v for v in range(started, iteration) if v not in by_version]
@@ -366,8 +471,24 @@ def _last_agent_run(record: Mapping[str, Any]) -> dict[str, Any] | None:
 # ---------------------------------------------------------------------------------------
 # Installation check (kopt init, kopt doctor)
 
-_SHELL_WORDS = {"cd", "exec", "env", "time", "nice", "nohup", "source", ".", "eval", "if", "for", "while", "case",
-                "{", "(", "!"}
+_SHELL_WORDS = {
+    "cd",
+    "exec",
+    "env",
+    "time",
+    "nice",
+    "nohup",
+    "source",
+    ".",
+    "eval",
+    "if",
+    "for",
+    "while",
+    "case",
+    "{",
+    "(",
+    "!",
+}
 
 
 def command_executable(command: str) -> str | None:
@@ -404,7 +525,9 @@ def agent_setup(cfg: Config, environ: Mapping[str, str] | None = None) -> AgentS
     exe = command_executable(p.command) if p.command.strip() else (PRESETS[p.agent].executable if p.agent else None)
     found = shutil.which(exe, path=environ.get("PATH")) if exe else None
     pre = PRESETS.get(p.agent)
-    return AgentSetup(p.agent or "command", exe, found, writable_paths(pre, p.writable, environ) if pre else tuple(p.writable))
+    return AgentSetup(
+        p.agent or "command", exe, found, writable_paths(pre, p.writable, environ) if pre else tuple(p.writable)
+    )
 
 
 def check_agent(cfg: Config, environ: Mapping[str, str] | None = None) -> str | None:
@@ -417,6 +540,8 @@ def check_agent(cfg: Config, environ: Mapping[str, str] | None = None) -> str | 
     if p.agent and not p.command.strip():
         pre = PRESETS[p.agent]
         how = f" (install: {pre.install})" if pre.install else ""
-        return (f'[propose].agent = "{p.agent}": `{pre.executable}` is not on PATH{how}; '
-                f"or set [propose].command to the program's full path")
+        return (
+            f'[propose].agent = "{p.agent}": `{pre.executable}` is not on PATH{how}; '
+            f"or set [propose].command to the program's full path"
+        )
     return f"[propose].command: `{setup.executable}` is not on PATH (the proposer could not start)"

@@ -135,9 +135,15 @@ class PlanAssessment:
     reason: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"ok": self.ok, "hypothesis": self.plan.hypothesis, "target_class": self.plan.target_class,
-                "scope": self.plan.scope, "flags": list(self.flags), "reason": self.reason,
-                "citations": [{"kind": c.kind, "term": c.term, "evidence": c.evidence} for c in self.citations]}
+        return {
+            "ok": self.ok,
+            "hypothesis": self.plan.hypothesis,
+            "target_class": self.plan.target_class,
+            "scope": self.plan.scope,
+            "flags": list(self.flags),
+            "reason": self.reason,
+            "citations": [{"kind": c.kind, "term": c.term, "evidence": c.evidence} for c in self.citations],
+        }
 
 
 def _plan_pack(pack_json: Any) -> dict[str, Any]:
@@ -182,10 +188,12 @@ def assess_plan(plan_text: str, pack_json: Any) -> PlanAssessment:
     kernels = _dict(evidence.get("kernels"))
     metrics = _dict(evidence.get("metrics"))
     if plan.target_class and classes and plan.target_class not in classes:
-        return PlanAssessment(False, plan, reason=f"target_class {plan.target_class!r} is not a class of this bench "
-                                                  f"(classes: {', '.join(classes)})")
-    prose = "\n".join(ln for ln in text.splitlines()
-                      if not re.match(r"(?i)^\s*(target_class|scope)\s*:", ln))
+        return PlanAssessment(
+            False,
+            plan,
+            reason=f"target_class {plan.target_class!r} is not a class of this bench (classes: {', '.join(classes)})",
+        )
+    prose = "\n".join(ln for ln in text.splitlines() if not re.match(r"(?i)^\s*(target_class|scope)\s*:", ln))
     cites: list[Citation] = []
     for key, line in classes.items():
         if _class_pattern(str(key)).search(prose):
@@ -200,13 +208,19 @@ def assess_plan(plan_text: str, pack_json: Any) -> PlanAssessment:
         if terms is not None:
             hit = any(_word(t).search(prose) for t in terms)
         else:  # the bench's own metric column: a short name counts in backticks or after a number
-            hit = bool(re.search(r"`" + re.escape(str(label)) + r"`", prose) or
-                       re.search(r"\d\s*" + re.escape(str(label)) + r"(?![\w])", prose) or
-                       len(str(label)) >= 4 and _word(str(label)).search(prose))
+            hit = bool(
+                re.search(r"`" + re.escape(str(label)) + r"`", prose)
+                or re.search(r"\d\s*" + re.escape(str(label)) + r"(?![\w])", prose)
+                or len(str(label)) >= 4
+                and _word(str(label)).search(prose)
+            )
         if hit:
             cites.append(Citation("metric", str(label), str(line)))
     if not cites:
-        why = ("the plan names no config class, profiled kernel or metric from the context pack"
-               if pack else "no context pack to check the plan against")
+        why = (
+            "the plan names no config class, profiled kernel or metric from the context pack"
+            if pack
+            else "no context pack to check the plan against"
+        )
         return PlanAssessment(True, plan, (), ("uncited",), why)
     return PlanAssessment(True, plan, tuple(cites))

@@ -58,8 +58,13 @@ def agent_dir(ctx: ProposalContext) -> Path:
 
 def fill_placeholders(template: str, ctx: ProposalContext, extra: dict[str, str] | None = None) -> str:
     values: dict[str, Any] = {
-        "{prompt}": ctx.prompt_path, "{prompt_json}": prompt_json_path(ctx), "{plan}": ctx.plan_path,
-        "{worktree}": ctx.worktree, "{agent_dir}": agent_dir(ctx), **(extra or {})}
+        "{prompt}": ctx.prompt_path,
+        "{prompt_json}": prompt_json_path(ctx),
+        "{plan}": ctx.plan_path,
+        "{worktree}": ctx.worktree,
+        "{agent_dir}": agent_dir(ctx),
+        **(extra or {}),
+    }
     out = template
     for k, v in values.items():
         out = out.replace(k, shlex.quote(str(v)))
@@ -74,16 +79,31 @@ def editable_sources(pack_json: Path) -> tuple[str, ...]:
     except (OSError, ValueError):
         return ()
     files = (pack.get("target") or {}).get("sources") or [] if isinstance(pack, dict) else []
-    return tuple(str(f["path"]) for f in files
-                 if isinstance(f, dict) and f.get("editable") and isinstance(f.get("path"), str)
-                 and not Path(f["path"]).is_absolute() and ".." not in Path(f["path"]).parts)
+    return tuple(
+        str(f["path"])
+        for f in files
+        if isinstance(f, dict)
+        and f.get("editable")
+        and isinstance(f.get("path"), str)
+        and not Path(f["path"]).is_absolute()
+        and ".." not in Path(f["path"]).parts
+    )
 
 
 class CommandProposer:
     kind = "command"
 
-    def __init__(self, command: str, timeout_s: float, *, agent: str = "", model: str = "",
-                 args: Sequence[str] = (), session: str = "fresh", transcript_max_kib: int = 4096) -> None:
+    def __init__(
+        self,
+        command: str,
+        timeout_s: float,
+        *,
+        agent: str = "",
+        model: str = "",
+        args: Sequence[str] = (),
+        session: str = "fresh",
+        transcript_max_kib: int = 4096,
+    ) -> None:
         self.command = command
         self.timeout_s = timeout_s
         self.agent = agent
@@ -98,34 +118,60 @@ class CommandProposer:
     @classmethod
     def from_config(cls, cfg: Config) -> CommandProposer:
         p = cfg.propose
-        return cls(p.command, agent_timeout_s(cfg), agent=p.agent, model=p.model, args=p.args,
-                   session=p.session, transcript_max_kib=p.transcript_max_kib)
+        return cls(
+            p.command,
+            agent_timeout_s(cfg),
+            agent=p.agent,
+            model=p.model,
+            args=p.args,
+            session=p.session,
+            transcript_max_kib=p.transcript_max_kib,
+        )
 
     def propose(self, ctx: ProposalContext) -> Proposal:
         assert ctx.run is not None, "the engine passes its runner"
         resumable = self.preset is not None and supports_resume(self.agent, self.command) or "{session}" in self.command
         mine = self._sessions.get(ctx.iteration) if ctx.repair and resumable else None
-        choice = choose_session(ctx.history, ctx.iteration, self.agent or "command",
-                                mode=self.session if resumable else "fresh",
-                                repair_session=mine[0] if mine else None, repair_started=mine[1] if mine else None)
+        choice = choose_session(
+            ctx.history,
+            ctx.iteration,
+            self.agent or "command",
+            mode=self.session if resumable else "fresh",
+            repair_session=mine[0] if mine else None,
+            repair_started=mine[1] if mine else None,
+        )
         pack_json = prompt_json_path(ctx)
         own = agent_dir(ctx)
         own.mkdir(parents=True, exist_ok=True)
         call = AgentCall(
-            worktree=ctx.worktree, prompt=ctx.prompt_path, prompt_json=pack_json, plan=ctx.plan_path,
-            agent_dir=own, iteration=ctx.iteration, repair=ctx.repair, session_id=choice.session_id,
-            model=self.model, extra_args=self.args,
-            editable=editable_sources(pack_json) if self.agent == "aider" else ())
+            worktree=ctx.worktree,
+            prompt=ctx.prompt_path,
+            prompt_json=pack_json,
+            plan=ctx.plan_path,
+            agent_dir=own,
+            iteration=ctx.iteration,
+            repair=ctx.repair,
+            session_id=choice.session_id,
+            model=self.model,
+            extra_args=self.args,
+            editable=editable_sources(pack_json) if self.agent == "aider" else (),
+        )
         suffix = f"_repair{ctx.repair}" if ctx.repair else ""
         usage_path = own / f"usage{suffix}.json"
-        env = {**ctx.env, "KOPT_PROMPT_JSON": str(pack_json), "KOPT_USAGE": str(usage_path),
-               "KOPT_SESSION": choice.session_id or "", "KOPT_AGENT_DIR": str(own)}
+        env = {
+            **ctx.env,
+            "KOPT_PROMPT_JSON": str(pack_json),
+            "KOPT_USAGE": str(usage_path),
+            "KOPT_SESSION": choice.session_id or "",
+            "KOPT_AGENT_DIR": str(own),
+        }
         if self.preset is not None and self.preset.env is not None:
             env.update(self.preset.env(call))
         cmd: str | list[str]
         if self.command.strip():
-            cmd = fill_placeholders(self.command, ctx, {"{session}": choice.session_id or "",
-                                                        "{message}": task_message(call)})
+            cmd = fill_placeholders(
+                self.command, ctx, {"{session}": choice.session_id or "", "{message}": task_message(call)}
+            )
             shown = cmd
         else:
             assert self.preset is not None, "config validation requires a command or an agent"
@@ -140,21 +186,28 @@ class CommandProposer:
         run = self._agent_run(result, ctx, usage_path, choice.session_id, choice.started)
         if run.session_id:
             self._sessions[ctx.iteration] = (run.session_id, choice.started)
-        details: dict[str, Any] = {"command": shown, "exit": result.returncode, "seconds": round(result.duration_s, 1),
-                                   "agent": run.to_dict()}
+        details: dict[str, Any] = {
+            "command": shown,
+            "exit": result.returncode,
+            "seconds": round(result.duration_s, 1),
+            "agent": run.to_dict(),
+        }
         if choice.why:
             details["session"] = choice.why
         if not result.ok:
             if result.start_error and self.preset is not None and not self.command.strip():
-                why = (f'`{self.preset.executable}` could not start ([propose].agent = "{self.agent}"): '
-                       f"{result.start_error}")
+                why = (
+                    f'`{self.preset.executable}` could not start ([propose].agent = "{self.agent}"): '
+                    f"{result.start_error}"
+                )
                 return Proposal(False, f"proposer {why}", details)
             tail = result.tail(3)
             return Proposal(False, f"proposer {result.why()}" + (f": {tail.splitlines()[-1]}" if tail else ""), details)
         return Proposal(True, "", details)
 
-    def _agent_run(self, result: Any, ctx: ProposalContext, usage_path: Path, resumed: str | None,
-                   started: int) -> AgentRun:
+    def _agent_run(
+        self, result: Any, ctx: ProposalContext, usage_path: Path, resumed: str | None, started: int
+    ) -> AgentRun:
         """Parse the transcript, then cut it to size; the usage file of a plain or generic
         command (never of a preset: a CLI's own report is what counts)."""
         out_path, err_path = Path(result.stdout_path), Path(result.stderr_path)
@@ -174,10 +227,18 @@ class CommandProposer:
         except ValueError:
             shown = str(out_path)
         return replace(
-            run, agent=self.agent or "command", session_id=run.session_id or resumed,
-            session_started=started if (run.session_id or resumed) else None, resumed=bool(resumed),
-            model=run.model or self.model or None, wall_s=round(result.duration_s, 3), exit=result.returncode,
-            transcript_path=shown, transcript_bytes=out_size, transcript_cut=out_cut or err_cut)
+            run,
+            agent=self.agent or "command",
+            session_id=run.session_id or resumed,
+            session_started=started if (run.session_id or resumed) else None,
+            resumed=bool(resumed),
+            model=run.model or self.model or None,
+            wall_s=round(result.duration_s, 3),
+            exit=result.returncode,
+            transcript_path=shown,
+            transcript_bytes=out_size,
+            transcript_cut=out_cut or err_cut,
+        )
 
 
 def _read_usage(path: Path) -> AgentRun | None:

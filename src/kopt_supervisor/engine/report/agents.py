@@ -27,10 +27,12 @@ def agent_summary_line(iterations: Sequence[Iteration], cfg: Config) -> str | No
     total = spent((it.version, it.record) for it in iterations)
     if not total.runs:
         return None
-    return (f"- Agent: {_cost_total(total.cost_usd, total.runs, total.runs_without_cost)}"
-            f"{_budget(cfg.propose.budget_usd, fmt.usd)} over {total.runs} agent run(s), "
-            f"{fmt.count(total.tokens)} tokens{_budget(cfg.propose.budget_tokens, fmt.count)}, "
-            f"{fmt.clock(total.wall_s)} of agent wall time (masked iterations included; *{TITLE}*)")
+    return (
+        f"- Agent: {_cost_total(total.cost_usd, total.runs, total.runs_without_cost)}"
+        f"{_budget(cfg.propose.budget_usd, fmt.usd)} over {total.runs} agent run(s), "
+        f"{fmt.count(total.tokens)} tokens{_budget(cfg.propose.budget_tokens, fmt.count)}, "
+        f"{fmt.clock(total.wall_s)} of agent wall time (masked iterations included; *{TITLE}*)"
+    )
 
 
 def section(iterations: Sequence[Iteration], cfg: Config) -> list[str]:
@@ -44,32 +46,66 @@ def section(iterations: Sequence[Iteration], cfg: Config) -> list[str]:
     p = cfg.propose
     lines += [
         f"- Cost: {_cost_total(total.cost_usd, total.runs, total.runs_without_cost)} over {total.runs} agent run(s)"
-        + (f"; [propose].budget_usd = {fmt.usd(p.budget_usd)} ({fmt.share(100 * total.cost_usd / p.budget_usd)} "
-           "spent)" if p.budget_usd else "; no dollar budget ([propose].budget_usd = 0)"),
+        + (
+            f"; [propose].budget_usd = {fmt.usd(p.budget_usd)} ({fmt.share(100 * total.cost_usd / p.budget_usd)} spent)"
+            if p.budget_usd
+            else "; no dollar budget ([propose].budget_usd = 0)"
+        ),
         f"- Tokens: {total.tokens:,} (input {total.input_tokens:,}, of them read from a prompt cache "
         f"{total.cache_read_tokens:,} and written to one {total.cache_write_tokens:,}; output "
         f"{total.output_tokens:,})"
-        + (f"; [propose].budget_tokens = {p.budget_tokens:,} ({fmt.share(100 * total.tokens / p.budget_tokens)} "
-           "spent)" if p.budget_tokens else "; no token budget ([propose].budget_tokens = 0)")
+        + (
+            f"; [propose].budget_tokens = {p.budget_tokens:,} ({fmt.share(100 * total.tokens / p.budget_tokens)} spent)"
+            if p.budget_tokens
+            else "; no token budget ([propose].budget_tokens = 0)"
+        )
         + (f"; {total.runs_without_tokens} run(s) reported no tokens" if total.runs_without_tokens else ""),
         f"- Agent wall time: {fmt.clock(total.wall_s)} ({fmt.hours(total.wall_s)})",
     ]
     if silent:
-        lines.append(f"- Reported no cost: {', '.join(f'`{a}`' for a in silent)} "
-                     f"({total.runs_without_cost} run(s)); their dollars are unknown, not zero"
-                     + (" (Codex CLI and Gemini CLI print tokens, not prices)" if {"codex", "gemini"} & set(silent)
-                        else ""))
-    lines += ["", "Every agent run, its proposal and each correctness repair, masked iterations included "
-              "(their money was spent). Tokens are in / cached / out; the transcript is kept in the workspace "
-              "(size-capped by [propose].transcript_max_kib).", ""]
+        lines.append(
+            f"- Reported no cost: {', '.join(f'`{a}`' for a in silent)} "
+            f"({total.runs_without_cost} run(s)); their dollars are unknown, not zero"
+            + (" (Codex CLI and Gemini CLI print tokens, not prices)" if {"codex", "gemini"} & set(silent) else "")
+        )
+    lines += [
+        "",
+        "Every agent run, its proposal and each correctness repair, masked iterations included "
+        "(their money was spent). Tokens are in / cached / out; the transcript is kept in the workspace "
+        "(size-capped by [propose].transcript_max_kib).",
+        "",
+    ]
     rows = []
     for it, label, r in runs:
-        rows.append([f"v{it.version}" + (" (masked)" if it.masked else ""), it.status, label,
-                     r.agent or "command", r.model or fmt.DASH,
-                     fmt.usd(r.cost_usd) if r.cost_usd is not None else "not reported",
-                     _tokens(r), fmt.seconds(r.wall_s), _session(r), _transcript(r)])
-    lines += table(["iteration", "status", "run", "agent", "model", "cost", "tokens in / cached / out", "wall",
-                     "session", "transcript"], rows)
+        rows.append(
+            [
+                f"v{it.version}" + (" (masked)" if it.masked else ""),
+                it.status,
+                label,
+                r.agent or "command",
+                r.model or fmt.DASH,
+                fmt.usd(r.cost_usd) if r.cost_usd is not None else "not reported",
+                _tokens(r),
+                fmt.seconds(r.wall_s),
+                _session(r),
+                _transcript(r),
+            ]
+        )
+    lines += table(
+        [
+            "iteration",
+            "status",
+            "run",
+            "agent",
+            "model",
+            "cost",
+            "tokens in / cached / out",
+            "wall",
+            "session",
+            "transcript",
+        ],
+        rows,
+    )
     return [*lines, ""]
 
 
@@ -93,8 +129,9 @@ def _budget(value: float | int, write: Any) -> str:
 def _tokens(r: AgentRun) -> str:
     if r.input_tokens is None and r.output_tokens is None:
         return "not reported"
-    return " / ".join(fmt.count(v) if v is not None else fmt.DASH
-                      for v in (r.input_tokens, r.cache_read_tokens, r.output_tokens))
+    return " / ".join(
+        fmt.count(v) if v is not None else fmt.DASH for v in (r.input_tokens, r.cache_read_tokens, r.output_tokens)
+    )
 
 
 def _session(r: AgentRun) -> str:
@@ -106,5 +143,8 @@ def _session(r: AgentRun) -> str:
 def _transcript(r: AgentRun) -> str:
     if not r.transcript_path:
         return fmt.DASH
-    return f"`{r.transcript_path}`" + (f" ({fmt.size(r.transcript_bytes)}" if r.transcript_bytes else "") + (
-        ", cut)" if r.transcript_cut else ")" if r.transcript_bytes else "")
+    return (
+        f"`{r.transcript_path}`"
+        + (f" ({fmt.size(r.transcript_bytes)}" if r.transcript_bytes else "")
+        + (", cut)" if r.transcript_cut else ")" if r.transcript_bytes else "")
+    )

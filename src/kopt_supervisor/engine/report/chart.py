@@ -46,8 +46,7 @@ def _bar(fraction: float, width: int = BAR_WIDTH) -> str:
 
 def text_chart(series: Mapping[str, Sequence[Point]], metric: str, direction: str = "min") -> str:
     better = "lower" if direction == "min" else "higher"
-    lines = [f"Best {metric} per class over iterations (kept points; {better} is better; "
-             "% against the baseline)", ""]
+    lines = [f"Best {metric} per class over iterations (kept points; {better} is better; % against the baseline)", ""]
     if not series:
         return "\n".join([*lines, "(no measured points)"]) + "\n"
     for cls, points in series.items():
@@ -61,8 +60,15 @@ def text_chart(series: Mapping[str, Sequence[Point]], metric: str, direction: st
     return "\n".join(lines).rstrip() + "\n"
 
 
-def write_png(series: Mapping[str, Sequence[Point]], path: Path, metric: str, *, last_version: int,
-              title: str, direction: str = "min") -> bool:
+def write_png(
+    series: Mapping[str, Sequence[Point]],
+    path: Path,
+    metric: str,
+    *,
+    last_version: int,
+    title: str,
+    direction: str = "min",
+) -> bool:
     """Draw the chart with matplotlib; False (and nothing written) when it is not installed."""
     try:
         import matplotlib

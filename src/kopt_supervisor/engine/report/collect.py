@@ -171,8 +171,9 @@ def committed_stages(it: Iteration, stages: set[str]) -> frozenset[str]:
     return frozenset()
 
 
-def tree_samples(iterations: list[Iteration], samples: Mapping[int, list[SampleRow]] | Iterable[SampleRow],
-                 commit: str) -> TreeSamples:
+def tree_samples(
+    iterations: list[Iteration], samples: Mapping[int, list[SampleRow]] | Iterable[SampleRow], commit: str
+) -> TreeSamples:
     """Every sample of `commit`'s tree over the unmasked iterations (see the module doc).
     `samples`: rows, or rows indexed by version (index_by_version)."""
     by_version = samples if isinstance(samples, Mapping) else index_by_version(samples)

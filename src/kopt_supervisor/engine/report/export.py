@@ -59,15 +59,19 @@ def export_branch(ws: Workspace, branch: str) -> str:
     results_path = RESULTS_NAME if RESULTS_NAME not in in_branch else f"results-kopt-{ws.tag}.md"
     blob = gitops.hash_blob(repo, text.encode("utf-8"))
     head = gitops.commit_with_changes(
-        repo, head, [(results_path, "100644", blob)],
+        repo,
+        head,
+        [(results_path, "100644", blob)],
         f"kopt results of run {ws.tag}\n\nPer-config baseline and final latency, speedups, the kept iterations, "
-        f"the commands, the environment and the GPU evidence, written by `kopt export {ws.tag}`.\n")
+        f"the commands, the environment and the GPU evidence, written by `kopt export {ws.tag}`.\n",
+    )
     gitops.create_branch(repo, branch, head)
     return summary(branch, repo, baseline, exported, results_path)
 
 
-def export_keep(repo: str, it: Iteration, head: str, in_branch: set[str], baseline: str, tag: str,
-                bench_csv: str) -> ExportedKeep:
+def export_keep(
+    repo: str, it: Iteration, head: str, in_branch: set[str], baseline: str, tag: str, bench_csv: str
+) -> ExportedKeep:
     """Commit the source part of one keep on top of `head`; updates `in_branch`."""
     parents, _ = gitops.commit_info(repo, it.commit or "")
     parent = parents[0] if parents else (it.best_commit_before or baseline)
@@ -80,8 +84,13 @@ def export_keep(repo: str, it: Iteration, head: str, in_branch: set[str], baseli
     keep = ExportedKeep(it.version, None)
     changes: list[tuple[str, str | None, str | None]] = []
     for status, path in diff:
-        why = exclusion(path, ignored=path in ignored, in_branch=path in in_branch,
-                        proposer_files=proposer_files, bench_csv=bench_csv)
+        why = exclusion(
+            path,
+            ignored=path in ignored,
+            in_branch=path in in_branch,
+            proposer_files=proposer_files,
+            bench_csv=bench_csv,
+        )
         if why:
             keep.left_out.append((path, why))
             continue
@@ -96,25 +105,34 @@ def export_keep(repo: str, it: Iteration, head: str, in_branch: set[str], baseli
         in_branch.add(path)
         keep.files.append(path)
     if changes:
-        keep.commit = gitops.commit_with_changes(repo, head, changes, keep_message(it, tag, keep),
-                                                 author_date=it.finished_at)
+        keep.commit = gitops.commit_with_changes(
+            repo, head, changes, keep_message(it, tag, keep), author_date=it.finished_at
+        )
     return keep
 
 
 def keep_message(it: Iteration, tag: str, keep: ExportedKeep) -> str:
     dec = it.record.get("decision") or {}
-    lines = [(it.hypothesis or f"kopt v{it.version}").splitlines()[0][:72], "",
-             f"kopt run {tag}, iteration v{it.version}: {it.status} ({dec.get('by', 'engine')}): "
-             f"{dec.get('reason', '')}", ""]
+    lines = [
+        (it.hypothesis or f"kopt v{it.version}").splitlines()[0][:72],
+        "",
+        f"kopt run {tag}, iteration v{it.version}: {it.status} ({dec.get('by', 'engine')}): {dec.get('reason', '')}",
+        "",
+    ]
     for cls, c in sorted((it.record.get("classes") or {}).items()):
         if c.get("best") is None or c.get("cand") is None:
             continue
         interval = f" {fmt.interval(c['lo'], c['hi'])}" if fmt.is_num(c.get("lo")) and fmt.is_num(c.get("hi")) else ""
-        lines.append(f"  {cls}: {fmt.num(c['best'])} -> {fmt.num(c['cand'])} "
-                     f"({fmt.change(c.get('delta_pct', 0.0))}{interval}, {c.get('verdict', '')})")
+        lines.append(
+            f"  {cls}: {fmt.num(c['best'])} -> {fmt.num(c['cand'])} "
+            f"({fmt.change(c.get('delta_pct', 0.0))}{interval}, {c.get('verdict', '')})"
+        )
     if dec.get("rounds"):
-        lines += ["", f"Measured paired with the best of that moment over {dec['rounds']} rounds "
-                  f"({fmt.num(float(dec.get('gpu_seconds') or 0))} GPU-s)."]
+        lines += [
+            "",
+            f"Measured paired with the best of that moment over {dec['rounds']} rounds "
+            f"({fmt.num(float(dec.get('gpu_seconds') or 0))} GPU-s).",
+        ]
     if it.target_class:
         lines.append(f"Target class: {it.target_class}.")
     lines.append(f"kopt commit: {it.commit}")
@@ -128,9 +146,11 @@ def summary(branch: str, repo: str, baseline: str, exported: list[ExportedKeep],
     made = [k for k in exported if k.commit]
     empty = [k for k in exported if not k.commit]
     left = [(k.version, p, why) for k in exported for p, why in k.left_out]
-    text = (f"created branch {branch} in {repo} from the baseline {baseline[:10]}: "
-            f"{len(made)} commit(s) for {', '.join(f'v{k.version}' for k in made) or 'no keep'} "
-            f"and one adding {results_path}; nothing was checked out")
+    text = (
+        f"created branch {branch} in {repo} from the baseline {baseline[:10]}: "
+        f"{len(made)} commit(s) for {', '.join(f'v{k.version}' for k in made) or 'no keep'} "
+        f"and one adding {results_path}; nothing was checked out"
+    )
     if empty:
         text += f"; no source change in {', '.join(f'v{k.version}' for k in empty)}"
     if left:

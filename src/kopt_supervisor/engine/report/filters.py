@@ -24,23 +24,73 @@ from pathlib import PurePosixPath
 
 ARTIFACT_GLOBS: dict[str, tuple[str, ...]] = {
     "a compiled or build output": (
-        "*.pyc", "*.pyo", "*.so", "*.o", "*.obj", "*.a", "*.lib", "*.dll", "*.dylib", "*.exe", "*.cubin",
-        "*.fatbin", "*.hsaco", "*.whl",
+        "*.pyc",
+        "*.pyo",
+        "*.so",
+        "*.o",
+        "*.obj",
+        "*.a",
+        "*.lib",
+        "*.dll",
+        "*.dylib",
+        "*.exe",
+        "*.cubin",
+        "*.fatbin",
+        "*.hsaco",
+        "*.whl",
     ),
     "a profiler report or trace": (
-        "*.ncu-rep", "*.nsys-rep", "*.qdrep", "*.qdstrm", "*.sqlite", "*.rpd", "*.pftrace", "*.otf2",
-        "*.pt.trace.json", "*_kernel_trace.csv", "*_kernel_stats.csv", "*_agent_info.csv", "*_results.db",
+        "*.ncu-rep",
+        "*.nsys-rep",
+        "*.qdrep",
+        "*.qdstrm",
+        "*.sqlite",
+        "*.rpd",
+        "*.pftrace",
+        "*.otf2",
+        "*.pt.trace.json",
+        "*_kernel_trace.csv",
+        "*_kernel_stats.csv",
+        "*_agent_info.csv",
+        "*_results.db",
     ),
     "a log or scratch file": (
-        "*.log", "nohup.out", "slurm-*.out", "*.tmp", "*.temp", "*.bak", "*.orig", "*.rej", "*.swp", "*.swo",
-        "*~", ".DS_Store", "core", "core.[0-9]*",
+        "*.log",
+        "nohup.out",
+        "slurm-*.out",
+        "*.tmp",
+        "*.temp",
+        "*.bak",
+        "*.orig",
+        "*.rej",
+        "*.swp",
+        "*.swo",
+        "*~",
+        ".DS_Store",
+        "core",
+        "core.[0-9]*",
     ),
 }
 
-ARTIFACT_DIRS = frozenset({
-    "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".ipynb_checkpoints", ".triton", ".cache",
-    "build", "dist", ".eggs", "logs", "profiles", "traces", "scratch", "tmp",
-})
+ARTIFACT_DIRS = frozenset(
+    {
+        "__pycache__",
+        ".pytest_cache",
+        ".mypy_cache",
+        ".ruff_cache",
+        ".ipynb_checkpoints",
+        ".triton",
+        ".cache",
+        "build",
+        "dist",
+        ".eggs",
+        "logs",
+        "profiles",
+        "traces",
+        "scratch",
+        "tmp",
+    }
+)
 
 
 def artifact_glob(path: str) -> tuple[str, str] | None:

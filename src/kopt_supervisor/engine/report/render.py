@@ -62,8 +62,16 @@ def config_stats(data: RunData, direction: str) -> list[ConfigStats]:
     for key, info in sorted(data.configs.items(), key=lambda kv: (kv[1].cls, kv[0])):
         b = summarize(data.baseline_tree.values.get(key, []))
         f = summarize(data.final_tree.values.get(key, []))
-        out.append(ConfigStats(key, info.cls, info.production, b, f,
-                               speedup(b.median if b else None, f.median if f else None, direction)))
+        out.append(
+            ConfigStats(
+                key,
+                info.cls,
+                info.production,
+                b,
+                f,
+                speedup(b.median if b else None, f.median if f else None, direction),
+            )
+        )
     return out
 
 
@@ -186,17 +194,22 @@ def _summary(inp: ReportInputs, stats: list[ConfigStats]) -> list[str]:
     ]
     cost = meta.get("decision_cost")
     if isinstance(cost, Mapping) and cost.get("text"):
-        lines.append(f"- One decision with this bench ({cost.get('mode')}, estimated after the baseline): "
-                     f"{cost['text']}" + (" **(slow)**" if cost.get("slow") else ""))
+        lines.append(
+            f"- One decision with this bench ({cost.get('mode')}, estimated after the baseline): "
+            f"{cost['text']}" + (" **(slow)**" if cost.get("slow") else "")
+        )
     agent = agents.agent_summary_line(d.iterations, cfg)
     if agent:
         lines.append(agent)
     unsandboxed = ran_unsandboxed(meta)
     lines += [f"- Sandbox: **{sandbox_line(meta)}**" if unsandboxed else f"- Sandbox: {sandbox_line(meta)}", ""]
     if unsandboxed:
-        lines += ["> **Warning:** proposers and candidate code of this run ran without kopt's sandbox "
-                  "(the line above says why): nothing kept them from kopt's state, the best tree or the bench's files "
-                  "(docs/security.md). Treat every number below as the word of unconfined code.", ""]
+        lines += [
+            "> **Warning:** proposers and candidate code of this run ran without kopt's sandbox "
+            "(the line above says why): nothing kept them from kopt's state, the best tree or the bench's files "
+            "(docs/security.md). Treat every number below as the word of unconfined code.",
+            "",
+        ]
     if meta.get("notice"):
         lines += [f"> **Note:** {meta['notice']}", ""]
     if not d.chain:
@@ -215,29 +228,52 @@ def _gpu_seconds(its: Iterable[Iteration]) -> float:
 
 def _speedup_per_config(inp: ReportInputs, stats: list[ConfigStats]) -> list[str]:
     metric = inp.cfg.target.metric
-    rows = [[s.key, s.cls, "yes" if s.production else "no", fmt.num(s.baseline.median if s.baseline else None),
-             fmt.num(s.final.median if s.final else None), fmt.speedup(s.speedup), _delta_of_speedup(s.speedup)]
-            for s in stats]
+    rows = [
+        [
+            s.key,
+            s.cls,
+            "yes" if s.production else "no",
+            fmt.num(s.baseline.median if s.baseline else None),
+            fmt.num(s.final.median if s.final else None),
+            fmt.speedup(s.speedup),
+            _delta_of_speedup(s.speedup),
+        ]
+        for s in stats
+    ]
     gm, n = production_geomean(stats)
     rows.append([f"**geomean over {n} production config(s)**", "", "", "", "", fmt.speedup(gm), _delta_of_speedup(gm)])
-    return ["## Speedup per config", "",
-            f"Median `{metric}` of every sample of each tree (counts in *Latency per config*); "
-            "Δ is the final tree's change in the metric against the baseline.", "",
-            *_table(["config", "class", "production", f"baseline median {metric}", f"final median {metric}",
-                     "speedup", "Δ"], rows), ""]
+    return [
+        "## Speedup per config",
+        "",
+        f"Median `{metric}` of every sample of each tree (counts in *Latency per config*); "
+        "Δ is the final tree's change in the metric against the baseline.",
+        "",
+        *_table(
+            ["config", "class", "production", f"baseline median {metric}", f"final median {metric}", "speedup", "Δ"],
+            rows,
+        ),
+        "",
+    ]
 
 
 def _speedup_per_class(inp: ReportInputs, stats: list[ConfigStats]) -> list[str]:
     rows = []
     for cls, (v, n, prod) in class_speedups(stats).items():
         paired = paired_chain_speedup(inp.data.chain, cls)
-        rows.append([cls, f"{n} {'production' if prod else 'config(s), none production'}", fmt.speedup(v), fmt.speedup(paired)])
-    return ["## Speedup per class", "",
-            "Geometric mean of the class's per-config speedups (its production configs, or all of its "
-            "configs when none is production). The paired estimate multiplies the kept iterations' "
-            "paired ratios (each measured best vs candidate, interleaved in one session), so drift "
-            "between sessions does not enter it; the two agree when the run was stable.", "",
-            *_table(["class", "configs", "speedup (medians)", "speedup (paired, chain of keeps)"], rows), ""]
+        rows.append(
+            [cls, f"{n} {'production' if prod else 'config(s), none production'}", fmt.speedup(v), fmt.speedup(paired)]
+        )
+    return [
+        "## Speedup per class",
+        "",
+        "Geometric mean of the class's per-config speedups (its production configs, or all of its "
+        "configs when none is production). The paired estimate multiplies the kept iterations' "
+        "paired ratios (each measured best vs candidate, interleaved in one session), so drift "
+        "between sessions does not enter it; the two agree when the run was stable.",
+        "",
+        *_table(["class", "configs", "speedup (medians)", "speedup (paired, chain of keeps)"], rows),
+        "",
+    ]
 
 
 def _latency_per_config(inp: ReportInputs, stats: list[ConfigStats]) -> list[str]:
@@ -250,17 +286,23 @@ def _latency_per_config(inp: ReportInputs, stats: list[ConfigStats]) -> list[str
     def sources(tree: Any) -> str:
         return ", ".join(f"v{v} ({n})" for v, n in tree.sources.items()) or "none"
 
-    return ["## Latency per config", "",
-            f"Every sample of the baseline tree `{fmt.sha(d.baseline.commit)}` and of the final tree "
-            f"`{fmt.sha(d.best.commit)}` measured in this run, in `{inp.cfg.target.metric}`: one sample is one "
-            "config's value from one bench run (or one block of an ab_command run). The current best is "
-            "re-measured beside every candidate, so a tree's samples come from several iterations. "
-            "std is the sample standard deviation; p10/p90 interpolate linearly.", "",
-            f"- baseline tree samples by iteration (samples over all configs): {sources(d.baseline_tree)}",
-            f"- final tree samples by iteration: {sources(d.final_tree)}",
-            f"- left out because the GPU gate flagged their round (throttling, another process): "
-            f"{d.baseline_tree.flagged} of the baseline tree, {d.final_tree.flagged} of the final tree", "",
-            *_table([ "config", "tree", "samples", "median", "mean", "std", "min", "p10", "p90"], rows), ""]
+    return [
+        "## Latency per config",
+        "",
+        f"Every sample of the baseline tree `{fmt.sha(d.baseline.commit)}` and of the final tree "
+        f"`{fmt.sha(d.best.commit)}` measured in this run, in `{inp.cfg.target.metric}`: one sample is one "
+        "config's value from one bench run (or one block of an ab_command run). The current best is "
+        "re-measured beside every candidate, so a tree's samples come from several iterations. "
+        "std is the sample standard deviation; p10/p90 interpolate linearly.",
+        "",
+        f"- baseline tree samples by iteration (samples over all configs): {sources(d.baseline_tree)}",
+        f"- final tree samples by iteration: {sources(d.final_tree)}",
+        f"- left out because the GPU gate flagged their round (throttling, another process): "
+        f"{d.baseline_tree.flagged} of the baseline tree, {d.final_tree.flagged} of the final tree",
+        "",
+        *_table(["config", "tree", "samples", "median", "mean", "std", "min", "p10", "p90"], rows),
+        "",
+    ]
 
 
 def _chart(inp: ReportInputs) -> list[str]:
@@ -289,28 +331,64 @@ def _kept(inp: ReportInputs) -> list[str]:
     rows = []
     for it in d.chain:
         dec = it.record.get("decision") or {}
-        rows.append([f"v{it.version}", fmt.sha(it.commit), it.hypothesis, it.target_class or "global",
-                     f"{it.status} ({dec.get('by', 'engine')})", _class_deltas(it), profiler_view.change_cell(it),
-                     truth_line(dict(it.record), str(it.status)), dec.get("rounds") or "—",
-                     fmt.num(dec.get("gpu_seconds")), ", ".join(it.record.get("changed_files") or []) or "—"])
-    lines = ["## Kept iterations", "",
-             "The keeps the final tree is made of, oldest first. Δ per class is the candidate against the "
-             "best of that moment, measured paired; the interval is the decision's, at "
-             f"{inp.cfg.decide.confidence:g} confidence, valid under its repeated looks.", ""]
-    timer_only = [f"v{it.version}" for it in d.chain if truth_line(dict(it.record), str(it.status)).startswith(TIMER_ONLY)]
+        rows.append(
+            [
+                f"v{it.version}",
+                fmt.sha(it.commit),
+                it.hypothesis,
+                it.target_class or "global",
+                f"{it.status} ({dec.get('by', 'engine')})",
+                _class_deltas(it),
+                profiler_view.change_cell(it),
+                truth_line(dict(it.record), str(it.status)),
+                dec.get("rounds") or "—",
+                fmt.num(dec.get("gpu_seconds")),
+                ", ".join(it.record.get("changed_files") or []) or "—",
+            ]
+        )
+    lines = [
+        "## Kept iterations",
+        "",
+        "The keeps the final tree is made of, oldest first. Δ per class is the candidate against the "
+        "best of that moment, measured paired; the interval is the decision's, at "
+        f"{inp.cfg.decide.confidence:g} confidence, valid under its repeated looks.",
+        "",
+    ]
+    timer_only = [
+        f"v{it.version}" for it in d.chain if truth_line(dict(it.record), str(it.status)).startswith(TIMER_ONLY)
+    ]
     if timer_only:
-        lines += [f"{TIMER_ONLY.capitalize()}: {', '.join(timer_only)} ({len(timer_only)} of {len(rows)} keeps: no "
-                  "profiler on the GPU, or without a GPU no OS accounting that could tell).", ""]
+        lines += [
+            f"{TIMER_ONLY.capitalize()}: {', '.join(timer_only)} ({len(timer_only)} of {len(rows)} keeps: no "
+            "profiler on the GPU, or without a GPU no OS accounting that could tell).",
+            "",
+        ]
     if rows:
-        lines += _table(["iteration", "commit", "hypothesis", "target", "verdict (by)", "Δ per class [interval]",
-                         "profiler per class: ns/call best → cand (change, agreement)", "confirmed by (external truth)",
-                         "rounds", "GPU-s", "files"], rows)
+        lines += _table(
+            [
+                "iteration",
+                "commit",
+                "hypothesis",
+                "target",
+                "verdict (by)",
+                "Δ per class [interval]",
+                "profiler per class: ns/call best → cand (change, agreement)",
+                "confirmed by (external truth)",
+                "rounds",
+                "GPU-s",
+                "files",
+            ],
+            rows,
+        )
     else:
         lines.append("None: no candidate was kept.")
     stray = d.stray_keeps
     if stray:
-        lines += ["", "Kept but not part of the final tree (left out of the statistics): "
-                  + ", ".join(f"v{it.version} ({it.hypothesis})" for it in stray)]
+        lines += [
+            "",
+            "Kept but not part of the final tree (left out of the statistics): "
+            + ", ".join(f"v{it.version} ({it.hypothesis})" for it in stray),
+        ]
     return [*lines, ""]
 
 
@@ -326,19 +404,45 @@ def _dispatch(inp: ReportInputs, stats: list[ConfigStats]) -> list[str]:
     rows = []
     for cls in d.classes:
         mine = [it for it in targeted if it.target_class == cls]
-        impl = "; ".join(f"v{it.version} `{fmt.sha(it.commit)}`: {it.hypothesis}" for it in mine) or \
-            "the shared path (global keeps only)"
-        params = [str((it.record.get("proposal") or {}).get("params")) for it in mine
-                  if (it.record.get("proposal") or {}).get("params") is not None]
+        impl = (
+            "; ".join(f"v{it.version} `{fmt.sha(it.commit)}`: {it.hypothesis}" for it in mine)
+            or "the shared path (global keeps only)"
+        )
+        params = [
+            str((it.record.get("proposal") or {}).get("params"))
+            for it in mine
+            if (it.record.get("proposal") or {}).get("params") is not None
+        ]
         kernel = _kernel_of(mine[-1]) if mine else _kernel_of(d.best)
         n = sum(1 for c in d.configs.values() if c.cls == cls)
-        rows.append([cls, n, impl + (f" (params {', '.join(params)})" if params else ""), kernel,
-                     f"{fmt.num(base_cls.get(cls))} → {fmt.num(final_cls.get(cls))}", fmt.speedup(per_class[cls][0])])
-    return [*lines,
-            "Class-targeted keeps specialise the kernel per config class; the class key is the dispatch "
-            "condition. Latency is the geometric mean of the class's per-config medians.", "",
-            *_table(["dispatch condition (class)", "configs", "implementation (the keeps that chose it)", "kernel",
-                     f"{inp.cfg.target.metric} baseline → final", "speedup"], rows), ""]
+        rows.append(
+            [
+                cls,
+                n,
+                impl + (f" (params {', '.join(params)})" if params else ""),
+                kernel,
+                f"{fmt.num(base_cls.get(cls))} → {fmt.num(final_cls.get(cls))}",
+                fmt.speedup(per_class[cls][0]),
+            ]
+        )
+    return [
+        *lines,
+        "Class-targeted keeps specialise the kernel per config class; the class key is the dispatch "
+        "condition. Latency is the geometric mean of the class's per-config medians.",
+        "",
+        *_table(
+            [
+                "dispatch condition (class)",
+                "configs",
+                "implementation (the keeps that chose it)",
+                "kernel",
+                f"{inp.cfg.target.metric} baseline → final",
+                "speedup",
+            ],
+            rows,
+        ),
+        "",
+    ]
 
 
 def _kernel_of(it: Iteration) -> str:
@@ -374,22 +478,57 @@ def _roofline(inp: ReportInputs) -> list[str]:
         for key, fp in rv.final.items():
             bp = rv.baseline.get(key)
             floor = None if fp.floor_s is None else fp.floor_s / r.unit_scale
-            rows.append([key, fmt.num(fp.flops), fmt.num(fp.bytes), fmt.num(fp.intensity), fp.bound,
-                         fmt.num(floor), fmt.rate(bp.achieved_Bps if bp else None, "B/s"),
-                         fmt.rate(fp.achieved_Bps, "B/s"), fmt.rate(fp.achieved_flops, "FLOP/s"),
-                         fmt.share(bp.pct_of_peak if bp else None), fmt.share(fp.pct_of_peak),
-                         "**faster than its floor: suspicious**" if fp.suspicious else ""])
-        lines += _table(["config", "FLOPs", "bytes", "FLOP/byte", "bound", f"floor {unit}", "baseline bandwidth",
-                         "final bandwidth", "final FLOP/s", "baseline % of peak", "final % of peak", "note"], rows)
+            rows.append(
+                [
+                    key,
+                    fmt.num(fp.flops),
+                    fmt.num(fp.bytes),
+                    fmt.num(fp.intensity),
+                    fp.bound,
+                    fmt.num(floor),
+                    fmt.rate(bp.achieved_Bps if bp else None, "B/s"),
+                    fmt.rate(fp.achieved_Bps, "B/s"),
+                    fmt.rate(fp.achieved_flops, "FLOP/s"),
+                    fmt.share(bp.pct_of_peak if bp else None),
+                    fmt.share(fp.pct_of_peak),
+                    "**faster than its floor: suspicious**" if fp.suspicious else "",
+                ]
+            )
+        lines += _table(
+            [
+                "config",
+                "FLOPs",
+                "bytes",
+                "FLOP/byte",
+                "bound",
+                f"floor {unit}",
+                "baseline bandwidth",
+                "final bandwidth",
+                "final FLOP/s",
+                "baseline % of peak",
+                "final % of peak",
+                "note",
+            ],
+            rows,
+        )
         lines += [""]
         if rv.final_classes:
             crow = []
             for cls, c in rv.final_classes.items():
                 b = rv.baseline_classes.get(cls)
-                crow.append([cls, c.bound, fmt.share(b.pct_geomean if b else None), fmt.share(c.pct_geomean),
-                             fmt.share(c.pct_min), _blocker(c.bound, c.pct_geomean, inp.cfg.stop.target_pct_of_peak)])
-            lines += _table(["class", "bound", "baseline % of peak", "final % of peak", "lowest final %",
-                             "bound or blocker"], crow)
+                crow.append(
+                    [
+                        cls,
+                        c.bound,
+                        fmt.share(b.pct_geomean if b else None),
+                        fmt.share(c.pct_geomean),
+                        fmt.share(c.pct_min),
+                        _blocker(c.bound, c.pct_geomean, inp.cfg.stop.target_pct_of_peak),
+                    ]
+                )
+            lines += _table(
+                ["class", "bound", "baseline % of peak", "final % of peak", "lowest final %", "bound or blocker"], crow
+            )
             lines += [""]
     recorded = _recorded_roofline(inp.data)
     if recorded:
@@ -401,8 +540,11 @@ def _roofline(inp: ReportInputs) -> list[str]:
 
 def _blocker(bound: str, pct: float | None, target: float) -> str:
     if bound in ("unknown", "mixed") or pct is None:
-        return ("no sourced peak for this GPU: the bound cannot be named" if bound == "unknown"
-                else "configs of this class have different bounds")
+        return (
+            "no sourced peak for this GPU: the bound cannot be named"
+            if bound == "unknown"
+            else "configs of this class have different bounds"
+        )
     side = "memory bandwidth" if bound == "memory" else "compute throughput"
     if pct >= target:
         return f"{side}: at {fmt.share(pct)} of its roofline, the stop target ({fmt.share(target)}) is reached"
@@ -452,14 +594,29 @@ def _all_iterations(inp: ReportInputs) -> list[str]:
     counts: dict[str, int] = {}
     for it in d.unmasked:
         counts[it.status] = counts.get(it.status, 0) + 1
-    rows = [[f"v{it.version}", it.status, it.hypothesis, it.target_class or "global", _class_deltas(it),
-             (it.record.get("decision") or {}).get("reason", "")]
-            for it in d.unmasked]
-    return ["## All iterations", "",
-            "Unmasked iterations by status: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())), "",
-            "<details><summary>Every unmasked iteration</summary>", "",
-            *_table(["iteration", "status", "hypothesis", "target", "Δ per class [interval]", "reason"], rows),
-            "", "</details>", ""]
+    rows = [
+        [
+            f"v{it.version}",
+            it.status,
+            it.hypothesis,
+            it.target_class or "global",
+            _class_deltas(it),
+            (it.record.get("decision") or {}).get("reason", ""),
+        ]
+        for it in d.unmasked
+    ]
+    return [
+        "## All iterations",
+        "",
+        "Unmasked iterations by status: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())),
+        "",
+        "<details><summary>Every unmasked iteration</summary>",
+        "",
+        *_table(["iteration", "status", "hypothesis", "target", "Δ per class [interval]", "reason"], rows),
+        "",
+        "</details>",
+        "",
+    ]
 
 
 def _masked(inp: ReportInputs) -> list[str]:
@@ -467,7 +624,20 @@ def _masked(inp: ReportInputs) -> list[str]:
     lines = ["## Masked iterations", ""]
     if not masked:
         return [*lines, "None.", ""]
-    rows = [[f"v{it.version}", it.status, it.hypothesis, fmt.sha(it.commit) if it.commit else "—",
-             (it.record.get("decision") or {}).get("reason", "")] for it in masked]
-    return [*lines, "Masked (by `kopt memory mask` or a restart): kept in run.db and memory/, left out of every "
-            "number above.", "", *_table(["iteration", "status (masked)", "hypothesis", "commit", "reason"], rows), ""]
+    rows = [
+        [
+            f"v{it.version}",
+            it.status,
+            it.hypothesis,
+            fmt.sha(it.commit) if it.commit else "—",
+            (it.record.get("decision") or {}).get("reason", ""),
+        ]
+        for it in masked
+    ]
+    return [
+        *lines,
+        "Masked (by `kopt memory mask` or a restart): kept in run.db and memory/, left out of every number above.",
+        "",
+        *_table(["iteration", "status (masked)", "hypothesis", "commit", "reason"], rows),
+        "",
+    ]

@@ -52,8 +52,11 @@ def build(
     if not (r.flops or r.bytes):
         return RooflineView(False, "no [roofline].flops / [roofline].bytes formulas in kopt.toml")
     if cfg.target.direction != "min":
-        return RooflineView(False, f"the metric `{cfg.target.metric}` is a throughput (direction = \"max\"): "
-                                   "no time per call to put on a roofline")
+        return RooflineView(
+            False,
+            f'the metric `{cfg.target.metric}` is a throughput (direction = "max"): '
+            "no time per call to put on a roofline",
+        )
     if not rows:
         return RooflineView(False, "the baseline record has no config rows")
     peaks = peaks_from_specs(dict(specs), flops_metric=r.peak_flops_metric, bandwidth_metric=r.bandwidth_metric)
@@ -66,5 +69,6 @@ def build(
         final = analyze_rows(rows, seconds(final_median), flops_src=r.flops, bytes_src=r.bytes, peaks=peaks)
     except BadInput as e:
         return RooflineView(False, str(e))
-    return RooflineView(True, "", peaks, gpu_name, base, final,
-                        aggregate_classes(base, class_of), aggregate_classes(final, class_of))
+    return RooflineView(
+        True, "", peaks, gpu_name, base, final, aggregate_classes(base, class_of), aggregate_classes(final, class_of)
+    )

@@ -34,8 +34,16 @@ class Summary:
     p90: float
 
     def to_dict(self) -> dict[str, float | int | None]:
-        return {"n": self.n, "median": self.median, "mean": self.mean, "std": self.std, "min": self.min,
-                "max": self.max, "p10": self.p10, "p90": self.p90}
+        return {
+            "n": self.n,
+            "median": self.median,
+            "mean": self.mean,
+            "std": self.std,
+            "min": self.min,
+            "max": self.max,
+            "p10": self.p10,
+            "p90": self.p90,
+        }
 
 
 def finite(values: Iterable[float]) -> list[float]:
@@ -50,8 +58,7 @@ def summarize(values: Iterable[float]) -> Summary | None:
     n = len(xs)
     mean = math.fsum(xs) / n
     std = math.sqrt(math.fsum((x - mean) ** 2 for x in xs) / (n - 1)) if n > 1 else None
-    return Summary(n=n, median=_q(xs, 0.5), mean=mean, std=std, min=xs[0], max=xs[-1],
-                   p10=_q(xs, 0.1), p90=_q(xs, 0.9))
+    return Summary(n=n, median=_q(xs, 0.5), mean=mean, std=std, min=xs[0], max=xs[-1], p10=_q(xs, 0.1), p90=_q(xs, 0.9))
 
 
 def _q(xs: list[float], q: float) -> float:

@@ -86,15 +86,21 @@ def write_report(ws: Workspace) -> Path:
     inputs, series = prepared.inputs, prepared.series
     png = ws.dir / PNG_NAME
     txt = ws.dir / TXT_NAME
-    drawn = chart.write_png(series, png, inputs.cfg.target.metric,
-                            last_version=max(it.version for it in inputs.data.unmasked),
-                            title=f"kopt run {ws.tag}: best {inputs.cfg.target.metric} per class",
-                            direction=inputs.cfg.target.direction)
+    drawn = chart.write_png(
+        series,
+        png,
+        inputs.cfg.target.metric,
+        last_version=max(it.version for it in inputs.data.unmasked),
+        title=f"kopt run {ws.tag}: best {inputs.cfg.target.metric} per class",
+        direction=inputs.cfg.target.direction,
+    )
     if not drawn:
         png.unlink(missing_ok=True)
     inputs = dataclasses.replace(
-        inputs, png_name=PNG_NAME if drawn else None,
-        chart_note="" if drawn else f"matplotlib is not installed: the chart is text (also in {TXT_NAME}).")
+        inputs,
+        png_name=PNG_NAME if drawn else None,
+        chart_note="" if drawn else f"matplotlib is not installed: the chart is text (also in {TXT_NAME}).",
+    )
     write_atomic(txt, inputs.chart_text)
     write_atomic(ws.results, render_results(inputs))
     with ws.open_store(readonly=True) as store:  # performance.md too: a mask applied offline leaves it stale
@@ -127,8 +133,12 @@ def _roofline(cfg: Any, data: RunData, measured_dir: Path) -> roofline_view.Roof
     note = ""
     if gpu_name:
         try:
-            specs = lookup_specs(gpu_name, Path(cfg.roofline.specs) if cfg.roofline.specs else None,
-                                 measured_dir if measured_dir.is_dir() else None, gpu_uuid=_gpu_uuid(data))
+            specs = lookup_specs(
+                gpu_name,
+                Path(cfg.roofline.specs) if cfg.roofline.specs else None,
+                measured_dir if measured_dir.is_dir() else None,
+                gpu_uuid=_gpu_uuid(data),
+            )
         except KoptError as e:
             note = str(e)
     view = roofline_view.build(
@@ -136,8 +146,10 @@ def _roofline(cfg: Any, data: RunData, measured_dir: Path) -> roofline_view.Roof
         {k: c.row for k, c in data.configs.items() if c.row},
         # the classes as decisions voted: under [decide].production_verdicts the regression
         # grid's odd sizes are the guard class, not part of a production class's % of peak
-        voting_classes({k: c.cls for k, c in data.configs.items()},
-                       guard_of({k: c.production for k, c in data.configs.items()}, cfg.decide.production_verdicts)),
+        voting_classes(
+            {k: c.cls for k, c in data.configs.items()},
+            guard_of({k: c.production for k, c in data.configs.items()}, cfg.decide.production_verdicts),
+        ),
         _medians(data.baseline_tree.values),
         _medians(data.final_tree.values),
         specs,

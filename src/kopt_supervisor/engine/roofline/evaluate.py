@@ -55,10 +55,20 @@ def evaluate(
     points = analyze_rows(rows, seconds, flops_src=rc.flops, bytes_src=rc.bytes, peaks=peaks)
     classes = aggregate_classes(points, class_of)
     md = render_readme_section(
-        specs, points, classes, gpu_name=name or "no GPU (CPU-only run): no spec applies",
-        target_pct=cfg.stop.target_pct_of_peak, flops_expr=rc.flops, bytes_expr=rc.bytes, peaks=peaks,
-        flops_metric=rc.peak_flops_metric, bandwidth_metric=rc.bandwidth_metric, unit_scale=rc.unit_scale,
-        metric_unit=cfg.target.metric, production=production)
+        specs,
+        points,
+        classes,
+        gpu_name=name or "no GPU (CPU-only run): no spec applies",
+        target_pct=cfg.stop.target_pct_of_peak,
+        flops_expr=rc.flops,
+        bytes_expr=rc.bytes,
+        peaks=peaks,
+        flops_metric=rc.peak_flops_metric,
+        bandwidth_metric=rc.bandwidth_metric,
+        unit_scale=rc.unit_scale,
+        metric_unit=cfg.target.metric,
+        production=production,
+    )
     floors = {k: f for k, p in points.items() if (f := floor_metric(p, rc.unit_scale, cfg.target.direction))}
     record = {
         "gpu": name or None,

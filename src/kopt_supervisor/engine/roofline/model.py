@@ -122,9 +122,7 @@ def analyze_row(
     )
 
 
-def work_of_row(
-    flops_src: str, bytes_src: str, row: Mapping[str, Any], *, config: str = ""
-) -> tuple[float, float]:
+def work_of_row(flops_src: str, bytes_src: str, row: Mapping[str, Any], *, config: str = "") -> tuple[float, float]:
     """FLOPs and bytes per call of one config row from the [roofline] formulas."""
     out = []
     for key, src in (("flops", flops_src), ("bytes", bytes_src)):
@@ -134,9 +132,7 @@ def work_of_row(
         try:
             value = float(expr.parse(src, where=f"[roofline].{key}").eval(row))
         except (TypeError, ValueError, ZeroDivisionError) as exc:
-            raise BadInput(
-                f"[roofline].{key} = {src!r} fails for config {config or dict(row)}: {exc}"
-            ) from None
+            raise BadInput(f"[roofline].{key} = {src!r} fails for config {config or dict(row)}: {exc}") from None
         out.append(value)
     return out[0], out[1]
 
@@ -155,9 +151,7 @@ def analyze_rows(
     points = {}
     for config, row in rows.items():
         f, b = work_of_row(flops_src, bytes_src, row, config=config)
-        points[config] = analyze_row(
-            f, b, seconds.get(config), peaks.bandwidth_Bps, peaks.flops_per_s
-        )
+        points[config] = analyze_row(f, b, seconds.get(config), peaks.bandwidth_Bps, peaks.flops_per_s)
     return points
 
 
@@ -176,9 +170,7 @@ class ClassRoofline:
         return asdict(self)
 
 
-def aggregate_classes(
-    points: Mapping[str, RooflinePoint], class_of: Mapping[str, str]
-) -> dict[str, ClassRoofline]:
+def aggregate_classes(points: Mapping[str, RooflinePoint], class_of: Mapping[str, str]) -> dict[str, ClassRoofline]:
     """Per config class (class_of: config -> class key): bound, % of peak, suspicious count."""
     groups: dict[str, list[RooflinePoint]] = {}
     for config, point in points.items():
@@ -199,9 +191,7 @@ def aggregate_classes(
     return out
 
 
-def meets_target(
-    points: Mapping[str, RooflinePoint], production_configs: Iterable[str], target_pct: float
-) -> bool:
+def meets_target(points: Mapping[str, RooflinePoint], production_configs: Iterable[str], target_pct: float) -> bool:
     """True when every production config is at or above `target_pct` % of its roofline.
 
     False when there is no production config, or any lacks a point or a % (UNKNOWN peaks)."""

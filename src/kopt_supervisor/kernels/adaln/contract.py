@@ -31,26 +31,46 @@ TOLERANCE = {"bfloat16": (3e-2, 2e-2), "float16": (4e-3, 3e-3)}
 EPS = 1e-6
 
 SHAPES = [
-    Shape("pixart-alpha-1024", "PixArt-alpha 1024px (hidden 1152 = 16 x 72), CFG batch",
-          {"B": 2, "N": 4096, "D": 1152}),
-    Shape("sd35-medium-1024", "SD3 / SD3.5 Medium 1024px image stream (hidden 1536 = 24 x 64), CFG",
-          {"B": 2, "N": 4096, "D": 1536}),
-    Shape("sd35-large-1024", "SD3.5 Large 1024px image stream (hidden 2432 = 38 x 64), CFG",
-          {"B": 2, "N": 4096, "D": 2432}),
-    Shape("flux1-dev-img-1024", "FLUX.1-dev 1024px double-stream image tokens (hidden 3072)",
-          {"B": 1, "N": 4096, "D": 3072}),
-    Shape("flux1-dev-joint-1024", "FLUX.1-dev 1024px single-stream, 4096 image + 512 text tokens",
-          {"B": 1, "N": 4608, "D": 3072}),
-    Shape("wan21-14b-720p", "Wan2.1 14B 1280x720, 81 frames: 21 x 45 x 80 tokens (hidden 5120)",
-          {"B": 1, "N": 75600, "D": 5120}),
+    Shape(
+        "pixart-alpha-1024", "PixArt-alpha 1024px (hidden 1152 = 16 x 72), CFG batch", {"B": 2, "N": 4096, "D": 1152}
+    ),
+    Shape(
+        "sd35-medium-1024",
+        "SD3 / SD3.5 Medium 1024px image stream (hidden 1536 = 24 x 64), CFG",
+        {"B": 2, "N": 4096, "D": 1536},
+    ),
+    Shape(
+        "sd35-large-1024",
+        "SD3.5 Large 1024px image stream (hidden 2432 = 38 x 64), CFG",
+        {"B": 2, "N": 4096, "D": 2432},
+    ),
+    Shape(
+        "flux1-dev-img-1024",
+        "FLUX.1-dev 1024px double-stream image tokens (hidden 3072)",
+        {"B": 1, "N": 4096, "D": 3072},
+    ),
+    Shape(
+        "flux1-dev-joint-1024",
+        "FLUX.1-dev 1024px single-stream, 4096 image + 512 text tokens",
+        {"B": 1, "N": 4608, "D": 3072},
+    ),
+    Shape(
+        "wan21-14b-720p",
+        "Wan2.1 14B 1280x720, 81 frames: 21 x 45 x 80 tokens (hidden 5120)",
+        {"B": 1, "N": 75600, "D": 5120},
+    ),
     Shape("one-row", "regression: a single row", {"B": 1, "N": 1, "D": 3072}, REGRESSION),
-    Shape("odd-1000", "regression: non-power-of-two D, 3 batches", {"B": 3, "N": 77, "D": 1000},
-          REGRESSION),
-    Shape("prime-2053", "regression: prime D just above the narrow/wide edge",
-          {"B": 1, "N": 1031, "D": 2053}, REGRESSION),
+    Shape("odd-1000", "regression: non-power-of-two D, 3 batches", {"B": 3, "N": 77, "D": 1000}, REGRESSION),
+    Shape(
+        "prime-2053", "regression: prime D just above the narrow/wide edge", {"B": 1, "N": 1031, "D": 2053}, REGRESSION
+    ),
     Shape("tiny-40", "regression: a very short row", {"B": 2, "N": 333, "D": 40}, REGRESSION),
-    Shape("long-65536", "regression: very long rows (chunked even at BLOCK_D = 0)",
-          {"B": 2, "N": 8, "D": 65536}, REGRESSION),
+    Shape(
+        "long-65536",
+        "regression: very long rows (chunked even at BLOCK_D = 0)",
+        {"B": 2, "N": 8, "D": 65536},
+        REGRESSION,
+    ),
     Shape("cpu-96", "CPU interpreter: narrow, 2 batches", {"B": 2, "N": 1, "D": 96}, SMALL),
     Shape("cpu-600", "CPU interpreter: narrow, non-power-of-two", {"B": 1, "N": 2, "D": 600}, SMALL),
     Shape("cpu-2100", "CPU interpreter: wide", {"B": 1, "N": 1, "D": 2100}, SMALL),

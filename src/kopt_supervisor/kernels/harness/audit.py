@@ -89,10 +89,16 @@ def summarise(torch: Any, tensor: Any, positions: Sequence[int]) -> dict[str, An
     n = int(flat.numel())
     acc = torch.zeros(4, dtype=torch.float64, device=flat.device)  # NaN, Inf, sum, sum of |x|: one transfer
     for start in range(0, n, SUMMARY_CHUNK):
-        part = flat[start:start + SUMMARY_CHUNK].to(torch.float64)
+        part = flat[start : start + SUMMARY_CHUNK].to(torch.float64)
         kept = torch.where(torch.isfinite(part), part, torch.zeros_like(part))
-        acc += torch.stack([torch.isnan(part).sum().to(torch.float64), torch.isinf(part).sum().to(torch.float64),
-                            kept.sum(), kept.abs().sum()])
+        acc += torch.stack(
+            [
+                torch.isnan(part).sum().to(torch.float64),
+                torch.isinf(part).sum().to(torch.float64),
+                kept.sum(),
+                kept.abs().sum(),
+            ]
+        )
     nan_f, inf_f, total, abs_total = acc.tolist()
     nan, inf = int(nan_f), int(inf_f)
     if positions:
@@ -115,16 +121,38 @@ def summarise_sets(torch: Any, sets: Sequence[Sequence[Any]]) -> list[list[dict[
     the same shape and all of them fit one chunk, they are summed as one batch (a few launches
     and one transfer for up to 256 sets, where each set alone took four)."""
     shapes = {tuple(t.shape) for outs in sets for t in outs}
-    if (sets and all(len(outs) == 1 for outs in sets) and len(shapes) == 1
-            and sum(int(outs[0].numel()) for outs in sets) <= SUMMARY_CHUNK):
+    if (
+        sets
+        and all(len(outs) == 1 for outs in sets)
+        and len(shapes) == 1
+        and sum(int(outs[0].numel()) for outs in sets) <= SUMMARY_CHUNK
+    ):
         batch = torch.stack([outs[0].detach().reshape(-1) for outs in sets]).to(torch.float64)
         finite = torch.isfinite(batch)
         kept = torch.where(finite, batch, torch.zeros_like(batch))
-        stats = torch.stack([torch.isnan(batch).sum(1).to(torch.float64), torch.isinf(batch).sum(1).to(torch.float64),
-                             kept.sum(1), kept.abs().sum(1)], dim=1).tolist()
+        stats = torch.stack(
+            [
+                torch.isnan(batch).sum(1).to(torch.float64),
+                torch.isinf(batch).sum(1).to(torch.float64),
+                kept.sum(1),
+                kept.abs().sum(1),
+            ],
+            dim=1,
+        ).tolist()
         n = int(sets[0][0].numel())
-        return [[{"numel": n, "nan": int(nan), "inf": int(inf), "sum": float(total), "abs_sum": float(abs_total),
-                  "samples": []}] for nan, inf, total, abs_total in stats]
+        return [
+            [
+                {
+                    "numel": n,
+                    "nan": int(nan),
+                    "inf": int(inf),
+                    "sum": float(total),
+                    "abs_sum": float(abs_total),
+                    "samples": [],
+                }
+            ]
+            for nan, inf, total, abs_total in stats
+        ]
     return [[summarise(torch, t, []) for t in outs] for outs in sets]
 
 

@@ -142,9 +142,14 @@ def pick_shapes(spec: Any, which: str, gpu: bool) -> list:
     shapes = as_spec(spec).shapes
     if which == "auto" and not gpu and not any(s.kind == SMALL for s in shapes):
         which = "every"
-    kinds = {"auto": (PRODUCTION, REGRESSION) if gpu else (SMALL,), "small": (SMALL,),
-             "production": (PRODUCTION,), "regression": (REGRESSION,), "all": (PRODUCTION, REGRESSION),
-             "every": (PRODUCTION, REGRESSION, SMALL)}[which]
+    kinds = {
+        "auto": (PRODUCTION, REGRESSION) if gpu else (SMALL,),
+        "small": (SMALL,),
+        "production": (PRODUCTION,),
+        "regression": (REGRESSION,),
+        "all": (PRODUCTION, REGRESSION),
+        "every": (PRODUCTION, REGRESSION, SMALL),
+    }[which]
     return [s for s in shapes if s.kind in kinds]
 
 
@@ -167,9 +172,21 @@ class Case:
 
     `contract` is a Spec, or a bundled kernel's contract module (with its roofline module)."""
 
-    def __init__(self, torch: Any, contract: Any, roofline: Any, shape: Any, dtype: str,
-                 seed: int, gpu: bool, ranges: Ranges | None = None, *, reference: bool = True,
-                 look: bool = False, host: bool = False) -> None:
+    def __init__(
+        self,
+        torch: Any,
+        contract: Any,
+        roofline: Any,
+        shape: Any,
+        dtype: str,
+        seed: int,
+        gpu: bool,
+        ranges: Ranges | None = None,
+        *,
+        reference: bool = True,
+        look: bool = False,
+        host: bool = False,
+    ) -> None:
         """`seed`: the inputs' generator seed; with `look`, the look's seed, from which the
         check's inputs are drawn by audit.input_seed (and the timed sets', sets.TimedSets).
         `host` (--profile): inputs drawn on the CPU and copied to the GPU (host_draw)."""
@@ -216,6 +233,7 @@ class Case:
 
         def move(v: Any) -> Any:
             return v.to(self.device) if hasattr(v, "to") and hasattr(v, "device") else v
+
         return tuple(move(a) for a in args), {k: move(v) for k, v in dict(kwargs).items()}
 
     def function(self, module: Any) -> Callable[..., Any]:
@@ -244,22 +262,38 @@ class Case:
             if got != want:
                 return math.inf, f"the solution's class_key is {got!r}, the bench's class is {want!r}"
         try:
-            res = check_call(self.torch, self.ranges.around(fn, self.range), self.args, self.kwargs, self.ref,
-                             self.atol, self.rtol, out=spec.out, same_dtype=spec.same_dtype)
+            res = check_call(
+                self.torch,
+                self.ranges.around(fn, self.range),
+                self.args,
+                self.kwargs,
+                self.ref,
+                self.atol,
+                self.rtol,
+                out=spec.out,
+                same_dtype=spec.same_dtype,
+            )
         except Exception as exc:  # a broken candidate: reported in its row, never fatal
             return math.inf, f"{type(exc).__name__}: {exc}"
-        why = res.reason or (f"{res.nonfinite} NaN/Inf output element(s)" if res.nonfinite else
-                             "" if res.ok else f"error {res.err:.3g} x tolerance")
+        why = res.reason or (
+            f"{res.nonfinite} NaN/Inf output element(s)"
+            if res.nonfinite
+            else ""
+            if res.ok
+            else f"error {res.err:.3g} x tolerance"
+        )
         return res.err, why
 
     def buffers(self, sets: int) -> list[tuple[tuple, Any]]:
         """`sets` buffer sets (inputs, output), made once and shared by every function timed
         on this case: set 0 holds the checked inputs, the others copies of them."""
         while len(self._sets) < sets:
-            args = self.args if not self._sets else tuple(a.clone() if hasattr(a, "clone") else a
-                                                          for a in self.args)
-            dst = (self.torch.empty(self.out_shape, dtype=self.out_dtype, device=self.device)
-                   if self.spec.out is not None else None)  # a function that allocates its own needs none
+            args = self.args if not self._sets else tuple(a.clone() if hasattr(a, "clone") else a for a in self.args)
+            dst = (
+                self.torch.empty(self.out_shape, dtype=self.out_dtype, device=self.device)
+                if self.spec.out is not None
+                else None
+            )  # a function that allocates its own needs none
             self._sets.append((args, dst))
         return self._sets[:sets]
 
@@ -296,8 +330,13 @@ class Timing:
         self.flush = L2Flush(torch) if gpu else None
         self.l2 = l2_bytes(torch) if gpu else 0
 
-    def timer(self, make: Callable[[int], list[Callable[[], Any]]], nbytes: int, graph: bool = True,
-              span: Callable[[], Any] | None = None) -> Any:
+    def timer(
+        self,
+        make: Callable[[int], list[Callable[[], Any]]],
+        nbytes: int,
+        graph: bool = True,
+        span: Callable[[], Any] | None = None,
+    ) -> Any:
         """A block timer of the calls `make(n)` returns; graph=False: eager launches between
         events (for what a CUDA graph cannot capture); `span`: the profiler range each block's
         timed launches run in (the flush and the calibration stay outside it)."""
@@ -319,8 +358,9 @@ class Timing:
             return CPU_SETS
         return rotation_sets(nbytes, self.l2, MAX_SETS)
 
-    def sets_timer(self, calls: list[Callable[[], Any]], nbytes: int, graph: bool = True,
-                   span: Callable[[], Any] | None = None) -> Any:
+    def sets_timer(
+        self, calls: list[Callable[[], Any]], nbytes: int, graph: bool = True, span: Callable[[], Any] | None = None
+    ) -> Any:
         """A block timer over one call per buffer set whose every block calls each set at least
         once, the same number of times (so each set's output is what the last block wrote):
         on the CPU one call per set; on a GPU timing.block_launches (a multiple of the sets'
@@ -334,8 +374,9 @@ class Timing:
         reps = block_launches(nbytes, est, self.block_us, self.max_reps, sets)
         return self._block_timer(fn, reps, self.flush, graph, span)
 
-    def _block_timer(self, fn: Callable[[], Any], reps: int, flush: L2Flush, graph: bool,
-                     span: Callable[[], Any] | None) -> Any:
+    def _block_timer(
+        self, fn: Callable[[], Any], reps: int, flush: L2Flush, graph: bool, span: Callable[[], Any] | None
+    ) -> Any:
         """A GPU block timer of `reps` launches of fn: a CUDA graph, or eager launches between
         CUDA events when `graph` is off or the capture fails."""
         if not graph:
@@ -344,8 +385,10 @@ class Timing:
             return GraphTimer(self.torch, fn, reps, flush, span=span)
         except Exception as exc:  # what a graph cannot capture (host syncs, allocations...) runs eagerly
             self.torch.cuda.synchronize()
-            log(f"CUDA graph capture failed ({type(exc).__name__}: {str(exc)[:120]}): "
-                "timing eager launches between CUDA events instead")
+            log(
+                f"CUDA graph capture failed ({type(exc).__name__}: {str(exc)[:120]}): "
+                "timing eager launches between CUDA events instead"
+            )
             return EventTimer(self.torch, fn, reps, flush, span=span)
 
 
@@ -401,36 +444,72 @@ class PhaseClock:
 def parse_args(argv: list[str] | None, gpu: bool) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description="kopt bench: contract check and timing, CSV on stdout")
     ap.add_argument("--ab", nargs=2, metavar=("BEST", "CAND"), help="time two trees' solutions interleaved")
-    ap.add_argument("--serve", action="store_true",
-                    help="answer kopt's requests on stdin: this tree's `look N SEED PATH`, `audit N SEED PATH` "
-                         "and `load` (with --ab: `look N PATH`, one A/B look each, and `reload`)")
-    ap.add_argument("--seed", type=int, default=None,
-                    help="the inputs' seed of a run (default: a fresh one); without --ab, the same seed draws the "
-                         "same inputs as a served `look N SEED PATH`")
-    ap.add_argument("--shapes", default="auto", choices=["auto", "small", "production", "regression", "all"],
-                    help="auto: production + regression on a GPU, small on the CPU")
-    ap.add_argument("--dtypes", default="", help="comma-separated subset of the contract's dtypes "
-                                                 "(default: all on a GPU, the first on the CPU)")
-    ap.add_argument("--blocks", type=int, default=0, help="timed blocks per config and side (default: GPU 25 / 9 "
-                                                          "for --ab or --serve, CPU 3 / 4 for --ab)")
-    ap.add_argument("--block-us", type=float, default=300.0,
-                    help="GPU: target duration of a block (default 300 µs); on the CPU a block is one call")
+    ap.add_argument(
+        "--serve",
+        action="store_true",
+        help="answer kopt's requests on stdin: this tree's `look N SEED PATH`, `audit N SEED PATH` "
+        "and `load` (with --ab: `look N PATH`, one A/B look each, and `reload`)",
+    )
+    ap.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="the inputs' seed of a run (default: a fresh one); without --ab, the same seed draws the "
+        "same inputs as a served `look N SEED PATH`",
+    )
+    ap.add_argument(
+        "--shapes",
+        default="auto",
+        choices=["auto", "small", "production", "regression", "all"],
+        help="auto: production + regression on a GPU, small on the CPU",
+    )
+    ap.add_argument(
+        "--dtypes",
+        default="",
+        help="comma-separated subset of the contract's dtypes (default: all on a GPU, the first on the CPU)",
+    )
+    ap.add_argument(
+        "--blocks",
+        type=int,
+        default=0,
+        help="timed blocks per config and side (default: GPU 25 / 9 for --ab or --serve, CPU 3 / 4 for --ab)",
+    )
+    ap.add_argument(
+        "--block-us",
+        type=float,
+        default=300.0,
+        help="GPU: target duration of a block (default 300 µs); on the CPU a block is one call",
+    )
     ap.add_argument("--only", default="", help="comma-separated shape names (after --shapes)")
-    ap.add_argument("--which", default="solution", choices=["solution", "baseline"],
-                    help="time the spec's function (default) or its baseline (Spec.baseline)")
-    ap.add_argument("--tree", default=None,
-                    help="without --ab: the tree whose function is timed (default: the bench's own, "
-                         "else the working directory)")
-    ap.add_argument("--once", action="store_true",
-                    help="no timing: the contract check only (each solution runs twice per shape)")
-    ap.add_argument("--profile", action="store_true",
-                    help="for profilers: each solution called twice per shape in its config's range; no reference, "
-                         "no check, no timing")
+    ap.add_argument(
+        "--which",
+        default="solution",
+        choices=["solution", "baseline"],
+        help="time the spec's function (default) or its baseline (Spec.baseline)",
+    )
+    ap.add_argument(
+        "--tree",
+        default=None,
+        help="without --ab: the tree whose function is timed (default: the bench's own, else the working directory)",
+    )
+    ap.add_argument(
+        "--once", action="store_true", help="no timing: the contract check only (each solution runs twice per shape)"
+    )
+    ap.add_argument(
+        "--profile",
+        action="store_true",
+        help="for profilers: each solution called twice per shape in its config's range; no reference, "
+        "no check, no timing",
+    )
     ap.add_argument("--out", help="also write the CSV to this file")
-    ap.add_argument("--serve-memory", type=float, default=None,
-                    help="--serve: leave after a look once kept buffers take this share of the GPU's memory "
-                         f"(default {SERVE_MEMORY_TREE} serving one tree: kopt keeps two such processes on a GPU, "
-                         f"best's and the candidate's; {SERVE_MEMORY_AB} with --ab, one process)")
+    ap.add_argument(
+        "--serve-memory",
+        type=float,
+        default=None,
+        help="--serve: leave after a look once kept buffers take this share of the GPU's memory "
+        f"(default {SERVE_MEMORY_TREE} serving one tree: kopt keeps two such processes on a GPU, "
+        f"best's and the candidate's; {SERVE_MEMORY_AB} with --ab, one process)",
+    )
     a = ap.parse_args(argv)
     if a.serve_memory is None:
         a.serve_memory = SERVE_MEMORY_AB if a.ab else SERVE_MEMORY_TREE
@@ -447,15 +526,25 @@ def parse_args(argv: list[str] | None, gpu: bool) -> argparse.Namespace:
 class Bench:
     """One bench process: the spec, the trees' modules, the shapes and the timers."""
 
-    def __init__(self, spec: Spec | str | Path, a: argparse.Namespace, torch: Any, gpu: bool,
-                 clock: PhaseClock, tree: str | Path | None = None) -> None:
+    def __init__(
+        self,
+        spec: Spec | str | Path,
+        a: argparse.Namespace,
+        torch: Any,
+        gpu: bool,
+        clock: PhaseClock,
+        tree: str | Path | None = None,
+    ) -> None:
         self.a, self.torch, self.gpu, self.clock = a, torch, gpu, clock
         if not isinstance(spec, Spec):  # a bundled kernel's folder
             tree = tree or spec
             spec = spec_from_folder(spec)
         self.spec = spec
-        self.trees = ({"best": Path(a.ab[0]), "cand": Path(a.ab[1])} if a.ab
-                      else {"": Path(tree) if tree is not None else Path.cwd()})
+        self.trees = (
+            {"best": Path(a.ab[0]), "cand": Path(a.ab[1])}
+            if a.ab
+            else {"": Path(tree) if tree is not None else Path.cwd()}
+        )
         self.ranges = open_ranges(torch, gpu)
         if gpu and self.ranges.why:
             log(f"{spec.name}: no profiler ranges: {self.ranges.why}")
@@ -488,20 +577,32 @@ class Bench:
 
     def reload(self) -> None:
         """(Re)import each tree's function: a bundled solution reads its params.json again."""
-        self.mods = {side: load_solution(self.spec, tree, side or "this", self.a.which)
-                     for side, tree in self.trees.items()}
+        self.mods = {
+            side: load_solution(self.spec, tree, side or "this", self.a.which) for side, tree in self.trees.items()
+        }
         self.held = {}  # timers of the functions imported before (their graphs stay in LIVE_GRAPHS)
 
-    def cases(self, base_seed: int, *, reference: bool = True, look: bool = False,
-              host: bool = False) -> Iterator[Case]:
+    def cases(
+        self, base_seed: int, *, reference: bool = True, look: bool = False, host: bool = False
+    ) -> Iterator[Case]:
         """Every shape and dtype: fresh inputs from consecutive seeds, or with `look` from
         the look's seed and each config's key (Case)."""
         for i, shape in enumerate(self.shapes):
             for j, dtype in enumerate(self.dtypes):
                 self.clock.lap("timing")  # the previous case's timed blocks
-                yield Case(self.torch, self.spec, None, shape, dtype,
-                           base_seed if look else base_seed + i * len(self.dtypes) + j, self.gpu, self.ranges,
-                           reference=reference, look=look, host=host)
+                yield Case(
+                    self.torch,
+                    self.spec,
+                    None,
+                    shape,
+                    dtype,
+                    base_seed if look else base_seed + i * len(self.dtypes) + j,
+                    self.gpu,
+                    self.ranges,
+                    reference=reference,
+                    look=look,
+                    host=host,
+                )
 
     def check_and_time(self, case: Case) -> tuple[dict[str, float], dict[str, Any]]:
         """Each side's contract error and its block timer (None: cannot be timed)."""
@@ -513,17 +614,25 @@ class Bench:
             errs[side] = err
             if why:
                 self.failed += 1
-                log(f"{c.name} {case.shape.name} {case.cols.get('dtype', '')}{' ' + side if side else ''}: "
-                    f"FAILS contract: {why}")
+                log(
+                    f"{c.name} {case.shape.name} {case.cols.get('dtype', '')}{' ' + side if side else ''}: "
+                    f"FAILS contract: {why}"
+                )
             if self.a.once:
                 continue
             try:
                 fn = case.function(mod)
-                timers[side] = self.timing.timer(functools.partial(case.calls, fn), case.bytes, graph=c.graph,
-                                                 span=functools.partial(self.ranges.span, case.range))
+                timers[side] = self.timing.timer(
+                    functools.partial(case.calls, fn),
+                    case.bytes,
+                    graph=c.graph,
+                    span=functools.partial(self.ranges.span, case.range),
+                )
             except Exception as exc:
-                log(f"{c.name} {case.shape.name} {case.cols.get('dtype', '')} {side}: cannot be timed: "
-                    f"{type(exc).__name__}: {exc}")
+                log(
+                    f"{c.name} {case.shape.name} {case.cols.get('dtype', '')} {side}: cannot be timed: "
+                    f"{type(exc).__name__}: {exc}"
+                )
                 timers[side] = None
             self.clock.lap("capture")  # the timer's calibration and CUDA graph
         case.ref = None  # checked: the fp64 reference need not outlive the check (timers keep cases alive)
@@ -533,8 +642,10 @@ class Bench:
         rows = []
         for case in self.cases(base_seed):
             errs, _ = self.check_and_time(case)
-            rows += [{**case.cols, **({"side": side} if self.a.ab else {}), "err": e, "prod": prod(case)}
-                     for side, e in errs.items()]
+            rows += [
+                {**case.cols, **({"side": side} if self.a.ab else {}), "err": e, "prod": prod(case)}
+                for side, e in errs.items()
+            ]
         return rows
 
     def profile_rows(self, base_seed: int) -> list[dict[str, Any]]:
@@ -552,8 +663,10 @@ class Bench:
                     if self.gpu:
                         self.torch.cuda.synchronize()
                 except Exception as exc:  # a broken candidate: its row says so, the profile goes on
-                    log(f"{self.spec.name} {case.shape.name} {case.cols.get('dtype', '')}{' ' + side if side else ''}: "
-                        f"{type(exc).__name__}: {exc}")
+                    log(
+                        f"{self.spec.name} {case.shape.name} {case.cols.get('dtype', '')}{' ' + side if side else ''}: "
+                        f"{type(exc).__name__}: {exc}"
+                    )
                     err = math.inf
                 rows.append({**case.cols, **({"side": side} if self.a.ab else {}), "err": err, "prod": prod(case)})
             self.clock.lap("profile")
@@ -566,11 +679,20 @@ class Bench:
         for case in self.cases(base_seed):
             errs, timers = self.check_and_time(case)
             for block in range(self.a.blocks):  # each timer's launches in the case's range, nothing else
-                for side in (("best", "cand") if block % 2 == 0 else ("cand", "best")):
+                for side in ("best", "cand") if block % 2 == 0 else ("cand", "best"):
                     t = timers[side]
                     us = t.block() if t is not None else math.nan
-                    rows.append({**case.cols, "side": side, "block": block, "us": us, "err": errs[side],
-                                 "calls": t.reps if t is not None else 0, "prod": prod(case)})
+                    rows.append(
+                        {
+                            **case.cols,
+                            "side": side,
+                            "block": block,
+                            "us": us,
+                            "err": errs[side],
+                            "calls": t.reps if t is not None else 0,
+                            "prod": prod(case),
+                        }
+                    )
         return rows
 
     def timed_rows(self, seed: int, *, copy: bool = True, keep: bool = False) -> list[dict[str, Any]]:
@@ -635,16 +757,33 @@ class Bench:
             cu = summarize(cs)["median"] if cs else nan
             us = st["median"]
             gbps = case.bytes / us / 1e3 if case.bytes > 0 else nan
-            rows.append({**case.cols, "us": us, "err": err, "calls": t.reps * len(ks) if t is not None else 0,
-                         "us_mean": st["mean"], "us_std": st["std"], "us_min": st["min"], "us_p10": st["p10"],
-                         "us_p90": st["p90"], "samples": len(ks),
-                         "gbps": gbps, "copy_us": cu, "copy_gbps": case.bytes / cu / 1e3 if cs else nan,
-                         "pct_copy": 100.0 * cu / us if cs else nan, "prod": prod(case), "seed": seed,
-                         "model": case.shape.model.replace(",", ";")})
-            log(f"{self.spec.name} {case.shape.name:24s} {case.cols.get('dtype', ''):9s} {us:10.3f} us  "
+            rows.append(
+                {
+                    **case.cols,
+                    "us": us,
+                    "err": err,
+                    "calls": t.reps * len(ks) if t is not None else 0,
+                    "us_mean": st["mean"],
+                    "us_std": st["std"],
+                    "us_min": st["min"],
+                    "us_p10": st["p10"],
+                    "us_p90": st["p90"],
+                    "samples": len(ks),
+                    "gbps": gbps,
+                    "copy_us": cu,
+                    "copy_gbps": case.bytes / cu / 1e3 if cs else nan,
+                    "pct_copy": 100.0 * cu / us if cs else nan,
+                    "prod": prod(case),
+                    "seed": seed,
+                    "model": case.shape.model.replace(",", ";"),
+                }
+            )
+            log(
+                f"{self.spec.name} {case.shape.name:24s} {case.cols.get('dtype', ''):9s} {us:10.3f} us  "
                 + (f"{gbps:8.1f} GB/s  {100.0 * cu / us:5.1f}% of copy  " if cs else "")
                 + f"err {err:.3g}  ({len(ks)} blocks x {t.reps if t is not None else 0} calls: "
-                  f"{time.perf_counter() - t0:.3f} s)")
+                f"{time.perf_counter() - t0:.3f} s)"
+            )
         return rows
 
     @property
@@ -656,8 +795,9 @@ class Bench:
         """The block timer of the tree's function over `sets` (None, logged: it cannot be timed)."""
         try:
             fn = case.function(self.mod)
-            return self.timing.sets_timer(sets.calls(fn), case.bytes, graph=self.spec.graph,
-                                          span=functools.partial(self.ranges.span, case.range))
+            return self.timing.sets_timer(
+                sets.calls(fn), case.bytes, graph=self.spec.graph, span=functools.partial(self.ranges.span, case.range)
+            )
         except Exception as exc:
             log(f"{where}: cannot be timed: {type(exc).__name__}: {exc}")
             return None
@@ -669,17 +809,31 @@ class Bench:
         for case, sets in self.looked:
             rng, i = audit_set(seed, sets.key, sets.count)
             outputs = [summarise(self.torch, t, audit_positions(rng, int(t.numel()))) for t in sets.outputs(i)]
-            configs.append({"config": dict(case.cols), "sets": sets.count, "set": i, "atol": case.atol,
-                            "rtol": case.rtol, "outputs": outputs})
+            configs.append(
+                {
+                    "config": dict(case.cols),
+                    "sets": sets.count,
+                    "set": i,
+                    "atol": case.atol,
+                    "rtol": case.rtol,
+                    "outputs": outputs,
+                }
+            )
         return {"version": VERSION, "configs": configs}
 
     def commitment(self) -> dict[str, Any]:
         """The last look's promise (audit.py): every timed set's output summaries, per config,
         as the JSON `look N SEED PATH` writes to PATH.sets.json before kopt draws the audit seed."""
-        return {"version": VERSION, "configs": [
-            {"config": dict(case.cols),
-             "sets": summarise_sets(self.torch, [sets.outputs(i) for i in range(sets.count)])}
-            for case, sets in self.looked]}
+        return {
+            "version": VERSION,
+            "configs": [
+                {
+                    "config": dict(case.cols),
+                    "sets": summarise_sets(self.torch, [sets.outputs(i) for i in range(sets.count)]),
+                }
+                for case, sets in self.looked
+            ],
+        }
 
     def release_cache(self) -> None:
         """Between looks: the allocator's cached blocks (the check's fp64 temporaries, tens of
@@ -729,10 +883,18 @@ def main(spec: Spec | str | Path, argv: list[str] | None = None, *, tree: str | 
         def reply(msg: str) -> None:
             sys.stdout.write(msg + "\n")
             sys.stdout.flush()
+
         return (serve_ab if a.ab else serve_tree)(bench, sys.stdin, reply)
     seed = new_seed() if a.seed is None else a.seed
-    rows = (bench.profile_rows(seed) if a.profile else bench.once_rows(seed) if a.once
-            else bench.ab_rows(seed) if a.ab else bench.timed_rows(seed))
+    rows = (
+        bench.profile_rows(seed)
+        if a.profile
+        else bench.once_rows(seed)
+        if a.once
+        else bench.ab_rows(seed)
+        if a.ab
+        else bench.timed_rows(seed)
+    )
     clock.lap("timing")
     write_csv(rows, a.out)
     log(clock.line())

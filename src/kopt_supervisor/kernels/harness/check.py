@@ -50,9 +50,19 @@ def poison_allocator(torch: Any, shape: Any, dtype: Any, device: Any) -> None:
         del t
 
 
-def check_call(torch: Any, fn: Callable[..., Any], args: tuple, kwargs: dict[str, Any], ref: Any,
-               atol: float, rtol: float, *, poison: bool = True, out: str | None = "out",
-               same_dtype: bool = True) -> CheckResult:
+def check_call(
+    torch: Any,
+    fn: Callable[..., Any],
+    args: tuple,
+    kwargs: dict[str, Any],
+    ref: Any,
+    atol: float,
+    rtol: float,
+    *,
+    poison: bool = True,
+    out: str | None = "out",
+    same_dtype: bool = True,
+) -> CheckResult:
     """Run fn twice (into a NaN-filled buffer passed as keyword `out`, then allocating its own
     output after the allocator was poisoned) and compare both results with `ref`. With
     out=None the function has no output keyword: it runs once, allocating its own output
@@ -80,10 +90,13 @@ def check_call(torch: Any, fn: Callable[..., Any], args: tuple, kwargs: dict[str
     got2 = fn(*args, **kwargs)
     if not hasattr(got2, "shape") or not hasattr(got2, "dtype"):
         return CheckResult(math.inf, bad, f"the result is {type(got2).__name__}, not a tensor")
-    if (tuple(got2.shape) != tuple(ref.shape) or (same_dtype and got2.dtype != dtype)
-            or got2.device != device):
-        return CheckResult(math.inf, bad, f"result {tuple(got2.shape)} {got2.dtype} on {got2.device}, "
-                                          f"expected {tuple(ref.shape)} {dtype if same_dtype else ''} on {device}")
+    if tuple(got2.shape) != tuple(ref.shape) or (same_dtype and got2.dtype != dtype) or got2.device != device:
+        return CheckResult(
+            math.inf,
+            bad,
+            f"result {tuple(got2.shape)} {got2.dtype} on {got2.device}, "
+            f"expected {tuple(ref.shape)} {dtype if same_dtype else ''} on {device}",
+        )
     err2, bad2 = error_ratio(torch, got2, ref, atol, rtol)
     after = [a for a in args if hasattr(a, "clone")]
     if any(not torch.equal(a, b) for a, b in zip(after, before, strict=True)):

@@ -103,8 +103,14 @@ PLACEHOLDER_MS = 1.0
 """What a captured do_bench returns to the bench (it is never read)."""
 RESERVED = ("us", "err", "calls", "us_mean", "us_std", "us_min", "us_p10", "us_p90", "samples", "seed")
 """The CSV's columns beside the config: a config column of one of these names is refused."""
-TOLERANCE = {"float64": (1e-8, 1e-8), "float32": (1e-4, 1e-4), "float16": (1e-2, 1e-2),
-             "bfloat16": (1e-2, 1.6e-2), "float8_e4m3fn": (1e-1, 1.25e-1), "float8_e5m2": (1e-1, 2.5e-1)}
+TOLERANCE = {
+    "float64": (1e-8, 1e-8),
+    "float32": (1e-4, 1e-4),
+    "float16": (1e-2, 1e-2),
+    "bfloat16": (1e-2, 1.6e-2),
+    "float8_e4m3fn": (1e-1, 1.25e-1),
+    "float8_e5m2": (1e-1, 2.5e-1),
+}
 """Audit tolerance (atol, rtol) by the outputs' least precise floating dtype: float16's is the
 Triton layer-norm tutorial's own check (1e-2), bfloat16's the bundled RMSNorm's. Integer and
 bool outputs compare exactly; another dtype takes float32's."""
@@ -138,13 +144,28 @@ class Capture:
     def __init__(self) -> None:
         self.captured: list[Captured] = []
 
-    def do_bench(self, fn: Callable[[], Any], warmup: Any = 25, rep: Any = 100, grad_to_none: Any = None,
-                 quantiles: Any = None, return_mode: str = "mean", **_: Any) -> Any:
+    def do_bench(
+        self,
+        fn: Callable[[], Any],
+        warmup: Any = 25,
+        rep: Any = 100,
+        grad_to_none: Any = None,
+        quantiles: Any = None,
+        return_mode: str = "mean",
+        **_: Any,
+    ) -> Any:
         self.captured.append(Captured(fn, list(grad_to_none or [])))
         return _placeholder(quantiles, return_mode)
 
-    def do_bench_cudagraph(self, fn: Callable[[], Any], rep: Any = 20, grad_to_none: Any = None,
-                           quantiles: Any = None, return_mode: str = "mean", **_: Any) -> Any:
+    def do_bench_cudagraph(
+        self,
+        fn: Callable[[], Any],
+        rep: Any = 20,
+        grad_to_none: Any = None,
+        quantiles: Any = None,
+        return_mode: str = "mean",
+        **_: Any,
+    ) -> Any:
         self.captured.append(Captured(fn, list(grad_to_none or [])))
         return _placeholder(quantiles, return_mode)
 
@@ -212,8 +233,9 @@ class TimedSet:
         seen: dict[tuple[Any, int], int] = {}
         for c in self.captured:
             for t in closure_tensors(c.fn):
-                seen[(t.device, t.data_ptr())] = max(seen.get((t.device, t.data_ptr()), 0),
-                                                     t.numel() * t.element_size())
+                seen[(t.device, t.data_ptr())] = max(
+                    seen.get((t.device, t.data_ptr()), 0), t.numel() * t.element_size()
+                )
         return sum(seen.values())
 
 
@@ -306,15 +328,19 @@ def pick_lines(b: Any, lines: Sequence[str], where: str) -> list[Any]:
     if not lines:
         if len(vals) == 1:
             return vals
-        raise ImportedError(f"{where}: {len(vals)} lines ({', '.join(map(str, vals))}): name the kernel's with "
-                            "--line (kopt init names the one that is not a reference)")
+        raise ImportedError(
+            f"{where}: {len(vals)} lines ({', '.join(map(str, vals))}): name the kernel's with "
+            "--line (kopt init names the one that is not a reference)"
+        )
     chosen = []
     for i, v in enumerate(vals):
         if str(v) in lines or (i < len(names) and str(names[i]) in lines):
             chosen.append(v)
     if not chosen:
-        raise ImportedError(f"{where}: --line {', '.join(lines)} names no line (values: "
-                            f"{', '.join(map(str, vals))}; names: {', '.join(map(str, names)) or 'none'})")
+        raise ImportedError(
+            f"{where}: --line {', '.join(lines)} names no line (values: "
+            f"{', '.join(map(str, vals))}; names: {', '.join(map(str, names)) or 'none'})"
+        )
     return chosen
 
 
@@ -331,7 +357,9 @@ def make_config(mark: Any, b: Any, x: Any, line: Any, several: bool, where: str)
     cols: dict[str, Any] = {"benchmark": column_value(b.plot_name)} if several else {}
     cols.update({n: column_value(v) for n, v in zip(x_names, xs, strict=True)})
     cols[b.line_arg] = column_value(line)
-    cols.update({k: column_value(v) for k, v in dict(b.args).items() if _scalar(v) and k not in cols and k not in RESERVED})
+    cols.update(
+        {k: column_value(v) for k, v in dict(b.args).items() if _scalar(v) and k not in cols and k not in RESERVED}
+    )
     return Config(mark.fn, kwargs, cols, config_key(cols))
 
 
@@ -390,8 +418,9 @@ def import_bench(script: Path, name: str) -> Imported:
         mark_cls.run = original
     marks = list(dict.fromkeys(ran)) or [v for v in vars(module).values() if isinstance(v, mark_cls)]
     if not marks:
-        raise ImportedError(f"{script}: no triton.testing.perf_report benchmark (a Mark) among its globals, "
-                            "and it ran none at import")
+        raise ImportedError(
+            f"{script}: no triton.testing.perf_report benchmark (a Mark) among its globals, and it ran none at import"
+        )
     return Imported(module, marks, testing, bool(ran))
 
 
@@ -403,8 +432,10 @@ def call_benchmark(imp: Imported, config: Config, torch: Any, seed: int) -> Time
     with cap.installed(imp.testing, getattr(config.fn, "__globals__", None)), contextlib.redirect_stdout(sys.stderr):
         config.fn(**config.kwargs)
     if not cap.captured:
-        raise ImportedError("the benchmark function called neither triton.testing.do_bench nor do_bench_cudagraph: "
-                            "kopt has no callable to time")
+        raise ImportedError(
+            "the benchmark function called neither triton.testing.do_bench nor do_bench_cudagraph: "
+            "kopt has no callable to time"
+        )
     return TimedSet(cap.captured)
 
 
@@ -468,8 +499,10 @@ class ImportedBench(Bench):
         """The look's sets of a config: set 0 first (its tensors size the count on a GPU)."""
         first = call_benchmark(self.imp, config, self.torch, input_seed(seed, config.key, "set0"))
         count = self.timing.set_count(first.nbytes())  # bench.CPU_SETS on the CPU
-        return [first] + [call_benchmark(self.imp, config, self.torch, input_seed(seed, config.key, f"set{j}"))
-                          for j in range(1, count)]
+        return [first] + [
+            call_benchmark(self.imp, config, self.torch, input_seed(seed, config.key, f"set{j}"))
+            for j in range(1, count)
+        ]
 
     def timed_rows(self, seed: int, *, copy: bool = True, keep: bool = False) -> list[dict[str, Any]]:
         """One look of `seed`: per config its sets drawn, timed block by block, checked for
@@ -487,8 +520,12 @@ class ImportedBench(Bench):
             try:
                 drawn.sets = self.draw_sets(config, seed)
                 self.clock.lap("inputs")
-                t = self.timing.sets_timer(list(drawn.sets), drawn.sets[0].nbytes(), graph=self.a.graph,
-                                           span=functools.partial(self.ranges.span, range_name(config.cols)))
+                t = self.timing.sets_timer(
+                    list(drawn.sets),
+                    drawn.sets[0].nbytes(),
+                    graph=self.a.graph,
+                    span=functools.partial(self.ranges.span, range_name(config.cols)),
+                )
                 self.clock.lap("capture")
                 for _ in range(self.a.blocks):
                     ks.append(t.block())
@@ -504,12 +541,25 @@ class ImportedBench(Bench):
                 self.failed += 1
                 log(f"{where}: FAILS: {drawn.failed}")
             st = summarize(ks) if ks else dict.fromkeys(("median", "mean", "std", "min", "p10", "p90"), nan)
-            rows.append({**config.cols, "us": st["median"], "err": err,
-                         "calls": t.reps * len(ks) if t is not None else 0, "us_mean": st["mean"], "us_std": st["std"],
-                         "us_min": st["min"], "us_p10": st["p10"], "us_p90": st["p90"], "samples": len(ks),
-                         "seed": seed})
-            log(f"{where}: {st['median']:10.3f} us  err {err:.3g}  ({len(ks)} blocks x "
-                f"{t.reps if t is not None else 0} calls)")
+            rows.append(
+                {
+                    **config.cols,
+                    "us": st["median"],
+                    "err": err,
+                    "calls": t.reps * len(ks) if t is not None else 0,
+                    "us_mean": st["mean"],
+                    "us_std": st["std"],
+                    "us_min": st["min"],
+                    "us_p10": st["p10"],
+                    "us_p90": st["p90"],
+                    "samples": len(ks),
+                    "seed": seed,
+                }
+            )
+            log(
+                f"{where}: {st['median']:10.3f} us  err {err:.3g}  ({len(ks)} blocks x "
+                f"{t.reps if t is not None else 0} calls)"
+            )
             self.clock.lap("timing")
         return rows
 
@@ -530,21 +580,37 @@ class ImportedBench(Bench):
         configs = []
         for d in self.drawn:
             if not d.sets:
-                configs.append({"config": dict(d.config.cols), "sets": 1, "set": 0, "atol": 0.0, "rtol": 0.0,
-                                "outputs": []})
+                configs.append(
+                    {"config": dict(d.config.cols), "sets": 1, "set": 0, "atol": 0.0, "rtol": 0.0, "outputs": []}
+                )
                 continue
             rng, i = audit_set(seed, d.config.key, len(d.sets))
             outs = d.sets[i].outputs()
             atol, rtol = tolerance(outs, self.a.atol, self.a.rtol)
-            configs.append({"config": dict(d.config.cols), "sets": len(d.sets), "set": i, "atol": atol, "rtol": rtol,
-                            "outputs": [summarise(self.torch, t, audit_positions(rng, int(t.numel()))) for t in outs]})
+            configs.append(
+                {
+                    "config": dict(d.config.cols),
+                    "sets": len(d.sets),
+                    "set": i,
+                    "atol": atol,
+                    "rtol": rtol,
+                    "outputs": [summarise(self.torch, t, audit_positions(rng, int(t.numel()))) for t in outs],
+                }
+            )
         return {"version": VERSION, "configs": configs}
 
     def commitment(self) -> dict[str, Any]:
         """The last look's promise: every set's output summaries, per config."""
-        return {"version": VERSION, "configs": [
-            {"config": dict(d.config.cols), "sets": summarise_sets(self.torch, [s.outputs() for s in d.sets] or [[]])}
-            for d in self.drawn]}
+        return {
+            "version": VERSION,
+            "configs": [
+                {
+                    "config": dict(d.config.cols),
+                    "sets": summarise_sets(self.torch, [s.outputs() for s in d.sets] or [[]]),
+                }
+                for d in self.drawn
+            ],
+        }
 
     def profile_rows(self, base_seed: int) -> list[dict[str, Any]]:
         """--profile: per config one set drawn and its callable called twice inside the config's
@@ -581,40 +647,74 @@ def probe(script: Path, torch: Any, seed: int) -> dict[str, Any]:
             entry: dict[str, Any] = {"value": str(line), "name": str(names[i]) if i < len(names) else str(line)}
             t1 = time.monotonic()
             try:
-                s = call_benchmark(imp, make_config(mark, b, b.x_vals[0], line, len(pairs) > 1, str(script)), torch,
-                                   seed)
+                s = call_benchmark(
+                    imp, make_config(mark, b, b.x_vals[0], line, len(pairs) > 1, str(script)), torch, seed
+                )
                 s()
                 outs = s.outputs()
-                entry.update(captured=bool(outs), outputs=len(outs), why="" if outs else
-                             "the timed callable returns no tensor and reaches none kopt can compare")
+                entry.update(
+                    captured=bool(outs),
+                    outputs=len(outs),
+                    why="" if outs else "the timed callable returns no tensor and reaches none kopt can compare",
+                )
             except Exception as exc:  # one line that cannot be captured: said, the others go on
                 entry.update(captured=False, outputs=0, why=f"{type(exc).__name__}: {str(exc)[:300]}")
             entry["seconds"] = round(time.monotonic() - t1, 3)
             lines.append(entry)
-        out.append({"plot_name": str(b.plot_name), "x_names": [str(x) for x in b.x_names], "line_arg": str(b.line_arg),
-                    "configs": len(list(b.x_vals)), "lines": lines})
-    return {"version": PROBE_VERSION, "script": script.as_posix(), "ran_at_import": imp.ran,
-            "import_s": round(import_s, 3), "config_columns": config_columns(imp), "benchmarks": out}
+        out.append(
+            {
+                "plot_name": str(b.plot_name),
+                "x_names": [str(x) for x in b.x_names],
+                "line_arg": str(b.line_arg),
+                "configs": len(list(b.x_vals)),
+                "lines": lines,
+            }
+        )
+    return {
+        "version": PROBE_VERSION,
+        "script": script.as_posix(),
+        "ran_at_import": imp.ran,
+        "import_s": round(import_s, 3),
+        "config_columns": config_columns(imp),
+        "benchmarks": out,
+    }
 
 
 def parse_args(argv: list[str] | None, gpu: bool) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(description="a triton.testing.perf_report bench served by import: kopt's timer, "
-                                             "kopt's served protocol (docs/byo-kernel.md)")
+    ap = argparse.ArgumentParser(
+        description="a triton.testing.perf_report bench served by import: kopt's timer, "
+        "kopt's served protocol (docs/byo-kernel.md)"
+    )
     ap.add_argument("script", help="the bench's Python file, relative to the working directory (the tree)")
-    ap.add_argument("--line", action="append", default=[],
-                    help="the line value (or line name) of the tree's own kernel; repeatable")
-    ap.add_argument("--serve", action="store_true", help="answer kopt's `look N SEED PATH`, `audit N SEED PATH` "
-                                                         "and `load` on stdin (harness/serve.py)")
-    ap.add_argument("--probe", action="store_true", help="import, capture each line's first config once, "
-                                                         "print JSON (what kopt init reads)")
+    ap.add_argument(
+        "--line", action="append", default=[], help="the line value (or line name) of the tree's own kernel; repeatable"
+    )
+    ap.add_argument(
+        "--serve",
+        action="store_true",
+        help="answer kopt's `look N SEED PATH`, `audit N SEED PATH` and `load` on stdin (harness/serve.py)",
+    )
+    ap.add_argument(
+        "--probe",
+        action="store_true",
+        help="import, capture each line's first config once, print JSON (what kopt init reads)",
+    )
     ap.add_argument("--profile", action="store_true", help="each config's callable twice in its range, untimed")
     ap.add_argument("--seed", type=int, default=None, help="the look's seed of a plain run (default: a fresh one)")
     ap.add_argument("--blocks", type=int, default=0, help="timed blocks per config (default: the harness's)")
     ap.add_argument("--block-us", type=float, default=300.0, help="GPU: target duration of a block")
-    ap.add_argument("--serve-memory", type=float, default=None, help="--serve: leave after a look once kept "
-                                                                     "buffers take this share of the GPU's memory")
-    ap.add_argument("--no-graph", dest="graph", action="store_false",
-                    help="GPU: time eager launches between CUDA events, not CUDA graphs")
+    ap.add_argument(
+        "--serve-memory",
+        type=float,
+        default=None,
+        help="--serve: leave after a look once kept buffers take this share of the GPU's memory",
+    )
+    ap.add_argument(
+        "--no-graph",
+        dest="graph",
+        action="store_false",
+        help="GPU: time eager launches between CUDA events, not CUDA graphs",
+    )
     ap.add_argument("--atol", type=float, default=None, help="the audit's atol (default: by the outputs' dtype)")
     ap.add_argument("--rtol", type=float, default=None, help="the audit's rtol (default: by the outputs' dtype)")
     ap.add_argument("--out", help="also write the CSV to this file")
@@ -664,6 +764,7 @@ def main(argv: list[str] | None = None) -> int:
         def reply(msg: str) -> None:
             sys.stdout.write(msg + "\n")
             sys.stdout.flush()
+
         return serve_tree(bench, sys.stdin, reply)
     seed = new_seed() if a.seed is None else a.seed
     rows = bench.profile_rows(seed) if a.profile else bench.timed_rows(seed)

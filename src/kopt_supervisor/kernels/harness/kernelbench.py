@@ -45,13 +45,15 @@ def _floating(torch: Any, x: Any) -> bool:
     return isinstance(x, torch.Tensor) and x.is_floating_point()
 
 
-def problem_spec(ref: ModuleType, ref_path: str, new_path: str, *, name: str = "", atol: float = 1e-2,
-                 rtol: float = 1e-2) -> Spec:
+def problem_spec(
+    ref: ModuleType, ref_path: str, new_path: str, *, name: str = "", atol: float = 1e-2, rtol: float = 1e-2
+) -> Spec:
     """The Spec of a KernelBench problem: `ref` is the loaded reference module."""
     for attr in ("Model", "get_inputs", "get_init_inputs"):
         if not hasattr(ref, attr):
-            raise SystemExit(f"{ref_path}: a KernelBench problem defines Model, get_inputs and get_init_inputs "
-                             f"(no {attr})")
+            raise SystemExit(
+                f"{ref_path}: a KernelBench problem defines Model, get_inputs and get_init_inputs (no {attr})"
+            )
     problem = name or re.sub(r"\W+", "_", Path(ref_path).stem).strip("_") or "problem"
     dims = {k: v for k, v in vars(ref).items() if not k.startswith("_") and type(v) is int}
 
@@ -85,15 +87,28 @@ def problem_spec(ref: ModuleType, ref_path: str, new_path: str, *, name: str = "
         return {"problem": problem, **shape.dims, "dtype": dtype, "esize": esize}
 
     tol = {"float32": (atol, rtol), "float16": (2 * atol, 2 * rtol), "bfloat16": (5 * atol, 5 * rtol)}
-    return Spec(name=problem.replace("_", "-")[:40] or "problem", function=f"{new_path}:ModelNew",
-                baseline=f"{ref_path}:Model", shapes=[Shape(problem, f"KernelBench {ref_path}", dims)],
-                tolerance=tol, dtypes=["float32"], make_inputs=make_inputs, reference=reference, columns=columns,
-                class_by=["dtype"], out=None, same_dtype=False, prepare=prepare)
+    return Spec(
+        name=problem.replace("_", "-")[:40] or "problem",
+        function=f"{new_path}:ModelNew",
+        baseline=f"{ref_path}:Model",
+        shapes=[Shape(problem, f"KernelBench {ref_path}", dims)],
+        tolerance=tol,
+        dtypes=["float32"],
+        make_inputs=make_inputs,
+        reference=reference,
+        columns=columns,
+        class_by=["dtype"],
+        out=None,
+        same_dtype=False,
+        prepare=prepare,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description="a KernelBench Model/ModelNew pair on kopt's harness "
-                                             "(the harness's options follow: --ab, --serve, --dtypes, ...)")
+    ap = argparse.ArgumentParser(
+        description="a KernelBench Model/ModelNew pair on kopt's harness "
+        "(the harness's options follow: --ab, --serve, --dtypes, ...)"
+    )
     ap.add_argument("--ref", required=True, help="the problem file (Model, get_inputs, get_init_inputs)")
     ap.add_argument("--new", required=True, help="the file defining ModelNew, relative to each tree")
     ap.add_argument("--name", default="", help="the problem's name in the CSV (default: the file's stem)")

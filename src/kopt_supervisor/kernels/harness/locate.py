@@ -93,6 +93,8 @@ def _import_isolated(tree: Path, name: str) -> ModuleType:
     _KEPT.append(loaded)
     file = getattr(module, "__file__", None)
     if not file or tree not in Path(file).resolve().parents:
-        raise LocateError(f"{name}: imported from {file or 'a built-in'}, outside the tree {tree} "
-                          f"(an installed or editable copy of {top!r}?): both sides would time the same code")
+        raise LocateError(
+            f"{name}: imported from {file or 'a built-in'}, outside the tree {tree} "
+            f"(an installed or editable copy of {top!r}?): both sides would time the same code"
+        )
     return module

@@ -57,8 +57,15 @@ def next_power_of_2(n: int) -> int:
     return 1 << max(0, int(n) - 1).bit_length()
 
 
-def launch_meta(params: dict[str, dict[str, Any]], key: str, row_len: int,
-                max_block: int = 8192, *, rows: int = 0, min_programs: int = 0) -> dict[str, Any]:
+def launch_meta(
+    params: dict[str, dict[str, Any]],
+    key: str,
+    row_len: int,
+    max_block: int = 8192,
+    *,
+    rows: int = 0,
+    min_programs: int = 0,
+) -> dict[str, Any]:
     """The Triton launch arguments of a row kernel for one class: BLOCK_D (0 = the next power
     of two >= row_len, capped at max_block; never more than that power of two), ROWS (rows per
     program), SINGLE (a row fits in one chunk), num_warps, num_stages. BLOCK_D and ROWS are
@@ -75,8 +82,13 @@ def launch_meta(params: dict[str, dict[str, Any]], key: str, row_len: int,
     per_program = next_power_of_2(int(p["ROWS_PER_PROG"]))
     while per_program > 1 and -(-rows // per_program) < min_programs:
         per_program //= 2
-    return {"BLOCK_D": block, "ROWS": per_program, "SINGLE": block >= row_len,
-            "num_warps": int(p["num_warps"]), "num_stages": int(p["num_stages"])}
+    return {
+        "BLOCK_D": block,
+        "ROWS": per_program,
+        "SINGLE": block >= row_len,
+        "num_warps": int(p["num_warps"]),
+        "num_stages": int(p["num_stages"]),
+    }
 
 
 PROGRAMS_PER_SM = 4
@@ -89,8 +101,9 @@ def min_programs(torch: Any, device: Any) -> int:
     interpreter runs programs one after another on the CPU: no SMs to fill)."""
     if getattr(device, "type", "cpu") != "cuda":
         return 0
-    return PROGRAMS_PER_SM * _multiprocessors(torch, device.index if device.index is not None else
-                                              torch.cuda.current_device())
+    return PROGRAMS_PER_SM * _multiprocessors(
+        torch, device.index if device.index is not None else torch.cuda.current_device()
+    )
 
 
 _SMS: dict[int, int] = {}

@@ -24,8 +24,7 @@ from typing import Any
 from .params import config_key
 
 PREFIX = "kopt:"
-ROCTX_LIBRARIES = ("librocprofiler-sdk-roctx.so", "librocprofiler-sdk-roctx.so.1", "libroctx64.so",
-                   "libroctx64.so.4")
+ROCTX_LIBRARIES = ("librocprofiler-sdk-roctx.so", "librocprofiler-sdk-roctx.so.1", "libroctx64.so", "libroctx64.so.4")
 
 
 def range_name(cols: Mapping[str, Any]) -> str:
@@ -47,13 +46,14 @@ class Ranges:
         finally:
             self._pop()
 
-
     def around(self, fn: Callable[..., Any], name: str) -> Callable[..., Any]:
         """`fn` called inside the range `name`: only its own launches count in the config
         (the reference's and the comparison's kernels stay outside)."""
+
         def ranged(*args: Any, **kwargs: Any) -> Any:
             with self.span(name):
                 return fn(*args, **kwargs)
+
         return ranged
 
 

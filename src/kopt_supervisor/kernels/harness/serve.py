@@ -131,8 +131,10 @@ def serve_tree(bench: Bench, requests: Iterable[str], reply: Callable[[str], Non
             log(f"look {req.n}: " + bench.clock.line())
             bench.release_cache()
             if bench.memory_full(bench.a.serve_memory):
-                log(f"kept buffers past {bench.a.serve_memory:.0%} of the GPU's memory: "
-                    f"leaving after look {req.n} and its audit")
+                log(
+                    f"kept buffers past {bench.a.serve_memory:.0%} of the GPU's memory: "
+                    f"leaving after look {req.n} and its audit"
+                )
                 reply(f"done {req.n} last")
                 leaving = True
             else:

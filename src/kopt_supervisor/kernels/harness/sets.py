@@ -47,14 +47,18 @@ class TimedSets:
         draws = min(count, DISTINCT)
         self._seeds = [input_seed(look_seed, self.key, f"set{j}") for j in range(draws)]
         prime = [case.draw(input_seed(look_seed, self.key, f"set{j}/prime")) for j in range(draws)]
-        self.args: list[tuple] = [prime[i][0] if i < draws else tuple(_clone(a) for a in prime[i % draws][0])
-                                  for i in range(count)]
-        self.kwargs: list[dict[str, Any]] = [prime[i][1] if i < draws else
-                                             {k: _clone(v) for k, v in prime[i % draws][1].items()}
-                                             for i in range(count)]
+        self.args: list[tuple] = [
+            prime[i][0] if i < draws else tuple(_clone(a) for a in prime[i % draws][0]) for i in range(count)
+        ]
+        self.kwargs: list[dict[str, Any]] = [
+            prime[i][1] if i < draws else {k: _clone(v) for k, v in prime[i % draws][1].items()} for i in range(count)
+        ]
         self.out = case.spec.out
-        self.dsts: list[Any] = ([self.torch.full(case.out_shape, math.nan, dtype=case.out_dtype, device=case.device)
-                                 for _ in range(count)] if self.out is not None else [None] * count)
+        self.dsts: list[Any] = (
+            [self.torch.full(case.out_shape, math.nan, dtype=case.out_dtype, device=case.device) for _ in range(count)]
+            if self.out is not None
+            else [None] * count
+        )
         self.kept: list[Any] = [None] * count
         """Without an out= keyword: each set's last result (freed just before the set's next call)."""
 

@@ -172,10 +172,19 @@ def spec_from_contract(contract: ModuleType, roofline: ModuleType | None = None)
     is `solution/<NAME>.py:<FUNC>`, the baseline `baseline/<NAME>.py:<FUNC>`, with out=."""
     c = contract
     return Spec(
-        name=c.NAME, function=f"solution/{c.NAME}.py:{c.FUNC}", baseline=f"baseline/{c.NAME}.py:{c.FUNC}",
-        shapes=list(c.SHAPES), tolerance=dict(c.TOLERANCE), make_inputs=c.make_inputs, reference=c.reference,
-        bytes_moved=getattr(roofline, "bytes_moved", None), columns=c.columns, class_by=list(c.CLASS_BY),
-        out="out", class_args=getattr(c, "class_args", None), dtypes=list(c.DTYPES),
+        name=c.NAME,
+        function=f"solution/{c.NAME}.py:{c.FUNC}",
+        baseline=f"baseline/{c.NAME}.py:{c.FUNC}",
+        shapes=list(c.SHAPES),
+        tolerance=dict(c.TOLERANCE),
+        make_inputs=c.make_inputs,
+        reference=c.reference,
+        bytes_moved=getattr(roofline, "bytes_moved", None),
+        columns=c.columns,
+        class_by=list(c.CLASS_BY),
+        out="out",
+        class_args=getattr(c, "class_args", None),
+        dtypes=list(c.DTYPES),
     )
 
 

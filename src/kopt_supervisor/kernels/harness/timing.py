@@ -140,8 +140,15 @@ class EventTimer:
     included): the fallback for callables a CUDA graph cannot capture. block() returns
     microseconds per launch."""
 
-    def __init__(self, torch: Any, fn: Callable[[], Any], reps: int, flush: Callable[[], None],
-                 warm_blocks: int = 2, span: Callable[[], AbstractContextManager[Any]] | None = None) -> None:
+    def __init__(
+        self,
+        torch: Any,
+        fn: Callable[[], Any],
+        reps: int,
+        flush: Callable[[], None],
+        warm_blocks: int = 2,
+        span: Callable[[], AbstractContextManager[Any]] | None = None,
+    ) -> None:
         self.torch, self.fn, self.reps, self.flush = torch, fn, reps, flush
         self.span = span or nullcontext  # the profiler range around the timed launches only
         self.prepare()
@@ -196,8 +203,13 @@ class CpuTimer:
     wall clock. Work a call hands to another process is not counted here; kopt's own
     accounting of the whole process tree is (docs/files.md)."""
 
-    def __init__(self, fn: Callable[[], Any], reps: int, warm_blocks: int = 1,
-                 span: Callable[[], AbstractContextManager[Any]] | None = None) -> None:
+    def __init__(
+        self,
+        fn: Callable[[], Any],
+        reps: int,
+        warm_blocks: int = 1,
+        span: Callable[[], AbstractContextManager[Any]] | None = None,
+    ) -> None:
         self.fn, self.reps, self.span = fn, reps, span or nullcontext
         for _ in range(warm_blocks):
             self.block()
@@ -210,15 +222,15 @@ class CpuTimer:
             return (time.process_time() - t0) * 1e6 / self.reps
 
 
-def event_times(torch: Any, fn: Callable[[], Any], iters: int, warmup: int,
-                flush: Callable[[], None] | None = None) -> list[float]:
+def event_times(
+    torch: Any, fn: Callable[[], Any], iters: int, warmup: int, flush: Callable[[], None] | None = None
+) -> list[float]:
     """Seconds per call of `fn`, one pair of CUDA events around each call (flushed before
     each when `flush` is given)."""
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
-    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-              for _ in range(iters)]
+    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(iters)]
     for start, end in events:
         if flush is not None:
             flush()

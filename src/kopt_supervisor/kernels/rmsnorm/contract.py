@@ -30,22 +30,39 @@ TOLERANCE = {"bfloat16": (1e-2, 1.6e-2), "float16": (1e-3, 2e-3)}
 EPS = 1e-6
 
 SHAPES = [
-    Shape("flux1-dev-joint-1024", "FLUX.1-dev 1024px joint attention: 4096 image + 512 text tokens, 24 heads x 128",
-          {"B": 1, "N": 4608, "H": 24, "hd": 128}),
-    Shape("sd35-large-1024", "SD3.5 Large 1024px image stream, 38 heads x 64, CFG",
-          {"B": 2, "N": 4096, "H": 38, "hd": 64}),
-    Shape("sd35-medium-1024", "SD3.5 Medium 1024px image stream, 24 heads x 64, CFG",
-          {"B": 2, "N": 4096, "H": 24, "hd": 64}),
-    Shape("hunyuanvideo-720p", "HunyuanVideo 1280x720, 129 frames: 33 x 45 x 80 tokens, 24 heads x 128",
-          {"B": 1, "N": 118800, "H": 24, "hd": 128}),
+    Shape(
+        "flux1-dev-joint-1024",
+        "FLUX.1-dev 1024px joint attention: 4096 image + 512 text tokens, 24 heads x 128",
+        {"B": 1, "N": 4608, "H": 24, "hd": 128},
+    ),
+    Shape(
+        "sd35-large-1024", "SD3.5 Large 1024px image stream, 38 heads x 64, CFG", {"B": 2, "N": 4096, "H": 38, "hd": 64}
+    ),
+    Shape(
+        "sd35-medium-1024",
+        "SD3.5 Medium 1024px image stream, 24 heads x 64, CFG",
+        {"B": 2, "N": 4096, "H": 24, "hd": 64},
+    ),
+    Shape(
+        "hunyuanvideo-720p",
+        "HunyuanVideo 1280x720, 129 frames: 33 x 45 x 80 tokens, 24 heads x 128",
+        {"B": 1, "N": 118800, "H": 24, "hd": 128},
+    ),
     Shape("one-row", "regression: a single row", {"B": 1, "N": 1, "H": 1, "hd": 128}, REGRESSION),
-    Shape("hd-72", "regression: non-power-of-two head_dim (PixArt-alpha's 72)",
-          {"B": 1, "N": 333, "H": 5, "hd": 72}, REGRESSION),
-    Shape("hd-100", "regression: odd head_dim, odd token count", {"B": 2, "N": 77, "H": 3, "hd": 100},
-          REGRESSION),
+    Shape(
+        "hd-72",
+        "regression: non-power-of-two head_dim (PixArt-alpha's 72)",
+        {"B": 1, "N": 333, "H": 5, "hd": 72},
+        REGRESSION,
+    ),
+    Shape("hd-100", "regression: odd head_dim, odd token count", {"B": 2, "N": 77, "H": 3, "hd": 100}, REGRESSION),
     Shape("hd-40", "regression: short narrow rows", {"B": 1, "N": 1001, "H": 7, "hd": 40}, REGRESSION),
-    Shape("long-20000", "regression: very long rows (chunked even at BLOCK_D = 0)",
-          {"B": 1, "N": 4, "H": 1, "hd": 20000}, REGRESSION),
+    Shape(
+        "long-20000",
+        "regression: very long rows (chunked even at BLOCK_D = 0)",
+        {"B": 1, "N": 4, "H": 1, "hd": 20000},
+        REGRESSION,
+    ),
     Shape("cpu-64", "CPU interpreter: narrow", {"B": 1, "N": 2, "H": 2, "hd": 64}, SMALL),
     Shape("cpu-48", "CPU interpreter: narrow, non-power-of-two", {"B": 1, "N": 3, "H": 1, "hd": 48}, SMALL),
     Shape("cpu-128", "CPU interpreter: wide", {"B": 1, "N": 1, "H": 2, "hd": 128}, SMALL),

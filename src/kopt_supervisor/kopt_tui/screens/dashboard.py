@@ -36,22 +36,50 @@ SIDE_PANELS = ("deltas", "counters", "gpus", "chart")
 
 class DashboardScreen(KoptScreen[None]):
     BINDINGS = [
-        Binding("a", "accept", "accept",
-                tooltip="Accept the borderline candidate awaiting review (several: the review queue opens)"),
-        Binding("r", "reject", "reject",
-                tooltip="Reject the borderline candidate awaiting review (several: the review queue opens)"),
-        Binding("m", "more_rounds", "more rounds", show=False,
-                tooltip="Measure the borderline candidate for more rounds (several: the review queue opens)"),
+        Binding(
+            "a",
+            "accept",
+            "accept",
+            tooltip="Accept the borderline candidate awaiting review (several: the review queue opens)",
+        ),
+        Binding(
+            "r",
+            "reject",
+            "reject",
+            tooltip="Reject the borderline candidate awaiting review (several: the review queue opens)",
+        ),
+        Binding(
+            "m",
+            "more_rounds",
+            "more rounds",
+            show=False,
+            tooltip="Measure the borderline candidate for more rounds (several: the review queue opens)",
+        ),
         Binding("p", "pause", "pause/resume", tooltip="Pause the run (a benchmark in flight is re-run), or resume it"),
         Binding("s", "stop", "stop", tooltip="Stop the run cleanly (asks first); `kopt run` resumes it later"),
-        Binding("R", "restart", "restart", key_display="R",
-                tooltip="Masked partial restart from the selected iteration (asks first)"),
+        Binding(
+            "R",
+            "restart",
+            "restart",
+            key_display="R",
+            tooltip="Masked partial restart from the selected iteration (asks first)",
+        ),
         Binding("l", "logs", "logs", tooltip="Follow the live benchmark output"),
         Binding("enter", "detail", "detail", show=False, tooltip="Open the selected iteration"),
-        Binding("E", "start_engine", "start engine", key_display="E",
-                tooltip="Start the engine again when none runs (a crash, or a stopped run)"),
-        Binding("v", "cycle_panel", "next panel", show=False,
-                tooltip="Narrow terminals: show the next side panel (Δ, counters, GPUs, chart)"),
+        Binding(
+            "E",
+            "start_engine",
+            "start engine",
+            key_display="E",
+            tooltip="Start the engine again when none runs (a crash, or a stopped run)",
+        ),
+        Binding(
+            "v",
+            "cycle_panel",
+            "next panel",
+            show=False,
+            tooltip="Narrow terminals: show the next side panel (Δ, counters, GPUs, chart)",
+        ),
         Binding("escape", "runs", "runs", show=False, tooltip="Back to every run (home)"),
     ]
 
@@ -74,10 +102,12 @@ class DashboardScreen(KoptScreen[None]):
             table.border_title = "history"
             yield table
             with Vertical(id="side"):
-                for widget, title in ((ClassDeltas(id="deltas", classes="panel"), "Δ per class"),
-                                      (Counters(id="counters", classes="panel"), "counters"),
-                                      (GpuPanel(id="gpus", classes="panel"), "GPUs"),
-                                      (BestChart(id="chart", classes="panel"), "best per class over iterations")):
+                for widget, title in (
+                    (ClassDeltas(id="deltas", classes="panel"), "Δ per class"),
+                    (Counters(id="counters", classes="panel"), "counters"),
+                    (GpuPanel(id="gpus", classes="panel"), "GPUs"),
+                    (BestChart(id="chart", classes="panel"), "best per class over iterations"),
+                ):
                     widget.border_title = title
                     yield widget
         yield Footer()
@@ -116,8 +146,13 @@ class DashboardScreen(KoptScreen[None]):
         self._show_selected()
         self._show_lanes(data)
         self._on_tick(self.app.now)
-        actions = (data.state, data.alive, tuple(r.version for r in self.app.open_reviews(self.tag)),
-                   data.run_meta.paused, self._restartable)
+        actions = (
+            data.state,
+            data.alive,
+            tuple(r.version for r in self.app.open_reviews(self.tag)),
+            data.run_meta.paused,
+            self._restartable,
+        )
         if actions != self._actions_key:
             self._actions_key = actions
             self.refresh_bindings()  # the footer and the palette follow what applies now
@@ -131,9 +166,15 @@ class DashboardScreen(KoptScreen[None]):
         panel = self.query_one(LanesPanel)
         panel.view = view
         if view is not None:
-            title = (f"lanes · {view.busy} of {len(view.rows)} busy" if view.live
-                     else "lanes · paused" if data.alive
-                     else "lanes · no engine" if data.state == "crashed" else f"lanes · {data.state}")
+            title = (
+                f"lanes · {view.busy} of {len(view.rows)} busy"
+                if view.live
+                else "lanes · paused"
+                if data.alive
+                else "lanes · no engine"
+                if data.state == "crashed"
+                else f"lanes · {data.state}"
+            )
             panel.title = title + (f" · {view.needing_you} awaiting review" if view.needing_you else "")
             panel.gpu_time = api.progress(data.iterations, data.direction)
         self.set_class(view is not None, "-lanes")
@@ -212,9 +253,12 @@ class DashboardScreen(KoptScreen[None]):
             return None
         d = self.data
         sent = next((r for r in (d.reviews if d else ()) if r.answer is not None), None)
-        self.notify(f"v{sent.version}'s answer ({sent.answer.kind.replace('_', ' ')}) is on its way to the engine"
-                    if sent is not None and sent.answer is not None else "no candidate is awaiting review",
-                    severity="warning")
+        self.notify(
+            f"v{sent.version}'s answer ({sent.answer.kind.replace('_', ' ')}) is on its way to the engine"
+            if sent is not None and sent.answer is not None
+            else "no candidate is awaiting review",
+            severity="warning",
+        )
         return None
 
     def _answer(self, kind: str) -> None:
@@ -252,10 +296,15 @@ class DashboardScreen(KoptScreen[None]):
             if yes:
                 self.app.send_command(self.tag, "stop")
 
-        self.app.push_screen(ConfirmScreen(
-            f"Stop run {self.tag}?",
-            "The engine finishes cleanly: a benchmark in flight is killed and its iteration is closed "
-            "as interrupted. `kopt run` (or E here) continues the run later.", yes="Stop the run"), stop)
+        self.app.push_screen(
+            ConfirmScreen(
+                f"Stop run {self.tag}?",
+                "The engine finishes cleanly: a benchmark in flight is killed and its iteration is closed "
+                "as interrupted. `kopt run` (or E here) continues the run later.",
+                yes="Stop the run",
+            ),
+            stop,
+        )
 
     def action_restart(self) -> None:
         from kopt_supervisor.kopt_tui.screens.restart import RestartScreen
@@ -287,9 +336,11 @@ class DashboardScreen(KoptScreen[None]):
             if yes:
                 self.app.start_engine(self.tag)
 
-        why = ("The engine is gone (crashed or killed): starting it recovers the workspace and goes on."
-               if d.state == "crashed" else f"The run stopped ({d.run_meta.stop_reason or 'no reason'}); "
-               "starting the engine continues it.")
+        why = (
+            "The engine is gone (crashed or killed): starting it recovers the workspace and goes on."
+            if d.state == "crashed"
+            else f"The run stopped ({d.run_meta.stop_reason or 'no reason'}); starting the engine continues it."
+        )
         self.app.push_screen(ConfirmScreen(f"Start the engine for {self.tag}?", why, yes="Start the engine"), start)
 
     def action_cycle_panel(self) -> None:

@@ -42,10 +42,17 @@ class DetailScreen(KoptScreen[None]):
     BINDINGS = [
         Binding("escape", "back", "back", tooltip="Back to the dashboard"),
         Binding("a", "review", "review", tooltip="Review this borderline candidate (accept, reject, more rounds)"),
-        Binding("R", "restart", "restart from here", key_display="R",
-                tooltip="Masked partial restart from this iteration (asks first)"),
+        Binding(
+            "R",
+            "restart",
+            "restart from here",
+            key_display="R",
+            tooltip="Masked partial restart from this iteration (asks first)",
+        ),
         Binding("l", "logs", "logs", tooltip="Open this iteration's newest log (the live one while it runs)"),
-        Binding("t", "transcript", "transcript", tooltip="Read the agent's transcript of this iteration (the newest run)"),
+        Binding(
+            "t", "transcript", "transcript", tooltip="Read the agent's transcript of this iteration (the newest run)"
+        ),
         Binding("left", "tab(-1)", "prev tab", show=False, tooltip="Previous tab"),
         Binding("right", "tab(1)", "next tab", show=False, tooltip="Next tab"),
     ]
@@ -104,37 +111,69 @@ class DetailScreen(KoptScreen[None]):
             return
         dec = api.recorded_decision(it.record)
         head = Text.assemble(
-            (f"v{it.version} ", "bold"), (it.status, STATUS_STYLE.get(it.status, "")),
-            (" (masked)" if it.masked else "", "dim"), "  ", (fmt.one_line(it.hypothesis, 200), "bold"),
-            "\n", ("proposed by ", "dim"), iteration_view.proposal_origin(it),
-            "\n", ("target ", "dim"), it.target_class or "all classes (global)",
-            ("  parent ", "dim"), f"v{it.parent}" if it.parent is not None else fmt.DASH,
-            ("  from ", "dim"), (fmt.sha(it.best_commit_before), "cyan"),
-            ("  commit ", "dim"), (fmt.sha(it.commit), "cyan"),
-            ("  started ", "dim"), fmt.when(it.started_at, data.last.started_at if data.last else None),
-            ("  took ", "dim"), fmt.clock(it.finished_at - it.started_at) if it.finished_at
+            (f"v{it.version} ", "bold"),
+            (it.status, STATUS_STYLE.get(it.status, "")),
+            (" (masked)" if it.masked else "", "dim"),
+            "  ",
+            (fmt.one_line(it.hypothesis, 200), "bold"),
+            "\n",
+            ("proposed by ", "dim"),
+            iteration_view.proposal_origin(it),
+            "\n",
+            ("target ", "dim"),
+            it.target_class or "all classes (global)",
+            ("  parent ", "dim"),
+            f"v{it.parent}" if it.parent is not None else fmt.DASH,
+            ("  from ", "dim"),
+            (fmt.sha(it.best_commit_before), "cyan"),
+            ("  commit ", "dim"),
+            (fmt.sha(it.commit), "cyan"),
+            ("  started ", "dim"),
+            fmt.when(it.started_at, data.last.started_at if data.last else None),
+            ("  took ", "dim"),
+            fmt.clock(it.finished_at - it.started_at)
+            if it.finished_at
             else (fmt.clock(self.app.now - it.started_at) + " so far" if data.alive else fmt.DASH),
         )
         self.query_one("#detail-head", Static).update(head)
         gpu = api.recorded_gpu(it.record)
         flagged = gpu.flagged_rounds
         decision = [
-            Text.assemble(("decision ", "dim"), (str(dec.verdict or it.status), "bold"), ": ",
-                          fmt.one_line(dec.reason, 400), ("  by ", "dim"), dec.by or "engine"),
-            Text.assemble(("measured ", "dim"), f"{dec.rounds or fmt.DASH} rounds",
-                          f", {fmt.seconds(dec.gpu_seconds)} of timed runs" if dec.gpu_seconds is not None else "",
-                          ("  repairs ", "dim"), str(it.repair_attempts),
-                          ("  files ", "dim"), ", ".join(api.changed_files(it.record)) or fmt.DASH),
-            Text.assemble(("GPU ", "dim"), (gpu.gpu.name if gpu.gpu else "") or fmt.DASH,
-                          (f"  {len(flagged)} round(s) flagged: " + "; ".join(
-                              ", ".join(f) for f in flagged[:3]) if flagged else "", "yellow")),
+            Text.assemble(
+                ("decision ", "dim"),
+                (str(dec.verdict or it.status), "bold"),
+                ": ",
+                fmt.one_line(dec.reason, 400),
+                ("  by ", "dim"),
+                dec.by or "engine",
+            ),
+            Text.assemble(
+                ("measured ", "dim"),
+                f"{dec.rounds or fmt.DASH} rounds",
+                f", {fmt.seconds(dec.gpu_seconds)} of timed runs" if dec.gpu_seconds is not None else "",
+                ("  repairs ", "dim"),
+                str(it.repair_attempts),
+                ("  files ", "dim"),
+                ", ".join(api.changed_files(it.record)) or fmt.DASH,
+            ),
+            Text.assemble(
+                ("GPU ", "dim"),
+                (gpu.gpu.name if gpu.gpu else "") or fmt.DASH,
+                (
+                    f"  {len(flagged)} round(s) flagged: " + "; ".join(", ".join(f) for f in flagged[:3])
+                    if flagged
+                    else "",
+                    "yellow",
+                ),
+            ),
         ]
         if dec.flags:
             decision.append(Text.assemble(("flags ", "dim"), ", ".join(dec.flags), style="magenta"))
         self.query_one("#detail-decision", Static).update(Text("\n").join(decision))
         rows = model.class_rows(it, data.run_meta.live_classes)
-        self.query_one("#detail-classes", Static).update(class_table(rows) if rows else Text("no per-class numbers",
-                                                                                                style="dim"))
+        self.query_one("#detail-classes", Static).update(
+            class_table(rows) if rows else Text("no per-class numbers", style="dim")
+        )
         if it is not self._shown:  # the record moved (the poller keeps an unchanged iteration's object)
             self._shown = it
             runs = iteration_view.agent_rows(it)
@@ -150,13 +189,22 @@ class DetailScreen(KoptScreen[None]):
         options = self.query_one("#detail-transcripts", OptionList)
         options.clear_options()
         for (label, path), run in zip(kept, [r for r in runs if r.transcript], strict=True):
-            options.add_option(Option(Text.assemble(("transcript ", "dim"), (label, "bold"), "  ", path,
-                                                    ("  " + run.transcript_size if run.transcript_size else "", "dim"),
-                                                    (" (cut to [propose].transcript_max_kib)" if run.transcript_cut
-                                                     else "", "yellow"))))
+            options.add_option(
+                Option(
+                    Text.assemble(
+                        ("transcript ", "dim"),
+                        (label, "bold"),
+                        "  ",
+                        path,
+                        ("  " + run.transcript_size if run.transcript_size else "", "dim"),
+                        (" (cut to [propose].transcript_max_kib)" if run.transcript_cut else "", "yellow"),
+                    )
+                )
+            )
         if not kept:
-            options.add_option(Option(Text("no agent transcript was kept for this iteration", style="dim"),
-                                      disabled=True))
+            options.add_option(
+                Option(Text("no agent transcript was kept for this iteration", style="dim"), disabled=True)
+            )
 
     # -- files (thread) -----------------------------------------------------------------
 
@@ -181,10 +229,13 @@ class DetailScreen(KoptScreen[None]):
     def on_files_read(self, msg: FilesRead) -> None:
         plan, diff, logs, events = msg.plan, msg.diff, msg.logs, msg.events
         self.query_one("#detail-plan", Static).update(
-            Text(plan) if plan else Text("no plan was written for this iteration", style="dim"))
+            Text(plan) if plan else Text("no plan was written for this iteration", style="dim")
+        )
         self.query_one("#detail-diff", Static).update(
             Syntax(diff, "diff", theme="ansi_dark", background_color="default", word_wrap=False)
-            if diff else Text("no diff (nothing changed, or the baseline)", style="dim"))
+            if diff
+            else Text("no diff (nothing changed, or the baseline)", style="dim")
+        )
         self._logs = [p for p, _ in logs]
         options = self.query_one("#detail-logs", OptionList)
         options.clear_options()
@@ -193,9 +244,21 @@ class DetailScreen(KoptScreen[None]):
         if not logs:
             options.add_option(Option(Text("no log files", style="dim"), disabled=True))
         ref = self.data.last.started_at if self.data and self.data.last else None
-        lines = [Text.assemble((fmt.when(e.t, ref), "dim"), " ", (f"{e.level:<5}", "yellow" if e.level != "info" else "dim"),
-                               " ", (f"{e.kind:<9}", "cyan"), " ", e.message) for e in events]
-        self.query_one("#detail-events", Static).update(Text("\n").join(lines) if lines else Text("no events", style="dim"))
+        lines = [
+            Text.assemble(
+                (fmt.when(e.t, ref), "dim"),
+                " ",
+                (f"{e.level:<5}", "yellow" if e.level != "info" else "dim"),
+                " ",
+                (f"{e.kind:<9}", "cyan"),
+                " ",
+                e.message,
+            )
+            for e in events
+        ]
+        self.query_one("#detail-events", Static).update(
+            Text("\n").join(lines) if lines else Text("no events", style="dim")
+        )
         self.files_loaded = True
 
     # -- actions ------------------------------------------------------------------------
@@ -267,14 +330,22 @@ def evidence_text(notes: tuple[iteration_view.Note, ...]) -> Text:
     if not notes:
         return Text("")
     width = min(18, max(len(n.label) for n in notes))
-    lines = [Text.assemble((f"{n.label:<{width}} ", "bold " + TONE[n.tone] if n.label else ""),
-                           (n.text, TONE[n.tone] if n.tone == "bad" else "")) for n in notes]
+    lines = [
+        Text.assemble(
+            (f"{n.label:<{width}} ", "bold " + TONE[n.tone] if n.label else ""),
+            (n.text, TONE[n.tone] if n.tone == "bad" else ""),
+        )
+        for n in notes
+    ]
     return Text("\n").join([Text("evidence", style="bold dim"), *lines])
 
 
 def citations_text(p: iteration_view.PlanView) -> Text:
-    lines = [Text.assemble(("hypothesis ", "dim"), (p.hypothesis or fmt.DASH, "bold")),
-             Text.assemble(("target     ", "dim"), p.target or fmt.DASH), Text("")]
+    lines = [
+        Text.assemble(("hypothesis ", "dim"), (p.hypothesis or fmt.DASH, "bold")),
+        Text.assemble(("target     ", "dim"), p.target or fmt.DASH),
+        Text(""),
+    ]
     if not p.assessed:
         lines.append(Text("the plan was not read against a context pack (no plan, or a failed proposal)", style="dim"))
         return Text("\n").join(lines)
@@ -298,16 +369,31 @@ def cost_text(timings: tuple[iteration_view.TimingRow, ...], runs: tuple[iterati
         lines.append(Text("no phase timings recorded (an older kopt, or the iteration just started)", style="dim"))
     for t in timings:
         strong = t.phase in ("total", "kopt itself")
-        lines.append(Text.assemble((f"{t.phase:<12}", "bold" if strong else ""), f"{fmt.seconds(t.seconds, 2):>10}",
-                                   (f"{fmt.share(t.share, 2):>7}" if t.share is not None else " " * 7, "dim"),
-                                   (f"  {t.note}" if t.note else "", "dim")))
+        lines.append(
+            Text.assemble(
+                (f"{t.phase:<12}", "bold" if strong else ""),
+                f"{fmt.seconds(t.seconds, 2):>10}",
+                (f"{fmt.share(t.share, 2):>7}" if t.share is not None else " " * 7, "dim"),
+                (f"  {t.note}" if t.note else "", "dim"),
+            )
+        )
     lines += [Text(""), Text("what the agent cost", style="bold dim")]
     if not runs:
         lines.append(Text("no agent ran in this iteration", style="dim"))
     for r in runs:
-        lines.append(Text.assemble((f"{r.label:<10}", "bold"), (r.cost, "bold"), ("  wall ", "dim"), r.wall,
-                                   ("  exit ", "dim"), r.exit, "  ", (r.agent, "cyan"),
-                                   (f" {r.model}" if r.model else "", "dim")))
+        lines.append(
+            Text.assemble(
+                (f"{r.label:<10}", "bold"),
+                (r.cost, "bold"),
+                ("  wall ", "dim"),
+                r.wall,
+                ("  exit ", "dim"),
+                r.exit,
+                "  ",
+                (r.agent, "cyan"),
+                (f" {r.model}" if r.model else "", "dim"),
+            )
+        )
         lines.append(Text.assemble("          ", ("tokens ", "dim"), r.tokens))
         if r.session:
             lines.append(Text.assemble("          ", ("session ", "dim"), r.session))

@@ -30,9 +30,17 @@ def key_table() -> Table:
     from kopt_supervisor.kopt_tui.screens.runs import RunsScreen
     from kopt_supervisor.kopt_tui.screens.transcript import TranscriptScreen
 
-    sections = (("everywhere", KoptApp), ("runs (home)", RunsScreen), ("dashboard", DashboardScreen),
-                ("iteration detail", DetailScreen), ("review", ReviewScreen), ("restart", RestartScreen),
-                ("logs", LogScreen), ("transcript", TranscriptScreen), ("confirm", ConfirmScreen))
+    sections = (
+        ("everywhere", KoptApp),
+        ("runs (home)", RunsScreen),
+        ("dashboard", DashboardScreen),
+        ("iteration detail", DetailScreen),
+        ("review", ReviewScreen),
+        ("restart", RestartScreen),
+        ("logs", LogScreen),
+        ("transcript", TranscriptScreen),
+        ("confirm", ConfirmScreen),
+    )
     t = Table(box=None, padding=(0, 2, 0, 0), show_header=False, expand=True)
     t.add_column("key", style="bold cyan", no_wrap=True, min_width=8)
     t.add_column("what", ratio=1)

@@ -58,8 +58,9 @@ class LogScreen(KoptScreen[None]):
     def _title(self, what: str) -> None:
         mode = "live benchmark output" if self.path is None else "log"
         follow = "following" if self.query_one(Log).auto_scroll else "paused (f follows)"
-        self.query_one("#log-title", Static).update(Text.assemble((f"{self.tag} · {mode}: ", "bold"), what,
-                                                                  (f"  [{follow}]", "dim")))
+        self.query_one("#log-title", Static).update(
+            Text.assemble((f"{self.tag} · {mode}: ", "bold"), what, (f"  [{follow}]", "dim"))
+        )
 
     def _live_path(self) -> Path | None:
         data = self.app.latest.get(self.tag)

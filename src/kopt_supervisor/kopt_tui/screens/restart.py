@@ -27,18 +27,28 @@ def preview(data: RunData, version: int) -> Text:
     after = [dataclasses.replace(it, masked=True) if it.version in masked else it for it in data.iterations]
     best = api.best_iteration(after)
     c = api.counters(after)
-    lines = [Text.assemble(("BEST_COMMIT becomes ", ""), (fmt.sha(best.commit if best else None), "cyan"),
-                           f" (v{best.version})" if best else ""),
-             Text(f"consecutive regressions: {data.counters.consecutive_regressions} → {c.consecutive_regressions}; "
-                  f"keeps: {data.counters.keeps} → {c.keeps}")]
+    lines = [
+        Text.assemble(
+            ("BEST_COMMIT becomes ", ""),
+            (fmt.sha(best.commit if best else None), "cyan"),
+            f" (v{best.version})" if best else "",
+        ),
+        Text(
+            f"consecutive regressions: {data.counters.consecutive_regressions} → {c.consecutive_regressions}; "
+            f"keeps: {data.counters.keeps} → {c.keeps}"
+        ),
+    ]
     if not masks:
         lines.append(Text("masks nothing (it is the latest point)", style="dim"))
     else:
         lines.append(Text(f"masks {len(masks)} iteration(s) (kept in memory/, skipped from now on):", style="bold"))
         shown = masks[:8]
         for it in shown:
-            lines.append(Text.assemble((f"  v{it.version:<4}", "bold"), (f"{it.status:<17}", "dim"),
-                                       fmt.one_line(it.hypothesis, 80)))
+            lines.append(
+                Text.assemble(
+                    (f"  v{it.version:<4}", "bold"), (f"{it.status:<17}", "dim"), fmt.one_line(it.hypothesis, 80)
+                )
+            )
         if len(masks) > len(shown):
             lines.append(Text(f"  … and {len(masks) - len(shown)} more", style="dim"))
     return Text("\n").join(lines)
@@ -75,9 +85,19 @@ class RestartScreen(KoptModalScreen[None]):
             return
         points = model.restart_points(self.data.iterations)
         for it in points:
-            options.add_option(Option(Text.assemble((f"v{it.version:<4}", "bold"), (fmt.sha(it.commit), "cyan"),
-                                                    "  ", (it.status, "green"), "  ", fmt.one_line(it.hypothesis, 60)),
-                                      id=str(it.version)))
+            options.add_option(
+                Option(
+                    Text.assemble(
+                        (f"v{it.version:<4}", "bold"),
+                        (fmt.sha(it.commit), "cyan"),
+                        "  ",
+                        (it.status, "green"),
+                        "  ",
+                        fmt.one_line(it.hypothesis, 60),
+                    ),
+                    id=str(it.version),
+                )
+            )
         start = model.nearest_restart_point(self.data.iterations, self.selected)
         if start is not None:
             options.highlighted = [it.version for it in points].index(start)

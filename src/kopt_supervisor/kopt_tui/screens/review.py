@@ -105,8 +105,13 @@ class ReviewScreen(KoptModalScreen[None]):
             self.showing = self.first
             return
         if gone is not None and (self.tag, gone) not in self.app.answers_sent:
-            self.notify(self._why_gone(gone), title=f"v{gone} left the review queue", severity="warning",
-                        timeout=8, markup=False)
+            self.notify(
+                self._why_gone(gone),
+                title=f"v{gone} left the review queue",
+                severity="warning",
+                timeout=8,
+                markup=False,
+            )
         if not queue:
             if gone is None:
                 self.notify("no candidate is awaiting review", severity="warning")
@@ -126,8 +131,10 @@ class ReviewScreen(KoptModalScreen[None]):
         it = d.by_version.get(version) if d else None
         if pending is not None and pending.answer is not None:
             a = pending.answer
-            return (f"v{version}: {a.kind.replace('_', ' ')} sent by {a.source or 'another client'}; "
-                    "the engine applies it. Nothing was sent from here.")
+            return (
+                f"v{version}: {a.kind.replace('_', ' ')} sent by {a.source or 'another client'}; "
+                "the engine applies it. Nothing was sent from here."
+            )
         if pending is not None and pending.more_rounds:
             return f"v{version} is being measured for more rounds; it comes back if it is still borderline."
         if it is not None:
@@ -146,8 +153,12 @@ class ReviewScreen(KoptModalScreen[None]):
         queue = self.queue()
         place = next((i for i, r in enumerate(queue, 1) if r.version == self.showing), 0)
         lanes = self.data.config.parallel.lanes if self.data.config else 1
-        title = ("Review " + (f"{place} of {len(queue)} — " if len(queue) > 1 else "")
-                 + (f"lane {v.lane} · " if lanes > 1 and v.lane is not None else "") + f"v{v.version}: borderline")
+        title = (
+            "Review "
+            + (f"{place} of {len(queue)} — " if len(queue) > 1 else "")
+            + (f"lane {v.lane} · " if lanes > 1 and v.lane is not None else "")
+            + f"v{v.version}: borderline"
+        )
         self.query_one("#review-title", Label).update(title)
         lines = [
             Text.assemble(("hypothesis ", "dim"), v.hypothesis),
@@ -155,8 +166,9 @@ class ReviewScreen(KoptModalScreen[None]):
             Text.assemble(("why        ", "dim"), (v.reason, "bold magenta")),
         ]
         for f in flags_to_explain(v.reason, v.flags):
-            lines.append(Text.assemble(("           ", ""), (f"{f}: " if f in FLAG_HELP else f, "magenta"),
-                                       FLAG_HELP.get(f, "")))
+            lines.append(
+                Text.assemble(("           ", ""), (f"{f}: " if f in FLAG_HELP else f, "magenta"), FLAG_HELP.get(f, ""))
+            )
         cost = f"{v.rounds} rounds" if v.rounds is not None else ""
         if v.gpu_seconds is not None:
             cost += f", {fmt.seconds(v.gpu_seconds)} of timed runs"
@@ -165,14 +177,25 @@ class ReviewScreen(KoptModalScreen[None]):
         if cost:
             lines.append(Text.assemble(("measured   ", "dim"), cost))
         if v.deadline_left:
-            lines.append(Text.assemble(("deadline   ", "dim"), f"unanswered, the engine will {v.policy} it in ",
-                                       (v.deadline_left, "bold")))
+            lines.append(
+                Text.assemble(
+                    ("deadline   ", "dim"), f"unanswered, the engine will {v.policy} it in ", (v.deadline_left, "bold")
+                )
+            )
         elif not self.data.alive:
-            lines.append(Text("no engine is running: your answer is queued and applies when it starts "
-                              "(or apply it now with E on the dashboard)", style="yellow"))
+            lines.append(
+                Text(
+                    "no engine is running: your answer is queued and applies when it starts "
+                    "(or apply it now with E on the dashboard)",
+                    style="yellow",
+                )
+            )
         if len(queue) > 1:
-            others = ", ".join(f"v{r.version}" + (f" (lane {r.lane})" if lanes > 1 and r.lane is not None else "")
-                               for r in queue if r.version != self.showing)
+            others = ", ".join(
+                f"v{r.version}" + (f" (lane {r.lane})" if lanes > 1 and r.lane is not None else "")
+                for r in queue
+                if r.version != self.showing
+            )
             lines.append(Text.assemble(("queue      ", "dim"), f"then {others}", (" · n shows the next", "dim")))
         self.query_one("#review-why", Static).update(Text("\n").join(lines))
         self.query_one("#review-classes", Static).update(class_table(v.rows) if v.rows else Text(fmt.DASH))

@@ -15,8 +15,15 @@ from kopt_supervisor.kopt_tui.model import RunData, RunSummary
 from kopt_supervisor.kopt_tui.screens.live import KoptScreen, renders_data
 from kopt_supervisor.kopt_tui.widgets.styles import state_badge
 
-COLUMNS = (("tag", "run"), ("state", "state"), ("iter", "iter"), ("speedup", "speedup"), ("reviews", "reviews"),
-           ("heartbeat", "heartbeat"), ("note", "note"))
+COLUMNS = (
+    ("tag", "run"),
+    ("state", "state"),
+    ("iter", "iter"),
+    ("speedup", "speedup"),
+    ("reviews", "reviews"),
+    ("heartbeat", "heartbeat"),
+    ("note", "note"),
+)
 NOTE_WIDTH = 80
 
 
@@ -26,7 +33,8 @@ def summary_cells(s: RunSummary) -> list[Text]:
         Text(s.tag, style="bold"),
         Text(f"{symbol} {s.state.replace('_', ' ')}", style=style),
         Text(f"v{s.iteration}" if s.iteration is not None else fmt.DASH),
-        Text(fmt.speedup(s.speedup) + " ⚠ no sandbox", style="bold red") if s.unsandboxed
+        Text(fmt.speedup(s.speedup) + " ⚠ no sandbox", style="bold red")
+        if s.unsandboxed
         else Text(fmt.speedup(s.speedup), style="green" if (s.speedup or 0) > 1 else ""),
         Text(", ".join(f"v{v}" for v in s.reviews) or fmt.DASH, style="bold magenta" if s.reviews else "dim"),
         Text(s.heartbeat, style="red" if s.state == "crashed" else ""),
@@ -70,11 +78,16 @@ class RunsScreen(KoptScreen[None]):
         table = self.query_one(DataTable)
         summaries = sorted((model.run_summary(d, now) for d in self.runs), key=lambda s: s.tag)
         root = self.app.root
-        table.border_title = (f"runs · {len(summaries)}" if summaries else
-                              f"runs · none under {root}: `kopt init --repo PATH --tag TAG`, then `kopt run TAG`")
+        table.border_title = (
+            f"runs · {len(summaries)}"
+            if summaries
+            else f"runs · none under {root}: `kopt init --repo PATH --tag TAG`, then `kopt run TAG`"
+        )
         rows = {s.tag: summary_cells(s) for s in summaries}
-        widths = tuple(min(NOTE_WIDTH, max([len(label), *(len(c[i].plain) for c in rows.values())]))
-                       for i, (_, label) in enumerate(COLUMNS))
+        widths = tuple(
+            min(NOTE_WIDTH, max([len(label), *(len(c[i].plain) for c in rows.values())]))
+            for i, (_, label) in enumerate(COLUMNS)
+        )
         if widths != self._widths or list(rows) != [k.value for k in table.rows]:
             self._rebuild(table, rows, widths)
             return

@@ -49,9 +49,16 @@ class TranscriptScreen(KoptScreen[None]):
         self._read()
 
     def _title(self, what: str) -> None:
-        self.query_one("#transcript-title", Static).update(Text.assemble(
-            (f"{self.tag} · transcript", "bold"), (f" of {self.label}" if self.label else "", "bold"), ": ",
-            self.path, ("  " + what if what else "", "dim"), ("  [raw]" if self.raw else "", "yellow")))
+        self.query_one("#transcript-title", Static).update(
+            Text.assemble(
+                (f"{self.tag} · transcript", "bold"),
+                (f" of {self.label}" if self.label else "", "bold"),
+                ": ",
+                self.path,
+                ("  " + what if what else "", "dim"),
+                ("  [raw]" if self.raw else "", "yellow"),
+            )
+        )
 
     @work(thread=True, exclusive=True, group="transcript", exit_on_error=False)
     def _read(self) -> None:

@@ -24,8 +24,10 @@ def _cells(r: ClassRow) -> dict[str, Text | str]:
     delta = (r.ratio - 1) * 100 if r.ratio is not None else None
     return {
         "class": Text(("▸ " if r.target else "") + r.cls, style="bold" if r.target else ""),
-        "best": fmt.num(r.best), "cand": fmt.num(r.cand),
-        "Δ": Text(fmt.change(delta), style=delta_style(delta)), "interval %": fmt.interval(r.lo, r.hi),
+        "best": fmt.num(r.best),
+        "cand": fmt.num(r.cand),
+        "Δ": Text(fmt.change(delta), style=delta_style(delta)),
+        "interval %": fmt.interval(r.lo, r.hi),
         "rnd": str(r.rounds) if r.rounds is not None else fmt.DASH,
         "verdict": Text(r.verdict or fmt.DASH, style=VERDICT_STYLE.get(r.verdict, "")),
         "roof": fmt.share(r.roof_pct),
@@ -54,8 +56,13 @@ def class_table(rows: tuple[ClassRow, ...], *, width: int | None = None) -> Tabl
     shown = fitting_columns(cells, width)
     t = Table(box=None, pad_edge=False, padding=(0, 1), show_edge=False, expand=False, header_style="bold dim")
     for c in shown:
-        t.add_column(c, justify="right" if c in RIGHT else "left", no_wrap=True,
-                     overflow="ellipsis", max_width=28 if c == "class" else None)
+        t.add_column(
+            c,
+            justify="right" if c in RIGHT else "left",
+            no_wrap=True,
+            overflow="ellipsis",
+            max_width=28 if c == "class" else None,
+        )
     for row in cells:
         t.add_row(*(row[c] for c in shown))
     return t

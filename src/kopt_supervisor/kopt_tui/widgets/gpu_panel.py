@@ -17,13 +17,14 @@ def _height(v: GpusView | None) -> int:
 
 
 def gpu_line(g: GpuRow) -> Text:
-    mem = (f"{g.mem_used / 1024:.1f}/{g.mem_total / 1024:.0f}G"
-           if g.mem_used is not None and g.mem_total else "mem —")
+    mem = f"{g.mem_used / 1024:.1f}/{g.mem_total / 1024:.0f}G" if g.mem_used is not None and g.mem_total else "mem —"
     util = f"{g.util:3.0f}%" if g.util is not None else "  —"
     why = "; ".join(g.reasons) if g.reasons else ""
     return Text.assemble(
-        (f"{g.index} ", "bold"), ("idle" if g.idle else "busy", "green" if g.idle else "yellow"),
-        f" {util} {mem} ", (g.name, "dim"),
+        (f"{g.index} ", "bold"),
+        ("idle" if g.idle else "busy", "green" if g.idle else "yellow"),
+        f" {util} {mem} ",
+        (g.name, "dim"),
         ("  ◀ chosen" if g.chosen else "", "bold cyan"),
         ("  ◀ " + ", ".join(f"lane {i}" for i in g.lanes) if g.lanes else "", "bold cyan"),
         (f"\n  {why}" if why else "", "yellow"),

@@ -26,8 +26,13 @@ class Col:
     width: int
 
 
-STATUS_LABEL = {"fail_correctness": "fail:correct", "fail_protected": "fail:protect", "fail_propose": "fail:propose",
-                "fail_bench": "fail:bench", "likely_regression": "likely regr."}
+STATUS_LABEL = {
+    "fail_correctness": "fail:correct",
+    "fail_protected": "fail:protect",
+    "fail_propose": "fail:propose",
+    "fail_bench": "fail:bench",
+    "likely_regression": "likely regr.",
+}
 """Statuses longer than the verdict column (12), written to fit it whole."""
 
 
@@ -37,8 +42,7 @@ def columns_for(width: int, time_width: int = 5) -> tuple[Col, ...]:
     fixed = [Col("flag", "", 1), Col("v", "v", 5)]
     if wide:
         fixed.append(Col("time", "time", time_width))
-    tail = [Col("cls", "class", 12 if wide else 9), Col("status", "verdict", 12),
-            Col("delta", "Δ", 7)]
+    tail = [Col("cls", "class", 12 if wide else 9), Col("status", "verdict", 12), Col("delta", "Δ", 7)]
     if wide:
         tail.append(Col("commit", "commit", 8))
     used = sum(c.width + 2 for c in fixed + tail) + 2 + 2  # cell padding (hypothesis too), scrollbar
@@ -52,21 +56,33 @@ def _clip(text: str, width: int) -> str:
 
 def row_cells(row: HistoryRow, cols: Sequence[Col], best_version: int | None) -> list[Text]:
     dim = "dim" if row.masked else ""
-    flag = ("m" if row.masked else "★" if row.version == best_version else "?" if row.status == "borderline"
-            else "▶" if row.status == "running" else "")
+    flag = (
+        "m"
+        if row.masked
+        else "★"
+        if row.version == best_version
+        else "?"
+        if row.status == "borderline"
+        else "▶"
+        if row.status == "running"
+        else ""
+    )
     values = {
         "flag": Text(flag, style="bold magenta" if flag == "?" else "bold yellow" if flag == "★" else dim),
         "v": Text(f"v{row.version}", style=f"bold {dim}".strip()),
         "time": Text(row.started, style="dim"),
         "cls": Text(row.cls, style=dim),
-        "status": Text(STATUS_LABEL.get(row.status, row.status),
-                       style="dim" if row.masked else STATUS_STYLE.get(row.status, "")),
+        "status": Text(
+            STATUS_LABEL.get(row.status, row.status), style="dim" if row.masked else STATUS_STYLE.get(row.status, "")
+        ),
         "delta": Text(fmt.pct(row.delta), style="dim" if row.masked else delta_style(row.delta), justify="right"),
         "commit": Text(row.commit, style="cyan" if not row.masked else "dim"),
         "hyp": Text(row.hypothesis, style=dim),
     }
-    return [Text(_clip(values[c.key].plain, c.width), style=values[c.key].style, justify=values[c.key].justify)
-            for c in cols]
+    return [
+        Text(_clip(values[c.key].plain, c.width), style=values[c.key].style, justify=values[c.key].justify)
+        for c in cols
+    ]
 
 
 class HistoryTable(DataTable):

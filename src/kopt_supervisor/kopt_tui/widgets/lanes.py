@@ -42,17 +42,29 @@ class Cell:
 
 def lane_cells(r: LaneRow, *, wide: bool, hosts: bool) -> list[Cell]:
     """A lane's cells, in column order; the candidate last (it takes the rest of the line)."""
-    cells = [Cell("lane", f"lane {r.lane}", "bold"),
-             Cell("version", f"v{r.version}" if r.version is not None else fmt.DASH,
-                  "cyan" if r.version is not None else "dim"),
-             Cell("gpu", r.gpu or fmt.DASH, "" if r.gpu else "dim")]
+    cells = [
+        Cell("lane", f"lane {r.lane}", "bold"),
+        Cell(
+            "version",
+            f"v{r.version}" if r.version is not None else fmt.DASH,
+            "cyan" if r.version is not None else "dim",
+        ),
+        Cell("gpu", r.gpu or fmt.DASH, "" if r.gpu else "dim"),
+    ]
     if hosts:
         cells.append(Cell("host", r.host or fmt.DASH, "dim"))
     if wide:
         cells.append(Cell("bar", bar(r.done, r.total, BAR) if r.done is not None and r.total else "", "cyan"))
     what = (r.what + (f" · {r.step}" if r.step else "")) if wide else (r.short or r.what)
-    style = ("bold magenta" if r.reviewing else "yellow" if r.what == "waiting for an idle GPU"
-             else "dim" if r.version is None else "")
+    style = (
+        "bold magenta"
+        if r.reviewing
+        else "yellow"
+        if r.what == "waiting for an idle GPU"
+        else "dim"
+        if r.version is None
+        else ""
+    )
     cells.append(Cell("what", what, style))
     interval = (f"{r.interval_cls} " if wide and r.interval_cls else "") + r.interval
     cells.append(Cell("interval", interval, VERDICT_STYLE.get(r.verdict, "")))
@@ -94,8 +106,14 @@ def lane_lines(rows: tuple[LaneRow, ...], width: int, live: bool = True) -> list
     return lines
 
 
-TIME_WORDS = (("wait_s", "waiting"), ("propose_s", "proposing"), ("measure_s", "measuring"),
-              ("confirm_s", "confirming"), ("review_s", "review"), ("stale_s", "stale"))
+TIME_WORDS = (
+    ("wait_s", "waiting"),
+    ("propose_s", "proposing"),
+    ("measure_s", "measuring"),
+    ("confirm_s", "confirming"),
+    ("review_s", "review"),
+    ("stale_s", "stale"),
+)
 """The buckets of a lane's time (engine.api.LaneTime) as the panel's subtitle names them."""
 
 
@@ -106,8 +124,9 @@ def time_split(p: Progress) -> str:
     busy = sum(x.busy_s for x in p.lanes)
     if busy <= 0:
         return ""
-    parts = sorted(((sum(float(getattr(x, key)) for x in p.lanes) / busy, word) for key, word in TIME_WORDS),
-                   reverse=True)
+    parts = sorted(
+        ((sum(float(getattr(x, key)) for x in p.lanes) / busy, word) for key, word in TIME_WORDS), reverse=True
+    )
     return " · ".join(f"{word} {fmt.share(100 * share, 2)}" for share, word in parts if share >= 0.01)
 
 
@@ -150,12 +169,20 @@ class LanesPanel(Widget):
         room = max(1, self.size.height)
         more = len(rows) - room
         if more > 0:  # a short terminal: the lanes that fit, and how many do not
-            rows = rows[:room - 1]
+            rows = rows[: room - 1]
         lines = lane_lines(rows, max(1, self.size.width), v.live)
         if more > 0:
-            waiting = sum(r.needs_you for r in v.rows[room - 1:])
-            lines.append(Text(f"+{more + 1} more lanes" + (f" ({waiting} awaiting review)" if waiting else "")
-                              + ": kopt status shows every one", style="dim", no_wrap=True, overflow="ellipsis"))
+            waiting = sum(r.needs_you for r in v.rows[room - 1 :])
+            lines.append(
+                Text(
+                    f"+{more + 1} more lanes"
+                    + (f" ({waiting} awaiting review)" if waiting else "")
+                    + ": kopt status shows every one",
+                    style="dim",
+                    no_wrap=True,
+                    overflow="ellipsis",
+                )
+            )
         out = Text("\n").join(lines)
         out.no_wrap = True
         out.overflow = "ellipsis"

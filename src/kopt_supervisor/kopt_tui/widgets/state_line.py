@@ -29,17 +29,23 @@ class StateLine(Widget):
         symbol, style = state_badge(v.state)
         label = "paused" if v.paused and v.state == "running" else v.state.replace("_", " ")
         top = Text.assemble(
-            (f"{symbol} {label}", style), "  ", (v.tag, "bold"),
+            (f"{symbol} {label}", style),
+            "  ",
+            (v.tag, "bold"),
             ("  ⚠ NO SANDBOX" if v.unsandboxed else "", "bold red"),
             ("  ⚠ CPU timings" if v.cpu_demo else "", "bold yellow"),
             ("  v" + str(v.version) if v.version is not None else "", "bold"),
             ("  " + v.step if v.step else "", ""),
-            "  best ", (v.best_commit, "cyan"),
-            "  ⏱ ", v.elapsed,
+            "  best ",
+            (v.best_commit, "cyan"),
+            "  ⏱ ",
+            v.elapsed,
             ("  " + v.agent_cost if v.agent_cost else "", ""),
-            "  ♥ ", (v.heartbeat, "dim" if v.state in ("stopped", "finished") else ""),
+            "  ♥ ",
+            (v.heartbeat, "dim" if v.state in ("stopped", "finished") else ""),
             (f"  pid {v.pid}" if v.pid else "", "dim"),
-            no_wrap=True, overflow="ellipsis",
+            no_wrap=True,
+            overflow="ellipsis",
         )
         top.truncate(max(1, self.size.width), overflow="ellipsis")
         second = self._second_line(v)
@@ -61,17 +67,28 @@ class StateLine(Widget):
     def _second_line(v: StateView) -> Text | None:
         review = f"⚑ {v.review_text}" if v.review_text else ""
         if v.state == "crashed":
-            return Text.assemble(("✖ engine gone", "bold red"), f" (heartbeat {v.heartbeat} ago) · E starts it",
-                                 ("  " + review if review else "", "bold magenta"), "  ", (v.reason, "red"))
+            return Text.assemble(
+                ("✖ engine gone", "bold red"),
+                f" (heartbeat {v.heartbeat} ago) · E starts it",
+                ("  " + review if review else "", "bold magenta"),
+                "  ",
+                (v.reason, "red"),
+            )
         if review:
-            keys = ("" if not v.open_reviews else "  a accept · r reject · m more rounds" if v.open_reviews == 1
-                    else "  a / r / m: one at a time in the review queue")
+            keys = (
+                ""
+                if not v.open_reviews
+                else "  a accept · r reject · m more rounds"
+                if v.open_reviews == 1
+                else "  a / r / m: one at a time in the review queue"
+            )
             return Text.assemble((review, "bold magenta"), keys)
         if v.queued:
             return Text.assemble(("queued for the next engine: ", "yellow"), ", ".join(v.queued))
         if v.state in ("stopped", "finished"):
-            return Text.assemble(("stopped: ", "bold blue"), v.reason or "—", " · E resumes the run",
-                                 *StateLine._cautions(v, "  "))
+            return Text.assemble(
+                ("stopped: ", "bold blue"), v.reason or "—", " · E resumes the run", *StateLine._cautions(v, "  ")
+            )
         if v.cautions:
             return Text.assemble(*StateLine._cautions(v, ""))
         if v.last_event:

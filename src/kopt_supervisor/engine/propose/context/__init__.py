@@ -49,7 +49,18 @@ from kopt_supervisor.engine.propose.context.pack import ONE_LINERS, build_pack
 from kopt_supervisor.engine.propose.context.sections import MAX_KERNELS, kernel_short
 
 __all__ = [
-    "DISPATCH_WORD", "MAX_FAILING_ROWS", "MAX_KERNELS", "MAX_SOURCES", "MAX_TRIED",
-    "METRIC_TERMS", "ONE_LINERS", "PACK_VERSION", "build_pack", "kernel_short", "list_sources",
-    "Pack", "PackInputs", "SourceFile",
+    "DISPATCH_WORD",
+    "MAX_FAILING_ROWS",
+    "MAX_KERNELS",
+    "MAX_SOURCES",
+    "MAX_TRIED",
+    "METRIC_TERMS",
+    "ONE_LINERS",
+    "PACK_VERSION",
+    "build_pack",
+    "kernel_short",
+    "list_sources",
+    "Pack",
+    "PackInputs",
+    "SourceFile",
 ]

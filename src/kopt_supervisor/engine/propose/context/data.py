@@ -29,13 +29,35 @@ MAX_FAILING_ROWS = 40
 MAX_TRIED = 30
 
 METRIC_TERMS: dict[str, tuple[str, ...]] = {
-    "registers": ("registers", "register", "regs", "register pressure", "vgpr", "vgprs", "sgpr", "sgprs",
-                  "agpr", "accum vgpr", "spill", "spills"),
+    "registers": (
+        "registers",
+        "register",
+        "regs",
+        "register pressure",
+        "vgpr",
+        "vgprs",
+        "sgpr",
+        "sgprs",
+        "agpr",
+        "accum vgpr",
+        "spill",
+        "spills",
+    ),
     "shared memory": ("shared memory", "smem", "lds", "shared mem"),
     "occupancy": ("occupancy", "active warps", "waves per"),
     "memory throughput": ("dram", "memory throughput", "bandwidth", "hbm", "gb/s", "tb/s", "bytes moved"),
-    "roofline": ("roofline", "% of peak", "percent of peak", "of peak", "memory-bound", "memory bound",
-                 "compute-bound", "compute bound", "arithmetic intensity", "floor"),
+    "roofline": (
+        "roofline",
+        "% of peak",
+        "percent of peak",
+        "of peak",
+        "memory-bound",
+        "memory bound",
+        "compute-bound",
+        "compute bound",
+        "arithmetic intensity",
+        "floor",
+    ),
     "GPU time": ("gpu time", "kernel time", "per call", "share of gpu time"),
     "stall reasons": ("stall", "stalls", "waitcnt", "barrier", "vmcnt", "lgkmcnt"),
 }
@@ -52,59 +74,91 @@ def _data(inputs: PackInputs) -> dict[str, Any]:
     classes = [str(c) for c in meta.get("classes") or sorted(best_per_class(its))]
     configs = (base.record.get("configs") or {}) if base else {}
     per_class_configs = Counter(str(c.get("cls")) for c in configs.values() if isinstance(c, Mapping))
-    per_class_prod = Counter(str(c.get("cls")) for c in configs.values() if isinstance(c, Mapping) and c.get("production", True))
+    per_class_prod = Counter(
+        str(c.get("cls")) for c in configs.values() if isinstance(c, Mapping) and c.get("production", True)
+    )
     best_vals = best_per_class(its)
-    base_vals = {str(c): _num(v.get("best")) for c, v in ((base.record.get("classes") or {}) if base else {}).items()
-                 if isinstance(v, Mapping)}
-    roof = _roofline_section(cfg, (best.record.get("roofline") if best else None) or
-                             (base.record.get("roofline") if base else None), configs)
+    base_vals = {
+        str(c): _num(v.get("best"))
+        for c, v in ((base.record.get("classes") or {}) if base else {}).items()
+        if isinstance(v, Mapping)
+    }
+    roof = _roofline_section(
+        cfg, (best.record.get("roofline") if best else None) or (base.record.get("roofline") if base else None), configs
+    )
     roof_classes = (roof or {}).get("classes") or {}
     best_rows = {}
     for cls in classes:
         b, b0 = _num(best_vals.get(cls)), base_vals.get(cls)
         best_rows[cls] = {
-            "value": b, "baseline": b0,
+            "value": b,
+            "baseline": b0,
             "vs_baseline_pct": (b / b0 - 1.0) * 100.0 if b is not None and b0 else None,
             "pct_of_peak": (roof_classes.get(cls) or {}).get("pct_geomean"),
             "bound": (roof_classes.get(cls) or {}).get("bound"),
-            "configs": per_class_configs.get(cls, 0), "production": per_class_prod.get(cls, 0),
+            "configs": per_class_configs.get(cls, 0),
+            "production": per_class_prod.get(cls, 0),
         }
     profile, profile_src = _profile_of_best(its, best)
     counters = bookkeeping.counters(its)
-    history = [_history_entry(i) for i in its if i.status != "baseline" and (i.final or i.awaiting_review)
-               and i.version != inputs.iteration]
+    history = [
+        _history_entry(i)
+        for i in its
+        if i.status != "baseline" and (i.final or i.awaiting_review) and i.version != inputs.iteration
+    ]
     best_commit = best.commit if best else meta.get("best_commit")
-    tried = [h for h in history if best_commit and h["best_commit_before"] == best_commit
-             and not (best and h["version"] == best.version)][-MAX_TRIED:]
+    tried = [
+        h
+        for h in history
+        if best_commit and h["best_commit_before"] == best_commit and not (best and h["version"] == best.version)
+    ][-MAX_TRIED:]
     repair = None
     if inputs.repair:
         repair = {
-            "attempt": inputs.repair, "of": cfg.propose.repair_attempts, "hypothesis": inputs.hypothesis,
+            "attempt": inputs.repair,
+            "of": cfg.propose.repair_attempts,
+            "hypothesis": inputs.hypothesis,
             "target_class": inputs.target_class,
-            "failing_rows": [{"config": str(r.get("config")), "cls": r.get("cls"),
-                              "reasons": [str(x) for x in (r.get("reasons") or [])][:5]}
-                             for r in list(inputs.failing_rows)[:MAX_FAILING_ROWS]],
+            "failing_rows": [
+                {
+                    "config": str(r.get("config")),
+                    "cls": r.get("cls"),
+                    "reasons": [str(x) for x in (r.get("reasons") or [])][:5],
+                }
+                for r in list(inputs.failing_rows)[:MAX_FAILING_ROWS]
+            ],
             "more_failing_rows": max(0, len(inputs.failing_rows) - MAX_FAILING_ROWS),
         }
     sources = [asdict(s) for s in list(inputs.sources)[:MAX_SOURCES]]
     data: dict[str, Any] = {
         "kopt_pack": PACK_VERSION,
-        "tag": meta.get("tag"), "iteration": inputs.iteration,
-        "paths": {"worktree": str(inputs.worktree) if inputs.worktree else None,
-                  "plan": str(inputs.plan_path) if inputs.plan_path else "$KOPT_PLAN",
-                  "json": str(inputs.prompt_json_path) if inputs.prompt_json_path else "$KOPT_PROMPT_JSON"},
-        "goal": {"bench": t.bench, "metric": t.metric, "direction": t.direction,
-                 "correct": t.correct or "the metric is present and finite",
-                 "best_commit": best_commit, "baseline_commit": meta.get("baseline_commit") or (base.commit if base else None),
-                 "best_version": best.version if best else None},
+        "tag": meta.get("tag"),
+        "iteration": inputs.iteration,
+        "paths": {
+            "worktree": str(inputs.worktree) if inputs.worktree else None,
+            "plan": str(inputs.plan_path) if inputs.plan_path else "$KOPT_PLAN",
+            "json": str(inputs.prompt_json_path) if inputs.prompt_json_path else "$KOPT_PROMPT_JSON",
+        },
+        "goal": {
+            "bench": t.bench,
+            "metric": t.metric,
+            "direction": t.direction,
+            "correct": t.correct or "the metric is present and finite",
+            "best_commit": best_commit,
+            "baseline_commit": meta.get("baseline_commit") or (base.commit if base else None),
+            "best_version": best.version if best else None,
+        },
         "rules": rules(cfg),
         "repair": repair,
         "target": {
             "config_columns": list(meta.get("config_columns") or t.config or []),
             "class_by": class_columns(t.class_by, meta.get("config_columns") or []),
-            "classes": {c: {"configs": per_class_configs.get(c, 0), "production": per_class_prod.get(c, 0)} for c in classes},
+            "classes": {
+                c: {"configs": per_class_configs.get(c, 0), "production": per_class_prod.get(c, 0)} for c in classes
+            },
             "production_rule": t.production or "every config",
-            "protected": list(t.protected), "sources": sources,
+            "protected": list(t.protected),
+            "sources": sources,
             "more_sources": max(0, len(inputs.sources) - MAX_SOURCES),
             "dispatch": [s.path for s in inputs.sources if s.role == "dispatch"],
             "compile_flags": t.compile_flags or None,
@@ -112,11 +166,29 @@ def _data(inputs: PackInputs) -> dict[str, Any]:
         "best": best_rows,
         "roofline": roof,
         "profile": _profile_section(profile, profile_src, configs),
-        "tried_from_best": [{k: h[k] for k in ("version", "status", "hypothesis", "target_class", "reason")}
-                            | {"classes": {c: d["delta_pct"] for c, d in h["classes"].items()}} for h in tried],
-        "recent_regressions": [{k: r.get(k) for k in ("version", "hypothesis", "class", "metric_best", "metric_cand",
-                                                       "delta_pct", "profiler_best_ns", "profiler_cand_ns", "files",
-                                                       "notes")} for r in counters.recent_regressions],
+        "tried_from_best": [
+            {k: h[k] for k in ("version", "status", "hypothesis", "target_class", "reason")}
+            | {"classes": {c: d["delta_pct"] for c, d in h["classes"].items()}}
+            for h in tried
+        ],
+        "recent_regressions": [
+            {
+                k: r.get(k)
+                for k in (
+                    "version",
+                    "hypothesis",
+                    "class",
+                    "metric_best",
+                    "metric_cand",
+                    "delta_pct",
+                    "profiler_best_ns",
+                    "profiler_cand_ns",
+                    "files",
+                    "notes",
+                )
+            }
+            for r in counters.recent_regressions
+        ],
         "consecutive_regressions": counters.consecutive_regressions,
         "stop_after_regressions": cfg.stop.consecutive_regressions,
         "other_lanes": [str(h) for h in inputs.other_lanes],
@@ -144,9 +216,13 @@ def _evidence(data: Mapping[str, Any]) -> dict[str, Any]:
     prof = data.get("profile") or {}
     for k in prof.get("kernels") or []:
         bits = [f"{k['avg_us']:.3f} us/launch", f"{k['share_pct']:.1f}% of GPU time"]
-        for key, label, pattern in (("registers_per_thread", "regs", "{:.0f}"), ("shared_mem_bytes", "smem B", "{:.0f}"),
-                                ("occupancy_pct", "occupancy %", "{:.1f}"), ("dram_pct", "DRAM % of peak", "{:.1f}"),
-                                ("dram_gbps", "DRAM GB/s", "{:.1f}")):
+        for key, label, pattern in (
+            ("registers_per_thread", "regs", "{:.0f}"),
+            ("shared_mem_bytes", "smem B", "{:.0f}"),
+            ("occupancy_pct", "occupancy %", "{:.1f}"),
+            ("dram_pct", "DRAM % of peak", "{:.1f}"),
+            ("dram_gbps", "DRAM GB/s", "{:.1f}"),
+        ):
             if k.get(key) is not None:
                 bits.append(f"{label} {pattern.format(k[key])}")
         kernels[k["name"]] = "; ".join(bits)
@@ -159,8 +235,10 @@ def _evidence(data: Mapping[str, Any]) -> dict[str, Any]:
         metrics["GPU time"] = f"target kernels {prof.get('target_per_call_us', 0):.3f} us per call"
     roof = data.get("roofline") or {}
     if roof.get("configs"):
-        metrics["roofline"] = (f"per production config: bound, floor and % of peak (target {roof.get('target_pct'):g}%)"
-                               if any(r.get("bound") not in (None, "unknown") for r in roof["configs"])
-                               else "bytes/FLOPs per config (no peak known: no % of peak)")
+        metrics["roofline"] = (
+            f"per production config: bound, floor and % of peak (target {roof.get('target_pct'):g}%)"
+            if any(r.get("bound") not in (None, "unknown") for r in roof["configs"])
+            else "bytes/FLOPs per config (no peak known: no % of peak)"
+        )
     metrics[str(goal["metric"])] = "the bench's metric per class"
     return {"classes": classes, "kernels": kernels, "metrics": metrics}

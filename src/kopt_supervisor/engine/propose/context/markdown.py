@@ -18,7 +18,11 @@ from kopt_supervisor.engine.propose.context.sections import _num, _short
 def _fmt_delta(d: Mapping[str, Any]) -> str:
     if d.get("delta_pct") is None:
         return str(d.get("verdict") or "—")
-    iv = f" [{d['lo_pct']:+.1f}, {d['hi_pct']:+.1f}]" if d.get("lo_pct") is not None and d.get("hi_pct") is not None else ""
+    iv = (
+        f" [{d['lo_pct']:+.1f}, {d['hi_pct']:+.1f}]"
+        if d.get("lo_pct") is not None and d.get("hi_pct") is not None
+        else ""
+    )
     rounds = f", {d['rounds']} rounds" if d.get("rounds") else ""
     return f"{d['delta_pct']:+.1f}%{iv} {d.get('verdict') or ''}{rounds}".rstrip()
 
@@ -37,38 +41,55 @@ def _md(data: Mapping[str, Any], collapsed: int, detail_from: int) -> tuple[str,
     if data.get("repair"):
         title += f" — correctness repair {data['repair']['attempt']} of {data['repair']['of']}"
     out += [title + (f" (run `{data['tag']}`)" if data.get("tag") else ""), ""]
-    out += [f"Goal: make `{metric}` {'lower' if g['direction'] == 'min' else 'higher'} for `{g['bench']}` "
-            "without breaking correctness.",
-            f"BEST_COMMIT: `{g['best_commit']}`" + (f" (v{g['best_version']})" if g.get("best_version") is not None else "")
-            + f"; baseline `{g['baseline_commit']}`. This worktree starts at BEST_COMMIT.", ""]
+    out += [
+        f"Goal: make `{metric}` {'lower' if g['direction'] == 'min' else 'higher'} for `{g['bench']}` "
+        "without breaking correctness.",
+        f"BEST_COMMIT: `{g['best_commit']}`"
+        + (f" (v{g['best_version']})" if g.get("best_version") is not None else "")
+        + f"; baseline `{g['baseline_commit']}`. This worktree starts at BEST_COMMIT.",
+        "",
+    ]
     paths = data["paths"]
-    out += ["## Your task", "",
-            "1. Read this brief. Pick the config class or kernel that limits performance most, from the evidence below.",
-            "2. Choose exactly one hypothesis that points at that bottleneck; say whether it is global or for one class.",
-            "3. Make the smallest change that tests it" + (f", in `{paths['worktree']}`" if paths.get("worktree") else
-                                                            ", in this worktree") + ".",
-            f"4. Write the plan to `{paths['plan']}`: first line the hypothesis; then `target_class: <class>` or "
-            "`scope: global`; then the evidence it rests on (class, kernel, metric and value from this brief).",
-            f"5. Stop. kopt benchmarks, decides, profiles and commits. (This brief as JSON: `{paths['json']}`.)", ""]
+    out += [
+        "## Your task",
+        "",
+        "1. Read this brief. Pick the config class or kernel that limits performance most, from the evidence below.",
+        "2. Choose exactly one hypothesis that points at that bottleneck; say whether it is global or for one class.",
+        "3. Make the smallest change that tests it"
+        + (f", in `{paths['worktree']}`" if paths.get("worktree") else ", in this worktree")
+        + ".",
+        f"4. Write the plan to `{paths['plan']}`: first line the hypothesis; then `target_class: <class>` or "
+        "`scope: global`; then the evidence it rests on (class, kernel, metric and value from this brief).",
+        f"5. Stop. kopt benchmarks, decides, profiles and commits. (This brief as JSON: `{paths['json']}`.)",
+        "",
+    ]
     out += ["## Rules kopt enforces (you cannot bypass them)", "", *(f"- {r}" for r in data["rules"]), ""]
     rep = data.get("repair")
     if rep:
-        out += ["## Repair this candidate", "",
-                f"The hypothesis under repair: {rep['hypothesis'] or '(none recorded)'}"
-                + (f" (class `{rep['target_class']}`)" if rep.get("target_class") else ""),
-                "Keep the optimisation direction; make the minimal change that restores correctness for every row.",
-                "", "Failing rows:", ""]
+        out += [
+            "## Repair this candidate",
+            "",
+            f"The hypothesis under repair: {rep['hypothesis'] or '(none recorded)'}"
+            + (f" (class `{rep['target_class']}`)" if rep.get("target_class") else ""),
+            "Keep the optimisation direction; make the minimal change that restores correctness for every row.",
+            "",
+            "Failing rows:",
+            "",
+        ]
         for r in rep["failing_rows"]:
             out.append(f"- `{r['config']}` (class `{r.get('cls')}`): {'; '.join(r['reasons']) or 'failed'}")
         if rep.get("more_failing_rows"):
             out.append(f"- ... and {rep['more_failing_rows']} more rows")
         out.append("")
-    out += ["## Target", "",
-            f"- Benchmark (fixed, run by kopt): `{g['bench']}`",
-            f"- Metric: `{metric}` ({'lower' if g['direction'] == 'min' else 'higher'} is better); correctness: `{g['correct']}`",
-            f"- Config columns: {', '.join(f'`{c}`' for c in t['config_columns']) or '—'}; "
-            f"{describe_classes(t['class_by'])}; production configs: `{t['production_rule']}`",
-            f"- Protected (read-only): {', '.join(f'`{p}`' for p in t['protected']) or 'none declared'}"]
+    out += [
+        "## Target",
+        "",
+        f"- Benchmark (fixed, run by kopt): `{g['bench']}`",
+        f"- Metric: `{metric}` ({'lower' if g['direction'] == 'min' else 'higher'} is better); correctness: `{g['correct']}`",
+        f"- Config columns: {', '.join(f'`{c}`' for c in t['config_columns']) or '—'}; "
+        f"{describe_classes(t['class_by'])}; production configs: `{t['production_rule']}`",
+        f"- Protected (read-only): {', '.join(f'`{p}`' for p in t['protected']) or 'none declared'}",
+    ]
     if t.get("compile_flags"):
         out.append(f"- Build flags (symmetric for best and candidate): `{t['compile_flags']}`")
     if t["dispatch"]:
@@ -82,12 +103,17 @@ def _md(data: Mapping[str, Any], collapsed: int, detail_from: int) -> tuple[str,
     if t.get("more_sources"):
         out.append(f"| ... {t['more_sources']} more | | | |")
     out.append("")
-    out += [f"## Best per config class (current BEST_COMMIT, `{metric}`)", "",
-            "| class | configs (production) | best | baseline | vs baseline | % of roofline | bound |",
-            "|---|---:|---:|---:|---:|---:|---|"]
+    out += [
+        f"## Best per config class (current BEST_COMMIT, `{metric}`)",
+        "",
+        "| class | configs (production) | best | baseline | vs baseline | % of roofline | bound |",
+        "|---|---:|---:|---:|---:|---:|---|",
+    ]
     for cls, b in data["best"].items():
-        out.append(f"| `{cls}` | {b['configs']} ({b['production']}) | {fmt.num(b['value'])} | {fmt.num(b['baseline'])} "
-                   f"| {_opt(b['vs_baseline_pct'], '{:+.1f}%')} | {_opt(b['pct_of_peak'], '{:.1f}%')} | {b.get('bound') or '—'} |")
+        out.append(
+            f"| `{cls}` | {b['configs']} ({b['production']}) | {fmt.num(b['value'])} | {fmt.num(b['baseline'])} "
+            f"| {_opt(b['vs_baseline_pct'], '{:+.1f}%')} | {_opt(b['pct_of_peak'], '{:.1f}%')} | {b.get('bound') or '—'} |"
+        )
     out.append("")
     out += _md_roofline(data.get("roofline"), metric)
     out += _md_profile(data.get("profile"))
@@ -95,23 +121,32 @@ def _md(data: Mapping[str, Any], collapsed: int, detail_from: int) -> tuple[str,
     if data["tried_from_best"]:
         for h in data["tried_from_best"]:
             deltas = ", ".join(f"`{c}` {v:+.1f}%" for c, v in h["classes"].items() if v is not None)
-            out.append(f"- v{h['version']} {h['status']}"
-                       + (f" (class `{h['target_class']}`)" if h.get("target_class") else " (global)")
-                       + f": {h['hypothesis']}" + (f" → {deltas}" if deltas else "")
-                       + (f" — {h['reason']}" if h.get("reason") else ""))
+            out.append(
+                f"- v{h['version']} {h['status']}"
+                + (f" (class `{h['target_class']}`)" if h.get("target_class") else " (global)")
+                + f": {h['hypothesis']}"
+                + (f" → {deltas}" if deltas else "")
+                + (f" — {h['reason']}" if h.get("reason") else "")
+            )
     else:
         out.append("- nothing yet")
-    out += ["", f"## Recent regressions ({data['consecutive_regressions']} in a row; the run stops at "
-            f"{data['stop_after_regressions']})", ""]
+    out += [
+        "",
+        f"## Recent regressions ({data['consecutive_regressions']} in a row; the run stops at "
+        f"{data['stop_after_regressions']})",
+        "",
+    ]
     if data["recent_regressions"]:
         for r in data["recent_regressions"]:
             prof = ""
             if r.get("profiler_best_ns") and r.get("profiler_cand_ns"):
                 prof = f"; GPU time {r['profiler_best_ns'] / 1e3:.3f} → {r['profiler_cand_ns'] / 1e3:.3f} us"
-            out.append(f"- v{r['version']} `{r.get('class')}`: {r.get('hypothesis')} — {metric} "
-                       f"{fmt.num(r.get('metric_best'))} → {fmt.num(r.get('metric_cand'))}"
-                       f" ({_opt(r.get('delta_pct'), '{:+.2f}%')}){prof}"
-                       + (f"; files {', '.join(r.get('files') or [])}" if r.get("files") else ""))
+            out.append(
+                f"- v{r['version']} `{r.get('class')}`: {r.get('hypothesis')} — {metric} "
+                f"{fmt.num(r.get('metric_best'))} → {fmt.num(r.get('metric_cand'))}"
+                f" ({_opt(r.get('delta_pct'), '{:+.2f}%')}){prof}"
+                + (f"; files {', '.join(r.get('files') or [])}" if r.get("files") else "")
+            )
     else:
         out.append("- none")
     out += ["", "## Other lanes are trying now", ""]
@@ -137,7 +172,10 @@ def _md(data: Mapping[str, Any], collapsed: int, detail_from: int) -> tuple[str,
     if not hist:
         out.append("- no candidate iteration yet (the baseline is the best)")
     if data["masked_versions"]:
-        out += ["", f"(Masked iterations, left out on purpose: {', '.join(f'v{v}' for v in data['masked_versions'][:30])}.)"]
+        out += [
+            "",
+            f"(Masked iterations, left out on purpose: {', '.join(f'v{v}' for v in data['masked_versions'][:30])}.)",
+        ]
     out.append("")
     return "\n".join(out), summary
 
@@ -151,40 +189,60 @@ def _md_roofline(roof: Mapping[str, Any] | None, metric: str) -> list[str]:
     out.append(f"GPU: {roof.get('gpu') or 'none (CPU-only run): no spec applies'}")
     out += ["", "Specs (only these values, with their sources; never estimate one):", ""]
     out += [f"- {s}" for s in roof["specs"]] or ["- none known (a value without a source is never used)"]
-    out += ["", f"Formulas: bytes `{roof.get('bytes_formula') or '—'}`, FLOPs `{roof.get('flops_formula') or '—'}`. "
-            f"Stop target: every production config at ≥ {roof['target_pct']:g}% of its roofline.", "",
-            f"| config | class | prod | bytes | FLOPs | FLOP/B | bound | floor {metric} | best {metric} | % of peak | "
-            f"target {metric} |", "|---|---|---|---:|---:|---:|---|---:|---:|---:|---:|"]
+    out += [
+        "",
+        f"Formulas: bytes `{roof.get('bytes_formula') or '—'}`, FLOPs `{roof.get('flops_formula') or '—'}`. "
+        f"Stop target: every production config at ≥ {roof['target_pct']:g}% of its roofline.",
+        "",
+        f"| config | class | prod | bytes | FLOPs | FLOP/B | bound | floor {metric} | best {metric} | % of peak | "
+        f"target {metric} |",
+        "|---|---|---|---:|---:|---:|---|---:|---:|---:|---:|",
+    ]
     for r in roof["configs"]:
-        out.append(f"| `{r['config']}` | `{r.get('cls')}` | {'yes' if r['production'] else 'no'} | {fmt.num(r['bytes'])} "
-                   f"| {fmt.num(r['flops'])} | {fmt.num(r['intensity'])} | {r.get('bound')} | {fmt.num(r['floor'])} "
-                   f"| {fmt.num(r['measured'])} | {_opt(r['pct_of_peak'], '{:.1f}%')} | {fmt.num(r['target'])} |"
-                   + (" suspicious: faster than the floor" if r.get("suspicious") else ""))
+        out.append(
+            f"| `{r['config']}` | `{r.get('cls')}` | {'yes' if r['production'] else 'no'} | {fmt.num(r['bytes'])} "
+            f"| {fmt.num(r['flops'])} | {fmt.num(r['intensity'])} | {r.get('bound')} | {fmt.num(r['floor'])} "
+            f"| {fmt.num(r['measured'])} | {_opt(r['pct_of_peak'], '{:.1f}%')} | {fmt.num(r['target'])} |"
+            + (" suspicious: faster than the floor" if r.get("suspicious") else "")
+        )
     if roof.get("classes"):
-        out += ["", "Per class: " + "; ".join(
-            f"`{c}` {v.get('bound')}-bound, {_opt(v.get('pct_geomean'), '{:.1f}%')} of peak (min {_opt(v.get('pct_min'), '{:.1f}%')})"
-            for c, v in roof["classes"].items())]
+        out += [
+            "",
+            "Per class: "
+            + "; ".join(
+                f"`{c}` {v.get('bound')}-bound, {_opt(v.get('pct_geomean'), '{:.1f}%')} of peak (min {_opt(v.get('pct_min'), '{:.1f}%')})"
+                for c, v in roof["classes"].items()
+            ),
+        ]
     return out + [""]
 
 
 def _md_profile(prof: Mapping[str, Any] | None) -> list[str]:
     out = ["## Profiler evidence (the best tree)", ""]
     if not prof:
-        return out + ["No profile of the best tree yet (no profiler on this machine, [profile].kind = \"none\", "
-                      "or no keep has been profiled). Reason from the roofline and the per-class history.", ""]
-    out += [f"From {prof['source']} ({prof.get('tool')}; target kernels `{prof.get('kernel_regex') or '.*'}`): "
-            f"**{prof['target_per_call_us']:.3f} us per call** over {prof.get('calls')} calls; hottest "
-            f"`{prof.get('hottest')}`.", "",
-            "| kernel | target | calls | avg us | share | regs | smem B | occupancy % | DRAM GB/s | DRAM % peak | block / grid |",
-            "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+        return out + [
+            'No profile of the best tree yet (no profiler on this machine, [profile].kind = "none", '
+            "or no keep has been profiled). Reason from the roofline and the per-class history.",
+            "",
+        ]
+    out += [
+        f"From {prof['source']} ({prof.get('tool')}; target kernels `{prof.get('kernel_regex') or '.*'}`): "
+        f"**{prof['target_per_call_us']:.3f} us per call** over {prof.get('calls')} calls; hottest "
+        f"`{prof.get('hottest')}`.",
+        "",
+        "| kernel | target | calls | avg us | share | regs | smem B | occupancy % | DRAM GB/s | DRAM % peak | block / grid |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
     for k in prof["kernels"]:
         regs = _opt(k["registers_per_thread"])
         if k.get("accum_vgprs") is not None:
             regs += f" (+{k['accum_vgprs']} acc)"
         shape = f"{k.get('block') or '—'} / {k.get('grid') or '—'}"
-        out.append(f"| `{k['name'][:90]}` | {'yes' if k['target'] else ''} | {k['calls']} | {k['avg_us']:.3f} "
-                   f"| {k['share_pct']:.1f}% | {regs} | {_opt(k['shared_mem_bytes'])} | {_opt(k['occupancy_pct'], '{:.1f}')} "
-                   f"| {_opt(k['dram_gbps'], '{:.1f}')} | {_opt(k['dram_pct'], '{:.1f}')} | {shape} |")
+        out.append(
+            f"| `{k['name'][:90]}` | {'yes' if k['target'] else ''} | {k['calls']} | {k['avg_us']:.3f} "
+            f"| {k['share_pct']:.1f}% | {regs} | {_opt(k['shared_mem_bytes'])} | {_opt(k['occupancy_pct'], '{:.1f}')} "
+            f"| {_opt(k['dram_gbps'], '{:.1f}')} | {_opt(k['dram_pct'], '{:.1f}')} | {shape} |"
+        )
     if prof.get("more_kernels"):
         out.append(f"| ... {prof['more_kernels']} more kernels | | | | | | | | | | |")
     out.append("")
@@ -192,19 +250,28 @@ def _md_profile(prof: Mapping[str, Any] | None) -> list[str]:
         out.append("Per config class (the launches inside each config's `kopt:` NVTX/roctx range):")
         out.append("")
         for cls, ks in prof["classes"].items():
-            out.append(f"- `{cls}`: " + "; ".join(
-                f"`{k['short']}` {k['avg_us']:.3f} us × {k['calls']} ({k['share_pct']:.0f}% of the class)" for k in ks))
+            out.append(
+                f"- `{cls}`: "
+                + "; ".join(
+                    f"`{k['short']}` {k['avg_us']:.3f} us × {k['calls']} ({k['share_pct']:.0f}% of the class)"
+                    for k in ks
+                )
+            )
         if prof.get("outside_ranges_pct") is not None:
-            out.append(f"- outside any config's range: {prof['outside_ranges_pct']:.1f}% of the GPU time "
-                       "(cache flushes, input fills, setup)")
+            out.append(
+                f"- outside any config's range: {prof['outside_ranges_pct']:.1f}% of the GPU time "
+                "(cache flushes, input fills, setup)"
+            )
         out.append("")
     for k in prof["kernels"]:
         if k.get("stalls"):
             top = sorted(((str(n), _num(v) or 0.0) for n, v in k["stalls"].items()), key=lambda x: -x[1])[:5]
             out.append(f"- Top stalls of `{k['short']}`: " + ", ".join(f"{n} {v:.1f}%" for n, v in top))
     if prof.get("not_reported"):
-        out.append(f"Not in this profile: {', '.join(prof['not_reported'])} (kopt's profiler adapter does not "
-                   "collect them, or the GPU does not report them).")
+        out.append(
+            f"Not in this profile: {', '.join(prof['not_reported'])} (kopt's profiler adapter does not "
+            "collect them, or the GPU does not report them)."
+        )
     return out + [""]
 
 
@@ -214,14 +281,19 @@ def _summaries(entries: Sequence[Mapping[str, Any]], collapse: bool) -> list[str
     if collapse:
         counts = Counter(str(h["status"]) for h in entries)
         lo, hi = entries[0]["version"], entries[-1]["version"]
-        return [f"- v{lo}–v{hi}: {len(entries)} older iterations summarised for size: "
-                + ", ".join(f"{n} {s}" for s, n in counts.most_common())]
+        return [
+            f"- v{lo}–v{hi}: {len(entries)} older iterations summarised for size: "
+            + ", ".join(f"{n} {s}" for s, n in counts.most_common())
+        ]
     out = []
     for h in entries:
         scope = f"`{h['target_class']}`" if h.get("target_class") else "global"
         order = sorted(h["classes"], key=lambda c: c != h.get("target_class"))[:4]
-        deltas = ", ".join(f"{c} {h['classes'][c]['delta_pct']:+.1f}%" for c in order
-                           if h["classes"][c].get("delta_pct") is not None)
-        out.append(f"- v{h['version']} {h['status']} ({scope}): {_short(h['hypothesis'], 100)}"
-                   + (f" → {deltas}" if deltas else ""))
+        deltas = ", ".join(
+            f"{c} {h['classes'][c]['delta_pct']:+.1f}%" for c in order if h["classes"][c].get("delta_pct") is not None
+        )
+        out.append(
+            f"- v{h['version']} {h['status']} ({scope}): {_short(h['hypothesis'], 100)}"
+            + (f" → {deltas}" if deltas else "")
+        )
     return out

@@ -43,8 +43,7 @@ def build_pack(inputs: PackInputs) -> Pack:
     """The context pack for one proposal, within the size budget."""
     data = _data(inputs)
     budget = inputs.max_bytes or inputs.config.propose.prompt_max_kib * 1024
-    collapsed, detail_from = _fit(len(data["history"]),
-                                  lambda c, s: len(_md(data, c, s)[0].encode()) <= budget)
+    collapsed, detail_from = _fit(len(data["history"]), lambda c, s: len(_md(data, c, s)[0].encode()) <= budget)
     text, summary = _md(data, collapsed, detail_from)
     size = len(text.encode())
     data["history_summary"] = summary

@@ -42,9 +42,12 @@ def _class_deltas(record: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
             continue
         out[str(cls)] = {
             "delta_pct": _num(c.get("delta_pct")) if c.get("delta_pct") is not None else _pct(c.get("ratio")),
-            "lo_pct": _pct(c.get("lo")), "hi_pct": _pct(c.get("hi")),
-            "verdict": c.get("verdict"), "rounds": c.get("rounds"),
-            "best": _num(c.get("best")), "cand": _num(c.get("cand")),
+            "lo_pct": _pct(c.get("lo")),
+            "hi_pct": _pct(c.get("hi")),
+            "verdict": c.get("verdict"),
+            "rounds": c.get("rounds"),
+            "best": _num(c.get("best")),
+            "cand": _num(c.get("cand")),
         }
     return out
 
@@ -55,8 +58,11 @@ def _history_entry(it: Iteration) -> dict[str, Any]:
     prof = rec.get("profile") or {}
     cmp = prof.get("comparison") if isinstance(prof, Mapping) else None
     return {
-        "version": it.version, "status": it.status, "hypothesis": _short(it.hypothesis, 300),
-        "target_class": it.target_class, "scope": it.scope,
+        "version": it.version,
+        "status": it.status,
+        "hypothesis": _short(it.hypothesis, 300),
+        "target_class": it.target_class,
+        "scope": it.scope,
         "reason": _short(decision.get("reason"), 300),
         "classes": _class_deltas(rec),
         "profiler_delta_pct": _num((cmp or {}).get("delta_pct")) if isinstance(cmp, Mapping) else None,
@@ -115,14 +121,23 @@ def _per_class(profile: Mapping[str, Any], configs: Mapping[str, Any]) -> tuple[
     for cls in sorted(per):
         ks = per[cls]
         ctot = sum(v[1] for v in ks.values()) or 1.0
-        out[cls] = [{"kernel": k, "short": kernel_short(k), "calls": int(c), "avg_us": t / c / 1e3,
-                     "total_us": t / 1e3, "share_pct": 100.0 * t / ctot}
-                    for k, (c, t) in sorted(ks.items(), key=lambda kv: -kv[1][1])[:4]]
+        out[cls] = [
+            {
+                "kernel": k,
+                "short": kernel_short(k),
+                "calls": int(c),
+                "avg_us": t / c / 1e3,
+                "total_us": t / 1e3,
+                "share_pct": 100.0 * t / ctot,
+            }
+            for k, (c, t) in sorted(ks.items(), key=lambda kv: -kv[1][1])[:4]
+        ]
     return out, (100.0 * outside / total if total else None)
 
 
-def _profile_section(profile: Mapping[str, Any] | None, source: str,
-                     configs: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
+def _profile_section(
+    profile: Mapping[str, Any] | None, source: str, configs: Mapping[str, Any] | None = None
+) -> dict[str, Any] | None:
     if not profile:
         return None
     kernels = [k for k in profile.get("kernels") or [] if isinstance(k, Mapping)]
@@ -131,16 +146,27 @@ def _profile_section(profile: Mapping[str, Any] | None, source: str,
     for k in kernels[:MAX_KERNELS]:
         name = str(k.get("name"))
         bw = _num(k.get("dram_bw_Bps"))
-        rows.append({
-            "name": name, "short": kernel_short(name), "target": bool(k.get("target")), "calls": k.get("calls"),
-            "avg_us": (_num(k.get("avg_ns")) or 0.0) / 1e3, "share_pct": 100.0 * (_num(k.get("total_ns")) or 0.0) / total,
-            "registers_per_thread": k.get("registers_per_thread"), "accum_vgprs": k.get("accum_vgprs"),
-            "sgprs": k.get("sgprs"), "shared_mem_bytes": _num(k.get("shared_mem_bytes")),
-            "scratch_bytes": _num(k.get("scratch_bytes")), "occupancy_pct": _num(k.get("occupancy_pct")),
-            "dram_gbps": None if bw is None else bw / 1e9,
-            "dram_pct": _num(k.get("dram_pct")), "block": k.get("block"), "grid": k.get("grid"),
-            "stalls": k.get("stalls") if isinstance(k.get("stalls"), Mapping) else None,
-        })
+        rows.append(
+            {
+                "name": name,
+                "short": kernel_short(name),
+                "target": bool(k.get("target")),
+                "calls": k.get("calls"),
+                "avg_us": (_num(k.get("avg_ns")) or 0.0) / 1e3,
+                "share_pct": 100.0 * (_num(k.get("total_ns")) or 0.0) / total,
+                "registers_per_thread": k.get("registers_per_thread"),
+                "accum_vgprs": k.get("accum_vgprs"),
+                "sgprs": k.get("sgprs"),
+                "shared_mem_bytes": _num(k.get("shared_mem_bytes")),
+                "scratch_bytes": _num(k.get("scratch_bytes")),
+                "occupancy_pct": _num(k.get("occupancy_pct")),
+                "dram_gbps": None if bw is None else bw / 1e9,
+                "dram_pct": _num(k.get("dram_pct")),
+                "block": k.get("block"),
+                "grid": k.get("grid"),
+                "stalls": k.get("stalls") if isinstance(k.get("stalls"), Mapping) else None,
+            }
+        )
     per_class, outside_pct = _per_class(profile, configs or {})
     reported = {
         "registers": any(r["registers_per_thread"] is not None or r["accum_vgprs"] is not None for r in rows),
@@ -151,10 +177,14 @@ def _profile_section(profile: Mapping[str, Any] | None, source: str,
         "per-class attribution": bool(per_class),
     }
     return {
-        "source": source, "tool": profile.get("tool"), "kernel_regex": profile.get("kernel_regex"),
+        "source": source,
+        "tool": profile.get("tool"),
+        "kernel_regex": profile.get("kernel_regex"),
         "target_per_call_us": (_num(profile.get("target_per_call_ns")) or 0.0) / 1e3,
-        "calls": profile.get("calls"), "hottest": profile.get("hottest"),
-        "kernels": rows, "more_kernels": max(0, len(kernels) - MAX_KERNELS),
+        "calls": profile.get("calls"),
+        "hottest": profile.get("hottest"),
+        "kernels": rows,
+        "more_kernels": max(0, len(kernels) - MAX_KERNELS),
         "reported": [k for k, v in reported.items() if v],
         "not_reported": [k for k, v in reported.items() if not v],
         "classes": per_class or None,
@@ -174,22 +204,38 @@ def _roofline_section(cfg: Config, roof: Mapping[str, Any] | None, configs: Mapp
         if not isinstance(p, Mapping):
             continue
         floor, seconds = _num(p.get("floor_s")), _num(p.get("seconds"))
-        rows.append({
-            "config": key, "cls": (configs.get(key) or {}).get("cls"), "production": key in prod if prod else True,
-            "bytes": _num(p.get("bytes")), "flops": _num(p.get("flops")), "intensity": _num(p.get("intensity")),
-            "bound": p.get("bound"), "floor": None if floor is None else floor / scale,
-            "measured": None if seconds is None else seconds / scale,
-            "pct_of_peak": _num(p.get("pct_of_peak")),
-            "target": None if floor is None else floor / (target / 100.0) / scale,
-            "suspicious": bool(p.get("suspicious")),
-        })
+        rows.append(
+            {
+                "config": key,
+                "cls": (configs.get(key) or {}).get("cls"),
+                "production": key in prod if prod else True,
+                "bytes": _num(p.get("bytes")),
+                "flops": _num(p.get("flops")),
+                "intensity": _num(p.get("intensity")),
+                "bound": p.get("bound"),
+                "floor": None if floor is None else floor / scale,
+                "measured": None if seconds is None else seconds / scale,
+                "pct_of_peak": _num(p.get("pct_of_peak")),
+                "target": None if floor is None else floor / (target / 100.0) / scale,
+                "suspicious": bool(p.get("suspicious")),
+            }
+        )
     rows.sort(key=lambda r: (not r["production"], str(r["cls"]), r["config"]))
     return {
-        "gpu": roof.get("gpu"), "specs": [str(v) for v in (roof.get("specs") or {}).values()],
-        "target_pct": target, "unit": cfg.target.metric, "flops_formula": cfg.roofline.flops,
-        "bytes_formula": cfg.roofline.bytes, "configs": rows,
-        "classes": {str(c): {"bound": v.get("bound"), "pct_geomean": _num(v.get("pct_geomean")),
-                             "pct_min": _num(v.get("pct_min"))}
-                    for c, v in (roof.get("classes") or {}).items() if isinstance(v, Mapping)},
+        "gpu": roof.get("gpu"),
+        "specs": [str(v) for v in (roof.get("specs") or {}).values()],
+        "target_pct": target,
+        "unit": cfg.target.metric,
+        "flops_formula": cfg.roofline.flops,
+        "bytes_formula": cfg.roofline.bytes,
+        "configs": rows,
+        "classes": {
+            str(c): {
+                "bound": v.get("bound"),
+                "pct_geomean": _num(v.get("pct_geomean")),
+                "pct_min": _num(v.get("pct_min")),
+            }
+            for c, v in (roof.get("classes") or {}).items()
+            if isinstance(v, Mapping)
+        },
     }
-

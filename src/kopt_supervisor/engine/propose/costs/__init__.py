@@ -48,8 +48,24 @@ from kopt_supervisor.engine.propose.costs.spending import (
 from kopt_supervisor.engine.propose.costs.transcripts import MAX_LINE_BYTES, cap_file, read_lines
 
 __all__ = [
-    "MAX_LINE_BYTES", "SESSION_ID", "WHOLE_MAX_BYTES", "agent_runs", "AgentRun",
-    "budget_exhausted", "cap_file", "parse_aider", "parse_claude", "parse_codex",
-    "parse_gemini", "parse_generic", "parse_none", "parse_opencode", "parse_usage_object",
-    "Parser", "read_lines", "Spent", "spent", "valid_session_id",
+    "MAX_LINE_BYTES",
+    "SESSION_ID",
+    "WHOLE_MAX_BYTES",
+    "agent_runs",
+    "AgentRun",
+    "budget_exhausted",
+    "cap_file",
+    "parse_aider",
+    "parse_claude",
+    "parse_codex",
+    "parse_gemini",
+    "parse_generic",
+    "parse_none",
+    "parse_opencode",
+    "parse_usage_object",
+    "Parser",
+    "read_lines",
+    "Spent",
+    "spent",
+    "valid_session_id",
 ]

@@ -57,8 +57,10 @@ def parse_claude(lines: Iterable[str]) -> AgentRun:
         result = whole
     if result is not None:
         usage = _dict(result.get("usage"))
-        base, cw, cr, out = (_int(usage.get(k)) for k in (
-            "input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens"))
+        base, cw, cr, out = (
+            _int(usage.get(k))
+            for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
+        )
         for k, v in (("usage.input_tokens", base), ("usage.output_tokens", out)):
             notes.checked(k, usage.get(k.split(".")[1]), v)
         raw_cost = result.get("total_cost_usd", result.get("cost_usd"))
@@ -68,20 +70,37 @@ def parse_claude(lines: Iterable[str]) -> AgentRun:
         if is_error:
             notes.add(f"the result says is_error (subtype {str(result.get('subtype'))[:40]!r})")
         return AgentRun(
-            agent="claude-code", cost_usd=cost,
+            agent="claude-code",
+            cost_usd=cost,
             input_tokens=None if base is None else base + (cw or 0) + (cr or 0),
-            output_tokens=out, cache_read_tokens=cr, cache_write_tokens=cw,
-            session_id=_sid(result.get("session_id")) or session, model=model,
-            turns=_int(result.get("num_turns")), is_error=is_error, notes=tuple(notes.items))
+            output_tokens=out,
+            cache_read_tokens=cr,
+            cache_write_tokens=cw,
+            session_id=_sid(result.get("session_id")) or session,
+            model=model,
+            turns=_int(result.get("num_turns")),
+            is_error=is_error,
+            notes=tuple(notes.items),
+        )
     inp = out = cr = cw = None
     for usage in per_message.values():
-        i, w, r, o_ = (_int(usage.get(k)) for k in (
-            "input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens"))
+        i, w, r, o_ = (
+            _int(usage.get(k))
+            for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
+        )
         inp = _add(inp, None if i is None else i + (w or 0) + (r or 0))
         out, cr, cw = _add(out, o_), _add(cr, r), _add(cw, w)
     notes.add("no result event (the run did not finish): cost unknown, tokens of the messages seen")
-    return AgentRun(agent="claude-code", input_tokens=inp, output_tokens=out, cache_read_tokens=cr,
-                    cache_write_tokens=cw, session_id=session, model=model, notes=tuple(notes.items))
+    return AgentRun(
+        agent="claude-code",
+        input_tokens=inp,
+        output_tokens=out,
+        cache_read_tokens=cr,
+        cache_write_tokens=cw,
+        session_id=session,
+        model=model,
+        notes=tuple(notes.items),
+    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -114,9 +133,16 @@ def parse_codex(lines: Iterable[str]) -> AgentRun:
         notes.add("no turn.completed event (the run did not finish): tokens unknown")
     if failed:
         notes.add("a turn failed")
-    return AgentRun(agent="codex", input_tokens=inp, output_tokens=out, cache_read_tokens=cached,
-                    session_id=session, turns=turns or None, is_error=failed if turns else None,
-                    notes=(*notes.items, "codex reports no cost"))
+    return AgentRun(
+        agent="codex",
+        input_tokens=inp,
+        output_tokens=out,
+        cache_read_tokens=cached,
+        session_id=session,
+        turns=turns or None,
+        is_error=failed if turns else None,
+        notes=(*notes.items, "codex reports no cost"),
+    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -151,8 +177,7 @@ def parse_gemini(lines: Iterable[str]) -> AgentRun:
         return _gemini_json(document, notes)
     if result is None:
         notes.add("no result event (the run did not finish): tokens unknown")
-        return AgentRun(agent="gemini", session_id=session, model=model,
-                        notes=(*notes.items, "gemini reports no cost"))
+        return AgentRun(agent="gemini", session_id=session, model=model, notes=(*notes.items, "gemini reports no cost"))
     stats = _dict(result.get("stats"))
     i, o_, c = (_int(stats.get(k)) for k in ("input_tokens", "output_tokens", "cached"))
     notes.checked("stats.input_tokens", stats.get("input_tokens"), i)
@@ -160,9 +185,16 @@ def parse_gemini(lines: Iterable[str]) -> AgentRun:
     status = result.get("status")
     if status == "error":
         notes.add("the result says status error")
-    return AgentRun(agent="gemini", input_tokens=i, output_tokens=o_, cache_read_tokens=c, session_id=session,
-                    model=model, is_error=(status == "error") if isinstance(status, str) else None,
-                    notes=(*notes.items, "gemini reports no cost"))
+    return AgentRun(
+        agent="gemini",
+        input_tokens=i,
+        output_tokens=o_,
+        cache_read_tokens=c,
+        session_id=session,
+        model=model,
+        is_error=(status == "error") if isinstance(status, str) else None,
+        notes=(*notes.items, "gemini reports no cost"),
+    )
 
 
 def _gemini_json(obj: dict[str, Any], notes: _Notes) -> AgentRun:
@@ -177,10 +209,17 @@ def _gemini_json(obj: dict[str, Any], notes: _Notes) -> AgentRun:
     error = obj.get("error")
     if error:
         notes.add("the output carries an error")
-    return AgentRun(agent="gemini", input_tokens=inp, output_tokens=out, cache_read_tokens=cached,
-                    reasoning_tokens=thoughts, session_id=_sid(obj.get("session_id")),
-                    model=next(iter(models), None) if len(models) == 1 else None, is_error=bool(error),
-                    notes=(*notes.items, "gemini reports no cost"))
+    return AgentRun(
+        agent="gemini",
+        input_tokens=inp,
+        output_tokens=out,
+        cache_read_tokens=cached,
+        reasoning_tokens=thoughts,
+        session_id=_sid(obj.get("session_id")),
+        model=next(iter(models), None) if len(models) == 1 else None,
+        is_error=bool(error),
+        notes=(*notes.items, "gemini reports no cost"),
+    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -234,9 +273,16 @@ def parse_aider(lines: Iterable[str]) -> AgentRun:
         notes.add("no `Tokens:` line: tokens unknown")
     if cost is None and replies:
         notes.add("no `Cost:` line (the model has no price in aider's table): cost unknown")
-    return AgentRun(agent="aider", cost_usd=cost, input_tokens=inp, output_tokens=out, cache_read_tokens=cr,
-                    cache_write_tokens=cw, turns=replies or None,
-                    notes=(*notes.items, "aider rounds token counts (approximate)"))
+    return AgentRun(
+        agent="aider",
+        cost_usd=cost,
+        input_tokens=inp,
+        output_tokens=out,
+        cache_read_tokens=cr,
+        cache_write_tokens=cw,
+        turns=replies or None,
+        notes=(*notes.items, "aider rounds token counts (approximate)"),
+    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -278,9 +324,19 @@ def parse_opencode(lines: Iterable[str]) -> AgentRun:
         notes.add("no step_finish event: cost and tokens unknown")
     if error:
         notes.add("an error event")
-    return AgentRun(agent="opencode", cost_usd=cost, input_tokens=inp, output_tokens=out, cache_read_tokens=cr,
-                    cache_write_tokens=cw, reasoning_tokens=reasoning, session_id=session, turns=steps or None,
-                    is_error=error, notes=tuple(notes.items))
+    return AgentRun(
+        agent="opencode",
+        cost_usd=cost,
+        input_tokens=inp,
+        output_tokens=out,
+        cache_read_tokens=cr,
+        cache_write_tokens=cw,
+        reasoning_tokens=reasoning,
+        session_id=session,
+        turns=steps or None,
+        is_error=error,
+        notes=tuple(notes.items),
+    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -316,9 +372,16 @@ def parse_usage_object(obj: Mapping[str, Any], agent: str = "generic") -> AgentR
     session = next((s for k in _GENERIC_SESSION if (s := _sid(obj.get(k)))), None)
     if cost is None and session is None and all(v is None for v in vals.values()) and not notes.items:
         return None
-    return AgentRun(agent=agent, cost_usd=cost, input_tokens=vals["input_tokens"], output_tokens=vals["output_tokens"],
-                    cache_read_tokens=vals["cache_read_tokens"], cache_write_tokens=vals["cache_write_tokens"],
-                    session_id=session, notes=tuple(notes.items))
+    return AgentRun(
+        agent=agent,
+        cost_usd=cost,
+        input_tokens=vals["input_tokens"],
+        output_tokens=vals["output_tokens"],
+        cache_read_tokens=vals["cache_read_tokens"],
+        cache_write_tokens=vals["cache_write_tokens"],
+        session_id=session,
+        notes=tuple(notes.items),
+    )
 
 
 def parse_generic(lines: Iterable[str]) -> AgentRun:

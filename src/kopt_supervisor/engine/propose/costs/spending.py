@@ -130,10 +130,14 @@ def budget_exhausted(cfg: Config, totals: Spent) -> str | None:
     p = cfg.propose
     if p.budget_usd > 0 and totals.cost_usd >= p.budget_usd:
         unknown = f" ({totals.runs_without_cost} run(s) reported no cost)" if totals.runs_without_cost else ""
-        return (f"the agent budget is spent: ${totals.cost_usd:.2f} of [propose].budget_usd = "
-                f"${p.budget_usd:.2f} over {totals.runs} agent run(s){unknown}")
+        return (
+            f"the agent budget is spent: ${totals.cost_usd:.2f} of [propose].budget_usd = "
+            f"${p.budget_usd:.2f} over {totals.runs} agent run(s){unknown}"
+        )
     if p.budget_tokens > 0 and totals.tokens >= p.budget_tokens:
         unknown = f" ({totals.runs_without_tokens} run(s) reported no tokens)" if totals.runs_without_tokens else ""
-        return (f"the agent token budget is spent: {totals.tokens:,} tokens (input + output) of "
-                f"[propose].budget_tokens = {p.budget_tokens:,} over {totals.runs} agent run(s){unknown}")
+        return (
+            f"the agent token budget is spent: {totals.tokens:,} tokens (input + output) of "
+            f"[propose].budget_tokens = {p.budget_tokens:,} over {totals.runs} agent run(s){unknown}"
+        )
     return None

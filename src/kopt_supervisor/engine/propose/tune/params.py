@@ -22,8 +22,10 @@ def load_params(text: str, name: str) -> dict[str, dict[str, Any]]:
     except json.JSONDecodeError as e:
         raise BadInput(f"{name}: not valid JSON: {e.msg} (line {e.lineno}, column {e.colno})") from None
     if not isinstance(data, dict) or not isinstance(data.get(ALL), dict):
-        raise BadInput(f'{name}: must be a JSON object with a "*" entry holding every class\'s params '
-                       '(e.g. {"*": {"num_warps": 4}})')
+        raise BadInput(
+            f'{name}: must be a JSON object with a "*" entry holding every class\'s params '
+            '(e.g. {"*": {"num_warps": 4}})'
+        )
     for key, entry in data.items():
         if not isinstance(entry, dict):
             raise BadInput(f"{name}: entry {key!r} must be an object of param values, not {type(entry).__name__}")
@@ -48,8 +50,9 @@ def point_of(params: dict[str, dict[str, Any]], cls: str | None, space: dict[str
     return {p: values[p] for p in space}
 
 
-def apply_point(params: dict[str, dict[str, Any]], cls: str | None, changed: dict[str, tuple[Any, Any]]
-                ) -> dict[str, dict[str, Any]]:
+def apply_point(
+    params: dict[str, dict[str, Any]], cls: str | None, changed: dict[str, tuple[Any, Any]]
+) -> dict[str, dict[str, Any]]:
     """A copy of the params with the changes made to "*" (cls None) or to cls's entry; an
     override equal to the "*" value is dropped (the kernel runs the same either way)."""
     out = {k: dict(v) for k, v in params.items()}

@@ -80,8 +80,10 @@ def alike_for(cfg: TuneConfig, cls: str | None, classes: Sequence[str]) -> Alike
     per_class = [cfg.alike.get(c, {}) for c in classes]
     if not per_class:
         return Alike()
-    common = {p: [v for v in values if all(any(same(v, w) for w in other.get(p, [])) for other in per_class[1:])]
-              for p, values in per_class[0].items()}
+    common = {
+        p: [v for v in values if all(any(same(v, w) for w in other.get(p, [])) for other in per_class[1:])]
+        for p, values in per_class[0].items()
+    }
     return Alike.of(common, cfg.space)
 
 
@@ -168,10 +170,15 @@ def _move(base: Point, new: Point, kind: str, directions: dict[str, int] | None 
     return Move(new, changed, kind, directions or {})
 
 
-def neighbourhood(base: Point, space: dict[str, list[Any]], momentum: tuple[str, int] | None = None,
-                  worse: frozenset[str] = frozenset(), order: Sequence[str] = (),
-                  settled: frozenset[tuple[str, int]] = frozenset(),
-                  no_better: frozenset[tuple[str, int]] = frozenset()) -> Iterator[Move]:
+def neighbourhood(
+    base: Point,
+    space: dict[str, list[Any]],
+    momentum: tuple[str, int] | None = None,
+    worse: frozenset[str] = frozenset(),
+    order: Sequence[str] = (),
+    settled: frozenset[tuple[str, int]] = frozenset(),
+    no_better: frozenset[tuple[str, int]] = frozenset(),
+) -> Iterator[Move]:
     """Tiers 1 and 2: one-parameter then two-parameter adjacent moves, in prior order. The
     momentum move (the param and direction that made this point the best) comes first; a
     step along a line already measured (`settled`) goes after every other step and leap; a
@@ -225,14 +232,21 @@ def explore(base: Point, space: dict[str, list[Any]], seed: str) -> Iterator[Mov
         yield _move(base, pt, "explore")
 
 
-def moves(base: Point, space: dict[str, list[Any]], seed: str, momentum: tuple[str, int] | None = None,
-          worse: frozenset[str] = frozenset(), order: Sequence[str] = (),
-          settled: frozenset[tuple[str, int]] = frozenset(),
-          no_better: frozenset[tuple[str, int]] = frozenset()) -> Iterator[Move]:
+def moves(
+    base: Point,
+    space: dict[str, list[Any]],
+    seed: str,
+    momentum: tuple[str, int] | None = None,
+    worse: frozenset[str] = frozenset(),
+    order: Sequence[str] = (),
+    settled: frozenset[tuple[str, int]] = frozenset(),
+    no_better: frozenset[tuple[str, int]] = frozenset(),
+) -> Iterator[Move]:
     """Every candidate move from base in search order, each point once, never base itself."""
     seen = {point_key(base)}
-    for m in itertools.chain(neighbourhood(base, space, momentum, worse, order, settled, no_better),
-                             explore(base, space, seed)):
+    for m in itertools.chain(
+        neighbourhood(base, space, momentum, worse, order, settled, no_better), explore(base, space, seed)
+    ):
         key = point_key(m.point)
         if key not in seen:
             seen.add(key)

@@ -46,11 +46,18 @@ def _deltas(classes: dict[str, Any], names: list[str]) -> str:
     def one(c: str) -> str:
         d = (classes.get(c) or {}).get("delta_pct")
         return f"{c} {d:+.1f}%" if isinstance(d, (int, float)) else c
+
     return ", ".join(one(c) for c in names)
 
 
-def split_followups(params: dict[str, dict[str, Any]], cfg: TuneConfig, classes: list[str],
-                    history: list[dict[str, Any]], base: str, name: str) -> Iterator[Choice]:
+def split_followups(
+    params: dict[str, dict[str, Any]],
+    cfg: TuneConfig,
+    classes: list[str],
+    history: list[dict[str, Any]],
+    base: str,
+    name: str,
+) -> Iterator[Choice]:
     """The split rule for a global search: a global change from this best that made some
     classes faster and others slower (a split, or a rejected partial gain) is proposed
     again for each class it made faster, in that class's own entry."""
@@ -67,18 +74,30 @@ def split_followups(params: dict[str, dict[str, Any]], cfg: TuneConfig, classes:
             point = point_of(params, cls, cfg.space, name)
             new = {**point, **{p: v[1] for p, v in (d.get("changed") or {}).items() if p in point}}
             alike = alike_for(cfg, cls, classes)
-            changed = {p: (point[p], new[p]) for p in point if not same(alike.value(p, point[p]), alike.value(p, new[p]))}
+            changed = {
+                p: (point[p], new[p]) for p in point if not same(alike.value(p, point[p]), alike.value(p, new[p]))
+            }
             new = {**point, **{p: v for p, (_, v) in changed.items()}}
             move = Move(new, changed, "split", listed_directions(changed, cfg.space))
             if changed:
-                why = (f"v{r.get('version')}'s change for every class made {_deltas(results, [cls])}"
-                       + (f" but {_deltas(results, lost)}" if lost else "")
-                       + f"; {cls} takes its own value (the split rule)")
+                why = (
+                    f"v{r.get('version')}'s change for every class made {_deltas(results, [cls])}"
+                    + (f" but {_deltas(results, lost)}" if lost else "")
+                    + f"; {cls} takes its own value (the split rule)"
+                )
                 yield Choice(cls, point, move, why=why)
 
 
-def choose(params: dict[str, dict[str, Any]], cfg: TuneConfig, classes: list[str], history: list[dict[str, Any]],
-           base: str, name: str, *, busy: Sequence[Footprint] | None = None) -> Choice | None:
+def choose(
+    params: dict[str, dict[str, Any]],
+    cfg: TuneConfig,
+    classes: list[str],
+    history: list[dict[str, Any]],
+    base: str,
+    name: str,
+    *,
+    busy: Sequence[Footprint] | None = None,
+) -> Choice | None:
     """The next proposal, or None when the space is exhausted from this best commit, or when
     every point left overlaps a point in flight (`busy`: the footprints of the points other
     lanes are deciding, by default those the history holds; spread.Footprint.overlaps).
@@ -92,7 +111,8 @@ def choose(params: dict[str, dict[str, Any]], cfg: TuneConfig, classes: list[str
             alike = alike_for(cfg, choice.cls, classes)
             seen = tried_for(history, choice.cls, base, alike.point(choice.base_point), alike).here
             if point_key(alike.point(choice.move.point)) not in seen and not clashes(
-                    footprint(choice.cls, choice.move), busy):
+                footprint(choice.cls, choice.move), busy
+            ):
                 return choice
     if cfg.per_class and cfg.shared_first:
         shared = _shared_step(params, cfg, classes, history, base, busy)
@@ -100,16 +120,33 @@ def choose(params: dict[str, dict[str, Any]], cfg: TuneConfig, classes: list[str
             return shared
     targets: list[str | None] = list(classes) if cfg.per_class else [None]
     state = [_entry(params, cfg, cls, classes, history, base, name) for cls in targets]
-    state.sort(key=lambda e: (-e.tried.kept_at if e.tried.kept_at >= 0 and not e.tried.here else 1,
-                              len(e.tried.here), targets.index(e.cls)))
+    state.sort(
+        key=lambda e: (
+            -e.tried.kept_at if e.tried.kept_at >= 0 and not e.tried.here else 1,
+            len(e.tried.here),
+            targets.index(e.cls),
+        )
+    )
     for fresh in (True, False):
         options = []
         for e in state:
-            move = next_move(e.point, e.space, e.tried, f"{cfg.seed}:{base}:{e.cls or ALL}", fresh=fresh,
-                             order=cfg.order, avoid=_avoid(e.cls, busy))
+            move = next_move(
+                e.point,
+                e.space,
+                e.tried,
+                f"{cfg.seed}:{base}:{e.cls or ALL}",
+                fresh=fresh,
+                order=cfg.order,
+                avoid=_avoid(e.cls, busy),
+            )
             if move is not None:
-                options.append((TIERS.index(move.kind), e.tried.is_settled(move),
-                                Choice(e.cls, e.actual, e.as_written(move), retry=not fresh)))
+                options.append(
+                    (
+                        TIERS.index(move.kind),
+                        e.tried.is_settled(move),
+                        Choice(e.cls, e.actual, e.as_written(move), retry=not fresh),
+                    )
+                )
         if options:  # a class with a neighbour left goes before one that must explore, a new line first
             return min(options, key=lambda o: o[:2])[2]
     return None
@@ -133,8 +170,15 @@ class _Entry:
         return replace(move, point=new, changed={p: (self.actual[p], v) for p, (_, v) in move.changed.items()})
 
 
-def _entry(params: dict[str, dict[str, Any]], cfg: TuneConfig, cls: str | None, classes: Sequence[str],
-           history: list[dict[str, Any]], base: str, name: str) -> _Entry:
+def _entry(
+    params: dict[str, dict[str, Any]],
+    cfg: TuneConfig,
+    cls: str | None,
+    classes: Sequence[str],
+    history: list[dict[str, Any]],
+    base: str,
+    name: str,
+) -> _Entry:
     actual = point_of(params, cls, cfg.space, name)
     alike = alike_for(cfg, cls, classes)
     point = alike.point(actual)
@@ -146,23 +190,44 @@ def _avoid(cls: str | None, busy: Sequence[Footprint]) -> Callable[[Move], bool]
     return (lambda m: clashes(footprint(cls, m), busy)) if busy else None
 
 
-def _shared_step(params: dict[str, dict[str, Any]], cfg: TuneConfig, classes: Sequence[str],
-                 history: list[dict[str, Any]], base: str, busy: Sequence[Footprint] = ()) -> Choice | None:
+def _shared_step(
+    params: dict[str, dict[str, Any]],
+    cfg: TuneConfig,
+    classes: Sequence[str],
+    history: list[dict[str, Any]],
+    base: str,
+    busy: Sequence[Footprint] = (),
+) -> Choice | None:
     """shared_first: a fresh one-parameter step of the global entry on a param no class
     overrides, along a line not yet measured; None once every such line is settled."""
     only = shared_params(params, cfg.space)
     if not only:
         return None
     e = _entry(params, cfg, None, classes, history, base, cfg.params)
-    move = next_move(e.point, e.space, e.tried, f"{cfg.seed}:{base}:{ALL}", fresh=True, order=cfg.order, only=only,
-                     avoid=_avoid(None, busy))
+    move = next_move(
+        e.point,
+        e.space,
+        e.tried,
+        f"{cfg.seed}:{base}:{ALL}",
+        fresh=True,
+        order=cfg.order,
+        only=only,
+        avoid=_avoid(None, busy),
+    )
     if move is None or move.kind != "step" or e.tried.is_settled(move):
         return None
     return Choice(None, e.actual, e.as_written(move))
 
 
-def handed_back(params: dict[str, dict[str, Any]], cfg: TuneConfig, classes: list[str], history: list[dict[str, Any]],
-                base: str, name: str, previous: dict[str, Any]) -> Choice | None:
+def handed_back(
+    params: dict[str, dict[str, Any]],
+    cfg: TuneConfig,
+    classes: list[str],
+    history: list[dict[str, Any]],
+    base: str,
+    name: str,
+    previous: dict[str, Any],
+) -> Choice | None:
     """The point a lane proposed before, proposed again on the BEST another lane's keep made
     meanwhile (its change no longer applied there: engine/loop/machine.py hands it back): the
     same params set to the same values in the same entry, from that entry's point on the new

@@ -51,8 +51,9 @@ def tune_records(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [r for r in history if isinstance((r.get("proposal") or {}).get("point"), dict)]
 
 
-def tried_for(history: list[dict[str, Any]], cls: str | None, base: str, current: Point,
-              alike: Alike | None = None) -> Tried:
+def tried_for(
+    history: list[dict[str, Any]], cls: str | None, base: str, current: Point, alike: Alike | None = None
+) -> Tried:
     """current: the entry's point as the search sees it (alike values as their first)."""
     alike = alike or Alike()
     out = Tried()
@@ -111,14 +112,30 @@ def _settle(out: Tried, r: dict[str, Any], cls: str | None, current: Point, alik
         out.settled.add((p, -direction))
 
 
-def next_move(base: Point, space: dict[str, list[Any]], tried: Tried, seed: str, *, fresh: bool,
-              order: Sequence[str] = (), only: frozenset[str] | None = None,
-              avoid: Callable[[Move], bool] | None = None) -> Move | None:
+def next_move(
+    base: Point,
+    space: dict[str, list[Any]],
+    tried: Tried,
+    seed: str,
+    *,
+    fresh: bool,
+    order: Sequence[str] = (),
+    only: frozenset[str] | None = None,
+    avoid: Callable[[Move], bool] | None = None,
+) -> Move | None:
     """The first move to a point not tried from this best commit; with fresh, also never
     tried from another one. only: the params a move may change (None: any); avoid: moves
     to pass over (another lane's point in flight overlaps them)."""
-    for m in moves(base, space, seed, tried.momentum, frozenset(tried.worse), order, frozenset(tried.settled),
-                   frozenset(tried.no_better)):
+    for m in moves(
+        base,
+        space,
+        seed,
+        tried.momentum,
+        frozenset(tried.worse),
+        order,
+        frozenset(tried.settled),
+        frozenset(tried.no_better),
+    ):
         key = point_key(m.point)
         if key in tried.here or (fresh and key in tried.elsewhere):
             continue
@@ -133,4 +150,3 @@ def next_move(base: Point, space: dict[str, list[Any]], tried: Tried, seed: str,
 def shared_params(params: dict[str, dict[str, Any]], space: dict[str, list[Any]]) -> frozenset[str]:
     """The params every class runs with the "*" value (no class entry overrides them)."""
     return frozenset(p for p in space if not any(p in entry for key, entry in params.items() if key != ALL))
-

@@ -12,7 +12,8 @@ import torch
 import torch.nn.functional as F
 
 
-def adaln_modulate(x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor, eps: float = 1e-6,
-                   out: torch.Tensor | None = None) -> torch.Tensor:
+def adaln_modulate(
+    x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor, eps: float = 1e-6, out: torch.Tensor | None = None
+) -> torch.Tensor:
     y = F.layer_norm(x, (x.shape[-1],), eps=eps) * (1 + scale[:, None, :])
     return torch.add(y, shift[:, None, :], out=out)

@@ -36,8 +36,20 @@ def class_key(D: int) -> str:
 
 
 @triton.jit
-def _adaln_kernel(x_ptr, scale_ptr, shift_ptr, y_ptr, M, N, D, eps,
-                  BLOCK_D: tl.constexpr, ROWS: tl.constexpr, SINGLE: tl.constexpr, SAME_BATCH: tl.constexpr):
+def _adaln_kernel(
+    x_ptr,
+    scale_ptr,
+    shift_ptr,
+    y_ptr,
+    M,
+    N,
+    D,
+    eps,
+    BLOCK_D: tl.constexpr,
+    ROWS: tl.constexpr,
+    SINGLE: tl.constexpr,
+    SAME_BATCH: tl.constexpr,
+):
     rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
     row_ok = rows < M
     rows64 = rows.to(tl.int64)
@@ -84,12 +96,12 @@ def _adaln_kernel(x_ptr, scale_ptr, shift_ptr, y_ptr, M, N, D, eps,
             tl.store(y_row + start + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
-def adaln_modulate(x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor, eps: float = 1e-6,
-                   out: torch.Tensor | None = None) -> torch.Tensor:
+def adaln_modulate(
+    x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor, eps: float = 1e-6, out: torch.Tensor | None = None
+) -> torch.Tensor:
     B, N, D = x.shape
     if scale.shape != (B, D) or shift.shape != (B, D):
-        raise ValueError(f"adaln_modulate: scale/shift must be [{B}, {D}], not "
-                         f"{list(scale.shape)}/{list(shift.shape)}")
+        raise ValueError(f"adaln_modulate: scale/shift must be [{B}, {D}], not {list(scale.shape)}/{list(shift.shape)}")
     x, scale, shift = x.contiguous(), scale.contiguous(), shift.contiguous()
     if out is None:
         out = torch.empty_like(x)
@@ -99,6 +111,7 @@ def adaln_modulate(x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor, ep
     if M == 0 or D == 0:
         return out
     meta = launch_meta(PARAMS, class_key(D), D, MAX_BLOCK_D, rows=M, min_programs=min_programs(torch, x.device))
-    _adaln_kernel[(triton.cdiv(M, meta["ROWS"]),)](x, scale, shift, out, M, N, D, eps,
-                                                   SAME_BATCH=N % meta["ROWS"] == 0, **meta)
+    _adaln_kernel[(triton.cdiv(M, meta["ROWS"]),)](
+        x, scale, shift, out, M, N, D, eps, SAME_BATCH=N % meta["ROWS"] == 0, **meta
+    )
     return out

@@ -10,8 +10,7 @@ from __future__ import annotations
 import torch
 
 
-def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6,
-             out: torch.Tensor | None = None) -> torch.Tensor:
+def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6, out: torch.Tensor | None = None) -> torch.Tensor:
     variance = x.to(torch.float32).pow(2).mean(-1, keepdim=True)
     y = (x * torch.rsqrt(variance + eps)).to(x.dtype)
     return torch.mul(y, weight, out=out)

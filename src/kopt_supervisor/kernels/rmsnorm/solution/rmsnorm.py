@@ -53,8 +53,7 @@ def _rms_whole_tiles(x_ptr, w_ptr, y_ptr, eps, D: tl.constexpr, ROWS: tl.constex
 
 
 @triton.jit
-def _rms_kernel(x_ptr, w_ptr, y_ptr, M, D, eps,
-                BLOCK_D: tl.constexpr, ROWS: tl.constexpr, SINGLE: tl.constexpr):
+def _rms_kernel(x_ptr, w_ptr, y_ptr, M, D, eps, BLOCK_D: tl.constexpr, ROWS: tl.constexpr, SINGLE: tl.constexpr):
     """Any shape: masked rows and columns, 64-bit offsets; one chunk or two passes over chunks."""
     rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
     row_ok = rows < M
@@ -90,8 +89,7 @@ def whole_tiles(meta: dict, M: int, D: int) -> bool:
     return bool(meta["SINGLE"]) and meta["BLOCK_D"] == D and M % meta["ROWS"] == 0 and M * D < 2**31
 
 
-def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6,
-             out: torch.Tensor | None = None) -> torch.Tensor:
+def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6, out: torch.Tensor | None = None) -> torch.Tensor:
     D = x.shape[-1]
     if weight.shape != (D,):
         raise ValueError(f"rms_norm: weight must be [{D}], not {list(weight.shape)}")
@@ -105,8 +103,9 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6,
         return out
     meta = launch_meta(PARAMS, class_key(D), D, MAX_BLOCK_D, rows=M, min_programs=min_programs(torch, x.device))
     if whole_tiles(meta, M, D):
-        _rms_whole_tiles[(M // meta["ROWS"],)](x, weight, out, eps, D=D, ROWS=meta["ROWS"],
-                                               num_warps=meta["num_warps"], num_stages=meta["num_stages"])
+        _rms_whole_tiles[(M // meta["ROWS"],)](
+            x, weight, out, eps, D=D, ROWS=meta["ROWS"], num_warps=meta["num_warps"], num_stages=meta["num_stages"]
+        )
     else:
         _rms_kernel[(triton.cdiv(M, meta["ROWS"]),)](x, weight, out, M, D, eps, **meta)
     return out
