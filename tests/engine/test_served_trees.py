@@ -508,7 +508,7 @@ def test_a_candidate_row_missing_or_extra_is_a_bench_failure(served):
     ws, log, ctx, lane, best, m = _measurer_setup(served)
     try:
         serve = (lane.cand / "serve.py").read_text()
-        (lane.cand / "serve.py").write_text(serve.replace('("s3", "large", 8192, 230.0)]', "]"))
+        (lane.cand / "serve.py").write_text(serve.replace('    ("s3", "large", 8192, 230.0),\n]', "]"))
         m.new_decision()
         with pytest.raises(BenchError, match=r"the candidate's look 0: lacks config\(s\) shape=s3,cls=large,n=8192"):
             m.look(_iteration(lane, 1, best), "eval", 0, {})

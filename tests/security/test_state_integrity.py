@@ -26,6 +26,11 @@ from tests.security.harness import NEEDS_BWRAP, TAG, Hostile, tried
 
 pytestmark = [NEEDS_BWRAP, pytest.mark.slow]
 
+UNCHANGED = {"tie", "rejected"}
+"""What the attack's own change (a note in kernel.json, no speed: attacks.touch_kernel) ends
+as: a tie, or a sub-1% difference the statistics call a real but too small gain, which goes to
+review and is rejected unanswered (seen once at -0.1% under the suite's load). Never a keep."""
+
 # each step of the attack records "ok" or the error it met in proof/steps.json
 STEPS = """
 import json, os, sqlite3, time
@@ -124,7 +129,7 @@ def test_confined_the_workspace_is_out_of_reach(hostile: Factory) -> None:
     assert not (h.ws.memory / "v99.json").exists()
     with Store(h.ws.db_path, readonly=True) as s:
         assert s.db.execute("SELECT COUNT(*) FROM commands").fetchone()[0] == 0
-    h.assert_refused(before, 1, {"tie"})
+    h.assert_refused(before, 1, UNCHANGED)
 
 
 def test_unconfined_a_command_row_without_the_seal_does_not_accept_the_review(hostile: Factory) -> None:
@@ -281,7 +286,7 @@ _try('edit performance.md', lambda: _append('performance.md', '\\n| v9 | keep | 
     assert steps(h) == {"edit memory": "ok", "edit performance.md": "ok"}
     assert "forged keep" not in h.ws.performance.read_text()
     assert "forged keep" not in h.ws.memory_path(0).read_text(), "memory/v0.json still holds the forged keep"
-    h.assert_refused(before, 1, {"tie"}, outside=False)
+    h.assert_refused(before, 1, UNCHANGED, outside=False)
 
 
 def test_unconfined_an_edited_config_fails_the_proposal_and_is_put_back(hostile: Factory) -> None:

@@ -59,7 +59,7 @@ def _ln_backward_dx(DX, DY, X, W, Mean, Rstd, PartW, PartB, row_stride, N, BLOCK
 def _column_sums(Part, Out, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     # Out[c] = sum over the M rows of Part[:, c]
     cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
-    acc = tl.zeros((BLOCK_N,), dtype=tl.float32)
+    acc = tl.zeros((BLOCK_N, ), dtype=tl.float32)
     for start in range(0, M, BLOCK_M):
         rows = start + tl.arange(0, BLOCK_M)
         inside = (rows[:, None] < M) & (cols[None, :] < N)
@@ -68,6 +68,7 @@ def _column_sums(Part, Out, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
 
 
 class LayerNorm(torch.autograd.Function):
+
     @staticmethod
     def forward(ctx, x, normalized_shape, weight, bias, eps):
         rows = x.reshape(-1, x.shape[-1])
@@ -76,10 +77,10 @@ class LayerNorm(torch.autograd.Function):
         if BLOCK * x.element_size() > 65536:
             raise RuntimeError("This layer norm doesn't support feature dim >= 64KB.")
         y = torch.empty_like(x)
-        mean = torch.empty((M,), dtype=torch.float32, device=x.device)
-        rstd = torch.empty((M,), dtype=torch.float32, device=x.device)
+        mean = torch.empty((M, ), dtype=torch.float32, device=x.device)
+        rstd = torch.empty((M, ), dtype=torch.float32, device=x.device)
         warps = min(max(BLOCK // 256, 1), 8)
-        _ln_forward[(M,)](rows, y, weight, bias, mean, rstd, rows.stride(0), N, eps, BLOCK=BLOCK, num_warps=warps)
+        _ln_forward[(M, )](rows, y, weight, bias, mean, rstd, rows.stride(0), N, eps, BLOCK=BLOCK, num_warps=warps)
         ctx.save_for_backward(x, weight, mean, rstd)
         ctx.block, ctx.warps = BLOCK, warps
         return y
@@ -93,12 +94,11 @@ class LayerNorm(torch.autograd.Function):
         dx = torch.empty_like(dy)
         part_w = torch.empty((M, N), dtype=torch.float32, device=x.device)
         part_b = torch.empty((M, N), dtype=torch.float32, device=x.device)
-        _ln_backward_dx[(M,)](
-            dx, dy, rows, weight, mean, rstd, part_w, part_b, rows.stride(0), N, BLOCK=ctx.block, num_warps=ctx.warps
-        )
+        _ln_backward_dx[(M, )](dx, dy, rows, weight, mean, rstd, part_w, part_b, rows.stride(0), N, BLOCK=ctx.block,
+                               num_warps=ctx.warps)
         dw = torch.empty_like(weight)
         db = torch.empty_like(weight)
-        grid = (triton.cdiv(N, 128),)
+        grid = (triton.cdiv(N, 128), )
         _column_sums[grid](part_w, dw, M, N, BLOCK_M=32, BLOCK_N=128)
         _column_sums[grid](part_b, db, M, N, BLOCK_M=32, BLOCK_N=128)
         return dx, None, dw, db, None
@@ -109,11 +109,11 @@ layer_norm = LayerNorm.apply
 
 def test_layer_norm(M, N, dtype, eps=1e-5, device=DEVICE):
     # the bench's own check: forward and all three gradients against torch
-    w_shape = (N,)
+    w_shape = (N, )
     weight = torch.rand(w_shape, dtype=dtype, device=device, requires_grad=True)
     bias = torch.rand(w_shape, dtype=dtype, device=device, requires_grad=True)
     x = -2.3 + 0.5 * torch.randn((M, N), dtype=dtype, device=device)
-    dy = 0.1 * torch.randn_like(x)
+    dy = .1 * torch.randn_like(x)
     x.requires_grad_(True)
     y_tri = layer_norm(x, w_shape, weight, bias, eps)
     y_ref = torch.nn.functional.layer_norm(x, w_shape, weight, bias, eps).to(dtype)
@@ -145,36 +145,30 @@ if CPU:  # CPU patch: triton.testing.do_bench needs a GPU driver; the same time 
             times.append((time.perf_counter() - t0) * 1e3)
         if quantiles is not None:
             return torch.quantile(torch.tensor(times), torch.tensor(quantiles, dtype=torch.float32)).tolist()
-        return {
-            "mean": sum(times) / len(times),
-            "median": sorted(times)[len(times) // 2],
-            "min": min(times),
-            "max": max(times),
-            "all": times,
-        }[return_mode]
+        return {"mean": sum(times) / len(times), "median": sorted(times)[len(times) // 2], "min": min(times),
+                "max": max(times), "all": times}[return_mode]
 
     triton.testing.do_bench = _do_bench_cpu
 
 
 @triton.testing.perf_report(
     triton.testing.Benchmark(
-        x_names=["N"],
+        x_names=['N'],
         x_vals=[512 * i for i in range(2, 32)] if not CPU else [64, 96, 160],  # CPU patch: sizes
-        line_arg="provider",
-        line_vals=["triton", "torch"],
-        line_names=["Triton", "Torch"],
-        styles=[("blue", "-"), ("green", "-")],
-        ylabel="GB/s",
-        plot_name="layer-norm-backward",
-        args={"M": 4096 if not CPU else 8, "dtype": torch.float16, "mode": "backward"},  # CPU patch: M
-    )
-)
-def bench_layer_norm(M, N, dtype, provider, mode="backward", eps=1e-5, device=DEVICE):
-    w_shape = (N,)
+        line_arg='provider',
+        line_vals=['triton', 'torch'],
+        line_names=['Triton', 'Torch'],
+        styles=[('blue', '-'), ('green', '-')],
+        ylabel='GB/s',
+        plot_name='layer-norm-backward',
+        args={'M': 4096 if not CPU else 8, 'dtype': torch.float16, 'mode': 'backward'},  # CPU patch: M
+    ))
+def bench_layer_norm(M, N, dtype, provider, mode='backward', eps=1e-5, device=DEVICE):
+    w_shape = (N, )
     weight = torch.rand(w_shape, dtype=dtype, device=device, requires_grad=True)
     bias = torch.rand(w_shape, dtype=dtype, device=device, requires_grad=True)
     x = -2.3 + 0.5 * torch.randn((M, N), dtype=dtype, device=device)
-    dy = 0.1 * torch.randn_like(x)
+    dy = .1 * torch.randn_like(x)
     x.requires_grad_(True)
     quantiles = [0.5, 0.2, 0.8]
 
@@ -184,17 +178,16 @@ def bench_layer_norm(M, N, dtype, provider, mode="backward", eps=1e-5, device=DE
         if provider == "torch":
             return torch.nn.functional.layer_norm(x, w_shape, weight, bias, eps)
 
-    if mode == "forward":
+    if mode == 'forward':
         gbps = lambda ms: 2 * x.numel() * x.element_size() * 1e-9 / (ms * 1e-3)  # noqa: E731
         ms, min_ms, max_ms = triton.testing.do_bench(y_fwd, quantiles=quantiles, rep=500)
-    if mode == "backward":
+    if mode == 'backward':
         y = y_fwd()
         gbps = lambda ms: 3 * x.numel() * x.element_size() * 1e-9 / (ms * 1e-3)  # noqa: E731
-        ms, min_ms, max_ms = triton.testing.do_bench(
-            lambda: y.backward(dy, retain_graph=True), quantiles=quantiles, grad_to_none=[x], rep=500
-        )
+        ms, min_ms, max_ms = triton.testing.do_bench(lambda: y.backward(dy, retain_graph=True), quantiles=quantiles,
+                                                     grad_to_none=[x], rep=500)
     return gbps(ms), gbps(max_ms), gbps(min_ms)
 
 
 test_layer_norm(*((1151, 8192) if not CPU else (7, 96)), torch.float16)  # CPU patch: shape
-bench_layer_norm.run(save_path=".", print_data=True)
+bench_layer_norm.run(save_path='.', print_data=True)
