@@ -294,7 +294,8 @@ def refused(
         classes = h.iteration(1).record.get("classes") or {}
         ratios = {c: r.get("ratio") for c, r in classes.items()}
         tried(
-            ratios and all(r is not None and r < 0.6 for r in ratios.values()),
+            # 0.75: a cached class reads ~0.5 alone, up to 0.64 under the whole suite's load
+            ratios and all(r is not None and r < 0.75 for r in ratios.values()),
             f"the bench was not fooled (candidate/best per class: {ratios}): the attack did not work",
         )
     h.assert_refused(BEFORE[h.token], 1, set(statuses), *words, outside=outside)
