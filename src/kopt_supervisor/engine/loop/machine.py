@@ -18,11 +18,11 @@ state machine over `Phase`s, each step done by a collaborator beside this file.
 | (any)    | control.Control       | pause / stop / restart, checked at the named points          |
 | (start)  | recovery.Recovery     | a consistent workspace after any crash; masked restarts       |
 
-Every step takes the lane it works for. With several lanes ([parallel].lanes) each runs its
-iterations from its own thread (`run_lanes`, below); a keep made against a BEST that
-another lane's keep has moved is rebased and decided again. What a later step or a
-restarted engine needs is read from run.db; counters are derived from the history in the
-order iterations ended (engine.bookkeeping), never counted twice.
+Every step takes the lane it works for. Each lane ([parallel].lanes; one by default) runs its
+iterations from a thread of its own (`run_lanes`, below: one driver for one lane or many); a
+keep made against a BEST that another lane's keep has moved is rebased and decided again.
+What a later step or a restarted engine needs is read from run.db; counters are derived from
+the history in the order iterations ended (engine.bookkeeping), never counted twice.
 """
 
 from __future__ import annotations
@@ -120,6 +120,7 @@ class Engine:
         )
         self.control = ctx.control
         k = ctx.cfg.parallel.lanes if parts is None else 1
+        # one lane works with the engine's own context: run_lanes reads run.db only while it idles
         ctxs = [ctx] if k == 1 else [ctx.for_lane(i) for i in range(k)]
         in_flight: dict[int, str] = {}
         if parts is not None:
@@ -175,12 +176,7 @@ class Engine:
                 self.baseline.measure(self.lanes[0])
             for loop in self.loops:
                 loop.resume_reviews()
-            if len(self.loops) == 1:
-                while not (reason := self.stop_check() or ""):
-                    self.session_iters += 1
-                    self.loops[0].iteration()
-            else:
-                reason = run_lanes(self)
+            reason = run_lanes(self)
         except Interrupt as i:
             reason = i.reason
         except NoIdleGpu as e:
@@ -196,15 +192,6 @@ class Engine:
             self._account_active_time()
         self.finish(reason)
         return reason
-
-    def stop_check(self) -> str | None:
-        """Phase stop check: a stop or restart the engineer sent (a restart is applied and the
-        loop goes on), then the reference program's stop conditions."""
-        while (request := self.control.checkpoint()) is not None:
-            if request.request == Request.STOP:
-                return request.reason
-            self.recovery.restart(request, self.lanes)
-        return self.stop_reason()
 
     def stop_reason(self, in_flight: int = 0) -> str | None:
         """Why the run must not start another iteration (with `in_flight` still running)."""
@@ -447,16 +434,20 @@ class LaneLoop:
 
 
 # ---------------------------------------------------------------------------------------
-# Several lanes at once (docs/lanes.md): each lane runs its iterations from a thread of its
-# own; `run_lanes` starts them, watches them end, and keeps the run's rules:
+# The driver, for one lane or several (docs/lanes.md): each lane runs its iterations from a
+# thread of its own; `run_lanes` starts them, watches them end, and keeps the run's rules:
 #
-# - A lane starts an iteration only while no stop condition holds, counting the iterations
-#   in flight ([stop].max_iters and --max-iters are never overshot).
+# - The stop check (`Control.checkpoint`, then `Engine.stop_reason`) is made where a lane
+#   could start an iteration, never while the only lane runs one: one lane runs as a loop of
+#   stop check and iteration. A lane starts one only while no stop condition holds, counting
+#   the iterations in flight ([stop].max_iters and --max-iters are never overshot).
 # - A stop or a masked restart from the engineer ends every lane's running step (each lane's
 #   pump raises it: control.py's INTERRUPTS); the restart is applied once no lane runs.
 # - A pause holds the loop here and preempts each lane's timed step (it is taken again).
 # - A lane that finds no idle GPU within [gpu].wait_max_s waits for its next turn; the run
-#   stops for want of GPUs only when no lane could get one.
+#   stops for want of GPUs when no lane could get one (one lane: at once).
+# - What a lane raises that is not its own to swallow (an interrupted gate wait, a forged
+#   history, a crash) ends the run as it ends an iteration run in the engine's own thread.
 # - The counters follow the order iterations ended (engine.bookkeeping): when the regression
 #   limit is reached no lane starts another iteration; the ones in flight finish and count,
 #   and the run stops if the limit still holds then.
@@ -471,25 +462,26 @@ def run_lanes(engine: Engine) -> str:
     with ThreadPoolExecutor(max_workers=len(loops), thread_name_prefix="kopt-lane") as pool:
         try:
             while True:
-                request = engine.control.checkpoint()
-                if request is not None:
-                    _finish(running, idle, no_gpu)  # their own pumps end their steps
-                    if request.request == Request.STOP:
-                        return request.reason
-                    engine.recovery.restart(request, engine.lanes)
-                    continue
-                for loop in sorted(idle, key=lambda x: x.lane.index):
-                    if engine.stop_reason(in_flight=len(running)):
-                        break
-                    idle.remove(loop)
-                    engine.session_iters += 1  # counted as it starts: --max-iters is never overshot
-                    running[pool.submit(loop.iteration)] = loop
-                if not running:
-                    stop = engine.stop_reason()
-                    if stop:
+                if len(no_gpu) == len(idle) == len(loops):  # no lane could get a GPU
+                    whys = [f"lane {i}: {why}" if len(loops) > 1 else why for i, why in sorted(no_gpu.items())]
+                    return f"no idle GPU: {'; '.join(whys)}"
+                if idle:  # the stop check: a lane could start
+                    request = engine.control.checkpoint()
+                    if request is not None:
+                        _finish(running, idle, no_gpu)  # their own pumps end their steps
+                        if request.request == Request.STOP:
+                            return request.reason
+                        engine.recovery.restart(request, engine.lanes)
+                        continue
+                    stop = None
+                    for loop in sorted(idle, key=lambda x: x.lane.index):
+                        if stop := engine.stop_reason(in_flight=len(running)):
+                            break
+                        idle.remove(loop)
+                        engine.session_iters += 1  # counted as it starts: --max-iters is never overshot
+                        running[pool.submit(loop.iteration)] = loop
+                    if stop and not running:
                         return stop
-                    if len(no_gpu) == len(loops):
-                        return f"no idle GPU: {'; '.join(f'lane {i}: {why}' for i, why in sorted(no_gpu.items()))}"
                 done, _ = wait(list(running), timeout=engine.ctx.poll_interval_s, return_when=FIRST_COMPLETED)
                 engine.session_iters -= _collect(done, running, idle, no_gpu)
         finally:
