@@ -2,10 +2,11 @@
 into typed records for the clients (the TUI, `kopt memory`): one function per part of the
 record. Pure and tolerant: a record is data, written by whichever kopt ran the iteration, so
 a missing key or a value of the wrong type reads as None, "" or empty, never as an error
-(the rules: engine.api.parse). Where the engine has a type for what a part holds, the part
-is read into it (Confirmation, ExternalTruth, AgentRun, Finding, Citation, ProfilerEvidence);
-where a record holds less than the engine's type needs (a baseline has no candidate, an
-older record no interval), a `Recorded*` type says what it holds.
+(the rules: engine.api.parse, applied by the fields' types: engine.api.from_mapping). Where
+the engine has a type for what a part holds, the part is read into it (Confirmation,
+ExternalTruth, AgentRun, Finding, Citation, ProfilerEvidence); where a record holds less
+than the engine's type needs (a baseline has no candidate, an older record no interval), a
+`Recorded*` type says what it holds.
 
 - `recorded_classes(record)` -> `RecordedClass`es, by class name; `roofline_pct(record)`:
   each class's share of its roofline; `regression_summary(entry)` -> `RegressionSummary`
@@ -24,14 +25,14 @@ older record no interval), a `Recorded*` type says what it holds.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kopt_supervisor.engine import fmt
+from kopt_supervisor.engine.api.from_mapping import from_mapping, source
 from kopt_supervisor.engine.api.origin import ProposalOrigin, proposal_origin
-from kopt_supervisor.engine.api.parse import integer, mapping, mappings, number, text, texts
+from kopt_supervisor.engine.api.parse import mapping, mappings, number, text, texts
 from kopt_supervisor.engine.decide.confirmation import ClassCheck, Confirmation
 from kopt_supervisor.engine.decide.external_truth import ExternalTruth
 from kopt_supervisor.engine.diffscan.findings import Finding
@@ -67,23 +68,8 @@ class RecordedClass:
 def recorded_classes(record: Record) -> tuple[RecordedClass, ...]:
     """record["classes"] by class name (or a verdict's: Verdict.to_dict() holds them under
     the same key)."""
-    out = []
-    for name, c in sorted(mapping(record.get("classes")).items(), key=lambda kv: str(kv[0])):
-        c = mapping(c)
-        out.append(
-            RecordedClass(
-                str(name),
-                number(c.get("best")),
-                number(c.get("cand")),
-                number(c.get("ratio")),
-                number(c.get("lo")),
-                number(c.get("hi")),
-                integer(c.get("rounds")),
-                text(c.get("verdict")),
-                number(c.get("pct_of_peak")),
-            )
-        )
-    return tuple(out)
+    classes = sorted(mapping(record.get("classes")).items(), key=lambda kv: str(kv[0]))
+    return tuple(from_mapping(RecordedClass, {**mapping(c), "cls": str(name)}) for name, c in classes)
 
 
 def roofline_pct(record: Record) -> dict[str, float]:
@@ -102,17 +88,14 @@ class RegressionSummary:
     """An entry of bookkeeping.Counters.recent_regressions (bookkeeping.regression_summary)."""
 
     version: int
-    cls: str = ""
+    cls: str = field(default="", metadata=source("class"))
     """The class it regressed ("" when it names none: a global change)."""
     delta_pct: float | None = None
     hypothesis: str = ""
 
 
 def regression_summary(value: Any) -> RegressionSummary:
-    r = mapping(value)
-    return RegressionSummary(
-        integer(r.get("version")) or 0, text(r.get("class")), number(r.get("delta_pct")), text(r.get("hypothesis"))
-    )
+    return from_mapping(RegressionSummary, value)
 
 
 # ---------------------------------------------------------------------------------------
@@ -136,16 +119,7 @@ class RecordedDecision:
 
 
 def recorded_decision(record: Record) -> RecordedDecision:
-    d = mapping(record.get("decision"))
-    return RecordedDecision(
-        text(d.get("verdict")),
-        text(d.get("reason")),
-        text(d.get("by")),
-        integer(d.get("rounds")),
-        number(d.get("gpu_seconds")),
-        texts(d.get("flags")),
-        text(d.get("focus")),
-    )
+    return from_mapping(RecordedDecision, record.get("decision"))
 
 
 @dataclass(frozen=True)
@@ -158,8 +132,7 @@ class RecordedReview:
 
 
 def recorded_review(record: Record) -> RecordedReview:
-    r = mapping(record.get("review"))
-    return RecordedReview(number(r.get("opened_at")), number(r.get("deadline")), text(r.get("reason")))
+    return from_mapping(RecordedReview, record.get("review"))
 
 
 # ---------------------------------------------------------------------------------------
@@ -180,15 +153,7 @@ class GpuRef:
 def gpu_ref(value: Any) -> GpuRef | None:
     """A GPU record ({"index", "uuid", "name", "host"}: record["gpu"], a lane's lease, a
     review's GPU); None when `value` is not a mapping."""
-    if not isinstance(value, Mapping):
-        return None
-    uuid = value.get("uuid")
-    return GpuRef(
-        integer(value.get("index")),
-        uuid if isinstance(uuid, str) else None,
-        text(value.get("name")),
-        text(value.get("host")),
-    )
+    return from_mapping(GpuRef, value) if isinstance(value, Mapping) else None
 
 
 @dataclass(frozen=True)
@@ -213,7 +178,7 @@ def recorded_gpu(record: Record) -> GpuEvidence:
 class RecordedReverify:
     """record["reverify"]: the keep decided again in fresh processes (process-level bench)."""
 
-    agrees: bool
+    agrees: bool = field(metadata=source(read=lambda v: v is True))
     verdict: str = ""
     reason: str = ""
     seconds: float | None = None
@@ -222,11 +187,7 @@ class RecordedReverify:
 def recorded_reverify(record: Record) -> RecordedReverify | None:
     """None when the iteration was not decided again."""
     r = mapping(record.get("reverify"))
-    if not r:
-        return None
-    return RecordedReverify(
-        r.get("agrees") is True, text(r.get("verdict")), text(r.get("reason")), number(r.get("seconds"))
-    )
+    return from_mapping(RecordedReverify, r) if r else None
 
 
 def recorded_confirmation(record: Record) -> Confirmation | None:
@@ -235,42 +196,17 @@ def recorded_confirmation(record: Record) -> Confirmation | None:
     c = mapping(record.get("confirmation"))
     if not c:
         return None
-    return Confirmation(
-        text(c.get("outcome")),
-        text(c.get("reason")),
-        integer(c.get("looks")) or 0,
-        tuple(_class_check(name, x) for name, x in mapping(c.get("classes")).items()),
-        number(c.get("seconds")) or 0.0,
-        text(c.get("path")),
-    )
-
-
-def _class_check(name: Any, value: Any) -> ClassCheck:
-    c = mapping(value)
-
-    def ratio(key: str) -> float:
-        v = number(c.get(key))
-        return math.nan if v is None else v
-
-    return ClassCheck(
-        text(c.get("cls")) or str(name),
-        number(c.get("claimed")),
-        ratio("ratio"),
-        ratio("lo"),
-        ratio("hi"),
-        text(c.get("state")),
-        number(c.get("margin_pct")) or 0.0,
-    )
+    checks = (
+        from_mapping(ClassCheck, {**mapping(x), "cls": text(mapping(x).get("cls")) or str(name)})
+        for name, x in mapping(c.get("classes")).items()
+    )  # by class name; a ratio, lo or hi not recorded: nan
+    return replace(from_mapping(Confirmation, c), classes=tuple(checks), path=text(c.get("path")))
 
 
 def recorded_truth(record: Record) -> ExternalTruth | None:
     """record["external_truth"] (ExternalTruth.to_dict()); None when there is none."""
     t = mapping(record.get("external_truth"))
-    if not t:
-        return None
-    return ExternalTruth(
-        text(t.get("kind")), text(t.get("outcome")), text(t.get("reason")), dict(mapping(t.get("figures")))
-    )
+    return from_mapping(ExternalTruth, t) if t else None
 
 
 def recorded_profile(record: Record) -> ProfilerEvidence | None:
@@ -280,10 +216,7 @@ def recorded_profile(record: Record) -> ProfilerEvidence | None:
 
 def diff_findings(record: Record) -> tuple[Finding, ...]:
     """record["diff_scan"]["findings"]: what the diff scan quoted (line 0: the file as a whole)."""
-    return tuple(
-        Finding(text(f.get("rule")), text(f.get("path")), integer(f.get("line")) or 0, text(f.get("text")))
-        for f in mappings(mapping(record.get("diff_scan")).get("findings"))
-    )
+    return tuple(from_mapping(Finding, f) for f in mappings(mapping(record.get("diff_scan")).get("findings")))
 
 
 # ---------------------------------------------------------------------------------------
@@ -304,13 +237,7 @@ class RecordedPlan:
 def recorded_plan(record: Record) -> RecordedPlan | None:
     """None when the plan was never read against a pack (a failed proposal, an older kopt)."""
     p = mapping(record.get("plan"))
-    if not p:
-        return None
-    cites = tuple(
-        Citation(text(c.get("kind")), text(c.get("term")), text(c.get("evidence")))
-        for c in mappings(p.get("citations"))
-    )
-    return RecordedPlan(text(p.get("hypothesis")), cites, texts(p.get("flags")), text(p.get("reason")))
+    return from_mapping(RecordedPlan, p) if p else None
 
 
 # ---------------------------------------------------------------------------------------
@@ -374,8 +301,10 @@ class IterationTimings:
     total_s: float | None = None
     engine_s: float | None = None
     """What kopt itself spent."""
-    rows: tuple[tuple[str, float, str], ...] = ()
-    """`timing_rows`: (phase, seconds, note)."""
+    rows: tuple[tuple[str, float, str], ...] = field(
+        default=(), metadata=source((), read=lambda t: tuple(timing_rows(mapping(t))))
+    )
+    """`timing_rows` of the whole record: (phase, seconds, note)."""
 
 
 def recorded_timings(record: Record) -> IterationTimings:
@@ -384,8 +313,7 @@ def recorded_timings(record: Record) -> IterationTimings:
 
 def iteration_timings(value: Any) -> IterationTimings:
     """A record's `timings` (or `phase_timings`'s `last`: the newest finished iteration's)."""
-    t = mapping(value)
-    return IterationTimings(number(t.get("total_s")), number(t.get("engine_s")), tuple(timing_rows(t)))
+    return from_mapping(IterationTimings, value)
 
 
 # ---------------------------------------------------------------------------------------
@@ -414,31 +342,24 @@ def agent_runs(record: Record) -> tuple[LabelledRun, ...]:
 
 
 def agent_run(value: Any) -> AgentRun:
-    """An AgentRun.to_dict() read back: numbers that are not finite and non-boolean are None."""
+    """An AgentRun.to_dict() read back: numbers that are not finite and non-boolean are None;
+    a token or byte count may be a float (read as its int), a flag is set only by true."""
     a = mapping(value)
-    session, model = a.get("session_id"), a.get("model")
 
     def count(key: str) -> int | None:
         v = number(a.get(key))
         return None if v is None else int(v)
 
-    return AgentRun(
-        agent=text(a.get("agent")),
-        cost_usd=number(a.get("cost_usd")),
+    return replace(
+        from_mapping(AgentRun, a),
         input_tokens=count("input_tokens"),
         output_tokens=count("output_tokens"),
         cache_read_tokens=count("cache_read_tokens"),
         cache_write_tokens=count("cache_write_tokens"),
         reasoning_tokens=count("reasoning_tokens"),
-        session_id=session if isinstance(session, str) else None,
-        resumed=a.get("resumed") is True,
-        model=model if isinstance(model, str) else None,
-        wall_s=number(a.get("wall_s")),
-        exit=integer(a.get("exit")),
-        transcript_path=text(a.get("transcript_path")),
         transcript_bytes=count("transcript_bytes"),
+        resumed=a.get("resumed") is True,
         transcript_cut=a.get("transcript_cut") is True,
-        notes=texts(a.get("notes")),
     )
 
 

@@ -2,7 +2,9 @@
 status`): the live step of the run and of each lane, the heartbeat, the last GPU gate, the
 live per-class numbers, why the run stopped or crashed, and the caveats it carries. Pure and
 tolerant: meta is written by whichever kopt ran the run last, so a missing key or a value of
-the wrong type reads as None or a default, never as an error (the rules: engine.api.parse).
+the wrong type reads as None or a default, never as an error (the rules: engine.api.parse;
+each record is read by its fields' types with engine.api.from_mapping, and a field's
+`source` says where its key or its reading differs).
 
 - `run_meta(meta)` -> `RunMeta`: everything below, one reading;
 - `live_step(value)` -> `LiveStep`: meta `progress`, or a lane's `lane:<i>`;
@@ -18,16 +20,12 @@ the wrong type reads as None or a default, never as an error (the rules: engine.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from kopt_supervisor.engine.api.iteration_record import (
-    GpuRef,
-    RecordedClass,
-    gpu_ref,
-    recorded_classes,
-)
-from kopt_supervisor.engine.api.parse import integer, mapping, mappings, number, text, texts
+from kopt_supervisor.engine.api.from_mapping import from_mapping, source
+from kopt_supervisor.engine.api.iteration_record import GpuRef, RecordedClass, recorded_classes
+from kopt_supervisor.engine.api.parse import integer, mapping, mappings, number, text
 from kopt_supervisor.engine.api.reviews import Interval
 
 
@@ -48,19 +46,7 @@ class LiveStep:
 
 def live_step(value: Any) -> LiveStep | None:
     """A live step; None when `value` is not a mapping or an empty one (no step yet)."""
-    m = mapping(value)
-    if not m:
-        return None
-    return LiveStep(
-        integer(m.get("version")),
-        text(m.get("phase")),
-        text(m.get("step")),
-        integer(m.get("done")),
-        integer(m.get("total")),
-        number(m.get("eta_s")),
-        number(m.get("t")),
-        number(m.get("phase_started_at")),
-    )
+    return from_mapping(LiveStep, value) if mapping(value) else None
 
 
 @dataclass(frozen=True)
@@ -71,7 +57,8 @@ class GpuProcess:
 
 @dataclass(frozen=True)
 class GpuAssessment:
-    """One GPU as the gate judged it (engine/gpu/assess.py Assessment.to_dict())."""
+    """One GPU as the gate judged it (engine/gpu/assess.py Assessment.to_dict()): the GPU's
+    own fields are read from its `gpu`."""
 
     index: int
     """0 when the record names none."""
@@ -88,20 +75,7 @@ class GpuAssessment:
 
 def gpu_assessment(value: Any) -> GpuAssessment:
     a = mapping(value)
-    g = mapping(a.get("gpu"))
-    uuid = g.get("uuid")
-    procs = tuple(GpuProcess(integer(p.get("pid")), text(p.get("name"))) for p in mappings(g.get("processes")))
-    return GpuAssessment(
-        integer(g.get("index")) or 0,
-        text(g.get("name")),
-        uuid if isinstance(uuid, str) else None,
-        number(g.get("util_pct")),
-        number(g.get("mem_used_mib")),
-        number(g.get("mem_total_mib")),
-        procs,
-        bool(a.get("idle")),
-        texts(a.get("reasons")),
-    )
+    return from_mapping(GpuAssessment, {**mapping(a.get("gpu")), "idle": a.get("idle"), "reasons": a.get("reasons")})
 
 
 @dataclass(frozen=True)
@@ -110,21 +84,16 @@ class GateRecord:
 
     chosen: GpuRef | None = None
     """None: no gate chose a GPU yet (or the machine has none)."""
-    assessments: tuple[GpuAssessment, ...] = ()
+    assessments: tuple[GpuAssessment, ...] = field(
+        default=(), metadata=source(read=lambda v: tuple(map(gpu_assessment, mappings(v))))
+    )
     t: float | None = None
     lane: int | None = None
     """The lane whose gate it was."""
 
 
 def gate_record(value: Any) -> GateRecord:
-    g = mapping(value)
-    chosen = mapping(g.get("chosen"))
-    return GateRecord(
-        gpu_ref(chosen) if chosen else None,
-        tuple(gpu_assessment(a) for a in mappings(g.get("assessments"))),
-        number(g.get("t")),
-        integer(g.get("lane")),
-    )
+    return from_mapping(GateRecord, value)
 
 
 @dataclass(frozen=True)
@@ -134,24 +103,20 @@ class LiveClasses:
     version: int | None
     stage: str
     """eval, verify or reverify."""
-    classes: tuple[RecordedClass, ...]
+    classes: tuple[RecordedClass, ...] = field(metadata=source("verdict", read=lambda v: recorded_classes(mapping(v))))
 
 
 def live_classes(value: Any) -> LiveClasses | None:
-    """None when `value` is not a mapping (no decision ran yet)."""
-    if not isinstance(value, Mapping):
-        return None
-    return LiveClasses(
-        integer(value.get("version")), text(value.get("stage")), recorded_classes(mapping(value.get("verdict")))
-    )
+    """None when `value` is not a mapping or an empty one (no decision ran yet)."""
+    return from_mapping(LiveClasses, value) if mapping(value) else None
 
 
 @dataclass(frozen=True)
 class RunMeta:
     """One reading of a run's meta, typed."""
 
-    baseline_commit: str | None = None
-    heartbeat_t: float | None = None
+    baseline_commit: str | None = field(default=None, metadata=source(read=lambda v: text(v) or None))
+    heartbeat_t: float | None = field(default=None, metadata=source(("heartbeat", "t")))
     """When the engine last beat (meta `heartbeat`'s `t`)."""
     progress: LiveStep | None = None
     paused: bool = False
@@ -162,43 +127,33 @@ class RunMeta:
     last_error: str = ""
     notice: str = ""
     """A standing caveat about the whole run (e.g. the CPU demo's)."""
-    cpu_demo: bool = False
+    cpu_demo: bool = field(default=False, metadata=source(("demo", "gpu"), read=lambda v: v is False))
     """The demo ran without a GPU (meta `demo`'s `gpu` is false)."""
-    gate: GateRecord = GateRecord()
+    gate: GateRecord = field(default=GateRecord(), metadata=source("gpu"))
     live_classes: LiveClasses | None = None
     live_log: str = ""
     """The live benchmark output's path ("" when none)."""
 
 
 def run_meta(meta: Mapping[str, Any]) -> RunMeta:
-    baseline = meta.get("baseline_commit")
-    return RunMeta(
-        baseline_commit=baseline if isinstance(baseline, str) and baseline else None,
-        heartbeat_t=number(mapping(meta.get("heartbeat")).get("t")),
-        progress=live_step(meta.get("progress")),
-        paused=bool(meta.get("paused")),
-        active_s=number(meta.get("active_s")) or 0.0,
-        engine_started_at=number(meta.get("engine_started_at")),
-        stop_reason=text(meta.get("stop_reason")),
-        last_error=text(meta.get("last_error")),
-        notice=text(meta.get("notice")),
-        cpu_demo=mapping(meta.get("demo")).get("gpu") is False,
-        gate=gate_record(meta.get("gpu")),
-        live_classes=live_classes(meta.get("live_classes")),
-        live_log=text(meta.get("live_log")),
-    )
+    return from_mapping(RunMeta, meta)
 
 
 @dataclass(frozen=True)
 class LaneReview:
     """A lane's iteration awaiting the engineer: its place in the review queue."""
 
-    place: int | None
+    place: int | None = field(metadata=source(read=lambda v: p if (p := integer(v)) and p > 0 else None))
     """1: the oldest review; None when the entry does not say."""
     of: int | None
-    answer: str = ""
+    answer: str = field(default="", metadata=source(("answer", "kind")))
     """The answer already sent for it (accept, reject, more_rounds), "" when none."""
     more_rounds: bool = False
+
+
+def interval(value: Any) -> Interval | None:
+    """An Interval.to_dict() read back; None without a finite ratio."""
+    return from_mapping(Interval, value) if number(mapping(value).get("ratio")) is not None else None
 
 
 @dataclass(frozen=True)
@@ -215,51 +170,13 @@ class LaneState:
     gpu: GpuRef | None = None
     host: str = ""
     hypothesis: str = ""
-    interval: Interval | None = None
+    interval: Interval | None = field(default=None, metadata=source(read=interval))
     """The interval its decision stands at (None before min_rounds looks are in)."""
     review: LaneReview | None = None
 
 
 def lane_state(entry: Any) -> LaneState:
-    e = mapping(entry)
-    review = mapping(e.get("review"))
-    place = integer(review.get("place"))
-    return LaneState(
-        lane=integer(e.get("lane")) or 0,
-        version=integer(e.get("version")),
-        phase=text(e.get("phase")),
-        step=text(e.get("step")),
-        done=integer(e.get("done")),
-        total=integer(e.get("total")),
-        gpu=gpu_ref(e.get("gpu")),
-        host=text(e.get("host")),
-        hypothesis=text(e.get("hypothesis")),
-        interval=interval(e.get("interval")),
-        review=LaneReview(
-            place if place is not None and place > 0 else None,
-            integer(review.get("of")),
-            text(mapping(review.get("answer")).get("kind")),
-            bool(review.get("more_rounds")),
-        )
-        if review
-        else None,
-    )
-
-
-def interval(value: Any) -> Interval | None:
-    """An Interval.to_dict() read back; None without a finite ratio."""
-    i = mapping(value)
-    ratio = number(i.get("ratio"))
-    if ratio is None:
-        return None
-    return Interval(
-        text(i.get("cls")),
-        ratio,
-        number(i.get("lo")),
-        number(i.get("hi")),
-        integer(i.get("rounds")),
-        text(i.get("verdict")),
-    )
+    return from_mapping(LaneState, entry)
 
 
 @dataclass(frozen=True)
@@ -277,13 +194,4 @@ class DecisionEstimate:
 
 def decision_estimate(value: Any) -> DecisionEstimate | None:
     """None when `value` is not a mapping or an empty one (no estimate recorded)."""
-    c = mapping(value)
-    if not c:
-        return None
-    return DecisionEstimate(
-        text(c.get("mode")),
-        number(c.get("seconds_change")),
-        number(c.get("seconds_tie")),
-        bool(c.get("slow")),
-        text(c.get("text")),
-    )
+    return from_mapping(DecisionEstimate, value) if mapping(value) else None

@@ -1,6 +1,7 @@
 """`kopt status --json` (reading.status) and `kopt ls --json` (reading.list_runs) read back into
 a typed record, for the lines the command line prints (pure). The JSON stays the stable
-interface; this is its reading, tolerant as every typed view of the run (engine.api.parse):
+interface; this is its reading, tolerant as every typed view of the run (engine.api.parse,
+by engine.api.from_mapping):
 an entry of `kopt ls` for a run that could not be read holds only its tag, state and error.
 
 - `status_report(st)` -> `StatusReport`, its parts read by the same rules as the run's meta
@@ -12,19 +13,13 @@ an entry of `kopt ls` for a run that could not be read holds only its tag, state
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from kopt_supervisor.engine.api.iteration_record import IterationTimings, iteration_timings
-from kopt_supervisor.engine.api.parse import integer, integers, mapping, mappings, number, text
-from kopt_supervisor.engine.api.run_meta import (
-    DecisionEstimate,
-    LaneState,
-    LiveStep,
-    decision_estimate,
-    lane_state,
-    live_step,
-)
+from kopt_supervisor.engine.api.from_mapping import from_mapping, source
+from kopt_supervisor.engine.api.iteration_record import IterationTimings
+from kopt_supervisor.engine.api.parse import flag, mapping, text
+from kopt_supervisor.engine.api.run_meta import DecisionEstimate, LaneState, LiveStep
 from kopt_supervisor.engine.api.run_summary import AgentSpending, sandbox_line, spending
 
 
@@ -35,19 +30,13 @@ class QueuedReview:
 
     version: int | None
     lane: int | None
-    answer: str = ""
+    answer: str = field(default="", metadata=source(("answer", "kind")))
     """The answer already sent (accept, reject, more_rounds), "" when none."""
     more_rounds: bool = False
 
 
 def queued_review(value: Any) -> QueuedReview:
-    r = mapping(value)
-    return QueuedReview(
-        integer(r.get("version")),
-        integer(r.get("lane")),
-        text(mapping(r.get("answer")).get("kind")),
-        bool(r.get("more_rounds")),
-    )
+    return from_mapping(QueuedReview, value)
 
 
 @dataclass(frozen=True)
@@ -63,21 +52,18 @@ class PhaseTimings:
 
 
 def phase_timings(value: Any) -> PhaseTimings:
-    t = mapping(value)
-    last = t.get("last")
-    return PhaseTimings(
-        integer(t.get("last_version")),
-        iteration_timings(last) if isinstance(last, Mapping) else None,
-        number(t.get("engine_s_median")),
-        number(t.get("engine_s_max")),
-        integer(t.get("iterations")) or 0,
-    )
+    return from_mapping(PhaseTimings, value)
+
+
+def _sandbox(st: Mapping[str, Any]) -> str:
+    box = st.get("sandbox")
+    return sandbox_line({"sandbox": box}) if box is not None or flag(st.get("unsandboxed")) else ""
 
 
 @dataclass(frozen=True)
 class StatusReport:
     tag: str
-    state: str
+    state: str = field(metadata=source(read=lambda v: text(v) or "?"))
     """"?" when the entry names none."""
     error: str = ""
     """Why the run could not be read (a `kopt ls` entry of state "unreadable")."""
@@ -96,45 +82,14 @@ class StatusReport:
     heartbeat_age_s: float | None = None
     progress: LiveStep | None = None
     last_error: str = ""
-    sandbox: str = ""
+    sandbox: str = field(default="", metadata=source((), read=lambda st: _sandbox(mapping(st))))
     """run_summary.sandbox_line of the run's sandbox record; "" when none was recorded."""
     unsandboxed: bool = False
     decision_cost: DecisionEstimate | None = None
-    agent: AgentSpending = AgentSpending()
+    agent: AgentSpending = field(default=AgentSpending(), metadata=source(read=spending))
     timings: PhaseTimings = PhaseTimings()
     lanes: tuple[LaneState, ...] = ()
 
 
 def status_report(st: Mapping[str, Any]) -> StatusReport:
-    unsandboxed = bool(st.get("unsandboxed"))
-    box = st.get("sandbox")
-    return StatusReport(
-        tag=text(st.get("tag")),
-        state=text(st.get("state")) or "?",
-        error=text(st.get("error")),
-        iteration=integer(st.get("iteration")),
-        iteration_status=_text_or_none(st.get("iteration_status")),
-        best_commit=_text_or_none(st.get("best_commit")),
-        baseline_commit=_text_or_none(st.get("baseline_commit")),
-        best_speedup=number(st.get("best_speedup")),
-        keeps=integer(st.get("keeps")) or 0,
-        candidates=integer(st.get("candidates")) or 0,
-        consecutive_regressions=integer(st.get("consecutive_regressions")) or 0,
-        pending_reviews=integers(st.get("pending_reviews")),
-        reviews=tuple(queued_review(r) for r in mappings(st.get("reviews"))),
-        stop_reason=text(st.get("stop_reason")),
-        engine_pid=integer(st.get("engine_pid")),
-        heartbeat_age_s=number(st.get("heartbeat_age_s")),
-        progress=live_step(st.get("progress")),
-        last_error=text(st.get("last_error")),
-        sandbox=sandbox_line({"sandbox": box}) if box is not None or unsandboxed else "",
-        unsandboxed=unsandboxed,
-        decision_cost=decision_estimate(st.get("decision_cost")),
-        agent=spending(st.get("agent")),
-        timings=phase_timings(st.get("timings")),
-        lanes=tuple(lane_state(e) for e in mappings(st.get("lanes"))),
-    )
-
-
-def _text_or_none(v: Any) -> str | None:
-    return v if isinstance(v, str) else None
+    return from_mapping(StatusReport, st)
