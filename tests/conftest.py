@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -29,6 +31,13 @@ if "triton" not in sys.modules:
 # are untouched: kopt's sandbox sends their bytecode to a per-tree cache either way.
 if os.environ.pop("PYTHONDONTWRITEBYTECODE", None) is not None:
     sys.dont_write_bytecode = False
+
+# The library bytecode kopt compiles for its sandboxed runs (engine/sandbox/bytecode.py): one
+# folder for this session, shared by every xdist worker (set before they start; they inherit
+# it), never the user's ~/.cache. Removed when the process that made it ends.
+if "KOPT_BYTECODE_CACHE" not in os.environ:
+    os.environ["KOPT_BYTECODE_CACHE"] = tempfile.mkdtemp(prefix="kopt-test-bytecode-")
+    atexit.register(shutil.rmtree, os.environ["KOPT_BYTECODE_CACHE"], True)
 
 FAKE = Path(__file__).parent / "fake_target"
 REPO_ROOT = Path(__file__).resolve().parent.parent

@@ -43,6 +43,8 @@ Per-tree caches (for benches): `cache_dir(workspace, side, *trees)` is
 `<workspace>/cache/<side>-<tree hashes>`, bound writable only into runs of exactly that
 side and tree, so what a candidate's run compiles (or plants) is never read by a run of
 best or of another candidate. A proposer's caches live in its private /tmp and die with it.
+The bytecode of library modules (standard library, site-packages, kopt) is shared between
+trees, compiled by kopt alone from the sources and bound read-only (`bytecode`).
 
 Pure except where named: `wrap` and the constructors read a few files (the worktree's
 `.git` pointer, `/proc/net/unix`, `/dev`); `prepare` and `probe` act on the machine.
@@ -55,6 +57,7 @@ patches the module that reads it):
 - `scratch`: `prepare`, the workspace's scratch and per-tree caches, `read_output`;
 - `host`: what the machine holds (GPU nodes, sockets, site-packages, a worktree's git);
 - `kinds`: `for_proposer` and `for_bench`, and the rules on the paths they are given;
+- `bytecode`: the shared library bytecode (`seed` a tree's prefix, `harvest` after a run);
 - `binary`: which bwrap executables exist here, in the order kopt tries them (system, bundled);
 - `support`: `probe`, `diagnose` (the cause and fix when none works), `start_rule`, and
   reading a confined run's failure.

@@ -56,6 +56,8 @@ def wrap(argv: Sequence[str], c: Confinement, *, cwd: str | Path | None = None) 
         put(str(p), 3, ["--ro-bind", str(p), str(p)])
     for p in c.devices:
         put(str(p), 3, ["--dev-bind", str(p), str(p)])
+    for source, dest, writable in c.library_binds:  # the shared library bytecode, over the prefix
+        put(str(dest), 3, ["--bind" if writable else "--ro-bind", str(source), str(dest)])
     if c.home:
         put(c.home, 3, ["--dir", c.home])
     if c.private_git is not None and c.scratch is not None:

@@ -89,6 +89,18 @@ class Confinement:
     scratch: Path | None = None
     """Set by `prepare`: the folder that holds the private git copy."""
     bwrap: str = BWRAP
+    library_bytecode: Path | None = None
+    """The shared library bytecode cache (sandbox/bytecode.py): its complete units bound
+    read-only over this run's `PYTHONPYCACHEPREFIX` by `prepare`, which harvests the run's
+    prefix afterwards. None: not used."""
+    library_binds: tuple[tuple[Path, Path, bool], ...] = ()
+    """Set by `prepare`: (source, destination, writable) mounts of the shared bytecode."""
+
+    @property
+    def pycache_prefix(self) -> Path | None:
+        """Where this run's Python reads and writes bytecode, on the host (None: not set)."""
+        value = self.env_dict.get("PYTHONPYCACHEPREFIX")
+        return Path(value) if value else None
 
     @property
     def env_dict(self) -> dict[str, str]:

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from kopt_supervisor.engine.errors import BadInput
+from kopt_supervisor.engine.sandbox import bytecode
 from kopt_supervisor.engine.sandbox.confinement import (
     BASE_ENV,
     BWRAP,
@@ -143,6 +144,7 @@ def for_bench(
         make_dirs=_uniq([cache_r, *outs]),
         writable_key=writable_key,
         bwrap=bwrap,
+        library_bytecode=bytecode.shared_dir(),
     )
 
 

@@ -16,6 +16,7 @@ import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from kopt_supervisor.engine.sandbox import bytecode
 from kopt_supervisor.engine.sandbox.confinement import GIT_COMMON_MOUNT, Confinement, PrivateGit
 
 
@@ -29,6 +30,14 @@ def prepare(c: Confinement) -> Iterator[Confinement]:
             os.close(os.open(f, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o600))
     for d in (*c.make_dirs, *(p for p in c.writable if not p.exists() and not p.is_symlink())):
         d.mkdir(parents=True, exist_ok=True, mode=0o700)
+    shared, prefix = c.library_bytecode, c.pycache_prefix
+    if shared is not None and prefix is not None:
+        try:
+            prefix.mkdir(parents=True, exist_ok=True)
+            c = dataclasses.replace(c, library_binds=bytecode.binds(prefix, shared))
+        except OSError:  # the shared cache is a speed-up: a run goes on without it
+            c = dataclasses.replace(c, library_bytecode=None, library_binds=())
+            shared = None
     scratch: Path | None = None
     try:
         if c.private_git is not None:
@@ -41,6 +50,9 @@ def prepare(c: Confinement) -> Iterator[Confinement]:
     finally:
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
+        if shared is not None and prefix is not None:
+            with contextlib.suppress(OSError):
+                bytecode.harvest(prefix, shared)
 
 
 def _copy_git_metadata(g: PrivateGit, scratch: Path) -> None:
