@@ -405,7 +405,7 @@ def test_a_stop_while_a_step_runs_ends_the_step_and_closes_the_iteration_interru
     script.decisions = [verdict("keep"), in_a_timed_step(eng, lambda: eng.request_stop("stopped by signal SIGTERM"))]
     assert eng.run() == "stopped by signal SIGTERM"
     assert statuses(ws) == ["baseline", "keep", "interrupted"]
-    assert eng.ctx.counters().consecutive_regressions == 0 and eng.ctx.counters().candidates == 1
+    assert eng.ctx.history.counters().consecutive_regressions == 0 and eng.ctx.history.counters().candidates == 1
 
 
 def test_a_restart_mid_step_interrupts_it_then_masks_and_goes_on_from_the_restart_point(tmp_path: Path) -> None:

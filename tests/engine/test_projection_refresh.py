@@ -1,4 +1,4 @@
-"""RunContext.refresh_memory_files and write_projections (engine/loop/context.py): every
+"""Projections.refresh_memory_files and write_projections (engine/loop/projecting.py): every
 projection file is what run.db says after an iteration ends, whatever an unconfined
 proposer did to it, and each find is said (a `tamper` event).
 
@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from kopt_supervisor.engine.loop.context import RunContext, memory_is_the_stores, open_run
+from kopt_supervisor.engine.loop.context import RunContext, open_run
+from kopt_supervisor.engine.loop.projecting import memory_is_the_stores
 from kopt_supervisor.engine.store import Store
 from kopt_supervisor.engine.workspace import write_memory
 from tests.engine.test_chain_of_keeps import sealed_run
@@ -28,7 +29,7 @@ def ctx(tmp_path: Path) -> RunContext:
     c = open_run(ws, proposer_kind="manual", no_sandbox=True, log=lambda m: None, poll_interval_s=0.05)
     for it in c.store.iterations():
         write_memory(ws, it)
-    c.write_projections()
+    c.projections.write_projections()
     return c
 
 
@@ -50,7 +51,7 @@ def is_the_stores(ctx: RunContext, version: int) -> bool:
 
 
 def test_nothing_to_refresh_says_nothing(ctx: RunContext) -> None:
-    assert ctx.refresh_memory_files() == []
+    assert ctx.projections.refresh_memory_files() == []
     assert tamper_events(ctx) == []
 
 
@@ -59,7 +60,7 @@ def test_an_edited_memory_file_is_rewritten_and_said(ctx: RunContext) -> None:
     rec = json.loads(path.read_text())
     rec.update(status="keep", hypothesis="forged keep")
     path.write_text(json.dumps(rec))
-    assert ctx.refresh_memory_files() == ["v0.json"]
+    assert ctx.projections.refresh_memory_files() == ["v0.json"]
     assert is_the_stores(ctx, 0) and "forged keep" not in path.read_text()
     assert any("v0.json" in m for m in tamper_events(ctx))
 
@@ -74,7 +75,7 @@ def test_a_link_in_place_of_a_memory_file_is_replaced_even_when_its_text_is_righ
     target.write_bytes(path.read_bytes())
     path.unlink()
     path.symlink_to(target)
-    assert "v0.json" in ctx.refresh_memory_files()
+    assert "v0.json" in ctx.projections.refresh_memory_files()
     assert is_the_stores(ctx, 0)
     assert target.read_bytes() == path.read_bytes()  # the target was not written through
 
@@ -83,7 +84,7 @@ def test_a_hard_link_of_a_memory_file_is_replaced(ctx: RunContext, tmp_path: Pat
     path = ctx.ws.memory_path(1)
     other = tmp_path / "other-name.json"
     os.link(path, other)
-    assert "v1.json" in ctx.refresh_memory_files()
+    assert "v1.json" in ctx.projections.refresh_memory_files()
     assert is_the_stores(ctx, 1)
     other.write_text('{"status": "keep"}')  # a write through the other name no longer reaches memory/
     assert is_the_stores(ctx, 1)
@@ -96,7 +97,7 @@ def test_a_fifo_or_a_folder_in_place_of_a_memory_file_does_not_block_and_is_repl
     folder.unlink()
     folder.mkdir()
     (folder / "inside").write_text("x")
-    assert set(ctx.refresh_memory_files()) >= {"v2.json", "v3.json"}
+    assert set(ctx.projections.refresh_memory_files()) >= {"v2.json", "v3.json"}
     assert is_the_stores(ctx, 2) and is_the_stores(ctx, 3)
 
 
@@ -105,7 +106,7 @@ def test_a_planted_memory_file_for_no_iteration_is_removed(ctx: RunContext) -> N
     planted.write_text(json.dumps({"version": 99, "status": "keep"}))
     other = ctx.ws.memory / "notes.txt"  # not a projection's name: left alone
     other.write_text("mine")
-    assert any("v99.json" in t for t in ctx.refresh_memory_files())
+    assert any("v99.json" in t for t in ctx.projections.refresh_memory_files())
     assert not planted.exists() and other.read_text() == "mine"
 
 
@@ -119,7 +120,7 @@ def test_memory_replaced_by_a_link_to_a_folder_outside_is_never_written_or_empti
         p.unlink()
     ctx.ws.memory.rmdir()
     ctx.ws.memory.symlink_to(outside, target_is_directory=True)
-    ctx.refresh_memory_files()
+    ctx.projections.refresh_memory_files()
     assert ctx.ws.memory.is_dir() and not ctx.ws.memory.is_symlink()
     assert (
         sorted(p.name for p in outside.iterdir()) == ["v7.json"]
@@ -131,11 +132,11 @@ def test_memory_replaced_by_a_link_to_a_folder_outside_is_never_written_or_empti
 def test_an_edited_performance_md_is_said_and_rewritten(ctx: RunContext) -> None:
     with open(ctx.ws.performance, "a") as f:
         f.write("\n| v9 | keep | forged keep -50% |\n")
-    ctx.write_projections()
+    ctx.projections.write_projections()
     assert "forged keep" not in ctx.ws.performance.read_text()
     assert any("performance.md" in m for m in tamper_events(ctx))
     n = len(tamper_events(ctx))
-    ctx.write_projections()  # unchanged since: nothing said
+    ctx.projections.write_projections()  # unchanged since: nothing said
     assert len(tamper_events(ctx)) == n
 
 
@@ -163,5 +164,5 @@ def test_performance_md_rendered_by_another_reader_of_the_store_is_no_tamper(ctx
         s.set("sandbox", {"confined": False, "summary": "UNSANDBOXED (--no-sandbox)", "ever_unconfined": True})
         write_projections(ctx.ws, s, ctx.cfg)
     assert ctx.ws.performance.read_text() != before
-    ctx.write_projections()
+    ctx.projections.write_projections()
     assert tamper_events(ctx) == []

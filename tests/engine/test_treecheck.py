@@ -464,7 +464,7 @@ def test_the_police_lists_importable_modules_ahead_while_the_baseline_runs(tmp_p
         fake.chmod(0o755)
         events: list[str] = []
         ctx = SimpleNamespace(
-            env=lambda: {"PATH": f"{fake.parent}:/usr/bin:/bin"},
+            procs=SimpleNamespace(env=lambda: {"PATH": f"{fake.parent}:/usr/bin:/bin"}),
             ws=SimpleNamespace(dir=ws),
             cfg=SimpleNamespace(target=SimpleNamespace(bench=bench.format(fake=fake))),
             event=lambda kind, text, **kw: events.append(text),

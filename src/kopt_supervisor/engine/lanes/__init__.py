@@ -82,7 +82,7 @@ def lane_gate(ctx: RunContext, index: int) -> Gate:
         ctx.cfg.gpu,
         backend,
         sleep=sleep,
-        own_pids=ctx.own_pids,
+        own_pids=ctx.procs.own_pids,
         log=lambda m: ctx.event("gpu", f"lane {index}: {m}", level="warn"),
         owner=f"kopt run {ctx.ws.tag} lane {index} ({ctx.ws.dir})",
     )

@@ -50,7 +50,7 @@ class Baseline:
         )
         ctx.save(it)
         ctx.store.delete_samples(0, Stage.BASELINE)  # a baseline cut short by a crash starts over
-        ctx.write_memory(it)
+        ctx.projections.write_memory(it)
         self.recovery.sync(lane)
         ctx.event("baseline", "measuring the unmodified baseline", it=it)
         n = ctx.cfg.decide.min_rounds

@@ -155,7 +155,7 @@ class Evidence:
         cfg = self.ctx.cfg.profile
         if cfg.reuse_best_s <= 0 or cfg.keep != "time" or cfg.repeats != 1 or gpu is None:
             return None
-        made = self.ctx.best_iteration()
+        made = self.ctx.history.best_iteration()
         taken = ((made.record.get("profile") or {}).get("taken") or {}) if made is not None else {}
         if made is None or not isinstance(taken, dict) or not isinstance(taken.get("trees"), dict):
             return None
@@ -315,7 +315,7 @@ class Evidence:
 
     def config_refs(self) -> list[ConfigRef]:
         """The baseline's configs with the classes the decisions vote in (the guard class)."""
-        base = self.ctx.baseline()
+        base = self.ctx.history.baseline()
         configs = (base.record.get("configs") or {}) if base else {}
         votes = voting_classes({k: c["cls"] for k, c in configs.items()}, guard_configs(self.ctx))
         return config_refs(configs, class_of=votes)
@@ -335,7 +335,7 @@ class Evidence:
         self, it: Iteration, values: dict[str, float], *, base: Iteration | None = None, readme: bool = True
     ) -> None:
         """record["roofline"] of the tree `values` measured (and the README's text for best)."""
-        base = base or self.ctx.baseline()
+        base = base or self.ctx.history.baseline()
         configs = (base.record.get("configs") or {}) if base else {}
         if not configs:
             return
@@ -396,7 +396,7 @@ class Evidence:
                 step := prof.next_pass(bench, out_dir, kernel, done)
             ) is not None:  # ncu: inside, then outside the ranges
                 name = f"profile_{side}" + (f"_pass{len(done)}" if done else "")
-                res = ctx.run(
+                res = ctx.procs.run(
                     it,
                     list(step.argv),
                     cwd=tree,
@@ -411,7 +411,7 @@ class Evidence:
                 reads = prof.after_commands(step.out_dir)  # reading the report back: no GPU, all at once
                 if reads:
                     reader = ctx.jails.bench(tree, kind, tree_hash, outputs=(out_dir,), write_tree=False, gpu=False)
-                    done_read = ctx.run(
+                    done_read = ctx.procs.run(
                         it,
                         runner.all_at_once(reads),
                         cwd=tree,

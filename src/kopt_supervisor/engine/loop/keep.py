@@ -75,7 +75,7 @@ class Keeper:
         """The cheap check before a keep is confirmed (the profiler, fresh servers cost
         seconds to minutes): StaleBest when another lane's keep has moved BEST since this
         candidate was decided against it (`keep` checks again under the lock)."""
-        current = self.ctx.best_commit()
+        current = self.ctx.history.best_commit()
         if it.best_commit_before != current:
             raise StaleBest(current)
 
@@ -83,7 +83,7 @@ class Keeper:
         """Before anything is measured: when another lane's keep has moved BEST since this
         candidate was proposed, put its change on the new BEST now (nothing measured is lost);
         StaleBest when it no longer applies there (the loop hands it back to its proposer)."""
-        current = self.ctx.best_commit()
+        current = self.ctx.history.best_commit()
         if it.best_commit_before == current:
             return
         if not it.record.get("evaluated_tree"):  # not measured yet: the change as the proposer left it
@@ -143,7 +143,7 @@ class Keeper:
         ctx.save(it, Phase.KEEP)
         with ctx.control.during(Step.FORMAT), ctx.clock(it, "format_s"):
             jail = ctx.jails.bench(lane.cand, "format", str(it.record.get("evaluated_tree")), gpu=False)
-            res = ctx.run(
+            res = ctx.procs.run(
                 it,
                 ctx.cfg.format.command,
                 cwd=lane.cand,
@@ -187,7 +187,7 @@ class Keeper:
     def reset_candidate(self, lane: Lane) -> None:
         """Roll the lane's candidate back to BEST_COMMIT (the reference program's revert)."""
         try:
-            gitops.reset_clean(lane.cand, self.ctx.best_commit(), detach=True)
+            gitops.reset_clean(lane.cand, self.ctx.history.best_commit(), detach=True)
         except KoptError as e:  # cand/ may be no repository at all now: the next sync re-creates it
             self.ctx.event(
                 "git", f"could not reset {lane.cand.name}/: {e} (retried at the next iteration)", level="warn"
@@ -211,7 +211,7 @@ class Keeper:
         it.status, it.phase, it.finished_at = Status(it.record.get("keep_status", Status.KEEP)), Phase.DONE, time.time()
         self.ctx.end_row(it)  # sealed, and the chain's head moved, with the row
         self.ctx.event("recover", f"v{it.version}: adopted commit {sha[:10]} made before the crash", it=it)
-        self.ctx.write_memory(it)
+        self.ctx.projections.write_memory(it)
         return True
 
 

@@ -172,7 +172,7 @@ class Engine:
         try:
             self.recovery.recover(self.lanes)
             self.loops[0].police.list_modules_ahead()  # beside the baseline: the first check needs it
-            if ctx.baseline() is None:  # Phase.BASELINE
+            if ctx.history.baseline() is None:  # Phase.BASELINE
                 self.baseline.measure(self.lanes[0])
             for loop in self.loops:
                 loop.resume_reviews()
@@ -196,11 +196,11 @@ class Engine:
     def stop_reason(self, in_flight: int = 0) -> str | None:
         """Why the run must not start another iteration (with `in_flight` still running)."""
         ctx, s = self.ctx, self.ctx.cfg.stop
-        c = ctx.counters()
-        last_row = next((r for r in reversed(ctx.rows()) if r.final and not r.masked and r.version), None)
+        c = ctx.history.counters()
+        last_row = next((r for r in reversed(ctx.history.rows()) if r.final and not r.masked and r.version), None)
         last = ctx.store.iteration(last_row.version) if last_row else None
         proposal = (last.record.get("proposal") or {}) if last else {}
-        best = ctx.best_iteration()
+        best = ctx.history.best_iteration()
         if c.consecutive_regressions >= s.consecutive_regressions:
             return f"{c.consecutive_regressions} consecutive measured regressions"
         if c.consecutive_failures >= s.consecutive_failures:
@@ -216,7 +216,7 @@ class Engine:
         if proposal.get("fatal") and last is not None:
             return f"the proposer cannot go on: {(last.record.get('decision') or {}).get('reason')}"
         if ctx.cfg.propose.budget_usd or ctx.cfg.propose.budget_tokens:
-            spent_out = budget_exhausted(ctx.cfg, ctx.agent_spent())
+            spent_out = budget_exhausted(ctx.cfg, ctx.history.agent_spent())
             if spent_out:
                 return spent_out
         if proposal.get("exhausted"):
@@ -234,7 +234,7 @@ class Engine:
                 "state": "stopped",
                 "stop_reason": reason,
                 "stop_time": time.time(),
-                "best_commit": ctx.trusted_best(),
+                "best_commit": ctx.history.trusted_best(),
                 "progress": None,
                 "engine_pid": None,
                 **lanes_live,
@@ -243,7 +243,7 @@ class Engine:
         for late in ctx.store.pending_commands(["stop"]):  # sent as the run ended: never the next session's
             ctx.store.finish_command(late.id, "done", f"the run had stopped: {reason}")
         ctx.event("stop", f"run stopped: {reason}")
-        ctx.write_projections()
+        ctx.projections.write_projections()
         ctx.log(f"stopped: {reason}")
 
     def _active_s(self) -> float:  # [stop].max_hours counts the engine's active time
@@ -267,7 +267,7 @@ class LaneLoop:
         ctx, lane = self.ctx, self.lane
         self.recovery.sync(lane)
         lease = acquire(ctx, lane)  # Phase.GATE: before the record
-        best = ctx.best_iteration()
+        best = ctx.history.best_iteration()
         with self.engine.started:  # versions are handed out one at a time
             v = ctx.store.next_version()
             it = Iteration(
@@ -275,14 +275,14 @@ class LaneLoop:
                 Status.RUNNING,
                 phase=Phase.GATE,
                 parent=best.version if best else None,
-                best_commit_before=ctx.best_commit(),
+                best_commit_before=ctx.history.best_commit(),
                 started_at=time.time(),
             )
             it.record.update({"lane": lane.index, "timings": {"gate_wait_s": round(lease.acquire_s, 4)}})
             add_spent(it, "wait", lease.acquire_s)
             ctx.save(it)  # written before anything happens: a crash from here on is recovered
-        ctx.event("iteration", f"v{v} started from {ctx.best_commit()[:10]} ({lane.name})", it=it)
-        ctx.write_memory(it)
+        ctx.event("iteration", f"v{v} started from {ctx.history.best_commit()[:10]} ({lane.name})", it=it)
+        ctx.projections.write_memory(it)
         try:
             self.evaluate(it, lane)
         except BenchError as e:
@@ -415,7 +415,7 @@ class LaneLoop:
     def resume_reviews(self) -> None:
         """Reviews left open on this lane by an engine that stopped: wait out each deadline,
         then keep the accepted candidate (if it is still the one evaluated) or reject it."""
-        for row in [r for r in self.ctx.rows() if r.awaiting_review]:
+        for row in [r for r in self.ctx.history.rows() if r.awaiting_review]:
             it = self.ctx.store.iteration(row.version)
             if it is None or int(it.record.get("lane", 0)) % len(self.engine.loops) != self.lane.index:
                 continue

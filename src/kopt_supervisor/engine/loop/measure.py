@@ -60,7 +60,7 @@ def run_bench(
     rules, then the tree inspected whole and put back (check_after_run)."""
     csv = ctx.cfg.target.csv
     before = bench_output.csv_stamps(tree, csv)
-    res = ctx.run(
+    res = ctx.procs.run(
         it, ctx.cfg.target.bench, cwd=tree, name=name, timeout_s=ctx.cfg.target.timeout_s, env=env, confine=confine
     )
     if not res.ok:
@@ -232,7 +232,7 @@ class AbCommand:
         t = self.ctx.cfg.target
         ensure_best_pristine(self.ctx, self.lane, it, r)
         before = bench_output.csv_stamps(self.lane.best, t.csv)
-        res = self.ctx.run(
+        res = self.ctx.procs.run(
             it,
             self.command(),
             cwd=self.lane.best,
@@ -308,7 +308,7 @@ class ServedAb(AbCommand):
         """The kept process (told to `reload` at a decision's first look), or a fresh one
         (none kept, it left, it could not reload, or the look's GPU is not the one it runs on)."""
         env = {**env, **self.ctx.jails.env("ab_serve")}  # unconfined: one cache for the process's life
-        full_env = self.ctx.env(env)
+        full_env = self.ctx.procs.env(env)
         server = self.server
         if server is not None and server.alive and server.env == full_env:
             if self.loaded:
@@ -331,7 +331,7 @@ class ServedAb(AbCommand):
         self.started += 1
         try:
             self.looks.mkdir(parents=True, exist_ok=True)
-            self.server = self.ctx.server(
+            self.server = self.ctx.procs.server(
                 it,
                 self.command(),
                 cwd=self.lane.best,
@@ -376,7 +376,7 @@ class OnBest:
 
     def look(self, it: Iteration, stage: str, r: int, env: dict[str, str]) -> Look:
         if it.best_commit_before is not None:
-            current = self.ctx.best_commit()
+            current = self.ctx.history.best_commit()
             if it.best_commit_before != current:
                 raise StaleBest(current)
         return self.inner.look(it, stage, r, env)
@@ -673,7 +673,7 @@ class ServedTrees:
             and server.alive
             and side not in self.stale
             and self.serving.get(side) == tree_hash
-            and server.env == self.ctx.env(env)
+            and server.env == self.ctx.procs.env(env)
         ):
             return server
         self._close(side)
@@ -689,7 +689,7 @@ class ServedTrees:
         jail = self.ctx.jails.bench(tree, side, tree_hash, outputs=(folder,), write_tree=False, cache=cache)
         self.started += 1
         try:
-            server = self.ctx.server(
+            server = self.ctx.procs.server(
                 it,
                 self.ctx.cfg.target.serve,
                 cwd=tree,

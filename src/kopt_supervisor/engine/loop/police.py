@@ -84,7 +84,7 @@ class Police:
         """The bench command's interpreter (its first word, `python ...` or a path to one),
         else kopt's own. Never one inside the run's workspace: the listing runs unconfined,
         and a file of a tree (a tracked `./python`) is candidate content."""
-        env = self.ctx.env()
+        env = self.ctx.procs.env()
         try:
             words = shlex.split(self.ctx.cfg.target.bench)
         except ValueError:
@@ -223,7 +223,7 @@ class Police:
                 "the proposer made commits of its own in cand/ (kopt commits keeps; leave changes uncommitted)",
             )
         history.check_chain(ctx.key, ctx.store)  # BEST below is read from the rows: they must be the engine's
-        if gitops.branch_sha(ctx.store.get("repo"), ctx.ws.branch) != ctx.best_commit():
+        if gitops.branch_sha(ctx.store.get("repo"), ctx.ws.branch) != ctx.history.best_commit():
             return Problem(Status.FAIL_PROTECTED, "the proposer changed best/ or the run's branch")
         try:
             rb = treecheck.inspect(

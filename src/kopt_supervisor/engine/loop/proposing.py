@@ -68,7 +68,7 @@ class Proposing:
         if not self.instant and lane.measurer is not None:
             lane.measurer.close()  # an agent or the engineer may take hours: no idle GPU memory held
         if repair:  # best/ as clean as at the iteration's start (the bench wrote there since)
-            gitops.reset_clean(lane.best, it.best_commit_before or ctx.best_commit())
+            gitops.reset_clean(lane.best, it.best_commit_before or ctx.history.best_commit())
         ctx.progress(it, "propose", f"proposer ({self.proposer.kind})" + (f", repair {repair}" if repair else ""))
         lease = acquire(ctx, lane, it)
         with ctx.clock(it, "proposer_s"), ONE_AT_A_TIME if self.instant else contextlib.nullcontext():
@@ -139,7 +139,7 @@ class Proposing:
 
         def run(command: str | list[str], **kw: Any) -> Any:
             kw["env"] = {**(kw.get("env") or {}), **ctx.jails.env("proposer")}  # unconfined: caches out of cand/
-            return ctx.run(it, command, confine=jail, **kw)
+            return ctx.procs.run(it, command, confine=jail, **kw)
 
         def wait_for_command(kinds: set[str], timeout_s: float) -> Any:
             return self.wait_for_submit(it, lane, repair, kinds, timeout_s)

@@ -15,11 +15,12 @@ import time
 
 from kopt_supervisor.engine import gitops, history, runner, sandbox, treecheck
 from kopt_supervisor.engine.errors import KoptError
-from kopt_supervisor.engine.loop.context import BEST, MARKER, RunContext
+from kopt_supervisor.engine.loop.context import BEST, RunContext
 from kopt_supervisor.engine.loop.control import Interrupt
 from kopt_supervisor.engine.loop.keep import Keeper
 from kopt_supervisor.engine.loop.lane import Lane
 from kopt_supervisor.engine.loop.police import restore_best
+from kopt_supervisor.engine.loop.processes import MARKER
 from kopt_supervisor.engine.records import Phase, Status
 
 
@@ -39,7 +40,7 @@ class Recovery:
             ctx.store.set("child_pgid", None)
         self.end_leftovers("left by an earlier session")
         by_index = {lane.index: lane for lane in lanes}
-        for row in ctx.rows():
+        for row in ctx.history.rows():
             if row.status != Status.RUNNING:
                 continue
             it = ctx.store.iteration(row.version)
@@ -57,9 +58,9 @@ class Recovery:
             )
             ctx.store.save_iteration(it)
             ctx.event("recover", f"v{it.version} was interrupted during {row.phase}; closed", it=it, level="warn")
-            ctx.write_memory(it)
+            ctx.projections.write_memory(it)
         ctx.verify(lanes)
-        if not any(r.awaiting_review for r in ctx.rows()):
+        if not any(r.awaiting_review for r in ctx.history.rows()):
             if all(lane.best != ctx.ws.best for lane in lanes):
                 self.sync_branch()
             for lane in lanes:
@@ -80,7 +81,7 @@ class Recovery:
             self.ctx.event("tamper", f"at the end of the run: {e}", level="error")
             verified = False
         self.restore_best_trees(lanes)
-        if verified and not any(r.awaiting_review for r in self.ctx.rows()):
+        if verified and not any(r.awaiting_review for r in self.ctx.history.rows()):
             try:
                 if all(lane.best != self.ctx.ws.best for lane in lanes):
                     self.sync_branch()
@@ -95,7 +96,7 @@ class Recovery:
         """The per-tree bench caches of discarded candidates, old bests and re-decisions go
         when the run ends (a run of hundreds of candidates would otherwise keep hundreds of
         compile caches); best's stays, so the next session's baseline need not compile it."""
-        best = self.ctx.trusted_best()
+        best = self.ctx.history.trusted_best()
         try:
             keep = (
                 [sandbox.cache_dir(self.ctx.ws.dir, "best", gitops.commit_info(lanes[0].best, best)[1])] if best else []
@@ -113,12 +114,12 @@ class Recovery:
         reset leaves alone) is put back and said, never left for whoever runs its bench next."""
         ctx = self.ctx
         with BEST:
-            trusted = ctx.chain().problem is None  # a tampered run: files put back, no ref moved
+            trusted = ctx.history.chain().problem is None  # a tampered run: files put back, no ref moved
             trees = {ctx.ws.best: False, **{lane.best: True for lane in lanes if lane.best != ctx.ws.best}}
             for tree, detach in trees.items():
                 try:
                     head = gitops.head(tree)
-                    best = ctx.best_commit() if trusted else head
+                    best = ctx.history.best_commit() if trusted else head
                     rb = treecheck.inspect(
                         tree, best, allow=ctx.cfg.target.allow_untracked, modules=(), strict=True, label=f"{tree.name}/"
                     )
@@ -138,7 +139,7 @@ class Recovery:
     def end_leftovers(self, when: str) -> None:
         """Every process that carries the run's marker (no step runs now): an unconfined
         step's escapee, or an orphan of a crashed engine that left its group."""
-        n = runner.end_leftovers(None, self.ctx.marker)
+        n = runner.end_leftovers(None, self.ctx.procs.marker)
         if n:
             self.ctx.event("recover", f"ended {n} process(es) carrying the run's marker, {when}", level="warn")
 
@@ -146,15 +147,15 @@ class Recovery:
         """memory/vN.json files that differ from the store (a crash between a store write and
         its projection, or an edit behind kopt's back) rewritten, strays removed,
         README/performance.md re-rendered."""
-        self.ctx.refresh_memory_files()
-        self.ctx.write_projections()
+        self.ctx.projections.refresh_memory_files()
+        self.ctx.projections.write_projections()
 
     def sync(self, lane: Lane) -> None:
         """The lane's best tree and candidate worktree exactly at BEST_COMMIT (with one lane its
         best tree is best/, the run's branch; with several, a detached copy of its own)."""
         ctx = self.ctx
         with BEST:
-            best = ctx.best_commit()
+            best = ctx.history.best_commit()
             repo = ctx.store.get("repo")
             trees = [(lane.best, ctx.ws.branch if lane.best == ctx.ws.best else None), (lane.cand, None)]
             for path, branch in trees:
@@ -172,7 +173,7 @@ class Recovery:
         """best/ (the run's branch) at BEST_COMMIT: with several lanes no lane measures in it."""
         ctx = self.ctx
         with BEST:
-            best = ctx.best_commit()
+            best = ctx.history.best_commit()
             if gitops.ensure_worktree(ctx.store.get("repo"), ctx.ws.best, branch=ctx.ws.branch, commit=best):
                 ctx.event("recover", "re-created the missing worktree best/", level="warn")
             gitops.reset_clean(ctx.ws.best, best)
@@ -188,5 +189,5 @@ class Recovery:
             self.sync_branch()
         for lane in lanes:
             self.sync(lane)
-        self.ctx.write_projections()
+        self.ctx.projections.write_projections()
         self.ctx.control.restart_applied()

@@ -104,7 +104,7 @@ class ReviewProtocol:
         gitops.ensure_worktree(
             ctx.store.get("repo"), lane.best, branch=ctx.ws.branch, commit=it.best_commit_before or ""
         )
-        gitops.reset_clean(lane.best, it.best_commit_before or ctx.best_commit())
+        gitops.reset_clean(lane.best, it.best_commit_before or ctx.history.best_commit())
         # the wall-clock deadline is all that survives a restart; a clock that jumped
         # meanwhile never makes the wait longer than review_timeout_s
         left = min(max(0.0, deadline - time.time()), ctx.cfg.decide.review_timeout_s)

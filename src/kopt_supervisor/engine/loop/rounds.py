@@ -218,7 +218,7 @@ def guard_configs(ctx: RunContext, production: dict[str, bool] | None = None) ->
     if not ctx.cfg.decide.production_verdicts:
         return frozenset()
     if production is None:
-        base = ctx.baseline()
+        base = ctx.history.baseline()
         configs = (base.record.get("configs") or {}) if base else {}
         production = {k: bool(c.get("production", True)) for k, c in configs.items()}
     return guard_of(production, ctx.cfg.decide.production_verdicts)
@@ -228,7 +228,7 @@ def floors(ctx: RunContext) -> dict[str, float]:
     """Per config, the metric's roofline floor (beating it is suspicious)."""
     if ctx.cfg.target.direction != "min":
         return {}
-    base = ctx.baseline()
+    base = ctx.history.baseline()
     points = ((base.record.get("roofline") or {}).get("configs") or {}) if base else {}
     scale = ctx.cfg.roofline.unit_scale
     return {k: p["floor_s"] / scale for k, p in points.items() if p.get("floor_s")}
@@ -238,7 +238,9 @@ def previous_subthreshold_gain(ctx: RunContext, it: Iteration) -> bool:
     """The two_in_a_row policy: did the previous ended iteration see a sub-threshold gain on
     the same target class?"""
     prev = [
-        r for r in ctx.rows() if r.version < it.version and r.final and not r.masked and r.status != Status.INTERRUPTED
+        r
+        for r in ctx.history.rows()
+        if r.version < it.version and r.final and not r.masked and r.status != Status.INTERRUPTED
     ]
     if not prev or prev[-1].target_class != it.target_class:
         return False
