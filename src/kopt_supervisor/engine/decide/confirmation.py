@@ -14,10 +14,10 @@ when they are slower beyond their margin.
 - `judge(pairs, claim, policy, ...)`: after each look, `Confirmation` with outcome
   "looking" (look again), "confirmed", "refuted" or "undecided":
 
-  * confirmed, as soon as (from MIN_LOOKS on) every claimed class's interval lies below
-    no-change and its estimate shows at least half the claimed gain, and no other class's
-    estimate is slower beyond its margin ([decide].max_other_regression_pct;
-    guard_max_regression_pct for the guard class);
+  * confirmed, as soon as (from MIN_LOOKS on) every claimed class is shown (its interval lies
+    below no-change and its estimate shows at least half the claimed gain) or consistent (a
+    clear gain, below), and no other class's estimate is slower beyond its margin
+    ([decide].max_other_regression_pct; guard_max_regression_pct for the guard class);
   * at MAX_LOOKS, confirmed when every claimed class's estimate shows at least half the
     claimed gain and no class's estimate is slower beyond its margin (noise that left an
     interval open does not send a real gain to review);
@@ -37,6 +37,20 @@ when they are slower beyond their margin.
   Intervals are the decision's own (`estimate.estimate_class`: order-balanced mean of the
   log ratios, outliers and disturbed looks left out, alpha spent over the looks
   MIN_LOOKS..MAX_LOOKS at [decide].confidence).
+
+- `consistent(...)`: a clear gain needs no third look. After two looks the interval has one
+  degree of freedom (alpha_2 = 0.001: t = 637), and the class's configs cannot stand in for
+  looks: noise every config of a look shares (a side's clocks, a load spike: within-class
+  correlation 0.42-0.55 in the H200's A/A looks) moves them together, so a rule taking them
+  as replicates confirmed 0.5-45% of simulated A/A confirmations of a 2% claim
+  (experiments/confirmation_looks.py).
+  What the two looks cannot say about that shared noise, the decision's own looks say: a
+  claimed class is consistent when, in every look (both orders), every config keeps at least
+  half the claimed gain, that half is at least CONSISTENT_MIN_HALF_GAIN, and it is at least
+  CONSISTENT_NOISE_MULTIPLE times the look-to-look sd the decision's interval allows
+  (`decided_sd`, an upper bound). A claim that is not there then needs noise several times
+  the decision's, minutes earlier on the same machine, in both looks and every config at
+  once; refutation, MAX_LOOKS and the classes the keep does not claim are unchanged.
 """
 
 from __future__ import annotations
@@ -48,8 +62,9 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from kopt_supervisor.engine.dataclass_io import known_fields
-from kopt_supervisor.engine.decide.estimate import class_samples, estimate_class
+from kopt_supervisor.engine.decide.estimate import alpha_at_look, class_samples, estimate_class
 from kopt_supervisor.engine.decide.model import ClassResult, Pair, Policy, Verdict
+from kopt_supervisor.engine.decide.stats import t_quantile
 from kopt_supervisor.engine.decide.verdict import GUARD_CLASS, voting_classes
 
 MIN_LOOKS = 2
@@ -60,14 +75,33 @@ clock counts 10 ms ticks) takes looks up to here: a look there costs a fraction 
 On this project's 2-core machine at a load of 6, a patched timer claiming ~0.035 s a look
 left the OS's 99% interval at -0.025..0.033 s after 6 looks of a confirmation, the claim just
 inside it (kept on the bench's timer), and outside it in runs on a quieter machine."""
+CONSISTENT_MIN_HALF_GAIN = 0.13
+"""`consistent` takes claims whose half is at least this gain (claims of at least 26%): twice
+the largest per-look sd measured on the H200 (7%, sd35-large on the tuned RMSNorm), so that
+even noise the decision did not see must move both looks by two sds to fake half a claim."""
+CONSISTENT_NOISE_MULTIPLE = 3.0
+"""`consistent` takes claims whose half (in log) is at least this many times `decided_sd`."""
 OUTCOMES = ("looking", "confirmed", "refuted", "undecided")
-STATES = ("shown", "half_shown", "open", "not_shown", "refuted", "within", "looks_slower", "slower", "no_samples")
+STATES = (
+    "shown",
+    "consistent",
+    "half_shown",
+    "open",
+    "not_shown",
+    "refuted",
+    "within",
+    "looks_slower",
+    "slower",
+    "no_samples",
+)
 """A class's state in a confirmation. Claimed classes: shown (interval below no-change and
-at least half the claim), half_shown (at least half the claim, interval still open: enough
+at least half the claim), consistent (every config of every look keeps at least half a
+clear claim, `consistent`), half_shown (at least half the claim, interval still open: enough
 at MAX_LOOKS), open, not_shown (less than half the claim at MAX_LOOKS), refuted (the
 interval rules out half the claim). Other classes: within (estimate within its margin),
 looks_slower (estimate beyond it, not proven), slower (interval wholly beyond it).
 no_samples: the class has no comparable sample in the looks."""
+CONFIRMING = ("shown", "consistent")
 
 
 @dataclass(frozen=True)
@@ -100,6 +134,9 @@ class ClassCheck:
         """ "D=4096 −40.2% [−41.0, −39.5] (claimed −40.5%)"."""
         if math.isnan(self.ratio):
             return f"{self.cls}: no samples"
+        if self.state == "consistent":  # the interval over so few looks says nothing: not shown
+            half = "every config of every look keeps at least half of it"
+            return f"{self.cls} {_pct(self.ratio)} (claimed {_pct(self.claimed)}; {half})"
         text = f"{self.cls} {_pct(self.ratio)} [{_pct(self.lo, sign=False)}, {_pct(self.hi, sign=False)}]"
         return text + (f" (claimed {_pct(self.claimed)})" if self.claimed is not None else "")
 
@@ -155,6 +192,39 @@ def shows_half(claimed: float, seen: float) -> bool:
     return seen <= 1.0 - (1.0 - claimed) / 2.0
 
 
+def decided_sd(decided: ClassResult, policy: Policy, *, final: bool) -> float:
+    """An upper bound on the look-to-look sd of the class's log cost ratio in the decision's
+    looks, from the interval the keep claims (inf without one, or with fewer than 3 samples).
+    That interval is `estimate_class`'s at `policy`: a half-width of t * sd * sqrt(inv), t the
+    (1 - alpha_k/2) quantile at df n - 1 or n - 2, alpha_k spent at the decision's look
+    (`final`: its last look was the policy's last), inv = (1/n_AB + 1/n_BA)/4 >= 1/n. The
+    claim does not say the df nor the order counts, so the bound takes df = n - 1 and inv = 1/n
+    (each can only make it larger); a decision given extra rounds spent less alpha at each
+    look (a larger t) than `policy` says, which only makes it larger too."""
+    if decided.n < 3 or not 0.0 < decided.lo <= decided.hi < math.inf:
+        return math.inf
+    half_width = (math.log(decided.hi) - math.log(decided.lo)) / 2.0
+    alpha = alpha_at_look(decided.rounds, policy, final=final)
+    return half_width * math.sqrt(decided.n) / t_quantile(1.0 - alpha / 2.0, decided.n - 1)
+
+
+def consistent(
+    claimed: float, decided: ClassResult | None, pairs: Sequence[Pair], policy: Policy, *, final: bool
+) -> bool:
+    """A clear gain shown by every config in every look (module docstring): looks of both
+    orders (the position effect seen both ways), each undisturbed pair's cost ratio keeping at
+    least half the claimed gain (`shows_half`), and that half at least CONSISTENT_MIN_HALF_GAIN
+    and CONSISTENT_NOISE_MULTIPLE times the decision's look-to-look sd (`decided_sd`; `final`:
+    the decision ended at the policy's last look or budget)."""
+    half = 1.0 - (1.0 - claimed) / 2.0
+    used = [p for p in pairs if not p.flagged]
+    if decided is None or half > 1.0 - CONSISTENT_MIN_HALF_GAIN or {p.order for p in used} != {"AB", "BA"}:
+        return False
+    if not all(shows_half(claimed, policy.cost_ratio(p.best, p.cand)) for p in used):
+        return False
+    return -math.log(half) >= CONSISTENT_NOISE_MULTIPLE * decided_sd(decided, policy, final=final)
+
+
 def consistent_gain(first: Verdict, fresh: Verdict) -> bool:
     """A fresh-process decision (the process-level path) left undecided by its noise
     (borderline at max rounds) still confirms the keep when it sees, in every class the
@@ -188,11 +258,14 @@ def judge(
     final = looks >= max_looks
     rule = replace(policy, min_rounds=min_looks, max_rounds=max(max_looks, min_looks))
     claims = claimed_gains(claim)
+    decided = claim.by_class()
+    decided_final = claim.rounds >= policy.max_rounds or claim.gpu_seconds >= policy.budget_gpu_s  # verdict.evaluate's
     checks: list[ClassCheck] = []
     for cls in sorted(set(by_class) | set(claims)):
         ps = by_class.get(cls, [])
         r = estimate_class(cls, ps, class_samples(ps, rule).get(cls, []), rule, final=final) if ps else None
-        checks.append(_check(cls, r, claims.get(cls), _margin(cls, policy), final=final))
+        clear = cls in claims and consistent(claims[cls], decided.get(cls), ps, policy, final=decided_final)
+        checks.append(_check(cls, r, claims.get(cls), _margin(cls, policy), final=final, clear=clear))
     return _outcome(tuple(checks), looks, claims, min_looks=min_looks, final=final)
 
 
@@ -200,7 +273,9 @@ def _margin(cls: str, policy: Policy) -> float:
     return policy.guard_max_regression_pct if cls == GUARD_CLASS else policy.max_other_regression_pct
 
 
-def _check(cls: str, r: ClassResult | None, claimed: float | None, margin: float, *, final: bool) -> ClassCheck:
+def _check(
+    cls: str, r: ClassResult | None, claimed: float | None, margin: float, *, final: bool, clear: bool = False
+) -> ClassCheck:
     if r is None or math.isnan(r.ratio):
         return ClassCheck(cls, claimed, math.nan, math.nan, math.nan, "no_samples", margin)
     if claimed is not None:
@@ -208,6 +283,8 @@ def _check(cls: str, r: ClassResult | None, claimed: float | None, margin: float
             state = "refuted"  # even the interval's best end keeps less than half the gain
         elif r.hi < 1.0 and shows_half(claimed, r.ratio):
             state = "shown"
+        elif clear:
+            state = "consistent"
         elif shows_half(claimed, r.ratio):
             state = "half_shown"
         else:
@@ -246,7 +323,7 @@ def _outcome(
     if slower:
         return out("refuted", f"slower beyond the margin after {looks} looks: " + _slower(slower))
     looks_slower = [c for c in others if c.state == "looks_slower"]
-    if all(c.state == "shown" for c in claimed) and not looks_slower:
+    if all(c.state in CONFIRMING for c in claimed) and not looks_slower:
         return out("confirmed", f"after {looks} looks: {shown}")
     if not final:
         return out("looking", f"after {looks} looks: {shown}")

@@ -1,0 +1,452 @@
+"""Can a keep's confirmation conclude at MIN_LOOKS (2 looks)? Issue 26: "a keep's confirmation,
+in seconds". Each rule is run look by look, as the loop runs `confirmation.judge`, over
+simulated fresh looks with the noise measured on the H200, and over the H200's own A/A looks.
+
+    .venv/bin/python -m experiments.confirmation_looks --h200-aa .device/run3/part2/part2.tgz
+    .venv/bin/python -m experiments.confirmation_looks --draws 2000 --only H200
+
+10,000 draws a case (the default) take ~25 min on this project's 2 shared cores; the figures
+and what was chosen: docs/decision.md, "A clear gain at two looks". --h200-aa replays the A/A
+looks of a wave-3 part2 run (comment-only candidates on the tuned RMSNorm, 12 x 12 looks).
+
+The noise (per config and look, on log(candidate/best)): lognormal with sd `sigma`; a part
+`rho` of it shared by every config of the look (a side's clocks or a load spike move all its
+configs); a first/second position effect per config that alternates with the look's order
+(AB, BA, ...), its sign drawn once per confirmation ("shared") or per config ("mixed");
+outliers: a whole look moved by +-30% (2% of looks) and single values by +-20% (1%).
+
+The rules (each adds an early confirmation to the rule before issue 26, `before`, or replaces
+its interval; refutation and the MAX_LOOKS rule stay as they are):
+
+- before: `confirmation.judge` given the claim without its interval (so `consistent` never
+  applies): the interval over looks, alpha spent over looks 2..6.
+- after: `confirmation.judge` as it is: `before`, and a claimed class is also confirmed when
+  `confirmation.consistent` (every config of every look keeps half a claim of at least 26%,
+  that half at least 3 times the decision's look-to-look sd bound, `decided_sd`).
+- cfg_t: the class's configs as replicates: per config the order-balanced mean of its looks,
+  Student's t over configs (df K-1) at the upper side's share of alpha_k; below no-change and
+  half the claim shown.
+- cfg_pool: configs x looks as replicates: the spread of the configs around each look's mean
+  (df L(K-1)), the balanced mean's standard error from it.
+- cfg_half_every: cfg_t against half the claim (a one-sided test of "at least half the claimed
+  gain is there"), and every look's class mean showing half the claim.
+- min_cfg: every config's own interval over looks below no-change (the minimum over configs).
+- half_1s: the interval over looks, one-sided at the whole alpha_k, below half the claim.
+- front: alpha_k spent half at look 2, the rest over looks 3..6 in proportion to k (one
+  interval for refuting and confirming, as today; the same total alpha).
+- floor: every config in every look shows half the claim, for claims of at least 26% (half
+  the gain at least 13%): valid only while the noise every config of a look shares stays
+  below ~7% sd, an assumption about the target rather than something the looks show.
+- floor_rel: floor, and half the claimed gain at least 3 times the look-to-look sd that the
+  decision's interval allows with the normal quantile in place of its t (a looser bound than
+  `decided_sd`'s, which knows the decision's alpha_k).
+
+The claim's interval comes from a decision simulated with the same noise (6 looks, the gain
+as claimed); `fresh_scale` makes the fresh looks noisier than the decision's (on the H200 the
+fresh looks of one keep spread 7.5 times more than its decision's: 1.5% against 0.2%).
+
+What each case reports: A/A (no change, a claim that is not there): the confirmations before
+MAX_LOOKS (the early rule's own error) and in all; -49% claimed and true: confirmed at 2
+looks, mean looks; -40% claimed, -10% true (half the claim not there): confirmed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import math
+import random
+import re
+import sys
+import tarfile
+import time
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from statistics import NormalDist
+
+from kopt_supervisor.engine.config import DecideConfig
+from kopt_supervisor.engine.decide import Pair, Policy, Verdict
+from kopt_supervisor.engine.decide.confirmation import MAX_LOOKS, MIN_LOOKS, judge
+from kopt_supervisor.engine.decide.estimate import Sample, alpha_at_look, class_samples, estimate_class, interval
+from kopt_supervisor.engine.decide.model import ClassResult
+from kopt_supervisor.engine.decide.stats import mean, stdev, t_quantile
+
+POLICY = Policy.from_config(DecideConfig())
+RULE = replace(POLICY, min_rounds=MIN_LOOKS, max_rounds=MAX_LOOKS)
+"""The confirmation's alpha spending (what judge passes to estimate_class)."""
+FLOOR_HALF = 0.14
+"""floor: the smallest half-gain (in log) the rule takes early: 14% is two sds of 7% noise."""
+LOOK_SPIKE = (0.02, 0.30)
+VALUE_SPIKE = (0.01, 0.20)
+AA_CLAIMS = (0.98, 0.95, 0.90, 0.80, 0.60, 0.51)
+CASES: tuple[tuple[str, float, float], ...] = (
+    *((f"AA{c:.2f}", c, 1.0) for c in AA_CLAIMS),
+    ("T49", 0.51, 0.51),
+    ("S40", 0.60, 0.90),
+)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    sigmas: tuple[float, ...]
+    """Per config: the sd of its log ratio in a look."""
+    rho: float
+    """The part of each config's variance every config of the look shares."""
+    pos: tuple[float, ...]
+    """Per config: the position effect (added in AB looks, taken away in BA looks)."""
+    pos_sign: str = "shared"
+    """"shared": one random sign per confirmation; "mixed": one per config."""
+    fresh_scale: float = 1.0
+    """The fresh looks' noise (sigma and position) as a multiple of the decision's."""
+
+    @property
+    def k(self) -> int:
+        return len(self.sigmas)
+
+
+def _k(n: int, v: float) -> tuple[float, ...]:
+    return (v,) * n
+
+
+SCENARIOS = (
+    Scenario("H200 naive start (K=2, 0.3%, rho .5)", _k(2, 0.003), 0.5, _k(2, 0.003), "mixed"),
+    Scenario("H200 tuned narrow (K=2, 2.4/4.2%, pos 9.5/4.3%)", (0.024, 0.042), 0.42, (0.095, 0.043)),
+    Scenario("K=3, 1%, rho .5, pos +-2%", _k(3, 0.01), 0.5, _k(3, 0.02), "mixed"),
+    Scenario("K=3, 3%, rho .5, pos 7% shared", _k(3, 0.03), 0.5, _k(3, 0.07)),
+    Scenario("K=3, 7%, rho .5, pos +-7%", _k(3, 0.07), 0.5, _k(3, 0.07), "mixed"),
+    Scenario("K=6, 1%, rho .5, pos +-2%", _k(6, 0.01), 0.5, _k(6, 0.02), "mixed"),
+    Scenario("K=6, 7%, rho .9, pos 7% shared", _k(6, 0.07), 0.9, _k(6, 0.07)),
+    Scenario("K=6, 3%, rho .95 (one shared disturbance)", _k(6, 0.03), 0.95, _k(6, 0.0)),
+    Scenario("beyond 7%: K=3, 15%, rho 1", _k(3, 0.15), 1.0, _k(3, 0.0)),
+    Scenario("fresh 5x the decision's: K=3, 2% -> 10%, rho 1", _k(3, 0.02), 1.0, _k(3, 0.0), fresh_scale=5.0),
+)
+
+
+def draw(rng: random.Random, sc: Scenario, scale: float = 1.0) -> list[list[float]]:
+    """MAX_LOOKS looks x K configs of noise on log(candidate/best)."""
+    signs = [rng.choice((-1.0, 1.0))] * sc.k if sc.pos_sign == "shared" else [rng.choice((-1.0, 1.0)) for _ in sc.pos]
+    looks = []
+    for look in range(MAX_LOOKS):
+        order = 1.0 if look % 2 == 0 else -1.0
+        shared = rng.gauss(0.0, 1.0)
+        spike = rng.choice((-1.0, 1.0)) * LOOK_SPIKE[1] if rng.random() < LOOK_SPIKE[0] else 0.0
+        row = []
+        for c in range(sc.k):
+            e = scale * sc.sigmas[c] * (math.sqrt(sc.rho) * shared + math.sqrt(1.0 - sc.rho) * rng.gauss(0.0, 1.0))
+            e += scale * order * signs[c] * sc.pos[c] + spike
+            if rng.random() < VALUE_SPIKE[0]:
+                e += rng.choice((-1.0, 1.0)) * VALUE_SPIKE[1]
+            row.append(e)
+        looks.append(row)
+    return looks
+
+
+Z = NormalDist().inv_cdf(1.0 - (1.0 - POLICY.confidence) / 2.0)
+DECISION_LOOKS = 6
+
+
+def claim_of(ratio: float, decision: list[list[float]]) -> tuple[Verdict, Verdict, float]:
+    """The keep's claim (the class improved at `ratio`, with the interval the decision's looks
+    give around it), the same claim without an interval (`before`), and floor_rel's upper
+    bound on the decision's look-to-look sd."""
+    x = [[v + math.log(ratio) for v in row] for row in decision[:DECISION_LOOKS]]
+    ps = pairs_of(x)
+    r = estimate_class("c", ps, class_samples(ps, POLICY)["c"], POLICY, final=False)
+    w = (math.log(r.hi) - math.log(r.lo)) / 2.0 if r.lo > 0 and math.isfinite(r.hi) else math.inf
+    c = ClassResult(
+        "c", DECISION_LOOKS, r.n, 100.0, 100.0 * ratio, ratio, ratio * math.exp(-w), ratio * math.exp(w), "improved"
+    )
+    bare = replace(c, lo=0.0, hi=math.inf)
+    return Verdict("keep", "claim", (c,)), Verdict("keep", "claim", (bare,)), w * math.sqrt(r.n) / Z
+
+
+def pairs_of(x: list[list[float]]) -> list[Pair]:
+    return [
+        Pair(f"c/{c}", "c", 100.0, 100.0 * math.exp(v), look, "AB" if look % 2 == 0 else "BA")
+        for look, row in enumerate(x)
+        for c, v in enumerate(row)
+    ]
+
+
+# ---------------------------------------------------------------- the candidate early rules
+# Each: (looks so far, log of half the claim, alpha_k of this look) -> the claimed class shown.
+
+
+def _balanced(values: Sequence[float]) -> float:
+    """Order-balanced mean of per-look values (look 0 AB, look 1 BA, ...)."""
+    ab, ba = values[0::2], values[1::2]
+    return (mean(list(ab)) + mean(list(ba))) / 2.0 if ba else mean(list(ab))
+
+
+def _inv(n_looks: int) -> float:
+    na, nb = (n_looks + 1) // 2, n_looks // 2
+    return (1.0 / na + 1.0 / nb) / 4.0
+
+
+def cfg_t(x: list[list[float]], half: float, a: float, *, vs_half: bool = False, every_look: bool = False) -> bool:
+    k = len(x[0])
+    r = [_balanced([row[c] for row in x]) for c in range(k)]
+    m = mean(r)
+    if k < 2:
+        return False
+    bound = m + t_quantile(1.0 - a / 2.0, k - 1) * stdev(r) / math.sqrt(k)
+    if every_look and any(mean(row) > half for row in x):
+        return False
+    return bound < half if vs_half else (bound < 0.0 and m <= half)
+
+
+def cfg_pool(x: list[list[float]], half: float, a: float) -> bool:
+    k, n = len(x[0]), len(x)
+    df = n * (k - 1)
+    if df < 1:
+        return False
+    ss = sum((v - mean(row)) ** 2 for row in x for v in row)
+    m = _balanced([mean(row) for row in x])
+    se = math.sqrt(ss / df * _inv(n) / k)
+    return m + t_quantile(1.0 - a / 2.0, df) * se < 0.0 and m <= half
+
+
+def min_cfg(x: list[list[float]], half: float, a: float) -> bool:
+    m = _balanced([mean(row) for row in x])
+    for c in range(len(x[0])):
+        iv = interval(
+            [Sample(look, 0, "AB" if look % 2 == 0 else "BA", row[c], False) for look, row in enumerate(x)], a
+        )
+        if not iv.hi < 0.0:
+            return False
+    return m <= half
+
+
+def half_1s(x: list[list[float]], half: float, a: float) -> bool:
+    iv = interval(
+        [Sample(look, 0, "AB" if look % 2 == 0 else "BA", mean(row), False) for look, row in enumerate(x)], 2 * a
+    )
+    return iv.hi < half
+
+
+def floor(x: list[list[float]], half: float, a: float) -> bool:
+    return -half >= FLOOR_HALF and all(v <= half for row in x for v in row)
+
+
+REL_MULTIPLE = 3.0
+
+
+EARLY: dict[str, Callable[[list[list[float]], float, float], bool]] = {
+    "cfg_t": cfg_t,
+    "cfg_pool": cfg_pool,
+    "cfg_half_every": lambda x, h, a: cfg_t(x, h, a, vs_half=True, every_look=True),
+    "min_cfg": min_cfg,
+    "half_1s": half_1s,
+    "floor": floor,
+}
+RULES = ("before", "after", *EARLY, "floor_rel", "front")
+
+
+def front_alpha(k: int, final: bool) -> float:
+    """alpha spent half at look 2, the rest in proportion to k over looks 3..6."""
+    alpha = 1.0 - POLICY.confidence
+    weights = {2: 0.5, **{j: 0.5 * j / 18.0 for j in range(3, 7)}}
+    return alpha * (sum(w for j, w in weights.items() if j >= k) if final else weights[k])
+
+
+def front(x: list[list[float]], half: float, final: bool) -> str:
+    """The rule of today for one claimed class, with front_alpha."""
+    iv = interval(
+        [Sample(look, 0, "AB" if look % 2 == 0 else "BA", mean(row), False) for look, row in enumerate(x)],
+        front_alpha(len(x), final),
+    )
+    if iv.lo > half:
+        return "refuted"
+    if final:
+        return "confirmed" if iv.mean <= half else "undecided"
+    return "confirmed" if iv.hi < 0.0 and iv.mean <= half else "looking"
+
+
+def outcomes(x: list[list[float]], claim: float, decision: list[list[float]]) -> dict[str, tuple[str, int]]:
+    """Each rule's (outcome, looks), look by look over the fresh looks `x` (the truth in them),
+    the claim's interval from the `decision`'s looks (noise only: the claim is added)."""
+    keep, bare, sd_upper = claim_of(claim, decision)
+    half = math.log(1.0 - (1.0 - claim) / 2.0)
+    pairs = pairs_of(x)
+    done: dict[str, tuple[str, int]] = {}
+    for n in range(MIN_LOOKS, MAX_LOOKS + 1):
+        final = n == MAX_LOOKS
+        looks = [p for p in pairs if p.round < n]
+        before = judge(looks, bare, POLICY).outcome
+        a = alpha_at_look(n, RULE, final=final)
+        for rule in RULES:
+            if rule in done:
+                continue
+            if rule == "front":
+                out = front(x[:n], half, final)
+            elif rule == "after":
+                out = judge(looks, keep, POLICY).outcome
+            elif rule == "before" or before != "looking":
+                out = before
+            elif rule == "floor_rel":
+                ok = floor(x[:n], half, a) and -half >= REL_MULTIPLE * sd_upper
+                out = "confirmed" if ok else "looking"
+            else:
+                out = "confirmed" if EARLY[rule](x[:n], half, a) else "looking"
+            if out != "looking":
+                done[rule] = (out, n)
+    return done
+
+
+def simulate(sc: Scenario, draws: int, seed: int) -> dict[str, dict[str, dict[str, float]]]:
+    """rule -> case -> figures."""
+    rng = random.Random(f"{seed}/{sc.name}")
+    counts: dict[str, dict[str, dict[str, float]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(float)))
+    for _ in range(draws):
+        decision = draw(rng, sc)
+        noise = draw(rng, sc, sc.fresh_scale)
+        for case, claim, truth in CASES:
+            x = [[v + math.log(truth) for v in row] for row in noise]
+            for rule, (out, n) in outcomes(x, claim, decision).items():
+                cell = counts[rule][case]
+                if out == "confirmed":
+                    cell["confirmed"] += 1
+                    cell["early"] += n < MAX_LOOKS
+                    cell["at2"] += n == MIN_LOOKS
+                    cell["looks"] += n
+    return {
+        rule: {
+            case: {
+                "confirmed": counts[rule][case]["confirmed"] / draws,
+                "early": counts[rule][case]["early"] / draws,
+                "at2": counts[rule][case]["at2"] / draws,
+                "looks": counts[rule][case]["looks"] / max(1.0, counts[rule][case]["confirmed"]),
+            }
+            for case, _, _ in CASES
+        }
+        for rule in RULES
+    }
+
+
+def table(sc: Scenario, res: dict[str, dict[str, dict[str, float]]], draws: int) -> str:
+    head = " | ".join(f"A/A {c:.0%} claim" for c in AA_CLAIMS)
+    lines = [
+        f"### {sc.name} ({draws} draws a case)",
+        "",
+        "A/A cells: confirmed before MAX_LOOKS / in all. T49 (-49% claimed and true): confirmed at 2 looks, "
+        "mean looks. S40 (-40% claimed, -10% true): confirmed.",
+        "",
+        f"| rule | {head} | T49 at 2 | T49 looks | S40 confirmed |",
+        "|---" * (len(AA_CLAIMS) + 4) + "|",
+    ]
+    for rule in RULES:
+        r = res[rule]
+        aa = " | ".join(f"{r[f'AA{c:.2f}']['early']:.4f} / {r[f'AA{c:.2f}']['confirmed']:.4f}" for c in AA_CLAIMS)
+        t = r["T49"]
+        lines.append(f"| {rule} | {aa} | {t['at2']:.3f} | {t['looks']:.2f} | {r['S40']['confirmed']:.4f} |")
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------- the H200's own A/A looks
+
+
+def h200_looks(path: Path) -> dict[str, list[list[list[float]]]]:
+    """class -> per iteration, its looks (list of per-config log ratios), production configs
+    only, from a wave-3 part2 archive (comment-only candidates on the tuned RMSNorm)."""
+    files: dict[str, bytes] = {}
+    if path.is_dir():
+        files = {str(p.relative_to(path)): p.read_bytes() for p in path.rglob("eval_r*_*.csv")}
+    else:
+        with tarfile.open(path) as tar:
+            for m in tar.getmembers():
+                f = tar.extractfile(m) if re.search(r"eval_r\d+_(best|cand)\.csv$", m.name) else None
+                if f is not None:
+                    files[m.name] = f.read()
+    rows: dict[tuple[str, int], dict[int, dict[str, dict[str, str]]]] = defaultdict(dict)
+    for name, data in files.items():
+        m = re.search(r"/v(\d+)/eval_r(\d+)_(best|cand)\.csv$", name)
+        if m is None:
+            continue
+        rows[(m[3], int(m[1]))][int(m[2])] = {r["shape"]: r for r in csv.DictReader(io.StringIO(data.decode()))}
+    out: dict[str, list[list[list[float]]]] = defaultdict(list)
+    for (side, it), by_look in sorted(rows.items()):
+        if side != "best" or ("cand", it) not in rows:
+            continue
+        cand = rows[("cand", it)]
+        per_class: dict[str, list[list[float]]] = defaultdict(list)
+        for look in sorted(by_look):
+            if look not in cand:
+                break
+            row: dict[str, list[float]] = defaultdict(list)
+            for shape, b in sorted(by_look[look].items()):
+                if b.get("prod") == "1" and shape in cand[look]:
+                    row[b["dclass"]].append(math.log(float(cand[look][shape]["us"]) / float(b["us"])))
+            for cls, values in row.items():
+                per_class[cls].append(values)
+        for cls, looks in per_class.items():
+            out[cls].append(looks)
+    return out
+
+
+def replay(looks: dict[str, list[list[list[float]]]]) -> str:
+    """Every window of MAX_LOOKS looks that starts on an AB look, per class, as a confirmation;
+    the claim's interval from the same candidate's other looks (the first DECISION_LOOKS of
+    them, AB and BA alternating as the window leaves them)."""
+    windows = []
+    for its in looks.values():
+        for it in its:
+            for s in range(0, len(it) - MAX_LOOKS + 1, 2):
+                w, rest = it[s : s + MAX_LOOKS], it[:s] + it[s + MAX_LOOKS :]
+                if len(rest) >= DECISION_LOOKS and len({len(r) for r in w + rest}) == 1:
+                    windows.append((w, rest[:DECISION_LOOKS]))
+    lines = [
+        f"### The H200's A/A looks ({len(windows)} windows of {MAX_LOOKS} looks, classes "
+        f"{', '.join(f'{c} K={len(v[0][0])}' for c, v in looks.items())})",
+        "",
+        "Counts of windows: A/A confirmed before MAX_LOOKS / in all; T49 and S40 add the truth to the real noise.",
+        "",
+        f"| rule | {' | '.join(f'A/A {c:.0%}' for c in AA_CLAIMS)} | T49 at 2 | T49 looks | S40 confirmed |",
+        "|---" * (len(AA_CLAIMS) + 4) + "|",
+    ]
+    res: dict[str, dict[str, list[tuple[str, int]]]] = defaultdict(lambda: defaultdict(list))
+    for w, d in windows:
+        for case, claim, truth in CASES:
+            x = [[v + math.log(truth) for v in row] for row in w]
+            for rule, got in outcomes(x, claim, d).items():
+                res[rule][case].append(got)
+    for rule in RULES:
+        r = res[rule]
+        aa = " | ".join(
+            f"{sum(o == 'confirmed' and n < MAX_LOOKS for o, n in r[f'AA{c:.2f}'])} / "
+            f"{sum(o == 'confirmed' for o, _ in r[f'AA{c:.2f}'])}"
+            for c in AA_CLAIMS
+        )
+        t49 = [n for o, n in r["T49"] if o == "confirmed"]
+        lines.append(
+            f"| {rule} | {aa} | {sum(n == MIN_LOOKS for n in t49)} of {len(windows)} | "
+            f"{mean([float(n) for n in t49]) if t49 else math.nan:.2f} | "
+            f"{sum(o == 'confirmed' for o, _ in r['S40'])} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    ap.add_argument("--draws", type=int, default=10_000)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--only", default="", help="scenarios whose name contains this")
+    ap.add_argument("--h200-aa", type=Path, help="a wave-3 part2 archive (or its extracted folder) to replay")
+    args = ap.parse_args(argv)
+    print(f"alpha {1 - POLICY.confidence:g}; MIN_LOOKS {MIN_LOOKS}, MAX_LOOKS {MAX_LOOKS}\n")
+    if args.h200_aa:
+        print(replay(h200_looks(args.h200_aa)), flush=True)
+    for sc in SCENARIOS:
+        if args.only not in sc.name:
+            continue
+        t0 = time.monotonic()
+        print(table(sc, simulate(sc, args.draws, args.seed), args.draws), flush=True)
+        print(f"{sc.name}: {time.monotonic() - t0:.0f} s", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
