@@ -475,6 +475,13 @@ def parse_args(argv: list[str] | None, gpu: bool) -> argparse.Namespace:
         help="timed blocks per config and side (default: GPU 25 / 9 for --ab or --serve, CPU 3 / 4 for --ab)",
     )
     ap.add_argument(
+        "--warm-blocks",
+        type=int,
+        default=0,
+        help="--serve: untimed blocks per config before its timed ones at every look after the first "
+        "(a new timer always runs two); default 0",
+    )
+    ap.add_argument(
         "--block-us",
         type=float,
         default=300.0,
@@ -728,6 +735,8 @@ class Bench:
                 sets, t = held
                 sets.reseed(seed)
                 self.clock.lap("inputs")  # this look's first draw, into the kept buffers
+                for _ in range(self.a.warm_blocks):
+                    t.block()
             else:
                 sets = TimedSets(case, seed, self.timing.set_count(case.bytes))
                 self.clock.lap("inputs")  # the timed sets' first draw
