@@ -11,6 +11,9 @@ both sides, then both audits in the look's order). Per variant:
 - `nostop`: nobody stopped;
 - `gap`: as `stop`, with the GPU left idle 0.5 s before each side's look (both positions
   follow the same idle);
+- `gap0.1`, `gap0.03`: the same with 0.1 s, 0.03 s;
+- `keep`: as `stop`, the processes keep the allocator's cached blocks (`--release never`);
+- `sync`: as `stop`, they wait for the device after giving them back (`--release sync`);
 - `warm`: as `stop`, both processes started with `--warm-blocks 2` (two untimed blocks per
   config before its timed ones at every look);
 - `audit_swap`: as `stop`, the audits in the reverse of the look's order (the look's first
@@ -44,7 +47,7 @@ from pathlib import Path
 from typing import Any
 
 SIDES = ("A", "B")
-VARIANTS = ("stop", "nostop", "gap", "warm", "audit_swap")
+VARIANTS = ("stop", "nostop", "gap", "gap0.1", "gap0.03", "warm", "audit_swap", "keep", "sync")
 
 
 class Served:
@@ -118,6 +121,8 @@ def run_variant(variant: str, trees: dict[str, Path], work: Path, looks: int, cp
     base = [sys.executable, "bench.py", "--serve", "--dtypes", "bfloat16"]
     if variant == "warm":
         base += ["--warm-blocks", "2"]
+    if variant in ("keep", "sync"):
+        base += ["--release", "never" if variant == "keep" else "sync"]
     out = work / variant
     servers = {}
     for s in SIDES:
@@ -142,8 +147,8 @@ def run_variant(variant: str, trees: dict[str, Path], work: Path, looks: int, cp
                 other = servers["B" if s == "A" else "A"]
                 if variant != "nostop":
                     other.signal(signal.SIGSTOP)
-                if variant == "gap":
-                    time.sleep(0.5)
+                if variant.startswith("gap"):
+                    time.sleep(float(variant[3:] or 0.5))
                 clocks[s] = sm_clock()
                 t0 = time.monotonic()
                 servers[s].ask(f"look {r} {seed} {out / s / f'look{r}.csv'}")

@@ -475,6 +475,13 @@ def parse_args(argv: list[str] | None, gpu: bool) -> argparse.Namespace:
         help="timed blocks per config and side (default: GPU 25 / 9 for --ab or --serve, CPU 3 / 4 for --ab)",
     )
     ap.add_argument(
+        "--release",
+        default="look",
+        choices=["look", "sync", "never"],
+        help="--serve: give the allocator's cached blocks back to the driver after every look (default), "
+        "the same and wait for the device, or never",
+    )
+    ap.add_argument(
         "--warm-blocks",
         type=int,
         default=0,
@@ -848,8 +855,13 @@ class Bench:
         """Between looks: the allocator's cached blocks (the check's fp64 temporaries, tens of
         GB for the largest shapes) go back to the driver, so an idle serving process holds
         only the buffers its graphs need while kopt runs a profiler or waits."""
-        if self.gpu:
-            self.torch.cuda.empty_cache()
+        if self.gpu and self.a.release != "never":
+            torch = self.torch
+            held = torch.cuda.memory_reserved()
+            torch.cuda.empty_cache()
+            if self.a.release == "sync":
+                torch.cuda.synchronize()
+            log(f"released {(held - torch.cuda.memory_reserved()) / 1e9:.2f} GB of cached blocks")
 
     def memory_full(self, share: float) -> bool:
         """The tensors this process keeps (earlier looks' buffers, held by their graphs) take
