@@ -427,3 +427,52 @@ def test_serve_options() -> None:
     assert (
         bench.parse_args(["--serve"], gpu=False).blocks == 3 and bench.parse_args(["--seed", "9"], gpu=False).seed == 9
     )
+
+
+class _Cuda:
+    """torch.cuda as release_cache sees it: free memory, this process's peak and its cache."""
+
+    def __init__(self, free_gb: float, peak_gb: float, reserved_gb: float) -> None:
+        self.free, self.peak, self.reserved = free_gb * 1e9, peak_gb * 1e9, reserved_gb * 1e9
+        self.emptied = 0
+
+    def mem_get_info(self) -> tuple[float, float]:
+        return self.free, 141e9
+
+    def max_memory_reserved(self) -> float:
+        return self.peak
+
+    def memory_reserved(self) -> float:
+        return self.reserved
+
+    def empty_cache(self) -> None:
+        self.emptied += 1
+        self.free, self.reserved = self.free + self.reserved, 0.0
+
+
+@pytest.mark.parametrize(
+    ("release", "free_gb", "given_back"),
+    [
+        ("auto", 100.0, False),  # room for another 18.6 GB check beside this one: kept (no slowed next side)
+        ("auto", 27.0, True),  # less than 1.5 x the peak free: given back, so another process's check fits
+        ("look", 100.0, True),
+        ("never", 1.0, False),
+    ],
+)
+def test_cached_blocks_are_given_back_only_when_the_device_is_short(
+    monkeypatch: pytest.MonkeyPatch, release: str, free_gb: float, given_back: bool
+) -> None:
+    cuda = _Cuda(free_gb, peak_gb=18.6, reserved_gb=18.6)
+    b = object.__new__(bench.Bench)
+    b.gpu, b.torch, b.a = (
+        True,
+        type("T", (), {"cuda": cuda})(),
+        bench.parse_args(["--serve", "--release", release], True),
+    )
+    slept: list[float] = []
+    monkeypatch.setattr(bench.time, "sleep", slept.append)
+    b.release_cache()
+    assert cuda.emptied == int(given_back)
+    # memory given back: the driver's work on it is over before the other side measures
+    assert slept == ([bench.RELEASE_SETTLE_S] if given_back else [])
+    assert bench.parse_args(["--serve"], gpu=True).release == "auto"

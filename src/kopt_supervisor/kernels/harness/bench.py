@@ -117,6 +117,13 @@ processes at the former 0.5 held 38.4 and 40.4 GiB of 79 and both ran out of mem
 (docs/h100-wave3/part1-first-per-tree-run.md)."""
 SERVE_MEMORY_AB = 0.5
 """--ab --serve: one process holds both trees and is alone on the GPU."""
+RELEASE_HEADROOM = 1.5
+"""`--release auto`: a served process keeps its cached blocks after a look while the device's
+free memory is at least this many times its own peak (room for another process's largest
+check beside it); below that it gives them back (Bench.release_cache)."""
+RELEASE_SETTLE_S = 0.1
+"""After giving cached blocks back, the pause before replying: the driver's work on them is
+over before the other side measures (0.1 s: 0.39% at most; 0.03 s: 3.9%; none: 9.9%, H200)."""
 
 
 def setup_device() -> tuple[Any, bool]:
@@ -476,10 +483,10 @@ def parse_args(argv: list[str] | None, gpu: bool) -> argparse.Namespace:
     )
     ap.add_argument(
         "--release",
-        default="look",
-        choices=["look", "sync", "never"],
-        help="--serve: give the allocator's cached blocks back to the driver after every look (default), "
-        "the same and wait for the device, or never",
+        default="auto",
+        choices=["auto", "look", "never"],
+        help="--serve: give the allocator's cached blocks back to the driver after a look when the device "
+        "is short of memory (auto, the default), after every look, or never",
     )
     ap.add_argument(
         "--warm-blocks",
@@ -852,16 +859,26 @@ class Bench:
         }
 
     def release_cache(self) -> None:
-        """Between looks: the allocator's cached blocks (the check's fp64 temporaries, tens of
-        GB for the largest shapes) go back to the driver, so an idle serving process holds
-        only the buffers its graphs need while kopt runs a profiler or waits."""
-        if self.gpu and self.a.release != "never":
-            torch = self.torch
-            held = torch.cuda.memory_reserved()
-            torch.cuda.empty_cache()
-            if self.a.release == "sync":
-                torch.cuda.synchronize()
-            log(f"released {(held - torch.cuda.memory_reserved()) / 1e9:.2f} GB of cached blocks")
+        """After a look (`--release`): the allocator's cached blocks (the check's fp64
+        temporaries: 18.6 GB a look for the RMSNorm's largest shape) are given back to the
+        driver only when the device could not otherwise hold another process's look like this
+        one (`auto`: free memory below RELEASE_HEADROOM x this process's peak), and the
+        process then waits RELEASE_SETTLE_S before it replies. The driver's work on memory
+        given back slows whatever the device runs next: on the H200 the other side's first
+        configs, measured right after, read 9.3-9.9% slower at every look; with the blocks
+        kept 0.81% at most, 0.39% after a 0.1 s pause (experiments/position_effect.py,
+        docs/h100-wave3/part5-position-effect-h200.md). `look`: always give them back (the former default), `never`."""
+        if not self.gpu or self.a.release == "never":
+            return
+        torch = self.torch
+        held = torch.cuda.memory_reserved()
+        if self.a.release == "auto":
+            free, _ = torch.cuda.mem_get_info()
+            if free >= RELEASE_HEADROOM * torch.cuda.max_memory_reserved():
+                return
+        torch.cuda.empty_cache()
+        log(f"released {(held - torch.cuda.memory_reserved()) / 1e9:.2f} GB of cached blocks")
+        time.sleep(RELEASE_SETTLE_S)
 
     def memory_full(self, share: float) -> bool:
         """The tensors this process keeps (earlier looks' buffers, held by their graphs) take

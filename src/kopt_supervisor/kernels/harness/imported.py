@@ -732,6 +732,7 @@ def parse_args(argv: list[str] | None, gpu: bool) -> argparse.Namespace:
     shared = bench_mod.parse_args(["--serve"] if a.serve else [], gpu)  # the harness's defaults, one rule
     a.blocks = a.blocks or shared.blocks
     a.serve_memory = a.serve_memory if a.serve_memory is not None else shared.serve_memory
+    a.release = shared.release
     return a
 
 
