@@ -36,10 +36,16 @@ NOISE = {
     "one shared disturbance: K=6, 3%, rho .95": (6, 0.03, 0.95, 0.0, True, 1.0),
     "fresh looks 5x noisier than the decision's: K=3, 2% -> 10%, rho 1": (3, 0.02, 1.0, 0.0, True, 5.0),
 }
+QUIET = {
+    # noise in which six looks can tell a few per cent from no change
+    "K=3, 1%, rho .5, position +-2%": (3, 0.01, 0.5, 0.02, False, 1.0),
+    "K=6, 1%, rho .5, position +-2%": (6, 0.01, 0.5, 0.02, False, 1.0),
+}
+SPECS = {**NOISE, **QUIET}
 
 
 def looks(rng: random.Random, noise: str, truth: float, n: int, scale: float = 1.0) -> list[list[float]]:
-    k, sigma, rho, pos, shared, _ = NOISE[noise]
+    k, sigma, rho, pos, shared, _ = SPECS[noise]
     sigma, pos = sigma * scale, pos * scale
     signs = [rng.choice((-1.0, 1.0))] * k if shared else [rng.choice((-1.0, 1.0)) for _ in range(k)]
     out = []
@@ -87,7 +93,7 @@ def confirm(keep: Verdict, x: list[list[float]]) -> Confirmation:
 
 def run(noise: str, claimed: float, truth: float, draws: int) -> list[Confirmation]:
     rng = random.Random(f"{noise}/{claimed}/{truth}")
-    scale = NOISE[noise][5]
+    scale = SPECS[noise][5]
     outs = []
     for _ in range(draws):
         keep = claim_of(claimed, looks(rng, noise, claimed, DECISION_LOOKS))
@@ -95,20 +101,36 @@ def run(noise: str, claimed: float, truth: float, draws: int) -> list[Confirmati
     return outs
 
 
-@pytest.mark.parametrize("noise", list(NOISE))
-def test_a_claim_that_is_not_there_is_not_confirmed_before_max_looks(noise):
+@pytest.mark.parametrize("noise", list(SPECS))
+def test_a_claim_that_is_not_there_is_not_confirmed_before_max_looks_nor_at_it(noise):
     """A/A: no change, whatever the claim. Early confirmations stay within the alpha/2 the
     intervals' upper sides spend over looks 2..5, with noise shared by every config of a look,
     whole looks moved by 30%, and fresh looks five times noisier than the decision's. A rule
     that took the configs as replicates would not (experiments/confirmation_looks.py: 0.5-45%
-    of A/A confirmations of a 2% claim)."""
+    of A/A confirmations of a 2% claim). Nor does MAX_LOOKS confirm a claim on an estimate
+    within the looks' noise (`beyond_noise`: at most alpha/2 more): before, half a 2% claim on
+    the estimate alone confirmed 8-43% in the script's noises (confirmation_looks.py --max-looks)."""
     draws = 300
-    for claimed in (0.98, 0.90, 0.60, 0.51):
+    for claimed in (0.98, 0.97, 0.90, 0.60, 0.51):
         outs = run(noise, claimed, 1.0, draws)
         early = sum(o.outcome == "confirmed" and o.looks < MAX_LOOKS for o in outs)
         assert early <= ALPHA / 2 * draws + 2, (claimed, early)
-        if claimed <= 0.60:  # nor does MAX_LOOKS confirm a large claim that is not there
-            assert sum(o.outcome == "confirmed" for o in outs) <= 1, claimed
+        confirmed = [o.reason for o in outs if o.outcome == "confirmed"]
+        assert len(confirmed) <= ALPHA * draws + 3, (claimed, confirmed)
+        if claimed <= 0.60:  # a large claim that is not there
+            assert len(confirmed) <= 1, claimed
+
+
+@pytest.mark.parametrize("noise", list(QUIET))
+def test_a_real_gain_of_a_few_per_cent_is_still_confirmed_where_six_looks_can_tell_it(noise):
+    """-3% and -10% claimed and true in 1% per-look noise: confirmed in most draws, never
+    refuted. -3%: 80% of these draws (70-73% without MAX_LOOKS's `beyond_noise`; 93-95% on the
+    estimate alone). What goes to review is mostly a look moved by 20-30% that six looks cannot
+    set aside (no outlier test below 8 samples): its interval holds no change."""
+    for claimed, at_least in ((0.97, 0.76), (0.90, 0.85)):
+        outs = run(noise, claimed, claimed, 200)
+        assert not [o.reason for o in outs if o.outcome == "refuted"], claimed
+        assert sum(o.outcome == "confirmed" for o in outs) >= at_least * len(outs), claimed
 
 
 @pytest.mark.parametrize("noise", list(NOISE))

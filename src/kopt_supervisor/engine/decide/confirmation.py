@@ -19,11 +19,29 @@ when they are slower beyond their margin.
     clear gain, below), and no other class's estimate is slower beyond its margin
     ([decide].max_other_regression_pct; guard_max_regression_pct for the guard class);
   * at MAX_LOOKS, confirmed when every claimed class's estimate shows at least half the
-    claimed gain and no class's estimate is slower beyond its margin (noise that left an
-    interval open does not send a real gain to review);
+    claimed gain and lies beyond the looks' noise (`beyond_noise`: its interval over the looks
+    at [decide].confidence, taken as one planned look, lies below no-change), and no class's
+    estimate is slower beyond its margin (noise that left the spent interval open does not
+    send a real gain to review; noise that makes half a small claim does not confirm it);
   * refuted, as soon as a claimed class's interval rules out half its claimed gain, or
     another class's interval lies wholly above its margin (proven slower);
   * undecided at MAX_LOOKS otherwise (the engineer decides, with both numbers).
+
+  The estimate alone is not enough at MAX_LOOKS: for a small claim, half of it (1% of a 2%
+  claim) is well within six looks' noise. On the estimate alone, a -2% claim that was not
+  there was confirmed in 12 of the H200's 96 A/A windows and 8-43% of simulated A/A
+  confirmations (one look moved by -30% makes it even in 0.3% noise: six looks are too few
+  for the outlier test). `beyond_noise` asks the six looks themselves, at the decision's own
+  confidence for one look (alpha = 1 - confidence, not spent over the looks): a claim that is
+  not there passes it in at most (1 - confidence)/2 = 0.5% of confirmations, whatever the
+  fresh processes' noise (simulated: at most 0.49% at MAX_LOOKS). The decision's look-to-look
+  sd (`decided_sd`, as `consistent` asks) was weighed in its place and not taken: it knows
+  nothing of a look the fresh processes disturbed nor of fresh looks noisier than the
+  decision's (A/A 2-3% claims still confirmed in 3.9-5.9% of draws in 0.3% noise). The cost:
+  a real gain six looks cannot tell from no change goes to review (a true -3% in the tuned
+  RMSNorm's 2.4-4.2% per-look noise: confirmed in 14% of draws, 84% before; in 1% noise
+  76-86%, 94-95% before). experiments/confirmation_looks.py --max-looks, docs/decision.md
+  ("Half a claim at MAX_LOOKS", 2026-11-29).
 
   A class the keep does not claim holds the confirmation while its estimate lies beyond its
   margin (looks_slower), but at MAX_LOOKS it blocks only when it is likely slower: its
@@ -86,6 +104,7 @@ STATES = (
     "shown",
     "consistent",
     "half_shown",
+    "half_in_noise",
     "open",
     "not_shown",
     "refuted",
@@ -96,9 +115,10 @@ STATES = (
 )
 """A class's state in a confirmation. Claimed classes: shown (interval below no-change and
 at least half the claim), consistent (every config of every look keeps at least half a
-clear claim, `consistent`), half_shown (at least half the claim, interval still open: enough
-at MAX_LOOKS), open, not_shown (less than half the claim at MAX_LOOKS), refuted (the
-interval rules out half the claim). Other classes: within (estimate within its margin),
+clear claim, `consistent`), half_shown (at least half the claim, interval still open; at
+MAX_LOOKS beyond the looks' noise, `beyond_noise`: enough there), half_in_noise (at MAX_LOOKS,
+at least half the claim but within the looks' noise: undecided), open, not_shown (less than
+half the claim at MAX_LOOKS), refuted (the interval rules out half the claim). Other classes: within (estimate within its margin),
 looks_slower (estimate beyond it, not proven), slower (interval wholly beyond it).
 no_samples: the class has no comparable sample in the looks."""
 CONFIRMING = ("shown", "consistent")
@@ -238,6 +258,17 @@ def consistent_gain(first: Verdict, fresh: Verdict) -> bool:
     return bool(improved) and all(c.cls in seen and shows_half(c.ratio, seen[c.cls].ratio) for c in improved)
 
 
+def beyond_noise(cls: str, pairs: Sequence[Pair], policy: Policy) -> bool:
+    """At MAX_LOOKS, whether the class's gain lies beyond its looks' noise: its interval
+    (`estimate_class`, the decision's estimator) at `policy`'s confidence, the looks taken as
+    one planned look (alpha = 1 - confidence, not spent over them), lies below no-change. A
+    claim that is not there passes it in at most alpha/2 of confirmations (module docstring)."""
+    one_look = replace(policy, min_rounds=2, max_rounds=2)  # one planned look: alpha_at_look spends all of alpha
+    ps = list(pairs)
+    r = estimate_class(cls, ps, class_samples(ps, one_look).get(cls, []), one_look, final=True)
+    return r.hi < 1.0
+
+
 def judge(
     pairs: Sequence[Pair],
     claim: Verdict,
@@ -265,7 +296,10 @@ def judge(
         ps = by_class.get(cls, [])
         r = estimate_class(cls, ps, class_samples(ps, rule).get(cls, []), rule, final=final) if ps else None
         clear = cls in claims and consistent(claims[cls], decided.get(cls), ps, policy, final=decided_final)
-        checks.append(_check(cls, r, claims.get(cls), _margin(cls, policy), final=final, clear=clear))
+        check = _check(cls, r, claims.get(cls), _margin(cls, policy), final=final, clear=clear)
+        if final and check.state == "half_shown" and not beyond_noise(cls, ps, policy):
+            check = replace(check, state="half_in_noise")
+        checks.append(check)
     return _outcome(tuple(checks), looks, claims, min_looks=min_looks, final=final)
 
 
@@ -331,6 +365,13 @@ def _outcome(
     if missing:
         return out(
             "undecided", f"less than half the claimed gain after {looks} looks: " + "; ".join(c.line() for c in missing)
+        )
+    in_noise = [c for c in claimed if c.state == "half_in_noise"]
+    if in_noise:
+        return out(
+            "undecided",
+            f"at least half the claimed gain after {looks} looks, but within their noise (their interval "
+            "at the decision's confidence holds no change): " + "; ".join(c.line() for c in in_noise),
         )
     if looks_slower:
         return out(
