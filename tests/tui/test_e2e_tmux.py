@@ -75,7 +75,11 @@ def test_ssh_drop_leaves_the_engine_running_and_a_key_accepts(fake_env, monkeypa
     script = ["gain5", "loss5", "gain5", "loss5", "gain05"]
     repo, root = fake_env(script, toml_replace={"review_timeout_s = 2": "review_timeout_s = 300"})
     ws = init_run(repo, root, "e2e")
-    env = {k: os.environ[k] for k in ("FAKE_SCRIPT", "FAKE_NOISE", "PATH", "HOME") if k in os.environ}
+    # the session's shared library bytecode and GPU claims (tests/conftest.py) pass through: without
+    # them the detached engine compiled the standard library into the user's ~/.cache, cold on a
+    # fresh machine, and claimed fake GPUs in the host-wide folder
+    keep = ("FAKE_SCRIPT", "FAKE_NOISE", "PATH", "HOME", "KOPT_BYTECODE_CACHE", "KOPT_GPU_CLAIMS_DIR")
+    env = {k: os.environ[k] for k in keep if k in os.environ}
     env.update({"PYTHONPATH": str(REPO_ROOT), "TERM": "xterm-256color"})
     kopt = [sys.executable, "-m", "kopt_supervisor.kopt_tui.cli", "--root", str(root)]
     tmux = Tmux(f"kopt-e2e-{os.getpid()}")
