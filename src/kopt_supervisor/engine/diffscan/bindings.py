@@ -17,7 +17,7 @@ from __future__ import annotations
 import ast
 from collections import defaultdict
 
-from kopt_supervisor.engine.diffscan.names import BUILTIN, BUILTIN_NAMES, QUALIFIED, REEXPORTED
+from kopt_supervisor.engine.diffscan.qualified import BUILTIN, BUILTIN_NAMES, QUALIFIED, REEXPORTED
 
 
 class FileNames:

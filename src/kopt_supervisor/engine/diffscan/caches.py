@@ -21,7 +21,7 @@ computing. The rule looks for:
   file that is only ever handed its caller's locals.
 
 Weak containers keyed on objects (`weakref.WeakKeyDictionary`) are found by name
-(engine/diffscan/names.py); state on module-level names by engine/diffscan/state.py.
+(engine/diffscan/qualified.py); state on module-level names by engine/diffscan/state.py.
 """
 
 from __future__ import annotations
@@ -33,7 +33,8 @@ from dataclasses import dataclass, field
 
 from kopt_supervisor.engine.diffscan.bindings import FileNames
 from kopt_supervisor.engine.diffscan.findings import Raw
-from kopt_supervisor.engine.diffscan.names import (
+from kopt_supervisor.engine.diffscan.state import cached_functions
+from kopt_supervisor.engine.diffscan.state_names import (
     CACHE_DECORATORS,
     CONTAINER_MUTATORS,
     LOOKUPS,
@@ -42,7 +43,6 @@ from kopt_supervisor.engine.diffscan.names import (
     TENSOR_ATTRS,
     TENSOR_TYPES,
 )
-from kopt_supervisor.engine.diffscan.state import cached_functions
 
 
 def cached_on_tensors(sc: FileNames, node: ast.AST) -> Iterator[Raw]:

@@ -26,8 +26,9 @@ from collections.abc import Iterator
 
 from kopt_supervisor.engine.diffscan.findings import Raw
 from kopt_supervisor.engine.diffscan.lifetimes import own, yields
-from kopt_supervisor.engine.diffscan.names import BUILTIN, LAZY_BASES, LAZY_DUNDERS, LAZY_RETURNS
+from kopt_supervisor.engine.diffscan.qualified import BUILTIN
 from kopt_supervisor.engine.diffscan.state import Names
+from kopt_supervisor.engine.diffscan.state_names import LAZY_BASES, LAZY_DUNDERS, LAZY_RETURNS
 
 RULE = "lazy-result"
 _CONTEXT_MANAGERS = frozenset({"contextlib.contextmanager", "contextlib.asynccontextmanager", "pytest.fixture"})

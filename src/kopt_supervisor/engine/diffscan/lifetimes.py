@@ -17,8 +17,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from kopt_supervisor.engine.diffscan.names import (
-    BUILTIN,
+from kopt_supervisor.engine.diffscan.qualified import BUILTIN
+from kopt_supervisor.engine.diffscan.state_names import (
     CACHE_DECORATORS,
     IMMUTABLE_BASES,
     IMMUTABLE_FACTORIES,

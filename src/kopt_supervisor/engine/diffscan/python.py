@@ -26,29 +26,24 @@ from kopt_supervisor.engine.diffscan.bindings import FileNames
 from kopt_supervisor.engine.diffscan.caches import cached_on_tensors, input_caches
 from kopt_supervisor.engine.diffscan.findings import Finding, quote
 from kopt_supervisor.engine.diffscan.findings import Raw as _Raw
-from kopt_supervisor.engine.diffscan.lazy import lazy_results
-from kopt_supervisor.engine.diffscan.names import (
-    BUILTIN,
-    BUILTIN_RULES,
+from kopt_supervisor.engine.diffscan.giveaways import (
     FRAME_ATTRS,
     IDENTITY_DUNDERS,
     INTROSPECTION_ATTRS,
-    MUTATING_FUNCTIONS,
-    MUTATORS,
-    OBJECT_MUTATORS,
     OPEN_WITH_MODE,
-    QUALIFIED,
     SAFE_DUNDERS,
     SENSITIVE_MODULES,
     SENSITIVE_NAMES,
     SIDE_PATH,
     SOURCE_COMPILERS,
     STR_METHODS,
-    TENSOR_TYPES,
     WRITE_METHODS,
 )
+from kopt_supervisor.engine.diffscan.lazy import lazy_results
+from kopt_supervisor.engine.diffscan.qualified import BUILTIN, BUILTIN_RULES, QUALIFIED
 from kopt_supervisor.engine.diffscan.source import PY_BREAK, shown
 from kopt_supervisor.engine.diffscan.state import in_place, persistent_state
+from kopt_supervisor.engine.diffscan.state_names import MUTATING_FUNCTIONS, MUTATORS, OBJECT_MUTATORS, TENSOR_TYPES
 from kopt_supervisor.engine.diffscan.text import C_RULES, GENERIC_RULES, PY_TEXT_RULES, text_rules
 
 

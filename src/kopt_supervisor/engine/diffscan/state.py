@@ -49,12 +49,7 @@ from kopt_supervisor.engine.diffscan.lifetimes import (
     own,
     yields,
 )
-from kopt_supervisor.engine.diffscan.names import (
-    LAZY_RETURNS,
-    MUTATING_FUNCTIONS,
-    MUTATORS,
-    PERSISTENT_LOOKUPS,
-)
+from kopt_supervisor.engine.diffscan.state_names import LAZY_RETURNS, MUTATING_FUNCTIONS, MUTATORS, PERSISTENT_LOOKUPS
 
 __all__ = ["RULE", "Names", "cached_functions", "in_place", "persistent_state"]
 
