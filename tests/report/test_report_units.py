@@ -16,7 +16,7 @@ import pytest
 from kopt_supervisor.engine import environment
 from kopt_supervisor.engine.report import collect, filters
 from kopt_supervisor.engine.report.provenance import gpu_state as _gpu_state
-from kopt_supervisor.engine.report.render import generic_tables
+from kopt_supervisor.engine.report.roofline_tables import generic_tables
 from kopt_supervisor.engine.report.stats import geomean, quantile, speedup, summarize
 from kopt_supervisor.engine.store import Iteration
 

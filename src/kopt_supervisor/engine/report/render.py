@@ -1,4 +1,7 @@
-"""results.md, rendered from the gathered run (pure: data in, markdown out).
+"""results.md, rendered from the gathered run (pure: data in, markdown out): the sections in
+their order, and those on speedup and latency per config and class (Summary, Speedup per
+config and per class, Latency per config and per class over iterations, Dispatch) with the
+numbers they rest on; the other sections come from the modules `render_results` names.
 
 Every number in the text comes from `RunData` (samples and records of run.db), the
 `RooflineView` computed from it, the recorded environment, or the frozen kopt.toml; the
@@ -12,10 +15,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from kopt_supervisor.engine import fmt
-from kopt_supervisor.engine.decide.external_truth import TIMER_ONLY, truth_line
 from kopt_supervisor.engine.projections import ran_unsandboxed, sandbox_line
 from kopt_supervisor.engine.records import Iteration
-from kopt_supervisor.engine.report import agents, profiler_view, progress_view, provenance
+from kopt_supervisor.engine.report import (
+    agents,
+    iteration_tables,
+    profiler_view,
+    progress_view,
+    provenance,
+    roofline_tables,
+)
 from kopt_supervisor.engine.report.collect import ReportInputs, RunData
 from kopt_supervisor.engine.report.markdown import code as _code
 from kopt_supervisor.engine.report.markdown import table as _table
@@ -149,18 +158,18 @@ def render_results(inp: ReportInputs) -> str:
     out += _speedup_per_class(inp, stats)
     out += _latency_per_config(inp, stats)
     out += _chart(inp)
-    out += _kept(inp)
+    out += iteration_tables.kept_iterations(inp)
     out += progress_view.section(d.iterations, direction)
     out += _dispatch(inp, stats)
-    out += _roofline(inp)
+    out += roofline_tables.section(inp)
     out += profiler_view.section(d, inp.cfg)
     out += provenance.gpu(inp)
     out += agents.section(d.iterations, cfg)
     out += provenance.commands(inp)
     out += provenance.environment(inp)
     out += provenance.provenance(inp)
-    out += _all_iterations(inp)
-    out += _masked(inp)
+    out += iteration_tables.all_iterations(inp)
+    out += iteration_tables.masked_iterations(inp)
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -314,84 +323,6 @@ def _chart(inp: ReportInputs) -> list[str]:
     return [*lines, "```text", inp.chart_text.rstrip(), "```", ""]
 
 
-def _class_deltas(it: Iteration) -> str:
-    parts = []
-    for cls, c in sorted((it.record.get("classes") or {}).items()):
-        delta = c.get("delta_pct")
-        lo, hi = c.get("lo"), c.get("hi")
-        if delta is None:
-            continue
-        interval = f" {fmt.interval(lo, hi)}" if fmt.is_num(lo) and fmt.is_num(hi) else ""
-        parts.append(f"{cls} {fmt.change(delta)}{interval} {c.get('verdict', '')}".rstrip())
-    return "; ".join(parts) or "—"
-
-
-def _kept(inp: ReportInputs) -> list[str]:
-    d = inp.data
-    rows = []
-    for it in d.chain:
-        dec = it.record.get("decision") or {}
-        rows.append(
-            [
-                f"v{it.version}",
-                fmt.sha(it.commit),
-                it.hypothesis,
-                it.target_class or "global",
-                f"{it.status} ({dec.get('by', 'engine')})",
-                _class_deltas(it),
-                profiler_view.change_cell(it),
-                truth_line(dict(it.record), str(it.status)),
-                dec.get("rounds") or "—",
-                fmt.num(dec.get("gpu_seconds")),
-                ", ".join(it.record.get("changed_files") or []) or "—",
-            ]
-        )
-    lines = [
-        "## Kept iterations",
-        "",
-        "The keeps the final tree is made of, oldest first. Δ per class is the candidate against the "
-        "best of that moment, measured paired; the interval is the decision's, at "
-        f"{inp.cfg.decide.confidence:g} confidence, valid under its repeated looks.",
-        "",
-    ]
-    timer_only = [
-        f"v{it.version}" for it in d.chain if truth_line(dict(it.record), str(it.status)).startswith(TIMER_ONLY)
-    ]
-    if timer_only:
-        lines += [
-            f"{TIMER_ONLY.capitalize()}: {', '.join(timer_only)} ({len(timer_only)} of {len(rows)} keeps: no "
-            "profiler on the GPU, or without a GPU no OS accounting that could tell).",
-            "",
-        ]
-    if rows:
-        lines += _table(
-            [
-                "iteration",
-                "commit",
-                "hypothesis",
-                "target",
-                "verdict (by)",
-                "Δ per class [interval]",
-                "profiler per class: ns/call best → cand (change, agreement)",
-                "confirmed by (external truth)",
-                "rounds",
-                "GPU-s",
-                "files",
-            ],
-            rows,
-        )
-    else:
-        lines.append("None: no candidate was kept.")
-    stray = d.stray_keeps
-    if stray:
-        lines += [
-            "",
-            "Kept but not part of the final tree (left out of the statistics): "
-            + ", ".join(f"v{it.version} ({it.hypothesis})" for it in stray),
-        ]
-    return [*lines, ""]
-
-
 def _dispatch(inp: ReportInputs, stats: list[ConfigStats]) -> list[str]:
     d = inp.data
     lines = ["## Dispatch", ""]
@@ -449,195 +380,3 @@ def _kernel_of(it: Iteration) -> str:
     prof = it.record.get("profile") or {}
     side = prof.get("cand") if it.status != "baseline" else prof.get("best")
     return (side or {}).get("hottest") or "not profiled"
-
-
-# ---------------------------------------------------------------------------------------
-# Roofline and profiler
-
-
-def _roofline(inp: ReportInputs) -> list[str]:
-    rv = inp.roofline
-    r = inp.cfg.roofline
-    lines = ["## Roofline", ""]
-    if not rv.available:
-        lines += [f"Not measured: {rv.why_not}.", ""]
-    else:
-        p = rv.peaks
-        assert p is not None
-        unit = inp.cfg.target.metric
-        lines += [
-            f"- GPU: {rv.gpu_name or 'unknown'}",
-            f"- FLOPs per call: `{r.flops or '0'}`; bytes per call: `{r.bytes or '0'}` "
-            "(inputs read once, outputs written once)",
-            f"- peak bandwidth: {p.bandwidth_spec.line()}",
-            f"- peak compute: {p.flops_spec.line()}",
-            "- floor = max(bytes / peak bandwidth, FLOPs / peak compute); % of peak = floor / measured time",
-            "",
-        ]
-        rows = []
-        for key, fp in rv.final.items():
-            bp = rv.baseline.get(key)
-            floor = None if fp.floor_s is None else fp.floor_s / r.unit_scale
-            rows.append(
-                [
-                    key,
-                    fmt.num(fp.flops),
-                    fmt.num(fp.bytes),
-                    fmt.num(fp.intensity),
-                    fp.bound,
-                    fmt.num(floor),
-                    fmt.rate(bp.achieved_Bps if bp else None, "B/s"),
-                    fmt.rate(fp.achieved_Bps, "B/s"),
-                    fmt.rate(fp.achieved_flops, "FLOP/s"),
-                    fmt.share(bp.pct_of_peak if bp else None),
-                    fmt.share(fp.pct_of_peak),
-                    "**faster than its floor: suspicious**" if fp.suspicious else "",
-                ]
-            )
-        lines += _table(
-            [
-                "config",
-                "FLOPs",
-                "bytes",
-                "FLOP/byte",
-                "bound",
-                f"floor {unit}",
-                "baseline bandwidth",
-                "final bandwidth",
-                "final FLOP/s",
-                "baseline % of peak",
-                "final % of peak",
-                "note",
-            ],
-            rows,
-        )
-        lines += [""]
-        if rv.final_classes:
-            crow = []
-            for cls, c in rv.final_classes.items():
-                b = rv.baseline_classes.get(cls)
-                crow.append(
-                    [
-                        cls,
-                        c.bound,
-                        fmt.share(b.pct_geomean if b else None),
-                        fmt.share(c.pct_geomean),
-                        fmt.share(c.pct_min),
-                        _blocker(c.bound, c.pct_geomean, inp.cfg.stop.target_pct_of_peak),
-                    ]
-                )
-            lines += _table(
-                ["class", "bound", "baseline % of peak", "final % of peak", "lowest final %", "bound or blocker"], crow
-            )
-            lines += [""]
-    recorded = _recorded_roofline(inp.data)
-    if recorded:
-        lines += recorded
-    if inp.data.meta.get("roofline_md"):
-        lines += ["The Step 0 analysis written at the baseline is in the workspace's README.md.", ""]
-    return lines
-
-
-def _blocker(bound: str, pct: float | None, target: float) -> str:
-    if bound in ("unknown", "mixed") or pct is None:
-        return (
-            "no sourced peak for this GPU: the bound cannot be named"
-            if bound == "unknown"
-            else "configs of this class have different bounds"
-        )
-    side = "memory bandwidth" if bound == "memory" else "compute throughput"
-    if pct >= target:
-        return f"{side}: at {fmt.share(pct)} of its roofline, the stop target ({fmt.share(target)}) is reached"
-    return f"{side}: at {fmt.share(pct)} of its roofline, below the {fmt.share(target)} stop target"
-
-
-def _recorded_roofline(d: RunData) -> list[str]:
-    """What the loop recorded for the final tree, from that keep's own samples."""
-    rec = d.best.record.get("roofline")
-    if not isinstance(rec, Mapping) or not rec:
-        return []
-    where = f"the loop's roofline record of v{d.best.version} (from that iteration's own samples)"
-    if rec.get("error"):
-        return [f"- {where}: the analysis failed: {rec['error']}", ""]
-    classes = rec.get("classes")
-    if isinstance(classes, Mapping) and all(isinstance(c, Mapping) for c in classes.values()):
-        parts = [f"`{cls}` {fmt.share(c.get('pct_geomean'))} ({c.get('bound', '—')})" for cls, c in classes.items()]
-        return [f"- In {where}: % of peak per class: {', '.join(parts) or '—'}", ""]
-    return [f"Recorded in {where}:", "", *generic_tables(rec), ""]
-
-
-def generic_tables(obj: Any, title: str = "") -> list[str]:
-    """A dict of records as markdown tables, whatever keys the records hold."""
-    if not isinstance(obj, Mapping):
-        return [f"- {title}: {fmt.value(obj)}"] if title else [fmt.value(obj)]
-    scalars = {k: v for k, v in obj.items() if not isinstance(v, Mapping | list)}
-    records = {k: v for k, v in obj.items() if isinstance(v, Mapping)}
-    lines: list[str] = []
-    if title:
-        lines += [f"*{title}*", ""]
-    if scalars:
-        lines += _table(["key", "value"], [[k, fmt.value(v)] for k, v in scalars.items()]) + [""]
-    flat = {k: v for k, v in records.items() if all(not isinstance(x, Mapping | list) for x in v.values())}
-    if flat:
-        cols: list[str] = []
-        for v in flat.values():
-            cols += [c for c in v if c not in cols]
-        lines += _table(["", *cols], [[k, *(fmt.value(v.get(c)) for c in cols)] for k, v in flat.items()]) + [""]
-    for k, v in records.items():
-        if k not in flat:
-            lines += generic_tables(v, str(k))
-    return lines
-
-
-def _all_iterations(inp: ReportInputs) -> list[str]:
-    d = inp.data
-    counts: dict[str, int] = {}
-    for it in d.unmasked:
-        counts[it.status] = counts.get(it.status, 0) + 1
-    rows = [
-        [
-            f"v{it.version}",
-            it.status,
-            it.hypothesis,
-            it.target_class or "global",
-            _class_deltas(it),
-            (it.record.get("decision") or {}).get("reason", ""),
-        ]
-        for it in d.unmasked
-    ]
-    return [
-        "## All iterations",
-        "",
-        "Unmasked iterations by status: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())),
-        "",
-        "<details><summary>Every unmasked iteration</summary>",
-        "",
-        *_table(["iteration", "status", "hypothesis", "target", "Δ per class [interval]", "reason"], rows),
-        "",
-        "</details>",
-        "",
-    ]
-
-
-def _masked(inp: ReportInputs) -> list[str]:
-    masked = inp.data.masked
-    lines = ["## Masked iterations", ""]
-    if not masked:
-        return [*lines, "None.", ""]
-    rows = [
-        [
-            f"v{it.version}",
-            it.status,
-            it.hypothesis,
-            fmt.sha(it.commit) if it.commit else "—",
-            (it.record.get("decision") or {}).get("reason", ""),
-        ]
-        for it in masked
-    ]
-    return [
-        *lines,
-        "Masked (by `kopt memory mask` or a restart): kept in run.db and memory/, left out of every number above.",
-        "",
-        *_table(["iteration", "status (masked)", "hypothesis", "commit", "reason"], rows),
-        "",
-    ]
