@@ -1,4 +1,4 @@
-"""[target].serve: the engine measures through two per-tree servers (measure.ServedTrees),
+"""[target].serve: the engine measures through two per-tree servers (served_trees.ServedTrees),
 audits the candidate's outputs itself, and records what each side's process spent.
 
 The fake server (tests/fake_target/serve.py) burns the CPU time it reports, so a patched
@@ -19,7 +19,8 @@ from kopt_supervisor.engine import config, gitops
 from kopt_supervisor.engine.decide.side_cost import SideCost
 from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.loop.context import open_run, single_lane
-from kopt_supervisor.engine.loop.measure import ServedTrees, measurer_for
+from kopt_supervisor.engine.loop.measure import measurer_for
+from kopt_supervisor.engine.loop.served_trees import ServedTrees
 from kopt_supervisor.engine.metrics import BenchError
 from kopt_supervisor.engine.records import Iteration, Status
 from kopt_supervisor.engine.workspace import Workspace

@@ -1,5 +1,5 @@
 """What one side's served process spent on one look, as the OS accounts for it, beside what
-its bench claims (the served looks of engine/loop/measure.py `ServedTrees` fill it; the
+its bench claims (the served looks of engine/loop/served_trees.py `ServedTrees` fill it; the
 decision weighs a claimed saving against it where no profiler is the final word). Pure data.
 """
 

@@ -1,10 +1,10 @@
 """Measurement: one look of best against candidate for a lane (docs/design.md §5).
 
-- `ServedTrees` (`[target].serve`): best and the candidate each in a process of its own,
-  confined to its tree, asked for each look on its stdin in ABBA order with one seed for
-  both, then audited: kopt compares the outputs of one timed call per config, picked after
-  the look, itself (engine/decide/audit.py). Best's process is kept while BEST does not
-  move; the candidate's is new for every decision.
+- `ServedTrees` (`[target].serve`, loop/served_trees.py): best and the candidate each in a
+  process of its own, confined to its tree, asked for each look on its stdin in ABBA order
+  with one seed for both, then audited: kopt compares the outputs of one timed call per
+  config, picked after the look, itself (engine/decide/audit.py). Best's process is kept
+  while BEST does not move; the candidate's is new for every decision.
 - `ProcessAbba`: the bench runs once in each tree, in ABBA order across looks (so linear
   drift cancels); each config's metric pairs up.
 - `AbCommand`: `[target].ab_command` imports both trees into one process and times them
@@ -14,32 +14,31 @@
 
 Every look returns a `Look` (its pairs and each side's measurement, for the correctness
 check) and leaves both trees as they were: a bench that writes into a tracked file is a
-bench failure, and what a bench leaves in the candidate's tree is removed.
+bench failure, and what a bench leaves in the candidate's tree is removed (loop/look_files.py).
 """
 
 from __future__ import annotations
 
-import concurrent.futures
-import dataclasses
-import secrets
 import shlex
-import shutil
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
 
-from kopt_supervisor.engine import bench_output, gitops, metrics, sandbox, treecheck
-from kopt_supervisor.engine.decide import audit
+from kopt_supervisor.engine import bench_output, metrics
 from kopt_supervisor.engine.decide.plausible import BenchRun
-from kopt_supervisor.engine.decide.side_cost import SideCost
 from kopt_supervisor.engine.loop.context import RunContext, last_line
-from kopt_supervisor.engine.loop.jails import tree_of
 from kopt_supervisor.engine.loop.lane import Lane, Look, Measurer
-from kopt_supervisor.engine.metrics import BenchError, ConfigResult, Measurement
+from kopt_supervisor.engine.loop.look_files import (
+    FreshCaches,
+    check_after_run,
+    ensure_best_pristine,
+    keep_csv,
+    tree_hashes,
+)
+from kopt_supervisor.engine.loop.served_trees import ServedTrees
+from kopt_supervisor.engine.metrics import BenchError, Measurement
 from kopt_supervisor.engine.records import Iteration
 from kopt_supervisor.engine.runner import Server, ServerError
-from kopt_supervisor.engine.sandbox import Confinement, read_output
+from kopt_supervisor.engine.sandbox import Confinement
 
 
 def measurer_for(ctx: RunContext, lane: Lane) -> Measurer:
@@ -71,101 +70,6 @@ def run_bench(
     measurement = bench_output.read_measurement(path, ctx.cfg.target, from_stdout=csv == "-")
     check_after_run(ctx, lane, it, tree)
     return measurement, res.duration_s
-
-
-def keep_csv(ctx: RunContext, it: Iteration, path: Path, name: str, suffix: str = ".csv") -> None:
-    """A copy of what a run wrote, beside its logs (the tree's copy is cleaned away)."""
-    if path.suffix != ".out":
-        try:
-            (ctx.ws.log_dir(it.version) / f"{name}{suffix}").write_bytes(read_output(path, 64 * 1024 * 1024))
-        except OSError:
-            pass
-
-
-def keep_bytes(ctx: RunContext, it: Iteration, data: bytes, name: str) -> None:
-    """What kopt read of a run's file, beside its logs."""
-    try:
-        (ctx.ws.log_dir(it.version) / name).write_bytes(data)
-    except OSError:
-        pass
-
-
-def tree_hashes(lane: Lane, it: Iteration) -> tuple[str, str]:
-    """(best's tree, the candidate's staged tree): the keys of their per-tree caches."""
-    return tree_of(lane.best, it.best_commit_before or "HEAD"), str(it.record.get("evaluated_tree") or "")
-
-
-def check_after_run(ctx: RunContext, lane: Lane, it: Iteration, tree: Path) -> None:
-    """After a run of candidate (or best) code: the whole tree against what was measured.
-    A changed tracked file, or new executable content, links or special files, fail the run
-    (the tree is put back); whatever else the run left (its CSV, logs, caches) is removed, so
-    nothing a bench wrote ever joins the candidate or runs in the next look."""
-    cand = tree == lane.cand
-    base = str(it.record.get("evaluated_tree") or "") if cand else it.best_commit_before or ""
-    report = treecheck.inspect(tree, base or "HEAD", label=f"{tree.name}/")
-    problems = {k: v for k, v in report.problems().items() if k != treecheck.SHADOWING}
-    try:
-        if report.modified:
-            raise BenchError(
-                f"the bench modified tracked file(s) in {tree.name}/: {', '.join(report.modified[:5])} (restored)"
-            )
-        if problems:
-            raise BenchError(f"the bench left what a run must not in {report.reason()} (removed)")
-    finally:
-        if cand:
-            gitops.restore_from_index(tree)
-            gitops.remove_untracked(tree)
-            gitops.remove_ignored(tree, keep=it.record.get("forced_paths", []))
-        else:
-            gitops.reset_clean(tree, base or "HEAD")
-
-
-def ensure_best_pristine(ctx: RunContext, lane: Lane, it: Iteration, r: int) -> None:
-    """Right before a look: best/ exactly at BEST_COMMIT, untracked and ignored files included.
-    A difference is restored and recorded; one that appeared between two looks of a decision
-    (something wrote into best/ while it was measured) fails the decision."""
-    best = it.best_commit_before or ""
-    report = treecheck.inspect(lane.best, best, strict=True, modules=(), label=f"{lane.best.name}/")
-    if not report.differs:
-        return
-    gitops.reset_clean(lane.best, best)
-    ctx.event(
-        "tamper",
-        f"v{it.version}: best/ was not at BEST_COMMIT before look {r + 1}: "
-        f"{report.reason() or ', '.join(report.new[:5])} (restored)",
-        it=it,
-        level="warn",
-    )
-    if r > 0:
-        raise BenchError(
-            f"best/ changed during the decision ({report.reason() or 'new files'}): earlier looks may "
-            "have measured a tampered best"
-        )
-
-
-class FreshCaches:
-    """Caches of a decision's own (`fresh_<lane>_<side>-<tree>`), emptied when the decision
-    first uses them, never the trees' caches the measured runs filled: nothing the
-    candidate's earlier processes left in a cache, a compiled kernel or a stored output,
-    reaches the processes that verify it."""
-
-    def __init__(self, ctx: RunContext, lane: Lane) -> None:
-        self.ctx, self.lane = ctx, lane
-        self._emptied: set[Path] = set()
-
-    def path(self, side: str, tree_hash: str) -> Path:
-        """The side's fresh cache folder, as it is (`get` empties it once per decision)."""
-        return sandbox.cache_dir(self.ctx.ws.dir, f"fresh_{self.lane.index}_{side}", tree_hash)
-
-    def get(self, side: str, tree_hash: str) -> Path:
-        path = self.path(side, tree_hash)
-        if path not in self._emptied:
-            shutil.rmtree(path, ignore_errors=True)
-            self._emptied.add(path)
-        return path
-
-    def new_decision(self) -> None:
-        self._emptied.clear()
 
 
 class ProcessAbba:
@@ -350,11 +254,6 @@ class ServedAb(AbCommand):
             server.close()
 
 
-SIDES = ("best", "cand")
-T = TypeVar("T")
-MAX_AUDIT_BYTES = 16 * 1024 * 1024
-
-
 class StaleBest(Exception):
     """A keep decided against a BEST that another lane's keep has moved since."""
 
@@ -386,371 +285,3 @@ class OnBest:
 
     def close(self) -> None:
         self.inner.close()
-
-
-class ServedTrees:
-    """`[target].serve`: one served process per tree (docs/files.md, "The per-tree serve
-    protocol"), each started in its tree (read-only to it), with a cache of its own and one
-    output folder, so candidate code never runs where best is measured.
-
-    A look: `look N SEED PATH` to both in ABBA order across looks, the same SEED (drawn with
-    `secrets`) for both; then a second seed, drawn only after both answered, and `audit N
-    SEED PATH` to both: kopt checks the rule's choices and compares the candidate's audited
-    outputs with best's (engine/decide/audit.py); a difference is a correctness failure of
-    the candidate's config. While one side is asked, the other's processes are stopped
-    (SIGSTOP): nothing it left running competes with the side being measured. Each side's
-    CPU time (its process tree, from just before its look to its audit's reply) and wall
-    time go into the look's `costs`.
-
-    Best's process is kept while BEST's tree does not change (it runs only kept code); the
-    candidate's is started anew at every decision, so nothing one candidate's code left in
-    its process reaches the next. `fresh` (the confirmation of a keep): both are started
-    anew at every decision, with caches of their own emptied at its start (`FreshCaches`);
-    `spawn` starts them ahead (the engine does while the profiler runs: their imports overlap
-    it), and they count as the next decision's.
-
-    On a GPU, when both processes are new at a look, both first answer a warm-up look at the
-    same time, never audited nor read (`_warm_up`): their compiles and CUDA graph captures
-    overlap instead of adding up, and the measured looks that follow alternate as always. On
-    the H100 the first look of a fresh pair took 21 s, two process starts one after the other
-    (docs/h100-wave3/part2-graphs-kept.md). Without a GPU (`warm_ups` None and the lane's gate
-    chose none) there is nothing to overlap: two looks at once only share the CPU."""
-
-    def __init__(self, ctx: RunContext, lane: Lane, *, fresh: bool = False, warm_ups: bool | None = None) -> None:
-        self.ctx, self.lane, self.fresh = ctx, lane, fresh
-        self.warm_ups = warm_ups
-        """Warm a new pair up at once: True, False, or None (when the lane's GPU is a real one)."""
-        self.caches = FreshCaches(ctx, lane) if fresh else None
-        self.looks = ctx.ws.dir / "looks" / f"lane{lane.index}{'_fresh' if fresh else ''}"
-        """Each side's output folder is `looks/<side>`: the one folder its process may write."""
-        self.servers: dict[str, Server] = {}
-        self.serving: dict[str, str] = {}
-        """side -> the tree hash its process was started on."""
-        self.stale: set[str] = set(SIDES)
-        """Sides whose process starts anew at the next look."""
-        self.new: set[str] = set()
-        """Sides whose process was started for the look in progress."""
-        self.unlooked: set[str] = set()
-        """Sides whose process has answered no look yet (spawned, or started for this look)."""
-        self.warm = True
-        """Warm-ups still pay: none has been answered `done N last` (a process that leaves
-        after every look gains nothing from one)."""
-        self.started = 0
-
-    def new_decision(self) -> None:
-        self.stale |= (set(SIDES) - self.unlooked) if self.fresh else {"cand"}
-        if self.caches is not None:
-            self.caches.new_decision()
-
-    def close(self) -> None:
-        for side in list(self.servers):
-            self._close(side)
-
-    def spawn(self, it: Iteration, stage: str, env: dict[str, str]) -> None:
-        """Start both sides' processes now, for the next decision's first look (a fresh pair:
-        its caches emptied now). A process only imports until its first request: nothing runs
-        on the GPU until that look."""
-        ensure_best_pristine(self.ctx, self.lane, it, 0)
-        hashes = dict(zip(SIDES, tree_hashes(self.lane, it), strict=True))
-        for side in SIDES:
-            self._server(side, it, stage, env, hashes[side])
-
-    def look(self, it: Iteration, stage: str, r: int, env: dict[str, str]) -> Look:
-        ctx, lane = self.ctx, self.lane
-        ensure_best_pristine(ctx, lane, it, r)
-        hashes = dict(zip(SIDES, tree_hashes(lane, it), strict=True))
-        order = SIDES if r % 2 == 0 else SIDES[::-1]
-        self.new.clear()
-        servers = {side: self._server(side, it, stage, env, hashes[side]) for side in order}
-        if self.warm and self.unlooked >= set(SIDES) and self._warms():
-            servers = self._warm_up(it, stage, env, hashes, r)
-        name = f"v{it.version}_{stage}_r{r}"
-        csvs = {side: self.looks / side / f"{name}.csv" for side in SIDES}
-        commits = {side: Path(f"{csvs[side]}{audit.COMMITMENT_SUFFIX}") for side in SIDES}
-        audits = {side: self.looks / side / f"{name}_audit.json" for side in SIDES}
-        for side in SIDES:  # earlier looks' files (their copies are in logs/), whatever else a process left
-            empty_folder(self.looks / side)
-        seed = secrets.randbits(63)
-        cpu: dict[str, float] = {}
-        wall: dict[str, float] = {}
-        leaving: set[str] = set()
-        try:
-            for side in order:
-                self._focus(side)
-                cpu[side] = servers[side].cpu_seconds()
-                t0 = time.monotonic()
-                words = self._ask(side, f"look {r} {seed} {csvs[side]}", "done", r)
-                wall[side] = time.monotonic() - t0
-                if words[2:3] == ["last"]:  # it leaves after this look's audit
-                    leaving.add(side)
-            promised = {side: self._snapshot(commits[side]) for side in SIDES}  # read before the seed exists
-            audit_seed = secrets.randbits(63)  # drawn only now: no process could see it coming
-            for side in order:
-                self._focus(side)
-                self._ask(side, f"audit {r} {audit_seed} {audits[side]}", "audited", r)
-                cpu[side] = servers[side].cpu_seconds() - cpu[side]
-        finally:
-            for server in self.servers.values():
-                server.resume()
-            for side in leaving:
-                self._close(side)
-        self.unlooked.clear()
-        for side in SIDES:
-            keep_csv(ctx, it, csvs[side], f"{stage}_r{r}_{side}")
-            data = promised[side]
-            if isinstance(data, bytes):  # the commitment as kopt read it before the audit seed
-                keep_bytes(ctx, it, data, f"{stage}_r{r}_{side}_sets.json")
-            keep_csv(ctx, it, audits[side], f"{stage}_r{r}_{side}_audit", suffix=".json")
-        check_after_run(ctx, lane, it, lane.best)
-        check_after_run(ctx, lane, it, lane.cand)
-        got, order_of = {}, {}
-        for side in SIDES:
-            got[side], order_of[side] = self._read(csvs[side], side, r)
-        best_m, cand_m = got["best"], got["cand"]
-        source = f"the candidate's look {r}"
-        metrics.check_shape(best_m, cand_m, source)
-        metrics.check_same_calls(best_m, cand_m, source)
-        cand_m = self._audit(audits, commits, promised, best_m, cand_m, order_of["best"], audit_seed, r)
-        pairs = metrics.paired(best_m, cand_m, r, "AB" if order[0] == "best" else "BA", source)
-        scale = ctx.cfg.roofline.unit_scale
-        costs = tuple(
-            SideCost(
-                side,
-                r,
-                round(cpu[side], 6),
-                round(wall[side], 6),
-                None if m.timed is None else m.timed * scale,
-                started=side in self.new,
-            )
-            for side, m in (("best", best_m), ("cand", cand_m))
-        )
-        return Look(pairs, best_m, cand_m, sum(wall.values()), costs=costs)
-
-    def _warms(self) -> bool:
-        if self.warm_ups is not None:
-            return self.warm_ups
-        chosen = self.lane.gate.chosen
-        return chosen is not None and str(getattr(chosen, "vendor", "none")) != "none"
-
-    def _warm_up(
-        self, it: Iteration, stage: str, env: dict[str, str], hashes: dict[str, str], r: int
-    ) -> dict[str, Server]:
-        """Both new processes answer one look at the same time (imports, compiles, captures
-        overlapping); its files are removed unread. A side whose warm-up failed or that leaves
-        after it is closed and started again by the measured look, which reports what is
-        wrong. Returns the processes for the measured look."""
-        n = -1 - r  # a look number no measured look has
-        for server in self.servers.values():
-            server.resume()
-        paths = {side: self.looks / side / f"warmup{-n}.csv" for side in SIDES}
-        seed = secrets.randbits(63)
-
-        def warm(side: str) -> bool:
-            try:
-                reply = self.servers[side].ask(
-                    f"look {n} {seed} {paths[side]}",
-                    timeout_s=self.ctx.cfg.target.timeout_s,
-                    is_reply=lambda line: line.split()[:2] in (["done", str(n)], ["fail", str(n)]),
-                )
-            except ServerError:
-                return False
-            if reply.split()[2:3] == ["last"]:
-                self.warm = False
-            return reply.split()[0] == "done" and self.warm
-
-        with concurrent.futures.ThreadPoolExecutor(len(SIDES)) as pool:
-            ok = dict(zip(SIDES, pool.map(warm, SIDES), strict=True))
-        for side in SIDES:
-            empty_folder(self.looks / side)
-            if not ok[side]:
-                self._close(side)
-        self.ctx.control.pump()
-        return {side: self._server(side, it, stage, env, hashes[side]) for side in SIDES}
-
-    def _read(self, path: Path, side: str, r: int) -> tuple[Measurement, tuple[str, ...]]:
-        """A side's look by the target's rules, each config in one row; and its config
-        columns in the CSV's order (the audit rule names a config by them)."""
-        t = self.ctx.cfg.target
-        source = f"{side}'s look {r} ({path.name})"
-        df = bench_output.read_table(path, metric=t.metric)
-        m = metrics.measure(df, t, source)
-        twice = [(k, len(c.values)) for k, c in m.configs.items() if len(c.values) > 1]
-        if twice:
-            raise BenchError(f"{source}: config {twice[0][0]} in {twice[0][1]} rows (one row per config)")
-        return m, tuple(c for c in df.columns if c in m.config_columns)
-
-    def _audit(
-        self,
-        paths: dict[str, Path],
-        commit_paths: dict[str, Path],
-        promised: dict[str, bytes | str],
-        best_m: Measurement,
-        cand_m: Measurement,
-        columns: tuple[str, ...],
-        seed: int,
-        r: int,
-    ) -> Measurement:
-        """Both sides' commitments and audits read and checked: best's must follow the rule
-        and its commitment (else the bench is broken); a candidate's config whose audit breaks
-        the rule, differs from what it committed to, or whose committed outputs or audit
-        differ from best's fails, with the first bad value as its reason."""
-        audits, commits = {}, {}
-        for side, m in (("best", best_m), ("cand", cand_m)):
-            commits[side] = self._read_side(
-                commit_paths[side],
-                f"{side}'s commitment of look {r}",
-                m,
-                audit.parse_commitment,
-                "committed",
-                promised[side],
-            )
-            audits[side] = self._read_side(paths[side], f"{side}'s audit of look {r}", m, audit.parse, "audited")
-        failed: dict[str, ConfigResult] = {}
-        for key, b in best_m.configs.items():
-            rule_key = audit.config_key(b.row, columns)
-            best_a = audits["best"][key]
-            wrong = audit.rule_problem(best_a, seed, rule_key) or audit.commitment_problem(best_a, commits["best"][key])
-            if wrong:
-                raise BenchError(
-                    f"best's audit of look {r}, config {key}: {wrong} (the bench does not follow the "
-                    "audit rule of docs/files.md)"
-                )
-            cand_a = audits["cand"][key]
-            why = (
-                audit.rule_problem(cand_a, seed, rule_key)
-                or audit.commitment_problem(cand_a, commits["cand"][key])
-                or audit.compare(best_a, cand_a)
-                or audit.compare_sets(commits["best"][key], commits["cand"][key], best_a.atol, best_a.rtol)
-            )
-            if why:
-                c = cand_m.configs[key]
-                failed[key] = dataclasses.replace(c, ok=False, reasons=(*c.reasons, f"kopt's audit: {why}"))
-        return dataclasses.replace(cand_m, configs={**cand_m.configs, **failed}) if failed else cand_m
-
-    @staticmethod
-    def _snapshot(path: Path) -> bytes | str:
-        """A side's file as it is now (its bytes), or why it cannot be read."""
-        try:
-            return read_output(path, MAX_AUDIT_BYTES)
-        except OSError as e:
-            return str(e.strerror or e)
-
-    def _read_side(
-        self,
-        path: Path,
-        what: str,
-        m: Measurement,
-        parse: Callable[[str, tuple[str, ...], str], dict[str, T]],
-        verb: str,
-        data: bytes | str | None = None,
-    ) -> dict[str, T]:
-        """One side's audit or commitment file (or its bytes read earlier, or why they could not
-        be), parsed, with exactly the configs of its look."""
-        source = f"{what} ({path.name})"
-        if data is None:
-            data = self._snapshot(path)
-        if isinstance(data, str):
-            raise BenchError(f"{source}: cannot read it: {data}")
-        text = data.decode("utf-8", errors="replace")
-        got = parse(text, m.config_columns, source)
-        missing = sorted(set(m.configs) - set(got))
-        extra = sorted(set(got) - set(m.configs))
-        if missing or extra:
-            raise BenchError(
-                f"{source}: "
-                + (f"config {missing[0]} not {verb}" if missing else f"config {extra[0]} is not in its look")
-            )
-        return got
-
-    def _server(self, side: str, it: Iteration, stage: str, env: dict[str, str], tree_hash: str) -> Server:
-        """The side's process: the one kept (its tree and GPU unchanged, not due to start
-        anew), or a fresh one in a clean output folder."""
-        server = self.servers.get(side)
-        where = self.caches.path(side, tree_hash) if self.caches is not None else None
-        env = {**env, **self.ctx.jails.env(side, tree_hash, cache=where)}  # unconfined: the tree's cache
-        if (
-            server is not None
-            and server.alive
-            and side not in self.stale
-            and self.serving.get(side) == tree_hash
-            and server.env == self.ctx.procs.env(env)
-        ):
-            return server
-        self._close(side)
-        self.stale.discard(side)
-        tree = self.lane.best if side == "best" else self.lane.cand
-        folder = self.looks / side
-        if folder.is_symlink():
-            folder.unlink()
-        folder.mkdir(parents=True, exist_ok=True)
-        empty_folder(folder)  # what an earlier process of this side left
-        cache = self.caches.get(side, tree_hash) if self.caches is not None else None
-        self.ctx.jails.env(side, tree_hash, cache=cache)  # unconfined: the folder made again once emptied
-        jail = self.ctx.jails.bench(tree, side, tree_hash, outputs=(folder,), write_tree=False, cache=cache)
-        self.started += 1
-        try:
-            server = self.ctx.procs.server(
-                it,
-                self.ctx.cfg.target.serve,
-                cwd=tree,
-                env=env,
-                confine=jail,
-                name=f"{stage}_{side}_serve{self.started}",
-            )
-        except ServerError as e:
-            raise BenchError(f"serve on {tree.name}/ {e}") from None
-        self.servers[side], self.serving[side] = server, tree_hash
-        self.new.add(side)
-        self.unlooked.add(side)
-        return server
-
-    def _focus(self, side: str) -> None:
-        """Only `side`'s process runs: the other is stopped (SIGSTOP, its whole tree) until
-        the look's requests are answered, so nothing it left running (a busy thread, a child)
-        takes a CPU from the side being measured or does work outside its own requests."""
-        for other, server in self.servers.items():
-            if other != side:
-                server.pause()
-        self.servers[side].resume()
-
-    def _ask(self, side: str, request: str, answer: str, r: int) -> list[str]:
-        """One request to a side's process; its reply's words. No reply, or `fail`, is a
-        bench failure (the process is ended)."""
-        tree = (self.lane.best if side == "best" else self.lane.cand).name
-        try:
-            reply = self.servers[side].ask(
-                request,
-                timeout_s=self.ctx.cfg.target.timeout_s,
-                poll=self.ctx.control.pump,
-                poll_interval_s=self.ctx.poll_interval_s,
-                is_reply=lambda line: line.split()[:2] in ([answer, str(r)], ["fail", str(r)]),
-            )
-        except ServerError as e:
-            self._close(side)
-            raise BenchError(f"serve on {tree}/ {e}") from None
-        words = reply.split()
-        if words[0] == "fail":
-            self._close(side)
-            what = "audit" if answer == "audited" else "measure"
-            raise BenchError(f"serve on {tree}/ could not {what} look {r}: {' '.join(words[2:]) or 'no reason given'}")
-        return words
-
-    def _close(self, side: str) -> None:
-        self.serving.pop(side, None)
-        self.unlooked.discard(side)
-        server = self.servers.pop(side, None)
-        if server is not None:
-            server.close()
-
-
-def empty_folder(folder: Path) -> None:
-    """Remove what `folder` holds (links as links, never followed); the folder stays."""
-    try:
-        entries = list(folder.iterdir())
-    except OSError:
-        return
-    for entry in entries:
-        if entry.is_dir() and not entry.is_symlink():
-            shutil.rmtree(entry, ignore_errors=True)
-        else:
-            entry.unlink(missing_ok=True)
