@@ -38,13 +38,15 @@ from kopt_supervisor.engine.loop.context import RunContext, acquire, last_line, 
 from kopt_supervisor.engine.loop.control import Step
 from kopt_supervisor.engine.loop.jails import tree_of
 from kopt_supervisor.engine.loop.lane import Lane
-from kopt_supervisor.engine.loop.measure import OnBest, ProcessAbba, ServedTrees, check_after_run
+from kopt_supervisor.engine.loop.look_files import check_after_run
+from kopt_supervisor.engine.loop.measure import OnBest, ProcessAbba
 from kopt_supervisor.engine.loop.rounds import (
     CorrectnessFailure,
     DecisionRounds,
     cand_medians,
     guard_configs,
 )
+from kopt_supervisor.engine.loop.served_trees import ServedTrees
 from kopt_supervisor.engine.metrics import BenchError
 from kopt_supervisor.engine.profile import PROFILE_ENV, ProfileSummary, choose_profiler
 from kopt_supervisor.engine.profile.agreement import AGREES, Agreement
