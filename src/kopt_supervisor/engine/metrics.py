@@ -25,14 +25,15 @@ import math
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from kopt_supervisor.engine import expr
 from kopt_supervisor.engine.config import TargetConfig
 from kopt_supervisor.engine.decide import Pair
 from kopt_supervisor.engine.errors import KoptFailure
+
+if TYPE_CHECKING:  # imported where a table is read: pandas is 0.39 s of every kopt process's start
+    import pandas as pd
 
 AB_COLUMNS = ("side", "block")
 MEAN_SUFFIX = "_mean"
@@ -137,6 +138,8 @@ def parse_class_key(key: str) -> dict[str, str]:
 def parse_table(text: str, *, metric: str, from_stdout: bool = False, source: str = "CSV") -> pd.DataFrame:
     """A bench's table from its text (`from_stdout`: the last CSV block naming the metric
     among log lines). `source` names the file in errors."""
+    import pandas as pd
+
     if from_stdout:
         text = _csv_block(text, metric, source)
     if not text.strip():
@@ -202,6 +205,8 @@ def missing_metric(name: str, df: pd.DataFrame, source: str) -> str:
     """The one line of a [target].metric that names no column of the bench's table: the file,
     the key and its value, a close match, the names a metric can take (the numeric columns)
     and the others."""
+    import pandas as pd
+
     cols = [str(c) for c in df.columns]
     numeric = [c for c in cols if pd.to_numeric(df[c], errors="coerce").notna().any()]
     other = [c for c in cols if c not in numeric]
@@ -241,6 +246,8 @@ def resolve_columns(df: pd.DataFrame, cfg: TargetConfig, source: str) -> tuple[l
 
 
 def measure(df: pd.DataFrame, cfg: TargetConfig, source: str = "CSV") -> Measurement:
+    import pandas as pd
+
     config_cols, class_cols = resolve_columns(df, cfg, source)
     metric = pd.to_numeric(df[cfg.metric], errors="coerce")
     passed = _evaluate_rule(df, cfg.correct, source) if cfg.correct else pd.Series(True, index=df.index)
@@ -378,6 +385,8 @@ def _named(items: list[str]) -> str:
 
 
 def _timed(df: pd.DataFrame, metric: pd.Series, calls_column: str) -> float | None:
+    import pandas as pd
+
     if not calls_column:
         return None
     calls = pd.to_numeric(df[calls_column], errors="coerce")
@@ -413,6 +422,8 @@ def ab_pairs(
     """Paired samples from an ab_command table, plus each side's measurement (for the
     correctness check). Rows pair up by (config, block): each config once per side and
     block, the same (config, block) cells on both sides, else a BenchError naming them."""
+    import pandas as pd
+
     for col in AB_COLUMNS:
         if col not in df.columns:
             raise BenchError(f"{source}: ab_command output lacks column {col!r}")
