@@ -22,6 +22,19 @@ share confirmed / refuted / undecided and the mean looks, for
 - ml_ci98, ml_ci95: beyond_noise at 98% and 95%.
 ~12 min for 10,000 draws over 2 cores (--jobs 2).
 
+--extend weighs the extension past MAX_LOOKS (2026-11-29; docs/decision.md, "More looks for
+half a claim in noise"): per case (A/A claims of 2, 3, 10, 49%; true gains of 2, 3, 5, 10, 49%
+claimed as they are), EXTENDED_MAX_LOOKS fresh looks a draw, the share confirmed (before
+MAX_LOOKS + at it + after it) / refuted / undecided and the mean looks, for `point` (MAX_LOOKS
+on the estimate alone, before 97b6dec), `97b6dec` (`judge(..., extend_to=MAX_LOOKS)`) and
+`extend` (`judge` as it is). Its H200 table: each 12-look A/A iteration of a class, rotated by
+an even offset, the claim's interval from the class's next iteration. --replay-run WS replays
+a run's recorded confirmations (WS/run.db, WS/kopt.toml) through the three rules; one the
+extension sends past its recorded looks is finished --resamples times from its own looks.
+
+    .venv/bin/python -m experiments.confirmation_looks --extend --jobs 2 --h200-aa .device/run3/part2/part2.tgz \
+        --replay-run /work/.device/3/part4/x/raw/ws_wave3-power
+
 The noise (per config and look, on log(candidate/best)): lognormal with sd `sigma`; a part
 `rho` of it shared by every config of the look (a side's clocks or a load spike move all its
 configs); a first/second position effect per config that alternates with the look's order
@@ -89,8 +102,10 @@ from kopt_supervisor.engine.decide import Pair, Policy, Verdict
 from kopt_supervisor.engine.decide.confirmation import (
     CONFIRMING,
     CONSISTENT_NOISE_MULTIPLE,
+    EXTENDED_MAX_LOOKS,
     MAX_LOOKS,
     MIN_LOOKS,
+    Confirmation,
     beyond_noise,
     decided_sd,
     judge,
@@ -151,11 +166,11 @@ SCENARIOS = (
 )
 
 
-def draw(rng: random.Random, sc: Scenario, scale: float = 1.0) -> list[list[float]]:
-    """MAX_LOOKS looks x K configs of noise on log(candidate/best)."""
+def draw(rng: random.Random, sc: Scenario, scale: float = 1.0, n: int = MAX_LOOKS) -> list[list[float]]:
+    """n looks (MAX_LOOKS) x K configs of noise on log(candidate/best)."""
     signs = [rng.choice((-1.0, 1.0))] * sc.k if sc.pos_sign == "shared" else [rng.choice((-1.0, 1.0)) for _ in sc.pos]
     looks = []
-    for look in range(MAX_LOOKS):
+    for look in range(n):
         order = 1.0 if look % 2 == 0 else -1.0
         shared = rng.gauss(0.0, 1.0)
         spike = rng.choice((-1.0, 1.0)) * LOOK_SPIKE[1] if rng.random() < LOOK_SPIKE[0] else 0.0
@@ -301,7 +316,7 @@ def outcomes(x: list[list[float]], claim: float, decision: list[list[float]]) ->
     for n in range(MIN_LOOKS, MAX_LOOKS + 1):
         final = n == MAX_LOOKS
         looks = [p for p in pairs if p.round < n]
-        before = judge(looks, bare, POLICY).outcome
+        before = judge(looks, bare, POLICY, extend_to=MAX_LOOKS).outcome
         a = alpha_at_look(n, RULE, final=final)
         for rule in RULES:
             if rule in done:
@@ -309,7 +324,7 @@ def outcomes(x: list[list[float]], claim: float, decision: list[list[float]]) ->
             if rule == "front":
                 out = front(x[:n], half, final)
             elif rule == "after":
-                out = judge(looks, keep, POLICY).outcome
+                out = judge(looks, keep, POLICY, extend_to=MAX_LOOKS).outcome
             elif rule == "before" or before != "looking":
                 out = before
             elif rule == "floor_rel":
@@ -478,7 +493,7 @@ def max_looks_outcomes(x: list[list[float]], claim: float, decision: list[list[f
     pairs = pairs_of(x)
     for n in range(MIN_LOOKS, MAX_LOOKS + 1):
         looks = [p for p in pairs if p.round < n]
-        out = judge(looks, keep, POLICY)
+        out = judge(looks, keep, POLICY, extend_to=MAX_LOOKS)
         if out.final:
             break
     got = {rule: (out.outcome, out.looks) for rule in ML_RULES}
@@ -547,10 +562,216 @@ def ml_replay(looks: dict[str, list[list[list[float]]]]) -> str:
     return ml_table(f"The H200's A/A looks ({len(windows)} windows of {MAX_LOOKS} looks)", ml_collect(windows))
 
 
-def _scenario_table(i: int, draws: int, seed: int, max_looks: bool) -> str:
+# ---------------------------------------------------------------- the extension past MAX_LOOKS (--extend)
+
+EXT_CASES: tuple[tuple[str, float, float], ...] = (
+    *((f"A/A {1 - c:.0%}", c, 1.0) for c in (0.98, 0.97, 0.90, 0.51)),
+    *((f"{c - 1:.0%}", c, c) for c in (0.98, 0.97, 0.95, 0.90, 0.51)),
+)
+"""(name, claimed, true cost ratio): A/A claims that are not there, true gains claimed as they are."""
+EXT_RULES = ("point", "97b6dec", "extend")
+"""point: MAX_LOOKS confirms half the claim on the estimate alone (before 97b6dec); 97b6dec:
+MAX_LOOKS asks `beyond_noise` at alpha, no extension (`judge(..., extend_to=MAX_LOOKS)`);
+extend: `judge` as it is (alpha split between MAX_LOOKS and looks 7..EXTENDED_MAX_LOOKS)."""
+
+
+def _run(pairs: list[Pair], keep: Verdict, first: int, last: int, extend_to: int) -> Confirmation:
+    out = None
+    for n in range(first, last + 1):
+        out = judge([p for p in pairs if p.round < n], keep, POLICY, extend_to=extend_to, looks=n)
+        if out.final:
+            return out
+    assert out is not None
+    return out
+
+
+def extend_outcomes(x: list[list[float]], claim: float, decision: list[list[float]]) -> dict[str, tuple[str, int]]:
+    """Each EXT_RULES rule's (outcome, looks), `judge` run look by look over the fresh looks `x`
+    (EXTENDED_MAX_LOOKS of them; the rules before the extension see the first MAX_LOOKS)."""
+    keep, _, _ = claim_of(claim, decision)
+    pairs = pairs_of(x)
+    old = _run(pairs, keep, MIN_LOOKS, MAX_LOOKS, MAX_LOOKS)
+    got = {"97b6dec": (old.outcome, old.looks), "point": (old.outcome, old.looks)}
+    claimed = [c for c in old.classes if c.claimed is not None]
+    if old.outcome == "undecided" and any(c.state == "half_in_noise" for c in claimed):
+        ok = all(c.state in (*CONFIRMING, "half_shown", "half_in_noise") for c in claimed)
+        ok = ok and not any(c.state == "looks_slower" for c in old.classes if c.claimed is None)
+        got["point"] = ("confirmed" if ok else "undecided", old.looks)
+    if old.looks < MAX_LOOKS:  # before MAX_LOOKS the rules are one
+        got["extend"] = got["97b6dec"]
+    else:
+        new = _run(pairs, keep, MAX_LOOKS, EXTENDED_MAX_LOOKS, EXTENDED_MAX_LOOKS)
+        got["extend"] = (new.outcome, new.looks)
+    return got
+
+
+def _ext_row(got: list[tuple[str, int]]) -> str:
+    n = len(got)
+    share = {o: sum(g == o for g, _ in got) / n for o in ("confirmed", "refuted", "undecided")}
+    path = [sum(g == "confirmed" and test(k) for g, k in got) / n for test in _PATHS]
+    looks = sum(k for _, k in got) / n
+    return (
+        f"{share['confirmed']:.4f} ({' + '.join(f'{p:.4f}' for p in path)}) / {share['refuted']:.4f} / "
+        f"{share['undecided']:.4f} / {looks:.2f}"
+    )
+
+
+_PATHS = (lambda k: k < MAX_LOOKS, lambda k: k == MAX_LOOKS, lambda k: k > MAX_LOOKS)
+
+
+def ext_table(title: str, cases: dict[str, dict[str, list[tuple[str, int]]]]) -> str:
+    lines = [
+        f"### {title}",
+        "",
+        f"Per cell: confirmed (before {MAX_LOOKS} looks + at {MAX_LOOKS} + after it) / refuted / undecided / "
+        "mean looks.",
+        "",
+        f"| case | {' | '.join(EXT_RULES)} |",
+        "|---" * (len(EXT_RULES) + 1) + "|",
+    ]
+    for case, _, _ in EXT_CASES:
+        lines.append(f"| {case} | {' | '.join(_ext_row(cases[rule][case]) for rule in EXT_RULES)} |")
+    return "\n".join(lines) + "\n"
+
+
+def ext_collect(runs: list[tuple[list[list[float]], list[list[float]]]]) -> dict[str, dict[str, list[tuple[str, int]]]]:
+    res: dict[str, dict[str, list[tuple[str, int]]]] = defaultdict(lambda: defaultdict(list))
+    for noise, decision in runs:
+        for case, claim, truth in EXT_CASES:
+            x = [[v + math.log(truth) for v in row] for row in noise]
+            for rule, got in extend_outcomes(x, claim, decision).items():
+                res[rule][case].append(got)
+    return res
+
+
+def ext_simulate(sc: Scenario, draws: int, seed: int) -> str:
+    rng = random.Random(f"{seed}/{sc.name}/extend")
+    runs = []
+    for _ in range(draws):
+        decision = draw(rng, sc)
+        runs.append((draw(rng, sc, sc.fresh_scale, EXTENDED_MAX_LOOKS), decision))
+    return ext_table(f"{sc.name} ({draws} draws a case)", ext_collect(runs))
+
+
+def h200_long_windows(looks: dict[str, list[list[list[float]]]]) -> list[tuple[list[list[float]], list[list[float]]]]:
+    """Per class and A/A iteration of EXTENDED_MAX_LOOKS looks, its looks rotated by an even
+    offset (AB and BA still alternate) as the fresh looks, the claim's interval from the first
+    DECISION_LOOKS looks of the class's next iteration."""
+    windows = []
+    for its in looks.values():
+        for i, it in enumerate(its):
+            nxt = its[(i + 1) % len(its)]
+            if len(it) < EXTENDED_MAX_LOOKS or len({len(r) for r in it + nxt}) != 1:
+                continue
+            it = it[:EXTENDED_MAX_LOOKS]
+            for s in range(0, EXTENDED_MAX_LOOKS, 2):
+                windows.append((it[s:] + it[:s], nxt[:DECISION_LOOKS]))
+    return windows
+
+
+def ext_replay(looks: dict[str, list[list[list[float]]]]) -> str:
+    windows = h200_long_windows(looks)
+    title = f"The H200's A/A looks ({len(windows)} rotations of {EXTENDED_MAX_LOOKS} looks)"
+    return ext_table(title, ext_collect(windows))
+
+
+# ---------------------------------------------------------------- a run's recorded confirmations (--replay-run)
+
+
+def replay_run(root: Path, resamples: int, seed: int) -> str:
+    """The recorded confirmations of a kopt run (its run.db and kopt.toml): each kept version's
+    reverify looks replayed through the three rules, look by look as recorded. A confirmation
+    the extension sends past its recorded looks is then finished `resamples` times with looks
+    drawn from its own recorded ones (an AB look for an AB look, every config of the look
+    together), and the share each outcome gets reported."""
+    import json
+    import sqlite3
+    import tomllib
+
+    from kopt_supervisor.engine.decide.verdict import guard_of
+
+    cfg = tomllib.loads((root / "kopt.toml").read_text()).get("decide", {})
+    policy = Policy.from_config(DecideConfig(**cfg))
+    db = sqlite3.connect(root / "run.db")
+    base = json.loads(db.execute("select record from iterations where version = 0").fetchone()[0])
+    production = {k: bool(c.get("production", True)) for k, c in (base.get("configs") or {}).items()}
+    guard = guard_of(production, cfg.get("production_verdicts")) if cfg.get("production_verdicts") else frozenset()
+    rng = random.Random(seed)
+    lines = [
+        f"### Recorded confirmations of {root}",
+        "",
+        "| v | recorded | point (before 97b6dec) | 97b6dec | extend | extend, finished from its own looks |",
+        "|---|---|---|---|---|---|",
+    ]
+    for (version,) in db.execute("select distinct version from samples where stage = 'reverify' order by version"):
+        record = json.loads(db.execute("select record from iterations where version = ?", (version,)).fetchone()[0])
+        keep = Verdict.from_dict(record["decision"])
+        rows = db.execute(
+            "select round, block, side, config, cls, value, ord, flagged from samples "
+            "where version = ? and stage = 'reverify'",
+            (version,),
+        ).fetchall()
+        sides: dict[tuple[int, int, str], dict[str, float]] = defaultdict(dict)
+        meta: dict[tuple[int, int, str], tuple[str, str, bool]] = {}
+        for rnd, block, side, config, cls, value, order, flagged in rows:
+            sides[(rnd, block, config)][side] = value
+            meta[(rnd, block, config)] = (cls, order, bool(flagged))
+        pairs = [
+            Pair(k[2], meta[k][0], v["best"], v["cand"], k[0], meta[k][1], k[1], meta[k][2])
+            for k, v in sorted(sides.items())
+            if "best" in v and "cand" in v
+        ]
+        n = len({p.round for p in pairs})
+
+        def run(ps: list[Pair], last: int, extend_to: int, keep: Verdict = keep) -> Confirmation:
+            out = None
+            for k in range(MIN_LOOKS, last + 1):
+                out = judge(
+                    [p for p in ps if p.round < k], keep, policy, guard_configs=guard, extend_to=extend_to, looks=k
+                )
+                if out.final:
+                    break
+            assert out is not None
+            return out
+
+        old = run(pairs, n, MAX_LOOKS)
+        point = old.outcome
+        if old.outcome == "undecided" and "within their noise" in old.reason:
+            point = "confirmed"
+        new = run(pairs, n, EXTENDED_MAX_LOOKS)
+        finished = "-"
+        if not new.final:
+            by_order: dict[str, list[int]] = defaultdict(list)
+            for p in pairs:
+                if p.round not in by_order[p.order]:
+                    by_order[p.order].append(p.round)
+            got = []
+            for _ in range(resamples):
+                ps = list(pairs)
+                for look in range(n, EXTENDED_MAX_LOOKS):
+                    order = "AB" if look % 2 == 0 else "BA"
+                    src = rng.choice(by_order[order])
+                    ps += [replace(p, round=look) for p in pairs if p.round == src]
+                out = run(ps, EXTENDED_MAX_LOOKS, EXTENDED_MAX_LOOKS)
+                got.append((out.outcome, out.looks))
+            share = {o: sum(g == o for g, _ in got) / len(got) for o in ("confirmed", "undecided", "refuted")}
+            looks = mean([float(k) for _, k in got])
+            finished = " / ".join(f"{o} {v:.0%}" for o, v in share.items()) + f", mean looks {looks:.1f}"
+        recorded = (record.get("confirmation") or {}).get("outcome", "?")
+        lines.append(
+            f"| v{version} | {recorded} ({n} looks) | {point} | {old.outcome}: {old.reason} | "
+            f"{new.outcome}: {new.reason} | {finished} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _scenario_table(i: int, draws: int, seed: int, max_looks: bool, extend: bool = False) -> str:
     sc = SCENARIOS[i]
     t0 = time.monotonic()
-    text = ml_simulate(sc, draws, seed) if max_looks else table(sc, simulate(sc, draws, seed), draws)
+    if extend:
+        text = ext_simulate(sc, draws, seed)
+    else:
+        text = ml_simulate(sc, draws, seed) if max_looks else table(sc, simulate(sc, draws, seed), draws)
     print(f"{sc.name}: {time.monotonic() - t0:.0f} s", file=sys.stderr, flush=True)
     return text
 
@@ -563,13 +784,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--h200-aa", type=Path, help="a wave-3 part2 archive (or its extracted folder) to replay")
     ap.add_argument("--max-looks", action="store_true", help="weigh MAX_LOOKS's rule (module docstring)")
     ap.add_argument("--jobs", type=int, default=1, help="scenarios simulated at once (processes)")
+    ap.add_argument("--extend", action="store_true", help="weigh the extension past MAX_LOOKS (module docstring)")
+    ap.add_argument("--replay-run", type=Path, help="a run's workspace (run.db, kopt.toml): replay its confirmations")
+    ap.add_argument("--resamples", type=int, default=1000, help="--replay-run: looks drawn to finish an extension")
     args = ap.parse_args(argv)
-    print(f"alpha {1 - POLICY.confidence:g}; MIN_LOOKS {MIN_LOOKS}, MAX_LOOKS {MAX_LOOKS}\n")
+    print(
+        f"alpha {1 - POLICY.confidence:g}; MIN_LOOKS {MIN_LOOKS}, MAX_LOOKS {MAX_LOOKS}, extended {EXTENDED_MAX_LOOKS}\n"
+    )
+    if args.replay_run:
+        print(replay_run(args.replay_run, args.resamples, args.seed), flush=True)
     if args.h200_aa:
         looks = h200_looks(args.h200_aa)
-        print(ml_replay(looks) if args.max_looks else replay(looks), flush=True)
+        text = ext_replay(looks) if args.extend else ml_replay(looks) if args.max_looks else replay(looks)
+        print(text, flush=True)
     chosen = [i for i, sc in enumerate(SCENARIOS) if args.only in sc.name]
-    one = functools.partial(_scenario_table, draws=args.draws, seed=args.seed, max_looks=args.max_looks)
+    one = functools.partial(
+        _scenario_table, draws=args.draws, seed=args.seed, max_looks=args.max_looks, extend=args.extend
+    )
     if args.jobs > 1:
         with multiprocessing.Pool(args.jobs) as pool:
             for text in pool.imap(one, chosen):

@@ -8,7 +8,9 @@ import random
 from kopt_supervisor.engine.config import DecideConfig
 from kopt_supervisor.engine.decide import GUARD_CLASS, Pair, Policy, Verdict
 from kopt_supervisor.engine.decide.confirmation import (
+    EXTENDED_MAX_LOOKS,
     MAX_LOOKS,
+    MIN_LOOKS,
     Confirmation,
     claimed_gains,
     consistent_gain,
@@ -167,27 +169,89 @@ def test_at_max_looks_half_the_claimed_gain_confirms_a_real_gain_noise_left_open
     assert {c.cls: c.state for c in out.classes} == {"small": "half_shown"} and out.classes[0].hi > 1.0
 
 
-def test_at_max_looks_half_a_small_claim_within_the_looks_noise_is_undecided():
-    """A/A: no change, a -2% claim. Six looks of 0.2% noise, one of them moved by -7% (a
-    disturbance the gate did not flag; six looks are too few for the outlier test): the
-    estimate shows -1.2%, half the claim. Before, MAX_LOOKS confirmed it on the estimate
-    alone (12 of the H200's 96 A/A windows); within the looks' noise it goes to review."""
-    keep = claim(small=0.98)
-    ratios = [1.002, 0.998, 0.93, 1.001, 1.0, 0.999]
-    pairs = [
+AA_DISTURBED = [1.002, 0.998, 0.93, 1.001, 1.0, 0.999]
+"""A/A looks of a -2% claim: 0.2% noise, the third look moved by -7% (a disturbance the gate did
+not flag; six looks are too few for the outlier test): the estimate shows -1.2%, half the claim."""
+
+
+def aa_disturbed(n: int) -> list[Pair]:
+    ratios = AA_DISTURBED + [1.0 + 0.002 * (-1) ** k for k in range(n - len(AA_DISTURBED))]
+    return [
         Pair(f"small/{c}", "small", 100.0, 100.0 * r * (1 + 0.001 * c), k, "AB" if k % 2 == 0 else "BA")
-        for k, r in enumerate(ratios)
+        for k, r in enumerate(ratios[:n])
         for c in range(2)
     ]
+
+
+def test_at_max_looks_half_a_small_claim_within_the_looks_noise_is_undecided():
+    """Before 2026-11-29, MAX_LOOKS confirmed the A/A -2% claim on the estimate alone (12 of
+    the H200's 96 A/A windows); within the looks' noise it is not confirmed: without the
+    extension (extend_to=MAX_LOOKS, 97b6dec's rule) it goes to review, with it the class
+    looks on (`test_an_a_a_claim_half_shown_in_noise_stays_undecided_at_the_extensions_cap`)."""
+    keep = claim(small=0.98)
+    pairs = aa_disturbed(MAX_LOOKS)
     assert judge(pairs[:10], keep, POLICY).outcome == "looking"
-    out = judge(pairs, keep, POLICY)
+    out = judge(pairs, keep, POLICY, extend_to=MAX_LOOKS)
     small = out.classes[0]
     assert shows_half(0.98, small.ratio) and small.ratio > 0.98 and small.hi > 1.0
     assert out.outcome == "undecided" and small.state == "half_in_noise", out.reason
     assert "within their noise" in out.reason and "claimed −2.0%" in out.reason
+    on = judge(pairs, keep, POLICY)
+    assert on.outcome == "looking" and on.classes[0].state == "half_in_noise", on.reason
+    assert "looking on, up to 12 looks" in on.reason
     # a real -3% in 4% per-look noise: half the claim, but six looks cannot tell it from no change
-    wide = judge(spread("small/cfg", "small", 0.97, 0.04), claim(small=0.97), POLICY)
+    wide = judge(spread("small/cfg", "small", 0.97, 0.04), claim(small=0.97), POLICY, extend_to=MAX_LOOKS)
     assert wide.outcome == "undecided" and wide.classes[0].state == "half_in_noise", wide.reason
+
+
+def test_an_a_a_claim_half_shown_in_noise_stays_undecided_at_the_extensions_cap():
+    """A/A, a -2% claim, 1.5% per-look noise (seeded): six looks show -1.4%, half the claim,
+    within their noise; six more looks never confirm it, nor rule out half of it, and at
+    EXTENDED_MAX_LOOKS it goes to review saying how many looks it took. (The disturbed A/A
+    looks above are refuted at look 8 instead: from 8 looks the outlier test sets the -7% look
+    aside and the quiet rest rules out half the claim.)"""
+    keep = claim(small=0.98)
+    pairs = fresh({"small": 1.0}, EXTENDED_MAX_LOOKS, noise=0.015, seed=55)
+    for n in range(MIN_LOOKS, EXTENDED_MAX_LOOKS):
+        out = judge([p for p in pairs if p.round < n], keep, POLICY)
+        assert out.outcome == "looking", (n, out.reason)
+    out = judge(pairs, keep, POLICY)
+    assert out.outcome == "undecided" and out.looks == EXTENDED_MAX_LOOKS, out.reason
+    assert "after 12 looks (6 past 6" in out.reason and "claimed −2.0%" in out.reason
+    assert out.classes[0].hi > 1.0
+
+
+def test_the_extension_confirms_a_real_small_gain_six_looks_left_within_their_noise():
+    """A real -3% in 1% per-look noise (seeded): after six looks its interval at the decision's
+    confidence holds no change (97b6dec's rule: undecided, the engineer's review); the same
+    fresh servers look on and the ninth look shows it, at the alpha the extension spends
+    there; the reason says how many looks it took."""
+    keep = claim(small=0.97)
+    pairs = fresh({"small": 0.97}, EXTENDED_MAX_LOOKS, noise=0.01, seed=12)
+    six = [p for p in pairs if p.round < MAX_LOOKS]
+    assert judge(six, keep, POLICY, extend_to=MAX_LOOKS).outcome == "undecided"
+    assert judge(six, keep, POLICY).outcome == "looking"
+    outs = [judge([p for p in pairs if p.round < n], keep, POLICY) for n in range(MAX_LOOKS, EXTENDED_MAX_LOOKS + 1)]
+    first = next(o for o in outs if o.final)
+    assert first.outcome == "confirmed" and 8 <= first.looks <= EXTENDED_MAX_LOOKS, first.reason
+    assert f"after {first.looks} looks ({first.looks - MAX_LOOKS} past 6" in first.reason
+    assert first.classes[0].state == "shown" and first.classes[0].hi < 1.0
+
+
+def test_only_a_class_half_in_noise_extends():
+    """A claimed class refuted, or another class proven slower, ends at MAX_LOOKS as before;
+    a class with less than half its claim does not look on."""
+    refuted = judge(spread("small/cfg", "small", 1.0, 0.002), claim(small=0.9), POLICY)
+    assert refuted.outcome == "refuted", refuted.reason
+    disturbed = aa_disturbed(EXTENDED_MAX_LOOKS)  # the outlier test sets the -7% look aside at 8 looks
+    assert judge(disturbed[:16], claim(small=0.98), POLICY).outcome == "refuted"
+    short = judge(spread("small/cfg", "small", 0.97, 0.04), claim(small=0.90), POLICY)
+    assert short.outcome == "undecided" and short.looks == MAX_LOOKS, short.reason
+    keep = Verdict("keep", "faster", (cls("small", 0.98, "improved"), cls("wide", 1.0, "tied")))
+    slower = aa_disturbed(MAX_LOOKS) + spread("wide/cfg", "wide", 1.05, 0.03)
+    out = judge(slower, keep, POLICY)  # the class half in noise would extend; one likely slower ends it
+    assert out.outcome == "undecided" and out.looks == MAX_LOOKS, out.reason
+    assert {c.cls: c.state for c in out.classes} == {"small": "half_in_noise", "wide": "looks_slower"}
 
 
 def test_less_than_half_the_claim_at_max_looks_is_undecided():

@@ -19,13 +19,34 @@ when they are slower beyond their margin.
     clear gain, below), and no other class's estimate is slower beyond its margin
     ([decide].max_other_regression_pct; guard_max_regression_pct for the guard class);
   * at MAX_LOOKS, confirmed when every claimed class's estimate shows at least half the
-    claimed gain and lies beyond the looks' noise (`beyond_noise`: its interval over the looks
-    at [decide].confidence, taken as one planned look, lies below no-change), and no class's
+    claimed gain and lies beyond the looks' noise (`beyond_noise`: its interval over the looks,
+    taken as one planned look, at `noise_alpha` lies below no-change), and no class's
     estimate is slower beyond its margin (noise that left the spent interval open does not
     send a real gain to review; noise that makes half a small claim does not confirm it);
   * refuted, as soon as a claimed class's interval rules out half its claimed gain, or
     another class's interval lies wholly above its margin (proven slower);
+  * the extension (2026-11-29): when MAX_LOOKS leaves it undecided only because claimed
+    classes show half their claim within the looks' noise (`half_in_noise`; every other claimed
+    class enough there, no class estimated slower beyond its margin), the same fresh servers
+    take more looks, up to EXTENDED_MAX_LOOKS. After each, a half_in_noise class is shown when
+    its interval over every look at `noise_alpha` lies below no-change (its estimate keeping
+    half the claim), refuted when that interval rules out half the claim; the classes six
+    looks settled stay settled; another class refutes when that interval lies wholly beyond
+    its margin. Confirmed once every claimed class is there ("after N looks (N-6 past 6 ...)"),
+    undecided at EXTENDED_MAX_LOOKS otherwise;
   * undecided at MAX_LOOKS otherwise (the engineer decides, with both numbers).
+
+  The half-claim test is one alpha (1 - [decide].confidence) spent over looks
+  MAX_LOOKS..EXTENDED_MAX_LOOKS: MAX_LOOKS_ALPHA_SHARE (half) at MAX_LOOKS, the rest over looks
+  7..12 in proportion to the look's index (`noise_alpha`). By the union bound a claim that is
+  not there passes one of those tests in at most alpha/2 = 0.5% of confirmations, the bound
+  MAX_LOOKS alone had with all of alpha: the whole confirmation's A/A error stays at most
+  0.35% (looks 2-5) + 0.5% (looks 6-12), and simulated lower than before the extension.
+  Re-testing at the full alpha at every extra look would not (A/A 2-3% claims in 7% noise:
+  5 and 11 of 400 draws confirmed, 2 and 2 with the split; tests/decide/test_confirmation_looks.py). Looks 2..5 and the `consistent` path are unchanged; a class refuted,
+  proven slower, likely slower or short of half its claim at MAX_LOOKS ends there as before.
+  On a GPU a look costs ~1.2 s. experiments/confirmation_looks.py --extend, docs/decision.md
+  ("More looks for half a claim in noise").
 
   The estimate alone is not enough at MAX_LOOKS: for a small claim, half of it (1% of a 2%
   claim) is well within six looks' noise. On the estimate alone, a -2% claim that was not
@@ -87,6 +108,15 @@ from kopt_supervisor.engine.decide.verdict import GUARD_CLASS, voting_classes
 
 MIN_LOOKS = 2
 MAX_LOOKS = 6
+EXTENDED_MAX_LOOKS = 12
+"""A claimed class `half_in_noise` at MAX_LOOKS (half its claim shown, six looks cannot tell it
+from no change) takes more looks in the same fresh servers, up to here (`judge`'s extension;
+on a GPU ~1.2 s a look)."""
+MAX_LOOKS_ALPHA_SHARE = 0.5
+"""With the extension, the share of alpha (1 - [decide].confidence) the half-claim test spends
+at MAX_LOOKS (`beyond_noise`); the rest is spent over looks MAX_LOOKS+1..EXTENDED_MAX_LOOKS in
+proportion to the look's index (`noise_alpha`). Their sum is the alpha MAX_LOOKS alone spent
+before the extension: the union bound on the whole half-claim path is unchanged."""
 OS_MAX_LOOKS = 12
 """Without a GPU, a claim this rule confirms but the OS's accounting cannot tell yet (its CPU
 clock counts 10 ms ticks) takes looks up to here: a look there costs a fraction of a second.
@@ -258,15 +288,41 @@ def consistent_gain(first: Verdict, fresh: Verdict) -> bool:
     return bool(improved) and all(c.cls in seen and shows_half(c.ratio, seen[c.cls].ratio) for c in improved)
 
 
-def beyond_noise(cls: str, pairs: Sequence[Pair], policy: Policy) -> bool:
-    """At MAX_LOOKS, whether the class's gain lies beyond its looks' noise: its interval
-    (`estimate_class`, the decision's estimator) at `policy`'s confidence, the looks taken as
-    one planned look (alpha = 1 - confidence, not spent over them), lies below no-change. A
-    claim that is not there passes it in at most alpha/2 of confirmations (module docstring)."""
-    one_look = replace(policy, min_rounds=2, max_rounds=2)  # one planned look: alpha_at_look spends all of alpha
+def noise_alpha(
+    looks: int, policy: Policy, *, max_looks: int = MAX_LOOKS, extend_to: int = EXTENDED_MAX_LOOKS
+) -> float:
+    """The two-sided alpha the half-claim test (`beyond_noise`) spends at look `looks` (from
+    `max_looks` on). Without an extension (`extend_to` <= `max_looks`): alpha = 1 -
+    [decide].confidence at `max_looks`, all of it. With one: MAX_LOOKS_ALPHA_SHARE of it at
+    `max_looks`, the rest spent over looks max_looks+1..extend_to in proportion to the look's
+    index (`estimate.alpha_at_look`'s spending; the last look spends what is left), so the
+    alphas of looks max_looks..extend_to sum to alpha: a claim that is not there passes one
+    of them in at most alpha/2 of confirmations (the union bound), as at MAX_LOOKS alone."""
+    alpha = 1.0 - policy.confidence
+    if extend_to <= max_looks:
+        return alpha
+    if looks <= max_looks:
+        return alpha * MAX_LOOKS_ALPHA_SHARE
+    rest = replace(
+        policy, confidence=1.0 - alpha * (1.0 - MAX_LOOKS_ALPHA_SHARE), min_rounds=max_looks + 1, max_rounds=extend_to
+    )
+    return alpha_at_look(looks, rest, final=looks >= extend_to)
+
+
+def _at_alpha(cls: str, pairs: Sequence[Pair], policy: Policy, alpha: float) -> ClassResult:
+    """The class's result (`estimate_class`, the decision's estimator) over every look in
+    `pairs`, its interval at `alpha` (one planned look: `alpha_at_look` spends all of it)."""
+    one_look = replace(policy, confidence=1.0 - alpha, min_rounds=2, max_rounds=2)
     ps = list(pairs)
-    r = estimate_class(cls, ps, class_samples(ps, one_look).get(cls, []), one_look, final=True)
-    return r.hi < 1.0
+    return estimate_class(cls, ps, class_samples(ps, one_look).get(cls, []), one_look, final=True)
+
+
+def beyond_noise(cls: str, pairs: Sequence[Pair], policy: Policy, *, alpha: float | None = None) -> bool:
+    """Whether the class's gain lies beyond its looks' noise: its interval (`estimate_class`,
+    the decision's estimator) over the looks, taken as one planned look at `alpha` (default 1 -
+    [decide].confidence; `judge` passes `noise_alpha`), lies below no-change. A claim that is
+    not there passes it in at most alpha/2 of confirmations (module docstring)."""
+    return _at_alpha(cls, pairs, policy, 1.0 - policy.confidence if alpha is None else alpha).hi < 1.0
 
 
 def judge(
@@ -277,30 +333,141 @@ def judge(
     guard_configs: frozenset[str] = frozenset(),
     min_looks: int = MIN_LOOKS,
     max_looks: int = MAX_LOOKS,
+    extend_to: int = EXTENDED_MAX_LOOKS,
     looks: int | None = None,
 ) -> Confirmation:
     """The confirmation after the looks in `pairs` (see the module's rule); `looks`: how many
-    were taken (default: the rounds the pairs hold; a look may have left no pair)."""
+    were taken (default: the rounds the pairs hold; a look may have left no pair; a pair's
+    round is its look's index from 0). `extend_to`: the extension's cap (<= `max_looks`: none,
+    the rule before 2026-11-29's extension)."""
+    looks = max(looks or 0, len({p.round for p in pairs}))
+    if looks > max_looks and extend_to > max_looks:
+        six = [p for p in pairs if p.round < max_looks]
+        at_max = _judge(six, claim, policy, guard_configs, min_looks, max_looks, extend_to, max_looks)
+        if at_max.outcome == "looking":  # extended at max_looks: only its half_in_noise classes look on
+            return _extension(at_max, pairs, claim, policy, guard_configs, max_looks, extend_to, looks)
+    return _judge(pairs, claim, policy, guard_configs, min_looks, max_looks, extend_to, looks)
+
+
+def _by_class(pairs: Sequence[Pair], guard_configs: frozenset[str]) -> dict[str, list[Pair]]:
     votes = voting_classes({p.config: p.cls for p in pairs}, guard_configs)
     by_class: dict[str, list[Pair]] = defaultdict(list)
     for p in pairs:
         by_class[votes[p.config]].append(replace(p, cls=votes[p.config]))
-    looks = max(looks or 0, len({p.round for p in pairs}))
+    return by_class
+
+
+def _judge(
+    pairs: Sequence[Pair],
+    claim: Verdict,
+    policy: Policy,
+    guard_configs: frozenset[str],
+    min_looks: int,
+    max_looks: int,
+    extend_to: int,
+    looks: int,
+) -> Confirmation:
+    """The rule up to MAX_LOOKS (and, without an extension, after it: the OS's extra looks)."""
+    by_class = _by_class(pairs, guard_configs)
     final = looks >= max_looks
     rule = replace(policy, min_rounds=min_looks, max_rounds=max(max_looks, min_looks))
     claims = claimed_gains(claim)
     decided = claim.by_class()
     decided_final = claim.rounds >= policy.max_rounds or claim.gpu_seconds >= policy.budget_gpu_s  # verdict.evaluate's
+    alpha = noise_alpha(min(looks, max_looks), policy, max_looks=max_looks, extend_to=extend_to)
     checks: list[ClassCheck] = []
     for cls in sorted(set(by_class) | set(claims)):
         ps = by_class.get(cls, [])
         r = estimate_class(cls, ps, class_samples(ps, rule).get(cls, []), rule, final=final) if ps else None
         clear = cls in claims and consistent(claims[cls], decided.get(cls), ps, policy, final=decided_final)
         check = _check(cls, r, claims.get(cls), _margin(cls, policy), final=final, clear=clear)
-        if final and check.state == "half_shown" and not beyond_noise(cls, ps, policy):
+        if final and check.state == "half_shown" and not beyond_noise(cls, ps, policy, alpha=alpha):
             check = replace(check, state="half_in_noise")
         checks.append(check)
-    return _outcome(tuple(checks), looks, claims, min_looks=min_looks, final=final)
+    out = _outcome(tuple(checks), looks, claims, min_looks=min_looks, final=final)
+    if looks == max_looks < extend_to and _extends(out):
+        return replace(
+            out,
+            outcome="looking",
+            reason=f"at least half the claimed gain after {looks} looks, within their noise: looking on, up to "
+            f"{extend_to} looks: " + "; ".join(c.line() for c in out.classes if c.state == "half_in_noise"),
+        )
+    return out
+
+
+def _extends(out: Confirmation) -> bool:
+    """Whether MAX_LOOKS's outcome extends: undecided only because claimed classes show half
+    their claim within the looks' noise (every other claimed class enough there, no class
+    estimated slower beyond its margin)."""
+    claimed = [c for c in out.classes if c.claimed is not None]
+    others = [c for c in out.classes if c.claimed is None]
+    return (
+        out.outcome == "undecided"
+        and any(c.state == "half_in_noise" for c in claimed)
+        and all(c.state in (*CONFIRMING, "half_shown", "half_in_noise") for c in claimed)
+        and all(c.state == "within" for c in others)
+    )
+
+
+def _extension(
+    at_max: Confirmation,
+    pairs: Sequence[Pair],
+    claim: Verdict,
+    policy: Policy,
+    guard_configs: frozenset[str],
+    max_looks: int,
+    extend_to: int,
+    looks: int,
+) -> Confirmation:
+    """Looks max_looks+1..extend_to (module docstring): a class `half_in_noise` at max_looks is
+    shown when its interval over every look at `noise_alpha` lies below no-change and its
+    estimate keeps half the claim, refuted when that interval rules out half the claim; the
+    classes the six looks settled stay settled; a class the keep does not claim refutes when
+    that interval lies wholly beyond its margin and holds the confirmation while it is likely
+    beyond it (as at MAX_LOOKS)."""
+    by_class = _by_class(pairs, guard_configs)
+    alpha = noise_alpha(looks, policy, max_looks=max_looks, extend_to=extend_to)
+    final = looks >= extend_to
+    checks: list[ClassCheck] = []
+    for settled in at_max.classes:
+        ps = by_class.get(settled.cls, [])
+        if settled.claimed is not None and settled.state != "half_in_noise":
+            checks.append(settled)
+            continue
+        r = _at_alpha(settled.cls, ps, policy, alpha) if ps else None
+        check = _check(settled.cls, r, settled.claimed, settled.margin_pct, final=True)
+        if settled.claimed is not None and check.state == "half_shown":
+            check = replace(check, state="half_in_noise")
+        elif check.state == "not_shown" and not final:
+            check = replace(check, state="open")
+        checks.append(check)
+    claimed = [c for c in checks if c.claimed is not None]
+    others = [c for c in checks if c.claimed is None]
+    more = f"after {looks} looks ({looks - max_looks} past {max_looks}: half the claim was within six looks' noise)"
+
+    def out(outcome: str, reason: str) -> Confirmation:
+        return Confirmation(outcome, reason, looks, tuple(checks))
+
+    refuted = [c for c in claimed if c.state == "refuted"]
+    if refuted:
+        return out("refuted", f"less than half the claimed gain {more}: " + "; ".join(c.line() for c in refuted))
+    slower = [c for c in others if c.state == "slower"]
+    if slower:
+        return out("refuted", f"slower beyond the margin {more}: " + _slower(slower))
+    shown = "; ".join(c.line() for c in claimed)
+    looks_slower = [c for c in others if c.state == "looks_slower"]
+    if all(c.state in (*CONFIRMING, "half_shown") for c in claimed) and not looks_slower:
+        return out("confirmed", f"{more}: {shown}")
+    if not final:
+        return out("looking", f"{more}: {shown}")
+    if looks_slower:
+        return out("undecided", f"{shown}, but estimated slower beyond the margin {more}: " + _slower(looks_slower))
+    return out(
+        "undecided",
+        f"not shown beyond the looks' noise {more} (their interval at the decision's confidence, spent over "
+        f"looks {max_looks}..{extend_to}, holds no change or the estimate keeps less than half the claim): "
+        + "; ".join(c.line() for c in claimed if c.state not in (*CONFIRMING, "half_shown")),
+    )
 
 
 def _margin(cls: str, policy: Policy) -> float:

@@ -233,21 +233,23 @@ class Evidence:
     def served_confirmation(self, it: Iteration, lane: Lane, claim: Verdict) -> Confirmation:
         """Looks in two freshly started servers (both trees' processes new, caches of their own
         emptied, fresh seeds, each look audited) until decide/confirmation.judge concludes on
-        the classes the keep claims (MIN_LOOKS..MAX_LOOKS looks). On a target without a GPU a
-        confirmed claim the OS's accounting cannot tell yet takes more looks, up to OS_MAX_LOOKS:
-        its clocks (CPU time in 10 ms ticks) need them more than the bench's statistics do."""
+        the classes the keep claims (MIN_LOOKS..MAX_LOOKS looks; a claimed class showing half its
+        claim within six looks' noise takes more, up to EXTENDED_MAX_LOOKS: `judge`'s extension).
+        On a target without a GPU a confirmed claim the OS's accounting cannot tell yet takes more
+        looks, up to OS_MAX_LOOKS: its clocks (CPU time in 10 ms ticks) need them more than the
+        bench's statistics do."""
         assert self.rounds is not None
         policy = self.rounds.policy()
         guard = guard_configs(self.ctx)
         os_decides = self.vendor(lane) == "none"
-        cap = claim_rule.OS_MAX_LOOKS if os_decides else claim_rule.MAX_LOOKS
+        cap = claim_rule.OS_MAX_LOOKS if os_decides else claim_rule.EXTENDED_MAX_LOOKS
 
         def judge(done: list[Pair], runs: list[dict[str, Any]], gpu_s: float, looks: int) -> Confirmation | None:
             step = claim_rule.judge(done, claim, policy, guard_configs=guard, looks=looks)
             if not step.final:
                 return None
             if step.outcome == "confirmed" and os_decides and looks < cap and os_truth(it).outcome == "inconclusive":
-                return None  # the OS's clocks cannot tell yet: a few more looks, up to MAX_LOOKS
+                return None  # the OS's clocks cannot tell yet: a few more looks, up to OS_MAX_LOOKS
             return step
 
         measurer = self.spares.pop(lane.index, None) or ServedTrees(self.ctx, lane, fresh=True)
