@@ -57,12 +57,29 @@ def check_after_run(ctx: RunContext, lane: Lane, it: Iteration, tree: Path) -> N
         if problems:
             raise BenchError(f"the bench left what a run must not in {report.reason()} (removed)")
     finally:
-        if cand:
+        if _as_measured(report):
+            pass  # nothing to put back: restoring an unchanged tree was 3-4 git processes a run
+        elif cand:
             gitops.restore_from_index(tree)
             gitops.remove_untracked(tree)
             gitops.remove_ignored(tree, keep=it.record.get("forced_paths", []))
         else:
             gitops.reset_clean(tree, base or "HEAD")
+
+
+def _as_measured(report: treecheck.TreeReport) -> bool:
+    """The tree is exactly what was measured: no file changed, gone or new (ignored ones
+    included), nothing the index hides, and nothing git cannot put back (links, special or
+    unreadable files, hard links, nested repositories)."""
+    return not (
+        report.differs
+        or report.symlinks
+        or report.special
+        or report.unreadable
+        or report.hardlinks
+        or report.nested_repos
+        or report.git_control
+    )
 
 
 def ensure_best_pristine(ctx: RunContext, lane: Lane, it: Iteration, r: int) -> None:
