@@ -1,4 +1,5 @@
-"""mypy over the whole package, as a plain command: `mypy src/kopt_supervisor`.
+"""The package's types and imports, as plain commands: `mypy src/kopt_supervisor`, and pyright
+(basedpyright) resolving every import of the editable install.
 
 The settings are [tool.mypy] in pyproject.toml: the engine with no untyped definitions
 (`disallow_untyped_defs`), everything else with its untyped definitions still checked. The
@@ -48,3 +49,32 @@ def test_only_third_party_imports_are_skipped() -> None:
     assert skipped, "the torch/ray skip list is gone: a cold mypy costs ~10 CPU-s more"
     assert all(m.split(".")[0] in {"torch", "ray"} for m in skipped), skipped
     assert all(o["follow_imports"] == "skip" for o in mypy["overrides"] if "follow_imports" in o)
+
+
+def _pyright(*paths: str) -> dict:
+    import json
+
+    res = subprocess.run(
+        [sys.executable, "-m", "basedpyright", "--pythonpath", sys.executable, "--outputjson", *paths],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=280,
+    )
+    return json.loads(res.stdout)
+
+
+@pytest.mark.slow
+def test_pyright_resolves_every_import_of_the_editable_install(tmp_path: Path) -> None:
+    """[tool.basedpyright]: every import in src/kopt_supervisor resolves (the optional
+    matplotlib says so where it is imported); a module that does not exist is reported, so
+    the check can fail."""
+    pytest.importorskip("basedpyright", reason="basedpyright is in the dev extra")
+    whole = _pyright()
+    assert whole["summary"]["filesAnalyzed"] > 200
+    assert whole["generalDiagnostics"] == [], whole["generalDiagnostics"][:5]
+    probe = tmp_path / "probe.py"  # outside src/: the other checks never see it
+    probe.write_text("import kopt_supervisor.engine.no_such_module\nfrom kopt_supervisor.engine import api\n")
+    one = _pyright(str(probe))
+    missing = [d["message"] for d in one["generalDiagnostics"] if d.get("rule") == "reportMissingImports"]
+    assert len(missing) == 1 and "no_such_module" in missing[0], one["generalDiagnostics"]

@@ -70,11 +70,11 @@ def write_png(
     direction: str = "min",
 ) -> bool:
     """Draw the chart with matplotlib; False (and nothing written) when it is not installed."""
-    try:
-        import matplotlib
+    try:  # optional (no extra names it): pyright need not resolve it
+        import matplotlib  # pyright: ignore[reportMissingImports]
 
         matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        import matplotlib.pyplot as plt  # pyright: ignore[reportMissingImports]
     except ImportError:
         return False
     fig, ax = plt.subplots(figsize=(8, 4.5))
