@@ -26,9 +26,10 @@ when they are slower beyond their margin.
   * refuted, as soon as a claimed class's interval rules out half its claimed gain, or
     another class's interval lies wholly above its margin (proven slower);
   * the extension (2026-11-29): when MAX_LOOKS leaves it undecided only because claimed
-    classes show half their claim within the looks' noise (`half_in_noise`; every other claimed
-    class enough there, no class estimated slower beyond its margin), the same fresh servers
-    take more looks, up to EXTENDED_MAX_LOOKS. After each, a half_in_noise class is shown when
+    classes six looks cannot tell (`half_in_noise`: half the claim within the looks' noise;
+    `not_shown`: less than half, but not ruled out, as when one look of six was disturbed;
+    every other claimed class enough there, no class estimated slower beyond its margin), the
+    same fresh servers take more looks, up to EXTENDED_MAX_LOOKS. After each, such a class is shown when
     its interval over every look at `noise_alpha` lies below no-change (its estimate keeping
     half the claim), refuted when that interval rules out half the claim; the classes six
     looks settled stay settled; another class refutes when that interval lies wholly beyond
@@ -41,10 +42,11 @@ when they are slower beyond their margin.
   7..12 in proportion to the look's index (`noise_alpha`). By the union bound a claim that is
   not there passes one of those tests in at most alpha/2 = 0.5% of confirmations, the bound
   MAX_LOOKS alone had with all of alpha: the whole confirmation's A/A error stays at most
-  0.35% (looks 2-5) + 0.5% (looks 6-12), and simulated lower than before the extension.
+  0.35% (looks 2-5) + 0.5% (looks 6-12), whichever state at MAX_LOOKS started the extension.
   Re-testing at the full alpha at every extra look would not (A/A 2-3% claims in 7% noise:
-  5 and 11 of 400 draws confirmed, 2 and 2 with the split; tests/decide/test_confirmation_looks.py). Looks 2..5 and the `consistent` path are unchanged; a class refuted,
-  proven slower, likely slower or short of half its claim at MAX_LOOKS ends there as before.
+  5 and 11 of 400 draws confirmed, 2 and 2 with the split; tests/decide/test_confirmation_looks.py).
+  Looks 2..5 and the `consistent` path are unchanged; a class refuted (its interval rules out
+  half the claim), proven slower or likely slower at MAX_LOOKS ends there as before.
   On a GPU a look costs ~1.2 s. experiments/confirmation_looks.py --extend, docs/decision.md
   ("More looks for half a claim in noise").
 
@@ -109,9 +111,11 @@ from kopt_supervisor.engine.decide.verdict import GUARD_CLASS, voting_classes
 MIN_LOOKS = 2
 MAX_LOOKS = 6
 EXTENDED_MAX_LOOKS = 12
-"""A claimed class `half_in_noise` at MAX_LOOKS (half its claim shown, six looks cannot tell it
-from no change) takes more looks in the same fresh servers, up to here (`judge`'s extension;
+"""A claimed class six looks cannot tell at MAX_LOOKS (`EXTENDS`) takes more looks in the same fresh servers, up to here (`judge`'s extension;
 on a GPU ~1.2 s a look)."""
+EXTENDS = ("half_in_noise", "not_shown")
+"""The states at MAX_LOOKS of a claimed class that looks on (the extension): half its claim
+within the looks' noise, or less than half but not ruled out (a disturbed look among six)."""
 MAX_LOOKS_ALPHA_SHARE = 0.5
 """With the extension, the share of alpha (1 - [decide].confidence) the half-claim test spends
 at MAX_LOOKS (`beyond_noise`); the rest is spent over looks MAX_LOOKS+1..EXTENDED_MAX_LOOKS in
@@ -389,22 +393,22 @@ def _judge(
         return replace(
             out,
             outcome="looking",
-            reason=f"at least half the claimed gain after {looks} looks, within their noise: looking on, up to "
-            f"{extend_to} looks: " + "; ".join(c.line() for c in out.classes if c.state == "half_in_noise"),
+            reason=f"{looks} looks cannot tell the claimed gain from their noise: looking on, up to "
+            f"{extend_to} looks: " + "; ".join(c.line() for c in out.classes if c.state in EXTENDS),
         )
     return out
 
 
 def _extends(out: Confirmation) -> bool:
-    """Whether MAX_LOOKS's outcome extends: undecided only because claimed classes show half
-    their claim within the looks' noise (every other claimed class enough there, no class
-    estimated slower beyond its margin)."""
+    """Whether MAX_LOOKS's outcome extends: undecided only because claimed classes six looks
+    cannot tell (EXTENDS; every other claimed class enough there, no class estimated slower
+    beyond its margin)."""
     claimed = [c for c in out.classes if c.claimed is not None]
     others = [c for c in out.classes if c.claimed is None]
     return (
         out.outcome == "undecided"
-        and any(c.state == "half_in_noise" for c in claimed)
-        and all(c.state in (*CONFIRMING, "half_shown", "half_in_noise") for c in claimed)
+        and any(c.state in EXTENDS for c in claimed)
+        and all(c.state in (*CONFIRMING, "half_shown", *EXTENDS) for c in claimed)
         and all(c.state == "within" for c in others)
     )
 
@@ -431,7 +435,7 @@ def _extension(
     checks: list[ClassCheck] = []
     for settled in at_max.classes:
         ps = by_class.get(settled.cls, [])
-        if settled.claimed is not None and settled.state != "half_in_noise":
+        if settled.claimed is not None and settled.state not in EXTENDS:
             checks.append(settled)
             continue
         r = _at_alpha(settled.cls, ps, policy, alpha) if ps else None
@@ -443,7 +447,7 @@ def _extension(
         checks.append(check)
     claimed = [c for c in checks if c.claimed is not None]
     others = [c for c in checks if c.claimed is None]
-    more = f"after {looks} looks ({looks - max_looks} past {max_looks}: half the claim was within six looks' noise)"
+    more = f"after {looks} looks ({looks - max_looks} past {max_looks}: {max_looks} looks could not tell)"
 
     def out(outcome: str, reason: str) -> Confirmation:
         return Confirmation(outcome, reason, looks, tuple(checks))
