@@ -233,8 +233,8 @@ class Evidence:
     def served_confirmation(self, it: Iteration, lane: Lane, claim: Verdict) -> Confirmation:
         """Looks in two freshly started servers (both trees' processes new, caches of their own
         emptied, fresh seeds, each look audited) until decide/confirmation.judge concludes on
-        the classes the keep claims (MIN_LOOKS..MAX_LOOKS looks; a claimed class showing half its
-        claim within six looks' noise takes more, up to EXTENDED_MAX_LOOKS: `judge`'s extension).
+        the classes the keep claims (MIN_LOOKS..MAX_LOOKS looks; a claimed class six looks cannot
+        tell, confirmation.EXTENDS, takes more, up to EXTENDED_MAX_LOOKS: `judge`'s extension).
         On a target without a GPU a confirmed claim the OS's accounting cannot tell yet takes more
         looks, up to OS_MAX_LOOKS: its clocks (CPU time in 10 ms ticks) need them more than the
         bench's statistics do."""
