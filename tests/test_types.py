@@ -55,7 +55,16 @@ def _pyright(*paths: str) -> dict:
     import json
 
     res = subprocess.run(
-        [sys.executable, "-m", "basedpyright", "--pythonpath", sys.executable, "--outputjson", *paths],
+        [
+            sys.executable,
+            "-m",
+            "basedpyright",
+            "--project",
+            str(REPO / "pyproject.toml"),
+            "--pythonpath",
+            sys.executable,
+        ]
+        + ["--outputjson", *paths],
         cwd=REPO,
         capture_output=True,
         text=True,
