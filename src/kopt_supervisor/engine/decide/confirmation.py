@@ -348,7 +348,7 @@ def judge(
     if looks > max_looks and extend_to > max_looks:
         six = [p for p in pairs if p.round < max_looks]
         at_max = _judge(six, claim, policy, guard_configs, min_looks, max_looks, extend_to, max_looks)
-        if at_max.outcome == "looking":  # extended at max_looks: only its half_in_noise classes look on
+        if at_max.outcome == "looking":  # extended at max_looks: only its EXTENDS classes look on
             return _extension(at_max, pairs, claim, policy, guard_configs, max_looks, extend_to, looks)
     return _judge(pairs, claim, policy, guard_configs, min_looks, max_looks, extend_to, looks)
 
