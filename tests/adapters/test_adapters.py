@@ -11,8 +11,7 @@ import pytest
 
 from kopt_supervisor.engine import adapters, metrics
 from kopt_supervisor.engine.adapters import google_benchmark, text
-from kopt_supervisor.engine.adapters.model import AdapterError
-from kopt_supervisor.engine.adapters.units import RATE, TIME, column_unit, to_unit
+from kopt_supervisor.engine.adapters.model import RATE, TIME, AdapterError, column_unit, to_unit
 from kopt_supervisor.engine.config import AdapterConfig, TargetConfig
 
 DATA = Path(__file__).parent / "data"

@@ -34,9 +34,8 @@ from typing import Any
 
 import pandas as pd
 
-from kopt_supervisor.engine.adapters.json_util import load_json
-from kopt_supervisor.engine.adapters.model import AdapterError, Table
-from kopt_supervisor.engine.adapters.units import is_time_unit, to_unit
+from kopt_supervisor.engine.adapters.model import AdapterError, Table, is_time_unit, to_unit
+from kopt_supervisor.engine.adapters.text import load_json
 
 MODIFIERS = re.compile(r"^(min_time|min_warmup_time|iterations|repeats):|^(process_time|manual_time|real_time)$")
 STANDARD = {

@@ -30,9 +30,8 @@ from typing import Any
 
 import pandas as pd
 
-from kopt_supervisor.engine.adapters.json_util import load_json
-from kopt_supervisor.engine.adapters.model import AdapterError, Table
-from kopt_supervisor.engine.adapters.units import to_unit
+from kopt_supervisor.engine.adapters.model import AdapterError, Table, to_unit
+from kopt_supervisor.engine.adapters.text import load_json
 
 STATS = ("min", "median", "mean", "max", "stddev", "iqr")
 

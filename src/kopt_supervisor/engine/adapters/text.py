@@ -5,6 +5,8 @@ stdout.
     find_tables(text, source)  -> every table in the text, in order (formats "csv", "table")
     csv_file_table(text, name) -> a CSV file as one Table (read_csv_file(path) reads it)
     select(tables, which, ...) -> the one table kopt.toml's [target.adapter].table names
+    load_json(text, source, key=...) -> the JSON document in the output (a file, or stdout
+                                       with log lines around)
 
 A table is a header line and at least one row with the same number of fields (a pandas
 index column, an extra leading field of row labels, is dropped; a named index becomes a
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import math
 import re
 from collections.abc import Sequence
@@ -356,3 +359,24 @@ def join(tables: list[Table]) -> Table:
 
 def _listing(tables: list[Table]) -> str:
     return "; ".join(f"{i + 1}: {t.title or '(untitled)'} [{', '.join(t.columns)}]" for i, t in enumerate(tables))
+
+
+def load_json(text: str, source: str, *, key: str) -> dict[str, Any]:
+    """The first JSON object in `text` that has `key` (the whole text when it is one; else the
+    first `{` at the start of a line that decodes to such an object). NaN and Infinity, which
+    Google Benchmark writes, are read as floats."""
+    lead = len(text) - len(text.lstrip())
+    starts = [lead] if text[lead : lead + 1] == "{" else []
+    starts += [m.start() + 1 for m in re.finditer(r"\n\{", text) if m.start() + 1 != lead]
+    decoder = json.JSONDecoder()
+    first_error = ""
+    for start in starts:
+        try:
+            obj, _ = decoder.raw_decode(text, start)
+        except json.JSONDecodeError as exc:
+            first_error = first_error or f"{exc.msg} at line {exc.lineno}"
+            continue
+        if isinstance(obj, dict) and key in obj:
+            return obj
+    why = f" ({first_error})" if first_error else ""
+    raise AdapterError(f"{source}: no JSON object with {key!r} found{why}")

@@ -34,9 +34,8 @@ from typing import Any
 
 import pandas as pd
 
-from kopt_supervisor.engine.adapters.model import AdapterError, Table
+from kopt_supervisor.engine.adapters.model import AdapterError, Table, to_unit
 from kopt_supervisor.engine.adapters.text import ANSI
-from kopt_supervisor.engine.adapters.units import to_unit
 
 TITLE = re.compile(r"^\[-*\s*(?P<label>.*?)\s*-*\]$")
 THREADS = re.compile(r"^(?P<n>\d+) threads: -*$")

@@ -18,8 +18,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from kopt_supervisor.engine.adapters.model import Table
-from kopt_supervisor.engine.adapters.units import RATE, TIME, ColumnUnit, column_unit
+from kopt_supervisor.engine.adapters.model import RATE, TIME, ColumnUnit, Table, column_unit
 
 CONFIG, METRIC, SPREAD, ERROR, FLAG, PRODUCTION, EXTRA = (
     "config",

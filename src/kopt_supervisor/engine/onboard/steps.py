@@ -12,8 +12,7 @@ import json
 import math
 from collections.abc import Mapping
 
-from kopt_supervisor.engine.adapters.model import Table
-from kopt_supervisor.engine.adapters.units import RATE, TIME
+from kopt_supervisor.engine.adapters.model import RATE, TIME, Table
 from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.metrics import close_name, describe_classes
 from kopt_supervisor.engine.onboard.columns import (
