@@ -34,8 +34,8 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from kopt_supervisor.engine.profile import PROFILE_ENV, NcuProfiler  # noqa: E402
+from kopt_supervisor.engine.roofline.evaluate import render_readme_section  # noqa: E402
 from kopt_supervisor.engine.roofline.model import aggregate_classes, analyze_row, peaks_from_specs  # noqa: E402
-from kopt_supervisor.engine.roofline.report import render_readme_section  # noqa: E402
 from kopt_supervisor.engine.roofline.specs import lookup_specs, register_measured  # noqa: E402
 
 MARGIN_PCT = 5.0

@@ -7,6 +7,7 @@ import math
 import pytest
 
 from kopt_supervisor.engine.errors import BadInput
+from kopt_supervisor.engine.roofline.evaluate import render_readme_section
 from kopt_supervisor.engine.roofline.model import (
     aggregate_classes,
     analyze_row,
@@ -16,7 +17,6 @@ from kopt_supervisor.engine.roofline.model import (
     peaks_from_specs,
     work_of_row,
 )
-from kopt_supervisor.engine.roofline.report import render_readme_section
 from kopt_supervisor.engine.roofline.specs import Spec, lookup_specs
 
 BW = 3.35e12  # H100 SXM page

@@ -12,7 +12,13 @@ once, outputs written once) per call, and peaks `B` (bytes/s) and `F` (FLOP/s):
 A measured time below floor_s is physically impossible for a correct kernel with these
 formulas and is flagged `suspicious`. A peak that is UNKNOWN contributes no term: with
 one peak known the bound is that side; with neither, bound is "unknown" and there is no
-floor, no % and no target (an unsourced value never enters a target). Pure.
+floor, no % and no target (an unsourced value never enters a target).
+
+The arithmetic reads hardware spec values with their sources (`Spec`): a value with no source
+is `UNKNOWN (no source)` and never enters a target. Reading the wiki (finding and parsing
+pages) is engine/roofline/specs.py's.
+
+Pure.
 """
 
 from __future__ import annotations
@@ -25,7 +31,62 @@ from typing import Any
 from kopt_supervisor.engine import expr
 from kopt_supervisor.engine.decide.stats import geomean, positive_finite
 from kopt_supervisor.engine.errors import BadInput
-from kopt_supervisor.engine.roofline.spec_values import Spec, get_spec
+
+UNKNOWN = "UNKNOWN (no source)"
+
+_TO_SI = {
+    "TB/s": 1e12,
+    "GB/s": 1e9,
+    "MB/s": 1e6,
+    "B/s": 1.0,
+    "PFLOPS": 1e15,
+    "TFLOPS": 1e12,
+    "GFLOPS": 1e9,
+    "FLOP/s": 1.0,
+}
+
+
+@dataclass(frozen=True)
+class Spec:
+    metric: str
+    value: float | None
+    unit: str = ""
+    source: str = ""
+    """`<path>:<line>` of the value in its wiki page; empty when unknown."""
+    citation: str = ""
+    """What the page cites for it (the document, table or section; or the measurement)."""
+
+    @property
+    def known(self) -> bool:
+        return self.value is not None and bool(self.source)
+
+    def line(self) -> str:
+        if not self.known:
+            return f"{self.metric}: {UNKNOWN}"
+        return f"{self.metric}: {format_value(self.value)} {self.unit} <- {self.source}"
+
+    def si(self) -> float | None:
+        """The value in bytes/s or FLOP/s (for bandwidth and rate units), else None."""
+        if not self.known or self.unit not in _TO_SI:
+            return None
+        assert self.value is not None  # known
+        return float(self.value) * _TO_SI[self.unit]
+
+
+def format_value(value: float | None) -> str:
+    if value is None:
+        return "UNKNOWN"
+    return f"{value:.6g}" if abs(value) < 1e6 else f"{value:.0f}"
+
+
+def unknown(metric: str) -> Spec:
+    return Spec(metric, None)
+
+
+def get_spec(specs: dict[str, Spec], metric: str) -> Spec:
+    """The spec for `metric`, or the UNKNOWN one."""
+    return specs.get(metric) or unknown(metric)
+
 
 DEFAULT_FLOPS_METRIC = "bf16_dense_tflops"
 DEFAULT_BANDWIDTH_METRIC = "hbm_bandwidth"

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from kopt_supervisor.engine.errors import BadInput
-from kopt_supervisor.engine.roofline.spec_values import (
+from kopt_supervisor.engine.roofline.model import (
     UNKNOWN,
     Spec,
     format_value,
@@ -46,7 +46,7 @@ from kopt_supervisor.engine.roofline.spec_values import (
     unknown,
 )
 
-__all__ = ["UNKNOWN", "Spec", "format_value", "get_spec", "unknown"]  # the records live in spec_values
+__all__ = ["UNKNOWN", "Spec", "format_value", "get_spec", "unknown"]  # the records live in model
 
 _SPEC_LINE = re.compile(
     r"^- (?P<metric>[a-z][a-z0-9_]*): (?P<value>[0-9][0-9,]*(?:\.[0-9]+)?) (?P<unit>\S+)"
