@@ -56,7 +56,7 @@ def rms_config(repo: Path, proposer: Path, plan: Path, *, profile: bool, allow: 
     """The kopt.toml of a scripted run on `repo` (see the module docstring); it loads as it is,
     or this fails naming the key."""
     from kopt_supervisor.engine import config
-    from kopt_supervisor.engine.config.dump import dumps
+    from kopt_supervisor.engine.config.toml_io import dumps
 
     cfg = config.loads((repo / "kopt.toml").read_text(encoding="utf-8"), source=str(repo / "kopt.toml"))
     target = dataclasses.replace(cfg.target, allow_constructs=[*cfg.target.allow_constructs, *(allow or [])])

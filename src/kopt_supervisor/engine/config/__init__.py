@@ -7,15 +7,11 @@ once so that a bad one is reported at `kopt init`, not hours into a run.
 
 Pure: reads a file or a string, returns a `Config`. No side effects.
 
-Modules: sections (the dataclasses: the schema), load (TOML to a Config, unknown keys and
-types), validate (the values' rules), dump (a Config back to TOML, the frozen copy).
+Modules: sections (the dataclasses: the schema; the agent presets), toml_io (TOML to a
+Config, unknown keys and types; a Config back to TOML, the frozen copy), validate (the
+values' rules).
 """
 
-from kopt_supervisor.engine.config.dump import dumps
-from kopt_supervisor.engine.config.load import (
-    _build as _build,  # engine.api.runs: a Config from its own table
-)
-from kopt_supervisor.engine.config.load import load, loads
 from kopt_supervisor.engine.config.sections import (
     FORMATS,
     AdapterConfig,
@@ -31,6 +27,10 @@ from kopt_supervisor.engine.config.sections import (
     TargetConfig,
     TuneConfig,
 )
+from kopt_supervisor.engine.config.toml_io import (
+    _build as _build,  # engine.api.runs: a Config from its own table
+)
+from kopt_supervisor.engine.config.toml_io import dumps, load, loads
 from kopt_supervisor.engine.config.validate import decide_problems, validate
 
 __all__ = [

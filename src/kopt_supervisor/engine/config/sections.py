@@ -2,7 +2,14 @@
 key's type and default, its docstring what the key means (docs/files.md lists them).
 
 Loading (`config.load`) builds these from the TOML tables, `config.validate` checks their
-values, `config.dumps` writes them back. Pure: data only.
+values, `config.dumps` writes them back.
+
+Besides, the agent presets as [propose] is validated against them (`KINDS`): each preset's
+name, title, whether its CLI continues a session and whether it reports its cost.
+engine/propose/agents builds the presets themselves (argv, usage parsers, executables) on
+this table.
+
+Pure: data only.
 """
 
 from __future__ import annotations
@@ -13,6 +20,34 @@ from typing import Any
 
 FORMATS = ("csv", "table", "perf_report", "pytest-benchmark", "google-benchmark", "torch-benchmark", "long")
 """[target].format: how the bench's output is read (engine/adapters; docs/files.md)."""
+
+
+@dataclass(frozen=True)
+class AgentKind:
+    title: str
+    resumes: bool
+    """Its CLI continues a session by its id ([propose].session = "resume")."""
+    reports_cost: bool
+    """Its usage report holds a cost in USD ([propose].budget_usd can be kept)."""
+
+
+KINDS = {
+    "claude-code": AgentKind("Claude Code", resumes=True, reports_cost=True),
+    "codex": AgentKind("OpenAI Codex CLI", resumes=True, reports_cost=False),
+    "gemini": AgentKind("Gemini CLI", resumes=True, reports_cost=False),
+    "aider": AgentKind("aider", resumes=False, reports_cost=True),
+    "opencode": AgentKind("opencode", resumes=True, reports_cost=True),
+    "generic": AgentKind("any CLI ([propose].command)", resumes=False, reports_cost=True),
+}
+AGENT_NAMES = tuple(KINDS)
+"""Every [propose].agent preset, in the order the docs list them."""
+
+
+def supports_resume(name: str, command: str = "") -> bool:
+    """A preset that continues sessions, or a command that takes the `{session}` placeholder."""
+    if command and "{session}" in command:
+        return True
+    return name in KINDS and KINDS[name].resumes and not command
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,15 @@ from __future__ import annotations
 from typing import Any
 
 from kopt_supervisor.engine import diffscan, expr
-from kopt_supervisor.engine.config import agent_names
-from kopt_supervisor.engine.config.sections import FORMATS, Config, DecideConfig, ProposeConfig
+from kopt_supervisor.engine.config.sections import (
+    AGENT_NAMES,
+    FORMATS,
+    KINDS,
+    Config,
+    DecideConfig,
+    ProposeConfig,
+    supports_resume,
+)
 from kopt_supervisor.engine.errors import BadInput
 
 
@@ -247,9 +254,9 @@ def _validate_agent(pr: ProposeConfig, need: Any) -> None:
         'is required when [propose].kind = "command" (or name an agent preset: [propose].agent)',
     )
     need(
-        not pr.agent or pr.agent in agent_names.AGENT_NAMES,
+        not pr.agent or pr.agent in AGENT_NAMES,
         "[propose].agent",
-        f"must be one of {', '.join(repr(a) for a in agent_names.AGENT_NAMES)}, not {pr.agent!r}",
+        f"must be one of {', '.join(repr(a) for a in AGENT_NAMES)}, not {pr.agent!r}",
     )
     need(
         not pr.agent or pr.kind == "command",
@@ -265,7 +272,7 @@ def _validate_agent(pr: ProposeConfig, need: Any) -> None:
     if pr.session == "resume":
         need(pr.kind == "command", "[propose].session", '= "resume" needs an agent ([propose].kind = "command")')
         need(
-            agent_names.supports_resume(pr.agent, command),
+            supports_resume(pr.agent, command),
             "[propose].session",
             f'= "resume": {_agent_name(pr)} cannot continue a session'
             + (" (aider has no session id)" if pr.agent == "aider" else "")
@@ -294,7 +301,7 @@ def _validate_agent(pr: ProposeConfig, need: Any) -> None:
             'counts agent runs: it needs [propose].kind = "command"',
         )
     if pr.budget_usd > 0 and pr.agent:
-        pre = agent_names.KINDS[pr.agent]
+        pre = KINDS[pr.agent]
         need(
             pre.reports_cost,
             "[propose].budget_usd",

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kopt_supervisor.engine.config.agent_names import AGENT_NAMES, KINDS, AgentKind
+from kopt_supervisor.engine.config.sections import AGENT_NAMES, KINDS, AgentKind
 from kopt_supervisor.engine.propose.costs import (
     Parser,
     parse_aider,
@@ -115,7 +115,7 @@ class AgentPreset:
 
     @property
     def kind(self) -> AgentKind:
-        """Its title, session and cost support (config/agent_names.KINDS)."""
+        """Its title, session and cost support (config/sections.KINDS)."""
         return KINDS[self.name]
 
     @property
@@ -371,7 +371,7 @@ PRESETS: dict[str, AgentPreset] = {
     )
 }
 
-assert tuple(PRESETS) == AGENT_NAMES, "config/agent_names.AGENT_NAMES names every preset, in order"
+assert tuple(PRESETS) == AGENT_NAMES, "config/sections.AGENT_NAMES names every preset, in order"
 
 
 def preset(name: str) -> AgentPreset:

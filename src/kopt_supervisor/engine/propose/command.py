@@ -25,7 +25,7 @@ from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kopt_supervisor.engine.config.agent_names import supports_resume
+from kopt_supervisor.engine.config.sections import supports_resume
 from kopt_supervisor.engine.propose.agents import (
     PRESETS,
     AgentCall,

@@ -1,8 +1,13 @@
-"""Loading kopt.toml: the TOML tables walked into the section dataclasses, unknown keys
-rejected with a "did you mean" hint (a typo must never silently change a run), every value's
-type checked against its field's, then `validate`.
+"""Reading and writing kopt.toml.
 
-Pure: reads the one file it is given, returns a `Config`.
+Loading: the TOML tables walked into the section dataclasses, unknown keys rejected with a
+"did you mean" hint (a typo must never silently change a run), every value's type checked
+against its field's, then `validate`.
+
+Writing a Config as TOML (`dumps`): the frozen copy in a workspace shows every effective
+value, defaults included, and loads back to the same Config.
+
+Pure: reads the one file it is given, returns a `Config`; a Config in, text out.
 """
 
 from __future__ import annotations
@@ -118,3 +123,45 @@ def _type_name(typ: Any) -> str:
     if origin in (types.UnionType, typing.Union):
         return _type_name([a for a in typing.get_args(typ) if a is not type(None)][0])
     return {bool: "true or false", int: "an integer", float: "a number", str: "a string"}.get(typ, str(typ))
+
+
+def dumps(cfg: Config) -> str:
+    """TOML text for a Config: every section and key, defaults included."""
+    out: list[str] = []
+    for f in dataclasses.fields(cfg):
+        _dump_table(getattr(cfg, f.name), f.name, out)
+    return "\n".join(out).strip() + "\n"
+
+
+def _dump_table(obj: Any, name: str, out: list[str]) -> None:
+    out.append(f"[{name}]")
+    nested = []
+    for f in dataclasses.fields(obj):
+        value = getattr(obj, f.name)
+        if dataclasses.is_dataclass(value):
+            nested.append((f.name, value))
+        elif value is not None:
+            out.append(f"{f.name} = {_toml_value(value)}")
+    out.append("")
+    for key, value in nested:
+        _dump_table(value, f"{name}.{key}", out)
+
+
+def _toml_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int | float):
+        return repr(v)
+    if isinstance(v, str):
+        return '"' + v.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t") + '"'
+    if isinstance(v, list):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{ " + ", ".join(f"{_toml_key(k)} = {_toml_value(x)}" for k, x in v.items()) + " }"
+    raise TypeError(f"cannot write {v!r} as TOML")
+
+
+def _toml_key(k: str) -> str:
+    import re
+
+    return k if re.fullmatch(r"[A-Za-z0-9_-]+", k) else _toml_value(k)
