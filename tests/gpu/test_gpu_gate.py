@@ -16,10 +16,9 @@ import pytest
 from gpu_helpers import FakeTime, cfg, gpu, write_script
 
 from kopt_supervisor.engine.errors import BadInput
-from kopt_supervisor.engine.gpu.backends import NoGpu
+from kopt_supervisor.engine.gpu.backends import FakeBackend, NoGpu
 from kopt_supervisor.engine.gpu.base import GpuState
 from kopt_supervisor.engine.gpu.claims import ClaimRegistry, claim_key
-from kopt_supervisor.engine.gpu.fake import FakeBackend
 from kopt_supervisor.engine.gpu.gate import Gate, NoIdleGpu, assess, round_flags
 
 FOREIGN = 4_000_001  # a PID that is not this test's

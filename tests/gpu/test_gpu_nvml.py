@@ -18,7 +18,7 @@ import pynvml as real
 import pytest
 
 from kopt_supervisor.engine.gpu.base import NA
-from kopt_supervisor.engine.gpu.nvml import NvmlBackend
+from kopt_supervisor.engine.gpu.bindings import NvmlBackend
 
 MIB = 1024 * 1024
 

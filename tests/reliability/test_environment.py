@@ -17,7 +17,7 @@ import pytest
 
 from kopt_supervisor.engine import api, workspace
 from kopt_supervisor.engine.daemon import run_engine
-from kopt_supervisor.engine.gpu.fake import FakeBackend
+from kopt_supervisor.engine.gpu.backends import FakeBackend
 from kopt_supervisor.engine.store import Store
 from tests.conftest import REPO_ROOT, git
 from tests.reliability.helpers import FAST, check_invariants, events, init, iterations, statuses

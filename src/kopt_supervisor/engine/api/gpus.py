@@ -11,8 +11,7 @@ from kopt_supervisor.engine.config import GpuConfig
 from kopt_supervisor.engine.gpu.backends import open_backend
 from kopt_supervisor.engine.gpu.base import Backend, GpuState
 from kopt_supervisor.engine.gpu.claims import ClaimRegistry, claim_key
-from kopt_supervisor.engine.gpu.gate import assess
-from kopt_supervisor.engine.gpu.procs import enrich
+from kopt_supervisor.engine.gpu.gate import assess, enrich
 from kopt_supervisor.engine.workspace import Workspace
 
 BackendFactory = Callable[[str], Backend]

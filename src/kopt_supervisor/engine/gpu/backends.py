@@ -11,19 +11,29 @@ order and keeps the first that finds a GPU:
 With no GPU at all the result reads `[]`, and its `status` says what each candidate
 answered. A single backend can also be named ("nvml", "nvidia-smi", "amdsmi", "amd-smi",
 "rocm-smi"), e.g. to compare NVML with the nvidia-smi fallback.
+
+The scripted fake backend (docs/design.md §10), for tests and demos:
+`KOPT_FAKE_GPUS=path.json` holds a JSON list of snapshots, each a list of GPUs
+`{index, name, uuid, util_pct, mem_used_mib, mem_total_mib, processes: [{pid, name, mem_mib}]}`.
+Each `read()` takes the next snapshot; the last one repeats. A GPU missing from a snapshot
+has vanished. Optional per GPU: `vendor` ("nvidia" or "amd"), `sm_clock_mhz`,
+`mem_clock_mhz`, `temp_c`, `power_w`, `throttle` (list of reasons), `throttle_counters`
+({name: cumulative value}); per process `user`. A field given as null reads as NA
+(`"processes": null`: the backend cannot list processes).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from kopt_supervisor.engine.errors import BadInput
-from kopt_supervisor.engine.gpu.amd import AmdSmiBackend
-from kopt_supervisor.engine.gpu.base import Backend, GpuState
-from kopt_supervisor.engine.gpu.fake import FakeBackend
-from kopt_supervisor.engine.gpu.nvml import NvmlBackend
+from kopt_supervisor.engine.gpu.base import NA, Backend, GpuProcess, GpuState
+from kopt_supervisor.engine.gpu.bindings import AmdSmiBackend, NvmlBackend
 from kopt_supervisor.engine.gpu.smi import AmdSmiCliBackend, NvidiaSmiBackend, RocmSmiBackend
 
 __all__ = ["AutoBackend", "FakeBackend", "NoGpu", "open_backend", "BACKENDS", "CHAINS"]
@@ -113,3 +123,87 @@ def open_backend(vendor: str = "auto") -> Backend:
         return BACKENDS[vendor]()
     known = ", ".join([*CHAINS, "none", *BACKENDS])
     raise BadInput(f"GPU vendor/backend {vendor!r} is not one of: {known}")
+
+
+_NUMBERS = ("util_pct", "mem_used_mib", "mem_total_mib", "sm_clock_mhz", "mem_clock_mhz", "temp_c", "power_w")
+_DEFAULTS = {"util_pct": 0.0, "mem_used_mib": 0.0, "mem_total_mib": 81559.0}
+
+
+class FakeBackend:
+    """docs/design.md §10: a JSON list of snapshots; each read takes the next, the last repeats."""
+
+    name = "fake"
+    vendor = "fake"
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        try:
+            data = json.loads(self.path.read_text())
+        except (OSError, ValueError) as exc:
+            raise BadInput(f"KOPT_FAKE_GPUS={self.path}: cannot read: {exc}") from None
+        if not isinstance(data, list) or not data:
+            raise BadInput(f"KOPT_FAKE_GPUS={self.path}: must be a non-empty JSON list of snapshots")
+        self.snapshots = []
+        for n, snap in enumerate(data):
+            if not isinstance(snap, list):
+                raise BadInput(f"KOPT_FAKE_GPUS={self.path}: snapshot {n} must be a list of GPUs")
+            self.snapshots.append([_fake_gpu(self.path, g) for g in snap])
+        self.i = 0
+        self.status = f"scripted fake GPUs from {self.path} ({len(self.snapshots)} snapshots)"
+        # Claims on fake GPUs are scoped to the script, so unrelated tests never collide.
+        self.claim_namespace = "fake-" + hashlib.sha1(str(self.path.resolve()).encode()).hexdigest()[:10]
+
+    def read(self) -> list[GpuState]:
+        snap = self.snapshots[min(self.i, len(self.snapshots) - 1)]
+        self.i += 1
+        return list(snap)
+
+    def close(self) -> None:
+        pass
+
+
+def _fake_gpu(path: Path, g: Any) -> GpuState:
+    try:
+        if not isinstance(g, dict):
+            raise TypeError("a GPU must be an object")
+        index = int(g["index"])
+        values = {k: _num(g, k) for k in _NUMBERS}
+        raw_procs = g.get("processes", [])
+        procs: Any = (
+            NA
+            if raw_procs is None
+            else tuple(
+                GpuProcess(int(p["pid"]), p.get("name", "?"), _num(p, "mem_mib", 0.0), p.get("user", NA))
+                for p in raw_procs
+            )
+        )
+        throttle = g.get("throttle", ())
+        counters = g.get("throttle_counters")
+        vendor = g.get("vendor", "nvidia")
+        if vendor not in ("nvidia", "amd"):
+            raise ValueError(f"vendor must be 'nvidia' or 'amd', not {vendor!r}")
+        return GpuState(
+            index=index,
+            name=g.get("name", "Fake GPU"),
+            uuid=g.get("uuid", f"GPU-fake-{index}"),
+            processes=procs,
+            throttle=NA if throttle is None else tuple(str(t) for t in throttle),
+            throttle_counters=NA if counters is None else {str(k): float(v) for k, v in counters.items()},
+            vendor=vendor,
+            backend="fake",
+            **values,
+        )
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise BadInput(f"KOPT_FAKE_GPUS={path}: bad GPU entry {g!r}: {exc}") from None
+
+
+def _num(d: dict[str, Any], key: str, default: float | None = None) -> Any:
+    if key not in d:
+        default = _DEFAULTS.get(key, default)
+        return NA if default is None else default
+    value = d[key]
+    if value is None:
+        return NA
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"{key} must be a number, not {value!r}")
+    return float(value)

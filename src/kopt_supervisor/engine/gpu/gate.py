@@ -24,19 +24,28 @@ and binds children with CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES.
 The quick recheck (`quick_recheck_s`): between timed steps on the GPU it holds, a gate whose
 last full check is recent and whose reading right after the last step (`evidence()`) was
 clean checks with one fresh reading instead of `samples` (see `Gate._quick`).
+
+Who a GPU process is (`enrich`, `family`), through psutil: its name and owner, and this run's own processes.
+
+Backends report PIDs (and sometimes names). The gate needs names and owners to explain a
+busy GPU, and the set of this run's own processes (the engine and the benchmark children
+with all their descendants) so that they never count as foreign. A PID that psutil cannot
+see (it ended, or it lives in another PID namespace, as in a container) keeps NA fields.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+import psutil
+
 from kopt_supervisor.engine.config import GpuConfig
 from kopt_supervisor.engine.errors import BadInput, KoptFailure
-from kopt_supervisor.engine.gpu import procs
 from kopt_supervisor.engine.gpu.assess import (  # re-exported: the gate's interface
     Assessment,
     assess,
@@ -45,7 +54,7 @@ from kopt_supervisor.engine.gpu.assess import (  # re-exported: the gate's inter
     proc_dict,
     round_flags,
 )
-from kopt_supervisor.engine.gpu.base import Backend, GpuState, disturbing, is_na, why
+from kopt_supervisor.engine.gpu.base import NA, Backend, GpuProcess, GpuState, disturbing, is_na, why
 from kopt_supervisor.engine.gpu.claims import ClaimRegistry, claim_key
 
 __all__ = [
@@ -154,9 +163,9 @@ class Gate:
 
     def _own(self) -> set[int]:
         try:
-            return procs.family(self.own_pids())
+            return family(self.own_pids())
         except Exception:  # the loop's callback failed: still count this process as own
-            return procs.family(())
+            return family(())
 
     def _claimed_by(self, g: GpuState) -> dict[str, Any] | None:
         return self.claims.probe(claim_key(self.namespace, g.uuid, g.index))
@@ -170,7 +179,7 @@ class Gate:
             samples.append(self._read())
             if not samples[0] and not self.ever_seen:
                 break  # no GPU on this machine: nothing to sample
-        self.last = assess(samples, self.cfg, self._own(), claimed_by=self._claimed_by, enrich=procs.enrich)
+        self.last = assess(samples, self.cfg, self._own(), claimed_by=self._claimed_by, enrich=enrich)
         return self.last
 
     # -- acquiring -----------------------------------------------------------------
@@ -249,7 +258,7 @@ class Gate:
         if now is None or is_na(now.processes):  # the fresh reading's processes are what is judged
             return None
         found = assess(
-            [[seen], [now]], self.cfg, self._own(), claimed_by=self._claimed_by, enrich=procs.enrich, judge_util=False
+            [[seen], [now]], self.cfg, self._own(), claimed_by=self._claimed_by, enrich=enrich, judge_util=False
         )
         if len(found) != 1 or not found[0].idle:
             return None
@@ -319,7 +328,7 @@ class Gate:
             }
         own = self._own()
         self._after, self._after_own = (self.clock(), g), own
-        foreign = [] if is_na(g.processes) else [procs.enrich(p) for p in g.processes if p.pid not in own]
+        foreign = [] if is_na(g.processes) else [enrich(p) for p in g.processes if p.pid not in own]
         ev = g.to_dict()
         ev["time"] = now
         ev["foreign_processes"] = [proc_dict(p) for p in foreign]
@@ -357,3 +366,42 @@ def _duration(seconds: float) -> str:
     if seconds < 90:
         return f"{seconds:.0f} s"
     return f"{seconds / 60:.0f} min"
+
+
+def enrich(p: GpuProcess) -> GpuProcess:
+    """The process with its name and user filled in from psutil where the backend had none."""
+    if not is_na(p.name) and not is_na(p.user):
+        return p
+    try:
+        proc = psutil.Process(p.pid)
+        name = p.name if not is_na(p.name) else _safe(proc.name)
+        user = p.user if not is_na(p.user) else _safe(proc.username)
+    except (psutil.Error, OSError):
+        return p
+    return dataclasses.replace(p, name=name, user=user)
+
+
+def _safe(getter) -> object:  # type: ignore[no-untyped-def]
+    try:
+        return getter() or NA
+    except (psutil.Error, OSError):
+        return NA
+
+
+def family(pids: Iterable[int]) -> set[int]:
+    """The given PIDs, this process, and all their live descendants."""
+    out = {os.getpid()}
+    for pid in set(pids) | {os.getpid()}:
+        out.add(pid)
+        try:
+            out.update(c.pid for c in psutil.Process(pid).children(recursive=True))
+        except (psutil.Error, OSError):
+            continue
+    return out
+
+
+def alive(pid: int) -> bool:
+    try:
+        return psutil.pid_exists(pid)
+    except OSError:
+        return False
