@@ -29,10 +29,9 @@ profiles of a side, the spread of the class's time between those profiles (Stude
 Without ranges (a bench that emits none) the comparison falls back to the whole run's
 target-kernel time (`model.compare`) and says so in `note`. Pure: no files, no subprocesses.
 
-Beside it: what the comparison holds and how it prints (engine/profile/class_records.py),
-how one profile's launches are attributed to configs (engine/profile/attribution.py) and
-the agreement with the bench (engine/profile/agreement.py); their public names are
-re-exported here.
+Beside it: what the comparison holds, how it prints and its agreement with the bench
+(engine/profile/class_records.py), and how one profile's launches are attributed to configs
+(engine/profile/ranges.py); their public names are re-exported here.
 """
 
 from __future__ import annotations
@@ -45,28 +44,25 @@ from typing import Any
 
 from kopt_supervisor.engine.decide.stats import t_quantile
 from kopt_supervisor.engine.errors import KoptFailure
-from kopt_supervisor.engine.profile.agreement import (
+from kopt_supervisor.engine.profile.class_records import (
     AGREES,
+    ALL_CLASSES,
     CANNOT_TELL,
     DISAGREES,
     NOT_JUDGED,
     Agreement,
     BenchClass,
     ClassAgreement,
-    agrees,
-)
-from kopt_supervisor.engine.profile.attribution import AttributedProfile, LaunchTotals, attribute
-from kopt_supervisor.engine.profile.class_records import (
-    ALL_CLASSES,
     ClassChange,
     ClassComparison,
     ClassKernel,
     ConfigChange,
     Unattributed,
     UnattributedGroup,
+    agrees,
 )
 from kopt_supervisor.engine.profile.model import ProfileSummary, compare, compile_regex
-from kopt_supervisor.engine.profile.ranges import ConfigRef, RangeMatcher
+from kopt_supervisor.engine.profile.ranges import AttributedProfile, ConfigRef, LaunchTotals, RangeMatcher, attribute
 
 __all__ = [
     "AGREES",
