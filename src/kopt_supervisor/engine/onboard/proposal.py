@@ -46,8 +46,7 @@ from kopt_supervisor.engine.decide.model import Policy
 from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.onboard import cost as cost_mod
 from kopt_supervisor.engine.onboard import served
-from kopt_supervisor.engine.onboard.columns import CONFIG, classify
-from kopt_supervisor.engine.onboard.detect import BenchRun, candidates
+from kopt_supervisor.engine.onboard.detect import CONFIG, BenchRun, candidates, classify
 from kopt_supervisor.engine.onboard.draft import ANSWER_KEYS, Choice, Proposal, Question, render
 from kopt_supervisor.engine.onboard.steps import (
     HARNESS_EXTRA,

@@ -29,8 +29,7 @@ from typing import Any
 
 from kopt_supervisor.engine.adapters.model import Table
 from kopt_supervisor.engine.adapters.perf_report import LINE
-from kopt_supervisor.engine.onboard.columns import Column
-from kopt_supervisor.engine.onboard.detect import BenchRun, RunBench, candidates
+from kopt_supervisor.engine.onboard.detect import BenchRun, Column, RunBench, candidates
 from kopt_supervisor.engine.onboard.imports import BENCH_IS_KERNEL
 
 MODULE = "kopt_supervisor.kernels.harness.imported"

@@ -1,7 +1,7 @@
 """The steps of a proposal, in the order `propose` takes them: which table, kopt's own
 harness, the metric and its direction, the correctness rule, the config and class columns,
 protected files and sources. Each fills its part of the `Proposal` from the table's
-classified columns (onboard/columns.py) with the reason for every choice, or adds a
+classified columns (onboard/detect.py) with the reason for every choice, or adds a
 `Question` where the output does not settle it. Pure apart from reading the bench's source
 files (the static import scan).
 """
@@ -15,19 +15,20 @@ from collections.abc import Mapping
 from kopt_supervisor.engine.adapters.model import RATE, TIME, Table
 from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.metrics import close_name, describe_classes
-from kopt_supervisor.engine.onboard.columns import (
+from kopt_supervisor.engine.onboard.detect import (
     CONFIG,
     ERROR,
     FLAG,
     METRIC,
     PRODUCTION,
     TRUE_WORDS,
+    BenchRun,
+    Candidate,
     Column,
     classify,
     dtype_like,
     words,
 )
-from kopt_supervisor.engine.onboard.detect import BenchRun, Candidate
 from kopt_supervisor.engine.onboard.draft import Choice, Proposal, Question
 from kopt_supervisor.engine.onboard.imports import scan
 from kopt_supervisor.engine.onboard.scratch import DRAFT_RUN
