@@ -3,19 +3,31 @@ of the iteration a submit started until its verdict. Synchronous (the server cal
 worker threads) and a client of the run like the CLI: `engine.api` (and `gitops` to read what
 a lane's worktree changes, as `candidate_changes` reads cand/), commands sent sealed
 through `send`, records read through `RunReader`; it never runs the agent,
-never writes the workspace (its lane locks aside: `seats`), never touches cand/.
+never writes the workspace (its lane locks aside: `Seats`), never touches cand/.
 
 On a run of several lanes every call that concerns a candidate (`status`, `context`, the
-submit) is for a lane: the session's own (`seats.Seats`; the server says which session a call
+submit) is for a lane: the session's own (`Seats`; the server says which session a call
 is of), whose worktree is the one its submit evaluates and whose submit the engine's lane
 alone takes (each lane's manual proposer waits for a submit addressed to it).
+
+`Seats`: which lane each MCP session holds, on a run of several lanes: a lane of its own, that no
+other live session holds (docs/agents.md, "kopt as an MCP judge").
+
+A lane is held with an exclusive `flock` on `<workspace>/mcp-lanes/lane-<i>.lock`, one open
+file per session. So two `kopt mcp` processes on one run (two stdio clients) never hand out
+the same lane, nor do two sessions of one HTTP server (a flock belongs to the open file, not to
+the process), and a server that dies frees its lanes with it (the kernel drops its locks).
+A session takes the first free lane; `release` (its end) frees it.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import fcntl
+import os
 import threading
 import time
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,8 +48,7 @@ from kopt_supervisor.engine.api.reviews import lane_of
 from kopt_supervisor.engine.api.run_summary import profiler_evidence
 from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.mcp import rules
-from kopt_supervisor.engine.mcp.errors import EngineGone, Refused
-from kopt_supervisor.engine.mcp.seats import Seats
+from kopt_supervisor.engine.mcp.rules import EngineGone, Refused
 from kopt_supervisor.engine.workspace import Workspace
 
 HEARTBEAT_STALE_S = 30.0
@@ -423,3 +434,54 @@ class Judge:
                 }
             )
         return view
+
+
+FOLDER = "mcp-lanes"
+
+
+class Seats:
+    def __init__(self, workspace: Path, tag: str, lanes: int) -> None:
+        self.dir = workspace / FOLDER
+        self.tag = tag
+        self.lanes = lanes
+        self._held: dict[Hashable, tuple[int, int]] = {}
+        """session -> (its lane, the open lock file that holds it)."""
+        self._lock = threading.Lock()
+
+    def lane(self, session: Hashable) -> int | None:
+        """The lane `session` holds (None: none yet)."""
+        with self._lock:
+            held = self._held.get(session)
+        return held[0] if held else None
+
+    def take(self, session: Hashable) -> int:
+        """The lane `session` holds, or the first lane no live session holds (Refused: none is free)."""
+        with self._lock:
+            if session in self._held:
+                return self._held[session][0]
+            self.dir.mkdir(mode=0o700, exist_ok=True)
+            for lane in range(self.lanes):
+                fd = os.open(
+                    self.dir / f"lane-{lane}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
+                )
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    os.close(fd)
+                    continue
+                self._held[session] = (lane, fd)
+                return lane
+        raise Refused(rules.lanes_taken(self.tag, self.lanes))
+
+    def release(self, session: Hashable) -> None:
+        """The session ended: its lane is free for the next one."""
+        with self._lock:
+            held = self._held.pop(session, None)
+        if held is not None:
+            os.close(held[1])  # closing the file drops its lock
+
+    def release_all(self) -> None:
+        with self._lock:
+            sessions = list(self._held)
+        for session in sessions:
+            self.release(session)

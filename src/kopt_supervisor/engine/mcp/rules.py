@@ -4,6 +4,9 @@ and the words of its progress and verdict.
 An MCP caller is an agent with a shell: every argument is checked for its type and size, and
 text that reaches a plan file is one printable line (the plan's own `target_class:` and
 `scope:` lines are kopt's to write, never smuggled in through a hypothesis).
+
+What an MCP caller is refused (`Refused`, `EngineGone`), as one line it can act on. The server
+turns each into an MCP tool error; nothing of the run's state has changed when one is raised.
 """
 
 from __future__ import annotations
@@ -13,7 +16,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kopt_supervisor.engine.mcp.errors import Refused
+
+class Refused(Exception):
+    """Bad arguments, or a call the run cannot take now (another submit measuring, no change
+    in cand/, no engine, restarts not allowed): nothing was sent to the run."""
+
+
+class EngineGone(Exception):
+    """The run's engine died (or stopped beating) while a submit waited for its verdict."""
+
 
 HYPOTHESIS_MAX = 500
 """Characters of a hypothesis (the plan keeps as many)."""

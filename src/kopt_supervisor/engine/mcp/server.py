@@ -7,10 +7,10 @@ called with an argument it does not declare is refused before it runs (the SDK a
 drop the argument silently). Over HTTP, a request without the token the server printed and
 wrote (0600) into the workspace gets 401 before the SDK sees it.
 
-On a run of several lanes each MCP session holds a lane of its own (`Sessions`; engine/mcp/
-seats.py): over stdio, and through an in-process client, the server is one session; over HTTP
-each Mcp-Session-Id is one, freed when the session ends. `context`, `status` and `submit` are
-the session's lane's; the read-only views and restarts are the run's.
+On a run of several lanes each MCP session holds a lane of its own (`Sessions`; `Seats` in
+engine/mcp/judge.py): over stdio, and through an in-process client, the server is one
+session; over HTTP each Mcp-Session-Id is one, freed when the session ends. `context`,
+`status` and `submit` are the session's lane's; the read-only views and restarts are the run's.
 """
 
 from __future__ import annotations
@@ -38,8 +38,8 @@ from mcp.types import METHOD_NOT_FOUND, CallToolResult, TextContent, ToolAnnotat
 from kopt_supervisor.engine.api.origin import mcp_source
 from kopt_supervisor.engine.errors import KoptError
 from kopt_supervisor.engine.mcp import rules
-from kopt_supervisor.engine.mcp.errors import EngineGone, Refused
 from kopt_supervisor.engine.mcp.judge import Judge, Observation
+from kopt_supervisor.engine.mcp.rules import EngineGone, Refused
 
 INSTRUCTIONS = """kopt judges your kernel edits with paired statistics and commits only verified wins.
 Work loop: call `context` (BEST, per-class results, roofline, recent regressions), edit the files in
