@@ -9,7 +9,7 @@ import pytest
 
 from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.report import export_branch
-from kopt_supervisor.engine.report.filters import artifact_dir, artifact_glob
+from kopt_supervisor.engine.report.export import artifact_dir, artifact_glob
 from kopt_supervisor.engine.report.render import SECTIONS
 from kopt_supervisor.kopt_tui.cli import main as kopt
 from tests.conftest import git

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from kopt_supervisor.engine import environment
-from kopt_supervisor.engine.report import collect, filters
+from kopt_supervisor.engine.report import collect, export
 from kopt_supervisor.engine.report.provenance import gpu_state as _gpu_state
 from kopt_supervisor.engine.report.roofline_tables import generic_tables
 from kopt_supervisor.engine.report.stats import geomean, quantile, speedup, summarize
@@ -78,7 +78,7 @@ def test_speedup_is_oriented_by_direction_and_geomean_is_equal_weight():
     ],
 )
 def test_exclusion_rules(path, in_branch, proposer, ignored, csv, reason):
-    got = filters.exclusion(path, ignored=ignored, in_branch=in_branch, proposer_files=proposer, bench_csv=csv)
+    got = export.exclusion(path, ignored=ignored, in_branch=in_branch, proposer_files=proposer, bench_csv=csv)
     if reason is None:
         assert got is None
     else:
