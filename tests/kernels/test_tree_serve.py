@@ -476,3 +476,24 @@ def test_cached_blocks_are_given_back_only_when_the_device_is_short(
     # memory given back: the driver's work on it is over before the other side measures
     assert slept == ([bench.RELEASE_SETTLE_S] if given_back else [])
     assert bench.parse_args(["--serve"], gpu=True).release == "auto"
+
+
+def test_warm_blocks_run_untimed_at_later_looks_and_a_raising_one_fails_only_its_row(tmp_path: Path) -> None:
+    tree = _scale_tree(tmp_path / "t")
+    a = bench.parse_args(["--serve", "--warm-blocks", "2"], gpu=False)
+    b = bench.Bench(_spec(), a, torch, False, bench.PhaseClock(), tree)  # type: ignore[arg-type]
+    b.timed_rows(3, copy=False, keep=True)  # the first look makes the timer (no warm blocks: a new one ran its own)
+    ((sets, timer),) = b.held.values()
+    calls: list[int] = []
+    real = timer.block
+    timer.block = lambda: calls.append(1) or real()  # type: ignore[method-assign]
+    row = b.timed_rows(4, copy=False, keep=True)[0]
+    assert len(calls) == a.blocks + 2 and row["samples"] == a.blocks  # two untimed blocks, then the timed ones
+    assert row["calls"] == timer.reps * a.blocks and math.isfinite(row["us"])
+
+    def broken() -> float:
+        raise RuntimeError("a call that raises")
+
+    timer.block = broken  # type: ignore[method-assign]
+    row = b.timed_rows(5, copy=False, keep=True)[0]  # raises in a warm block: the row fails, the look goes on
+    assert row["err"] == math.inf and row["samples"] == 0 and not b.held

@@ -749,8 +749,6 @@ class Bench:
                 sets, t = held
                 sets.reseed(seed)
                 self.clock.lap("inputs")  # this look's first draw, into the kept buffers
-                for _ in range(self.a.warm_blocks):
-                    t.block()
             else:
                 sets = TimedSets(case, seed, self.timing.set_count(case.bytes))
                 self.clock.lap("inputs")  # the timed sets' first draw
@@ -762,19 +760,22 @@ class Bench:
             t0 = time.perf_counter()
             copy_t = self.timing.timer(case.copy_calls, case.bytes) if copy and case.bytes > 0 else None
             ks, cs = [], []
-            for block in range(self.a.blocks):  # the kernel's launches in the case's range; the copy's outside
+            warm = self.a.warm_blocks if held is not None else 0  # a new timer ran its own
+            for block in range(-warm, self.a.blocks):  # the kernel's launches in the case's range; the copy's outside
                 if block == self.a.blocks - 1:
                     self.clock.lap("timing")
                     sets.refresh()  # the last block computes on inputs no earlier call saw
                     self.clock.lap("inputs")
                 if t is not None:
                     try:
-                        ks.append(t.block())
+                        us_block = t.block()
+                        if block >= 0:  # --warm-blocks: untimed, raising as a timed block would
+                            ks.append(us_block)
                     except Exception as exc:  # a candidate whose timed call raises fails its row
                         log(f"{where}: FAILS: a timed call raised {type(exc).__name__}: {exc}")
                         err, t, ks = math.inf, None, []
                         self.held.pop(case.key, None)
-                if copy_t is not None:
+                if copy_t is not None and block >= 0:
                     cs.append(copy_t.block())
             st = summarize(ks) if ks else dict.fromkeys(("median", "mean", "std", "min", "p10", "p90"), nan)
             cu = summarize(cs)["median"] if cs else nan
