@@ -8,7 +8,9 @@ The side effects of starting processes live here and in engine/runner; nothing d
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypedDict
 
 from kopt_supervisor.engine import faults, runner
 from kopt_supervisor.engine.config import Config
@@ -21,6 +23,20 @@ from kopt_supervisor.engine.workspace import Workspace
 MARKER = "KOPT_WORKSPACE"
 """Every child kopt starts carries this variable (the workspace's path): after a crash, the
 orphans of a recorded process group are recognised by it (a recycled pid never is)."""
+
+
+class Launch(TypedDict):
+    """The arguments every child of a run is started with (runner.run and runner.Server)."""
+
+    cwd: Path
+    log_dir: Path
+    name: str
+    env: dict[str, str]
+    on_start: Callable[[int], None]
+    on_end: Callable[[int], None]
+    max_output_bytes: int
+    confine: Confinement | None
+    marker: tuple[str, str]
 
 
 class Processes:
@@ -52,22 +68,12 @@ class Processes:
         jails.py), interruptible through the pump, logged to logs/vN/<name>.out|.err, its
         group recorded (orphans are killed after a crash). Unconfined, every process that
         carries the run's marker is ended with it (runner.end_leftovers)."""
-        log_dir = self.ws.log_dir(it.version)
-        self.store.set("live_log", str(log_dir / f"{name}.out"))
         return runner.run(
             command,
-            cwd=cwd,
-            log_dir=log_dir,
-            name=name,
             timeout_s=timeout_s,
-            env=self.env(env),
             poll=self.control.pump,
             poll_interval_s=self.poll_interval_s,
-            on_start=self.child_started,
-            on_end=self.child_ended,
-            max_output_bytes=self.max_output_bytes,
-            confine=confine,
-            marker=self.marker,
+            **self._launch(it, cwd, name, env, confine, live=".out"),
         )
 
     def server(
@@ -80,10 +86,17 @@ class Processes:
         env: dict[str, str],
         confine: Confinement | None = None,
     ) -> runner.Server:
+        return runner.Server(command, **self._launch(it, cwd, name, env, confine, live=".err"))
+
+    def _launch(
+        self, it: Iteration, cwd: Path, name: str, env: dict[str, str] | None, confine: Confinement | None, live: str
+    ) -> Launch:
+        """What every child of the run is started with: its logs in logs/vN/<name>.*, the
+        run's environment and marker, its group recorded, its output bounded; `live`: the log
+        the TUI follows meanwhile."""
         log_dir = self.ws.log_dir(it.version)
-        self.store.set("live_log", str(log_dir / f"{name}.err"))
-        return runner.Server(
-            command,
+        self.store.set("live_log", str(log_dir / f"{name}{live}"))
+        return Launch(
             cwd=cwd,
             log_dir=log_dir,
             name=name,
