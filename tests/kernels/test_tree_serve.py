@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 from kopt_supervisor.engine import config, metrics
-from kopt_supervisor.kernels.harness import audit, bench, serve
+from kopt_supervisor.kernels.harness import audit, bench, serve, timing
 from tests.kernels.serve_client import Server, edit, look_and_audit, materialize
 
 torch = pytest.importorskip("torch")
@@ -497,3 +497,25 @@ def test_warm_blocks_run_untimed_at_later_looks_and_a_raising_one_fails_only_its
     timer.block = broken  # type: ignore[method-assign]
     row = b.timed_rows(5, copy=False, keep=True)[0]  # raises in a warm block: the row fails, the look goes on
     assert row["err"] == math.inf and row["samples"] == 0 and not b.held
+
+
+@pytest.mark.parametrize(("us_per_launch", "blocks"), [(1000.0, 3), (50.0, 9), (250.0, 4)])
+def test_a_long_first_block_cuts_the_looks_blocks_on_a_gpu(tmp_path: Path, us_per_launch: float, blocks: int) -> None:
+    # timing.look_blocks: blocks of reps x us_per_launch µs; 100 ms of them at most, never fewer than 3,
+    # and the refresh still comes before the last block that is timed
+    tree = _scale_tree(tmp_path / "t")
+    a = bench.parse_args(["--serve", "--blocks", "9"], gpu=False)
+    b = bench.Bench(_spec(), a, torch, False, bench.PhaseClock(), tree)  # type: ignore[arg-type]
+    b.timed_rows(3, copy=False, keep=True)
+    ((sets, timer),) = b.held.values()
+    events: list[str] = []
+    timer.reps = 100
+    timer.block = lambda: events.append("block") or us_per_launch  # type: ignore[method-assign]
+    real_refresh = sets.refresh
+    sets.refresh = lambda: events.append("refresh") or real_refresh()  # type: ignore[method-assign]
+    b.timing.gpu = True  # the rule is a GPU one: the interpreter's blocks are one call per set
+    row = b.timed_rows(4, copy=False, keep=True)[0]
+    assert row["samples"] == blocks and row["calls"] == 100 * blocks and row["us"] == us_per_launch
+    assert events == ["block"] * (blocks - 1) + ["refresh", "block"]
+    assert timing.look_blocks(9, 75_000.0) == 3 and timing.look_blocks(2, 1e9) == 2  # never more than asked
+    assert timing.look_blocks(9, float("nan")) == 9

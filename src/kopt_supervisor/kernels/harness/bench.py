@@ -20,8 +20,8 @@ calls computed: what kopt's audit compares between trees (harness/audit.py). Bot
 profiler range named `kopt:col=value,...` over the row's config columns
 (harness/ranges.py). On a GPU: blocks of a CUDA graph of k launches (k so that a block lasts
 about --block-us, a multiple of the sets' count), the sets touching at least 2 x L2 of
-distinct data (at most MAX_SETS), L2 flushed before each block; `us` is the median over
-blocks of µs per launch, with us_mean/std/min/p10/p90, and `calls` the launches timed in all
+distinct data (at most MAX_SETS), L2 flushed before each block, fewer blocks once the first
+lasts long (timing.look_blocks); `us` is the median over blocks of µs per launch, with us_mean/std/min/p10/p90, and `calls` the launches timed in all
 (blocks x k: `us` x `calls` is the time the row's timed calls took). The same run times a
 device-to-device copy of the same number of bytes (copy_us, copy_gbps) and reports the
 kernel's bandwidth as % of it (pct_copy). Without a GPU the Triton solution runs in Triton's
@@ -90,6 +90,7 @@ from .timing import (
     block_launches,
     cycle,
     l2_bytes,
+    look_blocks,
     one_call_us,
     reps_for,
     rotation_sets,
@@ -761,8 +762,9 @@ class Bench:
             copy_t = self.timing.timer(case.copy_calls, case.bytes) if copy and case.bytes > 0 else None
             ks, cs = [], []
             warm = self.a.warm_blocks if held is not None else 0  # a new timer ran its own
-            for block in range(-warm, self.a.blocks):  # the kernel's launches in the case's range; the copy's outside
-                if block == self.a.blocks - 1:
+            blocks, block = self.a.blocks, -warm
+            while block < blocks:  # the kernel's launches in the case's range; the copy's outside
+                if block == blocks - 1:
                     self.clock.lap("timing")
                     sets.refresh()  # the last block computes on inputs no earlier call saw
                     self.clock.lap("inputs")
@@ -771,12 +773,15 @@ class Bench:
                         us_block = t.block()
                         if block >= 0:  # --warm-blocks: untimed, raising as a timed block would
                             ks.append(us_block)
+                        if block == 0 and self.timing.gpu:  # a long block: fewer of them (timing.look_blocks)
+                            blocks = look_blocks(blocks, us_block * t.reps)
                     except Exception as exc:  # a candidate whose timed call raises fails its row
                         log(f"{where}: FAILS: a timed call raised {type(exc).__name__}: {exc}")
                         err, t, ks = math.inf, None, []
                         self.held.pop(case.key, None)
                 if copy_t is not None and block >= 0:
                     cs.append(copy_t.block())
+                block += 1
             st = summarize(ks) if ks else dict.fromkeys(("median", "mean", "std", "min", "p10", "p90"), nan)
             cu = summarize(cs)["median"] if cs else nan
             us = st["median"]

@@ -119,6 +119,26 @@ def block_launches(nbytes: int, one_call_us: float, block_us: float, max_reps: i
     return math.ceil(max(reps, sets) / sets) * sets
 
 
+LOOK_BLOCKS_US = 100_000.0
+"""What a config's timed blocks need last in one look, in all, once a block is long: a tree
+whose first timed block lasts B µs gets ceil(LOOK_BLOCKS_US / B) blocks (at least MIN_BLOCKS,
+at most --blocks). Measured on the H200 (RMSNorm's naive start, 2026-11-29): the guard shape
+long-20000 took 293 µs a call in blocks of 256 launches (its small rows need 256 buffer sets
+to exceed L2), so its 9 blocks were 0.69 s of a side's 1.1 s look; three such blocks average
+768 launches, and a tuned tree's blocks of a few ms keep all nine."""
+MIN_BLOCKS = 3
+
+
+def look_blocks(blocks: int, first_block_us: float) -> int:
+    """Timed blocks of a config in a look whose first timed block lasted `first_block_us`
+    (LOOK_BLOCKS_US): `blocks` unless that block was long. Decided after the first block, so
+    the count may differ between trees (a slow tree gets fewer, longer blocks); each side's
+    statistics are over its own blocks."""
+    if not math.isfinite(first_block_us) or first_block_us <= 0:
+        return blocks
+    return max(min(blocks, MIN_BLOCKS), min(blocks, math.ceil(LOOK_BLOCKS_US / first_block_us)))
+
+
 def l2_bytes(torch: Any, device: int = 0) -> int:
     props = torch.cuda.get_device_properties(device)
     return int(getattr(props, "L2_cache_size", 50 << 20) or (50 << 20))
