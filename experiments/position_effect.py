@@ -78,11 +78,15 @@ class Served:
             self.lines.put(text.strip())
         self.lines.put(None)
 
-    def ask(self, line: str, timeout_s: float = 300.0) -> str:
+    def ask_line(self, line: str, timeout_s: float = 300.0) -> str | None:
+        """Send one request; its reply line as it is (None: the process left)."""
         assert self.p.stdin is not None
         self.p.stdin.write(line + "\n")
         self.p.stdin.flush()
-        reply = self.lines.get(timeout=timeout_s)
+        return self.lines.get(timeout=timeout_s)
+
+    def ask(self, line: str, timeout_s: float = 300.0) -> str:
+        reply = self.ask_line(line, timeout_s)
         if reply is None or reply.split()[0] not in ("done", "audited"):
             raise RuntimeError(f"{line!r} -> {reply!r} (see {self.err.name})")
         return reply
