@@ -12,7 +12,8 @@ bit-identical inputs in every process on the same device and software), the cont
 then the timed blocks (Bench.timed_rows); the CSV goes to PATH, one row per config with the
 config columns, `us`, `err`, `calls` (how many timed calls `us` is the per-call time of) and
 the statistics; PATH.sets.json commits to every timed set's output summaries (audit.py)
-before kopt draws the audit seed. The timed calls' outputs are kept until the next look. `done N last`: the
+before kopt draws the audit seed. The timed calls' outputs are kept until the next look; each look's timed buffers and CUDA
+graphs are made anew (KEEP_BUFFERS). `done N last`: the
 kept buffers passed --serve-memory of the GPU's memory; the process answers the `audit` of
 look N (the only request it still takes) and leaves.
 `audit`: per config of look N, the timed buffer set the audit SEED picks and its outputs'
@@ -42,6 +43,16 @@ INTEGER = re.compile(r"-?[0-9]+")
 COMMITMENT_SUFFIX = ".sets.json"
 """A look's commitment to every timed set's outputs is written to PATH + this (audit.py)."""
 USAGE = "`look N SEED PATH`, `audit N SEED PATH` or `load`"
+KEEP_BUFFERS = False
+"""Whether a look replays the timed buffers and CUDA graphs of the process's first look (True)
+or makes them anew (False: a new allocation, so a new placement in device memory, every look).
+Measured on the H200 (experiments/process_offset.py, tuned RMSNorm, A/A, 10 fresh process pairs
+x 6 looks, 2026-11-29): kept, each pair of processes carried an offset of its own for its life
+(per class about 1.0% sd between pairs, pair means from -3.0% to +1.2%; within a pair 1.5-2.8%
+look to look); made anew, no offset was left (between pairs 0.31-0.34%, all the looks' noise
+explains) and the looks' noise fell to 0.8-0.9%, for ~0.1 s per side and look. A decision's
+looks all come from one pair: an offset no number of looks averages away read as an untouched
+class +1.7% [+0.2, +3.3] "slower" and split a real -11% step (docs/h100-wave3/part6-*.md)."""
 
 
 class BadRequest(ValueError):
@@ -118,7 +129,7 @@ def serve_tree(bench: Bench, requests: Iterable[str], reply: Callable[[str], Non
             last = None
             bench.clock = PhaseClock(since_process_start=False)
             try:
-                rows = bench.timed_rows(req.seed, copy=False, keep=True)
+                rows = bench.timed_rows(req.seed, copy=False, keep=KEEP_BUFFERS)
                 bench.clock.lap("timing")
                 write_csv(rows, req.path, stdout=False)
                 Path(req.path + COMMITMENT_SUFFIX).write_text(json.dumps(bench.commitment()) + "\n", encoding="utf-8")

@@ -26,12 +26,14 @@ from typing import Any
 FLUSH_MIN_BYTES = 64 << 20
 
 LIVE_GRAPHS: list[Any] = []
-"""Every GraphTimer (its graph and the buffers its launches touch) lives until the process
-ends. Measured on the H100 (torch 2.11+cu130, triton 3.6, 2026-11-23): once a graph that
-replayed a Triton kernel was destroyed, a later graph's replay of the same kernel faulted
+"""Every CUDA graph a GraphTimer captured lives until the process ends (the buffers its
+launches touch do not: a graph that is never replayed again may point at freed memory, and a
+served look makes new buffers and graphs every look, harness/serve.py KEEP_BUFFERS).
+Measured on the H100 (torch 2.11+cu130, triton 3.6, 2026-11-23): once a graph that replayed
+a Triton kernel was destroyed, a later graph's replay of the same kernel faulted
 with "illegal memory access" (compute-sanitizer, which serialises launches, found no bad
-access; keeping the graphs alive, or timing without graphs, never faulted). A bench holds a
-few graphs per shape, so keeping them costs only the memory of its inputs."""
+access; keeping the graphs alive, or timing without graphs, never faulted). What a graph
+keeps is its own memory pool: what the launches allocated during the capture."""
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -199,11 +201,11 @@ class GraphTimer(EventTimer):
     launches between two CUDA events: no launch gaps, no CPU in the measurement."""
 
     def prepare(self) -> None:
-        torch, fn = self.torch, self.fn  # the launches' buffers live as long as the graph (LIVE_GRAPHS)
+        torch, fn = self.torch, self.fn  # the launches' buffers live as long as this timer
         fn()
         torch.cuda.synchronize()
         self.graph = torch.cuda.CUDAGraph()
-        LIVE_GRAPHS.append(self)  # before the capture: a graph whose capture failed stays too
+        LIVE_GRAPHS.append(self.graph)  # before the capture: a graph whose capture failed stays too
         with torch.cuda.graph(self.graph):
             for _ in range(self.reps):
                 fn()
