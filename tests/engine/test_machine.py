@@ -434,6 +434,39 @@ def test_a_restart_mid_step_interrupts_it_then_masks_and_goes_on_from_the_restar
         assert [c.status for c in s.pending_commands()] == []
 
 
+def test_a_restart_that_ends_a_gate_wait_is_applied_not_taken_for_a_stop(tmp_path: Path, monkeypatch: Any) -> None:
+    # found on the H200 (2026-11-29): a restart sent 0.3 s after a keep reached the next
+    # iteration's gate wait, and the run stopped with "restart from v0" as its reason
+    import kopt_supervisor.engine.loop.machine as machine
+
+    ws = workspace(tmp_path)
+    script = Script(decisions=[verdict("keep"), verdict("keep"), verdict("regression")])
+    eng = engine(ws, script, max_iters=3)
+    real_acquire, calls = machine.acquire, []
+
+    def acquire(ctx: Any, lane: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 3:  # the gate of the iteration after v2's keep
+            eng.ctx.store.send_command("restart", {"version": 1, "why": "again"}, source="test", seal=sealer(ws))
+            with eng.control.during(Step.GATE_WAIT):
+                eng.control.pump()
+        return real_acquire(ctx, lane)
+
+    monkeypatch.setattr(machine, "acquire", acquire)
+    reason = eng.run()
+    assert "restart" not in reason
+    with ws.open_store(readonly=True) as s:
+        its = s.iterations()
+        assert [(str(it.status), it.masked) for it in its] == [
+            ("baseline", False),
+            ("keep", False),
+            ("keep", True),  # masked by the restart from v1
+            ("regression", False),  # the loop went on from v1
+        ]
+        assert its[3].best_commit_before == f"{1:040d}"
+        assert [c.status for c in s.pending_commands()] == []
+
+
 def test_pause_holds_the_loop_at_its_checkpoint_and_resume_lets_it_go_on(tmp_path: Path) -> None:
     ws = workspace(tmp_path)
     script = Script(decisions=[verdict("keep"), verdict("tie")])

@@ -446,8 +446,10 @@ class LaneLoop:
 # - A pause holds the loop here and preempts each lane's timed step (it is taken again).
 # - A lane that finds no idle GPU within [gpu].wait_max_s waits for its next turn; the run
 #   stops for want of GPUs when no lane could get one (one lane: at once).
-# - What a lane raises that is not its own to swallow (an interrupted gate wait, a forged
-#   history, a crash) ends the run as it ends an iteration run in the engine's own thread.
+# - A stop or restart that ends a lane's gate wait (before its iteration has a record) is
+#   acted on at the scheduler's next checkpoint, as if it had come between iterations.
+# - What a lane raises that is not its own to swallow (a forged history, a crash) ends the
+#   run as it ends an iteration run in the engine's own thread.
 # - The counters follow the order iterations ended (engine.bookkeeping): when the regression
 #   limit is reached no lane starts another iteration; the ones in flight finish and count,
 #   and the run stops if the limit still holds then.
@@ -505,6 +507,8 @@ def _collect(
         except NoIdleGpu as e:  # this lane waited its fill: it tries again at its next turn
             no_gpu[loop.lane.index] = str(e)
             unstarted += 1
+        except Interrupt:  # a stop or restart ended its gate wait, before any record: the
+            unstarted += 1  # scheduler's checkpoint acts on it (a restart used to end the run)
     return unstarted
 
 
