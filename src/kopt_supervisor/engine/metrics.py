@@ -40,6 +40,10 @@ MEAN_SUFFIX = "_mean"
 """A column named after the metric with this suffix (the harness's `us_mean` beside its
 median `us`) is the bench's mean over the same timed calls: `ConfigResult.mean`, never a
 config column."""
+LAST_SUFFIX = "_last"
+"""A column named after the metric with this suffix (the harness's `us_last` in a served
+look) is the metric of the look's last timed block alone, the one whose outputs kopt audits:
+`ConfigResult.last`, never a config column (`plausible.last_block_not_faster`)."""
 MAX_NAMED = 3
 """Configs named in one shape error; the rest are counted."""
 
@@ -63,6 +67,9 @@ class ConfigResult:
     calls: float = math.nan
     """With [target].calls: the timed calls the config's rows say they stand for, summed over
     its rows; NaN without the column or when a row's count is not a finite number."""
+    last: float = math.nan
+    """The metric of the last timed block alone (a `<metric>_last` column, the mean over the
+    config's rows); NaN when the bench reports none or a row's is not finite."""
 
     @property
     def value(self) -> float:
@@ -226,7 +233,14 @@ def resolve_columns(df: pd.DataFrame, cfg: TargetConfig, source: str) -> tuple[l
         raise BenchError(missing_metric(cfg.metric, df, source))
     if cfg.calls and cfg.calls not in cols:
         raise BenchError(f"{source}: calls column {cfg.calls!r} missing (columns: {', '.join(cols)})")
-    used = {cfg.metric, cfg.metric + MEAN_SUFFIX, *AB_COLUMNS, *cfg.ignore, *filter(None, [cfg.calls])}
+    used = {
+        cfg.metric,
+        cfg.metric + MEAN_SUFFIX,
+        cfg.metric + LAST_SUFFIX,
+        *AB_COLUMNS,
+        *cfg.ignore,
+        *filter(None, [cfg.calls]),
+    }
     if cfg.correct:
         used |= expr.parse(cfg.correct).names
     if cfg.config is not None:
@@ -253,9 +267,8 @@ def measure(df: pd.DataFrame, cfg: TargetConfig, source: str = "CSV") -> Measure
     passed = _evaluate_rule(df, cfg.correct, source) if cfg.correct else pd.Series(True, index=df.index)
     production = _evaluate_rule(df, cfg.production, source) if cfg.production else pd.Series(True, index=df.index)
 
-    mean_col = cfg.metric + MEAN_SUFFIX
-    means = pd.to_numeric(df[mean_col], errors="coerce") if mean_col in df.columns else None
-    calls = pd.to_numeric(df[cfg.calls], errors="coerce") if cfg.calls and cfg.calls in df.columns else None
+    means, lasts = (_column(df, cfg.metric + suffix) for suffix in (MEAN_SUFFIX, LAST_SUFFIX))
+    calls = _column(df, cfg.calls) if cfg.calls else None
 
     grouped: dict[str, dict[str, Any]] = {}
     for i, raw in df.iterrows():
@@ -268,6 +281,7 @@ def measure(df: pd.DataFrame, cfg: TargetConfig, source: str = "CSV") -> Measure
                 "values": [],
                 "reasons": [],
                 "means": [],
+                "lasts": [],
                 "calls": [],
                 "production": bool(production[i]),
                 "row": {c: _plain(v) for c, v in row.items()},
@@ -275,8 +289,9 @@ def measure(df: pd.DataFrame, cfg: TargetConfig, source: str = "CSV") -> Measure
         )
         v = float(metric[i]) if not pd.isna(metric[i]) else math.nan
         g["values"].append(v)
-        g["means"].append(math.nan if means is None or pd.isna(means[i]) else float(means[i]))
-        g["calls"].append(math.nan if calls is None or pd.isna(calls[i]) else float(calls[i]))
+        g["means"].append(_cell(means, i))
+        g["lasts"].append(_cell(lasts, i))
+        g["calls"].append(_cell(calls, i))
         if pd.isna(metric[i]):
             g["reasons"].append(f"{cfg.metric} missing or not a number ({raw[cfg.metric]!r})")
         elif not math.isfinite(v):
@@ -297,10 +312,25 @@ def measure(df: pd.DataFrame, cfg: TargetConfig, source: str = "CSV") -> Measure
             g["row"],
             _mean_of(g["means"]),
             _sum_of(g["calls"]),
+            _mean_of(g["lasts"]),
         )
         for k, g in grouped.items()
     }
     return Measurement(configs, tuple(config_cols), tuple(class_cols), _timed(df, metric, cfg.calls))
+
+
+def _column(df: pd.DataFrame, name: str) -> pd.Series | None:
+    """A column as numbers (what is not one: NaN), or None when the table has none."""
+    import pandas as pd
+
+    return pd.to_numeric(df[name], errors="coerce") if name in df.columns else None
+
+
+def _cell(column: pd.Series | None, i: Any) -> float:
+    """Row i of a `_column` (NaN without the column or where it holds no number)."""
+    import pandas as pd
+
+    return math.nan if column is None or pd.isna(column[i]) else float(column[i])
 
 
 def _check_uniform(rows: dict[str, int], source: str) -> None:
@@ -344,10 +374,21 @@ def paired(
     best: Measurement, cand: Measurement, round_index: int, order: str, source: str = "the candidate's CSV"
 ) -> list[Pair]:
     """One look's pairs from each side's measurement (`check_shape` first): one per config
-    that passed on both sides, with the bench's means where it reports them."""
+    that passed on both sides, with the bench's means and last blocks where it reports them."""
     check_shape(best, cand, source)
     return [
-        Pair(k, b.cls, b.value, c.value, round_index, order, best_mean=b.mean, cand_mean=c.mean)
+        Pair(
+            k,
+            b.cls,
+            b.value,
+            c.value,
+            round_index,
+            order,
+            best_mean=b.mean,
+            cand_mean=c.mean,
+            best_last=b.last,
+            cand_last=c.last,
+        )
         for k, b in best.configs.items()
         if b.ok and (c := cand.configs[k]).ok
     ]

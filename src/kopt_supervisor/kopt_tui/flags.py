@@ -41,6 +41,8 @@ FLAG_HELP = {
     "(both verdicts are in the reason)",
     "mean_not_faster": "the metric (a median over timed calls) shows a gain the mean over the same calls does not: "
     "a few expensive calls among many cheap ones?",
+    "last_block_not_faster": "the metric (a median over timed blocks) shows a gain the last timed block, the one "
+    "whose outputs kopt audits, does not: work done only where it is checked?",
     "confirmation_disagrees": "the keep's confirmation in freshly started servers (fresh inputs, emptied caches) did "
     "not show the gain it claims, or found a class slower beyond the margin (both numbers "
     "are in the reason)",

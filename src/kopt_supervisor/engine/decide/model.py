@@ -49,6 +49,12 @@ class Pair:
     """The bench's own mean over the timed calls behind `best` / `cand` (a column
     `<metric>_mean` beside a metric that is a median, `metrics.ConfigResult.mean`); NaN when
     the bench reports none. `plausible.mean_not_faster` compares the two."""
+    best_last: float = math.nan
+    cand_last: float = math.nan
+    """The metric of the look's last timed block alone (a column `<metric>_last`, the
+    harness's `us_last` in a served look: the block whose outputs kopt audits,
+    `metrics.ConfigResult.last`); NaN when the bench reports none.
+    `plausible.last_block_not_faster` compares the two."""
 
 
 @dataclass(frozen=True)
@@ -155,6 +161,7 @@ FLAGS = (
     "diff_constructs",
     "reverify_disagrees",
     "mean_not_faster",
+    "last_block_not_faster",
     "needs_stronger_checks",
     "confirmation_disagrees",
     "external_truth_refutes",

@@ -36,6 +36,7 @@ from kopt_supervisor.engine.decide.plausible import (
     BenchRun,
     Implausible,
     below_floor,
+    last_block_not_faster,
     mean_not_faster,
     repeated_values,
     too_fast,
@@ -102,6 +103,9 @@ def evaluate(
     single config more than suspicious_speedup times faster, a config beating its roofline
     floor, or a class whose median gain its mean does not show (`mean_not_faster`) turn a
     keep into a keep that needs the stronger checks (`escalate`); another verdict notes them.
+    A class whose gain the last timed block (the one kopt audits) does not show
+    (`last_block_not_faster`), or a saving the wall time does not explain, sends a keep to
+    review.
     """
     _check_pairs(pairs)
     votes = voting_classes({p.config: p.cls for p in pairs}, guard_configs)
@@ -169,11 +173,12 @@ def evaluate(
             if f is not None
         ],
     )
-    wall = wall_time_unexplained(runs, pairs, policy) if runs else None
-    if wall is not None:
-        out = (
-            send_to_review(out, wall.flag, wall.reason) if wall.action == REVIEW else note(out, wall.flag, wall.reason)
-        )
+    for f in (
+        last_block_not_faster(results, pairs, policy),
+        wall_time_unexplained(runs, pairs, policy) if runs else None,
+    ):
+        if f is not None:
+            out = send_to_review(out, f.flag, f.reason) if f.action == REVIEW else note(out, f.flag, f.reason)
     return out
 
 

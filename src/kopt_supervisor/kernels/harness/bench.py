@@ -22,7 +22,9 @@ profiler range named `kopt:col=value,...` over the row's config columns
 about --block-us, a multiple of the sets' count), the sets touching at least 2 x L2 of
 distinct data (at most MAX_SETS), L2 flushed before each block, fewer blocks once the first
 lasts long (timing.look_blocks); `us` is the median over blocks of µs per launch, with us_mean/std/min/p10/p90, and `calls` the launches timed in all
-(blocks x k: `us` x `calls` is the time the row's timed calls took). The same run times a
+(blocks x k: `us` x `calls` is the time the row's timed calls took). A served look also
+reports `us_last` (LAST): the last timed block's µs per launch, the block whose outputs kopt
+audits, which therefore cannot be cheap (kopt's `last_block_not_faster`). The same run times a
 device-to-device copy of the same number of bytes (copy_us, copy_gbps) and reports the
 kernel's bandwidth as % of it (pct_copy). Without a GPU the Triton solution runs in Triton's
 interpreter (TRITON_INTERPRET=1, set here before triton is imported) on the small shapes,
@@ -108,6 +110,16 @@ EXTRA = ("calls", "gbps", "copy_us", "copy_gbps", "pct_copy", "prod", "seed", "m
 """Columns beside config, metric and err: kopt.toml lists them (with STATS) under ignore
 (`calls` also as [target].calls: a config that does not name it must not take it for a
 config column, since a GPU's count of launches follows the kernel's speed)."""
+LAST = "us_last"
+"""A served look's column (`timed_rows(copy=False)`): the last timed block's µs per launch.
+That block runs on inputs refreshed just before it into NaN-filled outputs, and what it
+writes is what kopt's audit and the look's commitment check, so it is the one block a
+candidate cannot make cheap by skipping work (returning at once when its output already
+holds a result, counting calls to find the audited block): kopt compares it with the
+median (engine/decide/plausible.py, `last_block_not_faster`; engine/metrics.py reads any
+`<metric>_last`). Only in served looks: kopt reads it as the metric's own column, never a
+config column, but the plain run's CSV is also what `kopt init` reads to propose config
+columns, and it takes every column it does not know for one."""
 
 
 SERVE_MEMORY_TREE = 0.2
@@ -733,7 +745,10 @@ class Bench:
         costs its check and its blocks only: on the H100 the capture (a new graph per config
         and look) took 0.9-1.0 s of a 4 s look, and each look's new buffers grew the process
         until it had to leave (docs/h100-wave3/part1-first-per-tree-run.md). Each look's
-        `calls` is the same as at the first."""
+        `calls` is the same as at the first.
+
+        Without `copy` (a served look) each row also reports LAST (`us_last`), the block after
+        the refresh; the plain run's CSV keeps the columns `kopt init` knows (LAST says why)."""
         rows = []
         nan = math.nan
         self.looked = []
@@ -797,6 +812,7 @@ class Bench:
                     "us_min": st["min"],
                     "us_p10": st["p10"],
                     "us_p90": st["p90"],
+                    **({} if copy else {LAST: ks[-1] if ks else nan}),  # ks[-1]: the block after the refresh
                     "samples": len(ks),
                     "gbps": gbps,
                     "copy_us": cu,
