@@ -13,8 +13,9 @@ bench process's wall time) for signs that the claim is not a measurement:
   a few expensive calls among many cheap ones bend a median, never a total.
 - `last_block_not_faster`: a class whose metric shows a gain that the look's last timed
   block (the bench's `<metric>_last`: the block that computes fresh inputs into NaN-filled
-  outputs, the only one kopt's audit and the look's commitment check) does not show in any
-  look: the work done only where it is checked, skipped in the blocks the median is made of.
+  outputs, the only one kopt's audit and the look's commitment check) does not show by half,
+  in any look or on their mean: the work done only where it is checked, skipped in the blocks
+  the median is made of.
 - `repeated_values`: a config whose candidate values are bit-identical over >= 3 rounds
   while the best tree's vary (a forged or replayed CSV: real timings do not repeat to the
   last digit). Guarded against coarse timers, see `repeated_values`.
@@ -70,7 +71,8 @@ MEAN_MIN_LOOKS = 2
 """...judged only with the means of at least this many looks."""
 LAST_SHARE = 0.5
 """`last_block_not_faster`: the last timed block (the candidate's against best's) must show
-at least this share of the gain the metric claims (in log terms) in at least one look. A
+at least this share of the gain the metric claims (in log terms) in at least one look, and
+its mean over the looks must not be provably short of it (LAST_CONFIDENCE). A
 candidate whose timed blocks do a share f of its real work, but all of it in the last one,
 claims its real gain r as f x r; this lets it claim at most r x r (twice its real gain in log
 terms), and no gain when it has none, beyond one block's noise."""
