@@ -1,6 +1,6 @@
 """On a GPU the profiler is a keep's external truth (engine/loop/evidence.py
-`Evidence.external_truth`): it confirms only when it agrees on every class the bench found
-improved; a GPU without a profiler, or a profiler that could not tell, leaves the keep
+`Evidence.external_truth`): it confirms only when it agrees on every class the keep claims
+(found improved, the guard class aside: confirmation.is_claimed); a GPU without a profiler, or a profiler that could not tell, leaves the keep
 "confirmed by the bench's timer only"."""
 
 from __future__ import annotations
@@ -56,3 +56,14 @@ def test_a_gpu_without_a_profiler_or_without_a_comparison_says_so():
     failed = Iteration(1, Status.RUNNING, record={"profile": {"error": "ncu: ERR_NVGPUCTRPERM"}})
     truth = ev.external_truth(failed, lane)
     assert truth.kind == "none" and "the profiler did not compare the trees (ncu: ERR_NVGPUCTRPERM)" in truth.reason
+
+
+def test_the_guard_class_is_not_part_of_what_the_profiler_must_confirm():
+    # H200 (2026-11-29): the guard read -8.1% [-16.9, +1.6] by the profiler on a -49% keep, and
+    # the keep went down as "confirmed by the bench's timer only"
+    ev, lane = evidence(object())
+    guard = agreement("guard (non-production)", "cannot_tell")
+    truth = ev.external_truth(keep(agreement("narrow", "agrees"), guard), lane)
+    assert truth.kind == "profiler" and truth.outcome == "confirmed"
+    truth = ev.external_truth(keep(guard), lane)  # a keep that claims only the guard claims nothing
+    assert truth.kind == "none" and "could not tell for any class" in truth.reason

@@ -230,11 +230,17 @@ class Confirmation:
         return cls(**values)
 
 
+def is_claimed(cls: str, verdict: str) -> bool:
+    """Whether a class's decision is part of what a keep claims (and what its confirmation and
+    external truth must show): improved, and not the guard class, which only guards."""
+    return verdict == "improved" and cls != GUARD_CLASS
+
+
 def claimed_gains(verdict: Verdict) -> dict[str, float]:
-    """class -> the cost ratio a keep claims: its improved classes; a keep with none (the
-    two_in_a_row policy's sub-threshold gains) claims the classes whose interval lies below 1.
-    The guard class is never claimed."""
-    improved = {c.cls: c.ratio for c in verdict.classes if c.verdict == "improved" and c.cls != GUARD_CLASS}
+    """class -> the cost ratio a keep claims: its improved classes (`is_claimed`); a keep with
+    none (the two_in_a_row policy's sub-threshold gains) claims the classes whose interval lies
+    below 1. The guard class is never claimed."""
+    improved = {c.cls: c.ratio for c in verdict.classes if is_claimed(c.cls, c.verdict)}
     return improved or {
         c.cls: c.ratio for c in verdict.classes if c.cls != GUARD_CLASS and math.isfinite(c.hi) and c.hi < 1.0
     }

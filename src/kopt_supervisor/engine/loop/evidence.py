@@ -308,7 +308,7 @@ class Evidence:
                     f"the profiler did not compare the trees ({profile.get('error', 'no record')})"
                 )
             agreement = Agreement.from_dict(profile["agreement"])
-            claimed = [c for c in agreement.classes if c.bench_verdict == "improved"]
+            claimed = [c for c in agreement.classes if claim_rule.is_claimed(c.cls, c.bench_verdict)]
             unseen = [c.cls for c in claimed if c.status != AGREES]
             if not claimed or unseen:
                 return truth_rule.timer_only(
