@@ -2,7 +2,7 @@
 
     python -m experiments.process_offset [--pairs 10] [--looks 6] [--variants kept,rebuild] [--out DIR]
 
-Seen on the H200 (docs/h100-wave3/part6-*.md): comment-only candidates' per-config ratios
+Seen on the H200 (docs/h100-wave3/part6-process-offset-h200.md): comment-only candidates' per-config ratios
 differ between candidates by more than their looks' noise explains (hd-100: the candidates'
 means spread 0.87% sd against a 0.32% standard error each), and a tune step that changed one
 class read the untouched class +1.7% [+0.2, +3.3] slower. A decision's looks all come from one

@@ -52,7 +52,7 @@ x 6 looks, 2026-11-29): kept, each pair of processes carried an offset of its ow
 look to look); made anew, no offset was left (between pairs 0.31-0.34%, all the looks' noise
 explains) and the looks' noise fell to 0.8-0.9%, for ~0.1 s per side and look. A decision's
 looks all come from one pair: an offset no number of looks averages away read as an untouched
-class +1.7% [+0.2, +3.3] "slower" and split a real -11% step (docs/h100-wave3/part6-*.md)."""
+class +1.7% [+0.2, +3.3] "slower" and split a real -11% step (docs/h100-wave3/part6-process-offset-h200.md)."""
 
 
 class BadRequest(ValueError):
