@@ -43,13 +43,14 @@ inputs and the candidate's own work, which kopt's outside-time rule is for.
 Serve mode (--serve, kopt's `[target].serve`; harness/serve.py has the protocol): the process
 answers `look N SEED PATH` (one look of this tree with inputs from SEED), `audit N SEED PATH`
 (summaries of the outputs of the timed set the audit seed picks, per config) and `load`. It
-saves a process start per look (torch's import alone took 4-5 s on the H100), and each
-config's timed buffer sets and CUDA graph are made at the process's first look and replayed
-by every later one on that look's inputs (`timed_rows(keep=True)`: the capture is paid once
-per process, not per look). Graphs are never destroyed (destroying one faulted, see
-harness/timing.py), so `load` (a new function, new graphs) grows the process; once
---serve-memory of the GPU's memory is taken the process answers `done N last`, serves that
-look's audit and leaves; kopt starts a fresh one for the next look.
+saves a process start per look (torch's import alone took 4-5 s on the H100). Each look
+makes its configs' timed buffer sets and CUDA graphs anew (serve.KEEP_BUFFERS: a placement
+kept for the process's life gave each process an offset of its own, ~1% per class on the
+H200); `timed_rows(keep=True)` replays the first look's instead. Graphs are never destroyed
+(destroying one faulted, see harness/timing.py; their buffers are freed), so the process
+grows by their memory pools; once --serve-memory of the GPU's memory is taken the process
+answers `done N last`, serves that look's audit and leaves; kopt starts a fresh one for the
+next look.
 
 A/B mode (--ab BEST CAND, kopt's `ab_command`; kept for benches configured that way: kopt
 proposes `serve` now, one process per tree): both trees' functions are imported under
