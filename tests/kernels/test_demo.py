@@ -100,7 +100,7 @@ def test_kopt_demo_headless_runs_the_loop_as_the_readme_does(tmp_path: Path) -> 
             "--kernel",
             "rmsnorm",
             "--max-iters",
-            "2",
+            "1",
             "--tag",
             "d",
         ],
@@ -113,22 +113,25 @@ def test_kopt_demo_headless_runs_the_loop_as_the_readme_does(tmp_path: Path) -> 
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
     assert ("Timings are CPU timings" in res.stdout) is not gpu
     st = api.status(Workspace(tmp_path, "d"))
-    assert st["candidates"] == 2 and st["stop_reason"].startswith("--max-iters 2")
-    # each candidate was measured and decided, not failed: the loop ran on the real kernel,
+    assert st["candidates"] == 1 and st["stop_reason"].startswith("--max-iters 1")
+    # the candidate was measured and decided, not failed: the loop ran on the real kernel,
     # and the naive start's first step (a wider tile for every class) is a clear keep
-    lines = {v: res.stdout.split(f"{v}: ")[1].split("\n")[0] for v in ("v1", "v2")}
-    assert lines["v1"].startswith("keep") and not any(line.startswith("fail") for line in lines.values()), lines
-    assert st["keeps"] >= 1 and "best speedup over the naive start" in res.stdout
-    # one served process per tree (never both trees in one): the candidate's new for each
-    # decision, best's kept while BEST does not move, so v2 (after v1's keep) starts one
+    line = res.stdout.split("v1: ")[1].split("\n")[0]
+    assert line.startswith("keep"), line
+    assert st["keeps"] == 1 and "best speedup over the naive start" in res.stdout
+    # one served process per tree (never both trees in one), each of which answered its
+    # looks and audits; best's process kept while BEST stays and started anew once it moves
+    # is checked on the fake target (tests/engine/test_served_trees.py::
+    # test_bests_process_is_kept_while_best_stays_and_the_candidates_is_new_per_decision).
+    # The demo ran to a second candidate (a tie, run to 10 interpreted looks) until
+    # 2026-11-29: ~15 CPU-s of a suite that must fit in 8 minutes on 2 cores.
     ws = Workspace(tmp_path, "d")
     assert not list(ws.dir.glob("logs/v*/*_ab_serve*"))
-    for v in (1, 2):
-        for side in ("best", "cand"):
-            served = list(ws.log_dir(v).glob(f"eval_{side}_serve*.out"))
-            assert len(served) == 1, (v, side, served)
-            replies = served[0].read_text().split()
-            assert "done" in replies and "audited" in replies
-    v2_looks = sorted(ws.log_dir(2).glob("eval_r*_cand.csv"))
-    assert len(v2_looks) >= 3 and len(list(ws.log_dir(2).glob("eval_r*_cand_audit.json"))) == len(v2_looks)
-    assert "calls" in v2_looks[0].read_text().splitlines()[0].split(",")
+    for side in ("best", "cand"):
+        served = list(ws.log_dir(1).glob(f"eval_{side}_serve*.out"))
+        assert len(served) == 1, (side, served)
+        replies = served[0].read_text().split()
+        assert "done" in replies and "audited" in replies
+    looks = sorted(ws.log_dir(1).glob("eval_r*_cand.csv"))
+    assert len(looks) >= 3 and len(list(ws.log_dir(1).glob("eval_r*_cand_audit.json"))) == len(looks)
+    assert "calls" in looks[0].read_text().splitlines()[0].split(",")
