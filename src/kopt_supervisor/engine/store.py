@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import sqlite3
 import threading
@@ -29,7 +30,35 @@ from kopt_supervisor.engine import faults
 from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.records import Iteration, IterationRow, Status
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+"""3: samples keep the bench's mean and last-block value beside the metric (NULL: none)."""
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One metric value of one side, as run.db's `samples` keeps it: `order` "AB" or "BA"
+    (which side was timed first), `flagged` that the GPU gate saw the look disturbed, `mean`
+    and `last` the bench's mean over the same timed calls and its last timed block's value
+    (NaN: the bench reports none), which the plausibility checks weigh."""
+
+    version: int
+    stage: str
+    round: int
+    block: int
+    side: str
+    config: str
+    cls: str
+    value: float
+    order: str = ""
+    flagged: bool = False
+    mean: float = math.nan
+    last: float = math.nan
+
+
+def _real(x: float) -> float | None:
+    """A float for SQLite: NaN (none) as NULL."""
+    return x if math.isfinite(x) else None
+
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -64,7 +93,9 @@ CREATE TABLE IF NOT EXISTS samples (
   value   REAL NOT NULL,
   t       REAL NOT NULL,
   ord     TEXT NOT NULL DEFAULT '',
-  flagged INTEGER NOT NULL DEFAULT 0
+  flagged INTEGER NOT NULL DEFAULT 0,
+  mean    REAL,
+  last    REAL
 );
 CREATE INDEX IF NOT EXISTS samples_by_version ON samples (version, stage);
 CREATE TABLE IF NOT EXISTS events (
@@ -181,6 +212,8 @@ class Store:
         for table, column, decl in (
             ("samples", "ord", "TEXT NOT NULL DEFAULT ''"),
             ("samples", "flagged", "INTEGER NOT NULL DEFAULT 0"),
+            ("samples", "mean", "REAL"),
+            ("samples", "last", "REAL"),
             ("commands", "seal", "TEXT NOT NULL DEFAULT ''"),
         ):
             if column not in {r[1] for r in self.db.execute(f"PRAGMA table_info({table})")}:
@@ -307,16 +340,31 @@ class Store:
 
     # -- samples ------------------------------------------------------------------------
 
-    def add_samples(self, rows: Iterable[tuple[int, str, int, int, str, str, str, float, str, bool]]) -> None:
-        """(version, stage, round, block, side, config, class, value, order, flagged) rows:
-        `order` is "AB" or "BA" (which side was timed first), `flagged` that the GPU gate saw
-        the round disturbed."""
+    def add_samples(self, rows: Iterable[Sample]) -> None:
+        """Metric values as they were measured (`Sample`), one transaction."""
         now = time.time()
         with self.transaction():
             self.db.executemany(
-                "INSERT INTO samples (version, stage, round, block, side, config, cls, value, ord, flagged, t) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                [(*r[:9], int(r[9]), now) for r in rows],
+                "INSERT INTO samples (version, stage, round, block, side, config, cls, value, ord, flagged, mean, last, t) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                [
+                    (
+                        r.version,
+                        r.stage,
+                        r.round,
+                        r.block,
+                        r.side,
+                        r.config,
+                        r.cls,
+                        r.value,
+                        r.order,
+                        int(r.flagged),
+                        _real(r.mean),
+                        _real(r.last),
+                        now,
+                    )
+                    for r in rows
+                ],
             )
 
     def samples(self, version: int, stage: str | None = None) -> list[sqlite3.Row]:

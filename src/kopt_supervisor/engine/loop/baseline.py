@@ -26,6 +26,7 @@ from kopt_supervisor.engine.loop.rounds import failure_of, guard_configs
 from kopt_supervisor.engine.metrics import BenchError, Measurement
 from kopt_supervisor.engine.onboard.cost import estimate_decision_s, run_noise_pct
 from kopt_supervisor.engine.records import Iteration, Phase, Stage, Status
+from kopt_supervisor.engine.store import Sample
 
 
 class BaselineFailed(KoptFailure):
@@ -75,7 +76,8 @@ class Baseline:
                 runs.append(m)
                 seconds.append(secs)
                 ctx.store.add_samples(
-                    (0, Stage.BASELINE, r, 0, "best", c.key, c.cls, c.value, "", False) for c in m.configs.values()
+                    Sample(0, Stage.BASELINE, r, 0, "best", c.key, c.cls, c.value, mean=c.mean, last=c.last)
+                    for c in m.configs.values()
                 )
         except BenchError as e:
             self.keeper.discard(it, lane, Status.FAIL_BENCH, f"baseline bench failed: {e}")

@@ -11,6 +11,7 @@ restarted engine sees what the one before it measured.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -23,6 +24,7 @@ from kopt_supervisor.engine.loop.context import RunContext, acquire, with_
 from kopt_supervisor.engine.loop.lane import Lane, Measurer, note_gpu
 from kopt_supervisor.engine.metrics import BenchError, Measurement
 from kopt_supervisor.engine.records import Iteration, Phase, Stage, Status
+from kopt_supervisor.engine.store import Sample
 
 T = TypeVar("T")
 
@@ -42,15 +44,34 @@ def failure_of(m: Measurement) -> CorrectnessFailure:
 
 
 def pairs(ctx: RunContext, it: Iteration, stage: Stage) -> list[Pair]:
-    """The pairs a decision has measured so far, from run.db's samples."""
+    """The pairs a decision has measured so far, from run.db's samples (with the bench's
+    means and last blocks, so that the plausibility checks weigh every look of a decision an
+    engine restart or "more rounds" continues, not only the looks since)."""
     by_key: dict[tuple[int, int, str], dict[str, Any]] = {}
+    nan = math.nan
     for s in ctx.store.samples(it.version, stage):
         cell = by_key.setdefault(
             (s["round"], s["block"], s["config"]), {"cls": s["cls"], "order": s["ord"], "flagged": bool(s["flagged"])}
         )
-        cell[s["side"]] = s["value"]
+        side = s["side"]
+        cell[side] = s["value"]
+        cell[f"{side}_mean"] = nan if s["mean"] is None else s["mean"]
+        cell[f"{side}_last"] = nan if s["last"] is None else s["last"]
     return [
-        Pair(config, v["cls"], v["best"], v["cand"], r, v["order"], block, flagged=v["flagged"])
+        Pair(
+            config,
+            v["cls"],
+            v["best"],
+            v["cand"],
+            r,
+            v["order"],
+            block,
+            flagged=v["flagged"],
+            best_mean=v["best_mean"],
+            cand_mean=v["cand_mean"],
+            best_last=v["best_last"],
+            cand_last=v["cand_last"],
+        )
         for (r, block, config), v in sorted(by_key.items())
         if "best" in v and "cand" in v
     ]
@@ -192,11 +213,24 @@ class DecisionRounds:
                 runs += [dataclasses.asdict(x) for x in look.runs]
                 it.record.setdefault("side_costs", {}).setdefault(stage, []).extend(c.to_dict() for c in look.costs)
                 ctx.store.add_samples(
-                    row
+                    Sample(
+                        it.version,
+                        stage,
+                        p.round,
+                        p.block,
+                        side,
+                        p.config,
+                        p.cls,
+                        value,
+                        p.order,
+                        p.flagged,
+                        mean,
+                        last,
+                    )
                     for p in new
-                    for row in (
-                        (it.version, stage, p.round, p.block, "best", p.config, p.cls, p.best, p.order, p.flagged),
-                        (it.version, stage, p.round, p.block, "cand", p.config, p.cls, p.cand, p.order, p.flagged),
+                    for side, value, mean, last in (
+                        ("best", p.best, p.best_mean, p.best_last),
+                        ("cand", p.cand, p.cand_mean, p.cand_last),
                     )
                 )
                 done += new

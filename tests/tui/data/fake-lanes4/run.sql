@@ -143,7 +143,7 @@ CREATE TABLE meta (
   key   TEXT PRIMARY KEY,
   value TEXT NOT NULL
 );
-INSERT INTO "meta" VALUES('schema_version','2');
+INSERT INTO "meta" VALUES('schema_version','3');
 INSERT INTO "meta" VALUES('tag','"fake-lanes4"');
 INSERT INTO "meta" VALUES('repo','"@REPO@"');
 INSERT INTO "meta" VALUES('baseline_commit','"7a1a9d01d1b865ac5fb2ee5356ef3d142fc460a4"');
@@ -185,48 +185,50 @@ CREATE TABLE samples (
   value   REAL NOT NULL,
   t       REAL NOT NULL,
   ord     TEXT NOT NULL DEFAULT '',
-  flagged INTEGER NOT NULL DEFAULT 0
+  flagged INTEGER NOT NULL DEFAULT 0,
+  mean    REAL,
+  last    REAL
 );
-INSERT INTO "samples" VALUES(1,0,'baseline',0,0,'best','shape=s0,cls=small,n=128','cls=small',9.96563,1.79533800533718729012e+09,'',0);
-INSERT INTO "samples" VALUES(2,0,'baseline',0,0,'best','shape=s1,cls=small,n=256','cls=small',14.082958,1.79533800533718729012e+09,'',0);
-INSERT INTO "samples" VALUES(3,0,'baseline',0,0,'best','shape=s2,cls=large,n=4096','cls=large',119.672158,1.79533800533718729012e+09,'',0);
-INSERT INTO "samples" VALUES(4,0,'baseline',0,0,'best','shape=s3,cls=large,n=8192','cls=large',230.75868,1.79533800533718729012e+09,'',0);
-INSERT INTO "samples" VALUES(5,0,'baseline',1,0,'best','shape=s0,cls=small,n=128','cls=small',9.974463,1.79533800630903053285e+09,'',0);
-INSERT INTO "samples" VALUES(6,0,'baseline',1,0,'best','shape=s1,cls=small,n=256','cls=small',13.983243,1.79533800630903053285e+09,'',0);
-INSERT INTO "samples" VALUES(7,0,'baseline',1,0,'best','shape=s2,cls=large,n=4096','cls=large',120.705051,1.79533800630903053285e+09,'',0);
-INSERT INTO "samples" VALUES(8,0,'baseline',1,0,'best','shape=s3,cls=large,n=8192','cls=large',230.9616,1.79533800630903053285e+09,'',0);
-INSERT INTO "samples" VALUES(9,1,'eval',0,0,'best','shape=s0,cls=small,n=128','cls=small',9.96205,1.7953380117839121818e+09,'AB',0);
-INSERT INTO "samples" VALUES(10,1,'eval',0,0,'cand','shape=s0,cls=small,n=128','cls=small',2.996277,1.7953380117839121818e+09,'AB',0);
-INSERT INTO "samples" VALUES(11,1,'eval',0,0,'best','shape=s1,cls=small,n=256','cls=small',13.960481,1.7953380117839121818e+09,'AB',0);
-INSERT INTO "samples" VALUES(12,1,'eval',0,0,'cand','shape=s1,cls=small,n=256','cls=small',4.189882,1.7953380117839121818e+09,'AB',0);
-INSERT INTO "samples" VALUES(13,1,'eval',0,0,'best','shape=s2,cls=large,n=4096','cls=large',120.042945,1.7953380117839121818e+09,'AB',0);
-INSERT INTO "samples" VALUES(14,1,'eval',0,0,'cand','shape=s2,cls=large,n=4096','cls=large',36.118918,1.7953380117839121818e+09,'AB',0);
-INSERT INTO "samples" VALUES(15,1,'eval',0,0,'best','shape=s3,cls=large,n=8192','cls=large',230.758751,1.7953380117839121818e+09,'AB',0);
-INSERT INTO "samples" VALUES(16,1,'eval',0,0,'cand','shape=s3,cls=large,n=8192','cls=large',68.924239,1.7953380117839121818e+09,'AB',0);
-INSERT INTO "samples" VALUES(17,1,'eval',1,0,'best','shape=s0,cls=small,n=128','cls=small',9.958024,1.79533801358720231057e+09,'BA',0);
-INSERT INTO "samples" VALUES(18,1,'eval',1,0,'cand','shape=s0,cls=small,n=128','cls=small',3.020615,1.79533801358720231057e+09,'BA',0);
-INSERT INTO "samples" VALUES(19,1,'eval',1,0,'best','shape=s1,cls=small,n=256','cls=small',13.906618,1.79533801358720231057e+09,'BA',0);
-INSERT INTO "samples" VALUES(20,1,'eval',1,0,'cand','shape=s1,cls=small,n=256','cls=small',4.191076,1.79533801358720231057e+09,'BA',0);
-INSERT INTO "samples" VALUES(21,1,'eval',1,0,'best','shape=s2,cls=large,n=4096','cls=large',119.890807,1.79533801358720231057e+09,'BA',0);
-INSERT INTO "samples" VALUES(22,1,'eval',1,0,'cand','shape=s2,cls=large,n=4096','cls=large',36.067919,1.79533801358720231057e+09,'BA',0);
-INSERT INTO "samples" VALUES(23,1,'eval',1,0,'best','shape=s3,cls=large,n=8192','cls=large',229.418259,1.79533801358720231057e+09,'BA',0);
-INSERT INTO "samples" VALUES(24,1,'eval',1,0,'cand','shape=s3,cls=large,n=8192','cls=large',69.102178,1.79533801358720231057e+09,'BA',0);
-INSERT INTO "samples" VALUES(25,2,'eval',0,0,'best','shape=s0,cls=small,n=128','cls=small',10.013395,1.79533801414989423747e+09,'AB',0);
-INSERT INTO "samples" VALUES(26,2,'eval',0,0,'cand','shape=s0,cls=small,n=128','cls=small',9.886065,1.79533801414989423747e+09,'AB',0);
-INSERT INTO "samples" VALUES(27,2,'eval',0,0,'best','shape=s1,cls=small,n=256','cls=small',13.979639,1.79533801414989423747e+09,'AB',0);
-INSERT INTO "samples" VALUES(28,2,'eval',0,0,'cand','shape=s1,cls=small,n=256','cls=small',13.822989,1.79533801414989423747e+09,'AB',0);
-INSERT INTO "samples" VALUES(29,2,'eval',0,0,'best','shape=s2,cls=large,n=4096','cls=large',119.951554,1.79533801414989423747e+09,'AB',0);
-INSERT INTO "samples" VALUES(30,2,'eval',0,0,'cand','shape=s2,cls=large,n=4096','cls=large',119.003299,1.79533801414989423747e+09,'AB',0);
-INSERT INTO "samples" VALUES(31,2,'eval',0,0,'best','shape=s3,cls=large,n=8192','cls=large',231.462855,1.79533801414989423747e+09,'AB',0);
-INSERT INTO "samples" VALUES(32,2,'eval',0,0,'cand','shape=s3,cls=large,n=8192','cls=large',228.030372,1.79533801414989423747e+09,'AB',0);
-INSERT INTO "samples" VALUES(33,2,'eval',1,0,'best','shape=s0,cls=small,n=128','cls=small',10.005104,1.7953380158995623588e+09,'BA',0);
-INSERT INTO "samples" VALUES(34,2,'eval',1,0,'cand','shape=s0,cls=small,n=128','cls=small',9.921694,1.7953380158995623588e+09,'BA',0);
-INSERT INTO "samples" VALUES(35,2,'eval',1,0,'best','shape=s1,cls=small,n=256','cls=small',13.925744,1.7953380158995623588e+09,'BA',0);
-INSERT INTO "samples" VALUES(36,2,'eval',1,0,'cand','shape=s1,cls=small,n=256','cls=small',13.913399,1.7953380158995623588e+09,'BA',0);
-INSERT INTO "samples" VALUES(37,2,'eval',1,0,'best','shape=s2,cls=large,n=4096','cls=large',119.744774,1.7953380158995623588e+09,'BA',0);
-INSERT INTO "samples" VALUES(38,2,'eval',1,0,'cand','shape=s2,cls=large,n=4096','cls=large',118.51455,1.7953380158995623588e+09,'BA',0);
-INSERT INTO "samples" VALUES(39,2,'eval',1,0,'best','shape=s3,cls=large,n=8192','cls=large',230.15205,1.7953380158995623588e+09,'BA',0);
-INSERT INTO "samples" VALUES(40,2,'eval',1,0,'cand','shape=s3,cls=large,n=8192','cls=large',227.907798,1.7953380158995623588e+09,'BA',0);
+INSERT INTO "samples" VALUES(1,0,'baseline',0,0,'best','shape=s0,cls=small,n=128','cls=small',9.96563,1.79533800533718729012e+09,'',0,NULL,NULL);
+INSERT INTO "samples" VALUES(2,0,'baseline',0,0,'best','shape=s1,cls=small,n=256','cls=small',14.082958,1.79533800533718729012e+09,'',0,NULL,NULL);
+INSERT INTO "samples" VALUES(3,0,'baseline',0,0,'best','shape=s2,cls=large,n=4096','cls=large',119.672158,1.79533800533718729012e+09,'',0,NULL,NULL);
+INSERT INTO "samples" VALUES(4,0,'baseline',0,0,'best','shape=s3,cls=large,n=8192','cls=large',230.75868,1.79533800533718729012e+09,'',0,NULL,NULL);
+INSERT INTO "samples" VALUES(5,0,'baseline',1,0,'best','shape=s0,cls=small,n=128','cls=small',9.974463,1.79533800630903053285e+09,'',0,NULL,NULL);
+INSERT INTO "samples" VALUES(6,0,'baseline',1,0,'best','shape=s1,cls=small,n=256','cls=small',13.983243,1.79533800630903053285e+09,'',0,NULL,NULL);
+INSERT INTO "samples" VALUES(7,0,'baseline',1,0,'best','shape=s2,cls=large,n=4096','cls=large',120.705051,1.79533800630903053285e+09,'',0,NULL,NULL);
+INSERT INTO "samples" VALUES(8,0,'baseline',1,0,'best','shape=s3,cls=large,n=8192','cls=large',230.9616,1.79533800630903053285e+09,'',0,NULL,NULL);
+INSERT INTO "samples" VALUES(9,1,'eval',0,0,'best','shape=s0,cls=small,n=128','cls=small',9.96205,1.7953380117839121818e+09,'AB',0,NULL,NULL);
+INSERT INTO "samples" VALUES(10,1,'eval',0,0,'cand','shape=s0,cls=small,n=128','cls=small',2.996277,1.7953380117839121818e+09,'AB',0,NULL,NULL);
+INSERT INTO "samples" VALUES(11,1,'eval',0,0,'best','shape=s1,cls=small,n=256','cls=small',13.960481,1.7953380117839121818e+09,'AB',0,NULL,NULL);
+INSERT INTO "samples" VALUES(12,1,'eval',0,0,'cand','shape=s1,cls=small,n=256','cls=small',4.189882,1.7953380117839121818e+09,'AB',0,NULL,NULL);
+INSERT INTO "samples" VALUES(13,1,'eval',0,0,'best','shape=s2,cls=large,n=4096','cls=large',120.042945,1.7953380117839121818e+09,'AB',0,NULL,NULL);
+INSERT INTO "samples" VALUES(14,1,'eval',0,0,'cand','shape=s2,cls=large,n=4096','cls=large',36.118918,1.7953380117839121818e+09,'AB',0,NULL,NULL);
+INSERT INTO "samples" VALUES(15,1,'eval',0,0,'best','shape=s3,cls=large,n=8192','cls=large',230.758751,1.7953380117839121818e+09,'AB',0,NULL,NULL);
+INSERT INTO "samples" VALUES(16,1,'eval',0,0,'cand','shape=s3,cls=large,n=8192','cls=large',68.924239,1.7953380117839121818e+09,'AB',0,NULL,NULL);
+INSERT INTO "samples" VALUES(17,1,'eval',1,0,'best','shape=s0,cls=small,n=128','cls=small',9.958024,1.79533801358720231057e+09,'BA',0,NULL,NULL);
+INSERT INTO "samples" VALUES(18,1,'eval',1,0,'cand','shape=s0,cls=small,n=128','cls=small',3.020615,1.79533801358720231057e+09,'BA',0,NULL,NULL);
+INSERT INTO "samples" VALUES(19,1,'eval',1,0,'best','shape=s1,cls=small,n=256','cls=small',13.906618,1.79533801358720231057e+09,'BA',0,NULL,NULL);
+INSERT INTO "samples" VALUES(20,1,'eval',1,0,'cand','shape=s1,cls=small,n=256','cls=small',4.191076,1.79533801358720231057e+09,'BA',0,NULL,NULL);
+INSERT INTO "samples" VALUES(21,1,'eval',1,0,'best','shape=s2,cls=large,n=4096','cls=large',119.890807,1.79533801358720231057e+09,'BA',0,NULL,NULL);
+INSERT INTO "samples" VALUES(22,1,'eval',1,0,'cand','shape=s2,cls=large,n=4096','cls=large',36.067919,1.79533801358720231057e+09,'BA',0,NULL,NULL);
+INSERT INTO "samples" VALUES(23,1,'eval',1,0,'best','shape=s3,cls=large,n=8192','cls=large',229.418259,1.79533801358720231057e+09,'BA',0,NULL,NULL);
+INSERT INTO "samples" VALUES(24,1,'eval',1,0,'cand','shape=s3,cls=large,n=8192','cls=large',69.102178,1.79533801358720231057e+09,'BA',0,NULL,NULL);
+INSERT INTO "samples" VALUES(25,2,'eval',0,0,'best','shape=s0,cls=small,n=128','cls=small',10.013395,1.79533801414989423747e+09,'AB',0,NULL,NULL);
+INSERT INTO "samples" VALUES(26,2,'eval',0,0,'cand','shape=s0,cls=small,n=128','cls=small',9.886065,1.79533801414989423747e+09,'AB',0,NULL,NULL);
+INSERT INTO "samples" VALUES(27,2,'eval',0,0,'best','shape=s1,cls=small,n=256','cls=small',13.979639,1.79533801414989423747e+09,'AB',0,NULL,NULL);
+INSERT INTO "samples" VALUES(28,2,'eval',0,0,'cand','shape=s1,cls=small,n=256','cls=small',13.822989,1.79533801414989423747e+09,'AB',0,NULL,NULL);
+INSERT INTO "samples" VALUES(29,2,'eval',0,0,'best','shape=s2,cls=large,n=4096','cls=large',119.951554,1.79533801414989423747e+09,'AB',0,NULL,NULL);
+INSERT INTO "samples" VALUES(30,2,'eval',0,0,'cand','shape=s2,cls=large,n=4096','cls=large',119.003299,1.79533801414989423747e+09,'AB',0,NULL,NULL);
+INSERT INTO "samples" VALUES(31,2,'eval',0,0,'best','shape=s3,cls=large,n=8192','cls=large',231.462855,1.79533801414989423747e+09,'AB',0,NULL,NULL);
+INSERT INTO "samples" VALUES(32,2,'eval',0,0,'cand','shape=s3,cls=large,n=8192','cls=large',228.030372,1.79533801414989423747e+09,'AB',0,NULL,NULL);
+INSERT INTO "samples" VALUES(33,2,'eval',1,0,'best','shape=s0,cls=small,n=128','cls=small',10.005104,1.7953380158995623588e+09,'BA',0,NULL,NULL);
+INSERT INTO "samples" VALUES(34,2,'eval',1,0,'cand','shape=s0,cls=small,n=128','cls=small',9.921694,1.7953380158995623588e+09,'BA',0,NULL,NULL);
+INSERT INTO "samples" VALUES(35,2,'eval',1,0,'best','shape=s1,cls=small,n=256','cls=small',13.925744,1.7953380158995623588e+09,'BA',0,NULL,NULL);
+INSERT INTO "samples" VALUES(36,2,'eval',1,0,'cand','shape=s1,cls=small,n=256','cls=small',13.913399,1.7953380158995623588e+09,'BA',0,NULL,NULL);
+INSERT INTO "samples" VALUES(37,2,'eval',1,0,'best','shape=s2,cls=large,n=4096','cls=large',119.744774,1.7953380158995623588e+09,'BA',0,NULL,NULL);
+INSERT INTO "samples" VALUES(38,2,'eval',1,0,'cand','shape=s2,cls=large,n=4096','cls=large',118.51455,1.7953380158995623588e+09,'BA',0,NULL,NULL);
+INSERT INTO "samples" VALUES(39,2,'eval',1,0,'best','shape=s3,cls=large,n=8192','cls=large',230.15205,1.7953380158995623588e+09,'BA',0,NULL,NULL);
+INSERT INTO "samples" VALUES(40,2,'eval',1,0,'cand','shape=s3,cls=large,n=8192','cls=large',227.907798,1.7953380158995623588e+09,'BA',0,NULL,NULL);
 CREATE INDEX samples_by_version ON samples (version, stage);
 CREATE INDEX commands_pending ON commands (status, id);
 COMMIT;
