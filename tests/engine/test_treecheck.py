@@ -404,6 +404,39 @@ def test_many_files_take_a_fixed_number_of_git_calls(
     assert elapsed < 10
 
 
+def test_a_tree_as_measured_takes_two_git_calls_and_a_touched_file_is_no_change(
+    trees: tuple[Path, Path, Path, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check after every run of tree code: a tree left as measured costs `diff-files` and
+    the index flags' listing only; the refresh (which rehashes what only moved in its stat
+    data) and the ignored files' listing run where those two name something."""
+    _, _, cand, base = trees
+    calls: list[str] = []
+    real = gitops.invoke._exec
+
+    def counting(argv: list[str], *a: object, **kw: object) -> subprocess.CompletedProcess[bytes]:
+        calls.append(argv[5] + (" -v" if argv[6:7] == ["-v"] else ""))  # after git's own options
+        return real(argv, *a, **kw)  # type: ignore[arg-type]  # passes the real call's arguments through
+
+    monkeypatch.setattr(gitops.invoke, "_exec", counting)
+    assert inspect(cand, base, modules=MODULES).ok
+    calls.clear()
+    assert not inspect(cand, base, modules=MODULES).differs
+    assert calls == ["diff-files", "ls-files -v"]
+    path = cand / "kernel.py"
+    later = path.stat().st_mtime_ns + 5 * 10**9
+    os.utime(path, ns=(later, later))  # stat moved, content the same: no change
+    calls.clear()
+    assert not inspect(cand, base, modules=MODULES).differs
+    assert calls == ["diff-files", "update-index", "diff-files", "ls-files -v"]
+    calls.clear()
+    assert not inspect(cand, base, modules=MODULES).differs and calls == ["diff-files", "ls-files -v"]
+    write(cand, "kernel.py", "def kernel(x):\n    return y\n")  # same size, new content
+    write(cand, "run.log", "ignored\n")
+    report = inspect(cand, base, modules=MODULES)
+    assert report.modified == ("kernel.py",) and report.ignored == ("run.log",)
+
+
 def test_content_kind_table() -> None:
     assert content_kind("a/B.CU", 0o644) == "C/C++/CUDA source"
     assert content_kind("x", 0o644, b"#!/u") == "script"

@@ -15,7 +15,8 @@ How it looks (file reads and git listings only, nothing here runs the tree's cod
   that is the ground truth of what exists, FIFOs and unreadable folders included;
 - git answers, through gitops.tree_listing, with an index only kopt writes: which base files
   differ on disk, which new files the ignore rules hide, which entries the worktree's own index
-  flags (four git calls per look, none per file; repeated looks read only what changed);
+  flags (two git calls for a tree as it was measured, up to six otherwise, none per file;
+  repeated looks read only what changed);
 - each new file is classified by name, by mode (+x) and, for the rest, by its first bytes read
   without following links and without blocking (a shebang, an ELF or Mach-O header).
 
@@ -352,18 +353,21 @@ def inspect(
     (strict: that may differ) without a finding; `modules` the importable top-level names a
     new module must not take; `strict` for best/, where any difference is a problem."""
     root = Path(worktree)
-    listing = gitops.tree_listing(root, base)
+    listing = gitops.tree_listing(root, base, ignored=False)
     walked = _walk(root)
     base_files = listing.base_files
     changed = {p: s for s, p in listing.changed}
     new = sorted(p for p in walked.entries if p not in base_files)
+    # which new files the ignore rules hide: asked of git only when there is one (a tree
+    # left as it was measured, the common case after a run, has none)
+    ignored_dirs = gitops.ignored_new(root, base) if new else frozenset[str]()
     nested = sorted(walked.nested)
     allowed = (
         set(gitops.matching([*new, *(p.rstrip("/") for p in nested)] + (list(changed) if strict else []), list(allow)))
         if allow
         else set()
     )
-    ignored = [p for p in new if _under(p, listing.ignored)]
+    ignored = [p for p in new if _under(p, ignored_dirs)]
     ignored_set = set(ignored)
     untracked = [p for p in new if p not in ignored_set]
 

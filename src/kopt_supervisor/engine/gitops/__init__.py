@@ -89,6 +89,7 @@ from kopt_supervisor.engine.gitops.invoke import (
 )
 from kopt_supervisor.engine.gitops.listing import (
     TreeListing,
+    ignored_new,
     tree_listing,
 )
 from kopt_supervisor.engine.gitops.location import (
@@ -154,6 +155,7 @@ __all__ = [
     "git_version",
     "hash_blob",
     "head",
+    "ignored_new",
     "ignored_paths",
     "index_flagged",
     "init_repo",

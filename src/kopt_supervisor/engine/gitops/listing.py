@@ -52,31 +52,66 @@ def _tree_of(loc: Location, base: str) -> str:
     return tree
 
 
-def tree_listing(worktree: str | Path, base: str) -> TreeListing:
-    """Compare a work tree with `base` through an index only kopt writes (kept per worktree
-    in kopt's private folder, rebuilt when the base changes, refreshed by stat and ctime, so
-    repeated checks read only what changed). Four git calls; none per file."""
-    loc = locate(worktree)
+def _reference(loc: Location, base: str) -> tuple[_Reference, bool]:
+    """The worktree's reference index holding `base`'s tree, and whether it was just (re)built
+    (its entries carry no stat data yet)."""
     tree = _tree_of(loc, base)
     key = (loc.git_dir, loc.work_tree)
     ref = _REFERENCES.get(key)
-    if ref is None or ref.tree != tree or not ref.index.exists():
-        if ref is not None:
-            index = ref.index
-        else:  # a file of its own per worktree (several lanes check their trees at once)
-            fd, name = tempfile.mkstemp(prefix="ref-", suffix=".index", dir=private_dir())
-            os.close(fd)
-            index = Path(name)
-        with contextlib.suppress(FileNotFoundError):
-            index.unlink()
-        run_at(loc, "read-tree", tree, env={"GIT_INDEX_FILE": str(index)})
-        files = frozenset(_split0(run_at(loc, "ls-files", "-z", env={"GIT_INDEX_FILE": str(index)})))
-        ref = _REFERENCES[key] = _Reference(tree, index, files)
-    env = {"GIT_INDEX_FILE": str(ref.index)}
-    run_at(loc, "update-index", "-q", "--refresh", "--ignore-submodules", env=env, ok=(0, 1))
+    if ref is not None and ref.tree == tree and ref.index.exists():
+        return ref, False
+    if ref is not None:
+        index = ref.index
+    else:  # a file of its own per worktree (several lanes check their trees at once)
+        fd, name = tempfile.mkstemp(prefix="ref-", suffix=".index", dir=private_dir())
+        os.close(fd)
+        index = Path(name)
+    with contextlib.suppress(FileNotFoundError):
+        index.unlink()
+    run_at(loc, "read-tree", tree, env={"GIT_INDEX_FILE": str(index)})
+    files = frozenset(_split0(run_at(loc, "ls-files", "-z", env={"GIT_INDEX_FILE": str(index)})))
+    ref = _REFERENCES[key] = _Reference(tree, index, files)
+    return ref, True
+
+
+def _changed(loc: Location, env: dict[str, str]) -> tuple[tuple[str, str], ...]:
     parts = run_at(loc, "diff-files", "--name-status", "-z", "--ignore-submodules=dirty", env=env).split("\0")
-    changed = tuple((parts[i][:1], parts[i + 1]) for i in range(0, len(parts) - 1, 2) if parts[i])
-    ignored = frozenset(
+    return tuple((parts[i][:1], parts[i + 1]) for i in range(0, len(parts) - 1, 2) if parts[i])
+
+
+def tree_listing(worktree: str | Path, base: str, *, ignored: bool = True) -> TreeListing:
+    """Compare a work tree with `base` through an index only kopt writes (kept per worktree
+    in kopt's private folder, rebuilt when the base changes, refreshed by stat and ctime, so
+    repeated checks read only what changed). Two to five git calls; none per file.
+
+    The refresh (`update-index --refresh`, which rehashes the files whose stat data moved)
+    runs only where `diff-files` names something: without it `diff-files` names every file
+    whose content, mode or type differs and also those whose stat alone moved (a racily
+    clean entry is compared by content either way), so an empty answer is the same answer.
+    `ignored=False`: the ignored files are not listed (`ignored_new` lists them), for a
+    caller that found no file outside the base."""
+    loc = locate(worktree)
+    ref, fresh = _reference(loc, base)
+    env = {"GIT_INDEX_FILE": str(ref.index)}
+    changed: tuple[tuple[str, str], ...] = ()
+    if not fresh:
+        changed = _changed(loc, env)
+    if fresh or changed:
+        run_at(loc, "update-index", "-q", "--refresh", "--ignore-submodules", env=env, ok=(0, 1))
+        changed = _changed(loc, env)
+    others = _ignored(loc, env) if ignored else frozenset()
+    return TreeListing(ref.tree, ref.files, changed, others, tuple(index_flagged(worktree)))
+
+
+def _ignored(loc: Location, env: dict[str, str]) -> frozenset[str]:
+    return frozenset(
         _split0(run_at(loc, "ls-files", "--others", "--ignored", "--exclude-standard", "-z", "--directory", env=env))
     )
-    return TreeListing(tree, ref.files, changed, ignored, tuple(index_flagged(worktree)))
+
+
+def ignored_new(worktree: str | Path, base: str) -> frozenset[str]:
+    """Files not in `base` that the ignore rules hide ("dir/" for a whole folder or a nested
+    repository), against the reference index of `base` (as `tree_listing` lists them)."""
+    loc = locate(worktree)
+    ref, _ = _reference(loc, base)
+    return _ignored(loc, {"GIT_INDEX_FILE": str(ref.index)})
