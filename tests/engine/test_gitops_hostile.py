@@ -856,3 +856,26 @@ def test_fifos_in_place_of_git_files_do_not_hang(tmp_path: Path) -> None:
     head_file.unlink()
     assert gitops.ensure_worktree(repo, cand, branch=None, commit=base) is True
     assert gitops.head(cand) == base
+
+
+def test_a_commit_named_by_its_hash_is_read_once_and_a_ref_every_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo, best, cand, base = kopt_repo(tmp_path)
+    calls: list[str] = []
+    real = gitops.invoke._exec
+
+    def counting(argv: list[str], *a: object, **kw: object) -> subprocess.CompletedProcess[bytes]:
+        calls.append(argv[5])
+        return real(argv, *a, **kw)  # type: ignore[arg-type]  # passes the real call's arguments through
+
+    monkeypatch.setattr(gitops.invoke, "_exec", counting)
+    first = gitops.commit_info(cand, base)
+    assert gitops.commit_info(best, base) == gitops.commit_info(repo, base) == first  # one repository
+    assert calls.count("cat-file") == 1
+    edit_candidate(cand)
+    gitops.stage_all_tree(cand)
+    sha = gitops.commit(cand, "keep")
+    calls.clear()
+    assert gitops.commit_info(cand, "HEAD") == ([base], gitops.commit_info(cand, sha)[1])
+    assert gitops.commit_info(cand, "HEAD")[0] == [base] and calls.count("cat-file") == 3  # HEAD moves: asked each time

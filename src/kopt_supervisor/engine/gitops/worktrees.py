@@ -6,6 +6,7 @@ a candidate's change moved onto a new base; a fresh repository for the demo.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import stat
 import tempfile
@@ -58,8 +59,17 @@ def branch_sha(path: str | Path, branch: str) -> str | None:
     return sha or None
 
 
+_COMMITS: dict[tuple[Path, str], tuple[tuple[str, ...], str]] = {}
+_FULL_SHA = re.compile(r"[0-9a-f]{40}([0-9a-f]{24})?")
+
+
 def commit_info(path: str | Path, sha: str) -> tuple[list[str], str]:
-    """(parent shas, tree sha) of a commit."""
+    """(parent shas, tree sha) of a commit. A commit named by its full hash is read once per
+    repository: its object cannot change (every look asked it again, one git process each)."""
+    key = (locate(path).common_dir, sha) if _FULL_SHA.fullmatch(sha) else None
+    if key is not None and key in _COMMITS:
+        cached_parents, cached_tree = _COMMITS[key]
+        return list(cached_parents), cached_tree
     text = _git(path, "cat-file", "commit", sha)
     parents, tree = [], ""
     for line in text.split("\n"):
@@ -70,6 +80,8 @@ def commit_info(path: str | Path, sha: str) -> tuple[list[str], str]:
             tree = value
         elif field == "parent":
             parents.append(value)
+    if key is not None:
+        _COMMITS[key] = (tuple(parents), tree)
     return parents, tree
 
 
