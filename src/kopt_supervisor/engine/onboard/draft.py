@@ -58,6 +58,11 @@ class Proposal:
     questions: list[Question] = field(default_factory=list)
     candidate: Candidate | None = None
     cost: cost_mod.DecisionCost | None = None
+    served: bool = False
+    """Looks are served (one process per tree answers them), not whole runs of the bench."""
+    serving: str = ""
+    """How looks are taken and why; for a process-level proposal, why it is not served and
+    what would be (also among `checks`)."""
 
     @property
     def complete(self) -> bool:
@@ -116,6 +121,9 @@ def render(p: Proposal) -> str:
         head.append("# Check before `kopt run`:")
         for c in p.checks:
             head += ["#  - " + ln[2:] if i == 0 else "#    " + ln[4:] for i, ln in enumerate(_comment(c))]
+    if p.served and p.serving:
+        head.append("#")
+        head += _comment(f"Looks: {p.serving}")
     if p.cost is not None:
         head.append("#")
         head += _comment(f"Decision cost: {p.cost.text()}")

@@ -30,6 +30,11 @@ harness's [target] (`bench`, `serve`, `us`, `err <= 1`, `calls`) replaces steps 
 classes still from step 7's rule over the perf_report table; where it could not, the
 process-level proposal stays and its header says why.
 
+Every proposal says whether its looks are served (`Proposal.served`, `Proposal.serving`): a
+process-level one says why, and names the repo's scripts on kopt's harness that would be served
+(`kopt_bench.py` beside examples/softmax's own `bench.py`) with the `kopt init --bench` command
+for them.
+
 Pure apart from reading the bench's outputs and source files.
 
 Modules: draft (the Proposal, its questions, the commented kopt.toml it renders to), steps
@@ -156,6 +161,14 @@ def propose(run: BenchRun, answers: Mapping[str, str] | None = None, *, policy: 
     by_import = serving is not None and bool(serving.lines)
     if by_import:
         served.reword_checks(p)
+    if harness:
+        p.served, p.serving = True, "served: the bench prints kopt's harness CSV; [target].serve runs it once per tree"
+    elif by_import:
+        p.served, p.serving = True, "served by import: kopt's module imports the bench's perf_report function"
+    else:
+        p.serving = served.not_served(run, table, serving)
+        if serving is None:  # a perf_report bench's failed probe has its own check above
+            p.checks.append(p.serving)
     timeout = max(120, int(math.ceil(10 * run.seconds))) if math.isfinite(run.seconds) else 900
     t["timeout_s"] = timeout
     p.comments["target.timeout_s"] = (

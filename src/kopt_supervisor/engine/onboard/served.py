@@ -5,6 +5,8 @@
     plan(run, metric) -> Plan                 # the lines to serve, or why the process-level path stays
     propose(p, table, cols, plan)             # the served [target] keys, each with its reason
     reword_checks(p)                          # after the files step: what a one-file bench leaves open
+    harness_benches(repo, bench) -> [paths]   # the repo's other scripts on kopt's public harness
+    not_served(run, table, plan) -> str       # why a bench stays process-level, and what would serve it
 
 The harness module's command is the bench's own with its script run through kopt's module
 (`python 05-layer-norm.py` -> `python -m kopt_supervisor.kernels.harness.imported
@@ -25,6 +27,7 @@ import json
 import re
 import shlex
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from kopt_supervisor.engine.adapters.model import Table
@@ -222,3 +225,66 @@ def reword_checks(p: Any) -> None:
         else c
         for c in p.checks
     ]
+
+
+HARNESS_IMPORT = re.compile(
+    r"^[ \t]*(?:from[ \t]+kopt_supervisor\.kernels[ \t]+import[ \t]+[^\n]*\bharness\b"
+    r"|from[ \t]+kopt_supervisor\.kernels\.harness\b|import[ \t]+kopt_supervisor\.kernels\.harness\b)",
+    re.M,
+)
+HARNESS_MAIN = re.compile(r"\bharness\.main[ \t]*\(|^[ \t]*(?:raise[ \t]+SystemExit\()?main[ \t]*\([ \t]*SPEC\b", re.M)
+SCAN_MAX_BYTES = 200_000
+"""A script larger than this is no ~30-line harness bench: not read."""
+
+
+def harness_benches(repo: Path, bench: str) -> list[str]:
+    """The Python scripts at the repo's top or one folder down (hidden folders aside) that
+    import kopt's public harness and hand it their Spec (`harness.main(SPEC)`), other than
+    the one `bench` runs: benches kopt serves ([target].serve). Read as text, never imported."""
+    m = SCRIPT_CALL.search(bench.rstrip())
+    ran = m["script"].removeprefix("./") if m else ""
+    found: list[str] = []
+    for path in sorted([*repo.glob("*.py"), *repo.glob("*/*.py")]):
+        rel = path.relative_to(repo).as_posix()
+        if rel == ran or any(part.startswith(".") for part in path.relative_to(repo).parts):
+            continue
+        try:
+            if path.stat().st_size > SCAN_MAX_BYTES:
+                continue
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        if HARNESS_IMPORT.search(text) and HARNESS_MAIN.search(text):
+            found.append(rel)
+    return found
+
+
+def not_served(run: BenchRun, table: Table, chosen: Plan | None) -> str:
+    """Why `kopt init --bench` proposes process-level looks for this bench (each look a whole
+    run of it), and what would be served instead: a script of the repo on kopt's harness
+    (named, with the command to onboard it), else the two kinds of bench kopt serves."""
+    if chosen is not None:
+        why = f"kopt could not serve this perf_report bench by import: {chosen.why}"
+    elif table.format == "perf_report":
+        why = "kopt did not try to serve this perf_report bench by import (no probe ran)"
+    else:
+        why = (
+            f"its output is a {table.format} table, not the CSV of kopt's harness (us, err, prod, seed): kopt "
+            "serves looks only from a bench on its public harness ([target].serve) and from a triton "
+            "perf_report bench (by import)"
+        )
+    others = harness_benches(run.repo, run.bench)
+    if not others:
+        return (
+            f"process-level looks (each a whole run of the bench): {why}. A ~30-line bench on kopt's harness "
+            '(docs/byo-kernel.md, "kopt\'s public harness") is served: a decision in seconds'
+        )
+    m = SCRIPT_CALL.search(run.bench.rstrip())
+    python = m["python"] + m["opts"] if m else "python"
+    names = ", ".join(others)
+    return (
+        f"process-level looks (each a whole run of the bench): {why}. This repo holds {names}, "
+        f"{'a bench' if len(others) == 1 else 'benches'} on kopt's harness (harness.main(SPEC)): "
+        f'`kopt init --bench "{python} {others[0]}"` proposes it served, one process per tree '
+        "answering kopt's looks, a decision in seconds instead of rounds of two whole runs"
+    )
