@@ -99,6 +99,8 @@ class Judge:
         self.ready_wait_s = ready_wait_s
         self.poll_s = poll_s
         self._submitting = [threading.Lock() for _ in range(self.lanes)]
+        self._unanswered: dict[int, int] = {}
+        """lane -> the version of a submit sent whose verdict the client has not been given."""
         """One submit at a time per lane from this server (every session of it)."""
         self.seats = Seats(self.ws.dir, self.ws.tag, self.lanes)
         """The lane each session holds (runs of several lanes)."""
@@ -351,6 +353,7 @@ class Judge:
                 sent = send(self.ws, "submit", {**args, "lane": lane}, source=source)
             except BadInput as e:
                 raise Refused(str(e)) from None
+            self._unanswered[lane] = m.version
             return Submission(m.version, m.repair, sent.command_id, source, changed, lane)
         except BaseException:
             self._submitting[lane].release()
@@ -358,6 +361,16 @@ class Judge:
 
     def end_submit(self, sub: Submission) -> None:
         self._submitting[sub.lane].release()
+
+    def answered(self, sub: Submission) -> None:
+        """The client was given `sub`'s verdict (or its repair request)."""
+        if self._unanswered.get(sub.lane) == sub.version:
+            del self._unanswered[sub.lane]
+
+    def submits_in_flight(self) -> list[int]:
+        """The versions of submits sent whose verdict no client was given (the client went
+        away while they were measured): the engine decides and records them all the same."""
+        return sorted(self._unanswered.values())
 
     def observe(self, sub: Submission) -> Observation:
         """One look at the submitted iteration (raises EngineGone when its engine died)."""

@@ -258,6 +258,7 @@ async def _submit(
             await say(f"v{sub.version}: {result.get('status')}; waiting for the engine to take the next submit")
             ready, note = await _call(judge.wait_ready, sub)
             result.update({"ready_for_edits": ready, "next": note})
+        judge.answered(sub)
         return result
     finally:
         judge.end_submit(sub)
@@ -309,8 +310,56 @@ def _kopt_version() -> str:
 # Transports
 
 
+CLOSED = (BrokenPipeError, ConnectionResetError, anyio.BrokenResourceError, anyio.ClosedResourceError)
+"""What writing to (or reading from) a stdio client that went away raises."""
+
+
+def client_gone(exc: BaseException) -> bool:
+    """`exc` (an exception group's leaves included) says only that the client's end of stdio
+    closed: nothing a traceback would explain."""
+    if isinstance(exc, BaseExceptionGroup):
+        return all(client_gone(e) for e in exc.exceptions)
+    return isinstance(exc, CLOSED)
+
+
 def serve_stdio(judge: Judge) -> None:
-    build_server(judge).run("stdio")
+    """Serve over stdin/stdout until the client closes them. A client that goes away while a
+    submit is measuring (its process killed, its pipes closed) ends the server with one line on
+    stderr, not a traceback: the submit is the engine's by then, which decides and records it
+    as any other (`kopt status TAG`; `history` in the next session)."""
+    try:
+        build_server(judge).run("stdio")
+    except BaseException as exc:
+        if not client_gone(exc):
+            raise
+        try:  # stdout's reader is gone: nothing more may be written there, not even at exit's flush
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
+        except (OSError, ValueError):
+            pass
+        _say_gone(judge, always=True)
+    else:
+        _say_gone(judge, always=False)
+
+
+def _say_gone(judge: Judge, *, always: bool) -> None:
+    flying = judge.submits_in_flight()
+    if not flying and not always:
+        return
+    tag = judge.ws.tag
+    print(
+        f"kopt mcp: the client closed stdio; the server ends (run {tag}"
+        + (
+            f": the submit of {', '.join(f'v{v}' for v in flying)} goes on in the engine, which records its "
+            f"verdict; `kopt status {tag}` shows it"
+            if flying
+            else ""
+        )
+        + ")",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 TOKEN_FILE = "mcp.token"
