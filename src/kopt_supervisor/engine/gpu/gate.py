@@ -10,7 +10,11 @@ Interface used by the loop (keep it stable):
     gate.close()                   # releases the host-wide claim, shuts the backend down
 
 `sleep` is the loop's: it polls the engine's commands and may raise to abort a wait. Every
-wait goes through it, including the short pauses between samples.
+wait for a busy GPU goes through it. `pause` (default: `sleep`) takes the short pauses that
+are part of a check, not a wait: between its samples, before a claim's retry. The loop passes
+one that polls the commands as `sleep` does but tells nobody that a GPU is busy: a full check
+of an idle GPU (every `quick_recheck_s`) once showed as "no idle GPU: next check in 1 s" in the
+progress, the TUI and an MCP agent's notifications, while nothing was busy (docs/agents.md).
 
 How a check decides (see docs/gpu-gate.md): `cfg.samples` readings `cfg.sample_interval_s`
 apart; a GPU is idle when, over all of them, no foreign compute process is on it (this run's
@@ -112,6 +116,7 @@ class Gate:
         backend: Backend,
         *,
         sleep: Callable[[float], None] = time.sleep,
+        pause: Callable[[float], None] | None = None,
         clock: Callable[[], float] = time.monotonic,
         own_pids: Callable[[], Iterable[int]] = set,
         log: Callable[[str], None] = lambda msg: None,
@@ -121,6 +126,8 @@ class Gate:
         self.cfg = cfg
         self.backend = backend
         self.sleep = sleep
+        self.pause = pause if pause is not None else sleep
+        """A check's own pauses (between samples, before a claim's retry): no GPU is busy."""
         self.clock = clock
         self.own_pids = own_pids
         self.log = log
@@ -175,7 +182,7 @@ class Gate:
         samples: list[list[GpuState]] = []
         for i in range(max(1, self.cfg.samples)):
             if i:
-                self.sleep(self.cfg.sample_interval_s)
+                self.pause(self.cfg.sample_interval_s)
             samples.append(self._read())
             if not samples[0] and not self.ever_seen:
                 break  # no GPU on this machine: nothing to sample
@@ -284,7 +291,7 @@ class Gate:
             if self.claims.probe(key):  # a real holder, not a passing probe
                 return False
             if attempt < 2:
-                self.sleep(0.05)
+                self.pause(0.05)
         return False
 
     def _take(self, pick: Assessment, found: list[Assessment], waited: float) -> GateDecision:

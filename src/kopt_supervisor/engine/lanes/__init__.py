@@ -82,6 +82,7 @@ def lane_gate(ctx: RunContext, index: int) -> Gate:
         ctx.cfg.gpu,
         backend,
         sleep=sleep,
+        pause=lambda seconds: ctx.control.sleep(seconds, lambda _left: None),  # a check's own: no GPU is busy
         own_pids=ctx.procs.own_pids,
         log=lambda m: ctx.event("gpu", f"lane {index}: {m}", level="warn"),
         owner=f"kopt run {ctx.ws.tag} lane {index} ({ctx.ws.dir})",

@@ -354,6 +354,7 @@ def single_lane(ctx: RunContext) -> Lane:
         ctx.cfg.gpu,
         open_backend(ctx.cfg.gpu.vendor),
         sleep=sleep,
+        pause=lambda seconds: ctx.control.sleep(seconds, lambda _left: None),  # a check's own: no GPU is busy
         own_pids=ctx.procs.own_pids,
         log=lambda m: ctx.event("gpu", m, level="warn"),
         owner=f"kopt run {ctx.ws.tag} ({ctx.ws.dir})",
