@@ -32,16 +32,16 @@ def layer_norm_tree(dest: Path, edits: tuple[tuple[str, str], ...] = ()) -> Path
 
 
 class ImportedServer(Server):
-    """`python -m MODULE 05-layer-norm.py --line triton --serve` in `tree` (the harness tests'
-    Server, another command)."""
+    """`python -m MODULE SCRIPT --line triton --serve` in `tree` (the harness tests' Server,
+    another command); `script`: another bench of the tree's."""
 
-    def __init__(self, tree: Path, *extra: str) -> None:  # noqa: D107 - Server's, with this command
+    def __init__(self, tree: Path, *extra: str, script: str = SCRIPT) -> None:  # noqa: D107 - Server's, with this command
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "TRITON_INTERPRET")}
         self.tree = tree
         self.err_path = tree.parent / f"{tree.name}.serve.err"
         self._err = self.err_path.open("w")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", MODULE, SCRIPT, "--line", "triton", "--serve", *extra],
+            [sys.executable, "-m", MODULE, script, "--line", "triton", "--serve", *extra],
             cwd=tree,
             env=env,
             stdin=subprocess.PIPE,

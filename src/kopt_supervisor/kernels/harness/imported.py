@@ -90,19 +90,23 @@ from .audit import (
     summarise,
     summarise_sets,
 )
-from .bench import Bench, PhaseClock, Timing, log, new_seed, why, write_csv
+from .bench import LAST, Bench, PhaseClock, Timing, log, new_seed, why, write_csv
 from .loader import load_module
 from .params import config_key
 from .ranges import open_ranges, range_name
-from .timing import summarize
+from .timing import LIVE_GRAPHS, CpuTimer, EventTimer, GraphTimer, cycle, summarize
 
 MODULE = "kopt_supervisor.kernels.harness.imported"
 """How kopt's commands run this module (`python -m MODULE ...`)."""
 PROBE_VERSION = 1
 PLACEHOLDER_MS = 1.0
 """What a captured do_bench returns to the bench (it is never read)."""
-RESERVED = ("us", "err", "calls", "us_mean", "us_std", "us_min", "us_p10", "us_p90", "samples", "seed")
-"""The CSV's columns beside the config: a config column of one of these names is refused."""
+RESERVED = ("us", "err", "calls", "us_mean", "us_std", "us_min", "us_p10", "us_p90", LAST, "samples", "seed")
+"""The CSV's columns beside the config (LAST in served looks only): a config column of one of
+these names is refused."""
+PRIME = "/prime"
+"""The first draw's seed purposes end in this (`set<j>/prime`, the sets every block but the last
+runs on); the last block's sets are `set<j>`: the names harness/sets.py gives its two draws."""
 TOLERANCE = {
     "float64": (1e-8, 1e-8),
     "float32": (1e-4, 1e-4),
@@ -472,6 +476,38 @@ class Drawn:
     failed: str = ""
 
 
+class ReplayTimer(EventTimer):
+    """A GPU's last timed block of a config: a CUDA graph of one call per set, captured with no
+    call of theirs before it (the first sets' timer ran the same code: Triton's compile, the
+    allocator's pools), replayed `replays` times between two CUDA events after the L2 flush:
+    `replays` x sets launches, as many as the first sets' blocks. Each replay runs what each
+    set's callable launched the one time Python ran it, on inputs it had not seen: whatever
+    it keeps by pointer, content or call count answers at the capture, not in the block."""
+
+    def __init__(
+        self,
+        torch: Any,
+        calls: Sequence[Callable[[], Any]],
+        replays: int,
+        flush: Callable[[], None],
+        span: Callable[[], contextlib.AbstractContextManager[Any]] | None = None,
+    ) -> None:
+        self.calls, self.replays = list(calls), replays
+        super().__init__(torch, cycle(self.calls), replays * len(self.calls), flush, warm_blocks=0, span=span)
+
+    def prepare(self) -> None:
+        self.graph = self.torch.cuda.CUDAGraph()
+        LIVE_GRAPHS.append(self.graph)  # before the capture, as GraphTimer does
+        with self.torch.cuda.graph(self.graph):
+            for call in self.calls:
+                call()
+        self.torch.cuda.synchronize()
+
+    def launch(self) -> None:
+        for _ in range(self.replays):
+            self.graph.replay()
+
+
 class ImportedBench(Bench):
     """A Bench whose configs are an imported perf_report bench's: serve.serve_tree drives it as
     it drives a Spec's (timed_rows, commitment, audit, reload, and Bench's release_cache and
@@ -495,19 +531,48 @@ class ImportedBench(Bench):
         self.imp = import_bench(self.script, f"kopt_imported_bench_{self.loads}")
         self.configs = configs(self.imp, self.a.line, str(self.script))
 
-    def draw_sets(self, config: Config, seed: int) -> list[TimedSet]:
-        """The look's sets of a config: set 0 first (its tensors size the count on a GPU)."""
-        first = call_benchmark(self.imp, config, self.torch, input_seed(seed, config.key, "set0"))
-        count = self.timing.set_count(first.nbytes())  # bench.CPU_SETS on the CPU
-        return [first] + [
-            call_benchmark(self.imp, config, self.torch, input_seed(seed, config.key, f"set{j}"))
-            for j in range(1, count)
-        ]
+    def draw_sets(self, config: Config, seed: int, suffix: str = "", count: int = 0) -> list[TimedSet]:
+        """`count` sets of a config, set j drawn from input_seed(seed, key, f"set{j}{suffix}");
+        without a count, set 0 first (its tensors size the count on a GPU; on the CPU it is
+        bench.CPU_SETS)."""
+
+        def draw(j: int) -> TimedSet:
+            return call_benchmark(self.imp, config, self.torch, input_seed(seed, config.key, f"set{j}{suffix}"))
+
+        first = draw(0)
+        return [first] + [draw(j) for j in range(1, count or self.timing.set_count(first.nbytes()))]
+
+    def last_timer(
+        self,
+        sets: list[TimedSet],
+        reps: int,
+        flush: Any,
+        graphed: bool,
+        span: Callable[[], contextlib.AbstractContextManager[Any]],
+    ) -> Any:
+        """The timer of a config's last block: `reps` calls over `sets`, none of them called
+        before the block's own (no calibration, no warm block, no eager call): on the CPU
+        (`flush` None) one call per set, the process's CPU time; on a GPU a ReplayTimer where
+        the first sets' timer was a CUDA graph (`graphed`), else eager launches between
+        events (then each set's calls after its first see inputs it has seen)."""
+        if flush is None:
+            return CpuTimer(cycle(sets), reps, warm_blocks=0, span=span)
+        if graphed:
+            try:
+                return ReplayTimer(self.torch, sets, reps // len(sets), flush, span)
+            except Exception as exc:  # what a graph cannot capture runs eagerly
+                self.torch.cuda.synchronize()
+                log(f"the last block's CUDA graph capture failed ({type(exc).__name__}: {str(exc)[:120]}): eager")
+        return EventTimer(self.torch, cycle(sets), reps, flush, warm_blocks=0, span=span)
 
     def timed_rows(self, seed: int, *, copy: bool = True, keep: bool = False) -> list[dict[str, Any]]:
-        """One look of `seed`: per config its sets drawn, timed block by block, checked for
-        NaN/Inf; one row each (the module docstring). `copy` and `keep` are the Spec path's
-        (no copy is timed here; nothing is kept from look to look but the CUDA graphs)."""
+        """One look of `seed`: per config its sets drawn twice, the blocks but the last timed
+        on the first draw, the last block on the second, whose outputs are checked for NaN/Inf
+        and are what `commitment` and `audit` read; one row each (the module docstring).
+        Without `copy` (a served look) each row also reports LAST (`us_last`), the last
+        block's µs per call; the plain run's CSV keeps the columns `kopt init` knows (as the
+        harness's: bench.LAST). `keep` is the Spec path's (nothing is kept from look to look
+        here but the CUDA graphs)."""
         rows = []
         self.drawn = []
         nan = math.nan
@@ -516,22 +581,31 @@ class ImportedBench(Bench):
             drawn = Drawn(config)
             self.drawn.append(drawn)
             ks: list[float] = []
-            t: Any = None
+            reps = 0
+            span = functools.partial(self.ranges.span, range_name(config.cols))
             try:
-                drawn.sets = self.draw_sets(config, seed)
+                drawn.sets = self.draw_sets(config, seed, PRIME)
                 self.clock.lap("inputs")
-                t = self.timing.sets_timer(
-                    list(drawn.sets),
-                    drawn.sets[0].nbytes(),
-                    graph=self.a.graph,
-                    span=functools.partial(self.ranges.span, range_name(config.cols)),
-                )
+                t = self.timing.sets_timer(list(drawn.sets), drawn.sets[0].nbytes(), graph=self.a.graph, span=span)
                 self.clock.lap("capture")
-                for _ in range(self.a.blocks):
+                for _ in range(self.a.blocks - 1):
                     ks.append(t.block())
+                self.clock.lap("timing")
+                count, reps, flush, graphed = (
+                    len(drawn.sets),
+                    t.reps,
+                    getattr(t, "flush", None),
+                    isinstance(t, GraphTimer),
+                )
+                t, drawn.sets = None, []  # the first draw let go before the second: the same peak memory
+                drawn.sets = self.draw_sets(config, seed, "", count)
+                self.clock.lap("inputs")
+                t = self.last_timer(drawn.sets, reps, flush, graphed, span)
+                self.clock.lap("capture")
+                ks.append(t.block())  # the first calls of the second draw's sets
             except Exception as exc:  # a benchmark that raises, or captures nothing, fails its row
                 drawn.failed = f"{type(exc).__name__}: {exc}"
-                t, ks = None, []
+                reps, ks = 0, []
             err = math.inf if drawn.failed else 0.0
             if not drawn.failed:
                 bad = self.nonfinite(drawn)
@@ -546,20 +620,18 @@ class ImportedBench(Bench):
                     **config.cols,
                     "us": st["median"],
                     "err": err,
-                    "calls": t.reps * len(ks) if t is not None else 0,
+                    "calls": reps * len(ks),
                     "us_mean": st["mean"],
                     "us_std": st["std"],
                     "us_min": st["min"],
                     "us_p10": st["p10"],
                     "us_p90": st["p90"],
+                    **({} if copy else {LAST: ks[-1] if ks else nan}),  # ks[-1]: the second draw's block
                     "samples": len(ks),
                     "seed": seed,
                 }
             )
-            log(
-                f"{where}: {st['median']:10.3f} us  err {err:.3g}  ({len(ks)} blocks x "
-                f"{t.reps if t is not None else 0} calls)"
-            )
+            log(f"{where}: {st['median']:10.3f} us  err {err:.3g}  ({len(ks)} blocks x {reps} calls)")
             self.clock.lap("timing")
         return rows
 
