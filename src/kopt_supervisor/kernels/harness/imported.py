@@ -21,7 +21,7 @@ line_arg, and the benchmark's fixed `args` that are numbers, text or dtypes.
 
 A look (`look N SEED PATH`, or a plain run with a fresh seed) per config: S buffer sets, set j
 drawn by calling the benchmark function once after seeding torch (every device), `random` and
-numpy with audit.input_seed(SEED, config, "set<j>"), with `triton.testing.do_bench` and
+numpy with audit.input_seed(SEED, config, "set<j>/prime"), with `triton.testing.do_bench` and
 `do_bench_cudagraph` replaced for that call by a capture (in triton.testing, and where the
 bench's globals hold them under another name): the callable the bench passes (and its
 `grad_to_none` tensors) is recorded, not run, and the bench gets a placeholder time back.
@@ -29,12 +29,23 @@ Whatever the function returns (its GB/s, its own timing) is never read. kopt the
 captured callables with its own block timer (bench.Timing: on a GPU CUDA graphs, or CUDA events
 where a graph cannot capture, the L2 flushed before each block; on the CPU the process's CPU
 time under Triton's interpreter), the sets rotating; several do_bench calls in one benchmark
-call are timed as one call, in order. `us` is the median over blocks of µs per call, `calls`
-the timed calls, `err` 0, or inf when the function raised, called no do_bench, or its timed
-outputs hold NaN/Inf. Each set's outputs are what its last timed call left: the tensors the
-callable returned, and the `.grad` of its `grad_to_none` tensors (reset before every call, as
-do_bench does); a callable that returns none and names no grad_to_none has its closure's
-tensors (inputs included) summarised instead. PATH.sets.json commits to every set's outputs
+call are timed as one call, in order. Every block but the last runs on those sets. Before the
+last, the first draw is let go and S sets are drawn again, set j from "set<j>" (seeds no
+earlier call saw: the two draws harness/sets.py makes), and the last block runs on them with
+a timer of its own that calls none of them before it (`last_timer`: on the CPU one call per
+set; on a GPU one CUDA graph of one call per set, captured cold and replayed as many times as
+the other blocks have launches, ReplayTimer); its outputs are the ones checked, committed and
+audited. That costs a look S more calls of the benchmark function per config and, on a GPU, a
+capture of S calls (the first draw is freed before: the peak memory stays); the GPU path has
+not yet run on a GPU (tested on the CPU only). `us` is the median over blocks of µs per call, `calls` the timed calls (the last
+block's included), `err` 0, or inf when the function raised, called no do_bench, or its
+last block's outputs hold NaN/Inf; a served look also reports `us_last` (bench.LAST), the
+last block's µs per call, which kopt weighs against `us` (plausible.last_block_not_faster),
+and a plain run does not (bench.LAST says why). Each set's outputs are what its last timed
+call left: the tensors the callable returned, and the `.grad` of its `grad_to_none` tensors
+(reset before every call, as do_bench does); a callable that returns none and names no
+grad_to_none has its closure's tensors (inputs included) summarised instead. PATH.sets.json
+commits to every set's outputs (the last block's S sets: the same count in both trees)
 and `audit N SEED PATH` summarises the set the audit seed picks (audit.py), with a tolerance
 per the outputs' dtype (TOLERANCE; --atol/--rtol): kopt compares them with best's.
 
@@ -42,12 +53,22 @@ What this path sees, and what it does not (docs/byo-kernel.md, "Served by import
 - inputs: one input set per call of the benchmark function, drawn by the bench's own code
   after kopt seeds the global generators; several sets are several calls (on the CPU
   bench.CPU_SETS, on a GPU enough for 2 x L2 of the tensors the callable's closure holds).
-  kopt cannot redraw into the same buffers as its harness does (harness/sets.py) before the
-  last block: within a look every timed call of a set sees the same tensors, so a kernel that
-  caches its result by input pointer is timed on its cache (its outputs are still right:
-  across looks the inputs are new). The profiler's kernel time is what sees that.
+  kopt cannot redraw into the same buffers as its harness does (harness/sets.py), so it draws
+  new sets for the last block instead: a kernel that keeps its result per input (by pointer,
+  by content, by counting calls) is cheap in the other blocks and pays in the last, whose
+  outputs are the ones audited, and `us_last` shows it (tests/served_import/
+  test_last_block_imported.py). What this does not close: on the CPU each set is called once
+  a block, so the whole last block is first calls; on a GPU its graph replays each set's one
+  captured call, so a cache in Python answers at the capture, cold, but a kernel that skips
+  work on the device (testing its output or a flag it wrote) computes on the first replay of
+  each set only, as in the harness's last block; where the graph cannot capture, eager
+  launches: each set's calls after its first see inputs it has seen. And the benchmark
+  function is the bench's code (the candidate's, where the kernel shares its file): one that
+  computes the timed call's result when it draws the inputs (a cache the callable then
+  returns) makes every block cheap, the last included; the work stays in the look (the OS's
+  accounting of the process sees it on the CPU), outside the timed blocks.
 - correctness: the bench's own check where it has one (at import), and kopt's comparison of
-  the timed outputs with best's on the same inputs, outside both processes. Tensors the
+  the last block's outputs with best's on the same inputs, outside both processes. Tensors the
   callable writes but neither returns nor names in grad_to_none (the tutorial's weight and
   bias gradients, which accumulate from call to call) are not compared.
 - a benchmark function that draws inputs from a generator of its own (not the global ones)
