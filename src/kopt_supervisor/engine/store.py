@@ -55,6 +55,16 @@ class Sample:
     last: float = math.nan
 
 
+LATER_COLUMNS = (
+    ("samples", "ord", "TEXT NOT NULL DEFAULT ''"),
+    ("samples", "flagged", "INTEGER NOT NULL DEFAULT 0"),
+    ("samples", "mean", "REAL"),
+    ("samples", "last", "REAL"),
+    ("commands", "seal", "TEXT NOT NULL DEFAULT ''"),
+)
+"""Columns added to the schema after run.dbs were written without them (`Store._migrate`)."""
+
+
 def _real(x: float) -> float | None:
     """A float for SQLite: NaN (none) as NULL."""
     return x if math.isfinite(x) else None
@@ -205,19 +215,35 @@ class Store:
         return store
 
     def _migrate(self) -> None:
-        """Bring a run.db of an earlier kopt up to this schema (columns added, nothing lost)."""
+        """Bring a run.db of an earlier kopt up to this schema (columns added, nothing lost).
+        Under SQLite's write lock, the columns read again: `kopt run` and the engine it starts
+        open the same run.db at once, and two processes that both found a column missing
+        added it twice ("duplicate column name")."""
+        if not self._missing_columns():
+            return
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            for table, column, decl in self._missing_columns():
+                self.db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {decl}")
+            self.db.execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)", (json.dumps(SCHEMA_VERSION),)
+            )
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        self.db.execute("COMMIT")
+
+    def _missing_columns(self) -> list[tuple[str, str, str]]:
+        """(table, column, declaration) of this schema's later columns that run.db lacks
+        (none while its tables are being created)."""
         tables = {r[0] for r in self.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         if "samples" not in tables:
-            return  # being created
-        for table, column, decl in (
-            ("samples", "ord", "TEXT NOT NULL DEFAULT ''"),
-            ("samples", "flagged", "INTEGER NOT NULL DEFAULT 0"),
-            ("samples", "mean", "REAL"),
-            ("samples", "last", "REAL"),
-            ("commands", "seal", "TEXT NOT NULL DEFAULT ''"),
-        ):
-            if column not in {r[1] for r in self.db.execute(f"PRAGMA table_info({table})")}:
-                self.db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {decl}")
+            return []
+        return [
+            (table, column, decl)
+            for table, column, decl in LATER_COLUMNS
+            if column not in {r[1] for r in self.db.execute(f"PRAGMA table_info({table})")}
+        ]
 
     def close(self) -> None:
         self.db.close()
