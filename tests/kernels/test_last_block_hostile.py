@@ -288,10 +288,22 @@ def test_a_served_look_reports_the_block_after_the_refresh_and_a_plain_run_does_
     real_refresh = sets.TimedSets.refresh
     monkeypatch.setattr(sets.TimedSets, "refresh", lambda self: events.append("refresh") or real_refresh(self))
     monkeypatch.setattr(b, "tree_timer", lambda case, s, where: ScriptedTimer(events))
+    one_each: list[int] = []
+
+    def last_timer(calls: list, graphed: bool, span: object) -> ScriptedTimer:
+        # a GPU's last block when a block calls each set more than once: one call per set
+        one_each.append(len(calls))
+        timer = ScriptedTimer(events)
+        timer.reps = len(calls)
+        return timer
+
+    monkeypatch.setattr(b.timing, "last_timer", last_timer)
     b.timing.gpu = gpu_rule  # 1000 µs x 100 launches: a long block, 3 of them on a GPU
     row = b.timed_rows(4, copy=False)[0]
     blocks = 3 if gpu_rule else 9
     assert events == ["block"] * (blocks - 1) + ["refresh", "block"]
     assert (row["us"], row[bench.LAST], row["samples"]) == (1000.0, 900.0, blocks)
+    assert len(one_each) == int(gpu_rule)  # the GPU rule's last block: one call per set
+    assert row["calls"] == 100 * (blocks - 1) + (one_each[0] if gpu_rule else 100)
     monkeypatch.setattr(b, "tree_timer", lambda case, s, where: ScriptedTimer(events, raises=True))
     assert math.isnan(b.timed_rows(5, copy=False)[0][bench.LAST])

@@ -87,6 +87,19 @@ def test_the_graph_timer_captures_reps_launches_once_and_replays_them_per_block(
     assert timing.LIVE_GRAPHS[before] is t.graph  # the graph is kept until the process ends, not its buffers
 
 
+def test_the_last_blocks_graph_calls_each_set_once_and_none_before_its_block():
+    # a kernel that skips the work once its output holds a result must find none at any launch
+    # of the audited block: no warm-up call, no warm block, one launch per set, one replay
+    torch, cuda, fn, flush = make()
+    before = len(timing.LIVE_GRAPHS)
+    t = timing.ColdGraphTimer(torch, [fn, fn, fn], flush)
+    assert t.graph.calls == 3 and t.reps == 3 and "launch" not in cuda.log  # captured, never run
+    cuda.log.clear()
+    assert t.block() == 2.0 * 1000.0 / 3
+    assert cuda.log == ["flush", "record", "replay x3", "record", "sync"]
+    assert timing.LIVE_GRAPHS[before] is t.graph
+
+
 def test_a_one_tree_block_moves_a_fixed_amount_whatever_the_kernels_speed():
     # known bytes: the same count for a fast and a slow kernel (and a noisy calibration), a multiple of the sets
     mb = 1 << 20

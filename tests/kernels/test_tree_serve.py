@@ -501,7 +501,9 @@ def test_warm_blocks_run_untimed_at_later_looks_and_a_raising_one_fails_only_its
 
 
 @pytest.mark.parametrize(("us_per_launch", "blocks"), [(1000.0, 3), (50.0, 9), (250.0, 4)])
-def test_a_long_first_block_cuts_the_looks_blocks_on_a_gpu(tmp_path: Path, us_per_launch: float, blocks: int) -> None:
+def test_a_long_first_block_cuts_the_looks_blocks_on_a_gpu(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, us_per_launch: float, blocks: int
+) -> None:
     # timing.look_blocks: blocks of reps x us_per_launch µs; 100 ms of them at most, never fewer than 3,
     # and the refresh still comes before the last block that is timed
     tree = _scale_tree(tmp_path / "t")
@@ -515,8 +517,11 @@ def test_a_long_first_block_cuts_the_looks_blocks_on_a_gpu(tmp_path: Path, us_pe
     real_refresh = sets.refresh
     sets.refresh = lambda: events.append("refresh") or real_refresh()  # type: ignore[method-assign]
     b.timing.gpu = True  # the rule is a GPU one: the interpreter's blocks are one call per set
+    last = type("Last", (), {"reps": sets.count, "block": lambda self: events.append("block") or us_per_launch})
+    monkeypatch.setattr(b.timing, "last_timer", lambda calls, graphed, span: last())  # one call per set
     row = b.timed_rows(4, copy=False, keep=True)[0]
-    assert row["samples"] == blocks and row["calls"] == 100 * blocks and row["us"] == us_per_launch
+    assert row["samples"] == blocks and row["us"] == us_per_launch
+    assert row["calls"] == 100 * (blocks - 1) + sets.count
     assert events == ["block"] * (blocks - 1) + ["refresh", "block"]
     assert timing.look_blocks(9, 75_000.0) == 3 and timing.look_blocks(2, 1e9) == 2  # never more than asked
     assert timing.look_blocks(9, float("nan")) == 9

@@ -86,6 +86,7 @@ from .sets import TimedSets, keep_result
 from .shapes import PRODUCTION, REGRESSION, SMALL
 from .spec import Spec, as_spec, spec_from_folder
 from .timing import (
+    ColdGraphTimer,
     CpuTimer,
     EventTimer,
     GraphTimer,
@@ -394,6 +395,22 @@ class Timing:
         est = one_call_us(self.torch, calls[0], self.flush)
         reps = block_launches(nbytes, est, self.block_us, self.max_reps, sets)
         return self._block_timer(fn, reps, self.flush, graph, span)
+
+    def last_timer(self, calls: list[Callable[[], Any]], graphed: bool, span: Callable[[], Any] | None = None) -> Any:
+        """The timer of a config's last timed block: one call per set (`calls`), none of them
+        called before the block's own (no calibration, no warm block): on the CPU the
+        process's CPU time; on a GPU a timing.ColdGraphTimer where the block's regular timer
+        was a CUDA graph (`graphed`), else (or where the capture fails) eager launches between
+        CUDA events."""
+        if not self.gpu or self.flush is None:
+            return CpuTimer(cycle(calls), len(calls), warm_blocks=0, span=span)
+        if graphed:
+            try:
+                return ColdGraphTimer(self.torch, calls, self.flush, span=span)
+            except Exception as exc:  # what a graph cannot capture runs eagerly
+                self.torch.cuda.synchronize()
+                log(f"the last block's CUDA graph capture failed ({type(exc).__name__}: {str(exc)[:120]}): eager")
+        return EventTimer(self.torch, cycle(calls), len(calls), self.flush, warm_blocks=0, span=span)
 
     def _block_timer(
         self, fn: Callable[[], Any], reps: int, flush: L2Flush, graph: bool, span: Callable[[], Any] | None
@@ -777,6 +794,7 @@ class Bench:
             t0 = time.perf_counter()
             copy_t = self.timing.timer(case.copy_calls, case.bytes) if copy and case.bytes > 0 else None
             ks, cs = [], []
+            launches = 0  # the timed blocks' launches (`calls`)
             warm = self.a.warm_blocks if held is not None else 0  # a new timer ran its own
             blocks, block = self.a.blocks, -warm
             while block < blocks:  # the kernel's launches in the case's range; the copy's outside
@@ -786,9 +804,11 @@ class Bench:
                     self.clock.lap("inputs")
                 if t is not None:
                     try:
-                        us_block = t.block()
+                        timer = self.last_block_timer(case, sets, t) if block == blocks - 1 else t
+                        us_block = timer.block()
                         if block >= 0:  # --warm-blocks: untimed, raising as a timed block would
                             ks.append(us_block)
+                            launches += timer.reps
                         if block == 0 and self.timing.gpu:  # a long block: fewer of them (timing.look_blocks)
                             blocks = look_blocks(blocks, us_block * t.reps)
                     except Exception as exc:  # a candidate whose timed call raises fails its row
@@ -807,7 +827,7 @@ class Bench:
                     **case.cols,
                     "us": us,
                     "err": err,
-                    "calls": t.reps * len(ks) if t is not None else 0,
+                    "calls": launches if t is not None else 0,
                     "us_mean": st["mean"],
                     "us_std": st["std"],
                     "us_min": st["min"],
@@ -836,6 +856,17 @@ class Bench:
     def mod(self) -> ModuleType:
         """The one tree's module (without --ab)."""
         return self.mods[""]
+
+    def last_block_timer(self, case: Case, sets: TimedSets, t: Any) -> Any:
+        """The timer of a config's last timed block (after `sets.refresh`): `t` itself where
+        its blocks call each set once (the CPU's, and a GPU's whose launches are as many as
+        the sets); else, on a GPU, Timing.last_timer's one call per set: a block of `t` calls
+        each set reps/sets times, and a kernel that skips the work once its output holds a
+        result would compute only the first (the block kopt audits would be cheap too)."""
+        if t is None or not self.timing.gpu or t.reps <= sets.count:
+            return t
+        span = functools.partial(self.ranges.span, case.range)
+        return self.timing.last_timer(sets.calls(case.function(self.mod)), isinstance(t, GraphTimer), span)
 
     def tree_timer(self, case: Case, sets: TimedSets, where: str) -> Any:
         """The block timer of the tree's function over `sets` (None, logged: it cannot be timed)."""

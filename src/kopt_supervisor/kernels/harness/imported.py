@@ -32,10 +32,11 @@ time under Triton's interpreter), the sets rotating; several do_bench calls in o
 call are timed as one call, in order. Every block but the last runs on those sets. Before the
 last, the first draw is let go and S sets are drawn again, set j from "set<j>" (seeds no
 earlier call saw: the two draws harness/sets.py makes), and the last block runs on them with
-a timer of its own that calls none of them before it (`last_timer`: on the CPU one call per
-set; on a GPU one CUDA graph of one call per set, captured cold and replayed as many times as
-the other blocks have launches, ReplayTimer); its outputs are the ones checked, committed and
-audited. That costs a look S more calls of the benchmark function per config and, on a GPU, a
+a timer of its own that calls none of them before it and each of them once (bench.Timing's
+`last_timer`: on the CPU one call per set; on a GPU one CUDA graph of one call per set,
+captured cold and replayed once, timing.ColdGraphTimer: a kernel that skips the work once its
+output holds a result finds none at any launch); its outputs are the ones checked, committed
+and audited. That costs a look S more calls of the benchmark function per config and, on a GPU, a
 capture of S calls (the first draw is freed before: the peak memory stays); the GPU path has
 not yet run on a GPU (tested on the CPU only). `us` is the median over blocks of µs per call, `calls` the timed calls (the last
 block's included), `err` 0, or inf when the function raised, called no do_bench, or its
@@ -57,13 +58,11 @@ What this path sees, and what it does not (docs/byo-kernel.md, "Served by import
   new sets for the last block instead: a kernel that keeps its result per input (by pointer,
   by content, by counting calls) is cheap in the other blocks and pays in the last, whose
   outputs are the ones audited, and `us_last` shows it (tests/served_import/
-  test_last_block_imported.py). What this does not close: on the CPU each set is called once
-  a block, so the whole last block is first calls; on a GPU its graph replays each set's one
-  captured call, so a cache in Python answers at the capture, cold, but a kernel that skips
-  work on the device (testing its output or a flag it wrote) computes on the first replay of
-  each set only, as in the harness's last block; where the graph cannot capture, eager
-  launches: each set's calls after its first see inputs it has seen. And the benchmark
-  function is the bench's code (the candidate's, where the kernel shares its file): one that
+  test_last_block_imported.py). The last block calls each set once, on the CPU and on a GPU
+  (its graph, captured cold, replayed once; eager launches where it cannot capture): a cache
+  in Python answers at the capture, cold, and a kernel that skips work on the device (testing
+  its output or a flag it wrote) finds nothing done at any launch. What this does not close:
+  the benchmark function is the bench's code (the candidate's, where the kernel shares its file): one that
   computes the timed call's result when it draws the inputs (a cache the callable then
   returns) makes every block cheap, the last included; the work stays in the look (the OS's
   accounting of the process sees it on the CPU), outside the timed blocks.
@@ -115,7 +114,7 @@ from .bench import LAST, Bench, PhaseClock, Timing, log, new_seed, why, write_cs
 from .loader import load_module
 from .params import config_key
 from .ranges import open_ranges, range_name
-from .timing import LIVE_GRAPHS, CpuTimer, EventTimer, GraphTimer, cycle, summarize
+from .timing import GraphTimer, summarize
 
 MODULE = "kopt_supervisor.kernels.harness.imported"
 """How kopt's commands run this module (`python -m MODULE ...`)."""
@@ -497,38 +496,6 @@ class Drawn:
     failed: str = ""
 
 
-class ReplayTimer(EventTimer):
-    """A GPU's last timed block of a config: a CUDA graph of one call per set, captured with no
-    call of theirs before it (the first sets' timer ran the same code: Triton's compile, the
-    allocator's pools), replayed `replays` times between two CUDA events after the L2 flush:
-    `replays` x sets launches, as many as the first sets' blocks. Each replay runs what each
-    set's callable launched the one time Python ran it, on inputs it had not seen: whatever
-    it keeps by pointer, content or call count answers at the capture, not in the block."""
-
-    def __init__(
-        self,
-        torch: Any,
-        calls: Sequence[Callable[[], Any]],
-        replays: int,
-        flush: Callable[[], None],
-        span: Callable[[], contextlib.AbstractContextManager[Any]] | None = None,
-    ) -> None:
-        self.calls, self.replays = list(calls), replays
-        super().__init__(torch, cycle(self.calls), replays * len(self.calls), flush, warm_blocks=0, span=span)
-
-    def prepare(self) -> None:
-        self.graph = self.torch.cuda.CUDAGraph()
-        LIVE_GRAPHS.append(self.graph)  # before the capture, as GraphTimer does
-        with self.torch.cuda.graph(self.graph):
-            for call in self.calls:
-                call()
-        self.torch.cuda.synchronize()
-
-    def launch(self) -> None:
-        for _ in range(self.replays):
-            self.graph.replay()
-
-
 class ImportedBench(Bench):
     """A Bench whose configs are an imported perf_report bench's: serve.serve_tree drives it as
     it drives a Spec's (timed_rows, commitment, audit, reload, and Bench's release_cache and
@@ -564,27 +531,12 @@ class ImportedBench(Bench):
         return [first] + [draw(j) for j in range(1, count or self.timing.set_count(first.nbytes()))]
 
     def last_timer(
-        self,
-        sets: list[TimedSet],
-        reps: int,
-        flush: Any,
-        graphed: bool,
-        span: Callable[[], contextlib.AbstractContextManager[Any]],
+        self, sets: list[TimedSet], graphed: bool, span: Callable[[], contextlib.AbstractContextManager[Any]]
     ) -> Any:
-        """The timer of a config's last block: `reps` calls over `sets`, none of them called
-        before the block's own (no calibration, no warm block, no eager call): on the CPU
-        (`flush` None) one call per set, the process's CPU time; on a GPU a ReplayTimer where
-        the first sets' timer was a CUDA graph (`graphed`), else eager launches between
-        events (then each set's calls after its first see inputs it has seen)."""
-        if flush is None:
-            return CpuTimer(cycle(sets), reps, warm_blocks=0, span=span)
-        if graphed:
-            try:
-                return ReplayTimer(self.torch, sets, reps // len(sets), flush, span)
-            except Exception as exc:  # what a graph cannot capture runs eagerly
-                self.torch.cuda.synchronize()
-                log(f"the last block's CUDA graph capture failed ({type(exc).__name__}: {str(exc)[:120]}): eager")
-        return EventTimer(self.torch, cycle(sets), reps, flush, warm_blocks=0, span=span)
+        """The timer of a config's last block: one call per set of the second draw, none of
+        them called before the block's own (bench.Timing.last_timer; `graphed`: the first
+        sets' timer was a CUDA graph)."""
+        return self.timing.last_timer(list(sets), graphed, span)
 
     def timed_rows(self, seed: int, *, copy: bool = True, keep: bool = False) -> list[dict[str, Any]]:
         """One look of `seed`: per config its sets drawn twice, the blocks but the last timed
@@ -602,7 +554,7 @@ class ImportedBench(Bench):
             drawn = Drawn(config)
             self.drawn.append(drawn)
             ks: list[float] = []
-            reps = 0
+            reps = launches = 0  # per block but the last; the timed calls in all
             span = functools.partial(self.ranges.span, range_name(config.cols))
             try:
                 drawn.sets = self.draw_sets(config, seed, PRIME)
@@ -612,21 +564,17 @@ class ImportedBench(Bench):
                 for _ in range(self.a.blocks - 1):
                     ks.append(t.block())
                 self.clock.lap("timing")
-                count, reps, flush, graphed = (
-                    len(drawn.sets),
-                    t.reps,
-                    getattr(t, "flush", None),
-                    isinstance(t, GraphTimer),
-                )
+                count, reps, graphed = len(drawn.sets), t.reps, isinstance(t, GraphTimer)
                 t, drawn.sets = None, []  # the first draw let go before the second: the same peak memory
                 drawn.sets = self.draw_sets(config, seed, "", count)
                 self.clock.lap("inputs")
-                t = self.last_timer(drawn.sets, reps, flush, graphed, span)
+                t = self.last_timer(drawn.sets, graphed, span)
                 self.clock.lap("capture")
                 ks.append(t.block())  # the first calls of the second draw's sets
+                launches = reps * (len(ks) - 1) + t.reps
             except Exception as exc:  # a benchmark that raises, or captures nothing, fails its row
                 drawn.failed = f"{type(exc).__name__}: {exc}"
-                reps, ks = 0, []
+                reps, launches, ks = 0, 0, []
             err = math.inf if drawn.failed else 0.0
             if not drawn.failed:
                 bad = self.nonfinite(drawn)
@@ -641,7 +589,7 @@ class ImportedBench(Bench):
                     **config.cols,
                     "us": st["median"],
                     "err": err,
-                    "calls": reps * len(ks),
+                    "calls": launches,
                     "us_mean": st["mean"],
                     "us_std": st["std"],
                     "us_min": st["min"],

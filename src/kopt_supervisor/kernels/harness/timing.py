@@ -215,6 +215,37 @@ class GraphTimer(EventTimer):
         self.graph.replay()
 
 
+class ColdGraphTimer(EventTimer):
+    """A config's last timed block on a GPU: a CUDA graph of one call per set, captured with no
+    call of theirs before it (the block's own timer ran the same code first: Triton's compile,
+    the allocator's pools), replayed once between two CUDA events after the flush. Each set is
+    called once in the block, onto the outputs its refresh filled with NaN: a kernel that
+    tests its output (or a flag it wrote) to skip the work finds nothing done at any launch.
+    A block of the regular timer calls each set reps/sets times, and its later calls of a set
+    could skip (harness/sets.py, bench.Bench.timed_rows). block() returns µs per launch."""
+
+    def __init__(
+        self,
+        torch: Any,
+        calls: Sequence[Callable[[], Any]],
+        flush: Callable[[], None],
+        span: Callable[[], AbstractContextManager[Any]] | None = None,
+    ) -> None:
+        self.calls = list(calls)
+        super().__init__(torch, cycle(self.calls), len(self.calls), flush, warm_blocks=0, span=span)
+
+    def prepare(self) -> None:
+        self.graph = self.torch.cuda.CUDAGraph()
+        LIVE_GRAPHS.append(self.graph)  # before the capture, as GraphTimer does
+        with self.torch.cuda.graph(self.graph):
+            for call in self.calls:
+                call()
+        self.torch.cuda.synchronize()
+
+    def launch(self) -> None:
+        self.graph.replay()
+
+
 class CpuTimer:
     """No GPU: the CPU time this process spent on `reps` calls (time.process_time, every
     thread of the process), microseconds per call. Not the wall clock: on a loaded machine
