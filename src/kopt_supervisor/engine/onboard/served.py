@@ -39,7 +39,8 @@ MODULE = "kopt_supervisor.kernels.harness.imported"
 """kernels/harness/imported.py as `python -m` runs it (the engine never imports kernels)."""
 PROBE_VERSION = 1
 STATS = ("us_mean", "us_std", "us_min", "us_p10", "us_p90", "samples")
-"""The harness's statistics columns (imported.RESERVED less us, err, calls and seed)."""
+"""The harness's statistics columns (imported.RESERVED less us, err, calls, seed and us_last,
+which engine/metrics.py reads as the metric's last block, never a config column)."""
 SCRIPT_CALL = re.compile(
     r"(?P<python>(?:\S*/)?python[0-9.]*)(?P<opts>(?:\s+-[A-Za-z]\S*)*)\s+(?P<script>[^\s;&|<>]+\.py)"
     r"(?P<rest>[^;&|]*)$"
