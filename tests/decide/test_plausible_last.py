@@ -178,3 +178,13 @@ def test_the_last_block_column_is_read_and_paired_and_is_never_a_config_column()
     assert (pa.best_last, pa.cand_last) == (13.0, 12.5) and math.isnan(pb.cand_last)
     plain = metrics.measure(pd.read_csv(io.StringIO("shape,us,err\na,10,0\n")), replace(cfg, calls=""))
     assert math.isnan(plain.configs["shape=a"].last)
+
+
+def test_the_review_is_about_the_class_whose_audited_block_shows_nothing() -> None:
+    # an honest class beside the skipping one: the review's focus is the skipping class, not
+    # the honest one the keep's reason led with (send_to_review takes the finding's class)
+    honest = with_lasts([0.45, 0.452, 0.449, 0.45], [0.47, 0.43, 0.46, 0.44], cls="a-honest")
+    skipped = with_lasts([0.6, 0.61, 0.6, 0.59], [1.01, 0.98, 1.0, 1.02], cls="b-skips")
+    v = evaluate(honest + skipped, Policy())
+    assert v.kind == "borderline" and v.flags == ("last_block_not_faster",), (v.kind, v.flags)
+    assert v.focus == "b-skips"

@@ -178,7 +178,7 @@ def evaluate(
         wall_time_unexplained(runs, pairs, policy) if runs else None,
     ):
         if f is not None:
-            out = send_to_review(out, f.flag, f.reason) if f.action == REVIEW else note(out, f.flag, f.reason)
+            out = send_to_review(out, f.flag, f.reason, f.cls) if f.action == REVIEW else note(out, f.flag, f.reason)
     return out
 
 
@@ -218,14 +218,19 @@ def checks_agree(verdict: Verdict, summary: str) -> Verdict:
     )
 
 
-def send_to_review(verdict: Verdict, flag: str, reason: str) -> Verdict:
+def send_to_review(verdict: Verdict, flag: str, reason: str, focus: str = "") -> Verdict:
     """A final verdict with a finding that needs the engineer (an implausible number, a
     construct the diff scan flagged): a keep becomes borderline, a borderline stays one
     with the finding added; a verdict that discards the candidate (regression, tie, ...)
-    only notes it. `flag` joins the flags (once), `reason` the reason."""
+    only notes it. `flag` joins the flags (once), `reason` the reason; `focus` (the class the
+    finding names) becomes the review's focus, so the engineer is shown that class first."""
     if verdict.kind == "keep":
         return replace(
-            verdict, kind="borderline", reason=f"{reason} (bench: {verdict.reason})", flags=_add(verdict.flags, flag)
+            verdict,
+            kind="borderline",
+            reason=f"{reason} (bench: {verdict.reason})",
+            flags=_add(verdict.flags, flag),
+            focus=focus or verdict.focus,
         )
     return note(verdict, flag, reason)
 
