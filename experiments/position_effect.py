@@ -198,22 +198,33 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--looks", type=int, default=16)
-    ap.add_argument("--variants", default=",".join(VARIANTS))
+def a_a_parser(description: str, looks: int, variants: tuple[str, ...]) -> argparse.ArgumentParser:
+    """The options every A/A experiment here takes: --looks, --variants, --out, --cpu."""
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--looks", type=int, default=looks)
+    ap.add_argument("--variants", default=",".join(variants))
     ap.add_argument("--out", default="")
     ap.add_argument("--cpu", action="store_true", help="Triton's interpreter: a smoke test of the script")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def a_a_setup(args: argparse.Namespace, known: tuple[str, ...], prefix: str) -> tuple[list[str], Path, dict[str, Path]]:
+    """The variants asked for (each one of `known`), the work folder (--out, or a new one named
+    `prefix`...), and the tuned RMSNorm materialized twice in it (trees A and B)."""
     variants = [v for v in args.variants.split(",") if v]
-    bad = [v for v in variants if v not in VARIANTS]
+    bad = [v for v in variants if v not in known]
     if bad:
-        raise SystemExit(f"--variants: {bad[0]!r} is not one of {', '.join(VARIANTS)}")
+        raise SystemExit(f"--variants: {bad[0]!r} is not one of {', '.join(known)}")
     from experiments.h100_wave3 import targets
 
-    work = Path(args.out or tempfile.mkdtemp(prefix="position-"))
+    work = Path(args.out or tempfile.mkdtemp(prefix=prefix))
     work.mkdir(parents=True, exist_ok=True)
-    trees = {s: targets.rms_repo(work / f"tree-{s}", cpu=args.cpu) for s in SIDES}
+    return variants, work, {s: targets.rms_repo(work / f"tree-{s}", cpu=args.cpu) for s in SIDES}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = a_a_parser(__doc__.splitlines()[0], 16, VARIANTS).parse_args(argv)
+    variants, work, trees = a_a_setup(args, VARIANTS, "position-")
     results = []
     for v in variants:
         t0 = time.monotonic()

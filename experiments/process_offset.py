@@ -28,7 +28,6 @@ Needs a CUDA GPU (`--cpu`: Triton's interpreter, a smoke test of the script only
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import secrets
@@ -36,13 +35,12 @@ import shlex
 import signal
 import statistics
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
-from experiments.position_effect import Served, read_csv
+from experiments.position_effect import Served, a_a_parser, a_a_setup, read_csv
 
 SIDES = ("A", "B")
 VARIANTS = ("kept", "rebuild")
@@ -132,23 +130,11 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = a_a_parser(__doc__.splitlines()[0], 6, VARIANTS)
     ap.add_argument("--pairs", type=int, default=10)
-    ap.add_argument("--looks", type=int, default=6)
-    ap.add_argument("--variants", default=",".join(VARIANTS))
     ap.add_argument("--budget-s", type=float, default=0.0, help="stop starting pairs after this many seconds")
-    ap.add_argument("--out", default="")
-    ap.add_argument("--cpu", action="store_true", help="Triton's interpreter: a smoke test of the script")
     args = ap.parse_args(argv)
-    variants = [v for v in args.variants.split(",") if v]
-    bad = [v for v in variants if v not in VARIANTS]
-    if bad:
-        raise SystemExit(f"--variants: {bad[0]!r} is not one of {', '.join(VARIANTS)}")
-    from experiments.h100_wave3 import targets
-
-    work = Path(args.out or tempfile.mkdtemp(prefix="offset-"))
-    work.mkdir(parents=True, exist_ok=True)
-    trees = {s: targets.rms_repo(work / f"tree-{s}", cpu=args.cpu) for s in SIDES}
+    variants, work, trees = a_a_setup(args, VARIANTS, "offset-")
     t_start = time.monotonic()
     share = args.budget_s / len(variants) if args.budget_s else math.inf
     results = []

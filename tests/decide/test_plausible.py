@@ -251,15 +251,25 @@ def test_one_slow_process_does_not_hide_a_claim_no_round_of_the_wall_time_shows(
 # --- a median a few expensive calls bend: the mean does not follow --------------------------------
 
 
-def with_means(median: list[float], mean_ratio: list[float], cls: str = "wide", configs: int = 2) -> list[Pair]:
-    """Process-level looks: per config the candidate's metric (a median) at median[r] x best's,
-    its mean at mean_ratio[r] x best's mean (best: metric 100, mean 102, drifting a little)."""
+def with_figure(
+    median: list[float], ratio: list[float], figure: str, base: float, cls: str = "wide", configs: int = 2
+) -> list[Pair]:
+    """Looks: per config the candidate's metric (a median) at median[r] x best's, and the bench's
+    other `figure` of the same calls ("mean" or "last": Pair.best_<figure>, cand_<figure>) at
+    ratio[r] x best's (best: metric 100, the figure `base`, drifting a little)."""
     out = []
-    for r, (m, mr) in enumerate(zip(median, mean_ratio, strict=True)):
+    for r, (m, fr) in enumerate(zip(median, ratio, strict=True)):
         for i in range(configs):
-            b, bm = 100.0 * (i + 1) + r / 7, 102.0 * (i + 1) + r / 5
-            out.append(Pair(f"D={i}", cls, b, b * m, r, ORDER[r % 2], best_mean=bm, cand_mean=bm * mr))
+            b, bf = 100.0 * (i + 1) + r / 7, base * (i + 1) + r / 5
+            out.append(
+                Pair(f"D={i}", cls, b, b * m, r, ORDER[r % 2], **{f"best_{figure}": bf, f"cand_{figure}": bf * fr})
+            )
     return out
+
+
+def with_means(median: list[float], mean_ratio: list[float], cls: str = "wide", configs: int = 2) -> list[Pair]:
+    """Process-level looks: the candidate's mean at mean_ratio[r] x best's (best's mean 102)."""
+    return with_figure(median, mean_ratio, "mean", 102.0, cls, configs)
 
 
 def test_a_median_that_falls_while_the_mean_stays_is_named_and_the_keep_needs_the_checks() -> None:

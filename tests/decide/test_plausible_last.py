@@ -18,19 +18,12 @@ from kopt_supervisor.engine import metrics
 from kopt_supervisor.engine.config import TargetConfig
 from kopt_supervisor.engine.decide import Pair, Policy, evaluate
 from kopt_supervisor.engine.decide.plausible import LAST_MIN_LOOKS, check, last_block_not_faster
-
-ORDER = ("AB", "BA")
+from tests.decide.test_plausible import ORDER, with_figure
 
 
 def with_lasts(median: list[float], last: list[float], configs: int = 2, cls: str = "wide") -> list[Pair]:
-    """Served looks: per config the candidate's metric (a median over blocks) at median[r] x
-    best's, its last block at last[r] x best's last block (best: 100, its last 101, drifting)."""
-    out = []
-    for r, (m, lr) in enumerate(zip(median, last, strict=True)):
-        for i in range(configs):
-            b, bl = 100.0 * (i + 1) + r / 7, 101.0 * (i + 1) + r / 5
-            out.append(Pair(f"D={i}", cls, b, b * m, r, ORDER[r % 2], best_last=bl, cand_last=bl * lr))
-    return out
+    """Served looks: the candidate's last block at last[r] x best's last block (best's 101)."""
+    return with_figure(median, last, "last", 101.0, cls, configs)
 
 
 def finding(pairs: list[Pair], policy: Policy | None = None) -> str | None:

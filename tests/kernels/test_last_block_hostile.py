@@ -127,24 +127,35 @@ def decision(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     tree = trees(root)
     cfg = config.load(tree["best"] / "kopt.toml")
     pol = policy(cfg)
-    out: dict[str, Any] = {"policy": pol, "pairs": [], "problems": [], "rows": []}
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("OMP_NUM_THREADS", "1")  # the CPU kopt.toml's [target].env
         servers = {side: Server(tree[side], "--blocks", BLOCKS, "--only", SHAPES) for side in tree}
+    return served_decision(servers, cfg, pol, root, look_seed=5000, audit_seed=70)
+
+
+def served_decision(
+    servers: dict[str, Any], cfg: config.Config, pol: Policy, root: Path, look_seed: int, audit_seed: int
+) -> dict[str, Any]:
+    """ABBA looks of the two served processes (`servers`: best, cand), each side's CSV,
+    commitment and audit read as kopt reads them, until `evaluate` is final from
+    pol.min_rounds on (at most pol.max_rounds); closes the servers. The pairs, the audit's
+    problems, the rows, the policy and the looks taken."""
+    out: dict[str, Any] = {"policy": pol, "pairs": [], "problems": [], "rows": []}
+    r = 0
     try:
         for r in range(pol.max_rounds):
             order = ("best", "cand") if r % 2 == 0 else ("cand", "best")
             got = {}
             for side in order:
                 s, csv = servers[side], root / f"{side}{r}.csv"
-                assert s.look(r, 5000 + r, csv) == f"done {r}", s.stderr()
-                s.audit(r, 70 + r, root / f"{side}{r}.audit.json")
+                assert s.look(r, look_seed + r, csv) == f"done {r}", s.stderr()
+                s.audit(r, audit_seed + r, root / f"{side}{r}.audit.json")
                 got[side] = read_side(cfg, csv, side, r)
             best_m, cand_m = got["best"][0], got["cand"][0]
             source = f"the candidate's look {r}"
             metrics.check_shape(best_m, cand_m, source)
             metrics.check_same_calls(best_m, cand_m, source)
-            out["problems"] += audit_problems(root, r, best_m, cand_m, 70 + r)
+            out["problems"] += audit_problems(root, r, best_m, cand_m, audit_seed + r)
             out["pairs"] += metrics.paired(best_m, cand_m, r, "AB" if order[0] == "best" else "BA", source)
             out["rows"] += [(r, side, row) for side in ("best", "cand") for row in got[side][1]]
             if r + 1 >= pol.min_rounds and evaluate(out["pairs"], pol).final:

@@ -38,12 +38,12 @@ from typing import Any
 
 import pytest
 
-from kopt_supervisor.engine import config, metrics
+from kopt_supervisor.engine import config
 from kopt_supervisor.engine.decide import Pair, Policy, evaluate
 from kopt_supervisor.engine.decide.plausible import last_block_not_faster, mean_not_faster, too_fast
 from kopt_supervisor.kernels.harness import bench, imported
 from kopt_supervisor.kernels.harness.audit import input_seed
-from tests.kernels.test_last_block_hostile import audit_problems, read_side
+from tests.kernels.test_last_block_hostile import served_decision
 from tests.served_import.client import ImportedServer
 
 pytest.importorskip("torch")
@@ -176,33 +176,10 @@ def decision(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         (trees[side] / SCRIPT).write_text(text)
     cfg = config.loads(TOML, source="affine kopt.toml")
     pol = Policy(max_rounds=MAX_LOOKS)
-    out: dict[str, Any] = {"policy": pol, "pairs": [], "problems": [], "rows": []}
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("OMP_NUM_THREADS", "1")  # one torch thread: the other would spin on a shared CPU
         servers = {side: ImportedServer(trees[side], "--blocks", BLOCKS, script=SCRIPT) for side in trees}
-    try:
-        for r in range(MAX_LOOKS):
-            order = ("best", "cand") if r % 2 == 0 else ("cand", "best")
-            got = {}
-            for side in order:
-                s, csv = servers[side], root / f"{side}{r}.csv"
-                assert s.look(r, 6000 + r, csv) == f"done {r}", s.stderr()
-                s.audit(r, 80 + r, root / f"{side}{r}.audit.json")
-                got[side] = read_side(cfg, csv, side, r)
-            best_m, cand_m = got["best"][0], got["cand"][0]
-            source = f"the candidate's look {r}"
-            metrics.check_shape(best_m, cand_m, source)
-            metrics.check_same_calls(best_m, cand_m, source)
-            out["problems"] += audit_problems(root, r, best_m, cand_m, 80 + r)
-            out["pairs"] += metrics.paired(best_m, cand_m, r, "AB" if order[0] == "best" else "BA", source)
-            out["rows"] += [(r, side, row) for side in ("best", "cand") for row in got[side][1]]
-            if r + 1 >= pol.min_rounds and evaluate(out["pairs"], pol).final:
-                break
-    finally:
-        for s in servers.values():
-            s.__exit__()
-    out["looks"] = r + 1
-    return out
+    return served_decision(servers, cfg, pol, root, look_seed=6000, audit_seed=80)
 
 
 def of(pairs: list[Pair], cls: str) -> list[Pair]:
