@@ -139,6 +139,8 @@ def layer_of(status: str, reason: str, flags: tuple[str, ...]) -> str:
         return "KEPT"
     if "external_truth_refutes" in flags or "external_truth_inconclusive" in flags:
         return OS
+    if "stronger_checks_unavailable" in flags and "the stronger checks could not run (the OS's accounting" in reason:
+        return OS  # an escalated keep (a speed beyond suspicious_speedup) whose OS accounting could not tell
     if status == "fail_correctness" and AUDIT in reason:
         return AUDIT
     if status == "fail_bench" and ("best's has not" in reason or "lacks config" in reason or " rows)" in reason):
@@ -232,10 +234,15 @@ def own_check(path: Path) -> bool | None:
 def stopped_by_the_os(row: Row) -> None:
     """Not kept on the OS's word: its accounting refutes the claim, or (a machine so loaded
     that its clocks' noise swallows the claim) cannot confirm it, which sends the keep to a
-    review the policy rejects (external_truth.settle)."""
+    review the policy rejects (external_truth.settle: flagged external_truth_inconclusive, or
+    stronger_checks_unavailable for a keep escalated by a suspicious speed; seen in a clean
+    run of the whole suite on 2026-11-29, fix-later 10.1x)."""
     assert row.truth.get("kind") == "os_time", row.truth
     if row.truth.get("outcome") == "refuted":
         assert row.reason.startswith("the OS's accounting shows") and "external_truth_refutes" in row.flags, row.reason
+    elif "needs_stronger_checks" in row.flags:  # escalated: the OS's accounting was its stronger check
+        assert row.truth.get("outcome") == "inconclusive" and "stronger_checks_unavailable" in row.flags, row.truth
+        assert "the stronger checks could not run (the OS's accounting" in row.reason, row.reason
     else:
         assert row.truth.get("outcome") == "inconclusive" and "external_truth_inconclusive" in row.flags, row.truth
         assert "no clock outside the candidate's process confirms the claim" in row.reason, row.reason
