@@ -84,7 +84,7 @@ def test_kill_orphans_finds_a_sandbox_by_its_marker(run_layout: Run):
     with sandbox.prepare(c) as ready:
         argv = sandbox.wrap(["sh", "-c", "setsid sleep 60 & sleep 60"], ready, cwd=r.cand)
         env = {**os.environ, MARKER: str(r.ws)}
-        proc = subprocess.Popen(argv, cwd=r.cand, env=env, start_new_session=True)
+        proc = subprocess.Popen(argv, cwd=r.cand, env=env, start_new_session=True, pass_fds=(sandbox.read_end(),))
         try:
             deadline = time.monotonic() + 10
             while len(runner.process_tree(proc.pid)) < 5 and time.monotonic() < deadline:

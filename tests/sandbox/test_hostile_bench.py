@@ -166,7 +166,7 @@ for pid in ({outside.pid}, {os.getpid()}, 1):
         assert res.ok, res.why()
         out = res.stdout_path.read_text()
         assert f"signalled {outside.pid}" not in out and f"signalled {os.getpid()}" not in out, out
-        assert "signalled 1 bwrap" in out  # PID 1 is the sandbox's own init
+        assert "signalled 1 kopt-init" in out  # PID 1 is the sandbox's own init (kopt's: sandbox.lifeline)
         assert psutil.Process(outside.pid).status() != psutil.STATUS_STOPPED
     finally:
         outside.kill()
@@ -180,7 +180,7 @@ def test_kill_minus_one_ends_only_the_sandbox(run_layout: Run):
     # Guarded: on this shared machine `kill -9 -1` must never run outside a PID namespace.
     script = f"""
 [ "$(readlink /proc/self/ns/pid)" != "{host_ns}" ] || exit 99
-[ "$(cat /proc/1/comm)" = bwrap ] || exit 98
+[ "$(cat /proc/1/comm)" = kopt-init ] || exit 98
 sleep 30 &
 kill -9 -1
 echo after

@@ -13,7 +13,7 @@ import pytest
 
 from kopt_supervisor.engine import sandbox
 from kopt_supervisor.engine.errors import BadInput
-from kopt_supervisor.engine.sandbox import Confinement, wrap
+from kopt_supervisor.engine.sandbox import Confinement, lifeline, wrap
 
 from .conftest import Run
 
@@ -37,8 +37,9 @@ def _mounts(argv: list[str]) -> list[tuple[str, str]]:
 
 def test_every_confinement_has_the_namespaces_caps_and_private_dirs():
     argv = wrap(["python", "bench.py"], Confinement(), cwd="/")
-    assert argv[0] == sandbox.binary.default_path() and argv[-3:] == ["--", "python", "bench.py"]
-    for flag in ("--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-net"):
+    assert argv[0] == sandbox.binary.default_path()
+    assert argv[argv.index("--") + 1 :] == lifeline.watched(["python", "bench.py"], sandbox.read_end())
+    for flag in ("--die-with-parent", "--unshare-pid", "--as-pid-1", "--unshare-ipc", "--unshare-net"):
         assert flag in argv
     assert argv[argv.index("--cap-drop") + 1] == "ALL"
     m = _mounts(argv)

@@ -17,9 +17,10 @@ or a CSV value is ever put into one.
 
 With `confine=` (an `engine.sandbox.Confinement`) the command runs under bubblewrap: the
 argv is wrapped, and everything above still holds. The process kopt starts is bwrap, the
-leader of the group; the command and what it starts live in a PID namespace whose init
-dies with bwrap (--die-with-parent), so killing the group (or kopt's own death) ends every
-process inside, a `setsid` one included. They stay visible from outside (`process_tree`),
+leader of the group; the command and what it starts live in a PID namespace whose init is
+kopt's (`sandbox.lifeline`: it leaves when the command ends or kopt's lifeline pipe closes),
+so killing the group (or kopt's own death) ends every process inside, a `setsid` one
+included. They stay visible from outside (`process_tree`),
 with their environment (the KOPT_WORKSPACE marker) readable for `kill_orphans`.
 
 Unconfined (no `confine=`), nothing holds a `setsid` process to its step: every step is

@@ -243,6 +243,7 @@ def _run_step(
                 stdout=out,
                 stderr=err,
                 start_new_session=True,
+                pass_fds=() if confined is None else (sandbox.read_end(),),
             )
         except OSError as exc:
             return RunResult(

@@ -86,6 +86,7 @@ class Server:
                     stdout=subprocess.PIPE,
                     stderr=err,
                     start_new_session=True,
+                    pass_fds=() if self.confined is None else (sandbox.read_end(),),
                 )
         except OSError as exc:
             forget_step(self.token)

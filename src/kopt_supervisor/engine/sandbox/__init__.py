@@ -11,10 +11,12 @@ demo`'s own run goes on unconfined, marked so).
 
 Every confinement gives (docs/security.md has the why of each):
 
-- its own PID namespace (`--unshare-pid`) with bwrap's init as PID 1 and
-  `--die-with-parent` at every level, so whatever the command starts (`setsid`, double
-  fork, nohup) dies with it, and kopt's death takes the sandbox with it; its own IPC
-  namespace (SysV shared memory and message queues die with it too);
+- its own PID namespace (`--unshare-pid`) with kopt's init as PID 1 (`lifeline`: it ends
+  when the command does or when the engine's lifeline pipe reads end-of-file, and the PID
+  namespace with it), so whatever the command starts (`setsid`, double fork, nohup) dies
+  with it, and kopt's death takes the sandbox with it, with no window in which a death goes
+  unseen (bwrap's `--die-with-parent` is there too); its own IPC namespace (SysV shared
+  memory and message queues die with it too);
 - every capability dropped (`--cap-drop ALL`: run as root, bwrap would otherwise leave
   them all, and a sandboxed process could remount `/` read-write) and `/proc/sys` bound
   read-only (uid 0 without capabilities can still write sysctls such as
@@ -54,6 +56,8 @@ patches the module that reads it):
 
 - `confinement`: `Confinement` and the fixed folders and variables (pure data);
 - `command_line`: `wrap`, the bwrap argv;
+- `lifeline`: the engine's pipe into every sandbox and the init that watches it
+  (`read_end()` is the descriptor a confined launch passes: `pass_fds`);
 - `scratch`: `prepare`, the workspace's scratch and per-tree caches, `read_output`;
 - `host`: what the machine holds (GPU nodes, sockets, site-packages, a worktree's git);
 - `kinds`: `for_proposer` and `for_bench`, and the rules on the paths they are given;
@@ -88,6 +92,7 @@ from kopt_supervisor.engine.sandbox.host import (
     python_site_dirs,
 )
 from kopt_supervisor.engine.sandbox.kinds import for_bench, for_proposer
+from kopt_supervisor.engine.sandbox.lifeline import INIT_NAME, read_end
 from kopt_supervisor.engine.sandbox.scratch import (
     SCRATCH,
     cache_dir,
@@ -124,6 +129,7 @@ __all__ = [
     "GPU_DEVICE_GLOBS",
     "HIDE_BUNDLED_ENV",
     "HostFacts",
+    "INIT_NAME",
     "INSTALL_HINT",
     "PRIVATE_DIRS",
     "PROPOSER_CACHE",
@@ -148,6 +154,7 @@ __all__ = [
     "host_unix_sockets",
     "linked_worktree_git",
     "prepare",
+    "read_end",
     "probe",
     "prune_caches",
     "python_site_dirs",

@@ -16,6 +16,7 @@ from importlib import metadata
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
+from kopt_supervisor.engine.sandbox import lifeline
 from kopt_supervisor.engine.sandbox.binary import default_path
 from kopt_supervisor.engine.sandbox.confinement import (
     BASE_ENV,
@@ -26,8 +27,12 @@ from kopt_supervisor.engine.sandbox.confinement import (
 )
 
 
-def wrap(argv: Sequence[str], c: Confinement, *, cwd: str | Path | None = None) -> list[str]:
-    """The bwrap command line that runs `argv` confined by `c` (in `cwd` when given)."""
+def wrap(
+    argv: Sequence[str], c: Confinement, *, cwd: str | Path | None = None, lifeline_fd: int | None = None
+) -> list[str]:
+    """The bwrap command line that runs `argv` confined by `c` (in `cwd` when given), under
+    kopt's init watching `lifeline_fd` (the engine's own, `lifeline.read_end()`, unless
+    given); the launch must pass that descriptor on."""
     if c.private_git is not None and c.scratch is None:
         raise ValueError("a confinement with a private git copy must go through prepare() first")
     ops: dict[str, tuple[int, list[str]]] = {}
@@ -75,7 +80,7 @@ def wrap(argv: Sequence[str], c: Confinement, *, cwd: str | Path | None = None) 
         elif (p.exists() or p.is_symlink()) and _shown(str(p), ops):  # a file or socket still in sight
             put(str(p), 5, ["--ro-bind", "/dev/null", str(p)])
     bwrap = default_path() if c.bwrap == BWRAP else c.bwrap  # the engine passes probe()'s choice
-    out = [bwrap, "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--cap-drop", "ALL"]
+    out = [bwrap, "--die-with-parent", "--unshare-pid", "--as-pid-1", "--unshare-ipc", "--cap-drop", "ALL"]
     if not c.network:
         out.append("--unshare-net")
     # parents before children: a mount at a deeper path must come after the one it sits in
@@ -92,7 +97,8 @@ def wrap(argv: Sequence[str], c: Confinement, *, cwd: str | Path | None = None) 
         out += ["--setenv", key, value]
     if cwd is not None:
         out += ["--chdir", os.path.realpath(cwd)]
-    return [*out, "--", *argv]
+    fd = lifeline.read_end() if lifeline_fd is None else lifeline_fd
+    return [*out, "--", *lifeline.watched(argv, fd)]
 
 
 def _shown(path: str, ops: dict[str, tuple[int, list[str]]]) -> bool:

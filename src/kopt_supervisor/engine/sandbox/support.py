@@ -22,6 +22,7 @@ from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.sandbox import binary
 from kopt_supervisor.engine.sandbox.command_line import wrap
 from kopt_supervisor.engine.sandbox.confinement import Confinement
+from kopt_supervisor.engine.sandbox.lifeline import read_end
 
 # ---------------------------------------------------------------------------------------
 # Reading a confined run's failure
@@ -53,9 +54,9 @@ def denied_write(text: str) -> str | None:
 
 
 def bwrap_error(text: str) -> str | None:
-    """bubblewrap's own complaint (it could not set the sandbox up, or not start the
-    command), from the run's stderr."""
-    lines = [ln.strip() for ln in text.splitlines() if ln.startswith("bwrap: ")]
+    """bubblewrap's own complaint (it could not set the sandbox up), or kopt's init's (it
+    could not start the command), from the run's stderr."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.startswith(("bwrap: ", "kopt-init: "))]
     return lines[-1] if lines else None
 
 
@@ -312,7 +313,7 @@ def _try_one(b: binary.Binary, timeout_s: float, facts: HostFacts) -> SandboxSup
     true = shutil.which("true") or "/bin/true"  # bwrap looks a bare name up in its own PATH
     userns_ok, _, _ = _try([path, "--unshare-user", "--ro-bind", "/", "/", true], timeout_s)
     for argv in ([path, "--ro-bind", "/", "/", true], wrap([true], Confinement(bwrap=path))):
-        ok, _, err = _try(argv, timeout_s)
+        ok, _, err = _try(argv, timeout_s, pass_fds=(read_end(),))
         if not ok:
             d = diagnose(err, privileged=privileged, facts=facts)
             reason = "; ".join(x for x in (d.reason, said(err, b.source)) if x)
@@ -322,9 +323,11 @@ def _try_one(b: binary.Binary, timeout_s: float, facts: HostFacts) -> SandboxSup
     return SandboxSupport(True, path, version, userns_ok, privileged, source=b.source)
 
 
-def _try(argv: Sequence[str], timeout_s: float) -> tuple[bool, str, str]:
+def _try(argv: Sequence[str], timeout_s: float, pass_fds: tuple[int, ...] = ()) -> tuple[bool, str, str]:
     try:
-        p = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout_s, stdin=subprocess.DEVNULL)
+        p = subprocess.run(
+            list(argv), capture_output=True, text=True, timeout=timeout_s, stdin=subprocess.DEVNULL, pass_fds=pass_fds
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return False, "", str(exc)
     return p.returncode == 0, p.stdout, p.stderr
