@@ -77,6 +77,37 @@ def test_two_waiting_lanes_never_take_each_others_submit(fake_env):
     assert not control.waiting_for
 
 
+def test_an_answer_taken_by_one_lane_s_review_is_not_refused_by_the_other_lane_s_pump(fake_env):
+    """Lane 0's review takes the engineer's accept and acts on it; lane 1 pumps meanwhile (it
+    drains every pending command). The answer is still pending in run.db until lane 0's review
+    closes it, and v2 awaits nothing any more: the other pump must leave it alone, or the record
+    says "rejected: v2 is not awaiting review" of an accept that was applied (seen in a
+    whole-suite run: tests/tui/test_live.py, two lanes' reviews)."""
+    repo, root = fake_env([], extra_toml=LANES2)
+    ws = init(repo, root)
+    control = Control(ws, Store(ws.db_path), integrity.read_secret(ws.dir), poll_interval_s=0.01)
+    got: list[Any] = []
+    waiting = threading.Event()
+    review = threading.Thread(target=lambda: got.append(control.await_answer(2, 20, lambda left: waiting.set())))
+    review.start()
+    assert waiting.wait(10)
+    key = integrity.read_secret(ws.dir)
+    with Store(ws.db_path) as s:
+        accept = s.send_command("accept", {"version": 2}, source="test", seal=integrity.command_sealer(key))
+        late = s.send_command("accept", {"version": 7}, source="test", seal=integrity.command_sealer(key))
+    review.join(20)
+    assert got and got[0] is not None and got[0].id == accept
+    other_lane = threading.Thread(target=control.drain)  # lane 1's pump, from its own thread
+    other_lane.start()
+    other_lane.join(10)
+    assert command(ws, accept).status == "pending"  # lane 0 has not acted on it yet
+    assert (command(ws, late).status, command(ws, late).result) == ("rejected", "v7 is not awaiting review")
+    control.finish(got[0], "done", "v2 accepted")
+    assert (command(ws, accept).status, command(ws, accept).result) == ("done", "v2 accepted")
+    control.drain()
+    assert command(ws, accept).status == "done"
+
+
 def test_kopt_submit_lane_on_a_run_of_one_lane(fake_env, capsys):
     repo, root = fake_env([])
     ws = init(repo, root)

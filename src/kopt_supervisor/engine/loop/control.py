@@ -147,6 +147,9 @@ class Control:
         self.restart: Interrupt | None = None
         self.reviews: dict[int, Command | None] = {}
         """Versions awaiting the engineer now -> the answer once it came (lanes queue reviews)."""
+        self._held: set[int] = set()
+        """Answers handed to a review and not finished yet (`finish`): still pending in run.db,
+        and no other lane's drain may refuse them as answers nobody awaits."""
         self.waiting_for: collections.Counter[str] = collections.Counter()
         """The command kinds threads wait for now (`wait_for`), each with how many wait."""
 
@@ -244,7 +247,8 @@ class Control:
         """Act on pending commands (state changes only; nothing is raised)."""
         with self._lock:
             for cmd in self.store.pending_commands():
-                self._handle(cmd)
+                if cmd.id not in self._held:
+                    self._handle(cmd)
 
     def _sealed(self, cmd: Command) -> bool:
         return integrity.same(cmd.seal, integrity.command_seal(self.key, cmd.kind, cmd.args, cmd.t))
@@ -276,6 +280,7 @@ class Control:
             if v in self.reviews:
                 if self.reviews[v] is None:
                     self.reviews[v] = cmd
+                    self._held.add(cmd.id)
             else:
                 st.finish_command(cmd.id, "rejected", f"v{v} is not awaiting review")
         elif kind == "restart":
@@ -308,7 +313,8 @@ class Control:
 
     def await_answer(self, version: int, seconds: float, tick: Callable[[float], None]) -> Command | None:
         """Wait up to `seconds` for the engineer's answer on vN's review (monotonic: a
-        wall-clock jump neither ends nor extends it). `tick(seconds_left)` reports progress."""
+        wall-clock jump neither ends nor extends it). `tick(seconds_left)` reports progress.
+        The answer stays pending in run.db, held from other pumps, until `finish` closes it."""
         with self._lock:
             self.reviews[version] = None
         end = CLOCK.monotonic() + seconds
@@ -325,6 +331,12 @@ class Control:
         finally:
             with self._lock:
                 self.reviews.pop(version, None)
+
+    def finish(self, answer: Command, status: str, result: str) -> None:
+        """Close an answer `await_answer` returned, once the review has acted on it."""
+        with self._lock:
+            self.store.finish_command(answer.id, status, result)
+            self._held.discard(answer.id)
 
     def wait_for(
         self,

@@ -36,9 +36,9 @@ class ReviewProtocol:
             answer = self.wait(it, lane, ctx.cfg.decide.review_timeout_s)
             if answer is None or answer.kind != "more_rounds":
                 if answer is not None:
-                    ctx.store.finish_command(answer.id, "done", f"v{it.version} {answer.kind}ed")
+                    ctx.control.finish(answer, "done", f"v{it.version} {answer.kind}ed")
                 return self.outcome(verdict, answer)
-            ctx.store.finish_command(answer.id, "done", f"more rounds for v{it.version}")
+            ctx.control.finish(answer, "done", f"more rounds for v{it.version}")
             more = self.rounds.decide(it, lane, Stage.EVAL, extra_rounds=ctx.cfg.decide.max_rounds)
             if isinstance(more, CorrectnessFailure):
                 return with_(
@@ -110,10 +110,10 @@ class ReviewProtocol:
         left = min(max(0.0, deadline - time.time()), ctx.cfg.decide.review_timeout_s)
         answer = self.wait(it, lane, left)
         if answer is not None and answer.kind == "more_rounds":
-            ctx.store.finish_command(answer.id, "rejected", "more rounds are not possible after an engine restart")
+            ctx.control.finish(answer, "rejected", "more rounds are not possible after an engine restart")
             answer = None
         if answer is not None:
-            ctx.store.finish_command(answer.id, "done", f"v{it.version} {answer.kind}ed")
+            ctx.control.finish(answer, "done", f"v{it.version} {answer.kind}ed")
         outcome, by = self.outcome(verdict, answer)
         return outcome, by, self.candidate_intact(it, lane)
 
