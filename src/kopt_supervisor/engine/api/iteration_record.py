@@ -38,7 +38,7 @@ from kopt_supervisor.engine.decide.external_truth import ExternalTruth
 from kopt_supervisor.engine.diffscan.findings import Finding
 from kopt_supervisor.engine.projections import ProfilerEvidence, profiler_evidence
 from kopt_supervisor.engine.propose.base import Citation
-from kopt_supervisor.engine.propose.costs.spending import AgentRun
+from kopt_supervisor.engine.propose.costs import AgentRun
 
 Record = Mapping[str, Any]
 """An iteration's record (Iteration.record), or a memory record that holds the same keys."""
