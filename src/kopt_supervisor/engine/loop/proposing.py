@@ -20,7 +20,8 @@ from kopt_supervisor.engine.loop.context import RunContext, acquire
 from kopt_supervisor.engine.loop.control import Step
 from kopt_supervisor.engine.loop.lane import Lane
 from kopt_supervisor.engine.propose import Proposal, ProposalContext, Proposer
-from kopt_supervisor.engine.propose.context import PackInputs, SourceFile, build_pack, list_sources
+from kopt_supervisor.engine.propose.context import build_pack
+from kopt_supervisor.engine.propose.context_inputs import PackInputs, SourceFile, list_sources
 from kopt_supervisor.engine.propose.manual import route_submit, wait_key
 from kopt_supervisor.engine.records import Iteration, Phase
 from kopt_supervisor.engine.workspace import write_atomic
