@@ -35,8 +35,8 @@ from kopt_supervisor.engine.propose.agents import (
     task_message,
 )
 from kopt_supervisor.engine.propose.agents import timeout_s as agent_timeout_s
-from kopt_supervisor.engine.propose.base import Proposal, ProposalContext
 from kopt_supervisor.engine.propose.costs import AgentRun, cap_file, read_lines
+from kopt_supervisor.engine.propose.proposer import Proposal, ProposalContext
 
 if TYPE_CHECKING:
     from kopt_supervisor.engine.config import Config

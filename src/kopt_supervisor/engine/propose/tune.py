@@ -64,7 +64,7 @@ from typing import Any
 
 from kopt_supervisor.engine.config import TuneConfig
 from kopt_supervisor.engine.errors import BadInput
-from kopt_supervisor.engine.propose.base import Proposal, ProposalContext, format_plan
+from kopt_supervisor.engine.propose.proposer import Proposal, ProposalContext, format_plan
 from kopt_supervisor.engine.propose.tune_search import Choice, choose, handed_back
 from kopt_supervisor.engine.propose.tune_space import ALL, Move, apply_point, canon, dump_params, is_number, load_params
 from kopt_supervisor.engine.workspace import write_atomic
