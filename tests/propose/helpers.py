@@ -13,8 +13,9 @@ from typing import Any
 
 from kopt_supervisor.engine import config, runner
 from kopt_supervisor.engine.config import Config
-from kopt_supervisor.engine.propose.base import ProposalContext
-from kopt_supervisor.engine.propose.context import PackInputs, build_pack, list_sources
+from kopt_supervisor.engine.propose.context import build_pack
+from kopt_supervisor.engine.propose.context_inputs import PackInputs, list_sources
+from kopt_supervisor.engine.propose.proposer import ProposalContext
 from kopt_supervisor.engine.store import Iteration
 
 FAKE_AGENTS = Path(__file__).resolve().parent.parent / "fake_agents"

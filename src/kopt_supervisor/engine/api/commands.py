@@ -29,7 +29,7 @@ from kopt_supervisor.engine.api.reviews import ANSWERS, answer_version, sealed_a
 from kopt_supervisor.engine.daemon import engine_alive, workspace_lock
 from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.history import write_projections
-from kopt_supervisor.engine.propose.manual import lanes_text, submit_lane, wait_key
+from kopt_supervisor.engine.propose.proposer import lanes_text, submit_lane, wait_key
 from kopt_supervisor.engine.store import Store
 from kopt_supervisor.engine.workspace import Workspace
 

@@ -2,7 +2,7 @@
 against [propose].budget_usd / budget_tokens (pure: the run's records in, markdown lines out).
 
 Every iteration counts, masked ones too (their money was spent; they are marked). The
-numbers are what each CLI reported (engine/propose/costs/ reads them); a CLI that reports
+numbers are what each CLI reported (engine/propose/agent_parsers.py reads them); a CLI that reports
 no cost (Codex CLI, Gemini CLI, a plain command that writes no $KOPT_USAGE) is named, and
 its runs are counted apart, never as $0.
 """
