@@ -104,7 +104,7 @@ import subprocess
 import torch
 import yaml
 from kopt_supervisor.engine import history
-from kopt_supervisor.engine.roofline import specs
+from kopt_supervisor.engine.roofline import evaluate
 from kopt_supervisor.engine.profile import units
 from kopt_supervisor.engine.roofline import model
 from kopt_supervisor.engine.decide import stats
@@ -163,7 +163,7 @@ def test_each_contract_catches_what_it_forbids(tmp_path: Path) -> None:
         "kopt_supervisor.engine.store -> sqlite3",  # history's chain to its database
         # the allow-list: a module no deny-list names, a third-party package, an impure parent
         f"{pure} -> yaml (l.4)",
-        f"{pure} -> kopt_supervisor.engine.roofline.specs (l.6)",
+        f"{pure} -> kopt_supervisor.engine.roofline.evaluate (l.6)",
         f"{pure} -> kopt_supervisor.engine.roofline (run by importing kopt_supervisor.engine.roofline.model) (l.8)",
         f"{pure} -> urllib (l.18)",
     ):
