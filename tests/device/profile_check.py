@@ -33,7 +33,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from kopt_supervisor.engine.profile import PROFILE_ENV, NcuProfiler  # noqa: E402
+from kopt_supervisor.engine.profile.ncu import NcuProfiler  # noqa: E402
+from kopt_supervisor.engine.profile.profiler import PROFILE_ENV  # noqa: E402
 from kopt_supervisor.engine.roofline.evaluate import lookup_specs, register_measured, render_readme_section  # noqa: E402
 from kopt_supervisor.engine.roofline.model import aggregate_classes, analyze_row, peaks_from_specs  # noqa: E402
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from kopt_supervisor.engine.config import Config
-from kopt_supervisor.engine.profile import NcuProfiler
+from kopt_supervisor.engine.profile.ncu import NcuProfiler
 from kopt_supervisor.engine.propose.context import (
     Pack,
     PackInputs,

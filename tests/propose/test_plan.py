@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kopt_supervisor.engine.profile import NcuProfiler
+from kopt_supervisor.engine.profile.ncu import NcuProfiler
 from kopt_supervisor.engine.propose.base import assess_plan
 from kopt_supervisor.engine.propose.context import PackInputs, build_pack
 
