@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kopt_supervisor.engine.profile import NcuProfiler
+from kopt_supervisor.engine.profile.ncu import NcuProfiler
 from kopt_supervisor.engine.propose.context import build_pack
 from kopt_supervisor.engine.propose.context_inputs import PackInputs
 from kopt_supervisor.engine.propose.proposer import assess_plan

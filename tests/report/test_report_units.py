@@ -305,7 +305,7 @@ def test_gpu_state_line_says_what_the_gate_saw():
 
 def test_profiles_and_a_recorded_roofline_are_rendered():
     from kopt_supervisor.engine.config import loads
-    from kopt_supervisor.engine.profile import Launch, summarize
+    from kopt_supervisor.engine.profile.summary import Launch, summarize
     from kopt_supervisor.engine.report.render import ReportInputs, render_results
     from kopt_supervisor.engine.report.roofline_view import RooflineView
 
@@ -395,7 +395,7 @@ def test_profiles_and_a_recorded_roofline_are_rendered():
 def test_performance_md_reads_the_profilers_time_per_call():
     from kopt_supervisor.engine.bookkeeping import counters
     from kopt_supervisor.engine.config import loads
-    from kopt_supervisor.engine.profile import Launch, summarize
+    from kopt_supervisor.engine.profile.summary import Launch, summarize
     from kopt_supervisor.engine.projections import render_performance
     from tests.report.conftest import table
 
@@ -511,7 +511,7 @@ def test_the_profilers_per_class_word_is_shown_beside_the_benchs():
     real types): per class best → candidate per call, the change with its interval, the
     bench's change, the agreement with its reason, kernels that appeared or disappeared, and
     the time outside the ranges that grew."""
-    from kopt_supervisor.engine.profile.classes import (
+    from kopt_supervisor.engine.profile.class_records import (
         Agreement,
         ClassAgreement,
         ClassChange,

@@ -191,7 +191,7 @@ from kopt_supervisor.engine.demo import run_headless as run_demo_headless
 from kopt_supervisor.engine.diffscan.findings import Finding
 from kopt_supervisor.engine.errors import BadInput, KoptError
 from kopt_supervisor.engine.gpu.backends import open_backend
-from kopt_supervisor.engine.gpu.base import Backend
+from kopt_supervisor.engine.gpu.state import Backend
 from kopt_supervisor.engine.propose.costs import AgentRun
 from kopt_supervisor.engine.propose.proposer import Citation
 from kopt_supervisor.engine.records import (

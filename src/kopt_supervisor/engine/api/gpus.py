@@ -9,9 +9,8 @@ from typing import Any
 
 from kopt_supervisor.engine.config import GpuConfig
 from kopt_supervisor.engine.gpu.backends import open_backend
-from kopt_supervisor.engine.gpu.base import Backend, GpuState
-from kopt_supervisor.engine.gpu.claims import ClaimRegistry, claim_key
-from kopt_supervisor.engine.gpu.gate import assess, enrich
+from kopt_supervisor.engine.gpu.gate import ClaimRegistry, claim_key, enrich
+from kopt_supervisor.engine.gpu.state import Backend, GpuState, assess
 from kopt_supervisor.engine.workspace import Workspace
 
 BackendFactory = Callable[[str], Backend]

@@ -193,10 +193,10 @@ def _profile_of_best(its: Sequence[Iteration], best: Iteration | None) -> tuple[
 
 def _per_class(profile: Mapping[str, Any], configs: Mapping[str, Any]) -> tuple[dict[str, Any], float | None]:
     """The profile's launches per config class, from the kernels launched inside each
-    config's `kopt:` NVTX/roctx range (engine.profile.ranges), and the share of GPU time
+    config's `kopt:` NVTX/roctx range (engine.profile.classes), and the share of GPU time
     outside any config's range. Empty when the profile holds no ranges."""
-    from kopt_supervisor.engine.profile.model import KOPT_PREFIX
-    from kopt_supervisor.engine.profile.ranges import RangeMatcher, config_refs
+    from kopt_supervisor.engine.profile.classes import RangeMatcher, config_refs
+    from kopt_supervisor.engine.profile.summary import KOPT_PREFIX
 
     groups = [g for g in profile.get("ranged") or [] if isinstance(g, Mapping)]
     usable = {k: c for k, c in configs.items() if isinstance(c, Mapping) and "cls" in c}

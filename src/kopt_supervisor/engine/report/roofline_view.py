@@ -20,11 +20,11 @@ from kopt_supervisor.engine.roofline.model import (
     ClassRoofline,
     Peaks,
     RooflinePoint,
+    Spec,
     aggregate_classes,
     analyze_rows,
     peaks_from_specs,
 )
-from kopt_supervisor.engine.roofline.specs import Spec
 
 
 @dataclass(frozen=True)

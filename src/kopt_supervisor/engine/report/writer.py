@@ -126,7 +126,7 @@ def _chain_points(data: RunData, class_of: dict[str, str]) -> list[tuple[int, st
 def _roofline(cfg: Any, data: RunData, measured_dir: Path) -> roofline_view.RooflineView:
     """The same spec lookup as the loop's (engine.roofline.evaluate): the wiki, then the
     ceilings `kopt ceilings` measured on this GPU."""
-    from kopt_supervisor.engine.roofline.specs import lookup_specs
+    from kopt_supervisor.engine.roofline.evaluate import lookup_specs
 
     gpu_name = cfg.roofline.gpu or _gpu_name(data)
     specs: dict[str, Any] = {}
