@@ -12,7 +12,7 @@ from kopt_supervisor.engine.workspace import Workspace
 
 def write_report(ws: Workspace) -> Path:
     """Write results.md (and its chart) in the run's workspace; its path."""
-    from kopt_supervisor.engine.report import write_report as write
+    from kopt_supervisor.engine.report.writer import write_report as write
 
     return write(ws)
 
@@ -20,7 +20,7 @@ def write_report(ws: Workspace) -> Path:
 def export_branch(ws: Workspace, branch: str) -> str:
     """Create `branch` in the target repo: the kept source changes, one commit per keep, and
     results.md; nothing is checked out. One line saying what was made."""
-    from kopt_supervisor.engine.report import export_branch as export
+    from kopt_supervisor.engine.report.writer import export_branch as export
 
     return export(ws, branch)
 
