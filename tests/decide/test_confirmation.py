@@ -17,7 +17,7 @@ from kopt_supervisor.engine.decide.confirmation import (
     judge,
     shows_half,
 )
-from kopt_supervisor.engine.decide.model import ClassResult
+from kopt_supervisor.engine.decide.estimate import ClassResult
 
 POLICY = Policy.from_config(DecideConfig())
 SPREAD = (-1.0, 0.67, 1.0, -0.67, 0.0, 0.0)

@@ -318,7 +318,7 @@ def test_every_flag_the_engine_writes_is_a_known_flag() -> None:
     import re
     from pathlib import Path
 
-    from kopt_supervisor.engine.decide.model import FLAGS
+    from kopt_supervisor.engine.decide.estimate import FLAGS
 
     root = Path(__file__).resolve().parents[2] / "src" / "kopt_supervisor" / "engine"
     verdict_src = (root / "decide" / "verdict.py").read_text()

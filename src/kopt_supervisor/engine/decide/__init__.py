@@ -3,7 +3,7 @@
 See docs/decision.md for the method and its measured error rates.
 """
 
-from kopt_supervisor.engine.decide.model import ClassResult, Pair, Policy, Verdict
+from kopt_supervisor.engine.decide.estimate import ClassResult, Pair, Policy, Verdict
 from kopt_supervisor.engine.decide.plausible import BenchRun, Implausible
 from kopt_supervisor.engine.decide.verdict import (
     GUARD_CLASS,

@@ -38,7 +38,7 @@ from typing import Any
 
 from kopt_supervisor.engine.dataclass_io import known_fields
 from kopt_supervisor.engine.decide.confirmation import Confirmation
-from kopt_supervisor.engine.decide.model import Verdict
+from kopt_supervisor.engine.decide.estimate import Verdict
 from kopt_supervisor.engine.decide.os_time import OsTruth
 from kopt_supervisor.engine.decide.verdict import checks_agree, send_to_review
 
