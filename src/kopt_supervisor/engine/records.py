@@ -111,7 +111,7 @@ class IterationRecord(TypedDict, total=False):
     bench_runs: dict[str, list[dict[str, Any]]]
     """Per stage, each process-level bench run: side, round, wall seconds (plausibility)."""
     side_costs: dict[str, list[dict[str, Any]]]
-    """Per stage, each side's cost of each served look (decide.side_cost.SideCost): the
+    """Per stage, each side's cost of each served look (decide.external_truth.SideCost): the
     OS's CPU and wall seconds beside the seconds its bench claims."""
     changed_files: list[str]
     proposal: dict[str, Any]
