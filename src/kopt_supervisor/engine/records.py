@@ -95,7 +95,7 @@ class IterationRecord(TypedDict, total=False):
     """memory/vN.json's content beyond the indexed columns (docs/files.md)."""
 
     classes: dict[str, dict[str, Any]]
-    """Per class: best, cand, ratio, lo, hi, rounds, verdict, ... (decide.ClassResult)."""
+    """Per class: best, cand, ratio, lo, hi, rounds, verdict, ... (decide.estimate.ClassResult)."""
     configs: dict[str, dict[str, Any]]
     """Baseline only: per config its class, production flag and CSV row."""
     config_columns: list[str]
