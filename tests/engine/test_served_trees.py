@@ -16,7 +16,7 @@ import psutil
 import pytest
 
 from kopt_supervisor.engine import config, gitops
-from kopt_supervisor.engine.decide.side_cost import SideCost
+from kopt_supervisor.engine.decide.external_truth import SideCost
 from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.loop.context import open_run, single_lane
 from kopt_supervisor.engine.loop.measure import measurer_for
