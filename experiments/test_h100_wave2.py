@@ -14,8 +14,10 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import tempfile
 import time
 from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -254,8 +256,20 @@ def test_the_summary_survives_a_failing_step(tmp_path: Path) -> None:
 # --- the smoke mode of the cheapest part --------------------------------------------------
 
 
+@pytest.fixture
+def home_work() -> Iterator[Path]:
+    """A folder of this test's own outside /tmp (the sandbox makes /tmp private), under the
+    home folder: unique, so two suites at once (a clone's and a worktree's) never share one,
+    and removed after."""
+    base = Path.home() / ".kopt-wave2-test"
+    base.mkdir(exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f"{os.getpid()}-", dir=base))
+    yield work
+    shutil.rmtree(work, ignore_errors=True)
+
+
 @pytest.mark.slow
-def test_part1_smoke_runs_end_to_end(tmp_path: Path) -> None:
+def test_part1_smoke_runs_end_to_end(tmp_path: Path, home_work: Path) -> None:
     """One demo through the script as the lead calls it (--smoke), its baseline only (a candidate
     of the tune proposer is a keep on the interpreter, and its fresh-process re-decision alone
     takes a minute on this kind of machine; the candidates' records are read above, and
@@ -263,7 +277,7 @@ def test_part1_smoke_runs_end_to_end(tmp_path: Path) -> None:
     env = {
         **os.environ,
         "OUT": str(tmp_path / "out"),
-        "WAVE2_WORK": str(Path.home() / ".kopt-wave2-test"),
+        "WAVE2_WORK": str(home_work),
         "WAVE2_DEMOS": "rmsnorm",
         "WAVE2_DEMO_ITERS": "0",
         "PY": sys.executable,
@@ -288,7 +302,7 @@ def test_part1_smoke_runs_end_to_end(tmp_path: Path) -> None:
     assert "raw/ws_wave2-rmsnorm/records.json" in names and "raw/ws_wave2-rmsnorm/run.db" in names
 
 
-def test_the_ncu_probe_runs_kopts_command_inside_the_sandbox(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_ncu_probe_runs_kopts_command_inside_the_sandbox(monkeypatch: pytest.MonkeyPatch, home_work: Path) -> None:
     """probes.ncu_under_sandbox with the fake ncu of tests/fake_target (it runs the command, then
     reports launches in kopt ranges): the confinement, the runner and the report's reading back
     are the device's; only ncu and the workload are stand-ins."""
@@ -296,9 +310,7 @@ def test_the_ncu_probe_runs_kopts_command_inside_the_sandbox(monkeypatch: pytest
         pytest.skip("bubblewrap does not work on this machine")
     fake_bin = REPO / "tests" / "fake_target" / "bin"
     monkeypatch.setenv("PATH", f"{fake_bin}:{os.environ['PATH']}")
-    work = Path.home() / ".kopt-wave2-test" / "probe"  # outside /tmp: the sandbox makes /tmp private
-    if work.exists():
-        shutil.rmtree(work)
+    work = home_work / "probe"
     got = probes.ncu_under_sandbox(
         work,
         workload="open('ran.txt', 'w').write('1')\n",
