@@ -901,7 +901,7 @@ def test_the_diff_is_split_at_lf_only(tmp_path: Path) -> None:
 
 
 def test_read_python_maps_git_lines_onto_python_lines() -> None:
-    from kopt_supervisor.engine.diffscan.source import Undecodable, read_python
+    from kopt_supervisor.engine.diffscan.findings import Undecodable, read_python
 
     src = read_python(b"a = 1\r\nb = 2\rc = 3\nd = 4\n")
     assert src.exact and src.text.count("\n") == 3 and src.cookie_line == 0

@@ -11,7 +11,7 @@ on the absence of one (docs/security.md lists what still gets through).
 
 - The diff (`diffscan.diff`): lines as git counts them (LF only), links named.
 - Python files: the whole new version, as bytes, decoded as the interpreter decodes them
-  with git's lines mapped onto Python's (`diffscan.source`: a lone CR, a declared encoding);
+  with git's lines mapped onto Python's (`diffscan.findings.read_python`: a lone CR, a declared encoding);
   a file not read as the diff shows it is `unread`, an encoding other than UTF-8
   `source-encoding` (every line counts), an added line with a break one reader sees and
   another does not, or a bidi control, `hidden-text`. Then `ast` (`diffscan.python`, with
@@ -24,7 +24,7 @@ on the absence of one (docs/security.md lists what still gets through).
   anew (a changed `import x as t` makes an old `t.f = g` the candidate's). String constants
   passed to exec/eval/compile are parsed and scanned too; C-like code in Python strings and
   the folded source handed to load_inline and kin meet the C rules.
-- C, C++, CUDA, HIP: text rules on the added lines (`diffscan.text.C_RULES`); Cython the
+- C, C++, CUDA, HIP: text rules on the added lines (`diffscan.findings.C_RULES`); Cython the
   Python and C text rules.
 - Every other text file: the generic rules (LD_PRELOAD, --wrap=, KOPT_, /proc/; prose and
   data files only the first).
@@ -47,16 +47,6 @@ from pathlib import PurePosixPath
 
 from kopt_supervisor.engine.diffscan.diff import FileDiff, new_file_diff, parse_diff
 from kopt_supervisor.engine.diffscan.findings import (
-    RULES,
-    Allow,
-    Finding,
-    parse_allow,
-    quote,
-    review_reason,
-)
-from kopt_supervisor.engine.diffscan.python import scan_python
-from kopt_supervisor.engine.diffscan.source import Undecodable, odd_characters, read_python, shown
-from kopt_supervisor.engine.diffscan.text import (
     C_RULES,
     C_SUFFIXES,
     CYTHON_SUFFIXES,
@@ -64,9 +54,20 @@ from kopt_supervisor.engine.diffscan.text import (
     GENERIC_RULES,
     PY_SUFFIXES,
     PY_TEXT_RULES,
+    RULES,
     SHADOWED,
+    Allow,
+    Finding,
+    Undecodable,
+    odd_characters,
+    parse_allow,
+    quote,
+    read_python,
+    review_reason,
+    shown,
     text_rules,
 )
+from kopt_supervisor.engine.diffscan.python import scan_python
 
 __all__ = [
     "RULES",

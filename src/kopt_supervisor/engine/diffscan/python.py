@@ -24,7 +24,16 @@ from collections.abc import Collection, Iterator
 
 from kopt_supervisor.engine.diffscan.bindings import FileNames
 from kopt_supervisor.engine.diffscan.caches import cached_on_tensors, input_caches
-from kopt_supervisor.engine.diffscan.findings import Finding, quote
+from kopt_supervisor.engine.diffscan.findings import (
+    C_RULES,
+    GENERIC_RULES,
+    PY_BREAK,
+    PY_TEXT_RULES,
+    Finding,
+    quote,
+    shown,
+    text_rules,
+)
 from kopt_supervisor.engine.diffscan.findings import Raw as _Raw
 from kopt_supervisor.engine.diffscan.giveaways import (
     FRAME_ATTRS,
@@ -41,15 +50,13 @@ from kopt_supervisor.engine.diffscan.giveaways import (
 )
 from kopt_supervisor.engine.diffscan.lazy import lazy_results
 from kopt_supervisor.engine.diffscan.qualified import BUILTIN, BUILTIN_RULES, QUALIFIED
-from kopt_supervisor.engine.diffscan.source import PY_BREAK, shown
 from kopt_supervisor.engine.diffscan.state import in_place, persistent_state
 from kopt_supervisor.engine.diffscan.state_names import MUTATING_FUNCTIONS, MUTATORS, OBJECT_MUTATORS, TENSOR_TYPES
-from kopt_supervisor.engine.diffscan.text import C_RULES, GENERIC_RULES, PY_TEXT_RULES, text_rules
 
 
 def scan_python(path: str, source: str, added: Collection[int], added_text: dict[int, str]) -> list[Finding]:
     """Findings of the Python rules on one file's new version, decoded as the interpreter
-    decodes it (`source.read_python`); added: the Python lines that are the candidate's,
+    decodes it (`findings.read_python`); added: the Python lines that are the candidate's,
     added_text: the diff's added lines (read by the text rules when the file does not parse)."""
     try:
         tree = ast.parse(source)
