@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 from kopt_supervisor.engine.diffscan.bindings import FileNames
 from kopt_supervisor.engine.diffscan.findings import Raw
-from kopt_supervisor.engine.diffscan.state import cached_functions
+from kopt_supervisor.engine.diffscan.lifetimes import cached_functions
 from kopt_supervisor.engine.diffscan.state_names import (
     CACHE_DECORATORS,
     CONTAINER_MUTATORS,

@@ -12,8 +12,8 @@ A finding counts when the node it is about touches an added line, or uses a name
 added line binds (a changed import makes an old line the candidate's).
 
 The names are read by `bindings.FileNames`; beside the rules here, the rooms of the rules
-that need more than one node: `caches` (input-cache), `state` (module-state) and `lazy`
-(lazy-result).
+that need more than one node: `caches` (input-cache) and `state` (module-state and
+lazy-result).
 """
 
 from __future__ import annotations
@@ -48,9 +48,8 @@ from kopt_supervisor.engine.diffscan.giveaways import (
     STR_METHODS,
     WRITE_METHODS,
 )
-from kopt_supervisor.engine.diffscan.lazy import lazy_results
 from kopt_supervisor.engine.diffscan.qualified import BUILTIN, BUILTIN_RULES, QUALIFIED
-from kopt_supervisor.engine.diffscan.state import in_place, persistent_state
+from kopt_supervisor.engine.diffscan.state import in_place, lazy_results, persistent_state
 from kopt_supervisor.engine.diffscan.state_names import MUTATING_FUNCTIONS, MUTATORS, OBJECT_MUTATORS, TENSOR_TYPES
 
 

@@ -21,7 +21,7 @@ on the absence of one (docs/security.md lists what still gets through).
   another does not, or a bidi control, `hidden-text`. Then `ast` (`diffscan.python`, with
   the names it knows in `diffscan.qualified`, `diffscan.giveaways` and `diffscan.state_names`,
   the bindings in `diffscan.bindings`; state kept
-  between calls in `diffscan.state`, results that compute when read in `diffscan.lazy`,
+  between calls and results that compute when read in `diffscan.state`,
   input-keyed caches in `diffscan.caches`), so aliases, `from x import y as z`, `t = time`,
   a loop variable or parameter handed a module are resolved; only findings on the
   candidate's added lines count, or on unchanged lines that use a name the candidate bound

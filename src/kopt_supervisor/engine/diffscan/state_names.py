@@ -1,8 +1,8 @@
 """The names the diff scan's state rules know (`module-state`, `input-cache`, `lazy-result`:
-engine/diffscan/state.py, lifetimes.py, caches.py, lazy.py; python.py for writes to another
-module's objects): what changes an object in place, what builds a mutable or an immutable
-one, what hands back part of one, what only a tensor has, and what computes when a result
-is read. Data only."""
+engine/diffscan/state.py, lifetimes.py, caches.py; python.py for writes to another module's
+objects): what changes an object in place, what builds a mutable or an immutable one, what
+hands back part of one, what only a tensor has (what computes when a result is read is in
+state.py, beside the lazy-result rule). Data only."""
 
 from __future__ import annotations
 
@@ -279,98 +279,3 @@ POINTER_METHODS = frozenset(
         "_typed_storage",
     }
 )
-LAZY_DUNDERS = frozenset(
-    {
-        # container and iteration: list(out), len(out), out[i], x in out
-        "__iter__",
-        "__next__",
-        "__aiter__",
-        "__anext__",
-        "__len__",
-        "__length_hint__",
-        "__getitem__",
-        "__contains__",
-        "__reversed__",
-        "__missing__",
-        # conversion: float(out), numpy/torch/dlpack views, formatting, truth
-        "__array__",
-        "__array_interface__",
-        "__array_struct__",
-        "__array_ufunc__",
-        "__array_function__",
-        "__array_priority__",
-        "__cuda_array_interface__",
-        "__dlpack__",
-        "__dlpack_device__",
-        "__buffer__",
-        "__float__",
-        "__int__",
-        "__index__",
-        "__complex__",
-        "__bool__",
-        "__round__",
-        "__trunc__",
-        "__floor__",
-        "__ceil__",
-        "__format__",
-        "__bytes__",
-        "__fspath__",
-        # comparison and arithmetic: out == ref, out - ref, abs(out - ref)
-        "__eq__",
-        "__ne__",
-        "__lt__",
-        "__le__",
-        "__gt__",
-        "__ge__",
-        "__add__",
-        "__radd__",
-        "__sub__",
-        "__rsub__",
-        "__mul__",
-        "__rmul__",
-        "__matmul__",
-        "__rmatmul__",
-        "__truediv__",
-        "__rtruediv__",
-        "__floordiv__",
-        "__rfloordiv__",
-        "__mod__",
-        "__rmod__",
-        "__pow__",
-        "__rpow__",
-        "__neg__",
-        "__pos__",
-        "__abs__",
-        "__invert__",
-        "__and__",
-        "__rand__",
-        "__or__",
-        "__ror__",
-        "__xor__",
-        "__rxor__",
-        # every attribute read: out.shape, out.cpu(), out.tolist()
-        "__getattr__",
-        "__getattribute__",
-    }
-)
-"""Hooks a result object runs when the bench reads it (after the timer stopped): a class with
-any of them can do its work there, or answer a comparison falsely."""
-LAZY_BASES = frozenset(
-    {
-        "collections.UserList",
-        "collections.UserDict",
-        "collections.UserString",
-        "collections.abc",
-        "typing.Sequence",
-        "typing.MutableSequence",
-        "typing.Mapping",
-        "typing.Iterable",
-        "typing.Iterator",
-        "typing.Collection",
-        "numpy.lib.mixins",
-    }
-)
-"""Bases whose hooks read what a subclass computes (UserList's data as a property): a result of
-such a class can compute when read, without a hook of its own."""
-LAZY_RETURNS = frozenset({"map", "filter", "zip", "iter", "reversed", "enumerate", "aiter"})
-"""Builtins that return a lazy iterator: returned from a kernel, the work runs when iterated."""
