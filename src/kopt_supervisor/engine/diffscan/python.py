@@ -39,6 +39,9 @@ from kopt_supervisor.engine.diffscan.giveaways import (
     FRAME_ATTRS,
     IDENTITY_DUNDERS,
     INTROSPECTION_ATTRS,
+    MUTATING_FUNCTIONS,
+    MUTATORS,
+    OBJECT_MUTATORS,
     OPEN_WITH_MODE,
     SAFE_DUNDERS,
     SENSITIVE_MODULES,
@@ -46,11 +49,11 @@ from kopt_supervisor.engine.diffscan.giveaways import (
     SIDE_PATH,
     SOURCE_COMPILERS,
     STR_METHODS,
+    TENSOR_TYPES,
     WRITE_METHODS,
 )
 from kopt_supervisor.engine.diffscan.qualified import BUILTIN, BUILTIN_RULES, QUALIFIED
 from kopt_supervisor.engine.diffscan.state import in_place, lazy_results, persistent_state
-from kopt_supervisor.engine.diffscan.state_names import MUTATING_FUNCTIONS, MUTATORS, OBJECT_MUTATORS, TENSOR_TYPES
 
 
 def scan_python(path: str, source: str, added: Collection[int], added_text: dict[int, str]) -> list[Finding]:

@@ -19,7 +19,7 @@ on the absence of one (docs/security.md lists what still gets through).
   a file not read as the diff shows it is `unread`, an encoding other than UTF-8
   `source-encoding` (every line counts), an added line with a break one reader sees and
   another does not, or a bidi control, `hidden-text`. Then `ast` (`diffscan.python`, with
-  the names it knows in `diffscan.qualified`, `diffscan.giveaways` and `diffscan.state_names`,
+  the names it knows in `diffscan.qualified` and `diffscan.giveaways`,
   the bindings in `diffscan.bindings`; state kept
   between calls and results that compute when read in `diffscan.state`,
   input-keyed caches in `diffscan.caches`), so aliases, `from x import y as z`, `t = time`,

@@ -62,6 +62,7 @@ import ast
 from collections.abc import Iterator
 
 from kopt_supervisor.engine.diffscan.findings import Raw
+from kopt_supervisor.engine.diffscan.giveaways import MUTATING_FUNCTIONS, MUTATORS, PERSISTENT_LOOKUPS
 from kopt_supervisor.engine.diffscan.lifetimes import (
     Lifetimes,
     Names,
@@ -73,7 +74,6 @@ from kopt_supervisor.engine.diffscan.lifetimes import (
     yields,
 )
 from kopt_supervisor.engine.diffscan.qualified import BUILTIN
-from kopt_supervisor.engine.diffscan.state_names import MUTATING_FUNCTIONS, MUTATORS, PERSISTENT_LOOKUPS
 
 __all__ = ["LAZY_RULE", "STATE_RULE", "in_place", "lazy_results", "persistent_state"]
 
