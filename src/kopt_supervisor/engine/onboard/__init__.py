@@ -25,8 +25,8 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 
-from kopt_supervisor.engine.onboard.cost import DecisionCost, estimate_decision_s, run_noise_pct
 from kopt_supervisor.engine.onboard.detect import BenchRun, Candidate, RunBench, candidates
+from kopt_supervisor.engine.onboard.draft import DecisionCost, estimate_decision_s, run_noise_pct
 from kopt_supervisor.engine.onboard.imports import scan, unreviewed
 from kopt_supervisor.engine.onboard.proposal import (
     Choice,

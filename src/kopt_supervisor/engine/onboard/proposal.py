@@ -22,7 +22,7 @@ The choices, in order (docs/byo-kernel.md explains them for the user):
 7. classes: dtype columns and text columns of 2-4 values (a different dtype or mode runs
    other code), a dimension of 2-3 values shared by several configs; at most 8 classes;
 8. protected and sources: a static scan of the bench's imports (onboard/imports.py);
-9. timeout: 10x the run, at least 2 minutes; the cost of one decision (onboard/cost.py).
+9. timeout: 10x the run, at least 2 minutes; the cost of one decision (onboard/draft.py).
 
 A perf_report bench that kopt's module could import in the scratch copy (onboard/served.py,
 the run's probe) is served by import once the metric (its kernel's line) is chosen: the
@@ -49,10 +49,18 @@ from pathlib import Path
 
 from kopt_supervisor.engine.decide.model import Policy
 from kopt_supervisor.engine.errors import BadInput
-from kopt_supervisor.engine.onboard import cost as cost_mod
 from kopt_supervisor.engine.onboard import served
 from kopt_supervisor.engine.onboard.detect import CONFIG, BenchRun, candidates, classify
-from kopt_supervisor.engine.onboard.draft import ANSWER_KEYS, Choice, Proposal, Question, render
+from kopt_supervisor.engine.onboard.draft import (
+    ANSWER_KEYS,
+    HARNESS_HINT,
+    Choice,
+    Proposal,
+    Question,
+    _dur,
+    estimate_decision_s,
+    render,
+)
 from kopt_supervisor.engine.onboard.steps import (
     HARNESS_EXTRA,
     HARNESS_STATS,
@@ -178,11 +186,9 @@ def propose(run: BenchRun, answers: Mapping[str, str] | None = None, *, policy: 
     seconds = serving.seconds if by_import and serving is not None and math.isfinite(serving.seconds) else run.seconds
     if math.isfinite(seconds):
         mode = "served" if harness or by_import else "process"
-        p.cost = cost_mod.estimate_decision_s([seconds], pol, mode)
+        p.cost = estimate_decision_s([seconds], pol, mode)
         if p.cost.slow and mode == "process":
-            p.checks.append(
-                f"one decision will take about {cost_mod._dur(p.cost.seconds_tie)}: {cost_mod.HARNESS_HINT}"
-            )
+            p.checks.append(f"one decision will take about {_dur(p.cost.seconds_tie)}: {HARNESS_HINT}")
     return p
 
 
