@@ -24,7 +24,7 @@ The choices, in order (docs/byo-kernel.md explains them for the user):
 8. protected and sources: a static scan of the bench's imports (onboard/imports.py);
 9. timeout: 10x the run, at least 2 minutes; the cost of one decision (onboard/draft.py).
 
-A perf_report bench that kopt's module could import in the scratch copy (onboard/served.py,
+A perf_report bench that kopt's module could import in the scratch copy (onboard/scratch.py,
 the run's probe) is served by import once the metric (its kernel's line) is chosen: the
 harness's [target] (`bench`, `serve`, `us`, `err <= 1`, `calls`) replaces steps 5-6, the
 classes still from step 7's rule over the perf_report table; where it could not, the
@@ -49,7 +49,6 @@ from pathlib import Path
 
 from kopt_supervisor.engine.decide.model import Policy
 from kopt_supervisor.engine.errors import BadInput
-from kopt_supervisor.engine.onboard import served
 from kopt_supervisor.engine.onboard.detect import CONFIG, BenchRun, candidates, classify
 from kopt_supervisor.engine.onboard.draft import (
     ANSWER_KEYS,
@@ -61,6 +60,7 @@ from kopt_supervisor.engine.onboard.draft import (
     estimate_decision_s,
     render,
 )
+from kopt_supervisor.engine.onboard.scratch import not_served, plan, propose_served, reword_checks
 from kopt_supervisor.engine.onboard.steps import (
     HARNESS_EXTRA,
     HARNESS_STATS,
@@ -152,10 +152,10 @@ def propose(run: BenchRun, answers: Mapping[str, str] | None = None, *, policy: 
     else:
         if not _propose_metric(p, table, cols, answers):
             return p
-        serving = served.plan(run, p.target["metric"]) if table.format == "perf_report" else None
+        serving = plan(run, p.target["metric"]) if table.format == "perf_report" else None
         if serving is not None and serving.lines:
             class_by, class_why = _classes([c for c in cols if c.role == CONFIG], table)
-            served.propose(p, table, cols, serving, class_by, class_why)
+            propose_served(p, table, cols, serving, class_by, class_why)
         else:
             _propose_correctness(p, table, cols)
             _propose_configs(p, table, cols)
@@ -168,13 +168,13 @@ def propose(run: BenchRun, answers: Mapping[str, str] | None = None, *, policy: 
     _propose_files(p)
     by_import = serving is not None and bool(serving.lines)
     if by_import:
-        served.reword_checks(p)
+        reword_checks(p)
     if harness:
         p.served, p.serving = True, "served: the bench prints kopt's harness CSV; [target].serve runs it once per tree"
     elif by_import:
         p.served, p.serving = True, "served by import: kopt's module imports the bench's perf_report function"
     else:
-        p.serving = served.not_served(run, table, serving)
+        p.serving = not_served(run, table, serving)
         if serving is None:  # a perf_report bench's failed probe has its own check above
             p.checks.append(p.serving)
     timeout = max(120, int(math.ceil(10 * run.seconds))) if math.isfinite(run.seconds) else 900
