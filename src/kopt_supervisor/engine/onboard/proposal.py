@@ -4,6 +4,9 @@ where the output does not say.
     propose(run, answers) -> Proposal
     Proposal.text()         the commented kopt.toml (loads with engine.config)
     Proposal.questions      what must be answered first (the CLI asks, or fails in one line)
+    settle(run, answers, ask) -> Proposal   every question answered (ask=None: a one-line error)
+    write(proposal, path)   the commented file, never over an existing one unless told
+    sources_warning(...)    `kopt init`'s warning for a config that declares no [target].sources
 
 The choices, in order (docs/byo-kernel.md explains them for the user):
 1. the table: a file the bench wrote over a table printed on stdout (read exactly, not by
@@ -38,13 +41,13 @@ for them.
 Pure apart from reading the bench's outputs and source files.
 
 Modules: draft (the Proposal, its questions, the commented kopt.toml it renders to), steps
-(each step's rules); this module runs the steps in order.
+(each step's rules); this module runs the steps in order, and settles and writes the result.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 
 from kopt_supervisor.engine.decide.model import Policy
@@ -53,19 +56,14 @@ from kopt_supervisor.engine.onboard.detect import CONFIG, BenchRun, candidates, 
 from kopt_supervisor.engine.onboard.draft import (
     ANSWER_KEYS,
     HARNESS_HINT,
-    Choice,
     Proposal,
     Question,
     _dur,
     estimate_decision_s,
-    render,
 )
+from kopt_supervisor.engine.onboard.imports import scan, unreviewed
 from kopt_supervisor.engine.onboard.scratch import not_served, plan, propose_served, reword_checks
 from kopt_supervisor.engine.onboard.steps import (
-    HARNESS_EXTRA,
-    HARNESS_STATS,
-    MAX_CLASSES,
-    STAT_ORDER,
     _choose_table,
     _classes,
     _is_harness,
@@ -76,18 +74,7 @@ from kopt_supervisor.engine.onboard.steps import (
     _propose_metric,
 )
 
-__all__ = [
-    "HARNESS_EXTRA",
-    "HARNESS_STATS",
-    "MAX_CLASSES",
-    "STAT_ORDER",
-    "Choice",
-    "Proposal",
-    "Question",
-    "answers_from",
-    "propose",
-    "render",
-]
+__all__ = ["answers_from", "propose", "settle", "sources_warning", "write"]
 
 
 def _tail(path: Path, limit: int = 8192) -> str | None:
@@ -201,3 +188,53 @@ def answers_from(pairs: list[str]) -> dict[str, str]:
             raise BadInput(f"--answer {a!r}: expected one of {ANSWER_KEYS}")
         out[key] = value
     return out
+
+
+def settle(
+    run: BenchRun, answers: dict[str, str] | None = None, ask: Callable[[Question], str] | None = None
+) -> Proposal:
+    """The proposal with every question answered: from `answers` (`--answer key=value`),
+    then by `ask` (the CLI's prompt, in a terminal) one question at a time; without `ask`
+    an open question is a BadInput whose one line names the candidates."""
+    given = dict(answers or {})
+    for _ in range(8):  # at most table, metric, direction: a loop that does not settle is a bug
+        p = propose(run, given)
+        if p.complete:
+            return p
+        if ask is None:
+            raise BadInput(p.error_line())
+        q = p.questions[0]
+        answer = ask(q).strip() or (q.default or "")
+        if answer not in {c.value for c in q.choices}:
+            raise BadInput(f"kopt init --bench: {answer!r} is not one of {', '.join(c.value for c in q.choices)}")
+        given[q.key] = answer
+    raise BadInput("kopt init --bench: the questions did not settle")
+
+
+def write(proposal: Proposal, path: Path, *, overwrite: bool = False) -> Path:
+    """Write the proposal's kopt.toml to `path` (never over an existing file unless told)."""
+    if path.exists() and not overwrite:
+        raise BadInput(f"{path}: exists already; kopt init --bench proposes a config only where there is none")
+    text = proposal.text()
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def sources_warning(
+    repo: Path, bench: str, tracked: Collection[str], protected: Sequence[str], sources: Sequence[str]
+) -> str | None:
+    """`kopt init`'s warning for a config that declares no [target].sources: the tracked files
+    the bench reaches (imports.scan) that are not protected, named; None when sources are
+    declared or nothing is left out."""
+    if sources:
+        return None
+    left = unreviewed(scan(bench, repo), tracked, protected)
+    if not left:
+        return None
+    shown = ", ".join(left[:8]) + (f" (+{len(left) - 8} more)" if len(left) > 8 else "")
+    return (
+        f"[target].sources is not declared, and the bench reads {shown}, which [target].protected does not "
+        "cover: a candidate's change to any of them is measured as it is (a smaller input looks like a faster "
+        "kernel). Declare [target].sources (the files a candidate is meant to change: a change to any other "
+        "tracked file then goes to review with its lines quoted) and protect the rest"
+    )
