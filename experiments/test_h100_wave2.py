@@ -26,7 +26,7 @@ import pytest
 from experiments.h100_wave2 import common, probes, records
 from experiments.h100_wave2.prescan import choose
 from experiments.h100_wave2.propose_softmax import apply
-from kopt_supervisor.engine import diffscan
+from kopt_supervisor.engine.diffscan.scan import scan
 from kopt_supervisor.engine.profile.class_records import agrees
 from kopt_supervisor.engine.profile.classes import ConfigRef, compare_per_class
 from kopt_supervisor.engine.profile.ncu import NCU_IMPORT, NCU_NVTX, NcuProfiler
@@ -341,10 +341,10 @@ def test_the_delay_candidate_passes_the_diff_scan_only_with_its_allowance() -> N
     """The injected delay is what the diff scan's clock-time rule exists for: without the
     allowance config_text adds, the candidate would go to review instead of being decided."""
     out = apply(KERNEL, {"kind": "delay", "cycles": 5000})
-    assert [f.rule for f in diffscan.scan(git_diff(KERNEL, out), lambda path: out)] == ["clock-time"]
-    assert diffscan.scan(git_diff(KERNEL, out), lambda path: out, allow=["clock-time:softmax/kernel.py"]) == []
+    assert [f.rule for f in scan(git_diff(KERNEL, out), lambda path: out)] == ["clock-time"]
+    assert scan(git_diff(KERNEL, out), lambda path: out, allow=["clock-time:softmax/kernel.py"]) == []
     comment = apply(KERNEL, {"kind": "comment", "text": "A/A"})
-    assert diffscan.scan(git_diff(KERNEL, comment), lambda path: comment) == []
+    assert scan(git_diff(KERNEL, comment), lambda path: comment) == []
 
 
 def test_each_mode_gets_the_onboarded_config_with_only_its_own_differences(tmp_path: Path) -> None:

@@ -110,7 +110,7 @@ def hostile(name: str, text: str, hypothesis: str) -> dict[str, Any]:
 def scan_findings(repo: Path, path: str, appended: str) -> list[dict[str, Any]]:
     """kopt's diff scan (this checkout's) on `appended` added to `path` of `repo` (a copy of its
     committed tree in a scratch folder; the repo is not touched): the findings, rule and line."""
-    from kopt_supervisor.engine import diffscan
+    from kopt_supervisor.engine.diffscan.scan import scan
 
     with tempfile.TemporaryDirectory(prefix="wave3-scan-") as tmp:
         copy = Path(tmp) / "repo"
@@ -123,7 +123,7 @@ def scan_findings(repo: Path, path: str, appended: str) -> list[dict[str, Any]]:
             text=True,
             check=True,
         ).stdout
-        found = diffscan.scan(diff, lambda p: (copy / p).read_text(encoding="utf-8"))
+        found = scan(diff, lambda p: (copy / p).read_text(encoding="utf-8"))
     return [{"rule": f.rule, "path": f.path, "line": f.line, "text": f.text[:160]} for f in found]
 
 

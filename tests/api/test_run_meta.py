@@ -9,7 +9,7 @@ from kopt_supervisor.engine import api
 from kopt_supervisor.engine.api import Interval
 from kopt_supervisor.engine.decide.estimate import ClassResult, Verdict
 from kopt_supervisor.engine.gpu.state import Assessment, GpuProcess, GpuState
-from kopt_supervisor.engine.onboard.cost import DecisionCost
+from kopt_supervisor.engine.onboard.draft import DecisionCost
 
 GPU0 = GpuState(
     0,

@@ -10,16 +10,8 @@ from pathlib import Path
 import pytest
 
 from kopt_supervisor.engine import config
-from kopt_supervisor.engine.diffscan import (
-    RULES,
-    Allow,
-    Finding,
-    new_file_diff,
-    parse_allow,
-    parse_diff,
-    review_reason,
-    scan,
-)
+from kopt_supervisor.engine.diffscan.findings import RULES, Allow, Finding, parse_allow, review_reason
+from kopt_supervisor.engine.diffscan.scan import new_file_diff, parse_diff, scan
 from kopt_supervisor.engine.errors import BadInput
 
 REPO = Path(__file__).resolve().parents[2]
@@ -871,7 +863,7 @@ def test_docs_list_every_rule() -> None:
 
 
 def test_files_git_diff_does_not_show_and_a_cut_diff(tmp_path: Path) -> None:
-    from kopt_supervisor.engine.diffscan import new_file_diff
+    from kopt_supervisor.engine.diffscan.scan import new_file_diff
 
     # a candidate that ignores its own file (.gitignore) is read through new_file_diff
     hidden = "import os\nos._exit(0)\n"
@@ -901,7 +893,7 @@ def test_the_diff_is_split_at_lf_only(tmp_path: Path) -> None:
 
 
 def test_read_python_maps_git_lines_onto_python_lines() -> None:
-    from kopt_supervisor.engine.diffscan.source import Undecodable, read_python
+    from kopt_supervisor.engine.diffscan.findings import Undecodable, read_python
 
     src = read_python(b"a = 1\r\nb = 2\rc = 3\nd = 4\n")
     assert src.exact and src.text.count("\n") == 3 and src.cookie_line == 0

@@ -13,8 +13,8 @@ import os
 import subprocess
 from pathlib import Path
 
-from kopt_supervisor.engine import diffscan, gitops, onboard
-from kopt_supervisor.engine.diffscan.findings import RULES, review_reason
+from kopt_supervisor.engine import gitops, onboard
+from kopt_supervisor.engine.diffscan.findings import RULES, Finding, review_reason
 from kopt_supervisor.engine.loop.police import OUTSIDE_SOURCES, outside_sources
 from tests.conftest import git
 
@@ -41,7 +41,7 @@ def repo(tmp_path: Path) -> Path:
     return r
 
 
-def findings(r: Path, sources: list[str]) -> list[diffscan.Finding]:
+def findings(r: Path, sources: list[str]) -> list[Finding]:
     base = git(r, "rev-parse", "HEAD")
     new = gitops.untracked(r)
     text, _ = gitops.scan_diff(r, base)

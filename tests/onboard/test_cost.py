@@ -1,4 +1,4 @@
-"""engine/onboard/cost.py: what one decision will cost, from the baseline's runs and the policy."""
+"""engine/onboard/draft.py: what one decision will cost, from the baseline's runs and the policy."""
 
 from __future__ import annotations
 
@@ -8,19 +8,24 @@ import pytest
 
 from kopt_supervisor.engine.decide.estimate import Policy, alpha_at_look
 from kopt_supervisor.engine.decide.stats import t_quantile
-from kopt_supervisor.engine.onboard import cost
+from kopt_supervisor.engine.onboard.draft import (
+    DEFAULT_NOISE_PCT,
+    estimate_decision_s,
+    rounds_to_settle,
+    run_noise_pct,
+)
 
 
 def test_rounds_grow_with_noise_and_stop_at_max_rounds() -> None:
     p = Policy()
-    rounds = [cost.rounds_to_settle(0.01, n, p) for n in (0.01, 0.2, 0.5, 1.0, 3.0)]
+    rounds = [rounds_to_settle(0.01, n, p) for n in (0.01, 0.2, 0.5, 1.0, 3.0)]
     assert [r for r, _ in rounds] == sorted(r for r, _ in rounds)
     assert rounds[0] == (p.min_rounds, True) and rounds[-1] == (p.max_rounds, False)
 
 
 def test_the_settling_look_is_the_first_whose_interval_is_narrow_enough() -> None:
     p = Policy(min_rounds=3, max_rounds=20)
-    k, ok = cost.rounds_to_settle(0.01, 0.4, p)
+    k, ok = rounds_to_settle(0.01, 0.4, p)
     sigma = math.sqrt(2) * 0.004
 
     def half(j: int) -> float:
@@ -30,32 +35,32 @@ def test_the_settling_look_is_the_first_whose_interval_is_narrow_enough() -> Non
 
 
 def test_process_level_costs_two_runs_per_round_and_says_when_slow() -> None:
-    c = cost.estimate_decision_s([17.0, 16.0, 18.0], Policy(), "process", noise_pct=1.0)
+    c = estimate_decision_s([17.0, 16.0, 18.0], Policy(), "process", noise_pct=1.0)
     assert c.round_s == 34.0 and c.start_s == 0 and c.undecided_tie and c.rounds_tie == 20
     assert c.seconds_tie == 20 * 34.0 and c.slow and c.seconds_change <= c.seconds_tie
     assert "docs/byo-kernel.md" in c.text() and "still undecided" in c.text()
-    fast = cost.estimate_decision_s([0.4], Policy(), "process", noise_pct=0.2)
+    fast = estimate_decision_s([0.4], Policy(), "process", noise_pct=0.2)
     assert not fast.slow and "Slow" not in fast.text() and fast.to_dict()["seconds_tie"] == fast.seconds_tie
 
 
 def test_served_looks_cost_a_start_then_looks() -> None:
-    c = cost.estimate_decision_s([5.3], Policy(max_rounds=12), "served", noise_pct=0.3, look_s=0.35)
+    c = estimate_decision_s([5.3], Policy(max_rounds=12), "served", noise_pct=0.3, look_s=0.35)
     assert c.start_s == 5.3 and c.round_s == 0.35 and c.seconds_tie == pytest.approx(5.3 + 0.35 * c.rounds_tie)
     assert not c.slow and "per look after a 5.3 s start" in c.text()
-    upper = cost.estimate_decision_s([5.3], Policy(), "ab")
-    assert upper.round_s == 5.3 and upper.noise_pct == cost.DEFAULT_NOISE_PCT
+    upper = estimate_decision_s([5.3], Policy(), "ab")
+    assert upper.round_s == 5.3 and upper.noise_pct == DEFAULT_NOISE_PCT
 
 
 def test_bad_inputs() -> None:
     with pytest.raises(ValueError, match="mode must be one of"):
-        cost.estimate_decision_s([1.0], Policy(), "parallel")
+        estimate_decision_s([1.0], Policy(), "parallel")
     with pytest.raises(ValueError, match="no baseline run seconds"):
-        cost.estimate_decision_s([math.nan, -1.0], Policy())
+        estimate_decision_s([math.nan, -1.0], Policy())
 
 
 def test_run_noise_from_the_baseline_runs() -> None:
     runs = [{"a": 100.0, "b": 10.0}, {"a": 101.0, "b": 10.2}, {"a": 99.0, "b": 9.8, "c": 5.0}]
-    n = cost.run_noise_pct(runs)
+    n = run_noise_pct(runs)
     assert n is not None and 0.9 < n < 2.1  # a: ~1%, b: ~2%: the median of the two
-    assert cost.run_noise_pct(runs[:1]) is None
-    assert cost.run_noise_pct([{"a": math.nan}, {"a": 1.0}]) is None
+    assert run_noise_pct(runs[:1]) is None
+    assert run_noise_pct([{"a": math.nan}, {"a": 1.0}]) is None

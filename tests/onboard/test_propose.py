@@ -16,7 +16,7 @@ import pytest
 
 from kopt_supervisor.engine import config, onboard
 from kopt_supervisor.engine.errors import BadInput
-from kopt_supervisor.engine.onboard import proposal as propose_mod
+from kopt_supervisor.engine.onboard import steps
 
 DATA = Path(__file__).resolve().parents[1] / "adapters" / "data"
 
@@ -290,7 +290,7 @@ def test_the_harness_calls_column_becomes_target_calls(tmp_path: Path) -> None:
 def test_harness_columns_match_the_harness() -> None:
     from kopt_supervisor.kernels.harness import bench
 
-    assert propose_mod.HARNESS_STATS == bench.STATS and propose_mod.HARNESS_EXTRA == bench.EXTRA
+    assert steps.HARNESS_STATS == bench.STATS and steps.HARNESS_EXTRA == bench.EXTRA
 
 
 # -- what cannot be proposed -------------------------------------------------------------------

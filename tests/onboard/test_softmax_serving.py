@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from kopt_supervisor.engine import onboard
-from kopt_supervisor.engine.onboard.served import harness_benches
+from kopt_supervisor.engine.onboard.scratch import harness_benches
 from tests.conftest import REPO_ROOT, git
 
 pytest.importorskip("torch")

@@ -55,10 +55,12 @@ from typing import Any
 
 import pytest
 
-from kopt_supervisor.engine import config, diffscan, gitops
+from kopt_supervisor.engine import config, gitops
 from kopt_supervisor.engine.decide import Verdict
 from kopt_supervisor.engine.decide.confirmation import Confirmation
 from kopt_supervisor.engine.decide.external_truth import RESOLUTION_S, SideCost, looks_of, of_os_time, settle, weigh
+from kopt_supervisor.engine.diffscan.findings import review_reason
+from kopt_supervisor.engine.diffscan.scan import scan
 from kopt_supervisor.engine.loop.police import OUTSIDE_SOURCES, outside_sources, read_for_scan
 from kopt_supervisor.engine.workspace import Workspace
 from kopt_supervisor.kopt_tui.cli import main as kopt
@@ -330,7 +332,7 @@ def test_the_scan_flags_every_case_it_stops_on_its_own_diff(tmp_path: Path, name
         (repo / path).write_bytes(content.encode() if isinstance(content, str) else content)
     cfg = config.load(repo / "kopt.toml")
     text, truncated = gitops.scan_diff(repo, best)
-    findings = diffscan.scan(
+    findings = scan(
         text, lambda path: read_for_scan(repo, path), allow=cfg.target.allow_constructs, truncated=truncated
     )
     changed = git(repo, "diff", "--name-only", best).splitlines()
@@ -338,7 +340,7 @@ def test_the_scan_flags_every_case_it_stops_on_its_own_diff(tmp_path: Path, name
     findings += outside_sources(text, changed + new, new, cfg.target.sources)
     rules = {f.rule for f in findings}
     assert rules - {OUTSIDE_SOURCES}, (name, case.what, rules)
-    assert diffscan.review_reason(findings).startswith("the diff reaches outside the kernel ("), findings
+    assert review_reason(findings).startswith("the diff reaches outside the kernel ("), findings
 
 
 SMALL_TIMER_COSTS = {

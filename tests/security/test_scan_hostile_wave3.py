@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from kopt_supervisor.engine import gitops
-from kopt_supervisor.engine.diffscan import Finding, scan
-from kopt_supervisor.engine.diffscan.source import PY_BREAK, shown
+from kopt_supervisor.engine.diffscan.findings import PY_BREAK, Finding, shown
+from kopt_supervisor.engine.diffscan.scan import scan
 from kopt_supervisor.engine.loop import police
 from kopt_supervisor.engine.loop.police import OUTSIDE_SOURCES, outside_sources, read_for_scan
 from tests.conftest import git

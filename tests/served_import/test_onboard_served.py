@@ -16,7 +16,6 @@ import pytest
 
 from kopt_supervisor.engine import gitops, onboard
 from kopt_supervisor.engine.onboard import scratch
-from kopt_supervisor.engine.onboard import served as onboard_served
 from kopt_supervisor.engine.workspace import Workspace
 from kopt_supervisor.kopt_tui.cli import main as kopt
 from tests.conftest import git
@@ -59,7 +58,7 @@ def test_init_proposes_serving_by_import_and_an_a_a_is_decided_not_kept(triton_r
     assert checkout_hashes(repo) == before  # the bench (it writes its CSV and plot into `.`) ran in a copy
     draft = root / ".init" / "ln" / "draft"
     t = tomllib.loads((draft / "kopt.toml").read_text())["target"]
-    served = f"TRITON_INTERPRET=1 PYTHONPATH={STUBS} {sys.executable} -m {onboard_served.MODULE} {SCRIPT} --line triton"
+    served = f"TRITON_INTERPRET=1 PYTHONPATH={STUBS} {sys.executable} -m {scratch.MODULE} {SCRIPT} --line triton"
     assert (t["bench"], t["serve"], t["csv"], t["metric"], t["direction"]) == (
         served,
         f"{served} --serve",

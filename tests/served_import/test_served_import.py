@@ -20,7 +20,7 @@ import pytest
 from kopt_supervisor.engine import config, metrics
 from kopt_supervisor.engine.decide import audit as kopt_audit
 from kopt_supervisor.engine.metrics import BenchError
-from kopt_supervisor.engine.onboard import served as onboard_served
+from kopt_supervisor.engine.onboard import scratch as onboard_scratch
 from kopt_supervisor.engine.onboard.detect import BenchRun
 from kopt_supervisor.kernels.harness import bench, imported, serve
 from tests.served_import.client import ImportedServer, layer_norm_tree
@@ -246,13 +246,13 @@ def test_lines_are_named_or_the_only_one() -> None:
 
 
 def test_the_harness_command_keeps_the_benchs_interpreter_environment_and_folder() -> None:
-    cmd, note = onboard_served.harness_command("TRITON_INTERPRET=1 python3 -u 05-layer-norm.py", "--probe")
-    assert cmd == f"TRITON_INTERPRET=1 python3 -u -m {onboard_served.MODULE} 05-layer-norm.py --probe" and note == ""
-    cmd, note = onboard_served.harness_command("cd bench && /opt/py/bin/python scripts/ln.py --fast", "--line t")
-    assert cmd == f"cd bench && /opt/py/bin/python -m {onboard_served.MODULE} scripts/ln.py --line t"
+    cmd, note = onboard_scratch.harness_command("TRITON_INTERPRET=1 python3 -u 05-layer-norm.py", "--probe")
+    assert cmd == f"TRITON_INTERPRET=1 python3 -u -m {onboard_scratch.MODULE} 05-layer-norm.py --probe" and note == ""
+    cmd, note = onboard_scratch.harness_command("cd bench && /opt/py/bin/python scripts/ln.py --fast", "--line t")
+    assert cmd == f"cd bench && /opt/py/bin/python -m {onboard_scratch.MODULE} scripts/ln.py --line t"
     assert "--fast" in note
     for bad in ("./run_bench.sh", "python -m mypkg.bench", "python bench.py && rm -rf out"):
-        got, why = onboard_served.harness_command(bad, "--probe")
+        got, why = onboard_scratch.harness_command(bad, "--probe")
         assert got is None and "does not end in `python SCRIPT.py`" in why
 
 
@@ -274,12 +274,12 @@ def test_the_plan_serves_the_metrics_line_or_says_why_not() -> None:
         ],
     }
     ok = {"ok": True, "probe": doc, "seconds": 3.5, "note": ""}
-    p = onboard_served.plan(probe_run(ok), "Triton (GB/s)")
+    p = onboard_scratch.plan(probe_run(ok), "Triton (GB/s)")
     assert p is not None and p.lines == ("triton",) and p.config == CONFIG and p.seconds == 3.5
-    torch_plan = onboard_served.plan(probe_run(ok), "Torch (GB/s)")
+    torch_plan = onboard_scratch.plan(probe_run(ok), "Torch (GB/s)")
     assert torch_plan is not None and not torch_plan.lines and "RuntimeError: no" in torch_plan.why
-    failed = onboard_served.plan(
+    failed = onboard_scratch.plan(
         probe_run({"ok": False, "why": "kopt's import of the bench failed (exit 1)"}), "Triton (GB/s)"
     )
     assert failed is not None and failed.why.startswith("kopt's import of the bench failed")
-    assert onboard_served.plan(probe_run(None), "Triton (GB/s)") is None
+    assert onboard_scratch.plan(probe_run(None), "Triton (GB/s)") is None

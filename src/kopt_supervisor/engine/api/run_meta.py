@@ -181,7 +181,7 @@ def lane_state(entry: Any) -> LaneState:
 
 @dataclass(frozen=True)
 class DecisionEstimate:
-    """What one decision costs with the run's bench (engine/onboard/cost.py
+    """What one decision costs with the run's bench (engine/onboard/draft.py
     DecisionCost.to_dict() as recorded: its figures and its line as written then)."""
 
     mode: str

@@ -165,7 +165,7 @@ def sandbox_state(meta: Mapping[str, Any]) -> dict[str, Any] | None:
 
 
 def decision_cost(meta: Mapping[str, Any], iterations: Iterable[Iteration] = ()) -> dict[str, Any] | None:
-    """engine/onboard/cost.py DecisionCost.to_dict() as recorded after the baseline (meta
+    """engine/onboard/draft.py DecisionCost.to_dict() as recorded after the baseline (meta
     `decision_cost`, else the baseline record's), None when none was recorded."""
     value = meta.get("decision_cost")
     if isinstance(value, Mapping):

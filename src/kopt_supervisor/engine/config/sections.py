@@ -144,7 +144,7 @@ class TargetConfig:
     allow_constructs: list[str] = field(default_factory=list)
     """The diff scan's allow-list: entries "rule-id:path-glob" (rule "*": every rule) for
     the legitimate constructs of this target, e.g. "module-state:solution/*.py" for a
-    per-shape kernel cache at module level. Rule ids: engine/diffscan.py RULES, docs/files.md."""
+    per-shape kernel cache at module level. Rule ids: engine/diffscan/findings.py RULES, docs/files.md."""
     network: bool = False
     """The bench, profiler, formatter and ab_command may use the network (they run candidate
     code; off, the sandbox gives them only a private loopback)."""

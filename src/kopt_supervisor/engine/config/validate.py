@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kopt_supervisor.engine import diffscan, expr
+from kopt_supervisor.engine import expr
 from kopt_supervisor.engine.config.sections import (
     AGENT_NAMES,
     FORMATS,
@@ -19,6 +19,7 @@ from kopt_supervisor.engine.config.sections import (
     ProposeConfig,
     supports_resume,
 )
+from kopt_supervisor.engine.diffscan.findings import parse_allow
 from kopt_supervisor.engine.errors import BadInput
 
 
@@ -108,7 +109,7 @@ def validate(cfg: Config, source: str = "kopt.toml") -> None:
             "[target].serve",
             f'needs [target].format = "csv" (it writes kopt\'s CSV), not {t.format!r}',
         )
-    diffscan.parse_allow(t.allow_constructs, where=f"{source}: [target].allow_constructs")
+    parse_allow(t.allow_constructs, where=f"{source}: [target].allow_constructs")
     need(t.format in FORMATS, "[target].format", f"must be one of {', '.join(map(repr, FORMATS))}, not {t.format!r}")
     need(
         t.adapter.unit in ("ns", "us", "ms", "s"),

@@ -33,8 +33,7 @@ from dataclasses import dataclass, field
 
 from kopt_supervisor.engine.diffscan.bindings import FileNames
 from kopt_supervisor.engine.diffscan.findings import Raw
-from kopt_supervisor.engine.diffscan.state import cached_functions
-from kopt_supervisor.engine.diffscan.state_names import (
+from kopt_supervisor.engine.diffscan.giveaways import (
     CACHE_DECORATORS,
     CONTAINER_MUTATORS,
     LOOKUPS,
@@ -43,6 +42,7 @@ from kopt_supervisor.engine.diffscan.state_names import (
     TENSOR_ATTRS,
     TENSOR_TYPES,
 )
+from kopt_supervisor.engine.diffscan.lifetimes import cached_functions
 
 
 def cached_on_tensors(sc: FileNames, node: ast.AST) -> Iterator[Raw]:

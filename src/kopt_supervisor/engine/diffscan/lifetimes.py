@@ -17,8 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from kopt_supervisor.engine.diffscan.qualified import BUILTIN
-from kopt_supervisor.engine.diffscan.state_names import (
+from kopt_supervisor.engine.diffscan.giveaways import (
     CACHE_DECORATORS,
     IMMUTABLE_BASES,
     IMMUTABLE_FACTORIES,
@@ -26,6 +25,7 @@ from kopt_supervisor.engine.diffscan.state_names import (
     MUTABLE_FACTORIES,
     PERSISTENT_LOOKUPS,
 )
+from kopt_supervisor.engine.diffscan.qualified import BUILTIN
 
 _FUNCTION = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 Fn = ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda

@@ -12,8 +12,8 @@ A finding counts when the node it is about touches an added line, or uses a name
 added line binds (a changed import makes an old line the candidate's).
 
 The names are read by `bindings.FileNames`; beside the rules here, the rooms of the rules
-that need more than one node: `caches` (input-cache), `state` (module-state) and `lazy`
-(lazy-result).
+that need more than one node: `caches` (input-cache) and `state` (module-state and
+lazy-result).
 """
 
 from __future__ import annotations
@@ -24,12 +24,24 @@ from collections.abc import Collection, Iterator
 
 from kopt_supervisor.engine.diffscan.bindings import FileNames
 from kopt_supervisor.engine.diffscan.caches import cached_on_tensors, input_caches
-from kopt_supervisor.engine.diffscan.findings import Finding, quote
+from kopt_supervisor.engine.diffscan.findings import (
+    C_RULES,
+    GENERIC_RULES,
+    PY_BREAK,
+    PY_TEXT_RULES,
+    Finding,
+    quote,
+    shown,
+    text_rules,
+)
 from kopt_supervisor.engine.diffscan.findings import Raw as _Raw
 from kopt_supervisor.engine.diffscan.giveaways import (
     FRAME_ATTRS,
     IDENTITY_DUNDERS,
     INTROSPECTION_ATTRS,
+    MUTATING_FUNCTIONS,
+    MUTATORS,
+    OBJECT_MUTATORS,
     OPEN_WITH_MODE,
     SAFE_DUNDERS,
     SENSITIVE_MODULES,
@@ -37,19 +49,16 @@ from kopt_supervisor.engine.diffscan.giveaways import (
     SIDE_PATH,
     SOURCE_COMPILERS,
     STR_METHODS,
+    TENSOR_TYPES,
     WRITE_METHODS,
 )
-from kopt_supervisor.engine.diffscan.lazy import lazy_results
 from kopt_supervisor.engine.diffscan.qualified import BUILTIN, BUILTIN_RULES, QUALIFIED
-from kopt_supervisor.engine.diffscan.source import PY_BREAK, shown
-from kopt_supervisor.engine.diffscan.state import in_place, persistent_state
-from kopt_supervisor.engine.diffscan.state_names import MUTATING_FUNCTIONS, MUTATORS, OBJECT_MUTATORS, TENSOR_TYPES
-from kopt_supervisor.engine.diffscan.text import C_RULES, GENERIC_RULES, PY_TEXT_RULES, text_rules
+from kopt_supervisor.engine.diffscan.state import in_place, lazy_results, persistent_state
 
 
 def scan_python(path: str, source: str, added: Collection[int], added_text: dict[int, str]) -> list[Finding]:
     """Findings of the Python rules on one file's new version, decoded as the interpreter
-    decodes it (`source.read_python`); added: the Python lines that are the candidate's,
+    decodes it (`findings.read_python`); added: the Python lines that are the candidate's,
     added_text: the diff's added lines (read by the text rules when the file does not parse)."""
     try:
         tree = ast.parse(source)

@@ -1,4 +1,8 @@
-"""The diff scan's `module-state` rule: state a kernel keeps between calls. Pure.
+"""The diff scan's rules on what a kernel keeps or defers: `module-state` (state kept between
+calls) and `lazy-result` (results that do their work when read, not when timed), with the
+names only the lazy-result rule knows (`LAZY_DUNDERS`, `LAZY_BASES`, `LAZY_RETURNS`). Pure.
+
+`module-state`: state a kernel keeps between calls.
 
 A kernel that remembers something from one call to the next can hand back a stored result, or
 be correct only on the call the bench checks. Wherever the state lives, the rule looks for a
@@ -30,6 +34,26 @@ mutating function with the object first (`heapq.heappush`, `bisect.insort`,
 attributes), or handing it to a function of this file that changes that parameter
 (`_remember(_MEMO, key, out)`). Code at import (module level, class bodies, defaults) runs
 once and is not per-call state; nor is a `if __name__ == "__main__":` block.
+
+`lazy-result`: results that do their work when read, not when timed.
+
+A bench times the kernel's call and checks (converts, iterates, compares) its result after the
+timer stopped; a kernel that returns an object computing on that check does the work outside
+the timed region, and one whose `__eq__` answers True fakes correctness. An honest kernel
+file returns tensors, arrays or plain containers; it never needs:
+
+- a class with conversion, container, comparison or arithmetic hooks (`__iter__`, `__len__`,
+  `__getitem__`, `__array__`, `__float__`, `__bool__`, `__eq__`, `__sub__`, `__getattr__`,
+  `__dlpack__`...), or built on a base whose hooks read what it computes (`UserList` with
+  `data` a property, `collections.abc.Sequence`), defined or changed by the candidate (the
+  class line is quoted, with its hooks), nor the places that make one (a subclass of one is
+  one);
+- a generator as a module-level function or a `__call__` (contextlib's context managers
+  excepted), nor a generator, `map`/`filter`/`zip`/`iter`/`reversed`/`enumerate`/
+  `itertools.*` returned from a function or a lambda.
+
+Dataclasses and NamedTuples generate their `__eq__`/`__iter__` at run time and define none in
+the source: they raise nothing.
 """
 
 from __future__ import annotations
@@ -38,22 +62,119 @@ import ast
 from collections.abc import Iterator
 
 from kopt_supervisor.engine.diffscan.findings import Raw
+from kopt_supervisor.engine.diffscan.giveaways import MUTATING_FUNCTIONS, MUTATORS, PERSISTENT_LOOKUPS
 from kopt_supervisor.engine.diffscan.lifetimes import (
     Lifetimes,
     Names,
     Scope,
     builtin_name,
-    cached_functions,
     function_name,
     is_static,
     own,
     yields,
 )
-from kopt_supervisor.engine.diffscan.state_names import LAZY_RETURNS, MUTATING_FUNCTIONS, MUTATORS, PERSISTENT_LOOKUPS
+from kopt_supervisor.engine.diffscan.qualified import BUILTIN
 
-__all__ = ["RULE", "Names", "cached_functions", "in_place", "persistent_state"]
+__all__ = ["LAZY_RULE", "STATE_RULE", "in_place", "lazy_results", "persistent_state"]
 
-RULE = "module-state"
+LAZY_DUNDERS = frozenset(
+    {
+        # container and iteration: list(out), len(out), out[i], x in out
+        "__iter__",
+        "__next__",
+        "__aiter__",
+        "__anext__",
+        "__len__",
+        "__length_hint__",
+        "__getitem__",
+        "__contains__",
+        "__reversed__",
+        "__missing__",
+        # conversion: float(out), numpy/torch/dlpack views, formatting, truth
+        "__array__",
+        "__array_interface__",
+        "__array_struct__",
+        "__array_ufunc__",
+        "__array_function__",
+        "__array_priority__",
+        "__cuda_array_interface__",
+        "__dlpack__",
+        "__dlpack_device__",
+        "__buffer__",
+        "__float__",
+        "__int__",
+        "__index__",
+        "__complex__",
+        "__bool__",
+        "__round__",
+        "__trunc__",
+        "__floor__",
+        "__ceil__",
+        "__format__",
+        "__bytes__",
+        "__fspath__",
+        # comparison and arithmetic: out == ref, out - ref, abs(out - ref)
+        "__eq__",
+        "__ne__",
+        "__lt__",
+        "__le__",
+        "__gt__",
+        "__ge__",
+        "__add__",
+        "__radd__",
+        "__sub__",
+        "__rsub__",
+        "__mul__",
+        "__rmul__",
+        "__matmul__",
+        "__rmatmul__",
+        "__truediv__",
+        "__rtruediv__",
+        "__floordiv__",
+        "__rfloordiv__",
+        "__mod__",
+        "__rmod__",
+        "__pow__",
+        "__rpow__",
+        "__neg__",
+        "__pos__",
+        "__abs__",
+        "__invert__",
+        "__and__",
+        "__rand__",
+        "__or__",
+        "__ror__",
+        "__xor__",
+        "__rxor__",
+        # every attribute read: out.shape, out.cpu(), out.tolist()
+        "__getattr__",
+        "__getattribute__",
+    }
+)
+"""Hooks a result object runs when the bench reads it (after the timer stopped): a class with
+any of them can do its work there, or answer a comparison falsely."""
+LAZY_BASES = frozenset(
+    {
+        "collections.UserList",
+        "collections.UserDict",
+        "collections.UserString",
+        "collections.abc",
+        "typing.Sequence",
+        "typing.MutableSequence",
+        "typing.Mapping",
+        "typing.Iterable",
+        "typing.Iterator",
+        "typing.Collection",
+        "numpy.lib.mixins",
+    }
+)
+"""Bases whose hooks read what a subclass computes (UserList's data as a property): a result of
+such a class can compute when read, without a hook of its own."""
+LAZY_RETURNS = frozenset({"map", "filter", "zip", "iter", "reversed", "enumerate", "aiter"})
+"""Builtins that return a lazy iterator: returned from a kernel, the work runs when iterated."""
+
+
+STATE_RULE = "module-state"
 ITERATOR_FACTORIES = LAZY_RETURNS | {"open"}
 """Builtins whose result is an iterator (advanced by every read)."""
 
@@ -91,7 +212,7 @@ class _State(Lifetimes):
             if resolved and resolved[1] and resolved[0] in ("functools.partial", "functools.partialmethod"):
                 for arg in [*n.args[1:], *(k.value for k in n.keywords)]:
                     if self.default_kind(arg) == "mutable":
-                        yield Raw(RULE, arg, "  # bound by functools.partial: made once, shared by every call")
+                        yield Raw(STATE_RULE, arg, "  # bound by functools.partial: made once, shared by every call")
 
     def _iterators(self) -> Iterator[Raw]:
         """A module-level iterator read inside a function: each read may advance it."""
@@ -114,7 +235,7 @@ class _State(Lifetimes):
                     and n.id not in scope.local
                     and n.id not in scope.roots
                 ):
-                    yield Raw(RULE, n, f"  # module-level iterator {n.id}: advanced per call")
+                    yield Raw(STATE_RULE, n, f"  # module-level iterator {n.id}: advanced per call")
 
     def _makes_iterator(self, value: ast.expr, generators: set[str]) -> bool:
         if isinstance(value, ast.GeneratorExp):
@@ -135,7 +256,7 @@ class _State(Lifetimes):
         defaults += [(p, d) for p, d in zip(a.kwonlyargs, a.kw_defaults, strict=True) if d is not None]
         for p, d in defaults:
             if self.default_kind(d) == "mutable":
-                yield Raw(RULE, d, f"  # default argument {p.arg}: made once, shared by every call")
+                yield Raw(STATE_RULE, d, f"  # default argument {p.arg}: made once, shared by every call")
 
     def _taint(self, scope: Scope) -> None:
         """Locals bound to what outlives the call become roots themselves (until none is new)."""
@@ -166,14 +287,14 @@ class _State(Lifetimes):
         for n in scope.nodes:
             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store | ast.Del):
                 if n.id in scope.globals:
-                    yield Raw(RULE, n, f"  # global {n.id}")
+                    yield Raw(STATE_RULE, n, f"  # global {n.id}")
                 elif n.id in scope.nonlocals and escaping:
-                    yield Raw(RULE, n, f"  # nonlocal {n.id} of {function_name(escaping[0])}")
+                    yield Raw(STATE_RULE, n, f"  # nonlocal {n.id} of {function_name(escaping[0])}")
                 continue
             for target in self._changed(n, scope):
                 held = self.holds(target, scope) or self._class_container(target, scope)
                 if held is not None:
-                    yield Raw(RULE, n, f"  # {held} changed per call")
+                    yield Raw(STATE_RULE, n, f"  # {held} changed per call")
                     break
 
     def _changed(self, n: ast.AST, scope: Scope) -> list[ast.AST]:
@@ -305,3 +426,98 @@ def _bound_names(target: ast.AST) -> Iterator[ast.Name]:
 def in_place(attr: str) -> bool:
     """A torch in-place method: add_, copy_, index_put_ (not _private_, not __dunder__)."""
     return len(attr) > 1 and attr.endswith("_") and not attr.startswith("_")
+
+
+LAZY_RULE = "lazy-result"
+_CONTEXT_MANAGERS = frozenset({"contextlib.contextmanager", "contextlib.asynccontextmanager", "pytest.fixture"})
+
+
+def lazy_results(sc: Names) -> Iterator[Raw]:
+    """The `lazy-result` findings of one file (see the module docstring)."""
+    classes = _lazy_classes(sc)
+    generators = {
+        n.name
+        for n in ast.walk(sc.tree)
+        if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and yields(n) and not _context_manager(n, sc)
+    }
+    for node in ast.walk(sc.tree):
+        if isinstance(node, ast.ClassDef) and node.name in classes:
+            yield Raw(LAZY_RULE, node, f"  # {', '.join(classes[node.name][:4])}: a result that computes when read")
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in classes
+            and own(sc, node.func.id)
+        ):
+            yield Raw(LAZY_RULE, node, f"  # a {node.func.id}: computes on {', '.join(classes[node.func.id][:3])}")
+        elif (
+            isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+            and node.name in generators
+            and (node in sc.tree.body or node.name == "__call__")
+        ):
+            yield Raw(LAZY_RULE, node, "  # a generator: its work runs when iterated, not when called")
+        elif isinstance(node, ast.Return | ast.Lambda):
+            value = node.value if isinstance(node, ast.Return) else node.body
+            if value is not None and _lazy_value(value, sc, generators):
+                yield Raw(LAZY_RULE, value, "  # returns a lazy iterator: its work runs when iterated")
+
+
+def _lazy_classes(sc: Names) -> dict[str, list[str]]:
+    """Classes of the file with lazy hooks (their names), subclasses of those, and classes
+    built on a base whose hooks read what the subclass computes (UserList, collections.abc)."""
+    out: dict[str, list[str]] = {}
+    defs = [n for n in ast.walk(sc.tree) if isinstance(n, ast.ClassDef)]
+    for cls in defs:
+        hooks: list[str] = []
+        for base in cls.bases:
+            resolved = sc.resolve(base)
+            if (
+                resolved
+                and resolved[1]
+                and any(resolved[0] == b or resolved[0].startswith(b + ".") for b in LAZY_BASES)
+            ):
+                hooks.append(f"a {resolved[0].rsplit('.', 1)[-1]}'s hooks")
+        for stmt in cls.body:
+            if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef) and stmt.name in LAZY_DUNDERS:
+                hooks.append(stmt.name)
+            targets = (
+                stmt.targets
+                if isinstance(stmt, ast.Assign)
+                else [stmt.target]
+                if isinstance(stmt, ast.AnnAssign)
+                else []
+            )
+            hooks += [t.id for t in targets if isinstance(t, ast.Name) and t.id in LAZY_DUNDERS]
+        if hooks:
+            out[cls.name] = hooks
+    for _ in range(3):
+        for cls in defs:
+            for base in cls.bases:
+                if isinstance(base, ast.Name) and base.id in out and cls.name not in out:
+                    out[cls.name] = out[base.id]
+    return out
+
+
+def _context_manager(fn: ast.FunctionDef | ast.AsyncFunctionDef, sc: Names) -> bool:
+    for dec in fn.decorator_list:
+        resolved = sc.resolve(dec.func if isinstance(dec, ast.Call) else dec)
+        if resolved and resolved[1] and resolved[0] in _CONTEXT_MANAGERS:
+            return True
+    return False
+
+
+def _lazy_value(value: ast.AST, sc: Names, generators: set[str]) -> bool:
+    """A generator expression, a call of a generator function of this file, or of a builtin
+    or itertools function that returns a lazy iterator."""
+    if isinstance(value, ast.GeneratorExp):
+        return True
+    if not isinstance(value, ast.Call):
+        return False
+    if isinstance(value.func, ast.Name) and value.func.id in generators and own(sc, value.func.id):
+        return True
+    resolved = sc.resolve(value.func)
+    if not (resolved and resolved[1]):
+        return False
+    q = resolved[0]
+    name = q[len(BUILTIN) :] if q.startswith(BUILTIN) else q[len("builtins.") :] if q.startswith("builtins.") else ""
+    return name in LAZY_RETURNS or q == "itertools" or q.startswith("itertools.")

@@ -24,7 +24,7 @@ from kopt_supervisor.engine.loop.measure import run_bench
 from kopt_supervisor.engine.loop.recovery import Recovery
 from kopt_supervisor.engine.loop.rounds import failure_of, guard_configs
 from kopt_supervisor.engine.metrics import BenchError, Measurement
-from kopt_supervisor.engine.onboard.cost import estimate_decision_s, run_noise_pct
+from kopt_supervisor.engine.onboard.draft import estimate_decision_s, run_noise_pct
 from kopt_supervisor.engine.records import Iteration, Phase, Stage, Status
 from kopt_supervisor.engine.store import Sample
 

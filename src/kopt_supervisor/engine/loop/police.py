@@ -20,8 +20,9 @@ from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from kopt_supervisor.engine import diffscan, gitops, history, treecheck
-from kopt_supervisor.engine.diffscan.findings import quote
+from kopt_supervisor.engine import gitops, history, treecheck
+from kopt_supervisor.engine.diffscan.findings import Finding, parse_allow, quote, review_reason
+from kopt_supervisor.engine.diffscan.scan import parse_diff, scan
 from kopt_supervisor.engine.errors import KoptError
 from kopt_supervisor.engine.loop.context import RunContext
 from kopt_supervisor.engine.loop.lane import Lane
@@ -53,11 +54,11 @@ class Police:
             lane.cand, it.best_commit_before or "", force=it.record.get("forced_paths", [])
         )
         t = self.ctx.cfg.target
-        findings = diffscan.scan(
+        findings = scan(
             text, lambda path: read_for_scan(lane.cand, path), allow=t.allow_constructs, truncated=truncated
         )
         sources = [*t.sources, *filter(None, [self.ctx.cfg.propose.tune.params])] if t.sources else []
-        allows = diffscan.parse_allow(t.allow_constructs)
+        allows = parse_allow(t.allow_constructs)
         findings += [
             f
             for f in outside_sources(text, it.record.get("changed_files") or [], new, sources)
@@ -65,7 +66,7 @@ class Police:
         ]
         it.record["diff_scan"] = {
             "findings": [dataclasses.asdict(f) for f in findings],
-            "reason": diffscan.review_reason(findings),
+            "reason": review_reason(findings),
         }
         if findings:
             self.ctx.event(
@@ -321,7 +322,7 @@ def read_for_scan(tree: Path, path: str) -> bytes | None:
 
 def outside_sources(
     diff: str, changed: Sequence[str], new: Collection[str], sources: Sequence[str], *, per_file: int = 20
-) -> list[diffscan.Finding]:
+) -> list[Finding]:
     """Changes to tracked files outside `sources` ([target].sources: the files a candidate is
     meant to change), each with its changed lines quoted (rule `outside-sources`): an input
     generator, a batch size, a reference in a file the bench imports changes what is
@@ -331,9 +332,9 @@ def outside_sources(
         return []
     tracked = [p for p in changed if p not in new]
     outside = set(tracked) - set(gitops.matching(tracked, list(sources)))
-    found: list[diffscan.Finding] = []
+    found: list[Finding] = []
     seen: set[str] = set()
-    for fd in diffscan.parse_diff(diff):
+    for fd in parse_diff(diff):
         if fd.path not in outside:
             continue
         seen.add(fd.path)
@@ -348,15 +349,12 @@ def outside_sources(
             what = ["lines removed (or its mode changed)"]
         else:
             what = []
-        found += [diffscan.Finding(OUTSIDE_SOURCES, fd.path, 0, w) for w in what]
-        found += [diffscan.Finding(OUTSIDE_SOURCES, fd.path, n, quote(text)) for n, text in lines[:per_file]]
+        found += [Finding(OUTSIDE_SOURCES, fd.path, 0, w) for w in what]
+        found += [Finding(OUTSIDE_SOURCES, fd.path, n, quote(text)) for n, text in lines[:per_file]]
         if len(lines) > per_file:
-            found.append(
-                diffscan.Finding(OUTSIDE_SOURCES, fd.path, 0, f"... and {len(lines) - per_file} more added lines")
-            )
+            found.append(Finding(OUTSIDE_SOURCES, fd.path, 0, f"... and {len(lines) - per_file} more added lines"))
     found += [
-        diffscan.Finding(OUTSIDE_SOURCES, p, 0, "changed (not in the part of the diff read)")
-        for p in sorted(outside - seen)
+        Finding(OUTSIDE_SOURCES, p, 0, "changed (not in the part of the diff read)") for p in sorted(outside - seen)
     ]
     return found
 

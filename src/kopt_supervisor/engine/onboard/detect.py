@@ -72,7 +72,7 @@ class BenchRun:
     so what they hold is this run's rows only; the proposal untracks them ([target].untrack)."""
     probe: dict[str, Any] | None = None
     """For a perf_report bench: whether kopt's module could import it in the same copy
-    (onboard/served.py's import_probe); None when nothing was tried."""
+    (onboard/scratch.py's import_probe); None when nothing was tried."""
 
     @property
     def outputs(self) -> Path:

@@ -43,7 +43,7 @@ KERNEL_MARKERS = (
 )
 """Text that marks a module defining (or loading) kernel code."""
 BENCH_IS_KERNEL = "defines kernel code and is the bench itself"
-"""The scan's note on a bench script that is its own kernel module (onboard/served.py rewords it)."""
+"""The scan's note on a bench script that is its own kernel module (onboard/scratch.py rewords it)."""
 PYTHONS = ("python", "python3", "python3.10", "python3.11", "python3.12", "python3.13", "uv", "poetry")
 
 

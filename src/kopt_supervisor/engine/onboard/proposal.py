@@ -4,6 +4,9 @@ where the output does not say.
     propose(run, answers) -> Proposal
     Proposal.text()         the commented kopt.toml (loads with engine.config)
     Proposal.questions      what must be answered first (the CLI asks, or fails in one line)
+    settle(run, answers, ask) -> Proposal   every question answered (ask=None: a one-line error)
+    write(proposal, path)   the commented file, never over an existing one unless told
+    sources_warning(...)    `kopt init`'s warning for a config that declares no [target].sources
 
 The choices, in order (docs/byo-kernel.md explains them for the user):
 1. the table: a file the bench wrote over a table printed on stdout (read exactly, not by
@@ -22,9 +25,9 @@ The choices, in order (docs/byo-kernel.md explains them for the user):
 7. classes: dtype columns and text columns of 2-4 values (a different dtype or mode runs
    other code), a dimension of 2-3 values shared by several configs; at most 8 classes;
 8. protected and sources: a static scan of the bench's imports (onboard/imports.py);
-9. timeout: 10x the run, at least 2 minutes; the cost of one decision (onboard/cost.py).
+9. timeout: 10x the run, at least 2 minutes; the cost of one decision (onboard/draft.py).
 
-A perf_report bench that kopt's module could import in the scratch copy (onboard/served.py,
+A perf_report bench that kopt's module could import in the scratch copy (onboard/scratch.py,
 the run's probe) is served by import once the metric (its kernel's line) is chosen: the
 harness's [target] (`bench`, `serve`, `us`, `err <= 1`, `calls`) replaces steps 5-6, the
 classes still from step 7's rule over the perf_report table; where it could not, the
@@ -38,26 +41,29 @@ for them.
 Pure apart from reading the bench's outputs and source files.
 
 Modules: draft (the Proposal, its questions, the commented kopt.toml it renders to), steps
-(each step's rules); this module runs the steps in order.
+(each step's rules); this module runs the steps in order, and settles and writes the result.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 
 from kopt_supervisor.engine.decide.estimate import Policy
 from kopt_supervisor.engine.errors import BadInput
-from kopt_supervisor.engine.onboard import cost as cost_mod
-from kopt_supervisor.engine.onboard import served
 from kopt_supervisor.engine.onboard.detect import CONFIG, BenchRun, candidates, classify
-from kopt_supervisor.engine.onboard.draft import ANSWER_KEYS, Choice, Proposal, Question, render
+from kopt_supervisor.engine.onboard.draft import (
+    ANSWER_KEYS,
+    HARNESS_HINT,
+    Proposal,
+    Question,
+    _dur,
+    estimate_decision_s,
+)
+from kopt_supervisor.engine.onboard.imports import scan, unreviewed
+from kopt_supervisor.engine.onboard.scratch import not_served, plan, propose_served, reword_checks
 from kopt_supervisor.engine.onboard.steps import (
-    HARNESS_EXTRA,
-    HARNESS_STATS,
-    MAX_CLASSES,
-    STAT_ORDER,
     _choose_table,
     _classes,
     _is_harness,
@@ -68,18 +74,7 @@ from kopt_supervisor.engine.onboard.steps import (
     _propose_metric,
 )
 
-__all__ = [
-    "HARNESS_EXTRA",
-    "HARNESS_STATS",
-    "MAX_CLASSES",
-    "STAT_ORDER",
-    "Choice",
-    "Proposal",
-    "Question",
-    "answers_from",
-    "propose",
-    "render",
-]
+__all__ = ["answers_from", "propose", "settle", "sources_warning", "write"]
 
 
 def _tail(path: Path, limit: int = 8192) -> str | None:
@@ -144,10 +139,10 @@ def propose(run: BenchRun, answers: Mapping[str, str] | None = None, *, policy: 
     else:
         if not _propose_metric(p, table, cols, answers):
             return p
-        serving = served.plan(run, p.target["metric"]) if table.format == "perf_report" else None
+        serving = plan(run, p.target["metric"]) if table.format == "perf_report" else None
         if serving is not None and serving.lines:
             class_by, class_why = _classes([c for c in cols if c.role == CONFIG], table)
-            served.propose(p, table, cols, serving, class_by, class_why)
+            propose_served(p, table, cols, serving, class_by, class_why)
         else:
             _propose_correctness(p, table, cols)
             _propose_configs(p, table, cols)
@@ -160,13 +155,13 @@ def propose(run: BenchRun, answers: Mapping[str, str] | None = None, *, policy: 
     _propose_files(p)
     by_import = serving is not None and bool(serving.lines)
     if by_import:
-        served.reword_checks(p)
+        reword_checks(p)
     if harness:
         p.served, p.serving = True, "served: the bench prints kopt's harness CSV; [target].serve runs it once per tree"
     elif by_import:
         p.served, p.serving = True, "served by import: kopt's module imports the bench's perf_report function"
     else:
-        p.serving = served.not_served(run, table, serving)
+        p.serving = not_served(run, table, serving)
         if serving is None:  # a perf_report bench's failed probe has its own check above
             p.checks.append(p.serving)
     timeout = max(120, int(math.ceil(10 * run.seconds))) if math.isfinite(run.seconds) else 900
@@ -178,11 +173,9 @@ def propose(run: BenchRun, answers: Mapping[str, str] | None = None, *, policy: 
     seconds = serving.seconds if by_import and serving is not None and math.isfinite(serving.seconds) else run.seconds
     if math.isfinite(seconds):
         mode = "served" if harness or by_import else "process"
-        p.cost = cost_mod.estimate_decision_s([seconds], pol, mode)
+        p.cost = estimate_decision_s([seconds], pol, mode)
         if p.cost.slow and mode == "process":
-            p.checks.append(
-                f"one decision will take about {cost_mod._dur(p.cost.seconds_tie)}: {cost_mod.HARNESS_HINT}"
-            )
+            p.checks.append(f"one decision will take about {_dur(p.cost.seconds_tie)}: {HARNESS_HINT}")
     return p
 
 
@@ -195,3 +188,53 @@ def answers_from(pairs: list[str]) -> dict[str, str]:
             raise BadInput(f"--answer {a!r}: expected one of {ANSWER_KEYS}")
         out[key] = value
     return out
+
+
+def settle(
+    run: BenchRun, answers: dict[str, str] | None = None, ask: Callable[[Question], str] | None = None
+) -> Proposal:
+    """The proposal with every question answered: from `answers` (`--answer key=value`),
+    then by `ask` (the CLI's prompt, in a terminal) one question at a time; without `ask`
+    an open question is a BadInput whose one line names the candidates."""
+    given = dict(answers or {})
+    for _ in range(8):  # at most table, metric, direction: a loop that does not settle is a bug
+        p = propose(run, given)
+        if p.complete:
+            return p
+        if ask is None:
+            raise BadInput(p.error_line())
+        q = p.questions[0]
+        answer = ask(q).strip() or (q.default or "")
+        if answer not in {c.value for c in q.choices}:
+            raise BadInput(f"kopt init --bench: {answer!r} is not one of {', '.join(c.value for c in q.choices)}")
+        given[q.key] = answer
+    raise BadInput("kopt init --bench: the questions did not settle")
+
+
+def write(proposal: Proposal, path: Path, *, overwrite: bool = False) -> Path:
+    """Write the proposal's kopt.toml to `path` (never over an existing file unless told)."""
+    if path.exists() and not overwrite:
+        raise BadInput(f"{path}: exists already; kopt init --bench proposes a config only where there is none")
+    text = proposal.text()
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def sources_warning(
+    repo: Path, bench: str, tracked: Collection[str], protected: Sequence[str], sources: Sequence[str]
+) -> str | None:
+    """`kopt init`'s warning for a config that declares no [target].sources: the tracked files
+    the bench reaches (imports.scan) that are not protected, named; None when sources are
+    declared or nothing is left out."""
+    if sources:
+        return None
+    left = unreviewed(scan(bench, repo), tracked, protected)
+    if not left:
+        return None
+    shown = ", ".join(left[:8]) + (f" (+{len(left) - 8} more)" if len(left) > 8 else "")
+    return (
+        f"[target].sources is not declared, and the bench reads {shown}, which [target].protected does not "
+        "cover: a candidate's change to any of them is measured as it is (a smaller input looks like a faster "
+        "kernel). Declare [target].sources (the files a candidate is meant to change: a change to any other "
+        "tracked file then goes to review with its lines quoted) and protect the rest"
+    )
