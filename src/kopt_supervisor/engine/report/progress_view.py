@@ -1,5 +1,5 @@
 """results.md's "Progress and where the time went" (docs/lanes.md): the best speedup against
-wall time and GPU time, one row per keep, and per lane where its time went (engine/api/progress.py
+wall time and GPU time, one row per keep, and per lane where its time went (engine/api/run_summary.py
 computes both from the iteration records). Pure: the run's iterations in, markdown lines out.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from kopt_supervisor.engine import fmt
-from kopt_supervisor.engine.api.progress import Progress, progress
+from kopt_supervisor.engine.api.run_summary import Progress, progress
 from kopt_supervisor.engine.records import Iteration
 from kopt_supervisor.engine.report.markdown import table
 
