@@ -24,8 +24,8 @@ from kopt_supervisor.engine.gpu.backends import open_backend
 from kopt_supervisor.engine.gpu.base import Backend, GpuState
 from kopt_supervisor.engine.gpu.claims import ClaimRegistry, claim_key
 from kopt_supervisor.engine.gpu.gate import assess, enrich
-from kopt_supervisor.engine.mcp.client_config import CLIENTS as MCP_CLIENTS
-from kopt_supervisor.engine.mcp.client_config import Snippet, snippet
+from kopt_supervisor.engine.mcp.rules import CLIENTS as MCP_CLIENTS
+from kopt_supervisor.engine.mcp.rules import Snippet, snippet
 from kopt_supervisor.engine.workspace import Workspace, create_workspace, resolve_root, validate_tag
 
 __all__ = [
