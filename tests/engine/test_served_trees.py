@@ -101,7 +101,7 @@ def no_server_left(ws: Workspace) -> bool:
 
 
 # ---------------------------------------------------------------------------------------
-# The OS's accounting of a process tree (runner.cpu_seconds)
+# The OS's accounting of a process tree (runner.processes.cpu_seconds)
 
 BURN = "import time\nt = time.process_time()\nwhile time.process_time() - t < {s}: pass\n"
 
@@ -115,7 +115,7 @@ def test_cpu_seconds_count_the_tree_reaped_children_and_what_escaped_with_the_to
     import sys
     import time
 
-    from kopt_supervisor.engine import runner
+    from kopt_supervisor.engine.runner.processes import STEP_ENV, cpu_seconds, end_leftovers, kill_group
 
     token = "tok" + os.urandom(6).hex()
     (tmp_path / "burn.py").write_text(BURN.format(s=0.4))
@@ -129,20 +129,20 @@ def test_cpu_seconds_count_the_tree_reaped_children_and_what_escaped_with_the_to
         cwd=tmp_path,
         start_new_session=True,
         stdout=subprocess.PIPE,
-        env={**os.environ, runner.STEP_ENV: token},
+        env={**os.environ, STEP_ENV: token},
     )
     try:
         assert proc.stdout is not None and proc.stdout.readline() == b"started\n"
         time.sleep(1.0)  # the spinners spin (on a loaded machine, a share of a CPU each)
-        tree = runner.cpu_seconds(proc.pid)
-        marked = runner.cpu_seconds(proc.pid, token)
+        tree = cpu_seconds(proc.pid)
+        marked = cpu_seconds(proc.pid, token)
         assert tree >= 0.4 + 0.1  # the reaped burn, and the setsid spinner
         assert marked >= tree + 0.1  # the escaped spinner too
         time.sleep(0.5)
-        assert runner.cpu_seconds(proc.pid, token) >= marked + 0.1  # still counting
+        assert cpu_seconds(proc.pid, token) >= marked + 0.1  # still counting
     finally:
-        runner.kill_group(proc.pid)
-        runner.end_leftovers(token)
+        kill_group(proc.pid)
+        end_leftovers(token)
         proc.wait()
 
 

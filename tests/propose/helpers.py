@@ -11,10 +11,12 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from kopt_supervisor.engine import config, runner
+from kopt_supervisor.engine import config
 from kopt_supervisor.engine.config import Config
 from kopt_supervisor.engine.propose.base import ProposalContext
 from kopt_supervisor.engine.propose.context import PackInputs, build_pack, list_sources
+from kopt_supervisor.engine.runner.command import RunResult
+from kopt_supervisor.engine.runner.command import run as run_command
 from kopt_supervisor.engine.store import Iteration
 
 FAKE_AGENTS = Path(__file__).resolve().parent.parent / "fake_agents"
@@ -268,8 +270,8 @@ def make_ctx(
 
 def _run(
     command: Any, *, cwd: Path, name: str, timeout_s: float, env: dict[str, str] | None = None, log_dir: Path
-) -> runner.RunResult:
-    return runner.run(command, cwd=cwd, log_dir=log_dir, name=name, timeout_s=min(timeout_s, 60), env=env)
+) -> RunResult:
+    return run_command(command, cwd=cwd, log_dir=log_dir, name=name, timeout_s=min(timeout_s, 60), env=env)
 
 
 def agents_path() -> str:

@@ -277,9 +277,9 @@ def propose_config(
                         bwrap=support.bwrap or sandbox.BWRAP,
                     )
                 )
-                from kopt_supervisor.engine import runner
+                from kopt_supervisor.engine.runner.command import run as run_command
 
-                res = runner.run(
+                res = run_command(
                     cmd, cwd=cwd, log_dir=log_dir, name="init_bench", timeout_s=900, env={**decision.env}, confine=jail
                 )
                 return (
@@ -372,7 +372,7 @@ def own_pids(meta: Mapping[str, Any]) -> set[int]:
     pids = {int(p) for p in [(meta.get("heartbeat") or {}).get("pid"), meta.get("engine_pid")] if p}
     pgid = meta.get("child_pgid")
     if pgid:
-        from kopt_supervisor.engine.runner import group_members
+        from kopt_supervisor.engine.runner.processes import group_members
 
         pids |= {p.pid for p in group_members(int(pgid))}
     return pids

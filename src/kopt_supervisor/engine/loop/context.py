@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from kopt_supervisor.engine import gitops, history, integrity, runner
+from kopt_supervisor.engine import gitops, history, integrity
 from kopt_supervisor.engine.config import Config
 from kopt_supervisor.engine.decide import Verdict
 from kopt_supervisor.engine.gpu.gate import Gate, GateDecision
@@ -28,6 +28,7 @@ from kopt_supervisor.engine.loop.processes import Processes
 from kopt_supervisor.engine.loop.projecting import Projections
 from kopt_supervisor.engine.loop.run_history import RunHistory
 from kopt_supervisor.engine.records import KEPT, Iteration, Phase, Status
+from kopt_supervisor.engine.runner.command import RunResult
 from kopt_supervisor.engine.store import Store
 from kopt_supervisor.engine.workspace import Workspace, write_atomic
 
@@ -222,7 +223,7 @@ class RunContext:
         timings["engine_s"] = round(max(0.0, total - outside), 4)
 
 
-def last_line(res: runner.RunResult) -> str:
+def last_line(res: RunResult) -> str:
     """The last non-empty line a failed command wrote (stderr first), for one-line reasons."""
     tail = res.tail(5) or res.tail(5, "stdout")
     lines = [ln for ln in tail.splitlines() if ln.strip()]
