@@ -28,7 +28,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from kopt_supervisor.engine import bench_output, config, metrics  # noqa: E402
+from kopt_supervisor.engine import bench_output, metrics  # noqa: E402
+from kopt_supervisor.engine.config.toml_io import loads as loads_config  # noqa: E402
 from kopt_supervisor.engine.decide import Policy, evaluate, voting_classes  # noqa: E402
 from kopt_supervisor.engine.runner.command import Server  # noqa: E402
 from kopt_supervisor.kernels import catalog  # noqa: E402
@@ -47,7 +48,7 @@ def main() -> int:
         trees[side] = work / side
         trees[side].mkdir()
         catalog.materialize(a.kernel, trees[side], naive=not a.tuned, python=sys.executable)
-    cfg = config.loads((trees["best"] / "kopt.toml").read_text())
+    cfg = loads_config((trees["best"] / "kopt.toml").read_text())
     cmd = cfg.target.ab_command.replace("{best}", str(trees["best"])).replace("{cand}", str(trees["cand"]))
     policy = Policy.from_config(cfg.decide, cfg.target.direction)
     logs = work / "logs"

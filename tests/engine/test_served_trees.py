@@ -15,7 +15,9 @@ from typing import Any
 import psutil
 import pytest
 
-from kopt_supervisor.engine import config, gitops
+from kopt_supervisor.engine import gitops
+from kopt_supervisor.engine.config.toml_io import dumps as dumps_config
+from kopt_supervisor.engine.config.toml_io import loads as loads_config
 from kopt_supervisor.engine.decide.side_cost import SideCost
 from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.loop.context import open_run, single_lane
@@ -152,10 +154,10 @@ def test_cpu_seconds_count_the_tree_reaped_children_and_what_escaped_with_the_to
 
 def test_serve_loads_validates_and_an_older_frozen_config_still_loads():
     base = '[target]\nbench = "python serve.py"\nmetric = "us"\n'
-    assert config.loads(base).target.serve == ""  # a run frozen before the key existed
-    cfg = config.loads(base + 'serve = "python serve.py --serve"\nab_command = "x {best} {cand}"\n')
+    assert loads_config(base).target.serve == ""  # a run frozen before the key existed
+    cfg = loads_config(base + 'serve = "python serve.py --serve"\nab_command = "x {best} {cand}"\n')
     assert cfg.target.serve == "python serve.py --serve"
-    assert config.loads(config.dumps(cfg)) == cfg
+    assert loads_config(dumps_config(cfg)) == cfg
     for bad, words in (
         (' serve = "  "', "[target].serve must be a command"),
         ('serve = "python b.py {cand}"', "[target].serve serves one tree"),
@@ -163,12 +165,12 @@ def test_serve_loads_validates_and_an_older_frozen_config_still_loads():
         ("serve = 3", "[target].serve must be a string, not 3"),
     ):
         with pytest.raises(BadInput) as e:
-            config.loads(base + bad + "\n", source="k.toml")
+            loads_config(base + bad + "\n", source="k.toml")
         assert str(e.value).startswith("k.toml: ") and words in str(e.value) and "\n" not in str(e.value)
 
 
 def test_serve_wins_over_an_ab_command_for_measurement(tmp_path):
-    cfg = config.loads(
+    cfg = loads_config(
         '[target]\nbench = "b"\nmetric = "us"\nab_command = "ab {best} {cand} --serve"\nab_serve = true\n'
         'serve = "b --serve"\n'
     )

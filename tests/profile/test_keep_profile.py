@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from kopt_supervisor.engine import config
+from kopt_supervisor.engine.config.toml_io import loads as loads_config
 from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.profile import NcuProfiler, Rocprofv3Profiler, compare_per_class
 from kopt_supervisor.engine.profile.ncu import DEFAULT_METRICS, M_TIME, PASS_KEEP
@@ -75,10 +75,10 @@ def test_all_at_once_runs_together_and_fails_naming_the_command(tmp_path: Path):
 
 
 def test_the_keep_key_is_read_and_checked():
-    assert config.loads(MIN_TOML).profile.keep == "time"
-    assert config.loads(MIN_TOML + '[profile]\nkeep = "full"\n').profile.keep == "full"
+    assert loads_config(MIN_TOML).profile.keep == "time"
+    assert loads_config(MIN_TOML + '[profile]\nkeep = "full"\n').profile.keep == "full"
     with pytest.raises(BadInput, match=r'\[profile\]\.keep must be "time" or "full", not \'all\''):
-        config.loads(MIN_TOML + "[profile]\nkeep = 'all'\n")
-    assert config.loads(MIN_TOML).profile.reuse_best_s == 900
+        loads_config(MIN_TOML + "[profile]\nkeep = 'all'\n")
+    assert loads_config(MIN_TOML).profile.reuse_best_s == 900
     with pytest.raises(BadInput, match=r"\[profile\]\.reuse_best_s must be between 0 and 86400"):
-        config.loads(MIN_TOML + "[profile]\nreuse_best_s = -1\n")
+        loads_config(MIN_TOML + "[profile]\nreuse_best_s = -1\n")

@@ -11,8 +11,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from kopt_supervisor.engine import config
-from kopt_supervisor.engine.config import Config
+from kopt_supervisor.engine.config.sections import Config
+from kopt_supervisor.engine.config.toml_io import loads as loads_config
 from kopt_supervisor.engine.propose.base import ProposalContext
 from kopt_supervisor.engine.propose.context import PackInputs, build_pack, list_sources
 from kopt_supervisor.engine.runner.command import RunResult
@@ -38,7 +38,7 @@ CONFIGS = {
 
 
 def cfg_with(propose: str = "", extra: str = "") -> Config:
-    return config.loads(BASE_TOML + ("[propose]\n" + propose if propose else "") + extra)
+    return loads_config(BASE_TOML + ("[propose]\n" + propose if propose else "") + extra)
 
 
 def git(cwd: Path, *args: str) -> str:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from kopt_supervisor.engine.config import Config
+from kopt_supervisor.engine.config.sections import Config
 from kopt_supervisor.engine.profile import NcuProfiler
 from kopt_supervisor.engine.propose.context import (
     Pack,

@@ -40,7 +40,7 @@ from kopt_supervisor.engine.adapters import (
     torch_benchmark,
 )
 from kopt_supervisor.engine.adapters.model import AdapterError, Table
-from kopt_supervisor.engine.config import FORMATS, AdapterConfig
+from kopt_supervisor.engine.config.sections import FORMATS, AdapterConfig
 
 __all__ = [
     "FORMATS",

@@ -28,8 +28,8 @@ from kopt_supervisor.engine.bookkeeping import Counters as Counters
 from kopt_supervisor.engine.bookkeeping import best_commit as best_commit
 from kopt_supervisor.engine.bookkeeping import best_iteration as best_iteration
 from kopt_supervisor.engine.bookkeeping import counters as counters
-from kopt_supervisor.engine.config import Config as Config
-from kopt_supervisor.engine.config import GpuConfig as GpuConfig
+from kopt_supervisor.engine.config.sections import Config as Config
+from kopt_supervisor.engine.config.sections import GpuConfig as GpuConfig
 from kopt_supervisor.engine.daemon import engine_alive as engine_alive
 from kopt_supervisor.engine.decide.confirmation import Confirmation as Confirmation
 from kopt_supervisor.engine.decide.external_truth import ExternalTruth as ExternalTruth

@@ -17,8 +17,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from kopt_supervisor.engine import config, daemon, gitops
-from kopt_supervisor.engine.config import GpuConfig
+from kopt_supervisor.engine import daemon, gitops
+from kopt_supervisor.engine.config.sections import Config, GpuConfig
+from kopt_supervisor.engine.config.toml_io import _build
+from kopt_supervisor.engine.config.toml_io import dumps as dumps_config
+from kopt_supervisor.engine.config.toml_io import loads as loads_config
+from kopt_supervisor.engine.config.toml_io import validate as validate_config
 from kopt_supervisor.engine.errors import BadInput, KoptError
 from kopt_supervisor.engine.gpu.backends import open_backend
 from kopt_supervisor.engine.gpu.base import Backend, GpuState
@@ -102,12 +106,12 @@ def init_run(
     cfg = (
         _with_bench(text, bench, str(cfg_path), propose)
         if bench or propose
-        else config.loads(text, source=str(cfg_path))
+        else loads_config(text, source=str(cfg_path))
     )
     missing = check_agent(cfg)
     if missing:
         raise BadInput(missing)
-    frozen = f"# frozen by `kopt init` from {cfg_path if cfg_path.exists() else 'defaults'}\n" + config.dumps(cfg)
+    frozen = f"# frozen by `kopt init` from {cfg_path if cfg_path.exists() else 'defaults'}\n" + dumps_config(cfg)
     start, untracked = _untracked_start(top, cfg.target.untrack)
     ws, _, commit = create_workspace(root, tag, top, frozen, config_source=str(cfg_path), start=start)
     if untracked:
@@ -140,7 +144,7 @@ def _untracked_start(top: Path, globs: list[str]) -> tuple[str | None, list[str]
     return commit, files
 
 
-def init_warnings(ws: Workspace, repo: Path, commit: str, cfg: config.Config) -> tuple[str, ...]:
+def init_warnings(ws: Workspace, repo: Path, commit: str, cfg: Config) -> tuple[str, ...]:
     """`kopt init`'s warnings about the frozen config (each also an event of the run): with no
     [target].sources, the files the bench reads that nothing covers (engine/onboard)."""
     from kopt_supervisor.engine import onboard
@@ -161,7 +165,7 @@ def init_warnings(ws: Workspace, repo: Path, commit: str, cfg: config.Config) ->
     return tuple(found)
 
 
-def _with_bench(text: str, bench: str | None, source: str, propose: dict[str, str] | None = None) -> config.Config:
+def _with_bench(text: str, bench: str | None, source: str, propose: dict[str, str] | None = None) -> Config:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
@@ -170,8 +174,8 @@ def _with_bench(text: str, bench: str | None, source: str, propose: dict[str, st
         data.setdefault("target", {})["bench"] = bench
     if propose:
         data.setdefault("propose", {}).update({"kind": "command", **propose})
-    cfg: config.Config = config._build(config.Config, data, source, "")
-    config.validate(cfg, source)
+    cfg: Config = _build(Config, data, source, "")
+    validate_config(cfg, source)
     return cfg
 
 

@@ -12,7 +12,8 @@ import math
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from kopt_supervisor.engine.config import DecideConfig, decide_problems
+from kopt_supervisor.engine.config.sections import DecideConfig
+from kopt_supervisor.engine.config.toml_io import decide_problems
 from kopt_supervisor.engine.dataclass_io import known_fields
 from kopt_supervisor.engine.decide.stats import geomean
 from kopt_supervisor.engine.errors import BadInput

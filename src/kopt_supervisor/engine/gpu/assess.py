@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kopt_supervisor.engine.config import GpuConfig
+from kopt_supervisor.engine.config.sections import GpuConfig
 from kopt_supervisor.engine.gpu.base import NA, GpuProcess, GpuState, disturbing, is_na
 
 

@@ -48,7 +48,7 @@ from typing import Any
 
 import psutil
 
-from kopt_supervisor.engine.config import GpuConfig
+from kopt_supervisor.engine.config.sections import GpuConfig
 from kopt_supervisor.engine.errors import BadInput, KoptFailure
 from kopt_supervisor.engine.gpu.assess import (  # re-exported: the gate's interface
     Assessment,

@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from kopt_supervisor.engine.config import GpuConfig
+from kopt_supervisor.engine.config.sections import GpuConfig
 from kopt_supervisor.engine.gpu.backends import open_backend
 from kopt_supervisor.engine.gpu.base import Backend, is_na, jsonable
 from kopt_supervisor.engine.gpu.claims import ClaimRegistry

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kopt_supervisor.engine import gitops, history, integrity
-from kopt_supervisor.engine.config import Config
+from kopt_supervisor.engine.config.sections import Config
 from kopt_supervisor.engine.decide import Verdict
 from kopt_supervisor.engine.gpu.gate import Gate, GateDecision
 from kopt_supervisor.engine.loop.control import Control
@@ -250,12 +250,13 @@ def open_run(
     edited on disk is put back, never adopted), the sandbox rule (a refusal comes here,
     before any state changes; `demo`, `kopt demo`'s own start, counts only on a workspace
     whose run.db records it as a demo), the command pump, the run's secret."""
-    from kopt_supervisor.engine import config, sandbox
+    from kopt_supervisor.engine import sandbox
+    from kopt_supervisor.engine.config.toml_io import loads as loads_config
 
     store = ws.open_store()
     key = integrity.read_secret(ws.dir)
     text, edited = integrity.frozen_config(ws.dir, store.meta(), key)
-    cfg = config.loads(text, source=str(ws.config_path))
+    cfg = loads_config(text, source=str(ws.config_path))
     support = sandbox.probe()
     mode = sandbox.start_rule(
         support,

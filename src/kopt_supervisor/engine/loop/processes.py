@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TypedDict
 
 from kopt_supervisor.engine import faults
-from kopt_supervisor.engine.config import Config
+from kopt_supervisor.engine.config.sections import Config
 from kopt_supervisor.engine.loop.control import Control
 from kopt_supervisor.engine.records import Iteration
 from kopt_supervisor.engine.runner.command import RunResult, Server

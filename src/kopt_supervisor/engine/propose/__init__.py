@@ -3,7 +3,7 @@ search); the context pack an agent reads (`context`) and what its runs cost (`co
 
 from __future__ import annotations
 
-from kopt_supervisor.engine.config import Config
+from kopt_supervisor.engine.config.sections import Config
 from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.propose.base import (
     Plan,

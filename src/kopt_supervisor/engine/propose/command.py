@@ -43,7 +43,7 @@ from kopt_supervisor.engine.propose.costs import (
 )
 
 if TYPE_CHECKING:
-    from kopt_supervisor.engine.config import Config
+    from kopt_supervisor.engine.config.sections import Config
 
 USAGE_MAX_BYTES = 64 * 1024
 

@@ -8,7 +8,7 @@ fake wins, the plan's format. Pure: returns text.
 
 from __future__ import annotations
 
-from kopt_supervisor.engine.config import Config
+from kopt_supervisor.engine.config.sections import Config
 
 
 def rules(cfg: Config) -> list[str]:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from kopt_supervisor.engine import fmt
-from kopt_supervisor.engine.config import Config
+from kopt_supervisor.engine.config.sections import Config
 from kopt_supervisor.engine.propose.costs import AgentRun, agent_runs, spent
 from kopt_supervisor.engine.records import Iteration
 from kopt_supervisor.engine.report.markdown import table

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kopt_supervisor.engine import bookkeeping
-from kopt_supervisor.engine.config import Config
+from kopt_supervisor.engine.config.sections import Config
 from kopt_supervisor.engine.records import Iteration
 from kopt_supervisor.engine.report.roofline_view import RooflineView
 

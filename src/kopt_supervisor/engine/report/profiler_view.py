@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from kopt_supervisor.engine import fmt
-from kopt_supervisor.engine.config import Config
+from kopt_supervisor.engine.config.sections import Config
 from kopt_supervisor.engine.projections import (
     ProfilerEvidence,
     profile_ns_per_call,

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kopt_supervisor.engine.config import Config
+from kopt_supervisor.engine.config.sections import Config
 from kopt_supervisor.engine.roofline.model import (
     DEFAULT_BANDWIDTH_METRIC,
     DEFAULT_FLOPS_METRIC,

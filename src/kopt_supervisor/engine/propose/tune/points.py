@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from kopt_supervisor.engine.config import TuneConfig
+from kopt_supervisor.engine.config.sections import TuneConfig
 
 Point = dict[str, Any]
 EXPLORE_LIMIT = 20000

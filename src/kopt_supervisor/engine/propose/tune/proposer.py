@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kopt_supervisor.engine.config import TuneConfig
+from kopt_supervisor.engine.config.sections import TuneConfig
 from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.propose.base import Proposal, ProposalContext, format_plan
 from kopt_supervisor.engine.propose.tune.params import ALL, apply_point, dump_params, load_params

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from kopt_supervisor.engine.config import TuneConfig
+from kopt_supervisor.engine.config.sections import TuneConfig
 from kopt_supervisor.engine.propose.tune.params import ALL, point_of
 from kopt_supervisor.engine.propose.tune.points import (
     Move,
