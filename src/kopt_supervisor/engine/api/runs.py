@@ -433,7 +433,8 @@ def measure_ceilings(root: Path) -> dict[str, Any]:
 
 def candidate_changes(ws: Workspace, base: str) -> list[str]:
     """The files cand/ changes against `base` (tracked diffs and new untracked files, not
-    ignored ones), sorted; [] when it holds no change."""
+    ignored ones), sorted; [] when it holds no change. Read by git on a scratch index (the
+    worktree's own index is untouched), as the police reads them after a proposal."""
     return gitops.changed_files(ws.cand, base)
 
 
