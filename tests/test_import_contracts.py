@@ -104,8 +104,8 @@ import subprocess
 import torch
 import yaml
 from kopt_supervisor.engine import history
-from kopt_supervisor.engine.roofline import specs
-from kopt_supervisor.engine.profile import units
+from kopt_supervisor.engine.roofline import evaluate
+from kopt_supervisor.engine.profile import profiler
 from kopt_supervisor.engine.roofline import model
 from kopt_supervisor.engine.decide import stats
 from . import stats
@@ -158,12 +158,12 @@ def test_each_contract_catches_what_it_forbids(tmp_path: Path) -> None:
         # the pure rooms: the deny-list, directly or through another module
         f"{pure} -> subprocess (l.2)",
         f"{pure} -> torch (l.3)",
-        f"{pure} -> kopt_supervisor.engine.profile.units (l.7)",
+        f"{pure} -> kopt_supervisor.engine.profile.profiler (l.7)",
         f"{pure} -> kopt_supervisor.engine.history (l.5)",
         "kopt_supervisor.engine.store -> sqlite3",  # history's chain to its database
         # the allow-list: a module no deny-list names, a third-party package, an impure parent
         f"{pure} -> yaml (l.4)",
-        f"{pure} -> kopt_supervisor.engine.roofline.specs (l.6)",
+        f"{pure} -> kopt_supervisor.engine.roofline.evaluate (l.6)",
         f"{pure} -> kopt_supervisor.engine.roofline (run by importing kopt_supervisor.engine.roofline.model) (l.8)",
         f"{pure} -> urllib (l.18)",
     ):

@@ -47,12 +47,12 @@ def test_the_distribution_name_is_not_the_taken_kopt_and_the_command_stays() -> 
 
 
 def test_the_gpu_wiki_is_package_data_read_through_importlib_resources() -> None:
-    from kopt_supervisor.engine.roofline import specs
+    from kopt_supervisor.engine.roofline import evaluate
 
     wiki = resources.files("kopt_supervisor") / "gpu_wiki"
     assert (wiki / "h100-sxm.md").is_file()
-    assert specs.shipped_wiki_dir() == wiki
-    assert specs.lookup_specs("NVIDIA H100 80GB HBM3")["hbm_bandwidth"].source.startswith(
+    assert evaluate.shipped_wiki_dir() == wiki
+    assert evaluate.lookup_specs("NVIDIA H100 80GB HBM3")["hbm_bandwidth"].source.startswith(
         "kopt_supervisor/gpu_wiki/h100-sxm.md:"
     )
 

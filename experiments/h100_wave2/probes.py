@@ -29,7 +29,8 @@ def ncu_under_sandbox(
     profiled bench; `files` go into its tree beside it. `ok`: ncu's report was read back with
     launches in it (None: bubblewrap does not work here, nothing to check)."""
     from kopt_supervisor.engine import sandbox
-    from kopt_supervisor.engine.profile import PROFILE_ENV, NcuProfiler
+    from kopt_supervisor.engine.profile.ncu import NcuProfiler
+    from kopt_supervisor.engine.profile.profiler import PROFILE_ENV
     from kopt_supervisor.engine.runner.command import run as run_command
 
     support = sandbox.probe()

@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 from kopt_supervisor.engine import adapters, metrics
-from kopt_supervisor.engine.adapters import google_benchmark, text
-from kopt_supervisor.engine.adapters.model import RATE, TIME, AdapterError, column_unit, to_unit
+from kopt_supervisor.engine.adapters import benchmarks, text
+from kopt_supervisor.engine.adapters.table import RATE, TIME, AdapterError, column_unit, to_unit
 from kopt_supervisor.engine.config.sections import AdapterConfig, TargetConfig
 
 DATA = Path(__file__).parent / "data"
@@ -200,7 +200,7 @@ def test_google_benchmark_errors_skips_nan_and_complexity_rows() -> None:
 
 
 def test_google_benchmark_names_and_bad_units(tmp_path: Path) -> None:
-    assert google_benchmark.parse_name("BM_x/M:64/7/min_time:0.500/repeats:3/manual_time/threads:4") == {
+    assert benchmarks.parse_name("BM_x/M:64/7/min_time:0.500/repeats:3/manual_time/threads:4") == {
         "benchmark": "BM_x",
         "M": 64,
         "arg1": 7,

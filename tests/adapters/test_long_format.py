@@ -1,4 +1,4 @@
-"""engine/adapters/long_format: long-format rows (value + metric-name/unit columns) read wide;
+"""engine/adapters/text.py, the long format: rows (value + metric-name/unit columns) read wide;
 hardware columns never merge configs; repeated keys are samples; and the onboarding rules
 around them (a reference provider, the kernel's provider, --answer forms, `cd` commands)."""
 
@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from kopt_supervisor.engine import adapters, onboard
-from kopt_supervisor.engine.adapters import long_format
-from kopt_supervisor.engine.adapters.model import AdapterError
+from kopt_supervisor.engine.adapters.table import AdapterError
+from kopt_supervisor.engine.adapters.text import long_format_file_table
 from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.metrics import describe_classes
 from kopt_supervisor.engine.onboard.imports import bench_scripts
@@ -25,7 +25,7 @@ def rows(*lines: str) -> str:
 
 
 def test_rows_read_wide_per_provider_and_metric() -> None:
-    t = long_format.file_table(
+    t = long_format_file_table(
         rows(
             "liger,forward,speed,ms,64,0.5,0.4,H100,t1",
             "huggingface,forward,speed,ms,64,0.9,0.8,H100,t1",
@@ -42,7 +42,7 @@ def test_rows_read_wide_per_provider_and_metric() -> None:
 
 
 def test_configs_of_different_gpus_are_never_merged_and_repeats_are_samples() -> None:
-    t = long_format.file_table(
+    t = long_format_file_table(
         rows(
             "liger,forward,speed,ms,64,0.5,0.4,H100,t1",
             "liger,forward,speed,ms,64,0.7,0.6,A100,t1",
@@ -64,9 +64,9 @@ def test_the_loop_reads_the_same_file_with_format_long() -> None:
 
 
 def test_a_plain_csv_is_not_long_format() -> None:
-    assert long_format.file_table is not None
+    assert long_format_file_table is not None
     with pytest.raises(AdapterError):
-        long_format.file_table("N,time_us\n1,2\n", "x.csv")
+        long_format_file_table("N,time_us\n1,2\n", "x.csv")
 
 
 def _run(

@@ -56,7 +56,9 @@ def main() -> int:
     ap.add_argument("--out", required=True, type=Path)
     a = ap.parse_args()
     sys.path.insert(0, str(REPO))
-    from kopt_supervisor.engine.profile import PROFILE_ENV, NcuProfiler, Rocprofv3Profiler
+    from kopt_supervisor.engine.profile.ncu import NcuProfiler
+    from kopt_supervisor.engine.profile.profiler import PROFILE_ENV
+    from kopt_supervisor.engine.profile.rocprof import Rocprofv3Profiler
 
     out: Path = a.out.resolve()
     out.mkdir(parents=True, exist_ok=True)

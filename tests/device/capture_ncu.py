@@ -17,7 +17,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from kopt_supervisor.engine.profile import PROFILE_ENV, NcuProfiler, parse_ncu_csv  # noqa: E402
+from kopt_supervisor.engine.profile.ncu import NcuProfiler, parse_ncu_csv  # noqa: E402
+from kopt_supervisor.engine.profile.profiler import PROFILE_ENV  # noqa: E402
 
 CALLS = 7
 REGEX = "kopt_capture"

@@ -5,7 +5,7 @@
 #
 # It profiles tests/device/ncu_workload.py (two Triton kernels: kopt_capture_add_kernel
 # launched 7 times, kopt_capture_scale_kernel 14 times) through kopt's own ncu command
-# (engine.profile.NcuProfiler.command, so the flags are exactly the adapter's), once with
+# (engine.profile.ncu.NcuProfiler.command, so the flags are exactly the adapter's), once with
 # the raw page and once with the details page, and writes to $OUT:
 #   ncu_h100_raw.csv, ncu_h100_raw.expect.json, ncu_h100_details.csv,
 #   ncu_h100_details.expect.json, ncu_h100_command.txt

@@ -39,10 +39,9 @@ sys.path.insert(0, str(ROOT))
 
 from kopt_supervisor.engine.config.sections import GpuConfig  # noqa: E402
 from kopt_supervisor.engine.gpu.backends import open_backend  # noqa: E402
-from kopt_supervisor.engine.gpu.base import GpuState, is_na  # noqa: E402
-from kopt_supervisor.engine.gpu.claims import claim_key  # noqa: E402
-from kopt_supervisor.engine.gpu.gate import Gate, round_flags  # noqa: E402
+from kopt_supervisor.engine.gpu.gate import Gate, claim_key  # noqa: E402
 from kopt_supervisor.engine.gpu.report import format_report, gpus_report  # noqa: E402
+from kopt_supervisor.engine.gpu.state import GpuState, is_na, round_flags  # noqa: E402
 
 HOG = r"""
 import ctypes, os, sys, time
@@ -213,7 +212,7 @@ def gate_waits(backend_name: str, index: int, args: argparse.Namespace) -> dict[
 
 def claim_check(index: int, uuid: str) -> dict[str, Any]:
     code = (
-        "import sys, time; sys.path.insert(0, sys.argv[1]); from kopt_supervisor.engine.gpu.claims import ClaimRegistry;"
+        "import sys, time; sys.path.insert(0, sys.argv[1]); from kopt_supervisor.engine.gpu.gate import ClaimRegistry;"
         "r = ClaimRegistry(owner='kopt run other-tag'); print(r.claim(sys.argv[2]), flush=True); time.sleep(30)"
     )
     key = claim_key("", uuid, index)

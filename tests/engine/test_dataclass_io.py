@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kopt_supervisor.engine.decide.model import ClassResult
-from kopt_supervisor.engine.profile.records import RangeKernelStat
+from kopt_supervisor.engine.profile.summary import RangeKernelStat
 
 
 def test_keys_a_dataclass_does_not_have_are_dropped_and_the_rest_round_trips():

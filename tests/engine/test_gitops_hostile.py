@@ -833,7 +833,7 @@ def test_a_fake_repository_inside_the_worktree_is_refused_even_unbound(
     for name, text in (("HEAD", base), ("commondir", "../.."), ("gitdir", str(cand / ".git"))):
         (fake / "worktrees" / "cand" / name).write_text(text + "\n")
     (cand / ".git").write_text(f"gitdir: {fake / 'worktrees' / 'cand'}\n")
-    monkeypatch.setattr(gitops.location, "_TRUSTED", {})
+    monkeypatch.setattr(gitops.guards, "_TRUSTED", {})
     with pytest.raises(KoptError, match="inside the worktree itself"):
         gitops.head(cand)
 

@@ -18,7 +18,7 @@ from kopt_supervisor.engine.loop.lane import Lane
 from kopt_supervisor.engine.loop.machine import Engine, Parts
 from kopt_supervisor.engine.loop.police import Problem
 from kopt_supervisor.engine.loop.rounds import CorrectnessFailure
-from kopt_supervisor.engine.propose import Proposal
+from kopt_supervisor.engine.propose.proposer import Proposal
 from kopt_supervisor.engine.records import Iteration, Phase, Stage, Status
 from kopt_supervisor.engine.store import Store
 from kopt_supervisor.engine.workspace import Workspace

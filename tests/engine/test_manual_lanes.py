@@ -16,7 +16,7 @@ from kopt_supervisor.engine.api.run_io import submit_waits
 from kopt_supervisor.engine.daemon import run_engine
 from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.loop.control import Control
-from kopt_supervisor.engine.propose.manual import route_submit
+from kopt_supervisor.engine.propose.proposer import route_submit
 from kopt_supervisor.engine.store import Store
 from kopt_supervisor.kopt_tui.cli import main as kopt
 from tests.reliability.helpers import FAST, init, iterations
@@ -184,7 +184,7 @@ def test_submit_addressed_checks_what_it_can_know(fake_env, monkeypatch):
     """The sender's checks with an engine that runs (its pid faked): a lane not waiting is
     refused with what it does; a wait published by another engine is no wait."""
     from kopt_supervisor.engine.api import run_io
-    from kopt_supervisor.engine.propose.manual import wait_key
+    from kopt_supervisor.engine.propose.proposer import wait_key
 
     repo, root = fake_env([], extra_toml=LANES2)
     ws = init(repo, root)

@@ -1,4 +1,5 @@
-"""The `tune` proposer (engine/propose/tune/): search order, no repeats, plans, bad files."""
+"""The `tune` proposer (engine/propose/tune.py, tune_space.py, tune_search.py): search order, no
+repeats, plans, bad files."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ from typing import Any
 import pytest
 
 from kopt_supervisor.engine.config.sections import Config, TuneConfig
-from kopt_supervisor.engine.propose.base import ProposalContext, parse_plan
-from kopt_supervisor.engine.propose.tune import TuneProposer, dump_params
+from kopt_supervisor.engine.propose.proposer import ProposalContext, parse_plan
+from kopt_supervisor.engine.propose.tune import TuneProposer
+from kopt_supervisor.engine.propose.tune_space import dump_params
 
 SPACE = {"num_warps": [1, 2, 4, 8], "BLOCK_D": [64, 128, 0], "num_stages": [1, 2]}
 START = {"*": {"num_warps": 2, "BLOCK_D": 128, "num_stages": 1, "eps": 1e-6}}
@@ -341,7 +343,7 @@ def test_params_outside_the_tree_is_refused(tmp_path):
     ],
 )
 def test_an_off_list_value_steps_to_its_place_in_the_listed_order(current, values, expected):
-    from kopt_supervisor.engine.propose.tune import steps
+    from kopt_supervisor.engine.propose.tune_space import steps
 
     assert [v for v, _ in steps(current, values)] == expected
 

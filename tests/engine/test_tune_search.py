@@ -15,7 +15,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from kopt_supervisor.engine.propose.tune import ALL, TuneProposer
+from kopt_supervisor.engine.propose.tune import TuneProposer
+from kopt_supervisor.engine.propose.tune_space import ALL
 from tests.engine.test_tune import Harness
 
 SPACE = {
@@ -198,13 +199,13 @@ ADALN_H100 = {
 
 
 def test_a_line_that_is_worse_one_step_on_is_leapt(tmp_path: Path, monkeypatch) -> None:
-    from kopt_supervisor.engine.propose.tune import points  # neighbourhood reads leaps there
+    from kopt_supervisor.engine.propose import tune_space  # neighbourhood reads leaps there
 
     (tmp_path / "a").mkdir()
     with_leaps = climb(tmp_path / "a", ADALN_H100, per_class=True, shared_first=True, naive=ADALN_NAIVE)
     assert with_leaps <= 20
     # without the leap the wide class stays at 1024-wide chunks: its one-step neighbours are
     # all slower, and the two-parameter pairs and the exploration come too late
-    monkeypatch.setattr(points, "leaps", lambda value, values: [])
+    monkeypatch.setattr(tune_space, "leaps", lambda value, values: [])
     (tmp_path / "b").mkdir()
     assert climb(tmp_path / "b", ADALN_H100, per_class=True, shared_first=True, naive=ADALN_NAIVE) > 30

@@ -9,10 +9,9 @@ from gpu_helpers import gpu, write_script
 
 from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.gpu import backends
-from kopt_supervisor.engine.gpu.backends import AutoBackend, FakeBackend, NoGpu, open_backend
-from kopt_supervisor.engine.gpu.base import NA, GpuState
+from kopt_supervisor.engine.gpu.backends import AutoBackend, FakeBackend, NoGpu, NvidiaSmiBackend, open_backend
 from kopt_supervisor.engine.gpu.bindings import NvmlBackend
-from kopt_supervisor.engine.gpu.smi import NvidiaSmiBackend
+from kopt_supervisor.engine.gpu.state import NA, GpuState
 
 
 class Stub:

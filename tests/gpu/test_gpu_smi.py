@@ -28,9 +28,8 @@ from pathlib import Path
 
 import pytest
 
-from kopt_supervisor.engine.gpu import smi
-from kopt_supervisor.engine.gpu.base import NA
-from kopt_supervisor.engine.gpu.smi import AmdSmiCliBackend, NvidiaSmiBackend, RocmSmiBackend
+from kopt_supervisor.engine.gpu import backends
+from kopt_supervisor.engine.gpu.backends import AmdSmiCliBackend, NvidiaSmiBackend, RocmSmiBackend
 from kopt_supervisor.engine.gpu.smi_parse import (
     NVIDIA_SMI_FIELDS,
     invalid_field,
@@ -38,6 +37,7 @@ from kopt_supervisor.engine.gpu.smi_parse import (
     parse_nvidia_smi,
     parse_rocm_smi,
 )
+from kopt_supervisor.engine.gpu.state import NA
 
 H100_UUID = "GPU-3f1c2b8e-9d4a-4e6b-a1f0-7c2d5e8b9a10"
 NVIDIA_GPUS = (
@@ -311,7 +311,7 @@ def test_nvidia_smi_backend_failures_read_nothing_with_the_reason(bindir, monkey
         "nvidia-smi failed: exit 9: NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver."
     )
     tool(bindir, "nvidia-smi", "sleep 5\n")
-    monkeypatch.setattr(smi, "TIMEOUT_S", 0.3)
+    monkeypatch.setattr(backends, "TIMEOUT_S", 0.3)
     hung = NvidiaSmiBackend()
     assert hung.read() == [] and "no answer within" in hung.status
 

@@ -10,7 +10,7 @@ import pytest
 
 from kopt_supervisor.engine.api import progress
 from kopt_supervisor.engine.records import Iteration, Status
-from kopt_supervisor.engine.report.progress_view import TITLE, section
+from kopt_supervisor.engine.report.provenance import PROGRESS_TITLE, progress_section
 
 T0 = 1_000_000.0
 
@@ -136,8 +136,8 @@ def test_records_without_buckets_count_as_other_and_nothing_ended_is_empty() -> 
 
 
 def test_results_md_shows_the_curve_and_the_lanes_time() -> None:
-    text = "\n".join(section(history(), "min"))
-    assert text.startswith(f"## {TITLE}")
+    text = "\n".join(progress_section(history(), "min"))
+    assert text.startswith(f"## {PROGRESS_TITLE}")
     assert "| v1 | 0:30 | 0.01 h | 1.414× |" in text and "| v4 | 1:10 | 0.04 h | 2.000× |" in text
     lane2 = next(line for line in text.splitlines() if line.startswith("| 2 |"))
     assert "0:20 (100%)" in lane2 and lane2.endswith("| 0 / 2 / 1 |")

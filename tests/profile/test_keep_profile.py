@@ -15,8 +15,9 @@ import pytest
 
 from kopt_supervisor.engine.config.toml_io import loads as loads_config
 from kopt_supervisor.engine.errors import BadInput
-from kopt_supervisor.engine.profile import NcuProfiler, Rocprofv3Profiler, compare_per_class
-from kopt_supervisor.engine.profile.ncu import DEFAULT_METRICS, M_TIME, PASS_KEEP
+from kopt_supervisor.engine.profile.classes import compare_per_class
+from kopt_supervisor.engine.profile.ncu import DEFAULT_METRICS, M_TIME, PASS_KEEP, NcuProfiler
+from kopt_supervisor.engine.profile.rocprof import Rocprofv3Profiler
 from kopt_supervisor.engine.runner.command import all_at_once
 from tests.profile.test_profile_config import MIN as MIN_TOML
 from tests.profile.test_profile_two_pass import FAKE_NCU, REFS, _option, run_profile

@@ -18,14 +18,10 @@ from pathlib import Path
 import pytest
 
 from kopt_supervisor.engine.errors import BadInput, KoptFailure
-from kopt_supervisor.engine.profile import (
-    PROFILE_ENV,
-    NcuProfiler,
-    Rocprofv3Profiler,
-    choose_profiler,
-)
-from kopt_supervisor.engine.profile.ncu import DEFAULT_METRICS, ncu_launches
-from kopt_supervisor.engine.profile.rocprof import trace_launches
+from kopt_supervisor.engine.profile import choose_profiler
+from kopt_supervisor.engine.profile.ncu import DEFAULT_METRICS, NcuProfiler, ncu_launches
+from kopt_supervisor.engine.profile.profiler import PROFILE_ENV
+from kopt_supervisor.engine.profile.rocprof import Rocprofv3Profiler, trace_launches
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 

@@ -11,19 +11,9 @@ import random
 import pytest
 
 from kopt_supervisor.engine.errors import KoptFailure
-from kopt_supervisor.engine.profile import (
-    ALL_CLASSES,
-    NO_RANGES_NOTE,
-    Agreement,
-    ClassComparison,
-    ConfigRef,
-    Launch,
-    ProfileSummary,
-    agrees,
-    compare,
-    compare_per_class,
-    summarize,
-)
+from kopt_supervisor.engine.profile.class_records import ALL_CLASSES, Agreement, ClassComparison, agrees
+from kopt_supervisor.engine.profile.classes import NO_RANGES_NOTE, ConfigRef, compare_per_class
+from kopt_supervisor.engine.profile.summary import Launch, ProfileSummary, compare, summarize
 
 CONFIGS = {"dclass=narrow,n=1024": 5000.0, "dclass=narrow,n=2048": 9000.0, "dclass=wide,n=4096": 600000.0}
 REFS = [ConfigRef(k, k.split(",")[0], dict(p.split("=") for p in k.split(","))) for k in CONFIGS]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kopt_supervisor.engine.errors import KoptFailure
-from kopt_supervisor.engine.profile import Launch, ProfileComparison, compare, summarize
+from kopt_supervisor.engine.profile.summary import Launch, ProfileComparison, compare, summarize
 
 
 def profile(regex: str = "attn", **kernels: tuple[int, float]):

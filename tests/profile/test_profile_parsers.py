@@ -11,12 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from kopt_supervisor.engine.profile import (
-    NcuProfiler,
-    ProfileSummary,
-    Rocprofv3Profiler,
-    parse_ncu_csv,
-)
+from kopt_supervisor.engine.profile.ncu import NcuProfiler, parse_ncu_csv
+from kopt_supervisor.engine.profile.rocprof import Rocprofv3Profiler
+from kopt_supervisor.engine.profile.summary import ProfileSummary
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 NCU_FILES = sorted(DATA.glob("ncu_*.csv"))

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kopt_supervisor.engine.profile import ConfigRef, RangeMatcher, config_refs, range_name
-from kopt_supervisor.engine.profile.ranges import parse_range
+from kopt_supervisor.engine.profile.classes import ConfigRef, RangeMatcher, config_refs, parse_range, range_name
 
 COLS = ["dclass", "n", "dtype", "name"]
 REFS = [

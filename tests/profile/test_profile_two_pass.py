@@ -18,22 +18,19 @@ from pathlib import Path
 import pytest
 
 from kopt_supervisor.engine.errors import KoptFailure
-from kopt_supervisor.engine.profile import (
-    NcuProfiler,
-    ProfileSummary,
-    Rocprofv3Profiler,
-    choose_profiler,
-    compare_per_class,
-)
-from kopt_supervisor.engine.profile.base import ProfilePass
+from kopt_supervisor.engine.profile import choose_profiler
+from kopt_supervisor.engine.profile.classes import ConfigRef, compare_per_class
 from kopt_supervisor.engine.profile.ncu import (
     DEFAULT_METRICS,
     M_TIME,
     PASSES_FALLBACK,
     PASSES_TWO,
+    NcuProfiler,
     profiled_nothing,
 )
-from kopt_supervisor.engine.profile.ranges import ConfigRef
+from kopt_supervisor.engine.profile.profiler import ProfilePass
+from kopt_supervisor.engine.profile.rocprof import Rocprofv3Profiler
+from kopt_supervisor.engine.profile.summary import ProfileSummary
 
 FAKE_NCU = Path(__file__).resolve().parents[1] / "fake_target" / "bin" / "ncu"
 BENCH = [sys.executable, "-c", "pass"]

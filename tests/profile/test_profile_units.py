@@ -4,12 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kopt_supervisor.engine.profile.units import (
-    bytes_of,
-    parse_number,
-    rate_to_bytes_per_s,
-    time_to_ns,
-)
+from kopt_supervisor.engine.profile.profiler import bytes_of, parse_number, rate_to_bytes_per_s, time_to_ns
 
 
 @pytest.mark.parametrize(

@@ -13,8 +13,9 @@ from typing import Any
 
 from kopt_supervisor.engine.config.sections import Config
 from kopt_supervisor.engine.config.toml_io import loads as loads_config
-from kopt_supervisor.engine.propose.base import ProposalContext
-from kopt_supervisor.engine.propose.context import PackInputs, build_pack, list_sources
+from kopt_supervisor.engine.propose.context import build_pack
+from kopt_supervisor.engine.propose.context_inputs import PackInputs, list_sources
+from kopt_supervisor.engine.propose.proposer import ProposalContext
 from kopt_supervisor.engine.runner.command import RunResult
 from kopt_supervisor.engine.runner.command import run as run_command
 from kopt_supervisor.engine.store import Iteration

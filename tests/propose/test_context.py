@@ -11,14 +11,9 @@ from typing import Any
 import pytest
 
 from kopt_supervisor.engine.config.sections import Config
-from kopt_supervisor.engine.profile import NcuProfiler
-from kopt_supervisor.engine.propose.context import (
-    Pack,
-    PackInputs,
-    SourceFile,
-    build_pack,
-    list_sources,
-)
+from kopt_supervisor.engine.profile.ncu import NcuProfiler
+from kopt_supervisor.engine.propose.context import build_pack
+from kopt_supervisor.engine.propose.context_inputs import Pack, PackInputs, SourceFile, list_sources
 from kopt_supervisor.engine.store import Iteration
 
 from .helpers import CONFIGS, META, cfg_with, cls_entry, history, make_repo

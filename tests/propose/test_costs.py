@@ -9,19 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from kopt_supervisor.engine.propose.costs import (
-    AgentRun,
-    budget_exhausted,
-    cap_file,
+from kopt_supervisor.engine.propose.agent_parsers import (
     parse_aider,
     parse_claude,
     parse_codex,
     parse_gemini,
     parse_generic,
     parse_opencode,
-    read_lines,
-    spent,
 )
+from kopt_supervisor.engine.propose.costs import AgentRun, budget_exhausted, cap_file, read_lines, spent
 
 from .helpers import cfg_with
 

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from kopt_supervisor.engine.profile import NcuProfiler
-from kopt_supervisor.engine.propose.base import assess_plan
-from kopt_supervisor.engine.propose.context import PackInputs, build_pack
+from kopt_supervisor.engine.profile.ncu import NcuProfiler
+from kopt_supervisor.engine.propose.context import build_pack
+from kopt_supervisor.engine.propose.context_inputs import PackInputs
+from kopt_supervisor.engine.propose.proposer import assess_plan
 
 from .helpers import META, cfg_with, history
 

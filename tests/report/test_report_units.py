@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from kopt_supervisor.engine import environment
-from kopt_supervisor.engine.report import collect, export
+from kopt_supervisor.engine.report import inputs, writer
+from kopt_supervisor.engine.report.inputs import geomean, quantile, speedup, summarize
+from kopt_supervisor.engine.report.provenance import generic_tables
 from kopt_supervisor.engine.report.provenance import gpu_state as _gpu_state
-from kopt_supervisor.engine.report.roofline_tables import generic_tables
-from kopt_supervisor.engine.report.stats import geomean, quantile, speedup, summarize
 from kopt_supervisor.engine.store import Iteration
 
 # -- statistics ----------------------------------------------------------------------------
@@ -78,7 +78,7 @@ def test_speedup_is_oriented_by_direction_and_geomean_is_equal_weight():
     ],
 )
 def test_exclusion_rules(path, in_branch, proposer, ignored, csv, reason):
-    got = export.exclusion(path, ignored=ignored, in_branch=in_branch, proposer_files=proposer, bench_csv=csv)
+    got = writer.exclusion(path, ignored=ignored, in_branch=in_branch, proposer_files=proposer, bench_csv=csv)
     if reason is None:
         assert got is None
     else:
@@ -119,22 +119,22 @@ def test_tree_samples_follow_sides_stages_and_masks():
         row(4, "eval", "best", 4.2),
         row(4, "eval", "cand", 3.0),
     ]
-    assert collect.tree_samples(its, rows, "B").values == {"c1": [10.0, 11.0]}
+    assert inputs.tree_samples(its, rows, "B").values == {"c1": [10.0, 11.0]}
     # C1: v1's candidate (eval: its committed tree is the evaluated one) and v2's best side
-    assert collect.tree_samples(its, rows, "C1").values == {"c1": [5.0, 6.0, 6.5]}
+    assert inputs.tree_samples(its, rows, "C1").values == {"c1": [5.0, 6.0, 6.5]}
     # C2: v2's verify candidate only (its eval tree was not the committed one), v3's best; v4 masked
-    c2 = collect.tree_samples(its, rows, "C2")
+    c2 = inputs.tree_samples(its, rows, "C2")
     assert c2.values == {"c1": [4.0, 4.5]} and c2.sources == {2: 1, 3: 1}
-    data = collect.collect({}, its, rows)
+    data = inputs.collect({}, its, rows)
     assert data.best.version == 2 and [i.version for i in data.chain] == [1, 2]
 
 
 def test_committed_tree_never_timed_has_no_candidate_samples():
     keep = it(1, "keep", commit="C", before="B", record={"commit_tree": "x", "evaluated_tree": "y"})
-    assert collect.committed_stages(keep, {"eval", "reverify"}) == frozenset()
-    assert collect.committed_stages(keep, {"eval", "reverify", "verify"}) == {"verify"}
+    assert inputs.committed_stages(keep, {"eval", "reverify"}) == frozenset()
+    assert inputs.committed_stages(keep, {"eval", "reverify", "verify"}) == {"verify"}
     same = it(2, "keep", commit="D", before="C", record={"commit_tree": "t", "evaluated_tree": "t"})
-    assert collect.committed_stages(same, {"eval", "reverify"}) == {"eval", "reverify"}
+    assert inputs.committed_stages(same, {"eval", "reverify"}) == {"eval", "reverify"}
 
 
 def test_reverify_samples_count_and_flagged_rounds_are_left_out():
@@ -154,7 +154,7 @@ def test_reverify_samples_count_and_flagged_rounds_are_left_out():
         {**row(1, "eval", "best", 500.0), "flagged": 1},
         {**row(1, "reverify", "cand", 0.001), "flagged": "yes"},
     ]
-    base, final = collect.tree_samples(its, rows, "B"), collect.tree_samples(its, rows, "C1")
+    base, final = inputs.tree_samples(its, rows, "B"), inputs.tree_samples(its, rows, "C1")
     assert base.values == {"c1": [10.0, 11.0, 12.0]} and base.flagged == 1 and base.sources == {0: 1, 1: 2}
     assert final.values == {"c1": [5.0, 5.5]} and final.flagged == 1
 
@@ -165,10 +165,10 @@ def test_chain_skips_a_stray_unmasked_keep_and_needs_a_baseline():
         it(1, "keep", commit="C1", before="B"),
         it(2, "keep", commit="C2", before="B"),
     ]  # v2 branched from the baseline (v1 unmasked by hand)
-    data = collect.collect({}, its, [])
+    data = inputs.collect({}, its, [])
     assert [i.version for i in data.chain] == [2] and [i.version for i in data.stray_keeps] == [1]
-    with pytest.raises(collect.NoBaseline):
-        collect.collect({}, [it(1, "keep", commit="C1", before="B")], [])
+    with pytest.raises(inputs.NoBaseline):
+        inputs.collect({}, [it(1, "keep", commit="C1", before="B")], [])
 
 
 # -- environment ---------------------------------------------------------------------------------
@@ -305,9 +305,9 @@ def test_gpu_state_line_says_what_the_gate_saw():
 
 def test_profiles_and_a_recorded_roofline_are_rendered():
     from kopt_supervisor.engine.config.toml_io import loads
-    from kopt_supervisor.engine.profile import Launch, summarize
-    from kopt_supervisor.engine.report.render import ReportInputs, render_results
-    from kopt_supervisor.engine.report.roofline_view import RooflineView
+    from kopt_supervisor.engine.profile.summary import Launch, summarize
+    from kopt_supervisor.engine.report.inputs import ReportInputs, RooflineView
+    from kopt_supervisor.engine.report.render import render_results
 
     def prof(ns: float):
         launches = [
@@ -356,7 +356,7 @@ def test_profiles_and_a_recorded_roofline_are_rendered():
     rows = [row(0, "baseline", "best", 10.0), row(1, "eval", "best", 10.2), row(1, "eval", "cand", 8.0)]
 
     def render() -> str:
-        data = collect.collect({"repo": "/r", "state": "stopped"}, its, rows)
+        data = inputs.collect({"repo": "/r", "state": "stopped"}, its, rows)
         return render_results(
             ReportInputs(
                 data=data,
@@ -395,7 +395,7 @@ def test_profiles_and_a_recorded_roofline_are_rendered():
 def test_performance_md_reads_the_profilers_time_per_call():
     from kopt_supervisor.engine.bookkeeping import counters
     from kopt_supervisor.engine.config.toml_io import loads
-    from kopt_supervisor.engine.profile import Launch, summarize
+    from kopt_supervisor.engine.profile.summary import Launch, summarize
     from kopt_supervisor.engine.projections import render_performance
     from tests.report.conftest import table
 
@@ -424,12 +424,12 @@ def test_performance_md_reads_the_profilers_time_per_call():
 
 def test_the_runs_notice_is_in_the_summary():
     from kopt_supervisor.engine.config.toml_io import loads
-    from kopt_supervisor.engine.report.render import ReportInputs, render_results
-    from kopt_supervisor.engine.report.roofline_view import RooflineView
+    from kopt_supervisor.engine.report.inputs import ReportInputs, RooflineView
+    from kopt_supervisor.engine.report.render import render_results
 
     cfg = loads('[target]\nbench = "python b.py"\nmetric = "us"\n')
     its = [it(0, "baseline", commit="B", before="B", record={"configs": {"c1": {"cls": "k", "production": True}}})]
-    data = collect.collect({"notice": "CPU timings (Triton interpreter)"}, its, [row(0, "baseline", "best", 1.0)])
+    data = inputs.collect({"notice": "CPU timings (Triton interpreter)"}, its, [row(0, "baseline", "best", 1.0)])
     text = render_results(
         ReportInputs(
             data=data,
@@ -455,11 +455,11 @@ def test_the_runs_notice_is_in_the_summary():
 
 def report_of(its, meta=None, cfg_text='[target]\nbench = "python b.py"\nmetric = "us"\n'):
     from kopt_supervisor.engine.config.toml_io import loads
-    from kopt_supervisor.engine.report.render import ReportInputs, render_results
-    from kopt_supervisor.engine.report.roofline_view import RooflineView
+    from kopt_supervisor.engine.report.inputs import ReportInputs, RooflineView
+    from kopt_supervisor.engine.report.render import render_results
 
     rows = [row(0, "baseline", "best", 10.0), row(1, "eval", "best", 10.2), row(1, "eval", "cand", 8.0)]
-    data = collect.collect({"repo": "/r", "state": "stopped", **(meta or {})}, its, rows)
+    data = inputs.collect({"repo": "/r", "state": "stopped", **(meta or {})}, its, rows)
     return render_results(
         ReportInputs(
             data=data,
@@ -511,7 +511,7 @@ def test_the_profilers_per_class_word_is_shown_beside_the_benchs():
     real types): per class best → candidate per call, the change with its interval, the
     bench's change, the agreement with its reason, kernels that appeared or disappeared, and
     the time outside the ranges that grew."""
-    from kopt_supervisor.engine.profile.classes import (
+    from kopt_supervisor.engine.profile.class_records import (
         Agreement,
         ClassAgreement,
         ClassChange,

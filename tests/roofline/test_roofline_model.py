@@ -7,8 +7,9 @@ import math
 import pytest
 
 from kopt_supervisor.engine.errors import BadInput
-from kopt_supervisor.engine.roofline.evaluate import render_readme_section
+from kopt_supervisor.engine.roofline.evaluate import lookup_specs, render_readme_section
 from kopt_supervisor.engine.roofline.model import (
+    Spec,
     aggregate_classes,
     analyze_row,
     analyze_rows,
@@ -17,7 +18,6 @@ from kopt_supervisor.engine.roofline.model import (
     peaks_from_specs,
     work_of_row,
 )
-from kopt_supervisor.engine.roofline.specs import Spec, lookup_specs
 
 BW = 3.35e12  # H100 SXM page
 FL = 989.4e12

@@ -7,8 +7,7 @@ from pathlib import Path
 import pytest
 
 from kopt_supervisor.engine.errors import BadInput
-from kopt_supervisor.engine.roofline.specs import (
-    get_spec,
+from kopt_supervisor.engine.roofline.evaluate import (
     load_pages,
     lookup_specs,
     matched_page_name,
@@ -16,6 +15,7 @@ from kopt_supervisor.engine.roofline.specs import (
     register_measured,
     shipped_wiki_dir,
 )
+from kopt_supervisor.engine.roofline.model import get_spec
 
 REPO = Path(__file__).resolve().parents[2]
 WIKI = REPO / "src" / "kopt_supervisor" / "gpu_wiki"

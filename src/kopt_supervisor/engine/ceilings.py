@@ -19,7 +19,7 @@ from kopt_supervisor.engine.config.sections import GpuConfig
 from kopt_supervisor.engine.errors import KoptFailure
 from kopt_supervisor.engine.gpu.backends import open_backend
 from kopt_supervisor.engine.gpu.gate import Gate
-from kopt_supervisor.engine.roofline.specs import lookup_specs, register_measured
+from kopt_supervisor.engine.roofline.evaluate import lookup_specs, register_measured
 from kopt_supervisor.engine.runner.command import run as run_command
 
 

@@ -82,7 +82,7 @@ Run = Callable[[Sequence[str]], tuple[int, str, str]]
 
 def capture_environment(cfg: Config, worktree: str | Path, *, run: Run | None = None) -> dict[str, Any]:
     """Everything the report says about the environment; never raises."""
-    from kopt_supervisor.engine.gpu.smi import run_command
+    from kopt_supervisor.engine.gpu.backends import run_command
 
     run = run or run_command
     target_env = dict(cfg.target.env)

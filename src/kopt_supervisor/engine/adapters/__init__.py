@@ -23,6 +23,9 @@ kopt's own.
     read_frame(fmt, path, options, from_stdout=...) -> the same from a file
 
 Pure apart from read_table / read_frame, which read the file they are given.
+
+The rooms: `table` (Table, AdapterError, units), `text` (tables printed as text, perf_report,
+long format), `benchmarks` (pytest-benchmark, Google Benchmark, torch.utils.benchmark).
 """
 
 from __future__ import annotations
@@ -31,15 +34,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from kopt_supervisor.engine.adapters import (
-    google_benchmark,
-    long_format,
-    perf_report,
-    pytest_benchmark,
-    text,
-    torch_benchmark,
-)
-from kopt_supervisor.engine.adapters.model import AdapterError, Table
+from kopt_supervisor.engine.adapters import benchmarks, text
+from kopt_supervisor.engine.adapters.table import AdapterError, Table
 from kopt_supervisor.engine.config.sections import FORMATS, AdapterConfig
 
 __all__ = [
@@ -65,14 +61,14 @@ def read_tables(fmt: str, content: str, source: str, options: AdapterConfig | No
     if fmt == "table":
         return text.find_tables(content, source)
     if fmt == "perf_report":
-        return perf_report.read_text(content, source)
-    if fmt == long_format.FORMAT:
-        return long_format.read_text(content, source)
+        return text.read_perf_report(content, source)
+    if fmt == text.LONG_FORMAT:
+        return text.read_long_format(content, source)
     if fmt == "pytest-benchmark":
-        return [pytest_benchmark.read_text(content, source, unit=o.unit)]
+        return [benchmarks.read_pytest_benchmark(content, source, unit=o.unit)]
     if fmt == "google-benchmark":
-        return [google_benchmark.read_text(content, source, unit=o.unit, stat=o.stat)]
-    return torch_benchmark.read_text(content, source, unit=o.unit)
+        return [benchmarks.read_google_benchmark(content, source, unit=o.unit, stat=o.stat)]
+    return benchmarks.read_torch_benchmark(content, source, unit=o.unit)
 
 
 def table_from_text(
@@ -85,9 +81,9 @@ def table_from_text(
     if csv_file and fmt == "csv":
         return text.csv_file_table(content, source)
     if csv_file and fmt == "perf_report":
-        return perf_report.file_table(content, source)
-    if csv_file and fmt == long_format.FORMAT:
-        return long_format.file_table(content, source)
+        return text.perf_report_file_table(content, source)
+    if csv_file and fmt == text.LONG_FORMAT:
+        return text.long_format_file_table(content, source)
     tables = read_tables(fmt, content, source, o)
     if not tables:
         raise AdapterError(f"{source}: no {fmt} output found")
@@ -118,7 +114,7 @@ def read_frame(
     return read_table(fmt, path, options, from_stdout=from_stdout).frame
 
 
-SPECIFIC = ("google-benchmark", "pytest-benchmark", "torch-benchmark", "perf_report", long_format.FORMAT)
+SPECIFIC = ("google-benchmark", "pytest-benchmark", "torch-benchmark", "perf_report", text.LONG_FORMAT)
 GENERIC = ("csv", "table")
 
 

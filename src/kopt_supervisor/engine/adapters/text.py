@@ -1,19 +1,46 @@
-"""Tables printed as text: CSV blocks, markdown tables, whitespace-aligned tables (pandas'
-`print(df)` / `df.to_string()`, f-string columns), found among the log lines of a bench's
-stdout.
+"""Tables printed as text, and the two table shapes read from them: CSV blocks, markdown
+tables and whitespace-aligned tables (pandas' `print(df)` / `df.to_string()`, f-string
+columns) found among the log lines of a bench's stdout; triton's perf_report tables; and
+long-format rows read wide.
 
     find_tables(text, source)  -> every table in the text, in order (formats "csv", "table")
     csv_file_table(text, name) -> a CSV file as one Table (read_csv_file(path) reads it)
     select(tables, which, ...) -> the one table kopt.toml's [target.adapter].table names
     load_json(text, source, key=...) -> the JSON document in the output (a file, or stdout
                                        with log lines around)
+    classify_perf_report(table) / classify_long_format(table)
+                               -> the table as that shape's, or None when it is not one
 
 A table is a header line and at least one row with the same number of fields (a pandas
 index column, an extra leading field of row labels, is dropped; a named index becomes a
 column). Its title is the line printed just above it ("softmax-performance:", "== fp16 =="),
 if any. Values that parse as numbers (nan and inf included) become numbers, column by column.
 
-Pure apart from read_text / read_csv_file, which read the file they are given.
+perf_report (triton.testing.perf_report): the CSV `Mark.run(save_path=...)` writes and the
+table `run(print_data=True)` prints hold the benchmark's `x_names` columns first, then one
+column per line named `<line_name> (<ylabel>)` (the mean the benchmark function returned, in
+whatever its ylabel says: ms, GB/s, TFLOPS...), and with `diff_col=True` a last `Diff` column.
+The printout is `<plot_name>:` followed by pandas' `df.to_string()` (an index column, dropped
+here). Several benchmarks give several tables, each titled by its plot_name (the CSV file's
+stem). Rows: the x_names are the config columns, each line column a metric (its unit from the
+parentheses; kopt.toml's metric names the line of the kernel being optimised, the others are
+ignored), `Diff` an ignored extra.
+
+Long format (`[target].format = "long"`): one row per (config, implementation, metric), the
+number in one value column and what it measures in a metric-name and/or unit column, as
+Liger-Kernel's `benchmark/data/all_benchmark_data.csv` holds them (`kernel_provider`,
+`metric_name`, `metric_unit`, `x_value`, `y_value_50`, `gpu_name`...). Read wide: the config
+columns are every column that is not the value, a statistic of it (`y_value_20`,
+`y_value_80`), the metric's name, unit or provider, or per-run bookkeeping (`timestamp`,
+`*_version`, a label describing another column); one column per (provider, metric) named
+`<provider> <metric> (<unit>)` (`liger speed (ms)`), so the unit reads as perf_report's
+`Triton (GB/s)` does and a reference provider's column (`huggingface speed (ms)`) is
+recognised by its name. A column naming the GPU or host (`gpu_name`) stays a config column:
+rows measured on different hardware are never merged as samples of one config. Rows repeating
+a (config, provider, metric) are further samples of that config.
+
+Pure apart from read_text / read_csv_file / read_perf_report_file, which read the file they
+are given.
 """
 
 from __future__ import annotations
@@ -29,7 +56,7 @@ from typing import Any
 
 import pandas as pd
 
-from kopt_supervisor.engine.adapters.model import AdapterError, Table
+from kopt_supervisor.engine.adapters.table import AdapterError, Table
 
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 MD_SEPARATOR = re.compile(r"^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$")
@@ -380,3 +407,129 @@ def load_json(text: str, source: str, *, key: str) -> dict[str, Any]:
             return obj
     why = f" ({first_error})" if first_error else ""
     raise AdapterError(f"{source}: no JSON object with {key!r} found{why}")
+
+
+PERF_REPORT_LINE = re.compile(r"^(?P<line>.+?) \((?P<unit>[^()]*)\)$")
+PERF_REPORT_DIFF = "Diff"
+
+
+def classify_perf_report(t: Table) -> Table | None:
+    """The table as perf_report's (config = x_names, metrics = line columns), or None when
+    its columns are not perf_report's: x columns first, then `<line> (<ylabel>)` columns."""
+    cols = [c for c in t.columns if c != TABLE_COLUMN]
+    lines = [c for c in cols if PERF_REPORT_LINE.match(c)]
+    if not lines:
+        return None
+    rest = [c for c in cols if c not in lines and c != PERF_REPORT_DIFF]
+    if not rest or cols[: len(rest)] != rest:
+        return None  # x_names come first
+    units = {c: PERF_REPORT_LINE.match(c)["unit"].strip() for c in lines}  # type: ignore[index]  # matched above
+    config = tuple(([TABLE_COLUMN] if TABLE_COLUMN in t.columns else []) + rest)
+    return Table(t.frame, "perf_report", t.title, config, tuple(lines), units, (), t.source, t.notes)
+
+
+def read_perf_report(content: str, source: str = "stdout") -> list[Table]:
+    """Every perf_report table printed in `text` (run(print_data=True))."""
+    return [c for c in (classify_perf_report(t) for t in find_tables(content, source)) if c is not None]
+
+
+def perf_report_file_table(content: str, name: str) -> Table:
+    """A CSV file perf_report wrote (run(save_path=...)), from its"""
+    t = classify_perf_report(csv_file_table(content, name))
+    if t is None:
+        raise AdapterError(f"{name}: not a perf_report CSV (expected the x columns, then '<line> (<ylabel>)' columns)")
+    return t
+
+
+def read_perf_report_file(path: Path) -> Table:
+    return perf_report_file_table(read_text(path), path.name)
+
+
+LONG_FORMAT = "long"
+METRIC_NAME_COLUMNS = ("metric_name", "metric", "measure", "quantity", "measurement_name")
+UNIT_COLUMNS = ("metric_unit", "unit", "units")
+PROVIDER_COLUMNS = ("kernel_provider", "provider", "impl", "implementation", "backend", "library", "variant", "method")
+VALUE = re.compile(r"^(y_?)?values?(_?(50|p50|median))?$|^median$|^result$", re.IGNORECASE)
+VALUE_STAT = re.compile(r"^(y_?)?values?_?(p?\d{1,2}|mean|min|max|std|stddev)$", re.IGNORECASE)
+BOOKKEEPING = re.compile(r"(^|_)(timestamp|date|datetime|time_?stamp|version|commit|label)$", re.IGNORECASE)
+"""Per-run bookkeeping (a timestamp changes every run: as a config column no two runs would
+ever share a config) and labels describing another column (`x_label`)."""
+
+
+def _find(columns: list[str], names: tuple[str, ...]) -> str | None:
+    low = {c.lower(): c for c in columns}
+    return next((low[n] for n in names if n in low), None)
+
+
+def _value_column(frame: pd.DataFrame) -> str | None:
+    numeric = [c for c in map(str, frame.columns) if pd.api.types.is_numeric_dtype(frame[c])]
+    exact = [c for c in numeric if VALUE.match(c)]
+    return min(exact, key=lambda c: (not re.search(r"50|median", c, re.IGNORECASE), len(c))) if exact else None
+
+
+def classify_long_format(t: Table) -> Table | None:
+    """The table read wide (see the module docstring), or None when it has no metric-name or
+    unit column beside a numeric value column."""
+    cols = [c for c in t.columns if c != TABLE_COLUMN]
+    name_col = _find(cols, METRIC_NAME_COLUMNS)
+    unit_col = _find(cols, UNIT_COLUMNS)
+    value = _value_column(t.frame)
+    if value is None or (name_col is None and unit_col is None):
+        return None
+    if name_col is not None and pd.api.types.is_numeric_dtype(t.frame[name_col]):
+        return None
+    provider = _find(cols, PROVIDER_COLUMNS)
+    stats = [c for c in cols if c != value and VALUE_STAT.match(c)]
+    dropped = [c for c in cols if BOOKKEEPING.search(c)]
+    special = {value, name_col, unit_col, provider, *stats, *dropped} - {None}
+    config = [c for c in t.columns if c not in special]
+    frame = t.frame
+
+    def part(col: str | None) -> pd.Series:
+        if col is None:
+            return pd.Series([""] * len(frame), index=frame.index)
+        return frame[col].fillna("").astype(str).str.strip()
+
+    label = (part(provider) + " " + part(name_col)).str.strip()
+    label = label.where(label != "", "value")
+    unit = part(unit_col)
+    wide_name = label.where(unit == "", label + " (" + unit + ")")
+    units = {w: u for w, u in zip(wide_name, unit, strict=True) if u}
+    rows: dict[tuple[object, ...], dict[str, object]] = {}
+    seen: dict[tuple[object, ...], int] = {}
+    records = frame[config].astype(object).where(frame[config].notna(), None).itertuples(index=False, name=None)
+    for key, metric, v in zip(records, wide_name, frame[value], strict=True):
+        k = (*key, metric)
+        n = seen.get(k, 0)  # the n-th row of this (config, metric): the n-th sample of the config
+        seen[k] = n + 1
+        rows.setdefault((*key, n), dict(zip(config, key, strict=True)))[metric] = v
+    metrics = tuple(dict.fromkeys(str(w) for w in wide_name))
+    wide = pd.DataFrame(list(rows.values()), columns=[*config, *metrics])
+    notes = [
+        f"long-format rows read wide: the value {value!r}"
+        + (f" named by {name_col!r}" if name_col else "")
+        + (f" in {unit_col!r}" if unit_col else "")
+        + (f", one column per {provider!r}" if provider else "")
+        + (
+            f"; {', '.join(stats)} (statistics of the value) and {', '.join(dropped)} (bookkeeping) set aside"
+            if stats or dropped
+            else ""
+        )
+    ]
+    return Table(wide, LONG_FORMAT, t.title, tuple(config), metrics, units, (), t.source, (*t.notes, *notes))
+
+
+def long_format_file_table(content: str, name: str) -> Table:
+    """A long-format CSV file, read wide."""
+    t = classify_long_format(csv_file_table(content, name))
+    if t is None:
+        raise AdapterError(
+            f"{name}: not a long-format table (expected a value column such as 'y_value_50' or "
+            f"'value' beside a metric-name or unit column such as 'metric_name'/'metric_unit')"
+        )
+    return t
+
+
+def read_long_format(content: str, source: str = "stdout") -> list[Table]:
+    """Every long-format table among the tables printed in `content`."""
+    return [c for c in (classify_long_format(t) for t in find_tables(content, source)) if c is not None]

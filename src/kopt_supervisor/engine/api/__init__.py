@@ -45,9 +45,9 @@ from kopt_supervisor.engine.diffscan.findings import Finding as Finding
 from kopt_supervisor.engine.errors import BadInput as BadInput
 from kopt_supervisor.engine.errors import KoptError as KoptError
 from kopt_supervisor.engine.gpu.backends import open_backend as open_backend
-from kopt_supervisor.engine.gpu.base import Backend as Backend
-from kopt_supervisor.engine.propose.base import Citation as Citation
-from kopt_supervisor.engine.propose.costs.spending import AgentRun as AgentRun
+from kopt_supervisor.engine.gpu.state import Backend as Backend
+from kopt_supervisor.engine.propose.costs import AgentRun as AgentRun
+from kopt_supervisor.engine.propose.proposer import Citation as Citation
 from kopt_supervisor.engine.records import Iteration as Iteration
 from kopt_supervisor.engine.records import Phase as Phase
 from kopt_supervisor.engine.records import Status as Status

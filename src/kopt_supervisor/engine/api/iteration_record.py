@@ -42,8 +42,8 @@ from kopt_supervisor.engine.decide.confirmation import ClassCheck, Confirmation
 from kopt_supervisor.engine.decide.external_truth import ExternalTruth
 from kopt_supervisor.engine.diffscan.findings import Finding
 from kopt_supervisor.engine.projections import ProfilerEvidence, profiler_evidence
-from kopt_supervisor.engine.propose.base import Citation
-from kopt_supervisor.engine.propose.costs.spending import AgentRun
+from kopt_supervisor.engine.propose.costs import AgentRun
+from kopt_supervisor.engine.propose.proposer import Citation
 
 __all__ = [
     "GpuEvidence",
@@ -332,7 +332,7 @@ def diff_findings(record: Record) -> tuple[Finding, ...]:
 
 @dataclass(frozen=True)
 class RecordedPlan:
-    """record["plan"] (propose.base.PlanAssessment.to_dict()): the plan read against the
+    """record["plan"] (propose.proposer.PlanAssessment.to_dict()): the plan read against the
     context pack."""
 
     hypothesis: str = ""

@@ -39,7 +39,7 @@ from kopt_supervisor.engine.daemon import engine_alive, workspace_lock
 from kopt_supervisor.engine.errors import BadInput, KoptError
 from kopt_supervisor.engine.history import write_projections
 from kopt_supervisor.engine.projections import best_speedup
-from kopt_supervisor.engine.propose.manual import lanes_text, submit_lane, wait_key
+from kopt_supervisor.engine.propose.proposer import lanes_text, submit_lane, wait_key
 from kopt_supervisor.engine.records import Iteration
 from kopt_supervisor.engine.store import Command, Event, Store
 from kopt_supervisor.engine.workspace import Workspace, list_workspaces

@@ -25,9 +25,8 @@ from kopt_supervisor.engine.config.toml_io import loads as loads_config
 from kopt_supervisor.engine.config.toml_io import validate as validate_config
 from kopt_supervisor.engine.errors import BadInput, KoptError
 from kopt_supervisor.engine.gpu.backends import open_backend
-from kopt_supervisor.engine.gpu.base import Backend, GpuState
-from kopt_supervisor.engine.gpu.claims import ClaimRegistry, claim_key
-from kopt_supervisor.engine.gpu.gate import assess, enrich
+from kopt_supervisor.engine.gpu.gate import ClaimRegistry, claim_key, enrich
+from kopt_supervisor.engine.gpu.state import Backend, GpuState, assess
 from kopt_supervisor.engine.mcp.rules import CLIENTS as MCP_CLIENTS
 from kopt_supervisor.engine.mcp.rules import Snippet, snippet
 from kopt_supervisor.engine.workspace import Workspace, create_workspace, resolve_root, validate_tag
@@ -410,7 +409,7 @@ class GpuSampler:
 
 def write_report(ws: Workspace) -> Path:
     """Write results.md (and its chart) in the run's workspace; its path."""
-    from kopt_supervisor.engine.report import write_report as write
+    from kopt_supervisor.engine.report.writer import write_report as write
 
     return write(ws)
 
@@ -418,7 +417,7 @@ def write_report(ws: Workspace) -> Path:
 def export_branch(ws: Workspace, branch: str) -> str:
     """Create `branch` in the target repo: the kept source changes, one commit per keep, and
     results.md; nothing is checked out. One line saying what was made."""
-    from kopt_supervisor.engine.report import export_branch as export
+    from kopt_supervisor.engine.report.writer import export_branch as export
 
     return export(ws, branch)
 

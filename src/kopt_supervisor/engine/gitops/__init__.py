@@ -35,30 +35,33 @@ call here:
 GitPython is not used: its `Git.execute` starts from `os.environ` (no way to drop a variable)
 and its `Repo` reads the config and runs `git cat-file` without these guards.
 
-The rooms, one module each (this package re-exports their public names; a test that
-replaces a module-level name patches the module that reads it, e.g. `gitops.invoke._exec`):
+The rooms (this package re-exports the operations callers use; a test that replaces a
+module-level name patches the module that reads it, e.g. `gitops.invoke._exec`):
 
-- `neutral`: what git may run and the environment it runs in (pure tables);
-- `location`: where a worktree's repository is, checked (`locate`, `GitFailure`);
+- `guards`: what git may run, its environment, and where a worktree's repository is, checked;
 - `invoke`: running git (`run_at`, the config listing cache, kopt's private folder);
-- `worktrees`: the repository, `best/` and `cand/` made, repaired and reset;
-- `candidate`: what the candidate changes, staging, cleaning and committing it;
-- `bundles`: BEST and a candidate carried to a lane on another host;
-- `listing`: a tree against a base through kopt's reference index (engine.treecheck);
-- `export`: building a branch without a worktree (`kopt export`).
+- `worktrees`: the repository, `best/` and `cand/` made, repaired and reset; bundles for a
+  lane on another host;
+- `trees`: the candidate's changes staged, cleaned and committed; a tree listed against a base
+  (engine.treecheck); a branch built without a worktree (`kopt export`).
 """
 
 from __future__ import annotations
 
-from kopt_supervisor.engine.gitops.bundles import (
-    bundle_pair,
-    checkout_bundle,
-)
-from kopt_supervisor.engine.gitops.candidate import (
+from kopt_supervisor.engine.gitops.guards import GitFailure, Location
+from kopt_supervisor.engine.gitops.trees import (
+    TreeListing,
     changed_files,
+    check_branch_name,
     commit,
+    commit_with_changes,
+    create_branch,
     diff,
+    diff_paths,
     dirty_tracked,
+    hash_blob,
+    ignored_new,
+    ignored_paths,
     index_flagged,
     matching,
     remove_ignored,
@@ -67,49 +70,17 @@ from kopt_supervisor.engine.gitops.candidate import (
     scan_diff,
     stage_all_tree,
     stage_tracked_tree,
-    unstaged_changes,
-    untracked,
-)
-from kopt_supervisor.engine.gitops.export import (
-    check_branch_name,
-    commit_with_changes,
-    create_branch,
-    diff_paths,
-    hash_blob,
-    ignored_paths,
     tree_entries,
     tree_files,
-)
-from kopt_supervisor.engine.gitops.invoke import (
-    MIN_GIT,
-    TIMEOUT_S,
-    git_version,
-    private_dir,
-    run_at,
-)
-from kopt_supervisor.engine.gitops.listing import (
-    TreeListing,
-    ignored_new,
     tree_listing,
-)
-from kopt_supervisor.engine.gitops.location import (
-    GitFailure,
-    Location,
-    locate,
-)
-from kopt_supervisor.engine.gitops.neutral import (
-    FIXED_ENV,
-    FIXED_OVERRIDES,
-    KOPT_AUTHOR,
-    NO_PROGRAM,
-    PER_NAME_OVERRIDES,
-    PROGRAM_KEY_SUFFIXES,
-    Actor,
-    config_overrides,
+    unstaged_changes,
+    untracked,
 )
 from kopt_supervisor.engine.gitops.worktrees import (
     add_worktrees,
     branch_sha,
+    bundle_pair,
+    checkout_bundle,
     clear_stale_lock,
     commit_info,
     ensure_worktree,
@@ -123,17 +94,8 @@ from kopt_supervisor.engine.gitops.worktrees import (
 )
 
 __all__ = [
-    "Actor",
-    "FIXED_ENV",
-    "FIXED_OVERRIDES",
     "GitFailure",
-    "KOPT_AUTHOR",
     "Location",
-    "MIN_GIT",
-    "NO_PROGRAM",
-    "PER_NAME_OVERRIDES",
-    "PROGRAM_KEY_SUFFIXES",
-    "TIMEOUT_S",
     "TreeListing",
     "add_worktrees",
     "branch_sha",
@@ -145,29 +107,24 @@ __all__ = [
     "commit",
     "commit_info",
     "commit_with_changes",
-    "config_overrides",
     "create_branch",
     "diff",
     "diff_paths",
     "dirty_tracked",
     "ensure_worktree",
     "export_tree",
-    "git_version",
     "hash_blob",
     "head",
     "ignored_new",
     "ignored_paths",
     "index_flagged",
     "init_repo",
-    "locate",
     "matching",
     "move_change",
-    "private_dir",
     "remove_ignored",
     "remove_untracked",
     "reset_clean",
     "restore_from_index",
-    "run_at",
     "scan_diff",
     "show_file",
     "stage_all_tree",

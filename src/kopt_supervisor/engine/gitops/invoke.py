@@ -20,8 +20,15 @@ from pathlib import Path
 from typing import BinaryIO
 
 from kopt_supervisor.engine.errors import KoptFailure
-from kopt_supervisor.engine.gitops.location import GitFailure, Location, _head_file, locate
-from kopt_supervisor.engine.gitops.neutral import FIXED_ENV, FIXED_OVERRIDES, config_overrides
+from kopt_supervisor.engine.gitops.guards import (
+    FIXED_ENV,
+    FIXED_OVERRIDES,
+    GitFailure,
+    Location,
+    _head_file,
+    config_overrides,
+    locate,
+)
 
 # A git call that runs longer than this is killed (a config include pointing at a FIFO, a
 # hung filesystem): the caller gets a GitFailure instead of an engine that never returns.

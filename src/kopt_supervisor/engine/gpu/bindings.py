@@ -34,11 +34,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from kopt_supervisor.engine.gpu.base import (
+from kopt_supervisor.engine.gpu.state import (
     NA,
     GpuProcess,
     GpuState,
-    LibraryBackend,
     number,
     nvidia_throttle_names,
     read_field,
@@ -47,6 +46,71 @@ from kopt_supervisor.engine.gpu.base import (
 )
 
 _MIB = 1024 * 1024
+
+
+class LibraryBackend:
+    """A backend over a Python binding (pynvml, amdsmi), loaded and initialised on the first
+    `read()`; a binding that cannot be imported or initialised leaves the backend empty with
+    the reason in `status`, and `close()` shuts an initialised library down, never raising."""
+
+    name = ""
+    vendor = ""
+    module_name = ""
+    missing = ""
+    """The status when the binding cannot be imported."""
+    init_call = ""
+    """The library's init function, named in the status when it fails."""
+
+    def __init__(self, module: Any = None) -> None:
+        self._module = module
+        self.lib: Any = None
+        self._ready = False
+        self._failed = False
+        self.status = "not started"
+
+    def _init(self, lib: Any) -> None:
+        """Initialise the library (raises on failure)."""
+        raise NotImplementedError
+
+    def _shutdown(self, lib: Any) -> None:
+        raise NotImplementedError
+
+    def _ready_status(self, lib: Any) -> str:
+        return self.name
+
+    def _start(self) -> bool:
+        if self._ready:
+            return True
+        if self._failed:
+            return False
+        import importlib
+
+        try:
+            lib = self._module or importlib.import_module(self.module_name)
+        except Exception as exc:  # ImportError, or bindings that cannot find their .so
+            return self._fail(f"{self.missing}: {why(exc)}")
+        try:
+            self._init(lib)
+        except Exception as exc:
+            return self._fail(f"{self.init_call} failed: {why(exc)}")
+        self.lib = lib
+        self._ready = True
+        self.status = self._ready_status(lib)
+        return True
+
+    def _fail(self, reason: str) -> bool:
+        self._failed = True
+        self.status = reason
+        return False
+
+    def close(self) -> None:
+        if self._ready:
+            try:
+                self._shutdown(self.lib)
+            except Exception:  # shutting down a broken library must not raise either
+                pass
+        self._ready = False
+        self.lib = None
 
 
 class NvmlBackend(LibraryBackend):

@@ -19,9 +19,8 @@ from typing import Any
 
 from kopt_supervisor.engine.config.sections import GpuConfig
 from kopt_supervisor.engine.gpu.backends import open_backend
-from kopt_supervisor.engine.gpu.base import Backend, is_na, jsonable
-from kopt_supervisor.engine.gpu.claims import ClaimRegistry
-from kopt_supervisor.engine.gpu.gate import Assessment, Gate, busyness, visible_devices_env
+from kopt_supervisor.engine.gpu.gate import ClaimRegistry, Gate, visible_devices_env
+from kopt_supervisor.engine.gpu.state import Assessment, Backend, busyness, is_na, jsonable
 
 
 def gpus_report(cfg: GpuConfig, backend: Backend | None = None, *, sleep=time.sleep) -> dict[str, Any]:  # type: ignore[no-untyped-def]

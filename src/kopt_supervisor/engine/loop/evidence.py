@@ -47,11 +47,11 @@ from kopt_supervisor.engine.loop.rounds import (
 )
 from kopt_supervisor.engine.loop.served_trees import ServedTrees
 from kopt_supervisor.engine.metrics import BenchError
-from kopt_supervisor.engine.profile import PROFILE_ENV, ProfileSummary, choose_profiler
-from kopt_supervisor.engine.profile.base import ProfilePass, Profiler
-from kopt_supervisor.engine.profile.class_records import AGREES, Agreement
-from kopt_supervisor.engine.profile.classes import agrees, compare_per_class
-from kopt_supervisor.engine.profile.ranges import ConfigRef, config_refs
+from kopt_supervisor.engine.profile import choose_profiler
+from kopt_supervisor.engine.profile.class_records import AGREES, Agreement, agrees
+from kopt_supervisor.engine.profile.classes import ConfigRef, compare_per_class, config_refs
+from kopt_supervisor.engine.profile.profiler import PROFILE_ENV, ProfilePass, Profiler
+from kopt_supervisor.engine.profile.summary import ProfileSummary
 from kopt_supervisor.engine.records import Iteration, Stage
 from kopt_supervisor.engine.roofline.evaluate import evaluate as evaluate_roofline
 from kopt_supervisor.engine.runner.command import all_at_once, as_argv

@@ -49,8 +49,9 @@ from kopt_supervisor.engine.loop.recovery import Recovery
 from kopt_supervisor.engine.loop.review import ReviewProtocol
 from kopt_supervisor.engine.loop.rounds import CorrectnessFailure, DecisionRounds
 from kopt_supervisor.engine.metrics import BenchError
-from kopt_supervisor.engine.propose import Proposal, Proposer, make_proposer
+from kopt_supervisor.engine.propose import make_proposer
 from kopt_supervisor.engine.propose.costs import budget_exhausted
+from kopt_supervisor.engine.propose.proposer import Proposal, Proposer
 from kopt_supervisor.engine.records import Iteration, Phase, Stage, Status
 from kopt_supervisor.engine.roofline.evaluate import target_reached
 from kopt_supervisor.engine.workspace import Workspace

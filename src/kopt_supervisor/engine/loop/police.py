@@ -25,7 +25,7 @@ from kopt_supervisor.engine.diffscan.findings import quote
 from kopt_supervisor.engine.errors import KoptError
 from kopt_supervisor.engine.loop.context import RunContext
 from kopt_supervisor.engine.loop.lane import Lane
-from kopt_supervisor.engine.propose.base import assess_plan
+from kopt_supervisor.engine.propose.proposer import assess_plan
 from kopt_supervisor.engine.records import Iteration, Status
 from kopt_supervisor.engine.workspace import write_atomic
 

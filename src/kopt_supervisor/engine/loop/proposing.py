@@ -19,9 +19,9 @@ from kopt_supervisor.engine.errors import KoptFailure
 from kopt_supervisor.engine.loop.context import RunContext, acquire
 from kopt_supervisor.engine.loop.control import Step
 from kopt_supervisor.engine.loop.lane import Lane
-from kopt_supervisor.engine.propose import Proposal, ProposalContext, Proposer
-from kopt_supervisor.engine.propose.context import PackInputs, SourceFile, build_pack, list_sources
-from kopt_supervisor.engine.propose.manual import route_submit, wait_key
+from kopt_supervisor.engine.propose.context import build_pack
+from kopt_supervisor.engine.propose.context_inputs import PackInputs, SourceFile, list_sources
+from kopt_supervisor.engine.propose.proposer import Proposal, ProposalContext, Proposer, route_submit, wait_key
 from kopt_supervisor.engine.records import Iteration, Phase
 from kopt_supervisor.engine.workspace import write_atomic
 
@@ -171,7 +171,7 @@ class Proposing:
     def wait_for_submit(self, it: Iteration, lane: Lane, repair: int, kinds: set[str], timeout_s: float) -> Any:
         """The manual proposer's wait: only for a submit addressed to this lane (each lane waits
         from its own thread on the run's one pump), said in the run's meta while it lasts
-        (engine/propose/manual.py `wait_key`: clients read which lanes wait, and where)."""
+        (engine/propose/proposer.py `wait_key`: clients read which lanes wait, and where)."""
         ctx, lanes = self.ctx, self.ctx.cfg.parallel.lanes
         route = route_submit(lanes, lane.index)
         where = f" --lane {lane.index}" if lanes > 1 else ""

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 from kopt_supervisor.engine import gitops
 from kopt_supervisor.engine.decide import Pair, Policy, Verdict, evaluate, guard_of
 from kopt_supervisor.engine.decide.plausible import BenchRun
-from kopt_supervisor.engine.gpu.gate import round_flags
+from kopt_supervisor.engine.gpu.state import round_flags
 from kopt_supervisor.engine.loop.context import RunContext, acquire, with_
 from kopt_supervisor.engine.loop.lane import Lane, Measurer, note_gpu
 from kopt_supervisor.engine.metrics import BenchError, Measurement

@@ -132,7 +132,7 @@ class RunMoment:
     """The lane the moment is of (the session's, on a run of several lanes)."""
     waiting: bool = True
     """The running engine said the lane's manual proposer waits for a submit (its worktree
-    named: engine/propose/manual.py `wait_key`)."""
+    named: engine/propose/proposer.py `wait_key`)."""
 
     @property
     def where(self) -> str:

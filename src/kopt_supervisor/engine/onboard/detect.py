@@ -5,7 +5,7 @@ each of its columns is.
     candidates(run) -> [Candidate] every table found, each with the kopt.toml keys that read it
 
 A file the bench wrote is read by its kind (.csv: a CSV, a perf_report CSV or long-format
-rows (adapters/long_format.py); .json:
+rows (adapters/text.py); .json:
 pytest-benchmark or Google Benchmark; .txt/.md/.log/.out: printed tables), stdout by every
 adapter (adapters.sniff). Tables of stdout that share their columns are one candidate (read
 as one, a `table` column telling them apart); tables with different columns are one each,
@@ -37,10 +37,14 @@ from typing import Any
 import pandas as pd
 
 from kopt_supervisor.engine.adapters import read_tables, sniff
-from kopt_supervisor.engine.adapters.long_format import classify as as_long_format
-from kopt_supervisor.engine.adapters.model import RATE, TIME, AdapterError, ColumnUnit, Table, column_unit
-from kopt_supervisor.engine.adapters.perf_report import classify as as_perf_report
-from kopt_supervisor.engine.adapters.text import find_tables, join, read_csv_file
+from kopt_supervisor.engine.adapters.table import RATE, TIME, AdapterError, ColumnUnit, Table, column_unit
+from kopt_supervisor.engine.adapters.text import (
+    classify_long_format,
+    classify_perf_report,
+    find_tables,
+    join,
+    read_csv_file,
+)
 
 RunBench = Callable[[str, Path], tuple[int, Path, list[Path]]]
 """Runs the bench command in a folder: (returncode, stdout path, files it wrote)."""
@@ -172,7 +176,7 @@ def candidates(run: BenchRun) -> list[Candidate]:
                 t = read_csv_file(path)
             except AdapterError:
                 continue
-            chosen = as_perf_report(t) or as_long_format(t) or t
+            chosen = classify_perf_report(t) or classify_long_format(t) or t
             out.append(Candidate(f"file:{rel}", chosen, glob_of(rel), chosen.format))
         elif suffix == ".json":
             text = _read(path)

@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kopt_supervisor.engine.adapters.model import Table
-from kopt_supervisor.engine.adapters.perf_report import LINE
+from kopt_supervisor.engine.adapters.table import Table
+from kopt_supervisor.engine.adapters.text import PERF_REPORT_LINE
 from kopt_supervisor.engine.onboard.detect import BenchRun, Column, RunBench, candidates
 from kopt_supervisor.engine.onboard.imports import BENCH_IS_KERNEL
 
@@ -123,7 +123,7 @@ def plan(run: BenchRun, metric: str) -> Plan | None:
         return None
     if not found.get("ok"):
         return Plan(why=str(found.get("why") or "the import probe failed"))
-    m = LINE.match(metric)
+    m = PERF_REPORT_LINE.match(metric)
     if m is None:
         return Plan(why=f"the metric {metric!r} is not a perf_report line column")
     name = m["line"]

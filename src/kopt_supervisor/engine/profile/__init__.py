@@ -15,40 +15,14 @@ The loop calls:
     # agreement.disagrees -> review with agreement.reason()
 
 `choose_profiler` (here: the package picks among its adapters) gives the loop its profiler.
-See engine/profile/classes.py for what is compared and how the noise is measured, and
-engine/profile/ranges.py for the range names.
+The rooms: profiler.py (the interface, units), ncu.py and rocprof.py (the adapters),
+summary.py (a profile, the whole-run comparison), classes.py (range names, attribution, the
+per-class comparison), class_records.py (what that comparison holds, the agreement).
 """
 
 from kopt_supervisor.engine.errors import BadInput, KoptFailure
-from kopt_supervisor.engine.profile.base import PROFILE_ENV, Profiler
-from kopt_supervisor.engine.profile.classes import (
-    ALL_CLASSES,
-    NO_RANGES_NOTE,
-    Agreement,
-    ClassAgreement,
-    ClassChange,
-    ClassComparison,
-    ClassKernel,
-    ConfigChange,
-    Unattributed,
-    UnattributedGroup,
-    agrees,
-    compare_per_class,
-)
-from kopt_supervisor.engine.profile.model import (
-    KOPT_PREFIX,
-    KernelChange,
-    KernelStat,
-    Launch,
-    ProfileComparison,
-    ProfileSummary,
-    RangeKernelStat,
-    compare,
-    summarize,
-    summary_from_stats,
-)
-from kopt_supervisor.engine.profile.ncu import NcuProfiler, parse_ncu_csv
-from kopt_supervisor.engine.profile.ranges import ConfigRef, RangeMatcher, config_refs, range_name
+from kopt_supervisor.engine.profile.ncu import NcuProfiler
+from kopt_supervisor.engine.profile.profiler import Profiler
 from kopt_supervisor.engine.profile.rocprof import Rocprofv3Profiler
 
 
@@ -74,39 +48,3 @@ def choose_profiler(kind: str, vendor: str, *, outside_ranges: str = "time") -> 
     if not profiler.available():
         raise KoptFailure(f'[profile].kind = "{kind}" but `{profiler.executable}` is not on PATH')
     return profiler
-
-
-__all__ = [
-    "ALL_CLASSES",
-    "KOPT_PREFIX",
-    "NO_RANGES_NOTE",
-    "PROFILE_ENV",
-    "Agreement",
-    "ClassAgreement",
-    "ClassChange",
-    "ClassComparison",
-    "ClassKernel",
-    "ConfigChange",
-    "ConfigRef",
-    "KernelChange",
-    "KernelStat",
-    "Launch",
-    "NcuProfiler",
-    "ProfileComparison",
-    "ProfileSummary",
-    "Profiler",
-    "RangeKernelStat",
-    "RangeMatcher",
-    "Rocprofv3Profiler",
-    "Unattributed",
-    "UnattributedGroup",
-    "agrees",
-    "choose_profiler",
-    "compare",
-    "compare_per_class",
-    "config_refs",
-    "parse_ncu_csv",
-    "range_name",
-    "summarize",
-    "summary_from_stats",
-]

@@ -49,14 +49,17 @@ from dataclasses import replace
 from pathlib import Path
 
 from kopt_supervisor.engine.errors import KoptFailure
-from kopt_supervisor.engine.profile.base import KEEP_MODES, OUTSIDE_RANGES, ProfilePass, Profiler
-from kopt_supervisor.engine.profile.model import KOPT_PREFIX, Launch, ProfileSummary, summarize
-from kopt_supervisor.engine.profile.units import (
+from kopt_supervisor.engine.profile.profiler import (
+    KEEP_MODES,
+    OUTSIDE_RANGES,
+    ProfilePass,
+    Profiler,
     bytes_of,
     parse_number,
     rate_to_bytes_per_s,
     time_to_ns,
 )
+from kopt_supervisor.engine.profile.summary import KOPT_PREFIX, Launch, ProfileSummary, summarize
 
 NCU_LOG = "ncu.csv"
 NCU_REPORT = "ncu"

@@ -35,8 +35,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from kopt_supervisor.engine.errors import KoptFailure
-from kopt_supervisor.engine.profile.base import Profiler
-from kopt_supervisor.engine.profile.model import (
+from kopt_supervisor.engine.profile.profiler import Profiler, parse_number
+from kopt_supervisor.engine.profile.summary import (
     KOPT_PREFIX,
     KernelStat,
     Launch,
@@ -44,7 +44,6 @@ from kopt_supervisor.engine.profile.model import (
     summarize,
     summary_from_stats,
 )
-from kopt_supervisor.engine.profile.units import parse_number
 
 OUTPUT_NAME = "kopt_%pid%"
 KERNEL_TRACE = "kernel_trace.csv"

@@ -1,27 +1,19 @@
-"""Proposers: `manual`, `command` (an agent CLI, with presets in `agents`) and `tune` (built-in parameter
-search); the context pack an agent reads (`context`) and what its runs cost (`costs`)."""
+"""Proposers and `make_proposer`, which builds the configured one. The interface, the plan file
+and the `manual` proposer are `proposer`; `command` runs an agent CLI (its presets: `agents`),
+`tune` is the built-in parameter search (`tune_space`, `tune_search`); the context pack an
+agent reads is `context` (`context_inputs`, `context_data`), what its runs cost `costs`
+(`agent_parsers`)."""
 
 from __future__ import annotations
 
 from kopt_supervisor.engine.config.sections import Config
 from kopt_supervisor.engine.errors import BadInput
-from kopt_supervisor.engine.propose.base import (
-    Plan,
-    Proposal,
-    ProposalContext,
-    Proposer,
-    format_plan,
-    parse_plan,
-)
-
-__all__ = ["Plan", "Proposal", "ProposalContext", "Proposer", "format_plan", "make_proposer", "parse_plan"]
+from kopt_supervisor.engine.propose.proposer import ManualProposer, Proposer
 
 
 def make_proposer(cfg: Config, kind: str | None = None) -> Proposer:
     kind = kind or cfg.propose.kind
     if kind == "manual":
-        from kopt_supervisor.engine.propose.manual import ManualProposer
-
         return ManualProposer()
     if kind == "command":
         if not cfg.propose.command.strip() and not cfg.propose.agent:

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kopt_supervisor.engine.config.sections import supports_resume
+from kopt_supervisor.engine.propose.agent_parsers import parse_usage_object
 from kopt_supervisor.engine.propose.agents import (
     PRESETS,
     AgentCall,
@@ -34,13 +35,8 @@ from kopt_supervisor.engine.propose.agents import (
     task_message,
 )
 from kopt_supervisor.engine.propose.agents import timeout_s as agent_timeout_s
-from kopt_supervisor.engine.propose.base import Proposal, ProposalContext
-from kopt_supervisor.engine.propose.costs import (
-    AgentRun,
-    cap_file,
-    parse_usage_object,
-    read_lines,
-)
+from kopt_supervisor.engine.propose.costs import AgentRun, cap_file, read_lines
+from kopt_supervisor.engine.propose.proposer import Proposal, ProposalContext
 
 if TYPE_CHECKING:
     from kopt_supervisor.engine.config.sections import Config

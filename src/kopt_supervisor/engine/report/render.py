@@ -1,34 +1,36 @@
 """results.md, rendered from the gathered run (pure: data in, markdown out): the sections in
 their order, and those on speedup and latency per config and class (Summary, Speedup per
 config and per class, Latency per config and per class over iterations, Dispatch) with the
-numbers they rest on; the other sections come from the modules `render_results` names.
+numbers they rest on; the other sections come from engine/report/iterations.py and
+engine/report/provenance.py. Also the latency chart beside results.md.
 
 Every number in the text comes from `RunData` (samples and records of run.db), the
 `RooflineView` computed from it, the recorded environment, or the frozen kopt.toml; the
 section "Where the numbers come from" in docs/reports.md maps each one to its source.
+
+The chart: best metric per class over iterations (kept points). `class_series(...)` turns the
+chain of kept trees into one series per class: the class's geometric mean of per-config
+medians of each kept tree, at the iteration that kept it. `text_chart(...)` draws it with
+block characters (pure, always embedded in results.md); `write_png(...)` draws it with
+matplotlib when it is importable (a step line per class on a log axis, a marker at each
+keep) and returns False when it is not.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from kopt_supervisor.engine import fmt
 from kopt_supervisor.engine.projections import ran_unsandboxed, sandbox_line
 from kopt_supervisor.engine.records import Iteration
-from kopt_supervisor.engine.report import (
-    agents,
-    iteration_tables,
-    profiler_view,
-    progress_view,
-    provenance,
-    roofline_tables,
-)
-from kopt_supervisor.engine.report.collect import ReportInputs, RunData
-from kopt_supervisor.engine.report.markdown import code as _code
-from kopt_supervisor.engine.report.markdown import table as _table
-from kopt_supervisor.engine.report.stats import Summary, geomean, speedup, summarize
+from kopt_supervisor.engine.report import iterations, provenance
+from kopt_supervisor.engine.report.inputs import ReportInputs, RunData, Summary, geomean, speedup, summarize
+from kopt_supervisor.engine.report.inputs import code as _code
+from kopt_supervisor.engine.report.inputs import table as _table
 
 SECTIONS = (
     "Summary",
@@ -158,18 +160,18 @@ def render_results(inp: ReportInputs) -> str:
     out += _speedup_per_class(inp, stats)
     out += _latency_per_config(inp, stats)
     out += _chart(inp)
-    out += iteration_tables.kept_iterations(inp)
-    out += progress_view.section(d.iterations, direction)
+    out += iterations.kept_iterations(inp)
+    out += provenance.progress_section(d.iterations, direction)
     out += _dispatch(inp, stats)
-    out += roofline_tables.section(inp)
-    out += profiler_view.section(d, inp.cfg)
+    out += provenance.roofline_section(inp)
+    out += iterations.profiler_section(d, inp.cfg)
     out += provenance.gpu(inp)
-    out += agents.section(d.iterations, cfg)
+    out += iterations.agents_section(d.iterations, cfg)
     out += provenance.commands(inp)
     out += provenance.environment(inp)
     out += provenance.provenance(inp)
-    out += iteration_tables.all_iterations(inp)
-    out += iteration_tables.masked_iterations(inp)
+    out += iterations.all_iterations(inp)
+    out += iterations.masked_iterations(inp)
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -207,7 +209,7 @@ def _summary(inp: ReportInputs, stats: list[ConfigStats]) -> list[str]:
             f"- One decision with this bench ({cost.get('mode')}, estimated after the baseline): "
             f"{cost['text']}" + (" **(slow)**" if cost.get("slow") else "")
         )
-    agent = agents.agent_summary_line(d.iterations, cfg)
+    agent = iterations.agent_summary_line(d.iterations, cfg)
     if agent:
         lines.append(agent)
     unsandboxed = ran_unsandboxed(meta)
@@ -380,3 +382,84 @@ def _kernel_of(it: Iteration) -> str:
     prof = it.record.get("profile") or {}
     side = prof.get("cand") if it.status != "baseline" else prof.get("best")
     return (side or {}).get("hottest") or "not profiled"
+
+
+BAR_WIDTH = 40
+EIGHTHS = " ▏▎▍▌▋▊▉█"
+
+
+@dataclass(frozen=True)
+class Point:
+    version: int
+    value: float
+    label: str
+    """What the point is: "baseline" or the kept iteration's hypothesis."""
+
+
+def class_series(points_by_tree: Sequence[tuple[int, str, Mapping[str, float | None]]]) -> dict[str, list[Point]]:
+    """(version, label, {class: value}) per kept tree, oldest first -> {class: points}."""
+    out: dict[str, list[Point]] = {}
+    for version, label, values in points_by_tree:
+        for cls, v in values.items():
+            if v is not None and math.isfinite(v) and v > 0:
+                out.setdefault(cls, []).append(Point(version, v, label))
+    return dict(sorted(out.items()))
+
+
+def _bar(fraction: float, width: int = BAR_WIDTH) -> str:
+    eighths = max(1, round(max(0.0, min(1.0, fraction)) * width * 8))
+    full, part = divmod(eighths, 8)
+    return ("█" * full + (EIGHTHS[part] if part else "")).ljust(width)
+
+
+def text_chart(series: Mapping[str, Sequence[Point]], metric: str, direction: str = "min") -> str:
+    better = "lower" if direction == "min" else "higher"
+    lines = [f"Best {metric} per class over iterations (kept points; {better} is better; % against the baseline)", ""]
+    if not series:
+        return "\n".join([*lines, "(no measured points)"]) + "\n"
+    for cls, points in series.items():
+        lines.append(cls)
+        top = max(p.value for p in points)
+        first = points[0].value
+        for p in points:
+            change = "" if p is points[0] else f"  {fmt.pct((p.value / first - 1) * 100, 1)}"
+            lines.append(f"  v{p.version:<4} {_bar(p.value / top)} {fmt.num(p.value):>10}{change}")
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def write_png(
+    series: Mapping[str, Sequence[Point]],
+    path: Path,
+    metric: str,
+    *,
+    last_version: int,
+    title: str,
+    direction: str = "min",
+) -> bool:
+    """Draw the chart with matplotlib; False (and nothing written) when it is not installed."""
+    try:  # optional (no extra names it): pyright need not resolve it
+        import matplotlib  # pyright: ignore[reportMissingImports]
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt  # pyright: ignore[reportMissingImports]
+    except ImportError:
+        return False
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    try:
+        for cls, points in series.items():
+            xs = [p.version for p in points] + [max(last_version, points[-1].version)]
+            ys = [p.value for p in points] + [points[-1].value]
+            (line,) = ax.step(xs, ys, where="post", label=cls)
+            ax.plot([p.version for p in points], [p.value for p in points], "o", color=line.get_color())
+        ax.set_yscale("log")
+        ax.set_xlabel("iteration")
+        ax.set_ylabel(f"{metric} ({'lower' if direction == 'min' else 'higher'} is better)")
+        ax.set_title(title)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(loc="best", fontsize="small")
+        fig.tight_layout()
+        fig.savefig(str(path), dpi=120)
+    finally:
+        plt.close(fig)
+    return True

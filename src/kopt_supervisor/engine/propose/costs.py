@@ -1,13 +1,23 @@
-"""What an agent run cost (`AgentRun`, as an iteration record keeps it under
-`proposal.agent` and `repairs[].agent`) and the totals over a run's records: `spent`, and
-`budget_exhausted`, the stop reason once [propose].budget_usd or budget_tokens is spent.
-Pure: records in, totals out.
+"""What an agent run cost: `AgentRun` (as an iteration record keeps it under `proposal.agent`
+and `repairs[].agent`), the totals over a run's records (`spent`), the stop reason once
+[propose].budget_usd or budget_tokens is spent (`budget_exhausted`), and the agent's
+transcript on disk. The per-CLI parsers that fill an `AgentRun` are `agent_parsers`.
+
+Token semantics are kopt's, the same for every CLI: `input_tokens` is every prompt token
+the model processed, cached ones included; `cache_read_tokens` and `cache_write_tokens` are
+the part of them read from or written to a prompt cache, where the CLI says so. A number
+the CLI did not report stays None (never 0): a total says how many runs it could not count.
+
+Pure (records in, totals out), except the transcript's edge: `read_lines` reads it line by
+line with over-long lines skipped, `cap_file` cuts it to its head and tail when over
+[propose].transcript_max_kib.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kopt_supervisor.engine.dataclass_io import known_fields
@@ -141,3 +151,47 @@ def budget_exhausted(cfg: Config, totals: Spent) -> str | None:
             f"[propose].budget_tokens = {p.budget_tokens:,} over {totals.runs} agent run(s){unknown}"
         )
     return None
+
+
+MAX_LINE_BYTES = 4 * 2**20
+"""Longer lines (a tool's huge output echoed in a JSON event) are skipped, not parsed."""
+
+
+def read_lines(path: Path, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[str]:
+    """The file's lines, decoded; lines longer than `max_line_bytes` are skipped."""
+    try:
+        f = open(path, "rb")
+    except OSError:
+        return
+    with f:
+        skipping = False
+        while True:
+            chunk = f.readline(max_line_bytes + 1)
+            if not chunk:
+                return
+            complete = chunk.endswith(b"\n")
+            if skipping or len(chunk) > max_line_bytes:
+                skipping = not complete
+                continue
+            yield chunk.decode("utf-8", "replace")
+
+
+def cap_file(path: Path, max_bytes: int) -> tuple[int, bool]:
+    """Keep the head and the tail of a file that is over `max_bytes` with a marker line
+    between them. Returns (the size it had, whether it was cut)."""
+    try:
+        size = path.stat().st_size
+    except OSError:
+        return 0, False
+    if size <= max_bytes:
+        return size, False
+    keep = max(max_bytes // 2, 1)
+    with open(path, "rb") as f:
+        head = f.read(keep)
+        f.seek(size - keep)
+        tail = f.read(keep)
+    marker = f"\n[... kopt cut {size - 2 * keep} bytes of this transcript ([propose].transcript_max_kib) ...]\n"
+    tmp = path.with_name(path.name + ".cut")
+    tmp.write_bytes(head + marker.encode() + tail)
+    tmp.replace(path)
+    return size, True

@@ -1,18 +1,46 @@
-"""The pack as markdown (KOPT_PROMPT): the task, the rules, the repair, the target, best per
-class, roofline, profile, what was tried, recent regressions, other lanes and the history,
-with the older history entries summarised to one line each or to counts. Pure: data in,
-text out.
+"""The context pack: what a careful kernel engineer hands over before each change
+(docs/design.md §14; the reference program, router and diffusion rules).
+
+KOPT_PROMPT (markdown, for the agent) and the same data as JSON beside it (for tools and
+for `assess_plan`), built from what the loop has (`PackInputs`):
+
+- the task and the rules (correctness first, one bottleneck-driven hypothesis, no protected
+  files, no commits, the plan's format);
+- on a repair, the hypothesis under repair and the failing rows with their errors;
+- the target: bench, metric, correctness rule, config columns and classes, the source files
+  with their sizes (editable, protected, where dispatch seems to happen);
+- hardware specs with their cited sources, and per production config bytes, FLOPs, bound,
+  floor, % of peak and the stop target (the best tree's record["roofline"]);
+- the best value per class against the baseline;
+- the latest profile of the best tree: per kernel time, share, registers, shared memory,
+  occupancy, DRAM throughput (and what the profile does not report);
+- what was already tried from the current BEST, the recent regressions, what other lanes
+  are trying now;
+- the per-class history of the unmasked iterations: hypothesis, target class, verdict,
+  per-class deltas with their intervals and rounds.
+
+Size: the pack is kept under `[propose].prompt_max_kib`; when it is over, the oldest
+history entries are summarised to one line each, then into counts. The rules, the repair,
+the current evidence and what was tried from BEST are never cut.
+
+`build_pack(inputs) -> Pack` is pure (data in, text out): this module writes the pack as
+markdown (KOPT_PROMPT), older history entries summarised to one line each or to counts, and
+keeps it within the size budget: the most history in full that fits, found by bisection over
+how much is summarised. What it is built from is `context_inputs` (`PackInputs`, and
+`list_sources`, the edge that reads the worktree for the source list; the evidence sections
+from the records); the pack as data, the citable terms and the rules are `context_data`.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from kopt_supervisor.engine import fmt
 from kopt_supervisor.engine.metrics import describe_classes
-from kopt_supervisor.engine.propose.context.sections import _num, _short
+from kopt_supervisor.engine.propose.context_data import _data
+from kopt_supervisor.engine.propose.context_inputs import Pack, PackInputs, _num, _short
 
 
 def _fmt_delta(d: Mapping[str, Any]) -> str:
@@ -297,3 +325,45 @@ def _summaries(entries: Sequence[Mapping[str, Any]], collapse: bool) -> list[str
             + (f" → {deltas}" if deltas else "")
         )
     return out
+
+
+ONE_LINERS = 40
+"""When full entries and one line per older entry do not fit, the one-line summaries are
+kept for this many entries before the full ones; older ones become counts."""
+
+
+def _fit(n: int, fits: Callable[[int, int], bool]) -> tuple[int, int]:
+    """(collapsed, detail_from) with the most history in full that fits: first one line per
+    older entry; then one line for the ONE_LINERS entries before the full ones and counts for
+    the rest; then counts only. Each stage bisects (O(log n) renders)."""
+
+    def first(cut: Callable[[int], int]) -> int | None:
+        if not fits(cut(n), n):
+            return None
+        lo, hi = 0, n
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if fits(cut(mid), mid):
+                hi = mid
+            else:
+                lo = mid + 1
+        return lo
+
+    for cut in (lambda s: 0, lambda s: max(0, s - ONE_LINERS), lambda s: s):
+        s = first(cut)
+        if s is not None:
+            return cut(s), s
+    return n, n
+
+
+def build_pack(inputs: PackInputs) -> Pack:
+    """The context pack for one proposal, within the size budget."""
+    data = _data(inputs)
+    budget = inputs.max_bytes or inputs.config.propose.prompt_max_kib * 1024
+    collapsed, detail_from = _fit(len(data["history"]), lambda c, s: len(_md(data, c, s)[0].encode()) <= budget)
+    text, summary = _md(data, collapsed, detail_from)
+    size = len(text.encode())
+    data["history_summary"] = summary
+    data["history"] = data["history"][detail_from:]
+    data["budget"] = {"max_bytes": budget, "bytes": size, "summarised": detail_from, "over_budget": size > budget}
+    return Pack(text, data, detail_from, size > budget)

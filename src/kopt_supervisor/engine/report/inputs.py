@@ -1,4 +1,7 @@
-"""What a report is made of, gathered from run.db's rows (pure: rows in, `RunData` out).
+"""What a report is rendered from (pure): the run gathered from run.db's rows (`RunData`), the
+statistics results.md reports, the roofline view of the baseline and final trees, all of it
+held in `ReportInputs`; and the markdown pieces every section shares (a cell, inline code, a
+table).
 
 Which samples measure which tree. A tree (a commit) is measured many times over a run:
 every candidate iteration re-measures the current best on side "best", and a kept
@@ -19,21 +22,46 @@ Masked iterations contribute nothing. The final tree's chain of keeps is followe
 commit ancestry: the best iteration, then the keep whose commit is its
 `best_commit_before`, down to the baseline commit.
 
-`ReportInputs` is all a report is rendered from: the gathered `RunData`, the run's config,
-its environment and roofline, the chart's text, the final tree.
+Statistics. `summarize(values)` is the diffusion-kernel rules' set for one workload: median,
+mean, sample standard deviation (n - 1), min, p10 and p90, with the number of samples it rests
+on. Percentiles interpolate linearly between order statistics (position (n - 1) * q, the
+method numpy calls "linear"), so p10 and p90 of a handful of samples are honest
+interpolations, not invented tails. Speedups are oriented so that above 1 is better whatever
+the metric's direction: baseline / final for a latency ("min"), final / baseline for a
+throughput ("max"). The equal-weight geometric mean of speedups is exp(mean(log s)).
+
+The roofline view: engine.roofline applied to the baseline's and the final tree's median
+latency per config. For each config with a row in the baseline record, the [roofline] formulas
+give FLOPs and bytes per call; with the sourced peaks of the GPU the run used they give the
+bound (memory or compute), the floor, and for each tree the achieved bandwidth, FLOP/s and %
+of peak. Only a latency metric (direction "min") has seconds per call ([roofline].unit_scale
+seconds per unit). Missing pieces are said, never filled in: no formulas, a throughput
+metric, or a GPU with no sourced peak.
 """
 
 from __future__ import annotations
 
+import math
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from kopt_supervisor.engine import bookkeeping
 from kopt_supervisor.engine.config.sections import Config
+from kopt_supervisor.engine.decide.stats import geomean as stats_geomean
+from kopt_supervisor.engine.decide.stats import positive_finite, quantile
+from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.records import Iteration
-from kopt_supervisor.engine.report.roofline_view import RooflineView
+from kopt_supervisor.engine.roofline.model import (
+    ClassRoofline,
+    Peaks,
+    RooflinePoint,
+    Spec,
+    aggregate_classes,
+    analyze_rows,
+    peaks_from_specs,
+)
 
 SampleRow = Mapping[str, Any]
 """One row of the samples table: version, stage, round, block, side, config, cls, value."""
@@ -230,3 +258,124 @@ class ReportInputs:
     final_tree_sha: str | None
     config_text: str
     generated_at: float = field(default_factory=time.time)
+
+
+@dataclass(frozen=True)
+class RooflineView:
+    available: bool
+    why_not: str = ""
+    peaks: Peaks | None = None
+    gpu_name: str = ""
+    baseline: dict[str, RooflinePoint] = field(default_factory=dict)
+    final: dict[str, RooflinePoint] = field(default_factory=dict)
+    baseline_classes: dict[str, ClassRoofline] = field(default_factory=dict)
+    final_classes: dict[str, ClassRoofline] = field(default_factory=dict)
+
+
+def build_roofline_view(
+    cfg: Config,
+    rows: Mapping[str, Mapping[str, object]],
+    class_of: Mapping[str, str],
+    baseline_median: Mapping[str, float | None],
+    final_median: Mapping[str, float | None],
+    specs: Mapping[str, Spec],
+    gpu_name: str,
+) -> RooflineView:
+    r = cfg.roofline
+    if not (r.flops or r.bytes):
+        return RooflineView(False, "no [roofline].flops / [roofline].bytes formulas in kopt.toml")
+    if cfg.target.direction != "min":
+        return RooflineView(
+            False,
+            f'the metric `{cfg.target.metric}` is a throughput (direction = "max"): '
+            "no time per call to put on a roofline",
+        )
+    if not rows:
+        return RooflineView(False, "the baseline record has no config rows")
+    peaks = peaks_from_specs(dict(specs), flops_metric=r.peak_flops_metric, bandwidth_metric=r.bandwidth_metric)
+
+    def seconds(medians: Mapping[str, float | None]) -> dict[str, float | None]:
+        return {k: (None if v is None else v * r.unit_scale) for k, v in medians.items()}
+
+    try:
+        base = analyze_rows(rows, seconds(baseline_median), flops_src=r.flops, bytes_src=r.bytes, peaks=peaks)
+        final = analyze_rows(rows, seconds(final_median), flops_src=r.flops, bytes_src=r.bytes, peaks=peaks)
+    except BadInput as e:
+        return RooflineView(False, str(e))
+    return RooflineView(
+        True, "", peaks, gpu_name, base, final, aggregate_classes(base, class_of), aggregate_classes(final, class_of)
+    )
+
+
+@dataclass(frozen=True)
+class Summary:
+    n: int
+    median: float
+    mean: float
+    std: float | None
+    """Sample standard deviation; None for a single sample."""
+    min: float
+    max: float
+    p10: float
+    p90: float
+
+    def to_dict(self) -> dict[str, float | int | None]:
+        return {
+            "n": self.n,
+            "median": self.median,
+            "mean": self.mean,
+            "std": self.std,
+            "min": self.min,
+            "max": self.max,
+            "p10": self.p10,
+            "p90": self.p90,
+        }
+
+
+def finite(values: Iterable[float]) -> list[float]:
+    return [float(v) for v in values if v is not None and math.isfinite(v)]
+
+
+def summarize(values: Iterable[float]) -> Summary | None:
+    """The summary of the finite values, or None when there are none."""
+    xs = sorted(finite(values))
+    if not xs:
+        return None
+    n = len(xs)
+    mean = math.fsum(xs) / n
+    std = math.sqrt(math.fsum((x - mean) ** 2 for x in xs) / (n - 1)) if n > 1 else None
+    return Summary(n=n, median=_q(xs, 0.5), mean=mean, std=std, min=xs[0], max=xs[-1], p10=_q(xs, 0.1), p90=_q(xs, 0.9))
+
+
+def _q(xs: list[float], q: float) -> float:
+    value = quantile(xs, q)
+    assert value is not None  # xs is not empty
+    return value
+
+
+def speedup(baseline: float | None, final: float | None, direction: str = "min") -> float | None:
+    """Above 1: the final tree is better. None when either side is missing or not positive."""
+    if baseline is None or final is None or not baseline > 0 or not final > 0:
+        return None
+    return baseline / final if direction == "min" else final / baseline
+
+
+def geomean(values: Iterable[float | None]) -> float | None:
+    """The one geometric mean (decide.stats) of the entries that are measured (positive finite)."""
+    return stats_geomean(positive_finite(values))
+
+
+def cell(text: Any, limit: int = 300) -> str:
+    """Text for one table cell: pipes escaped, one line, at most `limit` characters."""
+    return str(text if text is not None else "").replace("|", "\\|").replace("\n", " ")[:limit]
+
+
+def code(text: str) -> str:
+    """Inline code that survives a backtick inside it."""
+    return f"`{text}`" if "`" not in text else f"``{text}``"
+
+
+def table(header: Sequence[str], rows: Iterable[Sequence[Any]], align: str | None = None) -> list[str]:
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join(align or "---" for _ in header) + "|"]
+    out += ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows]
+    return out
