@@ -110,8 +110,14 @@ from kopt_supervisor.engine.decide.confirmation import (
     decided_sd,
     judge,
 )
-from kopt_supervisor.engine.decide.estimate import Sample, alpha_at_look, class_samples, estimate_class, interval
-from kopt_supervisor.engine.decide.model import ClassResult
+from kopt_supervisor.engine.decide.estimate import (
+    ClassResult,
+    Sample,
+    alpha_at_look,
+    class_samples,
+    estimate_class,
+    interval,
+)
 from kopt_supervisor.engine.decide.stats import mean, stdev, t_quantile
 
 POLICY = Policy.from_config(DecideConfig())

@@ -40,7 +40,7 @@ NARROW, WIDE = "dclass=narrow", "dclass=wide"
 
 
 class BenchClass:
-    """A bench class result as decide.ClassResult carries it (what `agrees` reads)."""
+    """A bench class result as decide.estimate.ClassResult carries it (what `agrees` reads)."""
 
     def __init__(self, cls: str, verdict: str, ratio: float, lo: float, hi: float) -> None:
         self.cls, self.verdict, self.ratio, self.lo, self.hi = cls, verdict, ratio, lo, hi

@@ -9,8 +9,8 @@ import math
 from kopt_supervisor.engine import api
 from kopt_supervisor.engine.api import Iteration
 from kopt_supervisor.engine.decide.confirmation import ClassCheck, Confirmation
+from kopt_supervisor.engine.decide.estimate import ClassResult, Verdict
 from kopt_supervisor.engine.decide.external_truth import ExternalTruth
-from kopt_supervisor.engine.decide.model import ClassResult, Verdict
 from kopt_supervisor.engine.diffscan.findings import Finding
 from kopt_supervisor.engine.propose.costs import AgentRun
 from kopt_supervisor.engine.propose.proposer import Citation, Plan, PlanAssessment

@@ -7,7 +7,7 @@ import math
 
 from kopt_supervisor.engine import api
 from kopt_supervisor.engine.api import Interval
-from kopt_supervisor.engine.decide.model import ClassResult, Verdict
+from kopt_supervisor.engine.decide.estimate import ClassResult, Verdict
 from kopt_supervisor.engine.gpu.state import Assessment, GpuProcess, GpuState
 from kopt_supervisor.engine.onboard.cost import DecisionCost
 

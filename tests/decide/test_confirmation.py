@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 
 from kopt_supervisor.engine.config.sections import DecideConfig
-from kopt_supervisor.engine.decide import GUARD_CLASS, Pair, Policy, Verdict
+from kopt_supervisor.engine.decide import Pair, Policy, Verdict
 from kopt_supervisor.engine.decide.confirmation import (
     EXTENDED_MAX_LOOKS,
     MAX_LOOKS,
@@ -17,7 +17,8 @@ from kopt_supervisor.engine.decide.confirmation import (
     judge,
     shows_half,
 )
-from kopt_supervisor.engine.decide.model import ClassResult
+from kopt_supervisor.engine.decide.estimate import ClassResult
+from kopt_supervisor.engine.decide.verdict import GUARD_CLASS
 
 POLICY = Policy.from_config(DecideConfig())
 SPREAD = (-1.0, 0.67, 1.0, -0.67, 0.0, 0.0)

@@ -5,17 +5,17 @@ from __future__ import annotations
 
 from kopt_supervisor.engine.decide import Verdict
 from kopt_supervisor.engine.decide.confirmation import Confirmation
+from kopt_supervisor.engine.decide.estimate import NEEDS_STRONGER_CHECKS
 from kopt_supervisor.engine.decide.external_truth import (
     TIMER_ONLY,
     ExternalTruth,
+    OsTruth,
     of_os_time,
     of_profiler,
     settle,
     timer_only,
     truth_line,
 )
-from kopt_supervisor.engine.decide.model import NEEDS_STRONGER_CHECKS
-from kopt_supervisor.engine.decide.os_time import OsTruth
 
 KEEP = Verdict("keep", "narrow −40.0% faster", rounds=3)
 SUSPICIOUS = Verdict(

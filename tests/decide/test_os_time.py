@@ -1,13 +1,12 @@
-"""The OS's accounting against the bench's claimed seconds (engine/decide/os_time.py), with
-the claims a hostile candidate makes: a patched timer, work moved outside the timed calls,
-noise added to hide either, and the honest gains that must never be refuted."""
+"""The OS's accounting against the bench's claimed seconds (engine/decide/external_truth.py
+`weigh`), with the claims a hostile candidate makes: a patched timer, work moved outside the
+timed calls, noise added to hide either, and the honest gains that must never be refuted."""
 
 from __future__ import annotations
 
 import random
 
-from kopt_supervisor.engine.decide.os_time import LookCost, OsTruth, looks_of, weigh
-from kopt_supervisor.engine.decide.side_cost import SideCost
+from kopt_supervisor.engine.decide.external_truth import LookCost, OsTruth, SideCost, looks_of, weigh
 
 CPU, WALL, TIMED = 1.5, 1.8, 1.0
 """best's look: 1.5 CPU seconds, 1.8 wall seconds, of which its bench claims 1.0 s timed."""

@@ -9,7 +9,6 @@ from dataclasses import replace
 import pytest
 
 from kopt_supervisor.engine.decide import (
-    BenchRun,
     Pair,
     Policy,
     Verdict,
@@ -18,6 +17,7 @@ from kopt_supervisor.engine.decide import (
     send_to_review,
 )
 from kopt_supervisor.engine.decide.plausible import (
+    BenchRun,
     below_floor,
     check,
     config_speedups,

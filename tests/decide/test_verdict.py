@@ -12,12 +12,12 @@ from kopt_supervisor.engine.decide import (
     Pair,
     Policy,
     Verdict,
-    checks_agree,
     evaluate,
     review_outcome,
     send_to_review,
     summary,
 )
+from kopt_supervisor.engine.decide.verdict import checks_agree
 from kopt_supervisor.engine.errors import BadInput
 from tests.decide.helpers import rounds, wiggle
 
@@ -318,7 +318,7 @@ def test_every_flag_the_engine_writes_is_a_known_flag() -> None:
     import re
     from pathlib import Path
 
-    from kopt_supervisor.engine.decide.model import FLAGS
+    from kopt_supervisor.engine.decide.estimate import FLAGS
 
     root = Path(__file__).resolve().parents[2] / "src" / "kopt_supervisor" / "engine"
     verdict_src = (root / "decide" / "verdict.py").read_text()

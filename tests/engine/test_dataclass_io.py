@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kopt_supervisor.engine.decide.model import ClassResult
+from kopt_supervisor.engine.decide.estimate import ClassResult
 from kopt_supervisor.engine.profile.summary import RangeKernelStat
 
 

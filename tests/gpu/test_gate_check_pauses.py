@@ -4,7 +4,7 @@ full check of an idle GPU, each `quick_recheck_s`, showed as "no idle GPU: next 
 then "0 s", in an MCP agent's progress, and the look's own line was lost).
 
 The gate's side: `pause` takes the pauses between samples, `sleep` only the waits. The loop's
-side (engine/loop/context.py single_lane, engine/lanes lane_gate): their gates, over a scripted
+side (engine/loop/context.py single_lane, engine/lanes.py lane_gate): their gates, over a scripted
 fake GPU, report a wait for a busy GPU and nothing for an idle one."""
 
 from __future__ import annotations

@@ -6,8 +6,7 @@ import math
 
 import pytest
 
-from kopt_supervisor.engine.decide.estimate import alpha_at_look
-from kopt_supervisor.engine.decide.model import Policy
+from kopt_supervisor.engine.decide.estimate import Policy, alpha_at_look
 from kopt_supervisor.engine.decide.stats import t_quantile
 from kopt_supervisor.engine.onboard import cost
 

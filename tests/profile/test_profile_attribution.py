@@ -31,7 +31,7 @@ NARROW, WIDE = "dclass=narrow", "dclass=wide"
 
 
 class Bench:
-    """A bench class result, as decide.ClassResult carries it."""
+    """A bench class result, as decide.estimate.ClassResult carries it."""
 
     def __init__(self, cls: str, verdict: str, ratio: float, lo: float, hi: float) -> None:
         self.cls, self.verdict, self.ratio, self.lo, self.hi = cls, verdict, ratio, lo, hi

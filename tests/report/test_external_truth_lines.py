@@ -4,8 +4,7 @@ process (engine/decide/external_truth.py), and say so when only the bench's time
 from __future__ import annotations
 
 from kopt_supervisor.engine.api.run_summary import external_truth
-from kopt_supervisor.engine.decide.external_truth import TIMER_ONLY, of_os_time, timer_only
-from kopt_supervisor.engine.decide.os_time import OsTruth
+from kopt_supervisor.engine.decide.external_truth import TIMER_ONLY, OsTruth, of_os_time, timer_only
 from kopt_supervisor.engine.records import Iteration, Status
 from tests.report.test_report_units import report_of, two_iterations
 

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from kopt_supervisor.engine import fmt
-from kopt_supervisor.engine.decide.model import Policy
+from kopt_supervisor.engine.decide.estimate import Policy
 
 
 def test_a_change_says_faster_or_slower_whatever_the_direction() -> None:

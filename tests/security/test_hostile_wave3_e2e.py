@@ -59,9 +59,7 @@ from kopt_supervisor.engine import diffscan, gitops
 from kopt_supervisor.engine.config.toml_io import load as load_config
 from kopt_supervisor.engine.decide import Verdict
 from kopt_supervisor.engine.decide.confirmation import Confirmation
-from kopt_supervisor.engine.decide.external_truth import of_os_time, settle
-from kopt_supervisor.engine.decide.os_time import RESOLUTION_S, looks_of, weigh
-from kopt_supervisor.engine.decide.side_cost import SideCost
+from kopt_supervisor.engine.decide.external_truth import RESOLUTION_S, SideCost, looks_of, of_os_time, settle, weigh
 from kopt_supervisor.engine.loop.police import OUTSIDE_SOURCES, outside_sources, read_for_scan
 from kopt_supervisor.engine.workspace import Workspace
 from kopt_supervisor.kopt_tui.cli import main as kopt

@@ -18,13 +18,13 @@ def dead(ws: Workspace) -> tuple[bool, int | None]:
 
 
 def engine_written_flags() -> tuple[set[str], set[str]]:
-    """(decision flags, plan flags) the engine can write: decide.model.FLAGS, and every flag
+    """(decision flags, plan flags) the engine can write: decide.estimate.FLAGS, and every flag
     literal the engine's source adds to a verdict outside it (`flags=(*verdict.flags, "x")`,
     `send_to_review(v, "x", ...)`, `note(v, "x", ...)`), and the flags a PlanAssessment is
     made with. Read from the syntax tree, so a flag added anywhere in engine/ is found."""
     import ast
 
-    from kopt_supervisor.engine.decide.model import FLAGS
+    from kopt_supervisor.engine.decide.estimate import FLAGS
 
     decision, plan = set(FLAGS), set()
     for path in (Path(__file__).resolve().parents[2] / "src" / "kopt_supervisor" / "engine").rglob("*.py"):

@@ -95,7 +95,7 @@ class IterationRecord(TypedDict, total=False):
     """memory/vN.json's content beyond the indexed columns (docs/files.md)."""
 
     classes: dict[str, dict[str, Any]]
-    """Per class: best, cand, ratio, lo, hi, rounds, verdict, ... (decide.ClassResult)."""
+    """Per class: best, cand, ratio, lo, hi, rounds, verdict, ... (decide.estimate.ClassResult)."""
     configs: dict[str, dict[str, Any]]
     """Baseline only: per config its class, production flag and CSV row."""
     config_columns: list[str]
@@ -111,7 +111,7 @@ class IterationRecord(TypedDict, total=False):
     bench_runs: dict[str, list[dict[str, Any]]]
     """Per stage, each process-level bench run: side, round, wall seconds (plausibility)."""
     side_costs: dict[str, list[dict[str, Any]]]
-    """Per stage, each side's cost of each served look (decide.side_cost.SideCost): the
+    """Per stage, each side's cost of each served look (decide.external_truth.SideCost): the
     OS's CPU and wall seconds beside the seconds its bench claims."""
     changed_files: list[str]
     proposal: dict[str, Any]

@@ -1,7 +1,7 @@
 """What each flag the engine writes means, in one line for the engineer (pure: no Textual).
 
 `FLAG_HELP` explains every flag a decision can carry (record["decision"]["flags"]: the
-verdict's flags, engine/decide/model.py FLAGS, and those the loop adds); `PLAN_FLAG_HELP` the
+verdict's flags, engine/decide/estimate.py FLAGS, and those the loop adds); `PLAN_FLAG_HELP` the
 flags of a plan read against the context pack (record["plan"]["flags"]). The review dialog
 and the iteration detail show them under the reason; tests/tui checks that every flag the
 engine can write has a line here. A flag written by another kopt version is shown as it is.

@@ -157,7 +157,7 @@ Record = Mapping[str, Any]
 
 @dataclass(frozen=True)
 class RecordedClass:
-    """One class of record["classes"] (decide.ClassResult.to_dict(), with roofline's
+    """One class of record["classes"] (decide.estimate.ClassResult.to_dict(), with roofline's
     `pct_of_peak`): every number optional (a baseline has no candidate side)."""
 
     cls: str

@@ -1,15 +1,14 @@
 """The decision: paired samples → per-class verdicts → run verdict (docs/design.md §5). Pure.
 
-See docs/decision.md for the method and its measured error rates.
+The façade holds the interface docs/decision.md documents; everything else is imported from
+its module: the data and the per-class estimate (`estimate`), the run verdict (`verdict`), the
+plausibility checks (`plausible`), a keep's confirmation (`confirmation`), the external truth
+(`external_truth`), the output audit (`audit`), the statistics (`stats`), the simulation
+(`simulate`).
 """
 
-from kopt_supervisor.engine.decide.model import ClassResult, Pair, Policy, Verdict
-from kopt_supervisor.engine.decide.plausible import BenchRun, Implausible
+from kopt_supervisor.engine.decide.estimate import Pair, Policy, Verdict
 from kopt_supervisor.engine.decide.verdict import (
-    GUARD_CLASS,
-    ReviewOutcome,
-    checks_agree,
-    escalate,
     evaluate,
     guard_of,
     note,
@@ -20,16 +19,9 @@ from kopt_supervisor.engine.decide.verdict import (
 )
 
 __all__ = [
-    "GUARD_CLASS",
-    "BenchRun",
-    "ClassResult",
-    "Implausible",
     "Pair",
     "Policy",
-    "ReviewOutcome",
     "Verdict",
-    "checks_agree",
-    "escalate",
     "evaluate",
     "guard_of",
     "note",

@@ -103,8 +103,15 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from kopt_supervisor.engine.dataclass_io import known_fields
-from kopt_supervisor.engine.decide.estimate import alpha_at_look, class_samples, estimate_class
-from kopt_supervisor.engine.decide.model import ClassResult, Pair, Policy, Verdict
+from kopt_supervisor.engine.decide.estimate import (
+    ClassResult,
+    Pair,
+    Policy,
+    Verdict,
+    alpha_at_look,
+    class_samples,
+    estimate_class,
+)
 from kopt_supervisor.engine.decide.stats import t_quantile
 from kopt_supervisor.engine.decide.verdict import GUARD_CLASS, voting_classes
 

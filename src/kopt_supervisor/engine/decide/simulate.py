@@ -42,7 +42,7 @@ from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass
 
-from kopt_supervisor.engine.decide.model import Pair, Policy
+from kopt_supervisor.engine.decide.estimate import Pair, Policy
 from kopt_supervisor.engine.decide.verdict import evaluate
 
 NOISE_MODELS = ("normal", "heavy", "drift", "spike")

@@ -22,13 +22,14 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from kopt_supervisor.engine.decide.estimate import class_samples, estimate_class
-from kopt_supervisor.engine.decide.model import (
+from kopt_supervisor.engine.decide.estimate import (
     NEEDS_STRONGER_CHECKS,
     ClassResult,
     Pair,
     Policy,
     Verdict,
+    class_samples,
+    estimate_class,
 )
 from kopt_supervisor.engine.decide.plausible import (
     ESCALATE,

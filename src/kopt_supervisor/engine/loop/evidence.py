@@ -13,7 +13,7 @@ profiler's word on a keep (docs/design.md §5 step 5, router's Step 0).
   outputs audited) decide only what the keep claims (engine/decide/confirmation.py); a
   process-level bench decides again in fresh processes. Then its external truth
   (engine/decide/external_truth.py): the profiler's word on a GPU, the OS's accounting of the
-  looks on a target without one (engine/decide/os_time.py), or "the bench's timer only".
+  looks on a target without one (external_truth.weigh), or "the bench's timer only".
 - `profile_tree(...)`: the bench (or [profile].command) under ncu / rocprofv3 in one tree.
 """
 
@@ -28,9 +28,7 @@ from kopt_supervisor.engine.decide import Pair, Policy, Verdict, voting_classes
 from kopt_supervisor.engine.decide import confirmation as claim_rule
 from kopt_supervisor.engine.decide import external_truth as truth_rule
 from kopt_supervisor.engine.decide.confirmation import ClassCheck, Confirmation, consistent_gain
-from kopt_supervisor.engine.decide.external_truth import ExternalTruth
-from kopt_supervisor.engine.decide.os_time import OsTruth, looks_of, weigh
-from kopt_supervisor.engine.decide.side_cost import SideCost
+from kopt_supervisor.engine.decide.external_truth import ExternalTruth, OsTruth, SideCost, looks_of, weigh
 from kopt_supervisor.engine.decide.verdict import send_to_review
 from kopt_supervisor.engine.errors import KoptFailure
 from kopt_supervisor.engine.loop.context import RunContext, acquire, last_line, with_

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from kopt_supervisor.engine.decide import Pair
+from kopt_supervisor.engine.decide.external_truth import SideCost
 from kopt_supervisor.engine.decide.plausible import BenchRun
-from kopt_supervisor.engine.decide.side_cost import SideCost
 from kopt_supervisor.engine.gpu.gate import Gate
 from kopt_supervisor.engine.metrics import Measurement
 from kopt_supervisor.engine.records import Iteration

@@ -14,7 +14,7 @@ from typing import TypeVar
 
 from kopt_supervisor.engine import bench_output, metrics
 from kopt_supervisor.engine.decide import audit
-from kopt_supervisor.engine.decide.side_cost import SideCost
+from kopt_supervisor.engine.decide.external_truth import SideCost
 from kopt_supervisor.engine.loop.context import RunContext
 from kopt_supervisor.engine.loop.lane import Lane, Look
 from kopt_supervisor.engine.loop.look_files import (

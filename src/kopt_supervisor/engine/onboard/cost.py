@@ -23,8 +23,7 @@ import math
 import statistics
 from dataclasses import dataclass
 
-from kopt_supervisor.engine.decide.estimate import alpha_at_look
-from kopt_supervisor.engine.decide.model import Policy
+from kopt_supervisor.engine.decide.estimate import Policy, alpha_at_look
 from kopt_supervisor.engine.decide.stats import t_quantile
 
 MODES = ("process", "ab", "served")

@@ -47,7 +47,7 @@ import math
 from collections.abc import Mapping
 from pathlib import Path
 
-from kopt_supervisor.engine.decide.model import Policy
+from kopt_supervisor.engine.decide.estimate import Policy
 from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.onboard import cost as cost_mod
 from kopt_supervisor.engine.onboard import served

@@ -229,7 +229,7 @@ def interval_text(lo: float | None, hi: float | None) -> str:
 
 
 class BenchClass(Protocol):
-    """What `agrees` reads of the bench's per-class result (decide.ClassResult has it)."""
+    """What `agrees` reads of the bench's per-class result (decide.estimate.ClassResult has it)."""
 
     @property
     def cls(self) -> str: ...

@@ -51,62 +51,48 @@ trees, compiled by kopt alone from the sources and bound read-only (`bytecode`).
 Pure except where named: `wrap` and the constructors read a few files (the worktree's
 `.git` pointer, `/proc/net/unix`, `/dev`); `prepare` and `probe` act on the machine.
 
-The rooms (this package re-exports their public names; a test that replaces a name
+The rooms (this package re-exports the names its callers use; a test that replaces a name
 patches the module that reads it):
 
-- `confinement`: `Confinement` and the fixed folders and variables (pure data);
-- `command_line`: `wrap`, the bwrap argv;
+- `confinement`: `Confinement` and the fixed folders and variables (pure data), what the
+  machine holds (GPU nodes, sockets, site-packages, a worktree's git), which bwrap
+  executables exist here in the order kopt tries them (system, bundled), and `wrap`, the
+  bwrap argv;
 - `lifeline`: the engine's pipe into every sandbox and the init that watches it
   (`read_end()` is the descriptor a confined launch passes: `pass_fds`);
-- `scratch`: `prepare`, the workspace's scratch and per-tree caches, `read_output`;
-- `host`: what the machine holds (GPU nodes, sockets, site-packages, a worktree's git);
-- `kinds`: `for_proposer` and `for_bench`, and the rules on the paths they are given;
-- `bytecode`: the shared library bytecode (`seed` a tree's prefix, `harvest` after a run);
-- `binary`: which bwrap executables exist here, in the order kopt tries them (system, bundled);
+- `paths`: `for_proposer` and `for_bench` and the rules on the paths they are given;
+  `prepare`, the workspace's scratch and per-tree caches, `read_output`;
+- `bytecode`: the shared library bytecode (`binds` over a tree's prefix before a run, `harvest` after it);
 - `support`: `probe`, `diagnose` (the cause and fix when none works), `start_rule`, and
   reading a confined run's failure.
 """
 
 from __future__ import annotations
 
-from kopt_supervisor.engine.sandbox.binary import HIDE_BUNDLED_ENV
-from kopt_supervisor.engine.sandbox.command_line import wrap
 from kopt_supervisor.engine.sandbox.confinement import (
-    BASE_ENV,
     BWRAP,
     GIT_COMMON_MOUNT,
-    GPU_DEVICE_GLOBS,
+    HIDE_BUNDLED_ENV,
     PRIVATE_DIRS,
-    PROPOSER_CACHE,
-    SANDBOX_HOME,
-    SYSTEM_DIRS,
-    UNSET_ENV,
     Confinement,
-    PrivateGit,
     cache_env,
-)
-from kopt_supervisor.engine.sandbox.host import (
     gpu_devices,
     host_unix_sockets,
-    linked_worktree_git,
-    python_site_dirs,
+    wrap,
 )
-from kopt_supervisor.engine.sandbox.kinds import for_bench, for_proposer
 from kopt_supervisor.engine.sandbox.lifeline import INIT_NAME, read_end
-from kopt_supervisor.engine.sandbox.scratch import (
+from kopt_supervisor.engine.sandbox.paths import (
     SCRATCH,
     cache_dir,
     clear_scratch,
+    for_bench,
+    for_proposer,
     prepare,
     prune_caches,
     read_output,
 )
 from kopt_supervisor.engine.sandbox.support import (
-    APPARMOR_HINT,
     DEMO_UNCONFINED,
-    INSTALL_HINT,
-    USERNS_HINT,
-    Diagnosis,
     HostFacts,
     SandboxMode,
     SandboxSupport,
@@ -119,29 +105,18 @@ from kopt_supervisor.engine.sandbox.support import (
 )
 
 __all__ = [
-    "APPARMOR_HINT",
-    "BASE_ENV",
     "BWRAP",
     "Confinement",
     "DEMO_UNCONFINED",
-    "Diagnosis",
     "GIT_COMMON_MOUNT",
-    "GPU_DEVICE_GLOBS",
     "HIDE_BUNDLED_ENV",
     "HostFacts",
     "INIT_NAME",
-    "INSTALL_HINT",
     "PRIVATE_DIRS",
-    "PROPOSER_CACHE",
-    "PrivateGit",
-    "SANDBOX_HOME",
     "SCRATCH",
-    "SYSTEM_DIRS",
     "SandboxMode",
     "SandboxSupport",
     "SandboxUnavailable",
-    "UNSET_ENV",
-    "USERNS_HINT",
     "bwrap_error",
     "cache_dir",
     "cache_env",
@@ -152,12 +127,10 @@ __all__ = [
     "for_proposer",
     "gpu_devices",
     "host_unix_sockets",
-    "linked_worktree_git",
     "prepare",
-    "read_end",
     "probe",
     "prune_caches",
-    "python_site_dirs",
+    "read_end",
     "read_output",
     "start_rule",
     "wrap",

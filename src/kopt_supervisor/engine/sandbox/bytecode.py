@@ -50,7 +50,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from kopt_supervisor.engine.sandbox.host import python_site_dirs
+from kopt_supervisor.engine.sandbox.confinement import python_site_dirs
 
 ENV = "KOPT_BYTECODE_CACHE"
 OFF = ("off", "0", "no", "false")

