@@ -97,7 +97,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from statistics import NormalDist
 
-from kopt_supervisor.engine.config import DecideConfig
+from kopt_supervisor.engine.config.sections import DecideConfig
 from kopt_supervisor.engine.decide import Pair, Policy, Verdict
 from kopt_supervisor.engine.decide.confirmation import (
     CONFIRMING,

@@ -351,7 +351,8 @@ def test_each_mode_gets_the_onboarded_config_with_only_its_own_differences(tmp_p
     """The softmax example onboarded as `kopt init --bench` does (its harness bench run once, on
     the interpreter), then the kopt.toml of each mode, loaded by kopt's own config loader."""
     from experiments.h100_wave2 import softmax_target
-    from kopt_supervisor.engine import config
+    from kopt_supervisor.engine.config.sections import DecideConfig
+    from kopt_supervisor.engine.config.toml_io import loads as loads_config
 
     repo = softmax_target.make_repo(tmp_path / "repo")
     proposal = softmax_target.onboard(repo, tmp_path / "logs")
@@ -359,7 +360,7 @@ def test_each_mode_gets_the_onboarded_config_with_only_its_own_differences(tmp_p
     proposer = softmax_target.install_tools(tools)
     changes = softmax_target.write_changes(tools / "c.json", {1: {"kind": "comment", "hypothesis": "A/A"}})
     cfgs = {
-        m: config.loads(softmax_target.config_text(proposal, m, proposer, changes, smoke=False))
+        m: loads_config(softmax_target.config_text(proposal, m, proposer, changes, smoke=False))
         for m in softmax_target.MODES
     }
     served, process, ray = cfgs["served"], cfgs["process"], cfgs["ray"]
@@ -371,9 +372,9 @@ def test_each_mode_gets_the_onboarded_config_with_only_its_own_differences(tmp_p
     for c in cfgs.values():
         assert c.propose.kind == "command" and str(proposer) in c.propose.command and str(changes) in c.propose.command
         assert c.profile.kind == "none" and c.decide.review_timeout_s == 0.0
-        assert c.decide.production_verdicts and c.decide.max_rounds == config.DecideConfig().max_rounds
+        assert c.decide.production_verdicts and c.decide.max_rounds == DecideConfig().max_rounds
         assert c.target.allow_constructs == []
-    allowed = config.loads(
+    allowed = loads_config(
         softmax_target.config_text(proposal, "served", proposer, changes, smoke=False, allow_sleep=True)
     )
     assert allowed.target.allow_constructs == ["clock-time:softmax/kernel.py"]

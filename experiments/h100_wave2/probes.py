@@ -28,9 +28,10 @@ def ncu_under_sandbox(
     """Profile `workload` (a Python script) with kopt's ncu command inside the confinement of a
     profiled bench; `files` go into its tree beside it. `ok`: ncu's report was read back with
     launches in it (None: bubblewrap does not work here, nothing to check)."""
-    from kopt_supervisor.engine import runner, sandbox
+    from kopt_supervisor.engine import sandbox
     from kopt_supervisor.engine.profile.ncu import NcuProfiler
     from kopt_supervisor.engine.profile.profiler import PROFILE_ENV
+    from kopt_supervisor.engine.runner.command import run as run_command
 
     support = sandbox.probe()
     if not support.works:
@@ -47,7 +48,7 @@ def ncu_under_sandbox(
         workspace=ws, cache=ws / "cache", writable_trees=[tree], outputs=[out], bwrap=support.bwrap or sandbox.BWRAP
     )
     t0 = time.monotonic()
-    res = runner.run(
+    res = run_command(
         argv,
         cwd=tree,
         log_dir=logs,
@@ -61,7 +62,7 @@ def ncu_under_sandbox(
     if not res.ok:
         return {"ok": False, "seconds": seconds, "why": res.why(), "tail": tail, "command": " ".join(argv)}
     for after in prof.after_commands(out):
-        done = runner.run(after, cwd=tree, log_dir=logs, name="ncu_read", timeout_s=timeout_s)
+        done = run_command(after, cwd=tree, log_dir=logs, name="ncu_read", timeout_s=timeout_s)
         if not done.ok:
             return {"ok": False, "seconds": seconds, "why": f"reading the report: {done.why()}", "tail": _tail(logs)}
     summary = prof.parse(out, "")

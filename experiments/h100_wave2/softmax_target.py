@@ -100,7 +100,7 @@ def config_text(
     elif lanes > 1:
         p.sections["parallel"] = {"lanes": lanes}
     text: str = p.text()
-    from kopt_supervisor.engine import config
+    from kopt_supervisor.engine.config.toml_io import loads as loads_config
 
-    config.loads(text, source=f"{mode} kopt.toml")  # loads as it is, or fails here, naming the key
+    loads_config(text, source=f"{mode} kopt.toml")  # loads as it is, or fails here, naming the key
     return text

@@ -32,10 +32,10 @@ def _serve_in_config() -> tuple[bool, str]:
 
 
 def _catalog_serves() -> tuple[bool, str]:
-    from kopt_supervisor.engine import config
+    from kopt_supervisor.engine.config.toml_io import loads as loads_config
     from kopt_supervisor.kernels import catalog
 
-    t = config.loads(catalog.kopt_toml("rmsnorm"), source="catalog rmsnorm").target
+    t = loads_config(catalog.kopt_toml("rmsnorm"), source="catalog rmsnorm").target
     serve = getattr(t, "serve", "")
     return bool(
         serve
@@ -120,10 +120,10 @@ def protocol_probe(work: Path, *, cpu: bool, timeout_s: float = 240.0) -> dict[s
     import sys
 
     from experiments.h100_wave3 import targets
-    from kopt_supervisor.engine import config
+    from kopt_supervisor.engine.config.toml_io import loads as loads_config
 
     repo = targets.rms_repo(work / "probe-repo", cpu=cpu)
-    serve = getattr(config.loads((repo / "kopt.toml").read_text()).target, "serve", "")
+    serve = getattr(loads_config((repo / "kopt.toml").read_text()).target, "serve", "")
     if not serve:
         return {"ok": False, "why": "the catalog's kopt.toml has no [target].serve"}
     argv = shlex.split(serve)

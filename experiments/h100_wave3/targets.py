@@ -55,10 +55,10 @@ def write_plan(path: Path, plan: dict[str, dict[str, Any]]) -> Path:
 def rms_config(repo: Path, proposer: Path, plan: Path, *, profile: bool, allow: list[str] | None = None) -> str:
     """The kopt.toml of a scripted run on `repo` (see the module docstring); it loads as it is,
     or this fails naming the key."""
-    from kopt_supervisor.engine import config
     from kopt_supervisor.engine.config.toml_io import dumps
+    from kopt_supervisor.engine.config.toml_io import loads as loads_config
 
-    cfg = config.loads((repo / "kopt.toml").read_text(encoding="utf-8"), source=str(repo / "kopt.toml"))
+    cfg = loads_config((repo / "kopt.toml").read_text(encoding="utf-8"), source=str(repo / "kopt.toml"))
     target = dataclasses.replace(cfg.target, allow_constructs=[*cfg.target.allow_constructs, *(allow or [])])
     propose = dataclasses.replace(
         cfg.propose, kind="command", command=f"{sys.executable} {proposer} {plan}", timeout_s=180.0, repair_attempts=0
@@ -72,16 +72,16 @@ def rms_config(repo: Path, proposer: Path, plan: Path, *, profile: bool, allow: 
         stop=dataclasses.replace(cfg.stop, max_iters=0, consecutive_regressions=1000, consecutive_failures=1000),
     )
     text = dumps(cfg)
-    config.loads(text, source="the wave's kopt.toml")
+    loads_config(text, source="the wave's kopt.toml")
     return text
 
 
 def measured_through(ws_toml: Path) -> str:
     """How a workspace's frozen kopt.toml measures: per-tree servers, the old one-process A/B
     command, or process-level runs."""
-    from kopt_supervisor.engine import config
+    from kopt_supervisor.engine.config.toml_io import load as load_config
 
-    t = config.load(ws_toml).target
+    t = load_config(ws_toml).target
     if getattr(t, "serve", ""):
         return f"serve (one process per tree): {t.serve}"
     if t.ab_command:

@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import pytest
 
-from kopt_supervisor.engine import config
+from kopt_supervisor.engine.config.toml_io import dumps as dumps_config
+from kopt_supervisor.engine.config.toml_io import loads as loads_config
 from kopt_supervisor.engine.errors import BadInput
 
 BASE = '[target]\nbench = "python bench.py"\nmetric = "median_us"\n'
 
 
 def test_format_and_adapter_options_round_trip() -> None:
-    cfg = config.loads(BASE + 'format = "pytest-benchmark"\ncsv = "out.json"\n[target.adapter]\nunit = "ns"\n')
+    cfg = loads_config(BASE + 'format = "pytest-benchmark"\ncsv = "out.json"\n[target.adapter]\nunit = "ns"\n')
     assert cfg.target.format == "pytest-benchmark" and cfg.target.adapter.unit == "ns"
-    frozen = config.loads(config.dumps(cfg))  # what `kopt init` freezes into the workspace
-    assert frozen == cfg and "[target.adapter]" in config.dumps(cfg)
-    assert config.loads(BASE).target.format == "csv"  # kopt's CSV, as before
+    frozen = loads_config(dumps_config(cfg))  # what `kopt init` freezes into the workspace
+    assert frozen == cfg and "[target.adapter]" in dumps_config(cfg)
+    assert loads_config(BASE).target.format == "csv"  # kopt's CSV, as before
 
 
 @pytest.mark.parametrize(
@@ -29,4 +30,4 @@ def test_format_and_adapter_options_round_trip() -> None:
 )
 def test_bad_values_name_the_key(extra: str, match: str) -> None:
     with pytest.raises(BadInput, match=match):
-        config.loads(BASE + extra)
+        loads_config(BASE + extra)

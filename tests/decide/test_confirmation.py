@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 
-from kopt_supervisor.engine.config import DecideConfig
+from kopt_supervisor.engine.config.sections import DecideConfig
 from kopt_supervisor.engine.decide import Pair, Policy, Verdict
 from kopt_supervisor.engine.decide.confirmation import (
     EXTENDED_MAX_LOOKS,

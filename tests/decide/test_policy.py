@@ -7,8 +7,8 @@ import dataclasses
 
 import pytest
 
-from kopt_supervisor.engine import config
-from kopt_supervisor.engine.config import DecideConfig
+from kopt_supervisor.engine.config.sections import DecideConfig
+from kopt_supervisor.engine.config.toml_io import loads as loads_config
 from kopt_supervisor.engine.decide import Policy
 from kopt_supervisor.engine.errors import BadInput
 
@@ -51,7 +51,7 @@ def test_from_config_carries_every_key_and_the_direction() -> None:
 
 def test_defaults_are_kopt_toml_defaults() -> None:
     assert Policy.from_config(DecideConfig()) == Policy()
-    assert Policy.from_config(config.loads('[target]\nbench = "b"\nmetric = "us"\n').decide) == Policy()
+    assert Policy.from_config(loads_config('[target]\nbench = "b"\nmetric = "us"\n').decide) == Policy()
 
 
 @pytest.mark.parametrize(
@@ -73,7 +73,7 @@ def test_one_set_of_rules_for_kopt_toml_and_policy(key: str, value: object) -> N
         Policy(**{key: value})  # type: ignore[arg-type]  # a wrong value on purpose
     toml_value = f'"{value}"' if isinstance(value, str) else value
     with pytest.raises(BadInput) as in_toml:
-        config.loads(f'[target]\nbench = "b"\nmetric = "us"\n[decide]\n{key} = {toml_value}\n', source="k.toml")
+        loads_config(f'[target]\nbench = "b"\nmetric = "us"\n[decide]\n{key} = {toml_value}\n', source="k.toml")
     assert str(in_code.value).startswith(f"[decide].{key} ")
     assert str(in_toml.value) == f"k.toml: {in_code.value}"
 

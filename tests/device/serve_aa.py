@@ -3,7 +3,7 @@
     python tests/device/serve_aa.py --kernel rmsnorm --looks 48 --out aa_rmsnorm.json
 
 Two identical trees (a bundled kernel, materialized twice from the same params) are
-compared by `bench.py --ab BEST CAND --serve`, driven by kopt's own runner.Server exactly as
+compared by `bench.py --ab BEST CAND --serve`, driven by kopt's own runner.command.Server exactly as
 the loop drives it (a fresh process whenever one answers `done N last`). Per class it prints
 the looks' log-ratio means (should centre on 0), their spread against what the blocks inside
 a look predict (a ratio near 1: looks vary no more than their blocks say, so a look is a
@@ -28,8 +28,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from kopt_supervisor.engine import bench_output, config, metrics, runner  # noqa: E402
+from kopt_supervisor.engine import bench_output, metrics  # noqa: E402
+from kopt_supervisor.engine.config.toml_io import loads as loads_config  # noqa: E402
 from kopt_supervisor.engine.decide import Policy, evaluate, voting_classes  # noqa: E402
+from kopt_supervisor.engine.runner.command import Server  # noqa: E402
 from kopt_supervisor.kernels import catalog  # noqa: E402
 
 
@@ -46,7 +48,7 @@ def main() -> int:
         trees[side] = work / side
         trees[side].mkdir()
         catalog.materialize(a.kernel, trees[side], naive=not a.tuned, python=sys.executable)
-    cfg = config.loads((trees["best"] / "kopt.toml").read_text())
+    cfg = loads_config((trees["best"] / "kopt.toml").read_text())
     cmd = cfg.target.ab_command.replace("{best}", str(trees["best"])).replace("{cand}", str(trees["cand"]))
     policy = Policy.from_config(cfg.decide, cfg.target.direction)
     logs = work / "logs"
@@ -55,7 +57,7 @@ def main() -> int:
     for r in range(a.looks):
         if server is None:
             starts += 1
-            server = runner.Server(cmd, cwd=trees["best"], log_dir=logs, name=f"serve{starts}")
+            server = Server(cmd, cwd=trees["best"], log_dir=logs, name=f"serve{starts}")
             served = 0
         path = logs / f"look{r}.csv"
         t0 = time.monotonic()

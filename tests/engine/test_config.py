@@ -1,13 +1,15 @@
 import pytest
 
-from kopt_supervisor.engine import config
+from kopt_supervisor.engine.config.toml_io import dumps as dumps_config
+from kopt_supervisor.engine.config.toml_io import load as load_config
+from kopt_supervisor.engine.config.toml_io import loads as loads_config
 from kopt_supervisor.engine.errors import BadInput
 
 MIN = '[target]\nbench = "python b.py"\nmetric = "us"\n'
 
 
 def test_defaults_are_the_reference_program_values():
-    cfg = config.loads(MIN)
+    cfg = loads_config(MIN)
     assert cfg.decide.confidence == 0.99 and cfg.decide.min_effect_pct == 1.0 and cfg.decide.min_rounds == 3
     assert cfg.stop.consecutive_regressions == 5 and cfg.stop.target_pct_of_peak == 90
     assert cfg.gpu.wait_s == 600 and cfg.gpu.wait_max_s == 3600
@@ -40,28 +42,28 @@ def test_defaults_are_the_reference_program_values():
 )
 def test_every_error_names_its_key(text, needle):
     with pytest.raises(BadInput) as info:
-        config.loads(text, source="t/kopt.toml")
+        loads_config(text, source="t/kopt.toml")
     msg = str(info.value)
     assert needle in msg and msg.startswith("t/kopt.toml") and "\n" not in msg
 
 
 def test_dumps_round_trips_every_value():
-    cfg = config.loads(
+    cfg = loads_config(
         MIN + 'env = {CUDA_LAUNCH_BLOCKING = "0"}\nprotected = ["a b/*.py"]\n'
         "[propose.tune]\nspace = {BLOCK = [64, 128], 'x y' = ['a\"b']}\n[decide]\nconfidence = 0.995\n"
     )
-    assert config.loads(config.dumps(cfg)) == cfg
+    assert loads_config(dumps_config(cfg)) == cfg
 
 
 def test_load_names_an_unreadable_file(tmp_path):
     with pytest.raises(BadInput, match="nope.toml: cannot read"):
-        config.load(tmp_path / "nope.toml")
+        load_config(tmp_path / "nope.toml")
 
 
 def test_a_retired_key_in_an_older_frozen_config_still_loads_and_is_not_written_back():
     """A run's kopt.toml is frozen (and sealed) with every key of its day: a key kopt no
     longer reads is accepted there, and a typo beside it is still an error."""
-    cfg = config.loads(MIN + "[profile]\nagree_margin_pct = 1.0\nrepeats = 2\n")
-    assert cfg.profile.repeats == 2 and "agree_margin_pct" not in config.dumps(cfg)
+    cfg = loads_config(MIN + "[profile]\nagree_margin_pct = 1.0\nrepeats = 2\n")
+    assert cfg.profile.repeats == 2 and "agree_margin_pct" not in dumps_config(cfg)
     with pytest.raises(BadInput, match=r"unknown key \[profile\]\.agree_margin"):
-        config.loads(MIN + "[profile]\nagree_margin = 1.0\n")
+        loads_config(MIN + "[profile]\nagree_margin = 1.0\n")

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from kopt_supervisor.engine import config
+from kopt_supervisor.engine.config.toml_io import dumps as dumps_config
+from kopt_supervisor.engine.config.toml_io import loads as loads_config
 from kopt_supervisor.engine.diffscan.findings import RULES, Allow, Finding, parse_allow, review_reason
 from kopt_supervisor.engine.diffscan.scan import new_file_diff, parse_diff, scan
 from kopt_supervisor.engine.errors import BadInput
@@ -827,13 +828,13 @@ def test_a_bad_allow_entry_names_itself(entry: str, needle: str) -> None:
     with pytest.raises(BadInput, match=needle):
         parse_allow([entry])
     with pytest.raises(BadInput, match=r"kopt.toml: \[target\].allow_constructs\[0\]"):
-        config.loads(f'[target]\nbench = "b"\nmetric = "us"\nallow_constructs = ["{entry}"]\n', source="kopt.toml")
+        loads_config(f'[target]\nbench = "b"\nmetric = "us"\nallow_constructs = ["{entry}"]\n', source="kopt.toml")
 
 
 def test_the_allow_list_is_a_kopt_toml_key() -> None:
-    cfg = config.loads('[target]\nbench = "b"\nmetric = "us"\nallow_constructs = ["module-state:solution/*.py"]\n')
+    cfg = loads_config('[target]\nbench = "b"\nmetric = "us"\nallow_constructs = ["module-state:solution/*.py"]\n')
     assert cfg.target.allow_constructs == ["module-state:solution/*.py"]
-    assert config.loads(config.dumps(cfg)) == cfg
+    assert loads_config(dumps_config(cfg)) == cfg
 
 
 def test_the_review_reason_quotes_lines_and_is_capped() -> None:

@@ -69,7 +69,8 @@ import io  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from kopt_supervisor.engine import config, metrics  # noqa: E402
+from kopt_supervisor.engine import metrics  # noqa: E402
+from kopt_supervisor.engine.config.toml_io import loads as loads_config  # noqa: E402
 
 CSV = """cfg,err,f,ok,okn,dtype,skip
 a,0,0.0,True,True,bf16,0
@@ -174,21 +175,21 @@ def test_the_hostile_always_true_rule_is_refused_at_init():
     base = '[target]\nbench = "b"\nmetric = "us"\n'
     for src in ("err or 1", "1 == 1", "err == 0 or True", "not 0 or err == 0", "err + 0"):
         with pytest.raises(BadInput, match=r"\[target\]\.correct"):
-            config.loads(base + f'correct = "{src}"\n', source="kopt.toml")
+            loads_config(base + f'correct = "{src}"\n', source="kopt.toml")
         with pytest.raises(BadInput, match=r"\[target\]\.production"):
-            config.loads(base + f'production = "{src}"\n', source="kopt.toml")
+            loads_config(base + f'production = "{src}"\n', source="kopt.toml")
     # the roofline's formulas are numbers and stay so
-    cfg = config.loads(base + '[roofline]\nflops = "2 * n * d"\nbytes = "n * d * 2 + d * 4"\n')
+    cfg = loads_config(base + '[roofline]\nflops = "2 * n * d"\nbytes = "n * d * 2 + d * 4"\n')
     assert expr.parse(cfg.roofline.bytes).eval({"n": 3, "d": 4}) == 40
 
 
 def test_measure_fails_the_rows_that_not_err_fails():
-    cfg = config.loads('[target]\nbench = "b"\nmetric = "us"\ncorrect = "not err"\nconfig = ["cfg"]\n').target
+    cfg = loads_config('[target]\nbench = "b"\nmetric = "us"\ncorrect = "not err"\nconfig = ["cfg"]\n').target
     df = pd.DataFrame({"cfg": ["a", "b", "c", "d"], "err": [0, 1, 5, np.nan], "us": [1.0, 1.0, 1.0, 1.0]})
     m = metrics.measure(df, cfg)
     assert [m.configs[f"cfg={k}"].ok for k in "abcd"] == [True, False, False, False]
     assert "fails 'not err'" in m.configs["cfg=b"].reasons
-    bad = config.loads('[target]\nbench = "b"\nmetric = "us"\ncorrect = "ok"\nconfig = ["cfg"]\n').target
+    bad = loads_config('[target]\nbench = "b"\nmetric = "us"\ncorrect = "ok"\nconfig = ["cfg"]\n').target
     with pytest.raises(metrics.BenchError, match="'ok'.*not a truth value per row"):
         metrics.measure(df.assign(ok=[1, 0, 1, 1]), bad)
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from kopt_supervisor.engine import api, integrity
-from kopt_supervisor.engine.api.commands import submit_waits
+from kopt_supervisor.engine.api.run_io import submit_waits
 from kopt_supervisor.engine.daemon import run_engine
 from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.loop.control import Control
@@ -183,7 +183,7 @@ def test_kopt_submit_with_two_lanes_each_lane_evaluates_its_own(fake_env, capsys
 def test_submit_addressed_checks_what_it_can_know(fake_env, monkeypatch):
     """The sender's checks with an engine that runs (its pid faked): a lane not waiting is
     refused with what it does; a wait published by another engine is no wait."""
-    from kopt_supervisor.engine.api import commands
+    from kopt_supervisor.engine.api import run_io
     from kopt_supervisor.engine.propose.proposer import wait_key
 
     repo, root = fake_env([], extra_toml=LANES2)
@@ -192,19 +192,19 @@ def test_submit_addressed_checks_what_it_can_know(fake_env, monkeypatch):
         s.set(wait_key(0), {"lane": 0, "worktree": str(ws.cand), "waiting": True, "version": 3, "pid": 4242})
         s.set(wait_key(1), {"lane": 1, "worktree": "/x", "waiting": True, "version": 2, "pid": 999})  # a dead engine's
         s.set("lane:1", {"version": 2, "phase": "measure"})
-        assert commands.submit_addressed(s, {"lane": 0}, 2, 4242) == {"lane": 0}
+        assert run_io.submit_addressed(s, {"lane": 0}, 2, 4242) == {"lane": 0}
         with pytest.raises(
             BadInput,
             match=r"^lane 1 is not waiting for a submit \(it is at measure of v2\): "
             r"waiting for a submit now: lane 0$",
         ):
-            commands.submit_addressed(s, {"lane": 1}, 2, 4242)
+            run_io.submit_addressed(s, {"lane": 1}, 2, 4242)
         with pytest.raises(
             BadInput, match=r"name the submit's lane with --lane N \(waiting for a submit now: lane 0\)"
         ):
-            commands.submit_addressed(s, {}, 2, 4242)
+            run_io.submit_addressed(s, {}, 2, 4242)
         with pytest.raises(BadInput, match=r"no engine runs"):
-            commands.submit_addressed(s, {}, 2, None)
+            run_io.submit_addressed(s, {}, 2, None)
         for bad in (True, "1", -1, 2, 1.0):
             with pytest.raises(BadInput, match=r"^no lane .* \(the run has 2 lanes: 0, 1\)$"):
-                commands.submit_addressed(s, {"lane": bad}, 2, 4242)
+                run_io.submit_addressed(s, {"lane": bad}, 2, 4242)

@@ -6,10 +6,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from kopt_supervisor.engine import bench_output, config, metrics
+from kopt_supervisor.engine import bench_output, metrics
+from kopt_supervisor.engine.config.toml_io import loads as loads_config
 from kopt_supervisor.engine.metrics import BenchError
 
-CFG = config.loads(
+CFG = loads_config(
     '[target]\nbench = "b"\nmetric = "us"\ncorrect = "err == 0"\nclass_by = ["cls"]\n'
     'ignore = ["us_std"]\nproduction = "prod == 1"\n'
 ).target
@@ -145,7 +146,7 @@ def test_the_calls_column_gives_the_seconds_the_bench_says_it_timed():
     """[target].calls: each row's latency times its count of timed calls, summed (what the
     wall-time check weighs against the process); never a config column; missing, it is named;
     a count or latency that is not a finite positive number gives no total at all."""
-    cfg = config.loads('[target]\nbench = "b"\nmetric = "us"\ncalls = "reps"\nclass_by = ["cls"]\n').target
+    cfg = loads_config('[target]\nbench = "b"\nmetric = "us"\ncalls = "reps"\nclass_by = ["cls"]\n').target
     m = metrics.measure(frame("shape,cls,us,reps\na,s,10,100\na,s,12,100\nb,l,200,50\nb,l,210,50\n"), cfg)
     assert m.timed == 10 * 100 + 12 * 100 + 200 * 50 + 210 * 50 and m.config_columns == ("shape", "cls")
     assert (
@@ -156,4 +157,4 @@ def test_the_calls_column_gives_the_seconds_the_bench_says_it_timed():
     with pytest.raises(BenchError, match="calls column 'reps' missing"):
         metrics.measure(frame("shape,cls,us\na,s,10\n"), cfg)
     with pytest.raises(Exception, match=r"\[target\]\.calls needs a latency metric"):
-        config.loads('[target]\nbench = "b"\nmetric = "tflops"\ndirection = "max"\ncalls = "reps"\n')
+        loads_config('[target]\nbench = "b"\nmetric = "tflops"\ndirection = "max"\ncalls = "reps"\n')

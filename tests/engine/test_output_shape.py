@@ -12,7 +12,8 @@ import json
 import pandas as pd
 import pytest
 
-from kopt_supervisor.engine import api, config, metrics
+from kopt_supervisor.engine import api, metrics
+from kopt_supervisor.engine.config.toml_io import loads as loads_config
 from kopt_supervisor.engine.daemon import run_engine
 from kopt_supervisor.engine.decide import Policy, evaluate
 from kopt_supervisor.engine.metrics import BenchError
@@ -20,7 +21,7 @@ from kopt_supervisor.engine.workspace import Workspace
 from kopt_supervisor.kopt_tui.cli import main as kopt
 from tests.conftest import git
 
-CFG = config.loads('[target]\nbench = "b"\nmetric = "us"\ncorrect = "err == 0"\nclass_by = ["cls"]\n').target
+CFG = loads_config('[target]\nbench = "b"\nmetric = "us"\ncorrect = "err == 0"\nclass_by = ["cls"]\n').target
 HEADER = "shape,cls,us,err\n"
 ROWS = {"a": "a,s,10,0\n", "b": "b,s,20,0\n", "c": "c,l,100,0\n"}
 

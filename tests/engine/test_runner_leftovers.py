@@ -20,7 +20,9 @@ from pathlib import Path
 
 import psutil
 
-from kopt_supervisor.engine import runner
+from kopt_supervisor.engine.runner.command import RunResult, Server
+from kopt_supervisor.engine.runner.command import run as run_command
+from kopt_supervisor.engine.runner.processes import end_leftovers, kill_group
 
 MARKER = "KOPT_WORKSPACE"
 
@@ -59,8 +61,8 @@ def wait_pidfile(path: Path, timeout: float = 5.0) -> int:
     raise AssertionError(f"{path} was never written")
 
 
-def run(tmp_path: Path, script: str, marker: tuple[str, str] | None = None) -> runner.RunResult:
-    return runner.run(
+def run(tmp_path: Path, script: str, marker: tuple[str, str] | None = None) -> RunResult:
+    return run_command(
         ["bash", "-c", script],
         cwd=tmp_path,
         log_dir=tmp_path / "logs",
@@ -120,7 +122,7 @@ def test_the_runs_marker_ends_strays_and_spares_a_step_still_running(tmp_path: P
     pgid: list[int] = []
 
     def other_lane() -> None:
-        runner.run(
+        run_command(
             ["sleep", live_arg],
             cwd=tmp_path,
             log_dir=tmp_path / "logs",
@@ -139,13 +141,13 @@ def test_the_runs_marker_ends_strays_and_spares_a_step_still_running(tmp_path: P
         ["sleep", other_arg], env={**os.environ, MARKER: str(tmp_path / "another-run")}, start_new_session=True
     )
     try:
-        n = runner.end_leftovers(None, marker)
+        n = end_leftovers(None, marker)
         stray.wait(5)
         assert n == 1 and stray.returncode is not None
         assert pids_of(live_arg), "the live step of another lane was killed"
         assert other.poll() is None, "another run's process was killed"
     finally:
-        runner.kill_group(pgid[0])
+        kill_group(pgid[0])
         t.join(10)
         other.kill()
         other.wait()
@@ -153,7 +155,7 @@ def test_the_runs_marker_ends_strays_and_spares_a_step_still_running(tmp_path: P
 
 def test_a_served_commands_escapee_is_ended_when_it_closes(tmp_path: Path) -> None:
     pidfile = tmp_path / "pid"
-    server = runner.Server(
+    server = Server(
         [
             "bash",
             "-c",
@@ -187,7 +189,7 @@ def test_the_limit_a_process_that_re_executes_with_its_own_environment_is_not_re
     pid = wait_pidfile(pidfile)
     try:
         assert alive(pid)
-        assert runner.end_leftovers(None, marker) == 0
+        assert end_leftovers(None, marker) == 0
     finally:
         if alive(pid):
             psutil.Process(pid).kill()

@@ -15,7 +15,9 @@ from typing import Any
 import psutil
 import pytest
 
-from kopt_supervisor.engine import config, gitops
+from kopt_supervisor.engine import gitops
+from kopt_supervisor.engine.config.toml_io import dumps as dumps_config
+from kopt_supervisor.engine.config.toml_io import loads as loads_config
 from kopt_supervisor.engine.decide.external_truth import SideCost
 from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.loop.context import open_run, single_lane
@@ -101,7 +103,7 @@ def no_server_left(ws: Workspace) -> bool:
 
 
 # ---------------------------------------------------------------------------------------
-# The OS's accounting of a process tree (runner.cpu_seconds)
+# The OS's accounting of a process tree (runner.processes.cpu_seconds)
 
 BURN = "import time\nt = time.process_time()\nwhile time.process_time() - t < {s}: pass\n"
 
@@ -115,7 +117,7 @@ def test_cpu_seconds_count_the_tree_reaped_children_and_what_escaped_with_the_to
     import sys
     import time
 
-    from kopt_supervisor.engine import runner
+    from kopt_supervisor.engine.runner.processes import STEP_ENV, cpu_seconds, end_leftovers, kill_group
 
     token = "tok" + os.urandom(6).hex()
     (tmp_path / "burn.py").write_text(BURN.format(s=0.4))
@@ -129,20 +131,20 @@ def test_cpu_seconds_count_the_tree_reaped_children_and_what_escaped_with_the_to
         cwd=tmp_path,
         start_new_session=True,
         stdout=subprocess.PIPE,
-        env={**os.environ, runner.STEP_ENV: token},
+        env={**os.environ, STEP_ENV: token},
     )
     try:
         assert proc.stdout is not None and proc.stdout.readline() == b"started\n"
         time.sleep(1.0)  # the spinners spin (on a loaded machine, a share of a CPU each)
-        tree = runner.cpu_seconds(proc.pid)
-        marked = runner.cpu_seconds(proc.pid, token)
+        tree = cpu_seconds(proc.pid)
+        marked = cpu_seconds(proc.pid, token)
         assert tree >= 0.4 + 0.1  # the reaped burn, and the setsid spinner
         assert marked >= tree + 0.1  # the escaped spinner too
         time.sleep(0.5)
-        assert runner.cpu_seconds(proc.pid, token) >= marked + 0.1  # still counting
+        assert cpu_seconds(proc.pid, token) >= marked + 0.1  # still counting
     finally:
-        runner.kill_group(proc.pid)
-        runner.end_leftovers(token)
+        kill_group(proc.pid)
+        end_leftovers(token)
         proc.wait()
 
 
@@ -152,10 +154,10 @@ def test_cpu_seconds_count_the_tree_reaped_children_and_what_escaped_with_the_to
 
 def test_serve_loads_validates_and_an_older_frozen_config_still_loads():
     base = '[target]\nbench = "python serve.py"\nmetric = "us"\n'
-    assert config.loads(base).target.serve == ""  # a run frozen before the key existed
-    cfg = config.loads(base + 'serve = "python serve.py --serve"\nab_command = "x {best} {cand}"\n')
+    assert loads_config(base).target.serve == ""  # a run frozen before the key existed
+    cfg = loads_config(base + 'serve = "python serve.py --serve"\nab_command = "x {best} {cand}"\n')
     assert cfg.target.serve == "python serve.py --serve"
-    assert config.loads(config.dumps(cfg)) == cfg
+    assert loads_config(dumps_config(cfg)) == cfg
     for bad, words in (
         (' serve = "  "', "[target].serve must be a command"),
         ('serve = "python b.py {cand}"', "[target].serve serves one tree"),
@@ -163,12 +165,12 @@ def test_serve_loads_validates_and_an_older_frozen_config_still_loads():
         ("serve = 3", "[target].serve must be a string, not 3"),
     ):
         with pytest.raises(BadInput) as e:
-            config.loads(base + bad + "\n", source="k.toml")
+            loads_config(base + bad + "\n", source="k.toml")
         assert str(e.value).startswith("k.toml: ") and words in str(e.value) and "\n" not in str(e.value)
 
 
 def test_serve_wins_over_an_ab_command_for_measurement(tmp_path):
-    cfg = config.loads(
+    cfg = loads_config(
         '[target]\nbench = "b"\nmetric = "us"\nab_command = "ab {best} {cand} --serve"\nab_serve = true\n'
         'serve = "b --serve"\n'
     )

@@ -8,8 +8,11 @@ from pathlib import Path
 import psutil
 import pytest
 
-from kopt_supervisor.engine import runner
 from kopt_supervisor.engine.errors import BadInput
+from kopt_supervisor.engine.runner import processes
+from kopt_supervisor.engine.runner.command import Server, ServerError
+from kopt_supervisor.engine.runner.command import run as run_command
+from kopt_supervisor.engine.runner.processes import group_members, kill_orphans, process_tree
 from kopt_supervisor.engine.store import Iteration, Store
 
 
@@ -59,7 +62,7 @@ def test_transaction_rolls_back_on_error(tmp_path: Path):
 
 
 def test_run_captures_output_and_exit_code(tmp_path: Path):
-    r = runner.run(
+    r = run_command(
         [sys.executable, "-c", "import sys; print('hi'); print('oops', file=sys.stderr); sys.exit(3)"],
         cwd=tmp_path,
         log_dir=tmp_path / "logs",
@@ -79,7 +82,7 @@ def test_timeout_kills_the_whole_group(tmp_path: Path):
         "time.sleep(60)\n"
     )
     t0 = time.monotonic()
-    r = runner.run([sys.executable, "-c", script], cwd=tmp_path, log_dir=tmp_path, name="h", timeout_s=1.0)
+    r = run_command([sys.executable, "-c", script], cwd=tmp_path, log_dir=tmp_path, name="h", timeout_s=1.0)
     assert r.timed_out and r.returncode is None and "timed out" in r.why()
     assert time.monotonic() - t0 < 8
     child = int((tmp_path / "child.pid").read_text())
@@ -96,7 +99,7 @@ def test_poll_can_interrupt_and_the_group_dies(tmp_path: Path):
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        runner.run(
+        run_command(
             [sys.executable, "-c", "import time; time.sleep(60)"],
             cwd=tmp_path,
             log_dir=tmp_path,
@@ -111,7 +114,7 @@ def test_poll_can_interrupt_and_the_group_dies(tmp_path: Path):
 
 
 def test_runaway_output_is_cut_off(tmp_path: Path):
-    r = runner.run(
+    r = run_command(
         [sys.executable, "-c", "import sys\nwhile True: sys.stdout.write('x' * 65536)"],
         cwd=tmp_path,
         log_dir=tmp_path,
@@ -127,8 +130,8 @@ def test_runaway_output_is_cut_off(tmp_path: Path):
 def test_a_flood_past_an_absent_cap_is_cut_after_the_kill(tmp_path: Path, monkeypatch):
     # a sandbox that ignores RLIMIT_FSIZE, or a writer faster than the cap is set: the whole
     # flood lands on disk before the poll sees it; the log is then cut to the limit, marked
-    monkeypatch.setattr(runner.logs, "limit_file_size", lambda pid, n: None)
-    r = runner.run(
+    monkeypatch.setattr(processes, "limit_file_size", lambda pid, n: None)
+    r = run_command(
         [
             sys.executable,
             "-c",
@@ -146,7 +149,7 @@ def test_a_flood_past_an_absent_cap_is_cut_after_the_kill(tmp_path: Path, monkey
 
 
 def test_signal_death_is_named(tmp_path: Path):
-    r = runner.run(
+    r = run_command(
         [sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)"],
         cwd=tmp_path,
         log_dir=tmp_path,
@@ -166,9 +169,9 @@ def test_kill_orphans_only_touches_marked_processes(tmp_path: Path):
     )
     other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
     try:
-        assert runner.kill_orphans(other.pid, ("KOPT_WORKSPACE", "/ws/a")) == 0
+        assert kill_orphans(other.pid, ("KOPT_WORKSPACE", "/ws/a")) == 0
         assert other.poll() is None
-        assert runner.kill_orphans(marked.pid, ("KOPT_WORKSPACE", "/ws/a")) == 1
+        assert kill_orphans(marked.pid, ("KOPT_WORKSPACE", "/ws/a")) == 1
         marked.wait(timeout=5)
     finally:
         for p in (marked, other):
@@ -187,12 +190,12 @@ def test_a_log_name_planted_as_a_link_or_fifo_is_replaced_never_followed(tmp_pat
     (logs / "bench.out").symlink_to(store)
     os.mkfifo(logs / "bench.err")
     t0 = time.monotonic()
-    r = runner.run([sys.executable, "-c", "print('measured')"], cwd=tmp_path, log_dir=logs, name="bench", timeout_s=10)
+    r = run_command([sys.executable, "-c", "print('measured')"], cwd=tmp_path, log_dir=logs, name="bench", timeout_s=10)
     assert r.ok and time.monotonic() - t0 < 5
     assert store.read_bytes() == b"the store"
     assert not (logs / "bench.out").is_symlink() and (logs / "bench.out").read_text() == "measured\n"
     os.link(store, logs / "srv.out")
-    srv = runner.Server(
+    srv = Server(
         [sys.executable, "-c", "import sys\nfor l in sys.stdin: print('ok', flush=True)"],
         cwd=tmp_path,
         log_dir=logs,
@@ -211,17 +214,17 @@ def test_process_tree_finds_what_left_the_group(tmp_path: Path):
     proc = subprocess.Popen(["sh", "-c", "setsid sleep 30 & sleep 30"], start_new_session=True)
     try:
         deadline = time.monotonic() + 5
-        while len(runner.process_tree(proc.pid)) < 3 and time.monotonic() < deadline:
+        while len(process_tree(proc.pid)) < 3 and time.monotonic() < deadline:
             time.sleep(0.05)
-        tree = runner.process_tree(proc.pid)
-        assert len(tree) == 3 and len(runner.group_members(proc.pid)) == 2  # the setsid'd one left the group
+        tree = process_tree(proc.pid)
+        assert len(tree) == 3 and len(group_members(proc.pid)) == 2  # the setsid'd one left the group
     finally:
-        for p in runner.process_tree(proc.pid):
+        for p in process_tree(proc.pid):
             p.kill()
         proc.wait()
 
 
-# -- runner.Server: a command kept up and asked line by line ------------------------------
+# -- runner.command.Server: a command kept up and asked line by line ------------------------------
 
 ECHO_SERVER = r"""
 import sys, time, subprocess
@@ -242,10 +245,10 @@ for line in sys.stdin:
 """
 
 
-def _server(tmp_path: Path, **kw) -> runner.Server:
+def _server(tmp_path: Path, **kw) -> Server:
     script = tmp_path / "srv.py"
     script.write_text(ECHO_SERVER)
-    return runner.Server([sys.executable, str(script)], cwd=tmp_path, log_dir=tmp_path / "logs", name="srv", **kw)
+    return Server([sys.executable, str(script)], cwd=tmp_path, log_dir=tmp_path / "logs", name="srv", **kw)
 
 
 def _is_reply(n: str):
@@ -272,11 +275,11 @@ def test_server_timeout_and_death_are_errors_that_kill_the_group(tmp_path: Path)
     srv = _server(tmp_path)
     pgid = srv.pgid
     t0 = time.monotonic()
-    with pytest.raises(runner.ServerError, match="timed out after 1 s on 'slow 1'"):
+    with pytest.raises(ServerError, match="timed out after 1 s on 'slow 1'"):
         srv.ask("slow 1", is_reply=_is_reply("1"), timeout_s=1, poll_interval_s=0.05)
     assert time.monotonic() - t0 < 6 and not srv.alive and not _group_alive_pids(pgid)
     srv = _server(tmp_path)
-    with pytest.raises(runner.ServerError, match=r"ended \(exit code 5\) without answering 'die 2'"):
+    with pytest.raises(ServerError, match=r"ended \(exit code 5\) without answering 'die 2'"):
         srv.ask("die 2", is_reply=_is_reply("2"), timeout_s=10)
     assert not srv.alive
 
@@ -294,15 +297,15 @@ def test_server_poll_interrupts_and_flood_is_cut(tmp_path: Path):
         srv.ask("slow 1", is_reply=_is_reply("1"), timeout_s=30, poll=poll, poll_interval_s=0.05)
     assert not srv.alive and not _group_alive_pids(srv.pgid)
     srv = _server(tmp_path, max_output_bytes=64 * 1024)
-    with pytest.raises(runner.ServerError, match="more output than the limit"):
+    with pytest.raises(ServerError, match="more output than the limit"):
         srv.ask("flood 1", is_reply=_is_reply("nothing"), timeout_s=30, poll_interval_s=0.05)
     assert (tmp_path / "logs" / "srv.out").stat().st_size <= 64 * 1024
 
 
 def test_server_that_cannot_start_says_why(tmp_path: Path):
-    with pytest.raises(runner.ServerError, match="could not start"):
-        runner.Server(["/nonexistent/serve"], cwd=tmp_path, log_dir=tmp_path / "logs", name="x")
+    with pytest.raises(ServerError, match="could not start"):
+        Server(["/nonexistent/serve"], cwd=tmp_path, log_dir=tmp_path / "logs", name="x")
 
 
 def _group_alive_pids(pgid: int) -> list[int]:
-    return [p.pid for p in runner.group_members(pgid) if p.status() != psutil.STATUS_ZOMBIE]
+    return [p.pid for p in group_members(pgid) if p.status() != psutil.STATUS_ZOMBIE]

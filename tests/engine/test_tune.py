@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from kopt_supervisor.engine.config import Config, TuneConfig
+from kopt_supervisor.engine.config.sections import Config, TuneConfig
 from kopt_supervisor.engine.propose.proposer import ProposalContext, parse_plan
 from kopt_supervisor.engine.propose.tune import TuneProposer
 from kopt_supervisor.engine.propose.tune_space import dump_params
@@ -441,7 +441,7 @@ def test_a_declared_order_goes_before_the_built_in_prior(tmp_path):
 def test_an_order_naming_a_param_outside_the_space_is_refused():
     import pytest
 
-    from kopt_supervisor.engine.config import loads
+    from kopt_supervisor.engine.config.toml_io import loads
     from kopt_supervisor.engine.errors import BadInput
 
     text = (
@@ -573,7 +573,7 @@ def test_the_global_entry_treats_values_as_alike_only_where_every_class_does(tmp
     ],
 )
 def test_alike_is_checked_against_the_space(alike, match):
-    from kopt_supervisor.engine.config import loads
+    from kopt_supervisor.engine.config.toml_io import loads
     from kopt_supervisor.engine.errors import BadInput
 
     text = (

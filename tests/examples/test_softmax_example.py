@@ -26,7 +26,8 @@ from pathlib import Path
 
 import pytest
 
-from kopt_supervisor.engine import api, config, onboard
+from kopt_supervisor.engine import api, onboard
+from kopt_supervisor.engine.config.toml_io import load as load_config
 from kopt_supervisor.engine.workspace import Workspace
 from kopt_supervisor.kopt_tui.cli import main as kopt
 from tests.conftest import REPO_ROOT, git
@@ -73,7 +74,7 @@ def loop_settings(p: onboard.Proposal) -> None:
 def run_loop(tmp_path: Path, repo: Path, text: str, tag: str) -> Workspace:
     cfg_path = tmp_path / f"{tag}.toml"
     cfg_path.write_text(text)
-    config.load(cfg_path)  # the proposal loads as it is
+    load_config(cfg_path)  # the proposal loads as it is
     root = tmp_path / "workspaces"
     assert kopt(["--root", str(root), "init", "--repo", str(repo), "--tag", tag, "--config", str(cfg_path)]) == 0
     assert kopt(["--root", str(root), "run", tag, "--foreground", "--max-iters", "1"]) == 0

@@ -166,7 +166,7 @@ def test_fake_claim_namespace_depends_on_the_script(tmp_path):
     ],
 )
 def test_gpu_config_keys_are_validated(key, value, message):
-    from kopt_supervisor.engine.config import loads
+    from kopt_supervisor.engine.config.toml_io import loads
 
     toml = f'[target]\nbench = "true"\nmetric = "us"\n[gpu]\n{key} = {json.dumps(value)}\n'
     with pytest.raises(BadInput, match=message):

@@ -15,7 +15,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from kopt_supervisor.engine import bench_output, config, metrics
+from kopt_supervisor.engine import bench_output, metrics
+from kopt_supervisor.engine.config.toml_io import load as load_config
+from kopt_supervisor.engine.config.toml_io import loads as loads_config
 from kopt_supervisor.kernels import catalog
 from kopt_supervisor.kernels.harness import bench as harness_bench
 
@@ -72,7 +74,7 @@ def test_materialize_naive_and_tuned(tmp_path: Path, name: str) -> None:
     # no private copy of the harness: the bench and the solution import kopt's public one
     assert not any("__pycache__" in f or f.endswith("naive.json") or f.startswith("harness/") for f in files)
     assert "from kopt_supervisor.kernels import harness" in (naive / "bench.py").read_text()
-    cfg = config.load(naive / "kopt.toml")
+    cfg = load_config(naive / "kopt.toml")
     t = cfg.target
     assert t.metric == "us" and t.direction == "min" and t.class_by == ["dclass"] and t.csv == "-"
     # one served process per tree (run in the tree, as the bench is), never both trees in one
@@ -103,7 +105,7 @@ def test_the_cpu_target_tunes_only_what_the_interpreter_can_feel(tmp_path: Path,
     dest = tmp_path / name
     dest.mkdir()
     catalog.materialize(name, dest, naive=True, cpu=True)
-    cfg = config.load(dest / "kopt.toml")
+    cfg = load_config(dest / "kopt.toml")
     tune = cfg.propose.tune
     assert set(tune.space) == set(catalog.CPU_PARAMS)
     assert tune.order == [p for p in catalog.ORDER if p in catalog.CPU_PARAMS]
@@ -114,7 +116,7 @@ def test_the_cpu_target_tunes_only_what_the_interpreter_can_feel(tmp_path: Path,
         5.0,
         10.0,
     )
-    gpu = config.loads(catalog.kopt_toml(name, naive=True))
+    gpu = loads_config(catalog.kopt_toml(name, naive=True))
     assert (gpu.decide.max_rounds, gpu.decide.max_other_regression_pct, gpu.decide.suspicious_speedup) == (12, 1.0, 3.0)
     # both trees' servers share the CPU: one thread each (torch's spinning workers made the
     # demo's first keep undecided on a loaded 2-core machine); a GPU's target is left alone
@@ -137,7 +139,7 @@ def test_alike_block_sizes_launch_one_tile_for_every_shape_of_their_class(
     assert sol.MAX_BLOCK_D == info.max_block_d
     contract = catalog.contract(name)
     kinds = {"small"} if cpu else {"production", "regression"}
-    alike = config.loads(catalog.kopt_toml(name, cpu=cpu)).propose.tune.alike
+    alike = loads_config(catalog.kopt_toml(name, cpu=cpu)).propose.tune.alike
     assert alike == catalog.alike_blocks(name, cpu=cpu) and alike  # each kernel has one somewhere
 
     def tiles(cls: str, block: int) -> list[int]:
@@ -173,7 +175,7 @@ def test_the_bench_writes_a_csv_kopt_accepts(tmp_path: Path, name: str) -> None:
     )
     out = tmp_path / "bench.out"
     out.write_text("noise before\n" + res.stdout)
-    cfg = config.load(repo / "kopt.toml")
+    cfg = load_config(repo / "kopt.toml")
     m = bench_output.read_measurement(out, cfg.target, from_stdout=True)
     assert m.ok and len(m.configs) == 3 and m.classes() == ["dclass=narrow", "dclass=wide"]
     assert m.config_columns == tuple(catalog.KERNELS[name].config)
@@ -192,7 +194,7 @@ def test_ab_mode_pairs_and_a_broken_candidate(tmp_path: Path) -> None:
     assert "FAILS contract" in res.stderr and " cand: " in res.stderr
     out = tmp_path / "ab.out"
     out.write_text(res.stdout)
-    cfg = config.load(best / "kopt.toml")
+    cfg = load_config(best / "kopt.toml")
     df = bench_output.read_table(out, metric="us", from_stdout=True)
     pairs, best_m, cand_m = metrics.ab_pairs(df, cfg.target, 0, out.name)
     assert best_m.ok and not cand_m.ok  # the candidate's unwritten last row is caught
@@ -207,7 +209,7 @@ def test_once_mode_checks_without_timing(
 ) -> None:
     """kopt.toml's [profile] command: the contract alone, every shape, nothing timed."""
     repo = _materialize(tmp_path, "adaln", True)
-    assert config.load(repo / "kopt.toml").profile.command.endswith("bench.py --profile --dtypes bfloat16")
+    assert load_config(repo / "kopt.toml").profile.command.endswith("bench.py --profile --dtypes bfloat16")
     from kopt_supervisor.kernels.harness.bench import main
 
     assert main(repo, ["--once"]) == 0

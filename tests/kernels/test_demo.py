@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from kopt_supervisor.engine import api, config, demo
+from kopt_supervisor.engine import api, demo
+from kopt_supervisor.engine.config.toml_io import load as load_config
 from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.store import Store
 from kopt_supervisor.engine.workspace import Workspace
@@ -30,7 +31,7 @@ def test_prepare_demo_on_a_machine_without_a_gpu(tmp_path: Path, monkeypatch, ke
     monkeypatch.setattr(demo, "has_gpu", lambda: False)
     ws, gpu = api.prepare_demo(tmp_path, kernel, "t", headless=True, **BUNDLED)
     assert not gpu and ws.dir == tmp_path / "t"
-    cfg = config.load(ws.dir / "kopt.toml")  # the frozen copy, as the engine will read it
+    cfg = load_config(ws.dir / "kopt.toml")  # the frozen copy, as the engine will read it
     assert set(cfg.propose.tune.space) == set(catalog.CPU_PARAMS) and cfg.decide.review_timeout_s == 0
     with Store(ws.db_path) as store:
         assert store.get("notice") == api.CPU_NOTICE and store.get("demo")["gpu"] is False

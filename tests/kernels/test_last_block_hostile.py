@@ -48,7 +48,9 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from kopt_supervisor.engine import config, metrics
+from kopt_supervisor.engine import metrics
+from kopt_supervisor.engine.config.sections import Config
+from kopt_supervisor.engine.config.toml_io import load as load_config
 from kopt_supervisor.engine.decide import Pair, Policy, evaluate
 from kopt_supervisor.engine.decide import audit as kopt_audit
 from kopt_supervisor.engine.decide.plausible import last_block_not_faster, mean_not_faster, too_fast
@@ -125,7 +127,7 @@ def decision(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     kopt's audit said, the rows and the verdict."""
     root = tmp_path_factory.mktemp("lastblock")
     tree = trees(root)
-    cfg = config.load(tree["best"] / "kopt.toml")
+    cfg = load_config(tree["best"] / "kopt.toml")
     pol = policy(cfg)
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("OMP_NUM_THREADS", "1")  # the CPU kopt.toml's [target].env
@@ -134,7 +136,7 @@ def decision(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 
 def served_decision(
-    servers: dict[str, Any], cfg: config.Config, pol: Policy, root: Path, look_seed: int, audit_seed: int
+    servers: dict[str, Any], cfg: Config, pol: Policy, root: Path, look_seed: int, audit_seed: int
 ) -> dict[str, Any]:
     """ABBA looks of the two served processes (`servers`: best, cand), each side's CSV,
     commitment and audit read as kopt reads them, until `evaluate` is final from
@@ -167,7 +169,7 @@ def served_decision(
     return out
 
 
-def read_side(cfg: config.Config, csv: Path, side: str, r: int) -> tuple[metrics.Measurement, list[dict]]:
+def read_side(cfg: Config, csv: Path, side: str, r: int) -> tuple[metrics.Measurement, list[dict]]:
     df = pd.read_csv(csv)
     return metrics.measure(df, cfg.target, f"{side}'s look {r}"), df.to_dict("records")
 
@@ -200,7 +202,7 @@ def audit_problems(root: Path, r: int, best_m: metrics.Measurement, cand_m: metr
     return problems
 
 
-def policy(cfg: config.Config) -> Policy:
+def policy(cfg: Config) -> Policy:
     """The CPU kopt.toml's policy, at most MAX_LOOKS looks."""
     return replace(Policy.from_config(cfg.decide, cfg.target.direction), max_rounds=MAX_LOOKS)
 

@@ -19,7 +19,8 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
-from kopt_supervisor.engine import config, metrics
+from kopt_supervisor.engine import metrics
+from kopt_supervisor.engine.config.sections import TargetConfig
 from kopt_supervisor.kernels import harness
 from kopt_supervisor.kernels.harness import bench as hb
 from kopt_supervisor.kernels.harness import ranges, serve
@@ -216,9 +217,7 @@ def test_process_level_rows_with_ranges_around_checks_and_timing(
     assert ("push kopt:shape=cpu-a,M=3,N=5,dtype=float16,esize=2") in spans and spans.count("pop") == sum(
         s.startswith("push") for s in spans
     ) >= 4  # checked and timed: each inside the config's range
-    m = metrics.measure(
-        df, config.TargetConfig(bench="x", metric="us", correct="err <= 1", ignore=[*hb.STATS, *hb.EXTRA])
-    )
+    m = metrics.measure(df, TargetConfig(bench="x", metric="us", correct="err <= 1", ignore=[*hb.STATS, *hb.EXTRA]))
     assert m.ok and m.classes() == [
         "shape=cpu-a,M=3,N=5,dtype=float16,esize=2",
         "shape=cpu-b,M=2,N=7,dtype=float16,esize=2",
@@ -233,7 +232,7 @@ def test_ab_mode_catches_a_wrong_candidate_and_a_missing_one(
     assert set(df["side"]) == {"best", "cand"} and set(df["block"]) == {0, 1, 2, 3}
     assert (df[df.side == "best"]["err"] <= 1).all() and (df[df.side == "cand"]["err"] > 1).all()
     pairs, best_m, cand_m = metrics.ab_pairs(
-        df, config.TargetConfig(bench="x", metric="us", correct="err <= 1", ignore=["prod"]), 0
+        df, TargetConfig(bench="x", metric="us", correct="err <= 1", ignore=["prod"]), 0
     )
     assert best_m.ok and not cand_m.ok and {p.order for p in pairs} == {"AB", "BA"}
     gone = tmp_path / "gone"

@@ -15,7 +15,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from kopt_supervisor.engine import config, metrics
+from kopt_supervisor.engine import metrics
+from kopt_supervisor.engine.config.toml_io import load as load_config
 from kopt_supervisor.kernels.harness import audit, bench, serve, timing
 from tests.kernels.serve_client import Server, edit, look_and_audit, materialize
 
@@ -236,7 +237,7 @@ def test_a_look_writes_one_row_per_config_with_its_timed_calls(served: dict) -> 
     assert list(df["shape"]) == ["cpu-48", "cpu-128"] and (df["err"] <= 1).all() and (df["seed"] == 4242).all()
     # CPU: 3 blocks, each one call per buffer set (2): us is the per-call time of 6 timed calls
     assert list(df["calls"]) == [bench.CPU_SETS * 3] * 2 and list(df["samples"]) == [3, 3]
-    cfg = config.load(served["tree"] / "kopt.toml")
+    cfg = load_config(served["tree"] / "kopt.toml")
     m = metrics.measure(df, cfg.target)
     assert m.ok and m.config_columns == tuple(CONFIG)
     claimed = sum(df["us"] * df["calls"])

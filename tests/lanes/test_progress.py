@@ -1,4 +1,4 @@
-"""Progress per GPU-hour (engine/api/progress.py) as a pure projection of iteration records:
+"""Progress per GPU-hour (engine/api/run_summary.py) as a pure projection of iteration records:
 the best speedup against wall and GPU time per keep in the order iterations ended, each
 lane's time by bucket, stale time and its share, and results.md's section that shows them."""
 

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from kopt_supervisor.engine import config, onboard
+from kopt_supervisor.engine import onboard
+from kopt_supervisor.engine.config.toml_io import load as load_config
 from kopt_supervisor.kernels import catalog
 
 pytest.importorskip("torch")
@@ -21,7 +22,7 @@ def test_the_detected_config_matches_the_catalogs(tmp_path: Path) -> None:
     repo = tmp_path / "rms"
     repo.mkdir()
     catalog.materialize("rmsnorm", repo, naive=True, cpu=True)
-    written = config.load(repo / "kopt.toml").target
+    written = load_config(repo / "kopt.toml").target
     (repo / "kopt.toml").unlink()  # onboarding starts from a repo without one
     bench = f"{sys.executable} bench.py --dtypes bfloat16"
     run = onboard.run_once(repo, bench, onboard.local_run_bench(tmp_path / "logs", env={"TRITON_INTERPRET": "1"}))

@@ -14,7 +14,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from kopt_supervisor.engine import config, onboard
+from kopt_supervisor.engine import onboard
+from kopt_supervisor.engine.config.toml_io import load as load_config
+from kopt_supervisor.engine.config.toml_io import loads as loads_config
 from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.onboard import steps
 
@@ -52,7 +54,7 @@ def proposed(run: onboard.BenchRun, **answers: str) -> tuple[onboard.Proposal, d
     p = onboard.propose(run, answers)
     assert p.complete, p.error_line()
     text = p.text()
-    config.loads(text)  # loads as kopt reads it
+    loads_config(text)  # loads as kopt reads it
     return p, tomllib.loads(text)["target"]
 
 
@@ -284,7 +286,7 @@ def test_the_harness_calls_column_becomes_target_calls(tmp_path: Path) -> None:
     p, t = proposed(fake_run(tmp_path, out, bench="python bench.py"))
     assert t["serve"] == "python bench.py --serve" and t["calls"] == "calls"
     assert "calls" not in t["config"] and "calls" in t["ignore"]
-    assert config.loads(p.text()).target.calls == "calls"  # the proposal loads as it is
+    assert loads_config(p.text()).target.calls == "calls"  # the proposal loads as it is
 
 
 def test_harness_columns_match_the_harness() -> None:
@@ -321,7 +323,7 @@ def test_write_never_overwrites(tmp_path: Path) -> None:
     p, _ = proposed(fake_run(tmp_path, "N,time_us\n1,2\n"))
     dest = tmp_path / "kopt.toml"
     onboard.write(p, dest)
-    assert config.load(dest).target.metric == "time_us"
+    assert load_config(dest).target.metric == "time_us"
     with pytest.raises(BadInput, match="exists already"):
         onboard.write(p, dest)
 

@@ -1,5 +1,5 @@
 """A keep's profile ([profile].keep): ncu's one pass over the whole run with GPU time alone,
-its read-backs run at once (runner.all_at_once), and the config key that chooses it.
+its read-backs run at once (runner.command.all_at_once), and the config key that chooses it.
 
 The pass runs through the stand-in ncu of the loop's tests (tests/fake_target/bin/ncu, which
 honours --metrics and the NVTX filters), driven as engine/loop/evidence.py drives it."""
@@ -13,11 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from kopt_supervisor.engine import config, runner
+from kopt_supervisor.engine.config.toml_io import loads as loads_config
 from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.profile.classes import compare_per_class
 from kopt_supervisor.engine.profile.ncu import DEFAULT_METRICS, M_TIME, PASS_KEEP, NcuProfiler
 from kopt_supervisor.engine.profile.rocprof import Rocprofv3Profiler
+from kopt_supervisor.engine.runner.command import all_at_once
 from tests.profile.test_profile_config import MIN as MIN_TOML
 from tests.profile.test_profile_two_pass import FAKE_NCU, REFS, _option, run_profile
 
@@ -62,23 +63,23 @@ def test_all_at_once_runs_together_and_fails_naming_the_command(tmp_path: Path):
     py = sys.executable
     sleep = [py, "-c", "import time; time.sleep(0.6)"]
     t0 = time.monotonic()
-    ok = subprocess.run(runner.all_at_once([sleep, sleep, sleep]), capture_output=True, text=True, timeout=30)
+    ok = subprocess.run(all_at_once([sleep, sleep, sleep]), capture_output=True, text=True, timeout=30)
     assert ok.returncode == 0 and time.monotonic() - t0 < 1.5  # together: ~0.6 s, not 1.8 s
     # an argument with spaces and quotes reaches the command as it is, never through a shell's words
     out = tmp_path / "it's a file"
     write = [py, "-c", "import sys; open(sys.argv[1], 'w').write(sys.argv[2])", str(out), "a b; $(no)"]
     bad = [py, "-c", "import sys; sys.exit(3)"]
-    done = subprocess.run(runner.all_at_once([write, bad]), capture_output=True, text=True, timeout=30)
+    done = subprocess.run(all_at_once([write, bad]), capture_output=True, text=True, timeout=30)
     assert done.returncode != 0 and "command 2 of 2 failed: exit 3" in done.stderr
     assert out.read_text() == "a b; $(no)"  # the other one ran to its end
-    assert runner.all_at_once([write]) == write  # one command: as it is
+    assert all_at_once([write]) == write  # one command: as it is
 
 
 def test_the_keep_key_is_read_and_checked():
-    assert config.loads(MIN_TOML).profile.keep == "time"
-    assert config.loads(MIN_TOML + '[profile]\nkeep = "full"\n').profile.keep == "full"
+    assert loads_config(MIN_TOML).profile.keep == "time"
+    assert loads_config(MIN_TOML + '[profile]\nkeep = "full"\n').profile.keep == "full"
     with pytest.raises(BadInput, match=r'\[profile\]\.keep must be "time" or "full", not \'all\''):
-        config.loads(MIN_TOML + "[profile]\nkeep = 'all'\n")
-    assert config.loads(MIN_TOML).profile.reuse_best_s == 900
+        loads_config(MIN_TOML + "[profile]\nkeep = 'all'\n")
+    assert loads_config(MIN_TOML).profile.reuse_best_s == 900
     with pytest.raises(BadInput, match=r"\[profile\]\.reuse_best_s must be between 0 and 86400"):
-        config.loads(MIN_TOML + "[profile]\nreuse_best_s = -1\n")
+        loads_config(MIN_TOML + "[profile]\nreuse_best_s = -1\n")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kopt_supervisor.engine import config
+from kopt_supervisor.engine.config.toml_io import loads as loads_config
 from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.profile.classes import DEFAULT_RUN_NOISE_PCT
 
@@ -12,12 +12,12 @@ MIN = '[target]\nbench = "python b.py"\nmetric = "us"\n'
 
 
 def test_defaults():
-    p = config.loads(MIN).profile
+    p = loads_config(MIN).profile
     assert p.run_noise_pct == DEFAULT_RUN_NOISE_PCT == 0.3 and p.repeats == 1
-    p = config.loads(MIN + "[profile]\nrun_noise_pct = 0.5\nrepeats = 3\n").profile
+    p = loads_config(MIN + "[profile]\nrun_noise_pct = 0.5\nrepeats = 3\n").profile
     assert (p.run_noise_pct, p.repeats) == (0.5, 3)
     assert p.outside_ranges == "time"
-    assert config.loads(MIN + '[profile]\noutside_ranges = "full"\n').profile.outside_ranges == "full"
+    assert loads_config(MIN + '[profile]\noutside_ranges = "full"\n').profile.outside_ranges == "full"
 
 
 @pytest.mark.parametrize(
@@ -33,5 +33,5 @@ def test_defaults():
 )
 def test_bad_values_name_their_key(text, needle):
     with pytest.raises(BadInput) as info:
-        config.loads(MIN + text, source="t/kopt.toml")
+        loads_config(MIN + text, source="t/kopt.toml")
     assert needle in str(info.value) and str(info.value).startswith("t/kopt.toml")

@@ -11,11 +11,13 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from kopt_supervisor.engine import config, runner
-from kopt_supervisor.engine.config import Config
+from kopt_supervisor.engine.config.sections import Config
+from kopt_supervisor.engine.config.toml_io import loads as loads_config
 from kopt_supervisor.engine.propose.context import build_pack
 from kopt_supervisor.engine.propose.context_inputs import PackInputs, list_sources
 from kopt_supervisor.engine.propose.proposer import ProposalContext
+from kopt_supervisor.engine.runner.command import RunResult
+from kopt_supervisor.engine.runner.command import run as run_command
 from kopt_supervisor.engine.store import Iteration
 
 FAKE_AGENTS = Path(__file__).resolve().parent.parent / "fake_agents"
@@ -37,7 +39,7 @@ CONFIGS = {
 
 
 def cfg_with(propose: str = "", extra: str = "") -> Config:
-    return config.loads(BASE_TOML + ("[propose]\n" + propose if propose else "") + extra)
+    return loads_config(BASE_TOML + ("[propose]\n" + propose if propose else "") + extra)
 
 
 def git(cwd: Path, *args: str) -> str:
@@ -269,8 +271,8 @@ def make_ctx(
 
 def _run(
     command: Any, *, cwd: Path, name: str, timeout_s: float, env: dict[str, str] | None = None, log_dir: Path
-) -> runner.RunResult:
-    return runner.run(command, cwd=cwd, log_dir=log_dir, name=name, timeout_s=min(timeout_s, 60), env=env)
+) -> RunResult:
+    return run_command(command, cwd=cwd, log_dir=log_dir, name=name, timeout_s=min(timeout_s, 60), env=env)
 
 
 def agents_path() -> str:

@@ -220,9 +220,10 @@ def test_valid_agent_configs_load() -> None:
         'kind = "command"\nagent = "generic"\ncommand = "a --s {session}"\nsession = "resume"\nbudget_usd = 1\n'
     )
     assert cfg.propose.session == "resume"
-    from kopt_supervisor.engine import config
+    from kopt_supervisor.engine.config.toml_io import dumps as dumps_config
+    from kopt_supervisor.engine.config.toml_io import loads as loads_config
 
-    assert config.loads(config.dumps(cfg)) == cfg  # the frozen copy round-trips
+    assert loads_config(dumps_config(cfg)) == cfg  # the frozen copy round-trips
 
 
 def test_choose_session_never_hands_back_an_id_that_looks_like_a_flag() -> None:

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from kopt_supervisor.engine import api, bench_output, config, metrics
+from kopt_supervisor.engine import api, bench_output, metrics
+from kopt_supervisor.engine.config.toml_io import loads as loads_config
 from kopt_supervisor.engine.daemon import run_engine
 from tests.conftest import git
 from tests.reliability.helpers import FAST, check_invariants, init, iterations, memory
@@ -97,7 +98,7 @@ def test_every_bench_fault_fails_the_candidate_and_preserves_the_run(fake_env, m
 
 def test_csv_reader_survives_garbage():
     """Fuzz: mangled CSVs give a Measurement or a one-line BenchError, never another error."""
-    cfg = config.loads('[target]\nbench = "b"\nmetric = "us"\ncorrect = "err == 0"\nclass_by = ["cls"]\n').target
+    cfg = loads_config('[target]\nbench = "b"\nmetric = "us"\ncorrect = "err == 0"\nclass_by = ["cls"]\n').target
     good = b"shape,cls,n,us,err\ns0,small,128,10.0,0\ns1,large,4096,120.5,0\n"
     rng = random.Random(7)
     path = Path(__import__("tempfile").mkdtemp()) / "fuzz.csv"

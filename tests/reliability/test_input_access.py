@@ -19,7 +19,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from kopt_supervisor.engine import config
+from kopt_supervisor.engine.config.sections import Config
+from kopt_supervisor.engine.config.toml_io import loads as loads_config
 from kopt_supervisor.engine.daemon import engine_alive, run_engine
 from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.store import Store
@@ -43,7 +44,7 @@ def _leaves(cls: type, where: str = "") -> list[tuple[str, str, typing.Any]]:
     return out
 
 
-KEYS = _leaves(config.Config)
+KEYS = _leaves(Config)
 
 
 def _base(typ: typing.Any) -> typing.Any:
@@ -61,7 +62,7 @@ def test_every_key_with_a_wrong_type_is_named(section, key, typ):
     else:
         text = MIN + f"{key} = {bad}\n"
     with pytest.raises(BadInput) as info:
-        config.loads(text, source="t/kopt.toml")
+        loads_config(text, source="t/kopt.toml")
     msg = str(info.value)
     assert msg.startswith("t/kopt.toml: ") and "\n" not in msg
     assert f"[{section}].{key}" in msg, msg
@@ -80,7 +81,7 @@ def test_every_key_with_a_wrong_type_is_named(section, key, typ):
 )
 def test_paths_in_the_config_cannot_leave_the_worktree(text, key):
     with pytest.raises(BadInput, match=re.escape(key)):
-        config.loads(text)
+        loads_config(text)
 
 
 @pytest.mark.parametrize("tag", ["..", "../x", "/etc", "~", "a/../b", "x\0y", "x\ny", "-rf", "a\\b"])

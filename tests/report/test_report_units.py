@@ -304,7 +304,7 @@ def test_gpu_state_line_says_what_the_gate_saw():
 
 
 def test_profiles_and_a_recorded_roofline_are_rendered():
-    from kopt_supervisor.engine.config import loads
+    from kopt_supervisor.engine.config.toml_io import loads
     from kopt_supervisor.engine.profile.summary import Launch, summarize
     from kopt_supervisor.engine.report.inputs import ReportInputs, RooflineView
     from kopt_supervisor.engine.report.render import render_results
@@ -394,7 +394,7 @@ def test_profiles_and_a_recorded_roofline_are_rendered():
 
 def test_performance_md_reads_the_profilers_time_per_call():
     from kopt_supervisor.engine.bookkeeping import counters
-    from kopt_supervisor.engine.config import loads
+    from kopt_supervisor.engine.config.toml_io import loads
     from kopt_supervisor.engine.profile.summary import Launch, summarize
     from kopt_supervisor.engine.projections import render_performance
     from tests.report.conftest import table
@@ -423,7 +423,7 @@ def test_performance_md_reads_the_profilers_time_per_call():
 
 
 def test_the_runs_notice_is_in_the_summary():
-    from kopt_supervisor.engine.config import loads
+    from kopt_supervisor.engine.config.toml_io import loads
     from kopt_supervisor.engine.report.inputs import ReportInputs, RooflineView
     from kopt_supervisor.engine.report.render import render_results
 
@@ -454,7 +454,7 @@ def test_the_runs_notice_is_in_the_summary():
 
 
 def report_of(its, meta=None, cfg_text='[target]\nbench = "python b.py"\nmetric = "us"\n'):
-    from kopt_supervisor.engine.config import loads
+    from kopt_supervisor.engine.config.toml_io import loads
     from kopt_supervisor.engine.report.inputs import ReportInputs, RooflineView
     from kopt_supervisor.engine.report.render import render_results
 
@@ -663,7 +663,7 @@ def test_agent_costs_name_the_clis_that_report_no_cost_and_the_budget():
 )
 def test_a_run_without_the_sandbox_says_so_in_results_and_performance_md(sandbox, warned):
     from kopt_supervisor.engine.bookkeeping import counters
-    from kopt_supervisor.engine.config import loads
+    from kopt_supervisor.engine.config.toml_io import loads
     from kopt_supervisor.engine.projections import render_performance
 
     its = two_iterations({})

@@ -1,6 +1,6 @@
 """A real run layout for the containment tests: a target repo, a workspace with best/ (on
 branch kopt/TAG) and cand/ (detached) worktrees, run.db, kopt.toml, memory/, plans/, logs/,
-and helpers that run a script the way the loop runs a proposer or a bench (runner.run with
+and helpers that run a script the way the loop runs a proposer or a bench (runner.command.run with
 a confinement from engine.sandbox)."""
 
 from __future__ import annotations
@@ -14,7 +14,9 @@ from typing import Any
 
 import pytest
 
-from kopt_supervisor.engine import runner, sandbox
+from kopt_supervisor.engine import sandbox
+from kopt_supervisor.engine.runner.command import RunResult
+from kopt_supervisor.engine.runner.command import run as run_command
 
 TAG = "T"
 NEEDS_BWRAP = pytest.mark.skipif(
@@ -118,8 +120,8 @@ class Run:
         timeout_s: float = 30,
         env: dict[str, str] | None = None,
         **kw: Any,
-    ) -> runner.RunResult:
-        return runner.run(
+    ) -> RunResult:
+        return run_command(
             script,
             cwd=cwd or self.cand,
             log_dir=self.logs,

@@ -14,7 +14,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from kopt_supervisor.engine import runner, sandbox
+from kopt_supervisor.engine import sandbox
+from kopt_supervisor.engine.runner.command import Server, ServerError
+from kopt_supervisor.engine.runner.processes import kill_orphans, process_tree
 
 from .conftest import NEEDS_BWRAP, Run
 
@@ -50,16 +52,18 @@ def test_the_sandbox_dies_with_kopt(run_layout: Run, tmp_path: Path):
     engine.write_text(f"""
 import json, sys, time
 from pathlib import Path
-from kopt_supervisor.engine import runner, sandbox
+from kopt_supervisor.engine import sandbox
+from kopt_supervisor.engine.runner.command import run as run_command
+from kopt_supervisor.engine.runner.processes import process_tree
 ws = Path({str(r.ws)!r})
 c = sandbox.for_bench(workspace=ws, cache=ws / "cache" / "cand-0000000", writable_trees=[ws / "cand"])
 def poll():
-    pids = [p.pid for p in runner.process_tree(pgid[0])] if pgid else []
+    pids = [p.pid for p in process_tree(pgid[0])] if pgid else []
     if len(pids) >= 5:
         Path({str(report)!r}).write_text(json.dumps(pids))
 pgid = []
-runner.run("setsid sleep 60 & sleep 60", cwd=ws / "cand", log_dir=ws / "logs" / "v1", name="bench", timeout_s=60,
-           env={{"{MARKER}": str(ws)}}, poll=poll, poll_interval_s=0.1, on_start=pgid.append, confine=c)
+run_command("setsid sleep 60 & sleep 60", cwd=ws / "cand", log_dir=ws / "logs" / "v1", name="bench", timeout_s=60,
+            env={{"{MARKER}": str(ws)}}, poll=poll, poll_interval_s=0.1, on_start=pgid.append, confine=c)
 """)
     proc = subprocess.Popen([sys.executable, str(engine)])
     try:
@@ -87,15 +91,15 @@ def test_kill_orphans_finds_a_sandbox_by_its_marker(run_layout: Run):
         proc = subprocess.Popen(argv, cwd=r.cand, env=env, start_new_session=True, pass_fds=(sandbox.read_end(),))
         try:
             deadline = time.monotonic() + 10
-            while len(runner.process_tree(proc.pid)) < 5 and time.monotonic() < deadline:
+            while len(process_tree(proc.pid)) < 5 and time.monotonic() < deadline:
                 time.sleep(0.05)
-            tree = [p.pid for p in runner.process_tree(proc.pid)]
+            tree = [p.pid for p in process_tree(proc.pid)]
             assert len(tree) >= 5
-            inner = [p for p in runner.process_tree(proc.pid) if p.name() == "sleep"]
+            inner = [p for p in process_tree(proc.pid) if p.name() == "sleep"]
             assert all(p.environ().get(MARKER) == str(r.ws) for p in inner)
-            assert runner.kill_orphans(proc.pid, (MARKER, "/some/other/workspace")) == 0
+            assert kill_orphans(proc.pid, (MARKER, "/some/other/workspace")) == 0
             assert len(_alive(tree)) == len(tree)
-            assert runner.kill_orphans(proc.pid, (MARKER, str(r.ws))) >= 2
+            assert kill_orphans(proc.pid, (MARKER, str(r.ws))) >= 2
             proc.wait(timeout=5)
             assert _wait_gone(tree) == []
         finally:
@@ -113,7 +117,7 @@ def test_poll_interrupts_a_confined_run_and_the_tree_dies(run_layout: Run):
         pass
 
     def poll() -> None:
-        seen.extend(p.pid for p in runner.process_tree(pgid[0]))
+        seen.extend(p.pid for p in process_tree(pgid[0]))
         if len(set(seen)) >= 5:
             raise Stop
 
@@ -164,7 +168,7 @@ for line in sys.stdin:
         readable=[r.tmp],
     )
     pgid: list[int] = []
-    server = runner.Server(
+    server = Server(
         serve,
         cwd=r.best,
         log_dir=r.logs,
@@ -183,7 +187,7 @@ for line in sys.stdin:
         assert reply == "done 0"
         assert "WROTE" not in notes[0], notes
         assert (looks / "r0.csv").read_text().startswith("side,config")
-        tree = [p.pid for p in runner.process_tree(pgid[0])]
+        tree = [p.pid for p in process_tree(pgid[0])]
     finally:
         server.close()
     assert _wait_gone(tree) == []
@@ -194,8 +198,6 @@ def test_a_server_that_cannot_write_says_which_key_allows_it(run_layout: Run):
     r = run_layout
     target = r.tmp / "elsewhere.txt"
     serve = r.py(f"open({str(target)!r}, 'w').write('x')")
-    server = runner.Server(
-        serve, cwd=r.best, log_dir=r.logs, name="ab_serve", confine=r.bench(r.best, readable=[r.tmp])
-    )
-    with pytest.raises(runner.ServerError, match=r"it tried to write .*elsewhere.txt.*\[target\]\.writable"):
+    server = Server(serve, cwd=r.best, log_dir=r.logs, name="ab_serve", confine=r.bench(r.best, readable=[r.tmp]))
+    with pytest.raises(ServerError, match=r"it tried to write .*elsewhere.txt.*\[target\]\.writable"):
         server.ask("look 0 /nowhere", timeout_s=20, is_reply=lambda ln: ln == "done 0")

@@ -1,4 +1,4 @@
-"""Hostile candidate code, run the way the loop runs a bench (runner.run in the tree with
+"""Hostile candidate code, run the way the loop runs a bench (runner.command.run in the tree with
 sandbox.for_bench and that tree's cache), under real bubblewrap."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import threading
 import psutil
 import pytest
 
-from kopt_supervisor.engine import runner
+from kopt_supervisor.engine.runner.processes import process_tree
 
 from .conftest import NEEDS_BWRAP, Run, git
 
@@ -284,7 +284,7 @@ def test_a_runaway_confined_bench_is_killed_whole_on_timeout(run_layout: Run):
 
     def watch() -> None:
         if pgid:
-            seen.update(p.pid for p in runner.process_tree(pgid[0]))
+            seen.update(p.pid for p in process_tree(pgid[0]))
 
     res = r.run(
         "setsid sleep 60 & sleep 60",

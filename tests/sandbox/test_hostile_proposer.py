@@ -1,4 +1,4 @@
-"""Hostile `command` proposers, each run the way the loop runs one (runner.run in cand/ with
+"""Hostile `command` proposers, each run the way the loop runs one (runner.command.run in cand/ with
 the KOPT_* environment and sandbox.for_proposer), under real bubblewrap. Each ends with kopt's
 state unchanged: run.db, kopt.toml, memory/, best/, the branch, packed-refs."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import psutil
 
-from kopt_supervisor.engine import runner
+from kopt_supervisor.engine.runner.processes import process_tree
 
 from .conftest import NEEDS_BWRAP, TAG, Run, git
 
@@ -46,7 +46,7 @@ exit 0
 
     def watch() -> None:  # what the loop's poll sees while the proposal runs
         if pgid:
-            seen.update(p.pid for p in runner.process_tree(pgid[0]))
+            seen.update(p.pid for p in process_tree(pgid[0]))
 
     res = r.run(script, r.proposer(), name="proposer", poll=watch, poll_interval_s=0.1, on_start=pgid.append)
     assert res.ok, res.why()

@@ -1,6 +1,6 @@
 """The shared library bytecode (engine/sandbox/bytecode.py): a new tree reads the library
 modules kopt compiled, and no candidate run can put its own bytes there. The hostile cases
-run the way the loop runs a bench (runner.run in the tree, sandbox.for_bench with the
+run the way the loop runs a bench (runner.command.run in the tree, sandbox.for_bench with the
 tree's cache) under real bubblewrap; the rules on units, names and freshness without."""
 
 from __future__ import annotations

@@ -244,17 +244,18 @@ def test_a_working_bwrap_passes_the_rule():
 
 
 def test_the_sandbox_keys_of_kopt_toml():
-    from kopt_supervisor.engine import config
+    from kopt_supervisor.engine.config.toml_io import dumps as dumps_config
+    from kopt_supervisor.engine.config.toml_io import loads as loads_config
 
     base = '[target]\nbench = "x"\nmetric = "m"\n'
-    c = config.loads(base)
+    c = loads_config(base)
     assert (c.target.network, c.target.writable, c.propose.network, c.propose.writable) == (False, [], True, [])
-    c = config.loads(
+    c = loads_config(
         base + 'writable = ["~/.triton", "/data/out"]\nnetwork = true\n'
         '[propose]\nwritable = ["~/.claude"]\nnetwork = false\n'
     )
     assert c.target.writable == ["~/.triton", "/data/out"] and c.target.network and not c.propose.network
-    assert config.loads(config.dumps(c)) == c
+    assert loads_config(dumps_config(c)) == c
     for bad, key in (
         ('writable = ["rel/path"]', "[target].writable"),
         ('writable = ["~"]', "[target].writable"),
@@ -262,7 +263,7 @@ def test_the_sandbox_keys_of_kopt_toml():
         ('network = "yes"', "[target].network"),
     ):
         with pytest.raises(BadInput, match=key.replace("[", r"\[").replace("]", r"\]")):
-            config.loads(base + bad + "\n")
+            loads_config(base + bad + "\n")
 
 
 def test_clear_scratch_removes_what_a_crash_left(run_layout: Run):

@@ -55,7 +55,8 @@ from typing import Any
 
 import pytest
 
-from kopt_supervisor.engine import config, gitops
+from kopt_supervisor.engine import gitops
+from kopt_supervisor.engine.config.toml_io import load as load_config
 from kopt_supervisor.engine.decide import Verdict
 from kopt_supervisor.engine.decide.confirmation import Confirmation
 from kopt_supervisor.engine.decide.external_truth import RESOLUTION_S, SideCost, looks_of, of_os_time, settle, weigh
@@ -330,7 +331,7 @@ def test_the_scan_flags_every_case_it_stops_on_its_own_diff(tmp_path: Path, name
     case = hostile.BY_NAME[name]
     for path, content in case.build(repo).items():
         (repo / path).write_bytes(content.encode() if isinstance(content, str) else content)
-    cfg = config.load(repo / "kopt.toml")
+    cfg = load_config(repo / "kopt.toml")
     text, truncated = gitops.scan_diff(repo, best)
     findings = scan(
         text, lambda path: read_for_scan(repo, path), allow=cfg.target.allow_constructs, truncated=truncated

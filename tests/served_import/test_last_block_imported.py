@@ -38,7 +38,7 @@ from typing import Any
 
 import pytest
 
-from kopt_supervisor.engine import config
+from kopt_supervisor.engine.config.toml_io import loads as loads_config
 from kopt_supervisor.engine.decide import Pair, Policy, evaluate
 from kopt_supervisor.engine.decide.plausible import last_block_not_faster, mean_not_faster, too_fast
 from kopt_supervisor.kernels.harness import bench, imported
@@ -174,7 +174,7 @@ def decision(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         trees[side] = root / side
         trees[side].mkdir()
         (trees[side] / SCRIPT).write_text(text)
-    cfg = config.loads(TOML, source="affine kopt.toml")
+    cfg = loads_config(TOML, source="affine kopt.toml")
     pol = Policy(max_rounds=MAX_LOOKS)
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("OMP_NUM_THREADS", "1")  # one torch thread: the other would spin on a shared CPU

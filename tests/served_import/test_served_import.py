@@ -17,7 +17,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from kopt_supervisor.engine import config, metrics
+from kopt_supervisor.engine import metrics
+from kopt_supervisor.engine.config.toml_io import loads as loads_config
 from kopt_supervisor.engine.decide import audit as kopt_audit
 from kopt_supervisor.engine.metrics import BenchError
 from kopt_supervisor.engine.onboard import scratch as onboard_scratch
@@ -98,7 +99,7 @@ def test_a_look_writes_one_row_per_config_and_kopt_reads_it(served: dict) -> Non
     assert list(df["calls"]) == [bench.CPU_SETS * 3] * 3 and list(df["samples"]) == [3] * 3
     # nothing the benchmark function returned (its GB/s) is in the look
     assert not [c for c in df.columns if "GB/s" in c or "Triton" in c]
-    cfg = config.loads(TOML, source="served-import kopt.toml")
+    cfg = loads_config(TOML, source="served-import kopt.toml")
     m = metrics.measure(df, cfg.target)
     assert m.ok and m.config_columns == CONFIG and len(m.configs) == 3
     assert m.timed == pytest.approx(sum(df["us"] * df["calls"]))

@@ -15,12 +15,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kopt_supervisor.engine import runner
-from kopt_supervisor.engine.config import GpuConfig
+from kopt_supervisor.engine.config.sections import GpuConfig
 from kopt_supervisor.engine.errors import KoptFailure
 from kopt_supervisor.engine.gpu.backends import open_backend
 from kopt_supervisor.engine.gpu.gate import Gate
 from kopt_supervisor.engine.roofline.evaluate import lookup_specs, register_measured
+from kopt_supervisor.engine.runner.command import run as run_command
 
 
 def measured_dir(root: Path) -> Path:
@@ -34,7 +34,7 @@ def measure_ceilings(root: Path, *, gpu: GpuConfig | None = None, timeout_s: flo
         if decision.gpu is None:
             raise KoptFailure(f"kopt ceilings needs a GPU: {decision.note or 'none found'}")
         with tempfile.TemporaryDirectory(prefix="kopt-ceilings-") as tmp:
-            res = runner.run(
+            res = run_command(
                 [sys.executable, "-m", "kopt_supervisor.kernels.ceilings", "--json", "--out", f"{tmp}/ceilings.json"],
                 cwd=Path(__file__).resolve().parent.parent,
                 log_dir=tmp,

@@ -39,8 +39,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from kopt_supervisor.engine import runner
-from kopt_supervisor.engine.config import Config
+from kopt_supervisor.engine.config.sections import Config
+from kopt_supervisor.engine.runner.command import run as run_command
 
 PROBE_TIMEOUT_S = 60.0
 PYTHON_RE = re.compile(r"^(python|pypy)(\d+(\.\d+)*)?$")
@@ -169,7 +169,7 @@ def bench_python(command: str, worktree: Path, target_env: Mapping[str, str]) ->
 def probe_python(interpreter: str, cwd: Path, env: Mapping[str, str]) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="kopt-env-") as logs:
         try:
-            res = runner.run(
+            res = run_command(
                 [interpreter, "-c", PROBE],
                 cwd=cwd,
                 log_dir=logs,

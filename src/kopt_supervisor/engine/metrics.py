@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kopt_supervisor.engine import expr
-from kopt_supervisor.engine.config import TargetConfig
+from kopt_supervisor.engine.config.sections import TargetConfig
 from kopt_supervisor.engine.decide import Pair
 from kopt_supervisor.engine.errors import KoptFailure
 

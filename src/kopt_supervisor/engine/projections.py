@@ -16,7 +16,7 @@ from typing import Any
 
 from kopt_supervisor.engine import bookkeeping, fmt
 from kopt_supervisor.engine.bookkeeping import Counters
-from kopt_supervisor.engine.config import Config
+from kopt_supervisor.engine.config.sections import Config
 from kopt_supervisor.engine.decide.stats import geomean, positive_finite
 from kopt_supervisor.engine.metrics import describe_classes
 from kopt_supervisor.engine.records import Iteration

@@ -17,8 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kopt_supervisor.engine import config as config_mod
 from kopt_supervisor.engine import gitops, integrity
+from kopt_supervisor.engine.config.sections import Config
+from kopt_supervisor.engine.config.toml_io import load as load_config_file
+from kopt_supervisor.engine.config.toml_io import loads as loads_config
 from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.store import Store
 
@@ -131,8 +133,8 @@ class Workspace:
     def open_store(self, *, readonly: bool = False) -> Store:
         return Store(self.require().db_path, readonly=readonly)
 
-    def load_config(self) -> config_mod.Config:
-        return config_mod.load(self.config_path)
+    def load_config(self) -> Config:
+        return load_config_file(self.config_path)
 
 
 def list_workspaces(root: Path) -> list[Workspace]:
@@ -176,11 +178,11 @@ def create_workspace(
     *,
     config_source: str,
     start: str | None = None,
-) -> tuple[Workspace, config_mod.Config, str]:
+) -> tuple[Workspace, Config, str]:
     """Create workspaces/TAG; returns the workspace, its config and the baseline commit
     (`start`, a commit of kopt's own on top of HEAD, or HEAD)."""
     ws = Workspace(root, validate_tag(tag))
-    cfg = config_mod.loads(config_text, source=config_source)
+    cfg = loads_config(config_text, source=config_source)
     if ws.dir.exists():
         raise BadInput(f"tag {tag!r} is taken: {ws.dir} exists (choose another tag)")
     repo = gitops.toplevel(repo)

@@ -30,7 +30,7 @@ class RunData:
     pending_commands: tuple[Command, ...] = ()
     review_answers: tuple[Command, ...] = ()
     """The pending commands that answer a review and that the run's secret vouches for
-    (engine.api.reading.review_answers): a review with one is answered, the engine applies it."""
+    (engine.api.run_io.review_answers): a review with one is answered, the engine applies it."""
     last_event: Event | None = None
     config: Config | None = None
     workspace: str = ""

@@ -2,11 +2,10 @@
 into typed records for the clients (the TUI, `kopt memory`): one function per part of the
 record. Pure and tolerant: a record is data, written by whichever kopt ran the iteration, so
 a missing key or a value of the wrong type reads as None, "" or empty, never as an error
-(the rules: engine.api.parse, applied by the fields' types: engine.api.from_mapping). Where
-the engine has a type for what a part holds, the part is read into it (Confirmation,
-ExternalTruth, AgentRun, Finding, Citation, ProfilerEvidence); where a record holds less
-than the engine's type needs (a baseline has no candidate, an older record no interval), a
-`Recorded*` type says what it holds.
+(the rules and the reader: engine.api.parse). Where the engine has a type for what a part
+holds, the part is read into it (Confirmation, ExternalTruth, AgentRun, Finding, Citation,
+ProfilerEvidence); where a record holds less than the engine's type needs (a baseline has no
+candidate, an older record no interval), a `Recorded*` type says what it holds.
 
 - `recorded_classes(record)` -> `RecordedClass`es, by class name; `roofline_pct(record)`:
   each class's share of its roofline; `regression_summary(entry)` -> `RegressionSummary`
@@ -21,24 +20,132 @@ than the engine's type needs (a baseline has no candidate, an older record no in
   (`timing_rows`: its phases in order);
 - `agent_runs(record)` -> `LabelledRun`s (the proposal's agent run, then each repair's);
 - `changed_files(record)`, `recorded_origin(record)` -> `ProposalOrigin`.
+
+Where a proposal came from (`ProposalOrigin`): an agent through `kopt mcp`, the engineer
+through `kopt submit` or the TUI, an agent CLI that kopt ran (the `command` proposer), or the
+`tune` search. One rule both ways: `mcp_source` names an MCP client in a submit command's
+source (the manual proposer records it as `submitted_by`), and `proposal_origin` reads a
+record's `proposal` back. A client's name is the client's claim: it is read as text, cut and
+stripped of anything but printable characters.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Literal
 
 from kopt_supervisor.engine import fmt
-from kopt_supervisor.engine.api.from_mapping import from_mapping, source
-from kopt_supervisor.engine.api.origin import ProposalOrigin, proposal_origin
-from kopt_supervisor.engine.api.parse import mapping, mappings, number, text, texts
+from kopt_supervisor.engine.api.parse import from_mapping, mapping, mappings, number, source, text, texts
 from kopt_supervisor.engine.decide.confirmation import ClassCheck, Confirmation
 from kopt_supervisor.engine.decide.external_truth import ExternalTruth
 from kopt_supervisor.engine.diffscan.findings import Finding
 from kopt_supervisor.engine.projections import ProfilerEvidence, profiler_evidence
 from kopt_supervisor.engine.propose.costs import AgentRun
 from kopt_supervisor.engine.propose.proposer import Citation
+
+__all__ = [
+    "GpuEvidence",
+    "GpuRef",
+    "IterationTimings",
+    "LabelledRun",
+    "RecordedClass",
+    "RecordedDecision",
+    "RecordedPlan",
+    "RecordedReverify",
+    "RecordedReview",
+    "RegressionSummary",
+    "agent_runs",
+    "changed_files",
+    "diff_findings",
+    "gpu_ref",
+    "iteration_timings",
+    "recorded_classes",
+    "recorded_confirmation",
+    "recorded_decision",
+    "recorded_gpu",
+    "recorded_origin",
+    "recorded_plan",
+    "recorded_profile",
+    "recorded_reverify",
+    "recorded_review",
+    "recorded_timings",
+    "recorded_truth",
+    "regression_summary",
+    "roofline_pct",
+    "ProposalOrigin",
+    "mcp_source",
+    "proposal_origin",
+]  # what engine.api exports from here
+
+Via = Literal["mcp", "cli", "tui", "command", "tune", "unknown"]
+
+MCP_PREFIX = "mcp:"
+NAME_MAX = 80
+_UNSAFE = re.compile(r"[^A-Za-z0-9 ._@+/()\-]")
+
+
+def clean_name(text: str, limit: int = NAME_MAX) -> str:
+    """A client's self-given name as kopt shows it: printable ASCII letters, digits and
+    `._@+/()-`, spaces collapsed, at most `limit` characters ("" when nothing is left)."""
+    return " ".join(_UNSAFE.sub("", text).split())[:limit].strip()
+
+
+def mcp_source(client: str | None, version: str | None = None) -> str:
+    """The source of a submit sent by `kopt mcp` for this MCP client ("mcp:claude-code 2.1.3";
+    "mcp:unnamed client" when the client gave no usable name)."""
+    name = clean_name(f"{client or ''} {version or ''}") or "unnamed client"
+    return f"{MCP_PREFIX}{name}"
+
+
+@dataclass(frozen=True)
+class ProposalOrigin:
+    via: Via
+    """"mcp" (an agent through `kopt mcp`), "cli" (`kopt submit`), "tui", "command" (an agent
+    CLI kopt ran), "tune" (kopt's own search) or "unknown"."""
+    agent: str = ""
+    """The agent's name where one is known (the MCP client's, the command proposer's preset)."""
+
+    @property
+    def text(self) -> str:
+        """One line for a screen: "MCP · claude-code 2.1.3", "kopt submit (CLI)", ..."""
+        if self.via == "mcp":
+            return f"MCP · {self.agent or 'unnamed client'} (the agent drove; kopt judged)"
+        if self.via == "command":
+            return (
+                f"command · {self.agent} (kopt ran the agent)" if self.agent else "the command proposer (kopt ran it)"
+            )
+        return {
+            "cli": "kopt submit (CLI)",
+            "tui": "submitted from the TUI",
+            "tune": "tune (kopt's own search)",
+            "unknown": "unknown",
+        }.get(self.via, "unknown")
+
+
+def proposal_origin(proposal: Any) -> ProposalOrigin:
+    """Where a record's `proposal` (memory/vN.json) came from."""
+    if not isinstance(proposal, Mapping):
+        return ProposalOrigin("unknown")
+    by = proposal.get("submitted_by")
+    if isinstance(by, str):
+        if by.startswith(MCP_PREFIX):
+            return ProposalOrigin("mcp", clean_name(by[len(MCP_PREFIX) :]))
+        if by.startswith("cli:"):
+            return ProposalOrigin("cli")
+        if by.startswith("tui:"):
+            return ProposalOrigin("tui")
+        return ProposalOrigin("unknown", clean_name(by))
+    agent = proposal.get("agent")
+    if isinstance(agent, Mapping) or "command" in proposal:
+        name = agent.get("agent") if isinstance(agent, Mapping) else None
+        name = clean_name(name) if isinstance(name, str) else ""
+        return ProposalOrigin("command", "" if name in ("command", "generic") else name)
+    if proposal.get("proposer") == "tune":
+        return ProposalOrigin("tune")
+    return ProposalOrigin("unknown")
+
 
 Record = Mapping[str, Any]
 """An iteration's record (Iteration.record), or a memory record that holds the same keys."""
@@ -368,5 +475,5 @@ def changed_files(record: Record) -> tuple[str, ...]:
 
 
 def recorded_origin(record: Record) -> ProposalOrigin:
-    """Where the record's proposal came from (origin.proposal_origin)."""
+    """Where the record's proposal came from (proposal_origin)."""
     return proposal_origin(record.get("proposal"))

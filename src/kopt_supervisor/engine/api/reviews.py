@@ -37,6 +37,15 @@ from kopt_supervisor.engine.api.iteration_record import (
 from kopt_supervisor.engine.records import Iteration
 from kopt_supervisor.engine.store import Command
 
+__all__ = [
+    "Answer",
+    "Interval",
+    "PendingReview",
+    "answer_version",
+    "headline_interval",
+    "review_queue",
+]  # what engine.api exports from here
+
 ANSWERS = ("accept", "reject", "more_rounds")
 """The commands that answer a review (each names the iteration: args["version"])."""
 

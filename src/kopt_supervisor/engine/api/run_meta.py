@@ -1,9 +1,9 @@
-"""What a run's meta holds, read once into typed records for the clients (the TUI, `kopt
-status`): the live step of the run and of each lane, the heartbeat, the last GPU gate, the
-live per-class numbers, why the run stopped or crashed, and the caveats it carries. Pure and
-tolerant: meta is written by whichever kopt ran the run last, so a missing key or a value of
-the wrong type reads as None or a default, never as an error (the rules: engine.api.parse;
-each record is read by its fields' types with engine.api.from_mapping, and a field's
+"""What a run's meta holds, and what `kopt status --json` / `kopt ls --json` say of a run,
+read once into typed records for the clients (the TUI, `kopt status`): the live step of the
+run and of each lane, the heartbeat, the last GPU gate, the live per-class numbers, why the
+run stopped or crashed, and the caveats it carries. Pure and tolerant: meta is written by
+whichever kopt ran the run last, so a missing key or a value of the wrong type reads as None
+or a default, never as an error (the rules and the reader: engine.api.parse; a field's
 `source` says where its key or its reading differs).
 
 - `run_meta(meta)` -> `RunMeta`: everything below, one reading;
@@ -14,7 +14,12 @@ each record is read by its fields' types with engine.api.from_mapping, and a fie
 - `live_classes(value)` -> `LiveClasses`: meta `live_classes`, the running decision's classes;
 - `lane_state(entry)` -> `LaneState`: one entry of run_summary.lane_states (`kopt status
   --json`'s `lanes`);
-- `decision_estimate(value)` -> `DecisionEstimate`: run_summary.decision_cost's record.
+- `decision_estimate(value)` -> `DecisionEstimate`: run_summary.decision_cost's record;
+- `status_report(st)` -> `StatusReport`: `kopt status --json` (run_io.status) or an entry of
+  `kopt ls --json` (run_io.list_runs) read back, for the lines the command line prints (the
+  JSON stays the stable interface; an entry for a run that could not be read holds only its
+  tag, state and error), with `QueuedReview` (an entry of `reviews`), `PhaseTimings`
+  (`timings`) and `AgentSpending` (run_summary.spending).
 """
 
 from __future__ import annotations
@@ -23,10 +28,31 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kopt_supervisor.engine.api.from_mapping import from_mapping, source
-from kopt_supervisor.engine.api.iteration_record import GpuRef, RecordedClass, recorded_classes
-from kopt_supervisor.engine.api.parse import integer, mapping, mappings, number, text
+from kopt_supervisor.engine.api.iteration_record import GpuRef, IterationTimings, RecordedClass, recorded_classes
+from kopt_supervisor.engine.api.parse import flag, from_mapping, integer, mapping, mappings, number, source, text
 from kopt_supervisor.engine.api.reviews import Interval
+from kopt_supervisor.engine.api.run_summary import AgentSpending, sandbox_line, spending
+
+__all__ = [
+    "DecisionEstimate",
+    "GateRecord",
+    "GpuAssessment",
+    "GpuProcess",
+    "LaneReview",
+    "LaneState",
+    "LiveClasses",
+    "LiveStep",
+    "RunMeta",
+    "decision_estimate",
+    "gpu_assessment",
+    "lane_state",
+    "live_step",
+    "run_meta",
+    "PhaseTimings",
+    "QueuedReview",
+    "StatusReport",
+    "status_report",
+]  # what engine.api exports from here
 
 
 @dataclass(frozen=True)
@@ -195,3 +221,75 @@ class DecisionEstimate:
 def decision_estimate(value: Any) -> DecisionEstimate | None:
     """None when `value` is not a mapping or an empty one (no estimate recorded)."""
     return from_mapping(DecisionEstimate, value) if mapping(value) else None
+
+
+@dataclass(frozen=True)
+class QueuedReview:
+    """An entry of the status JSON's `reviews` (reviews.PendingReview.to_dict()): what the
+    one-line queue says of it."""
+
+    version: int | None
+    lane: int | None
+    answer: str = field(default="", metadata=source(("answer", "kind")))
+    """The answer already sent (accept, reject, more_rounds), "" when none."""
+    more_rounds: bool = False
+
+
+def queued_review(value: Any) -> QueuedReview:
+    return from_mapping(QueuedReview, value)
+
+
+@dataclass(frozen=True)
+class PhaseTimings:
+    """The status JSON's `timings` (run_summary.phase_timings)."""
+
+    last_version: int | None = None
+    last: IterationTimings | None = None
+    """The newest finished iteration's record["timings"]."""
+    engine_s_median: float | None = None
+    engine_s_max: float | None = None
+    iterations: int = 0
+
+
+def phase_timings(value: Any) -> PhaseTimings:
+    return from_mapping(PhaseTimings, value)
+
+
+def _sandbox(st: Mapping[str, Any]) -> str:
+    box = st.get("sandbox")
+    return sandbox_line({"sandbox": box}) if box is not None or flag(st.get("unsandboxed")) else ""
+
+
+@dataclass(frozen=True)
+class StatusReport:
+    tag: str
+    state: str = field(metadata=source(read=lambda v: text(v) or "?"))
+    """"?" when the entry names none."""
+    error: str = ""
+    """Why the run could not be read (a `kopt ls` entry of state "unreadable")."""
+    iteration: int | None = None
+    iteration_status: str | None = None
+    best_commit: str | None = None
+    baseline_commit: str | None = None
+    best_speedup: float | None = None
+    keeps: int = 0
+    candidates: int = 0
+    consecutive_regressions: int = 0
+    pending_reviews: tuple[int, ...] = ()
+    reviews: tuple[QueuedReview, ...] = ()
+    stop_reason: str = ""
+    engine_pid: int | None = None
+    heartbeat_age_s: float | None = None
+    progress: LiveStep | None = None
+    last_error: str = ""
+    sandbox: str = field(default="", metadata=source((), read=lambda st: _sandbox(mapping(st))))
+    """run_summary.sandbox_line of the run's sandbox record; "" when none was recorded."""
+    unsandboxed: bool = False
+    decision_cost: DecisionEstimate | None = None
+    agent: AgentSpending = field(default=AgentSpending(), metadata=source(read=spending))
+    timings: PhaseTimings = PhaseTimings()
+    lanes: tuple[LaneState, ...] = ()
+
+
+def status_report(st: Mapping[str, Any]) -> StatusReport:
+    return from_mapping(StatusReport, st)

@@ -1,18 +1,61 @@
-"""Creating and starting runs: find a run's workspace, `kopt init` (a workspace for a repo
-and its fixed benchmark, the config frozen into it), start the engine detached or run it in
-the calling process."""
+"""Creating, starting and serving runs, and the command line's other entry points into the
+engine: find a run's workspace, `kopt init` (a workspace for a repo and its fixed benchmark,
+the config frozen into it), start the engine detached or run it in the calling process,
+`kopt doctor`; what the GPU gate sees (`kopt gpus`, and `GpuSampler`: the TUI's own readings
+judged by the gate's rules with a run's [gpu] thresholds, without taking a claim); what a run
+leaves behind (results.md, `kopt export`'s branch) and this GPU's measured ceilings; `kopt
+mcp TAG` (the MCP judge, engine/mcp, and a client's config snippet) and what a candidate
+worktree changes for a client that submits it. The modules behind them load only when asked
+for: the MCP SDK only when a server starts, so `kopt status` and the TUI never import it.
+"""
 
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from kopt_supervisor.engine import config, daemon
+from kopt_supervisor.engine import daemon, gitops
+from kopt_supervisor.engine.config.sections import Config, GpuConfig
+from kopt_supervisor.engine.config.toml_io import _build
+from kopt_supervisor.engine.config.toml_io import dumps as dumps_config
+from kopt_supervisor.engine.config.toml_io import loads as loads_config
+from kopt_supervisor.engine.config.toml_io import validate as validate_config
 from kopt_supervisor.engine.errors import BadInput, KoptError
+from kopt_supervisor.engine.gpu.backends import open_backend
+from kopt_supervisor.engine.gpu.gate import ClaimRegistry, claim_key, enrich
+from kopt_supervisor.engine.gpu.state import Backend, GpuState, assess
+from kopt_supervisor.engine.mcp.rules import CLIENTS as MCP_CLIENTS
+from kopt_supervisor.engine.mcp.rules import Snippet, snippet
 from kopt_supervisor.engine.workspace import Workspace, create_workspace, resolve_root, validate_tag
+
+__all__ = [
+    "Created",
+    "check_proposer",
+    "check_sandbox",
+    "doctor",
+    "format_doctor",
+    "init_run",
+    "open_workspace",
+    "propose_config",
+    "run_foreground",
+    "start_detached",
+    "BackendFactory",
+    "GpuSampler",
+    "format_gpus_report",
+    "gpus_report",
+    "own_pids",
+    "export_branch",
+    "measure_ceilings",
+    "write_report",
+    "candidate_changes",
+    "MCP_CLIENTS",
+    "Snippet",
+    "mcp_snippet",
+    "serve_mcp",
+]  # what engine.api exports from here
 
 
 def open_workspace(root: str | Path | None, tag: str) -> Workspace:
@@ -45,7 +88,6 @@ def init_run(
     from the bench's own output first). A proposer whose program is not on PATH is refused
     here, not at iteration 1. `propose`: [propose] keys from the command line (--propose-command,
     --agent), over the file's."""
-    from kopt_supervisor.engine import gitops
     from kopt_supervisor.engine.loop import write_initial_projections
     from kopt_supervisor.engine.propose.agents import check_agent
 
@@ -63,12 +105,12 @@ def init_run(
     cfg = (
         _with_bench(text, bench, str(cfg_path), propose)
         if bench or propose
-        else config.loads(text, source=str(cfg_path))
+        else loads_config(text, source=str(cfg_path))
     )
     missing = check_agent(cfg)
     if missing:
         raise BadInput(missing)
-    frozen = f"# frozen by `kopt init` from {cfg_path if cfg_path.exists() else 'defaults'}\n" + config.dumps(cfg)
+    frozen = f"# frozen by `kopt init` from {cfg_path if cfg_path.exists() else 'defaults'}\n" + dumps_config(cfg)
     start, untracked = _untracked_start(top, cfg.target.untrack)
     ws, _, commit = create_workspace(root, tag, top, frozen, config_source=str(cfg_path), start=start)
     if untracked:
@@ -86,8 +128,6 @@ def _untracked_start(top: Path, globs: list[str]) -> tuple[str | None, list[str]
     """[target].untrack: a commit of kopt's own on HEAD without the tracked files the globs
     match (nothing in the user's checkout, index or branches changes), and those files;
     (None, []) when there are none."""
-    from kopt_supervisor.engine import gitops
-
     if not globs:
         return None, []
     head = gitops.head(top)
@@ -103,10 +143,10 @@ def _untracked_start(top: Path, globs: list[str]) -> tuple[str | None, list[str]
     return commit, files
 
 
-def init_warnings(ws: Workspace, repo: Path, commit: str, cfg: config.Config) -> tuple[str, ...]:
+def init_warnings(ws: Workspace, repo: Path, commit: str, cfg: Config) -> tuple[str, ...]:
     """`kopt init`'s warnings about the frozen config (each also an event of the run): with no
     [target].sources, the files the bench reads that nothing covers (engine/onboard)."""
-    from kopt_supervisor.engine import gitops, onboard
+    from kopt_supervisor.engine import onboard
     from kopt_supervisor.engine.loop.police import ALWAYS_PROTECTED
 
     t = cfg.target
@@ -124,7 +164,7 @@ def init_warnings(ws: Workspace, repo: Path, commit: str, cfg: config.Config) ->
     return tuple(found)
 
 
-def _with_bench(text: str, bench: str | None, source: str, propose: dict[str, str] | None = None) -> config.Config:
+def _with_bench(text: str, bench: str | None, source: str, propose: dict[str, str] | None = None) -> Config:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
@@ -133,8 +173,8 @@ def _with_bench(text: str, bench: str | None, source: str, propose: dict[str, st
         data.setdefault("target", {})["bench"] = bench
     if propose:
         data.setdefault("propose", {}).update({"kind": "command", **propose})
-    cfg: config.Config = config._build(config.Config, data, source, "")
-    config.validate(cfg, source)
+    cfg: Config = _build(Config, data, source, "")
+    validate_config(cfg, source)
     return cfg
 
 
@@ -202,9 +242,7 @@ def propose_config(
     proposed file (in the draft, never in the repo) and its text."""
     import tempfile
 
-    from kopt_supervisor.engine import gitops, onboard, sandbox
-    from kopt_supervisor.engine.config import GpuConfig
-    from kopt_supervisor.engine.gpu.backends import open_backend
+    from kopt_supervisor.engine import onboard, sandbox
     from kopt_supervisor.engine.gpu.gate import Gate
     from kopt_supervisor.engine.onboard import scratch as scratch_mod
 
@@ -242,9 +280,9 @@ def propose_config(
                         bwrap=support.bwrap or sandbox.BWRAP,
                     )
                 )
-                from kopt_supervisor.engine import runner
+                from kopt_supervisor.engine.runner.command import run as run_command
 
-                res = runner.run(
+                res = run_command(
                     cmd, cwd=cwd, log_dir=log_dir, name="init_bench", timeout_s=900, env={**decision.env}, confine=jail
                 )
                 return (
@@ -300,3 +338,130 @@ def format_doctor(report: dict[str, Any]) -> str:
             + "\n"
         )
     return text
+
+
+BackendFactory = Callable[[str], Backend]
+"""Opens a GPU backend for a vendor ("auto", "nvidia", "amd", "none"): `open_backend`, or a
+fake one in tests."""
+
+
+def gpus_report(ws: Workspace | None = None) -> dict[str, Any]:
+    """`kopt gpus [--tag TAG]`: one gate check with the run's [gpu] thresholds (the defaults
+    without a run); the stable JSON of docs/gpu-gate.md."""
+    from kopt_supervisor.engine.gpu.report import gpus_report as check
+
+    if ws is None:
+        return check(GpuConfig())
+    cfg = ws.load_config()
+    report = check(cfg.gpu)
+    from kopt_supervisor.engine.api.run_io import pending_reviews
+    from kopt_supervisor.engine.api.run_summary import lane_states
+
+    with ws.open_store(readonly=True) as store:  # which lane holds which GPU (docs/lanes.md)
+        report["lanes"] = lane_states(store.meta(), store.iterations(), cfg.parallel.lanes, pending_reviews(ws))
+    return report
+
+
+def format_gpus_report(report: dict[str, Any]) -> str:
+    """`gpus_report`'s result as a table for the terminal."""
+    from kopt_supervisor.engine.gpu.report import format_report
+
+    return format_report(report)
+
+
+def own_pids(meta: Mapping[str, Any]) -> set[int]:
+    """A run's engine and its benchmark's process group (from the run's meta): never
+    "foreign" on the GPU."""
+    pids = {int(p) for p in [(meta.get("heartbeat") or {}).get("pid"), meta.get("engine_pid")] if p}
+    pgid = meta.get("child_pgid")
+    if pgid:
+        from kopt_supervisor.engine.runner.processes import group_members
+
+        pids |= {p.pid for p in group_members(int(pgid))}
+    return pids
+
+
+class GpuSampler:
+    """Readings of the GPUs, each judged idle or busy (with the reasons) by the gate's own
+    rules and `cfg`'s thresholds. Takes no claim; the watched run's claim is not "another
+    run". Use it from one thread."""
+
+    def __init__(self, cfg: GpuConfig, factory: BackendFactory = open_backend) -> None:
+        self.cfg = cfg
+        self.backend = factory(cfg.vendor)
+        self.claims = ClaimRegistry(owner="kopt TUI")
+        self.namespace = str(getattr(self.backend, "claim_namespace", ""))
+
+    def read(self, run_meta: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """One reading, judged; `run_meta` is the watched run's meta (its engine's pids)."""
+        own = own_pids(run_meta)
+
+        def claimed_by(g: GpuState) -> dict[str, Any] | None:
+            claim = self.claims.probe(claim_key(self.namespace, g.uuid, g.index))
+            return None if claim and claim.get("pid") in own else claim
+
+        sample = self.backend.read()
+        return [a.to_dict() for a in assess([sample], self.cfg, own, claimed_by=claimed_by, enrich=enrich)]
+
+    def close(self) -> None:
+        self.backend.close()
+
+
+def write_report(ws: Workspace) -> Path:
+    """Write results.md (and its chart) in the run's workspace; its path."""
+    from kopt_supervisor.engine.report.writer import write_report as write
+
+    return write(ws)
+
+
+def export_branch(ws: Workspace, branch: str) -> str:
+    """Create `branch` in the target repo: the kept source changes, one commit per keep, and
+    results.md; nothing is checked out. One line saying what was made."""
+    from kopt_supervisor.engine.report.writer import export_branch as export
+
+    return export(ws, branch)
+
+
+def measure_ceilings(root: Path) -> dict[str, Any]:
+    """Measure this GPU's copy bandwidth and matrix rate and register them as cited sources
+    under `root`; the stable JSON of `kopt ceilings --json` (its "lines" for people)."""
+    from kopt_supervisor.engine.ceilings import measure_ceilings as measure
+
+    return measure(root)
+
+
+def candidate_changes(ws: Workspace, base: str) -> list[str]:
+    """The files cand/ changes against `base` (tracked diffs and new untracked files, not
+    ignored ones), sorted; [] when it holds no change. Read by git on a scratch index (the
+    worktree's own index is untouched), as the police reads them after a proposal."""
+    return gitops.changed_files(ws.cand, base)
+
+
+def mcp_snippet(client: str, tag: str, command: str, args: list[str]) -> Snippet:
+    """The config snippet `client`'s documentation asks for, starting `command args`."""
+    if client not in MCP_CLIENTS:
+        raise BadInput(f"--print-config {client!r}: one of {', '.join(MCP_CLIENTS)}")
+    return snippet(client, tag, command, args)
+
+
+def serve_mcp(
+    ws: Workspace, *, transport: Literal["stdio", "http"] = "stdio", port: int = 0, allow_restart: bool = False
+) -> None:
+    """Serve the run's MCP judge until the client goes away (stdio) or the process is stopped
+    (HTTP). BadInput when the run cannot be served (no such run, an engine
+    running another proposer); KoptError when the `mcp` package is missing."""
+    try:
+        import mcp  # noqa: F401
+    except ImportError:
+        raise KoptError("kopt mcp needs the MCP SDK: pip install 'kopt-supervisor[mcp]'") from None
+    from kopt_supervisor.engine.mcp.judge import Judge
+    from kopt_supervisor.engine.mcp.server import serve_http, serve_stdio
+
+    judge = Judge(ws, allow_restart=allow_restart)
+    problem = judge.serve_problem()
+    if problem:
+        raise BadInput(problem)
+    if transport == "http":
+        serve_http(judge, port)
+    else:
+        serve_stdio(judge)

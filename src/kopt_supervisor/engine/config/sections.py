@@ -1,8 +1,8 @@
 """kopt.toml's schema: one frozen dataclass per section; a field's type and default are the
 key's type and default, its docstring what the key means (docs/files.md lists them).
 
-Loading (`config.load`) builds these from the TOML tables, `config.validate` checks their
-values, `config.dumps` writes them back.
+Loading (`toml_io.load`) builds these from the TOML tables, `toml_io.validate` checks their
+values, `toml_io.dumps` writes them back.
 
 Besides, the agent presets as [propose] is validated against them (`KINDS`): each preset's
 name, title, whether its CLI continues a session and whether it reports its cost.

@@ -1,13 +1,16 @@
-"""Reading and writing kopt.toml.
+"""Reading, checking and writing kopt.toml.
 
-Loading: the TOML tables walked into the section dataclasses, unknown keys rejected with a
-"did you mean" hint (a typo must never silently change a run), every value's type checked
-against its field's, then `validate`.
+Loading (`load`, `loads`): the TOML tables walked into the section dataclasses (sections.py),
+unknown keys rejected with a "did you mean" hint (a typo must never silently change a run),
+every value's type checked against its field's, then `validate`: the values' rules (ranges,
+choices, expressions, paths) with one-line errors that name the key at fault, every
+expression parsed once so that a bad one is reported at `kopt init`, not hours into a run.
+`decide.Policy` applies the [decide] rules to a [decide] built in code (`decide_problems`).
 
 Writing a Config as TOML (`dumps`): the frozen copy in a workspace shows every effective
 value, defaults included, and loads back to the same Config.
 
-Pure: reads the one file it is given, returns a `Config`; a Config in, text out.
+Pure: reads the one file it is given, returns a `Config`; a Config in, text or BadInput out.
 """
 
 from __future__ import annotations
@@ -20,9 +23,321 @@ import typing
 from pathlib import Path
 from typing import Any
 
-from kopt_supervisor.engine.config.sections import Config
-from kopt_supervisor.engine.config.validate import validate
+from kopt_supervisor.engine import expr
+from kopt_supervisor.engine.config.sections import (
+    AGENT_NAMES,
+    FORMATS,
+    KINDS,
+    Config,
+    DecideConfig,
+    ProposeConfig,
+    supports_resume,
+)
+from kopt_supervisor.engine.diffscan.findings import parse_allow
 from kopt_supervisor.engine.errors import BadInput
+
+
+def decide_problems(d: DecideConfig) -> list[tuple[str, str]]:
+    """(key, what is wrong) for each [decide] value out of range: the one set of rules, for
+    kopt.toml (`validate`) and for every `decide.Policy` built in code."""
+    checks = [
+        (0.5 < d.confidence < 1, "confidence", f"must be between 0.5 and 1, not {d.confidence}"),
+        (d.min_effect_pct > 0, "min_effect_pct", f"must be > 0, not {d.min_effect_pct}"),
+        (d.min_rounds >= 2, "min_rounds", f"must be at least 2 (a paired test needs two rounds), not {d.min_rounds}"),
+        (
+            d.max_rounds >= d.min_rounds,
+            "max_rounds",
+            f"must be >= [decide].min_rounds ({d.min_rounds}), not {d.max_rounds}",
+        ),
+        (d.budget_gpu_s > 0, "budget_gpu_s", f"must be > 0, not {d.budget_gpu_s}"),
+        (
+            d.max_other_regression_pct >= 0,
+            "max_other_regression_pct",
+            f"must be >= 0, not {d.max_other_regression_pct}",
+        ),
+        (
+            d.guard_max_regression_pct >= 0,
+            "guard_max_regression_pct",
+            f"must be >= 0, not {d.guard_max_regression_pct}",
+        ),
+        (d.suspicious_speedup > 1, "suspicious_speedup", f"must be > 1, not {d.suspicious_speedup}"),
+        (d.review_timeout_s >= 0, "review_timeout_s", f"must be >= 0, not {d.review_timeout_s}"),
+        (
+            d.review_default in ("reject", "accept"),
+            "review_default",
+            f'must be "reject" or "accept", not {d.review_default!r}',
+        ),
+        (
+            0 <= d.futility_confidence < d.confidence,
+            "futility_confidence",
+            f"must be >= 0 and below [decide].confidence ({d.confidence}), not {d.futility_confidence}",
+        ),
+    ]
+    return [(key, why) for ok, key, why in checks if not ok]
+
+
+def validate(cfg: Config, source: str = "kopt.toml") -> None:
+    def need(ok: bool, key: str, msg: str) -> None:
+        if not ok:
+            raise BadInput(f"{source}: {key} {msg}")
+
+    t = cfg.target
+    need(bool(t.bench.strip()), "[target].bench", "is required (the fixed benchmark command)")
+    need(bool(t.metric.strip()), "[target].metric", "is required (the CSV column to optimise)")
+    need(t.direction in ("min", "max"), "[target].direction", f'must be "min" or "max", not {t.direction!r}')
+    need(t.timeout_s > 0, "[target].timeout_s", "must be > 0")
+    need(
+        not t.calls or t.direction == "min",
+        "[target].calls",
+        'needs a latency metric (direction = "min"): it turns per-call times into timed seconds',
+    )
+    need(t.max_output_mib > 0, "[target].max_output_mib", "must be > 0")
+    need(
+        t.csv == "-" or _inside(t.csv),
+        "[target].csv",
+        f'must be "-" or a glob relative to the worktree (no absolute path, no ".."), not {t.csv!r}',
+    )
+    for key in ("correct", "production"):
+        if getattr(t, key):
+            expr.parse_rule(getattr(t, key), where=f"{source}: [target].{key}")
+    if t.ab_command:
+        need(
+            "{best}" in t.ab_command and "{cand}" in t.ab_command,
+            "[target].ab_command",
+            "must contain both {best} and {cand}",
+        )
+    need(
+        not t.ab_serve or bool(t.ab_command.strip()),
+        "[target].ab_serve",
+        "needs [target].ab_command (the command that serves the looks)",
+    )
+    if t.serve:
+        need(bool(t.serve.strip()), "[target].serve", "must be a command (or empty: no served looks)")
+        need(
+            "{best}" not in t.serve and "{cand}" not in t.serve,
+            "[target].serve",
+            f"serves one tree (its working directory): no {{best}} or {{cand}} placeholders, not {t.serve!r}",
+        )
+        need(
+            t.format == "csv",
+            "[target].serve",
+            f'needs [target].format = "csv" (it writes kopt\'s CSV), not {t.format!r}',
+        )
+    parse_allow(t.allow_constructs, where=f"{source}: [target].allow_constructs")
+    need(t.format in FORMATS, "[target].format", f"must be one of {', '.join(map(repr, FORMATS))}, not {t.format!r}")
+    need(
+        t.adapter.unit in ("ns", "us", "ms", "s"),
+        "[target.adapter].unit",
+        f'must be "ns", "us", "ms" or "s", not {t.adapter.unit!r}',
+    )
+    need(
+        t.adapter.stat in ("median", "mean", "min"),
+        "[target.adapter].stat",
+        f'must be "median", "mean" or "min", not {t.adapter.stat!r}',
+    )
+
+    for key, paths in (
+        ("[target].writable", t.writable),
+        ("[propose].writable", cfg.propose.writable),
+        ("[target].readable", t.readable),
+        ("[propose].readable", cfg.propose.readable),
+    ):
+        for i, path in enumerate(paths):
+            p = path.rstrip("/")
+            parts = p.split("/")[1:]
+            need(
+                p.startswith(("/", "~/")) and all(x not in ("", ".", "..") for x in parts),
+                f"{key}[{i}]",
+                f'must be an absolute path or one under ~/ (no "..", "." or "//"), not {path!r}',
+            )
+            need(
+                len(parts) >= (1 if p.startswith("~/") else 2),
+                f"{key}[{i}]",
+                f"must name a folder below the home or below a top-level folder, not {path!r} (the sandbox "
+                f"would leave too much writable)",
+            )
+
+    d = cfg.decide
+    for key, why in decide_problems(d):
+        need(False, f"[decide].{key}", why)
+    need(
+        not d.production_verdicts or bool(t.production.strip()),
+        "[decide].production_verdicts",
+        "needs [target].production (the rule that marks the production rows)",
+    )
+
+    g = cfg.gpu
+    need(
+        g.vendor in ("auto", "nvidia", "amd", "none"),
+        "[gpu].vendor",
+        f'must be "auto", "nvidia", "amd" or "none", not {g.vendor!r}',
+    )
+    need(0 <= g.util_max_pct <= 100, "[gpu].util_max_pct", "must be between 0 and 100")
+    need(g.mem_used_max_mib >= 0, "[gpu].mem_used_max_mib", "must be >= 0")
+    need(g.mem_growth_max_mib >= 0, "[gpu].mem_growth_max_mib", "must be >= 0")
+    need(all(d >= 0 for d in g.devices), "[gpu].devices", "must list GPU indices >= 0")
+    need(g.samples >= 1, "[gpu].samples", "must be >= 1")
+    need(g.sample_interval_s >= 0, "[gpu].sample_interval_s", "must be >= 0")
+    need(g.wait_s > 0, "[gpu].wait_s", "must be > 0")
+    need(g.wait_max_s >= 0, "[gpu].wait_max_s", "must be >= 0")
+    need(g.quick_recheck_s >= 0, "[gpu].quick_recheck_s", "must be >= 0")
+
+    prof = cfg.profile
+    need(
+        prof.kind in ("auto", "ncu", "rocprofv3", "none"),
+        "[profile].kind",
+        f'must be "auto", "ncu", "rocprofv3" or "none", not {prof.kind!r}',
+    )
+    need(0 <= prof.run_noise_pct <= 50, "[profile].run_noise_pct", "must be between 0 and 50")
+    need(1 <= prof.repeats <= 20, "[profile].repeats", "must be between 1 and 20")
+    need(
+        prof.outside_ranges in ("time", "full"),
+        "[profile].outside_ranges",
+        f'must be "time" or "full", not {prof.outside_ranges!r}',
+    )
+    need(prof.keep in ("time", "full"), "[profile].keep", f'must be "time" or "full", not {prof.keep!r}')
+    need(0 <= prof.reuse_best_s <= 86400, "[profile].reuse_best_s", "must be between 0 and 86400")
+    if prof.kernel:
+        import re
+
+        try:
+            re.compile(prof.kernel)
+        except re.error as exc:
+            raise BadInput(f"{source}: [profile].kernel is not a valid regex: {exc}") from None
+
+    pr = cfg.propose
+    need(
+        pr.kind in ("manual", "command", "tune"),
+        "[propose].kind",
+        f'must be "manual", "command" or "tune", not {pr.kind!r}',
+    )
+    _validate_agent(pr, need)
+    need(pr.timeout_s >= 0, "[propose].timeout_s", "must be >= 0 (0: the agent preset's)")
+    need(0 <= pr.repair_attempts <= 10, "[propose].repair_attempts", "must be between 0 and 10")
+    if pr.kind == "tune":
+        need(bool(pr.tune.params), "[propose.tune].params", 'is required when [propose].kind = "tune"')
+        need(bool(pr.tune.space), "[propose.tune].space", 'is required when [propose].kind = "tune"')
+    need(
+        not pr.tune.params or _inside(pr.tune.params),
+        "[propose.tune].params",
+        f'must be a path relative to the repo root (no absolute path, no ".."), not {pr.tune.params!r}',
+    )
+    for name in pr.tune.order:
+        need(name in pr.tune.space, "[propose.tune].order", f"names {name!r}, which is not in [propose.tune].space")
+    need(
+        not pr.tune.shared_first or pr.tune.per_class,
+        "[propose.tune].shared_first",
+        "needs per_class = true (it steps every class at once before tuning each on its own)",
+    )
+    for name, values in pr.tune.space.items():
+        need(len(values) > 0, f"[propose.tune].space.{name}", "must list at least one value")
+    for cls, groups in pr.tune.alike.items():
+        for name, values in groups.items():
+            key = f"[propose.tune].alike.{cls!r}.{name}"
+            need(name in pr.tune.space, key, f"names {name!r}, which is not in [propose.tune].space")
+            listed = {repr(v) for v in pr.tune.space.get(name, [])}
+            off = [v for v in values if repr(v) not in listed]
+            need(not off, key, f"lists {off[0]!r}, which is not among [propose.tune].space.{name}" if off else "")
+            need(len(values) > 1, key, "must list at least two values (the ones that launch the same kernel)")
+
+    par = cfg.parallel
+    need(1 <= par.lanes <= 64, "[parallel].lanes", f"must be between 1 and 64, not {par.lanes}")
+    need(par.backend in ("local", "ray"), "[parallel].backend", f'must be "local" or "ray", not {par.backend!r}')
+    need(bool(par.address.strip()), "[parallel].address", 'must name the Ray cluster ("auto" or host:port)')
+    need(par.connect_timeout_s > 0, "[parallel].connect_timeout_s", "must be > 0")
+
+    s = cfg.stop
+    need(s.consecutive_regressions >= 1, "[stop].consecutive_regressions", "must be >= 1")
+    need(s.consecutive_failures >= 1, "[stop].consecutive_failures", "must be >= 1")
+    need(s.max_iters >= 0, "[stop].max_iters", "must be >= 0")
+    need(s.max_hours >= 0, "[stop].max_hours", "must be >= 0")
+    need(0 < s.target_pct_of_peak <= 100, "[stop].target_pct_of_peak", "must be in (0, 100]")
+
+    r = cfg.roofline
+    for key in ("flops", "bytes"):
+        if getattr(r, key):
+            expr.parse(getattr(r, key), where=f"{source}: [roofline].{key}")
+    need(r.unit_scale > 0, "[roofline].unit_scale", "must be > 0")
+
+
+def _validate_agent(pr: ProposeConfig, need: Any) -> None:
+    """[propose] keys of the command proposer and its agent preset."""
+    command = pr.command.strip()
+    need(
+        pr.kind != "command" or bool(command) or bool(pr.agent),
+        "[propose].command",
+        'is required when [propose].kind = "command" (or name an agent preset: [propose].agent)',
+    )
+    need(
+        not pr.agent or pr.agent in AGENT_NAMES,
+        "[propose].agent",
+        f"must be one of {', '.join(repr(a) for a in AGENT_NAMES)}, not {pr.agent!r}",
+    )
+    need(
+        not pr.agent or pr.kind == "command",
+        "[propose].agent",
+        f'needs [propose].kind = "command" (an agent is a command proposer), not {pr.kind!r}',
+    )
+    need(
+        pr.agent != "generic" or bool(command),
+        "[propose].command",
+        'is required with [propose].agent = "generic" (a CLI without a preset)',
+    )
+    need(pr.session in ("fresh", "resume"), "[propose].session", f'must be "fresh" or "resume", not {pr.session!r}')
+    if pr.session == "resume":
+        need(pr.kind == "command", "[propose].session", '= "resume" needs an agent ([propose].kind = "command")')
+        need(
+            supports_resume(pr.agent, command),
+            "[propose].session",
+            f'= "resume": {_agent_name(pr)} cannot continue a session'
+            + (" (aider has no session id)" if pr.agent == "aider" else "")
+            + (
+                " (put {session} in [propose].command where the CLI takes the session id)"
+                if command or pr.agent in ("", "generic")
+                else ""
+            ),
+        )
+    need(
+        not pr.model or bool(pr.agent) and pr.agent != "generic" and not command,
+        "[propose].model",
+        "needs an agent preset without [propose].command (put the model in the command instead)",
+    )
+    need(
+        not pr.args or bool(pr.agent) and pr.agent != "generic" and not command,
+        "[propose].args",
+        "needs an agent preset without [propose].command (put the arguments in the command instead)",
+    )
+    for key in ("budget_usd", "budget_tokens"):
+        value = getattr(pr, key)
+        need(value >= 0, f"[propose].{key}", "must be >= 0 (0: no limit)")
+        need(
+            value == 0 or pr.kind == "command",
+            f"[propose].{key}",
+            'counts agent runs: it needs [propose].kind = "command"',
+        )
+    if pr.budget_usd > 0 and pr.agent:
+        pre = KINDS[pr.agent]
+        need(
+            pre.reports_cost,
+            "[propose].budget_usd",
+            f"cannot be kept: {pre.title} reports no cost (use [propose].budget_tokens)",
+        )
+    need(pr.transcript_max_kib >= 16, "[propose].transcript_max_kib", "must be >= 16")
+    need(8 <= pr.prompt_max_kib <= 1024, "[propose].prompt_max_kib", "must be between 8 and 1024")
+
+
+def _agent_name(pr: ProposeConfig) -> str:
+    if pr.command.strip():
+        return "[propose].command without {session}"
+    return f'the "{pr.agent}" agent' if pr.agent else "a plain command"
+
+
+def _inside(path: str) -> bool:
+    """A relative path or glob that stays inside the folder it is resolved in."""
+    from pathlib import PurePosixPath
+
+    p = PurePosixPath(path)
+    return bool(path.strip()) and not p.is_absolute() and ".." not in p.parts and not path.startswith("~")
 
 
 def load(path: str | Path) -> Config:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from kopt_supervisor.engine.config import GpuConfig
+from kopt_supervisor.engine.config.sections import GpuConfig
 from kopt_supervisor.engine.gpu.backends import open_backend
 from kopt_supervisor.engine.gpu.gate import ClaimRegistry, Gate, visible_devices_env
 from kopt_supervisor.engine.gpu.state import Assessment, Backend, busyness, is_na, jsonable

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
-from kopt_supervisor.engine.config import GpuConfig
+from kopt_supervisor.engine.config.sections import GpuConfig
 
 
 class _NAType:

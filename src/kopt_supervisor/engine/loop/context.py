@@ -17,8 +17,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from kopt_supervisor.engine import gitops, history, integrity, runner
-from kopt_supervisor.engine.config import Config
+from kopt_supervisor.engine import gitops, history, integrity
+from kopt_supervisor.engine.config.sections import Config
 from kopt_supervisor.engine.decide import Verdict
 from kopt_supervisor.engine.gpu.gate import Gate, GateDecision
 from kopt_supervisor.engine.loop.control import Control
@@ -28,6 +28,7 @@ from kopt_supervisor.engine.loop.processes import Processes
 from kopt_supervisor.engine.loop.projecting import Projections
 from kopt_supervisor.engine.loop.run_history import RunHistory
 from kopt_supervisor.engine.records import KEPT, Iteration, Phase, Status
+from kopt_supervisor.engine.runner.command import RunResult
 from kopt_supervisor.engine.store import Store
 from kopt_supervisor.engine.workspace import Workspace, write_atomic
 
@@ -222,7 +223,7 @@ class RunContext:
         timings["engine_s"] = round(max(0.0, total - outside), 4)
 
 
-def last_line(res: runner.RunResult) -> str:
+def last_line(res: RunResult) -> str:
     """The last non-empty line a failed command wrote (stderr first), for one-line reasons."""
     tail = res.tail(5) or res.tail(5, "stdout")
     lines = [ln for ln in tail.splitlines() if ln.strip()]
@@ -249,12 +250,13 @@ def open_run(
     edited on disk is put back, never adopted), the sandbox rule (a refusal comes here,
     before any state changes; `demo`, `kopt demo`'s own start, counts only on a workspace
     whose run.db records it as a demo), the command pump, the run's secret."""
-    from kopt_supervisor.engine import config, sandbox
+    from kopt_supervisor.engine import sandbox
+    from kopt_supervisor.engine.config.toml_io import loads as loads_config
 
     store = ws.open_store()
     key = integrity.read_secret(ws.dir)
     text, edited = integrity.frozen_config(ws.dir, store.meta(), key)
-    cfg = config.loads(text, source=str(ws.config_path))
+    cfg = loads_config(text, source=str(ws.config_path))
     support = sandbox.probe()
     mode = sandbox.start_rule(
         support,

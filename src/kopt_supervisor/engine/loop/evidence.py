@@ -24,7 +24,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kopt_supervisor.engine import runner
 from kopt_supervisor.engine.decide import Pair, Policy, Verdict, voting_classes
 from kopt_supervisor.engine.decide import confirmation as claim_rule
 from kopt_supervisor.engine.decide import external_truth as truth_rule
@@ -53,6 +52,7 @@ from kopt_supervisor.engine.profile.profiler import PROFILE_ENV, ProfilePass, Pr
 from kopt_supervisor.engine.profile.summary import ProfileSummary
 from kopt_supervisor.engine.records import Iteration, Stage
 from kopt_supervisor.engine.roofline.evaluate import evaluate as evaluate_roofline
+from kopt_supervisor.engine.runner.command import all_at_once, as_argv
 
 
 class CorrectnessRefuted(KoptFailure):
@@ -386,7 +386,7 @@ class Evidence:
         ctx.progress(it, "profile", f"{prof.name} on {tree.name}/")
         out_dir = ctx.ws.profiles / f"v{it.version}" / side
         kernel = ctx.cfg.profile.kernel
-        bench = runner.as_argv(ctx.cfg.profile.command or ctx.cfg.target.bench)
+        bench = as_argv(ctx.cfg.profile.command or ctx.cfg.target.bench)
         kind = "cand" if tree == lane.cand else "best"
         tree_hash = (
             str(it.record.get("evaluated_tree")) if kind == "cand" else tree_of(tree, it.best_commit_before or "HEAD")
@@ -415,7 +415,7 @@ class Evidence:
                     reader = ctx.jails.bench(tree, kind, tree_hash, outputs=(out_dir,), write_tree=False, gpu=False)
                     done_read = ctx.procs.run(
                         it,
-                        runner.all_at_once(reads),
+                        all_at_once(reads),
                         cwd=tree,
                         name=f"{name}_read",
                         timeout_s=ctx.cfg.profile.timeout_s,

@@ -26,7 +26,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kopt_supervisor.engine import gitops, sandbox
-from kopt_supervisor.engine.config import Config
+from kopt_supervisor.engine.config.sections import Config
 from kopt_supervisor.engine.propose.agents import PRESETS, writable_paths
 from kopt_supervisor.engine.sandbox import Confinement, SandboxMode, SandboxSupport
 from kopt_supervisor.engine.workspace import Workspace, list_workspaces

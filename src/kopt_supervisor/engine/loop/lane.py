@@ -113,7 +113,7 @@ def note_gpu(
 
 SPENT = ("wait", "propose", "measure", "confirm", "review", "stale")
 """Where a lane's time goes, one bucket per second of an iteration (record["timings"]["spent"];
-engine/api/progress.py sums them per lane):
+engine/api/run_summary.py sums them per lane):
 
 - wait: for an idle GPU at the iteration's start, for the BEST lock at a keep, and (tune) for
   another lane to free the parameters and classes every point left would step;

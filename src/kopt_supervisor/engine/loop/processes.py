@@ -12,10 +12,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypedDict
 
-from kopt_supervisor.engine import faults, runner
-from kopt_supervisor.engine.config import Config
+from kopt_supervisor.engine import faults
+from kopt_supervisor.engine.config.sections import Config
 from kopt_supervisor.engine.loop.control import Control
 from kopt_supervisor.engine.records import Iteration
+from kopt_supervisor.engine.runner.command import RunResult, Server
+from kopt_supervisor.engine.runner.command import run as run_command
+from kopt_supervisor.engine.runner.processes import process_tree
 from kopt_supervisor.engine.sandbox import Confinement
 from kopt_supervisor.engine.store import Store
 from kopt_supervisor.engine.workspace import Workspace
@@ -26,7 +29,7 @@ orphans of a recorded process group are recognised by it (a recycled pid never i
 
 
 class Launch(TypedDict):
-    """The arguments every child of a run is started with (runner.run and runner.Server)."""
+    """The arguments every child of a run is started with (runner.command.run and runner.command.Server)."""
 
     cwd: Path
     log_dir: Path
@@ -63,12 +66,12 @@ class Processes:
         timeout_s: float,
         env: dict[str, str] | None = None,
         confine: Confinement | None = None,
-    ) -> runner.RunResult:
+    ) -> RunResult:
         """A command in its own process group (under bubblewrap when `confine` is given: see
         jails.py), interruptible through the pump, logged to logs/vN/<name>.out|.err, its
         group recorded (orphans are killed after a crash). Unconfined, every process that
-        carries the run's marker is ended with it (runner.end_leftovers)."""
-        return runner.run(
+        carries the run's marker is ended with it (runner.processes.end_leftovers)."""
+        return run_command(
             command,
             timeout_s=timeout_s,
             poll=self.control.pump,
@@ -85,8 +88,8 @@ class Processes:
         name: str,
         env: dict[str, str],
         confine: Confinement | None = None,
-    ) -> runner.Server:
-        return runner.Server(command, **self._launch(it, cwd, name, env, confine, live=".err"))
+    ) -> Server:
+        return Server(command, **self._launch(it, cwd, name, env, confine, live=".err"))
 
     def _launch(
         self, it: Iteration, cwd: Path, name: str, env: dict[str, str] | None, confine: Confinement | None, live: str
@@ -131,4 +134,4 @@ class Processes:
     def own_pids(self) -> set[int]:
         """This run's live child processes, those that left their group included (the GPU gate
         does not count them as foreign)."""
-        return {p.pid for pgid in self.child_pgids for p in runner.process_tree(pgid)}
+        return {p.pid for pgid in self.child_pgids for p in process_tree(pgid)}

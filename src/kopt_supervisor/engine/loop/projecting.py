@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from kopt_supervisor.engine.config import Config
+from kopt_supervisor.engine.config.sections import Config
 from kopt_supervisor.engine.history import write_projections
 from kopt_supervisor.engine.projections import memory_record
 from kopt_supervisor.engine.records import Iteration

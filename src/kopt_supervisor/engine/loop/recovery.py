@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 
-from kopt_supervisor.engine import gitops, history, runner, sandbox, treecheck
+from kopt_supervisor.engine import gitops, history, sandbox, treecheck
 from kopt_supervisor.engine.errors import KoptError
 from kopt_supervisor.engine.loop.context import BEST, RunContext
 from kopt_supervisor.engine.loop.control import Interrupt
@@ -22,6 +22,7 @@ from kopt_supervisor.engine.loop.lane import Lane
 from kopt_supervisor.engine.loop.police import restore_best
 from kopt_supervisor.engine.loop.processes import MARKER
 from kopt_supervisor.engine.records import Phase, Status
+from kopt_supervisor.engine.runner.processes import end_leftovers, kill_orphans
 
 
 class Recovery:
@@ -34,7 +35,7 @@ class Recovery:
         sandbox.clear_scratch(ctx.ws.dir)  # a sandbox's private git copy left by a crash
         pgid = ctx.store.get("child_pgid")
         if pgid:
-            n = runner.kill_orphans(int(pgid), (MARKER, str(ctx.ws.dir)))
+            n = kill_orphans(int(pgid), (MARKER, str(ctx.ws.dir)))
             if n:
                 ctx.event("recover", f"killed {n} orphan process(es) of group {pgid}", level="warn")
             ctx.store.set("child_pgid", None)
@@ -139,7 +140,7 @@ class Recovery:
     def end_leftovers(self, when: str) -> None:
         """Every process that carries the run's marker (no step runs now): an unconfined
         step's escapee, or an orphan of a crashed engine that left its group."""
-        n = runner.end_leftovers(None, self.ctx.procs.marker)
+        n = end_leftovers(None, self.ctx.procs.marker)
         if n:
             self.ctx.event("recover", f"ended {n} process(es) carrying the run's marker, {when}", level="warn")
 

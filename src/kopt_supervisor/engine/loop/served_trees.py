@@ -28,7 +28,7 @@ from kopt_supervisor.engine.loop.look_files import (
 )
 from kopt_supervisor.engine.metrics import BenchError, ConfigResult, Measurement
 from kopt_supervisor.engine.records import Iteration
-from kopt_supervisor.engine.runner import Server, ServerError
+from kopt_supervisor.engine.runner.command import Server, ServerError
 from kopt_supervisor.engine.sandbox import read_output
 
 SIDES = ("best", "cand")

@@ -33,18 +33,21 @@ from pathlib import Path
 from typing import Any
 
 from kopt_supervisor.engine import gitops
-from kopt_supervisor.engine.api.commands import addressed_lane, said_worktree, send, submit_waits
-from kopt_supervisor.engine.api.origin import proposal_origin
-from kopt_supervisor.engine.api.reading import (
+from kopt_supervisor.engine.api.iteration_record import proposal_origin
+from kopt_supervisor.engine.api.reviews import lane_of
+from kopt_supervisor.engine.api.run_io import (
     RunReader,
+    addressed_lane,
     engine_alive,
     heartbeat_age,
     memory_record,
     memory_records,
     read_transcript,
+    said_worktree,
+    send,
     status,
+    submit_waits,
 )
-from kopt_supervisor.engine.api.reviews import lane_of
 from kopt_supervisor.engine.api.run_summary import profiler_evidence
 from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.mcp import rules

@@ -9,7 +9,7 @@ commented kopt.toml (docs/design.md §14; docs/byo-kernel.md). This façade name
 
 `run_bench(cmd, cwd) -> (returncode, stdout_path, files_written)` is the caller's: the CLI runs
 the bench through the GPU gate and the sandbox, as candidate code runs; `local_run_bench`
-is a plain implementation (runner.run plus a before/after look at the tree) for tests and as
+is a plain implementation (runner.command.run plus a before/after look at the tree) for tests and as
 the body to wrap. The decision-cost estimate (`estimate_decision_s`) is here too: the loop
 calls it after the baseline.
 

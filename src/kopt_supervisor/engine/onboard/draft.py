@@ -28,7 +28,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from kopt_supervisor.engine import config as config_mod
+from kopt_supervisor.engine.config.toml_io import loads as loads_config
 from kopt_supervisor.engine.decide.estimate import Policy, alpha_at_look
 from kopt_supervisor.engine.decide.stats import t_quantile
 from kopt_supervisor.engine.errors import BadInput
@@ -167,7 +167,7 @@ def render(p: Proposal) -> str:
                 lines += _comment(why)
             lines.append(f"{key} = {_toml(value)}")
     text = "\n".join(lines) + "\n"
-    config_mod.loads(text, source="proposed kopt.toml")  # a proposal always loads
+    loads_config(text, source="proposed kopt.toml")  # a proposal always loads
     return text
 
 

@@ -208,11 +208,11 @@ def written_since(root: Path, before: Stamps) -> list[Path]:
 def local_run_bench(log_dir: Path, *, timeout_s: float = 900.0, env: dict[str, str] | None = None) -> RunBench:
     """A run_bench that runs the command in its process group (engine.runner), logs to
     `log_dir`, and reports the files it wrote. No gate, no sandbox: wrap it for those."""
-    from kopt_supervisor.engine import runner
+    from kopt_supervisor.engine.runner.command import run as run_command
 
     def run_bench(cmd: str, cwd: Path) -> tuple[int, Path, list[Path]]:
         before = tree_stamps(cwd)
-        res = runner.run(cmd, cwd=cwd, log_dir=log_dir, name="init_bench", timeout_s=timeout_s, env=env)
+        res = run_command(cmd, cwd=cwd, log_dir=log_dir, name="init_bench", timeout_s=timeout_s, env=env)
         return (res.returncode if res.returncode is not None else -1), res.stdout_path, written_since(cwd, before)
 
     return run_bench

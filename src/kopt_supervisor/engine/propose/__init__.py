@@ -6,7 +6,7 @@ agent reads is `context` (`context_inputs`, `context_data`), what its runs cost 
 
 from __future__ import annotations
 
-from kopt_supervisor.engine.config import Config
+from kopt_supervisor.engine.config.sections import Config
 from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.propose.proposer import ManualProposer, Proposer
 

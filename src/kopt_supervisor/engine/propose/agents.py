@@ -43,7 +43,7 @@ from kopt_supervisor.engine.propose.agent_parsers import (
 )
 
 if TYPE_CHECKING:
-    from kopt_supervisor.engine.config import Config
+    from kopt_supervisor.engine.config.sections import Config
 
 DEFAULT_TIMEOUT_S = 3600.0
 

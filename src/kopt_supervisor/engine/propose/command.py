@@ -39,7 +39,7 @@ from kopt_supervisor.engine.propose.costs import AgentRun, cap_file, read_lines
 from kopt_supervisor.engine.propose.proposer import Proposal, ProposalContext
 
 if TYPE_CHECKING:
-    from kopt_supervisor.engine.config import Config
+    from kopt_supervisor.engine.config.sections import Config
 
 USAGE_MAX_BYTES = 64 * 1024
 

@@ -17,7 +17,7 @@ from dataclasses import asdict
 from typing import Any
 
 from kopt_supervisor.engine import bookkeeping, fmt
-from kopt_supervisor.engine.config import Config
+from kopt_supervisor.engine.config.sections import Config
 from kopt_supervisor.engine.metrics import class_columns
 from kopt_supervisor.engine.projections import best_per_class
 from kopt_supervisor.engine.propose.context_inputs import (

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from kopt_supervisor.engine.config import Config
+from kopt_supervisor.engine.config.sections import Config
 from kopt_supervisor.engine.errors import BadInput
 
 
@@ -89,7 +89,7 @@ class ProposalContext:
     """Unmasked iteration records (memory/vN.json's fields), oldest first."""
     env: dict[str, str] = field(default_factory=dict)
     run: Callable[..., Any] | None = None
-    """The engine's interruptible subprocess runner (`runner.run`-like)."""
+    """The engine's interruptible subprocess runner (`runner.command.run`-like)."""
     wait_for_command: Callable[[set[str], float], Any] | None = None
     """Block until the engineer sends one of these command kinds (manual proposer)."""
     prompt_json_path: Path | None = None

@@ -62,7 +62,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from kopt_supervisor.engine.config import TuneConfig
+from kopt_supervisor.engine.config.sections import TuneConfig
 from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.propose.proposer import Proposal, ProposalContext, format_plan
 from kopt_supervisor.engine.propose.tune_search import Choice, choose, handed_back

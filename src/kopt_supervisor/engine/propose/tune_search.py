@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from kopt_supervisor.engine.config import TuneConfig
+from kopt_supervisor.engine.config.sections import TuneConfig
 from kopt_supervisor.engine.propose.tune_space import (
     ALL,
     Alike,

@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kopt_supervisor.engine import bookkeeping
-from kopt_supervisor.engine.config import Config
+from kopt_supervisor.engine.config.sections import Config
 from kopt_supervisor.engine.decide.stats import geomean as stats_geomean
 from kopt_supervisor.engine.decide.stats import positive_finite, quantile
 from kopt_supervisor.engine.errors import BadInput

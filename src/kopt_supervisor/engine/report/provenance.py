@@ -9,8 +9,8 @@ view), the bound or blocker against the stop target, and what the loop recorded 
 tree, whatever shape that record has.
 
 Progress and where the time went (docs/lanes.md): the best speedup against wall time and GPU
-time, one row per keep, and per lane where its time went (engine/api/progress.py computes both
-from the iteration records).
+time, one row per keep, and per lane where its time went (engine/api/run_summary.py computes
+both from the iteration records).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kopt_supervisor.engine import fmt
-from kopt_supervisor.engine.api.progress import Progress, progress
+from kopt_supervisor.engine.api.run_summary import Progress, progress
 from kopt_supervisor.engine.records import Iteration
 from kopt_supervisor.engine.report.inputs import ReportInputs, RunData, code, table
 

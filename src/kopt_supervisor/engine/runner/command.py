@@ -1,11 +1,49 @@
-"""A command that ends: `run()` starts it in a session of its own (so its whole process tree
-shares one group), streams stdout and stderr to log files, calls `poll()` every few tenths
-of a second while it waits, and kills the group on timeout, on an exception from `poll()`,
-on runaway output and after the command's own exit. `RunResult` says how it ended.
+"""The commands kopt runs: each in its own process group, with a timeout, logs to files,
+interruptible.
+
+`run()` starts a command that ends in a new session (so its whole process tree shares one
+group), streams stdout and stderr to files, and while it waits calls `poll()` every few tenths
+of a second: the engine's way to act on a stop or pause within a second, even during a long
+benchmark. On timeout, on an exception from `poll()`, on runaway output, and after the
+command's own exit, the whole group is killed (TERM, then KILL), so nothing is left behind.
+`RunResult` says how it ended.
+
+`Server` is the same for a command that stays up and answers requests line by line (the
+serve protocols of docs/files.md): `ask()` writes a request to its stdin and waits, with the
+same timeout, polling and output limit, for the reply line on its stdout; `pause()` and
+`resume()` stop and continue its whole process tree; `close()` ends it and kills its group.
+
+Commands are argv lists or shell strings. Shell strings come only from the user's own
+kopt.toml (the bench, the proposer, the format command); nothing from a plan, a hypothesis
+or a CSV value is ever put into one.
+
+With `confine=` (an `engine.sandbox.Confinement`) the command runs under bubblewrap: the
+argv is wrapped, and everything above still holds. The process kopt starts is bwrap, the
+leader of the group; the command and what it starts live in a PID namespace whose init is
+kopt's (`sandbox.lifeline`: it leaves when the command ends or kopt's lifeline pipe closes),
+so killing the group (or kopt's own death) ends every process inside, a `setsid` one
+included. They stay visible from outside (`processes.process_tree`), with their environment
+(the KOPT_WORKSPACE marker) readable for `processes.kill_orphans`.
+
+Unconfined (no `confine=`), nothing holds a `setsid` process to its step: every step is
+given a token of its own in its environment (`processes.STEP_ENV`), and after the step,
+besides its group, every process of this user that carries the token is ended
+(`processes.kill_marked`: TERM, a short grace, then STOP and KILL until none is left); with
+`marker=` (the run's KOPT_WORKSPACE), so is every process carrying the run's marker whose
+token is not that of a step still running (another lane's). The limit: a process that
+re-executes itself with an environment of its own (neither token nor marker) is not
+recognised; that is what running without the sandbox gives up.
+
+Log files are opened fresh (`processes.open_log`: a name left in their folder is removed
+first, and never followed): a sandboxed process that can write in a log folder cannot turn
+kopt's next log into a write through a link or a block on a FIFO. The log helpers are read
+through the `processes` module (`processes.limit_file_size`, ...), so a test that replaces
+one patches it there.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import signal
@@ -16,9 +54,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kopt_supervisor.engine import sandbox
-from kopt_supervisor.engine.runner import logs
-from kopt_supervisor.engine.runner.logs import DEFAULT_MAX_OUTPUT_BYTES, tail_file
-from kopt_supervisor.engine.runner.processes import end_leftovers, forget_step, kill_group, new_step
+from kopt_supervisor.engine.runner import processes
+from kopt_supervisor.engine.runner.processes import (
+    DEFAULT_MAX_OUTPUT_BYTES,
+    cpu_seconds,
+    end_leftovers,
+    forget_step,
+    kill_group,
+    new_step,
+    signal_tree,
+    tail_file,
+    wait_stopped,
+)
 from kopt_supervisor.engine.sandbox import Confinement
 
 
@@ -233,7 +280,7 @@ def _run_step(
     confined: Confinement | None,
 ) -> RunResult:
     start = time.monotonic()
-    with logs.open_log(out_path) as out, logs.open_log(err_path) as err:
+    with processes.open_log(out_path) as out, processes.open_log(err_path) as err:
         try:
             proc = subprocess.Popen(
                 launch,
@@ -257,7 +304,7 @@ def _run_step(
                 confined=confined,
             )
     pgid = proc.pid
-    logs.limit_file_size(proc.pid, max_output_bytes)
+    processes.limit_file_size(proc.pid, max_output_bytes)
     if on_start:
         on_start(pgid)
     timed_out = overflow = False
@@ -271,7 +318,7 @@ def _run_step(
             if time.monotonic() - start > timeout_s:
                 timed_out = True
                 break
-            if logs.file_size(out_path) + logs.file_size(err_path) > max_output_bytes:
+            if processes.file_size(out_path) + processes.file_size(err_path) > max_output_bytes:
                 overflow = True
                 break
             if poll:
@@ -284,12 +331,12 @@ def _run_step(
             on_end(pgid)
     if (
         proc.returncode == -signal.SIGXFSZ
-        or max(logs.file_size(out_path), logs.file_size(err_path)) >= max_output_bytes
+        or max(processes.file_size(out_path), processes.file_size(err_path)) >= max_output_bytes
     ):
         overflow = True  # Python ignores SIGXFSZ: its writes fail with EFBIG instead
     if overflow:
         for path in (out_path, err_path):
-            logs.cut_log(path, max_output_bytes)
+            processes.cut_log(path, max_output_bytes)
     killed = timed_out or overflow
     return RunResult(
         argv=argv,
@@ -302,3 +349,208 @@ def _run_step(
         output_overflow=overflow,
         confined=confined,
     )
+
+
+class ServerError(Exception):
+    """A served command failed a request: it timed out, died, or flooded its output. The
+    message says which (one line, with the last line of its stderr where there is one)."""
+
+
+class Server:
+    """A command kept running in its own process group and talked to line by line.
+
+    Requests go to its stdin; replies come on its stdout, one per line, and every line it
+    writes there is logged to `<name>.out` (its stderr goes to `<name>.err`). A reply is the
+    first line `is_reply` accepts; other lines are only logged.
+    """
+
+    def __init__(
+        self,
+        command: str | Sequence[str],
+        *,
+        cwd: str | Path,
+        log_dir: str | Path,
+        name: str,
+        env: Mapping[str, str] | None = None,
+        on_start: Callable[[int], None] | None = None,
+        on_end: Callable[[int], None] | None = None,
+        max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
+        confine: Confinement | None = None,
+        marker: tuple[str, str] | None = None,
+    ) -> None:
+        self.argv = as_argv(command)
+        self.marker = marker
+        log_dir = Path(log_dir)
+        log_dir.mkdir(parents=True, exist_ok=True)
+        self.out_path, self.err_path = log_dir / f"{name}.out", log_dir / f"{name}.err"
+        self.max_output_bytes = max_output_bytes
+        self.on_end = on_end
+        self.env = dict(env or {})
+        self.confined = confine
+        self._buffer = b""
+        self._eof = False
+        self._sandbox = contextlib.ExitStack()
+        launch = self.argv
+        if confine is not None:  # the sandbox's scratch lives until close()
+            self.confined = self._sandbox.enter_context(sandbox.prepare(confine))
+            launch = sandbox.wrap(self.argv, self.confined, cwd=cwd)
+        self._out = processes.open_log(self.out_path)
+        full_env = {**os.environ, **self.env}
+        self.token = new_step(full_env)
+        try:
+            with processes.open_log(self.err_path) as err:
+                self.proc = subprocess.Popen(
+                    launch,
+                    cwd=str(cwd),
+                    env=full_env,
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=err,
+                    start_new_session=True,
+                    pass_fds=() if self.confined is None else (sandbox.read_end(),),
+                )
+        except OSError as exc:
+            forget_step(self.token)
+            self._out.close()
+            self._sandbox.close()
+            raise ServerError(f"could not start: {exc.strerror or exc}: {exc.filename or launch[0]}") from None
+        os.set_blocking(self.proc.stdout.fileno(), False)  # type: ignore[union-attr]
+        self.pgid = self.proc.pid
+        self.closed = False
+        processes.limit_file_size(self.proc.pid, max_output_bytes)
+        if on_start:
+            on_start(self.pgid)
+
+    @property
+    def alive(self) -> bool:
+        return not self.closed and self.proc.poll() is None
+
+    def cpu_seconds(self) -> float:
+        """User + system CPU seconds its process tree has spent so far (`processes.cpu_seconds`;
+        unconfined, processes carrying its step token count too: nothing else holds them)."""
+        return cpu_seconds(self.pgid, None if self.confined is not None else self.token)
+
+    def pause(self) -> None:
+        """Stop its whole process tree (SIGSTOP) until `resume()`: while another process is
+        measured, nothing this one runs (a thread left busy, a child) takes a CPU from it."""
+        if self.alive:
+            signal_tree(self.pgid, signal.SIGSTOP, None if self.confined is not None else self.token)
+            wait_stopped(self.pgid, timeout_s=0.5)  # kill() returns before a busy process has stopped
+
+    def resume(self) -> None:
+        """Continue what `pause()` stopped (SIGCONT); harmless on a running process."""
+        if not self.closed:
+            signal_tree(self.pgid, signal.SIGCONT, None if self.confined is not None else self.token)
+
+    def ask(
+        self,
+        request: str,
+        *,
+        is_reply: Callable[[str], bool],
+        timeout_s: float,
+        poll: Callable[[], None] | None = None,
+        poll_interval_s: float = 0.2,
+    ) -> str:
+        """Send one request line and return the reply line. Raises ServerError (the process
+        is then closed) on a timeout, an exit, or runaway output; an exception from `poll`
+        closes it too and propagates."""
+        start = time.monotonic()
+        try:
+            try:
+                self.proc.stdin.write(request.encode() + b"\n")  # type: ignore[union-attr]
+                self.proc.stdin.flush()  # type: ignore[union-attr]
+            except OSError:
+                raise ServerError(f"{self._ended()} before the request {request!r}") from None
+            while True:
+                exited = self.proc.poll() is not None  # before reading: what it wrote is in the pipe
+                for line in self._read_lines(0.0 if exited else poll_interval_s):
+                    if is_reply(line):
+                        return line
+                if exited or self._eof:  # it left, or closed its stdout: no reply can come
+                    try:
+                        self.proc.wait(timeout=2.0)
+                    except subprocess.TimeoutExpired:
+                        pass
+                    raise ServerError(f"{self._ended()} without answering {request!r}")
+                if time.monotonic() - start > timeout_s:
+                    raise ServerError(f"timed out after {timeout_s:.0f} s on {request!r}")
+                if processes.file_size(self.out_path) + processes.file_size(self.err_path) > self.max_output_bytes:
+                    raise ServerError("wrote more output than the limit ([target].max_output_mib); killed")
+                if poll:
+                    poll()
+        except BaseException:
+            self.close(grace_s=0.0)
+            raise
+
+    def close(self, grace_s: float = 5.0) -> None:
+        """End the process: its stdin closed (a served command leaves at EOF), up to
+        `grace_s` to exit, then its whole group killed. Idempotent."""
+        if self.closed:
+            return
+        self.resume()  # a paused process would never see its stdin close
+        self.closed = True
+        try:
+            self.proc.stdin.close()  # type: ignore[union-attr]
+        except OSError:
+            pass
+        try:
+            self.proc.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            pass
+        kill_group(self.pgid)
+        if self.proc.poll() is None:
+            self.proc.wait()
+        forget_step(self.token)
+        if self.confined is None:
+            end_leftovers(self.token, self.marker)
+        try:
+            self._drain()
+        finally:
+            self.proc.stdout.close()  # type: ignore[union-attr]
+            self._out.close()
+            self._sandbox.close()
+            for path in (self.out_path, self.err_path):
+                processes.cut_log(path, self.max_output_bytes)
+            if self.on_end:
+                self.on_end(self.pgid)
+
+    def _read_lines(self, wait_s: float) -> list[str]:
+        """Lines completed within `wait_s` (logged as they come)."""
+        import select
+
+        stdout = self.proc.stdout
+        assert stdout is not None  # started with stdout=PIPE
+        ready, _, _ = select.select([stdout], [], [], wait_s)
+        if ready:
+            self._drain()
+        *lines, self._buffer = self._buffer.split(b"\n")
+        return [ln.decode("utf-8", "replace").rstrip("\r") for ln in lines]
+
+    def _drain(self) -> None:
+        while True:
+            try:
+                chunk = os.read(self.proc.stdout.fileno(), 65536)  # type: ignore[union-attr]
+            except BlockingIOError:
+                return
+            except OSError:
+                return
+            if not chunk:
+                self._eof = True
+                return
+            self._buffer += chunk
+            if self._out.tell() < self.max_output_bytes:
+                self._out.write(chunk)
+                self._out.flush()
+
+    def _ended(self) -> str:
+        code = self.proc.poll()
+        if code is None:
+            return "closed its stdout"
+        how = (
+            f"killed by {signal.Signals(-code).name}"
+            if code < 0 and -code in signal.valid_signals()
+            else f"exit code {code}"
+        )
+        err = tail_file(self.err_path, 40)
+        last = [ln for ln in err.splitlines()[-5:] if ln.strip()]
+        return f"ended ({how})" + (f": {last[-1][:300]}" if last else "") + sandbox_note(self.confined, err)
