@@ -151,7 +151,8 @@ def test_pyright_resolves_every_import_of_the_editable_install(tmp_path: Path) -
     probe = tmp_path / "probe.py"  # outside the package: resolved through the editable install
     probe.write_text("import kopt_supervisor.engine.no_such_module\nfrom kopt_supervisor.engine import api\n")
     got = _pyright(str(copy), str(probe))
-    assert got["summary"]["filesAnalyzed"] > 200
+    modules = sum(1 for _ in copy.rglob("*.py"))  # the package's, the broken probe among them
+    assert modules > 100 and got["summary"]["filesAnalyzed"] >= modules + 1  # every one, and the probe
     by_file: dict[str, list[str]] = {}
     for d in got["generalDiagnostics"]:
         by_file.setdefault(Path(d["file"]).name, []).append(f"{d.get('rule')}: {d['message']}")

@@ -337,10 +337,16 @@ class Hostile:
         """The attack's iteration vN ended in one of `statuses` with a reason naming each of
         `words`; nothing it wanted moved, no process of it is left, nothing outside cand/
         written (outside=False: unconfined runs, whose $HOME and /tmp are the host's), and the
-        run's store, git and projections still agree (tests/reliability's invariants)."""
+        run's store, git and projections still agree (tests/reliability's invariants).
+
+        A "tie" is a kernel measured as it was; on a machine the whole suite loads, the same
+        kernel can read as a gain under 1%, which goes to review and the policy rejects: that
+        rejection counts as the tie it is (seen in whole-suite runs: a touched kernel, a tune
+        params file), never kept either way."""
         it = self.iteration(v)
         reason = self.reason(v)
-        assert it.status in statuses, (it.status, reason)
+        small_gain = it.status == "rejected" and "smaller than 1%" in reason
+        assert it.status in statuses or ("tie" in statuses and small_gain), (it.status, reason)
         assert it.status not in KEPT and it.commit is None, (it.status, reason)
         for w in words:
             assert w in reason, (w, reason)
