@@ -45,7 +45,7 @@ def step(v: int | None, phase: str, text: str, done: int | None = None, total: i
 
 
 def lease(i: int) -> dict[str, Any]:
-    """What the gate's lease leaves in meta lane:<i> (lane.py acquire): the GPU's state."""
+    """What the gate's lease leaves in meta lane:<i> (context.py acquire): the GPU's state."""
     return {"index": i, "uuid": f"GPU-{i}", "name": "NVIDIA H100", "util_pct": 0, "mem_used_mib": 3}
 
 

@@ -13,11 +13,11 @@ from typing import Any
 from kopt_supervisor.engine import history, integrity
 from kopt_supervisor.engine.decide import Verdict
 from kopt_supervisor.engine.gpu.gate import GateDecision, NoIdleGpu
+from kopt_supervisor.engine.loop.context import Lane
 from kopt_supervisor.engine.loop.control import Interrupt, Request, Step
-from kopt_supervisor.engine.loop.lane import Lane
 from kopt_supervisor.engine.loop.machine import Engine, Parts
-from kopt_supervisor.engine.loop.police import Problem
-from kopt_supervisor.engine.loop.rounds import CorrectnessFailure
+from kopt_supervisor.engine.loop.measure import CorrectnessFailure
+from kopt_supervisor.engine.loop.proposal import Problem
 from kopt_supervisor.engine.propose.proposer import Proposal
 from kopt_supervisor.engine.records import Iteration, Phase, Stage, Status
 from kopt_supervisor.engine.store import Store

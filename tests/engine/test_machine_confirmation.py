@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from kopt_supervisor.engine.decide import Verdict
+from kopt_supervisor.engine.loop.context import Lane
 from kopt_supervisor.engine.loop.keep import StaleBest
-from kopt_supervisor.engine.loop.lane import Lane
 from kopt_supervisor.engine.loop.machine import Engine, Parts
 from kopt_supervisor.engine.records import Iteration
 from tests.engine.test_machine import (

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from kopt_supervisor.engine import gitops, onboard
 from kopt_supervisor.engine.diffscan.findings import RULES, Finding, review_reason
-from kopt_supervisor.engine.loop.police import OUTSIDE_SOURCES, outside_sources
+from kopt_supervisor.engine.loop.proposal import OUTSIDE_SOURCES, outside_sources
 from tests.conftest import git
 
 FILES = {

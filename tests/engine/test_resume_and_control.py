@@ -17,7 +17,7 @@ import pytest
 
 from kopt_supervisor.engine import api, integrity
 from kopt_supervisor.engine.daemon import run_engine
-from kopt_supervisor.engine.loop.jails import tree_of
+from kopt_supervisor.engine.loop.processes import tree_of
 from kopt_supervisor.engine.store import Store
 from kopt_supervisor.engine.workspace import Workspace
 from kopt_supervisor.kopt_tui.cli import main as kopt
@@ -463,7 +463,7 @@ def test_a_keep_bought_inside_the_shared_ab_process_is_refuted_in_fresh_processe
         writable=str(tmp_path / "serve_log"),
     )
     ws = init(repo, root)
-    from kopt_supervisor.engine.loop.recovery import Recovery
+    from kopt_supervisor.engine.loop.start import Recovery
 
     at_end: list[set[str]] = []
     prune = Recovery.prune_caches

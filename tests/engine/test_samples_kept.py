@@ -11,7 +11,7 @@ import threading
 from pathlib import Path
 from types import SimpleNamespace
 
-from kopt_supervisor.engine.loop.rounds import pairs
+from kopt_supervisor.engine.loop.measure import pairs
 from kopt_supervisor.engine.records import Iteration, Stage, Status
 from kopt_supervisor.engine.store import Sample, Store
 

@@ -486,7 +486,7 @@ def test_the_police_lists_importable_modules_ahead_while_the_baseline_runs(tmp_p
     (the standard library only, said as an event), is the same as listed on demand."""
     from types import SimpleNamespace
 
-    from kopt_supervisor.engine.loop.police import Police
+    from kopt_supervisor.engine.loop.proposal import Police
 
     ws = tmp_path / "ws"
 

@@ -87,7 +87,7 @@ def test_disk_full_at_the_projections_never_stops_the_run(fake_env, monkeypatch)
         real(path, text, mode)
 
     monkeypatch.setattr(workspace, "write_atomic", write_atomic)
-    monkeypatch.setattr("kopt_supervisor.engine.loop.proposing.write_atomic", write_atomic)
+    monkeypatch.setattr("kopt_supervisor.engine.loop.proposal.write_atomic", write_atomic)
     assert run_engine(ws, max_iters=1) == 0
     its = iterations(ws)
     assert [it.status for it in its] == ["baseline", "fail_propose"]

@@ -1,7 +1,7 @@
 """The diff scan against the classes a hostile agent got past it with (issue "Measure from
 outside the candidate's reach", item 7), each with cases of our own: the candidate's diff as
 the loop makes it (`gitops.scan_diff` on a real repository), the file read as the police reads
-it (`police.read_for_scan`), and the findings, each quoting the offending line.
+it (`proposal.read_for_scan`), and the findings, each quoting the offending line.
 
 The scan is advisory (DESIGN §12, wave 3): a finding sends a keep to review, and no verdict
 rests on it alone. The classes that are not visible in a diff by nature (the median gamed
@@ -20,8 +20,8 @@ import pytest
 from kopt_supervisor.engine import gitops
 from kopt_supervisor.engine.diffscan.findings import PY_BREAK, Finding, shown
 from kopt_supervisor.engine.diffscan.scan import scan
-from kopt_supervisor.engine.loop import police
-from kopt_supervisor.engine.loop.police import OUTSIDE_SOURCES, outside_sources, read_for_scan
+from kopt_supervisor.engine.loop import proposal
+from kopt_supervisor.engine.loop.proposal import OUTSIDE_SOURCES, outside_sources, read_for_scan
 from tests.conftest import git
 
 REPO = Path(__file__).resolve().parents[2]
@@ -183,7 +183,7 @@ def test_a_cut_read_or_an_unreadable_file_is_a_finding(tmp_path: Path, monkeypat
     cut = scan(c.diff, lambda p: data[:20_000])  # a prefix, as the police read before
     assert [f.line for f in cut if f.rule == "unread"] == [data[:20_000].count(b"\n") + 1]  # the line cut
     assert any(f.rule == "process-exit" and "os._exit(0)" in f.text for f in cut)
-    monkeypatch.setattr(police, "SCAN_READ_MAX", 10_000)  # a file over the read limit: not read at all
+    monkeypatch.setattr(proposal, "SCAN_READ_MAX", 10_000)  # a file over the read limit: not read at all
     over = c.scan()
     assert ("unread", 0) in {(f.rule, f.line) for f in over}
     quoted(c, over, "process-exit", "os._exit(0)")

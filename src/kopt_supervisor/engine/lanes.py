@@ -45,8 +45,7 @@ from kopt_supervisor.engine import gitops
 from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.gpu.backends import NoGpu, open_backend
 from kopt_supervisor.engine.gpu.gate import Gate
-from kopt_supervisor.engine.loop.context import RunContext, single_lane
-from kopt_supervisor.engine.loop.lane import Lane, Look
+from kopt_supervisor.engine.loop.context import Lane, Look, RunContext, single_lane
 from kopt_supervisor.engine.loop.measure import OnBest, ProcessAbba, measurer_for
 from kopt_supervisor.engine.metrics import BenchError
 from kopt_supervisor.engine.records import Iteration, Status

@@ -106,7 +106,7 @@ def gpu_assessment(value: Any) -> GpuAssessment:
 
 @dataclass(frozen=True)
 class GateRecord:
-    """The last GPU gate (meta `gpu`, engine/loop/lane.py): the GPU it chose and what it saw."""
+    """The last GPU gate (meta `gpu`, engine/loop/context.py): the GPU it chose and what it saw."""
 
     chosen: GpuRef | None = None
     """None: no gate chose a GPU yet (or the machine has none)."""

@@ -147,7 +147,7 @@ def init_warnings(ws: Workspace, repo: Path, commit: str, cfg: Config) -> tuple[
     """`kopt init`'s warnings about the frozen config (each also an event of the run): with no
     [target].sources, the files the bench reads that nothing covers (engine/onboard)."""
     from kopt_supervisor.engine import onboard
-    from kopt_supervisor.engine.loop.police import ALWAYS_PROTECTED
+    from kopt_supervisor.engine.loop.proposal import ALWAYS_PROTECTED
 
     t = cfg.target
     try:

@@ -1,6 +1,6 @@
 """The loop: the state machine on one page (machine.py) and its collaborators beside it
-(control, context, lane, proposing, police, measure, rounds, evidence, review, keep,
-recovery). docs/architecture.md follows one iteration through them."""
+(start, control, context, proposal, measure, served_trees, evidence, keep; run_history and
+processes beneath them). docs/architecture.md follows one iteration through them."""
 
 from __future__ import annotations
 

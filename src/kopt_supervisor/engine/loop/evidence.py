@@ -31,19 +31,18 @@ from kopt_supervisor.engine.decide.confirmation import ClassCheck, Confirmation,
 from kopt_supervisor.engine.decide.external_truth import ExternalTruth, OsTruth, SideCost, looks_of, weigh
 from kopt_supervisor.engine.decide.verdict import send_to_review
 from kopt_supervisor.engine.errors import KoptFailure
-from kopt_supervisor.engine.loop.context import RunContext, acquire, last_line, with_
+from kopt_supervisor.engine.loop.context import Lane, RunContext, acquire, last_line, with_
 from kopt_supervisor.engine.loop.control import Step
-from kopt_supervisor.engine.loop.jails import tree_of
-from kopt_supervisor.engine.loop.lane import Lane
-from kopt_supervisor.engine.loop.look_files import check_after_run
-from kopt_supervisor.engine.loop.measure import OnBest, ProcessAbba
-from kopt_supervisor.engine.loop.rounds import (
+from kopt_supervisor.engine.loop.measure import (
     CorrectnessFailure,
     DecisionRounds,
+    OnBest,
+    ProcessAbba,
     cand_medians,
     guard_configs,
 )
-from kopt_supervisor.engine.loop.served_trees import ServedTrees
+from kopt_supervisor.engine.loop.processes import tree_of
+from kopt_supervisor.engine.loop.served_trees import ServedTrees, check_after_run
 from kopt_supervisor.engine.metrics import BenchError
 from kopt_supervisor.engine.profile import choose_profiler
 from kopt_supervisor.engine.profile.class_records import AGREES, Agreement, agrees

@@ -6,17 +6,17 @@ state machine over `Phase`s, each step done by a collaborator beside this file.
                 → still on BEST? → evidence (profiler; the keep confirmed in fresh servers,
                 the OS's accounting) → review (borderline) → keep (format, verify, commit) | discard
 
-| phase    | collaborator          | what it does                                                  |
-|----------|-----------------------|---------------------------------------------------------------|
-| gate     | lane.acquire          | an idle GPU for the lane (waits, or ends the run after wait_max_s) |
-| propose  | proposing.Proposing   | the context pack, the proposer's run in the lane's candidate  |
-| police   | police.Police         | the plan, the frozen config, the whole tree, the diff         |
-| measure  | rounds.DecisionRounds | looks (measure.*) until the paired statistics decide          |
-| evidence | evidence.Evidence     | roofline; the profiler's word; a keep confirmed, fresh        |
-| review   | review.ReviewProtocol | the engineer or the review policy decides a borderline        |
-| keep     | keep.Keeper           | format, verify, commit, move BEST_COMMIT; or discard          |
-| (any)    | control.Control       | pause / stop / restart, checked at the named points          |
-| (start)  | recovery.Recovery     | a consistent workspace after any crash; masked restarts       |
+| phase    | collaborator           | what it does                                                  |
+|----------|------------------------|---------------------------------------------------------------|
+| gate     | context.acquire        | an idle GPU for the lane (waits, or ends the run after wait_max_s) |
+| propose  | proposal.Proposing     | the context pack, the proposer's run in the lane's candidate  |
+| police   | proposal.Police        | the plan, the frozen config, the whole tree, the diff         |
+| measure  | measure.DecisionRounds | looks (measure.*) until the paired statistics decide          |
+| evidence | evidence.Evidence      | roofline; the profiler's word; a keep confirmed, fresh        |
+| review   | keep.ReviewProtocol    | the engineer or the review policy decides a borderline        |
+| keep     | keep.Keeper            | format, verify, commit, move BEST_COMMIT; or discard          |
+| (any)    | control.Control        | pause / stop / restart, checked at the named points          |
+| (start)  | start.Recovery         | a consistent workspace after any crash; masked restarts       |
 
 Every step takes the lane it works for. Each lane ([parallel].lanes; one by default) runs its
 iterations from a thread of its own (`run_lanes`, below: one driver for one lane or many); a
@@ -37,17 +37,22 @@ from typing import Any
 
 from kopt_supervisor.engine import integrity
 from kopt_supervisor.engine.gpu.gate import NoIdleGpu
-from kopt_supervisor.engine.loop.baseline import Baseline, BaselineFailed
-from kopt_supervisor.engine.loop.context import RunContext, acquire, open_run
+from kopt_supervisor.engine.loop.context import (
+    Lane,
+    RunContext,
+    acquire,
+    add_spent,
+    move_spent,
+    open_run,
+    spend,
+    spent_now,
+)
 from kopt_supervisor.engine.loop.control import Interrupt, Request
 from kopt_supervisor.engine.loop.evidence import CorrectnessRefuted, Evidence
-from kopt_supervisor.engine.loop.keep import VERDICT_STATUS, Keeper, StaleBest
-from kopt_supervisor.engine.loop.lane import Lane, add_spent, move_spent, spend, spent_now
-from kopt_supervisor.engine.loop.police import Police, Problem
-from kopt_supervisor.engine.loop.proposing import Proposing
-from kopt_supervisor.engine.loop.recovery import Recovery
-from kopt_supervisor.engine.loop.review import ReviewProtocol
-from kopt_supervisor.engine.loop.rounds import CorrectnessFailure, DecisionRounds
+from kopt_supervisor.engine.loop.keep import VERDICT_STATUS, Keeper, ReviewProtocol, StaleBest
+from kopt_supervisor.engine.loop.measure import CorrectnessFailure, DecisionRounds
+from kopt_supervisor.engine.loop.proposal import Police, Problem, Proposing
+from kopt_supervisor.engine.loop.start import Baseline, BaselineFailed, Recovery
 from kopt_supervisor.engine.metrics import BenchError
 from kopt_supervisor.engine.propose import make_proposer
 from kopt_supervisor.engine.propose.costs import budget_exhausted
