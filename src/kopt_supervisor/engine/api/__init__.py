@@ -24,10 +24,6 @@ from kopt_supervisor.engine.api.run_io import *  # noqa: F403
 from kopt_supervisor.engine.api.run_meta import *  # noqa: F403
 from kopt_supervisor.engine.api.run_summary import *  # noqa: F403
 from kopt_supervisor.engine.api.runs import *  # noqa: F403
-from kopt_supervisor.engine.bookkeeping import Counters as Counters
-from kopt_supervisor.engine.bookkeeping import best_commit as best_commit
-from kopt_supervisor.engine.bookkeeping import best_iteration as best_iteration
-from kopt_supervisor.engine.bookkeeping import counters as counters
 from kopt_supervisor.engine.config.sections import Config as Config
 from kopt_supervisor.engine.config.sections import GpuConfig as GpuConfig
 from kopt_supervisor.engine.daemon import engine_alive as engine_alive
@@ -48,10 +44,14 @@ from kopt_supervisor.engine.gpu.backends import open_backend as open_backend
 from kopt_supervisor.engine.gpu.state import Backend as Backend
 from kopt_supervisor.engine.propose.costs import AgentRun as AgentRun
 from kopt_supervisor.engine.propose.proposer import Citation as Citation
+from kopt_supervisor.engine.records import Counters as Counters
 from kopt_supervisor.engine.records import Iteration as Iteration
 from kopt_supervisor.engine.records import Phase as Phase
 from kopt_supervisor.engine.records import Status as Status
 from kopt_supervisor.engine.records import awaiting_review as awaiting_review
+from kopt_supervisor.engine.records import best_commit as best_commit
+from kopt_supervisor.engine.records import best_iteration as best_iteration
+from kopt_supervisor.engine.records import counters as counters
 from kopt_supervisor.engine.records import restart_point_problem as restart_point_problem
 from kopt_supervisor.engine.store import Command as Command
 from kopt_supervisor.engine.store import Event as Event
