@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kopt_supervisor.engine import bookkeeping, integrity, projections
+from kopt_supervisor.engine import integrity, projections, records
 from kopt_supervisor.engine.config.sections import Config
 from kopt_supervisor.engine.errors import BadInput, KoptError
 from kopt_supervisor.engine.records import KEPT, Iteration, Phase, Status, restart_point_problem
@@ -163,10 +163,10 @@ def write_projections(ws: Workspace, store: Store, cfg: Config) -> None:
     meta = store.meta()
     everything = store.iterations()
     chain = read_chain(ws, everything, meta)  # a forged keep is never shown, nor BEST
-    its = bookkeeping.trusted_rows(everything, chain.trusted)
-    meta["best_commit"] = bookkeeping.best_commit(its) or chain.baseline_commit
+    its = records.trusted_rows(everything, chain.trusted)
+    meta["best_commit"] = records.best_commit(its) or chain.baseline_commit
     meta["tampered"] = chain.problem
-    write_atomic(ws.performance, projections.render_performance(cfg, meta, its, bookkeeping.counters(its)))
+    write_atomic(ws.performance, projections.render_performance(cfg, meta, its, records.counters(its)))
     write_atomic(
         ws.readme,
         projections.render_readme(

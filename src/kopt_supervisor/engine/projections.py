@@ -14,12 +14,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kopt_supervisor.engine import bookkeeping, fmt
-from kopt_supervisor.engine.bookkeeping import Counters
+from kopt_supervisor.engine import fmt, records
 from kopt_supervisor.engine.config.sections import Config
 from kopt_supervisor.engine.decide.stats import geomean, positive_finite
 from kopt_supervisor.engine.metrics import describe_classes
-from kopt_supervisor.engine.records import Iteration
+from kopt_supervisor.engine.records import Counters, Iteration
 
 
 def memory_record(it: Iteration) -> dict[str, Any]:
@@ -411,7 +410,7 @@ def _names(v: Any) -> tuple[str, ...]:
 
 def best_speedup(iterations: list[Iteration], direction: str = "min") -> float | None:
     """Geometric mean over classes of baseline / best (>1: faster than the baseline)."""
-    base = bookkeeping.baseline(iterations)
+    base = records.baseline(iterations)
     if base is None:
         return None
     best = best_per_class(iterations)

@@ -24,10 +24,6 @@ from kopt_supervisor.engine.api.run_io import *  # noqa: F403
 from kopt_supervisor.engine.api.run_meta import *  # noqa: F403
 from kopt_supervisor.engine.api.run_summary import *  # noqa: F403
 from kopt_supervisor.engine.api.runs import *  # noqa: F403
-from kopt_supervisor.engine.bookkeeping import Counters as Counters
-from kopt_supervisor.engine.bookkeeping import best_commit as best_commit
-from kopt_supervisor.engine.bookkeeping import best_iteration as best_iteration
-from kopt_supervisor.engine.bookkeeping import counters as counters
 from kopt_supervisor.engine.config.sections import Config as Config
 from kopt_supervisor.engine.config.sections import GpuConfig as GpuConfig
 from kopt_supervisor.engine.daemon import engine_alive as engine_alive
@@ -35,12 +31,6 @@ from kopt_supervisor.engine.decide.confirmation import Confirmation as Confirmat
 from kopt_supervisor.engine.decide.external_truth import ExternalTruth as ExternalTruth
 from kopt_supervisor.engine.decide.stats import geomean as geomean
 from kopt_supervisor.engine.decide.stats import positive_finite as positive_finite
-from kopt_supervisor.engine.demo import CPU_NOTICE as CPU_NOTICE
-from kopt_supervisor.engine.demo import Materialize as Materialize
-from kopt_supervisor.engine.demo import demo_iterations as demo_iterations
-from kopt_supervisor.engine.demo import has_gpu as has_gpu
-from kopt_supervisor.engine.demo import prepare_demo as prepare_demo
-from kopt_supervisor.engine.demo import run_headless as run_demo_headless  # noqa: F401
 from kopt_supervisor.engine.diffscan.findings import Finding as Finding
 from kopt_supervisor.engine.errors import BadInput as BadInput
 from kopt_supervisor.engine.errors import KoptError as KoptError
@@ -48,13 +38,23 @@ from kopt_supervisor.engine.gpu.backends import open_backend as open_backend
 from kopt_supervisor.engine.gpu.state import Backend as Backend
 from kopt_supervisor.engine.propose.costs import AgentRun as AgentRun
 from kopt_supervisor.engine.propose.proposer import Citation as Citation
+from kopt_supervisor.engine.records import Counters as Counters
 from kopt_supervisor.engine.records import Iteration as Iteration
 from kopt_supervisor.engine.records import Phase as Phase
 from kopt_supervisor.engine.records import Status as Status
 from kopt_supervisor.engine.records import awaiting_review as awaiting_review
+from kopt_supervisor.engine.records import best_commit as best_commit
+from kopt_supervisor.engine.records import best_iteration as best_iteration
+from kopt_supervisor.engine.records import counters as counters
 from kopt_supervisor.engine.records import restart_point_problem as restart_point_problem
 from kopt_supervisor.engine.store import Command as Command
 from kopt_supervisor.engine.store import Event as Event
+from kopt_supervisor.engine.workspace import CPU_NOTICE as CPU_NOTICE
+from kopt_supervisor.engine.workspace import Materialize as Materialize
 from kopt_supervisor.engine.workspace import Workspace as Workspace
+from kopt_supervisor.engine.workspace import demo_iterations as demo_iterations
+from kopt_supervisor.engine.workspace import has_gpu as has_gpu
 from kopt_supervisor.engine.workspace import list_workspaces as list_workspaces
+from kopt_supervisor.engine.workspace import prepare_demo as prepare_demo
 from kopt_supervisor.engine.workspace import resolve_root as resolve_root
+from kopt_supervisor.engine.workspace import run_headless as run_demo_headless  # noqa: F401

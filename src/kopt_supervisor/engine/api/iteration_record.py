@@ -192,7 +192,7 @@ def roofline_pct(record: Record) -> dict[str, float]:
 
 @dataclass(frozen=True)
 class RegressionSummary:
-    """An entry of bookkeeping.Counters.recent_regressions (bookkeeping.regression_summary)."""
+    """An entry of records.Counters.recent_regressions (records.regression_summary)."""
 
     version: int
     cls: str = field(default="", metadata=source("class"))

@@ -42,7 +42,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from kopt_supervisor.engine import bookkeeping, fmt
+from kopt_supervisor.engine import fmt, records
 from kopt_supervisor.engine.api.iteration_record import TIMED_PHASES, timing_rows
 from kopt_supervisor.engine.api.parse import mapping, number, texts
 from kopt_supervisor.engine.api.reviews import PendingReview, gpu_of, headline_interval, lane_of
@@ -312,7 +312,7 @@ def external_truth(iterations: Sequence[Iteration]) -> dict[str, Any]:
         return "none", "unconfirmed"
 
     keeps = [it for it in iterations if it.kept and not it.masked and it.status != Status.BASELINE]
-    best = bookkeeping.best_iteration(iterations)
+    best = records.best_iteration(iterations)
     if best is None or best.status == Status.BASELINE:
         head: dict[str, Any] = {"version": None, "kind": None, "outcome": None, "reason": None}
     else:

@@ -102,7 +102,6 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from kopt_supervisor.engine.dataclass_io import known_fields
 from kopt_supervisor.engine.decide.estimate import (
     ClassResult,
     Pair,
@@ -114,6 +113,7 @@ from kopt_supervisor.engine.decide.estimate import (
 )
 from kopt_supervisor.engine.decide.stats import t_quantile
 from kopt_supervisor.engine.decide.verdict import GUARD_CLASS, voting_classes
+from kopt_supervisor.engine.records import known_fields
 
 MIN_LOOKS = 2
 MAX_LOOKS = 6

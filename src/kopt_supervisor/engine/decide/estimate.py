@@ -39,9 +39,9 @@ from typing import Any, NamedTuple
 
 from kopt_supervisor.engine.config.sections import DecideConfig
 from kopt_supervisor.engine.config.toml_io import decide_problems
-from kopt_supervisor.engine.dataclass_io import known_fields
 from kopt_supervisor.engine.decide.stats import esd_outliers, geomean, mean, t_quantile
 from kopt_supervisor.engine.errors import BadInput
+from kopt_supervisor.engine.records import known_fields
 
 CLASS_VERDICTS = ("improved", "regressed", "tied", "undecided")
 RUN_VERDICTS = ("keep", "regression", "likely_regression", "tie", "split", "borderline", "undecided")

@@ -22,7 +22,7 @@ Every step takes the lane it works for. Each lane ([parallel].lanes; one by defa
 iterations from a thread of its own (`run_lanes`, below: one driver for one lane or many); a
 keep made against a BEST that another lane's keep has moved is rebased and decided again.
 What a later step or a restarted engine needs is read from run.db; counters are derived from
-the history in the order iterations ended (engine.bookkeeping), never counted twice.
+the history in the order iterations ended (engine.records), never counted twice.
 """
 
 from __future__ import annotations
@@ -456,7 +456,7 @@ class LaneLoop:
 #   acted on at the scheduler's next checkpoint, as if it had come between iterations.
 # - What a lane raises that is not its own to swallow (a forged history, a crash) ends the
 #   run as it ends an iteration run in the engine's own thread.
-# - The counters follow the order iterations ended (engine.bookkeeping): when the regression
+# - The counters follow the order iterations ended (engine.records): when the regression
 #   limit is reached no lane starts another iteration; the ones in flight finish and count,
 #   and the run stops if the limit still holds then.
 

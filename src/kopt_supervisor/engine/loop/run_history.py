@@ -22,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from kopt_supervisor.engine import bookkeeping, history, integrity
+from kopt_supervisor.engine import history, integrity, records
 from kopt_supervisor.engine.config.sections import Config
 from kopt_supervisor.engine.history import write_projections
 from kopt_supervisor.engine.projections import memory_record
@@ -57,18 +57,18 @@ class RunHistory:
     def trusted_best(self) -> str | None:
         """BEST_COMMIT as the seals vouch for it, None when they vouch for none."""
         chain = self.chain()
-        return bookkeeping.best_commit(self.rows(), chain.trusted) or chain.baseline_commit
+        return records.best_commit(self.rows(), chain.trusted) or chain.baseline_commit
 
     def baseline(self) -> Iteration | None:
-        v = bookkeeping.baseline_version(self.rows())
+        v = records.baseline_version(self.rows())
         return None if v is None else self.store.iteration(v)
 
     def best_iteration(self) -> Iteration | None:
-        best = bookkeeping.best_row(self.rows(), self.chain().trusted)
+        best = records.best_row(self.rows(), self.chain().trusted)
         return None if best is None else self.store.iteration(best.version)
 
-    def counters(self) -> bookkeeping.Counters:
-        return bookkeeping.counters(self.rows(), self._records)
+    def counters(self) -> records.Counters:
+        return records.counters(self.rows(), self._records)
 
     def agent_spent(self) -> Spent:
         """What the agent cost so far (masked iterations too: their money is spent). Ended

@@ -36,8 +36,8 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from kopt_supervisor.engine.dataclass_io import known_fields
 from kopt_supervisor.engine.errors import BadInput, KoptFailure
+from kopt_supervisor.engine.records import known_fields
 
 KOPT_PREFIX = "kopt:"
 """Every range kopt attributes to a config is named `kopt:` + `col=value,col=value`."""

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import asdict
 from typing import Any
 
-from kopt_supervisor.engine import bookkeeping, fmt
+from kopt_supervisor.engine import fmt, records
 from kopt_supervisor.engine.config.sections import Config
 from kopt_supervisor.engine.metrics import class_columns
 from kopt_supervisor.engine.projections import best_per_class
@@ -110,8 +110,8 @@ def _data(inputs: PackInputs) -> dict[str, Any]:
     t = cfg.target
     all_its = sorted(inputs.iterations, key=lambda i: i.version)
     its = [i for i in all_its if not i.masked]
-    best = bookkeeping.best_iteration(its)
-    base = bookkeeping.baseline(its)
+    best = records.best_iteration(its)
+    base = records.baseline(its)
     classes = [str(c) for c in meta.get("classes") or sorted(best_per_class(its))]
     configs = (base.record.get("configs") or {}) if base else {}
     per_class_configs = Counter(str(c.get("cls")) for c in configs.values() if isinstance(c, Mapping))
@@ -141,7 +141,7 @@ def _data(inputs: PackInputs) -> dict[str, Any]:
             "production": per_class_prod.get(cls, 0),
         }
     profile, profile_src = _profile_of_best(its, best)
-    counters = bookkeeping.counters(its)
+    counters = records.counters(its)
     history = [
         _history_entry(i)
         for i in its

@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kopt_supervisor.engine.dataclass_io import known_fields
+from kopt_supervisor.engine.records import known_fields
 
 if TYPE_CHECKING:
     from kopt_supervisor.engine.config.sections import Config

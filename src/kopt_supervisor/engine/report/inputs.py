@@ -47,7 +47,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kopt_supervisor.engine import bookkeeping
+from kopt_supervisor.engine import records
 from kopt_supervisor.engine.config.sections import Config
 from kopt_supervisor.engine.decide.stats import geomean as stats_geomean
 from kopt_supervisor.engine.decide.stats import positive_finite, quantile
@@ -133,10 +133,10 @@ class NoBaseline(ValueError):
 
 
 def collect(meta: dict[str, Any], iterations: list[Iteration], samples: Iterable[SampleRow]) -> RunData:
-    base = bookkeeping.baseline(iterations)
+    base = records.baseline(iterations)
     if base is None or not base.commit:
         raise NoBaseline("the run has no measured baseline yet (start it with `kopt run`)")
-    best = bookkeeping.best_iteration(iterations) or base
+    best = records.best_iteration(iterations) or base
     chain = keep_chain(iterations, best, base.commit)
     by_version = index_by_version(samples)
     rows = [r for rs in by_version.values() for r in rs]
