@@ -31,6 +31,12 @@ from kopt_supervisor.engine.decide.confirmation import Confirmation as Confirmat
 from kopt_supervisor.engine.decide.external_truth import ExternalTruth as ExternalTruth
 from kopt_supervisor.engine.decide.stats import geomean as geomean
 from kopt_supervisor.engine.decide.stats import positive_finite as positive_finite
+from kopt_supervisor.engine.demo import CPU_NOTICE as CPU_NOTICE
+from kopt_supervisor.engine.demo import Materialize as Materialize
+from kopt_supervisor.engine.demo import demo_iterations as demo_iterations
+from kopt_supervisor.engine.demo import has_gpu as has_gpu
+from kopt_supervisor.engine.demo import prepare_demo as prepare_demo
+from kopt_supervisor.engine.demo import run_headless as run_demo_headless  # noqa: F401
 from kopt_supervisor.engine.diffscan.findings import Finding as Finding
 from kopt_supervisor.engine.errors import BadInput as BadInput
 from kopt_supervisor.engine.errors import KoptError as KoptError
@@ -49,12 +55,6 @@ from kopt_supervisor.engine.records import counters as counters
 from kopt_supervisor.engine.records import restart_point_problem as restart_point_problem
 from kopt_supervisor.engine.store import Command as Command
 from kopt_supervisor.engine.store import Event as Event
-from kopt_supervisor.engine.workspace import CPU_NOTICE as CPU_NOTICE
-from kopt_supervisor.engine.workspace import Materialize as Materialize
 from kopt_supervisor.engine.workspace import Workspace as Workspace
-from kopt_supervisor.engine.workspace import demo_iterations as demo_iterations
-from kopt_supervisor.engine.workspace import has_gpu as has_gpu
 from kopt_supervisor.engine.workspace import list_workspaces as list_workspaces
-from kopt_supervisor.engine.workspace import prepare_demo as prepare_demo
 from kopt_supervisor.engine.workspace import resolve_root as resolve_root
-from kopt_supervisor.engine.workspace import run_headless as run_demo_headless  # noqa: F401

@@ -425,7 +425,7 @@ def export_branch(ws: Workspace, branch: str) -> str:
 def measure_ceilings(root: Path) -> dict[str, Any]:
     """Measure this GPU's copy bandwidth and matrix rate and register them as cited sources
     under `root`; the stable JSON of `kopt ceilings --json` (its "lines" for people)."""
-    from kopt_supervisor.engine.doctor import measure_ceilings as measure
+    from kopt_supervisor.engine.ceilings import measure_ceilings as measure
 
     return measure(root)
 
