@@ -113,22 +113,7 @@ def changed_files(worktree: str | Path, base: str) -> list[str]:
 def diff(worktree: str | Path, base: str, *, max_bytes: int = 2_000_000, force: Sequence[str] = ()) -> str:
     """The candidate's patch against `base` (new untracked files included, and the ignored
     files named in `force`), computed on a scratch index: the worktree's index is untouched."""
-    loc = locate(worktree)
-    with _scratch_index(loc, base) as env:
-        _add(loc, "--all", env)
-        _add_forced(loc, force, env)
-        text = run_at(
-            loc,
-            "diff",
-            "--cached",
-            "--no-color",
-            "--no-ext-diff",
-            "--no-textconv",
-            "--ignore-submodules=dirty",
-            base,
-            env=env,
-        )
-    return text[:max_bytes]
+    return _staged_diff(worktree, base, force)[:max_bytes]
 
 
 def scan_diff(
@@ -137,29 +122,43 @@ def scan_diff(
     """The candidate's whole patch against `base` for the diff scan (engine/diffscan): fixed
     `a/` `b/` prefixes whatever the user's config says, no renames, new and `force`d ignored
     files included; (text, truncated) with the text cut at `max_bytes`."""
+    text = _staged_diff(
+        worktree,
+        base,
+        force,
+        config=("-c", "diff.noprefix=false", "-c", "diff.mnemonicPrefix=false"),
+        options=("--no-renames", "--src-prefix=a/", "--dst-prefix=b/"),
+    )
+    return text[:max_bytes], len(text) > max_bytes
+
+
+def _staged_diff(
+    worktree: str | Path,
+    base: str,
+    force: Sequence[str],
+    *,
+    config: Sequence[str] = (),
+    options: Sequence[str] = (),
+) -> str:
+    """The work tree (all of it, and the ignored files in `force`) staged on a scratch index
+    and diffed against `base`, with no colour, external diff or text conversion."""
     loc = locate(worktree)
     with _scratch_index(loc, base) as env:
         _add(loc, "--all", env)
         _add_forced(loc, force, env)
-        text = run_at(
+        return run_at(
             loc,
-            "-c",
-            "diff.noprefix=false",
-            "-c",
-            "diff.mnemonicPrefix=false",
+            *config,
             "diff",
             "--cached",
             "--no-color",
             "--no-ext-diff",
             "--no-textconv",
-            "--no-renames",
-            "--src-prefix=a/",
-            "--dst-prefix=b/",
+            *options,
             "--ignore-submodules=dirty",
             base,
             env=env,
         )
-    return text[:max_bytes], len(text) > max_bytes
 
 
 def _add(loc: Location, how: str, env: dict[str, str] | None = None) -> None:
