@@ -3,7 +3,7 @@ bundled demo takes from its naive start to a speedup with 1 lane and with 4, whe
 time went and the share wasted on stale candidates; and an A/A run (comment-only candidates).
 
     python -m experiments.lanes_progress rms1  --out DIR [--budget-s 540]   # RMSNorm, 1 lane
-    python -m experiments.lanes_progress rms4  --out DIR                    # RMSNorm, 4 lanes
+    python -m experiments.lanes_progress rms4  --out DIR                    # RMSNorm, 4 lanes (rms2: 2)
     python -m experiments.lanes_progress adaln1 | adaln4 --out DIR          # adaLN, 1 | 4 lanes
     python -m experiments.lanes_progress aa4   --out DIR                    # A/A: 4 lanes, >= 40 candidates
     python -m experiments.lanes_progress aa1   --out DIR                    # A/A: the same lane alone
@@ -56,13 +56,12 @@ from kopt_supervisor.engine.workspace import Workspace  # noqa: E402
 from kopt_supervisor.kernels import catalog  # noqa: E402
 
 PARTS = {
-    "rms1": ("rmsnorm", 1, False),
-    "rms4": ("rmsnorm", 4, False),
-    "adaln1": ("adaln", 1, False),
-    "adaln4": ("adaln", 4, False),
-    "aa1": ("rmsnorm", 1, True),
-    "aa4": ("rmsnorm", 4, True),
+    f"{name}{lanes}": (kernel, lanes, aa)
+    for name, kernel, aa in (("rms", "rmsnorm", False), ("adaln", "adaln", False), ("aa", "rmsnorm", True))
+    for lanes in (1, 2, 4)
 }
+"""rms1 | rms2 | rms4, adaln1 | adaln2 | adaln4, aa1 | aa2 | aa4: the kernel, its lanes, A/A or not (the 2-lane
+parts for a host of two GPUs, the 4-GPU kinds being withheld at times)."""
 AA_CANDIDATES = 40
 SOLUTION = "solution/rmsnorm.py"
 """The file an A/A candidate appends its comment to (experiments/h100_wave3/candidates.py)."""
