@@ -8,7 +8,7 @@
 #
 # The wheels and kopt are installed once first (experiments/device_wave.sh setup_device; each
 # part's own setup then finds the stamp and skips it). A runs with OUT=$OUT/a, its scratch in
-# /var/tmp/side-a (WAVE3_WORK) and CUDA_VISIBLE_DEVICES=0 for whatever it runs outside kopt (the
+# ~/kopt-side-a (WAVE3_WORK: outside /tmp and /var/tmp, which the sandbox hides) and CUDA_VISIBLE_DEVICES=0 for whatever it runs outside kopt (the
 # serve protocol probe); B the same with b and GPU 1, started SIDE_STAGGER_S (default 40) later,
 # so that A's gate has claimed its GPU by then. Inside each, kopt's gate picks the GPU: its
 # host-wide claims (docs/gpu-gate.md) keep two runs off one GPU, and a GPU the other run holds is
@@ -26,7 +26,7 @@ echo "[side] setup in $(( $(date +%s) - t0 )) s; GPUs: $(nvidia-smi -L 2>/dev/nu
 total=${SIDE_TOTAL_S:-575}
 run_side() {  # name gpu command
   mkdir -p "$OUT/$1"
-  OUT="$OUT/$1" WAVE3_WORK="/var/tmp/side-$1" CUDA_VISIBLE_DEVICES=$2 \
+  OUT="$OUT/$1" WAVE3_WORK="$HOME/kopt-side-$1" CUDA_VISIBLE_DEVICES=$2 \
     setsid bash -c "$3" > "/var/tmp/side-$1.log" 2>&1 &
   echo "[side] $(date -u +%T) $1 started (pid $!): $3"
 }

@@ -14,9 +14,11 @@ from kopt_supervisor.kopt_tui.cli import main as kopt
 from tests.engine.test_gate_in_loop import FAST_GATE, GPU, NCU_BIN
 
 
-def two_keeps(fake_env, tmp_path, monkeypatch, tag: str, extra: str = "", gpus=None) -> Workspace:
+def two_keeps(
+    fake_env, tmp_path, monkeypatch, tag: str, extra: str = "", gpus=None, script=("gain5", "gain5"), iters: int = 2
+) -> Workspace:
     repo, root = fake_env(
-        ["gain5", "gain5"],
+        list(script),
         extra_toml=f'\n[profile]\nkind = "ncu"\nkernel = "fake"\n{extra}',
         toml_replace={**dict([FAST_GATE]), "review_timeout_s = 2": "review_timeout_s = 1800"},
     )
@@ -27,7 +29,7 @@ def two_keeps(fake_env, tmp_path, monkeypatch, tag: str, extra: str = "", gpus=N
     monkeypatch.setenv("PATH", f"{NCU_BIN}:{os.environ['PATH']}")
     assert kopt(["--root", str(root), "init", "--repo", str(repo), "--tag", tag]) == 0
     ws = Workspace(root, tag)
-    assert run_engine(ws, max_iters=2) == 0
+    assert run_engine(ws, max_iters=iters) == 0
     return ws
 
 

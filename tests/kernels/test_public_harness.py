@@ -409,6 +409,15 @@ def test_profile_mode_calls_each_solution_twice_in_its_range_and_never_the_refer
     assert (df[df["side"] == "cand"]["err"] == math.inf).all()
     with pytest.raises(SystemExit):
         hb.parse_args(["--ab", str(best), str(cand), "--serve", "--profile"], gpu=False)
+    # kopt's second profile of a keep asks for more calls per config (KOPT_PROFILE_CALLS)
+    spans.clear()
+    monkeypatch.setenv("KOPT_PROFILE_CALLS", "5")
+    df = run_main(spec(), ["--profile"], t, capsys)
+    assert len([s for s in spans if s.startswith("push ")]) == 5 * len(df)
+    for bad in ("0", "65", "two", "-1"):
+        with pytest.raises(SystemExit, match=f"KOPT_PROFILE_CALLS='{bad}': a whole number of calls from 1 to 64"):
+            hb.profile_calls({"KOPT_PROFILE_CALLS": bad})
+    assert hb.profile_calls({}) == hb.PROFILE_CALLS == 2
 
 
 def test_a_profile_draws_its_inputs_on_the_host_and_falls_back_to_the_device(capsys: pytest.CaptureFixture) -> None:

@@ -402,7 +402,10 @@ def check_same_calls(best: Measurement, cand: Measurement, source: str = "the ca
     """A served look's timed calls per config are fixed by the config (docs/files.md, the
     per-tree serve protocol): a candidate whose rows claim another count than best's is a
     BenchError. Inflating its count would shrink the seconds it claims to save below what
-    the OS's accounting checks, while its per-call latency still shows the gain."""
+    the OS's accounting checks, while its per-call latency still shows the gain. Checked where
+    the OS's accounting is the external truth (no GPU): on a GPU the harness times fewer blocks
+    of a config whose first block lasts long (harness/timing.py look_blocks), so a faster tree
+    times more calls, and the profiler, not the count, is the truth there."""
     differ = sorted(
         k
         for k, b in best.configs.items()

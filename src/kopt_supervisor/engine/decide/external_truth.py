@@ -61,13 +61,17 @@ bench's timer only", in its record (record["external_truth"]), in `kopt status -
 in results.md.
 
 - `ExternalTruth`: the record (kind "profiler" | "os_time" | "none", outcome, reason,
-  figures); `of_profiler`, `of_os_time`, `timer_only` build one.
+  figures); `of_profiler`, `profiler_unshown`, `of_os_time`, `timer_only` build one. A
+  profiler that compared the trees and could not show a claimed class's gain (after a second
+  profile of more calls per config, `Evidence.confirm`) is inconclusive, never "timer only":
+  "the bench's timer only" is for a GPU with no profiler, or a profile that failed to compare.
 - `settle(verdict, confirmation, truth)`: the keep after its confirmation in fresh
   processes and its external truth:
 
   * the OS refutes the claim: not a keep (kind "rejected", flag external_truth_refutes);
   * the OS weighed the claim and cannot tell (its clocks' noise, or a claim under the CPU
-    clock's ticks, after the confirmation's extra looks): review, with its figures (flag
+    clock's ticks, after the confirmation's extra looks), or the profiler could not show a
+    claimed gain: review, with its figures (flag
     external_truth_inconclusive). A keep is earned on a clock outside the candidate's
     process; a loaded machine, whose noise swallows the OS's word, would otherwise keep a
     patched timer on the bench's word alone;
@@ -346,6 +350,24 @@ def of_profiler(summary: str, agreement: dict[str, Any]) -> ExternalTruth:
     )
 
 
+def profiler_unshown(
+    classes: Sequence[str], summary: str, agreement: dict[str, Any], calls: int | None
+) -> ExternalTruth:
+    """The profiler ran and compared the trees, but could not show the gain the keep claims on
+    `classes` (its interval too wide, after a second profile of `calls` calls per config when
+    one was taken): inconclusive, as the OS's clocks are when they cannot tell. A claim no clock
+    outside the candidate's process shows is not a keep (H200, 2026-11-29: a timer patch read
+    -9.8% by the bench and -0.1% by a profiler of 2 calls per config went down as "confirmed by
+    the bench's timer only" and was kept)."""
+    closer = f" even at {calls} calls per config" if calls else ""
+    return ExternalTruth(
+        "profiler",
+        "inconclusive",
+        f"the profiler could not show the claimed gain for {', '.join(classes)}{closer} ({summary})",
+        {"agreement": agreement, "calls": calls},
+    )
+
+
 def of_os_time(truth: OsTruth) -> ExternalTruth:
     """The OS's accounting: shown confirms, refuted refutes, a claim its clocks cannot tell
     is inconclusive; with nothing to weigh (no `[target].calls`), the bench's timer alone."""
@@ -406,11 +428,11 @@ def settle(verdict: Verdict, confirmation: Confirmation, truth: ExternalTruth) -
             )
         return checks_agree(verdict, f"{truth.reason}; audited outputs on fresh inputs in {seen}")
     if truth.outcome == "inconclusive":
+        hint = " (a look of more timed calls, or a quieter machine, lets the OS tell)" if truth.kind == "os_time" else ""
         return send_to_review(
             verdict,
             "external_truth_inconclusive",
-            f"{truth.reason}: no clock outside the candidate's process confirms the claim "
-            f"(a look of more timed calls, or a quieter machine, lets the OS tell); {seen}",
+            f"{truth.reason}: no clock outside the candidate's process confirms the claim{hint}; {seen}",
         )
     told = "" if truth.kind == "profiler" else f"; {truth.reason}"  # Evidence.confirm already quotes the profiler
     return replace(verdict, reason=f"{verdict.reason}; confirmed in {seen}{told}")

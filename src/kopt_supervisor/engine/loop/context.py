@@ -94,6 +94,12 @@ class Lane:
     def name(self) -> str:
         return f"lane {self.index}"
 
+    @property
+    def vendor(self) -> str:
+        """The vendor of the GPU the lane's gate chose; "none" for a target without one."""
+        chosen = self.gate.chosen
+        return str(getattr(chosen, "vendor", "none")) if chosen is not None else "none"
+
     def close(self) -> None:
         for m in (self.measurer, self.fresh):
             if m is not None:

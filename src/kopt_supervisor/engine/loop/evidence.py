@@ -47,7 +47,13 @@ from kopt_supervisor.engine.metrics import BenchError
 from kopt_supervisor.engine.profile import choose_profiler
 from kopt_supervisor.engine.profile.class_records import AGREES, Agreement, agrees
 from kopt_supervisor.engine.profile.classes import ConfigRef, compare_per_class, config_refs
-from kopt_supervisor.engine.profile.profiler import PROFILE_ENV, ProfilePass, Profiler
+from kopt_supervisor.engine.profile.profiler import (
+    ESCALATED_CALLS,
+    PROFILE_CALLS_ENV,
+    PROFILE_ENV,
+    ProfilePass,
+    Profiler,
+)
 from kopt_supervisor.engine.profile.summary import ProfileSummary
 from kopt_supervisor.engine.records import Iteration, Stage
 from kopt_supervisor.engine.roofline.evaluate import evaluate as evaluate_roofline
@@ -81,8 +87,6 @@ class Evidence:
         if verdict.kind != "keep" or prof is None:
             return verdict
         prof = prof.for_keep(ctx.cfg.profile.keep)  # ncu: one pass, GPU time alone (by default)
-        bests: list[ProfileSummary] = []
-        cands: list[ProfileSummary] = []
         self.start_confirmation(it, lane)  # their imports overlap the profiler's runs
         trees = {
             "best": tree_of(lane.best, it.best_commit_before or "HEAD"),
@@ -90,23 +94,34 @@ class Evidence:
         }
         gpu = self.gpu_uuid(lane)
         reused = self.reusable_best(trees["best"], gpu)
+        policy = Policy.from_config(ctx.cfg.decide, ctx.cfg.target.direction)
+        first: Agreement | None = None
+        calls: int | None = None  # None: the bench's own number of calls per config
         try:
-            for n in range(max(1, ctx.cfg.profile.repeats)):  # alternating, as the looks are
-                suffix = f"_{n}" if n else ""
-                if reused is not None:
-                    bests.append(reused[0])
-                    ctx.event(
-                        "profile",
-                        f"v{it.version}: best/'s profile taken from v{reused[1]}'s of the same tree "
-                        f"on the same GPU, {reused[2]:.0f} s ago",
-                        it=it,
-                    )
-                else:
-                    bests.append(self.profile_tree(it, lane, prof, lane.best, f"best{suffix}"))
-                cands.append(self.profile_tree(it, lane, prof, lane.cand, f"cand{suffix}"))
+            while True:
+                bests, cands = self.profile_pair(it, lane, prof, reused, calls)
+                cmp = compare_per_class(
+                    bests,
+                    cands,
+                    self.config_refs(),
+                    confidence=policy.confidence,
+                    run_noise_pct=ctx.cfg.profile.run_noise_pct,
+                )
+                agreement = agrees(verdict.classes, cmp, min_effect_pct=policy.min_effect_pct)
+                if calls is not None or agreement.disagrees or not unshown(agreement):
+                    break
+                # the profiler could not tell on a class the keep claims: a claim it leaves
+                # unshown is no keep (decide/external_truth.py), so first look closer
+                first, calls, reused = agreement, ESCALATED_CALLS, None
+                ctx.event(
+                    "profile",
+                    f"v{it.version}: the profiler could not tell for {', '.join(unshown(agreement))} "
+                    f"({agreement.summary_line()}): both trees again, {calls} calls per config",
+                    it=it,
+                )
         except KoptFailure as e:
             self.close_spare(lane)
-            it.record["profile"] = {"error": str(e)}
+            it.record["profile"] = {"error": str(e), **({"first": first.to_dict()} if first else {})}
             ctx.save(it)
             return with_(
                 verdict,
@@ -117,11 +132,6 @@ class Evidence:
         except BaseException:  # a stop, a broken tree: the spare servers go with it
             self.close_spare(lane)
             raise
-        policy = Policy.from_config(ctx.cfg.decide, ctx.cfg.target.direction)
-        cmp = compare_per_class(
-            bests, cands, self.config_refs(), confidence=policy.confidence, run_noise_pct=ctx.cfg.profile.run_noise_pct
-        )
-        agreement = agrees(verdict.classes, cmp, min_effect_pct=policy.min_effect_pct)
         it.record["profile"] = {
             "best": bests[0].to_dict(),
             "cand": cands[0].to_dict(),
@@ -134,7 +144,9 @@ class Evidence:
                 "trees": trees,
                 "t": time.time(),
                 "best_from": reused[1] if reused else None,
+                "calls": calls,
             },
+            **({"first": first.to_dict()} if first else {}),
         }
         ctx.save(it)
         ctx.event("profile", f"v{it.version}: {cmp.summary_line()}", it=it)
@@ -143,6 +155,35 @@ class Evidence:
                 verdict, kind="borderline", reason=agreement.reason(), flags=(*verdict.flags, "profiler_disagrees")
             )
         return with_(verdict, reason=f"{verdict.reason}; profiler: {agreement.summary_line()}")
+
+    def profile_pair(
+        self,
+        it: Iteration,
+        lane: Lane,
+        prof: Profiler,
+        reused: tuple[ProfileSummary, int, float] | None,
+        calls: int | None,
+    ) -> tuple[list[ProfileSummary], list[ProfileSummary]]:
+        """Best's and the candidate's profiles, alternating as the looks do ([profile].repeats
+        of each; best's taken from the keep that made it BEST when `reused`). With `calls`, each
+        config's function runs that many times in its range (folders best_more/, cand_more/)."""
+        bests: list[ProfileSummary] = []
+        cands: list[ProfileSummary] = []
+        more = "_more" if calls is not None else ""
+        for n in range(max(1, self.ctx.cfg.profile.repeats)):
+            suffix = f"{more}_{n}" if n else more
+            if reused is not None:
+                bests.append(reused[0])
+                self.ctx.event(
+                    "profile",
+                    f"v{it.version}: best/'s profile taken from v{reused[1]}'s of the same tree "
+                    f"on the same GPU, {reused[2]:.0f} s ago",
+                    it=it,
+                )
+            else:
+                bests.append(self.profile_tree(it, lane, prof, lane.best, f"best{suffix}", calls=calls))
+            cands.append(self.profile_tree(it, lane, prof, lane.cand, f"cand{suffix}", calls=calls))
+        return bests, cands
 
     def reusable_best(self, best_tree: str, gpu: str | None) -> tuple[ProfileSummary, int, float] | None:
         """(summary, version, age s) of best's tree as the keep that made it BEST profiled it
@@ -163,6 +204,7 @@ class Evidence:
             taken["trees"].get("cand") != best_tree
             or taken.get("gpu") != gpu
             or taken.get("keep") != "time"
+            or taken.get("calls") is not None  # taken again with more calls: not the bench's own
             or not 0 <= age <= cfg.reuse_best_s
         ):
             return None
@@ -305,11 +347,12 @@ class Evidence:
                     f"the profiler did not compare the trees ({profile.get('error', 'no record')})"
                 )
             agreement = Agreement.from_dict(profile["agreement"])
-            claimed = [c for c in agreement.classes if claim_rule.is_claimed(c.cls, c.bench_verdict)]
-            unseen = [c.cls for c in claimed if c.status != AGREES]
-            if not claimed or unseen:
-                return truth_rule.timer_only(
-                    f"the profiler could not tell for {', '.join(unseen) or 'any class'} ({agreement.summary_line()})"
+            if not any(claim_rule.is_claimed(c.cls, c.bench_verdict) for c in agreement.classes):
+                return truth_rule.timer_only(f"the profiler could not tell for any class ({agreement.summary_line()})")
+            if unshown(agreement):
+                calls = (profile.get("taken") or {}).get("calls")
+                return truth_rule.profiler_unshown(
+                    unshown(agreement), agreement.summary_line(), profile["agreement"], calls
                 )
             return truth_rule.of_profiler(agreement.summary_line(), profile["agreement"])
         return truth_rule.of_os_time(os_truth(it))
@@ -364,8 +407,7 @@ class Evidence:
 
     def vendor(self, lane: Lane) -> str:
         """The vendor of the lane's GPU; "none" for a target without one."""
-        chosen = lane.gate.chosen
-        return str(getattr(chosen, "vendor", "none")) if chosen is not None else "none"
+        return lane.vendor
 
     def profiler(self, lane: Lane) -> Profiler | None:
         """The configured profiler for the lane's GPU vendor (None: no profiling)."""
@@ -377,10 +419,13 @@ class Evidence:
             )
         return self._profiler[1]
 
-    def profile_tree(self, it: Iteration, lane: Lane, prof: Profiler, tree: Path, side: str) -> ProfileSummary:
+    def profile_tree(
+        self, it: Iteration, lane: Lane, prof: Profiler, tree: Path, side: str, *, calls: int | None = None
+    ) -> ProfileSummary:
         """The bench (or [profile].command) under the profiler in `tree`, one run per pass of the
         profiler (ncu: inside the kopt ranges, then GPU time alone outside them), each pass's
-        report read back, and all of them parsed into one summary."""
+        report read back, and all of them parsed into one summary. `calls`: the calls per config
+        asked of the bench (KOPT_PROFILE_CALLS; None: the bench's own)."""
         ctx = self.ctx
         ctx.progress(it, "profile", f"{prof.name} on {tree.name}/")
         out_dir = ctx.ws.profiles / f"v{it.version}" / side
@@ -403,7 +448,12 @@ class Evidence:
                     cwd=tree,
                     name=name,
                     timeout_s=ctx.cfg.profile.timeout_s,
-                    env={**lease.env, **PROFILE_ENV, **ctx.jails.env(kind, tree_hash)},
+                    env={
+                        **lease.env,
+                        **PROFILE_ENV,
+                        **({PROFILE_CALLS_ENV: str(calls)} if calls is not None else {}),
+                        **ctx.jails.env(kind, tree_hash),
+                    },
                     confine=ctx.jails.bench(tree, kind, tree_hash, outputs=(out_dir,)),
                 )
                 check_after_run(ctx, lane, it, tree)
@@ -428,6 +478,13 @@ class Evidence:
         summary = prof.parse_passes(done, kernel)
         summary.save(out_dir / "summary.json")
         return summary
+
+
+def unshown(agreement: Agreement) -> list[str]:
+    """The classes a keep claims (confirmation.is_claimed) on which the profiler does not agree."""
+    return [
+        c.cls for c in agreement.classes if claim_rule.is_claimed(c.cls, c.bench_verdict) and c.status != AGREES
+    ]
 
 
 def os_truth(it: Iteration) -> OsTruth:

@@ -283,7 +283,8 @@ class ServedTrees:
         best_m, cand_m = got["best"], got["cand"]
         source = f"the candidate's look {r}"
         metrics.check_shape(best_m, cand_m, source)
-        metrics.check_same_calls(best_m, cand_m, source)
+        if lane.vendor == "none":  # on a GPU a long config's blocks follow its tree's speed
+            metrics.check_same_calls(best_m, cand_m, source)
         cand_m = self._audit(audits, commits, promised, best_m, cand_m, order_of["best"], audit_seed, r)
         pairs = metrics.paired(best_m, cand_m, r, "AB" if order[0] == "best" else "BA", source)
         scale = ctx.cfg.roofline.unit_scale
@@ -303,8 +304,7 @@ class ServedTrees:
     def _warms(self) -> bool:
         if self.warm_ups is not None:
             return self.warm_ups
-        chosen = self.lane.gate.chosen
-        return chosen is not None and str(getattr(chosen, "vendor", "none")) != "none"
+        return self.lane.vendor != "none"
 
     def _warm_up(
         self, it: Iteration, stage: str, env: dict[str, str], hashes: dict[str, str], r: int

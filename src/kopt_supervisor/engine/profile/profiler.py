@@ -41,6 +41,13 @@ from kopt_supervisor.engine.profile.summary import ProfileSummary
 PROFILE_ENV = {"KOPT_PROFILE": "1"}
 """Set by the loop for profiled runs; a bench may run fewer repetitions, but must run the
 same number of calls for best and candidate (see docs/profiling.md)."""
+PROFILE_CALLS_ENV = "KOPT_PROFILE_CALLS"
+"""Set by the loop when a keep's profile is taken again with more calls per config (the
+harness's `--profile` calls each config's function that many times in its range, default 2)."""
+ESCALATED_CALLS = 12
+"""Calls per config of a keep's second profile, taken when the first (2 calls per config under
+ncu: on the H200 two launches of a 15 us kernel differed by 5%) could not tell on a class the
+keep claims. Six times the launches: about 2.4 times narrower an interval."""
 
 
 OUTSIDE_RANGES = ("time", "full")

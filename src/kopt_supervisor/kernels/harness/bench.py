@@ -34,7 +34,7 @@ each block one call per set (CPU_SETS), timed by the process's CPU time (timing.
 
 --profile: what a profiler runs (kopt.toml's [profile] command): per shape, fresh inputs (drawn
 on the CPU and copied, so no draw kernel runs on the GPU: Case.host_draw) and each solution
-called twice inside its config's range; no reference, no comparison, nothing
+called twice inside its config's range (KOPT_PROFILE_CALLS times when kopt asks for more); no reference, no comparison, nothing
 timed (correctness is every look's). Under ncu every launch costs 10-80 ms, and the contract
 check's own launches outside the ranges (the fp64 reference, the poisoned buffers, the
 comparison) took 86 s of a 90 s profile on the H100; what is left outside the ranges is the
@@ -122,6 +122,22 @@ median (engine/decide/plausible.py, `last_block_not_faster`; engine/metrics.py r
 `<metric>_last`). Only in served looks: kopt reads it as the metric's own column, never a
 config column, but the plain run's CSV is also what `kopt init` reads to propose config
 columns, and it takes every column it does not know for one."""
+
+PROFILE_CALLS = 2
+"""--profile: each config's calls inside its range, unless kopt asks for more (KOPT_PROFILE_CALLS:
+a keep's second profile, when the first could not tell on a class the keep claims). Under ncu
+each launch costs 10-80 ms; two launches of a 15 us kernel differed by 5% on the H200."""
+PROFILE_CALLS_MAX = 64
+
+
+def profile_calls(environ: dict[str, str] | None = None) -> int:
+    """The calls per config of a --profile run: KOPT_PROFILE_CALLS, or PROFILE_CALLS."""
+    raw = (os.environ if environ is None else environ).get("KOPT_PROFILE_CALLS", "").strip()
+    if not raw:
+        return PROFILE_CALLS
+    if not raw.isdigit() or not 1 <= int(raw) <= PROFILE_CALLS_MAX:
+        raise SystemExit(f"KOPT_PROFILE_CALLS={raw!r}: a whole number of calls from 1 to {PROFILE_CALLS_MAX}")
+    return int(raw)
 
 
 SERVE_MEMORY_TREE = 0.2
@@ -567,6 +583,7 @@ def parse_args(argv: list[str] | None, gpu: bool) -> argparse.Namespace:
         a.serve_memory = SERVE_MEMORY_AB if a.ab else SERVE_MEMORY_TREE
     if a.profile and (a.serve or a.once):
         ap.error("--profile runs alone: not with --serve or --once")
+    a.profile_calls = profile_calls() if a.profile else PROFILE_CALLS
     if a.serve and a.once:
         ap.error("--serve times its looks: not with --once")
     if a.serve and a.seed is not None:
@@ -701,16 +718,17 @@ class Bench:
         return rows
 
     def profile_rows(self, base_seed: int) -> list[dict[str, Any]]:
-        """--profile: per case, each side's function called twice inside the case's range
-        (allocating its own output, as the contract check's second call does); no reference,
-        no comparison. A call that raises is logged and its row's err is inf."""
+        """--profile: per case, each side's function called `profile_calls()` times (twice
+        unless kopt asks for more) inside the case's range (allocating its own output, as the
+        contract check's second call does); no reference, no comparison. A call that raises is
+        logged and its row's err is inf."""
         rows = []
         for case in self.cases(base_seed, reference=False, host=True):
             for side, mod in self.mods.items():
                 err = math.nan
                 try:
                     ranged = self.ranges.around(case.function(mod), case.range)
-                    for _ in range(2):
+                    for _ in range(self.a.profile_calls):
                         ranged(*case.args, **case.kwargs)
                     if self.gpu:
                         self.torch.cuda.synchronize()

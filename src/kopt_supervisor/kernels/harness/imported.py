@@ -654,16 +654,17 @@ class ImportedBench(Bench):
         }
 
     def profile_rows(self, base_seed: int) -> list[dict[str, Any]]:
-        """--profile: per config one set drawn and its callable called twice inside the config's
-        range; nothing timed, nothing compared."""
+        """--profile: per config one set drawn and its callable called inside the config's range
+        twice (bench.profile_calls: more when kopt asks); nothing timed, nothing compared."""
         rows = []
+        calls = bench_mod.profile_calls()
         for config in self.configs:
             err = math.nan
             try:
                 s = call_benchmark(self.imp, config, self.torch, input_seed(base_seed, config.key, "profile"))
                 with self.ranges.span(range_name(config.cols)):
-                    s()
-                    s()
+                    for _ in range(calls):
+                        s()
                 if self.gpu:
                     self.torch.cuda.synchronize()
             except Exception as exc:  # the row says it failed; the profile goes on

@@ -1,0 +1,84 @@
+"""A keep's profile taken again, closer, when it could not tell on a class the keep claims
+(engine/loop/evidence.py `Evidence.confirm`, profiler.ESCALATED_CALLS calls per config), and a
+claim the profiler still cannot show goes to review, never "confirmed by the bench's timer
+only" (decide/external_truth.py `profiler_unshown`).
+
+H200, 2026-11-29 (docs/h100-wave3/part7-two-gpus-h200.md): a timer patch read -9.8% by the
+bench and -0.1% [-7.7, +8.1] by a profiler of 2 calls per config, and was kept. Here the
+stand-in ncu (tests/fake_target/bin/ncu) plays a noisy profiler (FAKE_NCU_JITTER: launch k's
+time x (1 + j(-1)^k)) that honours KOPT_PROFILE_CALLS, and the proposer's `timer10` lowers the
+bench's numbers by 10% while the GPU's work (ncu_speed) stays as it was."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kopt_supervisor.engine.store import Store
+from tests.engine.test_keep_profile_reuse import record, two_keeps
+
+
+def truth_of(ws, version: int) -> dict:
+    """The iteration's external truth, from run.db (memory/vN.json leaves it out)."""
+    with Store(ws.db_path, readonly=True) as store:
+        return next(it.record["external_truth"] for it in store.iterations() if it.version == version)
+
+
+@pytest.fixture
+def noisy_ncu(monkeypatch):
+    def set_jitter(j: float) -> None:
+        monkeypatch.setenv("FAKE_NCU_JITTER", str(j))
+
+    return set_jitter
+
+
+def claimed(rec: dict, key: str) -> dict[str, str]:
+    return {c["cls"]: c["status"] for c in rec["profile"][key]["classes"]}
+
+
+def test_a_timer_patch_the_first_profile_cannot_tell_is_refuted_by_the_closer_one(
+    fake_env, tmp_path, monkeypatch, driven_clock, noisy_ncu
+):
+    noisy_ncu(0.05)
+    ws = two_keeps(fake_env, tmp_path, monkeypatch, "t", script=["timer10"], iters=1)
+    v1 = record(ws, 1)
+    assert v1["status"] != "keep", v1["decision"]
+    assert set(claimed(v1, "first").values()) == {"cannot_tell"}  # 3 launches a config: too wide
+    assert v1["profile"]["taken"]["calls"] == 12 and (ws.profiles / "v1" / "cand_more").is_dir()
+    assert "disagrees" in claimed(v1, "agreement").values()  # 12: the interval lies above the bench's
+    assert "profiler_disagrees" in v1["decision"]["flags"]
+
+
+def test_an_honest_gain_the_first_profile_cannot_tell_is_shown_by_the_closer_one(
+    fake_env, tmp_path, monkeypatch, driven_clock, noisy_ncu
+):
+    noisy_ncu(0.05)
+    ws = two_keeps(fake_env, tmp_path, monkeypatch, "h", script=["gain5"], iters=1)
+    v1 = record(ws, 1)
+    assert v1["status"] == "keep", v1["decision"]
+    assert "cannot_tell" in claimed(v1, "first").values()
+    assert set(claimed(v1, "agreement").values()) == {"agrees"} and v1["profile"]["taken"]["calls"] == 12
+    truth = truth_of(ws, 1)
+    assert truth["kind"] == "profiler" and truth["outcome"] == "confirmed", truth
+
+
+def test_a_gain_the_profiler_cannot_show_even_closer_goes_to_review_not_timer_only(
+    fake_env, tmp_path, monkeypatch, driven_clock, noisy_ncu
+):
+    noisy_ncu(0.3)
+    ws = two_keeps(fake_env, tmp_path, monkeypatch, "n", script=["gain5"], iters=1)
+    v1 = record(ws, 1)
+    assert v1["status"] != "keep", v1["decision"]
+    truth = truth_of(ws, 1)
+    assert truth["kind"] == "profiler" and truth["outcome"] == "inconclusive", truth
+    assert "could not show the claimed gain" in truth["reason"] and "even at 12 calls per config" in truth["reason"]
+    assert "external_truth_inconclusive" in v1["decision"]["flags"]
+
+
+def test_no_reuse_of_a_profile_taken_with_more_calls(fake_env, tmp_path, monkeypatch, driven_clock, noisy_ncu):
+    noisy_ncu(0.05)
+    ws = two_keeps(fake_env, tmp_path, monkeypatch, "r2", script=["gain5", "gain30"], iters=2)
+    v1, v2 = record(ws, 1), record(ws, 2)
+    assert v1["status"] == "keep" and v1["profile"]["taken"]["calls"] == 12, json.dumps(v1["profile"]["taken"])
+    assert v2["profile"]["taken"]["best_from"] is None  # best's summary had 12 calls a config, this one's 3
