@@ -18,7 +18,7 @@ from kopt_supervisor.engine.records import Iteration, Status
 
 def evidence(profiler: object | None, kind: str = "ncu") -> tuple[Evidence, Any]:
     ctx = SimpleNamespace(cfg=SimpleNamespace(profile=SimpleNamespace(kind=kind)))
-    lane = SimpleNamespace(gate=SimpleNamespace(chosen=SimpleNamespace(vendor="nvidia")))
+    lane = SimpleNamespace(vendor="nvidia")  # the vendor of the GPU its gate chose
     ev = Evidence(ctx)  # type: ignore[arg-type]
     ev._profiler = ("nvidia", profiler)  # type: ignore[assignment]  # what choose_profiler found
     return ev, lane

@@ -6,8 +6,11 @@ only" (decide/external_truth.py `profiler_unshown`).
 H200, 2026-11-29 (docs/h100-wave3/part7-two-gpus-h200.md): a timer patch read -9.8% by the
 bench and -0.1% [-7.7, +8.1] by a profiler of 2 calls per config, and was kept. Here the
 stand-in ncu (tests/fake_target/bin/ncu) plays a noisy profiler (FAKE_NCU_JITTER: launch k's
-time x (1 + j(-1)^k)) that honours KOPT_PROFILE_CALLS, and the proposer's `timer10` lowers the
-bench's numbers by 10% while the GPU's work (ncu_speed) stays as it was."""
+time x (1 + j(-1)^k)) that honours KOPT_PROFILE_CALLS, and the proposer's `timer:0.85` lowers
+the bench's numbers by 15% while the GPU's work (ncu_speed) stays as it was.
+
+The noise is chosen so that each outcome has a margin: with jitter j a class's 99% interval is
+about ±1.7j at 3 launches a config and ±0.8j at 12; the bench's own interval is ±2-3%."""
 
 from __future__ import annotations
 
@@ -40,8 +43,8 @@ def claimed(rec: dict, key: str) -> dict[str, str]:
 def test_a_timer_patch_the_first_profile_cannot_tell_is_refuted_by_the_closer_one(
     fake_env, tmp_path, monkeypatch, driven_clock, noisy_ncu
 ):
-    noisy_ncu(0.05)
-    ws = two_keeps(fake_env, tmp_path, monkeypatch, "t", script=["timer10"], iters=1)
+    noisy_ncu(0.1)  # 3 launches: 1.0 ± 17%, reaching the bench's -15% ± 2.5%; 12: ± 8%, clear of it
+    ws = two_keeps(fake_env, tmp_path, monkeypatch, "t", script=["timer:0.85"], iters=1)
     v1 = record(ws, 1)
     assert v1["status"] != "keep", v1["decision"]
     assert set(claimed(v1, "first").values()) == {"cannot_tell"}  # 3 launches a config: too wide
@@ -82,3 +85,39 @@ def test_no_reuse_of_a_profile_taken_with_more_calls(fake_env, tmp_path, monkeyp
     v1, v2 = record(ws, 1), record(ws, 2)
     assert v1["status"] == "keep" and v1["profile"]["taken"]["calls"] == 12, json.dumps(v1["profile"]["taken"])
     assert v2["profile"]["taken"]["best_from"] is None  # best's summary had 12 calls a config, this one's 3
+
+
+def test_a_tree_that_works_otherwise_only_while_profiled_fails_correctness(fake_env, tmp_path, monkeypatch, driven_clock):
+    """The profiler's kernel time is the keep's external truth, so a candidate that knows it is
+    profiled (KOPT_PROFILE, ncu's injection) could do less work there and have the profiler agree
+    with a patched timer: kopt compares its outputs under the profiler with best's, on inputs
+    from a seed of kopt's (KOPT_PROFILE_SEED), and a difference fails the candidate."""
+    ws = two_keeps(
+        fake_env, tmp_path, monkeypatch, "w", script=["do:k['speed'] = {'small': 0.7, 'large': 0.7}; k['profile_wrong'] = ['large']; "
+        "json.dump(k, open('kernel.json', 'w'))"], iters=1,
+    )
+    v1 = record(ws, 1)
+    assert v1["status"] == "fail_correctness", v1["decision"]
+    assert "the candidate's outputs under the profiler, config " in v1["decision"]["reason"]
+    assert "cls=large" in v1["decision"]["reason"]
+
+
+def test_the_profiles_outputs_are_compared_and_their_seed_recorded(
+    fake_env, tmp_path, monkeypatch, driven_clock
+):
+    ws = two_keeps(fake_env, tmp_path, monkeypatch, "o1", script=["gain5"], iters=1)
+    v1 = record(ws, 1)
+    assert v1["status"] == "keep" and v1["profile"]["outputs"] == {"checked": 4}, v1["profile"].get("outputs")
+    seed = v1["profile"]["taken"]["seed"]
+    assert isinstance(seed, int) and (ws.profiles / "v1" / "cand" / "outputs.json").is_file()
+
+
+def test_a_candidate_that_writes_no_outputs_under_the_profiler_where_best_did_is_refuted(
+    fake_env, tmp_path, monkeypatch, driven_clock
+):
+    ws = two_keeps(
+        fake_env, tmp_path, monkeypatch, "o2", script=["do:k['speed'] = {'small': 0.7, 'large': 0.7}; "
+        "k['profile_no_outputs'] = True; json.dump(k, open('kernel.json', 'w'))"], iters=1,
+    )
+    v1 = record(ws, 1)
+    assert v1["status"] == "fail_correctness" and "none written, while best's profile wrote them" in v1["decision"]["reason"]

@@ -9,7 +9,9 @@ tree multiplies that class's time (lanes' tests: two changes in two files rebase
 FAKE_BIND_LOG=path appends the CUDA_VISIBLE_DEVICES this run was bound to, its start and end
 times and its tree (lanes' tests: never two lanes on one GPU at once). Fault knobs: crash, segv,
 hang, flood_mib, write_tree, touch (a path), nan, inf, wrong, fast (divide the latency),
-drop (a column), malformed, empty, no_csv. FAKE_REPS=N adds a `reps` column (N timed calls per
+drop (a column), malformed, empty, no_csv; under kopt's profile (KOPT_PROFILE_OUTPUTS) each config's
+output is summarised there, profile_wrong (a list of classes) halves theirs, profile_no_outputs
+writes none. FAKE_REPS=N adds a `reps` column (N timed calls per
 row) and sleeps what N calls at each config's latency take, before `fast` divides it: the
 wall time holds the timed calls, and a lying timer's claim is not in it.
 """
@@ -92,6 +94,26 @@ for i, (cls, n, base) in enumerate(CONFIGS):
         us /= float(k["fast"])
     err = 1 if k.get("wrong") else 0
     out.append(f"s{i},{cls},{n},{us:.6f},{err}" + (f",{reps}" if reps else ""))
+profile_out = os.environ.get("KOPT_PROFILE_OUTPUTS")
+if profile_out and not k.get("profile_no_outputs"):  # kopt's profile: each config's output summarised
+    seed = int(os.environ.get("KOPT_PROFILE_SEED", "0"))
+    wrong = k.get("profile_wrong")  # a tree that does other work only while it is profiled
+    entries = []
+    for i, (cls, n, _) in enumerate(CONFIGS):
+        value = (seed % 97 + n) * (0.5 if wrong and cls in wrong else 1.0)
+        entries.append(
+            {
+                "config": {"shape": f"s{i}", "cls": cls, "n": n},
+                "sets": 1,
+                "set": 0,
+                "atol": 1e-3,
+                "rtol": 1e-3,
+                "outputs": [{"numel": n, "nan": 0, "inf": 0, "sum": value * n, "abs_sum": value * n,
+                             "samples": [[0, value]]}],
+            }
+        )
+    with open(profile_out, "w") as f:
+        f.write('{"version": 1, "configs": [' + ", ".join(repr(e).replace("'", '"') for e in entries) + "]}\n")
 if k.get("drop"):  # a missing column
     cols = out[0].split(",")
     j = cols.index(k["drop"])

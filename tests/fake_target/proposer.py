@@ -2,7 +2,7 @@
 
 Usage (kopt.toml): command = "python /path/proposer.py" with FAKE_SCRIPT=/path/script.json,
 a JSON list whose item N-1 is the action for iteration vN. Actions:
-  gain30 | gain5 | gain1 | gain05 | loss5 | timer10 (the bench's numbers 10% lower, the GPU's work,
+  gain30 | gain5 | gain1 | gain05 | loss5 | timer:F (the bench's numbers times F, the GPU's work,
   kernel.json's ncu_speed for the stand-in ncu, unchanged) | nochange | wrong | wrong_fixed_on_repair | nan | protected | split |
   hang_bench | hang_proposer | fail | commit | gain1 | noplan |
   knob:NAME[=JSON] (set a bench fault knob of kernel.json) | do:STATEMENT (any Python, in cand/)
@@ -41,10 +41,10 @@ elif action == "gain05":
 elif action == "gain1":
     speed["small"] *= 0.99
     speed["large"] *= 0.99
-elif action == "timer10":
+elif action.startswith("timer:"):
     k.setdefault("ncu_speed", dict(speed))
-    speed["small"] *= 0.9
-    speed["large"] *= 0.9
+    speed["small"] *= float(action[6:])
+    speed["large"] *= float(action[6:])
 elif action == "loss5":
     speed["small"] *= 1.05
     speed["large"] *= 1.05

@@ -418,6 +418,24 @@ def test_profile_mode_calls_each_solution_twice_in_its_range_and_never_the_refer
         with pytest.raises(SystemExit, match=f"KOPT_PROFILE_CALLS='{bad}': a whole number of calls from 1 to 64"):
             hb.profile_calls({"KOPT_PROFILE_CALLS": bad})
     assert hb.profile_calls({}) == hb.PROFILE_CALLS == 2
+    # kopt's profile of a keep: each config's last output summarised for kopt to compare, on
+    # inputs from kopt's seed (the same seed: the same summaries; engine/decide/audit.py reads them)
+    from kopt_supervisor.engine.decide import audit as kopt_audit
+
+    monkeypatch.delenv("KOPT_PROFILE_CALLS")
+    monkeypatch.setenv("KOPT_PROFILE_SEED", "7")
+    texts = []
+    for n in range(2):
+        out = tmp_path / f"outputs{n}.json"
+        monkeypatch.setenv("KOPT_PROFILE_OUTPUTS", str(out))
+        df = run_main(spec(), ["--profile"], t, capsys)
+        texts.append(out.read_text())
+    assert texts[0] == texts[1]
+    got = kopt_audit.parse(texts[0], ["shape", "dtype"], "outputs")
+    assert len(got) == len(df) and all(a.outputs and a.outputs[0].numel > 0 for a in got.values())
+    monkeypatch.setenv("KOPT_PROFILE_SEED", "8")
+    run_main(spec(), ["--profile"], t, capsys)
+    assert (tmp_path / "outputs1.json").read_text() != texts[0]  # other inputs, other outputs
 
 
 def test_a_profile_draws_its_inputs_on_the_host_and_falls_back_to_the_device(capsys: pytest.CaptureFixture) -> None:

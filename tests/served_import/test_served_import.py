@@ -284,3 +284,19 @@ def test_the_plan_serves_the_metrics_line_or_says_why_not() -> None:
     )
     assert failed is not None and failed.why.startswith("kopt's import of the bench failed")
     assert onboard_scratch.plan(probe_run(None), "Triton (GB/s)") is None
+
+
+def test_a_profile_summarises_each_configs_outputs_for_kopt_on_its_seed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Under kopt's profile (KOPT_PROFILE_SEED, KOPT_PROFILE_OUTPUTS) the imported harness, like
+    the public one, summarises each config's last output on inputs from kopt's seed, in the
+    audit's JSON kopt reads (engine/loop/evidence.py `profile_outputs`; the seed's determinism:
+    tests/kernels/test_public_harness.py, on the harness function both share)."""
+    tree = layer_norm_tree(tmp_path / "tree")
+    monkeypatch.chdir(tree)
+    monkeypatch.setenv("KOPT_PROFILE_SEED", "11")
+    monkeypatch.setenv("KOPT_PROFILE_OUTPUTS", str(tmp_path / "outputs.json"))
+    assert imported.main(["05-layer-norm.py", "--line", "triton", "--profile"]) == 0
+    got = kopt_audit.parse((tmp_path / "outputs.json").read_text(), CONFIG, "outputs")
+    assert got and all(a.outputs and kopt_audit.compare(a, a) is None for a in got.values())

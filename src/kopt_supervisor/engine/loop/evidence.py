@@ -20,11 +20,13 @@ profiler's word on a keep (docs/design.md §5 step 5, router's Step 0).
 from __future__ import annotations
 
 import math
+import secrets
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kopt_supervisor.engine.decide import Pair, Policy, Verdict, voting_classes
+from kopt_supervisor.engine.decide import Pair, Policy, Verdict, audit, voting_classes
 from kopt_supervisor.engine.decide import confirmation as claim_rule
 from kopt_supervisor.engine.decide import external_truth as truth_rule
 from kopt_supervisor.engine.decide.confirmation import ClassCheck, Confirmation, consistent_gain
@@ -49,8 +51,12 @@ from kopt_supervisor.engine.profile.class_records import AGREES, Agreement, agre
 from kopt_supervisor.engine.profile.classes import ConfigRef, compare_per_class, config_refs
 from kopt_supervisor.engine.profile.profiler import (
     ESCALATED_CALLS,
+    MAX_PROFILE_OUTPUTS_BYTES,
     PROFILE_CALLS_ENV,
     PROFILE_ENV,
+    PROFILE_OUTPUTS,
+    PROFILE_OUTPUTS_ENV,
+    PROFILE_SEED_ENV,
     ProfilePass,
     Profiler,
 )
@@ -62,6 +68,20 @@ from kopt_supervisor.engine.runner.command import all_at_once, as_argv
 
 class CorrectnessRefuted(KoptFailure):
     """A keep whose rows fail their correctness rule when run in fresh processes."""
+
+
+@dataclass(frozen=True)
+class ReusedProfile:
+    """Best's tree's profile as the keep that made it BEST took it (`Evidence.reusable_best`)."""
+
+    summary: ProfileSummary
+    version: int
+    """The keep that took it."""
+    age_s: float
+    seed: int | None
+    """Its inputs' seed (the new candidate's profile draws the same inputs); None: not recorded."""
+    out_dir: Path
+    """Its folder (its outputs.json, compared with the new candidate's)."""
 
 
 class Evidence:
@@ -97,9 +117,10 @@ class Evidence:
         policy = Policy.from_config(ctx.cfg.decide, ctx.cfg.target.direction)
         first: Agreement | None = None
         calls: int | None = None  # None: the bench's own number of calls per config
+        seed = reused.seed if reused is not None and reused.seed is not None else secrets.randbelow(1 << 31)
         try:
             while True:
-                bests, cands = self.profile_pair(it, lane, prof, reused, calls)
+                bests, cands = self.profile_pair(it, lane, prof, reused, calls, seed)
                 cmp = compare_per_class(
                     bests,
                     cands,
@@ -113,6 +134,7 @@ class Evidence:
                 # the profiler could not tell on a class the keep claims: a claim it leaves
                 # unshown is no keep (decide/external_truth.py), so first look closer
                 first, calls, reused = agreement, ESCALATED_CALLS, None
+                seed = secrets.randbelow(1 << 31)
                 ctx.event(
                     "profile",
                     f"v{it.version}: the profiler could not tell for {', '.join(unshown(agreement))} "
@@ -132,6 +154,13 @@ class Evidence:
         except BaseException:  # a stop, a broken tree: the spare servers go with it
             self.close_spare(lane)
             raise
+        more = "_more" if calls is not None else ""
+        best_dir = reused.out_dir if reused is not None else ctx.ws.profiles / f"v{it.version}" / f"best{more}"
+        try:
+            outputs = self.profile_outputs(best_dir, ctx.ws.profiles / f"v{it.version}" / f"cand{more}")
+        except CorrectnessRefuted:
+            self.close_spare(lane)
+            raise
         it.record["profile"] = {
             "best": bests[0].to_dict(),
             "cand": cands[0].to_dict(),
@@ -143,9 +172,11 @@ class Evidence:
                 "gpu": gpu,
                 "trees": trees,
                 "t": time.time(),
-                "best_from": reused[1] if reused else None,
+                "best_from": reused.version if reused else None,
                 "calls": calls,
+                "seed": seed,
             },
+            "outputs": outputs,
             **({"first": first.to_dict()} if first else {}),
         }
         ctx.save(it)
@@ -161,8 +192,9 @@ class Evidence:
         it: Iteration,
         lane: Lane,
         prof: Profiler,
-        reused: tuple[ProfileSummary, int, float] | None,
+        reused: ReusedProfile | None,
         calls: int | None,
+        seed: int,
     ) -> tuple[list[ProfileSummary], list[ProfileSummary]]:
         """Best's and the candidate's profiles, alternating as the looks do ([profile].repeats
         of each; best's taken from the keep that made it BEST when `reused`). With `calls`, each
@@ -173,20 +205,20 @@ class Evidence:
         for n in range(max(1, self.ctx.cfg.profile.repeats)):
             suffix = f"{more}_{n}" if n else more
             if reused is not None:
-                bests.append(reused[0])
+                bests.append(reused.summary)
                 self.ctx.event(
                     "profile",
-                    f"v{it.version}: best/'s profile taken from v{reused[1]}'s of the same tree "
-                    f"on the same GPU, {reused[2]:.0f} s ago",
+                    f"v{it.version}: best/'s profile taken from v{reused.version}'s of the same tree "
+                    f"on the same GPU, {reused.age_s:.0f} s ago",
                     it=it,
                 )
             else:
-                bests.append(self.profile_tree(it, lane, prof, lane.best, f"best{suffix}", calls=calls))
-            cands.append(self.profile_tree(it, lane, prof, lane.cand, f"cand{suffix}", calls=calls))
+                bests.append(self.profile_tree(it, lane, prof, lane.best, f"best{suffix}", calls=calls, seed=seed))
+            cands.append(self.profile_tree(it, lane, prof, lane.cand, f"cand{suffix}", calls=calls, seed=seed))
         return bests, cands
 
-    def reusable_best(self, best_tree: str, gpu: str | None) -> tuple[ProfileSummary, int, float] | None:
-        """(summary, version, age s) of best's tree as the keep that made it BEST profiled it
+    def reusable_best(self, best_tree: str, gpu: str | None) -> ReusedProfile | None:
+        """Best's tree's profile as the keep that made it BEST profiled it
         (its candidate's summary), when this keep would profile it the same way: the same
         tree (a format step may have changed it before the commit), the same GPU, [profile].keep
         "time", one profile per tree, and at most [profile].reuse_best_s ago (0: never). A keep's
@@ -208,7 +240,14 @@ class Evidence:
             or not 0 <= age <= cfg.reuse_best_s
         ):
             return None
-        return ProfileSummary.from_dict(made.record["profile"]["cand"]), made.version, age
+        seed = taken.get("seed")
+        return ReusedProfile(
+            ProfileSummary.from_dict(made.record["profile"]["cand"]),
+            made.version,
+            age,
+            seed if isinstance(seed, int) else None,
+            self.ctx.ws.profiles / f"v{made.version}" / "cand",
+        )
 
     def gpu_uuid(self, lane: Lane) -> str | None:
         """The UUID of the GPU the lane's gate chose (None: none chosen, or no UUID known)."""
@@ -357,6 +396,43 @@ class Evidence:
             return truth_rule.of_profiler(agreement.summary_line(), profile["agreement"])
         return truth_rule.of_os_time(os_truth(it))
 
+    def profile_outputs(self, best_dir: Path, cand_dir: Path) -> dict[str, Any]:
+        """The candidate's outputs under the profiler against best's, config by config, read by
+        kopt (decide/audit.py's summary and `compare`, best's tolerance): a tree that does less
+        work, or wrong work, only while it is profiled would otherwise have the profiler agree
+        with a patched timer. Best's profile without outputs (a bench that is not kopt's
+        harness, or a profile of an older kopt): not compared, and the record says so. A
+        candidate that wrote none where best did, one that does not parse, or a config missing,
+        added or different: CorrectnessRefuted."""
+        best_file, cand_file = best_dir / PROFILE_OUTPUTS, cand_dir / PROFILE_OUTPUTS
+        if not best_file.is_file():
+            return {"checked": 0, "note": "best's profile wrote no outputs (not kopt's harness): not compared"}
+        base = self.ctx.history.baseline()
+        columns = [str(c) for c in ((base.record.get("config_columns") or []) if base else [])]
+        try:
+            best = audit.parse(best_file.read_text(encoding="utf-8"), columns, "best's outputs under the profiler")
+        except (BenchError, OSError, UnicodeDecodeError) as e:
+            return {"checked": 0, "note": f"best's outputs under the profiler unreadable: {e}"}
+        where = "the candidate's outputs under the profiler"
+        if not cand_file.is_file():
+            raise CorrectnessRefuted(f"{where}: none written, while best's profile wrote them")
+        if cand_file.stat().st_size > MAX_PROFILE_OUTPUTS_BYTES:
+            raise CorrectnessRefuted(f"{where}: {cand_file.stat().st_size} bytes, more than best's kind of file can be")
+        try:
+            cand = audit.parse(cand_file.read_text(encoding="utf-8"), columns, where)
+        except (BenchError, UnicodeDecodeError) as e:
+            raise CorrectnessRefuted(str(e)) from None
+        extra = sorted(set(cand) - set(best))
+        missing = sorted(set(best) - set(cand))
+        if missing or extra:
+            which = f"config {missing[0]} missing" if missing else f"config {extra[0]} not in best's"
+            raise CorrectnessRefuted(f"{where}: {which}")
+        for key, b in best.items():
+            why = audit.compare(b, cand[key])
+            if why:
+                raise CorrectnessRefuted(f"{where}, config {key}: {why.replace('audited timed call (set 0)', 'last call')}")
+        return {"checked": len(best)}
+
     def config_refs(self) -> list[ConfigRef]:
         """The baseline's configs with the classes the decisions vote in (the guard class)."""
         base = self.ctx.history.baseline()
@@ -420,12 +496,22 @@ class Evidence:
         return self._profiler[1]
 
     def profile_tree(
-        self, it: Iteration, lane: Lane, prof: Profiler, tree: Path, side: str, *, calls: int | None = None
+        self,
+        it: Iteration,
+        lane: Lane,
+        prof: Profiler,
+        tree: Path,
+        side: str,
+        *,
+        calls: int | None = None,
+        seed: int | None = None,
     ) -> ProfileSummary:
         """The bench (or [profile].command) under the profiler in `tree`, one run per pass of the
         profiler (ncu: inside the kopt ranges, then GPU time alone outside them), each pass's
         report read back, and all of them parsed into one summary. `calls`: the calls per config
-        asked of the bench (KOPT_PROFILE_CALLS; None: the bench's own)."""
+        asked of the bench (KOPT_PROFILE_CALLS; None: the bench's own); `seed`: its inputs' seed
+        (KOPT_PROFILE_SEED), and it summarises each config's outputs into out_dir/outputs.json
+        (KOPT_PROFILE_OUTPUTS) for `profile_outputs`."""
         ctx = self.ctx
         ctx.progress(it, "profile", f"{prof.name} on {tree.name}/")
         out_dir = ctx.ws.profiles / f"v{it.version}" / side
@@ -452,6 +538,11 @@ class Evidence:
                         **lease.env,
                         **PROFILE_ENV,
                         **({PROFILE_CALLS_ENV: str(calls)} if calls is not None else {}),
+                        **(
+                            {PROFILE_SEED_ENV: str(seed), PROFILE_OUTPUTS_ENV: str(out_dir / PROFILE_OUTPUTS)}
+                            if seed is not None
+                            else {}
+                        ),
                         **ctx.jails.env(kind, tree_hash),
                     },
                     confine=ctx.jails.bench(tree, kind, tree_hash, outputs=(out_dir,)),

@@ -44,6 +44,14 @@ same number of calls for best and candidate (see docs/profiling.md)."""
 PROFILE_CALLS_ENV = "KOPT_PROFILE_CALLS"
 """Set by the loop when a keep's profile is taken again with more calls per config (the
 harness's `--profile` calls each config's function that many times in its range, default 2)."""
+PROFILE_SEED_ENV = "KOPT_PROFILE_SEED"
+"""The profiled inputs' base seed, the same for both trees (their outputs then compare)."""
+PROFILE_OUTPUTS_ENV = "KOPT_PROFILE_OUTPUTS"
+"""Where the harness summarises each config's last profiled output (decide/audit.py's JSON)."""
+PROFILE_OUTPUTS = "outputs.json"
+"""That file's name in a profile's folder."""
+MAX_PROFILE_OUTPUTS_BYTES = 64 << 20
+"""The most kopt reads of a candidate's outputs file (a summary is ~2 KB a config)."""
 ESCALATED_CALLS = 12
 """Calls per config of a keep's second profile, taken when the first (2 calls per config under
 ncu: on the H200 two launches of a 15 us kernel differed by 5%) could not tell on a class the

@@ -67,6 +67,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import json
 import math
 import os
 import random
@@ -77,7 +78,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from .audit import VERSION, audit_positions, audit_set, input_seed, summarise, summarise_sets
+from .audit import VERSION, audit_positions, audit_set, input_seed, output_tensors, summarise, summarise_sets
 from .check import check_call
 from .locate import locate
 from .params import class_key, config_key
@@ -128,6 +129,32 @@ PROFILE_CALLS = 2
 a keep's second profile, when the first could not tell on a class the keep claims). Under ncu
 each launch costs 10-80 ms; two launches of a 15 us kernel differed by 5% on the H200."""
 PROFILE_CALLS_MAX = 64
+
+
+PROFILE_OUTPUTS_ENV = "KOPT_PROFILE_OUTPUTS"
+"""--profile: where kopt wants each config's last output summarised (audit.py's summary, the
+audit file's JSON): kopt compares the candidate's with best's, so that a tree which does less
+work, or wrong work, only while it is profiled is caught (engine/loop/evidence.py)."""
+PROFILE_SEED_ENV = "KOPT_PROFILE_SEED"
+"""--profile: the inputs' base seed kopt gives both trees' profiles (the same inputs, so their
+outputs compare)."""
+
+
+def profile_seed(seed: int) -> int:
+    """--profile's inputs' base seed: KOPT_PROFILE_SEED when kopt gives one, else `seed`."""
+    raw = os.environ.get(PROFILE_SEED_ENV, "").strip()
+    if not raw:
+        return seed
+    if not raw.isdigit():
+        raise SystemExit(f"{PROFILE_SEED_ENV}={raw!r}: a whole number")
+    return int(raw)
+
+
+def write_profile_outputs(entries: list[dict[str, Any]]) -> None:
+    """The profile's output summaries (one audit entry per config) where kopt asked for them."""
+    where = os.environ.get(PROFILE_OUTPUTS_ENV, "")
+    if where:
+        Path(where).write_text(json.dumps({"version": VERSION, "configs": entries}) + "\n", encoding="utf-8")
 
 
 def profile_calls(environ: dict[str, str] | None = None) -> int:
@@ -722,16 +749,19 @@ class Bench:
         unless kopt asks for more) inside the case's range (allocating its own output, as the
         contract check's second call does); no reference, no comparison. A call that raises is
         logged and its row's err is inf."""
-        rows = []
+        rows, summaries = [], []
+        where = os.environ.get(PROFILE_OUTPUTS_ENV, "") if not self.a.ab else ""
         for case in self.cases(base_seed, reference=False, host=True):
             for side, mod in self.mods.items():
                 err = math.nan
                 try:
                     ranged = self.ranges.around(case.function(mod), case.range)
                     for _ in range(self.a.profile_calls):
-                        ranged(*case.args, **case.kwargs)
+                        result = ranged(*case.args, **case.kwargs)
                     if self.gpu:
                         self.torch.cuda.synchronize()
+                    if where:
+                        summaries.append(self.profile_summary(case, result, base_seed))
                 except Exception as exc:  # a broken candidate: its row says so, the profile goes on
                     log(
                         f"{self.spec.name} {case.shape.name} {case.cols.get('dtype', '')}{' ' + side if side else ''}: "
@@ -740,7 +770,16 @@ class Bench:
                     err = math.inf
                 rows.append({**case.cols, **({"side": side} if self.a.ab else {}), "err": err, "prod": prod(case)})
             self.clock.lap("profile")
+        if where:
+            write_profile_outputs(summaries)
         return rows
+
+    def profile_summary(self, case: Case, result: Any, seed: int) -> dict[str, Any]:
+        """The last profiled call's outputs, summarised as an audit entry (one set; the
+        positions drawn from the profile's seed and the config)."""
+        rng, _ = audit_set(seed, case.key, 1)
+        outputs = [summarise(self.torch, t, audit_positions(rng, int(t.numel()))) for t in output_tensors(result)]
+        return {"config": dict(case.cols), "sets": 1, "set": 0, "atol": case.atol, "rtol": case.rtol, "outputs": outputs}
 
     def ab_rows(self, base_seed: int) -> list[dict[str, Any]]:
         """One A/B look: per case, both sides checked and timed block by block in ABBA order;
@@ -996,6 +1035,8 @@ def main(spec: Spec | str | Path, argv: list[str] | None = None, *, tree: str | 
 
         return (serve_ab if a.ab else serve_tree)(bench, sys.stdin, reply)
     seed = new_seed() if a.seed is None else a.seed
+    if a.profile:
+        seed = profile_seed(seed)
     rows = (
         bench.profile_rows(seed)
         if a.profile

@@ -655,8 +655,9 @@ class ImportedBench(Bench):
 
     def profile_rows(self, base_seed: int) -> list[dict[str, Any]]:
         """--profile: per config one set drawn and its callable called inside the config's range
-        twice (bench.profile_calls: more when kopt asks); nothing timed, nothing compared."""
-        rows = []
+        twice (bench.profile_calls: more when kopt asks); nothing timed, nothing compared here;
+        the last call's outputs summarised where kopt asks (bench.write_profile_outputs)."""
+        rows, summaries = [], []
         calls = bench_mod.profile_calls()
         for config in self.configs:
             err = math.nan
@@ -667,10 +668,24 @@ class ImportedBench(Bench):
                         s()
                 if self.gpu:
                     self.torch.cuda.synchronize()
+                rng, _ = audit_set(base_seed, config.key, 1)
+                outs = s.outputs()
+                atol, rtol = tolerance(outs, self.a.atol, self.a.rtol)
+                summaries.append(
+                    {
+                        "config": dict(config.cols),
+                        "sets": 1,
+                        "set": 0,
+                        "atol": atol,
+                        "rtol": rtol,
+                        "outputs": [summarise(self.torch, t, audit_positions(rng, int(t.numel()))) for t in outs],
+                    }
+                )
             except Exception as exc:  # the row says it failed; the profile goes on
                 log(f"{self.script.name} {config.key}: {type(exc).__name__}: {exc}")
                 err = math.inf
             rows.append({**config.cols, "err": err})
+        bench_mod.write_profile_outputs(summaries)
         return rows
 
 
@@ -810,7 +825,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return serve_tree(bench, sys.stdin, reply)
     seed = new_seed() if a.seed is None else a.seed
-    rows = bench.profile_rows(seed) if a.profile else bench.timed_rows(seed)
+    rows = bench.profile_rows(bench_mod.profile_seed(seed)) if a.profile else bench.timed_rows(seed)
     clock.lap("timing")
     write_csv(rows, a.out)
     log(clock.line())
