@@ -11,7 +11,9 @@ times and its tree (lanes' tests: never two lanes on one GPU at once). Fault kno
 hang, flood_mib, write_tree, touch (a path), nan, inf, wrong, fast (divide the latency),
 drop (a column), malformed, empty, no_csv; under kopt's profile (KOPT_PROFILE_OUTPUTS) each config's
 output is summarised there, profile_wrong (a list of classes) halves theirs, profile_no_outputs
-writes none. FAKE_REPS=N adds a `reps` column (N timed calls per
+writes none; hostile ones (tests/security/test_profile_hostile.py): profile_as_best (knobs applied
+only when profiled as best), profile_nan (classes), profile_atol, profile_raw (the file's text),
+profile_nested (depth), profile_fifo, profile_sparse_mib, profile_link (a symlink's target). FAKE_REPS=N adds a `reps` column (N timed calls per
 row) and sleeps what N calls at each config's latency take, before `fast` divides it: the
 wall time holds the timed calls, and a lying timer's claim is not in it.
 """
@@ -95,25 +97,44 @@ for i, (cls, n, base) in enumerate(CONFIGS):
     err = 1 if k.get("wrong") else 0
     out.append(f"s{i},{cls},{n},{us:.6f},{err}" + (f",{reps}" if reps else ""))
 profile_out = os.environ.get("KOPT_PROFILE_OUTPUTS")
+if profile_out and os.path.basename(os.path.dirname(profile_out)).startswith("best"):
+    k.update(k.get("profile_as_best") or {})  # a tree's dormant code, awake once it is profiled as best
 if profile_out and not k.get("profile_no_outputs"):  # kopt's profile: each config's output summarised
     seed = int(os.environ.get("KOPT_PROFILE_SEED", "0"))
     wrong = k.get("profile_wrong")  # a tree that does other work only while it is profiled
     entries = []
     for i, (cls, n, _) in enumerate(CONFIGS):
         value = (seed % 97 + n) * (0.5 if wrong and cls in wrong else 1.0)
+        if cls in k.get("profile_nan", []):  # NaN outputs, their count hidden
+            value = math.nan
         entries.append(
             {
                 "config": {"shape": f"s{i}", "cls": cls, "n": n},
                 "sets": 1,
                 "set": 0,
-                "atol": 1e-3,
-                "rtol": 1e-3,
+                "atol": float(k.get("profile_atol", 1e-3)),
+                "rtol": float(k.get("profile_atol", 1e-3)),
                 "outputs": [{"numel": n, "nan": 0, "inf": 0, "sum": value * n, "abs_sum": value * n,
                              "samples": [[0, value]]}],
             }
         )
-    with open(profile_out, "w") as f:
-        f.write('{"version": 1, "configs": [' + ", ".join(repr(e).replace("'", '"') for e in entries) + "]}\n")
+    text = '{"version": 1, "configs": [' + ", ".join(repr(e).replace("'", '"') for e in entries) + "]}\n"
+    text = text.replace(": nan", ": NaN").replace(", nan]", ", NaN]")  # JSON's spelling
+    if "profile_raw" in k:  # any text at all
+        text = k["profile_raw"]
+    if k.get("profile_nested"):  # JSON nested that deep
+        text = "[" * int(k["profile_nested"])
+    if k.get("profile_fifo"):  # a FIFO where kopt reads a file
+        os.mkfifo(profile_out)
+    elif k.get("profile_sparse_mib"):  # a huge (sparse) file
+        with open(profile_out, "w") as f:
+            f.truncate(int(k["profile_sparse_mib"]) << 20)
+    else:
+        with open(profile_out, "w") as f:
+            f.write(text)
+    if k.get("profile_link"):  # the file swapped for a link (relative to its folder) on the way out
+        os.remove(profile_out)
+        os.symlink(k["profile_link"], profile_out)
 if k.get("drop"):  # a missing column
     cols = out[0].split(",")
     j = cols.index(k["drop"])

@@ -1,0 +1,440 @@
+"""Hostile candidates against a keep's profile: the closer second profile (commit 86d8622) and
+the outputs under the profiler (commit 8d2c3e0); docs/security.md, "A profile too coarse to tell
+is taken again, closer" and "The outputs under the profiler"; engine/loop/evidence.py
+`Evidence.confirm` and `Evidence.profile_outputs`.
+
+The outputs file (profiles/vN/<side>/outputs.json) is written by the profiled tree's own process:
+whatever the harness summarises, a candidate can rewrite, replace by a link, a FIFO, a huge or a
+deeply nested file, and kopt reads it after the sandbox. Best's file is written by best's tree,
+which was a candidate once. Each attack here is a tree that does other (less) work only while it
+is profiled (`CHEAT`: the bench and the profiler show a 30% gain, its profiled outputs are wrong
+for cls=large) plus a way around the comparison; each test asserts it is not kept. The attacks
+that work today are marked xfail(strict=True) with the hole in their reason.
+
+File-level attacks call `Evidence.profile_outputs` on two folders (milliseconds); the attacks
+that need the loop (the sandbox, the order of the profiles, best's reused or escalated profile)
+run the fake target with the stand-in ncu (tests/engine/test_keep_profile_reuse.py `two_keeps`,
+tests/fake_target/bench.py's profile_* knobs, bin/ncu's ncu_jitter_first)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from kopt_supervisor.engine.decide import audit
+from kopt_supervisor.engine.loop.evidence import CorrectnessRefuted, Evidence
+from kopt_supervisor.engine.profile.profiler import MAX_PROFILE_OUTPUTS_BYTES, PROFILE_OUTPUTS
+from tests.engine.test_keep_profile_reuse import record, two_keeps
+
+CHEAT = "k['speed'] = {'small': 0.7, 'large': 0.7}; k['profile_wrong'] = ['large']; "
+"""A tree that does other (less) work only while it is profiled: the bench's and the profiler's
+numbers show a 30% gain, its outputs under the profiler are wrong for cls=large (alone, it fails
+correctness: tests/engine/test_profile_escalation.py)."""
+
+COLUMNS = ["shape", "cls", "n"]
+CONFIGS = [("small", 128), ("small", 256), ("large", 4096), ("large", 8192)]
+
+
+def do(*statements: str) -> str:
+    """The scripted proposer's `do:` action: kernel.json edited in cand/."""
+    return "do:" + "".join(statements) + "json.dump(k, open('kernel.json', 'w'))"
+
+
+# -- the file kopt reads, attacked directly --------------------------------------------------------
+
+
+def summary(value: float = 1.0, *, atol: float = 1e-3, wrong: tuple[str, ...] = ()) -> dict[str, Any]:
+    """An outputs file as the fake bench writes it (one output per config, one sample)."""
+    entries = []
+    for i, (cls, n) in enumerate(CONFIGS):
+        v = (value + n) * (0.5 if cls in wrong else 1.0)
+        entries.append(
+            {
+                "config": {"shape": f"s{i}", "cls": cls, "n": n},
+                "sets": 1,
+                "set": 0,
+                "atol": atol,
+                "rtol": atol,
+                "outputs": [{"numel": n, "nan": 0, "inf": 0, "sum": v * n, "abs_sum": v * n, "samples": [[0, v]]}],
+            }
+        )
+    return {"version": audit.VERSION, "configs": entries}
+
+
+def evidence() -> Evidence:
+    """An Evidence whose context knows only the baseline's config columns (all profile_outputs reads)."""
+    base = SimpleNamespace(record={"config_columns": COLUMNS})
+    return Evidence(SimpleNamespace(history=SimpleNamespace(baseline=lambda: base)))  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def sides(tmp_path: Path) -> tuple[Path, Path]:
+    """profiles/v3/best (an honest best's outputs written) and profiles/v3/cand (empty)."""
+    best, cand = tmp_path / "profiles" / "v3" / "best", tmp_path / "profiles" / "v3" / "cand"
+    best.mkdir(parents=True)
+    cand.mkdir()
+    (best / PROFILE_OUTPUTS).write_text(json.dumps(summary()))
+    return best, cand
+
+
+@contextmanager
+def within(seconds: int) -> Iterator[None]:
+    """Fails (never hangs) when kopt blocks on what the candidate left."""
+
+    def stop(signum: int, frame: object) -> None:
+        raise AssertionError(f"kopt still reading the candidate's outputs after {seconds} s")
+
+    old = signal.signal(signal.SIGALRM, stop)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def refuted(best: Path, cand: Path) -> str:
+    """The one-line reason kopt refutes the candidate's outputs for (fails when it does not)."""
+    with within(10), pytest.raises(CorrectnessRefuted) as e:
+        evidence().profile_outputs(best, cand)
+    why = str(e.value)
+    assert "\n" not in why and len(why) < 600, why
+    return why
+
+
+def test_honest_outputs_are_checked(sides: tuple[Path, Path]) -> None:
+    best, cand = sides
+    (cand / PROFILE_OUTPUTS).write_text(json.dumps(summary()))
+    assert evidence().profile_outputs(best, cand) == {"checked": 4}
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="HOLE: profile_outputs reads cand/outputs.json with Path.is_file/stat/read_text, which follow "
+    "a symlink the profiled candidate left in its own folder: linked to ../best/outputs.json it is best's "
+    "file, compared with itself (sandbox.read_output, O_NOFOLLOW, is not used)",
+)
+def test_a_link_to_bests_outputs_is_not_read_as_the_candidates(sides: tuple[Path, Path]) -> None:
+    best, cand = sides
+    (cand / PROFILE_OUTPUTS).symlink_to(Path("..") / "best" / PROFILE_OUTPUTS)
+    assert "link" in refuted(best, cand) or "regular file" in refuted(best, cand)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="HOLE: a link is followed out of the sandbox's folder to any file kopt's user can read "
+    "(here a file outside the workspace holding best-like outputs; /proc/self/pagemap would be an "
+    "unbounded read: st_size 0 passes MAX_PROFILE_OUTPUTS_BYTES)",
+)
+def test_a_link_out_of_the_profiles_folder_is_not_followed(sides: tuple[Path, Path], tmp_path: Path) -> None:
+    best, cand = sides
+    elsewhere = tmp_path / "elsewhere.json"
+    elsewhere.write_text((best / PROFILE_OUTPUTS).read_text())
+    (cand / PROFILE_OUTPUTS).symlink_to(elsewhere)
+    refuted(best, cand)
+
+
+def test_a_fifo_or_a_link_to_one_is_refuted_without_blocking(sides: tuple[Path, Path], tmp_path: Path) -> None:
+    best, cand = sides
+    os.mkfifo(cand / PROFILE_OUTPUTS)
+    assert "none written" in refuted(best, cand)
+    (cand / PROFILE_OUTPUTS).unlink()
+    os.mkfifo(tmp_path / "fifo")
+    (cand / PROFILE_OUTPUTS).symlink_to(tmp_path / "fifo")
+    refuted(best, cand)
+
+
+def test_a_huge_file_is_refused_by_its_size_unread(sides: tuple[Path, Path]) -> None:
+    best, cand = sides
+    with open(cand / PROFILE_OUTPUTS, "w") as f:
+        f.truncate(MAX_PROFILE_OUTPUTS_BYTES + 1)  # sparse: nothing to read if kopt read it
+    assert "bytes, more than" in refuted(best, cand)
+
+
+def test_deeply_nested_json_is_refuted_in_one_line(sides: tuple[Path, Path]) -> None:
+    best, cand = sides
+    (cand / PROFILE_OUTPUTS).write_text("[" * 500_000)
+    assert "not JSON" in refuted(best, cand)
+    (cand / PROFILE_OUTPUTS).write_text('{"version": 1, "configs": ' + "[" * 200_000 + "]" * 200_000 + "}")
+    refuted(best, cand)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        b"\xff\xfe\x00not utf-8",
+        b"",
+        b'{"version": 1, "configs": []}',
+        b'{"version": 2, "configs": []}',
+        b'{"version": 1, "configs": "all"}',
+        b"NaN",
+    ],
+)
+def test_a_malformed_or_empty_file_is_refuted(sides: tuple[Path, Path], text: bytes) -> None:
+    best, cand = sides
+    (cand / PROFILE_OUTPUTS).write_bytes(text)
+    refuted(best, cand)
+
+
+def test_a_config_twice_the_honest_one_last_is_refuted(sides: tuple[Path, Path]) -> None:
+    best, cand = sides
+    wrong, right = summary(wrong=("large",)), summary()
+    both = {"version": 1, "configs": wrong["configs"] + right["configs"]}
+    (cand / PROFILE_OUTPUTS).write_text(json.dumps(both))
+    assert "twice" in refuted(best, cand)
+
+
+def test_nan_outputs_with_their_count_hidden_are_refuted(sides: tuple[Path, Path]) -> None:
+    best, cand = sides
+    data = summary()
+    out = data["configs"][2]["outputs"][0]
+    out.update(samples=[[0, float("nan")]])  # "nan": 0 kept: the count lies, the sample does not
+    (cand / PROFILE_OUTPUTS).write_text(json.dumps(data))
+    assert "config s2,large,4096" in refuted(best, cand) or "large" in refuted(best, cand)
+    out.update(samples=[[0, 4097.0]], sum=float("nan"), abs_sum=float("nan"))  # the sample right, the sums NaN
+    (cand / PROFILE_OUTPUTS).write_text(json.dumps(data))
+    assert "sum" in refuted(best, cand)
+    out.update(sum=float("inf"), abs_sum=float("inf"), inf=0)
+    (cand / PROFILE_OUTPUTS).write_text(json.dumps(data))
+    refuted(best, cand)
+
+
+def test_the_candidates_own_wide_tolerance_is_not_used(sides: tuple[Path, Path]) -> None:
+    best, cand = sides
+    (cand / PROFILE_OUTPUTS).write_text(json.dumps(summary(atol=1e30, wrong=("large",))))
+    assert "large" in refuted(best, cand)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="HOLE: the tolerance is best's own file's (audit.compare: best.atol/best.rtol), and best's file is "
+    "written by best's tree, a candidate once: a tree that writes atol 1e30 when profiled as best makes "
+    "any later candidate's outputs pass",
+)
+def test_a_best_file_declaring_a_huge_tolerance_does_not_wave_wrong_outputs_through(sides: tuple[Path, Path]) -> None:
+    best, cand = sides
+    (best / PROFILE_OUTPUTS).write_text(json.dumps(summary(atol=1e30)))
+    (cand / PROFILE_OUTPUTS).write_text(json.dumps(summary(atol=1e30, wrong=("large",))))
+    refuted(best, cand)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="HOLE: a best file listing no config (and a candidate's file listing none) is {'checked': 0} "
+    "with no note and no refusal, though the baseline has 4 configs: nothing was compared",
+)
+def test_both_files_listing_no_config_is_no_silent_pass(sides: tuple[Path, Path]) -> None:
+    best, cand = sides
+    empty = json.dumps({"version": 1, "configs": []})
+    (best / PROFILE_OUTPUTS).write_text(empty)
+    (cand / PROFILE_OUTPUTS).write_text(empty)
+    try:
+        got = evidence().profile_outputs(best, cand)
+    except CorrectnessRefuted:
+        return
+    assert got.get("checked") == len(CONFIGS) or "note" in got, got
+
+
+def test_best_unreadable_is_said_not_silently_passed(sides: tuple[Path, Path]) -> None:
+    best, cand = sides
+    (best / PROFILE_OUTPUTS).write_text("[" * 100_000)
+    (cand / PROFILE_OUTPUTS).write_text(json.dumps(summary(wrong=("large",))))
+    got = evidence().profile_outputs(best, cand)
+    assert got["checked"] == 0 and "unreadable" in got["note"] and "\n" not in got["note"]
+
+
+# -- the loop: the sandbox, the profiles' order, best's reused or escalated profile ------------------
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="HOLE: the profiled candidate replaces profiles/vN/cand/outputs.json by a relative symlink to "
+    "../best/outputs.json (its sandbox may create a link to a path it cannot see; best's profile ran first); "
+    "kopt reads through it after the sandbox: best's own outputs, 'checked 4', and the tree that computed "
+    "wrong outputs while profiled is KEPT",
+)
+def test_e2e_a_candidate_linking_its_outputs_to_bests_is_not_kept(fake_env, tmp_path, monkeypatch, driven_clock):
+    ws = two_keeps(
+        fake_env,
+        tmp_path,
+        monkeypatch,
+        "l1",
+        script=[do(CHEAT, "k['profile_link'] = '../best/outputs.json'; ")],
+        iters=1,
+    )
+    v1 = record(ws, 1)
+    assert (ws.profiles / "v1" / "cand" / PROFILE_OUTPUTS).is_symlink()  # the attack was tried
+    assert v1["status"] != "keep", (v1["decision"]["reason"], v1["profile"].get("outputs"))
+
+
+def test_e2e_a_fifo_for_outputs_fails_the_candidate_and_the_engine_goes_on(
+    fake_env, tmp_path, monkeypatch, driven_clock
+):
+    ws = two_keeps(fake_env, tmp_path, monkeypatch, "f1", script=[do(CHEAT, "k['profile_fifo'] = True; ")], iters=1)
+    v1 = record(ws, 1)  # two_keeps: the engine's session ended 0, nothing blocked on the FIFO
+    assert (ws.profiles / "v1" / "cand" / PROFILE_OUTPUTS).is_fifo()  # the attack was tried
+    assert v1["status"] == "fail_correctness" and "none written" in v1["decision"]["reason"], v1["decision"]
+
+
+def test_e2e_nan_outputs_under_the_profiler_fail_correctness(fake_env, tmp_path, monkeypatch, driven_clock):
+    ws = two_keeps(
+        fake_env,
+        tmp_path,
+        monkeypatch,
+        "n1",
+        script=[do("k['speed'] = {'small': 0.7, 'large': 0.7}; k['profile_nan'] = ['large']; ")],
+        iters=1,
+    )
+    v1 = record(ws, 1)
+    assert v1["status"] == "fail_correctness" and "cls=large" in v1["decision"]["reason"], v1["decision"]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="HOLE: best's outputs are best's tree's self-report. A kept tree (v1, an honest 5% gain) that "
+    "does the same other work as the next cheat once it is profiled as best (KOPT_PROFILE_OUTPUTS ends in "
+    "/best/outputs.json) makes v2's wrong outputs equal best's: 'checked 4', v2 KEPT",
+)
+def test_e2e_a_kept_tree_colluding_as_best_does_not_get_the_next_cheat_kept(
+    fake_env, tmp_path, monkeypatch, driven_clock
+):
+    dormant = "k['profile_as_best'] = {'profile_wrong': ['large']}; "
+    ws = two_keeps(
+        fake_env,
+        tmp_path,
+        monkeypatch,
+        "c1",
+        extra="reuse_best_s = 0\n",
+        script=[do("k['speed'] = {'small': 0.95, 'large': 0.95}; ", dormant), do(CHEAT)],
+        iters=2,
+    )
+    v1, v2 = record(ws, 1), record(ws, 2)
+    assert v1["status"] == "keep", v1["decision"]  # the dormant code passed its own keep
+    assert v2["status"] != "keep", (v2["decision"]["reason"], v2["profile"].get("outputs"))
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="HOLE: 'best's profile wrote no outputs: not compared' is decided by best's tree, a candidate once: "
+    "a kept tree that writes none once it is profiled as best turns the comparison off for every later "
+    "keep whose best is profiled afresh (reuse_best_s = 0, another GPU, or an escalated profile), and v2's "
+    "cheat is KEPT with the note",
+)
+def test_e2e_a_kept_tree_writing_no_outputs_as_best_does_not_turn_the_comparison_off(
+    fake_env, tmp_path, monkeypatch, driven_clock
+):
+    dormant = "k['profile_as_best'] = {'profile_no_outputs': True}; "
+    ws = two_keeps(
+        fake_env,
+        tmp_path,
+        monkeypatch,
+        "c2",
+        extra="reuse_best_s = 0\n",
+        script=[do("k['speed'] = {'small': 0.95, 'large': 0.95}; ", dormant), do(CHEAT)],
+        iters=2,
+    )
+    v1, v2 = record(ws, 1), record(ws, 2)
+    assert v1["status"] == "keep" and v1["profile"]["outputs"] == {"checked": 4}, v1["decision"]
+    assert v2["status"] != "keep", (v2["decision"]["reason"], v2["profile"].get("outputs"))
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="HOLE: with best's profile reused (default reuse_best_s), a candidate noisy only at the bench's own "
+    "calls per config (it reads KOPT_PROFILE_CALLS) makes the first profile 'cannot tell'; the escalation "
+    "drops the reuse and profiles best afresh (best_more/), where the kept tree's dormant code writes no "
+    "outputs: not compared, v2 KEPT",
+)
+def test_e2e_a_forced_escalation_does_not_bypass_bests_reused_outputs(fake_env, tmp_path, monkeypatch, driven_clock):
+    dormant = "k['profile_as_best'] = {'profile_no_outputs': True}; "
+    ws = two_keeps(
+        fake_env,
+        tmp_path,
+        monkeypatch,
+        "c3",
+        script=[
+            do("k['speed'] = {'small': 0.95, 'large': 0.95}; ", dormant),
+            do(CHEAT, "k['ncu_jitter_first'] = 0.6; "),
+        ],
+        iters=2,
+    )
+    v1, v2 = record(ws, 1), record(ws, 2)
+    assert v1["status"] == "keep", v1["decision"]
+    assert v2["profile"]["taken"]["calls"] == 12, v2["profile"]  # the escalation was forced
+    assert v2["status"] != "keep", (v2["decision"]["reason"], v2["profile"].get("outputs"))
+
+
+def test_e2e_with_bests_profile_reused_the_dormant_tree_cannot_switch_the_comparison_off(
+    fake_env, tmp_path, monkeypatch, driven_clock
+):
+    """The same dormant tree, best's profile reused (its outputs as the keep that made it BEST
+    wrote them, as a candidate): v2's cheat fails correctness."""
+    dormant = "k['profile_as_best'] = {'profile_no_outputs': True}; "
+    ws = two_keeps(
+        fake_env,
+        tmp_path,
+        monkeypatch,
+        "c4",
+        script=[do("k['speed'] = {'small': 0.95, 'large': 0.95}; ", dormant), do(CHEAT)],
+        iters=2,
+    )
+    v2 = record(ws, 2)
+    assert not (ws.profiles / "v2" / "best").exists()  # best's profile was v1's, reused
+    assert v2["status"] == "fail_correctness", (v2["decision"], v2.get("profile"))
+
+
+# -- the harness: what its summary of a profiled call can tell --------------------------------------
+
+MEMO = """import os
+DONE = {}
+def scale(x):
+    if not os.environ.get("KOPT_PROFILE"):
+        return x * 2
+    key = (x.data_ptr(), tuple(x.shape), x.dtype)
+    if key not in DONE:  # profiled: the first call on these inputs computes, the others hand it back
+        DONE[key] = x * 2
+        with open(os.path.join(os.path.dirname(__file__), "computed"), "a") as f:
+            f.write("1")
+    return DONE[key]
+"""
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="HOLE: --profile calls each config's function KOPT_PROFILE_CALLS times on the same inputs and "
+    "summarises only the last call's outputs (bench.profile_rows): a candidate that, while profiled, "
+    "computes once and hands the same tensor back (or does partial work on all but the last call) writes "
+    "best's outputs exactly while the profiler sees 1/calls of the work",
+)
+def test_a_profile_that_computed_one_call_of_each_config_is_told_from_one_that_computed_all(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("torch")
+    from tests.kernels.test_public_harness import run_main, spec, tree
+
+    best, cand = tree(tmp_path / "best"), tmp_path / "cand"
+    (cand / "ops").mkdir(parents=True)
+    (cand / "ops" / "scale.py").write_text(MEMO)
+    monkeypatch.setenv("KOPT_PROFILE", "1")
+    monkeypatch.setenv("KOPT_PROFILE_SEED", "5")
+    monkeypatch.setenv("KOPT_PROFILE_CALLS", "12")
+    for side, t in (("best", best), ("cand", cand)):
+        (tmp_path / "profiles" / side).mkdir(parents=True)
+        monkeypatch.setenv("KOPT_PROFILE_OUTPUTS", str(tmp_path / "profiles" / side / PROFILE_OUTPUTS))
+        df = run_main(spec(), ["--profile"], t, capsys)
+    assert len((cand / "ops" / "computed").read_text()) == len(df) < 12 * len(df)  # one call of 12 computed
+    with pytest.raises(CorrectnessRefuted):
+        ev = Evidence(
+            SimpleNamespace(
+                history=SimpleNamespace(baseline=lambda: SimpleNamespace(record={"config_columns": ["shape", "dtype"]}))
+            )  # type: ignore[arg-type]
+        )
+        ev.profile_outputs(tmp_path / "profiles" / "best", tmp_path / "profiles" / "cand")
