@@ -9,7 +9,8 @@ deeply nested file, and kopt reads it after the sandbox. Best's file is written 
 which was a candidate once. Each attack here is a tree that does other (less) work only while it
 is profiled (`CHEAT`: the bench and the profiler show a 30% gain, its profiled outputs are wrong
 for cls=large) plus a way around the comparison; each test asserts it is not kept. The attacks
-that work today are marked xfail(strict=True) with the hole in their reason.
+that work today are marked xfail(strict=True) with the hole in their reason (three left open after
+the fixes that followed: docs/security.md, "The outputs under the profiler").
 
 File-level attacks call `Evidence.profile_outputs` on two folders (milliseconds); the attacks
 that need the loop (the sandbox, the order of the profiles, best's reused or escalated profile)
@@ -70,9 +71,11 @@ def summary(value: float = 1.0, *, atol: float = 1e-3, wrong: tuple[str, ...] = 
 
 
 def evidence() -> Evidence:
-    """An Evidence whose context knows only the baseline's config columns (all profile_outputs reads)."""
-    base = SimpleNamespace(record={"config_columns": COLUMNS})
-    return Evidence(SimpleNamespace(history=SimpleNamespace(baseline=lambda: base)))  # type: ignore[arg-type]
+    """An Evidence whose context knows the baseline's config columns and configs (all profile_outputs reads)."""
+    keys = {f"shape=s{i},cls={cls},n={n}": {} for i, (cls, n) in enumerate(CONFIGS)}  # metrics.key_of
+    base = SimpleNamespace(record={"config_columns": COLUMNS, "configs": keys})
+    store = SimpleNamespace(iterations=lambda: [])  # no earlier keep compared outputs
+    return Evidence(SimpleNamespace(history=SimpleNamespace(baseline=lambda: base, store=store)))  # type: ignore[arg-type]
 
 
 @pytest.fixture
@@ -116,24 +119,12 @@ def test_honest_outputs_are_checked(sides: tuple[Path, Path]) -> None:
     assert evidence().profile_outputs(best, cand) == {"checked": 4}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="HOLE: profile_outputs reads cand/outputs.json with Path.is_file/stat/read_text, which follow "
-    "a symlink the profiled candidate left in its own folder: linked to ../best/outputs.json it is best's "
-    "file, compared with itself (sandbox.read_output, O_NOFOLLOW, is not used)",
-)
 def test_a_link_to_bests_outputs_is_not_read_as_the_candidates(sides: tuple[Path, Path]) -> None:
     best, cand = sides
     (cand / PROFILE_OUTPUTS).symlink_to(Path("..") / "best" / PROFILE_OUTPUTS)
     assert "link" in refuted(best, cand) or "regular file" in refuted(best, cand)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="HOLE: a link is followed out of the sandbox's folder to any file kopt's user can read "
-    "(here a file outside the workspace holding best-like outputs; /proc/self/pagemap would be an "
-    "unbounded read: st_size 0 passes MAX_PROFILE_OUTPUTS_BYTES)",
-)
 def test_a_link_out_of_the_profiles_folder_is_not_followed(sides: tuple[Path, Path], tmp_path: Path) -> None:
     best, cand = sides
     elsewhere = tmp_path / "elsewhere.json"
@@ -226,21 +217,13 @@ def test_a_best_file_declaring_a_huge_tolerance_does_not_wave_wrong_outputs_thro
     refuted(best, cand)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="HOLE: a best file listing no config (and a candidate's file listing none) is {'checked': 0} "
-    "with no note and no refusal, though the baseline has 4 configs: nothing was compared",
-)
 def test_both_files_listing_no_config_is_no_silent_pass(sides: tuple[Path, Path]) -> None:
     best, cand = sides
     empty = json.dumps({"version": 1, "configs": []})
     (best / PROFILE_OUTPUTS).write_text(empty)
     (cand / PROFILE_OUTPUTS).write_text(empty)
-    try:
-        got = evidence().profile_outputs(best, cand)
-    except CorrectnessRefuted:
-        return
-    assert got.get("checked") == len(CONFIGS) or "note" in got, got
+    got = evidence().profile_outputs(best, cand)
+    assert "not the baseline's 4" in got["unconfirmed"], got  # the keep goes to review
 
 
 def test_best_unreadable_is_said_not_silently_passed(sides: tuple[Path, Path]) -> None:
@@ -254,13 +237,6 @@ def test_best_unreadable_is_said_not_silently_passed(sides: tuple[Path, Path]) -
 # -- the loop: the sandbox, the profiles' order, best's reused or escalated profile ------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="HOLE: the profiled candidate replaces profiles/vN/cand/outputs.json by a relative symlink to "
-    "../best/outputs.json (its sandbox may create a link to a path it cannot see; best's profile ran first); "
-    "kopt reads through it after the sandbox: best's own outputs, 'checked 4', and the tree that computed "
-    "wrong outputs while profiled is KEPT",
-)
 def test_e2e_a_candidate_linking_its_outputs_to_bests_is_not_kept(fake_env, tmp_path, monkeypatch, driven_clock):
     ws = two_keeps(
         fake_env,
@@ -321,13 +297,6 @@ def test_e2e_a_kept_tree_colluding_as_best_does_not_get_the_next_cheat_kept(
     assert v2["status"] != "keep", (v2["decision"]["reason"], v2["profile"].get("outputs"))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="HOLE: 'best's profile wrote no outputs: not compared' is decided by best's tree, a candidate once: "
-    "a kept tree that writes none once it is profiled as best turns the comparison off for every later "
-    "keep whose best is profiled afresh (reuse_best_s = 0, another GPU, or an escalated profile), and v2's "
-    "cheat is KEPT with the note",
-)
 def test_e2e_a_kept_tree_writing_no_outputs_as_best_does_not_turn_the_comparison_off(
     fake_env, tmp_path, monkeypatch, driven_clock
 ):
@@ -346,13 +315,6 @@ def test_e2e_a_kept_tree_writing_no_outputs_as_best_does_not_turn_the_comparison
     assert v2["status"] != "keep", (v2["decision"]["reason"], v2["profile"].get("outputs"))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="HOLE: with best's profile reused (default reuse_best_s), a candidate noisy only at the bench's own "
-    "calls per config (it reads KOPT_PROFILE_CALLS) makes the first profile 'cannot tell'; the escalation "
-    "drops the reuse and profiles best afresh (best_more/), where the kept tree's dormant code writes no "
-    "outputs: not compared, v2 KEPT",
-)
 def test_e2e_a_forced_escalation_does_not_bypass_bests_reused_outputs(fake_env, tmp_path, monkeypatch, driven_clock):
     dormant = "k['profile_as_best'] = {'profile_no_outputs': True}; "
     ws = two_keeps(

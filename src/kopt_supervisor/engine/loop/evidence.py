@@ -64,6 +64,7 @@ from kopt_supervisor.engine.profile.summary import ProfileSummary
 from kopt_supervisor.engine.records import Iteration, Stage
 from kopt_supervisor.engine.roofline.evaluate import evaluate as evaluate_roofline
 from kopt_supervisor.engine.runner.command import all_at_once, as_argv
+from kopt_supervisor.engine.sandbox.paths import read_output
 
 
 class CorrectnessRefuted(KoptFailure):
@@ -118,6 +119,13 @@ class Evidence:
         first: Agreement | None = None
         calls: int | None = None  # None: the bench's own number of calls per config
         seed = reused.seed if reused is not None and reused.seed is not None else secrets.randbelow(1 << 31)
+        # the outputs compared are the first pair's: best's from the profile reused, when it is
+        # (a closer profile of best, asked by a candidate that makes the first one unclear, is
+        # taken afresh, where a kept tree's dormant code could write what it likes)
+        outputs_of = (
+            reused.out_dir if reused is not None else ctx.ws.profiles / f"v{it.version}" / "best",
+            ctx.ws.profiles / f"v{it.version}" / "cand",
+        )
         try:
             while True:
                 bests, cands = self.profile_pair(it, lane, prof, reused, calls, seed)
@@ -154,13 +162,11 @@ class Evidence:
         except BaseException:  # a stop, a broken tree: the spare servers go with it
             self.close_spare(lane)
             raise
-        more = "_more" if calls is not None else ""
-        best_dir = reused.out_dir if reused is not None else ctx.ws.profiles / f"v{it.version}" / f"best{more}"
+        refuted: CorrectnessRefuted | None = None
         try:
-            outputs = self.profile_outputs(best_dir, ctx.ws.profiles / f"v{it.version}" / f"cand{more}")
-        except CorrectnessRefuted:
-            self.close_spare(lane)
-            raise
+            outputs = self.profile_outputs(*outputs_of)
+        except CorrectnessRefuted as e:
+            refuted, outputs = e, {"refuted": str(e)}
         it.record["profile"] = {
             "best": bests[0].to_dict(),
             "cand": cands[0].to_dict(),
@@ -181,6 +187,17 @@ class Evidence:
         }
         ctx.save(it)
         ctx.event("profile", f"v{it.version}: {cmp.summary_line()}", it=it)
+        if refuted is not None:
+            self.close_spare(lane)
+            raise refuted
+        if outputs.get("unconfirmed"):
+            self.close_spare(lane)
+            return with_(
+                verdict,
+                kind="borderline",
+                reason=f"the profiler's outputs could not be compared: {outputs['unconfirmed']}",
+                flags=(*verdict.flags, "profile_outputs_unconfirmed"),
+            )
         if agreement.disagrees:
             return with_(
                 verdict, kind="borderline", reason=agreement.reason(), flags=(*verdict.flags, "profiler_disagrees")
@@ -400,26 +417,42 @@ class Evidence:
         """The candidate's outputs under the profiler against best's, config by config, read by
         kopt (decide/audit.py's summary and `compare`, best's tolerance): a tree that does less
         work, or wrong work, only while it is profiled would otherwise have the profiler agree
-        with a patched timer. Best's profile without outputs (a bench that is not kopt's
-        harness, or a profile of an older kopt): not compared, and the record says so. A
+        with a patched timer. Both files are read as any file a sandbox wrote (never through a
+        link, never blocking, bounded: sandbox.read_output).
+
+        {"checked": n} when they agree. Best's file missing or unreadable: {"note": ...} (a
+        bench that is not kopt's harness) while no keep of this run has compared outputs, else
+        {"unconfirmed": ...} (the keep goes to review: best's tree, a candidate once, may be
+        what stopped writing them); so is a best file whose configs are not the baseline's. A
         candidate that wrote none where best did, one that does not parse, or a config missing,
         added or different: CorrectnessRefuted."""
-        best_file, cand_file = best_dir / PROFILE_OUTPUTS, cand_dir / PROFILE_OUTPUTS
-        if not best_file.is_file():
-            return {"checked": 0, "note": "best's profile wrote no outputs (not kopt's harness): not compared"}
+        where = "the candidate's outputs under the profiler"
         base = self.ctx.history.baseline()
         columns = [str(c) for c in ((base.record.get("config_columns") or []) if base else [])]
         try:
-            best = audit.parse(best_file.read_text(encoding="utf-8"), columns, "best's outputs under the profiler")
+            best = audit.parse(
+                read_output(best_dir / PROFILE_OUTPUTS, MAX_PROFILE_OUTPUTS_BYTES).decode(),
+                columns,
+                "best's outputs under the profiler",
+            )
         except (BenchError, OSError, UnicodeDecodeError) as e:
-            return {"checked": 0, "note": f"best's outputs under the profiler unreadable: {e}"}
-        where = "the candidate's outputs under the profiler"
-        if not cand_file.is_file():
-            raise CorrectnessRefuted(f"{where}: none written, while best's profile wrote them")
-        if cand_file.stat().st_size > MAX_PROFILE_OUTPUTS_BYTES:
-            raise CorrectnessRefuted(f"{where}: {cand_file.stat().st_size} bytes, more than best's kind of file can be")
+            why = f"best's profile wrote no outputs kopt could read (unreadable: {e})"
+            if self.outputs_compared_before():
+                return {"unconfirmed": f"{why}, though an earlier keep of this run compared them"}
+            return {"checked": 0, "note": f"{why}: not kopt's harness, not compared"}
+        configs = set((base.record.get("configs") or {}) if base else ())
+        if configs and set(best) != configs:
+            return {"unconfirmed": f"best's outputs list {len(best)} config(s), not the baseline's {len(configs)}"}
         try:
-            cand = audit.parse(cand_file.read_text(encoding="utf-8"), columns, where)
+            data = read_output(cand_dir / PROFILE_OUTPUTS, MAX_PROFILE_OUTPUTS_BYTES + 1)
+        except FileNotFoundError:
+            raise CorrectnessRefuted(f"{where}: none written, while best's profile wrote them") from None
+        except OSError as e:  # a link, a FIFO, a folder: never read through
+            raise CorrectnessRefuted(f"{where}: none written as a regular file ({e})") from None
+        if len(data) > MAX_PROFILE_OUTPUTS_BYTES:
+            raise CorrectnessRefuted(f"{where}: over {MAX_PROFILE_OUTPUTS_BYTES} bytes, more than a summary can be")
+        try:
+            cand = audit.parse(data.decode(), columns, where)
         except (BenchError, UnicodeDecodeError) as e:
             raise CorrectnessRefuted(str(e)) from None
         extra = sorted(set(cand) - set(best))
@@ -428,10 +461,18 @@ class Evidence:
             which = f"config {missing[0]} missing" if missing else f"config {extra[0]} not in best's"
             raise CorrectnessRefuted(f"{where}: {which}")
         for key, b in best.items():
-            why = audit.compare(b, cand[key])
-            if why:
-                raise CorrectnessRefuted(f"{where}, config {key}: {why.replace('audited timed call (set 0)', 'last call')}")
+            differs = audit.compare(b, cand[key])
+            if differs:
+                said = differs.replace("audited timed call (set 0)", "last call")
+                raise CorrectnessRefuted(f"{where}, config {key}: {said}")
         return {"checked": len(best)}
+
+    def outputs_compared_before(self) -> bool:
+        """Whether a keep of this run had its outputs under the profiler compared."""
+        return any(
+            ((it.record.get("profile") or {}).get("outputs") or {}).get("checked", 0) > 0
+            for it in self.ctx.history.store.iterations()
+        )
 
     def config_refs(self) -> list[ConfigRef]:
         """The baseline's configs with the classes the decisions vote in (the guard class)."""
