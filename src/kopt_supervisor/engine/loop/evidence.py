@@ -19,6 +19,7 @@ profiler's word on a keep (docs/design.md §5 step 5, router's Step 0).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import secrets
 import time
@@ -443,6 +444,13 @@ class Evidence:
         configs = set((base.record.get("configs") or {}) if base else ())
         if configs and set(best) != configs:
             return {"unconfirmed": f"best's outputs list {len(best)} config(s), not the baseline's {len(configs)}"}
+        # best's tolerance is its tree's word, and a kept tree was a candidate once: the run's
+        # first comparison's (best was the baseline's tree until the first keep) stands
+        trusted = self.first_tolerances()
+        best = {
+            k: dataclasses.replace(b, atol=trusted[k][0], rtol=trusted[k][1]) if k in trusted else b
+            for k, b in best.items()
+        }
         try:
             data = read_output(cand_dir / PROFILE_OUTPUTS, MAX_PROFILE_OUTPUTS_BYTES + 1)
         except FileNotFoundError:
@@ -465,7 +473,16 @@ class Evidence:
             if differs:
                 said = differs.replace("audited timed call (set 0)", "last call")
                 raise CorrectnessRefuted(f"{where}, config {key}: {said}")
-        return {"checked": len(best)}
+        return {"checked": len(best), "tolerance": {k: [b.atol, b.rtol] for k, b in best.items()}}
+
+    def first_tolerances(self) -> dict[str, tuple[float, float]]:
+        """Per config, the (atol, rtol) of the run's first comparison of outputs under the
+        profiler (its `tolerance`), when one was made; {} before."""
+        for it in self.ctx.history.store.iterations():
+            tol = ((it.record.get("profile") or {}).get("outputs") or {}).get("tolerance")
+            if isinstance(tol, dict) and tol:
+                return {str(k): (float(v[0]), float(v[1])) for k, v in tol.items()}
+        return {}
 
     def outputs_compared_before(self) -> bool:
         """Whether a keep of this run had its outputs under the profiler compared."""
