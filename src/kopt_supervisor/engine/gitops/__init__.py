@@ -43,7 +43,9 @@ module-level name patches the module that reads it, e.g. `gitops.invoke._exec`):
 - `worktrees`: the repository, `best/` and `cand/` made, repaired and reset; bundles for a
   lane on another host;
 - `trees`: the candidate's changes staged, cleaned and committed; a tree listed against a base
-  (engine.treecheck); a branch built without a worktree (`kopt export`).
+  (engine.treecheck); a branch built without a worktree (`kopt export`);
+- `indexfile`: an index file's entries read without starting git, where it is the plain file
+  git writes (else git is asked).
 """
 
 from __future__ import annotations

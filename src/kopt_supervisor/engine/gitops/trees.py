@@ -23,6 +23,7 @@ from pathlib import Path
 
 from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.gitops.guards import KOPT_AUTHOR, Actor, GitFailure, Location, author_env, locate
+from kopt_supervisor.engine.gitops.indexfile import read_index
 from kopt_supervisor.engine.gitops.invoke import (
     _git,
     _rebuild_index,
@@ -37,7 +38,18 @@ from kopt_supervisor.engine.gitops.worktrees import head, show_file
 def index_flagged(path: str | Path) -> list[str]:
     """Entries of the worktree's own index marked skip-worktree or assume-unchanged: git's
     status and diff stop looking at those files, so any of them is suspect."""
-    out = _git(path, "ls-files", "-v", "-z")
+    return _flagged(locate(path), None, label=path)
+
+
+def _flagged(loc: Location, rawsz: int | None, *, label: str | Path | None = None) -> list[str]:
+    """index_flagged at `loc`. With the repository's hash size known, the index file is read
+    here when it is the plain file git writes (gitops.indexfile: the same entries and flags
+    `git ls-files -v` prints, one process less per tree check); otherwise git is asked."""
+    if rawsz is not None:
+        entries = read_index(loc.git_dir / "index", rawsz)
+        if entries is not None:
+            return [e.path for e in entries if e.flagged]
+    out = run_at(loc, "ls-files", "-v", "-z", label=label)
     return [e[2:] for e in out.split("\0") if len(e) > 2 and (e[0] == "S" or e[0].islower())]
 
 
@@ -161,13 +173,23 @@ def _staged_diff(
         )
 
 
+def _gitlinks(loc: Location, env: dict[str, str] | None) -> list[str]:
+    """The gitlinks (nested repositories' commits) the index holds: read from the index file
+    when it is the plain file git writes (gitops.indexfile), else from `git ls-files -s`."""
+    index = (env or {}).get("GIT_INDEX_FILE") or str(loc.git_dir / "index")
+    entries = read_index(index)
+    if entries is not None:
+        return [e.path for e in entries if e.mode == 0o160000]
+    return [
+        e.partition("\t")[2] for e in _split0(run_at(loc, "ls-files", "-s", "-z", env=env)) if e.startswith("160000 ")
+    ]
+
+
 def _add(loc: Location, how: str, env: dict[str, str] | None = None) -> None:
     """`git add --all` or `--update`, leaving out the gitlinks the index holds: to see whether
     a nested repository is dirty, add starts git inside it, where that repository's own
     config (filters by names kopt never saw) would run."""
-    gitlinks = [
-        e.partition("\t")[2] for e in _split0(run_at(loc, "ls-files", "-s", "-z", env=env)) if e.startswith("160000 ")
-    ]
+    gitlinks = _gitlinks(loc, env)
     if not gitlinks:
         run_at(loc, "add", how, env=env)
         return
@@ -295,9 +317,19 @@ def _reference(loc: Location, base: str) -> tuple[_Reference, bool]:
     with contextlib.suppress(FileNotFoundError):
         index.unlink()
     run_at(loc, "read-tree", tree, env={"GIT_INDEX_FILE": str(index)})
-    files = frozenset(_split0(run_at(loc, "ls-files", "-z", env={"GIT_INDEX_FILE": str(index)})))
+    entries = read_index(index, _hash_size(tree))  # kopt's own file, as git just wrote it
+    files = (
+        frozenset(e.path for e in entries)
+        if entries is not None
+        else frozenset(_split0(run_at(loc, "ls-files", "-z", env={"GIT_INDEX_FILE": str(index)})))
+    )
     ref = _REFERENCES[key] = _Reference(tree, index, files)
     return ref, True
+
+
+def _hash_size(sha: str) -> int | None:
+    """The repository's hash size, from an object id git gave (None: not one)."""
+    return len(sha) // 2 if _HEX.fullmatch(sha) else None
 
 
 def _changed(loc: Location, env: dict[str, str]) -> tuple[tuple[str, str], ...]:
@@ -308,7 +340,7 @@ def _changed(loc: Location, env: dict[str, str]) -> tuple[tuple[str, str], ...]:
 def tree_listing(worktree: str | Path, base: str, *, ignored: bool = True) -> TreeListing:
     """Compare a work tree with `base` through an index only kopt writes (kept per worktree
     in kopt's private folder, rebuilt when the base changes, refreshed by stat and ctime, so
-    repeated checks read only what changed). Two to five git calls; none per file.
+    repeated checks read only what changed). One to four git calls; none per file.
 
     The refresh (`update-index --refresh`, which rehashes the files whose stat data moved)
     runs only where `diff-files` names something: without it `diff-files` names every file
@@ -326,7 +358,7 @@ def tree_listing(worktree: str | Path, base: str, *, ignored: bool = True) -> Tr
         run_at(loc, "update-index", "-q", "--refresh", "--ignore-submodules", env=env, ok=(0, 1))
         changed = _changed(loc, env)
     others = _ignored(loc, env) if ignored else frozenset()
-    return TreeListing(ref.tree, ref.files, changed, others, tuple(index_flagged(worktree)))
+    return TreeListing(ref.tree, ref.files, changed, others, tuple(_flagged(loc, _hash_size(ref.tree), label=worktree)))
 
 
 def _ignored(loc: Location, env: dict[str, str]) -> frozenset[str]:
