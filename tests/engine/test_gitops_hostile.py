@@ -382,6 +382,9 @@ def test_no_planted_program_runs_in_a_whole_keep(planted: tuple[Plant, Path, Pat
     assert "diff --git a/kernel.py b/kernel.py" in patch  # prefixes kept (diff.noprefix planted)
     assert gitops.untracked(cand) == ["new.py"]
     assert gitops.matching(changed, ["bench.py"]) == []
+    with gitops.staged_change(cand, base) as staged:  # the police's step: one staging, three readings
+        assert staged.changed == changed and staged.diff() == patch
+        assert staged.scan_diff() == gitops.scan_diff(cand, base)
     # staging, a bench run that writes a tracked file and an output, the restore
     tree = gitops.stage_all_tree(cand)
     (cand / "out.csv").write_text("config,us\n")
@@ -856,6 +859,36 @@ def test_fifos_in_place_of_git_files_do_not_hang(tmp_path: Path) -> None:
     head_file.unlink()
     assert gitops.ensure_worktree(repo, cand, branch=None, commit=base) is True
     assert gitops.head(cand) == base
+
+
+def test_the_police_stage_the_candidate_once_for_its_three_readings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """changed_files, diff and scan_diff each staged the whole tree on a scratch index of its
+    own; the police's step stages it once (gitops.staged_change) and reads the same answers,
+    the ignored files it forces joining the patches but not the list of changed files."""
+    repo, best, cand, base = kopt_repo(tmp_path)
+    edit_candidate(cand)
+    (cand / "kept.log").write_text("an ignored file the candidate may have\n")
+    expected = (
+        gitops.changed_files(cand, base),
+        gitops.diff(cand, base, force=["kept.log"]),
+        gitops.scan_diff(cand, base, force=["kept.log"]),
+    )
+    assert "kept.log" not in expected[0] and "b/kept.log" in expected[1] and "b/kept.log" in expected[2][0]
+    calls: list[str] = []
+    real = gitops.invoke._exec
+
+    def counting(argv: list[str], *a: object, **kw: object) -> subprocess.CompletedProcess[bytes]:
+        calls.append(argv[5] if argv[5] != "-c" else argv[9])
+        return real(argv, *a, **kw)  # type: ignore[arg-type]  # passes the real call's arguments through
+
+    monkeypatch.setattr(gitops.invoke, "_exec", counting)
+    with gitops.staged_change(cand, base, force=["kept.log"]) as staged:
+        assert (staged.changed, staged.diff(), staged.scan_diff()) == expected
+        assert staged.diff(max_bytes=10) == expected[1][:10]
+    assert calls == ["read-tree", "add", "diff", "add", "diff", "diff"]  # was 3 read-trees, 5 adds
+    assert not list(gitops.invoke.private_dir().glob("scratch-*"))  # the scratch index removed
 
 
 def test_a_commit_named_by_its_hash_is_read_once_and_a_ref_every_time(

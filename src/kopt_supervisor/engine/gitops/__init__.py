@@ -52,6 +52,7 @@ from __future__ import annotations
 
 from kopt_supervisor.engine.gitops.guards import GitFailure, Location
 from kopt_supervisor.engine.gitops.trees import (
+    StagedChange,
     TreeListing,
     changed_files,
     check_branch_name,
@@ -72,6 +73,7 @@ from kopt_supervisor.engine.gitops.trees import (
     scan_diff,
     stage_all_tree,
     stage_tracked_tree,
+    staged_change,
     tree_entries,
     tree_files,
     tree_listing,
@@ -98,6 +100,7 @@ from kopt_supervisor.engine.gitops.worktrees import (
 __all__ = [
     "GitFailure",
     "Location",
+    "StagedChange",
     "TreeListing",
     "add_worktrees",
     "branch_sha",
@@ -131,6 +134,7 @@ __all__ = [
     "show_file",
     "stage_all_tree",
     "stage_tracked_tree",
+    "staged_change",
     "toplevel",
     "tree_entries",
     "tree_files",

@@ -17,7 +17,7 @@ import fnmatch
 import os
 import re
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -116,16 +116,13 @@ def changed_files(worktree: str | Path, base: str) -> list[str]:
     loc = locate(worktree)
     with _scratch_index(loc, base) as env:
         _add(loc, "--all", env)
-        out = run_at(
-            loc, "diff", "--cached", "--name-only", "--no-renames", "-z", "--ignore-submodules=dirty", base, env=env
-        )
-    return sorted(_split0(out))
+        return _names(loc, base, env)
 
 
 def diff(worktree: str | Path, base: str, *, max_bytes: int = 2_000_000, force: Sequence[str] = ()) -> str:
     """The candidate's patch against `base` (new untracked files included, and the ignored
     files named in `force`), computed on a scratch index: the worktree's index is untouched."""
-    return _staged_diff(worktree, base, force)[:max_bytes]
+    return _staged_diff(worktree, base, force, _PATCH)[:max_bytes]
 
 
 def scan_diff(
@@ -134,23 +131,30 @@ def scan_diff(
     """The candidate's whole patch against `base` for the diff scan (engine/diffscan): fixed
     `a/` `b/` prefixes whatever the user's config says, no renames, new and `force`d ignored
     files included; (text, truncated) with the text cut at `max_bytes`."""
-    text = _staged_diff(
-        worktree,
-        base,
-        force,
-        config=("-c", "diff.noprefix=false", "-c", "diff.mnemonicPrefix=false"),
-        options=("--no-renames", "--src-prefix=a/", "--dst-prefix=b/"),
-    )
+    return _cut(_staged_diff(worktree, base, force, _SCAN), max_bytes)
+
+
+def _cut(text: str, max_bytes: int) -> tuple[str, bool]:
     return text[:max_bytes], len(text) > max_bytes
 
 
+# (config, options) of `diff`'s patch and of `scan_diff`'s
+_PATCH: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
+_SCAN: tuple[tuple[str, ...], tuple[str, ...]] = (
+    ("-c", "diff.noprefix=false", "-c", "diff.mnemonicPrefix=false"),
+    ("--no-renames", "--src-prefix=a/", "--dst-prefix=b/"),
+)
+
+
+def _names(loc: Location, base: str, env: dict[str, str]) -> list[str]:
+    out = run_at(
+        loc, "diff", "--cached", "--name-only", "--no-renames", "-z", "--ignore-submodules=dirty", base, env=env
+    )
+    return sorted(_split0(out))
+
+
 def _staged_diff(
-    worktree: str | Path,
-    base: str,
-    force: Sequence[str],
-    *,
-    config: Sequence[str] = (),
-    options: Sequence[str] = (),
+    worktree: str | Path, base: str, force: Sequence[str], how: tuple[tuple[str, ...], tuple[str, ...]]
 ) -> str:
     """The work tree (all of it, and the ignored files in `force`) staged on a scratch index
     and diffed against `base`, with no colour, external diff or text conversion."""
@@ -158,19 +162,63 @@ def _staged_diff(
     with _scratch_index(loc, base) as env:
         _add(loc, "--all", env)
         _add_forced(loc, force, env)
-        return run_at(
-            loc,
-            *config,
-            "diff",
-            "--cached",
-            "--no-color",
-            "--no-ext-diff",
-            "--no-textconv",
-            *options,
-            "--ignore-submodules=dirty",
-            base,
-            env=env,
-        )
+        return _diff_cached(loc, base, env, how)
+
+
+def _diff_cached(loc: Location, base: str, env: dict[str, str], how: tuple[tuple[str, ...], tuple[str, ...]]) -> str:
+    config, options = how
+    return run_at(
+        loc,
+        *config,
+        "diff",
+        "--cached",
+        "--no-color",
+        "--no-ext-diff",
+        "--no-textconv",
+        *options,
+        "--ignore-submodules=dirty",
+        base,
+        env=env,
+    )
+
+
+class StagedChange:
+    """The candidate's change against a base, staged once on a scratch index, read the three
+    ways the police's step reads it: `changed` (as changed_files), `diff()` (as diff) and
+    `scan_diff()` (as scan_diff). Each of those staged the whole tree on an index of its own
+    (the read-tree and the add three times over, one after the other, with nothing run in
+    the tree between them). `changed` is listed before the ignored files in `force` join the
+    index, as changed_files never added them."""
+
+    def __init__(self, loc: Location, base: str, force: Sequence[str], env: dict[str, str]) -> None:
+        self._loc, self._base, self._force, self._env = loc, base, tuple(force), env
+        self.changed = _names(loc, base, env)
+        self._forced = False
+        self._texts: dict[tuple[tuple[str, ...], tuple[str, ...]], str] = {}
+
+    def _text(self, how: tuple[tuple[str, ...], tuple[str, ...]]) -> str:
+        if not self._forced:
+            _add_forced(self._loc, self._force, self._env)
+            self._forced = True
+        if how not in self._texts:
+            self._texts[how] = _diff_cached(self._loc, self._base, self._env, how)
+        return self._texts[how]
+
+    def diff(self, *, max_bytes: int = 2_000_000) -> str:
+        return self._text(_PATCH)[:max_bytes]
+
+    def scan_diff(self, *, max_bytes: int = 64 * 2**20) -> tuple[str, bool]:
+        return _cut(self._text(_SCAN), max_bytes)
+
+
+@contextlib.contextmanager
+def staged_change(worktree: str | Path, base: str, *, force: Sequence[str] = ()) -> Iterator[StagedChange]:
+    """The work tree staged against `base` once (StagedChange), for as long as the block runs;
+    the scratch index is removed after it."""
+    loc = locate(worktree)
+    with _scratch_index(loc, base) as env:
+        _add(loc, "--all", env)
+        yield StagedChange(loc, base, force, env)
 
 
 def _gitlinks(loc: Location, env: dict[str, str] | None) -> list[str]:
