@@ -891,6 +891,29 @@ def test_the_police_stage_the_candidate_once_for_its_three_readings(
     assert not list(gitops.invoke.private_dir().glob("scratch-*"))  # the scratch index removed
 
 
+def test_a_keep_commits_the_tree_it_recorded_without_staging_it_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Keeper.keep records stage_tracked_tree's tree, then commits: that tree, as it is (the
+    commit staged the candidate a second time, six git calls, with nothing run between)."""
+    repo, best, cand, base = kopt_repo(tmp_path)
+    edit_candidate(cand)
+    gitops.stage_all_tree(cand)
+    tree = gitops.stage_tracked_tree(cand)
+    calls: list[str] = []
+    real = gitops.invoke._exec
+
+    def counting(argv: list[str], *a: object, **kw: object) -> subprocess.CompletedProcess[bytes]:
+        calls.append(argv[5])
+        return real(argv, *a, **kw)  # type: ignore[arg-type]  # passes the real call's arguments through
+
+    monkeypatch.setattr(gitops.invoke, "_exec", counting)
+    sha = gitops.commit(cand, "kopt: v1 keep", tree=tree)
+    assert calls == ["rev-parse", "commit-tree", "update-ref"]
+    assert gitops.commit_info(repo, sha) == ([base], tree) and gitops.head(cand) == sha
+    assert gitops.branch_sha(repo, BRANCH) == base
+
+
 def test_a_commit_named_by_its_hash_is_read_once_and_a_ref_every_time(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -301,12 +301,16 @@ def remove_ignored(worktree: str | Path, *, keep: Sequence[str] = ()) -> list[st
     return doomed
 
 
-def commit(worktree: str | Path, message: str) -> str:
+def commit(worktree: str | Path, message: str, *, tree: str | None = None) -> str:
     """Commit the staged candidate as kopt and move the worktree's HEAD to it without
     touching any branch (commit-tree, then update-ref --no-deref): no hook, no signing, no
-    status of nested repositories; a HEAD pointed at someone's branch moves nothing."""
+    status of nested repositories; a HEAD pointed at someone's branch moves nothing.
+    `tree`: what stage_tracked_tree just returned for this worktree (the tree recorded before
+    the commit, so a crash between them is recognised): it is committed as it is, not staged
+    a second time."""
     loc = locate(worktree)
-    tree = stage_tracked_tree(worktree)
+    if tree is None:
+        tree = stage_tracked_tree(worktree)
     parent = head(worktree)
     sha = run_at(loc, "commit-tree", "--no-gpg-sign", "-p", parent, "-m", message, tree, env=author_env())
     run_at(loc, "update-ref", "--no-deref", "-m", "kopt: keep", "HEAD", sha, parent)
