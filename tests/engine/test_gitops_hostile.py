@@ -914,6 +914,62 @@ def test_a_keep_commits_the_tree_it_recorded_without_staging_it_again(
     assert gitops.branch_sha(repo, BRANCH) == base
 
 
+def test_a_reset_copies_kopts_reference_index_of_the_tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reset rebuilds the worktree's index from the tree (read-tree, then a refresh that
+    rehashes every file). Where kopt holds a reference index of that tree for the worktree
+    (the tree check's: read-tree'd and refreshed by kopt only), a copy of it is that index:
+    no flag, stat data git recorded against these files. Whatever changed since is restored."""
+    repo, best, cand, base = kopt_repo(tmp_path)
+    assert not gitops.tree_listing(cand, base).changed  # the reference, refreshed
+    before = os.stat(cand / "kernel.py")
+    (cand / "kernel.py").write_text(KERNEL.replace("x\n", "y\n"))  # same size, mtime set back
+    os.utime(cand / "kernel.py", ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert plain(cand, "update-index", "--skip-worktree", "bench.py").returncode == 0
+    (cand / "bench.py").write_text("print('patched timer')\n")
+    (cand / "junk.log").write_text("ignored\n")
+    (cand / "new.py").write_text("HELPER = 1\n")
+    calls: list[str] = []
+    real = gitops.invoke._exec
+
+    def counting(argv: list[str], *a: object, **kw: object) -> subprocess.CompletedProcess[bytes]:
+        if argv[4] != "config":  # the config's listing, once per worktree
+            calls.append(argv[5])
+        return real(argv, *a, **kw)  # type: ignore[arg-type]  # passes the real call's arguments through
+
+    monkeypatch.setattr(gitops.invoke, "_exec", counting)
+    gitops.reset_clean(cand, base, detach=True)
+    assert calls == ["update-ref", "reset", "clean"]  # no read-tree, no refresh
+    assert (cand / "kernel.py").read_text() == KERNEL and (cand / "bench.py").read_text() == BASE_FILES["bench.py"]
+    assert not (cand / "junk.log").exists() and not (cand / "new.py").exists()
+    assert gitops.index_flagged(cand) == [] and plain(cand, "status", "--porcelain").stdout == ""
+    assert not (repo / ".git" / "worktrees" / "cand" / "index.lock").exists()
+    # a tree kopt holds no reference of for this worktree: read-tree and refresh, as always
+    edit_candidate(cand)
+    gitops.stage_all_tree(cand)
+    sha = gitops.commit(cand, "keep")
+    calls.clear()
+    gitops.reset_clean(best, sha)
+    assert calls == ["read-tree", "update-index", "reset", "clean"]
+    assert (best / "kernel.py").read_text() == FAST
+    # two references kept per worktree: back to base, its reference copied again
+    gitops.tree_listing(cand, sha)
+    calls.clear()
+    gitops.reset_clean(cand, base, detach=True)
+    assert calls == ["update-ref", "reset", "clean"] and (cand / "kernel.py").read_text() == KERNEL
+    # a reference file written by anyone but kopt's own git calls (a forked engine sharing the
+    # folder, a process of the user's) is not that reference any more: built again, not copied
+    loc = gitops.guards.locate(cand)
+    ref = gitops.invoke.reference(loc, gitops.invoke.known_tree(loc, base) or "")
+    assert ref is not None
+    env = {**plain_env(), "GIT_INDEX_FILE": str(ref.index)}
+    subprocess.run(["git", "read-tree", sha], cwd=cand, env=env, check=True)  # another tree's entries
+    (cand / "kernel.py").write_text(FAST)
+    calls.clear()
+    gitops.reset_clean(cand, base, detach=True)
+    assert calls == ["update-ref", "read-tree", "update-index", "reset", "clean"]
+    assert (cand / "kernel.py").read_text() == KERNEL and not gitops.tree_listing(cand, base).changed
+
+
 def test_a_commit_named_by_its_hash_is_read_once_and_a_ref_every_time(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
-import os
-import re
 import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -25,11 +23,17 @@ from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.gitops.guards import KOPT_AUTHOR, Actor, GitFailure, Location, author_env, locate
 from kopt_supervisor.engine.gitops.indexfile import read_index
 from kopt_supervisor.engine.gitops.invoke import (
+    _HEX,
+    Reference,
     _git,
     _rebuild_index,
     _scratch_index,
     _split0,
-    private_dir,
+    add_reference,
+    known_tree,
+    note_tree,
+    reference,
+    reference_file,
     run_at,
 )
 from kopt_supervisor.engine.gitops.worktrees import head, show_file
@@ -328,46 +332,25 @@ class TreeListing:
     flagged: tuple[str, ...]  # entries of the worktree's own index marked skip-worktree/assume-unchanged
 
 
-@dataclass
-class _Reference:
-    tree: str
-    index: Path
-    files: frozenset[str]
-
-
-_REFERENCES: dict[tuple[Path, Path], _Reference] = {}
-_HEX = re.compile(r"[0-9a-f]{40}([0-9a-f]{24})?")
-_TREES: dict[tuple[Path, str], str] = {}
-
-
 def _tree_of(loc: Location, base: str) -> str:
-    cached = _TREES.get((loc.common_dir, base))
+    cached = known_tree(loc, base)
     if cached:
         return cached
     tree = run_at(loc, "rev-parse", "--verify", "--quiet", f"{base}^{{tree}}", ok=(0, 1))
     if not tree:
         raise GitFailure(f"{base!r} is not a commit or tree of {loc.common_dir}")
-    if _HEX.fullmatch(base):
-        _TREES[(loc.common_dir, base)] = tree
+    note_tree(loc, base, tree)
     return tree
 
 
-def _reference(loc: Location, base: str) -> tuple[_Reference, bool]:
-    """The worktree's reference index holding `base`'s tree, and whether it was just (re)built
-    (its entries carry no stat data yet)."""
+def _reference(loc: Location, base: str) -> tuple[Reference, bool]:
+    """The worktree's reference index holding `base`'s tree, and whether it was just built
+    (its entries carry no stat data yet). The last REFERENCES_PER_WORKTREE are kept."""
     tree = _tree_of(loc, base)
-    key = (loc.git_dir, loc.work_tree)
-    ref = _REFERENCES.get(key)
-    if ref is not None and ref.tree == tree and ref.index.exists():
-        return ref, False
+    ref = reference(loc, tree)
     if ref is not None:
-        index = ref.index
-    else:  # a file of its own per worktree (several lanes check their trees at once)
-        fd, name = tempfile.mkstemp(prefix="ref-", suffix=".index", dir=private_dir())
-        os.close(fd)
-        index = Path(name)
-    with contextlib.suppress(FileNotFoundError):
-        index.unlink()
+        return ref, False
+    index = reference_file(loc)
     run_at(loc, "read-tree", tree, env={"GIT_INDEX_FILE": str(index)})
     entries = read_index(index, _hash_size(tree))  # kopt's own file, as git just wrote it
     files = (
@@ -375,7 +358,9 @@ def _reference(loc: Location, base: str) -> tuple[_Reference, bool]:
         if entries is not None
         else frozenset(_split0(run_at(loc, "ls-files", "-z", env={"GIT_INDEX_FILE": str(index)})))
     )
-    ref = _REFERENCES[key] = _Reference(tree, index, files)
+    ref = Reference(tree, index, files)
+    ref.restamp()
+    add_reference(loc, ref)
     return ref, True
 
 
@@ -407,7 +392,10 @@ def tree_listing(worktree: str | Path, base: str, *, ignored: bool = True) -> Tr
     if not fresh:
         changed = _changed(loc, env)
     if fresh or changed:
-        run_at(loc, "update-index", "-q", "--refresh", "--ignore-submodules", env=env, ok=(0, 1))
+        try:
+            run_at(loc, "update-index", "-q", "--refresh", "--ignore-submodules", env=env, ok=(0, 1))
+        finally:
+            ref.restamp()
         changed = _changed(loc, env)
     others = _ignored(loc, env) if ignored else frozenset()
     return TreeListing(ref.tree, ref.files, changed, others, tuple(_flagged(loc, _hash_size(ref.tree), label=worktree)))
