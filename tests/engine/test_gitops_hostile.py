@@ -382,6 +382,9 @@ def test_no_planted_program_runs_in_a_whole_keep(planted: tuple[Plant, Path, Pat
     assert "diff --git a/kernel.py b/kernel.py" in patch  # prefixes kept (diff.noprefix planted)
     assert gitops.untracked(cand) == ["new.py"]
     assert gitops.matching(changed, ["bench.py"]) == []
+    with gitops.staged_change(cand, base) as staged:  # the police's step: one staging, three readings
+        assert staged.changed == changed and staged.diff() == patch
+        assert staged.scan_diff() == gitops.scan_diff(cand, base)
     # staging, a bench run that writes a tracked file and an output, the restore
     tree = gitops.stage_all_tree(cand)
     (cand / "out.csv").write_text("config,us\n")
@@ -856,6 +859,115 @@ def test_fifos_in_place_of_git_files_do_not_hang(tmp_path: Path) -> None:
     head_file.unlink()
     assert gitops.ensure_worktree(repo, cand, branch=None, commit=base) is True
     assert gitops.head(cand) == base
+
+
+def test_the_police_stage_the_candidate_once_for_its_three_readings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """changed_files, diff and scan_diff each staged the whole tree on a scratch index of its
+    own; the police's step stages it once (gitops.staged_change) and reads the same answers,
+    the ignored files it forces joining the patches but not the list of changed files."""
+    repo, best, cand, base = kopt_repo(tmp_path)
+    edit_candidate(cand)
+    (cand / "kept.log").write_text("an ignored file the candidate may have\n")
+    expected = (
+        gitops.changed_files(cand, base),
+        gitops.diff(cand, base, force=["kept.log"]),
+        gitops.scan_diff(cand, base, force=["kept.log"]),
+    )
+    assert "kept.log" not in expected[0] and "b/kept.log" in expected[1] and "b/kept.log" in expected[2][0]
+    calls: list[str] = []
+    real = gitops.invoke._exec
+
+    def counting(argv: list[str], *a: object, **kw: object) -> subprocess.CompletedProcess[bytes]:
+        calls.append(argv[5] if argv[5] != "-c" else argv[9])
+        return real(argv, *a, **kw)  # type: ignore[arg-type]  # passes the real call's arguments through
+
+    monkeypatch.setattr(gitops.invoke, "_exec", counting)
+    with gitops.staged_change(cand, base, force=["kept.log"]) as staged:
+        assert (staged.changed, staged.diff(), staged.scan_diff()) == expected
+        assert staged.diff(max_bytes=10) == expected[1][:10]
+    assert calls == ["read-tree", "add", "diff", "add", "diff", "diff"]  # was 3 read-trees, 5 adds
+    assert not list(gitops.invoke.private_dir().glob("scratch-*"))  # the scratch index removed
+
+
+def test_a_keep_commits_the_tree_it_recorded_without_staging_it_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Keeper.keep records stage_tracked_tree's tree, then commits: that tree, as it is (the
+    commit staged the candidate a second time, six git calls, with nothing run between)."""
+    repo, best, cand, base = kopt_repo(tmp_path)
+    edit_candidate(cand)
+    gitops.stage_all_tree(cand)
+    tree = gitops.stage_tracked_tree(cand)
+    calls: list[str] = []
+    real = gitops.invoke._exec
+
+    def counting(argv: list[str], *a: object, **kw: object) -> subprocess.CompletedProcess[bytes]:
+        calls.append(argv[5])
+        return real(argv, *a, **kw)  # type: ignore[arg-type]  # passes the real call's arguments through
+
+    monkeypatch.setattr(gitops.invoke, "_exec", counting)
+    sha = gitops.commit(cand, "kopt: v1 keep", tree=tree)
+    assert calls == ["rev-parse", "commit-tree", "update-ref"]
+    assert gitops.commit_info(repo, sha) == ([base], tree) and gitops.head(cand) == sha
+    assert gitops.branch_sha(repo, BRANCH) == base
+
+
+def test_a_reset_copies_kopts_reference_index_of_the_tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reset rebuilds the worktree's index from the tree (read-tree, then a refresh that
+    rehashes every file). Where kopt holds a reference index of that tree for the worktree
+    (the tree check's: read-tree'd and refreshed by kopt only), a copy of it is that index:
+    no flag, stat data git recorded against these files. Whatever changed since is restored."""
+    repo, best, cand, base = kopt_repo(tmp_path)
+    assert not gitops.tree_listing(cand, base).changed  # the reference, refreshed
+    before = os.stat(cand / "kernel.py")
+    (cand / "kernel.py").write_text(KERNEL.replace("x\n", "y\n"))  # same size, mtime set back
+    os.utime(cand / "kernel.py", ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert plain(cand, "update-index", "--skip-worktree", "bench.py").returncode == 0
+    (cand / "bench.py").write_text("print('patched timer')\n")
+    (cand / "junk.log").write_text("ignored\n")
+    (cand / "new.py").write_text("HELPER = 1\n")
+    calls: list[str] = []
+    real = gitops.invoke._exec
+
+    def counting(argv: list[str], *a: object, **kw: object) -> subprocess.CompletedProcess[bytes]:
+        if argv[4] != "config":  # the config's listing, once per worktree
+            calls.append(argv[5])
+        return real(argv, *a, **kw)  # type: ignore[arg-type]  # passes the real call's arguments through
+
+    monkeypatch.setattr(gitops.invoke, "_exec", counting)
+    gitops.reset_clean(cand, base, detach=True)
+    assert calls == ["update-ref", "reset", "clean"]  # no read-tree, no refresh
+    assert (cand / "kernel.py").read_text() == KERNEL and (cand / "bench.py").read_text() == BASE_FILES["bench.py"]
+    assert not (cand / "junk.log").exists() and not (cand / "new.py").exists()
+    assert gitops.index_flagged(cand) == [] and plain(cand, "status", "--porcelain").stdout == ""
+    assert not (repo / ".git" / "worktrees" / "cand" / "index.lock").exists()
+    # a tree kopt holds no reference of for this worktree: read-tree and refresh, as always
+    edit_candidate(cand)
+    gitops.stage_all_tree(cand)
+    sha = gitops.commit(cand, "keep")
+    calls.clear()
+    gitops.reset_clean(best, sha)
+    assert calls == ["read-tree", "update-index", "reset", "clean"]
+    assert (best / "kernel.py").read_text() == FAST
+    # two references kept per worktree: back to base, its reference copied again
+    gitops.tree_listing(cand, sha)
+    calls.clear()
+    gitops.reset_clean(cand, base, detach=True)
+    assert calls == ["update-ref", "reset", "clean"] and (cand / "kernel.py").read_text() == KERNEL
+    # a reference file written by anyone but kopt's own git calls (a forked engine sharing the
+    # folder, a process of the user's) is not that reference any more: built again, not copied
+    loc = gitops.guards.locate(cand)
+    ref = gitops.invoke.reference(loc, gitops.invoke.known_tree(loc, base) or "")
+    assert ref is not None
+    env = {**plain_env(), "GIT_INDEX_FILE": str(ref.index)}
+    subprocess.run(["git", "read-tree", sha], cwd=cand, env=env, check=True)  # another tree's entries
+    (cand / "kernel.py").write_text(FAST)
+    calls.clear()
+    gitops.reset_clean(cand, base, detach=True)
+    assert calls == ["update-ref", "read-tree", "update-index", "reset", "clean"]
+    assert (cand / "kernel.py").read_text() == KERNEL and not gitops.tree_listing(cand, base).changed
 
 
 def test_a_commit_named_by_its_hash_is_read_once_and_a_ref_every_time(

@@ -14,9 +14,10 @@ How it looks (file reads and git listings only, nothing here runs the tree's cod
 - the tree is walked once (os.scandir, links never followed, `.git` folders not entered):
   that is the ground truth of what exists, FIFOs and unreadable folders included;
 - git answers, through gitops.tree_listing, with an index only kopt writes: which base files
-  differ on disk, which new files the ignore rules hide, which entries the worktree's own index
-  flags (two git calls for a tree as it was measured, up to six otherwise, none per file;
-  repeated looks read only what changed);
+  differ on disk, which new files the ignore rules hide; and the worktree's own index says
+  which entries it flags (read from its file where it is the plain one git writes, else by
+  git). One git call for a tree as it was measured, up to five otherwise, none per file;
+  repeated looks read only what changed;
 - each new file is classified by name, by mode (+x) and, for the rest, by its first bytes read
   without following links and without blocking (a shebang, an ELF or Mach-O header).
 

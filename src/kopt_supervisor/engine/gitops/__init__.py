@@ -43,13 +43,16 @@ module-level name patches the module that reads it, e.g. `gitops.invoke._exec`):
 - `worktrees`: the repository, `best/` and `cand/` made, repaired and reset; bundles for a
   lane on another host;
 - `trees`: the candidate's changes staged, cleaned and committed; a tree listed against a base
-  (engine.treecheck); a branch built without a worktree (`kopt export`).
+  (engine.treecheck); a branch built without a worktree (`kopt export`);
+- `indexfile`: an index file's entries read without starting git, where it is the plain file
+  git writes (else git is asked).
 """
 
 from __future__ import annotations
 
 from kopt_supervisor.engine.gitops.guards import GitFailure, Location
 from kopt_supervisor.engine.gitops.trees import (
+    StagedChange,
     TreeListing,
     changed_files,
     check_branch_name,
@@ -70,6 +73,7 @@ from kopt_supervisor.engine.gitops.trees import (
     scan_diff,
     stage_all_tree,
     stage_tracked_tree,
+    staged_change,
     tree_entries,
     tree_files,
     tree_listing,
@@ -96,6 +100,7 @@ from kopt_supervisor.engine.gitops.worktrees import (
 __all__ = [
     "GitFailure",
     "Location",
+    "StagedChange",
     "TreeListing",
     "add_worktrees",
     "branch_sha",
@@ -129,6 +134,7 @@ __all__ = [
     "show_file",
     "stage_all_tree",
     "stage_tracked_tree",
+    "staged_change",
     "toplevel",
     "tree_entries",
     "tree_files",

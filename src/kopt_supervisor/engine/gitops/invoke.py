@@ -1,7 +1,8 @@
 """Running git: the program (2.31 or newer), an environment of kopt's making, the settings
 of the repository that run a program listed (cached per repository, re-read when a config
 file changes) and neutralized at the command scope, a timeout; and kopt's private folder
-for index files that never belong to a worktree (scratch and reference indexes).
+for index files that never belong to a worktree (scratch and reference indexes), with the
+reference indexes kept per worktree and the trees git named for a commit.
 """
 
 from __future__ import annotations
@@ -297,9 +298,129 @@ def _scratch_index(loc: Location, base: str) -> Iterator[dict[str, str]]:
 
 def _rebuild_index(loc: Location, treeish: str) -> None:
     """Replace the worktree's index by `treeish`'s entries (no flags, no stat data, no sparse
-    or split state) and refresh it by content."""
+    or split state) and refresh it by content. Where kopt holds a reference index of that very
+    tree for this worktree, its copy is that index (`_copy_reference`): two git processes less."""
+    if _copy_reference(loc, treeish):
+        return
     run_at(loc, "read-tree", treeish)
     run_at(loc, "update-index", "-q", "--refresh", "--ignore-submodules", ok=(0, 1))
+
+
+# ---------------------------------------------------------------------------------------
+# Reference indexes (gitops.trees.tree_listing, engine.treecheck): per worktree, the index of
+# a base tree, made by `git read-tree` into a file of kopt's private folder and refreshed
+# against that worktree's files by `git update-index --refresh` only; no flags, no split or
+# sparse state, stat data git recorded. And the tree git named for a commit or tree id.
+
+_HEX = re.compile(r"[0-9a-f]{40}([0-9a-f]{24})?")
+
+
+@dataclass
+class Reference:
+    tree: str
+    index: Path
+    files: frozenset[str]  # its paths
+    stamp: tuple[int, ...] | None = None  # the file as kopt's last git call on it left it
+
+    def restamp(self) -> None:
+        """Record the file as it is now: call after each git call that may write it."""
+        self.stamp = _stamp_of(self.index)
+
+
+def _stamp_of(path: Path) -> tuple[int, ...] | None:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+REFERENCES_PER_WORKTREE = 2
+"""A worktree's reference indexes kept: cand/ is checked against BEST's tree after each
+proposal and against the staged candidate's after each run, best/ against BEST's."""
+
+_REFERENCES: dict[tuple[Path, Path], list[Reference]] = {}  # the most recently used last
+_TREE_OF: dict[tuple[Path, str], str] = {}
+# A forked child (the crash tests fork an engine) shares the private folder: it keeps
+# references of its own, never rewriting the files its parent's list describes.
+os.register_at_fork(after_in_child=_REFERENCES.clear)
+
+
+def known_tree(loc: Location, name: str) -> str | None:
+    """The tree git named for the commit or tree id `name` in this repository, if asked before."""
+    return _TREE_OF.get((loc.common_dir, name))
+
+
+def note_tree(loc: Location, name: str, tree: str) -> None:
+    """Remember that git named `tree` for the commit or tree id `name` (an object never changes)."""
+    if _HEX.fullmatch(name) and _HEX.fullmatch(tree):
+        _TREE_OF[(loc.common_dir, name)] = tree
+        _TREE_OF[(loc.common_dir, tree)] = tree
+
+
+def reference(loc: Location, tree: str) -> Reference | None:
+    """This worktree's reference index of `tree`, if kopt holds one (now the most recently used)."""
+    refs = _REFERENCES.get((loc.git_dir, loc.work_tree), [])
+    for ref in refs:
+        if ref.tree == tree:
+            refs.remove(ref)
+            if ref.stamp is None or _stamp_of(ref.index) != ref.stamp:  # gone, or written by another
+                return None
+            refs.append(ref)
+            return ref
+    return None
+
+
+def reference_file(loc: Location) -> Path:
+    """A file for this worktree's next reference index: a new one, or the least recently used
+    one's (dropped), once REFERENCES_PER_WORKTREE are kept. It does not exist on return."""
+    refs = _REFERENCES.setdefault((loc.git_dir, loc.work_tree), [])
+    if len(refs) >= REFERENCES_PER_WORKTREE:
+        index = refs.pop(0).index
+    else:  # files of its own per worktree (several lanes check their trees at once)
+        fd, name = tempfile.mkstemp(prefix="ref-", suffix=".index", dir=private_dir())
+        os.close(fd)
+        index = Path(name)
+    with contextlib.suppress(FileNotFoundError):
+        index.unlink()
+    return index
+
+
+def add_reference(loc: Location, ref: Reference) -> None:
+    refs = _REFERENCES.setdefault((loc.git_dir, loc.work_tree), [])
+    refs[:] = [r for r in refs if r.index != ref.index and r.tree != ref.tree] + [ref]
+    note_tree(loc, ref.tree, ref.tree)
+
+
+def _copy_reference(loc: Location, treeish: str) -> bool:
+    """The worktree's index replaced by a copy of its reference index of `treeish`'s tree, when
+    kopt holds one: the same entries read-tree writes, no flags, and stat data git recorded
+    when it last refreshed the reference against these very files (a file changed since no
+    longer matches it, so reset rewrites it and add rehashes it; a change within the index's
+    own timestamp is racily clean, compared by content, as the copy keeps the reference's
+    mtime). Written as git writes an index (index.lock, then renamed over the index); False,
+    nothing written, where any of it fails (git's read-tree and refresh then)."""
+    tree = known_tree(loc, treeish)
+    ref = reference(loc, tree) if tree else None
+    if ref is None:
+        return False
+    lock = loc.git_dir / "index.lock"
+    try:
+        data = ref.index.read_bytes()
+        st = os.stat(ref.index)
+        fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
+    except OSError:
+        return False
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.utime(lock, ns=(st.st_atime_ns, st.st_mtime_ns), follow_symlinks=False)
+        os.replace(lock, loc.git_dir / "index")
+    except OSError:
+        with contextlib.suppress(OSError):
+            lock.unlink()
+        return False
+    return True
 
 
 def run_outside(args: Sequence[str], what: str) -> None:

@@ -14,21 +14,26 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
-import os
-import re
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.gitops.guards import KOPT_AUTHOR, Actor, GitFailure, Location, author_env, locate
+from kopt_supervisor.engine.gitops.indexfile import read_index
 from kopt_supervisor.engine.gitops.invoke import (
+    _HEX,
+    Reference,
     _git,
     _rebuild_index,
     _scratch_index,
     _split0,
-    private_dir,
+    add_reference,
+    known_tree,
+    note_tree,
+    reference,
+    reference_file,
     run_at,
 )
 from kopt_supervisor.engine.gitops.worktrees import head, show_file
@@ -37,7 +42,18 @@ from kopt_supervisor.engine.gitops.worktrees import head, show_file
 def index_flagged(path: str | Path) -> list[str]:
     """Entries of the worktree's own index marked skip-worktree or assume-unchanged: git's
     status and diff stop looking at those files, so any of them is suspect."""
-    out = _git(path, "ls-files", "-v", "-z")
+    return _flagged(locate(path), None, label=path)
+
+
+def _flagged(loc: Location, rawsz: int | None, *, label: str | Path | None = None) -> list[str]:
+    """index_flagged at `loc`. With the repository's hash size known, the index file is read
+    here when it is the plain file git writes (gitops.indexfile: the same entries and flags
+    `git ls-files -v` prints, one process less per tree check); otherwise git is asked."""
+    if rawsz is not None:
+        entries = read_index(loc.git_dir / "index", rawsz)
+        if entries is not None:
+            return [e.path for e in entries if e.flagged]
+    out = run_at(loc, "ls-files", "-v", "-z", label=label)
     return [e[2:] for e in out.split("\0") if len(e) > 2 and (e[0] == "S" or e[0].islower())]
 
 
@@ -104,16 +120,13 @@ def changed_files(worktree: str | Path, base: str) -> list[str]:
     loc = locate(worktree)
     with _scratch_index(loc, base) as env:
         _add(loc, "--all", env)
-        out = run_at(
-            loc, "diff", "--cached", "--name-only", "--no-renames", "-z", "--ignore-submodules=dirty", base, env=env
-        )
-    return sorted(_split0(out))
+        return _names(loc, base, env)
 
 
 def diff(worktree: str | Path, base: str, *, max_bytes: int = 2_000_000, force: Sequence[str] = ()) -> str:
     """The candidate's patch against `base` (new untracked files included, and the ignored
     files named in `force`), computed on a scratch index: the worktree's index is untouched."""
-    return _staged_diff(worktree, base, force)[:max_bytes]
+    return _staged_diff(worktree, base, force, _PATCH)[:max_bytes]
 
 
 def scan_diff(
@@ -122,23 +135,30 @@ def scan_diff(
     """The candidate's whole patch against `base` for the diff scan (engine/diffscan): fixed
     `a/` `b/` prefixes whatever the user's config says, no renames, new and `force`d ignored
     files included; (text, truncated) with the text cut at `max_bytes`."""
-    text = _staged_diff(
-        worktree,
-        base,
-        force,
-        config=("-c", "diff.noprefix=false", "-c", "diff.mnemonicPrefix=false"),
-        options=("--no-renames", "--src-prefix=a/", "--dst-prefix=b/"),
-    )
+    return _cut(_staged_diff(worktree, base, force, _SCAN), max_bytes)
+
+
+def _cut(text: str, max_bytes: int) -> tuple[str, bool]:
     return text[:max_bytes], len(text) > max_bytes
 
 
+# (config, options) of `diff`'s patch and of `scan_diff`'s
+_PATCH: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
+_SCAN: tuple[tuple[str, ...], tuple[str, ...]] = (
+    ("-c", "diff.noprefix=false", "-c", "diff.mnemonicPrefix=false"),
+    ("--no-renames", "--src-prefix=a/", "--dst-prefix=b/"),
+)
+
+
+def _names(loc: Location, base: str, env: dict[str, str]) -> list[str]:
+    out = run_at(
+        loc, "diff", "--cached", "--name-only", "--no-renames", "-z", "--ignore-submodules=dirty", base, env=env
+    )
+    return sorted(_split0(out))
+
+
 def _staged_diff(
-    worktree: str | Path,
-    base: str,
-    force: Sequence[str],
-    *,
-    config: Sequence[str] = (),
-    options: Sequence[str] = (),
+    worktree: str | Path, base: str, force: Sequence[str], how: tuple[tuple[str, ...], tuple[str, ...]]
 ) -> str:
     """The work tree (all of it, and the ignored files in `force`) staged on a scratch index
     and diffed against `base`, with no colour, external diff or text conversion."""
@@ -146,28 +166,82 @@ def _staged_diff(
     with _scratch_index(loc, base) as env:
         _add(loc, "--all", env)
         _add_forced(loc, force, env)
-        return run_at(
-            loc,
-            *config,
-            "diff",
-            "--cached",
-            "--no-color",
-            "--no-ext-diff",
-            "--no-textconv",
-            *options,
-            "--ignore-submodules=dirty",
-            base,
-            env=env,
-        )
+        return _diff_cached(loc, base, env, how)
+
+
+def _diff_cached(loc: Location, base: str, env: dict[str, str], how: tuple[tuple[str, ...], tuple[str, ...]]) -> str:
+    config, options = how
+    return run_at(
+        loc,
+        *config,
+        "diff",
+        "--cached",
+        "--no-color",
+        "--no-ext-diff",
+        "--no-textconv",
+        *options,
+        "--ignore-submodules=dirty",
+        base,
+        env=env,
+    )
+
+
+class StagedChange:
+    """The candidate's change against a base, staged once on a scratch index, read the three
+    ways the police's step reads it: `changed` (as changed_files), `diff()` (as diff) and
+    `scan_diff()` (as scan_diff). Each of those staged the whole tree on an index of its own
+    (the read-tree and the add three times over, one after the other, with nothing run in
+    the tree between them). `changed` is listed before the ignored files in `force` join the
+    index, as changed_files never added them."""
+
+    def __init__(self, loc: Location, base: str, force: Sequence[str], env: dict[str, str]) -> None:
+        self._loc, self._base, self._force, self._env = loc, base, tuple(force), env
+        self.changed = _names(loc, base, env)
+        self._forced = False
+        self._texts: dict[tuple[tuple[str, ...], tuple[str, ...]], str] = {}
+
+    def _text(self, how: tuple[tuple[str, ...], tuple[str, ...]]) -> str:
+        if not self._forced:
+            _add_forced(self._loc, self._force, self._env)
+            self._forced = True
+        if how not in self._texts:
+            self._texts[how] = _diff_cached(self._loc, self._base, self._env, how)
+        return self._texts[how]
+
+    def diff(self, *, max_bytes: int = 2_000_000) -> str:
+        return self._text(_PATCH)[:max_bytes]
+
+    def scan_diff(self, *, max_bytes: int = 64 * 2**20) -> tuple[str, bool]:
+        return _cut(self._text(_SCAN), max_bytes)
+
+
+@contextlib.contextmanager
+def staged_change(worktree: str | Path, base: str, *, force: Sequence[str] = ()) -> Iterator[StagedChange]:
+    """The work tree staged against `base` once (StagedChange), for as long as the block runs;
+    the scratch index is removed after it."""
+    loc = locate(worktree)
+    with _scratch_index(loc, base) as env:
+        _add(loc, "--all", env)
+        yield StagedChange(loc, base, force, env)
+
+
+def _gitlinks(loc: Location, env: dict[str, str] | None) -> list[str]:
+    """The gitlinks (nested repositories' commits) the index holds: read from the index file
+    when it is the plain file git writes (gitops.indexfile), else from `git ls-files -s`."""
+    index = (env or {}).get("GIT_INDEX_FILE") or str(loc.git_dir / "index")
+    entries = read_index(index)
+    if entries is not None:
+        return [e.path for e in entries if e.mode == 0o160000]
+    return [
+        e.partition("\t")[2] for e in _split0(run_at(loc, "ls-files", "-s", "-z", env=env)) if e.startswith("160000 ")
+    ]
 
 
 def _add(loc: Location, how: str, env: dict[str, str] | None = None) -> None:
     """`git add --all` or `--update`, leaving out the gitlinks the index holds: to see whether
     a nested repository is dirty, add starts git inside it, where that repository's own
     config (filters by names kopt never saw) would run."""
-    gitlinks = [
-        e.partition("\t")[2] for e in _split0(run_at(loc, "ls-files", "-s", "-z", env=env)) if e.startswith("160000 ")
-    ]
+    gitlinks = _gitlinks(loc, env)
     if not gitlinks:
         run_at(loc, "add", how, env=env)
         return
@@ -231,12 +305,16 @@ def remove_ignored(worktree: str | Path, *, keep: Sequence[str] = ()) -> list[st
     return doomed
 
 
-def commit(worktree: str | Path, message: str) -> str:
+def commit(worktree: str | Path, message: str, *, tree: str | None = None) -> str:
     """Commit the staged candidate as kopt and move the worktree's HEAD to it without
     touching any branch (commit-tree, then update-ref --no-deref): no hook, no signing, no
-    status of nested repositories; a HEAD pointed at someone's branch moves nothing."""
+    status of nested repositories; a HEAD pointed at someone's branch moves nothing.
+    `tree`: what stage_tracked_tree just returned for this worktree (the tree recorded before
+    the commit, so a crash between them is recognised): it is committed as it is, not staged
+    a second time."""
     loc = locate(worktree)
-    tree = stage_tracked_tree(worktree)
+    if tree is None:
+        tree = stage_tracked_tree(worktree)
     parent = head(worktree)
     sha = run_at(loc, "commit-tree", "--no-gpg-sign", "-p", parent, "-m", message, tree, env=author_env())
     run_at(loc, "update-ref", "--no-deref", "-m", "kopt: keep", "HEAD", sha, parent)
@@ -254,50 +332,41 @@ class TreeListing:
     flagged: tuple[str, ...]  # entries of the worktree's own index marked skip-worktree/assume-unchanged
 
 
-@dataclass
-class _Reference:
-    tree: str
-    index: Path
-    files: frozenset[str]
-
-
-_REFERENCES: dict[tuple[Path, Path], _Reference] = {}
-_HEX = re.compile(r"[0-9a-f]{40}([0-9a-f]{24})?")
-_TREES: dict[tuple[Path, str], str] = {}
-
-
 def _tree_of(loc: Location, base: str) -> str:
-    cached = _TREES.get((loc.common_dir, base))
+    cached = known_tree(loc, base)
     if cached:
         return cached
     tree = run_at(loc, "rev-parse", "--verify", "--quiet", f"{base}^{{tree}}", ok=(0, 1))
     if not tree:
         raise GitFailure(f"{base!r} is not a commit or tree of {loc.common_dir}")
-    if _HEX.fullmatch(base):
-        _TREES[(loc.common_dir, base)] = tree
+    note_tree(loc, base, tree)
     return tree
 
 
-def _reference(loc: Location, base: str) -> tuple[_Reference, bool]:
-    """The worktree's reference index holding `base`'s tree, and whether it was just (re)built
-    (its entries carry no stat data yet)."""
+def _reference(loc: Location, base: str) -> tuple[Reference, bool]:
+    """The worktree's reference index holding `base`'s tree, and whether it was just built
+    (its entries carry no stat data yet). The last REFERENCES_PER_WORKTREE are kept."""
     tree = _tree_of(loc, base)
-    key = (loc.git_dir, loc.work_tree)
-    ref = _REFERENCES.get(key)
-    if ref is not None and ref.tree == tree and ref.index.exists():
-        return ref, False
+    ref = reference(loc, tree)
     if ref is not None:
-        index = ref.index
-    else:  # a file of its own per worktree (several lanes check their trees at once)
-        fd, name = tempfile.mkstemp(prefix="ref-", suffix=".index", dir=private_dir())
-        os.close(fd)
-        index = Path(name)
-    with contextlib.suppress(FileNotFoundError):
-        index.unlink()
+        return ref, False
+    index = reference_file(loc)
     run_at(loc, "read-tree", tree, env={"GIT_INDEX_FILE": str(index)})
-    files = frozenset(_split0(run_at(loc, "ls-files", "-z", env={"GIT_INDEX_FILE": str(index)})))
-    ref = _REFERENCES[key] = _Reference(tree, index, files)
+    entries = read_index(index, _hash_size(tree))  # kopt's own file, as git just wrote it
+    files = (
+        frozenset(e.path for e in entries)
+        if entries is not None
+        else frozenset(_split0(run_at(loc, "ls-files", "-z", env={"GIT_INDEX_FILE": str(index)})))
+    )
+    ref = Reference(tree, index, files)
+    ref.restamp()
+    add_reference(loc, ref)
     return ref, True
+
+
+def _hash_size(sha: str) -> int | None:
+    """The repository's hash size, from an object id git gave (None: not one)."""
+    return len(sha) // 2 if _HEX.fullmatch(sha) else None
 
 
 def _changed(loc: Location, env: dict[str, str]) -> tuple[tuple[str, str], ...]:
@@ -308,7 +377,7 @@ def _changed(loc: Location, env: dict[str, str]) -> tuple[tuple[str, str], ...]:
 def tree_listing(worktree: str | Path, base: str, *, ignored: bool = True) -> TreeListing:
     """Compare a work tree with `base` through an index only kopt writes (kept per worktree
     in kopt's private folder, rebuilt when the base changes, refreshed by stat and ctime, so
-    repeated checks read only what changed). Two to five git calls; none per file.
+    repeated checks read only what changed). One to four git calls; none per file.
 
     The refresh (`update-index --refresh`, which rehashes the files whose stat data moved)
     runs only where `diff-files` names something: without it `diff-files` names every file
@@ -323,10 +392,13 @@ def tree_listing(worktree: str | Path, base: str, *, ignored: bool = True) -> Tr
     if not fresh:
         changed = _changed(loc, env)
     if fresh or changed:
-        run_at(loc, "update-index", "-q", "--refresh", "--ignore-submodules", env=env, ok=(0, 1))
+        try:
+            run_at(loc, "update-index", "-q", "--refresh", "--ignore-submodules", env=env, ok=(0, 1))
+        finally:
+            ref.restamp()
         changed = _changed(loc, env)
     others = _ignored(loc, env) if ignored else frozenset()
-    return TreeListing(ref.tree, ref.files, changed, others, tuple(index_flagged(worktree)))
+    return TreeListing(ref.tree, ref.files, changed, others, tuple(_flagged(loc, _hash_size(ref.tree), label=worktree)))
 
 
 def _ignored(loc: Location, env: dict[str, str]) -> frozenset[str]:

@@ -28,6 +28,7 @@ from kopt_supervisor.engine.gitops.invoke import (
     _git,
     _rebuild_index,
     _scratch_index,
+    note_tree,
     private_dir,
     run_at,
     run_outside,
@@ -84,6 +85,7 @@ def commit_info(path: str | Path, sha: str) -> tuple[list[str], str]:
             parents.append(value)
     if key is not None:
         _COMMITS[key] = (tuple(parents), tree)
+        note_tree(locate(path), sha, tree)
     return parents, tree
 
 

@@ -62,10 +62,10 @@ class Keeper:
             try:  # keeps are committed one at a time, each on the BEST it beat
                 self.check_best(it)
                 ctx.save(it, Phase.COMMIT)
-                it.record["commit_tree"] = gitops.stage_tracked_tree(lane.cand)
+                tree = it.record["commit_tree"] = gitops.stage_tracked_tree(lane.cand)
                 it.record["keep_status"] = status
                 ctx.save(it)
-                sha = gitops.commit(lane.cand, commit_message(ctx.ws.tag, it, verdict))
+                sha = gitops.commit(lane.cand, commit_message(ctx.ws.tag, it, verdict), tree=tree)
                 faults.step(f"v{it.version} git commit")
                 it.commit = sha
                 ctx.save(it, Phase.ADVANCE)

@@ -61,13 +61,18 @@ class Police:
         self._modules: frozenset[str] | None = None
         self._listing: tuple[threading.Thread, list[frozenset[str] | KoptError]] | None = None
 
-    def read_diff(self, it: Iteration, lane: Lane, new: Collection[str] = ()) -> None:
+    def read_diff(
+        self, it: Iteration, lane: Lane, new: Collection[str] = (), staged: gitops.StagedChange | None = None
+    ) -> None:
         """The candidate's diff read for constructs that reach outside the kernel (engine/
         diffscan), and, where [target].sources is declared, for changes to tracked files
         outside it (`outside_sources`): what it finds goes with the verdict to the engineer
-        (Evidence.confirm). `new`: the candidate's new (untracked) files."""
-        text, truncated = gitops.scan_diff(
-            lane.cand, it.best_commit_before or "", force=it.record.get("forced_paths", [])
+        (Evidence.confirm). `new`: the candidate's new (untracked) files; `staged`: the
+        candidate as the police's step staged it (else it is staged here)."""
+        text, truncated = (
+            staged.scan_diff()
+            if staged is not None
+            else gitops.scan_diff(lane.cand, it.best_commit_before or "", force=it.record.get("forced_paths", []))
         )
         t = self.ctx.cfg.target
         findings = scan(
@@ -274,15 +279,20 @@ class Police:
             ctx.event(
                 "police", f"v{it.version}: removed ignored files the candidate is not: {', '.join(removed[:5])}", it=it
             )
-        changed = gitops.changed_files(cand, best)
+        # the change staged once for its three readings (the files, the recorded patch, the
+        # diff scan): nothing runs in cand/ between them
+        with gitops.staged_change(cand, best, force=it.record["forced_paths"]) as staged:
+            return self.change(it, lane, staged)
+
+    def change(self, it: Iteration, lane: Lane, staged: gitops.StagedChange) -> Problem | None:
+        """The rules on what the candidate changes (`staged`: against BEST_COMMIT)."""
+        ctx, cand = self.ctx, lane.cand
+        changed = staged.changed
         it.record["changed_files"] = changed
         ctx.save(it)
         if changed:
             try:
-                write_atomic(
-                    ctx.ws.log_dir(it.version) / "candidate.diff",
-                    gitops.diff(cand, best, force=it.record.get("forced_paths", [])),
-                )
+                write_atomic(ctx.ws.log_dir(it.version) / "candidate.diff", staged.diff())
             except OSError as e:
                 ctx.event("disk", f"cannot write the candidate's diff: {e}", level="warn")
         if not changed:
@@ -291,7 +301,7 @@ class Police:
         if hit:
             return Problem(Status.FAIL_PROTECTED, f"the candidate changes protected file(s): {', '.join(hit)}")
         new_only = gitops.untracked(cand)
-        self.read_diff(it, lane, {*new_only, *it.record["forced_paths"]})
+        self.read_diff(it, lane, {*new_only, *it.record["forced_paths"]}, staged)
         read_by_bench = gitops.matching(
             new_only, [*ctx.cfg.target.sources, *filter(None, [ctx.cfg.propose.tune.params])]
         )
