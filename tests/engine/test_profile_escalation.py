@@ -87,14 +87,23 @@ def test_no_reuse_of_a_profile_taken_with_more_calls(fake_env, tmp_path, monkeyp
     assert v2["profile"]["taken"]["best_from"] is None  # best's summary had 12 calls a config, this one's 3
 
 
-def test_a_tree_that_works_otherwise_only_while_profiled_fails_correctness(fake_env, tmp_path, monkeypatch, driven_clock):
+def test_a_tree_that_works_otherwise_only_while_profiled_fails_correctness(
+    fake_env, tmp_path, monkeypatch, driven_clock
+):
     """The profiler's kernel time is the keep's external truth, so a candidate that knows it is
     profiled (KOPT_PROFILE, ncu's injection) could do less work there and have the profiler agree
     with a patched timer: kopt compares its outputs under the profiler with best's, on inputs
     from a seed of kopt's (KOPT_PROFILE_SEED), and a difference fails the candidate."""
     ws = two_keeps(
-        fake_env, tmp_path, monkeypatch, "w", script=["do:k['speed'] = {'small': 0.7, 'large': 0.7}; k['profile_wrong'] = ['large']; "
-        "json.dump(k, open('kernel.json', 'w'))"], iters=1,
+        fake_env,
+        tmp_path,
+        monkeypatch,
+        "w",
+        script=[
+            "do:k['speed'] = {'small': 0.7, 'large': 0.7}; k['profile_wrong'] = ['large']; "
+            "json.dump(k, open('kernel.json', 'w'))"
+        ],
+        iters=1,
     )
     v1 = record(ws, 1)
     assert v1["status"] == "fail_correctness", v1["decision"]
@@ -102,9 +111,7 @@ def test_a_tree_that_works_otherwise_only_while_profiled_fails_correctness(fake_
     assert "cls=large" in v1["decision"]["reason"]
 
 
-def test_the_profiles_outputs_are_compared_and_their_seed_recorded(
-    fake_env, tmp_path, monkeypatch, driven_clock
-):
+def test_the_profiles_outputs_are_compared_and_their_seed_recorded(fake_env, tmp_path, monkeypatch, driven_clock):
     ws = two_keeps(fake_env, tmp_path, monkeypatch, "o1", script=["gain5"], iters=1)
     v1 = record(ws, 1)
     assert v1["status"] == "keep" and v1["profile"]["outputs"]["checked"] == 4, v1["profile"].get("outputs")
@@ -116,8 +123,18 @@ def test_a_candidate_that_writes_no_outputs_under_the_profiler_where_best_did_is
     fake_env, tmp_path, monkeypatch, driven_clock
 ):
     ws = two_keeps(
-        fake_env, tmp_path, monkeypatch, "o2", script=["do:k['speed'] = {'small': 0.7, 'large': 0.7}; "
-        "k['profile_no_outputs'] = True; json.dump(k, open('kernel.json', 'w'))"], iters=1,
+        fake_env,
+        tmp_path,
+        monkeypatch,
+        "o2",
+        script=[
+            "do:k['speed'] = {'small': 0.7, 'large': 0.7}; "
+            "k['profile_no_outputs'] = True; json.dump(k, open('kernel.json', 'w'))"
+        ],
+        iters=1,
     )
     v1 = record(ws, 1)
-    assert v1["status"] == "fail_correctness" and "none written, while best's profile wrote them" in v1["decision"]["reason"]
+    assert (
+        v1["status"] == "fail_correctness"
+        and "none written, while best's profile wrote them" in v1["decision"]["reason"]
+    )

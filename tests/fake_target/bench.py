@@ -114,8 +114,9 @@ if profile_out and not k.get("profile_no_outputs"):  # kopt's profile: each conf
                 "set": 0,
                 "atol": float(k.get("profile_atol", 1e-3)),
                 "rtol": float(k.get("profile_atol", 1e-3)),
-                "outputs": [{"numel": n, "nan": 0, "inf": 0, "sum": value * n, "abs_sum": value * n,
-                             "samples": [[0, value]]}],
+                "outputs": [
+                    {"numel": n, "nan": 0, "inf": 0, "sum": value * n, "abs_sum": value * n, "samples": [[0, value]]}
+                ],
             }
         )
     text = '{"version": 1, "configs": [' + ", ".join(repr(e).replace("'", '"') for e in entries) + "]}\n"

@@ -428,7 +428,9 @@ def settle(verdict: Verdict, confirmation: Confirmation, truth: ExternalTruth) -
             )
         return checks_agree(verdict, f"{truth.reason}; audited outputs on fresh inputs in {seen}")
     if truth.outcome == "inconclusive":
-        hint = " (a look of more timed calls, or a quieter machine, lets the OS tell)" if truth.kind == "os_time" else ""
+        hint = (
+            " (a look of more timed calls, or a quieter machine, lets the OS tell)" if truth.kind == "os_time" else ""
+        )
         return send_to_review(
             verdict,
             "external_truth_inconclusive",

@@ -19,7 +19,6 @@ profiler's word on a keep (docs/design.md §5 step 5, router's Step 0).
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import secrets
 import time
@@ -27,13 +26,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kopt_supervisor.engine.decide import Pair, Policy, Verdict, audit, voting_classes
+from kopt_supervisor.engine.decide import Pair, Policy, Verdict, voting_classes
 from kopt_supervisor.engine.decide import confirmation as claim_rule
 from kopt_supervisor.engine.decide import external_truth as truth_rule
 from kopt_supervisor.engine.decide.confirmation import ClassCheck, Confirmation, consistent_gain
 from kopt_supervisor.engine.decide.external_truth import ExternalTruth, OsTruth, SideCost, looks_of, weigh
 from kopt_supervisor.engine.decide.verdict import send_to_review
 from kopt_supervisor.engine.errors import KoptFailure
+from kopt_supervisor.engine.loop import profile_outputs
 from kopt_supervisor.engine.loop.context import Lane, RunContext, acquire, last_line, with_
 from kopt_supervisor.engine.loop.control import Step
 from kopt_supervisor.engine.loop.measure import (
@@ -45,6 +45,7 @@ from kopt_supervisor.engine.loop.measure import (
     guard_configs,
 )
 from kopt_supervisor.engine.loop.processes import tree_of
+from kopt_supervisor.engine.loop.profile_outputs import CorrectnessRefuted
 from kopt_supervisor.engine.loop.served_trees import ServedTrees, check_after_run
 from kopt_supervisor.engine.metrics import BenchError
 from kopt_supervisor.engine.profile import choose_profiler
@@ -52,7 +53,6 @@ from kopt_supervisor.engine.profile.class_records import AGREES, Agreement, agre
 from kopt_supervisor.engine.profile.classes import ConfigRef, compare_per_class, config_refs
 from kopt_supervisor.engine.profile.profiler import (
     ESCALATED_CALLS,
-    MAX_PROFILE_OUTPUTS_BYTES,
     PROFILE_CALLS_ENV,
     PROFILE_ENV,
     PROFILE_OUTPUTS,
@@ -65,11 +65,6 @@ from kopt_supervisor.engine.profile.summary import ProfileSummary
 from kopt_supervisor.engine.records import Iteration, Stage
 from kopt_supervisor.engine.roofline.evaluate import evaluate as evaluate_roofline
 from kopt_supervisor.engine.runner.command import all_at_once, as_argv
-from kopt_supervisor.engine.sandbox.paths import read_output
-
-
-class CorrectnessRefuted(KoptFailure):
-    """A keep whose rows fail their correctness rule when run in fresh processes."""
 
 
 @dataclass(frozen=True)
@@ -415,80 +410,16 @@ class Evidence:
         return truth_rule.of_os_time(os_truth(it))
 
     def profile_outputs(self, best_dir: Path, cand_dir: Path) -> dict[str, Any]:
-        """The candidate's outputs under the profiler against best's, config by config, read by
-        kopt (decide/audit.py's summary and `compare`, best's tolerance): a tree that does less
-        work, or wrong work, only while it is profiled would otherwise have the profiler agree
-        with a patched timer. Both files are read as any file a sandbox wrote (never through a
-        link, never blocking, bounded: sandbox.read_output).
-
-        {"checked": n} when they agree. Best's file missing or unreadable: {"note": ...} (a
-        bench that is not kopt's harness) while no keep of this run has compared outputs, else
-        {"unconfirmed": ...} (the keep goes to review: best's tree, a candidate once, may be
-        what stopped writing them); so is a best file whose configs are not the baseline's. A
-        candidate that wrote none where best did, one that does not parse, or a config missing,
-        added or different: CorrectnessRefuted."""
-        where = "the candidate's outputs under the profiler"
+        """The candidate's outputs under the profiler against best's (loop/profile_outputs.py
+        `compare`), with the baseline's configs and the run's earlier comparisons."""
         base = self.ctx.history.baseline()
-        columns = [str(c) for c in ((base.record.get("config_columns") or []) if base else [])]
-        try:
-            best = audit.parse(
-                read_output(best_dir / PROFILE_OUTPUTS, MAX_PROFILE_OUTPUTS_BYTES).decode(),
-                columns,
-                "best's outputs under the profiler",
-            )
-        except (BenchError, OSError, UnicodeDecodeError) as e:
-            why = f"best's profile wrote no outputs kopt could read (unreadable: {e})"
-            if self.outputs_compared_before():
-                return {"unconfirmed": f"{why}, though an earlier keep of this run compared them"}
-            return {"checked": 0, "note": f"{why}: not kopt's harness, not compared"}
-        configs = set((base.record.get("configs") or {}) if base else ())
-        if configs and set(best) != configs:
-            return {"unconfirmed": f"best's outputs list {len(best)} config(s), not the baseline's {len(configs)}"}
-        # best's tolerance is its tree's word, and a kept tree was a candidate once: the run's
-        # first comparison's (best was the baseline's tree until the first keep) stands
-        trusted = self.first_tolerances()
-        best = {
-            k: dataclasses.replace(b, atol=trusted[k][0], rtol=trusted[k][1]) if k in trusted else b
-            for k, b in best.items()
-        }
-        try:
-            data = read_output(cand_dir / PROFILE_OUTPUTS, MAX_PROFILE_OUTPUTS_BYTES + 1)
-        except FileNotFoundError:
-            raise CorrectnessRefuted(f"{where}: none written, while best's profile wrote them") from None
-        except OSError as e:  # a link, a FIFO, a folder: never read through
-            raise CorrectnessRefuted(f"{where}: none written as a regular file ({e})") from None
-        if len(data) > MAX_PROFILE_OUTPUTS_BYTES:
-            raise CorrectnessRefuted(f"{where}: over {MAX_PROFILE_OUTPUTS_BYTES} bytes, more than a summary can be")
-        try:
-            cand = audit.parse(data.decode(), columns, where)
-        except (BenchError, UnicodeDecodeError) as e:
-            raise CorrectnessRefuted(str(e)) from None
-        extra = sorted(set(cand) - set(best))
-        missing = sorted(set(best) - set(cand))
-        if missing or extra:
-            which = f"config {missing[0]} missing" if missing else f"config {extra[0]} not in best's"
-            raise CorrectnessRefuted(f"{where}: {which}")
-        for key, b in best.items():
-            differs = audit.compare(b, cand[key])
-            if differs:
-                said = differs.replace("audited timed call (set 0)", "last call")
-                raise CorrectnessRefuted(f"{where}, config {key}: {said}")
-        return {"checked": len(best), "tolerance": {k: [b.atol, b.rtol] for k, b in best.items()}}
-
-    def first_tolerances(self) -> dict[str, tuple[float, float]]:
-        """Per config, the (atol, rtol) of the run's first comparison of outputs under the
-        profiler (its `tolerance`), when one was made; {} before."""
-        for it in self.ctx.history.store.iterations():
-            tol = ((it.record.get("profile") or {}).get("outputs") or {}).get("tolerance")
-            if isinstance(tol, dict) and tol:
-                return {str(k): (float(v[0]), float(v[1])) for k, v in tol.items()}
-        return {}
-
-    def outputs_compared_before(self) -> bool:
-        """Whether a keep of this run had its outputs under the profiler compared."""
-        return any(
-            ((it.record.get("profile") or {}).get("outputs") or {}).get("checked", 0) > 0
-            for it in self.ctx.history.store.iterations()
+        record = base.record if base else {}
+        return profile_outputs.compare(
+            best_dir,
+            cand_dir,
+            columns=[str(c) for c in (record.get("config_columns") or [])],
+            configs=set(record.get("configs") or ()),
+            earlier=[it.record for it in self.ctx.history.store.iterations()],
         )
 
     def config_refs(self) -> list[ConfigRef]:
@@ -631,9 +562,7 @@ class Evidence:
 
 def unshown(agreement: Agreement) -> list[str]:
     """The classes a keep claims (confirmation.is_claimed) on which the profiler does not agree."""
-    return [
-        c.cls for c in agreement.classes if claim_rule.is_claimed(c.cls, c.bench_verdict) and c.status != AGREES
-    ]
+    return [c.cls for c in agreement.classes if claim_rule.is_claimed(c.cls, c.bench_verdict) and c.status != AGREES]
 
 
 def os_truth(it: Iteration) -> OsTruth:

@@ -779,7 +779,14 @@ class Bench:
         positions drawn from the profile's seed and the config)."""
         rng, _ = audit_set(seed, case.key, 1)
         outputs = [summarise(self.torch, t, audit_positions(rng, int(t.numel()))) for t in output_tensors(result)]
-        return {"config": dict(case.cols), "sets": 1, "set": 0, "atol": case.atol, "rtol": case.rtol, "outputs": outputs}
+        return {
+            "config": dict(case.cols),
+            "sets": 1,
+            "set": 0,
+            "atol": case.atol,
+            "rtol": case.rtol,
+            "outputs": outputs,
+        }
 
     def ab_rows(self, base_seed: int) -> list[dict[str, Any]]:
         """One A/B look: per case, both sides checked and timed block by block in ABBA order;
