@@ -170,6 +170,7 @@ FLAGS = (
     "subthreshold_gain",
     "partial_gain",
     "profiler_disagrees",
+    "profile_outputs_unconfirmed",
     "budget_spent",
     "outliers_dropped",
     "disturbed_rounds",
