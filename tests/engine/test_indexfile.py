@@ -27,18 +27,16 @@ def plain(cwd: Path, *args: str, stdin: bytes = b"", check: bool = True) -> subp
 
 
 def git_view(repo: Path) -> list[tuple[str, int, int, bool]] | None:
-    """(path, mode, stage, flagged) of every entry as git lists it; None when git refuses the index."""
-    staged = plain(repo, "ls-files", "-s", "-z", check=False)
-    tagged = plain(repo, "ls-files", "-v", "-z", check=False)
-    if staged.returncode or tagged.returncode:
+    """(path, mode, stage, flagged) of every entry as `git ls-files -s -v` lists it (`S`, or a
+    tag in lower case: flagged); None when git refuses the index."""
+    res = plain(repo, "ls-files", "-s", "-v", "-z", check=False)
+    if res.returncode:
         return None
     out = []
-    tags = [e for e in tagged.stdout.split(b"\0") if e]
-    for line, tag in zip([e for e in staged.stdout.split(b"\0") if e], tags, strict=True):
+    for line in (e for e in res.stdout.split(b"\0") if e):
         meta, _, path = line.partition(b"\t")
-        mode, _, stage = meta.split(b" ")
-        assert tag[2:] == path
-        flagged = tag[:1] == b"S" or tag[:1].islower()
+        tag, mode, _, stage = meta.split(b" ")
+        flagged = tag == b"S" or tag.islower()
         out.append((path.decode("utf-8", "surrogateescape"), int(mode, 8), int(stage), flagged))
     return out
 
