@@ -9,7 +9,7 @@ deeply nested file, and kopt reads it after the sandbox. Best's file is written 
 which was a candidate once. Each attack here is a tree that does other (less) work only while it
 is profiled (`CHEAT`: the bench and the profiler show a 30% gain, its profiled outputs are wrong
 for cls=large) plus a way around the comparison; each test asserts it is not kept. The attacks
-that work today are marked xfail(strict=True) with the hole in their reason (three left open after
+that work today are marked xfail(strict=True) with the hole in their reason (two left open after
 the fixes that followed: docs/security.md, "The outputs under the profiler").
 
 File-level attacks call `Evidence.profile_outputs` on two folders (milliseconds); the attacks

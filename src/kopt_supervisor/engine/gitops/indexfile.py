@@ -20,10 +20,10 @@ write, so git is asked.
 from __future__ import annotations
 
 import hashlib
-import os
-import stat
 from dataclasses import dataclass
 from pathlib import Path
+
+from kopt_supervisor.engine.sandbox.paths import read_output
 
 MAX_BYTES = 64 << 20
 """A larger index is left to git (a repository of a million files)."""
@@ -69,29 +69,13 @@ def read_index(path: str | Path, rawsz: int | None = None) -> list[Entry] | None
 
 
 def _read(path: Path) -> bytes | None:
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    """The file's bytes, read as any file another process could have written
+    (sandbox.paths.read_output: no link, no FIFO, regular files only); None past MAX_BYTES."""
     try:
-        fd = os.open(path, flags)
+        data = read_output(path, MAX_BYTES + 1)
     except OSError:
         return None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_BYTES:
-            return None
-        chunks = []
-        left = MAX_BYTES + 1
-        while left > 0:
-            chunk = os.read(fd, min(left, 1 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-        data = b"".join(chunks)
-        return data if len(data) <= MAX_BYTES else None
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
+    return data if len(data) <= MAX_BYTES else None
 
 
 def _verified_hash_size(data: bytes, rawsz: int | None) -> int | None:
