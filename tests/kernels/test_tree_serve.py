@@ -161,6 +161,31 @@ def test_summaries_count_nan_and_inf_apart_and_sum_the_finite_rest() -> None:
     assert audit.output_tensors((t, [t, "x"], None)) == [t, t] and audit.output_tensors(None) == []
 
 
+def test_a_profiled_calls_outputs_are_summarised_on_the_host() -> None:
+    """Under a profiler every kernel is profiled, a summary's on the GPU too (80 s of ncu per
+    tree on the H200): a profile's outputs are copied to the host first, and summarised there
+    alike, positions from the same draw."""
+    t = torch.randn(300, generator=torch.Generator().manual_seed(5))
+
+    class OnDevice:  # a device tensor's stand-in: only its host copy may be summarised
+        copied = 0
+
+        def numel(self) -> int:
+            return int(t.numel())
+
+        def detach(self) -> OnDevice:
+            return self
+
+        def cpu(self) -> torch.Tensor:
+            OnDevice.copied += 1
+            return t
+
+    profiled = audit.summarise_profiled(torch, [OnDevice()], random.Random(9))
+    rng = random.Random(9)
+    assert OnDevice.copied == 1
+    assert profiled == [audit.summarise(torch, t, audit.audit_positions(rng, 300))]
+
+
 def test_summaries_in_chunks_equal_the_whole_tensors(monkeypatch: pytest.MonkeyPatch) -> None:
     """The audit sums in float64 chunks (a whole output in float64 ran a served process out of
     memory on the H100): chunked and whole sums agree, NaN/Inf counted across chunk edges."""

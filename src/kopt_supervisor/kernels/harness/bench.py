@@ -78,7 +78,16 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from .audit import VERSION, audit_positions, audit_set, input_seed, output_tensors, summarise, summarise_sets
+from .audit import (
+    VERSION,
+    audit_positions,
+    audit_set,
+    input_seed,
+    output_tensors,
+    summarise,
+    summarise_profiled,
+    summarise_sets,
+)
 from .check import check_call
 from .locate import locate
 from .params import class_key, config_key
@@ -778,7 +787,7 @@ class Bench:
         """The last profiled call's outputs, summarised as an audit entry (one set; the
         positions drawn from the profile's seed and the config)."""
         rng, _ = audit_set(seed, case.key, 1)
-        outputs = [summarise(self.torch, t, audit_positions(rng, int(t.numel()))) for t in output_tensors(result)]
+        outputs = summarise_profiled(self.torch, output_tensors(result), rng)
         return {
             "config": dict(case.cols),
             "sets": 1,

@@ -108,6 +108,7 @@ from .audit import (
     input_seed,
     output_tensors,
     summarise,
+    summarise_profiled,
     summarise_sets,
 )
 from .bench import LAST, Bench, PhaseClock, Timing, log, new_seed, why, write_csv
@@ -678,7 +679,7 @@ class ImportedBench(Bench):
                         "set": 0,
                         "atol": atol,
                         "rtol": rtol,
-                        "outputs": [summarise(self.torch, t, audit_positions(rng, int(t.numel()))) for t in outs],
+                        "outputs": summarise_profiled(self.torch, outs, rng),
                     }
                 )
             except Exception as exc:  # the row says it failed; the profile goes on
