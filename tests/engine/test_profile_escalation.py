@@ -136,5 +136,5 @@ def test_a_candidate_that_writes_no_outputs_under_the_profiler_where_best_did_is
     v1 = record(ws, 1)
     assert (
         v1["status"] == "fail_correctness"
-        and "none written, while best's profile wrote them" in v1["decision"]["reason"]
+        and "none written, while the baseline's profile wrote them" in v1["decision"]["reason"]
     )

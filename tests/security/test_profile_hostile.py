@@ -9,7 +9,7 @@ deeply nested file, and kopt reads it after the sandbox. Best's file is written 
 which was a candidate once. Each attack here is a tree that does other (less) work only while it
 is profiled (`CHEAT`: the bench and the profiler show a 30% gain, its profiled outputs are wrong
 for cls=large) plus a way around the comparison; each test asserts it is not kept. The attacks
-that work today are marked xfail(strict=True) with the hole in their reason (two left open after
+that work today are marked xfail(strict=True) with the hole in their reason (one left open after
 the fixes that followed: docs/security.md, "The outputs under the profiler").
 
 File-level attacks call `Evidence.profile_outputs` on two folders (milliseconds); the attacks
@@ -275,15 +275,14 @@ def test_e2e_nan_outputs_under_the_profiler_fail_correctness(fake_env, tmp_path,
     assert v1["status"] == "fail_correctness" and "cls=large" in v1["decision"]["reason"], v1["decision"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="HOLE: best's outputs are best's tree's self-report. A kept tree (v1, an honest 5% gain) that "
-    "does the same other work as the next cheat once it is profiled as best (KOPT_PROFILE_OUTPUTS ends in "
-    "/best/outputs.json) makes v2's wrong outputs equal best's: 'checked 4', v2 KEPT",
-)
 def test_e2e_a_kept_tree_colluding_as_best_does_not_get_the_next_cheat_kept(
     fake_env, tmp_path, monkeypatch, driven_clock
 ):
+    """A kept tree (v1, an honest 5% gain) that does the same other work as the next cheat once
+    it is profiled as best (KOPT_PROFILE_OUTPUTS ends in /best/outputs.json) made v2's wrong
+    outputs equal best's ('checked 4', v2 KEPT) while best's outputs were the reference. The
+    reference is the baseline's profile at the same seed: the user's tree, which no candidate
+    wrote."""
     dormant = "k['profile_as_best'] = {'profile_wrong': ['large']}; "
     ws = two_keeps(
         fake_env,
@@ -296,7 +295,9 @@ def test_e2e_a_kept_tree_colluding_as_best_does_not_get_the_next_cheat_kept(
     )
     v1, v2 = record(ws, 1), record(ws, 2)
     assert v1["status"] == "keep", v1["decision"]  # the dormant code passed its own keep
-    assert v2["status"] != "keep", (v2["decision"]["reason"], v2["profile"].get("outputs"))
+    assert v1["profile"]["outputs"]["against"] == "baseline", v1["profile"]["outputs"]
+    assert v2["status"] == "fail_correctness", (v2["decision"]["reason"], v2["profile"].get("outputs"))
+    assert "cls=large" in v2["decision"]["reason"] and "the baseline's" in v2["decision"]["reason"]
 
 
 def test_e2e_a_kept_tree_writing_no_outputs_as_best_does_not_turn_the_comparison_off(

@@ -114,14 +114,18 @@ class Evidence:
         policy = Policy.from_config(ctx.cfg.decide, ctx.cfg.target.direction)
         first: Agreement | None = None
         calls: int | None = None  # None: the bench's own number of calls per config
-        seed = reused.seed if reused is not None and reused.seed is not None else secrets.randbelow(1 << 31)
-        # the outputs compared are the first pair's: best's from the profile reused, when it is
-        # (a closer profile of best, asked by a candidate that makes the first one unclear, is
-        # taken afresh, where a kept tree's dormant code could write what it likes)
-        outputs_of = (
-            reused.out_dir if reused is not None else ctx.ws.profiles / f"v{it.version}" / "best",
-            ctx.ws.profiles / f"v{it.version}" / "cand",
-        )
+        # the candidate's outputs are compared with the baseline's at the baseline's seed (the
+        # user's tree, not best's: a kept tree's dormant code could write what the next cheat
+        # needs); a run whose baseline drew none compares with best's, from the profile reused
+        # when it is. Either way the first pair's: a closer profile, which a candidate can ask for
+        # by being unclear, draws afresh
+        anchor = self.baseline_outputs()
+        if anchor is not None:
+            seed, reference = anchor[0], (anchor[1], "baseline")
+        else:
+            seed = reused.seed if reused is not None and reused.seed is not None else secrets.randbelow(1 << 31)
+            reference = (reused.out_dir if reused is not None else ctx.ws.profiles / f"v{it.version}" / "best", "best")
+        cand_out = ctx.ws.profiles / f"v{it.version}" / "cand"
         try:
             while True:
                 bests, cands = self.profile_pair(it, lane, prof, reused, calls, seed)
@@ -160,7 +164,7 @@ class Evidence:
             raise
         refuted: CorrectnessRefuted | None = None
         try:
-            outputs = self.profile_outputs(*outputs_of)
+            outputs = self.profile_outputs(reference[0], cand_out, reference=reference[1])
         except CorrectnessRefuted as e:
             refuted, outputs = e, {"refuted": str(e)}
         it.record["profile"] = {
@@ -409,18 +413,29 @@ class Evidence:
             return truth_rule.of_profiler(agreement.summary_line(), profile["agreement"])
         return truth_rule.of_os_time(os_truth(it))
 
-    def profile_outputs(self, best_dir: Path, cand_dir: Path) -> dict[str, Any]:
-        """The candidate's outputs under the profiler against best's (loop/profile_outputs.py
-        `compare`), with the baseline's configs and the run's earlier comparisons."""
+    def profile_outputs(self, ref_dir: Path, cand_dir: Path, *, reference: str = "best") -> dict[str, Any]:
+        """The candidate's outputs under the profiler against the reference's, "baseline" or
+        "best" (loop/profile_outputs.py `compare`), with the baseline's configs and the run's
+        earlier comparisons."""
         base = self.ctx.history.baseline()
         record = base.record if base else {}
         return profile_outputs.compare(
-            best_dir,
+            ref_dir,
             cand_dir,
             columns=[str(c) for c in (record.get("config_columns") or [])],
             configs=set(record.get("configs") or ()),
             earlier=[it.record for it in self.ctx.history.store.iterations()],
+            reference=reference,
         )
+
+    def baseline_outputs(self) -> tuple[int, Path] | None:
+        """The baseline's profile's seed and folder, where its outputs under the profiler are
+        (None: its profile drew no seed: a run begun before, or a profile that failed)."""
+        base = self.ctx.history.baseline()
+        seed = ((base.record.get("profile") or {}).get("seed")) if base is not None else None
+        if base is None or not isinstance(seed, int) or isinstance(seed, bool):
+            return None
+        return seed, self.ctx.ws.profiles / f"v{base.version}" / "best"
 
     def config_refs(self) -> list[ConfigRef]:
         """The baseline's configs with the classes the decisions vote in (the guard class)."""
@@ -430,13 +445,17 @@ class Evidence:
         return config_refs(configs, class_of=votes)
 
     def baseline(self, it: Iteration, lane: Lane, values: dict[str, float]) -> None:
-        """The baseline's roofline (the README's Step 0) and its profile (tolerated to fail)."""
+        """The baseline's roofline (the README's Step 0) and its profile (tolerated to fail),
+        which summarises its outputs at a seed it records: what every keep's candidate is
+        compared with under the profiler."""
         self.roofline(it, values, base=it)
         prof = self.profiler(lane)
         if prof is None:
             return
+        seed = secrets.randbelow(1 << 31)  # every keep's profile draws these inputs (baseline_outputs)
         try:
-            it.record["profile"] = {"best": self.profile_tree(it, lane, prof, lane.best, "best").to_dict()}
+            summary = self.profile_tree(it, lane, prof, lane.best, "best", seed=seed)
+            it.record["profile"] = {"best": summary.to_dict(), "seed": seed}
         except KoptFailure as e:
             self.ctx.event("profile", f"v{it.version}: profiling best/ failed: {e}", it=it, level="warn")
 

@@ -1,15 +1,20 @@
-"""The candidate's outputs under the profiler against best's (docs/security.md, "The outputs
-under the profiler"): a tree that does less work, or wrong work, only while it is profiled
-would otherwise have the profiler's kernel time agree with a patched timer.
+"""The candidate's outputs under the profiler against a trusted tree's (docs/security.md, "The
+outputs under the profiler"): a tree that does less work, or wrong work, only while it is
+profiled would otherwise have the profiler's kernel time agree with a patched timer.
 
-Both trees' profiles draw the same inputs (KOPT_PROFILE_SEED) and the harness summarises each
-config's last output into `<profile folder>/outputs.json` (KOPT_PROFILE_OUTPUTS, the audit's
-JSON). `compare` reads both files as any file a sandbox wrote (never through a link, never
-blocking, bounded: sandbox.read_output) and compares them with decide/audit.compare.
+The baseline's profile draws its inputs from a seed it records (KOPT_PROFILE_SEED) and the
+harness summarises each config's last output into `<profile folder>/outputs.json`
+(KOPT_PROFILE_OUTPUTS, the audit's JSON). Every keep's profile draws the same inputs, and the
+candidate's outputs are compared with the **baseline's**: the user's own tree, profiled before
+any candidate ran, never best's, whose tree (a candidate once) could carry dormant code that
+writes whatever the next cheat needs. A run whose baseline recorded no seed (begun before, or
+its profile failed) compares with best's, as it did before. `compare` reads both files as any
+file a sandbox wrote (never through a link, never blocking, bounded: sandbox.read_output) and
+compares them with decide/audit.compare.
 
-    compare(best_dir, cand_dir, columns=..., configs=..., earlier=[records]) ->
-        {"checked": n, "tolerance": {...}}   they agree
-        {"checked": 0, "note": ...}          best wrote none (not kopt's harness), none compared before
+    compare(ref_dir, cand_dir, columns=..., configs=..., earlier=[records], reference=...) ->
+        {"checked": n, "tolerance": {...}, "against": reference}   they agree
+        {"checked": 0, "note": ...}          the reference wrote none (not kopt's harness), none compared before
         {"unconfirmed": ...}                 the keep goes to review
         raises CorrectnessRefuted            the candidate's outputs differ, or are missing
 
@@ -38,47 +43,49 @@ class CorrectnessRefuted(KoptFailure):
 
 
 def compare(
-    best_dir: Path,
+    ref_dir: Path,
     cand_dir: Path,
     *,
     columns: list[str],
     configs: set[str],
     earlier: Iterable[Mapping[str, Any]],
+    reference: str = "best",
 ) -> dict[str, Any]:
-    """Best's and the candidate's outputs.json compared config by config (`columns`: the
+    """The reference's and the candidate's outputs.json compared config by config (`reference`:
+    "baseline", the baseline's profile at the same seed, or "best", best's; `columns`: the
     baseline's config columns; `configs`: its config keys; `earlier`: the run's iteration
     records so far).
 
-    Best's file missing or unreadable: a note (a bench that is not kopt's harness) while no
-    earlier keep compared outputs, else unconfirmed (best's tree, a candidate once, may be what
-    stopped writing them); a best file whose configs are not the baseline's: unconfirmed. The
-    tolerance is best's file's until a comparison of the run recorded one, then that one (best's
-    tolerance is its tree's word; the first comparison's best was the baseline's tree unless a
-    keep came before without one). A candidate that wrote none where best did, one that does not
-    parse, or a config missing, added or different: CorrectnessRefuted."""
+    The reference's file missing or unreadable: a note (a bench that is not kopt's harness)
+    while no earlier keep compared outputs, else unconfirmed (best's tree, a candidate once, may
+    be what stopped writing them); a reference whose configs are not the baseline's:
+    unconfirmed. The tolerance is the reference's file's; best's only until a comparison of the
+    run recorded one, then that one (best's tolerance is its tree's word). A candidate that
+    wrote none where the reference did, one that does not parse, or a config missing, added or
+    different: CorrectnessRefuted."""
     records = list(earlier)
+    whose = "the baseline's" if reference == "baseline" else "best's"
     try:
-        best = audit.parse(
-            read_output(best_dir / PROFILE_OUTPUTS, MAX_PROFILE_OUTPUTS_BYTES).decode(),
+        ref = audit.parse(
+            read_output(ref_dir / PROFILE_OUTPUTS, MAX_PROFILE_OUTPUTS_BYTES).decode(),
             columns,
-            "best's outputs under the profiler",
+            f"{whose} outputs under the profiler",
         )
     except (BenchError, OSError, UnicodeDecodeError) as e:
-        why = f"best's profile wrote no outputs kopt could read (unreadable: {e})"
+        why = f"{whose} profile wrote no outputs kopt could read (unreadable: {e})"
         if compared_before(records):
             return {"unconfirmed": f"{why}, though an earlier keep of this run compared them"}
         return {"checked": 0, "note": f"{why}: not kopt's harness, not compared"}
-    if configs and set(best) != configs:
-        return {"unconfirmed": f"best's outputs list {len(best)} config(s), not the baseline's {len(configs)}"}
-    trusted = first_tolerances(records)
-    best = {
-        k: dataclasses.replace(b, atol=trusted[k][0], rtol=trusted[k][1]) if k in trusted else b
-        for k, b in best.items()
+    if configs and set(ref) != configs:
+        return {"unconfirmed": f"{whose} outputs list {len(ref)} config(s), not the baseline's {len(configs)}"}
+    trusted = first_tolerances(records) if reference != "baseline" else {}
+    ref = {
+        k: dataclasses.replace(b, atol=trusted[k][0], rtol=trusted[k][1]) if k in trusted else b for k, b in ref.items()
     }
     try:
         data = read_output(cand_dir / PROFILE_OUTPUTS, MAX_PROFILE_OUTPUTS_BYTES + 1)
     except FileNotFoundError:
-        raise CorrectnessRefuted(f"{WHERE}: none written, while best's profile wrote them") from None
+        raise CorrectnessRefuted(f"{WHERE}: none written, while {whose} profile wrote them") from None
     except OSError as e:  # a link, a FIFO, a folder: never read through
         raise CorrectnessRefuted(f"{WHERE}: none written as a regular file ({e})") from None
     if len(data) > MAX_PROFILE_OUTPUTS_BYTES:
@@ -87,17 +94,17 @@ def compare(
         cand = audit.parse(data.decode(), columns, WHERE)
     except (BenchError, UnicodeDecodeError) as e:
         raise CorrectnessRefuted(str(e)) from None
-    extra = sorted(set(cand) - set(best))
-    missing = sorted(set(best) - set(cand))
+    extra = sorted(set(cand) - set(ref))
+    missing = sorted(set(ref) - set(cand))
     if missing or extra:
-        which = f"config {missing[0]} missing" if missing else f"config {extra[0]} not in best's"
+        which = f"config {missing[0]} missing" if missing else f"config {extra[0]} not in {whose}"
         raise CorrectnessRefuted(f"{WHERE}: {which}")
-    for key, b in best.items():
+    for key, b in ref.items():
         differs = audit.compare(b, cand[key])
         if differs:
-            said = differs.replace("audited timed call (set 0)", "last call")
+            said = differs.replace("audited timed call (set 0)", "last call").replace("best's", whose)
             raise CorrectnessRefuted(f"{WHERE}, config {key}: {said}")
-    return {"checked": len(best), "tolerance": {k: [b.atol, b.rtol] for k, b in best.items()}}
+    return {"checked": len(ref), "tolerance": {k: [b.atol, b.rtol] for k, b in ref.items()}, "against": reference}
 
 
 def outputs_of(record: Mapping[str, Any]) -> Mapping[str, Any]:
