@@ -9,8 +9,8 @@ deeply nested file, and kopt reads it after the sandbox. Best's file is written 
 which was a candidate once. Each attack here is a tree that does other (less) work only while it
 is profiled (`CHEAT`: the bench and the profiler show a 30% gain, its profiled outputs are wrong
 for cls=large) plus a way around the comparison; each test asserts it is not kept. The attacks
-that work today are marked xfail(strict=True) with the hole in their reason (one left open after
-the fixes that followed: docs/security.md, "The outputs under the profiler").
+that worked before are each a test now; what is still open is listed in docs/security.md, "The
+outputs under the profiler".
 
 File-level attacks call `Evidence.profile_outputs` on two folders (milliseconds); the attacks
 that need the loop (the sandbox, the order of the profiles, best's reused or escalated profile)
@@ -363,31 +363,50 @@ DONE = {}
 def scale(x):
     if not os.environ.get("KOPT_PROFILE"):
         return x * 2
-    key = (x.data_ptr(), tuple(x.shape), x.dtype)
-    if key not in DONE:  # profiled: the first call on these inputs computes, the others hand it back
+    key = (tuple(x.shape), x.dtype)
+    if key not in DONE:  # profiled: a config's first call computes, the others hand it back
         DONE[key] = x * 2
         with open(os.path.join(os.path.dirname(__file__), "computed"), "a") as f:
             f.write("1")
     return DONE[key]
 """
+"""Computes each config's first profiled call and hands its result back on the others: the
+profiler sees 1/calls of the work. With one set of inputs for every call (before), its outputs
+were exactly best's."""
+
+PARTIAL = """import os
+CALLS = {}
+def scale(x):
+    if not os.environ.get("KOPT_PROFILE"):
+        return x * 2
+    key = (tuple(x.shape), x.dtype)
+    CALLS[key] = CALLS.get(key, 0) + 1
+    if CALLS[key] == int(os.environ["KOPT_PROFILE_CALLS"]):  # the last call, the one summarised before
+        with open(os.path.join(os.path.dirname(__file__), "computed"), "a") as f:
+            f.write("1")
+        return x * 2
+    y = x.clone()  # the others: half the work
+    half = y.reshape(-1)[: x.numel() // 2]
+    half.mul_(2)
+    return y
+"""
+"""Does the whole work only on a config's last profiled call (the one summarised before) and
+half of it on the others."""
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="HOLE: --profile calls each config's function KOPT_PROFILE_CALLS times on the same inputs and "
-    "summarises only the last call's outputs (bench.profile_rows): a candidate that, while profiled, "
-    "computes once and hands the same tensor back (or does partial work on all but the last call) writes "
-    "best's outputs exactly while the profiler sees 1/calls of the work",
-)
-def test_a_profile_that_computed_one_call_of_each_config_is_told_from_one_that_computed_all(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize("cheat", [MEMO, PARTIAL], ids=["memo", "partial"])
+def test_a_profile_that_computed_less_than_every_call_is_told_from_one_that_computed_all(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], cheat: str
 ) -> None:
+    """Each profiled call draws inputs of its own (bench.profile_inputs) and every call's
+    outputs are summarised: a tree that did less than every call's work writes wrong outputs
+    for some call, and kopt's comparison refutes it (the xfail naming this hole before)."""
     pytest.importorskip("torch")
     from tests.kernels.test_public_harness import run_main, spec, tree
 
     best, cand = tree(tmp_path / "best"), tmp_path / "cand"
     (cand / "ops").mkdir(parents=True)
-    (cand / "ops" / "scale.py").write_text(MEMO)
+    (cand / "ops" / "scale.py").write_text(cheat)
     monkeypatch.setenv("KOPT_PROFILE", "1")
     monkeypatch.setenv("KOPT_PROFILE_SEED", "5")
     monkeypatch.setenv("KOPT_PROFILE_CALLS", "12")
@@ -395,11 +414,16 @@ def test_a_profile_that_computed_one_call_of_each_config_is_told_from_one_that_c
         (tmp_path / "profiles" / side).mkdir(parents=True)
         monkeypatch.setenv("KOPT_PROFILE_OUTPUTS", str(tmp_path / "profiles" / side / PROFILE_OUTPUTS))
         df = run_main(spec(), ["--profile"], t, capsys)
-    assert len((cand / "ops" / "computed").read_text()) == len(df) < 12 * len(df)  # one call of 12 computed
-    with pytest.raises(CorrectnessRefuted):
-        ev = Evidence(
-            SimpleNamespace(
-                history=SimpleNamespace(baseline=lambda: SimpleNamespace(record={"config_columns": ["shape", "dtype"]}))
-            )  # type: ignore[arg-type]
-        )
+    assert len((cand / "ops" / "computed").read_text()) == len(df)  # one whole call of 12 per config
+    written = json.loads((tmp_path / "profiles" / "cand" / PROFILE_OUTPUTS).read_text())
+    assert all(len(c["outputs"]) == 12 for c in written["configs"])  # every call summarised
+    base = SimpleNamespace(record={"config_columns": ["shape", "dtype"]})  # the harness's config columns
+    store = SimpleNamespace(iterations=lambda: [])
+    ev = Evidence(SimpleNamespace(history=SimpleNamespace(baseline=lambda: base, store=store)))  # type: ignore[arg-type]
+    with pytest.raises(CorrectnessRefuted, match="the candidate's outputs under the profiler, config"):
         ev.profile_outputs(tmp_path / "profiles" / "best", tmp_path / "profiles" / "cand")
+    # an honest tree's calls agree with best's, each on its own inputs
+    (tmp_path / "profiles" / "again").mkdir()
+    monkeypatch.setenv("KOPT_PROFILE_OUTPUTS", str(tmp_path / "profiles" / "again" / PROFILE_OUTPUTS))
+    run_main(spec(), ["--profile"], best, capsys)
+    assert ev.profile_outputs(tmp_path / "profiles" / "best", tmp_path / "profiles" / "again")["checked"] == len(df)

@@ -290,13 +290,20 @@ def test_a_profile_summarises_each_configs_outputs_for_kopt_on_its_seed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Under kopt's profile (KOPT_PROFILE_SEED, KOPT_PROFILE_OUTPUTS) the imported harness, like
-    the public one, summarises each config's last output on inputs from kopt's seed, in the
-    audit's JSON kopt reads (engine/loop/evidence.py `profile_outputs`; the seed's determinism:
-    tests/kernels/test_public_harness.py, on the harness function both share)."""
+    the public one, summarises every profiled call's outputs, each call on a set drawn of its
+    own from kopt's seed, in the audit's JSON kopt reads (engine/loop/evidence.py
+    `profile_outputs`; the seed's determinism: tests/kernels/test_public_harness.py, on the
+    harness function both share)."""
     tree = layer_norm_tree(tmp_path / "tree")
     monkeypatch.chdir(tree)
     monkeypatch.setenv("KOPT_PROFILE_SEED", "11")
     monkeypatch.setenv("KOPT_PROFILE_OUTPUTS", str(tmp_path / "outputs.json"))
+    monkeypatch.setenv("KOPT_PROFILE_CALLS", "3")
     assert imported.main(["05-layer-norm.py", "--line", "triton", "--profile"]) == 0
     got = kopt_audit.parse((tmp_path / "outputs.json").read_text(), CONFIG, "outputs")
     assert got and all(a.outputs and kopt_audit.compare(a, a) is None for a in got.values())
+    for a in got.values():  # three calls' outputs, each its own: no two calls summed alike
+        per_call = len(a.outputs) // 3
+        assert per_call and len(a.outputs) == 3 * per_call
+        sums = [tuple(o.sum for o in a.outputs[k * per_call : (k + 1) * per_call]) for k in range(3)]
+        assert len(set(sums)) == 3, sums

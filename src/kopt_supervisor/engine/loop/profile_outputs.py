@@ -3,7 +3,7 @@ outputs under the profiler"): a tree that does less work, or wrong work, only wh
 profiled would otherwise have the profiler's kernel time agree with a patched timer.
 
 The baseline's profile draws its inputs from a seed it records (KOPT_PROFILE_SEED) and the
-harness summarises each config's last output into `<profile folder>/outputs.json`
+harness summarises each config's profiled calls' outputs into `<profile folder>/outputs.json`
 (KOPT_PROFILE_OUTPUTS, the audit's JSON). Every keep's profile draws the same inputs, and the
 candidate's outputs are compared with the **baseline's**: the user's own tree, profiled before
 any candidate ran, never best's, whose tree (a candidate once) could carry dormant code that
@@ -102,7 +102,9 @@ def compare(
     for key, b in ref.items():
         differs = audit.compare(b, cand[key])
         if differs:
-            said = differs.replace("audited timed call (set 0)", "last call").replace("best's", whose)
+            said = differs.replace("audited timed call (set 0)", "its profiled calls' outputs in order").replace(
+                "best's", whose
+            )
             raise CorrectnessRefuted(f"{WHERE}, config {key}: {said}")
     return {"checked": len(ref), "tolerance": {k: [b.atol, b.rtol] for k, b in ref.items()}, "against": reference}
 

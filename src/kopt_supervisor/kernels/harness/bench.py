@@ -32,9 +32,11 @@ each block one call per set (CPU_SETS), timed by the process's CPU time (timing.
 
 --once: the contract check alone (each solution runs twice per shape, nothing is timed).
 
---profile: what a profiler runs (kopt.toml's [profile] command): per shape, fresh inputs (drawn
-on the CPU and copied, so no draw kernel runs on the GPU: Case.host_draw) and each solution
-called twice inside its config's range (KOPT_PROFILE_CALLS times when kopt asks for more); no reference, no comparison, nothing
+--profile: what a profiler runs (kopt.toml's [profile] command): per shape, each solution called
+twice inside its config's range (KOPT_PROFILE_CALLS times when kopt asks for more), each call on
+fresh inputs of its own (drawn on the CPU and copied, so no draw kernel runs on the GPU:
+Case.host_draw, profile_inputs); every call's outputs summarised where kopt asks
+(KOPT_PROFILE_OUTPUTS); no reference, no comparison, nothing
 timed (correctness is every look's). Under ncu every launch costs 10-80 ms, and the contract
 check's own launches outside the ranges (the fp64 reference, the poisoned buffers, the
 comparison) took 86 s of a 90 s profile on the H100; what is left outside the ranges is the
@@ -141,7 +143,7 @@ PROFILE_CALLS_MAX = 64
 
 
 PROFILE_OUTPUTS_ENV = "KOPT_PROFILE_OUTPUTS"
-"""--profile: where kopt wants each config's last output summarised (audit.py's summary, the
+"""--profile: where kopt wants every profiled call's outputs summarised (audit.py's summary, the
 audit file's JSON): kopt compares the candidate's with best's, so that a tree which does less
 work, or wrong work, only while it is profiled is caught (engine/loop/evidence.py)."""
 PROFILE_SEED_ENV = "KOPT_PROFILE_SEED"
@@ -174,6 +176,23 @@ def profile_calls(environ: dict[str, str] | None = None) -> int:
     if not raw.isdigit() or not 1 <= int(raw) <= PROFILE_CALLS_MAX:
         raise SystemExit(f"KOPT_PROFILE_CALLS={raw!r}: a whole number of calls from 1 to {PROFILE_CALLS_MAX}")
     return int(raw)
+
+
+def profile_entry(cols: dict[str, Any], atol: float, rtol: float, outputs: list[dict[str, Any]]) -> dict[str, Any]:
+    """A config's entry in the profile's outputs file: one audit set whose outputs are every
+    profiled call's, in order (audit.summarise_profiled's summaries)."""
+    return {"config": dict(cols), "sets": 1, "set": 0, "atol": atol, "rtol": rtol, "outputs": outputs}
+
+
+def profile_inputs(case: Case, call: int) -> tuple[tuple, dict[str, Any]]:
+    """The inputs of a case's profiled call: the case's own for the first, then a draw of their
+    own per call (host_draw: no kernel on the GPU), from a seed both trees derive alike. With
+    one set of inputs for every call, a tree that computed the first call and handed its
+    result back on the others wrote the same outputs as one that computed them all."""
+    if call == 0:
+        return case.args, case.kwargs
+    seed = input_seed(case.seed, case.key, f"profile/call{call}")
+    return case.host_draw(seed) if case.gpu else case.draw(seed)
 
 
 SERVE_MEMORY_TREE = 0.2
@@ -756,8 +775,11 @@ class Bench:
     def profile_rows(self, base_seed: int) -> list[dict[str, Any]]:
         """--profile: per case, each side's function called `profile_calls()` times (twice
         unless kopt asks for more) inside the case's range (allocating its own output, as the
-        contract check's second call does); no reference, no comparison. A call that raises is
-        logged and its row's err is inf."""
+        contract check's second call does), each call on inputs of its own (`profile_inputs`);
+        no reference, no comparison. Where kopt asks (KOPT_PROFILE_OUTPUTS), every call's
+        outputs are summarised, so that a tree which computes once and hands the result back
+        on the later calls (the profiler then sees a fraction of the work) is told apart. A
+        call that raises is logged and its row's err is inf."""
         rows, summaries = [], []
         where = os.environ.get(PROFILE_OUTPUTS_ENV, "") if not self.a.ab else ""
         for case in self.cases(base_seed, reference=False, host=True):
@@ -765,12 +787,18 @@ class Bench:
                 err = math.nan
                 try:
                     ranged = self.ranges.around(case.function(mod), case.range)
-                    for _ in range(self.a.profile_calls):
-                        result = ranged(*case.args, **case.kwargs)
+                    rng, _ = audit_set(base_seed, case.key, 1)
+                    outputs: list[dict[str, Any]] = []
+                    for k in range(self.a.profile_calls):
+                        args, kwargs = profile_inputs(case, k)
+                        result = ranged(*args, **kwargs)
+                        if where:  # on the host at once: twelve calls' outputs never held together
+                            outputs += summarise_profiled(self.torch, output_tensors(result), rng)
+                        del args, kwargs, result
                     if self.gpu:
                         self.torch.cuda.synchronize()
                     if where:
-                        summaries.append(self.profile_summary(case, result, base_seed))
+                        summaries.append(profile_entry(case.cols, case.atol, case.rtol, outputs))
                 except Exception as exc:  # a broken candidate: its row says so, the profile goes on
                     log(
                         f"{self.spec.name} {case.shape.name} {case.cols.get('dtype', '')}{' ' + side if side else ''}: "
@@ -782,20 +810,6 @@ class Bench:
         if where:
             write_profile_outputs(summaries)
         return rows
-
-    def profile_summary(self, case: Case, result: Any, seed: int) -> dict[str, Any]:
-        """The last profiled call's outputs, summarised as an audit entry (one set; the
-        positions drawn from the profile's seed and the config)."""
-        rng, _ = audit_set(seed, case.key, 1)
-        outputs = summarise_profiled(self.torch, output_tensors(result), rng)
-        return {
-            "config": dict(case.cols),
-            "sets": 1,
-            "set": 0,
-            "atol": case.atol,
-            "rtol": case.rtol,
-            "outputs": outputs,
-        }
 
     def ab_rows(self, base_seed: int) -> list[dict[str, Any]]:
         """One A/B look: per case, both sides checked and timed block by block in ABBA order;

@@ -91,6 +91,7 @@ import contextlib
 import functools
 import json
 import math
+import os
 import random
 import sys
 import time
@@ -655,38 +656,41 @@ class ImportedBench(Bench):
         }
 
     def profile_rows(self, base_seed: int) -> list[dict[str, Any]]:
-        """--profile: per config one set drawn and its callable called inside the config's range
-        twice (bench.profile_calls: more when kopt asks); nothing timed, nothing compared here;
-        the last call's outputs summarised where kopt asks (bench.write_profile_outputs)."""
+        """--profile: per config its callable called inside the config's range twice
+        (bench.profile_calls: more when kopt asks), each call on a set of its own (the
+        benchmark function drawn again from a seed per call, outside the range); nothing timed,
+        nothing compared here; every call's outputs summarised where kopt asks
+        (bench.profile_entry, bench.write_profile_outputs): a tree that computed one call and
+        handed its result back on the others would write the wrong outputs."""
         rows, summaries = [], []
         calls = bench_mod.profile_calls()
+        where = os.environ.get(bench_mod.PROFILE_OUTPUTS_ENV, "")
         for config in self.configs:
             err = math.nan
             try:
-                s = call_benchmark(self.imp, config, self.torch, input_seed(base_seed, config.key, "profile"))
-                with self.ranges.span(range_name(config.cols)):
-                    for _ in range(calls):
-                        s()
-                if self.gpu:
-                    self.torch.cuda.synchronize()
                 rng, _ = audit_set(base_seed, config.key, 1)
-                outs = s.outputs()
-                atol, rtol = tolerance(outs, self.a.atol, self.a.rtol)
-                summaries.append(
-                    {
-                        "config": dict(config.cols),
-                        "sets": 1,
-                        "set": 0,
-                        "atol": atol,
-                        "rtol": rtol,
-                        "outputs": summarise_profiled(self.torch, outs, rng),
-                    }
-                )
+                outputs: list[dict[str, Any]] = []
+                tol = (0.0, 0.0)
+                for k in range(calls):
+                    purpose = "profile" if k == 0 else f"profile/call{k}"
+                    s = call_benchmark(self.imp, config, self.torch, input_seed(base_seed, config.key, purpose))
+                    with self.ranges.span(range_name(config.cols)):
+                        s()
+                    if self.gpu:
+                        self.torch.cuda.synchronize()
+                    if where:
+                        outs = s.outputs()
+                        tol = tolerance(outs, self.a.atol, self.a.rtol) if k == 0 else tol
+                        outputs += summarise_profiled(self.torch, outs, rng)
+                    del s
+                if where:
+                    summaries.append(bench_mod.profile_entry(config.cols, tol[0], tol[1], outputs))
             except Exception as exc:  # the row says it failed; the profile goes on
                 log(f"{self.script.name} {config.key}: {type(exc).__name__}: {exc}")
                 err = math.inf
             rows.append({**config.cols, "err": err})
-        bench_mod.write_profile_outputs(summaries)
+        if where:
+            bench_mod.write_profile_outputs(summaries)
         return rows
 
 
