@@ -114,18 +114,15 @@ class Evidence:
         policy = Policy.from_config(ctx.cfg.decide, ctx.cfg.target.direction)
         first: Agreement | None = None
         calls: int | None = None  # None: the bench's own number of calls per config
-        # the candidate's outputs are compared with the baseline's at the baseline's seed (the
-        # user's tree, not best's: a kept tree's dormant code could write what the next cheat
-        # needs); a run whose baseline drew none compares with best's, from the profile reused
-        # when it is. Either way the first pair's: a closer profile, which a candidate can ask for
-        # by being unclear, draws afresh
+        # the candidate's outputs against the baseline's at its seed (a kept tree's dormant code
+        # could write what the next cheat needs), else best's (the reused profile's): the first
+        # pair's, never a closer profile's, which a candidate can ask for by being unclear
         anchor = self.baseline_outputs()
         if anchor is not None:
             seed, reference = anchor[0], (anchor[1], "baseline")
         else:
             seed = reused.seed if reused is not None and reused.seed is not None else secrets.randbelow(1 << 31)
-            reference = (reused.out_dir if reused is not None else ctx.ws.profiles / f"v{it.version}" / "best", "best")
-        cand_out = ctx.ws.profiles / f"v{it.version}" / "cand"
+            reference = (reused.out_dir if reused else ctx.ws.profiles / f"v{it.version}" / "best", "best")
         try:
             while True:
                 bests, cands = self.profile_pair(it, lane, prof, reused, calls, seed)
@@ -164,7 +161,9 @@ class Evidence:
             raise
         refuted: CorrectnessRefuted | None = None
         try:
-            outputs = self.profile_outputs(reference[0], cand_out, reference=reference[1])
+            outputs = self.profile_outputs(
+                reference[0], ctx.ws.profiles / f"v{it.version}" / "cand", reference=reference[1]
+            )
         except CorrectnessRefuted as e:
             refuted, outputs = e, {"refuted": str(e)}
         it.record["profile"] = {
@@ -429,13 +428,11 @@ class Evidence:
         )
 
     def baseline_outputs(self) -> tuple[int, Path] | None:
-        """The baseline's profile's seed and folder, where its outputs under the profiler are
-        (None: its profile drew no seed: a run begun before, or a profile that failed)."""
+        """The baseline's profile's seed and folder (profile_outputs.baseline_reference)."""
         base = self.ctx.history.baseline()
-        seed = ((base.record.get("profile") or {}).get("seed")) if base is not None else None
-        if base is None or not isinstance(seed, int) or isinstance(seed, bool):
-            return None
-        return seed, self.ctx.ws.profiles / f"v{base.version}" / "best"
+        return (
+            profile_outputs.baseline_reference(base.record, self.ctx.ws.profiles / f"v{base.version}") if base else None
+        )
 
     def config_refs(self) -> list[ConfigRef]:
         """The baseline's configs with the classes the decisions vote in (the guard class)."""

@@ -109,6 +109,14 @@ def compare(
     return {"checked": len(ref), "tolerance": {k: [b.atol, b.rtol] for k, b in ref.items()}, "against": reference}
 
 
+def baseline_reference(record: Mapping[str, Any], folder: Path) -> tuple[int, Path] | None:
+    """The baseline's profile's seed and the folder its outputs are in (`folder`: its version's
+    profiles/vN), or None where its profile drew no seed (a run begun before, a profile that
+    failed): then best's outputs are the reference."""
+    seed = (record.get("profile") or {}).get("seed")
+    return (seed, folder / "best") if isinstance(seed, int) and not isinstance(seed, bool) else None
+
+
 def outputs_of(record: Mapping[str, Any]) -> Mapping[str, Any]:
     """An iteration record's comparison of outputs under the profiler ({} without one)."""
     got = (record.get("profile") or {}).get("outputs") or {}
