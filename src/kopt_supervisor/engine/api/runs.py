@@ -348,7 +348,7 @@ fake one in tests."""
 def gpus_report(ws: Workspace | None = None) -> dict[str, Any]:
     """`kopt gpus [--tag TAG]`: one gate check with the run's [gpu] thresholds (the defaults
     without a run); the stable JSON of docs/gpu-gate.md."""
-    from kopt_supervisor.engine.gpu.report import gpus_report as check
+    from kopt_supervisor.engine.doctor import gpus_report as check
 
     if ws is None:
         return check(GpuConfig())
@@ -364,7 +364,7 @@ def gpus_report(ws: Workspace | None = None) -> dict[str, Any]:
 
 def format_gpus_report(report: dict[str, Any]) -> str:
     """`gpus_report`'s result as a table for the terminal."""
-    from kopt_supervisor.engine.gpu.report import format_report
+    from kopt_supervisor.engine.doctor import format_report
 
     return format_report(report)
 
@@ -425,7 +425,7 @@ def export_branch(ws: Workspace, branch: str) -> str:
 def measure_ceilings(root: Path) -> dict[str, Any]:
     """Measure this GPU's copy bandwidth and matrix rate and register them as cited sources
     under `root`; the stable JSON of `kopt ceilings --json` (its "lines" for people)."""
-    from kopt_supervisor.engine.ceilings import measure_ceilings as measure
+    from kopt_supervisor.engine.doctor import measure_ceilings as measure
 
     return measure(root)
 
