@@ -1,6 +1,6 @@
 """Proposers and `make_proposer`, which builds the configured one. The interface, the plan file,
 the `manual` proposer and `command` (which runs an agent CLI; its presets: `agents`) are `proposer`;
-`tune` is the built-in parameter search (`tune_space`, `tune_search`); the context pack an
+`tune` is the built-in parameter search (its space and history: `tune_space`); the context pack an
 agent reads is `context` (`context_inputs`, `context_data`), what its runs cost `costs`
 (`agent_parsers`)."""
 
