@@ -1,8 +1,8 @@
 """Proposers and `make_proposer`, which builds the configured one. The interface, the plan file,
-the `manual` proposer and `command` (which runs an agent CLI; its presets: `agents`) are `proposer`;
-`tune` is the built-in parameter search (its space and history: `tune_space`); the context pack an
-agent reads is `context` (`context_inputs`, `context_data`), what its runs cost `costs`
-(`agent_parsers`)."""
+the `manual` proposer and `command` (which runs an agent CLI; its presets: `agents`) are
+`proposer`; `tune` is the built-in parameter search (its space and history: `tune_space`);
+the context pack an agent reads is `context` (its data and markdown; its inputs, evidence and
+rules: `context_inputs`), what its runs cost `costs` (`agent_parsers`)."""
 
 from __future__ import annotations
 

@@ -215,8 +215,7 @@ def assess_plan(plan_text: str, pack_json: Any) -> PlanAssessment:
     name from the profile, or a metric the pack showed) is accepted but flagged "uncited".
     The `target_class:`/`scope:` lines do not count as citations: evidence is in the prose.
     Pure."""
-    from kopt_supervisor.engine.propose.context_data import METRIC_TERMS
-    from kopt_supervisor.engine.propose.context_inputs import kernel_short
+    from kopt_supervisor.engine.propose.context_inputs import METRIC_TERMS, kernel_short
 
     text = (plan_text or "")[:PLAN_MAX_CHARS]
     plan = parse_plan(text)
