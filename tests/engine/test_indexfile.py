@@ -1,4 +1,4 @@
-"""An index file read without git (gitops.indexfile) gives exactly what `git ls-files` prints,
+"""An index file read without git (gitops.guards.read_index) gives exactly what `git ls-files` prints,
 and anything but the plain file git writes is left to git: each index version, every flag,
 stage and mode kopt reads; then the files git may read otherwise (a split index, an
 end-of-entries table, an extension it does not know, a bad checksum, a FIFO in the file's
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from kopt_supervisor.engine import gitops
-from kopt_supervisor.engine.gitops.indexfile import Entry, read_index
+from kopt_supervisor.engine.gitops.guards import Entry, read_index
 
 LONG = "/".join(["d" * 200] * 21) + "/long.txt"  # 4,229 bytes: a name past the 12-bit length field
 

@@ -408,7 +408,7 @@ def test_a_tree_as_measured_takes_one_git_call_and_a_touched_file_is_no_change(
     trees: tuple[Path, Path, Path, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The check after every run of tree code: a tree left as measured costs `diff-files`
-    only (the index flags are read from the worktree's index file, gitops.indexfile); the
+    only (the index flags are read from the worktree's index file, gitops.guards.read_index); the
     refresh (which rehashes what only moved in its stat data) and the ignored files' listing
     run where something is named."""
     _, _, cand, base = trees

@@ -1,4 +1,4 @@
-"""The `tune` proposer (engine/propose/tune.py, tune_space.py, tune_search.py): search order, no
+"""The `tune` proposer (engine/propose/tune.py, tune_space.py): search order, no
 repeats, plans, bad files."""
 
 from __future__ import annotations

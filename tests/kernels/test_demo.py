@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from kopt_supervisor.engine import api, demo
+from kopt_supervisor.engine import api
+from kopt_supervisor.engine.api import runs as demo
 from kopt_supervisor.engine.config.toml_io import load as load_config
 from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.store import Store

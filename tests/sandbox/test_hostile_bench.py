@@ -166,7 +166,9 @@ for pid in ({outside.pid}, {os.getpid()}, 1):
         assert res.ok, res.why()
         out = res.stdout_path.read_text()
         assert f"signalled {outside.pid}" not in out and f"signalled {os.getpid()}" not in out, out
-        assert "signalled 1 kopt-init" in out  # PID 1 is the sandbox's own init (kopt's: sandbox.lifeline)
+        assert (
+            "signalled 1 kopt-init" in out
+        )  # PID 1 is the sandbox's own init (kopt's: the lifeline of sandbox/confinement.py)
         assert psutil.Process(outside.pid).status() != psutil.STATUS_STOPPED
     finally:
         outside.kill()

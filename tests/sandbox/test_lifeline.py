@@ -1,4 +1,4 @@
-"""kopt's init in every sandbox (`sandbox.lifeline`): the sandbox ends when its lifeline
+"""kopt's init in every sandbox (the lifeline, `sandbox/confinement.py`): the sandbox ends when its lifeline
 closes, whatever bwrap's parent-death signals did; the command's status comes back as
 bwrap's init would give it; and nothing inside can keep the sandbox alive past the engine
 by reaching the lifeline through /proc."""
@@ -13,7 +13,8 @@ import time
 import psutil
 
 from kopt_supervisor.engine import sandbox
-from kopt_supervisor.engine.sandbox import Confinement, lifeline, wrap
+from kopt_supervisor.engine.sandbox import Confinement, wrap
+from kopt_supervisor.engine.sandbox.confinement import read_end
 
 from .conftest import NEEDS_BWRAP
 
@@ -170,12 +171,12 @@ time.sleep(60)
 def test_a_forked_child_makes_its_own_lifeline_and_holds_nothing_of_its_parent_s():
     """A write end a forked child kept would keep its parent's sandboxes alive after the
     parent's death: the child's first `read_end()` closes its copies of the parent's pipe."""
-    parent_pipe = f"pipe:[{os.fstat(lifeline.read_end()).st_ino}]"
+    parent_pipe = f"pipe:[{os.fstat(read_end()).st_ino}]"
     rd, wr = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child answers through the pipe
         try:
-            own = f"pipe:[{os.fstat(lifeline.read_end()).st_ino}]"
+            own = f"pipe:[{os.fstat(read_end()).st_ino}]"
             held = []
             for n in os.listdir("/proc/self/fd"):
                 try:
@@ -190,7 +191,7 @@ def test_a_forked_child_makes_its_own_lifeline_and_holds_nothing_of_its_parent_s
     own, parents_held = os.read(rd, 200).decode().split()
     os.close(rd)
     assert own != parent_pipe and parents_held == "0"
-    assert f"pipe:[{os.fstat(lifeline.read_end()).st_ino}]" == parent_pipe  # the parent's own is untouched
+    assert f"pipe:[{os.fstat(read_end()).st_ino}]" == parent_pipe  # the parent's own is untouched
 
 
 def test_a_launch_that_does_not_pass_the_lifeline_is_refused_with_its_cause(tmp_path):

@@ -13,7 +13,8 @@ import pytest
 
 from kopt_supervisor.engine import sandbox
 from kopt_supervisor.engine.errors import BadInput
-from kopt_supervisor.engine.sandbox import Confinement, lifeline, wrap
+from kopt_supervisor.engine.sandbox import Confinement, wrap
+from kopt_supervisor.engine.sandbox.confinement import watched
 
 from .conftest import Run
 
@@ -38,7 +39,7 @@ def _mounts(argv: list[str]) -> list[tuple[str, str]]:
 def test_every_confinement_has_the_namespaces_caps_and_private_dirs():
     argv = wrap(["python", "bench.py"], Confinement(), cwd="/")
     assert argv[0] == sandbox.confinement.default_path()
-    assert argv[argv.index("--") + 1 :] == lifeline.watched(["python", "bench.py"], sandbox.read_end())
+    assert argv[argv.index("--") + 1 :] == watched(["python", "bench.py"], sandbox.read_end())
     for flag in ("--die-with-parent", "--unshare-pid", "--as-pid-1", "--unshare-ipc", "--unshare-net"):
         assert flag in argv
     assert argv[argv.index("--cap-drop") + 1] == "ALL"

@@ -1,4 +1,4 @@
-"""The tune proposer with lanes (engine/propose/tune_search.py): points in flight at once never
+"""The tune proposer with lanes (engine/propose/tune_space.py): points in flight at once never
 step the same parameter for classes in common, a lane whose every point left overlaps one in
 flight is told `busy` (never handed an overlapping point), progress is still reached with four
 lanes, and a point handed back after another lane's keep is proposed again on the new BEST."""
@@ -12,8 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from kopt_supervisor.engine.propose.tune import TuneProposer
-from kopt_supervisor.engine.propose.tune_search import Footprint, overlapping_pairs
-from kopt_supervisor.engine.propose.tune_space import ALL, dump_params
+from kopt_supervisor.engine.propose.tune_space import ALL, Footprint, dump_params, overlapping_pairs
 from tests.engine.test_tune import Harness
 from tests.engine.test_tune_search import (
     CLASSES,

@@ -3,7 +3,7 @@ engine only from here (tests/test_import_contracts.py fails otherwise). Each mod
 opens with what it holds; its `__all__` is what this door exports from it:
 
 - `runs`: find, create, start and serve runs (`init_run`, `start_detached`, `doctor`, `kopt
-  gpus` and `GpuSampler`, results.md and `kopt export`, `kopt mcp`);
+  gpus` and `GpuSampler`, results.md and `kopt export`, `kopt mcp`, `kopt demo`);
 - `run_io`: read a run (`status`, the stable JSON of `kopt status --json`; `RunReader`, the
   TUI's cheap read-only view; `trusted_history`; transcripts) and send it a command (`send`);
 - `reviews`: the review queue (`review_queue` -> `PendingReview`s, `headline_interval`);
@@ -11,7 +11,7 @@ opens with what it holds; its `__all__` is what this door exports from it:
   progress per GPU-hour (`progress` -> `Progress`);
 - `run_meta`, `iteration_record`: typed views of what a run stores (its meta, an iteration's
   record, the status JSON), read by the tolerant rules of `parse`;
-- besides, from the engine: the demo, `fmt` (the one number formatter), and the types and
+- besides, from the engine: `fmt` (the one number formatter), and the types and
   errors these take and return.
 """
 
@@ -31,12 +31,6 @@ from kopt_supervisor.engine.decide.confirmation import Confirmation as Confirmat
 from kopt_supervisor.engine.decide.external_truth import ExternalTruth as ExternalTruth
 from kopt_supervisor.engine.decide.stats import geomean as geomean
 from kopt_supervisor.engine.decide.stats import positive_finite as positive_finite
-from kopt_supervisor.engine.demo import CPU_NOTICE as CPU_NOTICE
-from kopt_supervisor.engine.demo import Materialize as Materialize
-from kopt_supervisor.engine.demo import demo_iterations as demo_iterations
-from kopt_supervisor.engine.demo import has_gpu as has_gpu
-from kopt_supervisor.engine.demo import prepare_demo as prepare_demo
-from kopt_supervisor.engine.demo import run_headless as run_demo_headless  # noqa: F401
 from kopt_supervisor.engine.diffscan.findings import Finding as Finding
 from kopt_supervisor.engine.errors import BadInput as BadInput
 from kopt_supervisor.engine.errors import KoptError as KoptError

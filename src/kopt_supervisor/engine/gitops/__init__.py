@@ -39,13 +39,13 @@ The rooms (this package re-exports the operations callers use; a test that repla
 module-level name patches the module that reads it, e.g. `gitops.invoke._exec`):
 
 - `guards`: what git may run, its environment, and where a worktree's repository is, checked;
+  an index file's entries read without starting git, where it is the plain file git writes
+  (else git is asked);
 - `invoke`: running git (`run_at`, the config listing cache, kopt's private folder);
 - `worktrees`: the repository, `best/` and `cand/` made, repaired and reset; bundles for a
   lane on another host;
 - `trees`: the candidate's changes staged, cleaned and committed; a tree listed against a base
-  (engine.treecheck); a branch built without a worktree (`kopt export`);
-- `indexfile`: an index file's entries read without starting git, where it is the plain file
-  git writes (else git is asked).
+  (engine.treecheck); a branch built without a worktree (`kopt export`).
 """
 
 from __future__ import annotations

@@ -20,8 +20,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kopt_supervisor.engine.errors import BadInput
-from kopt_supervisor.engine.gitops.guards import KOPT_AUTHOR, Actor, GitFailure, Location, author_env, locate
-from kopt_supervisor.engine.gitops.indexfile import read_index
+from kopt_supervisor.engine.gitops.guards import (
+    KOPT_AUTHOR,
+    Actor,
+    GitFailure,
+    Location,
+    author_env,
+    locate,
+    read_index,
+)
 from kopt_supervisor.engine.gitops.invoke import (
     _HEX,
     Reference,
@@ -47,7 +54,7 @@ def index_flagged(path: str | Path) -> list[str]:
 
 def _flagged(loc: Location, rawsz: int | None, *, label: str | Path | None = None) -> list[str]:
     """index_flagged at `loc`. With the repository's hash size known, the index file is read
-    here when it is the plain file git writes (gitops.indexfile: the same entries and flags
+    here when it is the plain file git writes (gitops.guards: the same entries and flags
     `git ls-files -v` prints, one process less per tree check); otherwise git is asked."""
     if rawsz is not None:
         entries = read_index(loc.git_dir / "index", rawsz)
@@ -227,7 +234,7 @@ def staged_change(worktree: str | Path, base: str, *, force: Sequence[str] = ())
 
 def _gitlinks(loc: Location, env: dict[str, str] | None) -> list[str]:
     """The gitlinks (nested repositories' commits) the index holds: read from the index file
-    when it is the plain file git writes (gitops.indexfile), else from `git ls-files -s`."""
+    when it is the plain file git writes (gitops.guards), else from `git ls-files -s`."""
     index = (env or {}).get("GIT_INDEX_FILE") or str(loc.git_dir / "index")
     entries = read_index(index)
     if entries is not None:

@@ -1,14 +1,14 @@
-"""Proposers and `make_proposer`, which builds the configured one. The interface, the plan file
-and the `manual` proposer are `proposer`; `command` runs an agent CLI (its presets: `agents`),
-`tune` is the built-in parameter search (`tune_space`, `tune_search`); the context pack an
-agent reads is `context` (`context_inputs`, `context_data`), what its runs cost `costs`
-(`agent_parsers`)."""
+"""Proposers and `make_proposer`, which builds the configured one. The interface, the plan file,
+the `manual` proposer and `command` (which runs an agent CLI; its presets: `agents`) are
+`proposer`; `tune` is the built-in parameter search (its space and history: `tune_space`);
+the context pack an agent reads is `context` (its data and markdown; its inputs, evidence and
+rules: `context_inputs`), what its runs cost `costs` (`agent_parsers`)."""
 
 from __future__ import annotations
 
 from kopt_supervisor.engine.config.sections import Config
 from kopt_supervisor.engine.errors import BadInput
-from kopt_supervisor.engine.propose.proposer import ManualProposer, Proposer
+from kopt_supervisor.engine.propose.proposer import CommandProposer, ManualProposer, Proposer
 
 
 def make_proposer(cfg: Config, kind: str | None = None) -> Proposer:
@@ -18,8 +18,6 @@ def make_proposer(cfg: Config, kind: str | None = None) -> Proposer:
     if kind == "command":
         if not cfg.propose.command.strip() and not cfg.propose.agent:
             raise BadInput('kopt.toml: [propose].command (or [propose].agent) is required for the "command" proposer')
-        from kopt_supervisor.engine.propose.command import CommandProposer
-
         return CommandProposer.from_config(cfg)
     if kind == "tune":
         from kopt_supervisor.engine.propose.tune import TuneProposer

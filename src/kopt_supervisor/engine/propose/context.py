@@ -28,19 +28,32 @@ markdown (KOPT_PROMPT), older history entries summarised to one line each or to 
 keeps it within the size budget: the most history in full that fits, found by bisection over
 how much is summarised. What it is built from is `context_inputs` (`PackInputs`, and
 `list_sources`, the edge that reads the worktree for the source list; the evidence sections
-from the records); the pack as data, the citable terms and the rules are `context_data`.
+from the records; the citable terms and the rules). The pack as data (`_data`, the JSON
+beside KOPT_PROMPT: every section put together) is put together here too.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict
 from typing import Any
 
-from kopt_supervisor.engine import fmt
-from kopt_supervisor.engine.metrics import describe_classes
-from kopt_supervisor.engine.propose.context_data import _data
-from kopt_supervisor.engine.propose.context_inputs import Pack, PackInputs, _num, _short
+from kopt_supervisor.engine import fmt, records
+from kopt_supervisor.engine.metrics import class_columns, describe_classes
+from kopt_supervisor.engine.projections import best_per_class
+from kopt_supervisor.engine.propose.context_inputs import (
+    Pack,
+    PackInputs,
+    _evidence,
+    _history_entry,
+    _num,
+    _profile_of_best,
+    _profile_section,
+    _roofline_section,
+    _short,
+    rules,
+)
 
 
 def _fmt_delta(d: Mapping[str, Any]) -> str:
@@ -367,3 +380,147 @@ def build_pack(inputs: PackInputs) -> Pack:
     data["history"] = data["history"][detail_from:]
     data["budget"] = {"max_bytes": budget, "bytes": size, "summarised": detail_from, "over_budget": size > budget}
     return Pack(text, data, detail_from, size > budget)
+
+
+# The pack as data
+
+PACK_VERSION = 1
+MAX_SOURCES = 120
+MAX_FAILING_ROWS = 40
+MAX_TRIED = 30
+
+
+def _data(inputs: PackInputs) -> dict[str, Any]:
+    cfg, meta = inputs.config, inputs.meta
+    t = cfg.target
+    all_its = sorted(inputs.iterations, key=lambda i: i.version)
+    its = [i for i in all_its if not i.masked]
+    best = records.best_iteration(its)
+    base = records.baseline(its)
+    classes = [str(c) for c in meta.get("classes") or sorted(best_per_class(its))]
+    configs = (base.record.get("configs") or {}) if base else {}
+    per_class_configs = Counter(str(c.get("cls")) for c in configs.values() if isinstance(c, Mapping))
+    per_class_prod = Counter(
+        str(c.get("cls")) for c in configs.values() if isinstance(c, Mapping) and c.get("production", True)
+    )
+    best_vals = best_per_class(its)
+    base_vals = {
+        str(c): _num(v.get("best"))
+        for c, v in ((base.record.get("classes") or {}) if base else {}).items()
+        if isinstance(v, Mapping)
+    }
+    roof = _roofline_section(
+        cfg, (best.record.get("roofline") if best else None) or (base.record.get("roofline") if base else None), configs
+    )
+    roof_classes = (roof or {}).get("classes") or {}
+    best_rows = {}
+    for cls in classes:
+        b, b0 = _num(best_vals.get(cls)), base_vals.get(cls)
+        best_rows[cls] = {
+            "value": b,
+            "baseline": b0,
+            "vs_baseline_pct": (b / b0 - 1.0) * 100.0 if b is not None and b0 else None,
+            "pct_of_peak": (roof_classes.get(cls) or {}).get("pct_geomean"),
+            "bound": (roof_classes.get(cls) or {}).get("bound"),
+            "configs": per_class_configs.get(cls, 0),
+            "production": per_class_prod.get(cls, 0),
+        }
+    profile, profile_src = _profile_of_best(its, best)
+    counters = records.counters(its)
+    history = [
+        _history_entry(i)
+        for i in its
+        if i.status != "baseline" and (i.final or i.awaiting_review) and i.version != inputs.iteration
+    ]
+    best_commit = best.commit if best else meta.get("best_commit")
+    tried = [
+        h
+        for h in history
+        if best_commit and h["best_commit_before"] == best_commit and not (best and h["version"] == best.version)
+    ][-MAX_TRIED:]
+    repair = None
+    if inputs.repair:
+        repair = {
+            "attempt": inputs.repair,
+            "of": cfg.propose.repair_attempts,
+            "hypothesis": inputs.hypothesis,
+            "target_class": inputs.target_class,
+            "failing_rows": [
+                {
+                    "config": str(r.get("config")),
+                    "cls": r.get("cls"),
+                    "reasons": [str(x) for x in (r.get("reasons") or [])][:5],
+                }
+                for r in list(inputs.failing_rows)[:MAX_FAILING_ROWS]
+            ],
+            "more_failing_rows": max(0, len(inputs.failing_rows) - MAX_FAILING_ROWS),
+        }
+    sources = [asdict(s) for s in list(inputs.sources)[:MAX_SOURCES]]
+    data: dict[str, Any] = {
+        "kopt_pack": PACK_VERSION,
+        "tag": meta.get("tag"),
+        "iteration": inputs.iteration,
+        "paths": {
+            "worktree": str(inputs.worktree) if inputs.worktree else None,
+            "plan": str(inputs.plan_path) if inputs.plan_path else "$KOPT_PLAN",
+            "json": str(inputs.prompt_json_path) if inputs.prompt_json_path else "$KOPT_PROMPT_JSON",
+        },
+        "goal": {
+            "bench": t.bench,
+            "metric": t.metric,
+            "direction": t.direction,
+            "correct": t.correct or "the metric is present and finite",
+            "best_commit": best_commit,
+            "baseline_commit": meta.get("baseline_commit") or (base.commit if base else None),
+            "best_version": best.version if best else None,
+        },
+        "rules": rules(cfg),
+        "repair": repair,
+        "target": {
+            "config_columns": list(meta.get("config_columns") or t.config or []),
+            "class_by": class_columns(t.class_by, meta.get("config_columns") or []),
+            "classes": {
+                c: {"configs": per_class_configs.get(c, 0), "production": per_class_prod.get(c, 0)} for c in classes
+            },
+            "production_rule": t.production or "every config",
+            "protected": list(t.protected),
+            "sources": sources,
+            "more_sources": max(0, len(inputs.sources) - MAX_SOURCES),
+            "dispatch": [s.path for s in inputs.sources if s.role == "dispatch"],
+            "compile_flags": t.compile_flags or None,
+        },
+        "best": best_rows,
+        "roofline": roof,
+        "profile": _profile_section(profile, profile_src, configs),
+        "tried_from_best": [
+            {k: h[k] for k in ("version", "status", "hypothesis", "target_class", "reason")}
+            | {"classes": {c: d["delta_pct"] for c, d in h["classes"].items()}}
+            for h in tried
+        ],
+        "recent_regressions": [
+            {
+                k: r.get(k)
+                for k in (
+                    "version",
+                    "hypothesis",
+                    "class",
+                    "metric_best",
+                    "metric_cand",
+                    "delta_pct",
+                    "profiler_best_ns",
+                    "profiler_cand_ns",
+                    "files",
+                    "notes",
+                )
+            }
+            for r in counters.recent_regressions
+        ],
+        "consecutive_regressions": counters.consecutive_regressions,
+        "stop_after_regressions": cfg.stop.consecutive_regressions,
+        "other_lanes": [str(h) for h in inputs.other_lanes],
+        "history": history,
+        "history_summary": [],
+        "masked_versions": [i.version for i in all_its if i.masked],
+    }
+    data["evidence"] = _evidence(data)
+    return data

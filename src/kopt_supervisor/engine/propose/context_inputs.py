@@ -1,10 +1,17 @@
-"""What the context pack (engine.propose.context) is built from, and its evidence sections.
+"""What the context pack (engine.propose.context) is built from, its evidence sections, the
+terms a plan may cite with the line of evidence each stands for (`_evidence`, `METRIC_TERMS`),
+and the rules kopt hands every proposer (`rules`).
 
 `PackInputs` is what the loop has at proposal time, `Pack` what the pack yields, and
 `list_sources` the pack's one edge: it reads the worktree for the source list. Each evidence
 section is built from iteration records: an iteration as a history entry (per-class deltas
 with their intervals), the newest profile of the best tree (per kernel, and per config class
 from the NVTX/roctx ranges), the roofline per config. Pure, except `list_sources`.
+
+`rules(cfg)` states, in the reference program's words, what a careful kernel engineer is
+told before each change: correctness first, one bottleneck-driven hypothesis that points at
+evidence, global or one class, the smallest change, no protected files, no commits, no
+fake wins, the plan's format.
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kopt_supervisor.engine import fmt
 from kopt_supervisor.engine.config.sections import Config
 from kopt_supervisor.engine.records import Iteration
 
@@ -338,3 +346,120 @@ def _roofline_section(cfg: Config, roof: Mapping[str, Any] | None, configs: Mapp
             if isinstance(v, Mapping)
         },
     }
+
+
+# The rules and the citable evidence
+
+
+def rules(cfg: Config) -> list[str]:
+    """The rules kopt enforces, one item each (markdown)."""
+    t, d = cfg.target, cfg.decide
+    protected = ", ".join(f"`{p}`" for p in t.protected) or "none declared"
+    return [
+        f"**Correctness first.** Every config row must pass `{t.correct or 'the metric is present and finite'}`; "
+        f"NaN/Inf fail. A failing candidate gets up to {cfg.propose.repair_attempts} repair attempts on the same "
+        "hypothesis: keep the direction, make the minimal fix.",
+        "**One hypothesis per iteration, driven by a bottleneck.** It must point back to evidence in this brief: "
+        "a config class, a profiled kernel, or a metric with its value (registers, shared memory, occupancy, "
+        "memory throughput, % of the roofline). No guess-and-tune.",
+        "**Global or one class.** Say which: `scope: global` (every class must not regress), or "
+        "`target_class: <class>` (that class must improve and the others must not regress).",
+        "**The smallest change** the hypothesis needs, inside this worktree only. Do not modify the benchmark "
+        f"command, its shapes, or the protected files ({protected}); a candidate that touches one is rejected "
+        "unevaluated.",
+        "**No fake wins.** Do not reduce the work, skip or weaken correctness, cache outputs across calls, move "
+        "work out of the timed region, patch timers or other modules, or add dependencies. The profiler covers "
+        "every kernel launched per config, and every new best is re-verified in fresh processes.",
+        "**Do not commit** (no git commands that change history): kopt formats, re-benches and commits keeps; a "
+        "candidate with commits of its own is rejected.",
+        f"**How kopt decides.** Best and candidate are timed interleaved (ABBA) and compared per config class with "
+        f"a {d.confidence * 100:g}% interval: changes under {d.min_effect_pct:g}% are noise. A class that regresses "
+        f"beyond {d.max_other_regression_pct:g}% while another improves is a split: specialise (a kernel plus "
+        "dispatch for the class that gains) instead of forcing one kernel on every class. The profiler's GPU time "
+        "must agree with the bench.",
+        "**Hardware numbers** come only from the cited specs in this brief; never estimate a spec.",
+        "**Write the plan** to `$KOPT_PLAN` before you finish: first line the hypothesis (one sentence); then "
+        "`target_class: <class>` or `scope: global`; then the evidence from this brief it rests on (class, kernel, "
+        "metric and its value) and what you changed. An empty plan is a failed proposal; a plan that cites no "
+        "evidence is marked.",
+    ]
+
+
+METRIC_TERMS: dict[str, tuple[str, ...]] = {
+    "registers": (
+        "registers",
+        "register",
+        "regs",
+        "register pressure",
+        "vgpr",
+        "vgprs",
+        "sgpr",
+        "sgprs",
+        "agpr",
+        "accum vgpr",
+        "spill",
+        "spills",
+    ),
+    "shared memory": ("shared memory", "smem", "lds", "shared mem"),
+    "occupancy": ("occupancy", "active warps", "waves per"),
+    "memory throughput": ("dram", "memory throughput", "bandwidth", "hbm", "gb/s", "tb/s", "bytes moved"),
+    "roofline": (
+        "roofline",
+        "% of peak",
+        "percent of peak",
+        "of peak",
+        "memory-bound",
+        "memory bound",
+        "compute-bound",
+        "compute bound",
+        "arithmetic intensity",
+        "floor",
+    ),
+    "GPU time": ("gpu time", "kernel time", "per call", "share of gpu time"),
+    "stall reasons": ("stall", "stalls", "waitcnt", "barrier", "vmcnt", "lgkmcnt"),
+}
+"""Citable metric names (lower case, matched as whole words) per metric the pack can show."""
+
+
+def _evidence(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The terms a plan may cite, each with the line of evidence it stands for (the TUI
+    shows the plan beside them)."""
+    goal = data["goal"]
+    classes: dict[str, str] = {}
+    for cls, b in data["best"].items():
+        bits = [f"best {fmt.num(b['value'])} {goal['metric']}"]
+        if b.get("vs_baseline_pct") is not None:
+            bits.append(f"{b['vs_baseline_pct']:+.1f}% vs baseline")
+        if b.get("pct_of_peak") is not None:
+            bits.append(f"{b['pct_of_peak']:.1f}% of its roofline ({b.get('bound')}-bound)")
+        classes[cls] = ", ".join(bits)
+    kernels: dict[str, str] = {}
+    prof = data.get("profile") or {}
+    for k in prof.get("kernels") or []:
+        bits = [f"{k['avg_us']:.3f} us/launch", f"{k['share_pct']:.1f}% of GPU time"]
+        for key, label, pattern in (
+            ("registers_per_thread", "regs", "{:.0f}"),
+            ("shared_mem_bytes", "smem B", "{:.0f}"),
+            ("occupancy_pct", "occupancy %", "{:.1f}"),
+            ("dram_pct", "DRAM % of peak", "{:.1f}"),
+            ("dram_gbps", "DRAM GB/s", "{:.1f}"),
+        ):
+            if k.get(key) is not None:
+                bits.append(f"{label} {pattern.format(k[key])}")
+        kernels[k["name"]] = "; ".join(bits)
+    metrics: dict[str, str] = {}
+    reported = set(prof.get("reported") or [])
+    for metric in ("registers", "shared memory", "occupancy", "memory throughput", "stall reasons"):
+        if metric in reported:
+            metrics[metric] = "in the profile of the best tree"
+    if prof.get("kernels"):
+        metrics["GPU time"] = f"target kernels {prof.get('target_per_call_us', 0):.3f} us per call"
+    roof = data.get("roofline") or {}
+    if roof.get("configs"):
+        metrics["roofline"] = (
+            f"per production config: bound, floor and % of peak (target {roof.get('target_pct'):g}%)"
+            if any(r.get("bound") not in (None, "unknown") for r in roof["configs"])
+            else "bytes/FLOPs per config (no peak known: no % of peak)"
+        )
+    metrics[str(goal["metric"])] = "the bench's metric per class"
+    return {"classes": classes, "kernels": kernels, "metrics": metrics}

@@ -20,7 +20,7 @@ or a CSV value is ever put into one.
 With `confine=` (an `engine.sandbox.Confinement`) the command runs under bubblewrap: the
 argv is wrapped, and everything above still holds. The process kopt starts is bwrap, the
 leader of the group; the command and what it starts live in a PID namespace whose init is
-kopt's (`sandbox.lifeline`: it leaves when the command ends or kopt's lifeline pipe closes),
+kopt's (the lifeline of `sandbox.confinement`: it leaves when the command ends or kopt's lifeline pipe closes),
 so killing the group (or kopt's own death) ends every process inside, a `setsid` one
 included. They stay visible from outside (`processes.process_tree`), with their environment
 (the KOPT_WORKSPACE marker) readable for `processes.kill_orphans`.

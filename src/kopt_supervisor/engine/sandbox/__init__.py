@@ -11,7 +11,7 @@ demo`'s own run goes on unconfined, marked so).
 
 Every confinement gives (docs/security.md has the why of each):
 
-- its own PID namespace (`--unshare-pid`) with kopt's init as PID 1 (`lifeline`: it ends
+- its own PID namespace (`--unshare-pid`) with kopt's init as PID 1 (the lifeline: it ends
   when the command does or when the engine's lifeline pipe reads end-of-file, and the PID
   namespace with it), so whatever the command starts (`setsid`, double fork, nohup) dies
   with it, and kopt's death takes the sandbox with it, with no window in which a death goes
@@ -56,10 +56,9 @@ patches the module that reads it):
 
 - `confinement`: `Confinement` and the fixed folders and variables (pure data), what the
   machine holds (GPU nodes, sockets, site-packages, a worktree's git), which bwrap
-  executables exist here in the order kopt tries them (system, bundled), and `wrap`, the
-  bwrap argv;
-- `lifeline`: the engine's pipe into every sandbox and the init that watches it
-  (`read_end()` is the descriptor a confined launch passes: `pass_fds`);
+  executables exist here in the order kopt tries them (system, bundled), `wrap`, the
+  bwrap argv, and the lifeline: the engine's pipe into every sandbox and the init that
+  watches it (`read_end()` is the descriptor a confined launch passes: `pass_fds`);
 - `paths`: `for_proposer` and `for_bench` and the rules on the paths they are given;
   `prepare`, the workspace's scratch and per-tree caches, `read_output`;
 - `bytecode`: the shared library bytecode (`binds` over a tree's prefix before a run, `harvest` after it);
@@ -73,14 +72,15 @@ from kopt_supervisor.engine.sandbox.confinement import (
     BWRAP,
     GIT_COMMON_MOUNT,
     HIDE_BUNDLED_ENV,
+    INIT_NAME,
     PRIVATE_DIRS,
     Confinement,
     cache_env,
     gpu_devices,
     host_unix_sockets,
+    read_end,
     wrap,
 )
-from kopt_supervisor.engine.sandbox.lifeline import INIT_NAME, read_end
 from kopt_supervisor.engine.sandbox.paths import (
     SCRATCH,
     cache_dir,

@@ -26,9 +26,9 @@ from kopt_supervisor.engine.sandbox.confinement import (
     Binary,
     Confinement,
     candidates,
+    read_end,
     wrap,
 )
-from kopt_supervisor.engine.sandbox.lifeline import read_end
 
 # ---------------------------------------------------------------------------------------
 # Reading a confined run's failure
