@@ -224,7 +224,11 @@ def normalized(value: Any, key: str = "") -> Any:
         if key == "hypothesis":
             return value
         text = re.sub(r"[0-9a-f]{40}", "<sha>", value)
-        if key == "reason":  # which class it names first follows the measured noise
+        text = re.sub(r"\d+(\.\d+)?", "#", text)
+        if key == "reason":  # which classes it names, and how many, follow the measured noise
             text = re.sub(r"cls=\w+", "cls=<class>", text)
-        return re.sub(r"\d+(\.\d+)?", "#", text)
+            text = re.sub(
+                r"cls=<class> ([^,()]*?)(, cls=<class> [^,()]*?)+( faster| slower|\)|$)", r"cls=<class> \1\3", text
+            )
+        return text
     return value
