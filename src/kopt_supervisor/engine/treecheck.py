@@ -43,6 +43,7 @@ from pathlib import Path
 
 from kopt_supervisor.engine import gitops
 from kopt_supervisor.engine.errors import KoptFailure
+from kopt_supervisor.engine.sandbox.paths import read_output
 
 STDLIB: frozenset[str] = frozenset(sys.stdlib_module_names) | frozenset(sys.builtin_module_names)
 
@@ -250,21 +251,13 @@ def _walk(root: Path) -> _Walked:
 
 
 def _head_bytes(path: Path) -> bytes | None:
-    """The first bytes of a regular file, read without following a link or blocking on a
-    FIFO put there meanwhile; None when it cannot be read."""
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    """The first bytes of a regular file, read as any file a sandbox wrote (never through a
+    link, never blocking on a FIFO put there meanwhile: sandbox.paths.read_output); None when it
+    cannot be read."""
     try:
-        fd = os.open(path, flags)
+        return read_output(path, 4)
     except OSError:
         return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        return os.read(fd, 4)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
 
 
 def content_kind(path: str, mode: int, head: bytes | None = None) -> str | None:
