@@ -144,11 +144,12 @@ PROFILE_CALLS_MAX = 64
 
 PROFILE_OUTPUTS_ENV = "KOPT_PROFILE_OUTPUTS"
 """--profile: where kopt wants every profiled call's outputs summarised (audit.py's summary, the
-audit file's JSON): kopt compares the candidate's with best's, so that a tree which does less
-work, or wrong work, only while it is profiled is caught (engine/loop/evidence.py)."""
+audit file's JSON): kopt compares the candidate's with the baseline's at the same seed (best's
+in a run whose baseline drew none), so that a tree which does less work, or wrong work, only
+while it is profiled is caught (engine/loop/profile_outputs.py)."""
 PROFILE_SEED_ENV = "KOPT_PROFILE_SEED"
-"""--profile: the inputs' base seed kopt gives both trees' profiles (the same inputs, so their
-outputs compare)."""
+"""--profile: the inputs' base seed kopt gives the baseline's profile and every keep's (the same
+inputs, so their outputs compare)."""
 
 
 def profile_seed(seed: int) -> int:
