@@ -177,8 +177,14 @@ def test_a_claimed_saving_the_process_never_spent_goes_to_review(fake_env, monke
     with ws.open_store(readonly=True) as s:
         lie, real = s.iteration(1), s.iteration(2)
     assert lie is not None and lie.status == "rejected", lie.record["decision"]
-    assert "wall_time_unexplained" in lie.record["decision"]["flags"]
-    assert "but its process wall time fell by" in lie.record["decision"]["reason"]
+    flags, reason = lie.record["decision"]["flags"], lie.record["decision"]["reason"]
+    # the decision's wall-time rule sees it; where the looks' noise hides it there (seen once
+    # under the suite's load), the confirmation's OS accounting over every look refutes it
+    assert {"wall_time_unexplained", "external_truth_refutes"} & set(flags), (flags, reason)
+    if "wall_time_unexplained" in flags:
+        assert "but its process wall time fell by" in reason, reason
+    else:
+        assert "the claim is not a measurement of faster code" in reason, reason
     runs = lie.record["bench_runs"]["eval"]
     assert all(r["timed_s"] is not None and r["timed_s"] > 0.3 for r in runs)
     assert real is not None and real.status == "keep", real.record["decision"]
