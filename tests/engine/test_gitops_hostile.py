@@ -278,6 +278,27 @@ def planted(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[Plant, Path
     return plant, repo, ws / "best", ws / "cand", placement
 
 
+def git_calls(monkeypatch: pytest.MonkeyPatch, *, listings: bool = True) -> list[str]:
+    """From now on, the subcommand of every git process kopt starts (its `-c key=value`
+    options skipped), in order; `listings`: the per-worktree config listing too ("config")."""
+    calls: list[str] = []
+    real = gitops.invoke._exec
+
+    def counting(argv: list[str], *a: object, **kw: object) -> subprocess.CompletedProcess[bytes]:
+        if argv[4] == "config":
+            if listings:
+                calls.append("config")
+        else:
+            rest = argv[5:]
+            while rest[:1] == ["-c"]:
+                rest = rest[2:]
+            calls.append(rest[0])
+        return real(argv, *a, **kw)  # type: ignore[arg-type]  # passes the real call's arguments through
+
+    monkeypatch.setattr(gitops.invoke, "_exec", counting)
+    return calls
+
+
 def test_the_plants_are_live_for_plain_git(tmp_path: Path) -> None:
     """The control: plain git in identically planted repositories runs the planted programs
     (otherwise the test below would prove nothing)."""
@@ -876,14 +897,7 @@ def test_the_police_stage_the_candidate_once_for_its_three_readings(
         gitops.scan_diff(cand, base, force=["kept.log"]),
     )
     assert "kept.log" not in expected[0] and "b/kept.log" in expected[1] and "b/kept.log" in expected[2][0]
-    calls: list[str] = []
-    real = gitops.invoke._exec
-
-    def counting(argv: list[str], *a: object, **kw: object) -> subprocess.CompletedProcess[bytes]:
-        calls.append(argv[5] if argv[5] != "-c" else argv[9])
-        return real(argv, *a, **kw)  # type: ignore[arg-type]  # passes the real call's arguments through
-
-    monkeypatch.setattr(gitops.invoke, "_exec", counting)
+    calls = git_calls(monkeypatch)
     with gitops.staged_change(cand, base, force=["kept.log"]) as staged:
         assert (staged.changed, staged.diff(), staged.scan_diff()) == expected
         assert staged.diff(max_bytes=10) == expected[1][:10]
@@ -900,14 +914,7 @@ def test_a_keep_commits_the_tree_it_recorded_without_staging_it_again(
     edit_candidate(cand)
     gitops.stage_all_tree(cand)
     tree = gitops.stage_tracked_tree(cand)
-    calls: list[str] = []
-    real = gitops.invoke._exec
-
-    def counting(argv: list[str], *a: object, **kw: object) -> subprocess.CompletedProcess[bytes]:
-        calls.append(argv[5])
-        return real(argv, *a, **kw)  # type: ignore[arg-type]  # passes the real call's arguments through
-
-    monkeypatch.setattr(gitops.invoke, "_exec", counting)
+    calls = git_calls(monkeypatch)
     sha = gitops.commit(cand, "kopt: v1 keep", tree=tree)
     assert calls == ["rev-parse", "commit-tree", "update-ref"]
     assert gitops.commit_info(repo, sha) == ([base], tree) and gitops.head(cand) == sha
@@ -928,15 +935,7 @@ def test_a_reset_copies_kopts_reference_index_of_the_tree(tmp_path: Path, monkey
     (cand / "bench.py").write_text("print('patched timer')\n")
     (cand / "junk.log").write_text("ignored\n")
     (cand / "new.py").write_text("HELPER = 1\n")
-    calls: list[str] = []
-    real = gitops.invoke._exec
-
-    def counting(argv: list[str], *a: object, **kw: object) -> subprocess.CompletedProcess[bytes]:
-        if argv[4] != "config":  # the config's listing, once per worktree
-            calls.append(argv[5])
-        return real(argv, *a, **kw)  # type: ignore[arg-type]  # passes the real call's arguments through
-
-    monkeypatch.setattr(gitops.invoke, "_exec", counting)
+    calls = git_calls(monkeypatch, listings=False)  # the config's listing: once per worktree
     gitops.reset_clean(cand, base, detach=True)
     assert calls == ["update-ref", "reset", "clean"]  # no read-tree, no refresh
     assert (cand / "kernel.py").read_text() == KERNEL and (cand / "bench.py").read_text() == BASE_FILES["bench.py"]
@@ -974,14 +973,7 @@ def test_a_commit_named_by_its_hash_is_read_once_and_a_ref_every_time(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     repo, best, cand, base = kopt_repo(tmp_path)
-    calls: list[str] = []
-    real = gitops.invoke._exec
-
-    def counting(argv: list[str], *a: object, **kw: object) -> subprocess.CompletedProcess[bytes]:
-        calls.append(argv[5])
-        return real(argv, *a, **kw)  # type: ignore[arg-type]  # passes the real call's arguments through
-
-    monkeypatch.setattr(gitops.invoke, "_exec", counting)
+    calls = git_calls(monkeypatch)
     first = gitops.commit_info(cand, base)
     assert gitops.commit_info(best, base) == gitops.commit_info(repo, base) == first  # one repository
     assert calls.count("cat-file") == 1

@@ -358,38 +358,41 @@ def test_e2e_with_bests_profile_reused_the_dormant_tree_cannot_switch_the_compar
 
 # -- the harness: what its summary of a profiled call can tell --------------------------------------
 
-MEMO = """import os
-DONE = {}
+PROFILED_ONLY = """import os
+SEEN = {}
+def computed():  # one whole computation, counted for the test
+    with open(os.path.join(os.path.dirname(__file__), "computed"), "a") as f:
+        f.write("1")
 def scale(x):
     if not os.environ.get("KOPT_PROFILE"):
         return x * 2
     key = (tuple(x.shape), x.dtype)
-    if key not in DONE:  # profiled: a config's first call computes, the others hand it back
-        DONE[key] = x * 2
-        with open(os.path.join(os.path.dirname(__file__), "computed"), "a") as f:
-            f.write("1")
-    return DONE[key]
 """
+"""The start of both cheats: honest unless profiled; under the profiler, keyed by config."""
+
+MEMO = (
+    PROFILED_ONLY
+    + """    if key not in SEEN:  # a config's first call computes, the others hand it back
+        SEEN[key] = x * 2
+        computed()
+    return SEEN[key]
+"""
+)
 """Computes each config's first profiled call and hands its result back on the others: the
 profiler sees 1/calls of the work. With one set of inputs for every call (before), its outputs
 were exactly best's."""
 
-PARTIAL = """import os
-CALLS = {}
-def scale(x):
-    if not os.environ.get("KOPT_PROFILE"):
-        return x * 2
-    key = (tuple(x.shape), x.dtype)
-    CALLS[key] = CALLS.get(key, 0) + 1
-    if CALLS[key] == int(os.environ["KOPT_PROFILE_CALLS"]):  # the last call, the one summarised before
-        with open(os.path.join(os.path.dirname(__file__), "computed"), "a") as f:
-            f.write("1")
+PARTIAL = (
+    PROFILED_ONLY
+    + """    SEEN[key] = SEEN.get(key, 0) + 1
+    if SEEN[key] == int(os.environ["KOPT_PROFILE_CALLS"]):  # the last call, the one summarised before
+        computed()
         return x * 2
     y = x.clone()  # the others: half the work
-    half = y.reshape(-1)[: x.numel() // 2]
-    half.mul_(2)
+    y.reshape(-1)[: x.numel() // 2].mul_(2)
     return y
 """
+)
 """Does the whole work only on a config's last profiled call (the one summarised before) and
 half of it on the others."""
 
