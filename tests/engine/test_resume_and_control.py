@@ -481,7 +481,9 @@ def test_a_keep_bought_inside_the_shared_ab_process_is_refuted_in_fresh_processe
     assert v1 is not None and v1.status == "rejected", v1.record["decision"]
     assert "reverify_disagrees" in v1.record["decision"]["flags"]
     reason = v1.record["decision"]["reason"]
-    assert "disagrees: first" in reason and "fresh processes tie" in reason, reason
+    # fresh processes see no gain: a tie, or (their noise) a sub-threshold one (seen once, -0.2%)
+    assert "disagrees: first" in reason, reason
+    assert "fresh processes tie" in reason or "smaller than" in reason.split("fresh processes")[-1], reason
     assert v1.record["reverify"]["agrees"] is False and len(served) >= 2 and len(fresh) >= 2
     # a real gain is confirmed in fresh processes, and the confirmation costs its own looks
     assert v2 is not None and v2.status == "keep" and "confirmed in fresh processes" in v2.record["decision"]["reason"]
