@@ -41,7 +41,8 @@ def test_a_gain_that_the_audited_block_does_not_show_is_named_and_the_keep_goes_
     assert v.classes[0].verdict == "improved"
     assert v.kind == "borderline" and v.flags == ("last_block_not_faster",), (v.kind, v.flags)
     assert v.reason.startswith(
-        "wide -55.0% by its metric but +0.2% in the last timed block (the mean of 4 looks, at best -2.0%): "
+        "wide -55.0% by its metric but about +0.2% in the last timed block (the mean of 4 looks; against its "
+        "own other blocks that block is +122.6% dearer than best's, at least +116.8%): "
         "the last block computes the outputs kopt audits"
     ), v.reason
     assert v.reason.endswith("(bench: wide −55.0% faster (every class improved))")
@@ -57,7 +58,7 @@ def test_one_look_of_half_the_claim_clears_it_unless_the_mean_over_the_looks_pro
     # ... but one lucky look in nine does not clear a mean that stays near 1 (t bound, 99%)
     lucky = with_lasts([0.45] * 9, [1.0, 0.98, 1.02, 0.6, 1.0, 0.99, 1.01, 1.0, 0.97])
     reason = finding(lucky)
-    assert reason is not None and "(the mean of 9 looks, at best -40.0%)" in reason
+    assert reason is not None and "(the mean of 9 looks; " in reason and "at least +33.3%)" in reason
     # fewer than LAST_MIN_LOOKS looks prove nothing
     assert LAST_MIN_LOOKS == 3 and finding(with_lasts([0.45] * 3, [1.0] * 3)[:4]) is None
 
@@ -111,6 +112,11 @@ def blocks_look(rng: random.Random, r: int, gain: float, noise: dict[str, float]
 
 CPU = {"block": 0.10, "look": 0.05, "blocks": 3, "after_refresh": 1.0}
 LOADED = {"block": 0.20, "look": 0.10, "blocks": 3, "after_refresh": 1.0}
+SHARED = {"block": 0.06, "look": 0.25, "blocks": 3, "after_refresh": 1.0}
+"""The suite's load as measured (tests/kernels/test_last_block_hostile.py, two runs side by
+side on the 2-core machine, 2026-11-30): a look's last block varied 0.12-0.36 (log) from look
+to look, its excess over the same process's other blocks 0.08-0.09: slowdowns that move a
+whole process's look."""
 GPU = {"block": 0.015, "look": 0.005, "blocks": 9, "after_refresh": 0.0}
 
 
@@ -134,30 +140,34 @@ def decisions(seed: int, n: int, policy: Policy, **kw: object) -> tuple[int, int
 
 def test_honest_gains_in_noisy_blocks_are_not_sent_to_review_and_skipped_work_mostly_is() -> None:
     """Simulated served looks (two configs a class, single blocks with 10% noise on the CPU,
-    20% on a loaded one, 1.5% on a GPU), each decision looked at until final. With 400
-    decisions a case (seed 3): honest gains of 10%, 30% and 50% on the CPU and 2% on a GPU
-    claimed in 163, 374, 400 and 399 decisions, none sent to review; a candidate with no real
-    gain whose blocks but the last do half the work sent to review in 393 of 400 decisions on
-    the CPU and 275 of 400 on the loaded machine (a lucky last block in a decision that
-    stops after 3-5 looks: see docs/security.md for what that leaves); one doing 90% of it on
-    a GPU (an 11% claim) in 400 of 400."""
+    20% on a loaded one, 1.5% on a GPU; SHARED: the suite's load as measured, mostly
+    process-wide), 200 decisions a case (seed 3), each looked at until final. Honest gains of
+    10%, 30% and 50% on the CPU, 30% under SHARED and 2% on a GPU: claimed in 77, 184, 200,
+    109 and 199 decisions, none sent to review. A candidate with no real gain whose blocks
+    but the last do half the work: sent to review in 200 of 200 decisions on the CPU, 189 of
+    200 on the loaded machine (independent noise per block, which the excess does not cancel;
+    without `last_block_unsure`'s extra looks, 141) and 199 of 199 under SHARED; one doing
+    90% of it on a GPU (an 11% claim) in 200 of 200. The extra looks cost the honest GPU
+    decisions 0.15 looks on average (7.05 to 7.2)."""
     cpu = Policy(max_rounds=10, suspicious_speedup=10.0)  # the CPU kopt.toml's
     gpu = Policy(max_rounds=12)
     for kw, policy in (
         ({"gain": 0.9, "noise": CPU}, cpu),
         ({"gain": 0.7, "noise": LOADED}, cpu),
         ({"gain": 0.5, "noise": LOADED}, cpu),
+        ({"gain": 0.7, "noise": SHARED}, cpu),
         ({"gain": 0.98, "noise": GPU}, gpu),
     ):
-        claimed, flagged = decisions(11, 60, policy, skip=None, **kw)
-        assert claimed >= 10 and flagged == 0, (kw, claimed, flagged)
+        claimed, flagged = decisions(3, 200, policy, skip=None, **kw)
+        assert claimed >= 70 and flagged == 0, (kw, claimed, flagged)
     for kw, policy, at_least in (
-        ({"gain": 1.0, "noise": CPU, "skip": 0.5}, cpu, 0.9),
-        ({"gain": 1.0, "noise": LOADED, "skip": 0.5}, cpu, 0.4),
-        ({"gain": 1.0, "noise": GPU, "skip": 0.9}, gpu, 0.8),
+        ({"gain": 1.0, "noise": CPU, "skip": 0.5}, cpu, 0.99),
+        ({"gain": 1.0, "noise": LOADED, "skip": 0.5}, cpu, 0.9),
+        ({"gain": 1.0, "noise": SHARED, "skip": 0.5}, cpu, 0.99),
+        ({"gain": 1.0, "noise": GPU, "skip": 0.9}, gpu, 0.99),
     ):
-        claimed, flagged = decisions(12, 60, policy, **kw)
-        assert claimed >= 55 and flagged >= at_least * claimed, (kw, claimed, flagged)
+        claimed, flagged = decisions(3, 200, policy, **kw)
+        assert claimed >= 195 and flagged >= at_least * claimed, (kw, claimed, flagged)
 
 
 def test_the_last_block_column_is_read_and_paired_and_is_never_a_config_column() -> None:

@@ -230,14 +230,16 @@ def test_work_done_only_in_the_audited_block_is_sent_to_review_and_an_honest_gai
     finding = v.reason.split(" (bench: ")[0]
     assert finding.startswith(f"{narrow} {figures[narrow].split()[0]} by its metric but "), v.reason
     assert " in the last timed block (the mean of " in finding and wide not in finding, v.reason
-    # neither disguise alone is kept: named whenever its own decision calls it improved (alone,
-    # one config, the decision may also stay undecided in these few looks)
+    # neither disguise alone is kept: named whenever its own decision calls it improved, or
+    # (alone, one config is noisier than two) left undecided for more looks: the looks were
+    # stopped by the whole tree's decision, which had its answer
     for shape in ATTACKED:
         alone = of(pairs, shape)
         va = evaluate(alone, pol)
         seen = [(round(p.cand / p.best, 2), round(p.cand_last / p.best_last, 2)) for p in alone]
         assert va.kind != "keep", (shape, va.reason, seen)
-        assert va.classes[0].verdict != "improved" or "last_block_not_faster" in va.flags, (shape, va.reason, seen)
+        named = "last_block_not_faster" in va.flags or "the last timed blocks do not show half the gain" in va.reason
+        assert va.classes[0].verdict != "improved" or named, (shape, va.reason, seen)
     honest = of(pairs, "cpu-128")
     assert last_block_not_faster(evaluate(honest, pol).classes, honest, pol) is None
 

@@ -13,9 +13,9 @@ bench process's wall time) for signs that the claim is not a measurement:
   a few expensive calls among many cheap ones bend a median, never a total.
 - `last_block_not_faster`: a class whose metric shows a gain that the look's last timed
   block (the bench's `<metric>_last`: the block that computes fresh inputs into NaN-filled
-  outputs, the only one kopt's audit and the look's commitment check) does not show by half,
-  in any look or on their mean: the work done only where it is checked, skipped in the blocks
-  the median is made of.
+  outputs, the only one kopt's audit and the look's commitment check), set against each
+  side's other blocks, does not show by half, in any look or on their mean: the work done
+  only where it is checked, skipped in the blocks the median is made of.
 - `repeated_values`: a config whose candidate values are bit-identical over >= 3 rounds
   while the best tree's vary (a forged or replayed CSV: real timings do not repeat to the
   last digit). Guarded against coarse timers, see `repeated_values`.
@@ -70,9 +70,10 @@ gain the metric claims (in log terms) in at least one look."""
 MEAN_MIN_LOOKS = 2
 """...judged only with the means of at least this many looks."""
 LAST_SHARE = 0.5
-"""`last_block_not_faster`: the last timed block (the candidate's against best's) must show
-at least this share of the gain the metric claims (in log terms) in at least one look, and
-its mean over the looks must not be provably short of it (LAST_CONFIDENCE). A
+"""`last_block_not_faster`: the last timed block (the candidate's against best's, measured
+against each side's own other blocks) must show at least this share of the gain the metric
+claims (in log terms) in at least one look, and its mean over the looks must not be provably
+short of it (LAST_CONFIDENCE). A
 candidate whose timed blocks do a share f of its real work, but all of it in the last one,
 claims its real gain r as f x r; this lets it claim at most r x r (twice its real gain in log
 terms), and no gain when it has none, beyond one block's noise."""
@@ -243,33 +244,43 @@ def last_block_not_faster(results: Sequence[ClassResult], pairs: Sequence[Pair],
     block) and skips it in the other blocks bends the median over blocks without an output
     kopt reads being wrong, and the work it skips really is skipped: the OS's accounting
     shows the saving, and the profiler's pass, outside the timed blocks, sees what the
-    function does there. Per config and look, the cost ratio of the last blocks
-    (`Pair.cand_last` / `Pair.best_last`, the bench's `<metric>_last`; where best's rows
-    report one and the candidate's do not, no gain); per class and look, the mean of their
-    logs. A class the decision calls improved is named, and the keep goes to review, when
-    from LAST_MIN_LOOKS looks on its last blocks show less than LAST_SHARE of the claimed
-    gain (log terms) in every look, or on their mean over the looks at LAST_CONFIDENCE (a
-    one-sided t bound from the looks' own spread: what a loaded machine's noisy blocks need,
-    where one look in several shows half the claim by chance).
+    function does there.
+
+    The signature is the last block's excess: per config and look, how much dearer the
+    candidate's last block is than its metric, against the same for best's
+    (`(cand_last / cand) / (best_last / best)`, `Pair.cand_last` and `best_last` being the
+    bench's `<metric>_last`; where best's rows report one and the candidate's do not, no
+    gain); per class and look, the mean of its logs. Honest code keeps best's proportions
+    (the excess is one, up to noise); code that skips work outside the audited block has an
+    excess as large as the share of its claim it skipped. A class the decision calls improved
+    is named, and the keep goes to review, when from LAST_MIN_LOOKS looks on the excess
+    exceeds (1 - LAST_SHARE) of the claimed gain (log terms: the last block shows less than
+    LAST_SHARE of it) in every look, or on the mean over the looks at LAST_CONFIDENCE (a
+    one-sided t bound from the looks' own spread). Each side's last block and metric come
+    from the same process within a second or two, so a loaded machine's slowdowns, which
+    move a whole look, largely cancel in the excess: on the 2-core CPU machine under the
+    suite's load the last block alone varied 0.12-0.36 (log) from look to look, its excess
+    0.08-0.09 (tests/kernels/test_last_block_hostile.py).
 
     What it bounds: partial work in the cheap blocks claims at most twice the real gain (log
-    terms, LAST_SHARE), and none without one, beyond one block's noise. What it cannot see:
-    a claim within that noise (one block is noisier than a median over blocks, so short
-    decisions on a loaded machine let some through), decisions of fewer looks, benches that
-    report no last block (the ab_command path's blocks: none is audited), and a throughput.
+    terms, LAST_SHARE), and none without one, beyond the excess's noise. What it cannot see:
+    a claim within that noise (a GPU's last block calls each set once: a 16 µs config's
+    excess varies ~10% from look to look), decisions of fewer looks, benches that report no
+    last block (the ab_command path's blocks: none is audited), and a throughput.
     """
     hits = [
         (cls, claim, ls)
-        for cls, (claim, ls) in _looks(results, pairs, policy, _last_ratio).items()
+        for cls, (claim, ls) in _looks(results, pairs, policy, _last_excess).items()
         if len(ls) >= LAST_MIN_LOOKS
-        and (all(m > LAST_SHARE * claim for m in ls) or _bound_above(ls, LAST_SHARE * claim, LAST_CONFIDENCE))
+        and (all(e > _excess_limit(claim) for e in ls) or _bound_above(ls, _excess_limit(claim), LAST_CONFIDENCE))
     ]
     if not hits:
         return None
     named = _name(
         [
-            f"{c} {_signed(claim)} by its metric but {_signed(mean(ls))} in the last timed block "
-            f"(the mean of {len(ls)} looks, at best {_signed(min(ls))})"
+            f"{c} {_signed(claim)} by its metric but about {_signed(claim + mean(ls))} in the last timed block "
+            f"(the mean of {len(ls)} looks; against its own other blocks that block is {_signed(mean(ls))} "
+            f"dearer than best's, at least {_signed(min(ls))})"
             if all(math.isfinite(v) for v in ls)
             else f"{c} {_signed(claim)} by its metric but the candidate's rows report no last timed block "
             f"(over {len(ls)} looks)"
@@ -284,6 +295,27 @@ def last_block_not_faster(results: Sequence[ClassResult], pairs: Sequence[Pair],
         hits[0][0],
         REVIEW,
     )
+
+
+def last_block_unsure(results: Sequence[ClassResult], pairs: Sequence[Pair], policy: Policy) -> list[str]:
+    """Classes whose last blocks lean towards `last_block_not_faster` without proving it: from
+    LAST_MIN_LOOKS looks on, the mean excess over the looks shows less than LAST_SHARE of the
+    claimed gain while neither of the finding's tests holds. `verdict.evaluate` takes another
+    look before such a keep while looks are left: one lucky last block (or a few, on a loaded
+    machine) must not end a decision that more looks would send to review."""
+    out = []
+    for cls, (claim, ls) in _looks(results, pairs, policy, _last_excess).items():
+        if len(ls) < LAST_MIN_LOOKS or not all(math.isfinite(e) for e in ls):
+            continue
+        limit = _excess_limit(claim)
+        if mean(ls) > limit and not all(e > limit for e in ls) and not _bound_above(ls, limit, LAST_CONFIDENCE):
+            out.append(cls)
+    return out
+
+
+def _excess_limit(claim: float) -> float:
+    """The last-block excess (log) above which a look shows less than LAST_SHARE of `claim`."""
+    return -(1 - LAST_SHARE) * claim
 
 
 def _looks(
@@ -327,10 +359,16 @@ def _mean_ratio(ps: Sequence[Pair]) -> float | None:
     return _side_ratio(ps[0].best_mean, ps[0].cand_mean)
 
 
-def _last_ratio(ps: Sequence[Pair]) -> float | None:
-    """A config's cost ratio of the last timed blocks in one look (see
-    `last_block_not_faster`), or None (blocks of an ab_command look: none is audited)."""
-    return _side_ratio(ps[0].best_last, ps[0].cand_last) if len(ps) == 1 else None
+def _last_excess(ps: Sequence[Pair]) -> float | None:
+    """A config's last-block excess in one look (see `last_block_not_faster`): the cost ratio
+    of the last timed blocks over the ratio of the metric; None when best's rows report no
+    last block or a look has several pairs (blocks of an ab_command look: none is audited)."""
+    if len(ps) != 1:
+        return None
+    last = _side_ratio(ps[0].best_last, ps[0].cand_last)
+    if last is None or not math.isinf(last) and not (ps[0].best > 0 and ps[0].cand > 0):
+        return None
+    return last if math.isinf(last) else last / (ps[0].cand / ps[0].best)
 
 
 def _side_ratio(best: float, cand: float) -> float | None:

@@ -38,6 +38,7 @@ from kopt_supervisor.engine.decide.plausible import (
     Implausible,
     below_floor,
     last_block_not_faster,
+    last_block_unsure,
     mean_not_faster,
     repeated_values,
     too_fast,
@@ -106,7 +107,8 @@ def evaluate(
     keep into a keep that needs the stronger checks (`escalate`); another verdict notes them.
     A class whose gain the last timed block (the one kopt audits) does not show
     (`last_block_not_faster`), or a saving the wall time does not explain, sends a keep to
-    review.
+    review; a keep whose last blocks lean that way without proving it takes another look
+    while looks are left (`last_block_unsure`).
     """
     _check_pairs(pairs)
     votes = voting_classes({p.config: p.cls for p in pairs}, guard_configs)
@@ -162,6 +164,11 @@ def evaluate(
     out = verdict(CASE_KIND[case], reason, flags, focus)
     if not out.final:
         return out
+    unsure = last_block_unsure(results, pairs, policy) if out.kind == "keep" and not final else []
+    if unsure:
+        return verdict(
+            "undecided", f"{_names(unsure)}: the last timed blocks do not show half the gain yet after {rounds} rounds"
+        )
     out = escalate(
         out,
         [
