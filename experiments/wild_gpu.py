@@ -215,6 +215,35 @@ def wild_figures(
     }
 
 
+class ReviewAnswer:
+    """While a run goes: a borderline that waits for a review (the proposed config's
+    review_timeout_s, 1800 s) is rejected at once with `kopt reject TAG vN`, as a user with no
+    time to review would, so the run goes on; each answer is recorded (the summary says so)."""
+
+    def __init__(self, root: Path, tag: str) -> None:
+        self.root, self.tag = root, tag
+        self.db = root / tag / "run.db"
+        self.answered: list[dict[str, Any]] = []
+        self.last = 0.0
+
+    def __call__(self) -> None:
+        import sqlite3
+
+        if time.monotonic() - self.last < 1.0 or not self.db.exists():
+            return
+        self.last = time.monotonic()
+        con = sqlite3.connect(f"file:{self.db}?mode=ro", uri=True, timeout=2)
+        try:
+            waiting = [v for (v,) in con.execute("SELECT version FROM iterations WHERE status = 'borderline'")]
+        finally:
+            con.close()
+        for v in waiting:
+            if any(a["version"] == v for a in self.answered):
+                continue
+            out = device_wave.capture(kopt_argv(self.root, "reject", self.tag, f"v{v}"), env=device_wave.child_env())
+            self.answered.append({"version": v, "answer": "reject", "reply": out[-200:], "utc": device_wave.utc_now()})
+
+
 def one_kernel(k: Kernel, ctx: dict[str, Any], soft_s: float) -> None:
     s: Summary = ctx["summary"]
     work: Path = ctx["work"]
@@ -254,8 +283,12 @@ def one_kernel(k: Kernel, ctx: dict[str, Any], soft_s: float) -> None:
         left = soft_s - (time.time() - init_t0)
         args = ["run", tag, "--foreground", "--max-iters", str(iters), *ctx["flags"]]
         e["commands"].append(shell_line(["kopt", "--root", str(root), *args]) + f"   (asked to stop at {left:.0f} s)")
-        res = device_wave.kopt_engine(raw, root, tag, args, f"{k.name}_run.log", soft_s=max(30.0, left), grace_s=30.0)
+        review = ReviewAnswer(root, tag)
+        res = device_wave.kopt_engine(
+            raw, root, tag, args, f"{k.name}_run.log", soft_s=max(30.0, left), grace_s=30.0, while_running=review
+        )
         e["result"] = res.to_dict()
+        e["reviews_answered"] = review.answered
         device_wave.export_run(raw, root, tag)
         its, spans = records.read_run(root, tag)
         rows = records.iteration_rows(its, spans)
@@ -271,7 +304,7 @@ def one_kernel(k: Kernel, ctx: dict[str, Any], soft_s: float) -> None:
         e["headline"] = (
             f"first verdict {fig['first_verdict_s_after_init']} s after init; A/A {fig['aa']['decided']} decided, "
             f"kept {fig['aa']['kept'] or 'none'}, decision {fig['aa']['decision_s']}; real change "
-            f"{real.get('status')} in {real.get('decision_s')} s; targets "
+            f"{real.get('status')} in {real.get('decision_s')} s; reviews answered {len(review.answered)}; targets "
             + ", ".join(f"{k}: {'met' if v else 'NOT met'}" for k, v in fig["targets"].items())
         )
 
