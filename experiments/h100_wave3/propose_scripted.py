@@ -8,6 +8,7 @@ PLAN.json: {"<iteration>": change, ..., "default": change}; a change is one of
   {"kind": "append", "path": P, "text": T, "hypothesis": H}      T appended to P ({n}: the iteration)
   {"kind": "params", "path": P, "class": C, "set": {...}, "hypothesis": H, "target_class": C,
    "wait_if_same_s": S}                                          P's JSON entry C updated with set
+  {"kind": "replace", "path": P, "old": O, "new": N, "hypothesis": H}   O (found exactly once in P) -> N
 A params change that BEST already holds is no change: with wait_if_same_s the proposer waits that
 long (the wave's driver restarts the run from v0 meanwhile, which ends this proposal) and fails.
 Standard library only: it runs under whatever interpreter kopt's proposer command names.
@@ -37,6 +38,13 @@ def apply(tree: Path, change: dict[str, Any], n: str) -> bool:
             return False
         params[change["class"]] = entry
         path.write_text(json.dumps(params, indent=2) + "\n", encoding="utf-8")
+        return True
+    if kind == "replace":
+        text = path.read_text(encoding="utf-8")
+        old, new = str(change["old"]), str(change["new"])
+        if text.count(old) != 1:
+            raise SystemExit(f"plan: {change['path']} holds {text.count(old)} copies of {old!r}, not one")
+        path.write_text(text.replace(old, new), encoding="utf-8")
         return True
     raise SystemExit(f"plan: unknown change kind {kind!r}")
 
