@@ -37,20 +37,58 @@ class StandInCuda:
             def replay(self) -> None:
                 cuda.log.append(f"replay x{self.calls}")
 
+        class Generator:
+            """A CUDA generator as torch keeps it: a shared state marked while a capture runs."""
+
+            def __init__(self) -> None:
+                self.state = {"capturing": False}
+
+            def clone_state(self) -> Generator:
+                copy = Generator()
+                copy.state = {"capturing": False}  # torch's clone: a fresh state, not capturing
+                return copy
+
+            def graphsafe_set_state(self, other: Generator) -> None:
+                self.state = other.state
+
+            def draw(self) -> None:
+                if self.state["capturing"] and not cuda.capturing:
+                    raise RuntimeError("Offset increment outside graph capture encountered unexpectedly.")
+
         class Capture:
+            """torch.cuda.graph: the capture stream and the generators' mark on enter; on exit
+            capture_end, which raises when the capture was invalidated, and only then the
+            stream restored and the mark lifted (as torch does)."""
+
             def __init__(self, graph: CUDAGraph) -> None:
                 self.graph = graph
 
             def __enter__(self) -> None:
-                cuda.capturing, cuda.graph = True, self.graph
+                cuda.capturing, cuda.graph, cuda.invalidated = True, self.graph, False
+                self.prev, cuda.stream = cuda.stream, "capture"
+                for gen in cuda.default_generators:
+                    gen.state["capturing"] = True
 
             def __exit__(self, *exc: object) -> None:
                 cuda.capturing = False
+                if cuda.invalidated:
+                    raise RuntimeError("operation failed due to a previous error during capture")
+                cuda.stream = self.prev
+                for gen in cuda.default_generators:
+                    gen.state["capturing"] = False
 
         self.Event, self.CUDAGraph, self.graph = Event, CUDAGraph, Capture
+        self.stream, self.invalidated = "default", False
+        self.default_generators = (Generator(),)
 
     def synchronize(self) -> None:
         self.log.append("sync")
+
+    def current_stream(self) -> str:
+        return self.stream
+
+    def set_stream(self, stream: str) -> None:
+        self.stream = stream
 
 
 def make():
@@ -136,3 +174,47 @@ def test_the_cpu_timer_counts_the_processs_cpu_time_not_the_wall_clock():
             pass
 
     assert timing.CpuTimer(busy, reps=2, warm_blocks=0).block() >= 20_000.0
+
+
+def test_a_failed_capture_leaves_the_thread_on_its_stream_and_random_draws_working():
+    """What autograd's backward does under a capture (launches on the forward's stream) makes
+    torch's capture_end raise before it restores the stream and lifts the generators' mark:
+    every later draw failed on the H200 (Triton's layer-norm tutorial, backward). The timer's
+    capture puts both back, so the caller's eager fallback runs."""
+    torch, cuda, fn, flush = make()
+
+    def backward_like() -> None:
+        if cuda.capturing:
+            cuda.invalidated = True  # a launch on another stream: the capture is invalidated
+        else:
+            cuda.log.append("launch")
+
+    try:
+        timing.GraphTimer(torch, backward_like, reps=3, flush=flush)
+    except RuntimeError as exc:
+        assert "previous error during capture" in str(exc)
+    else:
+        raise AssertionError("the invalidated capture must raise for the eager fallback")
+    assert cuda.stream == "default"
+    cuda.default_generators[0].draw()  # no "Offset increment outside graph capture"
+    t = timing.EventTimer(torch, backward_like, reps=3, flush=flush, warm_blocks=0)
+    assert t.block() == 2.0 * 1000.0 / 3
+    # torch's own context manager alone leaves both broken: what the stand-in models
+    with_torch_alone = StandInCuda()
+    try:
+        with with_torch_alone.graph(with_torch_alone.CUDAGraph()):
+            with_torch_alone.invalidated = True
+    except RuntimeError:
+        pass
+    assert with_torch_alone.stream == "capture"
+    try:
+        with_torch_alone.default_generators[0].draw()
+    except RuntimeError as exc:
+        assert "Offset increment outside graph capture" in str(exc)
+    else:
+        raise AssertionError("the stand-in must model torch's broken state")
+    # a capture that succeeds changes neither
+    torch, cuda, fn, flush = make()
+    gen_state = cuda.default_generators[0].state
+    timing.GraphTimer(torch, fn, reps=2, flush=flush, warm_blocks=0)
+    assert cuda.stream == "default" and cuda.default_generators[0].state is gen_state

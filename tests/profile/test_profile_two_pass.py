@@ -25,6 +25,7 @@ from kopt_supervisor.engine.profile.ncu import (
     M_TIME,
     PASSES_FALLBACK,
     PASSES_TWO,
+    WHOLE_LAUNCHES,
     NcuProfiler,
     profiled_nothing,
 )
@@ -91,6 +92,9 @@ def test_two_passes_argv(tmp_path: Path):
     assert whole is not None and whole.out_dir == (out / "whole").resolve()
     assert "--nvtx-include" not in whole.argv and "--nvtx-exclude" not in whole.argv
     assert _option(whole.argv, "--metrics").split(",") == list(DEFAULT_METRICS)
+    # a bench timing with its own loops launches ~10^5 kernels: the whole run's first ones only
+    assert _option(whole.argv, "--launch-count") == str(WHOLE_LAUNCHES)
+    assert "--launch-count" not in first.argv and "--launch-count" not in second.argv
     assert prof.after_commands(out) == []  # no report to read back
     # "full": the single unfiltered pass of before
     full = NcuProfiler(outside_ranges="full")

@@ -19,8 +19,8 @@ from __future__ import annotations
 import math
 import statistics
 import time
-from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
 FLUSH_MIN_BYTES = 64 << 20
@@ -34,6 +34,33 @@ a Triton kernel was destroyed, a later graph's replay of the same kernel faulted
 with "illegal memory access" (compute-sanitizer, which serialises launches, found no bad
 access; keeping the graphs alive, or timing without graphs, never faulted). What a graph
 keeps is its own memory pool: what the launches allocated during the capture."""
+
+
+@contextmanager
+def capturing(torch: Any, graph: Any) -> Iterator[None]:
+    """`torch.cuda.graph(graph)`, leaving the process fit for eager launches when the capture
+    fails. torch's context manager ends a capture in `capture_end` and only then restores the
+    stream it replaced; when the capture was invalidated (a callable that launches on another
+    stream, as autograd's backward does on the forward's stream), `capture_end` raises, the
+    thread stays on the capture stream and each CUDA generator stays marked as capturing: every
+    later random draw then fails ("Offset increment outside graph capture encountered
+    unexpectedly"). Measured on the H200 (torch 2.11, 2026-11-30): Triton's layer-norm tutorial
+    served by import, whose backward mode times `y.backward(dy)`, failed every config after the
+    first capture. On failure this puts the thread back on the stream it was on and gives each
+    CUDA generator a copy of its state that is not capturing (`clone_state`), then re-raises
+    for the caller's eager fallback."""
+    stream = torch.cuda.current_stream()
+    try:
+        with torch.cuda.graph(graph):
+            yield
+    except BaseException:
+        torch.cuda.set_stream(stream)
+        for gen in torch.cuda.default_generators:
+            try:
+                gen.graphsafe_set_state(gen.clone_state())
+            except Exception:  # a torch without graph-safe generators: the eager fallback says what fails
+                pass
+        raise
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -206,7 +233,7 @@ class GraphTimer(EventTimer):
         torch.cuda.synchronize()
         self.graph = torch.cuda.CUDAGraph()
         LIVE_GRAPHS.append(self.graph)  # before the capture: a graph whose capture failed stays too
-        with torch.cuda.graph(self.graph):
+        with capturing(torch, self.graph):
             for _ in range(self.reps):
                 fn()
         torch.cuda.synchronize()
@@ -237,7 +264,7 @@ class ColdGraphTimer(EventTimer):
     def prepare(self) -> None:
         self.graph = self.torch.cuda.CUDAGraph()
         LIVE_GRAPHS.append(self.graph)  # before the capture, as GraphTimer does
-        with self.torch.cuda.graph(self.graph):
+        with capturing(self.torch, self.graph):
             for call in self.calls:
                 call()
         self.torch.cuda.synchronize()
