@@ -156,7 +156,9 @@ class_by = ["group"]
 BLOCKS = "6"
 """A look's timed blocks per config: as in tests/kernels/test_last_block_hostile.py, more than
 the CPU's default 3, so that the cheap blocks make the median (a GPU's served look has 9)."""
-MAX_LOOKS = 6
+MAX_LOOKS = 10
+"""The CPU kopt.toml's max_rounds (kernels/catalog.py): a decision whose last blocks lean
+towards the finding takes more looks (plausible.last_block_unsure) up to it."""
 ATTACKED, HONEST = "group=attacked", "group=honest"
 """The classes: both disguises in one (a class's last blocks are judged on the mean of its
 configs' logs, steadier than one config's two-call block on a loaded CPU), the honest gain in
