@@ -314,12 +314,29 @@ class FakeTensor:
 class FakeCuda:
     """The torch.cuda calls the experiment makes (each exists in the real torch.cuda: tested)."""
 
-    API = ("synchronize", "CUDAGraph", "graph", "Event", "get_device_properties", "empty_cache")
+    API = (
+        "synchronize",
+        "CUDAGraph",
+        "graph",
+        "Event",
+        "get_device_properties",
+        "empty_cache",
+        "current_stream",
+        "set_stream",
+        "default_generators",
+    )
 
     def __init__(self, gpu: FakeTorch) -> None:
         self.gpu = gpu
+        self.default_generators: tuple[object, ...] = ()  # a failed capture resets them: none fails here
 
     def synchronize(self) -> None:
+        pass
+
+    def current_stream(self) -> str:
+        return "default"
+
+    def set_stream(self, stream: str) -> None:
         pass
 
     def CUDAGraph(self) -> FakeGraph:  # noqa: N802 (torch's name)
