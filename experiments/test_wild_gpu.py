@@ -63,6 +63,26 @@ def test_figures_say_not_met_when_slow_or_missing() -> None:
     assert empty["first_verdict_s_after_init"] is None and empty["aa"]["decided"] == 0
 
 
+def test_a_review_the_driver_answered_is_no_decision_of_kopts() -> None:
+    # kopt left v2 and v3 borderline; the driver's `kopt reject` made them "rejected": neither
+    # counts as decided, nor as the first verdict
+    rows = [
+        row(0, "baseline", "baseline", None),
+        row(1, "tie", "A/A 1: comment", 9.0),
+        row(2, "rejected", "A/A 2: comment", 400.0),
+        row(3, "rejected", "REAL: num_warps", 20.0),
+    ]
+    finished = {1: T0 + 90.0, 2: T0 + 60.0, 3: T0 + 100.0}
+    fig = wild_gpu.wild_figures(rows, finished, T0, aa_target=1, answered=frozenset({2, 3}))
+    assert fig["first_verdict_s_after_init"] == 90.0  # v1's, not the answered v2's
+    assert fig["aa"]["candidates"] == 2 and fig["aa"]["decided"] == 1
+    assert fig["answered_by_the_driver"] == [2, 3]
+    assert fig["targets"]["real change decided <= 30 s"] is False
+    assert fig["targets"]["A/A decided <= 30 s each"] is True
+    plain = wild_gpu.wild_figures(rows, finished, T0, aa_target=1)
+    assert plain["aa"]["decided"] == 2 and plain["targets"]["real change decided <= 30 s"] is True
+
+
 def test_the_plan_puts_the_real_change_at_its_iteration_and_comments_elsewhere() -> None:
     k = wild_gpu.kernels(smoke=False)["liger"]
     plan = wild_gpu.plan_for(k, 2)

@@ -168,23 +168,35 @@ def plan_for(k: Kernel, real_at: int) -> dict[str, dict[str, Any]]:
 
 
 def wild_figures(
-    rows: list[dict[str, Any]], finished: dict[int, float], init_t0: float, *, aa_target: int = AA_TARGET
+    rows: list[dict[str, Any]],
+    finished: dict[int, float],
+    init_t0: float,
+    *,
+    aa_target: int = AA_TARGET,
+    answered: frozenset[int] = frozenset(),
 ) -> dict[str, Any]:
     """The issue's figures from one kernel's rows (records.iteration_rows), the wall-clock end of
     each version (`finished`) and init's start: the first verdict's seconds after init, the A/A
     candidates (hypothesis "A/A ...") and their keeps, the real change (hypothesis "REAL: ...")
-    and the targets (first verdict <= 120 s, every decision <= 30 s, >= 10 A/A, 0 kept)."""
+    and the targets (first verdict <= 120 s, every decision <= 30 s, >= 10 A/A, 0 kept).
+    `answered`: versions whose review the driver answered (ReviewAnswer): kopt did not decide
+    them, so they count as candidates, never as decided."""
     cands = [r for r in rows if r["version"] > 0]
-    decided = [r for r in cands if r["status"] in records.DECIDED]
+    decided = [r for r in cands if r["status"] in records.DECIDED and r["version"] not in answered]
     ends = [finished[r["version"]] for r in decided if r["version"] in finished]
     first_s = round(min(ends) - init_t0, 2) if ends else None
     aa = [r for r in cands if str(r["hypothesis"]).startswith("A/A")]
-    aa_decided = [r for r in aa if r["status"] in records.DECIDED]
+    aa_decided = [r for r in aa if r["status"] in records.DECIDED and r["version"] not in answered]
     aa_kept = [r["version"] for r in aa if r["status"] in records.KEPT]
     real = next((r for r in cands if str(r["hypothesis"]).startswith("REAL")), None)
     dec = [float(r["decision_s"]) for r in decided if r["decision_s"] is not None]
     aa_dec = [float(r["decision_s"]) for r in aa_decided if r["decision_s"] is not None]
-    real_ok = bool(real and real["status"] in records.DECIDED and (real["decision_s"] or 1e9) <= DECISION_TARGET_S)
+    real_ok = bool(
+        real
+        and real["status"] in records.DECIDED
+        and real["version"] not in answered
+        and (real["decision_s"] or 1e9) <= DECISION_TARGET_S
+    )
     return {
         "first_verdict_s_after_init": first_s,
         "aa": {
@@ -205,6 +217,7 @@ def wild_figures(
             "classes": {c: records.pct(v.get("bench_ratio")) for c, v in real["classes"].items()},
         },
         "decision_s": records.stats(dec),
+        "answered_by_the_driver": sorted(answered),
         "targets": {
             f"first verdict <= {FIRST_VERDICT_TARGET_S:.0f} s after init": first_s is not None
             and first_s <= FIRST_VERDICT_TARGET_S,
@@ -276,6 +289,10 @@ def one_kernel(k: Kernel, ctx: dict[str, Any], soft_s: float) -> None:
         e.update(result=res.to_dict(), ok=res.ok)
         if not res.ok:
             e["error"] = res.tail(6)
+            for name in ("init_bench.out", "init_bench.err"):  # what the bench said, for the pack
+                made = root / ".init" / tag / name
+                if made.is_file():
+                    shutil.copyfile(made, raw / f"{k.name}_{name}")
             return
         e["headline"] = f"kopt init --bench ... --yes in {res.wall_s:.1f} s"
     with measured(s, f"{k.name}: run") as e:
@@ -293,7 +310,8 @@ def one_kernel(k: Kernel, ctx: dict[str, Any], soft_s: float) -> None:
         its, spans = records.read_run(root, tag)
         rows = records.iteration_rows(its, spans)
         finished = {it.version: it.finished_at for it in its if it.finished_at is not None}
-        fig = wild_figures(rows, finished, init_t0, aa_target=ctx["aa_n"])
+        answered = frozenset(int(a["version"]) for a in review.answered)
+        fig = wild_figures(rows, finished, init_t0, aa_target=ctx["aa_n"], answered=answered)
         e["iterations"] = rows
         e["figures"] = fig
         e["tables"] = {"iterations": records.iteration_table(rows)}
