@@ -366,9 +366,11 @@ def _last_excess(ps: Sequence[Pair]) -> float | None:
     if len(ps) != 1:
         return None
     last = _side_ratio(ps[0].best_last, ps[0].cand_last)
-    if last is None or not math.isinf(last) and not (ps[0].best > 0 and ps[0].cand > 0):
+    if last is None or math.isinf(last):
+        return last
+    if not (ps[0].best > 0 and ps[0].cand > 0):
         return None
-    return last if math.isinf(last) else last / (ps[0].cand / ps[0].best)
+    return last / (ps[0].cand / ps[0].best)
 
 
 def _side_ratio(best: float, cand: float) -> float | None:
