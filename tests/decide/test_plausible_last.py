@@ -191,3 +191,23 @@ def test_the_review_is_about_the_class_whose_audited_block_shows_nothing() -> No
     v = evaluate(honest + skipped, Policy())
     assert v.kind == "borderline" and v.flags == ("last_block_not_faster",), (v.kind, v.flags)
     assert v.focus == "b-skips"
+
+
+def test_a_keep_whose_last_blocks_lean_towards_the_finding_takes_more_looks() -> None:
+    """Excess per look log(last / median): 0.89, 0.11, 0.89 against a limit of 0.40 (half of
+    the -55% claim): the mean leans past it, one look does not, and the t bound of three looks
+    cannot tell. With looks left the keep waits for more; the looks that follow decide."""
+    leaning = with_lasts([0.45] * 3, [1.1, 0.5, 1.1])
+    assert finding(leaning) is None
+    v = evaluate(leaning, Policy())
+    assert v.kind == "undecided" and not v.final, (v.kind, v.reason)
+    assert v.reason == "wide: the last timed blocks do not show half the gain yet after 3 rounds"
+    # no look left: the keep stands (the rule's limit: docs/security.md)
+    assert evaluate(leaning, Policy(max_rounds=3)).kind == "keep"
+    # six more looks like the first: the mean is then provably short, sent to review
+    more = with_lasts([0.45] * 9, [1.1, 0.5, 1.1, 1.1, 1.05, 1.1, 1.08, 1.1, 1.12])
+    v = evaluate(more, Policy())
+    assert v.kind == "borderline" and "last_block_not_faster" in v.flags, (v.kind, v.reason)
+    # an honest keep whose last blocks show the gain is never held back
+    honest = with_lasts([0.45] * 3, [0.5, 0.42, 0.47])
+    assert evaluate(honest, Policy()).settled_keep
