@@ -102,6 +102,7 @@ from types import ModuleType
 from typing import Any
 
 from . import bench as bench_mod
+from . import liger_convention as liger
 from .audit import (
     VERSION,
     audit_positions,
@@ -196,18 +197,19 @@ class Capture:
         return _placeholder(quantiles, return_mode)
 
     @contextlib.contextmanager
-    def installed(self, testing: ModuleType, scope: dict[str, Any] | None) -> Iterator[None]:
+    def installed(self, testing: ModuleType, scopes: Sequence[dict[str, Any]] = ()) -> Iterator[None]:
         """triton.testing's do_bench and do_bench_cudagraph are this capture's, and so is every
-        name of `scope` (the bench's globals) bound to what they were; afterwards each is put
-        back unless the bench rebound it meanwhile."""
+        name of each of `scopes` (the bench's globals) bound to what they were; afterwards each
+        is put back unless the bench rebound it meanwhile."""
         names = {"do_bench": self.do_bench, "do_bench_cudagraph": self.do_bench_cudagraph}
         before = {name: getattr(testing, name, None) for name in names}
         swaps: list[tuple[Any, str, Any, Any]] = []
         for name, mine in names.items():
             swaps.append((testing, name, before[name], mine))
-            for key, value in list((scope or {}).items()):
-                if value is not None and value is before[name]:
-                    swaps.append((scope, key, value, mine))
+            for scope in scopes:
+                for key, value in list(scope.items()):
+                    if value is not None and value is before[name]:
+                        swaps.append((scope, key, value, mine))
         for where, name, _old, mine in swaps:
             _set(where, name, mine)
         try:
@@ -308,17 +310,22 @@ class Config:
     kwargs: dict[str, Any]
     cols: dict[str, Any]
     key: str
+    scopes: tuple[dict[str, Any], ...] = field(default=(), compare=False)
+    """The globals where the bench may hold do_bench under a name of its own (default: fn's)."""
 
 
 @dataclass
 class Imported:
-    """The bench module and its perf_report marks (the ones it ran at import first)."""
+    """The bench module and its perf_report marks (the ones it ran at import first), or, with
+    none, the speed calls of Liger's run_benchmarks its `__main__` block made (liger_convention)."""
 
     module: ModuleType
     marks: list[Any]
     testing: ModuleType
     ran: bool
-    """The marks are those the module ran at import (else: found among its globals)."""
+    """The marks are those the module ran at import (else: found among its globals); the runs
+    are always recorded ones."""
+    runs: list[liger.Run] = field(default_factory=list)
 
 
 def column_value(v: Any) -> Any:
@@ -370,58 +377,83 @@ def pick_lines(b: Any, lines: Sequence[str], where: str) -> list[Any]:
     return chosen
 
 
+def config_cols(
+    plot_name: Any, named: dict[str, Any], fixed: dict[str, Any], several: bool, where: str
+) -> dict[str, Any]:
+    """A config's CSV columns: `benchmark` (the plot name, when there are several), the `named`
+    values (x names and line; a perf_report's, or a Liger run's mode, x and provider), then the
+    `fixed` arguments that are numbers, text or dtypes."""
+    for name in named:
+        if name in RESERVED or (several and name == "benchmark"):
+            raise ImportedError(f"{where}: the argument {name!r} has the name of a column kopt writes")
+    cols: dict[str, Any] = {"benchmark": column_value(plot_name)} if several else {}
+    cols.update({n: column_value(v) for n, v in named.items()})
+    cols.update({k: column_value(v) for k, v in fixed.items() if _scalar(v) and k not in cols and k not in RESERVED})
+    return cols
+
+
 def make_config(mark: Any, b: Any, x: Any, line: Any, several: bool, where: str) -> Config:
     """The config of x value `x` and line value `line` of benchmark `b` (of `mark`)."""
     x_names = list(b.x_names)
-    for name in [*x_names, b.line_arg]:
-        if name in RESERVED or (several and name == "benchmark"):
-            raise ImportedError(f"{where}: the argument {name!r} has the name of a column kopt writes")
     xs = list(x) if isinstance(x, list | tuple) else [x] * len(x_names)
     if len(xs) != len(x_names):
         raise ImportedError(f"{where}: x value {x!r} has {len(xs)} values for x_names {x_names}")
-    kwargs = {**dict(zip(x_names, xs, strict=True)), b.line_arg: line, **dict(b.args)}
-    cols: dict[str, Any] = {"benchmark": column_value(b.plot_name)} if several else {}
-    cols.update({n: column_value(v) for n, v in zip(x_names, xs, strict=True)})
-    cols[b.line_arg] = column_value(line)
-    cols.update(
-        {k: column_value(v) for k, v in dict(b.args).items() if _scalar(v) and k not in cols and k not in RESERVED}
-    )
-    return Config(mark.fn, kwargs, cols, config_key(cols))
+    named = {**dict(zip(x_names, xs, strict=True)), b.line_arg: line}
+    cols = config_cols(b.plot_name, named, dict(b.args), several, where)
+    return Config(mark.fn, {**named, **dict(b.args)}, cols, config_key(cols))
 
 
-def configs(imp: Imported, lines: Sequence[str], where: str) -> list[Config]:
-    """Every config of the marks: x values x the chosen line values (see the module docstring)."""
+def run_config(run: liger.Run, point: liger.Point, several: bool, where: str) -> Config:
+    """The config of one call of a recorded Liger run (liger_convention.points)."""
+    cols = config_cols(run.plot_name, point.named, point.extra, several, where)
+    return Config(point.fn, {}, cols, config_key(cols), run.scopes)
+
+
+def each_config(imp: Imported, lines: Sequence[str], where: str) -> Iterator[tuple[Config, str]]:
+    """(config, where) of every config in order: per perf_report benchmark its chosen lines x
+    its x values; per recorded Liger run (liger_convention.points) its extra configs x modes x
+    chosen providers x x values."""
     pairs = benchmarks(imp.marks)
-    out: list[Config] = []
-    seen: set[str] = set()
     for mark, b in pairs:
         here = f"{where}: benchmark {b.plot_name or '?'}"
         for line in pick_lines(b, lines, here):
             for x in b.x_vals:
-                config = make_config(mark, b, x, line, len(pairs) > 1, here)
-                if config.key in seen:
-                    raise ImportedError(f"{here}: config {config.key} twice (one row per config)")
-                seen.add(config.key)
-                out.append(config)
+                yield make_config(mark, b, x, line, len(pairs) > 1, here), here
+    for run in imp.runs:
+        here = f"{where}: {liger.RUNNER} {run.plot_name or '?'}"
+        for point in liger.points(run, pick_lines(run, lines, here)):
+            yield run_config(run, point, len(imp.runs) > 1, here), here
+
+
+def configs(imp: Imported, lines: Sequence[str], where: str) -> list[Config]:
+    """Every config (each_config), each once."""
+    out: list[Config] = []
+    seen: set[str] = set()
+    for config, here in each_config(imp, lines, where):
+        if config.key in seen:
+            raise ImportedError(f"{here}: config {config.key} twice (one row per config)")
+        seen.add(config.key)
+        out.append(config)
     return out
 
 
 def config_columns(imp: Imported) -> list[str]:
     """The CSV's config columns, whatever line is chosen (the probe's answer)."""
     pairs = benchmarks(imp.marks)
-    cols: dict[str, None] = {"benchmark": None} if len(pairs) > 1 else {}
-    for _, b in pairs:
-        for name in [*b.x_names, b.line_arg]:
-            cols[name] = None
-        for k, v in dict(b.args).items():
-            if _scalar(v) and k not in RESERVED:
-                cols[k] = None
+    several = len(pairs) > 1 or len(imp.runs) > 1
+    names: list[tuple[list[Any], dict[str, Any]]] = [([*b.x_names, b.line_arg], dict(b.args)) for _, b in pairs]
+    names += [([liger.MODE, run.x_name, liger.PROVIDER], e) for run in imp.runs for e in run.extras]
+    cols: dict[str, None] = {"benchmark": None} if several else {}
+    for named, fixed in names:
+        cols.update(dict.fromkeys(map(str, named)))
+        cols.update({k: None for k, v in fixed.items() if _scalar(v) and k not in RESERVED})
     return list(cols)
 
 
 def import_bench(script: Path, name: str) -> Imported:
     """Import the bench (see the module docstring): its Mark.run calls recorded, not run, and a
-    do_bench it calls at import captured and dropped."""
+    do_bench it calls at import captured and dropped. With no Mark, Liger's convention: the
+    run_benchmarks calls of its `__main__` block recorded, not run (liger_runs)."""
     import triton.testing as testing
 
     mark_cls = getattr(testing, "Mark", None)
@@ -438,16 +470,37 @@ def import_bench(script: Path, name: str) -> Imported:
         sys.path.insert(0, folder)  # as `python script.py` would: its neighbours import
     mark_cls.run = recorded
     try:
-        with Capture().installed(testing, None), contextlib.redirect_stdout(sys.stderr):
+        with quiet_capture(testing):
             module = load_module(script, name)
     finally:
         mark_cls.run = original
     marks = list(dict.fromkeys(ran)) or [v for v in vars(module).values() if isinstance(v, mark_cls)]
-    if not marks:
+    if marks:
+        return Imported(module, marks, testing, bool(ran))
+    return Imported(module, [], testing, True, liger_runs(script, testing))
+
+
+@contextlib.contextmanager
+def quiet_capture(testing: ModuleType) -> Iterator[None]:
+    """What the bench runs outside a benchmark call: do_bench captured and dropped, prints to stderr."""
+    with Capture().installed(testing), contextlib.redirect_stdout(sys.stderr):
+        yield
+
+
+def liger_runs(script: Path, testing: ModuleType) -> list[liger.Run]:
+    """The speed calls of Liger's run_benchmarks the script's `__main__` block makes
+    (liger_convention.record_runs); none: the ImportedError that names both conventions."""
+    try:
+        runner, runs = liger.record_runs(script, functools.partial(quiet_capture, testing))
+    except liger.ConventionError as exc:
+        raise ImportedError(f"{script}: {exc}") from exc
+    if not runs:
+        found = f"its __main__ block made no {liger.RUNNER}(metric_name={liger.SPEED!r}) call" if runner else ""
         raise ImportedError(
-            f"{script}: no triton.testing.perf_report benchmark (a Mark) among its globals, and it ran none at import"
+            f"{script}: no triton.testing.perf_report benchmark (a Mark) among its globals, and it ran none at "
+            f"import; nor Liger's convention ({found or f'no `from X import {liger.RUNNER}`'})"
         )
-    return Imported(module, marks, testing, bool(ran))
+    return runs
 
 
 def call_benchmark(imp: Imported, config: Config, torch: Any, seed: int) -> TimedSet:
@@ -455,7 +508,8 @@ def call_benchmark(imp: Imported, config: Config, torch: Any, seed: int) -> Time
     do_bench captured (ImportedError when it calls none); its own prints to stderr."""
     seed_all(torch, seed)
     cap = Capture()
-    with cap.installed(imp.testing, getattr(config.fn, "__globals__", None)), contextlib.redirect_stdout(sys.stderr):
+    scopes = config.scopes or tuple(s for s in [getattr(config.fn, "__globals__", None)] if s is not None)
+    with cap.installed(imp.testing, scopes), contextlib.redirect_stdout(sys.stderr):
         config.fn(**config.kwargs)
     if not cap.captured:
         raise ImportedError(
@@ -694,24 +748,60 @@ class ImportedBench(Bench):
         return rows
 
 
+Target = tuple[Any, Any, Callable[[], Config]]
+"""A probed line: its value, its name, and its first config (made when probed: it may raise)."""
+
+
+def probe_targets(imp: Imported, where: str) -> list[tuple[dict[str, Any], list[Target]]]:
+    """Per perf_report benchmark, or recorded Liger run (its lines: the providers, its x name
+    the one x_name, its line_arg `kernel_provider`), what the probe says of it and its lines."""
+    pairs = benchmarks(imp.marks)
+    out: list[tuple[dict[str, Any], list[Target]]] = []
+    for mark, b in pairs:
+        names = list(getattr(b, "line_names", None) or [])
+        head: dict[str, Any] = {
+            "plot_name": str(b.plot_name),
+            "x_names": [str(x) for x in b.x_names],
+            "line_arg": str(b.line_arg),
+            "configs": len(list(b.x_vals)),
+        }
+        first = functools.partial(make_config, mark, b, b.x_vals[0])
+        targets: list[Target] = [
+            (v, names[i] if i < len(names) else v, functools.partial(first, v, len(pairs) > 1, where))
+            for i, v in enumerate(b.line_vals)
+        ]
+        out.append((head, targets))
+    for run in imp.runs:
+        head = {
+            "plot_name": run.plot_name,
+            "x_names": [run.x_name],
+            "line_arg": liger.PROVIDER,
+            "configs": len(run.extras) * len(run.modes) * len(run.x_values),
+        }
+        targets = [(p, p, functools.partial(first_run_config, run, p, len(imp.runs) > 1, where)) for p in run.line_vals]
+        out.append((head, targets))
+    return out
+
+
+def first_run_config(run: liger.Run, provider: Any, several: bool, where: str) -> Config:
+    """The first config of a Liger run's provider (its first extra config, mode and x value)."""
+    return run_config(run, next(liger.points(run, [provider])), several, where)
+
+
 def probe(script: Path, torch: Any, seed: int) -> dict[str, Any]:
     """Import the bench and, per benchmark and line, capture the first config's callable and
     call it once: what `kopt init` reads to propose this path (PROBE_VERSION)."""
     t0 = time.monotonic()
     imp = import_bench(script, "kopt_imported_bench_probe")
     import_s = time.monotonic() - t0
-    pairs = benchmarks(imp.marks)
     out: list[dict[str, Any]] = []
-    for mark, b in pairs:
-        names = list(getattr(b, "line_names", None) or [])
+    for head, targets in probe_targets(imp, str(script)):
         lines = []
-        for i, line in enumerate(b.line_vals):
-            entry: dict[str, Any] = {"value": str(line), "name": str(names[i]) if i < len(names) else str(line)}
+        for value, name, first in targets:
+            entry: dict[str, Any] = {"value": str(value), "name": str(name)}
             t1 = time.monotonic()
             try:
-                s = call_benchmark(
-                    imp, make_config(mark, b, b.x_vals[0], line, len(pairs) > 1, str(script)), torch, seed
-                )
+                s = call_benchmark(imp, first(), torch, seed)
                 s()
                 outs = s.outputs()
                 entry.update(
@@ -723,18 +813,11 @@ def probe(script: Path, torch: Any, seed: int) -> dict[str, Any]:
                 entry.update(captured=False, outputs=0, why=f"{type(exc).__name__}: {str(exc)[:300]}")
             entry["seconds"] = round(time.monotonic() - t1, 3)
             lines.append(entry)
-        out.append(
-            {
-                "plot_name": str(b.plot_name),
-                "x_names": [str(x) for x in b.x_names],
-                "line_arg": str(b.line_arg),
-                "configs": len(list(b.x_vals)),
-                "lines": lines,
-            }
-        )
+        out.append({**head, "lines": lines})
     return {
         "version": PROBE_VERSION,
         "script": script.as_posix(),
+        "convention": "liger" if imp.runs else "perf_report",
         "ran_at_import": imp.ran,
         "import_s": round(import_s, 3),
         "config_columns": config_columns(imp),
