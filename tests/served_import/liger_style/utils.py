@@ -1,0 +1,106 @@
+"""A CPU stand-in for Liger-Kernel's benchmark/scripts/utils.py, written for kopt's tests (not
+upstream's code): the same names and call shapes (SingleBenchmarkRunInput, run_benchmarks,
+run_speed_benchmark calling triton.testing.do_bench, build_speed_bench_fn), and a
+run_benchmarks that runs every call and writes data/all_benchmark_data.csv beside this file,
+as upstream's does: kopt must record the calls, never run them."""
+
+import argparse
+import csv
+import os
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Optional, Union
+
+import torch
+import triton
+import triton.testing
+
+QUANTILES = [0.5, 0.2, 0.8]
+
+
+@dataclass
+class SingleBenchmarkRunInput:
+    x: Union[int, float, str]
+    kernel_provider: str
+    kernel_operation_mode: Optional[str] = ""
+    extra_benchmark_config: Optional[Dict[str, Any]] = None
+
+
+@dataclass
+class SingleBenchmarkRunOutput:
+    y_20: float
+    y_50: float
+    y_80: float
+
+
+def run_speed_benchmark(fwd_fn: Callable, mode: str, input_tensors: List[torch.Tensor]) -> SingleBenchmarkRunOutput:
+    if mode == "forward":
+        ms = triton.testing.do_bench(fwd_fn, grad_to_none=input_tensors, rep=10, quantiles=QUANTILES)
+    elif mode == "full":
+
+        def full():
+            y = fwd_fn()
+            y.backward(torch.ones_like(y), retain_graph=True)
+
+        ms = triton.testing.do_bench(full, grad_to_none=input_tensors, rep=10, quantiles=QUANTILES)
+    else:
+        raise ValueError(f"Unsupported mode: {mode}")
+    return SingleBenchmarkRunOutput(y_20=ms[1], y_50=ms[0], y_80=ms[2])
+
+
+def run_memory_benchmark(fwd_fn: Callable, mode: str) -> SingleBenchmarkRunOutput:
+    fwd_fn()  # no do_bench: a memory figure of its own
+    return SingleBenchmarkRunOutput(y_20=1.0, y_50=1.0, y_80=1.0)
+
+
+def default_forward_fn(*setup_out):
+    x, layer = setup_out[0], setup_out[1]
+    return layer(x)
+
+
+def build_speed_bench_fn(setup_fn: Callable, forward_fn: Callable = default_forward_fn) -> Callable:
+    def bench_speed(input: SingleBenchmarkRunInput) -> SingleBenchmarkRunOutput:
+        setup_out = setup_fn(input)
+        return run_speed_benchmark(lambda: forward_fn(*setup_out), input.kernel_operation_mode, [setup_out[0]])
+
+    return bench_speed
+
+
+def build_memory_bench_fn(setup_fn: Callable, forward_fn: Callable = default_forward_fn) -> Callable:
+    def bench_memory(input: SingleBenchmarkRunInput) -> SingleBenchmarkRunOutput:
+        setup_out = setup_fn(input)
+        return run_memory_benchmark(lambda: forward_fn(*setup_out), input.kernel_operation_mode)
+
+    return bench_memory
+
+
+def run_benchmarks(
+    bench_test_fn: Callable,
+    kernel_name: str,
+    metric_name: str,
+    metric_unit: str,
+    x_name: str,
+    x_label: str,
+    x_values: List[Union[float, int, str]],
+    kernel_providers: List[str],
+    kernel_operation_modes: Optional[List[str]] = [None],
+    extra_benchmark_configs: Optional[List[Dict[str, Any]]] = None,
+    overwrite: bool = False,
+):
+    print(f"BENCHMARKING {metric_name.upper()} for {kernel_name.upper()}")
+    rows = []
+    for extra in extra_benchmark_configs:
+        for mode in kernel_operation_modes:
+            for provider in kernel_providers:
+                for x in x_values:
+                    out = bench_test_fn(SingleBenchmarkRunInput(x, provider, mode, extra))
+                    rows.append([kernel_name, provider, mode, metric_name, x_name, x, out.y_50])
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "all_benchmark_data.csv")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "a", newline="") as f:
+        csv.writer(f).writerows(rows)
+
+
+def parse_benchmark_script_args():
+    parser = argparse.ArgumentParser(description="a stand-in for Liger-Kernel's bench arguments")
+    parser.add_argument("--overwrite", action="store_true")
+    return parser.parse_args()
