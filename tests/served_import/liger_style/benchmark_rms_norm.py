@@ -8,11 +8,13 @@ import torch
 import torch.nn as nn
 import triton
 import triton.language as tl
-from utils import SingleBenchmarkRunInput
-from utils import build_memory_bench_fn
-from utils import build_speed_bench_fn
-from utils import parse_benchmark_script_args
-from utils import run_benchmarks
+from utils import (
+    SingleBenchmarkRunInput,
+    build_memory_bench_fn,
+    build_speed_bench_fn,
+    parse_benchmark_script_args,
+    run_benchmarks,
+)
 
 device = "cuda" if torch.cuda.is_available() else "cpu"
 

@@ -7,8 +7,9 @@ as upstream's does: kopt must record the calls, never run them."""
 import argparse
 import csv
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Union
+from typing import Any
 
 import torch
 import triton
@@ -19,10 +20,10 @@ QUANTILES = [0.5, 0.2, 0.8]
 
 @dataclass
 class SingleBenchmarkRunInput:
-    x: Union[int, float, str]
+    x: int | float | str
     kernel_provider: str
-    kernel_operation_mode: Optional[str] = ""
-    extra_benchmark_config: Optional[Dict[str, Any]] = None
+    kernel_operation_mode: str | None = ""
+    extra_benchmark_config: dict[str, Any] | None = None
 
 
 @dataclass
@@ -32,7 +33,7 @@ class SingleBenchmarkRunOutput:
     y_80: float
 
 
-def run_speed_benchmark(fwd_fn: Callable, mode: str, input_tensors: List[torch.Tensor]) -> SingleBenchmarkRunOutput:
+def run_speed_benchmark(fwd_fn: Callable, mode: str, input_tensors: list[torch.Tensor]) -> SingleBenchmarkRunOutput:
     if mode == "forward":
         ms = triton.testing.do_bench(fwd_fn, grad_to_none=input_tensors, rep=10, quantiles=QUANTILES)
     elif mode == "full":
@@ -80,10 +81,10 @@ def run_benchmarks(
     metric_unit: str,
     x_name: str,
     x_label: str,
-    x_values: List[Union[float, int, str]],
-    kernel_providers: List[str],
-    kernel_operation_modes: Optional[List[str]] = [None],
-    extra_benchmark_configs: Optional[List[Dict[str, Any]]] = None,
+    x_values: list[float | int | str],
+    kernel_providers: list[str],
+    kernel_operation_modes: list[str] | None = [None],  # noqa: B006 - upstream's default
+    extra_benchmark_configs: list[dict[str, Any]] | None = None,
     overwrite: bool = False,
 ):
     print(f"BENCHMARKING {metric_name.upper()} for {kernel_name.upper()}")

@@ -19,6 +19,13 @@ a reference: engine/onboard, the rule the perf_report adapter's metric choice us
 config columns: `benchmark` (the plot name, only when there are several), the x_names, the
 line_arg, and the benchmark's fixed `args` that are numbers, text or dtypes.
 
+A script with no Mark may follow Liger-Kernel's convention instead (liger_convention.py): its
+`__main__` block's `run_benchmarks(metric_name="speed", ...)` calls, recorded (not run) when it
+runs as `__main__`, give one config per extra config x operation mode x provider (`--line`
+picks among kernel_providers) x x value; columns `kernel_operation_mode`, the x_name,
+`kernel_provider` and the extra config's numbers, text and dtypes (`benchmark`: the kernel_name,
+when there are several calls). A script of neither convention fails in one line naming both.
+
 A look (`look N SEED PATH`, or a plain run with a fresh seed) per config: S buffer sets, set j
 drawn by calling the benchmark function once after seeding torch (every device), `random` and
 numpy with audit.input_seed(SEED, config, "set<j>/prime"), with `triton.testing.do_bench` and
@@ -197,7 +204,7 @@ class Capture:
         return _placeholder(quantiles, return_mode)
 
     @contextlib.contextmanager
-    def installed(self, testing: ModuleType, scopes: Sequence[dict[str, Any]] = ()) -> Iterator[None]:
+    def installed(self, testing: ModuleType, *scopes: dict[str, Any] | None) -> Iterator[None]:
         """triton.testing's do_bench and do_bench_cudagraph are this capture's, and so is every
         name of each of `scopes` (the bench's globals) bound to what they were; afterwards each
         is put back unless the bench rebound it meanwhile."""
@@ -207,7 +214,7 @@ class Capture:
         for name, mine in names.items():
             swaps.append((testing, name, before[name], mine))
             for scope in scopes:
-                for key, value in list(scope.items()):
+                for key, value in list((scope or {}).items()):
                     if value is not None and value is before[name]:
                         swaps.append((scope, key, value, mine))
         for where, name, _old, mine in swaps:
@@ -508,8 +515,8 @@ def call_benchmark(imp: Imported, config: Config, torch: Any, seed: int) -> Time
     do_bench captured (ImportedError when it calls none); its own prints to stderr."""
     seed_all(torch, seed)
     cap = Capture()
-    scopes = config.scopes or tuple(s for s in [getattr(config.fn, "__globals__", None)] if s is not None)
-    with cap.installed(imp.testing, scopes), contextlib.redirect_stdout(sys.stderr):
+    scopes = config.scopes or (getattr(config.fn, "__globals__", None),)
+    with cap.installed(imp.testing, *scopes), contextlib.redirect_stdout(sys.stderr):
         config.fn(**config.kwargs)
     if not cap.captured:
         raise ImportedError(
