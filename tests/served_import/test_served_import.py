@@ -286,6 +286,29 @@ def test_the_plan_serves_the_metrics_line_or_says_why_not() -> None:
     assert onboard_scratch.plan(probe_run(None), "Triton (GB/s)") is None
 
 
+def test_the_plan_serves_a_long_tables_provider_through_liger_kernels_convention() -> None:
+    """A long table's metric column is `<provider> <metric name> (<unit>)` (Liger's
+    `liger speed (ms)`): the probe of the run_benchmarks convention names the provider; a
+    perf_report probe never matches a line by its first word."""
+    cols = ["kernel_operation_mode", "T", "kernel_provider", "hidden_size", "dtype"]
+    lines = [
+        {"value": "huggingface", "name": "huggingface", "captured": True},
+        {"value": "liger", "name": "liger", "captured": True},
+    ]
+    doc = {"version": 1, "convention": "liger", "config_columns": cols, "benchmarks": [{"lines": lines}]}
+    ok = {"ok": True, "probe": doc, "seconds": 2.0, "note": ""}
+    p = onboard_scratch.plan(probe_run(ok), "liger speed (ms)")
+    assert p is not None and p.lines == ("liger",) and p.config == tuple(cols), p
+    hf = onboard_scratch.plan(probe_run(ok), "huggingface speed (ms)")
+    assert hf is not None and hf.lines == ("huggingface",)
+    other = onboard_scratch.plan(probe_run(ok), "ligerx speed (ms)")
+    assert other is not None and not other.lines and "no line named 'ligerx speed'" in other.why
+    as_perf_report = {**ok, "probe": {**doc, "convention": "perf_report"}}
+    no_prefix = onboard_scratch.plan(probe_run(as_perf_report), "liger speed (ms)")
+    assert no_prefix is not None and not no_prefix.lines  # "Triton fused" is not the line "Triton"
+    assert "long" in onboard_scratch.PROBED and "perf_report" in onboard_scratch.PROBED
+
+
 def test_a_profile_summarises_each_configs_outputs_for_kopt_on_its_seed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

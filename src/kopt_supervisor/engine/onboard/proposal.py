@@ -62,7 +62,14 @@ from kopt_supervisor.engine.onboard.draft import (
     estimate_decision_s,
 )
 from kopt_supervisor.engine.onboard.imports import scan, unreviewed
-from kopt_supervisor.engine.onboard.scratch import not_served, plan, propose_served, reword_checks
+from kopt_supervisor.engine.onboard.scratch import (
+    PROBED,
+    kind_of,
+    not_served,
+    plan,
+    propose_served,
+    reword_checks,
+)
 from kopt_supervisor.engine.onboard.steps import (
     _choose_table,
     _classes,
@@ -139,7 +146,7 @@ def propose(run: BenchRun, answers: Mapping[str, str] | None = None, *, policy: 
     else:
         if not _propose_metric(p, table, cols, answers):
             return p
-        serving = plan(run, p.target["metric"]) if table.format == "perf_report" else None
+        serving = plan(run, p.target["metric"]) if table.format in PROBED else None
         if serving is not None and serving.lines:
             class_by, class_why = _classes([c for c in cols if c.role == CONFIG], table)
             propose_served(p, table, cols, serving, class_by, class_why)
@@ -148,7 +155,7 @@ def propose(run: BenchRun, answers: Mapping[str, str] | None = None, *, policy: 
             _propose_configs(p, table, cols)
             if serving is not None:
                 p.checks.append(
-                    f"kopt cannot serve this perf_report bench by import: {serving.why}. It is measured "
+                    f"kopt cannot serve this {kind_of(table.format)} bench by import: {serving.why}. It is measured "
                     "process-level (each look a whole run, do_bench's time budget); docs/byo-kernel.md, "
                     '"Served by import", says what that path needs'
                 )
@@ -159,7 +166,7 @@ def propose(run: BenchRun, answers: Mapping[str, str] | None = None, *, policy: 
     if harness:
         p.served, p.serving = True, "served: the bench prints kopt's harness CSV; [target].serve runs it once per tree"
     elif by_import:
-        p.served, p.serving = True, "served by import: kopt's module imports the bench's perf_report function"
+        p.served, p.serving = True, "served by import: kopt's module imports the bench's benchmark function"
     else:
         p.serving = not_served(run, table, serving)
         if serving is None:  # a perf_report bench's failed probe has its own check above

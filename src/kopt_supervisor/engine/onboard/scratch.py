@@ -259,13 +259,23 @@ def harness_command(bench: str, args: str) -> tuple[str | None, str]:
     )
 
 
+PROBED = ("perf_report", "long")
+"""The tables whose bench kopt's module may import: a perf_report table, and the long format
+of Liger-Kernel's benches (their `run_benchmarks` convention, kernels/harness/liger_convention.py)."""
+
+
+def kind_of(table_format: str) -> str:
+    """A table format of PROBED as a message names its bench ("perf_report", "long-format")."""
+    return "long-format" if table_format == "long" else table_format
+
+
 def import_probe(run: BenchRun, run_bench: RunBench) -> dict[str, Any] | None:
-    """For a run whose output holds a perf_report table: kopt's module's `--probe` run through
+    """For a run whose output holds a table of PROBED: kopt's module's `--probe` run through
     `run_bench` in the run's tree; {"ok": True, "probe": doc, "seconds": s, "note": ...} or
     {"ok": False, "why": ...}. None for any other bench (nothing to try)."""
     import time
 
-    if run.returncode != 0 or not any(c.format == "perf_report" for c in candidates(run)):
+    if run.returncode != 0 or not any(c.format in PROBED for c in candidates(run)):
         return None
     cmd, note = harness_command(run.bench, "--probe")
     if cmd is None:
@@ -307,8 +317,9 @@ class Plan:
 
 
 def plan(run: BenchRun, metric: str) -> Plan | None:
-    """What to serve for the chosen perf_report metric column, from the run's probe; None when
-    nothing was tried (not a perf_report bench)."""
+    """What to serve for the chosen metric column (a perf_report line's, or a long table's
+    `<provider> <metric> (<unit>)`), from the run's probe; None when nothing was tried (no
+    table of PROBED)."""
     found = run.probe
     if found is None:
         return None
@@ -316,18 +327,19 @@ def plan(run: BenchRun, metric: str) -> Plan | None:
         return Plan(why=str(found.get("why") or "the import probe failed"))
     m = PERF_REPORT_LINE.match(metric)
     if m is None:
-        return Plan(why=f"the metric {metric!r} is not a perf_report line column")
+        return Plan(why=f"the metric {metric!r} is not a line's column (`<line> (<unit>)`)")
     name = m["line"]
     doc = found["probe"]
+    prefix = doc.get("convention") == "liger"  # the long table's column: `<provider> <metric name>`
     lines = [
         line
         for b in doc["benchmarks"]
         if isinstance(b, dict)
         for line in b.get("lines", [])
-        if isinstance(line, dict) and name in (line.get("name"), line.get("value"))
+        if isinstance(line, dict) and names_line(name, line, prefix)
     ]
     if not lines:
-        return Plan(why=f"the import found no line named {name!r} in the bench's perf_report benchmarks")
+        return Plan(why=f"the import found no line named {name!r} in the bench's benchmarks")
     failed = [line for line in lines if not line.get("captured")]
     if failed:
         return Plan(why=f"the line {name!r} cannot be timed by kopt: {failed[0].get('why') or 'nothing captured'}")
@@ -338,6 +350,13 @@ def plan(run: BenchRun, metric: str) -> Plan | None:
         config=tuple(str(c) for c in doc.get("config_columns", [])),
         seconds=float(found.get("seconds", float("nan"))),
     )
+
+
+def names_line(name: str, line: dict[str, Any], prefix: bool) -> bool:
+    """The metric column's line `name` is this probe line (its name or value; with `prefix`,
+    also the name or value followed by a word: Liger's `liger speed` is the provider `liger`)."""
+    ids = [str(v) for v in (line.get("name"), line.get("value")) if v is not None]
+    return name in ids or (prefix and any(name.startswith(f"{i} ") for i in ids))
 
 
 def propose_served(p: Any, table: Table, cols: list[Column], chosen: Plan, class_by: list[str], class_why: str) -> None:
@@ -367,7 +386,7 @@ def propose_served(p: Any, table: Table, cols: list[Column], chosen: Plan, class
     if not roofline:
         p.sections.pop("roofline", None)
     p.comments["target.bench"] = (
-        f"your bench's script imported by kopt's module (kernels/harness/imported.py): the perf_report function "
+        f"your bench's script imported by kopt's module (kernels/harness/imported.py): its benchmark function "
         f"called per config and line {', '.join(chosen.lines)} (the line of {old_metric!r}), its do_bench callable "
         "captured and timed by kopt's own timer, never do_bench's time budget (docs/byo-kernel.md, \"Served by "
         'import")' + (f"; {chosen.note}" if chosen.note else "")
@@ -456,14 +475,14 @@ def not_served(run: BenchRun, table: Table, chosen: Plan | None) -> str:
     run of it), and what would be served instead: a script of the repo on kopt's harness
     (named, with the command to onboard it), else the two kinds of bench kopt serves."""
     if chosen is not None:
-        why = f"kopt could not serve this perf_report bench by import: {chosen.why}"
+        why = f"kopt could not serve this {kind_of(table.format)} bench by import: {chosen.why}"
     elif table.format == "perf_report":
         why = "kopt did not try to serve this perf_report bench by import (no probe ran)"
     else:
         why = (
             f"its output is a {table.format} table, not the CSV of kopt's harness (us, err, prod, seed): kopt "
-            "serves looks only from a bench on its public harness ([target].serve) and from a triton "
-            "perf_report bench (by import)"
+            "serves looks only from a bench on its public harness ([target].serve), from a triton "
+            "perf_report bench and from a Liger-Kernel `run_benchmarks` bench (both by import)"
         )
     others = harness_benches(run.repo, run.bench)
     if not others:
