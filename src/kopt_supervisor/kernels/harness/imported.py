@@ -416,20 +416,22 @@ def run_config(run: liger.Run, point: liger.Point, several: bool, where: str) ->
     return Config(point.fn, {}, cols, config_key(cols), run.scopes)
 
 
-def each_config(imp: Imported, lines: Sequence[str], where: str) -> Iterator[tuple[Config, str]]:
+def each_config(imp: Imported, lines: Sequence[str], where: str) -> list[tuple[Config, str]]:
     """(config, where) of every config in order: per perf_report benchmark its chosen lines x
     its x values; per recorded Liger run (liger_convention.points) its extra configs x modes x
-    chosen providers x x values."""
+    chosen providers x x values. A list, not a generator (kopt's diff scan reads a generator
+    in a bench as a lazy result)."""
     pairs = benchmarks(imp.marks)
+    out: list[tuple[Config, str]] = []
     for mark, b in pairs:
         here = f"{where}: benchmark {b.plot_name or '?'}"
         for line in pick_lines(b, lines, here):
-            for x in b.x_vals:
-                yield make_config(mark, b, x, line, len(pairs) > 1, here), here
+            out += [(make_config(mark, b, x, line, len(pairs) > 1, here), here) for x in b.x_vals]
     for run in imp.runs:
         here = f"{where}: {liger.RUNNER} {run.plot_name or '?'}"
-        for point in liger.points(run, pick_lines(run, lines, here)):
-            yield run_config(run, point, len(imp.runs) > 1, here), here
+        points = liger.points(run, pick_lines(run, lines, here))
+        out += [(run_config(run, point, len(imp.runs) > 1, here), here) for point in points]
+    return out
 
 
 def configs(imp: Imported, lines: Sequence[str], where: str) -> list[Config]:
@@ -792,7 +794,7 @@ def probe_targets(imp: Imported, where: str) -> list[tuple[dict[str, Any], list[
 
 def first_run_config(run: liger.Run, provider: Any, several: bool, where: str) -> Config:
     """The first config of a Liger run's provider (its first extra config, mode and x value)."""
-    return run_config(run, next(liger.points(run, [provider])), several, where)
+    return run_config(run, liger.points(run, [provider])[0], several, where)
 
 
 def probe(script: Path, torch: Any, seed: int) -> dict[str, Any]:

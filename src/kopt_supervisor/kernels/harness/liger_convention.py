@@ -21,7 +21,7 @@ import importlib
 import inspect
 import runpy
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -100,14 +100,15 @@ def caller(run: Run, x: Any, provider: Any, mode: Any, extra: dict[str, Any]) ->
     return call
 
 
-def points(run: Run, providers: Sequence[Any]) -> Iterator[Point]:
+def points(run: Run, providers: Sequence[Any]) -> list[Point]:
     """The run's calls of `providers`: extra configs x modes x providers x x values."""
-    for extra in run.extras:
-        for mode in run.modes:
-            for provider in providers:
-                for x in run.x_values:
-                    named = {MODE: mode, run.x_name: x, PROVIDER: provider}
-                    yield Point(caller(run, x, provider, mode, extra), named, extra)
+    return [
+        Point(caller(run, x, provider, mode, extra), {MODE: mode, run.x_name: x, PROVIDER: provider}, extra)
+        for extra in run.extras
+        for mode in run.modes
+        for provider in providers
+        for x in run.x_values
+    ]
 
 
 def runner_module(script: Path) -> str | None:
