@@ -146,3 +146,51 @@ def test_a_memory_only_script_and_duplicate_configs_are_refused(tmp_path: Path, 
     with pytest.raises(imported.ImportedError, match="twice"):
         imported.configs(imp, ["liger"], SCRIPT)
     assert not written(memory_only) and not written(twice)
+
+
+@pytest.mark.slow
+def test_kopt_init_proposes_serving_a_liger_style_bench_by_import(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`kopt init --bench` on the stand-in run as it is (on the CPU its do_bench falls back to
+    its own perf_counter; it appends upstream's long-format rows to data/all_benchmark_data.csv):
+    kopt reads the long table, probes the script with its import harness, finds the
+    run_benchmarks convention and proposes serving the metric's provider (`liger speed (ms)`:
+    `--line liger`); the helper module that times the bench (utils.py) is protected; the
+    checkout is left as it was."""
+    import tomllib
+
+    from kopt_supervisor.engine.onboard import scratch
+    from kopt_supervisor.kopt_tui.cli import main as kopt
+    from tests.conftest import git
+    from tests.onboard.test_upstream_liger import checkout_hashes
+
+    monkeypatch.delenv("KOPT_FAKE_GPUS", raising=False)
+    monkeypatch.delenv("KOPT_ROOT", raising=False)
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    repo = tree(tmp_path / "liger-style")
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "a Liger-style bench")
+    before = checkout_hashes(repo)
+    bench = f"TRITON_INTERPRET=1 {sys.executable} {SCRIPT}"
+    root = tmp_path / "ws"
+    assert (
+        kopt(["--root", str(root), "init", "--repo", str(repo), "--tag", "lg", "--bench", bench, "--no-sandbox"]) == 2
+    )
+    assert checkout_hashes(repo) == before and not written(repo)  # the bench ran in a copy
+    draft = root / ".init" / "lg" / "draft"
+    t = tomllib.loads((draft / "kopt.toml").read_text())["target"]
+    served = f"TRITON_INTERPRET=1 {sys.executable} -m {scratch.MODULE} {SCRIPT} --line liger"
+    assert (t["bench"], t["serve"], t["csv"], t["metric"], t["correct"]) == (
+        served,
+        f"{served} --serve",
+        "-",
+        "us",
+        "err <= 1",
+    )
+    assert t["config"] == COLUMNS and t["class_by"] == ["kernel_operation_mode"] and "format" not in t
+    assert "utils.py" in t["protected"] and "utils.py" in t["sources"]  # the bench's timing helpers
+    probe = json.loads((draft / "run.json").read_text())["probe"]
+    assert probe["ok"] and probe["probe"]["convention"] == "liger"
+    assert [line["value"] for line in probe["probe"]["benchmarks"][0]["lines"]] == ["huggingface", "liger"]
