@@ -11,6 +11,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+# anyio imports its subprocess module lazily, on the first open_process: inside the MCP
+# client's async stack, where CPython 3.11.7's ast.parse (pytest rewrites anyio, a plugin)
+# can raise "AST constructor recursion depth mismatch" (python/cpython#106905, fixed in
+# 3.11.8; run BD, 2026-11-30). Imported here, at the top of the stack, for every test here.
+import anyio._core._subprocesses  # noqa: F401
 import pytest
 
 from tests.conftest import make_fake_repo
