@@ -7,7 +7,7 @@ leaves a `sleep s` child in the bench's process group (an orphan if the engine d
 Knob in kernel.json: speed_n ({"n": factor}: one config's speed); a file `<cls>.speed` in the
 tree multiplies that class's time (lanes' tests: two changes in two files rebase cleanly).
 FAKE_BIND_LOG=path appends the CUDA_VISIBLE_DEVICES this run was bound to, its start and end
-times and its tree (lanes' tests: never two lanes on one GPU at once). Fault knobs: crash, segv,
+times and its tree (lanes' tests: never two lanes on one GPU at once). Fault knobs: crash, flaky (fails the first run of a tree: a mark in its cache), segv,
 hang, flood_mib, write_tree, touch (a path), nan, inf, wrong, fast (divide the latency),
 drop (a column), malformed, empty, no_csv; under kopt's profile (KOPT_PROFILE_OUTPUTS) each config's
 output is summarised there, profile_wrong (a list of classes) halves theirs, profile_no_outputs
@@ -56,6 +56,11 @@ if os.environ.get("FAKE_LINGER"):  # a child that outlives the bench in its proc
 k = load_json("kernel.json")
 if k.get("crash"):
     sys.exit(3)
+FLAKY = os.path.join(os.environ.get("TRITON_CACHE_DIR", "."), "flaky.once")  # the tree's cache: kept between runs
+if k.get("flaky") and not os.path.exists(FLAKY):  # fails once: a bench whose own check is flaky
+    os.makedirs(os.path.dirname(FLAKY), exist_ok=True)
+    open(FLAKY, "w").close()
+    sys.exit(4)
 if k.get("segv"):
     os.kill(os.getpid(), 11)
 if k.get("hang"):

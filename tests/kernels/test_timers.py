@@ -60,12 +60,14 @@ class StandInCuda:
             capture_end, which raises when the capture was invalidated, and only then the
             stream restored and the mark lifted (as torch does)."""
 
-            def __init__(self, graph: CUDAGraph) -> None:
-                self.graph = graph
+            def __init__(self, graph: CUDAGraph, stream: str | None = None) -> None:
+                self.graph, self.on = graph, stream
+                if stream == "default":
+                    raise RuntimeError("cannot capture on the legacy default stream")
 
             def __enter__(self) -> None:
                 cuda.capturing, cuda.graph, cuda.invalidated = True, self.graph, False
-                self.prev, cuda.stream = cuda.stream, "capture"
+                self.prev, cuda.stream = cuda.stream, self.on or "capture"
                 for gen in cuda.default_generators:
                     gen.state["capturing"] = True
 
@@ -89,6 +91,13 @@ class StandInCuda:
 
     def set_stream(self, stream: str) -> None:
         self.stream = stream
+
+    def default_stream(self) -> str:
+        return "default"
+
+    def Stream(self) -> str:  # noqa: N802 (torch's name)
+        self.streams = getattr(self, "streams", 0) + 1
+        return f"side{self.streams}"
 
 
 def make():
@@ -218,3 +227,45 @@ def test_a_failed_capture_leaves_the_thread_on_its_stream_and_random_draws_worki
     gen_state = cuda.default_generators[0].state
     timing.GraphTimer(torch, fn, reps=2, flush=flush, warm_blocks=0)
     assert cuda.stream == "default" and cuda.default_generators[0].state is gen_state
+
+
+def backward_of_a_forward_run_now(cuda: StandInCuda):
+    """A stand-in for `y.backward(dy)` where `y = f(x)` ran in the benchmark's setup: autograd
+    launches the backward on the stream the forward ran on; under a capture on another stream
+    that launch invalidates the capture (torch: cudaErrorStreamCaptureInvalidated)."""
+    forward_stream = cuda.stream
+
+    def backward() -> None:
+        if cuda.capturing:
+            if cuda.stream != forward_stream:
+                cuda.invalidated = True
+            else:
+                cuda.graph.calls += 1
+        else:
+            cuda.log.append("launch")
+
+    return backward
+
+
+def test_a_backward_whose_forward_ran_on_the_default_stream_cannot_be_captured():
+    torch, cuda, _, flush = make()
+    backward = backward_of_a_forward_run_now(cuda)
+    try:
+        timing.GraphTimer(torch, backward, reps=4, flush=flush)
+        raise AssertionError("captured")
+    except RuntimeError as e:
+        assert "previous error during capture" in str(e)
+    assert cuda.stream == "default"  # and the thread is fit for the eager fallback
+
+
+def test_on_the_harness_side_stream_a_backward_is_captured_on_its_forwards_stream():
+    torch, cuda, _, flush = make()
+    timing.use_side_stream(torch)  # what setup_device does on a GPU, before the bench's code
+    assert cuda.stream == "side1" and timing.capture_stream(torch) == "side1"
+    backward = backward_of_a_forward_run_now(cuda)
+    t = timing.GraphTimer(torch, backward, reps=4, flush=flush)
+    assert t.graph.calls == 4 and not cuda.invalidated  # every launch in the graph
+    cuda.log.clear()
+    t.block()
+    assert cuda.log == ["flush", "record", "replay x4", "record", "sync"]
+    assert cuda.stream == "side1"  # the capture gave the thread its stream back

@@ -6,6 +6,7 @@ did (status and reason in the store) and what was preserved (BEST_COMMIT, best/,
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from kopt_supervisor.engine import api, bench_output, metrics
 from kopt_supervisor.engine.config.toml_io import loads as loads_config
 from kopt_supervisor.engine.daemon import run_engine
 from tests.conftest import git
-from tests.reliability.helpers import FAST, check_invariants, init, iterations, memory
+from tests.reliability.helpers import FAST, check_invariants, events, init, iterations, memory
 
 STALE = (
     "do:k['no_csv'] = True; json.dump(k, open('kernel.json', 'w')); "
@@ -122,3 +123,34 @@ def test_csv_reader_survives_garbage():
             assert "\n" not in str(e) and str(e).startswith("fuzz.csv")
         else:
             assert all(c.ok or c.reasons for c in m.configs.values())
+
+
+@pytest.mark.slow
+def test_a_baseline_run_that_fails_once_is_run_again_and_said_one_that_always_fails_stops_the_run(
+    fake_env,
+):
+    # the unmodified code failing only sometimes is the bench's own flakiness (Triton's layer-norm
+    # tutorial asserts at import against a fixed tolerance): said, recorded, run again
+    repo, root = fake_env(["gain5"], toml_replace=FAST)
+    kernel = json.loads((repo / "kernel.json").read_text())
+    (repo / "kernel.json").write_text(json.dumps({**kernel, "flaky": True}))
+    git(repo, "commit", "-qam", "a bench that fails its first run")
+    ws = init(repo, root, "flaky")
+    assert run_engine(ws, max_iters=1) == 0
+    base = iterations(ws)[0]
+    assert (
+        base.status == "baseline" and "1 run(s) failed and passed when run again" in base.record["decision"]["reason"]
+    )
+    (flake,) = base.record["baseline_flaky"]
+    assert flake.startswith("run 1: the bench failed: ") and "exit code 4" in flake
+    assert any("baseline run 1 failed" in m and "running it again" in m for m in events(ws, "baseline"))
+    assert (ws.log_dir(0) / "baseline_r0_again1.out").exists()  # the retry's own logs; the failure's kept
+    # a bench that fails every time stops the run after BASELINE_TRIES runs, as before
+    repo2, root2 = fake_env(["gain5"], name="crashing", toml_replace=FAST)
+    (repo2 / "kernel.json").write_text(json.dumps({**kernel, "crash": True}))
+    git(repo2, "commit", "-qam", "a bench that always fails")
+    ws2 = init(repo2, root2, "crashing")
+    assert run_engine(ws2, max_iters=1) != 0
+    (base2,) = iterations(ws2)
+    assert base2.status == "fail_bench" and "exit code 3" in base2.record["decision"]["reason"]
+    assert len(base2.record["baseline_flaky"]) == 2  # tries 1 and 2 said; the third stops the run

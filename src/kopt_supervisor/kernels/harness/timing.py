@@ -36,6 +36,30 @@ access; keeping the graphs alive, or timing without graphs, never faulted). What
 keeps is its own memory pool: what the launches allocated during the capture."""
 
 
+def use_side_stream(torch: Any) -> None:
+    """Put this thread on a stream of its own for the whole process (a GPU harness calls it
+    once, before the bench's code runs), and captures then run on it (`capture_stream`).
+
+    Autograd runs each backward op on the stream its forward op ran on. A benchmark function
+    that builds `y = f(x)` in its setup and times `y.backward(dy)` ran its forward on the
+    legacy default stream, which no capture may use, so the backward's launches invalidated
+    every capture and were timed eagerly: host-bound, 170-390 µs whatever the size, the look's
+    level moving by 2x from process to process. Measured on the H200 (torch 2.11, 2026-11-30,
+    docs/h100-wave3/part10-wild-served-h200.md): Liger-Kernel's RMSNorm backward, served, an
+    A/A undecided after 20 looks. With the forward on this stream, the capture on the same
+    stream records the backward's launches."""
+    torch.cuda.set_stream(torch.cuda.Stream())
+
+
+def capture_stream(torch: Any) -> Any | None:
+    """The stream a capture runs on: the thread's own (`use_side_stream`), so that launches
+    ordered after work done before the capture land in it; None (torch's side stream) when
+    the thread is on the default stream, which cannot be captured."""
+    current = torch.cuda.current_stream()
+    default = getattr(torch.cuda, "default_stream", None)
+    return None if default is None or current == default() else current
+
+
 @contextmanager
 def capturing(torch: Any, graph: Any) -> Iterator[None]:
     """`torch.cuda.graph(graph)`, leaving the process fit for eager launches when the capture
@@ -50,8 +74,9 @@ def capturing(torch: Any, graph: Any) -> Iterator[None]:
     CUDA generator a copy of its state that is not capturing (`clone_state`), then re-raises
     for the caller's eager fallback."""
     stream = torch.cuda.current_stream()
+    side = capture_stream(torch)
     try:
-        with torch.cuda.graph(graph):
+        with torch.cuda.graph(graph) if side is None else torch.cuda.graph(graph, stream=side):
             yield
     except BaseException:
         torch.cuda.set_stream(stream)
