@@ -29,6 +29,7 @@ from kopt_supervisor.engine.workspace import Workspace
 from kopt_supervisor.kopt_tui.cli import main as kopt
 from tests.conftest import git
 from tests.engine.test_gate_in_loop import FAST_GATE, GPU
+from tests.reliability.helpers import events
 
 GAIN_CALLS = "400"
 """Timed calls per config for a test whose control is a real keep (gain30): a claim of ~45 ms
@@ -294,7 +295,23 @@ def test_a_dying_hanging_or_failing_server_fails_the_bench_in_time_and_the_run_g
     assert 3 <= hung[-1] < 3 + 3, hung  # the look that hung ended at the timeout, not after the hang's hour
     assert record(ws, 5)["decision"]["verdict"] == "keep"
     assert no_server_left(ws)
-    assert len(starts(log)) == 2 * 5  # best and a fresh candidate per decision
+    # best and a fresh candidate per decision; the two candidates whose new process failed its
+    # first look (fail_at=0, audit_fail) started once more each, and failed again
+    assert len(starts(log)) == 2 * 5 + 2
+    again = [m for m in events(ws, "serve") if "new process failed its first look" in m]
+    assert len(again) == 2 and all(m.startswith("cand's new process") for m in again)
+
+
+def test_a_new_process_that_fails_its_first_look_once_is_started_again_and_its_look_counts(served, monkeypatch):
+    # an unchanged tree whose import asserts on fresh random data fails some starts (Triton's
+    # layer-norm tutorial): one more start, and the decision goes on; a second failure fails it
+    monkeypatch.setenv("FAKE_CALLS", GAIN_CALLS)
+    ws, log = served(["knob:flaky_start", "gain30"])
+    got = run(ws, 2)
+    assert got[1] not in ("fail_bench", "keep") and got[2] == "keep", got  # v1 is an unchanged kernel, decided
+    assert len(starts(log)) == 2 * 2 + 1
+    (again,) = [m for m in events(ws, "serve") if "new process failed its first look" in m]
+    assert again.startswith("cand's new process") and "exit code 5" in again
 
 
 def test_a_patched_timer_shows_in_the_claims_but_not_in_the_cpu_time(served, monkeypatch):

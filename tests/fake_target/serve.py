@@ -28,6 +28,8 @@ Hostile knobs in kernel.json (the candidate's code doing what a kernel must not)
   "inflate_calls": f  the rows claim f x the timed calls really made (hiding a claimed saving
                       from the OS's accounting behind a larger count)
   "die_at": n, "hang_at": n, "fail_at": n   exits / never answers / answers `fail` at look n
+  "flaky_start": true  the tree's first process exits at start (exit 5) before any answer; later
+                      ones serve (a mark in the tree's cache)
   "looks": k          answers `done N last` after k looks (it leaves after that look's audit)
   "audit_fail": true  answers every audit with `fail`
   "hog": true         a thread left busy on the CPU for the process's whole life (logs `hog TIME`)
@@ -208,6 +210,11 @@ def hog():
 def serve():
     log(f"start {os.getpid()} {os.getcwd()} {os.environ.get('PYTHONPYCACHEPREFIX', '-')}")
     k = kernel()
+    mark = os.path.join(os.environ.get("TRITON_CACHE_DIR", "."), "flaky_start.once")  # the tree's cache
+    if k.get("flaky_start") and not os.path.exists(mark):  # its first process dies at import, as a flaky assert does
+        os.makedirs(os.path.dirname(mark), exist_ok=True)
+        open(mark, "w").close()
+        sys.exit(5)
     if k.get("hog"):
         threading.Thread(target=hog, daemon=True).start()
     kept, last_look, served, leaving, look_path = {}, None, 0, False, ""

@@ -210,8 +210,13 @@ class ServedTrees:
         """Warm-ups still pay: none has been answered `done N last` (a process that leaves
         after every look gains nothing from one)."""
         self.started = 0
+        self.failed_new: str | None = None
+        """The side whose process, started for the look in progress, failed it."""
+        self.restarted: set[str] = set()
+        """Sides started again this decision after their new process failed its first look."""
 
     def new_decision(self) -> None:
+        self.restarted.clear()
         self.stale |= (set(SIDES) - self.unlooked) if self.fresh else {"cand"}
         if self.caches is not None:
             self.caches.new_decision()
@@ -230,6 +235,29 @@ class ServedTrees:
             self._server(side, it, stage, env, hashes[side])
 
     def look(self, it: Iteration, stage: str, r: int, env: dict[str, str]) -> Look:
+        """One look; a side whose process was started for it and failed it is started once
+        more (per decision) and the look taken again from the start. A bench that asserts at
+        import on fresh random data fails some starts of an unchanged tree (Triton's
+        layer-norm tutorial: 1 in 3 on the H200, 2026-11-30); a second start cannot buy a
+        verdict, since the look it answers is read and audited as any other, and a tree that
+        fails twice fails the bench."""
+        self.failed_new = None
+        try:
+            return self._look(it, stage, r, env)
+        except BenchError as e:
+            side = self.failed_new
+            if side is None or side in self.restarted:
+                raise
+            self.restarted.add(side)
+            self.ctx.event(
+                "serve",
+                f"{side}'s new process failed its first look ({e}); starting it once more",
+                it=it,
+                level="warn",
+            )
+            return self._look(it, stage, r, env)
+
+    def _look(self, it: Iteration, stage: str, r: int, env: dict[str, str]) -> Look:
         ctx, lane = self.ctx, self.lane
         ensure_best_pristine(ctx, lane, it, r)
         hashes = dict(zip(SIDES, tree_hashes(lane, it), strict=True))
@@ -500,14 +528,19 @@ class ServedTrees:
                 is_reply=lambda line: line.split()[:2] in ([answer, str(r)], ["fail", str(r)]),
             )
         except ServerError as e:
-            self._close(side)
+            self._failed(side)
             raise BenchError(f"serve on {tree}/ {e}") from None
         words = reply.split()
         if words[0] == "fail":
-            self._close(side)
+            self._failed(side)
             what = "audit" if answer == "audited" else "measure"
             raise BenchError(f"serve on {tree}/ could not {what} look {r}: {' '.join(words[2:]) or 'no reason given'}")
         return words
+
+    def _failed(self, side: str) -> None:
+        if side in self.new and side in self.unlooked:  # started for this look, none answered yet
+            self.failed_new = side
+        self._close(side)
 
     def _close(self, side: str) -> None:
         self.serving.pop(side, None)
