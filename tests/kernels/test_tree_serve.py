@@ -11,6 +11,7 @@ import io
 import math
 import random
 from pathlib import Path
+from types import SimpleNamespace
 
 import pandas as pd
 import pytest
@@ -551,3 +552,27 @@ def test_a_long_first_block_cuts_the_looks_blocks_on_a_gpu(
     assert events == ["block"] * (blocks - 1) + ["refresh", "block"]
     assert timing.look_blocks(9, 75_000.0) == 3 and timing.look_blocks(2, 1e9) == 2  # never more than asked
     assert timing.look_blocks(9, float("nan")) == 9
+
+
+def test_a_served_process_leaves_when_the_device_is_short_of_free_memory_not_only_its_tensors() -> None:
+    """memory_allocated misses the private pools of the graphs kept alive and the other side's
+    process: on the H200 best's process reached 72.8 GiB under the share and its next look ran
+    out of memory. The device's free memory after the look decides too."""
+    gib = 1 << 30
+
+    def state(allocated: float, free: float, peak: float) -> SimpleNamespace:
+        cuda = SimpleNamespace(
+            get_device_properties=lambda i: SimpleNamespace(total_memory=140 * gib),
+            memory_allocated=lambda: int(allocated * gib),
+            mem_get_info=lambda: (int(free * gib), 140 * gib),
+            max_memory_allocated=lambda: int(peak * gib),
+        )
+        return SimpleNamespace(gpu=True, torch=SimpleNamespace(cuda=cuda))
+
+    full = bench.Bench.memory_full
+    assert full(state(29, 100, 30), 0.2)  # its own tensors past the share, as before
+    assert not full(state(2, 60, 3), 0.2)  # room to spare
+    assert full(state(2, 0.02, 3), 0.2)  # the layer-norm case: little allocated, the device all but full
+    assert full(state(2, 13, 3), 0.2)  # under 10% of the device free
+    assert full(state(2, 20, 16), 0.2)  # less free than 1.5x this process's peak look
+    assert not full(SimpleNamespace(gpu=False, torch=None), 0.2)
