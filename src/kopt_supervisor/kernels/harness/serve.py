@@ -143,7 +143,7 @@ def serve_tree(bench: Bench, requests: Iterable[str], reply: Callable[[str], Non
             bench.release_cache()
             if bench.memory_full(bench.a.serve_memory):
                 log(
-                    f"kept buffers past {bench.a.serve_memory:.0%} of the GPU's memory: "
+                    f"kept buffers past {bench.a.serve_memory:.0%} of the GPU's memory, or the device short of free memory: "
                     f"leaving after look {req.n} and its audit"
                 )
                 reply(f"done {req.n} last")
@@ -198,7 +198,9 @@ def serve_ab(bench: Bench, requests: Iterable[str], reply: Callable[[str], None]
         log(f"look {n}: " + bench.clock.line())
         bench.release_cache()
         if bench.memory_full(bench.a.serve_memory):
-            log(f"kept buffers past {bench.a.serve_memory:.0%} of the GPU's memory: leaving after look {n}")
+            log(
+                f"kept buffers past {bench.a.serve_memory:.0%} of the GPU's memory, or the device short of free memory: leaving after look {n}"
+            )
             reply(f"done {n} last")
             return 0
         reply(f"done {n}")
