@@ -107,8 +107,8 @@ from kopt_supervisor.engine import history
 from kopt_supervisor.engine.roofline import evaluate
 from kopt_supervisor.engine.profile import profiler
 from kopt_supervisor.engine.roofline import model
-from kopt_supervisor.engine.decide import stats
-from . import stats
+from kopt_supervisor.engine.decide import geomean
+from . import estimate
 from kopt_supervisor.engine import expr, fmt
 from kopt_supervisor.engine.errors import BadInput
 import numpy as np
@@ -175,7 +175,7 @@ def test_each_contract_catches_what_it_forbids(tmp_path: Path) -> None:
         "statistics",
         "numpy",
         "pandas",
-        "kopt_supervisor.engine.decide.stats",
+        "kopt_supervisor.engine.decide",
         "kopt_supervisor.engine.expr",
         "kopt_supervisor.engine.errors",
     ):

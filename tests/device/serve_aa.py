@@ -30,7 +30,8 @@ sys.path.insert(0, str(ROOT))
 
 from kopt_supervisor.engine import bench_output, metrics  # noqa: E402
 from kopt_supervisor.engine.config.toml_io import loads as loads_config  # noqa: E402
-from kopt_supervisor.engine.decide import Policy, evaluate, voting_classes  # noqa: E402
+from kopt_supervisor.engine.decide.estimate import Policy  # noqa: E402
+from kopt_supervisor.engine.decide.verdict import evaluate, voting_classes  # noqa: E402
 from kopt_supervisor.engine.runner.command import Server  # noqa: E402
 from kopt_supervisor.kernels import catalog  # noqa: E402
 

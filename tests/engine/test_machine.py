@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from kopt_supervisor.engine import history, integrity
-from kopt_supervisor.engine.decide import Verdict
+from kopt_supervisor.engine.decide.estimate import Verdict
 from kopt_supervisor.engine.gpu.gate import GateDecision, NoIdleGpu
 from kopt_supervisor.engine.loop.context import Lane
 from kopt_supervisor.engine.loop.control import Interrupt, Request, Step

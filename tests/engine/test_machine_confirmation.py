@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kopt_supervisor.engine.decide import Verdict
+from kopt_supervisor.engine.decide.estimate import Verdict
 from kopt_supervisor.engine.loop.context import Lane
 from kopt_supervisor.engine.loop.keep import StaleBest
 from kopt_supervisor.engine.loop.machine import Engine, Parts

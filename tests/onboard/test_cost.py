@@ -6,8 +6,8 @@ import math
 
 import pytest
 
+from kopt_supervisor.engine.decide import t_quantile
 from kopt_supervisor.engine.decide.estimate import Policy, alpha_at_look
-from kopt_supervisor.engine.decide.stats import t_quantile
 from kopt_supervisor.engine.onboard.draft import (
     DEFAULT_NOISE_PCT,
     estimate_decision_s,

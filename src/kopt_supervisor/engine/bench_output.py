@@ -13,7 +13,7 @@ import pandas as pd
 
 from kopt_supervisor.engine import adapters
 from kopt_supervisor.engine.adapters.table import AdapterError
-from kopt_supervisor.engine.config.sections import TargetConfig
+from kopt_supervisor.engine.config import TargetConfig
 from kopt_supervisor.engine.metrics import BenchError, Measurement, measure, parse_table
 from kopt_supervisor.engine.sandbox import read_output
 

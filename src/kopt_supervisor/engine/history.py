@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kopt_supervisor.engine import integrity, projections, records
-from kopt_supervisor.engine.config.sections import Config
+from kopt_supervisor.engine.config import Config
 from kopt_supervisor.engine.errors import BadInput, KoptError
 from kopt_supervisor.engine.records import KEPT, Iteration, Phase, Status, restart_point_problem
 from kopt_supervisor.engine.store import Store

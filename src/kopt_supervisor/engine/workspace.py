@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from kopt_supervisor.engine import gitops, integrity
-from kopt_supervisor.engine.config.sections import Config
+from kopt_supervisor.engine.config import Config
 from kopt_supervisor.engine.config.toml_io import load as load_config_file
 from kopt_supervisor.engine.config.toml_io import loads as loads_config
 from kopt_supervisor.engine.errors import BadInput

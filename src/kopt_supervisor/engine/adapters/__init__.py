@@ -36,7 +36,7 @@ import pandas as pd
 
 from kopt_supervisor.engine.adapters import benchmarks, text
 from kopt_supervisor.engine.adapters.table import AdapterError, Table
-from kopt_supervisor.engine.config.sections import FORMATS, AdapterConfig
+from kopt_supervisor.engine.config import FORMATS, AdapterConfig
 
 __all__ = [
     "FORMATS",

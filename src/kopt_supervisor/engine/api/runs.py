@@ -29,17 +29,17 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from kopt_supervisor.engine import daemon, gitops
-from kopt_supervisor.engine.config.sections import Config, GpuConfig
+from kopt_supervisor.engine.config import Config, GpuConfig
 from kopt_supervisor.engine.config.toml_io import _build
 from kopt_supervisor.engine.config.toml_io import dumps as dumps_config
 from kopt_supervisor.engine.config.toml_io import loads as loads_config
 from kopt_supervisor.engine.config.toml_io import validate as validate_config
 from kopt_supervisor.engine.errors import BadInput, KoptError
+from kopt_supervisor.engine.gpu import Backend, GpuState, assess
 from kopt_supervisor.engine.gpu.backends import open_backend
 from kopt_supervisor.engine.gpu.gate import ClaimRegistry, claim_key, enrich
-from kopt_supervisor.engine.gpu.state import Backend, GpuState, assess
-from kopt_supervisor.engine.mcp.rules import CLIENTS as MCP_CLIENTS
-from kopt_supervisor.engine.mcp.rules import Snippet, snippet
+from kopt_supervisor.engine.mcp import CLIENTS as MCP_CLIENTS
+from kopt_supervisor.engine.mcp import Snippet, snippet
 from kopt_supervisor.engine.store import Store
 from kopt_supervisor.engine.workspace import Workspace, create_workspace, resolve_root, validate_tag
 
@@ -393,7 +393,7 @@ def own_pids(meta: Mapping[str, Any]) -> set[int]:
     pids = {int(p) for p in [(meta.get("heartbeat") or {}).get("pid"), meta.get("engine_pid")] if p}
     pgid = meta.get("child_pgid")
     if pgid:
-        from kopt_supervisor.engine.runner.processes import group_members
+        from kopt_supervisor.engine.runner import group_members
 
         pids |= {p.pid for p in group_members(int(pgid))}
     return pids

@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from kopt_supervisor.engine import gitops, history, integrity
-from kopt_supervisor.engine.config.sections import Config
-from kopt_supervisor.engine.decide import Pair, Verdict
+from kopt_supervisor.engine.config import Config
+from kopt_supervisor.engine.decide.estimate import Pair, Verdict
 from kopt_supervisor.engine.decide.external_truth import SideCost
 from kopt_supervisor.engine.decide.plausible import BenchRun
 from kopt_supervisor.engine.gpu.gate import Gate, GateDecision

@@ -34,9 +34,10 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from kopt_supervisor.engine import bench_output, gitops, metrics
-from kopt_supervisor.engine.decide import Pair, Policy, Verdict, evaluate, guard_of
+from kopt_supervisor.engine.decide.estimate import Pair, Policy, Verdict
 from kopt_supervisor.engine.decide.plausible import BenchRun
-from kopt_supervisor.engine.gpu.state import round_flags
+from kopt_supervisor.engine.decide.verdict import evaluate, guard_of
+from kopt_supervisor.engine.gpu import round_flags
 from kopt_supervisor.engine.loop.context import Lane, Look, Measurer, RunContext, acquire, last_line, note_gpu, with_
 from kopt_supervisor.engine.loop.served_trees import (
     FreshCaches,

@@ -33,13 +33,13 @@ from pathlib import Path
 from typing import TypedDict
 
 from kopt_supervisor.engine import faults, gitops, sandbox
-from kopt_supervisor.engine.config.sections import Config
+from kopt_supervisor.engine.config import Config
 from kopt_supervisor.engine.loop.control import Control
 from kopt_supervisor.engine.propose.agents import PRESETS, writable_paths
 from kopt_supervisor.engine.records import Iteration
+from kopt_supervisor.engine.runner import process_tree
 from kopt_supervisor.engine.runner.command import RunResult, Server
 from kopt_supervisor.engine.runner.command import run as run_command
-from kopt_supervisor.engine.runner.processes import process_tree
 from kopt_supervisor.engine.sandbox import Confinement, SandboxMode, SandboxSupport
 from kopt_supervisor.engine.store import Store
 from kopt_supervisor.engine.workspace import Workspace, list_workspaces

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from kopt_supervisor.engine import history, integrity, records
-from kopt_supervisor.engine.config.sections import Config
+from kopt_supervisor.engine.config import Config
 from kopt_supervisor.engine.history import write_projections
 from kopt_supervisor.engine.projections import memory_record
 from kopt_supervisor.engine.propose.costs import Spent, spent

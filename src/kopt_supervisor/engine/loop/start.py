@@ -20,8 +20,9 @@ import statistics
 import time
 
 from kopt_supervisor.engine import gitops, history, sandbox, treecheck
-from kopt_supervisor.engine.decide import Policy, voting_classes
-from kopt_supervisor.engine.decide.stats import geomean
+from kopt_supervisor.engine.decide import geomean
+from kopt_supervisor.engine.decide.estimate import Policy
+from kopt_supervisor.engine.decide.verdict import voting_classes
 from kopt_supervisor.engine.environment import capture_environment
 from kopt_supervisor.engine.errors import KoptError, KoptFailure
 from kopt_supervisor.engine.gpu.gate import NoIdleGpu
@@ -35,7 +36,7 @@ from kopt_supervisor.engine.loop.proposal import restore_best
 from kopt_supervisor.engine.metrics import BenchError, Measurement
 from kopt_supervisor.engine.onboard.draft import estimate_decision_s, run_noise_pct
 from kopt_supervisor.engine.records import Iteration, Phase, Stage, Status
-from kopt_supervisor.engine.runner.processes import end_leftovers, kill_orphans
+from kopt_supervisor.engine.runner import end_leftovers, kill_orphans
 from kopt_supervisor.engine.store import Sample
 
 

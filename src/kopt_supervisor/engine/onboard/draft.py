@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kopt_supervisor.engine.config.toml_io import loads as loads_config
+from kopt_supervisor.engine.decide import t_quantile
 from kopt_supervisor.engine.decide.estimate import Policy, alpha_at_look
-from kopt_supervisor.engine.decide.stats import t_quantile
 from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.onboard.detect import BenchRun, Candidate
 

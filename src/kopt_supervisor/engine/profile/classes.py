@@ -59,7 +59,7 @@ from dataclasses import dataclass, field
 from statistics import NormalDist
 from typing import Any
 
-from kopt_supervisor.engine.decide.stats import t_quantile
+from kopt_supervisor.engine.decide import t_quantile
 from kopt_supervisor.engine.errors import KoptFailure
 from kopt_supervisor.engine.metrics import format_value
 from kopt_supervisor.engine.profile.class_records import (

@@ -6,7 +6,7 @@ rules: `context_inputs`), what its runs cost `costs` (`agent_parsers`)."""
 
 from __future__ import annotations
 
-from kopt_supervisor.engine.config.sections import Config
+from kopt_supervisor.engine.config import Config
 from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.propose.proposer import CommandProposer, ManualProposer, Proposer
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from kopt_supervisor.engine.records import known_fields
 
 if TYPE_CHECKING:
-    from kopt_supervisor.engine.config.sections import Config
+    from kopt_supervisor.engine.config import Config
 
 
 @dataclass(frozen=True)

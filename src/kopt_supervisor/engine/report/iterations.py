@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from kopt_supervisor.engine import fmt
-from kopt_supervisor.engine.config.sections import Config
+from kopt_supervisor.engine.config import Config
 from kopt_supervisor.engine.decide.external_truth import TIMER_ONLY, truth_line
 from kopt_supervisor.engine.projections import (
     ProfilerEvidence,

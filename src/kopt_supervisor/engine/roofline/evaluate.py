@@ -59,7 +59,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from kopt_supervisor.engine.config.sections import Config
+from kopt_supervisor.engine.config import Config
 from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.roofline.model import (
     DEFAULT_BANDWIDTH_METRIC,

@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from kopt_supervisor.engine import expr
-from kopt_supervisor.engine.decide.stats import geomean, positive_finite
+from kopt_supervisor.engine.decide import geomean, positive_finite
 from kopt_supervisor.engine.errors import BadInput
 
 UNKNOWN = "UNKNOWN (no source)"
