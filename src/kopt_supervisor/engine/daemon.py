@@ -29,7 +29,7 @@ from kopt_supervisor.engine.store import Store
 from kopt_supervisor.engine.workspace import Workspace
 
 if TYPE_CHECKING:
-    from kopt_supervisor.engine.loop import Engine
+    from kopt_supervisor.engine.loop.machine import Engine
 
 HEARTBEAT_S = 1.0
 
@@ -120,7 +120,7 @@ def run_engine(
     """Run the loop in this process. Exit status: 0 stopped for a stated reason, 1 crashed or
     failed (a baseline that fails its bench or correctness).
     `demo`: `kopt demo`'s own start (engine/sandbox/support.py start_rule)."""
-    from kopt_supervisor.engine.loop import Engine
+    from kopt_supervisor.engine.loop.machine import Engine
 
     ws.require()
     with workspace_lock(ws):

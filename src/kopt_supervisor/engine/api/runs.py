@@ -106,7 +106,7 @@ def init_run(
     from the bench's own output first). A proposer whose program is not on PATH is refused
     here, not at iteration 1. `propose`: [propose] keys from the command line (--propose-command,
     --agent), over the file's."""
-    from kopt_supervisor.engine.loop import write_initial_projections
+    from kopt_supervisor.engine.history import write_initial_projections
     from kopt_supervisor.engine.propose.agents import check_agent
 
     top = gitops.toplevel(Path(repo).expanduser().resolve())
@@ -565,7 +565,7 @@ def prepare_demo(
         store.set_many(
             {"demo": {"kernel": kernel, "repo": str(repo), "gpu": gpu}, "notice": None if gpu else CPU_NOTICE}
         )
-    from kopt_supervisor.engine.loop import write_initial_projections
+    from kopt_supervisor.engine.history import write_initial_projections
 
     write_initial_projections(ws)
     return ws, gpu

@@ -2,7 +2,7 @@
 
 `RunContext`: the workspace, its frozen config, the store, the command pump and what is bound
 to them: `history` (reading it as the seals vouch for it) and `projections` (memory/,
-performance.md, README.md), both in run_history.py, `procs` (the interruptible runner and
+performance.md, README.md), both in engine/history.py, `procs` (the interruptible runner and
 servers: processes.py), and here events, progress, closing an iteration and its phase
 timings; BEST (the lock held while BEST_COMMIT moves), and a lane's GPU (`acquire` ->
 `GpuLease`; `single_lane`, lane 0). Nothing here decides anything; the state machine
@@ -32,9 +32,9 @@ from kopt_supervisor.engine.decide.estimate import Pair, Verdict
 from kopt_supervisor.engine.decide.external_truth import SideCost
 from kopt_supervisor.engine.decide.plausible import BenchRun
 from kopt_supervisor.engine.gpu.gate import Gate, GateDecision
+from kopt_supervisor.engine.history import Projections, RunHistory
 from kopt_supervisor.engine.loop.control import Control
 from kopt_supervisor.engine.loop.processes import Jails, Processes
-from kopt_supervisor.engine.loop.run_history import Projections, RunHistory
 from kopt_supervisor.engine.metrics import Measurement
 from kopt_supervisor.engine.records import KEPT, Iteration, Phase, Status
 from kopt_supervisor.engine.runner.command import RunResult
