@@ -101,7 +101,7 @@ def test_the_wheel_installs_one_top_level_name_the_bundled_targets_and_the_wiki(
         "kopt_supervisor/kernels/adaln/solution/adaln.py",
         "kopt_supervisor/kernels/harness/bench.py",
         "kopt_supervisor/kopt_tui/app.tcss",
-        "kopt_supervisor/engine/loop/machine.py",
+        "kopt_supervisor/engine/loop/proposal.py",
         "kopt_supervisor/gpu_wiki/h100-sxm.md",
     ):
         assert needed in names, needed

@@ -1,4 +1,4 @@
-"""The state machine (engine/loop/machine.py) driven with fake collaborators: no subprocess,
+"""The state machine (engine/loop/__init__.py) driven with fake collaborators: no subprocess,
 no git, no GPU — only a real run.db. Each test scripts what the collaborators answer and
 checks the path an iteration takes, what the store says after it, and the counters."""
 
@@ -13,9 +13,9 @@ from typing import Any
 from kopt_supervisor.engine import history, integrity
 from kopt_supervisor.engine.decide.estimate import Verdict
 from kopt_supervisor.engine.gpu.gate import GateDecision, NoIdleGpu
+from kopt_supervisor.engine.loop import Engine, Parts
 from kopt_supervisor.engine.loop.context import Lane
 from kopt_supervisor.engine.loop.control import Interrupt, Request, Step
-from kopt_supervisor.engine.loop.machine import Engine, Parts
 from kopt_supervisor.engine.loop.measure import CorrectnessFailure
 from kopt_supervisor.engine.loop.proposal import Problem
 from kopt_supervisor.engine.propose.proposer import Proposal
@@ -437,7 +437,7 @@ def test_a_restart_mid_step_interrupts_it_then_masks_and_goes_on_from_the_restar
 def test_a_restart_that_ends_a_gate_wait_is_applied_not_taken_for_a_stop(tmp_path: Path, monkeypatch: Any) -> None:
     # found on the H200 (2026-11-29): a restart sent 0.3 s after a keep reached the next
     # iteration's gate wait, and the run stopped with "restart from v0" as its reason
-    import kopt_supervisor.engine.loop.machine as machine
+    import kopt_supervisor.engine.loop as machine
 
     ws = workspace(tmp_path)
     script = Script(decisions=[verdict("keep"), verdict("keep"), verdict("regression")])

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from kopt_supervisor.engine import environment
-from kopt_supervisor.engine.report import inputs, writer
+from kopt_supervisor.engine import report as writer
+from kopt_supervisor.engine.report import inputs
 from kopt_supervisor.engine.report.inputs import geomean, quantile, speedup, summarize
 from kopt_supervisor.engine.report.provenance import generic_tables
 from kopt_supervisor.engine.report.provenance import gpu_state as _gpu_state

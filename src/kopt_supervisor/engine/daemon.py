@@ -29,7 +29,7 @@ from kopt_supervisor.engine.store import Store
 from kopt_supervisor.engine.workspace import Workspace
 
 if TYPE_CHECKING:
-    from kopt_supervisor.engine.loop.machine import Engine
+    from kopt_supervisor.engine.loop import Engine
 
 HEARTBEAT_S = 1.0
 
@@ -119,8 +119,8 @@ def run_engine(
 ) -> int:
     """Run the loop in this process. Exit status: 0 stopped for a stated reason, 1 crashed or
     failed (a baseline that fails its bench or correctness).
-    `demo`: `kopt demo`'s own start (engine/sandbox/support.py start_rule)."""
-    from kopt_supervisor.engine.loop.machine import Engine
+    `demo`: `kopt demo`'s own start (engine/sandbox/__init__.py start_rule)."""
+    from kopt_supervisor.engine.loop import Engine
 
     ws.require()
     with workspace_lock(ws):

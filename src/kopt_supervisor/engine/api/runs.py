@@ -225,7 +225,7 @@ def start_detached(
     demo: bool = False,
 ) -> int:
     """Start the run's engine in its own session (it survives the terminal); its pid.
-    `demo`: `kopt demo`'s own start (engine/sandbox/support.py start_rule)."""
+    `demo`: `kopt demo`'s own start (engine/sandbox/__init__.py start_rule)."""
     check_sandbox(ws, proposer=proposer, no_sandbox=no_sandbox, demo=demo)
     return daemon.start_detached(ws, proposer=proposer, max_iters=max_iters, no_sandbox=no_sandbox, demo=demo)
 
@@ -427,7 +427,7 @@ class GpuSampler:
 
 def write_report(ws: Workspace) -> Path:
     """Write results.md (and its chart) in the run's workspace; its path."""
-    from kopt_supervisor.engine.report.writer import write_report as write
+    from kopt_supervisor.engine.report import write_report as write
 
     return write(ws)
 
@@ -435,7 +435,7 @@ def write_report(ws: Workspace) -> Path:
 def export_branch(ws: Workspace, branch: str) -> str:
     """Create `branch` in the target repo: the kept source changes, one commit per keep, and
     results.md; nothing is checked out. One line saying what was made."""
-    from kopt_supervisor.engine.report.writer import export_branch as export
+    from kopt_supervisor.engine.report import export_branch as export
 
     return export(ws, branch)
 

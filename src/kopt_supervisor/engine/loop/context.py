@@ -6,7 +6,7 @@ performance.md, README.md), both in engine/history.py, `procs` (the interruptibl
 servers: processes.py), and here events, progress, closing an iteration and its phase
 timings; BEST (the lock held while BEST_COMMIT moves), and a lane's GPU (`acquire` ->
 `GpuLease`; `single_lane`, lane 0). Nothing here decides anything; the state machine
-(machine.py) and its collaborators do.
+(the package's `__init__`) and its collaborators do.
 
 A `Lane`: what one candidate is measured with — its candidate worktree, the best tree it is
 compared against, its GPU gate (and so its GPU), the host it runs on, and its measurer. Every

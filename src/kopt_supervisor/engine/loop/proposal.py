@@ -562,7 +562,7 @@ class Proposing:
 
 
 def handed_back_note(back: dict[str, Any] | None) -> str:
-    """The prompt's first lines when a change comes back to its proposer (engine/loop/machine.py
+    """The prompt's first lines when a change comes back to its proposer (engine/loop/__init__.py
     LaneLoop.hand_back): why, and what it was ("" otherwise)."""
     if not back:
         return ""

@@ -1,4 +1,4 @@
-"""A run's start: recovery, then the baseline (machine.py: recover → baseline (v0) → ...).
+"""A run's start: recovery, then the baseline (the machine, loop/__init__.py: recover → baseline (v0) → ...).
 
 Recovery: make the workspace consistent with the store after any crash, keep the worktrees
 at BEST_COMMIT, and apply a masked partial restart (docs/design.md §6, §7). The engine writes
