@@ -47,7 +47,7 @@ def test_the_distribution_name_is_not_the_taken_kopt_and_the_command_stays() -> 
 
 
 def test_the_gpu_wiki_is_package_data_read_through_importlib_resources() -> None:
-    from kopt_supervisor.engine.roofline import evaluate
+    from kopt_supervisor.engine.profile import roofline as evaluate
 
     wiki = resources.files("kopt_supervisor") / "gpu_wiki"
     assert (wiki / "h100-sxm.md").is_file()

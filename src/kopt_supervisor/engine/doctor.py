@@ -53,7 +53,7 @@ from kopt_supervisor.engine.errors import KoptFailure
 from kopt_supervisor.engine.gpu import Assessment, Backend, busyness, is_na, jsonable
 from kopt_supervisor.engine.gpu.backends import open_backend
 from kopt_supervisor.engine.gpu.gate import ClaimRegistry, Gate, visible_devices_env
-from kopt_supervisor.engine.roofline.evaluate import lookup_specs, register_measured
+from kopt_supervisor.engine.profile.roofline import lookup_specs, register_measured
 from kopt_supervisor.engine.runner.command import run as run_command
 
 TIMEOUT_S = 20.0

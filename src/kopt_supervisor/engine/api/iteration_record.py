@@ -180,7 +180,7 @@ def recorded_classes(record: Record) -> tuple[RecordedClass, ...]:
 
 
 def roofline_pct(record: Record) -> dict[str, float]:
-    """Per class its share of the roofline (engine.roofline.evaluate: record["roofline"]
+    """Per class its share of the roofline (engine.profile.roofline: record["roofline"]
     ["classes"][cls]["pct_geomean"]); a class without a finite one is left out."""
     out = {}
     for name, c in mapping(mapping(record.get("roofline")).get("classes")).items():

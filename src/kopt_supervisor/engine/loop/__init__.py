@@ -57,11 +57,11 @@ from kopt_supervisor.engine.loop.measure import CorrectnessFailure, DecisionRoun
 from kopt_supervisor.engine.loop.proposal import Police, Problem, Proposing
 from kopt_supervisor.engine.loop.start import Baseline, BaselineFailed, Recovery
 from kopt_supervisor.engine.metrics import BenchError
+from kopt_supervisor.engine.profile.roofline import target_reached
 from kopt_supervisor.engine.propose import make_proposer
 from kopt_supervisor.engine.propose.costs import budget_exhausted
 from kopt_supervisor.engine.propose.proposer import Proposal, Proposer
 from kopt_supervisor.engine.records import Iteration, Phase, Stage, Status
-from kopt_supervisor.engine.roofline.evaluate import target_reached
 from kopt_supervisor.engine.workspace import Workspace
 
 HAND_BACKS = 2

@@ -60,9 +60,9 @@ from kopt_supervisor.engine.profile.profiler import (
     ProfilePass,
     Profiler,
 )
+from kopt_supervisor.engine.profile.roofline import evaluate as evaluate_roofline
 from kopt_supervisor.engine.profile.summary import ProfileSummary
 from kopt_supervisor.engine.records import Iteration, Stage
-from kopt_supervisor.engine.roofline.evaluate import evaluate as evaluate_roofline
 from kopt_supervisor.engine.runner.command import all_at_once, as_argv
 
 

@@ -15,7 +15,8 @@ The loop calls:
     # agreement.disagrees -> review with agreement.reason()
 
 `choose_profiler` (here: the package picks among its adapters) gives the loop its profiler.
-The rooms: profiler.py (the interface, units), ncu.py and rocprof.py (the adapters),
+The rooms: profiler.py (the interface, units; the outputs under the profiler checked),
+roofline.py (hardware specs and a tree's roofline), ncu.py and rocprof.py (the adapters),
 summary.py (a profile, the whole-run comparison), classes.py (range names, attribution, the
 per-class comparison), class_records.py (what that comparison holds, the agreement).
 """

@@ -170,9 +170,9 @@ def _chain_points(data: RunData, class_of: dict[str, str]) -> list[tuple[int, st
 
 
 def _roofline(cfg: Any, data: RunData, measured_dir: Path) -> RooflineView:
-    """The same spec lookup as the loop's (engine.roofline.evaluate): the wiki, then the
+    """The same spec lookup as the loop's (engine.profile.roofline): the wiki, then the
     ceilings `kopt ceilings` measured on this GPU."""
-    from kopt_supervisor.engine.roofline.evaluate import lookup_specs
+    from kopt_supervisor.engine.profile.roofline import lookup_specs
 
     gpu_name = cfg.roofline.gpu or _gpu_name(data)
     specs: dict[str, Any] = {}

@@ -53,7 +53,7 @@ from kopt_supervisor.engine.decide import geomean as stats_geomean
 from kopt_supervisor.engine.decide import positive_finite, quantile
 from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.records import Iteration
-from kopt_supervisor.engine.roofline.model import (
+from kopt_supervisor.engine.roofline import (
     ClassRoofline,
     Peaks,
     RooflinePoint,
