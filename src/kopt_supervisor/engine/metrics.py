@@ -14,7 +14,7 @@ duplicated config row is a bench failure, never a median over the duplicates. `p
 pairs two such measurements; the ab_command's table (rows per side and block, each config
 once per side and block, the same cells on both sides) becomes paired samples (`ab_pairs`).
 
-Pure: text in, tables and measurements out (engine/bench_output.py finds and reads the file).
+Pure: text in, tables and measurements out (engine/adapters/__init__.py finds and reads the file).
 """
 
 from __future__ import annotations
