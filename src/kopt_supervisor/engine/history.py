@@ -37,7 +37,7 @@ from kopt_supervisor.engine import integrity, projections, records
 from kopt_supervisor.engine.config import Config
 from kopt_supervisor.engine.errors import BadInput, KoptError
 from kopt_supervisor.engine.projections import memory_record
-from kopt_supervisor.engine.propose.costs import Spent, spent
+from kopt_supervisor.engine.propose import Spent, spent
 from kopt_supervisor.engine.records import KEPT, Iteration, IterationRow, Phase, Status, restart_point_problem
 from kopt_supervisor.engine.store import Store
 from kopt_supervisor.engine.workspace import Workspace, write_atomic, write_memory

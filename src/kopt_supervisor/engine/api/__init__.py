@@ -36,7 +36,7 @@ from kopt_supervisor.engine.errors import BadInput as BadInput
 from kopt_supervisor.engine.errors import KoptError as KoptError
 from kopt_supervisor.engine.gpu import Backend as Backend
 from kopt_supervisor.engine.gpu.backends import open_backend as open_backend
-from kopt_supervisor.engine.propose.costs import AgentRun as AgentRun
+from kopt_supervisor.engine.propose import AgentRun as AgentRun
 from kopt_supervisor.engine.propose.proposer import Citation as Citation
 from kopt_supervisor.engine.records import Counters as Counters
 from kopt_supervisor.engine.records import Iteration as Iteration

@@ -199,7 +199,7 @@ def _with_bench(text: str, bench: str | None, source: str, propose: dict[str, st
 def check_proposer(ws: Workspace, proposer: str) -> None:
     """BadInput when the run's config cannot drive `proposer` (checked before detaching, so
     the engineer sees the reason instead of a crashed engine)."""
-    from kopt_supervisor.engine.propose import make_proposer
+    from kopt_supervisor.engine.loop import make_proposer
 
     make_proposer(ws.load_config(), proposer)
 

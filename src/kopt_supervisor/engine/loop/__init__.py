@@ -39,6 +39,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from kopt_supervisor.engine import integrity
+from kopt_supervisor.engine.config import Config
+from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.gpu.gate import NoIdleGpu
 from kopt_supervisor.engine.loop.context import (
     Lane,
@@ -58,9 +60,8 @@ from kopt_supervisor.engine.loop.proposal import Police, Problem, Proposing
 from kopt_supervisor.engine.loop.start import Baseline, BaselineFailed, Recovery
 from kopt_supervisor.engine.metrics import BenchError
 from kopt_supervisor.engine.profile.roofline import target_reached
-from kopt_supervisor.engine.propose import make_proposer
-from kopt_supervisor.engine.propose.costs import budget_exhausted
-from kopt_supervisor.engine.propose.proposer import Proposal, Proposer
+from kopt_supervisor.engine.propose import budget_exhausted
+from kopt_supervisor.engine.propose.proposer import CommandProposer, ManualProposer, Proposal, Proposer
 from kopt_supervisor.engine.records import Iteration, Phase, Stage, Status
 from kopt_supervisor.engine.workspace import Workspace
 
@@ -526,3 +527,19 @@ def _finish(running: dict[Future[None], LaneLoop], idle: list[LaneLoop], no_gpu:
     swallow: a forged history, a crash)."""
     done, _ = wait(list(running))
     _collect(done, running, idle, no_gpu)
+
+
+def make_proposer(cfg: Config, kind: str | None = None) -> Proposer:
+    """The proposer [propose].kind (or `kind`) names, built from the run's config."""
+    kind = kind or cfg.propose.kind
+    if kind == "manual":
+        return ManualProposer()
+    if kind == "command":
+        if not cfg.propose.command.strip() and not cfg.propose.agent:
+            raise BadInput('kopt.toml: [propose].command (or [propose].agent) is required for the "command" proposer')
+        return CommandProposer.from_config(cfg)
+    if kind == "tune":
+        from kopt_supervisor.engine.propose.tune import TuneProposer
+
+        return TuneProposer(cfg.propose.tune)
+    raise BadInput(f'unknown proposer {kind!r} (use "manual", "command" or "tune")')

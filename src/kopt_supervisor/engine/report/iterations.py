@@ -31,7 +31,7 @@ from kopt_supervisor.engine.projections import (
     profile_ns_per_call,
     profiler_evidence,
 )
-from kopt_supervisor.engine.propose.costs import AgentRun, agent_runs, spent
+from kopt_supervisor.engine.propose import AgentRun, agent_runs, spent
 from kopt_supervisor.engine.records import Iteration
 from kopt_supervisor.engine.report.inputs import ReportInputs, RunData, code, table
 
