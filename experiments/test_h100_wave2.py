@@ -27,7 +27,7 @@ from experiments.h100_wave2 import common, probes, records
 from experiments.h100_wave2.prescan import choose
 from experiments.h100_wave2.propose_softmax import apply
 from kopt_supervisor.engine.diffscan import scan
-from kopt_supervisor.engine.profile.class_records import agrees
+from kopt_supervisor.engine.profile import agrees
 from kopt_supervisor.engine.profile.classes import ConfigRef, compare_per_class
 from kopt_supervisor.engine.profile.ncu import NCU_IMPORT, NCU_NVTX, NcuProfiler
 from kopt_supervisor.engine.sandbox import probe

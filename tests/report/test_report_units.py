@@ -512,7 +512,7 @@ def test_the_profilers_per_class_word_is_shown_beside_the_benchs():
     real types): per class best → candidate per call, the change with its interval, the
     bench's change, the agreement with its reason, kernels that appeared or disappeared, and
     the time outside the ranges that grew."""
-    from kopt_supervisor.engine.profile.class_records import (
+    from kopt_supervisor.engine.profile import (
         Agreement,
         ClassAgreement,
         ClassChange,

@@ -33,14 +33,26 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from kopt_supervisor.engine import integrity, projections, records
+from kopt_supervisor.engine import projections, records
 from kopt_supervisor.engine.config import Config
 from kopt_supervisor.engine.errors import BadInput, KoptError
 from kopt_supervisor.engine.projections import memory_record
 from kopt_supervisor.engine.propose import Spent, spent
 from kopt_supervisor.engine.records import KEPT, Iteration, IterationRow, Phase, Status, restart_point_problem
 from kopt_supervisor.engine.store import Store
-from kopt_supervisor.engine.workspace import Workspace, write_atomic, write_memory
+from kopt_supervisor.engine.workspace import (
+    ChainCheck,
+    Tampered,
+    Workspace,
+    chain_head,
+    existing_secret,
+    read_secret,
+    reseal_chain,
+    unverifiable,
+    verify_chain,
+    write_atomic,
+    write_memory,
+)
 
 
 def rewrite_memory(ws: Workspace, store: Store, versions: list[int]) -> None:
@@ -57,7 +69,7 @@ def set_masked(ws: Workspace, store: Store, versions: list[int], masked: bool) -
             raise BadInput(f"v{v} does not exist")
         if v == 0 or rows[v].status in (Status.RUNNING, Status.BORDERLINE):
             raise BadInput(f"v{v} cannot be {'masked' if masked else 'unmasked'} (the baseline or in flight)")
-    key = integrity.read_secret(ws.dir)
+    key = read_secret(ws.dir)
     check_chain(key, store)
     with store.transaction():  # the masks and their seals together: a crash between never breaks the chain
         changed = store.set_masked(versions, masked)
@@ -78,8 +90,8 @@ def kept_rows(store: Store) -> list[Iteration]:
     )
 
 
-def chain(key: bytes | None, store: Store, *, note: str = "") -> integrity.ChainCheck:
-    """What the run's seals vouch for (integrity.verify_chain), read from `store`."""
+def chain(key: bytes | None, store: Store, *, note: str = "") -> ChainCheck:
+    """What the run's seals vouch for (verify_chain), read from `store`."""
     return chain_of(key, kept_rows(store), {k: store.get(k) for k in CHAIN_META}, note=note)
 
 
@@ -89,7 +101,7 @@ CHAIN_META = ("chain_sealed", "chain_head", "baseline_commit")
 
 def chain_of(
     key: bytes | None, iterations: Sequence[Iteration], meta: Mapping[str, Any], *, note: str = ""
-) -> integrity.ChainCheck:
+) -> ChainCheck:
     """What the run's seals vouch for, from its iterations (all, or only the kept ones) and
     its meta. key None: the secret could not be read (`note` says why). A run made before
     keeps were sealed (no meta chain_sealed, and no link carrying a seal) is taken as it
@@ -97,30 +109,30 @@ def chain_of(
     baseline_commit = meta.get("baseline_commit")
     sealed = any(it.record.get("seal") for it in iterations)
     if not meta.get("chain_sealed") and not sealed:
-        return integrity.unverifiable(iterations, baseline_commit, "")
+        return unverifiable(iterations, baseline_commit, "")
     if key is None:
-        return integrity.unverifiable(
+        return unverifiable(
             iterations, baseline_commit, note or "the run's secret cannot be read: no keep can be verified"
         )
     if not meta.get("chain_sealed"):
-        return integrity.ChainCheck(
+        return ChainCheck(
             note="run.db's record that its keeps are sealed was removed, but its keeps carry "
             "seals: the chain was tampered with"
         )
-    return integrity.verify_chain(key, iterations, baseline_commit=baseline_commit, head=meta.get("chain_head"))
+    return verify_chain(key, iterations, baseline_commit=baseline_commit, head=meta.get("chain_head"))
 
 
-def read_chain(ws: Workspace, iterations: Sequence[Iteration], meta: Mapping[str, Any]) -> integrity.ChainCheck:
+def read_chain(ws: Workspace, iterations: Sequence[Iteration], meta: Mapping[str, Any]) -> ChainCheck:
     """`chain_of` for a reader (status, projections): the secret is read, never made."""
     try:
-        key = integrity.existing_secret(ws.dir)
+        key = existing_secret(ws.dir)
     except KoptError as e:
         return chain_of(None, iterations, meta, note=f"{e}: no keep can be verified")
     return chain_of(key, iterations, meta, note="" if key else "the run's secret is missing: no keep can be verified")
 
 
-def check_chain(key: bytes, store: Store) -> integrity.ChainCheck:
-    """Raise integrity.Tampered when a kept iteration's seal is wrong or the chain is not
+def check_chain(key: bytes, store: Store) -> ChainCheck:
+    """Raise Tampered when a kept iteration's seal is wrong or the chain is not
     the one the engine sealed last. A run made before keeps were sealed is sealed as it
     stands, once (meta chain_sealed); one made before the chain had a head gets one."""
     kept = kept_rows(store)
@@ -130,10 +142,10 @@ def check_chain(key: bytes, store: Store) -> integrity.ChainCheck:
         store.event("integrity", "sealed the chain of keeps (a run made by an earlier kopt)", level="warn")
     found = chain(key, store)
     if found.problem:
-        raise integrity.Tampered(found.problem)
+        raise Tampered(found.problem)
     if store.get("chain_head") is None:
         kept = kept_rows(store)
-        store.set("chain_head", integrity.chain_head(key, kept))
+        store.set("chain_head", chain_head(key, kept))
         if kept:
             store.event(
                 "integrity", "sealed the head of the chain of keeps (a run made by an earlier kopt)", level="warn"
@@ -146,12 +158,12 @@ def reseal(key: bytes, store: Store) -> None:
     made), and its head, in one transaction."""
     with store.transaction():
         kept = kept_rows(store)
-        want = integrity.reseal_chain(key, kept)
+        want = reseal_chain(key, kept)
         for it in kept:
             if it.version in want and it.record.get("seal") != want[it.version]:
                 it.record["seal"] = want[it.version]
                 store.save_iteration(it)
-        store.set("chain_head", integrity.chain_head(key, kept))
+        store.set("chain_head", chain_head(key, kept))
 
 
 def check_restart_point(store: Store, version: int) -> None:
@@ -164,7 +176,7 @@ def restart_from(ws: Workspace, store: Store, version: int, why: str = "") -> li
     """Mask every later unmasked iteration (the masked partial restart). Counters and
     BEST_COMMIT follow by derivation; the engine re-syncs the worktrees."""
     check_restart_point(store, version)
-    key = integrity.read_secret(ws.dir)
+    key = read_secret(ws.dir)
     check_chain(key, store)
     later = [it.version for it in store.rows() if it.version > version and not it.masked]
     with store.transaction():
@@ -206,13 +218,13 @@ class RunHistory:
     def __init__(self, store: Store, key: bytes) -> None:
         self.store = store
         self.key = key
-        """The run's secret (engine/integrity.py): what the seals are checked with."""
+        """The run's secret (engine/workspace.py): what the seals are checked with."""
         self._ended_records: dict[int, Any] = {}
 
     def rows(self) -> list[IterationRow]:
         return self.store.rows()
 
-    def chain(self) -> integrity.ChainCheck:
+    def chain(self) -> ChainCheck:
         """What the run's seals vouch for (which keeps may be BEST)."""
         return chain(self.key, self.store)
 
@@ -221,7 +233,7 @@ class RunHistory:
         Tampered when the seals vouch for no commit at all)."""
         best = self.trusted_best()
         if best is None:
-            raise integrity.Tampered(self.chain().problem or "no BEST_COMMIT the run's seals vouch for")
+            raise Tampered(self.chain().problem or "no BEST_COMMIT the run's seals vouch for")
         return best
 
     def trusted_best(self) -> str | None:

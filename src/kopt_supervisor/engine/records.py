@@ -168,7 +168,7 @@ class IterationRecord(TypedDict, total=False):
     """The diff scan's findings (rule, path, line, text) and the review reason quoting them."""
     decision_cost: dict[str, Any]
     """Baseline only: what one decision costs with this bench (engine/onboard/draft.py)."""
-    """A kept iteration's link in the chain of keeps (engine/integrity.py)."""
+    """A kept iteration's link in the chain of keeps (engine/workspace.py)."""
     rebased: list[dict[str, Any]]
     """With lanes: each time BEST moved while it was decided and its change was put on the new one."""
     handed_back: list[dict[str, Any]]

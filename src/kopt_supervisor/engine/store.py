@@ -465,7 +465,7 @@ class Store:
         seal: Callable[[str, dict[str, Any], float], str] | None = None,
     ) -> int:
         """Insert a command row; `seal(kind, args, t)` signs it with the run's secret (the
-        engine acts only on sealed rows: engine/integrity.py)."""
+        engine acts only on sealed rows: engine/workspace.py)."""
         if kind not in COMMAND_KINDS:
             raise BadInput(f"unknown command {kind!r} (known: {', '.join(COMMAND_KINDS)})")
         t = time.time()

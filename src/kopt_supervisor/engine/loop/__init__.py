@@ -38,7 +38,6 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
 from typing import Any
 
-from kopt_supervisor.engine import integrity
 from kopt_supervisor.engine.config import Config
 from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.gpu.gate import NoIdleGpu
@@ -63,7 +62,7 @@ from kopt_supervisor.engine.profile.roofline import target_reached
 from kopt_supervisor.engine.propose import budget_exhausted
 from kopt_supervisor.engine.propose.proposer import CommandProposer, ManualProposer, Proposal, Proposer
 from kopt_supervisor.engine.records import Iteration, Phase, Stage, Status
-from kopt_supervisor.engine.workspace import Workspace
+from kopt_supervisor.engine.workspace import Tampered, Workspace
 
 HAND_BACKS = 2
 """How many times one iteration's change that no longer applies on a moved BEST goes back to
@@ -194,7 +193,7 @@ class Engine:
         except BaselineFailed as e:
             reason = str(e)
             self.failed = reason  # `kopt run --foreground` exits 1: the baseline failed, nothing ran
-        except integrity.Tampered as e:
+        except Tampered as e:
             reason = str(e)
         finally:
             for lane in self.lanes:
@@ -299,7 +298,7 @@ class LaneLoop:
             self.keeper.discard(it, lane, Status.FAIL_BENCH, str(e))
         except Interrupt as i:  # stop or restart: control.py's INTERRUPTS says which steps end so
             self.keeper.discard(it, lane, Status.INTERRUPTED, i.reason)
-        except (NoIdleGpu, integrity.Tampered) as e:
+        except (NoIdleGpu, Tampered) as e:
             self.keeper.discard(it, lane, Status.INTERRUPTED, str(e))
             raise
         finally:

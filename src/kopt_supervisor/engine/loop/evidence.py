@@ -46,8 +46,7 @@ from kopt_supervisor.engine.loop.measure import (
 from kopt_supervisor.engine.loop.processes import tree_of
 from kopt_supervisor.engine.loop.served_trees import ServedTrees, check_after_run
 from kopt_supervisor.engine.metrics import BenchError
-from kopt_supervisor.engine.profile import choose_profiler, profiler
-from kopt_supervisor.engine.profile.class_records import AGREES, Agreement, agrees
+from kopt_supervisor.engine.profile import AGREES, Agreement, agrees, choose_profiler, profiler
 from kopt_supervisor.engine.profile.classes import ConfigRef, compare_per_class, config_refs
 from kopt_supervisor.engine.profile.profiler import (
     ESCALATED_CALLS,
