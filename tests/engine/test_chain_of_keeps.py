@@ -1,4 +1,4 @@
-"""The chain of keeps read against the run's seals (engine/integrity.verify_chain,
+"""The chain of keeps read against the run's seals (engine/workspace.verify_chain,
 engine/history.chain/check_chain) and what every reader makes of it: BEST is the last keep
 whose seal verifies (records.best_commit with `trusted`), `kopt status` and
 performance.md say a run was tampered with and never name a forgery.
