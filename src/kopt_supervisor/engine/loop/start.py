@@ -34,7 +34,7 @@ from kopt_supervisor.engine.loop.measure import failure_of, guard_configs, run_b
 from kopt_supervisor.engine.loop.processes import MARKER, tree_of
 from kopt_supervisor.engine.loop.proposal import restore_best
 from kopt_supervisor.engine.metrics import BenchError, Measurement
-from kopt_supervisor.engine.onboard.draft import estimate_decision_s, run_noise_pct
+from kopt_supervisor.engine.onboard import estimate_decision_s, run_noise_pct
 from kopt_supervisor.engine.records import Iteration, Phase, Stage, Status
 from kopt_supervisor.engine.runner import end_leftovers, kill_orphans
 from kopt_supervisor.engine.store import Sample

@@ -10,13 +10,25 @@ commented kopt.toml (docs/design.md §14; docs/byo-kernel.md). This façade name
 `run_bench(cmd, cwd) -> (returncode, stdout_path, files_written)` is the caller's: the CLI runs
 the bench through the GPU gate and the sandbox, as candidate code runs; `local_run_bench`
 is a plain implementation (runner.command.run plus a before/after look at the tree) for tests and as
-the body to wrap. The decision-cost estimate (`estimate_decision_s`) is here too: the loop
-calls it after the baseline.
+the body to wrap. The decision-cost estimate (`estimate_decision_s`) is here too, at the end of
+this module: the loop calls it after the baseline. It gives wall seconds
+from the baseline's runs, their noise and the decision policy (docs/design.md §5;
+docs/decision.md). Process-level (the bench run as it is): a round is two runs, best and
+candidate (ABBA across rounds), each as long as a baseline run. The policy looks after every
+round from `min_rounds` on and stops when the interval of the mean log ratio settles the
+class; at a per-run noise σ (the baseline's spread between runs) a round's paired sample
+varies by about √2·σ, so look k settles a no-change candidate (tie) once t(α_k, k−1)·√2σ/√k <
+log(1 + min_effect) and a true change of twice min_effect once it is below log(1 +
+2·min_effect). `ab` (one process per look, both trees in it) and `served` (one process
+start, then looks) cost a start plus `look_s` per look. The estimate ignores the gate's waits
+and the proposer; it is what the bench itself costs. Above `SLOW_S` it says so, and points
+to the harness (docs/byo-kernel.md): on the H100 the served bench decided an A/A in 5-9
+looks of 0.35 s where process-level rounds took 17 s each.
 
 Modules: this one (propose, settle, write: the steps in order, below), detect (where the table
 is, what each column is), steps (each step's rules: the choices and questions), draft (the
-proposal and its commented text; what one decision will cost), imports (the static scan
-behind protected and sources), scratch (where `kopt init` runs the bench, never the user's
+proposal and its commented text; what one decision will cost; the static scan of the bench's
+imports behind protected and sources), scratch (where `kopt init` runs the bench, never the user's
 checkout, the draft that keeps the measured run, and serving a perf_report bench by import).
 
 A kopt.toml proposed from one run of a bench: every choice with its reason, questions
@@ -45,8 +57,8 @@ The choices, in order (docs/byo-kernel.md explains them for the user):
 6. config columns: the format's, else text and whole-number columns; everything else ignored;
 7. classes: dtype columns and text columns of 2-4 values (a different dtype or mode runs
    other code), a dimension of 2-3 values shared by several configs; at most 8 classes;
-8. protected and sources: a static scan of the bench's imports (onboard/imports.py);
-9. timeout: 10x the run, at least 2 minutes; the cost of one decision (onboard/draft.py).
+8. protected and sources: a static scan of the bench's imports (onboard/draft.py);
+9. timeout: 10x the run, at least 2 minutes; the cost of one decision (below).
 
 A perf_report bench that kopt's module could import in the scratch copy (onboard/scratch.py,
 the run's probe) is served by import once the metric (its kernel's line) is chosen: the
@@ -68,24 +80,27 @@ step's rules; this module runs the steps in order, and settles and writes the re
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 
-from kopt_supervisor.engine.decide.estimate import Policy
+from kopt_supervisor.engine.decide import t_quantile
+from kopt_supervisor.engine.decide.estimate import Policy, alpha_at_look
 from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.onboard.detect import CONFIG, BenchRun, Candidate, RunBench, candidates, classify
 from kopt_supervisor.engine.onboard.draft import (
     ANSWER_KEYS,
+    DEFAULT_NOISE_PCT,
     HARNESS_HINT,
+    MODES,
     Choice,
     DecisionCost,
     Proposal,
     Question,
     _dur,
-    estimate_decision_s,
-    run_noise_pct,
+    scan,
+    unreviewed,
 )
-from kopt_supervisor.engine.onboard.imports import scan, unreviewed
 from kopt_supervisor.engine.onboard.scratch import (
     PROBED,
     kind_of,
@@ -108,6 +123,79 @@ from kopt_supervisor.engine.onboard.steps import (
     _propose_harness,
     _propose_metric,
 )
+
+
+def run_noise_pct(runs: list[dict[str, float]]) -> float | None:
+    """The per-run noise of a bench, in %: per config the standard deviation of log(value)
+    across the runs, the median over configs. None with fewer than two runs in common."""
+    if len(runs) < 2:
+        return None
+    common = set(runs[0]).intersection(*runs[1:])
+    spreads = []
+    for key in common:
+        vals = [r[key] for r in runs]
+        if all(isinstance(v, int | float) and math.isfinite(v) and v > 0 for v in vals):
+            spreads.append(statistics.stdev(math.log(v) for v in vals))
+    if not spreads:
+        return None
+    return 100.0 * statistics.median(spreads)
+
+
+def rounds_to_settle(effect: float, noise_pct: float, policy: Policy) -> tuple[int, bool]:
+    """(looks, settled) for an interval half-width to fall below log(1 + effect) at noise
+    √2·noise per look (the policy's alpha spending); (max_rounds, False) when it never does."""
+    sigma = math.sqrt(2.0) * max(noise_pct, 1e-6) / 100.0
+    target = math.log1p(effect)
+    for k in range(max(policy.min_rounds, 2), policy.max_rounds + 1):
+        alpha = alpha_at_look(k, policy, final=k == policy.max_rounds)
+        half = t_quantile(1.0 - alpha / 2.0, k - 1) * sigma / math.sqrt(k)
+        if half < target:
+            return k, True
+    return policy.max_rounds, False
+
+
+def estimate_decision_s(
+    baseline_run_seconds: list[float],
+    policy: Policy,
+    mode: str = "process",
+    *,
+    noise_pct: float | None = None,
+    look_s: float | None = None,
+) -> DecisionCost:
+    """The cost of one decision (see the module docstring). `baseline_run_seconds`: the wall
+    time of each baseline run (process-level bench runs); `noise_pct`: their run-to-run noise
+    (run_noise_pct), DEFAULT_NOISE_PCT when None; `look_s`: for ab/served, the seconds of one
+    look when known (else a run's seconds stand in: an upper bound)."""
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
+    runs = [s for s in baseline_run_seconds if isinstance(s, int | float) and math.isfinite(s) and s >= 0]
+    if not runs:
+        raise ValueError("estimate_decision_s: no baseline run seconds")
+    run_s = statistics.median(runs)
+    noise = noise_pct if noise_pct is not None and math.isfinite(noise_pct) else DEFAULT_NOISE_PCT
+    eff = policy.min_effect_pct / 100.0
+    tie, settled = rounds_to_settle(eff, noise, policy)
+    change, _ = rounds_to_settle(2 * eff, noise, policy)
+    change = min(change, tie)
+    if mode == "process":
+        round_s, start_s = 2.0 * run_s, 0.0
+    elif mode == "ab":
+        round_s, start_s = look_s if look_s is not None else run_s, 0.0
+    else:
+        round_s, start_s = (look_s if look_s is not None else run_s), run_s
+    measured = noise_pct is not None and math.isfinite(noise_pct)
+    return DecisionCost(
+        mode,
+        round_s,
+        start_s,
+        noise,
+        tie,
+        change,
+        policy.max_rounds,
+        not settled,
+        noise_runs=max(len(runs), 2) if measured else 0,
+    )
+
 
 __all__ = ["answers_from", "propose", "settle", "sources_warning", "write"]
 
