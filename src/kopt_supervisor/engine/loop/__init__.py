@@ -2,7 +2,8 @@
 state machine over `Phase`s, each step done by a collaborator beside this file, in this
 package (start, control, context, proposal, measure, served_trees, evidence, keep; processes
 beneath them; the run's history they read is engine/history.py). docs/architecture.md
-follows one iteration through them.
+follows one iteration through them. The proposer a run is configured with is built here too
+(`make_proposer`, at the end).
 
     run:        recover → baseline (v0) → resume open reviews → repeat { stop check → iteration }
     iteration:  gate → propose → police → measure and decide (repair ≤ N on a failing row)
