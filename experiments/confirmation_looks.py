@@ -97,8 +97,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from statistics import NormalDist
 
-from kopt_supervisor.engine.config.sections import DecideConfig
-from kopt_supervisor.engine.decide import Pair, Policy, Verdict
+from kopt_supervisor.engine.config import DecideConfig
+from kopt_supervisor.engine.decide import mean, stdev, t_quantile
 from kopt_supervisor.engine.decide.confirmation import (
     CONFIRMING,
     CONSISTENT_NOISE_MULTIPLE,
@@ -112,13 +112,15 @@ from kopt_supervisor.engine.decide.confirmation import (
 )
 from kopt_supervisor.engine.decide.estimate import (
     ClassResult,
+    Pair,
+    Policy,
     Sample,
+    Verdict,
     alpha_at_look,
     class_samples,
     estimate_class,
     interval,
 )
-from kopt_supervisor.engine.decide.stats import mean, stdev, t_quantile
 
 POLICY = Policy.from_config(DecideConfig())
 RULE = replace(POLICY, min_rounds=MIN_LOOKS, max_rounds=MAX_LOOKS)

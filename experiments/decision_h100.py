@@ -71,9 +71,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from kopt_supervisor.engine.config.sections import DecideConfig
-from kopt_supervisor.engine.decide import Pair, Policy, evaluate
-from kopt_supervisor.engine.decide.stats import betainc, t_quantile
+from kopt_supervisor.engine.config import DecideConfig
+from kopt_supervisor.engine.decide import betainc, t_quantile
+from kopt_supervisor.engine.decide.estimate import Pair, Policy
+from kopt_supervisor.engine.decide.verdict import evaluate
 from kopt_supervisor.kernels.harness.timing import CpuTimer, GraphTimer
 
 KINDS = ("keep", "regression", "tie", "borderline")

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from experiments import decision_h100 as exp
-from kopt_supervisor.engine.decide import Policy
+from kopt_supervisor.engine.decide.estimate import Policy
 
 REPO = Path(__file__).resolve().parents[1]
 

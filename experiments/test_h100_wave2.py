@@ -26,8 +26,8 @@ import pytest
 from experiments.h100_wave2 import common, probes, records
 from experiments.h100_wave2.prescan import choose
 from experiments.h100_wave2.propose_softmax import apply
-from kopt_supervisor.engine.diffscan.scan import scan
-from kopt_supervisor.engine.profile.class_records import agrees
+from kopt_supervisor.engine.diffscan import scan
+from kopt_supervisor.engine.profile import agrees
 from kopt_supervisor.engine.profile.classes import ConfigRef, compare_per_class
 from kopt_supervisor.engine.profile.ncu import NCU_IMPORT, NCU_NVTX, NcuProfiler
 from kopt_supervisor.engine.sandbox import probe
@@ -351,7 +351,7 @@ def test_each_mode_gets_the_onboarded_config_with_only_its_own_differences(tmp_p
     """The softmax example onboarded as `kopt init --bench` does (its harness bench run once, on
     the interpreter), then the kopt.toml of each mode, loaded by kopt's own config loader."""
     from experiments.h100_wave2 import softmax_target
-    from kopt_supervisor.engine.config.sections import DecideConfig
+    from kopt_supervisor.engine.config import DecideConfig
     from kopt_supervisor.engine.config.toml_io import loads as loads_config
 
     repo = softmax_target.make_repo(tmp_path / "repo")

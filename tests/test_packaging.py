@@ -47,7 +47,7 @@ def test_the_distribution_name_is_not_the_taken_kopt_and_the_command_stays() -> 
 
 
 def test_the_gpu_wiki_is_package_data_read_through_importlib_resources() -> None:
-    from kopt_supervisor.engine.roofline import evaluate
+    from kopt_supervisor.engine.profile import roofline as evaluate
 
     wiki = resources.files("kopt_supervisor") / "gpu_wiki"
     assert (wiki / "h100-sxm.md").is_file()
@@ -101,7 +101,7 @@ def test_the_wheel_installs_one_top_level_name_the_bundled_targets_and_the_wiki(
         "kopt_supervisor/kernels/adaln/solution/adaln.py",
         "kopt_supervisor/kernels/harness/bench.py",
         "kopt_supervisor/kopt_tui/app.tcss",
-        "kopt_supervisor/engine/loop/machine.py",
+        "kopt_supervisor/engine/loop/proposal.py",
         "kopt_supervisor/gpu_wiki/h100-sxm.md",
     ):
         assert needed in names, needed

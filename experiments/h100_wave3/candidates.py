@@ -110,7 +110,7 @@ def hostile(name: str, text: str, hypothesis: str) -> dict[str, Any]:
 def scan_findings(repo: Path, path: str, appended: str) -> list[dict[str, Any]]:
     """kopt's diff scan (this checkout's) on `appended` added to `path` of `repo` (a copy of its
     committed tree in a scratch folder; the repo is not touched): the findings, rule and line."""
-    from kopt_supervisor.engine.diffscan.scan import scan
+    from kopt_supervisor.engine.diffscan import scan
 
     with tempfile.TemporaryDirectory(prefix="wave3-scan-") as tmp:
         copy = Path(tmp) / "repo"

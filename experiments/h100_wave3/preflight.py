@@ -25,10 +25,10 @@ from experiments.device_wave import REPO
 
 
 def _serve_in_config() -> tuple[bool, str]:
-    from kopt_supervisor.engine.config.sections import TargetConfig
+    from kopt_supervisor.engine.config import TargetConfig
 
     names = {f.name for f in dataclasses.fields(TargetConfig)}
-    return "serve" in names, "engine.config.sections.TargetConfig has a `serve` field"
+    return "serve" in names, "engine.config.TargetConfig has a `serve` field"
 
 
 def _catalog_serves() -> tuple[bool, str]:

@@ -12,7 +12,7 @@ import pytest
 from kopt_supervisor.engine import adapters, metrics
 from kopt_supervisor.engine.adapters import benchmarks, text
 from kopt_supervisor.engine.adapters.table import RATE, TIME, AdapterError, column_unit, to_unit
-from kopt_supervisor.engine.config.sections import AdapterConfig, TargetConfig
+from kopt_supervisor.engine.config import AdapterConfig, TargetConfig
 
 DATA = Path(__file__).parent / "data"
 

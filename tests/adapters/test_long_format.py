@@ -13,7 +13,7 @@ from kopt_supervisor.engine.adapters.table import AdapterError
 from kopt_supervisor.engine.adapters.text import long_format_file_table
 from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.metrics import describe_classes
-from kopt_supervisor.engine.onboard.imports import bench_scripts
+from kopt_supervisor.engine.onboard.draft import bench_scripts
 
 HEAD = (
     "kernel_provider,kernel_operation_mode,metric_name,metric_unit,x_value,y_value_50,y_value_20,gpu_name,timestamp\n"

@@ -8,7 +8,7 @@ import math
 from kopt_supervisor.engine import api
 from kopt_supervisor.engine.api import Interval
 from kopt_supervisor.engine.decide.estimate import ClassResult, Verdict
-from kopt_supervisor.engine.gpu.state import Assessment, GpuProcess, GpuState
+from kopt_supervisor.engine.gpu import Assessment, GpuProcess, GpuState
 from kopt_supervisor.engine.onboard.draft import DecisionCost
 
 GPU0 = GpuState(

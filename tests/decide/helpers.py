@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kopt_supervisor.engine.decide import Pair
+from kopt_supervisor.engine.decide.estimate import Pair
 
 
 def rounds(

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import random
 
-from kopt_supervisor.engine.config.sections import DecideConfig
-from kopt_supervisor.engine.decide import Pair, Policy, Verdict
+from kopt_supervisor.engine.config import DecideConfig
 from kopt_supervisor.engine.decide.confirmation import (
     EXTENDED_MAX_LOOKS,
     MAX_LOOKS,
@@ -17,7 +16,7 @@ from kopt_supervisor.engine.decide.confirmation import (
     judge,
     shows_half,
 )
-from kopt_supervisor.engine.decide.estimate import ClassResult
+from kopt_supervisor.engine.decide.estimate import ClassResult, Pair, Policy, Verdict
 from kopt_supervisor.engine.decide.verdict import GUARD_CLASS
 
 POLICY = Policy.from_config(DecideConfig())

@@ -18,10 +18,9 @@ import random
 
 import pytest
 
-from kopt_supervisor.engine.config.sections import DecideConfig
-from kopt_supervisor.engine.decide import Pair, Policy, Verdict
+from kopt_supervisor.engine.config import DecideConfig
 from kopt_supervisor.engine.decide.confirmation import EXTENDED_MAX_LOOKS, MAX_LOOKS, MIN_LOOKS, Confirmation, judge
-from kopt_supervisor.engine.decide.estimate import ClassResult, class_samples, estimate_class
+from kopt_supervisor.engine.decide.estimate import ClassResult, Pair, Policy, Verdict, class_samples, estimate_class
 
 POLICY = Policy.from_config(DecideConfig())
 ALPHA = 1.0 - POLICY.confidence

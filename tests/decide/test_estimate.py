@@ -8,8 +8,9 @@ import random
 
 import pytest
 
-from kopt_supervisor.engine.decide import Pair, Policy, evaluate
 from kopt_supervisor.engine.decide.estimate import (
+    Pair,
+    Policy,
     Sample,
     alpha_at_look,
     class_samples,
@@ -17,6 +18,7 @@ from kopt_supervisor.engine.decide.estimate import (
     interval,
 )
 from kopt_supervisor.engine.decide.simulate import Noise, kopt_trial
+from kopt_supervisor.engine.decide.verdict import evaluate
 from tests.decide.helpers import rounds, wiggle
 
 

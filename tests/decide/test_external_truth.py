@@ -3,9 +3,8 @@
 
 from __future__ import annotations
 
-from kopt_supervisor.engine.decide import Verdict
 from kopt_supervisor.engine.decide.confirmation import Confirmation
-from kopt_supervisor.engine.decide.estimate import NEEDS_STRONGER_CHECKS
+from kopt_supervisor.engine.decide.estimate import NEEDS_STRONGER_CHECKS, Verdict
 from kopt_supervisor.engine.decide.external_truth import (
     TIMER_ONLY,
     ExternalTruth,

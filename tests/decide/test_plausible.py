@@ -8,14 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from kopt_supervisor.engine.decide import (
-    Pair,
-    Policy,
-    Verdict,
-    evaluate,
-    note,
-    send_to_review,
-)
+from kopt_supervisor.engine.decide.estimate import Pair, Policy, Verdict
 from kopt_supervisor.engine.decide.plausible import (
     BenchRun,
     below_floor,
@@ -26,6 +19,7 @@ from kopt_supervisor.engine.decide.plausible import (
     too_fast,
     wall_time_unexplained,
 )
+from kopt_supervisor.engine.decide.verdict import evaluate, note, send_to_review
 from tests.decide.helpers import rounds, wiggle
 
 ORDER = ("AB", "BA")

@@ -15,9 +15,10 @@ from dataclasses import replace
 import pandas as pd
 
 from kopt_supervisor.engine import metrics
-from kopt_supervisor.engine.config.sections import TargetConfig
-from kopt_supervisor.engine.decide import Pair, Policy, evaluate
+from kopt_supervisor.engine.config import TargetConfig
+from kopt_supervisor.engine.decide.estimate import Pair, Policy
 from kopt_supervisor.engine.decide.plausible import LAST_MIN_LOOKS, check, last_block_not_faster
+from kopt_supervisor.engine.decide.verdict import evaluate
 from tests.decide.test_plausible import ORDER, with_figure
 
 

@@ -7,9 +7,9 @@ import dataclasses
 
 import pytest
 
-from kopt_supervisor.engine.config.sections import DecideConfig
+from kopt_supervisor.engine.config import DecideConfig
 from kopt_supervisor.engine.config.toml_io import loads as loads_config
-from kopt_supervisor.engine.decide import Policy
+from kopt_supervisor.engine.decide.estimate import Policy
 from kopt_supervisor.engine.errors import BadInput
 
 # A valid value other than the default for every [decide] key. A key added to DecideConfig

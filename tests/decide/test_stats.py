@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from kopt_supervisor.engine.decide.stats import (
+from kopt_supervisor.engine.decide import (
     betainc,
     esd_critical,
     esd_outliers,

@@ -9,7 +9,7 @@
    difference; the stated margin is 5%.
      copy:   a Triton kernel (kopt_check_copy_kernel) copying 1 GiB of float32
      matmul: torch bf16 4096 x 4096 x 4096 (cuBLAS; the hottest kernel of the profile)
-2. `python -m kopt_supervisor.kernels.ceilings --json`, registered with engine.roofline.evaluate.register_measured.
+2. `python -m kopt_supervisor.kernels.ceilings --json`, registered with engine.profile.roofline.register_measured.
 3. % of peak of both workloads against the shipped wiki's datasheet peaks and against the
    measured ceilings, and the Step 0 README text kopt would write.
 
@@ -35,8 +35,8 @@ sys.path.insert(0, str(REPO))
 
 from kopt_supervisor.engine.profile.ncu import NcuProfiler  # noqa: E402
 from kopt_supervisor.engine.profile.profiler import PROFILE_ENV  # noqa: E402
-from kopt_supervisor.engine.roofline.evaluate import lookup_specs, register_measured, render_readme_section  # noqa: E402
-from kopt_supervisor.engine.roofline.model import aggregate_classes, analyze_row, peaks_from_specs  # noqa: E402
+from kopt_supervisor.engine.profile.roofline import lookup_specs, register_measured, render_readme_section  # noqa: E402
+from kopt_supervisor.engine.roofline import aggregate_classes, analyze_row, peaks_from_specs  # noqa: E402
 
 MARGIN_PCT = 5.0
 COPY_N = 1 << 28  # float32 elements: 1 GiB read + 1 GiB written

@@ -28,9 +28,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from kopt_supervisor.engine import bench_output, metrics  # noqa: E402
+from kopt_supervisor.engine import adapters, metrics  # noqa: E402
 from kopt_supervisor.engine.config.toml_io import loads as loads_config  # noqa: E402
-from kopt_supervisor.engine.decide import Policy, evaluate, voting_classes  # noqa: E402
+from kopt_supervisor.engine.decide.estimate import Policy  # noqa: E402
+from kopt_supervisor.engine.decide.verdict import evaluate, voting_classes  # noqa: E402
 from kopt_supervisor.engine.runner.command import Server  # noqa: E402
 from kopt_supervisor.kernels import catalog  # noqa: E402
 
@@ -74,7 +75,7 @@ def main() -> int:
             server.close()
             server = None
             looks_per_process.append(served)
-        df = bench_output.read_table(path, metric=cfg.target.metric)
+        df = adapters.read_kopt_csv(path, metric=cfg.target.metric)
         pairs, best_m, _ = metrics.ab_pairs(df, cfg.target, r, path.name)
         guard = frozenset(k for k, c in best_m.configs.items() if not c.production)
         classes = voting_classes({p.config: p.cls for p in pairs}, guard)

@@ -1,4 +1,4 @@
-"""The chain of keeps read against the run's seals (engine/integrity.verify_chain,
+"""The chain of keeps read against the run's seals (engine/workspace.verify_chain,
 engine/history.chain/check_chain) and what every reader makes of it: BEST is the last keep
 whose seal verifies (records.best_commit with `trusted`), `kopt status` and
 performance.md say a run was tampered with and never name a forgery.
@@ -18,11 +18,20 @@ from pathlib import Path
 
 import pytest
 
-from kopt_supervisor.engine import api, history, integrity, records
+from kopt_supervisor.engine import api, history, records
 from kopt_supervisor.engine.history import write_projections
 from kopt_supervisor.engine.records import Iteration, Phase, Status
 from kopt_supervisor.engine.store import Store
-from kopt_supervisor.engine.workspace import Workspace
+from kopt_supervisor.engine.workspace import (
+    ChainCheck,
+    Tampered,
+    Workspace,
+    config_seal,
+    keep_seal,
+    make_secret,
+    read_secret,
+    seal_new_keep,
+)
 
 TOML = """[target]
 bench = "python bench.py"
@@ -41,7 +50,7 @@ def sealed_run(tmp_path: Path) -> Workspace:
     for d in (ws.dir, ws.memory, ws.plans, ws.logs, ws.profiles):
         d.mkdir(parents=True, exist_ok=True)
     ws.config_path.write_text(TOML)
-    key = integrity.make_secret(ws.dir)
+    key = make_secret(ws.dir)
     with Store.create(ws.db_path) as s:
         s.set_many(
             {
@@ -51,7 +60,7 @@ def sealed_run(tmp_path: Path) -> Workspace:
                 "state": "stopped",
                 "frozen_config": TOML,
                 "chain_sealed": True,
-                "frozen_config_seal": integrity.config_seal(key, TOML),
+                "frozen_config_seal": config_seal(key, TOML),
             }
         )
         rows = [
@@ -65,7 +74,7 @@ def sealed_run(tmp_path: Path) -> Workspace:
             it.phase, it.started_at, it.finished_at = Phase.DONE, time.time(), time.time()
             it.record.update({"ended_seq": n, "classes": {"cls=a": {"best": 2.0, "cand": 1.0, "ratio": 0.5}}})
             if it.kept:
-                integrity.seal_new_keep(key, [d for d in done if d.kept], it)
+                seal_new_keep(key, [d for d in done if d.kept], it)
             s.save_iteration(it)
             done.append(it)
         history.reseal(key, s)  # the head, as the engine writes it with each keep
@@ -87,21 +96,21 @@ def record(ws: Workspace, version: int) -> dict:
     return json.loads(row[0])
 
 
-def check(ws: Workspace) -> integrity.ChainCheck:
+def check(ws: Workspace) -> ChainCheck:
     with Store(ws.db_path, readonly=True) as s:
-        return history.chain(integrity.read_secret(ws.dir), s)
+        return history.chain(read_secret(ws.dir), s)
 
 
 def best(ws: Workspace) -> str | None:
     with Store(ws.db_path, readonly=True) as s:
-        found = history.chain(integrity.read_secret(ws.dir), s)
+        found = history.chain(read_secret(ws.dir), s)
         return records.best_commit(s.rows(), found.trusted) or found.baseline_commit
 
 
 def refuses(ws: Workspace, *words: str) -> None:
     """The engine's check (check_chain) refuses the run, naming what it found."""
-    with Store(ws.db_path) as s, pytest.raises(integrity.Tampered) as e:
-        history.check_chain(integrity.read_secret(ws.dir), s)
+    with Store(ws.db_path) as s, pytest.raises(Tampered) as e:
+        history.check_chain(read_secret(ws.dir), s)
     for w in words:
         assert w in str(e.value), (w, str(e.value))
 
@@ -112,7 +121,7 @@ def test_the_engines_own_chain_verifies_and_best_is_its_last_keep(tmp_path: Path
     assert found.problem is None and found.trusted == {0, 1, 3} and found.baseline_commit == BASE
     assert best(ws) == K3
     with Store(ws.db_path) as s:
-        history.check_chain(integrity.read_secret(ws.dir), s)  # no exception
+        history.check_chain(read_secret(ws.dir), s)  # no exception
     st = api.status(ws)
     assert st["best_commit"] == K3 and st["tampered"] is None and st["baseline_commit"] == BASE
 
@@ -131,7 +140,7 @@ def test_the_engines_own_chain_verifies_and_best_is_its_last_keep(tmp_path: Path
 def test_an_edited_last_keep_is_never_best(tmp_path: Path, how: str) -> None:
     ws = sealed_run(tmp_path)
     v3 = Iteration(3, Status.KEEP, commit=EVIL, best_commit_before=K1, record={"ended_seq": 3})
-    other_key = integrity.keep_seal(b"x" * 32, record(ws, 1)["seal"], v3)  # right data, wrong key
+    other_key = keep_seal(b"x" * 32, record(ws, 1)["seal"], v3)  # right data, wrong key
     sql(ws, how.format(evil=EVIL, seal1=record(ws, 1)["seal"], seal0=record(ws, 0)["seal"], other_key=other_key))
     found = check(ws)
     assert found.broken == (3,) and 3 not in found.trusted
@@ -246,7 +255,7 @@ def test_a_run_made_before_keeps_were_sealed_is_sealed_once(tmp_path: Path) -> N
     sql(ws, "DELETE FROM meta WHERE key IN ('chain_sealed', 'chain_head')")
     assert check(ws).problem is None and best(ws) == K3  # taken as it stands
     with Store(ws.db_path) as s:
-        history.check_chain(integrity.read_secret(ws.dir), s)
+        history.check_chain(read_secret(ws.dir), s)
         assert s.get("chain_sealed") and s.get("chain_head")
     found = check(ws)
     assert found.problem is None and found.trusted == {0, 1, 3}

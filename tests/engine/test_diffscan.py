@@ -11,8 +11,8 @@ import pytest
 
 from kopt_supervisor.engine.config.toml_io import dumps as dumps_config
 from kopt_supervisor.engine.config.toml_io import loads as loads_config
+from kopt_supervisor.engine.diffscan import new_file_diff, parse_diff, scan
 from kopt_supervisor.engine.diffscan.findings import RULES, Allow, Finding, parse_allow, review_reason
-from kopt_supervisor.engine.diffscan.scan import new_file_diff, parse_diff, scan
 from kopt_supervisor.engine.errors import BadInput
 
 REPO = Path(__file__).resolve().parents[2]
@@ -864,7 +864,7 @@ def test_docs_list_every_rule() -> None:
 
 
 def test_files_git_diff_does_not_show_and_a_cut_diff(tmp_path: Path) -> None:
-    from kopt_supervisor.engine.diffscan.scan import new_file_diff
+    from kopt_supervisor.engine.diffscan import new_file_diff
 
     # a candidate that ignores its own file (.gitignore) is read through new_file_diff
     hidden = "import os\nos._exit(0)\n"

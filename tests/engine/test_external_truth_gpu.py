@@ -12,7 +12,7 @@ from typing import Any
 
 from kopt_supervisor.engine.decide.external_truth import TIMER_ONLY
 from kopt_supervisor.engine.loop.evidence import Evidence
-from kopt_supervisor.engine.profile.class_records import Agreement, ClassAgreement
+from kopt_supervisor.engine.profile import Agreement, ClassAgreement
 from kopt_supervisor.engine.records import Iteration, Status
 
 

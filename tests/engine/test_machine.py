@@ -1,4 +1,4 @@
-"""The state machine (engine/loop/machine.py) driven with fake collaborators: no subprocess,
+"""The state machine (engine/loop/__init__.py) driven with fake collaborators: no subprocess,
 no git, no GPU — only a real run.db. Each test scripts what the collaborators answer and
 checks the path an iteration takes, what the store says after it, and the counters."""
 
@@ -10,18 +10,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kopt_supervisor.engine import history, integrity
-from kopt_supervisor.engine.decide import Verdict
+from kopt_supervisor.engine import history
+from kopt_supervisor.engine.decide.estimate import Verdict
 from kopt_supervisor.engine.gpu.gate import GateDecision, NoIdleGpu
+from kopt_supervisor.engine.loop import Engine, Parts
 from kopt_supervisor.engine.loop.context import Lane
 from kopt_supervisor.engine.loop.control import Interrupt, Request, Step
-from kopt_supervisor.engine.loop.machine import Engine, Parts
 from kopt_supervisor.engine.loop.measure import CorrectnessFailure
 from kopt_supervisor.engine.loop.proposal import Problem
 from kopt_supervisor.engine.propose.proposer import Proposal
 from kopt_supervisor.engine.records import Iteration, Phase, Stage, Status
 from kopt_supervisor.engine.store import Store
-from kopt_supervisor.engine.workspace import Workspace
+from kopt_supervisor.engine.workspace import (
+    Workspace,
+    command_sealer,
+    config_seal,
+    make_secret,
+    read_secret,
+    seal_new_keep,
+)
 
 TOML = """[target]
 bench = "python bench.py"
@@ -40,7 +47,7 @@ def workspace(tmp_path: Path) -> Workspace:
     for d in (ws.dir, ws.memory, ws.plans, ws.logs, ws.profiles):
         d.mkdir(parents=True, exist_ok=True)
     ws.config_path.write_text(TOML)
-    key = integrity.make_secret(ws.dir)
+    key = make_secret(ws.dir)
     with Store.create(ws.db_path) as s:
         s.set_many(
             {
@@ -51,7 +58,7 @@ def workspace(tmp_path: Path) -> Workspace:
                 "classes": ["cls=a", "cls=b"],
                 "frozen_config": TOML,
                 "chain_sealed": True,
-                "frozen_config_seal": integrity.config_seal(key, TOML),
+                "frozen_config_seal": config_seal(key, TOML),
             }
         )
         base = Iteration(
@@ -63,14 +70,14 @@ def workspace(tmp_path: Path) -> Workspace:
             finished_at=time.time(),
             record={"classes": {"cls=a": {"best": 1.0}}},
         )
-        integrity.seal_new_keep(key, [], base)  # as the engine seals a keep
+        seal_new_keep(key, [], base)  # as the engine seals a keep
         s.save_iteration(base)
     return ws
 
 
 def sealer(ws: Workspace) -> Any:
     """Commands as the user's kopt sends them: sealed with the run's secret."""
-    return integrity.command_sealer(integrity.read_secret(ws.dir))
+    return command_sealer(read_secret(ws.dir))
 
 
 def verdict(kind: str, reason: str = "") -> Verdict:
@@ -437,7 +444,7 @@ def test_a_restart_mid_step_interrupts_it_then_masks_and_goes_on_from_the_restar
 def test_a_restart_that_ends_a_gate_wait_is_applied_not_taken_for_a_stop(tmp_path: Path, monkeypatch: Any) -> None:
     # found on the H200 (2026-11-29): a restart sent 0.3 s after a keep reached the next
     # iteration's gate wait, and the run stopped with "restart from v0" as its reason
-    import kopt_supervisor.engine.loop.machine as machine
+    import kopt_supervisor.engine.loop as machine
 
     ws = workspace(tmp_path)
     script = Script(decisions=[verdict("keep"), verdict("keep"), verdict("regression")])
@@ -576,7 +583,7 @@ def test_a_command_row_without_the_runs_seal_is_refused_and_logged(tmp_path: Pat
         # what a process with write access to run.db would do: a stop with no seal, one with a
         # seal made with another key, and one sealed but replayed with other arguments
         eng.ctx.store.send_command("stop", {"why": "forged"}, source="cli")
-        eng.ctx.store.send_command("stop", {"why": "forged"}, source="cli", seal=integrity.command_sealer(b"x" * 32))
+        eng.ctx.store.send_command("stop", {"why": "forged"}, source="cli", seal=command_sealer(b"x" * 32))
         cid = eng.ctx.store.send_command("restart", {"version": 1}, source="cli", seal=sealer(ws))
         eng.ctx.store.db.execute("UPDATE commands SET args = ? WHERE id = ?", ('{"version": 0}', cid))
 

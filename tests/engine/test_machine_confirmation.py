@@ -1,4 +1,4 @@
-"""The state machine's evidence step (engine/loop/machine.py `evaluate`) with fake parts: the
+"""The state machine's evidence step (engine/loop/__init__.py `evaluate`) with fake parts: the
 change must still apply to the current BEST before any confirmation is paid for, and what
 the confirmation makes of a keep (rejected, review, keep) decides the iteration's end."""
 
@@ -7,10 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kopt_supervisor.engine.decide import Verdict
+from kopt_supervisor.engine.decide.estimate import Verdict
+from kopt_supervisor.engine.loop import Engine, Parts
 from kopt_supervisor.engine.loop.context import Lane
 from kopt_supervisor.engine.loop.keep import StaleBest
-from kopt_supervisor.engine.loop.machine import Engine, Parts
 from kopt_supervisor.engine.records import Iteration
 from tests.engine.test_machine import (
     FakeEvidence,
@@ -126,7 +126,7 @@ def test_a_change_that_no_longer_applies_goes_back_to_its_proposer_without_payin
 
 
 def test_a_change_handed_back_that_never_applies_ends_as_a_failed_proposal(tmp_path: Path) -> None:
-    from kopt_supervisor.engine.loop.machine import HAND_BACKS
+    from kopt_supervisor.engine.loop import HAND_BACKS
 
     ws = workspace(tmp_path)
     script = Script(decisions=[verdict("keep")] * (HAND_BACKS + 1))

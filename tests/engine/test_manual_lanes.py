@@ -11,13 +11,14 @@ from typing import Any
 
 import pytest
 
-from kopt_supervisor.engine import api, integrity
+from kopt_supervisor.engine import api
 from kopt_supervisor.engine.api.run_io import submit_waits
 from kopt_supervisor.engine.daemon import run_engine
 from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.loop.control import Control
 from kopt_supervisor.engine.propose.proposer import route_submit
 from kopt_supervisor.engine.store import Store
+from kopt_supervisor.engine.workspace import command_sealer, read_secret
 from kopt_supervisor.kopt_tui.cli import main as kopt
 from tests.reliability.helpers import FAST, init, iterations
 from tests.tui.live import wait_for
@@ -28,9 +29,9 @@ LANES2 = "\n[parallel]\nlanes = 2\n"
 def sealed(ws, args: dict[str, Any], source: str = "test") -> int:
     """A submit row as the user's kopt seals it, inserted without the sender's checks (what a
     client that skips them would leave)."""
-    key = integrity.read_secret(ws.dir)
+    key = read_secret(ws.dir)
     with Store(ws.db_path) as s:
-        return s.send_command("submit", args, source=source, seal=integrity.command_sealer(key))
+        return s.send_command("submit", args, source=source, seal=command_sealer(key))
 
 
 def command(ws, cid: int):
@@ -44,7 +45,7 @@ def test_two_waiting_lanes_never_take_each_others_submit(fake_env):
     rejected by the first wait that sees them."""
     repo, root = fake_env([], extra_toml=LANES2)
     ws = init(repo, root)
-    control = Control(ws, Store(ws.db_path), integrity.read_secret(ws.dir), poll_interval_s=0.01)
+    control = Control(ws, Store(ws.db_path), read_secret(ws.dir), poll_interval_s=0.01)
     got: dict[int, Any] = {}
     ready = [threading.Event(), threading.Event()]
 
@@ -85,16 +86,16 @@ def test_an_answer_taken_by_one_lane_s_review_is_not_refused_by_the_other_lane_s
     whole-suite run: tests/tui/test_live.py, two lanes' reviews)."""
     repo, root = fake_env([], extra_toml=LANES2)
     ws = init(repo, root)
-    control = Control(ws, Store(ws.db_path), integrity.read_secret(ws.dir), poll_interval_s=0.01)
+    control = Control(ws, Store(ws.db_path), read_secret(ws.dir), poll_interval_s=0.01)
     got: list[Any] = []
     waiting = threading.Event()
     review = threading.Thread(target=lambda: got.append(control.await_answer(2, 20, lambda left: waiting.set())))
     review.start()
     assert waiting.wait(10)
-    key = integrity.read_secret(ws.dir)
+    key = read_secret(ws.dir)
     with Store(ws.db_path) as s:
-        accept = s.send_command("accept", {"version": 2}, source="test", seal=integrity.command_sealer(key))
-        late = s.send_command("accept", {"version": 7}, source="test", seal=integrity.command_sealer(key))
+        accept = s.send_command("accept", {"version": 2}, source="test", seal=command_sealer(key))
+        late = s.send_command("accept", {"version": 7}, source="test", seal=command_sealer(key))
     review.join(20)
     assert got and got[0] is not None and got[0].id == accept
     other_lane = threading.Thread(target=control.drain)  # lane 1's pump, from its own thread

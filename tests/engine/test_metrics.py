@@ -6,7 +6,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from kopt_supervisor.engine import bench_output, metrics
+from kopt_supervisor.engine import adapters, metrics
 from kopt_supervisor.engine.config.toml_io import loads as loads_config
 from kopt_supervisor.engine.metrics import BenchError
 
@@ -64,37 +64,37 @@ def test_reading_empty_malformed_and_stdout(tmp_path: Path):
     p = tmp_path / "r.csv"
     p.write_text("")
     with pytest.raises(BenchError, match="empty CSV"):
-        bench_output.read_table(p, metric="us")
+        adapters.read_kopt_csv(p, metric="us")
     p.write_text("a,us\n")
     with pytest.raises(BenchError, match="header but no rows"):
-        bench_output.read_table(p, metric="us")
+        adapters.read_kopt_csv(p, metric="us")
     p.write_text('a,us\n1,2\n"3,4\n')
     with pytest.raises(BenchError, match="malformed CSV"):
-        bench_output.read_table(p, metric="us")
+        adapters.read_kopt_csv(p, metric="us")
     out = tmp_path / "bench.out"
     out.write_text("compiling...\nshape,us\nold,1\n\nwarmup done\nshape,us\na,3.5\nb,4\nbye\n")
-    df = bench_output.read_table(out, metric="us", from_stdout=True)
+    df = adapters.read_kopt_csv(out, metric="us", from_stdout=True)
     assert list(df["shape"]) == ["a", "b"]
     out.write_text("no csv here\n")
     with pytest.raises(BenchError, match="no CSV header with column 'us'"):
-        bench_output.read_table(out, metric="us", from_stdout=True)
+        adapters.read_kopt_csv(out, metric="us", from_stdout=True)
 
 
 def test_find_csv_ignores_files_from_earlier_runs(tmp_path: Path):
     (tmp_path / "results").mkdir()
     old = tmp_path / "results" / "old.csv"
     old.write_text("us\n1\n")
-    before = bench_output.csv_stamps(tmp_path, "results/*.csv")
+    before = adapters.csv_stamps(tmp_path, "results/*.csv")
     with pytest.raises(BenchError, match="was written by this run"):
-        bench_output.find_csv(tmp_path, "results/*.csv", before, tmp_path / "x.out")
+        adapters.find_csv(tmp_path, "results/*.csv", before, tmp_path / "x.out")
     new = tmp_path / "results" / "new.csv"
     new.write_text("us\n2\n")
-    assert bench_output.find_csv(tmp_path, "results/*.csv", before, tmp_path / "x.out") == new.resolve()
+    assert adapters.find_csv(tmp_path, "results/*.csv", before, tmp_path / "x.out") == new.resolve()
     # a glob may not escape the worktree through a symlink
     outside = tmp_path.parent / "outside.csv"
     outside.write_text("us\n3\n")
     (tmp_path / "results" / "link.csv").symlink_to(outside)
-    assert bench_output.find_csv(tmp_path, "results/*.csv", before, tmp_path / "x.out") == new.resolve()
+    assert adapters.find_csv(tmp_path, "results/*.csv", before, tmp_path / "x.out") == new.resolve()
 
 
 def test_find_csv_does_not_trust_the_wall_clock(tmp_path: Path):
@@ -105,19 +105,19 @@ def test_find_csv_does_not_trust_the_wall_clock(tmp_path: Path):
     old.write_text("us\n1\n")
     future = time.time() + 86400
     os.utime(old, (future, future))
-    before = bench_output.csv_stamps(tmp_path, "results/*.csv")
+    before = adapters.csv_stamps(tmp_path, "results/*.csv")
     with pytest.raises(BenchError, match="was written by this run"):
-        bench_output.find_csv(tmp_path, "results/*.csv", before, tmp_path / "x.out")
+        adapters.find_csv(tmp_path, "results/*.csv", before, tmp_path / "x.out")
     new = tmp_path / "results" / "new.csv"
     new.write_text("us\n2\n")
     past = time.time() - 86400
     os.utime(new, (past, past))
-    assert bench_output.find_csv(tmp_path, "results/*.csv", before, tmp_path / "x.out") == new.resolve()
+    assert adapters.find_csv(tmp_path, "results/*.csv", before, tmp_path / "x.out") == new.resolve()
     old.write_text("us\n3\n")  # rewritten in place: changed, so this run's, and the newest
     os.utime(old, (future, future))
-    assert bench_output.find_csv(tmp_path, "results/*.csv", before, tmp_path / "x.out") == old.resolve()
+    assert adapters.find_csv(tmp_path, "results/*.csv", before, tmp_path / "x.out") == old.resolve()
     with pytest.raises(BenchError, match="not a glob inside the worktree"):
-        bench_output.csv_stamps(tmp_path, "/etc/*.csv")
+        adapters.csv_stamps(tmp_path, "/etc/*.csv")
 
 
 def test_ab_pairs_pair_by_config_and_block():

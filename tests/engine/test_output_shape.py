@@ -15,7 +15,8 @@ import pytest
 from kopt_supervisor.engine import api, metrics
 from kopt_supervisor.engine.config.toml_io import loads as loads_config
 from kopt_supervisor.engine.daemon import run_engine
-from kopt_supervisor.engine.decide import Policy, evaluate
+from kopt_supervisor.engine.decide.estimate import Policy
+from kopt_supervisor.engine.decide.verdict import evaluate
 from kopt_supervisor.engine.metrics import BenchError
 from kopt_supervisor.engine.workspace import Workspace
 from kopt_supervisor.kopt_tui.cli import main as kopt

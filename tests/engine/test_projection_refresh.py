@@ -1,4 +1,4 @@
-"""Projections.refresh_memory_files and write_projections (engine/loop/run_history.py): every
+"""Projections.refresh_memory_files and write_projections (engine/history.py): every
 projection file is what run.db says after an iteration ends, whatever an unconfined
 proposer did to it, and each find is said (a `tamper` event).
 
@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from kopt_supervisor.engine.history import memory_is_the_stores
 from kopt_supervisor.engine.loop.context import RunContext, open_run
-from kopt_supervisor.engine.loop.run_history import memory_is_the_stores
 from kopt_supervisor.engine.store import Store
 from kopt_supervisor.engine.workspace import write_memory
 from tests.engine.test_chain_of_keeps import sealed_run

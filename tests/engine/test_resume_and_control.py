@@ -15,11 +15,11 @@ from pathlib import Path
 import psutil
 import pytest
 
-from kopt_supervisor.engine import api, integrity
+from kopt_supervisor.engine import api
 from kopt_supervisor.engine.daemon import run_engine
 from kopt_supervisor.engine.loop.processes import tree_of
 from kopt_supervisor.engine.store import Store
-from kopt_supervisor.engine.workspace import Workspace
+from kopt_supervisor.engine.workspace import Workspace, command_sealer, read_secret
 from kopt_supervisor.kopt_tui.cli import main as kopt
 from tests.conftest import REPO_ROOT, git
 
@@ -166,7 +166,7 @@ def test_a_restart_the_engine_read_but_did_not_apply_survives_its_crash(baseline
             "restart",
             {"version": 1, "why": "v2 was a fluke"},
             source="test",
-            seal=integrity.command_sealer(integrity.read_secret(ws.dir)),
+            seal=command_sealer(read_secret(ws.dir)),
         )
     real = control.restart_from
 

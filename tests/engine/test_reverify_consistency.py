@@ -3,9 +3,8 @@
 
 from __future__ import annotations
 
-from kopt_supervisor.engine.decide import Verdict
 from kopt_supervisor.engine.decide.confirmation import consistent_gain
-from kopt_supervisor.engine.decide.estimate import ClassResult
+from kopt_supervisor.engine.decide.estimate import ClassResult, Verdict
 
 
 def cls(name: str, ratio: float, verdict: str) -> ClassResult:

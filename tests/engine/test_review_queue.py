@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 
-from kopt_supervisor.engine import api, integrity
+from kopt_supervisor.engine import api
 from kopt_supervisor.engine.api import review_queue
 from kopt_supervisor.engine.api.reviews import sealed_answers
 from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.records import Iteration, Status
 from kopt_supervisor.engine.store import Command, Store
-from kopt_supervisor.engine.workspace import Workspace
+from kopt_supervisor.engine.workspace import Workspace, command_seal
 from tests.tui.fixtures import LANES_REVIEW, install_runs
 
 
@@ -54,7 +54,7 @@ def borderline(v: int, lane: Any, opened_at: float, *, masked: bool = False, foc
 
 
 def answer(cid: int, kind: str, args: dict[str, Any], key: bytes | None = b"k" * 32, t: float = 5.0) -> Command:
-    seal = integrity.command_seal(key, kind, args, t) if key else ""
+    seal = command_seal(key, kind, args, t) if key else ""
     return Command(cid, t, kind, args, "cli:1", "pending", "", seal)
 
 

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import psutil
 
+from kopt_supervisor.engine.runner import end_leftovers, kill_group
 from kopt_supervisor.engine.runner.command import RunResult, Server
 from kopt_supervisor.engine.runner.command import run as run_command
-from kopt_supervisor.engine.runner.processes import end_leftovers, kill_group
 
 MARKER = "KOPT_WORKSPACE"
 
@@ -200,7 +200,7 @@ def test_a_member_that_ends_while_the_group_is_looked_at_counts_as_gone() -> Non
     its status) is gone, not an error (seen in a clean clone's suite: NoSuchProcess)."""
     import psutil
 
-    from kopt_supervisor.engine.runner import processes
+    from kopt_supervisor.engine import runner
 
     class Vanishing:
         pid = 999_999
@@ -211,4 +211,4 @@ def test_a_member_that_ends_while_the_group_is_looked_at_counts_as_gone() -> Non
         def status(self) -> str:
             raise psutil.NoSuchProcess(self.pid)
 
-    assert processes._running(Vanishing()) is False  # type: ignore[arg-type]
+    assert runner._running(Vanishing()) is False  # type: ignore[arg-type]

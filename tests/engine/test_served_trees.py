@@ -128,7 +128,7 @@ def test_cpu_seconds_count_the_tree_reaped_children_and_what_escaped_with_the_to
     import sys
     import time
 
-    from kopt_supervisor.engine.runner.processes import STEP_ENV, cpu_seconds, end_leftovers, kill_group
+    from kopt_supervisor.engine.runner import STEP_ENV, cpu_seconds, end_leftovers, kill_group
 
     token = "tok" + os.urandom(6).hex()
     (tmp_path / "burn.py").write_text(BURN.format(s=0.4))

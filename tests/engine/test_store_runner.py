@@ -8,11 +8,11 @@ from pathlib import Path
 import psutil
 import pytest
 
+from kopt_supervisor.engine import runner
 from kopt_supervisor.engine.errors import BadInput
-from kopt_supervisor.engine.runner import processes
+from kopt_supervisor.engine.runner import group_members, kill_orphans, process_tree
 from kopt_supervisor.engine.runner.command import Server, ServerError
 from kopt_supervisor.engine.runner.command import run as run_command
-from kopt_supervisor.engine.runner.processes import group_members, kill_orphans, process_tree
 from kopt_supervisor.engine.store import Iteration, Store
 
 
@@ -130,7 +130,7 @@ def test_runaway_output_is_cut_off(tmp_path: Path):
 def test_a_flood_past_an_absent_cap_is_cut_after_the_kill(tmp_path: Path, monkeypatch):
     # a sandbox that ignores RLIMIT_FSIZE, or a writer faster than the cap is set: the whole
     # flood lands on disk before the poll sees it; the log is then cut to the limit, marked
-    monkeypatch.setattr(processes, "limit_file_size", lambda pid, n: None)
+    monkeypatch.setattr(runner, "limit_file_size", lambda pid, n: None)
     r = run_command(
         [
             sys.executable,

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from kopt_supervisor.engine.config.sections import Config, TuneConfig
+from kopt_supervisor.engine.config import Config, TuneConfig
 from kopt_supervisor.engine.propose.proposer import ProposalContext, parse_plan
 from kopt_supervisor.engine.propose.tune import TuneProposer
 from kopt_supervisor.engine.propose.tune_space import dump_params

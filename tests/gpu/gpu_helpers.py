@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from kopt_supervisor.engine.config.sections import GpuConfig
+from kopt_supervisor.engine.config import GpuConfig
 
 
 class FakeTime:

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from gpu_helpers import cfg, gpu, write_script
 
-from kopt_supervisor.engine.config.sections import GpuConfig
+from kopt_supervisor.engine.config import GpuConfig
 from kopt_supervisor.engine.gpu.backends import FakeBackend
 from kopt_supervisor.engine.gpu.gate import ClaimRegistry, Gate
 

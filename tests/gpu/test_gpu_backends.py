@@ -8,10 +8,9 @@ import pytest
 from gpu_helpers import gpu, write_script
 
 from kopt_supervisor.engine.errors import BadInput
-from kopt_supervisor.engine.gpu import backends
+from kopt_supervisor.engine.gpu import NA, GpuState, backends
 from kopt_supervisor.engine.gpu.backends import AutoBackend, FakeBackend, NoGpu, NvidiaSmiBackend, open_backend
 from kopt_supervisor.engine.gpu.bindings import NvmlBackend
-from kopt_supervisor.engine.gpu.state import NA, GpuState
 
 
 class Stub:

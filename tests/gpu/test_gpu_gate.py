@@ -16,9 +16,9 @@ import pytest
 from gpu_helpers import FakeTime, cfg, gpu, write_script
 
 from kopt_supervisor.engine.errors import BadInput
+from kopt_supervisor.engine.gpu import GpuState, assess, round_flags
 from kopt_supervisor.engine.gpu.backends import FakeBackend, NoGpu
 from kopt_supervisor.engine.gpu.gate import ClaimRegistry, Gate, NoIdleGpu, claim_key
-from kopt_supervisor.engine.gpu.state import GpuState, assess, round_flags
 
 FOREIGN = 4_000_001  # a PID that is not this test's
 

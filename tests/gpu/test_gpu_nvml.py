@@ -17,8 +17,8 @@ from typing import Any
 import pynvml as real
 import pytest
 
+from kopt_supervisor.engine.gpu import NA
 from kopt_supervisor.engine.gpu.bindings import NvmlBackend
-from kopt_supervisor.engine.gpu.state import NA
 
 MIB = 1024 * 1024
 

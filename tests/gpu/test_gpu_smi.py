@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from kopt_supervisor.engine.gpu import backends
+from kopt_supervisor.engine.gpu import NA, backends
 from kopt_supervisor.engine.gpu.backends import AmdSmiCliBackend, NvidiaSmiBackend, RocmSmiBackend
 from kopt_supervisor.engine.gpu.smi_parse import (
     NVIDIA_SMI_FIELDS,
@@ -37,7 +37,6 @@ from kopt_supervisor.engine.gpu.smi_parse import (
     parse_nvidia_smi,
     parse_rocm_smi,
 )
-from kopt_supervisor.engine.gpu.state import NA
 
 H100_UUID = "GPU-3f1c2b8e-9d4a-4e6b-a1f0-7c2d5e8b9a10"
 NVIDIA_GPUS = (

@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from kopt_supervisor.engine import bench_output, metrics
+from kopt_supervisor.engine import adapters, metrics
 from kopt_supervisor.engine.config.toml_io import load as load_config
 from kopt_supervisor.engine.config.toml_io import loads as loads_config
 from kopt_supervisor.kernels import catalog
@@ -176,7 +176,7 @@ def test_the_bench_writes_a_csv_kopt_accepts(tmp_path: Path, name: str) -> None:
     out = tmp_path / "bench.out"
     out.write_text("noise before\n" + res.stdout)
     cfg = load_config(repo / "kopt.toml")
-    m = bench_output.read_measurement(out, cfg.target, from_stdout=True)
+    m = adapters.read_measurement(out, cfg.target, from_stdout=True)
     assert m.ok and len(m.configs) == 3 and m.classes() == ["dclass=narrow", "dclass=wide"]
     assert m.config_columns == tuple(catalog.KERNELS[name].config)
     assert all(c.production and c.value > 0 for c in m.configs.values())
@@ -195,7 +195,7 @@ def test_ab_mode_pairs_and_a_broken_candidate(tmp_path: Path) -> None:
     out = tmp_path / "ab.out"
     out.write_text(res.stdout)
     cfg = load_config(best / "kopt.toml")
-    df = bench_output.read_table(out, metric="us", from_stdout=True)
+    df = adapters.read_kopt_csv(out, metric="us", from_stdout=True)
     pairs, best_m, cand_m = metrics.ab_pairs(df, cfg.target, 0, out.name)
     assert best_m.ok and not cand_m.ok  # the candidate's unwritten last row is caught
     assert len(pairs) == 3 * 4 and {p.order for p in pairs} == {"AB", "BA"}

@@ -49,11 +49,12 @@ import pandas as pd
 import pytest
 
 from kopt_supervisor.engine import metrics
-from kopt_supervisor.engine.config.sections import Config
+from kopt_supervisor.engine.config import Config
 from kopt_supervisor.engine.config.toml_io import load as load_config
-from kopt_supervisor.engine.decide import Pair, Policy, evaluate
 from kopt_supervisor.engine.decide import audit as kopt_audit
+from kopt_supervisor.engine.decide.estimate import Pair, Policy
 from kopt_supervisor.engine.decide.plausible import last_block_not_faster, mean_not_faster, too_fast
+from kopt_supervisor.engine.decide.verdict import evaluate
 from kopt_supervisor.kernels import catalog
 from kopt_supervisor.kernels.harness import bench
 from tests.kernels.serve_client import Server

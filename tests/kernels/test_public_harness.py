@@ -20,7 +20,7 @@ import pandas as pd
 import pytest
 
 from kopt_supervisor.engine import metrics
-from kopt_supervisor.engine.config.sections import TargetConfig
+from kopt_supervisor.engine.config import TargetConfig
 from kopt_supervisor.kernels import harness
 from kopt_supervisor.kernels.harness import bench as hb
 from kopt_supervisor.kernels.harness import ranges, serve

@@ -361,11 +361,9 @@ def test_tune_lanes_each_get_a_different_point(tmp_path, monkeypatch):
     assert "lanes = 3" in cfg
     ws.config_path.write_text(cfg)
     with Store(ws.db_path) as s:  # the run was frozen by `kopt init`: freeze the lanes too
-        from kopt_supervisor.engine import integrity
+        from kopt_supervisor.engine.workspace import config_seal, read_secret
 
-        s.set_many(
-            {"frozen_config": cfg, "frozen_config_seal": integrity.config_seal(integrity.read_secret(ws.dir), cfg)}
-        )
+        s.set_many({"frozen_config": cfg, "frozen_config_seal": config_seal(read_secret(ws.dir), cfg)})
     assert run_engine(ws, max_iters=6) == 0
     its = iterations(ws)[1:]
     assert len(its) == 6 and len({it.record["lane"] for it in its}) == 3

@@ -70,12 +70,10 @@ def ray_env(fake_env, tmp_path, monkeypatch, script, *, lanes, address_from, sle
     for path in (ws.config_path,):
         path.write_text(path.read_text().replace('address = "ADDRESS"', f'address = "{c.address}"'))
     cfg = ws.config_path.read_text()
-    from kopt_supervisor.engine import integrity
+    from kopt_supervisor.engine.workspace import config_seal, read_secret
 
     with Store(ws.db_path) as s:  # the address is known only now: freeze it as `kopt init` would have
-        s.set_many(
-            {"frozen_config": cfg, "frozen_config_seal": integrity.config_seal(integrity.read_secret(ws.dir), cfg)}
-        )
+        s.set_many({"frozen_config": cfg, "frozen_config_seal": config_seal(read_secret(ws.dir), cfg)})
     return ws, repo, c, nodes
 
 

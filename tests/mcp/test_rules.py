@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from kopt_supervisor.engine.api import mcp_source, proposal_origin
-from kopt_supervisor.engine.mcp.rules import Refused, RunMoment, parse_version, submit_problem
+from kopt_supervisor.engine.mcp import Refused, RunMoment, parse_version, submit_problem
 
 
 @pytest.mark.parametrize(

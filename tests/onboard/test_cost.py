@@ -1,4 +1,4 @@
-"""engine/onboard/draft.py: what one decision will cost, from the baseline's runs and the policy."""
+"""engine/onboard/__init__.py (the estimate) and draft.py (`DecisionCost`): what one decision will cost, from the baseline's runs and the policy."""
 
 from __future__ import annotations
 
@@ -6,14 +6,10 @@ import math
 
 import pytest
 
+from kopt_supervisor.engine.decide import t_quantile
 from kopt_supervisor.engine.decide.estimate import Policy, alpha_at_look
-from kopt_supervisor.engine.decide.stats import t_quantile
-from kopt_supervisor.engine.onboard.draft import (
-    DEFAULT_NOISE_PCT,
-    estimate_decision_s,
-    rounds_to_settle,
-    run_noise_pct,
-)
+from kopt_supervisor.engine.onboard import estimate_decision_s, rounds_to_settle, run_noise_pct
+from kopt_supervisor.engine.onboard.draft import DEFAULT_NOISE_PCT
 
 
 def test_rounds_grow_with_noise_and_stop_at_max_rounds() -> None:

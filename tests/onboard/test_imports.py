@@ -1,10 +1,10 @@
-"""engine/onboard/imports.py: the static scan behind protected and sources."""
+"""engine/onboard/draft.py: the static scan behind protected and sources."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from kopt_supervisor.engine.onboard.imports import bench_scripts, scan
+from kopt_supervisor.engine.onboard.draft import bench_scripts, scan
 
 
 def write(root: Path, files: dict[str, str]) -> Path:

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from kopt_supervisor.engine.errors import KoptFailure
-from kopt_supervisor.engine.profile.class_records import agrees
+from kopt_supervisor.engine.profile import agrees
 from kopt_supervisor.engine.profile.classes import NO_RANGES_NOTE, ConfigRef, compare_per_class
 from kopt_supervisor.engine.profile.ncu import NCU_IMPORT, NCU_NVTX, NcuProfiler
 from kopt_supervisor.engine.profile.rocprof import Rocprofv3Profiler

@@ -11,7 +11,7 @@ import random
 import pytest
 
 from kopt_supervisor.engine.errors import KoptFailure
-from kopt_supervisor.engine.profile.class_records import ALL_CLASSES, Agreement, ClassComparison, agrees
+from kopt_supervisor.engine.profile import ALL_CLASSES, Agreement, ClassComparison, agrees
 from kopt_supervisor.engine.profile.classes import NO_RANGES_NOTE, ConfigRef, compare_per_class
 from kopt_supervisor.engine.profile.summary import Launch, ProfileSummary, compare, summarize
 

@@ -11,7 +11,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from kopt_supervisor.engine.config.sections import Config
+from kopt_supervisor.engine.config import Config
 from kopt_supervisor.engine.config.toml_io import loads as loads_config
 from kopt_supervisor.engine.propose.context import build_pack
 from kopt_supervisor.engine.propose.context_inputs import PackInputs, list_sources
@@ -54,7 +54,7 @@ def git(cwd: Path, *args: str) -> str:
 
 
 def roofline(values: dict[str, float]) -> dict[str, Any]:
-    """record["roofline"] as engine.roofline.evaluate writes it, for an H100-like peak."""
+    """record["roofline"] as engine.profile.roofline writes it, for an H100-like peak."""
     out: dict[str, Any] = {
         "gpu": "NVIDIA H100 80GB HBM3",
         "specs": {"hbm_bandwidth": "hbm_bandwidth: 3.35 TB/s <- docs/gpu-wiki/h100.md:12"},

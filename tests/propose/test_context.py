@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from kopt_supervisor.engine.config.sections import Config
+from kopt_supervisor.engine.config import Config
 from kopt_supervisor.engine.profile.ncu import NcuProfiler
 from kopt_supervisor.engine.propose.context import build_pack
 from kopt_supervisor.engine.propose.context_inputs import Pack, PackInputs, SourceFile, list_sources

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from kopt_supervisor.engine.propose import AgentRun, budget_exhausted, cap_file, read_lines, spent
 from kopt_supervisor.engine.propose.agent_parsers import (
     parse_aider,
     parse_claude,
@@ -17,7 +18,6 @@ from kopt_supervisor.engine.propose.agent_parsers import (
     parse_generic,
     parse_opencode,
 )
-from kopt_supervisor.engine.propose.costs import AgentRun, budget_exhausted, cap_file, read_lines, spent
 
 from .helpers import cfg_with
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from kopt_supervisor.engine import api, bench_output, metrics
+from kopt_supervisor.engine import adapters, api, metrics
 from kopt_supervisor.engine.config.toml_io import loads as loads_config
 from kopt_supervisor.engine.daemon import run_engine
 from tests.conftest import git
@@ -118,7 +118,7 @@ def test_csv_reader_survives_garbage():
                 data = data[:i]
         path.write_bytes(bytes(data))
         try:
-            m = bench_output.read_measurement(path, cfg)
+            m = adapters.read_measurement(path, cfg)
         except metrics.BenchError as e:
             assert "\n" not in str(e) and str(e).startswith("fuzz.csv")
         else:

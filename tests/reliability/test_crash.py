@@ -2,7 +2,7 @@
 the invariants (no iteration lost or duplicated, counters, BEST_COMMIT and both worktrees
 consistent with the store, no orphan processes, the next keep still commits once).
 
-The engine's test hook (engine/faults.py) lists the steps of a reference run and kills a
+The engine's test hook (engine/store.py, `fault_step`) lists the steps of a reference run and kills a
 fresh run, forked from this process, right after step N. The workspace is restored from a
 template at the same path before each case, so every case starts from the same state: for a
 step of v1 or v2, the state a session that stopped after the baseline, or after v1, left
@@ -22,7 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from kopt_supervisor.engine import api, faults
+from kopt_supervisor.engine import api
+from kopt_supervisor.engine import store as store_module
 from kopt_supervisor.engine.daemon import run_engine
 from kopt_supervisor.engine.workspace import Workspace
 from tests.conftest import make_fake_repo
@@ -38,7 +39,7 @@ def forked_engine(ws: Workspace, env: dict[str, str], max_iters: int | None = No
         code = 70
         try:
             os.environ.update(env)
-            faults._count = 0
+            store_module._fault_count = 0
             code = run_engine(ws, max_iters=max_iters)
         finally:
             os._exit(code)

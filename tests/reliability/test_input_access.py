@@ -19,7 +19,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from kopt_supervisor.engine.config.sections import Config
+from kopt_supervisor.engine.config import Config
 from kopt_supervisor.engine.config.toml_io import loads as loads_config
 from kopt_supervisor.engine.daemon import engine_alive, run_engine
 from kopt_supervisor.engine.errors import BadInput

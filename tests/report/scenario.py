@@ -137,7 +137,7 @@ def replace_example(doc: Path, results: str, command: str) -> None:
 def main(argv: list[str]) -> int:
     import argparse
 
-    from kopt_supervisor.engine.report.writer import write_report
+    from kopt_supervisor.engine.report import write_report
 
     ap = argparse.ArgumentParser(prog="python -m tests.report.scenario")
     ap.add_argument("out", nargs="?", default="/tmp/kopt-report-example")

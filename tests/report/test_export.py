@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from kopt_supervisor.engine.errors import BadInput
+from kopt_supervisor.engine.report import artifact_dir, artifact_glob, export_branch
 from kopt_supervisor.engine.report.render import SECTIONS
-from kopt_supervisor.engine.report.writer import artifact_dir, artifact_glob, export_branch
 from kopt_supervisor.kopt_tui.cli import main as kopt
 from tests.conftest import git
 from tests.report.conftest import db_rows
@@ -139,7 +139,7 @@ def test_export_refuses_a_run_with_no_keep(baselined):
 
 
 def test_report_and_export_refuse_a_run_without_a_baseline(fake_env):
-    from kopt_supervisor.engine.report.writer import write_report
+    from kopt_supervisor.engine.report import write_report
     from kopt_supervisor.engine.workspace import Workspace
 
     repo, root = fake_env(["gain5"])

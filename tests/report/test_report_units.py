@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from kopt_supervisor.engine import environment
-from kopt_supervisor.engine.report import inputs, writer
+from kopt_supervisor.engine import report as writer
+from kopt_supervisor.engine.report import inputs
 from kopt_supervisor.engine.report.inputs import geomean, quantile, speedup, summarize
 from kopt_supervisor.engine.report.provenance import generic_tables
 from kopt_supervisor.engine.report.provenance import gpu_state as _gpu_state
@@ -511,7 +512,7 @@ def test_the_profilers_per_class_word_is_shown_beside_the_benchs():
     real types): per class best → candidate per call, the change with its interval, the
     bench's change, the agreement with its reason, kernels that appeared or disappeared, and
     the time outside the ranges that grew."""
-    from kopt_supervisor.engine.profile.class_records import (
+    from kopt_supervisor.engine.profile import (
         Agreement,
         ClassAgreement,
         ClassChange,
@@ -575,7 +576,7 @@ def _table_rows(text: str, first: str) -> list[dict[str, str]]:
 def agent_record(
     agent: str, cost: float | None, tokens: tuple[int, int] | None, repair_cost: float | None = None
 ) -> dict:
-    from kopt_supervisor.engine.propose.costs import AgentRun
+    from kopt_supervisor.engine.propose import AgentRun
 
     def run(c: float | None, sid: str) -> dict:
         i, o = tokens or (None, None)

@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from kopt_supervisor.engine import fmt
+from kopt_supervisor.engine.report import write_report
 from kopt_supervisor.engine.report.render import SECTIONS
-from kopt_supervisor.engine.report.writer import write_report
 from kopt_supervisor.kopt_tui.cli import main as kopt
 from tests.conftest import git
 from tests.report.conftest import db_rows, read, sections, table

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kopt_supervisor.engine.roofline.evaluate import lookup_specs, register_measured
+from kopt_supervisor.engine.profile.roofline import lookup_specs, register_measured
 from kopt_supervisor.kernels.ceilings import copy_result, matmul_result, result_record
 
 REPO = Path(__file__).resolve().parents[2]

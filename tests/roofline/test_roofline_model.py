@@ -7,8 +7,8 @@ import math
 import pytest
 
 from kopt_supervisor.engine.errors import BadInput
-from kopt_supervisor.engine.roofline.evaluate import lookup_specs, render_readme_section
-from kopt_supervisor.engine.roofline.model import (
+from kopt_supervisor.engine.profile.roofline import lookup_specs, render_readme_section
+from kopt_supervisor.engine.roofline import (
     Spec,
     aggregate_classes,
     analyze_row,

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from kopt_supervisor.engine.errors import BadInput
-from kopt_supervisor.engine.roofline.evaluate import (
+from kopt_supervisor.engine.profile.roofline import (
     load_pages,
     lookup_specs,
     matched_page_name,
@@ -15,7 +15,7 @@ from kopt_supervisor.engine.roofline.evaluate import (
     register_measured,
     shipped_wiki_dir,
 )
-from kopt_supervisor.engine.roofline.model import get_spec
+from kopt_supervisor.engine.roofline import get_spec
 
 REPO = Path(__file__).resolve().parents[2]
 WIKI = REPO / "src" / "kopt_supervisor" / "gpu_wiki"

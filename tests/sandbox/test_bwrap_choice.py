@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from kopt_supervisor.engine import sandbox
+from kopt_supervisor.engine import sandbox as support_mod
 from kopt_supervisor.engine.sandbox import HostFacts, confinement
-from kopt_supervisor.engine.sandbox import support as support_mod
 
 NO_USERNS = (
     "bwrap: No permissions to creating new namespace, likely because the kernel does not allow "

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kopt_supervisor.engine import sandbox
-from kopt_supervisor.engine.sandbox.support import HostFacts
+from kopt_supervisor.engine.sandbox import HostFacts
 
 
 def test_a_root_that_is_not_init_s_is_a_chroot(tmp_path: Path):

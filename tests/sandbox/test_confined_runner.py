@@ -15,8 +15,8 @@ import psutil
 import pytest
 
 from kopt_supervisor.engine import sandbox
+from kopt_supervisor.engine.runner import kill_orphans, process_tree
 from kopt_supervisor.engine.runner.command import Server, ServerError
-from kopt_supervisor.engine.runner.processes import kill_orphans, process_tree
 
 from .conftest import NEEDS_BWRAP, Run
 
@@ -54,7 +54,7 @@ import json, sys, time
 from pathlib import Path
 from kopt_supervisor.engine import sandbox
 from kopt_supervisor.engine.runner.command import run as run_command
-from kopt_supervisor.engine.runner.processes import process_tree
+from kopt_supervisor.engine.runner import process_tree
 ws = Path({str(r.ws)!r})
 c = sandbox.for_bench(workspace=ws, cache=ws / "cache" / "cand-0000000", writable_trees=[ws / "cand"])
 def poll():

@@ -12,7 +12,7 @@ import threading
 import psutil
 import pytest
 
-from kopt_supervisor.engine.runner.processes import process_tree
+from kopt_supervisor.engine.runner import process_tree
 
 from .conftest import NEEDS_BWRAP, Run, git
 

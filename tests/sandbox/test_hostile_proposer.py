@@ -10,7 +10,7 @@ from pathlib import Path
 
 import psutil
 
-from kopt_supervisor.engine.runner.processes import process_tree
+from kopt_supervisor.engine.runner import process_tree
 
 from .conftest import NEEDS_BWRAP, TAG, Run, git
 

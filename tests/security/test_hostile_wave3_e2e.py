@@ -57,11 +57,11 @@ import pytest
 
 from kopt_supervisor.engine import gitops
 from kopt_supervisor.engine.config.toml_io import load as load_config
-from kopt_supervisor.engine.decide import Verdict
 from kopt_supervisor.engine.decide.confirmation import Confirmation
+from kopt_supervisor.engine.decide.estimate import Verdict
 from kopt_supervisor.engine.decide.external_truth import RESOLUTION_S, SideCost, looks_of, of_os_time, settle, weigh
+from kopt_supervisor.engine.diffscan import scan
 from kopt_supervisor.engine.diffscan.findings import review_reason
-from kopt_supervisor.engine.diffscan.scan import scan
 from kopt_supervisor.engine.loop.proposal import OUTSIDE_SOURCES, outside_sources, read_for_scan
 from kopt_supervisor.engine.workspace import Workspace
 from kopt_supervisor.kopt_tui.cli import main as kopt

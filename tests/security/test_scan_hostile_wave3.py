@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from kopt_supervisor.engine import gitops
+from kopt_supervisor.engine.diffscan import scan
 from kopt_supervisor.engine.diffscan.findings import PY_BREAK, Finding, shown
-from kopt_supervisor.engine.diffscan.scan import scan
 from kopt_supervisor.engine.loop import proposal
 from kopt_supervisor.engine.loop.proposal import OUTSIDE_SOURCES, outside_sources, read_for_scan
 from tests.conftest import git

@@ -39,8 +39,9 @@ from typing import Any
 import pytest
 
 from kopt_supervisor.engine.config.toml_io import loads as loads_config
-from kopt_supervisor.engine.decide import Pair, Policy, evaluate
+from kopt_supervisor.engine.decide.estimate import Pair, Policy
 from kopt_supervisor.engine.decide.plausible import last_block_not_faster, mean_not_faster, too_fast
+from kopt_supervisor.engine.decide.verdict import evaluate
 from kopt_supervisor.kernels.harness import bench, imported
 from kopt_supervisor.kernels.harness.audit import input_seed
 from tests.kernels.test_last_block_hostile import served_decision

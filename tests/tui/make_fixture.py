@@ -52,8 +52,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kopt_supervisor.engine import api, daemon, integrity
-from kopt_supervisor.engine.workspace import Workspace
+from kopt_supervisor.engine import api, daemon
+from kopt_supervisor.engine.workspace import Workspace, secret_path
 from kopt_supervisor.kopt_tui.cli import main as kopt
 from tests.conftest import FAKE, make_fake_repo
 
@@ -155,7 +155,7 @@ def freeze(ws: Workspace, repo: Path, dest: Path) -> None:
     )
     (dest / "kopt.toml").write_text(toml)
     # the run's secret: offline commands (a restart) check the chain of keeps it sealed
-    shutil.copy(integrity.secret_path(ws.dir), integrity.secret_path(dest))
+    shutil.copy(secret_path(ws.dir), secret_path(dest))
     shutil.copytree(ws.plans, dest / "plans")
     last = max(int(p.name[1:]) for p in ws.logs.iterdir() if p.name.startswith("v"))
     for d in sorted(ws.logs.iterdir()):

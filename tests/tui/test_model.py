@@ -276,8 +276,8 @@ def test_one_iteration_prints_its_numbers_alike_in_the_tui_results_md_and_the_ex
     results.md's kept iterations and in the export branch's commit message (engine.fmt)."""
     from rich.console import Console
 
+    from kopt_supervisor.engine.report import ExportedKeep, keep_message
     from kopt_supervisor.engine.report.iterations import _class_deltas
-    from kopt_supervisor.engine.report.writer import ExportedKeep, keep_message
     from kopt_supervisor.kopt_tui.widgets.class_deltas import class_table
 
     best, cand = 11937.2, 10522.46

@@ -119,7 +119,7 @@ def run_engine(
 ) -> int:
     """Run the loop in this process. Exit status: 0 stopped for a stated reason, 1 crashed or
     failed (a baseline that fails its bench or correctness).
-    `demo`: `kopt demo`'s own start (engine/sandbox/support.py start_rule)."""
+    `demo`: `kopt demo`'s own start (engine/sandbox/__init__.py start_rule)."""
     from kopt_supervisor.engine.loop import Engine
 
     ws.require()

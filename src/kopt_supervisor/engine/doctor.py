@@ -48,12 +48,12 @@ from pathlib import Path
 from typing import Any
 
 from kopt_supervisor.engine import sandbox
-from kopt_supervisor.engine.config.sections import GpuConfig
+from kopt_supervisor.engine.config import GpuConfig
 from kopt_supervisor.engine.errors import KoptFailure
+from kopt_supervisor.engine.gpu import Assessment, Backend, busyness, is_na, jsonable
 from kopt_supervisor.engine.gpu.backends import open_backend
 from kopt_supervisor.engine.gpu.gate import ClaimRegistry, Gate, visible_devices_env
-from kopt_supervisor.engine.gpu.state import Assessment, Backend, busyness, is_na, jsonable
-from kopt_supervisor.engine.roofline.evaluate import lookup_specs, register_measured
+from kopt_supervisor.engine.profile.roofline import lookup_specs, register_measured
 from kopt_supervisor.engine.runner.command import run as run_command
 
 TIMEOUT_S = 20.0

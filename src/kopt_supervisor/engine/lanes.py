@@ -180,16 +180,15 @@ class LaneWorker:
     measured by kopt's own measurer with the worker's own GPU gate, confined."""
 
     def __init__(self, config_text: str, tag: str, lane: int, no_sandbox: bool) -> None:
-        from kopt_supervisor.engine import integrity
         from kopt_supervisor.engine.store import Store
-        from kopt_supervisor.engine.workspace import Workspace
+        from kopt_supervisor.engine.workspace import Workspace, config_seal, make_secret
 
         self.root = Path(tempfile.mkdtemp(prefix=f"kopt-ray-{tag}-lane{lane}-"))
         self.ws = Workspace(self.root, "w")
         for d in (self.ws.dir, self.ws.logs, self.ws.plans, self.ws.memory, self.ws.profiles):
             d.mkdir(parents=True, exist_ok=True)
         self.ws.config_path.write_text(config_text)
-        key = integrity.make_secret(self.ws.dir)
+        key = make_secret(self.ws.dir)
         with Store.create(self.ws.db_path) as store:
             store.set_many(
                 {
@@ -197,7 +196,7 @@ class LaneWorker:
                     "frozen_config": config_text,
                     "repo": "",
                     "chain_sealed": True,
-                    "frozen_config_seal": integrity.config_seal(key, config_text),
+                    "frozen_config_seal": config_seal(key, config_text),
                 }
             )
         self.lane_index, self.no_sandbox = lane, no_sandbox

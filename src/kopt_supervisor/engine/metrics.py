@@ -14,7 +14,7 @@ duplicated config row is a bench failure, never a median over the duplicates. `p
 pairs two such measurements; the ab_command's table (rows per side and block, each config
 once per side and block, the same cells on both sides) becomes paired samples (`ab_pairs`).
 
-Pure: text in, tables and measurements out (engine/bench_output.py finds and reads the file).
+Pure: text in, tables and measurements out (engine/adapters/__init__.py finds and reads the file).
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kopt_supervisor.engine import expr
-from kopt_supervisor.engine.config.sections import TargetConfig
-from kopt_supervisor.engine.decide import Pair
+from kopt_supervisor.engine.config import TargetConfig
+from kopt_supervisor.engine.decide.estimate import Pair
 from kopt_supervisor.engine.errors import KoptFailure
 
 if TYPE_CHECKING:  # imported where a table is read: pandas is 0.39 s of every kopt process's start

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from kopt_supervisor.engine import fmt, records
-from kopt_supervisor.engine.config.sections import Config
-from kopt_supervisor.engine.decide.stats import geomean, positive_finite
+from kopt_supervisor.engine.config import Config
+from kopt_supervisor.engine.decide import geomean, positive_finite
 from kopt_supervisor.engine.metrics import describe_classes
 from kopt_supervisor.engine.records import Counters, Iteration
 

@@ -164,13 +164,13 @@ class IterationRecord(TypedDict, total=False):
     """Its place in the order iterations ended (lanes end in any order; counters and the
     chain of keeps follow this order)."""
     seal: str
+    """A kept iteration's link in the chain of keeps (engine/workspace.py)."""
     diff_scan: dict[str, Any]
     """The diff scan's findings (rule, path, line, text) and the review reason quoting them."""
     decision_cost: dict[str, Any]
     """Baseline only: what one decision costs with this bench (engine/onboard/draft.py)."""
     baseline_flaky: list[str]
     """Baseline only: each run that failed and was run again (loop/start.py BASELINE_TRIES)."""
-    """A kept iteration's link in the chain of keeps (engine/integrity.py)."""
     rebased: list[dict[str, Any]]
     """With lanes: each time BEST moved while it was decided and its change was put on the new one."""
     handed_back: list[dict[str, Any]]

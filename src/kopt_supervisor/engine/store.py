@@ -10,6 +10,19 @@ Tables:
   samples     every metric value measured: version, stage, round, block, side, config
   events      an append-only log of what the engine did, for the TUI and the report
   commands    durable requests from clients (pause, stop, accept vN, restart --from vK, ...)
+
+Also here, at the end: the test-only fault injection at the steps the engine persists. Test-only fault injection: SIGKILL the engine right after its Nth persisted step.
+
+The engine calls `fault_step(name)` after each thing it persists that a crash could split from
+the next (an iteration row written, a benchmark child recorded, the keep's `git commit`).
+Two environment variables, read here and nowhere else, turn it into a crash test:
+
+    KOPT_TEST_STEPS=path       append each step's ordinal and name to `path` (one a line)
+    KOPT_TEST_CRASH_AT=N|name  SIGKILL this process right after the Nth step, or after the
+                               first step whose name equals `name`
+
+With neither set (every real run) `fault_step()` is one dictionary lookup. tests/reliability
+runs a short run once to list its steps, then kills a fresh run at each of them.
 """
 
 from __future__ import annotations
@@ -18,6 +31,7 @@ import contextlib
 import json
 import math
 import os
+import signal
 import sqlite3
 import threading
 import time
@@ -26,7 +40,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kopt_supervisor.engine import faults
 from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.records import Iteration, IterationRow, Status
 
@@ -317,7 +330,7 @@ class Store:
                 f"INSERT OR REPLACE INTO iterations ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 _row_values(it),
             )
-        faults.step(f"v{it.version} {it.status} {it.phase}")
+        fault_step(f"v{it.version} {it.status} {it.phase}")
         return it
 
     def iteration(self, version: int) -> Iteration | None:
@@ -452,7 +465,7 @@ class Store:
         seal: Callable[[str, dict[str, Any], float], str] | None = None,
     ) -> int:
         """Insert a command row; `seal(kind, args, t)` signs it with the run's secret (the
-        engine acts only on sealed rows: engine/integrity.py)."""
+        engine acts only on sealed rows: engine/workspace.py)."""
         if kind not in COMMAND_KINDS:
             raise BadInput(f"unknown command {kind!r} (known: {', '.join(COMMAND_KINDS)})")
         t = time.time()
@@ -533,3 +546,20 @@ def _command(r: sqlite3.Row) -> Command:
         r["result"],
         r["seal"] if "seal" in r.keys() else "",
     )
+
+
+_fault_count = 0
+
+
+def fault_step(name: str) -> None:
+    steps_log = os.environ.get("KOPT_TEST_STEPS")
+    crash_at = os.environ.get("KOPT_TEST_CRASH_AT")
+    if not steps_log and not crash_at:
+        return
+    global _fault_count
+    _fault_count += 1
+    if steps_log:
+        with open(steps_log, "a", encoding="utf-8") as f:
+            f.write(f"{_fault_count}\t{name}\n")
+    if crash_at and (crash_at == str(_fault_count) or crash_at == name):
+        os.kill(os.getpid(), signal.SIGKILL)

@@ -6,7 +6,7 @@ Copy: one `dst.copy_(src)` of a large buffer per timed iteration (CUDA events ar
 after warm-up; bandwidth = (bytes read + bytes written) / median time. Matmul: bf16
 8192 x 8192 x 8192 on random data into a preallocated output, after warm-up; rate =
 2*m*n*k / median time. Prints JSON with the GPU's name and UUID and the exact command,
-which `engine.roofline.evaluate.register_measured` turns into a measured spec page (`kopt
+which `engine.profile.roofline.register_measured` turns into a measured spec page (`kopt
 ceilings` runs this script as a subprocess and calls it).
 
 torch lives here only; the engine never imports this module.
@@ -115,7 +115,7 @@ def result_record(
     matmul: dict[str, Any],
     date: str | None = None,
 ) -> dict[str, Any]:
-    """The JSON this script prints (the input of engine.roofline.evaluate.register_measured)."""
+    """The JSON this script prints (the input of engine.profile.roofline.register_measured)."""
     return {
         "gpu_name": gpu_name,
         "gpu_uuid": gpu_uuid,

@@ -164,7 +164,7 @@ def paired_speedup(other_us: list[float], solution_us: list[float], confidence: 
     (block i of each in the same pass of time_variants): the geometric mean of the per-block
     ratios other/solution with its Student-t interval. Drift between passes cancels in each
     ratio, so this is tighter than comparing two medians, and honest about a tie."""
-    from kopt_supervisor.engine.decide.stats import t_quantile
+    from kopt_supervisor.engine.decide import t_quantile
 
     logs = [math.log(o / s) for o, s in zip(other_us, solution_us, strict=True)]
     n = len(logs)

@@ -24,19 +24,19 @@ from kopt_supervisor.engine.api.run_io import *  # noqa: F403
 from kopt_supervisor.engine.api.run_meta import *  # noqa: F403
 from kopt_supervisor.engine.api.run_summary import *  # noqa: F403
 from kopt_supervisor.engine.api.runs import *  # noqa: F403
-from kopt_supervisor.engine.config.sections import Config as Config
-from kopt_supervisor.engine.config.sections import GpuConfig as GpuConfig
+from kopt_supervisor.engine.config import Config as Config
+from kopt_supervisor.engine.config import GpuConfig as GpuConfig
 from kopt_supervisor.engine.daemon import engine_alive as engine_alive
+from kopt_supervisor.engine.decide import geomean as geomean
+from kopt_supervisor.engine.decide import positive_finite as positive_finite
 from kopt_supervisor.engine.decide.confirmation import Confirmation as Confirmation
 from kopt_supervisor.engine.decide.external_truth import ExternalTruth as ExternalTruth
-from kopt_supervisor.engine.decide.stats import geomean as geomean
-from kopt_supervisor.engine.decide.stats import positive_finite as positive_finite
 from kopt_supervisor.engine.diffscan.findings import Finding as Finding
 from kopt_supervisor.engine.errors import BadInput as BadInput
 from kopt_supervisor.engine.errors import KoptError as KoptError
+from kopt_supervisor.engine.gpu import Backend as Backend
 from kopt_supervisor.engine.gpu.backends import open_backend as open_backend
-from kopt_supervisor.engine.gpu.state import Backend as Backend
-from kopt_supervisor.engine.propose.costs import AgentRun as AgentRun
+from kopt_supervisor.engine.propose import AgentRun as AgentRun
 from kopt_supervisor.engine.propose.proposer import Citation as Citation
 from kopt_supervisor.engine.records import Counters as Counters
 from kopt_supervisor.engine.records import Iteration as Iteration

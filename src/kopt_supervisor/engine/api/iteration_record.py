@@ -42,7 +42,7 @@ from kopt_supervisor.engine.decide.confirmation import ClassCheck, Confirmation
 from kopt_supervisor.engine.decide.external_truth import ExternalTruth
 from kopt_supervisor.engine.diffscan.findings import Finding
 from kopt_supervisor.engine.projections import ProfilerEvidence, profiler_evidence
-from kopt_supervisor.engine.propose.costs import AgentRun
+from kopt_supervisor.engine.propose import AgentRun
 from kopt_supervisor.engine.propose.proposer import Citation
 
 __all__ = [
@@ -180,7 +180,7 @@ def recorded_classes(record: Record) -> tuple[RecordedClass, ...]:
 
 
 def roofline_pct(record: Record) -> dict[str, float]:
-    """Per class its share of the roofline (engine.roofline.evaluate: record["roofline"]
+    """Per class its share of the roofline (engine.profile.roofline: record["roofline"]
     ["classes"][cls]["pct_geomean"]); a class without a finite one is left out."""
     out = {}
     for name, c in mapping(mapping(record.get("roofline")).get("classes")).items():

@@ -28,7 +28,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kopt_supervisor.engine import fmt, integrity
+from kopt_supervisor.engine import fmt
 from kopt_supervisor.engine.api.iteration_record import (
     recorded_classes,
     recorded_decision,
@@ -36,6 +36,7 @@ from kopt_supervisor.engine.api.iteration_record import (
 )
 from kopt_supervisor.engine.records import Iteration
 from kopt_supervisor.engine.store import Command
+from kopt_supervisor.engine.workspace import command_seal, same
 
 __all__ = [
     "Answer",
@@ -201,11 +202,7 @@ def sealed_answers(key: bytes | None, commands: Iterable[Command]) -> list[Comma
     the run has no secret, so no row can be the user's)."""
     if key is None:
         return []
-    return [
-        c
-        for c in commands
-        if c.kind in ANSWERS and integrity.same(c.seal, integrity.command_seal(key, c.kind, c.args, c.t))
-    ]
+    return [c for c in commands if c.kind in ANSWERS and same(c.seal, command_seal(key, c.kind, c.args, c.t))]
 
 
 def answer_version(c: Command) -> int | None:

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kopt_supervisor.engine import history, integrity, records
+from kopt_supervisor.engine import history, records
 from kopt_supervisor.engine.api import run_summary
 from kopt_supervisor.engine.api.reviews import ANSWERS, PendingReview, answer_version, review_queue, sealed_answers
 from kopt_supervisor.engine.api.run_summary import progress
@@ -42,7 +42,7 @@ from kopt_supervisor.engine.projections import best_speedup
 from kopt_supervisor.engine.propose.proposer import lanes_text, submit_lane, wait_key
 from kopt_supervisor.engine.records import Iteration
 from kopt_supervisor.engine.store import Command, Event, Store
-from kopt_supervisor.engine.workspace import Workspace, list_workspaces
+from kopt_supervisor.engine.workspace import Workspace, command_sealer, existing_secret, list_workspaces, read_secret
 
 __all__ = [
     "LIVE_STATES",
@@ -184,7 +184,7 @@ def review_answers(ws: Workspace, commands: list[Command]) -> list[Command]:
     """The pending review answers the run's secret vouches for (engine.api.reviews.sealed_answers;
     a run whose secret cannot be read has none: the engine would refuse them too)."""
     try:
-        key = integrity.existing_secret(ws.dir)
+        key = existing_secret(ws.dir)
     except KoptError:
         key = None
     return sealed_answers(key, commands)
@@ -379,12 +379,12 @@ def send(ws: Workspace, kind: str, args: dict[str, Any] | None = None, *, source
         applied = _apply_offline(ws, kind, args, source)
         if applied is not None:
             return Sent(None, True, applied)
-    key = integrity.read_secret(ws.dir)
+    key = read_secret(ws.dir)
     with Store(ws.db_path) as store, store.transaction():  # checked and inserted at once
         _validate(store, kind, args, key)
         if kind == "submit":
             args = submit_addressed(store, args, ws.load_config().parallel.lanes, pid if alive else None)
-        cid = store.send_command(kind, args, source=source, seal=integrity.command_sealer(key))
+        cid = store.send_command(kind, args, source=source, seal=command_sealer(key))
     if alive:
         return Sent(cid, False, f"sent to the engine (pid {pid})")
     return Sent(cid, False, "queued: no engine is running; it applies when the run resumes (`kopt run`)")

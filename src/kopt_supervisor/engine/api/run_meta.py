@@ -83,7 +83,7 @@ class GpuProcess:
 
 @dataclass(frozen=True)
 class GpuAssessment:
-    """One GPU as the gate judged it (engine/gpu/state.py Assessment.to_dict()): the GPU's
+    """One GPU as the gate judged it (engine/gpu/__init__.py Assessment.to_dict()): the GPU's
     own fields are read from its `gpu`."""
 
     index: int

@@ -29,17 +29,17 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from kopt_supervisor.engine import daemon, gitops
-from kopt_supervisor.engine.config.sections import Config, GpuConfig
+from kopt_supervisor.engine.config import Config, GpuConfig
 from kopt_supervisor.engine.config.toml_io import _build
 from kopt_supervisor.engine.config.toml_io import dumps as dumps_config
 from kopt_supervisor.engine.config.toml_io import loads as loads_config
 from kopt_supervisor.engine.config.toml_io import validate as validate_config
 from kopt_supervisor.engine.errors import BadInput, KoptError
+from kopt_supervisor.engine.gpu import Backend, GpuState, assess
 from kopt_supervisor.engine.gpu.backends import open_backend
 from kopt_supervisor.engine.gpu.gate import ClaimRegistry, claim_key, enrich
-from kopt_supervisor.engine.gpu.state import Backend, GpuState, assess
-from kopt_supervisor.engine.mcp.rules import CLIENTS as MCP_CLIENTS
-from kopt_supervisor.engine.mcp.rules import Snippet, snippet
+from kopt_supervisor.engine.mcp import CLIENTS as MCP_CLIENTS
+from kopt_supervisor.engine.mcp import Snippet, snippet
 from kopt_supervisor.engine.store import Store
 from kopt_supervisor.engine.workspace import Workspace, create_workspace, resolve_root, validate_tag
 
@@ -106,7 +106,7 @@ def init_run(
     from the bench's own output first). A proposer whose program is not on PATH is refused
     here, not at iteration 1. `propose`: [propose] keys from the command line (--propose-command,
     --agent), over the file's."""
-    from kopt_supervisor.engine.loop import write_initial_projections
+    from kopt_supervisor.engine.history import write_initial_projections
     from kopt_supervisor.engine.propose.agents import check_agent
 
     top = gitops.toplevel(Path(repo).expanduser().resolve())
@@ -199,7 +199,7 @@ def _with_bench(text: str, bench: str | None, source: str, propose: dict[str, st
 def check_proposer(ws: Workspace, proposer: str) -> None:
     """BadInput when the run's config cannot drive `proposer` (checked before detaching, so
     the engineer sees the reason instead of a crashed engine)."""
-    from kopt_supervisor.engine.propose import make_proposer
+    from kopt_supervisor.engine.loop import make_proposer
 
     make_proposer(ws.load_config(), proposer)
 
@@ -225,7 +225,7 @@ def start_detached(
     demo: bool = False,
 ) -> int:
     """Start the run's engine in its own session (it survives the terminal); its pid.
-    `demo`: `kopt demo`'s own start (engine/sandbox/support.py start_rule)."""
+    `demo`: `kopt demo`'s own start (engine/sandbox/__init__.py start_rule)."""
     check_sandbox(ws, proposer=proposer, no_sandbox=no_sandbox, demo=demo)
     return daemon.start_detached(ws, proposer=proposer, max_iters=max_iters, no_sandbox=no_sandbox, demo=demo)
 
@@ -393,7 +393,7 @@ def own_pids(meta: Mapping[str, Any]) -> set[int]:
     pids = {int(p) for p in [(meta.get("heartbeat") or {}).get("pid"), meta.get("engine_pid")] if p}
     pgid = meta.get("child_pgid")
     if pgid:
-        from kopt_supervisor.engine.runner.processes import group_members
+        from kopt_supervisor.engine.runner import group_members
 
         pids |= {p.pid for p in group_members(int(pgid))}
     return pids
@@ -427,7 +427,7 @@ class GpuSampler:
 
 def write_report(ws: Workspace) -> Path:
     """Write results.md (and its chart) in the run's workspace; its path."""
-    from kopt_supervisor.engine.report.writer import write_report as write
+    from kopt_supervisor.engine.report import write_report as write
 
     return write(ws)
 
@@ -435,7 +435,7 @@ def write_report(ws: Workspace) -> Path:
 def export_branch(ws: Workspace, branch: str) -> str:
     """Create `branch` in the target repo: the kept source changes, one commit per keep, and
     results.md; nothing is checked out. One line saying what was made."""
-    from kopt_supervisor.engine.report.writer import export_branch as export
+    from kopt_supervisor.engine.report import export_branch as export
 
     return export(ws, branch)
 
@@ -565,7 +565,7 @@ def prepare_demo(
         store.set_many(
             {"demo": {"kernel": kernel, "repo": str(repo), "gpu": gpu}, "notice": None if gpu else CPU_NOTICE}
         )
-    from kopt_supervisor.engine.loop import write_initial_projections
+    from kopt_supervisor.engine.history import write_initial_projections
 
     write_initial_projections(ws)
     return ws, gpu

@@ -1,6 +1,6 @@
 """Reading, checking and writing kopt.toml.
 
-Loading (`load`, `loads`): the TOML tables walked into the section dataclasses (sections.py),
+Loading (`load`, `loads`): the TOML tables walked into the section dataclasses (the package's `__init__`),
 unknown keys rejected with a "did you mean" hint (a typo must never silently change a run),
 every value's type checked against its field's, then `validate`: the values' rules (ranges,
 choices, expressions, paths) with one-line errors that name the key at fault, every
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from kopt_supervisor.engine import expr
-from kopt_supervisor.engine.config.sections import (
+from kopt_supervisor.engine.config import (
     AGENT_NAMES,
     FORMATS,
     KINDS,

@@ -102,6 +102,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+from kopt_supervisor.engine.decide import t_quantile
 from kopt_supervisor.engine.decide.estimate import (
     ClassResult,
     Pair,
@@ -111,7 +112,6 @@ from kopt_supervisor.engine.decide.estimate import (
     class_samples,
     estimate_class,
 )
-from kopt_supervisor.engine.decide.stats import t_quantile
 from kopt_supervisor.engine.decide.verdict import GUARD_CLASS, voting_classes
 from kopt_supervisor.engine.records import known_fields
 

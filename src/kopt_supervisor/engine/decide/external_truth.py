@@ -95,9 +95,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from kopt_supervisor.engine.decide import mean, stdev, t_quantile
 from kopt_supervisor.engine.decide.confirmation import Confirmation
 from kopt_supervisor.engine.decide.estimate import Verdict
-from kopt_supervisor.engine.decide.stats import mean, stdev, t_quantile
 from kopt_supervisor.engine.decide.verdict import checks_agree, send_to_review
 from kopt_supervisor.engine.records import known_fields
 

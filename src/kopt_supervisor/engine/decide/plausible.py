@@ -41,8 +41,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
+from kopt_supervisor.engine.decide import geomean, mean, median, stdev, t_quantile
 from kopt_supervisor.engine.decide.estimate import ClassResult, Pair, Policy
-from kopt_supervisor.engine.decide.stats import geomean, mean, median, stdev, t_quantile
 
 MAX_NAMED = 4
 """Configs named in one reason; the rest are counted."""

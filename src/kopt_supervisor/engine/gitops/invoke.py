@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from kopt_supervisor.engine.errors import KoptFailure
+from kopt_supervisor.engine.errors import BadInput, KoptFailure
 from kopt_supervisor.engine.gitops.guards import (
     FIXED_ENV,
     FIXED_OVERRIDES,
@@ -258,6 +258,20 @@ def _git(
     ok: Sequence[int] = (0,),
 ) -> str:
     return run_at(locate(path), *args, env=env, stdin=stdin, ok=ok, label=path)
+
+
+def head(path: str | Path) -> str:
+    sha = _git(path, "rev-parse", "--verify", "--quiet", "HEAD^{commit}", ok=(0, 1))
+    if not sha:
+        raise BadInput(f"{path}: the repository has no commit yet")
+    return sha
+
+
+def show_file(path: str | Path, commit: str, file: str) -> str | None:
+    try:
+        return _git(path, "cat-file", "blob", f"{commit}:{file}")
+    except GitFailure:
+        return None
 
 
 def _split0(out: str) -> list[str]:

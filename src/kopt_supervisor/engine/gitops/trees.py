@@ -37,13 +37,14 @@ from kopt_supervisor.engine.gitops.invoke import (
     _scratch_index,
     _split0,
     add_reference,
+    head,
     known_tree,
     note_tree,
     reference,
     reference_file,
     run_at,
+    show_file,
 )
-from kopt_supervisor.engine.gitops.worktrees import head, show_file
 
 
 def index_flagged(path: str | Path) -> list[str]:

@@ -43,9 +43,8 @@ from pathlib import Path
 from typing import Any
 
 from kopt_supervisor.engine.errors import BadInput
-from kopt_supervisor.engine.gpu import smi_parse
+from kopt_supervisor.engine.gpu import NA, Backend, GpuProcess, GpuState, smi_parse
 from kopt_supervisor.engine.gpu.bindings import AmdSmiBackend, NvmlBackend
-from kopt_supervisor.engine.gpu.state import NA, Backend, GpuProcess, GpuState
 
 # ---------------------------------------------------------------------------------------
 # The command-line tools

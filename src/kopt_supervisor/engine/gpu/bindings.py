@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kopt_supervisor.engine.gpu.state import (
+from kopt_supervisor.engine.gpu import (
     NA,
     GpuProcess,
     GpuState,

@@ -67,9 +67,9 @@ from typing import Any
 
 import psutil
 
-from kopt_supervisor.engine.config.sections import GpuConfig
+from kopt_supervisor.engine.config import GpuConfig
 from kopt_supervisor.engine.errors import BadInput, KoptFailure
-from kopt_supervisor.engine.gpu.state import (
+from kopt_supervisor.engine.gpu import (
     NA,
     Assessment,
     Backend,

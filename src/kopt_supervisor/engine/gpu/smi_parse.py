@@ -23,7 +23,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from kopt_supervisor.engine.gpu.state import (
+from kopt_supervisor.engine.gpu import (
     NA,
     GpuProcess,
     GpuState,

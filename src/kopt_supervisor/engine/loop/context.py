@@ -2,11 +2,11 @@
 
 `RunContext`: the workspace, its frozen config, the store, the command pump and what is bound
 to them: `history` (reading it as the seals vouch for it) and `projections` (memory/,
-performance.md, README.md), both in run_history.py, `procs` (the interruptible runner and
+performance.md, README.md), both in engine/history.py, `procs` (the interruptible runner and
 servers: processes.py), and here events, progress, closing an iteration and its phase
 timings; BEST (the lock held while BEST_COMMIT moves), and a lane's GPU (`acquire` ->
 `GpuLease`; `single_lane`, lane 0). Nothing here decides anything; the state machine
-(machine.py) and its collaborators do.
+(the package's `__init__`) and its collaborators do.
 
 A `Lane`: what one candidate is measured with — its candidate worktree, the best tree it is
 compared against, its GPU gate (and so its GPU), the host it runs on, and its measurer. Every
@@ -26,20 +26,29 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from kopt_supervisor.engine import gitops, history, integrity
-from kopt_supervisor.engine.config.sections import Config
-from kopt_supervisor.engine.decide import Pair, Verdict
+from kopt_supervisor.engine import gitops, history
+from kopt_supervisor.engine.config import Config
+from kopt_supervisor.engine.decide.estimate import Pair, Verdict
 from kopt_supervisor.engine.decide.external_truth import SideCost
 from kopt_supervisor.engine.decide.plausible import BenchRun
 from kopt_supervisor.engine.gpu.gate import Gate, GateDecision
+from kopt_supervisor.engine.history import Projections, RunHistory
 from kopt_supervisor.engine.loop.control import Control
 from kopt_supervisor.engine.loop.processes import Jails, Processes
-from kopt_supervisor.engine.loop.run_history import Projections, RunHistory
 from kopt_supervisor.engine.metrics import Measurement
 from kopt_supervisor.engine.records import KEPT, Iteration, Phase, Status
 from kopt_supervisor.engine.runner.command import RunResult
 from kopt_supervisor.engine.store import Store
-from kopt_supervisor.engine.workspace import Workspace, write_atomic
+from kopt_supervisor.engine.workspace import (
+    Workspace,
+    chain_head,
+    config_seal,
+    frozen_config,
+    read_secret,
+    read_text_nofollow,
+    seal_new_keep,
+    write_atomic,
+)
 
 
 @dataclass(frozen=True)
@@ -222,7 +231,7 @@ class RunContext:
         self.ws = ws
         self.jails = jails
         self.key = key
-        """The run's secret (engine/integrity.py): seals keeps, checks command rows."""
+        """The run's secret (engine/workspace.py): seals keeps, checks command rows."""
         self.lane_index: int | None = None
         """Set in a lane's own context (several lanes): its live state goes to meta `lane:<i>`."""
         self.cfg = cfg
@@ -322,18 +331,18 @@ class RunContext:
             self.seal_if_kept(it)
             self.store.save_iteration(it)
             if it.status in KEPT and it.commit:
-                self.store.set("chain_head", integrity.chain_head(self.key, history.kept_rows(self.store)))
+                self.store.set("chain_head", chain_head(self.key, history.kept_rows(self.store)))
 
     def seal_if_kept(self, it: Iteration) -> None:
         """An ended iteration takes its place in the order iterations ended; a kept one joins
-        the chain of keeps (engine/integrity.py) after the keep that ended before it."""
+        the chain of keeps (engine/workspace.py) after the keep that ended before it."""
         with ENDING:
             rows = self.history.rows()
             if it.record.get("ended_seq") is None:
                 it.record["ended_seq"] = 1 + max((r.order for r in rows if r.version != it.version), default=-1)
             if it.status in KEPT and it.commit:
                 kept = self.store.iterations(versions=[r.version for r in rows if r.kept and r.version != it.version])
-                integrity.seal_new_keep(self.key, kept, it)
+                seal_new_keep(self.key, kept, it)
 
     def verify(self, lanes: list[Lane]) -> None:
         """Before a comparison and at every start: the chain of keeps is the engine's, and the
@@ -341,7 +350,7 @@ class RunContext:
         history.check_chain(self.key, self.store)
         frozen = str(self.store.get("frozen_config") or "")
         try:
-            on_disk = integrity.read_text_nofollow(self.ws.config_path)
+            on_disk = read_text_nofollow(self.ws.config_path)
         except OSError:
             on_disk = None
         if frozen and on_disk != frozen:
@@ -416,8 +425,8 @@ def open_run(
     from kopt_supervisor.engine.config.toml_io import loads as loads_config
 
     store = ws.open_store()
-    key = integrity.read_secret(ws.dir)
-    text, edited = integrity.frozen_config(ws.dir, store.meta(), key)
+    key = read_secret(ws.dir)
+    text, edited = frozen_config(ws.dir, store.meta(), key)
     cfg = loads_config(text, source=str(ws.config_path))
     support = sandbox.probe()
     mode = sandbox.start_rule(
@@ -453,7 +462,7 @@ def open_run(
         ctx.event(
             "tamper", f"kopt.toml was edited behind kopt's back; restored from run.db:\n{edited[:4000]}", level="error"
         )
-    store.set_many({"frozen_config": text, "frozen_config_seal": integrity.config_seal(key, text)})
+    store.set_many({"frozen_config": text, "frozen_config_seal": config_seal(key, text)})
     return ctx
 
 

@@ -38,10 +38,10 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TypeVar
 
-from kopt_supervisor.engine import history, integrity
+from kopt_supervisor.engine import history
 from kopt_supervisor.engine.errors import BadInput, KoptFailure
 from kopt_supervisor.engine.store import Command, Store
-from kopt_supervisor.engine.workspace import Workspace
+from kopt_supervisor.engine.workspace import Workspace, command_seal, same
 
 T = TypeVar("T")
 
@@ -138,7 +138,7 @@ class Control:
         self._local = threading.local()
         self._lock = threading.RLock()
         self.key = key
-        """The run's secret: a command row is acted on only with its seal (engine/integrity.py)."""
+        """The run's secret: a command row is acted on only with its seal (engine/workspace.py)."""
         self.poll_interval_s = poll_interval_s
         self.on_state = on_state or (lambda state: None)
         self.on_history_changed = on_history_changed or (lambda: None)
@@ -251,7 +251,7 @@ class Control:
                     self._handle(cmd)
 
     def _sealed(self, cmd: Command) -> bool:
-        return integrity.same(cmd.seal, integrity.command_seal(self.key, cmd.kind, cmd.args, cmd.t))
+        return same(cmd.seal, command_seal(self.key, cmd.kind, cmd.args, cmd.t))
 
     def _handle(self, cmd: Command) -> None:
         st = self.store

@@ -26,14 +26,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kopt_supervisor.engine.decide import Pair, Policy, Verdict, voting_classes
 from kopt_supervisor.engine.decide import confirmation as claim_rule
 from kopt_supervisor.engine.decide import external_truth as truth_rule
 from kopt_supervisor.engine.decide.confirmation import ClassCheck, Confirmation, consistent_gain
+from kopt_supervisor.engine.decide.estimate import Pair, Policy, Verdict
 from kopt_supervisor.engine.decide.external_truth import ExternalTruth, OsTruth, SideCost, looks_of, weigh
-from kopt_supervisor.engine.decide.verdict import send_to_review
+from kopt_supervisor.engine.decide.verdict import send_to_review, voting_classes
 from kopt_supervisor.engine.errors import KoptFailure
-from kopt_supervisor.engine.loop import profile_outputs
 from kopt_supervisor.engine.loop.context import Lane, RunContext, acquire, last_line, with_
 from kopt_supervisor.engine.loop.control import Step
 from kopt_supervisor.engine.loop.measure import (
@@ -45,11 +44,9 @@ from kopt_supervisor.engine.loop.measure import (
     guard_configs,
 )
 from kopt_supervisor.engine.loop.processes import tree_of
-from kopt_supervisor.engine.loop.profile_outputs import CorrectnessRefuted
 from kopt_supervisor.engine.loop.served_trees import ServedTrees, check_after_run
 from kopt_supervisor.engine.metrics import BenchError
-from kopt_supervisor.engine.profile import choose_profiler
-from kopt_supervisor.engine.profile.class_records import AGREES, Agreement, agrees
+from kopt_supervisor.engine.profile import AGREES, Agreement, agrees, choose_profiler, profiler
 from kopt_supervisor.engine.profile.classes import ConfigRef, compare_per_class, config_refs
 from kopt_supervisor.engine.profile.profiler import (
     ESCALATED_CALLS,
@@ -58,12 +55,13 @@ from kopt_supervisor.engine.profile.profiler import (
     PROFILE_OUTPUTS,
     PROFILE_OUTPUTS_ENV,
     PROFILE_SEED_ENV,
+    CorrectnessRefuted,
     ProfilePass,
     Profiler,
 )
+from kopt_supervisor.engine.profile.roofline import evaluate as evaluate_roofline
 from kopt_supervisor.engine.profile.summary import ProfileSummary
 from kopt_supervisor.engine.records import Iteration, Stage
-from kopt_supervisor.engine.roofline.evaluate import evaluate as evaluate_roofline
 from kopt_supervisor.engine.runner.command import all_at_once, as_argv
 
 
@@ -414,11 +412,11 @@ class Evidence:
 
     def profile_outputs(self, ref_dir: Path, cand_dir: Path, *, reference: str = "best") -> dict[str, Any]:
         """The candidate's outputs under the profiler against the reference's, "baseline" or
-        "best" (loop/profile_outputs.py `compare`), with the baseline's configs and the run's
+        "best" (profile/profiler.py `compare_outputs`), with the baseline's configs and the run's
         earlier comparisons."""
         base = self.ctx.history.baseline()
         record = base.record if base else {}
-        return profile_outputs.compare(
+        return profiler.compare_outputs(
             ref_dir,
             cand_dir,
             columns=[str(c) for c in (record.get("config_columns") or [])],
@@ -428,11 +426,9 @@ class Evidence:
         )
 
     def baseline_outputs(self) -> tuple[int, Path] | None:
-        """The baseline's profile's seed and folder (profile_outputs.baseline_reference)."""
+        """The baseline's profile's seed and folder (profiler.baseline_reference)."""
         base = self.ctx.history.baseline()
-        return (
-            profile_outputs.baseline_reference(base.record, self.ctx.ws.profiles / f"v{base.version}") if base else None
-        )
+        return profiler.baseline_reference(base.record, self.ctx.ws.profiles / f"v{base.version}") if base else None
 
     def config_refs(self) -> list[ConfigRef]:
         """The baseline's configs with the classes the decisions vote in (the guard class)."""
@@ -516,7 +512,7 @@ class Evidence:
         report read back, and all of them parsed into one summary. `calls`: the calls per config
         asked of the bench (KOPT_PROFILE_CALLS; None: the bench's own); `seed`: its inputs' seed
         (KOPT_PROFILE_SEED), and it summarises each config's outputs into out_dir/outputs.json
-        (KOPT_PROFILE_OUTPUTS) for `profile_outputs`."""
+        (KOPT_PROFILE_OUTPUTS) for `profiler.compare_outputs`."""
         ctx = self.ctx
         ctx.progress(it, "profile", f"{prof.name} on {tree.name}/")
         out_dir = ctx.ws.profiles / f"v{it.version}" / side

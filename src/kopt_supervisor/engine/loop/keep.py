@@ -20,8 +20,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from kopt_supervisor.engine import faults, gitops
-from kopt_supervisor.engine.decide import Policy, Verdict, review_outcome
+from kopt_supervisor.engine import gitops
+from kopt_supervisor.engine.decide.estimate import Policy, Verdict
+from kopt_supervisor.engine.decide.verdict import review_outcome
 from kopt_supervisor.engine.errors import KoptError, KoptFailure
 from kopt_supervisor.engine.loop.context import BEST, Lane, RunContext, last_line, spend, with_
 from kopt_supervisor.engine.loop.control import Step
@@ -29,7 +30,7 @@ from kopt_supervisor.engine.loop.evidence import Evidence
 from kopt_supervisor.engine.loop.measure import CorrectnessFailure, DecisionRounds, StaleBest, cand_medians
 from kopt_supervisor.engine.loop.proposal import ALWAYS_PROTECTED
 from kopt_supervisor.engine.records import Iteration, Phase, Stage, Status
-from kopt_supervisor.engine.store import Command
+from kopt_supervisor.engine.store import Command, fault_step
 
 VERDICT_STATUS = {
     "regression": Status.REGRESSION,
@@ -66,7 +67,7 @@ class Keeper:
                 it.record["keep_status"] = status
                 ctx.save(it)
                 sha = gitops.commit(lane.cand, commit_message(ctx.ws.tag, it, verdict), tree=tree)
-                faults.step(f"v{it.version} git commit")
+                fault_step(f"v{it.version} git commit")
                 it.commit = sha
                 ctx.save(it, Phase.ADVANCE)
                 gitops.reset_clean(ctx.ws.best, sha)  # the run's branch (best/ is its worktree)

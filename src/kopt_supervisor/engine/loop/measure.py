@@ -33,10 +33,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from kopt_supervisor.engine import bench_output, gitops, metrics
-from kopt_supervisor.engine.decide import Pair, Policy, Verdict, evaluate, guard_of
+from kopt_supervisor.engine import adapters, gitops, metrics
+from kopt_supervisor.engine.decide.estimate import Pair, Policy, Verdict
 from kopt_supervisor.engine.decide.plausible import BenchRun
-from kopt_supervisor.engine.gpu.state import round_flags
+from kopt_supervisor.engine.decide.verdict import evaluate, guard_of
+from kopt_supervisor.engine.gpu import round_flags
 from kopt_supervisor.engine.loop.context import Lane, Look, Measurer, RunContext, acquire, last_line, note_gpu, with_
 from kopt_supervisor.engine.loop.served_trees import (
     FreshCaches,
@@ -70,16 +71,16 @@ def run_bench(
     """The bench once in `tree` (confined to it: processes.Jails): its CSV read by the target's
     rules, then the tree inspected whole and put back (check_after_run)."""
     csv = ctx.cfg.target.csv
-    before = bench_output.csv_stamps(tree, csv)
+    before = adapters.csv_stamps(tree, csv)
     res = ctx.procs.run(
         it, ctx.cfg.target.bench, cwd=tree, name=name, timeout_s=ctx.cfg.target.timeout_s, env=env, confine=confine
     )
     if not res.ok:
         check_after_run(ctx, lane, it, tree)
         raise BenchError(f"bench on {tree.name}/ {res.why()}: {last_line(res)}")
-    path = bench_output.find_csv(tree, csv, before, res.stdout_path)
+    path = adapters.find_csv(tree, csv, before, res.stdout_path)
     keep_csv(ctx, it, path, name)
-    measurement = bench_output.read_measurement(path, ctx.cfg.target, from_stdout=csv == "-")
+    measurement = adapters.read_measurement(path, ctx.cfg.target, from_stdout=csv == "-")
     check_after_run(ctx, lane, it, tree)
     return measurement, res.duration_s
 
@@ -147,7 +148,7 @@ class AbCommand:
     def look(self, it: Iteration, stage: str, r: int, env: dict[str, str]) -> Look:
         t = self.ctx.cfg.target
         ensure_best_pristine(self.ctx, self.lane, it, r)
-        before = bench_output.csv_stamps(self.lane.best, t.csv)
+        before = adapters.csv_stamps(self.lane.best, t.csv)
         res = self.ctx.procs.run(
             it,
             self.command(),
@@ -159,13 +160,13 @@ class AbCommand:
         )
         if not res.ok:
             raise BenchError(f"ab_command {res.why()}: {last_line(res)}")
-        path = bench_output.find_csv(self.lane.best, t.csv, before, res.stdout_path)
+        path = adapters.find_csv(self.lane.best, t.csv, before, res.stdout_path)
         keep_csv(self.ctx, it, path, f"{stage}_r{r}_ab")
         return self.read(it, path, r, res.duration_s, from_stdout=t.csv == "-")
 
     def read(self, it: Iteration, path: Path, r: int, seconds: float, *, from_stdout: bool = False) -> Look:
         """A look's A/B table as pairs, once both trees are checked untouched."""
-        df = bench_output.read_table(path, metric=self.ctx.cfg.target.metric, from_stdout=from_stdout)
+        df = adapters.read_kopt_csv(path, metric=self.ctx.cfg.target.metric, from_stdout=from_stdout)
         check_after_run(self.ctx, self.lane, it, self.lane.best)
         check_after_run(self.ctx, self.lane, it, self.lane.cand)
         pairs, best_m, cand_m = metrics.ab_pairs(df, self.ctx.cfg.target, r, path.name)

@@ -32,16 +32,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypedDict
 
-from kopt_supervisor.engine import faults, gitops, sandbox
-from kopt_supervisor.engine.config.sections import Config
+from kopt_supervisor.engine import gitops, sandbox
+from kopt_supervisor.engine.config import Config
 from kopt_supervisor.engine.loop.control import Control
 from kopt_supervisor.engine.propose.agents import PRESETS, writable_paths
 from kopt_supervisor.engine.records import Iteration
+from kopt_supervisor.engine.runner import process_tree
 from kopt_supervisor.engine.runner.command import RunResult, Server
 from kopt_supervisor.engine.runner.command import run as run_command
-from kopt_supervisor.engine.runner.processes import process_tree
 from kopt_supervisor.engine.sandbox import Confinement, SandboxMode, SandboxSupport
-from kopt_supervisor.engine.store import Store
+from kopt_supervisor.engine.store import Store, fault_step
 from kopt_supervisor.engine.workspace import Workspace, list_workspaces
 
 
@@ -248,7 +248,7 @@ class Processes:
         this run's own; recovery finds orphans by MARKER, whatever their group)."""
         self.child_pgids.add(pgid)
         self.store.set("child_pgid", pgid)
-        faults.step(f"child started: {Path(str(self.store.get('live_log') or '?')).stem}")
+        fault_step(f"child started: {Path(str(self.store.get('live_log') or '?')).stem}")
 
     def child_ended(self, pgid: int) -> None:
         self.child_pgids.discard(pgid)

@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from kopt_supervisor.engine import gitops, history, projections, treecheck
+from kopt_supervisor.engine.diffscan import parse_diff, scan
 from kopt_supervisor.engine.diffscan.findings import Finding, parse_allow, quote, review_reason
-from kopt_supervisor.engine.diffscan.scan import parse_diff, scan
 from kopt_supervisor.engine.errors import KoptError, KoptFailure
 from kopt_supervisor.engine.loop.context import Lane, RunContext, acquire
 from kopt_supervisor.engine.loop.control import Step
@@ -562,7 +562,7 @@ class Proposing:
 
 
 def handed_back_note(back: dict[str, Any] | None) -> str:
-    """The prompt's first lines when a change comes back to its proposer (engine/loop/machine.py
+    """The prompt's first lines when a change comes back to its proposer (engine/loop/__init__.py
     LaneLoop.hand_back): why, and what it was ("" otherwise)."""
     if not back:
         return ""

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from kopt_supervisor.engine import bench_output, gitops, metrics, sandbox, treecheck
+from kopt_supervisor.engine import adapters, gitops, metrics, sandbox, treecheck
 from kopt_supervisor.engine.decide import audit
 from kopt_supervisor.engine.decide.external_truth import SideCost
 from kopt_supervisor.engine.loop.context import Lane, Look, RunContext
@@ -374,7 +374,7 @@ class ServedTrees:
         columns in the CSV's order (the audit rule names a config by them)."""
         t = self.ctx.cfg.target
         source = f"{side}'s look {r} ({path.name})"
-        df = bench_output.read_table(path, metric=t.metric)
+        df = adapters.read_kopt_csv(path, metric=t.metric)
         m = metrics.measure(df, t, source)
         twice = [(k, len(c.values)) for k, c in m.configs.items() if len(c.values) > 1]
         if twice:

@@ -1,4 +1,4 @@
-"""A run's start: recovery, then the baseline (machine.py: recover → baseline (v0) → ...).
+"""A run's start: recovery, then the baseline (the machine, loop/__init__.py: recover → baseline (v0) → ...).
 
 Recovery: make the workspace consistent with the store after any crash, keep the worktrees
 at BEST_COMMIT, and apply a masked partial restart (docs/design.md §6, §7). The engine writes
@@ -20,8 +20,9 @@ import statistics
 import time
 
 from kopt_supervisor.engine import gitops, history, sandbox, treecheck
-from kopt_supervisor.engine.decide import Policy, voting_classes
-from kopt_supervisor.engine.decide.stats import geomean
+from kopt_supervisor.engine.decide import geomean
+from kopt_supervisor.engine.decide.estimate import Policy
+from kopt_supervisor.engine.decide.verdict import voting_classes
 from kopt_supervisor.engine.environment import capture_environment
 from kopt_supervisor.engine.errors import KoptError, KoptFailure
 from kopt_supervisor.engine.gpu.gate import NoIdleGpu
@@ -33,9 +34,9 @@ from kopt_supervisor.engine.loop.measure import failure_of, guard_configs, run_b
 from kopt_supervisor.engine.loop.processes import MARKER, tree_of
 from kopt_supervisor.engine.loop.proposal import restore_best
 from kopt_supervisor.engine.metrics import BenchError, Measurement
-from kopt_supervisor.engine.onboard.draft import estimate_decision_s, run_noise_pct
+from kopt_supervisor.engine.onboard import estimate_decision_s, run_noise_pct
 from kopt_supervisor.engine.records import Iteration, Phase, Stage, Status
-from kopt_supervisor.engine.runner.processes import end_leftovers, kill_orphans
+from kopt_supervisor.engine.runner import end_leftovers, kill_orphans
 from kopt_supervisor.engine.store import Sample
 
 

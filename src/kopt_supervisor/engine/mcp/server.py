@@ -35,11 +35,11 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from mcp.types import METHOD_NOT_FOUND, CallToolResult, TextContent, ToolAnnotations
 
+from kopt_supervisor.engine import mcp as rules
 from kopt_supervisor.engine.api.iteration_record import mcp_source
 from kopt_supervisor.engine.errors import KoptError
-from kopt_supervisor.engine.mcp import rules
+from kopt_supervisor.engine.mcp import EngineGone, Refused
 from kopt_supervisor.engine.mcp.judge import Judge, Observation
-from kopt_supervisor.engine.mcp.rules import EngineGone, Refused
 
 INSTRUCTIONS = """kopt judges your kernel edits with paired statistics and commits only verified wins.
 Work loop: call `context` (BEST, per-class results, roofline, recent regressions), edit the files in

@@ -1,36 +1,43 @@
-"""A kopt.toml proposal as it is drafted, and what one decision with it will cost. Pure.
+"""A kopt.toml proposal as it is drafted: the proposal, what one decision with it will cost
+(`DecisionCost`; its estimate is the onboard package's `estimate_decision_s`), and the static
+scan behind its protected and sources (below). The draft is pure; the scan reads files.
 
 The draft: the `Proposal` the steps fill in (keys, the reason for each, what to check, open
 `Question`s and their `Choice`s) and the commented kopt.toml it renders to, checked to load
 before it is returned.
 
-The cost (`estimate_decision_s`, also called by the loop after the baseline): wall seconds
-from the baseline's runs, their noise and the decision policy (docs/design.md §5;
-docs/decision.md). Process-level (the bench run as it is): a round is two runs, best and
-candidate (ABBA across rounds), each as long as a baseline run. The policy looks after every
-round from `min_rounds` on and stops when the interval of the mean log ratio settles the
-class; at a per-run noise σ (the baseline's spread between runs) a round's paired sample
-varies by about √2·σ, so look k settles a no-change candidate (tie) once t(α_k, k−1)·√2σ/√k <
-log(1 + min_effect) and a true change of twice min_effect once it is below log(1 +
-2·min_effect). `ab` (one process per look, both trees in it) and `served` (one process
-start, then looks) cost a start plus `look_s` per look. The estimate ignores the gate's waits
-and the proposer; it is what the bench itself costs. Above `SLOW_S` it says so, and points
-to the harness (docs/byo-kernel.md): on the H100 the served bench decided an A/A in 5-9
-looks of 0.35 s where process-level rounds took 17 s each.
+The scan: which files a bench command runs and imports, for kopt.toml's protected and
+sources.
+
+The bench command names its script (`python bench.py ...`, `python -m pkg.bench`, `pytest
+tests/bench_x.py`); the script's imports that resolve to files of the repo (by module name,
+from the script's folder or the repo root or src/, relative imports included) are followed
+one by one. A module that defines a kernel (Triton's `@triton.jit`, an inline CUDA/C++
+extension, numba's `cuda.jit`, CuPy's RawKernel...) is the kernel: kopt's proposer may
+change it, so it is not protected and its own imports are not followed. Everything else the
+bench reaches (timing helpers, reference implementations, input generators, conftest.py
+files pytest loads) decides what a measurement means: protected. String literals naming
+existing files of the repo (a params.json, a data file) are listed as sources; a string
+naming a function as `"package.module:function"` (kopt's harness Spec) is followed as an import.
+`unreviewed` names what the bench reaches that is neither protected nor a declared source
+(`kopt init` warns about them when a config declares no sources).
+
+Reads files; no imports are executed.
 """
 
 from __future__ import annotations
 
+import ast
+import fnmatch
 import json
-import math
-import statistics
+import shlex
 import time
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from kopt_supervisor.engine.config.toml_io import loads as loads_config
-from kopt_supervisor.engine.decide.estimate import Policy, alpha_at_look
-from kopt_supervisor.engine.decide.stats import t_quantile
 from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.onboard.detect import BenchRun, Candidate
 
@@ -270,73 +277,253 @@ def _dur(s: float) -> str:
     return f"{s / 3600:.1f} h"
 
 
-def run_noise_pct(runs: list[dict[str, float]]) -> float | None:
-    """The per-run noise of a bench, in %: per config the standard deviation of log(value)
-    across the runs, the median over configs. None with fewer than two runs in common."""
-    if len(runs) < 2:
+KERNEL_MARKERS = (
+    "triton.jit",
+    "@triton.autotune",
+    "@jit",
+    "load_inline",
+    "cpp_extension",
+    "cuda.jit",
+    "RawKernel",
+    "RawModule",
+    "tilelang",
+    "cute.kernel",
+    "@cute.",
+    "ctypes.CDLL",
+    "tl.load",
+)
+"""Text that marks a module defining (or loading) kernel code."""
+BENCH_IS_KERNEL = "defines kernel code and is the bench itself"
+"""The scan's note on a bench script that is its own kernel module (onboard/scratch.py rewords it)."""
+PYTHONS = ("python", "python3", "python3.10", "python3.11", "python3.12", "python3.13", "uv", "poetry")
+
+
+@dataclass
+class Scan:
+    scripts: list[str] = field(default_factory=list)
+    """The files the bench command names (repo-relative, POSIX)."""
+    kernel: list[str] = field(default_factory=list)
+    """Modules that define kernel code (not protected)."""
+    helpers: list[str] = field(default_factory=list)
+    """Other modules of the repo the bench imports (protected)."""
+    data: list[str] = field(default_factory=list)
+    """Existing files of the repo named by string literals in the scanned modules."""
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def protected(self) -> list[str]:
+        return sorted({*(s for s in self.scripts if s not in self.kernel), *self.helpers})
+
+    @property
+    def sources(self) -> list[str]:
+        return sorted({*self.scripts, *self.kernel, *self.helpers, *self.data})
+
+
+def _rel(path: Path, repo: Path) -> str | None:
+    try:
+        return path.resolve().relative_to(repo.resolve()).as_posix()
+    except ValueError:
         return None
-    common = set(runs[0]).intersection(*runs[1:])
-    spreads = []
-    for key in common:
-        vals = [r[key] for r in runs]
-        if all(isinstance(v, int | float) and math.isfinite(v) and v > 0 for v in vals):
-            spreads.append(statistics.stdev(math.log(v) for v in vals))
-    if not spreads:
-        return None
-    return 100.0 * statistics.median(spreads)
 
 
-def rounds_to_settle(effect: float, noise_pct: float, policy: Policy) -> tuple[int, bool]:
-    """(looks, settled) for an interval half-width to fall below log(1 + effect) at noise
-    √2·noise per look (the policy's alpha spending); (max_rounds, False) when it never does."""
-    sigma = math.sqrt(2.0) * max(noise_pct, 1e-6) / 100.0
-    target = math.log1p(effect)
-    for k in range(max(policy.min_rounds, 2), policy.max_rounds + 1):
-        alpha = alpha_at_look(k, policy, final=k == policy.max_rounds)
-        half = t_quantile(1.0 - alpha / 2.0, k - 1) * sigma / math.sqrt(k)
-        if half < target:
-            return k, True
-    return policy.max_rounds, False
+def bench_scripts(bench: str, repo: Path, cwd: Path | None = None) -> tuple[list[Path], list[str]]:
+    """The repo files the command runs (scripts, `-m` modules, pytest paths), and notes. A
+    command of several parts (`cd benchmark && python scripts/b.py; ...`) is read part by
+    part, each from the folder the `cd`s before it lead to."""
+    cwd = cwd or repo
+    try:
+        lex = shlex.shlex(bench, posix=True, punctuation_chars=";&|")
+        lex.whitespace_split = True
+        tokens = list(lex)
+    except ValueError as exc:
+        return [], [f"cannot split the bench command ({exc})"]
+    found: list[Path] = []
+    parts: list[list[str]] = [[]]
+    for tok in tokens:
+        if tok and set(tok) <= set(";&|"):
+            parts.append([])
+        else:
+            parts[-1].append(tok)
+    for argv in parts:
+        if argv[:1] == ["cd"]:
+            target = (cwd / argv[1]).resolve() if len(argv) > 1 else repo
+            cwd = target if target.is_dir() and _rel(target, repo) is not None else cwd
+            continue
+        found += _part_scripts(argv, repo, cwd)
+    notes: list[str] = []
+    if not found:
+        notes.append(
+            "the bench command names no Python file of the repo: list what it runs and reads in "
+            "[target].protected yourself (a compiled bench: its sources and build files)"
+        )
+    return found, notes
 
 
-def estimate_decision_s(
-    baseline_run_seconds: list[float],
-    policy: Policy,
-    mode: str = "process",
-    *,
-    noise_pct: float | None = None,
-    look_s: float | None = None,
-) -> DecisionCost:
-    """The cost of one decision (see the module docstring). `baseline_run_seconds`: the wall
-    time of each baseline run (process-level bench runs); `noise_pct`: their run-to-run noise
-    (run_noise_pct), DEFAULT_NOISE_PCT when None; `look_s`: for ab/served, the seconds of one
-    look when known (else a run's seconds stand in: an upper bound)."""
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
-    runs = [s for s in baseline_run_seconds if isinstance(s, int | float) and math.isfinite(s) and s >= 0]
-    if not runs:
-        raise ValueError("estimate_decision_s: no baseline run seconds")
-    run_s = statistics.median(runs)
-    noise = noise_pct if noise_pct is not None and math.isfinite(noise_pct) else DEFAULT_NOISE_PCT
-    eff = policy.min_effect_pct / 100.0
-    tie, settled = rounds_to_settle(eff, noise, policy)
-    change, _ = rounds_to_settle(2 * eff, noise, policy)
-    change = min(change, tie)
-    if mode == "process":
-        round_s, start_s = 2.0 * run_s, 0.0
-    elif mode == "ab":
-        round_s, start_s = look_s if look_s is not None else run_s, 0.0
-    else:
-        round_s, start_s = (look_s if look_s is not None else run_s), run_s
-    measured = noise_pct is not None and math.isfinite(noise_pct)
-    return DecisionCost(
-        mode,
-        round_s,
-        start_s,
-        noise,
-        tie,
-        change,
-        policy.max_rounds,
-        not settled,
-        noise_runs=max(len(runs), 2) if measured else 0,
-    )
+def _part_scripts(argv: list[str], repo: Path, cwd: Path) -> list[Path]:
+    """The repo files one simple command runs."""
+    found: list[Path] = []
+    for i, tok in enumerate(argv):
+        if tok == "-m" and i + 1 < len(argv) and argv[i + 1] not in ("pytest",):
+            parts = argv[i + 1].split(".")
+            for k in range(1, len(parts) + 1):  # `-m a.b` runs a/__init__.py first
+                mod = resolve_module(".".join(parts[:k]), [cwd, repo, repo / "src"], repo)
+                if mod is not None:
+                    found.append(mod)
+            continue
+        if tok.startswith("-"):
+            tok = tok.split("=", 1)[1] if "=" in tok else ""
+            if not tok:
+                continue
+        p = cwd / tok
+        if p.is_file() and _rel(p, repo) is not None and (p.suffix == ".py" or i == 0):
+            found.append(p)
+        elif p.is_dir() and _rel(p, repo) is not None and any(a in argv for a in ("pytest", "py.test")):
+            found.extend(sorted(p.rglob("test_*.py")) + sorted(p.rglob("*_test.py")))
+    return found
+
+
+def resolve_module(name: str, roots: list[Path], repo: Path) -> Path | None:
+    """The repo file of module `name` under one of `roots`, or None (installed, or missing)."""
+    parts = name.split(".")
+    for root in roots:
+        base = root.joinpath(*parts)
+        for cand in (base.with_suffix(".py"), base / "__init__.py"):
+            if cand.is_file() and _rel(cand, repo) is not None:
+                return cand
+    return None
+
+
+def _imports(tree: ast.AST, path: Path, roots: list[Path], repo: Path) -> list[Path]:
+    out: list[Path] = []
+    for node in ast.walk(tree):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = path.parent
+                for _ in range(node.level - 1):
+                    base = base.parent
+                mod = node.module.split(".") if node.module else []
+                target = base.joinpath(*mod)
+                cands = [target.with_suffix(".py"), target / "__init__.py"]
+                cands += [target / f"{a.name}.py" for a in node.names]
+                out += [c for c in cands if c.is_file() and _rel(c, repo) is not None]
+                continue
+            if node.module:
+                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+        for n in names:
+            parts = n.split(".")
+            for k in range(1, len(parts) + 1):  # importing a.b.c runs a/__init__.py and a/b/__init__.py too
+                found = resolve_module(".".join(parts[:k]), roots, repo)
+                if found is not None:
+                    out.append(found)
+    return out
+
+
+def _named_modules(tree: ast.AST, roots: list[Path], repo: Path) -> list[Path]:
+    """Modules named by a `"package.module:function"` string (how kopt's harness Spec and
+    entry-point style configs name the function a bench times): imported at run time, so
+    followed like an import."""
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.count(":") == 1:
+            mod, _, attr = node.value.partition(":")
+            parts = mod.split(".")
+            if attr.isidentifier() and mod and all(part.isidentifier() for part in parts):
+                for k in range(1, len(parts) + 1):  # importing a.b runs a/__init__.py too
+                    found = resolve_module(".".join(parts[:k]), roots, repo)
+                    if found is not None:
+                        out.append(found)
+    return out
+
+
+def _strings(tree: ast.AST, path: Path, repo: Path) -> list[Path]:
+    out = []
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and 0 < len(node.value) < 200
+            and "\n" not in node.value
+            and "." in node.value
+        ):
+            for base in (path.parent, repo):
+                p = base / node.value
+                try:
+                    if p.is_file() and _rel(p, repo) is not None:
+                        out.append(p)
+                        break
+                except (OSError, ValueError):
+                    break
+    return out
+
+
+def is_kernel(text: str) -> bool:
+    return any(m in text for m in KERNEL_MARKERS)
+
+
+def scan(bench: str, repo: Path, cwd: Path | None = None, *, limit: int = 200) -> Scan:
+    """Scripts, kernel modules, helpers and data files of the bench (see the module docstring)."""
+    repo = repo.resolve()
+    scripts, notes = bench_scripts(bench, repo, cwd)
+    result = Scan(notes=notes)
+    queue = list(scripts)
+    for s in scripts:
+        rel = _rel(s, repo)
+        if rel:
+            result.scripts.append(rel)
+        if "pytest" in bench or "py.test" in bench:  # pytest loads every conftest.py up to the rootdir
+            d = s.parent
+            while _rel(d, repo) is not None:
+                if (d / "conftest.py").is_file():
+                    queue.append(d / "conftest.py")
+                if d == repo:
+                    break
+                d = d.parent
+    seen: set[str] = set()
+    while queue and len(seen) < limit:
+        path = queue.pop(0)
+        rel = _rel(path, repo)
+        if rel is None or rel in seen:
+            continue
+        seen.add(rel)
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+            tree = ast.parse(text)
+        except (OSError, SyntaxError, ValueError):
+            if path.suffix == ".py":
+                result.notes.append(f"{rel}: cannot be parsed; its imports were not followed")
+            continue
+        if is_kernel(text):
+            result.kernel.append(rel)
+            if rel not in result.scripts:
+                continue  # a kernel module's own imports are the kernel's to change
+            result.notes.append(
+                f"{rel} {BENCH_IS_KERNEL}: kopt cannot protect "
+                f"its timing code from the proposer (move the kernel into a module of its "
+                f"own, or use kopt's harness)"
+            )  # ... but what the bench script imports is the bench's: followed below
+        elif rel not in result.scripts:
+            result.helpers.append(rel)
+        roots = [path.parent, repo, repo / "src"]
+        queue.extend(_imports(tree, path, roots, repo))
+        queue.extend(_named_modules(tree, roots, repo))
+        result.data.extend(r for r in (_rel(p, repo) for p in _strings(tree, path, repo)) if r and r not in result.data)
+    result.data = [d for d in result.data if d not in seen]
+    return result
+
+
+def unreviewed(s: Scan, tracked: Collection[str], protected: Sequence[str]) -> list[str]:
+    """The tracked files the bench runs, imports or names (the scan `s`) that `protected`
+    does not cover: with no [target].sources declared, a candidate's change to any of them
+    is measured as it is (an input generator or a batch size edited looks like a faster
+    kernel), so `kopt init` names them."""
+    reached = sorted({*s.scripts, *s.kernel, *s.helpers, *s.data} & set(tracked))
+    return [p for p in reached if not fnmatch_any(p, protected)]
+
+
+def fnmatch_any(path: str, globs: Sequence[str]) -> bool:
+    """`path` matches one of `globs` as kopt.toml's protected and sources read them (a glob,
+    the path itself, or a folder holding it)."""
+    return any(fnmatch.fnmatch(path, g) or path == g.rstrip("/") or path.startswith(g.rstrip("/") + "/") for g in globs)

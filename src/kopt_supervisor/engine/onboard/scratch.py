@@ -60,7 +60,7 @@ from typing import Any
 from kopt_supervisor.engine.adapters.table import Table
 from kopt_supervisor.engine.adapters.text import PERF_REPORT_LINE
 from kopt_supervisor.engine.onboard.detect import BenchRun, Column, RunBench, candidates
-from kopt_supervisor.engine.onboard.imports import BENCH_IS_KERNEL
+from kopt_supervisor.engine.onboard.draft import BENCH_IS_KERNEL
 
 MAX_KEPT_BYTES = 64 << 20
 DRAFT_RUN = "run.json"

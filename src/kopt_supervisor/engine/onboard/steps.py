@@ -29,8 +29,7 @@ from kopt_supervisor.engine.onboard.detect import (
     dtype_like,
     words,
 )
-from kopt_supervisor.engine.onboard.draft import Choice, Proposal, Question
-from kopt_supervisor.engine.onboard.imports import scan
+from kopt_supervisor.engine.onboard.draft import Choice, Proposal, Question, scan
 from kopt_supervisor.engine.onboard.scratch import DRAFT_RUN
 
 HARNESS_STATS = ("us_mean", "us_std", "us_min", "us_p10", "us_p90", "samples")

@@ -30,7 +30,7 @@ Without ranges (a bench that emits none) the comparison falls back to the whole 
 target-kernel time (`summary.compare`) and says so in `note`. Pure: no files, no subprocesses.
 
 What the comparison holds, how it prints and its agreement with the bench live in
-engine/profile/class_records.py.
+engine/profile/__init__.py.
 
 Range names. The harness (and a user's bench that wants per-class profiling) wraps each
 config's timed and checked calls in a push/pop range named
@@ -59,10 +59,10 @@ from dataclasses import dataclass, field
 from statistics import NormalDist
 from typing import Any
 
-from kopt_supervisor.engine.decide.stats import t_quantile
+from kopt_supervisor.engine.decide import t_quantile
 from kopt_supervisor.engine.errors import KoptFailure
 from kopt_supervisor.engine.metrics import format_value
-from kopt_supervisor.engine.profile.class_records import (
+from kopt_supervisor.engine.profile import (
     ALL_CLASSES,
     ClassChange,
     ClassComparison,

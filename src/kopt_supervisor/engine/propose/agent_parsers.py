@@ -1,6 +1,6 @@
 """One parser per agent CLI: the lines the CLI printed in its machine-readable output mode
 (docs/agents.md names the version and the documentation each was written against) turned into
-an `AgentRun` (engine.propose.costs); `parse_usage_object` reads kopt's own usage contract
+an `AgentRun` (engine.propose); `parse_usage_object` reads kopt's own usage contract
 ($KOPT_USAGE). Pure.
 
 What an agent prints is its own claim, read defensively: numbers only when finite and
@@ -18,7 +18,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
-from kopt_supervisor.engine.propose.costs import AgentRun
+from kopt_supervisor.engine.propose import AgentRun
 
 
 def _num(value: Any) -> float | None:

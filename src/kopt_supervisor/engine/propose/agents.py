@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kopt_supervisor.engine.config.sections import AGENT_NAMES, KINDS, AgentKind
+from kopt_supervisor.engine.config import AGENT_NAMES, KINDS, AgentKind
 from kopt_supervisor.engine.propose.agent_parsers import (
     Parser,
     parse_aider,
@@ -43,7 +43,7 @@ from kopt_supervisor.engine.propose.agent_parsers import (
 )
 
 if TYPE_CHECKING:
-    from kopt_supervisor.engine.config.sections import Config
+    from kopt_supervisor.engine.config import Config
 
 DEFAULT_TIMEOUT_S = 3600.0
 
@@ -115,7 +115,7 @@ class AgentPreset:
 
     @property
     def kind(self) -> AgentKind:
-        """Its title, session and cost support (config/sections.KINDS)."""
+        """Its title, session and cost support (engine.config.KINDS)."""
         return KINDS[self.name]
 
     @property
@@ -371,7 +371,7 @@ PRESETS: dict[str, AgentPreset] = {
     )
 }
 
-assert tuple(PRESETS) == AGENT_NAMES, "config/sections.AGENT_NAMES names every preset, in order"
+assert tuple(PRESETS) == AGENT_NAMES, "engine.config.AGENT_NAMES names every preset, in order"
 
 
 def preset(name: str) -> AgentPreset:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from kopt_supervisor.engine import fmt
-from kopt_supervisor.engine.config.sections import Config
+from kopt_supervisor.engine.config import Config
 from kopt_supervisor.engine.records import Iteration
 
 DISPATCH_WORD = re.compile(r"(?i)\bdispatch")

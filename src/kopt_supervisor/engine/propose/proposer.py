@@ -44,8 +44,9 @@ from itertools import chain
 from pathlib import Path
 from typing import Any, Protocol
 
-from kopt_supervisor.engine.config.sections import Config, supports_resume
+from kopt_supervisor.engine.config import Config, supports_resume
 from kopt_supervisor.engine.errors import BadInput
+from kopt_supervisor.engine.propose import AgentRun, cap_file, read_lines
 from kopt_supervisor.engine.propose.agent_parsers import parse_usage_object
 from kopt_supervisor.engine.propose.agents import (
     PRESETS,
@@ -55,7 +56,6 @@ from kopt_supervisor.engine.propose.agents import (
     task_message,
 )
 from kopt_supervisor.engine.propose.agents import timeout_s as agent_timeout_s
-from kopt_supervisor.engine.propose.costs import AgentRun, cap_file, read_lines
 
 
 @dataclass(frozen=True)

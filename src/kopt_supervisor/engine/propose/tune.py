@@ -66,7 +66,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from kopt_supervisor.engine.config.sections import TuneConfig
+from kopt_supervisor.engine.config import TuneConfig
 from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.propose.proposer import Proposal, ProposalContext, format_plan
 from kopt_supervisor.engine.propose.tune_space import (
@@ -493,7 +493,7 @@ def handed_back(
     previous: dict[str, Any],
 ) -> Choice | None:
     """The point a lane proposed before, proposed again on the BEST another lane's keep made
-    meanwhile (its change no longer applied there: engine/loop/machine.py hands it back): the
+    meanwhile (its change no longer applied there: engine/loop/__init__.py hands it back): the
     same params set to the same values in the same entry, from that entry's point on the new
     BEST. None when it is not a tune point, when the new BEST already runs those values, when
     it was tried from this BEST, or when a point in flight overlaps it."""

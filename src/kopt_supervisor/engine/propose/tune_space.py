@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from kopt_supervisor.engine.config.sections import TuneConfig
+from kopt_supervisor.engine.config import TuneConfig
 from kopt_supervisor.engine.errors import BadInput
 
 Point = dict[str, Any]

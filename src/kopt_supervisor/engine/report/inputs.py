@@ -48,12 +48,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kopt_supervisor.engine import records
-from kopt_supervisor.engine.config.sections import Config
-from kopt_supervisor.engine.decide.stats import geomean as stats_geomean
-from kopt_supervisor.engine.decide.stats import positive_finite, quantile
+from kopt_supervisor.engine.config import Config
+from kopt_supervisor.engine.decide import geomean as stats_geomean
+from kopt_supervisor.engine.decide import positive_finite, quantile
 from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.records import Iteration
-from kopt_supervisor.engine.roofline.model import (
+from kopt_supervisor.engine.roofline import (
     ClassRoofline,
     Peaks,
     RooflinePoint,
@@ -361,7 +361,7 @@ def speedup(baseline: float | None, final: float | None, direction: str = "min")
 
 
 def geomean(values: Iterable[float | None]) -> float | None:
-    """The one geometric mean (decide.stats) of the entries that are measured (positive finite)."""
+    """The one geometric mean (engine.decide) of the entries that are measured (positive finite)."""
     return stats_geomean(positive_finite(values))
 
 

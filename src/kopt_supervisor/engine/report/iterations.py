@@ -24,14 +24,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from kopt_supervisor.engine import fmt
-from kopt_supervisor.engine.config.sections import Config
+from kopt_supervisor.engine.config import Config
 from kopt_supervisor.engine.decide.external_truth import TIMER_ONLY, truth_line
 from kopt_supervisor.engine.projections import (
     ProfilerEvidence,
     profile_ns_per_call,
     profiler_evidence,
 )
-from kopt_supervisor.engine.propose.costs import AgentRun, agent_runs, spent
+from kopt_supervisor.engine.propose import AgentRun, agent_runs, spent
 from kopt_supervisor.engine.records import Iteration
 from kopt_supervisor.engine.report.inputs import ReportInputs, RunData, code, table
 

@@ -22,22 +22,22 @@ argv is wrapped, and everything above still holds. The process kopt starts is bw
 leader of the group; the command and what it starts live in a PID namespace whose init is
 kopt's (the lifeline of `sandbox.confinement`: it leaves when the command ends or kopt's lifeline pipe closes),
 so killing the group (or kopt's own death) ends every process inside, a `setsid` one
-included. They stay visible from outside (`processes.process_tree`), with their environment
-(the KOPT_WORKSPACE marker) readable for `processes.kill_orphans`.
+included. They stay visible from outside (`runner.process_tree`), with their environment
+(the KOPT_WORKSPACE marker) readable for `runner.kill_orphans`.
 
 Unconfined (no `confine=`), nothing holds a `setsid` process to its step: every step is
-given a token of its own in its environment (`processes.STEP_ENV`), and after the step,
+given a token of its own in its environment (`runner.STEP_ENV`), and after the step,
 besides its group, every process of this user that carries the token is ended
-(`processes.kill_marked`: TERM, a short grace, then STOP and KILL until none is left); with
+(`runner.kill_marked`: TERM, a short grace, then STOP and KILL until none is left); with
 `marker=` (the run's KOPT_WORKSPACE), so is every process carrying the run's marker whose
 token is not that of a step still running (another lane's). The limit: a process that
 re-executes itself with an environment of its own (neither token nor marker) is not
 recognised; that is what running without the sandbox gives up.
 
-Log files are opened fresh (`processes.open_log`: a name left in their folder is removed
+Log files are opened fresh (`runner.open_log`: a name left in their folder is removed
 first, and never followed): a sandboxed process that can write in a log folder cannot turn
 kopt's next log into a write through a link or a block on a FIFO. The log helpers are read
-through the `processes` module (`processes.limit_file_size`, ...), so a test that replaces
+through the `runner` module (`runner.limit_file_size`, ...), so a test that replaces
 one patches it there.
 """
 
@@ -53,9 +53,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from kopt_supervisor.engine import sandbox
-from kopt_supervisor.engine.runner import processes
-from kopt_supervisor.engine.runner.processes import (
+from kopt_supervisor.engine import runner, sandbox
+from kopt_supervisor.engine.runner import (
     DEFAULT_MAX_OUTPUT_BYTES,
     cpu_seconds,
     end_leftovers,
@@ -280,7 +279,7 @@ def _run_step(
     confined: Confinement | None,
 ) -> RunResult:
     start = time.monotonic()
-    with processes.open_log(out_path) as out, processes.open_log(err_path) as err:
+    with runner.open_log(out_path) as out, runner.open_log(err_path) as err:
         try:
             proc = subprocess.Popen(
                 launch,
@@ -304,7 +303,7 @@ def _run_step(
                 confined=confined,
             )
     pgid = proc.pid
-    processes.limit_file_size(proc.pid, max_output_bytes)
+    runner.limit_file_size(proc.pid, max_output_bytes)
     if on_start:
         on_start(pgid)
     timed_out = overflow = False
@@ -318,7 +317,7 @@ def _run_step(
             if time.monotonic() - start > timeout_s:
                 timed_out = True
                 break
-            if processes.file_size(out_path) + processes.file_size(err_path) > max_output_bytes:
+            if runner.file_size(out_path) + runner.file_size(err_path) > max_output_bytes:
                 overflow = True
                 break
             if poll:
@@ -331,12 +330,12 @@ def _run_step(
             on_end(pgid)
     if (
         proc.returncode == -signal.SIGXFSZ
-        or max(processes.file_size(out_path), processes.file_size(err_path)) >= max_output_bytes
+        or max(runner.file_size(out_path), runner.file_size(err_path)) >= max_output_bytes
     ):
         overflow = True  # Python ignores SIGXFSZ: its writes fail with EFBIG instead
     if overflow:
         for path in (out_path, err_path):
-            processes.cut_log(path, max_output_bytes)
+            runner.cut_log(path, max_output_bytes)
     killed = timed_out or overflow
     return RunResult(
         argv=argv,
@@ -394,11 +393,11 @@ class Server:
         if confine is not None:  # the sandbox's scratch lives until close()
             self.confined = self._sandbox.enter_context(sandbox.prepare(confine))
             launch = sandbox.wrap(self.argv, self.confined, cwd=cwd)
-        self._out = processes.open_log(self.out_path)
+        self._out = runner.open_log(self.out_path)
         full_env = {**os.environ, **self.env}
         self.token = new_step(full_env)
         try:
-            with processes.open_log(self.err_path) as err:
+            with runner.open_log(self.err_path) as err:
                 self.proc = subprocess.Popen(
                     launch,
                     cwd=str(cwd),
@@ -417,7 +416,7 @@ class Server:
         os.set_blocking(self.proc.stdout.fileno(), False)  # type: ignore[union-attr]
         self.pgid = self.proc.pid
         self.closed = False
-        processes.limit_file_size(self.proc.pid, max_output_bytes)
+        runner.limit_file_size(self.proc.pid, max_output_bytes)
         if on_start:
             on_start(self.pgid)
 
@@ -426,7 +425,7 @@ class Server:
         return not self.closed and self.proc.poll() is None
 
     def cpu_seconds(self) -> float:
-        """User + system CPU seconds its process tree has spent so far (`processes.cpu_seconds`;
+        """User + system CPU seconds its process tree has spent so far (`runner.cpu_seconds`;
         unconfined, processes carrying its step token count too: nothing else holds them)."""
         return cpu_seconds(self.pgid, None if self.confined is not None else self.token)
 
@@ -474,7 +473,7 @@ class Server:
                     raise ServerError(f"{self._ended()} without answering {request!r}")
                 if time.monotonic() - start > timeout_s:
                     raise ServerError(f"timed out after {timeout_s:.0f} s on {request!r}")
-                if processes.file_size(self.out_path) + processes.file_size(self.err_path) > self.max_output_bytes:
+                if runner.file_size(self.out_path) + runner.file_size(self.err_path) > self.max_output_bytes:
                     raise ServerError("wrote more output than the limit ([target].max_output_mib); killed")
                 if poll:
                     poll()
@@ -510,7 +509,7 @@ class Server:
             self._out.close()
             self._sandbox.close()
             for path in (self.out_path, self.err_path):
-                processes.cut_log(path, self.max_output_bytes)
+                runner.cut_log(path, self.max_output_bytes)
             if self.on_end:
                 self.on_end(self.pgid)
 

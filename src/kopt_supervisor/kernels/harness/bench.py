@@ -147,7 +147,7 @@ PROFILE_OUTPUTS_ENV = "KOPT_PROFILE_OUTPUTS"
 """--profile: where kopt wants every profiled call's outputs summarised (audit.py's summary, the
 audit file's JSON): kopt compares the candidate's with the baseline's at the same seed (best's
 in a run whose baseline drew none), so that a tree which does less work, or wrong work, only
-while it is profiled is caught (engine/loop/profile_outputs.py)."""
+while it is profiled is caught (engine/profile/profiler.py)."""
 PROFILE_SEED_ENV = "KOPT_PROFILE_SEED"
 """--profile: the inputs' base seed kopt gives the baseline's profile and every keep's (the same
 inputs, so their outputs compare)."""

@@ -1,14 +1,15 @@
-"""Where the roofline meets the machine: hardware specs read from a spec wiki with their
-sources (and `kopt ceilings` measurements written as pages), and one tree's roofline as the
-loop records it. The arithmetic is engine/roofline/model.py's (pure); this module reads files.
+"""Where the roofline meets the machine, beside what the profiler says of the same kernels:
+hardware specs read from a spec wiki with their sources (and `kopt ceilings` measurements
+written as pages), and one tree's roofline as the loop records it. The arithmetic is
+engine/roofline.py's (pure, `roofline` below); this module reads files.
 
     specs = lookup_specs(gpu_name, wiki_dir, measured_dir)           # Spec per metric, with source
-    peaks = model.peaks_from_specs(specs, flops_metric=cfg.peak_flops_metric)
-    points = model.analyze_rows(rows, seconds, flops_src=cfg.flops, bytes_src=cfg.bytes, peaks=peaks)
-    classes = model.aggregate_classes(points, class_of)
+    peaks = roofline.peaks_from_specs(specs, flops_metric=cfg.peak_flops_metric)
+    points = roofline.analyze_rows(rows, seconds, flops_src=cfg.flops, bytes_src=cfg.bytes, peaks=peaks)
+    classes = roofline.aggregate_classes(points, class_of)
     text = render_readme_section(specs, points, classes, target_pct=cfg_stop.target_pct_of_peak)
-    model.meets_target(points, production_configs, target_pct)      # the roofline stop
-    model.floor_metric(point, cfg.unit_scale)                        # decide's "faster than floor"
+    roofline.meets_target(points, production_configs, target_pct)      # the roofline stop
+    roofline.floor_metric(point, cfg.unit_scale)                        # decide's "faster than floor"
     register_measured(ceilings_json, measured_dir)                   # `kopt ceilings`
 
 Specs. A wiki is a folder of markdown pages, one per GPU. A page starts with metadata
@@ -43,7 +44,7 @@ the GPU the gate chose, the config rows and their measured metric, returns a JSO
 and the floors in the metric's unit (for the decision's "faster than its floor" check).
 Reads the spec wiki; no other side effects. The Step 0 text (`render_readme_section`) for a
 run's README.md: sourced specs, formulas, bound, floor, targets; rendering only, the numbers
-come from engine/roofline/model.py. Every hardware number in the text is printed with its `<- <path>:<line>` source, and an
+come from engine/roofline.py. Every hardware number in the text is printed with its `<- <path>:<line>` source, and an
 UNKNOWN peak is said to be unknown rather than replaced.
 """
 
@@ -59,9 +60,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from kopt_supervisor.engine.config.sections import Config
+from kopt_supervisor.engine.config import Config
 from kopt_supervisor.engine.errors import BadInput
-from kopt_supervisor.engine.roofline.model import (
+from kopt_supervisor.engine.roofline import (
     DEFAULT_BANDWIDTH_METRIC,
     DEFAULT_FLOPS_METRIC,
     ClassRoofline,

@@ -16,7 +16,7 @@ floor, no % and no target (an unsourced value never enters a target).
 
 The arithmetic reads hardware spec values with their sources (`Spec`): a value with no source
 is `UNKNOWN (no source)` and never enters a target. Reading the wiki (finding and parsing
-pages) is engine/roofline/evaluate.py's.
+pages) is engine/profile/roofline.py's.
 
 Pure.
 """
@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from kopt_supervisor.engine import expr
-from kopt_supervisor.engine.decide.stats import geomean, positive_finite
+from kopt_supervisor.engine.decide import geomean, positive_finite
 from kopt_supervisor.engine.errors import BadInput
 
 UNKNOWN = "UNKNOWN (no source)"
