@@ -296,7 +296,8 @@ def test_a_dying_hanging_or_failing_server_fails_the_bench_in_time_and_the_run_g
     assert record(ws, 5)["decision"]["verdict"] == "keep"
     assert no_server_left(ws)
     # best and a fresh candidate per decision; the two candidates whose new process failed its
-    # first look (fail_at=0, audit_fail) started once more each, and failed again
+    # first look (fail_at=0, audit_fail) started once more each, and failed again; the one that
+    # died did so at look 1 (not its first), and a hang is never started again
     assert len(starts(log)) == 2 * 5 + 2
     again = [m for m in events(ws, "serve") if "new process failed its first look" in m]
     assert len(again) == 2 and all(m.startswith("cand's new process") for m in again)
@@ -306,12 +307,13 @@ def test_a_new_process_that_fails_its_first_look_once_is_started_again_and_its_l
     # an unchanged tree whose import asserts on fresh random data fails some starts (Triton's
     # layer-norm tutorial): one more start, and the decision goes on; a second failure fails it
     monkeypatch.setenv("FAKE_CALLS", GAIN_CALLS)
-    ws, log = served(["knob:flaky_start", "gain30"])
-    got = run(ws, 2)
-    assert got[1] not in ("fail_bench", "keep") and got[2] == "keep", got  # v1 is an unchanged kernel, decided
-    assert len(starts(log)) == 2 * 2 + 1
+    ws, log = served(["knob:flaky_start", "knob:hang_at=0", "gain30"], timeout_s=3)
+    got = run(ws, 3)
+    assert got[1] not in ("fail_bench", "keep") and got[3] == "keep", got  # v1 is an unchanged kernel, decided
+    assert got[2] == "fail_bench" and "timed out after 3 s on 'look 0 " in record(ws, 2)["decision"]["reason"]
     (again,) = [m for m in events(ws, "serve") if "new process failed its first look" in m]
-    assert again.startswith("cand's new process") and "exit code 5" in again
+    assert again.startswith("cand's new process") and "exit code 5" in again  # the hang was not started again
+    assert len(starts(log)) == 2 * 3 + 1
 
 
 def test_a_patched_timer_shows_in_the_claims_but_not_in_the_cpu_time(served, monkeypatch):

@@ -27,7 +27,7 @@ from kopt_supervisor.engine.loop.context import Lane, Look, RunContext
 from kopt_supervisor.engine.loop.processes import tree_of
 from kopt_supervisor.engine.metrics import BenchError, ConfigResult, Measurement
 from kopt_supervisor.engine.records import Iteration
-from kopt_supervisor.engine.runner.command import Server, ServerError
+from kopt_supervisor.engine.runner.command import Server, ServerEnded, ServerError
 from kopt_supervisor.engine.sandbox import read_output
 
 
@@ -236,7 +236,8 @@ class ServedTrees:
 
     def look(self, it: Iteration, stage: str, r: int, env: dict[str, str]) -> Look:
         """One look; a side whose process was started for it and failed it is started once
-        more (per decision) and the look taken again from the start. A bench that asserts at
+        more (per decision) and the look taken again from the start, when the process ended or
+        answered `fail` (never after a timeout or a flood). A bench that asserts at
         import on fresh random data fails some starts of an unchanged tree (Triton's
         layer-norm tutorial: 1 in 3 on the H200, 2026-11-30); a second start cannot buy a
         verdict, since the look it answers is read and audited as any other, and a tree that
@@ -528,7 +529,10 @@ class ServedTrees:
                 is_reply=lambda line: line.split()[:2] in ([answer, str(r)], ["fail", str(r)]),
             )
         except ServerError as e:
-            self._failed(side)
+            if isinstance(e, ServerEnded):  # not a hang nor a flood: those are never started again
+                self._failed(side)
+            else:
+                self._close(side)
             raise BenchError(f"serve on {tree}/ {e}") from None
         words = reply.split()
         if words[0] == "fail":

@@ -355,6 +355,10 @@ class ServerError(Exception):
     message says which (one line, with the last line of its stderr where there is one)."""
 
 
+class ServerEnded(ServerError):
+    """The served command's process ended before it answered (it exited or was killed)."""
+
+
 class Server:
     """A command kept running in its own process group and talked to line by line.
 
@@ -459,7 +463,7 @@ class Server:
                 self.proc.stdin.write(request.encode() + b"\n")  # type: ignore[union-attr]
                 self.proc.stdin.flush()  # type: ignore[union-attr]
             except OSError:
-                raise ServerError(f"{self._ended()} before the request {request!r}") from None
+                raise ServerEnded(f"{self._ended()} before the request {request!r}") from None
             while True:
                 exited = self.proc.poll() is not None  # before reading: what it wrote is in the pipe
                 for line in self._read_lines(0.0 if exited else poll_interval_s):
@@ -470,7 +474,7 @@ class Server:
                         self.proc.wait(timeout=2.0)
                     except subprocess.TimeoutExpired:
                         pass
-                    raise ServerError(f"{self._ended()} without answering {request!r}")
+                    raise ServerEnded(f"{self._ended()} without answering {request!r}")
                 if time.monotonic() - start > timeout_s:
                     raise ServerError(f"timed out after {timeout_s:.0f} s on {request!r}")
                 if runner.file_size(self.out_path) + runner.file_size(self.err_path) > self.max_output_bytes:
