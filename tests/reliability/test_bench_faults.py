@@ -154,3 +154,12 @@ def test_a_baseline_run_that_fails_once_is_run_again_and_said_one_that_always_fa
     (base2,) = iterations(ws2)
     assert base2.status == "fail_bench" and "exit code 3" in base2.record["decision"]["reason"]
     assert len(base2.record["baseline_flaky"]) == 2  # tries 1 and 2 said; the third stops the run
+    # a hang is not tried again: the timeout is paid once
+    repo3, root3 = fake_env(["gain5"], name="hanging", toml_replace={**FAST, "timeout_s = 20\n": "timeout_s = 2\n"})
+    (repo3 / "kernel.json").write_text(json.dumps({**kernel, "hang": True}))
+    git(repo3, "commit", "-qam", "a bench that hangs")
+    ws3 = init(repo3, root3, "hanging")
+    assert run_engine(ws3, max_iters=1) != 0
+    (base3,) = iterations(ws3)
+    assert base3.status == "fail_bench" and "timed out after 2 s" in base3.record["decision"]["reason"]
+    assert "baseline_flaky" not in base3.record

@@ -49,7 +49,13 @@ MAX_NAMED = 3
 
 
 class BenchError(KoptFailure):
-    """The bench produced nothing comparable (status fail_bench)."""
+    """The bench produced nothing comparable (status fail_bench). `ended`: its process exited
+    or was killed on its own, not stopped by kopt for a timeout or a flood of output (a run
+    worth trying again where the code is trusted: loop/start.py BASELINE_TRIES)."""
+
+    def __init__(self, message: str, *, ended: bool = False) -> None:
+        super().__init__(message)
+        self.ended = ended
 
 
 @dataclass(frozen=True)

@@ -77,7 +77,8 @@ def run_bench(
     )
     if not res.ok:
         check_after_run(ctx, lane, it, tree)
-        raise BenchError(f"bench on {tree.name}/ {res.why()}: {last_line(res)}")
+        ended = not (res.timed_out or res.output_overflow or res.start_error)
+        raise BenchError(f"bench on {tree.name}/ {res.why()}: {last_line(res)}", ended=ended)
     path = adapters.find_csv(tree, csv, before, res.stdout_path)
     keep_csv(ctx, it, path, name)
     measurement = adapters.read_measurement(path, ctx.cfg.target, from_stdout=csv == "-")

@@ -220,7 +220,7 @@ on the dashboard, not a reason to stop the night. Measured on the H200 (2026-11-
 layer-norm tutorial asserts its backward against torch's at import with a fixed fp16 tolerance
 on fresh random data, accumulated with atomics; it failed 1 baseline run in 3 (and one `kopt
 init` in 3), passing on the next. A candidate's run is never tried again (its failure is its
-verdict)."""
+verdict), nor is a baseline run that timed out or flooded its output (BenchError.ended)."""
 
 
 class Baseline:
@@ -264,7 +264,7 @@ class Baseline:
                         lambda: run_bench(ctx, it, lane, lane.best, name, env, jail)  # noqa: B023 - run now
                     )
                 except BenchError as e:
-                    if tries >= BASELINE_TRIES:
+                    if tries >= BASELINE_TRIES or not e.ended:  # a hang or a flood is not tried again
                         raise
                     self.again(it, flaky, r, f"the bench failed: {e}")
                     continue
