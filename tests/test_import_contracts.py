@@ -104,7 +104,7 @@ import subprocess
 import torch
 import yaml
 from kopt_supervisor.engine import history
-from kopt_supervisor.engine.adapters import text
+from kopt_supervisor.engine.adapters import table
 from kopt_supervisor.engine.profile import profiler
 from kopt_supervisor.engine.arithmetic import model
 from kopt_supervisor.engine.decide import geomean
@@ -171,7 +171,7 @@ def test_each_contract_catches_what_it_forbids(tmp_path: Path) -> None:
         "kopt_supervisor.engine.store -> sqlite3",  # history's chain to its database
         # the allow-list: a module no deny-list names, a third-party package, an impure parent
         f"{pure} -> yaml (l.4)",
-        f"{pure} -> kopt_supervisor.engine.adapters.text (l.6)",
+        f"{pure} -> kopt_supervisor.engine.adapters.table (l.6)",
         f"{pure} -> kopt_supervisor.engine.arithmetic (run by importing kopt_supervisor.engine.arithmetic.model) (l.8)",
         f"{pure} -> urllib (l.18)",
     ):

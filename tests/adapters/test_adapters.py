@@ -10,8 +10,17 @@ import pandas as pd
 import pytest
 
 from kopt_supervisor.engine import adapters, metrics
-from kopt_supervisor.engine.adapters import benchmarks, text
-from kopt_supervisor.engine.adapters.table import RATE, TIME, AdapterError, column_unit, to_unit
+from kopt_supervisor.engine.adapters import benchmarks
+from kopt_supervisor.engine.adapters.table import (
+    RATE,
+    TIME,
+    AdapterError,
+    column_unit,
+    find_tables,
+    read_csv_file,
+    select,
+    to_unit,
+)
 from kopt_supervisor.engine.config import AdapterConfig, TargetConfig
 
 DATA = Path(__file__).parent / "data"
@@ -272,7 +281,7 @@ done in 4.1 s
 
 
 def test_whitespace_table_among_log_lines() -> None:
-    (t,) = text.find_tables(WHITESPACE)
+    (t,) = find_tables(WHITESPACE)
     assert t.format == "table" and t.columns == ["M", "N", "dtype", "triton_ms", "torch_ms", "max_abs_err"]
     assert t.title == "softmax on cuda (NVIDIA H100 80GB HBM3)" and list(t.frame["N"]) == [256, 4096]
     assert t.frame["triton_ms"].dtype.kind == "f" and not pd.api.types.is_numeric_dtype(t.frame["dtype"])
@@ -280,9 +289,9 @@ def test_whitespace_table_among_log_lines() -> None:
 
 def test_pandas_printed_frames_with_plain_and_named_index() -> None:
     df = pd.DataFrame({"N": [256.0, 1024.0], "Triton (GB/s)": [614.4, 1310.7], "Torch (GB/s)": [468.1, 923.0]})
-    (plain,) = text.find_tables("results:\n" + df.to_string() + "\n")
+    (plain,) = find_tables("results:\n" + df.to_string() + "\n")
     assert plain.columns == ["N", "Triton (GB/s)", "Torch (GB/s)"] and list(plain.frame["N"]) == [256.0, 1024.0]
-    (named,) = text.find_tables(df.set_index("N").to_string() + "\n")
+    (named,) = find_tables(df.set_index("N").to_string() + "\n")
     assert named.columns == ["N", "Triton (GB/s)", "Torch (GB/s)"] and list(named.frame["Torch (GB/s)"]) == [
         468.1,
         923.0,
@@ -302,33 +311,33 @@ def test_markdown_and_csv_blocks_and_several_tables() -> None:
 |---|---|---|
 | 1 | 64 | 3.6 |
 """
-    tables = text.find_tables(out)
+    tables = find_tables(out)
     assert [t.title for t in tables] == ["fp16", "bf16"] and tables[0].columns == ["M", "N", "time (us)"]
-    joined = text.select(tables, "", "stdout")
+    joined = select(tables, "", "stdout")
     assert joined.config[0] == "table" and list(joined.frame["table"]) == ["fp16", "fp16", "bf16"]
     m = measure(joined.frame, metric="time (us)")
     assert sorted(m.configs) == ["table=bf16,M=1,N=64", "table=fp16,M=1,N=64", "table=fp16,M=2,N=64"]
-    csvs = text.find_tables("log line, with a comma\nN,us,err\n1,2.5,0\n2,3.5,0\nmore log\nk,gbps\n1,900\n")
+    csvs = find_tables("log line, with a comma\nN,us,err\n1,2.5,0\n2,3.5,0\nmore log\nk,gbps\n1,900\n")
     assert [t.format for t in csvs] == ["csv", "csv"] and csvs[1].columns == ["k", "gbps"]
     with pytest.raises(AdapterError, match=r"2 tables with different columns.*1: .*\[N, us, err\].*2: "):
-        text.select(csvs, "", "stdout")
-    assert text.select(csvs, "2", "stdout").columns == ["k", "gbps"]
+        select(csvs, "", "stdout")
+    assert select(csvs, "2", "stdout").columns == ["k", "gbps"]
 
 
 def test_lines_that_only_look_like_tables_are_not_tables() -> None:
-    assert text.find_tables("look 1: done\nlook 2: done\n") == []  # no numeric column
-    assert text.find_tables("x 1 2\ny 3 4\n") == []  # a header of numbers is no header
-    assert text.find_tables("bench phases: start 1.9 s, setup 2.0 s\n") == []
+    assert find_tables("look 1: done\nlook 2: done\n") == []  # no numeric column
+    assert find_tables("x 1 2\ny 3 4\n") == []  # a header of numbers is no header
+    assert find_tables("bench phases: start 1.9 s, setup 2.0 s\n") == []
 
 
 def test_csv_file_written_with_a_pandas_index(tmp_path: Path) -> None:
     f = tmp_path / "r.csv"
     pd.DataFrame({"N": [1, 2], "us": [3.0, 4.0]}).to_csv(f)
-    t = text.read_csv_file(f)
+    t = read_csv_file(f)
     assert t.columns == ["N", "us"] and "pandas index" in t.notes[0]
     f.write_text("N,us\n")
     with pytest.raises(AdapterError, match="header but no rows"):
-        text.read_csv_file(f)
+        read_csv_file(f)
 
 
 def test_read_frame_is_what_the_loop_reads(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""engine/adapters/text.py, the long format: rows (value + metric-name/unit columns) read wide;
+"""engine/adapters/__init__.py, the long format: rows (value + metric-name/unit columns) read wide;
 hardware columns never merge configs; repeated keys are samples; and the onboarding rules
 around them (a reference provider, the kernel's provider, --answer forms, `cd` commands)."""
 
@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from kopt_supervisor.engine import adapters, onboard
+from kopt_supervisor.engine.adapters import long_format_file_table
 from kopt_supervisor.engine.adapters.table import AdapterError
-from kopt_supervisor.engine.adapters.text import long_format_file_table
 from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.metrics import describe_classes
 from kopt_supervisor.engine.onboard.draft import bench_scripts

@@ -1,4 +1,4 @@
-"""engine.api.run_meta.status_report and run_summary.spending: the status JSON (and a `kopt ls` entry)
+"""engine.api.run_summary.status_report and spending: the status JSON (and a `kopt ls` entry)
 read back into typed records, as reading.status writes it and as a damaged one holds it."""
 
 from __future__ import annotations

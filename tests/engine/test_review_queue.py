@@ -15,7 +15,7 @@ import pytest
 
 from kopt_supervisor.engine import api
 from kopt_supervisor.engine.api import review_queue
-from kopt_supervisor.engine.api.reviews import sealed_answers
+from kopt_supervisor.engine.api.run_meta import sealed_answers
 from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.records import Iteration, Status
 from kopt_supervisor.engine.store import Command, Store

@@ -1,5 +1,6 @@
 """The benchmark libraries' outputs: pytest-benchmark's JSON report, Google Benchmark's JSON,
-and torch.utils.benchmark's printed tables and Measurements, each read as kopt's rows.
+torch.utils.benchmark's printed tables and Measurements, and triton.testing.perf_report's
+tables, each read as kopt's rows.
 
 pytest-benchmark (`pytest --benchmark-json=PATH`). The report holds `machine_info`,
 `commit_info`, `datetime`, `version` and `benchmarks`: one object per benchmarked test with
@@ -63,7 +64,17 @@ are read as one; one metric column per description (a Measurement without a desc
 `time`), converted to [target.adapter].unit. Pickled Measurements are not read: unpickling a
 file the bench wrote would run the candidate's code inside kopt.
 
-Pure.
+perf_report (triton.testing.perf_report): the CSV `Mark.run(save_path=...)` writes and the
+table `run(print_data=True)` prints hold the benchmark's `x_names` columns first, then one
+column per line named `<line_name> (<ylabel>)` (the mean the benchmark function returned, in
+whatever its ylabel says: ms, GB/s, TFLOPS...), and with `diff_col=True` a last `Diff` column.
+The printout is `<plot_name>:` followed by pandas' `df.to_string()` (an index column, dropped
+here). Several benchmarks give several tables, each titled by its plot_name (the CSV file's
+stem). Rows: the x_names are the config columns, each line column a metric (its unit from the
+parentheses; kopt.toml's metric names the line of the kernel being optimised, the others are
+ignored), `Diff` an ignored extra.
+
+Pure apart from read_perf_report_file, which reads the file it is given.
 """
 
 from __future__ import annotations
@@ -71,12 +82,23 @@ from __future__ import annotations
 import json
 import math
 import re
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from kopt_supervisor.engine.adapters.table import AdapterError, Table, is_time_unit, to_unit
-from kopt_supervisor.engine.adapters.text import ANSI, load_json
+from kopt_supervisor.engine.adapters.table import (
+    ANSI,
+    TABLE_COLUMN,
+    AdapterError,
+    Table,
+    csv_file_table,
+    find_tables,
+    is_time_unit,
+    load_json,
+    read_text,
+    to_unit,
+)
 
 STATS = ("min", "median", "mean", "max", "stddev", "iqr")
 
@@ -490,3 +512,39 @@ def read_torch_benchmark(text: str, source: str = "stdout", *, unit: str = "us")
     tables = _compare_tables(lines, unit, source)
     m = _measurements(lines, unit, source)
     return tables + ([m] if m is not None else [])
+
+
+PERF_REPORT_LINE = re.compile(r"^(?P<line>.+?) \((?P<unit>[^()]*)\)$")
+PERF_REPORT_DIFF = "Diff"
+
+
+def classify_perf_report(t: Table) -> Table | None:
+    """The table as perf_report's (config = x_names, metrics = line columns), or None when
+    its columns are not perf_report's: x columns first, then `<line> (<ylabel>)` columns."""
+    cols = [c for c in t.columns if c != TABLE_COLUMN]
+    lines = [c for c in cols if PERF_REPORT_LINE.match(c)]
+    if not lines:
+        return None
+    rest = [c for c in cols if c not in lines and c != PERF_REPORT_DIFF]
+    if not rest or cols[: len(rest)] != rest:
+        return None  # x_names come first
+    units = {c: PERF_REPORT_LINE.match(c)["unit"].strip() for c in lines}  # type: ignore[index]  # matched above
+    config = tuple(([TABLE_COLUMN] if TABLE_COLUMN in t.columns else []) + rest)
+    return Table(t.frame, "perf_report", t.title, config, tuple(lines), units, (), t.source, t.notes)
+
+
+def read_perf_report(content: str, source: str = "stdout") -> list[Table]:
+    """Every perf_report table printed in `text` (run(print_data=True))."""
+    return [c for c in (classify_perf_report(t) for t in find_tables(content, source)) if c is not None]
+
+
+def perf_report_file_table(content: str, name: str) -> Table:
+    """A CSV file perf_report wrote (run(save_path=...)), from its"""
+    t = classify_perf_report(csv_file_table(content, name))
+    if t is None:
+        raise AdapterError(f"{name}: not a perf_report CSV (expected the x columns, then '<line> (<ylabel>)' columns)")
+    return t
+
+
+def read_perf_report_file(path: Path) -> Table:
+    return perf_report_file_table(read_text(path), path.name)

@@ -1,5 +1,6 @@
-"""The adapters' common data: a `Table` read from a bench's output, `AdapterError`, and the
-units in column names and values.
+"""Tables: the adapters' common data (a `Table` read from a bench's output, `AdapterError`, the
+units in column names and values) and the tables printed as text that most formats are read
+from (at the end, below).
 
 A Table is kopt's rows (one per config, or several per config as samples) with what the
 format itself says about its columns: which identify a config, which are measurements and in
@@ -14,13 +15,36 @@ parentheses, as a `_suffix`/`prefix_`, or the whole name) and says whether it is
 (adapters normalise to one unit, so a table that switches from ms to us when a kernel gets
 faster still compares like with like).
 
-Pure.
+Tables printed as text: CSV blocks, markdown tables and whitespace-aligned tables (pandas'
+`print(df)` / `df.to_string()`, f-string columns) found among the log lines of a bench's
+stdout, and CSV files; the two table shapes read from them are triton's perf_report tables
+(engine/adapters/benchmarks.py) and long-format rows read wide (engine/adapters/__init__.py).
+
+    find_tables(text, source)  -> every table in the text, in order (formats "csv", "table")
+    csv_file_table(text, name) -> a CSV file as one Table (read_csv_file(path) reads it)
+    select(tables, which, ...) -> the one table kopt.toml's [target.adapter].table names
+    load_json(text, source, key=...) -> the JSON document in the output (a file, or stdout
+                                       with log lines around)
+
+A table is a header line and at least one row with the same number of fields (a pandas
+index column, an extra leading field of row labels, is dropped; a named index becomes a
+column). Its title is the line printed just above it ("softmax-performance:", "== fp16 =="),
+if any. Values that parse as numbers (nan and inf included) become numbers, column by column.
+
+Pure apart from read_text / read_csv_file, which read the file they are given.
 """
 
 from __future__ import annotations
 
+import csv
+import io
+import json
+import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -196,3 +220,356 @@ def to_unit(value: float, from_unit: str, to: str) -> float:
 
 def is_time_unit(unit: str) -> bool:
     return _norm(unit) in SECONDS
+
+
+# Tables printed as text.
+
+ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+MD_SEPARATOR = re.compile(r"^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$")
+TABLE_COLUMN = "table"
+"""The config column added when several tables with the same columns are read as one."""
+
+
+def is_number(text: str) -> bool:
+    t = text.strip().lower()
+    if t in ("nan", "inf", "-inf", "+inf", "infinity", "-infinity"):
+        return True
+    try:
+        float(t)
+    except ValueError:
+        return False
+    return True
+
+
+def _to_number(text: str) -> float:
+    t = text.strip().lower()
+    if t in ("infinity", "+infinity"):
+        return math.inf
+    if t == "-infinity":
+        return -math.inf
+    return float(t)
+
+
+def typed_frame(header: Sequence[str], rows: Sequence[Sequence[str]]) -> pd.DataFrame:
+    """A frame from text cells: a column whose every cell is a number becomes numeric."""
+    names = _unique([h.strip() for h in header])
+    data: dict[str, list[Any]] = {}
+    for j, name in enumerate(names):
+        cells = [r[j].strip() for r in rows]
+        if cells and all(is_number(c) for c in cells):
+            data[name] = [_to_number(c) for c in cells]
+        else:
+            data[name] = cells
+    return pd.DataFrame(data)
+
+
+def _unique(names: list[str]) -> list[str]:
+    out: list[str] = []
+    for i, n in enumerate(names):
+        base = n or f"column{i + 1}"
+        name, k = base, 1
+        while name in out:
+            name, k = f"{base}.{k}", k + 1
+        out.append(name)
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# Finding tables
+
+
+def _title(lines: list[str], start: int, taken: set[int]) -> str:
+    """The line just above a table (at most one blank line between), cleaned of decoration."""
+    for i in (start - 1, start - 2):
+        if i < 0 or i in taken:
+            return ""
+        line = lines[i].strip()
+        if not line:
+            continue
+        return line.strip("=-#*[]: \t").strip()
+    return ""
+
+
+def _csv_fields(line: str) -> list[str] | None:
+    if "," not in line or "|" in line:  # a table drawn with bars (markdown, torch's Compare) is not CSV
+        return None
+    try:
+        return next(csv.reader([line]))
+    except (csv.Error, StopIteration):
+        return None
+
+
+def _csv_block(lines: list[str], i: int) -> int:
+    """The end (exclusive) of a CSV block whose header is line i, or i when there is none."""
+    head = _csv_fields(lines[i])
+    if head is None or len(head) < 2 or not all(h.strip() for h in head):
+        return i
+    if sum(is_number(h) for h in head) * 2 > len(head):
+        return i
+    j = i + 1
+    while j < len(lines):
+        row = _csv_fields(lines[j])
+        if row is None or len(row) != len(head):
+            break
+        j += 1
+    return j if j > i + 1 else i
+
+
+def _md_cells(line: str) -> list[str]:
+    s = line.strip()
+    if s.startswith("|"):
+        s = s[1:]
+    if s.endswith("|"):
+        s = s[:-1]
+    return [c.strip() for c in s.split("|")]
+
+
+def _md_block(lines: list[str], i: int) -> tuple[int, list[str], list[list[str]]]:
+    if "|" not in lines[i] or i + 1 >= len(lines) or not MD_SEPARATOR.match(lines[i + 1]):
+        return i, [], []
+    head = _md_cells(lines[i])
+    rows = []
+    j = i + 2
+    while j < len(lines) and "|" in lines[j] and len(_md_cells(lines[j])) == len(head):
+        rows.append(_md_cells(lines[j]))
+        j += 1
+    return (j, head, rows) if rows else (i, [], [])
+
+
+def _split(line: str, wide: bool) -> list[str]:
+    s = line.strip()
+    return re.split(r"\s{2,}", s) if wide else s.split()
+
+
+def _positional(header: str, rows: list[str]) -> tuple[list[str], list[list[str]]] | None:
+    """Columns by where they sit: the data rows' tokens (values hold no spaces) give each
+    column its span of characters, and each header word goes to the column it overlaps or
+    lies nearest, so a name with a space in it (`time (us)`, `max diff`) stays one name
+    whichever way the columns are aligned. A first column no header word reaches is an
+    unnamed index (pandas' 0, 1, 2...) and is dropped. None when the rows disagree."""
+    cells = [[(m.start(), m.end(), m.group()) for m in re.finditer(r"\S+", r)] for r in rows]
+    k = len(cells[0])
+    if k < 2 or any(len(c) != k for c in cells):
+        return None
+    spans = [(min(c[j][0] for c in cells), max(c[j][1] for c in cells)) for j in range(k)]
+    if any(spans[j][1] > spans[j + 1][0] for j in range(k - 1)):
+        return None  # columns overlap: not aligned
+    names: list[list[str]] = [[] for _ in range(k)]
+
+    def gap(j: int, start: int, end: int) -> int:
+        lo, hi = spans[j]
+        return max(0, lo - end, start - hi)
+
+    def place(start: int, end: int, text: str) -> None:  # nearest column; a tie goes right
+        names[min(range(k), key=lambda j: (gap(j, start, end), -j))].append(text)
+
+    for phrase in re.finditer(r"\S+(?: \S+)*", header):  # words one space apart: one name...
+        touched = [j for j in range(k) if gap(j, phrase.start(), phrase.end()) == 0]
+        if len(touched) <= 1:
+            place(phrase.start(), phrase.end(), phrase.group())
+        else:  # ...unless it lies over several columns (pandas' `N dtype`): word by word
+            for m in re.finditer(r"\S+", phrase.group()):
+                place(phrase.start() + m.start(), phrase.start() + m.end(), m.group())
+    if not names[0] and all(names[1:]):
+        return [" ".join(n) for n in names[1:]], [[c[2] for c in row[1:]] for row in cells]
+    if not all(names):
+        return None
+    return [" ".join(n) for n in names], [[c[2] for c in row] for row in cells]
+
+
+def _ws_block(lines: list[str], i: int) -> tuple[int, list[str], list[list[str]]]:
+    """A whitespace-aligned table whose header is line i (see the module docstring)."""
+    line = lines[i]
+    if not line.strip() or "|" in line or "," in line:
+        return i, [], []
+    words = line.split()
+    if len(words) < 2 or sum(is_number(w) for w in words) * 2 >= len(words):
+        return i, [], []
+    j = i + 1
+    index_name = ""
+    # pandas prints a named index on its own line under the header, then rows led by its values
+    if (
+        j + 1 < len(lines)
+        and len(lines[j].split()) == 1
+        and not is_number(lines[j])
+        and len(lines[j + 1].split()) >= 2
+        and is_number(lines[j + 1].split()[0])
+    ):
+        index_name, j = lines[j].strip(), j + 1
+    start = j
+    width = len(lines[j].split()) if j < len(lines) else 0
+    while j < len(lines) and lines[j].strip() and "|" not in lines[j] and len(lines[j].split()) == width:
+        j += 1
+    body = lines[start:j]
+    if not body:
+        return i, [], []
+    found = _positional(line, body)
+    if found is not None and index_name and len(found[0]) == width - 1:
+        found = ([index_name, *found[0]], [r.split() for r in body])
+    if found is None:  # fall back on splitting: two or more spaces, then any
+        for wide in (True, False):
+            head = _split(line, wide)
+            rows = [_split(r, wide) for r in body]
+            if all(len(r) == len(head) for r in rows):
+                found = (head, rows)
+                break
+            if all(len(r) == len(head) + 1 for r in rows):
+                found = ([index_name, *head] if index_name else head, rows if index_name else [r[1:] for r in rows])
+                break
+    if found is None:
+        return i, [], []
+    head, rows = found
+    if len(set(head)) != len(head) or sum(is_number(h) for h in head) * 2 >= len(head):
+        return i, [], []
+    if any(all(is_number(r[k]) for r in rows) for k in range(len(head))):
+        return j, head, rows
+    return i, [], []
+
+
+def find_tables(text: str, source: str = "stdout") -> list[Table]:
+    """Every CSV block, markdown table and whitespace-aligned table in `text`, in order."""
+    lines = [ANSI.sub("", ln).rstrip("\r") for ln in text.splitlines()]
+    tables: list[Table] = []
+    taken: set[int] = set()
+    i = 0
+    while i < len(lines):
+        end = _csv_block(lines, i)
+        if end > i:
+            block = "\n".join(lines[i:end]) + "\n"
+            try:
+                df = pd.read_csv(io.StringIO(block), skipinitialspace=True)
+                df.columns = [str(c).strip() for c in df.columns]
+            except (pd.errors.ParserError, pd.errors.EmptyDataError):
+                df = None
+            if df is not None and not df.empty:
+                tables.append(Table(df, "csv", _title(lines, i, taken), source=source))
+                taken.update(range(i, end))
+                i = end
+                continue
+        for finder in (_md_block, _ws_block):
+            end, head, rows = finder(lines, i)
+            if end > i:
+                tables.append(Table(typed_frame(head, rows), "table", _title(lines, i, taken), source=source))
+                taken.update(range(i, end))
+                i = end
+                break
+        else:
+            i += 1
+    return tables
+
+
+def csv_file_table(content: str, name: str) -> Table:
+    """A CSV file's text as one table (an AdapterError names the file). Pure."""
+    if not content.strip():
+        raise AdapterError(f"{name}: empty CSV")
+    try:
+        df = pd.read_csv(io.StringIO(content), skipinitialspace=True)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise AdapterError(f"{name}: malformed CSV: {first}") from None
+    df.columns = [str(c).strip() for c in df.columns]
+    if df.empty:
+        raise AdapterError(f"{name}: the CSV has a header but no rows")
+    unnamed = [c for c in df.columns if c.startswith("Unnamed: ")]
+    notes: tuple[str, ...] = ()
+    if unnamed and unnamed[0] == df.columns[0]:  # pandas' to_csv(index=True): the index, not data
+        df = df.drop(columns=[unnamed[0]])
+        notes = (f"dropped the unnamed first column (a pandas index written by to_csv) of {name}",)
+    return Table(df, "csv", Path(name).stem, source=name, notes=notes)
+
+
+def read_text(path: Path) -> str:
+    """A file's text (an AdapterError names it when it cannot be read)."""
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise AdapterError(f"{path.name}: cannot read: {exc.strerror}") from None
+
+
+def read_csv_file(path: Path) -> Table:
+    """A CSV file the bench wrote, as one table."""
+    return csv_file_table(read_text(path), path.name)
+
+
+# ---------------------------------------------------------------------------------------
+# Choosing one
+
+
+def select(tables: list[Table], which: str, source: str) -> Table:
+    """The table `which` names (a 1-based index or a title); with `which` empty the only
+    table, or all of them as one when they share their columns (a `table` column then says
+    which each row came from). Anything else is an AdapterError that lists the tables."""
+    if not tables:
+        raise AdapterError(f"{source}: no table found")
+    if which:
+        if which.isdigit():
+            k = int(which)
+            if 1 <= k <= len(tables):
+                return tables[k - 1]
+            raise AdapterError(
+                f"{source}: [target.adapter].table = {which!r}, but the output has "
+                f"{len(tables)} table(s): {_listing(tables)}"
+            )
+        named = [t for t in tables if t.title == which]
+        if len(named) == 1:
+            return named[0]
+        raise AdapterError(
+            f"{source}: [target.adapter].table = {which!r} names "
+            f"{'no table' if not named else f'{len(named)} tables'}: {_listing(tables)}"
+        )
+    if len(tables) == 1:
+        return tables[0]
+    if all(t.columns == tables[0].columns for t in tables):
+        return join(tables)
+    raise AdapterError(
+        f"{source}: {len(tables)} tables with different columns; name one in [target.adapter].table: {_listing(tables)}"
+    )
+
+
+def join(tables: list[Table]) -> Table:
+    """Tables with the same columns as one, a first column `table` naming each row's table
+    (its title, else its position)."""
+    titles = [t.title for t in tables]
+    names = titles if all(titles) and len(set(titles)) == len(titles) else [str(i + 1) for i in range(len(tables))]
+    frames = []
+    for name, t in zip(names, tables, strict=True):
+        f = t.frame.copy()
+        f.insert(0, TABLE_COLUMN, name)
+        frames.append(f)
+    first = tables[0]
+    return Table(
+        pd.concat(frames, ignore_index=True),
+        first.format,
+        "",
+        (TABLE_COLUMN, *first.config),
+        first.metrics,
+        dict(first.units),
+        first.correctness,
+        first.source,
+        (*first.notes, f"{len(tables)} tables with the same columns read as one, column {TABLE_COLUMN!r} says which"),
+    )
+
+
+def _listing(tables: list[Table]) -> str:
+    return "; ".join(f"{i + 1}: {t.title or '(untitled)'} [{', '.join(t.columns)}]" for i, t in enumerate(tables))
+
+
+def load_json(text: str, source: str, *, key: str) -> dict[str, Any]:
+    """The first JSON object in `text` that has `key` (the whole text when it is one; else the
+    first `{` at the start of a line that decodes to such an object). NaN and Infinity, which
+    Google Benchmark writes, are read as floats."""
+    lead = len(text) - len(text.lstrip())
+    starts = [lead] if text[lead : lead + 1] == "{" else []
+    starts += [m.start() + 1 for m in re.finditer(r"\n\{", text) if m.start() + 1 != lead]
+    decoder = json.JSONDecoder()
+    first_error = ""
+    for start in starts:
+        try:
+            obj, _ = decoder.raw_decode(text, start)
+        except json.JSONDecodeError as exc:
+            first_error = first_error or f"{exc.msg} at line {exc.lineno}"
+            continue
+        if isinstance(obj, dict) and key in obj:
+            return obj
+    why = f" ({first_error})" if first_error else ""
+    raise AdapterError(f"{source}: no JSON object with {key!r} found{why}")

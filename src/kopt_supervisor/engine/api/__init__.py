@@ -6,11 +6,12 @@ opens with what it holds; its `__all__` is what this door exports from it:
   gpus` and `GpuSampler`, results.md and `kopt export`, `kopt mcp`, `kopt demo`);
 - `run_io`: read a run (`status`, the stable JSON of `kopt status --json`; `RunReader`, the
   TUI's cheap read-only view; `trusted_history`; transcripts) and send it a command (`send`);
-- `reviews`: the review queue (`review_queue` -> `PendingReview`s, `headline_interval`);
-- `run_summary`: what a run spent and how it ran (agent spending, timings, sandbox, lanes) and
-  progress per GPU-hour (`progress` -> `Progress`);
+- `run_summary`: what a run spent and how it ran (agent spending, timings, sandbox, lanes),
+  progress per GPU-hour (`progress` -> `Progress`) and the status JSON read back
+  (`status_report` -> `StatusReport`);
 - `run_meta`, `iteration_record`: typed views of what a run stores (its meta, an iteration's
-  record, the status JSON), read by the tolerant rules of `parse`;
+  record), read by the tolerant rules of `parse`; `run_meta` also builds the review queue
+  (`review_queue` -> `PendingReview`s, `headline_interval`);
 - besides, from the engine: `fmt` (the one number formatter), and the types and
   errors these take and return.
 """
@@ -19,7 +20,6 @@ from __future__ import annotations
 
 from kopt_supervisor.engine import fmt as fmt
 from kopt_supervisor.engine.api.iteration_record import *  # noqa: F403
-from kopt_supervisor.engine.api.reviews import *  # noqa: F403
 from kopt_supervisor.engine.api.run_io import *  # noqa: F403
 from kopt_supervisor.engine.api.run_meta import *  # noqa: F403
 from kopt_supervisor.engine.api.run_summary import *  # noqa: F403

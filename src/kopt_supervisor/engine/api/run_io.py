@@ -33,7 +33,7 @@ from typing import Any
 
 from kopt_supervisor.engine import history, records
 from kopt_supervisor.engine.api import run_summary
-from kopt_supervisor.engine.api.reviews import ANSWERS, PendingReview, answer_version, review_queue, sealed_answers
+from kopt_supervisor.engine.api.run_meta import ANSWERS, PendingReview, answer_version, review_queue, sealed_answers
 from kopt_supervisor.engine.api.run_summary import progress
 from kopt_supervisor.engine.daemon import engine_alive, workspace_lock
 from kopt_supervisor.engine.errors import BadInput, KoptError
@@ -181,7 +181,7 @@ def status(ws: Workspace) -> dict[str, Any]:
 
 
 def review_answers(ws: Workspace, commands: list[Command]) -> list[Command]:
-    """The pending review answers the run's secret vouches for (engine.api.reviews.sealed_answers;
+    """The pending review answers the run's secret vouches for (engine.api.run_meta.sealed_answers;
     a run whose secret cannot be read has none: the engine would refuse them too)."""
     try:
         key = existing_secret(ws.dir)
@@ -191,7 +191,7 @@ def review_answers(ws: Workspace, commands: list[Command]) -> list[Command]:
 
 
 def pending_reviews(ws: Workspace) -> list[PendingReview]:
-    """The run's review queue (engine.api.reviews.review_queue): every candidate awaiting the
+    """The run's review queue (engine.api.run_meta.review_queue): every candidate awaiting the
     engineer, whatever its lane, oldest review first, with the answer already sent for it."""
     with ws.open_store(readonly=True) as store, store.snapshot():
         meta = store.meta()

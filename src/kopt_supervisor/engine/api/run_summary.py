@@ -19,7 +19,7 @@ iterations and meta in, plain JSON-able values or typed records out.
 - `lane_states(meta, iterations, lanes, reviews)`: what each lane ([parallel].lanes) is doing
   now: its running iteration, its live step (meta `lane:<i>`, or meta `progress` with one
   lane), its GPU and host, its candidate, the interval its decision stands at, and its place
-  in the review queue (engine.api.reviews);
+  in the review queue (engine.api.run_meta);
 - `progress(iterations, direction)` -> `Progress`, progress per GPU-hour (docs/lanes.md; `kopt
   status --json` `gpu_time`, results.md's "Progress and where the time went", the TUI's lanes
   panel). The curve: one `SpeedupPoint` per keep, in the order iterations ended, with the wall
@@ -33,19 +33,35 @@ iterations and meta in, plain JSON-able values or typed records out.
   ended stale. An iteration that ended because its change no longer applied on a moved BEST
   (record `stale`) counts whole as stale. Records written before the buckets existed count
   their whole time as `other_s`.
+- `status_report(st)` -> `StatusReport`: `kopt status --json` (run_io.status) or an entry of
+  `kopt ls --json` (run_io.list_runs) read back, for the lines the command line prints (the
+  JSON stays the stable interface; an entry for a run that could not be read holds only its
+  tag, state and error), with `QueuedReview` (an entry of `reviews`), `PhaseTimings`
+  (`timings`), `LiveStep`, `LaneState`, `DecisionEstimate` (engine.api.run_meta) and
+  `AgentSpending` (`spending`, above).
 """
 
 from __future__ import annotations
 
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from kopt_supervisor.engine import fmt, records
 from kopt_supervisor.engine.api.iteration_record import TIMED_PHASES, timing_rows
-from kopt_supervisor.engine.api.parse import mapping, number, texts
-from kopt_supervisor.engine.api.reviews import PendingReview, gpu_of, headline_interval, lane_of
+from kopt_supervisor.engine.api.parse import flag, from_mapping, mapping, number, source, text, texts
+from kopt_supervisor.engine.api.run_meta import (
+    DecisionEstimate,
+    LaneState,
+    LiveStep,
+    PendingReview,
+    PhaseTimings,
+    QueuedReview,
+    gpu_of,
+    headline_interval,
+    lane_of,
+)
 from kopt_supervisor.engine.projections import (
     ProfiledClass,
     ProfilerEvidence,
@@ -76,6 +92,8 @@ __all__ = [  # what engine.api exports from here
     "Progress",
     "SpeedupPoint",
     "progress",
+    "StatusReport",
+    "status_report",
 ]
 
 
@@ -226,11 +244,11 @@ def lane_states(
     - `host`: the GPU's host, else where the lane last ran (meta `lane:<i>` `host`: "local",
       "ray" until a Ray worker took the lane, then that worker), None when unknown.
     - `hypothesis`: the candidate in flight (None while it is proposed, or when idle).
-    - `interval`: the interval its decision hinges on so far (reviews.headline_interval:
+    - `interval`: the interval its decision hinges on so far (run_meta.headline_interval:
       {"cls", "ratio", "lo", "hi", "delta_pct", "rounds", "verdict"}; updated after every look
       once min_rounds are in), None before.
     - `review`: None, or when its iteration awaits the engineer its place in the review queue
-      (`reviews`: reviews.review_queue): {"place", "of", "deadline", "answer", "more_rounds"}.
+      (`reviews`: run_meta.review_queue): {"place", "of", "deadline", "answer", "more_rounds"}.
     """
     count = max(1, int(lanes))
     newest: dict[int, Iteration] = {}
@@ -512,3 +530,43 @@ def progress(iterations: Sequence[Iteration], direction: str = "min") -> Progres
         best_speedup(list(iterations), direction) if base else None,
         round(stale_s, 3),
     )
+
+
+def _sandbox(st: Mapping[str, Any]) -> str:
+    box = st.get("sandbox")
+    return sandbox_line({"sandbox": box}) if box is not None or flag(st.get("unsandboxed")) else ""
+
+
+@dataclass(frozen=True)
+class StatusReport:
+    tag: str
+    state: str = field(metadata=source(read=lambda v: text(v) or "?"))
+    """"?" when the entry names none."""
+    error: str = ""
+    """Why the run could not be read (a `kopt ls` entry of state "unreadable")."""
+    iteration: int | None = None
+    iteration_status: str | None = None
+    best_commit: str | None = None
+    baseline_commit: str | None = None
+    best_speedup: float | None = None
+    keeps: int = 0
+    candidates: int = 0
+    consecutive_regressions: int = 0
+    pending_reviews: tuple[int, ...] = ()
+    reviews: tuple[QueuedReview, ...] = ()
+    stop_reason: str = ""
+    engine_pid: int | None = None
+    heartbeat_age_s: float | None = None
+    progress: LiveStep | None = None
+    last_error: str = ""
+    sandbox: str = field(default="", metadata=source((), read=lambda st: _sandbox(mapping(st))))
+    """run_summary.sandbox_line of the run's sandbox record; "" when none was recorded."""
+    unsandboxed: bool = False
+    decision_cost: DecisionEstimate | None = None
+    agent: AgentSpending = field(default=AgentSpending(), metadata=source(read=spending))
+    timings: PhaseTimings = PhaseTimings()
+    lanes: tuple[LaneState, ...] = ()
+
+
+def status_report(st: Mapping[str, Any]) -> StatusReport:
+    return from_mapping(StatusReport, st)

@@ -35,7 +35,6 @@ from typing import Any
 from kopt_supervisor.engine import gitops
 from kopt_supervisor.engine import mcp as rules
 from kopt_supervisor.engine.api.iteration_record import proposal_origin
-from kopt_supervisor.engine.api.reviews import lane_of
 from kopt_supervisor.engine.api.run_io import (
     RunReader,
     addressed_lane,
@@ -49,6 +48,7 @@ from kopt_supervisor.engine.api.run_io import (
     status,
     submit_waits,
 )
+from kopt_supervisor.engine.api.run_meta import lane_of
 from kopt_supervisor.engine.api.run_summary import profiler_evidence
 from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.mcp import EngineGone, Refused

@@ -5,7 +5,7 @@ each of its columns is.
     candidates(run) -> [Candidate] every table found, each with the kopt.toml keys that read it
 
 A file the bench wrote is read by its kind (.csv: a CSV, a perf_report CSV or long-format
-rows (adapters/text.py); .json:
+rows (adapters/table.py); .json:
 pytest-benchmark or Google Benchmark; .txt/.md/.log/.out: printed tables), stdout by every
 adapter (adapters.sniff). Tables of stdout that share their columns are one candidate (read
 as one, a `table` column telling them apart); tables with different columns are one each,
@@ -36,11 +36,15 @@ from typing import Any
 
 import pandas as pd
 
-from kopt_supervisor.engine.adapters import read_tables, sniff
-from kopt_supervisor.engine.adapters.table import RATE, TIME, AdapterError, ColumnUnit, Table, column_unit
-from kopt_supervisor.engine.adapters.text import (
-    classify_long_format,
-    classify_perf_report,
+from kopt_supervisor.engine.adapters import classify_long_format, read_tables, sniff
+from kopt_supervisor.engine.adapters.benchmarks import classify_perf_report
+from kopt_supervisor.engine.adapters.table import (
+    RATE,
+    TIME,
+    AdapterError,
+    ColumnUnit,
+    Table,
+    column_unit,
     find_tables,
     join,
     read_csv_file,

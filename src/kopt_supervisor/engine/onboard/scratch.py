@@ -57,8 +57,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from kopt_supervisor.engine.adapters.benchmarks import PERF_REPORT_LINE
 from kopt_supervisor.engine.adapters.table import Table
-from kopt_supervisor.engine.adapters.text import PERF_REPORT_LINE
 from kopt_supervisor.engine.onboard.detect import BenchRun, Column, RunBench, candidates
 from kopt_supervisor.engine.onboard.draft import BENCH_IS_KERNEL
 
