@@ -413,11 +413,15 @@ def test_one_config_far_faster_hidden_in_its_class_goes_to_review(hostile: Facto
     it = h.iteration(1)
     ratio = it.record["classes"]["cls=small"]["ratio"]
     assert 1 / ratio < 3, f"the class average alone is suspicious ({1 / ratio:.1f}x): the case is not hidden"
+    # to review, where the policy rejects it; or, when the loaded machine also reads the untouched
+    # class slower (seen once in a whole-suite run: cls=large +10.7%, `likely_regression`), thrown
+    # away before any review: never kept either way, and the flag and its words are there in both
     refused(
         h,
         "config shape=s0,cls=small,n=75 is",
         "faster, more than the suspicious_speedup of 3x",
         "(its class cls=small",
+        statuses=frozenset({"rejected", "likely_regression", "regression"}),
         fooled=False,
     )
     assert "suspicious_speedup" in it.record["decision"]["flags"]
