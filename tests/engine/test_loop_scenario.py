@@ -155,7 +155,10 @@ def test_production_verdicts_let_the_grid_guard_but_not_vote(fake_env):
     grid_only = its[1].record
     assert set(grid_only["classes"]) == {"cls=small", "cls=large", "guard (non-production)"}
     assert grid_only["classes"]["guard (non-production)"]["verdict"] == "improved"
-    assert grid_only["classes"]["cls=small"]["verdict"] == "tied"
+    # the production classes: tied, or on the suite's loaded machine undecided at the final look
+    # (run CD, cls=small); never improved: the guard's 30% alone made v1 a tie, not a keep
+    assert grid_only["classes"]["cls=small"]["verdict"] in ("tied", "undecided")
+    assert all(grid_only["classes"][c]["verdict"] != "improved" for c in ("cls=small", "cls=large"))
 
 
 @pytest.mark.slow
