@@ -264,12 +264,12 @@ class Baseline:
                         lambda: run_bench(ctx, it, lane, lane.best, name, env, jail)  # noqa: B023 - run now
                     )
                 except BenchError as e:
+                    note_gpu(it, lane, lease.before, lane.gate.evidence())
                     if tries >= BASELINE_TRIES or not e.ended:  # a hang or a flood is not tried again
                         raise
                     self.again(it, flaky, r, f"the bench failed: {e}")
                     continue
-                finally:
-                    note_gpu(it, lane, lease.before, lane.gate.evidence())
+                note_gpu(it, lane, lease.before, lane.gate.evidence())
                 if m.failing:
                     fail = failure_of(m).summary()
                     if tries < BASELINE_TRIES:
