@@ -323,6 +323,7 @@ class FakeCuda:
         "empty_cache",
         "current_stream",
         "set_stream",
+        "default_stream",
         "default_generators",
     )
 
@@ -339,10 +340,13 @@ class FakeCuda:
     def set_stream(self, stream: str) -> None:
         pass
 
+    def default_stream(self) -> str:
+        return "default"
+
     def CUDAGraph(self) -> FakeGraph:  # noqa: N802 (torch's name)
         return FakeGraph(self.gpu)
 
-    def graph(self, g: FakeGraph):
+    def graph(self, g: FakeGraph, stream: str | None = None):
         gpu = self.gpu
 
         class Capture:

@@ -307,13 +307,19 @@ def test_a_new_process_that_fails_its_first_look_once_is_started_again_and_its_l
     # an unchanged tree whose import asserts on fresh random data fails some starts (Triton's
     # layer-norm tutorial): one more start, and the decision goes on; a second failure fails it
     monkeypatch.setenv("FAKE_CALLS", GAIN_CALLS)
-    ws, log = served(["knob:flaky_start", "knob:hang_at=0", "gain30"], timeout_s=3)
-    got = run(ws, 3)
-    assert got[1] not in ("fail_bench", "keep") and got[3] == "keep", got  # v1 is an unchanged kernel, decided
+    # hostile: a tree whose first process dies and whose second computes wrong outputs (its rows'
+    # own check silenced) gains nothing by the second start: its look is audited like any other
+    both = "do:k['flaky_start'] = True; k['wrong'] = True; json.dump(k, open('kernel.json', 'w'))"
+    ws, log = served(["knob:flaky_start", "knob:hang_at=0", both, "gain30"], timeout_s=3)
+    got = run(ws, 4)
+    assert got[1] not in ("fail_bench", "keep") and got[4] == "keep", got  # v1 is an unchanged kernel, decided
     assert got[2] == "fail_bench" and "timed out after 3 s on 'look 0 " in record(ws, 2)["decision"]["reason"]
-    (again,) = [m for m in events(ws, "serve") if "new process failed its first look" in m]
-    assert again.startswith("cand's new process") and "exit code 5" in again  # the hang was not started again
-    assert len(starts(log)) == 2 * 3 + 1
+    assert got[3] == "fail_correctness", (got, record(ws, 3)["decision"]["reason"])
+    again = [m for m in events(ws, "serve") if "new process failed its first look" in m]
+    # v1's and v3's processes started again, each once; the hang (v2) was not
+    assert len(again) == 2 and all(m.startswith("cand's new process") and "exit code 5" in m for m in again)
+    hung = record(ws, 2)["timings"]["looks_s"]
+    assert 3 <= sum(hung) < 2 * 3, hung  # the hang's timeout paid once
 
 
 def test_a_patched_timer_shows_in_the_claims_but_not_in_the_cpu_time(served, monkeypatch):

@@ -56,8 +56,7 @@ def capture_stream(torch: Any) -> Any | None:
     ordered after work done before the capture land in it; None (torch's side stream) when
     the thread is on the default stream, which cannot be captured."""
     current = torch.cuda.current_stream()
-    default = getattr(torch.cuda, "default_stream", None)
-    return None if default is None or current == default() else current
+    return None if current == torch.cuda.default_stream() else current
 
 
 @contextmanager
@@ -76,7 +75,7 @@ def capturing(torch: Any, graph: Any) -> Iterator[None]:
     stream = torch.cuda.current_stream()
     side = capture_stream(torch)
     try:
-        with torch.cuda.graph(graph) if side is None else torch.cuda.graph(graph, stream=side):
+        with torch.cuda.graph(graph, stream=side):
             yield
     except BaseException:
         torch.cuda.set_stream(stream)
