@@ -60,13 +60,14 @@ class StandInCuda:
             capture_end, which raises when the capture was invalidated, and only then the
             stream restored and the mark lifted (as torch does)."""
 
-            def __init__(self, graph: CUDAGraph, stream: str | None = None) -> None:
+            def __init__(self, graph: CUDAGraph, pool: object = None, stream: str | None = None) -> None:
                 self.graph, self.on = graph, stream
+                cuda.pools.append(pool)
                 if stream == "default":
                     raise RuntimeError("cannot capture on the legacy default stream")
 
             def __enter__(self) -> None:
-                cuda.capturing, cuda.graph, cuda.invalidated = True, self.graph, False
+                cuda.capturing, cuda.graph_now, cuda.invalidated = True, self.graph, False
                 self.prev, cuda.stream = cuda.stream, self.on or "capture"
                 for gen in cuda.default_generators:
                     gen.state["capturing"] = True
@@ -82,6 +83,14 @@ class StandInCuda:
         self.Event, self.CUDAGraph, self.graph = Event, CUDAGraph, Capture
         self.stream, self.invalidated = "default", False
         self.default_generators = (Generator(),)
+        self.pools: list[object] = []  # each capture's pool argument
+
+    def graph_pool_handle(self) -> tuple[str, int]:
+        self.handles = getattr(self, "handles", 0) + 1
+        return ("pool", self.handles)
+
+    def get_device_properties(self, device: int) -> SimpleNamespace:
+        return SimpleNamespace(L2_cache_size=1 << 20)
 
     def synchronize(self) -> None:
         self.log.append("sync")
@@ -106,7 +115,7 @@ def make():
 
     def fn() -> None:
         if cuda.capturing:
-            cuda.graph.calls += 1
+            cuda.graph_now.calls += 1
         else:
             cuda.log.append("launch")
 
@@ -240,7 +249,7 @@ def backward_of_a_forward_run_now(cuda: StandInCuda):
             if cuda.stream != forward_stream:
                 cuda.invalidated = True
             else:
-                cuda.graph.calls += 1
+                cuda.graph_now.calls += 1
         else:
             cuda.log.append("launch")
 
@@ -269,3 +278,28 @@ def test_on_the_harness_side_stream_a_backward_is_captured_on_its_forwards_strea
     t.block()
     assert cuda.log == ["flush", "record", "replay x4", "record", "sync"]
     assert cuda.stream == "side1"  # the capture gave the thread its stream back
+
+
+def test_an_imported_benchs_captures_share_one_pool_and_a_specs_keep_their_own():
+    """An imported bench makes new graphs every look and keeps each alive (LIVE_GRAPHS): with a
+    pool of its own each, the layer-norm tutorial's served processes left for memory every 7
+    looks on the H200. Its captures share one pool, so what an old graph freed is used again;
+    a bundled spec's timers are replayed look after look (Bench.held), so theirs stay apart."""
+    from kopt_supervisor.kernels.harness.bench import Timing
+
+    torch, cuda, fn, flush = make()
+    torch.int32 = "int32"
+    torch.empty = lambda *a, **k: SimpleNamespace(zero_=lambda: cuda.log.append("flush"))
+    spec = Timing(torch, True, 300.0, 1000)
+    spec.sets_timer([fn, fn], 1 << 20)
+    spec.last_timer([fn, fn], graphed=True)
+    assert cuda.pools == [None, None]  # each graph its own pool
+    imported = Timing(torch, True, 300.0, 1000)
+    imported.share_pool()
+    for _look in range(2):
+        imported.sets_timer([fn, fn], 1 << 20)
+        imported.last_timer([fn, fn], graphed=True)
+    assert cuda.pools[2:] == [("pool", 1)] * 4  # one pool for every look's captures
+    cpu = Timing(torch, False, 300.0, 50)
+    cpu.share_pool()  # no CUDA on the interpreter: nothing asked of it
+    assert cpu.pool is None and getattr(cuda, "handles", 0) == 1

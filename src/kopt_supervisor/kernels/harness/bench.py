@@ -429,6 +429,20 @@ class Timing:
         self.torch, self.gpu, self.block_us, self.max_reps = torch, gpu, block_us, max_reps
         self.flush = L2Flush(torch) if gpu else None
         self.l2 = l2_bytes(torch) if gpu else 0
+        self.pool: Any = None
+        """The memory pool every CUDA graph capture shares (share_pool); None: each its own."""
+
+    def share_pool(self) -> None:
+        """Every later capture of these timers allocates from one pool: what a graph freed is
+        used again by the next capture instead of staying held by a graph that is kept alive
+        but never replayed (timing.LIVE_GRAPHS). Only for a bench none of whose graphs is
+        replayed after a later capture (an imported bench makes new timers each look, each
+        config's first timer done before its last is captured): a graph replayed after
+        another's capture could write into that graph's live outputs. Measured on the H200
+        (2026-11-30): the layer-norm tutorial's served processes left for memory every 7
+        looks, each restart 5.6-6.3 s of a look (docs/h100-wave3/part10)."""
+        if self.gpu:
+            self.pool = self.torch.cuda.graph_pool_handle()
 
     def timer(
         self,
@@ -484,7 +498,7 @@ class Timing:
             return CpuTimer(cycle(calls), len(calls), warm_blocks=0, span=span)
         if graphed:
             try:
-                return ColdGraphTimer(self.torch, calls, self.flush, span=span)
+                return ColdGraphTimer(self.torch, calls, self.flush, span=span, pool=self.pool)
             except Exception as exc:  # what a graph cannot capture runs eagerly
                 self.torch.cuda.synchronize()
                 log(f"the last block's CUDA graph capture failed ({type(exc).__name__}: {str(exc)[:120]}): eager")
@@ -498,7 +512,7 @@ class Timing:
         if not graph:
             return EventTimer(self.torch, fn, reps, flush, span=span)
         try:
-            return GraphTimer(self.torch, fn, reps, flush, span=span)
+            return GraphTimer(self.torch, fn, reps, flush, span=span, pool=self.pool)
         except Exception as exc:  # what a graph cannot capture (host syncs, allocations...) runs eagerly
             self.torch.cuda.synchronize()
             log(

@@ -571,6 +571,7 @@ class ImportedBench(Bench):
         self.script, self.a, self.torch, self.gpu, self.clock = script, a, torch, gpu, clock
         self.ranges = open_ranges(torch, gpu)
         self.timing = Timing(torch, gpu, a.block_us, max_reps=1000 if gpu else 50)
+        self.timing.share_pool()  # no graph of a look is replayed after a later capture (timed_rows)
         self.failed = 0
         self.loads = 0
         self.drawn: list[Drawn] = []

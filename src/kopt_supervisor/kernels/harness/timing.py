@@ -60,7 +60,7 @@ def capture_stream(torch: Any) -> Any | None:
 
 
 @contextmanager
-def capturing(torch: Any, graph: Any) -> Iterator[None]:
+def capturing(torch: Any, graph: Any, pool: Any = None) -> Iterator[None]:
     """`torch.cuda.graph(graph)`, leaving the process fit for eager launches when the capture
     fails. torch's context manager ends a capture in `capture_end` and only then restores the
     stream it replaced; when the capture was invalidated (a callable that launches on another
@@ -71,11 +71,12 @@ def capturing(torch: Any, graph: Any) -> Iterator[None]:
     served by import, whose backward mode times `y.backward(dy)`, failed every config after the
     first capture. On failure this puts the thread back on the stream it was on and gives each
     CUDA generator a copy of its state that is not capturing (`clone_state`), then re-raises
-    for the caller's eager fallback."""
+    for the caller's eager fallback. `pool`: a memory pool shared with other captures
+    (Timing.share_pool); None: the graph's own."""
     stream = torch.cuda.current_stream()
     side = capture_stream(torch)
     try:
-        with torch.cuda.graph(graph, stream=side):
+        with torch.cuda.graph(graph, pool=pool, stream=side):
             yield
     except BaseException:
         torch.cuda.set_stream(stream)
@@ -221,8 +222,10 @@ class EventTimer:
         flush: Callable[[], None],
         warm_blocks: int = 2,
         span: Callable[[], AbstractContextManager[Any]] | None = None,
+        pool: Any = None,
     ) -> None:
         self.torch, self.fn, self.reps, self.flush = torch, fn, reps, flush
+        self.pool = pool  # the graph timers' capture pool (capturing)
         self.span = span or nullcontext  # the profiler range around the timed launches only
         self.prepare()
         self.start = torch.cuda.Event(enable_timing=True)
@@ -257,7 +260,7 @@ class GraphTimer(EventTimer):
         torch.cuda.synchronize()
         self.graph = torch.cuda.CUDAGraph()
         LIVE_GRAPHS.append(self.graph)  # before the capture: a graph whose capture failed stays too
-        with capturing(torch, self.graph):
+        with capturing(torch, self.graph, self.pool):
             for _ in range(self.reps):
                 fn()
         torch.cuda.synchronize()
@@ -281,14 +284,15 @@ class ColdGraphTimer(EventTimer):
         calls: Sequence[Callable[[], Any]],
         flush: Callable[[], None],
         span: Callable[[], AbstractContextManager[Any]] | None = None,
+        pool: Any = None,
     ) -> None:
         self.calls = list(calls)
-        super().__init__(torch, cycle(self.calls), len(self.calls), flush, warm_blocks=0, span=span)
+        super().__init__(torch, cycle(self.calls), len(self.calls), flush, warm_blocks=0, span=span, pool=pool)
 
     def prepare(self) -> None:
         self.graph = self.torch.cuda.CUDAGraph()
         LIVE_GRAPHS.append(self.graph)  # before the capture, as GraphTimer does
-        with capturing(self.torch, self.graph):
+        with capturing(self.torch, self.graph, self.pool):
             for call in self.calls:
                 call()
         self.torch.cuda.synchronize()
