@@ -70,7 +70,7 @@ NCU_BIN = __import__("pathlib").Path(__file__).parent.parent / "fake_target" / "
 def test_profiler_agreement_confirms_a_keep_and_disagreement_sends_it_to_review(fake_env, monkeypatch, driven_clock):
     repo, root = fake_env(
         ["gain5", "gain5"],
-        extra_toml='\n[profile]\nkind = "ncu"\nkernel = "fake"\n',
+        extra_toml='\n[profile]\nkind = "ncu"\nkernel = "fake"\nbaseline = "start"\n',
         toml_replace={"review_timeout_s = 2": "review_timeout_s = 1800"},
     )
     monkeypatch.setenv("PATH", f"{NCU_BIN}:{__import__('os').environ['PATH']}")
@@ -99,7 +99,9 @@ def test_profiler_agreement_confirms_a_keep_and_disagreement_sends_it_to_review(
     assert kernels["fake_kernel_large"]["registers_per_thread"] is None  # time alone
     assert kernels["fake_reference"]["calls"] == 4  # the launches outside the ranges are in the one pass
     assert v1["profile"]["comparison"]["unattributed"]["grew"] is False
-    # the baseline's profile keeps every metric: two passes, the full metrics inside the kopt ranges
+    # [profile].baseline = "start": the baseline's profile, before the first proposal, keeps every
+    # metric (two passes, the full metrics inside the kopt ranges) and anchors every keep's outputs
+    assert "anchor" not in v1["profile"] and v1["profile"]["outputs"]["against"] == "baseline"
     v0 = json.loads(ws.memory_path(0).read_text())
     assert v0["profile"]["best"]["hottest"] == "fake_kernel_large"
     assert v0["profile"]["best"]["passes"].startswith("two passes")
@@ -138,7 +140,7 @@ def test_a_keep_that_moves_work_outside_the_ranges_is_not_confirmed(fake_env, mo
 def test_a_bench_without_kopt_ranges_is_profiled_in_one_whole_run_pass(fake_env, monkeypatch, driven_clock):
     repo, root = fake_env(
         ["gain5"],
-        extra_toml='\n[profile]\nkind = "ncu"\nkernel = "fake_kernel"\n',
+        extra_toml='\n[profile]\nkind = "ncu"\nkernel = "fake_kernel"\nbaseline = "start"\n',
         toml_replace={"review_timeout_s = 2": "review_timeout_s = 1800"},
     )
     kernel = json.loads((repo / "kernel.json").read_text())

@@ -48,6 +48,14 @@ def test_the_second_keep_profiles_the_candidate_alone(fake_env, tmp_path, monkey
     assert not (ws.profiles / "v2" / "best").exists() and (ws.profiles / "v2" / "cand" / "summary.json").is_file()
     assert v2["profile"]["best"] == v1["profile"]["cand"]  # the same summary, compared with the new candidate
     assert "profiler: cls=large agrees" in v2["decision"]["reason"]
+    # [profile].baseline = "first-keep" (the default): nothing profiled before the first verdict;
+    # the first keep's profile of best (the baseline's tree, kopt's seed) is the baseline's, and
+    # every later keep's outputs are compared with it, not with the keep that made best
+    assert record(ws, 0)["profile"] is None
+    anchor = v1["profile"]["anchor"]
+    assert anchor == v1["profile"]["taken"]["seed"] and (ws.profiles / "v1" / "best" / "outputs.json").is_file()
+    assert v1["profile"]["outputs"]["against"] == v2["profile"]["outputs"]["against"] == "baseline"
+    assert "anchor" not in v2["profile"] and taken["seed"] == anchor
 
 
 def test_no_reuse_of_a_profile_older_than_reuse_best_s(fake_env, tmp_path, monkeypatch, driven_clock):

@@ -303,3 +303,58 @@ def test_an_imported_benchs_captures_share_one_pool_and_a_specs_keep_their_own()
     cpu = Timing(torch, False, 300.0, 50)
     cpu.share_pool()  # no CUDA on the interpreter: nothing asked of it
     assert cpu.pool is None and getattr(cuda, "handles", 0) == 1
+
+
+def test_a_profiled_backward_is_replayed_in_its_range_by_the_harness_thread():
+    """NVTX push/pop ranges are per thread and autograd launches a backward from a device thread
+    of its own: under --profile the layer-norm tutorial's backward called eagerly in its range
+    launched nothing ncu put in the range (H200, 2026-11-30). ImportedBench.profile_graph
+    captures the call outside the range, and the harness thread replays it inside."""
+    from pathlib import Path
+
+    from kopt_supervisor.kernels.harness.imported import ImportedBench
+
+    torch, cuda, _, flush = make()
+    timing.use_side_stream(torch)
+    ranges: dict[str, list[str]] = {"harness": [], "autograd": []}  # each thread's NVTX stack
+    launches: list[tuple[str, str | None]] = []
+    backward = backward_of_a_forward_run_now(cuda)
+
+    def call() -> None:  # y.backward(dy): the launch is autograd's thread's
+        backward()
+        if not cuda.capturing:
+            launches.append(("backward", (ranges["autograd"] or [None])[-1]))
+
+    b = ImportedBench.__new__(ImportedBench)
+    b.torch, b.gpu, b.script, b.timing = torch, True, Path("05-layer-norm.py"), SimpleNamespace(pool=("pool", 7))
+    ranges["harness"].append("kopt:N=4096")
+    call()  # as before: eager in the range
+    ranges["harness"].pop()
+    assert launches == [("backward", None)]  # outside every kopt range
+    graph = b.profile_graph(call, "N=4096")
+    assert graph is not None and graph.calls == 1 and len(launches) == 1  # captured, not run
+    assert cuda.pools[-1] == ("pool", 7) and cuda.stream == "side1"
+    ranges["harness"].append("kopt:N=4096")
+    cuda.log.clear()
+    graph.replay()  # the harness thread's launch, inside its range
+    assert cuda.log == ["replay x1"] and ranges["harness"] == ["kopt:N=4096"]
+
+    # a first call that cannot be captured (a compile or tuning that synchronises): one eager
+    # call outside the range, then the capture; twice refused: None, the eager call in the range
+    first = {"n": 0}
+
+    def tunes_once() -> None:
+        first["n"] += 1
+        if cuda.capturing and first["n"] == 1:
+            cuda.invalidated = True
+        elif cuda.capturing:
+            cuda.graph_now.calls += 1
+
+    graph = b.profile_graph(tunes_once, "N=8192")
+    assert graph is not None and graph.calls == 1 and first["n"] == 3  # capture, eager, capture
+
+    def never() -> None:
+        if cuda.capturing:
+            cuda.invalidated = True
+
+    assert b.profile_graph(never, "N=16384") is None and cuda.stream == "side1"

@@ -18,6 +18,9 @@ def test_defaults():
     assert (p.run_noise_pct, p.repeats) == (0.5, 3)
     assert p.outside_ranges == "time"
     assert loads_config(MIN + '[profile]\noutside_ranges = "full"\n').profile.outside_ranges == "full"
+    assert (
+        p.baseline == "first-keep" and loads_config(MIN + '[profile]\nbaseline = "start"\n').profile.baseline == "start"
+    )
 
 
 @pytest.mark.parametrize(
@@ -28,6 +31,7 @@ def test_defaults():
         ("[profile]\nrepeats = 0\n", "[profile].repeats must be between 1 and 20"),
         ("[profile]\nrepeats = 2.5\n", "[profile].repeats must be an integer"),
         ("[profile]\noutside_ranges = 'none'\n", '[profile].outside_ranges must be "time" or "full", not \'none\''),
+        ("[profile]\nbaseline = 'later'\n", '[profile].baseline must be "first-keep" or "start", not \'later\''),
         ("[profile]\nrepeat = 2\n", "unknown key [profile].repeat (did you mean 'repeats'?)"),
     ],
 )

@@ -262,7 +262,15 @@ class ProfileConfig:
     """What a keep's two trees are profiled for: "time" (one pass over the whole run with GPU
     time alone: what the per-class check and the outside-time rule read; ncu's two passes with
     every metric took 48-54 s a keep on the H100) or "full" (the baseline's passes: the
-    occupancy and DRAM figures of the kept tree too). The baseline is always profiled "full"."""
+    occupancy and DRAM figures of the kept tree too). The baseline is always profiled "full"
+    when `baseline` = "start"."""
+    baseline: str = "first-keep"
+    """When the baseline's tree is profiled: "first-keep" (by the run's first keep, beside its
+    candidate in the keep's pass: that profile's seed and outputs are the baseline's that every
+    later keep is compared with; nothing is profiled before the first verdict, and a run that
+    keeps nothing never pays for it; on the H200 the baseline's separate profile took 43-55 s
+    before the first proposal) or "start" (every metric, before the first proposal: an agent's
+    first context pack shows it)."""
     reuse_best_s: float = 900.0
     """With keep = "time": best's tree is not profiled again when the keep that made it BEST
     profiled it (as its candidate) on the same GPU at most this many seconds ago; its summary

@@ -196,6 +196,11 @@ def validate(cfg: Config, source: str = "kopt.toml") -> None:
         f'must be "time" or "full", not {prof.outside_ranges!r}',
     )
     need(prof.keep in ("time", "full"), "[profile].keep", f'must be "time" or "full", not {prof.keep!r}')
+    need(
+        prof.baseline in ("first-keep", "start"),
+        "[profile].baseline",
+        f'must be "first-keep" or "start", not {prof.baseline!r}',
+    )
     need(0 <= prof.reuse_best_s <= 86400, "[profile].reuse_best_s", "must be between 0 and 86400")
     if prof.kernel:
         import re

@@ -91,7 +91,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -99,7 +99,7 @@ from kopt_supervisor.engine.decide import mean, stdev, t_quantile
 from kopt_supervisor.engine.decide.confirmation import Confirmation
 from kopt_supervisor.engine.decide.estimate import Verdict
 from kopt_supervisor.engine.decide.verdict import checks_agree, send_to_review
-from kopt_supervisor.engine.records import known_fields
+from kopt_supervisor.engine.records import Stage, known_fields
 
 
 @dataclass(frozen=True)
@@ -453,3 +453,22 @@ def truth_line(record: dict[str, Any], status: str) -> str:
         return "the baseline (nothing to confirm)"
     how = "accepted in review" if status == "accepted" else "no external truth recorded"
     return f"{TIMER_ONLY} ({how})"
+
+
+def os_truth(record: Mapping[str, Any]) -> OsTruth:
+    """The OS's accounting over every look of an iteration's decision and of its confirmation so far."""
+    return weigh([look for stage in (Stage.EVAL, Stage.REVERIFY) for look in looks_of(side_costs(record, stage))])
+
+
+def side_costs(record: Mapping[str, Any], stage: str) -> list[SideCost]:
+    """Each side's cost per look of a stage: the served looks' (record["side_costs"]), or for
+    process-level looks each process's wall time beside its bench's timed seconds
+    (record["bench_runs"]; no CPU time: NaN, the OS's wall clock alone weighs them)."""
+    served = (record.get("side_costs") or {}).get(stage) or []
+    if served:
+        return [SideCost.from_dict(c) for c in served]
+    return [
+        SideCost(str(r["side"]), int(r["round"]), math.nan, float(r["wall_s"]), r.get("timed_s"))
+        for r in (record.get("bench_runs") or {}).get(stage) or []
+        if r.get("side") in ("best", "cand")
+    ]

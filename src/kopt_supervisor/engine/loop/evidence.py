@@ -19,7 +19,6 @@ profiler's word on a keep (docs/design.md §5 step 5, router's Step 0).
 
 from __future__ import annotations
 
-import math
 import secrets
 import time
 from dataclasses import dataclass
@@ -30,7 +29,7 @@ from kopt_supervisor.engine.decide import confirmation as claim_rule
 from kopt_supervisor.engine.decide import external_truth as truth_rule
 from kopt_supervisor.engine.decide.confirmation import ClassCheck, Confirmation, consistent_gain
 from kopt_supervisor.engine.decide.estimate import Pair, Policy, Verdict
-from kopt_supervisor.engine.decide.external_truth import ExternalTruth, OsTruth, SideCost, looks_of, weigh
+from kopt_supervisor.engine.decide.external_truth import ExternalTruth, os_truth
 from kopt_supervisor.engine.decide.verdict import send_to_review, voting_classes
 from kopt_supervisor.engine.errors import KoptFailure
 from kopt_supervisor.engine.loop.context import Lane, RunContext, acquire, last_line, with_
@@ -116,11 +115,20 @@ class Evidence:
         # could write what the next cheat needs), else best's (the reused profile's): the first
         # pair's, never a closer profile's, which a candidate can ask for by being unclear
         anchor = self.baseline_outputs()
+        base = ctx.history.baseline()
+        on_baseline = base is not None and bool(base.commit) and it.best_commit_before == base.commit
         if anchor is not None:
             seed, reference = anchor[0], (anchor[1], "baseline")
         else:
             seed = reused.seed if reused is not None and reused.seed is not None else secrets.randbelow(1 << 31)
-            reference = (reused.out_dir if reused else ctx.ws.profiles / f"v{it.version}" / "best", "best")
+            reference = (
+                reused.out_dir if reused else ctx.ws.profiles / f"v{it.version}" / "best",
+                "baseline" if on_baseline and reused is None else "best",
+            )
+        # no baseline profile yet ([profile].baseline = "first-keep", or one that failed) and
+        # best is the baseline's tree: this pair's first best side is the baseline's profile
+        anchors = anchor is None and reused is None and on_baseline
+        first_seed = seed
         try:
             while True:
                 bests, cands = self.profile_pair(it, lane, prof, reused, calls, seed)
@@ -181,6 +189,7 @@ class Evidence:
             },
             "outputs": outputs,
             **({"first": first.to_dict()} if first else {}),
+            **({"anchor": first_seed} if anchors else {}),
         }
         ctx.save(it)
         ctx.event("profile", f"v{it.version}: {cmp.summary_line()}", it=it)
@@ -340,7 +349,12 @@ class Evidence:
             step = claim_rule.judge(done, claim, policy, guard_configs=guard, looks=looks)
             if not step.final:
                 return None
-            if step.outcome == "confirmed" and os_decides and looks < cap and os_truth(it).outcome == "inconclusive":
+            if (
+                step.outcome == "confirmed"
+                and os_decides
+                and looks < cap
+                and os_truth(it.record).outcome == "inconclusive"
+            ):
                 return None  # the OS's clocks cannot tell yet: a few more looks, up to OS_MAX_LOOKS
             return step
 
@@ -408,7 +422,7 @@ class Evidence:
                     unshown(agreement), agreement.summary_line(), profile["agreement"], calls
                 )
             return truth_rule.of_profiler(agreement.summary_line(), profile["agreement"])
-        return truth_rule.of_os_time(os_truth(it))
+        return truth_rule.of_os_time(os_truth(it.record))
 
     def profile_outputs(self, ref_dir: Path, cand_dir: Path, *, reference: str = "best") -> dict[str, Any]:
         """The candidate's outputs under the profiler against the reference's, "baseline" or
@@ -426,9 +440,13 @@ class Evidence:
         )
 
     def baseline_outputs(self) -> tuple[int, Path] | None:
-        """The baseline's profile's seed and folder (profiler.baseline_reference)."""
+        """The baseline's profile's seed and folder (profiler.baseline_reference): the
+        baseline's own, else the first keep's profile of the baseline's tree (`anchor`)."""
         base = self.ctx.history.baseline()
-        return profiler.baseline_reference(base.record, self.ctx.ws.profiles / f"v{base.version}") if base else None
+        if base is None:
+            return None
+        its = [(i.version, i.record) for i in self.ctx.history.store.iterations() if not i.masked]
+        return profiler.baseline_reference((base.version, base.record), its, self.ctx.ws.profiles)
 
     def config_refs(self) -> list[ConfigRef]:
         """The baseline's configs with the classes the decisions vote in (the guard class)."""
@@ -445,6 +463,9 @@ class Evidence:
         prof = self.profiler(lane)
         if prof is None:
             return
+        if self.ctx.cfg.profile.baseline != "start":
+            msg = "the baseline's tree is profiled by the first keep, beside its candidate ([profile].baseline)"
+            return self.ctx.event("profile", f"v{it.version}: {msg}", it=it)
         seed = secrets.randbelow(1 << 31)  # every keep's profile draws these inputs (baseline_outputs)
         try:
             summary = self.profile_tree(it, lane, prof, lane.best, "best", seed=seed)
@@ -575,22 +596,3 @@ class Evidence:
 def unshown(agreement: Agreement) -> list[str]:
     """The classes a keep claims (confirmation.is_claimed) on which the profiler does not agree."""
     return [c.cls for c in agreement.classes if claim_rule.is_claimed(c.cls, c.bench_verdict) and c.status != AGREES]
-
-
-def os_truth(it: Iteration) -> OsTruth:
-    """The OS's accounting over every look of the decision and of the confirmation so far."""
-    return weigh([look for stage in (Stage.EVAL, Stage.REVERIFY) for look in looks_of(side_costs(it, stage))])
-
-
-def side_costs(it: Iteration, stage: str) -> list[SideCost]:
-    """Each side's cost per look of a stage: the served looks' (record["side_costs"]), or for
-    process-level looks each process's wall time beside its bench's timed seconds
-    (record["bench_runs"]; no CPU time: NaN, the OS's wall clock alone weighs them)."""
-    served = (it.record.get("side_costs") or {}).get(stage) or []
-    if served:
-        return [SideCost.from_dict(c) for c in served]
-    return [
-        SideCost(str(r["side"]), int(r["round"]), math.nan, float(r["wall_s"]), r.get("timed_s"))
-        for r in (it.record.get("bench_runs") or {}).get(stage) or []
-        if r.get("side") in ("best", "cand")
-    ]

@@ -313,12 +313,20 @@ def compare_outputs(
     return {"checked": len(ref), "tolerance": {k: [b.atol, b.rtol] for k, b in ref.items()}, "against": reference}
 
 
-def baseline_reference(record: Mapping[str, Any], folder: Path) -> tuple[int, Path] | None:
-    """The baseline's profile's seed and the folder its outputs are in (`folder`: its version's
-    profiles/vN), or None where its profile drew no seed (a run begun before, a profile that
-    failed): then best's outputs are the reference."""
-    seed = (record.get("profile") or {}).get("seed")
-    return (seed, folder / "best") if isinstance(seed, int) and not isinstance(seed, bool) else None
+def baseline_reference(
+    baseline: tuple[int, Mapping[str, Any]], later: Iterable[tuple[int, Mapping[str, Any]]], profiles: Path
+) -> tuple[int, Path] | None:
+    """The seed and folder of the baseline's outputs under the profiler, from its (version,
+    record) and those of the run's iterations, in order (those before it are passed over): the baseline's own profile
+    (profiles/vN/best), else the first keep's profile of the baseline's tree (its record's
+    `anchor`: [profile].baseline = "first-keep"); None where neither drew one (a run begun
+    before, a profile that failed): then best's outputs are the reference."""
+    for n, (version, record) in enumerate((baseline, *(x for x in later if x[0] > baseline[0]))):
+        prof = record.get("profile") or {}
+        seed = prof.get("seed") if n == 0 else prof.get("anchor")
+        if isinstance(seed, int) and not isinstance(seed, bool):
+            return seed, profiles / f"v{version}" / "best"
+    return None
 
 
 def outputs_of(record: Mapping[str, Any]) -> Mapping[str, Any]:

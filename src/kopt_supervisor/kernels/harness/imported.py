@@ -124,7 +124,7 @@ from .bench import LAST, Bench, PhaseClock, Timing, log, new_seed, why, write_cs
 from .loader import load_module
 from .params import config_key
 from .ranges import open_ranges, range_name
-from .timing import GraphTimer, summarize
+from .timing import LIVE_GRAPHS, GraphTimer, capturing, summarize
 
 MODULE = "kopt_supervisor.kernels.harness.imported"
 """How kopt's commands run this module (`python -m MODULE ...`)."""
@@ -719,9 +719,36 @@ class ImportedBench(Bench):
             ],
         }
 
+    def profile_graph(self, s: TimedSet, key: str) -> Any:
+        """A profiled call captured in a CUDA graph (outside the config's range) for the range
+        to replay: NVTX push/pop ranges belong to the thread that pushed them, and autograd
+        launches a backward from a device thread of its own, so a backward called eagerly inside
+        the range launched nothing ncu put in it (the layer-norm tutorial on the H200,
+        2026-11-30: no launch in any kopt range). The capture takes every launch onto the
+        harness's stream (timing.use_side_stream), and the replay is the harness thread's. A
+        capture that fails is tried once more after an eager call (a first call's compile or
+        tuning outside the range); then the call runs eagerly in the range, as before (None)."""
+        for warm in (False, True):
+            try:
+                if warm:
+                    s()
+                    self.torch.cuda.synchronize()
+                graph = self.torch.cuda.CUDAGraph()
+                LIVE_GRAPHS.append(graph)  # timing.LIVE_GRAPHS says why no graph is destroyed
+                with capturing(self.torch, graph, self.timing.pool):
+                    s()
+                self.torch.cuda.synchronize()
+                return graph
+            except Exception as exc:
+                self.torch.cuda.synchronize()
+                log(f"{self.script.name} {key}: --profile capture failed ({type(exc).__name__}: {str(exc)[:120]})")
+        log(f"{self.script.name} {key}: --profile: called eagerly in its range (a backward's launches are not in it)")
+        return None
+
     def profile_rows(self, base_seed: int) -> list[dict[str, Any]]:
         """--profile: per config its callable called inside the config's range twice
-        (bench.profile_calls: more when kopt asks), each call on a set of its own (the
+        (bench.profile_calls: more when kopt asks; on a GPU each call a CUDA graph replayed
+        there, profile_graph), each call on a set of its own (the
         benchmark function drawn again from a seed per call, outside the range); nothing timed,
         nothing compared here; every call's outputs summarised where kopt asks
         (bench.profile_entry, bench.write_profile_outputs): a tree that computed one call and
@@ -738,8 +765,12 @@ class ImportedBench(Bench):
                 for k in range(calls):
                     purpose = "profile" if k == 0 else f"profile/call{k}"
                     s = call_benchmark(self.imp, config, self.torch, input_seed(base_seed, config.key, purpose))
+                    graph = self.profile_graph(s, config.key) if self.gpu else None
                     with self.ranges.span(range_name(config.cols)):
-                        s()
+                        if graph is not None:
+                            graph.replay()
+                        else:
+                            s()
                     if self.gpu:
                         self.torch.cuda.synchronize()
                     if where:
