@@ -19,12 +19,14 @@ tests/served_import/upstream/triton_layer_norm (Triton's interpreter) instead of
 
 Knobs: WILD_KERNELS (layernorm,liger), WILD_AA_N (10; smoke 3), WILD_REAL_AT (2),
 WILD_SPLIT (0.5: the share of the time left that the first kernel gets), WILD_SANDBOX,
-WILD_WORK (scratch outside /tmp; default ~/kopt-wild), WILD_COMMIT (the commit, for the record).
+WILD_WORK (scratch outside /tmp; default ~/kopt-wild), WILD_COMMIT (the commit, for the record),
+WILD_PROFILE_CHECK (1: after each run, best/ under kopt's keep profile, launches per kopt range).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import sys
@@ -325,6 +327,58 @@ def one_kernel(k: Kernel, ctx: dict[str, Any], soft_s: float) -> None:
             f"{real.get('status')} in {real.get('decision_s')} s; reviews answered {len(review.answered)}; targets "
             + ", ".join(f"{k}: {'met' if v else 'NOT met'}" for k, v in fig["targets"].items())
         )
+    if os.environ.get("WILD_PROFILE_CHECK", "1") == "1" and not ctx.get("smoke"):
+        profile_check(k, ctx, root, tag)
+
+
+def profile_check(k: Kernel, ctx: dict[str, Any], root: Path, tag: str) -> None:
+    """The run's best/ tree under kopt's keep profile (ncu, one pass, GPU time alone), run as
+    `Evidence.profile_tree` runs it but unconfined: per kopt range, the launches ncu put in it.
+    Before ImportedBench.profile_graph a backward config's range held none (autograd launches
+    from a thread of its own; docs/profiling.md, Limits)."""
+    import subprocess
+
+    from kopt_supervisor.engine.config.toml_io import load
+    from kopt_supervisor.engine.profile.ncu import NcuProfiler
+    from kopt_supervisor.engine.profile.profiler import PROFILE_ENV, PROFILE_OUTPUTS_ENV, PROFILE_SEED_ENV
+    from kopt_supervisor.engine.runner.command import as_argv
+
+    s: Summary = ctx["summary"]
+    with measured(s, f"{k.name}: profile check") as e:
+        ws = root / tag
+        cfg = load(ws / "kopt.toml")
+        bench = as_argv(cfg.profile.command or cfg.target.bench)
+        prof = NcuProfiler().for_keep("time")
+        out_dir = ctx["raw"] / f"{k.name}_profile"
+        out_dir.mkdir(parents=True, exist_ok=True)
+        env = {**device_wave.child_env(), **PROFILE_ENV, PROFILE_SEED_ENV: "12345"}
+        env[PROFILE_OUTPUTS_ENV] = str(out_dir / "outputs.json")
+        done: list[Any] = []
+        t0 = time.monotonic()
+        while (step := prof.next_pass(bench, out_dir, cfg.profile.kernel, done)) is not None:
+            e["commands"].append(shell_line(list(step.argv)))
+            with open(ctx["raw"] / f"{k.name}_profile.log", "a") as log:
+                subprocess.run(list(step.argv), cwd=ws / "best", env=env, stdout=log, stderr=log, timeout=400)
+                for read in prof.after_commands(step.out_dir):
+                    subprocess.run(read, cwd=ws / "best", env=env, stdout=log, stderr=log, timeout=120)
+            done.append(step)
+        summary = prof.parse_passes(done, cfg.profile.kernel)
+        per_range: dict[str, list[int]] = {}
+        for r in summary.ranged:
+            got = per_range.setdefault(r.range or "(outside)", [0, 0])
+            got[0] += r.calls
+            got[1] += int(r.total_ns)
+        e["profile_s"] = round(time.monotonic() - t0, 2)
+        e["ranges"] = {name: {"launches": n, "gpu_ns": ns} for name, (n, ns) in sorted(per_range.items())}
+        ranges = summary.kopt_ranges()
+        written = out_dir / "outputs.json"
+        configs = json.loads(written.read_text()) if written.is_file() else None
+        expected = len(configs.get("configs") or []) if isinstance(configs, dict) else None
+        e["headline"] = (
+            f"{len(ranges)} kopt ranges with launches of {expected} configs profiled; "
+            f"{per_range.get('(outside)', [0])[0]} launches outside; {e['profile_s']} s"
+        )
+        e["ok"] = bool(ranges) and len(ranges) == expected
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -366,6 +420,7 @@ def main(argv: list[str] | None = None) -> int:
         "flags": ["--no-sandbox"] if no_sandbox else [],
         "aa_n": int(os.environ.get("WILD_AA_N") or (3 if smoke else AA_TARGET)),
         "real_at": int(os.environ.get("WILD_REAL_AT") or 2),
+        "smoke": smoke,
     }
     summary.data["plan"] = {"kernels": names, "aa_n": ctx["aa_n"], "real_at": ctx["real_at"]}
     ks = kernels(smoke)

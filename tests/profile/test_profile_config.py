@@ -18,9 +18,23 @@ def test_defaults():
     assert (p.run_noise_pct, p.repeats) == (0.5, 3)
     assert p.outside_ranges == "time"
     assert loads_config(MIN + '[profile]\noutside_ranges = "full"\n').profile.outside_ranges == "full"
-    assert (
-        p.baseline == "first-keep" and loads_config(MIN + '[profile]\nbaseline = "start"\n').profile.baseline == "start"
-    )
+    assert p.baseline == "auto" and loads_config(MIN + '[profile]\nbaseline = "start"\n').profile.baseline == "start"
+
+
+@pytest.mark.parametrize(
+    "propose, baseline, when",
+    [
+        ('kind = "tune"\n[propose.tune]\nparams = "p.json"\nspace = { B = [1, 2] }', "auto", "first-keep"),
+        ('kind = "command"\ncommand = "python p.py"', "auto", "first-keep"),
+        ('kind = "command"\nagent = "claude-code"', "auto", "start"),  # the agent's first context pack
+        ('kind = "manual"', "auto", "start"),  # the person at the dashboard
+        ('kind = "command"\nagent = "claude-code"', "first-keep", "first-keep"),
+        ('kind = "tune"\n[propose.tune]\nparams = "p.json"\nspace = { B = [1, 2] }', "start", "start"),
+    ],
+)
+def test_the_baseline_is_profiled_first_where_someone_reads_it(propose, baseline, when):
+    cfg = loads_config(MIN + f"[propose]\n{propose}\n[profile]\nbaseline = {baseline!r}\n")
+    assert cfg.baseline_profile() == when
 
 
 @pytest.mark.parametrize(
@@ -31,7 +45,10 @@ def test_defaults():
         ("[profile]\nrepeats = 0\n", "[profile].repeats must be between 1 and 20"),
         ("[profile]\nrepeats = 2.5\n", "[profile].repeats must be an integer"),
         ("[profile]\noutside_ranges = 'none'\n", '[profile].outside_ranges must be "time" or "full", not \'none\''),
-        ("[profile]\nbaseline = 'later'\n", '[profile].baseline must be "first-keep" or "start", not \'later\''),
+        (
+            "[profile]\nbaseline = 'later'\n",
+            '[profile].baseline must be "auto", "first-keep" or "start", not \'later\'',
+        ),
         ("[profile]\nrepeat = 2\n", "unknown key [profile].repeat (did you mean 'repeats'?)"),
     ],
 )

@@ -264,13 +264,13 @@ class ProfileConfig:
     every metric took 48-54 s a keep on the H100) or "full" (the baseline's passes: the
     occupancy and DRAM figures of the kept tree too). The baseline is always profiled "full"
     when `baseline` = "start"."""
-    baseline: str = "first-keep"
+    baseline: str = "auto"
     """When the baseline's tree is profiled: "first-keep" (by the run's first keep, beside its
     candidate in the keep's pass: that profile's seed and outputs are the baseline's that every
     later keep is compared with; nothing is profiled before the first verdict, and a run that
     keeps nothing never pays for it; on the H200 the baseline's separate profile took 43-55 s
-    before the first proposal) or "start" (every metric, before the first proposal: an agent's
-    first context pack shows it)."""
+    before the first proposal), "start" (every metric, before the first proposal: the first
+    context pack and the dashboard show it) or "auto" (Config.baseline_profile)."""
     reuse_best_s: float = 900.0
     """With keep = "time": best's tree is not profiled again when the keep that made it BEST
     profiled it (as its candidate) on the same GPU at most this many seconds ago; its summary
@@ -404,6 +404,15 @@ class Config:
     stop: StopConfig = field(default_factory=StopConfig)
     roofline: RooflineConfig = field(default_factory=RooflineConfig)
     parallel: ParallelConfig = field(default_factory=ParallelConfig)
+
+    def baseline_profile(self) -> str:
+        """[profile].baseline resolved: "auto" is "start" where someone reads the profile before
+        the first verdict (an agent preset's context pack, the person at the manual proposer),
+        else "first-keep" (the tune proposer, a plain command)."""
+        if self.profile.baseline != "auto":
+            return self.profile.baseline
+        reads = self.propose.kind == "manual" or (self.propose.kind == "command" and bool(self.propose.agent))
+        return "start" if reads else "first-keep"
 
     def replace(self, section: str, **changes: Any) -> Config:
         """A copy with some keys of one section changed (CLI overrides)."""

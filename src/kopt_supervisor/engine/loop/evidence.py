@@ -463,7 +463,7 @@ class Evidence:
         prof = self.profiler(lane)
         if prof is None:
             return
-        if self.ctx.cfg.profile.baseline != "start":
+        if self.ctx.cfg.baseline_profile() != "start":
             msg = "the baseline's tree is profiled by the first keep, beside its candidate ([profile].baseline)"
             return self.ctx.event("profile", f"v{it.version}: {msg}", it=it)
         seed = secrets.randbelow(1 << 31)  # every keep's profile draws these inputs (baseline_outputs)
