@@ -370,7 +370,7 @@ def profile_check(k: Kernel, ctx: dict[str, Any], root: Path, tag: str) -> None:
             got[1] += int(r.total_ns)
         e["profile_s"] = round(time.monotonic() - t0, 2)
         e["ranges"] = {name: {"launches": n, "gpu_ns": ns} for name, (n, ns) in sorted(per_range.items())}
-        ranges = summary.kopt_ranges()
+        ranges = summary.kopt_ranges
         written = out_dir / "outputs.json"
         configs = json.loads(written.read_text()) if written.is_file() else None
         expected = len(configs.get("configs") or []) if isinstance(configs, dict) else None
