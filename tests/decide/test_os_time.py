@@ -109,10 +109,31 @@ def test_noise_added_to_hide_a_timer_patch_does_not_save_it():
 
 
 def test_a_kernel_that_spreads_over_threads_saves_wall_time_and_is_shown():
-    """Two threads: the timed calls take 40% less wall time and 20% more CPU time."""
-    truth = weigh(looks(6, 1, cpu_saved=-0.2, wall_saved=0.4, claimed_saved=0.4))
+    """Two threads: the timed calls take 40% less wall time and 20% more CPU time. Against the
+    CPU clock's refutation the wall clock shows it from 7 looks on, each look showing it."""
+    truth = weigh(looks(7, 1, cpu_saved=-0.2, wall_saved=0.4, claimed_saved=0.4))
     assert truth.outcome == "shown" and "wall time" in truth.reason, truth.reason
     assert {c.clock: c.outcome for c in truth.clocks} == {"cpu": "refuted", "wall": "shown"}
+    assert weigh(looks(6, 1, cpu_saved=-0.2, wall_saved=0.4, claimed_saved=0.4)).outcome == "inconclusive"
+
+
+def test_a_busy_machine_lengthening_bests_looks_does_not_show_a_patched_timer():
+    """A patched timer's CPU time is unchanged (the CPU clock refutes it), but on a loaded
+    machine some of best's looks waited for a core: its wall time grew by more than the claim
+    in those looks, and the wall clock's mean "showed" the claim (kept on this project's 2-core
+    machine at a load of ~5.5, 2026-11-30). The wall clock must show it in every look."""
+    for seed in range(50):
+        rng = random.Random(seed)
+        waited = set(rng.sample(range(9), rng.randint(3, 7)))  # the looks of best's a burst of load hit
+        loaded = [
+            look(r, cpu_saved=0.0, wall_saved=rng.uniform(0.9, 1.2) if r in waited else 0.0, claimed_saved=0.4, rng=rng)
+            for r in range(9)
+        ]
+        early = weigh(loaded[:5])
+        assert early.outcome in ("inconclusive", "refuted"), (seed, early.reason)
+        truth = weigh(loaded)
+        assert truth.outcome == "refuted", (seed, truth.reason)
+        assert {c.clock: c.outcome for c in truth.clocks}["cpu"] == "refuted"
 
 
 def test_a_look_that_started_a_process_is_left_out():
