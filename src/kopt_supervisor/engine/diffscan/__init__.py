@@ -22,8 +22,8 @@ on the absence of one (docs/security.md lists what still gets through).
   the names it knows in `diffscan.qualified` and `diffscan.giveaways`,
   the bindings in `diffscan.bindings`; state kept
   between calls and results that compute when read in `diffscan.state`,
-  input-keyed caches in `diffscan.caches`), so aliases, `from x import y as z`, `t = time`,
-  a loop variable or parameter handed a module are resolved; only findings on the
+  what outlives a call and input-keyed caches in `diffscan.lifetimes`), so aliases,
+  `from x import y as z`, `t = time`, a loop variable or parameter handed a module are resolved; only findings on the
   candidate's added lines count, or on unchanged lines that use a name the candidate bound
   anew (a changed `import x as t` makes an old `t.f = g` the candidate's). String constants
   passed to exec/eval/compile are parsed and scanned too; C-like code in Python strings and

@@ -10,13 +10,22 @@ variable over a literal (`for m in (time,)`) or a parameter of the file's own fu
 (a module-level `_C = {}` and a `_C = torch.float32` in some function: still module state). `resolve` turns a name-like expression into the qualified name it
 stands for, so a rule written against `time.perf_counter` sees every spelling of it. The
 rules themselves live in engine/diffscan/python.py (and the rooms it calls).
+
+Below `FileNames`, what every state rule asks of a file's names and functions (`Names`, the
+part of `FileNames` they read): whether a name is the file's own (`own`), a builtin's name
+(`builtin_name`), which functions are cached (`cached_functions`), what runs at import and a
+function's own nodes (`import_nodes`, `own_nodes`), whether a function yields, is a static or a class method, and how a finding
+names it (`function_name`).
 """
 
 from __future__ import annotations
 
 import ast
 from collections import defaultdict
+from collections.abc import Iterator
+from typing import Protocol
 
+from kopt_supervisor.engine.diffscan.giveaways import CACHE_DECORATORS
 from kopt_supervisor.engine.diffscan.qualified import BUILTIN, BUILTIN_NAMES, QUALIFIED, REEXPORTED
 
 
@@ -337,3 +346,120 @@ def _rule_of(qualified: str) -> str | None:
 
 def _qualified_builtin(qualified: str, name: str) -> bool:
     return qualified in (f"{BUILTIN}{name}", f"builtins.{name}")
+
+
+# -- what the state rules ask of a file's names and functions ----------------------------------
+
+Fn = ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
+"""A function or a lambda: what has a scope of its own."""
+
+
+class Names(Protocol):
+    """What the rules beside the Python scanner read of a file's names (FileNames has it)."""
+
+    tree: ast.Module
+    parents: dict[int, ast.AST]
+    aliases: dict[str, str]
+    ambiguous: set[str]
+    module_names: set[str]
+
+    def resolve(self, node: ast.AST) -> tuple[str, bool] | None: ...
+
+
+def cached_functions(sc: Names) -> set[str]:
+    """Names of the file's functions whose results are cached (functools.cache/lru_cache as a
+    decorator, or `f = functools.lru_cache(...)(g)`)."""
+
+    def is_cache(node: ast.AST) -> bool:
+        resolved = sc.resolve(node.func if isinstance(node, ast.Call) else node)
+        return bool(resolved and resolved[1] and resolved[0] in CACHE_DECORATORS)
+
+    out: set[str] = set()
+    for node in ast.walk(sc.tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            if any(is_cache(d) for d in node.decorator_list):
+                out.add(node.name)
+        elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and is_cache(node.value.func):
+            out |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+    return out
+
+
+def import_nodes(tree: ast.Module) -> Iterator[ast.AST]:
+    stack: list[ast.AST] = list(tree.body)
+    while stack:
+        n = stack.pop()
+        yield n
+        if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            stack += [*getattr(n, "decorator_list", []), *n.args.defaults, *filter(None, n.args.kw_defaults)]
+        elif isinstance(n, ast.If) and _main_guard(n.test):
+            stack += n.orelse
+        else:
+            stack += list(ast.iter_child_nodes(n))
+
+
+def _main_guard(test: ast.expr) -> bool:
+    """`__name__ == "__main__"`."""
+    return (
+        isinstance(test, ast.Compare)
+        and isinstance(test.left, ast.Name)
+        and test.left.id == "__name__"
+        and len(test.comparators) == 1
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value == "__main__"
+    )
+
+
+def own_nodes(fn: Fn) -> Iterator[ast.AST]:
+    """fn's own nodes: its body, and of nested functions and classes only what runs in fn
+    (decorators, defaults, bases), not their bodies. fn's own defaults run outside it."""
+    stack: list[ast.AST] = list(fn.body) if isinstance(fn.body, list) else [fn.body]
+    while stack:
+        n = stack.pop()
+        yield n
+        if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            stack += [*getattr(n, "decorator_list", []), *n.args.defaults, *filter(None, n.args.kw_defaults)]
+        elif isinstance(n, ast.ClassDef):
+            stack += [*n.decorator_list, *n.bases, *n.keywords]
+        else:
+            stack += list(ast.iter_child_nodes(n))
+
+
+def yields(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """A yield in fn's own body (not in a nested function): fn makes a generator."""
+    stack: list[ast.AST] = list(fn.body)
+    while stack:
+        n = stack.pop()
+        if isinstance(n, ast.Yield | ast.YieldFrom):
+            return True
+        if not isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef):
+            stack += list(ast.iter_child_nodes(n))
+    return False
+
+
+def own(sc: Names, name: str) -> bool:
+    """Whether a name is the file's own, not only an import's alias: never aliased, or also
+    bound to something else (`_C = {}` at module level and `_C = torch.float32` in a function
+    that never runs: an alias pollution must not hide module state)."""
+    return name not in sc.aliases or name in sc.ambiguous
+
+
+def builtin_name(qualified: str) -> str:
+    """The builtin's name (`getattr`, `dict.update`) of a resolved name, or ""."""
+    for prefix in (BUILTIN, "builtins."):
+        if qualified.startswith(prefix):
+            return qualified[len(prefix) :]
+    return ""
+
+
+def is_static(fn: Fn) -> bool:
+    """Decorated @staticmethod: its first parameter is no `self`."""
+    return any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in getattr(fn, "decorator_list", []))
+
+
+def is_classmethod(fn: Fn) -> bool:
+    return any(isinstance(d, ast.Name) and d.id == "classmethod" for d in getattr(fn, "decorator_list", []))
+
+
+def function_name(fn: Fn) -> str:
+    """`f()` for a def, "a lambda" for a lambda, as the findings name them."""
+    return f"{fn.name}()" if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef) else "a lambda"

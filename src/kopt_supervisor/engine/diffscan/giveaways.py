@@ -5,8 +5,8 @@ only.
 - For the rules of one node: introspection and frame attributes, sensitive names and
   modules, file writes by method or open() mode, the sides' paths, and the calls that
   compile source given as text.
-- For the state rules (`module-state`, `input-cache`: engine/diffscan/state.py, lifetimes.py,
-  caches.py; python.py for writes to another module's objects): what changes an object in
+- For the state rules (`module-state`, `input-cache`: engine/diffscan/state.py and
+  lifetimes.py; python.py for writes to another module's objects): what changes an object in
   place, what builds a mutable or an immutable one, what hands back part of one, what only a
   tensor has (what computes when a result is read is in state.py, beside the lazy-result
   rule).

@@ -1,5 +1,6 @@
-"""What outlives a kernel call, for the diff scan's `module-state` rule (engine/diffscan/state.py).
-Pure.
+"""What outlives a kernel call, for the diff scan's state rules: `Lifetimes`, which the
+`module-state` rule reads (engine/diffscan/state.py), and the `input-cache` rule, results kept
+between calls keyed on the caller's input (at the end, below). Pure.
 
 `Lifetimes` reads a file once and answers, for any expression inside a function, whether it
 reaches an object that persists from one call to the next, and which: a module-level name, a
@@ -8,40 +9,67 @@ escape, a class attribute, the state of a class instance made at import, a local
 one of these, or what a cached function returns. It also knows what runs at import (and so
 is no per-call state) and each function's own scope. What counts as *changing* such an
 object is the rule's, in state.py.
+
+`input-cache`. The bench hands the same tensors to every timed call; a kernel that remembers its output per
+input object (or per pointer, or per hashable copy of the data) returns it again without
+computing. The rule looks for:
+
+- a cache decorator (`functools.cache`, `lru_cache`...) on a function that takes tensors
+  (annotated as one, or read through an attribute only a tensor has: `x.shape`,
+  `x.data_ptr()`), or such a function wrapped by one;
+- dictionary keys, lookups and membership tests built from `data_ptr()`, `id()`, `hash()`,
+  storage pointers or `ctypes.addressof` (and the locals bound to them);
+- a cached function of the file called with its caller's data made hashable
+  (`_cached(tuple(xs))`, `_cached(x.tobytes())`);
+- an attribute stored on a parameter's object after probing whether it is there, by a
+  function that is not a method (`if hasattr(x, "_out"): return x._out ... x._out = y`);
+- a container the caller hands in, changed (`cfg.setdefault("_memo", y)`, `out.append(y)`,
+  `cfg["_memo"] = y`, `kw["memo"][k] = y`), or an attribute set on what it hands in
+  (`x._out = y`, read back next call through `dir(x)` or `x.__dict__`): the bench's own
+  objects, passed to every timed call, keep it. Not `**kwargs` itself (a fresh dict per call),
+  nor a helper of the file that is only ever handed its caller's locals.
+
+Weak containers keyed on objects (`weakref.WeakKeyDictionary`) are found by name
+(engine/diffscan/qualified.py); state on module-level names by engine/diffscan/state.py.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Protocol
 
+from kopt_supervisor.engine.diffscan.bindings import (
+    FileNames,
+    Fn,
+    Names,
+    builtin_name,
+    cached_functions,
+    function_name,
+    import_nodes,
+    is_classmethod,
+    is_static,
+    own,
+    own_nodes,
+)
+from kopt_supervisor.engine.diffscan.findings import Raw
 from kopt_supervisor.engine.diffscan.giveaways import (
     CACHE_DECORATORS,
+    CONTAINER_MUTATORS,
     IMMUTABLE_BASES,
     IMMUTABLE_FACTORIES,
     INIT_METHODS,
+    LOOKUPS,
     MUTABLE_FACTORIES,
+    MUTATING_FUNCTIONS,
     PERSISTENT_LOOKUPS,
+    POINTER_METHODS,
+    TENSOR_ATTRS,
+    TENSOR_TYPES,
 )
-from kopt_supervisor.engine.diffscan.qualified import BUILTIN
 
 _FUNCTION = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
-Fn = ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
-"""A function or a lambda: what has a scope of its own."""
-
-
-class Names(Protocol):
-    """What the rules beside the Python scanner read of a file's names (bindings.FileNames has it)."""
-
-    tree: ast.Module
-    parents: dict[int, ast.AST]
-    aliases: dict[str, str]
-    ambiguous: set[str]
-    module_names: set[str]
-
-    def resolve(self, node: ast.AST) -> tuple[str, bool] | None: ...
 
 
 @dataclass
@@ -59,24 +87,6 @@ class Scope:
     """Local names that hold persistent objects -> what they hold ("default argument _memo")."""
 
 
-def cached_functions(sc: Names) -> set[str]:
-    """Names of the file's functions whose results are cached (functools.cache/lru_cache as a
-    decorator, or `f = functools.lru_cache(...)(g)`)."""
-
-    def is_cache(node: ast.AST) -> bool:
-        resolved = sc.resolve(node.func if isinstance(node, ast.Call) else node)
-        return bool(resolved and resolved[1] and resolved[0] in CACHE_DECORATORS)
-
-    out: set[str] = set()
-    for node in ast.walk(sc.tree):
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-            if any(is_cache(d) for d in node.decorator_list):
-                out.add(node.name)
-        elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and is_cache(node.value.func):
-            out |= {t.id for t in node.targets if isinstance(t, ast.Name)}
-    return out
-
-
 class Lifetimes:
     """Which objects a file's functions reach that outlive their call (see the module docstring)."""
 
@@ -84,7 +94,7 @@ class Lifetimes:
         self.sc = sc
         self.classes = {n.name: n for n in sc.tree.body if isinstance(n, ast.ClassDef)}
         self.cached = cached_functions(sc)
-        self.at_import = list(_import_nodes(sc.tree))
+        self.at_import = list(import_nodes(sc.tree))
         """What runs when the module is imported (module level, class bodies, decorators and
         defaults of functions defined there), not inside a function's call, nor a
         `if __name__ == "__main__":` block (run as a script)."""
@@ -174,7 +184,7 @@ class Lifetimes:
         a = fn.args
         params = [*a.posonlyargs, *a.args, *a.kwonlyargs, *filter(None, [a.vararg, a.kwarg])]
         scope = Scope(fn, params, local={p.arg for p in params})
-        scope.nodes = list(_own_nodes(fn))
+        scope.nodes = list(own_nodes(fn))
         for n in scope.nodes:
             if isinstance(n, ast.Global):
                 scope.globals |= set(n.names)
@@ -197,7 +207,7 @@ class Lifetimes:
         cls = self.method_of(fn)
         if cls is not None and scope.params and not is_static(fn):
             first = scope.params[0].arg
-            if _is_classmethod(fn):
+            if is_classmethod(fn):
                 scope.roots[first] = "class attribute"
             elif cls.name in self.persistent_classes and getattr(fn, "name", "") not in INIT_METHODS:
                 scope.roots[first] = f"state of the module-level {cls.name} instance"
@@ -300,86 +310,288 @@ class Lifetimes:
                 return None
 
 
-def _import_nodes(tree: ast.Module) -> Iterator[ast.AST]:
-    stack: list[ast.AST] = list(tree.body)
-    while stack:
-        n = stack.pop()
-        yield n
-        if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
-            stack += [*getattr(n, "decorator_list", []), *n.args.defaults, *filter(None, n.args.kw_defaults)]
-        elif isinstance(n, ast.If) and _main_guard(n.test):
-            stack += n.orelse
-        else:
-            stack += list(ast.iter_child_nodes(n))
-
-
-def _main_guard(test: ast.expr) -> bool:
-    """`__name__ == "__main__"`."""
-    return (
-        isinstance(test, ast.Compare)
-        and isinstance(test.left, ast.Name)
-        and test.left.id == "__name__"
-        and len(test.comparators) == 1
-        and isinstance(test.comparators[0], ast.Constant)
-        and test.comparators[0].value == "__main__"
-    )
-
-
-def _own_nodes(fn: Fn) -> Iterator[ast.AST]:
-    """fn's own nodes: its body, and of nested functions and classes only what runs in fn
-    (decorators, defaults, bases), not their bodies. fn's own defaults run outside it."""
-    stack: list[ast.AST] = list(fn.body) if isinstance(fn.body, list) else [fn.body]
-    while stack:
-        n = stack.pop()
-        yield n
-        if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
-            stack += [*getattr(n, "decorator_list", []), *n.args.defaults, *filter(None, n.args.kw_defaults)]
-        elif isinstance(n, ast.ClassDef):
-            stack += [*n.decorator_list, *n.bases, *n.keywords]
-        else:
-            stack += list(ast.iter_child_nodes(n))
-
-
-def yields(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    """A yield in fn's own body (not in a nested function): fn makes a generator."""
-    stack: list[ast.AST] = list(fn.body)
-    while stack:
-        n = stack.pop()
-        if isinstance(n, ast.Yield | ast.YieldFrom):
-            return True
-        if not isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef):
-            stack += list(ast.iter_child_nodes(n))
-    return False
-
-
-def own(sc: Names, name: str) -> bool:
-    """Whether a name is the file's own, not only an import's alias: never aliased, or also
-    bound to something else (`_C = {}` at module level and `_C = torch.float32` in a function
-    that never runs: an alias pollution must not hide module state)."""
-    return name not in sc.aliases or name in sc.ambiguous
-
-
 def _among(qualified: str, prefixes: frozenset[str]) -> bool:
     return any(qualified == p or qualified.startswith(p + ".") for p in prefixes)
 
 
-def builtin_name(qualified: str) -> str:
-    """The builtin's name (`getattr`, `dict.update`) of a resolved name, or ""."""
-    for prefix in (BUILTIN, "builtins."):
-        if qualified.startswith(prefix):
-            return qualified[len(prefix) :]
-    return ""
+# -- the input-cache rule: results kept between calls keyed on the caller's input ---------------
 
 
-def is_static(fn: Fn) -> bool:
-    """Decorated @staticmethod: its first parameter is no `self`."""
-    return any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in getattr(fn, "decorator_list", []))
+def cached_on_tensors(sc: FileNames, node: ast.AST) -> Iterator[Raw]:
+    """A cache decorator (functools.cache, lru_cache...) on a function of this file that takes
+    tensors, or such a function wrapped by one (`f = functools.cache(g)`): the cache is keyed
+    on the tensor objects the bench hands in."""
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+        for dec in node.decorator_list:
+            target = dec.func if isinstance(dec, ast.Call) else dec
+            resolved = sc.resolve(target)
+            if resolved and resolved[1] and resolved[0] in CACHE_DECORATORS and _takes_tensors(sc, node):
+                yield Raw("input-cache", dec, f"  # caches {node.name}(), which takes tensors")
+    if isinstance(node, ast.Call):
+        fn = node.func.func if isinstance(node.func, ast.Call) else node.func
+        resolved = sc.resolve(fn)
+        wrapped = node.args[0] if node.args and isinstance(node.func, ast.Call | ast.Attribute | ast.Name) else None
+        if resolved and resolved[1] and resolved[0] in CACHE_DECORATORS and isinstance(wrapped, ast.Name):
+            cached = sc.defs.get(wrapped.id)
+            if cached is not None and _takes_tensors(sc, cached):
+                yield Raw("input-cache", node, f"  # caches {cached.name}(), which takes tensors")
 
 
-def _is_classmethod(fn: Fn) -> bool:
-    return any(isinstance(d, ast.Name) and d.id == "classmethod" for d in getattr(fn, "decorator_list", []))
+def input_caches(sc: FileNames) -> Iterator[Raw]:
+    """The file-wide `input-cache` findings: pointer keys, cached functions called with the
+    caller's data, attributes kept on the caller's objects."""
+    yield from _pointer_keys(sc)
+    yield from _data_keys(sc)
+    yield from _input_attributes(sc)
+    yield from _argument_containers(sc)
 
 
-def function_name(fn: Fn) -> str:
-    """`f()` for a def, "a lambda" for a lambda, as the findings name them."""
-    return f"{fn.name}()" if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef) else "a lambda"
+def _takes_tensors(sc: FileNames, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """A parameter annotated as a tensor or array, or read through an attribute only a
+    tensor has (x.shape, x.data_ptr(), x.dtype): the cache is keyed on the object."""
+    params = [a for a in [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs] if a.arg not in ("self", "cls")]
+    names = {a.arg for a in params}
+    for a in params:
+        if a.annotation is None:
+            continue
+        text = ast.unparse(a.annotation)
+        resolved = sc.resolve(a.annotation)
+        if (resolved and resolved[0] in TENSOR_TYPES) or re.search(r"\b(Tensor|ndarray)\b", text):
+            return True
+    return any(
+        isinstance(n, ast.Attribute)
+        and isinstance(n.value, ast.Name)
+        and n.value.id in names
+        and n.attr in TENSOR_ATTRS
+        for n in ast.walk(fn)
+    )
+
+
+def _pointer_keys(sc: FileNames) -> Iterator[Raw]:
+    """Dictionary keys, lookups and membership tests built from data_ptr()/id()/storage."""
+    for fn in [sc.tree, *(n for n in ast.walk(sc.tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef))]:
+        tainted: set[str] = set()
+        for _ in range(2):
+            for n in ast.walk(fn):
+                if (
+                    isinstance(n, ast.Assign | ast.AnnAssign | ast.NamedExpr)
+                    and n.value is not None
+                    and _pointerish(sc, n.value, tainted)
+                ):
+                    for t in n.targets if isinstance(n, ast.Assign) else [n.target]:
+                        tainted |= {x.id for x in ast.walk(t) if isinstance(x, ast.Name)}
+        for n in ast.walk(fn):
+            keys: list[ast.AST] = []
+            if isinstance(n, ast.Subscript):
+                keys = [n.slice]
+            elif isinstance(n, ast.Dict):
+                keys = [k for k in n.keys if k is not None]
+            elif isinstance(n, ast.Compare) and any(isinstance(op, ast.In | ast.NotIn) for op in n.ops):
+                keys = [n.left]
+            elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in LOOKUPS and n.args:
+                keys = [n.args[0]]
+            if any(_pointerish(sc, k, tainted) for k in keys):
+                yield Raw("input-cache", n, "  # keyed on a pointer or object identity")
+
+
+def _data_keys(sc: FileNames) -> Iterator[Raw]:
+    """A cached function of this file called with its caller's data turned hashable
+    (`_cached(tuple(xs), s)`, `_cached(x.tobytes())`): an output cache keyed on the input."""
+    cached = cached_functions(sc)
+    if not cached:
+        return
+    for fn in ast.walk(sc.tree):
+        if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            continue
+        params = {a.arg for a in ast.walk(fn.args) if isinstance(a, ast.arg)}
+        for n in ast.walk(fn):
+            if (
+                isinstance(n, ast.Call)
+                and isinstance(n.func, ast.Name)
+                and n.func.id in cached
+                and any(_data_of(sc, a, params) for a in [*n.args, *(k.value for k in n.keywords)])
+            ):
+                yield Raw("input-cache", n, f"  # caches {n.func.id}() on the caller's data")
+
+
+def _input_attributes(sc: FileNames) -> Iterator[Raw]:
+    """An attribute stored on a parameter's object after probing whether it is there, by a
+    function that is not a method (`if hasattr(x, "_out"): return x._out ... x._out = y`,
+    `getattr(x, "_n", 0)`, `try: x._out except AttributeError`): a cache carried by the
+    caller's input, which the bench hands again to every timed call."""
+    for fn in ast.walk(sc.tree):
+        if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef) or isinstance(
+            sc.parents.get(id(fn)), ast.ClassDef
+        ):
+            continue
+        params = {a.arg for a in ast.walk(fn.args) if isinstance(a, ast.arg)}
+        stores: list[tuple[ast.AST, str, str | None]] = []
+        probes: set[tuple[str, str]] = set()
+        for n in ast.walk(fn):
+            if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in params:
+                if isinstance(n.ctx, ast.Store | ast.Del):
+                    stores.append((n, n.value.id, n.attr))
+                elif _in_try(sc, n, fn):
+                    probes.add((n.value.id, n.attr))
+            elif (
+                isinstance(n, ast.Call)
+                and len(n.args) >= 2
+                and isinstance(n.args[0], ast.Name)
+                and n.args[0].id in params
+            ):
+                name = n.args[1]
+                key = name.value if isinstance(name, ast.Constant) and isinstance(name.value, str) else None
+                if sc.is_builtin(n.func, "hasattr") or (sc.is_builtin(n.func, "getattr") and len(n.args) == 3):
+                    if key is not None:
+                        probes.add((n.args[0].id, key))
+                elif sc.is_builtin(n.func, "setattr") or sc.is_builtin(n.func, "delattr"):
+                    stores.append((n, n.args[0].id, key))
+        for node, param, attr in stores:
+            if attr is None or (param, attr) in probes:
+                yield Raw("input-cache", node, f"  # kept on the caller's {param} between calls")
+
+
+def _argument_containers(sc: FileNames) -> Iterator[Raw]:
+    """A container method, a string-keyed item store or a mutating function on what a
+    parameter holds (see the module docstring)."""
+    fns = [n for n in ast.walk(sc.tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda)]
+    handed = _handed_parameters(fns)
+    for fn in fns:
+        name = getattr(fn, "name", "")
+        params = _parameters(fn, sc)
+        if name in handed.calls and not handed.params.get(name):
+            continue  # a helper only ever handed its callers' own locals
+        for _ in range(2):  # memo = kw.get("memo"); m = cfg: locals that hold the caller's objects
+            for n in ast.walk(fn):
+                if isinstance(n, ast.Assign | ast.NamedExpr | ast.AnnAssign) and n.value is not None:
+                    got = _param_root(n.value, params, keyed=True)
+                    targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+                    if got is not None:
+                        params.held.update(
+                            {t.id: got for t in targets if isinstance(t, ast.Name) and t.id not in params.held}
+                        )
+        for n in ast.walk(fn):
+            root: tuple[str, bool] | None = None
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in CONTAINER_MUTATORS:
+                root = _param_root(n.func.value, params)
+            elif isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Store | ast.Del):
+                keyed = isinstance(n.slice, ast.Constant) and isinstance(n.slice.value, str)
+                found = _param_root(n.value, params, keyed=keyed)
+                root = found if found and found[1] else None  # out[i] = y on a tensor is its output
+            elif isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store | ast.Del):
+                root = _param_root(n.value, params, keyed=True)  # x._out = y: on the caller's own object
+            elif isinstance(n, ast.Call) and n.args:
+                q = sc.resolve(n.func)
+                if q and q[1] and q[0] in MUTATING_FUNCTIONS:
+                    found = _param_root(n.args[0], params)
+                    root = found if found and found[1] else None  # numpy.copyto(out, y) is an output
+            if root is not None and (root[1] or root[0] not in params.fresh):
+                yield Raw("input-cache", n, f"  # kept in the caller's {root[0]} between calls")
+
+
+class _Params(set[str]):
+    """A function's parameters (not self/cls), which of them are fresh per call (*args,
+    **kwargs), and the locals bound to what a parameter holds."""
+
+    fresh: set[str]
+    held: dict[str, tuple[str, bool]]
+
+
+def _parameters(fn: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda, sc: FileNames) -> _Params:
+    a = fn.args
+    names = [p.arg for p in [*a.posonlyargs, *a.args, *a.kwonlyargs]]
+    if isinstance(sc.parents.get(id(fn)), ast.ClassDef) and names:
+        names = names[1:]
+    out = _Params(names + [p.arg for p in filter(None, [a.vararg, a.kwarg])])
+    out.fresh = {p.arg for p in filter(None, [a.vararg, a.kwarg])}
+    out.held = {}
+    return out
+
+
+def _param_root(node: ast.AST, params: _Params, *, keyed: bool = False) -> tuple[str, bool] | None:
+    """(the parameter, whether reached through an item or lookup: `p["k"]`, `p.get(k)`, `p.a`)
+    when node is a parameter's object or part of it; a bare `p` counts only when `keyed` (a
+    string key: a dict, never a tensor)."""
+    deep = False
+    while True:
+        if isinstance(node, ast.Attribute | ast.Subscript):
+            node = node.value
+            deep = True
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in LOOKUPS:
+            node = node.func.value
+            deep = True
+        else:
+            break
+    if isinstance(node, ast.Name) and node.id in params.held:
+        param, was_deep = params.held[node.id]
+        return (param, was_deep or deep or keyed)
+    if isinstance(node, ast.Name) and node.id in params:
+        return (node.id, deep or keyed)
+    return None
+
+
+@dataclass
+class _Handed:
+    calls: set[str] = field(default_factory=set)
+    """Names of the file's functions it calls itself."""
+    params: dict[str, bool] = field(default_factory=dict)
+    """Of those, whether some call hands one a parameter of its caller."""
+
+
+def _handed_parameters(fns: list[ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda]) -> _Handed:
+    out = _Handed()
+    for fn in fns:
+        a = fn.args
+        own = {p.arg for p in [*a.posonlyargs, *a.args, *a.kwonlyargs, *filter(None, [a.vararg, a.kwarg])]}
+        for n in ast.walk(fn):
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name):
+                out.calls.add(n.func.id)
+                args = [*n.args, *(k.value for k in n.keywords)]
+                passed = any(isinstance(x, ast.Name) and x.id in own for arg in args for x in ast.walk(arg))
+                out.params[n.func.id] = out.params.get(n.func.id, False) or passed
+    return out
+
+
+def _in_try(sc: FileNames, node: ast.AST, fn: ast.AST) -> bool:
+    """node lies in a try whose handler catches AttributeError (or everything: bare)."""
+    p = sc.parents.get(id(node))
+    while p is not None and p is not fn:
+        if isinstance(p, ast.Try) and any(
+            h.type is None or any(isinstance(t, ast.Name) and t.id == "AttributeError" for t in ast.walk(h.type))
+            for h in p.handlers
+        ):
+            return True
+        p = sc.parents.get(id(p))
+    return False
+
+
+def _data_of(sc: FileNames, node: ast.AST, params: set[str]) -> bool:
+    """tuple(p), frozenset(p), bytes(p), bytearray(p), hash(p) of a parameter p, or
+    p....tobytes() / p....tolist()."""
+    if not isinstance(node, ast.Call):
+        return False
+    if isinstance(node.func, ast.Attribute) and node.func.attr in ("tobytes", "tolist"):
+        root: ast.AST = node.func.value
+        while isinstance(root, ast.Attribute | ast.Call | ast.Subscript):
+            root = root.func if isinstance(root, ast.Call) else root.value
+        return isinstance(root, ast.Name) and root.id in params
+    first = node.args[0] if node.args else None
+    return (
+        isinstance(first, ast.Name)
+        and first.id in params
+        and any(sc.is_builtin(node.func, b) for b in ("tuple", "frozenset", "bytes", "bytearray", "hash"))
+    )
+
+
+def _pointerish(sc: FileNames, node: ast.AST, tainted: set[str]) -> bool:
+    for n in ast.walk(node):
+        if isinstance(n, ast.Attribute) and n.attr in POINTER_METHODS:
+            return True
+        if isinstance(n, ast.Call) and (sc.is_builtin(n.func, "id") or sc.is_builtin(n.func, "hash")):
+            return True
+        if isinstance(n, ast.Name) and n.id in tainted:
+            return True
+        resolved = sc.resolve(n) if isinstance(n, ast.Attribute) else None
+        if resolved and resolved[0] == "ctypes.addressof":
+            return True
+    return False

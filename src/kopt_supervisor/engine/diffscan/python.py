@@ -23,7 +23,6 @@ import re
 from collections.abc import Collection, Iterator
 
 from kopt_supervisor.engine.diffscan.bindings import FileNames
-from kopt_supervisor.engine.diffscan.caches import cached_on_tensors, input_caches
 from kopt_supervisor.engine.diffscan.findings import (
     C_RULES,
     GENERIC_RULES,
@@ -52,6 +51,7 @@ from kopt_supervisor.engine.diffscan.giveaways import (
     TENSOR_TYPES,
     WRITE_METHODS,
 )
+from kopt_supervisor.engine.diffscan.lifetimes import cached_on_tensors, input_caches
 from kopt_supervisor.engine.diffscan.qualified import BUILTIN, BUILTIN_RULES, QUALIFIED
 from kopt_supervisor.engine.diffscan.state import in_place, lazy_results, persistent_state
 

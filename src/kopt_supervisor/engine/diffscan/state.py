@@ -61,18 +61,10 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from kopt_supervisor.engine.diffscan.bindings import Names, builtin_name, function_name, is_static, own, yields
 from kopt_supervisor.engine.diffscan.findings import Raw
 from kopt_supervisor.engine.diffscan.giveaways import MUTATING_FUNCTIONS, MUTATORS, PERSISTENT_LOOKUPS
-from kopt_supervisor.engine.diffscan.lifetimes import (
-    Lifetimes,
-    Names,
-    Scope,
-    builtin_name,
-    function_name,
-    is_static,
-    own,
-    yields,
-)
+from kopt_supervisor.engine.diffscan.lifetimes import Lifetimes, Scope
 from kopt_supervisor.engine.diffscan.qualified import BUILTIN
 
 __all__ = ["LAZY_RULE", "STATE_RULE", "in_place", "lazy_results", "persistent_state"]
