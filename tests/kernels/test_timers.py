@@ -331,7 +331,11 @@ def test_a_profiled_backward_is_replayed_in_its_range_by_the_harness_thread():
     call()  # as before: eager in the range
     ranges["harness"].pop()
     assert launches == [("backward", None)]  # outside every kopt range
-    graph = b.profile_graph(call, "N=4096")
+
+    def unused():
+        raise AssertionError("no warm call when the first capture works")
+
+    graph = b.profile_graph(call, "N=4096", unused)
     assert graph is not None and graph.calls == 1 and len(launches) == 1  # captured, not run
     assert cuda.pools[-1] == ("pool", 7) and cuda.stream == "side1"
     ranges["harness"].append("kopt:N=4096")
@@ -350,11 +354,17 @@ def test_a_profiled_backward_is_replayed_in_its_range_by_the_harness_thread():
         elif cuda.capturing:
             cuda.graph_now.calls += 1
 
-    graph = b.profile_graph(tunes_once, "N=8192")
-    assert graph is not None and graph.calls == 1 and first["n"] == 3  # capture, eager, capture
+    warmed: list[str] = []
+
+    def spare_set():  # the same config drawn from other inputs: the warm call's, never the profiled set's
+        return lambda: warmed.append("other inputs")
+
+    graph = b.profile_graph(tunes_once, "N=8192", spare_set)
+    assert graph is not None and graph.calls == 1 and first["n"] == 2  # capture, then capture again
+    assert warmed == ["other inputs"]  # the eager call between them ran on another set
 
     def never() -> None:
         if cuda.capturing:
             cuda.invalidated = True
 
-    assert b.profile_graph(never, "N=16384") is None and cuda.stream == "side1"
+    assert b.profile_graph(never, "N=16384", spare_set) is None and cuda.stream == "side1"

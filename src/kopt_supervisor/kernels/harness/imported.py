@@ -719,19 +719,22 @@ class ImportedBench(Bench):
             ],
         }
 
-    def profile_graph(self, s: TimedSet, key: str) -> Any:
+    def profile_graph(self, s: TimedSet, key: str, spare: Callable[[], TimedSet]) -> Any:
         """A profiled call captured in a CUDA graph (outside the config's range) for the range
         to replay: NVTX push/pop ranges belong to the thread that pushed them, and autograd
         launches a backward from a device thread of its own, so a backward called eagerly inside
         the range launched nothing ncu put in it (the layer-norm tutorial on the H200,
         2026-11-30: no launch in any kopt range). The capture takes every launch onto the
         harness's stream (timing.use_side_stream), and the replay is the harness thread's. A
-        capture that fails is tried once more after an eager call (a first call's compile or
-        tuning outside the range); then the call runs eagerly in the range, as before (None)."""
+        capture that fails is tried once more after an eager call outside the range (a first
+        call's compile or tuning) on a set of other inputs (`spare`): a tree that refused the
+        first capture to compute the profiled set's result there, and captured only a copy of
+        it, would write another set's outputs, which kopt's comparison refutes. Then the call
+        runs eagerly in the range, as before (None)."""
         for warm in (False, True):
             try:
                 if warm:
-                    s()
+                    spare()()
                     self.torch.cuda.synchronize()
                 graph = self.torch.cuda.CUDAGraph()
                 LIVE_GRAPHS.append(graph)  # timing.LIVE_GRAPHS says why no graph is destroyed
@@ -765,7 +768,14 @@ class ImportedBench(Bench):
                 for k in range(calls):
                     purpose = "profile" if k == 0 else f"profile/call{k}"
                     s = call_benchmark(self.imp, config, self.torch, input_seed(base_seed, config.key, purpose))
-                    graph = self.profile_graph(s, config.key) if self.gpu else None
+                    spare = functools.partial(
+                        call_benchmark,
+                        self.imp,
+                        config,
+                        self.torch,
+                        input_seed(base_seed, config.key, purpose + "/warm"),
+                    )
+                    graph = self.profile_graph(s, config.key, spare) if self.gpu else None
                     with self.ranges.span(range_name(config.cols)):
                         if graph is not None:
                             graph.replay()
