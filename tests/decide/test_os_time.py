@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from kopt_supervisor.engine.decide.external_truth import LookCost, OsTruth, SideCost, looks_of, weigh
 
 CPU, WALL, TIMED = 1.5, 1.8, 1.0
@@ -209,3 +211,48 @@ def test_looks_pair_by_round_and_the_record_reads_back():
     assert len(paired) == 1 and paired[0].claim_s == 0.2
     truth = weigh(looks(6, 2, cpu_saved=0.4, wall_saved=0.4, claimed_saved=0.4))
     assert OsTruth.from_dict({**truth.to_dict(), "from_a_newer_kopt": 1}).to_dict() == truth.to_dict()
+
+
+def test_a_busy_machine_does_not_show_a_patched_timers_claim_under_the_cpu_clocks_tick():
+    """Hostile review (2026-11-30) of the rule above: the same burst of load on best's looks,
+    with a patched timer claiming 16 ms a look, under two of the CPU clock's 10 ms ticks. The
+    CPU clock is then blind (it refutes nothing), so a wall clock lengthened by chance in most
+    of best's looks "showed" the claim on its own. A clock that shows a saving no other clock
+    can judge must show it in every look too."""
+    for seed in range(50):
+        rng = random.Random(seed)
+        waited = set(rng.sample(range(9), rng.randint(3, 7)))
+        loaded = []
+        for r in range(9):
+            lk = look(r, cpu_saved=0.0, wall_saved=0.0, claimed_saved=0.016, noise=0.002, rng=rng)
+            wait = rng.uniform(0.03, 0.04) if r in waited else 0.0
+            loaded.append(
+                LookCost(
+                    SideCost("best", r, 0.5, lk.best.wall_s + wait, lk.best.claimed_s),
+                    SideCost("cand", r, 0.5, lk.cand.wall_s, lk.cand.claimed_s),
+                )
+            )
+        truth = weigh(loaded)
+        assert truth.outcome != "shown", (seed, truth.reason)
+    honest = looks(9, 3, cpu_saved=0.016, wall_saved=0.016, claimed_saved=0.016, noise=0.002)
+    assert weigh(honest).outcome == "shown"  # a real saving under the tick: every look shows it
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="an honest gain wrongly refuted: against the CPU clock's refutation a wall clock that "
+    "shows the saving but falls short in one look is demoted to inconclusive, and the CPU clock's "
+    "refutation then decides (external_truth_refutes: discarded), where before 4a4d2a3 it was "
+    "shown; demoted, the outcome should be inconclusive (review), not refuted",
+)
+def test_a_kernel_spread_over_threads_with_one_disturbed_look_is_not_refuted():
+    """Two threads (40% less wall time, 20% more CPU time) over 10 looks; in one look a burst
+    of load lengthened the candidate's wall time: its saving there is below half the claim."""
+    for seed in range(20):
+        rng = random.Random(seed)
+        threaded = looks(10, seed, cpu_saved=-0.2, wall_saved=0.4, claimed_saved=0.4)
+        r = rng.randrange(10)
+        lk = threaded[r]
+        threaded[r] = LookCost(lk.best, SideCost("cand", r, lk.cand.cpu_s, lk.cand.wall_s + 0.3, lk.cand.claimed_s))
+        truth = weigh(threaded)
+        assert truth.outcome != "refuted", (seed, truth.reason)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+import pytest
+
 from kopt_supervisor.kernels.harness import timing
 
 
@@ -368,3 +370,46 @@ def test_a_profiled_backward_is_replayed_in_its_range_by_the_harness_thread():
             cuda.invalidated = True
 
     assert b.profile_graph(never, "N=16384", spare_set) is None and cuda.stream == "side1"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="hole (2aa1cdb's claim): the refused first capture already calls the tree with the "
+    "profiled set's inputs, so its code keeps them and computes their result in the warm call "
+    "outside the range (on the CPU: invisible to ncu; on the GPU: left to the outside-time "
+    "rule's noise), and the second capture copies it: the profiled outputs match while the "
+    "range holds a copy. A fix: the warm call on the spare set first, then one capture of the "
+    "profiled set, no second capture (refused: eager in the range)",
+)
+def test_a_refused_capture_does_not_let_the_warm_call_compute_the_profiled_set():
+    """Hostile review (2026-11-30) of ImportedBench.profile_graph's fallback: the warm call runs
+    on a spare set so that a tree refusing the first capture cannot compute the profiled set's
+    result outside the range. But the refused capture is itself a call on the profiled set."""
+    from pathlib import Path
+
+    from kopt_supervisor.kernels.harness.imported import ImportedBench
+
+    torch, cuda, _, _ = make()
+    timing.use_side_stream(torch)
+    in_range: list[bool] = [False]
+    work: list[tuple[str, bool]] = []  # (whose inputs, inside the range)
+    seen: dict[str, str] = {}  # the candidate's module state: inputs it saw, results it holds
+
+    def candidate(inputs: str) -> None:
+        if cuda.capturing and "stash" not in seen:
+            seen["stash"] = inputs  # a reference to the profiled set's tensors
+            cuda.invalidated = True  # refused: a host sync, say
+        elif cuda.capturing:
+            cuda.graph_now.calls += 1  # captures a copy of seen[inputs] into the output
+        else:
+            work.append((inputs, in_range[0]))
+            if "stash" in seen:  # the warm call: the profiled set's result too, outside the range
+                work.append((seen["stash"], in_range[0]))
+
+    b = ImportedBench.__new__(ImportedBench)
+    b.torch, b.gpu, b.script, b.timing = torch, True, Path("05-layer-norm.py"), SimpleNamespace(pool=None)
+    graph = b.profile_graph(lambda: candidate("profiled"), "N=4096", lambda: lambda: candidate("spare"))
+    assert graph is not None
+    in_range[0] = True
+    graph.replay()  # the range holds the copy alone
+    assert ("profiled", False) not in work, "the profiled set's result was computed outside the range"

@@ -1,0 +1,115 @@
+"""Hostile review of [profile].baseline = "first-keep" (2026-11-30): the first keep's profile
+pair's best side (the baseline's tree) anchors every later keep's profiled outputs
+(`Evidence.confirm` records `anchor`, `profiler.baseline_reference` finds it). Evidence.confirm
+is driven with stand-ins for the profiler (no GPU): what matters is which tree's outputs end up
+in the anchor's folder and whether the record still names it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from kopt_supervisor.engine.decide.estimate import Verdict
+from kopt_supervisor.engine.loop import evidence as ev
+
+BASE, KEPT = "c0ffee-baseline", "beef-kept-by-another-lane"
+
+
+def harness(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """An Evidence whose profiler writes, per folder, which tree's outputs it holds."""
+    base_it = SimpleNamespace(version=0, commit=BASE, record={"profile": None}, masked=False)
+    it = SimpleNamespace(version=1, commit=None, record={"evaluated_tree": "t-cand"}, masked=False)
+    it.best_commit_before = BASE
+    iterations = [base_it, it]
+    history = SimpleNamespace(baseline=lambda: base_it, store=SimpleNamespace(iterations=lambda: iterations))
+    ctx = SimpleNamespace(
+        cfg=SimpleNamespace(
+            profile=SimpleNamespace(keep="time", run_noise_pct=0.3, repeats=1),
+            decide=SimpleNamespace(),
+            target=SimpleNamespace(direction="min"),
+        ),
+        ws=SimpleNamespace(profiles=tmp_path / "profiles"),
+        history=history,
+        save=lambda *a, **k: None,
+        event=lambda *a, **k: None,
+    )
+    e = ev.Evidence(ctx)  # type: ignore[arg-type]
+    lane = SimpleNamespace(best="lane-best", cand="lane-cand", tree_in_best=BASE)
+    written: dict[Path, list[str]] = {}  # folder -> the trees whose outputs were written there
+
+    def profile_pair(it, lane, prof, reused, calls, seed):
+        more = "_more" if calls is not None else ""
+        folder = ctx.ws.profiles / f"v{it.version}" / f"best{more}"
+        written.setdefault(folder, []).append(lane.tree_in_best)  # profile_tree(lane.best, "best")
+        return [SimpleNamespace(to_dict=dict)], [SimpleNamespace(to_dict=dict)]
+
+    compared: list[tuple[Path, str]] = []
+
+    def profile_outputs(ref_dir, cand_dir, *, reference="best"):
+        compared.append((ref_dir, reference))
+        return {"checked": 1, "against": reference}
+
+    agreement = SimpleNamespace(disagrees=False, to_dict=dict, summary_line=lambda: "agrees", classes=())
+    monkeypatch.setattr(ev, "compare_per_class", lambda *a, **k: SimpleNamespace(to_dict=dict, summary_line=str))
+    monkeypatch.setattr(ev, "agrees", lambda *a, **k: agreement)
+    monkeypatch.setattr(ev, "tree_of", lambda tree, commit: f"tree-of-{commit}")
+    monkeypatch.setattr(
+        ev.Policy, "from_config", classmethod(lambda cls, *a: SimpleNamespace(confidence=0.99, min_effect_pct=1.0))
+    )
+    prof = SimpleNamespace(name="ncu", for_keep=lambda keep: prof)
+    for name, value in {
+        "roofline": lambda *a, **k: None,
+        "profiler": lambda lane: prof,
+        "start_confirmation": lambda *a: None,
+        "close_spare": lambda *a: None,
+        "gpu_uuid": lambda lane: "host:GPU-0",
+        "reusable_best": lambda tree, gpu: None,
+        "config_refs": lambda: [],
+        "profile_pair": profile_pair,
+        "profile_outputs": profile_outputs,
+    }.items():
+        setattr(e, name, value)
+    monkeypatch.setattr(ev, "cand_medians", lambda *a: {})
+    return e, it, lane, written, compared
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="hole: a second Evidence.confirm of the iteration that holds the anchor (the review's "
+    "'more rounds' keep, or a rebase after another lane's keep) finds its own anchor, re-profiles "
+    "lane.best into the anchor's folder (profiles/vN/best) and rewrites the record without "
+    "`anchor`: after a rebase the folder holds a kept candidate's outputs labelled 'baseline', "
+    "and once the record is rewritten no anchor is left, so every later keep is compared with "
+    "best's (a kept tree's) outputs again",
+)
+def test_a_second_confirmation_of_the_anchoring_keep_neither_drops_nor_overwrites_the_anchor(tmp_path, monkeypatch):
+    e, it, lane, written, compared = harness(tmp_path, monkeypatch)
+    keep = Verdict(kind="keep", reason="bench: keep")
+    e.confirm(it, lane, keep)  # the run's first keep, on the baseline's tree: it anchors
+    anchor = it.record["profile"]["anchor"]
+    folder = tmp_path / "profiles" / "v1" / "best"
+    assert e.baseline_outputs() == (anchor, folder) and written[folder] == [BASE]
+
+    # another lane's keep moved BEST; this lane's keep is rebased onto it and decided again
+    # (keep.rebase: lane.best reset to the new BEST, best_commit_before moved), then confirmed again
+    it.best_commit_before, lane.tree_in_best = KEPT, KEPT
+    e.confirm(it, lane, keep)
+    assert compared[-1] == (folder, "baseline")
+    assert written[folder] == [BASE], "the anchor's folder now holds a kept candidate's outputs"
+    assert e.baseline_outputs() == (anchor, folder), "the anchor is gone from the record"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="hole: the review's 'more rounds' keep confirms the anchoring iteration again; its "
+    "record is rewritten without `anchor` and the run has no baseline outputs from then on",
+)
+def test_a_review_that_confirms_the_first_keep_again_keeps_the_anchor(tmp_path, monkeypatch):
+    e, it, lane, written, compared = harness(tmp_path, monkeypatch)
+    keep = Verdict(kind="keep", reason="bench: keep")
+    e.confirm(it, lane, keep)
+    anchor = it.record["profile"]["anchor"]
+    e.confirm(it, lane, keep)  # loop: `verdict.kind == "keep"` after review -> confirm again
+    assert e.baseline_outputs() == (anchor, tmp_path / "profiles" / "v1" / "best")
