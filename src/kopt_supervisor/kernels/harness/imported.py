@@ -719,34 +719,32 @@ class ImportedBench(Bench):
             ],
         }
 
-    def profile_graph(self, s: TimedSet, key: str, spare: Callable[[], TimedSet]) -> Any:
+    def profile_graph(self, s: TimedSet, key: str) -> Any:
         """A profiled call captured in a CUDA graph (outside the config's range) for the range
         to replay: NVTX push/pop ranges belong to the thread that pushed them, and autograd
         launches a backward from a device thread of its own, so a backward called eagerly inside
         the range launched nothing ncu put in it (the layer-norm tutorial on the H200,
         2026-11-30: no launch in any kopt range). The capture takes every launch onto the
-        harness's stream (timing.use_side_stream), and the replay is the harness thread's. A
-        capture that fails is tried once more after an eager call outside the range (a first
-        call's compile or tuning) on a set of other inputs (`spare`): a tree that refused the
-        first capture to compute the profiled set's result there, and captured only a copy of
-        it, would write another set's outputs, which kopt's comparison refutes. Then the call
-        runs eagerly in the range, as before (None)."""
-        for warm in (False, True):
-            try:
-                if warm:
-                    spare()()
-                    self.torch.cuda.synchronize()
-                graph = self.torch.cuda.CUDAGraph()
-                LIVE_GRAPHS.append(graph)  # timing.LIVE_GRAPHS says why no graph is destroyed
-                with capturing(self.torch, graph, self.timing.pool):
-                    s()
-                self.torch.cuda.synchronize()
-                return graph
-            except Exception as exc:
-                self.torch.cuda.synchronize()
-                log(f"{self.script.name} {key}: --profile capture failed ({type(exc).__name__}: {str(exc)[:120]})")
-        log(f"{self.script.name} {key}: --profile: called eagerly in its range (a backward's launches are not in it)")
-        return None
+        harness's stream (timing.use_side_stream), and the replay is the harness thread's. One
+        capture, never a second: a capture refused is a call that saw the profiled set's
+        inputs, and any call after it outside the range (a warm-up, tried first) could compute
+        their result there for a second capture to copy (hostile review, 2026-11-30). Refused:
+        None, and the call runs eagerly in the range, as before (a backward's launches are then
+        in no range, and the profiler cannot speak for its class)."""
+        try:
+            graph = self.torch.cuda.CUDAGraph()
+            LIVE_GRAPHS.append(graph)  # timing.LIVE_GRAPHS says why no graph is destroyed
+            with capturing(self.torch, graph, self.timing.pool):
+                s()
+            self.torch.cuda.synchronize()
+            return graph
+        except Exception as exc:
+            self.torch.cuda.synchronize()
+            log(
+                f"{self.script.name} {key}: --profile capture refused ({type(exc).__name__}: {str(exc)[:120]}): "
+                "called eagerly in its range (a backward's launches are not in it)"
+            )
+            return None
 
     def profile_rows(self, base_seed: int) -> list[dict[str, Any]]:
         """--profile: per config its callable called inside the config's range twice
@@ -768,14 +766,7 @@ class ImportedBench(Bench):
                 for k in range(calls):
                     purpose = "profile" if k == 0 else f"profile/call{k}"
                     s = call_benchmark(self.imp, config, self.torch, input_seed(base_seed, config.key, purpose))
-                    spare = functools.partial(
-                        call_benchmark,
-                        self.imp,
-                        config,
-                        self.torch,
-                        input_seed(base_seed, config.key, purpose + "/warm"),
-                    )
-                    graph = self.profile_graph(s, config.key, spare) if self.gpu else None
+                    graph = self.profile_graph(s, config.key) if self.gpu else None
                     with self.ranges.span(range_name(config.cols)):
                         if graph is not None:
                             graph.replay()
