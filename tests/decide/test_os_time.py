@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import random
 
-import pytest
-
 from kopt_supervisor.engine.decide.external_truth import LookCost, OsTruth, SideCost, looks_of, weigh
 
 CPU, WALL, TIMED = 1.5, 1.8, 1.0
@@ -131,11 +129,10 @@ def test_a_busy_machine_lengthening_bests_looks_does_not_show_a_patched_timer():
             look(r, cpu_saved=0.0, wall_saved=rng.uniform(0.9, 1.2) if r in waited else 0.0, claimed_saved=0.4, rng=rng)
             for r in range(9)
         ]
-        early = weigh(loaded[:5])
-        assert early.outcome in ("inconclusive", "refuted"), (seed, early.reason)
-        truth = weigh(loaded)
-        assert truth.outcome == "refuted", (seed, truth.reason)
-        assert {c.clock: c.outcome for c in truth.clocks}["cpu"] == "refuted"
+        for truth in (weigh(loaded[:5]), weigh(loaded)):  # never shown: refuted, or review
+            assert truth.outcome in ("refuted", "inconclusive"), (seed, truth.reason)
+            clocks = {c.clock: c.outcome for c in truth.clocks}
+            assert clocks["cpu"] == "refuted" and clocks["wall"] != "shown", (seed, truth.reason)
 
 
 def test_a_look_that_started_a_process_is_left_out():
@@ -238,13 +235,6 @@ def test_a_busy_machine_does_not_show_a_patched_timers_claim_under_the_cpu_clock
     assert weigh(honest).outcome == "shown"  # a real saving under the tick: every look shows it
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="an honest gain wrongly refuted: against the CPU clock's refutation a wall clock that "
-    "shows the saving but falls short in one look is demoted to inconclusive, and the CPU clock's "
-    "refutation then decides (external_truth_refutes: discarded), where before 4a4d2a3 it was "
-    "shown; demoted, the outcome should be inconclusive (review), not refuted",
-)
 def test_a_kernel_spread_over_threads_with_one_disturbed_look_is_not_refuted():
     """Two threads (40% less wall time, 20% more CPU time) over 10 looks; in one look a burst
     of load lengthened the candidate's wall time: its saving there is below half the claim."""

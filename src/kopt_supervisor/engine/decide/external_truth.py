@@ -254,10 +254,10 @@ def weigh(looks: Sequence[LookCost]) -> OsTruth:
     clocks = tuple(c for c in (_clock("cpu", usable, claim), _clock("wall", usable, claim)) if c is not None)
     if not clocks:
         return OsTruth("not_applicable", "no look has the OS's CPU or wall seconds of both sides", len(usable), claim)
-    clocks, wait = _against_a_refutation(clocks, len(usable))
+    clocks, undecided = _against_a_refutation(clocks, len(usable))
     outcomes = {c.outcome for c in clocks}
     outcome = "shown" if "shown" in outcomes else "refuted" if "refuted" in outcomes else "inconclusive"
-    outcome = "inconclusive" if wait else outcome
+    outcome = "inconclusive" if undecided else outcome
     clocks = tuple(c for c in clocks if c.outcome != "blind") or clocks
     return OsTruth(outcome, _reason(outcome, clocks, claim, len(usable)), len(usable), claim, clocks, left_out)
 
@@ -268,23 +268,24 @@ def _against_a_refutation(clocks: tuple[ClockCheck, ...], n: int) -> tuple[tuple
     a kernel that spreads over threads saves wall time in each look while its CPU time grows,
     but the load of a busy machine lengthened best's looks by chance in a few of them and made
     the wall clock "show" a patched timer's claim that the CPU clock refuted (2026-11-30, this
-    project's 2-core machine at a load of ~5.5: tests/engine/test_keep_confirmation.py). Until
-    then the outcome waits (True: more looks); after, a clock short in some look does not show.
+    project's 2-core machine at a load of ~5.5: tests/engine/test_keep_confirmation.py). Short
+    of that, the clock does not show and the OS cannot tell (True: the outcome is inconclusive,
+    which takes more looks up to the confirmation's cap, then review): neither a refutation,
+    which would discard an honest threaded gain for one look a burst of load lengthened, nor a
+    confirmation.
     A blind clock (a claim under its tick) counts as the other's refutation here: it cannot
     judge, so the clock that shows stands alone against the same load (hostile review,
     2026-11-30: a patched timer claiming 16 ms a look, the CPU clock blind, was "shown" by a
     burst of load on best's wall time: tests/decide/test_os_time.py)."""
     if not any(c.outcome in ("refuted", "blind") for c in clocks):
         return clocks, False
-    wait = False
+    undecided = False
     out = []
     for c in clocks:
-        if c.outcome == "shown" and n < EVERY_LOOK_MIN[c.clock]:
-            wait = True
-        elif c.outcome == "shown" and c.short_looks:
-            c = replace(c, outcome="inconclusive")
+        if c.outcome == "shown" and (n < EVERY_LOOK_MIN[c.clock] or c.short_looks):
+            c, undecided = replace(c, outcome="inconclusive"), True
         out.append(c)
-    return tuple(out), wait
+    return tuple(out), undecided
 
 
 def _clock(name: str, looks: list[LookCost], claim: float) -> ClockCheck | None:

@@ -111,27 +111,26 @@ class Evidence:
         policy = Policy.from_config(ctx.cfg.decide, ctx.cfg.target.direction)
         first: Agreement | None = None
         calls: int | None = None  # None: the bench's own number of calls per config
-        # the candidate's outputs against the baseline's at its seed (a kept tree's dormant code
-        # could write what the next cheat needs), else best's (the reused profile's): the first
-        # pair's, never a closer profile's, which a candidate can ask for by being unclear
+        # the candidate's outputs against the baseline's at its seed (a kept tree's dormant code could write
+        # what the next cheat needs), else best's: the first pair's, never a closer profile's (asked for by being unclear)
         anchor = self.baseline_outputs()
+        own = (it.record.get("profile") or {}).get("anchor")  # confirmed again: more rounds, a rebase
         base = ctx.history.baseline()
-        on_baseline = base is not None and bool(base.commit) and it.best_commit_before == base.commit
+        # no baseline profile yet ([profile].baseline = "first-keep", or one that failed) and best is
+        # the baseline's tree: this pair's first best side is the baseline's (kept if confirmed again)
+        anchors = own is not None or (
+            anchor is None and reused is None and base is not None and it.best_commit_before == base.commit
+        )
         if anchor is not None:
             seed, reference = anchor[0], (anchor[1], "baseline")
         else:
             seed = reused.seed if reused is not None and reused.seed is not None else secrets.randbelow(1 << 31)
-            reference = (
-                reused.out_dir if reused else ctx.ws.profiles / f"v{it.version}" / "best",
-                "baseline" if on_baseline and reused is None else "best",
-            )
-        # no baseline profile yet ([profile].baseline = "first-keep", or one that failed) and
-        # best is the baseline's tree: this pair's first best side is the baseline's profile
-        anchors = anchor is None and reused is None and on_baseline
-        first_seed = seed
+            folder = reused.out_dir if reused else ctx.ws.profiles / f"v{it.version}" / "best"
+            reference = (folder, "baseline" if anchors else "best")
+        first_seed, best_dir = (own, "best_again") if own is not None else (seed, "best")
         try:
             while True:
-                bests, cands = self.profile_pair(it, lane, prof, reused, calls, seed)
+                bests, cands = self.profile_pair(it, lane, prof, reused, calls, seed, best_dir)
                 cmp = compare_per_class(
                     bests,
                     cands,
@@ -218,10 +217,11 @@ class Evidence:
         reused: ReusedProfile | None,
         calls: int | None,
         seed: int,
+        best_dir: str = "best",
     ) -> tuple[list[ProfileSummary], list[ProfileSummary]]:
-        """Best's and the candidate's profiles, alternating as the looks do ([profile].repeats
-        of each; best's taken from the keep that made it BEST when `reused`). With `calls`, each
-        config's function runs that many times in its range (folders best_more/, cand_more/)."""
+        """Best's (into `best_dir`) and the candidate's profiles, alternating as the looks do
+        ([profile].repeats of each; best's from the keep that made it BEST when `reused`). With
+        `calls`, each config's function runs that many times in its range (best_more/, cand_more/)."""
         bests: list[ProfileSummary] = []
         cands: list[ProfileSummary] = []
         more = "_more" if calls is not None else ""
@@ -236,7 +236,9 @@ class Evidence:
                     it=it,
                 )
             else:
-                bests.append(self.profile_tree(it, lane, prof, lane.best, f"best{suffix}", calls=calls, seed=seed))
+                bests.append(
+                    self.profile_tree(it, lane, prof, lane.best, f"{best_dir}{suffix}", calls=calls, seed=seed)
+                )
             cands.append(self.profile_tree(it, lane, prof, lane.cand, f"cand{suffix}", calls=calls, seed=seed))
         return bests, cands
 
