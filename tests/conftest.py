@@ -39,6 +39,15 @@ if "KOPT_BYTECODE_CACHE" not in os.environ:
     os.environ["KOPT_BYTECODE_CACHE"] = tempfile.mkdtemp(prefix="kopt-test-bytecode-")
     atexit.register(shutil.rmtree, os.environ["KOPT_BYTECODE_CACHE"], True)
 
+
+def pytest_configure(config: pytest.Config) -> None:
+    """KOPT_TEST_CPU=path: each test's wall and CPU appended to path (tests/cpu_probe.py)."""
+    if os.environ.get("KOPT_TEST_CPU"):
+        from tests import cpu_probe
+
+        cpu_probe.register(config, os.environ["KOPT_TEST_CPU"])
+
+
 FAKE = Path(__file__).parent / "fake_target"
 REPO_ROOT = Path(__file__).resolve().parent.parent
 

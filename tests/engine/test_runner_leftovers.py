@@ -10,7 +10,9 @@ itself with an environment of its own is not recognised (what --no-sandbox gives
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -20,7 +22,7 @@ from pathlib import Path
 
 import psutil
 
-from kopt_supervisor.engine.runner import end_leftovers, kill_group
+from kopt_supervisor.engine.runner import end_leftovers, kill_group, wait_stopped
 from kopt_supervisor.engine.runner.command import RunResult, Server
 from kopt_supervisor.engine.runner.command import run as run_command
 
@@ -212,3 +214,28 @@ def test_a_member_that_ends_while_the_group_is_looked_at_counts_as_gone() -> Non
             raise psutil.NoSuchProcess(self.pid)
 
     assert runner._running(Vanishing()) is False  # type: ignore[arg-type]
+
+
+def test_wait_stopped_is_true_only_once_the_whole_tree_is_stopped() -> None:
+    """runner.wait_stopped: a group whose busy shell and its background child are still
+    running is not stopped (False at its timeout); once SIGSTOP reached every process of the
+    tree, True; a process that ended meanwhile does not hold it up."""
+    proc = subprocess.Popen(
+        ["sh", "-c", "sleep 30 & while :; do :; done"], start_new_session=True, stdout=subprocess.DEVNULL
+    )
+    try:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not psutil.Process(proc.pid).children():
+            time.sleep(0.01)
+        assert not wait_stopped(proc.pid, timeout_s=0.05)  # running, nobody stopped it
+        os.killpg(proc.pid, signal.SIGSTOP)
+        assert wait_stopped(proc.pid, timeout_s=5.0)
+        tree = [proc.pid, *(c.pid for c in psutil.Process(proc.pid).children(recursive=True))]
+        assert len(tree) >= 2
+        assert all(psutil.Process(pid).status() == psutil.STATUS_STOPPED for pid in tree)
+        os.killpg(proc.pid, signal.SIGCONT)
+        assert not wait_stopped(proc.pid, timeout_s=0.05)  # running again
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()

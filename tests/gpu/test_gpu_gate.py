@@ -410,3 +410,37 @@ def test_the_log_says_when_the_gpu_is_idle_again(tmp_path, fake_time):
     assert logs[0] == "using GPU 0 (NVIDIA H100 80GB HBM3, GPU-fake-0)"
     assert logs[1].startswith("no idle GPU (GPU 0: utilization up to 80% > 10%)")
     assert logs[2] == "GPU 0 is idle again after waiting 64 s"
+
+
+def test_family_is_each_pid_and_its_descendants_from_one_table() -> None:
+    """gate.family reads the process table once for every PID it is given: the same set as
+    psutil's children(recursive=True) per PID (a grandchild in a shell's background, a PID
+    that is gone), with this process always in it."""
+    import psutil
+
+    from kopt_supervisor.engine.gpu.gate import family
+
+    shells = [subprocess.Popen(["sh", "-c", "sleep 30 & sleep 30 & wait"]) for _ in range(2)]
+    try:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and any(len(psutil.Process(s.pid).children()) < 2 for s in shells):
+            time.sleep(0.02)
+        gone = subprocess.Popen(["true"])
+        gone.wait()
+        pids = [s.pid for s in shells] + [gone.pid]
+        expected = {os.getpid(), *pids}
+        for pid in {os.getpid(), *pids}:
+            try:
+                expected.update(c.pid for c in psutil.Process(pid).children(recursive=True))
+            except psutil.Error:
+                continue
+        got = family(pids)
+        assert got == expected
+        assert all({c.pid for c in psutil.Process(s.pid).children()} <= got for s in shells)
+        assert len(got) >= 1 + len(pids) + 4  # two sleeps under each shell
+    finally:
+        for s in shells:
+            for c in psutil.Process(s.pid).children(recursive=True):
+                c.kill()
+            s.kill()
+            s.wait()

@@ -370,7 +370,10 @@ def _by_class(pairs: Sequence[Pair], guard_configs: frozenset[str]) -> dict[str,
     votes = voting_classes({p.config: p.cls for p in pairs}, guard_configs)
     by_class: dict[str, list[Pair]] = defaultdict(list)
     for p in pairs:
-        by_class[votes[p.config]].append(replace(p, cls=votes[p.config]))
+        cls = votes[p.config]
+        # a frozen pair already in its voting class is kept as it is: a copy per pair per look
+        # was a third of a simulated confirmation's time (tests/decide/test_confirmation_looks.py)
+        by_class[cls].append(p if p.cls == cls else replace(p, cls=cls))
     return by_class
 
 
