@@ -346,7 +346,7 @@ class FakeCuda:
     def CUDAGraph(self) -> FakeGraph:  # noqa: N802 (torch's name)
         return FakeGraph(self.gpu)
 
-    def graph(self, g: FakeGraph, stream: str | None = None):
+    def graph(self, g: FakeGraph, pool: object = None, stream: str | None = None):
         gpu = self.gpu
 
         class Capture:
