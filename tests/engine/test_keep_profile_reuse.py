@@ -56,6 +56,9 @@ def test_the_second_keep_profiles_the_candidate_alone(fake_env, tmp_path, monkey
     assert anchor == v1["profile"]["taken"]["seed"] and (ws.profiles / "v1" / "best" / "outputs.json").is_file()
     assert v1["profile"]["outputs"]["against"] == v2["profile"]["outputs"]["against"] == "baseline"
     assert "anchor" not in v2["profile"] and taken["seed"] == anchor
+    assert v1["profile"]["baseline"] == v1["profile"]["best"]  # results.md's baseline profile
+    assert kopt(["--root", str(ws.root), "report", ws.tag]) == 0
+    assert "- baseline: target kernels" in (ws.dir / "results.md").read_text()
 
 
 def test_no_reuse_of_a_profile_older_than_reuse_best_s(fake_env, tmp_path, monkeypatch, driven_clock):

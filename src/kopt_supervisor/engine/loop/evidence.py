@@ -111,13 +111,13 @@ class Evidence:
         policy = Policy.from_config(ctx.cfg.decide, ctx.cfg.target.direction)
         first: Agreement | None = None
         calls: int | None = None  # None: the bench's own number of calls per config
-        # the candidate's outputs against the baseline's at its seed (a kept tree's dormant code could write
-        # what the next cheat needs), else best's: the first pair's, never a closer profile's (asked for by being unclear)
+        # the candidate's outputs against the baseline's at its seed (a kept tree's dormant code could
+        # write the next cheat's), else best's: the first pair's, never a closer one's (asked for by being unclear)
         anchor = self.baseline_outputs()
-        own = (it.record.get("profile") or {}).get("anchor")  # confirmed again: more rounds, a rebase
+        prior = it.record.get("profile") or {}
+        own = prior.get("anchor")  # confirmed again: more rounds, a rebase
         base = ctx.history.baseline()
-        # no baseline profile yet ([profile].baseline = "first-keep", or one that failed) and best is
-        # the baseline's tree: this pair's first best side is the baseline's (kept if confirmed again)
+        # no baseline profile yet ([profile].baseline, or one failed), best the baseline's tree: its side anchors
         anchors = own is not None or (
             anchor is None and reused is None and base is not None and it.best_commit_before == base.commit
         )
@@ -188,7 +188,7 @@ class Evidence:
             },
             "outputs": outputs,
             **({"first": first.to_dict()} if first else {}),
-            **({"anchor": first_seed} if anchors else {}),
+            **({"anchor": first_seed, "baseline": prior.get("baseline") or bests[0].to_dict()} if anchors else {}),
         }
         ctx.save(it)
         ctx.event("profile", f"v{it.version}: {cmp.summary_line()}", it=it)

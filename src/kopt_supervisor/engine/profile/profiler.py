@@ -317,7 +317,7 @@ def baseline_reference(
     baseline: tuple[int, Mapping[str, Any]], later: Iterable[tuple[int, Mapping[str, Any]]], profiles: Path
 ) -> tuple[int, Path] | None:
     """The seed and folder of the baseline's outputs under the profiler, from its (version,
-    record) and those of the run's iterations, in order (those before it are passed over): the baseline's own profile
+    record) and the run's iterations after it, in order: the baseline's own profile
     (profiles/vN/best), else the first keep's profile of the baseline's tree (its record's
     `anchor`: [profile].baseline = "first-keep"); None where neither drew one (a run begun
     before, a profile that failed): then best's outputs are the reference."""

@@ -205,7 +205,7 @@ def profiler_section(d: RunData, cfg: Config) -> list[str]:
     lines = ["## Profiler", ""]
     anchors = [it for it in d.unmasked if "anchor" in (it.record.get("profile") or {})]  # [profile].baseline
     base = (d.baseline.record.get("profile") or {}).get("best") or next(
-        (it.record["profile"].get("best") for it in anchors), None
+        (it.record["profile"].get("baseline") for it in anchors), None
     )
     final = base if d.best.status == "baseline" else (d.best.record.get("profile") or {}).get("cand")
     compared = [it for it in d.chain if profiler_evidence(it.record.get("profile")) is not None]
