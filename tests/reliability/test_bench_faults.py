@@ -146,20 +146,21 @@ def test_a_baseline_run_that_fails_once_is_run_again_and_said_one_that_always_fa
     assert any("baseline run 1 failed" in m and "running it again" in m for m in events(ws, "baseline"))
     assert (ws.log_dir(0) / "baseline_r0_again1.out").exists()  # the retry's own logs; the failure's kept
     # a bench that fails every time stops the run after BASELINE_TRIES runs, as before
-    repo2, root2 = fake_env(["gain5"], name="crashing", toml_replace=FAST)
-    (repo2 / "kernel.json").write_text(json.dumps({**kernel, "crash": True}))
-    git(repo2, "commit", "-qam", "a bench that always fails")
-    ws2 = init(repo2, root2, "crashing")
-    assert run_engine(ws2, max_iters=1) != 0
-    (base2,) = iterations(ws2)
+
+    def baseline_of(name: str, knob: str, toml_replace: dict[str, str]):
+        """The baseline iteration of a fresh run whose bench has `knob` set, and the run ended non-zero."""
+        repo, root = fake_env(["gain5"], name=name, toml_replace=toml_replace)
+        (repo / "kernel.json").write_text(json.dumps({**kernel, knob: True}))
+        git(repo, "commit", "-qam", f"a bench with {knob}")
+        ws = init(repo, root, name)
+        assert run_engine(ws, max_iters=1) != 0
+        (base,) = iterations(ws)
+        return base
+
+    base2 = baseline_of("crashing", "crash", FAST)
     assert base2.status == "fail_bench" and "exit code 3" in base2.record["decision"]["reason"]
     assert len(base2.record["baseline_flaky"]) == 2  # tries 1 and 2 said; the third stops the run
     # a hang is not tried again: the timeout is paid once
-    repo3, root3 = fake_env(["gain5"], name="hanging", toml_replace={**FAST, "timeout_s = 20\n": "timeout_s = 2\n"})
-    (repo3 / "kernel.json").write_text(json.dumps({**kernel, "hang": True}))
-    git(repo3, "commit", "-qam", "a bench that hangs")
-    ws3 = init(repo3, root3, "hanging")
-    assert run_engine(ws3, max_iters=1) != 0
-    (base3,) = iterations(ws3)
+    base3 = baseline_of("hanging", "hang", {**FAST, "timeout_s = 20\n": "timeout_s = 2\n"})
     assert base3.status == "fail_bench" and "timed out after 2 s" in base3.record["decision"]["reason"]
     assert "baseline_flaky" not in base3.record

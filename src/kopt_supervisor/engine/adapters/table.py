@@ -49,6 +49,7 @@ from typing import Any
 import pandas as pd
 
 from kopt_supervisor.engine.errors import KoptFailure
+from kopt_supervisor.engine.metrics import BenchError, parse_table
 
 
 class AdapterError(KoptFailure):
@@ -460,16 +461,10 @@ def find_tables(text: str, source: str = "stdout") -> list[Table]:
 
 def csv_file_table(content: str, name: str) -> Table:
     """A CSV file's text as one table (an AdapterError names the file). Pure."""
-    if not content.strip():
-        raise AdapterError(f"{name}: empty CSV")
     try:
-        df = pd.read_csv(io.StringIO(content), skipinitialspace=True)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise AdapterError(f"{name}: malformed CSV: {first}") from None
-    df.columns = [str(c).strip() for c in df.columns]
-    if df.empty:
-        raise AdapterError(f"{name}: the CSV has a header but no rows")
+        df = parse_table(content, metric="", source=name)  # the bench's CSV, read as the metrics read it
+    except BenchError as exc:
+        raise AdapterError(str(exc)) from None
     unnamed = [c for c in df.columns if c.startswith("Unnamed: ")]
     notes: tuple[str, ...] = ()
     if unnamed and unnamed[0] == df.columns[0]:  # pandas' to_csv(index=True): the index, not data
