@@ -106,15 +106,24 @@ class Jails:
         )
 
     def env(self, side: str, *trees: str, cache: Path | None = None) -> dict[str, str]:
-        """Unconfined: the variables that send a run's compile caches (PYTHONPYCACHEPREFIX,
-        Triton's, ...) to the folder its confinement would bind: `cache`, or the per-tree
-        cache of `side` and `trees` (for a proposer, side "proposer" and no tree). Confined:
-        none (the confinement sets them)."""
+        """Unconfined: the variables that send a run's compile caches (Triton's, Inductor's,
+        ...) to the folder its confinement would bind: `cache`, or the per-tree cache of
+        `side` and `trees` (for a proposer, side "proposer" and no tree). Confined: none (the
+        confinement sets them).
+
+        Python's bytecode is the exception: unconfined, no shared library cache can be bound
+        read-only over a tree's `PYTHONPYCACHEPREFIX` (sandbox/bytecode.py), and a prefix of
+        its own made every new tree's first run compile torch again (~3.5 CPU-s on a 2-core
+        machine). An unconfined run instead reads the library bytecode pip installed and
+        writes none (`PYTHONDONTWRITEBYTECODE`): no `__pycache__` lands in a tree, and nothing
+        is lost that a wall kept, since an unconfined candidate can write anywhere anyway."""
         if self.confined:
             return {}
         folder = cache or (sandbox.cache_dir(self.ws.dir, side, *trees) if trees else self.ws.dir / "cache" / side)
         folder.mkdir(parents=True, exist_ok=True)
-        return sandbox.cache_env(folder)
+        env = sandbox.cache_env(folder)
+        del env["PYTHONPYCACHEPREFIX"]
+        return {**env, "PYTHONDONTWRITEBYTECODE": "1"}
 
     def ab(
         self, best: Path, cand: Path, best_hash: str, cand_hash: str, *, outputs: tuple[Path, ...] = ()

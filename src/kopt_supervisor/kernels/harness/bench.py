@@ -803,7 +803,13 @@ class Bench:
         call that raises is logged and its row's err is inf."""
         rows, summaries = [], []
         where = os.environ.get(PROFILE_OUTPUTS_ENV, "") if not self.a.ab else ""
-        for case in self.cases(base_seed, reference=False, host=True):
+        cases = self.cases(base_seed, reference=False, host=True)
+        while True:
+            t0 = time.perf_counter()
+            case = next(cases, None)  # its first call's inputs drawn here
+            if case is None:
+                break
+            spent = {"inputs": time.perf_counter() - t0, "calls": 0.0, "outputs": 0.0}
             for side, mod in self.mods.items():
                 err = math.nan
                 try:
@@ -811,13 +817,20 @@ class Bench:
                     rng, _ = audit_set(base_seed, case.key, 1)
                     outputs: list[dict[str, Any]] = []
                     for k in range(self.a.profile_calls):
+                        t0 = time.perf_counter()
                         args, kwargs = profile_inputs(case, k)
+                        t1 = time.perf_counter()
                         result = ranged(*args, **kwargs)
+                        if self.gpu:
+                            self.torch.cuda.synchronize()
+                        t2 = time.perf_counter()
                         if where:  # on the host at once: twelve calls' outputs never held together
                             outputs += summarise_profiled(self.torch, output_tensors(result), rng)
                         del args, kwargs, result
-                    if self.gpu:
-                        self.torch.cuda.synchronize()
+                        t3 = time.perf_counter()
+                        spent["inputs"] += t1 - t0
+                        spent["calls"] += t2 - t1
+                        spent["outputs"] += t3 - t2
                     if where:
                         summaries.append(profile_entry(case.cols, case.atol, case.rtol, outputs))
                 except Exception as exc:  # a broken candidate: its row says so, the profile goes on
@@ -828,6 +841,10 @@ class Bench:
                     err = math.inf
                 rows.append({**case.cols, **({"side": side} if self.a.ab else {}), "err": err, "prod": prod(case)})
             self.clock.lap("profile")
+            log(
+                f"profile {case.shape.name} {case.cols.get('dtype', '')}: "
+                + ", ".join(f"{k} {v:.2f} s" for k, v in spent.items())
+            )
         if where:
             write_profile_outputs(summaries)
         return rows
