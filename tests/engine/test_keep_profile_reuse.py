@@ -9,6 +9,7 @@ import json
 import os
 
 from kopt_supervisor.engine.daemon import run_engine
+from kopt_supervisor.engine.store import Store
 from kopt_supervisor.engine.workspace import Workspace
 from kopt_supervisor.kopt_tui.cli import main as kopt
 from tests.engine.test_gate_in_loop import FAST_GATE, GPU, NCU_BIN
@@ -48,6 +49,14 @@ def test_the_second_keep_profiles_the_candidate_alone(fake_env, tmp_path, monkey
     assert not (ws.profiles / "v2" / "best").exists() and (ws.profiles / "v2" / "cand" / "summary.json").is_file()
     assert v2["profile"]["best"] == v1["profile"]["cand"]  # the same summary, compared with the new candidate
     assert "profiler: cls=large agrees" in v2["decision"]["reason"]
+    # the profile pair, which showed every claimed class, is each keep's confirmation: no
+    # fresh servers were started for looks (external_truth.by_profiler)
+    with Store(ws.db_path, readonly=True) as store:
+        confs = {it.version: it.record["confirmation"] for it in store.iterations() if it.version}
+    assert {v: c["path"] for v, c in confs.items()} == {1: "profiler", 2: "profiler"}
+    assert confs[2]["outcome"] == "confirmed" and confs[2]["looks"] == 0
+    assert "confirmed in fresh processes (the profiler's kernel time: cls=large" in v2["decision"]["reason"]
+    assert not list(ws.log_dir(1).glob("reverify*")) and not list(ws.log_dir(2).glob("reverify*"))
     # [profile].baseline = "first-keep" (the default): nothing profiled before the first verdict;
     # the first keep's profile of best (the baseline's tree, kopt's seed) is the baseline's, and
     # every later keep's outputs are compared with it, not with the keep that made best

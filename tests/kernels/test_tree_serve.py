@@ -184,7 +184,42 @@ def test_a_profiled_calls_outputs_are_summarised_on_the_host() -> None:
     profiled = audit.summarise_profiled(torch, [OnDevice()], random.Random(9))
     rng = random.Random(9)
     assert OnDevice.copied == 1
-    assert profiled == [audit.summarise(torch, t, audit.audit_positions(rng, 300))]
+    exact = audit.summarise(torch, t, audit.audit_positions(rng, 300))
+    assert len(profiled) == 1 and _same_summary(profiled[0], exact)
+
+
+def _same_summary(fast: dict, exact: dict) -> bool:
+    """summarise_host's summary against summarise's: counts and samples equal, sums within
+    float32's rounding of the sum of |x|."""
+    slack = 1e-6 * max(exact["abs_sum"], 1.0)
+    return (
+        all(fast[k] == exact[k] for k in ("numel", "nan", "inf"))
+        and repr(fast["samples"]) == repr(exact["samples"])  # NaN samples compare by their text
+        and abs(fast["sum"] - exact["sum"]) <= slack
+        and abs(fast["abs_sum"] - exact["abs_sum"]) <= slack
+    )
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
+def test_the_host_summary_counts_nan_and_inf_and_survives_a_float32_overflow(
+    dtype: torch.dtype, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """summarise_host sums each chunk in float32 and counts NaN/Inf only where a chunk's sums are
+    not finite: a NaN, an Inf, or finite values whose float32 sum overflows must each take the
+    exact path, so its counts and sums are summarise's."""
+    monkeypatch.setattr(audit, "SUMMARY_CHUNK", 64)
+    g = torch.Generator().manual_seed(11)
+    t = (torch.randn(1000, generator=g) * 3).to(dtype)
+    assert _same_summary(audit.summarise_host(torch, t, [3, 400]), audit.summarise(torch, t, [3, 400]))
+    t[7], t[500], t[999] = math.nan, math.inf, -math.inf
+    fast = audit.summarise_host(torch, t, [3, 7, 500])
+    assert (fast["nan"], fast["inf"]) == (1, 2)
+    assert _same_summary(fast, audit.summarise(torch, t, [3, 7, 500]))
+    if dtype != torch.float16:  # float16's largest value sums finite in float32
+        big = torch.full((200,), torch.finfo(dtype).max, dtype=dtype)
+        over = audit.summarise_host(torch, big, [0])
+        assert (over["nan"], over["inf"]) == (0, 0) and math.isfinite(over["sum"])
+        assert _same_summary(over, audit.summarise(torch, big, [0]))
 
 
 def test_summaries_in_chunks_equal_the_whole_tensors(monkeypatch: pytest.MonkeyPatch) -> None:

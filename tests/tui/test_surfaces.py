@@ -220,6 +220,12 @@ def test_decision_notes_say_how_a_keep_was_confirmed_and_by_what_truth():
     by = {n.label: n for n in iv.decision_notes(Iteration(5, "rejected", record=timer_only))}
     assert by["confirmation"].tone == "bad" and by["truth: none"].tone == ""
     assert by["truth: none"].text == "confirmed by the bench's timer only"
+    by_profile = {
+        **record,
+        "confirmation": {**record["confirmation"], "path": "profiler", "looks": 0, "seconds": 0.0},
+    }
+    by = {n.label: n for n in iv.decision_notes(Iteration(6, "keep", record=by_profile))}
+    assert by["confirmation"].tone == "good" and by["confirmation"].text.startswith("confirmed by its profile pair")
 
 
 def test_plan_view_puts_the_citations_beside_the_plan_and_explains_uncited():

@@ -83,12 +83,13 @@ def confirmation_notes(it: Iteration) -> list[Note]:
     process confirmed it (the profiler, the OS's accounting, or the bench's timer alone)."""
     notes = []
     conf = api.recorded_confirmation(it.record)
-    if conf is not None and conf.path == "served":
+    if conf is not None and conf.path in ("served", "profiler"):
         good = conf.outcome == "confirmed"
+        how = "by its profile pair" if conf.path == "profiler" else f"in {conf.looks} fresh look(s)"
         notes.append(
             Note(
                 "confirmation",
-                f"{conf.outcome} in {conf.looks} fresh look(s), {fmt.seconds(conf.seconds)}: {_text(conf.reason, 300)}",
+                f"{conf.outcome} {how}, {fmt.seconds(conf.seconds)}: {_text(conf.reason, 300)}",
                 "good" if good else "bad",
             )
         )

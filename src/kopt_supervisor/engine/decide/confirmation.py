@@ -214,7 +214,8 @@ class Confirmation:
     seconds: float = 0.0
     """Wall seconds the confirmation took (servers started, looks, audits)."""
     path: str = "served"
-    """"served": fresh per-tree servers; "process": the process-level bench decided again."""
+    """"served": fresh per-tree servers; "process": the process-level bench decided again;
+    "profiler": the keep's profile pair (external_truth.by_profiler)."""
 
     @property
     def final(self) -> bool:

@@ -66,6 +66,11 @@ in results.md.
   profiler that compared the trees and could not show a claimed class's gain (after a second
   profile of more calls per config, `Evidence.confirm`) is inconclusive, never "timer only":
   "the bench's timer only" is for a GPU with no profiler, or a profile that failed to compare.
+- `by_profiler(profile, claim, policy)`: on a GPU, the keep's profile pair as its
+  confirmation in fresh processes (Confirmation.path "profiler") when it shows every claimed
+  class and no other class slower beyond its margin; otherwise None and the fresh servers'
+  looks run. The pair is the stronger clock on the same question, so the looks it spares
+  added ~10 s to a keep and nothing a candidate could not also show them.
 - `settle(verdict, confirmation, truth)`: the keep after its confirmation in fresh
   processes and its external truth:
 
@@ -97,9 +102,9 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from kopt_supervisor.engine.decide import mean, stdev, t_quantile
-from kopt_supervisor.engine.decide.confirmation import Confirmation
-from kopt_supervisor.engine.decide.estimate import Verdict
-from kopt_supervisor.engine.decide.verdict import checks_agree, send_to_review
+from kopt_supervisor.engine.decide.confirmation import ClassCheck, Confirmation, claimed_gains, shows_half
+from kopt_supervisor.engine.decide.estimate import Policy, Verdict
+from kopt_supervisor.engine.decide.verdict import GUARD_CLASS, checks_agree, send_to_review
 from kopt_supervisor.engine.records import Stage, known_fields
 
 
@@ -395,6 +400,58 @@ def profiler_unshown(
         f"the profiler could not show the claimed gain for {', '.join(classes)}{closer} ({summary})",
         {"agreement": agreement, "calls": calls},
     )
+
+
+def by_profiler(profile: Mapping[str, Any], claim: Verdict, policy: Policy) -> Confirmation | None:
+    """On a GPU, the keep's profile pair (`profile`: its record["profile"], `Evidence.confirm`)
+    as its confirmation in fresh processes, or None when it cannot stand in for the fresh
+    servers' looks (which then run, as before).
+
+    The pair is two fresh processes, one per tree, on inputs from a seed drawn after the
+    decision, whose outputs kopt compared with the baseline's, timed by the device's own clock
+    per class: what the served confirmation asks of its fresh servers, answered by the
+    stronger clock. It stands in when the profile compared per class and checked outputs, the
+    keep is not one that needs the stronger checks (a speed beyond suspicious_speedup: the
+    looks' audits on fresh inputs are part of those), every claimed class agrees with the
+    bench (profile.agrees: the profiler's interval below no change and not above the
+    bench's) and keeps at least half the claimed gain (`shows_half`, the looks' own rule), and
+    no other profiled class disagrees or is estimated slower beyond its margin. Anything else
+    goes to the looks: this never refutes, it only spares the looks a keep the profiler shows."""
+    agreement = profile.get("agreement")
+    checked = isinstance(profile.get("outputs"), dict) and int(profile["outputs"].get("checked") or 0) > 0
+    if claim.needs_stronger_checks or not isinstance(agreement, dict) or not agreement.get("per_class"):
+        return None
+    classes = [c for c in agreement.get("classes") or () if isinstance(c, dict)]
+    claims = claimed_gains(claim)
+    if not checked or not claims or not set(claims) <= {c.get("cls") for c in classes}:
+        return None
+    checks = []
+    for c in classes:
+        cls = str(c.get("cls"))
+        raw = (c.get("profiler_ratio"), c.get("profiler_lo"), c.get("profiler_hi"))
+        figures = [float(x) for x in raw if isinstance(x, int | float) and math.isfinite(x)]
+        if len(figures) != 3:
+            if cls in claims:
+                return None
+            continue
+        ratio, lo, hi = figures
+        claimed = claims.get(cls)
+        if claimed is not None:
+            if c.get("status") != "agrees" or not shows_half(claimed, ratio):
+                return None
+            checks.append(ClassCheck(cls, claimed, ratio, lo, hi, "shown"))
+            continue
+        margin = policy.guard_max_regression_pct if cls == GUARD_CLASS else policy.max_other_regression_pct
+        if ratio > 1.0 + margin / 100.0 or c.get("status") == "disagrees":
+            return None
+        checks.append(ClassCheck(cls, None, ratio, lo, hi, "within", margin))
+    shown = "; ".join(check.line() for check in checks)
+    reason = f"the profiler's kernel time: {shown}"
+    return Confirmation("confirmed", reason, 0, tuple(checks), path=PROFILER_PATH)
+
+
+PROFILER_PATH = "profiler"
+"""Confirmation.path of a keep the profile pair confirmed (`by_profiler`)."""
 
 
 def of_os_time(truth: OsTruth) -> ExternalTruth:

@@ -292,11 +292,15 @@ class Evidence:
             self.close_spare(lane)  # the profiler disagreed: no confirmation
             return verdict
         t0 = time.monotonic()
-        with ctx.clock(it, "reverify_s"):
-            served = bool(ctx.cfg.target.serve) and lane.fresh is None
-            conf = (
-                self.served_confirmation(it, lane, verdict) if served else self.process_confirmation(it, lane, verdict)
-            )
+        policy = Policy.from_config(ctx.cfg.decide, ctx.cfg.target.direction)
+        profile = it.record.get("profile") or {}
+        conf = None if lane.vendor == "none" else truth_rule.by_profiler(profile, verdict, policy)
+        if conf is not None:  # the profile pair confirmed it: the spare servers go unused
+            self.close_spare(lane)
+        else:
+            with ctx.clock(it, "reverify_s"):
+                served = bool(ctx.cfg.target.serve) and lane.fresh is None
+                conf = (self.served_confirmation if served else self.process_confirmation)(it, lane, verdict)
         conf = with_(conf, seconds=round(time.monotonic() - t0, 2))
         if conf.path == "process":
             it.record["reverify"]["seconds"] = conf.seconds
@@ -344,7 +348,7 @@ class Evidence:
         assert self.rounds is not None
         policy = self.rounds.policy()
         guard = guard_configs(self.ctx)
-        os_decides = self.vendor(lane) == "none"
+        os_decides = lane.vendor == "none"
         cap = claim_rule.OS_MAX_LOOKS if os_decides else claim_rule.EXTENDED_MAX_LOOKS
 
         def judge(done: list[Pair], runs: list[dict[str, Any]], gpu_s: float, looks: int) -> Confirmation | None:
@@ -402,7 +406,7 @@ class Evidence:
         """What confirms the keep outside the candidate's process: on a GPU the profiler's
         agreement (`confirm` ran it; none configured: the bench's timer only); without a GPU
         the OS's accounting over every look of the decision and of the confirmation."""
-        vendor = self.vendor(lane)
+        vendor = lane.vendor
         if vendor != "none":
             if self.profiler(lane) is None:
                 kind = self.ctx.cfg.profile.kind
@@ -505,13 +509,9 @@ class Evidence:
             if readme:
                 self.ctx.store.set("roofline_md", rr.markdown)
 
-    def vendor(self, lane: Lane) -> str:
-        """The vendor of the lane's GPU; "none" for a target without one."""
-        return lane.vendor
-
     def profiler(self, lane: Lane) -> Profiler | None:
         """The configured profiler for the lane's GPU vendor (None: no profiling)."""
-        vendor = self.vendor(lane)
+        vendor = lane.vendor
         if self._profiler is None or self._profiler[0] != vendor:
             self._profiler = (
                 vendor,
