@@ -47,9 +47,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kopt_supervisor.engine import sandbox
+from kopt_supervisor.engine import KoptFailure, sandbox
 from kopt_supervisor.engine.config import GpuConfig
-from kopt_supervisor.engine.errors import KoptFailure
 from kopt_supervisor.engine.gpu import Assessment, Backend, busyness, is_na, jsonable
 from kopt_supervisor.engine.gpu.backends import open_backend
 from kopt_supervisor.engine.gpu.gate import ClaimRegistry, Gate, visible_devices_env

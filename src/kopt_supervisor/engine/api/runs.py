@@ -28,13 +28,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from kopt_supervisor.engine import daemon, gitops
+from kopt_supervisor.engine import BadInput, KoptError, daemon, gitops
 from kopt_supervisor.engine.config import Config, GpuConfig
 from kopt_supervisor.engine.config.toml_io import _build
 from kopt_supervisor.engine.config.toml_io import dumps as dumps_config
 from kopt_supervisor.engine.config.toml_io import loads as loads_config
 from kopt_supervisor.engine.config.toml_io import validate as validate_config
-from kopt_supervisor.engine.errors import BadInput, KoptError
 from kopt_supervisor.engine.gpu import Backend, GpuState, assess
 from kopt_supervisor.engine.gpu.backends import open_backend
 from kopt_supervisor.engine.gpu.gate import ClaimRegistry, claim_key, enrich

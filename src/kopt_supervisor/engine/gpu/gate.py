@@ -67,8 +67,8 @@ from typing import Any
 
 import psutil
 
+from kopt_supervisor.engine import BadInput, KoptFailure
 from kopt_supervisor.engine.config import GpuConfig
-from kopt_supervisor.engine.errors import BadInput, KoptFailure
 from kopt_supervisor.engine.gpu import (
     NA,
     Assessment,
