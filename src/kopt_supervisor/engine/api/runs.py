@@ -365,7 +365,7 @@ fake one in tests."""
 def gpus_report(ws: Workspace | None = None) -> dict[str, Any]:
     """`kopt gpus [--tag TAG]`: one gate check with the run's [gpu] thresholds (the defaults
     without a run); the stable JSON of docs/gpu-gate.md."""
-    from kopt_supervisor.engine.doctor import gpus_report as check
+    from kopt_supervisor.engine.gpu.gate import gpus_report as check
 
     if ws is None:
         return check(GpuConfig())
@@ -381,7 +381,7 @@ def gpus_report(ws: Workspace | None = None) -> dict[str, Any]:
 
 def format_gpus_report(report: dict[str, Any]) -> str:
     """`gpus_report`'s result as a table for the terminal."""
-    from kopt_supervisor.engine.doctor import format_report
+    from kopt_supervisor.engine.gpu import format_report
 
     return format_report(report)
 
