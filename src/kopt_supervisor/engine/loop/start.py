@@ -23,7 +23,7 @@ from kopt_supervisor.engine import KoptError, KoptFailure, gitops, history, sand
 from kopt_supervisor.engine.decide import geomean
 from kopt_supervisor.engine.decide.estimate import Policy
 from kopt_supervisor.engine.decide.verdict import voting_classes
-from kopt_supervisor.engine.environment import capture_environment
+from kopt_supervisor.engine.doctor import capture_environment
 from kopt_supervisor.engine.gpu.gate import NoIdleGpu
 from kopt_supervisor.engine.loop.context import BEST, Lane, RunContext, acquire, note_gpu
 from kopt_supervisor.engine.loop.control import Interrupt
