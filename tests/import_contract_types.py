@@ -11,6 +11,10 @@
   import (`kopt_supervisor.engine.daemon.start_detached(ws)` after `import
   kopt_supervisor.engine.api`, which works once something else has loaded the daemon).
 
+Both take `alone` too: modules held to the contract as source modules are, without the modules
+under them (a package's `__init__`, e.g. `kopt_supervisor.engine`'s exception types); a pure
+contract's `alone` modules import none of the forbidden modules either.
+
 Both report in the `forbidden` contract's shape: "<importer> is not allowed to import
 <imported>" with the line. tests/test_import_contracts.py runs `lint-imports` and proves that
 every contract catches what it forbids.
@@ -41,10 +45,13 @@ def _chain(importer: str, imported: str, lines: tuple[int, ...]) -> dict[str, An
     }
 
 
-def _modules(graph: ImportGraph, expressions: Any) -> set[str]:
-    """The modules the expressions name, each with its descendants."""
+def _modules(graph: ImportGraph, expressions: Any, alone: Any = None) -> set[str]:
+    """The modules the expressions name, each with its descendants, and the `alone` ones
+    without theirs."""
     named = {m.name for m in helpers.module_expressions_to_modules(graph, expressions, raise_if_unmatched=True)}
-    return named | {d for m in named for d in graph.find_descendants(m)}
+    for module in alone or ():
+        assert module in graph.modules, f"{module}: no such module"
+    return named | {d for m in named for d in graph.find_descendants(m)} | set(alone or ())
 
 
 class PureContract(ForbiddenContract):
@@ -53,10 +60,14 @@ class PureContract(ForbiddenContract):
 
     type_name = "pure"
     allowed_external = fields.ListField(subfield=fields.StringField())
+    alone = fields.ListField(subfield=fields.StringField(), required=False)
 
     def check(self, graph: ImportGraph, verbose: bool) -> ContractCheck:
         check = super().check(graph, verbose)  # removes the ignored imports from `graph` too
-        pure = _modules(graph, self.source_modules)
+        alone: set[str] = set(self.alone or ())  # type: ignore[arg-type]
+        pure = _modules(graph, self.source_modules, alone)
+        # the forbidden contract above follows the source modules' imports, not the `alone` ones'
+        denied = tuple(str(e) for e in self.forbidden_modules)  # type: ignore[attr-defined]
         root = tuple(self.session_options["root_packages"])
         allowed_external = set(self.allowed_external) | set(sys.stdlib_module_names)  # type: ignore[call-overload]
         # the imports that start a chain the deny-list found are reported there already
@@ -69,6 +80,9 @@ class PureContract(ForbiddenContract):
         for importer in sorted(pure):
             for imported in sorted(graph.find_modules_directly_imported_by(importer)):
                 lines = tuple(d["line_number"] for d in graph.get_import_details(importer=importer, imported=imported))
+                if importer in alone and any(imported == d or imported.startswith(d + ".") for d in denied):
+                    broken.append(_chain(importer, imported, lines))
+                    continue
                 if imported.split(".")[0] not in root:
                     if imported.split(".")[0] not in allowed_external:
                         broken.append(_chain(importer, imported, lines))
@@ -97,10 +111,11 @@ class StaticImportsContract(Contract):
 
     type_name = "static_imports"
     source_modules = fields.ListField(subfield=fields.ModuleExpressionField())
+    alone = fields.ListField(subfield=fields.StringField(), required=False)
 
     def check(self, graph: ImportGraph, verbose: bool) -> ContractCheck:
         broken = []
-        for module in sorted(_modules(graph, self.source_modules)):
+        for module in sorted(_modules(graph, self.source_modules, self.alone)):
             file = _file_of(module)
             tree = ast.parse(file.read_text(encoding="utf-8"))
             package = module if file.name == "__init__.py" else module.rpartition(".")[0]

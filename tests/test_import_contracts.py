@@ -7,7 +7,8 @@ tests/import_contract_types.py).
 - the loop never imports the report;
 - a pure room (statistics, expressions, number formatting, roofline math) imports nothing
   with side effects: only the standard library (less a deny-list), numpy/pandas, and other
-  pure modules, whose packages' __init__ files are pure too or import nothing;
+  pure modules, whose packages' __init__ files are pure too or import nothing; the engine
+  package itself (its exception types) is held to this alone, without its modules;
 - the front door and the pure rooms bring modules in by import statements only.
 
 The tree keeps them; and each contract is shown to catch what it forbids on a copy of the
@@ -110,7 +111,7 @@ from kopt_supervisor.engine.arithmetic import model
 from kopt_supervisor.engine.decide import geomean
 from . import estimate
 from kopt_supervisor.engine import expr, fmt
-from kopt_supervisor.engine.errors import BadInput
+from kopt_supervisor.engine import BadInput
 import numpy as np
 import pandas
 
@@ -185,9 +186,28 @@ def test_each_contract_catches_what_it_forbids(tmp_path: Path) -> None:
         "pandas",
         "kopt_supervisor.engine.decide",
         "kopt_supervisor.engine.expr",
-        "kopt_supervisor.engine.errors",
+        "kopt_supervisor.engine",
     ):
         assert f"{pure} -> {fine} (" not in out, fine
+
+
+@pytest.mark.slow
+def test_the_engine_package_itself_is_held_to_the_pure_rooms_rules(tmp_path: Path) -> None:
+    """Every room imports the exception types from `kopt_supervisor.engine` (the package's
+    __init__): held to the pure rooms' rules alone, without the modules under it."""
+    init = copy_tree(tmp_path) / "engine" / "__init__.py"
+    first = len(init.read_text().splitlines()) + 1
+    init.write_text(init.read_text() + "import subprocess\nimport yaml\n__import__(name)\n")
+    res = lint(tmp_path)
+    out = " ".join(res.stdout.split())
+    assert res.returncode == 1, out
+    for expected in (
+        f"kopt_supervisor.engine -> subprocess (l.{first})",  # the deny-list
+        f"kopt_supervisor.engine -> yaml (l.{first + 1})",  # the allow-list
+        f"kopt_supervisor.engine -> a module named at run time: __import__(name) (l.{first + 2})",
+    ):
+        assert expected in out, expected
+    assert "kopt_supervisor.engine.store ->" not in out  # its modules are not held to it
 
 
 @pytest.mark.slow

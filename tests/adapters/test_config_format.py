@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from kopt_supervisor.engine import BadInput
 from kopt_supervisor.engine.config.toml_io import dumps as dumps_config
 from kopt_supervisor.engine.config.toml_io import loads as loads_config
-from kopt_supervisor.engine.errors import BadInput
 
 BASE = '[target]\nbench = "python bench.py"\nmetric = "median_us"\n'
 

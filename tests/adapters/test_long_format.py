@@ -8,10 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from kopt_supervisor.engine import adapters, onboard
+from kopt_supervisor.engine import BadInput, adapters, onboard
 from kopt_supervisor.engine.adapters import long_format_file_table
 from kopt_supervisor.engine.adapters.table import AdapterError
-from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.metrics import describe_classes
 from kopt_supervisor.engine.onboard.draft import bench_scripts
 

@@ -7,10 +7,10 @@ import dataclasses
 
 import pytest
 
+from kopt_supervisor.engine import BadInput
 from kopt_supervisor.engine.config import DecideConfig
 from kopt_supervisor.engine.config.toml_io import loads as loads_config
 from kopt_supervisor.engine.decide.estimate import Policy
-from kopt_supervisor.engine.errors import BadInput
 
 # A valid value other than the default for every [decide] key. A key added to DecideConfig
 # fails test_every_key_is_covered until it is listed here: then it is checked to reach Policy.

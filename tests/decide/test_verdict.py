@@ -8,9 +8,9 @@ import re
 
 import pytest
 
+from kopt_supervisor.engine import BadInput
 from kopt_supervisor.engine.decide.estimate import Pair, Policy, Verdict
 from kopt_supervisor.engine.decide.verdict import checks_agree, evaluate, review_outcome, send_to_review, summary
-from kopt_supervisor.engine.errors import BadInput
 from tests.decide.helpers import rounds, wiggle
 
 

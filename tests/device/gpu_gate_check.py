@@ -38,10 +38,9 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from kopt_supervisor.engine.config import GpuConfig  # noqa: E402
-from kopt_supervisor.engine.doctor import format_report, gpus_report  # noqa: E402
-from kopt_supervisor.engine.gpu import GpuState, is_na, round_flags  # noqa: E402
+from kopt_supervisor.engine.gpu import GpuState, format_report, is_na, round_flags  # noqa: E402
 from kopt_supervisor.engine.gpu.backends import open_backend  # noqa: E402
-from kopt_supervisor.engine.gpu.gate import Gate, claim_key  # noqa: E402
+from kopt_supervisor.engine.gpu.gate import Gate, claim_key, gpus_report  # noqa: E402
 
 HOG = r"""
 import ctypes, os, sys, time

@@ -1,9 +1,9 @@
 import pytest
 
+from kopt_supervisor.engine import BadInput
 from kopt_supervisor.engine.config.toml_io import dumps as dumps_config
 from kopt_supervisor.engine.config.toml_io import load as load_config
 from kopt_supervisor.engine.config.toml_io import loads as loads_config
-from kopt_supervisor.engine.errors import BadInput
 
 MIN = '[target]\nbench = "python b.py"\nmetric = "us"\n'
 

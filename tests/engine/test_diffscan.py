@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from kopt_supervisor.engine import BadInput
 from kopt_supervisor.engine.config.toml_io import dumps as dumps_config
 from kopt_supervisor.engine.config.toml_io import loads as loads_config
 from kopt_supervisor.engine.diffscan import new_file_diff, parse_diff, scan
 from kopt_supervisor.engine.diffscan.findings import RULES, Allow, Finding, parse_allow, review_reason
-from kopt_supervisor.engine.errors import BadInput
 
 REPO = Path(__file__).resolve().parents[2]
 PKG = REPO / "src" / "kopt_supervisor"

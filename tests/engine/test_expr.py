@@ -3,8 +3,7 @@ import math
 import pandas as pd
 import pytest
 
-from kopt_supervisor.engine import expr
-from kopt_supervisor.engine.errors import BadInput
+from kopt_supervisor.engine import BadInput, expr
 
 
 def test_row_and_frame_evaluation_agree():

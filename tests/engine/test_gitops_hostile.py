@@ -24,8 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from kopt_supervisor.engine import gitops
-from kopt_supervisor.engine.errors import KoptError
+from kopt_supervisor.engine import KoptError, gitops
 
 BRANCH = "kopt/t"
 KERNEL = "def kernel(x):\n    return x\n"

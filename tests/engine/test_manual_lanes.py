@@ -11,10 +11,9 @@ from typing import Any
 
 import pytest
 
-from kopt_supervisor.engine import api
+from kopt_supervisor.engine import BadInput, api
 from kopt_supervisor.engine.api.run_io import submit_waits
 from kopt_supervisor.engine.daemon import run_engine
-from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.loop.control import Control
 from kopt_supervisor.engine.propose.proposer import route_submit
 from kopt_supervisor.engine.store import Store

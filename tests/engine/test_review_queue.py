@@ -13,10 +13,9 @@ from typing import Any
 
 import pytest
 
-from kopt_supervisor.engine import api
+from kopt_supervisor.engine import BadInput, api
 from kopt_supervisor.engine.api import review_queue
 from kopt_supervisor.engine.api.run_meta import sealed_answers
-from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.records import Iteration, Status
 from kopt_supervisor.engine.store import Command, Store
 from kopt_supervisor.engine.workspace import Workspace, command_seal

@@ -15,11 +15,10 @@ from typing import Any
 import psutil
 import pytest
 
-from kopt_supervisor.engine import gitops
+from kopt_supervisor.engine import BadInput, gitops
 from kopt_supervisor.engine.config.toml_io import dumps as dumps_config
 from kopt_supervisor.engine.config.toml_io import loads as loads_config
 from kopt_supervisor.engine.decide.external_truth import SideCost
-from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.loop.context import open_run, single_lane
 from kopt_supervisor.engine.loop.measure import measurer_for
 from kopt_supervisor.engine.loop.served_trees import ServedTrees

@@ -8,8 +8,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from kopt_supervisor.engine import runner
-from kopt_supervisor.engine.errors import BadInput
+from kopt_supervisor.engine import BadInput, runner
 from kopt_supervisor.engine.runner import group_members, kill_orphans, process_tree
 from kopt_supervisor.engine.runner.command import Server, ServerError
 from kopt_supervisor.engine.runner.command import run as run_command

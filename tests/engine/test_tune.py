@@ -316,7 +316,7 @@ def test_no_repair_and_a_deterministic_minimal_file(tmp_path):
 
 
 def test_a_tune_proposer_without_params_or_space_is_refused_up_front():
-    from kopt_supervisor.engine.errors import BadInput
+    from kopt_supervisor.engine import BadInput
 
     for cfg in (TuneConfig(space=SPACE), TuneConfig(params="params.json")):
         with pytest.raises(BadInput, match=r"\[propose.tune\] needs params"):
@@ -441,8 +441,8 @@ def test_a_declared_order_goes_before_the_built_in_prior(tmp_path):
 def test_an_order_naming_a_param_outside_the_space_is_refused():
     import pytest
 
+    from kopt_supervisor.engine import BadInput
     from kopt_supervisor.engine.config.toml_io import loads
-    from kopt_supervisor.engine.errors import BadInput
 
     text = (
         '[target]\nbench = "b"\nmetric = "us"\n[propose]\nkind = "tune"\n[propose.tune]\nparams = "p.json"\n'
@@ -573,8 +573,8 @@ def test_the_global_entry_treats_values_as_alike_only_where_every_class_does(tmp
     ],
 )
 def test_alike_is_checked_against_the_space(alike, match):
+    from kopt_supervisor.engine import BadInput
     from kopt_supervisor.engine.config.toml_io import loads
-    from kopt_supervisor.engine.errors import BadInput
 
     text = (
         '[target]\nbench = "b"\nmetric = "us"\n[propose]\nkind = "tune"\n[propose.tune]\nparams = "p.json"\n'

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from gpu_helpers import FakeTime, cfg, gpu, write_script
 
-from kopt_supervisor.engine.errors import BadInput
+from kopt_supervisor.engine import BadInput
 from kopt_supervisor.engine.gpu import GpuState, assess, round_flags
 from kopt_supervisor.engine.gpu.backends import FakeBackend, NoGpu
 from kopt_supervisor.engine.gpu.gate import ClaimRegistry, Gate, NoIdleGpu, claim_key

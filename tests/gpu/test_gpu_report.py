@@ -6,9 +6,9 @@ import json
 
 from gpu_helpers import FakeTime, cfg, gpu, write_script
 
-from kopt_supervisor.engine.doctor import format_report, gpus_report
+from kopt_supervisor.engine.gpu import format_report
 from kopt_supervisor.engine.gpu.backends import FakeBackend, NoGpu
-from kopt_supervisor.engine.gpu.gate import ClaimRegistry, claim_key
+from kopt_supervisor.engine.gpu.gate import ClaimRegistry, claim_key, gpus_report
 
 FOREIGN = 4_000_002
 

@@ -11,10 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from kopt_supervisor.engine import api
+from kopt_supervisor.engine import BadInput, api
 from kopt_supervisor.engine.api import runs as demo
 from kopt_supervisor.engine.config.toml_io import load as load_config
-from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.store import Store
 from kopt_supervisor.engine.workspace import Workspace
 from kopt_supervisor.kernels import catalog

@@ -170,7 +170,7 @@ def test_a_cluster_that_cannot_be_reached_fails_within_the_timeout_naming_it(tmp
     code = (
         "import time, sys\n"
         "from kopt_supervisor.engine.lanes import connect\n"
-        "from kopt_supervisor.engine.errors import BadInput\n"
+        "from kopt_supervisor.engine import BadInput\n"
         "t = time.monotonic()\n"
         "try:\n"
         "    connect('127.0.0.1:9', 3)\n"

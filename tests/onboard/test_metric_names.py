@@ -19,8 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from kopt_supervisor.engine import onboard
-from kopt_supervisor.engine.errors import BadInput
+from kopt_supervisor.engine import BadInput, onboard
 from kopt_supervisor.engine.metrics import close_name
 from kopt_supervisor.engine.workspace import Workspace
 from kopt_supervisor.kopt_tui.cli import main as kopt

@@ -14,10 +14,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from kopt_supervisor.engine import onboard
+from kopt_supervisor.engine import BadInput, onboard
 from kopt_supervisor.engine.config.toml_io import load as load_config
 from kopt_supervisor.engine.config.toml_io import loads as loads_config
-from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.onboard import steps
 
 DATA = Path(__file__).resolve().parents[1] / "adapters" / "data"

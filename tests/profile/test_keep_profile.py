@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from kopt_supervisor.engine import BadInput
 from kopt_supervisor.engine.config.toml_io import loads as loads_config
-from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.profile.classes import compare_per_class
 from kopt_supervisor.engine.profile.ncu import DEFAULT_METRICS, M_TIME, PASS_KEEP, NcuProfiler
 from kopt_supervisor.engine.profile.rocprof import Rocprofv3Profiler

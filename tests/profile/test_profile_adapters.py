@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from kopt_supervisor.engine.errors import BadInput, KoptFailure
+from kopt_supervisor.engine import BadInput, KoptFailure
 from kopt_supervisor.engine.profile import choose_profiler
 from kopt_supervisor.engine.profile.ncu import DEFAULT_METRICS, NcuProfiler, ncu_launches
 from kopt_supervisor.engine.profile.profiler import PROFILE_ENV

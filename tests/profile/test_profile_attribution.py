@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from kopt_supervisor.engine.errors import KoptFailure
+from kopt_supervisor.engine import KoptFailure
 from kopt_supervisor.engine.profile import agrees
 from kopt_supervisor.engine.profile.classes import NO_RANGES_NOTE, ConfigRef, compare_per_class
 from kopt_supervisor.engine.profile.ncu import NCU_IMPORT, NCU_NVTX, NcuProfiler

@@ -10,7 +10,7 @@ import random
 
 import pytest
 
-from kopt_supervisor.engine.errors import KoptFailure
+from kopt_supervisor.engine import KoptFailure
 from kopt_supervisor.engine.profile import ALL_CLASSES, Agreement, ClassComparison, agrees
 from kopt_supervisor.engine.profile.classes import NO_RANGES_NOTE, ConfigRef, compare_per_class
 from kopt_supervisor.engine.profile.summary import Launch, ProfileSummary, compare, summarize

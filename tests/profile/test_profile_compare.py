@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kopt_supervisor.engine.errors import KoptFailure
+from kopt_supervisor.engine import KoptFailure
 from kopt_supervisor.engine.profile.summary import Launch, ProfileComparison, compare, summarize
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from kopt_supervisor.engine import BadInput
 from kopt_supervisor.engine.config.toml_io import loads as loads_config
-from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.profile.classes import DEFAULT_RUN_NOISE_PCT
 
 MIN = '[target]\nbench = "python b.py"\nmetric = "us"\n'

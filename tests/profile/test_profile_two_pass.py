@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from kopt_supervisor.engine.errors import KoptFailure
+from kopt_supervisor.engine import KoptFailure
 from kopt_supervisor.engine.profile import choose_profiler
 from kopt_supervisor.engine.profile.classes import ConfigRef, compare_per_class
 from kopt_supervisor.engine.profile.ncu import (

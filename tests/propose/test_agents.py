@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from kopt_supervisor.engine import BadInput
 from kopt_supervisor.engine.config import supports_resume
-from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.propose import agents
 from kopt_supervisor.engine.propose.agents import (
     PRESETS,

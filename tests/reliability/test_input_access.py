@@ -19,10 +19,10 @@ from pathlib import Path
 import psutil
 import pytest
 
+from kopt_supervisor.engine import BadInput
 from kopt_supervisor.engine.config import Config
 from kopt_supervisor.engine.config.toml_io import loads as loads_config
 from kopt_supervisor.engine.daemon import engine_alive, run_engine
-from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.store import Store
 from kopt_supervisor.kopt_tui.cli import main as kopt
 from tests.conftest import REPO_ROOT, git, make_fake_repo

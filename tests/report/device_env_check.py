@@ -3,7 +3,7 @@
     python tests/report/device_env_check.py [OUT_DIR]      # OUT_DIR defaults to $OUT or .
 
 Prints a short table: the driver and CUDA version read through NVML and through
-`nvidia-smi`'s header (the two paths of engine.environment; they must agree), and
+`nvidia-smi`'s header (the two paths of engine.doctor's environment capture; they must agree), and
 what the probe of this interpreter reports (Python, torch and the CUDA it was built for,
 triton). Writes everything, with nvidia-smi's raw header, to OUT_DIR/report_env_check.json.
 Exit status 0 when NVML and nvidia-smi agree on the driver, 1 otherwise.
@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from kopt_supervisor.engine.environment import nvidia_software, probe_python  # noqa: E402
+from kopt_supervisor.engine.doctor import nvidia_software, probe_python  # noqa: E402
 from kopt_supervisor.engine.gpu.backends import run_command  # noqa: E402
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kopt_supervisor.engine.errors import BadInput
+from kopt_supervisor.engine import BadInput
 from kopt_supervisor.engine.report import artifact_dir, artifact_glob, export_branch
 from kopt_supervisor.engine.report.render import SECTIONS
 from kopt_supervisor.kopt_tui.cli import main as kopt

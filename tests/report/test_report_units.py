@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from kopt_supervisor.engine import environment
+from kopt_supervisor.engine import doctor
 from kopt_supervisor.engine import report as writer
 from kopt_supervisor.engine.report import inputs
 from kopt_supervisor.engine.report.inputs import geomean, quantile, speedup, summarize
@@ -187,12 +187,12 @@ AMD_SMI = (
 
 
 def test_tool_output_parsers():
-    assert environment.parse_nvidia_smi_header(NVIDIA_SMI) == {"driver": "550.54.15", "cuda_driver": "12.4"}
-    assert environment.parse_amd_smi_version(AMD_SMI) == {"rocm": "6.4.0", "driver": "6.12.12"}
-    assert environment.parse_rocm_smi_driver("GPU[0]\t\t: Driver version: 6.8.5\n") == "6.8.5"
-    assert environment.cuda_version_from_int(12040) == "12.4" and environment.cuda_version_from_int(11080) == "11.8"
-    assert environment.parse_probe('noise\nKOPT_ENV {"version": "3.11.7"}\n') == {"version": "3.11.7"}
-    assert environment.parse_probe("KOPT_ENV not json") is None
+    assert doctor.parse_nvidia_smi_header(NVIDIA_SMI) == {"driver": "550.54.15", "cuda_driver": "12.4"}
+    assert doctor.parse_amd_smi_version(AMD_SMI) == {"rocm": "6.4.0", "driver": "6.12.12"}
+    assert doctor.parse_rocm_smi_driver("GPU[0]\t\t: Driver version: 6.8.5\n") == "6.8.5"
+    assert doctor.cuda_version_from_int(12040) == "12.4" and doctor.cuda_version_from_int(11080) == "11.8"
+    assert doctor.parse_probe('noise\nKOPT_ENV {"version": "3.11.7"}\n') == {"version": "3.11.7"}
+    assert doctor.parse_probe("KOPT_ENV not json") is None
 
 
 def fake_nvml(*, fail: bool) -> types.ModuleType:
@@ -218,49 +218,49 @@ def test_gpu_software_prefers_nvml_then_the_cli_and_says_why_not(monkeypatch):
     def nothing(argv):
         return 127, "", f"{argv[0]}: not found"
 
-    assert environment.gpu_software("nvidia", smi, nvml=fake_nvml(fail=False)) == {
+    assert doctor.gpu_software("nvidia", smi, nvml=fake_nvml(fail=False)) == {
         "vendor": "nvidia",
         "driver": "560.35.03",
         "cuda_driver": "12.6",
         "source": "NVML",
     }
-    got = environment.gpu_software("auto", smi, nvml=fake_nvml(fail=True))
+    got = doctor.gpu_software("auto", smi, nvml=fake_nvml(fail=True))
     assert got == {"vendor": "nvidia", "driver": "550.54.15", "cuda_driver": "12.4", "source": "nvidia-smi"}
-    none = environment.gpu_software("nvidia", nothing, nvml=fake_nvml(fail=True))
+    none = doctor.gpu_software("nvidia", nothing, nvml=fake_nvml(fail=True))
     assert none["driver"] is None and "NVML Shared Library Not Found" in none["note"]
 
     def amd(argv):
         return (0, AMD_SMI, "") if argv == ["amd-smi", "version"] else (127, "", "not found")
 
-    assert environment.gpu_software("amd", amd)["rocm"] == "6.4.0"
-    assert environment.gpu_software("none", nothing)["vendor"] == "none"
+    assert doctor.gpu_software("amd", amd)["rocm"] == "6.4.0"
+    assert doctor.gpu_software("none", nothing)["vendor"] == "none"
     monkeypatch.setenv("KOPT_FAKE_GPUS", "/x.json")
-    assert environment.gpu_software("auto", smi, nvml=fake_nvml(fail=False))["vendor"] == "fake"
+    assert doctor.gpu_software("auto", smi, nvml=fake_nvml(fail=False))["vendor"] == "fake"
 
 
 def test_bench_interpreter_is_found_from_the_command(tmp_path):
     path = os.environ.get("PATH")
     exe = sys.executable
     name = Path(exe).name
-    assert environment.bench_interpreter(f"{exe} bench.py", tmp_path, path)[0] == exe
-    assert environment.bench_interpreter(f"FOO=1 env -u BAR {exe} -m pkg", tmp_path, path)[0] == exe
+    assert doctor.bench_interpreter(f"{exe} bench.py", tmp_path, path)[0] == exe
+    assert doctor.bench_interpreter(f"FOO=1 env -u BAR {exe} -m pkg", tmp_path, path)[0] == exe
     bindir = str(Path(exe).parent)
-    assert environment.bench_interpreter(f"{name} bench.py", tmp_path, bindir)[0] == str(Path(bindir) / name)
+    assert doctor.bench_interpreter(f"{name} bench.py", tmp_path, bindir)[0] == str(Path(bindir) / name)
     script = tmp_path / "run_bench"
     script.write_text(f"#!/usr/bin/env {name}\nprint(1)\n")
     script.chmod(0o755)
-    found, how = environment.bench_interpreter("./run_bench --fast", tmp_path, bindir)
+    found, how = doctor.bench_interpreter("./run_bench --fast", tmp_path, bindir)
     assert found == str(Path(bindir) / name) and "#!" in how
     sh = tmp_path / "bench.sh"
     sh.write_text("#!/bin/sh\necho\n")
     sh.chmod(0o755)
-    found, how = environment.bench_interpreter("./bench.sh", tmp_path, path)
+    found, how = doctor.bench_interpreter("./bench.sh", tmp_path, path)
     assert found is None and "not a Python interpreter" in how
-    assert environment.bench_interpreter("nosuchprogram-xyz --x", tmp_path, path)[0] is None
+    assert doctor.bench_interpreter("nosuchprogram-xyz --x", tmp_path, path)[0] is None
 
 
 def test_probe_reports_the_interpreter_and_its_packages(tmp_path):
-    got = environment.probe_python(sys.executable, tmp_path, {})
+    got = doctor.probe_python(sys.executable, tmp_path, {})
     assert got["version"] == platform.python_version() and got["executable"] == sys.executable
     for pkg in ("torch", "numpy"):
         try:
@@ -268,7 +268,7 @@ def test_probe_reports_the_interpreter_and_its_packages(tmp_path):
         except importlib.metadata.PackageNotFoundError:
             want = None
         assert got[pkg] == want
-    bad = environment.probe_python(str(tmp_path / "no-python"), tmp_path, {})
+    bad = doctor.probe_python(str(tmp_path / "no-python"), tmp_path, {})
     assert "error" in bad
 
 

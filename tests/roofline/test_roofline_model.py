@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from kopt_supervisor.engine.errors import BadInput
+from kopt_supervisor.engine import BadInput
 from kopt_supervisor.engine.profile.roofline import lookup_specs, render_readme_section
 from kopt_supervisor.engine.roofline import (
     Spec,

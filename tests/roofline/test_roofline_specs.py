@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from kopt_supervisor.engine.errors import BadInput
+from kopt_supervisor.engine import BadInput
 from kopt_supervisor.engine.profile.roofline import (
     load_pages,
     lookup_specs,

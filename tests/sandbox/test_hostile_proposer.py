@@ -213,7 +213,7 @@ exit 0
 def test_a_writable_path_inside_the_workspace_or_git_dir_is_refused(run_layout: Run):
     import pytest
 
-    from kopt_supervisor.engine.errors import BadInput
+    from kopt_supervisor.engine import BadInput
 
     r = run_layout
     for bad in (r.ws / "run.db", r.ws, r.best, r.repo / ".git" / "refs", "relative/path", "/", "/tmp"):

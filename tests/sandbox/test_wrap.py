@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kopt_supervisor.engine import sandbox
-from kopt_supervisor.engine.errors import BadInput
+from kopt_supervisor.engine import BadInput, sandbox
 from kopt_supervisor.engine.sandbox import Confinement, wrap
 from kopt_supervisor.engine.sandbox.confinement import watched
 

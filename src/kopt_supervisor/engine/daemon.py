@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kopt_supervisor.engine.errors import BadInput, KoptError
+from kopt_supervisor.engine import BadInput, KoptError
 from kopt_supervisor.engine.sandbox import SandboxUnavailable
 from kopt_supervisor.engine.store import Store
 from kopt_supervisor.engine.workspace import Workspace

@@ -33,9 +33,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from kopt_supervisor.engine import projections, records
+from kopt_supervisor.engine import BadInput, KoptError, projections, records
 from kopt_supervisor.engine.config import Config
-from kopt_supervisor.engine.errors import BadInput, KoptError
 from kopt_supervisor.engine.projections import memory_record
 from kopt_supervisor.engine.propose import Spent, spent
 from kopt_supervisor.engine.records import KEPT, Iteration, IterationRow, Phase, Status, restart_point_problem

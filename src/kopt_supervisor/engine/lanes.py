@@ -41,8 +41,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from kopt_supervisor.engine import gitops
-from kopt_supervisor.engine.errors import BadInput
+from kopt_supervisor.engine import BadInput, gitops
 from kopt_supervisor.engine.gpu.backends import NoGpu, open_backend
 from kopt_supervisor.engine.gpu.gate import Gate
 from kopt_supervisor.engine.loop.context import Lane, Look, RunContext, single_lane

@@ -27,10 +27,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from kopt_supervisor.engine import expr
+from kopt_supervisor.engine import KoptFailure, expr
 from kopt_supervisor.engine.config import TargetConfig
 from kopt_supervisor.engine.decide.estimate import Pair
-from kopt_supervisor.engine.errors import KoptFailure
 
 if TYPE_CHECKING:  # imported where a table is read: pandas is 0.39 s of every kopt process's start
     import pandas as pd

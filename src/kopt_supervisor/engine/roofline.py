@@ -28,9 +28,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from kopt_supervisor.engine import expr
+from kopt_supervisor.engine import BadInput, expr
 from kopt_supervisor.engine.decide import geomean, positive_finite
-from kopt_supervisor.engine.errors import BadInput
 
 UNKNOWN = "UNKNOWN (no source)"
 

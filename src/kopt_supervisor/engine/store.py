@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kopt_supervisor.engine.errors import BadInput
+from kopt_supervisor.engine import BadInput
 from kopt_supervisor.engine.records import Iteration, IterationRow, Status
 
 SCHEMA_VERSION = 3

@@ -41,8 +41,7 @@ from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kopt_supervisor.engine import gitops
-from kopt_supervisor.engine.errors import KoptFailure
+from kopt_supervisor.engine import KoptFailure, gitops
 from kopt_supervisor.engine.sandbox.paths import read_output
 
 STDLIB: frozenset[str] = frozenset(sys.stdlib_module_names) | frozenset(sys.builtin_module_names)

@@ -42,11 +42,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from kopt_supervisor.engine import gitops
+from kopt_supervisor.engine import BadInput, KoptFailure, gitops
 from kopt_supervisor.engine.config import Config
 from kopt_supervisor.engine.config.toml_io import load as load_config_file
 from kopt_supervisor.engine.config.toml_io import loads as loads_config
-from kopt_supervisor.engine.errors import BadInput, KoptFailure
 from kopt_supervisor.engine.records import KEPT, Iteration, Phase, Status, in_end_order
 from kopt_supervisor.engine.store import Store
 

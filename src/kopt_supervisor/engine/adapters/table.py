@@ -48,7 +48,7 @@ from typing import Any
 
 import pandas as pd
 
-from kopt_supervisor.engine.errors import KoptFailure
+from kopt_supervisor.engine import KoptFailure
 from kopt_supervisor.engine.metrics import BenchError, parse_table
 
 

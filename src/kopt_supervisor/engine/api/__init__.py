@@ -18,6 +18,8 @@ opens with what it holds; its `__all__` is what this door exports from it:
 
 from __future__ import annotations
 
+from kopt_supervisor.engine import BadInput as BadInput
+from kopt_supervisor.engine import KoptError as KoptError
 from kopt_supervisor.engine import fmt as fmt
 from kopt_supervisor.engine.api.iteration_record import *  # noqa: F403
 from kopt_supervisor.engine.api.run_io import *  # noqa: F403
@@ -32,8 +34,6 @@ from kopt_supervisor.engine.decide import positive_finite as positive_finite
 from kopt_supervisor.engine.decide.confirmation import Confirmation as Confirmation
 from kopt_supervisor.engine.decide.external_truth import ExternalTruth as ExternalTruth
 from kopt_supervisor.engine.diffscan.findings import Finding as Finding
-from kopt_supervisor.engine.errors import BadInput as BadInput
-from kopt_supervisor.engine.errors import KoptError as KoptError
 from kopt_supervisor.engine.gpu import Backend as Backend
 from kopt_supervisor.engine.gpu.backends import open_backend as open_backend
 from kopt_supervisor.engine.propose import AgentRun as AgentRun

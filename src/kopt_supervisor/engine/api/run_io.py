@@ -31,12 +31,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kopt_supervisor.engine import history, records
+from kopt_supervisor.engine import BadInput, KoptError, history, records
 from kopt_supervisor.engine.api import run_summary
 from kopt_supervisor.engine.api.run_meta import ANSWERS, PendingReview, answer_version, review_queue, sealed_answers
 from kopt_supervisor.engine.api.run_summary import progress
 from kopt_supervisor.engine.daemon import engine_alive, workspace_lock
-from kopt_supervisor.engine.errors import BadInput, KoptError
 from kopt_supervisor.engine.history import write_projections
 from kopt_supervisor.engine.projections import best_speedup
 from kopt_supervisor.engine.propose.proposer import lanes_text, submit_lane, wait_key

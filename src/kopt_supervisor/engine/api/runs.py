@@ -28,13 +28,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from kopt_supervisor.engine import daemon, gitops
+from kopt_supervisor.engine import BadInput, KoptError, daemon, gitops
 from kopt_supervisor.engine.config import Config, GpuConfig
 from kopt_supervisor.engine.config.toml_io import _build
 from kopt_supervisor.engine.config.toml_io import dumps as dumps_config
 from kopt_supervisor.engine.config.toml_io import loads as loads_config
 from kopt_supervisor.engine.config.toml_io import validate as validate_config
-from kopt_supervisor.engine.errors import BadInput, KoptError
 from kopt_supervisor.engine.gpu import Backend, GpuState, assess
 from kopt_supervisor.engine.gpu.backends import open_backend
 from kopt_supervisor.engine.gpu.gate import ClaimRegistry, claim_key, enrich
@@ -366,7 +365,7 @@ fake one in tests."""
 def gpus_report(ws: Workspace | None = None) -> dict[str, Any]:
     """`kopt gpus [--tag TAG]`: one gate check with the run's [gpu] thresholds (the defaults
     without a run); the stable JSON of docs/gpu-gate.md."""
-    from kopt_supervisor.engine.doctor import gpus_report as check
+    from kopt_supervisor.engine.gpu.gate import gpus_report as check
 
     if ws is None:
         return check(GpuConfig())
@@ -382,7 +381,7 @@ def gpus_report(ws: Workspace | None = None) -> dict[str, Any]:
 
 def format_gpus_report(report: dict[str, Any]) -> str:
     """`gpus_report`'s result as a table for the terminal."""
-    from kopt_supervisor.engine.doctor import format_report
+    from kopt_supervisor.engine.gpu import format_report
 
     return format_report(report)
 

@@ -23,7 +23,7 @@ import typing
 from pathlib import Path
 from typing import Any
 
-from kopt_supervisor.engine import expr
+from kopt_supervisor.engine import BadInput, expr
 from kopt_supervisor.engine.config import (
     AGENT_NAMES,
     FORMATS,
@@ -34,7 +34,6 @@ from kopt_supervisor.engine.config import (
     supports_resume,
 )
 from kopt_supervisor.engine.diffscan.findings import parse_allow
-from kopt_supervisor.engine.errors import BadInput
 
 
 def decide_problems(d: DecideConfig) -> list[tuple[str, str]]:

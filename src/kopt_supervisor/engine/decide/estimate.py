@@ -37,10 +37,10 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, NamedTuple
 
+from kopt_supervisor.engine import BadInput
 from kopt_supervisor.engine.config import DecideConfig
 from kopt_supervisor.engine.config.toml_io import decide_problems
 from kopt_supervisor.engine.decide import esd_outliers, geomean, mean, t_quantile
-from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.records import known_fields
 
 CLASS_VERDICTS = ("improved", "regressed", "tied", "undecided")

@@ -22,6 +22,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from kopt_supervisor.engine import BadInput
 from kopt_supervisor.engine.decide.estimate import (
     NEEDS_STRONGER_CHECKS,
     ClassResult,
@@ -44,7 +45,6 @@ from kopt_supervisor.engine.decide.plausible import (
     too_fast,
     wall_time_unexplained,
 )
-from kopt_supervisor.engine.errors import BadInput
 
 GUARD_CLASS = "guard (non-production)"
 """The class the non-production configs join under `guard_configs`: it can block a keep

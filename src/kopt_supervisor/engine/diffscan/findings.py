@@ -34,7 +34,7 @@ import tokenize
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from kopt_supervisor.engine.errors import BadInput
+from kopt_supervisor.engine import BadInput
 
 RULES: dict[str, str] = {
     "patch-module": "assigns or deletes attributes of another module or of what it imports (time.perf_counter = f, "

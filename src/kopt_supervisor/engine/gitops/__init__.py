@@ -63,7 +63,7 @@ import stat
 import tempfile
 from pathlib import Path
 
-from kopt_supervisor.engine.errors import BadInput, KoptError, KoptFailure
+from kopt_supervisor.engine import BadInput, KoptError, KoptFailure
 from kopt_supervisor.engine.gitops.guards import (
     GitFailure,
     Location,

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
-from kopt_supervisor.engine.errors import BadInput, KoptFailure
+from kopt_supervisor.engine import BadInput, KoptFailure
 from kopt_supervisor.engine.sandbox.paths import read_output
 
 

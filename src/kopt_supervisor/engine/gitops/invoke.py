@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from kopt_supervisor.engine.errors import BadInput, KoptFailure
+from kopt_supervisor.engine import BadInput, KoptFailure
 from kopt_supervisor.engine.gitops.guards import (
     FIXED_ENV,
     FIXED_OVERRIDES,

@@ -42,7 +42,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from kopt_supervisor.engine.errors import BadInput
+from kopt_supervisor.engine import BadInput
 from kopt_supervisor.engine.gpu import NA, Backend, GpuProcess, GpuState, smi_parse
 from kopt_supervisor.engine.gpu.bindings import AmdSmiBackend, NvmlBackend
 

@@ -6,7 +6,7 @@ Interface used by the loop (keep it stable):
     decision = gate.acquire()      # GateDecision; raises NoIdleGpu after wait_max_s
     decision.env                   # {"CUDA_VISIBLE_DEVICES": "3", ...} for the child processes
     gate.evidence()                # the chosen GPU's state now, JSON-able (before/after)
-    round_flags(before, after)     # (state.py) what disturbed a timed step, [] when nothing did
+    round_flags(before, after)     # (engine.gpu) what disturbed a timed step, [] when nothing did
     gate.close()                   # releases the host-wide claim, shuts the backend down
 
 `sleep` is the loop's: it polls the engine's commands and may raise to abort a wait. Every
@@ -67,8 +67,8 @@ from typing import Any
 
 import psutil
 
+from kopt_supervisor.engine import BadInput, KoptFailure
 from kopt_supervisor.engine.config import GpuConfig
-from kopt_supervisor.engine.errors import BadInput, KoptFailure
 from kopt_supervisor.engine.gpu import (
     NA,
     Assessment,
@@ -77,13 +77,16 @@ from kopt_supervisor.engine.gpu import (
     GpuState,
     assess,
     busyness,
+    check_report,
     disturbing,
     gpu_key,
     is_na,
     proc_dict,
     round_flags,
+    visible_devices_env,
     why,
 )
+from kopt_supervisor.engine.gpu.backends import open_backend
 
 
 class NoIdleGpu(KoptFailure):
@@ -108,13 +111,6 @@ class GateDecision:
             "assessments": [a.to_dict() for a in self.assessments],
             "note": self.note,
         }
-
-
-def visible_devices_env(gpu: GpuState) -> dict[str, str]:
-    if gpu.vendor == "amd":
-        return {"HIP_VISIBLE_DEVICES": str(gpu.index)}
-    # NVML numbers GPUs in PCI bus order; CUDA's default order may differ.
-    return {"CUDA_VISIBLE_DEVICES": str(gpu.index), "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
 
 
 # ---------------------------------------------------------------------------------------
@@ -373,6 +369,17 @@ class Gate:
             pass
 
 
+def gpus_report(cfg: GpuConfig, backend: Backend | None = None, *, sleep=time.sleep) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+    """`kopt gpus`: one check, no claim taken (gpu.check_report); opens (and closes) a backend when none is given."""
+    be = open_backend(cfg.vendor) if backend is None else backend
+    gate = Gate(cfg, be, sleep=sleep, owner="kopt gpus")
+    try:
+        return check_report(cfg, be, gate.check(), gpu_seen=gate.ever_seen, when=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+    finally:
+        if backend is None:
+            be.close()
+
+
 # ---------------------------------------------------------------------------------------
 # Text
 
@@ -446,13 +453,6 @@ def family(pids: Iterable[int]) -> set[int]:
                 except (psutil.Error, OSError):
                     continue
     return out
-
-
-def alive(pid: int) -> bool:
-    try:
-        return psutil.pid_exists(pid)
-    except OSError:
-        return False
 
 
 # ---------------------------------------------------------------------------------------

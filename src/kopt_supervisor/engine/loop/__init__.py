@@ -39,8 +39,8 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
 from typing import Any
 
+from kopt_supervisor.engine import BadInput
 from kopt_supervisor.engine.config import Config
-from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.gpu.gate import NoIdleGpu
 from kopt_supervisor.engine.loop.context import (
     Lane,

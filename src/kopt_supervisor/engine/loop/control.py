@@ -38,8 +38,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TypeVar
 
-from kopt_supervisor.engine import history
-from kopt_supervisor.engine.errors import BadInput, KoptFailure
+from kopt_supervisor.engine import BadInput, KoptFailure, history
 from kopt_supervisor.engine.store import Command, Store
 from kopt_supervisor.engine.workspace import Workspace, command_seal, same
 

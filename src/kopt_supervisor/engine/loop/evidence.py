@@ -25,13 +25,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kopt_supervisor.engine import KoptFailure
 from kopt_supervisor.engine.decide import confirmation as claim_rule
 from kopt_supervisor.engine.decide import external_truth as truth_rule
 from kopt_supervisor.engine.decide.confirmation import ClassCheck, Confirmation, consistent_gain
 from kopt_supervisor.engine.decide.estimate import Pair, Policy, Verdict
 from kopt_supervisor.engine.decide.external_truth import ExternalTruth, os_truth
 from kopt_supervisor.engine.decide.verdict import send_to_review, voting_classes
-from kopt_supervisor.engine.errors import KoptFailure
 from kopt_supervisor.engine.loop.context import Lane, RunContext, acquire, last_line, with_
 from kopt_supervisor.engine.loop.control import Step
 from kopt_supervisor.engine.loop.measure import (

@@ -20,10 +20,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from kopt_supervisor.engine import gitops
+from kopt_supervisor.engine import KoptError, KoptFailure, gitops
 from kopt_supervisor.engine.decide.estimate import Policy, Verdict
 from kopt_supervisor.engine.decide.verdict import review_outcome
-from kopt_supervisor.engine.errors import KoptError, KoptFailure
 from kopt_supervisor.engine.loop.context import BEST, Lane, RunContext, last_line, spend, with_
 from kopt_supervisor.engine.loop.control import Step
 from kopt_supervisor.engine.loop.evidence import Evidence

@@ -27,10 +27,9 @@ from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from kopt_supervisor.engine import gitops, history, projections, treecheck
+from kopt_supervisor.engine import KoptError, KoptFailure, gitops, history, projections, treecheck
 from kopt_supervisor.engine.diffscan import parse_diff, scan
 from kopt_supervisor.engine.diffscan.findings import Finding, parse_allow, quote, review_reason
-from kopt_supervisor.engine.errors import KoptError, KoptFailure
 from kopt_supervisor.engine.loop.context import Lane, RunContext, acquire
 from kopt_supervisor.engine.loop.control import Step
 from kopt_supervisor.engine.propose.context import build_pack

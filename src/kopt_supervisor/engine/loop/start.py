@@ -19,12 +19,11 @@ from __future__ import annotations
 import statistics
 import time
 
-from kopt_supervisor.engine import gitops, history, sandbox, treecheck
+from kopt_supervisor.engine import KoptError, KoptFailure, gitops, history, sandbox, treecheck
 from kopt_supervisor.engine.decide import geomean
 from kopt_supervisor.engine.decide.estimate import Policy
 from kopt_supervisor.engine.decide.verdict import voting_classes
-from kopt_supervisor.engine.environment import capture_environment
-from kopt_supervisor.engine.errors import KoptError, KoptFailure
+from kopt_supervisor.engine.doctor import capture_environment
 from kopt_supervisor.engine.gpu.gate import NoIdleGpu
 from kopt_supervisor.engine.loop.context import BEST, Lane, RunContext, acquire, note_gpu
 from kopt_supervisor.engine.loop.control import Interrupt

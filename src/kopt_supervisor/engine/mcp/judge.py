@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kopt_supervisor.engine import gitops
+from kopt_supervisor.engine import BadInput, gitops
 from kopt_supervisor.engine import mcp as rules
 from kopt_supervisor.engine.api.iteration_record import proposal_origin
 from kopt_supervisor.engine.api.run_io import (
@@ -50,7 +50,6 @@ from kopt_supervisor.engine.api.run_io import (
 )
 from kopt_supervisor.engine.api.run_meta import lane_of
 from kopt_supervisor.engine.api.run_summary import profiler_evidence
-from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.mcp import EngineGone, Refused
 from kopt_supervisor.engine.workspace import Workspace
 

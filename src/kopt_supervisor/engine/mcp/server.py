@@ -35,9 +35,9 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from mcp.types import METHOD_NOT_FOUND, CallToolResult, TextContent, ToolAnnotations
 
+from kopt_supervisor.engine import KoptError
 from kopt_supervisor.engine import mcp as rules
 from kopt_supervisor.engine.api.iteration_record import mcp_source
-from kopt_supervisor.engine.errors import KoptError
 from kopt_supervisor.engine.mcp import EngineGone, Refused
 from kopt_supervisor.engine.mcp.judge import Judge, Observation
 

@@ -84,9 +84,9 @@ import statistics
 from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 
+from kopt_supervisor.engine import BadInput
 from kopt_supervisor.engine.decide import t_quantile
 from kopt_supervisor.engine.decide.estimate import Policy, alpha_at_look
-from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.onboard.detect import CONFIG, BenchRun, Candidate, RunBench, candidates, classify
 from kopt_supervisor.engine.onboard.draft import (
     ANSWER_KEYS,

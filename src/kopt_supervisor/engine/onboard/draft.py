@@ -37,8 +37,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kopt_supervisor.engine import BadInput
 from kopt_supervisor.engine.config.toml_io import loads as loads_config
-from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.onboard.detect import BenchRun, Candidate
 
 ANSWER_KEYS = "table=KEY, metric=COLUMN, direction=min|max"

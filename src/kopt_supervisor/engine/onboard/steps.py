@@ -12,8 +12,8 @@ import json
 import math
 from collections.abc import Mapping
 
+from kopt_supervisor.engine import BadInput
 from kopt_supervisor.engine.adapters.table import RATE, TIME, Table
-from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.metrics import close_name, describe_classes
 from kopt_supervisor.engine.onboard.detect import (
     CONFIG,

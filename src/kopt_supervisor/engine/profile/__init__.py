@@ -44,7 +44,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Protocol
 
-from kopt_supervisor.engine.errors import BadInput, KoptFailure
+from kopt_supervisor.engine import BadInput, KoptFailure
 from kopt_supervisor.engine.profile.ncu import NcuProfiler
 from kopt_supervisor.engine.profile.profiler import Profiler
 from kopt_supervisor.engine.profile.rocprof import Rocprofv3Profiler

@@ -59,8 +59,8 @@ from dataclasses import dataclass, field
 from statistics import NormalDist
 from typing import Any
 
+from kopt_supervisor.engine import KoptFailure
 from kopt_supervisor.engine.decide import t_quantile
-from kopt_supervisor.engine.errors import KoptFailure
 from kopt_supervisor.engine.metrics import format_value
 from kopt_supervisor.engine.profile import (
     ALL_CLASSES,

@@ -48,7 +48,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from kopt_supervisor.engine.errors import KoptFailure
+from kopt_supervisor.engine import KoptFailure
 from kopt_supervisor.engine.profile.profiler import (
     KEEP_MODES,
     OUTSIDE_RANGES,

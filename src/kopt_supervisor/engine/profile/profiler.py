@@ -59,8 +59,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kopt_supervisor.engine import KoptFailure
 from kopt_supervisor.engine.decide import audit
-from kopt_supervisor.engine.errors import KoptFailure
 from kopt_supervisor.engine.metrics import BenchError
 from kopt_supervisor.engine.profile.summary import ProfileSummary
 from kopt_supervisor.engine.sandbox.paths import read_output

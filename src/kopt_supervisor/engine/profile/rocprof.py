@@ -34,7 +34,7 @@ from collections import defaultdict
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from kopt_supervisor.engine.errors import KoptFailure
+from kopt_supervisor.engine import KoptFailure
 from kopt_supervisor.engine.profile.profiler import Profiler, parse_number
 from kopt_supervisor.engine.profile.summary import (
     KOPT_PREFIX,

@@ -60,8 +60,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from kopt_supervisor.engine import BadInput
 from kopt_supervisor.engine.config import Config
-from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.roofline import (
     DEFAULT_BANDWIDTH_METRIC,
     DEFAULT_FLOPS_METRIC,

@@ -44,8 +44,8 @@ from itertools import chain
 from pathlib import Path
 from typing import Any, Protocol
 
+from kopt_supervisor.engine import BadInput
 from kopt_supervisor.engine.config import Config, supports_resume
-from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.propose import AgentRun, cap_file, read_lines
 from kopt_supervisor.engine.propose.agent_parsers import parse_usage_object
 from kopt_supervisor.engine.propose.agents import (

@@ -66,8 +66,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from kopt_supervisor.engine import BadInput
 from kopt_supervisor.engine.config import TuneConfig
-from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.propose.proposer import Proposal, ProposalContext, format_plan
 from kopt_supervisor.engine.propose.tune_space import (
     ALL,

@@ -32,8 +32,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from kopt_supervisor.engine import BadInput
 from kopt_supervisor.engine.config import TuneConfig
-from kopt_supervisor.engine.errors import BadInput
 
 Point = dict[str, Any]
 EXPLORE_LIMIT = 20000

@@ -46,10 +46,9 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from kopt_supervisor.engine import fmt, gitops
+from kopt_supervisor.engine import BadInput, KoptError, fmt, gitops
 from kopt_supervisor.engine.decide.verdict import guard_of, voting_classes
-from kopt_supervisor.engine.environment import capture_environment
-from kopt_supervisor.engine.errors import BadInput, KoptError
+from kopt_supervisor.engine.doctor import capture_environment
 from kopt_supervisor.engine.history import write_projections
 from kopt_supervisor.engine.records import Iteration
 from kopt_supervisor.engine.report.inputs import (

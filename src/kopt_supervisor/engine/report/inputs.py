@@ -47,11 +47,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kopt_supervisor.engine import records
+from kopt_supervisor.engine import BadInput, records
 from kopt_supervisor.engine.config import Config
 from kopt_supervisor.engine.decide import geomean as stats_geomean
 from kopt_supervisor.engine.decide import positive_finite, quantile
-from kopt_supervisor.engine.errors import BadInput
 from kopt_supervisor.engine.records import Iteration
 from kopt_supervisor.engine.roofline import (
     ClassRoofline,

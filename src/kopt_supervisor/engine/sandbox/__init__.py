@@ -85,7 +85,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from kopt_supervisor.engine.errors import BadInput
+from kopt_supervisor.engine import BadInput
 from kopt_supervisor.engine.sandbox.confinement import (
     BUNDLED,
     BWRAP,

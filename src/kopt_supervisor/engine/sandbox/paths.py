@@ -25,7 +25,7 @@ import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
-from kopt_supervisor.engine.errors import BadInput
+from kopt_supervisor.engine import BadInput
 from kopt_supervisor.engine.sandbox import bytecode
 from kopt_supervisor.engine.sandbox.confinement import (
     BASE_ENV,
