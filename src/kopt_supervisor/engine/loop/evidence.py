@@ -310,7 +310,7 @@ class Evidence:
         ctx.save(it)
         ctx.event(
             "confirm",
-            f"v{it.version}: {conf.outcome} in {conf.looks} fresh look(s), {conf.seconds:.1f} s "
+            f"v{it.version}: {conf.outcome} {'by its profile pair' if conf.looks == 0 else f'in {conf.looks} fresh look(s)'}, {conf.seconds:.1f} s "
             f"({conf.reason}); {truth.reason}",
             it=it,
             level="info" if conf.outcome == "confirmed" and truth.outcome != "refuted" else "warn",

@@ -197,6 +197,8 @@ def profile_inputs(case: Case, call: int) -> tuple[tuple, dict[str, Any]]:
     return case.host_draw(seed) if case.gpu else case.draw(seed)
 
 
+GPU_DRAW_BYTES = 256 << 20
+"""--profile: a case whose inputs pass this many bytes draws them on the GPU (Case.host_draw)."""
 SERVE_MEMORY_TREE = 0.2
 """A per-tree served process leaves once its kept buffers pass this share of the GPU's memory.
 Two of them share the GPU (best's and the candidate's) and each needs headroom for the next
@@ -323,7 +325,15 @@ class Case:
         is profiled as work a candidate may have moved out of them: on the H100 the RMSNorm
         spec's draws were 99 such launches, 12 s of ncu's 16 s pass per tree
         (docs/h100-wave3/part2-graphs-kept.md). A spec whose draw cannot run on the CPU is
-        drawn on the GPU (logged)."""
+        drawn on the GPU (logged).
+
+        So is an input set larger than GPU_DRAW_BYTES (its size read from a draw on the meta
+        device, which allocates and launches nothing): on the H200 (2026-11-30) the host's draw
+        of the largest RMSNorm shape's 730 MB took 4.6 s of a 12 s profile and adaLN's 8 s
+        of 19 (experiments/profile_cost.py), where the GPU's is a few launches, each some
+        tens of ms under ncu. Both trees draw alike, so the launches outside the ranges match."""
+        if self.input_bytes() > GPU_DRAW_BYTES:
+            return self.draw(seed)
         try:
             gen = self.torch.Generator(device="cpu").manual_seed(seed)
             args, kwargs = self.spec.make_inputs(self.torch, self.shape.dims, self.dt, "cpu", gen)
@@ -335,6 +345,16 @@ class Case:
             return v.to(self.device) if hasattr(v, "to") and hasattr(v, "device") else v
 
         return tuple(move(a) for a in args), {k: move(v) for k, v in dict(kwargs).items()}
+
+    def input_bytes(self) -> int:
+        """The bytes of this case's inputs, from a draw on the meta device (0: that failed)."""
+        try:
+            gen = self.torch.Generator(device="cpu")
+            args, kwargs = self.spec.make_inputs(self.torch, self.shape.dims, self.dt, "meta", gen)
+        except Exception:  # a spec that cannot draw on the meta device: drawn as before
+            return 0
+        values = [*args, *dict(kwargs).values()]
+        return sum(int(v.numel()) * int(v.element_size()) for v in values if hasattr(v, "element_size"))
 
     def function(self, module: Any) -> Callable[..., Any]:
         """The callable to check and time: the module's function (or a function given as is),
