@@ -66,6 +66,38 @@ def test_an_honest_gain_the_first_profile_cannot_tell_is_shown_by_the_closer_one
     assert truth["kind"] == "profiler" and truth["outcome"] == "confirmed", truth
 
 
+def test_the_closer_profile_calls_only_the_configs_of_the_classes_it_could_not_tell(
+    fake_env, tmp_path, monkeypatch, driven_clock, noisy_ncu
+):
+    # on the H200 the closer profile of a ~3% claim called every config 12 times, the largest
+    # shape of another class too: 26 s of each tree's 48. Only the unshown class's configs
+    # take the 12 calls now; the other class keeps what the first profile showed
+    noisy_ncu(0.05)
+    monkeypatch.setenv("FAKE_NCU_JITTER_CLASSES", "large")
+    ws = two_keeps(fake_env, tmp_path, monkeypatch, "c", script=["gain5"], iters=1)
+    v1 = record(ws, 1)
+    assert v1["status"] == "keep", v1["decision"]
+    assert claimed(v1, "first") == {"cls=small": "agrees", "cls=large": "cannot_tell"}
+    assert claimed(v1, "agreement") == {"cls=small": "agrees", "cls=large": "agrees"}
+    taken = v1["profile"]["taken"]
+    assert taken["calls"] == 12 and taken["closer"] == ["cls=large"]
+    calls = {side: (ws.profiles / "v1" / side / "ncu.calls").read_text().splitlines() for side in PAIRS}
+    assert all(line.endswith(" 3") for side in ("best", "cand") for line in calls[side])
+    assert (
+        calls["best_more"]
+        == calls["cand_more"]
+        == [
+            "shape=s0,cls=small,n=128 3",
+            "shape=s1,cls=small,n=256 3",
+            "shape=s2,cls=large,n=4096 12",
+            "shape=s3,cls=large,n=8192 12",
+        ]
+    )
+
+
+PAIRS = ("best", "cand", "best_more", "cand_more")
+
+
 def test_a_gain_the_profiler_cannot_show_even_closer_goes_to_review_not_timer_only(
     fake_env, tmp_path, monkeypatch, driven_clock, noisy_ncu
 ):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import json
 import math
 import os
 import subprocess
@@ -418,6 +419,16 @@ def test_profile_mode_calls_each_solution_twice_in_its_range_and_never_the_refer
         with pytest.raises(SystemExit, match=f"KOPT_PROFILE_CALLS='{bad}': a whole number of calls from 1 to 64"):
             hb.profile_calls({"KOPT_PROFILE_CALLS": bad})
     assert hb.profile_calls({}) == hb.PROFILE_CALLS == 2
+    # ... and only of the configs it names (KOPT_PROFILE_CONFIGS: the classes it could not tell)
+    spans.clear()
+    key = "shape=cpu-a,M=3,N=5,dtype=float16,esize=2"  # its range's name, kopt's config key
+    monkeypatch.setenv("KOPT_PROFILE_CONFIGS", json.dumps([key]))
+    df = run_main(spec(), ["--profile"], t, capsys)
+    pushes = [s for s in spans if s.startswith("push ")]
+    assert len(pushes) == 5 + 2 * (len(df) - 1) and pushes[:5] == [f"push kopt:{key}"] * 5, pushes
+    with pytest.raises(SystemExit, match="KOPT_PROFILE_CONFIGS='shape=a': a JSON list of config keys"):
+        hb.profile_calls_for("x", {"KOPT_PROFILE_CALLS": "5", "KOPT_PROFILE_CONFIGS": "shape=a"})
+    monkeypatch.delenv("KOPT_PROFILE_CONFIGS")
     # kopt's profile of a keep: each config's last output summarised for kopt to compare, on
     # inputs from kopt's seed (the same seed: the same summaries; engine/decide/audit.py reads them)
     from kopt_supervisor.engine.decide import audit as kopt_audit

@@ -19,9 +19,9 @@ profiler's word on a keep (docs/design.md §5 step 5, router's Step 0).
 
 from __future__ import annotations
 
+import json
 import secrets
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -45,11 +45,12 @@ from kopt_supervisor.engine.loop.measure import (
 from kopt_supervisor.engine.loop.processes import tree_of
 from kopt_supervisor.engine.loop.served_trees import ServedTrees, check_after_run
 from kopt_supervisor.engine.metrics import BenchError
-from kopt_supervisor.engine.profile import AGREES, Agreement, agrees, choose_profiler, profiler
+from kopt_supervisor.engine.profile import AGREES, Agreement, agrees, choose_profiler, closer_look, profiler
 from kopt_supervisor.engine.profile.classes import ConfigRef, compare_per_class, config_refs
 from kopt_supervisor.engine.profile.profiler import (
     ESCALATED_CALLS,
     PROFILE_CALLS_ENV,
+    PROFILE_CONFIGS_ENV,
     PROFILE_ENV,
     PROFILE_OUTPUTS,
     PROFILE_OUTPUTS_ENV,
@@ -57,25 +58,15 @@ from kopt_supervisor.engine.profile.profiler import (
     CorrectnessRefuted,
     ProfilePass,
     Profiler,
+    ReusedProfile,
 )
 from kopt_supervisor.engine.profile.roofline import evaluate as evaluate_roofline
 from kopt_supervisor.engine.profile.summary import ProfileSummary
 from kopt_supervisor.engine.records import Iteration, Stage
 from kopt_supervisor.engine.runner.command import all_at_once, as_argv
 
-
-@dataclass(frozen=True)
-class ReusedProfile:
-    """Best's tree's profile as the keep that made it BEST took it (`Evidence.reusable_best`)."""
-
-    summary: ProfileSummary
-    version: int
-    """The keep that took it."""
-    age_s: float
-    seed: int | None
-    """Its inputs' seed (the new candidate's profile draws the same inputs); None: not recorded."""
-    out_dir: Path
-    """Its folder (its outputs.json, compared with the new candidate's)."""
+Calls = tuple[int | None, tuple[str, ...]]
+"""A profile's calls per config asked of the bench (None: its own) and the configs they are for (none: all)."""
 
 
 class Evidence:
@@ -128,9 +119,11 @@ class Evidence:
             folder = reused.out_dir if reused else ctx.ws.profiles / f"v{it.version}" / "best"
             reference = (folder, "baseline" if anchors else "best")
         first_seed, best_dir = (own, "best_again") if own is not None else (seed, "best")
+        closer: list[str] = []  # the classes a closer profile looks at (their configs: `configs`)
+        configs: tuple[str, ...] = ()
         try:
             while True:
-                bests, cands = self.profile_pair(it, lane, prof, reused, calls, seed, best_dir)
+                bests, cands = self.profile_pair(it, lane, prof, reused, (calls, configs), seed, best_dir)
                 cmp = compare_per_class(
                     bests,
                     cands,
@@ -139,16 +132,20 @@ class Evidence:
                     run_noise_pct=ctx.cfg.profile.run_noise_pct,
                 )
                 agreement = agrees(verdict.classes, cmp, min_effect_pct=policy.min_effect_pct)
+                if first is not None:  # the closer look's classes, the first's for the others
+                    agreement = closer_look(first, agreement, closer)
                 if calls is not None or agreement.disagrees or not unshown(agreement):
                     break
                 # the profiler could not tell on a class the keep claims: a claim it leaves
-                # unshown is no keep (decide/external_truth.py), so first look closer
-                first, calls, reused = agreement, ESCALATED_CALLS, None
+                # unshown is no keep (decide/external_truth.py), so first look closer, at those
+                # classes' configs only (the others' calls stay the bench's own)
+                first, calls, reused, closer = agreement, ESCALATED_CALLS, None, unshown(agreement)
+                configs = tuple(r.key for r in self.config_refs() if r.cls in closer)
                 seed = secrets.randbelow(1 << 31)
                 ctx.event(
                     "profile",
-                    f"v{it.version}: the profiler could not tell for {', '.join(unshown(agreement))} "
-                    f"({agreement.summary_line()}): both trees again, {calls} calls per config",
+                    f"v{it.version}: the profiler could not tell for {', '.join(closer)} "
+                    f"({agreement.summary_line()}): both trees again, {calls} calls per config of {', '.join(closer)}",
                     it=it,
                 )
         except KoptFailure as e:
@@ -184,6 +181,7 @@ class Evidence:
                 "t": time.time(),
                 "best_from": reused.version if reused else None,
                 "calls": calls,
+                **({"closer": closer} if closer else {}),
                 "seed": seed,
             },
             "outputs": outputs,
@@ -215,16 +213,17 @@ class Evidence:
         lane: Lane,
         prof: Profiler,
         reused: ReusedProfile | None,
-        calls: int | None,
+        calls: Calls,
         seed: int,
         best_dir: str = "best",
     ) -> tuple[list[ProfileSummary], list[ProfileSummary]]:
         """Best's (into `best_dir`) and the candidate's profiles, alternating as the looks do
         ([profile].repeats of each; best's from the keep that made it BEST when `reused`). With
-        `calls`, each config's function runs that many times in its range (best_more/, cand_more/)."""
+        `calls` (n, configs), each config of `configs` (all: none named) runs n times in its
+        range (best_more/, cand_more/)."""
         bests: list[ProfileSummary] = []
         cands: list[ProfileSummary] = []
-        more = "_more" if calls is not None else ""
+        more = "_more" if calls[0] is not None else ""
         for n in range(max(1, self.ctx.cfg.profile.repeats)):
             suffix = f"{more}_{n}" if n else more
             if reused is not None:
@@ -243,35 +242,15 @@ class Evidence:
         return bests, cands
 
     def reusable_best(self, best_tree: str, gpu: str | None) -> ReusedProfile | None:
-        """Best's tree's profile as the keep that made it BEST profiled it
-        (its candidate's summary), when this keep would profile it the same way: the same
-        tree (a format step may have changed it before the commit), the same GPU, [profile].keep
-        "time", one profile per tree, and at most [profile].reuse_best_s ago (0: never). A keep's
-        profile then runs the candidate alone: half the profiler's time. kopt parsed that summary
-        itself when it was taken; nothing the candidate can write is read again."""
-        cfg = self.ctx.cfg.profile
-        if cfg.reuse_best_s <= 0 or cfg.keep != "time" or cfg.repeats != 1 or gpu is None:
-            return None
+        """Best's tree's profile from the keep that made it BEST, when reusable (profiler.reusable)."""
         made = self.ctx.history.best_iteration()
-        taken = ((made.record.get("profile") or {}).get("taken") or {}) if made is not None else {}
-        if made is None or not isinstance(taken, dict) or not isinstance(taken.get("trees"), dict):
-            return None
-        age = time.time() - float(taken.get("t") or 0)
-        if (
-            taken["trees"].get("cand") != best_tree
-            or taken.get("gpu") != gpu
-            or taken.get("keep") != "time"
-            or taken.get("calls") is not None  # taken again with more calls: not the bench's own
-            or not 0 <= age <= cfg.reuse_best_s
-        ):
-            return None
-        seed = taken.get("seed")
-        return ReusedProfile(
-            ProfileSummary.from_dict(made.record["profile"]["cand"]),
-            made.version,
-            age,
-            seed if isinstance(seed, int) else None,
-            self.ctx.ws.profiles / f"v{made.version}" / "cand",
+        return profiler.reusable(
+            (made.version, made.record) if made else None,
+            best_tree,
+            gpu,
+            self.ctx.cfg.profile,
+            now=time.time(),
+            profiles=self.ctx.ws.profiles,
         )
 
     def gpu_uuid(self, lane: Lane) -> str | None:
@@ -527,13 +506,14 @@ class Evidence:
         tree: Path,
         side: str,
         *,
-        calls: int | None = None,
+        calls: Calls = (None, ()),
         seed: int | None = None,
     ) -> ProfileSummary:
         """The bench (or [profile].command) under the profiler in `tree`, one run per pass of the
         profiler (ncu: inside the kopt ranges, then GPU time alone outside them), each pass's
         report read back, and all of them parsed into one summary. `calls`: the calls per config
-        asked of the bench (KOPT_PROFILE_CALLS; None: the bench's own); `seed`: its inputs' seed
+        asked of the bench and the configs they are for (KOPT_PROFILE_CALLS, KOPT_PROFILE_CONFIGS;
+        None: the bench's own; no configs: all); `seed`: its inputs' seed
         (KOPT_PROFILE_SEED), and it summarises each config's outputs into out_dir/outputs.json
         (KOPT_PROFILE_OUTPUTS) for `profiler.compare_outputs`."""
         ctx = self.ctx
@@ -561,7 +541,8 @@ class Evidence:
                     env={
                         **lease.env,
                         **PROFILE_ENV,
-                        **({PROFILE_CALLS_ENV: str(calls)} if calls is not None else {}),
+                        **({PROFILE_CALLS_ENV: str(calls[0])} if calls[0] is not None else {}),
+                        **({PROFILE_CONFIGS_ENV: json.dumps(list(calls[1]))} if calls[1] else {}),
                         **(
                             {PROFILE_SEED_ENV: str(seed), PROFILE_OUTPUTS_ENV: str(out_dir / PROFILE_OUTPUTS)}
                             if seed is not None

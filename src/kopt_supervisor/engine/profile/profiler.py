@@ -60,6 +60,7 @@ from pathlib import Path
 from typing import Any
 
 from kopt_supervisor.engine import KoptFailure
+from kopt_supervisor.engine.config import ProfileConfig
 from kopt_supervisor.engine.decide import audit
 from kopt_supervisor.engine.metrics import BenchError
 from kopt_supervisor.engine.profile.summary import ProfileSummary
@@ -79,6 +80,9 @@ PROFILE_OUTPUTS = "outputs.json"
 """That file's name in a profile's folder."""
 MAX_PROFILE_OUTPUTS_BYTES = 64 << 20
 """The most kopt reads of a candidate's outputs file (a summary is ~2 KB a config)."""
+PROFILE_CONFIGS_ENV = "KOPT_PROFILE_CONFIGS"
+"""With PROFILE_CALLS_ENV: the configs (a JSON list of their keys) that take those calls, the
+others the bench's own (kernels/harness/bench.py `profile_calls_for`)."""
 ESCALATED_CALLS = 12
 """Calls per config of a keep's second profile, taken when the first (2 calls per config under
 ncu: on the H200 two launches of a 15 us kernel differed by 5%) could not tell on a class the
@@ -327,6 +331,60 @@ def baseline_reference(
         if isinstance(seed, int) and not isinstance(seed, bool):
             return seed, profiles / f"v{version}" / "best"
     return None
+
+
+@dataclass(frozen=True)
+class ReusedProfile:
+    """Best's tree's profile as the keep that made it BEST took it (`reusable`)."""
+
+    summary: ProfileSummary
+    version: int
+    """The keep that took it."""
+    age_s: float
+    seed: int | None
+    """Its inputs' seed (the new candidate's profile draws the same inputs); None: not recorded."""
+    out_dir: Path
+    """Its folder (its outputs.json, compared with the new candidate's)."""
+
+
+def reusable(
+    made: tuple[int, Mapping[str, Any]] | None,
+    best_tree: str,
+    gpu: str | None,
+    cfg: ProfileConfig,
+    *,
+    now: float,
+    profiles: Path,
+) -> ReusedProfile | None:
+    """Best's tree's profile as the keep that made it BEST (`made`: its version and record)
+    profiled it (its candidate's summary), when this keep would profile it the same way: the
+    same tree (a format step may have changed it before the commit), the same GPU, [profile].keep
+    "time", one profile per tree, and at most [profile].reuse_best_s ago (0: never). A keep's
+    profile then runs the candidate alone: half the profiler's time. kopt parsed that summary
+    itself when it was taken; nothing the candidate can write is read again."""
+    if cfg.reuse_best_s <= 0 or cfg.keep != "time" or cfg.repeats != 1 or gpu is None or made is None:
+        return None
+    version, record = made
+    taken = (record.get("profile") or {}).get("taken") or {}
+    if not isinstance(taken, dict) or not isinstance(taken.get("trees"), dict):
+        return None
+    age = now - float(taken.get("t") or 0)
+    if (
+        taken["trees"].get("cand") != best_tree
+        or taken.get("gpu") != gpu
+        or taken.get("keep") != "time"
+        or taken.get("calls") is not None  # taken again with more calls: not the bench's own
+        or not 0 <= age <= cfg.reuse_best_s
+    ):
+        return None
+    seed = taken.get("seed")
+    return ReusedProfile(
+        ProfileSummary.from_dict(record["profile"]["cand"]),
+        version,
+        age,
+        seed if isinstance(seed, int) else None,
+        profiles / f"v{version}" / "cand",
+    )
 
 
 def outputs_of(record: Mapping[str, Any]) -> Mapping[str, Any]:

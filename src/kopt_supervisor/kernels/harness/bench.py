@@ -75,7 +75,7 @@ import os
 import random
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -170,7 +170,7 @@ def write_profile_outputs(entries: list[dict[str, Any]]) -> None:
         Path(where).write_text(json.dumps({"version": VERSION, "configs": entries}) + "\n", encoding="utf-8")
 
 
-def profile_calls(environ: dict[str, str] | None = None) -> int:
+def profile_calls(environ: Mapping[str, str] | None = None) -> int:
     """The calls per config of a --profile run: KOPT_PROFILE_CALLS, or PROFILE_CALLS."""
     raw = (os.environ if environ is None else environ).get("KOPT_PROFILE_CALLS", "").strip()
     if not raw:
@@ -178,6 +178,30 @@ def profile_calls(environ: dict[str, str] | None = None) -> int:
     if not raw.isdigit() or not 1 <= int(raw) <= PROFILE_CALLS_MAX:
         raise SystemExit(f"KOPT_PROFILE_CALLS={raw!r}: a whole number of calls from 1 to {PROFILE_CALLS_MAX}")
     return int(raw)
+
+
+PROFILE_CONFIGS_ENV = "KOPT_PROFILE_CONFIGS"
+"""--profile, with KOPT_PROFILE_CALLS: the configs that take those calls, a JSON list of their
+keys (params.config_key); the others take PROFILE_CALLS. Unset: every config takes them. kopt
+sets it to the configs of the classes its first profile could not tell: on the H200 the
+second profile of a ~3% claim called every config 12 times and the RMSNorm demo's largest
+shape, of another class, took 26 s of each tree's 48 (docs/h100-wave3/part12-...)."""
+
+
+def profile_calls_for(key: str, environ: Mapping[str, str] | None = None) -> int:
+    """The calls of the config `key` in a --profile run (KOPT_PROFILE_CALLS, KOPT_PROFILE_CONFIGS)."""
+    env = os.environ if environ is None else environ
+    calls = profile_calls(env)
+    raw = env.get(PROFILE_CONFIGS_ENV, "").strip()
+    if not raw:
+        return calls
+    try:
+        keys = json.loads(raw)
+    except ValueError:
+        keys = None
+    if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
+        raise SystemExit(f"{PROFILE_CONFIGS_ENV}={raw[:80]!r}: a JSON list of config keys")
+    return calls if key in keys else PROFILE_CALLS
 
 
 def profile_entry(cols: dict[str, Any], atol: float, rtol: float, outputs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -814,8 +838,8 @@ class Bench:
         return rows
 
     def profile_rows(self, base_seed: int) -> list[dict[str, Any]]:
-        """--profile: per case, each side's function called `profile_calls()` times (twice
-        unless kopt asks for more) inside the case's range (allocating its own output, as the
+        """--profile: per case, each side's function called `profile_calls_for(case.key)` times
+        (twice unless kopt asks for more) inside the case's range (allocating its own output, as the
         contract check's second call does), each call on inputs of its own (`profile_inputs`);
         no reference, no comparison. Where kopt asks (KOPT_PROFILE_OUTPUTS), every call's
         outputs are summarised, so that a tree which computes once and hands the result back
@@ -836,7 +860,7 @@ class Bench:
                     ranged = self.ranges.around(case.function(mod), case.range)
                     rng, _ = audit_set(base_seed, case.key, 1)
                     outputs: list[dict[str, Any]] = []
-                    for k in range(self.a.profile_calls):
+                    for k in range(profile_calls_for(case.key)):
                         t0 = time.perf_counter()
                         args, kwargs = profile_inputs(case, k)
                         t1 = time.perf_counter()

@@ -748,17 +748,17 @@ class ImportedBench(Bench):
 
     def profile_rows(self, base_seed: int) -> list[dict[str, Any]]:
         """--profile: per config its callable called inside the config's range twice
-        (bench.profile_calls: more when kopt asks; on a GPU each call a CUDA graph replayed
+        (bench.profile_calls_for: more when kopt asks; on a GPU each call a CUDA graph replayed
         there, profile_graph), each call on a set of its own (the
         benchmark function drawn again from a seed per call, outside the range); nothing timed,
         nothing compared here; every call's outputs summarised where kopt asks
         (bench.profile_entry, bench.write_profile_outputs): a tree that computed one call and
         handed its result back on the others would write the wrong outputs."""
         rows, summaries = [], []
-        calls = bench_mod.profile_calls()
         where = os.environ.get(bench_mod.PROFILE_OUTPUTS_ENV, "")
         for config in self.configs:
             err = math.nan
+            calls = bench_mod.profile_calls_for(config.key)
             try:
                 rng, _ = audit_set(base_seed, config.key, 1)
                 outputs: list[dict[str, Any]] = []
