@@ -297,26 +297,3 @@ def test_bad_arguments():
         compare_per_class(profile(1), profile(2), REFS, run_noise_pct=-1)
     with pytest.raises(KoptFailure, match="no cand profile"):
         compare_per_class(profile(1), [], REFS)
-
-
-def test_a_closer_look_replaces_only_the_classes_it_looked_at():
-    """The closer profile calls only the unshown classes' configs more often (KOPT_PROFILE_CONFIGS):
-    their agreement comes from it, every other class's stays the first profile's, unless the
-    closer profile has a problem of its own (it then stands whole: nothing is merged away)."""
-    from dataclasses import replace
-
-    from kopt_supervisor.engine.profile import ClassAgreement, closer_look
-
-    def agreement(**status: str) -> Agreement:
-        classes = tuple(
-            ClassAgreement(c, s, "improved", 0.95, 0.9, 0.99, 0.95, 0.9, 1.0, "why") for c, s in status.items()
-        )
-        return Agreement(classes, per_class=True)
-
-    first = agreement(small="agrees", large="cannot_tell")
-    closer = agreement(small="cannot_tell", large="agrees")  # small's 3 calls again: noise
-    merged = closer_look(first, closer, ["large"])
-    assert {c.cls: c.status for c in merged.classes} == {"small": "agrees", "large": "agrees"}
-    assert not merged.disagrees
-    troubled = replace(closer, problems=("work outside the ranges grew beyond noise",))
-    assert closer_look(first, troubled, ["large"]) == troubled

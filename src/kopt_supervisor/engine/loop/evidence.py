@@ -45,7 +45,7 @@ from kopt_supervisor.engine.loop.measure import (
 from kopt_supervisor.engine.loop.processes import tree_of
 from kopt_supervisor.engine.loop.served_trees import ServedTrees, check_after_run
 from kopt_supervisor.engine.metrics import BenchError
-from kopt_supervisor.engine.profile import AGREES, Agreement, agrees, choose_profiler, closer_look, profiler
+from kopt_supervisor.engine.profile import AGREES, Agreement, agrees, choose_profiler, profiler
 from kopt_supervisor.engine.profile.classes import ConfigRef, compare_per_class, config_refs
 from kopt_supervisor.engine.profile.profiler import (
     ESCALATED_CALLS,
@@ -132,19 +132,18 @@ class Evidence:
                     run_noise_pct=ctx.cfg.profile.run_noise_pct,
                 )
                 agreement = agrees(verdict.classes, cmp, min_effect_pct=policy.min_effect_pct)
-                if first is not None:  # the closer look's classes, the first's for the others
-                    agreement = closer_look(first, agreement, closer)
                 if calls is not None or agreement.disagrees or not unshown(agreement):
                     break
                 # the profiler could not tell on a class the keep claims: a claim it leaves
-                # unshown is no keep (decide/external_truth.py), so first look closer, at those
-                # classes' configs only (the others' calls stay the bench's own)
-                first, calls, reused, closer = agreement, ESCALATED_CALLS, None, unshown(agreement)
+                # unshown is no keep (decide/external_truth.py), so first look closer, at the
+                # claimed classes' configs (every class is judged again; the unclaimed ones at
+                # the bench's own calls, as in the first profile)
+                first, calls, reused, closer = agreement, ESCALATED_CALLS, None, claimed_classes(agreement)
                 configs = tuple(r.key for r in self.config_refs() if r.cls in closer)
                 seed = secrets.randbelow(1 << 31)
                 ctx.event(
                     "profile",
-                    f"v{it.version}: the profiler could not tell for {', '.join(closer)} "
+                    f"v{it.version}: the profiler could not tell for {', '.join(unshown(agreement))} "
                     f"({agreement.summary_line()}): both trees again, {calls} calls per config of {', '.join(closer)}",
                     it=it,
                 )
@@ -574,6 +573,11 @@ class Evidence:
         summary = prof.parse_passes(done, kernel)
         summary.save(out_dir / "summary.json")
         return summary
+
+
+def claimed_classes(agreement: Agreement) -> list[str]:
+    """The classes a keep claims (confirmation.is_claimed), in the agreement's order."""
+    return [c.cls for c in agreement.classes if claim_rule.is_claimed(c.cls, c.bench_verdict)]
 
 
 def unshown(agreement: Agreement) -> list[str]:

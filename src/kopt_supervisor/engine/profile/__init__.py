@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, fields
 from typing import Any, Protocol
 
 from kopt_supervisor.engine import BadInput, KoptFailure
@@ -359,18 +359,6 @@ class Agreement:
             note=str(data.get("note", "")),
             problems=tuple(data.get("problems", ())),
         )
-
-
-def closer_look(first: Agreement, closer: Agreement, classes: Iterable[str]) -> Agreement:
-    """The agreement after a closer profile of `classes` (more calls of their configs only):
-    theirs from `closer`, every other class's from `first`, whose calls the closer profile
-    repeated no more often. A problem of the whole closer profile (ranges on one side, work
-    outside the ranges grown) is never merged away: `closer` then stands as it is."""
-    if closer.problems:
-        return closer
-    looked = set(classes)
-    again = {c.cls: c for c in closer.classes if c.cls in looked}
-    return replace(closer, classes=tuple(again.get(c.cls, c) for c in first.classes))
 
 
 def agrees(
