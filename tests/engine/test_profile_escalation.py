@@ -62,6 +62,8 @@ def test_an_honest_gain_the_first_profile_cannot_tell_is_shown_by_the_closer_one
     assert v1["status"] == "keep", v1["decision"]
     assert "cannot_tell" in claimed(v1, "first").values()
     assert set(claimed(v1, "agreement").values()) == {"agrees"} and v1["profile"]["taken"]["calls"] == 12
+    # the closer profile's outputs compared as the first's were (best's in it, the same seed)
+    assert v1["profile"]["outputs"]["closer"]["checked"] == v1["profile"]["outputs"]["checked"] == 4
     truth = truth_of(ws, 1)
     assert truth["kind"] == "profiler" and truth["outcome"] == "confirmed", truth
 
@@ -96,6 +98,22 @@ def test_the_closer_profile_calls_only_the_configs_of_the_claimed_classes(
             "shape=s3,cls=large,n=8192 12",
         ]
     )
+
+
+def test_outputs_wrong_only_in_the_closer_profile_fail_correctness(
+    fake_env, tmp_path, monkeypatch, driven_clock, noisy_ncu
+):
+    # the closer profile's outputs are compared too (best's in the same profile, same seed and
+    # calls): a tree honest in the first profile, which it cannot know will not be the last,
+    # and doing less work once KOPT_PROFILE_CALLS says it is the closer one, is caught
+    noisy_ncu(0.1)
+    cheat = "do:k['speed']['small'] *= 0.95; k['speed']['large'] *= 0.95; k['profile_wrong_closer'] = ['large']; "
+    ws = two_keeps(
+        fake_env, tmp_path, monkeypatch, "w", script=[cheat + "json.dump(k, open('kernel.json', 'w'))"], iters=1
+    )
+    v1 = record(ws, 1)
+    assert v1["status"] == "fail_correctness", v1["decision"]
+    assert v1["profile"]["taken"]["calls"] == 12 and "refuted" in v1["profile"]["outputs"]
 
 
 PAIRS = ("best", "cand", "best_more", "cand_more")

@@ -10,7 +10,8 @@ FAKE_BIND_LOG=path appends the CUDA_VISIBLE_DEVICES this run was bound to, its s
 times and its tree (lanes' tests: never two lanes on one GPU at once). Fault knobs: crash, flaky (fails the first run of a tree: a mark in its cache), segv,
 hang, flood_mib, write_tree, touch (a path), nan, inf, wrong, fast (divide the latency),
 drop (a column), malformed, empty, no_csv; under kopt's profile (KOPT_PROFILE_OUTPUTS) each config's
-output is summarised there, profile_wrong (a list of classes) halves theirs, profile_no_outputs
+output is summarised there, profile_wrong (a list of classes) halves theirs (profile_wrong_closer: only in a closer
+profile, KOPT_PROFILE_CALLS set), profile_no_outputs
 writes none; hostile ones (tests/security/test_profile_hostile.py): profile_as_best (knobs applied
 only when profiled as best), profile_nan (classes), profile_atol, profile_raw (the file's text),
 profile_nested (depth), profile_fifo, profile_sparse_mib, profile_link (a symlink's target). FAKE_REPS=N adds a `reps` column (N timed calls per
@@ -107,6 +108,8 @@ if profile_out and os.path.basename(os.path.dirname(profile_out)).startswith("be
 if profile_out and not k.get("profile_no_outputs"):  # kopt's profile: each config's output summarised
     seed = int(os.environ.get("KOPT_PROFILE_SEED", "0"))
     wrong = k.get("profile_wrong")  # a tree that does other work only while it is profiled
+    if os.environ.get("KOPT_PROFILE_CALLS"):  # ... or only in a keep's closer profile
+        wrong = [*(wrong or []), *k.get("profile_wrong_closer", [])]
     entries = []
     for i, (cls, n, _) in enumerate(CONFIGS):
         value = (seed % 97 + n) * (0.5 if wrong and cls in wrong else 1.0)

@@ -162,9 +162,13 @@ class Evidence:
             raise
         refuted: CorrectnessRefuted | None = None
         try:
-            outputs = self.profile_outputs(
-                reference[0], ctx.ws.profiles / f"v{it.version}" / "cand", reference=reference[1]
-            )
+            folder = ctx.ws.profiles / f"v{it.version}"
+            outputs = self.profile_outputs(reference[0], folder / "cand", reference=reference[1])
+            if calls is not None and not outputs.get("unconfirmed"):  # the closer profile's: best's in it
+                closer_outputs = self.profile_outputs(folder / f"{best_dir}_more", folder / "cand_more")
+                outputs = {**outputs, "closer": closer_outputs}
+                if closer_outputs.get("unconfirmed"):
+                    outputs["unconfirmed"] = f"in the closer profile: {closer_outputs['unconfirmed']}"
         except CorrectnessRefuted as e:
             refuted, outputs = e, {"refuted": str(e)}
         it.record["profile"] = {
