@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.security.harness import HERE, Hostile
+from tests.security.harness import HERE, TEMPLATES, Hostile
 
 RUNS = HERE / ".runs"
 
@@ -39,9 +39,20 @@ class Factory:
         return h
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _templates() -> Iterator[None]:
+    """The baselined targets this worker kept (harness.Hostile.baseline), removed at its end."""
+    yield
+    for template in TEMPLATES.values():
+        shutil.rmtree(template, ignore_errors=True)
+
+
 @pytest.fixture
 def hostile(monkeypatch: pytest.MonkeyPatch) -> Iterator[Factory]:
-    base = RUNS / uuid.uuid4().hex[:12]
+    # one slot per worker (its tests run one after the other), so that a baselined target
+    # kept by an earlier test lies where this one builds its own (harness.Hostile.baseline)
+    base = RUNS / (uuid.uuid4().hex[:12] if os.environ.get("HOSTILE_KEEP") else f"slot-{os.getpid()}")
+    shutil.rmtree(base, ignore_errors=True)
     base.mkdir(parents=True)
     factory = Factory(base, monkeypatch)
     try:

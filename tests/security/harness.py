@@ -65,6 +65,11 @@ NOT_KEPT = {
 }
 """Where a contained attack leaves an ordinary candidate whose verdict is not the point."""
 
+TEMPLATE_DIR = HERE / ".runs" / "templates"
+TEMPLATES: dict[tuple[object, ...], Path] = {}
+"""Baselined targets of this worker (`Hostile.baseline`), by what their baseline depends on;
+tests/security/conftest.py removes them when the session ends."""
+
 
 class AttackNotTried(Exception):
     """The attack did not happen as the test meant (a precondition, not kopt's verdict): an
@@ -207,10 +212,41 @@ class Hostile:
 
     def baseline(self, *, no_sandbox: bool = False, iters: int = 0) -> Before:
         """A first session (the baseline, and `iters` iterations of the script), then the
-        snapshot the attack is judged against."""
-        assert self.session(iters, no_sandbox=no_sandbox) == 0
+        snapshot the attack is judged against.
+
+        A baseline alone (`iters=0`) is measured once per worker and target: the target repo
+        and its workspace as that session left them are kept, and a later test of the same
+        worker building the same target (the same files, in the same slot: a workspace holds
+        absolute paths) under the same environment gets a copy of them instead of a session
+        of its own (~1 CPU-s each; tests/conftest.py's `baselined` for the fake target)."""
+        key = self._template_key(no_sandbox) if iters == 0 else None
+        template = TEMPLATES.get(key) if key is not None else None
+        if template is not None:
+            for name in ("target", "workspaces"):
+                shutil.rmtree(self.tmp / name)
+                shutil.copytree(template / name, self.tmp / name, symlinks=True)
+        else:
+            assert self.session(iters, no_sandbox=no_sandbox) == 0
         assert self.iteration(0).status == "baseline"
+        if key is not None and template is None:
+            template = TEMPLATE_DIR / f"{os.getpid()}-{len(TEMPLATES)}"
+            for name in ("target", "workspaces"):
+                shutil.copytree(self.tmp / name, template / name, symlinks=True)
+            TEMPLATES[key] = template
         return self.snapshot()
+
+    def _template_key(self, no_sandbox: bool) -> tuple[object, ...] | None:
+        """What a baseline depends on: the slot, the target's files (as committed, the
+        config included), the sandbox, the environment (each test's own name aside)."""
+        if os.environ.get("HOSTILE_KEEP"):
+            return None
+        files = tuple(
+            (str(p.relative_to(self.repo)), p.read_bytes())
+            for p in sorted(self.repo.rglob("*"))
+            if p.is_file() and ".git" not in p.relative_to(self.repo).parts
+        )
+        env = tuple(sorted((k, v) for k, v in os.environ.items() if not k.startswith("PYTEST_")))
+        return (str(self.tmp), files, no_sandbox, env)
 
     # -- reading ------------------------------------------------------------------------------
 
