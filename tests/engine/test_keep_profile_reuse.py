@@ -43,6 +43,10 @@ def test_the_second_keep_profiles_the_candidate_alone(fake_env, tmp_path, monkey
     v1, v2 = record(ws, 1), record(ws, 2)
     assert v1["status"] == v2["status"] == "keep", (v1["decision"], v2["decision"])
     assert v1["profile"]["taken"]["best_from"] is None and (ws.profiles / "v1" / "best").is_dir()
+    # the profiles' outputs compared and their seed recorded (was a run of its own in
+    # tests/engine/test_profile_escalation.py, the same as v1 here)
+    assert v1["profile"]["outputs"]["checked"] == 4, v1["profile"].get("outputs")
+    assert isinstance(v1["profile"]["taken"]["seed"], int) and (ws.profiles / "v1" / "cand" / "outputs.json").is_file()
     taken = v2["profile"]["taken"]
     assert taken["best_from"] == 1 and taken["trees"]["best"] == v1["profile"]["taken"]["trees"]["cand"]
     assert taken["gpu"].endswith("GPU-fake-0") and taken["keep"] == "time"

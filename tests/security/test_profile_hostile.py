@@ -318,42 +318,33 @@ def test_e2e_a_kept_tree_writing_no_outputs_as_best_does_not_turn_the_comparison
     assert v2["status"] != "keep", (v2["decision"]["reason"], v2["profile"].get("outputs"))
 
 
-def test_e2e_a_forced_escalation_does_not_bypass_bests_reused_outputs(fake_env, tmp_path, monkeypatch, driven_clock):
-    dormant = "k['profile_as_best'] = {'profile_no_outputs': True}; "
-    ws = two_keeps(
-        fake_env,
-        tmp_path,
-        monkeypatch,
-        "c3",
-        script=[
-            do("k['speed'] = {'small': 0.95, 'large': 0.95}; ", dormant),
-            do(CHEAT, "k['ncu_jitter_first'] = 0.6; "),
-        ],
-        iters=2,
-    )
-    v1, v2 = record(ws, 1), record(ws, 2)
-    assert v1["status"] == "keep", v1["decision"]
-    assert v2["profile"]["taken"]["calls"] == 12, v2["profile"]  # the escalation was forced
-    assert v2["status"] != "keep", (v2["decision"]["reason"], v2["profile"].get("outputs"))
-
-
-def test_e2e_with_bests_profile_reused_the_dormant_tree_cannot_switch_the_comparison_off(
+def test_e2e_with_bests_profile_reused_the_dormant_tree_cannot_switch_the_comparison_off_nor_does_a_forced_escalation(
     fake_env, tmp_path, monkeypatch, driven_clock
 ):
     """The same dormant tree, best's profile reused (its outputs as the keep that made it BEST
-    wrote them, as a candidate): v2's cheat fails correctness."""
+    wrote them, as a candidate): v2's cheat fails correctness; v3, the cheat again with its
+    escalation forced (a noisy first profile), on the same BEST, does not bypass best's reused
+    outputs either. (v3 was a run of its own, the same v1 before it.)"""
     dormant = "k['profile_as_best'] = {'profile_no_outputs': True}; "
     ws = two_keeps(
         fake_env,
         tmp_path,
         monkeypatch,
         "c4",
-        script=[do("k['speed'] = {'small': 0.95, 'large': 0.95}; ", dormant), do(CHEAT)],
-        iters=2,
+        script=[
+            do("k['speed'] = {'small': 0.95, 'large': 0.95}; ", dormant),
+            do(CHEAT),
+            do(CHEAT, "k['ncu_jitter_first'] = 0.6; "),
+        ],
+        iters=3,
     )
-    v2 = record(ws, 2)
+    v1, v2, v3 = record(ws, 1), record(ws, 2), record(ws, 3)
+    assert v1["status"] == "keep", v1["decision"]
     assert not (ws.profiles / "v2" / "best").exists()  # best's profile was v1's, reused
     assert v2["status"] == "fail_correctness", (v2["decision"], v2.get("profile"))
+    assert v3["best_commit_before"] == v2["best_commit_before"]  # on the same BEST as v2
+    assert v3["profile"]["taken"]["calls"] == 12, v3["profile"]  # the escalation was forced
+    assert v3["status"] != "keep", (v3["decision"]["reason"], v3["profile"].get("outputs"))
 
 
 # -- the harness: what its summary of a profiled call can tell --------------------------------------
