@@ -86,13 +86,14 @@ def test_the_guard_class_does_not_make_the_confirmation_wait(fake_env, tmp_path,
     assert [c for c, x in conf["classes"].items() if x["claimed"] is not None] == ["cls=large"]
 
 
-def test_a_timer_patch_on_the_cpu_is_refuted_by_the_os_and_not_kept(served, monkeypatch):
-    """The candidate's rows say 60% of the time it really burns: a 1.7x 'gain' the bench's own
-    statistics and the fresh servers both see (the patch runs there too), and the OS's CPU
-    and wall accounting do not."""
+def test_a_timer_patch_on_the_cpu_is_refuted_by_the_os_and_not_kept_nor_a_suspicious_one(served, monkeypatch):
+    """v1: the candidate's rows say 60% of the time it really burns: a 1.7x 'gain' the bench's
+    own statistics and the fresh servers both see (the patch runs there too), and the OS's CPU
+    and wall accounting do not. v2, on the same BEST (the baseline): 20%, beyond
+    suspicious_speedup (a run of its own until 2026-11-30)."""
     monkeypatch.setenv("FAKE_CALLS", CALLS)
-    ws, _ = served(["knob:timer_patch=0.6"])
-    assert run(ws, 1) == ["baseline", "rejected"]
+    ws, _ = served(["knob:timer_patch=0.6", "knob:timer_patch=0.2"])
+    assert run(ws, 2) == ["baseline", "rejected", "rejected"]
     v1 = record(ws, 1)
     decision = v1["decision"]
     assert "external_truth_refutes" in decision["flags"], decision
@@ -101,6 +102,10 @@ def test_a_timer_patch_on_the_cpu_is_refuted_by_the_os_and_not_kept(served, monk
     assert v1["external_truth"]["kind"] == "os_time" and v1["external_truth"]["outcome"] == "refuted"
     assert v1["confirmation"]["outcome"] == "confirmed"  # the fresh servers alone could not tell
     assert api.status(ws)["external_truth"]["version"] is None  # BEST is still the baseline
+    # v2: refuted by the CPU clock; on a loaded machine, where a burst of load on best's looks can
+    # make the wall clock seem to show the claim, the OS's word is at worst inconclusive (review)
+    flags = set(record(ws, 2)["decision"]["flags"])
+    assert flags & {"external_truth_refutes", "external_truth_inconclusive"}, flags
 
 
 def test_a_suspicious_real_speedup_is_kept_once_the_stronger_checks_agree(served, monkeypatch):
@@ -113,16 +118,6 @@ def test_a_suspicious_real_speedup_is_kept_once_the_stronger_checks_agree(served
     decision = record(ws, 1)["decision"]
     assert "needs_stronger_checks" not in decision["flags"] and "suspicious_speedup" in decision["flags"]
     assert "the stronger checks agree" in decision["reason"] and "the OS's accounting shows" in decision["reason"]
-
-
-def test_a_suspicious_timer_patch_is_not_kept(served, monkeypatch):
-    monkeypatch.setenv("FAKE_CALLS", CALLS)
-    ws, _ = served(["knob:timer_patch=0.2"])
-    assert run(ws, 1) == ["baseline", "rejected"]
-    # refuted by the CPU clock; on a loaded machine, where a burst of load on best's looks can
-    # make the wall clock seem to show the claim, the OS's word is at worst inconclusive (review)
-    flags = set(record(ws, 1)["decision"]["flags"])
-    assert flags & {"external_truth_refutes", "external_truth_inconclusive"}, flags
 
 
 def test_a_keep_without_timed_seconds_is_confirmed_by_the_benchs_timer_only(fake_env, tmp_path, monkeypatch):
