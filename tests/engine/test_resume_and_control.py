@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -131,10 +132,21 @@ def test_crash_between_commit_and_bookkeeping_adopts_the_commit_once(baselined):
     assert len(git(repo, "rev-list", "kopt/t").splitlines()) == 3  # baseline + v1 + v2: no duplicate of v1
 
 
-def test_restart_masks_later_iterations_and_resets_to_vk(baselined):
-    repo, root = baselined(["gain5", "gain5", "loss5"])
+def test_restart_masks_later_iterations_and_resets_to_vk_and_one_read_but_not_applied_survives_its_crash(
+    baselined, tmp_path, monkeypatch
+):
+    """Two restarts from v1 of the same three iterations (v1, v2 kept, v3 a regression),
+    measured once and restored in place for the second (two runs of their own until
+    2026-11-30): `kopt restart`, and a restart command an engine read but died applying."""
+    from kopt_supervisor.engine import history as control
+
+    repo, root = baselined(["gain5", "gain5", "loss5", "gain5"])
     ws = Workspace(root, "t")
     assert run_engine(ws, max_iters=3) == 0
+    slot, after_v3 = root.parent, tmp_path / "after-v3"  # a workspace holds absolute paths: restored in place
+    shutil.copytree(slot, after_v3, symlinks=True)
+
+    # `kopt restart --from v1`: later iterations masked, the worktrees back at v1
     v1_commit = json.loads(ws.memory_path(1).read_text())["commit"]
     assert kopt(["--root", str(root), "restart", "t", "--from", "v1", "--why", "v2 was a fluke"]) == 0
     got = statuses(ws)
@@ -152,15 +164,10 @@ def test_restart_masks_later_iterations_and_resets_to_vk(baselined):
     # restart from a non-kept iteration is refused with the reason
     assert kopt(["--root", str(root), "restart", "t", "--from", "v3"]) == 2
 
-
-def test_a_restart_the_engine_read_but_did_not_apply_survives_its_crash(baselined, monkeypatch):
     # the command is done only once the masks are written: an engine dying in between leaves
     # it pending, and the next engine applies it (a TUI waiting for "done" then sees the masks)
-    from kopt_supervisor.engine import history as control
-
-    repo, root = baselined(["gain5", "gain5", "loss5", "gain5"])
-    ws = Workspace(root, "t")
-    assert run_engine(ws, max_iters=3) == 0
+    shutil.rmtree(slot)
+    shutil.copytree(after_v3, slot, symlinks=True)
     with Store(ws.db_path) as s:
         cid = s.send_command(
             "restart",
