@@ -233,14 +233,19 @@ HOWS = ["update the baseline's commit", "insert a keep"]
 
 
 @pytest.mark.parametrize("how", HOWS)
-def test_unconfined_a_forged_keep_in_run_db_stops_the_run_and_is_never_measured_from(
+def test_unconfined_a_forged_keep_in_run_db_stops_the_run_is_never_measured_from_nor_reported_as_best(
     hostile: Factory, how: str
 ) -> None:
     """--no-sandbox: the proposer makes an attacker's commit BEST in run.db, by an UPDATE of
     the baseline's commit or an INSERT of a kept iteration. The sealed chain of keeps breaks:
-    the run refuses to go on from it (this session and the next), the branch and best/ stay
-    at BEST_COMMIT, nothing is measured against the forged BEST."""
+    kopt status, performance.md and cand/ never name the attacker's commit as BEST; the run
+    refuses to go on from it (this session and the next), the branch and best/ stay at
+    BEST_COMMIT, nothing is measured against the forged BEST. (Two tests of the same forged
+    run until 2026-11-30.)"""
     h, best, evil = forge_best(hostile, how)
+    assert api.status(h.ws)["best_commit"] == best, "kopt status reports the attacker's commit as BEST_COMMIT"
+    assert evil[:10] not in h.ws.performance.read_text(), "performance.md reports the attacker's commit"
+    assert git(h.ws.cand, "rev-parse", "HEAD") == best, "cand/ was reset to the attacker's commit"
     assert git(h.repo, "rev-parse", f"refs/heads/kopt/{TAG}") == best
     assert git(h.ws.best, "rev-parse", "HEAD") == best
     st = api.status(h.ws)
@@ -253,14 +258,6 @@ def test_unconfined_a_forged_keep_in_run_db_stops_the_run_and_is_never_measured_
         assert not s.samples(2)
     assert git(h.repo, "rev-parse", f"refs/heads/kopt/{TAG}") == best
     h.assert_no_survivors()
-
-
-@pytest.mark.parametrize("how", HOWS)
-def test_unconfined_a_forged_keep_is_never_reported_as_best(hostile: Factory, how: str) -> None:
-    h, best, evil = forge_best(hostile, how)
-    assert api.status(h.ws)["best_commit"] == best, "kopt status reports the attacker's commit as BEST_COMMIT"
-    assert evil[:10] not in h.ws.performance.read_text(), "performance.md reports the attacker's commit"
-    assert git(h.ws.cand, "rev-parse", "HEAD") == best, "cand/ was reset to the attacker's commit"
 
 
 def test_unconfined_edited_projections_do_not_survive_the_iteration(hostile: Factory) -> None:
