@@ -28,6 +28,8 @@ def status_json(ws, capsys) -> dict:
 
 
 def test_status_shows_what_each_of_two_lanes_runs_and_on_which_gpu(fake_env, tmp_path, monkeypatch, capsys):
+    """... and each lane is told what the others are trying (its prompt's section; a test of
+    its own in tests/lanes/test_lanes.py, on the same run, until 2026-11-30)."""
     ws, _ = lanes_env(fake_env, tmp_path, monkeypatch, ["gain5", "loss5", "gain1", "loss5"], lanes=2, sleep=0.2)
     result: list[int] = []
     engine = threading.Thread(target=lambda: result.append(run_engine(ws, max_iters=4)))
@@ -77,3 +79,14 @@ def test_status_shows_what_each_of_two_lanes_runs_and_on_which_gpu(fake_env, tmp
     gpus = json.loads(capsys.readouterr().out)
     assert [x["lane"] for x in gpus["lanes"]] == [x["lane"] for x in st["lanes"]]
     assert {x["gpu"]["uuid"] for x in gpus["lanes"]} == {x["gpu"]["uuid"] for x in st["lanes"]}
+    # each lane is told what the others are trying, never its own
+    ordered = sorted(its.values(), key=lambda it: it.version)
+    told = []
+    for it in ordered[1:]:
+        prompt = (ws.log_dir(it.version) / "prompt.md").read_text()
+        section = prompt.split("## Other lanes are trying now")[1].split("##")[0]
+        others = [o.hypothesis for o in ordered[1:] if o.version != it.version and o.hypothesis in section]
+        assert it.hypothesis not in section  # never its own
+        told += others
+    # the first two start together (nothing in flight yet); each later one meets the other lane's
+    assert told, "no proposal was told what the other lane was trying"
