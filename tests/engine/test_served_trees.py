@@ -15,10 +15,11 @@ from typing import Any
 import psutil
 import pytest
 
-from kopt_supervisor.engine import BadInput, gitops
+from kopt_supervisor.engine import BadInput, api, gitops
 from kopt_supervisor.engine.config.toml_io import dumps as dumps_config
 from kopt_supervisor.engine.config.toml_io import loads as loads_config
-from kopt_supervisor.engine.decide.external_truth import SideCost
+from kopt_supervisor.engine.decide.confirmation import MAX_LOOKS
+from kopt_supervisor.engine.decide.external_truth import TIMER_ONLY, SideCost
 from kopt_supervisor.engine.loop.context import open_run, single_lane
 from kopt_supervisor.engine.loop.measure import measurer_for
 from kopt_supervisor.engine.loop.served_trees import ServedTrees
@@ -236,6 +237,29 @@ def test_two_processes_per_decision_abba_one_seed_per_look_and_the_costs_recorde
     # overlaps its compiles: test_fresh_servers_spawned_ahead_...)
     assert requests(log, warm_ups=True) == []
     assert no_server_left(ws)
+    # the keep (v1), kept after a few fresh looks, names its external truth (a test of its own
+    # in tests/engine/test_keep_confirmation.py, the same 30% gain, until 2026-11-30)
+    conf, truth = v1["confirmation"], v1["external_truth"]
+    assert conf["outcome"] == "confirmed" and conf["path"] == "served", conf
+    assert 2 <= conf["looks"] < MAX_LOOKS and conf["seconds"] > 0, conf
+    assert {c["claimed"] is not None for c in conf["classes"].values()} == {True}
+    # the OS's accounting of every look shows the claimed saving: CPU time is the truth here
+    assert truth["kind"] == "os_time" and truth["outcome"] == "confirmed", truth
+    assert truth["reason"].startswith("the OS's accounting shows")
+    assert truth["figures"]["looks"] >= 2 + 1  # the decision's and the confirmation's, starts left out
+    assert "confirmed in fresh servers after" in v1["decision"]["reason"]
+    assert v1["timings"]["reverify_s"] > 0
+    status = api.status(ws)["external_truth"]  # BEST is v1 (v2 a regression)
+    assert status == {
+        "version": 1,
+        "kind": "os_time",
+        "outcome": "confirmed",
+        "reason": truth["reason"],
+        "timer_only": [],
+    }
+    assert kopt(["--root", str(ws.root), "report", ws.tag]) == 0
+    kept = (ws.dir / "results.md").read_text().split("## Kept iterations")[1].split("## Dispatch")[0]
+    assert "confirmed by (external truth)" in kept and truth["reason"][:60] in kept and TIMER_ONLY not in kept
 
 
 def test_hostile_outputs_fail_correctness_by_kopts_audit_and_a_duplicate_row_fails_the_bench(served, monkeypatch):
