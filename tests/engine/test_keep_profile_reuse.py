@@ -79,3 +79,16 @@ def test_no_reuse_of_a_profile_older_than_reuse_best_s(fake_env, tmp_path, monke
     v2 = record(ws, 2)
     assert v2["status"] == "keep" and v2["profile"]["taken"]["best_from"] is None
     assert (ws.profiles / "v2" / "best" / "summary.json").is_file()
+
+
+def test_a_timer_patch_never_gets_the_profile_pair_as_its_confirmation(fake_env, tmp_path, monkeypatch, driven_clock):
+    """Hostile: the bench's numbers halved (timer:0.5), the GPU's work unchanged. The profile
+    pair stands in for the fresh looks only when it shows the claim (external_truth.by_profiler):
+    here the profiler sees no gain, so no confirmation by it, and no keep."""
+    ws = two_keeps(fake_env, tmp_path, monkeypatch, "x", script=["timer:0.5"], iters=1)
+    v1 = record(ws, 1)
+    assert v1["status"] != "keep" and "profiler_disagrees" in v1["decision"]["flags"], v1["decision"]
+    with Store(ws.db_path, readonly=True) as store:
+        rec = next(it.record for it in store.iterations() if it.version == 1)
+    assert (rec.get("confirmation") or {}).get("path") != "profiler"
+    assert "the profiler's kernel time:" not in v1["decision"]["reason"]

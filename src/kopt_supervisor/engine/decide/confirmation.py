@@ -401,7 +401,7 @@ def _judge(
         ps = by_class.get(cls, [])
         r = estimate_class(cls, ps, class_samples(ps, rule).get(cls, []), rule, final=final) if ps else None
         clear = cls in claims and consistent(claims[cls], decided.get(cls), ps, policy, final=decided_final)
-        check = _check(cls, r, claims.get(cls), _margin(cls, policy), final=final, clear=clear)
+        check = _check(cls, r, claims.get(cls), margin_of(cls, policy), final=final, clear=clear)
         if final and check.state == "half_shown" and not beyond_noise(cls, ps, policy, alpha=alpha):
             check = replace(check, state="half_in_noise")
         checks.append(check)
@@ -491,7 +491,8 @@ def _extension(
     )
 
 
-def _margin(cls: str, policy: Policy) -> float:
+def margin_of(cls: str, policy: Policy) -> float:
+    """How much slower an unclaimed class may be: the guard's margin or any other class's."""
     return policy.guard_max_regression_pct if cls == GUARD_CLASS else policy.max_other_regression_pct
 
 

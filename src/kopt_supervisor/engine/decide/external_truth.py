@@ -102,9 +102,9 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from kopt_supervisor.engine.decide import mean, stdev, t_quantile
-from kopt_supervisor.engine.decide.confirmation import ClassCheck, Confirmation, claimed_gains, shows_half
+from kopt_supervisor.engine.decide.confirmation import ClassCheck, Confirmation, claimed_gains, margin_of, shows_half
 from kopt_supervisor.engine.decide.estimate import Policy, Verdict
-from kopt_supervisor.engine.decide.verdict import GUARD_CLASS, checks_agree, send_to_review
+from kopt_supervisor.engine.decide.verdict import checks_agree, send_to_review
 from kopt_supervisor.engine.records import Stage, known_fields
 
 
@@ -441,7 +441,7 @@ def by_profiler(profile: Mapping[str, Any], claim: Verdict, policy: Policy) -> C
                 return None
             checks.append(ClassCheck(cls, claimed, ratio, lo, hi, "shown"))
             continue
-        margin = policy.guard_max_regression_pct if cls == GUARD_CLASS else policy.max_other_regression_pct
+        margin = margin_of(cls, policy)
         if ratio > 1.0 + margin / 100.0 or c.get("status") == "disagrees":
             return None
         checks.append(ClassCheck(cls, None, ratio, lo, hi, "within", margin))
