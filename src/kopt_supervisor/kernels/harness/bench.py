@@ -183,7 +183,8 @@ def profile_calls(environ: Mapping[str, str] | None = None) -> int:
 PROFILE_CONFIGS_ENV = "KOPT_PROFILE_CONFIGS"
 """--profile, with KOPT_PROFILE_CALLS: the configs that take those calls, a JSON list of their
 keys (params.config_key); the others take PROFILE_CALLS. Unset: every config takes them. kopt
-sets it to the configs of the classes its first profile could not tell: on the H200 the
+sets it, when its first profile could not tell a claimed gain, to the configs of the classes the
+keep claims: on the H200 the
 second profile of a ~3% claim called every config 12 times and the RMSNorm demo's largest
 shape, of another class, took 26 s of each tree's 48 (docs/h100-wave3/part12-...)."""
 
@@ -703,7 +704,8 @@ def parse_args(argv: list[str] | None, gpu: bool) -> argparse.Namespace:
         a.serve_memory = SERVE_MEMORY_AB if a.ab else SERVE_MEMORY_TREE
     if a.profile and (a.serve or a.once):
         ap.error("--profile runs alone: not with --serve or --once")
-    a.profile_calls = profile_calls() if a.profile else PROFILE_CALLS
+    if a.profile:  # a bad KOPT_PROFILE_CALLS or KOPT_PROFILE_CONFIGS: its one-line error before anything runs
+        profile_calls_for("")
     if a.serve and a.once:
         ap.error("--serve times its looks: not with --once")
     if a.serve and a.seed is not None:
