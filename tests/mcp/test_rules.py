@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from kopt_supervisor.engine import mcp as rules
 from kopt_supervisor.engine.api import mcp_source, proposal_origin
 from kopt_supervisor.engine.mcp import Refused, RunMoment, parse_version, submit_problem
 
@@ -72,3 +73,13 @@ def test_versions_that_are_refused(bad):
 
 def test_versions_read_as_the_cli_reads_them():
     assert [parse_version(x) for x in (3, "3", "v3", " V12 ")] == [3, 3, 3, 12]
+
+
+def test_a_review_the_submit_s_looks_missed_is_still_said():
+    """The engineer may answer between two looks of a waiting submit (a loaded machine): the
+    agent must still learn that a person, not the statistics, decided its iteration."""
+    accepted = {"decided_by": "engineer", "status": "accepted"}
+    said = rules.review_missed("t", 3, False, accepted)
+    assert said is not None and "v3" in said and "engineer's review" in said and "accepted" in said
+    assert rules.review_missed("t", 3, True, accepted) is None
+    assert rules.review_missed("t", 3, False, {"decided_by": "stats", "status": "keep"}) is None

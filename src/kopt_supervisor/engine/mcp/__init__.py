@@ -233,6 +233,15 @@ def review_text(tag: str, version: int) -> str:
     )
 
 
+def review_missed(tag: str, version: int, said_review: bool, verdict: Mapping[str, Any]) -> str | None:
+    """The review line a submit's progress never carried (the engineer answered between two of
+    its looks), for an iteration the engineer decided: the agent learns that its verdict is a
+    person's, not the statistics'. None when the review was said or none took place."""
+    if said_review or verdict.get("decided_by") != "engineer":
+        return None
+    return f"v{version} went to the engineer's review ({tag}); the engineer's answer: {verdict.get('status')}"
+
+
 def _pct(ratio: Any) -> float | None:
     return round((float(ratio) - 1.0) * 100.0, 3) if _num(ratio) else None
 

@@ -238,6 +238,7 @@ async def _submit(
     try:
         count = 0
         last = ""
+        reviewed = False
 
         async def say(message: str) -> None:
             nonlocal count, last
@@ -249,12 +250,16 @@ async def _submit(
         await say(f"v{sub.version}: submitted" + (f" ({files})" if files else ""))
         obs: Observation = await _call(judge.observe, sub)
         while obs.kind not in ("done", "repair"):
+            reviewed = reviewed or obs.kind == "review"
             await say(obs.message)
             await anyio.sleep(judge.poll_s)
             obs = await _call(judge.observe, sub)
         assert obs.record is not None
         result: dict[str, Any] = judge.verdict(sub, obs.record, obs.kind)
         if obs.kind == "done":
+            missed = rules.review_missed(judge.ws.tag, sub.version, reviewed, result)
+            if missed:
+                await say(missed)
             await say(f"v{sub.version}: {result.get('status')}; waiting for the engine to take the next submit")
             ready, note = await _call(judge.wait_ready, sub)
             result.update({"ready_for_edits": ready, "next": note})
