@@ -23,6 +23,20 @@ from tests.clock import DrivenClock
 if "triton" not in sys.modules:
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
+# One OpenMP thread in every torch process the tests start (and in the workers): the suite's
+# workers share 2 cores, where torch's second thread spins waiting for a core (the softmax
+# example and the demo's tests: 95 CPU-s with it, 85 without; docs/testing.md). A kopt.toml's
+# [target].env still sets its own (the CPU demo's does).
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("MKL_NUM_THREADS", "1")
+
+# `python3` as the venv's: the tests' stand-in tools (tests/fake_target/bin/ncu, ...) start with
+# `#!/usr/bin/env python3`, which on a machine with pyenv's shims first on PATH cost ~50 ms of
+# bash a launch (~180 launches) and ran them on another interpreter than the suite's.
+_venv_bin = str(Path(sys.executable).parent)
+if os.environ.get("PATH", "").split(os.pathsep)[0] != _venv_bin:
+    os.environ["PATH"] = _venv_bin + os.pathsep + os.environ.get("PATH", "")
+
 # Bytecode written, as on a fresh login: a machine whose environment sets
 # PYTHONDONTWRITEBYTECODE (this project's does) made every xdist worker compile the whole
 # suite and kopt again (collection 11.6 CPU-s a worker against 5.8 s), and every Python process
