@@ -246,3 +246,29 @@ def test_a_kernel_spread_over_threads_with_one_disturbed_look_is_not_refuted():
         threaded[r] = LookCost(lk.best, SideCost("cand", r, lk.cand.cpu_s, lk.cand.wall_s + 0.3, lk.cand.claimed_s))
         truth = weigh(threaded)
         assert truth.outcome != "refuted", (seed, truth.reason)
+
+
+def test_a_busy_machine_does_not_show_a_patched_timer_on_the_wall_clock_where_the_cpu_clock_cannot_tell():
+    """Three looks, the CPU clock's 10 ms ticks: one look's CPU saving read a tick or two high
+    leaves the CPU clock unable to tell (neither refuted nor shown), and best's looks lengthened
+    by the load made the wall clock alone "show" the claim of a patched timer (two kept in the
+    suite at four workers on 2 cores, 2026-11-30). The wall clock alone shows only in every look
+    from 7 looks on."""
+    ticks = [(0.0, 0.045), (0.02, 0.04), (0.03, 0.043)]  # (CPU saved, wall saved) per look, seconds
+    few = [
+        LookCost(
+            SideCost("best", r, 1.0 + cpu, 1.2 + wall, 0.15),
+            SideCost("cand", r, 1.0, 1.2, 0.09),
+        )
+        for r, (cpu, wall) in enumerate(ticks)
+    ]
+    truth = weigh(few)
+    clocks = {c.clock: c.outcome for c in truth.clocks}
+    assert clocks["cpu"] == "inconclusive" and truth.outcome == "inconclusive", truth.reason
+    # the same wall savings in every one of 7 looks, the CPU clock still unable to tell: shown
+    many = [
+        LookCost(SideCost("best", r, 1.0 + ticks[r % 3][0], 1.2 + 0.045, 0.15), SideCost("cand", r, 1.0, 1.2, 0.09))
+        for r in range(7)
+    ]
+    truth = weigh(many)
+    assert {c.clock: c.outcome for c in truth.clocks}["cpu"] == "inconclusive" and truth.outcome == "shown"
