@@ -31,8 +31,9 @@ to hide its steady looks pays for its starts: they only lower its savings).
   from the spread of the per-look savings, above 0) and its mean reaches SHOWN_SHARE of the
   mean claim. Either clock may show it: a kernel that spreads over threads saves wall time
   while its CPU time grows; against the other's refutation (or the wall clock where the CPU
-  clock cannot tell), only in every look from EVERY_LOOK_MIN looks on (`_against_a_refutation`). A candidate cannot make a clock show what
-  it did not save: CPU burnt or time slept only lowers its savings.
+  clock cannot tell), only in every look from EVERY_LOOK_MIN looks on
+  (`_against_a_refutation`). A candidate cannot make a clock show what it did not save: CPU
+  burnt or time slept only lowers its savings.
 - "refuted": no clock shows it, and on one of them the claim is not there: the saving's
   upper bound stays below SHOWN_SHARE of the mean claim, or (from EVERY_LOOK_MIN looks on)
   every look on its own shows less than SHOWN_SHARE of its claim. The second reading is what
