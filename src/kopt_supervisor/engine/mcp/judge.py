@@ -71,8 +71,6 @@ class Submission:
     changed_files: list[str]
     lane: int = 0
     started: float = field(default_factory=time.monotonic)
-    said: set[str] = field(default_factory=set)
-    """Progress lines already sent (each is sent once)."""
 
 
 @dataclass(frozen=True)
