@@ -48,8 +48,16 @@ def served(fake_env, tmp_path, monkeypatch):
     monkeypatch.setenv("FAKE_SERVE_LOG", str(log))
 
     def make(
-        script: list[str], *, timeout_s: int = 20, extra_toml: str = "", tag: str = "s", gpu: bool = False
+        script: list[str],
+        *,
+        timeout_s: int = 20,
+        extra_toml: str = "",
+        tag: str = "s",
+        gpu: bool = False,
+        start: dict[str, Any] | None = None,
     ) -> tuple[Workspace, Path]:
+        """`start`: knobs of the starting tree's kernel.json (the baseline's, and best's
+        until a keep)."""
         replace = {"timeout_s = 20\n\n[decide]": f'timeout_s = {timeout_s}\nwritable = ["{logs}"]\n\n[decide]'}
         if gpu:  # a scripted GPU (tests/engine/test_gate_in_loop.py)
             fake = tmp_path / "gpus.json"
@@ -64,6 +72,10 @@ def served(fake_env, tmp_path, monkeypatch):
             toml_replace=replace,
             extra_toml=extra_toml,
         )
+        if start:
+            kernel = repo / "kernel.json"
+            kernel.write_text(json.dumps({**json.loads(kernel.read_text()), **start}))
+            git(repo, "commit", "-qam", "the starting tree's knobs")
         assert kopt(["--root", str(root), "init", "--repo", str(repo), "--tag", tag]) == 0
         return Workspace(root, tag), log
 
@@ -198,16 +210,27 @@ def test_two_processes_per_decision_abba_one_seed_per_look_and_the_costs_recorde
     monkeypatch.setenv("FAKE_CALLS", GAIN_CALLS)
     ws, log = served(["gain30", "loss5"])
     assert run(ws, 2) == ["baseline", "keep", "regression"]
-    # every server process serves one tree, started in it: best's and the candidate's, one
-    # of each per decision (the command proposer closes both while it runs)
+    # every server process serves one tree, started in it: best's for the baseline's looks,
+    # then best's and the candidate's, one of each per decision (the command proposer closes
+    # both while it runs)
     got = starts(log)
-    assert sorted(tree for _, tree, _ in got) == ["best", "best", "cand", "cand"]
+    assert [tree for _, tree, _ in got][:1] == ["best"]
+    assert sorted(tree for _, tree, _ in got) == ["best", "best", "best", "cand", "cand"]
     # the keep's confirmation: two more, fresh, with caches of their own
     assert sorted(tree for _, tree, _ in starts(log, confirmation=True)) == ["best", "cand"]
+    # the baseline: best alone, each look audited on a seed of its own, no process-level run
+    with ws.open_store(readonly=True) as s:
+        n0 = len({r["round"] for r in s.samples(0, "baseline")})
+    reqs = requests(log)
+    assert n0 >= 2 and [(v, n, t) for v, n, _, t in reqs[: 2 * n0]] == [
+        (verb, r, "best") for r in range(n0) for verb in ("look", "audit")
+    ]
+    assert len({seed for _, _, seed, _ in reqs[: 2 * n0]}) == 2 * n0
+    assert not list(ws.log_dir(0).glob("baseline_r*.out"))
     # one secret seed per look, the same for both sides, and another for its audit; the
     # first side asked: best at even looks, the candidate at odd ones (ABBA)
     by_seed: dict[tuple[str, int], list[tuple[int, str]]] = {}
-    for verb, n, seed, tree in requests(log):
+    for verb, n, seed, tree in reqs[2 * n0 :]:
         by_seed.setdefault((verb, seed), []).append((n, tree))
     assert all(
         len(v) == 2 and v[0][0] == v[1][0] and {v[0][1], v[1][1]} == {"best", "cand"} for v in by_seed.values()
@@ -305,6 +328,32 @@ def test_hostile_outputs_fail_correctness_by_kopts_audit_and_a_duplicate_row_fai
     assert no_server_left(ws)
 
 
+def test_a_served_baseline_whose_process_dies_at_start_is_tried_again(served, monkeypatch):
+    """The baseline of a served target is looks of best's own process (`look_best`): its
+    unchanged code dying at start (a flaky import) is the bench's flakiness, said and tried
+    again in a new process."""
+    monkeypatch.setenv("FAKE_CALLS", GAIN_CALLS)
+    ws, log = served(["gain30"], start={"flaky_start": True})
+    assert run(ws, 1) == ["baseline", "keep"], record(ws, 1)["decision"]["reason"]
+    flaky = record(ws, 0)["baseline_flaky"]
+    assert len(flaky) == 1 and flaky[0].startswith("run 1: the bench failed: serve on best/ ended"), flaky
+    # best's second process served the baseline (the command proposer then closes it); the
+    # tree is flaky in every new cache: the keep's fresh pair, both new, each died once too
+    assert [tree for _, tree, _ in starts(log)][:2] == ["best", "best"]
+    again = [m for m in events(ws, "serve") if "new process failed its first look" in m]
+    assert [m.split("'s")[0] for m in again] == ["cand", "best", "cand"], again
+    assert any("_fresh/" in m for m in again) and record(ws, 1)["confirmation"]["outcome"] == "confirmed"
+
+
+def test_a_served_baseline_look_that_hangs_ends_the_run_at_the_timeout_never_tried_again(served):
+    ws, log = served(["gain30"], start={"hang_at": 1}, timeout_s=3)
+    assert kopt(["--root", str(ws.root), "run", ws.tag, "--foreground", "--max-iters", "1"]) != 0
+    v0 = record(ws, 0)
+    assert v0["status"] == "fail_bench" and "timed out after 3 s on 'look 1 " in v0["decision"]["reason"], v0
+    assert [tree for _, tree, _ in starts(log)] == ["best"] and "baseline_flaky" not in v0
+    assert no_server_left(ws)
+
+
 def test_a_dying_hanging_or_failing_server_fails_the_bench_in_time_and_a_first_look_failed_once_is_started_again(
     served, monkeypatch
 ):
@@ -348,11 +397,12 @@ def test_a_dying_hanging_or_failing_server_fails_the_bench_in_time_and_a_first_l
     assert 3 <= sum(hung) < 2 * 3, hung  # the hang's timeout paid once
     assert record(ws, 8)["decision"]["verdict"] == "keep"
     assert no_server_left(ws)
-    # best and a fresh candidate per decision; the candidates whose new process failed its
-    # first look (fail_at=0, audit_fail; v5's and v7's flaky starts) started once more each
-    # (v2's and v4's failed again); the one that died did so at look 1 (not its first), and a
-    # hang (v3's at look 1, v6's at look 0) is never started again
-    assert len(starts(log)) == 2 * 8 + 4
+    # best's for the baseline's looks, then best and a fresh candidate per decision; the
+    # candidates whose new process failed its first look (fail_at=0, audit_fail; v5's and
+    # v7's flaky starts) started once more each (v2's and v4's failed again); the one that
+    # died did so at look 1 (not its first), and a hang (v3's at look 1, v6's at look 0) is
+    # never started again
+    assert len(starts(log)) == 1 + 2 * 8 + 4
     again = [m for m in events(ws, "serve") if "new process failed its first look" in m]
     assert len(again) == 4 and all(m.startswith("cand's new process") for m in again), again
     assert all("exit code 5" in m for m in again[2:]) and not any("exit code 5" in m for m in again[:2]), again

@@ -128,11 +128,19 @@ def test_kopt_demo_headless_runs_the_loop_as_the_readme_does(tmp_path: Path) -> 
     # 2026-11-29: ~15 CPU-s of a suite that must fit in 8 minutes on 2 cores.
     ws = Workspace(tmp_path, "d")
     assert not list(ws.dir.glob("logs/v*/*_ab_serve*"))
-    for side in ("best", "cand"):
-        served = list(ws.log_dir(1).glob(f"eval_{side}_serve*.out"))
+    # best's process is the one its baseline started (the baseline's looks, then v1's: no
+    # process-level run of the bench, no second start); the candidate's started for v1
+    assert not list(ws.log_dir(0).glob("baseline_r*.out")) and not list(ws.log_dir(1).glob("eval_best_serve*"))
+    for side, version, name in (("best", 0, "baseline_best_serve*.out"), ("cand", 1, "eval_cand_serve*.out")):
+        served = list(ws.log_dir(version).glob(name))
         assert len(served) == 1, (side, served)
         replies = served[0].read_text().split()
         assert "done" in replies and "audited" in replies
+        if side == "best":
+            n_looks = len(list(ws.log_dir(0).glob("baseline_r*_best.csv"))) + len(
+                list(ws.log_dir(1).glob("eval_r*_best.csv"))
+            )
+            assert replies.count("done") == n_looks >= 2 + 3, replies
     looks = sorted(ws.log_dir(1).glob("eval_r*_cand.csv"))
     assert len(looks) >= 3 and len(list(ws.log_dir(1).glob("eval_r*_cand_audit.json"))) == len(looks)
     assert "calls" in looks[0].read_text().splitlines()[0].split(",")

@@ -192,6 +192,45 @@ def commitment_problem(audit: ConfigAudit, committed: tuple[tuple[OutputSummary,
     return None
 
 
+Committed = tuple[tuple[OutputSummary, ...], ...]
+"""A config's commitment: per timed set, its outputs' summaries."""
+
+
+def best_problem(
+    audits: Mapping[str, ConfigAudit], commits: Mapping[str, Committed], rule_keys: Mapping[str, str], seed: int
+) -> tuple[str, str] | None:
+    """(config, why) of best's first config whose audit breaks the rule or its commitment
+    (best's code is kept code: its bench is broken); `rule_keys`: config -> `config_key`."""
+    for key, rule_key in rule_keys.items():
+        why = rule_problem(audits[key], seed, rule_key) or commitment_problem(audits[key], commits[key])
+        if why:
+            return key, why
+    return None
+
+
+def candidate_problems(
+    best: tuple[Mapping[str, ConfigAudit], Mapping[str, Committed]],
+    cand: tuple[Mapping[str, ConfigAudit], Mapping[str, Committed]],
+    rule_keys: Mapping[str, str],
+    seed: int,
+) -> dict[str, str]:
+    """config -> why, for each of the candidate's configs whose audit breaks the rule, differs
+    from what it committed to, or whose committed outputs or audit differ from best's ((audits,
+    commitments) of each side)."""
+    out = {}
+    for key, rule_key in rule_keys.items():
+        b, c = best[0][key], cand[0][key]
+        why = (
+            rule_problem(c, seed, rule_key)
+            or commitment_problem(c, cand[1][key])
+            or compare(b, c)
+            or compare_sets(best[1][key], cand[1][key], b.atol, b.rtol)
+        )
+        if why:
+            out[key] = why
+    return out
+
+
 def rule_problem(audit: ConfigAudit, seed: int, key: str) -> str | None:
     """What in `audit` does not follow the rule for `seed` (the set, the positions), or None."""
     chosen, positions = choices(seed, key, audit.sets, [o.numel for o in audit.outputs])

@@ -65,6 +65,13 @@ def measurer_for(ctx: RunContext, lane: Lane) -> Measurer:
     return ProcessAbba(ctx, lane)
 
 
+def served_trees_of(measurer: Measurer | None) -> ServedTrees | None:
+    """The lane's served trees under whatever wraps them (`OnBest`), or None (another kind of
+    measurer: the baseline then runs the process-level bench)."""
+    inner = measurer.inner if isinstance(measurer, OnBest) else measurer
+    return inner if isinstance(inner, ServedTrees) else None
+
+
 def run_bench(
     ctx: RunContext, it: Iteration, lane: Lane, tree: Path, name: str, env: dict[str, str], confine: Confinement | None
 ) -> tuple[Measurement, float]:

@@ -159,6 +159,27 @@ def empty_folder(folder: Path) -> None:
 SIDES = ("best", "cand")
 T = TypeVar("T")
 MAX_AUDIT_BYTES = 16 * 1024 * 1024
+
+
+def commitment_path(csv: Path) -> Path:
+    """Where a look's commitment is written beside its table."""
+    return Path(f"{csv}{audit.COMMITMENT_SUFFIX}")
+
+
+@dataclasses.dataclass(frozen=True)
+class Exchange:
+    """One look's requests to its sides (`ServedTrees._exchange`): per side its table, its audit
+    and its commitment as read before the audit seed (bytes, or why it could not be read);
+    the audit seed; each side's CPU and wall seconds."""
+
+    csvs: dict[str, Path]
+    audits: dict[str, Path]
+    promised: dict[str, bytes | str]
+    audit_seed: int
+    cpu: dict[str, float]
+    wall: dict[str, float]
+
+
 """The most kopt reads of a side's commitment or audit file."""
 
 
@@ -241,22 +262,23 @@ class ServedTrees:
         import on fresh random data fails some starts of an unchanged tree (Triton's
         layer-norm tutorial: 1 in 3 on the H200, 2026-11-30); a second start cannot buy a
         verdict, since the look it answers is read and audited as any other, and a tree that
-        fails twice fails the bench."""
-        self.failed_new = None
-        try:
-            return self._look(it, stage, r, env)
-        except BenchError as e:
-            side = self.failed_new
-            if side is None or side in self.restarted:
-                raise
-            self.restarted.add(side)
-            self.ctx.event(
-                "serve",
-                f"{side}'s new process failed its first look ({e}); starting it once more",
-                it=it,
-                level="warn",
-            )
-            return self._look(it, stage, r, env)
+        fails twice fails the bench. Both sides' new processes may fail the same look (a fresh
+        pair of a flaky tree): each is started once more."""
+        while True:  # at most once more per side
+            self.failed_new = None
+            try:
+                return self._look(it, stage, r, env)
+            except BenchError as e:
+                side = self.failed_new
+                if side is None or side in self.restarted:
+                    raise
+                self.restarted.add(side)
+                self.ctx.event(
+                    "serve",
+                    f"{side}'s new process failed its first look ({e}); starting it once more",
+                    it=it,
+                    level="warn",
+                )
 
     def _look(self, it: Iteration, stage: str, r: int, env: dict[str, str]) -> Look:
         ctx, lane = self.ctx, self.lane
@@ -264,14 +286,59 @@ class ServedTrees:
         hashes = dict(zip(SIDES, tree_hashes(lane, it), strict=True))
         order = SIDES if r % 2 == 0 else SIDES[::-1]
         self.new.clear()
-        servers = {side: self._server(side, it, stage, env, hashes[side]) for side in order}
+        for side in order:
+            self._server(side, it, stage, env, hashes[side])
         if self.warm and self.unlooked >= set(SIDES) and self._warms():
-            servers = self._warm_up(it, stage, env, hashes, r)
+            self._warm_up(it, stage, env, hashes, r)
+        x = self._exchange(it, stage, r, order)
+        got, order_of = {}, {}
+        for side in SIDES:
+            got[side], order_of[side] = self._read(x.csvs[side], side, r)
+        best_m, cand_m = got["best"], got["cand"]
+        source = f"the candidate's look {r}"
+        metrics.check_shape(best_m, cand_m, source)
+        if lane.vendor == "none":  # on a GPU a long config's blocks follow its tree's speed
+            metrics.check_same_calls(best_m, cand_m, source)
+        cand_m = self._audit(x, best_m, cand_m, order_of["best"], r)
+        pairs = metrics.paired(best_m, cand_m, r, "AB" if order[0] == "best" else "BA", source)
+        scale = ctx.cfg.roofline.unit_scale
+        costs = tuple(
+            SideCost(
+                side,
+                r,
+                round(x.cpu[side], 6),
+                round(x.wall[side], 6),
+                None if m.timed is None else m.timed * scale,
+                started=side in self.new,
+            )
+            for side, m in (("best", best_m), ("cand", cand_m))
+        )
+        return Look(pairs, best_m, cand_m, sum(x.wall.values()), costs=costs)
+
+    def look_best(self, it: Iteration, stage: str, r: int, env: dict[str, str]) -> tuple[Measurement, float]:
+        """Best alone, in the process the decisions will use (the baseline of a served target:
+        no process-level run, and the first decision finds best's process started and warm).
+        A look and its audit as in a decision, best's audit held to the rule and its
+        commitment; its measurement and the look's seconds (a new process's start included).
+        A process that ended or answered `fail` raises BenchError with `ended` set (`_ask`:
+        the baseline tries it again in a new process; a hang or a flood is never tried again)."""
+        ensure_best_pristine(self.ctx, self.lane, it, r)
+        t0 = time.monotonic()
+        self._server("best", it, stage, env, tree_hashes(self.lane, it)[0])
+        x = self._exchange(it, stage, r, ("best",))
+        m, columns = self._read(x.csvs["best"], "best", r)
+        self._check_best(self._side_audit("best", x, m, r), m, columns, x.audit_seed, r)
+        return m, time.monotonic() - t0
+
+    def _exchange(self, it: Iteration, stage: str, r: int, order: tuple[str, ...]) -> Exchange:
+        """One look's requests to the sides' processes in `order`, each alone on the machine
+        (`_focus`): `look N SEED PATH` to each with one seed, their commitments read, then the
+        audit seed drawn (no process could see it coming) and `audit N SEED PATH` to each;
+        what they wrote kept beside the iteration's logs, their trees checked and put back."""
         name = f"v{it.version}_{stage}_r{r}"
-        csvs = {side: self.looks / side / f"{name}.csv" for side in SIDES}
-        commits = {side: Path(f"{csvs[side]}{audit.COMMITMENT_SUFFIX}") for side in SIDES}
-        audits = {side: self.looks / side / f"{name}_audit.json" for side in SIDES}
-        for side in SIDES:  # earlier looks' files (their copies are in logs/), whatever else a process left
+        csvs = {side: self.looks / side / f"{name}.csv" for side in order}
+        audits = {side: self.looks / side / f"{name}_audit.json" for side in order}
+        for side in order:  # earlier looks' files (their copies are in logs/), whatever else a process left
             empty_folder(self.looks / side)
         seed = secrets.randbits(63)
         cpu: dict[str, float] = {}
@@ -280,68 +347,44 @@ class ServedTrees:
         try:
             for side in order:
                 self._focus(side)
-                cpu[side] = servers[side].cpu_seconds()
+                cpu[side] = self.servers[side].cpu_seconds()
                 t0 = time.monotonic()
                 words = self._ask(side, f"look {r} {seed} {csvs[side]}", "done", r)
                 wall[side] = time.monotonic() - t0
                 if words[2:3] == ["last"]:  # it leaves after this look's audit
                     leaving.add(side)
-            promised = {side: self._snapshot(commits[side]) for side in SIDES}  # read before the seed exists
-            audit_seed = secrets.randbits(63)  # drawn only now: no process could see it coming
+            promised = {side: self._snapshot(commitment_path(csvs[side])) for side in order}  # before the seed exists
+            audit_seed = secrets.randbits(63)
             for side in order:
                 self._focus(side)
                 self._ask(side, f"audit {r} {audit_seed} {audits[side]}", "audited", r)
-                cpu[side] = servers[side].cpu_seconds() - cpu[side]
+                cpu[side] = self.servers[side].cpu_seconds() - cpu[side]
         finally:
             for server in self.servers.values():
                 server.resume()
             for side in leaving:
                 self._close(side)
-        self.unlooked.clear()
-        for side in SIDES:
-            keep_csv(ctx, it, csvs[side], f"{stage}_r{r}_{side}")
+        self.unlooked -= set(order)
+        for side in order:
+            keep_csv(self.ctx, it, csvs[side], f"{stage}_r{r}_{side}")
             data = promised[side]
             if isinstance(data, bytes):  # the commitment as kopt read it before the audit seed
-                keep_bytes(ctx, it, data, f"{stage}_r{r}_{side}_sets.json")
-            keep_csv(ctx, it, audits[side], f"{stage}_r{r}_{side}_audit", suffix=".json")
-        check_after_run(ctx, lane, it, lane.best)
-        check_after_run(ctx, lane, it, lane.cand)
-        got, order_of = {}, {}
-        for side in SIDES:
-            got[side], order_of[side] = self._read(csvs[side], side, r)
-        best_m, cand_m = got["best"], got["cand"]
-        source = f"the candidate's look {r}"
-        metrics.check_shape(best_m, cand_m, source)
-        if lane.vendor == "none":  # on a GPU a long config's blocks follow its tree's speed
-            metrics.check_same_calls(best_m, cand_m, source)
-        cand_m = self._audit(audits, commits, promised, best_m, cand_m, order_of["best"], audit_seed, r)
-        pairs = metrics.paired(best_m, cand_m, r, "AB" if order[0] == "best" else "BA", source)
-        scale = ctx.cfg.roofline.unit_scale
-        costs = tuple(
-            SideCost(
-                side,
-                r,
-                round(cpu[side], 6),
-                round(wall[side], 6),
-                None if m.timed is None else m.timed * scale,
-                started=side in self.new,
-            )
-            for side, m in (("best", best_m), ("cand", cand_m))
-        )
-        return Look(pairs, best_m, cand_m, sum(wall.values()), costs=costs)
+                keep_bytes(self.ctx, it, data, f"{stage}_r{r}_{side}_sets.json")
+            keep_csv(self.ctx, it, audits[side], f"{stage}_r{r}_{side}_audit", suffix=".json")
+        for side in order:
+            check_after_run(self.ctx, self.lane, it, self.lane.best if side == "best" else self.lane.cand)
+        return Exchange(csvs, audits, promised, audit_seed, cpu, wall)
 
     def _warms(self) -> bool:
         if self.warm_ups is not None:
             return self.warm_ups
         return self.lane.vendor != "none"
 
-    def _warm_up(
-        self, it: Iteration, stage: str, env: dict[str, str], hashes: dict[str, str], r: int
-    ) -> dict[str, Server]:
+    def _warm_up(self, it: Iteration, stage: str, env: dict[str, str], hashes: dict[str, str], r: int) -> None:
         """Both new processes answer one look at the same time (imports, compiles, captures
         overlapping); its files are removed unread. A side whose warm-up failed or that leaves
-        after it is closed and started again by the measured look, which reports what is
-        wrong. Returns the processes for the measured look."""
+        after it is closed and started again here for the measured look, which reports what
+        is wrong."""
         n = -1 - r  # a look number no measured look has
         for server in self.servers.values():
             server.resume()
@@ -368,7 +411,8 @@ class ServedTrees:
             if not ok[side]:
                 self._close(side)
         self.ctx.control.pump()
-        return {side: self._server(side, it, stage, env, hashes[side]) for side in SIDES}
+        for side in SIDES:
+            self._server(side, it, stage, env, hashes[side])
 
     def _read(self, path: Path, side: str, r: int) -> tuple[Measurement, tuple[str, ...]]:
         """A side's look by the target's rules, each config in one row; and its config
@@ -383,52 +427,45 @@ class ServedTrees:
         return m, tuple(c for c in df.columns if c in m.config_columns)
 
     def _audit(
-        self,
-        paths: dict[str, Path],
-        commit_paths: dict[str, Path],
-        promised: dict[str, bytes | str],
-        best_m: Measurement,
-        cand_m: Measurement,
+        self, x: Exchange, best_m: Measurement, cand_m: Measurement, columns: tuple[str, ...], r: int
+    ) -> Measurement:
+        """Both sides' commitments and audits read and checked (`audit.best_problem`, a bench
+        failure; `audit.candidate_problems`, each a failed config of the candidate, the first
+        bad value its reason)."""
+        best, cand = self._side_audit("best", x, best_m, r), self._side_audit("cand", x, cand_m, r)
+        self._check_best(best, best_m, columns, x.audit_seed, r)
+        keys = {key: audit.config_key(c.row, columns) for key, c in best_m.configs.items()}
+        failed: dict[str, ConfigResult] = {}
+        for key, why in audit.candidate_problems(best, cand, keys, x.audit_seed).items():
+            c = cand_m.configs[key]
+            failed[key] = dataclasses.replace(c, ok=False, reasons=(*c.reasons, f"kopt's audit: {why}"))
+        return dataclasses.replace(cand_m, configs={**cand_m.configs, **failed}) if failed else cand_m
+
+    def _side_audit(
+        self, side: str, x: Exchange, m: Measurement, r: int
+    ) -> tuple[dict[str, audit.ConfigAudit], dict[str, audit.Committed]]:
+        """A side's audit and its commitment (as read before the audit seed existed), parsed."""
+        path = commitment_path(x.csvs[side])
+        what = f"{side}'s commitment of look {r}"
+        commits = self._read_side(path, what, m, audit.parse_commitment, "committed", x.promised[side])
+        return self._read_side(x.audits[side], f"{side}'s audit of look {r}", m, audit.parse, "audited"), commits
+
+    @staticmethod
+    def _check_best(
+        best: tuple[dict[str, audit.ConfigAudit], dict[str, audit.Committed]],
+        m: Measurement,
         columns: tuple[str, ...],
         seed: int,
         r: int,
-    ) -> Measurement:
-        """Both sides' commitments and audits read and checked: best's must follow the rule
-        and its commitment (else the bench is broken); a candidate's config whose audit breaks
-        the rule, differs from what it committed to, or whose committed outputs or audit
-        differ from best's fails, with the first bad value as its reason."""
-        audits, commits = {}, {}
-        for side, m in (("best", best_m), ("cand", cand_m)):
-            commits[side] = self._read_side(
-                commit_paths[side],
-                f"{side}'s commitment of look {r}",
-                m,
-                audit.parse_commitment,
-                "committed",
-                promised[side],
+    ) -> None:
+        """Best's audit follows the rule and its commitment: else a bench failure."""
+        keys = {key: audit.config_key(c.row, columns) for key, c in m.configs.items()}
+        wrong = audit.best_problem(*best, keys, seed)
+        if wrong:
+            raise BenchError(
+                f"best's audit of look {r}, config {wrong[0]}: {wrong[1]} (the bench does not follow the "
+                "audit rule of docs/files.md)"
             )
-            audits[side] = self._read_side(paths[side], f"{side}'s audit of look {r}", m, audit.parse, "audited")
-        failed: dict[str, ConfigResult] = {}
-        for key, b in best_m.configs.items():
-            rule_key = audit.config_key(b.row, columns)
-            best_a = audits["best"][key]
-            wrong = audit.rule_problem(best_a, seed, rule_key) or audit.commitment_problem(best_a, commits["best"][key])
-            if wrong:
-                raise BenchError(
-                    f"best's audit of look {r}, config {key}: {wrong} (the bench does not follow the "
-                    "audit rule of docs/files.md)"
-                )
-            cand_a = audits["cand"][key]
-            why = (
-                audit.rule_problem(cand_a, seed, rule_key)
-                or audit.commitment_problem(cand_a, commits["cand"][key])
-                or audit.compare(best_a, cand_a)
-                or audit.compare_sets(commits["best"][key], commits["cand"][key], best_a.atol, best_a.rtol)
-            )
-            if why:
-                c = cand_m.configs[key]
-                failed[key] = dataclasses.replace(c, ok=False, reasons=(*c.reasons, f"kopt's audit: {why}"))
-        return dataclasses.replace(cand_m, configs={**cand_m.configs, **failed}) if failed else cand_m
 
     @staticmethod
     def _snapshot(path: Path) -> bytes | str:
@@ -529,20 +566,22 @@ class ServedTrees:
                 is_reply=lambda line: line.split()[:2] in ([answer, str(r)], ["fail", str(r)]),
             )
         except ServerError as e:
-            if isinstance(e, ServerEnded):  # not a hang nor a flood: those are never started again
+            ended = isinstance(e, ServerEnded)  # not a hang nor a flood: those are never started again
+            if ended:
                 self._failed(side)
             else:
                 self._close(side)
-            raise BenchError(f"serve on {tree}/ {e}") from None
+            raise BenchError(f"serve on {tree}/ {e}", ended=ended) from None
         words = reply.split()
         if words[0] == "fail":
             self._failed(side)
             what = "audit" if answer == "audited" else "measure"
-            raise BenchError(f"serve on {tree}/ could not {what} look {r}: {' '.join(words[2:]) or 'no reason given'}")
+            why = " ".join(words[2:]) or "no reason given"
+            raise BenchError(f"serve on {tree}/ could not {what} look {r}: {why}", ended=True)
         return words
 
     def _failed(self, side: str) -> None:
-        if side in self.new and side in self.unlooked:  # started for this look, none answered yet
+        if side in self.unlooked:  # started for this look or spawned ahead of it, none answered yet
             self.failed_new = side
         self._close(side)
 

@@ -29,7 +29,7 @@ from kopt_supervisor.engine.loop.context import BEST, Lane, RunContext, acquire,
 from kopt_supervisor.engine.loop.control import Interrupt
 from kopt_supervisor.engine.loop.evidence import Evidence
 from kopt_supervisor.engine.loop.keep import Keeper
-from kopt_supervisor.engine.loop.measure import failure_of, guard_configs, run_bench
+from kopt_supervisor.engine.loop.measure import failure_of, guard_configs, run_bench, served_trees_of
 from kopt_supervisor.engine.loop.processes import MARKER, tree_of
 from kopt_supervisor.engine.loop.proposal import restore_best
 from kopt_supervisor.engine.metrics import BenchError, Measurement
@@ -253,14 +253,11 @@ class Baseline:
                 r = len(runs)
                 ctx.progress(it, "baseline", f"baseline run {r + 1}/{n}", r, n)
                 lease = acquire(ctx, lane, it)
-                best_tree = tree_of(lane.best, commit)
-                jail = ctx.jails.bench(lane.best, "best", best_tree)
-                env = {**lease.env, **ctx.jails.env("best", best_tree)}
                 name = f"baseline_r{r}" + (f"_again{tries}" if tries else "")
                 tries += 1
                 try:
                     m, secs = ctx.control.preemptible(
-                        lambda: run_bench(ctx, it, lane, lane.best, name, env, jail)  # noqa: B023 - run now
+                        lambda: self.run(it, lane, name, r, lease.env)  # noqa: B023 - run now
                     )
                 except BenchError as e:
                     note_gpu(it, lane, lease.before, lane.gate.evidence())
@@ -290,7 +287,7 @@ class Baseline:
             self.keeper.discard(it, lane, Status.INTERRUPTED, str(e))
             raise
         record_baseline(ctx, it, runs)
-        self.estimate_decision_cost(it, runs, seconds)
+        self.estimate_decision_cost(it, lane, runs, seconds)
         it.commit = commit
         values = {k: statistics.median([m.configs[k].value for m in runs if k in m.configs]) for k in runs[-1].configs}
         self.evidence.baseline(it, lane, values)
@@ -308,6 +305,17 @@ class Baseline:
             f"baseline over {len(runs[-1].configs)} configs in {len(it.record['classes'])} classes{flakes}",
         )
 
+    def run(self, it: Iteration, lane: Lane, name: str, r: int, env: dict[str, str]) -> tuple[Measurement, float]:
+        """One baseline measurement of best's tree and its seconds: a served target's through
+        best's own served process, the one its first decision then finds started and warm;
+        any other target's by a process-level run of its bench."""
+        served = served_trees_of(lane.measurer)
+        if served is not None:
+            return served.look_best(it, Stage.BASELINE, r, env)
+        ctx, best_tree = self.ctx, tree_of(lane.best, str(it.best_commit_before))
+        jail = ctx.jails.bench(lane.best, "best", best_tree)
+        return run_bench(ctx, it, lane, lane.best, name, {**env, **ctx.jails.env("best", best_tree)}, jail)
+
     def again(self, it: Iteration, flaky: list[str], r: int, what: str) -> None:
         """A baseline run failed with tries left: said, recorded, and run again."""
         flaky.append(f"run {r + 1}: {what}")
@@ -320,14 +328,19 @@ class Baseline:
             level="warn",
         )
 
-    def estimate_decision_cost(self, it: Iteration, runs: list[Measurement], seconds: list[float]) -> None:
+    def estimate_decision_cost(self, it: Iteration, lane: Lane, runs: list[Measurement], seconds: list[float]) -> None:
         """What one decision will cost with this bench (from the baseline's runs and the
         policy): said on the dashboard and in `kopt status` when it is minutes, with the way
         to make it seconds (the public harness's served looks, one process per tree)."""
         ctx, t = self.ctx, self.ctx.cfg.target
         mode = "served" if t.serve or t.ab_serve else "ab" if t.ab_command else "process"
         noise = run_noise_pct([{k: c.value for k, c in m.configs.items()} for m in runs])
-        cost = estimate_decision_s(seconds, Policy.from_config(ctx.cfg.decide, t.direction), mode, noise_pct=noise)
+        policy = Policy.from_config(ctx.cfg.decide, t.direction)
+        if served_trees_of(lane.measurer) is not None and len(seconds) > 1:  # best's served looks: a start, then looks
+            look_s = statistics.median(seconds[1:])
+            cost = estimate_decision_s(seconds[:1], policy, mode, noise_pct=noise, look_s=look_s)
+        else:
+            cost = estimate_decision_s(seconds, policy, mode, noise_pct=noise)
         it.record["decision_cost"] = cost.to_dict()
         ctx.store.set("decision_cost", cost.to_dict())
         ctx.event("decision_cost", cost.text(), it=it, level="warn" if cost.slow else "info")
