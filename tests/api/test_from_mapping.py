@@ -13,7 +13,7 @@ import pytest
 
 from kopt_supervisor.engine import api
 from kopt_supervisor.engine.api.parse import from_mapping, source
-from kopt_supervisor.engine.propose import AgentRun
+from kopt_supervisor.engine.records import AgentRun
 
 
 @dataclass(frozen=True)

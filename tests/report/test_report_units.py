@@ -576,7 +576,7 @@ def _table_rows(text: str, first: str) -> list[dict[str, str]]:
 def agent_record(
     agent: str, cost: float | None, tokens: tuple[int, int] | None, repair_cost: float | None = None
 ) -> dict:
-    from kopt_supervisor.engine.propose import AgentRun
+    from kopt_supervisor.engine.records import AgentRun
 
     def run(c: float | None, sid: str) -> dict:
         i, o = tokens or (None, None)

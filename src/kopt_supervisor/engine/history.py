@@ -36,8 +36,16 @@ from typing import Any
 from kopt_supervisor.engine import BadInput, KoptError, projections, records
 from kopt_supervisor.engine.config import Config
 from kopt_supervisor.engine.projections import memory_record
-from kopt_supervisor.engine.propose import Spent, spent
-from kopt_supervisor.engine.records import KEPT, Iteration, IterationRow, Phase, Status, restart_point_problem
+from kopt_supervisor.engine.records import (
+    KEPT,
+    Iteration,
+    IterationRow,
+    Phase,
+    Spent,
+    Status,
+    restart_point_problem,
+    spent,
+)
 from kopt_supervisor.engine.store import Store
 from kopt_supervisor.engine.workspace import (
     ChainCheck,

@@ -1,6 +1,7 @@
 """The run's typed records (pure): what an iteration is, the states it passes through, the
-record that memory/vN.json projects, the bookkeeping derived from a history of them, and the
-one rule for reading a stored record back into its dataclass.
+record that memory/vN.json projects, the bookkeeping derived from a history of them, an agent's
+run and what a run's agent runs cost, and the one rule for reading a stored record back into its
+dataclass.
 
 - `Status`: where an iteration ended (or that it is running / awaiting review).
 - `Phase`: the step of the loop an iteration is in (written before the step runs, so a crash
@@ -9,6 +10,9 @@ one rule for reading a stored record back into its dataclass.
   re-evaluation after formatting).
 - `IterationRecord`: the JSON record of an iteration, key by key.
 - `Iteration`: one row of run.db's `iterations` table with its record.
+- `AgentRun`: one run of an agent CLI, what it cost and where its transcript is (a record keeps
+  it under `proposal.agent` and `repairs[].agent`; engine.propose's parsers fill it); `spent`,
+  the totals over a run's records (`Spent`).
 
 The rules that read a history and are written once here: `awaiting_review` (the pending
 review rule) and `restart_point_problem` (where a masked restart may start).
@@ -33,7 +37,7 @@ they are dropped, one rule for every record that loads this way.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from enum import StrEnum
 from typing import Any, Protocol, TypedDict, TypeVar
 
@@ -407,6 +411,118 @@ def regression_summary(it: Iteration) -> dict[str, Any]:
         "delta_pct": c.get("delta_pct"),
         "notes": (rec.get("decision") or {}).get("reason", ""),
     }
+
+
+# --- an agent's run, and what a run's agent runs cost ---
+
+
+@dataclass(frozen=True)
+class AgentRun:
+    """One run of an agent CLI: what it cost and where its transcript is."""
+
+    agent: str = ""
+    cost_usd: float | None = None
+    input_tokens: int | None = None
+    """Every prompt token processed, cached ones included."""
+    output_tokens: int | None = None
+    """Generated tokens, reasoning/thinking tokens included where the CLI reports them."""
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    session_id: str | None = None
+    session_started: int | None = None
+    """The iteration whose run started this session (a resumed session keeps it)."""
+    resumed: bool = False
+    model: str | None = None
+    turns: int | None = None
+    is_error: bool | None = None
+    wall_s: float | None = None
+    exit: int | None = None
+    transcript_path: str = ""
+    """The agent's output kept in logs/vN/ (size-capped), relative to the workspace."""
+    transcript_bytes: int | None = None
+    transcript_cut: bool = False
+    notes: tuple[str, ...] = ()
+    """What the parser could not read (a missing result event, a value it dropped)."""
+
+    @property
+    def tokens(self) -> int | None:
+        if self.input_tokens is None and self.output_tokens is None:
+            return None
+        return (self.input_tokens or 0) + (self.output_tokens or 0)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["notes"] = list(self.notes)
+        out["tokens"] = self.tokens
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> AgentRun:
+        kw = known_fields(cls, data)
+        kw["notes"] = tuple(kw.get("notes") or ())
+        return cls(**kw)
+
+
+@dataclass(frozen=True)
+class Spent:
+    runs: int = 0
+    cost_usd: float = 0.0
+    runs_without_cost: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    runs_without_tokens: int = 0
+    wall_s: float = 0.0
+    by_version: dict[int, dict[str, Any]] = field(default_factory=dict)
+    """Per iteration: runs, cost_usd, tokens, wall_s."""
+
+    @property
+    def tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["tokens"] = self.tokens
+        out["by_version"] = {str(k): v for k, v in self.by_version.items()}
+        return out
+
+
+def agent_runs(record: Mapping[str, Any]) -> list[AgentRun]:
+    """The agent runs of one iteration record: its proposal and every repair."""
+    runs = []
+    for details in [record.get("proposal"), *(record.get("repairs") or [])]:
+        if isinstance(details, Mapping) and isinstance(details.get("agent"), Mapping):
+            runs.append(AgentRun.from_dict(details["agent"]))
+    return runs
+
+
+def spent(records: Iterable[tuple[int, Mapping[str, Any]]]) -> Spent:
+    """Totals over (version, record) pairs. Masked iterations count too: their money is spent."""
+    total = Spent()
+    by: dict[int, dict[str, Any]] = {}
+    acc = asdict(total)
+    for version, record in records:
+        for run in agent_runs(record):
+            acc["runs"] += 1
+            v = by.setdefault(version, {"runs": 0, "cost_usd": None, "tokens": None, "wall_s": 0.0})
+            v["runs"] += 1
+            if run.cost_usd is None:
+                acc["runs_without_cost"] += 1
+            else:
+                acc["cost_usd"] += run.cost_usd
+                v["cost_usd"] = (v["cost_usd"] or 0.0) + run.cost_usd
+            if run.tokens is None:
+                acc["runs_without_tokens"] += 1
+            else:
+                v["tokens"] = (v["tokens"] or 0) + run.tokens
+            for k in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"):
+                acc[k] += getattr(run, k) or 0
+            acc["wall_s"] += run.wall_s or 0.0
+            v["wall_s"] += run.wall_s or 0.0
+    acc["by_version"] = by
+    return replace(total, **acc)
 
 
 # --- reading a stored record back into its dataclass ---

@@ -36,8 +36,8 @@ from kopt_supervisor.engine.decide.external_truth import ExternalTruth as Extern
 from kopt_supervisor.engine.diffscan.findings import Finding as Finding
 from kopt_supervisor.engine.gpu import Backend as Backend
 from kopt_supervisor.engine.gpu.backends import open_backend as open_backend
-from kopt_supervisor.engine.propose import AgentRun as AgentRun
 from kopt_supervisor.engine.propose.proposer import Citation as Citation
+from kopt_supervisor.engine.records import AgentRun as AgentRun
 from kopt_supervisor.engine.records import Counters as Counters
 from kopt_supervisor.engine.records import Iteration as Iteration
 from kopt_supervisor.engine.records import Phase as Phase

@@ -42,8 +42,8 @@ from kopt_supervisor.engine.decide.confirmation import ClassCheck, Confirmation
 from kopt_supervisor.engine.decide.external_truth import ExternalTruth
 from kopt_supervisor.engine.diffscan.findings import Finding
 from kopt_supervisor.engine.projections import ProfilerEvidence, profiler_evidence
-from kopt_supervisor.engine.propose import AgentRun
 from kopt_supervisor.engine.propose.proposer import Citation
+from kopt_supervisor.engine.records import AgentRun
 
 __all__ = [
     "GpuEvidence",

@@ -3,7 +3,7 @@ results.md): the agent's cost against the budget, the phases' timings, the run-w
 the engine records in meta, what each lane is doing, and progress per GPU-hour. Pure:
 iterations and meta in, plain JSON-able values or typed records out.
 
-- `agent_spending(iterations, budget_usd, budget_tokens)`: engine.propose.spent over
+- `agent_spending(iterations, budget_usd, budget_tokens)`: engine.records.spent over
   every iteration (masked ones too: their money is spent) with the budget and the agent CLIs
   that reported no cost;
 - `phase_timings(iterations)`: the newest finished iteration's record["timings"] and the
@@ -98,10 +98,10 @@ __all__ = [  # what engine.api exports from here
 
 
 def agent_spending(iterations: Iterable[Iteration], budget_usd: float = 0.0, budget_tokens: int = 0) -> dict[str, Any]:
-    """engine.propose.spent(...).to_dict() over every iteration, with `budget_usd` and
+    """engine.records.spent(...).to_dict() over every iteration, with `budget_usd` and
     `budget_tokens` ([propose]; 0: none) and `no_cost_agents`: the agent CLIs (AgentRun.agent)
     of runs that reported no cost, sorted."""
-    from kopt_supervisor.engine.propose import agent_runs, spent
+    from kopt_supervisor.engine.records import agent_runs, spent
 
     its = list(iterations)
     out = spent((it.version, it.record) for it in its).to_dict()

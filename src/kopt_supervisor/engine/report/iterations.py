@@ -13,8 +13,8 @@ be a confirmed gain).
 
 Agent costs: what the agent runs of the run cost, per iteration and in total, against
 [propose].budget_usd / budget_tokens. Every iteration counts, masked ones too (their money was
-spent; they are marked). The numbers are what each CLI reported (engine/propose/agent_parsers.py
-reads them); a CLI that reports no cost (Codex CLI, Gemini CLI, a plain command that writes no
+spent; they are marked). The numbers are what each CLI reported (the parsers of
+engine/propose/__init__.py read them); a CLI that reports no cost (Codex CLI, Gemini CLI, a plain command that writes no
 $KOPT_USAGE) is named, and its runs are counted apart, never as $0.
 """
 
@@ -31,8 +31,7 @@ from kopt_supervisor.engine.projections import (
     profile_ns_per_call,
     profiler_evidence,
 )
-from kopt_supervisor.engine.propose import AgentRun, agent_runs, spent
-from kopt_supervisor.engine.records import Iteration
+from kopt_supervisor.engine.records import AgentRun, Iteration, agent_runs, spent
 from kopt_supervisor.engine.report.inputs import ReportInputs, RunData, code, table
 
 
