@@ -66,7 +66,7 @@ import typing
 
 from kopt_supervisor.engine.daemon import start_detached
 from kopt_supervisor.engine import api, fmt
-from kopt_supervisor.engine.api import runs
+from kopt_supervisor.engine.api import run_io
 
 
 def f():
@@ -148,7 +148,7 @@ def test_each_contract_catches_what_it_forbids(tmp_path: Path) -> None:
     for imported, line in [
         ("engine.daemon", 4),
         ("engine.fmt", 5),
-        ("engine.api.runs", 6),
+        ("engine.api.run_io", 6),
         ("engine.store", 10),
         ("engine.config", 14),
         ("engine.gpu.backends", 16),
