@@ -18,7 +18,7 @@ import pytest
 
 from kopt_supervisor.engine import api
 from kopt_supervisor.engine.daemon import run_engine
-from kopt_supervisor.engine.loop.processes import tree_of
+from kopt_supervisor.engine.gitops import tree_of
 from kopt_supervisor.engine.store import Store
 from kopt_supervisor.engine.workspace import Workspace, command_sealer, read_secret
 from kopt_supervisor.kopt_tui.cli import main as kopt

@@ -1,7 +1,7 @@
 """The optimization loop on one page (docs/design.md §5–§7, §11): the reference program's loop as a
 state machine over `Phase`s, each step done by a collaborator beside this file, in this
-package (start, control, context, proposal, measure, served_trees, evidence, keep; processes
-beneath them; the run's history they read is engine/history.py). docs/architecture.md
+package (start, control, context, proposal, measure, served_trees, evidence, keep; the run's
+child processes in control beneath them; the run's history they read is engine/history.py). docs/architecture.md
 follows one iteration through them. The proposer a run is configured with is built here too
 (`make_proposer`, at the end).
 

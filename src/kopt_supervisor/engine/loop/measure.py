@@ -68,7 +68,7 @@ def measurer_for(ctx: RunContext, lane: Lane) -> Measurer:
 def run_bench(
     ctx: RunContext, it: Iteration, lane: Lane, tree: Path, name: str, env: dict[str, str], confine: Confinement | None
 ) -> tuple[Measurement, float]:
-    """The bench once in `tree` (confined to it: processes.Jails): its CSV read by the target's
+    """The bench once in `tree` (confined to it: sandbox.paths.Jails): its CSV read by the target's
     rules, then the tree inspected whole and put back (check_after_run)."""
     csv = ctx.cfg.target.csv
     before = adapters.csv_stamps(tree, csv)

@@ -24,13 +24,13 @@ from kopt_supervisor.engine.decide import geomean
 from kopt_supervisor.engine.decide.estimate import Policy
 from kopt_supervisor.engine.decide.verdict import voting_classes
 from kopt_supervisor.engine.doctor import capture_environment
+from kopt_supervisor.engine.gitops import tree_of
 from kopt_supervisor.engine.gpu.gate import NoIdleGpu
 from kopt_supervisor.engine.loop.context import BEST, Lane, RunContext, acquire, note_gpu
-from kopt_supervisor.engine.loop.control import Interrupt
+from kopt_supervisor.engine.loop.control import MARKER, Interrupt
 from kopt_supervisor.engine.loop.evidence import Evidence
 from kopt_supervisor.engine.loop.keep import Keeper
 from kopt_supervisor.engine.loop.measure import failure_of, guard_configs, run_bench
-from kopt_supervisor.engine.loop.processes import MARKER, tree_of
 from kopt_supervisor.engine.loop.proposal import restore_best
 from kopt_supervisor.engine.metrics import BenchError, Measurement
 from kopt_supervisor.engine.onboard import estimate_decision_s, run_noise_pct
