@@ -65,17 +65,17 @@ from kopt_supervisor.engine.gpu.backends import open_backend
 from kopt_supervisor.engine.gpu.gate import ClaimRegistry, claim_key, enrich
 from kopt_supervisor.engine.mcp import CLIENTS as MCP_CLIENTS
 from kopt_supervisor.engine.mcp import Snippet, snippet
+from kopt_supervisor.engine.projections import Counters as Counters
+from kopt_supervisor.engine.projections import awaiting_review as awaiting_review
+from kopt_supervisor.engine.projections import best_commit as best_commit
+from kopt_supervisor.engine.projections import best_iteration as best_iteration
+from kopt_supervisor.engine.projections import counters as counters
+from kopt_supervisor.engine.projections import restart_point_problem as restart_point_problem
 from kopt_supervisor.engine.propose.proposer import Citation as Citation
 from kopt_supervisor.engine.records import AgentRun as AgentRun
-from kopt_supervisor.engine.records import Counters as Counters
 from kopt_supervisor.engine.records import Iteration as Iteration
 from kopt_supervisor.engine.records import Phase as Phase
 from kopt_supervisor.engine.records import Status as Status
-from kopt_supervisor.engine.records import awaiting_review as awaiting_review
-from kopt_supervisor.engine.records import best_commit as best_commit
-from kopt_supervisor.engine.records import best_iteration as best_iteration
-from kopt_supervisor.engine.records import counters as counters
-from kopt_supervisor.engine.records import restart_point_problem as restart_point_problem
 from kopt_supervisor.engine.store import Command as Command
 from kopt_supervisor.engine.store import Event as Event
 from kopt_supervisor.engine.store import Store

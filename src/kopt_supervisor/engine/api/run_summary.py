@@ -11,7 +11,7 @@ iterations and meta in, plain JSON-able values or typed records out.
 - `sandbox_state(meta)`, `decision_cost(meta, iterations)`: meta's records, or None;
   `ran_unsandboxed(meta)` and `sandbox_line(meta)` (engine.projections: performance.md says
   the same);
-- `profiler_evidence(record["profile"])` (engine.projections: results.md reads it the same):
+- `profiler_evidence(record["profile"])` (api.iteration_record: results.md reads it the same):
   per class the profiler's change per call beside the bench's verdict;
 - `external_truth(iterations)`: what confirmed BEST's keep outside the candidate's process
   (engine.decide.external_truth: the profiler, the OS's accounting, or the bench's timer
@@ -48,9 +48,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from kopt_supervisor.engine import fmt, records
-from kopt_supervisor.engine.api.iteration_record import TIMED_PHASES, timing_rows
-from kopt_supervisor.engine.api.parse import flag, from_mapping, mapping, number, source, text, texts
+from kopt_supervisor.engine import fmt, projections
+from kopt_supervisor.engine.api.iteration_record import (
+    TIMED_PHASES,
+    ProfiledClass,
+    ProfilerEvidence,
+    profiler_evidence,
+    timing_rows,
+)
 from kopt_supervisor.engine.api.run_meta import (
     DecisionEstimate,
     LaneState,
@@ -62,15 +67,8 @@ from kopt_supervisor.engine.api.run_meta import (
     headline_interval,
     lane_of,
 )
-from kopt_supervisor.engine.projections import (
-    ProfiledClass,
-    ProfilerEvidence,
-    best_speedup,
-    profiler_evidence,
-    ran_unsandboxed,
-    sandbox_line,
-)
-from kopt_supervisor.engine.records import Iteration, Status
+from kopt_supervisor.engine.projections import best_speedup, ran_unsandboxed, sandbox_line
+from kopt_supervisor.engine.records import Iteration, Status, flag, from_mapping, mapping, number, source, text, texts
 
 __all__ = [  # what engine.api exports from here
     "TIMED_PHASES",
@@ -330,7 +328,7 @@ def external_truth(iterations: Sequence[Iteration]) -> dict[str, Any]:
         return "none", "unconfirmed"
 
     keeps = [it for it in iterations if it.kept and not it.masked and it.status != Status.BASELINE]
-    best = records.best_iteration(iterations)
+    best = projections.best_iteration(iterations)
     if best is None or best.status == Status.BASELINE:
         head: dict[str, Any] = {"version": None, "kind": None, "outcome": None, "reason": None}
     else:

@@ -5,7 +5,7 @@ change, the profiler's word and what confirmed it), "All iterations", "Masked it
 
 Profiler: the baseline's and the final tree's kernels, and for each keep of the final tree the
 profiler's per-class word beside the bench's. Per class (engine/profile/classes.py, read
-through engine.projections.profiler_evidence): the GPU time of one call of each of the class's
+through engine.api.iteration_record.profiler_evidence): the GPU time of one call of each of the class's
 configs, best → candidate, the change with its interval, the bench's change with its interval
 and whether the two agree, the kernels that appeared in or disappeared from the class's
 ranges, and the time outside every config's range (work moved out of the ranged region cannot
@@ -24,13 +24,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from kopt_supervisor.engine import fmt
+from kopt_supervisor.engine.api.iteration_record import ProfilerEvidence, profiler_evidence
 from kopt_supervisor.engine.config import Config
 from kopt_supervisor.engine.decide.external_truth import TIMER_ONLY, truth_line
-from kopt_supervisor.engine.projections import (
-    ProfilerEvidence,
-    profile_ns_per_call,
-    profiler_evidence,
-)
+from kopt_supervisor.engine.projections import profile_ns_per_call
 from kopt_supervisor.engine.records import AgentRun, Iteration, agent_runs, spent
 from kopt_supervisor.engine.report.inputs import ReportInputs, RunData, code, table
 
