@@ -82,7 +82,7 @@ except ImportError:
 import kopt_supervisor.engine.api
 
 kopt_supervisor.engine.daemon.start_detached(None)
-kopt_supervisor.engine.lanes.plan(None)
+kopt_supervisor.engine.history.plan(None)
 kopt_supervisor.engine.api.status(None)
 importlib.import_module("kopt_supervisor.engine." + "daemon")
 __import__(name)
@@ -161,7 +161,7 @@ def test_each_contract_catches_what_it_forbids(tmp_path: Path) -> None:
         "kopt_supervisor.engine.bad_kernels -> kernels (l.2)",
         "kopt_supervisor.engine.loop.bad_report -> kopt_supervisor.engine.report.render (l.2)",
         # static imports: a module the façade did not load, named as an attribute or at run time
-        f"{door} -> kopt_supervisor.engine.lanes (reached as an attribute, never imported here) (l.22)",
+        f"{door} -> kopt_supervisor.engine.history (reached as an attribute, never imported here) (l.22)",
         f"{door} -> a module named at run time: importlib.import_module('kopt_supervisor.engine.' + 'daemon') (l.24)",
         f"{door} -> a module named at run time: __import__(name) (l.25)",
         # the pure rooms: the deny-list, directly or through another module

@@ -470,7 +470,7 @@ def test_a_keep_bought_inside_the_shared_ab_process_is_refuted_in_fresh_processe
         writable=str(tmp_path / "serve_log"),
     )
     ws = init(repo, root)
-    from kopt_supervisor.engine.loop.start import Recovery
+    from kopt_supervisor.engine.loop.keep import Recovery
 
     at_end: list[set[str]] = []
     prune = Recovery.prune_caches

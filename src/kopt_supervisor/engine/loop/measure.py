@@ -282,7 +282,7 @@ class OnBest:
     """A lane's measurer that, before each look, checks the iteration is still decided
     against BEST (StaleBest otherwise): a keep another lane makes mid-decision costs this
     lane at most the look in flight, not the rest of a decision that must be taken again.
-    (engine/lanes.py wraps every measurer of a run with several lanes in one.)"""
+    (engine/loop/start.py wraps every measurer of a run with several lanes in one.)"""
 
     def __init__(self, ctx: RunContext, inner: Measurer) -> None:
         self.ctx, self.inner = ctx, inner
