@@ -352,6 +352,10 @@ class ReviewProtocol:
             return False
 
 
+# ---------------------------------------------------------------------------------------
+# Recovery: every tree held to BEST_COMMIT
+
+
 class Recovery:
     def __init__(self, ctx: RunContext, keeper: Keeper) -> None:
         self.ctx = ctx
