@@ -106,7 +106,7 @@ def prepare(root: Path, kernel: str, lanes: int, aa: bool, gpu: bool) -> Workspa
     """A fresh demo repo of `kernel` at its naive start (profiler off), with `lanes` lanes and
     (A/A) the comment-only proposer; its workspace made by `kopt init`."""
     from kopt_supervisor.engine import gitops
-    from kopt_supervisor.engine.api.runs import HEADLESS_REVIEW_S
+    from kopt_supervisor.engine.api import HEADLESS_REVIEW_S
 
     repo = root.parent / f"repo-{kernel}-{lanes}{'-aa' if aa else ''}"
     repo.mkdir(parents=True, mode=0o700)

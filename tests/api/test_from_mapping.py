@@ -1,4 +1,4 @@
-"""engine.api.parse.from_mapping: the one reader behind the typed views, on dataclasses of its own:
+"""engine.records.from_mapping: the one reader behind the typed views, on dataclasses of its own:
 each annotated type's rule, defaults for what is missing or damaged, nested dataclasses,
 tuples of them, mappings, None, and the per-field `source` overrides."""
 
@@ -12,8 +12,7 @@ from typing import Any
 import pytest
 
 from kopt_supervisor.engine import api
-from kopt_supervisor.engine.api.parse import from_mapping, source
-from kopt_supervisor.engine.propose import AgentRun
+from kopt_supervisor.engine.records import AgentRun, from_mapping, source
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,8 @@ from kopt_supervisor.engine.decide.confirmation import ClassCheck, Confirmation
 from kopt_supervisor.engine.decide.estimate import ClassResult, Verdict
 from kopt_supervisor.engine.decide.external_truth import ExternalTruth
 from kopt_supervisor.engine.diffscan.findings import Finding
-from kopt_supervisor.engine.propose import AgentRun
 from kopt_supervisor.engine.propose.proposer import Citation, Plan, PlanAssessment
+from kopt_supervisor.engine.records import AgentRun
 
 DAMAGED = {
     "classes": ["a"],

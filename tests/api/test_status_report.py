@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from kopt_supervisor.engine import api
 from kopt_supervisor.engine.api import Iteration
-from kopt_supervisor.engine.propose import AgentRun
+from kopt_supervisor.engine.records import AgentRun
 
 AGENT = AgentRun("gemini", None, 900, 100, wall_s=13.0).to_dict()
 SPENT = api.agent_spending([Iteration(1, "keep", record={"proposal": {"agent": AGENT}})], 5.0, 50000)

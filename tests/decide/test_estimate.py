@@ -8,6 +8,7 @@ import random
 
 import pytest
 
+from experiments.simulate_decisions import Noise, kopt_trial
 from kopt_supervisor.engine.decide.estimate import (
     Pair,
     Policy,
@@ -17,7 +18,6 @@ from kopt_supervisor.engine.decide.estimate import (
     estimate_class,
     interval,
 )
-from kopt_supervisor.engine.decide.simulate import Noise, kopt_trial
 from kopt_supervisor.engine.decide.verdict import evaluate
 from tests.decide.helpers import rounds, wiggle
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kopt_supervisor.engine.decide.simulate import SCENARIOS, Cell, main, simulate, table
+from experiments.simulate_decisions import SCENARIOS, Cell, main, simulate, table
 
 TARGETED = tuple(s for s in SCENARIOS if s[0] in ("no change", "1% gain", "2% gain", "1% regression"))
 

@@ -1,6 +1,6 @@
 """The chain of keeps read against the run's seals (engine/workspace.verify_chain,
 engine/history.chain/check_chain) and what every reader makes of it: BEST is the last keep
-whose seal verifies (records.best_commit with `trusted`), `kopt status` and
+whose seal verifies (projections.best_commit with `trusted`), `kopt status` and
 performance.md say a run was tampered with and never name a forgery.
 
 Each hostile test edits run.db as an unconfined proposer can (plain SQL, without the run's
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from kopt_supervisor.engine import api, history, records
+from kopt_supervisor.engine import api, history, projections
 from kopt_supervisor.engine.history import write_projections
 from kopt_supervisor.engine.records import Iteration, Phase, Status
 from kopt_supervisor.engine.store import Store
@@ -104,7 +104,7 @@ def check(ws: Workspace) -> ChainCheck:
 def best(ws: Workspace) -> str | None:
     with Store(ws.db_path, readonly=True) as s:
         found = history.chain(read_secret(ws.dir), s)
-        return records.best_commit(s.rows(), found.trusted) or found.baseline_commit
+        return projections.best_commit(s.rows(), found.trusted) or found.baseline_commit
 
 
 def refuses(ws: Workspace, *words: str) -> None:

@@ -18,7 +18,7 @@ import pytest
 
 from kopt_supervisor.engine import api
 from kopt_supervisor.engine.daemon import run_engine
-from kopt_supervisor.engine.loop.processes import tree_of
+from kopt_supervisor.engine.gitops import tree_of
 from kopt_supervisor.engine.store import Store
 from kopt_supervisor.engine.workspace import Workspace, command_sealer, read_secret
 from kopt_supervisor.kopt_tui.cli import main as kopt
@@ -470,7 +470,7 @@ def test_a_keep_bought_inside_the_shared_ab_process_is_refuted_in_fresh_processe
         writable=str(tmp_path / "serve_log"),
     )
     ws = init(repo, root)
-    from kopt_supervisor.engine.loop.start import Recovery
+    from kopt_supervisor.engine.loop.keep import Recovery
 
     at_end: list[set[str]] = []
     prune = Recovery.prune_caches

@@ -4,7 +4,7 @@ full check of an idle GPU, each `quick_recheck_s`, showed as "no idle GPU: next 
 then "0 s", in an MCP agent's progress, and the look's own line was lost).
 
 The gate's side: `pause` takes the pauses between samples, `sleep` only the waits. The loop's
-side (engine/loop/context.py single_lane, engine/lanes.py lane_gate): their gates, over a scripted
+side (engine/loop/context.py single_lane, engine/loop/start.py lane_gate): their gates, over a scripted
 fake GPU, report a wait for a busy GPU and nothing for an idle one."""
 
 from __future__ import annotations
@@ -73,8 +73,8 @@ class Ctx:
 def test_the_loops_gate_says_no_idle_gpu_only_while_one_is_busy(
     which: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from kopt_supervisor.engine.lanes import lane_gate
     from kopt_supervisor.engine.loop.context import single_lane
+    from kopt_supervisor.engine.loop.start import lane_gate
 
     script = write_script(tmp_path / "gpus.json", [IDLE] * 3 + [BUSY] * 3 + [IDLE] * 3)
     monkeypatch.setenv("KOPT_FAKE_GPUS", str(script))

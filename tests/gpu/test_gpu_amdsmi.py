@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from kopt_supervisor.engine.gpu import NA
-from kopt_supervisor.engine.gpu.bindings import AmdSmiBackend
+from kopt_supervisor.engine.gpu.backends import AmdSmiBackend
 
 MIB = 1024 * 1024
 NOT_SUPPORTED = 2

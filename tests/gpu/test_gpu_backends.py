@@ -8,9 +8,9 @@ import pytest
 from gpu_helpers import gpu, write_script
 
 from kopt_supervisor.engine import BadInput
-from kopt_supervisor.engine.gpu import NA, GpuState, backends
-from kopt_supervisor.engine.gpu.backends import AutoBackend, FakeBackend, NoGpu, NvidiaSmiBackend, open_backend
-from kopt_supervisor.engine.gpu.bindings import NvmlBackend
+from kopt_supervisor.engine.gpu import NA, AutoBackend, GpuState, backends
+from kopt_supervisor.engine.gpu.backends import FakeBackend, NoGpu, NvmlBackend, open_backend
+from kopt_supervisor.engine.gpu.smi import NvidiaSmiBackend
 
 
 class Stub:

@@ -18,7 +18,7 @@ import pynvml as real
 import pytest
 
 from kopt_supervisor.engine.gpu import NA
-from kopt_supervisor.engine.gpu.bindings import NvmlBackend
+from kopt_supervisor.engine.gpu.backends import NvmlBackend
 
 MIB = 1024 * 1024
 

@@ -28,10 +28,12 @@ from pathlib import Path
 
 import pytest
 
-from kopt_supervisor.engine.gpu import NA, backends
-from kopt_supervisor.engine.gpu.backends import AmdSmiCliBackend, NvidiaSmiBackend, RocmSmiBackend
-from kopt_supervisor.engine.gpu.smi_parse import (
+from kopt_supervisor.engine.gpu import NA, smi
+from kopt_supervisor.engine.gpu.smi import (
     NVIDIA_SMI_FIELDS,
+    AmdSmiCliBackend,
+    NvidiaSmiBackend,
+    RocmSmiBackend,
     invalid_field,
     parse_amd_smi,
     parse_nvidia_smi,
@@ -310,7 +312,7 @@ def test_nvidia_smi_backend_failures_read_nothing_with_the_reason(bindir, monkey
         "nvidia-smi failed: exit 9: NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver."
     )
     tool(bindir, "nvidia-smi", "sleep 5\n")
-    monkeypatch.setattr(backends, "TIMEOUT_S", 0.3)
+    monkeypatch.setattr(smi, "TIMEOUT_S", 0.3)
     hung = NvidiaSmiBackend()
     assert hung.read() == [] and "no answer within" in hung.status
 

@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from kopt_supervisor.engine import BadInput, api
-from kopt_supervisor.engine.api import runs as demo
 from kopt_supervisor.engine.config.toml_io import load as load_config
 from kopt_supervisor.engine.store import Store
 from kopt_supervisor.engine.workspace import Workspace
@@ -28,7 +27,7 @@ BUNDLED = {"kernels": catalog.KERNELS, "materialize": catalog.materialize}
 
 @pytest.mark.parametrize("kernel", sorted(catalog.KERNELS))
 def test_prepare_demo_on_a_machine_without_a_gpu(tmp_path: Path, monkeypatch, kernel: str) -> None:
-    monkeypatch.setattr(demo, "has_gpu", lambda: False)
+    monkeypatch.setattr(api, "has_gpu", lambda: False)
     ws, gpu = api.prepare_demo(tmp_path, kernel, "t", headless=True, **BUNDLED)
     assert not gpu and ws.dir == tmp_path / "t"
     cfg = load_config(ws.dir / "kopt.toml")  # the frozen copy, as the engine will read it
@@ -44,7 +43,7 @@ def test_prepare_demo_on_a_machine_without_a_gpu(tmp_path: Path, monkeypatch, ke
 def test_prepare_demo_takes_whatever_catalog_it_is_handed(tmp_path: Path, monkeypatch) -> None:
     """The engine side knows no kernel by name: it materialises what the caller names, with
     the caller's function, and says which kernels it was given when asked for another."""
-    monkeypatch.setattr(demo, "has_gpu", lambda: True)
+    monkeypatch.setattr(api, "has_gpu", lambda: True)
     calls: list[tuple[str, Path, dict]] = []
 
     def materialize(name: str, dest: Path, naive: bool = True, **kw) -> None:
@@ -57,7 +56,7 @@ def test_prepare_demo_takes_whatever_catalog_it_is_handed(tmp_path: Path, monkey
         (
             "toy",
             tmp_path / ".repos" / "t",
-            {"naive": True, "cpu": False, "review_timeout_s": demo.TUI_REVIEW_S, "profile": True},
+            {"naive": True, "cpu": False, "review_timeout_s": api.TUI_REVIEW_S, "profile": True},
         )
     ]
     assert (tmp_path / ".repos" / "t" / "bench.py").exists() and ws.load_config().target.metric == "us"
@@ -66,7 +65,7 @@ def test_prepare_demo_takes_whatever_catalog_it_is_handed(tmp_path: Path, monkey
 
 
 def test_a_failed_materialisation_leaves_no_repo_behind(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setattr(demo, "has_gpu", lambda: False)
+    monkeypatch.setattr(api, "has_gpu", lambda: False)
 
     def broken(name: str, dest: Path, naive: bool = True, **kw) -> None:
         (dest / "half-written").write_text("x")
@@ -82,7 +81,7 @@ def test_kopt_demo_headless_runs_the_loop_as_the_readme_does(tmp_path: Path) -> 
     # on this machine's path: the interpreter without a GPU (CI), the real kernel with one;
     # beside a package importable as `kernels` (Hugging Face's, installed with transformers)
     # and one importable as `engine`: kopt's own modules live under kopt_supervisor only
-    gpu = demo.has_gpu()
+    gpu = api.has_gpu()
     shadow = tmp_path / "site"
     for name in ("kernels", "engine"):
         (shadow / name).mkdir(parents=True)

@@ -9,15 +9,18 @@ from pathlib import Path
 
 import pytest
 
-from kopt_supervisor.engine.propose import AgentRun, budget_exhausted, cap_file, read_lines, spent
-from kopt_supervisor.engine.propose.agent_parsers import (
+from kopt_supervisor.engine.propose import (
+    budget_exhausted,
+    cap_file,
     parse_aider,
     parse_claude,
     parse_codex,
     parse_gemini,
     parse_generic,
     parse_opencode,
+    read_lines,
 )
+from kopt_supervisor.engine.records import AgentRun, spent
 
 from .helpers import cfg_with
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from kopt_supervisor.engine.loop import make_proposer
-from kopt_supervisor.engine.propose import spent
 from kopt_supervisor.engine.propose.agents import PRESETS, check_agent, writable_paths
 from kopt_supervisor.engine.propose.proposer import assess_plan
+from kopt_supervisor.engine.records import spent
 
 from .helpers import agents_path, cfg_with, git, history, make_ctx, make_repo
 

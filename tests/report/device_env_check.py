@@ -20,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from kopt_supervisor.engine.doctor import nvidia_software, probe_python  # noqa: E402
-from kopt_supervisor.engine.gpu.backends import run_command  # noqa: E402
+from kopt_supervisor.engine.gpu.smi import run_command  # noqa: E402
 
 
 def no_nvml() -> types.ModuleType:

@@ -396,8 +396,7 @@ def test_profiles_and_a_recorded_roofline_are_rendered():
 def test_performance_md_reads_the_profilers_time_per_call():
     from kopt_supervisor.engine.config.toml_io import loads
     from kopt_supervisor.engine.profile.summary import Launch, summarize
-    from kopt_supervisor.engine.projections import render_performance
-    from kopt_supervisor.engine.records import counters
+    from kopt_supervisor.engine.projections import counters, render_performance
     from tests.report.conftest import table
 
     summary = summarize([Launch("k", 900.0)] * 3, "k", tool="ncu").to_dict()
@@ -576,7 +575,7 @@ def _table_rows(text: str, first: str) -> list[dict[str, str]]:
 def agent_record(
     agent: str, cost: float | None, tokens: tuple[int, int] | None, repair_cost: float | None = None
 ) -> dict:
-    from kopt_supervisor.engine.propose import AgentRun
+    from kopt_supervisor.engine.records import AgentRun
 
     def run(c: float | None, sid: str) -> dict:
         i, o = tokens or (None, None)
@@ -664,8 +663,7 @@ def test_agent_costs_name_the_clis_that_report_no_cost_and_the_budget():
 )
 def test_a_run_without_the_sandbox_says_so_in_results_and_performance_md(sandbox, warned):
     from kopt_supervisor.engine.config.toml_io import loads
-    from kopt_supervisor.engine.projections import render_performance
-    from kopt_supervisor.engine.records import counters
+    from kopt_supervisor.engine.projections import counters, render_performance
 
     its = two_iterations({})
     text = report_of(its, meta={"sandbox": sandbox})

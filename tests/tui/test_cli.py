@@ -119,7 +119,7 @@ def test_the_demo_command_hands_the_engine_the_bundled_catalog(monkeypatch, tmp_
 
 
 def test_only_a_candidate_awaiting_review_can_be_answered(runs_root, capsys):
-    """The one pending-review rule (records.awaiting_review): a borderline candidate masked by
+    """The one pending-review rule (projections.awaiting_review): a borderline candidate masked by
     a restart is out of the history and no longer awaits an answer; neither does a keep."""
     from tests.tui.fixtures import PENDING, REVIEW
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from kopt_supervisor.engine import api, fmt
-from kopt_supervisor.engine.propose import AgentRun
+from kopt_supervisor.engine.records import AgentRun
 from kopt_supervisor.engine.store import Iteration
 from kopt_supervisor.engine.workspace import Workspace
 from kopt_supervisor.kopt_tui import iteration_view as iv

@@ -68,8 +68,8 @@ from typing import Any
 from kopt_supervisor.engine import KoptFailure, sandbox
 from kopt_supervisor.engine.config import Config, GpuConfig
 from kopt_supervisor.engine.gpu.backends import open_backend
-from kopt_supervisor.engine.gpu.backends import run_command as run_tool
 from kopt_supervisor.engine.gpu.gate import Gate
+from kopt_supervisor.engine.gpu.smi import run_command as run_tool
 from kopt_supervisor.engine.profile.roofline import lookup_specs, register_measured
 from kopt_supervisor.engine.runner.command import run as run_command
 

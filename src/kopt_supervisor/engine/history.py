@@ -33,11 +33,10 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from kopt_supervisor.engine import BadInput, KoptError, projections, records
+from kopt_supervisor.engine import BadInput, KoptError, projections
 from kopt_supervisor.engine.config import Config
-from kopt_supervisor.engine.projections import memory_record
-from kopt_supervisor.engine.propose import Spent, spent
-from kopt_supervisor.engine.records import KEPT, Iteration, IterationRow, Phase, Status, restart_point_problem
+from kopt_supervisor.engine.projections import memory_record, restart_point_problem
+from kopt_supervisor.engine.records import KEPT, Iteration, IterationRow, Phase, Spent, Status, spent
 from kopt_supervisor.engine.store import Store
 from kopt_supervisor.engine.workspace import (
     ChainCheck,
@@ -196,10 +195,10 @@ def write_projections(ws: Workspace, store: Store, cfg: Config) -> None:
     meta = store.meta()
     everything = store.iterations()
     chain = read_chain(ws, everything, meta)  # a forged keep is never shown, nor BEST
-    its = records.trusted_rows(everything, chain.trusted)
-    meta["best_commit"] = records.best_commit(its) or chain.baseline_commit
+    its = projections.trusted_rows(everything, chain.trusted)
+    meta["best_commit"] = projections.best_commit(its) or chain.baseline_commit
     meta["tampered"] = chain.problem
-    write_atomic(ws.performance, projections.render_performance(cfg, meta, its, records.counters(its)))
+    write_atomic(ws.performance, projections.render_performance(cfg, meta, its, projections.counters(its)))
     write_atomic(
         ws.readme,
         projections.render_readme(
@@ -238,18 +237,18 @@ class RunHistory:
     def trusted_best(self) -> str | None:
         """BEST_COMMIT as the seals vouch for it, None when they vouch for none."""
         chain = self.chain()
-        return records.best_commit(self.rows(), chain.trusted) or chain.baseline_commit
+        return projections.best_commit(self.rows(), chain.trusted) or chain.baseline_commit
 
     def baseline(self) -> Iteration | None:
-        v = records.baseline_version(self.rows())
+        v = projections.baseline_version(self.rows())
         return None if v is None else self.store.iteration(v)
 
     def best_iteration(self) -> Iteration | None:
-        best = records.best_row(self.rows(), self.chain().trusted)
+        best = projections.best_row(self.rows(), self.chain().trusted)
         return None if best is None else self.store.iteration(best.version)
 
-    def counters(self) -> records.Counters:
-        return records.counters(self.rows(), self._records)
+    def counters(self) -> projections.Counters:
+        return projections.counters(self.rows(), self._records)
 
     def agent_spent(self) -> Spent:
         """What the agent cost so far (masked iterations too: their money is spent). Ended

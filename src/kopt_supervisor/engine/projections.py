@@ -1,24 +1,210 @@
-"""Text projections of run.db: memory/vN.json records, performance.md and README.md (pure),
-and the readings of a record every place that shows results shares: the run's sandbox
-(`sandbox_line`) and the profiler's per-class evidence (`profiler_evidence`).
+"""What run.db's history says, derived and never stored (pure): the rules that read a history,
+the bookkeeping derived from it, and the text projections of run.db (memory/vN.json records,
+performance.md and README.md) with the readings of a record they share: the run's sandbox
+(`sandbox_line`). The typed records themselves are engine/records.py's.
 
-Nothing here touches the disk; `engine.loop` writes what these functions return, atomically,
-after every change to the store. Deleting any of these files loses nothing: the next write
-re-creates them from the store.
+The rules that read a history and are written once here: `in_end_order` (the order iterations
+ended), `awaiting_review` (the pending review rule) and `restart_point_problem` (where a
+masked restart may start).
+
+Bookkeeping: BEST_COMMIT, CONSECUTIVE_REGRESSIONS and RECENT_REGRESSIONS are not stored as
+counters that a crash could leave half-updated: they are recomputed from the unmasked
+iterations every time, so they are right after any crash, mask or restart by construction.
+Which keeps the run's seals vouch for is decided outside (engine.history.chain) and passed in
+as `trusted`: BEST is never a keep the engine did not seal. Rules (kernel-opt program): a
+measured regression adds one and is remembered (last five); a keep or a tie resets both; a
+benchmark failure, a correctness give-up, a protected-file violation and a failed proposal
+reset them too (no comparable regression was formed). A borderline awaiting review and an
+interrupted iteration change nothing. The functions read rows (`IterationRow`: no record) or
+full `Iteration`s alike; the few records a summary needs (the last five regressions) are asked
+for through `records`, so a history of thousands of iterations costs one light query.
+
+Nothing here touches the disk; `engine.loop` writes the projections these functions return,
+atomically, after every change to the store. Deleting any of those files loses nothing: the
+next write re-creates them from the store.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeVar
 
-from kopt_supervisor.engine import fmt, records
+from kopt_supervisor.engine import fmt
 from kopt_supervisor.engine.config import Config
 from kopt_supervisor.engine.decide import geomean, positive_finite
 from kopt_supervisor.engine.metrics import describe_classes
-from kopt_supervisor.engine.records import Counters, Iteration
+from kopt_supervisor.engine.records import FAILURES, Iteration, IterationRecord, IterationRow, Status
+
+# ---------------------------------------------------------------------------------------
+# What the history says: the rules that read it, and the bookkeeping derived from it
+
+
+class _Ended(Protocol):
+    @property
+    def version(self) -> int: ...
+    @property
+    def order(self) -> int: ...
+
+
+T = TypeVar("T", bound=_Ended)
+
+
+def in_end_order(iterations: Iterable[T]) -> list[T]:
+    """Iterations in the order they ended (with one lane: their version order)."""
+    return sorted(iterations, key=lambda it: (it.order, it.version))
+
+
+def awaiting_review(iterations: Iterable[Iteration | IterationRow]) -> list[int]:
+    """The versions awaiting the engineer, oldest first."""
+    return [it.version for it in iterations if it.awaiting_review]
+
+
+def restart_point_problem(it: Iteration | IterationRow | None, version: int) -> str | None:
+    """Why vN cannot be a masked restart's starting point (None: it can): it must exist and be
+    an unmasked baseline or keep, i.e. a committed best point."""
+    if it is None:
+        return f"v{version} does not exist"
+    if it.masked or not it.kept:
+        return (
+            f"v{version} is not an unmasked baseline or kept iteration (status {it.status}"
+            f"{', masked' if it.masked else ''}); restart needs a committed best point"
+        )
+    return None
+
+
+# The bookkeeping: the counters and BEST
+
+RESETS = frozenset({Status.KEEP, Status.ACCEPTED, Status.TIE, Status.SPLIT, Status.REJECTED, *FAILURES})
+REGRESSIONS = frozenset({Status.REGRESSION, Status.LIKELY_REGRESSION})
+"""Measured regressions: +1 to CONSECUTIVE_REGRESSIONS, remembered in RECENT_REGRESSIONS."""
+NOT_COUNTED = frozenset({Status.BASELINE, Status.RUNNING, Status.INTERRUPTED, Status.BORDERLINE})
+
+Row = Iteration | IterationRow
+R = TypeVar("R", Iteration, IterationRow)
+
+
+@dataclass(frozen=True)
+class Counters:
+    consecutive_regressions: int = 0
+    recent_regressions: list[dict[str, Any]] = field(default_factory=list)
+    consecutive_failures: int = 0
+    candidates: int = 0
+    """Candidate iterations that ended (baseline and interrupted ones excluded)."""
+    keeps: int = 0
+
+
+def best_row(rows: Sequence[Row], trusted: Collection[int] | None = None) -> Row | None:
+    """BEST: the keep that ended last (keeps are committed one at a time, each on the one
+    before). `trusted`: the kept versions whose seal verifies (engine.history.chain); a keep
+    outside it is never BEST. None: every keep counts (a caller without the run's secret)."""
+    kept = in_end_order([it for it in rows if not it.masked and it.kept and (trusted is None or it.version in trusted)])
+    return kept[-1] if kept else None
+
+
+def best_iteration(iterations: Sequence[Iteration], trusted: Collection[int] | None = None) -> Iteration | None:
+    kept = in_end_order(
+        [it for it in iterations if not it.masked and it.kept and (trusted is None or it.version in trusted)]
+    )
+    return kept[-1] if kept else None
+
+
+def best_commit(rows: Sequence[Row], trusted: Collection[int] | None = None) -> str | None:
+    it = best_row(rows, trusted)
+    return it.commit if it else None
+
+
+def trusted_rows(rows: Sequence[R], trusted: Collection[int] | None) -> list[R]:
+    """The history a reader derives from: every row but the keeps the run's seals do not
+    vouch for (a forged keep counts for nothing: not BEST, not a keep, not a baseline)."""
+    return [it for it in rows if trusted is None or not it.kept or it.version in trusted]
+
+
+def baseline(iterations: Sequence[Iteration]) -> Iteration | None:
+    for it in iterations:
+        if it.status == Status.BASELINE and not it.masked:
+            return it
+    return None
+
+
+def baseline_version(rows: Sequence[Row]) -> int | None:
+    for it in rows:
+        if it.status == Status.BASELINE and not it.masked:
+            return it.version
+    return None
+
+
+def counters(rows: Sequence[Row], records: Callable[[list[int]], dict[int, Iteration]] | None = None) -> Counters:
+    """The counters over `rows`. RECENT_REGRESSIONS needs the records of up to five
+    regressions: taken from the rows when they are full Iterations, else from `records`
+    (versions -> iterations; without it the summaries carry only what a row has)."""
+    regs = 0
+    recent: list[Row] = []
+    fails = 0
+    candidates = keeps = 0
+    for it in in_end_order(list(rows)):  # in the order they ended: with lanes, not their version order
+        if it.masked or it.status in NOT_COUNTED:
+            continue
+        candidates += 1
+        if it.status in REGRESSIONS:
+            regs += 1
+            recent = (recent + [it])[-5:]
+        elif it.status in RESETS:
+            regs = 0
+            recent = []
+        fails = fails + 1 if it.status in FAILURES else 0
+        if it.status in (Status.KEEP, Status.ACCEPTED):
+            keeps += 1
+    full = [it for it in recent if isinstance(it, Iteration)]
+    if len(full) < len(recent) and records is not None:
+        loaded = records([it.version for it in recent])
+        full = [loaded[it.version] for it in recent if it.version in loaded]
+    summaries = (
+        [regression_summary(it) for it in full]
+        if len(full) == len(recent)
+        else [
+            regression_summary(
+                Iteration(
+                    it.version,
+                    it.status,
+                    target_class=it.target_class,
+                    best_commit_before=it.best_commit_before,
+                    finished_at=it.finished_at,
+                )
+            )
+            for it in recent
+        ]
+    )
+    return Counters(regs, summaries, fails, candidates, keeps)
+
+
+def regression_summary(it: Iteration) -> dict[str, Any]:
+    """One RECENT_REGRESSIONS entry, with the fields the reference program lists."""
+    rec: IterationRecord = it.record
+    classes = rec.get("classes", {})
+    target = it.target_class or (max(classes, key=lambda c: classes[c].get("ratio", 1.0)) if classes else None)
+    c = classes.get(target, {}) if target else {}
+    prof = rec.get("profile", {}) or {}
+    return {
+        "version": it.version,
+        "time": it.finished_at,
+        "best_commit": it.best_commit_before,
+        "candidate": f"v{it.version} (uncommitted tree)",
+        "hypothesis": it.hypothesis,
+        "files": rec.get("changed_files", []),
+        "class": target,
+        "metric_best": c.get("best"),
+        "metric_cand": c.get("cand"),
+        "profiler_best_ns": (prof.get("best") or {}).get("target_per_call_ns"),
+        "profiler_cand_ns": (prof.get("cand") or {}).get("target_per_call_ns"),
+        "delta_pct": c.get("delta_pct"),
+        "notes": (rec.get("decision") or {}).get("reason", ""),
+    }
+
+
+# ---------------------------------------------------------------------------------------
+# The text projections
 
 
 def memory_record(it: Iteration) -> dict[str, Any]:
@@ -88,7 +274,7 @@ def _kernel_name(it: Iteration) -> str:
     return side.get("hottest") or "—"
 
 
-def profile_ns_per_call(summary: dict[str, Any] | None) -> Any:
+def profile_ns_per_call(summary: Mapping[str, Any] | None) -> Any:
     """The target kernels' GPU time per call of a profile summary (engine.profile's
     `target_per_call_ns`; `target_ns_per_call` in records written before it existed)."""
     summary = summary or {}
@@ -285,132 +471,9 @@ def render_readme(
     )
 
 
-# ---------------------------------------------------------------------------------------
-# The profiler's word on a candidate, read from its record (results.md and the TUI)
-
-
-@dataclass(frozen=True)
-class ProfiledClass:
-    """One class of record["profile"]: the profiler's change per call and whether it agrees
-    with the bench's verdict (engine/profile/classes.py ClassChange and ClassAgreement)."""
-
-    cls: str
-    best_ns: float | None
-    """GPU time of one call of each of the class's configs (summed), best."""
-    cand_ns: float | None
-    ratio: float | None
-    lo: float | None
-    hi: float | None
-    appeared: tuple[str, ...] = ()
-    disappeared: tuple[str, ...] = ()
-    problems: tuple[str, ...] = ()
-    agreement: str = ""
-    """agrees | disagrees | cannot_tell | not_judged; "" when no agreement was recorded."""
-    agreement_reason: str = ""
-    bench_verdict: str = ""
-    bench_ratio: float | None = None
-    bench_lo: float | None = None
-    bench_hi: float | None = None
-
-
-@dataclass(frozen=True)
-class ProfilerEvidence:
-    classes: tuple[ProfiledClass, ...] = ()
-    per_class: bool = True
-    """False: no NVTX ranges; one entry for the whole run (`note` says so)."""
-    note: str = ""
-    problems: tuple[str, ...] = ()
-    """Problems that hold for every class (ranges on one side only, work outside the ranges)."""
-    outside_best_ns: float | None = None
-    outside_cand_ns: float | None = None
-    """GPU time outside every config's range, per profile (None: none recorded)."""
-    outside_grew: bool = False
-    noise: str = ""
-    confidence: float | None = None
-    error: str = ""
-    """The profiler's run failed (then nothing else is set)."""
-
-
-def profiler_evidence(profile: Any) -> ProfilerEvidence | None:
-    """record["profile"] as per-class evidence: its `comparison` (ClassComparison.to_dict())
-    beside its `agreement` (Agreement.to_dict()); a record of an older kopt (one whole-run
-    `comparison` with best_per_call_ns) becomes one entry for all classes. None when the
-    iteration was not profiled as best vs candidate."""
-    if not isinstance(profile, Mapping):
-        return None
-    if profile.get("error"):
-        return ProfilerEvidence(error=fmt.one_line(profile["error"], 600))
-    cmp = profile.get("comparison")
-    if not isinstance(cmp, Mapping):  # both sides profiled, never compared (an older kopt): their target kernels
-        cmp = {
-            "best_per_call_ns": profile_ns_per_call(_mapping(profile.get("best"))),
-            "cand_per_call_ns": profile_ns_per_call(_mapping(profile.get("cand"))),
-        }
-    agreement = _mapping(profile.get("agreement"))
-    judged = {str(a.get("cls")): a for a in agreement.get("classes") or () if isinstance(a, Mapping)}
-    if not isinstance(cmp.get("classes"), list | tuple):  # a whole-run comparison of an older kopt
-        best, cand = _number(cmp.get("best_per_call_ns")), _number(cmp.get("cand_per_call_ns"))
-        if best is None or cand is None:
-            return None
-        ratio = cand / best if best and cand is not None else None
-        return ProfilerEvidence(
-            (ProfiledClass("(all classes)", best, cand, ratio, None, None),),
-            per_class=False,
-            note="the whole run's target kernels, not per class (recorded by an older kopt)",
-        )
-    classes = []
-    for c in cmp["classes"]:
-        if not isinstance(c, Mapping):
-            continue
-        a = judged.get(str(c.get("cls")), {})
-        classes.append(
-            ProfiledClass(
-                str(c.get("cls")),
-                _number(c.get("best_ns")),
-                _number(c.get("cand_ns")),
-                _number(c.get("ratio")),
-                _number(c.get("lo")),
-                _number(c.get("hi")),
-                _names(c.get("appeared")),
-                _names(c.get("disappeared")),
-                _names(c.get("problems")),
-                str(a.get("status") or ""),
-                str(a.get("reason") or ""),
-                str(a.get("bench_verdict") or ""),
-                _number(a.get("bench_ratio")),
-                _number(a.get("bench_lo")),
-                _number(a.get("bench_hi")),
-            )
-        )
-    outside = _mapping(cmp.get("unattributed"))
-    return ProfilerEvidence(
-        tuple(classes),
-        bool(cmp.get("per_class", True)),
-        str(cmp.get("note") or ""),
-        _names(cmp.get("problems")),
-        _number(outside.get("best_ns")),
-        _number(outside.get("cand_ns")),
-        bool(outside.get("grew")),
-        str(cmp.get("noise") or ""),
-        _number(cmp.get("confidence")),
-    )
-
-
-def _mapping(v: Any) -> dict[str, Any]:
-    return dict(v) if isinstance(v, Mapping) else {}
-
-
-def _number(v: Any) -> float | None:
-    return float(v) if fmt.is_num(v) else None
-
-
-def _names(v: Any) -> tuple[str, ...]:
-    return tuple(str(x) for x in v) if isinstance(v, list | tuple) else ()
-
-
 def best_speedup(iterations: list[Iteration], direction: str = "min") -> float | None:
     """Geometric mean over classes of baseline / best (>1: faster than the baseline)."""
-    base = records.baseline(iterations)
+    base = baseline(iterations)
     if base is None:
         return None
     best = best_per_class(iterations)

@@ -1,6 +1,8 @@
 """The run's typed records (pure): what an iteration is, the states it passes through, the
-record that memory/vN.json projects, the bookkeeping derived from a history of them, and the
-one rule for reading a stored record back into its dataclass.
+record that memory/vN.json projects, an agent's run and what a run's agent runs cost, and the
+rules by which a stored record is read back (the engine's `known_fields`; a client's
+`from_mapping`, at the end). What a history of them says (BEST_COMMIT, the counters, the pending
+reviews) is derived in engine/projections.py.
 
 - `Status`: where an iteration ended (or that it is running / awaiting review).
 - `Phase`: the step of the loop an iteration is in (written before the step runs, so a crash
@@ -9,43 +11,63 @@ one rule for reading a stored record back into its dataclass.
   re-evaluation after formatting).
 - `IterationRecord`: the JSON record of an iteration, key by key.
 - `Iteration`: one row of run.db's `iterations` table with its record.
-
-The rules that read a history and are written once here: `awaiting_review` (the pending
-review rule) and `restart_point_problem` (where a masked restart may start).
-
-Bookkeeping: BEST_COMMIT, CONSECUTIVE_REGRESSIONS and RECENT_REGRESSIONS are not stored as
-counters that a crash could leave half-updated: they are recomputed from the unmasked
-iterations every time, so they are right after any crash, mask or restart by construction.
-Which keeps the run's seals vouch for is decided outside (engine.history.chain) and passed in
-as `trusted`: BEST is never a keep the engine did not seal. Rules (kernel-opt program): a
-measured regression adds one and is remembered (last five); a keep or a tie resets both; a
-benchmark failure, a correctness give-up, a protected-file violation and a failed proposal
-reset them too (no comparable regression was formed). A borderline awaiting review and an
-interrupted iteration change nothing. The functions read rows (`IterationRow`: no record) or
-full `Iteration`s alike; the few records a summary needs (the last five regressions) are asked
-for through `records`, so a history of thousands of iterations costs one light query.
+- `AgentRun`: one run of an agent CLI, what it cost and where its transcript is (a record keeps
+  it under `proposal.agent` and `repairs[].agent`; engine.propose's parsers fill it); `spent`,
+  the totals over a run's records (`Spent`).
 
 `known_fields`: records go to run.db and JSON files as dicts (`dataclasses.asdict`). Read back,
 a dict may hold keys a newer or older kopt wrote that the dataclass no longer (or not yet) has:
 they are dropped, one rule for every record that loads this way.
+
+A client's reading: the rules, and `from_mapping`, the one reader that applies them to a typed
+view's fields. A run's meta and its iteration records are JSON written by whichever kopt ran the
+run: an older one may lack a key, hold None, or a string where a number is now. Every typed
+view of them (api.run_meta, api.iteration_record) reads values through these few rules, so a
+value of the wrong type reads as None, "" or empty, never as an error:
+
+- `number`: a finite real number as a float (bools are not numbers), else None;
+- `integer`: an int (not a bool), else None;
+- `text`: a string as it is, else "";
+- `flag`: a value's truth (true, 1, "yes"; None, false, 0, "" are false);
+- `texts`, `integers`: the strings (the ints) of a list or tuple, in order (anything else in
+  it is left out);
+- `mapping`: a mapping as it is, else an empty one;
+- `mappings`: the mappings of a list or tuple, in order.
+
+`from_mapping(cls, value)` fills the frozen dataclass `cls` from a mapping, each field by its
+annotation under those rules, so a view declares its fields and nothing else:
+
+- `float`, `int`, `str`: `number`, `integer`, a string; `bool`: `flag` (None: not set);
+  `Any`: the value as it is;
+- `X | None`: X's rule; a nested dataclass only from a non-empty mapping (an empty one: none
+  recorded);
+- `tuple[X, ...]`: the items of a list or tuple that read as X, in order (a dataclass's from
+  the mappings among them);
+- a dataclass: `from_mapping` of a mapping; `dict[str, X]` / `Mapping[str, X]`: the str keys
+  whose values read as X;
+- a key missing, or a value (None included) its rule cannot read: the field's default, else
+  its type's empty value (None, "", 0, nan, False, (), {}, or the nested dataclass read from
+  nothing).
+
+A field reads its own name, unless its metadata says otherwise (`source`): another key, a
+path of keys into nested mappings (() for the record itself), or its own conversion of the
+raw value (None when missing), which replaces the type's rule. A value that is not a mapping
+reads as an empty one; an annotation no rule covers is a TypeError (a view's mistake, found
+on its first reading, not a record's).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+import dataclasses
+import math
+import types
+import typing
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import asdict, dataclass, field, fields, replace
 from enum import StrEnum
-from typing import Any, Protocol, TypedDict, TypeVar
+from typing import Any, TypedDict, TypeVar
 
-
-class _Ended(Protocol):
-    @property
-    def version(self) -> int: ...
-    @property
-    def order(self) -> int: ...
-
-
-T = TypeVar("T", bound=_Ended)
+from kopt_supervisor.engine import fmt
 
 
 class Status(StrEnum):
@@ -257,156 +279,116 @@ class IterationRow:
         return self.status == Status.BORDERLINE and not self.masked
 
 
-def in_end_order(iterations: Iterable[T]) -> list[T]:
-    """Iterations in the order they ended (with one lane: their version order)."""
-    return sorted(iterations, key=lambda it: (it.order, it.version))
-
-
-def awaiting_review(iterations: Iterable[Iteration | IterationRow]) -> list[int]:
-    """The versions awaiting the engineer, oldest first."""
-    return [it.version for it in iterations if it.awaiting_review]
-
-
-def restart_point_problem(it: Iteration | IterationRow | None, version: int) -> str | None:
-    """Why vN cannot be a masked restart's starting point (None: it can): it must exist and be
-    an unmasked baseline or keep, i.e. a committed best point."""
-    if it is None:
-        return f"v{version} does not exist"
-    if it.masked or not it.kept:
-        return (
-            f"v{version} is not an unmasked baseline or kept iteration (status {it.status}"
-            f"{', masked' if it.masked else ''}); restart needs a committed best point"
-        )
-    return None
-
-
-# --- bookkeeping: the counters and BEST, derived from the history ---
-
-RESETS = frozenset({Status.KEEP, Status.ACCEPTED, Status.TIE, Status.SPLIT, Status.REJECTED, *FAILURES})
-REGRESSIONS = frozenset({Status.REGRESSION, Status.LIKELY_REGRESSION})
-"""Measured regressions: +1 to CONSECUTIVE_REGRESSIONS, remembered in RECENT_REGRESSIONS."""
-NOT_COUNTED = frozenset({Status.BASELINE, Status.RUNNING, Status.INTERRUPTED, Status.BORDERLINE})
-
-Row = Iteration | IterationRow
-R = TypeVar("R", Iteration, IterationRow)
+# --- an agent's run, and what a run's agent runs cost ---
 
 
 @dataclass(frozen=True)
-class Counters:
-    consecutive_regressions: int = 0
-    recent_regressions: list[dict[str, Any]] = field(default_factory=list)
-    consecutive_failures: int = 0
-    candidates: int = 0
-    """Candidate iterations that ended (baseline and interrupted ones excluded)."""
-    keeps: int = 0
+class AgentRun:
+    """One run of an agent CLI: what it cost and where its transcript is."""
+
+    agent: str = ""
+    cost_usd: float | None = None
+    input_tokens: int | None = None
+    """Every prompt token processed, cached ones included."""
+    output_tokens: int | None = None
+    """Generated tokens, reasoning/thinking tokens included where the CLI reports them."""
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    session_id: str | None = None
+    session_started: int | None = None
+    """The iteration whose run started this session (a resumed session keeps it)."""
+    resumed: bool = False
+    model: str | None = None
+    turns: int | None = None
+    is_error: bool | None = None
+    wall_s: float | None = None
+    exit: int | None = None
+    transcript_path: str = ""
+    """The agent's output kept in logs/vN/ (size-capped), relative to the workspace."""
+    transcript_bytes: int | None = None
+    transcript_cut: bool = False
+    notes: tuple[str, ...] = ()
+    """What the parser could not read (a missing result event, a value it dropped)."""
+
+    @property
+    def tokens(self) -> int | None:
+        if self.input_tokens is None and self.output_tokens is None:
+            return None
+        return (self.input_tokens or 0) + (self.output_tokens or 0)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["notes"] = list(self.notes)
+        out["tokens"] = self.tokens
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> AgentRun:
+        kw = known_fields(cls, data)
+        kw["notes"] = tuple(kw.get("notes") or ())
+        return cls(**kw)
 
 
-def best_row(rows: Sequence[Row], trusted: Collection[int] | None = None) -> Row | None:
-    """BEST: the keep that ended last (keeps are committed one at a time, each on the one
-    before). `trusted`: the kept versions whose seal verifies (engine.history.chain); a keep
-    outside it is never BEST. None: every keep counts (a caller without the run's secret)."""
-    kept = in_end_order([it for it in rows if not it.masked and it.kept and (trusted is None or it.version in trusted)])
-    return kept[-1] if kept else None
+@dataclass(frozen=True)
+class Spent:
+    runs: int = 0
+    cost_usd: float = 0.0
+    runs_without_cost: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    runs_without_tokens: int = 0
+    wall_s: float = 0.0
+    by_version: dict[int, dict[str, Any]] = field(default_factory=dict)
+    """Per iteration: runs, cost_usd, tokens, wall_s."""
+
+    @property
+    def tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["tokens"] = self.tokens
+        out["by_version"] = {str(k): v for k, v in self.by_version.items()}
+        return out
 
 
-def best_iteration(iterations: Sequence[Iteration], trusted: Collection[int] | None = None) -> Iteration | None:
-    kept = in_end_order(
-        [it for it in iterations if not it.masked and it.kept and (trusted is None or it.version in trusted)]
-    )
-    return kept[-1] if kept else None
+def agent_runs(record: Mapping[str, Any]) -> list[AgentRun]:
+    """The agent runs of one iteration record: its proposal and every repair."""
+    runs = []
+    for details in [record.get("proposal"), *(record.get("repairs") or [])]:
+        if isinstance(details, Mapping) and isinstance(details.get("agent"), Mapping):
+            runs.append(AgentRun.from_dict(details["agent"]))
+    return runs
 
 
-def best_commit(rows: Sequence[Row], trusted: Collection[int] | None = None) -> str | None:
-    it = best_row(rows, trusted)
-    return it.commit if it else None
-
-
-def trusted_rows(rows: Sequence[R], trusted: Collection[int] | None) -> list[R]:
-    """The history a reader derives from: every row but the keeps the run's seals do not
-    vouch for (a forged keep counts for nothing: not BEST, not a keep, not a baseline)."""
-    return [it for it in rows if trusted is None or not it.kept or it.version in trusted]
-
-
-def baseline(iterations: Sequence[Iteration]) -> Iteration | None:
-    for it in iterations:
-        if it.status == Status.BASELINE and not it.masked:
-            return it
-    return None
-
-
-def baseline_version(rows: Sequence[Row]) -> int | None:
-    for it in rows:
-        if it.status == Status.BASELINE and not it.masked:
-            return it.version
-    return None
-
-
-def counters(rows: Sequence[Row], records: Callable[[list[int]], dict[int, Iteration]] | None = None) -> Counters:
-    """The counters over `rows`. RECENT_REGRESSIONS needs the records of up to five
-    regressions: taken from the rows when they are full Iterations, else from `records`
-    (versions -> iterations; without it the summaries carry only what a row has)."""
-    regs = 0
-    recent: list[Row] = []
-    fails = 0
-    candidates = keeps = 0
-    for it in in_end_order(list(rows)):  # in the order they ended: with lanes, not their version order
-        if it.masked or it.status in NOT_COUNTED:
-            continue
-        candidates += 1
-        if it.status in REGRESSIONS:
-            regs += 1
-            recent = (recent + [it])[-5:]
-        elif it.status in RESETS:
-            regs = 0
-            recent = []
-        fails = fails + 1 if it.status in FAILURES else 0
-        if it.status in (Status.KEEP, Status.ACCEPTED):
-            keeps += 1
-    full = [it for it in recent if isinstance(it, Iteration)]
-    if len(full) < len(recent) and records is not None:
-        loaded = records([it.version for it in recent])
-        full = [loaded[it.version] for it in recent if it.version in loaded]
-    summaries = (
-        [regression_summary(it) for it in full]
-        if len(full) == len(recent)
-        else [
-            regression_summary(
-                Iteration(
-                    it.version,
-                    it.status,
-                    target_class=it.target_class,
-                    best_commit_before=it.best_commit_before,
-                    finished_at=it.finished_at,
-                )
-            )
-            for it in recent
-        ]
-    )
-    return Counters(regs, summaries, fails, candidates, keeps)
-
-
-def regression_summary(it: Iteration) -> dict[str, Any]:
-    """One RECENT_REGRESSIONS entry, with the fields the reference program lists."""
-    rec: IterationRecord = it.record
-    classes = rec.get("classes", {})
-    target = it.target_class or (max(classes, key=lambda c: classes[c].get("ratio", 1.0)) if classes else None)
-    c = classes.get(target, {}) if target else {}
-    prof = rec.get("profile", {}) or {}
-    return {
-        "version": it.version,
-        "time": it.finished_at,
-        "best_commit": it.best_commit_before,
-        "candidate": f"v{it.version} (uncommitted tree)",
-        "hypothesis": it.hypothesis,
-        "files": rec.get("changed_files", []),
-        "class": target,
-        "metric_best": c.get("best"),
-        "metric_cand": c.get("cand"),
-        "profiler_best_ns": (prof.get("best") or {}).get("target_per_call_ns"),
-        "profiler_cand_ns": (prof.get("cand") or {}).get("target_per_call_ns"),
-        "delta_pct": c.get("delta_pct"),
-        "notes": (rec.get("decision") or {}).get("reason", ""),
-    }
+def spent(records: Iterable[tuple[int, Mapping[str, Any]]]) -> Spent:
+    """Totals over (version, record) pairs. Masked iterations count too: their money is spent."""
+    total = Spent()
+    by: dict[int, dict[str, Any]] = {}
+    acc = asdict(total)
+    for version, record in records:
+        for run in agent_runs(record):
+            acc["runs"] += 1
+            v = by.setdefault(version, {"runs": 0, "cost_usd": None, "tokens": None, "wall_s": 0.0})
+            v["runs"] += 1
+            if run.cost_usd is None:
+                acc["runs_without_cost"] += 1
+            else:
+                acc["cost_usd"] += run.cost_usd
+                v["cost_usd"] = (v["cost_usd"] or 0.0) + run.cost_usd
+            if run.tokens is None:
+                acc["runs_without_tokens"] += 1
+            else:
+                v["tokens"] = (v["tokens"] or 0) + run.tokens
+            for k in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"):
+                acc[k] += getattr(run, k) or 0
+            acc["wall_s"] += run.wall_s or 0.0
+            v["wall_s"] += run.wall_s or 0.0
+    acc["by_version"] = by
+    return replace(total, **acc)
 
 
 # --- reading a stored record back into its dataclass ---
@@ -416,3 +398,195 @@ def known_fields(cls: type, data: Mapping[str, Any]) -> dict[str, Any]:
     """The items of `data` whose keys are fields of the dataclass `cls`."""
     names = {f.name for f in fields(cls)}
     return {k: v for k, v in data.items() if k in names}
+
+
+# --- a client's reading: every value by its type, a wrong one as empty ---
+
+EMPTY: Mapping[str, Any] = {}
+
+
+def number(v: object) -> float | None:
+    return float(v) if fmt.is_num(v) else None
+
+
+def integer(v: object) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def text(v: object) -> str:
+    return v if isinstance(v, str) else ""
+
+
+def flag(v: object) -> bool:
+    return bool(v)
+
+
+def texts(v: object) -> tuple[str, ...]:
+    return tuple(x for x in v if isinstance(x, str)) if isinstance(v, list | tuple) else ()
+
+
+def integers(v: object) -> tuple[int, ...]:
+    return tuple(x for x in v if integer(x) is not None) if isinstance(v, list | tuple) else ()
+
+
+def mapping(v: object) -> Mapping[str, Any]:
+    return v if isinstance(v, Mapping) else EMPTY
+
+
+def mappings(v: object) -> tuple[Mapping[str, Any], ...]:
+    return tuple(x for x in v if isinstance(x, Mapping)) if isinstance(v, list | tuple) else ()
+
+
+T = TypeVar("T")
+
+_KEY = "from_mapping.key"
+_READ = "from_mapping.read"
+_UNREAD: Any = object()
+"""A key the record lacks, or what a rule returns for a value it cannot read: the field's
+default takes its place."""
+
+_Rule = Callable[[object], Any]
+
+
+def source(
+    key: str | tuple[str, ...] | None = None, read: Callable[[Any], object] | None = None
+) -> Mapping[str, object]:
+    """A field's metadata (`dataclasses.field(metadata=source(...))`): the record's key for it
+    when it is not the field's name (a tuple: a path into nested mappings; (): the record
+    itself), and `read`, the conversion of that raw value where the type's rule is not it."""
+    return {_KEY: key, _READ: read}
+
+
+def from_mapping(cls: type[T], value: object) -> T:
+    """`cls` (a dataclass) read from `value` by its fields' annotations; never raises on data."""
+    m = mapping(value)
+    return cls(**{name: read(m) for name, read in _readers(cls)})
+
+
+_FieldReader = Callable[[Mapping[str, Any]], object]
+_READERS: dict[type, tuple[tuple[str, _FieldReader], ...]] = {}
+"""Per dataclass, its fields' readers, built on its first reading."""
+
+
+def _readers(cls: type) -> tuple[tuple[str, _FieldReader], ...]:
+    if (readers := _READERS.get(cls)) is None:
+        if not dataclasses.is_dataclass(cls):
+            raise TypeError(f"from_mapping reads dataclasses, not {cls!r}")
+        hints = typing.get_type_hints(cls)
+        readers = tuple((f.name, _field_reader(f, hints[f.name])) for f in dataclasses.fields(cls) if f.init)
+        _READERS[cls] = readers
+    return readers
+
+
+def _field_reader(f: dataclasses.Field[Any], tp: object) -> _FieldReader:
+    key = f.metadata.get(_KEY)
+    path: tuple[str, ...] = (f.name,) if key is None else (key,) if isinstance(key, str) else tuple(key)
+    convert: Callable[[Any], object] | None = f.metadata.get(_READ)
+
+    def raw(m: Mapping[str, Any]) -> Any:
+        v: Any = m
+        for k in path:
+            v = mapping(v).get(k, _UNREAD)
+        return v
+
+    if convert is not None:
+        conv = convert
+        return lambda m: conv(None if (v := raw(m)) is _UNREAD else v)
+    rule = _rule(tp)
+    default = _default(f, tp)
+    scalar = _SCALARS.get(_optional(tp) or tp)
+    if scalar is not None and len(path) == 1:  # most fields: one key, a scalar (the quick way)
+        key1, fixed = path[0], default()  # a scalar's default is immutable: read once
+
+        def read_scalar(m: Mapping[str, Any]) -> object:
+            v = m.get(key1)
+            return fixed if v is None or (v := scalar(v)) is None else v
+
+        return read_scalar
+    get = raw if len(path) != 1 else lambda m, k=path[0]: m.get(k, _UNREAD)
+
+    def read(m: Mapping[str, Any]) -> object:
+        v = get(m)
+        if v is not _UNREAD:
+            v = rule(v)
+        return default() if v is _UNREAD else v
+
+    return read
+
+
+def _default(f: dataclasses.Field[Any], tp: object) -> Callable[[], object]:
+    if f.default is not dataclasses.MISSING:
+        value = f.default
+        return lambda: value
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory
+    return _empty(tp)
+
+
+def _optional(tp: object) -> object | None:
+    """X of `X | None` (None when `tp` is not an optional of one type)."""
+    if typing.get_origin(tp) in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        if len(args) == 1:
+            return args[0]
+    return None
+
+
+def _empty(tp: object) -> Callable[[], object]:
+    """What a field without a default holds when its key is missing or damaged."""
+    if _optional(tp) is not None or tp is Any:
+        return lambda: None
+    origin = typing.get_origin(tp) or tp
+    empties: dict[object, Callable[[], object]] = {
+        str: str,
+        int: int,
+        float: lambda: math.nan,
+        bool: bool,
+        tuple: tuple,
+        dict: dict,
+        Mapping: dict,
+    }
+    if origin in empties:
+        return empties[origin]
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+        nested = tp
+        return lambda: from_mapping(nested, EMPTY)
+    raise TypeError(f"from_mapping has no rule for {tp!r}")
+
+
+def _rule(tp: object) -> _Rule:
+    """The reading of one value of type `tp`: the value, or _UNREAD."""
+    inner = _optional(tp)
+    if inner is not None:
+        if isinstance(inner, type) and dataclasses.is_dataclass(inner):
+            nested = inner
+            return lambda v: from_mapping(nested, v) if isinstance(v, Mapping) and v else _UNREAD
+        return _rule(inner)
+    if tp is Any:
+        return lambda v: v
+    if tp in _SCALARS:
+        scalar = _SCALARS[tp]
+        return lambda v: _UNREAD if (x := scalar(v)) is None else x
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+        nested = tp
+        return lambda v: from_mapping(nested, v) if isinstance(v, Mapping) else _UNREAD
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
+        item = _rule(args[0])
+        return lambda v: tuple(x for x in map(item, v) if x is not _UNREAD) if isinstance(v, list | tuple) else _UNREAD
+    if origin in (dict, Mapping) and len(args) == 2 and args[0] is str:
+        item = _rule(args[1])
+        return lambda v: (
+            {k: x for k, x in ((k, item(y)) for k, y in v.items() if isinstance(k, str)) if x is not _UNREAD}
+            if isinstance(v, Mapping)
+            else _UNREAD
+        )
+    raise TypeError(f"from_mapping has no rule for {tp!r}")
+
+
+_SCALARS: dict[object, Callable[[object], object]] = {
+    float: number,
+    int: integer,
+    str: lambda v: v if isinstance(v, str) else None,
+    bool: lambda v: None if v is None else flag(v),
+}

@@ -46,7 +46,8 @@ from kopt_supervisor.engine import BadInput, KoptFailure, gitops
 from kopt_supervisor.engine.config import Config
 from kopt_supervisor.engine.config.toml_io import load as load_config_file
 from kopt_supervisor.engine.config.toml_io import loads as loads_config
-from kopt_supervisor.engine.records import KEPT, Iteration, Phase, Status, in_end_order
+from kopt_supervisor.engine.projections import in_end_order
+from kopt_supervisor.engine.records import KEPT, Iteration, Phase, Status
 from kopt_supervisor.engine.store import Store
 
 TAG_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")

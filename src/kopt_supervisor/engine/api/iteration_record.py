@@ -2,7 +2,7 @@
 into typed records for the clients (the TUI, `kopt memory`): one function per part of the
 record. Pure and tolerant: a record is data, written by whichever kopt ran the iteration, so
 a missing key or a value of the wrong type reads as None, "" or empty, never as an error
-(the rules and the reader: engine.api.parse). Where the engine has a type for what a part
+(the rules and the reader: engine.records). Where the engine has a type for what a part
 holds, the part is read into it (Confirmation, ExternalTruth, AgentRun, Finding, Citation,
 ProfilerEvidence); where a record holds less than the engine's type needs (a baseline has no
 candidate, an older record no interval), a `Recorded*` type says what it holds.
@@ -14,7 +14,8 @@ candidate, an older record no interval), a `Recorded*` type says what it holds.
 - `gpu_ref(value)` -> `GpuRef`; `recorded_gpu(record)` -> `GpuEvidence`;
 - `recorded_reverify(record)` -> `RecordedReverify`; `recorded_confirmation(record)` ->
   `Confirmation`; `recorded_truth(record)` -> `ExternalTruth`; `recorded_profile(record)` ->
-  `ProfilerEvidence`; `diff_findings(record)` -> `Finding`s;
+  `ProfilerEvidence` (`profiler_evidence`: the profiler's per-class word beside the bench's,
+  which results.md reads the same); `diff_findings(record)` -> `Finding`s;
 - `recorded_plan(record)` -> `RecordedPlan` (its `Citation`s);
 - `recorded_timings(record)`, `iteration_timings(record["timings"])` -> `IterationTimings`
   (`timing_rows`: its phases in order);
@@ -37,13 +38,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from kopt_supervisor.engine import fmt
-from kopt_supervisor.engine.api.parse import from_mapping, mapping, mappings, number, source, text, texts
 from kopt_supervisor.engine.decide.confirmation import ClassCheck, Confirmation
 from kopt_supervisor.engine.decide.external_truth import ExternalTruth
 from kopt_supervisor.engine.diffscan.findings import Finding
-from kopt_supervisor.engine.projections import ProfilerEvidence, profiler_evidence
-from kopt_supervisor.engine.propose import AgentRun
+from kopt_supervisor.engine.projections import profile_ns_per_call
 from kopt_supervisor.engine.propose.proposer import Citation
+from kopt_supervisor.engine.records import AgentRun, from_mapping, mapping, mappings, number, source, text, texts
 
 __all__ = [
     "GpuEvidence",
@@ -192,7 +192,7 @@ def roofline_pct(record: Record) -> dict[str, float]:
 
 @dataclass(frozen=True)
 class RegressionSummary:
-    """An entry of records.Counters.recent_regressions (records.regression_summary)."""
+    """An entry of projections.Counters.recent_regressions (projections.regression_summary)."""
 
     version: int
     cls: str = field(default="", metadata=source("class"))
@@ -316,8 +316,119 @@ def recorded_truth(record: Record) -> ExternalTruth | None:
     return from_mapping(ExternalTruth, t) if t else None
 
 
+@dataclass(frozen=True)
+class ProfiledClass:
+    """One class of record["profile"]: the profiler's change per call and whether it agrees
+    with the bench's verdict (engine/profile/classes.py ClassChange and ClassAgreement)."""
+
+    cls: str
+    best_ns: float | None
+    """GPU time of one call of each of the class's configs (summed), best."""
+    cand_ns: float | None
+    ratio: float | None
+    lo: float | None
+    hi: float | None
+    appeared: tuple[str, ...] = ()
+    disappeared: tuple[str, ...] = ()
+    problems: tuple[str, ...] = ()
+    agreement: str = ""
+    """agrees | disagrees | cannot_tell | not_judged; "" when no agreement was recorded."""
+    agreement_reason: str = ""
+    bench_verdict: str = ""
+    bench_ratio: float | None = None
+    bench_lo: float | None = None
+    bench_hi: float | None = None
+
+
+@dataclass(frozen=True)
+class ProfilerEvidence:
+    classes: tuple[ProfiledClass, ...] = ()
+    per_class: bool = True
+    """False: no NVTX ranges; one entry for the whole run (`note` says so)."""
+    note: str = ""
+    problems: tuple[str, ...] = ()
+    """Problems that hold for every class (ranges on one side only, work outside the ranges)."""
+    outside_best_ns: float | None = None
+    outside_cand_ns: float | None = None
+    """GPU time outside every config's range, per profile (None: none recorded)."""
+    outside_grew: bool = False
+    noise: str = ""
+    confidence: float | None = None
+    error: str = ""
+    """The profiler's run failed (then nothing else is set)."""
+
+
+def profiler_evidence(profile: Any) -> ProfilerEvidence | None:
+    """record["profile"] as per-class evidence: its `comparison` (ClassComparison.to_dict())
+    beside its `agreement` (Agreement.to_dict()); a record of an older kopt (one whole-run
+    `comparison` with best_per_call_ns) becomes one entry for all classes. None when the
+    iteration was not profiled as best vs candidate."""
+    if not isinstance(profile, Mapping):
+        return None
+    if profile.get("error"):
+        return ProfilerEvidence(error=fmt.one_line(profile["error"], 600))
+    cmp = profile.get("comparison")
+    if not isinstance(cmp, Mapping):  # both sides profiled, never compared (an older kopt): their target kernels
+        cmp = {
+            "best_per_call_ns": profile_ns_per_call(mapping(profile.get("best"))),
+            "cand_per_call_ns": profile_ns_per_call(mapping(profile.get("cand"))),
+        }
+    agreement = mapping(profile.get("agreement"))
+    judged = {str(a.get("cls")): a for a in agreement.get("classes") or () if isinstance(a, Mapping)}
+    if not isinstance(cmp.get("classes"), list | tuple):  # a whole-run comparison of an older kopt
+        best, cand = number(cmp.get("best_per_call_ns")), number(cmp.get("cand_per_call_ns"))
+        if best is None or cand is None:
+            return None
+        ratio = cand / best if best and cand is not None else None
+        return ProfilerEvidence(
+            (ProfiledClass("(all classes)", best, cand, ratio, None, None),),
+            per_class=False,
+            note="the whole run's target kernels, not per class (recorded by an older kopt)",
+        )
+    classes = []
+    for c in cmp["classes"]:
+        if not isinstance(c, Mapping):
+            continue
+        a = judged.get(str(c.get("cls")), {})
+        classes.append(
+            ProfiledClass(
+                str(c.get("cls")),
+                number(c.get("best_ns")),
+                number(c.get("cand_ns")),
+                number(c.get("ratio")),
+                number(c.get("lo")),
+                number(c.get("hi")),
+                _names(c.get("appeared")),
+                _names(c.get("disappeared")),
+                _names(c.get("problems")),
+                str(a.get("status") or ""),
+                str(a.get("reason") or ""),
+                str(a.get("bench_verdict") or ""),
+                number(a.get("bench_ratio")),
+                number(a.get("bench_lo")),
+                number(a.get("bench_hi")),
+            )
+        )
+    outside = mapping(cmp.get("unattributed"))
+    return ProfilerEvidence(
+        tuple(classes),
+        bool(cmp.get("per_class", True)),
+        str(cmp.get("note") or ""),
+        _names(cmp.get("problems")),
+        number(outside.get("best_ns")),
+        number(outside.get("cand_ns")),
+        bool(outside.get("grew")),
+        str(cmp.get("noise") or ""),
+        number(cmp.get("confidence")),
+    )
+
+
+def _names(v: Any) -> tuple[str, ...]:
+    return tuple(str(x) for x in v) if isinstance(v, list | tuple) else ()
+
+
 def recorded_profile(record: Record) -> ProfilerEvidence | None:
-    """record["profile"] as per-class evidence (engine.projections.profiler_evidence)."""
+    """record["profile"] as per-class evidence (`profiler_evidence`)."""
     return profiler_evidence(record.get("profile"))
 
 

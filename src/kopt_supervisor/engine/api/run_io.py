@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kopt_supervisor.engine import BadInput, KoptError, history, records
+from kopt_supervisor.engine import BadInput, KoptError, history, projections
 from kopt_supervisor.engine.api import run_summary
 from kopt_supervisor.engine.api.run_meta import ANSWERS, PendingReview, answer_version, review_queue, sealed_answers
 from kopt_supervisor.engine.api.run_summary import progress
@@ -122,8 +122,10 @@ def trusted_history(ws: Workspace, iterations: list[Iteration], meta: dict[str, 
     """What a client may show of a run's keeps: a forged keep is never BEST, never counted,
     and the run is said to be tampered with (the secret is read, never made)."""
     chain = history.read_chain(ws, iterations, meta)
-    its = records.trusted_rows(iterations, chain.trusted)
-    return TrustedHistory(its, records.best_commit(its) or chain.baseline_commit, chain.baseline_commit, chain.problem)
+    its = projections.trusted_rows(iterations, chain.trusted)
+    return TrustedHistory(
+        its, projections.best_commit(its) or chain.baseline_commit, chain.baseline_commit, chain.problem
+    )
 
 
 def status(ws: Workspace) -> dict[str, Any]:
@@ -140,7 +142,7 @@ def status(ws: Workspace) -> dict[str, Any]:
     reviews = review_queue(its, meta, review_answers(ws, commands), alive=alive)
     cfg = ws.load_config()
     lanes = run_summary.lane_states(meta, its, cfg.parallel.lanes, reviews)
-    c = records.counters(its)
+    c = projections.counters(its)
     cfg_direction = cfg.target.direction
     last = everything[-1] if everything else None
     return {

@@ -3,8 +3,8 @@ status`), and the review queue it feeds: the live step of the run and of each la
 heartbeat, the last GPU gate, the live per-class numbers, why the run stopped or crashed, and
 the caveats it carries; then every candidate awaiting the engineer (at the end, below). Pure
 and tolerant: meta is written by whichever kopt ran the run last, so a missing key or a value
-of the wrong type reads as None or a default, never as an error (the rules and the reader: engine.api.parse; a field's
-`source` says where its key or its reading differs).
+of the wrong type reads as None or a default, never as an error (the rules and the reader:
+engine.records; a field's `source` says where its key or its reading differs).
 
 - `run_meta(meta)` -> `RunMeta`: everything below, one reading;
 - `live_step(value)` -> `LiveStep`: meta `progress`, or a lane's `lane:<i>`;
@@ -27,7 +27,7 @@ on). A client shows them as one queue (the TUI's review dialog, `kopt status`), 
 them one at a time, each by its version. Pure: iterations, meta and command rows in.
 
 - `review_queue(iterations, meta, answers)`: one `PendingReview` per unmasked borderline
-  iteration (records.awaiting_review), in the order its review opened (record["review"]
+  iteration (projections.awaiting_review), in the order its review opened (record["review"]
   ["opened_at"]; a review re-opened after more rounds goes to the back), its `place` in the
   queue, its lane, the decision's reason, flags, per-class intervals and GPU, the deadline,
   the `answer` already sent for it (a pending sealed accept/reject/more_rounds row: the engine
@@ -57,8 +57,7 @@ from kopt_supervisor.engine.api.iteration_record import (
     recorded_decision,
     recorded_review,
 )
-from kopt_supervisor.engine.api.parse import from_mapping, integer, mapping, mappings, number, source, text
-from kopt_supervisor.engine.records import Iteration
+from kopt_supervisor.engine.records import Iteration, from_mapping, integer, mapping, mappings, number, source, text
 from kopt_supervisor.engine.store import Command
 from kopt_supervisor.engine.workspace import command_seal, same
 

@@ -3,7 +3,7 @@ results.md): the agent's cost against the budget, the phases' timings, the run-w
 the engine records in meta, what each lane is doing, and progress per GPU-hour. Pure:
 iterations and meta in, plain JSON-able values or typed records out.
 
-- `agent_spending(iterations, budget_usd, budget_tokens)`: engine.propose.spent over
+- `agent_spending(iterations, budget_usd, budget_tokens)`: engine.records.spent over
   every iteration (masked ones too: their money is spent) with the budget and the agent CLIs
   that reported no cost;
 - `phase_timings(iterations)`: the newest finished iteration's record["timings"] and the
@@ -11,7 +11,7 @@ iterations and meta in, plain JSON-able values or typed records out.
 - `sandbox_state(meta)`, `decision_cost(meta, iterations)`: meta's records, or None;
   `ran_unsandboxed(meta)` and `sandbox_line(meta)` (engine.projections: performance.md says
   the same);
-- `profiler_evidence(record["profile"])` (engine.projections: results.md reads it the same):
+- `profiler_evidence(record["profile"])` (api.iteration_record: results.md reads it the same):
   per class the profiler's change per call beside the bench's verdict;
 - `external_truth(iterations)`: what confirmed BEST's keep outside the candidate's process
   (engine.decide.external_truth: the profiler, the OS's accounting, or the bench's timer
@@ -48,9 +48,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from kopt_supervisor.engine import fmt, records
-from kopt_supervisor.engine.api.iteration_record import TIMED_PHASES, timing_rows
-from kopt_supervisor.engine.api.parse import flag, from_mapping, mapping, number, source, text, texts
+from kopt_supervisor.engine import fmt, projections
+from kopt_supervisor.engine.api.iteration_record import (
+    TIMED_PHASES,
+    ProfiledClass,
+    ProfilerEvidence,
+    profiler_evidence,
+    timing_rows,
+)
 from kopt_supervisor.engine.api.run_meta import (
     DecisionEstimate,
     LaneState,
@@ -62,15 +67,8 @@ from kopt_supervisor.engine.api.run_meta import (
     headline_interval,
     lane_of,
 )
-from kopt_supervisor.engine.projections import (
-    ProfiledClass,
-    ProfilerEvidence,
-    best_speedup,
-    profiler_evidence,
-    ran_unsandboxed,
-    sandbox_line,
-)
-from kopt_supervisor.engine.records import Iteration, Status
+from kopt_supervisor.engine.projections import best_speedup, ran_unsandboxed, sandbox_line
+from kopt_supervisor.engine.records import Iteration, Status, flag, from_mapping, mapping, number, source, text, texts
 
 __all__ = [  # what engine.api exports from here
     "TIMED_PHASES",
@@ -98,10 +96,10 @@ __all__ = [  # what engine.api exports from here
 
 
 def agent_spending(iterations: Iterable[Iteration], budget_usd: float = 0.0, budget_tokens: int = 0) -> dict[str, Any]:
-    """engine.propose.spent(...).to_dict() over every iteration, with `budget_usd` and
+    """engine.records.spent(...).to_dict() over every iteration, with `budget_usd` and
     `budget_tokens` ([propose]; 0: none) and `no_cost_agents`: the agent CLIs (AgentRun.agent)
     of runs that reported no cost, sorted."""
-    from kopt_supervisor.engine.propose import agent_runs, spent
+    from kopt_supervisor.engine.records import agent_runs, spent
 
     its = list(iterations)
     out = spent((it.version, it.record) for it in its).to_dict()
@@ -330,7 +328,7 @@ def external_truth(iterations: Sequence[Iteration]) -> dict[str, Any]:
         return "none", "unconfirmed"
 
     keeps = [it for it in iterations if it.kept and not it.masked and it.status != Status.BASELINE]
-    best = records.best_iteration(iterations)
+    best = projections.best_iteration(iterations)
     if best is None or best.status == Status.BASELINE:
         head: dict[str, Any] = {"version": None, "kind": None, "outcome": None, "reason": None}
     else:

@@ -4,7 +4,8 @@ This module holds the statistics the decision rests on (below); the rest is impo
 module: the data and the per-class estimate (`estimate`: `Pair`, `Policy`, `Verdict`), the run
 verdict (`verdict`: `evaluate` and the rules docs/decision.md documents), the plausibility
 checks (`plausible`), a keep's confirmation (`confirmation`), the external truth
-(`external_truth`), the output audit (`audit`), the simulation (`simulate`).
+(`external_truth`), the output audit (`audit`); the Monte Carlo check of the procedure is
+experiments/simulate_decisions.py.
 
 Small statistics with no dependencies: the one geometric mean and the one quantile of
 kopt, Student's t, the generalized ESD outlier test.

@@ -163,6 +163,11 @@ def commit_info(path: str | Path, sha: str) -> tuple[list[str], str]:
     return parents, tree
 
 
+def tree_of(worktree: Path, commit: str) -> str:
+    """The git tree hash of a commit (the key of a tree's own cache)."""
+    return commit_info(worktree, commit)[1]
+
+
 def clear_stale_lock(worktree: str | Path) -> list[str]:
     """Remove leftover lock files of this worktree (a git killed mid-write, a power loss):
     its index.lock and HEAD.lock, and the lock of the branch it has checked out. Only the
@@ -376,6 +381,7 @@ __all__ = [
     "clear_stale_lock",
     "commit",
     "commit_info",
+    "tree_of",
     "commit_with_changes",
     "create_branch",
     "diff",

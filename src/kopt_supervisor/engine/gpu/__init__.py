@@ -1,7 +1,9 @@
 """GPU backends, the idle gate and its host-wide claims (docs/design.md §1, §6, §10; docs/gpu-gate.md).
-This module holds what a GPU backend reports, and the idle gate's pure judgement of it. Pure:
-no side effects. The backends are `gpu.backends` (their library bindings `gpu.bindings`, the
-SMI tools' output `gpu.smi_parse`), the gate that reads, sleeps and claims `gpu.gate`.
+This module holds what a GPU backend is and reports (`Backend`; `AutoBackend`, the backend that
+tries candidates in turn), and the idle gate's pure judgement of it. Pure: no side effects of
+its own. The backends are `gpu.backends` (choosing one, the scripted fake, the vendor Python
+bindings) and `gpu.smi` (the SMI tools, run and parsed), the gate that reads, sleeps and claims
+`gpu.gate`.
 
 Records. A backend never raises into its caller for a field it cannot read: the field is
 `NA`, and the reason goes into `GpuState.extra["na"]` so the UI can say why. A GPU that
@@ -27,7 +29,7 @@ dict, `format_report(report)` the table for the terminal. Keys (documented in do
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
@@ -127,6 +129,51 @@ class Backend(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+class AutoBackend:
+    """Tries candidate backends on the first read; keeps the first that finds a GPU."""
+
+    def __init__(self, vendor: str, candidates: Sequence[tuple[str, Callable[[], Backend]]]) -> None:
+        self.requested = vendor
+        self.candidates = list(candidates)
+        self.chosen: Any = None
+        self.tried: list[dict[str, Any]] = []
+        self._probed = False
+
+    @property
+    def name(self) -> str:
+        return self.chosen.name if self.chosen else "none"
+
+    @property
+    def vendor(self) -> str:
+        return self.chosen.vendor if self.chosen else "none"
+
+    @property
+    def status(self) -> str:
+        if self.chosen is not None:
+            return self.chosen.status
+        if not self._probed:
+            return "not started"
+        return "no GPU found: " + "; ".join(f"{t['backend']}: {t['status']}" for t in self.tried)
+
+    def read(self) -> list[GpuState]:
+        if self._probed:
+            return self.chosen.read() if self.chosen else []
+        self._probed = True
+        for name, make in self.candidates:
+            backend = make()
+            gpus = backend.read()
+            self.tried.append({"backend": name, "status": getattr(backend, "status", ""), "gpus": len(gpus)})
+            if gpus:
+                self.chosen = backend
+                return gpus
+            backend.close()
+        return []
+
+    def close(self) -> None:
+        if self.chosen is not None:
+            self.chosen.close()
 
 
 # ---------------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """The optimization loop on one page (docs/design.md §5–§7, §11): the reference program's loop as a
 state machine over `Phase`s, each step done by a collaborator beside this file, in this
-package (start, control, context, proposal, measure, served_trees, evidence, keep; processes
-beneath them; the run's history they read is engine/history.py). docs/architecture.md
+package (start, control, context, proposal, measure, served_trees, evidence, keep; the run's
+child processes in control beneath them; the run's history they read is engine/history.py). docs/architecture.md
 follows one iteration through them. The proposer a run is configured with is built here too
 (`make_proposer`, at the end).
 
@@ -20,7 +20,7 @@ follows one iteration through them. The proposer a run is configured with is bui
 | review   | keep.ReviewProtocol    | the engineer or the review policy decides a borderline        |
 | keep     | keep.Keeper            | format, verify, commit, move BEST_COMMIT; or discard          |
 | (any)    | control.Control        | pause / stop / restart, checked at the named points          |
-| (start)  | start.Recovery         | a consistent workspace after any crash; masked restarts       |
+| (start)  | keep.Recovery          | a consistent workspace after any crash; masked restarts       |
 
 Every step takes the lane it works for. Each lane ([parallel].lanes; one by default) runs its
 iterations from a thread of its own (`run_lanes`, below: one driver for one lane or many); a
@@ -54,10 +54,10 @@ from kopt_supervisor.engine.loop.context import (
 )
 from kopt_supervisor.engine.loop.control import Interrupt, Request
 from kopt_supervisor.engine.loop.evidence import CorrectnessRefuted, Evidence
-from kopt_supervisor.engine.loop.keep import VERDICT_STATUS, Keeper, ReviewProtocol, StaleBest
+from kopt_supervisor.engine.loop.keep import VERDICT_STATUS, Keeper, Recovery, ReviewProtocol, StaleBest
 from kopt_supervisor.engine.loop.measure import CorrectnessFailure, DecisionRounds
 from kopt_supervisor.engine.loop.proposal import Police, Problem, Proposing
-from kopt_supervisor.engine.loop.start import Baseline, BaselineFailed, Recovery
+from kopt_supervisor.engine.loop.start import Baseline, BaselineFailed, make_lanes
 from kopt_supervisor.engine.metrics import BenchError
 from kopt_supervisor.engine.profile.roofline import target_reached
 from kopt_supervisor.engine.propose import budget_exhausted
@@ -136,10 +136,6 @@ class Engine:
         if parts is not None:
             built = [parts(ctx)]
         else:
-            from kopt_supervisor.engine.lanes import (
-                make_lanes,  # the lanes build on the loop's rooms
-            )
-
             lanes = make_lanes(ctxs)
             built = [
                 real_parts(c, lane, proposer or make_proposer(ctx.cfg, proposer_kind), in_flight)

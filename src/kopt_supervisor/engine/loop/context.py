@@ -3,8 +3,8 @@
 `RunContext`: the workspace, its frozen config, the store, the command pump and what is bound
 to them: `history` (reading it as the seals vouch for it) and `projections` (memory/,
 performance.md, README.md), both in engine/history.py, `procs` (the interruptible runner and
-servers: processes.py), and here events, progress, closing an iteration and its phase
-timings; BEST (the lock held while BEST_COMMIT moves), and a lane's GPU (`acquire` ->
+servers: control.py), `jails` (what each child may touch: engine/sandbox/paths.py), and here
+events, progress, closing an iteration and its phase timings; BEST (the lock held while BEST_COMMIT moves), and a lane's GPU (`acquire` ->
 `GpuLease`; `single_lane`, lane 0). Nothing here decides anything; the state machine
 (the package's `__init__`) and its collaborators do.
 
@@ -33,17 +33,19 @@ from kopt_supervisor.engine.decide.external_truth import SideCost
 from kopt_supervisor.engine.decide.plausible import BenchRun
 from kopt_supervisor.engine.gpu.gate import Gate, GateDecision
 from kopt_supervisor.engine.history import Projections, RunHistory
-from kopt_supervisor.engine.loop.control import Control
-from kopt_supervisor.engine.loop.processes import Jails, Processes
+from kopt_supervisor.engine.loop.control import Control, Processes
 from kopt_supervisor.engine.metrics import Measurement
+from kopt_supervisor.engine.propose.agents import PRESETS, writable_paths
 from kopt_supervisor.engine.records import KEPT, Iteration, Phase, Status
 from kopt_supervisor.engine.runner.command import RunResult
+from kopt_supervisor.engine.sandbox.paths import Jails
 from kopt_supervisor.engine.store import Store
 from kopt_supervisor.engine.workspace import (
     Workspace,
     chain_head,
     config_seal,
     frozen_config,
+    list_workspaces,
     read_secret,
     read_text_nofollow,
     seal_new_keep,
@@ -444,9 +446,16 @@ def open_run(
         on_state=lambda state: ctx.set_state(state),
         on_history_changed=lambda: ctx.projections.write_projections(),
     )
-    ctx = RunContext(
-        ws, cfg, store, control, Jails(ws, cfg, mode, support), key, log=log, poll_interval_s=poll_interval_s
+    preset = PRESETS.get(cfg.propose.agent) if cfg.propose.agent else None
+    jails = Jails(
+        ws.dir,
+        cfg,
+        confined=mode.confined,
+        bwrap=support.bwrap if support else None,
+        proposer_writable=writable_paths(preset, extra=cfg.propose.writable) if preset else cfg.propose.writable,
+        other_runs=lambda: [w.dir for w in list_workspaces(ws.root) if w.tag != ws.tag],
     )
+    ctx = RunContext(ws, cfg, store, control, jails, key, log=log, poll_interval_s=poll_interval_s)
     before = store.get("sandbox") or {}
     store.set(
         "sandbox",

@@ -32,6 +32,7 @@ from kopt_supervisor.engine.decide.confirmation import ClassCheck, Confirmation,
 from kopt_supervisor.engine.decide.estimate import Pair, Policy, Verdict
 from kopt_supervisor.engine.decide.external_truth import ExternalTruth, os_truth
 from kopt_supervisor.engine.decide.verdict import send_to_review, voting_classes
+from kopt_supervisor.engine.gitops import tree_of
 from kopt_supervisor.engine.loop.context import Lane, RunContext, acquire, last_line, with_
 from kopt_supervisor.engine.loop.control import Step
 from kopt_supervisor.engine.loop.measure import (
@@ -42,7 +43,6 @@ from kopt_supervisor.engine.loop.measure import (
     cand_medians,
     guard_configs,
 )
-from kopt_supervisor.engine.loop.processes import tree_of
 from kopt_supervisor.engine.loop.served_trees import ServedTrees, check_after_run
 from kopt_supervisor.engine.metrics import BenchError
 from kopt_supervisor.engine.profile import AGREES, Agreement, agrees, choose_profiler, profiler

@@ -20,7 +20,9 @@ correctness rule. Each look is gated (an idle GPU, its state before and after re
 preemptible (a pause discards it; it is taken again after the resume), stored sample by
 sample in run.db before the statistics read them, and flagged when something disturbed the
 GPU meanwhile. What a decision concluded is read back from the store (`pairs`), never from
-memory, so a restarted engine sees what the one before it measured."""
+memory, so a restarted engine sees what the one before it measured. What a decision records
+of its classes is the classes as they vote (the guard class aside: `guard_configs`); the
+baseline's record holds them so too (`record_baseline`, from its runs)."""
 
 from __future__ import annotations
 
@@ -34,9 +36,10 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from kopt_supervisor.engine import adapters, gitops, metrics
+from kopt_supervisor.engine.decide import geomean
 from kopt_supervisor.engine.decide.estimate import Pair, Policy, Verdict
 from kopt_supervisor.engine.decide.plausible import BenchRun
-from kopt_supervisor.engine.decide.verdict import evaluate, guard_of
+from kopt_supervisor.engine.decide.verdict import evaluate, guard_of, voting_classes
 from kopt_supervisor.engine.gpu import round_flags
 from kopt_supervisor.engine.loop.context import Lane, Look, Measurer, RunContext, acquire, last_line, note_gpu, with_
 from kopt_supervisor.engine.loop.served_trees import (
@@ -75,7 +78,7 @@ def served_trees_of(measurer: Measurer | None) -> ServedTrees | None:
 def run_bench(
     ctx: RunContext, it: Iteration, lane: Lane, tree: Path, name: str, env: dict[str, str], confine: Confinement | None
 ) -> tuple[Measurement, float]:
-    """The bench once in `tree` (confined to it: processes.Jails): its CSV read by the target's
+    """The bench once in `tree` (confined to it: sandbox.paths.Jails): its CSV read by the target's
     rules, then the tree inspected whole and put back (check_after_run)."""
     csv = ctx.cfg.target.csv
     before = adapters.csv_stamps(tree, csv)
@@ -289,7 +292,7 @@ class OnBest:
     """A lane's measurer that, before each look, checks the iteration is still decided
     against BEST (StaleBest otherwise): a keep another lane makes mid-decision costs this
     lane at most the look in flight, not the rest of a decision that must be taken again.
-    (engine/lanes.py wraps every measurer of a run with several lanes in one.)"""
+    (engine/loop/start.py wraps every measurer of a run with several lanes in one.)"""
 
     def __init__(self, ctx: RunContext, inner: Measurer) -> None:
         self.ctx, self.inner = ctx, inner
@@ -538,6 +541,30 @@ def guard_configs(ctx: RunContext, production: dict[str, bool] | None = None) ->
         configs = (base.record.get("configs") or {}) if base else {}
         production = {k: bool(c.get("production", True)) for k, c in configs.items()}
     return guard_of(production, ctx.cfg.decide.production_verdicts)
+
+
+def record_baseline(ctx: RunContext, it: Iteration, runs: list[Measurement]) -> None:
+    """The baseline's record: its classes as decisions will see them (the guard class under
+    [decide].production_verdicts), its configs and their rows."""
+    last = runs[-1]
+    guard = guard_configs(ctx, {k: c.production for k, c in last.configs.items()})
+    votes = voting_classes({k: c.cls for k, c in last.configs.items()}, guard)
+    it.record["classes"] = {
+        cls: {
+            "best": geomean([c.value for m in runs for k, c in m.configs.items() if votes.get(k) == cls]),
+            "configs": sum(1 for v in votes.values() if v == cls),
+        }
+        for cls in sorted(set(votes.values()))
+    }
+    it.record["configs"] = {
+        k: {"cls": c.cls, "production": c.production, "row": c.row} for k, c in last.configs.items()
+    }
+    it.record["config_columns"] = list(last.config_columns)
+    it.record["decision"] = {
+        "verdict": Status.BASELINE,
+        "reason": f"{len(runs)} runs, all rows correct",
+        "by": "engine",
+    }
 
 
 def floors(ctx: RunContext) -> dict[str, float]:

@@ -23,8 +23,8 @@ from typing import TypeVar
 from kopt_supervisor.engine import adapters, gitops, metrics, sandbox, treecheck
 from kopt_supervisor.engine.decide import audit
 from kopt_supervisor.engine.decide.external_truth import SideCost
+from kopt_supervisor.engine.gitops import tree_of
 from kopt_supervisor.engine.loop.context import Lane, Look, RunContext
-from kopt_supervisor.engine.loop.processes import tree_of
 from kopt_supervisor.engine.metrics import BenchError, ConfigResult, Measurement
 from kopt_supervisor.engine.records import Iteration
 from kopt_supervisor.engine.runner.command import Server, ServerEnded, ServerError

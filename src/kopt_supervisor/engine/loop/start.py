@@ -1,211 +1,443 @@
-"""A run's start: recovery, then the baseline (the machine, loop/__init__.py: recover → baseline (v0) → ...).
+"""A run's start, before its iterations: its lanes, K candidates measured at once (docs/design.md
+§13; docs/lanes.md), then v0, the baseline (the machine, loop/__init__.py: recover → baseline
+(v0) → ...; the recovery is keep.py's).
 
-Recovery: make the workspace consistent with the store after any crash, keep the worktrees
-at BEST_COMMIT, and apply a masked partial restart (docs/design.md §6, §7). The engine writes
-what it is about to do (the iteration's phase) before doing it, so after a kill -9 anywhere
-`recover()` finds: orphan processes of the recorded child group (killed, recognised by the
-workspace marker in their environment), an iteration left running (closed as interrupted —
-or, if it was committing, its commit adopted when it is exactly the one meant), projections
-behind the store (rewritten), worktrees off BEST_COMMIT (reset; a deleted worktree
-re-created). A review left open stays open: the machine resumes it.
+`make_lanes(ctx)` builds the run's lanes from [parallel]: each lane has its own candidate
+worktree, its own copy of the best tree (with several lanes best/ itself, the branch's
+worktree, only ever moves at a keep), its own GPU gate (its claim keeps the GPU its own:
+never two lanes on one GPU, best and candidate of a pair always on the lane's GPU), and a
+measurer: local processes, or (backend "ray") a Ray actor on a GPU host of a cluster that
+gets the candidate as a git bundle and sends the samples back.
+
+With several lanes every measurer checks before each look that its candidate is still
+decided against BEST (measure.OnBest): another lane's keep ends a decision at its next look.
+With one local lane the run is what it always was: cand/ against best/.
+
+Lanes on a Ray cluster ([parallel] backend = "ray"; the `ray` extra, imported only then):
+each lane's measurement runs on a GPU host of an existing cluster.
+
+    head (the engine)                              worker host (a LaneWorker actor)
+    ---------------------------------------------  ------------------------------------------
+    proposes, polices, keeps the store, decides    gets BEST and the candidate as a git bundle,
+    sends a bundle at each decision's first look   checks them out in a folder of its own,
+    asks for looks; stores each look's samples     measures each look with kopt's own code:
+    only once it came back (a lost worker's look   its own GPU gate and claim pick an idle GPU
+    is taken again on another: nothing counts      (Ray's GPU accounting is logical: it does not
+    twice)                                         see a foreign process), confined by bwrap
+
+`connect(address, timeout_s)` fails within the timeout with the address named (a `ray.init`
+that cannot reach the cluster would otherwise hang). A worker whose Python or kopt version
+differs from the head's is refused (a mismatch would look like a regression).
 
 The baseline (v0): the unmodified tree measured `min_rounds` times, correct on every row, its
 classes as decisions will vote in them, what one decision will cost with this bench, its
 roofline (the README's Step 0) and its profile. A baseline that fails its own correctness
-rule or whose bench fails ends the run with the reason (BaselineFailed)."""
+rule or whose bench fails ends the run with the reason (BaselineFailed).
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import platform
+import shutil
+import socket
 import statistics
+import tempfile
+import threading
 import time
+from importlib import metadata
+from pathlib import Path
+from typing import Any
 
-from kopt_supervisor.engine import KoptError, KoptFailure, gitops, history, sandbox, treecheck
-from kopt_supervisor.engine.decide import geomean
+from kopt_supervisor.engine import BadInput, KoptFailure, gitops
 from kopt_supervisor.engine.decide.estimate import Policy
-from kopt_supervisor.engine.decide.verdict import voting_classes
 from kopt_supervisor.engine.doctor import capture_environment
-from kopt_supervisor.engine.gpu.gate import NoIdleGpu
-from kopt_supervisor.engine.loop.context import BEST, Lane, RunContext, acquire, note_gpu
+from kopt_supervisor.engine.gitops import tree_of
+from kopt_supervisor.engine.gpu.backends import NoGpu, open_backend
+from kopt_supervisor.engine.gpu.gate import Gate, NoIdleGpu
+from kopt_supervisor.engine.loop.context import Lane, Look, RunContext, acquire, note_gpu, single_lane
 from kopt_supervisor.engine.loop.control import Interrupt
 from kopt_supervisor.engine.loop.evidence import Evidence
-from kopt_supervisor.engine.loop.keep import Keeper
-from kopt_supervisor.engine.loop.measure import failure_of, guard_configs, run_bench, served_trees_of
-from kopt_supervisor.engine.loop.processes import MARKER, tree_of
-from kopt_supervisor.engine.loop.proposal import restore_best
+from kopt_supervisor.engine.loop.keep import Keeper, Recovery
+from kopt_supervisor.engine.loop.measure import (
+    OnBest,
+    ProcessAbba,
+    failure_of,
+    measurer_for,
+    record_baseline,
+    run_bench,
+    served_trees_of,
+)
 from kopt_supervisor.engine.metrics import BenchError, Measurement
 from kopt_supervisor.engine.onboard import estimate_decision_s, run_noise_pct
 from kopt_supervisor.engine.records import Iteration, Phase, Stage, Status
-from kopt_supervisor.engine.runner import end_leftovers, kill_orphans
 from kopt_supervisor.engine.store import Sample
 
 
-class Recovery:
-    def __init__(self, ctx: RunContext, keeper: Keeper) -> None:
-        self.ctx = ctx
-        self.keeper = keeper
+def lane_paths(ctx: RunContext, index: int) -> tuple[str, str]:
+    """(best copy, candidate worktree) of lane `index` when there are several, relative to
+    the workspace: lanes/<i>/best and (lane 0: cand/) lanes/<i>/cand."""
+    return f"lanes/{index}/best", "cand" if index == 0 else f"lanes/{index}/cand"
 
-    def recover(self, lanes: list[Lane]) -> None:
-        ctx = self.ctx
-        sandbox.clear_scratch(ctx.ws.dir)  # a sandbox's private git copy left by a crash
-        pgid = ctx.store.get("child_pgid")
-        if pgid:
-            n = kill_orphans(int(pgid), (MARKER, str(ctx.ws.dir)))
-            if n:
-                ctx.event("recover", f"killed {n} orphan process(es) of group {pgid}", level="warn")
-            ctx.store.set("child_pgid", None)
-        self.end_leftovers("left by an earlier session")
-        by_index = {lane.index: lane for lane in lanes}
-        for row in ctx.history.rows():
-            if row.status != Status.RUNNING:
-                continue
-            it = ctx.store.iteration(row.version)
-            assert it is not None
-            lane = by_index.get(int(it.record.get("lane", 0)), lanes[0])
-            if it.phase in (Phase.COMMIT, Phase.ADVANCE) and self.keeper.adopt(it, lane):
-                continue
-            it.status, it.phase, it.finished_at = Status.INTERRUPTED, Phase.DONE, time.time()
-            it.record.setdefault("decision", {}).update(
+
+def make_lanes(ctxs: list[RunContext]) -> list[Lane]:
+    """One lane per context (`RunContext.for_lane`: each lane works from its own thread with
+    its own connection to run.db); one local lane: cand/ against best/."""
+    par = ctxs[0].cfg.parallel
+    if len(ctxs) == 1 and par.backend == "local":
+        lanes = [single_lane(ctxs[0])]
+    else:
+        lanes = []
+        for i, ctx in enumerate(ctxs):
+            best, cand = lane_paths(ctx, i)
+            lanes.append(Lane(i, ctx.ws.dir / best, ctx.ws.dir / cand, lane_gate(ctx, i)))
+    if par.backend == "ray":
+        connect(par.address, par.connect_timeout_s)
+    for lane, ctx in zip(lanes, ctxs, strict=True):
+        if par.backend == "ray":
+            lane.host = "ray"
+            lane.measurer = main = RayMeasurer(ctx, lane)
+            lane.fresh = FreshOnWorker(main)  # the re-decision runs on the lane's worker too
+        else:
+            lane.measurer = measurer_for(ctx, lane)
+            if len(lanes) > 1 and not ctx.cfg.target.serve:  # the keep's re-decision in fresh processes,
+                lane.fresh = ProcessAbba(ctx, lane, fresh_caches=True)  # made here so it is checked too
+    if len(lanes) > 1:  # another lane's keep ends a decision at its next look, not after its last
+        for lane, ctx in zip(lanes, ctxs, strict=True):
+            assert lane.measurer is not None
+            lane.measurer = OnBest(ctx, lane.measurer)
+            if lane.fresh is not None:
+                lane.fresh = OnBest(ctx, lane.fresh)
+    return lanes
+
+
+def lane_gate(ctx: RunContext, index: int) -> Gate:
+    """Lane `index`'s GPU gate: its own claim (the host-wide registry keeps a GPU one lane's)."""
+
+    def sleep(seconds: float) -> None:
+        ctx.set_state("waiting_gpu")
+        ctx.control.sleep(
+            seconds,
+            lambda left: ctx.progress(
+                None, "waiting_gpu", f"lane {index}: no idle GPU free for it, next check in {left:.0f} s"
+            ),
+        )
+
+    # a Ray lane's GPU is chosen by the gate on its worker: the head holds none
+    backend = (
+        NoGpu("a Ray lane: its worker's gate chooses the GPU")
+        if ctx.cfg.parallel.backend == "ray"
+        else open_backend(ctx.cfg.gpu.vendor)
+    )
+    return Gate(
+        ctx.cfg.gpu,
+        backend,
+        sleep=sleep,
+        pause=lambda seconds: ctx.control.sleep(seconds, lambda _left: None),  # a check's own: no GPU is busy
+        own_pids=ctx.procs.own_pids,
+        log=lambda m: ctx.event("gpu", f"lane {index}: {m}", level="warn"),
+        owner=f"kopt run {ctx.ws.tag} lane {index} ({ctx.ws.dir})",
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# Lanes on a Ray cluster
+NAMESPACE = "kopt"
+LOOK_ATTEMPTS = 3
+"""A look is tried on this many workers before the decision fails (a worker lost mid-look)."""
+
+
+def _ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise BadInput('[parallel].backend = "ray" needs Ray: pip install "kopt-supervisor[ray]"') from None
+    return ray
+
+
+def versions() -> dict[str, str]:
+    """What must be the same on the head and on every worker."""
+    try:
+        kopt = metadata.version("kopt-supervisor")
+    except metadata.PackageNotFoundError:
+        kopt = "unknown"
+    return {"python": platform.python_version(), "kopt": kopt}
+
+
+def connect(address: str, timeout_s: float) -> None:
+    """Join the cluster at `address` ("auto": the one `ray start` made here), or fail within
+    `timeout_s` naming it."""
+    ray = _ray()
+    if ray.is_initialized():
+        return
+    outcome: dict[str, BaseException | None] = {}
+
+    def init() -> None:
+        try:
+            ray.init(
+                address=address,
+                namespace=NAMESPACE,
+                ignore_reinit_error=True,
+                log_to_driver=False,
+                logging_level="ERROR",
+            )
+            outcome["error"] = None
+        except BaseException as e:  # noqa: BLE001 - reported below, with the address
+            outcome["error"] = e
+
+    t = threading.Thread(target=init, name="kopt-ray-connect", daemon=True)
+    t.start()
+    t.join(timeout_s)
+    if "error" not in outcome:
+        raise BadInput(
+            f"cannot connect to the Ray cluster at {address!r} within {timeout_s:g} s "
+            "([parallel].address, [parallel].connect_timeout_s)"
+        )
+    if outcome["error"] is not None:
+        first = (str(outcome["error"]).strip().splitlines() or [type(outcome["error"]).__name__])[0]
+        raise BadInput(f"cannot connect to the Ray cluster at {address!r}: {first[:300]}")
+
+
+class LaneWorker:
+    """A lane's measurement on a worker host (a Ray actor): the trees from a bundle, looks
+    measured by kopt's own measurer with the worker's own GPU gate, confined."""
+
+    def __init__(self, config_text: str, tag: str, lane: int, no_sandbox: bool) -> None:
+        from kopt_supervisor.engine.store import Store
+        from kopt_supervisor.engine.workspace import Workspace, config_seal, make_secret
+
+        self.root = Path(tempfile.mkdtemp(prefix=f"kopt-ray-{tag}-lane{lane}-"))
+        self.ws = Workspace(self.root, "w")
+        for d in (self.ws.dir, self.ws.logs, self.ws.plans, self.ws.memory, self.ws.profiles):
+            d.mkdir(parents=True, exist_ok=True)
+        self.ws.config_path.write_text(config_text)
+        key = make_secret(self.ws.dir)
+        with Store.create(self.ws.db_path) as store:
+            store.set_many(
                 {
-                    "verdict": Status.INTERRUPTED,
-                    "reason": f"engine stopped during {row.phase or 'start'}",
-                    "by": "engine",
+                    "tag": "w",
+                    "frozen_config": config_text,
+                    "repo": "",
+                    "chain_sealed": True,
+                    "frozen_config_seal": config_seal(key, config_text),
                 }
             )
-            ctx.store.save_iteration(it)
-            ctx.event("recover", f"v{it.version} was interrupted during {row.phase}; closed", it=it, level="warn")
-            ctx.projections.write_memory(it)
-        ctx.verify(lanes)
-        if not any(r.awaiting_review for r in ctx.history.rows()):
-            if all(lane.best != ctx.ws.best for lane in lanes):
-                self.sync_branch()
-            for lane in lanes:
-                self.sync(lane)
-        self.refresh_projections()
+        self.lane_index, self.no_sandbox = lane, no_sandbox
+        self.ctx: RunContext | None = None
+        self.lane: Lane | None = None
+        self.loaded: tuple[str, str] | None = None
+        self.fresh: ProcessAbba | None = None
+        """The re-decision's measurer (its own caches), made at its first look."""
 
-    def at_end(self, lanes: list[Lane]) -> None:
-        """The session ends with no process of the run left, its branch at BEST_COMMIT and
-        every lane's trees there too, whatever moved or edited them meanwhile (what was found
-        in a best tree is said; a candidate awaiting review stays for the engineer; a run
-        whose chain of keeps was tampered with moves no ref), its projections as the store
-        says."""
-        self.end_leftovers("still running at the end of the session")
-        try:
-            self.ctx.verify(lanes)
-            verified = True
-        except KoptError as e:
-            self.ctx.event("tamper", f"at the end of the run: {e}", level="error")
-            verified = False
-        self.restore_best_trees(lanes)
-        if verified and not any(r.awaiting_review for r in self.ctx.history.rows()):
-            try:
-                if all(lane.best != self.ctx.ws.best for lane in lanes):
-                    self.sync_branch()
-                for lane in lanes:
-                    self.sync(lane)
-            except KoptError as e:  # the next start syncs again
-                self.ctx.event("git", f"at the end of the run: {e}", level="warn")
-            self.prune_caches(lanes)
-        self.refresh_projections()
+    def info(self) -> dict[str, str]:
+        return {**versions(), "host": socket.gethostname()}
 
-    def prune_caches(self, lanes: list[Lane]) -> None:
-        """The per-tree bench caches of discarded candidates, old bests and re-decisions go
-        when the run ends (a run of hundreds of candidates would otherwise keep hundreds of
-        compile caches); best's stays, so the next session's baseline need not compile it."""
-        best = self.ctx.history.trusted_best()
-        try:
-            keep = (
-                [sandbox.cache_dir(self.ctx.ws.dir, "best", gitops.commit_info(lanes[0].best, best)[1])] if best else []
+    def load(self, bundle: bytes, best: str, cand: str) -> str:
+        """Check out BEST and the candidate (from the head's bundle) for the next looks."""
+        from kopt_supervisor.engine.loop.context import open_run
+
+        if self.lane is not None and self.lane.measurer is not None:
+            self.lane.measurer.close()
+        trees = self.root / "trees"
+        shutil.rmtree(trees, ignore_errors=True)
+        trees.mkdir()
+        (trees / "lane.bundle").write_bytes(bundle)
+        best_path, cand_path = gitops.checkout_bundle(trees / "lane.bundle", trees, best, cand)
+        if self.ctx is None:
+            self.ctx = open_run(
+                self.ws, proposer_kind="none", no_sandbox=self.no_sandbox, log=lambda m: None, poll_interval_s=0.2
             )
-            removed = sandbox.prune_caches(self.ctx.ws.dir, keep)
-        except (KoptError, OSError, ValueError) as e:
-            self.ctx.event("cache", f"the bench caches were left as they are: {e}", level="warn")
-            return
-        if removed:
-            self.ctx.log(f"removed {len(removed)} bench cache(s) of this run; kept best's")
-
-    def restore_best_trees(self, lanes: list[Lane]) -> None:
-        """Every best tree exactly at BEST_COMMIT: what an unconfined proposer or an escaped
-        process changed there since the last look (hard links included, which git's own
-        reset leaves alone) is put back and said, never left for whoever runs its bench next."""
         ctx = self.ctx
-        with BEST:
-            trusted = ctx.history.chain().problem is None  # a tampered run: files put back, no ref moved
-            trees = {ctx.ws.best: False, **{lane.best: True for lane in lanes if lane.best != ctx.ws.best}}
-            for tree, detach in trees.items():
-                try:
-                    head = gitops.head(tree)
-                    best = ctx.history.best_commit() if trusted else head
-                    rb = treecheck.inspect(
-                        tree, best, allow=ctx.cfg.target.allow_untracked, modules=(), strict=True, label=f"{tree.name}/"
+        ctx.store.set("repo", str(trees / "repo"))
+        gate = (
+            self.lane.gate
+            if self.lane
+            else Gate(
+                ctx.cfg.gpu,
+                open_backend(ctx.cfg.gpu.vendor),
+                owner=f"kopt lane {self.lane_index} on {socket.gethostname()}",
+            )
+        )
+        self.lane = Lane(self.lane_index, best_path, cand_path, gate, host=socket.gethostname())
+        self.lane.measurer = measurer_for(ctx, self.lane)
+        self.fresh = None
+        self.loaded = (best, cand)
+        return socket.gethostname()
+
+    def look(self, version: int, stage: str, r: int, tree: str, best: str, fresh: bool = False) -> dict[str, Any]:
+        """One look, measured here: its pairs, both sides' rows, seconds, runs, and the GPU
+        before and after (the worker's gate picked it). `fresh`: in fresh, separate processes
+        of the process-level bench (the re-decision of a keep), whatever the lane's measurer."""
+        from kopt_supervisor.engine.loop.context import acquire
+
+        assert self.ctx is not None and self.lane is not None and self.lane.measurer is not None, "load() first"
+        it = Iteration(version, Status.RUNNING, best_commit_before=best)
+        it.record["evaluated_tree"] = tree
+        lease = acquire(self.ctx, self.lane)
+        t0 = time.monotonic()
+        if fresh and self.fresh is None:
+            self.fresh = ProcessAbba(self.ctx, self.lane, fresh_caches=True)
+        measurer = self.fresh if fresh and self.fresh is not None else self.lane.measurer
+        look = measurer.look(it, stage, r, lease.env)
+        logs = {
+            p.name: p.read_bytes()[-65536:].decode("utf-8", "replace")
+            for p in self.ws.log_dir(version).glob(f"{stage}_r{r}_*")
+            if p.is_file()
+        }
+        return {
+            "look": look,
+            "gpu": (lease.before, self.lane.gate.evidence()),
+            "host": self.lane.host,
+            "logs": logs,
+            "wall_s": time.monotonic() - t0,
+        }
+
+    def new_decision(self) -> None:
+        if self.lane is not None and self.lane.measurer is not None:
+            self.lane.measurer.new_decision()
+        if self.fresh is not None:
+            self.fresh.new_decision()
+
+    def close(self) -> None:
+        if self.lane is not None:
+            self.lane.close()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+class RayMeasurer:
+    """The head's side of a Ray lane: a Measurer (engine/loop/measure.py) whose looks run on
+    a LaneWorker actor."""
+
+    def __init__(self, ctx: RunContext, lane: Lane) -> None:
+        self.ctx, self.lane = ctx, lane
+        self.actor: Any = None
+        self.loaded: tuple[str, str] | None = None
+        self.want: tuple[str, str] | None = None
+
+    def _actor(self) -> Any:
+        if self.actor is None:
+            ray = _ray()
+            gpus = 0 if self.ctx.cfg.gpu.vendor == "none" else 1
+            remote = ray.remote(LaneWorker).options(num_gpus=gpus, num_cpus=1, max_restarts=0)
+            self.actor = remote.remote(
+                str(self.ctx.store.get("frozen_config")), self.ctx.ws.tag, self.lane.index, not self.ctx.jails.confined
+            )
+            info = self._get(self.actor.info.remote())
+            if {k: info[k] for k in ("python", "kopt")} != versions():
+                self.close()
+                raise BenchError(
+                    f"the Ray worker {info.get('host')} runs Python {info.get('python')} / kopt "
+                    f"{info.get('kopt')}, the head {versions()}: refused (a mismatch reads as a change)"
+                )
+            self.loaded = None
+        return self.actor
+
+    def _get(self, ref: Any) -> Any:
+        """The result of `ref`, the pump running meanwhile (a stop kills the worker's look)."""
+        ray = _ray()
+        while True:
+            ready, _ = ray.wait([ref], timeout=self.ctx.poll_interval_s)
+            if ready:
+                return ray.get(ready[0])
+            try:
+                self.ctx.control.pump()
+            except BaseException:
+                self.close()
+                raise
+
+    def look(self, it: Iteration, stage: str, r: int, env: dict[str, str]) -> Look:
+        return self.measure(it, stage, r, fresh=False)
+
+    def measure(self, it: Iteration, stage: str, r: int, *, fresh: bool) -> Look:
+        """A look on the lane's worker (`fresh`: in fresh processes of the process-level bench)."""
+        _ray()
+        from ray import exceptions as rx
+
+        lost = tuple(
+            getattr(rx, n)
+            for n in (
+                "RayActorError",
+                "WorkerCrashedError",
+                "NodeDiedError",
+                "ObjectLostError",
+                "OwnerDiedError",
+                "ActorUnavailableError",
+            )
+            if hasattr(rx, n)
+        )
+        tree = str(it.record.get("evaluated_tree") or "")
+        best = it.best_commit_before or ""
+        last: BaseException | None = None
+        for attempt in range(LOOK_ATTEMPTS):
+            try:
+                actor = self._actor()
+                if self.loaded != (best, tree):
+                    bundle, cand = gitops.bundle_pair(
+                        self.ctx.store.get("repo"),
+                        best,
+                        tree,
+                        ref=f"refs/kopt-lanes/{self.ctx.ws.tag}/{self.lane.index}",
                     )
-                    if head == best and not (rb.differs or rb.hardlinks or rb.problems()):
-                        continue
-                    restore_best(tree, best, rb, detach=detach)
-                except KoptError as e:
-                    ctx.event("tamper", f"{tree.name}/ could not be checked or restored: {e}", level="error")
-                    continue
-                ctx.event(
-                    "tamper",
-                    f"{tree.name}/ restored to {'BEST_COMMIT' if trusted else 'its commit'} "
-                    f"{best[:10]} at the end of the session" + (f": {rb.reason()}" if rb.reason() else ""),
+                    host = self._get(actor.load.remote(bundle, best, cand))
+                    self.lane.host = host
+                    self.loaded = (best, tree)
+                got = self._get(actor.look.remote(it.version, stage, r, tree, best, fresh))
+                break
+            except rx.RayTaskError as e:  # the look itself failed on the worker: its own error, not a lost worker
+                cause = e.cause if isinstance(e.cause, BaseException) else e
+                if isinstance(cause, BenchError):
+                    raise BenchError(f"on the Ray worker {self.lane.host}: {cause}") from None
+                first = (str(cause).strip().splitlines() or [type(cause).__name__])[0]
+                raise BenchError(f"on the Ray worker {self.lane.host}: {type(cause).__name__}: {first[:300]}") from None
+            except lost as e:  # the worker died: the look is taken again elsewhere, nothing was stored
+                last = e
+                self.ctx.event(
+                    "lanes",
+                    f"v{it.version} {self.lane.name}: the Ray worker was lost during look {r + 1} "
+                    f"({type(e).__name__}); taken again (attempt {attempt + 2}/{LOOK_ATTEMPTS})",
+                    it=it,
                     level="warn",
                 )
+                self.actor, self.loaded = None, None
+        else:
+            raise BenchError(f"{self.lane.name}: the Ray look failed on {LOOK_ATTEMPTS} workers: {last}")
+        for name, text in got["logs"].items():
+            (self.ctx.ws.log_dir(it.version) / f"ray_{name}").write_text(text)
+        look: Look = got["look"]
+        it.record.setdefault("gpu", {})["host"] = got["host"]
+        return dataclasses.replace(look, gpu=got["gpu"])
 
-    def end_leftovers(self, when: str) -> None:
-        """Every process that carries the run's marker (no step runs now): an unconfined
-        step's escapee, or an orphan of a crashed engine that left its group."""
-        n = end_leftovers(None, self.ctx.procs.marker)
-        if n:
-            self.ctx.event("recover", f"ended {n} process(es) carrying the run's marker, {when}", level="warn")
+    def new_decision(self) -> None:
+        self.loaded = None
 
-    def refresh_projections(self) -> None:
-        """memory/vN.json files that differ from the store (a crash between a store write and
-        its projection, or an edit behind kopt's back) rewritten, strays removed,
-        README/performance.md re-rendered."""
-        self.ctx.projections.refresh_memory_files()
-        self.ctx.projections.write_projections()
+    def close(self) -> None:
+        if self.actor is not None:
+            actor, self.actor, self.loaded = self.actor, None, None
+            try:
+                _ray().kill(actor)
+            except Exception:  # noqa: BLE001 - gone already
+                pass
 
-    def sync(self, lane: Lane) -> None:
-        """The lane's best tree and candidate worktree exactly at BEST_COMMIT (with one lane its
-        best tree is best/, the run's branch; with several, a detached copy of its own)."""
-        ctx = self.ctx
-        with BEST:
-            best = ctx.history.best_commit()
-            repo = ctx.store.get("repo")
-            trees = [(lane.best, ctx.ws.branch if lane.best == ctx.ws.best else None), (lane.cand, None)]
-            for path, branch in trees:
-                if gitops.ensure_worktree(repo, path, branch=branch, commit=best):
-                    ctx.event(
-                        "recover", f"re-created the missing worktree {path.relative_to(ctx.ws.dir)}/", level="warn"
-                    )
-                stale = gitops.clear_stale_lock(path)
-                if stale:
-                    ctx.event("recover", f"removed stale git lock(s): {', '.join(stale)}", level="warn")
-        gitops.reset_clean(lane.best, best, detach=lane.best != ctx.ws.best)
-        gitops.reset_clean(lane.cand, best, detach=True)
 
-    def sync_branch(self) -> None:
-        """best/ (the run's branch) at BEST_COMMIT: with several lanes no lane measures in it."""
-        ctx = self.ctx
-        with BEST:
-            best = ctx.history.best_commit()
-            if gitops.ensure_worktree(ctx.store.get("repo"), ctx.ws.best, branch=ctx.ws.branch, commit=best):
-                ctx.event("recover", "re-created the missing worktree best/", level="warn")
-            gitops.reset_clean(ctx.ws.best, best)
+class FreshOnWorker:
+    """The re-decision of a keep for a Ray lane: looks in fresh, separate processes of the
+    process-level bench, on the lane's own worker (and so its GPU), never on the head."""
 
-    def restart(self, request: Interrupt, lanes: list[Lane]) -> None:
-        """The masked partial restart: later iterations masked, worktrees back at vK."""
-        assert request.version is not None
-        for lane in lanes:
-            if lane.measurer is not None:
-                lane.measurer.close()
-        history.restart_from(self.ctx.ws, self.ctx.store, request.version, request.why)
-        if all(lane.best != self.ctx.ws.best for lane in lanes):
-            self.sync_branch()
-        for lane in lanes:
-            self.sync(lane)
-        self.ctx.projections.write_projections()
-        self.ctx.control.restart_applied()
+    def __init__(self, main: RayMeasurer) -> None:
+        self.main = main
+
+    def look(self, it: Iteration, stage: str, r: int, env: dict[str, str]) -> Look:
+        return self.main.measure(it, stage, r, fresh=True)
+
+    def new_decision(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass  # the worker is the lane's: its measurer ends it
+
+
+# ---------------------------------------------------------------------------------------
+# The baseline (v0)
 
 
 class BaselineFailed(KoptFailure):
@@ -344,27 +576,3 @@ class Baseline:
         it.record["decision_cost"] = cost.to_dict()
         ctx.store.set("decision_cost", cost.to_dict())
         ctx.event("decision_cost", cost.text(), it=it, level="warn" if cost.slow else "info")
-
-
-def record_baseline(ctx: RunContext, it: Iteration, runs: list[Measurement]) -> None:
-    """The baseline's record: its classes as decisions will see them (the guard class under
-    [decide].production_verdicts), its configs and their rows."""
-    last = runs[-1]
-    guard = guard_configs(ctx, {k: c.production for k, c in last.configs.items()})
-    votes = voting_classes({k: c.cls for k, c in last.configs.items()}, guard)
-    it.record["classes"] = {
-        cls: {
-            "best": geomean([c.value for m in runs for k, c in m.configs.items() if votes.get(k) == cls]),
-            "configs": sum(1 for v in votes.values() if v == cls),
-        }
-        for cls in sorted(set(votes.values()))
-    }
-    it.record["configs"] = {
-        k: {"cls": c.cls, "production": c.production, "row": c.row} for k, c in last.configs.items()
-    }
-    it.record["config_columns"] = list(last.config_columns)
-    it.record["decision"] = {
-        "verdict": Status.BASELINE,
-        "reason": f"{len(runs)} runs, all rows correct",
-        "by": "engine",
-    }

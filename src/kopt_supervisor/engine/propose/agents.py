@@ -7,7 +7,7 @@ picks a preset. A preset builds the argv of the CLI's non-interactive mode from 
 
 - edits allowed inside the candidate worktree (`cand/`, the working directory) and the plan's
   folder only, no commits (kopt commits keeps; a proposer's own commits are rejected);
-- its machine-readable output mode, parsed by `engine.propose.agent_parsers` into an `AgentRun`;
+- its machine-readable output mode, parsed by `engine.propose` (its parsers) into an `AgentRun`;
 - the folders the sandbox must leave writable for the CLI's own config, sessions and caches
   (`writable_paths`, `~` allowed; `engine.sandbox`'s `Confinement.writable` takes them);
 - how to continue a session (`[propose] session = "resume"`), where the CLI can.
@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kopt_supervisor.engine.config import AGENT_NAMES, KINDS, AgentKind
-from kopt_supervisor.engine.propose.agent_parsers import (
+from kopt_supervisor.engine.propose import (
     Parser,
     parse_aider,
     parse_claude,

@@ -39,7 +39,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
 
-from kopt_supervisor.engine import fmt, records
+from kopt_supervisor.engine import fmt, projections
 from kopt_supervisor.engine.metrics import class_columns, describe_classes
 from kopt_supervisor.engine.projections import best_per_class
 from kopt_supervisor.engine.propose.context_inputs import (
@@ -395,8 +395,8 @@ def _data(inputs: PackInputs) -> dict[str, Any]:
     t = cfg.target
     all_its = sorted(inputs.iterations, key=lambda i: i.version)
     its = [i for i in all_its if not i.masked]
-    best = records.best_iteration(its)
-    base = records.baseline(its)
+    best = projections.best_iteration(its)
+    base = projections.baseline(its)
     classes = [str(c) for c in meta.get("classes") or sorted(best_per_class(its))]
     configs = (base.record.get("configs") or {}) if base else {}
     per_class_configs = Counter(str(c.get("cls")) for c in configs.values() if isinstance(c, Mapping))
@@ -426,7 +426,7 @@ def _data(inputs: PackInputs) -> dict[str, Any]:
             "production": per_class_prod.get(cls, 0),
         }
     profile, profile_src = _profile_of_best(its, best)
-    counters = records.counters(its)
+    counters = projections.counters(its)
     history = [
         _history_entry(i)
         for i in its

@@ -46,8 +46,7 @@ from typing import Any, Protocol
 
 from kopt_supervisor.engine import BadInput
 from kopt_supervisor.engine.config import Config, supports_resume
-from kopt_supervisor.engine.propose import AgentRun, cap_file, read_lines
-from kopt_supervisor.engine.propose.agent_parsers import parse_usage_object
+from kopt_supervisor.engine.propose import cap_file, parse_usage_object, read_lines
 from kopt_supervisor.engine.propose.agents import (
     PRESETS,
     AgentCall,
@@ -56,6 +55,7 @@ from kopt_supervisor.engine.propose.agents import (
     task_message,
 )
 from kopt_supervisor.engine.propose.agents import timeout_s as agent_timeout_s
+from kopt_supervisor.engine.records import AgentRun
 
 
 @dataclass(frozen=True)

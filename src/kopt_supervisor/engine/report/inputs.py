@@ -47,7 +47,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kopt_supervisor.engine import BadInput, records
+from kopt_supervisor.engine import BadInput, projections
 from kopt_supervisor.engine.config import Config
 from kopt_supervisor.engine.decide import geomean as stats_geomean
 from kopt_supervisor.engine.decide import positive_finite, quantile
@@ -132,10 +132,10 @@ class NoBaseline(ValueError):
 
 
 def collect(meta: dict[str, Any], iterations: list[Iteration], samples: Iterable[SampleRow]) -> RunData:
-    base = records.baseline(iterations)
+    base = projections.baseline(iterations)
     if base is None or not base.commit:
         raise NoBaseline("the run has no measured baseline yet (start it with `kopt run`)")
-    best = records.best_iteration(iterations) or base
+    best = projections.best_iteration(iterations) or base
     chain = keep_chain(iterations, best, base.commit)
     by_version = index_by_version(samples)
     rows = [r for rs in by_version.values() for r in rs]

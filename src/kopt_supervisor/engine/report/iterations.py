@@ -5,7 +5,7 @@ change, the profiler's word and what confirmed it), "All iterations", "Masked it
 
 Profiler: the baseline's and the final tree's kernels, and for each keep of the final tree the
 profiler's per-class word beside the bench's. Per class (engine/profile/classes.py, read
-through engine.projections.profiler_evidence): the GPU time of one call of each of the class's
+through engine.api.iteration_record.profiler_evidence): the GPU time of one call of each of the class's
 configs, best → candidate, the change with its interval, the bench's change with its interval
 and whether the two agree, the kernels that appeared in or disappeared from the class's
 ranges, and the time outside every config's range (work moved out of the ranged region cannot
@@ -13,8 +13,8 @@ be a confirmed gain).
 
 Agent costs: what the agent runs of the run cost, per iteration and in total, against
 [propose].budget_usd / budget_tokens. Every iteration counts, masked ones too (their money was
-spent; they are marked). The numbers are what each CLI reported (engine/propose/agent_parsers.py
-reads them); a CLI that reports no cost (Codex CLI, Gemini CLI, a plain command that writes no
+spent; they are marked). The numbers are what each CLI reported (the parsers of
+engine/propose/__init__.py read them); a CLI that reports no cost (Codex CLI, Gemini CLI, a plain command that writes no
 $KOPT_USAGE) is named, and its runs are counted apart, never as $0.
 """
 
@@ -24,15 +24,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from kopt_supervisor.engine import fmt
+from kopt_supervisor.engine.api.iteration_record import ProfilerEvidence, profiler_evidence
 from kopt_supervisor.engine.config import Config
 from kopt_supervisor.engine.decide.external_truth import TIMER_ONLY, truth_line
-from kopt_supervisor.engine.projections import (
-    ProfilerEvidence,
-    profile_ns_per_call,
-    profiler_evidence,
-)
-from kopt_supervisor.engine.propose import AgentRun, agent_runs, spent
-from kopt_supervisor.engine.records import Iteration
+from kopt_supervisor.engine.projections import profile_ns_per_call
+from kopt_supervisor.engine.records import AgentRun, Iteration, agent_runs, spent
 from kopt_supervisor.engine.report.inputs import ReportInputs, RunData, code, table
 
 

@@ -11,6 +11,27 @@ cleared and read on disk around a run.
   scratch afterwards; the workspace's leftover scratch (`clear_scratch`) and per-tree caches
   (`cache_dir`, `prune_caches`) are cleared; a file a sandboxed process could have written is
   read safely (`read_output`).
+- One run's confinements (`Jails`), chosen from its kopt.toml (docs/design.md §12 layer 1;
+  docs/security.md):
+
+| run                        | writes                                  | reads of the workspace          |
+|----------------------------|-----------------------------------------|---------------------------------|
+| proposer (`command`)       | cand/, its plan, logs/vN/agent/, the    | its prompt (md + json)          |
+|                            | agent's own folders ([propose].writable)|                                 |
+| bench on best / on cand    | that tree (its CSV), its per-tree cache | nothing else                    |
+| served bench (`serve`)     | its looks folder, its per-tree cache    | its tree, read-only             |
+|                            | (the confirmation's own, emptied)       |                                 |
+| ab_command (per look)      | its per-pair cache                      | best/ and cand/, read-only      |
+| ab_command (served)        | its looks folder, its per-pair cache    | best/ and cand/, read-only      |
+| profiler                   | the tree, the profile's folder, cache   | nothing else                    |
+| formatter                  | cand/, its cache (no GPU)               | nothing else                    |
+
+A run without bubblewrap happens only when the user passed `--no-sandbox` (or in the demo,
+where no sandbox works): every confinement method then returns None (unconfined), and the
+run's meta says so wherever results are shown. Unconfined runs still send their compile
+caches, bytecode included, where a confined run of the same kind would (`Jails.env`): a tree's
+code never writes a `__pycache__` into the tree, which the after-run check refuses
+(engine/loop/served_trees.py check_after_run), and no run of one tree reads what another compiled.
 """
 
 from __future__ import annotations
@@ -22,10 +43,11 @@ import re
 import shutil
 import stat
 import tempfile
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 from kopt_supervisor.engine import BadInput
+from kopt_supervisor.engine.config import Config
 from kopt_supervisor.engine.sandbox import bytecode
 from kopt_supervisor.engine.sandbox.confinement import (
     BASE_ENV,
@@ -226,6 +248,122 @@ def _common_dirs(trees: Sequence[Path]) -> list[Path]:
 
 def _uniq(paths: Iterable[Path]) -> tuple[Path, ...]:
     return tuple(dict.fromkeys(paths))
+
+
+# ---------------------------------------------------------------------------------------
+# One run's confinements
+
+
+class Jails:
+    """What each child of one run may touch: the confinements above, chosen from the run's
+    kopt.toml (the table of this module's docstring). `confined` False: every method returns None
+    (unconfined); `proposer_writable`: the agent preset's folders and [propose].writable;
+    `other_runs`: the other workspaces under the same root, asked at each confinement (no run's
+    sandbox sees another run)."""
+
+    def __init__(
+        self,
+        workspace: Path,
+        cfg: Config,
+        *,
+        confined: bool,
+        bwrap: str | None,
+        proposer_writable: Sequence[str],
+        other_runs: Callable[[], list[Path]],
+    ) -> None:
+        self.workspace, self.cfg, self.confined = workspace, cfg, confined
+        self.bwrap = bwrap or BWRAP
+        self.proposer_writable = tuple(proposer_writable)
+        self.other_runs = other_runs
+
+    def proposer(self, worktree: Path, prompt: Path, pack: Path, plan: Path, agent_dir: Path) -> Confinement | None:
+        if not self.confined:
+            return None
+        p = self.cfg.propose
+        return for_proposer(
+            worktree=worktree,
+            workspace=self.workspace,
+            prompt=prompt,
+            plan=plan,
+            inputs=[pack],
+            outputs=[agent_dir],
+            writable=self.proposer_writable,
+            readable=p.readable,
+            hidden=self.other_runs(),
+            network=p.network,
+            bwrap=self.bwrap,
+        )
+
+    def bench(
+        self,
+        tree: Path,
+        side: str,
+        tree_hash: str,
+        *,
+        outputs: tuple[Path, ...] = (),
+        write_tree: bool = True,
+        gpu: bool = True,
+        cache: Path | None = None,
+    ) -> Confinement | None:
+        """A run of one tree's code (its bench, its profile, its formatter), with the tree's
+        own cache unless `cache` names another (the fresh-process re-decision's)."""
+        if not self.confined:
+            return None
+        t = self.cfg.target
+        cache = cache or cache_dir(self.workspace, side, tree_hash)
+        return for_bench(
+            workspace=self.workspace,
+            cache=cache,
+            writable_trees=[tree] if write_tree else [],
+            readonly_trees=[] if write_tree else [tree],
+            outputs=outputs,
+            writable=t.writable,
+            readable=t.readable,
+            hidden=self.other_runs(),
+            network=t.network,
+            devices=None if gpu else [],
+            bwrap=self.bwrap,
+        )
+
+    def env(self, side: str, *trees: str, cache: Path | None = None) -> dict[str, str]:
+        """Unconfined: the variables that send a run's compile caches (Triton's, Inductor's,
+        ...) to the folder its confinement would bind: `cache`, or the per-tree cache of
+        `side` and `trees` (for a proposer, side "proposer" and no tree). Confined: none (the
+        confinement sets them).
+
+        Python's bytecode is the exception: unconfined, no shared library cache can be bound
+        read-only over a tree's `PYTHONPYCACHEPREFIX` (sandbox/bytecode.py), and a prefix of
+        its own made every new tree's first run compile torch again (~3.5 CPU-s on a 2-core
+        machine). An unconfined run instead reads the library bytecode pip installed and
+        writes none (`PYTHONDONTWRITEBYTECODE`): no `__pycache__` lands in a tree, and nothing
+        is lost that a wall kept, since an unconfined candidate can write anywhere anyway."""
+        if self.confined:
+            return {}
+        folder = cache or (cache_dir(self.workspace, side, *trees) if trees else self.workspace / "cache" / side)
+        folder.mkdir(parents=True, exist_ok=True)
+        env = cache_env(folder)
+        del env["PYTHONPYCACHEPREFIX"]
+        return {**env, "PYTHONDONTWRITEBYTECODE": "1"}
+
+    def ab(
+        self, best: Path, cand: Path, best_hash: str, cand_hash: str, *, outputs: tuple[Path, ...] = ()
+    ) -> Confinement | None:
+        """The ab_command: candidate code runs in the process that loads best, so neither
+        tree is writable to it; its looks go to `outputs`."""
+        if not self.confined:
+            return None
+        t = self.cfg.target
+        return for_bench(
+            workspace=self.workspace,
+            cache=cache_dir(self.workspace, "ab", best_hash, cand_hash),
+            readonly_trees=[best, cand],
+            outputs=outputs,
+            writable=t.writable,
+            readable=t.readable,
+            hidden=self.other_runs(),
+            network=t.network,
+            bwrap=self.bwrap,
+        )
 
 
 # ---------------------------------------------------------------------------------------

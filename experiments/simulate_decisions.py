@@ -1,9 +1,12 @@
 """Simulate thousands of keep/discard decisions: kopt's decision against the naive 1% rule.
 
-    python -m kopt_supervisor.engine.decide.simulate                       # the default table (all models)
-    python -m kopt_supervisor.engine.decide.simulate --noise spike --sigma 2.5 --trials 4000 --seed 7
-    python -m kopt_supervisor.engine.decide.simulate --json out.json       # also write every figure
-    python -m kopt_supervisor.engine.decide.simulate --blocks 8 --sigma 3  # the ab_command path
+    python -m experiments.simulate_decisions                       # the default table (all models)
+    python -m experiments.simulate_decisions --noise spike --sigma 2.5 --trials 4000 --seed 7
+    python -m experiments.simulate_decisions --json out.json       # also write every figure
+    python -m experiments.simulate_decisions --blocks 8 --sigma 3  # the ab_command path
+
+The Monte Carlo check of the decision procedure (engine/decide/), run from the repository's
+root; it runs its trials in worker processes, so it lives beside the pure room, not in it.
 
 Each trial is one decision between a best tree and a candidate whose true cost ratio is
 known (no change; gains of 0.5, 1, 2, 5%; regressions of 1, 8 and 10%). Each bench run's value is
@@ -234,7 +237,7 @@ def table(cells: list[Cell], scenarios: tuple[tuple[str, float, str], ...] = SCE
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
-        prog="python -m kopt_supervisor.engine.decide.simulate",
+        prog="python -m experiments.simulate_decisions",
         description="kopt's decision vs the naive 1%% rule, simulated.",
     )
     ap.add_argument("--noise", default="all", help="normal, heavy, drift, spike, or all (default)")
@@ -264,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
         "--scenario",
         default="all",
         help="comma-separated labels of the true changes to run (default all: "
-        + ", ".join(label for label, _, _ in SCENARIOS)
+        + ", ".join(label.replace("%", "%%") for label, _, _ in SCENARIOS)
         + ")",
     )
     ap.add_argument("--max-rounds", type=int, default=Policy.max_rounds)
