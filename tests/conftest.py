@@ -62,18 +62,6 @@ def pytest_configure(config: pytest.Config) -> None:
         cpu_probe.register(config, os.environ["KOPT_TEST_CPU"])
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """On parallel workers, the heaviest tests first, spread over the workers (tests/schedule.py);
-    every worker computes the same order from the same collection."""
-    workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
-    if workers > 1:
-        from tests import schedule
-
-        weights = schedule.read_weights()
-        weight = {x: weights.get(x.nodeid, 0.0) for x in items}
-        items[:] = schedule.spread(items, weight, workers, lambda x: schedule.module_of(x.nodeid))
-
-
 FAKE = Path(__file__).parent / "fake_target"
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
