@@ -59,8 +59,9 @@ ws = Path({str(r.ws)!r})
 c = sandbox.for_bench(workspace=ws, cache=ws / "cache" / "cand-0000000", writable_trees=[ws / "cand"])
 def poll():
     pids = [p.pid for p in process_tree(pgid[0])] if pgid else []
-    if len(pids) >= 5:
-        Path({str(report)!r}).write_text(json.dumps(pids))
+    if len(pids) >= 5:  # written whole, then renamed: the test never reads half a file
+        Path({str(report) + ".part"!r}).write_text(json.dumps(pids))
+        Path({str(report) + ".part"!r}).replace({str(report)!r})
 pgid = []
 run_command("setsid sleep 60 & sleep 60", cwd=ws / "cand", log_dir=ws / "logs" / "v1", name="bench", timeout_s=60,
             env={{"{MARKER}": str(ws)}}, poll=poll, poll_interval_s=0.1, on_start=pgid.append, confine=c)
