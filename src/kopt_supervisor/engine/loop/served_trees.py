@@ -159,6 +159,7 @@ def empty_folder(folder: Path) -> None:
 SIDES = ("best", "cand")
 T = TypeVar("T")
 MAX_AUDIT_BYTES = 16 * 1024 * 1024
+"""The most kopt reads of a side's commitment or audit file."""
 
 
 def commitment_path(csv: Path) -> Path:
@@ -178,9 +179,6 @@ class Exchange:
     audit_seed: int
     cpu: dict[str, float]
     wall: dict[str, float]
-
-
-"""The most kopt reads of a side's commitment or audit file."""
 
 
 class ServedTrees:
