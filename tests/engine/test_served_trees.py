@@ -334,7 +334,12 @@ def test_a_served_baseline_whose_process_dies_at_start_is_tried_again(served, mo
     again in a new process."""
     monkeypatch.setenv("FAKE_CALLS", GAIN_CALLS)
     ws, log = served(["gain30"], start={"flaky_start": True})
-    assert run(ws, 1) == ["baseline", "keep"], record(ws, 1)["decision"]["reason"]
+    got, v1 = run(ws, 1), record(ws, 1)
+    # a CPU keep the OS's clock cannot tell under the suite's load goes to review (review_default:
+    # reject); either way its fresh pair ran, which is this test's point
+    assert got[0] == "baseline" and (
+        got[1] == "keep" or (got[1] == "rejected" and "the OS's accounting cannot tell" in v1["decision"]["reason"])
+    ), v1["decision"]["reason"]
     flaky = record(ws, 0)["baseline_flaky"]
     assert len(flaky) == 1 and flaky[0].startswith("run 1: the bench failed: serve on best/ ended"), flaky
     # best's second process served the baseline (the command proposer then closes it); the
@@ -342,7 +347,8 @@ def test_a_served_baseline_whose_process_dies_at_start_is_tried_again(served, mo
     assert [tree for _, tree, _ in starts(log)][:2] == ["best", "best"]
     again = [m for m in events(ws, "serve") if "new process failed its first look" in m]
     assert [m.split("'s")[0] for m in again] == ["cand", "best", "cand"], again
-    assert any("_fresh/" in m for m in again) and record(ws, 1)["confirmation"]["outcome"] == "confirmed"
+    assert any("_fresh/" in m for m in again) and v1["confirmation"]["path"] == "served", v1["confirmation"]
+    assert v1["confirmation"]["looks"] >= 2
 
 
 def test_a_served_baseline_look_that_hangs_ends_the_run_at_the_timeout_never_tried_again(served):
@@ -467,8 +473,8 @@ def test_a_server_that_leaves_after_each_look_is_audited_first_and_started_again
 # The measurer itself: which process is kept, which starts anew
 
 
-def _measurer_setup(served, fresh: bool = False, warm_ups: bool | None = None):
-    ws, log = served([])
+def _measurer_setup(served, fresh: bool = False, warm_ups: bool | None = None, start: dict[str, Any] | None = None):
+    ws, log = served([], start=start)
     ctx = open_run(ws, proposer_kind="manual", no_sandbox=False, log=lambda m: None, poll_interval_s=0.05)
     lane = single_lane(ctx)
     best = git(ws.best, "rev-parse", "HEAD")
@@ -571,6 +577,27 @@ def test_fresh_servers_spawned_ahead_serve_the_next_decision_after_one_warm_up_l
         m.new_decision()
         m.look(_iteration(lane, 2, best), "reverify", 0, {})
         assert m.servers["best"].proc.pid not in spawned and m.servers["cand"].proc.pid not in spawned
+    finally:
+        m.close()
+        ctx.store.close()
+    assert len(starts(log, confirmation=True)) == 4 and no_server_left(ws)
+
+
+def test_a_spawned_fresh_pair_that_dies_at_start_is_started_once_more_in_the_cache_emptied_for_it(served):
+    """A keep's confirmation servers spawned ahead of their decision (as on a GPU, while the
+    profiler runs), from a tree whose every new process dies once at start (a flaky import, the
+    mark in its cache): each is started once more and serves. Its second start finds the cache
+    emptied for the spawn and filled by the spawned process alone since, not emptied again at
+    the decision's start (where it would die again)."""
+    ws, log, ctx, lane, best, m = _measurer_setup(served, fresh=True, warm_ups=False, start={"flaky_start": True})
+    try:
+        it = _iteration(lane, 1, best)
+        m.spawn(it, "reverify", {})
+        m.new_decision()
+        look = m.look(it, "reverify", 0, {})
+        assert len(look.pairs) == 4 and not look.cand.failing
+        died = [m for m in events(ws, "serve") if "new process failed its first look" in m]
+        assert [m.split("'s")[0] for m in died] == ["best", "cand"], died
     finally:
         m.close()
         ctx.store.close()

@@ -139,8 +139,10 @@ class FreshCaches:
             self._emptied.add(path)
         return path
 
-    def new_decision(self) -> None:
-        self._emptied.clear()
+    def new_decision(self, spawned: frozenset[Path] = frozenset()) -> None:
+        """`spawned`: the folders of processes started ahead for this decision (emptied for
+        them, filled by them alone since): not emptied again if one is started once more."""
+        self._emptied &= spawned
 
 
 def empty_folder(folder: Path) -> None:
@@ -238,7 +240,9 @@ class ServedTrees:
         self.restarted.clear()
         self.stale |= (set(SIDES) - self.unlooked) if self.fresh else {"cand"}
         if self.caches is not None:
-            self.caches.new_decision()
+            self.caches.new_decision(
+                frozenset(self.caches.path(s, self.serving[s]) for s in self.unlooked & set(self.serving))
+            )
 
     def close(self) -> None:
         for side in list(self.servers):
