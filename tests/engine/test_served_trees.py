@@ -596,8 +596,11 @@ def test_a_spawned_fresh_pair_that_dies_at_start_is_started_once_more_in_the_cac
         m.new_decision()
         look = m.look(it, "reverify", 0, {})
         assert len(look.pairs) == 4 and not look.cand.failing
-        died = [m for m in events(ws, "serve") if "new process failed its first look" in m]
-        assert [m.split("'s")[0] for m in died] == ["best", "cand"], died
+        # best, asked first, died on its request; the candidate's spawned process either died on
+        # its own request too or, already gone when the look was taken again, was started anew
+        # then: both ways one more start each
+        died = [m.split("'s")[0] for m in events(ws, "serve") if "new process failed its first look" in m]
+        assert died in (["best"], ["best", "cand"]), died
     finally:
         m.close()
         ctx.store.close()
