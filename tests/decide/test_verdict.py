@@ -385,3 +385,71 @@ def test_the_guard_class_estimated_beyond_its_tolerance_is_a_likely_regression()
     guard = v.by_class()["guard (non-production)"]
     assert guard.verdict == "undecided" and guard.ratio > 1.10
     assert v.kind == "likely_regression" and v.focus == "guard (non-production)"
+
+
+# --- futility before the last look: a rejection ends once no plausible outcome changes it
+
+
+def _v2_like(seed: int, wide: float, guard: float, noise: float = 0.0085) -> tuple[list[Pair], frozenset[str]]:
+    """The H200 demo's v2 (BLOCK_D 32 -> 16, docs/h100-wave3/part14): the guard clearly slower,
+    wide a hair off, look-to-look noise as the served looks have (~0.85%)."""
+    import random
+
+    rng = random.Random(seed)
+    draw = [wide * math.exp(rng.gauss(0, noise)) for _ in range(12)]
+    return _grid({"narrow": wiggle(1.0, 12), "wide": draw}, {"wide": wiggle(guard, 12)})
+
+
+def test_a_regression_ends_once_the_undecided_class_can_no_longer_be_a_gain() -> None:
+    # v2 ran 12 looks: the guard +25.8% had ruled out a keep from look 3, but wide (+0.8%)
+    # could in principle still end "improved" and make it a split instead of a regression
+    stops = []
+    for seed in range(20):
+        pairs, guard = _v2_like(seed, 1.008, 1.258)
+        v = _final(pairs, guard_configs=guard)
+        assert v.kind in ("regression", "split") and "guard (non-production) +" in v.reason, v.reason
+        if "gain_ruled_out" in v.flags:
+            assert v.kind == "regression" and v.by_class()["wide"].verdict == "undecided"
+            assert "wide undecided, but a gain of 1% is ruled out at 80%" in v.reason
+            assert v.by_class()["wide"].plausible_lo > 1 / 1.01
+        stops.append(v.rounds)
+    assert sum(stops) / len(stops) <= 6, stops  # 12 every time before
+    # without futility (0) it waits for the last look as before
+    pairs, guard = _v2_like(0, 1.008, 1.258)
+    off = Policy(futility_confidence=0.0, max_rounds=12)
+    v = next(
+        v
+        for k in range(off.min_rounds, 13)
+        if (v := evaluate([p for p in pairs if p.round < k], off, guard_configs=guard)).final
+    )
+    assert "gain_ruled_out" not in v.flags and v.rounds > stops[0], (v.rounds, stops[0])
+
+
+def test_a_class_that_may_still_be_a_gain_keeps_the_decision_going() -> None:
+    # wide really 2% faster: its plausible interval never rules the gain out, so the split
+    # (wide faster, the guard slower) is waited for, never cut short as a regression
+    for seed in range(20):
+        pairs, guard = _v2_like(seed, 0.98, 1.258)
+        v = _final(pairs, guard_configs=guard)
+        assert "gain_ruled_out" not in v.flags, (seed, v.rounds, v.reason)
+
+
+def test_ruling_a_gain_out_never_ends_a_decision_on_a_keep_or_a_review() -> None:
+    # random decisions of every kind: the early stop only ever ends one on a rejection, and
+    # on the same kind the pruned enumeration promised; none of them a keep
+    import random
+
+    from kopt_supervisor.engine.decide.verdict import EARLY_KINDS
+
+    rng = random.Random(11)
+    seen = 0
+    for _ in range(400):
+        centers = {c: rng.choice([0.95, 0.985, 0.995, 1.0, 1.005, 1.012, 1.06]) for c in ("a", "b", "c")}
+        noise = rng.choice([0.003, 0.008, 0.02])
+        data = {c: [m * math.exp(rng.gauss(0, noise)) for _ in range(12)] for c, m in centers.items()}
+        target = rng.choice([None, "a"])
+        v = run_until_final(data, Policy(max_other_regression_pct=2.0), target_class=target)
+        if "gain_ruled_out" in v.flags:
+            seen += 1
+            assert v.kind in EARLY_KINDS and v.kind != "keep", (centers, v.reason)
+    assert seen >= 10  # the rule did fire on this mix

@@ -27,6 +27,8 @@ FLAG_HELP = {
     "two_in_a_row": "kept by the two_in_a_row policy: a second same-direction sub-threshold gain",
     "futility": "a class still open at the last round was resolved: what would matter is ruled out at "
     "[decide].futility_confidence",
+    "gain_ruled_out": "a rejection ended before the last round: the classes still open could no longer be a "
+    "gain of [decide].min_effect_pct (at [decide].futility_confidence), so no outcome left could change it",
     "outliers_dropped": "samples far from the rest (a throttling spike, a stray process) were left out",
     "disturbed_rounds": "the GPU gate saw throttling or another process during some rounds; they were left out",
     "profiler_failed": "the profiler could not confirm the benchmark's verdict (its run failed)",

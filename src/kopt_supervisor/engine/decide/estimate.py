@@ -139,8 +139,10 @@ class ClassResult:
     block when Policy.pool_blocks) or "look" (one mean per ab_command run)."""
     plausible_lo: float = math.nan
     plausible_hi: float = math.nan
-    """On the final look only: the ratio's interval at policy.futility_confidence, which
-    resolves a class still undecided (see Policy.futility_confidence)."""
+    """For a class still undecided: the ratio's interval at policy.futility_confidence. At
+    the final look it resolves the class (see Policy.futility_confidence); before, a lower
+    end that rules out a gain of min_effect_pct lets the run verdict end early when no other
+    outcome could change it and it is no keep (verdict.gain_ruled_out)."""
 
     @property
     def delta_pct(self) -> float:
@@ -175,6 +177,7 @@ FLAGS = (
     "outliers_dropped",
     "disturbed_rounds",
     "futility",
+    "gain_ruled_out",
     "two_in_a_row",
     "no_samples",
     "no_target",
@@ -453,7 +456,7 @@ def estimate_class(cls: str, pairs: list[Pair], samples: list[Sample], policy: P
     iv = interval(kept, alpha_at_look(rounds, policy, final=final), unit)
     verdict = class_verdict(iv, rounds, policy)
     plausible_lo = plausible_hi = math.nan
-    if final and verdict == "undecided" and policy.futility_confidence > 0:
+    if verdict == "undecided" and policy.futility_confidence > 0:
         piv = interval(kept, 1.0 - policy.futility_confidence, unit)
         plausible_lo, plausible_hi = exp_ratio(piv.lo), exp_ratio(piv.hi)
     best, cand = _shown_values(pairs, kept, unit)

@@ -4,7 +4,8 @@ Pure functions:
 - `evaluate(pairs, policy, ...)`: the verdict after the looks so far; kind "undecided"
   asks the loop for another look. The verdict is final as soon as no outcome of the
   classes still undecided could change it, at max_rounds, or when the GPU-second budget is
-  spent.
+  spent; a rejection (regression, split, tie) also as soon as no outcome left *plausible*
+  could (`gain_ruled_out`).
 - `escalate(verdict, findings)`: a keep whose numbers are only surprising (too fast, faster
   than the floor, a median the mean does not follow) stays a keep with the flag
   needs_stronger_checks; `checks_agree(verdict, summary)` is what the loop's evidence step
@@ -150,14 +151,24 @@ def evaluate(
         if by_futility:
             futile.append(r.cls)
     undecided = [c for c, s in states.items() if s == "undecided"]
+    early: list[str] = []
     if undecided and not final and not _determined(states, targets, policy, previous_subthreshold_gain):
-        return verdict("undecided", f"{_names(undecided)} undecided after {rounds} rounds")
+        ruled = gain_ruled_out(results, states, policy)
+        if not ruled or _determined(states, targets, policy, previous_subthreshold_gain, ruled) not in EARLY_KINDS:
+            return verdict("undecided", f"{_names(undecided)} undecided after {rounds} rounds")
+        early = sorted(ruled)
     case = _case(states, targets, policy, previous_subthreshold_gain)
     reason, flags, focus = _explain(case, {r.cls: r for r in results}, states, targets, policy)
+    conf = f"{policy.futility_confidence:.0%}"
     if futile:
-        conf = f"{policy.futility_confidence:.0%}"
         reason += f" ({_names(futile)} resolved at the final look: what would matter is ruled out at {conf})"
         flags += ("futility",)
+    if early:
+        reason += (
+            f" ({_names(early)} undecided, but a gain of {policy.min_effect_pct:g}% is ruled out at {conf}: "
+            "no outcome left could change the verdict)"
+        )
+        flags += ("gain_ruled_out",)
     if "undecided_at_max_rounds" in flags and gpu_seconds >= policy.budget_gpu_s:
         reason = reason.replace(f"after {rounds} rounds", f"when the {policy.budget_gpu_s:g} GPU-s budget ran out")
         flags = tuple(f if f != "undecided_at_max_rounds" else "budget_spent" for f in flags)
@@ -351,20 +362,41 @@ def _case(states: dict[str, str], targets: set[str], policy: Policy, previous_su
     return "open"
 
 
-def _determined(states: dict[str, str], targets: set[str], policy: Policy, previous: bool) -> bool:
-    """True when every outcome of the undecided classes gives the same run verdict, so
-    that sampling on cannot change it."""
+EARLY_KINDS = ("regression", "split", "tie")
+"""The run verdicts `gain_ruled_out` may end a decision on before its last look: rejections
+only, never a keep nor a review."""
+
+
+def gain_ruled_out(results: Sequence[ClassResult], states: dict[str, str], policy: Policy) -> frozenset[str]:
+    """The classes still undecided whose plausible interval (at futility_confidence) already
+    rules out a gain of min_effect_pct: "improved" is no longer a plausible outcome for them.
+    Futility before the last look, non-binding: it can only end a decision that every
+    remaining outcome rejects (`EARLY_KINDS`), so no keep ever rests on it; what it costs is
+    the rare class whose true gain it misses, which a rejection would have lost anyway."""
+    floor = 1.0 / (1.0 + policy.min_effect_pct / 100.0)
+    return frozenset(
+        r.cls for r in results if states.get(r.cls) == "undecided" and r.cls != GUARD_CLASS and r.plausible_lo > floor
+    )
+
+
+def _determined(
+    states: dict[str, str], targets: set[str], policy: Policy, previous: bool, no_gain: frozenset[str] = frozenset()
+) -> str | None:
+    """The run verdict's kind when every outcome of the undecided classes gives the same one,
+    so that sampling on cannot change it; None otherwise. The classes in `no_gain` are
+    enumerated without "improved" (`gain_ruled_out`)."""
     undecided = [c for c, s in states.items() if s == "undecided"]
     if len(undecided) > MAX_ENUMERATED_UNDECIDED:
-        return False
+        return None
     kinds = set()
     trial = dict(states)
-    for combo in itertools.product(OUTCOMES, repeat=len(undecided)):
+    choices = [[o for o in OUTCOMES if not (c in no_gain and o == "improved")] for c in undecided]
+    for combo in itertools.product(*choices):
         trial.update(zip(undecided, combo, strict=True))
         kinds.add(CASE_KIND[_case(trial, targets, policy, previous)])
         if len(kinds) > 1:
-            return False
-    return True
+            return None
+    return kinds.pop() if kinds else None
 
 
 def _explain(
