@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import math
 import random
+import re
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -384,6 +385,9 @@ def test_a_later_look_makes_new_buffers_and_gives_a_fresh_process_bytes(served: 
     assert list(l1["calls"]) == list(l4["calls"]) and list(l1["err"]) == list(l4["err"])
     phases = {line.split(":")[0]: line for line in served["stderr"].splitlines() if ": bench phases:" in line}
     assert all("capture" in phases[f"look {n}"] for n in (2, 3, 4))
+    # the process's start before its first look, by parts (interpreter, torch, the rest)
+    started = dict(re.findall(r"(\w+) (\d+\.\d+) s", phases["serving"]))
+    assert {"start", "torch", "setup", "total"} <= set(started) and float(started["torch"]) > 0.1
 
 
 def test_bad_requests_are_answered_and_the_process_goes_on(served: dict) -> None:

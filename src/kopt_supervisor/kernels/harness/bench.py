@@ -1145,13 +1145,16 @@ def main(spec: Spec | str | Path, argv: list[str] | None = None, *, tree: str | 
     else the working directory, where kopt runs the bench). Returns the exit status."""
     clock = PhaseClock()
     torch, gpu = setup_device()
+    clock.lap("torch")  # its import and the driver's
     a = parse_args(argv, gpu)
     bench = Bench(spec, a, torch, gpu, clock, a.tree or tree)
-    clock.lap("setup")  # torch, the CUDA context, the contract and both trees' modules
+    clock.lap("setup")  # the CUDA context, the contract and both trees' modules
     if not gpu:
         log(f"{bench.spec.name}: no GPU: the Triton interpreter on the CPU; timings are CPU timings")
     if a.serve:
         from .serve import serve_ab, serve_tree
+
+        log("serving: " + clock.line())  # what a served process's start cost, before its first look
 
         def reply(msg: str) -> None:
             sys.stdout.write(msg + "\n")
