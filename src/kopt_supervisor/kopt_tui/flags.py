@@ -29,6 +29,8 @@ FLAG_HELP = {
     "[decide].futility_confidence",
     "gain_ruled_out": "a rejection ended before the last round: the classes still open could no longer be a "
     "gain of [decide].min_effect_pct (at [decide].futility_confidence), so no outcome left could change it",
+    "regression_ruled_out": "a class other than the target, still open, was shown within its tolerance "
+    "([decide].max_other_regression_pct) at the policy's confidence: it could no longer block the keep",
     "outliers_dropped": "samples far from the rest (a throttling spike, a stray process) were left out",
     "disturbed_rounds": "the GPU gate saw throttling or another process during some rounds; they were left out",
     "profiler_failed": "the profiler could not confirm the benchmark's verdict (its run failed)",

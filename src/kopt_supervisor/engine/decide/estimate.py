@@ -178,6 +178,7 @@ FLAGS = (
     "disturbed_rounds",
     "futility",
     "gain_ruled_out",
+    "regression_ruled_out",
     "two_in_a_row",
     "no_samples",
     "no_target",

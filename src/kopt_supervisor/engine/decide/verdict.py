@@ -152,13 +152,18 @@ def evaluate(
             futile.append(r.cls)
     undecided = [c for c, s in states.items() if s == "undecided"]
     early: list[str] = []
-    if undecided and not final and not _determined(states, targets, policy, previous_subthreshold_gain):
+    harmless = harm_ruled_out(results, states, targets, policy)
+    if undecided and not final and not _determined(states, targets, policy, previous_subthreshold_gain, harmless):
         ruled = gain_ruled_out(results, states, policy)
-        if not ruled or _determined(states, targets, policy, previous_subthreshold_gain, ruled) not in EARLY_KINDS:
+        kind = _determined(states, targets, policy, previous_subthreshold_gain, harmless, ruled) if ruled else None
+        if kind not in EARLY_KINDS:
             return verdict("undecided", f"{_names(undecided)} undecided after {rounds} rounds")
         early = sorted(ruled)
+    by_cls = {r.cls: r for r in results}
+    for c in harmless:  # any outcome left to it gives this verdict: one of them stands for it
+        states[c] = "regressed_ok" if by_cls[c].ratio > 1.0 + policy.min_effect_pct / 100.0 else "tied"
     case = _case(states, targets, policy, previous_subthreshold_gain)
-    reason, flags, focus = _explain(case, {r.cls: r for r in results}, states, targets, policy)
+    reason, flags, focus = _explain(case, by_cls, states, targets, policy)
     conf = f"{policy.futility_confidence:.0%}"
     if futile:
         reason += f" ({_names(futile)} resolved at the final look: what would matter is ruled out at {conf})"
@@ -169,6 +174,13 @@ def evaluate(
             "no outcome left could change the verdict)"
         )
         flags += ("gain_ruled_out",)
+    shown_harmless = sorted(harmless) if CASE_KIND[case] == "keep" and not final else []
+    if shown_harmless:
+        reason += (
+            f" ({_names(shown_harmless)} undecided, but a regression beyond its tolerance is ruled out at "
+            f"{policy.confidence:.0%})"
+        )
+        flags += ("regression_ruled_out",)
     if "undecided_at_max_rounds" in flags and gpu_seconds >= policy.budget_gpu_s:
         reason = reason.replace(f"after {rounds} rounds", f"when the {policy.budget_gpu_s:g} GPU-s budget ran out")
         flags = tuple(f if f != "undecided_at_max_rounds" else "budget_spent" for f in flags)
@@ -379,18 +391,47 @@ def gain_ruled_out(results: Sequence[ClassResult], states: dict[str, str], polic
     )
 
 
+def harm_ruled_out(
+    results: Sequence[ClassResult], states: dict[str, str], targets: set[str], policy: Policy
+) -> frozenset[str]:
+    """The classes other than the targets, still undecided, whose interval at the policy's
+    confidence (the decision's own, valid under repeated looks) already lies below their
+    tolerance (max_other_regression_pct): they can no longer block a keep, so they are
+    enumerated without "regressed_bad" and "likely_regressed". The guard class has this rule
+    in its own state (`_guard_state`). No keep rests on a weaker interval than the one that
+    decides the target classes."""
+    limit = 1.0 + policy.max_other_regression_pct / 100.0
+    return frozenset(
+        r.cls
+        for r in results
+        if states.get(r.cls) == "undecided" and r.cls not in targets and r.cls != GUARD_CLASS and r.hi < limit
+    )
+
+
+HARMFUL = frozenset({"regressed_bad", "likely_regressed"})
+
+
 def _determined(
-    states: dict[str, str], targets: set[str], policy: Policy, previous: bool, no_gain: frozenset[str] = frozenset()
+    states: dict[str, str],
+    targets: set[str],
+    policy: Policy,
+    previous: bool,
+    harmless: frozenset[str] = frozenset(),
+    no_gain: frozenset[str] = frozenset(),
 ) -> str | None:
     """The run verdict's kind when every outcome of the undecided classes gives the same one,
-    so that sampling on cannot change it; None otherwise. The classes in `no_gain` are
-    enumerated without "improved" (`gain_ruled_out`)."""
+    so that sampling on cannot change it; None otherwise. The classes in `harmless` are
+    enumerated without the outcomes that block a keep (`harm_ruled_out`), those in `no_gain`
+    without "improved" (`gain_ruled_out`)."""
     undecided = [c for c, s in states.items() if s == "undecided"]
     if len(undecided) > MAX_ENUMERATED_UNDECIDED:
         return None
     kinds = set()
     trial = dict(states)
-    choices = [[o for o in OUTCOMES if not (c in no_gain and o == "improved")] for c in undecided]
+    choices = [
+        [o for o in OUTCOMES if not (c in no_gain and o == "improved") and not (c in harmless and o in HARMFUL)]
+        for c in undecided
+    ]
     for combo in itertools.product(*choices):
         trial.update(zip(undecided, combo, strict=True))
         kinds.add(CASE_KIND[_case(trial, targets, policy, previous)])
