@@ -429,6 +429,11 @@ def test_profile_mode_calls_each_solution_twice_in_its_range_and_never_the_refer
     with pytest.raises(SystemExit, match="KOPT_PROFILE_CONFIGS='shape=a': a JSON list of config keys"):
         hb.profile_calls_for("x", {"KOPT_PROFILE_CALLS": "5", "KOPT_PROFILE_CONFIGS": "shape=a"})
     monkeypatch.delenv("KOPT_PROFILE_CONFIGS")
+    # a config past GPU_DRAW_BYTES takes at most LARGE_PROFILE_CALLS of the calls asked for
+    # (its calls cost seconds under ncu and vary little); the others all of them
+    big = hb.GPU_DRAW_BYTES + 1
+    assert hb.large_config_calls(12, big) == hb.LARGE_PROFILE_CALLS == 4
+    assert hb.large_config_calls(12, hb.GPU_DRAW_BYTES) == 12 and hb.large_config_calls(3, big) == 3
     # kopt's profile of a keep: each config's last output summarised for kopt to compare, on
     # inputs from kopt's seed (the same seed: the same summaries; engine/decide/audit.py reads them)
     from kopt_supervisor.engine.decide import audit as kopt_audit

@@ -141,6 +141,13 @@ PROFILE_CALLS = 2
 a keep's second profile, when the first could not tell on a class the keep claims). Under ncu
 each launch costs 10-80 ms; two launches of a 15 us kernel differed by 5% on the H200."""
 PROFILE_CALLS_MAX = 64
+LARGE_PROFILE_CALLS = 4
+"""--profile, when kopt asks for more calls: a config whose inputs pass GPU_DRAW_BYTES takes at
+most this many. Its calls cost seconds each under ncu (each draw's kernels replayed, each output
+copied and summarised on the host: the RMSNorm demo's largest shape, 730 MB, spent 13.8 s drawing
+and 11.0 s summarising 12 calls of one tree on the H200, 2026-11-30, part 15), while its kernel,
+hundreds of microseconds long, varies little from launch to launch. Fewer calls cannot buy a
+keep: the comparison's interval is the spread measured over the calls made, only wider."""
 
 
 PROFILE_OUTPUTS_ENV = "KOPT_PROFILE_OUTPUTS"
@@ -182,7 +189,8 @@ def profile_calls(environ: Mapping[str, str] | None = None) -> int:
 
 PROFILE_CONFIGS_ENV = "KOPT_PROFILE_CONFIGS"
 """--profile, with KOPT_PROFILE_CALLS: the configs that take those calls, a JSON list of their
-keys (params.config_key); the others take PROFILE_CALLS. Unset: every config takes them. kopt
+keys (params.config_key); the others take PROFILE_CALLS. Unset: every config takes them (one past
+GPU_DRAW_BYTES at most LARGE_PROFILE_CALLS, either way). kopt
 sets it, when its first profile could not tell a claimed gain, to the configs of the classes the
 keep claims: on the H200 the
 second profile of a ~3% claim called every config 12 times and the RMSNorm demo's largest
@@ -209,6 +217,12 @@ def profile_entry(cols: dict[str, Any], atol: float, rtol: float, outputs: list[
     """A config's entry in the profile's outputs file: one audit set whose outputs are every
     profiled call's, in order (audit.summarise_profiled's summaries)."""
     return {"config": dict(cols), "sets": 1, "set": 0, "atol": atol, "rtol": rtol, "outputs": outputs}
+
+
+def large_config_calls(calls: int, input_bytes: int) -> int:
+    """The calls of a --profile config kopt asked `calls` of, given its inputs' bytes: at most
+    LARGE_PROFILE_CALLS past GPU_DRAW_BYTES."""
+    return min(calls, LARGE_PROFILE_CALLS) if input_bytes > GPU_DRAW_BYTES else calls
 
 
 def profile_inputs(case: Case, call: int) -> tuple[tuple, dict[str, Any]]:
@@ -856,13 +870,16 @@ class Bench:
             if case is None:
                 break
             spent = {"inputs": time.perf_counter() - t0, "calls": 0.0, "outputs": 0.0}
+            calls = profile_calls_for(case.key)
+            if calls > LARGE_PROFILE_CALLS and case.gpu:
+                calls = large_config_calls(calls, case.input_bytes())
             for side, mod in self.mods.items():
                 err = math.nan
                 try:
                     ranged = self.ranges.around(case.function(mod), case.range)
                     rng, _ = audit_set(base_seed, case.key, 1)
                     outputs: list[dict[str, Any]] = []
-                    for k in range(profile_calls_for(case.key)):
+                    for k in range(calls):
                         t0 = time.perf_counter()
                         args, kwargs = profile_inputs(case, k)
                         t1 = time.perf_counter()
