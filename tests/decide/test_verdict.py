@@ -499,3 +499,27 @@ def test_an_untouched_class_really_slower_than_its_tolerance_never_lets_the_keep
         for seed in range(100)
     )
     assert through <= 1, through
+
+
+def test_the_early_rules_never_speak_at_the_final_look_nor_end_a_review() -> None:
+    # review (helper-70): at the final look, with futility off, wide's interval below its
+    # tolerance must not turn "others open" into a keep without a word; nor may the harm rule
+    # end a sub-threshold review before its time
+    zig = [1, -1, 0.5, -0.5, 1, -1, 0.3, -0.3, 0.8, -0.8, 0.2, -0.2]
+    data = {"narrow": wiggle(0.95, 12), "wide": [0.996 * (1 + 0.025 * x) for x in zig]}
+    v = evaluate(rounds(data), Policy(max_rounds=12, futility_confidence=0.0), target_class="narrow")
+    assert v.kind == "borderline" and v.flags == ("undecided_at_max_rounds",), (v.kind, v.flags)
+    small = {"narrow": wiggle(0.995, 12, 0.001), "wide": [0.995 * (1 + 0.01 * x) for x in zig]}
+    r = run_until_final(small, Policy(max_rounds=12), target_class="narrow")
+    assert r.kind == "borderline" and "subthreshold_gain" in r.flags and r.rounds == 10
+    assert "regression_ruled_out" not in r.flags
+
+
+def test_an_undecided_guard_does_not_hold_back_a_settled_regression() -> None:
+    # the guard never gains (_guard_state), so "improved" is no outcome it is tried with: the
+    # target regressed at look 4 ends the decision there, whatever the noisy guard ends as
+    zig = [1, -1, 0.5, -0.5, 1, -1, 0.3, -0.3, 0.8, -0.8, 0.2, -0.2]
+    pairs, guard = _grid({"narrow": wiggle(1.05, 12)}, {"narrow": [1.09 * (1 + 0.12 * x) for x in zig]})
+    v = _final(pairs, guard_configs=guard, target_class="narrow")
+    assert v.kind == "regression" and v.rounds == 4, (v.rounds, v.reason)
+    assert v.by_class()["guard (non-production)"].verdict == "undecided"

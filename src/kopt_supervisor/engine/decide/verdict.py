@@ -151,16 +151,19 @@ def evaluate(
         if by_futility:
             futile.append(r.cls)
     undecided = [c for c, s in states.items() if s == "undecided"]
-    early: list[str] = []
-    harmless = harm_ruled_out(results, states, targets, policy)
-    if undecided and not final and not _determined(states, targets, policy, previous_subthreshold_gain, harmless):
+    early: list[str] = []  # gain_ruled_out: the classes it ended a rejection on
+    harmless: frozenset[str] = frozenset()  # harm_ruled_out: the classes it ended a keep on
+    if undecided and not final and _determined(states, targets, policy, previous_subthreshold_gain) is None:
+        shown = harm_ruled_out(results, states, targets, policy)
         ruled = gain_ruled_out(results, states, policy)
-        kind = _determined(states, targets, policy, previous_subthreshold_gain, harmless, ruled) if ruled else None
-        if kind not in EARLY_KINDS:
+        if shown and _determined(states, targets, policy, previous_subthreshold_gain, harmless=shown) == "keep":
+            harmless = shown
+        elif ruled and _determined(states, targets, policy, previous_subthreshold_gain, no_gain=ruled) in EARLY_KINDS:
+            early = sorted(ruled)
+        else:
             return verdict("undecided", f"{_names(undecided)} undecided after {rounds} rounds")
-        early = sorted(ruled)
     by_cls = {r.cls: r for r in results}
-    for c in harmless:  # any outcome left to it gives this verdict: one of them stands for it
+    for c in harmless:  # any outcome left to it keeps: one of them stands for it
         states[c] = "regressed_ok" if by_cls[c].ratio > 1.0 + policy.min_effect_pct / 100.0 else "tied"
     case = _case(states, targets, policy, previous_subthreshold_gain)
     reason, flags, focus = _explain(case, by_cls, states, targets, policy)
@@ -174,10 +177,9 @@ def evaluate(
             "no outcome left could change the verdict)"
         )
         flags += ("gain_ruled_out",)
-    shown_harmless = sorted(harmless) if CASE_KIND[case] == "keep" and not final else []
-    if shown_harmless:
+    if harmless:
         reason += (
-            f" ({_names(shown_harmless)} undecided, but a regression beyond its tolerance is ruled out at "
+            f" ({_names(sorted(harmless))} undecided, but a regression beyond its tolerance is ruled out at "
             f"{policy.confidence:.0%})"
         )
         flags += ("regression_ruled_out",)
@@ -292,6 +294,8 @@ CASE_KIND = {
 }
 """Each case of the run verdict and its kind; "open" is "undecided" before the final look."""
 OUTCOMES = ("improved", "sub_gain", "tied", "regressed_ok", "regressed_bad", "likely_regressed")
+GUARD_OUTCOMES = ("tied", "regressed_ok", "regressed_bad", "likely_regressed")
+"""The guard class's outcomes (`_guard_state`: it never gains), all an undecided guard is tried with."""
 
 
 def _state(r: ClassResult, policy: Policy, *, target: bool, final: bool) -> tuple[str, bool]:
@@ -429,7 +433,11 @@ def _determined(
     kinds = set()
     trial = dict(states)
     choices = [
-        [o for o in OUTCOMES if not (c in no_gain and o == "improved") and not (c in harmless and o in HARMFUL)]
+        [
+            o
+            for o in (GUARD_OUTCOMES if c == GUARD_CLASS else OUTCOMES)
+            if not (c in no_gain and o == "improved") and not (c in harmless and o in HARMFUL)
+        ]
         for c in undecided
     ]
     for combo in itertools.product(*choices):
