@@ -388,7 +388,8 @@ def gain_ruled_out(results: Sequence[ClassResult], states: dict[str, str], polic
     rules out a gain of min_effect_pct: "improved" is no longer a plausible outcome for them.
     Futility before the last look, non-binding: it can only end a decision that every
     remaining outcome rejects (`EARLY_KINDS`), so no keep ever rests on it; what it costs is
-    the rare class whose true gain it misses, which a rejection would have lost anyway."""
+    the rare class whose true gain it misses: a split then reads as a regression
+    (docs/decision.md step 9)."""
     floor = 1.0 / (1.0 + policy.min_effect_pct / 100.0)
     return frozenset(
         r.cls for r in results if states.get(r.cls) == "undecided" and r.cls != GUARD_CLASS and r.plausible_lo > floor
