@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import gc
 import json
 import os
 import shutil
@@ -60,6 +61,21 @@ def pytest_configure(config: pytest.Config) -> None:
         from tests import cpu_probe
 
         cpu_probe.register(config, os.environ["KOPT_TEST_CPU"])
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """The collected suite out of the garbage collector's reach, and its full passes rarer.
+
+    A worker's heap after collection holds every test module, kopt, torch, textual, ...
+    (~110,000 objects, none of them garbage), and each full collection walked it again: in
+    tests/decide, tests/report and tests/tui (`-n 2`) the workers spent 11.3 CPU-s in the
+    collector, 9.5 of them in 58 full passes of ~0.16 s. `gc.freeze()` moves what exists now
+    to the permanent generation (never scanned, never freed: it lives to the end anyway), and
+    a young generation of 10,000 objects instead of 700 makes the passes ~10x fewer: 3.5 CPU-s
+    there. Cyclic garbage is still collected, a little later; the end of the session's
+    collections (pytest's unraisable-exception check) run as before."""
+    gc.freeze()
+    gc.set_threshold(10_000, 10, 10)
 
 
 FAKE = Path(__file__).parent / "fake_target"
