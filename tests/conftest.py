@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import atexit
 import gc
+import importlib.util
 import json
 import os
 import shutil
@@ -89,6 +90,17 @@ def _gpu_claims_of_this_session(tmp_path_factory: pytest.TempPathFactory) -> Non
     claimed, which made a run wait for its GPU and stop."""
     if "KOPT_GPU_CLAIMS_DIR" not in os.environ:
         os.environ["KOPT_GPU_CLAIMS_DIR"] = str(tmp_path_factory.getbasetemp() / "gpu-claims")
+
+
+def installed(*names: str) -> pytest.MarkDecorator:
+    """A module's `pytestmark` for tests that need packages (torch, triton, ...): skipped where
+    one is not installed, as `pytest.importorskip` at module level did, but without importing
+    it while the suite is collected. Every xdist worker collects every module: torch and
+    triton imported there cost ~1.8 CPU-s a worker, also on the workers that never run a
+    test needing them. A test that needs one imports it itself (or starts a process that
+    does); installed but broken, it fails there."""
+    missing = [name for name in names if importlib.util.find_spec(name) is None]
+    return pytest.mark.skipif(bool(missing), reason=f"needs {' and '.join(missing)} (an extra of pyproject.toml)")
 
 
 def git(cwd: Path, *args: str) -> str:
