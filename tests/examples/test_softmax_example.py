@@ -30,10 +30,9 @@ from kopt_supervisor.engine import api, onboard
 from kopt_supervisor.engine.config.toml_io import load as load_config
 from kopt_supervisor.engine.workspace import Workspace
 from kopt_supervisor.kopt_tui.cli import main as kopt
-from tests.conftest import REPO_ROOT, git
+from tests.conftest import REPO_ROOT, git, installed
 
-pytest.importorskip("torch")
-pytest.importorskip("triton")
+pytestmark = installed("torch", "triton")
 
 EXAMPLE = REPO_ROOT / "examples" / "softmax"
 PROPOSER = Path(__file__).parent / "propose_rows.py"

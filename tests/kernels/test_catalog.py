@@ -20,9 +20,9 @@ from kopt_supervisor.engine.config.toml_io import load as load_config
 from kopt_supervisor.engine.config.toml_io import loads as loads_config
 from kopt_supervisor.kernels import catalog
 from kopt_supervisor.kernels.harness import bench as harness_bench
+from tests.conftest import installed
 
-pytest.importorskip("torch")
-pytest.importorskip("triton")
+pytestmark = installed("torch", "triton")
 
 
 def _run(repo: Path, *args: str) -> subprocess.CompletedProcess:

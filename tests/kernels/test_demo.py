@@ -16,9 +16,9 @@ from kopt_supervisor.engine.config.toml_io import load as load_config
 from kopt_supervisor.engine.store import Store
 from kopt_supervisor.engine.workspace import Workspace
 from kopt_supervisor.kernels import catalog
+from tests.conftest import installed
 
-pytest.importorskip("torch")
-pytest.importorskip("triton")
+pytestmark = installed("torch", "triton")
 
 
 BUNDLED = {"kernels": catalog.KERNELS, "materialize": catalog.materialize}

@@ -12,9 +12,9 @@ import pytest
 
 from kopt_supervisor.engine import expr
 from kopt_supervisor.kernels import catalog
+from tests.conftest import installed
 
-torch = pytest.importorskip("torch")
-pytest.importorskip("triton")
+pytestmark = installed("torch", "triton")
 
 NAMES = sorted(catalog.KERNELS)
 
@@ -29,6 +29,8 @@ def _load(harness_path: Path, name: str, tag: str, path: Path | None = None):  #
 
 
 def _check_all(harness_path: Path, name: str, sol, dtypes=None) -> list[tuple[str, str, float, str]]:  # noqa: ANN001
+    import torch
+
     from kopt_supervisor.kernels.harness.bench import Case
     from kopt_supervisor.kernels.harness.loader import load_module
 

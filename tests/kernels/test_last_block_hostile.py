@@ -57,11 +57,11 @@ from kopt_supervisor.engine.decide.plausible import last_block_not_faster, mean_
 from kopt_supervisor.engine.decide.verdict import evaluate
 from kopt_supervisor.kernels import catalog
 from kopt_supervisor.kernels.harness import bench
+from tests.conftest import installed
 from tests.kernels.serve_client import Server
 from tests.kernels.test_tree_serve import _scale_tree, _spec
 
-pytest.importorskip("torch")
-pytest.importorskip("triton")
+pytestmark = installed("torch", "triton")
 
 MAX_LOOKS = 8
 """The decision's looks at most (the CPU kopt.toml allows 10; 3 to 4 decided it here)."""

@@ -25,8 +25,9 @@ from kopt_supervisor.engine.config import TargetConfig
 from kopt_supervisor.kernels import harness
 from kopt_supervisor.kernels.harness import bench as hb
 from kopt_supervisor.kernels.harness import ranges, serve
+from tests.conftest import installed
 
-torch = pytest.importorskip("torch")
+pytestmark = installed("torch")
 
 
 def make_inputs(torch, dims, dtype, device, gen):  # noqa: ANN001, ANN201 - a user's bench, as written
@@ -159,6 +160,8 @@ class RecordingNvtx:
 
 
 def test_range_backends() -> None:
+    import torch
+
     assert ranges.open_ranges(torch, False).kind == "none"
     nv = RecordingNvtx()
     cuda_torch = SimpleNamespace(version=SimpleNamespace(hip=None), cuda=SimpleNamespace(nvtx=nv))
@@ -255,6 +258,8 @@ def test_a_function_without_out_is_checked_after_poisoning_and_must_keep_its_inp
 
 
 def test_served_ab_looks(tmp_path: Path) -> None:
+    import torch
+
     best, cand = tree(tmp_path / "best"), tree(tmp_path / "cand")
     a = hb.parse_args(["--ab", str(best), str(cand), "--serve"], gpu=False)
     b = hb.Bench(spec(), a, torch, False, hb.PhaseClock(), best)

@@ -20,10 +20,10 @@ import pytest
 from kopt_supervisor.engine import metrics
 from kopt_supervisor.engine.config.toml_io import load as load_config
 from kopt_supervisor.kernels.harness import audit, bench, serve, timing
+from tests.conftest import installed
 from tests.kernels.serve_client import Server, edit, look_and_audit, materialize
 
-torch = pytest.importorskip("torch")
-pytest.importorskip("triton")
+pytestmark = installed("torch", "triton")
 
 CONFIG = ["shape", "B", "N", "H", "hd", "dtype", "esize", "dclass"]
 
@@ -156,6 +156,8 @@ def test_input_seeds_differ_by_purpose_config_and_look() -> None:
 
 
 def test_summaries_count_nan_and_inf_apart_and_sum_the_finite_rest() -> None:
+    import torch
+
     t = torch.tensor([1.0, -2.0, math.nan, math.inf, 0.5], dtype=torch.bfloat16)
     s = audit.summarise(torch, t, [0, 2, 4])
     assert (s["numel"], s["nan"], s["inf"], s["sum"], s["abs_sum"]) == (5, 1, 1, -0.5, 3.5)
@@ -167,6 +169,8 @@ def test_a_profiled_calls_outputs_are_summarised_on_the_host() -> None:
     """Under a profiler every kernel is profiled, a summary's on the GPU too (80 s of ncu per
     tree on the H200): a profile's outputs are copied to the host first, and summarised there
     alike, positions from the same draw."""
+    import torch
+
     t = torch.randn(300, generator=torch.Generator().manual_seed(5))
 
     class OnDevice:  # a device tensor's stand-in: only its host copy may be summarised
@@ -201,13 +205,16 @@ def _same_summary(fast: dict, exact: dict) -> bool:
     )
 
 
-@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
+@pytest.mark.parametrize("dtype_name", ["bfloat16", "float16", "float32"])
 def test_the_host_summary_counts_nan_and_inf_and_survives_a_float32_overflow(
-    dtype: torch.dtype, monkeypatch: pytest.MonkeyPatch
+    dtype_name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """summarise_host sums each chunk in float32 and counts NaN/Inf only where a chunk's sums are
     not finite: a NaN, an Inf, or finite values whose float32 sum overflows must each take the
     exact path, so its counts and sums are summarise's."""
+    import torch
+
+    dtype = getattr(torch, dtype_name)
     monkeypatch.setattr(audit, "SUMMARY_CHUNK", 64)
     g = torch.Generator().manual_seed(11)
     t = (torch.randn(1000, generator=g) * 3).to(dtype)
@@ -226,6 +233,8 @@ def test_the_host_summary_counts_nan_and_inf_and_survives_a_float32_overflow(
 def test_summaries_in_chunks_equal_the_whole_tensors(monkeypatch: pytest.MonkeyPatch) -> None:
     """The audit sums in float64 chunks (a whole output in float64 ran a served process out of
     memory on the H100): chunked and whole sums agree, NaN/Inf counted across chunk edges."""
+    import torch
+
     g = torch.Generator().manual_seed(3)
     t = torch.randn(1000, generator=g).to(torch.bfloat16)
     t[7], t[500], t[999] = math.nan, math.inf, -math.inf
@@ -359,6 +368,8 @@ def test_a_look_commits_to_every_sets_outputs_and_the_audit_keeps_its_promise(se
 
 
 def test_sets_summarised_as_a_batch_agree_with_one_by_one() -> None:
+    import torch
+
     gen = torch.Generator().manual_seed(3)
     outs = [[torch.randn(37, 5, generator=gen, dtype=torch.float32) * 1e3] for _ in range(6)]
     outs[2][0][1, 1] = math.nan
@@ -466,6 +477,8 @@ def _spec() -> object:
 
 @pytest.mark.parametrize("after", ["audit", "look"])
 def test_done_last_serves_its_audit_then_leaves(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, after: str) -> None:
+    import torch
+
     tree = _scale_tree(tmp_path / "t")
     a = bench.parse_args(["--serve"], gpu=False)
     b = bench.Bench(_spec(), a, torch, False, bench.PhaseClock(), tree)  # type: ignore[arg-type]
@@ -546,6 +559,8 @@ def test_cached_blocks_are_given_back_only_when_the_device_is_short(
 
 
 def test_warm_blocks_run_untimed_at_later_looks_and_a_raising_one_fails_only_its_row(tmp_path: Path) -> None:
+    import torch
+
     tree = _scale_tree(tmp_path / "t")
     a = bench.parse_args(["--serve", "--warm-blocks", "2"], gpu=False)
     b = bench.Bench(_spec(), a, torch, False, bench.PhaseClock(), tree)  # type: ignore[arg-type]
@@ -572,6 +587,8 @@ def test_a_long_first_block_cuts_the_looks_blocks_on_a_gpu(
 ) -> None:
     # timing.look_blocks: blocks of reps x us_per_launch µs; 100 ms of them at most, never fewer than 3,
     # and the refresh still comes before the last block that is timed
+    import torch
+
     tree = _scale_tree(tmp_path / "t")
     a = bench.parse_args(["--serve", "--blocks", "9"], gpu=False)
     b = bench.Bench(_spec(), a, torch, False, bench.PhaseClock(), tree)  # type: ignore[arg-type]

@@ -15,10 +15,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from tests.conftest import installed
 from tests.kernels.serve_client import look_and_audit, materialize
 
-pytest.importorskip("torch")
-pytest.importorskip("triton")
+pytestmark = installed("torch", "triton")
 
 LOOK_SEED, AUDIT_SEED = 31337, 2718
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from kopt_supervisor.kernels import catalog
+from tests.conftest import installed
 
-pytest.importorskip("torch")
-pytest.importorskip("triton")
+pytestmark = installed("torch", "triton")
 
 
 def test_smoke_report_and_sweep(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

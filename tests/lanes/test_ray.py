@@ -14,13 +14,12 @@ import pytest
 
 from kopt_supervisor.engine.daemon import run_engine
 from kopt_supervisor.engine.store import Store
+from tests.conftest import installed
 from tests.lanes.test_lanes import check_invariants_lanes, gpus, lanes_env
 from tests.reliability.helpers import events, iterations
 
-ray = pytest.importorskip("ray", reason="Ray is the `ray` extra (the README's test command installs it)")
-cluster_utils = pytest.importorskip("ray.cluster_utils")
-
-pytestmark = pytest.mark.slow
+# Ray imported by the tests that start a cluster, not while every worker collects the suite
+pytestmark = [pytest.mark.slow, installed("ray")]
 
 
 @pytest.fixture(scope="module")
@@ -28,6 +27,9 @@ def head():
     """The cluster's head, started once for the module (3.8 CPU-s and 8 s a start): it has no
     resources for lanes, so nothing of a test runs on it; each test adds the worker nodes its
     lanes run on and removes them."""
+    import ray
+    from ray import cluster_utils
+
     c = cluster_utils.Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "num_gpus": 0})
     yield c
     if ray.is_initialized():
@@ -48,6 +50,8 @@ def cluster(monkeypatch, head):
         return head, nodes
 
     yield start
+    import ray
+
     if ray.is_initialized():
         ray.shutdown()
     for node in list(head.worker_nodes):  # the test's (and any it added), gone with their actors

@@ -13,16 +13,17 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import pytest
-from mcp import Client
 
 from kopt_supervisor.engine.mcp.judge import Judge
-from kopt_supervisor.engine.mcp.server import build_server
 from tests.conftest import REPO_ROOT, git
 from tests.mcp.cycle import edit, ready, wait_until
+
+if TYPE_CHECKING:  # the SDK imported by the tests that run it, not while every worker collects the suite
+    from mcp import Client
 
 
 async def call(client: Client, tool: str, args: dict[str, Any] | None = None) -> tuple[str, bool]:
@@ -49,6 +50,10 @@ def snapshot(ws) -> dict[str, Any]:
 
 
 def test_a_hostile_agent_changes_nothing_through_the_tools(mcp_run):
+    from mcp import Client
+
+    from kopt_supervisor.engine.mcp.server import build_server
+
     root, ws = mcp_run()
     before = snapshot(ws)
     (ws.cand / "kernel.json").write_text('{"speed": {"small": 0.5, "large": 0.5}}')  # its own edit: allowed
@@ -96,6 +101,10 @@ def test_a_hostile_agent_changes_nothing_through_the_tools(mcp_run):
 
 def test_restart_and_mask_need_the_engineers_flag(mcp_run):
     """With --allow-restart the calls reach the run, and its own rules answer them."""
+    from mcp import Client
+
+    from kopt_supervisor.engine.mcp.server import build_server
+
     root, ws = mcp_run()
 
     async def drive() -> list[tuple[str, bool]]:
@@ -113,7 +122,10 @@ def test_restart_and_mask_need_the_engineers_flag(mcp_run):
 
 
 def test_submits_refused_while_one_is_measuring_and_with_no_change(mcp_run, monkeypatch):
+    from mcp import Client
+
     from kopt_supervisor.engine.daemon import run_engine
+    from kopt_supervisor.engine.mcp.server import build_server
 
     root, ws = mcp_run()
     monkeypatch.setenv("FAKE_SLEEP", "0.3")  # each bench run takes a moment: the first submit is still measuring

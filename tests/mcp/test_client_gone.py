@@ -11,7 +11,6 @@ from typing import IO, Any
 
 import pytest
 
-from kopt_supervisor.engine.mcp.server import client_gone
 from kopt_supervisor.kopt_tui.cli import main as kopt
 from tests.conftest import REPO_ROOT
 from tests.mcp.cycle import edit, ended, ready, server_argv, start_engine
@@ -31,6 +30,8 @@ def _answer(pipe: IO[bytes], request_id: int) -> dict[str, Any]:
 
 
 def test_only_closed_pipes_count_as_the_client_gone() -> None:
+    from kopt_supervisor.engine.mcp.server import client_gone
+
     assert client_gone(BrokenPipeError())
     assert client_gone(BaseExceptionGroup("x", [BrokenPipeError(), ConnectionResetError()]))
     assert not client_gone(BaseExceptionGroup("x", [BrokenPipeError(), ValueError("a real bug")]))

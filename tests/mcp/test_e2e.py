@@ -11,9 +11,6 @@ from typing import Any
 
 import anyio
 import pytest
-from mcp import Client
-from mcp.client.stdio import StdioServerParameters
-from mcp.types import Implementation
 
 from kopt_supervisor.engine import api
 from tests.conftest import REPO_ROOT
@@ -37,6 +34,10 @@ def records(ws) -> list[dict[str, Any]]:
 
 
 def test_stdio_full_cycle_leaves_the_records_of_a_kopt_submit_run(mcp_run):
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+    from mcp.types import Implementation
+
     root, ws = mcp_run()
     engine = start_engine(ws)
     params = StdioServerParameters(
@@ -67,7 +68,9 @@ def test_stdio_full_cycle_leaves_the_records_of_a_kopt_submit_run(mcp_run):
 
 def test_http_full_cycle_behind_its_token(mcp_run):
     import httpx2
+    from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
+    from mcp.types import Implementation
 
     root, ws = mcp_run()
     engine = start_engine(ws)

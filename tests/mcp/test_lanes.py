@@ -10,21 +10,20 @@ import os
 import sys
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import pytest
-from mcp import Client
-from mcp.client.stdio import StdioServerParameters
-from mcp.types import Implementation
 
 from kopt_supervisor.engine import api
 from kopt_supervisor.engine.daemon import run_engine
 from kopt_supervisor.engine.mcp.judge import Judge
-from kopt_supervisor.engine.mcp.server import build_server
 from kopt_supervisor.engine.store import Store
 from tests.conftest import REPO_ROOT
 from tests.mcp.cycle import as_json, caller, edit, ended, http_server, server_argv
+
+if TYPE_CHECKING:  # the SDK imported by the tests that run it, not while every worker collects the suite
+    from mcp import Client
 
 TAKEN = "has 2 lanes and every one is held by another live MCP session"
 
@@ -72,7 +71,9 @@ def test_http_two_sessions_each_submit_in_their_own_lane(mcp_lanes_run):
     run of lanes, the client falls back to a session). Two sessions submit at once, each its
     own lane's edit; a third is refused until one ends; a session-less request is refused."""
     import httpx2
+    from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
+    from mcp.types import Implementation
 
     root, ws = mcp_lanes_run()
     engine = start_engine(ws)
@@ -151,6 +152,11 @@ def test_sessions_of_two_processes_each_hold_a_lane(mcp_lanes_run):
     """A `kopt mcp` process over stdio (an agent's client) holds a lane; sessions served by this
     process (another server's) get the other lane, then are refused; the stdio process's end
     frees its lane."""
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    from kopt_supervisor.engine.mcp.server import build_server
+
     root, ws = mcp_lanes_run()
     params = StdioServerParameters(
         command=sys.executable, args=server_argv(root), cwd=str(REPO_ROOT), env=dict(os.environ)
@@ -180,6 +186,10 @@ def test_a_session_cannot_submit_into_another_sessions_lane(mcp_lanes_run):
     """Two sessions (in-process servers of one judge); only the first's lane holds an edit. The
     second's submit evaluates its own lane (no change there: refused, nothing sent) whatever
     arguments it adds, and does not stop the first's from being judged in its lane."""
+    from mcp import Client
+
+    from kopt_supervisor.engine.mcp.server import build_server
+
     root, ws = mcp_lanes_run()
     engine = start_engine(ws)
     judge = Judge(ws, ready_wait_s=1)  # lane 0 starts no third iteration (max 2): no next wait to wait for

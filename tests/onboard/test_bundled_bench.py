@@ -8,14 +8,12 @@ import sys
 import tomllib
 from pathlib import Path
 
-import pytest
-
 from kopt_supervisor.engine import onboard
 from kopt_supervisor.engine.config.toml_io import load as load_config
 from kopt_supervisor.kernels import catalog
+from tests.conftest import installed
 
-pytest.importorskip("torch")
-pytest.importorskip("triton")
+pytestmark = installed("torch", "triton")
 
 
 def test_the_detected_config_matches_the_catalogs(tmp_path: Path) -> None:

@@ -17,11 +17,9 @@ import pytest
 
 from kopt_supervisor.engine import onboard
 from kopt_supervisor.engine.onboard.scratch import harness_benches
-from tests.conftest import REPO_ROOT, git
+from tests.conftest import REPO_ROOT, git, installed
 
-pytest.importorskip("torch")
-pytest.importorskip("triton")
-pytest.importorskip("numpy")
+pytestmark = installed("torch", "triton", "numpy")
 
 EXAMPLE = REPO_ROOT / "examples" / "softmax"
 SMALL = "bench.py --rows 4 --cols 64,100 --dtypes float16"

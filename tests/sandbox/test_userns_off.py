@@ -62,7 +62,6 @@ def inside(env: dict[str, str], *argv: str, timeout: float = 600) -> subprocess.
 
 @pytest.mark.slow
 def test_with_user_namespaces_off_run_refuses_with_the_fix_and_the_demo_runs_unconfined(tmp_path: Path):
-    pytest.importorskip("triton")
     from tests.conftest import FAKE, git
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("KOPT_")}
@@ -92,11 +91,19 @@ def test_with_user_namespaces_off_run_refuses_with_the_fix_and_the_demo_runs_unc
     err = r.stderr.strip()
     assert "\n" not in err and "unprivileged user namespaces are off (user.max_user_namespaces=0)" in err
     assert "sysctl -w user.max_user_namespaces" in err and "--no-sandbox" in err
-    # the demo: runs to its end, unconfined, and says why
-    r = inside(env, KOPT, "--root", str(root), "demo", "--headless", "--max-iters", "0", "--tag", "d")
+    # the demo: its start rule, in this namespace, goes on unconfined and says why. The demo run
+    # itself (unconfined, said on screen and in run.db, status, the reports; its detached
+    # start) is tests/sandbox/test_demo_unconfined.py's, under a bwrap that fails as this one
+    # does: a `kopt demo --max-iters 0` here measured its baseline again (three interpreted
+    # bench processes, ~6 CPU-s) for the same rule
+    probe = (
+        "import json\nfrom kopt_supervisor.engine import sandbox\n"
+        "s = sandbox.probe()\n"
+        "m = sandbox.start_rule(s, proposer_kind='tune', no_sandbox=False, demo=True)\n"
+        "print(json.dumps([m.confined, m.summary, s.cause]))"
+    )
+    r = inside(env, sys.executable, "-c", probe)
     assert r.returncode == 0, r.stderr[-2000:]
-    said = [ln for ln in r.stdout.splitlines() if "UNCONFINED: no sandbox works here (" in ln]
-    assert len(said) == 2 and all("user.max_user_namespaces=0" in ln for ln in said)
-    st = api.status(api.open_workspace(root, "d"))
-    assert st["unsandboxed"] and st["sandbox"]["support"]["cause"] == "userns-off"
-    assert st["state"] == "stopped" and st["stop_reason"] == "--max-iters 0 reached in this session"
+    confined, summary, cause = json.loads(r.stdout)
+    assert not confined and cause == "userns-off"
+    assert summary.startswith("UNCONFINED: no sandbox works here (") and "user.max_user_namespaces=0" in summary

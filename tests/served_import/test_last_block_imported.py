@@ -44,11 +44,11 @@ from kopt_supervisor.engine.decide.plausible import last_block_not_faster, mean_
 from kopt_supervisor.engine.decide.verdict import evaluate
 from kopt_supervisor.kernels.harness import bench, imported
 from kopt_supervisor.kernels.harness.audit import input_seed
+from tests.conftest import installed
 from tests.kernels.test_last_block_hostile import served_decision
 from tests.served_import.client import ImportedServer
 
-pytest.importorskip("torch")
-pytest.importorskip("triton")
+pytestmark = installed("torch", "triton")
 
 SCRIPT = "affine.py"
 BENCH = '''"""A small perf_report bench: y = 2x + 1 in Triton, one program per block of elements."""

@@ -24,9 +24,9 @@ import pandas as pd
 import pytest
 
 from kopt_supervisor.kernels.harness import imported
+from tests.conftest import installed
 
-pytest.importorskip("torch")
-pytest.importorskip("triton")
+pytestmark = installed("torch", "triton")
 
 STAND_IN = Path(__file__).parent / "liger_style"
 SCRIPT = "benchmark_rms_norm.py"

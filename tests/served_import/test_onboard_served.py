@@ -18,12 +18,11 @@ from kopt_supervisor.engine import gitops, onboard
 from kopt_supervisor.engine.onboard import scratch
 from kopt_supervisor.engine.workspace import Workspace
 from kopt_supervisor.kopt_tui.cli import main as kopt
-from tests.conftest import git
+from tests.conftest import git, installed
 from tests.onboard.test_upstream_liger import checkout_hashes
 from tests.served_import.client import FIXTURE, SCRIPT, STUBS
 
-pytest.importorskip("torch")
-pytest.importorskip("triton")
+pytestmark = installed("torch", "triton")
 
 BENCH = f"TRITON_INTERPRET=1 PYTHONPATH={STUBS} {sys.executable} {SCRIPT}"
 PROPOSER = Path(__file__).parent / "comment_proposer.py"

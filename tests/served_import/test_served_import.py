@@ -24,10 +24,10 @@ from kopt_supervisor.engine.metrics import BenchError
 from kopt_supervisor.engine.onboard import scratch as onboard_scratch
 from kopt_supervisor.engine.onboard.detect import BenchRun
 from kopt_supervisor.kernels.harness import bench, imported, serve
+from tests.conftest import installed
 from tests.served_import.client import ImportedServer, layer_norm_tree
 
-torch = pytest.importorskip("torch")
-pytest.importorskip("triton")
+pytestmark = installed("torch", "triton")
 
 CONFIG = ("N", "provider", "M", "dtype", "mode")
 TOML = """
@@ -184,6 +184,8 @@ def test_a_bench_that_times_with_its_own_clock_fails_every_config(tmp_path: Path
 
 
 def test_the_capture_records_the_callable_and_answers_in_do_benchs_shapes() -> None:
+    import torch
+
     cap = imported.Capture()
     x = torch.ones(3, requires_grad=True)
     assert cap.do_bench(lambda: 1, 25, 100, [x], [0.5, 0.2, 0.8]) == [imported.PLACEHOLDER_MS] * 3
@@ -206,6 +208,8 @@ def test_the_capture_replaces_do_bench_where_the_bench_holds_it_and_puts_it_back
 
 
 def test_a_sets_outputs_are_what_it_returned_the_grads_it_names_else_its_closure() -> None:
+    import torch
+
     a, b = torch.ones(4), torch.zeros(2)
     x = torch.ones(3, requires_grad=True)
 
@@ -230,6 +234,8 @@ def test_a_sets_outputs_are_what_it_returned_the_grads_it_names_else_its_closure
 
 
 def test_the_audit_tolerance_follows_the_least_precise_output() -> None:
+    import torch
+
     f16, f32, i64 = torch.zeros(1, dtype=torch.float16), torch.zeros(1), torch.zeros(1, dtype=torch.int64)
     assert imported.tolerance([f32, f16], None, None) == imported.TOLERANCE["float16"]
     assert imported.tolerance([i64], None, None) == (0.0, 0.0)
