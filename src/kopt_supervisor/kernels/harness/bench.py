@@ -146,8 +146,9 @@ LARGE_PROFILE_CALLS = 4
 most this many. Its calls cost seconds each under ncu (each draw's kernels replayed, each output
 copied and summarised on the host: the RMSNorm demo's largest shape, 730 MB, spent 13.8 s drawing
 and 11.0 s summarising 12 calls of one tree on the H200, 2026-11-30, part 15), while its kernel,
-hundreds of microseconds long, varies little from launch to launch. Fewer calls cannot buy a
-keep: the comparison's interval is the spread measured over the calls made, only wider."""
+hundreds of microseconds long, varies little from launch to launch. Each call's GPU time is
+still the profiler's, which candidate code cannot bend: fewer calls only estimate the config
+less precisely."""
 
 
 PROFILE_OUTPUTS_ENV = "KOPT_PROFILE_OUTPUTS"
