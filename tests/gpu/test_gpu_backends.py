@@ -170,3 +170,16 @@ def test_gpu_config_keys_are_validated(key, value, message):
     toml = f'[target]\nbench = "true"\nmetric = "us"\n[gpu]\n{key} = {json.dumps(value)}\n'
     with pytest.raises(BadInput, match=message):
         loads(toml)
+
+
+def test_a_library_backend_must_say_how_to_start_and_stop_its_library() -> None:
+    import pytest
+
+    from kopt_supervisor.engine.gpu.backends import LibraryBackend
+
+    class StartsOnly(LibraryBackend):
+        def _init(self, lib: object) -> None:
+            pass
+
+    with pytest.raises(TypeError, match="_shutdown"):
+        StartsOnly()  # type: ignore[abstract]

@@ -237,3 +237,18 @@ def test_rocprofv3_bad_output(tmp_path: Path):
     stats.write_text('"Name","Calls","TotalDurationNs"\n"k",0,100\n')
     with pytest.raises(KoptFailure, match=r"b_kernel_stats\.csv:2: not a rocprofv3 kernel stats row"):
         Rocprofv3Profiler().parse(tmp_path, "k")
+
+
+def test_an_adapter_that_does_not_say_how_to_run_and_read_its_tool_cannot_be_made() -> None:
+    # the base declares `command` and `parse` abstract: a half-written adapter fails where it is
+    # made, not in the middle of a keep's profile
+    import pytest
+
+    from kopt_supervisor.engine.profile.profiler import Profiler
+
+    class RunsOnly(Profiler):
+        def command(self, inner_argv: list[str], out_dir, kernel_regex: str) -> list[str]:  # type: ignore[no-untyped-def]
+            return inner_argv
+
+    with pytest.raises(TypeError, match="parse"):
+        RunsOnly()  # type: ignore[abstract]

@@ -60,6 +60,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -85,7 +86,7 @@ from kopt_supervisor.engine.gpu.smi import AmdSmiCliBackend, NvidiaSmiBackend, R
 _MIB = 1024 * 1024
 
 
-class LibraryBackend:
+class LibraryBackend(ABC):
     """A backend over a Python binding (pynvml, amdsmi), loaded and initialised on the first
     `read()`; a binding that cannot be imported or initialised leaves the backend empty with
     the reason in `status`, and `close()` shuts an initialised library down, never raising."""
@@ -105,12 +106,13 @@ class LibraryBackend:
         self._failed = False
         self.status = "not started"
 
+    @abstractmethod
     def _init(self, lib: Any) -> None:
         """Initialise the library (raises on failure)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _shutdown(self, lib: Any) -> None:
-        raise NotImplementedError
+        """Shut the library down (raises on failure; `close` catches it)."""
 
     def _ready_status(self, lib: Any) -> str:
         return self.name

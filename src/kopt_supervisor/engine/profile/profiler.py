@@ -54,6 +54,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import shutil
+from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -109,8 +110,9 @@ class ProfilePass:
     out_dir: Path
 
 
-class Profiler:
-    """Base of the adapters: `name`, the executable it needs, and the calls above."""
+class Profiler(ABC):
+    """Base of the adapters: `name`, the executable it needs, and the calls above; an adapter
+    must say how its tool is run (`command`) and read (`parse`)."""
 
     name = ""
     executable = ""
@@ -119,8 +121,9 @@ class Profiler:
         """True when the tool is on PATH."""
         return shutil.which(self.executable) is not None
 
+    @abstractmethod
     def command(self, inner_argv: list[str], out_dir: Path, kernel_regex: str) -> list[str]:
-        raise NotImplementedError
+        """The argv that profiles `inner_argv` into `out_dir`."""
 
     def next_pass(
         self, inner_argv: list[str], out_dir: Path, kernel_regex: str, done: Sequence[ProfilePass]
@@ -143,9 +146,9 @@ class Profiler:
         A failing one is a failed profile."""
         return []
 
+    @abstractmethod
     def parse(self, out_dir: Path, kernel_regex: str) -> ProfileSummary:
         """The summary of one pass's folder (the output of `command`)."""
-        raise NotImplementedError
 
     def parse_passes(self, done: Sequence[ProfilePass], kernel_regex: str) -> ProfileSummary:
         """The summary of the passes `next_pass` gave and the loop ran (the roles come from
