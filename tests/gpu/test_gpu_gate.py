@@ -79,6 +79,26 @@ def test_one_of_several_idle_the_most_idle_is_picked(tmp_path, fake_time):
     assert by_index[0].reasons[0].startswith(f"1 foreign process(es): {FOREIGN} train.py")
 
 
+def test_a_preferred_gpu_is_taken_first_when_idle_and_passed_over_when_busy(tmp_path, fake_time):
+    # a Ray actor's gate prefers the GPU Ray placed it on (loop/ray_lanes.py), even when another
+    # is idler; a foreign process on it, which Ray cannot see, sends the gate to the idlest other
+    snap = [gpu(0, util=0, mem=100), gpu(1, util=0, mem=100), gpu(2, util=0, mem=900), gpu(3, util=0, mem=300)]
+    backend = FakeBackend(write_script(tmp_path / "gpus.json", [snap]))
+    gate = Gate(cfg(), backend, sleep=fake_time.sleep, clock=fake_time.clock, prefer=(2,))
+    assert gate.acquire().gpu.index == 2
+    busy = [gpu(0, util=0, mem=100), gpu(1, util=0, mem=50), gpu(2, util=90, procs=[(FOREIGN, "train.py", 40000)])]
+    backend = FakeBackend(write_script(tmp_path / "busy.json", [busy]))
+    gate = Gate(
+        cfg(),
+        backend,
+        sleep=fake_time.sleep,
+        clock=fake_time.clock,
+        prefer=(2,),
+        claims=ClaimRegistry(tmp_path / "c2"),
+    )
+    assert gate.acquire().gpu.index == 1
+
+
 def test_the_chosen_gpu_is_kept_while_idle_even_when_another_gets_idler(tmp_path, fake_time):
     first = [gpu(0, util=2), gpu(1, util=5)]
     later = [gpu(0, util=8), gpu(1, util=0)]

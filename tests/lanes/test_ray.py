@@ -6,6 +6,7 @@ candidate travels as a git bundle, each look runs on a worker with that worker's
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -59,7 +60,7 @@ def cluster(monkeypatch, head):
     head.wait_for_nodes()
 
 
-def ray_env(fake_env, tmp_path, monkeypatch, script, *, lanes, address_from, sleep=0.0, snapshots=None):
+def ray_env(fake_env, tmp_path, monkeypatch, script, *, lanes, address_from, sleep=0.0, snapshots=None, extra=""):
     ws, repo = lanes_env(
         fake_env,
         tmp_path,
@@ -68,9 +69,9 @@ def ray_env(fake_env, tmp_path, monkeypatch, script, *, lanes, address_from, sle
         lanes=lanes,
         sleep=sleep,
         snapshots=snapshots or [gpus(2)],
-        extra='backend = "ray"\naddress = "ADDRESS"\nconnect_timeout_s = 60\n',
+        extra='backend = "ray"\naddress = "ADDRESS"\nconnect_timeout_s = 60\n' + extra,
     )
-    c, nodes = address_from({k: v for k, v in __import__("os").environ.items() if k.startswith(("KOPT_", "FAKE_"))})
+    c, nodes = address_from({k: v for k, v in os.environ.items() if k.startswith(("KOPT_", "FAKE_")) or k == "PATH"})
     for path in (ws.config_path,):
         path.write_text(path.read_text().replace('address = "ADDRESS"', f'address = "{c.address}"'))
     cfg = ws.config_path.read_text()
@@ -92,12 +93,12 @@ def test_two_lanes_on_a_ray_cluster_decide_as_local_lanes_do(fake_env, tmp_path,
         if it.record.get("decision", {}).get("reason", "").startswith(("cls=", "no answer")):
             gpu = it.record["gpu"]
             assert gpu["host"] and gpu["uuid"] in ("GPU-fake-0", "GPU-fake-1"), gpu  # the worker's gate chose it
-    # every look ran in a worker's own checkout of the bundles, never in the head's trees; the
-    # head ran only the baseline's runs (docs/lanes.md: the baseline is measured on the head)
+    # every run, the baseline's too, in a worker's own checkout of the bundles, never in the
+    # head's trees (which hold no GPU)
     trees = [line.split()[3] for line in (tmp_path / "bind" / "bind.log").read_text().splitlines()]
-    on_head = [t for t in trees if not t.startswith("trees/")]
-    assert on_head == ["0/best"] * 2, trees
-    assert "trees/cand" in trees
+    assert [t for t in trees if not t.startswith("trees/")] == [], trees
+    assert "trees/cand" in trees and "trees/best" in trees
+    assert its[0].record["gpu"]["uuid"] in ("GPU-fake-0", "GPU-fake-1") and its[0].record["gpu"]["host"] != "ray"
     for it in its[1:]:  # measured and decided (two edits of kernel.json from one BEST may not rebase)
         assert str(it.status) in ("keep", "regression", "likely_regression", "tie", "rejected") or (
             it.status == "fail_propose" and "no longer applies" in it.record["decision"]["reason"]
@@ -125,14 +126,53 @@ def test_a_gpu_ray_counts_as_free_but_a_foreign_process_holds_is_refused_by_the_
     runs = [line.split() for line in (tmp_path / "bind" / "bind.log").read_text().splitlines()]
     on_worker = [dev for dev, _, _, tree in runs if tree.startswith("trees/")]
     assert on_worker and set(on_worker) == {"1"}, runs
-    # the unmodified baseline (v0) is still measured on the head, whose Ray lanes hold no GPU
-    # there: its runs are bound to none (docs/lanes.md, Limits; the issue asks for it on a
-    # worker). This pins today's behaviour so that the fix has to change this line.
-    on_head = [dev for dev, _, _, tree in runs if not tree.startswith("trees/")]
-    assert on_head == ["-", "-"], runs
+    # the unmodified baseline (v0) too: on the worker, on GPU 1, none of its runs on the head
+    assert [dev for dev, _, _, tree in runs if not tree.startswith("trees/")] == [], runs
+    assert its[0].record["gpu"]["uuid"] == "GPU-fake-1", its[0].record["gpu"]
     for it in its[1:]:
         if it.record.get("gpu", {}).get("uuid"):
             assert it.record["gpu"]["uuid"] == "GPU-fake-1" and it.record["gpu"]["host"], it.record["gpu"]
+    check_invariants_lanes(ws, repo)
+
+
+def test_the_profiler_runs_on_the_worker_whose_gpu_the_lane_holds_and_its_profiles_come_back(
+    fake_env, tmp_path, monkeypatch, cluster
+):
+    # ncu exists on the worker only (the stand-in on the PATH its node started with): a head
+    # without a GPU or a profiler still gets each keep confirmed by the profiler's kernel time,
+    # because the baseline's profile and the keep's profile pair run where the lane's GPU is
+    from tests.engine.test_gate_in_loop import NCU_BIN
+
+    path = os.environ["PATH"]
+    monkeypatch.setenv("PATH", f"{NCU_BIN}:{path}")
+    ws, repo, c, _ = ray_env(
+        fake_env,
+        tmp_path,
+        monkeypatch,
+        ["gain5"],
+        lanes=1,
+        address_from=cluster,
+        extra='\n[profile]\nkind = "ncu"\nkernel = "fake"\nbaseline = "start"\n',
+    )
+    monkeypatch.setenv("PATH", path)  # the head's own: no ncu
+    import shutil as sh
+
+    assert sh.which("ncu") is None or "fake_target" not in str(sh.which("ncu"))
+    assert run_engine(ws, max_iters=1) == 0
+    its = iterations(ws)
+    base, v1 = its[0], its[1]
+    assert base.record["profile"]["best"], base.record.get("profile")  # the baseline's, taken on the worker
+    assert v1.status == "keep", v1.record.get("decision")
+    taken = v1.record["profile"]["taken"]
+    assert taken["profiler"] == "ncu" and taken["gpu"] and taken["gpu"].split(":")[-1] in ("GPU-fake-0", "GPU-fake-1")
+    assert v1.record["profile"]["outputs"]["checked"] == 4, v1.record["profile"].get("outputs")
+    assert v1.record["confirmation"]["path"] == "profiler", v1.record["confirmation"]
+    for side in ("cand/summary.json", "cand/outputs.json"):  # the worker's folder, brought back to the head
+        assert (ws.profiles / "v1" / side).is_file(), side
+    assert (ws.profiles / "v0" / "best" / "summary.json").is_file()
+    assert list(ws.log_dir(1).glob("ray_profile_cand*")), sorted(p.name for p in ws.log_dir(1).iterdir())
+    trees = [line.split()[3] for line in (tmp_path / "bind" / "bind.log").read_text().splitlines()]
+    assert trees and all(t.startswith("trees/") for t in trees), trees
     check_invariants_lanes(ws, repo)
 
 

@@ -22,8 +22,9 @@ own processes and their descendants do not count), utilization stays at or under
 `util_max_pct` (from the second sample on: the first may still see this run's own step that
 just ended), memory used (less this run's own) stays at or under `mem_used_max_mib` and
 grows by no more than `mem_growth_max_mib`, and no other kopt run holds its host-wide claim.
-The gate keeps its GPU while it stays idle (sticky), else takes the most idle one, claims it,
-and binds children with CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES.
+The gate keeps its GPU while it stays idle (sticky), else takes the most idle one (one of
+`prefer` first: a Ray actor's, where Ray placed it), claims it, and binds children with
+CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES.
 
 The quick recheck (`quick_recheck_s`): between timed steps on the GPU it holds, a gate whose
 last full check is recent and whose reading right after the last step (`evidence()`) was
@@ -130,6 +131,7 @@ class Gate:
         log: Callable[[str], None] = lambda msg: None,
         claims: ClaimRegistry | None = None,
         owner: str = "",
+        prefer: Iterable[int] = (),
     ) -> None:
         self.cfg = cfg
         self.backend = backend
@@ -141,6 +143,8 @@ class Gate:
         self.log = log
         self.claims = claims if claims is not None else ClaimRegistry(owner=owner)
         self.namespace = str(getattr(backend, "claim_namespace", ""))
+        self.prefer = frozenset(prefer)
+        """GPU indices taken first among the idle ones (a Ray actor's: where Ray placed it)."""
         self.chosen: GpuState | None = None
         self.chosen_uuid: Any = None
         self.ever_seen = False
@@ -281,7 +285,7 @@ class Gate:
         return found[0]
 
     def _pick(self, idle: list[Assessment]) -> Assessment | None:
-        ordered = sorted(idle, key=busyness)
+        ordered = sorted(idle, key=lambda a: (a.gpu.index not in self.prefer, busyness(a)))
         if self.chosen_uuid is not None:  # sticky: keep the GPU while it stays idle
             ordered.sort(key=lambda a: gpu_key(a.gpu) != self.chosen_uuid)
         for a in ordered:

@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kopt_supervisor.engine import gitops, history
 from kopt_supervisor.engine.config import Config
@@ -51,6 +51,10 @@ from kopt_supervisor.engine.workspace import (
     seal_new_keep,
     write_atomic,
 )
+
+if TYPE_CHECKING:
+    from kopt_supervisor.engine.profile.profiler import Profiler
+    from kopt_supervisor.engine.profile.summary import ProfileSummary
 
 
 @dataclass(frozen=True)
@@ -85,6 +89,48 @@ class Measurer(Protocol):
         ...
 
 
+GpuPair = tuple[dict[str, Any] | None, dict[str, Any] | None]
+"""A GPU's state before the first timed step and after the last (Gate.evidence)."""
+
+
+class RemoteTrees(Protocol):
+    """A lane whose trees and GPU are on another host (a Ray worker: loop/ray_lanes.py). Every
+    run that needs the lane's GPU goes there, not only the looks: the baseline's runs and the
+    profiler's, so that a head without a GPU never measures or profiles anything."""
+
+    @property
+    def vendor(self) -> str:
+        """The vendor of the GPU the worker's gate chose ("none": none chosen yet, or a CPU target)."""
+        ...
+
+    @property
+    def gpu(self) -> GpuPair:
+        """The worker's GPU before and after its last run (the evidence of the record)."""
+        ...
+
+    def baseline_run(self, it: Iteration, name: str, r: int) -> tuple[Measurement, float]:
+        """One baseline run of BEST's tree on the worker (measure.measure_best) and its seconds."""
+        ...
+
+    def profiler(self, it: Iteration, kind: str, outside_ranges: str) -> Profiler | None:
+        """The profiler the worker has for its GPU ([profile].kind; profile.choose_profiler)."""
+        ...
+
+    def profile(
+        self,
+        it: Iteration,
+        prof: Profiler,
+        which: str,
+        side: str,
+        calls: tuple[int | None, tuple[str, ...]],
+        seed: int | None,
+        out_dir: Path,
+    ) -> ProfileSummary:
+        """`which` tree ("best", "cand") profiled on the worker (evidence.profile_in) into its
+        folder `side`, the folder's files brought back into `out_dir`."""
+        ...
+
+
 @dataclass
 class Lane:
     index: int
@@ -100,6 +146,8 @@ class Lane:
     fresh: Measurer | None = field(default=None, repr=False)
     """What decides a keep again in fresh, separate processes of the process-level bench
     (None: measure.ProcessAbba on this host; a Ray lane's runs on its worker)."""
+    remote: RemoteTrees | None = field(default=None, repr=False)
+    """Where the lane's trees and GPU are when not on this host (a Ray lane's worker)."""
 
     @property
     def name(self) -> str:
@@ -107,7 +155,10 @@ class Lane:
 
     @property
     def vendor(self) -> str:
-        """The vendor of the GPU the lane's gate chose; "none" for a target without one."""
+        """The vendor of the GPU the lane's gate chose (a remote lane's: its worker's); "none"
+        for a target without one."""
+        if self.remote is not None:
+            return self.remote.vendor
         chosen = self.gate.chosen
         return str(getattr(chosen, "vendor", "none")) if chosen is not None else "none"
 
@@ -141,6 +192,14 @@ def note_gpu(
         g.setdefault("name", "no GPU (CPU-only target)")
     if flags:
         g.setdefault("flagged_rounds", []).append({"round": round_index, "flags": flags})
+
+
+def gpu_of(lane: Lane, lease: GpuLease) -> GpuPair:
+    """The lane's GPU before and after the run just made under `lease`: a remote lane's as
+    its worker's gate saw it, else the lease's reading and the gate's now."""
+    if lane.remote is not None:
+        return lane.remote.gpu
+    return lease.before, lane.gate.evidence()
 
 
 SPENT = ("wait", "propose", "measure", "confirm", "review", "stale")

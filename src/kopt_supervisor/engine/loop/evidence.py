@@ -14,7 +14,8 @@ profiler's word on a keep (docs/design.md §5 step 5, router's Step 0).
   process-level bench decides again in fresh processes. Then its external truth
   (engine/decide/external_truth.py): the profiler's word on a GPU, the OS's accounting of the
   looks on a target without one (external_truth.weigh), or "the bench's timer only".
-- `profile_tree(...)`: the bench (or [profile].command) under ncu / rocprofv3 in one tree.
+- `profile_tree(...)`: the bench (or [profile].command) under ncu / rocprofv3 in one tree
+  (`profile_in`), on the host whose GPU the lane holds (a Ray lane's worker).
 """
 
 from __future__ import annotations
@@ -88,7 +89,7 @@ class Evidence:
             verdict = send_to_review(
                 verdict, "diff_constructs", f"the diff reaches outside the kernel: {scan['reason']}"
             )
-        prof = self.profiler(lane)
+        prof = self.profiler(lane, it)
         if verdict.kind != "keep" or prof is None:
             return verdict
         prof = prof.for_keep(ctx.cfg.profile.keep)  # ncu: one pass, GPU time alone (by default)
@@ -258,7 +259,7 @@ class Evidence:
 
     def gpu_uuid(self, lane: Lane) -> str | None:
         """The UUID of the GPU the lane's gate chose (None: none chosen, or no UUID known)."""
-        uuid = getattr(lane.gate, "chosen_uuid", None)
+        uuid = (lane.remote.gpu[0] or {}).get("uuid") if lane.remote else getattr(lane.gate, "chosen_uuid", None)
         return f"{lane.host}:{uuid}" if isinstance(uuid, str) and uuid else None
 
     def confirm_keep(self, it: Iteration, lane: Lane, verdict: Verdict) -> Verdict:
@@ -390,7 +391,7 @@ class Evidence:
         the OS's accounting over every look of the decision and of the confirmation."""
         vendor = lane.vendor
         if vendor != "none":
-            if self.profiler(lane) is None:
+            if self.profiler(lane, it) is None:
                 kind = self.ctx.cfg.profile.kind
                 return truth_rule.timer_only(
                     f'no profiler for the {vendor} GPU ([profile].kind = "{kind}"'
@@ -448,7 +449,7 @@ class Evidence:
         which summarises its outputs at a seed it records: what every keep's candidate is
         compared with under the profiler."""
         self.roofline(it, values, base=it)
-        prof = self.profiler(lane)
+        prof = self.profiler(lane, it)
         if prof is None:
             return
         if self.ctx.cfg.baseline_profile() != "start":
@@ -491,13 +492,16 @@ class Evidence:
             if readme:
                 self.ctx.store.set("roofline_md", rr.markdown)
 
-    def profiler(self, lane: Lane) -> Profiler | None:
+    def profiler(self, lane: Lane, it: Iteration) -> Profiler | None:
         """The configured profiler for the lane's GPU vendor (None: no profiling)."""
         vendor = lane.vendor
         if self._profiler is None or self._profiler[0] != vendor:
+            kind, outside = self.ctx.cfg.profile.kind, self.ctx.cfg.profile.outside_ranges
             self._profiler = (
-                vendor,
-                choose_profiler(self.ctx.cfg.profile.kind, vendor, outside_ranges=self.ctx.cfg.profile.outside_ranges),
+                vendor,  # a Ray lane's: the worker's (its tools on its PATH), run there
+                lane.remote.profiler(it, kind, outside)
+                if lane.remote is not None and vendor != "none"
+                else choose_profiler(kind, vendor, outside_ranges=outside),
             )
         return self._profiler[1]
 
@@ -512,71 +516,15 @@ class Evidence:
         calls: Calls = (None, ()),
         seed: int | None = None,
     ) -> ProfileSummary:
-        """The bench (or [profile].command) under the profiler in `tree`, one run per pass of the
-        profiler (ncu: inside the kopt ranges, then GPU time alone outside them), each pass's
-        report read back, and all of them parsed into one summary. `calls`: the calls per config
-        asked of the bench and the configs they are for (KOPT_PROFILE_CALLS, KOPT_PROFILE_CONFIGS;
-        None: the bench's own; no configs: all); `seed`: its inputs' seed
-        (KOPT_PROFILE_SEED), and it summarises each config's outputs into out_dir/outputs.json
-        (KOPT_PROFILE_OUTPUTS) for `profiler.compare_outputs`."""
+        """`tree` (the lane's best or candidate) profiled into profiles/v<N>/<side> (`profile_in`);
+        a Ray lane's on its worker, where its trees and GPU are, the folder brought back."""
+        if lane.remote is None:
+            return profile_in(self.ctx, it, lane, prof, tree, side, calls=calls, seed=seed)
         ctx = self.ctx
-        ctx.progress(it, "profile", f"{prof.name} on {tree.name}/")
-        out_dir = ctx.ws.profiles / f"v{it.version}" / side
-        kernel = ctx.cfg.profile.kernel
-        bench = as_argv(ctx.cfg.profile.command or ctx.cfg.target.bench)
-        kind = "cand" if tree == lane.cand else "best"
-        tree_hash = (
-            str(it.record.get("evaluated_tree")) if kind == "cand" else tree_of(tree, it.best_commit_before or "HEAD")
-        )
-        lease = acquire(ctx, lane, it)
-        done: list[ProfilePass] = []
+        ctx.progress(it, "profile", f"{prof.name} on {tree.name}/ (on the lane's worker)")
+        which = "cand" if tree == lane.cand else "best"
         with ctx.control.during(Step.PROFILE), ctx.clock(it, "profiler_s"):
-            while (
-                step := prof.next_pass(bench, out_dir, kernel, done)
-            ) is not None:  # ncu: inside, then outside the ranges
-                name = f"profile_{side}" + (f"_pass{len(done)}" if done else "")
-                res = ctx.procs.run(
-                    it,
-                    list(step.argv),
-                    cwd=tree,
-                    name=name,
-                    timeout_s=ctx.cfg.profile.timeout_s,
-                    env={
-                        **lease.env,
-                        **PROFILE_ENV,
-                        **({PROFILE_CALLS_ENV: str(calls[0])} if calls[0] is not None else {}),
-                        **({PROFILE_CONFIGS_ENV: json.dumps(list(calls[1]))} if calls[1] else {}),
-                        **(
-                            {PROFILE_SEED_ENV: str(seed), PROFILE_OUTPUTS_ENV: str(out_dir / PROFILE_OUTPUTS)}
-                            if seed is not None
-                            else {}
-                        ),
-                        **ctx.jails.env(kind, tree_hash),
-                    },
-                    confine=ctx.jails.bench(tree, kind, tree_hash, outputs=(out_dir,)),
-                )
-                check_after_run(ctx, lane, it, tree)
-                if not res.ok:
-                    raise KoptFailure(f"{prof.name} on {side}/ ({step.label}) {res.why()}: {last_line(res)}")
-                reads = prof.after_commands(step.out_dir)  # reading the report back: no GPU, all at once
-                if reads:
-                    reader = ctx.jails.bench(tree, kind, tree_hash, outputs=(out_dir,), write_tree=False, gpu=False)
-                    done_read = ctx.procs.run(
-                        it,
-                        all_at_once(reads),
-                        cwd=tree,
-                        name=f"{name}_read",
-                        timeout_s=ctx.cfg.profile.timeout_s,
-                        confine=reader,
-                    )
-                    if not done_read.ok:
-                        raise KoptFailure(
-                            f"{prof.name} reading its report of {side}/ {done_read.why()}: {last_line(done_read)}"
-                        )
-                done.append(step)
-        summary = prof.parse_passes(done, kernel)
-        summary.save(out_dir / "summary.json")
-        return summary
+            return lane.remote.profile(it, prof, which, side, calls, seed, ctx.ws.profiles / f"v{it.version}" / side)
 
 
 def claimed_classes(agreement: Agreement) -> list[str]:
@@ -587,3 +535,81 @@ def claimed_classes(agreement: Agreement) -> list[str]:
 def unshown(agreement: Agreement) -> list[str]:
     """The classes a keep claims (confirmation.is_claimed) on which the profiler does not agree."""
     return [c.cls for c in agreement.classes if claim_rule.is_claimed(c.cls, c.bench_verdict) and c.status != AGREES]
+
+
+def profile_in(
+    ctx: RunContext,
+    it: Iteration,
+    lane: Lane,
+    prof: Profiler,
+    tree: Path,
+    side: str,
+    *,
+    calls: Calls = (None, ()),
+    seed: int | None = None,
+) -> ProfileSummary:
+    """The bench (or [profile].command) under the profiler in `tree`, one run per pass of the
+    profiler (ncu: inside the kopt ranges, then GPU time alone outside them), each pass's
+    report read back, and all of them parsed into one summary. `calls`: the calls per config
+    asked of the bench and the configs they are for (KOPT_PROFILE_CALLS, KOPT_PROFILE_CONFIGS;
+    None: the bench's own; no configs: all); `seed`: its inputs' seed
+    (KOPT_PROFILE_SEED), and it summarises each config's outputs into out_dir/outputs.json
+    (KOPT_PROFILE_OUTPUTS) for `profiler.compare_outputs`. Here or on a Ray lane's worker
+    (loop/ray_lanes.py): the tree's folder is profiles/v<N>/<side> of `ctx`'s workspace."""
+    ctx.progress(it, "profile", f"{prof.name} on {tree.name}/")
+    out_dir = ctx.ws.profiles / f"v{it.version}" / side
+    kernel = ctx.cfg.profile.kernel
+    bench = as_argv(ctx.cfg.profile.command or ctx.cfg.target.bench)
+    kind = "cand" if tree == lane.cand else "best"
+    tree_hash = (
+        str(it.record.get("evaluated_tree")) if kind == "cand" else tree_of(tree, it.best_commit_before or "HEAD")
+    )
+    lease = acquire(ctx, lane, it)
+    done: list[ProfilePass] = []
+    with ctx.control.during(Step.PROFILE), ctx.clock(it, "profiler_s"):
+        while (
+            step := prof.next_pass(bench, out_dir, kernel, done)
+        ) is not None:  # ncu: inside, then outside the ranges
+            name = f"profile_{side}" + (f"_pass{len(done)}" if done else "")
+            res = ctx.procs.run(
+                it,
+                list(step.argv),
+                cwd=tree,
+                name=name,
+                timeout_s=ctx.cfg.profile.timeout_s,
+                env={
+                    **lease.env,
+                    **PROFILE_ENV,
+                    **({PROFILE_CALLS_ENV: str(calls[0])} if calls[0] is not None else {}),
+                    **({PROFILE_CONFIGS_ENV: json.dumps(list(calls[1]))} if calls[1] else {}),
+                    **(
+                        {PROFILE_SEED_ENV: str(seed), PROFILE_OUTPUTS_ENV: str(out_dir / PROFILE_OUTPUTS)}
+                        if seed is not None
+                        else {}
+                    ),
+                    **ctx.jails.env(kind, tree_hash),
+                },
+                confine=ctx.jails.bench(tree, kind, tree_hash, outputs=(out_dir,)),
+            )
+            check_after_run(ctx, lane, it, tree)
+            if not res.ok:
+                raise KoptFailure(f"{prof.name} on {side}/ ({step.label}) {res.why()}: {last_line(res)}")
+            reads = prof.after_commands(step.out_dir)  # reading the report back: no GPU, all at once
+            if reads:
+                reader = ctx.jails.bench(tree, kind, tree_hash, outputs=(out_dir,), write_tree=False, gpu=False)
+                done_read = ctx.procs.run(
+                    it,
+                    all_at_once(reads),
+                    cwd=tree,
+                    name=f"{name}_read",
+                    timeout_s=ctx.cfg.profile.timeout_s,
+                    confine=reader,
+                )
+                if not done_read.ok:
+                    raise KoptFailure(
+                        f"{prof.name} reading its report of {side}/ {done_read.why()}: {last_line(done_read)}"
+                    )
+            done.append(step)
+    summary = prof.parse_passes(done, kernel)
+    summary.save(out_dir / "summary.json")
+    return summary

@@ -75,6 +75,20 @@ def served_trees_of(measurer: Measurer | None) -> ServedTrees | None:
     return inner if isinstance(inner, ServedTrees) else None
 
 
+def measure_best(
+    ctx: RunContext, it: Iteration, lane: Lane, name: str, r: int, env: dict[str, str]
+) -> tuple[Measurement, float]:
+    """One baseline measurement of the lane's best tree and its seconds (here, or on a Ray
+    lane's worker): a served target's through best's own served process, the one its first
+    decision then finds started and warm; any other target's by a process-level run of its bench."""
+    served = served_trees_of(lane.measurer)
+    if served is not None:
+        return served.look_best(it, Stage.BASELINE, r, env)
+    best_tree = gitops.tree_of(lane.best, str(it.best_commit_before))
+    jail = ctx.jails.bench(lane.best, "best", best_tree)
+    return run_bench(ctx, it, lane, lane.best, name, {**env, **ctx.jails.env("best", best_tree)}, jail)
+
+
 def run_bench(
     ctx: RunContext, it: Iteration, lane: Lane, tree: Path, name: str, env: dict[str, str], confine: Confinement | None
 ) -> tuple[Measurement, float]:
