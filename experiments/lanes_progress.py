@@ -57,11 +57,104 @@ from kopt_supervisor.kernels import catalog  # noqa: E402
 
 PARTS = {
     f"{name}{lanes}": (kernel, lanes, aa)
-    for name, kernel, aa in (("rms", "rmsnorm", False), ("adaln", "adaln", False), ("aa", "rmsnorm", True))
+    for name, kernel, aa in (
+        ("rms", "rmsnorm", False),
+        ("adaln", "adaln", False),
+        ("aa", "rmsnorm", True),
+        ("ray", "rmsnorm", False),
+    )
     for lanes in (1, 2, 4)
 }
 """rms1 | rms2 | rms4, adaln1 | adaln2 | adaln4, aa1 | aa2 | aa4: the kernel, its lanes, A/A or not (the 2-lane
-parts for a host of two GPUs, the 4-GPU kinds being withheld at times)."""
+parts for a host of two GPUs, the 4-GPU kinds being withheld at times). ray4 (ray2): rms4 (rms2)
+through a Ray cluster made on this host (`RayCluster`), one of its lane workers killed mid-decision."""
+RAY_PORT = 6391
+KILL_AFTER_S = 60.0
+"""ray parts: the first lane worker found mid-look this many seconds after the run started is killed."""
+
+
+class RayCluster:
+    """A Ray cluster on this host as docs/lanes.md sets one up across hosts: a head with no GPU
+    (the engine's host) and two worker nodes, each owning half of the host's GPUs (its raylet
+    started with CUDA_VISIBLE_DEVICES; without GPUs, `--smoke`, two nodes of logical ones)."""
+
+    def __init__(self, out: Path, n_gpus: int) -> None:
+        self.out, self.n_gpus = out, n_gpus
+        self.address = f"127.0.0.1:{RAY_PORT}"
+        self.nodes: list[dict[str, Any]] = []
+        self.killed: list[dict[str, Any]] = []
+        self.seen: list[str] = []
+        """The lane workers' process titles at the last try to kill one."""
+
+    def _ray(self, *args: str, env: dict[str, str] | None = None) -> str:
+        beside = Path(sys.executable).parent / "ray"
+        argv = [str(beside) if beside.is_file() else (shutil.which("ray") or "ray"), *args]
+        res = subprocess.run(
+            argv,
+            capture_output=True,
+            text=True,
+            timeout=180,
+            env={**os.environ, **(env or {}), "RAY_USAGE_STATS_ENABLED": "0"},
+        )
+        with (self.out / "ray_cluster.log").open("a") as log:
+            log.write(f"$ {' '.join(argv)}\n{res.stdout[-3000:]}{res.stderr[-3000:]}\n")
+        if res.returncode != 0:
+            raise SystemExit(f"{' '.join(argv)} failed: {res.stderr[-1500:]}")
+        return res.stdout
+
+    def start(self) -> None:
+        self._ray(
+            "start",
+            "--head",
+            f"--port={RAY_PORT}",
+            "--num-cpus=1",
+            "--num-gpus=0",
+            "--include-dashboard=false",
+            "--disable-usage-stats",
+        )
+        n = max(self.n_gpus, 4)  # no GPU (--smoke): two nodes of two logical GPUs each
+        halves = [list(range(n))[: n // 2], list(range(n))[n // 2 :]]
+        for half in halves:
+            devices = ",".join(map(str, half))
+            self._ray(
+                "start",
+                f"--address={self.address}",
+                f"--num-gpus={len(half)}",
+                "--num-cpus=8",
+                "--dashboard-agent-listen-port=0",
+                env={"CUDA_VISIBLE_DEVICES": devices},
+            )
+            self.nodes.append({"gpus": devices})
+        self.status = self._ray("status", f"--address={self.address}")
+
+    def lane_workers(self) -> list[tuple[int, str]]:
+        """(pid, process title) of each LaneWorker actor's process (Ray names them ray::LaneWorker...)."""
+        out = subprocess.run(["ps", "-eo", "pid=,args="], capture_output=True, text=True, timeout=30).stdout
+        found = []
+        for line in out.splitlines():
+            pid, _, args = line.strip().partition(" ")
+            if args.startswith("ray::LaneWorker"):
+                found.append((int(pid), args.strip()))
+        return found
+
+    def kill_one_mid_look(self, t_s: float) -> bool:
+        """SIGKILL the first lane worker caught mid-look (its title names the method it runs)."""
+        found = self.lane_workers()
+        self.seen = [title for _, title in found]
+        for pid, title in found:
+            if ".look" in title:
+                os.kill(pid, 9)
+                self.killed.append({"pid": pid, "title": title, "t_s": round(t_s, 1)})
+                return True
+        return False
+
+    def stop(self) -> None:
+        try:
+            self._ray("stop", "--force")
+        except (SystemExit, subprocess.TimeoutExpired):
+            pass
+
+
 AA_CANDIDATES = 40
 SOLUTION = "solution/rmsnorm.py"
 """The file an A/A candidate appends its comment to (experiments/h100_wave3/candidates.py)."""
@@ -102,16 +195,28 @@ def aa_propose(text: str, script: Path) -> str:
     return re.sub(r"max_iters = \d+", f"max_iters = {AA_CANDIDATES}", text)
 
 
-def prepare(root: Path, kernel: str, lanes: int, aa: bool, gpu: bool) -> Workspace:
+def on_ray(text: str, address: str) -> str:
+    """The demo's config with its lanes on the Ray cluster at `address`."""
+    return re.sub(
+        r"(\[parallel\]\n(?:#.*\n)*lanes = \d+\n)",
+        rf'\g<1>backend = "ray"\naddress = "{address}"\nconnect_timeout_s = 60\n',
+        text,
+    )
+
+
+def prepare(root: Path, kernel: str, lanes: int, aa: bool, gpu: bool, ray_address: str | None = None) -> Workspace:
     """A fresh demo repo of `kernel` at its naive start (profiler off), with `lanes` lanes and
     (A/A) the comment-only proposer; its workspace made by `kopt init`."""
     from kopt_supervisor.engine import gitops
     from kopt_supervisor.engine.api import HEADLESS_REVIEW_S
 
-    repo = root.parent / f"repo-{kernel}-{lanes}{'-aa' if aa else ''}"
+    repo = root.parent / f"repo-{kernel}-{lanes}{'-aa' if aa else ''}{'-ray' if ray_address else ''}"
     repo.mkdir(parents=True, mode=0o700)
     catalog.materialize(kernel, repo, naive=True, cpu=not gpu, review_timeout_s=HEADLESS_REVIEW_S, profile=False)
     text = set_lanes((repo / "kopt.toml").read_text(), lanes)
+    if ray_address:
+        text = on_ray(text, ray_address)
+        assert 'backend = "ray"' in text, "the demo's [parallel] section changed: update on_ray"
     if aa:
         # in the target repo: the proposer runs confined in its candidate worktree (a private /tmp)
         (repo / "aa_proposer.py").write_text(AA_PROPOSER.replace("SOLUTION", SOLUTION))
@@ -119,7 +224,7 @@ def prepare(root: Path, kernel: str, lanes: int, aa: bool, gpu: bool) -> Workspa
         assert 'kind = "command"' in text, "the demo's [propose] section changed: update aa_propose"
     (repo / "kopt.toml").write_text(text)
     gitops.init_repo(repo, f"{kernel}: bundled kopt demo kernel, naive configuration")
-    tag = f"{kernel}-{lanes}{'-aa' if aa else ''}"
+    tag = f"{kernel}-{lanes}{'-aa' if aa else ''}{'-ray' if ray_address else ''}"
     res = kopt(root, "init", "--repo", str(repo), "--tag", tag)
     if res.returncode != 0:
         raise SystemExit(f"kopt init failed: {res.stdout[-2000:]}{res.stderr[-2000:]}")
@@ -154,8 +259,37 @@ def gpus() -> list[str]:
     return [line for line in out.splitlines() if line.strip()]
 
 
+def ray_summary(ws: Workspace, cluster: RayCluster) -> dict[str, Any]:
+    """What the Ray part shows: the nodes, the worker killed, the looks taken again, that no
+    look counted twice, and where every run went (hosts and GPUs from the records)."""
+    with Store(ws.db_path, readonly=True) as store:
+        its = store.iterations()
+        lost = [e.message for e in store.events(limit=100_000) if e.kind == "lanes" and "was lost" in e.message]
+        twice = 0
+        for it in its:
+            cells = [(x["round"], x["block"], x["config"], x["side"]) for x in store.samples(it.version, "eval")]
+            twice += len(cells) - len(set(cells))
+    return {
+        "address": cluster.address,
+        "nodes": cluster.nodes,
+        "killed": cluster.killed,
+        "worker_titles_seen": cluster.seen,
+        "lost_and_taken_again": lost,
+        "samples_counted_twice": twice,
+        "gpus": sorted({str((it.record.get("gpu") or {}).get("uuid")) for it in its if it.record.get("gpu")}),
+        "baseline_gpu": next(((it.record.get("gpu") or {}) for it in its if it.version == 0), None),
+    }
+
+
 def summary(
-    ws: Workspace, part: str, args: argparse.Namespace, lanes: int, aa: bool, started: float, ended_by: str
+    ws: Workspace,
+    part: str,
+    args: argparse.Namespace,
+    lanes: int,
+    aa: bool,
+    started: float,
+    ended_by: str,
+    cluster: RayCluster | None = None,
 ) -> dict[str, Any]:
     st = api.status(ws)
     with Store(ws.db_path, readonly=True) as store:
@@ -181,6 +315,13 @@ def summary(
         "verdicts": dict(Counter(str(it.status) for it in its if it.version)),
         "gpu_time": progress.to_dict(),
     }
+    out["keeps"] = [
+        {"version": it.version, "lane": it.record.get("lane"), "hypothesis": it.hypothesis}
+        for it in its
+        if it.version and it.kept
+    ]
+    if cluster is not None:
+        out["ray"] = ray_summary(ws, cluster)
     if aa:
         out["candidates"] = sum(1 for it in its if it.version and it.final)
         out["kept"] = sum(1 for it in its if it.version and it.kept)
@@ -208,6 +349,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     kernel, lanes, aa = PARTS[args.part]
     gpu = bool(gpus()) and not args.smoke
+    on_ray = args.part.startswith("ray")
     if args.smoke:
         args.budget_s, args.target = min(args.budget_s, 240.0), min(args.target, 1.05)
     out = args.out or Path(tempfile.gettempdir()) / "lanes_progress_smoke"
@@ -217,7 +359,12 @@ def main(argv: list[str] | None = None) -> int:
     deadline = started + args.budget_s - 45  # setup and the stop's own seconds
     root = work / "workspaces"
     root.mkdir(parents=True, exist_ok=True)
-    ws = prepare(root, kernel, lanes, aa, gpu)
+    cluster = RayCluster(out, len(gpus()) if gpu else 0) if on_ray else None
+    kill_after = 10.0 if args.smoke else KILL_AFTER_S
+    if cluster is not None:
+        (out / "ray_cluster.log").write_text("")
+        cluster.start()
+    ws = prepare(root, kernel, lanes, aa, gpu, cluster.address if cluster else None)
     log = (out / f"{args.part}.engine.log").open("w")
     proc = subprocess.Popen(
         [
@@ -241,12 +388,17 @@ def main(argv: list[str] | None = None) -> int:
     try:
         while proc.poll() is None:
             time.sleep(POLL_S)
+            elapsed = time.monotonic() - started
+            if cluster is not None and not cluster.killed and elapsed > kill_after:
+                cluster.kill_one_mid_look(elapsed)  # a worker lost mid-decision
             try:
-                result = summary(ws, args.part, args, lanes, aa, started, "running")
+                result = summary(ws, args.part, args, lanes, aa, started, "running", cluster)
             except Exception as e:  # noqa: BLE001 - a poll racing the engine's first writes
                 result = {"part": args.part, "error": str(e)}
             (out / f"{args.part}.json").write_text(json.dumps(result, indent=1, default=str))
             reached = not aa and (result.get("best_speedup") or 0) >= args.target
+            # a Ray part stops at its target only once a worker was killed (or could not be caught mid-look)
+            reached = reached and (cluster is None or bool(cluster.killed) or elapsed > kill_after + 120)
             if reached or time.monotonic() > deadline:
                 ended_by = f"best speedup reached {args.target}" if reached else f"the budget of {args.budget_s:g} s"
                 kopt(root, "stop", ws.tag)
@@ -259,7 +411,9 @@ def main(argv: list[str] | None = None) -> int:
         if proc.poll() is None:
             os.killpg(proc.pid, 9)
         log.close()
-    result = summary(ws, args.part, args, lanes, aa, started, ended_by)
+    result = summary(ws, args.part, args, lanes, aa, started, ended_by, cluster)
+    if cluster is not None:
+        cluster.stop()
     (out / f"{args.part}.json").write_text(json.dumps(result, indent=1, default=str))
     shutil.copy(ws.db_path, out / f"{args.part}.run.db")
     print(
@@ -276,6 +430,7 @@ def main(argv: list[str] | None = None) -> int:
                     "candidates",
                     "kept",
                     "look_spread",
+                    "ray",
                 )
             },
             default=str,

@@ -9,7 +9,10 @@
 #   bash experiments/lanes_progress.sh adaln4   # adaLN, 4 lanes
 #   bash experiments/lanes_progress.sh aa4      # A/A: 4 lanes, 40 comment-only candidates (kept: 0?)
 #   bash experiments/lanes_progress.sh aa1      # A/A: 1 lane alone on the host (the look spread to compare)
-#   rms2, adaln2, aa2: the same with 2 lanes, for a host of two GPUs (nvidia-h200-x2)
+#   bash experiments/lanes_progress.sh ray4     # rms4 through Ray: a head and two workers made on this
+#                                               # host, two GPUs each; a lane worker killed mid-look
+#                                               # (needs Ray's wheel in .whl: fetch_wheels.sh without WITHOUT_RAY)
+#   rms2, adaln2, aa2, ray2: the same with 2 lanes, for a host of two GPUs (nvidia-h200-x2)
 # Here, without a GPU (Triton's interpreter, small shapes; OUT defaults to /tmp/lanes_progress_smoke):
 #   bash experiments/lanes_progress.sh rms4 --smoke
 #
@@ -21,7 +24,7 @@ cd "$(dirname "$0")/.." || exit 2
 source experiments/device_wave.sh
 set -u -o pipefail
 part=${1:-}
-case "$part" in rms[124]|adaln[124]|aa[124]) ;; *) echo "usage: bash experiments/lanes_progress.sh rms1|rms2|rms4|adaln1|adaln2|adaln4|aa1|aa2|aa4 [--smoke]"; exit 2 ;; esac
+case "$part" in rms[124]|adaln[124]|aa[124]|ray[24]) ;; *) echo "usage: bash experiments/lanes_progress.sh rms1|rms2|rms4|adaln1|adaln2|adaln4|aa1|aa2|aa4|ray2|ray4 [--smoke]"; exit 2 ;; esac
 t0=$(date +%s)
 budget=${LANES_BUDGET_S:-540}
 if [ "${2:-}" = "--smoke" ]; then
@@ -30,7 +33,7 @@ if [ "${2:-}" = "--smoke" ]; then
   smoke=--smoke
 else
   [ -n "${OUT:-}" ] || { echo "OUT is not set (the device tool sets it; elsewhere use --smoke)"; exit 2; }
-  WAVE_SKIP_WHEELS="ray-*"
+  case "$part" in ray*) ;; *) WAVE_SKIP_WHEELS="ray-*" ;; esac  # Ray's wheel only where it is used
   setup_device lanes || exit 1
   PY=python3
   smoke=

@@ -208,6 +208,10 @@ class FakeKeeper:
     def on_best(self, it: Iteration, lane: Lane) -> None:
         pass
 
+    def carry(self, it: Iteration, lane: Lane, claim: Verdict) -> Verdict:
+        self.script.calls.append(f"carry v{it.version}")
+        return claim
+
     def hand_back(self, it: Iteration, lane: Lane, best: str) -> dict[str, Any]:
         self.script.calls.append(f"hand back v{it.version} onto {best[:4]}")
         it.best_commit_before = best

@@ -80,7 +80,9 @@ def engine(ws: Any, script: Script, *, keeper: Any = None, evidence: Any = None)
     return Engine(ws, max_iters=1, parts=parts, poll_interval_s=0.01)
 
 
-def test_a_keep_decided_against_a_moved_best_is_rebased_before_any_confirmation(tmp_path: Path) -> None:
+def test_a_keep_decided_against_a_moved_best_is_rebased_and_only_its_claim_confirmed_there(tmp_path: Path) -> None:
+    # rebased before any confirmation is paid for, and not decided again: the keep's claim is
+    # what the confirmation checks on the new BEST (Keeper.carry)
     ws = workspace(tmp_path)
     script = Script(decisions=[verdict("keep"), verdict("keep")])
     engine(ws, script, keeper=lambda ctx: MovingBest(script, ctx, moves=1, applies=True)).run()
@@ -91,13 +93,47 @@ def test_a_keep_decided_against_a_moved_best_is_rebased_before_any_confirmation(
         "decide v1 eval",
         "check best v1",
         "rebase v1 onto ffff",
-        "decide v1 eval",
+        "carry v1",
         "check best v1",
         "evidence v1",
         "confirm keep v1",
         "keep v1",
     ]
     assert statuses(ws) == ["baseline", "keep"]
+
+
+def test_anything_but_a_keep_whose_best_moved_is_decided_again_and_a_carried_keep_can_still_be_refuted(
+    tmp_path: Path,
+) -> None:
+    # a borderline decided against a moved BEST claims nothing to carry: decided again there
+    ws = workspace(tmp_path)
+    script = Script(decisions=[verdict("borderline"), verdict("keep")], reviews=[("rejected", "policy")])
+    engine(ws, script, keeper=lambda ctx: MovingBest(script, ctx, moves=1, applies=True)).run()
+    assert "carry v1" not in script.calls and script.calls.count("decide v1 eval") == 2
+    # a carried keep whose confirmation on the new BEST says otherwise is not kept
+    ws = workspace(tmp_path / "refuted")
+    script = Script(decisions=[verdict("keep")])
+    evidence = Confirming(script, "rejected")
+    engine(ws, script, keeper=lambda ctx: MovingBest(script, ctx, moves=1, applies=True), evidence=evidence).run()
+    assert "carry v1" in script.calls and "keep v1" not in script.calls
+    assert statuses(ws) == ["baseline", "rejected"]
+
+
+def test_the_tune_proposer_s_same_point_handed_back_is_carried_any_other_proposal_decided_again(
+    tmp_path: Path,
+) -> None:
+    from kopt_supervisor.engine.propose.proposer import Proposal
+
+    for details, carried in (({"handed_back": True}, True), ({}, False)):
+        ws = workspace(tmp_path / str(carried))
+        script = Script(
+            decisions=[verdict("keep"), verdict("keep")], proposals=[Proposal(True), Proposal(True, "", details)]
+        )
+        engine(ws, script, keeper=lambda ctx: MovingBest(script, ctx, moves=1, applies=False)).run()  # noqa: B023
+        v1 = [c for c in script.calls if c.endswith("v1") or " v1 " in c]
+        assert ("carry v1" in v1) is carried, v1
+        assert v1.count("decide v1 eval") == (1 if carried else 2), v1
+        assert statuses(ws) == ["baseline", "keep"]
 
 
 def test_a_change_that_no_longer_applies_goes_back_to_its_proposer_without_paying_for_a_confirmation(

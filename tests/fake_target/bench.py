@@ -5,7 +5,9 @@ make the result wrong, NaN, hang or crash. Noise is real (unseeded): FAKE_NOISE 
 sigma, default 0.002) per run, so paired statistics have something to do. FAKE_LINGER=s
 leaves a `sleep s` child in the bench's process group (an orphan if the engine dies).
 Knob in kernel.json: speed_n ({"n": factor}: one config's speed); a file `<cls>.speed` in the
-tree multiplies that class's time (lanes' tests: two changes in two files rebase cleanly).
+tree multiplies that class's time (lanes' tests: two changes in two files rebase cleanly); a file
+`<cls>.boost` multiplies it too, but only while `<cls>.speed` leaves the class at 0.9 or slower
+(a gain that another change makes moot: lanes' tests of a keep carried to a new BEST).
 FAKE_BIND_LOG=path appends the CUDA_VISIBLE_DEVICES this run was bound to, its start and end
 times and its tree (lanes' tests: never two lanes on one GPU at once). Fault knobs: crash, flaky (fails the first run of a tree: a mark in its cache), segv,
 hang, flood_mib, write_tree, touch (a path), nan, inf, wrong, fast (divide the latency),
@@ -85,6 +87,8 @@ reps = int(os.environ.get("FAKE_REPS", "0"))
 out = ["shape,cls,n,us,err" + (",reps" if reps else "")]
 for i, (cls, n, base) in enumerate(CONFIGS):
     extra = float(open(f"{cls}.speed").read()) if os.path.exists(f"{cls}.speed") else 1.0  # a class's own file
+    if extra >= 0.9 and os.path.exists(f"{cls}.boost"):  # moot once the class's own file made it faster
+        extra *= float(open(f"{cls}.boost").read())
     us = (
         base
         * float(k["speed"][cls])

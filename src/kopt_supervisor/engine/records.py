@@ -198,6 +198,9 @@ class IterationRecord(TypedDict, total=False):
     handed_back: list[dict[str, Any]]
     """With lanes: each time its change no longer applied on a BEST another lane kept and went
     back to its proposer (from, onto, t, hypothesis, why)."""
+    carried: list[dict[str, Any]]
+    """With lanes: each time a keep decided against a BEST another lane moved was put on the new
+    one, where only its claim was confirmed (decided_on, onto, t; loop/keep.py Keeper.carry)."""
     stale: bool
     """It ended because its change no longer applied on a moved BEST (after its hand-backs)."""
     forced_paths: list[str]

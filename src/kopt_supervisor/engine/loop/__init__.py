@@ -23,8 +23,12 @@ follows one iteration through them. The proposer a run is configured with is bui
 | (start)  | keep.Recovery          | a consistent workspace after any crash; masked restarts       |
 
 Every step takes the lane it works for. Each lane ([parallel].lanes; one by default) runs its
-iterations from a thread of its own (`run_lanes`, below: one driver for one lane or many); a
-keep made against a BEST that another lane's keep has moved is rebased and decided again.
+iterations from a thread of its own (`run_lanes`, below: one driver for one lane or many). A
+decision goes on against the BEST it started on when another lane's keep moves BEST; a keep
+decided so is put on the new BEST (rebased, or the tune proposer's same point proposed there)
+and only its claim is confirmed there (`Keeper.carry`: the keep confirmation, seconds), so
+that keeps found at once by several lanes compose instead of throwing each other away; any
+other candidate whose BEST moved before its keep is decided again there.
 What a later step or a restarted engine needs is read from run.db; counters are derived from
 the history in the order iterations ended (engine.records), never counted twice.
 """
@@ -41,6 +45,7 @@ from typing import Any
 
 from kopt_supervisor.engine import BadInput
 from kopt_supervisor.engine.config import Config
+from kopt_supervisor.engine.decide.estimate import Verdict
 from kopt_supervisor.engine.gpu.gate import NoIdleGpu
 from kopt_supervisor.engine.loop.context import (
     Lane,
@@ -308,12 +313,16 @@ class LaneLoop:
         if problem:
             return self.keeper.discard(it, lane, *problem)
         self.proposing.in_flight[lane.index] = it.hypothesis  # the other lanes are told
-        while True:  # a decision against the BEST it would be kept on (another lane may move it)
+        carried: Verdict | None = None  # a keep decided against a BEST another lane has moved since
+        while True:  # a keep is confirmed on the BEST it would be kept on (another lane may move it)
             attempt = spent_now(it)
+            outcome: Verdict | CorrectnessFailure | None = carried
             try:
-                self.keeper.on_best(it, lane)  # stale? rebased before any look
-                with spend(it, "measure"):
-                    outcome = self.rounds.decide(it, lane, Stage.EVAL)  # Phase.MEASURE
+                if carried is None:
+                    self.keeper.on_best(it, lane)  # stale? rebased before any look
+                    with spend(it, "measure"):  # against the BEST it started on, even if another lane moves it
+                        outcome = self.rounds.decide(it, lane, Stage.EVAL)  # Phase.MEASURE
+                assert outcome is not None
                 while isinstance(outcome, CorrectnessFailure):  # repair on the same hypothesis
                     it.record["failing_rows"] = outcome.failing
                     if it.repair_attempts >= self.ctx.cfg.propose.repair_attempts:
@@ -364,9 +373,11 @@ class LaneLoop:
                     return self.keeper.keep(it, lane, verdict, by)  # Phase.KEEP
             except CorrectnessRefuted as e:
                 return self.keeper.discard(it, lane, Status.FAIL_CORRECTNESS, str(e))
-            except StaleBest as moved:  # rebased, then decided again
-                move_spent(it, attempt, ("measure", "confirm", "wait"), "stale")
+            except StaleBest as moved:  # rebased: a keep's claim confirmed there, anything else decided again
+                claim = outcome if isinstance(outcome, Verdict) and outcome.kind == "keep" else None
+                move_spent(it, attempt, ("confirm",) if claim else ("measure", "confirm", "wait"), "stale")
                 if not moved.tried and self.keeper.rebase(it, lane, moved.best):
+                    carried = self.keeper.carry(it, lane, claim) if claim else None
                     continue
                 if len(it.record.get("handed_back") or []) >= HAND_BACKS:
                     it.record["stale"] = True
@@ -384,6 +395,8 @@ class LaneLoop:
                 if problem:
                     return self.keeper.discard(it, lane, *problem)
                 self.proposing.in_flight[lane.index] = it.hypothesis
+                # the tune proposer's same point put on the new BEST (details "handed_back"): the same change
+                carried = self.keeper.carry(it, lane, claim) if claim and proposal.details.get("handed_back") else None
 
     def proposed(self, it: Iteration, lane: Lane, handed_back: dict[str, Any] | None = None) -> Proposal:
         """The proposer's proposal; while every point a `tune` proposer has left would step what

@@ -94,27 +94,19 @@ GpuPair = tuple[dict[str, Any] | None, dict[str, Any] | None]
 
 
 class RemoteTrees(Protocol):
-    """A lane whose trees and GPU are on another host (a Ray worker: loop/ray_lanes.py). Every
-    run that needs the lane's GPU goes there, not only the looks: the baseline's runs and the
-    profiler's, so that a head without a GPU never measures or profiles anything."""
+    """A lane whose trees and GPU are on another host (a Ray worker: loop/ray_lanes.py): every
+    run that needs its GPU goes there, the baseline's and the profiler's too, so that a head
+    without a GPU never measures or profiles anything."""
 
     @property
-    def vendor(self) -> str:
-        """The vendor of the GPU the worker's gate chose ("none": none chosen yet, or a CPU target)."""
-        ...
+    def vendor(self) -> str: ...  # of the GPU the worker's gate chose ("none": none yet)
 
     @property
-    def gpu(self) -> GpuPair:
-        """The worker's GPU before and after its last run (the evidence of the record)."""
-        ...
+    def gpu(self) -> GpuPair: ...  # the worker's GPU before and after its last run
 
-    def baseline_run(self, it: Iteration, name: str, r: int) -> tuple[Measurement, float]:
-        """One baseline run of BEST's tree on the worker (measure.measure_best) and its seconds."""
-        ...
+    def baseline_run(self, it: Iteration, name: str, r: int) -> tuple[Measurement, float]: ...
 
-    def profiler(self, it: Iteration, kind: str, outside_ranges: str) -> Profiler | None:
-        """The profiler the worker has for its GPU ([profile].kind; profile.choose_profiler)."""
-        ...
+    def profiler(self, it: Iteration, kind: str, outside_ranges: str) -> Profiler | None: ...
 
     def profile(
         self,
@@ -126,8 +118,8 @@ class RemoteTrees(Protocol):
         seed: int | None,
         out_dir: Path,
     ) -> ProfileSummary:
-        """`which` tree ("best", "cand") profiled on the worker (evidence.profile_in) into its
-        folder `side`, the folder's files brought back into `out_dir`."""
+        """`which` tree ("best", "cand") profiled on the worker into its folder `side`, the
+        folder's files brought back into `out_dir`."""
         ...
 
 

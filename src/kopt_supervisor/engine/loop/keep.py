@@ -128,6 +128,31 @@ class Keeper:
         )
         return True
 
+    def carry(self, it: Iteration, lane: Lane, claim: Verdict) -> Verdict:
+        """A keep decided against a BEST another lane's keep has moved since, its change now on
+        the new BEST (rebased, or the tune proposer's same point proposed there): the verdict
+        the loop confirms there instead of deciding again from scratch. The keep confirmation
+        (Evidence.confirm, confirm_keep) decides only what it claims, against the new BEST,
+        in fresh processes: a gain that does not hold there, or a class slower there beyond
+        its margin, ends it. What it will be kept as is the candidate's tree now."""
+        moves = [*(it.record.get("rebased") or []), *(it.record.get("handed_back") or [])]
+        old = str(max(moves, key=lambda m: m.get("t", 0.0)).get("from", "")) if moves else ""
+        new = it.best_commit_before or ""
+        it.record["evaluated_tree"] = gitops.stage_all_tree(lane.cand, force=it.record.get("forced_paths", []))
+        it.record.setdefault("carried", []).append({"decided_on": old, "onto": new, "t": time.time()})
+        self.ctx.save(it)
+        self.ctx.event(
+            "lanes",
+            f"v{it.version}: a keep decided against {old[:10]}; its change is on the new BEST "
+            f"{new[:10]}, where only its claim is confirmed",
+            it=it,
+        )
+        return with_(
+            claim,
+            reason=f"{claim.reason} (decided against BEST {old[:10]}; another lane's keep moved BEST "
+            f"to {new[:10]}, where its claim is confirmed)",
+        )
+
     def hand_back(self, it: Iteration, lane: Lane, best: str) -> dict[str, Any]:
         """A change that no longer applies on `best`: the lane's candidate goes to `best` and
         the iteration will be proposed again there; returns what its proposer is told

@@ -22,7 +22,7 @@ sample in run.db before the statistics read them, and flagged when something dis
 GPU meanwhile. What a decision concluded is read back from the store (`pairs`), never from
 memory, so a restarted engine sees what the one before it measured. What a decision records
 of its classes is the classes as they vote (the guard class aside: `guard_configs`); the
-baseline's record holds them so too (`record_baseline`, from its runs)."""
+baseline's record holds them so too (loop/start.py `record_baseline`, from its runs)."""
 
 from __future__ import annotations
 
@@ -36,10 +36,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from kopt_supervisor.engine import adapters, gitops, metrics
-from kopt_supervisor.engine.decide import geomean
 from kopt_supervisor.engine.decide.estimate import Pair, Policy, Verdict
 from kopt_supervisor.engine.decide.plausible import BenchRun
-from kopt_supervisor.engine.decide.verdict import evaluate, guard_of, voting_classes
+from kopt_supervisor.engine.decide.verdict import evaluate, guard_of
 from kopt_supervisor.engine.gpu import round_flags
 from kopt_supervisor.engine.loop.context import Lane, Look, Measurer, RunContext, acquire, last_line, note_gpu, with_
 from kopt_supervisor.engine.loop.served_trees import (
@@ -78,9 +77,8 @@ def served_trees_of(measurer: Measurer | None) -> ServedTrees | None:
 def measure_best(
     ctx: RunContext, it: Iteration, lane: Lane, name: str, r: int, env: dict[str, str]
 ) -> tuple[Measurement, float]:
-    """One baseline measurement of the lane's best tree and its seconds (here, or on a Ray
-    lane's worker): a served target's through best's own served process, the one its first
-    decision then finds started and warm; any other target's by a process-level run of its bench."""
+    """One baseline run of the lane's best tree and its seconds (here, or on a Ray lane's worker): a
+    served target's through best's served process (its first decision finds it warm), else the bench's."""
     served = served_trees_of(lane.measurer)
     if served is not None:
         return served.look_best(it, Stage.BASELINE, r, env)
@@ -303,16 +301,16 @@ class StaleBest(Exception):
 
 
 class OnBest:
-    """A lane's measurer that, before each look, checks the iteration is still decided
-    against BEST (StaleBest otherwise): a keep another lane makes mid-decision costs this
-    lane at most the look in flight, not the rest of a decision that must be taken again.
-    (engine/loop/start.py wraps every measurer of a run with several lanes in one.)"""
+    """A lane's measurer that checks before each look of a keep's confirmation (any stage but
+    Stage.EVAL) that the iteration is still on BEST (StaleBest otherwise). A decision goes on
+    against the BEST it started on: a keep found so has its claim confirmed on the new BEST
+    (loop/__init__.py, `Keeper.carry`). (loop/start.py wraps the measurers of a multi-lane run.)"""
 
     def __init__(self, ctx: RunContext, inner: Measurer) -> None:
         self.ctx, self.inner = ctx, inner
 
     def look(self, it: Iteration, stage: str, r: int, env: dict[str, str]) -> Look:
-        if it.best_commit_before is not None:
+        if stage != Stage.EVAL and it.best_commit_before is not None:
             current = self.ctx.history.best_commit()
             if it.best_commit_before != current:
                 raise StaleBest(current)
@@ -555,30 +553,6 @@ def guard_configs(ctx: RunContext, production: dict[str, bool] | None = None) ->
         configs = (base.record.get("configs") or {}) if base else {}
         production = {k: bool(c.get("production", True)) for k, c in configs.items()}
     return guard_of(production, ctx.cfg.decide.production_verdicts)
-
-
-def record_baseline(ctx: RunContext, it: Iteration, runs: list[Measurement]) -> None:
-    """The baseline's record: its classes as decisions will see them (the guard class under
-    [decide].production_verdicts), its configs and their rows."""
-    last = runs[-1]
-    guard = guard_configs(ctx, {k: c.production for k, c in last.configs.items()})
-    votes = voting_classes({k: c.cls for k, c in last.configs.items()}, guard)
-    it.record["classes"] = {
-        cls: {
-            "best": geomean([c.value for m in runs for k, c in m.configs.items() if votes.get(k) == cls]),
-            "configs": sum(1 for v in votes.values() if v == cls),
-        }
-        for cls in sorted(set(votes.values()))
-    }
-    it.record["configs"] = {
-        k: {"cls": c.cls, "production": c.production, "row": c.row} for k, c in last.configs.items()
-    }
-    it.record["config_columns"] = list(last.config_columns)
-    it.record["decision"] = {
-        "verdict": Status.BASELINE,
-        "reason": f"{len(runs)} runs, all rows correct",
-        "by": "engine",
-    }
 
 
 def floors(ctx: RunContext) -> dict[str, float]:

@@ -41,8 +41,8 @@ from kopt_supervisor.engine.gitops import tree_of
 from kopt_supervisor.engine.gpu.backends import open_backend
 from kopt_supervisor.engine.gpu.gate import Gate
 from kopt_supervisor.engine.loop.context import GpuPair, Lane, Look, RunContext, acquire
-from kopt_supervisor.engine.loop.evidence import profile_in
 from kopt_supervisor.engine.loop.measure import ProcessAbba, measure_best, measurer_for
+from kopt_supervisor.engine.loop.profile_runs import profile_in
 from kopt_supervisor.engine.metrics import BenchError, Measurement
 from kopt_supervisor.engine.profile import choose_profiler
 from kopt_supervisor.engine.profile.profiler import Profiler

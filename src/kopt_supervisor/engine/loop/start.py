@@ -28,7 +28,9 @@ import statistics
 import time
 
 from kopt_supervisor.engine import KoptFailure
+from kopt_supervisor.engine.decide import geomean
 from kopt_supervisor.engine.decide.estimate import Policy
+from kopt_supervisor.engine.decide.verdict import voting_classes
 from kopt_supervisor.engine.doctor import capture_environment
 from kopt_supervisor.engine.gpu.backends import NoGpu, open_backend
 from kopt_supervisor.engine.gpu.gate import Gate, NoIdleGpu
@@ -40,9 +42,9 @@ from kopt_supervisor.engine.loop.measure import (
     OnBest,
     ProcessAbba,
     failure_of,
+    guard_configs,
     measure_best,
     measurer_for,
-    record_baseline,
     served_trees_of,
 )
 from kopt_supervisor.engine.loop.ray_lanes import FreshOnWorker, RayMeasurer, connect
@@ -254,3 +256,27 @@ class Baseline:
         it.record["decision_cost"] = cost.to_dict()
         ctx.store.set("decision_cost", cost.to_dict())
         ctx.event("decision_cost", cost.text(), it=it, level="warn" if cost.slow else "info")
+
+
+def record_baseline(ctx: RunContext, it: Iteration, runs: list[Measurement]) -> None:
+    """The baseline's record: its classes as decisions will see them (the guard class under
+    [decide].production_verdicts), its configs and their rows."""
+    last = runs[-1]
+    guard = guard_configs(ctx, {k: c.production for k, c in last.configs.items()})
+    votes = voting_classes({k: c.cls for k, c in last.configs.items()}, guard)
+    it.record["classes"] = {
+        cls: {
+            "best": geomean([c.value for m in runs for k, c in m.configs.items() if votes.get(k) == cls]),
+            "configs": sum(1 for v in votes.values() if v == cls),
+        }
+        for cls in sorted(set(votes.values()))
+    }
+    it.record["configs"] = {
+        k: {"cls": c.cls, "production": c.production, "row": c.row} for k, c in last.configs.items()
+    }
+    it.record["config_columns"] = list(last.config_columns)
+    it.record["decision"] = {
+        "verdict": Status.BASELINE,
+        "reason": f"{len(runs)} runs, all rows correct",
+        "by": "engine",
+    }
