@@ -195,3 +195,22 @@ def test_a_keep_the_os_refutes_ends_rejected_and_one_the_confirmation_disputes_g
     script = Script(decisions=[verdict("keep")], reviews=[("rejected", "policy")])
     engine(ws, script, evidence=Confirming(script, "borderline")).run()
     assert statuses(ws) == ["baseline", "rejected"] and "review v1" in script.calls
+
+
+def test_a_carried_keep_goes_back_as_often_as_best_moves_and_is_kept_on_the_last(tmp_path: Path) -> None:
+    # each hand-back of a keep the tune proposer puts on the new BEST costs a confirmation, not
+    # a decision: HAND_BACKS does not end it (it bounds the decisions taken again)
+    from kopt_supervisor.engine.loop import HAND_BACKS
+    from kopt_supervisor.engine.propose.proposer import Proposal
+
+    ws = workspace(tmp_path)
+    moves = HAND_BACKS + 1
+    back = [Proposal(True, "", {"handed_back": True}) for _ in range(moves)]
+    script = Script(decisions=[verdict("keep")], proposals=[Proposal(True), *back])
+    engine(ws, script, keeper=lambda ctx: MovingBest(script, ctx, moves=moves, applies=False)).run()
+    v1 = [c for c in script.calls if c.endswith("v1") or " v1 " in c]
+    assert v1.count("decide v1 eval") == 1 and v1.count("carry v1") == moves, v1
+    assert statuses(ws) == ["baseline", "keep"]
+    with ws.open_store(readonly=True) as s:
+        v = s.iteration(1)
+        assert v is not None and all(h.get("carried") for h in v.record["handed_back"]) and not v.record.get("stale")

@@ -461,7 +461,12 @@ def test_on_a_gpu_a_look_may_time_more_calls_for_a_faster_tree(served):
 
 def test_a_server_that_leaves_after_each_look_is_audited_first_and_started_again(served):
     ws, log = served(["knob:looks=1"])
-    assert run(ws, 1) == ["baseline", "tie"]
+    # the same kernel: a tie, or (a fresh candidate process against best's warm one, on a loaded
+    # machine: run DS, 2026-11-30) a real gain below min_effect sent to review and rejected
+    statuses = run(ws, 1)
+    assert statuses == ["baseline", "tie"] or (
+        statuses == ["baseline", "rejected"] and "smaller than" in record(ws, 1)["decision"]["reason"]
+    ), record(ws, 1)["decision"]
     n = len({r for r in (c["round"] for c in record(ws, 1)["side_costs"]["eval"])})
     cands = [tree for _, tree, _ in starts(log) if tree == "cand"]
     assert len(cands) == n  # one candidate process per look

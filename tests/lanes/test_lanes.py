@@ -207,6 +207,13 @@ def test_a_keep_decided_against_an_older_best_is_put_on_the_new_best_and_its_cla
     assert decided and confirmed, "a decision against the old BEST and a confirmation against the new"
     assert statistics.median(confirmed) < 0.85 * statistics.median(decided), (confirmed, decided)
     assert second.record["confirmation"]["outcome"] == "confirmed", second.record["confirmation"]
+    # what the history says of the tree committed is what its confirmation measured on the new
+    # BEST (on the H200 a carried keep's figures from the old BEST once read as 3.22x -> 1.65x)
+    decided_cls = second.record["carried"][-1]["classes"]
+    assert second.record["classes"][first_cls]["best"] < 0.85 * decided_cls[first_cls]["best"]
+    curve = api.status(ws)["gpu_time"]["curve"]
+    assert [p["version"] for p in curve] == [first.version, second.version]
+    assert curve[1]["speedup"] > 1.05 * curve[0]["speedup"] > 1.05, curve
     check_invariants_lanes(ws, repo)
 
 
@@ -277,16 +284,18 @@ def test_a_keep_landing_mid_decision_lets_the_other_decision_finish_and_confirms
     assert a.status == "keep" and b.status == "keep", [(it.status, it.record.get("decision")) for it in its]
     assert a.order < b.order and b.record["rebased"][0]["onto"] == a.commit and b.best_commit_before == a.commit
     assert b.record["carried"][0]["decided_on"] == its[0].commit
-    looks = b.record["timings"]["looks_s"]
-    assert len(looks) == b.record["decision"]["rounds"] + b.record["confirmation"]["looks"], looks
+    # every look of B's decision counts (none went to the stale bucket); only a confirmation
+    # that A's keep cut short, when it landed after B's decision, is stale
+    looks, rounds = b.record["timings"]["looks_s"], b.record["decision"]["rounds"]
     spent = b.record["timings"]["spent"]
-    assert spent.get("stale", 0.0) == 0 and spent["measure"] > 0 and spent["confirm"] > 0, spent
+    assert spent["measure"] >= 0.9 * sum(looks[:rounds]) and spent["confirm"] > 0, (spent, looks)
+    assert spent.get("stale", 0.0) <= sum(looks[rounds:]), (spent, looks)
     with Store(ws.db_path, readonly=True) as store:  # the decision that counts: against the BEST it started on
         rounds = {x["round"] for x in store.samples(b.version, "eval")}
     assert len(rounds) == b.record["decision"]["rounds"]
     assert git(repo, "show", f"{b.commit}:small.speed") == git(repo, "show", f"{b.commit}:large.speed") == "0.8"
     st = api.status(ws)["gpu_time"]
-    assert st["stale_s"] == 0 and st["stale_share"] == 0
+    assert st["stale_s"] == pytest.approx(spent.get("stale", 0.0), abs=0.01) and st["stale_share"] < 0.25
     check_invariants_lanes(ws, repo)
 
 

@@ -61,7 +61,7 @@ def harness(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     prof = SimpleNamespace(name="ncu", for_keep=lambda keep: prof)
     for name, value in {
         "roofline": lambda *a, **k: None,
-        "profiler": lambda lane: prof,
+        "profiler": lambda lane, it: prof,
         "start_confirmation": lambda *a: None,
         "close_spare": lambda *a: None,
         "gpu_uuid": lambda lane: "host:GPU-0",

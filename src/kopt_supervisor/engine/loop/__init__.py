@@ -72,7 +72,8 @@ from kopt_supervisor.engine.workspace import Tampered, Workspace
 
 HAND_BACKS = 2
 """How many times one iteration's change that no longer applies on a moved BEST goes back to
-its proposer before it ends as a failed proposal."""
+its proposer to be decided again before it ends as a failed proposal (a keep carried to the
+new BEST, whose claim is only confirmed there, is not counted)."""
 BUSY_RETRY_S = 1.0
 """How long a lane waits before asking a proposer again whose every point overlaps another lane's."""
 
@@ -379,7 +380,8 @@ class LaneLoop:
                 if not moved.tried and self.keeper.rebase(it, lane, moved.best):
                     carried = self.keeper.carry(it, lane, claim) if claim else None
                     continue
-                if len(it.record.get("handed_back") or []) >= HAND_BACKS:
+                decided_again = [h for h in it.record.get("handed_back") or [] if not h.get("carried")]
+                if len(decided_again) >= HAND_BACKS:  # a carried keep's cost its confirmation: not counted
                     it.record["stale"] = True
                     return self.keeper.discard(
                         it,
@@ -397,6 +399,8 @@ class LaneLoop:
                 self.proposing.in_flight[lane.index] = it.hypothesis
                 # the tune proposer's same point put on the new BEST (details "handed_back"): the same change
                 carried = self.keeper.carry(it, lane, claim) if claim and proposal.details.get("handed_back") else None
+                if carried is not None:
+                    it.record["handed_back"][-1]["carried"] = True
 
     def proposed(self, it: Iteration, lane: Lane, handed_back: dict[str, Any] | None = None) -> Proposal:
         """The proposer's proposal; while every point a `tune` proposer has left would step what

@@ -266,7 +266,9 @@ class Evidence:
         t0 = time.monotonic()
         policy = Policy.from_config(ctx.cfg.decide, ctx.cfg.target.direction)
         profile = it.record.get("profile") or {}
-        conf = None if lane.vendor == "none" else truth_rule.by_profiler(profile, verdict, policy)
+        # a carried keep (decided against an older BEST) takes the looks: they measure what it commits
+        by_profile = lane.vendor != "none" and not it.record.get("carried")
+        conf = truth_rule.by_profiler(profile, verdict, policy) if by_profile else None
         if conf is not None:  # the profile pair confirmed it: the spare servers go unused
             self.close_spare(lane)
         else:

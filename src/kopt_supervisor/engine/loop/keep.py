@@ -31,12 +31,20 @@ import time
 from typing import Any
 
 from kopt_supervisor.engine import KoptError, KoptFailure, gitops, history, sandbox, treecheck
+from kopt_supervisor.engine.decide import geomean
 from kopt_supervisor.engine.decide.estimate import Policy, Verdict
-from kopt_supervisor.engine.decide.verdict import review_outcome
+from kopt_supervisor.engine.decide.verdict import review_outcome, voting_classes
 from kopt_supervisor.engine.loop.context import BEST, Lane, RunContext, last_line, spend, with_
 from kopt_supervisor.engine.loop.control import MARKER, Interrupt, Step
 from kopt_supervisor.engine.loop.evidence import Evidence
-from kopt_supervisor.engine.loop.measure import CorrectnessFailure, DecisionRounds, StaleBest, cand_medians
+from kopt_supervisor.engine.loop.measure import (
+    CorrectnessFailure,
+    DecisionRounds,
+    StaleBest,
+    cand_medians,
+    guard_configs,
+    pairs,
+)
 from kopt_supervisor.engine.loop.proposal import ALWAYS_PROTECTED, restore_best
 from kopt_supervisor.engine.records import Iteration, Phase, Stage, Status
 from kopt_supervisor.engine.runner import end_leftovers, kill_orphans
@@ -65,8 +73,11 @@ class Keeper:
             problem = self.format(it, lane, verdict, status)
             if problem is not None:
                 return self.discard(it, lane, problem[0], problem[1], verdict=problem[2] or verdict, by=by)
+        if it.record.get("carried"):  # what is committed was measured against the new BEST by its confirmation
+            self.classes_on_new_best(it)
         # the roofline of what is committed: the formatted tree's figures when it was measured again
-        self.evidence.roofline(it, cand_medians(ctx, it, Stage.VERIFY if "verify" in it.record else Stage.EVAL))
+        stage = Stage.VERIFY if "verify" in it.record else Stage.REVERIFY if it.record.get("carried") else Stage.EVAL
+        self.evidence.roofline(it, cand_medians(ctx, it, stage))
         with ctx.clock(it, "commit_s"):
             with spend(it, "wait"):  # other lanes' keeps commit first: this lane waits its turn
                 BEST.acquire()
@@ -152,6 +163,25 @@ class Keeper:
             reason=f"{claim.reason} (decided against BEST {old[:10]}; another lane's keep moved BEST "
             f"to {new[:10]}, where its claim is confirmed)",
         )
+
+    def classes_on_new_best(self, it: Iteration) -> None:
+        """A carried keep's classes as its confirmation measured them against the new BEST (the
+        history's figures of the tree it commits: best_per_class, the speedup), the decision's
+        against the BEST it started on kept beside them (`carried`' last entry)."""
+        done = pairs(self.ctx, it, Stage.REVERIFY)
+        votes = voting_classes({p.config: p.cls for p in done}, guard_configs(self.ctx))
+        sides: dict[str, tuple[list[float], list[float]]] = {}
+        for p in done:
+            b, c = sides.setdefault(votes.get(p.config, p.cls), ([], []))
+            b.append(p.best)
+            c.append(p.cand)
+        decided = dict(it.record.get("classes") or {})
+        it.record["carried"][-1]["classes"] = decided
+        it.record["classes"] = {
+            cls: {**c, "best": geomean(sides[cls][0]), "cand": geomean(sides[cls][1]), "measured": "confirmation"}
+            for cls, c in decided.items()
+            if cls in sides
+        }
 
     def hand_back(self, it: Iteration, lane: Lane, best: str) -> dict[str, Any]:
         """A change that no longer applies on `best`: the lane's candidate goes to `best` and

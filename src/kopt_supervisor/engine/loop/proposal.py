@@ -30,7 +30,7 @@ from typing import Any, NamedTuple
 from kopt_supervisor.engine import KoptError, KoptFailure, gitops, history, projections, treecheck
 from kopt_supervisor.engine.diffscan import parse_diff, scan
 from kopt_supervisor.engine.diffscan.findings import Finding, parse_allow, quote, review_reason
-from kopt_supervisor.engine.loop.context import Lane, RunContext, acquire
+from kopt_supervisor.engine.loop.context import BEST, Lane, RunContext, acquire
 from kopt_supervisor.engine.loop.control import Step
 from kopt_supervisor.engine.propose.context import build_pack
 from kopt_supervisor.engine.propose.context_inputs import PackInputs, SourceFile, list_sources
@@ -244,7 +244,9 @@ class Police:
                 "the proposer made commits of its own in cand/ (kopt commits keeps; leave changes uncommitted)",
             )
         history.check_chain(ctx.key, ctx.store)  # BEST below is read from the rows: they must be the engine's
-        if gitops.branch_sha(ctx.store.get("repo"), ctx.ws.branch) != ctx.history.best_commit():
+        with BEST:  # another lane's keep moves the branch, then BEST, under this lock (4xH200: v21 of ray4)
+            moved = gitops.branch_sha(ctx.store.get("repo"), ctx.ws.branch) != ctx.history.best_commit()
+        if moved:
             return Problem(Status.FAIL_PROTECTED, "the proposer changed best/ or the run's branch")
         try:
             rb = treecheck.inspect(
