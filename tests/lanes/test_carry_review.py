@@ -26,7 +26,9 @@ class FeedLooks:
     def policy(self) -> Policy:
         return POLICY
 
-    def looks(self, it: Any, lane: Any, stage: Any, judge: Any, *, min_looks: int, max_looks: int, measurer: Any) -> Any:
+    def looks(
+        self, it: Any, lane: Any, stage: Any, judge: Any, *, min_looks: int, max_looks: int, measurer: Any
+    ) -> Any:
         for n in range(min_looks, max_looks + 1):
             out = judge([p for p in self.pairs if p.round < n], [], 0.0, n)
             if out is not None:
@@ -76,7 +78,10 @@ def test_a_carried_keep_accepted_without_a_confirmation_on_the_new_best_keeps_it
         "wide": {"best": 20.0, "cand": 20.0, "ratio": 1.0, "verdict": "tied"},
     }
     store = SimpleNamespace(samples=lambda version, stage: [])
-    ctx = SimpleNamespace(cfg=SimpleNamespace(decide=DecideConfig()), store=store)
+    events: list[str] = []
+    ctx = SimpleNamespace(
+        cfg=SimpleNamespace(decide=DecideConfig()), store=store, event=lambda kind, msg, **k: events.append(msg)
+    )
     keeper = Keeper(ctx, None, None)  # type: ignore[arg-type]
     it = SimpleNamespace(
         version=3,
@@ -84,3 +89,27 @@ def test_a_carried_keep_accepted_without_a_confirmation_on_the_new_best_keeps_it
     )
     keeper.classes_on_new_best(it)  # type: ignore[arg-type]
     assert set(it.record["classes"]) == {"narrow", "wide"}, it.record["classes"]
+    # kept, but said to be the old BEST's figures: the history's speedup leaves them out
+    assert all(c["old_best"] for c in it.record["classes"].values()) and "without a look" in events[0]
+    assert it.record["carried"][-1]["classes"] == decided
+    from kopt_supervisor.engine.projections import best_per_class
+    from kopt_supervisor.engine.records import Iteration, Status
+
+    base = Iteration(
+        0, Status.BASELINE, commit="a" * 40, record={"classes": {"narrow": {"best": 10.0}, "wide": {"best": 20.0}}}
+    )
+    kept = Iteration(3, Status.KEEP, commit="b" * 40, record=it.record)
+    assert best_per_class([base, kept]) == {"narrow": 10.0, "wide": 20.0}
+
+
+def test_the_best_tree_s_figures_are_the_keep_that_ended_last_not_the_highest_version():
+    # 4xH200 (2026-11-30, rms4 after fd38cb0): v10, carried onto v11's BEST, ended after v11; the
+    # status read v11's figures (3.19x) while BEST was v10's commit (3.31x by its confirmation)
+    from kopt_supervisor.engine.projections import best_per_class, best_speedup
+    from kopt_supervisor.engine.records import Iteration, Status
+
+    base = Iteration(0, Status.BASELINE, commit="a" * 40, record={"classes": {"narrow": {"best": 10.0}}})
+    v11 = Iteration(11, Status.KEEP, commit="b" * 40, record={"ended_seq": 5, "classes": {"narrow": {"cand": 5.0}}})
+    v10 = Iteration(10, Status.KEEP, commit="c" * 40, record={"ended_seq": 6, "classes": {"narrow": {"cand": 4.0}}})
+    assert best_per_class([base, v10, v11]) == {"narrow": 4.0}
+    assert best_speedup([base, v10, v11]) == 2.5

@@ -255,13 +255,17 @@ def _date(t: float | None) -> str:
 
 
 def best_per_class(iterations: list[Iteration]) -> dict[str, float]:
-    """The latest known metric per class of the current best tree."""
+    """The latest known metric per class of the current best tree: the keeps in the order they
+    ended (with lanes a keep decided against an older BEST and carried to a newer one ends after
+    keeps of later versions; its figures are the newest)."""
     out: dict[str, float] = {}
-    for it in iterations:
+    for it in sorted(iterations, key=lambda i: (i.order, i.version)):
         if it.masked or not it.kept:
             continue
         side = "best" if it.status == "baseline" else "cand"
         for cls, c in (it.record.get("classes") or {}).items():
+            if c.get("old_best"):  # a carried keep's figures of the BEST it was decided on (loop/keep.py)
+                continue
             v = c.get(side)
             if v is not None:
                 out[cls] = v

@@ -73,7 +73,10 @@ when they are slower beyond their margin.
   of an untouched class in noise say little: on the H200 an unchanged narrow class read
   +1.5% [-2.3, +5.6] against a +1% margin and sent a real -2.9% keep to review
   (docs/h100-wave3/part3-one-pass-profile-h200.md). No candidate gains by looking slower in
-  fresh processes, so this loosens nothing a hostile one could use.
+  fresh processes, so this loosens nothing a hostile one could use. A keep decided against an
+  older BEST and carried to this one (`judge(..., bounded=False)`, loop/keep.py) had no
+  decision bound its unclaimed classes here: at the last look an estimate beyond the margin
+  holds it (the engineer decides), as a decision's "regressed beyond tolerance" would.
 
   Intervals are the decision's own (`estimate.estimate_class`: order-balanced mean of the
   log ratios, outliers and disturbed looks left out, alpha spent over the looks
@@ -353,18 +356,23 @@ def judge(
     max_looks: int = MAX_LOOKS,
     extend_to: int = EXTENDED_MAX_LOOKS,
     looks: int | None = None,
+    bounded: bool = True,
 ) -> Confirmation:
     """The confirmation after the looks in `pairs` (see the module's rule); `looks`: how many
     were taken (default: the rounds the pairs hold; a look may have left no pair; a pair's
     round is its look's index from 0). `extend_to`: the extension's cap (<= `max_looks`: none,
-    the rule before 2026-11-29's extension)."""
+    the rule before 2026-11-29's extension). `bounded`: the decision bounded the classes the
+    keep does not claim against this same BEST; False for a keep decided against an older BEST
+    and carried here (loop/keep.py `Keeper.carry`), whose unclaimed classes this confirmation
+    alone measures here: one whose estimate lies beyond its margin at the last look then holds
+    it (undecided: the engineer decides), as a decision's "regressed beyond tolerance" would."""
     looks = max(looks or 0, len({p.round for p in pairs}))
     if looks > max_looks and extend_to > max_looks:
         six = [p for p in pairs if p.round < max_looks]
-        at_max = _judge(six, claim, policy, guard_configs, min_looks, max_looks, extend_to, max_looks)
+        at_max = _judge(six, claim, policy, guard_configs, min_looks, max_looks, extend_to, max_looks, bounded)
         if at_max.outcome == "looking":  # extended at max_looks: only its EXTENDS classes look on
-            return _extension(at_max, pairs, claim, policy, guard_configs, max_looks, extend_to, looks)
-    return _judge(pairs, claim, policy, guard_configs, min_looks, max_looks, extend_to, looks)
+            return _extension(at_max, pairs, claim, policy, guard_configs, max_looks, extend_to, looks, bounded)
+    return _judge(pairs, claim, policy, guard_configs, min_looks, max_looks, extend_to, looks, bounded)
 
 
 def _by_class(pairs: Sequence[Pair], guard_configs: frozenset[str]) -> dict[str, list[Pair]]:
@@ -387,6 +395,7 @@ def _judge(
     max_looks: int,
     extend_to: int,
     looks: int,
+    bounded: bool = True,
 ) -> Confirmation:
     """The rule up to MAX_LOOKS (and, without an extension, after it: the OS's extra looks)."""
     by_class = _by_class(pairs, guard_configs)
@@ -401,7 +410,7 @@ def _judge(
         ps = by_class.get(cls, [])
         r = estimate_class(cls, ps, class_samples(ps, rule).get(cls, []), rule, final=final) if ps else None
         clear = cls in claims and consistent(claims[cls], decided.get(cls), ps, policy, final=decided_final)
-        check = _check(cls, r, claims.get(cls), margin_of(cls, policy), final=final, clear=clear)
+        check = _check(cls, r, claims.get(cls), margin_of(cls, policy), final=final, clear=clear, bounded=bounded)
         if final and check.state == "half_shown" and not beyond_noise(cls, ps, policy, alpha=alpha):
             check = replace(check, state="half_in_noise")
         checks.append(check)
@@ -439,6 +448,7 @@ def _extension(
     max_looks: int,
     extend_to: int,
     looks: int,
+    bounded: bool = True,
 ) -> Confirmation:
     """Looks max_looks+1..extend_to (module docstring): a class `half_in_noise` at max_looks is
     shown when its interval over every look at `noise_alpha` lies below no-change and its
@@ -456,7 +466,7 @@ def _extension(
             checks.append(settled)
             continue
         r = _at_alpha(settled.cls, ps, policy, alpha) if ps else None
-        check = _check(settled.cls, r, settled.claimed, settled.margin_pct, final=True)
+        check = _check(settled.cls, r, settled.claimed, settled.margin_pct, final=True, bounded=bounded)
         if settled.claimed is not None and check.state == "half_shown":
             check = replace(check, state="half_in_noise")
         elif check.state == "not_shown" and not final:
@@ -497,7 +507,14 @@ def margin_of(cls: str, policy: Policy) -> float:
 
 
 def _check(
-    cls: str, r: ClassResult | None, claimed: float | None, margin: float, *, final: bool, clear: bool = False
+    cls: str,
+    r: ClassResult | None,
+    claimed: float | None,
+    margin: float,
+    *,
+    final: bool,
+    clear: bool = False,
+    bounded: bool = True,
 ) -> ClassCheck:
     if r is None or math.isnan(r.ratio):
         return ClassCheck(cls, claimed, math.nan, math.nan, math.nan, "no_samples", margin)
@@ -516,7 +533,7 @@ def _check(
     limit = 1.0 + margin / 100.0
     if r.lo > limit:
         state = "slower"
-    elif final:  # likely slower, or left to the decision's bound (module docstring)
+    elif final and bounded:  # likely slower, or left to the decision's bound (module docstring)
         likely_lo = r.plausible_lo if math.isfinite(r.plausible_lo) else r.lo
         state = "looks_slower" if likely_lo > limit else "within"
     else:

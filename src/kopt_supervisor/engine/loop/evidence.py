@@ -326,7 +326,9 @@ class Evidence:
         cap = claim_rule.OS_MAX_LOOKS if os_decides else claim_rule.EXTENDED_MAX_LOOKS
 
         def judge(done: list[Pair], runs: list[dict[str, Any]], gpu_s: float, looks: int) -> Confirmation | None:
-            step = claim_rule.judge(done, claim, policy, guard_configs=guard, looks=looks)
+            step = claim_rule.judge(
+                done, claim, policy, guard_configs=guard, looks=looks, bounded=not it.record.get("carried")
+            )
             if not step.final:
                 return None
             if (

@@ -28,11 +28,11 @@ re-created). A review left open stays open: the machine resumes it."""
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import Any
 
 from kopt_supervisor.engine import KoptError, KoptFailure, gitops, history, sandbox, treecheck
-from kopt_supervisor.engine.decide import geomean
-from kopt_supervisor.engine.decide.estimate import Policy, Verdict
+from kopt_supervisor.engine.decide.estimate import Pair, Policy, Verdict, class_samples, estimate_class
 from kopt_supervisor.engine.decide.verdict import review_outcome, voting_classes
 from kopt_supervisor.engine.loop.context import BEST, Lane, RunContext, last_line, spend, with_
 from kopt_supervisor.engine.loop.control import MARKER, Interrupt, Step
@@ -150,6 +150,7 @@ class Keeper:
         old = str(max(moves, key=lambda m: m.get("t", 0.0)).get("from", "")) if moves else ""
         new = it.best_commit_before or ""
         it.record["evaluated_tree"] = gitops.stage_all_tree(lane.cand, force=it.record.get("forced_paths", []))
+        self.ctx.store.delete_samples(it.version, Stage.REVERIFY)  # a confirmation cut short was of the old BEST
         it.record.setdefault("carried", []).append({"decided_on": old, "onto": new, "t": time.time()})
         self.ctx.save(it)
         self.ctx.event(
@@ -166,21 +167,36 @@ class Keeper:
 
     def classes_on_new_best(self, it: Iteration) -> None:
         """A carried keep's classes as its confirmation measured them against the new BEST (the
-        history's figures of the tree it commits: best_per_class, the speedup), the decision's
-        against the BEST it started on kept beside them (`carried`' last entry)."""
-        done = pairs(self.ctx, it, Stage.REVERIFY)
-        votes = voting_classes({p.config: p.cls for p in done}, guard_configs(self.ctx))
-        sides: dict[str, tuple[list[float], list[float]]] = {}
-        for p in done:
-            b, c = sides.setdefault(votes.get(p.config, p.cls), ([], []))
-            b.append(p.best)
-            c.append(p.cand)
+        history's figures of the tree it commits: best_per_class, the speedup), estimated as a
+        decision's are; the decision's, against the BEST it started on, kept beside them
+        (`carried`' last entry). Kept without a look on the new BEST (a borderline the engineer
+        accepted): its classes say so (`old_best`), and the history's figures skip them."""
+        ctx = self.ctx
         decided = dict(it.record.get("classes") or {})
         it.record["carried"][-1]["classes"] = decided
+        done = pairs(ctx, it, Stage.REVERIFY)
+        if not done:
+            it.record["classes"] = {cls: {**c, "old_best": True} for cls, c in decided.items()}
+            ctx.event(
+                "lanes",
+                f"v{it.version}: kept without a look on the new BEST: its figures are of the BEST it was "
+                "decided on, and the history's speedup leaves them out",
+                it=it,
+                level="warn",
+            )
+            return
+        policy = Policy.from_config(ctx.cfg.decide, ctx.cfg.target.direction)
+        votes = voting_classes({p.config: p.cls for p in done}, guard_configs(ctx))
+        by: dict[str, list[Pair]] = {}
+        for p in done:
+            by.setdefault(votes.get(p.config, p.cls), []).append(replace(p, cls=votes.get(p.config, p.cls)))
+        rule = replace(policy, min_rounds=2, max_rounds=max(2, len({p.round for p in done})))  # the looks it took
         it.record["classes"] = {
-            cls: {**c, "best": geomean(sides[cls][0]), "cand": geomean(sides[cls][1]), "measured": "confirmation"}
-            for cls, c in decided.items()
-            if cls in sides
+            cls: {
+                **estimate_class(cls, ps, class_samples(ps, rule).get(cls, []), rule, final=True).to_dict(),
+                "measured": "confirmation",
+            }
+            for cls, ps in sorted(by.items())
         }
 
     def hand_back(self, it: Iteration, lane: Lane, best: str) -> dict[str, Any]:
