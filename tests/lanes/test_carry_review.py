@@ -113,3 +113,33 @@ def test_the_best_tree_s_figures_are_the_keep_that_ended_last_not_the_highest_ve
     v10 = Iteration(10, Status.KEEP, commit="c" * 40, record={"ended_seq": 6, "classes": {"narrow": {"cand": 4.0}}})
     assert best_per_class([base, v10, v11]) == {"narrow": 4.0}
     assert best_speedup([base, v10, v11]) == 2.5
+
+
+def test_more_rounds_for_a_carried_keep_are_a_decision_on_the_new_best_not_more_of_the_old_one():
+    # the engineer asks for more rounds on a carried keep in review: its stored looks are of the
+    # BEST it was decided on, so pooling new looks (against the new BEST) with them would mix two
+    # BESTs; it is decided afresh on the new BEST, after which it is carried no more
+    from kopt_supervisor.engine.loop.context import carried
+    from kopt_supervisor.engine.loop.keep import ReviewProtocol
+    from kopt_supervisor.engine.records import Iteration, Status
+
+    asked: list[dict[str, Any]] = []
+
+    class Rounds:
+        def decide(self, it: Any, lane: Any, stage: Any, **kw: Any) -> Verdict:
+            asked.append(kw)
+            return Verdict("keep", "decided", ())
+
+    decide = SimpleNamespace(review_timeout_s=1, max_rounds=10)
+    ctx = SimpleNamespace(
+        cfg=SimpleNamespace(decide=decide), control=SimpleNamespace(finish=lambda *a: None), save=lambda *a: None
+    )
+    for moves, want in (([{"decided_on": "a" * 40, "onto": "b" * 40}], {}), ([], {"extra_rounds": 10})):
+        asked.clear()
+        review = ReviewProtocol(ctx, Rounds())  # type: ignore[arg-type]
+        review.open = lambda it, v: None  # type: ignore[method-assign]
+        review.wait = lambda it, lane, t: SimpleNamespace(kind="more_rounds", args={})  # type: ignore[method-assign]
+        it = Iteration(3, Status.RUNNING, record={"carried": [dict(m) for m in moves]})
+        verdict, by = review.ask(it, None, Verdict("borderline", "why", ()))  # type: ignore[arg-type]
+        assert asked == [want] and verdict.kind == "keep" and by == "engine", asked
+        assert not carried(it)  # decided on this BEST now (or never carried)

@@ -186,6 +186,13 @@ def note_gpu(
         g.setdefault("flagged_rounds", []).append({"round": round_index, "flags": flags})
 
 
+def carried(it: Iteration) -> bool:
+    """Whether the iteration is a keep decided against an older BEST and carried to the one it
+    is on now (loop/keep.py `Keeper.carry`), not decided again there since."""
+    moves = it.record.get("carried") or []
+    return bool(moves) and not moves[-1].get("decided_again")
+
+
 def gpu_of(lane: Lane, lease: GpuLease) -> GpuPair:
     """The lane's GPU before and after the run just made under `lease`: a remote lane's as
     its worker's gate saw it, else the lease's reading and the gate's now."""

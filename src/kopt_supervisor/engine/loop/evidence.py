@@ -33,7 +33,7 @@ from kopt_supervisor.engine.decide.estimate import Pair, Policy, Verdict
 from kopt_supervisor.engine.decide.external_truth import ExternalTruth, os_truth
 from kopt_supervisor.engine.decide.verdict import send_to_review, voting_classes
 from kopt_supervisor.engine.gitops import tree_of
-from kopt_supervisor.engine.loop.context import Lane, RunContext, acquire, with_
+from kopt_supervisor.engine.loop.context import Lane, RunContext, acquire, carried, with_
 from kopt_supervisor.engine.loop.control import Step
 from kopt_supervisor.engine.loop.measure import (
     CorrectnessFailure,
@@ -267,7 +267,7 @@ class Evidence:
         policy = Policy.from_config(ctx.cfg.decide, ctx.cfg.target.direction)
         profile = it.record.get("profile") or {}
         # a carried keep (decided against an older BEST) takes the looks: they measure what it commits
-        by_profile = lane.vendor != "none" and not it.record.get("carried")
+        by_profile = lane.vendor != "none" and not carried(it)
         conf = truth_rule.by_profiler(profile, verdict, policy) if by_profile else None
         if conf is not None:  # the profile pair confirmed it: the spare servers go unused
             self.close_spare(lane)
@@ -326,9 +326,7 @@ class Evidence:
         cap = claim_rule.OS_MAX_LOOKS if os_decides else claim_rule.EXTENDED_MAX_LOOKS
 
         def judge(done: list[Pair], runs: list[dict[str, Any]], gpu_s: float, looks: int) -> Confirmation | None:
-            step = claim_rule.judge(
-                done, claim, policy, guard_configs=guard, looks=looks, bounded=not it.record.get("carried")
-            )
+            step = claim_rule.judge(done, claim, policy, guard_configs=guard, looks=looks, bounded=not carried(it))
             if not step.final:
                 return None
             if (

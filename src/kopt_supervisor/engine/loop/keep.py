@@ -34,7 +34,7 @@ from typing import Any
 from kopt_supervisor.engine import KoptError, KoptFailure, gitops, history, sandbox, treecheck
 from kopt_supervisor.engine.decide.estimate import Pair, Policy, Verdict, class_samples, estimate_class
 from kopt_supervisor.engine.decide.verdict import review_outcome, voting_classes
-from kopt_supervisor.engine.loop.context import BEST, Lane, RunContext, last_line, spend, with_
+from kopt_supervisor.engine.loop.context import BEST, Lane, RunContext, carried, last_line, spend, with_
 from kopt_supervisor.engine.loop.control import MARKER, Interrupt, Step
 from kopt_supervisor.engine.loop.evidence import Evidence
 from kopt_supervisor.engine.loop.measure import (
@@ -73,10 +73,10 @@ class Keeper:
             problem = self.format(it, lane, verdict, status)
             if problem is not None:
                 return self.discard(it, lane, problem[0], problem[1], verdict=problem[2] or verdict, by=by)
-        if it.record.get("carried"):  # what is committed was measured against the new BEST by its confirmation
+        if carried(it):  # what is committed was measured against the new BEST by its confirmation
             self.classes_on_new_best(it)
         # the roofline of what is committed: the formatted tree's figures when it was measured again
-        stage = Stage.VERIFY if "verify" in it.record else Stage.REVERIFY if it.record.get("carried") else Stage.EVAL
+        stage = Stage.VERIFY if "verify" in it.record else Stage.REVERIFY if carried(it) else Stage.EVAL
         self.evidence.roofline(it, cand_medians(ctx, it, stage))
         with ctx.clock(it, "commit_s"):
             with spend(it, "wait"):  # other lanes' keeps commit first: this lane waits its turn
@@ -336,7 +336,11 @@ class ReviewProtocol:
                     ctx.control.finish(answer, "done", f"v{it.version} {answer.kind}ed")
                 return self.outcome(verdict, answer)
             ctx.control.finish(answer, "done", f"more rounds for v{it.version}")
-            more = self.rounds.decide(it, lane, Stage.EVAL, extra_rounds=ctx.cfg.decide.max_rounds)
+            if carried(it):  # its looks are of the BEST it was decided on: more rounds are a decision on this one
+                it.record["carried"][-1]["decided_again"] = True
+                more = self.rounds.decide(it, lane, Stage.EVAL)
+            else:
+                more = self.rounds.decide(it, lane, Stage.EVAL, extra_rounds=ctx.cfg.decide.max_rounds)
             if isinstance(more, CorrectnessFailure):
                 return with_(
                     verdict, kind="rejected", reason=f"correctness failed in more rounds: {more.summary()}"
