@@ -411,11 +411,16 @@ class RayMeasurer:
         m, secs = got["got"]
         return m, secs
 
+    def _tree(self, it: Iteration) -> str:
+        """The candidate tree the worker holds beside BEST for `it` (the baseline's: BEST's own)."""
+        return str(it.record.get("evaluated_tree") or "") or tree_of(self.lane.best, it.best_commit_before or "")
+
     def profiler(self, it: Iteration, kind: str, outside_ranges: str) -> Profiler | None:
-        best = it.best_commit_before or ""
-        cand = str(it.record.get("evaluated_tree") or "") or tree_of(self.lane.best, best)
         got = self._on_worker(
-            it, cand, "the profiler's choice", lambda actor: actor.profiler.remote(it.version, kind, outside_ranges)
+            it,
+            self._tree(it),
+            "the profiler's choice",
+            lambda actor: actor.profiler.remote(it.version, kind, outside_ranges),
         )
         prof: Profiler | None = got["got"]
         return prof
@@ -430,8 +435,7 @@ class RayMeasurer:
         seed: int | None,
         out_dir: Path,
     ) -> ProfileSummary:
-        best = it.best_commit_before or ""
-        cand = str(it.record.get("evaluated_tree") or "") or tree_of(self.lane.best, best)  # the baseline's: BEST's
+        best, cand = it.best_commit_before or "", self._tree(it)
         got = self._on_worker(
             it,
             cand,
