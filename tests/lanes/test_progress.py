@@ -71,6 +71,7 @@ def history() -> list[Iteration]:
             order=2,
             spent={"wait": 2, "propose": 5, "measure": 20, "stale": 12},
             rebased=[{"from": "x", "onto": "y"}],
+            carried=[{"decided_on": "x", "onto": "y"}],
         ),
         # lane 2's change no longer applied after two hand-backs: the whole iteration was stale
         it(
@@ -117,6 +118,7 @@ def test_each_lane_s_time_goes_to_its_buckets_and_stale_time_is_counted_whole() 
     assert (l0.iterations, l0.busy_s, l0.wait_s, l0.propose_s, l0.measure_s, l0.confirm_s) == (2, 70, 2, 9, 35, 19)
     assert l0.other_s == pytest.approx(70 - 2 - 9 - 35 - 19)
     assert (l1.stale_s, l1.rebased, l1.measure_s) == (12, 1, 40)  # the masked iteration's 20 s were spent too
+    assert (l0.carried, l1.carried, l2.carried) == (0, 1, 0)  # a keep carried to a moved BEST, counted
     # an iteration ended because its change no longer applied: every second of it was stale
     assert (l2.stale_s, l2.propose_s, l2.measure_s, l2.handed_back, l2.stale_iterations) == (20, 0, 0, 2, 1)
     assert p.stale_s == 32 and p.stale_share == pytest.approx(32 / 150)
@@ -140,7 +142,9 @@ def test_results_md_shows_the_curve_and_the_lanes_time() -> None:
     assert text.startswith(f"## {PROGRESS_TITLE}")
     assert "| v1 | 0:30 | 0.01 h | 1.414× |" in text and "| v4 | 1:10 | 0.04 h | 2.000× |" in text
     lane2 = next(line for line in text.splitlines() if line.startswith("| 2 |"))
-    assert "0:20 (100%)" in lane2 and lane2.endswith("| 0 / 2 / 1 |")
+    assert "0:20 (100%)" in lane2 and lane2.endswith("| 0 / 2 / 0 / 1 |")  # rebased / handed back / carried / stale
+    lane1 = next(line for line in text.splitlines() if line.startswith("| 1 |"))
+    assert lane1.endswith("| 1 / 0 / 1 / 0 |") and "keeps carried" in text
     assert "21.3% of the GPU time" in text
 
 

@@ -30,7 +30,7 @@ iterations and meta in, plain JSON-able values or typed records out.
   Per lane (`LaneTime`): the seconds of each bucket of engine/loop/context.py SPENT (wait,
   propose, measure, confirm, review, stale), what else the iterations spent (kopt's own
   bookkeeping, discards: `other_s`), and how many iterations were rebased, handed back or
-  ended stale. An iteration that ended because its change no longer applied on a moved BEST
+  ended stale, and how many keeps were carried to a moved BEST. An iteration that ended because its change no longer applied on a moved BEST
   (record `stale`) counts whole as stale. Records written before the buckets existed count
   their whole time as `other_s`.
 - `status_report(st)` -> `StatusReport`: `kopt status --json` (run_io.status) or an entry of
@@ -382,6 +382,9 @@ class LaneTime:
     """Times a change that no longer applied went back to its proposer."""
     stale_iterations: int
     """Iterations that ended because their change no longer applied on a moved BEST."""
+    carried: int = 0
+    """Times a keep decided against a BEST another lane moved was put on the new one and only
+    its claim confirmed there (loop/keep.py Keeper.carry)."""
 
 
 @dataclass(frozen=True)
@@ -484,6 +487,7 @@ def progress(iterations: Sequence[Iteration], direction: str = "min") -> Progres
                 "rebased": 0.0,
                 "handed_back": 0.0,
                 "stale_iterations": 0.0,
+                "carried": 0.0,
                 **{b: 0.0 for b in BUCKETS},
             },
         )
@@ -492,6 +496,7 @@ def progress(iterations: Sequence[Iteration], direction: str = "min") -> Progres
         lane["rebased"] += len(it.record.get("rebased") or [])
         lane["handed_back"] += len(it.record.get("handed_back") or [])
         lane["stale_iterations"] += bool(it.record.get("stale"))
+        lane["carried"] += len(it.record.get("carried") or [])
         for b in BUCKETS:
             lane[b] += spent[b]
         stale_s += spent["stale"]
@@ -517,6 +522,7 @@ def progress(iterations: Sequence[Iteration], direction: str = "min") -> Progres
             rebased=int(v["rebased"]),
             handed_back=int(v["handed_back"]),
             stale_iterations=int(v["stale_iterations"]),
+            carried=int(v["carried"]),
         )
         for i, v in sorted(lanes.items())
     )

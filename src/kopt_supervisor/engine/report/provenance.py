@@ -419,7 +419,7 @@ def _lanes(p: Progress) -> list[str]:
                 str(x.iterations),
                 fmt.clock(x.busy_s),
                 *(f"{fmt.clock(c)} ({fmt.share(100 * c / x.busy_s, 2) if x.busy_s else fmt.DASH})" for c in cells),
-                f"{x.rebased} / {x.handed_back} / {x.stale_iterations}",
+                f"{x.rebased} / {x.handed_back} / {x.carried} / {x.stale_iterations}",
             ]
         )
     out = table(
@@ -434,7 +434,7 @@ def _lanes(p: Progress) -> list[str]:
             "review",
             "stale",
             "other",
-            "rebased / handed back / ended stale",
+            "rebased / handed back / keeps carried / ended stale",
         ],
         rows,
     )
