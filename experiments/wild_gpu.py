@@ -333,7 +333,7 @@ def one_kernel(k: Kernel, ctx: dict[str, Any], soft_s: float) -> None:
 
 def profile_check(k: Kernel, ctx: dict[str, Any], root: Path, tag: str) -> None:
     """The run's best/ tree under kopt's keep profile (ncu, one pass, GPU time alone), run as
-    `Evidence.profile_tree` runs it but unconfined: per kopt range, the launches ncu put in it.
+    `profile_runs.profile_in` runs it but unconfined: per kopt range, the launches ncu put in it.
     Before ImportedBench.profile_graph a backward config's range held none (autograd launches
     from a thread of its own; docs/profiling.md, Limits)."""
     import subprocess

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -261,6 +262,32 @@ def waits_for_looks(tmp_path: Path, runs: int) -> str:
     )
 
 
+def b_decides_while_a_keeps(
+    fake_env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, a: str, b: str, a_mark: str, b_mark: str
+) -> tuple[Workspace, Path, list[Any], Any, Any]:
+    """Two lanes, two iterations: A's proposal `a`, and `b` once A has taken five looks (ten bench
+    runs), so that A's keep lands while B is deciding. Returns the workspace, the repo, the
+    iterations and A's and B's (by a mark in their hypotheses)."""
+    ws, repo = lanes_env(
+        fake_env,
+        tmp_path,
+        monkeypatch,
+        [a, waits_for_looks(tmp_path, 10) + b[3:]],
+        lanes=2,
+        class_files=True,
+        sleep=0.15,
+    )
+    assert run_engine(ws, max_iters=2) == 0
+    its = iterations(ws)
+    return (
+        ws,
+        repo,
+        its,
+        next(it for it in its[1:] if a_mark in it.hypothesis),
+        next(it for it in its[1:] if b_mark in it.hypothesis),
+    )
+
+
 def test_a_keep_landing_mid_decision_lets_the_other_decision_finish_and_confirms_its_keep_on_the_new_best(
     fake_env, tmp_path, monkeypatch
 ):
@@ -268,19 +295,15 @@ def test_a_keep_landing_mid_decision_lets_the_other_decision_finish_and_confirms
     # five looks (ten bench runs), so A's keep lands while B is deciding. B's decision goes on
     # against the BEST it started on (every look it took counts), B's change is put on A's
     # keep and only its claim is confirmed there: nothing B measured is thrown away
-    ws, repo = lanes_env(
+    ws, repo, its, a, b = b_decides_while_a_keeps(
         fake_env,
         tmp_path,
         monkeypatch,
-        [scale_file("small.speed", 0.8), waits_for_looks(tmp_path, 10) + scale_file("large.speed", 0.8)[3:]],
-        lanes=2,
-        class_files=True,
-        sleep=0.15,
+        scale_file("small.speed", 0.8),
+        scale_file("large.speed", 0.8),
+        "cls=small",
+        "cls=large",
     )
-    assert run_engine(ws, max_iters=2) == 0
-    its = iterations(ws)
-    a = next(it for it in its[1:] if "cls=small" in it.hypothesis)
-    b = next(it for it in its[1:] if "cls=large" in it.hypothesis)
     assert a.status == "keep" and b.status == "keep", [(it.status, it.record.get("decision")) for it in its]
     assert a.order < b.order and b.record["rebased"][0]["onto"] == a.commit and b.best_commit_before == a.commit
     assert b.record["carried"][0]["decided_on"] == its[0].commit
@@ -303,19 +326,15 @@ def test_a_carried_keep_whose_gain_is_gone_on_the_new_best_is_not_kept(fake_env,
     # hostile to the carry: B's change (small.boost) is a real 20% gain against the BEST it was
     # decided on, and applies cleanly on A's keep, but A's keep (small.speed) makes it moot
     # there. Its claim confirmed on the new BEST must fail: B is not kept, BEST stays A's
-    ws, repo = lanes_env(
+    ws, repo, its, a, b = b_decides_while_a_keeps(
         fake_env,
         tmp_path,
         monkeypatch,
-        [two_files("small.speed", 0.5), waits_for_looks(tmp_path, 10) + two_files("small.boost", 0.8)[3:]],
-        lanes=2,
-        class_files=True,
-        sleep=0.15,
+        two_files("small.speed", 0.5),
+        two_files("small.boost", 0.8),
+        "small.speed",
+        "small.boost",
     )
-    assert run_engine(ws, max_iters=2) == 0
-    its = iterations(ws)
-    a = next(it for it in its[1:] if "small.speed" in it.hypothesis)
-    b = next(it for it in its[1:] if "small.boost" in it.hypothesis)
     assert a.status == "keep", a.record.get("decision")
     assert b.status != "keep" and not b.kept, (b.status, b.record.get("decision"), b.record.get("confirmation"))
     assert b.record.get("carried"), "B was decided a keep against the old BEST and carried to A's keep"

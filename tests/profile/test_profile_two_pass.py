@@ -4,7 +4,7 @@ kopt range; and the guards when ncu's NVTX filter did not apply.
 
 The passes run through the stand-in ncu of the loop's tests (tests/fake_target/bin/ncu, a
 real subprocess that honours --nvtx-include/--nvtx-exclude and --metrics), driven exactly
-as engine/loop/evidence.py's profile_tree drives them.
+as engine/loop/profile_runs.py's profile_in drives them.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def _option(argv: tuple[str, ...] | list[str], name: str) -> str:
 def run_profile(
     tree: Path, out: Path, profiler: NcuProfiler, kernel: dict, regex: str = ""
 ) -> tuple[ProfileSummary, list[ProfilePass]]:
-    """The passes of `profiler` on a fake tree whose kernel.json is `kernel`, as profile_tree runs them."""
+    """The passes of `profiler` on a fake tree whose kernel.json is `kernel`, as profile_in runs them."""
     tree.mkdir(parents=True, exist_ok=True)
     (tree / "kernel.json").write_text(json.dumps(kernel))
     done: list[ProfilePass] = []

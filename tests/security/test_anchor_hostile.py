@@ -42,7 +42,7 @@ def harness(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     def profile_pair(it, lane, prof, reused, calls, seed, best_dir="best"):
         more = "_more" if calls[0] is not None else ""  # calls: (per config, the configs they are for)
         folder = ctx.ws.profiles / f"v{it.version}" / f"{best_dir}{more}"
-        written.setdefault(folder, []).append(lane.tree_in_best)  # profile_tree(lane.best, "best")
+        written.setdefault(folder, []).append(lane.tree_in_best)  # profile_in(..., lane.best, "best")
         return [SimpleNamespace(to_dict=dict)], [SimpleNamespace(to_dict=dict)]
 
     compared: list[tuple[Path, str]] = []

@@ -14,8 +14,8 @@ profiler's word on a keep (docs/design.md §5 step 5, router's Step 0).
   process-level bench decides again in fresh processes. Then its external truth
   (engine/decide/external_truth.py): the profiler's word on a GPU, the OS's accounting of the
   looks on a target without one (external_truth.weigh), or "the bench's timer only".
-- `profile_tree(...)`: the bench (or [profile].command) under ncu / rocprofv3 in one tree
-  (profile_runs.py), on the host whose GPU the lane holds (a Ray lane's worker).
+- the profiler's runs in one tree are profile_runs.py's `profile_in`, on the host whose GPU the
+  lane holds (a Ray lane's worker).
 """
 
 from __future__ import annotations
@@ -34,7 +34,6 @@ from kopt_supervisor.engine.decide.external_truth import ExternalTruth, os_truth
 from kopt_supervisor.engine.decide.verdict import send_to_review, voting_classes
 from kopt_supervisor.engine.gitops import tree_of
 from kopt_supervisor.engine.loop.context import Lane, RunContext, acquire, carried, with_
-from kopt_supervisor.engine.loop.control import Step
 from kopt_supervisor.engine.loop.measure import (
     CorrectnessFailure,
     DecisionRounds,
@@ -229,9 +228,9 @@ class Evidence:
                 )
             else:
                 bests.append(
-                    self.profile_tree(it, lane, prof, lane.best, f"{best_dir}{suffix}", calls=calls, seed=seed)
+                    profile_in(self.ctx, it, lane, prof, lane.best, f"{best_dir}{suffix}", calls=calls, seed=seed)
                 )
-            cands.append(self.profile_tree(it, lane, prof, lane.cand, f"cand{suffix}", calls=calls, seed=seed))
+            cands.append(profile_in(self.ctx, it, lane, prof, lane.cand, f"cand{suffix}", calls=calls, seed=seed))
         return bests, cands
 
     def reusable_best(self, best_tree: str, gpu: str | None) -> ReusedProfile | None:
@@ -448,7 +447,7 @@ class Evidence:
             return self.ctx.event("profile", f"v{it.version}: {msg}", it=it)
         seed = secrets.randbelow(1 << 31)  # every keep's profile draws these inputs (baseline_outputs)
         try:
-            summary = self.profile_tree(it, lane, prof, lane.best, "best", seed=seed)
+            summary = profile_in(self.ctx, it, lane, prof, lane.best, "best", seed=seed)
             it.record["profile"] = {"best": summary.to_dict(), "seed": seed}
         except KoptFailure as e:
             self.ctx.event("profile", f"v{it.version}: profiling best/ failed: {e}", it=it, level="warn")
@@ -495,27 +494,6 @@ class Evidence:
                 else choose_profiler(kind, vendor, outside_ranges=outside),
             )
         return self._profiler[1]
-
-    def profile_tree(
-        self,
-        it: Iteration,
-        lane: Lane,
-        prof: Profiler,
-        tree: Path,
-        side: str,
-        *,
-        calls: Calls = (None, ()),
-        seed: int | None = None,
-    ) -> ProfileSummary:
-        """`tree` (the lane's best or candidate) profiled into profiles/v<N>/<side> (`profile_in`);
-        a Ray lane's on its worker, where its trees and GPU are, the folder brought back."""
-        if lane.remote is None:
-            return profile_in(self.ctx, it, lane, prof, tree, side, calls=calls, seed=seed)
-        ctx = self.ctx
-        ctx.progress(it, "profile", f"{prof.name} on {tree.name}/ (on the lane's worker)")
-        which = "cand" if tree == lane.cand else "best"
-        with ctx.control.during(Step.PROFILE), ctx.clock(it, "profiler_s"):
-            return lane.remote.profile(it, prof, which, side, calls, seed, ctx.ws.profiles / f"v{it.version}" / side)
 
 
 def claimed_classes(agreement: Agreement) -> list[str]:

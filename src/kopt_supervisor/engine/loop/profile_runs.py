@@ -1,7 +1,7 @@
 """The profiler's runs in one tree (docs/profiling.md): the bench (or [profile].command) under ncu /
 rocprofv3, one run per pass of the profiler, each pass's report read back, all of them parsed
-into one summary. Run where the lane's GPU is: here (evidence.py `Evidence.profile_tree`) or on
-a Ray lane's worker (ray_lanes.py `LaneWorker.profile`)."""
+into one summary (`profile_in`). Run where the lane's GPU is: here, or on a Ray lane's worker
+(ray_lanes.py `LaneWorker.profile`)."""
 
 from __future__ import annotations
 
@@ -48,10 +48,17 @@ def profile_in(
     asked of the bench and the configs they are for (KOPT_PROFILE_CALLS, KOPT_PROFILE_CONFIGS;
     None: the bench's own; no configs: all); `seed`: its inputs' seed
     (KOPT_PROFILE_SEED), and it summarises each config's outputs into out_dir/outputs.json
-    (KOPT_PROFILE_OUTPUTS) for `profiler.compare_outputs`. Here or on a Ray lane's worker
-    (loop/ray_lanes.py): the tree's folder is profiles/v<N>/<side> of `ctx`'s workspace."""
-    ctx.progress(it, "profile", f"{prof.name} on {tree.name}/")
+    (KOPT_PROFILE_OUTPUTS) for `profiler.compare_outputs`. The tree's folder is
+    profiles/v<N>/<side> of `ctx`'s workspace. Run where the lane's GPU is: a Ray lane's on its
+    worker (`lane.remote`, loop/ray_lanes.py, which runs this function there), the folder
+    brought back."""
     out_dir = ctx.ws.profiles / f"v{it.version}" / side
+    if lane.remote is not None:
+        ctx.progress(it, "profile", f"{prof.name} on {tree.name}/ (on the lane's worker)")
+        which = "cand" if tree == lane.cand else "best"
+        with ctx.control.during(Step.PROFILE), ctx.clock(it, "profiler_s"):
+            return lane.remote.profile(it, prof, which, side, calls, seed, out_dir)
+    ctx.progress(it, "profile", f"{prof.name} on {tree.name}/")
     kernel = ctx.cfg.profile.kernel
     bench = as_argv(ctx.cfg.profile.command or ctx.cfg.target.bench)
     kind = "cand" if tree == lane.cand else "best"
