@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -382,7 +383,7 @@ def test_public_api_is_documented() -> None:
     assert textwrap.dedent(harness.__doc__ or "").strip()
 
 
-def test_profile_mode_calls_each_solution_twice_in_its_range_and_never_the_reference(
+def test_profile_mode_calls_each_solution_profile_calls_times_in_its_range_and_never_the_reference(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # what a profiler runs: under ncu every launch costs 10-80 ms, and the contract check's
@@ -405,7 +406,9 @@ def test_profile_mode_calls_each_solution_twice_in_its_range_and_never_the_refer
     df = run_main(spec(), ["--profile"], t, capsys)
     assert refs == [] and checks == []  # no fp64 reference, no comparison
     names = [s for s in spans if s.startswith("push ")]
-    assert len(names) == 2 * len(df) and spans.count("pop") == len(names)  # two calls per config, each ranged
+    assert len(names) == hb.PROFILE_CALLS * len(df) and spans.count("pop") == len(
+        names
+    )  # PROFILE_CALLS per config, each ranged
     assert df["err"].isna().all() and list(df["shape"]) == ["cpu-a", "cpu-b"]
     # both sides of an A/B profile, and a solution that raises: its row is inf, the rest go on
     best, cand = tree(tmp_path / "best"), tree(tmp_path / "cand", "raise RuntimeError('boom')")
@@ -423,22 +426,39 @@ def test_profile_mode_calls_each_solution_twice_in_its_range_and_never_the_refer
     for bad in ("0", "65", "two", "-1"):
         with pytest.raises(SystemExit, match=f"KOPT_PROFILE_CALLS='{bad}': a whole number of calls from 1 to 64"):
             hb.profile_calls({"KOPT_PROFILE_CALLS": bad})
-    assert hb.profile_calls({}) == hb.PROFILE_CALLS == 2
+    assert hb.profile_calls({}) == hb.PROFILE_CALLS == 4
     # ... and only of the configs it names (KOPT_PROFILE_CONFIGS: the classes it could not tell)
     spans.clear()
     key = "shape=cpu-a,M=3,N=5,dtype=float16,esize=2"  # its range's name, kopt's config key
     monkeypatch.setenv("KOPT_PROFILE_CONFIGS", json.dumps([key]))
     df = run_main(spec(), ["--profile"], t, capsys)
     pushes = [s for s in spans if s.startswith("push ")]
-    assert len(pushes) == 5 + 2 * (len(df) - 1) and pushes[:5] == [f"push kopt:{key}"] * 5, pushes
+    assert len(pushes) == 5 + hb.PROFILE_CALLS * (len(df) - 1) and pushes[:5] == [f"push kopt:{key}"] * 5, pushes
     with pytest.raises(SystemExit, match="KOPT_PROFILE_CONFIGS='shape=a': a JSON list of config keys"):
         hb.profile_calls_for("x", {"KOPT_PROFILE_CALLS": "5", "KOPT_PROFILE_CONFIGS": "shape=a"})
     monkeypatch.delenv("KOPT_PROFILE_CONFIGS")
-    # a config past GPU_DRAW_BYTES takes at most LARGE_PROFILE_CALLS of the calls asked for
-    # (its calls cost seconds under ncu and vary little); the others all of them
-    big = hb.GPU_DRAW_BYTES + 1
-    assert hb.large_config_calls(12, big) == hb.LARGE_PROFILE_CALLS == 4
-    assert hb.large_config_calls(12, hb.GPU_DRAW_BYTES) == 12 and hb.large_config_calls(3, big) == 3
+
+    # a config past GPU_DRAW_BYTES takes at most LARGE_PROFILE_CALLS of the calls asked for, and
+    # LARGE_FIRST_CALLS when kopt asked for none of it (its calls cost seconds under ncu and vary
+    # little); the others all of them. Its bytes are read only when they can matter.
+    def size(n: int) -> Callable[[], int]:
+        def read() -> int:
+            reads.append(n)
+            return n
+
+        return read
+
+    big, reads = hb.GPU_DRAW_BYTES + 1, []
+    more, only_a = {"KOPT_PROFILE_CALLS": "12"}, {"KOPT_PROFILE_CALLS": "12", "KOPT_PROFILE_CONFIGS": '["a"]'}
+    assert hb.profile_calls_for("a", more, size(big)) == hb.LARGE_PROFILE_CALLS == 4
+    assert hb.profile_calls_for("a", more, size(hb.GPU_DRAW_BYTES)) == 12
+    assert hb.profile_calls_for("a", {"KOPT_PROFILE_CALLS": "3"}, size(big)) == 3
+    assert hb.profile_calls_for("a", {}, size(big)) == hb.LARGE_FIRST_CALLS == 2
+    assert hb.profile_calls_for("b", only_a, size(big)) == hb.LARGE_FIRST_CALLS  # not asked of b
+    assert hb.profile_calls_for("b", only_a, size(1)) == hb.PROFILE_CALLS
+    assert hb.profile_calls_for("a", {}, None) == hb.PROFILE_CALLS  # no GPU: no bytes to read
+    reads.clear()
+    assert hb.profile_calls_for("a", {"KOPT_PROFILE_CALLS": "1"}, size(big)) == 1 and reads == []
     # kopt's profile of a keep: each config's last output summarised for kopt to compare, on
     # inputs from kopt's seed (the same seed: the same summaries; engine/decide/audit.py reads them)
     from kopt_supervisor.engine.decide import audit as kopt_audit

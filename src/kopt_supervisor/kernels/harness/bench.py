@@ -33,7 +33,7 @@ each block one call per set (CPU_SETS), timed by the process's CPU time (timing.
 --once: the contract check alone (each solution runs twice per shape, nothing is timed).
 
 --profile: what a profiler runs (kopt.toml's [profile] command): per shape, each solution called
-twice inside its config's range (KOPT_PROFILE_CALLS times when kopt asks for more), each call on
+PROFILE_CALLS times inside its config's range (KOPT_PROFILE_CALLS times when kopt asks for more), each call on
 fresh inputs of its own (drawn on the CPU and copied, so no draw kernel runs on the GPU:
 Case.host_draw, profile_inputs); every call's outputs summarised where kopt asks
 (KOPT_PROFILE_OUTPUTS); no reference, no comparison, nothing
@@ -136,19 +136,26 @@ median (engine/decide/plausible.py, `last_block_not_faster`; engine/metrics.py r
 config column, but the plain run's CSV is also what `kopt init` reads to propose config
 columns, and it takes every column it does not know for one."""
 
-PROFILE_CALLS = 2
+PROFILE_CALLS = 4
 """--profile: each config's calls inside its range, unless kopt asks for more (KOPT_PROFILE_CALLS:
-a keep's second profile, when the first could not tell on a class the keep claims). Under ncu
-each launch costs 10-80 ms; two launches of a 15 us kernel differed by 5% on the H200."""
+a keep's second profile, when the first could not tell on a class the keep claims). Four, not
+two: on the H200 (2026-11-30, experiments/profile_noise.py, the RMSNorm demo's tree, caches
+flushed) an A/A class interval at 99% was +-3.1% (narrow) and +-3.7% (wide) at 2 calls, +-2.3%
+and +-2.5% at 4, so a -3% claim was shown at 4 and not at 2; the two more calls cost ~2 s a
+tree (mostly the host draws of the 28-40 MB shapes), the closer profile they spare 50-110 s."""
 PROFILE_CALLS_MAX = 64
+LARGE_FIRST_CALLS = 2
+"""--profile, unless kopt asks for more calls: a config whose inputs pass GPU_DRAW_BYTES takes
+this many. Its calls cost more than a second each (the RMSNorm demo's 730 MB shape: 1.2 s a call
+copying and summarising its output on the host, H200, 2026-11-30), while its kernel, hundreds of
+microseconds long, varies little from launch to launch (1.3%)."""
 LARGE_PROFILE_CALLS = 4
 """--profile, when kopt asks for more calls: a config whose inputs pass GPU_DRAW_BYTES takes at
 most this many. Its calls cost seconds each under ncu (each draw's kernels replayed, each output
 copied and summarised on the host: the RMSNorm demo's largest shape, 730 MB, spent 13.8 s drawing
-and 11.0 s summarising 12 calls of one tree on the H200, 2026-11-30, part 15), while its kernel,
-hundreds of microseconds long, varies little from launch to launch. Each call's GPU time is
-still the profiler's, which candidate code cannot bend: fewer calls only estimate the config
-less precisely."""
+and 11.0 s summarising 12 calls of one tree on the H200, 2026-11-30, part 15). Each call's GPU
+time is still the profiler's, which candidate code cannot bend: fewer calls only estimate the
+config less precisely."""
 
 
 PROFILE_OUTPUTS_ENV = "KOPT_PROFILE_OUTPUTS"
@@ -198,32 +205,35 @@ second profile of a ~3% claim called every config 12 times and the RMSNorm demo'
 shape, of another class, took 26 s of each tree's 48 (docs/h100-wave3/part12-...)."""
 
 
-def profile_calls_for(key: str, environ: Mapping[str, str] | None = None) -> int:
-    """The calls of the config `key` in a --profile run (KOPT_PROFILE_CALLS, KOPT_PROFILE_CONFIGS)."""
+def profile_calls_for(
+    key: str, environ: Mapping[str, str] | None = None, input_bytes: Callable[[], int] | None = None
+) -> int:
+    """The calls of the config `key` in a --profile run (KOPT_PROFILE_CALLS, KOPT_PROFILE_CONFIGS).
+    `input_bytes` (a GPU case's, read only when it matters): past GPU_DRAW_BYTES the config takes
+    LARGE_FIRST_CALLS unless kopt asked for more of it, and at most LARGE_PROFILE_CALLS."""
     env = os.environ if environ is None else environ
     calls = profile_calls(env)
+    asked = bool(env.get("KOPT_PROFILE_CALLS", "").strip())
     raw = env.get(PROFILE_CONFIGS_ENV, "").strip()
-    if not raw:
-        return calls
-    try:
-        keys = json.loads(raw)
-    except ValueError:
-        keys = None
-    if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
-        raise SystemExit(f"{PROFILE_CONFIGS_ENV}={raw[:80]!r}: a JSON list of config keys")
-    return calls if key in keys else PROFILE_CALLS
+    if raw:
+        try:
+            keys = json.loads(raw)
+        except ValueError:
+            keys = None
+        if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
+            raise SystemExit(f"{PROFILE_CONFIGS_ENV}={raw[:80]!r}: a JSON list of config keys")
+        if key not in keys:
+            calls, asked = PROFILE_CALLS, False
+    cap = LARGE_PROFILE_CALLS if asked else LARGE_FIRST_CALLS
+    if input_bytes is not None and calls > cap and input_bytes() > GPU_DRAW_BYTES:
+        return cap
+    return calls
 
 
 def profile_entry(cols: dict[str, Any], atol: float, rtol: float, outputs: list[dict[str, Any]]) -> dict[str, Any]:
     """A config's entry in the profile's outputs file: one audit set whose outputs are every
     profiled call's, in order (audit.summarise_profiled's summaries)."""
     return {"config": dict(cols), "sets": 1, "set": 0, "atol": atol, "rtol": rtol, "outputs": outputs}
-
-
-def large_config_calls(calls: int, input_bytes: int) -> int:
-    """The calls of a --profile config kopt asked `calls` of, given its inputs' bytes: at most
-    LARGE_PROFILE_CALLS past GPU_DRAW_BYTES."""
-    return min(calls, LARGE_PROFILE_CALLS) if input_bytes > GPU_DRAW_BYTES else calls
 
 
 def profile_inputs(case: Case, call: int) -> tuple[tuple, dict[str, Any]]:
@@ -702,7 +712,7 @@ def parse_args(argv: list[str] | None, gpu: bool) -> argparse.Namespace:
     ap.add_argument(
         "--profile",
         action="store_true",
-        help="for profilers: each solution called twice per shape in its config's range; no reference, "
+        help="for profilers: each solution called PROFILE_CALLS (4) times per shape in its config's range; no reference, "
         "no check, no timing",
     )
     ap.add_argument("--out", help="also write the CSV to this file")
@@ -856,7 +866,7 @@ class Bench:
 
     def profile_rows(self, base_seed: int) -> list[dict[str, Any]]:
         """--profile: per case, each side's function called `profile_calls_for(case.key)` times
-        (twice unless kopt asks for more) inside the case's range (allocating its own output, as the
+        (PROFILE_CALLS unless kopt asks for more) inside the case's range (allocating its own output, as the
         contract check's second call does), each call on inputs of its own (`profile_inputs`);
         no reference, no comparison. Where kopt asks (KOPT_PROFILE_OUTPUTS), every call's
         outputs are summarised, so that a tree which computes once and hands the result back
@@ -871,9 +881,7 @@ class Bench:
             if case is None:
                 break
             spent = {"inputs": time.perf_counter() - t0, "calls": 0.0, "outputs": 0.0}
-            calls = profile_calls_for(case.key)
-            if calls > LARGE_PROFILE_CALLS and case.gpu:
-                calls = large_config_calls(calls, case.input_bytes())
+            calls = profile_calls_for(case.key, input_bytes=case.input_bytes if case.gpu else None)
             for side, mod in self.mods.items():
                 err = math.nan
                 try:
