@@ -185,11 +185,12 @@ def write_profile_outputs(entries: list[dict[str, Any]]) -> None:
         Path(where).write_text(json.dumps({"version": VERSION, "configs": entries}) + "\n", encoding="utf-8")
 
 
-def profile_calls(environ: Mapping[str, str] | None = None) -> int:
-    """The calls per config of a --profile run: KOPT_PROFILE_CALLS, or PROFILE_CALLS."""
+def profile_calls(environ: Mapping[str, str] | None = None, first: int = PROFILE_CALLS) -> int:
+    """The calls per config of a --profile run: KOPT_PROFILE_CALLS, or `first` (the harness's
+    own number: PROFILE_CALLS, IMPORTED_PROFILE_CALLS)."""
     raw = (os.environ if environ is None else environ).get("KOPT_PROFILE_CALLS", "").strip()
     if not raw:
-        return PROFILE_CALLS
+        return first
     if not raw.isdigit() or not 1 <= int(raw) <= PROFILE_CALLS_MAX:
         raise SystemExit(f"KOPT_PROFILE_CALLS={raw!r}: a whole number of calls from 1 to {PROFILE_CALLS_MAX}")
     return int(raw)
@@ -206,13 +207,16 @@ shape, of another class, took 26 s of each tree's 48 (docs/h100-wave3/part12-...
 
 
 def profile_calls_for(
-    key: str, environ: Mapping[str, str] | None = None, input_bytes: Callable[[], int] | None = None
+    key: str,
+    environ: Mapping[str, str] | None = None,
+    input_bytes: Callable[[], int] | None = None,
+    first: int = PROFILE_CALLS,
 ) -> int:
-    """The calls of the config `key` in a --profile run (KOPT_PROFILE_CALLS, KOPT_PROFILE_CONFIGS).
-    `input_bytes` (a GPU case's, read only when it matters): past GPU_DRAW_BYTES the config takes
-    LARGE_FIRST_CALLS unless kopt asked for more of it, and at most LARGE_PROFILE_CALLS."""
+    """The calls of the config `key` in a --profile run (KOPT_PROFILE_CALLS, KOPT_PROFILE_CONFIGS;
+    else `first`). `input_bytes` (a GPU case's, read only when it matters): past GPU_DRAW_BYTES the
+    config takes LARGE_FIRST_CALLS unless kopt asked for more of it, and at most LARGE_PROFILE_CALLS."""
     env = os.environ if environ is None else environ
-    calls = profile_calls(env)
+    calls = profile_calls(env, first)
     asked = bool(env.get("KOPT_PROFILE_CALLS", "").strip())
     raw = env.get(PROFILE_CONFIGS_ENV, "").strip()
     if raw:
@@ -223,7 +227,7 @@ def profile_calls_for(
         if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
             raise SystemExit(f"{PROFILE_CONFIGS_ENV}={raw[:80]!r}: a JSON list of config keys")
         if key not in keys:
-            calls, asked = PROFILE_CALLS, False
+            calls, asked = first, False
     cap = LARGE_PROFILE_CALLS if asked else LARGE_FIRST_CALLS
     if input_bytes is not None and calls > cap and input_bytes() > GPU_DRAW_BYTES:
         return cap

@@ -134,6 +134,13 @@ PLACEHOLDER_MS = 1.0
 RESERVED = ("us", "err", "calls", "us_mean", "us_std", "us_min", "us_p10", "us_p90", LAST, "samples", "seed")
 """The CSV's columns beside the config (LAST in served looks only): a config column of one of
 these names is refused."""
+IMPORTED_PROFILE_CALLS = 2
+"""--profile: each config's calls unless kopt asks for more: two, where kopt's own harness calls
+four (bench.PROFILE_CALLS). A call here runs the bench's whole benchmark function, whose other
+launches (torch's own kernels beside the tree's) are all profiled: the Triton layer-norm
+tutorial's profile at two calls was 972 launches, 130 s under ncu on the H200
+(docs/h100-wave3/part11-wild-first-keep-h200.md), and four would double it. A small claim is
+then profiled again closer, at the claimed classes' configs only."""
 PRIME = "/prime"
 """The first draw's seed purposes end in this (`set<j>/prime`, the sets every block but the last
 runs on); the last block's sets are `set<j>`: the names harness/sets.py gives its two draws."""
@@ -747,8 +754,8 @@ class ImportedBench(Bench):
             return None
 
     def profile_rows(self, base_seed: int) -> list[dict[str, Any]]:
-        """--profile: per config its callable called inside the config's range twice
-        (bench.profile_calls_for: more when kopt asks; on a GPU each call a CUDA graph replayed
+        """--profile: per config its callable called inside the config's range
+        IMPORTED_PROFILE_CALLS times (bench.profile_calls_for: more when kopt asks; on a GPU each call a CUDA graph replayed
         there, profile_graph), each call on a set of its own (the
         benchmark function drawn again from a seed per call, outside the range); nothing timed,
         nothing compared here; every call's outputs summarised where kopt asks
@@ -758,7 +765,7 @@ class ImportedBench(Bench):
         where = os.environ.get(bench_mod.PROFILE_OUTPUTS_ENV, "")
         for config in self.configs:
             err = math.nan
-            calls = bench_mod.profile_calls_for(config.key)
+            calls = bench_mod.profile_calls_for(config.key, first=IMPORTED_PROFILE_CALLS)
             try:
                 rng, _ = audit_set(base_seed, config.key, 1)
                 outputs: list[dict[str, Any]] = []
