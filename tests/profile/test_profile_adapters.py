@@ -37,8 +37,8 @@ def test_ncu_command_wraps_the_bench(tmp_path: Path):
     assert argv[-3:] == ["python", "bench.py", "--fast"]
     assert _option(argv, "--clock-control") == "none"
     assert _option(argv, "--target-processes") == "all"
-    assert _option(argv, "--cache-control") == "all"  # flushed before each launch, as the bench's blocks
-    assert _option(NcuProfiler().for_keep("time").command(["x"], out, ""), "--cache-control") == "all"  # a keep's too
+    assert _option(argv, "--cache-control") == "none"  # unflushed: flushed launches disagreed with the bench
+    assert _option(NcuProfiler().for_keep("time").command(["x"], out, ""), "--cache-control") == "none"  # a keep's too
     assert _option(argv, "--page") == "raw" and "--csv" in argv
     assert _option(argv, "--print-units") == "base"
     assert _option(argv, "--print-kernel-base") == "function"
@@ -69,9 +69,9 @@ def test_ncu_after_commands_print_the_report_twice(tmp_path: Path):
 
 
 def test_ncu_command_without_regex_profiles_every_kernel(tmp_path: Path):
-    argv = NcuProfiler(cache_control="none", launch_count=200).command(["./bench"], tmp_path, "")
+    argv = NcuProfiler(cache_control="all", launch_count=200).command(["./bench"], tmp_path, "")
     assert "--kernel-name" not in argv
-    assert _option(argv, "--cache-control") == "none"
+    assert _option(argv, "--cache-control") == "all"
     assert _option(argv, "--launch-count") == "200"
     with pytest.raises(ValueError):
         NcuProfiler(cache_control="some")

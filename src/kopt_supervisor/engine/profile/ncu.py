@@ -4,11 +4,8 @@ each launch's NVTX range.
 The command profiles every kernel of every process the bench starts (`--target-processes
 all`; no kernel-name filter: the `[profile].kernel` regex only marks kernels for display),
 leaves the GPU clocks alone (`--clock-control none`, so timings match the unprofiled bench)
-and flushes every cache before each launch (`--cache-control all`, ncu's default): the bench
-flushes L2 before each timed block and rotates its buffer sets, and a profiled call left to
-whatever the draw or the call before it left in L2 varied by up to 13% from the next (the RMSNorm
-demo's sd35-medium config on the H200, 2026-11-30: first call 16.2 us, the rest 14.2; A/A
-interval of its class at 2 calls +-11% unflushed, +-3.1% flushed; docs/profiling.md). It records NVTX ranges
+and, by default, the caches too (`--cache-control none`: a profile whose every launch ran
+after a flush disagreed with the bench where the unflushed one agreed, docs/profiling.md). It records NVTX ranges
 (`--nvtx`) into a report `<out_dir>/ncu.ncu-rep` (`--export`) and prints the raw page as
 CSV with base units and function names (no template arguments or parameters) to
 `<out_dir>/ncu.csv` through `--log-file`, so the bench's own stdout never mixes with it.
@@ -124,7 +121,7 @@ class NcuProfiler(Profiler):
         *,
         executable: str = "ncu",
         metrics: tuple[str, ...] = DEFAULT_METRICS,
-        cache_control: str = "all",
+        cache_control: str = "none",
         launch_count: int | None = None,
         outside_ranges: str = "time",
     ) -> None:
