@@ -331,3 +331,32 @@ def test_a_slow_first_call_in_both_trees_is_not_taken_for_noise_from_four_calls_
     later = [5000.0 * (1.0 if k % 2 else 1.2) for k in range(1, 8)]
     mean = sum(later) / len(later)
     assert stat.m2_ns2 / (stat.calls - 1) == pytest.approx(sum((x - mean) ** 2 for x in later) / (len(later) - 1))
+
+
+@pytest.mark.parametrize(
+    "verdict, scale, status, words",
+    [
+        # the bench's graph saw a small gain, the profiler's isolated launches a small loss: the
+        # guard never earns a keep, so only a loss beyond its margin (here 10%) counts
+        ("improved", 1.02, "agrees", "rules out a loss beyond the guard's 10%"),
+        ("tied", 1.05, "agrees", "rules out a loss beyond the guard's 10%"),
+        # a timer that hides a guard regression the profiler sees beyond the margin is refuted
+        ("improved", 1.15, "disagrees", "loss beyond the guard's 10%"),
+        ("tied", 1.15, "disagrees", "loss beyond the guard's 10%"),
+        ("regressed", 1.15, "disagrees", "loss beyond the guard's 10%"),
+        ("undecided", 1.15, "not_judged", "'undecided'"),
+    ],
+)
+def test_a_guard_class_disagrees_only_with_a_loss_beyond_its_margin(verdict, scale, status, words):
+    best = profile(12, calls=20)
+    cand = profile(13, calls=20, scale={WIDE: scale})
+    cmp = compare_per_class(best, cand, REFS, run_noise_pct=0.1)
+    (c,) = agrees([Bench(WIDE, verdict, 0.99, 0.98, 0.995)], cmp, guards={WIDE: 10.0}).classes
+    assert c.status == status and words in c.reason
+    # the same class judged as any other: a 2% loss against an improved verdict disagrees
+    if (verdict, scale) == ("improved", 1.02):
+        (plain,) = agrees([Bench(WIDE, verdict, 0.99, 0.98, 0.995)], cmp).classes
+        assert plain.status == "disagrees"
+    # a claimed class next to it is judged as before
+    ag = agrees([Bench(NARROW, "improved", 0.97, 0.96, 0.98)], cmp, guards={WIDE: 10.0})
+    assert [c.status for c in ag.classes] == ["disagrees"]  # narrow did not move: the gain is ruled out

@@ -31,7 +31,7 @@ from kopt_supervisor.engine.decide import external_truth as truth_rule
 from kopt_supervisor.engine.decide.confirmation import ClassCheck, Confirmation, consistent_gain
 from kopt_supervisor.engine.decide.estimate import Pair, Policy, Verdict
 from kopt_supervisor.engine.decide.external_truth import ExternalTruth, os_truth
-from kopt_supervisor.engine.decide.verdict import send_to_review, voting_classes
+from kopt_supervisor.engine.decide.verdict import GUARD_CLASS, send_to_review, voting_classes
 from kopt_supervisor.engine.gitops import tree_of
 from kopt_supervisor.engine.loop.context import Lane, RunContext, acquire, carried, with_
 from kopt_supervisor.engine.loop.measure import (
@@ -120,7 +120,12 @@ class Evidence:
                     confidence=policy.confidence,
                     run_noise_pct=ctx.cfg.profile.run_noise_pct,
                 )
-                agreement = agrees(verdict.classes, cmp, min_effect_pct=policy.min_effect_pct)
+                agreement = agrees(
+                    verdict.classes,
+                    cmp,
+                    min_effect_pct=policy.min_effect_pct,
+                    guards={GUARD_CLASS: policy.guard_max_regression_pct},
+                )
                 if calls is not None or agreement.disagrees or not unshown(agreement):
                     break
                 # the profiler could not tell on a class the keep claims: a claim it leaves

@@ -40,7 +40,7 @@ These records are pure: data, text and arithmetic only.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Protocol
 
@@ -362,7 +362,11 @@ class Agreement:
 
 
 def agrees(
-    bench_classes: Iterable[BenchClass], comparison: ClassComparison, *, min_effect_pct: float = 1.0
+    bench_classes: Iterable[BenchClass],
+    comparison: ClassComparison,
+    *,
+    min_effect_pct: float = 1.0,
+    guards: Mapping[str, float] | None = None,
 ) -> Agreement:
     """Per class: does the profiler's change agree with the bench's verdict?
 
@@ -376,7 +380,13 @@ def agrees(
       or hi < b_lo);
     - bench tied: agrees when [lo, hi] lies within [1/(1+e), 1+e]; disagrees when lo > 1+e
       (the profiler sees a loss beyond e the bench missed);
-    - otherwise, or with too wide an interval: cannot_tell; no bench verdict: not_judged.
+    - otherwise, or with too wide an interval: cannot_tell; no bench verdict: not_judged;
+    - a guard class (`guards`: class -> how much slower it may get, %), which can block a keep
+      and never earn one: whatever the bench's verdict, disagrees only when the profiler shows
+      it slower beyond that (lo > 1 + g), agrees when hi <= 1 + g. On the H200 the RMSNorm
+      demo's guard class of 3-4 us configs read +2.0% [+0.2, +3.8] in the profiler's isolated
+      launches where the bench's CUDA graph measured -1.3% [-2.0, -0.6]: a keep of -45% on
+      narrow was sent to review for a class it did not claim (2026-12-01, part 16).
     Only intervals decide, so another class's noise never makes a class disagree. A class
     with problems (a config missing on one side, range openings that differ) and every
     class when a problem holds for all (ranges on one side only, work outside the ranges
@@ -393,7 +403,10 @@ def agrees(
         ch = changes.get(ALL_CLASSES) if not comparison.per_class else changes.get(b.cls)
         ratio, lo, hi = (ch.ratio, ch.lo, ch.hi) if ch is not None else (None, None, None)
         problems = list(comparison.problems) + (list(ch.problems) if ch is not None else [])
-        status, reason = _judge(b.verdict, lo, hi, up, down, e, bench=(_finite(b.lo), _finite(b.hi)))
+        if guards and b.cls in guards:
+            status, reason = _judge_guard(b.verdict, lo, hi, guards[b.cls])
+        else:
+            status, reason = _judge(b.verdict, lo, hi, up, down, e, bench=(_finite(b.lo), _finite(b.hi)))
         if ch is None:
             status, reason = (
                 NOT_JUDGED if b.verdict not in _JUDGED else CANNOT_TELL,
@@ -462,6 +475,20 @@ def _judge(
         return AGREES, f"the profiler sees no change beyond {effect}"
     if hi < down:
         return CANNOT_TELL, f"the profiler sees a gain beyond {effect} the bench does not"
+    return CANNOT_TELL, "the profiler's interval is too wide to tell"
+
+
+def _judge_guard(verdict: str, lo: float | None, hi: float | None, margin_pct: float) -> tuple[str, str]:
+    """A guard class's agreement (see `agrees`): only a loss beyond its margin disagrees."""
+    if verdict not in _JUDGED:
+        return NOT_JUDGED, f"the bench's verdict is {verdict!r}"
+    if lo is None or hi is None:
+        return CANNOT_TELL, "the profiler has no interval"
+    g = 1.0 + margin_pct / 100.0
+    if lo > g:
+        return DISAGREES, f"the profiler sees a loss beyond the guard's {margin_pct:g}%"
+    if hi <= g:
+        return AGREES, f"the profiler rules out a loss beyond the guard's {margin_pct:g}%"
     return CANNOT_TELL, "the profiler's interval is too wide to tell"
 
 
