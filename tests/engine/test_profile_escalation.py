@@ -179,3 +179,20 @@ def test_a_candidate_that_writes_no_outputs_under_the_profiler_where_best_did_is
         v1["status"] == "fail_correctness"
         and "none written, while the baseline's profile wrote them" in v1["decision"]["reason"]
     )
+
+
+def test_the_closer_profile_repeats_only_the_claimed_classes_the_first_could_not_tell(
+    fake_env, tmp_path, monkeypatch, driven_clock, noisy_ncu
+):
+    # a keep claiming both classes, small shown by the first profile (-20%) and large not (-5%):
+    # only large's configs take the 12 calls; small is judged again at its first calls
+    noisy_ncu(0.05)
+    both = "do:k['speed']['small'] *= 0.8; k['speed']['large'] *= 0.95; json.dump(k, open('kernel.json', 'w'))"
+    ws = two_keeps(fake_env, tmp_path, monkeypatch, "u", script=[both], iters=1)
+    v1 = record(ws, 1)
+    assert v1["status"] == "keep", v1["decision"]
+    assert claimed(v1, "first") == {"cls=large": "cannot_tell", "cls=small": "agrees"}
+    assert claimed(v1, "agreement") == {"cls=large": "agrees", "cls=small": "agrees"}  # small judged again
+    assert v1["profile"]["taken"]["closer"] == ["cls=large"]
+    calls = (ws.profiles / "v1" / "cand_more" / "ncu.calls").read_text().splitlines()
+    assert [line.rsplit(" ", 1)[1] for line in calls] == ["3", "3", "12", "12"], calls
