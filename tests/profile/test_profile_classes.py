@@ -344,7 +344,8 @@ def test_a_slow_first_call_in_both_trees_is_not_taken_for_noise_from_four_calls_
         ("improved", 1.15, "disagrees", "loss beyond the guard's 10%"),
         ("tied", 1.15, "disagrees", "loss beyond the guard's 10%"),
         ("regressed", 1.15, "disagrees", "loss beyond the guard's 10%"),
-        ("undecided", 1.15, "not_judged", "'undecided'"),
+        ("undecided", 1.15, "disagrees", "loss beyond the guard's 10%"),
+        ("undecided", 1.0, "agrees", "rules out a loss beyond the guard's 10%"),
     ],
 )
 def test_a_guard_class_disagrees_only_with_a_loss_beyond_its_margin(verdict, scale, status, words):
