@@ -56,7 +56,11 @@ def harness(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr(ev, "agrees", lambda *a, **k: agreement)
     monkeypatch.setattr(ev, "tree_of", lambda tree, commit: f"tree-of-{commit}")
     monkeypatch.setattr(
-        ev.Policy, "from_config", classmethod(lambda cls, *a: SimpleNamespace(confidence=0.99, min_effect_pct=1.0, guard_max_regression_pct=10.0))
+        ev.Policy,
+        "from_config",
+        classmethod(
+            lambda cls, *a: SimpleNamespace(confidence=0.99, min_effect_pct=1.0, guard_max_regression_pct=10.0)
+        ),
     )
     prof = SimpleNamespace(name="ncu", for_keep=lambda keep: prof)
     for name, value in {
