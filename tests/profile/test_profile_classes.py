@@ -331,6 +331,11 @@ def test_a_slow_first_call_in_both_trees_is_not_taken_for_noise_from_four_calls_
     later = [5000.0 * (1.0 if k % 2 else 1.2) for k in range(1, 8)]
     mean = sum(later) / len(later)
     assert stat.m2_ns2 / (stat.calls - 1) == pytest.approx(sum((x - mean) ** 2 for x in later) / (len(later) - 1))
+    # outside every range (launches of many sizes: the draws of every config) all launches count
+    sizes = [Launch("draw", 1000.0 * (9 if k == 0 else 1 + k % 2), range="") for k in range(6)]
+    (out,) = [r for r in summarize(sizes, "", tool="test").ranged if r.kernel == "draw"]
+    every = [x.duration_ns for x in sizes]
+    assert out.m2_ns2 == pytest.approx(sum((x - sum(every) / 6) ** 2 for x in every))
 
 
 @pytest.mark.parametrize(

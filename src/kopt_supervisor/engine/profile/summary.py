@@ -123,8 +123,9 @@ class RangeKernelStat:
     calls: int
     total_ns: float
     m2_ns2: float
-    """Sum of squared deviations of the launches' times from their mean (ns²); from FIRST_APART
-    launches on, that of the launches after the first, scaled to calls - 1 degrees of freedom."""
+    """Sum of squared deviations of the launches' times from their mean (ns²); in a kopt range
+    from FIRST_APART launches on, that of the launches after the first, scaled to calls - 1
+    degrees of freedom."""
     min_ns: float
     max_ns: float
     note: str = ""
@@ -350,17 +351,18 @@ experiments/profile_noise.py). Both trees' first calls pay it, so the totals com
 noise, it widened that class's A/A interval at 4 calls to +-6.3% (+-3.2% from the later launches)."""
 
 
-def _range_m2(times: list[float]) -> float:
+def _range_m2(rng: str, times: list[float]) -> float:
     """The spread of one kernel's launches in one range, as the sum of squared deviations over
-    n - 1 degrees of freedom: from the launches after the first past FIRST_APART."""
-    if len(times) < FIRST_APART:
+    n - 1 degrees of freedom: in a config's (kopt) range, from the launches after the first past
+    FIRST_APART; elsewhere (outside every range: launches of many sizes) from all of them."""
+    if len(times) < FIRST_APART or not rng.startswith(KOPT_PREFIX):
         return _m2(times)
     rest = times[1:]
     return _m2(rest) * (len(times) - 1) / (len(rest) - 1)
 
 
 def _range_stat(rng: str, note: str, kernel: str, times: list[float]) -> RangeKernelStat:
-    return RangeKernelStat(rng, kernel, len(times), sum(times), _range_m2(times), min(times), max(times), note)
+    return RangeKernelStat(rng, kernel, len(times), sum(times), _range_m2(rng, times), min(times), max(times), note)
 
 
 def summary_from_stats(
