@@ -17,8 +17,10 @@ marks kernels for display.
 
 Work outside the ranges. Launches outside any kopt range, in a range that names no single
 config, or otherwise unattributable are totalled per side. When the candidate's total
-grows beyond noise, nothing the candidate gained can be confirmed: work moved out of the
-ranged region (precomputed, cached, deferred) would otherwise look like a gain.
+grows beyond noise (best's outside spread, counted for both sides, and the run floor: never
+the candidate's own spread, which it sets), nothing the candidate gained can be confirmed:
+work moved out of the ranged region (precomputed, cached, deferred) would otherwise look
+like a gain.
 
 Noise. Each kernel's launches within a config are repeated samples of the same work: their
 spread gives the variance of the config's total (n·s², a pooled relative spread for kernels
@@ -483,8 +485,11 @@ def _unattributed(
         return total, var, groups
 
     tb, vb, gb = side(runs_b, "best")
-    tc, vc, gc = side(runs_c, "cand")
-    var = vb + vc + floor * floor * (tb * tb + tc * tc)
+    tc, _, gc = side(runs_c, "cand")
+    # the noise is best's (kept code) for both sides, never the candidate's own spread: one long
+    # outside launch of its own widened the rule enough to hide a class's work moved outside
+    # the ranges (a hostile review, tests/security/test_profile_guard_hostile.py)
+    var = 2.0 * vb + floor * floor * (tb * tb + tc * tc)
     grew = tc > tb and (tc - tb) > z * math.sqrt(var)
     return Unattributed(tb, tc, grew, tuple(gb + gc))
 

@@ -1,0 +1,123 @@
+"""Hostile review (helper, 2026-12-01) of the profile's guard judgement and its neighbours:
+cases a hostile candidate could buy, each failing before its fix. `WIDE` plays the guard class
+(`guards={WIDE: 10.0}`, guard_max_regression_pct's default); engine/profile `agrees`,
+`_judge_guard`, and classes.py's outside-time rule."""
+
+from __future__ import annotations
+
+import random
+
+from kopt_supervisor.engine.loop.evidence import unshown
+from kopt_supervisor.engine.profile import agrees
+from kopt_supervisor.engine.profile.classes import compare_per_class
+from kopt_supervisor.engine.profile.summary import Launch, summarize
+from tests.profile.test_profile_classes import CONFIGS, NARROW, REFS, WIDE, Bench, profile
+
+GUARD = {WIDE: 10.0}  # guard_max_regression_pct's default
+
+
+def test_a_guard_regression_beyond_the_margin_the_profiler_sees_is_not_let_through():
+    # the candidate makes the guard configs 15% slower (beyond the 10% guard margin) and its
+    # timer reads the guard tied (or even faster). At 4 calls a config the profiler reads the
+    # guard +13% [+7.4%, +18.9%]: a significant loss whose estimate is beyond the margin (the
+    # bench's own _guard_state calls such a class regressed_bad). Before db8f1f3 the profiler
+    # disagreed (lo > 1 + min_effect); now the guard is "cannot_tell", which blocks nothing:
+    # Evidence.confirm only stops on `disagrees`, external_truth only looks at `unshown`
+    # (claimed classes), so the keep is "confirmed by the profiler".
+    best = profile(12, calls=4, cv=0.02)
+    cand = profile(13, calls=4, cv=0.02, scale={WIDE: 1.15})
+    cmp = compare_per_class(best, cand, REFS)
+    wide = cmp.by_class()[WIDE]
+    assert wide.ratio > 1.10 and wide.lo > 1.0  # beyond the margin, and significant
+    for bench_verdict in ("tied", "improved"):
+        ag = agrees(
+            [Bench(NARROW, "improved", 0.97, 0.96, 0.98), Bench(WIDE, bench_verdict, 0.99, 0.98, 1.0)],
+            compare_per_class(best, profile(13, calls=4, cv=0.02, scale={WIDE: 1.15, NARROW: 0.97}), REFS),
+            guards=GUARD,
+        )
+        if bench_verdict == "tied":  # the claim is shown: nothing but the guard can stop this keep
+            assert not unshown(ag)
+        assert ag.disagrees, (bench_verdict, ag.summary_line())
+        assert {c.cls: c.status for c in ag.classes}[WIDE] == "disagrees"
+
+
+def test_a_wide_guard_interval_hides_any_guard_regression():
+    # the same with a 30% guard regression whose spread the candidate widened (its guard
+    # configs' launches alternate short and long): estimate +25%, interval straddling 1.1
+    rng = random.Random(5)
+
+    def run(seed: int, wide_scale: float, spread: float, narrow: float = 1.0):
+        r = random.Random(seed)
+        launches = []
+        for key, ns in CONFIGS.items():
+            for k in range(4):
+                f = wide_scale * (1 + (spread if k % 2 else -spread)) if key.startswith(WIDE) else narrow
+                launches.append(Launch("k", ns * f * (1 + r.gauss(0, 0.003)), range=f"kopt:{key}"))
+        return summarize(launches, "", tool="test")
+
+    del rng
+    cmp = compare_per_class(run(1, 1.0, 0.0), run(2, 1.30, 0.35, narrow=0.95), REFS)
+    wide = cmp.by_class()[WIDE]
+    assert wide.ratio > 1.25 and wide.lo <= 1.10
+    ag = agrees([Bench(NARROW, "improved", 0.95, 0.94, 0.96), Bench(WIDE, "tied", 1.0, 0.99, 1.01)], cmp, guards=GUARD)
+    assert not unshown(ag)
+    assert ag.disagrees, ag.summary_line()
+
+
+def test_a_lying_timer_on_the_guard_is_still_caught():
+    # the bench claims the guard -20% [-22, -18]; the profiler reads +3% with a narrow interval
+    # (it rules out the gain the bench measured: the lying-timer rule, lo > b_hi). Any other class
+    # disagrees on this; the guard now "agrees" (it is within its 10% margin).
+    best = profile(12, calls=20)
+    cand = profile(13, calls=20, scale={WIDE: 1.03})
+    cmp = compare_per_class(best, cand, REFS, run_noise_pct=0.1)
+    (c,) = agrees([Bench(WIDE, "improved", 0.80, 0.78, 0.82)], cmp, guards=GUARD).classes
+    assert c.profiler_lo is not None and c.profiler_lo > 0.82
+    assert c.status == "disagrees", c.reason
+
+
+def _moved_out(huge_at: int | None, huge_ns: float = 120000.0):
+    """The candidate: narrow's kernels run in a thread of their own (NVTX ranges are per
+    thread, so ncu puts them outside any range), leaving a stub in narrow's ranges; one dummy
+    launch of the same helper kernel, `huge_ns` long, at position `huge_at` among the helper's
+    outside launches."""
+    rng = random.Random(7)
+    launches, helper = [], []
+    for key, ns in CONFIGS.items():
+        for _ in range(4):
+            if key.startswith(NARROW):
+                launches.append(Launch("k", 0.5 * ns * (1 + rng.gauss(0, 0.003)), range=f"kopt:{key}"))
+                helper.append(Launch("helper", 0.5 * ns * (1 + rng.gauss(0, 0.003)), range=""))
+            else:
+                launches.append(Launch("k", ns * (1 + rng.gauss(0, 0.003)), range=f"kopt:{key}"))
+    if huge_at is not None:
+        helper.insert(huge_at, Launch("helper", huge_ns, range=""))
+    return summarize(launches + helper, "", tool="test")
+
+
+def test_work_moved_out_of_the_ranges_is_not_hidden_by_one_long_outside_launch():
+    # pre-existing, seen through _range_stat on the outside group: the "outside grew beyond
+    # noise" check takes the outside launches' own spread as its noise, which the candidate
+    # sets. One long dummy launch of the helper kernel makes that spread as large as the work
+    # moved out: narrow "agrees" at -50% while the candidate's GPU time grew. FIRST_APART only
+    # changes where the dummy must sit: first among >= 4 launches it is caught, second it is not.
+    best = profile(1, calls=4, outside_ns=0.0)  # the bench draws on the host: nothing outside
+    claim = [Bench(NARROW, "improved", 0.5, 0.48, 0.52), Bench(WIDE, "tied")]
+    caught = compare_per_class(best, _moved_out(huge_at=0), REFS)
+    assert caught.problems and agrees(claim, caught).disagrees  # first: left out of the spread
+    cmp = compare_per_class(best, _moved_out(huge_at=1), REFS)
+    assert cmp.unattributed.cand_ns > cmp.unattributed.best_ns + 100000.0  # moved work + the dummy
+    ag = agrees(claim, cmp)
+    assert cmp.problems or ag.disagrees, (ag.summary_line(), cmp.unattributed)
+
+
+def test_a_guard_whose_kernels_left_its_ranges_blocks_nothing():
+    # pre-existing: the guard configs' work leaves the GPU (a CPU fallback: no kernel at all), the
+    # timer reads the guard tied. The profiler sees 600 us of kernels in best and none in the
+    # candidate, and calls the guard "cannot_tell", which blocks nothing.
+    best = profile(12, calls=4)
+    cand = profile(13, calls=4, drop=("dclass=wide,n=4096",), scale={NARROW: 0.97})
+    cmp = compare_per_class(best, cand, REFS)
+    ag = agrees([Bench(NARROW, "improved", 0.97, 0.96, 0.98), Bench(WIDE, "tied", 1.0, 0.99, 1.01)], cmp, guards=GUARD)
+    assert not unshown(ag)
+    assert ag.disagrees, ag.summary_line()
