@@ -393,8 +393,9 @@ def agrees(
     class when a problem holds for all (ranges on one side only, work outside the ranges
     grown beyond noise) cannot be confirmed: it disagrees when the bench judged it (improved,
     tied or regressed) or it is a guard, else it cannot tell (a guard whose kernels left its
-    ranges blocked nothing until a hostile review found it). In the fallback (no ranges) the whole-run change stands for every class,
-    and it cannot refute a class when the bench's classes did not all move alike."""
+    ranges blocked nothing until a hostile review found it). In the fallback (no ranges) the
+    whole-run change stands for every class, and it cannot refute a class when the bench's
+    classes did not all move alike."""
     bench = list(bench_classes)
     e = min_effect_pct / 100.0
     up, down = 1.0 + e, 1.0 / (1.0 + e)
@@ -414,7 +415,7 @@ def agrees(
                 NOT_JUDGED if b.verdict not in _JUDGED else CANNOT_TELL,
                 "not profiled: no kernel in its configs' ranges on either side",
             )
-        elif problems and (status != NOT_JUDGED or (guards and b.cls in guards)):
+        elif problems and status != NOT_JUDGED:  # a guard is never not_judged
             # a class whose work left its ranges: what the bench says of it cannot be confirmed
             status = DISAGREES if b.verdict in _JUDGED or (guards and b.cls in guards) else CANNOT_TELL
             reason = "; ".join(problems)
