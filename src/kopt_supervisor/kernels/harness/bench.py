@@ -33,8 +33,8 @@ each block one call per set (CPU_SETS), timed by the process's CPU time (timing.
 --once: the contract check alone (each solution runs twice per shape, nothing is timed).
 
 --profile: what a profiler runs (kopt.toml's [profile] command): per shape, each solution called
-PROFILE_CALLS times inside its config's range (KOPT_PROFILE_CALLS times when kopt asks for more), each call on
-fresh inputs of its own (drawn on the CPU and copied, so no draw kernel runs on the GPU:
+PROFILE_CALLS times inside its config's range (KOPT_PROFILE_CALLS times when kopt asks for
+more), each call on fresh inputs of its own (drawn on the CPU and copied, so no draw kernel runs on the GPU:
 Case.host_draw, profile_inputs); every call's outputs summarised where kopt asks
 (KOPT_PROFILE_OUTPUTS); no reference, no comparison, nothing
 timed (correctness is every look's). Under ncu every launch costs 10-80 ms, and the contract
