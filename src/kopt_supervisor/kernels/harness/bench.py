@@ -140,9 +140,9 @@ PROFILE_CALLS = 4
 """--profile: each config's calls inside its range, unless kopt asks for more (KOPT_PROFILE_CALLS:
 a keep's second profile, when the first could not tell on a class the keep claims). Four, not
 two: on the H200 (2026-11-30, experiments/profile_noise.py, the RMSNorm demo's tree) an A/A
-class interval at 99% was +-11.1% (narrow) and +-4.2% (wide) at 2 calls, +-3.2% and +-2.5% at 4
-(the spread read from the calls after the first: engine/profile/summary.py FIRST_APART), so a
--3% wide claim is shown at 4 and was not at 2; the two more calls cost ~2 s a tree (mostly the
+class interval at 99% was +-11.1% (narrow) and +-4.2% (wide) at 2 calls, +-3.2% and +-3.1% at 4
+(the 730 MB config at 2; the spread read from the calls after the first: engine/profile/summary.py
+FIRST_APART), so a claim of -4% or more is shown at 4 and a -10% one was not at 2; the two more calls cost ~2 s a tree (mostly the
 host draws of the 28-40 MB shapes), the closer profile they spare 50-110 s."""
 PROFILE_CALLS_MAX = 64
 LARGE_FIRST_CALLS = 2
