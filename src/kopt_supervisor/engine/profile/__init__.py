@@ -124,6 +124,11 @@ class ClassChange:
     problems: tuple[str, ...] = ()
     """What makes a gain of this class unconfirmable (a config missing on one side, range
     openings that differ)."""
+    lo_best_spread: float | None = None
+    hi_best_spread: float | None = None
+    """The ratio's interval with best's launch spread standing for both sides, at Student's t on
+    best's degrees of freedom: what a class the bench calls tied is judged on (`agrees`). The
+    candidate sets its own spread, and there a wider interval only hides a loss."""
 
     @property
     def delta_pct(self) -> float | None:
@@ -379,7 +384,9 @@ def agrees(
     - bench regressed: the mirror image (agrees when lo > 1; disagrees when hi < 1, hi < 1+e
       or hi < b_lo);
     - bench tied: agrees when [lo, hi] lies within [1/(1+e), 1+e]; disagrees when lo > 1+e
-      (the profiler sees a loss beyond e the bench missed);
+      (the profiler sees a loss beyond e the bench missed); [lo, hi] with best's launch spread
+      for both sides (`ClassChange.lo_best_spread`: a candidate that alternated short and long
+      calls had hidden its tied class's loss in "cannot tell");
     - otherwise, or with too wide an interval: cannot_tell; no bench verdict: not_judged;
     - a guard class (`guards`: class -> how much slower it may get, %), which can block a keep
       and never earn one: whatever the bench's verdict, disagrees when the profiler's estimate
@@ -408,6 +415,10 @@ def agrees(
         problems = list(comparison.problems) + (list(ch.problems) if ch is not None else [])
         if guards and b.cls in guards:
             status, reason = _judge_guard(lo, ratio, hi, guards[b.cls], _finite(b.hi))
+        elif b.verdict == "tied" and ch is not None and ch.lo_best_spread is not None and ch.hi_best_spread is not None:
+            # a tied class claims nothing: a spread the candidate widened must not hide its loss
+            lo, hi = ch.lo_best_spread, ch.hi_best_spread
+            status, reason = _judge(b.verdict, lo, hi, up, down, e)
         else:
             status, reason = _judge(b.verdict, lo, hi, up, down, e, bench=(_finite(b.lo), _finite(b.hi)))
         if ch is None:

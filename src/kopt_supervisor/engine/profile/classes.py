@@ -358,6 +358,8 @@ def _class_change(
     config_changes: list[ConfigChange] = []
     logs: list[float] = []
     var_within = 0.0
+    best_only = 0.0  # best's spread standing for both sides (`ClassChange.lo_best_spread`)
+    best_dof = 0
     kernel_b: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
     kernel_c: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
     for ref in present:
@@ -374,6 +376,8 @@ def _class_change(
             )
         logs.append(math.log(tc / tb))
         var_within += vb / (tb * tb) + vc / (tc * tc)
+        best_only += 2.0 * vb / (tb * tb)
+        best_dof += sum(max(a.n - 1, 0) for r in runs_b for a in r.configs[ref.key].values())
         config_changes.append(ConfigChange(ref.key, tb, tc, tc / tb, calls_b, calls_c, basis))
         for runs, acc, calls in ((runs_b, kernel_b, calls_b), (runs_c, kernel_c, calls_c)):
             for r in runs:
@@ -400,6 +404,9 @@ def _class_change(
     lo, hi, note = _interval(
         est, var_within / (m * m), [ref.key for ref in present], runs_b, runs_c, confidence, z, floor
     )
+    half = _best_spread_half(
+        best_only / (m * m), best_dof, [ref.key for ref in present], runs_b, len(runs_c), confidence, z, floor
+    )
     best_ns = sum(c.best_ns / c.best_calls for c in config_changes)
     cand_ns = sum(c.cand_ns / c.cand_calls for c in config_changes)
     return ClassChange(
@@ -414,7 +421,34 @@ def _class_change(
         appeared,
         disappeared,
         tuple(problems),
+        lo_best_spread=math.exp(est - half),
+        hi_best_spread=math.exp(est + half),
     ), note
+
+
+def _best_spread_half(
+    var_best: float,
+    dof: int,
+    keys: list[str],
+    runs_b: list[AttributedProfile],
+    kc: int,
+    confidence: float,
+    z: float,
+    floor: float,
+) -> float:
+    """Half the log-interval of a class's ratio from best's spread alone, standing for both sides
+    (`ClassChange.lo_best_spread`): best's launches at Student's t on their degrees of freedom
+    (a spread from one side's few launches), or, with two or more profiles of best, the
+    run-to-run spread of best's profiles (t, their count - 1 df), as `_interval` measures it."""
+    p = (1.0 + confidence) / 2.0
+    kb = len(runs_b)
+    if kb >= 2:
+        levels = [sum(math.log(sum(a.total for a in r.configs[k].values())) for k in keys) / len(keys) for r in runs_b]
+        mean = sum(levels) / kb
+        s2 = sum((x - mean) ** 2 for x in levels) / (kb - 1)
+        return t_quantile(p, kb - 1) * math.sqrt(max(s2 * (1.0 / kb + 1.0 / max(kc, 1)), var_best))
+    quantile = t_quantile(p, dof) if dof > 0 else z
+    return quantile * math.sqrt(var_best + floor * floor * 2.0)
 
 
 def _side_total(runs: list[AttributedProfile], key: str) -> tuple[float, float]:
