@@ -32,10 +32,17 @@ def test_the_folders_of_gone_processes_are_swept_and_a_live_ones_kept(
     day_ago = time.time() - invoke.STALE_UNNAMED_S - 60
     os.utime(old, (day_ago, day_ago))
     (tmp_path / f"kopt-git-{dead_pid}-file").write_text("not a folder")
+    # a link named as a gone process's folder (planted by anyone who can write the temp dir):
+    # neither the link nor what it points at is touched
+    target = tmp_path / "someone-elses"
+    target.mkdir()
+    (target / "keep.txt").write_text("data")
+    (tmp_path / f"kopt-git-{dead_pid}-link").symlink_to(target)
     removed = invoke.sweep_private_dirs()
     assert sorted(removed) == sorted([dead, old])
     assert not dead.exists() and not old.exists()
     assert live.is_dir() and young.is_dir() and other.is_dir() and (tmp_path / f"kopt-git-{dead_pid}-file").exists()
+    assert (target / "keep.txt").read_text() == "data" and (tmp_path / f"kopt-git-{dead_pid}-link").is_symlink()
 
 
 def test_a_process_s_own_folder_carries_its_pid(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -443,12 +443,18 @@ def _best_spread_half(
     p = (1.0 + confidence) / 2.0
     kb = len(runs_b)
     if kb >= 2:
-        levels = [sum(math.log(sum(a.total for a in r.configs[k].values())) for k in keys) / len(keys) for r in runs_b]
-        mean = sum(levels) / kb
-        s2 = sum((x - mean) ** 2 for x in levels) / (kb - 1)
+        s2 = _level_ss(runs_b, keys) / (kb - 1)
         return t_quantile(p, kb - 1) * math.sqrt(max(s2 * (1.0 / kb + 1.0 / max(kc, 1)), var_best))
     quantile = t_quantile(p, dof) if dof > 0 else z
     return quantile * math.sqrt(var_best + floor * floor * 2.0)
+
+
+def _level_ss(runs: list[AttributedProfile], keys: list[str]) -> float:
+    """The sum of squared deviations, over one side's profiles, of the class's level (the mean
+    log of its configs' totals): the run-to-run spread of two or more profiles of a tree."""
+    levels = [sum(math.log(sum(a.total for a in r.configs[k].values())) for k in keys) / len(keys) for r in runs]
+    mean = sum(levels) / len(levels)
+    return sum((x - mean) ** 2 for x in levels)
 
 
 def _side_total(runs: list[AttributedProfile], key: str) -> tuple[float, float]:
@@ -485,12 +491,8 @@ def _interval(
         for runs in (runs_b, runs_c):
             if len(runs) < 2:
                 continue
-            levels = [
-                sum(math.log(sum(a.total for a in r.configs[k].values())) for k in keys) / len(keys) for r in runs
-            ]
-            mean = sum(levels) / len(levels)
-            ss += sum((x - mean) ** 2 for x in levels)
-            dof += len(levels) - 1
+            ss += _level_ss(runs, keys)
+            dof += len(runs) - 1
         s2 = ss / dof
         var = max(s2 * (1.0 / kb + 1.0 / kc), var_within)
         half = t_quantile((1.0 + confidence) / 2.0, dof) * math.sqrt(var)
