@@ -168,29 +168,40 @@ def test_summaries_count_nan_and_inf_apart_and_sum_the_finite_rest() -> None:
 def test_a_profiled_calls_outputs_are_summarised_on_the_host() -> None:
     """Under a profiler every kernel is profiled, a summary's on the GPU too (80 s of ncu per
     tree on the H200): a profile's outputs are copied to the host first, and summarised there
-    alike, positions from the same draw."""
+    alike, on a thread of their own, positions drawn from the config's rng in call order. With
+    room for one copy only, each waits for the one before it: the summaries are the same."""
     import torch
 
-    t = torch.randn(300, generator=torch.Generator().manual_seed(5))
+    gen = torch.Generator().manual_seed(5)
+    calls = [torch.randn(300, generator=gen), torch.randn(200, generator=gen)]
 
     class OnDevice:  # a device tensor's stand-in: only its host copy may be summarised
         copied = 0
 
+        def __init__(self, t: torch.Tensor) -> None:
+            self.t = t
+
         def numel(self) -> int:
-            return int(t.numel())
+            return int(self.t.numel())
 
         def detach(self) -> OnDevice:
             return self
 
         def cpu(self) -> torch.Tensor:
             OnDevice.copied += 1
-            return t
+            return self.t
 
-    profiled = audit.summarise_profiled(torch, [OnDevice()], random.Random(9))
-    rng = random.Random(9)
-    assert OnDevice.copied == 1
-    exact = audit.summarise(torch, t, audit.audit_positions(rng, 300))
-    assert len(profiled) == 1 and _same_summary(profiled[0], exact)
+    for room in (audit.PENDING_BYTES, 1):
+        OnDevice.copied = 0
+        later = audit.HostSummaries(torch, max_pending_bytes=room)
+        rng = random.Random(9)
+        futures = [f for t in calls for f in later.add([OnDevice(t)], rng)]
+        later.close()
+        assert OnDevice.copied == 2
+        again = random.Random(9)
+        for future, t in zip(futures, calls, strict=True):
+            exact = audit.summarise(torch, t, audit.audit_positions(again, int(t.numel())))
+            assert _same_summary(future.result(), exact)
 
 
 def _same_summary(fast: dict, exact: dict) -> bool:

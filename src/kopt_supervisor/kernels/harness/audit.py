@@ -42,6 +42,7 @@ import hashlib
 import math
 import random
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 SAMPLES = 64
@@ -160,14 +161,41 @@ def summarise_host(torch: Any, tensor: Any, positions: Sequence[int]) -> dict[st
     return _summary(torch, flat, nan, inf, total, abs_total, positions)
 
 
-def summarise_profiled(torch: Any, tensors: Sequence[Any], rng: random.Random) -> list[dict[str, Any]]:
-    """A profiled call's outputs, each copied to the host and summarised there (positions drawn
-    from `rng`, `summarise_host`). Under a profiler every kernel launched is profiled, the
-    summary's too: on the H200 (2026-11-30) summarising the 730 MB output of the largest
-    RMSNorm shape on the GPU launched some 200 kernels and took ncu 80 s of a 83 s profile; a
-    copy launches none. On the host, `summarise`'s six passes over that output still took 4 s
-    of an unprofiled run and 8 s under ncu (experiments/profile_cost.py)."""
-    return [summarise_host(torch, t.detach().cpu(), audit_positions(rng, int(t.numel()))) for t in tensors]
+PENDING_BYTES = 2 << 30
+"""HostSummaries: the most bytes of host copies waiting for their summary (the oldest is waited for)."""
+
+
+class HostSummaries:
+    """Profiled calls' outputs, each copied to the host at once and summarised there
+    (`summarise_host`, positions drawn from the config's rng in call order) on a thread of its
+    own while the next calls run. Under a profiler every kernel launched is profiled, a
+    summary's too: on the H200 (2026-11-30) summarising the 730 MB output of the largest RMSNorm
+    shape on the GPU launched some 200 kernels and took ncu 80 s of a 83 s profile; a copy
+    launches none. On the host that output still took 1.5 s of a keep's 13 s profile
+    (2026-12-01); on the thread it overlaps the small configs' calls."""
+
+    def __init__(self, torch: Any, max_pending_bytes: int = PENDING_BYTES) -> None:
+        self.torch = torch
+        self.max_pending_bytes = max_pending_bytes
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="kopt-summaries")
+        self._pending: list[tuple[Future[dict[str, Any]], int]] = []
+
+    def add(self, tensors: Sequence[Any], rng: random.Random) -> list[Future[dict[str, Any]]]:
+        """One call's outputs: their host copies now, their summaries later."""
+        futures = []
+        for t in tensors:
+            host = t.detach().cpu()
+            positions = audit_positions(rng, int(host.numel()))
+            future = self._pool.submit(summarise_host, self.torch, host, positions)
+            futures.append(future)
+            self._pending.append((future, int(host.numel()) * int(host.element_size())))
+            while sum(n for _, n in self._pending) > self.max_pending_bytes and len(self._pending) > 1:
+                self._pending.pop(0)[0].result()
+            self._pending = [(f, n) for f, n in self._pending if not f.done()]
+        return futures
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True)
 
 
 def summarise_sets(torch: Any, sets: Sequence[Sequence[Any]]) -> list[list[dict[str, Any]]]:

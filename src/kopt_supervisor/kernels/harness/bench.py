@@ -76,18 +76,20 @@ import random
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import Future
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from . import hold
 from .audit import (
     VERSION,
+    HostSummaries,
     audit_positions,
     audit_set,
     input_seed,
     output_tensors,
     summarise,
-    summarise_profiled,
     summarise_sets,
 )
 from .check import check_call
@@ -237,8 +239,33 @@ def profile_calls_for(
 
 def profile_entry(cols: dict[str, Any], atol: float, rtol: float, outputs: list[dict[str, Any]]) -> dict[str, Any]:
     """A config's entry in the profile's outputs file: one audit set whose outputs are every
-    profiled call's, in order (audit.summarise_profiled's summaries)."""
+    profiled call's, in order (audit.HostSummaries's summaries)."""
     return {"config": dict(cols), "sets": 1, "set": 0, "atol": atol, "rtol": rtol, "outputs": outputs}
+
+
+class ProfileEntries:
+    """A profile's outputs file being made: per config its calls' summaries, made on a host
+    thread while the next calls run (audit.HostSummaries); `entries` waits for them. A config
+    whose summary failed is left out (logged): kopt then cannot confirm its outputs."""
+
+    def __init__(self, torch: Any) -> None:
+        self.summaries = HostSummaries(torch)
+        self._later: list[tuple[dict[str, Any], float, float, list[Future[dict[str, Any]]]]] = []
+
+    def add(self, cols: dict[str, Any], atol: float, rtol: float, outputs: list[Future[dict[str, Any]]]) -> None:
+        self._later.append((dict(cols), atol, rtol, outputs))
+
+    def entries(self) -> list[dict[str, Any]]:
+        out = []
+        try:
+            for cols, atol, rtol, outputs in self._later:
+                try:
+                    out.append(profile_entry(cols, atol, rtol, [f.result() for f in outputs]))
+                except Exception as exc:
+                    log(f"profile outputs of {config_key(cols)}: {type(exc).__name__}: {exc} (left out)")
+        finally:
+            self.summaries.close()
+        return out
 
 
 def profile_inputs(case: Case, call: int) -> tuple[tuple, dict[str, Any]]:
@@ -248,8 +275,60 @@ def profile_inputs(case: Case, call: int) -> tuple[tuple, dict[str, Any]]:
     result back on the others wrote the same outputs as one that computed them all."""
     if call == 0:
         return case.args, case.kwargs
-    seed = input_seed(case.seed, case.key, f"profile/call{call}")
+    seed = profile_call_seed(case.seed, case.key, call)
     return case.host_draw(seed) if case.gpu else case.draw(seed)
+
+
+def profile_call_seed(seed: int, key: str, call: int) -> int:
+    """The inputs' seed of a case's profiled call after its first (`profile_inputs`)."""
+    return input_seed(seed, key, f"profile/call{call}")
+
+
+def case_seed(base_seed: int, shape: int, dtype: int, dtypes: int) -> int:
+    """The inputs' seed of a run's case (shape and dtype by their positions; Bench.cases)."""
+    return base_seed + shape * dtypes + dtype
+
+
+def chosen_configs(spec: Spec, a: argparse.Namespace, gpu: bool) -> tuple[list[str], list]:
+    """(dtypes, shapes) a run of `a` covers: --dtypes (all on a GPU, the first on the CPU),
+    --shapes and --only; a name the spec lacks ends the run with a one-line error."""
+    dtypes = [d for d in (a.dtypes.split(",") if a.dtypes else spec.all_dtypes()[: None if gpu else 1]) if d]
+    bad = [d for d in dtypes if d not in spec.tolerance]
+    if bad:
+        raise SystemExit(f"--dtypes: {bad[0]!r} is not one of {', '.join(spec.tolerance)}")
+    shapes = pick_shapes(spec, a.shapes, gpu)
+    if a.only:
+        names = a.only.split(",")
+        unknown = [n for n in names if n not in {s.name for s in spec.shapes}]
+        if unknown:
+            raise SystemExit(f"--only: no shape {unknown[0]!r} in {spec.name}'s spec")
+        shapes = [s for s in spec.shapes if s.name in names]
+    if not shapes:
+        raise SystemExit(f"--shapes {a.shapes}: {spec.name}'s spec has no such shape")
+    return dtypes, shapes
+
+
+def profile_draws(
+    torch: Any, spec: Spec, a: argparse.Namespace, base_seed: int, *, gpu: bool
+) -> list[tuple[str, int, Callable[[], tuple[tuple, dict[str, Any]]]]]:
+    """A --profile run's draws, in the order the run makes them: per case (Bench.cases) its first
+    call's inputs and each later call's (profile_inputs), each drawn on the host, for every config
+    whose inputs a GPU run draws there (Case.host_draw: GPU_DRAW_BYTES at most). What hold.predraw
+    runs while held (on a GPU: `gpu` picks the shapes, as the run's own flag does)."""
+    dtypes, shapes = chosen_configs(spec, a, gpu)
+    draws: list[tuple[str, int, Callable[[], tuple[tuple, dict[str, Any]]]]] = []
+    for i, shape in enumerate(shapes):
+        for j, dtype in enumerate(dtypes):
+            dt = getattr(torch, dtype)
+            cols = spec.row_columns(shape, dtype, torch.empty((), dtype=dt).element_size())
+            key, seed = config_key(cols), case_seed(base_seed, i, j, len(dtypes))
+            nbytes = input_bytes(torch, spec, shape, dt)
+            if nbytes > GPU_DRAW_BYTES:
+                continue
+            calls = profile_calls_for(key, input_bytes=functools.partial(int, nbytes))
+            for call_seed in [seed] + [profile_call_seed(seed, key, c) for c in range(1, calls)]:
+                draws.append((key, call_seed, functools.partial(host_inputs, torch, spec, shape, dt, call_seed)))
+    return draws
 
 
 GPU_DRAW_BYTES = 256 << 20
@@ -324,6 +403,24 @@ def kept_outputs(fn: Callable[..., Any], arg_sets: list[tuple], kwargs: dict[str
     return [functools.partial(keep_result, kept, i, fn, args, kwargs) for i, args in enumerate(arg_sets)]
 
 
+def host_inputs(torch: Any, spec: Spec, shape: Any, dt: Any, seed: int) -> tuple[tuple, dict[str, Any]]:
+    """The spec's inputs for `shape` drawn on the CPU from a generator seeded with `seed`."""
+    gen = torch.Generator(device="cpu").manual_seed(seed)
+    args, kwargs = spec.make_inputs(torch, shape.dims, dt, "cpu", gen)
+    return tuple(args), dict(kwargs)
+
+
+def input_bytes(torch: Any, spec: Spec, shape: Any, dt: Any) -> int:
+    """The bytes of a shape's inputs, from a draw on the meta device (0: that failed)."""
+    try:
+        gen = torch.Generator(device="cpu")
+        args, kwargs = spec.make_inputs(torch, shape.dims, dt, "meta", gen)
+    except Exception:  # a spec that cannot draw on the meta device: drawn as before
+        return 0
+    values = [*args, *dict(kwargs).values()]
+    return sum(int(v.numel()) * int(v.element_size()) for v in values if hasattr(v, "element_size"))
+
+
 class Case:
     """One shape and dtype: inputs, reference, and timers per side.
 
@@ -387,14 +484,17 @@ class Case:
         of the largest RMSNorm shape's 730 MB took 4.6 s of a 12 s profile and adaLN's 8 s
         of 19 (experiments/profile_cost.py), where the GPU's is a few launches, each some
         tens of ms under ncu. Both trees draw alike, so the launches outside the ranges match."""
-        if self.input_bytes() > GPU_DRAW_BYTES:
+        drawn = hold.take(self.key, seed)  # drawn while the run was held: the same values
+        if drawn is not None:
+            args, kwargs = drawn
+        elif self.input_bytes() > GPU_DRAW_BYTES:
             return self.draw(seed)
-        try:
-            gen = self.torch.Generator(device="cpu").manual_seed(seed)
-            args, kwargs = self.spec.make_inputs(self.torch, self.shape.dims, self.dt, "cpu", gen)
-        except Exception as exc:  # a spec that needs the device to draw
-            log(f"{self.spec.name} {self.shape.name}: inputs drawn on the GPU ({type(exc).__name__}: {exc})")
-            return self.draw(seed)
+        else:
+            try:
+                args, kwargs = host_inputs(self.torch, self.spec, self.shape, self.dt, seed)
+            except Exception as exc:  # a spec that needs the device to draw
+                log(f"{self.spec.name} {self.shape.name}: inputs drawn on the GPU ({type(exc).__name__}: {exc})")
+                return self.draw(seed)
 
         def move(v: Any) -> Any:
             return v.to(self.device) if hasattr(v, "to") and hasattr(v, "device") else v
@@ -403,13 +503,7 @@ class Case:
 
     def input_bytes(self) -> int:
         """The bytes of this case's inputs, from a draw on the meta device (0: that failed)."""
-        try:
-            gen = self.torch.Generator(device="cpu")
-            args, kwargs = self.spec.make_inputs(self.torch, self.shape.dims, self.dt, "meta", gen)
-        except Exception:  # a spec that cannot draw on the meta device: drawn as before
-            return 0
-        values = [*args, *dict(kwargs).values()]
-        return sum(int(v.numel()) * int(v.element_size()) for v in values if hasattr(v, "element_size"))
+        return input_bytes(self.torch, self.spec, self.shape, self.dt)
 
     def function(self, module: Any) -> Callable[..., Any]:
         """The callable to check and time: the module's function (or a function given as is),
@@ -770,19 +864,7 @@ class Bench:
         if gpu and self.ranges.why:
             log(f"{spec.name}: no profiler ranges: {self.ranges.why}")
         self.reload()
-        self.dtypes = [d for d in (a.dtypes.split(",") if a.dtypes else spec.all_dtypes()[: None if gpu else 1]) if d]
-        bad = [d for d in self.dtypes if d not in spec.tolerance]
-        if bad:
-            raise SystemExit(f"--dtypes: {bad[0]!r} is not one of {', '.join(spec.tolerance)}")
-        self.shapes = pick_shapes(spec, a.shapes, gpu)
-        if a.only:
-            names = a.only.split(",")
-            unknown = [n for n in names if n not in {s.name for s in spec.shapes}]
-            if unknown:
-                raise SystemExit(f"--only: no shape {unknown[0]!r} in {spec.name}'s spec")
-            self.shapes = [s for s in spec.shapes if s.name in names]
-        if not self.shapes:
-            raise SystemExit(f"--shapes {a.shapes}: {spec.name}'s spec has no such shape")
+        self.dtypes, self.shapes = chosen_configs(spec, a, gpu)
         self.timing = Timing(torch, gpu, a.block_us, max_reps=1000 if gpu else 50)
         self.failed = 0
         self.looked: list[tuple[Case, TimedSets]] = []
@@ -817,7 +899,7 @@ class Bench:
                     None,
                     shape,
                     dtype,
-                    base_seed if look else base_seed + i * len(self.dtypes) + j,
+                    base_seed if look else case_seed(base_seed, i, j, len(self.dtypes)),
                     self.gpu,
                     self.ranges,
                     reference=reference,
@@ -877,8 +959,9 @@ class Bench:
         outputs are summarised, so that a tree which computes once and hands the result back
         on the later calls (the profiler then sees a fraction of the work) is told apart. A
         call that raises is logged and its row's err is inf."""
-        rows, summaries = [], []
+        rows: list[dict[str, Any]] = []
         where = os.environ.get(PROFILE_OUTPUTS_ENV, "") if not self.a.ab else ""
+        later = ProfileEntries(self.torch)
         cases = self.cases(base_seed, reference=False, host=True)
         while True:
             t0 = time.perf_counter()
@@ -892,7 +975,7 @@ class Bench:
                 try:
                     ranged = self.ranges.around(case.function(mod), case.range)
                     rng, _ = audit_set(base_seed, case.key, 1)
-                    outputs: list[dict[str, Any]] = []
+                    outputs: list[Future[dict[str, Any]]] = []
                     for k in range(calls):
                         t0 = time.perf_counter()
                         args, kwargs = profile_inputs(case, k)
@@ -901,15 +984,15 @@ class Bench:
                         if self.gpu:
                             self.torch.cuda.synchronize()
                         t2 = time.perf_counter()
-                        if where:  # on the host at once: twelve calls' outputs never held together
-                            outputs += summarise_profiled(self.torch, output_tensors(result), rng)
+                        if where:  # copied to the host at once: twelve calls' outputs never held together
+                            outputs += later.summaries.add(output_tensors(result), rng)
                         del args, kwargs, result
                         t3 = time.perf_counter()
                         spent["inputs"] += t1 - t0
                         spent["calls"] += t2 - t1
                         spent["outputs"] += t3 - t2
                     if where:
-                        summaries.append(profile_entry(case.cols, case.atol, case.rtol, outputs))
+                        later.add(case.cols, case.atol, case.rtol, outputs)
                 except Exception as exc:  # a broken candidate: its row says so, the profile goes on
                     log(
                         f"{self.spec.name} {case.shape.name} {case.cols.get('dtype', '')}{' ' + side if side else ''}: "
@@ -922,8 +1005,10 @@ class Bench:
                 f"profile {case.shape.name} {case.cols.get('dtype', '')}: "
                 + ", ".join(f"{k} {v:.2f} s" for k, v in spent.items())
             )
+        entries = later.entries()
+        self.clock.lap("summaries")
         if where:
-            write_profile_outputs(summaries)
+            write_profile_outputs(entries)
         return rows
 
     def ab_rows(self, base_seed: int) -> list[dict[str, Any]]:
@@ -1164,6 +1249,36 @@ def new_seed() -> int:
     return random.SystemRandom().randrange(1 << 31)
 
 
+def run_seed(a: argparse.Namespace) -> int:
+    """The run's inputs' base seed: --seed, else a fresh one; a profile's, KOPT_PROFILE_SEED first."""
+    seed = new_seed() if a.seed is None else a.seed
+    return profile_seed(seed) if a.profile else seed
+
+
+def held(spec: Spec | str | Path, a: argparse.Namespace, clock: PhaseClock) -> tuple[int, Spec]:
+    """A --profile run's work while held (harness/hold.py): torch imported (no CUDA context: no
+    stream, no device call), the spec read (the contract, never the tree's solution), and the
+    host's draws of its inputs (`profile_draws`) made on HOLD_THREADS threads. Returns the run's
+    seed and the spec, for the run after `go`."""
+    import torch
+
+    seed = run_seed(a)
+    if not isinstance(spec, Spec):  # a bundled kernel's folder: its contract, read as Bench would
+        spec = spec_from_folder(spec)
+    clock.lap("torch")
+    if not torch.cuda.is_available():  # the driver asked, no context made: without a GPU nothing is drawn on the host
+        return seed, spec
+    threads = torch.get_num_threads()
+    torch.set_num_threads(min(threads, hold.HOLD_THREADS))
+    try:
+        drawn = hold.predraw(profile_draws(torch, spec, a, seed, gpu=True))
+    finally:
+        torch.set_num_threads(threads)
+    clock.lap("inputs")
+    log(f"profile held: {drawn / 1e6:.0f} MB of inputs drawn on the host ({len(hold.PREDRAWN)} calls)")
+    return seed, spec
+
+
 def why(exc: BaseException) -> str:
     """An exception as one short line for a `fail` reply."""
     text = str(exc)
@@ -1175,6 +1290,17 @@ def main(spec: Spec | str | Path, argv: list[str] | None = None, *, tree: str | 
     folder); `tree` is where the function is found without --ab (default: the folder given,
     else the working directory, where kopt runs the bench). Returns the exit status."""
     clock = PhaseClock()
+    go = hold.hold_file()
+    seed: int | None = None
+    if go is not None and parse_args(argv, True).profile:
+        hold.acknowledge(go)  # before anything else: kopt reads it as proof this run held
+        if not isinstance(spec, Spec):
+            tree = tree or spec  # the bundled kernel's folder is its tree too (Bench)
+        seed, spec = held(spec, parse_args(argv, True), clock)
+        if not hold.wait_for_go(go):
+            log(f"profile held and stopped: {clock.line()}")
+            return 0
+        clock.lap("held")
     torch, gpu = setup_device()
     clock.lap("torch")  # its import and the driver's
     a = parse_args(argv, gpu)
@@ -1192,9 +1318,8 @@ def main(spec: Spec | str | Path, argv: list[str] | None = None, *, tree: str | 
             sys.stdout.flush()
 
         return (serve_ab if a.ab else serve_tree)(bench, sys.stdin, reply)
-    seed = new_seed() if a.seed is None else a.seed
-    if a.profile:
-        seed = profile_seed(seed)
+    if seed is None:
+        seed = run_seed(a)
     rows = (
         bench.profile_rows(seed)
         if a.profile

@@ -103,6 +103,7 @@ import random
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -117,7 +118,6 @@ from .audit import (
     input_seed,
     output_tensors,
     summarise,
-    summarise_profiled,
     summarise_sets,
 )
 from .bench import LAST, Bench, PhaseClock, Timing, log, new_seed, why, write_csv
@@ -761,14 +761,15 @@ class ImportedBench(Bench):
         nothing compared here; every call's outputs summarised where kopt asks
         (bench.profile_entry, bench.write_profile_outputs): a tree that computed one call and
         handed its result back on the others would write the wrong outputs."""
-        rows, summaries = [], []
+        rows = []
+        later = bench_mod.ProfileEntries(self.torch)
         where = os.environ.get(bench_mod.PROFILE_OUTPUTS_ENV, "")
         for config in self.configs:
             err = math.nan
             calls = bench_mod.profile_calls_for(config.key, first=IMPORTED_PROFILE_CALLS)
             try:
                 rng, _ = audit_set(base_seed, config.key, 1)
-                outputs: list[dict[str, Any]] = []
+                outputs: list[Future[dict[str, Any]]] = []
                 tol = (0.0, 0.0)
                 for k in range(calls):
                     purpose = "profile" if k == 0 else f"profile/call{k}"
@@ -784,16 +785,17 @@ class ImportedBench(Bench):
                     if where:
                         outs = s.outputs()
                         tol = tolerance(outs, self.a.atol, self.a.rtol) if k == 0 else tol
-                        outputs += summarise_profiled(self.torch, outs, rng)
+                        outputs += later.summaries.add(outs, rng)
                     del s
                 if where:
-                    summaries.append(bench_mod.profile_entry(config.cols, tol[0], tol[1], outputs))
+                    later.add(config.cols, tol[0], tol[1], outputs)
             except Exception as exc:  # the row says it failed; the profile goes on
                 log(f"{self.script.name} {config.key}: {type(exc).__name__}: {exc}")
                 err = math.inf
             rows.append({**config.cols, "err": err})
+        entries = later.entries()
         if where:
-            bench_mod.write_profile_outputs(summaries)
+            bench_mod.write_profile_outputs(entries)
         return rows
 
 

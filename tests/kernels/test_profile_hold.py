@@ -1,0 +1,149 @@
+"""A --profile run started ahead and held (KOPT_PROFILE_HOLD, harness/hold.py): it says it holds,
+runs none of the tree's code and nothing on the GPU until kopt writes `go`, and then profiles what
+a run never held would, the same inputs included; `stop` ends it with nothing written."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from kopt_supervisor.kernels.harness import bench as hb
+from kopt_supervisor.kernels.harness import hold
+from tests.conftest import installed
+from tests.kernels.test_public_harness import make_inputs, spec
+
+pytestmark = installed("torch")
+
+
+def marked_tree(root: Path) -> Path:
+    """A tree whose solution leaves a file behind when it is imported: its code ran."""
+    (root / "ops").mkdir(parents=True)
+    (root / "ops" / "scale.py").write_text(
+        "from pathlib import Path\n"
+        f"Path({str(root / 'imported')!r}).write_text('ran')\n"
+        "def scale(x):\n    return x * 2\n"
+    )
+    return root
+
+
+def held_run(tree: Path, go: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[threading.Thread, list[object]]:
+    monkeypatch.setenv(hold.PROFILE_HOLD_ENV, str(go))
+    result: list[object] = []
+
+    def run() -> None:
+        try:
+            result.append(hb.main(spec(), ["--profile"], tree=tree))
+        except SystemExit as e:
+            result.append(e)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread, result
+
+
+def wait_for(path: Path, timeout_s: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.01)
+
+
+def test_a_held_profile_runs_no_tree_code_until_go_then_profiles_as_an_unheld_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    t = marked_tree(tmp_path / "tree")
+    monkeypatch.setenv("KOPT_PROFILE_SEED", "11")
+    unheld = tmp_path / "unheld.json"
+    monkeypatch.setenv("KOPT_PROFILE_OUTPUTS", str(unheld))
+    assert hb.main(spec(), ["--profile"], tree=t) == 0
+    (t / "imported").unlink()
+    capsys.readouterr()
+
+    outputs, go = tmp_path / "held.json", tmp_path / "go"
+    monkeypatch.setenv("KOPT_PROFILE_OUTPUTS", str(outputs))
+    thread, result = held_run(t, go, monkeypatch)
+    wait_for(Path(f"{go}{hold.HELD_SUFFIX}"))
+    time.sleep(0.3)
+    assert thread.is_alive() and not (t / "imported").exists() and not outputs.exists()
+    go.write_text("go\n")
+    thread.join(60)
+    assert result == [0] and (t / "imported").exists()
+    assert outputs.read_text() == unheld.read_text()  # the same seed, the same inputs: the same outputs
+    assert "shape" in capsys.readouterr().out  # its CSV
+
+
+def test_a_held_profile_told_to_stop_writes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    t = marked_tree(tmp_path / "tree")
+    outputs, go = tmp_path / "held.json", tmp_path / "go"
+    monkeypatch.setenv("KOPT_PROFILE_OUTPUTS", str(outputs))
+    thread, result = held_run(t, go, monkeypatch)
+    wait_for(Path(f"{go}{hold.HELD_SUFFIX}"))
+    go.write_text("stop")
+    thread.join(60)
+    assert result == [0] and not (t / "imported").exists() and not outputs.exists()
+    assert capsys.readouterr().out == ""
+
+
+def test_a_held_profile_refuses_a_word_it_does_not_know(tmp_path: Path) -> None:
+    go = tmp_path / "go"
+    go.write_text("later")
+    with pytest.raises(SystemExit, match=r"KOPT_PROFILE_HOLD .*/go: 'later' is neither go nor stop"):
+        hold.wait_for_go(go)
+    with pytest.raises(SystemExit, match="no word from kopt in 0 s"):
+        hold.wait_for_go(tmp_path / "never", max_s=0.05)
+
+
+def test_the_held_draws_are_the_runs_own_seeds_and_values(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """What the held run draws (profile_draws) is what the run asks for, config by config and
+    call by call: on this CPU the run's draws are recorded, then compared."""
+    import torch
+
+    asked: list[tuple[str, int]] = []
+    real_draw = hb.Case.draw
+
+    def recording(self: hb.Case, seed: int) -> tuple[tuple, dict]:
+        asked.append((self.key, seed))
+        return real_draw(self, seed)
+
+    monkeypatch.setattr(hb.Case, "draw", recording)
+    monkeypatch.setenv("KOPT_PROFILE_SEED", "5")
+    t = marked_tree(tmp_path / "tree")
+    assert hb.main(spec(), ["--profile"], tree=t) == 0
+    capsys.readouterr()
+    a = hb.parse_args(["--profile"], gpu=False)
+    planned = hb.profile_draws(torch, spec(), a, 5, gpu=False)
+    assert asked and [(k, s) for k, s, _ in planned] == asked
+    # a draw made while held is the one the case takes, once, with the values a draw on the host gives
+    s = spec()
+    case = hb.Case(torch, s, None, s.shapes[0], "float32", 9, False, reference=False)
+    hold.PREDRAWN.clear()
+    drawn = hold.predraw([(case.key, 123, lambda: hb.host_inputs(torch, s, s.shapes[0], torch.float32, 123))])
+    assert drawn == 64 * 32 * 4 and (case.key, 123) in hold.PREDRAWN
+    monkeypatch.setattr(hb, "host_inputs", lambda *a, **k: pytest.fail("drawn again"))
+    got = case.host_draw(123)
+    gen = torch.Generator().manual_seed(123)
+    assert torch.equal(got[0][0], make_inputs(torch, {"M": 64, "N": 32}, torch.float32, "cpu", gen)[0][0])
+    assert hold.PREDRAWN == {}
+
+
+def test_predraw_stops_at_its_budget_and_skips_a_draw_that_fails() -> None:
+    import torch
+
+    hold.PREDRAWN.clear()
+
+    def boom() -> tuple[tuple, dict]:
+        raise RuntimeError("needs the device")
+
+    def draw() -> tuple[tuple, dict]:
+        return (torch.zeros(256),), {}
+
+    drawn = hold.predraw([("a", 1, boom), ("b", 1, draw), ("c", 1, draw), ("d", 1, draw)], budget=2048)
+    assert drawn == 2048 and sorted(hold.PREDRAWN) == [("b", 1), ("c", 1)]
+    hold.PREDRAWN.clear()
