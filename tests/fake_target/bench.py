@@ -16,7 +16,8 @@ output is summarised there, profile_wrong (a list of classes) halves theirs (pro
 profile, KOPT_PROFILE_CALLS set), profile_no_outputs
 writes none; hostile ones (tests/security/test_profile_hostile.py): profile_as_best (knobs applied
 only when profiled as best), profile_nan (classes), profile_atol, profile_raw (the file's text),
-profile_nested (depth), profile_fifo, profile_sparse_mib, profile_link (a symlink's target). FAKE_REPS=N adds a `reps` column (N timed calls per
+profile_nested (depth), profile_fifo, profile_sparse_mib, profile_link (a symlink's target). Held
+(KOPT_PROFILE_HOLD, a keep's profile started ahead): as kopt's harness, unless ignores_hold. FAKE_REPS=N adds a `reps` column (N timed calls per
 row) and sleeps what N calls at each config's latency take, before `fast` divides it: the
 wall time holds the timed calls, and a lying timer's claim is not in it.
 """
@@ -56,7 +57,38 @@ def load_json(path):
 
 if os.environ.get("FAKE_LINGER"):  # a child that outlives the bench in its process group
     os.posix_spawnp("sleep", ["sleep", os.environ["FAKE_LINGER"]], os.environ)  # subprocess: 60 ms more CPU
+
+
+def held(go):
+    """A profile started ahead (KOPT_PROFILE_HOLD), as kopt's harness holds: `<go>.held` first,
+    then a beat every 10 ms (`beat TIME` to FAKE_SERVE_LOG) until `go` (logs `go TIME`) or
+    `stop` (logs `stopped`, leaves)."""
+    log = os.environ.get("FAKE_SERVE_LOG")
+
+    def note(line):
+        if log:
+            with open(log, "a") as f:
+                f.write(line + "\n")
+
+    open(go + ".held", "w").write(str(os.getpid()))
+    note(f"held {os.getpid()} {os.getcwd()} {time.time():.6f}")
+    while True:
+        word = open(go).read().strip() if os.path.exists(go) else ""
+        if word == "go":
+            note(f"go {os.getpid()} {os.getcwd()} {time.time():.6f}")
+            return
+        if word == "stop":
+            note(f"stopped {os.getpid()} {os.getcwd()} {time.time():.6f}")
+            sys.exit(0)
+        note(f"beat {os.getpid()} {os.getcwd()} {time.time():.6f}")
+        time.sleep(0.01)
+
+
 k = load_json("kernel.json")
+if os.environ.get("KOPT_PROFILE_HOLD") and not k.get(
+    "ignores_hold"
+):  # ignores_hold: a command that is not kopt's harness
+    held(os.environ["KOPT_PROFILE_HOLD"])
 if k.get("crash"):
     sys.exit(3)
 FLAKY = os.path.join(os.environ.get("TRITON_CACHE_DIR", "."), "flaky.once")  # the tree's cache: kept between runs

@@ -275,6 +275,11 @@ class ProfileConfig:
     """With keep = "time": best's tree is not profiled again when the keep that made it BEST
     profiled it (as its candidate) on the same GPU at most this many seconds ago; its summary
     is compared with the new candidate's. 0: best is profiled at every keep."""
+    ahead: str = "auto"
+    """Start a keep's profile while the decision runs, held by kopt's harness until the
+    decision keeps (loop/profile_runs.py `HeldProfile`): "on", "off", or "auto" (on for a
+    served target, `[target].serve`, whose profile command is kopt's harness). A command that
+    does not hold fails the keep's profile and turns it off for the run."""
 
 
 @dataclass(frozen=True)

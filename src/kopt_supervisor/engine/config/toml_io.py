@@ -201,6 +201,7 @@ def validate(cfg: Config, source: str = "kopt.toml") -> None:
         f'must be "auto", "first-keep" or "start", not {prof.baseline!r}',
     )
     need(0 <= prof.reuse_best_s <= 86400, "[profile].reuse_best_s", "must be between 0 and 86400")
+    need(prof.ahead in ("auto", "on", "off"), "[profile].ahead", f'must be "auto", "on" or "off", not {prof.ahead!r}')
     if prof.kernel:
         import re
 

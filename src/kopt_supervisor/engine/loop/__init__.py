@@ -306,6 +306,7 @@ class LaneLoop:
             raise
         finally:
             self.proposing.in_flight.pop(lane.index, None)
+            self.evidence.drop_ahead(lane)
 
     def evaluate(self, it: Iteration, lane: Lane) -> None:
         with spend(it, "propose"):
@@ -322,6 +323,7 @@ class LaneLoop:
                 if carried is None:
                     self.keeper.on_best(it, lane)  # stale? rebased before any look
                     with spend(it, "measure"):  # against the BEST it started on, even if another lane moves it
+                        self.evidence.profile_ahead(it, lane)  # a keep's profile, held until the keep
                         outcome = self.rounds.decide(it, lane, Stage.EVAL)  # Phase.MEASURE
                 assert outcome is not None
                 while isinstance(outcome, CorrectnessFailure):  # repair on the same hypothesis
@@ -346,6 +348,7 @@ class LaneLoop:
                     if problem:
                         return self.keeper.discard(it, lane, *problem)
                     with spend(it, "measure"):
+                        self.evidence.profile_ahead(it, lane)  # the repaired tree's
                         outcome = self.rounds.decide(it, lane, Stage.EVAL)
                 self.ctx.save(it, Phase.EVIDENCE)
                 by = "engine"

@@ -471,7 +471,7 @@ class Processes:
     def server(
         self,
         it: Iteration,
-        command: str,
+        command: str | list[str],
         *,
         cwd: Path,
         name: str,

@@ -42,7 +42,7 @@ from kopt_supervisor.engine.loop.measure import (
     cand_medians,
     guard_configs,
 )
-from kopt_supervisor.engine.loop.profile_runs import Calls, profile_in
+from kopt_supervisor.engine.loop.profile_runs import Calls, HeldProfile, NotHeld, profile_in
 from kopt_supervisor.engine.loop.served_trees import ServedTrees
 from kopt_supervisor.engine.metrics import BenchError
 from kopt_supervisor.engine.profile import AGREES, Agreement, agrees, choose_profiler, profiler
@@ -56,6 +56,7 @@ from kopt_supervisor.engine.profile.profiler import (
 from kopt_supervisor.engine.profile.roofline import evaluate as evaluate_roofline
 from kopt_supervisor.engine.profile.summary import ProfileSummary
 from kopt_supervisor.engine.records import Iteration, Stage
+from kopt_supervisor.engine.runner.command import ServerError
 
 
 class Evidence:
@@ -65,6 +66,12 @@ class Evidence:
         self._profiler: tuple[str, Profiler | None] | None = None
         self.spares: dict[int, ServedTrees] = {}
         """Per lane: the fresh servers of a keep's confirmation, started while its profiler runs."""
+        self.ahead: dict[int, dict[str, HeldProfile]] = {}
+        """Per lane, per side: the keep's first profile, started while the decision runs (`profile_ahead`)."""
+        self.ahead_off = ""
+        """Why no profile is started ahead any more in this run (a command that did not hold)."""
+        self.released: dict[int, list[str]] = {}
+        """Per lane: the sides of the keep's profiles taken from those started ahead."""
 
     def confirm(self, it: Iteration, lane: Lane, verdict: Verdict) -> Verdict:
         """The candidate's roofline; on a keep, the profiler's final word (reference program):
@@ -104,7 +111,7 @@ class Evidence:
         if anchor is not None:
             seed, reference = anchor[0], (anchor[1], "baseline")
         else:
-            seed = reused.seed if reused is not None and reused.seed is not None else secrets.randbelow(1 << 31)
+            seed = self.first_seed(lane, it, reused)
             folder = reused.out_dir if reused else ctx.ws.profiles / f"v{it.version}" / "best"
             reference = (folder, "baseline" if anchors else "best")
         first_seed, best_dir = (own, "best_again") if own is not None else (seed, "best")
@@ -182,6 +189,7 @@ class Evidence:
                 "calls": calls,
                 **({"closer": closer} if closer else {}),
                 "seed": seed,
+                "ahead": self.released.pop(lane.index, []),
             },
             "outputs": outputs,
             **({"first": first.to_dict()} if first else {}),
@@ -234,11 +242,80 @@ class Evidence:
                     it=it,
                 )
             else:
-                bests.append(
-                    profile_in(self.ctx, it, lane, prof, lane.best, f"{best_dir}{suffix}", calls=calls, seed=seed)
-                )
-            cands.append(profile_in(self.ctx, it, lane, prof, lane.cand, f"cand{suffix}", calls=calls, seed=seed))
+                bests.append(self.profile(it, lane, prof, lane.best, f"{best_dir}{suffix}", calls, seed))
+            cands.append(self.profile(it, lane, prof, lane.cand, f"cand{suffix}", calls, seed))
         return bests, cands
+
+    def profile(
+        self, it: Iteration, lane: Lane, prof: Profiler, tree: Path, side: str, calls: Calls, seed: int
+    ) -> ProfileSummary:
+        """One tree's profile: the one started ahead for it when it is this one (`profile_ahead`),
+        else `profile_in`. A command that did not hold turns profiles ahead off for the run."""
+        held = self.ahead.get(lane.index, {}).pop(side, None)
+        if held is not None:
+            if held.matches(it, tree, side, seed, calls):
+                try:
+                    summary = held.release()
+                except NotHeld as e:
+                    self.ahead_off = str(e)
+                    self.ctx.event(
+                        "profile", f"v{it.version}: {e}; profiles are no longer started ahead", it=it, level="warn"
+                    )
+                    raise
+                if summary is not None:
+                    self.released.setdefault(lane.index, []).append(side)
+                    return summary
+            else:
+                held.cancel()
+        return profile_in(self.ctx, it, lane, prof, tree, side, calls=calls, seed=seed)
+
+    def profile_ahead(self, it: Iteration, lane: Lane) -> None:
+        """Before a decision: start the profiles a keep of it would take first (the candidate's,
+        and best's when best's last one cannot be reused), held until the keep (HeldProfile):
+        where [profile].ahead allows, on a local GPU lane, one pass per tree. Whatever is
+        started and not taken is told to stop (`drop_ahead`)."""
+        self.drop_ahead(lane)
+        ctx = self.ctx
+        cfg = ctx.cfg.profile
+        wanted = cfg.ahead == "on" or (cfg.ahead == "auto" and bool(ctx.cfg.target.serve))
+        if not wanted or self.ahead_off or lane.remote is not None or lane.vendor == "none" or cfg.repeats != 1:
+            return
+        if (it.record.get("profile") or {}).get("anchor") is not None:
+            return  # confirmed again: at its own seed, best profiled again (confirm)
+        prof = self.profiler(lane, it)
+        if prof is None:
+            return
+        prof = prof.for_keep(cfg.keep)
+        reused = self.reusable_best(tree_of(lane.best, it.best_commit_before or "HEAD"), self.gpu_uuid(lane))
+        anchor = self.baseline_outputs()
+        seed = anchor[0] if anchor is not None else self.first_seed(lane, it, reused, fresh=True)
+        started: dict[str, HeldProfile] = {}
+        self.ahead[lane.index] = started
+        try:
+            for side, tree in (("cand", lane.cand), ("best", lane.best)):
+                if side == "best" and reused is not None:
+                    continue
+                started[side] = HeldProfile(ctx, it, lane, prof, tree, side, seed)
+        except (KoptFailure, ServerError, OSError) as e:
+            self.drop_ahead(lane)
+            ctx.event("profile", f"v{it.version}: the keep's profile not started ahead: {e}", it=it, level="warn")
+
+    def first_seed(self, lane: Lane, it: Iteration, reused: ReusedProfile | None, *, fresh: bool = False) -> int:
+        """The first profile's seed without a baseline's: best's reused profile's, else the one
+        the profiles started ahead for this decision took, else a new one (`fresh`: always new
+        then)."""
+        if reused is not None and reused.seed is not None:
+            return reused.seed
+        held = next(iter(self.ahead.get(lane.index, {}).values()), None)
+        if not fresh and held is not None and held.it.version == it.version:
+            return held.seed
+        return secrets.randbelow(1 << 31)
+
+    def drop_ahead(self, lane: Lane) -> None:
+        """Stop the lane's profiles started ahead and not taken."""
+        self.released.pop(lane.index, None)
+        for held in self.ahead.pop(lane.index, {}).values():
+            held.cancel()
 
     def reusable_best(self, best_tree: str, gpu: str | None) -> ReusedProfile | None:
         """Best's tree's profile from the keep that made it BEST, when reusable (profiler.reusable)."""

@@ -1,14 +1,21 @@
 """The profiler's runs in one tree (docs/profiling.md): the bench (or [profile].command) under ncu /
 rocprofv3, one run per pass of the profiler, each pass's report read back, all of them parsed
 into one summary (`profile_in`). Run where the lane's GPU is: here, or on a Ray lane's worker
-(ray_lanes.py `LaneWorker.profile`)."""
+(ray_lanes.py `LaneWorker.profile`).
+
+`HeldProfile`: a keep's one-pass profile started while the decision's looks still run and held
+by kopt's harness before it runs anything of the tree or on the GPU (kernels/harness/hold.py),
+stopped while each look is measured (`Lane.bystanders`); released when the decision keeps,
+told to stop otherwise."""
 
 from __future__ import annotations
 
 import json
+import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
-from kopt_supervisor.engine import KoptFailure
+from kopt_supervisor.engine import KoptFailure, gitops
 from kopt_supervisor.engine.gitops import tree_of
 from kopt_supervisor.engine.loop.context import Lane, RunContext, acquire, last_line
 from kopt_supervisor.engine.loop.control import Step
@@ -17,6 +24,9 @@ from kopt_supervisor.engine.profile.profiler import (
     PROFILE_CALLS_ENV,
     PROFILE_CONFIGS_ENV,
     PROFILE_ENV,
+    PROFILE_HELD_SUFFIX,
+    PROFILE_HOLD_ENV,
+    PROFILE_HOLD_GO,
     PROFILE_OUTPUTS,
     PROFILE_OUTPUTS_ENV,
     PROFILE_SEED_ENV,
@@ -25,7 +35,8 @@ from kopt_supervisor.engine.profile.profiler import (
 )
 from kopt_supervisor.engine.profile.summary import ProfileSummary
 from kopt_supervisor.engine.records import Iteration
-from kopt_supervisor.engine.runner.command import all_at_once, as_argv
+from kopt_supervisor.engine.runner import tail_file
+from kopt_supervisor.engine.runner.command import ServerError, all_at_once, as_argv
 
 Calls = tuple[int | None, tuple[str, ...]]
 """A profile's calls per config asked of the bench (None: its own) and the configs they are for (none: all)."""
@@ -61,10 +72,7 @@ def profile_in(
     ctx.progress(it, "profile", f"{prof.name} on {tree.name}/")
     kernel = ctx.cfg.profile.kernel
     bench = as_argv(ctx.cfg.profile.command or ctx.cfg.target.bench)
-    kind = "cand" if tree == lane.cand else "best"
-    tree_hash = (
-        str(it.record.get("evaluated_tree")) if kind == "cand" else tree_of(tree, it.best_commit_before or "HEAD")
-    )
+    pt = ProfiledTree.of(it, lane, tree, side, out_dir)
     lease = acquire(ctx, lane, it)
     done: list[ProfilePass] = []
     with ctx.control.during(Step.PROFILE), ctx.clock(it, "profiler_s"):
@@ -78,39 +86,185 @@ def profile_in(
                 cwd=tree,
                 name=name,
                 timeout_s=ctx.cfg.profile.timeout_s,
-                env={
-                    **lease.env,
-                    **PROFILE_ENV,
-                    **({PROFILE_CALLS_ENV: str(calls[0])} if calls[0] is not None else {}),
-                    **({PROFILE_CONFIGS_ENV: json.dumps(list(calls[1]))} if calls[1] else {}),
-                    **(
-                        {PROFILE_SEED_ENV: str(seed), PROFILE_OUTPUTS_ENV: str(out_dir / PROFILE_OUTPUTS)}
-                        if seed is not None
-                        else {}
-                    ),
-                    **ctx.jails.env(kind, tree_hash),
-                },
-                confine=ctx.jails.bench(tree, kind, tree_hash, outputs=(out_dir,)),
+                env=profile_env(ctx, lease.env, pt, calls, seed),
+                confine=ctx.jails.bench(tree, pt.kind, pt.tree_hash, outputs=(out_dir,)),
             )
             check_after_run(ctx, lane, it, tree)
             if not res.ok:
                 raise KoptFailure(f"{prof.name} on {side}/ ({step.label}) {res.why()}: {last_line(res)}")
-            reads = prof.after_commands(step.out_dir)  # reading the report back: no GPU, all at once
-            if reads:
-                reader = ctx.jails.bench(tree, kind, tree_hash, outputs=(out_dir,), write_tree=False, gpu=False)
-                done_read = ctx.procs.run(
-                    it,
-                    all_at_once(reads),
-                    cwd=tree,
-                    name=f"{name}_read",
-                    timeout_s=ctx.cfg.profile.timeout_s,
-                    confine=reader,
-                )
-                if not done_read.ok:
-                    raise KoptFailure(
-                        f"{prof.name} reading its report of {side}/ {done_read.why()}: {last_line(done_read)}"
-                    )
+            read_back(ctx, it, prof, step, pt, name)
             done.append(step)
     summary = prof.parse_passes(done, kernel)
     summary.save(out_dir / "summary.json")
     return summary
+
+
+@dataclass(frozen=True)
+class ProfiledTree:
+    """A tree being profiled: where it is, its jail's kind and cache key (the tree's hash), the
+    name of its profile's folder (`side`: best, cand, cand_more, ...) and that folder."""
+
+    tree: Path
+    kind: str
+    tree_hash: str
+    side: str
+    out_dir: Path
+
+    @classmethod
+    def of(
+        cls, it: Iteration, lane: Lane, tree: Path, side: str, out_dir: Path, staged: str | None = None
+    ) -> ProfiledTree:
+        """`staged`: the candidate's staged tree when the record has none yet (before its decision)."""
+        if tree == lane.cand:
+            return cls(tree, "cand", str(it.record.get("evaluated_tree") or staged), side, out_dir)
+        return cls(tree, "best", tree_of(tree, it.best_commit_before or "HEAD"), side, out_dir)
+
+
+def profile_env(
+    ctx: RunContext, gpu_env: dict[str, str], pt: ProfiledTree, calls: Calls, seed: int | None
+) -> dict[str, str]:
+    """A profile run's environment: the GPU's, the profile mode's, the calls and seed kopt asks
+    for, where the outputs go, and the jail's."""
+    return {
+        **gpu_env,
+        **PROFILE_ENV,
+        **({PROFILE_CALLS_ENV: str(calls[0])} if calls[0] is not None else {}),
+        **({PROFILE_CONFIGS_ENV: json.dumps(list(calls[1]))} if calls[1] else {}),
+        **(
+            {PROFILE_SEED_ENV: str(seed), PROFILE_OUTPUTS_ENV: str(pt.out_dir / PROFILE_OUTPUTS)}
+            if seed is not None
+            else {}
+        ),
+        **ctx.jails.env(pt.kind, pt.tree_hash),
+    }
+
+
+def read_back(ctx: RunContext, it: Iteration, prof: Profiler, step: ProfilePass, pt: ProfiledTree, name: str) -> None:
+    """A pass's report read back by the profiler's own commands (no GPU, all at once), in the
+    tree's jail, read-only, writing only into the profile's folder."""
+    reads = prof.after_commands(step.out_dir)
+    if not reads:
+        return
+    reader = ctx.jails.bench(pt.tree, pt.kind, pt.tree_hash, outputs=(pt.out_dir,), write_tree=False, gpu=False)
+    done_read = ctx.procs.run(
+        it,
+        all_at_once(reads),
+        cwd=pt.tree,
+        name=f"{name}_read",
+        timeout_s=ctx.cfg.profile.timeout_s,
+        confine=reader,
+    )
+    if not done_read.ok:
+        raise KoptFailure(f"{prof.name} reading its report of {pt.side}/ {done_read.why()}: {last_line(done_read)}")
+
+
+class NotHeld(KoptFailure):
+    """A profile started ahead that did not hold: its command is not kopt's harness (or ignores
+    KOPT_PROFILE_HOLD), so it may have run while the decision's looks were measured."""
+
+
+class HeldProfile:
+    """A keep's profile started ahead (one pass: [profile].keep = "time"), held by kopt's
+    harness until `release` (kernels/harness/hold.py): the profiler's start, torch's import and
+    the host's input draws overlap the decision, which they cannot disturb: nothing of the tree
+    runs and nothing touches the GPU before `go`, and the process is stopped while a look is
+    measured (it is one of the lane's `bystanders`). On the H200 (2026-12-01) these were 6-7 s of
+    a keep's 15 s profile (docs/h100-wave3/part17-...)."""
+
+    def __init__(
+        self, ctx: RunContext, it: Iteration, lane: Lane, prof: Profiler, tree: Path, side: str, seed: int
+    ) -> None:
+        self.ctx, self.it, self.lane, self.prof, self.seed = ctx, it, lane, prof, seed
+        out_dir = ctx.ws.profiles / f"v{it.version}" / side
+        shutil.rmtree(out_dir, ignore_errors=True)
+        out_dir.mkdir(parents=True)
+        staged = None
+        if tree == lane.cand and not it.record.get("evaluated_tree"):  # as the decision will stage it
+            staged = gitops.stage_all_tree(lane.cand, force=it.record.get("forced_paths", []))
+        self.pt = ProfiledTree.of(it, lane, tree, side, out_dir, staged)
+        bench = as_argv(ctx.cfg.profile.command or ctx.cfg.target.bench)
+        step = prof.next_pass(bench, out_dir, ctx.cfg.profile.kernel, [])
+        if step is None or prof.next_pass(bench, out_dir, ctx.cfg.profile.kernel, [step]) is not None:
+            raise KoptFailure(f"{prof.name}: a profile started ahead takes one pass")
+        self.step = step
+        self.go = out_dir / PROFILE_HOLD_GO
+        self.gpu_env = dict(acquire(ctx, lane, it).env)
+        env = {**profile_env(ctx, self.gpu_env, self.pt, (None, ()), seed), PROFILE_HOLD_ENV: str(self.go)}
+        self.name = f"profile_{side}"
+        self.server = ctx.procs.server(
+            it,
+            list(step.argv),
+            cwd=tree,
+            name=self.name,
+            env=env,
+            confine=ctx.jails.bench(tree, self.pt.kind, self.pt.tree_hash, outputs=(out_dir,)),
+        )
+        lane.bystanders.append(self.server)
+
+    @property
+    def acknowledged(self) -> bool:
+        """The run wrote `<go>.held`: it holds."""
+        return self.go.with_name(self.go.name + PROFILE_HELD_SUFFIX).exists()
+
+    def matches(self, it: Iteration, tree: Path, side: str, seed: int, calls: Calls) -> bool:
+        """This is the profile `profile_in(ctx, it, lane, prof, tree, side, calls=calls, seed=seed)` would take."""
+        now = ProfiledTree.of(it, self.lane, tree, side, self.pt.out_dir)
+        return (
+            it.version == self.it.version
+            and now == self.pt  # the same tree, at the same commit or staged tree
+            and seed == self.seed
+            and calls == (None, ())
+        )
+
+    def release(self) -> ProfileSummary | None:
+        """Go: the GPU gate asked first (as any profile's); None when it chose another GPU than
+        the one this run was started for (the caller profiles anew). Raises NotHeld when the run
+        never held, KoptFailure when it failed."""
+        ctx, it, lane, pt = self.ctx, self.it, self.lane, self.pt
+        ctx.progress(it, "profile", f"{self.prof.name} on {pt.tree.name}/ (started ahead)")
+        if dict(acquire(ctx, lane, it).env) != self.gpu_env:
+            self.cancel()
+            return None
+        self._leave()
+        with ctx.control.during(Step.PROFILE), ctx.clock(it, "profiler_s"):
+            ended_early = not self.server.alive
+            self.server.resume()
+            self.go.write_text("go\n", encoding="utf-8")
+            try:
+                code = self.server.finish(
+                    timeout_s=ctx.cfg.profile.timeout_s, poll=ctx.control.pump, poll_interval_s=ctx.poll_interval_s
+                )
+            except ServerError as e:
+                check_after_run(ctx, lane, it, pt.tree)
+                raise KoptFailure(f"{self.prof.name} on {pt.side}/ (started ahead) {e}") from None
+            check_after_run(ctx, lane, it, pt.tree)
+            if ended_early or not self.acknowledged:
+                raise NotHeld(
+                    f"{self.prof.name} on {pt.side}/: the profile started ahead did not hold "
+                    f"({'it ended before the decision did' if ended_early else 'no ' + PROFILE_HOLD_GO + PROFILE_HELD_SUFFIX}): "
+                    '[profile].command is not kopt\'s harness; set [profile].ahead = "off"'
+                )
+            if code != 0:
+                lines = [ln for ln in tail_file(self.server.err_path, 5).splitlines() if ln.strip()]
+                raise KoptFailure(
+                    f"{self.prof.name} on {pt.side}/ ({self.step.label}) exit code {code}: "
+                    f"{lines[-1][:300] if lines else '(no output)'}"
+                )
+            read_back(ctx, it, self.prof, self.step, pt, self.name)
+        summary = self.prof.parse_passes([self.step], ctx.cfg.profile.kernel)
+        summary.save(pt.out_dir / "summary.json")
+        return summary
+
+    def cancel(self) -> None:
+        """Stop: the run leaves with nothing profiled (or is ended)."""
+        self._leave()
+        if self.server.alive:
+            try:
+                self.go.write_text("stop\n", encoding="utf-8")
+            except OSError:
+                pass
+        self.server.close(grace_s=2.0)
+
+    def _leave(self) -> None:
+        if self.server in self.lane.bystanders:
+            self.lane.bystanders.remove(self.server)

@@ -79,6 +79,13 @@ PROFILE_OUTPUTS_ENV = "KOPT_PROFILE_OUTPUTS"
 """Where the harness summarises each config's last profiled output (decide/audit.py's JSON)."""
 PROFILE_OUTPUTS = "outputs.json"
 """That file's name in a profile's folder."""
+PROFILE_HOLD_ENV = "KOPT_PROFILE_HOLD"
+"""A profile started ahead: the file kopt writes `go` (or `stop`) into; kopt's harness holds until
+then, running nothing of the tree and nothing on the GPU (kernels/harness/hold.py)."""
+PROFILE_HOLD_GO = "go"
+"""That file's name in a profile's folder."""
+PROFILE_HELD_SUFFIX = ".held"
+"""`<go file>.held`: what a run that holds writes first."""
 MAX_PROFILE_OUTPUTS_BYTES = 64 << 20
 """The most kopt reads of a candidate's outputs file (a summary is ~2 KB a config)."""
 PROFILE_CONFIGS_ENV = "KOPT_PROFILE_CONFIGS"

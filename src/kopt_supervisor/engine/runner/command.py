@@ -485,6 +485,24 @@ class Server:
             self.close(grace_s=0.0)
             raise
 
+    def finish(self, *, timeout_s: float, poll: Callable[[], None] | None = None, poll_interval_s: float = 0.2) -> int:
+        """Wait for the process to end on its own (its output logged as it comes); its exit
+        code. Raises ServerError on a timeout or runaway output; the process is closed either
+        way, and an exception from `poll` closes it too and propagates."""
+        start = time.monotonic()
+        try:
+            while self.proc.poll() is None:
+                self._read_lines(poll_interval_s)
+                if time.monotonic() - start > timeout_s:
+                    raise ServerError(f"timed out after {timeout_s:.0f} s")
+                if runner.file_size(self.out_path) + runner.file_size(self.err_path) > self.max_output_bytes:
+                    raise ServerError("wrote more output than the limit ([target].max_output_mib); killed")
+                if poll:
+                    poll()
+            return int(self.proc.returncode)
+        finally:
+            self.close(grace_s=0.0)
+
     def close(self, grace_s: float = 5.0) -> None:
         """End the process: its stdin closed (a served command leaves at EOF), up to
         `grace_s` to exit, then its whole group killed. Idempotent."""

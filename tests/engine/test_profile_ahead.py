@@ -1,0 +1,107 @@
+"""A keep's profile started ahead (loop/profile_runs.py `HeldProfile`, [profile].ahead): on a
+served GPU target the profile a keep would take first starts with the decision and holds; it is
+stopped while each look is measured, goes on only once the decision keeps, and is told to stop
+when it does not. A profile command that does not hold fails that keep's profile and turns
+profiles ahead off for the run. Scripted fake GPU, the stand-in ncu, the fake served target,
+and the fake bench as the profile command (it holds as kopt's harness does, logging its beats)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from kopt_supervisor.engine.workspace import Workspace
+from kopt_supervisor.kopt_tui.cli import main as kopt
+from tests.conftest import git
+from tests.engine.test_gate_in_loop import FAST_GATE, GPU, NCU_BIN
+from tests.engine.test_served_trees import record, run
+
+
+def served_gpu(
+    fake_env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, script: list[str], start: dict | None = None
+) -> tuple[Workspace, Path]:
+    logs = tmp_path / "serve_log"
+    logs.mkdir()
+    log = logs / "serve.log"
+    monkeypatch.setenv("FAKE_SERVE_LOG", str(log))
+    gpus = tmp_path / "gpus.json"
+    gpus.write_text(json.dumps([[GPU]]))
+    monkeypatch.setenv("KOPT_FAKE_GPUS", str(gpus))
+    monkeypatch.setenv("KOPT_GPU_CLAIMS_DIR", str(tmp_path / "claims"))
+    monkeypatch.setenv("PATH", f"{NCU_BIN}:{__import__('os').environ['PATH']}")
+    repo, root = fake_env(
+        script,
+        files=("serve.py", "kernel.json", "bench.py"),
+        toml_file="serve_kopt.toml",
+        toml_replace={
+            "timeout_s = 20\n\n[decide]": f'timeout_s = 20\nwritable = ["{logs}"]\n\n[decide]',
+            **dict([FAST_GATE]),
+        },
+        extra_toml=f'\n[profile]\nkind = "ncu"\nkernel = "fake"\ncommand = "{sys.executable} bench.py"\n',
+    )
+    if start:
+        kernel = repo / "kernel.json"
+        kernel.write_text(json.dumps({**json.loads(kernel.read_text()), **start}))
+        git(repo, "commit", "-qam", "the starting tree's knobs")
+    assert kopt(["--root", str(root), "init", "--repo", str(repo), "--tag", "a"]) == 0
+    return Workspace(root, "a"), log
+
+
+def events(log: Path) -> list[tuple[str, str, float, str]]:
+    """(word, tree folder, time, look number or '') of the log's lines that matter here."""
+    out = []
+    for line in log.read_text().splitlines():
+        w = line.split()
+        if w[0] in ("held", "beat", "go", "stopped"):  # the profile: held PID CWD TIME
+            out.append((w[0], Path(w[2]).name, float(w[3]), ""))
+        elif w[0] in ("look", "done"):  # the served sides: look|done N SEED PID CWD TIME
+            out.append((w[0], Path(w[4]).name, float(w[5]), w[1]))
+    return out
+
+
+def test_a_keeps_profile_starts_with_the_decision_holds_through_its_looks_and_goes_only_on_the_keep(
+    fake_env, tmp_path, monkeypatch
+):
+    ws, log = served_gpu(fake_env, tmp_path, monkeypatch, ["gain30", "loss5"])
+    statuses = run(ws, 2)
+    assert statuses[:2] == ["baseline", "keep"] and statuses[2] != "keep", statuses
+    taken = record(ws, 1)["profile"]["taken"]
+    assert sorted(taken["ahead"]) == ["best", "cand"]  # the first keep: best's not reusable yet
+    ev = events(log)
+    held = [e for e in ev if e[0] == "held"]
+    go = [e for e in ev if e[0] == "go"]
+    assert sorted(t for _, t, _, _ in held[:2]) == ["best", "cand"] and len(go) == 2
+    v1_looks = [e for e in ev if e[0] == "done" and e[3] != "" and int(e[3]) >= 0 and e[2] < go[0][2]]
+    assert v1_looks, ev
+    # started before the decision's measured looks ended; went on only after the last of them
+    assert max(t for _, _, t, _ in held[:2]) < max(t for _, _, t, _ in v1_looks) < min(t for _, _, t, _ in go)
+    # stopped while each look was measured: no beat inside a side's look
+    windows, opened = [], {}
+    for word, tree, t, n in ev:
+        if word == "look" and int(n) >= 0:
+            opened[(tree, n)] = t
+        elif word == "done" and (tree, n) in opened:
+            windows.append((opened.pop((tree, n)), t))
+    beats = [t for word, _, t, _ in ev if word == "beat"]
+    assert beats and windows
+    assert not [b for b in beats for lo, hi in windows if lo < b < hi]
+    # v2 (a loss): its candidate's profile started ahead (best's reused) and was told to stop
+    assert [t for w, t, _, _ in ev[ev.index(go[-1]) :] if w == "held"] == ["cand"]
+    assert [e[0] for e in ev if e[0] in ("go", "stopped")][-1] == "stopped"
+    assert not (ws.profiles / "v2" / "cand" / "summary.json").exists()
+    assert (ws.profiles / "v2" / "cand" / "go").read_text().strip() == "stop"
+
+
+def test_a_profile_command_that_does_not_hold_fails_that_profile_and_turns_profiles_ahead_off(
+    fake_env, tmp_path, monkeypatch
+):
+    ws, log = served_gpu(fake_env, tmp_path, monkeypatch, ["gain30", "gain30"], start={"ignores_hold": True})
+    statuses = run(ws, 2)
+    v1, v2 = record(ws, 1), record(ws, 2)
+    assert statuses[1] != "keep" and "did not hold" in v1["profile"]["error"], v1.get("profile")
+    assert 'set [profile].ahead = "off"' in v1["decision"]["reason"]
+    assert statuses[2] == "keep" and v2["profile"]["taken"]["ahead"] == [], v2["decision"]
+    assert not [line for line in log.read_text().splitlines() if line.startswith("held")]
