@@ -182,6 +182,12 @@ class FakeEvidence:
             self.script.calls.append(f"confirm keep v{it.version}")
         return v
 
+    def profile_ahead(self, it: Iteration, lane: Lane) -> None:
+        """A keep's profile started with each decision (loop/profile_runs.py): none here."""
+
+    def drop_ahead(self, lane: Lane) -> None:
+        """Nothing started ahead to stop."""
+
 
 class FakeReview:
     def __init__(self, script: Script, ctx: Any) -> None:

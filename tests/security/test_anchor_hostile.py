@@ -36,7 +36,7 @@ def harness(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
         event=lambda *a, **k: None,
     )
     e = ev.Evidence(ctx)  # type: ignore[arg-type]
-    lane = SimpleNamespace(best="lane-best", cand="lane-cand", tree_in_best=BASE)
+    lane = SimpleNamespace(index=0, best="lane-best", cand="lane-cand", tree_in_best=BASE)
     written: dict[Path, list[str]] = {}  # folder -> the trees whose outputs were written there
 
     def profile_pair(it, lane, prof, reused, calls, seed, best_dir="best"):

@@ -440,10 +440,13 @@ class Case:
         reference: bool = True,
         look: bool = False,
         host: bool = False,
+        predrawn: hold.Draws | None = None,
     ) -> None:
         """`seed`: the inputs' generator seed; with `look`, the look's seed, from which the
         check's inputs are drawn by audit.input_seed (and the timed sets', sets.TimedSets).
-        `host` (--profile): inputs drawn on the CPU and copied to the GPU (host_draw)."""
+        `host` (--profile): inputs drawn on the CPU and copied to the GPU (host_draw), taken from
+        `predrawn` (the run's draws while it was held: each once) where they are there."""
+        self.predrawn: hold.Draws = {} if predrawn is None else predrawn
         spec = as_spec(contract, roofline)
         self.torch, self.spec, self.shape, self.gpu = torch, spec, shape, gpu
         self.ranges = ranges or no_ranges("")
@@ -484,7 +487,7 @@ class Case:
         of the largest RMSNorm shape's 730 MB took 4.6 s of a 12 s profile and adaLN's 8 s
         of 19 (experiments/profile_cost.py), where the GPU's is a few launches, each some
         tens of ms under ncu. Both trees draw alike, so the launches outside the ranges match."""
-        drawn = hold.take(self.key, seed)  # drawn while the run was held: the same values
+        drawn = self.predrawn.pop((self.key, seed), None)  # drawn while the run was held: the same values
         if drawn is not None:
             args, kwargs = drawn
         elif self.input_bytes() > GPU_DRAW_BYTES:
@@ -849,8 +852,11 @@ class Bench:
         gpu: bool,
         clock: PhaseClock,
         tree: str | Path | None = None,
+        predrawn: hold.Draws | None = None,
     ) -> None:
         self.a, self.torch, self.gpu, self.clock = a, torch, gpu, clock
+        self.predrawn: hold.Draws = {} if predrawn is None else predrawn
+        """A --profile run's inputs drawn while it was held (harness/hold.py)."""
         if not isinstance(spec, Spec):  # a bundled kernel's folder
             tree = tree or spec
             spec = spec_from_folder(spec)
@@ -905,6 +911,7 @@ class Bench:
                     reference=reference,
                     look=look,
                     host=host,
+                    predrawn=self.predrawn,
                 )
 
     def check_and_time(self, case: Case) -> tuple[dict[str, float], dict[str, Any]]:
@@ -1255,11 +1262,11 @@ def run_seed(a: argparse.Namespace) -> int:
     return profile_seed(seed) if a.profile else seed
 
 
-def held(spec: Spec | str | Path, a: argparse.Namespace, clock: PhaseClock) -> tuple[int, Spec]:
+def held(spec: Spec | str | Path, a: argparse.Namespace, clock: PhaseClock) -> tuple[int, Spec, hold.Draws]:
     """A --profile run's work while held (harness/hold.py): torch imported (no CUDA context: no
     stream, no device call), the spec read (the contract, never the tree's solution), and the
     host's draws of its inputs (`profile_draws`) made on HOLD_THREADS threads. Returns the run's
-    seed and the spec, for the run after `go`."""
+    seed, the spec and the draws, for the run after `go`."""
     import torch
 
     seed = run_seed(a)
@@ -1267,7 +1274,7 @@ def held(spec: Spec | str | Path, a: argparse.Namespace, clock: PhaseClock) -> t
         spec = spec_from_folder(spec)
     clock.lap("torch")
     if not torch.cuda.is_available():  # the driver asked, no context made: without a GPU nothing is drawn on the host
-        return seed, spec
+        return seed, spec, {}
     threads = torch.get_num_threads()
     torch.set_num_threads(min(threads, hold.HOLD_THREADS))
     try:
@@ -1275,8 +1282,9 @@ def held(spec: Spec | str | Path, a: argparse.Namespace, clock: PhaseClock) -> t
     finally:
         torch.set_num_threads(threads)
     clock.lap("inputs")
-    log(f"profile held: {drawn / 1e6:.0f} MB of inputs drawn on the host ({len(hold.PREDRAWN)} calls)")
-    return seed, spec
+    mb = sum(hold.nbytes(*inputs) for inputs in drawn.values()) / 1e6
+    log(f"profile held: {mb:.0f} MB of inputs drawn on the host ({len(drawn)} calls)")
+    return seed, spec, drawn
 
 
 def why(exc: BaseException) -> str:
@@ -1292,11 +1300,12 @@ def main(spec: Spec | str | Path, argv: list[str] | None = None, *, tree: str | 
     clock = PhaseClock()
     go = hold.hold_file()
     seed: int | None = None
+    drawn: hold.Draws = {}
     if go is not None and parse_args(argv, True).profile:
         hold.acknowledge(go)  # before anything else: kopt reads it as proof this run held
         if not isinstance(spec, Spec):
             tree = tree or spec  # the bundled kernel's folder is its tree too (Bench)
-        seed, spec = held(spec, parse_args(argv, True), clock)
+        seed, spec, drawn = held(spec, parse_args(argv, True), clock)
         if not hold.wait_for_go(go):
             log(f"profile held and stopped: {clock.line()}")
             return 0
@@ -1304,7 +1313,7 @@ def main(spec: Spec | str | Path, argv: list[str] | None = None, *, tree: str | 
     torch, gpu = setup_device()
     clock.lap("torch")  # its import and the driver's
     a = parse_args(argv, gpu)
-    bench = Bench(spec, a, torch, gpu, clock, a.tree or tree)
+    bench = Bench(spec, a, torch, gpu, clock, a.tree or tree, predrawn=drawn)
     clock.lap("setup")  # the CUDA context, the contract and both trees' modules
     if not gpu:
         log(f"{bench.spec.name}: no GPU: the Triton interpreter on the CPU; timings are CPU timings")

@@ -38,10 +38,8 @@ HOLD_MAX_S = 3600.0
 HOLD_POLL_S = 0.01
 
 Draws = dict[tuple[str, int], tuple[tuple, dict[str, Any]]]
-"""(config key, seed) -> the inputs drawn on the host for it."""
-
-PREDRAWN: Draws = {}
-"""The inputs drawn while held; `Case.host_draw` takes each once."""
+"""(config key, seed) -> the inputs drawn on the host for it, while held (`Case.host_draw` takes
+each once)."""
 
 
 def hold_file(environ: dict[str, str] | None = None) -> Path | None:
@@ -58,29 +56,30 @@ def acknowledge(go: Path) -> None:
 def predraw(
     draws: list[tuple[str, int, Callable[[], tuple[tuple, dict[str, Any]]]]],
     budget: int = HOLD_DRAW_BYTES,
-) -> int:
-    """Run `draws` ((config key, seed, host draw)) in order into PREDRAWN until `budget` bytes
-    are held; returns the bytes drawn. A draw that raises is left to the run after `go`."""
+) -> Draws:
+    """Run `draws` ((config key, seed, host draw)) in order until `budget` bytes are held. A draw
+    that raises is left to the run after `go`."""
+    drawn: Draws = {}
     held = 0
     for key, seed, draw in draws:
         try:
             args, kwargs = draw()
         except Exception:
             continue
-        held += sum(
-            int(v.numel()) * int(v.element_size())
-            for v in (*args, *kwargs.values())
-            if hasattr(v, "element_size") and hasattr(v, "numel")
-        )
-        PREDRAWN[(key, seed)] = (args, kwargs)
+        held += nbytes(args, kwargs)
+        drawn[(key, seed)] = (args, kwargs)
         if held >= budget:
             break
-    return held
+    return drawn
 
 
-def take(key: str, seed: int) -> tuple[tuple, dict[str, Any]] | None:
-    """The inputs drawn while held for (key, seed), once; None: not drawn."""
-    return PREDRAWN.pop((key, seed), None)
+def nbytes(args: tuple, kwargs: dict[str, Any]) -> int:
+    """The bytes of the tensors among a call's inputs."""
+    return sum(
+        int(v.numel()) * int(v.element_size())
+        for v in (*args, *kwargs.values())
+        if hasattr(v, "element_size") and hasattr(v, "numel")
+    )
 
 
 def wait_for_go(go: Path, max_s: float = HOLD_MAX_S, poll_s: float = HOLD_POLL_S) -> bool:
