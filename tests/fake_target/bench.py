@@ -60,9 +60,9 @@ if os.environ.get("FAKE_LINGER"):  # a child that outlives the bench in its proc
 
 
 def held(go):
-    """A profile started ahead (KOPT_PROFILE_HOLD), as kopt's harness holds: `<go>.held` first,
-    then a beat every 10 ms (`beat TIME` to FAKE_SERVE_LOG) until `go` (logs `go TIME`) or
-    `stop` (logs `stopped`, leaves)."""
+    """A profile started ahead (KOPT_PROFILE_HOLD), as kopt's harness holds: `<go>.held` first
+    (logs `held PID CWD TIME` to FAKE_SERVE_LOG), then a look every 10 ms until `go` (logs `go
+    ...`) or `stop` (logs `stopped ...`, leaves)."""
     log = os.environ.get("FAKE_SERVE_LOG")
 
     def note(line):
@@ -80,7 +80,6 @@ def held(go):
         if word == "stop":
             note(f"stopped {os.getpid()} {os.getcwd()} {time.time():.6f}")
             sys.exit(0)
-        note(f"beat {os.getpid()} {os.getcwd()} {time.time():.6f}")
         time.sleep(0.01)
 
 

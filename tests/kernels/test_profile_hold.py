@@ -4,6 +4,7 @@ a run never held would, the same inputs included; `stop` ends it with nothing wr
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from pathlib import Path
@@ -68,6 +69,7 @@ def test_a_held_profile_runs_no_tree_code_until_go_then_profiles_as_an_unheld_ru
     wait_for(Path(f"{go}{hold.HELD_SUFFIX}"))
     time.sleep(0.3)
     assert thread.is_alive() and not (t / "imported").exists() and not outputs.exists()
+    assert thread.native_id is not None and os.sched_getscheduler(thread.native_id) == os.SCHED_IDLE
     go.write_text("go\n")
     thread.join(60)
     assert result == [0] and (t / "imported").exists()
@@ -144,3 +146,11 @@ def test_predraw_stops_at_its_budget_and_skips_a_draw_that_fails() -> None:
 
     drawn = hold.predraw([("a", 1, boom), ("b", 1, draw), ("c", 1, draw), ("d", 1, draw)], budget=2048)
     assert sorted(drawn) == [("b", 1), ("c", 1)]
+
+
+def test_idle_priority_is_taken_and_given_back() -> None:
+    before = os.sched_getscheduler(0)
+    back = hold.idle_priority()
+    assert os.sched_getscheduler(0) == os.SCHED_IDLE
+    back()
+    assert os.sched_getscheduler(0) == before

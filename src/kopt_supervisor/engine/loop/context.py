@@ -37,7 +37,7 @@ from kopt_supervisor.engine.loop.control import Control, Processes
 from kopt_supervisor.engine.metrics import Measurement
 from kopt_supervisor.engine.propose.agents import PRESETS, writable_paths
 from kopt_supervisor.engine.records import KEPT, Iteration, Phase, Status
-from kopt_supervisor.engine.runner.command import RunResult, Server
+from kopt_supervisor.engine.runner.command import RunResult
 from kopt_supervisor.engine.sandbox.paths import Jails
 from kopt_supervisor.engine.store import Store
 from kopt_supervisor.engine.workspace import (
@@ -140,9 +140,6 @@ class Lane:
     (None: measure.ProcessAbba on this host; a Ray lane's runs on its worker)."""
     remote: RemoteTrees | None = field(default=None, repr=False)
     """Where the lane's trees and GPU are when not on this host (a Ray lane's worker)."""
-    bystanders: list[Server] = field(default_factory=list, repr=False)
-    """The lane's processes started ahead of their step (a keep's profile, held:
-    loop/profile_runs.py `HeldProfile`): stopped while a look is measured."""
 
     @property
     def name(self) -> str:

@@ -4,9 +4,8 @@ into one summary (`profile_in`). Run where the lane's GPU is: here, or on a Ray 
 (ray_lanes.py `LaneWorker.profile`).
 
 `HeldProfile`: a keep's one-pass profile started while the decision's looks still run and held
-by kopt's harness before it runs anything of the tree or on the GPU (kernels/harness/hold.py),
-stopped while each look is measured (`Lane.bystanders`); released when the decision keeps,
-told to stop otherwise."""
+by kopt's harness before it runs anything of the tree or on the GPU, at the CPU's idle priority
+(kernels/harness/hold.py); released when the decision keeps, told to stop otherwise."""
 
 from __future__ import annotations
 
@@ -167,9 +166,11 @@ class HeldProfile:
     """A keep's profile started ahead (one pass: [profile].keep = "time"), held by kopt's
     harness until `release` (kernels/harness/hold.py): the profiler's start, torch's import and
     the host's input draws overlap the decision, which they cannot disturb: nothing of the tree
-    runs and nothing touches the GPU before `go`, and the process is stopped while a look is
-    measured (it is one of the lane's `bystanders`). On the H200 (2026-12-01) these were 6-7 s of
-    a keep's 15 s profile (docs/h100-wave3/part17-...)."""
+    runs and nothing touches the GPU before `go`, and the harness holds at the CPU's idle
+    priority (SCHED_IDLE: only CPU time no other process wants). Never stopped with SIGSTOP: ncu
+    took its stopped and continued child for one that ended (exit codes 19 and 18, H200,
+    2026-12-01). On the H200 the start, the import and the draws were 6-7 s of a keep's 15 s
+    profile (docs/h100-wave3/part17-profile-ahead-h200.md)."""
 
     def __init__(
         self, ctx: RunContext, it: Iteration, lane: Lane, prof: Profiler, tree: Path, side: str, seed: int
@@ -199,7 +200,6 @@ class HeldProfile:
             env=env,
             confine=ctx.jails.bench(tree, self.pt.kind, self.pt.tree_hash, outputs=(out_dir,)),
         )
-        lane.bystanders.append(self.server)
 
     @property
     def acknowledged(self) -> bool:
@@ -225,10 +225,8 @@ class HeldProfile:
         if dict(acquire(ctx, lane, it).env) != self.gpu_env:
             self.cancel()
             return None
-        self._leave()
         with ctx.control.during(Step.PROFILE), ctx.clock(it, "profiler_s"):
             ended_early = not self.server.alive
-            self.server.resume()
             self.go.write_text("go\n", encoding="utf-8")
             try:
                 code = self.server.finish(
@@ -257,14 +255,9 @@ class HeldProfile:
 
     def cancel(self) -> None:
         """Stop: the run leaves with nothing profiled (or is ended)."""
-        self._leave()
         if self.server.alive:
             try:
                 self.go.write_text("stop\n", encoding="utf-8")
             except OSError:
                 pass
         self.server.close(grace_s=2.0)
-
-    def _leave(self) -> None:
-        if self.server in self.lane.bystanders:
-            self.lane.bystanders.remove(self.server)

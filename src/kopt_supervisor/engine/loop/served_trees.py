@@ -362,7 +362,7 @@ class ServedTrees:
                 self._ask(side, f"audit {r} {audit_seed} {audits[side]}", "audited", r)
                 cpu[side] = self.servers[side].cpu_seconds() - cpu[side]
         finally:
-            for server in [*self.servers.values(), *self.lane.bystanders]:
+            for server in self.servers.values():
                 server.resume()
             for side in leaving:
                 self._close(side)
@@ -547,15 +547,12 @@ class ServedTrees:
         return server
 
     def _focus(self, side: str) -> None:
-        """Only `side`'s process runs: the other is stopped (SIGSTOP, its whole tree), and so
-        is the lane's every process started ahead (`Lane.bystanders`), until the look's
-        requests are answered, so nothing it left running (a busy thread, a child)
+        """Only `side`'s process runs: the other is stopped (SIGSTOP, its whole tree) until
+        the look's requests are answered, so nothing it left running (a busy thread, a child)
         takes a CPU from the side being measured or does work outside its own requests."""
         for other, server in self.servers.items():
             if other != side:
                 server.pause()
-        for bystander in self.lane.bystanders:  # a keep's profile started ahead, held
-            bystander.pause()
         self.servers[side].resume()
 
     def _ask(self, side: str, request: str, answer: str, r: int) -> list[str]:

@@ -14,7 +14,8 @@ the process runs kopt's own code alone, and none of it on the GPU:
   profiled), `stop` leaves with nothing written.
 
 So nothing of the candidate's tree runs, and nothing touches the GPU, while the decision's
-looks are measured; the draws run on HOLD_THREADS threads of the host's CPU."""
+looks are measured; the draws run on HOLD_THREADS threads of the host's CPU at its idle priority
+(`idle_priority`, SCHED_IDLE: only CPU time no other process wants)."""
 
 from __future__ import annotations
 
@@ -100,6 +101,28 @@ def wait_for_go(go: Path, max_s: float = HOLD_MAX_S, poll_s: float = HOLD_POLL_S
         if time.monotonic() > deadline:
             raise SystemExit(f"{PROFILE_HOLD_ENV} {go}: no word from kopt in {max_s:.0f} s")
         time.sleep(poll_s)
+
+
+def idle_priority() -> Callable[[], None]:
+    """This thread, and the threads it starts from now on, at SCHED_IDLE; returns what puts the
+    thread back (the threads started meanwhile stay idle). Where the policy is missing or
+    refused, nothing changes."""
+    if not hasattr(os, "SCHED_IDLE"):
+        return lambda: None
+    try:
+        policy, param = os.sched_getscheduler(0), os.sched_getparam(0)
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+    except OSError as exc:
+        log(f"profile held at the usual priority: {exc}")
+        return lambda: None
+
+    def back() -> None:
+        try:
+            os.sched_setscheduler(0, policy, param)
+        except OSError as exc:  # an unprivileged thread whose RLIMIT_NICE does not allow it
+            log(f"profile left at the idle priority: {exc}")
+
+    return back
 
 
 def log(msg: str) -> None:
