@@ -69,7 +69,7 @@ def test_a_held_profile_runs_no_tree_code_until_go_then_profiles_as_an_unheld_ru
     wait_for(Path(f"{go}{hold.HELD_SUFFIX}"))
     time.sleep(0.3)
     assert thread.is_alive() and not (t / "imported").exists() and not outputs.exists()
-    assert thread.native_id is not None and os.sched_getscheduler(thread.native_id) == os.SCHED_IDLE
+    assert thread.native_id is not None and os.sched_getscheduler(thread.native_id) != os.SCHED_IDLE
     go.write_text("go\n")
     thread.join(60)
     assert result == [0] and (t / "imported").exists()
@@ -148,9 +148,15 @@ def test_predraw_stops_at_its_budget_and_skips_a_draw_that_fails() -> None:
     assert sorted(drawn) == [("b", 1), ("c", 1)]
 
 
-def test_idle_priority_is_taken_and_given_back() -> None:
+def test_the_held_work_runs_at_idle_priority_and_its_error_reaches_the_caller() -> None:
+    """What a held run does before `go` runs on a thread at SCHED_IDLE; the caller's thread keeps
+    its own priority for the run after `go`, and an error of the work is the caller's."""
     before = os.sched_getscheduler(0)
-    back = hold.idle_priority()
-    assert os.sched_getscheduler(0) == os.SCHED_IDLE
-    back()
+    assert hold.in_idle_thread(lambda: os.sched_getscheduler(0)) == os.SCHED_IDLE
     assert os.sched_getscheduler(0) == before
+
+    def fails() -> None:
+        raise SystemExit("--dtypes: 'int8' is not one of float16")
+
+    with pytest.raises(SystemExit, match="int8"):
+        hold.in_idle_thread(fails)

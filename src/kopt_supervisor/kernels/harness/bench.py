@@ -1305,12 +1305,10 @@ def main(spec: Spec | str | Path, argv: list[str] | None = None, *, tree: str | 
         hold.acknowledge(go)  # before anything else: kopt reads it as proof this run held
         if not isinstance(spec, Spec):
             tree = tree or spec  # the bundled kernel's folder is its tree too (Bench)
-        back = hold.idle_priority()
-        seed, spec, drawn = held(spec, parse_args(argv, True), clock)
+        seed, spec, drawn = hold.in_idle_thread(functools.partial(held, spec, parse_args(argv, True), clock))
         if not hold.wait_for_go(go):
             log(f"profile held and stopped: {clock.line()}")
             return 0
-        back()
         clock.lap("held")
     torch, gpu = setup_device()
     clock.lap("torch")  # its import and the driver's

@@ -14,17 +14,19 @@ the process runs kopt's own code alone, and none of it on the GPU:
   profiled), `stop` leaves with nothing written.
 
 So nothing of the candidate's tree runs, and nothing touches the GPU, while the decision's
-looks are measured; the draws run on HOLD_THREADS threads of the host's CPU at its idle priority
-(`idle_priority`, SCHED_IDLE: only CPU time no other process wants)."""
+looks are measured; the import and the draws run on a thread at the CPU's idle priority
+(`in_idle_thread`, SCHED_IDLE: only CPU time no other process wants), torch on HOLD_THREADS
+threads."""
 
 from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 PROFILE_HOLD_ENV = "KOPT_PROFILE_HOLD"
 """--profile: the file kopt writes `go` (or `stop`) into; while it is absent the run holds."""
@@ -103,26 +105,35 @@ def wait_for_go(go: Path, max_s: float = HOLD_MAX_S, poll_s: float = HOLD_POLL_S
         time.sleep(poll_s)
 
 
-def idle_priority() -> Callable[[], None]:
-    """This thread, and the threads it starts from now on, at SCHED_IDLE; returns what puts the
-    thread back (the threads started meanwhile stay idle). Where the policy is missing or
-    refused, nothing changes."""
-    if not hasattr(os, "SCHED_IDLE"):
-        return lambda: None
-    try:
-        policy, param = os.sched_getscheduler(0), os.sched_getparam(0)
-        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
-    except OSError as exc:
-        log(f"profile held at the usual priority: {exc}")
-        return lambda: None
+T = TypeVar("T")
 
-    def back() -> None:
+
+def in_idle_thread(work: Callable[[], T]) -> T:
+    """`work`'s result, run on a thread of its own at SCHED_IDLE (with the threads it starts,
+    torch's CPU pool among them): it takes only CPU time no other process wants. The caller's
+    thread keeps its priority for the run after `go` (a thread in a sandbox's user namespace
+    may not take its priority back: EPERM on the H200, 2026-12-01). Where the policy is missing
+    or refused, `work` runs at the usual priority (logged). Its exception is raised here."""
+    out: list[T] = []
+    error: list[BaseException] = []
+
+    def run() -> None:
+        if hasattr(os, "SCHED_IDLE"):
+            try:
+                os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+            except OSError as exc:
+                log(f"profile held at the usual priority: {exc}")
         try:
-            os.sched_setscheduler(0, policy, param)
-        except OSError as exc:  # an unprivileged thread whose RLIMIT_NICE does not allow it
-            log(f"profile left at the idle priority: {exc}")
+            out.append(work())
+        except BaseException as exc:  # re-raised in the caller's thread
+            error.append(exc)
 
-    return back
+    thread = threading.Thread(target=run, name="kopt-held")
+    thread.start()
+    thread.join()
+    if error:
+        raise error[0]
+    return out[0]
 
 
 def log(msg: str) -> None:
