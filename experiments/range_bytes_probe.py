@@ -60,7 +60,7 @@ def main() -> int:
     rows = list(csv.reader(io.StringIO(page[page.index('"ID"') :])))
     header, body = rows[0], rows[2:]
     col = {name: header.index(name) for name in ("Kernel Name", *METRICS)}
-    per = collections.defaultdict(lambda: [0, 0.0, 0.0, 0.0])
+    per: dict[str, list[float]] = collections.defaultdict(lambda: [0.0, 0.0, 0.0, 0.0])
     for r in body:
         name = r[col["Kernel Name"]]
         if not name.startswith("kopt:"):
