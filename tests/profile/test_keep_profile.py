@@ -16,20 +16,20 @@ import pytest
 from kopt_supervisor.engine import BadInput
 from kopt_supervisor.engine.config.toml_io import loads as loads_config
 from kopt_supervisor.engine.profile.classes import compare_per_class
-from kopt_supervisor.engine.profile.ncu import DEFAULT_METRICS, M_TIME, PASS_KEEP, NcuProfiler
+from kopt_supervisor.engine.profile.ncu import DEFAULT_METRICS, M_L2_BYTES, M_TIME, PASS_KEEP, NcuProfiler
 from kopt_supervisor.engine.profile.rocprof import Rocprofv3Profiler
 from kopt_supervisor.engine.runner.command import all_at_once
 from tests.profile.test_profile_config import MIN as MIN_TOML
 from tests.profile.test_profile_two_pass import FAKE_NCU, REFS, _option, run_profile
 
 
-def test_the_keep_pass_is_one_unfiltered_pass_of_gpu_time(tmp_path: Path):
+def test_the_keep_pass_is_one_unfiltered_pass_of_gpu_time_and_l2_bytes(tmp_path: Path):
     full = NcuProfiler(executable="/opt/ncu")
     keep = full.for_keep("time")
     assert full.for_keep("full") is full and full.metrics == DEFAULT_METRICS  # the baseline's profiler is untouched
     one = keep.next_pass(["python", "bench.py", "--profile"], tmp_path / "v3" / "cand", "k", [])
     assert one is not None and one.role == "single" and one.label == PASS_KEEP
-    assert _option(one.argv, "--metrics") == M_TIME and "--nvtx" in one.argv
+    assert _option(one.argv, "--metrics") == f"{M_TIME},{M_L2_BYTES}" and "--nvtx" in one.argv
     assert "--nvtx-include" not in one.argv and "--nvtx-exclude" not in one.argv  # everything, inside and out
     assert one.argv[0] == "/opt/ncu" and _option(one.argv, "--clock-control") == "none"
     assert keep.next_pass(["b"], tmp_path / "v3" / "cand", "k", [one]) is None

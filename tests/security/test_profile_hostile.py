@@ -421,3 +421,27 @@ def test_a_profile_that_computed_less_than_every_call_is_told_from_one_that_comp
     monkeypatch.setenv("KOPT_PROFILE_OUTPUTS", str(tmp_path / "profiles" / "again" / PROFILE_OUTPUTS))
     run_main(spec(), ["--profile"], best, capsys)
     assert ev.profile_outputs(tmp_path / "profiles" / "best", tmp_path / "profiles" / "again")["checked"] == len(df)
+
+
+def test_e2e_work_hidden_from_the_profiler_is_not_kept_and_an_honest_gain_is(
+    fake_env, tmp_path, monkeypatch, driven_clock
+):
+    """The profiled process switches ncu off around its real work (cudaProfilerStop, honoured by
+    ncu on the H200: experiments/ncu_profiler_api_probe.py) and leaves a cheap kernel in each
+    range; its timer claims the same 20%. Bench and profiler agree, the outputs are right: the
+    kernels ncu saw moved a twentieth of the bytes each call reads and writes ([roofline].bytes),
+    so it goes to review and is not kept (engine/profile/bytes_floor.py). The same gain done
+    honestly (1.5x its bytes through L2) is kept, the check made."""
+    hidden = do("k['fast'] = 1.25; k['ncu_speed'] = {'small': 0.8, 'large': 0.8}; k['ncu_hidden'] = True; ")
+    ws = two_keeps(
+        fake_env, tmp_path, monkeypatch, "h1", extra='\n[roofline]\nbytes = "n * 8"\n', script=[hidden, "gain30"]
+    )
+    v1, v2 = record(ws, 1), record(ws, 2)
+    assert v1["status"] != "keep" and "profiler_bytes_short" in v1["decision"]["flags"], v1["decision"]
+    assert (
+        "shape=s2,cls=large,n=4096 moved 1.6 KiB through L2 a call, under the 32.0 KiB it reads"
+        in v1["decision"]["reason"]
+    )
+    assert v1["profile"]["bytes"]["checked"] and len(v1["profile"]["bytes"]["short"]) == 4
+    assert v2["status"] == "keep", v2["decision"]
+    assert v2["profile"]["bytes"] == {"checked": True, "short": []}

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kopt_supervisor.engine import KoptFailure
+from kopt_supervisor.engine import BadInput, KoptFailure
 from kopt_supervisor.engine.decide import confirmation as claim_rule
 from kopt_supervisor.engine.decide import external_truth as truth_rule
 from kopt_supervisor.engine.decide.confirmation import ClassCheck, Confirmation, consistent_gain
@@ -46,6 +46,7 @@ from kopt_supervisor.engine.loop.profile_runs import Calls, HeldProfile, NotHeld
 from kopt_supervisor.engine.loop.served_trees import ServedTrees
 from kopt_supervisor.engine.metrics import BenchError
 from kopt_supervisor.engine.profile import AGREES, Agreement, agrees, choose_profiler, profiler
+from kopt_supervisor.engine.profile.bytes_floor import bytes_short
 from kopt_supervisor.engine.profile.classes import ConfigRef, compare_per_class, config_refs
 from kopt_supervisor.engine.profile.profiler import (
     ESCALATED_CALLS,
@@ -56,6 +57,7 @@ from kopt_supervisor.engine.profile.profiler import (
 from kopt_supervisor.engine.profile.roofline import evaluate as evaluate_roofline
 from kopt_supervisor.engine.profile.summary import ProfileSummary
 from kopt_supervisor.engine.records import Iteration, Stage
+from kopt_supervisor.engine.roofline import work_of_row
 from kopt_supervisor.engine.runner.command import ServerError
 
 
@@ -87,7 +89,7 @@ class Evidence:
         prof = self.profiler(lane, it)
         if verdict.kind != "keep" or prof is None:
             return verdict
-        prof = prof.for_keep(ctx.cfg.profile.keep)  # ncu: one pass, GPU time alone (by default)
+        prof = prof.for_keep(ctx.cfg.profile.keep)  # ncu: one pass, GPU time and L2 bytes (by default)
         self.start_confirmation(it, lane)  # their imports overlap the profiler's runs
         trees = {
             "best": tree_of(lane.best, it.best_commit_before or "HEAD"),
@@ -174,7 +176,13 @@ class Evidence:
                     outputs["unconfirmed"] = f"in the closer profile: {closer_outputs['unconfirmed']}"
         except CorrectnessRefuted as e:
             refuted, outputs = e, {"refuted": str(e)}
+        # what the candidate's ranges moved through L2 against what each call must move
+        refs, need = self.config_refs(), self.call_bytes()
+        floors = [bytes_short(c, refs, need) for c in cands]
+        short = [x for found in floors for x in found or []]
+        checked = bool(need) and any(found is not None for found in floors)
         it.record["profile"] = {
+            "bytes": {"checked": checked, "short": [x.line() for x in short]},
             "best": bests[0].to_dict(),
             "cand": cands[0].to_dict(),
             "comparison": cmp.to_dict(),
@@ -208,11 +216,32 @@ class Evidence:
                 reason=f"the profiler's outputs could not be compared: {outputs['unconfirmed']}",
                 flags=(*verdict.flags, "profile_outputs_unconfirmed"),
             )
+        if short:
+            return with_(
+                verdict,
+                kind="borderline",
+                reason="the profiler saw less work than the configs need: "
+                + "; ".join(x.line() for x in short[:3])
+                + " (work ncu did not see: a profiler switched off from inside the process?)",
+                flags=(*verdict.flags, "profiler_bytes_short"),
+            )
         if agreement.disagrees:
             return with_(
                 verdict, kind="borderline", reason=agreement.reason(), flags=(*verdict.flags, "profiler_disagrees")
             )
         return with_(verdict, reason=f"{verdict.reason}; profiler: {agreement.summary_line()}")
+
+    def call_bytes(self) -> dict[str, float]:
+        """Per config key, the bytes a call reads and writes ([roofline].bytes; none without it)."""
+        formula = self.ctx.cfg.roofline.bytes
+        out: dict[str, float] = {}
+        if formula:
+            for ref in self.config_refs():
+                try:
+                    out[ref.key] = work_of_row("", formula, ref.row, config=ref.key)[1]
+                except BadInput:  # a config the formula cannot price: not checked
+                    continue
+        return out
 
     def profile_pair(
         self,

@@ -17,10 +17,11 @@ first pass that profiled nothing (no kopt range in the bench) is followed by the
 unfiltered pass instead (`whole/`). docs/profiling.md says why (replaying the contract
 check's reference kernels with every metric cost ~100 s per tree).
 
-A keep's two trees need the GPU time of each launch and its range, nothing else: `for_keep("time")`
-([profile].keep, the default) is one pass over the whole run with `gpu__time_duration.sum`
-alone (no NVTX filter: the launches outside the ranges are in it, for the outside-time rule);
-on the H100 the two filtered passes with every metric cost 48-54 s a keep
+A keep's two trees need the GPU time of each launch, its range, and the bytes it moved through L2
+(the bytes floor, engine/profile/bytes_floor.py): `for_keep("time")` ([profile].keep, the
+default) is one pass over the whole run with `gpu__time_duration.sum` and `lts__t_bytes.sum`
+(no NVTX filter: the launches outside the ranges are in it, for the outside-time rule); on the
+H100 the two filtered passes with every metric cost 48-54 s a keep
 (docs/h100-wave3/part2-graphs-kept.md).
 
 Two commands then read each report again (`after_commands`, no GPU needed; independent, so
@@ -79,7 +80,7 @@ PASS_WHOLE = "no launch inside a kopt range: the whole run's first launches (WHO
 PASSES_TWO = (
     "two passes: the kernels inside the kopt ranges with full metrics, the others (outside/) with GPU time only"
 )
-PASS_KEEP = 'a keep\'s profile: one pass over the whole run, GPU time alone ([profile].keep = "time")'
+PASS_KEEP = 'a keep\'s profile: one pass over the whole run, GPU time and L2 bytes ([profile].keep = "time")'
 PASSES_FALLBACK = (
     "one whole-run pass with full metrics (whole/): the pass filtered to the kopt "
     "ranges found no launch (the bench emits no kopt range)"
@@ -100,6 +101,9 @@ M_OCCUPANCY = "sm__warps_active.avg.pct_of_peak_sustained_active"
 M_DRAM_BYTES = "dram__bytes.sum"
 M_DRAM_RATE = "dram__bytes.sum.per_second"
 M_DRAM_PCT = "dram__throughput.avg.pct_of_peak_sustained_elapsed"
+M_L2_BYTES = "lts__t_bytes.sum"
+"""A keep's pass reads it beside the time: the bytes each config's range moved through L2, which
+must be at least what a call reads and writes (engine/profile/bytes_floor.py)."""
 
 DEFAULT_METRICS: tuple[str, ...] = (
     M_TIME,
@@ -144,15 +148,16 @@ class NcuProfiler(Profiler):
         return self._argv(inner_argv, out_dir, self.metrics, [])
 
     def for_keep(self, keep: str) -> Profiler:
-        """[profile].keep = "time": this profiler for one unfiltered pass with GPU time alone
-        (the per-class comparison and the outside-time rule read nothing else); "full": self."""
+        """[profile].keep = "time": this profiler for one unfiltered pass with GPU time and L2
+        bytes (the per-class comparison, the outside-time rule and the bytes floor read nothing
+        else); "full": self."""
         if keep not in KEEP_MODES:
             raise ValueError(f"keep must be one of {KEEP_MODES}, not {keep!r}")
         if keep == "full":
             return self
         timing = NcuProfiler(
             executable=self.executable,
-            metrics=(M_TIME,),
+            metrics=(M_TIME, M_L2_BYTES),
             cache_control=self.cache_control,
             launch_count=self.launch_count,
             outside_ranges="full",
@@ -500,6 +505,7 @@ def _launch(record: _Record, where: str) -> Launch:
         dram_bytes=value(M_DRAM_BYTES, bytes_of),
         dram_bw_Bps=value(M_DRAM_RATE, rate_to_bytes_per_s),
         dram_pct=value(M_DRAM_PCT),
+        l2_bytes=value(M_L2_BYTES, bytes_of),
         block=cols.get("Block Size") or None,
         grid=cols.get("Grid Size") or None,
     )

@@ -100,8 +100,8 @@ keep claims. Six times the launches: about 2.4 times narrower an interval."""
 OUTSIDE_RANGES = ("time", "full")
 """[profile].outside_ranges: what ncu records of the kernels launched outside the kopt ranges."""
 KEEP_MODES = ("time", "full")
-"""[profile].keep: what a keep's two trees are profiled for. "time": GPU time alone, in one
-pass over the whole run (all the keep's check reads); "full": the baseline's passes."""
+"""[profile].keep: what a keep's two trees are profiled for. "time": GPU time (and, with ncu, L2
+bytes) in one pass over the whole run (all the keep's check reads); "full": the baseline's passes."""
 
 
 @dataclass(frozen=True)

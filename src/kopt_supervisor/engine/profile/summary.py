@@ -62,6 +62,8 @@ class Launch:
     dram_bw_Bps: float | None = None
     dram_pct: float | None = None
     """DRAM throughput as % of its peak over the launch's elapsed time (ncu)."""
+    l2_bytes: float | None = None
+    """Bytes through L2, reads and writes, hits or not (ncu `lts__t_bytes.sum`)."""
     block: str | None = None
     grid: str | None = None
     range: str | None = None
@@ -130,6 +132,8 @@ class RangeKernelStat:
     max_ns: float
     note: str = ""
     """`Launch.range_note` of these launches."""
+    l2_bytes: float | None = None
+    """Their bytes through L2 (`Launch.l2_bytes`), None unless every launch has it."""
 
     @property
     def mean_ns(self) -> float:
@@ -318,16 +322,16 @@ def summarize(
         return replace(summary, ranges_source=ranges_source if ranges_source.startswith("none") else "")
     if len(with_range) != len(launches):
         raise KoptFailure(f"{', '.join(files) or tool}: range information for some launches only")
-    groups: dict[tuple[str, str, str], list[float]] = defaultdict(list)
+    groups: dict[tuple[str, str, str], list[Launch]] = defaultdict(list)
     openings: dict[str, set[str]] = defaultdict(set)
     attributable = [x for x in launches if x.range and not x.range_note]
     counted = all(x.range_instance is not None for x in attributable)
     for x in launches:
-        groups[(x.range or "", x.range_note, x.kernel)].append(x.duration_ns)
+        groups[(x.range or "", x.range_note, x.kernel)].append(x)
     for x in attributable:
         if x.range_instance is not None:
             openings[x.range or ""].add(x.range_instance)
-    ranged = tuple(_range_stat(rng, note, kernel, times) for (rng, note, kernel), times in sorted(groups.items()))
+    ranged = tuple(_range_stat(rng, note, kernel, group) for (rng, note, kernel), group in sorted(groups.items()))
     return replace(
         summary,
         ranged=ranged,
@@ -361,8 +365,19 @@ def _range_m2(rng: str, times: list[float]) -> float:
     return _m2(rest) * (len(times) - 1) / (len(rest) - 1)
 
 
-def _range_stat(rng: str, note: str, kernel: str, times: list[float]) -> RangeKernelStat:
-    return RangeKernelStat(rng, kernel, len(times), sum(times), _range_m2(rng, times), min(times), max(times), note)
+def _range_stat(rng: str, note: str, kernel: str, launches: list[Launch]) -> RangeKernelStat:
+    times = [x.duration_ns for x in launches]
+    return RangeKernelStat(
+        rng,
+        kernel,
+        len(times),
+        sum(times),
+        _range_m2(rng, times),
+        min(times),
+        max(times),
+        note,
+        _sum_if_all(x.l2_bytes for x in launches),
+    )
 
 
 def summary_from_stats(
