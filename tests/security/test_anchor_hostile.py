@@ -29,6 +29,7 @@ def harness(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
             profile=SimpleNamespace(keep="time", run_noise_pct=0.3, repeats=1),
             decide=SimpleNamespace(),
             target=SimpleNamespace(direction="min"),
+            roofline=SimpleNamespace(bytes=""),  # no bytes per call: the bytes floor is not checked
         ),
         ws=SimpleNamespace(profiles=tmp_path / "profiles"),
         history=history,
@@ -43,7 +44,10 @@ def harness(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
         more = "_more" if calls[0] is not None else ""  # calls: (per config, the configs they are for)
         folder = ctx.ws.profiles / f"v{it.version}" / f"{best_dir}{more}"
         written.setdefault(folder, []).append(lane.tree_in_best)  # profile_in(..., lane.best, "best")
-        return [SimpleNamespace(to_dict=dict)], [SimpleNamespace(to_dict=dict)]
+        summary = SimpleNamespace(
+            to_dict=dict, ranged=(), range_openings=None
+        )  # no launches: nothing for the bytes floor
+        return [summary], [summary]
 
     compared: list[tuple[Path, str]] = []
 

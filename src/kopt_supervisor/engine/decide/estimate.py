@@ -172,6 +172,7 @@ FLAGS = (
     "subthreshold_gain",
     "partial_gain",
     "profiler_disagrees",
+    "profiler_bytes_short",
     "profile_outputs_unconfirmed",
     "budget_spent",
     "outliers_dropped",

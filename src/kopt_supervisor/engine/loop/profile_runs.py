@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -157,6 +158,11 @@ def read_back(ctx: RunContext, it: Iteration, prof: Profiler, step: ProfilePass,
         raise KoptFailure(f"{prof.name} reading its report of {pt.side}/ {done_read.why()}: {last_line(done_read)}")
 
 
+ACK_WAIT_S = 30.0
+"""At the release, how long a profile started ahead that has not written `go.held` yet (still
+starting: bwrap, ncu, Python) is waited for before it counts as one that does not hold."""
+
+
 class NotHeld(KoptFailure):
     """A profile started ahead that did not hold: its command is not kopt's harness (or ignores
     KOPT_PROFILE_HOLD), so it may have run while the decision's looks were measured."""
@@ -226,7 +232,21 @@ class HeldProfile:
             self.cancel()
             return None
         with ctx.control.during(Step.PROFILE), ctx.clock(it, "profiler_s"):
-            ended_early = not self.server.alive
+            deadline = time.monotonic() + ACK_WAIT_S  # a run still starting has not written it yet
+            while not self.acknowledged and self.server.alive and time.monotonic() < deadline:
+                time.sleep(0.05)
+            if not self.server.alive or not self.acknowledged:  # read before `go`: nothing of the tree ran yet
+                why = (
+                    "it ended before the decision did"
+                    if not self.server.alive
+                    else f"no {self.go.name}{PROFILE_HELD_SUFFIX}"
+                )
+                self.cancel()
+                check_after_run(ctx, lane, it, pt.tree)
+                raise NotHeld(
+                    f"{self.prof.name} on {pt.side}/: the profile started ahead did not hold ({why}): "
+                    '[profile].command is not kopt\'s harness; set [profile].ahead = "off"'
+                )
             self.go.write_text("go\n", encoding="utf-8")
             try:
                 code = self.server.finish(
@@ -236,12 +256,6 @@ class HeldProfile:
                 check_after_run(ctx, lane, it, pt.tree)
                 raise KoptFailure(f"{self.prof.name} on {pt.side}/ (started ahead) {e}") from None
             check_after_run(ctx, lane, it, pt.tree)
-            if ended_early or not self.acknowledged:
-                raise NotHeld(
-                    f"{self.prof.name} on {pt.side}/: the profile started ahead did not hold "
-                    f"({'it ended before the decision did' if ended_early else 'no ' + PROFILE_HOLD_GO + PROFILE_HELD_SUFFIX}): "
-                    '[profile].command is not kopt\'s harness; set [profile].ahead = "off"'
-                )
             if code != 0:
                 lines = [ln for ln in tail_file(self.server.err_path, 5).splitlines() if ln.strip()]
                 raise KoptFailure(
