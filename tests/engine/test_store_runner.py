@@ -285,6 +285,21 @@ def test_server_timeout_and_death_are_errors_that_kill_the_group(tmp_path: Path)
     assert not srv.alive
 
 
+def test_a_server_that_ends_on_its_own_is_waited_for_and_a_late_one_killed(tmp_path: Path):
+    """Server.finish (a profile started ahead, released): its exit code once it ends on its own,
+    its output logged; past the time allowed, an error and the whole group gone."""
+    srv = _server(tmp_path)
+    srv.proc.stdin.write(b"go 1\n")  # type: ignore[union-attr]
+    srv.proc.stdin.close()  # type: ignore[union-attr]  # EOF: the echo server answers, then leaves
+    assert srv.finish(timeout_s=10, poll_interval_s=0.05) == 0 and not srv.alive
+    assert "reply 1" in (tmp_path / "logs" / "srv.out").read_text()
+    srv = _server(tmp_path)
+    pgid = srv.pgid
+    with pytest.raises(ServerError, match=r"^timed out after 1 s$"):
+        srv.finish(timeout_s=1, poll_interval_s=0.05)
+    assert not srv.alive and not _group_alive_pids(pgid)
+
+
 def test_server_poll_interrupts_and_flood_is_cut(tmp_path: Path):
     srv = _server(tmp_path)
 

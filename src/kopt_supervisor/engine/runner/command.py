@@ -475,12 +475,7 @@ class Server:
                     except subprocess.TimeoutExpired:
                         pass
                     raise ServerEnded(f"{self._ended()} without answering {request!r}")
-                if time.monotonic() - start > timeout_s:
-                    raise ServerError(f"timed out after {timeout_s:.0f} s on {request!r}")
-                if runner.file_size(self.out_path) + runner.file_size(self.err_path) > self.max_output_bytes:
-                    raise ServerError("wrote more output than the limit ([target].max_output_mib); killed")
-                if poll:
-                    poll()
+                self._within(start, timeout_s, poll, f" on {request!r}")
         except BaseException:
             self.close(grace_s=0.0)
             raise
@@ -493,15 +488,20 @@ class Server:
         try:
             while self.proc.poll() is None:
                 self._read_lines(poll_interval_s)
-                if time.monotonic() - start > timeout_s:
-                    raise ServerError(f"timed out after {timeout_s:.0f} s")
-                if runner.file_size(self.out_path) + runner.file_size(self.err_path) > self.max_output_bytes:
-                    raise ServerError("wrote more output than the limit ([target].max_output_mib); killed")
-                if poll:
-                    poll()
+                self._within(start, timeout_s, poll)
             return int(self.proc.returncode)
         finally:
             self.close(grace_s=0.0)
+
+    def _within(self, start: float, timeout_s: float, poll: Callable[[], None] | None, what: str = "") -> None:
+        """One tick of a wait: ServerError past `timeout_s` since `start` or past the output
+        limit; then `poll`."""
+        if time.monotonic() - start > timeout_s:
+            raise ServerError(f"timed out after {timeout_s:.0f} s{what}")
+        if runner.file_size(self.out_path) + runner.file_size(self.err_path) > self.max_output_bytes:
+            raise ServerError("wrote more output than the limit ([target].max_output_mib); killed")
+        if poll:
+            poll()
 
     def close(self, grace_s: float = 5.0) -> None:
         """End the process: its stdin closed (a served command leaves at EOF), up to
