@@ -77,9 +77,9 @@ def test_a_keeps_profile_starts_with_the_decision_holds_through_its_looks_and_go
     assert v1_looks, ev
     # started before the decision's measured looks ended; went on only after the last of them
     assert max(t for _, _, t, _ in held[:2]) < max(t for _, _, t, _ in v1_looks) < min(t for _, _, t, _ in go)
-    # v2 (a loss): its candidate's profile started ahead (best's reused) and was told to stop
+    # v2 (a loss): its candidate's profile started ahead (best's reused), told to stop and ended
     assert [t for w, t, _, _ in ev[ev.index(go[-1]) :] if w == "held"] == ["cand"]
-    assert [e[0] for e in ev if e[0] in ("go", "stopped")][-1] == "stopped"
+    assert [e for e in ev[ev.index(go[-1]) + 1 :] if e[0] == "go"] == []
     assert not (ws.profiles / "v2" / "cand" / "summary.json").exists()
     assert (ws.profiles / "v2" / "cand" / "go").read_text().strip() == "stop"
 
@@ -94,3 +94,16 @@ def test_a_profile_command_that_does_not_hold_fails_that_profile_and_turns_profi
     assert 'set [profile].ahead = "off"' in v1["decision"]["reason"]
     assert statuses[2] == "keep" and v2["profile"]["taken"]["ahead"] == [], v2["decision"]
     assert not [line for line in log.read_text().splitlines() if line.startswith("held")]
+
+
+def test_a_repaired_candidates_profile_is_started_ahead_for_the_repaired_tree(fake_env, tmp_path, monkeypatch):
+    """Found by a hostile review (2026-12-01): the profile started before a repair's decision
+    took the first attempt's tree from the record and never matched the repaired one."""
+    ws, log = served_gpu(fake_env, tmp_path, monkeypatch, ["wrong_fixed_on_repair"])
+    statuses = run(ws, 1)
+    v1 = record(ws, 1)
+    assert statuses[1] == "keep", v1["decision"]
+    assert sorted(v1["profile"]["taken"]["ahead"]) == ["best", "cand"]
+    # the first attempt's held profiles were told to stop, the repaired tree's went on
+    words = [w for w, _, _, _ in events(log) if w in ("held", "go")]
+    assert words.count("go") == 2 and words.count("held") > 2, words

@@ -45,6 +45,15 @@ def held_run(tree: Path, go: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[thr
     return thread, result
 
 
+def forget_tree_modules(tree: Path) -> None:
+    import sys
+
+    for name, module in list(sys.modules.items()):
+        where = getattr(module, "__file__", None)
+        if where and Path(where).resolve().is_relative_to(tree.resolve()):
+            del sys.modules[name]
+
+
 def wait_for(path: Path, timeout_s: float = 30.0) -> None:
     deadline = time.monotonic() + timeout_s
     while not path.exists():
@@ -62,6 +71,7 @@ def test_a_held_profile_runs_no_tree_code_until_go_then_profiles_as_an_unheld_ru
     assert hb.main(spec(), ["--profile"], tree=t) == 0
     (t / "imported").unlink()
     capsys.readouterr()
+    forget_tree_modules(t)  # a held run is a process of its own: nothing of the tree imported yet
 
     outputs, go = tmp_path / "held.json", tmp_path / "go"
     monkeypatch.setenv("KOPT_PROFILE_OUTPUTS", str(outputs))
@@ -160,3 +170,41 @@ def test_the_held_work_runs_at_idle_priority_and_its_error_reaches_the_caller() 
 
     with pytest.raises(SystemExit, match="int8"):
         hold.in_idle_thread(fails)
+
+
+def test_the_held_contract_is_read_from_its_source_not_a_planted_bytecode(tmp_path: Path, monkeypatch) -> None:
+    """The tree's bytecode cache is written by the candidate's served process while the
+    decision runs. A .pyc made from other source of the same size and time is taken by Python's
+    import for the contract's; a held run reads the contract from its source."""
+    import importlib.util
+    import py_compile
+    import sys
+
+    from kopt_supervisor.kernels.harness.loader import load_module
+
+    monkeypatch.setattr(sys, "pycache_prefix", str(tmp_path / "pycache"))
+    real, forged = tmp_path / "contract.py", tmp_path / "forged.py"
+    real.write_text("X = 1\n")
+    forged.write_text("X = 2\n")
+    for f in (real, forged):
+        os.utime(f, (1_700_000_000, 1_700_000_000))
+    cached = importlib.util.cache_from_source(str(real))
+    py_compile.compile(str(forged), cfile=cached)
+    assert load_module(real, "kopt_test_contract").X == 2  # the attack: the planted bytecode ran
+    assert load_module(real, "kopt_test_contract", bytecode=False).X == 1
+
+
+def test_a_bench_that_imported_its_tree_before_the_hold_refuses_to_hold(tmp_path: Path, monkeypatch) -> None:
+    import sys
+    import types
+
+    t = marked_tree(tmp_path / "tree")
+    hold.refuse_if_tree_ran(t)  # nothing of it imported: holds
+    planted = types.ModuleType("kopt_test_tree_module")
+    planted.__file__ = str(t / "ops" / "scale.py")
+    monkeypatch.setitem(sys.modules, "kopt_test_tree_module", planted)
+    go = tmp_path / "go"
+    monkeypatch.setenv(hold.PROFILE_HOLD_ENV, str(go))
+    with pytest.raises(SystemExit, match="kopt_test_tree_module .* of the tree was imported before the hold"):
+        hb.main(spec(), ["--profile"], tree=t)
+    assert not Path(f"{go}{hold.HELD_SUFFIX}").exists()  # never acknowledged: kopt says it did not hold

@@ -88,6 +88,7 @@ class Evidence:
             )
         prof = self.profiler(lane, it)
         if verdict.kind != "keep" or prof is None:
+            self.drop_ahead(lane)  # a review may last hours: nothing started ahead waits through it
             return verdict
         prof = prof.for_keep(ctx.cfg.profile.keep)  # ncu: one pass, GPU time and L2 bytes (by default)
         self.start_confirmation(it, lane)  # their imports overlap the profiler's runs
@@ -178,7 +179,7 @@ class Evidence:
             refuted, outputs = e, {"refuted": str(e)}
         # what the candidate's ranges moved through L2 against what each call must move
         refs, need = self.config_refs(), self.call_bytes()
-        floors = [bytes_short(c, refs, need) for c in cands]
+        floors = [bytes_short(b, c, refs, need) for b, c in zip(bests, cands, strict=True)]
         short = [x for found in floors for x in found or []]
         checked = bool(need) and any(found is not None for found in floors)
         it.record["profile"] = {

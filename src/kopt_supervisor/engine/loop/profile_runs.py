@@ -10,6 +10,7 @@ by kopt's harness before it runs anything of the tree or on the GPU, at the CPU'
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import time
 from dataclasses import dataclass
@@ -114,9 +115,9 @@ class ProfiledTree:
     def of(
         cls, it: Iteration, lane: Lane, tree: Path, side: str, out_dir: Path, staged: str | None = None
     ) -> ProfiledTree:
-        """`staged`: the candidate's staged tree when the record has none yet (before its decision)."""
+        """`staged`: the candidate's tree as staged before its decision (else the record's)."""
         if tree == lane.cand:
-            return cls(tree, "cand", str(it.record.get("evaluated_tree") or staged), side, out_dir)
+            return cls(tree, "cand", str(staged or it.record.get("evaluated_tree")), side, out_dir)
         return cls(tree, "best", tree_of(tree, it.best_commit_before or "HEAD"), side, out_dir)
 
 
@@ -185,9 +186,10 @@ class HeldProfile:
         out_dir = ctx.ws.profiles / f"v{it.version}" / side
         shutil.rmtree(out_dir, ignore_errors=True)
         out_dir.mkdir(parents=True)
-        staged = None
-        if tree == lane.cand and not it.record.get("evaluated_tree"):  # as the decision will stage it
-            staged = gitops.stage_all_tree(lane.cand, force=it.record.get("forced_paths", []))
+        # the candidate as the decision will stage it (the record's may be a repaired or rebased tree's)
+        staged = (
+            gitops.stage_all_tree(lane.cand, force=it.record.get("forced_paths", [])) if tree == lane.cand else None
+        )
         self.pt = ProfiledTree.of(it, lane, tree, side, out_dir, staged)
         bench = as_argv(ctx.cfg.profile.command or ctx.cfg.target.bench)
         step = prof.next_pass(bench, out_dir, ctx.cfg.profile.kernel, [])
@@ -224,8 +226,8 @@ class HeldProfile:
 
     def release(self) -> ProfileSummary | None:
         """Go: the GPU gate asked first (as any profile's); None when it chose another GPU than
-        the one this run was started for (the caller profiles anew). Raises NotHeld when the run
-        never held, KoptFailure when it failed."""
+        the one this run was started for, or when the run held and then ended (the caller
+        profiles anew). Raises NotHeld when the run never held, KoptFailure when it failed."""
         ctx, it, lane, pt = self.ctx, self.it, self.lane, self.pt
         ctx.progress(it, "profile", f"{self.prof.name} on {pt.tree.name}/ (started ahead)")
         if dict(acquire(ctx, lane, it).env) != self.gpu_env:
@@ -234,8 +236,9 @@ class HeldProfile:
         with ctx.control.during(Step.PROFILE), ctx.clock(it, "profiler_s"):
             deadline = time.monotonic() + ACK_WAIT_S  # a run still starting has not written it yet
             while not self.acknowledged and self.server.alive and time.monotonic() < deadline:
+                ctx.control.pump()
                 time.sleep(0.05)
-            if not self.server.alive or not self.acknowledged:  # read before `go`: nothing of the tree ran yet
+            if not self.acknowledged:  # read before `go`: nothing of the tree ran yet
                 why = (
                     "it ended before the decision did"
                     if not self.server.alive
@@ -247,7 +250,14 @@ class HeldProfile:
                     f"{self.prof.name} on {pt.side}/: the profile started ahead did not hold ({why}): "
                     '[profile].command is not kopt\'s harness; set [profile].ahead = "off"'
                 )
-            self.go.write_text("go\n", encoding="utf-8")
+            if not self.server.alive:  # it held, then ended (its own limit, memory, a failed import): profiled anew
+                ctx.event(
+                    "profile", f"v{it.version}: {pt.side}'s profile started ahead ended before go; taken anew", it=it
+                )
+                self.cancel()
+                check_after_run(ctx, lane, it, pt.tree)
+                return None
+            say(self.go, "go")
             try:
                 code = self.server.finish(
                     timeout_s=ctx.cfg.profile.timeout_s, poll=ctx.control.pump, poll_interval_s=ctx.poll_interval_s
@@ -268,10 +278,17 @@ class HeldProfile:
         return summary
 
     def cancel(self) -> None:
-        """Stop: the run leaves with nothing profiled (or is ended)."""
+        """Stop: the run is told so and ended at once (before `go` it holds nothing worth a wait)."""
         if self.server.alive:
             try:
-                self.go.write_text("stop\n", encoding="utf-8")
+                say(self.go, "stop")
             except OSError:
                 pass
-        self.server.close(grace_s=2.0)
+        self.server.close(grace_s=0.0)
+
+
+def say(go: Path, word: str) -> None:
+    """Write `word` into the go file at once (a rename: the harness never reads half of it)."""
+    part = go.with_name(f".{go.name}.part")
+    part.write_text(f"{word}\n", encoding="utf-8")
+    os.replace(part, go)

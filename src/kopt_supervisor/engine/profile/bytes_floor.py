@@ -16,12 +16,13 @@ Pure: the summary, the configs and their bytes in; the configs short of bytes ou
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from kopt_supervisor.engine import fmt
 from kopt_supervisor.engine.profile.classes import ConfigRef, RangeMatcher
-from kopt_supervisor.engine.profile.summary import KOPT_PREFIX, ProfileSummary
+from kopt_supervisor.engine.profile.summary import KOPT_PREFIX, ProfileSummary, RangeKernelStat
 
 L2_FLOOR = 0.9
 """The share of a call's bytes its range must move through L2 (rounding in the [roofline].bytes
@@ -42,42 +43,67 @@ class BytesShort:
 
 
 def bytes_short(
-    summary: ProfileSummary,
+    best: ProfileSummary,
+    cand: ProfileSummary,
     refs: Sequence[ConfigRef],
     need: Mapping[str, float],
     floor: float = L2_FLOOR,
 ) -> list[BytesShort] | None:
-    """The configs of `refs` (with bytes in `need`, by config key) whose range moved fewer than
-    `floor` x their bytes through L2 per call (calls: the range's openings, else its fewest
-    launches of one kernel); None when the profile holds no L2 bytes for its ranges (not
-    measured: the check cannot be made)."""
+    """The configs of `refs` (with bytes in `need`, by config key) whose range in `cand` moved
+    fewer than `floor` x their bytes through L2 per call; None when `cand` holds no L2 bytes
+    for its ranges (not measured: the check cannot be made). A call is counted from `best`'s
+    profile of the same calls (its ranges' openings, else its least-launched kernel in the
+    range, as the per-class comparison counts them), never from the candidate's launches: one
+    extra launch on one call would otherwise divide its bytes by fewer calls. A launch in a
+    range without L2 bytes counts as none moved."""
     matcher = RangeMatcher(refs)
-    moved: dict[str, float] = {}
-    launches: dict[str, int] = {}
-    unmeasured: set[str] = set()
-    measured = False
-    for g in summary.ranged:
-        if not g.range.startswith(KOPT_PREFIX) or g.note:
-            continue
-        ref, _ = matcher.match(g.range)
-        if ref is None:
-            continue
-        if g.l2_bytes is None:
-            unmeasured.add(ref.key)
-            continue
-        measured = True
-        moved[ref.key] = moved.get(ref.key, 0.0) + g.l2_bytes
-        launches[ref.key] = min(launches.get(ref.key, g.calls), g.calls)
-    if not measured:
+    moved = _moved(cand, matcher)
+    if moved is None:
         return None
-    openings = {r: n for r, n in summary.range_openings or ()}
+    calls = _calls(best, matcher)
     short = []
     for ref in refs:
         want = need.get(ref.key, 0.0)
-        if want <= 0 or ref.key not in moved or ref.key in unmeasured:
+        if not math.isfinite(want) or want <= 0 or ref.key not in moved or not calls.get(ref.key):
             continue
-        calls = next((n for r, n in openings.items() if matcher.match(r)[0] == ref), launches[ref.key])
-        per_call = moved[ref.key] / max(1, calls)
+        per_call = moved[ref.key] / calls[ref.key]
         if per_call < floor * want:
             short.append(BytesShort(ref.key, ref.cls, per_call, want))
     return short
+
+
+def _attributed(summary: ProfileSummary, matcher: RangeMatcher) -> list[tuple[str, RangeKernelStat]]:
+    """(config key, launches) of each kernel group made inside a config's kopt range."""
+    out = []
+    for g in summary.ranged:
+        if g.range.startswith(KOPT_PREFIX) and not g.note:
+            ref, _ = matcher.match(g.range)
+            if ref is not None:
+                out.append((ref.key, g))
+    return out
+
+
+def _moved(summary: ProfileSummary, matcher: RangeMatcher) -> dict[str, float] | None:
+    """Per config, the bytes its range moved through L2 (a group without them: none); None
+    when no launch of any range has them."""
+    groups = _attributed(summary, matcher)
+    if not any(g.l2_bytes is not None for _, g in groups):
+        return None
+    moved: dict[str, float] = {}
+    for key, g in groups:
+        moved[key] = moved.get(key, 0.0) + (g.l2_bytes or 0.0)
+    return moved
+
+
+def _calls(summary: ProfileSummary, matcher: RangeMatcher) -> dict[str, int]:
+    """Per config, its calls in `summary`: its range's openings where the tool tells them apart,
+    else its least-launched kernel in the range."""
+    opened: dict[str, int] = {}
+    for name, n in summary.range_openings or ():
+        ref, _ = matcher.match(name)
+        if ref is not None:
+            opened[ref.key] = opened.get(ref.key, 0) + n
+    least: dict[str, int] = {}
+    for key, g in _attributed(summary, matcher):
+        least[key] = min(least.get(key, g.calls), g.calls)
+    return {key: opened.get(key) or n for key, n in least.items()}

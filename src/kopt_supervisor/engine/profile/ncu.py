@@ -114,6 +114,7 @@ DEFAULT_METRICS: tuple[str, ...] = (
     M_DRAM_BYTES,
     M_DRAM_RATE,
     M_DRAM_PCT,
+    M_L2_BYTES,
 )
 
 

@@ -1270,8 +1270,8 @@ def held(spec: Spec | str | Path, a: argparse.Namespace, clock: PhaseClock) -> t
     import torch
 
     seed = run_seed(a)
-    if not isinstance(spec, Spec):  # a bundled kernel's folder: its contract, read as Bench would
-        spec = spec_from_folder(spec)
+    if not isinstance(spec, Spec):  # a bundled kernel's folder: its contract, from source (loader.load_module)
+        spec = spec_from_folder(spec, bytecode=False)
     clock.lap("torch")
     if not torch.cuda.is_available():  # the driver asked, no context made: without a GPU nothing is drawn on the host
         return seed, spec, {}
@@ -1302,10 +1302,12 @@ def main(spec: Spec | str | Path, argv: list[str] | None = None, *, tree: str | 
     seed: int | None = None
     drawn: hold.Draws = {}
     if go is not None and parse_args(argv, True).profile:
-        hold.acknowledge(go)  # before anything else: kopt reads it as proof this run held
         if not isinstance(spec, Spec):
             tree = tree or spec  # the bundled kernel's folder is its tree too (Bench)
-        seed, spec, drawn = hold.in_idle_thread(functools.partial(held, spec, parse_args(argv, True), clock))
+        early = parse_args(argv, True)
+        hold.refuse_if_tree_ran(Path(early.tree or tree or Path.cwd()))  # before the word kopt trusts
+        hold.acknowledge(go)  # before anything else: kopt reads it as proof this run held
+        seed, spec, drawn = hold.in_idle_thread(functools.partial(held, spec, early, clock))
         if not hold.wait_for_go(go):
             log(f"profile held and stopped: {clock.line()}")
             return 0

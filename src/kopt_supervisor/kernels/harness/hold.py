@@ -6,8 +6,10 @@ profile_runs.py, `HeldProfile`). Until kopt writes `go` into the file KOPT_PROFI
 the process runs kopt's own code alone, and none of it on the GPU:
 
 - it writes `<file>.held` first (kopt's proof, read at the release, that the command held at
-  all: a command that ignored the variable would have profiled while the looks ran);
-- it imports torch, reads the spec (the protected contract, not the candidate's code) and draws
+  all: a command that ignored the variable would have profiled while the looks ran), unless a
+  module of the tree was already imported (`refuse_if_tree_ran`: then it ends at once);
+- it imports torch, reads the spec (the protected contract, from its source: no bytecode of the
+  tree's cache, which the candidate's served process writes; not the candidate's code) and draws
   on the host the inputs every config under GPU_DRAW_BYTES would draw there anyway
   (`Case.host_draw`), from the same seeds, so the values are those of a run never held;
 - it waits for the file: `go` goes on (the solution imported, the CUDA context made, the calls
@@ -49,6 +51,27 @@ def hold_file(environ: dict[str, str] | None = None) -> Path | None:
     """The go file kopt named, or None: this run is not held."""
     raw = (os.environ if environ is None else environ).get(PROFILE_HOLD_ENV, "").strip()
     return Path(raw) if raw else None
+
+
+def refuse_if_tree_ran(tree: Path) -> None:
+    """End the run, unacknowledged, when a module of `tree` other than the script itself was
+    imported before the hold (a bench script that imports the tree's code at its top): a run
+    held after that would have run the candidate's code while the decision's looks are
+    measured. kopt then profiles without holding (the release says why)."""
+    root = tree.resolve()
+    for name, module in list(sys.modules.items()):
+        where = getattr(module, "__file__", None)
+        if name == "__main__" or not where:
+            continue
+        try:
+            inside = Path(where).resolve().is_relative_to(root)
+        except (OSError, ValueError):
+            continue
+        if inside:
+            raise SystemExit(
+                f"{PROFILE_HOLD_ENV}: {name} ({where}) of the tree was imported before the hold: "
+                'this bench cannot be held (set [profile].ahead = "off")'
+            )
 
 
 def acknowledge(go: Path) -> None:

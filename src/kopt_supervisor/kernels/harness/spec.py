@@ -188,11 +188,12 @@ def spec_from_contract(contract: ModuleType, roofline: ModuleType | None = None)
     )
 
 
-def spec_from_folder(folder: str | Path) -> Spec:
-    """A bundled kernel's folder (contract.py, roofline.py, solution/, baseline/) as a Spec."""
+def spec_from_folder(folder: str | Path, *, bytecode: bool = True) -> Spec:
+    """A bundled kernel's folder (contract.py, roofline.py, solution/, baseline/) as a Spec
+    (`bytecode`: loader.load_module's)."""
     folder = Path(folder).resolve()
-    contract = load_module(folder / "contract.py", f"kopt_{folder.name}_contract")
-    roofline = load_module(folder / "roofline.py", f"kopt_{folder.name}_roofline")
+    contract = load_module(folder / "contract.py", f"kopt_{folder.name}_contract", bytecode=bytecode)
+    roofline = load_module(folder / "roofline.py", f"kopt_{folder.name}_roofline", bytecode=bytecode)
     return spec_from_contract(contract, roofline)
 
 
