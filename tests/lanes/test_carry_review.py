@@ -57,10 +57,9 @@ def test_a_carried_keep_is_not_confirmed_with_a_class_proven_5pct_slower_on_the_
 
     ctx = SimpleNamespace(cfg=SimpleNamespace(decide=DecideConfig()))
     evidence = Evidence(ctx, FeedLooks(looks))  # type: ignore[arg-type]
-    evidence.spares[0] = Spare()  # type: ignore[assignment]
     lane = SimpleNamespace(index=0, vendor="nvidia", measurer=None, fresh=None)
     it = SimpleNamespace(version=3, record={"carried": [{"decided_on": "a" * 40, "onto": "b" * 40}]})
-    conf = evidence.served_confirmation(it, lane, claim)  # type: ignore[arg-type]
+    conf = evidence.served_confirmation(it, lane, claim, fresh=Spare())  # type: ignore[arg-type]
     wide = next(c for c in conf.classes if c.cls == "wide")
     assert wide.lo > 1.0 and wide.ratio > 1.04  # the confirmation's own looks prove it slower
     assert conf.outcome != "confirmed", (conf.reason, wide)

@@ -70,8 +70,6 @@ def harness(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     for name, value in {
         "roofline": lambda *a, **k: None,
         "profiler": lambda lane, it: prof,
-        "start_confirmation": lambda *a: None,
-        "close_spare": lambda *a: None,
         "gpu_uuid": lambda lane: "host:GPU-0",
         "reusable_best": lambda tree, gpu: None,
         "config_refs": lambda: [],

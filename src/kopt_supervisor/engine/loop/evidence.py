@@ -33,7 +33,7 @@ from kopt_supervisor.engine.decide.estimate import Pair, Policy, Verdict
 from kopt_supervisor.engine.decide.external_truth import ExternalTruth, os_truth
 from kopt_supervisor.engine.decide.verdict import GUARD_CLASS, send_to_review, voting_classes
 from kopt_supervisor.engine.gitops import tree_of
-from kopt_supervisor.engine.loop.context import Lane, RunContext, acquire, carried, with_
+from kopt_supervisor.engine.loop.context import Lane, Measurer, RunContext, carried, with_
 from kopt_supervisor.engine.loop.measure import (
     CorrectnessFailure,
     DecisionRounds,
@@ -44,7 +44,6 @@ from kopt_supervisor.engine.loop.measure import (
 )
 from kopt_supervisor.engine.loop.profile_runs import Calls, HeldProfile, NotHeld, profile_in
 from kopt_supervisor.engine.loop.served_trees import ServedTrees
-from kopt_supervisor.engine.metrics import BenchError
 from kopt_supervisor.engine.profile import AGREES, Agreement, agrees, choose_profiler, profiler
 from kopt_supervisor.engine.profile.bytes_floor import bytes_short
 from kopt_supervisor.engine.profile.classes import ConfigRef, compare_per_class, config_refs
@@ -66,8 +65,6 @@ class Evidence:
         self.ctx = ctx
         self.rounds = rounds
         self._profiler: tuple[str, Profiler | None] | None = None
-        self.spares: dict[int, ServedTrees] = {}
-        """Per lane: the fresh servers of a keep's confirmation, started while its profiler runs."""
         self.ahead: dict[int, dict[str, HeldProfile]] = {}
         """Per lane, per side: the keep's first profile, started while the decision runs (`profile_ahead`)."""
         self.ahead_off = ""
@@ -91,7 +88,8 @@ class Evidence:
             self.drop_ahead(lane)  # a review may last hours: nothing started ahead waits through it
             return verdict
         prof = prof.for_keep(ctx.cfg.profile.keep)  # ncu: one pass, GPU time and L2 bytes (by default)
-        self.start_confirmation(it, lane)  # their imports overlap the profiler's runs
+        # the confirmation's servers start only after the profile (confirm_keep): the candidate's
+        # would import its code while best is profiled (GPU work at import slows best's kernels)
         trees = {
             "best": tree_of(lane.best, it.best_commit_before or "HEAD"),
             "cand": str(it.record.get("evaluated_tree")),
@@ -154,7 +152,6 @@ class Evidence:
                     it=it,
                 )
         except KoptFailure as e:
-            self.close_spare(lane)
             it.record["profile"] = {"error": str(e), **({"first": first.to_dict()} if first else {})}
             ctx.save(it)
             return with_(
@@ -163,9 +160,6 @@ class Evidence:
                 reason=f"the bench says keep, but the profiler failed: {e}",
                 flags=(*verdict.flags, "profiler_failed"),
             )
-        except BaseException:  # a stop, a broken tree: the spare servers go with it
-            self.close_spare(lane)
-            raise
         refuted: CorrectnessRefuted | None = None
         try:
             folder = ctx.ws.profiles / f"v{it.version}"
@@ -207,10 +201,8 @@ class Evidence:
         ctx.save(it)
         ctx.event("profile", f"v{it.version}: {cmp.summary_line()}", it=it)
         if refuted is not None:
-            self.close_spare(lane)
             raise refuted
         if outputs.get("unconfirmed"):
-            self.close_spare(lane)
             return with_(
                 verdict,
                 kind="borderline",
@@ -374,7 +366,6 @@ class Evidence:
         row that fails its correctness rule (or kopt's audit) fails the candidate."""
         ctx = self.ctx
         if verdict.kind != "keep" or self.rounds is None:
-            self.close_spare(lane)  # the profiler disagreed: no confirmation
             return verdict
         t0 = time.monotonic()
         policy = Policy.from_config(ctx.cfg.decide, ctx.cfg.target.direction)
@@ -382,9 +373,7 @@ class Evidence:
         # a carried keep (decided against an older BEST) takes the looks: they measure what it commits
         by_profile = lane.vendor != "none" and not carried(it)
         conf = truth_rule.by_profiler(profile, verdict, policy) if by_profile else None
-        if conf is not None:  # the profile pair confirmed it: the spare servers go unused
-            self.close_spare(lane)
-        else:
+        if conf is None:
             with ctx.clock(it, "reverify_s"):
                 served = bool(ctx.cfg.target.serve) and lane.fresh is None
                 conf = (self.served_confirmation if served else self.process_confirmation)(it, lane, verdict)
@@ -404,34 +393,16 @@ class Evidence:
         )
         return truth_rule.settle(verdict, conf, truth)
 
-    def start_confirmation(self, it: Iteration, lane: Lane) -> None:
-        """Start the fresh servers of the keep's confirmation ahead (served targets only): a
-        process start is mostly imports (torch's alone took 2-5 s on the H100), which need no
-        GPU; `served_confirmation` takes them, anything else closes them."""
-        self.close_spare(lane)
-        if not (self.ctx.cfg.target.serve and lane.fresh is None and self.rounds is not None):
-            return
-        spare = ServedTrees(self.ctx, lane, fresh=True)
-        self.spares[lane.index] = spare
-        try:
-            spare.spawn(it, Stage.REVERIFY, dict(acquire(self.ctx, lane, it).env))
-        except BenchError as e:  # the confirmation starts them again and reports what fails
-            self.ctx.event("confirm", f"v{it.version}: fresh servers not started ahead: {e}", it=it, level="warn")
-            self.close_spare(lane)
-
-    def close_spare(self, lane: Lane) -> None:
-        spare = self.spares.pop(lane.index, None)
-        if spare is not None:
-            spare.close()
-
-    def served_confirmation(self, it: Iteration, lane: Lane, claim: Verdict) -> Confirmation:
+    def served_confirmation(
+        self, it: Iteration, lane: Lane, claim: Verdict, fresh: Measurer | None = None
+    ) -> Confirmation:
         """Looks in two freshly started servers (both trees' processes new, caches of their own
         emptied, fresh seeds, each look audited) until decide/confirmation.judge concludes on
         the classes the keep claims (MIN_LOOKS..MAX_LOOKS looks; a claimed class six looks cannot
         tell, confirmation.EXTENDS, takes more, up to EXTENDED_MAX_LOOKS: `judge`'s extension).
         On a target without a GPU a confirmed claim the OS's accounting cannot tell yet takes more
         looks, up to OS_MAX_LOOKS: its clocks (CPU time in 10 ms ticks) need them more than the
-        bench's statistics do."""
+        bench's statistics do. `fresh`: the servers to use instead (tests)."""
         assert self.rounds is not None
         policy = self.rounds.policy()
         guard = guard_configs(self.ctx)
@@ -451,7 +422,7 @@ class Evidence:
                 return None  # the OS's clocks cannot tell yet: a few more looks, up to OS_MAX_LOOKS
             return step
 
-        measurer = self.spares.pop(lane.index, None) or ServedTrees(self.ctx, lane, fresh=True)
+        measurer = fresh or ServedTrees(self.ctx, lane, fresh=True)
         # with several lanes (their measurers check BEST before each look), another lane's keep
         # ends this confirmation at its next look too
         checked = OnBest(self.ctx, measurer) if isinstance(lane.measurer, OnBest) else measurer

@@ -201,8 +201,7 @@ class ServedTrees:
     candidate's is started anew at every decision, so nothing one candidate's code left in
     its process reaches the next. `fresh` (the confirmation of a keep): both are started
     anew at every decision, with caches of their own emptied at its start (`FreshCaches`);
-    `spawn` starts them ahead (the engine does while the profiler runs: their imports overlap
-    it), and they count as the next decision's.
+    `spawn` starts them ahead of a decision, and they count as that decision's.
 
     On a GPU, when both processes are new at a look, both first answer a warm-up look at the
     same time, never audited nor read (`_warm_up`): their compiles and CUDA graph captures
