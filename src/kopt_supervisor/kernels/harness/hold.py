@@ -57,7 +57,8 @@ def refuse_if_tree_ran(tree: Path) -> None:
     """End the run, unacknowledged, when a module of `tree` other than the script itself was
     imported before the hold (a bench script that imports the tree's code at its top): a run
     held after that would have run the candidate's code while the decision's looks are
-    measured. kopt then profiles without holding (the release says why)."""
+    measured. kopt then fails that keep's profile, saying why, and starts none ahead again in
+    the run."""
     root = tree.resolve()
     for name, module in list(sys.modules.items()):
         where = getattr(module, "__file__", None)
