@@ -177,7 +177,7 @@ class HeldProfile:
     priority (SCHED_IDLE: only CPU time no other process wants). Never stopped with SIGSTOP: ncu
     took its stopped and continued child for one that ended (exit codes 19 and 18, H200,
     2026-12-01). On the H200 the start, the import and the draws were 6-7 s of a keep's 15 s
-    profile (docs/h100-wave3/part17-profile-ahead-h200.md)."""
+    profile (docs/h100-wave3/part17-profile-ahead-and-the-bytes-floor-h200.md)."""
 
     def __init__(
         self, ctx: RunContext, it: Iteration, lane: Lane, prof: Profiler, tree: Path, side: str, seed: int
