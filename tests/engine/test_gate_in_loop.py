@@ -85,7 +85,7 @@ def test_profiler_agreement_confirms_a_keep_and_disagreement_sends_it_to_review(
     assert v1["profile"]["agreement"]["per_class"] is True
     assert v1["profile"]["cand"]["target_per_call_ns"] < v1["profile"]["best"]["target_per_call_ns"]
     assert (ws.profiles / "v1" / "cand" / "summary.json").exists()
-    # a keep's trees: one ncu pass over the whole run, GPU time alone ([profile].keep = "time"),
+    # a keep's trees: one ncu pass over the whole run, GPU time and L2 bytes ([profile].keep = "time"),
     # its two read-backs run as one step
     assert (ws.profiles / "v1" / "cand" / "ncu_nvtx.csv").exists() and (
         ws.profiles / "v1" / "cand" / "ncu_import.csv"
@@ -96,7 +96,7 @@ def test_profiler_agreement_confirms_a_keep_and_disagreement_sends_it_to_review(
         ws.log_dir(1) / "profile_cand_pass1.out"
     ).exists()
     kernels = {k["name"]: k for k in v1["profile"]["cand"]["kernels"]}
-    assert kernels["fake_kernel_large"]["registers_per_thread"] is None  # time alone
+    assert kernels["fake_kernel_large"]["registers_per_thread"] is None  # time and L2 bytes alone
     assert kernels["fake_reference"]["calls"] == 4  # the launches outside the ranges are in the one pass
     assert v1["profile"]["comparison"]["unattributed"]["grew"] is False
     # [profile].baseline = "start": the baseline's profile, before the first proposal, keeps every

@@ -199,7 +199,7 @@ class HeldProfile:
         self.go = out_dir / PROFILE_HOLD_GO
         self.gpu_env = dict(acquire(ctx, lane, it).env)
         env = {**profile_env(ctx, self.gpu_env, self.pt, (None, ()), seed), PROFILE_HOLD_ENV: str(self.go)}
-        self.name = f"profile_{side}"
+        self.name = f"profile_{side}_ahead"  # its own logs: a profile taken anew after it writes profile_<side>.*
         self.server = ctx.procs.server(
             it,
             list(step.argv),
