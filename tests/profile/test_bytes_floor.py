@@ -55,3 +55,19 @@ def test_what_cannot_be_checked_says_so_and_a_launch_without_bytes_moves_none() 
     assert len(bytes_short(BEST, mixed, REFS, {KEY: NEED}) or []) == 1  # a group without bytes moved none
     for need in ({}, {KEY: 0.0}, {KEY: math.nan}, {KEY: -1.0}):
         assert bytes_short(BEST, profile(("cheap", 4, 1.0)), REFS, need) == []  # nothing to compare with
+
+
+def test_where_the_tool_tells_ranges_apart_best_s_openings_count_the_calls() -> None:
+    """rocprofv3 names each opening of a range: best's ranges opened 4 times are 4 calls, though
+    its kernel ran twice in each (a two-kernel call counted by its launches would be 8)."""
+    best = summarize(
+        [
+            Launch(kernel="k", duration_ns=10.0, range=RNG, l2_bytes=0.8 * NEED, range_instance=str(i // 2))
+            for i in range(8)
+        ],
+        "",
+        tool="rocprofv3",
+    )
+    assert best.range_openings == ((RNG, 4),)
+    honest = profile(("k", 8, 0.8 * NEED))  # 1.6x a call's bytes over 4 calls
+    assert bytes_short(best, honest, REFS, {KEY: NEED}) == []
