@@ -49,6 +49,7 @@ from kopt_supervisor.engine.profile.bytes_floor import bytes_short
 from kopt_supervisor.engine.profile.classes import ConfigRef, compare_per_class, config_refs
 from kopt_supervisor.engine.profile.profiler import (
     ESCALATED_CALLS,
+    PROFILE_FORMAT,
     CorrectnessRefuted,
     Profiler,
     ReusedProfile,
@@ -193,6 +194,7 @@ class Evidence:
                 **({"closer": closer} if closer else {}),
                 "seed": seed,
                 "ahead": self.released.pop(lane.index, []),
+                "format": PROFILE_FORMAT,
             },
             "outputs": outputs,
             **({"first": first.to_dict()} if first else {}),

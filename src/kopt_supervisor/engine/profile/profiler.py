@@ -357,6 +357,13 @@ class ReusedProfile:
     """Its folder (its outputs.json, compared with the new candidate's)."""
 
 
+PROFILE_FORMAT = 2
+"""What a keep's profile holds, as `profile.taken.format` records it: 2 since 2026-12-01 (each config
+called 4 times, 2 past 256 MB; each launch's L2 bytes beside its time). Best's profile of another
+format (a run resumed across an upgrade) is not reused: its calls and counters are not the
+candidate's."""
+
+
 def reusable(
     made: tuple[int, Mapping[str, Any]] | None,
     best_tree: str,
@@ -369,9 +376,9 @@ def reusable(
     """Best's tree's profile as the keep that made it BEST (`made`: its version and record)
     profiled it (its candidate's summary), when this keep would profile it the same way: the
     same tree (a format step may have changed it before the commit), the same GPU, [profile].keep
-    "time", one profile per tree, and at most [profile].reuse_best_s ago (0: never). A keep's
-    profile then runs the candidate alone: half the profiler's time. kopt parsed that summary
-    itself when it was taken; nothing the candidate can write is read again."""
+    "time", one profile per tree, of today's PROFILE_FORMAT, and at most [profile].reuse_best_s ago
+    (0: never). A keep's profile then runs the candidate alone: half the profiler's time. kopt
+    parsed that summary itself when it was taken; nothing the candidate can write is read again."""
     if cfg.reuse_best_s <= 0 or cfg.keep != "time" or cfg.repeats != 1 or gpu is None or made is None:
         return None
     version, record = made
@@ -384,6 +391,7 @@ def reusable(
         or taken.get("gpu") != gpu
         or taken.get("keep") != "time"
         or taken.get("calls") is not None  # taken again with more calls: not the bench's own
+        or taken.get("format") != PROFILE_FORMAT
         or not 0 <= age <= cfg.reuse_best_s
     ):
         return None

@@ -1,0 +1,27 @@
+"""Best's profile is reused only when it was taken as a keep's profile is taken today
+(profiler.PROFILE_FORMAT): a run resumed across an upgrade profiles best again."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kopt_supervisor.engine.config import ProfileConfig
+from kopt_supervisor.engine.profile.profiler import PROFILE_FORMAT, reusable
+from kopt_supervisor.engine.profile.summary import Launch, summarize
+
+
+def made(**taken: object) -> tuple[int, dict]:
+    summary = summarize([Launch(kernel="k", duration_ns=10.0, range="kopt:shape=a", l2_bytes=1.0)], "", tool="ncu")
+    base = {"trees": {"cand": "t1"}, "gpu": "local:GPU-0", "keep": "time", "calls": None, "t": 1000.0, "seed": 7}
+    return 3, {"profile": {"cand": summary.to_dict(), "taken": {**base, **taken}}}
+
+
+def test_only_a_profile_of_todays_format_is_reused(tmp_path: Path) -> None:
+    def again(record: tuple[int, dict]) -> object:
+        return reusable(record, "t1", "local:GPU-0", ProfileConfig(), now=1010.0, profiles=tmp_path)
+
+    got = again(made(format=PROFILE_FORMAT))
+    assert got is not None and got.version == 3 and got.seed == 7
+    assert again(made()) is None  # taken before the format was recorded: 2 calls, no L2 bytes
+    assert again(made(format=PROFILE_FORMAT - 1)) is None
+    assert again(made(format=PROFILE_FORMAT, calls=12)) is None  # a closer profile is not the bench's own
