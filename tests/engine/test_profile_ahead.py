@@ -16,7 +16,7 @@ from kopt_supervisor.engine.workspace import Workspace
 from kopt_supervisor.kopt_tui.cli import main as kopt
 from tests.conftest import git
 from tests.engine.test_gate_in_loop import FAST_GATE, GPU, NCU_BIN
-from tests.engine.test_served_trees import record, run
+from tests.engine.test_served_trees import record, run, starts
 
 
 def served_gpu(
@@ -82,6 +82,9 @@ def test_a_keeps_profile_starts_with_the_decision_holds_through_its_looks_and_go
     assert [e for e in ev[ev.index(go[-1]) + 1 :] if e[0] == "go"] == []
     assert not (ws.profiles / "v2" / "cand" / "summary.json").exists()
     assert (ws.profiles / "v2" / "cand" / "go").read_text().strip() == "stop"
+    # the profile pair confirmed the keep: no fresh confirmation server was started, none while
+    # best was profiled (a candidate's imports there could slow best's kernels)
+    assert starts(log, confirmation=True) == []
 
 
 def test_a_profile_command_that_does_not_hold_fails_that_profile_and_turns_profiles_ahead_off(
@@ -107,3 +110,14 @@ def test_a_repaired_candidates_profile_is_started_ahead_for_the_repaired_tree(fa
     # the first attempt's held profiles were told to stop, the repaired tree's went on
     words = [w for w, _, _, _ in events(log) if w in ("held", "go")]
     assert words.count("go") == 2 and words.count("held") > 2, words
+
+
+def test_a_held_profile_that_ends_before_go_is_taken_anew_and_profiles_ahead_stay_on(fake_env, tmp_path, monkeypatch):
+    """A profile that held and then ended (its own limit, out of memory) is no command that
+    ignores the hold: the keep's profile is taken anew, and the next decision starts one ahead."""
+    ws, log = served_gpu(fake_env, tmp_path, monkeypatch, ["gain30", "gain30"], start={"held_exit": True})
+    statuses = run(ws, 2)
+    v1 = record(ws, 1)
+    assert statuses[1] == "keep" and v1["profile"]["taken"]["ahead"] == [], v1["decision"]
+    assert "error" not in v1["profile"] and (ws.profiles / "v1" / "cand" / "summary.json").is_file()
+    assert [w for w, *_ in events(log)].count("held") >= 3  # v1's two, then v2's candidate's: still on

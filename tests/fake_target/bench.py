@@ -17,7 +17,8 @@ profile, KOPT_PROFILE_CALLS set), profile_no_outputs
 writes none; hostile ones (tests/security/test_profile_hostile.py): profile_as_best (knobs applied
 only when profiled as best), profile_nan (classes), profile_atol, profile_raw (the file's text),
 profile_nested (depth), profile_fifo, profile_sparse_mib, profile_link (a symlink's target). Held
-(KOPT_PROFILE_HOLD, a keep's profile started ahead): as kopt's harness, unless ignores_hold. FAKE_REPS=N adds a `reps` column (N timed calls per
+(KOPT_PROFILE_HOLD, a keep's profile started ahead): as kopt's harness, unless ignores_hold
+(never holds) or held_exit (holds, then exits before the word). FAKE_REPS=N adds a `reps` column (N timed calls per
 row) and sleeps what N calls at each config's latency take, before `fast` divides it: the
 wall time holds the timed calls, and a lying timer's claim is not in it.
 """
@@ -72,6 +73,8 @@ def held(go):
 
     open(go + ".held", "w").write(str(os.getpid()))
     note(f"held {os.getpid()} {os.getcwd()} {time.time():.6f}")
+    if k.get("held_exit"):  # held, then ended before the word (its own limit, memory): exit 3
+        sys.exit(3)
     while True:
         word = open(go).read().strip() if os.path.exists(go) else ""
         if word == "go":

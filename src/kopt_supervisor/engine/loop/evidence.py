@@ -312,7 +312,7 @@ class Evidence:
         prof = prof.for_keep(cfg.keep)
         reused = self.reusable_best(tree_of(lane.best, it.best_commit_before or "HEAD"), self.gpu_uuid(lane))
         anchor = self.baseline_outputs()
-        seed = anchor[0] if anchor is not None else self.first_seed(lane, it, reused, fresh=True)
+        seed = anchor[0] if anchor is not None else self.first_seed(lane, it, reused)  # none held: a new one
         started: dict[str, HeldProfile] = {}
         self.ahead[lane.index] = started
         try:
@@ -324,14 +324,13 @@ class Evidence:
             self.drop_ahead(lane)
             ctx.event("profile", f"v{it.version}: the keep's profile not started ahead: {e}", it=it, level="warn")
 
-    def first_seed(self, lane: Lane, it: Iteration, reused: ReusedProfile | None, *, fresh: bool = False) -> int:
+    def first_seed(self, lane: Lane, it: Iteration, reused: ReusedProfile | None) -> int:
         """The first profile's seed without a baseline's: best's reused profile's, else the one
-        the profiles started ahead for this decision took, else a new one (`fresh`: always new
-        then)."""
+        the profiles started ahead for this decision took, else a new one."""
         if reused is not None and reused.seed is not None:
             return reused.seed
         held = next(iter(self.ahead.get(lane.index, {}).values()), None)
-        if not fresh and held is not None and held.it.version == it.version:
+        if held is not None and held.it.version == it.version:
             return held.seed
         return secrets.randbelow(1 << 31)
 

@@ -417,8 +417,7 @@ def input_bytes(torch: Any, spec: Spec, shape: Any, dt: Any) -> int:
         args, kwargs = spec.make_inputs(torch, shape.dims, dt, "meta", gen)
     except Exception:  # a spec that cannot draw on the meta device: drawn as before
         return 0
-    values = [*args, *dict(kwargs).values()]
-    return sum(int(v.numel()) * int(v.element_size()) for v in values if hasattr(v, "element_size"))
+    return hold.nbytes(tuple(args), dict(kwargs))
 
 
 class Case:
