@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# On the device (carry .whl): bash experiments/profile_cost.sh [profile_cost|profile_noise]
+# On the device (carry .whl): bash experiments/profile_cost.sh [profile_cost|profile_noise|profile_after_go]
 # (experiments/<name>.py says what it measures; both run on the RMSNorm demo's target repo,
 # made here by `kopt demo --max-iters 0`)
 cd "$(dirname "$0")/.." || exit 2
@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.." || exit 2
 source experiments/device_wave.sh
 WAVE_SKIP_WHEELS="ray-*"
 NAME=${1:-profile_cost}
-case $NAME in profile_cost|profile_noise) ;; *) echo "profile_cost.sh: no experiment $NAME" >&2; exit 2 ;; esac
+case $NAME in profile_cost|profile_noise|profile_after_go) ;; *) echo "profile_cost.sh: no experiment $NAME" >&2; exit 2 ;; esac
 setup_device "$NAME" || exit 1
 OUT=${OUT:-/tmp/$NAME}
 W=${PROFILE_COST_WORK:-$HOME/kopt-$NAME}

@@ -1,0 +1,124 @@
+"""Where a keep's held profile spends the seconds after kopt says go (issue 26: a keep iteration
+of the RMSNorm demo was 28-40 s on the H200, 12 s of it the profile, 2026-12-01, part 18).
+
+On a GPU host with ncu, after `kopt demo --kernel rmsnorm --max-iters 0` made the target repo:
+
+    python experiments/profile_after_go.py REPO OUT
+
+runs the bench's `--profile` in REPO under kopt's keep pass of ncu (as the product does, outside
+the sandbox), held (KOPT_PROFILE_HOLD) and released HOLD_S seconds after it acknowledged, and
+prints per variant the seconds from `go` to the end of ncu, the harness's phase lines, the
+launches ncu profiled and the read-back's seconds (ncu --import, both pages at once):
+
+- keep pass (GPU time and L2 bytes), as today;
+- GPU time alone (what the L2 counter costs);
+- the largest shape's inputs drawn on the host while held too (GPU_DRAW_BYTES lifted for the
+  run: its draw's launches leave the profile);
+- that, plus the outputs' summaries off (what the host's summaries cost after go);
+- unprofiled, held the same way (what ncu costs at all).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import csv
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from kopt_supervisor.engine.profile.ncu import M_TIME, NcuProfiler
+
+HOLD_S = float(os.environ.get("HOLD_S", "14"))
+KERNEL = "_rms_(kernel|whole_tiles)"
+LIFT = (
+    "import runpy, sys; import kopt_supervisor.kernels.harness.bench as b; b.GPU_DRAW_BYTES = 1 << 40; "
+    "sys.argv = ['bench.py'] + sys.argv[1:]; runpy.run_path('bench.py', run_name='__main__')"
+)
+
+
+def launches(folder: Path) -> int:
+    path = folder / "ncu.csv"
+    if not path.exists():
+        return -1
+    rows = list(csv.reader(line for line in path.read_text().splitlines() if not line.startswith("==")))
+    return max(0, len(rows) - 2)
+
+
+def run(repo: Path, out: Path, name: str, *, ncu: str, lift: bool, outputs: bool) -> None:
+    folder = out / name.replace(" ", "_")
+    folder.mkdir(parents=True, exist_ok=True)
+    go = folder / "go"
+    for f in (go, Path(f"{go}.held")):
+        f.unlink(missing_ok=True)
+    env = {
+        **os.environ,
+        "KOPT_PROFILE": "1",
+        "KOPT_PROFILE_SEED": "12345",
+        "KOPT_PROFILE_HOLD": str(go),
+        "TRITON_CACHE_DIR": str(out / "triton-cache"),
+    }
+    if outputs:
+        env["KOPT_PROFILE_OUTPUTS"] = str(folder / "outputs.json")
+    inner = [sys.executable, "-c", LIFT] if lift else [sys.executable, "bench.py"]
+    argv = [*inner, "--profile", "--dtypes", "bfloat16"]
+    prof = None
+    if ncu:
+        prof = NcuProfiler().for_keep("time")
+        if ncu == "time":
+            prof = NcuProfiler(metrics=(M_TIME,), outside_ranges="full")
+        step = prof.next_pass(argv, folder, KERNEL, [])
+        assert step is not None
+        argv = list(step.argv)
+    t0 = time.monotonic()
+    proc = subprocess.Popen(argv, cwd=repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    held = Path(f"{go}.held")
+    while not held.exists() and proc.poll() is None:
+        time.sleep(0.01)
+    t_ack = time.monotonic()
+    time.sleep(HOLD_S)
+    go.write_text("go")
+    t_go = time.monotonic()
+    _, err = proc.communicate(timeout=600)
+    t_end = time.monotonic()
+    read_s = 0.0
+    if prof is not None:
+        cmds = prof.after_commands(folder)
+        t1 = time.monotonic()
+        with concurrent.futures.ThreadPoolExecutor(len(cmds) or 1) as pool:
+            list(pool.map(lambda c: subprocess.run(c, capture_output=True, timeout=300), cmds))
+        read_s = time.monotonic() - t1
+    counted = f", {launches(folder)} launches" if ncu else ""
+    print(
+        f"== {name}: ack {t_ack - t0:.2f} s, go->end {t_end - t_go:.2f} s, read-back {read_s:.2f} s "
+        f"(rc {proc.returncode}){counted}",
+        flush=True,
+    )
+    for line in err.splitlines():
+        if line.startswith(("profile ", "bench phases")) or "Error" in line:
+            print("   " + line[:220], flush=True)
+    if proc.returncode != 0:
+        print(err[-2000:], flush=True)
+
+
+def main() -> int:
+    repo, out = Path(sys.argv[1]), Path(sys.argv[2])
+    out.mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        [sys.executable, "bench.py", "--profile", "--dtypes", "bfloat16"],
+        cwd=repo,
+        env={**os.environ, "TRITON_CACHE_DIR": str(out / "triton-cache")},
+        capture_output=True,
+        timeout=300,
+    )  # fills the Triton cache, as the candidate's served process has when its profile runs
+    run(repo, out, "keep pass", ncu="keep", lift=False, outputs=True)
+    run(repo, out, "time alone", ncu="time", lift=False, outputs=True)
+    run(repo, out, "keep pass, largest drawn while held", ncu="keep", lift=True, outputs=True)
+    run(repo, out, "keep pass, largest drawn while held, no outputs", ncu="keep", lift=True, outputs=False)
+    run(repo, out, "unprofiled, largest drawn while held", ncu="", lift=True, outputs=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
