@@ -15,7 +15,11 @@ launches ncu profiled and the read-back's seconds (ncu --import, both pages at o
 - the largest shape's inputs drawn on the host while held too (GPU_DRAW_BYTES lifted for the
   run: its draw's launches leave the profile);
 - that, plus the outputs' summaries off (what the host's summaries cost after go);
-- unprofiled, held the same way (what ncu costs at all).
+- unprofiled, held the same way (what ncu costs at all);
+- the keep pass beside two idle processes that hold a CUDA context and a fifth of the GPU's
+  memory each (as best's and the candidate's served processes do while the product profiles).
+
+PAG_VARIANTS (comma-separated numbers, 1-6; default all) picks the variants.
 """
 
 from __future__ import annotations
@@ -102,8 +106,29 @@ def run(repo: Path, out: Path, name: str, *, ncu: str, lift: bool, outputs: bool
         print(err[-2000:], flush=True)
 
 
+IDLE = (
+    "import time, torch; free, total = torch.cuda.mem_get_info(); "
+    "x = torch.empty(int(total * 0.2), dtype=torch.uint8, device='cuda'); x.fill_(1); torch.cuda.synchronize(); "
+    "print('ready', flush=True); time.sleep(900)"
+)
+
+
+def beside_idle(repo: Path, out: Path, name: str) -> None:
+    """The keep pass while two idle CUDA processes hold their contexts and memory."""
+    idle = [subprocess.Popen([sys.executable, "-c", IDLE], stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    try:
+        for p in idle:
+            assert p.stdout is not None and p.stdout.readline().strip() == "ready"
+        run(repo, out, name, ncu="keep", lift=False, outputs=True)
+    finally:
+        for p in idle:
+            p.kill()
+            p.wait()
+
+
 def main() -> int:
     repo, out = Path(sys.argv[1]), Path(sys.argv[2])
+    chosen = {int(v) for v in os.environ.get("PAG_VARIANTS", "1,2,3,4,5,6").split(",")}
     out.mkdir(parents=True, exist_ok=True)
     subprocess.run(
         [sys.executable, "bench.py", "--profile", "--dtypes", "bfloat16"],
@@ -112,11 +137,18 @@ def main() -> int:
         capture_output=True,
         timeout=300,
     )  # fills the Triton cache, as the candidate's served process has when its profile runs
-    run(repo, out, "keep pass", ncu="keep", lift=False, outputs=True)
-    run(repo, out, "time alone", ncu="time", lift=False, outputs=True)
-    run(repo, out, "keep pass, largest drawn while held", ncu="keep", lift=True, outputs=True)
-    run(repo, out, "keep pass, largest drawn while held, no outputs", ncu="keep", lift=True, outputs=False)
-    run(repo, out, "unprofiled, largest drawn while held", ncu="", lift=True, outputs=True)
+    variants = {
+        1: lambda: run(repo, out, "keep pass", ncu="keep", lift=False, outputs=True),
+        2: lambda: run(repo, out, "time alone", ncu="time", lift=False, outputs=True),
+        3: lambda: run(repo, out, "keep pass, largest drawn while held", ncu="keep", lift=True, outputs=True),
+        4: lambda: run(
+            repo, out, "keep pass, largest drawn while held, no outputs", ncu="keep", lift=True, outputs=False
+        ),
+        5: lambda: run(repo, out, "unprofiled, largest drawn while held", ncu="", lift=True, outputs=True),
+        6: lambda: beside_idle(repo, out, "keep pass beside two idle CUDA processes"),
+    }
+    for n in sorted(chosen):
+        variants[n]()
     return 0
 
 
