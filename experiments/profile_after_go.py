@@ -19,7 +19,13 @@ launches ncu profiled and the read-back's seconds (ncu --import, both pages at o
 - the keep pass beside two idle processes that hold a CUDA context and a fifth of the GPU's
   memory each (as best's and the candidate's served processes do while the product profiles).
 
-PAG_VARIANTS (comma-separated numbers, 1-6; default all) picks the variants.
+- the keep pass with the compile caches the product gives an unconfined tree (sandbox
+  cache_env: a folder of the tree's own, empty at first; Triton's kept warm), then with only
+  CUDA_CACHE_PATH, then only XDG_CACHE_HOME, of those (which one costs the product's extra);
+- the keep pass with its stdin an open pipe kopt never writes (the product starts a held profile
+  as a server: stdin and stdout pipes), where the others have /dev/null.
+
+PAG_VARIANTS (comma-separated numbers, 1-10; default 1-6) picks the variants.
 """
 
 from __future__ import annotations
@@ -29,10 +35,12 @@ import csv
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 from kopt_supervisor.engine.profile.ncu import M_TIME, NcuProfiler
+from kopt_supervisor.engine.sandbox.confinement import cache_env
 
 HOLD_S = float(os.environ.get("HOLD_S", "14"))
 KERNEL = "_rms_(kernel|whole_tiles)"
@@ -50,7 +58,17 @@ def launches(folder: Path) -> int:
     return max(0, len(rows) - 2)
 
 
-def run(repo: Path, out: Path, name: str, *, ncu: str, lift: bool, outputs: bool) -> None:
+def run(
+    repo: Path,
+    out: Path,
+    name: str,
+    *,
+    ncu: str,
+    lift: bool,
+    outputs: bool,
+    extra: dict[str, str] | None = None,
+    stdin: int | None = subprocess.DEVNULL,
+) -> None:
     folder = out / name.replace(" ", "_")
     folder.mkdir(parents=True, exist_ok=True)
     go = folder / "go"
@@ -63,6 +81,7 @@ def run(repo: Path, out: Path, name: str, *, ncu: str, lift: bool, outputs: bool
         "KOPT_PROFILE_HOLD": str(go),
         "TRITON_CACHE_DIR": str(out / "triton-cache"),
     }
+    env.update(extra or {})
     if outputs:
         env["KOPT_PROFILE_OUTPUTS"] = str(folder / "outputs.json")
     inner = [sys.executable, "-c", LIFT] if lift else [sys.executable, "bench.py"]
@@ -76,7 +95,9 @@ def run(repo: Path, out: Path, name: str, *, ncu: str, lift: bool, outputs: bool
         assert step is not None
         argv = list(step.argv)
     t0 = time.monotonic()
-    proc = subprocess.Popen(argv, cwd=repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        argv, cwd=repo, env=env, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     held = Path(f"{go}.held")
     while not held.exists() and proc.poll() is None:
         time.sleep(0.01)
@@ -84,6 +105,11 @@ def run(repo: Path, out: Path, name: str, *, ncu: str, lift: bool, outputs: bool
     time.sleep(HOLD_S)
     go.write_text("go")
     t_go = time.monotonic()
+    if proc.stdin is not None:  # held open, never written (as the product's server pipe is) until the end
+        while proc.poll() is None:
+            time.sleep(0.05)
+        proc.stdin.close()
+        proc.stdin = None
     _, err = proc.communicate(timeout=600)
     t_end = time.monotonic()
     read_s = 0.0
@@ -126,6 +152,15 @@ def beside_idle(repo: Path, out: Path, name: str) -> None:
             p.wait()
 
 
+def fresh(only: str = "") -> dict[str, str]:
+    """The product's cache variables for an unconfined tree, in a new empty folder (Triton's left
+    on the warm cache); `only`: that variable alone."""
+    folder = Path(tempfile.mkdtemp(prefix="pag-cache-"))
+    env = {k: v for k, v in cache_env(folder).items() if k != "TRITON_CACHE_DIR"}
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return {only: env[only]} if only else env
+
+
 def main() -> int:
     repo, out = Path(sys.argv[1]), Path(sys.argv[2])
     chosen = {int(v) for v in os.environ.get("PAG_VARIANTS", "1,2,3,4,5,6").split(",")}
@@ -146,6 +181,30 @@ def main() -> int:
         ),
         5: lambda: run(repo, out, "unprofiled, largest drawn while held", ncu="", lift=True, outputs=True),
         6: lambda: beside_idle(repo, out, "keep pass beside two idle CUDA processes"),
+        7: lambda: run(
+            repo, out, "keep pass, the tree's own caches", ncu="keep", lift=False, outputs=True, extra=fresh()
+        ),
+        8: lambda: run(
+            repo,
+            out,
+            "keep pass, CUDA_CACHE_PATH fresh",
+            ncu="keep",
+            lift=False,
+            outputs=True,
+            extra=fresh("CUDA_CACHE_PATH"),
+        ),
+        9: lambda: run(
+            repo,
+            out,
+            "keep pass, XDG_CACHE_HOME fresh",
+            ncu="keep",
+            lift=False,
+            outputs=True,
+            extra=fresh("XDG_CACHE_HOME"),
+        ),
+        10: lambda: run(
+            repo, out, "keep pass, stdin an open pipe", ncu="keep", lift=False, outputs=True, stdin=subprocess.PIPE
+        ),
     }
     for n in sorted(chosen):
         variants[n]()
