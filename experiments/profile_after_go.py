@@ -23,9 +23,11 @@ launches ncu profiled and the read-back's seconds (ncu --import, both pages at o
   cache_env: a folder of the tree's own, empty at first; Triton's kept warm), then with only
   CUDA_CACHE_PATH, then only XDG_CACHE_HOME, of those (which one costs the product's extra);
 - the keep pass with its stdin an open pipe kopt never writes (the product starts a held profile
-  as a server: stdin and stdout pipes), where the others have /dev/null.
+  as a server: stdin and stdout pipes), where the others have /dev/null;
+- the keep pass with an empty Triton cache, and with one filled by the bench's plain timed run
+  (the served looks' code path) instead of a --profile run: whether the profile compiles.
 
-PAG_VARIANTS (comma-separated numbers, 1-10; default 1-6) picks the variants.
+PAG_VARIANTS (comma-separated numbers, 1-12; default 1-6) picks the variants.
 """
 
 from __future__ import annotations
@@ -161,6 +163,21 @@ def fresh(only: str = "") -> dict[str, str]:
     return {only: env[only]} if only else env
 
 
+def triton_cache(repo: Path, out: Path, fill: str) -> dict[str, str]:
+    """A Triton cache of its own: empty, or filled by the bench's plain timed run (the served
+    looks' code path) rather than by a --profile run."""
+    folder = Path(tempfile.mkdtemp(prefix="pag-triton-", dir=out))
+    if fill == "timed":
+        subprocess.run(
+            [sys.executable, "bench.py", "--dtypes", "bfloat16"],
+            cwd=repo,
+            env={**os.environ, "TRITON_CACHE_DIR": str(folder)},
+            capture_output=True,
+            timeout=300,
+        )
+    return {"TRITON_CACHE_DIR": str(folder)}
+
+
 def main() -> int:
     repo, out = Path(sys.argv[1]), Path(sys.argv[2])
     chosen = {int(v) for v in os.environ.get("PAG_VARIANTS", "1,2,3,4,5,6").split(",")}
@@ -201,6 +218,24 @@ def main() -> int:
             lift=False,
             outputs=True,
             extra=fresh("XDG_CACHE_HOME"),
+        ),
+        11: lambda: run(
+            repo,
+            out,
+            "keep pass, an empty Triton cache",
+            ncu="keep",
+            lift=False,
+            outputs=True,
+            extra=triton_cache(repo, out, ""),
+        ),
+        12: lambda: run(
+            repo,
+            out,
+            "keep pass, Triton's cache filled by a timed run",
+            ncu="keep",
+            lift=False,
+            outputs=True,
+            extra=triton_cache(repo, out, "timed"),
         ),
         10: lambda: run(
             repo, out, "keep pass, stdin an open pipe", ncu="keep", lift=False, outputs=True, stdin=subprocess.PIPE
