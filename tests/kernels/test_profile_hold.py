@@ -208,26 +208,3 @@ def test_a_bench_that_imported_its_tree_before_the_hold_refuses_to_hold(tmp_path
     with pytest.raises(SystemExit, match="kopt_test_tree_module .* of the tree was imported before the hold"):
         hb.main(spec(), ["--profile"], tree=t)
     assert not Path(f"{go}{hold.HELD_SUFFIX}").exists()  # never acknowledged: kopt says it did not hold
-
-
-def test_the_held_run_asks_nvml_for_the_gpu_so_no_driver_thread_starts_at_idle_priority(monkeypatch) -> None:
-    """`cudaGetDeviceCount` calls `cuInit`, which starts the driver's threads (and, under ncu, its
-    injection's) from the asking thread: asked from the held thread they would keep SCHED_IDLE for
-    the whole profile. The held run asks with torch's NVML check on, and leaves the variable as
-    it found it."""
-    import torch
-
-    asked: list[str | None] = []
-
-    def is_available() -> bool:
-        asked.append(os.environ.get(hold.NVML_CHECK_ENV))
-        return False  # no GPU: nothing is drawn
-
-    monkeypatch.delenv(hold.NVML_CHECK_ENV, raising=False)
-    monkeypatch.setattr(torch.cuda, "is_available", is_available)
-    seed, _, drawn = hb.held(spec(), hb.parse_args(["--profile", "--seed", "7"], gpu=False), hb.PhaseClock())
-    assert asked == ["1"] and drawn == {} and seed == 7
-    assert hold.NVML_CHECK_ENV not in os.environ
-    monkeypatch.setenv(hold.NVML_CHECK_ENV, "0")
-    assert hold.gpu_seen(torch) is False and asked[-1] == "1"
-    assert os.environ[hold.NVML_CHECK_ENV] == "0"

@@ -1272,7 +1272,7 @@ def held(spec: Spec | str | Path, a: argparse.Namespace, clock: PhaseClock) -> t
     if not isinstance(spec, Spec):  # a bundled kernel's folder: its contract, from source (loader.load_module)
         spec = spec_from_folder(spec, bytecode=False)
     clock.lap("torch")
-    if not hold.gpu_seen(torch):  # without a GPU nothing is drawn on the host
+    if not torch.cuda.is_available():  # the driver asked, no context made: without a GPU nothing is drawn on the host
         return seed, spec, {}
     threads = torch.get_num_threads()
     torch.set_num_threads(min(threads, hold.HOLD_THREADS))

@@ -109,26 +109,6 @@ def nbytes(args: tuple, kwargs: dict[str, Any]) -> int:
     )
 
 
-NVML_CHECK_ENV = "PYTORCH_NVML_BASED_CUDA_CHECK"
-
-
-def gpu_seen(torch: Any) -> bool:
-    """Whether a GPU is there, asked through NVML (torch's PYTORCH_NVML_BASED_CUDA_CHECK), never
-    through the CUDA runtime: `cudaGetDeviceCount` calls `cuInit`, which starts the driver's
-    threads, and under ncu its injection's, from the thread that asks; asked from the held
-    thread they would run at SCHED_IDLE for the whole profile. Where NVML cannot tell, torch asks
-    the runtime after all."""
-    before = os.environ.get(NVML_CHECK_ENV)
-    os.environ[NVML_CHECK_ENV] = "1"
-    try:
-        return bool(torch.cuda.is_available())
-    finally:
-        if before is None:
-            os.environ.pop(NVML_CHECK_ENV, None)
-        else:
-            os.environ[NVML_CHECK_ENV] = before
-
-
 def wait_for_go(go: Path, max_s: float = HOLD_MAX_S, poll_s: float = HOLD_POLL_S) -> bool:
     """Wait for kopt's word in `go`: True for `go`, False for `stop`. Anything else, or nothing
     within `max_s`, ends the run with an error."""
