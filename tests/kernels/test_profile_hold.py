@@ -208,3 +208,24 @@ def test_a_bench_that_imported_its_tree_before_the_hold_refuses_to_hold(tmp_path
     with pytest.raises(SystemExit, match="kopt_test_tree_module .* of the tree was imported before the hold"):
         hb.main(spec(), ["--profile"], tree=t)
     assert not Path(f"{go}{hold.HELD_SUFFIX}").exists()  # never acknowledged: kopt says it did not hold
+
+
+def test_the_profile_log_counts_the_threads_a_held_run_left_at_idle_priority() -> None:
+    """A thread started from the held thread keeps SCHED_IDLE after `go` (torch's pool among
+    them): the profile's log names how many there are, to tell a starved run apart."""
+    ready, done = threading.Event(), threading.Event()
+
+    def start() -> threading.Thread:
+        t = threading.Thread(target=lambda: (ready.set(), done.wait()))
+        t.start()
+        ready.wait()
+        return t
+
+    t = hold.in_idle_thread(start)
+    try:
+        assert t.native_id is not None and os.sched_getscheduler(t.native_id) == os.SCHED_IDLE
+        idle, total = (int(n) for n in hold.idle_threads().split(" threads")[0].split(" of "))
+        assert 1 <= idle <= total and total >= 2
+    finally:
+        done.set()
+        t.join()

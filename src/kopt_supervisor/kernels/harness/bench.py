@@ -975,6 +975,7 @@ class Bench:
             if case is None:
                 break
             spent = {"inputs": time.perf_counter() - t0, "calls": 0.0, "outputs": 0.0}
+            launched = 0.0  # of the calls' seconds, until each call returned (the rest: the wait for the GPU)
             calls = profile_calls_for(case.key, input_bytes=case.input_bytes if case.gpu else None)
             for side, mod in self.mods.items():
                 err = math.nan
@@ -987,6 +988,7 @@ class Bench:
                         args, kwargs = profile_inputs(case, k)
                         t1 = time.perf_counter()
                         result = ranged(*args, **kwargs)
+                        launched += time.perf_counter() - t1
                         if self.gpu:
                             self.torch.cuda.synchronize()
                         t2 = time.perf_counter()
@@ -1010,6 +1012,7 @@ class Bench:
             log(
                 f"profile {case.shape.name} {case.cols.get('dtype', '')}: "
                 + ", ".join(f"{k} {v:.2f} s" for k, v in spent.items())
+                + f" (returned {launched:.2f} s, {hold.idle_threads()})"
             )
         entries = later.entries()
         self.clock.lap("summaries")

@@ -160,5 +160,21 @@ def in_idle_thread(work: Callable[[], T]) -> T:
     return out[0]
 
 
+def idle_threads() -> str:
+    """`k of n threads at SCHED_IDLE`: this process's threads (Linux's /proc/self/task) left at the
+    CPU's idle priority, for a held run's log (those the held thread started keep its policy)."""
+    try:
+        tids = [int(t) for t in os.listdir("/proc/self/task")]
+    except OSError:
+        return "threads unknown"
+    idle = 0
+    for tid in tids:
+        try:
+            idle += os.sched_getscheduler(tid) == getattr(os, "SCHED_IDLE", -1)
+        except OSError:
+            continue
+    return f"{idle} of {len(tids)} threads at SCHED_IDLE"
+
+
 def log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
