@@ -566,6 +566,8 @@ def digest(paths: Iterable[Path]) -> str:
 
 SKIP_DIRS = ("cache", "best", "cand", "lanes", ".repos", "__pycache__", "looks")
 """Workspace folders that are trees or compile caches, not evidence."""
+PROFILE_SIDES = ("best", "cand")
+"""...except these under profiles/: a profile's folders, named after the tree's side."""
 
 
 def pack(tgz: Path, members: Sequence[tuple[Path, str]], limit_bytes: int = PACK_LIMIT_BYTES) -> dict[str, Any]:
@@ -585,9 +587,16 @@ def pack(tgz: Path, members: Sequence[tuple[Path, str]], limit_bytes: int = PACK
     return {"file": tgz.name, "bytes": tgz.stat().st_size, "left_out": sorted(set(dropped))[:50]}
 
 
+def _skipped(parts: tuple[str, ...]) -> bool:
+    """A path inside a tree or a cache (SKIP_DIRS), except a profile's folder of a side
+    (profiles/vN/best, profiles/vN/cand: ncu's CSV pages and the summary a profile is read from)."""
+    return any(
+        p in SKIP_DIRS and not (p in PROFILE_SIDES and "profiles" in parts[:i]) for i, p in enumerate(parts) if i
+    )
+
+
 def _keep(ti: tarfile.TarInfo, *, level: int, dropped: list[str]) -> tarfile.TarInfo | None:
-    parts = Path(ti.name).parts
-    if any(p in SKIP_DIRS for p in parts[1:]) or ti.issym() or ti.islnk():
+    if _skipped(Path(ti.name).parts) or ti.issym() or ti.islnk():
         return None
     if level >= 1 and ti.name.endswith(".ncu-rep"):
         dropped.append(ti.name)

@@ -232,10 +232,14 @@ def test_the_pack_leaves_trees_and_caches_out_and_keeps_under_its_limit(tmp_path
     (ws / "ws_t" / "best" / "kernel.py").write_text("x")
     (ws / "ws_t" / "logs" / "v1" / "eval.out").write_text("look")
     (ws / "ws_t" / "profile.ncu-rep").write_bytes(os.urandom(300_000))
+    (ws / "ws_t" / "profiles" / "v1" / "cand").mkdir(parents=True)
+    (ws / "ws_t" / "profiles" / "v1" / "cand" / "ncu.csv").write_text("==PROF== 1 pass")
     got = common.pack(tmp_path / "a.tgz", [(ws, "raw")], limit_bytes=10**7)
     names = set(tarfile.open(tmp_path / "a.tgz").getnames())
     assert "raw/ws_t/logs/v1/eval.out" in names and "raw/ws_t/profile.ncu-rep" in names
-    assert not any(part in n.split("/") for n in names for part in ("cache", "best", "cand"))
+    assert "raw/ws_t/profiles/v1/cand/ncu.csv" in names  # a profile's side folder is no tree
+    trees = [n for n in names if "profiles" not in n.split("/")]
+    assert not any(part in n.split("/") for n in trees for part in ("cache", "best", "cand"))
     got = common.pack(tmp_path / "b.tgz", [(ws, "raw")], limit_bytes=100_000)
     assert "raw/ws_t/profile.ncu-rep" in got["left_out"]
     assert "raw/ws_t/profile.ncu-rep" not in tarfile.open(tmp_path / "b.tgz").getnames()
