@@ -29,8 +29,7 @@ value of the wrong type reads as None, "" or empty, never as an error:
 - `integer`: an int (not a bool), else None;
 - `text`: a string as it is, else "";
 - `flag`: a value's truth (true, 1, "yes"; None, false, 0, "" are false);
-- `texts`, `integers`: the strings (the ints) of a list or tuple, in order (anything else in
-  it is left out);
+- `texts`: the strings of a list or tuple, in order (anything else in it is left out);
 - `mapping`: a mapping as it is, else an empty one;
 - `mappings`: the mappings of a list or tuple, in order.
 
@@ -426,10 +425,6 @@ def flag(v: object) -> bool:
 
 def texts(v: object) -> tuple[str, ...]:
     return tuple(x for x in v if isinstance(x, str)) if isinstance(v, list | tuple) else ()
-
-
-def integers(v: object) -> tuple[int, ...]:
-    return tuple(x for x in v if integer(x) is not None) if isinstance(v, list | tuple) else ()
 
 
 def mapping(v: object) -> Mapping[str, Any]:

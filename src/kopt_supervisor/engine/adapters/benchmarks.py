@@ -74,7 +74,7 @@ stem). Rows: the x_names are the config columns, each line column a metric (its 
 parentheses; kopt.toml's metric names the line of the kernel being optimised, the others are
 ignored), `Diff` an ignored extra.
 
-Pure apart from read_perf_report_file, which reads the file it is given.
+Pure: the callers read the files.
 """
 
 from __future__ import annotations
@@ -82,7 +82,6 @@ from __future__ import annotations
 import json
 import math
 import re
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -96,7 +95,6 @@ from kopt_supervisor.engine.adapters.table import (
     find_tables,
     is_time_unit,
     load_json,
-    read_text,
     to_unit,
 )
 
@@ -544,7 +542,3 @@ def perf_report_file_table(content: str, name: str) -> Table:
     if t is None:
         raise AdapterError(f"{name}: not a perf_report CSV (expected the x columns, then '<line> (<ylabel>)' columns)")
     return t
-
-
-def read_perf_report_file(path: Path) -> Table:
-    return perf_report_file_table(read_text(path), path.name)

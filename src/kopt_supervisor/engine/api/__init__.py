@@ -455,13 +455,6 @@ def measure_ceilings(root: Path) -> dict[str, Any]:
     return measure(root)
 
 
-def candidate_changes(ws: Workspace, base: str) -> list[str]:
-    """The files cand/ changes against `base` (tracked diffs and new untracked files, not
-    ignored ones), sorted; [] when it holds no change. Read by git on a scratch index (the
-    worktree's own index is untouched), as the police reads them after a proposal."""
-    return gitops.changed_files(ws.cand, base)
-
-
 def mcp_snippet(client: str, tag: str, command: str, args: list[str]) -> Snippet:
     """The config snippet `client`'s documentation asks for, starting `command args`."""
     if client not in MCP_CLIENTS:

@@ -8,7 +8,6 @@ engine.records; a field's `source` says where its key or its reading differs).
 
 - `run_meta(meta)` -> `RunMeta`: everything below, one reading;
 - `live_step(value)` -> `LiveStep`: meta `progress`, or a lane's `lane:<i>`;
-- `gate_record(value)` -> `GateRecord`: meta `gpu`, the last gate's choice and assessments;
 - `gpu_assessment(value)` -> `GpuAssessment`: one GPU judged idle or busy (an entry of the
   gate's `assessments`, or of `GpuSampler.read`);
 - `live_classes(value)` -> `LiveClasses`: meta `live_classes`, the running decision's classes;
@@ -150,10 +149,6 @@ class GateRecord:
     """The lane whose gate it was."""
 
 
-def gate_record(value: Any) -> GateRecord:
-    return from_mapping(GateRecord, value)
-
-
 @dataclass(frozen=True)
 class LiveClasses:
     """The running decision's classes after its last look (meta `live_classes`)."""
@@ -265,10 +260,6 @@ class QueuedReview:
     answer: str = field(default="", metadata=source(("answer", "kind")))
     """The answer already sent (accept, reject, more_rounds), "" when none."""
     more_rounds: bool = False
-
-
-def queued_review(value: Any) -> QueuedReview:
-    return from_mapping(QueuedReview, value)
 
 
 @dataclass(frozen=True)

@@ -123,10 +123,6 @@ class AgentPreset:
         return self.kind.title
 
     @property
-    def can_resume(self) -> bool:
-        return self.kind.resumes
-
-    @property
     def reports_cost(self) -> bool:
         return self.kind.reports_cost
 
