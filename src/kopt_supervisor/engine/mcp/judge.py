@@ -1,7 +1,7 @@
 """The run as `kopt mcp`'s tools see it: reads of its records, the submit, and the following
 of the iteration a submit started until its verdict. Synchronous (the server calls it from
 worker threads) and a client of the run like the CLI: `engine.api` (and `gitops` to read what
-a lane's worktree changes, as gitops.changed_files reads cand/), commands sent sealed
+a lane's worktree changes: `changed_files`), commands sent sealed
 through `send`, records read through `RunReader`; it never runs the agent,
 never writes the workspace (its lane locks aside: `Seats`), never touches cand/.
 
