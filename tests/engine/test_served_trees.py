@@ -561,21 +561,18 @@ def test_fresh_servers_start_both_anew_with_caches_of_their_own_emptied(served):
         assert all("/cache/fresh_0_" in p for p in prefixes), prefixes
 
 
-def test_fresh_servers_spawned_ahead_serve_the_next_decision_after_one_warm_up_look_at_once(served, monkeypatch):
-    # the engine spawns a keep's confirmation servers while its profiler runs: the decision
-    # that follows takes them (no second start), and their first look is preceded by one
-    # warm-up look both answer at the same time; a decision after that starts both anew
+def test_a_fresh_pair_answers_one_warm_up_look_at_once_then_the_next_decision_starts_both_anew(served, monkeypatch):
+    # a keep's confirmation in fresh servers: at its first look both processes are new, and
+    # both first answer one warm-up look at the same time; a decision after that starts both anew
     monkeypatch.setenv("FAKE_CALLS", "1500")  # looks of ~0.5 s: long enough to see the two overlap on a loaded machine
     ws, log, ctx, lane, best, m = _measurer_setup(served, fresh=True, warm_ups=True)  # as on a GPU
     try:
         it = _iteration(lane, 1, best)
-        m.spawn(it, "reverify", {})
-        spawned = (m.servers["best"].proc.pid, m.servers["cand"].proc.pid)
-        assert not log.exists() or not [w for w in log.read_text().split() if w in ("look", "audit")]  # asked nothing
         m.new_decision()
         m.look(it, "reverify", 0, {})
+        first = (m.servers["best"].proc.pid, m.servers["cand"].proc.pid)
         m.look(it, "reverify", 1, {})
-        assert (m.servers["best"].proc.pid, m.servers["cand"].proc.pid) == spawned
+        assert (m.servers["best"].proc.pid, m.servers["cand"].proc.pid) == first  # one pair for the decision
         warm = requests(log, warm_ups=True)
         assert sorted(tree for *_, tree in warm) == ["best", "cand"] and len({seed for _, _, seed, _ in warm}) == 1
         lines = [w for w in (line.split() for line in log.read_text().splitlines()) if w[0] in ("look", "done")]
@@ -584,28 +581,26 @@ def test_fresh_servers_spawned_ahead_serve_the_next_decision_after_one_warm_up_l
         assert t[("look", "best")] < t[("done", "cand")] and t[("look", "cand")] < t[("done", "best")]
         m.new_decision()
         m.look(_iteration(lane, 2, best), "reverify", 0, {})
-        assert m.servers["best"].proc.pid not in spawned and m.servers["cand"].proc.pid not in spawned
+        assert m.servers["best"].proc.pid not in first and m.servers["cand"].proc.pid not in first
     finally:
         m.close()
         ctx.store.close()
     assert len(starts(log, confirmation=True)) == 4 and no_server_left(ws)
 
 
-def test_a_spawned_fresh_pair_that_dies_at_start_is_started_once_more_in_the_cache_emptied_for_it(served):
-    """A keep's confirmation servers spawned ahead of their decision (as on a GPU, while the
-    profiler runs), from a tree whose every new process dies once at start (a flaky import, the
-    mark in its cache): each is started once more and serves. Its second start finds the cache
-    emptied for the spawn and filled by the spawned process alone since, not emptied again at
-    the decision's start (where it would die again)."""
+def test_a_fresh_pair_that_dies_at_start_is_started_once_more_in_the_cache_emptied_for_it(served):
+    """A keep's confirmation servers from a tree whose every new process dies once at start (a
+    flaky import, the mark in its cache): each is started once more and serves. Its second
+    start finds the cache emptied for the decision and filled by the first process alone, not
+    emptied again (where it would die again)."""
     ws, log, ctx, lane, best, m = _measurer_setup(served, fresh=True, warm_ups=False, start={"flaky_start": True})
     try:
         it = _iteration(lane, 1, best)
-        m.spawn(it, "reverify", {})
         m.new_decision()
         look = m.look(it, "reverify", 0, {})
         assert len(look.pairs) == 4 and not look.cand.failing
-        # best, asked first, died on its request; the candidate's spawned process either died on
-        # its own request too or, already gone when the look was taken again, was started anew
+        # best, asked first, died on its request; the candidate's process either died on its
+        # own request too or, already gone when the look was taken again, was started anew
         # then: both ways one more start each
         died = [m.split("'s")[0] for m in events(ws, "serve") if "new process failed its first look" in m]
         assert died in (["best"], ["best", "cand"]), died

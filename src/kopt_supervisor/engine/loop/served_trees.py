@@ -139,10 +139,10 @@ class FreshCaches:
             self._emptied.add(path)
         return path
 
-    def new_decision(self, spawned: frozenset[Path] = frozenset()) -> None:
-        """`spawned`: the folders of processes started ahead for this decision (emptied for
-        them, filled by them alone since): not emptied again if one is started once more."""
-        self._emptied &= spawned
+    def new_decision(self) -> None:
+        """Each folder is emptied again at its first use in the new decision (`get`); within a
+        decision, a process started once more finds what the first one left."""
+        self._emptied.clear()
 
 
 def empty_folder(folder: Path) -> None:
@@ -200,8 +200,7 @@ class ServedTrees:
     Best's process is kept while BEST's tree does not change (it runs only kept code); the
     candidate's is started anew at every decision, so nothing one candidate's code left in
     its process reaches the next. `fresh` (the confirmation of a keep): both are started
-    anew at every decision, with caches of their own emptied at its start (`FreshCaches`);
-    `spawn` starts them ahead of a decision, and they count as that decision's.
+    anew at every decision, with caches of their own emptied at its start (`FreshCaches`).
 
     On a GPU, when both processes are new at a look, both first answer a warm-up look at the
     same time, never audited nor read (`_warm_up`): their compiles and CUDA graph captures
@@ -225,7 +224,7 @@ class ServedTrees:
         self.new: set[str] = set()
         """Sides whose process was started for the look in progress."""
         self.unlooked: set[str] = set()
-        """Sides whose process has answered no look yet (spawned, or started for this look)."""
+        """Sides whose process has answered no look yet (started for this look)."""
         self.warm = True
         """Warm-ups still pay: none has been answered `done N last` (a process that leaves
         after every look gains nothing from one)."""
@@ -237,24 +236,13 @@ class ServedTrees:
 
     def new_decision(self) -> None:
         self.restarted.clear()
-        self.stale |= (set(SIDES) - self.unlooked) if self.fresh else {"cand"}
+        self.stale |= set(SIDES) if self.fresh else {"cand"}
         if self.caches is not None:
-            self.caches.new_decision(
-                frozenset(self.caches.path(s, self.serving[s]) for s in self.unlooked & set(self.serving))
-            )
+            self.caches.new_decision()
 
     def close(self) -> None:
         for side in list(self.servers):
             self._close(side)
-
-    def spawn(self, it: Iteration, stage: str, env: dict[str, str]) -> None:
-        """Start both sides' processes now, for the next decision's first look (a fresh pair:
-        its caches emptied now). A process only imports until its first request: nothing runs
-        on the GPU until that look."""
-        ensure_best_pristine(self.ctx, self.lane, it, 0)
-        hashes = dict(zip(SIDES, tree_hashes(self.lane, it), strict=True))
-        for side in SIDES:
-            self._server(side, it, stage, env, hashes[side])
 
     def look(self, it: Iteration, stage: str, r: int, env: dict[str, str]) -> Look:
         """One look; a side whose process was started for it and failed it is started once
@@ -582,7 +570,7 @@ class ServedTrees:
         return words
 
     def _failed(self, side: str) -> None:
-        if side in self.unlooked:  # started for this look or spawned ahead of it, none answered yet
+        if side in self.unlooked:  # started for this look, none answered yet
             self.failed_new = side
         self._close(side)
 
