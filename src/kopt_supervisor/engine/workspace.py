@@ -266,21 +266,6 @@ def write_memory(ws: Workspace, it: Any) -> None:
     write_json(ws.memory_path(it.version), projections.memory_record(it))
 
 
-def refresh_memory(ws: Workspace, it: Any) -> bool:
-    """Rewrite memory/vN.json only if it differs from the store (after a crash between a
-    store write and its projection). Returns True when it had to."""
-    from kopt_supervisor.engine import projections
-
-    want = json.loads(json.dumps(projections.memory_record(it), default=str))
-    try:
-        if json.loads(ws.memory_path(it.version).read_text(encoding="utf-8")) == want:
-            return False
-    except (OSError, ValueError):
-        pass
-    write_json(ws.memory_path(it.version), want)
-    return True
-
-
 SECRET_NAME = ".secret"
 
 
