@@ -57,8 +57,9 @@ def load_json(path):
 
 class Gauss:
     """random.Random().gauss's distribution without the random module, whose imports (warnings,
-    operator, bisect, ...) were ~3.5 ms of this bench's ~20 ms of CPU, in the suite's ~3,000
-    runs: Box-Muller on os.urandom, unseeded as before (each run's noise its own)."""
+    operator, bisect, ...) were ~1.8 ms of this bench's ~16 ms of CPU a start (median of 200
+    alternated starts), in the suite's ~3,000 runs: Box-Muller on os.urandom, unseeded as
+    before (each run's noise its own)."""
 
     def gauss(self, mu, sigma):
         u1 = ((int.from_bytes(os.urandom(7), "big") >> 3) + 1) / 2**53  # (0, 1]: log(u1) is finite
