@@ -39,7 +39,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from kopt_supervisor.engine.profile.ncu import M_TIME, NcuProfiler
 from kopt_supervisor.engine.sandbox.confinement import cache_env
@@ -189,57 +191,25 @@ def main() -> int:
         capture_output=True,
         timeout=300,
     )  # fills the Triton cache, as the candidate's served process has when its profile runs
-    variants = {
-        1: lambda: run(repo, out, "keep pass", ncu="keep", lift=False, outputs=True),
-        2: lambda: run(repo, out, "time alone", ncu="time", lift=False, outputs=True),
-        3: lambda: run(repo, out, "keep pass, largest drawn while held", ncu="keep", lift=True, outputs=True),
-        4: lambda: run(
-            repo, out, "keep pass, largest drawn while held, no outputs", ncu="keep", lift=True, outputs=False
-        ),
-        5: lambda: run(repo, out, "unprofiled, largest drawn while held", ncu="", lift=True, outputs=True),
+
+    def keep(name: str, **kw: Any) -> Callable[[], None]:
+        """A variant of kopt's keep pass (outputs summarised, the run's own draws) with `kw` changed."""
+        return lambda: run(repo, out, name, **{"ncu": "keep", "lift": False, "outputs": True, **kw})
+
+    variants: dict[int, Callable[[], None]] = {
+        1: keep("keep pass"),
+        2: keep("time alone", ncu="time"),
+        3: keep("keep pass, largest drawn while held", lift=True),
+        4: keep("keep pass, largest drawn while held, no outputs", lift=True, outputs=False),
+        5: keep("unprofiled, largest drawn while held", ncu="", lift=True),
         6: lambda: beside_idle(repo, out, "keep pass beside two idle CUDA processes"),
-        7: lambda: run(
-            repo, out, "keep pass, the tree's own caches", ncu="keep", lift=False, outputs=True, extra=fresh()
-        ),
-        8: lambda: run(
-            repo,
-            out,
-            "keep pass, CUDA_CACHE_PATH fresh",
-            ncu="keep",
-            lift=False,
-            outputs=True,
-            extra=fresh("CUDA_CACHE_PATH"),
-        ),
-        9: lambda: run(
-            repo,
-            out,
-            "keep pass, XDG_CACHE_HOME fresh",
-            ncu="keep",
-            lift=False,
-            outputs=True,
-            extra=fresh("XDG_CACHE_HOME"),
-        ),
-        11: lambda: run(
-            repo,
-            out,
-            "keep pass, an empty Triton cache",
-            ncu="keep",
-            lift=False,
-            outputs=True,
-            extra=triton_cache(repo, out, ""),
-        ),
-        12: lambda: run(
-            repo,
-            out,
-            "keep pass, Triton's cache filled by a timed run",
-            ncu="keep",
-            lift=False,
-            outputs=True,
-            extra=triton_cache(repo, out, "timed"),
-        ),
-        10: lambda: run(
-            repo, out, "keep pass, stdin an open pipe", ncu="keep", lift=False, outputs=True, stdin=subprocess.PIPE
-        ),
+        # the extra environments are made when the variant runs, not when the table is
+        7: lambda: keep("keep pass, the tree's own caches", extra=fresh())(),
+        8: lambda: keep("keep pass, CUDA_CACHE_PATH fresh", extra=fresh("CUDA_CACHE_PATH"))(),
+        9: lambda: keep("keep pass, XDG_CACHE_HOME fresh", extra=fresh("XDG_CACHE_HOME"))(),
+        10: keep("keep pass, stdin an open pipe", stdin=subprocess.PIPE),
+        11: lambda: keep("keep pass, an empty Triton cache", extra=triton_cache(repo, out, ""))(),
+        12: lambda: keep("keep pass, Triton's cache filled by a timed run", extra=triton_cache(repo, out, "timed"))(),
     }
     for n in sorted(chosen):
         variants[n]()
