@@ -271,15 +271,29 @@ class ServedTrees:
 
     def _look(self, it: Iteration, stage: str, r: int, env: dict[str, str]) -> Look:
         ctx, lane = self.ctx, self.lane
+        laps = [time.monotonic()]
         ensure_best_pristine(ctx, lane, it, r)
         hashes = dict(zip(SIDES, tree_hashes(lane, it), strict=True))
         order = SIDES if r % 2 == 0 else SIDES[::-1]
         self.new.clear()
+        laps.append(time.monotonic())
         for side in order:
             self._server(side, it, stage, env, hashes[side])
+        laps.append(time.monotonic())
         if self.warm and self.unlooked >= set(SIDES) and self._warms():
             self._warm_up(it, stage, env, hashes, r)
+        laps.append(time.monotonic())
         x = self._exchange(it, stage, r, order)
+        laps.append(time.monotonic())
+        if self.new:  # where a look that starts processes spends its seconds (issue 26: the first look)
+            spent = [b - a for a, b in zip(laps, laps[1:], strict=False)]
+            ctx.event(
+                "serve",
+                f"v{it.version} {stage} look {r}: {' and '.join(sorted(self.new))} started; "
+                f"trees checked {spent[0]:.2f} s, processes spawned {spent[1]:.2f} s, "
+                f"warm-up {spent[2]:.2f} s, the look and its audit {spent[3]:.2f} s",
+                it=it,
+            )
         got, order_of = {}, {}
         for side in SIDES:
             got[side], order_of[side] = self._read(x.csvs[side], side, r)

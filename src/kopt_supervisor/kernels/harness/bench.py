@@ -331,6 +331,8 @@ def profile_draws(
     return draws
 
 
+SLOW_CHECK_S = 0.2
+"""A config's contract check that takes longer (a JIT compile, the first time) is logged with its seconds."""
 GPU_DRAW_BYTES = 256 << 20
 """--profile: a case whose inputs pass this many bytes draws them on the GPU (Case.host_draw)."""
 SERVE_MEMORY_TREE = 0.2
@@ -1068,8 +1070,11 @@ class Bench:
         self.looked = []
         for case in self.cases(seed, look=True):
             where = f"{self.spec.name} {case.shape.name} {case.cols.get('dtype', '')}"
+            t_check = time.perf_counter()
             err, why = case.check(self.mod)
             self.clock.lap("check")  # inputs, the reference, the solution (its JIT compile the first time)
+            if time.perf_counter() - t_check > SLOW_CHECK_S:
+                log(f"{where}: check {time.perf_counter() - t_check:.2f} s")
             case.ref = None  # checked: the fp64 reference need not outlive the check
             if why:
                 self.failed += 1
