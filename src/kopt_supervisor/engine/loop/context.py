@@ -154,14 +154,10 @@ class Lane:
         chosen = self.gate.chosen
         return str(getattr(chosen, "vendor", "none")) if chosen is not None else "none"
 
-    def close_measurers(self) -> None:
-        """End the processes the measurers keep (served trees); the next look starts them anew."""
+    def close(self) -> None:
         for m in (self.measurer, self.fresh):
             if m is not None:
                 m.close()
-
-    def close(self) -> None:
-        self.close_measurers()
         self.gate.close()
 
 

@@ -89,10 +89,6 @@ class Evidence:
             self.drop_ahead(lane)  # a review may last hours: nothing started ahead waits through it
             return verdict
         prof = prof.for_keep(ctx.cfg.profile.keep)  # ncu: one pass, GPU time and L2 bytes (by default)
-        if lane.remote is None:
-            # no CUDA process of the decision's beside the profile: each would start anew at the next
-            # decision anyway, when this keep stands (best's tree is then the candidate's)
-            lane.close_measurers()
         # the confirmation's servers start only after the profile (confirm_keep): the candidate's
         # would import its code while best is profiled (GPU work at import slows best's kernels)
         trees = {
