@@ -27,7 +27,10 @@ launches ncu profiled and the read-back's seconds (ncu --import, both pages at o
 - the keep pass with an empty Triton cache, and with one filled by the bench's plain timed run
   (the served looks' code path) instead of a --profile run: whether the profile compiles.
 
-PAG_VARIANTS (comma-separated numbers, 1-12; default 1-6) picks the variants.
+- the keep pass as the product starts a command given as a string (`/bin/sh -c "..."`, ncu then
+  following the shell and python), and with `exec` (the shell replaced by python).
+
+PAG_VARIANTS (comma-separated numbers, 1-14; default 1-6) picks the variants.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from __future__ import annotations
 import concurrent.futures
 import csv
 import os
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -72,6 +76,7 @@ def run(
     outputs: bool,
     extra: dict[str, str] | None = None,
     stdin: int | None = subprocess.DEVNULL,
+    shell: str = "",
 ) -> None:
     folder = out / name.replace(" ", "_")
     folder.mkdir(parents=True, exist_ok=True)
@@ -90,6 +95,8 @@ def run(
         env["KOPT_PROFILE_OUTPUTS"] = str(folder / "outputs.json")
     inner = [sys.executable, "-c", LIFT] if lift else [sys.executable, "bench.py"]
     argv = [*inner, "--profile", "--dtypes", "bfloat16"]
+    if shell:  # as the product runs a command given as a string: /bin/sh -c (with `exec`: sh replaced by python)
+        argv = ["/bin/sh", "-c", ("exec " if shell == "exec" else "") + shlex.join(argv)]
     prof = None
     if ncu:
         prof = NcuProfiler().for_keep("time")
@@ -210,6 +217,8 @@ def main() -> int:
         10: keep("keep pass, stdin an open pipe", stdin=subprocess.PIPE),
         11: lambda: keep("keep pass, an empty Triton cache", extra=triton_cache(repo, out, ""))(),
         12: lambda: keep("keep pass, Triton's cache filled by a timed run", extra=triton_cache(repo, out, "timed"))(),
+        13: keep("keep pass under /bin/sh -c, as the product", shell="sh"),
+        14: keep("keep pass under /bin/sh -c exec", shell="exec"),
     }
     for n in sorted(chosen):
         variants[n]()
