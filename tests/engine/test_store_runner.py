@@ -325,3 +325,37 @@ def test_server_that_cannot_start_says_why(tmp_path: Path):
 
 def _group_alive_pids(pgid: int) -> list[int]:
     return [p.pid for p in group_members(pgid) if p.status() != psutil.STATUS_ZOMBIE]
+
+
+def test_a_plain_command_runs_with_no_shell_between_and_shell_text_keeps_its_shell(tmp_path: Path):
+    """A plain string command is exec'd as its words (under ncu a shell left as the bench's parent
+    cost ~80 ms a profiled kernel); anything the shell would change keeps /bin/sh -c."""
+    from kopt_supervisor.engine.runner.command import as_argv
+
+    assert as_argv("/opt/py/bin/python3 bench.py --profile --dtypes=bfloat16") == [
+        "/opt/py/bin/python3",
+        "bench.py",
+        "--profile",
+        "--dtypes=bfloat16",
+    ]
+    for text in (
+        "cd sub && python bench.py",
+        "FOO=1 python bench.py",
+        "python bench.py > out.csv",
+        'python "my bench.py"',
+        "python $HOME/bench.py",
+        "python ~/bench.py",
+        "python bench*.py",
+        "python bench.py; echo done",
+        "python bench.py # note",
+    ):
+        assert as_argv(text) == ["/bin/sh", "-c", text], text
+    # run directly, the program is the process kopt started (the leader of its group); through a shell, not
+    script = tmp_path / "who.py"
+    script.write_text("import os\nprint(os.getpid() == os.getpgid(0))\n")
+    for name, text, leader in (
+        ("direct", f"{sys.executable} {script}", "True"),
+        ("shell", f"{sys.executable} {script}; true", "False"),
+    ):
+        res = run_command(text, cwd=tmp_path, log_dir=tmp_path, name=name, timeout_s=30)
+        assert res.ok and Path(res.stdout_path).read_text().strip() == leader, name

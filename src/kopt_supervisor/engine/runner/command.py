@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -140,8 +141,21 @@ def sandbox_note(confined: Confinement | None, stderr_tail: str) -> str:
     return ""
 
 
+PLAIN_WORD = re.compile(r"[A-Za-z0-9_\-./:,+@%=]+")
+"""A word the shell would pass on unchanged: no quote, expansion, glob, redirection or operator."""
+
+
 def as_argv(command: str | Sequence[str]) -> list[str]:
+    """The argv a command runs as. A string is shell text for `/bin/sh -c`, unless it is one
+    plain command (every word a PLAIN_WORD, the first no assignment): then its words are the
+    argv, and no shell stays between kopt and the program. Under ncu (which follows every
+    process of the run) a shell left as the bench's parent cost ~80 ms of every profiled
+    kernel: a keep's profile phase 10.3 s against 6.3-6.5 s run directly or through `exec`
+    (H200, 2026-12-01, docs/h100-wave3/part19-the-shell-under-ncu-h200.md)."""
     if isinstance(command, str):
+        words = command.split()
+        if words and "=" not in words[0] and all(PLAIN_WORD.fullmatch(w) for w in words):
+            return words
         return ["/bin/sh", "-c", command]
     return list(command)
 
