@@ -55,10 +55,12 @@ def served(fake_env, tmp_path, monkeypatch):
         tag: str = "s",
         gpu: bool = False,
         start: dict[str, Any] | None = None,
+        serve_prepare: bool = False,
     ) -> tuple[Workspace, Path]:
         """`start`: knobs of the starting tree's kernel.json (the baseline's, and best's
-        until a keep)."""
-        replace = {"timeout_s = 20\n\n[decide]": f'timeout_s = {timeout_s}\nwritable = ["{logs}"]\n\n[decide]'}
+        until a keep); `serve_prepare`: [target].serve_prepare set."""
+        prepare = "serve_prepare = true\n" if serve_prepare else ""
+        replace = {"timeout_s = 20\n\n[decide]": f'timeout_s = {timeout_s}\nwritable = ["{logs}"]\n{prepare}\n[decide]'}
         if gpu:  # a scripted GPU (tests/engine/test_gate_in_loop.py)
             fake = tmp_path / "gpus.json"
             fake.write_text(json.dumps([[GPU]]))
@@ -481,8 +483,14 @@ def test_a_server_that_leaves_after_each_look_is_audited_first_and_started_again
 # The measurer itself: which process is kept, which starts anew
 
 
-def _measurer_setup(served, fresh: bool = False, warm_ups: bool | None = None, start: dict[str, Any] | None = None):
-    ws, log = served([], start=start)
+def _measurer_setup(
+    served,
+    fresh: bool = False,
+    warm_ups: bool | None = None,
+    start: dict[str, Any] | None = None,
+    serve_prepare: bool = False,
+):
+    ws, log = served([], start=start, serve_prepare=serve_prepare)
     ctx = open_run(ws, proposer_kind="manual", no_sandbox=False, log=lambda m: None, poll_interval_s=0.05)
     lane = single_lane(ctx)
     best = git(ws.best, "rev-parse", "HEAD")
@@ -586,6 +594,70 @@ def test_a_fresh_pair_answers_one_warm_up_look_at_once_then_the_next_decision_st
         m.close()
         ctx.store.close()
     assert len(starts(log, confirmation=True)) == 4 and no_server_left(ws)
+
+
+def test_with_serve_prepare_both_sides_prepare_at_once_and_each_is_timed_alone(served):
+    """[target].serve_prepare on a GPU lane: a new pair's warm-up is a `prepare` (no look), and
+    every look is `prepare N SEED` to both processes at once, then `look N SEED PATH` to each
+    in turn with the same seed: no side's look overlaps the other's."""
+    ws, log, ctx, lane, best, m = _measurer_setup(served, warm_ups=True, serve_prepare=True)
+    try:
+        it = _iteration(lane, 1, best)
+        m.new_decision()
+        for r in range(2):
+            m.look(it, "eval", r, {})
+    finally:
+        m.close()
+        ctx.store.close()
+    lines = [line.split() for line in log.read_text().splitlines()]
+    assert requests(log, warm_ups=True) == []  # the warm-up looked at nothing
+    prep = {(int(w[1]), Path(w[4]).name): w for w in lines if w[0] == "prepare"}
+    assert sorted(prep) == [(-1, "best"), (-1, "cand"), (0, "best"), (0, "cand"), (1, "best"), (1, "cand")]
+    t = {
+        (w[0], int(w[1]), Path(w[4]).name): float(w[5])
+        for w in lines
+        if w[0] in ("prepare", "prepared", "look", "done")
+    }
+    for r in (-1, 0, 1):  # at once: each began before the other had finished
+        assert (
+            t[("prepare", r, "best")] < t[("prepared", r, "cand")]
+            and t[("prepare", r, "cand")] < t[("prepared", r, "best")]
+        )
+    looks = requests(log)
+    for r in (0, 1):
+        seeds = {seed for verb, n, seed, _ in looks if verb == "look" and n == r}
+        assert seeds == {int(prep[(r, "best")][2])} == {int(prep[(r, "cand")][2])}
+        first, second = ("best", "cand") if r % 2 == 0 else ("cand", "best")  # ABBA, each after both prepared
+        assert max(t[("prepared", r, s)] for s in ("best", "cand")) < t[("look", r, first)]
+        assert t[("done", r, first)] < t[("look", r, second)]
+
+
+def test_a_bench_that_does_not_know_prepare_gets_whole_looks(served):
+    """serve_prepare set, but the process answers `prepare` as an unknown request (`fail ?`): its
+    looks are whole from then on, asked once per process, and nothing fails."""
+    ws, log, ctx, lane, best, m = _measurer_setup(served, warm_ups=True, serve_prepare=True, start={"no_prepare": True})
+    try:
+        (lane.cand / "kernel.json").write_text(json.dumps({"speed": {"small": 1.0, "large": 1.0}, "no_prepare": True}))
+        it = _iteration(lane, 1, best)
+        m.new_decision()
+        for r in range(3):
+            look = m.look(it, "eval", r, {})
+            assert len(look.pairs) == 4
+    finally:
+        m.close()
+        ctx.store.close()
+    assert [n for _, n, _, _ in requests(log, warm_ups=True)] == [-1, -1]  # the warm-up was a whole look
+    assert sorted(m.whole) == ["best", "cand"]
+    assert not [line for line in log.read_text().splitlines() if line.startswith("prepare")]
+
+
+def test_serve_prepare_needs_a_serve_command(tmp_path):
+    from kopt_supervisor.engine.config.toml_io import load
+
+    path = tmp_path / "kopt.toml"
+    path.write_text('[target]\nbench = "python b.py"\nmetric = "us"\nserve_prepare = true\n')
+    with pytest.raises(Exception, match=r"\[target\]\.serve_prepare.*needs \[target\]\.serve"):
+        load(path)
 
 
 def test_a_fresh_pair_that_dies_at_start_is_started_once_more_in_the_cache_emptied_for_it(served):

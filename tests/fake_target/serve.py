@@ -3,7 +3,8 @@ CPU, without torch.
 
     python serve.py            one look with a random seed: CSV on stdout (the process-level bench)
     python serve.py --serve    `look N SEED PATH` -> `done N`, `audit N SEED PATH` -> `audited N`,
-                               `load` -> `loaded`; EOF: it leaves
+                               `prepare N SEED` -> `prepared N` (logged; the look still does
+                               everything), `load` -> `loaded`; EOF: it leaves
 
 Reads kernel.json of its tree (the working directory; re-read at `load`). Per config (shape,
 cls, n): the inputs of S = 3 timed buffer sets and of the contract check's own set are drawn
@@ -31,6 +32,7 @@ Hostile knobs in kernel.json (the candidate's code doing what a kernel must not)
   "flaky_start": true  the tree's first process exits at start (exit 5) before any answer; later
                       ones serve (a mark in the tree's cache)
   "looks": k          answers `done N last` after k looks (it leaves after that look's audit)
+  "no_prepare": true  answers `prepare N SEED` with `fail ? ...`, as a bench that does not know it
   "audit_fail": true  answers every audit with `fail`
   "hog": true         a thread left busy on the CPU for the process's whole life (logs `hog TIME`)
   "reach": true       tries to write its own tree, best's tree and best's output folder, and
@@ -223,6 +225,15 @@ def serve():
         if words == ["load"]:
             k = kernel()
             print("loaded", flush=True)
+            continue
+        if words[:1] == ["prepare"] and len(words) == 3:  # `prepare N SEED` (a bench that knows it)
+            if k.get("no_prepare"):  # as kopt's harness answers a request it does not know
+                print(f"fail ? not a request: {line.strip()!r}", flush=True)
+                continue
+            log(f"prepare {words[1]} {words[2]} {os.getpid()} {os.getcwd()} {time.time():.6f}")
+            burn(0.05)
+            log(f"prepared {words[1]} {words[2]} {os.getpid()} {os.getcwd()} {time.time():.6f}")
+            print(f"prepared {words[1]}", flush=True)
             continue
         if len(words) != 4 or words[0] not in ("look", "audit"):
             continue

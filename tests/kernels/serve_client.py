@@ -19,7 +19,7 @@ from kopt_supervisor.kernels import catalog
 
 ONLY = "cpu-48,cpu-128"
 """Two small shapes, one per class (narrow, non-power-of-two; wide): the interpreter is slow."""
-REPLY = re.compile(r"^(done|audited|loaded|fail) ")
+REPLY = re.compile(r"^(prepared|unprepared|done|audited|loaded|fail) ")
 REPLY_EXACT = {"loaded"}
 
 

@@ -307,6 +307,12 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> dict:
         out["audit3"] = s.audit(3, 99, root / "audit3.json")
         out["look4"] = s.look(4, 4242, root / "look4.csv")  # look 1's seed, on the sets kept since look 2
         out["audit4_text"] = (s.audit(4, 99, root / "audit4.json"), (root / "audit4.json").read_text())[1]
+        # prepared, then timed: look 1's seed again
+        out["bad_prepare"] = [s.ask(req) for req in ("prepare 5", "prepare 5 x", "prepare 5 1 /tmp/p.csv")]
+        out["prepare5"] = s.ask("prepare 5 4242")
+        out["audit4_after_prepare"] = s.ask(f"audit 4 99 {root / 'audit4b.json'}")
+        out["look5"] = s.look(5, 4242, root / "look5.csv")
+        out["audit5_text"] = (s.audit(5, 99, root / "audit5.json"), (root / "audit5.json").read_text())[1]
         out["noise"], out["stderr"] = s.noise, s.stderr()
         out["rc"] = s.close()
     return out
@@ -410,6 +416,22 @@ def test_a_later_look_makes_new_buffers_and_gives_a_fresh_process_bytes(served: 
     # the process's start before its first look, by parts (interpreter, torch, the rest)
     started = dict(re.findall(r"(\w+) (\d+\.\d+) s", phases["serving"]))
     assert {"start", "torch", "setup", "total"} <= set(started) and float(started["torch"]) > 0.1
+
+
+def test_a_prepared_look_times_what_was_prepared_and_gives_the_same_bytes(served: dict) -> None:
+    # `prepare N SEED`: the checks, draws and captures of look N; the look then only times them. Its
+    # outputs, calls and checks are a whole look's at that seed (look 1's), and the previous look's
+    # outputs are dropped at the prepare (audited already; the new sets are drawn beside none of them)
+    assert served["prepare5"] == "prepared 5" and served["look5"] == "done 5"
+    assert served["audit4_after_prepare"] == "fail 4 no look 4 to audit here (no look's outputs are kept)"
+    assert served["audit5_text"] == served["audit1_text"]
+    l1, l5 = (pd.read_csv(served["root"] / f"look{i}.csv") for i in (1, 5))
+    assert list(l1["calls"]) == list(l5["calls"]) and list(l1["err"]) == list(l5["err"])
+    phases = {line.split(":")[0]: line for line in served["stderr"].splitlines() if ": bench phases:" in line}
+    assert "check" in phases["prepare 5"] and "check" not in phases["look 5"]
+    short, bad_seed, extra = served["bad_prepare"]
+    assert short.startswith("fail ? expected `prepare N SEED`") and extra.startswith("fail ? expected `prepare N SEED`")
+    assert bad_seed.startswith("fail ? prepare 5: SEED must be an integer")
 
 
 def test_bad_requests_are_answered_and_the_process_goes_on(served: dict) -> None:

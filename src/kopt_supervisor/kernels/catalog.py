@@ -222,6 +222,7 @@ production = "prod == 1"
 protected = {_toml(PROTECTED)}
 timeout_s = 900
 serve = {_toml(f"{py} bench.py --serve --dtypes bfloat16")}
+serve_prepare = true
 calls = "calls"
 {cpu_env}
 [profile]

@@ -139,6 +139,11 @@ class TargetConfig:
     picked after the look. It wins over `ab_command` for measurement (the ab_command is
     then unused). It writes kopt's CSV ([target].format = "csv"); name its `calls` column
     in [target].calls so the OS's accounting can weigh what the bench claims."""
+    serve_prepare: bool = False
+    """The `serve` command also answers `prepare N SEED` (kopt's harness does; docs/files.md):
+    on a GPU kopt then prepares each look in both processes at once (the checks, the draws,
+    the graph captures) and times each alone, and a new pair's warm-up is a `prepare`. A
+    command that does not know the request may leave it unanswered: off unless set."""
     env: dict[str, str] = field(default_factory=dict)
     """Extra environment for the bench and the proposer."""
     compile_flags: str = ""

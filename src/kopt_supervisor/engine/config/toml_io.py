@@ -122,6 +122,11 @@ def validate(cfg: Config, source: str = "kopt.toml") -> None:
             "[target].serve",
             f'needs [target].format = "csv" (it writes kopt\'s CSV), not {t.format!r}',
         )
+    need(
+        not t.serve_prepare or bool(t.serve.strip()),
+        "[target].serve_prepare",
+        "needs [target].serve (the command that answers `prepare`)",
+    )
     parse_allow(t.allow_constructs, where=f"{source}: [target].allow_constructs")
     need(t.format in FORMATS, "[target].format", f"must be one of {', '.join(map(repr, FORMATS))}, not {t.format!r}")
     need(

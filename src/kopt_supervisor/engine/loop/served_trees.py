@@ -162,6 +162,26 @@ SIDES = ("best", "cand")
 T = TypeVar("T")
 MAX_AUDIT_BYTES = 16 * 1024 * 1024
 """The most kopt reads of a side's commitment or audit file."""
+SPLIT_LOOKS = True
+"""On a GPU, a look is prepared in both processes at once (`prepare N SEED`: the checks, the
+timed sets' draws, the CUDA graphs of configs each calibrated alone before) and then timed in
+each alone, as before; a warm-up is a `prepare` (no timing, no commitment). A look's check,
+draws and capture were ~0.55 s of each side's ~1.0 s on the H200 (part 19); nothing is timed
+while both run, and a config's calibration stays in its own look, alone."""
+
+
+def answers_prepare(n: int) -> Callable[[str], bool]:
+    """Whether a line answers `prepare N SEED`: `prepared N`, `unprepared N`, `fail N WHY`, or
+    `fail ? WHY` (a bench that does not know the request, as kopt's harness answers one)."""
+    return lambda line: (
+        line.split()[:2] in (["prepared", str(n)], ["unprepared", str(n)], ["fail", str(n)], ["fail", "?"])
+    )
+
+
+def unprepared(reply: str) -> bool:
+    """The process's looks are whole: it answered `prepare` as one it cannot, or does not know."""
+    words = reply.split()
+    return words[:1] == ["unprepared"] or words[:2] == ["fail", "?"]
 
 
 def commitment_path(csv: Path) -> Path:
@@ -233,6 +253,8 @@ class ServedTrees:
         """The side whose process, started for the look in progress, failed it."""
         self.restarted: set[str] = set()
         """Sides started again this decision after their new process failed its first look."""
+        self.whole: set[str] = set()
+        """Sides whose process answered `unprepared`: its looks are whole, never prepared."""
 
     def new_decision(self) -> None:
         self.restarted.clear()
@@ -348,9 +370,11 @@ class ServedTrees:
         wall: dict[str, float] = {}
         leaving: set[str] = set()
         try:
+            cpu = {side: self.servers[side].cpu_seconds() for side in order}
+            if len(order) > 1 and self._splits():
+                self._prepare(order, r, seed)
             for side in order:
                 self._focus(side)
-                cpu[side] = self.servers[side].cpu_seconds()
                 t0 = time.monotonic()
                 words = self._ask(side, f"look {r} {seed} {csvs[side]}", "done", r)
                 wall[side] = time.monotonic() - t0
@@ -383,6 +407,46 @@ class ServedTrees:
             return self.warm_ups
         return self.lane.vendor != "none"
 
+    def _splits(self) -> bool:
+        return SPLIT_LOOKS and self.ctx.cfg.target.serve_prepare and self._warms()
+
+    def _prepare(self, sides: tuple[str, ...], n: int, seed: int) -> None:
+        """`prepare N SEED` to `sides` at once (none paused); a side that answers `unprepared`
+        has whole looks from then on. A failure is the side's look failing (`_ask`)."""
+        asking = [side for side in sides if side not in self.whole]
+        for server in self.servers.values():
+            server.resume()
+
+        def prepare(side: str) -> str | ServerError:
+            try:
+                return self.servers[side].ask(
+                    f"prepare {n} {seed}", timeout_s=self.ctx.cfg.target.timeout_s, is_reply=answers_prepare(n)
+                )
+            except ServerError as e:
+                return e
+
+        with concurrent.futures.ThreadPoolExecutor(max(1, len(asking))) as pool:
+            replies = dict(zip(asking, pool.map(prepare, asking), strict=True))
+        self.ctx.control.pump()
+        for side, reply in replies.items():
+            tree = (self.lane.best if side == "best" else self.lane.cand).name
+            if isinstance(reply, ServerError):
+                ended = isinstance(reply, ServerEnded)
+                if ended:
+                    self._failed(side)
+                else:
+                    self._close(side)
+                raise BenchError(f"serve on {tree}/ {reply}", ended=ended)
+            words = reply.split()
+            if unprepared(reply):
+                self.whole.add(side)
+            elif words[0] == "fail":
+                self._failed(side)
+                raise BenchError(
+                    f"serve on {tree}/ could not prepare look {n}: {' '.join(words[2:]) or 'no reason given'}",
+                    ended=True,
+                )
+
     def _warm_up(self, it: Iteration, stage: str, env: dict[str, str], hashes: dict[str, str], r: int) -> None:
         """Both new processes answer one look at the same time (imports, compiles, captures
         overlapping); its files are removed unread. A side whose warm-up failed or that leaves
@@ -396,6 +460,13 @@ class ServedTrees:
 
         def warm(side: str) -> bool:
             try:
+                if self._splits():  # the checks (compiles) and draws only: no timing, no commitment
+                    reply = self.servers[side].ask(
+                        f"prepare {n} {seed}", timeout_s=self.ctx.cfg.target.timeout_s, is_reply=answers_prepare(n)
+                    )
+                    if not unprepared(reply):
+                        return reply.split()[0] == "prepared"
+                    self.whole.add(side)  # a whole look warms it up
                 reply = self.servers[side].ask(
                     f"look {n} {seed} {paths[side]}",
                     timeout_s=self.ctx.cfg.target.timeout_s,
@@ -543,6 +614,7 @@ class ServedTrees:
         except ServerError as e:
             raise BenchError(f"serve on {tree.name}/ {e}") from None
         self.servers[side], self.serving[side] = server, tree_hash
+        self.whole.discard(side)
         self.new.add(side)
         self.unlooked.add(side)
         return server

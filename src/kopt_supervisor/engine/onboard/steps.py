@@ -267,6 +267,7 @@ def _propose_harness(p: Proposal, table: Table, cols: list[Column]) -> None:
     dtypes = [c.name for c in cols if c.name in config and dtype_like(c)]
     t["class_by"] = dclass or dtypes or config
     t["serve"] = f"{bench} --serve"
+    t["serve_prepare"] = True  # kopt's harness answers `prepare`
     if "calls" in table.columns:  # an older harness printed no calls column
         t["calls"] = "calls"
     p.comments["target.metric"] = (

@@ -77,6 +77,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -646,19 +647,27 @@ class Timing:
         return rotation_sets(nbytes, self.l2, MAX_SETS)
 
     def sets_timer(
-        self, calls: list[Callable[[], Any]], nbytes: int, graph: bool = True, span: Callable[[], Any] | None = None
+        self,
+        calls: list[Callable[[], Any]],
+        nbytes: int,
+        graph: bool = True,
+        span: Callable[[], Any] | None = None,
+        reps: int | None = None,
     ) -> Any:
         """A block timer over one call per buffer set whose every block calls each set at least
         once, the same number of times (so each set's output is what the last block wrote):
         on the CPU one call per set; on a GPU timing.block_launches (a multiple of the sets'
-        count, from the bytes a call moves); `graph` and `span` as in `timer`."""
+        count, from the bytes a call moves; `reps`: that number, with no calibration); `graph`
+        and `span` as in `timer`."""
         fn, sets = cycle(calls), len(calls)
         if not self.gpu or self.flush is None:
             return CpuTimer(fn, sets, warm_blocks=0, span=span)
         for call in calls:  # every set seen once, eagerly, before the capture (sets.TimedSets says why)
             call()
-        est = one_call_us(self.torch, calls[0], self.flush)
-        reps = block_launches(nbytes, est, self.block_us, self.max_reps, sets)
+        if reps is None:  # calibrated: one call timed alone
+            reps = block_launches(
+                nbytes, one_call_us(self.torch, calls[0], self.flush), self.block_us, self.max_reps, sets
+            )
         return self._block_timer(fn, reps, self.flush, graph, span)
 
     def last_timer(self, calls: list[Callable[[], Any]], graphed: bool, span: Callable[[], Any] | None = None) -> Any:
@@ -724,6 +733,22 @@ def process_age_s() -> float:
         return time.clock_gettime(time.CLOCK_BOOTTIME) - started
     except (OSError, ValueError, IndexError, AttributeError):
         return math.nan
+
+
+@dataclass
+class Prepared:
+    """A case of a look made ready for its timed blocks (Bench._prepare_case): checked, its
+    timed sets drawn, its block timer captured (None: still to be made in the look, or it
+    cannot be timed: `timeable` False)."""
+
+    case: Case
+    where: str
+    err: float
+    sets: TimedSets
+    t: Any
+    warm: bool
+    """The timer ran no blocks just before its look's (kept, or prepared): warm blocks first."""
+    timeable: bool = True
 
 
 class PhaseClock:
@@ -879,6 +904,9 @@ class Bench:
         self.held: dict[str, tuple[TimedSets, Any]] = {}
         """A served tree's timed sets and block timer per config, kept from look to look
         (timed_rows with `keep`) until the tree is loaded again."""
+        self.reps: dict[str, int] = {}
+        """Per config, the calls per block its timer chose when calibrated alone in a look
+        (`prepare_look` captures with it), until the tree is loaded again."""
 
     @property
     def contract(self) -> Spec:
@@ -891,6 +919,7 @@ class Bench:
             side: load_solution(self.spec, tree, side or "this", self.a.which) for side, tree in self.trees.items()
         }
         self.held = {}  # timers of the functions imported before (their graphs stay in LIVE_GRAPHS)
+        self.reps = {}
 
     def cases(
         self, base_seed: int, *, reference: bool = True, look: bool = False, host: bool = False
@@ -1045,7 +1074,9 @@ class Bench:
                     )
         return rows
 
-    def timed_rows(self, seed: int, *, copy: bool = True, keep: bool = False) -> list[dict[str, Any]]:
+    def timed_rows(
+        self, seed: int, *, copy: bool = True, keep: bool = False, prepared: list[Prepared] | None = None
+    ) -> list[dict[str, Any]]:
         """One tree, one look of `seed` (a plain run or a served look): per case, the
         contract check on inputs of its own, then the timed blocks over buffer sets drawn
         from the seed (sets.TimedSets: never the check's inputs, no reference computed for
@@ -1063,95 +1094,142 @@ class Bench:
         until it had to leave (docs/h100-wave3/part1-first-per-tree-run.md). Each look's
         `calls` is the same as at the first.
 
+        `prepared` (a served look that `prepare_look` made ready, serve.py's `prepare`): the
+        checks, draws and captures are done; only the blocks run here.
+
         Without `copy` (a served look) each row also reports LAST (`us_last`), the block after
         the refresh; the plain run's CSV keeps the columns `kopt init` knows (LAST says why)."""
         rows = []
-        nan = math.nan
         self.looked = []
-        for case in self.cases(seed, look=True):
-            where = f"{self.spec.name} {case.shape.name} {case.cols.get('dtype', '')}"
-            t_check = time.perf_counter()
-            err, why = case.check(self.mod)
-            self.clock.lap("check")  # inputs, the reference, the solution (its JIT compile the first time)
-            if time.perf_counter() - t_check > SLOW_CHECK_S:
-                log(f"{where}: check {time.perf_counter() - t_check:.2f} s")
-            case.ref = None  # checked: the fp64 reference need not outlive the check
-            if why:
-                self.failed += 1
-                log(f"{where}: FAILS contract: {why}")
-            held = self.held.get(case.key) if keep else None
-            if held is not None:
-                sets, t = held
-                sets.reseed(seed)
-                self.clock.lap("inputs")  # this look's first draw, into the kept buffers
-            else:
-                sets = TimedSets(case, seed, self.timing.set_count(case.bytes))
-                self.clock.lap("inputs")  # the timed sets' first draw
-                t = self.tree_timer(case, sets, where)
-                self.clock.lap("capture")  # the timer's calibration and CUDA graph
-                if keep and t is not None:
-                    self.held[case.key] = (sets, t)
-            self.looked.append((case, sets))
-            t0 = time.perf_counter()
-            copy_t = self.timing.timer(case.copy_calls, case.bytes) if copy and case.bytes > 0 else None
-            ks, cs = [], []
-            launches = 0  # the timed blocks' launches (`calls`)
-            warm = self.a.warm_blocks if held is not None else 0  # a new timer ran its own
-            blocks, block = self.a.blocks, -warm
-            while block < blocks:  # the kernel's launches in the case's range; the copy's outside
-                if block == blocks - 1:
-                    self.clock.lap("timing")
-                    sets.refresh()  # the last block computes on inputs no earlier call saw
-                    self.clock.lap("inputs")
-                if t is not None:
-                    try:
-                        timer = self.last_block_timer(case, sets, t) if block == blocks - 1 else t
-                        us_block = timer.block()
-                        if block >= 0:  # --warm-blocks: untimed, raising as a timed block would
-                            ks.append(us_block)
-                            launches += timer.reps
-                        if block == 0 and self.timing.gpu:  # a long block: fewer of them (timing.look_blocks)
-                            blocks = look_blocks(blocks, us_block * t.reps)
-                    except Exception as exc:  # a candidate whose timed call raises fails its row
-                        log(f"{where}: FAILS: a timed call raised {type(exc).__name__}: {exc}")
-                        err, t, ks = math.inf, None, []
-                        self.held.pop(case.key, None)
-                if copy_t is not None and block >= 0:
-                    cs.append(copy_t.block())
-                block += 1
-            st = summarize(ks) if ks else dict.fromkeys(("median", "mean", "std", "min", "p10", "p90"), nan)
-            cu = summarize(cs)["median"] if cs else nan
-            us = st["median"]
-            gbps = case.bytes / us / 1e3 if case.bytes > 0 else nan
-            rows.append(
-                {
-                    **case.cols,
-                    "us": us,
-                    "err": err,
-                    "calls": launches if t is not None else 0,
-                    "us_mean": st["mean"],
-                    "us_std": st["std"],
-                    "us_min": st["min"],
-                    "us_p10": st["p10"],
-                    "us_p90": st["p90"],
-                    **({} if copy else {LAST: ks[-1] if ks else nan}),  # ks[-1]: the block after the refresh
-                    "samples": len(ks),
-                    "gbps": gbps,
-                    "copy_us": cu,
-                    "copy_gbps": case.bytes / cu / 1e3 if cs else nan,
-                    "pct_copy": 100.0 * cu / us if cs else nan,
-                    "prod": prod(case),
-                    "seed": seed,
-                    "model": case.shape.model.replace(",", ";"),
-                }
-            )
-            log(
-                f"{self.spec.name} {case.shape.name:24s} {case.cols.get('dtype', ''):9s} {us:10.3f} us  "
-                + (f"{gbps:8.1f} GB/s  {100.0 * cu / us:5.1f}% of copy  " if cs else "")
-                + f"err {err:.3g}  ({len(ks)} blocks x {t.reps if t is not None else 0} calls: "
-                f"{time.perf_counter() - t0:.3f} s)"
-            )
+        if prepared is None:
+            for case in self.cases(seed, look=True):
+                rows.append(self._time_case(self._prepare_case(case, seed, keep=keep, isolated=True), seed, copy))
+            return rows
+        for ready in prepared:
+            if ready.t is None and ready.timeable:  # no calibration yet in this process: made here, alone
+                ready.t = self.tree_timer(ready.case, ready.sets, ready.where)
+                self.clock.lap("capture")
+                self._calibrated(ready)
+                ready.warm = False
+            rows.append(self._time_case(ready, seed, copy))
         return rows
+
+    prepares = True
+    """`prepare_look` works here (serve.py's `prepare`; a subclass whose looks are whole: False)."""
+
+    def prepare_look(self, seed: int) -> list[Prepared]:
+        """Everything of a look of `seed` but its timed blocks (serve.py's `prepare`): per case
+        the contract check, the timed sets' draw and, where this process has calibrated the
+        config alone before (a look's own capture), its block timer with that many calls.
+        No timing runs here, so kopt may prepare both trees' processes at once: a config
+        calibrated for the first time is captured in its look, alone on the device (a
+        calibration next to the other tree's work would choose fewer calls per block)."""
+        return [self._prepare_case(case, seed, keep=False, isolated=False) for case in self.cases(seed, look=True)]
+
+    def _prepare_case(self, case: Case, seed: int, *, keep: bool, isolated: bool) -> Prepared:
+        """A case's check, its timed sets and its block timer (with `isolated` False: only
+        where this process calibrated the config before, with its calls per block)."""
+        where = f"{self.spec.name} {case.shape.name} {case.cols.get('dtype', '')}"
+        t_check = time.perf_counter()
+        err, why = case.check(self.mod)
+        self.clock.lap("check")  # inputs, the reference, the solution (its JIT compile the first time)
+        if time.perf_counter() - t_check > SLOW_CHECK_S:
+            log(f"{where}: check {time.perf_counter() - t_check:.2f} s")
+        case.ref = None  # checked: the fp64 reference need not outlive the check
+        if why:
+            self.failed += 1
+            log(f"{where}: FAILS contract: {why}")
+        held = self.held.get(case.key) if keep else None
+        if held is not None:
+            sets, t = held
+            sets.reseed(seed)
+            self.clock.lap("inputs")  # this look's first draw, into the kept buffers
+            return Prepared(case, where, err, sets, t, warm=True)
+        sets = TimedSets(case, seed, self.timing.set_count(case.bytes))
+        self.clock.lap("inputs")  # the timed sets' first draw
+        reps = self.reps.get(case.key)
+        if not isolated and reps is None and self.gpu:
+            return Prepared(case, where, err, sets, None, warm=False)  # captured in the look, alone
+        t = self.tree_timer(case, sets, where, reps=None if isolated else reps)
+        self.clock.lap("capture")  # the timer's calibration and CUDA graph
+        ready = Prepared(case, where, err, sets, t, warm=not isolated and self.gpu, timeable=t is not None)
+        if isolated:
+            self._calibrated(ready)
+        if keep and t is not None:
+            self.held[case.key] = (sets, t)
+        return ready
+
+    def _calibrated(self, ready: Prepared) -> None:
+        """Remember the calls per block a config's timer chose alone (for `prepare_look`)."""
+        ready.timeable = ready.t is not None
+        reps = getattr(ready.t, "reps", None)
+        if isinstance(reps, int):
+            self.reps[ready.case.key] = reps
+
+    def _time_case(self, ready: Prepared, seed: int, copy: bool) -> dict[str, Any]:
+        """A prepared case's timed blocks and its row."""
+        nan = math.nan
+        case, sets, t, err, where = ready.case, ready.sets, ready.t, ready.err, ready.where
+        self.looked.append((case, sets))
+        t0 = time.perf_counter()
+        copy_t = self.timing.timer(case.copy_calls, case.bytes) if copy and case.bytes > 0 else None
+        ks, cs = [], []
+        launches = 0  # the timed blocks' launches (`calls`)
+        warm = self.a.warm_blocks if ready.warm else 0  # a new timer ran its own; a kept or prepared one, long before
+        blocks, block = self.a.blocks, -warm
+        while block < blocks:  # the kernel's launches in the case's range; the copy's outside
+            if block == blocks - 1:
+                self.clock.lap("timing")
+                sets.refresh()  # the last block computes on inputs no earlier call saw
+                self.clock.lap("inputs")
+            if t is not None:
+                try:
+                    timer = self.last_block_timer(case, sets, t) if block == blocks - 1 else t
+                    us_block = timer.block()
+                    if block >= 0:  # --warm-blocks: untimed, raising as a timed block would
+                        ks.append(us_block)
+                        launches += timer.reps
+                    if block == 0 and self.timing.gpu:  # a long block: fewer of them (timing.look_blocks)
+                        blocks = look_blocks(blocks, us_block * t.reps)
+                except Exception as exc:  # a candidate whose timed call raises fails its row
+                    log(f"{where}: FAILS: a timed call raised {type(exc).__name__}: {exc}")
+                    err, t, ks = math.inf, None, []
+                    self.held.pop(case.key, None)
+                    self.reps.pop(case.key, None)
+            if copy_t is not None and block >= 0:
+                cs.append(copy_t.block())
+            block += 1
+        st = summarize(ks) if ks else dict.fromkeys(("median", "mean", "std", "min", "p10", "p90"), nan)
+        cu = summarize(cs)["median"] if cs else nan
+        us = st["median"]
+        gbps = case.bytes / us / 1e3 if case.bytes > 0 else nan
+        row = {
+            **case.cols,
+            "us": us,
+            "err": err,
+            "calls": launches if t is not None else 0,
+            "us_mean": st["mean"],
+            "us_std": st["std"],
+            "us_min": st["min"],
+            "us_p10": st["p10"],
+            "us_p90": st["p90"],
+            **({} if copy else {LAST: ks[-1] if ks else nan}),  # ks[-1]: the block after the refresh
+            "samples": len(ks),
+            "gbps": gbps,
+            "copy_us": cu,
+            "copy_gbps": case.bytes / cu / 1e3 if cs else nan,
+            "pct_copy": 100.0 * cu / us if cs else nan,
+            "prod": prod(case),
+            "seed": seed,
+            "model": case.shape.model.replace(",", ";"),
+        }
+        log(
+            f"{self.spec.name} {case.shape.name:24s} {case.cols.get('dtype', ''):9s} {us:10.3f} us  "
+            + (f"{gbps:8.1f} GB/s  {100.0 * cu / us:5.1f}% of copy  " if cs else "")
+            + f"err {err:.3g}  ({len(ks)} blocks x {t.reps if t is not None else 0} calls: "
+            f"{time.perf_counter() - t0:.3f} s)"
+        )
+        return row
 
     @property
     def mod(self) -> ModuleType:
@@ -1169,12 +1247,17 @@ class Bench:
         span = functools.partial(self.ranges.span, case.range)
         return self.timing.last_timer(sets.calls(case.function(self.mod)), isinstance(t, GraphTimer), span)
 
-    def tree_timer(self, case: Case, sets: TimedSets, where: str) -> Any:
-        """The block timer of the tree's function over `sets` (None, logged: it cannot be timed)."""
+    def tree_timer(self, case: Case, sets: TimedSets, where: str, reps: int | None = None) -> Any:
+        """The block timer of the tree's function over `sets` (None, logged: it cannot be timed);
+        `reps`: its calls per block, no calibration (a GPU's)."""
         try:
             fn = case.function(self.mod)
             return self.timing.sets_timer(
-                sets.calls(fn), case.bytes, graph=self.spec.graph, span=functools.partial(self.ranges.span, case.range)
+                sets.calls(fn),
+                case.bytes,
+                graph=self.spec.graph,
+                span=functools.partial(self.ranges.span, case.range),
+                reps=reps,
             )
         except Exception as exc:
             log(f"{where}: cannot be timed: {type(exc).__name__}: {exc}")

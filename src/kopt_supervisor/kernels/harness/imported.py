@@ -120,7 +120,7 @@ from .audit import (
     summarise,
     summarise_sets,
 )
-from .bench import LAST, Bench, PhaseClock, Timing, log, new_seed, why, write_csv
+from .bench import LAST, Bench, PhaseClock, Prepared, Timing, log, new_seed, why, write_csv
 from .loader import load_module
 from .params import config_key
 from .ranges import open_ranges, range_name
@@ -574,6 +574,8 @@ class ImportedBench(Bench):
     memory_full). The Spec side of Bench (cases, checks, the A/B modes) is not used here and
     not set up: Bench.__init__ is not called."""
 
+    prepares = False  # its looks are whole: `prepare` is answered `unprepared`
+
     def __init__(self, script: Path, a: argparse.Namespace, torch: Any, gpu: bool, clock: PhaseClock) -> None:
         self.script, self.a, self.torch, self.gpu, self.clock = script, a, torch, gpu, clock
         self.ranges = open_ranges(torch, gpu)
@@ -611,8 +613,10 @@ class ImportedBench(Bench):
         sets' timer was a CUDA graph)."""
         return self.timing.last_timer(list(sets), graphed, span)
 
-    def timed_rows(self, seed: int, *, copy: bool = True, keep: bool = False) -> list[dict[str, Any]]:
-        """One look of `seed`: per config its sets drawn twice, the blocks but the last timed
+    def timed_rows(
+        self, seed: int, *, copy: bool = True, keep: bool = False, prepared: list[Prepared] | None = None
+    ) -> list[dict[str, Any]]:
+        """One look of `seed` (never `prepared`: `prepares` is False): per config its sets drawn twice, the blocks but the last timed
         on the first draw, the last block on the second, whose outputs are checked for NaN/Inf
         and are what `commitment` and `audit` read; one row each (the module docstring).
         Without `copy` (a served look) each row also reports LAST (`us_last`), the last

@@ -3,6 +3,7 @@
 One tree per process (`python bench.py --serve`, kopt's `[target].serve`; the working
 directory is the tree, as for the plain bench):
 
+    prepare N SEED      -> prepared N | unprepared N | fail N WHY
     look N SEED PATH    -> done N | done N last | fail N WHY
     audit N SEED PATH   -> audited N | fail N WHY
     load                -> loaded | fail load WHY
@@ -16,6 +17,11 @@ before kopt draws the audit seed. The timed calls' outputs are kept until the ne
 graphs are made anew (KEEP_BUFFERS). `done N last`: the
 kept buffers passed --serve-memory of the GPU's memory; the process answers the `audit` of
 look N (the only request it still takes) and leaves.
+`prepare`: everything of look N at SEED but its timed blocks (Bench.prepare_look: the checks,
+the timed sets' draws, and the CUDA graphs of configs this process has calibrated alone before),
+so that kopt can prepare both trees' processes at once and then time each alone: the `look N
+SEED PATH` that follows times what was prepared. A bench that cannot prepare answers
+`unprepared N` (its looks are whole). Another look, or a look at another seed, discards it.
 `audit`: per config of look N, the timed buffer set the audit SEED picks and its outputs'
 summaries (audit.py: the rule kopt shares, the JSON's fields) as JSON to PATH. Only the last
 look's outputs are kept: another N is refused (`fail N`), the process stays.
@@ -37,12 +43,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .bench import Bench, PhaseClock, log, new_seed, why, write_csv
+from .bench import Bench, PhaseClock, Prepared, log, new_seed, why, write_csv
 
 INTEGER = re.compile(r"-?[0-9]+")
 COMMITMENT_SUFFIX = ".sets.json"
 """A look's commitment to every timed set's outputs is written to PATH + this (audit.py)."""
-USAGE = "`look N SEED PATH`, `audit N SEED PATH` or `load`"
+USAGE = "`prepare N SEED`, `look N SEED PATH`, `audit N SEED PATH` or `load`"
 KEEP_BUFFERS = False
 """Whether a look replays the timed buffers and CUDA graphs of the process's first look (True)
 or makes them anew (False: a new allocation, so a new placement in device memory, every look).
@@ -62,7 +68,7 @@ class BadRequest(ValueError):
 @dataclass(frozen=True)
 class Request:
     kind: str
-    """"look", "audit" or "load"."""
+    """"prepare", "look", "audit" or "load"."""
     n: str = ""
     seed: int = 0
     path: str = ""
@@ -93,9 +99,13 @@ def parse_request(line: str) -> Request | None:
         if len(words) > 1:
             raise BadRequest(f"`load` takes no arguments: {text[:80]!r}")
         return Request("load")
-    if words[0] not in ("look", "audit"):
+    if words[0] not in ("prepare", "look", "audit"):
         raise BadRequest(f"not a request (expected {USAGE}): {text[:80]!r}")
-    if len(words) < 4:
+    if words[0] == "prepare":
+        if len(words) != 3:
+            raise BadRequest(f"expected `prepare N SEED`: {text[:80]!r}")
+        words.append("")
+    elif len(words) < 4:
         raise BadRequest(f"expected `{words[0]} N SEED PATH`: {text[:80]!r}")
     _, n, seed, path = words
     if not INTEGER.fullmatch(n):
@@ -110,6 +120,7 @@ def serve_tree(bench: Bench, requests: Iterable[str], reply: Callable[[str], Non
     leave; returns the exit status (1 after a `fail` that ends it)."""
     last: str | None = None  # the look whose timed outputs are kept
     leaving = False  # after `done N last`: only the audit of N
+    ready: tuple[str, int, list[Prepared]] | None = None  # (N, SEED, its cases) after `prepare N SEED`
     for line in requests:
         try:
             req = parse_request(line)
@@ -123,13 +134,35 @@ def serve_tree(bench: Bench, requests: Iterable[str], reply: Callable[[str], Non
         if leaving and (req.kind != "audit" or req.n != last):
             return 0
         if req.kind == "load":
+            ready = None
             if not load_again(bench, reply, "load"):
                 return 1
-        elif req.kind == "look":
-            last = None
+        elif req.kind == "prepare":
+            ready = None
+            if not bench.prepares or KEEP_BUFFERS:
+                reply(f"unprepared {req.n}")
+                continue
+            last, bench.looked = None, []  # audited already: its sets need not outlive the new ones' draws
             bench.clock = PhaseClock(since_process_start=False)
             try:
-                rows = bench.timed_rows(req.seed, copy=False, keep=KEEP_BUFFERS)
+                ready = (req.n, req.seed, bench.prepare_look(req.seed))
+            except Exception as exc:  # the harness or CUDA: the process leaves, as after a failed look
+                log(f"prepare {req.n}: {type(exc).__name__}: {exc}")
+                reply(f"fail {req.n} {why(exc)}")
+                return 1
+            log(f"prepare {req.n}: " + bench.clock.line())
+            reply(f"prepared {req.n}")
+        elif req.kind == "look":
+            last = None
+            prepared = ready[2] if ready is not None and ready[:2] == (req.n, req.seed) else None
+            ready = None
+            bench.clock = PhaseClock(since_process_start=False)
+            try:
+                rows = (
+                    bench.timed_rows(req.seed, copy=False, keep=KEEP_BUFFERS)
+                    if prepared is None
+                    else bench.timed_rows(req.seed, copy=False, prepared=prepared)
+                )
                 bench.clock.lap("timing")
                 write_csv(rows, req.path, stdout=False)
                 Path(req.path + COMMITMENT_SUFFIX).write_text(json.dumps(bench.commitment()) + "\n", encoding="utf-8")
