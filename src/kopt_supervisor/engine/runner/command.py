@@ -111,8 +111,8 @@ class RunResult:
             except ValueError:
                 name = str(-self.returncode)
             return f"killed by {name}"
-        if self.returncode > 128 and self.argv[:2] == ["/bin/sh", "-c"]:
-            try:  # a shell reports its child's death by signal N as 128 + N
+        if self.returncode > 128 and (self.argv[:2] == ["/bin/sh", "-c"] or self.confined is not None):
+            try:  # a shell, and bubblewrap, report their child's death by signal N as 128 + N
                 return f"exit code {self.returncode} ({signal.Signals(self.returncode - 128).name})"
             except ValueError:
                 pass
