@@ -596,10 +596,11 @@ def test_a_fresh_pair_answers_one_warm_up_look_at_once_then_the_next_decision_st
     assert len(starts(log, confirmation=True)) == 4 and no_server_left(ws)
 
 
-def test_with_serve_prepare_both_sides_prepare_at_once_and_each_is_timed_alone(served):
+def test_with_serve_prepare_both_sides_prepare_at_once_and_each_is_timed_alone(served, monkeypatch):
     """[target].serve_prepare on a GPU lane: a new pair's warm-up is a `prepare` (no look), and
     every look is `prepare N SEED` to both processes at once, then `look N SEED PATH` to each
     in turn with the same seed: no side's look overlaps the other's."""
+    monkeypatch.setenv("FAKE_PREPARE_S", "0.6")  # long enough to see the two overlap on a loaded machine
     ws, log, ctx, lane, best, m = _measurer_setup(served, warm_ups=True, serve_prepare=True)
     try:
         it = _iteration(lane, 1, best)

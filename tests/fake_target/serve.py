@@ -40,7 +40,7 @@ Hostile knobs in kernel.json (the candidate's code doing what a kernel must not)
 Environment: FAKE_SERVE_LOG=path appends `start PID CWD PYCACHE-PREFIX` for each process
 started, `look|audit N SEED PID CWD TIME` for each request and `done N SEED PID CWD TIME` for
 each look answered (tests count processes per tree, compare seeds, see when a look ran); FAKE_NOISE (relative sigma of the burned time, default 0.002); FAKE_CALLS
-(timed calls per config, default 100).
+(timed calls per config, default 100); FAKE_PREPARE_S (the CPU seconds a `prepare` burns, default 0.05).
 """
 
 import json
@@ -231,7 +231,7 @@ def serve():
                 print(f"fail ? not a request: {line.strip()!r}", flush=True)
                 continue
             log(f"prepare {words[1]} {words[2]} {os.getpid()} {os.getcwd()} {time.time():.6f}")
-            burn(0.05)
+            burn(float(os.environ.get("FAKE_PREPARE_S", "0.05")))
             log(f"prepared {words[1]} {words[2]} {os.getpid()} {os.getcwd()} {time.time():.6f}")
             print(f"prepared {words[1]}", flush=True)
             continue

@@ -1150,7 +1150,7 @@ class Bench:
         reps = self.reps.get(case.key)
         if not isolated and reps is None and self.gpu:
             return Prepared(case, where, err, sets, None, warm=False)  # captured in the look, alone
-        t = self.tree_timer(case, sets, where, reps=None if isolated else reps)
+        t = self.tree_timer(case, sets, where) if isolated else self.tree_timer(case, sets, where, reps=reps)
         self.clock.lap("capture")  # the timer's calibration and CUDA graph
         ready = Prepared(case, where, err, sets, t, warm=not isolated and self.gpu, timeable=t is not None)
         if isolated:
