@@ -1208,13 +1208,7 @@ class Bench:
             "us": us,
             "err": err,
             "calls": launches if t is not None else 0,
-            "us_mean": st["mean"],
-            "us_std": st["std"],
-            "us_min": st["min"],
-            "us_p10": st["p10"],
-            "us_p90": st["p90"],
-            **({} if copy else {LAST: ks[-1] if ks else nan}),  # ks[-1]: the block after the refresh
-            "samples": len(ks),
+            **block_stats(st, ks, copy),
             "gbps": gbps,
             "copy_us": cu,
             "copy_gbps": case.bytes / cu / 1e3 if cs else nan,
@@ -1335,6 +1329,20 @@ class Bench:
             return True
         free, _ = cuda.mem_get_info()
         return free < max(FREE_MIN_SHARE * total, RELEASE_HEADROOM * cuda.max_memory_allocated())
+
+
+def block_stats(st: dict[str, float], ks: list[float], copy: bool) -> dict[str, Any]:
+    """A row's statistics over its timed blocks (`summarize`'s `st` of the blocks `ks`), and
+    without `copy` (a served look) LAST, the last block's alone (the block after the refresh)."""
+    return {
+        "us_mean": st["mean"],
+        "us_std": st["std"],
+        "us_min": st["min"],
+        "us_p10": st["p10"],
+        "us_p90": st["p90"],
+        **({} if copy else {LAST: ks[-1] if ks else math.nan}),
+        "samples": len(ks),
+    }
 
 
 def prod(case: Case) -> int:

@@ -120,7 +120,7 @@ from .audit import (
     summarise,
     summarise_sets,
 )
-from .bench import LAST, Bench, PhaseClock, Prepared, Timing, log, new_seed, why, write_csv
+from .bench import LAST, Bench, PhaseClock, Prepared, Timing, block_stats, log, new_seed, why, write_csv
 from .loader import load_module
 from .params import config_key
 from .ranges import open_ranges, range_name
@@ -667,13 +667,7 @@ class ImportedBench(Bench):
                     "us": st["median"],
                     "err": err,
                     "calls": launches,
-                    "us_mean": st["mean"],
-                    "us_std": st["std"],
-                    "us_min": st["min"],
-                    "us_p10": st["p10"],
-                    "us_p90": st["p90"],
-                    **({} if copy else {LAST: ks[-1] if ks else nan}),  # ks[-1]: the second draw's block
-                    "samples": len(ks),
+                    **block_stats(st, ks, copy),  # LAST: the second draw's block
                     "seed": seed,
                 }
             )
