@@ -303,7 +303,7 @@ def test_a_served_look_reports_the_block_after_the_refresh_and_a_plain_run_does_
     events: list[str] = []
     real_refresh = sets.TimedSets.refresh
     monkeypatch.setattr(sets.TimedSets, "refresh", lambda self: events.append("refresh") or real_refresh(self))
-    monkeypatch.setattr(b, "tree_timer", lambda case, s, where: ScriptedTimer(events))
+    monkeypatch.setattr(b, "tree_timer", lambda case, s, where, reps=None: ScriptedTimer(events))
     one_each: list[int] = []
 
     def last_timer(calls: list, graphed: bool, span: object) -> ScriptedTimer:
@@ -321,5 +321,5 @@ def test_a_served_look_reports_the_block_after_the_refresh_and_a_plain_run_does_
     assert (row["us"], row[bench.LAST], row["samples"]) == (1000.0, 900.0, blocks)
     assert len(one_each) == int(gpu_rule)  # the GPU rule's last block: one call per set
     assert row["calls"] == 100 * (blocks - 1) + (one_each[0] if gpu_rule else 100)
-    monkeypatch.setattr(b, "tree_timer", lambda case, s, where: ScriptedTimer(events, raises=True))
+    monkeypatch.setattr(b, "tree_timer", lambda case, s, where, reps=None: ScriptedTimer(events, raises=True))
     assert math.isnan(b.timed_rows(5, copy=False)[0][bench.LAST])
