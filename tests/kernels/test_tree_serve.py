@@ -665,3 +665,69 @@ def test_a_served_process_leaves_when_the_device_is_short_of_free_memory_not_onl
     assert full(state(2, 13, 3), 0.2)  # under 10% of the device free
     assert full(state(2, 20, 16), 0.2)  # less free than 1.5x this process's peak look
     assert not full(SimpleNamespace(gpu=False, torch=None), 0.2)
+
+
+# -- `prepare N SEED` (in-process) ------------------------------------------------------------------
+
+
+class _Sets:
+    """A stand-in for one config's timed sets (the look's largest buffers)."""
+
+
+class _PreparingBench:
+    """What serve_tree asks of a bench that prepares: each prepare draws new sets (weakly
+    watched), a look times what was prepared and keeps its sets for the audit (`looked`)."""
+
+    prepares = True
+
+    def __init__(self) -> None:
+        self.looked: list = []
+        self.clock = bench.PhaseClock()
+        self.a = SimpleNamespace(serve_memory=0.5)
+        self.drawn: list = []
+        """Weak references to every set drawn so far."""
+        self.alive_at_prepare: list[int] = []
+        """At each prepare, how many sets drawn before it were still alive."""
+
+    def prepare_look(self, seed: int) -> list:
+        import gc
+        import weakref
+
+        gc.collect()
+        self.alive_at_prepare.append(sum(ref() is not None for ref in self.drawn))
+        ready = [bench.Prepared(case=None, where="", err=0.0, sets=_Sets(), t=None, warm=False) for _ in range(2)]  # type: ignore[arg-type]
+        self.drawn += [weakref.ref(p.sets) for p in ready]
+        return ready
+
+    def timed_rows(self, seed: int, *, copy: bool = True, keep: bool = False, prepared: list | None = None) -> list:
+        assert prepared is not None
+        self.looked = [(p.case, p.sets) for p in prepared]
+        return [{"us": 1.0, "seed": seed}]
+
+    def commitment(self) -> dict:
+        return {}
+
+    def audit(self, seed: int) -> dict:
+        return {"configs": len(self.looked)}
+
+    def release_cache(self) -> None:
+        pass
+
+    def memory_full(self, share: float) -> bool:
+        return False
+
+
+def test_a_prepare_draws_its_sets_with_the_previous_looks_sets_freed(tmp_path: Path) -> None:
+    """At `prepare N SEED` the previous look's timed sets have been audited: nothing may keep them
+    (the look's prepared cases held in serve_tree did, so every prepare drew a look's sets beside
+    the last one's: twice the timed buffers on the device, never seen by memory_full)."""
+    b = _PreparingBench()
+    replies: list[str] = []
+    requests = []
+    for n in range(3):
+        requests += [f"prepare {n} {7 + n}", f"look {n} {7 + n} {tmp_path / f'l{n}.csv'}"]
+        requests += [f"audit {n} 5 {tmp_path / f'a{n}.json'}"]
+    assert serve.serve_tree(b, requests, replies.append) == 0  # type: ignore[arg-type]
+    assert replies == [f"{verb} {n}" for n in range(3) for verb in ("prepared", "done", "audited")]
+    assert b.alive_at_prepare == [0, 0, 0]
+

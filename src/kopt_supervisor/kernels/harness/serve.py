@@ -163,6 +163,7 @@ def serve_tree(bench: Bench, requests: Iterable[str], reply: Callable[[str], Non
                     if prepared is None
                     else bench.timed_rows(req.seed, copy=False, prepared=prepared)
                 )
+                prepared = None  # its sets live on in bench.looked (the audit's) until the next prepare or look
                 bench.clock.lap("timing")
                 write_csv(rows, req.path, stdout=False)
                 Path(req.path + COMMITMENT_SUFFIX).write_text(json.dumps(bench.commitment()) + "\n", encoding="utf-8")
