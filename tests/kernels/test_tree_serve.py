@@ -731,3 +731,97 @@ def test_a_prepare_draws_its_sets_with_the_previous_looks_sets_freed(tmp_path: P
     assert replies == [f"{verb} {n}" for n in range(3) for verb in ("prepared", "done", "audited")]
     assert b.alive_at_prepare == [0, 0, 0]
 
+
+class _Timer:
+    def __init__(self, reps: int) -> None:
+        self.reps = reps
+
+    def block(self) -> float:
+        return 1.0
+
+
+def _gpu_ruled_bench(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, nbytes: int = 0) -> tuple:
+    """A Bench on this CPU whose prepares follow the GPU's rules (no capture before a config's
+    calibration in a look), its timers made by a calibration that reads the µs of one call from
+    `estimates` (the bytes rule, where the spec says a call moves `nbytes`, and the count as
+    timing.block_launches chooses them), and torch.cuda.synchronize recorded. Returns (bench,
+    estimates, made, synced)."""
+    import dataclasses
+
+    import torch
+
+    tree = _scale_tree(tmp_path / "t")
+    spec = dataclasses.replace(_spec(), bytes_moved=(lambda **cols: nbytes) if nbytes else None)  # type: ignore[type-var]
+    b = bench.Bench(spec, bench.parse_args(["--serve"], gpu=False), torch, False, bench.PhaseClock(), tree)  # type: ignore[arg-type]
+    real_cases = b.cases
+
+    def cpu_cases(seed: int, **kw: object):  # noqa: ANN202
+        b.gpu = False  # the configs' buffers on this CPU
+        try:
+            made = list(real_cases(seed, **kw))  # type: ignore[arg-type]
+        finally:
+            b.gpu = True
+        return iter(made)
+
+    estimates: list[float] = []
+    made: list[tuple[str, int]] = []
+
+    def tree_timer(case: object, sets: object, where: str, reps: int | None = None) -> _Timer:
+        if reps is None:
+            est = estimates.pop(0)
+            reps = timing.block_launches(case.bytes, est, b.timing.block_us, b.timing.max_reps, sets.count)  # type: ignore[attr-defined]
+            made.append(("calibrated", reps))
+        else:
+            made.append(("cached", reps))
+        return _Timer(reps)
+
+    synced: list[int] = []
+    monkeypatch.setattr(b, "cases", cpu_cases)
+    monkeypatch.setattr(b, "tree_timer", tree_timer)
+    monkeypatch.setattr(b, "last_block_timer", lambda case, sets, t: _Timer(sets.count))
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: synced.append(1))
+    b.gpu = True
+    return b, estimates, made, synced
+
+
+def test_a_calibration_disturbed_once_does_not_set_later_looks_calls_per_block(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A config's calls per block kept for later prepares (their captures beside the other
+    side's prepare) are only the bytes rule's, which no calibration moves. Hostile: the
+    candidate's process queues kernels just before it answers `prepare` (SIGSTOP stops its
+    threads, not its kernels), so best's first calibration, in its look, reads one call as
+    slow: fewer calls per block, each block's fixed cost spread over fewer calls, best's calls
+    slower. Kept, that count served every later look of best's process (decision after
+    decision); before prepared looks it moved one look."""
+    b, estimates, made, _ = _gpu_ruled_bench(tmp_path, monkeypatch, nbytes=120)
+    estimates += [1e9, 1.0, 1.0]  # µs of one call as each calibration reads it: the first disturbed
+    rows = []
+    for n in range(3):
+        ready = b.prepare_look(10 + n)
+        rows.append(b.timed_rows(10 + n, copy=False, prepared=ready)[0])
+    ((case, sets),) = b.looked
+    fixed, disturbed = (
+        timing.block_launches(case.bytes, us, b.timing.block_us, b.timing.max_reps, sets.count) for us in (1.0, 1e9)
+    )
+    assert case.bytes > 0 and disturbed < fixed
+    # look 0 calibrated on a busy device; look 1 calibrates again (alone), and look 2's prepare captures with it
+    assert made == [("calibrated", disturbed), ("calibrated", fixed), ("cached", fixed)]
+    blocks = b.a.blocks
+    assert [r["calls"] for r in rows] == [
+        disturbed * (blocks - 1) + sets.count,
+        *[fixed * (blocks - 1) + sets.count] * 2,
+    ]
+    # without the bytes a call moves every count is the calibration's: chosen again in each look,
+    # alone (kept, one calibration's noise would set all of best's later looks, decision after decision)
+    b, estimates, made, _ = _gpu_ruled_bench(tmp_path / "nobytes", monkeypatch)
+    estimates += [30.0, 20.0, 50.0]
+    for n in range(3):
+        b.timed_rows(20 + n, copy=False, prepared=b.prepare_look(20 + n))
+    ((case, sets),) = b.looked
+    assert [kind for kind, _ in made] == ["calibrated"] * 3 and not b.reps
+    counts = [
+        timing.block_launches(0, us, b.timing.block_us, b.timing.max_reps, sets.count) for us in (30.0, 20.0, 50.0)
+    ]
+    assert [reps for _, reps in made] == counts
+

@@ -107,6 +107,7 @@ from .timing import (
     GraphTimer,
     L2Flush,
     block_launches,
+    byte_launches,
     cycle,
     l2_bytes,
     look_blocks,
@@ -905,8 +906,9 @@ class Bench:
         """A served tree's timed sets and block timer per config, kept from look to look
         (timed_rows with `keep`) until the tree is loaded again."""
         self.reps: dict[str, int] = {}
-        """Per config, the calls per block its timer chose when calibrated alone in a look
-        (`prepare_look` captures with it), until the tree is loaded again."""
+        """Per config, the calls per block its timer chose when calibrated alone in a look, where
+        they are the bytes rule's (`_calibrated`; `prepare_look` captures with them), until the
+        tree is loaded again."""
 
     @property
     def contract(self) -> Spec:
@@ -1120,7 +1122,8 @@ class Bench:
     def prepare_look(self, seed: int) -> list[Prepared]:
         """Everything of a look of `seed` but its timed blocks (serve.py's `prepare`): per case
         the contract check, the timed sets' draw and, where this process has calibrated the
-        config alone before (a look's own capture), its block timer with that many calls.
+        config alone before (a look's own capture) to the bytes rule's calls per block
+        (`_calibrated`), its block timer with that many calls.
         No timing runs here, so kopt may prepare both trees' processes at once: a config
         calibrated for the first time is captured in its look, alone on the device (a
         calibration next to the other tree's work would choose fewer calls per block)."""
@@ -1160,11 +1163,20 @@ class Bench:
         return ready
 
     def _calibrated(self, ready: Prepared) -> None:
-        """Remember the calls per block a config's timer chose alone (for `prepare_look`)."""
+        """Remember the calls per block a config's timer chose alone (for `prepare_look`) where
+        they are the bytes rule's (timing.byte_launches: the same in every process, whatever the
+        calibration read). A count the calibration chose is chosen again, alone, in each look:
+        one calibration kept for the process's life (best's serves decision after decision) would
+        freeze its noise (a 20 µs kernel read 20-50 µs, H100), or a slowdown by work the other
+        side left queued on the device (SIGSTOP stops its threads, not its kernels), into every
+        later look's calls per block, where before it moved one look."""
         ready.timeable = ready.t is not None
         reps = getattr(ready.t, "reps", None)
-        if isinstance(reps, int):
+        fixed = byte_launches(ready.case.bytes, self.timing.max_reps, ready.sets.count)
+        if isinstance(reps, int) and reps == fixed:
             self.reps[ready.case.key] = reps
+        else:
+            self.reps.pop(ready.case.key, None)
 
     def _time_case(self, ready: Prepared, seed: int, copy: bool) -> dict[str, Any]:
         """A prepared case's timed blocks and its row."""

@@ -173,6 +173,12 @@ def block_launches(nbytes: int, one_call_us: float, block_us: float, max_reps: i
     return math.ceil(max(reps, sets) / sets) * sets
 
 
+def byte_launches(nbytes: int, max_reps: int, sets: int) -> int | None:
+    """The count `block_launches` gives by the bytes rule (the same in every process, whatever
+    the calibration read); None when the bytes a call moves are not known."""
+    return block_launches(nbytes, 0.0, 1.0, max_reps, sets) if nbytes > 0 else None
+
+
 LOOK_BLOCKS_US = 100_000.0
 """What a config's timed blocks need last in one look, in all, once a block is long: a tree
 whose first timed block lasts B µs gets ceil(LOOK_BLOCKS_US / B) blocks (at least MIN_BLOCKS,
