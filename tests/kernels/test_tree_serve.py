@@ -825,3 +825,12 @@ def test_a_calibration_disturbed_once_does_not_set_later_looks_calls_per_block(
     ]
     assert [reps for _, reps in made] == counts
 
+
+def test_a_prepare_leaves_no_work_queued_on_the_device(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """kopt stops a process once it answers `prepare` and times the other alone: what the prepare
+    queued (the timed sets' draws of a config still to be calibrated are asynchronous) must be
+    done by then, or it runs beside the other side's timed look and its calibration."""
+    b, estimates, _, synced = _gpu_ruled_bench(tmp_path, monkeypatch)
+    estimates += [1.0]
+    b.prepare_look(1)
+    assert synced == [1]

@@ -1127,7 +1127,10 @@ class Bench:
         No timing runs here, so kopt may prepare both trees' processes at once: a config
         calibrated for the first time is captured in its look, alone on the device (a
         calibration next to the other tree's work would choose fewer calls per block)."""
-        return [self._prepare_case(case, seed, keep=False, isolated=False) for case in self.cases(seed, look=True)]
+        ready = [self._prepare_case(case, seed, keep=False, isolated=False) for case in self.cases(seed, look=True)]
+        if self.gpu:  # kopt stops this process once it answers and times the other alone: nothing queued may run beside
+            self.torch.cuda.synchronize()  # that look (the draws of a config still to be calibrated are asynchronous)
+        return ready
 
     def _prepare_case(self, case: Case, seed: int, *, keep: bool, isolated: bool) -> Prepared:
         """A case's check, its timed sets and its block timer (with `isolated` False: only
