@@ -359,3 +359,41 @@ def test_a_plain_command_runs_with_no_shell_between_and_shell_text_keeps_its_she
     ):
         res = run_command(text, cwd=tmp_path, log_dir=tmp_path, name=name, timeout_s=30)
         assert res.ok and Path(res.stdout_path).read_text().strip() == leader, name
+
+
+def test_a_string_the_shell_reads_otherwise_than_its_plain_words_keeps_its_shell(tmp_path: Path):
+    """Only what /bin/sh would run as exactly those words runs without it: lines are commands
+    (a bench written as two lines ran its first program with the second as arguments), `exec`
+    and the shell's other builtins and keywords are no programs (`exec python bench.py`, the
+    profiling docs' way to leave no shell under ncu, could not start), and a word's characters
+    are the shell's (a no-break space or a carriage return is no separator to it)."""
+    from kopt_supervisor.engine.runner.command import as_argv
+
+    for text in (
+        "python prep.py\npython bench.py",
+        "exec python bench.py",
+        "exec ncu --target-processes all python bench.py",
+        ". ./env.sh",
+        ": nothing",
+        "ulimit -v 1000",
+        "cd sub",
+        "python\u00a0bench.py",
+        "python bench.py\r",
+        "python bench.py\x0b-x",
+    ):
+        assert as_argv(text) == ["/bin/sh", "-c", text], repr(text)
+    # spaces, tabs and the newlines around one command are the shell's separators too
+    assert as_argv("\n python\tbench.py  --x=1 \n") == ["python", "bench.py", "--x=1"]
+    two_plain = tmp_path / "two_plain.py"
+    two_plain.write_text("import sys\nopen(sys.argv[1], 'w').write(' '.join(sys.argv[2:]))\n")
+    out, also = tmp_path / "out", tmp_path / "also"
+    res = run_command(
+        f"{sys.executable} {two_plain} {out}\n{sys.executable} {two_plain} {also}",
+        cwd=tmp_path,
+        log_dir=tmp_path,
+        name="two_plain",
+        timeout_s=30,
+    )
+    assert res.ok and out.read_text() == "" and also.exists()  # two commands, neither the other's arguments
+    res = run_command(f"exec {sys.executable} -c pass", cwd=tmp_path, log_dir=tmp_path, name="exec", timeout_s=30)
+    assert res.ok, res.why()

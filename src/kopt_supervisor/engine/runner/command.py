@@ -143,18 +143,31 @@ def sandbox_note(confined: Confinement | None, stderr_tail: str) -> str:
 
 PLAIN_WORD = re.compile(r"[A-Za-z0-9_\-./:,+@%=]+")
 """A word the shell would pass on unchanged: no quote, expansion, glob, redirection or operator."""
+PLAIN_COMMAND = re.compile(r"[ \t]*[A-Za-z0-9_\-./:,+@%=]+(?:[ \t]+[A-Za-z0-9_\-./:,+@%=]+)*[ \t]*")
+"""Plain words on one line, separated as the shell separates them (spaces and tabs: a newline
+ends a command, and a character Python's str.split takes for a space, a no-break space or a
+carriage return, is part of a word to the shell)."""
+SHELL_WORDS = frozenset(
+    "! { } [[ ]] case do done elif else esac fi for function if in select then time until while "
+    ". : alias bg break cd command continue eval exec exit export fc fg getopts hash jobs local "
+    "read readonly return set shift source times trap type ulimit umask unalias unset wait".split()
+)
+"""A first word the shell itself gives a meaning (its keywords and builtins no program on PATH
+stands in for, `exec` first of them): such a command keeps its shell."""
 
 
 def as_argv(command: str | Sequence[str]) -> list[str]:
     """The argv a command runs as. A string is shell text for `/bin/sh -c`, unless it is one
-    plain command (every word a PLAIN_WORD, the first no assignment): then its words are the
-    argv, and no shell stays between kopt and the program. Under ncu (which follows every
+    plain command (one line of PLAIN_WORDs separated by spaces or tabs, the first no assignment
+    and none of SHELL_WORDS): then its words are the argv, and no shell stays between kopt and
+    the program. Under ncu (which follows every
     process of the run) a shell left as the bench's parent cost ~80 ms of every profiled
     kernel: a keep's profile phase 10.3 s against 6.3-6.5 s run directly or through `exec`
     (H200, 2026-12-01, docs/h100-wave3/part19-the-shell-under-ncu-h200.md)."""
     if isinstance(command, str):
-        words = command.split()
-        if words and "=" not in words[0] and all(PLAIN_WORD.fullmatch(w) for w in words):
+        line = command.strip("\n")
+        words = line.split()
+        if PLAIN_COMMAND.fullmatch(line) and "=" not in words[0] and words[0] not in SHELL_WORDS:
             return words
         return ["/bin/sh", "-c", command]
     return list(command)
