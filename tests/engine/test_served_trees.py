@@ -7,7 +7,9 @@ timer shows in the recorded costs; its hostile knobs are the candidate's kernel.
 from __future__ import annotations
 
 import json
+import re
 import statistics
+import time
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -756,3 +758,66 @@ def test_a_candidate_row_missing_or_extra_is_a_bench_failure(served):
     finally:
         m.close()
         ctx.store.close()
+
+
+@pytest.mark.parametrize(
+    ("knob", "n", "why"),
+    [
+        ("die_at_prepare", 1, "ended (exit code 7) without answering 'prepare 1 "),
+        ("fail_at_prepare", 1, "could not prepare look 1: the harness broke"),
+        ("hang_at_prepare", 1, "timed out after 2 s on 'prepare 1 "),
+        ("die_at_prepare", 0, "ended (exit code 7) without answering 'prepare 0 "),
+    ],
+)
+def test_with_serve_prepare_a_candidate_that_dies_fails_or_hangs_at_prepare_fails_the_bench_in_time(
+    served, knob: str, n: int, why: str
+):
+    """`prepare` goes to both processes at once, outside the look's own request: a candidate
+    that dies, answers `fail` or never answers there fails the bench as at a look (a hang at
+    the timeout, not after its hour), best's process is left running and not stopped, and a
+    new process that fails its first prepare is started once more, as after a failed look."""
+    ws, log = served([], timeout_s=2, serve_prepare=True)
+    ctx = open_run(ws, proposer_kind="manual", no_sandbox=False, log=lambda m: None, poll_interval_s=0.05)
+    lane = single_lane(ctx)
+    best = git(ws.best, "rev-parse", "HEAD")
+    m = ServedTrees(ctx, lane, warm_ups=True)
+    try:
+        (lane.cand / "kernel.json").write_text(json.dumps({"speed": {"small": 1.0, "large": 1.0}, knob: n}))
+        it = _iteration(lane, 1, best)
+        m.new_decision()
+        t0 = time.monotonic()
+        with pytest.raises(BenchError, match="serve on cand/ " + re.escape(why)):
+            for r in range(n + 1):
+                m.look(it, "eval", r, {})
+        assert time.monotonic() - t0 < 2 + 10  # a hang ends at the timeout
+        assert "cand" not in m.servers and m.servers["best"].alive
+        assert psutil.Process(m.servers["best"].pgid).status() != psutil.STATUS_STOPPED
+    finally:
+        m.close()
+        ctx.store.close()
+    assert no_server_left(ws)
+    cands = [t for _, t, _ in starts(log) if t == "cand"]
+    assert len(cands) == (2 if n == 0 else 1)  # a first prepare failed: started once more, then it fails
+
+
+def test_with_serve_prepare_what_the_candidate_left_running_is_stopped_during_bests_looks(served):
+    """Both processes prepare at once, then each is timed alone: a thread the candidate's process
+    leaves busy runs during the prepares, never during best's looks."""
+    ws, log, ctx, lane, best, m = _measurer_setup(served, warm_ups=True, serve_prepare=True)
+    try:
+        (lane.cand / "kernel.json").write_text(json.dumps({"speed": {"small": 1.0, "large": 1.0}, "hog": True}))
+        m.new_decision()
+        it = _iteration(lane, 1, best)
+        for r in range(4):
+            m.look(it, "eval", r, {})
+    finally:
+        m.close()
+        ctx.store.close()
+    lines = [line.split() for line in log.read_text().splitlines()]
+    hog = [float(w[1]) for w in lines if w[0] == "hog"]
+    began = {w[1]: float(w[5]) for w in lines if w[0] == "look" and Path(w[4]).name == "best" and int(w[1]) >= 0}
+    ended = {w[1]: float(w[5]) for w in lines if w[0] == "done" and Path(w[4]).name == "best" and int(w[1]) >= 0}
+    prepared = [w for w in lines if w[0] == "prepared" and int(w[1]) >= 0]
+    assert len(began) == len(ended) == 4 and len(prepared) == 8 and len(hog) > 10
+    inside = [t for t in hog for n in began if began[n] < t < ended[n]]
+    assert not inside, f"the candidate's thread ran {len(inside)} times during best's looks"

@@ -33,6 +33,7 @@ Hostile knobs in kernel.json (the candidate's code doing what a kernel must not)
                       ones serve (a mark in the tree's cache)
   "looks": k          answers `done N last` after k looks (it leaves after that look's audit)
   "no_prepare": true  answers `prepare N SEED` with `fail ? ...`, as a bench that does not know it
+  "die_at_prepare": n, "hang_at_prepare": n, "fail_at_prepare": n   the same at `prepare n SEED`
   "audit_fail": true  answers every audit with `fail`
   "hog": true         a thread left busy on the CPU for the process's whole life (logs `hog TIME`)
   "reach": true       tries to write its own tree, best's tree and best's output folder, and
@@ -231,6 +232,13 @@ def serve():
                 print(f"fail ? not a request: {line.strip()!r}", flush=True)
                 continue
             log(f"prepare {words[1]} {words[2]} {os.getpid()} {os.getcwd()} {time.time():.6f}")
+            if str(k.get("die_at_prepare")) == words[1]:
+                sys.exit(7)
+            if str(k.get("hang_at_prepare")) == words[1]:
+                time.sleep(3600)
+            if str(k.get("fail_at_prepare")) == words[1]:
+                print(f"fail {words[1]} the harness broke", flush=True)
+                continue
             burn(float(os.environ.get("FAKE_PREPARE_S", "0.05")))
             log(f"prepared {words[1]} {words[2]} {os.getpid()} {os.getcwd()} {time.time():.6f}")
             print(f"prepared {words[1]}", flush=True)
