@@ -416,18 +416,26 @@ class ServedTrees:
         asking = [side for side in sides if side not in self.whole]
         for server in self.servers.values():
             server.resume()
-
-        def prepare(side: str) -> str | ServerError:
+        request = f"prepare {n} {seed}"
+        replies: dict[str, str | ServerError] = {}
+        sent: dict[str, float] = {}
+        for side in asking:  # all at once, then each reply in turn (the engine's commands pumped meanwhile)
             try:
-                return self.servers[side].ask(
-                    f"prepare {n} {seed}", timeout_s=self.ctx.cfg.target.timeout_s, is_reply=answers_prepare(n)
+                sent[side] = self.servers[side].send(request)
+            except ServerError as e:
+                replies[side] = e
+        for side, start in sent.items():
+            try:
+                replies[side] = self.servers[side].reply(
+                    request,
+                    start,
+                    is_reply=answers_prepare(n),
+                    timeout_s=self.ctx.cfg.target.timeout_s,
+                    poll=self.ctx.control.pump,
+                    poll_interval_s=self.ctx.poll_interval_s,
                 )
             except ServerError as e:
-                return e
-
-        with concurrent.futures.ThreadPoolExecutor(max(1, len(asking))) as pool:
-            replies = dict(zip(asking, pool.map(prepare, asking), strict=True))
-        self.ctx.control.pump()
+                replies[side] = e
         for side, reply in replies.items():
             tree = (self.lane.best if side == "best" else self.lane.cand).name
             if isinstance(reply, ServerError):

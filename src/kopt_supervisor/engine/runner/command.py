@@ -484,13 +484,35 @@ class Server:
         """Send one request line and return the reply line. Raises ServerError (the process
         is then closed) on a timeout, an exit, or runaway output; an exception from `poll`
         closes it too and propagates."""
-        start = time.monotonic()
+        start = self.send(request)
+        return self.reply(
+            request, start, is_reply=is_reply, timeout_s=timeout_s, poll=poll, poll_interval_s=poll_interval_s
+        )
+
+    def send(self, request: str) -> float:
+        """Write one request line (its reply is `reply`'s); when it was sent (time.monotonic).
+        Raises ServerEnded (the process is then closed) when it cannot take it."""
         try:
-            try:
-                self.proc.stdin.write(request.encode() + b"\n")  # type: ignore[union-attr]
-                self.proc.stdin.flush()  # type: ignore[union-attr]
-            except OSError:
-                raise ServerEnded(f"{self._ended()} before the request {request!r}") from None
+            self.proc.stdin.write(request.encode() + b"\n")  # type: ignore[union-attr]
+            self.proc.stdin.flush()  # type: ignore[union-attr]
+        except OSError:
+            self.close(grace_s=0.0)
+            raise ServerEnded(f"{self._ended()} before the request {request!r}") from None
+        return time.monotonic()
+
+    def reply(
+        self,
+        request: str,
+        start: float,
+        *,
+        is_reply: Callable[[str], bool],
+        timeout_s: float,
+        poll: Callable[[], None] | None = None,
+        poll_interval_s: float = 0.2,
+    ) -> str:
+        """The reply line to `request`, sent at `start` (`send`): as `ask`, so that several
+        processes can be asked at once and their replies waited for in turn."""
+        try:
             while True:
                 exited = self.proc.poll() is not None  # before reading: what it wrote is in the pipe
                 for line in self._read_lines(0.0 if exited else poll_interval_s):
