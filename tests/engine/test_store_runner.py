@@ -397,3 +397,16 @@ def test_a_string_the_shell_reads_otherwise_than_its_plain_words_keeps_its_shell
     assert res.ok and out.read_text() == "" and also.exists()  # two commands, neither the other's arguments
     res = run_command(f"exec {sys.executable} -c pass", cwd=tmp_path, log_dir=tmp_path, name="exec", timeout_s=30)
     assert res.ok, res.why()
+
+
+def test_a_script_with_no_shebang_still_runs_without_a_shell_between(tmp_path: Path):
+    """A plain command runs as its words; a script with no `#!` line (ENOEXEC) is then run by
+    /bin/sh, as the shell that used to stand between did."""
+    script = tmp_path / "bench"
+    script.write_text("echo ran by the shell\n")
+    script.chmod(0o755)
+    res = run_command(str(script), cwd=tmp_path, log_dir=tmp_path, name="noshebang", timeout_s=30)
+    assert res.ok and Path(res.stdout_path).read_text().strip() == "ran by the shell"
+    srv = Server(str(script), cwd=tmp_path, log_dir=tmp_path, name="noshebang_server")
+    assert srv.finish(timeout_s=30) == 0
+    assert (tmp_path / "noshebang_server.out").read_text().strip() == "ran by the shell"

@@ -834,3 +834,27 @@ def test_a_prepare_leaves_no_work_queued_on_the_device(tmp_path: Path, monkeypat
     estimates += [1.0]
     b.prepare_look(1)
     assert synced == [1]
+
+
+def test_a_capture_that_fails_while_both_prepare_is_tried_again_alone_in_the_look(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A config's capture at `prepare` (with its kept calls per block) that fails, as one short of
+    memory beside the other side's prepare would, leaves the config to be captured in its look,
+    alone, calibrated again: its row is timed, never an untimed row that fails the tree."""
+    b, estimates, made, _ = _gpu_ruled_bench(tmp_path, monkeypatch, nbytes=120)
+    estimates += [1.0, 1.0]
+    b.timed_rows(1, copy=False, prepared=b.prepare_look(1))  # the first look calibrates alone
+    calibrated = b.tree_timer
+    failed: list[int | None] = []
+
+    def failing_in_prepare(case: object, sets: object, where: str, reps: int | None = None) -> object:
+        if reps is not None:  # the prepare's capture with the kept count
+            failed.append(reps)
+            return None  # tree_timer's answer when a capture raises (logged there)
+        return calibrated(case, sets, where)
+
+    monkeypatch.setattr(b, "tree_timer", failing_in_prepare)
+    (row,) = b.timed_rows(2, copy=False, prepared=b.prepare_look(2))
+    assert len(failed) == 1 and made[-1][0] == "calibrated"  # tried once more, in the look, calibrating
+    assert row["calls"] > 0 and row["us"] == row["us"]  # timed (not NaN)

@@ -88,7 +88,9 @@ def offline_services(root: Path, **kw: object) -> Services:
     return replace(Services(), backend=lambda vendor: FakeBackend(gpus), **options)  # type: ignore[arg-type]
 
 
-async def until(pilot: Pilot, cond: Callable[[], object], timeout: float = 10.0, what: str = "the app") -> None:
+async def until(pilot: Pilot, cond: Callable[[], object], timeout: float = 30.0, what: str = "the app") -> None:
+    """Wait for `cond` (the app's own workers moving it); 30 s: a transition took over 10 s on a
+    slowed 2-core machine under the whole suite (2026-12-01, run EV), where alone it takes ~0.1 s."""
     end = time.monotonic() + timeout
     while not cond():
         if time.monotonic() > end:

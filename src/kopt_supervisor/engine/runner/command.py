@@ -44,6 +44,7 @@ one patches it there.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import shlex
@@ -53,6 +54,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from kopt_supervisor.engine import runner, sandbox
 from kopt_supervisor.engine.runner import (
@@ -171,6 +173,18 @@ def as_argv(command: str | Sequence[str]) -> list[str]:
             return words
         return ["/bin/sh", "-c", command]
     return list(command)
+
+
+def popen(launch: list[str], **kw: Any) -> subprocess.Popen[bytes]:
+    """subprocess.Popen, and where the program is a script with no `#!` line (ENOEXEC) the
+    shell running it, as execvp and a shell do: a plain command runs with no shell (as_argv),
+    and a shebang-less script kopt ran through `/bin/sh -c` before keeps running."""
+    try:
+        return subprocess.Popen(launch, **kw)
+    except OSError as exc:
+        if exc.errno != errno.ENOEXEC:
+            raise
+        return subprocess.Popen(["/bin/sh", *launch], **kw)
 
 
 def all_at_once(commands: Sequence[Sequence[str]]) -> list[str]:
@@ -308,7 +322,7 @@ def _run_step(
     start = time.monotonic()
     with runner.open_log(out_path) as out, runner.open_log(err_path) as err:
         try:
-            proc = subprocess.Popen(
+            proc = popen(
                 launch,
                 cwd=str(cwd),
                 env=env,
@@ -429,7 +443,7 @@ class Server:
         self.token = new_step(full_env)
         try:
             with runner.open_log(self.err_path) as err:
-                self.proc = subprocess.Popen(
+                self.proc = popen(
                     launch,
                     cwd=str(cwd),
                     env=full_env,

@@ -1158,7 +1158,10 @@ class Bench:
             return Prepared(case, where, err, sets, None, warm=False)  # captured in the look, alone
         t = self.tree_timer(case, sets, where) if isolated else self.tree_timer(case, sets, where, reps=reps)
         self.clock.lap("capture")  # the timer's calibration and CUDA graph
-        ready = Prepared(case, where, err, sets, t, warm=not isolated and self.gpu, timeable=t is not None)
+        # a capture that failed while both sides prepared (memory, most likely) is tried again in the look, alone
+        ready = Prepared(
+            case, where, err, sets, t, warm=not isolated and self.gpu, timeable=t is not None or not isolated
+        )
         if isolated:
             self._calibrated(ready)
         if keep and t is not None:
