@@ -143,10 +143,10 @@ def sandbox_note(confined: Confinement | None, stderr_tail: str) -> str:
     return ""
 
 
-PLAIN_WORD = re.compile(r"[A-Za-z0-9_\-./:,+@%=]+")
+PLAIN_WORD = r"[A-Za-z0-9_\-./:,+@%=]+"
 """A word the shell would pass on unchanged: no quote, expansion, glob, redirection or operator."""
-PLAIN_COMMAND = re.compile(r"[ \t]*[A-Za-z0-9_\-./:,+@%=]+(?:[ \t]+[A-Za-z0-9_\-./:,+@%=]+)*[ \t]*")
-"""Plain words on one line, separated as the shell separates them (spaces and tabs: a newline
+PLAIN_COMMAND = re.compile(rf"[ \t]*{PLAIN_WORD}(?:[ \t]+{PLAIN_WORD})*[ \t]*")
+"""PLAIN_WORDs on one line, separated as the shell separates them (spaces and tabs: a newline
 ends a command, and a character Python's str.split takes for a space, a no-break space or a
 carriage return, is part of a word to the shell)."""
 SHELL_WORDS = frozenset(
