@@ -724,10 +724,13 @@ def test_the_candidates_process_reaches_neither_its_tree_nor_bests(served):
     assert json.loads((lane.best / "kernel.json").read_text()) == {"speed": {"small": 1.0, "large": 1.0}}
 
 
-def test_while_one_side_is_measured_the_other_sides_processes_are_stopped(served):
+@pytest.mark.parametrize("prepare", [False, True])
+def test_while_one_side_is_measured_the_other_sides_processes_are_stopped(served, prepare):
     """The candidate's process leaves a thread busy on the CPU: it must not run while best's
-    look runs (it would take a CPU from best and slow best's numbers on a loaded machine)."""
-    ws, log, ctx, lane, best, m = _measurer_setup(served)
+    look runs (it would take a CPU from best and slow best's numbers on a loaded machine).
+    With `serve_prepare` (on a GPU lane) both processes prepare at once, the thread running
+    then, and are then timed alone all the same."""
+    ws, log, ctx, lane, best, m = _measurer_setup(served, warm_ups=prepare or None, serve_prepare=prepare)
     try:
         (lane.cand / "kernel.json").write_text(json.dumps({"speed": {"small": 1.0, "large": 1.0}, "hog": True}))
         m.new_decision()
@@ -743,6 +746,8 @@ def test_while_one_side_is_measured_the_other_sides_processes_are_stopped(served
     began = {w[1]: float(w[5]) for w in lines if w[0] == "look" and Path(w[4]).name == "best" and int(w[1]) >= 0}
     ended = {w[1]: float(w[5]) for w in lines if w[0] == "done" and Path(w[4]).name == "best" and int(w[1]) >= 0}
     assert len(began) == len(ended) == 4 and len(hog) > 10  # the thread ran, in the candidate's own turns
+    prepared = [w for w in lines if w[0] == "prepared" and int(w[1]) >= 0]
+    assert len(prepared) == (8 if prepare else 0)
     inside = [t for t in hog for n in began if began[n] < t < ended[n]]
     assert not inside, f"the candidate's thread ran {len(inside)} times during best's looks"
 
@@ -798,26 +803,3 @@ def test_with_serve_prepare_a_candidate_that_dies_fails_or_hangs_at_prepare_fail
     assert no_server_left(ws)
     cands = [t for _, t, _ in starts(log) if t == "cand"]
     assert len(cands) == (2 if n == 0 else 1)  # a first prepare failed: started once more, then it fails
-
-
-def test_with_serve_prepare_what_the_candidate_left_running_is_stopped_during_bests_looks(served):
-    """Both processes prepare at once, then each is timed alone: a thread the candidate's process
-    leaves busy runs during the prepares, never during best's looks."""
-    ws, log, ctx, lane, best, m = _measurer_setup(served, warm_ups=True, serve_prepare=True)
-    try:
-        (lane.cand / "kernel.json").write_text(json.dumps({"speed": {"small": 1.0, "large": 1.0}, "hog": True}))
-        m.new_decision()
-        it = _iteration(lane, 1, best)
-        for r in range(4):
-            m.look(it, "eval", r, {})
-    finally:
-        m.close()
-        ctx.store.close()
-    lines = [line.split() for line in log.read_text().splitlines()]
-    hog = [float(w[1]) for w in lines if w[0] == "hog"]
-    began = {w[1]: float(w[5]) for w in lines if w[0] == "look" and Path(w[4]).name == "best" and int(w[1]) >= 0}
-    ended = {w[1]: float(w[5]) for w in lines if w[0] == "done" and Path(w[4]).name == "best" and int(w[1]) >= 0}
-    prepared = [w for w in lines if w[0] == "prepared" and int(w[1]) >= 0]
-    assert len(began) == len(ended) == 4 and len(prepared) == 8 and len(hog) > 10
-    inside = [t for t in hog for n in began if began[n] < t < ended[n]]
-    assert not inside, f"the candidate's thread ran {len(inside)} times during best's looks"
