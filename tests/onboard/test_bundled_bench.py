@@ -39,6 +39,8 @@ def test_the_detected_config_matches_the_catalogs(tmp_path: Path) -> None:
         and "ab_command" not in t
     )
     assert t["calls"] == written.calls == "calls"
+    # kopt's spec harness answers `prepare`: both the catalog's config and init's proposal say so
+    assert t["serve_prepare"] is True and written.serve_prepare is True
     # the bench is protected, the solution is the kernel's; contract.py and roofline.py are loaded
     # by path inside the harness, which a static scan of imports does not see (said in the docs)
     assert "bench.py" in t["protected"] and "solution/rmsnorm.py" not in t["protected"]

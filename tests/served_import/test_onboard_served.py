@@ -58,6 +58,7 @@ def test_init_proposes_serving_by_import_and_an_a_a_is_decided_not_kept(triton_r
     draft = root / ".init" / "ln" / "draft"
     t = tomllib.loads((draft / "kopt.toml").read_text())["target"]
     served = f"TRITON_INTERPRET=1 PYTHONPATH={STUBS} {sys.executable} -m {scratch.MODULE} {SCRIPT} --line triton"
+    assert "serve_prepare" not in t  # served by import: its looks are whole (it answers `unprepared`)
     assert (t["bench"], t["serve"], t["csv"], t["metric"], t["direction"]) == (
         served,
         f"{served} --serve",

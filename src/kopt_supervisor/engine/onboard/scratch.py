@@ -372,7 +372,6 @@ def propose_served(p: Any, table: Table, cols: list[Column], chosen: Plan, class
     t.update(
         bench=bench,
         serve=f"{bench} --serve",
-        serve_prepare=True,  # kopt's harness answers `prepare`
         csv="-",
         metric="us",
         direction="min",
