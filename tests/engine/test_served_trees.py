@@ -803,3 +803,36 @@ def test_with_serve_prepare_a_candidate_that_dies_fails_or_hangs_at_prepare_fail
     assert no_server_left(ws)
     cands = [t for _, t, _ in starts(log) if t == "cand"]
     assert len(cands) == (2 if n == 0 else 1)  # a first prepare failed: started once more, then it fails
+
+
+def test_an_ended_process_is_gone_before_the_next_look_even_when_it_ignores_sigterm(served):
+    """A side's old process is told to end without waiting for it (its successor starts
+    meanwhile), but it must be gone before the next look runs anything: a candidate whose
+    process ignores SIGTERM and its stdin's end, with a thread busy on the CPU, must not run
+    during any look of the next decision."""
+    ws, log, ctx, lane, best, m = _measurer_setup(served)
+    try:
+        (lane.cand / "kernel.json").write_text(
+            json.dumps({"speed": {"small": 1.0, "large": 1.0}, "hog": True, "linger": True})
+        )
+        m.new_decision()
+        it = _iteration(lane, 1, best)
+        for r in range(2):
+            m.look(it, "eval", r, {})
+        old = m.servers["cand"].proc.pid
+        (lane.cand / "kernel.json").write_text(json.dumps({"speed": {"small": 1.0, "large": 1.0}}))
+        m.new_decision()
+        it = _iteration(lane, 2, best)
+        for r in range(2):
+            m.look(it, "eval", r, {})
+        assert m.servers["cand"].proc.pid != old and not m.ending
+        assert not psutil.pid_exists(old) or psutil.Process(old).status() == psutil.STATUS_ZOMBIE
+    finally:
+        m.close()
+        ctx.store.close()
+    lines = [line.split() for line in log.read_text().splitlines()]
+    hog = [float(w[1]) for w in lines if w[0] == "hog"]
+    second = [float(w[5]) for w in lines if w[0] in ("look", "audit") and int(w[1]) >= 0]
+    first_of_v2 = sorted(second)[8]  # v1's two looks: a look and an audit to each side
+    assert hog and max(hog) < first_of_v2, "the old candidate's process ran during the next decision's looks"
+    assert no_server_left(ws)

@@ -36,6 +36,7 @@ Hostile knobs in kernel.json (the candidate's code doing what a kernel must not)
   "die_at_prepare": n, "hang_at_prepare": n, "fail_at_prepare": n   the same at `prepare n SEED`
   "audit_fail": true  answers every audit with `fail`
   "hog": true         a thread left busy on the CPU for the process's whole life (logs `hog TIME`)
+  "linger": true      ignores SIGTERM and stays after its stdin ends (with "hog": still busy)
   "reach": true       tries to write its own tree, best's tree and best's output folder, and
                       to list the latter (logs `reach WHAT ok|denied`)
 Environment: FAKE_SERVE_LOG=path appends `start PID CWD PYCACHE-PREFIX` for each process
@@ -48,6 +49,7 @@ import json
 import math
 import os
 import random
+import signal
 import sys
 import threading
 import time
@@ -220,6 +222,17 @@ def serve():
         sys.exit(5)
     if k.get("hog"):
         threading.Thread(target=hog, daemon=True).start()
+    if k.get("linger"):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    try:
+        answer(k)
+    finally:
+        while k.get("linger"):
+            time.sleep(1)
+
+
+def answer(k):
+    """The protocol's requests on stdin until it ends (or the process must leave)."""
     kept, last_look, served, leaving, look_path = {}, None, 0, False, ""
     for line in sys.stdin:
         words = line.split()

@@ -398,9 +398,41 @@ def test_sets_summarised_as_a_batch_agree_with_one_by_one() -> None:
         for k in ("sum", "abs_sum"):
             assert b[0][k] == pytest.approx(a[0][k], rel=1e-12, abs=1e-9)
     assert [b[0]["nan"] for b in batch] == [0, 0, 1, 0, 0, 0] and batch[4][0]["inf"] == 1
-    # sets of two outputs (or unequal shapes) are summarised one by one
     pairs = [[torch.ones(3), torch.zeros(2)] for _ in range(2)]
     assert audit.summarise_sets(torch, pairs)[1][0]["sum"] == 3.0
+
+
+def test_sets_past_one_chunk_are_batched_and_agree_with_one_by_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The commitment sums in batches of at most SUMMARY_CHUNK elements, a larger output chunk by
+    chunk, all in one transfer: 256 sets whose outputs pass one chunk together (the H200's hd-72
+    config), sets of two outputs of unequal shapes and dtypes, an integer output, an empty one
+    and one past a chunk must each get summarise's counts and sums, in the sets' order."""
+    import torch
+
+    monkeypatch.setattr(audit, "SUMMARY_CHUNK", 100)
+    gen = torch.Generator().manual_seed(5)
+    many = [[(torch.randn(30, generator=gen) * 50).to(torch.bfloat16)] for _ in range(256)]
+    many[7][0][3], many[200][0][29], many[255][0][0] = math.nan, -math.inf, math.inf
+    mixed = [
+        [torch.randn(4, 3, generator=gen), torch.arange(5, dtype=torch.int32)],
+        [torch.randn(250, generator=gen, dtype=torch.float64), torch.empty(0)],
+        [torch.randn(4, 3, generator=gen), torch.arange(5, dtype=torch.int32) - 9],
+    ]
+    mixed[1][0][180] = math.nan  # in the second chunk of an output past one chunk
+    for sets in (many, mixed):
+        got = audit.summarise_sets(torch, sets)
+        assert [len(g) for g in got] == [len(s) for s in sets]
+        for g_set, outs in zip(got, sets, strict=True):
+            for g, t in zip(g_set, outs, strict=True):
+                a = audit.summarise(torch, t, [])
+                assert (g["numel"], g["nan"], g["inf"], g["samples"]) == (a["numel"], a["nan"], a["inf"], [])
+                for k in ("sum", "abs_sum"):
+                    assert g[k] == pytest.approx(a[k], rel=1e-12, abs=1e-9)
+    got = audit.summarise_sets(torch, many)
+    assert [i for i, g in enumerate(got) if g[0]["nan"]] == [7]
+    assert [i for i, g in enumerate(got) if g[0]["inf"]] == [200, 255]
+    assert audit.summarise_sets(torch, mixed)[1][0]["nan"] == 1
+    assert audit.summarise_sets(torch, []) == [] and audit.summarise_sets(torch, [[]]) == [[]]
 
 
 def test_a_later_look_makes_new_buffers_and_gives_a_fresh_process_bytes(served: dict) -> None:

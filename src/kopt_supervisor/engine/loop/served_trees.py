@@ -255,6 +255,8 @@ class ServedTrees:
         """Sides started again this decision after their new process failed its first look."""
         self.whole: set[str] = set()
         """Sides whose process answered `unprepared`: its looks are whole, never prepared."""
+        self.ending: list[Server] = []
+        """Processes told to end and not yet waited for (`_close`, `_reap`)."""
 
     def new_decision(self) -> None:
         self.restarted.clear()
@@ -265,6 +267,7 @@ class ServedTrees:
     def close(self) -> None:
         for side in list(self.servers):
             self._close(side)
+        self._reap()
 
     def look(self, it: Iteration, stage: str, r: int, env: dict[str, str]) -> Look:
         """One look; a side whose process was started for it and failed it is started once
@@ -305,6 +308,8 @@ class ServedTrees:
         if self.warm and self.unlooked >= set(SIDES) and self._warms():
             self._warm_up(it, stage, env, hashes, r)
         laps.append(time.monotonic())
+        self._reap()
+        laps.append(time.monotonic())
         x = self._exchange(it, stage, r, order)
         laps.append(time.monotonic())
         if self.new:  # where a look that starts processes spends its seconds (issue 26: the first look)
@@ -313,7 +318,8 @@ class ServedTrees:
                 "serve",
                 f"v{it.version} {stage} look {r}: {' and '.join(sorted(self.new))} started; "
                 f"trees checked {spent[0]:.2f} s, processes spawned {spent[1]:.2f} s, "
-                f"warm-up {spent[2]:.2f} s, the look and its audit {spent[3]:.2f} s",
+                f"warm-up {spent[2]:.2f} s, old processes ended {spent[3]:.2f} s, "
+                f"the look and its audit {spent[4]:.2f} s",
                 it=it,
             )
         got, order_of = {}, {}
@@ -360,6 +366,7 @@ class ServedTrees:
         (`_focus`): `look N SEED PATH` to each with one seed, their commitments read, then the
         audit seed drawn (no process could see it coming) and `audit N SEED PATH` to each;
         what they wrote kept beside the iteration's logs, their trees checked and put back."""
+        self._reap()  # nothing of an ended process runs while a side is measured
         name = f"v{it.version}_{stage}_r{r}"
         csvs = {side: self.looks / side / f"{name}.csv" for side in order}
         audits = {side: self.looks / side / f"{name}_audit.json" for side in order}
@@ -669,8 +676,17 @@ class ServedTrees:
         self._close(side)
 
     def _close(self, side: str) -> None:
+        """The side's process told to end now; it is waited for (`_reap`) before the next look
+        runs anything on the device, and meanwhile its successor starts."""
         self.serving.pop(side, None)
         self.unlooked.discard(side)
         server = self.servers.pop(side, None)
         if server is not None:
-            server.close(grace_s=0.0)  # nothing to flush; a served torch process took ~1.1 s to leave at EOF (H200)
+            server.hurry()
+            self.ending.append(server)
+
+    def _reap(self) -> None:
+        """Every process told to end (`_close`) gone, its group killed if it lingers: nothing of
+        it runs while a side is measured. A served torch process took 0.4-1.2 s to leave (H200)."""
+        while self.ending:
+            self.ending.pop().close(grace_s=0.0)
