@@ -836,3 +836,51 @@ def test_an_ended_process_is_gone_before_the_next_look_even_when_it_ignores_sigt
     first_of_v2 = sorted(second)[8]  # v1's two looks: a look and an audit to each side
     assert hog and max(hog) < first_of_v2, "the old candidate's process ran during the next decision's looks"
     assert no_server_left(ws)
+
+
+def test_the_next_candidates_process_starts_as_a_spare_and_serves_its_tree(served):
+    """At a decision's end on a GPU lane (warm-ups on) with confined benches, the next
+    candidate's process starts as a spare, before its tree exists; the next decision tells it
+    to serve the candidate's tree (started in it, its cache the tree's) and it answers as a
+    process started there would. A spare that left is replaced by a process started as before."""
+    ws, log, ctx, lane, best, m = _measurer_setup(served, warm_ups=True)
+    if not ctx.jails.confined:
+        pytest.fail("this test needs the sandbox: the spare is only for confined benches")
+    try:
+        m.new_decision()
+        it = _iteration(lane, 1, best)
+        m.look(it, "eval", 0, {})
+        m.decision_over(it)
+        assert m.spare is not None
+        spare_server, spare_cache, _ = m.spare
+        (lane.cand / "kernel.json").write_text(json.dumps({"speed": {"small": 0.9, "large": 0.9}}))
+        m.new_decision()
+        it = _iteration(lane, 2, best)
+        tree_hash = it.record["evaluated_tree"]
+        look = m.look(it, "eval", 0, {})
+        assert m.from_spare == {"cand"} and m.servers["cand"] is spare_server
+        assert not spare_cache.exists() and sandbox_cache(ws, tree_hash).is_dir()
+        assert len(look.pairs) == 4 and all(p.cand < p.best for p in look.pairs)  # the new tree's speed
+        # a spare that left: the next candidate starts as before
+        m.decision_over(it)
+        assert m.spare is not None
+        gone = m.spare[0]
+        gone.close(grace_s=0.0)
+        (lane.cand / "kernel.json").write_text(json.dumps({"speed": {"small": 0.8, "large": 0.8}}))
+        m.new_decision()
+        look = m.look(_iteration(lane, 3, best), "eval", 0, {})
+        assert not m.from_spare and m.servers["cand"] is not gone and len(look.pairs) == 4
+    finally:
+        m.close()
+        ctx.store.close()
+    assert no_server_left(ws) and m.spare is None
+    spare_err = ws.log_dir(1) / "spare_cand_serve1.err"
+    assert "spare: preloaded in" in spare_err.read_text()
+    cand_starts = [tree for _, tree, _ in starts(log) if tree == "cand"]
+    assert len(cand_starts) == 3  # v1's, v2's (the spare, in the candidate's tree), v3's
+
+
+def sandbox_cache(ws: Workspace, tree_hash: str) -> Path:
+    from kopt_supervisor.engine import sandbox
+
+    return sandbox.cache_dir(ws.dir, "cand", tree_hash)

@@ -84,6 +84,11 @@ class Measurer(Protocol):
         """A decision starts: the next look measures freshly loaded trees."""
         ...
 
+    def decision_over(self, it: Iteration) -> None:
+        """A decision's last look is over (what follows it: the profile, the verdict, the
+        proposer's next tree), so a measurer may start what the next decision needs."""
+        ...
+
     def close(self) -> None:
         """Release what is kept between looks (a serving process)."""
         ...

@@ -147,6 +147,9 @@ class ProcessAbba:
         if self.caches is not None:
             self.caches.new_decision()
 
+    def decision_over(self, it: Iteration) -> None:
+        pass
+
     def close(self) -> None:
         pass
 
@@ -196,6 +199,9 @@ class AbCommand:
         return Look(pairs, best_m, cand_m, seconds)
 
     def new_decision(self) -> None:
+        pass
+
+    def decision_over(self, it: Iteration) -> None:
         pass
 
     def close(self) -> None:
@@ -318,6 +324,9 @@ class OnBest:
 
     def new_decision(self) -> None:
         self.inner.new_decision()
+
+    def decision_over(self, it: Iteration) -> None:
+        self.inner.decision_over(it)
 
     def close(self) -> None:
         self.inner.close()
@@ -537,6 +546,7 @@ class DecisionRounds:
                 out = judge(done, runs, gpu_s, r)
                 if out is not None:
                     settled = True
+                    measurer.decision_over(it)
                     return out
         finally:
             if not settled:  # a failed or interrupted decision: its serving process goes with it

@@ -457,6 +457,9 @@ class RayMeasurer:
     def new_decision(self) -> None:
         self.loaded = None
 
+    def decision_over(self, it: Iteration) -> None:
+        pass  # a worker's served trees start no spare (engine/loop/served_trees.py)
+
     def close(self) -> None:
         if self.actor is not None:
             actor, self.actor, self.loaded = self.actor, None, None
@@ -477,6 +480,9 @@ class FreshOnWorker:
         return self.main.measure(it, stage, r, fresh=True)
 
     def new_decision(self) -> None:
+        pass
+
+    def decision_over(self, it: Iteration) -> None:
         pass
 
     def close(self) -> None:

@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
+import json
+import os
+import re
 import secrets
 import shutil
 import time
@@ -27,7 +30,7 @@ from kopt_supervisor.engine.gitops import tree_of
 from kopt_supervisor.engine.loop.context import Lane, Look, RunContext
 from kopt_supervisor.engine.metrics import BenchError, ConfigResult, Measurement
 from kopt_supervisor.engine.records import Iteration
-from kopt_supervisor.engine.runner.command import Server, ServerEnded, ServerError
+from kopt_supervisor.engine.runner.command import Server, ServerEnded, ServerError, as_argv
 from kopt_supervisor.engine.sandbox import read_output
 
 
@@ -170,6 +173,25 @@ draws and capture were ~0.55 s of each side's ~1.0 s on the H200 (part 19); noth
 while both run, and a config's calibration stays in its own look, alone."""
 
 
+SPARE_CODE = (
+    "import sys; sys.path.pop(0); import runpy; "
+    "runpy.run_module('kopt_supervisor.kernels.harness.spare', run_name='__main__')"
+)
+"""The spare's program (kernels/harness/spare.py), run by the serve command's own interpreter
+with the working directory dropped from sys.path before anything is imported."""
+PYTHON = re.compile(r"python[0-9.]*")
+
+
+def spare_launch(command: str) -> tuple[list[str], list[str]] | None:
+    """For a serve command that runs a Python script (one plain command `PYTHON SCRIPT.py
+    ARG...`): (the spare's argv, the same interpreter running harness/spare.py; the `argv` its
+    `run` line gives: SCRIPT.py ARG...). None for any other command: no spare."""
+    argv = as_argv(command)
+    if len(argv) < 2 or not PYTHON.fullmatch(Path(argv[0]).name) or not argv[1].endswith(".py"):
+        return None
+    return [argv[0], "-c", SPARE_CODE], argv[1:]
+
+
 def answers_prepare(n: int) -> Callable[[str], bool]:
     """Whether a line answers `prepare N SEED`: `prepared N`, `unprepared N`, `fail N WHY`, or
     `fail ? WHY` (a bench that does not know the request, as kopt's harness answers one)."""
@@ -219,7 +241,12 @@ class ServedTrees:
 
     Best's process is kept while BEST's tree does not change (it runs only kept code); the
     candidate's is started anew at every decision, so nothing one candidate's code left in
-    its process reaches the next. `fresh` (the confirmation of a keep): both are started
+    its process reaches the next. On a GPU lane with confined benches whose serve command runs
+    a Python script, that process is started when the decision before ends (`decision_over`)
+    as a spare (kernels/harness/spare.py): it imports torch, Triton and kopt's harness while
+    the keep is profiled and the proposer writes, with nothing of any tree on its path, and is
+    told which script to run when the candidate's tree is known (`_from_spare`); its cache
+    folder, bound into its sandbox at its start, is renamed then to the tree's. `fresh` (the confirmation of a keep): both are started
     anew at every decision, with caches of their own emptied at its start (`FreshCaches`).
 
     On a GPU, when both processes are new at a look, both first answer a warm-up look at the
@@ -257,6 +284,14 @@ class ServedTrees:
         """Sides whose process answered `unprepared`: its looks are whole, never prepared."""
         self.ending: list[Server] = []
         """Processes told to end and not yet waited for (`_close`, `_reap`)."""
+        self.spare: tuple[Server, Path, list[str]] | None = None
+        """The next candidate's process, started before its tree (`decision_over`): the server,
+        its cache folder, the `argv` its `run` line will give."""
+        self.spares = 0
+        self.lease_env: dict[str, str] | None = None
+        """The environment of the last look (the lane's GPU lease): the spare's."""
+        self.from_spare: set[str] = set()
+        """Sides whose process for the look in progress came from the spare."""
 
     def new_decision(self) -> None:
         self.restarted.clear()
@@ -267,7 +302,65 @@ class ServedTrees:
     def close(self) -> None:
         for side in list(self.servers):
             self._close(side)
+        self._drop_spare()
         self._reap()
+
+    def decision_over(self, it: Iteration) -> None:
+        """The decision's last look is over: on a GPU lane (nothing is timed on the CPU while the
+        spare imports) with confined benches (its cache folder is renamed under it: only a bind
+        mount follows), the next candidate's process starts as a spare."""
+        if self.fresh or self.spare is not None or self.lease_env is None or not self._warms():
+            return
+        launch = spare_launch(self.ctx.cfg.target.serve)
+        if launch is None or not self.ctx.jails.confined:
+            return
+        self.spares += 1
+        cache = self.ctx.ws.dir / "cache" / f"spare_{self.lane.index}_{self.spares}"
+        shutil.rmtree(cache, ignore_errors=True)
+        cache.mkdir(parents=True)
+        folder = self.looks / "cand"
+        folder.mkdir(parents=True, exist_ok=True)
+        jail = self.ctx.jails.bench(self.lane.cand, "cand", "spare", outputs=(folder,), write_tree=False, cache=cache)
+        try:
+            server = self.ctx.procs.server(
+                it, launch[0], cwd=cache, env=self.lease_env, confine=jail, name=f"spare_cand_serve{self.spares}"
+            )
+        except ServerError:
+            shutil.rmtree(cache, ignore_errors=True)
+            return
+        self.spare = (server, cache, launch[1])
+
+    def _from_spare(self, tree: Path, tree_hash: str, env: dict[str, str]) -> Server | None:
+        """The spare told to run the serve command's script in the candidate's tree, its cache
+        folder renamed to the tree's; None (the spare ended) when it left, was started for
+        another environment, or the tree already has a cache of its own (a tree measured
+        before keeps what it compiled)."""
+        if self.spare is None:
+            return None
+        server, cache, argv = self.spare
+        self.spare = None
+        target = sandbox.cache_dir(self.ctx.ws.dir, "cand", tree_hash)
+        if not server.alive or server.env != self.ctx.procs.env(env) or target.exists():
+            server.hurry()
+            self.ending.append(server)
+            shutil.rmtree(cache, ignore_errors=True)
+            return None
+        os.rename(cache, target)  # the sandbox's bind mount follows the folder
+        try:
+            server.send("run " + json.dumps({"cwd": str(tree), "argv": argv}))
+        except ServerError:
+            self.ending.append(server)
+            shutil.rmtree(target, ignore_errors=True)
+            return None
+        return server
+
+    def _drop_spare(self) -> None:
+        if self.spare is not None:
+            server, cache, _ = self.spare
+            self.spare = None
+            server.hurry()
+            self.ending.append(server)
+            shutil.rmtree(cache, ignore_errors=True)
 
     def look(self, it: Iteration, stage: str, r: int, env: dict[str, str]) -> Look:
         """One look; a side whose process was started for it and failed it is started once
@@ -301,6 +394,8 @@ class ServedTrees:
         hashes = dict(zip(SIDES, tree_hashes(lane, it), strict=True))
         order = SIDES if r % 2 == 0 else SIDES[::-1]
         self.new.clear()
+        self.from_spare.clear()
+        self.lease_env = dict(env)
         laps.append(time.monotonic())
         for side in order:
             self._server(side, it, stage, env, hashes[side])
@@ -316,7 +411,8 @@ class ServedTrees:
             spent = [b - a for a, b in zip(laps, laps[1:], strict=False)]
             ctx.event(
                 "serve",
-                f"v{it.version} {stage} look {r}: {' and '.join(sorted(self.new))} started; "
+                f"v{it.version} {stage} look {r}: {' and '.join(sorted(self.new))} started"
+                f"{' (the candidate from its spare)' if self.from_spare else ''}; "
                 f"trees checked {spent[0]:.2f} s, processes spawned {spent[1]:.2f} s, "
                 f"warm-up {spent[2]:.2f} s, old processes ended {spent[3]:.2f} s, "
                 f"the look and its audit {spent[4]:.2f} s",
@@ -615,19 +711,24 @@ class ServedTrees:
         empty_folder(folder)  # what an earlier process of this side left
         cache = self.caches.get(side, tree_hash) if self.caches is not None else None
         self.ctx.jails.env(side, tree_hash, cache=cache)  # unconfined: the folder made again once emptied
-        jail = self.ctx.jails.bench(tree, side, tree_hash, outputs=(folder,), write_tree=False, cache=cache)
         self.started += 1
-        try:
-            server = self.ctx.procs.server(
-                it,
-                self.ctx.cfg.target.serve,
-                cwd=tree,
-                env=env,
-                confine=jail,
-                name=f"{stage}_{side}_serve{self.started}",
-            )
-        except ServerError as e:
-            raise BenchError(f"serve on {tree.name}/ {e}") from None
+        spared = self._from_spare(tree, tree_hash, env) if side == "cand" and cache is None else None
+        if spared is not None:
+            server = spared
+            self.from_spare.add(side)
+        else:
+            jail = self.ctx.jails.bench(tree, side, tree_hash, outputs=(folder,), write_tree=False, cache=cache)
+            try:
+                server = self.ctx.procs.server(
+                    it,
+                    self.ctx.cfg.target.serve,
+                    cwd=tree,
+                    env=env,
+                    confine=jail,
+                    name=f"{stage}_{side}_serve{self.started}",
+                )
+            except ServerError as e:
+                raise BenchError(f"serve on {tree.name}/ {e}") from None
         self.servers[side], self.serving[side] = server, tree_hash
         self.whole.discard(side)
         self.new.add(side)
