@@ -89,6 +89,16 @@ class Measurer(Protocol):
         proposer's next tree), so a measurer may start what the next decision needs."""
         ...
 
+    def tree_staged(self, tree_hash: str) -> None:
+        """The candidate's tree of the next decision is staged (`tree_hash`), before anything
+        of it runs: what the measurer started ahead may be bound to it."""
+        ...
+
+    def release(self) -> None:
+        """Free the GPU for a long wait (a proposer, a reviewer): what holds its memory ends;
+        what holds none may stay."""
+        ...
+
     def close(self) -> None:
         """Release what is kept between looks (a serving process)."""
         ...

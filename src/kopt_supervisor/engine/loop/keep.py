@@ -365,7 +365,7 @@ class ReviewProtocol:
     def wait(self, it: Iteration, lane: Lane, seconds: float) -> Command | None:
         ctx = self.ctx
         if lane.measurer is not None:
-            lane.measurer.close()  # nothing of kopt's holds the GPU while a human thinks
+            lane.measurer.release()  # nothing of kopt's holds the GPU while a human thinks
         ctx.set_state("awaiting_review")
         said: list[int] = []
 

@@ -150,6 +150,12 @@ class ProcessAbba:
     def decision_over(self, it: Iteration) -> None:
         pass
 
+    def tree_staged(self, tree_hash: str) -> None:
+        pass
+
+    def release(self) -> None:
+        self.close()
+
     def close(self) -> None:
         pass
 
@@ -203,6 +209,12 @@ class AbCommand:
 
     def decision_over(self, it: Iteration) -> None:
         pass
+
+    def tree_staged(self, tree_hash: str) -> None:
+        pass
+
+    def release(self) -> None:
+        self.close()
 
     def close(self) -> None:
         pass
@@ -327,6 +339,12 @@ class OnBest:
 
     def decision_over(self, it: Iteration) -> None:
         self.inner.decision_over(it)
+
+    def tree_staged(self, tree_hash: str) -> None:
+        self.inner.tree_staged(tree_hash)
+
+    def release(self) -> None:
+        self.inner.release()
 
     def close(self) -> None:
         self.inner.close()

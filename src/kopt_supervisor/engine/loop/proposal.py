@@ -431,7 +431,7 @@ class Proposing:
         ctx = self.ctx
         ctx.save(it, Phase.PROPOSE)
         if not self.instant and lane.measurer is not None:
-            lane.measurer.close()  # an agent or the engineer may take hours: no idle GPU memory held
+            lane.measurer.release()  # an agent or the engineer may take hours: no idle GPU memory held
         if repair:  # best/ as clean as at the iteration's start (the bench wrote there since)
             gitops.reset_clean(lane.best, it.best_commit_before or ctx.history.best_commit())
         ctx.progress(it, "propose", f"proposer ({self.proposer.kind})" + (f", repair {repair}" if repair else ""))

@@ -460,6 +460,12 @@ class RayMeasurer:
     def decision_over(self, it: Iteration) -> None:
         pass  # a worker's served trees start no spare (engine/loop/served_trees.py)
 
+    def tree_staged(self, tree_hash: str) -> None:
+        pass
+
+    def release(self) -> None:
+        self.close()
+
     def close(self) -> None:
         if self.actor is not None:
             actor, self.actor, self.loaded = self.actor, None, None
@@ -483,6 +489,12 @@ class FreshOnWorker:
         pass
 
     def decision_over(self, it: Iteration) -> None:
+        pass
+
+    def tree_staged(self, tree_hash: str) -> None:
+        pass
+
+    def release(self) -> None:
         pass
 
     def close(self) -> None:

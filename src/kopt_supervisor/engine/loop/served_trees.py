@@ -211,6 +211,19 @@ def commitment_path(csv: Path) -> Path:
     return Path(f"{csv}{audit.COMMITMENT_SUFFIX}")
 
 
+@dataclasses.dataclass
+class Spare:
+    """The next candidate's process started before its tree (ServedTrees.decision_over)."""
+
+    server: Server
+    cache: Path
+    """Its cache folder, bound into its sandbox: renamed to the tree's once that is staged."""
+    argv: list[str]
+    """The `argv` of its `run` line: the serve command's script and arguments."""
+    tree: str | None = None
+    """The staged tree its cache folder was renamed for (`tree_staged`)."""
+
+
 @dataclasses.dataclass(frozen=True)
 class Exchange:
     """One look's requests to its sides (`ServedTrees._exchange`): per side its table, its audit
@@ -284,9 +297,8 @@ class ServedTrees:
         """Sides whose process answered `unprepared`: its looks are whole, never prepared."""
         self.ending: list[Server] = []
         """Processes told to end and not yet waited for (`_close`, `_reap`)."""
-        self.spare: tuple[Server, Path, list[str]] | None = None
-        """The next candidate's process, started before its tree (`decision_over`): the server,
-        its cache folder, the `argv` its `run` line will give."""
+        self.spare: Spare | None = None
+        """The next candidate's process, started before its tree (`decision_over`)."""
         self.spares = 0
         self.lease_env: dict[str, str] | None = None
         """The environment of the last look (the lane's GPU lease): the spare's."""
@@ -300,10 +312,29 @@ class ServedTrees:
             self.caches.new_decision()
 
     def close(self) -> None:
-        for side in list(self.servers):
-            self._close(side)
+        self.release()
         self._drop_spare()
         self._reap()
+
+    def release(self) -> None:
+        """Both sides' processes end (they hold GPU memory); the spare, which holds none, stays."""
+        for side in list(self.servers):
+            self._close(side)
+
+    def tree_staged(self, tree_hash: str) -> None:
+        """The candidate's tree is staged: the spare's cache folder becomes the tree's now, before
+        anything else binds the tree's (a keep's profile started ahead shares it, and finds what
+        the served process compiled). A tree that has a cache of its own keeps it; the spare ends."""
+        spare = self.spare
+        if spare is None or spare.tree == tree_hash:
+            return
+        target = sandbox.cache_dir(self.ctx.ws.dir, "cand", tree_hash)
+        if spare.tree is not None or target.exists() or not spare.server.alive:
+            why = "its tree has a cache of its own" if target.exists() else "it left" if not spare.server.alive else ""
+            self._drop_spare(why or "another tree was staged")
+            return
+        os.rename(spare.cache, target)  # the sandbox's bind mount follows the folder
+        spare.cache, spare.tree = target, tree_hash
 
     def decision_over(self, it: Iteration) -> None:
         """The decision's last look is over: on a GPU lane (nothing is timed on the CPU while the
@@ -328,39 +359,39 @@ class ServedTrees:
         except ServerError:
             shutil.rmtree(cache, ignore_errors=True)
             return
-        self.spare = (server, cache, launch[1])
+        self.spare = Spare(server, cache, launch[1])
 
     def _from_spare(self, tree: Path, tree_hash: str, env: dict[str, str]) -> Server | None:
-        """The spare told to run the serve command's script in the candidate's tree, its cache
-        folder renamed to the tree's; None (the spare ended) when it left, was started for
-        another environment, or the tree already has a cache of its own (a tree measured
-        before keeps what it compiled)."""
-        if self.spare is None:
+        """The spare told to run the serve command's script in the candidate's tree (its cache
+        folder the tree's: `tree_staged`); None, the spare ended and why recorded, when it left,
+        was started for another environment, or the tree has a cache of its own."""
+        self.tree_staged(tree_hash)
+        spare, self.spare = self.spare, None
+        if spare is None:
             return None
-        server, cache, argv = self.spare
-        self.spare = None
-        target = sandbox.cache_dir(self.ctx.ws.dir, "cand", tree_hash)
-        if not server.alive or server.env != self.ctx.procs.env(env) or target.exists():
-            server.hurry()
-            self.ending.append(server)
-            shutil.rmtree(cache, ignore_errors=True)
+        if spare.server.env != self.ctx.procs.env(env):
+            self.spare = spare
+            self._drop_spare("it was started for another GPU")
             return None
-        os.rename(cache, target)  # the sandbox's bind mount follows the folder
         try:
-            server.send("run " + json.dumps({"cwd": str(tree), "argv": argv}))
-        except ServerError:
-            self.ending.append(server)
-            shutil.rmtree(target, ignore_errors=True)
+            spare.server.send("run " + json.dumps({"cwd": str(tree), "argv": spare.argv}))
+        except ServerError as e:
+            self.ending.append(spare.server)
+            self.ctx.event("serve", f"the candidate's spare was not used: {e}", level="warn")
             return None
-        return server
+        return spare.server
 
-    def _drop_spare(self) -> None:
-        if self.spare is not None:
-            server, cache, _ = self.spare
-            self.spare = None
-            server.hurry()
-            self.ending.append(server)
-            shutil.rmtree(cache, ignore_errors=True)
+    def _drop_spare(self, why: str = "") -> None:
+        """The spare ends (its cache folder with it, unless a tree's); `why` goes to the run's events."""
+        spare, self.spare = self.spare, None
+        if spare is None:
+            return
+        spare.server.hurry()
+        self.ending.append(spare.server)
+        if spare.tree is None:
+            shutil.rmtree(spare.cache, ignore_errors=True)
+        if why:
+            self.ctx.event("serve", f"the candidate's spare was not used: {why}")
 
     def look(self, it: Iteration, stage: str, r: int, env: dict[str, str]) -> Look:
         """One look; a side whose process was started for it and failed it is started once
