@@ -22,6 +22,7 @@ from kopt_supervisor.engine.config.toml_io import dumps as dumps_config
 from kopt_supervisor.engine.config.toml_io import loads as loads_config
 from kopt_supervisor.engine.decide.confirmation import MAX_LOOKS
 from kopt_supervisor.engine.decide.external_truth import TIMER_ONLY, SideCost
+from kopt_supervisor.engine.loop import served_trees
 from kopt_supervisor.engine.loop.context import open_run, single_lane
 from kopt_supervisor.engine.loop.measure import measurer_for
 from kopt_supervisor.engine.loop.served_trees import ServedTrees
@@ -838,13 +839,14 @@ def test_an_ended_process_is_gone_before_the_next_look_even_when_it_ignores_sigt
     assert no_server_left(ws)
 
 
-def test_the_next_candidates_process_starts_as_a_spare_and_serves_its_tree(served):
+def test_the_next_candidates_process_starts_as_a_spare_and_serves_its_tree(served, monkeypatch):
     """At a decision's end on a GPU lane (warm-ups on) with confined benches, the next
     candidate's process starts as a spare, before its tree exists. Once the tree is staged its
     cache folder becomes the tree's (what a keep's profile started ahead binds too), and the
     next decision tells it to serve the tree: it answers as a process started there would.
     A spare that left, or a tree with a cache of its own, gets a process started as before,
     and the run's events say why."""
+    monkeypatch.setattr(served_trees, "SPARES", True)
     ws, log, ctx, lane, best, m = _measurer_setup(served, warm_ups=True)
     if not ctx.jails.confined:
         pytest.fail("this test needs the sandbox: the spare is only for confined benches")

@@ -192,6 +192,16 @@ def spare_launch(command: str) -> tuple[list[str], list[str]] | None:
     return [argv[0], "-c", SPARE_CODE], argv[1:]
 
 
+SPARES = False
+"""Start the next candidate's process as a spare (`ServedTrees.decision_over`). Off: on the H200
+(2026-12-01, docs/h100-wave3/part20-spares-batched-commitments-h200.md) every spare was used and
+its bench's start fell from ~1.9 s to 0.1-0.4 s, but a keep's warm-up stayed ~5 s (best's new
+process, started anew after every keep, is the longer of the two) and the candidate's profile,
+in the tree's cache that the spare had made, took ~75 ms more per profiled launch (8.7-8.9 s
+against 6.4-7.2 s): keep iterations 24.5 and 27.7 s against 20.7 and 20.9 s without. Not yet
+explained; tests turn it on."""
+
+
 def answers_prepare(n: int) -> Callable[[str], bool]:
     """Whether a line answers `prepare N SEED`: `prepared N`, `unprepared N`, `fail N WHY`, or
     `fail ? WHY` (a bench that does not know the request, as kopt's harness answers one)."""
@@ -254,12 +264,13 @@ class ServedTrees:
 
     Best's process is kept while BEST's tree does not change (it runs only kept code); the
     candidate's is started anew at every decision, so nothing one candidate's code left in
-    its process reaches the next. On a GPU lane with confined benches whose serve command runs
-    a Python script, that process is started when the decision before ends (`decision_over`)
-    as a spare (kernels/harness/spare.py): it imports torch, Triton and kopt's harness while
-    the keep is profiled and the proposer writes, with nothing of any tree on its path, and is
-    told which script to run when the candidate's tree is known (`_from_spare`); its cache
-    folder, bound into its sandbox at its start, is renamed then to the tree's. `fresh` (the confirmation of a keep): both are started
+    its process reaches the next. With SPARES (off: it says why), on a GPU lane with confined
+    benches whose serve command runs a Python script, that process is started when the decision
+    before ends (`decision_over`) as a spare (kernels/harness/spare.py): it imports torch,
+    Triton and kopt's harness while the keep is profiled and the proposer writes, with nothing
+    of any tree on its path, and is told which script to run when the candidate's tree is known
+    (`_from_spare`); its cache folder, bound into its sandbox at its start, is renamed to the
+    tree's once that is staged (`tree_staged`). `fresh` (the confirmation of a keep): both are started
     anew at every decision, with caches of their own emptied at its start (`FreshCaches`).
 
     On a GPU, when both processes are new at a look, both first answer a warm-up look at the
@@ -340,7 +351,7 @@ class ServedTrees:
         """The decision's last look is over: on a GPU lane (nothing is timed on the CPU while the
         spare imports) with confined benches (its cache folder is renamed under it: only a bind
         mount follows), the next candidate's process starts as a spare."""
-        if self.fresh or self.spare is not None or self.lease_env is None or not self._warms():
+        if not SPARES or self.fresh or self.spare is not None or self.lease_env is None or not self._warms():
             return
         launch = spare_launch(self.ctx.cfg.target.serve)
         if launch is None or not self.ctx.jails.confined:
