@@ -328,9 +328,11 @@ class ServedTrees:
         self._reap()
 
     def release(self) -> None:
-        """Both sides' processes end (they hold GPU memory); the spare, which holds none, stays."""
+        """Both sides' processes end, waited for (they hold GPU memory); the spare, which holds
+        none, stays."""
         for side in list(self.servers):
             self._close(side)
+        self._reap()
 
     def tree_staged(self, tree_hash: str) -> None:
         """The candidate's tree is staged: the spare's cache folder becomes the tree's now, before
