@@ -901,3 +901,23 @@ def sandbox_cache(ws: Workspace, tree_hash: str) -> Path:
     from kopt_supervisor.engine import sandbox
 
     return sandbox.cache_dir(ws.dir, "cand", tree_hash)
+
+
+def test_release_before_a_long_wait_ends_both_processes_even_one_that_ignores_sigterm(served):
+    """Before a proposer or a reviewer that may take hours, `release` ends both sides' processes
+    and waits for them: a candidate's that ignores SIGTERM must not keep its GPU memory."""
+    ws, log, ctx, lane, best, m = _measurer_setup(served)
+    try:
+        (lane.cand / "kernel.json").write_text(
+            json.dumps({"speed": {"small": 1.0, "large": 1.0}, "hog": True, "linger": True})
+        )
+        m.new_decision()
+        m.look(_iteration(lane, 1, best), "eval", 0, {})
+        pids = [s.proc.pid for s in m.servers.values()]
+        m.release()
+        assert not m.servers and not m.ending
+        assert all(not psutil.pid_exists(p) or psutil.Process(p).status() == psutil.STATUS_ZOMBIE for p in pids)
+    finally:
+        m.close()
+        ctx.store.close()
+    assert no_server_left(ws)
