@@ -2,16 +2,18 @@
 
     python -c "import sys; sys.path.pop(0); import runpy; runpy.run_module('kopt_supervisor.kernels.harness.spare', run_name='__main__')"
 
-kopt starts the candidate's next process while the last decision's keep is still being profiled,
-before the proposer has written the tree it will measure. The process imports what a served
+With engine/loop/served_trees.py's SPARES on (off by default: on the H200 it slowed the
+candidate's profile, docs/h100-wave3/part20-spares-batched-commitments-h200.md), kopt starts the
+candidate's next process while the last decision's keep is still being profiled, before the
+proposer has written the tree it will measure. The process imports what a served
 bench's start spends its seconds on (torch, Triton, kopt's harness: ~2 s of a 5 s start on the
 H200) and waits, touching no GPU. Nothing of any tree is on its import path meanwhile: the
 command above drops the working directory from sys.path before importing anything.
 
 Its first line on stdin is `run JSON`, JSON being `{"cwd": DIR, "argv": [SCRIPT, ARG...]}`:
 it then runs SCRIPT from DIR as `python SCRIPT ARG...` would (DIR its working directory,
-SCRIPT's folder first on sys.path, sys.argv, SCRIPT as `__main__`), and SCRIPT answers the serve protocol on the same
-stdin from the next line on. From that line the process is the candidate's, as one kopt started
+SCRIPT's folder first on sys.path, sys.argv, SCRIPT as `__main__`), and SCRIPT answers the
+serve protocol on the same stdin from the next line on. From that line the process is the candidate's, as one kopt started
 in its tree would be; before it, no code of a tree has run in it. A line that is not `run JSON`
 is answered `fail ? WHY` and the process leaves (exit 2); so does a spare whose stdin ends.
 """
