@@ -104,6 +104,23 @@ class Measurer(Protocol):
         ...
 
 
+class NothingAhead:
+    """A measurer's Measurer methods when it starts nothing ahead of a decision: nothing to do
+    when one ends or a tree is staged, and `release` is `close`."""
+
+    def decision_over(self, it: Iteration) -> None:
+        pass
+
+    def tree_staged(self, tree_hash: str) -> None:
+        pass
+
+    def release(self) -> None:
+        self.close()
+
+    def close(self) -> None:
+        pass
+
+
 GpuPair = tuple[dict[str, Any] | None, dict[str, Any] | None]
 """A GPU's state before the first timed step and after the last (Gate.evidence)."""
 

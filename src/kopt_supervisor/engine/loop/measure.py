@@ -40,7 +40,17 @@ from kopt_supervisor.engine.decide.estimate import Pair, Policy, Verdict
 from kopt_supervisor.engine.decide.plausible import BenchRun
 from kopt_supervisor.engine.decide.verdict import evaluate, guard_of
 from kopt_supervisor.engine.gpu import round_flags
-from kopt_supervisor.engine.loop.context import Lane, Look, Measurer, RunContext, acquire, last_line, note_gpu, with_
+from kopt_supervisor.engine.loop.context import (
+    Lane,
+    Look,
+    Measurer,
+    NothingAhead,
+    RunContext,
+    acquire,
+    last_line,
+    note_gpu,
+    with_,
+)
 from kopt_supervisor.engine.loop.served_trees import (
     FreshCaches,
     ServedTrees,
@@ -108,7 +118,7 @@ def run_bench(
     return measurement, res.duration_s
 
 
-class ProcessAbba:
+class ProcessAbba(NothingAhead):
     """`fresh_caches`: each decision's runs get caches of their own (`FreshCaches`: the
     re-decision)."""
 
@@ -147,20 +157,11 @@ class ProcessAbba:
         if self.caches is not None:
             self.caches.new_decision()
 
-    def decision_over(self, it: Iteration) -> None:
-        pass
-
-    def tree_staged(self, tree_hash: str) -> None:
-        pass
-
-    def release(self) -> None:
-        self.close()
-
     def close(self) -> None:
         pass
 
 
-class AbCommand:
+class AbCommand(NothingAhead):
     def __init__(self, ctx: RunContext, lane: Lane) -> None:
         self.ctx, self.lane = ctx, lane
 
@@ -206,15 +207,6 @@ class AbCommand:
 
     def new_decision(self) -> None:
         pass
-
-    def decision_over(self, it: Iteration) -> None:
-        pass
-
-    def tree_staged(self, tree_hash: str) -> None:
-        pass
-
-    def release(self) -> None:
-        self.close()
 
     def close(self) -> None:
         pass

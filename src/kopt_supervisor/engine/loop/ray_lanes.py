@@ -40,7 +40,7 @@ from kopt_supervisor.engine import BadInput, gitops
 from kopt_supervisor.engine.gitops import tree_of
 from kopt_supervisor.engine.gpu.backends import open_backend
 from kopt_supervisor.engine.gpu.gate import Gate
-from kopt_supervisor.engine.loop.context import GpuPair, Lane, Look, RunContext, acquire
+from kopt_supervisor.engine.loop.context import GpuPair, Lane, Look, NothingAhead, RunContext, acquire
 from kopt_supervisor.engine.loop.measure import ProcessAbba, measure_best, measurer_for
 from kopt_supervisor.engine.loop.profile_runs import profile_in
 from kopt_supervisor.engine.metrics import BenchError, Measurement
@@ -286,7 +286,7 @@ LOST = (
 """Ray's exceptions that mean the worker is gone (not that the run on it failed)."""
 
 
-class RayMeasurer:
+class RayMeasurer(NothingAhead):  # a worker's served trees start no spare
     """The head's side of a Ray lane: a Measurer (engine/loop/measure.py) whose looks run on
     a LaneWorker actor, and the lane's `context.RemoteTrees` (the baseline's runs and the
     profiler's go there too)."""
@@ -457,15 +457,6 @@ class RayMeasurer:
     def new_decision(self) -> None:
         self.loaded = None
 
-    def decision_over(self, it: Iteration) -> None:
-        pass  # a worker's served trees start no spare (engine/loop/served_trees.py)
-
-    def tree_staged(self, tree_hash: str) -> None:
-        pass
-
-    def release(self) -> None:
-        self.close()
-
     def close(self) -> None:
         if self.actor is not None:
             actor, self.actor, self.loaded = self.actor, None, None
@@ -475,7 +466,7 @@ class RayMeasurer:
                 pass
 
 
-class FreshOnWorker:
+class FreshOnWorker(NothingAhead):
     """The re-decision of a keep for a Ray lane: looks in fresh, separate processes of the
     process-level bench, on the lane's own worker (and so its GPU), never on the head."""
 
@@ -486,15 +477,6 @@ class FreshOnWorker:
         return self.main.measure(it, stage, r, fresh=True)
 
     def new_decision(self) -> None:
-        pass
-
-    def decision_over(self, it: Iteration) -> None:
-        pass
-
-    def tree_staged(self, tree_hash: str) -> None:
-        pass
-
-    def release(self) -> None:
         pass
 
     def close(self) -> None:
