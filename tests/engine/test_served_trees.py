@@ -921,3 +921,38 @@ def test_release_before_a_long_wait_ends_both_processes_even_one_that_ignores_si
         m.close()
         ctx.store.close()
     assert no_server_left(ws)
+
+
+def test_a_warm_up_that_hangs_still_hears_the_engineer(served, monkeypatch):
+    """A new pair's warm-up (`prepare` to both at once) waits on processes that may hang: the
+    engine's commands are pumped meanwhile, so a stop or pause is acted on at once, not after
+    the bench's timeout."""
+
+    class Stop(Exception):
+        pass
+
+    ws, log = served([], timeout_s=60, serve_prepare=True)
+    ctx = open_run(ws, proposer_kind="manual", no_sandbox=False, log=lambda m: None, poll_interval_s=0.05)
+    lane = single_lane(ctx)
+    best = git(ws.best, "rev-parse", "HEAD")
+    m = ServedTrees(ctx, lane, warm_ups=True)
+    t0 = time.monotonic()
+
+    def pump() -> None:
+        if time.monotonic() - t0 > 1.0:
+            raise Stop("stopped by the engineer")
+
+    monkeypatch.setattr(ctx.control, "pump", pump)
+    try:
+        (lane.cand / "kernel.json").write_text(
+            json.dumps({"speed": {"small": 1.0, "large": 1.0}, "hang_at_prepare": -1})
+        )
+        m.new_decision()
+        with pytest.raises(Stop):
+            m.look(_iteration(lane, 1, best), "eval", 0, {})
+        assert time.monotonic() - t0 < 15  # not the 60 s timeout
+        assert [w for w in (line.split() for line in log.read_text().splitlines()) if w[:2] == ["prepare", "-1"]]
+    finally:
+        m.close()
+        ctx.store.close()
+    assert no_server_left(ws)

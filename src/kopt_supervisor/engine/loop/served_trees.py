@@ -11,7 +11,6 @@ kopt (docs/files.md, "The per-tree serve protocol"; engine/decide/audit.py)."""
 
 from __future__ import annotations
 
-import concurrent.futures
 import dataclasses
 import json
 import os
@@ -563,26 +562,7 @@ class ServedTrees:
         asking = [side for side in sides if side not in self.whole]
         for server in self.servers.values():
             server.resume()
-        request = f"prepare {n} {seed}"
-        replies: dict[str, str | ServerError] = {}
-        sent: dict[str, float] = {}
-        for side in asking:  # all at once, then each reply in turn (the engine's commands pumped meanwhile)
-            try:
-                sent[side] = self.servers[side].send(request)
-            except ServerError as e:
-                replies[side] = e
-        for side, start in sent.items():
-            try:
-                replies[side] = self.servers[side].reply(
-                    request,
-                    start,
-                    is_reply=answers_prepare(n),
-                    timeout_s=self.ctx.cfg.target.timeout_s,
-                    poll=self.ctx.control.pump,
-                    poll_interval_s=self.ctx.poll_interval_s,
-                )
-            except ServerError as e:
-                replies[side] = e
+        replies = self._ask_all(dict.fromkeys(asking, f"prepare {n} {seed}"), answers_prepare(n))
         for side, reply in replies.items():
             tree = (self.lane.best if side == "best" else self.lane.cand).name
             if isinstance(reply, ServerError):
@@ -602,39 +582,59 @@ class ServedTrees:
                     ended=True,
                 )
 
+    def _ask_all(self, requests: dict[str, str], is_reply: Callable[[str], bool]) -> dict[str, str | ServerError]:
+        """Each side's request sent at once, then each reply awaited in turn with the engine's
+        commands pumped (a stop or pause is acted on while a process works or hangs: the
+        interrupt propagates, the process waited on closed); per side its reply, or the
+        ServerError that ended it (the process then closed)."""
+        replies: dict[str, str | ServerError] = {}
+        sent: dict[str, float] = {}
+        for side, request in requests.items():
+            try:
+                sent[side] = self.servers[side].send(request)
+            except ServerError as e:
+                replies[side] = e
+        for side, start in sent.items():
+            try:
+                replies[side] = self.servers[side].reply(
+                    requests[side],
+                    start,
+                    is_reply=is_reply,
+                    timeout_s=self.ctx.cfg.target.timeout_s,
+                    poll=self.ctx.control.pump,
+                    poll_interval_s=self.ctx.poll_interval_s,
+                )
+            except ServerError as e:
+                replies[side] = e
+        return replies
+
     def _warm_up(self, it: Iteration, stage: str, env: dict[str, str], hashes: dict[str, str], r: int) -> None:
         """Both new processes answer one look at the same time (imports, compiles, captures
-        overlapping); its files are removed unread. A side whose warm-up failed or that leaves
-        after it is closed and started again here for the measured look, which reports what
-        is wrong."""
+        overlapping); its files are removed unread. On a GPU lane with `serve_prepare` that is
+        a `prepare` (no timing, no commitment), and a whole look for a side that answers
+        `unprepared`. Requests go to both at once and the replies are awaited in turn with the
+        engine's commands pumped (`_ask_all`). A side whose warm-up failed or that leaves after
+        it is closed and started again here for the measured look, which reports what is wrong."""
         n = -1 - r  # a look number no measured look has
         for server in self.servers.values():
             server.resume()
-        paths = {side: self.looks / side / f"warmup{-n}.csv" for side in SIDES}
         seed = secrets.randbits(63)
-
-        def warm(side: str) -> bool:
-            try:
-                if self._splits():  # the checks (compiles) and draws only: no timing, no commitment
-                    reply = self.servers[side].ask(
-                        f"prepare {n} {seed}", timeout_s=self.ctx.cfg.target.timeout_s, is_reply=answers_prepare(n)
-                    )
-                    if not unprepared(reply):
-                        return reply.split()[0] == "prepared"
+        ok = dict.fromkeys(SIDES, False)
+        whole = list(SIDES)
+        if self._splits():  # the checks (compiles) and draws only
+            whole = []
+            for side, reply in self._ask_all(dict.fromkeys(SIDES, f"prepare {n} {seed}"), answers_prepare(n)).items():
+                if isinstance(reply, str) and unprepared(reply):
                     self.whole.add(side)  # a whole look warms it up
-                reply = self.servers[side].ask(
-                    f"look {n} {seed} {paths[side]}",
-                    timeout_s=self.ctx.cfg.target.timeout_s,
-                    is_reply=lambda line: line.split()[:2] in (["done", str(n)], ["fail", str(n)]),
-                )
-            except ServerError:
-                return False
-            if reply.split()[2:3] == ["last"]:
-                self.warm = False
-            return reply.split()[0] == "done" and self.warm
-
-        with concurrent.futures.ThreadPoolExecutor(len(SIDES)) as pool:
-            ok = dict(zip(SIDES, pool.map(warm, SIDES), strict=True))
+                    whole.append(side)
+                elif isinstance(reply, str):
+                    ok[side] = reply.split()[0] == "prepared"
+        looks = {side: f"look {n} {seed} {self.looks / side / f'warmup{-n}.csv'}" for side in whole}
+        done = self._ask_all(looks, lambda line: line.split()[:2] in (["done", str(n)], ["fail", str(n)]))
+        if any(isinstance(reply, str) and reply.split()[2:3] == ["last"] for reply in done.values()):
+            self.warm = False  # a process that leaves after every look gains nothing from a warm-up
+        for side, reply in done.items():
+            ok[side] = isinstance(reply, str) and reply.split()[0] == "done" and self.warm
         for side in SIDES:
             empty_folder(self.looks / side)
             if not ok[side]:
