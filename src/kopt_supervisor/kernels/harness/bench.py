@@ -99,6 +99,7 @@ from .params import class_key, config_key
 from .ranges import Ranges, no_ranges, open_ranges, range_name
 from .sets import TimedSets, keep_result
 from .shapes import PRODUCTION, REGRESSION, SMALL
+from .spare import SPARE_RAN_AT_ENV
 from .spec import Spec, as_spec, spec_from_folder
 from .timing import (
     ColdGraphTimer,
@@ -333,8 +334,6 @@ def profile_draws(
     return draws
 
 
-SPARE_RAN_AT_ENV = "KOPT_SPARE_RAN_AT"
-"""Set by kopt's spare (harness/spare.py) when it runs the bench: CLOCK_BOOTTIME seconds."""
 SLOW_CHECK_S = 0.2
 """A config's contract check that takes longer (a JIT compile, the first time) is logged with its seconds."""
 GPU_DRAW_BYTES = 256 << 20

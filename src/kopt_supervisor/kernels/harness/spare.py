@@ -30,7 +30,8 @@ import types
 
 RUN = "run"
 SPARE_RAN_AT_ENV = "KOPT_SPARE_RAN_AT"
-"""bench.SPARE_RAN_AT_ENV (this module imports nothing of kopt's before `preload`)."""
+"""Set when the spare runs its bench: CLOCK_BOOTTIME seconds (bench.process_age_s counts the
+bench's start from it)."""
 
 
 def log(msg: str) -> None:
