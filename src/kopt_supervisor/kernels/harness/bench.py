@@ -1129,20 +1129,20 @@ class Bench:
 
     def prepare_look(self, seed: int) -> list[Prepared]:
         """Everything of a look of `seed` but its timed blocks (serve.py's `prepare`): per case
-        the contract check, the timed sets' draw and, where this process has calibrated the
-        config alone before (a look's own capture) to the bytes rule's calls per block
-        (`_calibrated`), its block timer with that many calls.
-        No timing runs here, so kopt may prepare both trees' processes at once: a config
-        calibrated for the first time is captured in its look, alone on the device (a
-        calibration next to the other tree's work would choose fewer calls per block)."""
+        the contract check, the timed sets' draw and its block timer: with the calls per block
+        this process found for the config before (the bytes rule's: `_calibrated`), or, the
+        first time, calibrated here and kept only at the bytes rule's count (`_first_capture`).
+        No timing runs here, so kopt may prepare both trees' processes at once: a config whose
+        count a calibration chooses is captured in its look, alone on the device (a calibration
+        next to the other tree's work would choose fewer calls per block)."""
         ready = [self._prepare_case(case, seed, keep=False, isolated=False) for case in self.cases(seed, look=True)]
         if self.gpu:  # kopt stops this process once it answers and times the other alone: nothing queued may run beside
             self.torch.cuda.synchronize()  # that look (the draws of a config still to be calibrated are asynchronous)
         return ready
 
     def _prepare_case(self, case: Case, seed: int, *, keep: bool, isolated: bool) -> Prepared:
-        """A case's check, its timed sets and its block timer (with `isolated` False: only
-        where this process calibrated the config before, with its calls per block)."""
+        """A case's check, its timed sets and its block timer (with `isolated` False: with the
+        calls per block this process found before, or `_first_capture`'s)."""
         where = f"{self.spec.name} {case.shape.name} {case.cols.get('dtype', '')}"
         t_check = time.perf_counter()
         err, why = case.check(self.mod)
@@ -1163,7 +1163,7 @@ class Bench:
         self.clock.lap("inputs")  # the timed sets' first draw
         reps = self.reps.get(case.key)
         if not isolated and reps is None and self.gpu:
-            return Prepared(case, where, err, sets, None, warm=False)  # captured in the look, alone
+            return self._first_capture(case, where, err, sets)
         t = self.tree_timer(case, sets, where) if isolated else self.tree_timer(case, sets, where, reps=reps)
         self.clock.lap("capture")  # the timer's calibration and CUDA graph
         # a capture that failed while both sides prepared (memory, most likely) is tried again in the look, alone
@@ -1175,6 +1175,23 @@ class Bench:
         if keep and t is not None:
             self.held[case.key] = (sets, t)
         return ready
+
+    def _first_capture(self, case: Case, where: str, err: float, sets: TimedSets) -> Prepared:
+        """A config this process has not calibrated yet, at `prepare`: calibrated and captured here,
+        beside the other side's prepare, and kept only where the calibration chose the bytes
+        rule's count (timing.byte_launches), which no disturbance short of a call read as
+        LONG_BLOCK_US / count moves; else (no bytes known, a count the calibration chose, a capture
+        that failed) made in the look, alone. Made in the look, a new process's first timed
+        blocks read slower: on the H200 (2026-12-01, the RMSNorm demo's v7 in three runs) the
+        candidate's first look read its largest configs 5-8% slower than its later ones and
+        best's, a bias its later looks could not average away in twelve."""
+        fixed = byte_launches(case.bytes, self.timing.max_reps, sets.count)
+        t = self.tree_timer(case, sets, where) if fixed is not None else None
+        self.clock.lap("capture")
+        if t is None or getattr(t, "reps", None) != fixed:
+            return Prepared(case, where, err, sets, None, warm=False)  # captured in the look, alone
+        self.reps[case.key] = fixed
+        return Prepared(case, where, err, sets, t, warm=True)
 
     def _calibrated(self, ready: Prepared) -> None:
         """Remember the calls per block a config's timer chose alone (for `prepare_look`) where
