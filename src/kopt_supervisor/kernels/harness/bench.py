@@ -1188,7 +1188,7 @@ class Bench:
         fixed = byte_launches(case.bytes, self.timing.max_reps, sets.count)
         t = self.tree_timer(case, sets, where) if fixed is not None else None
         self.clock.lap("capture")
-        if t is None or getattr(t, "reps", None) != fixed:
+        if fixed is None or t is None or getattr(t, "reps", None) != fixed:
             return Prepared(case, where, err, sets, None, warm=False)  # captured in the look, alone
         self.reps[case.key] = fixed
         return Prepared(case, where, err, sets, t, warm=True)
