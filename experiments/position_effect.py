@@ -87,7 +87,7 @@ class Served:
 
     def ask(self, line: str, timeout_s: float = 300.0) -> str:
         reply = self.ask_line(line, timeout_s)
-        if reply is None or reply.split()[0] not in ("done", "audited"):
+        if reply is None or reply.split()[0] not in ("done", "audited", "prepared"):
             raise RuntimeError(f"{line!r} -> {reply!r} (see {self.err.name})")
         return reply
 

@@ -17,7 +17,14 @@ audits after each look), as engine/loop/served_trees.py does. Variants:
 - `kept`: as kopt: a process draws each look's inputs into the buffers (and CUDA graphs) it made
   at its first look;
 - `rebuild`: before every look each process is sent `load` (the tree imported again, its timed
-  buffers and graphs made anew at the look: new allocations every look).
+  buffers and graphs made anew at the look: new allocations every look);
+- `prepared`: as kopt serves since bc5e889 ([target].serve_prepare): the warm-up is `prepare` to
+  both at once, and every look is `prepare N SEED` to both at once (checks, draws, captures)
+  before each side's timed look alone;
+- `prepared-alone`: the same, but each side prepares alone, one after the other. If `prepared`
+  shows an offset and `prepared-alone` does not, what the two processes allocate at the same
+  time is where it comes from (on the H200, 2026-12-01, comment-only candidates and a ~3% step
+  read every config of a decision ~0.5-1.6% apart together: part 21).
 
 Per config and per class (the mean of its configs' log ratios): the sd of the look log ratios
 ln(us_B / us_A) within a pair, the sd of the pairs' means, and the process-pair offset that
@@ -43,7 +50,7 @@ from typing import Any
 from experiments.position_effect import Served, a_a_parser, a_a_setup, read_csv
 
 SIDES = ("A", "B")
-VARIANTS = ("kept", "rebuild")
+VARIANTS = ("kept", "rebuild", "prepared", "prepared-alone")
 
 
 def run_pair(
@@ -58,15 +65,13 @@ def run_pair(
         # one Triton cache per side for every pair: the compile is not what is measured
         servers[s] = Served(base, trees[s], work / f"cache-{s}", out / f"{s}.err")
     rows: list[dict[str, Any]] = []
+    prepares = variant.startswith("prepared")
     try:
         seed = secrets.randbits(62)
-        threads = [
-            threading.Thread(target=servers[s].ask, args=(f"look -1 {seed} {out / s / 'warm.csv'}",)) for s in SIDES
-        ]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        if prepares:
+            prepare(servers, -1, seed, together=variant == "prepared")
+        else:
+            at_once([(servers[s], f"look -1 {seed} {out / s / 'warm.csv'}") for s in SIDES])
         for r in range(looks):
             order = SIDES if r % 2 == 0 else SIDES[::-1]
             if variant == "rebuild":
@@ -75,6 +80,8 @@ def run_pair(
                     if reply != "loaded":
                         raise RuntimeError(f"load -> {reply!r}")
             seed = secrets.randbits(62)
+            if prepares:
+                prepare(servers, r, seed, together=variant == "prepared")
             for s in order:
                 other = servers["B" if s == "A" else "A"]
                 other.signal(signal.SIGSTOP)
@@ -92,6 +99,35 @@ def run_pair(
             sv.signal(signal.SIGCONT)
             sv.close()
     return rows
+
+
+def at_once(requests: list[tuple[Served, str]]) -> None:
+    """Each request sent to its process at the same time; returns when all are answered (the
+    first error raised here)."""
+    errors: list[BaseException] = []
+
+    def ask(server: Served, line: str) -> None:
+        try:
+            server.ask(line)
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=ask, args=request) for request in requests]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+
+
+def prepare(servers: dict[str, Served], n: int, seed: int, *, together: bool) -> None:
+    """`prepare N SEED` to both sides, at once or one after the other (each alone)."""
+    if together:
+        at_once([(servers[s], f"prepare {n} {seed}") for s in SIDES])
+        return
+    for s in SIDES:
+        servers[s].ask(f"prepare {n} {seed}")
 
 
 def offsets(by_pair: dict[int, list[float]]) -> dict[str, float]:

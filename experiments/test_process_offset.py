@@ -40,3 +40,29 @@ def test_summarize_averages_a_class_per_look_before_comparing_pairs() -> None:
         wide["offset_pct"], 100 * math.log(1.01) * math.sqrt(2), rel_tol=0.02
     )
     assert set(s["configs"]) == {"x/bf16/wide", "y/bf16/wide"}
+
+
+class _Slow:
+    """A served process that answers after a pause, recording when each request came and went."""
+
+    def __init__(self, name: str, log: list[tuple[str, str]]) -> None:
+        self.name, self.log = name, log
+
+    def ask(self, line: str) -> str:
+        import time
+
+        self.log.append(("sent", self.name))
+        time.sleep(0.05)
+        self.log.append(("answered", self.name))
+        return f"prepared {line.split()[1]}"
+
+
+def test_prepare_together_overlaps_both_sides_and_alone_never_does() -> None:
+    from experiments.process_offset import prepare
+
+    log: list[tuple[str, str]] = []
+    prepare({"A": _Slow("A", log), "B": _Slow("B", log)}, 0, 1, together=True)  # type: ignore[dict-item]
+    assert [kind for kind, _ in log[:2]] == ["sent", "sent"]  # both asked before either answered
+    log.clear()
+    prepare({"A": _Slow("A", log), "B": _Slow("B", log)}, 0, 1, together=False)  # type: ignore[dict-item]
+    assert log == [("sent", "A"), ("answered", "A"), ("sent", "B"), ("answered", "B")]
