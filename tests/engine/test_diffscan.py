@@ -750,9 +750,7 @@ def test_the_repos_kernels_and_examples_raise_no_finding_of_the_new_rules() -> N
         found += scan(new_file_diff(path, text), {path: text}.get)
     # kopt's own serve-by-import harness reads a captured callable's closure to find the tensors
     # it returns, and the bench module's namespace to find its perf_report marks
-    # (kernels/harness/imported.py); kopt's spare (kernels/harness/spare.py) makes the bench's
-    # script the `__main__` module, as `python SCRIPT` does: the scan flags each as it would in
-    # a candidate's diff
+    # (kernels/harness/imported.py): the scan flags each as it would in a candidate's diff
     own = {
         (f.rule, f.text)
         for f in found
@@ -760,9 +758,6 @@ def test_the_repos_kernels_and_examples_raise_no_finding_of_the_new_rules() -> N
     }
     assert ("frame-inspection", "visit(cell.cell_contents, level - 1)") in own, own
     assert any("vars(module)" in text for rule, text in own if rule == "dynamic-access"), own
-    main = {(f.rule, f.text) for f in found if f.path == "kernels/harness/spare.py" and "__main__" in f.text}
-    assert "frame-inspection" in {rule for rule, _ in main}, main
-    own |= main
     found = [f for f in found if (f.rule, f.text) not in own]
     assert not [f for f in found if f.rule in ("lazy-result", "frame-inspection")]
     state = {(f.path, f.text.split("  # ")[-1]) for f in found if f.rule == "module-state"}

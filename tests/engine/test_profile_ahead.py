@@ -85,7 +85,6 @@ def test_a_keeps_profile_starts_with_the_decision_holds_through_its_looks_and_go
     # the profile pair confirmed the keep: no fresh confirmation server was started, none while
     # best was profiled (a candidate's imports there could slow best's kernels)
     assert starts(log, confirmation=True) == []
-    assert not list(ws.logs.glob("v*/spare_*"))  # served_trees.SPARES is off by default
 
 
 def test_a_profile_command_that_does_not_hold_fails_that_profile_and_turns_profiles_ahead_off(
@@ -122,22 +121,3 @@ def test_a_held_profile_that_ends_before_go_is_taken_anew_and_profiles_ahead_sta
     assert statuses[1] == "keep" and v1["profile"]["taken"]["ahead"] == [], v1["decision"]
     assert "error" not in v1["profile"] and (ws.profiles / "v1" / "cand" / "summary.json").is_file()
     assert [w for w, *_ in events(log)].count("held") >= 3  # v1's two, then v2's candidate's: still on
-
-
-def test_with_profiles_ahead_each_next_candidate_is_served_by_its_spare(fake_env, tmp_path, monkeypatch):
-    """With spares on (served_trees.SPARES), the next candidate's spare (loop/served_trees.py) starts at each decision's end; the keep's
-    profile started ahead for the next tree binds the tree's cache folder, which must by then be
-    the spare's (tree_staged), or the spare would be thrown away: every decision after the first
-    is served by its spare, and the profile still runs in the tree's cache."""
-    from kopt_supervisor.engine.loop import served_trees
-    from tests.reliability.helpers import events as run_events
-
-    monkeypatch.setattr(served_trees, "SPARES", True)
-    ws, log = served_gpu(fake_env, tmp_path, monkeypatch, ["gain30", "loss5", "gain30"])
-    statuses = run(ws, 3)
-    assert statuses[:2] == ["baseline", "keep"], statuses
-    serve = run_events(ws, "serve")
-    assert not [m for m in serve if "spare was not used" in m], serve
-    spared = [m.split()[0] for m in serve if "(the candidate from its spare)" in m]
-    assert spared == ["v2", "v3"], serve
-    assert sorted(p.name for p in (ws.dir / "cache").iterdir() if p.name.startswith("spare_")) == []

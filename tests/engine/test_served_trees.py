@@ -22,7 +22,6 @@ from kopt_supervisor.engine.config.toml_io import dumps as dumps_config
 from kopt_supervisor.engine.config.toml_io import loads as loads_config
 from kopt_supervisor.engine.decide.confirmation import MAX_LOOKS
 from kopt_supervisor.engine.decide.external_truth import TIMER_ONLY, SideCost
-from kopt_supervisor.engine.loop import served_trees
 from kopt_supervisor.engine.loop.context import open_run, single_lane
 from kopt_supervisor.engine.loop.measure import measurer_for
 from kopt_supervisor.engine.loop.served_trees import ServedTrees
@@ -837,70 +836,6 @@ def test_an_ended_process_is_gone_before_the_next_look_even_when_it_ignores_sigt
     first_of_v2 = sorted(second)[8]  # v1's two looks: a look and an audit to each side
     assert hog and max(hog) < first_of_v2, "the old candidate's process ran during the next decision's looks"
     assert no_server_left(ws)
-
-
-def test_the_next_candidates_process_starts_as_a_spare_and_serves_its_tree(served, monkeypatch):
-    """At a decision's end on a GPU lane (warm-ups on) with confined benches, the next
-    candidate's process starts as a spare, before its tree exists. Once the tree is staged its
-    cache folder becomes the tree's (what a keep's profile started ahead binds too), and the
-    next decision tells it to serve the tree: it answers as a process started there would.
-    A spare that left, or a tree with a cache of its own, gets a process started as before,
-    and the run's events say why."""
-    monkeypatch.setattr(served_trees, "SPARES", True)
-    ws, log, ctx, lane, best, m = _measurer_setup(served, warm_ups=True)
-    if not ctx.jails.confined:
-        pytest.fail("this test needs the sandbox: the spare is only for confined benches")
-    try:
-        m.new_decision()
-        it = _iteration(lane, 1, best)
-        m.look(it, "eval", 0, {})
-        m.decision_over(it)
-        assert m.spare is not None
-        spare_server, spare_cache = m.spare.server, m.spare.cache
-        (lane.cand / "kernel.json").write_text(json.dumps({"speed": {"small": 0.9, "large": 0.9}}))
-        it = _iteration(lane, 2, best)
-        tree_hash = it.record["evaluated_tree"]
-        m.tree_staged(tree_hash)  # as a keep's profile started ahead does, before it binds the cache
-        assert not spare_cache.exists() and m.spare.cache == sandbox_cache(ws, tree_hash)
-        m.new_decision()
-        look = m.look(it, "eval", 0, {})
-        assert m.from_spare == {"cand"} and m.servers["cand"] is spare_server
-        assert sandbox_cache(ws, tree_hash).is_dir()
-        assert len(look.pairs) == 4 and all(p.cand < p.best for p in look.pairs)  # the new tree's speed
-        # a spare that left: the next candidate starts as before
-        m.decision_over(it)
-        gone = m.spare.server
-        gone.close(grace_s=0.0)
-        (lane.cand / "kernel.json").write_text(json.dumps({"speed": {"small": 0.8, "large": 0.8}}))
-        m.new_decision()
-        look = m.look(_iteration(lane, 3, best), "eval", 0, {})
-        assert not m.from_spare and m.servers["cand"] is not gone and len(look.pairs) == 4
-        # a tree measured before keeps its own cache
-        m.decision_over(it)
-        assert m.spare is not None
-        (lane.cand / "kernel.json").write_text(json.dumps({"speed": {"small": 0.9, "large": 0.9}}))
-        m.new_decision()
-        m.look(_iteration(lane, 4, best), "eval", 0, {})
-        assert not m.from_spare and m.spare is None
-    finally:
-        m.close()
-        ctx.store.close()
-    assert no_server_left(ws) and m.spare is None
-    spare_err = ws.log_dir(1) / "spare_cand_serve1.err"
-    assert "spare: preloaded in" in spare_err.read_text()
-    cand_starts = [tree for _, tree, _ in starts(log) if tree == "cand"]
-    assert len(cand_starts) == 4  # v1's, v2's (the spare, in the candidate's tree), v3's, v4's
-    why = [e for e in events(ws, "serve") if "spare was not used" in e]
-    assert why == [
-        "the candidate's spare was not used: it left",
-        "the candidate's spare was not used: its tree has a cache of its own",
-    ]
-
-
-def sandbox_cache(ws: Workspace, tree_hash: str) -> Path:
-    from kopt_supervisor.engine import sandbox
-
-    return sandbox.cache_dir(ws.dir, "cand", tree_hash)
 
 
 def test_release_before_a_long_wait_ends_both_processes_even_one_that_ignores_sigterm(served):

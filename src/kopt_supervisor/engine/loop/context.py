@@ -84,16 +84,6 @@ class Measurer(Protocol):
         """A decision starts: the next look measures freshly loaded trees."""
         ...
 
-    def decision_over(self, it: Iteration) -> None:
-        """A decision's last look is over (what follows it: the profile, the verdict, the
-        proposer's next tree), so a measurer may start what the next decision needs."""
-        ...
-
-    def tree_staged(self, tree_hash: str) -> None:
-        """The candidate's tree of the next decision is staged (`tree_hash`), before anything
-        of it runs: what the measurer started ahead may be bound to it."""
-        ...
-
     def release(self) -> None:
         """Free the GPU for a long wait (a proposer, a reviewer): what holds its memory ends;
         what holds none may stay."""
@@ -104,15 +94,9 @@ class Measurer(Protocol):
         ...
 
 
-class NothingAhead:
-    """A measurer's Measurer methods when it starts nothing ahead of a decision: nothing to do
-    when one ends or a tree is staged, and `release` is `close`."""
-
-    def decision_over(self, it: Iteration) -> None:
-        pass
-
-    def tree_staged(self, tree_hash: str) -> None:
-        pass
+class ReleaseCloses:
+    """A measurer whose `release` (before a long wait) is its `close`: all it keeps between
+    looks holds the GPU."""
 
     def release(self) -> None:
         self.close()

@@ -44,7 +44,7 @@ from kopt_supervisor.engine.loop.context import (
     Lane,
     Look,
     Measurer,
-    NothingAhead,
+    ReleaseCloses,
     RunContext,
     acquire,
     last_line,
@@ -118,7 +118,7 @@ def run_bench(
     return measurement, res.duration_s
 
 
-class ProcessAbba(NothingAhead):
+class ProcessAbba(ReleaseCloses):
     """`fresh_caches`: each decision's runs get caches of their own (`FreshCaches`: the
     re-decision)."""
 
@@ -161,7 +161,7 @@ class ProcessAbba(NothingAhead):
         pass
 
 
-class AbCommand(NothingAhead):
+class AbCommand(ReleaseCloses):
     def __init__(self, ctx: RunContext, lane: Lane) -> None:
         self.ctx, self.lane = ctx, lane
 
@@ -328,12 +328,6 @@ class OnBest:
 
     def new_decision(self) -> None:
         self.inner.new_decision()
-
-    def decision_over(self, it: Iteration) -> None:
-        self.inner.decision_over(it)
-
-    def tree_staged(self, tree_hash: str) -> None:
-        self.inner.tree_staged(tree_hash)
 
     def release(self) -> None:
         self.inner.release()
@@ -556,7 +550,6 @@ class DecisionRounds:
                 out = judge(done, runs, gpu_s, r)
                 if out is not None:
                     settled = True
-                    measurer.decision_over(it)
                     return out
         finally:
             if not settled:  # a failed or interrupted decision: its serving process goes with it

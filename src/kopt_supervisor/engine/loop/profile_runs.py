@@ -190,8 +190,6 @@ class HeldProfile:
         staged = (
             gitops.stage_all_tree(lane.cand, force=it.record.get("forced_paths", [])) if tree == lane.cand else None
         )
-        if staged is not None and lane.measurer is not None:  # before the tree's cache is bound here
-            lane.measurer.tree_staged(staged)
         self.pt = ProfiledTree.of(it, lane, tree, side, out_dir, staged)
         bench = as_argv(ctx.cfg.profile.command or ctx.cfg.target.bench)
         step = prof.next_pass(bench, out_dir, ctx.cfg.profile.kernel, [])

@@ -40,7 +40,7 @@ from kopt_supervisor.engine import BadInput, gitops
 from kopt_supervisor.engine.gitops import tree_of
 from kopt_supervisor.engine.gpu.backends import open_backend
 from kopt_supervisor.engine.gpu.gate import Gate
-from kopt_supervisor.engine.loop.context import GpuPair, Lane, Look, NothingAhead, RunContext, acquire
+from kopt_supervisor.engine.loop.context import GpuPair, Lane, Look, ReleaseCloses, RunContext, acquire
 from kopt_supervisor.engine.loop.measure import ProcessAbba, measure_best, measurer_for
 from kopt_supervisor.engine.loop.profile_runs import profile_in
 from kopt_supervisor.engine.metrics import BenchError, Measurement
@@ -286,7 +286,7 @@ LOST = (
 """Ray's exceptions that mean the worker is gone (not that the run on it failed)."""
 
 
-class RayMeasurer(NothingAhead):  # a worker's served trees start no spare
+class RayMeasurer(ReleaseCloses):
     """The head's side of a Ray lane: a Measurer (engine/loop/measure.py) whose looks run on
     a LaneWorker actor, and the lane's `context.RemoteTrees` (the baseline's runs and the
     profiler's go there too)."""
@@ -466,7 +466,7 @@ class RayMeasurer(NothingAhead):  # a worker's served trees start no spare
                 pass
 
 
-class FreshOnWorker(NothingAhead):
+class FreshOnWorker(ReleaseCloses):
     """The re-decision of a keep for a Ray lane: looks in fresh, separate processes of the
     process-level bench, on the lane's own worker (and so its GPU), never on the head."""
 

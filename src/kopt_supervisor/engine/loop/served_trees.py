@@ -12,9 +12,6 @@ kopt (docs/files.md, "The per-tree serve protocol"; engine/decide/audit.py)."""
 from __future__ import annotations
 
 import dataclasses
-import json
-import os
-import re
 import secrets
 import shutil
 import time
@@ -29,7 +26,7 @@ from kopt_supervisor.engine.gitops import tree_of
 from kopt_supervisor.engine.loop.context import Lane, Look, RunContext
 from kopt_supervisor.engine.metrics import BenchError, ConfigResult, Measurement
 from kopt_supervisor.engine.records import Iteration
-from kopt_supervisor.engine.runner.command import Server, ServerEnded, ServerError, as_argv
+from kopt_supervisor.engine.runner.command import Server, ServerEnded, ServerError
 from kopt_supervisor.engine.sandbox import read_output
 
 
@@ -172,35 +169,6 @@ draws and capture were ~0.55 s of each side's ~1.0 s on the H200 (part 19); noth
 while both run, and a config's calibration stays in its own look, alone."""
 
 
-SPARE_CODE = (
-    "import sys; sys.path.pop(0); import runpy; "
-    "runpy.run_module('kopt_supervisor.kernels.harness.spare', run_name='__main__')"
-)
-"""The spare's program (kernels/harness/spare.py), run by the serve command's own interpreter
-with the working directory dropped from sys.path before anything is imported."""
-PYTHON = re.compile(r"python[0-9.]*")
-
-
-def spare_launch(command: str) -> tuple[list[str], list[str]] | None:
-    """For a serve command that runs a Python script (one plain command `PYTHON SCRIPT.py
-    ARG...`): (the spare's argv, the same interpreter running harness/spare.py; the `argv` its
-    `run` line gives: SCRIPT.py ARG...). None for any other command: no spare."""
-    argv = as_argv(command)
-    if len(argv) < 2 or not PYTHON.fullmatch(Path(argv[0]).name) or not argv[1].endswith(".py"):
-        return None
-    return [argv[0], "-c", SPARE_CODE], argv[1:]
-
-
-SPARES = False
-"""Start the next candidate's process as a spare (`ServedTrees.decision_over`). Off: on the H200
-(2026-12-01, docs/h100-wave3/part20-spares-batched-commitments-h200.md) every spare was used and
-its bench's start fell from ~1.9 s to 0.1-0.4 s, but a keep's warm-up stayed ~5 s (best's new
-process, started anew after every keep, is the longer of the two) and the candidate's profile,
-in the tree's cache that the spare had made, took ~75 ms more per profiled launch (8.7-8.9 s
-against 6.4-7.2 s): keep iterations 24.5 and 27.7 s against 20.7 and 20.9 s without. Not yet
-explained; tests turn it on."""
-
-
 def answers_prepare(n: int) -> Callable[[str], bool]:
     """Whether a line answers `prepare N SEED`: `prepared N`, `unprepared N`, `fail N WHY`, or
     `fail ? WHY` (a bench that does not know the request, as kopt's harness answers one)."""
@@ -218,19 +186,6 @@ def unprepared(reply: str) -> bool:
 def commitment_path(csv: Path) -> Path:
     """Where a look's commitment is written beside its table."""
     return Path(f"{csv}{audit.COMMITMENT_SUFFIX}")
-
-
-@dataclasses.dataclass
-class Spare:
-    """The next candidate's process started before its tree (ServedTrees.decision_over)."""
-
-    server: Server
-    cache: Path
-    """Its cache folder, bound into its sandbox: renamed to the tree's once that is staged."""
-    argv: list[str]
-    """The `argv` of its `run` line: the serve command's script and arguments."""
-    tree: str | None = None
-    """The staged tree its cache folder was renamed for (`tree_staged`)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -263,14 +218,8 @@ class ServedTrees:
 
     Best's process is kept while BEST's tree does not change (it runs only kept code); the
     candidate's is started anew at every decision, so nothing one candidate's code left in
-    its process reaches the next. With SPARES (off: it says why), on a GPU lane with confined
-    benches whose serve command runs a Python script, that process is started when the decision
-    before ends (`decision_over`) as a spare (kernels/harness/spare.py): it imports torch,
-    Triton and kopt's harness while the keep is profiled and the proposer writes, with nothing
-    of any tree on its path, and is told which script to run when the candidate's tree is known
-    (`_from_spare`); its cache folder, bound into its sandbox at its start, is renamed to the
-    tree's once that is staged (`tree_staged`). `fresh` (the confirmation of a keep): both are started
-    anew at every decision, with caches of their own emptied at its start (`FreshCaches`).
+    its process reaches the next. `fresh` (the confirmation of a keep): both are started anew at
+    every decision, with caches of their own emptied at its start (`FreshCaches`).
 
     On a GPU, when both processes are new at a look, both first answer a warm-up look at the
     same time, never audited nor read (`_warm_up`): their compiles and CUDA graph captures
@@ -307,13 +256,6 @@ class ServedTrees:
         """Sides whose process answered `unprepared`: its looks are whole, never prepared."""
         self.ending: list[Server] = []
         """Processes told to end and not yet waited for (`_close`, `_reap`)."""
-        self.spare: Spare | None = None
-        """The next candidate's process, started before its tree (`decision_over`)."""
-        self.spares = 0
-        self.lease_env: dict[str, str] | None = None
-        """The environment of the last look (the lane's GPU lease): the spare's."""
-        self.from_spare: set[str] = set()
-        """Sides whose process for the look in progress came from the spare."""
 
     def new_decision(self) -> None:
         self.restarted.clear()
@@ -323,87 +265,12 @@ class ServedTrees:
 
     def close(self) -> None:
         self.release()
-        self._drop_spare()
-        self._reap()
 
     def release(self) -> None:
-        """Both sides' processes end, waited for (they hold GPU memory); the spare, which holds
-        none, stays."""
+        """Both sides' processes end, waited for (they hold GPU memory)."""
         for side in list(self.servers):
             self._close(side)
         self._reap()
-
-    def tree_staged(self, tree_hash: str) -> None:
-        """The candidate's tree is staged: the spare's cache folder becomes the tree's now, before
-        anything else binds the tree's (a keep's profile started ahead shares it, and finds what
-        the served process compiled). A tree that has a cache of its own keeps it; the spare ends."""
-        spare = self.spare
-        if spare is None or spare.tree == tree_hash:
-            return
-        target = sandbox.cache_dir(self.ctx.ws.dir, "cand", tree_hash)
-        if spare.tree is not None or target.exists() or not spare.server.alive:
-            why = "its tree has a cache of its own" if target.exists() else "it left" if not spare.server.alive else ""
-            self._drop_spare(why or "another tree was staged")
-            return
-        os.rename(spare.cache, target)  # the sandbox's bind mount follows the folder
-        spare.cache, spare.tree = target, tree_hash
-
-    def decision_over(self, it: Iteration) -> None:
-        """The decision's last look is over: on a GPU lane (nothing is timed on the CPU while the
-        spare imports) with confined benches (its cache folder is renamed under it: only a bind
-        mount follows), the next candidate's process starts as a spare."""
-        if not SPARES or self.fresh or self.spare is not None or self.lease_env is None or not self._warms():
-            return
-        launch = spare_launch(self.ctx.cfg.target.serve)
-        if launch is None or not self.ctx.jails.confined:
-            return
-        self.spares += 1
-        cache = self.ctx.ws.dir / "cache" / f"spare_{self.lane.index}_{self.spares}"
-        shutil.rmtree(cache, ignore_errors=True)
-        cache.mkdir(parents=True)
-        folder = self.looks / "cand"
-        folder.mkdir(parents=True, exist_ok=True)
-        jail = self.ctx.jails.bench(self.lane.cand, "cand", "spare", outputs=(folder,), write_tree=False, cache=cache)
-        try:
-            server = self.ctx.procs.server(
-                it, launch[0], cwd=cache, env=self.lease_env, confine=jail, name=f"spare_cand_serve{self.spares}"
-            )
-        except ServerError:
-            shutil.rmtree(cache, ignore_errors=True)
-            return
-        self.spare = Spare(server, cache, launch[1])
-
-    def _from_spare(self, tree: Path, tree_hash: str, env: dict[str, str]) -> Server | None:
-        """The spare told to run the serve command's script in the candidate's tree (its cache
-        folder the tree's: `tree_staged`); None, the spare ended and why recorded, when it left,
-        was started for another environment, or the tree has a cache of its own."""
-        self.tree_staged(tree_hash)
-        spare, self.spare = self.spare, None
-        if spare is None:
-            return None
-        if spare.server.env != self.ctx.procs.env(env):
-            self.spare = spare
-            self._drop_spare("it was started for another GPU")
-            return None
-        try:
-            spare.server.send("run " + json.dumps({"cwd": str(tree), "argv": spare.argv}))
-        except ServerError as e:
-            self.ending.append(spare.server)
-            self.ctx.event("serve", f"the candidate's spare was not used: {e}", level="warn")
-            return None
-        return spare.server
-
-    def _drop_spare(self, why: str = "") -> None:
-        """The spare ends (its cache folder with it, unless a tree's); `why` goes to the run's events."""
-        spare, self.spare = self.spare, None
-        if spare is None:
-            return
-        spare.server.hurry()
-        self.ending.append(spare.server)
-        if spare.tree is None:
-            shutil.rmtree(spare.cache, ignore_errors=True)
-        if why:
-            self.ctx.event("serve", f"the candidate's spare was not used: {why}")
 
     def look(self, it: Iteration, stage: str, r: int, env: dict[str, str]) -> Look:
         """One look; a side whose process was started for it and failed it is started once
@@ -437,8 +304,6 @@ class ServedTrees:
         hashes = dict(zip(SIDES, tree_hashes(lane, it), strict=True))
         order = SIDES if r % 2 == 0 else SIDES[::-1]
         self.new.clear()
-        self.from_spare.clear()
-        self.lease_env = dict(env)
         laps.append(time.monotonic())
         for side in order:
             self._server(side, it, stage, env, hashes[side])
@@ -454,8 +319,7 @@ class ServedTrees:
             spent = [b - a for a, b in zip(laps, laps[1:], strict=False)]
             ctx.event(
                 "serve",
-                f"v{it.version} {stage} look {r}: {' and '.join(sorted(self.new))} started"
-                f"{' (the candidate from its spare)' if self.from_spare else ''}; "
+                f"v{it.version} {stage} look {r}: {' and '.join(sorted(self.new))} started; "
                 f"trees checked {spent[0]:.2f} s, processes spawned {spent[1]:.2f} s, "
                 f"warm-up {spent[2]:.2f} s, old processes ended {spent[3]:.2f} s, "
                 f"the look and its audit {spent[4]:.2f} s",
@@ -756,23 +620,18 @@ class ServedTrees:
         cache = self.caches.get(side, tree_hash) if self.caches is not None else None
         self.ctx.jails.env(side, tree_hash, cache=cache)  # unconfined: the folder made again once emptied
         self.started += 1
-        spared = self._from_spare(tree, tree_hash, env) if side == "cand" and cache is None else None
-        if spared is not None:
-            server = spared
-            self.from_spare.add(side)
-        else:
-            jail = self.ctx.jails.bench(tree, side, tree_hash, outputs=(folder,), write_tree=False, cache=cache)
-            try:
-                server = self.ctx.procs.server(
-                    it,
-                    self.ctx.cfg.target.serve,
-                    cwd=tree,
-                    env=env,
-                    confine=jail,
-                    name=f"{stage}_{side}_serve{self.started}",
-                )
-            except ServerError as e:
-                raise BenchError(f"serve on {tree.name}/ {e}") from None
+        jail = self.ctx.jails.bench(tree, side, tree_hash, outputs=(folder,), write_tree=False, cache=cache)
+        try:
+            server = self.ctx.procs.server(
+                it,
+                self.ctx.cfg.target.serve,
+                cwd=tree,
+                env=env,
+                confine=jail,
+                name=f"{stage}_{side}_serve{self.started}",
+            )
+        except ServerError as e:
+            raise BenchError(f"serve on {tree.name}/ {e}") from None
         self.servers[side], self.serving[side] = server, tree_hash
         self.whole.discard(side)
         self.new.add(side)

@@ -99,7 +99,6 @@ from .params import class_key, config_key
 from .ranges import Ranges, no_ranges, open_ranges, range_name
 from .sets import TimedSets, keep_result
 from .shapes import PRODUCTION, REGRESSION, SMALL
-from .spare import SPARE_RAN_AT_ENV
 from .spec import Spec, as_spec, spec_from_folder
 from .timing import (
     ColdGraphTimer,
@@ -728,14 +727,7 @@ def log(msg: str) -> None:
 
 def process_age_s() -> float:
     """Seconds since this process started (Linux /proc; NaN elsewhere): what the interpreter,
-    imports and everything before main() cost. In kopt's spare (harness/spare.py), since it was
-    told which bench to run: its imports before that are in its own log line."""
-    ran = os.environ.get(SPARE_RAN_AT_ENV, "")
-    if ran:
-        try:
-            return time.clock_gettime(time.CLOCK_BOOTTIME) - float(ran)
-        except (ValueError, AttributeError):
-            return math.nan
+    imports and everything before main() cost."""
     try:
         with open("/proc/self/stat") as f:
             started = int(f.read().rsplit(")", 1)[1].split()[19]) / os.sysconf("SC_CLK_TCK")
