@@ -53,7 +53,7 @@ from kopt_supervisor.engine.config import Config
 from kopt_supervisor.engine.config.toml_io import load as load_config
 from kopt_supervisor.engine.decide import audit as kopt_audit
 from kopt_supervisor.engine.decide.estimate import Pair, Policy
-from kopt_supervisor.engine.decide.plausible import last_block_not_faster, mean_not_faster, too_fast
+from kopt_supervisor.engine.decide.plausible import LAST_SHARE, last_block_not_faster, mean_not_faster, too_fast
 from kopt_supervisor.engine.decide.verdict import evaluate
 from kopt_supervisor.kernels import catalog
 from kopt_supervisor.kernels.harness import bench
@@ -248,8 +248,9 @@ def test_work_done_only_in_the_audited_block_is_sent_to_review_and_an_honest_gai
 def test_the_last_block_does_the_full_work_and_the_others_do_not(decision: dict) -> None:
     """The served CSV's `us_last` (the block after the refresh) per config, over the looks
     (geometric means of the candidate's ratio to best's): the attacked configs' median is
-    cheap, their last block is not; the honest config's last block is about as cheap as its
-    median."""
+    cheap, their last block is not (it shows less than half the median's gain, in log terms,
+    the rule kopt flags; a fixed bound of 0.8 of best's read 0.77 once under the suite's load);
+    the honest config's last block is about as cheap as its median."""
     rows = {(r, side, row["shape"]): row for r, side, row in decision["rows"]}
     for shape in (*ATTACKED, "cpu-128"):
         ratios = [
@@ -261,8 +262,8 @@ def test_the_last_block_does_the_full_work_and_the_others_do_not(decision: dict)
         ]
         median, last = (math.exp(sum(math.log(x[i]) for x in ratios) / len(ratios)) for i in (0, 1))
         where = f"{shape}: median {median:.2f}, last block {last:.2f} of best's ({ratios})"
-        if shape in ATTACKED:
-            assert median < 0.8 and last > 0.8, where
+        if shape in ATTACKED:  # the last block shows less than LAST_SHARE of the median's gain (plausible.py's rule)
+            assert median < 0.8 and math.log(last) > LAST_SHARE * math.log(median), where
         else:
             assert median < 0.5 and last < 0.5, where
     assert all(row["samples"] == int(BLOCKS) and math.isfinite(row["us_last"]) for _, _, row in decision["rows"])
