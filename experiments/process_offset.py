@@ -24,7 +24,10 @@ audits after each look), as engine/loop/served_trees.py does. Variants:
 - `prepared-alone`: the same, but each side prepares alone, one after the other. If `prepared`
   shows an offset and `prepared-alone` does not, what the two processes allocate at the same
   time is where it comes from (on the H200, 2026-12-01, comment-only candidates and a ~3% step
-  read every config of a decision ~0.5-1.6% apart together: part 21).
+  read every config of a decision ~0.5-1.6% apart together: part 21);
+- `prepared-pad`: as `prepared`, each process run with `--pad-mb 64` (bench.Bench._new_pad: a
+  block of a random size held below each look's buffers, a new place in device memory every
+  look). If it removes the offset, where the buffers sit is what the process keeps.
 
 Per config and per class (the mean of its configs' log ratios): the sd of the look log ratios
 ln(us_B / us_A) within a pair, the sd of the pairs' means, and the process-pair offset that
@@ -50,7 +53,8 @@ from typing import Any
 from experiments.position_effect import Served, a_a_parser, a_a_setup, read_csv
 
 SIDES = ("A", "B")
-VARIANTS = ("kept", "rebuild", "prepared", "prepared-alone")
+VARIANTS = ("kept", "rebuild", "prepared", "prepared-alone", "prepared-pad")
+PAD_MB = 64
 
 
 def run_pair(
@@ -58,6 +62,8 @@ def run_pair(
 ) -> list[dict[str, Any]]:
     """One fresh pair of processes: a warm-up look for both at once, then `looks` looks."""
     base = [sys.executable, "bench.py", "--serve", "--dtypes", "bfloat16"]
+    if variant == "prepared-pad":
+        base += ["--pad-mb", str(PAD_MB)]
     out = work / variant / f"pair{pair}"
     servers = {}
     for s in SIDES:
@@ -69,7 +75,7 @@ def run_pair(
     try:
         seed = secrets.randbits(62)
         if prepares:
-            prepare(servers, -1, seed, together=variant == "prepared")
+            prepare(servers, -1, seed, together=variant != "prepared-alone")
         else:
             at_once([(servers[s], f"look -1 {seed} {out / s / 'warm.csv'}") for s in SIDES])
         for r in range(looks):
@@ -81,7 +87,7 @@ def run_pair(
                         raise RuntimeError(f"load -> {reply!r}")
             seed = secrets.randbits(62)
             if prepares:
-                prepare(servers, r, seed, together=variant == "prepared")
+                prepare(servers, r, seed, together=variant != "prepared-alone")
             for s in order:
                 other = servers["B" if s == "A" else "A"]
                 other.signal(signal.SIGSTOP)

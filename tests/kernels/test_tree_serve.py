@@ -914,3 +914,38 @@ def test_a_capture_that_fails_while_both_prepare_is_tried_again_alone_in_the_loo
     (row,) = b.timed_rows(2, copy=False, prepared=b.prepare_look(2))
     assert len(failed) == 1 and made[-1][0] == "calibrated"  # tried once more, in the look, calibrating
     assert row["calls"] > 0 and row["us"] == row["us"]  # timed (not NaN)
+
+
+def test_pad_mb_holds_a_new_block_of_a_random_size_below_each_looks_buffers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--pad-mb (experiments/process_offset.py `prepared-pad`): before a look's draws the last
+    look's pad is freed and one of a random size below the limit is held, so the look's buffers
+    land elsewhere each look; without the knob, or without a GPU, none."""
+    b, estimates, made, _ = _gpu_ruled_bench(tmp_path, monkeypatch, nbytes=120)
+    held: list[int] = []
+    fake = SimpleNamespace(uint8="u8", empty=lambda n, dtype, device: held.append(n) or ("pad", n, device))
+    real_torch = b.torch
+    b.torch = fake
+    b.a.pad_mb = 1.0
+    sizes = []
+    for _ in range(40):
+        b._new_pad()
+        sizes.append(held[-1] if b.pad is not None else 0)
+        assert b.pad is None or b.pad == ("pad", held[-1], "cuda")
+    assert all(0 <= n <= 1 << 20 and n % bench.PAD_STEP == 0 for n in sizes) and len(set(sizes)) > 20
+    b.a.pad_mb = 0.0
+    b._new_pad()
+    assert b.pad is None
+    b.a.pad_mb, b.gpu = 1.0, False
+    b._new_pad()
+    assert b.pad is None
+    # a look's pad comes before its draws: prepare_look makes it first
+    b.torch, b.gpu = real_torch, True
+    order: list[str] = []
+    monkeypatch.setattr(b, "_new_pad", lambda: order.append("pad"))
+    real_cases = b.cases
+    monkeypatch.setattr(b, "cases", lambda seed, **kw: (order.append("draws"), real_cases(seed, **kw))[1])
+    estimates += [1.0]
+    b.prepare_look(1)
+    assert order[:2] == ["pad", "draws"]

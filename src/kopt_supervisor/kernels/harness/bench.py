@@ -352,6 +352,8 @@ check beside it); below that it gives them back (Bench.release_cache)."""
 FREE_MIN_SHARE = 0.1
 """A served process leaves after a look that left the device less free memory than this share
 of it (Bench.memory_full)."""
+PAD_STEP = 512
+"""--pad-mb: the pad's sizes are multiples of this (the allocator's rounding of small blocks)."""
 RELEASE_SETTLE_S = 0.1
 """After giving cached blocks back, the pause before replying: the driver's work on them is
 over before the other side measures (0.1 s: 0.39% at most; 0.03 s: 3.9%; none: 9.9%, H200)."""
@@ -846,6 +848,13 @@ def parse_args(argv: list[str] | None, gpu: bool) -> argparse.Namespace:
     )
     ap.add_argument("--out", help="also write the CSV to this file")
     ap.add_argument(
+        "--pad-mb",
+        type=float,
+        default=0.0,
+        help="--serve on a GPU: before each look's draws, hold a block of a random size below this many MB "
+        "(a new place in device memory for the look's buffers at every look; an experiment knob, default 0: none)",
+    )
+    ap.add_argument(
         "--serve-memory",
         type=float,
         default=None,
@@ -909,6 +918,22 @@ class Bench:
         """Per config, the calls per block its timer chose when calibrated alone in a look, where
         they are the bytes rule's (`_calibrated`; `prepare_look` captures with them), until the
         tree is loaded again."""
+        self.pad: Any = None
+        """--pad-mb: the block held below this look's buffers (`_new_pad`)."""
+
+    def _new_pad(self) -> None:
+        """--pad-mb (a GPU's served looks): before a look's draws, the last look's pad freed and
+        a new one of a random size below the limit held until the next look, so that the look's
+        checks and buffers land at another place in device memory at every look. An experiment
+        knob (experiments/process_offset.py `prepared-pad`): on the H200 every config of a
+        decision read ~0.5-0.7% apart together, an offset the process pair keeps for its life,
+        and where its buffers sit is one thing it keeps
+        (docs/h100-wave3/part21-first-look-and-a-common-offset-h200.md)."""
+        self.pad = None
+        limit = int(self.a.pad_mb * (1 << 20)) // PAD_STEP
+        if self.gpu and limit > 0:
+            size = random.SystemRandom().randrange(limit + 1) * PAD_STEP
+            self.pad = self.torch.empty(size, dtype=self.torch.uint8, device="cuda") if size else None
 
     @property
     def contract(self) -> Spec:
@@ -1104,6 +1129,7 @@ class Bench:
         rows = []
         self.looked = []
         if prepared is None:
+            self._new_pad()
             for case in self.cases(seed, look=True):
                 rows.append(self._time_case(self._prepare_case(case, seed, keep=keep, isolated=True), seed, copy))
             return rows
@@ -1127,6 +1153,7 @@ class Bench:
         No timing runs here, so kopt may prepare both trees' processes at once: a config whose
         count a calibration chooses is captured in its look, alone on the device (a calibration
         next to the other tree's work would choose fewer calls per block)."""
+        self._new_pad()
         ready = [self._prepare_case(case, seed, keep=False, isolated=False) for case in self.cases(seed, look=True)]
         if self.gpu:  # kopt stops this process once it answers and times the other alone: nothing queued may run beside
             self.torch.cuda.synchronize()  # that look (the draws of a config still to be calibrated are asynchronous)
