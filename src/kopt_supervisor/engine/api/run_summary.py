@@ -27,7 +27,7 @@ iterations and meta in, plain JSON-able values or typed records out.
   every candidate iteration's time that had ended; each lane holds one GPU while its
   iteration runs, so lane-seconds are GPU-seconds), and the best speedup after that keep
   (`projections.best_speedup`'s rule: the geometric mean over classes of baseline / best).
-  Per lane (`LaneTime`): the seconds of each bucket of engine/loop/context.py SPENT (wait,
+  Per lane (`LaneTime`): the seconds of each bucket of engine/loop/spent.py SPENT (wait,
   propose, measure, confirm, review, stale), what else the iterations spent (kopt's own
   bookkeeping, discards: `other_s`), and how many iterations were rebased, handed back or
   ended stale, and how many keeps were carried to a moved BEST. An iteration that ended because its change no longer applied on a moved BEST
@@ -346,7 +346,7 @@ def external_truth(iterations: Sequence[Iteration]) -> dict[str, Any]:
 
 
 BUCKETS = ("wait", "propose", "measure", "confirm", "review", "stale")
-"""engine/loop/context.py SPENT, in the order an iteration passes them (the engine's own list;
+"""engine/loop/spent.py SPENT, in the order an iteration passes them (the engine's own list;
 kept here so that reading a run loads no part of the loop)."""
 
 

@@ -47,21 +47,13 @@ from kopt_supervisor.engine import BadInput
 from kopt_supervisor.engine.config import Config
 from kopt_supervisor.engine.decide.estimate import Verdict
 from kopt_supervisor.engine.gpu.gate import NoIdleGpu
-from kopt_supervisor.engine.loop.context import (
-    Lane,
-    RunContext,
-    acquire,
-    add_spent,
-    move_spent,
-    open_run,
-    spend,
-    spent_now,
-)
+from kopt_supervisor.engine.loop.context import Lane, RunContext, acquire, open_run
 from kopt_supervisor.engine.loop.control import Interrupt, Request
 from kopt_supervisor.engine.loop.evidence import CorrectnessRefuted, Evidence
 from kopt_supervisor.engine.loop.keep import VERDICT_STATUS, Keeper, Recovery, ReviewProtocol, StaleBest
 from kopt_supervisor.engine.loop.measure import CorrectnessFailure, DecisionRounds
 from kopt_supervisor.engine.loop.proposal import Police, Problem, Proposing
+from kopt_supervisor.engine.loop.spent import add_spent, move_spent, spend, spent_now
 from kopt_supervisor.engine.loop.start import Baseline, BaselineFailed, make_lanes
 from kopt_supervisor.engine.metrics import BenchError
 from kopt_supervisor.engine.profile.roofline import target_reached

@@ -34,7 +34,7 @@ from typing import Any
 from kopt_supervisor.engine import KoptError, KoptFailure, gitops, history, sandbox, treecheck
 from kopt_supervisor.engine.decide.estimate import Pair, Policy, Verdict, class_samples, estimate_class
 from kopt_supervisor.engine.decide.verdict import review_outcome, voting_classes
-from kopt_supervisor.engine.loop.context import BEST, Lane, RunContext, carried, last_line, spend, with_
+from kopt_supervisor.engine.loop.context import BEST, Lane, RunContext, carried, last_line, with_
 from kopt_supervisor.engine.loop.control import MARKER, Interrupt, Step
 from kopt_supervisor.engine.loop.evidence import Evidence
 from kopt_supervisor.engine.loop.measure import (
@@ -46,6 +46,7 @@ from kopt_supervisor.engine.loop.measure import (
     pairs,
 )
 from kopt_supervisor.engine.loop.proposal import ALWAYS_PROTECTED, restore_best
+from kopt_supervisor.engine.loop.spent import spend
 from kopt_supervisor.engine.records import Iteration, Phase, Stage, Status
 from kopt_supervisor.engine.runner import end_leftovers, kill_orphans
 from kopt_supervisor.engine.store import Command, fault_step

@@ -51,14 +51,14 @@ from kopt_supervisor.engine.loop.context import (
     note_gpu,
     with_,
 )
-from kopt_supervisor.engine.loop.served_trees import (
+from kopt_supervisor.engine.loop.look_files import (
     FreshCaches,
-    ServedTrees,
     check_after_run,
     ensure_best_pristine,
     keep_csv,
     tree_hashes,
 )
+from kopt_supervisor.engine.loop.served_trees import ServedTrees
 from kopt_supervisor.engine.metrics import BenchError, Measurement
 from kopt_supervisor.engine.records import Iteration, Phase, Stage, Status
 from kopt_supervisor.engine.runner.command import Server, ServerError

@@ -20,7 +20,7 @@ from kopt_supervisor.engine import KoptFailure, gitops
 from kopt_supervisor.engine.gitops import tree_of
 from kopt_supervisor.engine.loop.context import Lane, RunContext, acquire, last_line
 from kopt_supervisor.engine.loop.control import Step
-from kopt_supervisor.engine.loop.served_trees import check_after_run
+from kopt_supervisor.engine.loop.look_files import check_after_run
 from kopt_supervisor.engine.profile.profiler import (
     PROFILE_CALLS_ENV,
     PROFILE_CONFIGS_ENV,

@@ -31,7 +31,7 @@ where no sandbox works): every confinement method then returns None (unconfined)
 run's meta says so wherever results are shown. Unconfined runs still send their compile
 caches, bytecode included, where a confined run of the same kind would (`Jails.env`): a tree's
 code never writes a `__pycache__` into the tree, which the after-run check refuses
-(engine/loop/served_trees.py check_after_run), and no run of one tree reads what another compiled.
+(engine/loop/look_files.py check_after_run), and no run of one tree reads what another compiled.
 """
 
 from __future__ import annotations

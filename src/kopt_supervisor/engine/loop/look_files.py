@@ -1,0 +1,145 @@
+"""Around every look: what it leaves and what is checked.
+
+Each run's CSV and the files kopt read kept beside the iteration's logs, best/ strictly at
+BEST_COMMIT before a look, both trees inspected and put back after every run of tree code, and
+the fresh caches of a keep's confirmation. The measurers (measure.py, served_trees.py) and the
+evidence (evidence.py, profile_runs.py) call these around every run."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from kopt_supervisor.engine import gitops, sandbox, treecheck
+from kopt_supervisor.engine.gitops import tree_of
+from kopt_supervisor.engine.loop.context import Lane, RunContext
+from kopt_supervisor.engine.metrics import BenchError
+from kopt_supervisor.engine.records import Iteration
+from kopt_supervisor.engine.sandbox import read_output
+
+
+def keep_csv(ctx: RunContext, it: Iteration, path: Path, name: str, suffix: str = ".csv") -> None:
+    """A copy of what a run wrote, beside its logs (the tree's copy is cleaned away)."""
+    if path.suffix != ".out":
+        try:
+            (ctx.ws.log_dir(it.version) / f"{name}{suffix}").write_bytes(read_output(path, 64 * 1024 * 1024))
+        except OSError:
+            pass
+
+
+def keep_bytes(ctx: RunContext, it: Iteration, data: bytes, name: str) -> None:
+    """What kopt read of a run's file, beside its logs."""
+    try:
+        (ctx.ws.log_dir(it.version) / name).write_bytes(data)
+    except OSError:
+        pass
+
+
+def tree_hashes(lane: Lane, it: Iteration) -> tuple[str, str]:
+    """(best's tree, the candidate's staged tree): the keys of their per-tree caches."""
+    return tree_of(lane.best, it.best_commit_before or "HEAD"), str(it.record.get("evaluated_tree") or "")
+
+
+def check_after_run(ctx: RunContext, lane: Lane, it: Iteration, tree: Path) -> None:
+    """After a run of candidate (or best) code: the whole tree against what was measured.
+    A changed tracked file, or new executable content, links or special files, fail the run
+    (the tree is put back); whatever else the run left (its CSV, logs, caches) is removed, so
+    nothing a bench wrote ever joins the candidate or runs in the next look."""
+    cand = tree == lane.cand
+    base = str(it.record.get("evaluated_tree") or "") if cand else it.best_commit_before or ""
+    report = treecheck.inspect(tree, base or "HEAD", label=f"{tree.name}/")
+    problems = {k: v for k, v in report.problems().items() if k != treecheck.SHADOWING}
+    try:
+        if report.modified:
+            raise BenchError(
+                f"the bench modified tracked file(s) in {tree.name}/: {', '.join(report.modified[:5])} (restored)"
+            )
+        if problems:
+            raise BenchError(f"the bench left what a run must not in {report.reason()} (removed)")
+    finally:
+        if _as_measured(report):
+            pass  # nothing to put back: restoring an unchanged tree was 3-4 git processes a run
+        elif cand:
+            gitops.restore_from_index(tree)
+            gitops.remove_untracked(tree)
+            gitops.remove_ignored(tree, keep=it.record.get("forced_paths", []))
+        else:
+            gitops.reset_clean(tree, base or "HEAD")
+
+
+def _as_measured(report: treecheck.TreeReport) -> bool:
+    """The tree is exactly what was measured: no file changed, gone or new (ignored ones
+    included), nothing the index hides, and nothing git cannot put back (links, special or
+    unreadable files, hard links, nested repositories)."""
+    return not (
+        report.differs
+        or report.symlinks
+        or report.special
+        or report.unreadable
+        or report.hardlinks
+        or report.nested_repos
+        or report.git_control
+    )
+
+
+def ensure_best_pristine(ctx: RunContext, lane: Lane, it: Iteration, r: int) -> None:
+    """Right before a look: best/ exactly at BEST_COMMIT, untracked and ignored files included.
+    A difference is restored and recorded; one that appeared between two looks of a decision
+    (something wrote into best/ while it was measured) fails the decision."""
+    best = it.best_commit_before or ""
+    report = treecheck.inspect(lane.best, best, strict=True, modules=(), label=f"{lane.best.name}/")
+    if not report.differs:
+        return
+    gitops.reset_clean(lane.best, best)
+    ctx.event(
+        "tamper",
+        f"v{it.version}: best/ was not at BEST_COMMIT before look {r + 1}: "
+        f"{report.reason() or ', '.join(report.new[:5])} (restored)",
+        it=it,
+        level="warn",
+    )
+    if r > 0:
+        raise BenchError(
+            f"best/ changed during the decision ({report.reason() or 'new files'}): earlier looks may "
+            "have measured a tampered best"
+        )
+
+
+class FreshCaches:
+    """Caches of a decision's own (`fresh_<lane>_<side>-<tree>`), emptied when the decision
+    first uses them, never the trees' caches the measured runs filled: nothing the
+    candidate's earlier processes left in a cache, a compiled kernel or a stored output,
+    reaches the processes that verify it."""
+
+    def __init__(self, ctx: RunContext, lane: Lane) -> None:
+        self.ctx, self.lane = ctx, lane
+        self._emptied: set[Path] = set()
+
+    def path(self, side: str, tree_hash: str) -> Path:
+        """The side's fresh cache folder, as it is (`get` empties it once per decision)."""
+        return sandbox.cache_dir(self.ctx.ws.dir, f"fresh_{self.lane.index}_{side}", tree_hash)
+
+    def get(self, side: str, tree_hash: str) -> Path:
+        path = self.path(side, tree_hash)
+        if path not in self._emptied:
+            shutil.rmtree(path, ignore_errors=True)
+            self._emptied.add(path)
+        return path
+
+    def new_decision(self) -> None:
+        """Each folder is emptied again at its first use in the new decision (`get`); within a
+        decision, a process started once more finds what the first one left."""
+        self._emptied.clear()
+
+
+def empty_folder(folder: Path) -> None:
+    """Remove what `folder` holds (links as links, never followed); the folder stays."""
+    try:
+        entries = list(folder.iterdir())
+    except OSError:
+        return
+    for entry in entries:
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
