@@ -3,7 +3,7 @@
     python tests/device/serve_aa.py --kernel rmsnorm --looks 48 --out aa_rmsnorm.json
 
 Two identical trees (a bundled kernel, materialized twice from the same params) are
-compared by `bench.py --ab BEST CAND --serve`, driven by kopt's own runner.command.Server exactly as
+compared by `bench.py --ab BEST CAND --serve`, driven by kopt's own runner.server.Server exactly as
 the loop drives it (a fresh process whenever one answers `done N last`). Per class it prints
 the looks' log-ratio means (should centre on 0), their spread against what the blocks inside
 a look predict (a ratio near 1: looks vary no more than their blocks say, so a look is a
@@ -32,7 +32,7 @@ from kopt_supervisor.engine import adapters, metrics  # noqa: E402
 from kopt_supervisor.engine.config.toml_io import loads as loads_config  # noqa: E402
 from kopt_supervisor.engine.decide.estimate import Policy  # noqa: E402
 from kopt_supervisor.engine.decide.verdict import evaluate, voting_classes  # noqa: E402
-from kopt_supervisor.engine.runner.command import Server  # noqa: E402
+from kopt_supervisor.engine.runner.server import Server  # noqa: E402
 from kopt_supervisor.kernels import catalog  # noqa: E402
 
 

@@ -23,8 +23,9 @@ from pathlib import Path
 import psutil
 
 from kopt_supervisor.engine.runner import end_leftovers, kill_group, wait_stopped
-from kopt_supervisor.engine.runner.command import RunResult, Server
+from kopt_supervisor.engine.runner.command import RunResult
 from kopt_supervisor.engine.runner.command import run as run_command
+from kopt_supervisor.engine.runner.server import Server
 
 MARKER = "KOPT_WORKSPACE"
 

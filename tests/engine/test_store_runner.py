@@ -10,8 +10,8 @@ import pytest
 
 from kopt_supervisor.engine import BadInput, runner
 from kopt_supervisor.engine.runner import group_members, kill_orphans, process_tree
-from kopt_supervisor.engine.runner.command import Server, ServerError
 from kopt_supervisor.engine.runner.command import run as run_command
+from kopt_supervisor.engine.runner.server import Server, ServerError
 from kopt_supervisor.engine.store import Iteration, Store
 
 
@@ -225,7 +225,7 @@ def test_process_tree_finds_what_left_the_group(tmp_path: Path):
         proc.wait()
 
 
-# -- runner.command.Server: a command kept up and asked line by line ------------------------------
+# -- runner.server.Server: a command kept up and asked line by line ------------------------------
 
 ECHO_SERVER = r"""
 import sys, time, subprocess

@@ -16,7 +16,7 @@ import pytest
 
 from kopt_supervisor.engine import sandbox
 from kopt_supervisor.engine.runner import kill_orphans, process_tree
-from kopt_supervisor.engine.runner.command import Server, ServerError
+from kopt_supervisor.engine.runner.server import Server, ServerError
 
 from .conftest import NEEDS_BWRAP, Run
 

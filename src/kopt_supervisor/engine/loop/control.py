@@ -50,8 +50,9 @@ from kopt_supervisor.engine import BadInput, KoptFailure, history
 from kopt_supervisor.engine.config import Config
 from kopt_supervisor.engine.records import Iteration
 from kopt_supervisor.engine.runner import process_tree
-from kopt_supervisor.engine.runner.command import RunResult, Server
+from kopt_supervisor.engine.runner.command import RunResult
 from kopt_supervisor.engine.runner.command import run as run_command
+from kopt_supervisor.engine.runner.server import Server
 from kopt_supervisor.engine.sandbox import Confinement
 from kopt_supervisor.engine.store import Command, Store, fault_step
 from kopt_supervisor.engine.workspace import Workspace, command_seal, same
@@ -418,7 +419,7 @@ orphans of a recorded process group are recognised by it (a recycled pid never i
 
 
 class Launch(TypedDict):
-    """The arguments every child of a run is started with (runner.command.run and runner.command.Server)."""
+    """The arguments every child of a run is started with (runner.command.run and runner.server.Server)."""
 
     cwd: Path
     log_dir: Path

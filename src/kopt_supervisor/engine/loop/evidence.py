@@ -58,7 +58,7 @@ from kopt_supervisor.engine.profile.roofline import evaluate as evaluate_rooflin
 from kopt_supervisor.engine.profile.summary import ProfileSummary
 from kopt_supervisor.engine.records import Iteration, Stage
 from kopt_supervisor.engine.roofline import work_of_row
-from kopt_supervisor.engine.runner.command import ServerError
+from kopt_supervisor.engine.runner.server import ServerError
 
 
 class Evidence:

@@ -61,7 +61,7 @@ from kopt_supervisor.engine.loop.look_files import (
 from kopt_supervisor.engine.loop.served_trees import ServedTrees
 from kopt_supervisor.engine.metrics import BenchError, Measurement
 from kopt_supervisor.engine.records import Iteration, Phase, Stage, Status
-from kopt_supervisor.engine.runner.command import Server, ServerError
+from kopt_supervisor.engine.runner.server import Server, ServerError
 from kopt_supervisor.engine.sandbox import Confinement
 from kopt_supervisor.engine.store import Sample
 

@@ -37,7 +37,8 @@ from kopt_supervisor.engine.profile.profiler import (
 from kopt_supervisor.engine.profile.summary import ProfileSummary
 from kopt_supervisor.engine.records import Iteration
 from kopt_supervisor.engine.runner import tail_file
-from kopt_supervisor.engine.runner.command import ServerError, all_at_once, as_argv
+from kopt_supervisor.engine.runner.command import all_at_once, as_argv
+from kopt_supervisor.engine.runner.server import ServerError
 
 Calls = tuple[int | None, tuple[str, ...]]
 """A profile's calls per config asked of the bench (None: its own) and the configs they are for (none: all)."""

@@ -27,7 +27,7 @@ from kopt_supervisor.engine.loop.look_files import (
 )
 from kopt_supervisor.engine.metrics import BenchError, ConfigResult, Measurement
 from kopt_supervisor.engine.records import Iteration
-from kopt_supervisor.engine.runner.command import Server, ServerEnded, ServerError
+from kopt_supervisor.engine.runner.server import Server, ServerEnded, ServerError
 from kopt_supervisor.engine.sandbox import read_output
 
 SIDES = ("best", "cand")
