@@ -19,7 +19,8 @@ from kopt_supervisor.engine.decide.plausible import (
     too_fast,
     wall_time_unexplained,
 )
-from kopt_supervisor.engine.decide.verdict import evaluate, note, send_to_review
+from kopt_supervisor.engine.decide.review import note, send_to_review
+from kopt_supervisor.engine.decide.verdict import evaluate
 from tests.decide.helpers import rounds, wiggle
 
 ORDER = ("AB", "BA")

@@ -10,7 +10,8 @@ import pytest
 
 from kopt_supervisor.engine import BadInput
 from kopt_supervisor.engine.decide.estimate import Pair, Policy, Verdict
-from kopt_supervisor.engine.decide.verdict import checks_agree, evaluate, review_outcome, send_to_review, summary
+from kopt_supervisor.engine.decide.review import checks_agree, review_outcome, send_to_review
+from kopt_supervisor.engine.decide.verdict import evaluate, summary
 from tests.decide.helpers import rounds, wiggle
 
 

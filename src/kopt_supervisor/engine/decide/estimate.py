@@ -234,7 +234,7 @@ class Verdict:
     def needs_stronger_checks(self) -> bool:
         """A keep that is not final on the bench's word: the loop's evidence step runs the
         stronger checks (the profiler, an output audit on fresh inputs and shapes) and the
-        keep stands only when they agree (`verdict.checks_agree`); when they disagree or
+        keep stands only when they agree (`review.checks_agree`); when they disagree or
         cannot run, `send_to_review`. The reason is `escalation`."""
         return self.kind == "keep" and NEEDS_STRONGER_CHECKS in self.flags
 

@@ -105,7 +105,7 @@ from typing import Any
 from kopt_supervisor.engine.decide import mean, stdev, t_quantile
 from kopt_supervisor.engine.decide.confirmation import ClassCheck, Confirmation, claimed_gains, margin_of, shows_half
 from kopt_supervisor.engine.decide.estimate import Policy, Verdict
-from kopt_supervisor.engine.decide.verdict import checks_agree, send_to_review
+from kopt_supervisor.engine.decide.review import checks_agree, send_to_review
 from kopt_supervisor.engine.records import Stage, known_fields
 
 

@@ -31,7 +31,8 @@ from kopt_supervisor.engine.decide import external_truth as truth_rule
 from kopt_supervisor.engine.decide.confirmation import ClassCheck, Confirmation, consistent_gain
 from kopt_supervisor.engine.decide.estimate import Pair, Policy, Verdict
 from kopt_supervisor.engine.decide.external_truth import ExternalTruth, os_truth
-from kopt_supervisor.engine.decide.verdict import GUARD_CLASS, send_to_review, voting_classes
+from kopt_supervisor.engine.decide.review import send_to_review
+from kopt_supervisor.engine.decide.verdict import GUARD_CLASS, voting_classes
 from kopt_supervisor.engine.gitops import tree_of
 from kopt_supervisor.engine.loop.context import Lane, Measurer, RunContext, carried, with_
 from kopt_supervisor.engine.loop.measure import (

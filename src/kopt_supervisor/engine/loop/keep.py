@@ -33,7 +33,8 @@ from typing import Any
 
 from kopt_supervisor.engine import KoptError, KoptFailure, gitops, history, sandbox, treecheck
 from kopt_supervisor.engine.decide.estimate import Pair, Policy, Verdict, class_samples, estimate_class
-from kopt_supervisor.engine.decide.verdict import review_outcome, voting_classes
+from kopt_supervisor.engine.decide.review import review_outcome
+from kopt_supervisor.engine.decide.verdict import voting_classes
 from kopt_supervisor.engine.loop.context import BEST, Lane, RunContext, carried, last_line, with_
 from kopt_supervisor.engine.loop.control import MARKER, Interrupt, Step
 from kopt_supervisor.engine.loop.evidence import Evidence
