@@ -40,7 +40,8 @@ sys.path.insert(0, str(ROOT))
 from kopt_supervisor.engine.config import GpuConfig  # noqa: E402
 from kopt_supervisor.engine.gpu import GpuState, format_report, is_na, round_flags  # noqa: E402
 from kopt_supervisor.engine.gpu.backends import open_backend  # noqa: E402
-from kopt_supervisor.engine.gpu.gate import Gate, claim_key, gpus_report  # noqa: E402
+from kopt_supervisor.engine.gpu.claims import claim_key  # noqa: E402
+from kopt_supervisor.engine.gpu.gate import Gate, gpus_report  # noqa: E402
 
 HOG = r"""
 import ctypes, os, sys, time
@@ -211,7 +212,7 @@ def gate_waits(backend_name: str, index: int, args: argparse.Namespace) -> dict[
 
 def claim_check(index: int, uuid: str) -> dict[str, Any]:
     code = (
-        "import sys, time; sys.path.insert(0, sys.argv[1]); from kopt_supervisor.engine.gpu.gate import ClaimRegistry;"
+        "import sys, time; sys.path.insert(0, sys.argv[1]); from kopt_supervisor.engine.gpu.claims import ClaimRegistry;"
         "r = ClaimRegistry(owner='kopt run other-tag'); print(r.claim(sys.argv[2]), flush=True); time.sleep(30)"
     )
     key = claim_key("", uuid, index)

@@ -18,7 +18,8 @@ from gpu_helpers import cfg, gpu, write_script
 
 from kopt_supervisor.engine.config import GpuConfig
 from kopt_supervisor.engine.gpu.backends import FakeBackend
-from kopt_supervisor.engine.gpu.gate import ClaimRegistry, Gate
+from kopt_supervisor.engine.gpu.claims import ClaimRegistry
+from kopt_supervisor.engine.gpu.gate import Gate
 
 IDLE = [gpu(0)]
 BUSY = [gpu(0, util=90, mem=9000, procs=[(4_000_002, "intruder", 9000)])]

@@ -13,7 +13,8 @@ import pytest
 from gpu_helpers import FakeTime, cfg, gpu, write_script
 
 from kopt_supervisor.engine.gpu.backends import FakeBackend
-from kopt_supervisor.engine.gpu.gate import ClaimRegistry, Gate, NoIdleGpu, claim_key
+from kopt_supervisor.engine.gpu.claims import ClaimRegistry, claim_key
+from kopt_supervisor.engine.gpu.gate import Gate, NoIdleGpu
 
 FOREIGN = 4_000_002
 IDLE = [gpu(0)]

@@ -9,12 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from kopt_supervisor.engine.gpu.gate import ClaimRegistry, claim_key
+from kopt_supervisor.engine.gpu.claims import ClaimRegistry, claim_key
 
 ROOT = Path(__file__).resolve().parents[2]
 HOLD = (
     "import sys, time; sys.path.insert(0, sys.argv[1]);"
-    "from kopt_supervisor.engine.gpu.gate import ClaimRegistry;"
+    "from kopt_supervisor.engine.gpu.claims import ClaimRegistry;"
     "r = ClaimRegistry(sys.argv[2], owner='kopt run tag-b'); print(r.claim(sys.argv[3]), flush=True);"
     "time.sleep(60)"
 )

@@ -18,7 +18,8 @@ from gpu_helpers import FakeTime, cfg, gpu, write_script
 from kopt_supervisor.engine import BadInput
 from kopt_supervisor.engine.gpu import GpuState, assess, round_flags
 from kopt_supervisor.engine.gpu.backends import FakeBackend, NoGpu
-from kopt_supervisor.engine.gpu.gate import ClaimRegistry, Gate, NoIdleGpu, claim_key
+from kopt_supervisor.engine.gpu.claims import ClaimRegistry, claim_key
+from kopt_supervisor.engine.gpu.gate import Gate, NoIdleGpu
 
 FOREIGN = 4_000_001  # a PID that is not this test's
 
@@ -266,7 +267,7 @@ def test_another_kopt_run_holding_a_gpu_makes_it_busy_until_that_process_dies(tm
             sys.executable,
             "-c",
             "import sys, time; sys.path.insert(0, sys.argv[1]);"
-            "from kopt_supervisor.engine.gpu.gate import ClaimRegistry;"
+            "from kopt_supervisor.engine.gpu.claims import ClaimRegistry;"
             "r = ClaimRegistry(owner='kopt run other-tag'); assert r.claim(sys.argv[2]);"
             "print('held', flush=True); time.sleep(60)",
             str(Path(__file__).resolve().parents[2]),

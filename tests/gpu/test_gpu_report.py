@@ -8,7 +8,8 @@ from gpu_helpers import FakeTime, cfg, gpu, write_script
 
 from kopt_supervisor.engine.gpu import format_report
 from kopt_supervisor.engine.gpu.backends import FakeBackend, NoGpu
-from kopt_supervisor.engine.gpu.gate import ClaimRegistry, claim_key, gpus_report
+from kopt_supervisor.engine.gpu.claims import ClaimRegistry, claim_key
+from kopt_supervisor.engine.gpu.gate import gpus_report
 
 FOREIGN = 4_000_002
 

@@ -62,7 +62,8 @@ from kopt_supervisor.engine.decide.external_truth import ExternalTruth as Extern
 from kopt_supervisor.engine.diffscan.findings import Finding as Finding
 from kopt_supervisor.engine.gpu import Backend, GpuState, assess
 from kopt_supervisor.engine.gpu.backends import open_backend
-from kopt_supervisor.engine.gpu.gate import ClaimRegistry, claim_key, enrich
+from kopt_supervisor.engine.gpu.claims import ClaimRegistry, claim_key
+from kopt_supervisor.engine.gpu.gate import enrich
 from kopt_supervisor.engine.mcp import CLIENTS as MCP_CLIENTS
 from kopt_supervisor.engine.mcp import Snippet, snippet
 from kopt_supervisor.engine.projections import Counters as Counters

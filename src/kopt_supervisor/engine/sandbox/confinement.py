@@ -219,7 +219,7 @@ def host_unix_sockets(proc_net_unix: Path = Path("/proc/net/unix")) -> list[Path
 def _host_hidden(sockets: Sequence[Path] | None) -> list[Path]:
     """What of the host every sandbox covers: unix sockets, and kopt's GPU claims folder
     (a sandboxed process could hold a claim's lock and keep kopt off the GPU)."""
-    from kopt_supervisor.engine.gpu.gate import claims_dir
+    from kopt_supervisor.engine.gpu.claims import claims_dir
 
     claims = Path(os.path.realpath(claims_dir()))
     found = host_unix_sockets() if sockets is None else [Path(s) for s in sockets]
