@@ -9,12 +9,10 @@ the run's branch and best/ to it. Each durable step is written first (phase comm
 advance), so recovery can adopt a commit made just before a crash instead of making it twice
 (`adopt`). A discard puts the candidate worktree back at BEST_COMMIT.
 
-The review protocol: a borderline candidate waits for the engineer (the TUI's `a`/`r`,
-`kopt accept|reject`), who may also ask for more rounds; unanswered after
-`[decide].review_timeout_s`, the review policy decides (docs/design.md §5 step 4). The review
-is written to the store before the wait (status borderline, its deadline), so an engine that
-dies while waiting leaves it open, and the next engine resumes it with the deadline it had
-(`resume`).
+The review protocol: a borderline candidate waits for the engineer (the TUI's `a`/`r`, `kopt
+accept|reject`), who may also ask for more rounds; unanswered after `[decide].review_timeout_s`,
+the review policy decides (docs/design.md §5 step 4). Written to the store before the wait (its
+deadline), a review outlives an engine that dies waiting: the next one resumes it (`resume`).
 
 Recovery: make the workspace consistent with the store after any crash, keep the worktrees
 at BEST_COMMIT, and apply a masked partial restart (docs/design.md §6, §7). The engine writes
