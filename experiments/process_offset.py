@@ -25,9 +25,9 @@ audits after each look), as engine/loop/served_trees.py does. Variants:
   shows an offset and `prepared-alone` does not, what the two processes allocate at the same
   time is where it comes from (on the H200, 2026-12-01, comment-only candidates and a ~3% step
   read every config of a decision ~0.5-1.6% apart together: part 21);
-- `prepared-pad`: as `prepared`, each process run with `--pad-mb 64` (bench.Bench._new_pad: a
-  block of a random size held below each look's buffers, a new place in device memory every
-  look). If it removes the offset, where the buffers sit is what the process keeps.
+- `prepared-pad`: as `prepared`, each process run with `--pad-mb 64` (bench.Bench._new_pad: the
+  cached blocks given back and a block of a random size held below each look's buffers, a new
+  place in device memory every look). If it removes the offset, where the buffers sit is what the process keeps.
 
 Per config and per class (the mean of its configs' log ratios): the sd of the look log ratios
 ln(us_B / us_A) within a pair, the sd of the pairs' means, and the process-pair offset that
@@ -60,7 +60,8 @@ PAD_MB = 64
 def run_pair(
     variant: str, trees: dict[str, Path], work: Path, pair: int, looks: int, cpu: bool
 ) -> list[dict[str, Any]]:
-    """One fresh pair of processes: a warm-up look for both at once, then `looks` looks."""
+    """One fresh pair of processes: a warm-up for both at once (a look, or with the prepared
+    variants a `prepare`, at once or in turn), then `looks` looks."""
     base = [sys.executable, "bench.py", "--serve", "--dtypes", "bfloat16"]
     if variant == "prepared-pad":
         base += ["--pad-mb", str(PAD_MB)]

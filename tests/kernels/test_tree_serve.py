@@ -841,7 +841,8 @@ def test_a_calibration_disturbed_once_does_not_set_later_looks_calls_per_block(
     assert case.bytes > 0 and disturbed < fixed
     # look 0's prepare calibrates beside the other side's (disturbed: not the bytes rule's count, thrown
     # away) and its look again, alone (disturbed again: timed with it, never kept); look 1's prepare
-    # calibrates once more (the bytes rule's count: kept), and look 2's prepare captures with it
+    # leaves it to the look (a first capture is tried once), which calibrates alone (the bytes rule's
+    # count: kept), and look 2's prepare captures with it
     assert made == [("calibrated", disturbed), ("calibrated", disturbed), ("calibrated", fixed), ("cached", fixed)]
     blocks = b.a.blocks
     assert [r["calls"] for r in rows] == [
@@ -880,6 +881,24 @@ def test_a_new_process_s_first_look_is_prepared_as_every_later_one(
     assert made == [("calibrated", fixed)]  # nothing calibrated or captured in the look
     assert ready.t.blocks == 2 + b.a.blocks - 1  # warm blocks, then the timed ones (the last is the last block's timer)
     assert row["calls"] == fixed * (b.a.blocks - 1) + ready.sets.count
+
+
+def test_a_config_whose_count_the_calibration_chooses_is_captured_once_a_look(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found in review: a config with the bytes a call moves whose bytes-rule block would last past
+    LONG_BLOCK_US never gets the bytes rule's count, so a first capture at every prepare was thrown
+    away and made again in the look: two captures a look, each graph kept for the process's life.
+    The first capture is tried once per loaded tree; later looks capture it once, alone."""
+    b, estimates, made, _ = _gpu_ruled_bench(tmp_path, monkeypatch, nbytes=120)
+    estimates += [1e9] * 5  # every calibration reads a long call: never the bytes rule's count
+    for n in range(4):
+        b.timed_rows(n, copy=False, prepared=b.prepare_look(n))
+    assert [kind for kind, _ in made] == ["calibrated"] * 5 and not b.reps  # the first prepare's, then one a look
+    b.reload()  # a tree loaded again tries its first capture again
+    estimates += [1e9, 1e9]
+    b.timed_rows(9, copy=False, prepared=b.prepare_look(9))
+    assert len(made) == 7
 
 
 def test_a_prepare_leaves_no_work_queued_on_the_device(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -924,22 +943,30 @@ def test_pad_mb_holds_a_new_block_of_a_random_size_below_each_looks_buffers(
     land elsewhere each look; without the knob, or without a GPU, none."""
     b, estimates, made, _ = _gpu_ruled_bench(tmp_path, monkeypatch, nbytes=120)
     held: list[int] = []
-    fake = SimpleNamespace(uint8="u8", empty=lambda n, dtype, device: held.append(n) or ("pad", n, device))
+    emptied: list[int] = []
+    fake = SimpleNamespace(
+        uint8="u8",
+        empty=lambda n, dtype, device: held.append(n) or ("pad", n, device),
+        cuda=SimpleNamespace(empty_cache=lambda: emptied.append(1)),
+    )
     real_torch = b.torch
     b.torch = fake
-    b.a.pad_mb = 1.0
+    b.a.pad_mb = 64.0
     sizes = []
-    for _ in range(40):
+    for _ in range(200):
+        held.clear()
         b._new_pad()
-        sizes.append(held[-1] if b.pad is not None else 0)
-        assert b.pad is None or b.pad == ("pad", held[-1], "cuda")
-    assert all(0 <= n <= 1 << 20 and n % bench.PAD_STEP == 0 for n in sizes) and len(set(sizes)) > 20
+        sizes.append(held[-1] if held else 0)
+        assert b.pad == (("pad", held[-1], "cuda") if held else None)
+    # the last look's buffers given back first: new ones of the same sizes would take their blocks again
+    assert len(emptied) == 200
+    assert all(0 <= n < 64 << 20 and n % bench.PAD_STEP == 0 for n in sizes) and len(set(sizes)) > 25
     b.a.pad_mb = 0.0
     b._new_pad()
-    assert b.pad is None
-    b.a.pad_mb, b.gpu = 1.0, False
+    assert b.pad is None and len(emptied) == 200
+    b.a.pad_mb, b.gpu = 64.0, False
     b._new_pad()
-    assert b.pad is None
+    assert b.pad is None and len(emptied) == 200
     # a look's pad comes before its draws: prepare_look makes it first
     b.torch, b.gpu = real_torch, True
     order: list[str] = []

@@ -36,10 +36,10 @@ MAX_AUDIT_BYTES = 16 * 1024 * 1024
 """The most kopt reads of a side's commitment or audit file."""
 SPLIT_LOOKS = True
 """On a GPU, a look is prepared in both processes at once (`prepare N SEED`: the checks, the
-timed sets' draws, the CUDA graphs of configs each calibrated alone before) and then timed in
-each alone, as before; a warm-up is a `prepare` (no timing, no commitment). A look's check,
+timed sets' draws, the CUDA graphs of configs at the bytes rule's calls per block) and then timed
+in each alone, as before; a warm-up is a `prepare` (no timing, no commitment). A look's check,
 draws and capture were ~0.55 s of each side's ~1.0 s on the H200 (part 19); nothing is timed
-while both run, and a config's calibration stays in its own look, alone."""
+while both run, and a count the calibration chooses is chosen in the look, alone."""
 
 
 def answers_prepare(n: int) -> Callable[[str], bool]:

@@ -352,8 +352,9 @@ check beside it); below that it gives them back (Bench.release_cache)."""
 FREE_MIN_SHARE = 0.1
 """A served process leaves after a look that left the device less free memory than this share
 of it (Bench.memory_full)."""
-PAD_STEP = 512
-"""--pad-mb: the pad's sizes are multiples of this (the allocator's rounding of small blocks)."""
+PAD_STEP = 2 << 20
+"""--pad-mb: the pad's sizes are multiples of this (the driver's large pages: a smaller shift
+would leave every buffer on the pages it had)."""
 RELEASE_SETTLE_S = 0.1
 """After giving cached blocks back, the pause before replying: the driver's work on them is
 over before the other side measures (0.1 s: 0.39% at most; 0.03 s: 3.9%; none: 9.9%, H200)."""
@@ -851,8 +852,9 @@ def parse_args(argv: list[str] | None, gpu: bool) -> argparse.Namespace:
         "--pad-mb",
         type=float,
         default=0.0,
-        help="--serve on a GPU: before each look's draws, hold a block of a random size below this many MB "
-        "(a new place in device memory for the look's buffers at every look; an experiment knob, default 0: none)",
+        help="on a GPU: before each look's checks and draws, give the allocator's cached blocks back and hold a "
+        "block of a random size below this many MB (a new place in device memory for the look's buffers at "
+        "every look; an experiment knob, default 0: none)",
     )
     ap.add_argument(
         "--serve-memory",
@@ -915,24 +917,29 @@ class Bench:
         """A served tree's timed sets and block timer per config, kept from look to look
         (timed_rows with `keep`) until the tree is loaded again."""
         self.reps: dict[str, int] = {}
-        """Per config, the calls per block its timer chose when calibrated alone in a look, where
-        they are the bytes rule's (`_calibrated`; `prepare_look` captures with them), until the
-        tree is loaded again."""
+        """Per config, the calls per block its timer chose, where they are the bytes rule's
+        (calibrated alone in a look, `_calibrated`, or at its first prepare, `_first_capture`;
+        `prepare_look` captures with them), until the tree is loaded again."""
+        self.first_tried: set[str] = set()
+        """Configs `_first_capture` tried since the tree was loaded (once each)."""
         self.pad: Any = None
         """--pad-mb: the block held below this look's buffers (`_new_pad`)."""
 
     def _new_pad(self) -> None:
-        """--pad-mb (a GPU's served looks): before a look's draws, the last look's pad freed and
-        a new one of a random size below the limit held until the next look, so that the look's
-        checks and buffers land at another place in device memory at every look. An experiment
+        """--pad-mb (a GPU's looks): before a look's checks and draws, the last look's pad freed,
+        the allocator's cached blocks given back (the last look's buffers among them: new ones of
+        the same sizes would otherwise take exactly their blocks), and a new pad of a random size
+        below the limit (in PAD_STEP steps) allocated first and held until the next look, so that
+        the look's buffers land at another place in device memory at every look. An experiment
         knob (experiments/process_offset.py `prepared-pad`): on the H200 every config of a
         decision read ~0.5-0.7% apart together, an offset the process pair keeps for its life,
         and where its buffers sit is one thing it keeps
         (docs/h100-wave3/part21-first-look-and-a-common-offset-h200.md)."""
         self.pad = None
-        limit = int(self.a.pad_mb * (1 << 20)) // PAD_STEP
-        if self.gpu and limit > 0:
-            size = random.SystemRandom().randrange(limit + 1) * PAD_STEP
+        steps = int(self.a.pad_mb * (1 << 20)) // PAD_STEP
+        if self.gpu and steps > 0:
+            self.torch.cuda.empty_cache()
+            size = random.SystemRandom().randrange(steps) * PAD_STEP
             self.pad = self.torch.empty(size, dtype=self.torch.uint8, device="cuda") if size else None
 
     @property
@@ -947,6 +954,7 @@ class Bench:
         }
         self.held = {}  # timers of the functions imported before (their graphs stay in LIVE_GRAPHS)
         self.reps = {}
+        self.first_tried = set()
 
     def cases(
         self, base_seed: int, *, reference: bool = True, look: bool = False, host: bool = False
@@ -1182,6 +1190,8 @@ class Bench:
         self.clock.lap("inputs")  # the timed sets' first draw
         reps = self.reps.get(case.key)
         if not isolated and reps is None and self.gpu:
+            if case.key in self.first_tried:
+                return Prepared(case, where, err, sets, None, warm=False)  # captured in the look, alone
             return self._first_capture(case, where, err, sets)
         t = self.tree_timer(case, sets, where) if isolated else self.tree_timer(case, sets, where, reps=reps)
         self.clock.lap("capture")  # the timer's calibration and CUDA graph
@@ -1196,14 +1206,16 @@ class Bench:
         return ready
 
     def _first_capture(self, case: Case, where: str, err: float, sets: TimedSets) -> Prepared:
-        """A config this process has not calibrated yet, at `prepare`: calibrated and captured here,
-        beside the other side's prepare, and kept only where the calibration chose the bytes
-        rule's count (timing.byte_launches), which no disturbance short of a call read as
-        LONG_BLOCK_US / count moves; else (no bytes known, a count the calibration chose, a capture
-        that failed) made in the look, alone. Made in the look, a new process's first timed
+        """A config at its first `prepare` since the tree was loaded (`first_tried`: once, so a
+        config whose count the calibration chooses is not captured twice a look): calibrated and
+        captured here, beside the other side's prepare, and kept only where the calibration chose
+        the bytes rule's count (timing.byte_launches), which no disturbance short of a call read
+        as LONG_BLOCK_US / count moves; else (no bytes known, a count the calibration chose, a
+        capture that failed) made in the look, alone. Made in the look, a new process's first timed
         blocks read slower: on the H200 (2026-12-01, the RMSNorm demo's v7 in three runs) the
         candidate's first look read its largest configs 5-8% slower than its later ones and
         best's, a bias its later looks could not average away in twelve."""
+        self.first_tried.add(case.key)
         fixed = byte_launches(case.bytes, self.timing.max_reps, sets.count)
         t = self.tree_timer(case, sets, where) if fixed is not None else None
         self.clock.lap("capture")

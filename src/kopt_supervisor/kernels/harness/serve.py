@@ -18,8 +18,8 @@ graphs are made anew (KEEP_BUFFERS). `done N last`: the
 kept buffers passed --serve-memory of the GPU's memory; the process answers the `audit` of
 look N (the only request it still takes) and leaves.
 `prepare`: everything of look N at SEED but its timed blocks (Bench.prepare_look: the checks,
-the timed sets' draws, and the CUDA graphs of configs this process has calibrated alone before
-to the bytes rule's calls per block: Bench._calibrated),
+the timed sets' draws, and the CUDA graphs of configs at the bytes rule's calls per block:
+Bench._calibrated, Bench._first_capture),
 so that kopt can prepare both trees' processes at once and then time each alone: the `look N
 SEED PATH` that follows times what was prepared. A bench that cannot prepare answers
 `unprepared N` (its looks are whole). Another look, or a look at another seed, discards it.
