@@ -27,7 +27,11 @@ audits after each look), as engine/loop/served_trees.py does. Variants:
   read every config of a decision ~0.5-1.6% apart together: part 21);
 - `prepared-pad`: as `prepared`, each process run with `--pad-mb 64` (bench.Bench._new_pad: the
   cached blocks given back and a block of a random size held below each look's buffers, a new
-  place in device memory every look). If it removes the offset, where the buffers sit is what the process keeps.
+  place in device memory every look). If it removes the offset, where the buffers sit is what the
+  process keeps;
+- `prepared-spin`: as `prepared`, each process run with `--spin-us 100` (timing.L2Flush: the GPU
+  spins after each block's flush, so the block's launches are queued before it reaches them).
+  If it removes the offset, the host's speed at enqueuing a block was in the block's time.
 
 Per config and per class (the mean of its configs' log ratios): the sd of the look log ratios
 ln(us_B / us_A) within a pair, the sd of the pairs' means, and the process-pair offset that
@@ -53,7 +57,8 @@ from typing import Any
 from experiments.position_effect import Served, a_a_parser, a_a_setup, read_csv
 
 SIDES = ("A", "B")
-VARIANTS = ("kept", "rebuild", "prepared", "prepared-alone", "prepared-pad")
+VARIANTS = ("kept", "rebuild", "prepared", "prepared-alone", "prepared-pad", "prepared-spin")
+SPIN_US = 100
 PAD_MB = 64
 
 
@@ -65,6 +70,8 @@ def run_pair(
     base = [sys.executable, "bench.py", "--serve", "--dtypes", "bfloat16"]
     if variant == "prepared-pad":
         base += ["--pad-mb", str(PAD_MB)]
+    if variant == "prepared-spin":
+        base += ["--spin-us", str(SPIN_US)]
     out = work / variant / f"pair{pair}"
     servers = {}
     for s in SIDES:

@@ -380,3 +380,26 @@ def test_a_refused_capture_gets_no_call_outside_the_range():
     in_range[0] = True
     candidate("profiled")  # profile_rows: the refused call runs eagerly, inside its range
     assert work and all(inside for _, inside in work), "a call of the tree ran outside the range"
+
+
+def test_the_flush_spins_after_zeroing_only_with_spin_us():
+    """--spin-us: after the flush's zeroing the GPU spins (torch.cuda._sleep) before the block's
+    start event, so the block's launches are queued before the GPU reaches them; by default no
+    spin at all."""
+    log: list[str] = []
+
+    class Buffer:
+        def zero_(self) -> None:
+            log.append("zero")
+
+    cuda = SimpleNamespace(
+        get_device_properties=lambda device: SimpleNamespace(L2_cache_size=60 << 20),
+        _sleep=lambda cycles: log.append(f"sleep {cycles}"),
+    )
+    torch = SimpleNamespace(cuda=cuda, int32="i32", empty=lambda n, dtype, device: Buffer())
+    timing.L2Flush(torch)()
+    assert log == ["zero"]
+    log.clear()
+    flush = timing.L2Flush(torch, spin_us=100.0)
+    flush()
+    assert log == ["zero", f"sleep {100 * timing.SPIN_CYCLES_PER_US}"]

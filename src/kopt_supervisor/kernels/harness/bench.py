@@ -603,9 +603,9 @@ class Case:
 class Timing:
     """Block timers on this machine (GPU: graphs + L2 flush; CPU: the process's CPU time)."""
 
-    def __init__(self, torch: Any, gpu: bool, block_us: float, max_reps: int) -> None:
+    def __init__(self, torch: Any, gpu: bool, block_us: float, max_reps: int, spin_us: float = 0.0) -> None:
         self.torch, self.gpu, self.block_us, self.max_reps = torch, gpu, block_us, max_reps
-        self.flush = L2Flush(torch) if gpu else None
+        self.flush = L2Flush(torch, spin_us=spin_us) if gpu else None
         self.l2 = l2_bytes(torch) if gpu else 0
         self.pool: Any = None
         """The memory pool every CUDA graph capture shares (share_pool); None: each its own."""
@@ -849,6 +849,13 @@ def parse_args(argv: list[str] | None, gpu: bool) -> argparse.Namespace:
     )
     ap.add_argument("--out", help="also write the CSV to this file")
     ap.add_argument(
+        "--spin-us",
+        type=float,
+        default=0.0,
+        help="on a GPU: after each block's L2 flush, keep the GPU busy this long (torch.cuda._sleep) so the "
+        "block's launches are queued before it reaches them (an experiment knob, default 0: none)",
+    )
+    ap.add_argument(
         "--pad-mb",
         type=float,
         default=0.0,
@@ -909,7 +916,7 @@ class Bench:
             log(f"{spec.name}: no profiler ranges: {self.ranges.why}")
         self.reload()
         self.dtypes, self.shapes = chosen_configs(spec, a, gpu)
-        self.timing = Timing(torch, gpu, a.block_us, max_reps=1000 if gpu else 50)
+        self.timing = Timing(torch, gpu, a.block_us, max_reps=1000 if gpu else 50, spin_us=a.spin_us)
         self.failed = 0
         self.looked: list[tuple[Case, TimedSets]] = []
         """The last look's cases and timed sets (timed_rows), for `audit`."""

@@ -579,7 +579,7 @@ class ImportedBench(Bench):
     def __init__(self, script: Path, a: argparse.Namespace, torch: Any, gpu: bool, clock: PhaseClock) -> None:
         self.script, self.a, self.torch, self.gpu, self.clock = script, a, torch, gpu, clock
         self.ranges = open_ranges(torch, gpu)
-        self.timing = Timing(torch, gpu, a.block_us, max_reps=1000 if gpu else 50)
+        self.timing = Timing(torch, gpu, a.block_us, max_reps=1000 if gpu else 50, spin_us=a.spin_us)
         self.timing.share_pool()  # no graph of a look is replayed after a later capture (timed_rows)
         self.failed = 0
         self.loads = 0
@@ -927,6 +927,7 @@ def parse_args(argv: list[str] | None, gpu: bool) -> argparse.Namespace:
     a.blocks = a.blocks or shared.blocks
     a.serve_memory = a.serve_memory if a.serve_memory is not None else shared.serve_memory
     a.release = shared.release
+    a.spin_us, a.pad_mb = shared.spin_us, shared.pad_mb  # the spec harness's experiment knobs, off here
     return a
 
 

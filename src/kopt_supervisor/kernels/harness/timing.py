@@ -204,15 +204,33 @@ def l2_bytes(torch: Any, device: int = 0) -> int:
     return int(getattr(props, "L2_cache_size", 50 << 20) or (50 << 20))
 
 
-class L2Flush:
-    """Zeroes a buffer of max(2 x L2, 64 MiB) bytes; call before each timed block."""
+SPIN_CYCLES_PER_US = 2000
+"""--spin-us: GPU clock cycles per microsecond of spin (about: an H100's and an H200's SMs run at
+up to 1.98 GHz; the spin is a margin, its length need not be exact)."""
 
-    def __init__(self, torch: Any, device: int = 0) -> None:
+
+class L2Flush:
+    """Zeroes a buffer of max(2 x L2, 64 MiB) bytes; call before each timed block.
+
+    `spin_us` (--spin-us, an experiment knob, default 0): after the flush, the GPU spins that
+    long (torch.cuda._sleep), so that the host has enqueued the block's start event and its
+    launches before the GPU reaches them. Without it, a block whose launches reach the GPU after
+    the flush has ended counts the GPU's wait for the host between its events: a host slower to
+    enqueue (its core, its caches) would read every short block a few microseconds longer, an
+    offset its process keeps for life (the H200's common per-decision offset,
+    docs/h100-wave3/part21-first-look-and-a-common-offset-h200.md; experiments/process_offset.py
+    `prepared-spin`)."""
+
+    def __init__(self, torch: Any, device: int = 0, spin_us: float = 0.0) -> None:
+        self.torch = torch
         self.nbytes = max(2 * l2_bytes(torch, device), FLUSH_MIN_BYTES)
         self.buffer = torch.empty(self.nbytes // 4, dtype=torch.int32, device="cuda")
+        self.spin_cycles = int(spin_us * SPIN_CYCLES_PER_US)
 
     def __call__(self) -> None:
         self.buffer.zero_()
+        if self.spin_cycles > 0:
+            self.torch.cuda._sleep(self.spin_cycles)
 
 
 class EventTimer:
