@@ -41,6 +41,7 @@ one patches it there.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import re
@@ -215,27 +216,10 @@ def run(
     under bubblewrap (`engine.sandbox`). Unconfined, what the step leaves running is ended
     when it ends (`end_leftovers`: its token, and `marker`, the run's (variable, value))."""
     argv = as_argv(command)
-    if confine is None:
+    with sandbox.prepare(confine) if confine is not None else contextlib.nullcontext() as ready:
         return _run(
             argv,
-            argv,
-            cwd=cwd,
-            log_dir=log_dir,
-            name=name,
-            timeout_s=timeout_s,
-            env=env,
-            poll=poll,
-            poll_interval_s=poll_interval_s,
-            on_start=on_start,
-            on_end=on_end,
-            max_output_bytes=max_output_bytes,
-            confined=None,
-            marker=marker,
-        )
-    with sandbox.prepare(confine) as ready:
-        return _run(
-            argv,
-            sandbox.wrap(argv, ready, cwd=cwd),
+            argv if ready is None else sandbox.wrap(argv, ready, cwd=cwd),
             cwd=cwd,
             log_dir=log_dir,
             name=name,
