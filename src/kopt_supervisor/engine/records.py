@@ -208,8 +208,30 @@ class IterationRecord(TypedDict, total=False):
     """The plan as read against the context pack: citations of evidence, flags (uncited)."""
 
 
+class StatusRules:
+    """The rules on an iteration's status that its full record (`Iteration`) and its row
+    (`IterationRow`) share: kept, final, awaiting review."""
+
+    status: Status
+    commit: str | None
+    masked: bool
+
+    @property
+    def kept(self) -> bool:
+        return self.status in KEPT and bool(self.commit)
+
+    @property
+    def final(self) -> bool:
+        return self.status in FINAL
+
+    @property
+    def awaiting_review(self) -> bool:
+        """The pending-review rule: a borderline iteration that was not masked."""
+        return self.status == Status.BORDERLINE and not self.masked
+
+
 @dataclass
-class Iteration:
+class Iteration(StatusRules):
     version: int
     status: Status
     phase: str = ""
@@ -227,19 +249,6 @@ class Iteration:
     record: IterationRecord = field(default_factory=lambda: IterationRecord())
 
     @property
-    def kept(self) -> bool:
-        return self.status in KEPT and bool(self.commit)
-
-    @property
-    def final(self) -> bool:
-        return self.status in FINAL
-
-    @property
-    def awaiting_review(self) -> bool:
-        """The pending-review rule: a borderline iteration that was not masked."""
-        return self.status == Status.BORDERLINE and not self.masked
-
-    @property
     def order(self) -> int:
         """The place in the order iterations ended (several lanes end in any order)."""
         seq = self.record.get("ended_seq")
@@ -247,7 +256,7 @@ class Iteration:
 
 
 @dataclass(frozen=True)
-class IterationRow:
+class IterationRow(StatusRules):
     """An iteration without its record: what the bookkeeping reads of a long history (a
     record is kilobytes of JSON; a row is a few columns)."""
 
@@ -267,18 +276,6 @@ class IterationRow:
     def order(self) -> int:
         """The place in the order iterations ended (several lanes end in any order)."""
         return self.ended if self.ended is not None else self.version
-
-    @property
-    def kept(self) -> bool:
-        return self.status in KEPT and bool(self.commit)
-
-    @property
-    def final(self) -> bool:
-        return self.status in FINAL
-
-    @property
-    def awaiting_review(self) -> bool:
-        return self.status == Status.BORDERLINE and not self.masked
 
 
 # --- an agent's run, and what a run's agent runs cost ---
