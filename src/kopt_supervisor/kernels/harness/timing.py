@@ -214,7 +214,8 @@ class L2Flush:
 
     `spin_us` (--spin-us, an experiment knob, default 0): after the flush, the GPU spins that
     long (torch.cuda._sleep), so that the host has enqueued the block's start event and its
-    launches before the GPU reaches them. Without it, a block whose launches reach the GPU after
+    launches before the GPU reaches them (NVBench holds its stream with a blocking kernel for
+    the same reason: nvbench/blocking_kernel.cuh). Without it, a block whose launches reach the GPU after
     the flush has ended counts the GPU's wait for the host between its events: a host slower to
     enqueue (its core, its caches) would read every short block a few microseconds longer, an
     offset its process keeps for life (the H200's common per-decision offset,
