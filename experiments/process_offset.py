@@ -31,7 +31,9 @@ audits after each look), as engine/loop/served_trees.py does. Variants:
   process keeps;
 - `prepared-spin`: as `prepared`, each process run with `--spin-us 100` (timing.L2Flush: the GPU
   spins after each block's flush, so the block's launches are queued before it reaches them).
-  If it removes the offset, the host's speed at enqueuing a block was in the block's time.
+  If it removes the offset, the host's speed at enqueuing a block was in the block's time. It
+  did (the H200, 2026-12-01: docs/h100-wave3/part22-the-spin-after-the-flush-h200.md), and the
+  harness spins by default since; every other variant here passes `--spin-us 0`, as measured.
 
 Per config and per class (the mean of its configs' log ratios): the sd of the look log ratios
 ln(us_B / us_A) within a pair, the sd of the pairs' means, and the process-pair offset that
@@ -70,8 +72,7 @@ def run_pair(
     base = [sys.executable, "bench.py", "--serve", "--dtypes", "bfloat16"]
     if variant == "prepared-pad":
         base += ["--pad-mb", str(PAD_MB)]
-    if variant == "prepared-spin":
-        base += ["--spin-us", str(SPIN_US)]
+    base += ["--spin-us", str(SPIN_US if variant == "prepared-spin" else 0)]
     out = work / variant / f"pair{pair}"
     servers = {}
     for s in SIDES:

@@ -101,6 +101,7 @@ from .sets import TimedSets, keep_result
 from .shapes import PRODUCTION, REGRESSION, SMALL
 from .spec import Spec, as_spec, spec_from_folder
 from .timing import (
+    SPIN_US,
     ColdGraphTimer,
     CpuTimer,
     EventTimer,
@@ -603,7 +604,7 @@ class Case:
 class Timing:
     """Block timers on this machine (GPU: graphs + L2 flush; CPU: the process's CPU time)."""
 
-    def __init__(self, torch: Any, gpu: bool, block_us: float, max_reps: int, spin_us: float = 0.0) -> None:
+    def __init__(self, torch: Any, gpu: bool, block_us: float, max_reps: int, spin_us: float = SPIN_US) -> None:
         self.torch, self.gpu, self.block_us, self.max_reps = torch, gpu, block_us, max_reps
         self.flush = L2Flush(torch, spin_us=spin_us) if gpu else None
         self.l2 = l2_bytes(torch) if gpu else 0
@@ -851,9 +852,9 @@ def parse_args(argv: list[str] | None, gpu: bool) -> argparse.Namespace:
     ap.add_argument(
         "--spin-us",
         type=float,
-        default=0.0,
+        default=SPIN_US,
         help="on a GPU: after each block's L2 flush, keep the GPU busy this long (torch.cuda._sleep) so the "
-        "block's launches are queued before it reaches them (an experiment knob, default 0: none)",
+        f"block's launches are queued before it reaches them (default {SPIN_US:g}; 0: none; timing.SPIN_US)",
     )
     ap.add_argument(
         "--pad-mb",

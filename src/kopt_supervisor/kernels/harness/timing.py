@@ -204,25 +204,34 @@ def l2_bytes(torch: Any, device: int = 0) -> int:
     return int(getattr(props, "L2_cache_size", 50 << 20) or (50 << 20))
 
 
+SPIN_US = 100.0
+"""How long the GPU spins after each block's L2 flush, before the block's start event (--spin-us,
+0: none). Measured on the H200 (experiments/process_offset.py, 2026-12-01, 8 fresh process pairs
+x 6 looks of A/A per variant): without the spin, a look's per-config log ratio had a 0.9-2.0% sd
+within a pair of processes, and the pairs' means spread by up to 0.7% more than that explains
+(the common per-decision offset of docs/h100-wave3/part21); with 100 µs of spin the sd within a
+pair fell to 0.14-0.35% (one-row 0.79%) and the offset to 0.0-0.28%
+(docs/h100-wave3/part22-the-spin-after-the-flush-h200.md)."""
+
 SPIN_CYCLES_PER_US = 2000
-"""--spin-us: GPU clock cycles per microsecond of spin (about: an H100's and an H200's SMs run at
-up to 1.98 GHz; the spin is a margin, its length need not be exact)."""
+"""GPU clock cycles per microsecond of spin (about: an H100's and an H200's SMs run at up to
+1.98 GHz; the spin is a margin, its length need not be exact)."""
 
 
 class L2Flush:
     """Zeroes a buffer of max(2 x L2, 64 MiB) bytes; call before each timed block.
 
-    `spin_us` (--spin-us, an experiment knob, default 0): after the flush, the GPU spins that
-    long (torch.cuda._sleep), so that the host has enqueued the block's start event and its
-    launches before the GPU reaches them (NVBench holds its stream with a blocking kernel for
-    the same reason: nvbench/blocking_kernel.cuh). Without it, a block whose launches reach the GPU after
-    the flush has ended counts the GPU's wait for the host between its events: a host slower to
-    enqueue (its core, its caches) would read every short block a few microseconds longer, an
-    offset its process keeps for life (the H200's common per-decision offset,
-    docs/h100-wave3/part21-first-look-and-a-common-offset-h200.md; experiments/process_offset.py
-    `prepared-spin`)."""
+    After the zeroing the GPU spins `spin_us` (SPIN_US; torch.cuda._sleep), so that the host has
+    enqueued the block's start event and its launches before the GPU reaches them (NVBench holds
+    its stream with a blocking kernel for the same reason: nvbench/blocking_kernel.cuh). Without
+    it, a block whose launches reach the GPU after the flush has ended counts the GPU's wait for
+    the host between its events: a host slower to enqueue (its core, its caches) reads every
+    short block a few microseconds longer, an offset its process keeps for life. The spin is
+    before the start event: it is no block's time. What it can hide is the host's time for the
+    first ~100 µs of a block's enqueue, which a CUDA graph's block has none of beyond its one
+    replay call, and an eager block (timing.EventTimer) mostly keeps."""
 
-    def __init__(self, torch: Any, device: int = 0, spin_us: float = 0.0) -> None:
+    def __init__(self, torch: Any, device: int = 0, spin_us: float = SPIN_US) -> None:
         self.torch = torch
         self.nbytes = max(2 * l2_bytes(torch, device), FLUSH_MIN_BYTES)
         self.buffer = torch.empty(self.nbytes // 4, dtype=torch.int32, device="cuda")
