@@ -25,10 +25,9 @@ audits after each look), as engine/loop/served_trees.py does. Variants:
   shows an offset and `prepared-alone` does not, what the two processes allocate at the same
   time is where it comes from (on the H200, 2026-12-01, comment-only candidates and a ~3% step
   read every config of a decision ~0.5-1.6% apart together: part 21);
-- `prepared-pad`: as `prepared`, each process run with `--pad-mb 64` (bench.Bench._new_pad: the
-  cached blocks given back and a block of a random size held below each look's buffers, a new
-  place in device memory every look). If it removes the offset, where the buffers sit is what the
-  process keeps;
+- (`prepared-pad`, measured at 45a3d24 with the harness's `--pad-mb 64`, a new place in device
+  memory for each look's buffers, spread the offset into the noise and helped nothing; the knob
+  and the variant were removed: docs/h100-wave3/part22-the-spin-after-the-flush-h200.md);
 - `prepared-spin`: as `prepared`, each process run with `--spin-us 100` (timing.L2Flush: the GPU
   spins after each block's flush, so the block's launches are queued before it reaches them).
   If it removes the offset, the host's speed at enqueuing a block was in the block's time. It
@@ -59,9 +58,8 @@ from typing import Any
 from experiments.position_effect import Served, a_a_parser, a_a_setup, read_csv
 
 SIDES = ("A", "B")
-VARIANTS = ("kept", "rebuild", "prepared", "prepared-alone", "prepared-pad", "prepared-spin")
+VARIANTS = ("kept", "rebuild", "prepared", "prepared-alone", "prepared-spin")
 SPIN_US = 100
-PAD_MB = 64
 
 
 def run_pair(
@@ -70,8 +68,6 @@ def run_pair(
     """One fresh pair of processes: a warm-up for both at once (a look, or with the prepared
     variants a `prepare`, at once or in turn), then `looks` looks."""
     base = [sys.executable, "bench.py", "--serve", "--dtypes", "bfloat16"]
-    if variant == "prepared-pad":
-        base += ["--pad-mb", str(PAD_MB)]
     base += ["--spin-us", str(SPIN_US if variant == "prepared-spin" else 0)]
     out = work / variant / f"pair{pair}"
     servers = {}

@@ -353,9 +353,6 @@ check beside it); below that it gives them back (Bench.release_cache)."""
 FREE_MIN_SHARE = 0.1
 """A served process leaves after a look that left the device less free memory than this share
 of it (Bench.memory_full)."""
-PAD_STEP = 2 << 20
-"""--pad-mb: the pad's sizes are multiples of this (the driver's large pages: a smaller shift
-would leave every buffer on the pages it had)."""
 RELEASE_SETTLE_S = 0.1
 """After giving cached blocks back, the pause before replying: the driver's work on them is
 over before the other side measures (0.1 s: 0.39% at most; 0.03 s: 3.9%; none: 9.9%, H200)."""
@@ -857,14 +854,6 @@ def parse_args(argv: list[str] | None, gpu: bool) -> argparse.Namespace:
         f"block's launches are queued before it reaches them (default {SPIN_US:g}; 0: none; timing.SPIN_US)",
     )
     ap.add_argument(
-        "--pad-mb",
-        type=float,
-        default=0.0,
-        help="on a GPU: before each look's checks and draws, give the allocator's cached blocks back and hold a "
-        "block of a random size below this many MB (a new place in device memory for the look's buffers at "
-        "every look; an experiment knob, default 0: none)",
-    )
-    ap.add_argument(
         "--serve-memory",
         type=float,
         default=None,
@@ -930,25 +919,6 @@ class Bench:
         `prepare_look` captures with them), until the tree is loaded again."""
         self.first_tried: set[str] = set()
         """Configs `_first_capture` tried since the tree was loaded (once each)."""
-        self.pad: Any = None
-        """--pad-mb: the block held below this look's buffers (`_new_pad`)."""
-
-    def _new_pad(self) -> None:
-        """--pad-mb (a GPU's looks): before a look's checks and draws, the last look's pad freed,
-        the allocator's cached blocks given back (the last look's buffers among them: new ones of
-        the same sizes would otherwise take exactly their blocks), and a new pad of a random size
-        below the limit (in PAD_STEP steps) allocated first and held until the next look, so that
-        the look's buffers land at another place in device memory at every look. An experiment
-        knob (experiments/process_offset.py `prepared-pad`): on the H200 every config of a
-        decision read ~0.5-0.7% apart together, an offset the process pair keeps for its life,
-        and where its buffers sit is one thing it keeps
-        (docs/h100-wave3/part21-first-look-and-a-common-offset-h200.md)."""
-        self.pad = None
-        steps = int(self.a.pad_mb * (1 << 20)) // PAD_STEP
-        if self.gpu and steps > 0:
-            self.torch.cuda.empty_cache()
-            size = random.SystemRandom().randrange(steps) * PAD_STEP
-            self.pad = self.torch.empty(size, dtype=self.torch.uint8, device="cuda") if size else None
 
     @property
     def contract(self) -> Spec:
@@ -1145,7 +1115,6 @@ class Bench:
         rows = []
         self.looked = []
         if prepared is None:
-            self._new_pad()
             for case in self.cases(seed, look=True):
                 rows.append(self._time_case(self._prepare_case(case, seed, keep=keep, isolated=True), seed, copy))
             return rows
@@ -1169,7 +1138,6 @@ class Bench:
         No timing runs here, so kopt may prepare both trees' processes at once: a config whose
         count a calibration chooses is captured in its look, alone on the device (a calibration
         next to the other tree's work would choose fewer calls per block)."""
-        self._new_pad()
         ready = [self._prepare_case(case, seed, keep=False, isolated=False) for case in self.cases(seed, look=True)]
         if self.gpu:  # kopt stops this process once it answers and times the other alone: nothing queued may run beside
             self.torch.cuda.synchronize()  # that look (the draws of a config still to be calibrated are asynchronous)
