@@ -369,7 +369,7 @@ def test_each_mode_gets_the_onboarded_config_with_only_its_own_differences(tmp_p
     }
     served, process, ray = cfgs["served"], cfgs["process"], cfgs["ray"]
     assert "--serve" in served.target.serve and served.target.calls == "calls"
-    assert (process.target.serve, process.target.ab_command, process.target.ab_serve) == ("", "", False)
+    assert (process.target.serve, process.target.serve_prepare) == ("", False)
     assert process.target.bench == served.target.bench and process.decide == served.decide
     assert (ray.parallel.backend, ray.parallel.lanes, ray.parallel.address) == ("ray", 1, "auto")
     assert served.parallel.backend == "local" and ray.target == served.target and ray.decide == served.decide
@@ -389,7 +389,7 @@ def test_the_serve_phases_are_averaged_from_every_serving_log(tmp_path: Path) ->
 
     logs = tmp_path / "logs" / "v1"
     logs.mkdir(parents=True)
-    (logs / "eval_ab_serve1.err").write_text(
+    (logs / "eval_cand_serve1.err").write_text(
         "compiling\nlook 0: bench phases: check 0.40 s, capture 0.10 s, timing 0.05 s; total 0.55 s\n"
         "look 1: bench phases: check 0.20 s, capture 0.30 s, timing 0.05 s; total 0.55 s\n"
     )

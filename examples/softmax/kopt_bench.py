@@ -2,7 +2,6 @@
 
     python kopt_bench.py                         # this tree: kopt's CSV on stdout
     python kopt_bench.py --serve                 # this tree's looks on request (kopt's [target].serve)
-    python kopt_bench.py --ab BEST CAND --serve  # both trees in one process (kopt's older ab_command)
 """
 
 from kopt_supervisor.kernels import harness

@@ -85,7 +85,7 @@ def config_text(
     if allow_sleep:
         p.target["allow_constructs"] = [*p.target.get("allow_constructs", []), "clock-time:softmax/kernel.py"]
     if mode == "process":
-        for key in ("serve", "serve_prepare", "ab_command", "ab_serve"):
+        for key in ("serve", "serve_prepare"):
             p.target.pop(key, None)
     decide = {**p.sections.get("decide", {}), "review_timeout_s": 0.0}
     if smoke:  # interpreted looks vary by a few %: the CPU test run's short decisions

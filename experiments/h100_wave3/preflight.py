@@ -37,9 +37,7 @@ def _catalog_serves() -> tuple[bool, str]:
 
     t = loads_config(catalog.kopt_toml("rmsnorm"), source="catalog rmsnorm").target
     serve = getattr(t, "serve", "")
-    return bool(
-        serve
-    ) and not t.ab_command, f"kernels.catalog.kopt_toml('rmsnorm'): serve = {serve!r}, ab_command = {t.ab_command!r}"
+    return bool(serve), f"kernels.catalog.kopt_toml('rmsnorm'): serve = {serve!r}"
 
 
 def _harness_serves_one_tree() -> tuple[bool, str]:
@@ -47,7 +45,7 @@ def _harness_serves_one_tree() -> tuple[bool, str]:
     try:
         bench.parse_args(["--serve"], False)
     except SystemExit:
-        return False, "kernels/harness/bench.py parse_args(['--serve']) refuses --serve without --ab"
+        return False, "kernels/harness/bench.py parse_args(['--serve']) refuses --serve"
     return True, "kernels/harness/bench.py accepts --serve alone"
 
 
@@ -87,7 +85,7 @@ PIECES: dict[str, Callable[[], tuple[bool, str]]] = {
     "config [target].serve": _serve_in_config,
     "harness: --serve of one tree": _harness_serves_one_tree,
     "harness: the audit request": _module("kopt_supervisor.kernels.harness.audit"),
-    "catalog proposes serve (no ab_command)": _catalog_serves,
+    "catalog proposes serve": _catalog_serves,
     "engine: per-tree served measurer": _source_mentions("src/kopt_supervisor/engine/loop", "target.serve"),
     "engine: kopt's output audit": _module("kopt_supervisor.engine.decide.audit"),
     "engine: the keep's confirmation in fresh servers": _record_key("confirmation"),

@@ -401,10 +401,7 @@ def softmax_first_decision(ctx: Ctx) -> None:
             f"engine.onboard.run_once(repo, '{sys.executable} kopt_bench.py') + propose(run) "
             '(what `kopt init --bench "python kopt_bench.py"` does)'
         )
-        e["proposed_target"] = {
-            k: proposal.target.get(k)
-            for k in ("bench", "serve", "ab_command", "ab_serve", "calls", "metric", "correct")
-        }
+        e["proposed_target"] = {k: proposal.target.get(k) for k in ("bench", "serve", "calls", "metric", "correct")}
         e["headline"] = (
             f"bench once {round(proposal.run.seconds, 2)} s; proposed serve = {proposal.target.get('serve')!r}"
         )

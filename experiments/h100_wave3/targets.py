@@ -77,13 +77,11 @@ def rms_config(repo: Path, proposer: Path, plan: Path, *, profile: bool, allow: 
 
 
 def measured_through(ws_toml: Path) -> str:
-    """How a workspace's frozen kopt.toml measures: per-tree servers, the old one-process A/B
-    command, or process-level runs."""
+    """How a workspace's frozen kopt.toml measures: per-tree servers or process-level runs (the
+    one-process A/B command was removed on 2026-12-01)."""
     from kopt_supervisor.engine.config.toml_io import load as load_config
 
     t = load_config(ws_toml).target
     if getattr(t, "serve", ""):
         return f"serve (one process per tree): {t.serve}"
-    if t.ab_command:
-        return f"ab_command ({'served' if t.ab_serve else 'per look'}; both trees in one process): {t.ab_command}"
     return "process-level bench runs"

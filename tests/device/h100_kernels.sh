@@ -5,10 +5,9 @@
 #        resume-<kernel>: go on with that demo's run (a device call lasts at most 10 minutes, the
 #        workspace stays on the machine while it is warm); each demo/resume step ends with the
 #        report, the status, the bench phases and the final tree's production CSV
-#        phases: what one bench process costs (torch import, cold and warm Triton cache, --ab)
+#        phases: what one bench process costs (torch import, cold and warm Triton cache)
 #        bg-<kernel>: start that demo detached (setsid: it outlives this device call while the
 #        machine stays warm); watch-<kernel>: follow it until it ends or DEADLINE, then collect
-#        aa: A/A check of the serving A/B bench (tests/device/serve_aa.py), both kernels
 #        validate-<kernel>: the contract, eager, torch.compile and copy for that demo's best tree
 # Results go to $R (default /tmp/res); the caller tars it into $OUT.
 set -u
@@ -39,7 +38,7 @@ for step in "$@"; do
     for k in rmsnorm adaln; do
       d=/tmp/t_$k; rm -rf $d; mkdir -p $d
       $PY -c "import sys;sys.path.insert(0,'.');from kopt_supervisor.kernels import catalog;from pathlib import Path;catalog.materialize('$k',Path('$d'),naive=True)"
-      for args in "" "--dtypes bfloat16" "--ab . . --dtypes bfloat16"; do
+      for args in "" "--dtypes bfloat16"; do
         s=$(date +%s%N); (cd $d && timeout 120 $PY bench.py $args > "$R/bench_${k}_$(echo $args | tr -c 'a-z0-9' _).csv" 2>>"$R/bench.err")
         echo "$k bench.py $args: rc=$? $(( ($(date +%s%N) - s) / 1000000 )) ms" >> "$R/steps.txt"
       done
@@ -54,17 +53,10 @@ for step in "$@"; do
       d=/tmp/p_$k; rm -rf $d; mkdir -p $d
       $PY -c "import sys;sys.path.insert(0,'.');from kopt_supervisor.kernels import catalog;from pathlib import Path;catalog.materialize('$k',Path('$d'),naive=True)"
       for run in cold warm warm2; do
-        s=$(date +%s%N); (cd $d && timeout 200 $PY bench.py --ab . . --dtypes bfloat16 > "$R/phases_ab_${k}_$run.csv" 2> "$R/phases_ab_${k}_$run.err")
-        echo "$k --ab $run: rc=$? wall $(( ($(date +%s%N) - s) / 1000000 )) ms; $(grep 'bench phases' $R/phases_ab_${k}_$run.err)" >> "$R/phases.txt"
+        s=$(date +%s%N); (cd $d && timeout 200 $PY bench.py --dtypes bfloat16 > "$R/phases_${k}_$run.csv" 2> "$R/phases_${k}_$run.err")
+        echo "$k $run: rc=$? wall $(( ($(date +%s%N) - s) / 1000000 )) ms; $(grep 'bench phases' $R/phases_${k}_$run.err)" >> "$R/phases.txt"
       done
     done
-    ;;
-  aa)
-    once aa || continue; stamp aa; touch "$R/.done_aa"
-    timeout 200 $PY tests/device/serve_aa.py --kernel rmsnorm --looks ${AA_LOOKS:-40} --out "$R/aa_rmsnorm.json" \
-      > "$R/aa_rmsnorm.md" 2> "$R/aa_rmsnorm.err"; echo "aa rmsnorm rc=$?" >> "$R/steps.txt"
-    timeout 200 $PY tests/device/serve_aa.py --kernel adaln --tuned --looks ${AA_LOOKS:-40} --out "$R/aa_adaln.json" \
-      > "$R/aa_adaln.md" 2> "$R/aa_adaln.err"; echo "aa adaln rc=$?" >> "$R/steps.txt"
     ;;
   validate-*)
     k=${step#validate-}; once "$step" && idle "$step" && room "$step" 250 && [ -d $KOPT_ROOT/h100-$k/best ] || continue

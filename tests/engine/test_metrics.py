@@ -120,21 +120,6 @@ def test_find_csv_does_not_trust_the_wall_clock(tmp_path: Path):
         adapters.csv_stamps(tmp_path, "/etc/*.csv")
 
 
-def test_ab_pairs_pair_by_config_and_block():
-    df = frame(
-        "shape,cls,prod,side,block,us,us_std,err\n"
-        "a,s,1,best,0,10,0,0\na,s,1,cand,0,9,0,0\na,s,1,cand,1,9.1,0,0\na,s,1,best,1,10.2,0,0\n"
-    )
-    pairs, best_m, cand_m = metrics.ab_pairs(df, CFG, round_index=4)
-    assert [(p.config, p.block, p.best, p.cand, p.order, p.round) for p in pairs] == [
-        ("shape=a,cls=s,prod=1", 0, 10.0, 9.0, "AB", 4),
-        ("shape=a,cls=s,prod=1", 1, 10.2, 9.1, "BA", 4),
-    ]
-    assert best_m.ok and cand_m.ok
-    with pytest.raises(BenchError, match="lacks column 'side'"):
-        metrics.ab_pairs(frame("shape,us,err\na,1,0\n"), CFG, 0)
-
-
 def test_key_format_matches_class_key_parsing():
     key = metrics.key_of({"D": 3072.0, "dtype": "bf16", "eps": 1e-6}, ["D", "dtype", "eps"])
     assert key == "D=3072,dtype=bf16,eps=1e-06"

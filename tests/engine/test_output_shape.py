@@ -97,49 +97,6 @@ def test_paired_checks_the_shape_then_pairs_the_configs_that_passed_with_their_m
         metrics.paired(best, table("a,s,5,0,6\n", header=header), 0, "AB")
 
 
-# --- ab_command tables: each config once per side and block ----------------------------------------
-
-AB = "shape,cls,side,block,us,err\n"
-
-
-def ab(*rows: str) -> pd.DataFrame:
-    return pd.read_csv(io.StringIO(AB + "".join(rows)))
-
-
-def look_rows(fast: float = 1.0) -> list[str]:
-    out = []
-    for block in range(2):
-        for side in ("best", "cand") if block % 2 == 0 else ("cand", "best"):
-            us = 10.0 / (fast if side == "cand" else 1.0)
-            out += [f"a,s,{side},{block},{us},0\n", f"b,s,{side},{block},{2 * us},0\n"]
-    return out
-
-
-def test_an_ab_table_pairs_by_config_and_block() -> None:
-    pairs, best_m, cand_m = metrics.ab_pairs(ab(*look_rows(2.0)), CFG, 0, "ab.csv")
-    assert len(pairs) == 4 and {p.order for p in pairs} == {"AB", "BA"}
-    assert all(p.cand == p.best / 2 for p in pairs) and best_m.configs["shape=a,cls=s"].rows == 2
-
-
-def test_an_ab_table_with_a_duplicated_extra_or_unpaired_cell_is_a_bench_error() -> None:
-    rows = look_rows()
-    # the same cell twice on the candidate's side, a block dropped to keep its counts even
-    dup = [r for r in rows if r != "a,s,cand,1,10.0,0\n"] + ["a,s,cand,0,1.0,0\n"]
-    with pytest.raises(BenchError, match=r"shape=a,cls=s block 0 2 times on side cand"):
-        metrics.ab_pairs(ab(*dup), CFG, 0, "ab.csv")
-    with pytest.raises(BenchError, match=r"shape=a,cls=s \(3 rows\)"):  # one more row than the other configs
-        metrics.ab_pairs(ab(*rows, "a,s,cand,0,1.0,0\n"), CFG, 0, "ab.csv")
-    moved = [r for r in rows if r != "a,s,cand,1,10.0,0\n"] + ["a,s,cand,7,10.0,0\n"]
-    with pytest.raises(BenchError, match=r"shape=a,cls=s block 1 only on side best.*block 7 only on side cand"):
-        metrics.ab_pairs(ab(*moved), CFG, 0, "ab.csv")
-    with pytest.raises(BenchError, match=r"config\(s\) best's has not: shape=z,cls=s"):
-        metrics.ab_pairs(ab(*rows, "z,s,cand,0,1.0,0\n", "z,s,cand,1,1.0,0\n"), CFG, 0, "ab.csv")
-    with pytest.raises(BenchError, match=r"side 'judge' \(best or cand only\)"):
-        metrics.ab_pairs(ab(*rows, "a,s,judge,0,1.0,0\n"), CFG, 0, "ab.csv")
-    with pytest.raises(BenchError, match=r"block 'x': a block is an integer"):
-        metrics.ab_pairs(ab(*rows, "a,s,cand,x,1.0,0\n"), CFG, 0, "ab.csv")
-
-
 # --- the real measurement path: the loop on the fake target ----------------------------------------
 
 SHAPE_FILES = ("bench.py", "kernel.json", "shape_bench.py")

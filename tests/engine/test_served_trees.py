@@ -7,7 +7,9 @@ timer shows in the recorded costs; its hostile knobs are the candidate's kernel.
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
 import statistics
 import time
 from pathlib import Path
@@ -23,7 +25,7 @@ from kopt_supervisor.engine.config.toml_io import loads as loads_config
 from kopt_supervisor.engine.decide.confirmation import MAX_LOOKS
 from kopt_supervisor.engine.decide.external_truth import TIMER_ONLY, SideCost
 from kopt_supervisor.engine.loop.context import open_run, single_lane
-from kopt_supervisor.engine.loop.measure import measurer_for
+from kopt_supervisor.engine.loop.measure import ProcessAbba, measurer_for
 from kopt_supervisor.engine.loop.served_trees import ServedTrees
 from kopt_supervisor.engine.metrics import BenchError
 from kopt_supervisor.engine.records import Iteration, Status
@@ -31,6 +33,7 @@ from kopt_supervisor.engine.workspace import Workspace
 from kopt_supervisor.kopt_tui.cli import main as kopt
 from tests.conftest import git
 from tests.engine.test_gate_in_loop import FAST_GATE, GPU
+from tests.engine.test_resume_and_control import _live, engine_proc, meta, wait_for
 from tests.reliability.helpers import events
 
 GAIN_CALLS = "400"
@@ -182,9 +185,10 @@ def test_cpu_seconds_count_the_tree_reaped_children_and_what_escaped_with_the_to
 def test_serve_loads_validates_and_an_older_frozen_config_still_loads():
     base = '[target]\nbench = "python serve.py"\nmetric = "us"\n'
     assert loads_config(base).target.serve == ""  # a run frozen before the key existed
-    cfg = loads_config(base + 'serve = "python serve.py --serve"\nab_command = "x {best} {cand}"\n')
+    # a run frozen while the one-process ab_command existed: its empty keys are read and ignored
+    cfg = loads_config(base + 'serve = "python serve.py --serve"\nab_command = ""\nab_serve = false\n')
     assert cfg.target.serve == "python serve.py --serve"
-    assert loads_config(dumps_config(cfg)) == cfg
+    assert loads_config(dumps_config(cfg)) == cfg and "ab_command" not in dumps_config(cfg)
     for bad, words in (
         (' serve = "  "', "[target].serve must be a command"),
         ('serve = "python b.py {cand}"', "[target].serve serves one tree"),
@@ -196,14 +200,12 @@ def test_serve_loads_validates_and_an_older_frozen_config_still_loads():
         assert str(e.value).startswith("k.toml: ") and words in str(e.value) and "\n" not in str(e.value)
 
 
-def test_serve_wins_over_an_ab_command_for_measurement(tmp_path):
-    cfg = loads_config(
-        '[target]\nbench = "b"\nmetric = "us"\nab_command = "ab {best} {cand} --serve"\nab_serve = true\n'
-        'serve = "b --serve"\n'
-    )
-    ctx = SimpleNamespace(cfg=cfg, ws=SimpleNamespace(dir=tmp_path))
-    m = measurer_for(ctx, SimpleNamespace(index=0))  # type: ignore[arg-type]
-    assert isinstance(m, ServedTrees) and not m.fresh
+def test_a_served_target_measures_one_process_per_tree_and_a_bench_alone_runs_per_tree(tmp_path):
+    base = '[target]\nbench = "b"\nmetric = "us"\n'
+    for text, served in ((base + 'serve = "b --serve"\n', True), (base, False)):
+        ctx = SimpleNamespace(cfg=loads_config(text), ws=SimpleNamespace(dir=tmp_path))
+        m = measurer_for(ctx, SimpleNamespace(index=0))  # type: ignore[arg-type]
+        assert isinstance(m, ServedTrees) == served and isinstance(m, ProcessAbba) != served
 
 
 # ---------------------------------------------------------------------------------------
@@ -891,3 +893,39 @@ def test_a_warm_up_that_hangs_still_hears_the_engineer(served, monkeypatch):
         m.close()
         ctx.store.close()
     assert no_server_left(ws)
+
+
+def test_kill_9_with_both_servers_up_resumes_and_ends_the_orphans(served, monkeypatch):
+    """The engine killed while v1's candidate process hangs in a look and best's waits: both
+    served processes outlive it (their own groups); the next session ends them (the run's
+    marker), marks v1 interrupted and goes on (moved here from the one-process ab_command's
+    test when that mode was removed, 2026-12-01)."""
+    monkeypatch.setenv("FAKE_CALLS", GAIN_CALLS)
+    ws, log = served(["knob:hang_at=2", "gain30", "gain30"])
+    eng = engine_proc(ws, "--max-iters", "3", "--no-sandbox")
+
+    def hanging() -> list[psutil.Process]:
+        if (meta(ws, "progress") or {}).get("version") != 1 or not log.exists():
+            return []
+        if not any(
+            w[:2] == ["look", "2"] and Path(w[4]).name == "cand" for w in map(str.split, log.read_text().splitlines())
+        ):
+            return []
+        return [p for p in _servers(ws) if _live(p)]
+
+    up = wait_for(lambda: len(hanging()) >= 2 and hanging(), timeout=60, what="v1's candidate hanging in look 2")
+    os.kill(eng.pid, signal.SIGKILL)
+    eng.wait()
+    assert all(_live(p) for p in up), "the served processes outlive the engine"
+    assert run(ws, 2)[:2] == ["baseline", "interrupted"]
+    assert not [p for p in up if _live(p)]  # the orphans were ended
+    assert record(ws, 2)["status"] == "keep" or record(ws, 3)["status"] == "keep"
+    assert meta(ws, "child_pgid") is None and no_server_left(ws)
+
+
+def _servers(ws: Workspace) -> list[psutil.Process]:
+    return [
+        p
+        for p in psutil.process_iter(["cmdline", "cwd"])
+        if "--serve" in (p.info["cmdline"] or []) and str(ws.dir) in str(p.info["cwd"] or "")
+    ]

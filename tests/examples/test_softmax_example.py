@@ -135,9 +135,9 @@ def test_onboarded_as_it_is_through_detection(tmp_path: Path) -> None:
     st = api.status(ws)
     assert st["candidates"] == 1 and st["stop_reason"].startswith("--max-iters 1")
     # process-level: one bench run per side and round, never a served process
-    assert not list(ws.dir.glob("logs/v*/*ab_serve*"))
+    assert not list(ws.dir.glob("logs/v*/*_serve*"))
     frozen = tomllib.loads((ws.dir / "kopt.toml").read_text())
-    assert frozen["target"]["ab_command"] == "" and frozen["target"]["metric"] == "triton_ms"
+    assert frozen["target"]["serve"] == "" and frozen["target"]["metric"] == "triton_ms"
 
 
 @pytest.mark.slow
@@ -150,7 +150,7 @@ def test_onboarded_on_the_public_harness_serves_its_looks(tmp_path: Path) -> Non
     t = p.target
     assert (t["metric"], t["correct"], t["production"]) == ("us", "err <= 1", "prod == 1")
     # one served process per tree, the harness's `calls` column read as [target].calls
-    assert t["serve"] == f"{bench} --serve" and t["calls"] == "calls" and "ab_command" not in t
+    assert t["serve"] == f"{bench} --serve" and t["calls"] == "calls"
     assert "calls" not in t["config"] and "calls" in t["ignore"]
     # the Spec names its function "softmax.kernel:softmax": followed like an import, the kernel
     # is a source (a change to it is not "outside the sources") and the package __init__ protected
@@ -166,7 +166,6 @@ def test_onboarded_on_the_public_harness_serves_its_looks(tmp_path: Path) -> Non
     assert "outside-sources" not in rules, rules
     # never a process holding both trees: each decision asks a candidate process of its own
     # for several looks, each followed by an audit kopt checks itself
-    assert not list(ws.dir.glob("logs/v*/*ab_serve*"))
     for v in (1,):
         cand = sorted(ws.log_dir(v).glob("eval_cand_serve*.out"))
         assert len(cand) == 1, cand

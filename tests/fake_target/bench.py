@@ -11,6 +11,7 @@ tree multiplies that class's time (lanes' tests: two changes in two files rebase
 FAKE_BIND_LOG=path appends the CUDA_VISIBLE_DEVICES this run was bound to, its start and end
 times and its tree (lanes' tests: never two lanes on one GPU at once). Fault knobs: crash, flaky (fails the first run of a tree: a mark in its cache), segv,
 hang, flood_mib, write_tree, touch (a path), nan, inf, wrong, fast (divide the latency),
+fast_unless_fresh (the same, except in a cache kopt made fresh: a confirmation told apart),
 drop (a column), malformed, empty, no_csv; under kopt's profile (KOPT_PROFILE_OUTPUTS) each config's
 output is summarised there, profile_wrong (a list of classes) halves theirs (profile_wrong_closer: only in a closer
 profile, KOPT_PROFILE_CALLS set), profile_no_outputs
@@ -149,6 +150,8 @@ for i, (cls, n, base) in enumerate(CONFIGS):
         time.sleep(us * reps * 1e-6)  # the timed calls, as long as they really take
     if k.get("fast"):  # a timer that lies (or a kernel that skips the work)
         us /= float(k["fast"])
+    if k.get("fast_unless_fresh") and "fresh_" not in os.environ.get("TRITON_CACHE_DIR", ""):
+        us /= float(k["fast_unless_fresh"])  # ... only where it guesses no confirmation watches
     err = 1 if k.get("wrong") else 0
     out.append(f"s{i},{cls},{n},{us:.6f},{err}" + (f",{reps}" if reps else ""))
 profile_out = os.environ.get("KOPT_PROFILE_OUTPUTS")

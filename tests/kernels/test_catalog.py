@@ -1,5 +1,5 @@
 """kernels/catalog.py: materialized repos load as kopt targets, run their bench alone (the CPU
-interpreter, no kopt on the path) and write CSVs kopt's metrics accept, in both modes."""
+interpreter, no kopt on the path) and write CSVs kopt's metrics accept, in every mode."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from kopt_supervisor.engine import adapters, metrics
+from kopt_supervisor.engine import adapters
 from kopt_supervisor.engine.config.toml_io import load as load_config
 from kopt_supervisor.engine.config.toml_io import loads as loads_config
 from kopt_supervisor.kernels import catalog
@@ -79,7 +79,7 @@ def test_materialize_naive_and_tuned(tmp_path: Path, name: str) -> None:
     assert t.metric == "us" and t.direction == "min" and t.class_by == ["dclass"] and t.csv == "-"
     # one served process per tree (run in the tree, as the bench is), never both trees in one
     assert t.serve.endswith("bench.py --serve --dtypes bfloat16") and t.calls == "calls"
-    assert not t.ab_command and not t.ab_serve and "calls" in t.ignore
+    assert "--ab" not in (naive / "kopt.toml").read_text() and "calls" in t.ignore
     assert cfg.propose.kind == "tune" and cfg.propose.tune.params == "params.json" and cfg.propose.tune.per_class
     assert cfg.propose.tune.shared_first and cfg.decide.production_verdicts
     # 0 (the whole row in one block) is the widest tile: listed last, one step up from the widest
@@ -184,24 +184,25 @@ def test_the_bench_writes_a_csv_kopt_accepts(tmp_path: Path, name: str) -> None:
     assert (df["pct_copy"] > 0).all() and (df["us_p10"] <= df["us_p90"]).all() and (df["err"] <= 1).all()
 
 
-def test_ab_mode_pairs_and_a_broken_candidate(tmp_path: Path) -> None:
+def test_a_broken_candidate_fails_and_each_tree_runs_its_own_params(tmp_path: Path) -> None:
     name = "rmsnorm"
     best = _materialize(tmp_path, name, True, "best")
     cand = _materialize(tmp_path, name, False, "cand")
     sol = cand / "solution" / f"{name}.py"
     sol.write_text(sol.read_text().replace("row_ok = rows < M", "row_ok = rows < M - 1"))
-    res = _run(best, "--ab", str(best), str(cand))
-    assert "FAILS contract" in res.stderr and " cand: " in res.stderr
-    out = tmp_path / "ab.out"
-    out.write_text(res.stdout)
     cfg = load_config(best / "kopt.toml")
-    df = adapters.read_kopt_csv(out, metric="us", from_stdout=True)
-    pairs, best_m, cand_m = metrics.ab_pairs(df, cfg.target, 0, out.name)
-    assert best_m.ok and not cand_m.ok  # the candidate's unwritten last row is caught
-    assert len(pairs) == 3 * 4 and {p.order for p in pairs} == {"AB", "BA"}
-    assert {p.cls for p in pairs} == {"dclass=narrow", "dclass=wide"}
+    m = {}
+    for side, repo in (("best", best), ("cand", cand)):
+        res = _run(repo)
+        assert ("FAILS contract" in res.stderr) == (side == "cand")
+        out = tmp_path / f"{side}.out"
+        out.write_text(res.stdout)
+        m[side] = adapters.read_measurement(out, cfg.target, from_stdout=True)
+    assert m["best"].ok and not m["cand"].ok  # the candidate's unwritten last row is caught
+    assert m["best"].classes() == m["cand"].classes() == ["dclass=narrow", "dclass=wide"]
     # each tree ran its own params.json: the tuned candidate is far faster than the naive best
-    assert statistics.median(p.cand / p.best for p in pairs) < 0.7
+    ratios = [m["cand"].configs[k].value / c.value for k, c in m["best"].configs.items()]
+    assert len(ratios) == 3 and statistics.median(ratios) < 0.7
 
 
 def test_once_mode_checks_without_timing(

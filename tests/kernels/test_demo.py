@@ -126,7 +126,6 @@ def test_kopt_demo_headless_runs_the_loop_as_the_readme_does(tmp_path: Path) -> 
     # The demo ran to a second candidate (a tie, run to 10 interpreted looks) until
     # 2026-11-29: ~15 CPU-s of a suite that must fit in 8 minutes on 2 cores.
     ws = Workspace(tmp_path, "d")
-    assert not list(ws.dir.glob("logs/v*/*_ab_serve*"))
     # best's process is the one its baseline started (the baseline's looks, then v1's: no
     # process-level run of the bench, no second start); the candidate's started for v1
     assert not list(ws.log_dir(0).glob("baseline_r*.out")) and not list(ws.log_dir(1).glob("eval_best_serve*"))

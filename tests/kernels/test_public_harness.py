@@ -1,6 +1,6 @@
 """kopt's public harness (kopt_supervisor.kernels.harness) as a user's bench uses it: a Spec, the
 function found in each tree (by path or by module, one copy per tree), the contract without an
-`out=` keyword, NVTX/roctx ranges named after each config, the three modes of the driver, and
+`out=` keyword, NVTX/roctx ranges named after each config, the driver's modes, and
 a KernelBench Model/ModelNew pair. On this machine's CPU (Triton's interpreter is not needed:
 the functions here are plain torch)."""
 
@@ -229,21 +229,18 @@ def test_process_level_rows_with_ranges_around_checks_and_timing(
     ]
 
 
-def test_ab_mode_catches_a_wrong_candidate_and_a_missing_one(
+def test_a_wrong_tree_fails_its_rows_and_a_tree_without_the_function_is_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    best, cand = tree(tmp_path / "best"), tree(tmp_path / "cand", "return x * 2.01")
-    df = run_main(spec(), ["--ab", str(best), str(cand)], best, capsys)
-    assert set(df["side"]) == {"best", "cand"} and set(df["block"]) == {0, 1, 2, 3}
-    assert (df[df.side == "best"]["err"] <= 1).all() and (df[df.side == "cand"]["err"] > 1).all()
-    pairs, best_m, cand_m = metrics.ab_pairs(
-        df, TargetConfig(bench="x", metric="us", correct="err <= 1", ignore=["prod"]), 0
-    )
-    assert best_m.ok and not cand_m.ok and {p.order for p in pairs} == {"AB", "BA"}
+    log: list[str] = []
+    df = run_main(spec(), [], tree(tmp_path / "wrong", "return x * 2.01"), capsys, log)
+    assert (df["err"] > 1).all() and "FAILS contract" in log[0]
+    m = metrics.measure(df, TargetConfig(bench="x", metric="us", correct="err <= 1", ignore=[*hb.STATS, *hb.EXTRA]))
+    assert not m.ok
     gone = tmp_path / "gone"
     gone.mkdir()
     with pytest.raises(harness.LocateError, match="no file ops/scale.py"):
-        harness.main(spec(), ["--ab", str(best), str(gone)], tree=best)
+        harness.main(spec(), [], tree=gone)
 
 
 def test_a_function_without_out_is_checked_after_poisoning_and_must_keep_its_inputs(
@@ -258,24 +255,24 @@ def test_a_function_without_out_is_checked_after_poisoning_and_must_keep_its_inp
     assert (run_main(spec(same_dtype=False), ["--once"], t2, capsys)["err"] <= 1).all()
 
 
-def test_served_ab_looks(tmp_path: Path) -> None:
+def test_served_looks_time_the_tree_as_imported_until_load(tmp_path: Path) -> None:
     import torch
 
-    best, cand = tree(tmp_path / "best"), tree(tmp_path / "cand")
-    a = hb.parse_args(["--ab", str(best), str(cand), "--serve"], gpu=False)
-    b = hb.Bench(spec(), a, torch, False, hb.PhaseClock(), best)
+    t = tree(tmp_path / "t")
+    b = hb.Bench(spec(), hb.parse_args(["--serve"], gpu=False), torch, False, hb.PhaseClock(), t)
     replies: list[str] = []
-    look1, look2 = tmp_path / "l1.csv", tmp_path / "l2.csv"
-    (cand / "ops" / "scale.py").write_text("def scale(x):\n    return x * 2\n")
-    assert serve.serve_ab(b, [f"look 1 {look1}", "reload", f"look 2 {look2}", "bogus"], replies.append) == 0
-    assert replies[:3] == ["done 1", "reloaded", "done 2"] and replies[3].startswith("fail ? not a request")
-    l1, l2 = pd.read_csv(look1), pd.read_csv(look2)
-    assert set(l1["side"]) == {"best", "cand"} and len(l1) == len(l2) == 2 * 2 * 4  # 2 shapes, 2 sides, 4 blocks
-    assert (l1["err"] <= 1).all() and (l2["err"] <= 1).all()
-    (cand / "ops" / "scale.py").write_text("def scale(x):\n    raise RuntimeError('broken')\n")
-    assert serve.serve_ab(b, [f"look 3 {tmp_path / 'l3.csv'}"], replies.append) == 0  # not reloaded: still the old cand
-    (cand / "ops" / "scale.py").write_text("syntax error here\n")
-    assert serve.serve_ab(b, ["reload"], replies.append) == 1 and replies[-1].startswith("fail reload SyntaxError")
+    looks = [tmp_path / f"l{i}.csv" for i in (1, 2, 3)]
+    assert serve.serve_tree(b, [f"look 1 5 {looks[0]}", "bogus"], replies.append) == 0
+    assert replies[0] == "done 1" and replies[1].startswith("fail ? not a request")
+    (t / "ops" / "scale.py").write_text("def scale(x):\n    return x * 2.01\n")
+    assert serve.serve_tree(b, [f"look 2 5 {looks[1]}", "load", f"look 3 5 {looks[2]}"], replies.append) == 0
+    assert replies[2:] == ["done 2", "loaded", "done 3"]
+    l1, l2, l3 = (pd.read_csv(p) for p in looks)
+    assert len(l1) == len(l2) == len(l3) == 2  # 2 shapes, one row each
+    assert (l1["err"] <= 1).all() and (l2["err"] <= 1).all()  # not loaded: still the tree as first imported
+    assert (l3["err"] > 1).all()  # loaded: the changed file
+    (t / "ops" / "scale.py").write_text("syntax error here\n")
+    assert serve.serve_tree(b, ["load"], replies.append) == 1 and replies[-1].startswith("fail load SyntaxError")
 
 
 # -- KernelBench ------------------------------------------------------------------------------------
@@ -348,11 +345,9 @@ def test_kernelbench_pair_timed_and_checked_against_model(tmp_path: Path) -> Non
     df = pd.read_csv(io.StringIO(res.stdout))
     assert list(df.columns[:5]) == ["problem", "batch_size", "dim", "dtype", "esize"]
     assert df.loc[0, "problem"] == "23_Softmax_Linear" and df.loc[0, "err"] <= 1 and df.loc[0, "us"] > 0
-    res = kernelbench(best, "--ref", "level1/23_Softmax_Linear.py", "--new", "new.py", "--ab", str(best), str(cand))
+    res = kernelbench(cand, "--ref", "level1/23_Softmax_Linear.py", "--new", "new.py")
     assert res.returncode == 0, res.stderr[-2000:]
-    ab = pd.read_csv(io.StringIO(res.stdout))
-    assert (ab[ab.side == "best"]["err"] <= 1).all() and (ab[ab.side == "cand"]["err"] > 1).all()
-    assert "FAILS contract" in res.stderr
+    assert (pd.read_csv(io.StringIO(res.stdout))["err"] > 1).all() and "FAILS contract" in res.stderr
     res = kernelbench(best, "--ref", "level1/nope.py", "--new", "new.py")
     assert res.returncode != 0 and "level1/nope.py: no such file" in res.stderr
     (best / "bad_ref.py").write_text("import torch\n")
@@ -372,7 +367,6 @@ def test_public_api_is_documented() -> None:
         "bytes_moved",
         "out",
         "prepare",
-        "--ab",
         "--serve",
         "--once",
         "kopt:",
@@ -410,14 +404,11 @@ def test_profile_mode_calls_each_solution_profile_calls_times_in_its_range_and_n
         names
     )  # PROFILE_CALLS per config, each ranged
     assert df["err"].isna().all() and list(df["shape"]) == ["cpu-a", "cpu-b"]
-    # both sides of an A/B profile, and a solution that raises: its row is inf, the rest go on
-    best, cand = tree(tmp_path / "best"), tree(tmp_path / "cand", "raise RuntimeError('boom')")
-    spans.clear()
-    df = run_main(spec(), ["--ab", str(best), str(cand), "--profile"], best, capsys)
-    assert set(df[df["side"] == "best"]["err"].isna()) == {True}
-    assert (df[df["side"] == "cand"]["err"] == math.inf).all()
+    # a solution that raises: its row is inf, and the profile goes on to the next config
+    df = run_main(spec(), ["--profile"], tree(tmp_path / "broken", "raise RuntimeError('boom')"), capsys)
+    assert list(df["shape"]) == ["cpu-a", "cpu-b"] and (df["err"] == math.inf).all()
     with pytest.raises(SystemExit):
-        hb.parse_args(["--ab", str(best), str(cand), "--serve", "--profile"], gpu=False)
+        hb.parse_args(["--serve", "--profile"], gpu=False)
     # kopt's second profile of a keep asks for more calls per config (KOPT_PROFILE_CALLS)
     spans.clear()
     monkeypatch.setenv("KOPT_PROFILE_CALLS", "5")

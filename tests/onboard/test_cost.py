@@ -43,13 +43,15 @@ def test_served_looks_cost_a_start_then_looks() -> None:
     c = estimate_decision_s([5.3], Policy(max_rounds=12), "served", noise_pct=0.3, look_s=0.35)
     assert c.start_s == 5.3 and c.round_s == 0.35 and c.seconds_tie == pytest.approx(5.3 + 0.35 * c.rounds_tie)
     assert not c.slow and "per look after a 5.3 s start" in c.text()
-    upper = estimate_decision_s([5.3], Policy(), "ab")
-    assert upper.round_s == 5.3 and upper.noise_pct == DEFAULT_NOISE_PCT
+    upper = estimate_decision_s([5.3], Policy(), "served")  # no look measured yet: a run's seconds stand in
+    assert upper.round_s == 5.3 and upper.start_s == 5.3 and upper.noise_pct == DEFAULT_NOISE_PCT
 
 
 def test_bad_inputs() -> None:
     with pytest.raises(ValueError, match="mode must be one of"):
         estimate_decision_s([1.0], Policy(), "parallel")
+    with pytest.raises(ValueError, match="mode must be one of process, served, not 'ab'"):
+        estimate_decision_s([1.0], Policy(), "ab")  # the one-process ab_command, removed
     with pytest.raises(ValueError, match="no baseline run seconds"):
         estimate_decision_s([math.nan, -1.0], Policy())
 

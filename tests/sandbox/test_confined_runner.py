@@ -1,5 +1,5 @@
 """The runner with a confinement: kopt's death, a crash's orphans, interruption, output
-limits and the served (ab_command) protocol all keep working under bubblewrap."""
+limits and the served (per-tree) protocol all keep working under bubblewrap."""
 
 from __future__ import annotations
 
@@ -134,11 +134,12 @@ def test_a_confined_flood_is_cut(run_layout: Run):
     assert res.stdout_path.stat().st_size <= 1_000_000
 
 
-def test_a_served_ab_command_reads_both_trees_and_writes_only_its_looks(run_layout: Run):
-    """The serving ab_command loads best and cand in one process: candidate code runs
-    there, so both trees are read-only to it; it writes only the look folder kopt reads."""
+def test_a_served_trees_process_reads_its_tree_reaches_not_bests_and_writes_only_its_looks(run_layout: Run):
+    """A served tree's process (the candidate's) runs candidate code: its own tree is
+    read-only to it, best's tree and run.db are out of its reach, and it writes only the look
+    folder kopt reads."""
     r = run_layout
-    looks = r.logs / "ab"
+    looks = r.logs / "cand"
     serve = r.py(f"""
 import sys
 best, cand = {str(r.best)!r}, {str(r.cand)!r}
@@ -153,8 +154,13 @@ for line in sys.stdin:
                 tries.append("WROTE " + target)
             except OSError as e:
                 tries.append(e.strerror)
+        try:
+            open(best + "/bench.py").read()
+            tries.append("READ best")
+        except OSError as e:
+            tries.append(e.strerror)
         src = open(cand + "/kernel.py").read()
-        open(path, "w").write("side,config,latency_us\\nbest,a,1.0\\ncand,a,0.9\\n")
+        open(path, "w").write("config,latency_us\\na,0.9\\n")
         print("note", ";".join(tries), flush=True)
         print("done", n, flush=True)
 """)
@@ -163,17 +169,17 @@ for line in sys.stdin:
 
     confine = for_bench(
         workspace=r.ws,
-        cache=cache_dir(r.ws, "ab", "aaaaaaa", "bbbbbbb"),
-        readonly_trees=[r.best, r.cand],
+        cache=cache_dir(r.ws, "cand", "bbbbbbb"),
+        readonly_trees=[r.cand],
         outputs=[looks],
         readable=[r.tmp],
     )
     pgid: list[int] = []
     server = Server(
         serve,
-        cwd=r.best,
+        cwd=r.cand,
         log_dir=r.logs,
-        name="ab_serve",
+        name="cand_serve",
         env={MARKER: str(r.ws)},
         on_start=pgid.append,
         confine=confine,
@@ -186,8 +192,8 @@ for line in sys.stdin:
             is_reply=lambda ln: (notes.append(ln) or False) if ln.startswith("note") else ln == "done 0",
         )
         assert reply == "done 0"
-        assert "WROTE" not in notes[0], notes
-        assert (looks / "r0.csv").read_text().startswith("side,config")
+        assert "WROTE" not in notes[0] and "READ" not in notes[0], notes
+        assert (looks / "r0.csv").read_text().startswith("config,")
         tree = [p.pid for p in process_tree(pgid[0])]
     finally:
         server.close()
@@ -199,6 +205,6 @@ def test_a_server_that_cannot_write_says_which_key_allows_it(run_layout: Run):
     r = run_layout
     target = r.tmp / "elsewhere.txt"
     serve = r.py(f"open({str(target)!r}, 'w').write('x')")
-    server = Server(serve, cwd=r.best, log_dir=r.logs, name="ab_serve", confine=r.bench(r.best, readable=[r.tmp]))
+    server = Server(serve, cwd=r.best, log_dir=r.logs, name="best_serve", confine=r.bench(r.best, readable=[r.tmp]))
     with pytest.raises(ServerError, match=r"it tried to write .*elsewhere.txt.*\[target\]\.writable"):
         server.ask("look 0 /nowhere", timeout_s=20, is_reply=lambda ln: ln == "done 0")

@@ -11,8 +11,7 @@ malformed, a missing column, a config with more or fewer rows than the others) i
 The output's shape is part of correctness: in a look, the candidate's table must hold best's
 configs, each exactly as often as best's (`check_shape`); an extra, a missing or a
 duplicated config row is a bench failure, never a median over the duplicates. `paired`
-pairs two such measurements; the ab_command's table (rows per side and block, each config
-once per side and block, the same cells on both sides) becomes paired samples (`ab_pairs`).
+pairs two such measurements.
 
 Pure: text in, tables and measurements out (engine/adapters/__init__.py finds and reads the file).
 """
@@ -34,7 +33,6 @@ from kopt_supervisor.engine.decide.estimate import Pair
 if TYPE_CHECKING:  # imported where a table is read: pandas is 0.39 s of every kopt process's start
     import pandas as pd
 
-AB_COLUMNS = ("side", "block")
 MEAN_SUFFIX = "_mean"
 """A column named after the metric with this suffix (the harness's `us_mean` beside its
 median `us`) is the bench's mean over the same timed calls: `ConfigResult.mean`, never a
@@ -242,7 +240,6 @@ def resolve_columns(df: pd.DataFrame, cfg: TargetConfig, source: str) -> tuple[l
         cfg.metric,
         cfg.metric + MEAN_SUFFIX,
         cfg.metric + LAST_SUFFIX,
-        *AB_COLUMNS,
         *cfg.ignore,
         *filter(None, [cfg.calls]),
     }
@@ -459,70 +456,3 @@ def _plain(v: Any) -> Any:
     if hasattr(v, "item"):
         v = v.item()
     return v
-
-
-# ---------------------------------------------------------------------------------------
-# ab_command tables
-
-
-def ab_pairs(
-    df: pd.DataFrame, cfg: TargetConfig, round_index: int, source: str = "CSV"
-) -> tuple[list[Pair], Measurement, Measurement]:
-    """Paired samples from an ab_command table, plus each side's measurement (for the
-    correctness check). Rows pair up by (config, block): each config once per side and
-    block, the same (config, block) cells on both sides, else a BenchError naming them."""
-    import pandas as pd
-
-    for col in AB_COLUMNS:
-        if col not in df.columns:
-            raise BenchError(f"{source}: ab_command output lacks column {col!r}")
-    side_of = df["side"].astype(str).str.strip()
-    stray = sorted(set(side_of) - {"best", "cand"})
-    if stray:
-        raise BenchError(
-            f"{source}: ab_command output has rows with side {_named([repr(s) for s in stray])} (best or cand only)"
-        )
-    blocks = pd.to_numeric(df["block"], errors="coerce")
-    bad = [df["block"][i] for i, b in blocks.items() if pd.isna(b) or not float(b).is_integer()]
-    if bad:
-        raise BenchError(f"{source}: ab_command output has block {_plain(bad[0])!r}: a block is an integer")
-    sides = {s: df[side_of == s] for s in ("best", "cand")}
-    for s, part in sides.items():
-        if part.empty:
-            raise BenchError(f"{source}: ab_command output has no rows with side == {s!r}")
-    best_m = measure(sides["best"].reset_index(drop=True), cfg, source)
-    cand_m = measure(sides["cand"].reset_index(drop=True), cfg, source)
-    check_shape(best_m, cand_m, f"{source} (side cand)")
-    config_cols = list(best_m.config_columns)
-    metric = pd.to_numeric(df[cfg.metric], errors="coerce")
-    cells: dict[str, dict[tuple[str, int], list[float]]] = {"best": {}, "cand": {}}
-    first_side: dict[tuple[str, int], str] = {}
-    for i, raw in df.iterrows():
-        cell = (key_of(raw, config_cols) if config_cols else "all", int(blocks[i]))
-        cells[side_of[i]].setdefault(cell, []).append(float(metric[i]))
-        first_side.setdefault(cell, side_of[i])
-    twice = [(s, cell) for s in ("best", "cand") for cell, vs in cells[s].items() if len(vs) > 1]
-    if twice:
-        raise BenchError(
-            f"{source}: ab_command output has "
-            + _named([f"{k} block {b} {len(cells[s][(k, b)])} times on side {s}" for s, (k, b) in twice])
-            + ": each config once per side and block"
-        )
-    unpaired = sorted(set(cells["best"]) ^ set(cells["cand"]))
-    if unpaired:
-        raise BenchError(
-            f"{source}: ab_command output has "
-            + _named(
-                [f"{k} block {b} only on side {'best' if (k, b) in cells['best'] else 'cand'}" for k, b in unpaired]
-            )
-            + ": both sides must time the same configs and blocks"
-        )
-    pairs: list[Pair] = []
-    for (key, block), (b,) in sorted(cells["best"].items()):
-        (c,) = cells["cand"][(key, block)]
-        if math.isfinite(b) and math.isfinite(c) and b > 0 and c > 0:
-            order = "AB" if first_side[(key, block)] == "best" else "BA"
-            pairs.append(Pair(key, best_m.configs[key].cls, b, c, round_index, order, block))
-    if not pairs:
-        raise BenchError(f"{source}: ab_command output has no complete (best, cand) pairs")
-    return pairs, best_m, cand_m

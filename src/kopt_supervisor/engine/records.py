@@ -125,8 +125,7 @@ class Stage(StrEnum):
     """The formatted tree, measured again before the keep's commit."""
     REVERIFY = "reverify"
     """A keep's confirmation: the looks of freshly started servers (`[target].serve`), or the
-    keep decided again in fresh, separate, confined processes of the process-level bench
-    (never the ab_command, which loads both trees into one process)."""
+    keep decided again in fresh, separate, confined processes of the process-level bench."""
 
 
 class IterationRecord(TypedDict, total=False):

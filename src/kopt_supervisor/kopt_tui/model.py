@@ -576,7 +576,7 @@ def counters_view(d: RunData) -> CountersView:
     )
 
 
-MODE_WORDS = {"process": "process-level", "ab": "ab_command", "served": "served"}
+MODE_WORDS = {"process": "process-level", "served": "served"}
 """How a bench is measured (DecisionEstimate.mode) as people read it."""
 
 

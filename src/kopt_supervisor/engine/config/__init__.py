@@ -123,21 +123,13 @@ class TargetConfig:
     max_output_mib: float = 512.0
     """A bench, proposer or formatter writing more than this (stdout, stderr, or any one
     file) is killed: gigabytes of output never fill the disk."""
-    ab_command: str = ""
-    """Optional: one command that times best and candidate interleaved in one process.
-    Placeholders {best} and {cand} are the two worktrees' paths."""
-    ab_serve: bool = False
-    """The ab_command serves looks: kopt starts it once per decision and asks for each look
-    on its stdin (`look N PATH` -> `done N`; docs/files.md), which saves a process start
-    per look. The process may leave after any look (`done N last`); kopt starts another."""
     serve: str = ""
     """A command that serves looks of ONE tree (docs/files.md, "The per-tree serve protocol"),
     run like `bench`: working directory the tree, confined to it (read-only) with a cache of
     its own and one output folder it may write. Set, kopt measures with two such processes
     per lane, best's and the candidate's (never one process holding both trees), alternated
     ABBA on the same GPU, one seed per look for both, and audits one timed call per config
-    picked after the look. It wins over `ab_command` for measurement (the ab_command is
-    then unused). It writes kopt's CSV ([target].format = "csv"); name its `calls` column
+    picked after the look. It writes kopt's CSV ([target].format = "csv"); name its `calls` column
     in [target].calls so the OS's accounting can weigh what the bench claims."""
     serve_prepare: bool = False
     """The `serve` command also answers `prepare N SEED` (kopt's harness does; docs/files.md):
@@ -153,7 +145,7 @@ class TargetConfig:
     the legitimate constructs of this target, e.g. "module-state:solution/*.py" for a
     per-shape kernel cache at module level. Rule ids: engine/diffscan/findings.py RULES, docs/files.md."""
     network: bool = False
-    """The bench, profiler, formatter and ab_command may use the network (they run candidate
+    """The bench, profiler and formatter may use the network (they run candidate
     code; off, the sandbox gives them only a private loopback)."""
     writable: list[str] = field(default_factory=list)
     """Extra paths (absolute, or starting with ~) those runs may write; everything outside

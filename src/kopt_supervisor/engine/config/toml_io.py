@@ -99,17 +99,6 @@ def validate(cfg: Config, source: str = "kopt.toml") -> None:
     for key in ("correct", "production"):
         if getattr(t, key):
             expr.parse_rule(getattr(t, key), where=f"{source}: [target].{key}")
-    if t.ab_command:
-        need(
-            "{best}" in t.ab_command and "{cand}" in t.ab_command,
-            "[target].ab_command",
-            "must contain both {best} and {cand}",
-        )
-    need(
-        not t.ab_serve or bool(t.ab_command.strip()),
-        "[target].ab_serve",
-        "needs [target].ab_command (the command that serves the looks)",
-    )
     if t.serve:
         need(bool(t.serve.strip()), "[target].serve", "must be a command (or empty: no served looks)")
         need(
@@ -373,6 +362,15 @@ RETIRED = {"profile.agree_margin_pct": "the profiler's agreement is judged per c
 """Keys kopt once read and no longer does: accepted (a run's frozen kopt.toml keeps them),
 never used."""
 
+ONE_PROCESS = (
+    "kopt no longer measures both trees in one process (candidate code there could bend best's "
+    "measurement): serve each tree in its own process with [target].serve (docs/byo-kernel.md), "
+    "or remove the key to run the bench once per tree"
+)
+WITHDRAWN = {"target.ab_command": ONE_PROCESS, "target.ab_serve": ONE_PROCESS}
+"""Keys whose feature was removed: an empty or false value (a run's frozen kopt.toml from
+before) is accepted and ignored; any other is refused with the reason and what to use."""
+
 
 def _build(cls: type, data: Any, source: str, where: str) -> Any:
     if not isinstance(data, dict):
@@ -383,6 +381,10 @@ def _build(cls: type, data: Any, source: str, where: str) -> Any:
     for key, value in data.items():
         dotted = f"{where}.{key}" if where else key
         if dotted in RETIRED:
+            continue
+        if dotted in WITHDRAWN:
+            if value not in ("", False):
+                raise BadInput(f"{source}: {_show(dotted)} = {value!r}: {WITHDRAWN[dotted]}")
             continue
         if key not in fields:
             hint = difflib.get_close_matches(key, fields, n=1)

@@ -1,8 +1,8 @@
 """The decision's data and the per-class estimate: paired samples in, per-class results out.
 
 The data are plain: a `Pair` is one paired observation of one config, the best tree's and the
-candidate's metric taken in the same round (process-level ABBA) or the same block (an
-`ab_command` run); `Policy` holds the knobs, `ClassResult` one class's result, `Verdict` the
+candidate's metric taken in the same look (a process-level ABBA round, or a served look);
+`Policy` holds the knobs, `ClassResult` one class's result, `Verdict` the
 run's (with `FLAGS`, every flag it can carry). Ratios are always oriented so that below 1
 means the candidate is better, whatever the metric's direction.
 
@@ -22,12 +22,13 @@ stays valid however many times it is looked at:
    sum of the planned look indices). The union bound makes the intervals hold jointly over
    every look with probability >= confidence, so stopping at the first decisive look, or
    never, keeps the error rate.
-5. ab_command runs carry many blocks. Blocks of one process share whatever that process
-   drew (buffer addresses, the clock it settled at), so they are not independent samples
-   of the candidate/best ratio: the run is the unit, one order-balanced mean of its blocks
-   per run (and outliers are looked for again among the run means). Policy.pool_blocks
-   treats every block as a sample instead, for callers that know the runs share all that
-   (one process, the same buffers).
+5. A look may carry several blocks (`Pair.block`; the simulations of docs/decision.md do,
+   and the one-process ab_command did until 2026-12-01). Blocks of one process share whatever
+   that process drew (buffer addresses, the clock it settled at), so they are not independent
+   samples of the candidate/best ratio: the look is the unit, one order-balanced mean of its
+   blocks per look (and outliers are looked for again among the look means).
+   Policy.pool_blocks treats every block as a sample instead, for callers that know the looks
+   share all that (one process, the same buffers).
 """
 
 from __future__ import annotations
@@ -60,11 +61,11 @@ class Pair:
     best: float
     cand: float
     round: int
-    """The look this pair belongs to: a process-level round, or one ab_command run."""
+    """The look this pair belongs to: a process-level round, or a served look."""
     order: str = "AB"
-    """"AB" (best ran first) or "BA"; blocks of an ab_command run alternate too."""
+    """"AB" (best ran first) or "BA"; blocks of a look alternate too."""
     block: int = 0
-    """Index of the block within an ab_command run (0 for process-level rounds)."""
+    """Index of the block within a look (0: a look of one block, as kopt's measurers take)."""
     flagged: bool = False
     """The gate saw throttling or a foreign process during this round."""
     best_mean: float = math.nan
@@ -84,15 +85,15 @@ class Pair:
 class Policy(DecideConfig):
     """The decision's knobs: every key of [decide] in kopt.toml (`DecideConfig`, where each
     is documented: Policy derives from it, so a new key reaches the decision with no
-    restating), plus the metric's direction and the ab_command path's `pool_blocks`.
+    restating), plus the metric's direction and `pool_blocks`.
     `verify_after_format` and `production_verdicts` ride along; the loop reads them."""
 
     direction: str = "min"
     """"min" (latency) or "max" (throughput), from [target].direction."""
     pool_blocks: bool = False
-    """ab_command path: treat every block as a sample (df = blocks - 1) instead of one mean
-    per run (df = runs - 1). Only valid when the runs cannot differ from one another (one
-    process, the same buffers); a per-process offset makes pooled intervals far too narrow."""
+    """Looks of several blocks: treat every block as a sample (df = blocks - 1) instead of one
+    mean per look (df = looks - 1). Only valid when the looks cannot differ from one another
+    (one process, the same buffers); a per-process offset makes pooled intervals far too narrow."""
 
     def __post_init__(self) -> None:
         problems = decide_problems(self)
@@ -136,7 +137,7 @@ class ClassResult:
     """Samples left out because the GPU gate flagged their round (Pair.flagged)."""
     unit: str = "sample"
     """What the interval was computed over: "sample" (each process-level round, or each
-    block when Policy.pool_blocks) or "look" (one mean per ab_command run)."""
+    block when Policy.pool_blocks) or "look" (one mean per look of several blocks)."""
     plausible_lo: float = math.nan
     plausible_hi: float = math.nan
     """For a class still undecided: the ratio's interval at policy.futility_confidence. At

@@ -195,8 +195,8 @@ def below_floor(pairs: Sequence[Pair], policy: Policy, floors: dict[str, float])
 def mean_not_faster(results: Sequence[ClassResult], pairs: Sequence[Pair], policy: Policy) -> Implausible | None:
     """Classes whose metric shows a gain that the mean over the same timed calls does not.
 
-    A look's metric is a median over timed calls (or, on the ab_command path, an estimate
-    over blocks that leaves outlier blocks out and averages logs): a candidate whose calls
+    A look's metric is a median over timed calls (or, for a look of several blocks, an
+    estimate over blocks that leaves outlier blocks out and averages logs): a candidate whose calls
     are mostly cheap with a few expensive ones bends it, while the time its calls take in
     all stays. Per config and look, the cost ratio of the means: the bench's own
     (`Pair.best_mean` / `Pair.cand_mean`) for a look's single pair, or the totals over the
@@ -266,7 +266,7 @@ def last_block_not_faster(results: Sequence[ClassResult], pairs: Sequence[Pair],
     terms, LAST_SHARE), and none without one, beyond the excess's noise. What it cannot see:
     a claim within that noise (a GPU's last block calls each set once: a 16 µs config's
     excess varies ~10% from look to look), decisions of fewer looks, benches that report no
-    last block (the ab_command path's blocks: none is audited), and a throughput.
+    last block (a look of several blocks: none is audited), and a throughput.
     """
     hits = [
         (cls, claim, ls)
@@ -362,7 +362,7 @@ def _mean_ratio(ps: Sequence[Pair]) -> float | None:
 def _last_excess(ps: Sequence[Pair]) -> float | None:
     """A config's last-block excess in one look (see `last_block_not_faster`): the cost ratio
     of the last timed blocks over the ratio of the metric; None when best's rows report no
-    last block or a look has several pairs (blocks of an ab_command look: none is audited)."""
+    last block or a look has several pairs (blocks of one look: none is audited)."""
     if len(ps) != 1:
         return None
     last = _side_ratio(ps[0].best_last, ps[0].cand_last)
@@ -447,8 +447,7 @@ def wall_time_unexplained(runs: Sequence[BenchRun], pairs: Sequence[Pair], polic
     a note (not a review): a bench whose timed calls are a small share of its process
     (imports, compilation, checks) shows the same honestly.
 
-    Needs process-level rounds with both sides (the ab_command path has one process for
-    both, so no per-side wall time) and at least 3 of them.
+    Needs process-level rounds with both sides (a per-side wall time) and at least 3 of them.
     """
     by_round: dict[int, dict[str, BenchRun]] = defaultdict(dict)
     for run in runs:

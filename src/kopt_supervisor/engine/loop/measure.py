@@ -6,10 +6,8 @@ until the paired statistics decide every class (docs/design.md §5).
   candidate's is new for every decision.
 - `ProcessAbba`: the bench runs once in each tree, in ABBA order across looks (so linear
   drift cancels); each config's metric pairs up.
-- `AbCommand`: `[target].ab_command` imports both trees into one process and times them
-  interleaved block by block; one process per look.
-- `ServedAb`: the same command kept up (`[target].ab_serve`), asked for each look on its
-  stdin (`look N PATH` -> `done N`), told to `reload` both trees when a decision starts.
+Never one process holding both trees: candidate code there could bend best's measurement (the
+one-process `ab_command` was removed on 2026-12-01; config/toml_io.py names its replacement).
 
 Every look returns a `Look` (its pairs and each side's measurement, for the correctness
 check) and leaves both trees as they were: a bench that writes into a tracked file is a
@@ -28,8 +26,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import shlex
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,20 +57,13 @@ from kopt_supervisor.engine.loop.look_files import (
 from kopt_supervisor.engine.loop.served_trees import ServedTrees
 from kopt_supervisor.engine.metrics import BenchError, Measurement
 from kopt_supervisor.engine.records import Iteration, Phase, Stage, Status
-from kopt_supervisor.engine.runner.server import Server, ServerError
 from kopt_supervisor.engine.sandbox import Confinement
 from kopt_supervisor.engine.store import Sample
 
 
 def measurer_for(ctx: RunContext, lane: Lane) -> Measurer:
     t = ctx.cfg.target
-    if t.serve:  # wins over an ab_command: never one process holding both trees
-        return ServedTrees(ctx, lane)
-    if t.ab_command and t.ab_serve:
-        return ServedAb(ctx, lane)
-    if t.ab_command:
-        return AbCommand(ctx, lane)
-    return ProcessAbba(ctx, lane)
+    return ServedTrees(ctx, lane) if t.serve else ProcessAbba(ctx, lane)
 
 
 def served_trees_of(measurer: Measurer | None) -> ServedTrees | None:
@@ -159,145 +148,6 @@ class ProcessAbba(ReleaseCloses):
 
     def close(self) -> None:
         pass
-
-
-class AbCommand(ReleaseCloses):
-    def __init__(self, ctx: RunContext, lane: Lane) -> None:
-        self.ctx, self.lane = ctx, lane
-
-    def command(self) -> str:
-        return self.ctx.cfg.target.ab_command.replace("{best}", shlex.quote(str(self.lane.best))).replace(
-            "{cand}", shlex.quote(str(self.lane.cand))
-        )
-
-    def jail(self, it: Iteration, outputs: tuple[Path, ...] = ()) -> Confinement | None:
-        best_hash, cand_hash = tree_hashes(self.lane, it)
-        return self.ctx.jails.ab(self.lane.best, self.lane.cand, best_hash, cand_hash, outputs=outputs)
-
-    def env(self, it: Iteration, env: dict[str, str]) -> dict[str, str]:
-        """The lease's environment, with the pair's cache where the run is unconfined."""
-        return {**env, **self.ctx.jails.env("ab", *tree_hashes(self.lane, it))}
-
-    def look(self, it: Iteration, stage: str, r: int, env: dict[str, str]) -> Look:
-        t = self.ctx.cfg.target
-        ensure_best_pristine(self.ctx, self.lane, it, r)
-        before = adapters.csv_stamps(self.lane.best, t.csv)
-        res = self.ctx.procs.run(
-            it,
-            self.command(),
-            cwd=self.lane.best,
-            name=f"{stage}_r{r}_ab",
-            timeout_s=t.timeout_s,
-            env=self.env(it, env),
-            confine=self.jail(it),
-        )
-        if not res.ok:
-            raise BenchError(f"ab_command {res.why()}: {last_line(res)}")
-        path = adapters.find_csv(self.lane.best, t.csv, before, res.stdout_path)
-        keep_csv(self.ctx, it, path, f"{stage}_r{r}_ab")
-        return self.read(it, path, r, res.duration_s, from_stdout=t.csv == "-")
-
-    def read(self, it: Iteration, path: Path, r: int, seconds: float, *, from_stdout: bool = False) -> Look:
-        """A look's A/B table as pairs, once both trees are checked untouched."""
-        df = adapters.read_kopt_csv(path, metric=self.ctx.cfg.target.metric, from_stdout=from_stdout)
-        check_after_run(self.ctx, self.lane, it, self.lane.best)
-        check_after_run(self.ctx, self.lane, it, self.lane.cand)
-        pairs, best_m, cand_m = metrics.ab_pairs(df, self.ctx.cfg.target, r, path.name)
-        return Look(pairs, best_m, cand_m, seconds)
-
-    def new_decision(self) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
-
-class ServedAb(AbCommand):
-    """The serving ab_command, kept across decisions while only the loop's quick steps run
-    between them; closed before anything that takes time (an agent, a pause, a review)."""
-
-    def __init__(self, ctx: RunContext, lane: Lane) -> None:
-        super().__init__(ctx, lane)
-        self.looks = ctx.ws.dir / "looks" / f"lane{lane.index}"
-        """Where the served process writes each look's table (the one folder it may write)."""
-        self.server: Server | None = None
-        self.started = 0
-        self.loaded = False
-        """The kept process holds the trees of the decision in progress."""
-
-    def new_decision(self) -> None:
-        self.loaded = False
-
-    def look(self, it: Iteration, stage: str, r: int, env: dict[str, str]) -> Look:
-        ensure_best_pristine(self.ctx, self.lane, it, r)
-        server = self._server_for(it, stage, env)
-        path = self.looks / f"v{it.version}_{stage}_r{r}.csv"
-        path.unlink(missing_ok=True)
-        t0 = time.monotonic()
-        try:
-            reply = server.ask(
-                f"look {r} {path}",
-                timeout_s=self.ctx.cfg.target.timeout_s,
-                poll=self.ctx.control.pump,
-                poll_interval_s=self.ctx.poll_interval_s,
-                is_reply=lambda line: line.split()[:2] in (["done", str(r)], ["fail", str(r)]),
-            )
-        except ServerError as e:
-            raise BenchError(f"ab_command (serving) {e}") from None
-        secs = time.monotonic() - t0
-        words = reply.split()
-        if words[0] == "fail":
-            self.close()
-            raise BenchError(f"ab_command could not measure look {r}: {' '.join(words[2:]) or 'no reason given'}")
-        if words[2:3] == ["last"]:  # it leaves after this look; the next look starts a fresh one
-            self.close()
-        keep_csv(self.ctx, it, path, f"{stage}_r{r}_ab")
-        return self.read(it, path, r, secs)
-
-    def _server_for(self, it: Iteration, stage: str, env: dict[str, str]) -> Server:
-        """The kept process (told to `reload` at a decision's first look), or a fresh one
-        (none kept, it left, it could not reload, or the look's GPU is not the one it runs on)."""
-        env = {**env, **self.ctx.jails.env("ab_serve")}  # unconfined: one cache for the process's life
-        full_env = self.ctx.procs.env(env)
-        server = self.server
-        if server is not None and server.alive and server.env == full_env:
-            if self.loaded:
-                return server
-            with self.ctx.clock(it, "reload_s"):
-                try:
-                    reply = server.ask(
-                        "reload",
-                        timeout_s=self.ctx.cfg.target.timeout_s,
-                        poll=self.ctx.control.pump,
-                        poll_interval_s=self.ctx.poll_interval_s,
-                        is_reply=lambda line: line == "reloaded" or line.startswith("fail"),
-                    )
-                except ServerError:
-                    reply = "fail reload"
-            if reply == "reloaded":
-                self.loaded = True
-                return server
-        self.close()
-        self.started += 1
-        try:
-            self.looks.mkdir(parents=True, exist_ok=True)
-            self.server = self.ctx.procs.server(
-                it,
-                self.command(),
-                cwd=self.lane.best,
-                name=f"{stage}_ab_serve{self.started}",
-                env=env,
-                confine=self.jail(it, outputs=(self.looks,)),
-            )
-        except ServerError as e:
-            raise BenchError(f"ab_command (serving) {e}") from None
-        self.loaded = True
-        return self.server
-
-    def close(self) -> None:
-        if self.server is not None:
-            server, self.server = self.server, None
-            server.close()
 
 
 class StaleBest(Exception):

@@ -245,7 +245,7 @@ class Baseline:
         policy): said on the dashboard and in `kopt status` when it is minutes, with the way
         to make it seconds (the public harness's served looks, one process per tree)."""
         ctx, t = self.ctx, self.ctx.cfg.target
-        mode = "served" if t.serve or t.ab_serve else "ab" if t.ab_command else "process"
+        mode = "served" if t.serve else "process"
         noise = run_noise_pct([{k: c.value for k, c in m.configs.items()} for m in runs])
         policy = Policy.from_config(ctx.cfg.decide, t.direction)
         if served_trees_of(lane.measurer) is not None and len(seconds) > 1:  # best's served looks: a start, then looks

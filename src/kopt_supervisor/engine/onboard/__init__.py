@@ -164,7 +164,7 @@ def estimate_decision_s(
 ) -> DecisionCost:
     """The cost of one decision (see the module docstring). `baseline_run_seconds`: the wall
     time of each baseline run (process-level bench runs); `noise_pct`: their run-to-run noise
-    (run_noise_pct), DEFAULT_NOISE_PCT when None; `look_s`: for ab/served, the seconds of one
+    (run_noise_pct), DEFAULT_NOISE_PCT when None; `look_s`: for served, the seconds of one
     look when known (else a run's seconds stand in: an upper bound)."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
@@ -179,8 +179,6 @@ def estimate_decision_s(
     change = min(change, tie)
     if mode == "process":
         round_s, start_s = 2.0 * run_s, 0.0
-    elif mode == "ab":
-        round_s, start_s = look_s if look_s is not None else run_s, 0.0
     else:
         round_s, start_s = (look_s if look_s is not None else run_s), run_s
     measured = noise_pct is not None and math.isfinite(noise_pct)

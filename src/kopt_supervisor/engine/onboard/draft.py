@@ -178,7 +178,7 @@ def render(p: Proposal) -> str:
     return text
 
 
-MODES = ("process", "ab", "served")
+MODES = ("process", "served")
 SLOW_S = 180.0
 """A decision longer than this is worth a word on the dashboard and in `kopt status`."""
 DEFAULT_NOISE_PCT = 1.0
@@ -193,7 +193,7 @@ HARNESS_HINT = (
 class DecisionCost:
     mode: str
     round_s: float
-    """Seconds one round (process) or one look (ab, served) takes."""
+    """Seconds one round (process) or one look (served) takes."""
     start_s: float
     """Seconds before the first look (served: the process start; else 0)."""
     noise_pct: float

@@ -132,8 +132,6 @@ def commands(inp: ReportInputs) -> list[str]:
         + (f"`{t.correct}`" if t.correct else "metric present and finite")
         + "; NaN/Inf always fail",
     ]
-    if t.ab_command:
-        lines.append(f"- A/B command (best and candidate interleaved in one process): {code(t.ab_command)}")
     lines.append(
         f"- Proposer: `{cfg.propose.kind}`"
         + (f", command {code(cfg.propose.command)}" if cfg.propose.command else "")

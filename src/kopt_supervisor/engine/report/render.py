@@ -197,7 +197,7 @@ def _summary(inp: ReportInputs, stats: list[ConfigStats]) -> list[str]:
         f"{len(d.masked)} masked",
         f"- Run state: {meta.get('state') or '—'}; stop reason: {meta.get('stop_reason') or '—'}",
         "- Decisions: best and candidate measured paired in the same session ("
-        + ("`ab_command` blocks" if cfg.target.ab_command else "bench runs in ABBA order")
+        + ("each tree's own served process, looks in ABBA order" if cfg.target.serve else "bench runs in ABBA order")
         + f"); a class counts as changed when its interval at {cfg.decide.confidence:g} confidence, valid "
         f"under repeated looks, excludes 0 and the change is at least {cfg.decide.min_effect_pct:g}%; "
         f"{fmt.seconds(_gpu_seconds(d.unmasked))} of benchmarking over the unmasked iterations, "
@@ -302,7 +302,7 @@ def _latency_per_config(inp: ReportInputs, stats: list[ConfigStats]) -> list[str
         "",
         f"Every sample of the baseline tree `{fmt.sha(d.baseline.commit)}` and of the final tree "
         f"`{fmt.sha(d.best.commit)}` measured in this run, in `{inp.cfg.target.metric}`: one sample is one "
-        "config's value from one bench run (or one block of an ab_command run). The current best is "
+        "config's value from one bench run (or one served look). The current best is "
         "re-measured beside every candidate, so a tree's samples come from several iterations. "
         "std is the sample standard deviation; p10/p90 interpolate linearly.",
         "",

@@ -21,8 +21,6 @@ cleared and read on disk around a run.
 | bench on best / on cand    | that tree (its CSV), its per-tree cache | nothing else                    |
 | served bench (`serve`)     | its looks folder, its per-tree cache    | its tree, read-only             |
 |                            | (the confirmation's own, emptied)       |                                 |
-| ab_command (per look)      | its per-pair cache                      | best/ and cand/, read-only      |
-| ab_command (served)        | its looks folder, its per-pair cache    | best/ and cand/, read-only      |
 | profiler                   | the tree, the profile's folder, cache   | nothing else                    |
 | formatter                  | cand/, its cache (no GPU)               | nothing else                    |
 
@@ -140,8 +138,7 @@ def for_bench(
     writable_key: str = "[target].writable",
     bwrap: str = BWRAP,
 ) -> Confinement:
-    """Anything that runs candidate (or best) code: a bench, the profiler, a formatter, the
-    ab_command. Sees of `workspace` only the trees it is given (`writable_trees` it may
+    """Anything that runs candidate (or best) code: a bench, the profiler, a formatter. Sees of `workspace` only the trees it is given (`writable_trees` it may
     write, e.g. the bench's CSV; `readonly_trees` it may not), its `outputs` folders and
     its `cache` (`cache_dir(...)`, writable); gets a fresh HOME and /tmp, no network
     unless [target].network, the GPU device nodes. `devices`/`sockets` default to what the
@@ -345,26 +342,6 @@ class Jails:
         del env["PYTHONPYCACHEPREFIX"]
         return {**env, "PYTHONDONTWRITEBYTECODE": "1"}
 
-    def ab(
-        self, best: Path, cand: Path, best_hash: str, cand_hash: str, *, outputs: tuple[Path, ...] = ()
-    ) -> Confinement | None:
-        """The ab_command: candidate code runs in the process that loads best, so neither
-        tree is writable to it; its looks go to `outputs`."""
-        if not self.confined:
-            return None
-        t = self.cfg.target
-        return for_bench(
-            workspace=self.workspace,
-            cache=cache_dir(self.workspace, "ab", best_hash, cand_hash),
-            readonly_trees=[best, cand],
-            outputs=outputs,
-            writable=t.writable,
-            readable=t.readable,
-            hidden=self.other_runs(),
-            network=t.network,
-            bwrap=self.bwrap,
-        )
-
 
 # ---------------------------------------------------------------------------------------
 # Around a run: prepare, scratch, caches, reading back
@@ -484,8 +461,7 @@ _TREE_RE = re.compile(r"^[0-9a-f]{7,64}$")
 
 def cache_dir(workspace: Path, side: str, *trees: str) -> Path:
     """The per-tree cache folder: `<workspace>/cache/<side>-<tree>[-<tree>...]`, e.g.
-    `cache/best-<tree of BEST>`, `cache/cand-<tree of the candidate>`, and for an
-    ab_command that loads both, `cache/ab-<best tree>-<cand tree>`."""
+    `cache/best-<tree of BEST>`, `cache/cand-<tree of the candidate>`."""
     if not _SIDE_RE.match(side):
         raise ValueError(f"cache side {side!r}: use lowercase letters, digits, '_'")
     if not trees or not all(_TREE_RE.match(t) for t in trees):

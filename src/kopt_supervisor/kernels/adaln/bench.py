@@ -2,7 +2,6 @@
 
     python bench.py                 # this machine's shapes (GPU: production + regression)
     python bench.py --serve         # kopt's [target].serve: this tree's looks, one per request
-    python bench.py --ab BEST CAND  # two trees in one process (--serve: one look per request)
 
 contract.py and roofline.py beside this file declare the kernel (read into a
 kopt_supervisor.kernels.harness.Spec); `python bench.py --help` lists the options.

@@ -16,10 +16,12 @@
     if __name__ == "__main__":
         raise SystemExit(harness.main(SPEC))
 
-`harness.main` gives the bench kopt's modes: one tree (CSV on stdout), `--ab BEST CAND`
-(both trees in one process, interleaved ABBA: kopt's ab_command), `--ab ... --serve` (kopt's
-served looks, `look N PATH` -> `done N`), `--once` (the contract alone) and `--profile` (the
-profiler's command: each solution twice per config in its range, no reference, no check).
+`harness.main` gives the bench kopt's modes, each for one tree: a plain run (CSV on stdout),
+`--serve` (kopt's served looks, one process per tree: `look N SEED PATH` -> `done N`), `--once`
+(the contract alone) and `--profile` (the profiler's command: the solution called a few times
+per config in its range, no reference, no check). The one-process A/B mode (`--ab BEST CAND`)
+was removed on 2026-12-01: candidate code in one process with best's could bend best's
+measurement.
 Per config: fresh inputs, the contract check (outputs poisoned with NaN, NaN/Inf counted,
 inputs unchanged), CUDA-graph timing with an L2 flush and rotated buffers, an NVTX (or roctx)
 range `kopt:col=value,...`; without a GPU, Triton's interpreter on the CPU.

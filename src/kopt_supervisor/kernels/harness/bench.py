@@ -2,8 +2,6 @@
 
     python bench.py                      # every shape of this machine, CSV on stdout
     python bench.py --serve              # kopt's [target].serve: this tree's looks on request
-    python bench.py --ab BEST CAND       # kopt's ab_command: both trees in one process
-    python bench.py --ab BEST CAND --serve   # the same, one look per request on stdin
     python bench.py --shapes production --out results.csv
 
 A bench declares a Spec (the function and where it lives in a tree, shapes, inputs, an fp64
@@ -54,15 +52,10 @@ grows by their memory pools; once --serve-memory of the GPU's memory is taken th
 answers `done N last`, serves that look's audit and leaves; kopt starts a fresh one for the
 next look.
 
-A/B mode (--ab BEST CAND, kopt's `ab_command`; kept for benches configured that way: kopt
-proposes `serve` now, one process per tree): both trees' functions are imported under
-distinct module names (harness/locate.py; a bundled solution reads its own tree's
-params.json), checked, and timed in alternating order block by block (ABBA); one row per
-(config, side, block) with the `side` and `block` columns kopt's ab mode reads. Both sides run
-on the same buffers (inputs and outputs), so where the allocator happened to place them
-(which DRAM channels, which pages) is the same for both: measured on the H100, a layout drawn
-once per side gave the side allocated second a steady +0.8% in A/A looks. With --serve:
-`look N PATH` per A/B look and `reload` (harness/serve.py).
+One tree per process, always: the one-process A/B mode (--ab BEST CAND, kopt's `ab_command`,
+both trees imported and timed interleaved) was removed on 2026-12-01, because candidate code
+in one process with best's could bend best's measurement. kopt measures each tree in its own
+process (--serve).
 """
 
 from __future__ import annotations
@@ -344,8 +337,6 @@ Two of them share the GPU (best's and the candidate's) and each needs headroom f
 look's check (the fp64 reference of the largest shape) beside what it keeps: on the H100 two
 processes at the former 0.5 held 38.4 and 40.4 GiB of 79 and both ran out of memory
 (docs/h100-wave3/part1-first-per-tree-run.md)."""
-SERVE_MEMORY_AB = 0.5
-"""--ab --serve: one process holds both trees and is alone on the GPU."""
 RELEASE_HEADROOM = 1.5
 """`--release auto`: a served process keeps its cached blocks after a look while the device's
 free memory is at least this many times its own peak (room for another process's largest
@@ -426,7 +417,7 @@ def input_bytes(torch: Any, spec: Spec, shape: Any, dt: Any) -> int:
 
 
 class Case:
-    """One shape and dtype: inputs, reference, and timers per side.
+    """One shape and dtype: its inputs, its reference, and calls over its buffer sets.
 
     `contract` is a Spec, or a bundled kernel's contract module (with its roofline module)."""
 
@@ -773,19 +764,18 @@ class PhaseClock:
 
 def parse_args(argv: list[str] | None, gpu: bool) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description="kopt bench: contract check and timing, CSV on stdout")
-    ap.add_argument("--ab", nargs=2, metavar=("BEST", "CAND"), help="time two trees' solutions interleaved")
     ap.add_argument(
         "--serve",
         action="store_true",
-        help="answer kopt's requests on stdin: this tree's `look N SEED PATH`, `audit N SEED PATH` "
-        "and `load` (with --ab: `look N PATH`, one A/B look each, and `reload`)",
+        help="answer kopt's requests on stdin: this tree's `prepare N SEED`, `look N SEED PATH`, "
+        "`audit N SEED PATH` and `load`",
     )
     ap.add_argument(
         "--seed",
         type=int,
         default=None,
-        help="the inputs' seed of a run (default: a fresh one); without --ab, the same seed draws the "
-        "same inputs as a served `look N SEED PATH`",
+        help="the inputs' seed of a run (default: a fresh one); the same seed draws the same inputs "
+        "as a served `look N SEED PATH`",
     )
     ap.add_argument(
         "--shapes",
@@ -802,7 +792,7 @@ def parse_args(argv: list[str] | None, gpu: bool) -> argparse.Namespace:
         "--blocks",
         type=int,
         default=0,
-        help="timed blocks per config and side (default: GPU 25 / 9 for --ab or --serve, CPU 3 / 4 for --ab)",
+        help="timed blocks per config (default: GPU 25, 9 for --serve; CPU 3)",
     )
     ap.add_argument(
         "--release",
@@ -834,7 +824,7 @@ def parse_args(argv: list[str] | None, gpu: bool) -> argparse.Namespace:
     ap.add_argument(
         "--tree",
         default=None,
-        help="without --ab: the tree whose function is timed (default: the bench's own, else the working directory)",
+        help="the tree whose function is timed (default: the bench's own, else the working directory)",
     )
     ap.add_argument(
         "--once", action="store_true", help="no timing: the contract check only (each solution runs twice per shape)"
@@ -856,14 +846,11 @@ def parse_args(argv: list[str] | None, gpu: bool) -> argparse.Namespace:
     ap.add_argument(
         "--serve-memory",
         type=float,
-        default=None,
+        default=SERVE_MEMORY_TREE,
         help="--serve: leave after a look once kept buffers take this share of the GPU's memory "
-        f"(default {SERVE_MEMORY_TREE} serving one tree: kopt keeps two such processes on a GPU, "
-        f"best's and the candidate's; {SERVE_MEMORY_AB} with --ab, one process)",
+        f"(default {SERVE_MEMORY_TREE}: kopt keeps two such processes on a GPU, best's and the candidate's)",
     )
     a = ap.parse_args(argv)
-    if a.serve_memory is None:
-        a.serve_memory = SERVE_MEMORY_AB if a.ab else SERVE_MEMORY_TREE
     if a.profile and (a.serve or a.once):
         ap.error("--profile runs alone: not with --serve or --once")
     if a.profile:  # a bad KOPT_PROFILE_CALLS or KOPT_PROFILE_CONFIGS: its one-line error before anything runs
@@ -872,12 +859,12 @@ def parse_args(argv: list[str] | None, gpu: bool) -> argparse.Namespace:
         ap.error("--serve times its looks: not with --once")
     if a.serve and a.seed is not None:
         ap.error("--seed: a served look takes its seed from the request (`look N SEED PATH`)")
-    a.blocks = a.blocks or ((9 if a.ab or a.serve else 25) if gpu else (4 if a.ab else 3))
+    a.blocks = a.blocks or ((9 if a.serve else 25) if gpu else 3)
     return a
 
 
 class Bench:
-    """One bench process: the spec, the trees' modules, the shapes and the timers."""
+    """One bench process: the spec, the tree's module, the shapes and the timers."""
 
     def __init__(
         self,
@@ -896,11 +883,7 @@ class Bench:
             tree = tree or spec
             spec = spec_from_folder(spec)
         self.spec = spec
-        self.trees = (
-            {"best": Path(a.ab[0]), "cand": Path(a.ab[1])}
-            if a.ab
-            else {"": Path(tree) if tree is not None else Path.cwd()}
-        )
+        self.tree = Path(tree) if tree is not None else Path.cwd()
         self.ranges = open_ranges(torch, gpu)
         if gpu and self.ranges.why:
             log(f"{spec.name}: no profiler ranges: {self.ranges.why}")
@@ -926,10 +909,8 @@ class Bench:
         return self.spec
 
     def reload(self) -> None:
-        """(Re)import each tree's function: a bundled solution reads its params.json again."""
-        self.mods = {
-            side: load_solution(self.spec, tree, side or "this", self.a.which) for side, tree in self.trees.items()
-        }
+        """(Re)import the tree's function: a bundled solution reads its params.json again."""
+        self.mod = load_solution(self.spec, self.tree, "this", self.a.which)
         self.held = {}  # timers of the functions imported before (their graphs stay in LIVE_GRAPHS)
         self.reps = {}
         self.first_tried = set()
@@ -957,52 +938,21 @@ class Bench:
                     predrawn=self.predrawn,
                 )
 
-    def check_and_time(self, case: Case) -> tuple[dict[str, float], dict[str, Any]]:
-        """Each side's contract error and its block timer (None: cannot be timed)."""
-        c = self.spec
-        errs, timers = {}, {}
-        for side, mod in self.mods.items():
-            err, why = case.check(mod)
-            self.clock.lap("check")  # inputs, the reference, the solution (its JIT compile the first time)
-            errs[side] = err
-            if why:
-                self.failed += 1
-                log(
-                    f"{c.name} {case.shape.name} {case.cols.get('dtype', '')}{' ' + side if side else ''}: "
-                    f"FAILS contract: {why}"
-                )
-            if self.a.once:
-                continue
-            try:
-                fn = case.function(mod)
-                timers[side] = self.timing.timer(
-                    functools.partial(case.calls, fn),
-                    case.bytes,
-                    graph=c.graph,
-                    span=functools.partial(self.ranges.span, case.range),
-                )
-            except Exception as exc:
-                log(
-                    f"{c.name} {case.shape.name} {case.cols.get('dtype', '')} {side}: cannot be timed: "
-                    f"{type(exc).__name__}: {exc}"
-                )
-                timers[side] = None
-            self.clock.lap("capture")  # the timer's calibration and CUDA graph
-        case.ref = None  # checked: the fp64 reference need not outlive the check (timers keep cases alive)
-        return errs, timers
-
     def once_rows(self, base_seed: int) -> list[dict[str, Any]]:
+        """--once: per case the contract check alone, nothing timed."""
         rows = []
         for case in self.cases(base_seed):
-            errs, _ = self.check_and_time(case)
-            rows += [
-                {**case.cols, **({"side": side} if self.a.ab else {}), "err": e, "prod": prod(case)}
-                for side, e in errs.items()
-            ]
+            err, why = case.check(self.mod)
+            self.clock.lap("check")  # inputs, the reference, the solution (its JIT compile the first time)
+            if why:
+                self.failed += 1
+                log(f"{self.spec.name} {case.shape.name} {case.cols.get('dtype', '')}: FAILS contract: {why}")
+            case.ref = None  # checked: the fp64 reference need not outlive the check
+            rows.append({**case.cols, "err": err, "prod": prod(case)})
         return rows
 
     def profile_rows(self, base_seed: int) -> list[dict[str, Any]]:
-        """--profile: per case, each side's function called `profile_calls_for(case.key)` times
+        """--profile: per case, the tree's function called `profile_calls_for(case.key)` times
         (PROFILE_CALLS unless kopt asks for more) inside the case's range (allocating its own output, as the
         contract check's second call does), each call on inputs of its own (`profile_inputs`);
         no reference, no comparison. Where kopt asks (KOPT_PROFILE_OUTPUTS), every call's
@@ -1010,7 +960,7 @@ class Bench:
         on the later calls (the profiler then sees a fraction of the work) is told apart. A
         call that raises is logged and its row's err is inf."""
         rows: list[dict[str, Any]] = []
-        where = os.environ.get(PROFILE_OUTPUTS_ENV, "") if not self.a.ab else ""
+        where = os.environ.get(PROFILE_OUTPUTS_ENV, "")
         later = ProfileEntries(self.torch)
         cases = self.cases(base_seed, reference=False, host=True)
         while True:
@@ -1021,37 +971,33 @@ class Bench:
             spent = {"inputs": time.perf_counter() - t0, "calls": 0.0, "outputs": 0.0}
             launched = 0.0  # of the calls' seconds, until each call returned (the rest: the wait for the GPU)
             calls = profile_calls_for(case.key, input_bytes=case.input_bytes if case.gpu else None)
-            for side, mod in self.mods.items():
-                err = math.nan
-                try:
-                    ranged = self.ranges.around(case.function(mod), case.range)
-                    rng, _ = audit_set(base_seed, case.key, 1)
-                    outputs: list[Future[dict[str, Any]]] = []
-                    for k in range(calls):
-                        t0 = time.perf_counter()
-                        args, kwargs = profile_inputs(case, k)
-                        t1 = time.perf_counter()
-                        result = ranged(*args, **kwargs)
-                        launched += time.perf_counter() - t1
-                        if self.gpu:
-                            self.torch.cuda.synchronize()
-                        t2 = time.perf_counter()
-                        if where:  # copied to the host at once: twelve calls' outputs never held together
-                            outputs += later.summaries.add(output_tensors(result), rng)
-                        del args, kwargs, result
-                        t3 = time.perf_counter()
-                        spent["inputs"] += t1 - t0
-                        spent["calls"] += t2 - t1
-                        spent["outputs"] += t3 - t2
-                    if where:
-                        later.add(case.cols, case.atol, case.rtol, outputs)
-                except Exception as exc:  # a broken candidate: its row says so, the profile goes on
-                    log(
-                        f"{self.spec.name} {case.shape.name} {case.cols.get('dtype', '')}{' ' + side if side else ''}: "
-                        f"{type(exc).__name__}: {exc}"
-                    )
-                    err = math.inf
-                rows.append({**case.cols, **({"side": side} if self.a.ab else {}), "err": err, "prod": prod(case)})
+            err = math.nan
+            try:
+                ranged = self.ranges.around(case.function(self.mod), case.range)
+                rng, _ = audit_set(base_seed, case.key, 1)
+                outputs: list[Future[dict[str, Any]]] = []
+                for k in range(calls):
+                    t0 = time.perf_counter()
+                    args, kwargs = profile_inputs(case, k)
+                    t1 = time.perf_counter()
+                    result = ranged(*args, **kwargs)
+                    launched += time.perf_counter() - t1
+                    if self.gpu:
+                        self.torch.cuda.synchronize()
+                    t2 = time.perf_counter()
+                    if where:  # copied to the host at once: twelve calls' outputs never held together
+                        outputs += later.summaries.add(output_tensors(result), rng)
+                    del args, kwargs, result
+                    t3 = time.perf_counter()
+                    spent["inputs"] += t1 - t0
+                    spent["calls"] += t2 - t1
+                    spent["outputs"] += t3 - t2
+                if where:
+                    later.add(case.cols, case.atol, case.rtol, outputs)
+            except Exception as exc:  # a broken candidate: its row says so, the profile goes on
+                log(f"{self.spec.name} {case.shape.name} {case.cols.get('dtype', '')}: {type(exc).__name__}: {exc}")
+                err = math.inf
+            rows.append({**case.cols, "err": err, "prod": prod(case)})
             self.clock.lap("profile")
             log(
                 f"profile {case.shape.name} {case.cols.get('dtype', '')}: "
@@ -1062,29 +1008,6 @@ class Bench:
         self.clock.lap("summaries")
         if where:
             write_profile_outputs(entries)
-        return rows
-
-    def ab_rows(self, base_seed: int) -> list[dict[str, Any]]:
-        """One A/B look: per case, both sides checked and timed block by block in ABBA order;
-        a row per (config, side, block), its `calls` the launches of that block."""
-        rows = []
-        for case in self.cases(base_seed):
-            errs, timers = self.check_and_time(case)
-            for block in range(self.a.blocks):  # each timer's launches in the case's range, nothing else
-                for side in ("best", "cand") if block % 2 == 0 else ("cand", "best"):
-                    t = timers[side]
-                    us = t.block() if t is not None else math.nan
-                    rows.append(
-                        {
-                            **case.cols,
-                            "side": side,
-                            "block": block,
-                            "us": us,
-                            "err": errs[side],
-                            "calls": t.reps if t is not None else 0,
-                            "prod": prod(case),
-                        }
-                    )
         return rows
 
     def timed_rows(
@@ -1275,11 +1198,6 @@ class Bench:
         )
         return row
 
-    @property
-    def mod(self) -> ModuleType:
-        """The one tree's module (without --ab)."""
-        return self.mods[""]
-
     def last_block_timer(self, case: Case, sets: TimedSets, t: Any) -> Any:
         """The timer of a config's last timed block (after `sets.refresh`): `t` itself where
         its blocks call each set once (the CPU's, and a GPU's whose launches are as many as
@@ -1443,7 +1361,7 @@ def why(exc: BaseException) -> str:
 
 def main(spec: Spec | str | Path, argv: list[str] | None = None, *, tree: str | Path | None = None) -> int:
     """The bench's command line (parse_args) on `spec` (a Spec, or a bundled kernel's
-    folder); `tree` is where the function is found without --ab (default: the folder given,
+    folder); `tree` is where the function is found (default: the folder given,
     else the working directory, where kopt runs the bench). Returns the exit status."""
     clock = PhaseClock()
     go = hold.hold_file()
@@ -1464,11 +1382,11 @@ def main(spec: Spec | str | Path, argv: list[str] | None = None, *, tree: str | 
     clock.lap("torch")  # its import and the driver's
     a = parse_args(argv, gpu)
     bench = Bench(spec, a, torch, gpu, clock, a.tree or tree, predrawn=drawn)
-    clock.lap("setup")  # the CUDA context, the contract and both trees' modules
+    clock.lap("setup")  # the CUDA context, the contract and the tree's module
     if not gpu:
         log(f"{bench.spec.name}: no GPU: the Triton interpreter on the CPU; timings are CPU timings")
     if a.serve:
-        from .serve import serve_ab, serve_tree
+        from .serve import serve_tree
 
         log("serving: " + clock.line())  # what a served process's start cost, before its first look
 
@@ -1476,18 +1394,10 @@ def main(spec: Spec | str | Path, argv: list[str] | None = None, *, tree: str | 
             sys.stdout.write(msg + "\n")
             sys.stdout.flush()
 
-        return (serve_ab if a.ab else serve_tree)(bench, sys.stdin, reply)
+        return serve_tree(bench, sys.stdin, reply)
     if seed is None:
         seed = run_seed(a)
-    rows = (
-        bench.profile_rows(seed)
-        if a.profile
-        else bench.once_rows(seed)
-        if a.once
-        else bench.ab_rows(seed)
-        if a.ab
-        else bench.timed_rows(seed)
-    )
+    rows = bench.profile_rows(seed) if a.profile else bench.once_rows(seed) if a.once else bench.timed_rows(seed)
     clock.lap("timing")
     write_csv(rows, a.out)
     log(clock.line())

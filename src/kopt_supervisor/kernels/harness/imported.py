@@ -571,7 +571,7 @@ class Drawn:
 class ImportedBench(Bench):
     """A Bench whose configs are an imported perf_report bench's: serve.serve_tree drives it as
     it drives a Spec's (timed_rows, commitment, audit, reload, and Bench's release_cache and
-    memory_full). The Spec side of Bench (cases, checks, the A/B modes) is not used here and
+    memory_full). The Spec side of Bench (cases, checks) is not used here and
     not set up: Bench.__init__ is not called."""
 
     prepares = False  # its looks are whole: `prepare` is answered `unprepared`

@@ -1,13 +1,13 @@
 """A KernelBench-style problem on kopt's harness: `ModelNew` timed and checked against `Model`.
 
     python -m kopt_supervisor.kernels.harness.kernelbench --ref level1/23_Softmax.py --new solution.py
-    python -m kopt_supervisor.kernels.harness.kernelbench --ref REF --new NEW --ab BEST CAND --serve
+    python -m kopt_supervisor.kernels.harness.kernelbench --ref REF --new NEW --serve
 
 The reference file (KernelBench's problem: `class Model(nn.Module)`, `get_inputs()`,
 `get_init_inputs()`, module-level sizes such as `batch_size = 16`) is read from the working
-directory's tree (kopt runs the bench in best/, and kopt.toml protects the file); the file
-holding `ModelNew` (same constructor arguments, same forward signature) is found in each tree
-(`--new`, relative to the tree), so `--ab BEST CAND` times both trees' ModelNew side by side.
+directory's tree (kopt runs the bench in each tree, and kopt.toml protects the file); the file
+holding `ModelNew` (same constructor arguments, same forward signature) is found in the same
+tree (`--new`, relative to it): kopt serves each tree's ModelNew in a process of its own.
 
 Per run: both models are built after the same `torch.manual_seed` (KernelBench's rule: equal
 seeds give equal weights), moved to the device and dtype; the inputs come from `get_inputs()`
@@ -16,7 +16,7 @@ after seeding torch's generator with the run's seed (fresh inputs every run); th
 KernelBench's tolerance 1e-2/1e-2 by default (`--atol`, `--rtol`). The config columns are the
 problem's name, its module-level integer sizes, the dtype and element size. Everything else is
 harness/bench.py: CUDA graphs (eager events when the model cannot be captured), L2 flush,
-rotated inputs, NVTX ranges, the A/B and served modes, the CPU path. `--which baseline` times
+rotated inputs, NVTX ranges, the served mode, the CPU path. `--which baseline` times
 `Model` itself.
 
 Imports torch only when run.
@@ -107,7 +107,7 @@ def problem_spec(
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         description="a KernelBench Model/ModelNew pair on kopt's harness "
-        "(the harness's options follow: --ab, --serve, --dtypes, ...)"
+        "(the harness's options follow: --serve, --dtypes, ...)"
     )
     ap.add_argument("--ref", required=True, help="the problem file (Model, get_inputs, get_init_inputs)")
     ap.add_argument("--new", required=True, help="the file defining ModelNew, relative to each tree")

@@ -1,4 +1,4 @@
-"""Import a source file by path under a chosen module name (two trees' solutions side by side)."""
+"""Import a source file by path under a chosen module name (a tree's solution, a contract)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,10 @@
 """Find the function to time in a tree: by file path or by module name, one copy per tree.
 
-In A/B mode one process holds the best tree's code and the candidate's side by side, so each
-tree's module must be its own object:
+Each import is the tree's own module object, never one imported before or found elsewhere (a
+served process imports its tree again on `load` and must read the tree's files as they are then):
 
 - `path/in/tree.py:func`: the file is executed as a module of a name of its own per tree
-  and side (loader.load_module); it finds its neighbours through `__file__`.
+  and tag (loader.load_module); it finds its neighbours through `__file__`.
 - `package.module:func`: the tree goes first on sys.path, every module of that top-level
   package already imported is set aside, the module is imported, and the package's modules
   (this tree's copy) are taken out of sys.modules again and kept alive with the function:
@@ -46,7 +46,7 @@ class Located:
 
 def locate(tree: str | Path, locator: str, tag: str) -> Located:
     """The function `locator` names inside `tree`; `tag` makes the module names unique per
-    side ("best", "cand", "this")."""
+    caller (the bench's tree: "this")."""
     tree = Path(tree).resolve()
     where, func = parse_locator(locator, "function")
     if is_path_locator(where):

@@ -31,9 +31,9 @@ A request that cannot be parsed gets `fail ? WHY` and the process goes on; an ex
 a look or an audit gets `fail N WHY` and the process leaves (a CUDA error is sticky: kopt
 starts a fresh one). EOF on stdin: the process leaves.
 
-Two trees in one process (`--ab BEST CAND --serve`, `[target].ab_command` + `ab_serve`, kept
-for benches configured that way): `look N PATH` -> one A/B look as CSV with `side` and `block`
-(`done N` | `done N last` | `fail N WHY`), `reload` -> `reloaded` (both trees imported again).
+A process never holds two trees: the two-tree protocol (`--ab BEST CAND --serve`, `look N PATH`
+and `reload`) was removed on 2026-12-01 with the harness's A/B mode, because candidate code
+in one process with best's could bend best's measurement.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .bench import Bench, PhaseClock, Prepared, log, new_seed, why, write_csv
+from .bench import Bench, PhaseClock, Prepared, log, why, write_csv
 
 INTEGER = re.compile(r"-?[0-9]+")
 COMMITMENT_SUFFIX = ".sets.json"
@@ -75,16 +75,16 @@ class Request:
     path: str = ""
 
 
-def load_again(bench: Bench, reply: Callable[[str], None], verb: str) -> bool:
-    """`load` (one tree) or `reload` (--ab): import the tree(s) again and reply `<verb>ed`;
-    a tree that cannot even be imported gets `fail <verb> why` (the process then leaves)."""
+def load_again(bench: Bench, reply: Callable[[str], None]) -> bool:
+    """`load`: import the tree again and reply `loaded`; a tree that cannot even be imported
+    gets `fail load WHY` (the process then leaves)."""
     try:
         bench.reload()
     except Exception as exc:
-        log(f"{verb}: {type(exc).__name__}: {exc}")
-        reply(f"fail {verb} {why(exc)}")
+        log(f"load: {type(exc).__name__}: {exc}")
+        reply(f"fail load {why(exc)}")
         return False
-    reply(f"{verb}ed")
+    reply("loaded")
     return True
 
 
@@ -136,7 +136,7 @@ def serve_tree(bench: Bench, requests: Iterable[str], reply: Callable[[str], Non
             return 0
         if req.kind == "load":
             ready = None
-            if not load_again(bench, reply, "load"):
+            if not load_again(bench, reply):
                 return 1
         elif req.kind == "prepare":
             ready = None
@@ -200,43 +200,4 @@ def serve_tree(bench: Bench, requests: Iterable[str], reply: Callable[[str], Non
             reply(f"audited {req.n}")
             if leaving:
                 return 0
-    return 0
-
-
-def serve_ab(bench: Bench, requests: Iterable[str], reply: Callable[[str], None]) -> int:
-    """Answer the two-tree protocol until stdin ends (or memory is half full). `look N PATH`:
-    one A/B measurement with fresh inputs, written as CSV to PATH; the reply is `done N`
-    (`done N last` when the process leaves after it), or `fail N why` when the look could not
-    be measured (the process then leaves). `reload`: import both trees again (a new decision:
-    kopt may have moved best/ and the proposer changed cand/); the reply is `reloaded`."""
-    for line in requests:
-        words = line.split(maxsplit=2)
-        if not words:
-            continue
-        if words == ["reload"]:
-            if not load_again(bench, reply, "reload"):
-                return 1
-            continue
-        if len(words) != 3 or words[0] != "look":
-            reply(f"fail ? not a request (`look N PATH`): {line.strip()[:80]!r}")
-            continue
-        n, path = words[1], words[2].strip()
-        bench.clock = PhaseClock(since_process_start=False)
-        try:
-            rows = bench.ab_rows(new_seed())
-            bench.clock.lap("timing")
-            write_csv(rows, path, stdout=False)
-        except Exception as exc:  # a broken candidate fails its own rows: this is the harness or CUDA itself
-            log(f"look {n}: {type(exc).__name__}: {exc}")
-            reply(f"fail {n} {why(exc)}")
-            return 1  # a CUDA error is sticky: a fresh process serves the next look
-        log(f"look {n}: " + bench.clock.line())
-        bench.release_cache()
-        if bench.memory_full(bench.a.serve_memory):
-            log(
-                f"kept buffers past {bench.a.serve_memory:.0%} of the GPU's memory, or the device short of free memory: leaving after look {n}"
-            )
-            reply(f"done {n} last")
-            return 0
-        reply(f"done {n}")
     return 0

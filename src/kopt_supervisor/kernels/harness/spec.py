@@ -4,8 +4,8 @@ A Spec names the function to time and where it lives in a tree (`function`: a fi
 inside the tree, `"ops/softmax.py:softmax"`, or a module name, `"mypkg.ops:softmax"`), the
 configs (`shapes`, each marked production, regression or small), the inputs
 (`make_inputs`), an fp64 `reference`, and the tolerances per dtype. The driver
-(harness/bench.py) turns it into kopt's CSV in each mode: one tree (process-level), two trees
-interleaved (`--ab BEST CAND`, kopt's ab_command), and served looks (`--serve`).
+(harness/bench.py) turns it into kopt's CSV in each mode: one tree per run (process-level),
+and served looks of one tree per process (`--serve`).
 
 The bundled kernels declare the same thing as a contract module (contract.py + roofline.py
 beside solution/ and baseline/): `spec_from_folder` reads them into a Spec, so both use one
