@@ -595,6 +595,8 @@ class Timing:
     def __init__(self, torch: Any, gpu: bool, block_us: float, max_reps: int, spin_us: float = SPIN_US) -> None:
         self.torch, self.gpu, self.block_us, self.max_reps = torch, gpu, block_us, max_reps
         self.flush = L2Flush(torch, spin_us=spin_us) if gpu else None
+        if self.flush is not None and spin_us > 0 and not self.flush.spin_cycles:
+            log("this torch has no torch.cuda._sleep: no spin after the L2 flush (timing.SPIN_US)")
         self.l2 = l2_bytes(torch) if gpu else 0
         self.pool: Any = None
         """The memory pool every CUDA graph capture shares (share_pool); None: each its own."""

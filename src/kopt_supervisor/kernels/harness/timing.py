@@ -235,7 +235,8 @@ class L2Flush:
         self.torch = torch
         self.nbytes = max(2 * l2_bytes(torch, device), FLUSH_MIN_BYTES)
         self.buffer = torch.empty(self.nbytes // 4, dtype=torch.int32, device="cuda")
-        self.spin_cycles = int(spin_us * SPIN_CYCLES_PER_US)
+        self.spin_cycles = int(spin_us * SPIN_CYCLES_PER_US) if hasattr(torch.cuda, "_sleep") else 0
+        """0 where this torch build has no torch.cuda._sleep: no spin (the harness says so)."""
 
     def __call__(self) -> None:
         self.buffer.zero_()
