@@ -37,6 +37,8 @@ def test_defaults_are_the_reference_program_values():
         (MIN + "[propose.tune]\nparams = 'p.json'\nspace = {BLOCK = []}\n", "[propose.tune].space.BLOCK must list"),
         (MIN + 'ab_command = "python ab.py {best} {cand}"\n', "kopt no longer measures both trees in one process"),
         (MIN + "ab_serve = true\n", "[target].ab_serve = True: kopt no longer measures both trees in one process"),
+        (MIN + "ab_serve = 0\n", "[target].ab_serve = 0: kopt no longer"),  # only false is its off value
+        (MIN + "ab_command = false\n", "[target].ab_command = False: kopt no longer"),
         (MIN + "[profile]\nkernel = '('\n", "[profile].kernel is not a valid regex"),
         ("[target\n", "not valid TOML"),
     ],

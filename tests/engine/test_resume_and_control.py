@@ -376,3 +376,31 @@ def test_a_keep_bought_where_no_confirmation_watches_is_refuted_in_fresh_process
     assert len(at_end) == 1 and {"fresh_0_best", "fresh_0_cand", "best"} <= at_end[0], at_end
     best_tree = tree_of(ws.best, v2.commit or "")
     assert {p.name for p in (ws.dir / "cache").iterdir()} <= {f"best-{best_tree[:20]}"}
+
+
+def test_a_run_made_with_the_one_process_ab_command_is_shown_but_never_run_again(fake_env, capsys):
+    """A run whose sealed config sets the ab_command (removed on 2026-12-01): `kopt status` and
+    its report still read it (the key ignored), and `kopt run` refuses it in one line naming
+    [target].serve, exits non-zero and changes nothing of its history."""
+    from kopt_supervisor.engine.workspace import config_seal
+
+    repo, root = fake_env(["gain5"])
+    ws = init(repo, root)
+    assert run_engine(ws, max_iters=1) == 0
+    before = statuses(ws)
+    with Store(ws.db_path) as s:
+        text = str(s.get("frozen_config")).replace(
+            "[target]\n", '[target]\nab_command = "python ab.py {best} {cand}"\n', 1
+        )
+        assert "ab_command" in text
+        s.set("frozen_config", text)
+        s.set("frozen_config_seal", config_seal(read_secret(ws.dir), text))
+    ws.config_path.write_text(text)
+    assert ws.load_config().target.bench  # shown: the key ignored
+    assert kopt(["--root", str(root), "status", "t"]) == 0
+    capsys.readouterr()
+    assert kopt(["--root", str(root), "run", "t", "--foreground", "--max-iters", "1", "--no-sandbox"]) != 0
+    err = capsys.readouterr().err
+    assert "[target].ab_command = 'python ab.py {best} {cand}': kopt no longer measures both trees" in err, err
+    assert "[target].serve" in err
+    assert statuses(ws) == before

@@ -385,10 +385,15 @@ def test_a_refused_capture_gets_no_call_outside_the_range():
     assert work and all(inside for _, inside in work), "a call of the tree ran outside the range"
 
 
-def test_the_flush_spins_after_zeroing_by_default_and_not_with_spin_us_0():
-    """After the flush's zeroing the GPU spins (torch.cuda._sleep) SPIN_US before the block's
-    start event, so the block's launches are queued before the GPU reaches them; the harness's
-    --spin-us defaults to it, and 0 turns it off."""
+def test_only_a_graphs_block_spins_after_the_flush_and_the_spin_is_bound_once():
+    """L2Flush zeroes; its spin() keeps the GPU busy SPIN_US (torch.cuda._sleep, looked up at
+    construction: a later patch of torch.cuda._sleep is never called) and is given to the graph
+    timers alone, between the flush and the start event. An eager block and the calibration
+    (one_call_us, which calls the flush alone) never spin: their launches' host time is what
+    they measure. --spin-us
+    defaults to SPIN_US; 0, or a torch without _sleep, means no spin and never an error."""
+    from kopt_supervisor.kernels.harness import bench
+
     log: list[str] = []
 
     class Buffer:
@@ -400,17 +405,39 @@ def test_the_flush_spins_after_zeroing_by_default_and_not_with_spin_us_0():
         _sleep=lambda cycles: log.append(f"sleep {cycles}"),
     )
     torch = SimpleNamespace(cuda=cuda, int32="i32", empty=lambda n, dtype, device: Buffer())
-    timing.L2Flush(torch)()
+    flush = timing.L2Flush(torch)
+    cuda._sleep = lambda cycles: log.append("patched")  # the candidate's, after the harness's flush was made
+    flush()
+    flush.spin()
     assert log == ["zero", f"sleep {int(timing.SPIN_US * timing.SPIN_CYCLES_PER_US)}"]
     assert timing.SPIN_US >= 50  # a margin the H200's measurement showed enough (part22)
     log.clear()
-    timing.L2Flush(torch, spin_us=0.0)()
-    assert log == ["zero"]
-    from kopt_supervisor.kernels.harness import bench
-
+    timing.L2Flush(torch, spin_us=0.0).spin()
+    del cuda._sleep
+    timing.L2Flush(torch).spin()
+    assert log == []
     assert bench.parse_args([], True).spin_us == timing.SPIN_US
     assert bench.parse_args(["--spin-us", "0"], True).spin_us == 0.0
-    log.clear()  # a torch build without torch.cuda._sleep: the flush alone, never an error in a block
-    del cuda._sleep
-    timing.L2Flush(torch)()
-    assert log == ["zero"]
+
+    # the block's order: flush, spin, start event, the replay, end event
+    torch2, cuda2, fn, flush2 = make()
+    t = timing.GraphTimer(torch2, fn, reps=5, flush=flush2, warm_blocks=0, spin=lambda: cuda2.log.append("spin"))
+    cuda2.log.clear()
+    t.block()
+    assert cuda2.log == ["flush", "spin", "record", "replay x5", "record", "sync"]
+
+    # Timing hands the spin to graph timers only; the eager fallback and the calibration get none
+    made: dict[str, object] = {}
+    timing_ = bench.Timing.__new__(bench.Timing)
+    timing_.torch, timing_.pool = torch2, None
+    timing_.flush = SimpleNamespace(spin="the flush's spin")  # type: ignore[assignment]
+    real_graph, real_event = bench.GraphTimer, bench.EventTimer
+    try:
+        bench.GraphTimer = lambda *a, **kw: made.setdefault("graph", kw.get("spin"))  # type: ignore[assignment,misc]
+        bench.EventTimer = lambda *a, **kw: made.setdefault("eager", kw.get("spin", "none"))  # type: ignore[assignment,misc]
+        timing_._block_timer(fn, 3, timing_.flush, True, None)  # type: ignore[arg-type]
+        timing_._block_timer(fn, 3, timing_.flush, False, None)  # type: ignore[arg-type]
+    finally:
+        bench.GraphTimer, bench.EventTimer = real_graph, real_event  # type: ignore[misc]
+    assert made == {"graph": "the flush's spin", "eager": "none"}
+    # (the calibration calls the flush itself, which only zeroes: above)

@@ -206,6 +206,19 @@ def test_gpu_commands_environment_provenance(demo, report):
     cmds = s["Commands"]
     assert f"`{cfg.target.bench}`" in cmds and f"`{cfg.propose.command}`" in cmds
     assert f"`{cfg.format.command}`" in cmds
+    assert "Served looks" not in cmds  # a process-level run: the bench is what measured
+    # a served run's samples come from its serve command: the report names it beside the bench
+    from dataclasses import replace
+
+    from kopt_supervisor.engine.report import prepare
+    from kopt_supervisor.engine.report.provenance import commands
+
+    inp = prepare(demo).inputs
+    served = replace(inp, cfg=replace(cfg, target=replace(cfg.target, serve="python serve.py --serve")))
+    assert (
+        "- Served looks (one process per tree, run in its worktree; the decisions' samples): `python serve.py --serve`"
+        in commands(served)
+    )
 
     env = s["Environment"]
     assert f"Bench Python: {platform.python_version()} `{sys.executable}`" in env

@@ -160,7 +160,9 @@ class Workspace:
         return Store(self.require().db_path, readonly=readonly)
 
     def load_config(self) -> Config:
-        return load_config_file(self.config_path)
+        """The run's frozen kopt.toml, read to show the run (config/toml_io.py `loads`, `past`):
+        an engine starting on it reads run.db's sealed copy itself (loop/context.py `open_run`)."""
+        return load_config_file(self.config_path, past=True)
 
 
 def list_workspaces(root: Path) -> list[Workspace]:

@@ -339,21 +339,25 @@ def _inside(path: str) -> bool:
     return bool(path.strip()) and not p.is_absolute() and ".." not in p.parts and not path.startswith("~")
 
 
-def load(path: str | Path) -> Config:
+def load(path: str | Path, *, past: bool = False) -> Config:
+    """`past`: as `loads`."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise BadInput(f"{path}: cannot read: {exc.strerror}") from None
-    return loads(text, source=str(path))
+    return loads(text, source=str(path), past=past)
 
 
-def loads(text: str, *, source: str = "kopt.toml") -> Config:
+def loads(text: str, *, source: str = "kopt.toml", past: bool = False) -> Config:
+    """`past`: the config of a run that exists, read to show it (status, report, dashboard):
+    a withdrawn feature's key is ignored whatever its value (WITHDRAWN); an engine that would
+    run it reads it without `past`, and refuses it."""
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise BadInput(f"{source}: not valid TOML: {exc}") from None
-    cfg = _build(Config, data, source, "")
+    cfg = _build(Config, data, source, "", past)
     validate(cfg, source)
     return cfg
 
@@ -367,12 +371,14 @@ ONE_PROCESS = (
     "measurement): serve each tree in its own process with [target].serve (docs/byo-kernel.md), "
     "or remove the key to run the bench once per tree"
 )
-WITHDRAWN = {"target.ab_command": ONE_PROCESS, "target.ab_serve": ONE_PROCESS}
-"""Keys whose feature was removed: an empty or false value (a run's frozen kopt.toml from
-before) is accepted and ignored; any other is refused with the reason and what to use."""
+WITHDRAWN = {"target.ab_command": ("", ONE_PROCESS), "target.ab_serve": (False, ONE_PROCESS)}
+"""Keys whose feature was removed, with their off value: that value (what a run's frozen
+kopt.toml from before holds when it did not use the feature) is accepted and ignored; any other
+is refused with the reason and what to use, except when a run that already exists is read to be
+shown (`loads(past=True)`: its status, report, dashboard), never to be run."""
 
 
-def _build(cls: type, data: Any, source: str, where: str) -> Any:
+def _build(cls: type, data: Any, source: str, where: str, past: bool = False) -> Any:
     if not isinstance(data, dict):
         raise BadInput(f"{source}: [{where}] must be a table")
     fields = {f.name: f for f in dataclasses.fields(cls)}
@@ -383,8 +389,9 @@ def _build(cls: type, data: Any, source: str, where: str) -> Any:
         if dotted in RETIRED:
             continue
         if dotted in WITHDRAWN:
-            if value not in ("", False):
-                raise BadInput(f"{source}: {_show(dotted)} = {value!r}: {WITHDRAWN[dotted]}")
+            off, why = WITHDRAWN[dotted]
+            if not past and (type(value) is not type(off) or value != off):
+                raise BadInput(f"{source}: {_show(dotted)} = {value!r}: {why}")
             continue
         if key not in fields:
             hint = difflib.get_close_matches(key, fields, n=1)
@@ -392,7 +399,7 @@ def _build(cls: type, data: Any, source: str, where: str) -> Any:
             raise BadInput(f"{source}: unknown key {_show(dotted)}{more}")
         typ = hints[key]
         if isinstance(typ, type) and dataclasses.is_dataclass(typ):
-            kwargs[key] = _build(typ, value, source, dotted)
+            kwargs[key] = _build(typ, value, source, dotted, past)
         else:
             kwargs[key] = _coerce(value, typ, source, dotted)
     return cls(**kwargs)

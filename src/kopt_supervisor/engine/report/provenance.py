@@ -132,6 +132,10 @@ def commands(inp: ReportInputs) -> list[str]:
         + (f"`{t.correct}`" if t.correct else "metric present and finite")
         + "; NaN/Inf always fail",
     ]
+    if t.serve:
+        lines.append(
+            f"- Served looks (one process per tree, run in its worktree; the decisions' samples): {code(t.serve)}"
+        )
     lines.append(
         f"- Proposer: `{cfg.propose.kind}`"
         + (f", command {code(cfg.propose.command)}" if cfg.propose.command else "")

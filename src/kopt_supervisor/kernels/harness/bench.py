@@ -590,7 +590,8 @@ class Case:
 
 
 class Timing:
-    """Block timers on this machine (GPU: graphs + L2 flush; CPU: the process's CPU time)."""
+    """Block timers on this machine (GPU: graphs + L2 flush, the spin before a graph's block; CPU:
+    the process's CPU time)."""
 
     def __init__(self, torch: Any, gpu: bool, block_us: float, max_reps: int, spin_us: float = SPIN_US) -> None:
         self.torch, self.gpu, self.block_us, self.max_reps = torch, gpu, block_us, max_reps
@@ -675,7 +676,7 @@ class Timing:
             return CpuTimer(cycle(calls), len(calls), warm_blocks=0, span=span)
         if graphed:
             try:
-                return ColdGraphTimer(self.torch, calls, self.flush, span=span, pool=self.pool)
+                return ColdGraphTimer(self.torch, calls, self.flush, span=span, pool=self.pool, spin=self.flush.spin)
             except Exception as exc:  # what a graph cannot capture runs eagerly
                 self.torch.cuda.synchronize()
                 log(f"the last block's CUDA graph capture failed ({type(exc).__name__}: {str(exc)[:120]}): eager")
@@ -689,7 +690,7 @@ class Timing:
         if not graph:
             return EventTimer(self.torch, fn, reps, flush, span=span)
         try:
-            return GraphTimer(self.torch, fn, reps, flush, span=span, pool=self.pool)
+            return GraphTimer(self.torch, fn, reps, flush, span=span, pool=self.pool, spin=flush.spin)
         except Exception as exc:  # what a graph cannot capture (host syncs, allocations...) runs eagerly
             self.torch.cuda.synchronize()
             log(
@@ -842,7 +843,7 @@ def parse_args(argv: list[str] | None, gpu: bool) -> argparse.Namespace:
         "--spin-us",
         type=float,
         default=SPIN_US,
-        help="on a GPU: after each block's L2 flush, keep the GPU busy this long (torch.cuda._sleep) so the "
+        help="on a GPU: after a CUDA graph block's L2 flush, keep the GPU busy this long (torch.cuda._sleep) so the "
         f"block's launches are queued before it reaches them (default {SPIN_US:g}; 0: none; timing.SPIN_US)",
     )
     ap.add_argument(
@@ -889,9 +890,10 @@ class Bench:
         self.ranges = open_ranges(torch, gpu)
         if gpu and self.ranges.why:
             log(f"{spec.name}: no profiler ranges: {self.ranges.why}")
+        # the timer's flush (and the spin it looked up) before the tree's code is imported
+        self.timing = Timing(torch, gpu, a.block_us, max_reps=1000 if gpu else 50, spin_us=a.spin_us)
         self.reload()
         self.dtypes, self.shapes = chosen_configs(spec, a, gpu)
-        self.timing = Timing(torch, gpu, a.block_us, max_reps=1000 if gpu else 50, spin_us=a.spin_us)
         self.failed = 0
         self.looked: list[tuple[Case, TimedSets]] = []
         """The last look's cases and timed sets (timed_rows), for `audit`."""

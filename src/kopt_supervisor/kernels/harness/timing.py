@@ -205,9 +205,9 @@ def l2_bytes(torch: Any, device: int = 0) -> int:
 
 
 SPIN_US = 100.0
-"""How long the GPU spins after each block's L2 flush, before the block's start event (--spin-us,
-0: none). Measured on the H200 (experiments/process_offset.py, 2026-12-01, 8 fresh process pairs
-x 6 looks of A/A per variant): without the spin, a look's per-config log ratio had a 0.9-2.0% sd
+"""How long the GPU spins after a CUDA graph block's L2 flush, before the block's start event
+(L2Flush.spin; --spin-us, 0: none). Measured on the H200 (experiments/process_offset.py,
+2026-12-01, 8 fresh process pairs x 6 looks of A/A per variant): without the spin, a look's per-config log ratio had a 0.9-2.0% sd
 within a pair of processes, and the pairs' means spread by up to 0.7% more than that explains
 (the common per-decision offset of docs/h100-wave3/part21); with 100 µs of spin the sd within a
 pair fell to 0.14-0.35% (one-row 0.79%) and the offset to 0.0-0.28%
@@ -221,27 +221,32 @@ SPIN_CYCLES_PER_US = 2000
 class L2Flush:
     """Zeroes a buffer of max(2 x L2, 64 MiB) bytes; call before each timed block.
 
-    After the zeroing the GPU spins `spin_us` (SPIN_US; torch.cuda._sleep), so that the host has
-    enqueued the block's start event and its launches before the GPU reaches them (NVBench holds
-    its stream with a blocking kernel for the same reason: nvbench/blocking_kernel.cuh). Without
-    it, a block whose launches reach the GPU after the flush has ended counts the GPU's wait for
-    the host between its events: a host slower to enqueue (its core, its caches) reads every
-    short block a few microseconds longer, an offset its process keeps for life. The spin is
-    before the start event: it is no block's time. What it can hide is the host's time for the
-    first ~100 µs of a block's enqueue, which a CUDA graph's block has none of beyond its one
-    replay call, and an eager block (timing.EventTimer) mostly keeps."""
+    `spin()`, after the zeroing and before a CUDA graph's block (GraphTimer, ColdGraphTimer:
+    Timing passes it to them alone), keeps the GPU busy `spin_us` (SPIN_US; torch.cuda._sleep,
+    looked up once, here), so that the host has enqueued the block's start event and its replay
+    before the GPU reaches them (NVBench holds its stream with a blocking kernel for the same
+    reason: nvbench/blocking_kernel.cuh). Without it, a block whose replay reaches the GPU after
+    the flush has ended counts the GPU's wait for the host between its events: a host slower to
+    enqueue (its core, its caches) reads every short block a few microseconds longer, an offset
+    its process keeps for life. The spin is before the start event, no block's time, and a
+    graph's block has no host time of its own to hide beyond its one replay call. An eager block
+    (EventTimer) and a calibration (one_call_us) never spin: their launches' host time is part of
+    what they measure, and a spin would hide its first ~100 µs."""
 
     def __init__(self, torch: Any, device: int = 0, spin_us: float = SPIN_US) -> None:
         self.torch = torch
         self.nbytes = max(2 * l2_bytes(torch, device), FLUSH_MIN_BYTES)
         self.buffer = torch.empty(self.nbytes // 4, dtype=torch.int32, device="cuda")
-        self.spin_cycles = int(spin_us * SPIN_CYCLES_PER_US) if hasattr(torch.cuda, "_sleep") else 0
+        self.sleep = getattr(torch.cuda, "_sleep", None)
+        self.spin_cycles = int(spin_us * SPIN_CYCLES_PER_US) if self.sleep is not None else 0
         """0 where this torch build has no torch.cuda._sleep: no spin (the harness says so)."""
 
     def __call__(self) -> None:
         self.buffer.zero_()
-        if self.spin_cycles > 0:
-            self.torch.cuda._sleep(self.spin_cycles)
+
+    def spin(self) -> None:
+        if self.spin_cycles > 0 and self.sleep is not None:
+            self.sleep(self.spin_cycles)
 
 
 class EventTimer:
@@ -258,8 +263,10 @@ class EventTimer:
         warm_blocks: int = 2,
         span: Callable[[], AbstractContextManager[Any]] | None = None,
         pool: Any = None,
+        spin: Callable[[], None] | None = None,
     ) -> None:
         self.torch, self.fn, self.reps, self.flush = torch, fn, reps, flush
+        self.spin = spin  # after the flush, before the start event (L2Flush.spin: graph timers only)
         self.pool = pool  # the graph timers' capture pool (capturing)
         self.span = span or nullcontext  # the profiler range around the timed launches only
         self.prepare()
@@ -277,6 +284,8 @@ class EventTimer:
 
     def block(self) -> float:
         self.flush()  # outside the range: the flush is no launch of the config's
+        if self.spin is not None:
+            self.spin()
         with self.span():
             self.start.record()
             self.launch()
@@ -320,9 +329,12 @@ class ColdGraphTimer(EventTimer):
         flush: Callable[[], None],
         span: Callable[[], AbstractContextManager[Any]] | None = None,
         pool: Any = None,
+        spin: Callable[[], None] | None = None,
     ) -> None:
         self.calls = list(calls)
-        super().__init__(torch, cycle(self.calls), len(self.calls), flush, warm_blocks=0, span=span, pool=pool)
+        super().__init__(
+            torch, cycle(self.calls), len(self.calls), flush, warm_blocks=0, span=span, pool=pool, spin=spin
+        )
 
     def prepare(self) -> None:
         self.graph = self.torch.cuda.CUDAGraph()
