@@ -207,11 +207,11 @@ def l2_bytes(torch: Any, device: int = 0) -> int:
 SPIN_US = 100.0
 """How long the GPU spins after a CUDA graph block's L2 flush, before the block's start event
 (L2Flush.spin; --spin-us, 0: none). Measured on the H200 (experiments/process_offset.py,
-2026-12-01, 8 fresh process pairs x 6 looks of A/A per variant): without the spin, a look's per-config log ratio had a 0.9-2.0% sd
-within a pair of processes, and the pairs' means spread by up to 0.7% more than that explains
-(the common per-decision offset of docs/h100-wave3/part21); with 100 µs of spin the sd within a
-pair fell to 0.14-0.35% (one-row 0.79%) and the offset to 0.0-0.28%
-(docs/h100-wave3/part22-the-spin-after-the-flush-h200.md)."""
+2026-12-01, 8 fresh process pairs x 6 looks of A/A per variant): without the spin, a look's
+per-config log ratio had a 0.9-2.0% sd within a pair of processes, and the pairs' means spread
+by up to 0.7% more than that explains (the common per-decision offset of
+docs/h100-wave3/part21); with 100 µs of spin the sd within a pair fell to 0.14-0.35% (one-row
+0.79%) and the offset to 0.0-0.28% (docs/h100-wave3/part22-the-spin-after-the-flush-h200.md)."""
 
 SPIN_CYCLES_PER_US = 2000
 """GPU clock cycles per microsecond of spin (about: an H100's and an H200's SMs run at up to
