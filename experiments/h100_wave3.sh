@@ -27,6 +27,7 @@
 # part1: WAVE3_DEMOS (rmsnorm,adaln), WAVE3_DEMO_S (300: the first demo's wall time),
 # WAVE3_DEMO_ITERS; part2: WAVE3_AA_N (30), WAVE3_SOFTMAX=0 (skip softmax); part4:
 # WAVE3_P4_TRIES (20), WAVE3_P4_PROFILE=1 (the profiler on every keep: ~1 min each),
+# WAVE3_P4_PROCESS=1 (the process-level bench instead of the served one),
 # WAVE3_P4_STEP=class:param:tuned:slow (skip the prescan, e.g. dclass=narrow:num_warps:2:4),
 # WAVE3_PRESCAN_S (60), WAVE3_P4_TARGET_PCT (3; smoke 25).
 cd "$(dirname "$0")/.." || exit 2

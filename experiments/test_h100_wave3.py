@@ -426,3 +426,20 @@ def test_the_script_refuses_an_unknown_part() -> None:
         ["bash", str(REPO / "experiments" / "h100_wave3.sh"), "part9"], capture_output=True, text=True, timeout=30
     )
     assert got.returncode == 2 and "part1|part2|part3|part4" in got.stdout
+
+
+def test_the_power_parts_config_is_served_unless_it_asks_for_the_process_level_bench(tmp_path: Path) -> None:
+    """part4's WAVE3_P4_PROCESS=1: the same RMSNorm run without the catalog's `serve`, so the
+    ~3% step is tried through the process-level bench too (issue 26: served and process-level)."""
+    from experiments.h100_wave3 import targets
+    from kopt_supervisor.engine.config.toml_io import loads
+
+    repo = targets.rms_repo(tmp_path / "repo", cpu=True)
+    plan = tmp_path / "plan.json"
+    served = loads(targets.rms_config(repo, tmp_path / "p.py", plan, profile=False))
+    process = loads(targets.rms_config(repo, tmp_path / "p.py", plan, profile=False, process=True))
+    assert "--serve" in served.target.serve
+    assert (process.target.serve, process.target.serve_prepare) == ("", False)
+    assert process.target.bench == served.target.bench and process.decide == served.decide
+    (tmp_path / "kopt.toml").write_text(targets.rms_config(repo, tmp_path / "p.py", plan, profile=False, process=True))
+    assert targets.measured_through(tmp_path / "kopt.toml") == "process-level bench runs"

@@ -20,7 +20,8 @@ part3  hostile on the GPU: a timer patch the diff scan does not see (bench faste
        timed calls with a cached row of the contract check's result (refuted by kopt's output audit).
 part4  power: a real ~3% change of one class (found first with the harness alone:
        prescan_rms.py) tried 20 times, each from v0 (`kopt restart --from v0` after each keep;
-       target: kept >= 19 of 20), seconds per decision.
+       target: kept >= 19 of 20, served and process-level: WAVE3_P4_PROCESS=1), seconds per
+       decision.
 
 Every part writes DIR/summary.json and summary.md after every step (the command, the commit, the
 GPU, the date, the redesign's pieces this checkout holds), and DIR/<part>.tgz with the raw logs,
@@ -336,6 +337,7 @@ def rms_session(
     allow: list[str] | None = None,
     params: dict[str, Any] | None = None,
     driver: Callable[[Path, str], Callable[[], None]] | None = None,
+    process: bool = False,
 ) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any]] | None:
     """One RMSNorm workspace (tuned params, or `params`) run by the scripted proposer with
     `plan`, up to `iters` iterations in one `kopt run`: (rows, figures, step) or None when it
@@ -343,7 +345,8 @@ def rms_session(
     proposer = install_tools(ctx)
     repo = targets.rms_repo(ctx.work / "repos" / name, cpu=ctx.smoke, params=params)
     plan_file = targets.write_plan(ctx.work / "tools" / f"plan_{name}.json", plan)
-    tag = init_run(ctx, name, repo, targets.rms_config(repo, proposer, plan_file, profile=profile, allow=allow))
+    config = targets.rms_config(repo, proposer, plan_file, profile=profile, allow=allow, process=process)
+    tag = init_run(ctx, name, repo, config)
     if tag is None:
         return None
     with measured(ctx.summary, f"{name}: run") as e:
@@ -715,6 +718,7 @@ def part4(ctx: Ctx) -> None:
         return
     tries = int(ctx.knob("P4_TRIES", str(POWER_TRIES), "3"))
     profile = ctx.knob("P4_PROFILE", "0", "1") == "1"
+    process = ctx.knob("P4_PROCESS", "0", "0") == "1"
     from kopt_supervisor.kernels import catalog
 
     tuned = json.loads(catalog.params_text("rmsnorm", naive=False))
@@ -740,9 +744,20 @@ def part4(ctx: Ctx) -> None:
         "profiler": "on"
         if profile
         else "off (WAVE3_P4_PROFILE=1 turns it on: then each keep costs the profiler's seconds)",
+        "measured through": "process-level bench runs (WAVE3_P4_PROCESS=1)"
+        if process
+        else "served, one process per tree (WAVE3_P4_PROCESS=1: the process-level bench)",
     }
     got = rms_session(
-        ctx, "power", {"default": change}, 4 * tries + 10, soft, profile=profile, params=slow, driver=driver
+        ctx,
+        "power",
+        {"default": change},
+        4 * tries + 10,
+        soft,
+        profile=profile,
+        params=slow,
+        driver=driver,
+        process=process,
     )
     if got is None:
         return

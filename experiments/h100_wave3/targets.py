@@ -52,14 +52,19 @@ def write_plan(path: Path, plan: dict[str, dict[str, Any]]) -> Path:
     return path
 
 
-def rms_config(repo: Path, proposer: Path, plan: Path, *, profile: bool, allow: list[str] | None = None) -> str:
+def rms_config(
+    repo: Path, proposer: Path, plan: Path, *, profile: bool, allow: list[str] | None = None, process: bool = False
+) -> str:
     """The kopt.toml of a scripted run on `repo` (see the module docstring); it loads as it is,
-    or this fails naming the key."""
+    or this fails naming the key. `process`: without the catalog's `serve` (the bench runs once
+    per tree per round, ABBA; a keep is confirmed by a re-decision in fresh processes)."""
     from kopt_supervisor.engine.config.toml_io import dumps
     from kopt_supervisor.engine.config.toml_io import loads as loads_config
 
     cfg = loads_config((repo / "kopt.toml").read_text(encoding="utf-8"), source=str(repo / "kopt.toml"))
     target = dataclasses.replace(cfg.target, allow_constructs=[*cfg.target.allow_constructs, *(allow or [])])
+    if process:
+        target = dataclasses.replace(target, serve="", serve_prepare=False)
     propose = dataclasses.replace(
         cfg.propose, kind="command", command=f"{sys.executable} {proposer} {plan}", timeout_s=180.0, repair_attempts=0
     )
