@@ -13,6 +13,7 @@ import random
 import re
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -537,6 +538,35 @@ def _spec() -> object:
         shapes=[harness.small("a", M=3, N=5)],
         tolerance={"float32": (1e-6, 1e-6)},
     )
+
+
+def test_the_timer_binds_its_spin_before_the_tree_is_imported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A tree that patches torch.cuda._sleep when it is imported (to make the spin after each
+    flush free, or slow best's blocks) patches what the harness no longer calls: Bench builds
+    its Timing (whose L2Flush looks the spin up once) before it imports the tree."""
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "_sleep", torch.cuda._sleep)  # restored after the test
+    genuine = torch.cuda._sleep
+    tree = _scale_tree(tmp_path / "t")
+    (tree / "ops" / "scale.py").write_text(
+        "import torch\ntorch.cuda._sleep = lambda cycles: None  # the tree's patch\ndef scale(x):\n    return x * 2\n"
+    )
+    bound: list[object] = []
+
+    class SpyFlush:  # the GPU's flush, built here without a GPU
+        def __init__(self, torch_: Any, device: int = 0, spin_us: float = timing.SPIN_US) -> None:
+            self.sleep = torch_.cuda._sleep
+            self.spin_cycles = 1
+            bound.append(self.sleep)
+
+    monkeypatch.setattr(bench, "L2Flush", SpyFlush)
+    monkeypatch.setattr(bench, "l2_bytes", lambda torch_: 1 << 20)
+    monkeypatch.setattr(bench, "open_ranges", lambda torch_, gpu: bench.no_ranges("no GPU here"))
+    monkeypatch.setattr(bench, "chosen_configs", lambda spec, a, gpu: ([], []))
+    b = bench.Bench(_spec(), bench.parse_args(["--serve"], gpu=True), torch, True, bench.PhaseClock(), tree)  # type: ignore[arg-type]
+    assert torch.cuda._sleep is not genuine, "the tree was imported and patched torch.cuda._sleep"
+    assert bound == [genuine] and b.timing.flush.sleep is genuine  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize("after", ["audit", "look"])
