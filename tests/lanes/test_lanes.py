@@ -492,3 +492,30 @@ def test_a_gpu_vanishing_mid_run_moves_its_lane_to_the_free_one(fake_env, tmp_pa
     )
     assert {dev for dev, *_ in runs} == {"0", "1", "2", "3"}  # the lane on 1 moved to the free GPU 3
     check_invariants_lanes(ws, repo)
+
+
+def test_a_ray_worker_sweeps_the_folders_of_dead_workers_on_its_host_and_no_other(tmp_path):
+    """A LaneWorker killed mid-look (a stop), lost with its head, or crashed never ran `close`:
+    the next worker on the host removes its folder, and leaves a live worker's, one whose
+    owner is not written yet, and anything not named as a worker's folder."""
+    from kopt_supervisor.engine.loop.ray_lanes import OWNER_FILE, sweep_orphans
+
+    ended = subprocess.Popen([sys.executable, "-c", "pass"])
+    ended.wait()  # a pid that no longer runs
+    folders = {}
+    for name, owner in [
+        ("kopt-ray-t-lane0-dead", ended.pid),
+        ("kopt-ray-t-lane1-alive", os.getpid()),
+        ("kopt-ray-t-lane2-starting", None),
+        ("kopt-ray-notaworker", ended.pid),
+    ]:
+        folders[name] = tmp_path / name
+        (folders[name] / "trees").mkdir(parents=True)
+        if owner is not None:
+            (folders[name] / OWNER_FILE).write_text(f"{owner}\n")
+    assert sweep_orphans(tmp_path) == [folders["kopt-ray-t-lane0-dead"]]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "kopt-ray-notaworker",
+        "kopt-ray-t-lane1-alive",
+        "kopt-ray-t-lane2-starting",
+    ]

@@ -83,10 +83,15 @@ def ray_env(fake_env, tmp_path, monkeypatch, script, *, lanes, address_from, sle
 
 
 def test_two_lanes_on_a_ray_cluster_decide_as_local_lanes_do(fake_env, tmp_path, monkeypatch, cluster):
+    worker_tmp = tmp_path / "worker-tmp"  # the workers' temporary directory (they inherit TMPDIR)
+    worker_tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(worker_tmp))
     ws, repo, c, _ = ray_env(
         fake_env, tmp_path, monkeypatch, ["gain5", "loss5", "gain5", "loss5"], lanes=2, address_from=cluster
     )
     assert run_engine(ws, max_iters=4) == 0
+    # each lane's worker removed its trees and workspace before the head ended it
+    assert not list(worker_tmp.glob("kopt-ray-*")), sorted(p.name for p in worker_tmp.iterdir())
     its = iterations(ws)
     assert [str(it.status) for it in its[1:]].count("keep") >= 1, [(it.status, it.record.get("decision")) for it in its]
     for it in its[1:]:

@@ -25,6 +25,7 @@ differs from the head's is refused (a mismatch would look like a regression).
 from __future__ import annotations
 
 import dataclasses
+import os
 import platform
 import shutil
 import socket
@@ -52,6 +53,30 @@ from kopt_supervisor.engine.records import Iteration, Status
 NAMESPACE = "kopt"
 LOOK_ATTEMPTS = 3
 """A look is tried on this many workers before the decision fails (a worker lost mid-look)."""
+ROOT_PREFIX = "kopt-ray-"
+"""A LaneWorker's folder in its host's temporary directory: `kopt-ray-<tag>-lane<N>-<random>`."""
+OWNER_FILE = "owner.pid"
+"""In that folder: the worker process's pid, so that a later worker on the host can tell the
+folder of a killed one (`sweep_orphans`)."""
+CLOSE_WAIT_S = 10.0
+"""How long the head waits for an idle worker to remove its folder before it kills it."""
+
+
+def sweep_orphans(tmp: Path) -> list[Path]:
+    """Remove the folders of LaneWorkers no longer alive on this host (killed by a stop mid-look,
+    lost with their head, or crashed: `close` never ran); a folder without its owner's pid, or
+    whose owner still runs, is left. Returns what was removed."""
+    removed = []
+    for root in tmp.glob(f"{ROOT_PREFIX}*-lane*-*"):
+        try:
+            pid = int((root / OWNER_FILE).read_text().strip())
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            shutil.rmtree(root, ignore_errors=True)
+            removed.append(root)
+        except (OSError, ValueError):
+            continue  # not ours to judge: unreadable, another user's process, no pid yet
+    return removed
 
 
 def _ray() -> Any:
@@ -127,7 +152,9 @@ class LaneWorker:
         from kopt_supervisor.engine.store import Store
         from kopt_supervisor.engine.workspace import Workspace, config_seal, make_secret
 
-        self.root = Path(tempfile.mkdtemp(prefix=f"kopt-ray-{tag}-lane{lane}-"))
+        sweep_orphans(Path(tempfile.gettempdir()))
+        self.root = Path(tempfile.mkdtemp(prefix=f"{ROOT_PREFIX}{tag}-lane{lane}-"))
+        (self.root / OWNER_FILE).write_text(f"{os.getpid()}\n")
         self.ws = Workspace(self.root, "w")
         for d in (self.ws.dir, self.ws.logs, self.ws.plans, self.ws.memory, self.ws.profiles):
             d.mkdir(parents=True, exist_ok=True)
@@ -299,6 +326,8 @@ class RayMeasurer(ReleaseCloses):
         """The vendor of the GPU the worker's gate chose, as of its last run."""
         self.gpu: GpuPair = (None, None)
         """The worker's GPU before and after its last run."""
+        self.busy = False
+        """A call on the worker is in flight (`_get`): a close then kills it without waiting."""
 
     def _actor(self) -> Any:
         if self.actor is None:
@@ -321,15 +350,19 @@ class RayMeasurer(ReleaseCloses):
     def _get(self, ref: Any) -> Any:
         """The result of `ref`, the pump running meanwhile (a stop kills the worker's look)."""
         ray = _ray()
-        while True:
-            ready, _ = ray.wait([ref], timeout=self.ctx.poll_interval_s)
-            if ready:
-                return ray.get(ready[0])
-            try:
-                self.ctx.control.pump()
-            except BaseException:
-                self.close()
-                raise
+        self.busy = True
+        try:
+            while True:
+                ready, _ = ray.wait([ref], timeout=self.ctx.poll_interval_s)
+                if ready:
+                    return ray.get(ready[0])
+                try:
+                    self.ctx.control.pump()
+                except BaseException:
+                    self.close()
+                    raise
+        finally:
+            self.busy = False
 
     def _on_worker(self, it: Iteration, tree: str, what: str, call: Callable[[Any], Any]) -> dict[str, Any]:
         """`call(actor)` on the lane's worker with BEST and `tree` checked out there; a worker lost
@@ -458,8 +491,15 @@ class RayMeasurer(ReleaseCloses):
         self.loaded = None
 
     def close(self) -> None:
+        """End the worker: an idle one first removes its trees and workspace on its host (a busy
+        one, stopped mid-look, is killed at once: the next worker there sweeps its folder)."""
         if self.actor is not None:
             actor, self.actor, self.loaded = self.actor, None, None
+            if not self.busy:
+                try:
+                    _ray().get(actor.close.remote(), timeout=CLOSE_WAIT_S)
+                except Exception:  # noqa: BLE001 - gone already, or slow: killed all the same
+                    pass
             try:
                 _ray().kill(actor)
             except Exception:  # noqa: BLE001 - gone already
