@@ -497,17 +497,22 @@ def test_a_gpu_vanishing_mid_run_moves_its_lane_to_the_free_one(fake_env, tmp_pa
 def test_a_ray_worker_sweeps_the_folders_of_dead_workers_on_its_host_and_no_other(tmp_path):
     """A LaneWorker killed mid-look (a stop), lost with its head, or crashed never ran `close`:
     the next worker on the host removes its folder, and leaves a live worker's, one whose
-    owner is not written yet, and anything not named as a worker's folder."""
+    owner is not written yet, another host's (a container sharing the folder, its processes
+    unseen here), and anything not named as a worker's folder."""
+    import socket
+
     from kopt_supervisor.engine.loop.ray_lanes import OWNER_FILE, sweep_orphans
 
     ended = subprocess.Popen([sys.executable, "-c", "pass"])
     ended.wait()  # a pid that no longer runs
     folders = {}
+    here = socket.gethostname()
     for name, owner in [
-        ("kopt-ray-t-lane0-dead", ended.pid),
-        ("kopt-ray-t-lane1-alive", os.getpid()),
+        ("kopt-ray-t-lane0-dead", f"{ended.pid} {here}"),
+        ("kopt-ray-t-lane1-alive", f"{os.getpid()} {here}"),
         ("kopt-ray-t-lane2-starting", None),
-        ("kopt-ray-notaworker", ended.pid),
+        ("kopt-ray-t-lane3-elsewhere", f"{ended.pid} another-{here}"),
+        ("kopt-ray-notaworker", f"{ended.pid} {here}"),
     ]:
         folders[name] = tmp_path / name
         (folders[name] / "trees").mkdir(parents=True)
@@ -518,4 +523,5 @@ def test_a_ray_worker_sweeps_the_folders_of_dead_workers_on_its_host_and_no_othe
         "kopt-ray-notaworker",
         "kopt-ray-t-lane1-alive",
         "kopt-ray-t-lane2-starting",
+        "kopt-ray-t-lane3-elsewhere",
     ]

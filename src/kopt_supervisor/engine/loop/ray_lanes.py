@@ -56,21 +56,24 @@ LOOK_ATTEMPTS = 3
 ROOT_PREFIX = "kopt-ray-"
 """A LaneWorker's folder in its host's temporary directory: `kopt-ray-<tag>-lane<N>-<random>`."""
 OWNER_FILE = "owner.pid"
-"""In that folder: the worker process's pid, so that a later worker on the host can tell the
-folder of a killed one (`sweep_orphans`)."""
+"""In that folder: the worker process's pid and host name, so that a later worker on the host
+can tell the folder of a killed one (`sweep_orphans`)."""
 CLOSE_WAIT_S = 10.0
 """How long the head waits for an idle worker to remove its folder before it kills it."""
 
 
 def sweep_orphans(tmp: Path) -> list[Path]:
     """Remove the folders of LaneWorkers no longer alive on this host (killed by a stop mid-look,
-    lost with their head, or crashed: `close` never ran); a folder without its owner's pid, or
-    whose owner still runs, is left. Returns what was removed."""
+    lost with their head, or crashed: `close` never ran). A folder is left when its owner is not
+    written yet, still runs, or is another host's (containers sharing one temporary directory
+    see each other's folders but not each other's processes). Returns what was removed."""
     removed = []
     for root in tmp.glob(f"{ROOT_PREFIX}*-lane*-*"):
         try:
-            pid = int((root / OWNER_FILE).read_text().strip())
-            os.kill(pid, 0)
+            pid, host = (root / OWNER_FILE).read_text().split()
+            if host != socket.gethostname():
+                continue
+            os.kill(int(pid), 0)
         except ProcessLookupError:
             shutil.rmtree(root, ignore_errors=True)
             removed.append(root)
@@ -154,7 +157,7 @@ class LaneWorker:
 
         sweep_orphans(Path(tempfile.gettempdir()))
         self.root = Path(tempfile.mkdtemp(prefix=f"{ROOT_PREFIX}{tag}-lane{lane}-"))
-        (self.root / OWNER_FILE).write_text(f"{os.getpid()}\n")
+        (self.root / OWNER_FILE).write_text(f"{os.getpid()} {socket.gethostname()}\n")
         self.ws = Workspace(self.root, "w")
         for d in (self.ws.dir, self.ws.logs, self.ws.plans, self.ws.memory, self.ws.profiles):
             d.mkdir(parents=True, exist_ok=True)
