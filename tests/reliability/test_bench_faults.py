@@ -97,12 +97,12 @@ def test_every_bench_fault_fails_the_candidate_and_preserves_the_run(fake_env, m
     assert (ws.log_dir(13) / "eval_r0_cand.out").stat().st_size <= 2**20
 
 
-def test_csv_reader_survives_garbage():
+def test_csv_reader_survives_garbage(tmp_path):
     """Fuzz: mangled CSVs give a Measurement or a one-line BenchError, never another error."""
     cfg = loads_config('[target]\nbench = "b"\nmetric = "us"\ncorrect = "err == 0"\nclass_by = ["cls"]\n').target
     good = b"shape,cls,n,us,err\ns0,small,128,10.0,0\ns1,large,4096,120.5,0\n"
     rng = random.Random(7)
-    path = Path(__import__("tempfile").mkdtemp()) / "fuzz.csv"
+    path = tmp_path / "fuzz.csv"  # removed with the test's folder, not left in /tmp
     for _ in range(400):
         data = bytearray(good)
         for _ in range(rng.randint(1, 8)):
