@@ -1,17 +1,26 @@
-"""experiments/pooled_noise_replay.py: its F quantile, that it leaves kopt's decision as it
-found it, that an empty prior replays kopt's rule exactly, and that a pooled spread settles an
-A/A sooner but never turns the decision's own larger spread into a narrower interval."""
+"""[decide].pooled_noise: a class's interval with the run's spread (estimate.Spread,
+verdict.pooled_spreads, loop/measure.run_spreads), its F test, and
+experiments/pooled_noise_replay.py, which measured it on the H200's decisions."""
 
 from __future__ import annotations
 
+import math
 import random
+from types import SimpleNamespace
 
 import pytest
 
 from experiments import pooled_noise_replay as replay_mod
-from kopt_supervisor.engine.decide import estimate, verdict
-from kopt_supervisor.engine.decide.estimate import Pair, Policy
-from kopt_supervisor.engine.decide.verdict import evaluate
+from kopt_supervisor.engine import decide
+from kopt_supervisor.engine.decide import estimate
+from kopt_supervisor.engine.decide.estimate import ClassResult, Pair, Policy, Sample, Spread, interval
+from kopt_supervisor.engine.decide.verdict import GUARD_CLASS, evaluate, pooled_spreads
+from kopt_supervisor.engine.loop.measure import run_spreads
+from kopt_supervisor.engine.records import Iteration, Stage, Status
+from kopt_supervisor.engine.store import Sample as StoredSample
+from kopt_supervisor.engine.store import Store
+
+POLICY = Policy(confidence=0.99, min_effect_pct=1.0, min_rounds=3, max_rounds=12, pooled_noise=True)
 
 
 @pytest.mark.parametrize(
@@ -19,10 +28,10 @@ from kopt_supervisor.engine.decide.verdict import evaluate
     [(0.95, 2, 10, 4.1028), (0.99, 4, 100, 3.5127), (0.99, 1, 30, 7.5625), (0.5, 6, 6, 1.0)],
 )
 def test_f_quantile_matches_the_tables(p: float, d1: int, d2: int, expected: float) -> None:
-    assert replay_mod.f_quantile(p, d1, d2) == pytest.approx(expected, rel=2e-3)
+    assert decide.f_quantile(p, d1, d2) == pytest.approx(expected, rel=2e-3)
 
 
-def aa_pairs(looks: int, sd: float, seed: int, offset: float = 0.0) -> list[Pair]:
+def aa_pairs(looks: int, sd: float, seed: int, offset: float = 0.0, version_tag: str = "") -> list[Pair]:
     """Two classes of two configs each, ABBA across looks, log-normal noise of `sd` per look."""
     rng = random.Random(seed)
     out = []
@@ -32,10 +41,10 @@ def aa_pairs(looks: int, sd: float, seed: int, offset: float = 0.0) -> list[Pair
                 best = 10.0 * (1 + i)
                 out.append(
                     Pair(
-                        f"{cls}{i}",
+                        f"{cls}{i}{version_tag}",
                         cls,
                         best,
-                        best * (1 + offset) * (1 + rng.gauss(0, sd)),
+                        best * (1 + offset) * math.exp(rng.gauss(0, sd)),
                         r,
                         "AB" if r % 4 in (0, 3) else "BA",
                     )
@@ -43,35 +52,78 @@ def aa_pairs(looks: int, sd: float, seed: int, offset: float = 0.0) -> list[Pair
     return out
 
 
-def test_an_empty_prior_is_kopts_rule_and_the_engine_is_left_as_it_was() -> None:
-    policy = Policy(confidence=0.99, min_effect_pct=1.0, min_rounds=3, max_rounds=12)
-    pairs = aa_pairs(12, 0.004, seed=3)
-    real = (estimate.interval, verdict.estimate_class)
-    for k in range(3, 13):
-        done = [p for p in pairs if p.round < k]
-        direct = evaluate(done, policy)
-        kind, looks, v = replay_mod.replay(done, policy, None, frozenset(), {}, k)
-        assert (estimate.interval, verdict.estimate_class) == real  # restored after each look
-        if direct.final:
-            assert (kind, looks) == (direct.kind, k)  # it stopped where kopt would, as kopt would
-            break
-    else:
-        raise AssertionError("kopt never decided the A/A: the test proves nothing")
+def samples(values: list[float]) -> list[Sample]:
+    return [Sample(i, 0, "AB" if i % 4 in (0, 3) else "BA", v, False) for i, v in enumerate(values)]
 
 
-def test_a_pooled_spread_settles_an_aa_sooner_and_a_noisier_decision_keeps_its_own(
+def test_the_runs_spread_narrows_a_consistent_decision_and_never_a_noisier_one() -> None:
+    rng = random.Random(1)
+    steady = samples([rng.gauss(0.0, 0.003) for _ in range(4)])
+    own = interval(steady, 0.001)
+    run = Spread(var=0.003**2, df=200)
+    pooled = interval(steady, 0.001, spread=run)
+    assert pooled.pooled and not own.pooled and pooled.mean == own.mean
+    assert pooled.hi - pooled.lo < (own.hi - own.lo) / 2  # t with 200 df, not 2
+    # ten times the run's spread: the F test gives the decision its own (wide) interval back
+    noisy = samples([rng.gauss(0.0, 0.03) for _ in range(4)])
+    assert interval(noisy, 0.001, spread=run) == interval(noisy, 0.001)
+    # the run's spread is never narrowed by a decision steadier than the run (a candidate
+    # whose own looks are unnaturally alike gets the run's width, not its own)
+    frozen = samples([0.0001, 0.0001, 0.0001, 0.0001])
+    half = (interval(frozen, 0.001, spread=run).hi - interval(frozen, 0.001, spread=run).lo) / 2
+    inv = (1 / 2 + 1 / 2) / 4
+    assert half == pytest.approx(decide.t_quantile(1 - 0.0005, 200) * math.sqrt(run.var * inv))
+
+
+def test_an_aa_settles_sooner_with_the_runs_spread_and_the_f_test_is_what_guards_a_noisy_one(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    policy = Policy(confidence=0.99, min_effect_pct=1.0, min_rounds=3, max_rounds=12)
-    pairs = aa_pairs(12, 0.003, seed=11)
-    prior = {"narrow": (0.003**2 / 2, 200), "wide": (0.003**2 / 2, 200)}
-    kind_k, looks_k, _ = replay_mod.replay(pairs, policy, None, frozenset(), {}, 12)
-    kind_p, looks_p, _ = replay_mod.replay(pairs, policy, None, frozenset(), prior, 12)
+    earlier = [aa_pairs(6, 0.003, seed=s) for s in range(10)]
+    spreads = pooled_spreads(earlier, POLICY)
+    assert set(spreads) == {"narrow", "wide"} and all(s.df == 10 * (6 - 2) for s in spreads.values())
+    pairs = aa_pairs(12, 0.003, seed=99)
+    kind_k, looks_k, _ = replay_mod.replay(pairs, POLICY, None, frozenset(), None, 12)
+    kind_p, looks_p, v = replay_mod.replay(pairs, POLICY, None, frozenset(), spreads, 12)
     assert (kind_k, kind_p) == ("tie", "tie") and looks_p < looks_k
-    # the same decision with ten times the spread the prior says: the F test keeps its own
-    # interval, so the pooled rule decides exactly as kopt's does
-    noisy = aa_pairs(12, 0.03, seed=11)
-    kopts = replay_mod.replay(noisy, policy, None, frozenset(), {}, 12)[:2]
-    assert replay_mod.replay(noisy, policy, None, frozenset(), prior, 12)[:2] == kopts
-    monkeypatch.setattr(replay_mod, "f_quantile", lambda p, d1, d2: float("inf"))  # no F test
-    assert replay_mod.replay(noisy, policy, None, frozenset(), prior, 12)[:2] != kopts
+    assert v is not None and all(c.pooled_df == 40 for c in v.classes)
+    assert ClassResult.from_dict(v.classes[0].to_dict()).pooled_df == 40  # in the record
+    # a decision ten times noisier than the run decides as it would alone ...
+    noisy = aa_pairs(12, 0.03, seed=5)
+    alone = replay_mod.replay(noisy, POLICY, None, frozenset(), None, 12)[:2]
+    assert replay_mod.replay(noisy, POLICY, None, frozenset(), spreads, 12)[:2] == alone
+    # ... because of the F test: without it, the run's narrow spread would decide it
+    monkeypatch.setattr(estimate, "f_quantile", lambda p, d1, d2: math.inf)
+    assert replay_mod.replay(noisy, POLICY, None, frozenset(), spreads, 12)[:2] != alone
+
+
+def test_the_runs_spread_is_of_the_classes_as_judged_and_of_one_block_looks() -> None:
+    a = aa_pairs(6, 0.003, seed=1)
+    guard = frozenset({"wide1"})
+    spreads = pooled_spreads([a], POLICY, guard)
+    assert set(spreads) == {"narrow", "wide", GUARD_CLASS}  # wide1 left its class for the guard's
+    blocks = [Pair(p.config, p.cls, p.best, p.cand, p.round, p.order, block=1) for p in a]
+    assert pooled_spreads([blocks], POLICY) == {}  # looks of several blocks are not pooled
+    # and evaluate without spreads is kopt's rule: the pooled path is off by default
+    assert Policy().pooled_noise is False
+    assert evaluate(a, POLICY) == evaluate(a, POLICY, spreads=None)
+
+
+def test_the_engine_pools_the_earlier_decisions_of_the_run_and_nothing_else(tmp_path) -> None:
+    store = Store.create(tmp_path / "run.db")
+    rows = []
+    for version, sd in ((1, 0.003), (2, 0.003), (3, 0.5), (4, 0.5)):
+        store.save_iteration(Iteration(version, Status.TIE if version < 3 else Status.RUNNING))
+        for p in aa_pairs(6, sd, seed=version):
+            for stage in (Stage.EVAL, Stage.REVERIFY):
+                rows += [
+                    StoredSample(version, stage, p.round, 0, "best", p.config, p.cls, p.best, p.order),
+                    StoredSample(version, stage, p.round, 0, "cand", p.config, p.cls, p.cand, p.order),
+                ]
+    store.add_samples(rows)
+    ctx = SimpleNamespace(store=store)
+    spreads = run_spreads(ctx, Iteration(3, Status.RUNNING), POLICY, frozenset())  # type: ignore[arg-type]
+    # versions 1 and 2, their evaluations only: v3 (the decision itself) and v4 (later) are
+    # 170 times noisier, and the re-verifications are not the evaluation's looks
+    assert {c: s.df for c, s in spreads.items()} == {"narrow": 8, "wide": 8}
+    assert all(math.sqrt(s.var) < 0.01 for s in spreads.values())
+    store.close()

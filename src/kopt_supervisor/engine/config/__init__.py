@@ -208,6 +208,14 @@ class DecideConfig:
     the non-production configs) may get in a keep. Its configs are odd sizes kept for
     correctness and to catch a pathological slowdown; a few percent on a 3 µs one-row case
     must not block a large gain on the shapes models run."""
+    pooled_noise: bool = False
+    """A class's interval takes its width from the spread of the run's earlier decisions
+    (their looks around each decision's order means, pooled: hundreds of degrees of freedom
+    instead of the decision's own 2-10), unless the decision's own looks are noisier by an F
+    test at 1%. On this sitting's H200 decisions, replayed, comment-only candidates tied at 3
+    looks instead of 5-9 and a ~3% step kept in 3-5 instead of 4-7
+    (experiments/pooled_noise_replay.py, docs/decision.md). Off until an A/A on a GPU has run
+    with it."""
 
 
 @dataclass(frozen=True)

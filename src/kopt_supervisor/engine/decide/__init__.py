@@ -102,6 +102,28 @@ def t_quantile(p: float, df: float) -> float:
     return 0.5 * (lo + hi)
 
 
+@lru_cache(maxsize=4096)
+def f_quantile(p: float, d1: float, d2: float) -> float:
+    """The p-quantile of Fisher's F with (d1, d2) degrees of freedom (both > 0)."""
+    if not 0.0 < p < 1.0 or d1 <= 0 or d2 <= 0:
+        raise ValueError(f"f_quantile needs 0 < p < 1 and positive degrees of freedom, not {p}, {d1}, {d2}")
+
+    def cdf(f: float) -> float:
+        return betainc(d1 / 2.0, d2 / 2.0, d1 * f / (d1 * f + d2))
+
+    lo, hi = 0.0, 1.0
+    while cdf(hi) < p:
+        lo, hi = hi, hi * 2.0
+        if hi > 1e15:
+            return math.inf
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if cdf(mid) < p else (lo, mid)
+        if hi - lo < 1e-12 * max(1.0, hi):
+            break
+    return 0.5 * (lo + hi)
+
+
 def mean(xs: list[float]) -> float:
     return sum(xs) / len(xs)
 

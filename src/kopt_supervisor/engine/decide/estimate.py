@@ -41,7 +41,7 @@ from typing import Any, NamedTuple
 from kopt_supervisor.engine import BadInput
 from kopt_supervisor.engine.config import DecideConfig
 from kopt_supervisor.engine.config.toml_io import decide_problems
-from kopt_supervisor.engine.decide import esd_outliers, geomean, mean, t_quantile
+from kopt_supervisor.engine.decide import esd_outliers, f_quantile, geomean, mean, t_quantile
 from kopt_supervisor.engine.records import known_fields
 
 CLASS_VERDICTS = ("improved", "regressed", "tied", "undecided")
@@ -144,6 +144,9 @@ class ClassResult:
     the final look it resolves the class (see Policy.futility_confidence); before, a lower
     end that rules out a gain of min_effect_pct lets the run verdict end early when no other
     outcome could change it and it is no keep (verdict.gain_ruled_out)."""
+    pooled_df: int = 0
+    """0: the interval's width is from this decision's own looks; else from the run's earlier
+    decisions' spread ([decide].pooled_noise), with these degrees of freedom."""
 
     @property
     def delta_pct(self) -> float:
@@ -298,6 +301,33 @@ class Interval(NamedTuple):
     hi: float
     n: int
     unit: str
+    pooled: bool = False
+    """The spread behind it is the run's (a `Spread`), not the decision's own."""
+
+
+SPREAD_F_ALPHA = 0.01
+"""A decision whose own spread is larger than the run's pooled one by an F test at this level
+keeps its own (a candidate, or a pair of processes, noisier than the run so far)."""
+
+
+@dataclass(frozen=True)
+class Spread:
+    """A class's spread per look pooled over a run's earlier decisions ([decide].pooled_noise):
+    the variance of its looks' log ratios around each decision's order means, and the
+    degrees of freedom behind it (verdict.pooled_spreads)."""
+
+    var: float
+    df: int
+
+
+def residual_ss(samples: list[Sample]) -> tuple[float, int]:
+    """The sum of squares of `samples` around their order means and its degrees of freedom
+    (n minus the orders present): what a decision adds to a run's `Spread`."""
+    by_order: dict[str, list[float]] = defaultdict(list)
+    for s in samples:
+        by_order[s.order].append(s.value)
+    ss = sum((v - mean(g)) ** 2 for g in by_order.values() for v in g)
+    return ss, len(samples) - len(by_order)
 
 
 def class_samples(pairs: list[Pair], policy: Policy) -> dict[str, list[Sample]]:
@@ -379,12 +409,24 @@ def look_means(samples: list[Sample]) -> list[Sample]:
     return [Sample(look, 0, "AB", _balanced_mean_se(group)[0], False) for look, group in sorted(by_look.items())]
 
 
-def interval(samples: list[Sample], alpha: float, unit: str = "sample") -> Interval:
-    """Estimate and two-sided (1 - alpha) interval of the mean log cost ratio."""
+def interval(samples: list[Sample], alpha: float, unit: str = "sample", spread: Spread | None = None) -> Interval:
+    """Estimate and two-sided (1 - alpha) interval of the mean log cost ratio. With `spread`
+    (the run's, one sample per look), the interval's width is the pooled spread's, with its
+    degrees of freedom, unless the samples' own spread is larger by an F test (SPREAD_F_ALPHA);
+    the mean is the samples' order-balanced one either way."""
     n = len(samples)
     if n == 0:
         return Interval(math.nan, -math.inf, math.inf, 0, unit)
     m, se, df = _balanced_mean_se(samples)
+    if spread is not None and n >= 2 and spread.df >= 1 and math.isfinite(spread.var):
+        ss, own_df = residual_ss(samples)
+        if own_df < 1 or ss / own_df <= spread.var * f_quantile(1.0 - SPREAD_F_ALPHA, own_df, spread.df):
+            counts: dict[str, int] = defaultdict(int)
+            for s in samples:
+                counts[s.order] += 1
+            inv = sum(1.0 / k for k in counts.values()) / len(counts) ** 2
+            half = t_quantile(1.0 - alpha / 2.0, spread.df) * math.sqrt(spread.var * inv)
+            return Interval(m, m - half, m + half, n, unit, pooled=True)
     if n < 2 or df < 1:
         return Interval(m, -math.inf, math.inf, n, unit)
     half = t_quantile(1.0 - alpha / 2.0, df) * se if se > 0 else 0.0
@@ -445,8 +487,12 @@ def exp_ratio(log_ratio: float) -> float:
         return math.inf
 
 
-def estimate_class(cls: str, pairs: list[Pair], samples: list[Sample], policy: Policy, *, final: bool) -> ClassResult:
-    """The class's result after the looks in `samples` (final: no look will follow)."""
+def estimate_class(
+    cls: str, pairs: list[Pair], samples: list[Sample], policy: Policy, *, final: bool, spread: Spread | None = None
+) -> ClassResult:
+    """The class's result after the looks in `samples` (final: no look will follow); `spread`:
+    the run's pooled one for this class ([decide].pooled_noise), used where a look is one
+    sample."""
     clean = [s for s in samples if not s.flagged]
     disturbed = len(samples) - len(clean)
     kept, outliers = drop_outliers(clean)
@@ -456,11 +502,13 @@ def estimate_class(cls: str, pairs: list[Pair], samples: list[Sample], policy: P
         unit = "look"
         kept, more = drop_outliers(look_means(kept))
         outliers += more
-    iv = interval(kept, alpha_at_look(rounds, policy, final=final), unit)
+    if unit != "sample":
+        spread = None  # looks of several blocks: a run's spread is one of looks of one block
+    iv = interval(kept, alpha_at_look(rounds, policy, final=final), unit, spread)
     verdict = class_verdict(iv, rounds, policy)
     plausible_lo = plausible_hi = math.nan
     if verdict == "undecided" and policy.futility_confidence > 0:
-        piv = interval(kept, 1.0 - policy.futility_confidence, unit)
+        piv = interval(kept, 1.0 - policy.futility_confidence, unit, spread)
         plausible_lo, plausible_hi = exp_ratio(piv.lo), exp_ratio(piv.hi)
     best, cand = _shown_values(pairs, kept, unit)
     return ClassResult(
@@ -478,4 +526,5 @@ def estimate_class(cls: str, pairs: list[Pair], samples: list[Sample], policy: P
         unit=iv.unit,
         plausible_lo=plausible_lo,
         plausible_hi=plausible_hi,
+        pooled_df=spread.df if iv.pooled and spread is not None else 0,
     )

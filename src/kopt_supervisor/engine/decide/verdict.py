@@ -16,7 +16,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 
 from kopt_supervisor.engine import BadInput
@@ -24,9 +24,11 @@ from kopt_supervisor.engine.decide.estimate import (
     ClassResult,
     Pair,
     Policy,
+    Spread,
     Verdict,
     class_samples,
     estimate_class,
+    residual_ss,
 )
 from kopt_supervisor.engine.decide.plausible import (
     REVIEW,
@@ -69,6 +71,27 @@ MAX_ENUMERATED_UNDECIDED = 6
 undecided classes the decision simply waits for them."""
 
 
+def pooled_spreads(
+    decisions: Iterable[Sequence[Pair]], policy: Policy, guard_configs: frozenset[str] = frozenset()
+) -> dict[str, Spread]:
+    """Per class (as `evaluate` forms them: the guard's configs in GUARD_CLASS), the spread of
+    the looks of `decisions` (a run's earlier ones) around each decision's order means, pooled
+    ([decide].pooled_noise). A class none of them has looks of is absent."""
+    ss: dict[str, float] = defaultdict(float)
+    df: dict[str, int] = defaultdict(int)
+    for pairs in decisions:
+        votes = voting_classes({p.config: p.cls for p in pairs}, guard_configs)
+        judged = [replace(p, cls=votes[p.config]) for p in pairs]
+        if any(p.block for p in judged):
+            continue  # looks of several blocks: not one sample per look
+        for cls, samples in class_samples(judged, policy).items():
+            s, d = residual_ss(samples)
+            if d > 0:
+                ss[cls] += s
+                df[cls] += d
+    return {cls: Spread(ss[cls] / df[cls], df[cls]) for cls in df}
+
+
 def evaluate(
     pairs: list[Pair],
     policy: Policy,
@@ -79,6 +102,7 @@ def evaluate(
     previous_subthreshold_gain: bool = False,
     guard_configs: frozenset[str] = frozenset(),
     runs: Sequence[BenchRun] = (),
+    spreads: Mapping[str, Spread] | None = None,
 ) -> Verdict:
     """The verdict after the looks in `pairs`; kind "undecided" asks for another look.
 
@@ -93,6 +117,7 @@ def evaluate(
     guard_max_regression_pct and never counts as a target. Ignored when every config is one.
     runs: the process-level bench runs so far (wall time per side and round, `BenchRun`),
     for the wall-time check on the final verdict (`plausible.wall_time_unexplained`).
+    spreads: per class, the run's pooled spread ([decide].pooled_noise, `pooled_spreads`).
 
     Plausibility (`plausible`): candidate values repeated to the last digit across rounds
     (a forged number) make the verdict borderline at once, at any look. A speed that is only
@@ -116,7 +141,10 @@ def evaluate(
     for p in pairs:
         by_class[p.cls].append(p)
     samples = class_samples(pairs, policy)
-    results = tuple(estimate_class(c, by_class[c], samples[c], policy, final=final) for c in sorted(by_class))
+    results = tuple(
+        estimate_class(c, by_class[c], samples[c], policy, final=final, spread=(spreads or {}).get(c))
+        for c in sorted(by_class)
+    )
     notes = _notes(results)
 
     def verdict(kind: str, reason: str, flags: tuple[str, ...] = (), focus: str = "") -> Verdict:

@@ -32,9 +32,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from kopt_supervisor.engine import adapters, gitops, metrics
-from kopt_supervisor.engine.decide.estimate import Pair, Policy, Verdict
+from kopt_supervisor.engine.decide.estimate import Pair, Policy, Spread, Verdict
 from kopt_supervisor.engine.decide.plausible import BenchRun
-from kopt_supervisor.engine.decide.verdict import evaluate, guard_of
+from kopt_supervisor.engine.decide.verdict import evaluate, guard_of, pooled_spreads
 from kopt_supervisor.engine.gpu import round_flags
 from kopt_supervisor.engine.loop.context import (
     Lane,
@@ -207,9 +207,21 @@ def pairs(ctx: RunContext, it: Iteration, stage: Stage) -> list[Pair]:
     """The pairs a decision has measured so far, from run.db's samples (with the bench's
     means and last blocks, so that the plausibility checks weigh every look of a decision an
     engine restart or "more rounds" continues, not only the looks since)."""
+    return pairs_of(ctx, it.version, stage)
+
+
+def run_spreads(ctx: RunContext, it: Iteration, policy: Policy, guard: frozenset[str]) -> dict[str, Spread]:
+    """[decide].pooled_noise: per class, the spread of the looks of every decision before
+    `it` in this run (verdict.pooled_spreads), read from run.db at the decision's start."""
+    earlier = (pairs_of(ctx, row.version, Stage.EVAL) for row in ctx.store.rows() if 0 < row.version < it.version)
+    return pooled_spreads(earlier, policy, guard)
+
+
+def pairs_of(ctx: RunContext, version: int, stage: Stage) -> list[Pair]:
+    """The pairs of one version's decision of `stage`, from run.db's samples."""
     by_key: dict[tuple[int, int, str], dict[str, Any]] = {}
     nan = math.nan
-    for s in ctx.store.samples(it.version, stage):
+    for s in ctx.store.samples(version, stage):
         cell = by_key.setdefault(
             (s["round"], s["block"], s["config"]), {"cls": s["cls"], "order": s["ord"], "flagged": bool(s["flagged"])}
         )
@@ -269,6 +281,7 @@ class DecisionRounds:
         ctx = self.ctx
         policy = self.policy(extra_rounds)
         guard = guard_configs(ctx)
+        spreads = run_spreads(ctx, it, policy, guard) if policy.pooled_noise else None
 
         def judge(done: list[Pair], runs: list[dict[str, Any]], gpu_s: float, looks: int) -> Verdict | None:
             verdict = evaluate(
@@ -280,6 +293,7 @@ class DecisionRounds:
                 previous_subthreshold_gain=previous_subthreshold_gain(ctx, it),
                 guard_configs=guard,
                 runs=[BenchRun(**x) for x in runs],
+                spreads=spreads,
             )
             if stage != Stage.REVERIFY:  # the fresh-process decision has its own record["reverify"]
                 it.record["classes"] = {c.cls: c.to_dict() for c in verdict.classes}
