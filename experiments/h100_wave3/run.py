@@ -345,12 +345,14 @@ def rms_session(
     proposer = install_tools(ctx)
     repo = targets.rms_repo(ctx.work / "repos" / name, cpu=ctx.smoke, params=params)
     plan_file = targets.write_plan(ctx.work / "tools" / f"plan_{name}.json", plan)
-    config = targets.rms_config(repo, proposer, plan_file, profile=profile, allow=allow, process=process)
+    pooled = ctx.knob("POOLED", "0", "0") == "1"  # [decide].pooled_noise, every scripted run of the call
+    config = targets.rms_config(repo, proposer, plan_file, profile=profile, allow=allow, process=process, pooled=pooled)
     tag = init_run(ctx, name, repo, config)
     if tag is None:
         return None
     with measured(ctx.summary, f"{name}: run") as e:
         e["plan"] = {k: {kk: (vv if kk != "text" else vv[:200]) for kk, vv in v.items()} for k, v in plan.items()}
+        e["pooled_noise"] = pooled
         watch = driver(ctx.root, tag) if driver else None
         res = run_engine(ctx, e, tag, iters, soft_s, f"{name}_run.log", while_running=watch)
         rows, fig = report_run(ctx, e, tag, res)

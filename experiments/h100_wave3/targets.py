@@ -53,11 +53,19 @@ def write_plan(path: Path, plan: dict[str, dict[str, Any]]) -> Path:
 
 
 def rms_config(
-    repo: Path, proposer: Path, plan: Path, *, profile: bool, allow: list[str] | None = None, process: bool = False
+    repo: Path,
+    proposer: Path,
+    plan: Path,
+    *,
+    profile: bool,
+    allow: list[str] | None = None,
+    process: bool = False,
+    pooled: bool = False,
 ) -> str:
     """The kopt.toml of a scripted run on `repo` (see the module docstring); it loads as it is,
     or this fails naming the key. `process`: without the catalog's `serve` (the bench runs once
-    per tree per round, ABBA; a keep is confirmed by a re-decision in fresh processes)."""
+    per tree per round, ABBA; a keep is confirmed by a re-decision in fresh processes).
+    `pooled`: [decide].pooled_noise on (docs/decision.md, "The run's spread")."""
     from kopt_supervisor.engine.config.toml_io import dumps
     from kopt_supervisor.engine.config.toml_io import loads as loads_config
 
@@ -73,7 +81,7 @@ def rms_config(
         target=target,
         propose=propose,
         profile=dataclasses.replace(cfg.profile, kind="auto" if profile else "none"),
-        decide=dataclasses.replace(cfg.decide, review_timeout_s=0.0),
+        decide=dataclasses.replace(cfg.decide, review_timeout_s=0.0, pooled_noise=pooled),
         stop=dataclasses.replace(cfg.stop, max_iters=0, consecutive_regressions=1000, consecutive_failures=1000),
     )
     text = dumps(cfg)
