@@ -127,3 +127,40 @@ def test_the_engine_pools_the_earlier_decisions_of_the_run_and_nothing_else(tmp_
     assert {c: s.df for c, s in spreads.items()} == {"narrow": 8, "wide": 8}
     assert all(math.sqrt(s.var) < 0.01 for s in spreads.values())
     store.close()
+
+
+def noisy_candidate(looks: int, sd: float, rng: random.Random) -> list[Pair]:
+    """No change at all, but every look of the candidate slowed or sped by a factor of its own
+    choosing (random, sd `sd`): a gamble on a lucky run of looks."""
+    out = []
+    for r in range(looks):
+        whole_look = rng.gauss(0, sd)
+        for cls in ("narrow", "wide"):
+            for i in range(2):
+                best = 10.0 * (1 + i)
+                cand = best * math.exp(whole_look + rng.gauss(0, 0.0025))
+                out.append(Pair(f"{cls}{i}", cls, best, cand, r, "AB" if r % 4 in (0, 3) else "BA"))
+    return out
+
+
+def test_a_candidate_that_makes_its_looks_noisy_buys_no_more_keeps_with_the_runs_spread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Hostile: a candidate that changes nothing but makes each of its looks randomly 2%
+    faster or slower, hoping for three lucky looks that the run's narrow spread would call a
+    gain. The F test cannot tell it on one degree of freedom, so the run's spread waits for two
+    (SPREAD_MIN_OWN_DF): its keeps stay as rare as under the decision's own spread. With the
+    run's spread from the first degree of freedom, the same gamble won 2-4% of the time."""
+    run = {"narrow": Spread(0.0018**2, 130), "wide": Spread(0.0018**2, 130)}
+
+    def keeps(spreads: dict[str, Spread] | None) -> int:
+        rng, won = random.Random(2026), 0
+        for _ in range(300):
+            pairs = noisy_candidate(12, 0.02, rng)
+            won += replay_mod.replay(pairs, POLICY, None, frozenset(), spreads, 12)[0] == "keep"
+        return won
+
+    alone = keeps(None)  # kopt's rule: the decision's own spread
+    assert alone <= 3 and keeps(run) <= alone + 1  # 300 gambles: as rare with the run's spread
+    monkeypatch.setattr(estimate, "SPREAD_MIN_OWN_DF", 1)
+    assert keeps(run) >= alone + 3  # the hole the minimum closes (5 of 300 here, against 1)

@@ -212,8 +212,9 @@ class DecideConfig:
     """A class's interval takes its width from the spread of the run's earlier decisions
     (their looks around each decision's order means, pooled: hundreds of degrees of freedom
     instead of the decision's own 2-10), unless the decision's own looks are noisier by an F
-    test at 1%. On this sitting's H200 decisions, replayed, comment-only candidates tied at 3
-    looks instead of 5-9 and a ~3% step kept in 3-5 instead of 4-7
+    test at 1%, and only once its own has 2 degrees of freedom. On the H200's decisions of
+    2026-12-01, replayed, comment-only candidates tied at 4 looks instead of 5-9 and a ~3% step
+    was kept in 4-6 instead of 4-7
     (experiments/pooled_noise_replay.py, docs/decision.md). Off until an A/A on a GPU has run
     with it."""
 

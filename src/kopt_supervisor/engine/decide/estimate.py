@@ -308,6 +308,9 @@ class Interval(NamedTuple):
 SPREAD_F_ALPHA = 0.01
 """A decision whose own spread is larger than the run's pooled one by an F test at this level
 keeps its own (a candidate, or a pair of processes, noisier than the run so far)."""
+SPREAD_MIN_OWN_DF = 2
+"""The run's spread is used only once the decision's own has this many degrees of freedom (its
+looks minus the orders present): an F test on fewer cannot tell a noisy candidate."""
 
 
 @dataclass(frozen=True)
@@ -420,7 +423,9 @@ def interval(samples: list[Sample], alpha: float, unit: str = "sample", spread: 
     m, se, df = _balanced_mean_se(samples)
     if spread is not None and n >= 2 and spread.df >= 1 and math.isfinite(spread.var):
         ss, own_df = residual_ss(samples)
-        if own_df < 1 or ss / own_df <= spread.var * f_quantile(1.0 - SPREAD_F_ALPHA, own_df, spread.df):
+        if own_df >= SPREAD_MIN_OWN_DF and ss / own_df <= spread.var * f_quantile(
+            1.0 - SPREAD_F_ALPHA, own_df, spread.df
+        ):
             counts: dict[str, int] = defaultdict(int)
             for s in samples:
                 counts[s.order] += 1
