@@ -164,3 +164,14 @@ def test_a_candidate_that_makes_its_looks_noisy_buys_no_more_keeps_with_the_runs
     assert alone <= 3 and keeps(run) <= alone + 1  # 300 gambles: as rare with the run's spread
     monkeypatch.setattr(estimate, "SPREAD_MIN_OWN_DF", 1)
     assert keeps(run) >= alone + 3  # the hole the minimum closes (5 of 300 here, against 1)
+
+
+def test_looks_the_gate_flagged_stay_out_of_the_runs_spread() -> None:
+    a = aa_pairs(6, 0.003, seed=4)
+    wild = [
+        Pair(p.config, p.cls, p.best, p.cand * (3.0 if p.round == 2 else 1.0), p.round, p.order, flagged=p.round == 2)
+        for p in a
+    ]
+    steady = {c: s.var for c, s in pooled_spreads([[p for p in a if p.round != 2]], POLICY).items()}
+    flagged = pooled_spreads([wild], POLICY)
+    assert {c: s.var for c, s in flagged.items()} == pytest.approx(steady)  # the throttled look is not noise

@@ -85,7 +85,7 @@ def pooled_spreads(
         if any(p.block for p in judged):
             continue  # looks of several blocks: not one sample per look
         for cls, samples in class_samples(judged, policy).items():
-            s, d = residual_ss(samples)
+            s, d = residual_ss([x for x in samples if not x.flagged])  # as the decision left them out
             if d > 0:
                 ss[cls] += s
                 df[cls] += d
