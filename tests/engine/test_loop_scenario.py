@@ -145,7 +145,9 @@ def test_production_verdicts_let_the_grid_guard_but_not_vote(fake_env):
     assert run_engine(ws, max_iters=2) == 0
     with ws.open_store(readonly=True) as s:
         its = s.iterations()
-    assert [it.status for it in its] == ["baseline", "tie", "keep"]
+    # v1 is no keep: a tie, or on the suite's loaded machine (run FL, 2026-12-01) a production
+    # class still undecided at the final look sent it to review, whose default rejects
+    assert [it.status for it in its] in (["baseline", "tie", "keep"], ["baseline", "rejected", "keep"])
     # the baseline's classes are the ones decisions vote in: the guard beside the production ones
     base = its[0].record["classes"]
     assert set(base) == {"cls=small", "cls=large", "guard (non-production)"}
@@ -159,6 +161,8 @@ def test_production_verdicts_let_the_grid_guard_but_not_vote(fake_env):
     # (run CD, cls=small); never improved: the guard's 30% alone made v1 a tie, not a keep
     assert grid_only["classes"]["cls=small"]["verdict"] in ("tied", "undecided")
     assert all(grid_only["classes"][c]["verdict"] != "improved" for c in ("cls=small", "cls=large"))
+    if its[1].status == "rejected":  # only for a production class left undecided, never for the guard's gain
+        assert "undecided" in {grid_only["classes"][c]["verdict"] for c in ("cls=small", "cls=large")}
 
 
 @pytest.mark.slow
