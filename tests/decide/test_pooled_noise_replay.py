@@ -121,11 +121,17 @@ def test_the_engine_pools_the_earlier_decisions_of_the_run_and_nothing_else(tmp_
                 ]
     store.add_samples(rows)
     ctx = SimpleNamespace(store=store)
-    spreads = run_spreads(ctx, Iteration(3, Status.RUNNING), POLICY, frozenset())  # type: ignore[arg-type]
+    spreads = run_spreads(ctx, Iteration(3, Status.RUNNING), Stage.EVAL, POLICY, frozenset())  # type: ignore[arg-type]
     # versions 1 and 2, their evaluations only: v3 (the decision itself) and v4 (later) are
     # 170 times noisier, and the re-verifications are not the evaluation's looks
     assert {c: s.df for c, s in spreads.items()} == {"narrow": 8, "wide": 8}
     assert all(math.sqrt(s.var) < 0.01 for s in spreads.values())
+    # a keep's confirmation and the formatted tree's check decide on their own spread; and
+    # with the key off, nothing is read
+    for stage in (Stage.REVERIFY, Stage.VERIFY):
+        assert run_spreads(ctx, Iteration(3, Status.RUNNING), stage, POLICY, frozenset()) is None  # type: ignore[arg-type]
+    off = Policy(confidence=0.99, min_effect_pct=1.0, min_rounds=3, max_rounds=12)
+    assert run_spreads(ctx, Iteration(3, Status.RUNNING), Stage.EVAL, off, frozenset()) is None  # type: ignore[arg-type]
     store.close()
 
 

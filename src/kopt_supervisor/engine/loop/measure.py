@@ -210,9 +210,15 @@ def pairs(ctx: RunContext, it: Iteration, stage: Stage) -> list[Pair]:
     return pairs_of(ctx, it.version, stage)
 
 
-def run_spreads(ctx: RunContext, it: Iteration, policy: Policy, guard: frozenset[str]) -> dict[str, Spread]:
+def run_spreads(
+    ctx: RunContext, it: Iteration, stage: Stage, policy: Policy, guard: frozenset[str]
+) -> dict[str, Spread] | None:
     """[decide].pooled_noise: per class, the spread of the looks of every decision before
-    `it` in this run (verdict.pooled_spreads), read from run.db at the decision's start."""
+    `it` in this run (verdict.pooled_spreads), read from run.db at the decision's start. Only
+    for an evaluation: a keep's confirmation and the formatted tree's check keep the decision's
+    own spread, so that the run's never decides a keep alone. None: the decision's own."""
+    if not policy.pooled_noise or stage != Stage.EVAL:
+        return None
     earlier = (pairs_of(ctx, row.version, Stage.EVAL) for row in ctx.store.rows() if 0 < row.version < it.version)
     return pooled_spreads(earlier, policy, guard)
 
@@ -281,7 +287,7 @@ class DecisionRounds:
         ctx = self.ctx
         policy = self.policy(extra_rounds)
         guard = guard_configs(ctx)
-        spreads = run_spreads(ctx, it, policy, guard) if policy.pooled_noise else None
+        spreads = run_spreads(ctx, it, stage, policy, guard)
 
         def judge(done: list[Pair], runs: list[dict[str, Any]], gpu_s: float, looks: int) -> Verdict | None:
             verdict = evaluate(
