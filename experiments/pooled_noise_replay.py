@@ -26,45 +26,25 @@ import argparse
 import csv
 import json
 import math
-import sqlite3
 import statistics
 import sys
-from collections import defaultdict
 from pathlib import Path
+from types import SimpleNamespace
 
 from kopt_supervisor.engine.config.toml_io import load as load_config
 from kopt_supervisor.engine.decide.estimate import Pair, Policy, Spread, Verdict
 from kopt_supervisor.engine.decide.verdict import evaluate, pooled_spreads
+from kopt_supervisor.engine.loop.measure import pairs_of
+from kopt_supervisor.engine.records import Stage
+from kopt_supervisor.engine.store import Store
 
 
 def read_pairs(db: Path, stage: str = "eval") -> dict[int, list[Pair]]:
-    """version -> its decision's pairs, as the engine builds them from the samples table."""
-    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    cells: dict[tuple[int, int, int, str], dict[str, object]] = defaultdict(dict)
-    for version, rnd, block, side, config, cls, value, order, flagged in con.execute(
-        "select version, round, block, side, config, cls, value, ord, flagged from samples where stage = ?",
-        (stage,),
-    ):
-        cell = cells[(version, rnd, block, config)]
-        cell[side] = value
-        cell["cls"], cell["order"] = cls, order or "AB"
-        cell["flagged"] = bool(cell.get("flagged")) or bool(flagged)
-    out: dict[int, list[Pair]] = defaultdict(list)
-    for (version, rnd, block, config), c in sorted(cells.items()):
-        if "best" in c and "cand" in c:
-            out[version].append(
-                Pair(
-                    config,
-                    str(c["cls"]),
-                    float(c["best"]),  # type: ignore[arg-type]
-                    float(c["cand"]),  # type: ignore[arg-type]
-                    rnd,
-                    str(c["order"]),
-                    block,
-                    flagged=bool(c["flagged"]),
-                )
-            )
-    return dict(out)
+    """version -> its decision's pairs, read as the engine reads them (`measure.pairs_of`)."""
+    with Store(db, readonly=True) as store:
+        ctx = SimpleNamespace(store=store)
+        decisions = {row.version: pairs_of(ctx, row.version, Stage(stage)) for row in store.rows()}  # type: ignore[arg-type]
+    return {v: ps for v, ps in decisions.items() if ps}
 
 
 def guard_configs(ws: Path, config_cols: list[str], version: int) -> frozenset[str]:

@@ -518,7 +518,14 @@ def test_a_ray_worker_sweeps_the_folders_of_dead_workers_on_its_host_and_no_othe
         (folders[name] / "trees").mkdir(parents=True)
         if owner is not None:
             (folders[name] / OWNER_FILE).write_text(f"{owner}\n")
+    # a link named like a dead worker's folder, to a folder that is not one: never followed
+    victim = tmp_path.parent / f"{tmp_path.name}-victim"
+    victim.mkdir()
+    (victim / OWNER_FILE).write_text(f"{ended.pid} {here}\n")
+    (tmp_path / "kopt-ray-t-lane4-link").symlink_to(victim, target_is_directory=True)
     assert sweep_orphans(tmp_path) == [folders["kopt-ray-t-lane0-dead"]]
+    assert (victim / OWNER_FILE).is_file()
+    (tmp_path / "kopt-ray-t-lane4-link").unlink()
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "kopt-ray-notaworker",
         "kopt-ray-t-lane1-alive",

@@ -393,7 +393,7 @@ def _balanced_mean_se(samples: list[Sample]) -> tuple[float, float, int]:
     groups = list(by_order.values())
     means = [mean(g) for g in groups]
     m = mean(means)
-    inv = sum(1.0 / len(g) for g in groups) / len(groups) ** 2
+    inv = _balance_weight([len(g) for g in groups])
     if min(len(g) for g in groups) >= 3:
         ss = sum((v - gm) ** 2 for g, gm in zip(groups, means, strict=True) for v in g)
         df = n - len(groups)
@@ -402,6 +402,12 @@ def _balanced_mean_se(samples: list[Sample]) -> tuple[float, float, int]:
         ss = sum((s.value - overall) ** 2 for s in samples)
         df = n - 1
     return m, math.sqrt(ss / df * inv) if df > 0 else math.inf, df
+
+
+def _balance_weight(order_counts: list[int]) -> float:
+    """Var(order-balanced mean) / var(one sample): the mean of the orders' means, each over
+    its own count."""
+    return sum(1.0 / k for k in order_counts) / len(order_counts) ** 2
 
 
 def look_means(samples: list[Sample]) -> list[Sample]:
@@ -429,8 +435,9 @@ def interval(samples: list[Sample], alpha: float, unit: str = "sample", spread: 
             counts: dict[str, int] = defaultdict(int)
             for s in samples:
                 counts[s.order] += 1
-            inv = sum(1.0 / k for k in counts.values()) / len(counts) ** 2
-            half = t_quantile(1.0 - alpha / 2.0, spread.df) * math.sqrt(spread.var * inv)
+            half = t_quantile(1.0 - alpha / 2.0, spread.df) * math.sqrt(
+                spread.var * _balance_weight(list(counts.values()))
+            )
             return Interval(m, m - half, m + half, n, unit, pooled=True)
     if n < 2 or df < 1:
         return Interval(m, -math.inf, math.inf, n, unit)

@@ -71,6 +71,14 @@ MAX_ENUMERATED_UNDECIDED = 6
 undecided classes the decision simply waits for them."""
 
 
+def judged_pairs(pairs: Sequence[Pair], guard_configs: frozenset[str]) -> list[Pair]:
+    """The pairs in the classes they vote in (`voting_classes`: a guard config's in GUARD_CLASS)."""
+    votes = voting_classes({p.config: p.cls for p in pairs}, guard_configs)
+    if not any(c == GUARD_CLASS for c in votes.values()):
+        return list(pairs)
+    return [replace(p, cls=votes[p.config]) for p in pairs]
+
+
 def pooled_spreads(
     decisions: Iterable[Sequence[Pair]], policy: Policy, guard_configs: frozenset[str] = frozenset()
 ) -> dict[str, Spread]:
@@ -80,8 +88,7 @@ def pooled_spreads(
     ss: dict[str, float] = defaultdict(float)
     df: dict[str, int] = defaultdict(int)
     for pairs in decisions:
-        votes = voting_classes({p.config: p.cls for p in pairs}, guard_configs)
-        judged = [replace(p, cls=votes[p.config]) for p in pairs]
+        judged = judged_pairs(pairs, guard_configs)
         if any(p.block for p in judged):
             continue  # looks of several blocks: not one sample per look
         for cls, samples in class_samples(judged, policy).items():
@@ -131,10 +138,8 @@ def evaluate(
     while looks are left (`last_block_unsure`).
     """
     _check_pairs(pairs)
-    votes = voting_classes({p.config: p.cls for p in pairs}, guard_configs)
-    guarded = any(c == GUARD_CLASS for c in votes.values())
-    if guarded:
-        pairs = [replace(p, cls=votes[p.config]) for p in pairs]
+    pairs = judged_pairs(pairs, guard_configs)
+    guarded = any(p.cls == GUARD_CLASS for p in pairs)
     rounds = len({p.round for p in pairs})
     final = rounds >= policy.max_rounds or gpu_seconds >= policy.budget_gpu_s
     by_class: dict[str, list[Pair]] = defaultdict(list)

@@ -69,6 +69,8 @@ def sweep_orphans(tmp: Path) -> list[Path]:
     see each other's folders but not each other's processes). Returns what was removed."""
     removed = []
     for root in tmp.glob(f"{ROOT_PREFIX}*-lane*-*"):
+        if root.is_symlink() or not root.is_dir():
+            continue  # a worker's folder is a real folder: a link is someone's lure, never followed
         try:
             pid, host = (root / OWNER_FILE).read_text().split()
             if host != socket.gethostname():
