@@ -30,7 +30,7 @@
 # WAVE3_P4_PROCESS=1 (the process-level bench instead of the served one),
 # WAVE3_P4_STEP=class:param:tuned:slow (skip the prescan, e.g. dclass=narrow:num_warps:2:4),
 # WAVE3_PRESCAN_S (60), WAVE3_P4_TARGET_PCT (3; smoke 25); the scripted runs (parts 2-4):
-# WAVE3_POOLED=1 ([decide].pooled_noise on: docs/decision.md, "The run's spread").
+# WAVE3_POOLED=0 ([decide].pooled_noise off, on by default: docs/decision.md, "The run's spread").
 cd "$(dirname "$0")/.." || exit 2
 # shellcheck source=experiments/device_wave.sh
 source experiments/device_wave.sh

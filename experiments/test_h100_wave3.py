@@ -443,6 +443,6 @@ def test_the_power_parts_config_is_served_unless_it_asks_for_the_process_level_b
     assert process.target.bench == served.target.bench and process.decide == served.decide
     (tmp_path / "kopt.toml").write_text(targets.rms_config(repo, tmp_path / "p.py", plan, profile=False, process=True))
     assert targets.measured_through(tmp_path / "kopt.toml") == "process-level bench runs"
-    assert served.decide.pooled_noise is False  # WAVE3_POOLED=1 turns it on for a call
-    pooled = loads(targets.rms_config(repo, tmp_path / "p.py", plan, profile=False, pooled=True))
-    assert pooled.decide.pooled_noise is True and pooled.target == served.target
+    assert served.decide.pooled_noise is True  # the product's default; WAVE3_POOLED=0 turns it off
+    own = loads(targets.rms_config(repo, tmp_path / "p.py", plan, profile=False, pooled=False))
+    assert own.decide.pooled_noise is False and own.target == served.target

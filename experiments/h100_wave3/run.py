@@ -345,7 +345,7 @@ def rms_session(
     proposer = install_tools(ctx)
     repo = targets.rms_repo(ctx.work / "repos" / name, cpu=ctx.smoke, params=params)
     plan_file = targets.write_plan(ctx.work / "tools" / f"plan_{name}.json", plan)
-    pooled = ctx.knob("POOLED", "0", "0") == "1"  # [decide].pooled_noise, every scripted run of the call
+    pooled = ctx.knob("POOLED", "1", "1") == "1"  # [decide].pooled_noise (WAVE3_POOLED=0: off)
     config = targets.rms_config(repo, proposer, plan_file, profile=profile, allow=allow, process=process, pooled=pooled)
     tag = init_run(ctx, name, repo, config)
     if tag is None:

@@ -60,12 +60,12 @@ def rms_config(
     profile: bool,
     allow: list[str] | None = None,
     process: bool = False,
-    pooled: bool = False,
+    pooled: bool = True,
 ) -> str:
     """The kopt.toml of a scripted run on `repo` (see the module docstring); it loads as it is,
     or this fails naming the key. `process`: without the catalog's `serve` (the bench runs once
     per tree per round, ABBA; a keep is confirmed by a re-decision in fresh processes).
-    `pooled`: [decide].pooled_noise on (docs/decision.md, "The run's spread")."""
+    `pooled`: [decide].pooled_noise (on by default; docs/decision.md, "The run's spread")."""
     from kopt_supervisor.engine.config.toml_io import dumps
     from kopt_supervisor.engine.config.toml_io import loads as loads_config
 

@@ -208,15 +208,16 @@ class DecideConfig:
     the non-production configs) may get in a keep. Its configs are odd sizes kept for
     correctness and to catch a pathological slowdown; a few percent on a 3 µs one-row case
     must not block a large gain on the shapes models run."""
-    pooled_noise: bool = False
+    pooled_noise: bool = True
     """A class's interval takes its width from the spread of the run's earlier decisions
     (their looks around each decision's order means, pooled: hundreds of degrees of freedom
     instead of the decision's own 2-10), unless the decision's own looks are noisier by an F
     test at 1%, and only once its own has 2 degrees of freedom. On the H200's decisions of
     2026-12-01, replayed, comment-only candidates tied at 4 looks instead of 5-9 and a ~3% step
     was kept in 4-6 instead of 4-7
-    (experiments/pooled_noise_replay.py, docs/decision.md). Off until an A/A on a GPU has run
-    with it."""
+    (experiments/pooled_noise_replay.py, docs/decision.md). Live on the H200 the same day, on:
+    34 comment-only candidates tied, none kept, 33 at 4 looks; the ~3% step kept 18 of 18
+    (docs/h100-wave3/part24-pooled-noise-live-h200.md)."""
 
 
 @dataclass(frozen=True)
