@@ -82,6 +82,11 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("workspace", type=Path, help="a run's workspace folder (run.db, kopt.toml, records.json, logs/)")
     ap.add_argument("--stage", default="eval")
+    ap.add_argument(
+        "--earlier",
+        action="store_true",
+        help="the pooled rule pools the decisions before each one, as the engine does (default: leave-one-out)",
+    )
     a = ap.parse_args(argv)
     ws: Path = a.workspace
     cfg = load_config(ws / "kopt.toml", past=True)
@@ -96,6 +101,8 @@ def main(argv: list[str] | None = None) -> int:
         f"# {ws}: {len(decisions)} decisions ({a.stage}); policy: confidence {policy.confidence}, "
         f"min_effect {policy.min_effect_pct}%, rounds {policy.min_rounds}..{policy.max_rounds}"
     )
+    rule = "pooled over the decisions before" if policy.pooled_noise else "each decision's own spread"
+    print(f"kopt's rule in this run: {rule}; the pooled rule: {'earlier' if a.earlier else 'leave-one-out'}")
     print("| v | kopt: status (looks) | replay of kopt's rule | pooled rule | per-class pooled sd % (df) |")
     print("|---|---|---|---|---|")
     same = 0
@@ -106,10 +113,12 @@ def main(argv: list[str] | None = None) -> int:
         looks = max(p.round for p in pairs) + 1
         guard = guards[version]
         target = rec.get("target_class")
+        before = pooled_spreads((ps for v, ps in decisions.items() if v < version), policy, guard)
         others = (ps for v, ps in decisions.items() if v != version)  # leave-one-out
-        spreads = pooled_spreads(others, policy, guard)
+        spreads = before if a.earlier else pooled_spreads(others, policy, guard)
 
-        kind_k, looks_k, _ = replay(pairs, policy, target, guard, None, looks)
+        kopts = before if policy.pooled_noise else None  # the rule the run itself had
+        kind_k, looks_k, _ = replay(pairs, policy, target, guard, kopts, looks)
         kind_p, looks_p, vp = replay(pairs, policy, target, guard, spreads, looks)
         if kind_p != kind_k and vp is not None:
             differ.append(f"v{version}: kopt {kind_k}, pooled {kind_p} at look {looks_p}: {vp.reason}")

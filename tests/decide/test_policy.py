@@ -29,7 +29,7 @@ OTHER = {
     "verify_after_format": False,
     "production_verdicts": True,
     "guard_max_regression_pct": 4.0,
-    "pooled_noise": True,
+    "pooled_noise": False,
 }
 POLICY_ONLY = {"direction", "pool_blocks"}
 """Policy's own fields: not kopt.toml keys of [decide]."""

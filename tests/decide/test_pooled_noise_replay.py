@@ -103,8 +103,9 @@ def test_the_runs_spread_is_of_the_classes_as_judged_and_of_one_block_looks() ->
     assert set(spreads) == {"narrow", "wide", GUARD_CLASS}  # wide1 left its class for the guard's
     blocks = [Pair(p.config, p.cls, p.best, p.cand, p.round, p.order, block=1) for p in a]
     assert pooled_spreads([blocks], POLICY) == {}  # looks of several blocks are not pooled
-    # and evaluate without spreads is kopt's rule: the pooled path is off by default
-    assert Policy().pooled_noise is False
+    # evaluate without spreads is each decision's own spread; the engine pools by default
+    # ([decide].pooled_noise, on since the H200's live A/A and ~3% runs of part 24)
+    assert Policy().pooled_noise is True
     assert evaluate(a, POLICY) == evaluate(a, POLICY, spreads=None)
 
 
@@ -130,7 +131,7 @@ def test_the_engine_pools_the_earlier_decisions_of_the_run_and_nothing_else(tmp_
     # with the key off, nothing is read
     for stage in (Stage.REVERIFY, Stage.VERIFY):
         assert run_spreads(ctx, Iteration(3, Status.RUNNING), stage, POLICY, frozenset()) is None  # type: ignore[arg-type]
-    off = Policy(confidence=0.99, min_effect_pct=1.0, min_rounds=3, max_rounds=12)
+    off = Policy(confidence=0.99, min_effect_pct=1.0, min_rounds=3, max_rounds=12, pooled_noise=False)
     assert run_spreads(ctx, Iteration(3, Status.RUNNING), Stage.EVAL, off, frozenset()) is None  # type: ignore[arg-type]
     store.close()
 
@@ -181,3 +182,32 @@ def test_looks_the_gate_flagged_stay_out_of_the_runs_spread() -> None:
     steady = {c: s.var for c, s in pooled_spreads([[p for p in a if p.round != 2]], POLICY).items()}
     flagged = pooled_spreads([wild], POLICY)
     assert {c: s.var for c, s in flagged.items()} == pytest.approx(steady)  # the throttled look is not noise
+
+
+def test_a_spike_the_decision_dropped_stays_out_of_the_runs_spread() -> None:
+    # H200, part 24: two spikes among a run's first decision's 12 looks made the pool 1.3-1.6%
+    # per look instead of 0.2%, and the next five ~3% keeps took 6-12 looks instead of 4
+    a = aa_pairs(12, 0.002, seed=5)
+    spiked = [Pair(p.config, p.cls, p.best, p.cand * (1.2 if p.round == 7 else 1.0), p.round, p.order) for p in a]
+    steady = pooled_spreads([a], POLICY)
+    pooled = pooled_spreads([spiked], POLICY)
+    own = {
+        c: estimate.residual_ss(samples_of) for c, samples_of in decide.verdict.class_samples(spiked, POLICY).items()
+    }
+    for cls, sp in pooled.items():
+        assert own[cls][0] / own[cls][1] > 50 * steady[cls].var  # the premise: the spike is most of the raw spread
+        assert sp.var < 2 * steady[cls].var, cls  # the ESD test dropped it, as the decision does
+        assert sp.df == own[cls][1] - 1  # one look fewer
+
+
+def test_a_run_spread_on_fewer_degrees_of_freedom_than_the_decisions_own_is_not_used() -> None:
+    # the tune loop's second decision (tests/engine/test_tune.py): the run's first decision
+    # pooled on 1 df gave a t quantile ~60 times the decision's own on 4, and a -6.9% class
+    # stayed undecided to max_rounds
+    rng = random.Random(3)
+    own = samples([-0.07 + rng.gauss(0, 0.001) for _ in range(6)])
+    alone = interval(own, 0.01)
+    thin = interval(own, 0.01, spread=Spread(0.004**2, 1))
+    assert not thin.pooled and (thin.lo, thin.hi) == (alone.lo, alone.hi)
+    rich = interval(own, 0.01, spread=Spread(0.004**2, 60))
+    assert rich.pooled and rich.hi - rich.lo > alone.hi - alone.lo  # steadier than the run: the run's width

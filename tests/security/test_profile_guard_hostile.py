@@ -76,6 +76,26 @@ def test_a_lying_timer_on_the_guard_is_still_caught():
     assert c.status == "disagrees", c.reason
 
 
+def test_a_guard_both_clocks_see_faster_blocks_nothing_but_a_lie_over_no_gain_still_does():
+    # H200, part 24: BLOCK_D 32->128 read the guard -35.6% in the bench's CUDA graphs and -25.7%
+    # [-27.3, -24.0] in the profiler's kernel times (tiny configs: the graph's gaps shrink too).
+    # The profiler's interval lay above the bench's by more than the margin, so the guard
+    # "disagreed" and a real -6.5% on a production class was rejected. A guard blocks losses
+    # only: where the profiler itself sees the guard faster, there is none to block.
+    best = profile(12, calls=20)
+    real = compare_per_class(best, profile(13, calls=20, scale={WIDE: 0.75}), REFS, run_noise_pct=0.1)
+    (c,) = agrees([Bench(WIDE, "improved", 0.644, 0.642, 0.646)], real, guards=GUARD).classes
+    assert c.profiler_hi is not None and c.profiler_hi < 1.0 and c.profiler_lo > 0.646 * 1.1  # the premise
+    assert c.status == "agrees", c.reason
+    # the same bench claim over a guard the profiler sees no faster, or faster by less than half
+    # the bench's gain (-0.5%, -15%): a lying timer inflating the run's geometric mean, blocked
+    for scale in (1.0, 0.995, 0.85):
+        flat = compare_per_class(best, profile(14, calls=20, scale={WIDE: scale}), REFS, run_noise_pct=0.1)
+        (c,) = agrees([Bench(WIDE, "improved", 0.644, 0.642, 0.646)], flat, guards=GUARD).classes
+        assert c.profiler_hi is not None and c.profiler_hi > 1.0 - (1.0 - 0.646) / 2, (scale, c)  # the premise
+        assert c.status == "disagrees", (scale, c.reason)
+
+
 def _moved_out(huge_at: int | None, huge_ns: float = 120000.0):
     """The candidate: narrow's kernels run in a thread of their own (NVTX ranges are per
     thread, so ncu puts them outside any range), leaving a stub in narrow's ranges; one dummy

@@ -27,6 +27,7 @@ from kopt_supervisor.engine.decide.estimate import (
     Spread,
     Verdict,
     class_samples,
+    drop_outliers,
     estimate_class,
     residual_ss,
 )
@@ -84,7 +85,10 @@ def pooled_spreads(
 ) -> dict[str, Spread]:
     """Per class (as `evaluate` forms them: the guard's configs in GUARD_CLASS), the spread of
     the looks of `decisions` (a run's earlier ones) around each decision's order means, pooled
-    ([decide].pooled_noise). A class none of them has looks of is absent."""
+    ([decide].pooled_noise), without the looks each decision left out (flagged by the GPU gate,
+    or the ESD test's outliers: on the H200 two spikes in a run's first decision widened the
+    pool fourfold, 1.3-1.6% per look instead of 0.2%, and its next five keeps took 6-12 looks
+    instead of 4, part 24). A class none of them has looks of is absent."""
     ss: dict[str, float] = defaultdict(float)
     df: dict[str, int] = defaultdict(int)
     for pairs in decisions:
@@ -92,7 +96,8 @@ def pooled_spreads(
         if any(p.block for p in judged):
             continue  # looks of several blocks: not one sample per look
         for cls, samples in class_samples(judged, policy).items():
-            s, d = residual_ss([x for x in samples if not x.flagged])  # as the decision left them out
+            kept, _ = drop_outliers([x for x in samples if not x.flagged])  # as the decision left them out
+            s, d = residual_ss(kept)
             if d > 0:
                 ss[cls] += s
                 df[cls] += d
