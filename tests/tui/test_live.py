@@ -134,7 +134,10 @@ async def test_tui_answers_two_lanes_reviews_each_in_its_own_lane(fake_env, monk
     )
     ws = init_run(repo, root, "lanes")
     try:
-        started = cli("--root", str(root), "run", "lanes", "--headless")
+        # four candidates, then the run ends: a fake proposer starts its script again, and on a
+        # loaded machine lane 0 had reached a fifth borderline candidate before the TUI's second
+        # answer, so the queue never emptied (runs FL and FO)
+        started = cli("--root", str(root), "run", "lanes", "--headless", "--max-iters", "4")
         assert started.returncode == 0, started.stderr
         wait_for(lambda: len(api.status(ws)["pending_reviews"]) == 2, 120, "both lanes awaiting review", ws)
         first, second = api.status(ws)["reviews"]
