@@ -212,11 +212,13 @@ class DecideConfig:
     """A class's interval takes its width from the spread of the run's earlier decisions
     (their looks around each decision's order means, pooled: hundreds of degrees of freedom
     instead of the decision's own 2-10), unless the decision's own looks are noisier by an F
-    test at 1%, and only once its own has 2 degrees of freedom. On the H200's decisions of
+    test at 1%, only once its own has 2 degrees of freedom, and only when the run's has more
+    than the decision's own; each decision's dropped looks (outliers, the gate's) stay out of
+    the pool. On the H200's decisions of
     2026-12-01, replayed, comment-only candidates tied at 4 looks instead of 5-9 and a ~3% step
     was kept in 4-6 instead of 4-7
     (experiments/pooled_noise_replay.py, docs/decision.md). Live on the H200 the same day, on:
-    34 comment-only candidates tied, none kept, 33 at 4 looks; the ~3% step kept 18 of 18
+    34 comment-only candidates tied, none kept, 31 at 4 looks; the ~3% step kept 18 of 18
     (docs/h100-wave3/part24-pooled-noise-live-h200.md)."""
 
 
