@@ -7,14 +7,18 @@ n - 1 or n - 2 degrees of freedom), at an error rate spent over up to max_rounds
 (`alpha_at_look`: 0.01 x k / 75 at look k of 3..12), so t's quantile is ~8-12 at looks 5-7.
 
 This script asks what a decision would cost if a class's spread came instead from the run's
-other decisions (leave-one-out here; the engine's [decide].pooled_noise takes the earlier ones:
-`verdict.pooled_spreads`), used only when the decision's own spread is not larger (an F test
+other decisions (leave-one-out by default; `--earlier` takes the ones before each decision, as
+the engine's [decide].pooled_noise does: `verdict.pooled_spreads`), used only when the decision's own spread is not larger (an F test
 at 1%, `estimate.SPREAD_F_ALPHA`). It replays, with kopt's own `evaluate`, every decision of a
 run.db as it was measured (the same pairs, look by look) and prints per decision the looks and
 verdict kopt took, the looks and verdict the pooled rule would have taken, and whether the
 replay of kopt's rule reproduces what kopt did (the replay's check).
 
     python3 -m experiments.pooled_noise_replay /work/device-results/s26-call2/part2/x/raw/ws_wave3-aa
+    python3 -m experiments.pooled_noise_replay --earlier /work/device-results/s27-call2/part4/x/raw/ws_wave3-power
+
+"Replay of kopt's rule" is the rule the run had: each decision's own spread, or (the run's
+kopt.toml with pooled_noise on) the spread of the decisions before it.
 
 It reads the workspace's run.db, kopt.toml, records.json and each version's
 logs/vN/eval_r0_best.csv (for the production column). Nothing is written.
