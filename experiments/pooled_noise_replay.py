@@ -8,8 +8,8 @@ n - 1 or n - 2 degrees of freedom), at an error rate spent over up to max_rounds
 
 This script asks what a decision would cost if a class's spread came instead from the run's
 other decisions (leave-one-out by default; `--earlier` takes the ones before each decision, as
-the engine's [decide].pooled_noise does: `verdict.pooled_spreads`), used only when the decision's own spread is not larger (an F test
-at 1%, `estimate.SPREAD_F_ALPHA`). It replays, with kopt's own `evaluate`, every decision of a
+the engine's [decide].pooled_noise does: `verdict.pooled_spreads`), used only when the
+decision's own spread is not larger (an F test at 1%, `estimate.SPREAD_F_ALPHA`). It replays, with kopt's own `evaluate`, every decision of a
 run.db as it was measured (the same pairs, look by look) and prints per decision the looks and
 verdict kopt took, the looks and verdict the pooled rule would have taken, and whether the
 replay of kopt's rule reproduces what kopt did (the replay's check).
