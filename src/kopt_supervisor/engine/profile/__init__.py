@@ -391,8 +391,9 @@ def agrees(
     - a guard class (`guards`: class -> how much slower it may get, %), which can block a keep
       and never earn one: whatever the bench's verdict, disagrees when the profiler's estimate
       lies beyond that (ratio > 1 + g) or its interval lies above the bench's by more than it
-      (lo > b_hi (1 + g)) unless it sees at least half the bench's gain, agrees when
-      hi <= 1 + g (`_judge_guard`). On the H200 the RMSNorm
+      (lo > b_hi (1 + g)) unless it sees at least half the bench's speedup in log terms,
+      agrees when hi <= 1 + g, each bound the more cautious of the candidate's launch spread
+      and best's (`_judge_guard`). On the H200 the RMSNorm
       demo's guard class of 3-4 us configs read +2.0% [+0.2, +3.8] in the profiler's isolated
       launches where the bench's CUDA graph measured -1.3% [-2.0, -0.6]: a keep of -45% on
       narrow was sent to review for a class it did not claim (2026-12-01, part 16).
@@ -415,7 +416,8 @@ def agrees(
         ratio, lo, hi = (ch.ratio, ch.lo, ch.hi) if ch is not None else (None, None, None)
         problems = list(comparison.problems) + (list(ch.problems) if ch is not None else [])
         if guards and b.cls in guards:
-            status, reason = _judge_guard(lo, ratio, hi, guards[b.cls], _finite(b.hi))
+            best_spread = (ch.lo_best_spread, ch.hi_best_spread) if ch is not None else (None, None)
+            status, reason = _judge_guard(lo, ratio, hi, guards[b.cls], _finite(b.hi), best_spread)
         elif b.verdict == "tied" and ch is not None and ch.lo_best_spread is not None and ch.hi_best_spread is not None:
             # a tied class claims nothing: a spread the candidate widened must not hide its loss
             lo, hi = ch.lo_best_spread, ch.hi_best_spread
@@ -500,6 +502,7 @@ def _judge_guard(
     hi: float | None,
     margin_pct: float,
     bench_hi: float | None,
+    best_spread: tuple[float | None, float | None] = (None, None),
 ) -> tuple[str, str]:
     """A guard class's agreement (see `agrees`), whatever the bench's verdict (an undecided guard
     too: a timer can hide a guard's loss as well as fake a claimed gain). It disagrees when the
@@ -508,22 +511,31 @@ def _judge_guard(
     in "cannot tell"; found by a hostile review, tests/security/test_profile_guard_hostile.py),
     and when the profiler's interval lies above the bench's by more than the margin (the bench's
     timer misreads the guard: -20% read where the profiler sees +3%), unless the profiler itself
-    sees the guard faster by at least half the gain the bench's interval holds (a guard blocks
-    losses only, and both clocks see none; a timer that inflates a guard's gain more than twice
-    over is still caught, since the guard's figure enters the run's geometric-mean speedup). On
-    the H200 BLOCK_D 32->128 read -35.6% in the bench's graphs and -25.7% [-27.3, -24.0] in the
-    profiler's kernel times on the guard's 3-4 us configs, and a real -6.5% on a production
-    class was rejected for it (part 24). Agrees when it rules out a loss beyond the margin."""
+    sees the guard faster by at least half the bench's speedup in log terms (hi < sqrt(bench_hi):
+    a guard blocks losses only, and both clocks see none; a timer that claims more than the
+    square of the speedup the profiler sees is still caught, since the guard's figure enters
+    the run's geometric-mean speedup). On the H200 BLOCK_D 32->128 read -35.6% in the bench's
+    graphs and -25.7% [-27.3, -24.0] in the profiler's kernel times on the guard's 3-4 us
+    configs, and a real -6.5% on a production class was rejected for it (part 24). Agrees when
+    it rules out a loss beyond the margin.
+
+    `best_spread`: the profiler's interval around the same estimate with best's launch spread
+    (`ClassChange.lo_best_spread`). Each bound is the more cautious of the two: a candidate sets
+    its own launches' spread, and one that alternated short and long launches of a guard it did
+    not change (+-35%) widened its interval to [0.59, 1.68], so a bench claim of -35.6% was
+    neither ruled out nor confirmed, which blocks nothing (a hostile review, 2026-12-01)."""
     if lo is None or hi is None or ratio is None:
         return CANNOT_TELL, "the profiler has no interval"
+    lo = max(lo, best_spread[0]) if best_spread[0] is not None else lo
+    hi = max(hi, best_spread[1]) if best_spread[1] is not None else hi
     g = 1.0 + margin_pct / 100.0
     if ratio > g:
         return DISAGREES, f"the profiler sees a loss beyond the guard's {margin_pct:g}%"
     if bench_hi is not None and lo > bench_hi * g:
-        if hi < min(1.0, 1.0 - (1.0 - bench_hi) / 2.0):
+        if bench_hi > 0 and hi < min(1.0, math.sqrt(bench_hi)):
             return AGREES, (
                 f"the profiler sees the guard faster ({(ratio - 1.0) * 100:+.1f}%), by at least half the bench's "
-                "gain: no loss to block on"
+                "speedup: no loss to block on"
             )
         return DISAGREES, f"the profiler's interval lies above the bench's by more than the guard's {margin_pct:g}%"
     if hi <= g:
