@@ -410,3 +410,53 @@ def test_a_script_with_no_shebang_still_runs_without_a_shell_between(tmp_path: P
     srv = Server(str(script), cwd=tmp_path, log_dir=tmp_path, name="noshebang_server")
     assert srv.finish(timeout_s=30) == 0
     assert (tmp_path / "noshebang_server.out").read_text().strip() == "ran by the shell"
+
+
+def test_opening_run_db_retries_a_journal_mode_refused_as_locked(tmp_path, monkeypatch):
+    """SQLite can answer the journal-mode PRAGMA of a connection being opened with "database is
+    locked" at once, without its busy handler (another connection building the WAL index): run
+    FR lost one of four concurrent review answers so. The open retries it; other errors, and a
+    lock that outlasts the budget, still raise."""
+    from kopt_supervisor.engine import store as store_mod
+
+    Store.create(tmp_path / "run.db").close()
+    real_connect = sqlite3.connect
+    refusals = {"left": 3}
+
+    class Refusing:
+        def __init__(self, db: sqlite3.Connection) -> None:
+            object.__setattr__(self, "_db", db)
+
+        def execute(self, sql: str, *args: object):  # type: ignore[no-untyped-def]
+            if sql.startswith("PRAGMA journal_mode") and refusals["left"] > 0:
+                refusals["left"] -= 1
+                raise sqlite3.OperationalError("database is locked")
+            return self._db.execute(sql, *args)
+
+        def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
+            return getattr(self._db, name)
+
+        def __setattr__(self, name: str, value: object) -> None:
+            setattr(self._db, name, value)
+
+    monkeypatch.setattr(sqlite3, "connect", lambda *a, **k: Refusing(real_connect(*a, **k)))
+    with Store(tmp_path / "run.db") as s:
+        assert s.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert refusals["left"] == 0  # refused three times, opened on the fourth
+    calls = {"n": 0}
+
+    def always_locked() -> None:
+        calls["n"] += 1
+        raise sqlite3.OperationalError("database is locked")
+
+    with pytest.raises(sqlite3.OperationalError, match="locked"):
+        store_mod._while_busy(always_locked, budget_s=0.05)
+    assert calls["n"] >= 2
+
+    def broken() -> None:
+        calls["n"] = -1
+        raise sqlite3.OperationalError("no such table: x")
+
+    with pytest.raises(sqlite3.OperationalError, match="no such table"):
+        store_mod._while_busy(broken)
+    assert calls["n"] == -1  # not retried

@@ -188,6 +188,28 @@ _COLUMNS = (
 )
 
 
+OPEN_BUSY_S = 30.0
+"""How long opening run.db retries SQLite's "database is locked" (`_while_busy`)."""
+
+
+def _while_busy(step: Callable[[], object], *, budget_s: float = OPEN_BUSY_S) -> None:
+    """`step` again while SQLite answers "database is locked", for up to `budget_s`. Setting the
+    journal mode as a connection opens can get SQLITE_BUSY at once, without the busy handler
+    (another connection is building the WAL index): four clients answering one review at the
+    same moment lost one answer that way on a loaded 2-core machine (run FR, 2026-12-02)."""
+    end = time.monotonic() + budget_s
+    pause = 0.005
+    while True:
+        try:
+            step()
+            return
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e) or time.monotonic() + pause > end:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.2)
+
+
 class Store:
     """A connection to run.db. Used by one thread at a time (a lane's connection may pass
     from one worker thread to the next between iterations); never by two at once."""
@@ -205,7 +227,7 @@ class Store:
         self.db.row_factory = sqlite3.Row
         self.db.execute("PRAGMA busy_timeout = 30000")
         if not readonly:
-            self.db.execute("PRAGMA journal_mode = WAL")
+            _while_busy(lambda: self.db.execute("PRAGMA journal_mode = WAL"))
             self.db.execute("PRAGMA synchronous = FULL")
             self._migrate()
         self._lock = threading.RLock()
