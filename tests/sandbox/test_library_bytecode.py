@@ -277,3 +277,18 @@ def test_the_shared_cache_is_off_on_request_and_follows_xdg_otherwise(monkeypatc
     monkeypatch.delenv(bytecode.ENV)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     assert bytecode.shared_dir() == (tmp_path / "xdg" / "kopt" / "bytecode" / sys.implementation.cache_tag).resolve()
+
+
+def test_a_compile_into_one_shared_folder_never_stands_in_for_another(tmp_path: Path, monkeypatch) -> None:
+    """Units in progress are (shared folder, unit) pairs: by unit alone, a compile into one
+    folder made a request for another return at once with nothing compiled there (the next
+    test on the same worker found its folder empty: runs FR and FS)."""
+    asked: list[str] = []
+    monkeypatch.setattr(bytecode.subprocess, "run", lambda cmd, **kw: asked.append(cmd[5]))
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert STDLIB is not None
+    monkeypatch.setattr(bytecode, "_busy", {(a, STDLIB)})  # a's compile of the stdlib in progress
+    bytecode._compile_all(b, [STDLIB])
+    bytecode._compile_all(a, [STDLIB])
+    assert asked == [str(b)]  # b's compiled; a's left to the compile already running
+    assert bytecode._busy == {(a, STDLIB)}  # b's pair released when done

@@ -215,7 +215,10 @@ def harvest(prefix: Path, shared: Path, *, lay: Layout | None = None, wait: bool
     return units
 
 
-_busy: set[Path] = set()
+_busy: set[tuple[Path, Path]] = set()
+"""(shared folder, unit) pairs being compiled now. By unit alone, a compile into one shared
+folder made a request for another (a second run in the same process, or the next test on the
+same worker) return at once with nothing compiled there (runs FR and FS)."""
 _busy_lock = threading.Lock()
 COMPILE_TIMEOUT_S = 900.0
 
@@ -225,8 +228,8 @@ def _compile_all(shared: Path, units: Sequence[Path]) -> None:
     code of a tree; it takes only units of its own layout; its warnings about library sources
     silenced)."""
     with _busy_lock:
-        todo = [u for u in units if u not in _busy]
-        _busy.update(todo)
+        todo = [u for u in units if (shared, u) not in _busy]
+        _busy.update((shared, u) for u in todo)
     try:
         if todo:
             subprocess.run(
@@ -241,7 +244,7 @@ def _compile_all(shared: Path, units: Sequence[Path]) -> None:
         pass
     finally:
         with _busy_lock:
-            _busy.difference_update(todo)
+            _busy.difference_update((shared, u) for u in todo)
 
 
 def compile_unit(shared: Path, unit: Path, lay: Layout) -> int:
