@@ -72,17 +72,18 @@ if os.environ.get("FAKE_LINGER"):  # a child that outlives the bench in its proc
     os.posix_spawnp("sleep", ["sleep", os.environ["FAKE_LINGER"]], os.environ)  # subprocess: 60 ms more CPU
 
 
+def note(line):
+    """A line in FAKE_SERVE_LOG (the served fake's log), where set."""
+    log = os.environ.get("FAKE_SERVE_LOG")
+    if log:
+        with open(log, "a") as f:
+            f.write(line + "\n")
+
+
 def held(go):
     """A profile started ahead (KOPT_PROFILE_HOLD), as kopt's harness holds: `<go>.held` first
     (logs `held PID CWD TIME` to FAKE_SERVE_LOG), then a look every 10 ms until `go` (logs `go
     ...`) or `stop` (logs `stopped ...`, leaves)."""
-    log = os.environ.get("FAKE_SERVE_LOG")
-
-    def note(line):
-        if log:
-            with open(log, "a") as f:
-                f.write(line + "\n")
-
     open(go + ".held", "w").write(str(os.getpid()))
     note(f"held {os.getpid()} {os.getcwd()} {time.time():.6f}")
     if k.get("held_exit"):  # held, then ended before the word (its own limit, memory): exit 3
@@ -99,10 +100,13 @@ def held(go):
 
 
 k = load_json("kernel.json")
-if os.environ.get("KOPT_PROFILE_HOLD") and not k.get(
-    "ignores_hold"
-):  # ignores_hold: a command that is not kopt's harness
+UNHELD = bool(os.environ.get("KOPT_PROFILE_HOLD") and k.get("ignores_hold"))
+"""ignores_hold: a command that is not kopt's harness runs at once (logs `unheld ...` when it
+starts and `unheld_end ...` when it ends)."""
+if os.environ.get("KOPT_PROFILE_HOLD") and not UNHELD:
     held(os.environ["KOPT_PROFILE_HOLD"])
+if UNHELD:
+    note(f"unheld {os.getpid()} {os.getcwd()} {time.time():.6f}")
 if k.get("crash"):
     sys.exit(3)
 FLAKY = os.path.join(os.environ.get("TRITON_CACHE_DIR", "."), "flaky.once")  # the tree's cache: kept between runs
@@ -221,3 +225,5 @@ if os.environ.get("FAKE_BIND_LOG"):  # which GPU this run was bound to, and when
             f"{os.environ.get('CUDA_VISIBLE_DEVICES', '-')} {started:.6f} {time.time():.6f} "
             f"{os.path.basename(os.path.dirname(os.getcwd()))}/{os.path.basename(os.getcwd())}\n"
         )
+if UNHELD:
+    note(f"unheld_end {os.getpid()} {os.getcwd()} {time.time():.6f}")

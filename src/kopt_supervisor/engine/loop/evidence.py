@@ -71,6 +71,8 @@ class Evidence:
         """Per lane, per side: the keep's first profile, started while the decision runs (`profile_ahead`)."""
         self.ahead_off = ""
         """Why no profile is started ahead any more in this run (a command that did not hold)."""
+        self.ahead_held = False
+        """A profile started ahead in this run has held: later ones are not waited for (`profile_ahead`)."""
         self.released: dict[int, list[str]] = {}
         """Per lane: the sides of the keep's profiles taken from those started ahead."""
 
@@ -324,6 +326,34 @@ class Evidence:
         except (KoptFailure, ServerError, OSError) as e:
             self.drop_ahead(lane)
             ctx.event("profile", f"v{it.version}: the keep's profile not started ahead: {e}", it=it, level="warn")
+            return
+        if not self.ahead_held:  # the run's first: before any look, proof that the command holds
+            self.first_hold(it, lane, started)
+
+    def first_hold(self, it: Iteration, lane: Lane, started: dict[str, HeldProfile]) -> None:
+        """Wait, before the decision's first look, until the run's first profiles started ahead
+        hold. One that ends or does not hold in time is stopped before any look is measured,
+        and none is started ahead again in the run: a command that ignores KOPT_PROFILE_HOLD
+        would otherwise run the tree, and the profiler, beside every decision's looks (the
+        release's own check comes after them). The command is the run's, so one proof serves
+        the run: a few seconds once (bwrap, the profiler's start, Python)."""
+        t0 = time.monotonic()
+        for held in started.values():
+            why = held.wait_held(self.ctx.control.drain)
+            if why:
+                self.drop_ahead(lane)
+                self.ahead_off = held.not_held(why)
+                self.ctx.event(
+                    "profile",
+                    f"v{it.version}: {self.ahead_off}; profiles are no longer started ahead",
+                    it=it,
+                    level="warn",
+                )
+                return
+        self.ahead_held = True
+        self.ctx.event(
+            "profile", f"v{it.version}: the profiles started ahead hold ({time.monotonic() - t0:.1f} s)", it=it
+        )
 
     def first_seed(self, lane: Lane, it: Iteration, reused: ReusedProfile | None) -> int:
         """The first profile's seed without a baseline's: best's reused profile's, else the one

@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -215,6 +216,24 @@ class HeldProfile:
         """The run wrote `<go>.held`: it holds."""
         return self.go.with_name(self.go.name + PROFILE_HELD_SUFFIX).exists()
 
+    def wait_held(self, poll: Callable[[], None]) -> str:
+        """Wait until the run holds: '' once it does, else why not (it ended first, or wrote no
+        `<go>.held` within ACK_WAIT_S). `poll` runs between checks (the control's pump)."""
+        deadline = time.monotonic() + ACK_WAIT_S
+        while not self.acknowledged and self.server.alive and time.monotonic() < deadline:
+            poll()
+            time.sleep(0.02)
+        if self.acknowledged:
+            return ""
+        return "it ended without holding" if not self.server.alive else f"no {self.go.name}{PROFILE_HELD_SUFFIX}"
+
+    def not_held(self, why: str) -> str:
+        """The one line that says a command did not hold, and the fix."""
+        return (
+            f"{self.prof.name} on {self.pt.side}/: the profile started ahead did not hold ({why}): "
+            '[profile].command is not kopt\'s harness; set [profile].ahead = "off"'
+        )
+
     def matches(self, it: Iteration, tree: Path, side: str, seed: int, calls: Calls) -> bool:
         """This is the profile `profile_in(ctx, it, lane, prof, tree, side, calls=calls, seed=seed)` would take."""
         now = ProfiledTree.of(it, self.lane, tree, side, self.pt.out_dir)
@@ -235,22 +254,11 @@ class HeldProfile:
             self.cancel()
             return None
         with ctx.control.during(Step.PROFILE), ctx.clock(it, "profiler_s"):
-            deadline = time.monotonic() + ACK_WAIT_S  # a run still starting has not written it yet
-            while not self.acknowledged and self.server.alive and time.monotonic() < deadline:
-                ctx.control.pump()
-                time.sleep(0.05)
-            if not self.acknowledged:  # read before `go`: nothing of the tree ran yet
-                why = (
-                    "it ended before the decision did"
-                    if not self.server.alive
-                    else f"no {self.go.name}{PROFILE_HELD_SUFFIX}"
-                )
+            why = self.wait_held(ctx.control.pump)  # a run still starting has not written it yet
+            if why:  # read before `go`: nothing of the tree ran yet
                 self.cancel()
                 check_after_run(ctx, lane, it, pt.tree)
-                raise NotHeld(
-                    f"{self.prof.name} on {pt.side}/: the profile started ahead did not hold ({why}): "
-                    '[profile].command is not kopt\'s harness; set [profile].ahead = "off"'
-                )
+                raise NotHeld(self.not_held(why))
             if not self.server.alive:  # it held, then ended (its own limit, memory, a failed import): profiled anew
                 ctx.event(
                     "profile", f"v{it.version}: {pt.side}'s profile started ahead ended before go; taken anew", it=it

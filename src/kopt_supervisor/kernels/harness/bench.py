@@ -1375,10 +1375,9 @@ def main(spec: Spec | str | Path, argv: list[str] | None = None, *, tree: str | 
         if not isinstance(spec, Spec):
             tree = tree or spec  # the bundled kernel's folder is its tree too (Bench)
         early = parse_args(argv, True)
-        hold.refuse_if_tree_ran(Path(early.tree or tree or Path.cwd()))  # before the word kopt trusts
-        hold.acknowledge(go)  # before anything else: kopt reads it as proof this run held
-        seed, spec, drawn = hold.in_idle_thread(functools.partial(held, spec, early, clock))
-        if not hold.wait_for_go(go):
+        work = functools.partial(held, spec, early, clock)
+        told_go, (seed, spec, drawn) = hold.hold_until_go(go, Path(early.tree or tree or Path.cwd()), work)
+        if not told_go:
             log(f"profile held and stopped: {clock.line()}")
             return 0
         clock.lap("held")

@@ -42,6 +42,8 @@ HOLD_MAX_S = 3600.0
 """A held run that hears nothing for this long leaves with an error."""
 HOLD_POLL_S = 0.01
 
+T = TypeVar("T")
+
 Draws = dict[tuple[str, int], tuple[tuple, dict[str, Any]]]
 """(config key, seed) -> the inputs drawn on the host for it, while held (`Case.host_draw` takes
 each once)."""
@@ -62,8 +64,8 @@ def refuse_if_tree_ran(tree: Path) -> None:
     root = tree.resolve()
     for name, module in list(sys.modules.items()):
         where = getattr(module, "__file__", None)
-        if name == "__main__" or not where:
-            continue
+        if name == "__main__" or not where or not os.path.isabs(where):
+            continue  # a relative name is no file the import system loaded (torch.ops: `_ops.py`)
         try:
             inside = Path(where).resolve().is_relative_to(root)
         except (OSError, ValueError):
@@ -73,6 +75,26 @@ def refuse_if_tree_ran(tree: Path) -> None:
                 f"{PROFILE_HOLD_ENV}: {name} ({where}) of the tree was imported before the hold: "
                 'this bench cannot be held (set [profile].ahead = "off")'
             )
+
+
+def tree_root(start: Path) -> Path:
+    """The git worktree `start` lies in (its nearest folder holding `.git`), else `start`: a
+    bench run from a subfolder (`cd benchmark && ...`) still refuses a module of the whole tree."""
+    here = start.resolve()
+    for folder in (here, *here.parents):
+        if (folder / ".git").exists():
+            return folder
+    return here
+
+
+def hold_until_go(go: Path, tree: Path, work: Callable[[], T]) -> tuple[bool, T]:
+    """The held part of a --profile run, in order: refuse when `tree` already ran
+    (`refuse_if_tree_ran`), acknowledge, `work` at the CPU's idle priority (`in_idle_thread`),
+    then kopt's word. Returns (go?, work's result): False for `stop`."""
+    refuse_if_tree_ran(tree)  # before the word kopt trusts
+    acknowledge(go)  # before anything else: kopt reads it as proof this run held
+    out = in_idle_thread(work)
+    return wait_for_go(go), out
 
 
 def acknowledge(go: Path) -> None:
@@ -127,9 +149,6 @@ def wait_for_go(go: Path, max_s: float = HOLD_MAX_S, poll_s: float = HOLD_POLL_S
         if time.monotonic() > deadline:
             raise SystemExit(f"{PROFILE_HOLD_ENV} {go}: no word from kopt in {max_s:.0f} s")
         time.sleep(poll_s)
-
-
-T = TypeVar("T")
 
 
 def in_idle_thread(work: Callable[[], T]) -> T:

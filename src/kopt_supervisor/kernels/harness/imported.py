@@ -110,6 +110,7 @@ from types import ModuleType
 from typing import Any
 
 from . import bench as bench_mod
+from . import hold
 from . import liger_convention as liger
 from .audit import (
     VERSION,
@@ -931,8 +932,25 @@ def parse_args(argv: list[str] | None, gpu: bool) -> argparse.Namespace:
     return a
 
 
+def held_torch() -> Any:
+    """What a held --profile run does before kopt's go (harness/hold.py): torch imported, on
+    HOLD_THREADS threads, no CUDA context. The bench's module is the tree's code: it is imported
+    only after go, so nothing of the candidate runs while the decision's looks are measured."""
+    import torch
+
+    torch.set_num_threads(min(torch.get_num_threads(), hold.HOLD_THREADS))
+    return torch
+
+
 def main(argv: list[str] | None = None) -> int:
     clock = PhaseClock()
+    go = hold.hold_file()
+    if go is not None and parse_args(argv, True).profile:
+        told_go, _ = hold.hold_until_go(go, hold.tree_root(Path.cwd()), held_torch)
+        if not told_go:
+            log(f"profile held and stopped: {clock.line()}")
+            return 0
+        clock.lap("held")
     torch, gpu = bench_mod.setup_device()  # before the bench imports triton
     a = parse_args(argv, gpu)
     script = Path.cwd() / a.script
