@@ -69,7 +69,8 @@ wave_main() {
   for p in ${part//,/ }; do
     case " $parts " in *" $p "*) ;; *) known=0 ;; esac
   done
-  [ $known = 1 ] || { echo "usage: bash experiments/h100_$name.sh ${parts// /|}[,...] [--smoke]"; return 2; }
+  local script="experiments/$(basename "$0")"  # the wave's own script (h100_wave3.sh, wild_gpu.sh, ...)
+  [ $known = 1 ] || { echo "usage: bash $script ${parts// /|}[,...] [--smoke]"; return 2; }
   local t0 budget_var="${var}_BUDGET_S"
   t0=$(date +%s)
   local budget=${!budget_var:-480}
@@ -85,7 +86,7 @@ wave_main() {
   mkdir -p "$r"
   exec > >(tee -a "$r/run.log") 2>&1
   export PYTHONUNBUFFERED=1
-  export "${var}_COMMAND=bash experiments/h100_$name.sh $*"
+  export "${var}_COMMAND=bash $script $*"
   local cmd_var="${var}_COMMAND"
   echo "[$name] $(date -u +%FT%TZ) ${!cmd_var} (budget ${budget} s, out $r)"
   if [ $smoke = 0 ]; then
