@@ -43,7 +43,7 @@ from kopt_supervisor.engine.loop.measure import (
     cand_medians,
     guard_configs,
 )
-from kopt_supervisor.engine.loop.profile_runs import Calls, HeldProfile, NotHeld, profile_in
+from kopt_supervisor.engine.loop.profile_runs import Calls, HeldProfile, NotHeld, profile_in, prove_held
 from kopt_supervisor.engine.loop.served_trees import ServedTrees
 from kopt_supervisor.engine.profile import AGREES, Agreement, agrees, choose_profiler, profiler
 from kopt_supervisor.engine.profile.bytes_floor import bytes_short
@@ -328,32 +328,10 @@ class Evidence:
             ctx.event("profile", f"v{it.version}: the keep's profile not started ahead: {e}", it=it, level="warn")
             return
         if not self.ahead_held:  # the run's first: before any look, proof that the command holds
-            self.first_hold(it, lane, started)
-
-    def first_hold(self, it: Iteration, lane: Lane, started: dict[str, HeldProfile]) -> None:
-        """Wait, before the decision's first look, until the run's first profiles started ahead
-        hold. One that ends or does not hold in time is stopped before any look is measured,
-        and none is started ahead again in the run: a command that ignores KOPT_PROFILE_HOLD
-        would otherwise run the tree, and the profiler, beside every decision's looks (the
-        release's own check comes after them). The command is the run's, so one proof serves
-        the run: a few seconds once (bwrap, the profiler's start, Python)."""
-        t0 = time.monotonic()
-        for held in started.values():
-            why = held.wait_held(self.ctx.control.drain)
-            if why:
+            self.ahead_off = prove_held(ctx, it, started.values())
+            self.ahead_held = not self.ahead_off
+            if self.ahead_off:
                 self.drop_ahead(lane)
-                self.ahead_off = held.not_held(why)
-                self.ctx.event(
-                    "profile",
-                    f"v{it.version}: {self.ahead_off}; profiles are no longer started ahead",
-                    it=it,
-                    level="warn",
-                )
-                return
-        self.ahead_held = True
-        self.ctx.event(
-            "profile", f"v{it.version}: the profiles started ahead hold ({time.monotonic() - t0:.1f} s)", it=it
-        )
 
     def first_seed(self, lane: Lane, it: Iteration, reused: ReusedProfile | None) -> int:
         """The first profile's seed without a baseline's: best's reused profile's, else the one
