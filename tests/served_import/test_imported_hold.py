@@ -27,6 +27,8 @@ MARK = "import pathlib\npathlib.Path(__file__).with_name('imported').write_text(
 def held_run(go: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[threading.Thread, list[object]]:
     """The harness's main, held, on a thread of this process (torch is imported here already: a
     process of its own would import it at the CPU's idle priority, which a loaded machine starves)."""
+    import torch  # noqa: F401 - here, not in the held thread, which a loaded machine starves
+
     monkeypatch.setenv(hold.PROFILE_HOLD_ENV, str(go))
     monkeypatch.setenv("KOPT_PROFILE_CALLS", "1")
     result: list[object] = []

@@ -22,11 +22,13 @@ threads."""
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import os
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -89,12 +91,40 @@ def tree_root(start: Path) -> Path:
 
 def hold_until_go(go: Path, tree: Path, work: Callable[[], T]) -> tuple[bool, T]:
     """The held part of a --profile run, in order: refuse when `tree` already ran
-    (`refuse_if_tree_ran`), acknowledge, `work` at the CPU's idle priority (`in_idle_thread`),
-    then kopt's word. Returns (go?, work's result): False for `stop`."""
+    (`refuse_if_tree_ran`), acknowledge, `work` at the CPU's idle priority (`in_idle_thread`)
+    with `tree` off the import path (`tree_off_path`), then kopt's word. Returns (go?, work's
+    result): False for `stop`."""
     refuse_if_tree_ran(tree)  # before the word kopt trusts
     acknowledge(go)  # before anything else: kopt reads it as proof this run held
-    out = in_idle_thread(work)
+    with tree_off_path(tree):
+        out = in_idle_thread(work)
     return wait_for_go(go), out
+
+
+@contextlib.contextmanager
+def tree_off_path(tree: Path) -> Iterator[None]:
+    """sys.path without its entries inside `tree` ('' and the working directory among them)
+    while the held work runs, then as it was (with what the work added). `import torch` tries
+    optional modules (opt_einsum, dill, ...) that a module of that name in the tree would
+    otherwise supply: its code would run while the decision's looks are measured (found by a
+    hostile review, 2026-12-02)."""
+    root = tree.resolve()
+    saved = list(sys.path)
+    sys.path[:] = [entry for entry in saved if not _inside(entry, root)]
+    importlib.invalidate_caches()
+    try:
+        yield
+    finally:
+        sys.path[:] = saved + [entry for entry in sys.path if entry not in saved]
+        importlib.invalidate_caches()
+
+
+def _inside(entry: str, root: Path) -> bool:
+    """A sys.path entry ('' is the working directory) that lies inside `root`."""
+    try:
+        return Path(entry or os.getcwd()).resolve().is_relative_to(root)
+    except (OSError, ValueError):
+        return True  # unreadable: left out while held
 
 
 def acknowledge(go: Path) -> None:
