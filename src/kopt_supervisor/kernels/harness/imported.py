@@ -933,12 +933,11 @@ def parse_args(argv: list[str] | None, gpu: bool) -> argparse.Namespace:
 
 
 def held_torch() -> Any:
-    """What a held --profile run does before kopt's go (harness/hold.py): torch imported, on
-    HOLD_THREADS threads, no CUDA context. The bench's module is the tree's code: it is imported
-    only after go, so nothing of the candidate runs while the decision's looks are measured."""
+    """What a held --profile run does before kopt's go (harness/hold.py): torch imported, no
+    CUDA context. The bench's module is the tree's code: it is imported only after go, so
+    nothing of the candidate runs while the decision's looks are measured."""
     import torch
 
-    torch.set_num_threads(min(torch.get_num_threads(), hold.HOLD_THREADS))
     return torch
 
 
