@@ -25,7 +25,7 @@ import pytest
 
 from kopt_supervisor.engine import treecheck
 from kopt_supervisor.engine.loop import profile_runs
-from kopt_supervisor.engine.loop.profile_runs import HeldProfile
+from kopt_supervisor.engine.loop.profile_runs import HeldProfile, say
 from kopt_supervisor.engine.sandbox.paths import for_bench
 from kopt_supervisor.kernels.harness import hold
 
@@ -40,12 +40,6 @@ PLANTS = {
     "opt_einsum": MARK + "raise ImportError('planted: look as if absent')\n",  # torch falls back
     "dill": MARK + "def extend(use_dill=False):\n    pass\n",  # what torch calls on it
 }
-
-
-def say(go: Path, word: str) -> None:
-    part = go.with_name(f".{go.name}.part")
-    part.write_text(f"{word}\n")
-    os.replace(part, go)
 
 
 def test_1_a_tree_module_the_held_work_imports_optionally_does_not_run_while_held(

@@ -6,7 +6,6 @@ The harness's main on a thread, on the CPU (Triton's interpreter)."""
 
 from __future__ import annotations
 
-import os
 import sys
 import threading
 import time
@@ -14,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from kopt_supervisor.engine.loop.profile_runs import say
 from kopt_supervisor.kernels.harness import hold, imported
 from tests.conftest import installed
 from tests.served_import.client import SCRIPT, layer_norm_tree
@@ -54,18 +54,26 @@ def held(thread: threading.Thread, go: Path, bench_folder: Path) -> None:
     assert thread.is_alive() and not (bench_folder / "imported").exists()
 
 
+def held_then(
+    word: str, bench_folder: Path, go: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> tuple[list[object], str, str]:
+    """The marked bench in `bench_folder` run held from there, then kopt's `word`: (the run's
+    result, its stdout, its stderr)."""
+    (bench_folder / SCRIPT).write_text(MARK + (bench_folder / SCRIPT).read_text())
+    monkeypatch.chdir(bench_folder)
+    thread, result = held_run(go, monkeypatch)
+    held(thread, go, bench_folder)
+    say(go, word)  # as kopt writes it: a rename
+    thread.join(300)
+    out, err = capsys.readouterr()
+    return result, out, err
+
+
 def test_a_held_imported_profile_runs_none_of_the_tree_and_stop_ends_it_with_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     tree = layer_norm_tree(tmp_path / "tree")
-    (tree / SCRIPT).write_text(MARK + (tree / SCRIPT).read_text())
-    monkeypatch.chdir(tree)
-    go = tmp_path / "go"
-    thread, result = held_run(go, monkeypatch)
-    held(thread, go, tree)
-    hold_say(go, "stop")
-    thread.join(60)
-    out, err = capsys.readouterr()
+    result, out, err = held_then("stop", tree, tmp_path / "go", monkeypatch, capsys)
     assert result == [0], (result, err)
     assert "held and stopped" in err and not out.strip() and not (tree / "imported").exists()
 
@@ -77,14 +85,7 @@ def test_a_held_imported_profile_from_a_subfolder_profiles_on_go(
     tree = tmp_path / "tree"
     sub = layer_norm_tree(tree / "bench")
     (tree / ".git").mkdir()
-    (sub / SCRIPT).write_text(MARK + (sub / SCRIPT).read_text())
-    monkeypatch.chdir(sub)
-    go = tmp_path / "go"
-    thread, result = held_run(go, monkeypatch)
-    held(thread, go, sub)
-    hold_say(go, "go")
-    thread.join(300)
-    out, err = capsys.readouterr()
+    result, out, err = held_then("go", sub, tmp_path / "go", monkeypatch, capsys)
     assert result == [0], (result, err)
     assert (sub / "imported").exists() and len(out.strip().splitlines()) > 1, (out, err)
 
@@ -118,10 +119,3 @@ def test_the_tree_a_held_run_guards_is_the_worktree_not_the_benchs_folder(tmp_pa
     (tree / ".git").write_text("gitdir: elsewhere\n")  # a linked worktree's .git is a file
     assert hold.tree_root(tree / "benchmark" / "scripts") == tree.resolve()
     assert hold.tree_root(tmp_path / "none") == (tmp_path / "none").resolve()  # no .git: the folder itself
-
-
-def hold_say(go: Path, word: str) -> None:
-    """kopt's word, written as kopt writes it (profile_runs.say: a rename)."""
-    part = go.with_name(f".{go.name}.part")
-    part.write_text(f"{word}\n")
-    os.replace(part, go)
