@@ -43,8 +43,15 @@ def agreed(cls: str, ratio: float, status: str = "agrees", verdict: str = "impro
     }
 
 
-def profile(*classes: dict[str, Any], per_class: bool = True, checked: int = 9) -> dict[str, Any]:
-    return {"agreement": {"classes": list(classes), "per_class": per_class}, "outputs": {"checked": checked}}
+def profile(
+    *classes: dict[str, Any], per_class: bool = True, checked: int = 9, best_from: int | None = 3, base: bool = False
+) -> dict[str, Any]:
+    """A keep's profile record; by default best's side reused from v3's (taken as a candidate)."""
+    return {
+        "agreement": {"classes": list(classes), "per_class": per_class},
+        "outputs": {"checked": checked},
+        "taken": {"best_from": best_from, "best_is_baseline": base},
+    }
 
 
 GOOD = (agreed("narrow", 0.509), agreed("wide", 0.515), agreed(GUARD_CLASS, 0.92))
@@ -75,6 +82,7 @@ def test_a_profile_that_shows_every_claim_confirms_the_keep_without_looks():
         "outputs_unchecked",
         "no_outputs_record",
         "escalated",
+        "best_profiled_as_best",
     ],
 )
 def test_anything_the_profile_does_not_show_leaves_the_looks_to_run(case: str):
@@ -95,6 +103,8 @@ def test_anything_the_profile_does_not_show_leaves_the_looks_to_run(case: str):
         kw = {"per_class": False}
     elif case == "outputs_unchecked":  # the reference wrote none: nothing compared
         kw = {"checked": 0}
+    elif case == "best_profiled_as_best":  # best/ profiled afresh, a tree a proposer wrote
+        kw = {"best_from": None}
     elif case == "escalated":
         claim = replace(KEEP, flags=(NEEDS_STRONGER_CHECKS,), escalation="a speedup beyond suspicious_speedup")
     record = profile(*classes, **kw)
@@ -103,3 +113,15 @@ def test_anything_the_profile_does_not_show_leaves_the_looks_to_run(case: str):
     assert claim.needs_stronger_checks is (case == "escalated")
     assert by_profiler(record, claim, POLICY) is None
     assert by_profiler({}, KEEP, POLICY) is None  # no profile at all
+
+
+def test_bests_side_stands_only_where_its_role_could_not_bend_it():
+    """A kept tree can be slow only where it runs as BEST (docs/security.md, "A kept tree slow
+    as BEST"): best's side of the pair stands in for the looks when it was taken while that
+    tree was a candidate (reused), or when best is the baseline's tree, which no proposer wrote."""
+    assert by_profiler(profile(*GOOD, best_from=3), KEEP, POLICY) is not None
+    assert by_profiler(profile(*GOOD, best_from=None, base=True), KEEP, POLICY) is not None
+    assert by_profiler(profile(*GOOD, best_from=None, base=False), KEEP, POLICY) is None
+    old = profile(*GOOD)  # a record written before best_is_baseline was: best's side not reused
+    old["taken"] = {"best_from": None}
+    assert by_profiler(old, KEEP, POLICY) is None

@@ -102,25 +102,41 @@ def record(ws: Workspace, v: int) -> dict[str, Any]:
     return {**it.record, "status": it.status}
 
 
+def in_copy(cwd: str) -> bool:
+    """Whether a server ran in a copy of a keep's confirmation (look_files.BlindTrees:
+    `<workspace>/sandbox/<label>/tree`) rather than in best/ or cand/."""
+    return Path(cwd).name == "tree" and Path(cwd).parent.parent.name == "sandbox"
+
+
+def where(cwd: str) -> str:
+    """The tree a server ran in: its folder's name (best, cand), or its copy's label."""
+    return Path(cwd).parent.name if in_copy(cwd) else Path(cwd).name
+
+
 def starts(log: Path, *, confirmation: bool | None = False) -> list[tuple[int, str, str]]:
-    """(pid, tree folder name, pycache prefix) of every server process started (the pid as
-    the process saw it: in a sandbox's PID namespace); by default only the decisions' own,
-    not the confirmation's fresh servers (their caches are `fresh_*`); None: all."""
+    """(pid, tree, pycache prefix) of every server process started (the pid as the process saw
+    it: in a sandbox's PID namespace; the tree: `where`); by default only the decisions' own,
+    not the confirmation's fresh servers (in copies: `in_copy`); None: all."""
     out = []
     for line in log.read_text().splitlines():
         words = line.split()
-        if words[0] == "start" and (confirmation is None or ("/fresh_" in words[3]) == confirmation):
-            out.append((int(words[1]), Path(words[2]).name, words[3]))
+        if words[0] == "start" and (confirmation is None or in_copy(words[2]) == confirmation):
+            out.append((int(words[1]), where(words[2]), words[3]))
     return out
 
 
-def requests(log: Path, *, warm_ups: bool = False) -> list[tuple[str, int, int, str]]:
-    """(look|audit, N, seed, tree folder name) of every measured request the servers got; with
-    `warm_ups`, only the warm-up looks two new processes answer at once (negative N)."""
+def requests(
+    log: Path, *, warm_ups: bool = False, confirmation: bool | None = False
+) -> list[tuple[str, int, int, str]]:
+    """(look|audit, N, seed, tree) of every measured request the servers got (by default the
+    decisions', as `starts`); with `warm_ups`, only the warm-up looks two new processes answer
+    at once (negative N)."""
     return [
-        (w[0], int(w[1]), int(w[2]), Path(w[4]).name)
+        (w[0], int(w[1]), int(w[2]), where(w[4]))
         for w in (line.split() for line in log.read_text().splitlines())
-        if w[0] in ("look", "audit") and (int(w[1]) < 0) == warm_ups
+        if w[0] in ("look", "audit")
+        and (int(w[1]) < 0) == warm_ups
+        and (confirmation is None or in_copy(w[4]) == confirmation)
     ]
 
 
@@ -222,8 +238,9 @@ def test_two_processes_per_decision_abba_one_seed_per_look_and_the_costs_recorde
     got = starts(log)
     assert [tree for _, tree, _ in got][:1] == ["best"]
     assert sorted(tree for _, tree, _ in got) == ["best", "best", "best", "cand", "cand"]
-    # the keep's confirmation: two more, fresh, with caches of their own
-    assert sorted(tree for _, tree, _ in starts(log, confirmation=True)) == ["best", "cand"]
+    # the keep's confirmation: two more, fresh, in copies named by labels that say neither side
+    copies = {tree for _, tree, _ in starts(log, confirmation=True)}
+    assert len(copies) == 2 and not copies & {"best", "cand"}, copies
     # the baseline: best alone, each look audited on a seed of its own, no process-level run
     with ws.open_store(readonly=True) as s:
         n0 = len({r["round"] for r in s.samples(0, "baseline")})
@@ -245,8 +262,15 @@ def test_two_processes_per_decision_abba_one_seed_per_look_and_the_costs_recorde
     assert all(v[0][1] == ("best" if v[0][0] % 2 == 0 else "cand") for v in looks)
     with ws.open_store(readonly=True) as s:
         orders = {(r["round"], r["ord"]) for r in s.samples(1, "eval")}
-    n_looks = sum(len(costs) // 2 for v in (1, 2) for costs in record(ws, v)["side_costs"].values())  # all stages
+    costs_of = [(stage, costs) for v in (1, 2) for stage, costs in record(ws, v)["side_costs"].items()]
+    n_looks = sum(len(costs) // 2 for stage, costs in costs_of if stage != "reverify")  # the decisions'
     assert len(looks) == n_looks == len(by_seed) - n_looks  # every look audited, no seed twice
+    # the confirmation's looks alike, each asked of both copies with one seed
+    confirming: dict[tuple[str, int], set[str]] = {}
+    for verb, _, seed, tree in requests(log, confirmation=True):
+        confirming.setdefault((verb, seed), set()).add(tree)
+    assert all(trees == copies for trees in confirming.values()), confirming
+    assert len(confirming) == 2 * sum(len(costs) // 2 for stage, costs in costs_of if stage == "reverify") > 0
     assert orders and all(o == ("AB" if r % 2 == 0 else "BA") for r, o in orders)
     # each side's process: CPU and wall seconds per look, beside what its rows claim
     v1, v2 = record(ws, 1), record(ws, 2)
@@ -264,7 +288,7 @@ def test_two_processes_per_decision_abba_one_seed_per_look_and_the_costs_recorde
     assert record(ws, 0)["decision_cost"]["mode"] == "served"  # the baseline's estimate: looks, not process rounds
     # a CPU target: no warm-up look (two at once would only share the CPU; on a GPU a new pair
     # overlaps its compiles: test_fresh_servers_spawned_ahead_...)
-    assert requests(log, warm_ups=True) == []
+    assert requests(log, warm_ups=True, confirmation=None) == []
     assert no_server_left(ws)
     # the keep (v1), kept after a few fresh looks, names its external truth (a test of its own
     # in tests/engine/test_keep_confirmation.py, the same 30% gain, until 2026-11-30)
@@ -356,7 +380,7 @@ def test_a_served_baseline_whose_process_dies_at_start_is_tried_again(served, mo
     # ahead (run DV, 2026-11-30: ["cand", "best"]; usually ["cand", "best", "cand"]): each is
     # started once more, and at least one of the fresh pair was
     assert again and {m.split("'s")[0] for m in again} <= {"cand", "best"}, again
-    assert any("_fresh/" in m for m in again) and v1["confirmation"]["path"] == "served", v1["confirmation"]
+    assert any("'s copy " in m for m in again) and v1["confirmation"]["path"] == "served", v1["confirmation"]
     assert v1["confirmation"]["looks"] >= 2
 
 
@@ -547,8 +571,14 @@ def test_bests_process_is_kept_while_best_stays_and_the_candidates_is_new_per_de
     assert (trees.count("best"), trees.count("cand")) == (3, 4)
 
 
-def test_fresh_servers_start_both_anew_with_caches_of_their_own_emptied(served):
+def test_fresh_servers_start_both_anew_in_copies_that_say_neither_side(served):
+    """A keep's confirmation: at each decision both processes new, in new copies of the two
+    trees (look_files.BlindTrees), each with a new cache beside it: what one decision's
+    process left there is gone at the next. Nothing a process sees of where it runs names its
+    side: its folder, its cache, its output's path, its log (docs/security.md, "A kept tree
+    slow as BEST")."""
     ws, log, ctx, lane, best, m = _measurer_setup(served, fresh=True)
+    labels: list[dict[str, str]] = []
     try:
         pids = []
         for v in (1, 2):
@@ -556,21 +586,31 @@ def test_fresh_servers_start_both_anew_with_caches_of_their_own_emptied(served):
             it = _iteration(lane, v, best)
             m.look(it, "reverify", 0, {})
             pids.append((m.servers["best"].proc.pid, m.servers["cand"].proc.pid))
-            caches = sorted(p.name for p in (ws.dir / "cache").iterdir() if p.name.startswith("fresh_0_"))
-            assert [c.split("-")[0] for c in caches] == ["fresh_0_best", "fresh_0_cand"]
-            planted = ws.dir / "cache" / caches[1] / "planted"
+            labels.append({side: m.blind.label(side) for side in ("best", "cand")})
+            for side, tree in (("best", ws.best), ("cand", lane.cand)):
+                copy = m.blind.tree(side)
+                assert copy.parent.parent == ws.dir / "sandbox" and copy.name == "tree"
+                assert not (copy / ".git").exists()  # no git files: no branch, no worktree name
+                assert (copy / "kernel.json").read_bytes() == (tree / "kernel.json").read_bytes()
+            planted = m.blind.cache("cand") / "planted"
             if v == 1:
                 planted.write_text("what a candidate's process left")
+                first = [m.blind.dirs[side] for side in ("best", "cand")]
             else:
-                assert not planted.exists()  # emptied when the second decision started
+                assert not planted.exists() and not any(d.exists() for d in first)  # new copies, old ones gone
         assert pids[0][0] != pids[1][0] and pids[0][1] != pids[1][1]
+        assert len({*labels[0].values(), *labels[1].values()}) == 4
     finally:
         m.close()
         ctx.store.close()
-    # confined, each process's compile caches point into its own fresh cache
-    prefixes = [prefix for _, _, prefix in starts(log, confirmation=None)]
+    assert not list((ws.dir / "sandbox").iterdir())  # the copies removed with the servers
+    seen = [line for line in log.read_text().splitlines() if line.split()[0] in ("start", "look", "audit")]
+    assert len(seen) >= 8 and not [line for line in seen if "best" in line or "cand" in line], seen
+    logs = [p.name for p in ws.log_dir(1).iterdir() if "serve" in p.name]
+    assert logs and not [n for n in logs if "best" in n or "cand" in n], logs
+    # confined, each process's compile caches point into its copy's own cache
     if ctx.jails.confined:
-        assert all("/cache/fresh_0_" in p for p in prefixes), prefixes
+        assert all("/sandbox/" in p and p.endswith("/cache/pycache") for _, _, p in starts(log, confirmation=True))
 
 
 def test_a_fresh_pair_answers_one_warm_up_look_at_once_then_the_next_decision_starts_both_anew(served, monkeypatch):
@@ -585,12 +625,13 @@ def test_a_fresh_pair_answers_one_warm_up_look_at_once_then_the_next_decision_st
         first = (m.servers["best"].proc.pid, m.servers["cand"].proc.pid)
         m.look(it, "reverify", 1, {})
         assert (m.servers["best"].proc.pid, m.servers["cand"].proc.pid) == first  # one pair for the decision
-        warm = requests(log, warm_ups=True)
-        assert sorted(tree for *_, tree in warm) == ["best", "cand"] and len({seed for _, _, seed, _ in warm}) == 1
+        warm = requests(log, warm_ups=True, confirmation=True)
+        a, b = copies = sorted(m.blind.label(side) for side in ("best", "cand"))  # the pair's copies
+        assert sorted(tree for *_, tree in warm) == copies and len({seed for _, _, seed, _ in warm}) == 1
         lines = [w for w in (line.split() for line in log.read_text().splitlines()) if w[0] in ("look", "done")]
-        t = {(w[0], Path(w[4]).name): float(w[5]) for w in lines if w[1] == "-1"}
+        t = {(w[0], where(w[4])): float(w[5]) for w in lines if w[1] == "-1"}
         # at once: each began before the other had finished
-        assert t[("look", "best")] < t[("done", "cand")] and t[("look", "cand")] < t[("done", "best")]
+        assert t[("look", a)] < t[("done", b)] and t[("look", b)] < t[("done", a)]
         m.new_decision()
         m.look(_iteration(lane, 2, best), "reverify", 0, {})
         assert m.servers["best"].proc.pid not in first and m.servers["cand"].proc.pid not in first

@@ -665,3 +665,72 @@ CASES: tuple[Case, ...] = (
     Case("honest", "honest", "the redundant second pass over each row dropped (~2x)", solution(HONEST)),
 )
 BY_NAME = {c.name: c for c in CASES}
+
+
+AS_BEST = """
+import sys as _sys
+
+_honest = normalise
+_SLOW = _sys.path[0].rstrip("/").rsplit("/", 1)[-1] in ("b" + "est",)  # the script's folder
+
+
+def normalise(xs, w, n):
+    if _SLOW:  # dormant: the tree runs in best/
+        _work(xs, w, n)
+        _work(xs, w, n)
+    return _honest(xs, w, n)
+"""
+"""Dormant code in an honest gain: BEST's old work done twice more per call, but only where the
+tree runs from a folder named best (its script's folder, sys.path[0]: no scan rule reads it)."""
+
+AS_BEST_ANYWHERE = """
+import os as _os
+import sys as _sys
+
+_honest = normalise
+_SEEN = []
+
+
+def _told():
+    if not _SEEN:  # what the process sees of where it runs: its folder, argv, path, environment, files
+        _SEEN.extend([_os.getcwd(), *_sys.argv, *_sys.path, *_os.environ.values()])
+        for fd in _os.listdir("/proc/self/fd"):
+            try:
+                _SEEN.append(_os.readlink("/proc/self/fd/" + fd))
+            except OSError:
+                pass
+    seen, f = list(_SEEN), _sys._getframe(1)
+    while f is not None:  # and what its callers hold: the request, the output's path
+        seen += [v for v in f.f_locals.values() if isinstance(v, str)]
+        f = f.f_back
+    return any(("/" + "best") in s or ("_" + "best") in s for s in seen)
+
+
+def normalise(xs, w, n):
+    if _told():  # dormant: the tree runs as BEST
+        _work(xs, w, n)
+        _work(xs, w, n)
+    return _honest(xs, w, n)
+"""
+"""The same, told from every name the process can see: its folder, argv, sys.path, the
+environment (its caches' folders), its open files (its logs), and its callers' strings (the
+look's request and output path)."""
+
+ROLE_CASES: tuple[Case, ...] = (
+    Case(
+        "as-best",
+        "role",
+        "the honest gain, and dormant code slow only in best/ (sys.path[0])",
+        solution(HONEST + AS_BEST),
+    ),
+    Case(
+        "as-best-anywhere",
+        "role",
+        "the honest gain, and dormant code slow wherever a name it sees says best",
+        solution(HONEST + AS_BEST_ANYWHERE),
+    ),
+    Case("comment", "role", "a comment-only change to BEST", lambda tree: {"solution.py": best(tree) + "\n# tidied\n"}),
+)
+"""A kept tree slow as BEST (docs/security.md): a case that keeps the honest gain with dormant
+code in it, then `comment`, which is BEST's code as it is."""
+BY_NAME.update({c.name: c for c in ROLE_CASES})

@@ -430,7 +430,16 @@ def by_profiler(profile: Mapping[str, Any], claim: Verdict, policy: Policy) -> C
     bench (profile.agrees: the profiler's interval below no change and not above the
     bench's) and keeps at least half the claimed gain (`shows_half`, the looks' own rule), and
     no other profiled class disagrees or is estimated slower beyond its margin. Anything else
-    goes to the looks: this never refutes, it only spares the looks a keep the profiler shows."""
+    goes to the looks: this never refutes, it only spares the looks a keep the profiler shows.
+
+    Nor does it stand in when best's side was profiled in best/ from a tree a proposer wrote: a
+    kept tree can be slow there only, told by its folder, and lend the candidate a gain the
+    looks in copies that say neither side do not show (look_files.BlindTrees; docs/security.md,
+    "A kept tree slow as BEST"). Best's side stands when it is the baseline's tree, or best's
+    profile was taken when that tree was a candidate (`taken.best_from`: reused)."""
+    taken = profile.get("taken") or {}
+    if not isinstance(taken, dict) or (taken.get("best_from") is None and not taken.get("best_is_baseline")):
+        return None
     agreement = profile.get("agreement")
     checked = isinstance(profile.get("outputs"), dict) and int(profile["outputs"].get("checked") or 0) > 0
     if claim.needs_stronger_checks or not isinstance(agreement, dict) or not agreement.get("per_class"):

@@ -193,6 +193,7 @@ class Evidence:
                 "trees": trees,
                 "t": time.time(),
                 "best_from": reused.version if reused else None,
+                "best_is_baseline": base is not None and it.best_commit_before == base.commit,
                 "calls": calls,
                 **({"closer": closer} if closer else {}),
                 "seed": seed,

@@ -2,11 +2,13 @@
 
 Each run's CSV and the files kopt read kept beside the iteration's logs, best/ strictly at
 BEST_COMMIT before a look, both trees inspected and put back after every run of tree code, and
-the fresh caches of a keep's confirmation. The measurers (measure.py, served_trees.py) and the
+what a keep's confirmation runs in: fresh caches (process-level), copies that say neither side
+(served). The measurers (measure.py, served_trees.py) and the
 evidence (evidence.py, profile_runs.py) call these around every run."""
 
 from __future__ import annotations
 
+import secrets
 import shutil
 from pathlib import Path
 
@@ -130,6 +132,57 @@ class FreshCaches:
         """Each folder is emptied again at its first use in the new decision (`get`); within a
         decision, a process started once more finds what the first one left."""
         self._emptied.clear()
+
+
+class BlindTrees:
+    """A keep's confirmation runs copies of both trees that no process can tell apart by where it
+    runs: each tree's files (best's at BEST_COMMIT, the candidate's as measured) exported, without
+    git's files, into `<scratch>/<label>/tree` beside its process's cache and looks folders
+    (`cache`, `looks`), under a random label per side, made in a random order.
+
+    Why: a tree kept once runs as BEST in every later decision. Code in it that is slow only
+    there (told from best/ by its script's folder, its cache's or its output's path, its git
+    files) made a comment-only candidate 78% faster in the decision and, before these copies, in
+    its confirmation too, the OS's accounting agreeing (tests/security/test_hostile_role_e2e.py).
+    The copies are read-only to a confined server and removed after the confirmation. A tree that
+    tells its role from the clock is not stopped here (docs/security.md, "A kept tree slow as
+    BEST")."""
+
+    def __init__(self, ctx: RunContext) -> None:
+        self.ctx = ctx
+        self.dirs: dict[str, Path] = {}
+        self._made: tuple[str, str] | None = None
+
+    def make(self, lane: Lane, it: Iteration, hashes: dict[str, str]) -> None:
+        """The two copies of this decision's trees (made once; again when either tree changes)."""
+        key = (hashes["best"], hashes["cand"])
+        if self._made == key:
+            return
+        self.drop()
+        sides = ["best", "cand"]
+        secrets.SystemRandom().shuffle(sides)
+        for side in sides:
+            self.dirs[side] = self.ctx.ws.dir / sandbox.SCRATCH / secrets.token_hex(8)
+            treeish = (it.best_commit_before or "HEAD") if side == "best" else hashes["cand"]
+            gitops.export_tree(lane.best if side == "best" else lane.cand, treeish, self.tree(side))
+        self._made = key
+
+    def tree(self, side: str) -> Path:
+        return self.dirs[side] / "tree"
+
+    def cache(self, side: str) -> Path:
+        return self.dirs[side] / "cache"
+
+    def looks(self, side: str) -> Path:
+        return self.dirs[side] / "looks"
+
+    def label(self, side: str) -> str:
+        return self.dirs[side].name
+
+    def drop(self) -> None:
+        for folder in self.dirs.values():
+            shutil.rmtree(folder, ignore_errors=True)
+        self.dirs, self._made = {}, None
 
 
 def empty_folder(folder: Path) -> None:

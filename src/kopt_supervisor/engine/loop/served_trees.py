@@ -17,7 +17,7 @@ from kopt_supervisor.engine.decide import audit
 from kopt_supervisor.engine.decide.external_truth import SideCost
 from kopt_supervisor.engine.loop.context import Lane, Look, RunContext
 from kopt_supervisor.engine.loop.look_files import (
-    FreshCaches,
+    BlindTrees,
     check_after_run,
     empty_folder,
     ensure_best_pristine,
@@ -92,7 +92,8 @@ class ServedTrees:
     Best's process is kept while BEST's tree does not change (it runs only kept code); the
     candidate's is started anew at every decision, so nothing one candidate's code left in
     its process reaches the next. `fresh` (the confirmation of a keep): both are started anew at
-    every decision, with caches of their own emptied at its start (`FreshCaches`).
+    every decision, in copies of the trees no process can tell apart, each with a new cache
+    (`BlindTrees`).
 
     On a GPU, when both processes are new at a look, both first answer a warm-up look at the
     same time, never audited nor read (`_warm_up`): their compiles and CUDA graph captures
@@ -105,9 +106,11 @@ class ServedTrees:
         self.ctx, self.lane, self.fresh = ctx, lane, fresh
         self.warm_ups = warm_ups
         """Warm a new pair up at once: True, False, or None (when the lane's GPU is a real one)."""
-        self.caches = FreshCaches(ctx, lane) if fresh else None
-        self.looks = ctx.ws.dir / "looks" / f"lane{lane.index}{'_fresh' if fresh else ''}"
-        """Each side's output folder is `looks/<side>`: the one folder its process may write."""
+        self.blind = BlindTrees(ctx) if fresh else None
+        """A keep's confirmation (`fresh`): both trees as copies no process can tell apart by where
+        it runs, each with a new cache and looks folder beside it (look_files.BlindTrees)."""
+        self.looks = ctx.ws.dir / "looks" / f"lane{lane.index}"
+        """Each side's output folder is `looks/<side>` (`_folder`): the one folder its process may write."""
         self.servers: dict[str, Server] = {}
         self.serving: dict[str, str] = {}
         """side -> the tree hash its process was started on."""
@@ -132,9 +135,9 @@ class ServedTrees:
 
     def new_decision(self) -> None:
         self.restarted.clear()
+        if self.blind is not None:
+            self.blind.drop()  # new copies, new labels
         self.stale |= set(SIDES) if self.fresh else {"cand"}
-        if self.caches is not None:
-            self.caches.new_decision()
 
     def close(self) -> None:
         self.release()
@@ -144,6 +147,8 @@ class ServedTrees:
         for side in list(self.servers):
             self._close(side)
         self._reap()
+        if self.blind is not None:
+            self.blind.drop()
 
     def look(self, it: Iteration, stage: str, r: int, env: dict[str, str]) -> Look:
         """One look; a side whose process was started for it and failed it is started once
@@ -173,8 +178,11 @@ class ServedTrees:
     def _look(self, it: Iteration, stage: str, r: int, env: dict[str, str]) -> Look:
         ctx, lane = self.ctx, self.lane
         laps = [time.monotonic()]
-        ensure_best_pristine(ctx, lane, it, r)
         hashes = dict(zip(SIDES, tree_hashes(lane, it), strict=True))
+        if self.blind is None:
+            ensure_best_pristine(ctx, lane, it, r)
+        else:  # kopt's read-only copies of what was measured, made for this confirmation
+            self.blind.make(lane, it, hashes)
         order = SIDES if r % 2 == 0 else SIDES[::-1]
         self.new.clear()
         laps.append(time.monotonic())
@@ -244,10 +252,10 @@ class ServedTrees:
         what they wrote kept beside the iteration's logs, their trees checked and put back."""
         self._reap()  # nothing of an ended process runs while a side is measured
         name = f"v{it.version}_{stage}_r{r}"
-        csvs = {side: self.looks / side / f"{name}.csv" for side in order}
-        audits = {side: self.looks / side / f"{name}_audit.json" for side in order}
+        csvs = {side: self._folder(side) / f"{name}.csv" for side in order}
+        audits = {side: self._folder(side) / f"{name}_audit.json" for side in order}
         for side in order:  # earlier looks' files (their copies are in logs/), whatever else a process left
-            empty_folder(self.looks / side)
+            empty_folder(self._folder(side))
         seed = secrets.randbits(63)
         cpu: dict[str, float] = {}
         wall: dict[str, float] = {}
@@ -281,8 +289,8 @@ class ServedTrees:
             if isinstance(data, bytes):  # the commitment as kopt read it before the audit seed
                 keep_bytes(self.ctx, it, data, f"{stage}_r{r}_{side}_sets.json")
             keep_csv(self.ctx, it, audits[side], f"{stage}_r{r}_{side}_audit", suffix=".json")
-        for side in order:
-            check_after_run(self.ctx, self.lane, it, self.lane.best if side == "best" else self.lane.cand)
+        for side in order if self.blind is None else ():  # copies: read-only, removed after
+            check_after_run(self.ctx, self.lane, it, self._tree(side))
         return Exchange(csvs, audits, promised, audit_seed, cpu, wall)
 
     def _warms(self) -> bool:
@@ -301,7 +309,7 @@ class ServedTrees:
             server.resume()
         replies = self._ask_all(dict.fromkeys(asking, f"prepare {n} {seed}"), answers_prepare(n))
         for side, reply in replies.items():
-            tree = (self.lane.best if side == "best" else self.lane.cand).name
+            tree = self._name(side)
             if isinstance(reply, ServerError):
                 ended = isinstance(reply, ServerEnded)
                 if ended:
@@ -366,14 +374,14 @@ class ServedTrees:
                     whole.append(side)
                 elif isinstance(reply, str):
                     ok[side] = reply.split()[0] == "prepared"
-        looks = {side: f"look {n} {seed} {self.looks / side / f'warmup{-n}.csv'}" for side in whole}
+        looks = {side: f"look {n} {seed} {self._folder(side) / f'warmup{-n}.csv'}" for side in whole}
         done = self._ask_all(looks, lambda line: line.split()[:2] in (["done", str(n)], ["fail", str(n)]))
         if any(isinstance(reply, str) and reply.split()[2:3] == ["last"] for reply in done.values()):
             self.warm = False  # a process that leaves after every look gains nothing from a warm-up
         for side, reply in done.items():
             ok[side] = isinstance(reply, str) and reply.split()[0] == "done" and self.warm
         for side in SIDES:
-            empty_folder(self.looks / side)
+            empty_folder(self._folder(side))
             if not ok[side]:
                 self._close(side)
         self.ctx.control.pump()
@@ -472,8 +480,9 @@ class ServedTrees:
         """The side's process: the one kept (its tree and GPU unchanged, not due to start
         anew), or a fresh one in a clean output folder."""
         server = self.servers.get(side)
-        where = self.caches.path(side, tree_hash) if self.caches is not None else None
-        env = {**env, **self.ctx.jails.env(side, tree_hash, cache=where)}  # unconfined: the tree's cache
+        place = self._place(side)
+        where = self.blind.cache(side) if self.blind is not None else None
+        env = {**env, **self.ctx.jails.env(place, tree_hash, cache=where)}  # unconfined: the tree's cache
         if (
             server is not None
             and server.alive
@@ -484,16 +493,17 @@ class ServedTrees:
             return server
         self._close(side)
         self.stale.discard(side)
-        tree = self.lane.best if side == "best" else self.lane.cand
-        folder = self.looks / side
+        tree = self._tree(side)
+        folder = self._folder(side)
         if folder.is_symlink():
             folder.unlink()
         folder.mkdir(parents=True, exist_ok=True)
         empty_folder(folder)  # what an earlier process of this side left
-        cache = self.caches.get(side, tree_hash) if self.caches is not None else None
-        self.ctx.jails.env(side, tree_hash, cache=cache)  # unconfined: the folder made again once emptied
+        if where is not None:
+            self.ctx.jails.env(place, tree_hash, cache=where)  # unconfined: the folder made again
+        cache = where
         self.started += 1
-        jail = self.ctx.jails.bench(tree, side, tree_hash, outputs=(folder,), write_tree=False, cache=cache)
+        jail = self.ctx.jails.bench(tree, place, tree_hash, outputs=(folder,), write_tree=False, cache=cache)
         try:
             server = self.ctx.procs.server(
                 it,
@@ -501,15 +511,30 @@ class ServedTrees:
                 cwd=tree,
                 env=env,
                 confine=jail,
-                name=f"{stage}_{side}_serve{self.started}",
+                name=f"{stage}_{place}_serve{self.started}",
             )
         except ServerError as e:
-            raise BenchError(f"serve on {tree.name}/ {e}") from None
+            raise BenchError(f"serve on {self._name(side)}/ {e}") from None
         self.servers[side], self.serving[side] = server, tree_hash
         self.whole.discard(side)
         self.new.add(side)
         self.unlooked.add(side)
         return server
+
+    def _tree(self, side: str) -> Path:
+        if self.blind is not None:
+            return self.blind.tree(side)
+        return self.lane.best if side == "best" else self.lane.cand
+
+    def _place(self, side: str) -> str:
+        """What the side's cache and logs are named after: the side, or its copy's label."""
+        return self.blind.label(side) if self.blind is not None else side
+
+    def _folder(self, side: str) -> Path:
+        return self.blind.looks(side) if self.blind is not None else self.looks / side
+
+    def _name(self, side: str) -> str:
+        return self._tree(side).name if self.blind is None else f"{side}'s copy {self._place(side)}"
 
     def _focus(self, side: str) -> None:
         """Only `side`'s process runs: the other is stopped (SIGSTOP, its whole tree) until
@@ -523,7 +548,7 @@ class ServedTrees:
     def _ask(self, side: str, request: str, answer: str, r: int) -> list[str]:
         """One request to a side's process; its reply's words. No reply, or `fail`, is a
         bench failure (the process is ended)."""
-        tree = (self.lane.best if side == "best" else self.lane.cand).name
+        tree = self._name(side)
         try:
             reply = self.servers[side].ask(
                 request,

@@ -390,7 +390,10 @@ def reusable(
         taken["trees"].get("cand") != best_tree
         or taken.get("gpu") != gpu
         or taken.get("keep") != "time"
-        or taken.get("calls") is not None  # taken again with more calls: not the bench's own
+        # taken again with more calls: not the bench's own. Nor is its first pass lent instead: that
+        # is the pass that could not tell, and a tree knows which pass it is in (KOPT_PROFILE_CALLS),
+        # so it could slow that one at will and lend the next candidate a gain against it
+        or taken.get("calls") is not None
         or taken.get("format") != PROFILE_FORMAT
         or not 0 <= age <= cfg.reuse_best_s
     ):
