@@ -587,6 +587,9 @@ def test_fresh_servers_start_both_anew_in_copies_that_say_neither_side(served):
             m.look(it, "reverify", 0, {})
             pids.append((m.servers["best"].proc.pid, m.servers["cand"].proc.pid))
             labels.append({side: m.blind.label(side) for side in ("best", "cand")})
+            # the side the decision's secret coin sends first is the one asked first at look 0
+            asked = [w[4] for w in (line.split() for line in log.read_text().splitlines()) if w[:2] == ["look", "0"]]
+            assert where(asked[-2]) == labels[-1][m._first()[0]], (asked, labels[-1], m.coin)
             for side, tree in (("best", ws.best), ("cand", lane.cand)):
                 copy = m.blind.tree(side)
                 assert copy.parent.parent == ws.dir / "sandbox" and copy.name == "tree"
@@ -608,6 +611,13 @@ def test_fresh_servers_start_both_anew_in_copies_that_say_neither_side(served):
     assert len(seen) >= 8 and not [line for line in seen if "best" in line or "cand" in line], seen
     logs = [p.name for p in ws.log_dir(1).iterdir() if "serve" in p.name]
     assert logs and not [n for n in logs if "best" in n or "cand" in n], logs
+    # nor the order they were started in (a counter would say who was first)
+    assert all(len(n.split("_serve")[1].split(".")[0]) == 8 for n in logs), logs
+    coins = set()
+    for _ in range(64):  # each confirmation draws its own
+        m.new_decision()
+        coins.add(m.coin)
+    assert coins == {0, 1}
     # confined, each process's compile caches point into its copy's own cache
     if ctx.jails.confined:
         assert all("/sandbox/" in p and p.endswith("/cache/pycache") for _, _, p in starts(log, confirmation=True))

@@ -433,6 +433,8 @@ class Evidence:
                 return None  # the OS's clocks cannot tell yet: a few more looks, up to OS_MAX_LOOKS
             return step
 
+        if lane.measurer is not None:  # the decision's servers, in best/ and cand/, end first: no oracle
+            lane.measurer.release()
         measurer = fresh or ServedTrees(self.ctx, lane, fresh=True)
         # with several lanes (their measurers check BEST before each look), another lane's keep
         # ends this confirmation at its next look too

@@ -107,6 +107,7 @@ class ServedTrees:
         self.warm_ups = warm_ups
         """Warm a new pair up at once: True, False, or None (when the lane's GPU is a real one)."""
         self.blind = BlindTrees(ctx) if fresh else None
+        self.coin = 0  # who is started and asked first at even looks: best, or (copies) a secret coin's side
         """A keep's confirmation (`fresh`): both trees as copies no process can tell apart by where
         it runs, each with a new cache and looks folder beside it (look_files.BlindTrees)."""
         self.looks = ctx.ws.dir / "looks" / f"lane{lane.index}"
@@ -136,7 +137,8 @@ class ServedTrees:
     def new_decision(self) -> None:
         self.restarted.clear()
         if self.blind is not None:
-            self.blind.drop()  # new copies, new labels
+            self.blind.drop()  # new copies, new labels, a new secret coin for who goes first
+            self.coin = secrets.randbits(1)
         self.stale |= set(SIDES) if self.fresh else {"cand"}
 
     def close(self) -> None:
@@ -183,7 +185,7 @@ class ServedTrees:
             ensure_best_pristine(ctx, lane, it, r)
         else:  # kopt's read-only copies of what was measured, made for this confirmation
             self.blind.make(lane, it, hashes)
-        order = SIDES if r % 2 == 0 else SIDES[::-1]
+        order = self._first() if r % 2 == 0 else self._first()[::-1]
         self.new.clear()
         laps.append(time.monotonic())
         for side in order:
@@ -368,13 +370,17 @@ class ServedTrees:
         whole = list(SIDES)
         if self._splits():  # the checks (compiles) and draws only
             whole = []
-            for side, reply in self._ask_all(dict.fromkeys(SIDES, f"prepare {n} {seed}"), answers_prepare(n)).items():
+            for side, reply in self._ask_all(
+                dict.fromkeys(self._first(), f"prepare {n} {seed}"), answers_prepare(n)
+            ).items():
                 if isinstance(reply, str) and unprepared(reply):
                     self.whole.add(side)  # a whole look warms it up
                     whole.append(side)
                 elif isinstance(reply, str):
                     ok[side] = reply.split()[0] == "prepared"
-        looks = {side: f"look {n} {seed} {self._folder(side) / f'warmup{-n}.csv'}" for side in whole}
+        looks = {
+            side: f"look {n} {seed} {self._folder(side) / f'warmup{-n}.csv'}" for side in self._first() if side in whole
+        }
         done = self._ask_all(looks, lambda line: line.split()[:2] in (["done", str(n)], ["fail", str(n)]))
         if any(isinstance(reply, str) and reply.split()[2:3] == ["last"] for reply in done.values()):
             self.warm = False  # a process that leaves after every look gains nothing from a warm-up
@@ -385,7 +391,7 @@ class ServedTrees:
             if not ok[side]:
                 self._close(side)
         self.ctx.control.pump()
-        for side in SIDES:
+        for side in self._first():
             self._server(side, it, stage, env, hashes[side])
 
     def _read(self, path: Path, side: str, r: int) -> tuple[Measurement, tuple[str, ...]]:
@@ -499,11 +505,8 @@ class ServedTrees:
             folder.unlink()
         folder.mkdir(parents=True, exist_ok=True)
         empty_folder(folder)  # what an earlier process of this side left
-        if where is not None:
-            self.ctx.jails.env(place, tree_hash, cache=where)  # unconfined: the folder made again
-        cache = where
         self.started += 1
-        jail = self.ctx.jails.bench(tree, place, tree_hash, outputs=(folder,), write_tree=False, cache=cache)
+        jail = self.ctx.jails.bench(tree, place, tree_hash, outputs=(folder,), write_tree=False, cache=where)
         try:
             server = self.ctx.procs.server(
                 it,
@@ -511,7 +514,7 @@ class ServedTrees:
                 cwd=tree,
                 env=env,
                 confine=jail,
-                name=f"{stage}_{place}_serve{self.started}",
+                name=f"{stage}_{place}_serve{self.started if self.blind is None else secrets.token_hex(4)}",
             )
         except ServerError as e:
             raise BenchError(f"serve on {self._name(side)}/ {e}") from None
@@ -521,13 +524,12 @@ class ServedTrees:
         self.unlooked.add(side)
         return server
 
+    # where a side runs and what names it: its tree, cache and log (the side, or its copy's label),
+    # its looks folder, how messages name it, and who goes first (copies: a secret coin's side)
     def _tree(self, side: str) -> Path:
-        if self.blind is not None:
-            return self.blind.tree(side)
-        return self.lane.best if side == "best" else self.lane.cand
+        return self.blind.tree(side) if self.blind else self.lane.best if side == "best" else self.lane.cand
 
     def _place(self, side: str) -> str:
-        """What the side's cache and logs are named after: the side, or its copy's label."""
         return self.blind.label(side) if self.blind is not None else side
 
     def _folder(self, side: str) -> Path:
@@ -535,6 +537,9 @@ class ServedTrees:
 
     def _name(self, side: str) -> str:
         return self._tree(side).name if self.blind is None else f"{side}'s copy {self._place(side)}"
+
+    def _first(self) -> tuple[str, ...]:
+        return SIDES if self.coin == 0 else SIDES[::-1]
 
     def _focus(self, side: str) -> None:
         """Only `side`'s process runs: the other is stopped (SIGSTOP, its whole tree) until
