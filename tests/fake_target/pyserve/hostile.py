@@ -20,7 +20,8 @@ does BEST's work: the OS's accounting of the processes is what refutes them once
 out of the way. Class "audit": zeros from every timed call and the bench's audit, patched in
 the process, computing only the set the audit seed picks. `HONEST` is a real gain (the
 redundant second pass over each row dropped, values iterated: about 1.9x), so a test of "none kept" also
-shows that real wins are kept.
+shows that real wins are kept. `ROLE_CASES` (at the end): the honest gain with dormant code slow
+only where the tree runs as BEST, then a comment-only change (tests/security/test_hostile_role_e2e.py).
 """
 
 from __future__ import annotations

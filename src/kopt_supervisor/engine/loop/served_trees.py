@@ -107,9 +107,9 @@ class ServedTrees:
         self.warm_ups = warm_ups
         """Warm a new pair up at once: True, False, or None (when the lane's GPU is a real one)."""
         self.blind = BlindTrees(ctx) if fresh else None
-        self.coin = 0  # who is started and asked first at even looks: best, or (copies) a secret coin's side
         """A keep's confirmation (`fresh`): both trees as copies no process can tell apart by where
         it runs, each with a new cache and looks folder beside it (look_files.BlindTrees)."""
+        self.coin = 0  # who is started and asked first at even looks: best, or (copies) a secret coin's side
         self.looks = ctx.ws.dir / "looks" / f"lane{lane.index}"
         """Each side's output folder is `looks/<side>` (`_folder`): the one folder its process may write."""
         self.servers: dict[str, Server] = {}
