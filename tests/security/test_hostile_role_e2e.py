@@ -41,3 +41,35 @@ def test_a_kept_tree_slow_in_its_role_buys_the_next_candidate_no_keep(
     assert conf["path"] == "served" and conf["outcome"] == "refuted", conf
     assert "confirmation_disagrees" in comment.flags, comment.flags
     assert "the keep's confirmation in fresh servers is refuted" in comment.reason, comment.reason
+
+
+def test_the_decisions_servers_end_before_the_confirmations_first_look() -> None:
+    """The decision's servers run in best/ and cand/ and so know their roles: left alive, they
+    could tell the confirmation's copies apart for them over any channel between processes. They
+    end before the confirmation asks anything (Evidence.served_confirmation)."""
+    from types import SimpleNamespace
+
+    from kopt_supervisor.engine.config import DecideConfig
+    from kopt_supervisor.engine.decide.estimate import Verdict
+    from kopt_supervisor.engine.loop.evidence import Evidence
+    from tests.decide.test_confirmation import cls, spread
+    from tests.lanes.test_carry_review import FeedLooks, Spare
+
+    seen: list[str] = []
+
+    class Decision:
+        def release(self) -> None:
+            seen.append("decision's servers released")
+
+    class Looks(FeedLooks):
+        def looks(self, *args, **kw):  # type: ignore[no-untyped-def]
+            seen.append("confirmation's looks")
+            return super().looks(*args, **kw)
+
+    claim = Verdict("keep", "narrow faster", (cls("narrow", 0.6, "improved"),))
+    ctx = SimpleNamespace(cfg=SimpleNamespace(decide=DecideConfig()))
+    evidence = Evidence(ctx, Looks(spread("narrow/cfg", "narrow", 0.6, 0.002)))  # type: ignore[arg-type]
+    lane = SimpleNamespace(index=0, vendor="nvidia", measurer=Decision(), fresh=None)
+    it = SimpleNamespace(version=2, record={})
+    conf = evidence.served_confirmation(it, lane, claim, fresh=Spare())  # type: ignore[arg-type]
+    assert conf.outcome == "confirmed" and seen == ["decision's servers released", "confirmation's looks"], seen

@@ -527,7 +527,7 @@ class ServedTrees:
     # where a side runs and what names it: its tree, cache and log (the side, or its copy's label),
     # its looks folder, how messages name it, and who goes first (copies: a secret coin's side)
     def _tree(self, side: str) -> Path:
-        return self.blind.tree(side) if self.blind else self.lane.best if side == "best" else self.lane.cand
+        return self.blind.tree(side) if self.blind is not None else self.lane.best if side == "best" else self.lane.cand
 
     def _place(self, side: str) -> str:
         return self.blind.label(side) if self.blind is not None else side
