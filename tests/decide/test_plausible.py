@@ -124,6 +124,26 @@ def test_a_coarse_timer_repeats_honestly() -> None:
     assert repeated_values(grid({"k": [3.21] * 3}, {"k": [4.02, 4.11, 3.97]})) is None
 
 
+def test_a_quantised_median_repeats_honestly_while_its_mean_varies() -> None:
+    # the H200's num_warps 1->2 candidate (2026-12-02): a median of 9 block means on the event
+    # clock's grid read 2.71563 in three looks; the mean over the same calls did not repeat
+    best = [2.70288, 2.71175, 2.70062]
+    honest = [
+        replace(p, best_mean=b + 0.001, cand_mean=m)
+        for p, b, m in zip(
+            grid({"one-row": [2.71563] * 3}, {"one-row": best}), best, [2.71611, 2.71504, 2.71661], strict=True
+        )
+    ]
+    assert repeated_values(honest) is None
+    # a replayed row repeats its mean too: still a forgery
+    replayed = [replace(p, cand_mean=2.71611) for p in honest]
+    f = repeated_values(replayed)
+    assert f is not None and f.configs == ("one-row",)
+    # a mean reported in some looks only is no evidence either way: the median's repeat decides
+    partial = [replace(p, cand_mean=math.nan) if p.round == 0 else p for p in honest]
+    assert repeated_values(partial) is not None
+
+
 def test_no_repeat_is_claimed_without_three_rounds_or_against_a_frozen_best() -> None:
     assert repeated_values(grid({"k": [81.234567] * 2}, {"k": [100.102, 99.871]})) is None
     assert repeated_values(grid({"k": [81.234567] * 3}, {"k": [100.0] * 3})) is None  # both frozen: a simulator

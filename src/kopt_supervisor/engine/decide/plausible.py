@@ -18,7 +18,7 @@ bench process's wall time) for signs that the claim is not a measurement:
   only where it is checked, skipped in the blocks the median is made of.
 - `repeated_values`: a config whose candidate values are bit-identical over >= 3 rounds
   while the best tree's vary (a forged or replayed CSV: real timings do not repeat to the
-  last digit). Guarded against coarse timers, see `repeated_values`.
+  last digit). Guarded against coarse timers and quantised medians, see `repeated_values`.
 - `wall_time_unexplained`: the reported time fell by more than the bench process's wall
   time can explain (work moved outside the timed region: lazy results, work at import or
   at exit, results cached across calls).
@@ -397,6 +397,12 @@ def repeated_values(pairs: Sequence[Pair], *, min_rounds: int = REPEAT_MIN_ROUND
     1/RESOLUTION_FACTOR of the best tree's own spread. A µs CPU timer on a 5 µs kernel, or a
     bench printing two digits, repeats honestly and is never flagged. When both sides
     repeat (a deterministic clock, a simulator) nothing is compared, so nothing is flagged.
+    Robust to quantised medians too: where the candidate's rows report their mean over the
+    same calls (`Pair.cand_mean`), a repeat counts only when that mean repeats as well. A
+    median over a few block means, each a block's event time over its calls, takes values on
+    the event clock's grid: on the H200 (2026-12-02) a real num_warps 1->2 step read 2.71563 us
+    on a 2.7 us config in three looks (its means 2.71611, 2.71504, 2.71661), and a 13.56 us
+    config did the same, both sent to review as forged. A replayed row repeats its mean too.
     Limits: a forger who adds noise, or whose best side is as frozen, passes this check.
     """
     by_config: dict[str, list[Pair]] = defaultdict(list)
@@ -411,6 +417,9 @@ def repeated_values(pairs: Sequence[Pair], *, min_rounds: int = REPEAT_MIN_ROUND
         best = [p.best for p in ps]
         if len(set(cand)) != 1 or len(set(best)) < 2:
             continue
+        means = [p.cand_mean for p in ps]
+        if all(math.isfinite(m) for m in means) and len(set(means)) > 1:
+            continue  # the mean over the same calls varies: a quantised median, measured
         step = min(_decimal_step(v) for v in cand + best)
         spread = stdev(best)
         if spread > 0 and step <= spread / RESOLUTION_FACTOR:
