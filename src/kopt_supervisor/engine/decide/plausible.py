@@ -36,7 +36,7 @@ outside the timed blocks; the audit reads the last block), so they would agree.
 from __future__ import annotations
 
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
@@ -397,13 +397,15 @@ def repeated_values(pairs: Sequence[Pair], *, min_rounds: int = REPEAT_MIN_ROUND
     1/RESOLUTION_FACTOR of the best tree's own spread. A µs CPU timer on a 5 µs kernel, or a
     bench printing two digits, repeats honestly and is never flagged. When both sides
     repeat (a deterministic clock, a simulator) nothing is compared, so nothing is flagged.
-    Robust to quantised medians too: where the candidate's rows report their mean over the
-    same calls (`Pair.cand_mean`), a repeat counts only when that mean repeats as well. A
+    Robust to quantised medians too: where both sides' rows report their mean over the same
+    calls (`Pair.best_mean`, `Pair.cand_mean`), a repeated median whose mean shows a measurement
+    (`_mean_measured`) does not count. A
     median over a few block means, each a block's event time over its calls, takes values on
     the event clock's grid: on the H200 (2026-12-02) a real num_warps 1->2 step read 2.71563 us
     on a 2.7 us config in three looks (its means 2.71611, 2.71504, 2.71661), and a 13.56 us
     config did the same, both sent to review as forged. A replayed row repeats its mean too.
-    Limits: a forger who adds noise, or whose best side is as frozen, passes this check.
+    Limits: a forger who adds noise to the median, or to the mean column by as much as best's
+    means vary over a hundred, or whose best side is as frozen, passes this check.
     """
     by_config: dict[str, list[Pair]] = defaultdict(list)
     for p in pairs:
@@ -417,9 +419,8 @@ def repeated_values(pairs: Sequence[Pair], *, min_rounds: int = REPEAT_MIN_ROUND
         best = [p.best for p in ps]
         if len(set(cand)) != 1 or len(set(best)) < 2:
             continue
-        means = [p.cand_mean for p in ps]
-        if all(math.isfinite(m) for m in means) and len(set(means)) > 1:
-            continue  # the mean over the same calls varies: a quantised median, measured
+        if _mean_measured(ps, min_rounds):
+            continue  # the mean over the same calls shows a measurement: a quantised median
         step = min(_decimal_step(v) for v in cand + best)
         spread = stdev(best)
         if spread > 0 and step <= spread / RESOLUTION_FACTOR:
@@ -434,6 +435,23 @@ def repeated_values(pairs: Sequence[Pair], *, min_rounds: int = REPEAT_MIN_ROUND
         tuple(c for c, _, _, _ in hits),
         hits[0][1],
     )
+
+
+def _mean_measured(ps: Sequence[Pair], min_rounds: int) -> bool:
+    """A config's repeated candidate median whose mean over the same calls shows a measurement:
+    both sides report a mean in every look (a column the candidate's rows alone carry is its
+    own word; a hostile review, tests/security/test_review_s30_hostile.py), no `min_rounds`
+    looks repeat the same (median, mean) row (a replay with one look edited), and the
+    candidate's means spread at least best's means' spread / RESOLUTION_FACTOR (a mean moved by
+    one ulp is no measurement; the H200's honest means spread a seventh of best's)."""
+    cand = [p.cand_mean for p in ps]
+    best = [p.best_mean for p in ps]
+    if len(ps) < 2 or not all(math.isfinite(m) for m in cand + best):
+        return False
+    if max(Counter((p.cand, p.cand_mean) for p in ps).values()) >= min_rounds:
+        return False
+    spread = stdev(cand)
+    return spread > 0 and spread >= stdev(best) / RESOLUTION_FACTOR
 
 
 def wall_time_unexplained(runs: Sequence[BenchRun], pairs: Sequence[Pair], policy: Policy) -> Implausible | None:

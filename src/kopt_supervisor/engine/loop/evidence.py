@@ -137,6 +137,7 @@ class Evidence:
                     cmp,
                     min_effect_pct=policy.min_effect_pct,
                     guards={GUARD_CLASS: policy.guard_max_regression_pct},
+                    other_max_pct=policy.max_other_regression_pct,
                 )
                 if calls is not None or agreement.disagrees or not unshown(agreement):
                     break

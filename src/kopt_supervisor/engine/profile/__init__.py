@@ -372,6 +372,7 @@ def agrees(
     *,
     min_effect_pct: float = 1.0,
     guards: Mapping[str, float] | None = None,
+    other_max_pct: float = 1.0,
 ) -> Agreement:
     """Per class: does the profiler's change agree with the bench's verdict?
 
@@ -380,16 +381,9 @@ def agrees(
     - bench improved: agrees when hi < 1 (the profiler sees a gain); disagrees when lo > 1
       (it sees a loss), lo > 1/(1+e) (it rules out the gain of e the bench claims), or
       lo > b_hi (its interval lies wholly above the bench's: it rules out the gain the bench
-      measured: a lying timer), unless the profiler sees a gain of its own of at least half
-      the bench's in log terms (hi < sqrt(b), b the bench's ratio). The two clocks measure
-      under different conditions (the bench's graphs at the GPU's own clocks, the profiler's
-      isolated launches at locked clocks with flushed caches), so a real change reads
-      differently in each: on the H200 a num_warps 1->2 step read -10.9% [-11.2, -10.6] in the
-      bench and -8.0% [-9.9, -6.2] in the profiler, and two such keeps were refused (part 27).
-      A timer that claims more than the square of the speedup the profiler sees is still
-      refuted, and one that fakes a gain of nothing is refuted whatever it claims;
+      measured, whether it straddles 1 or sees a smaller gain of its own: a lying timer);
     - bench regressed: the mirror image (agrees when lo > 1; disagrees when hi < 1, hi < 1+e
-      or hi < b_lo unless lo > sqrt(b));
+      or hi < b_lo);
     - bench tied: agrees when [lo, hi] lies within [1/(1+e), 1+e]; disagrees when lo > 1+e
       (the profiler sees a loss beyond e the bench missed); [lo, hi] with best's launch spread
       for both sides (`ClassChange.lo_best_spread`: a candidate that alternated short and long
@@ -404,6 +398,12 @@ def agrees(
       demo's guard class of 3-4 us configs read +2.0% [+0.2, +3.8] in the profiler's isolated
       launches where the bench's CUDA graph measured -1.3% [-2.0, -0.6]: a keep of -45% on
       narrow was sent to review for a class it did not claim (2026-12-01, part 16).
+    - a class the bench left regressed within its tolerance or undecided (`other_max_pct`:
+      [decide].max_other_regression_pct, the loss a class the keep does not claim may take):
+      disagrees when the profiler rules in a loss beyond it (lo > 1 + m, lo the more cautious
+      of the candidate's launch spread and best's), else as above (undecided: not_judged). A
+      timer that read such a class +3% (within a tolerance of 5%) or as noise around -0.4%
+      hid a +40% loss the profiler saw (a hostile review, tests/security/test_review_s30_hostile.py).
     Only intervals decide, so another class's noise never makes a class disagree. A class
     with problems (a config missing on one side, range openings that differ) and every
     class when a problem holds for all (ranges on one side only, work outside the ranges
@@ -425,14 +425,17 @@ def agrees(
         if guards and b.cls in guards:
             best_spread = (ch.lo_best_spread, ch.hi_best_spread) if ch is not None else (None, None)
             status, reason = _judge_guard(lo, ratio, hi, guards[b.cls], _finite(b.hi), best_spread)
+        elif b.verdict in ("regressed", "undecided") and _loss_beyond(ch, other_max_pct):
+            status, reason = (
+                DISAGREES,
+                f"the profiler sees a loss beyond the {other_max_pct:g}% an unclaimed class may take",
+            )
         elif b.verdict == "tied" and ch is not None and ch.lo_best_spread is not None and ch.hi_best_spread is not None:
             # a tied class claims nothing: a spread the candidate widened must not hide its loss
             lo, hi = ch.lo_best_spread, ch.hi_best_spread
             status, reason = _judge(b.verdict, lo, hi, up, down, e)
         else:
-            status, reason = _judge(
-                b.verdict, lo, hi, up, down, e, bench=(_finite(b.lo), _finite(b.hi)), bench_ratio=_finite(b.ratio)
-            )
+            status, reason = _judge(b.verdict, lo, hi, up, down, e, bench=(_finite(b.lo), _finite(b.hi)))
         if ch is None:
             status, reason = (
                 NOT_JUDGED if b.verdict not in _JUDGED else CANNOT_TELL,
@@ -464,10 +467,8 @@ def _judge(
     e: float,
     *,
     bench: tuple[float | None, float | None] = (None, None),
-    bench_ratio: float | None = None,
 ) -> tuple[str, str]:
-    """One class's agreement (see `agrees`); bench: the bench's interval and `bench_ratio` its
-    estimate (None: not finite)."""
+    """One class's agreement (see `agrees`); bench: the bench's interval (None: not finite)."""
     if verdict not in _JUDGED:
         return NOT_JUDGED, f"the bench's verdict is {verdict!r}"
     if lo is None or hi is None:
@@ -478,14 +479,9 @@ def _judge(
     below = b_lo is not None and hi < b_lo
     smaller_gain = "the profiler's interval lies above the bench's: it rules out the gain the bench measured"
     smaller_loss = "the profiler's interval lies below the bench's: it rules out the loss the bench measured"
-    half = math.sqrt(bench_ratio) if bench_ratio is not None and bench_ratio > 0 else None
     if verdict == "improved":
-        if hi < 1.0 and above:
-            if half is not None and hi < half:
-                return AGREES, "the profiler sees a smaller gain than the bench, at least half of it (log terms)"
-            return DISAGREES, smaller_gain
         if hi < 1.0:
-            return AGREES, "the profiler sees a gain"
+            return (DISAGREES, smaller_gain) if above else (AGREES, "the profiler sees a gain")
         if lo > 1.0:
             return DISAGREES, "the profiler sees a loss"
         if lo > down:
@@ -494,12 +490,8 @@ def _judge(
             return DISAGREES, smaller_gain
         return CANNOT_TELL, "the profiler's interval is too wide to tell"
     if verdict == "regressed":
-        if lo > 1.0 and below:
-            if half is not None and lo > half:
-                return AGREES, "the profiler sees a smaller loss than the bench, at least half of it (log terms)"
-            return DISAGREES, smaller_loss
         if lo > 1.0:
-            return AGREES, "the profiler sees a loss"
+            return (DISAGREES, smaller_loss) if below else (AGREES, "the profiler sees a loss")
         if hi < 1.0:
             return DISAGREES, "the profiler sees a gain"
         if hi < up:
@@ -561,6 +553,15 @@ def _judge_guard(
     if hi <= g:
         return AGREES, f"the profiler rules out a loss beyond the guard's {margin_pct:g}%"
     return CANNOT_TELL, "the profiler's interval is too wide to tell"
+
+
+def _loss_beyond(ch: ClassChange | None, margin_pct: float) -> bool:
+    """The profiler rules in a loss beyond `margin_pct` on the class: the low end of its interval,
+    the more cautious of the candidate's launch spread and best's, above 1 + margin."""
+    if ch is None or ch.lo is None:
+        return False
+    lo = max(ch.lo, ch.lo_best_spread) if ch.lo_best_spread is not None else ch.lo
+    return lo > 1.0 + margin_pct / 100.0
 
 
 def _finite(x: float | None) -> float | None:
