@@ -63,7 +63,9 @@ def harness(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
         ev.Policy,
         "from_config",
         classmethod(
-            lambda cls, *a: SimpleNamespace(confidence=0.99, min_effect_pct=1.0, guard_max_regression_pct=10.0)
+            lambda cls, *a: SimpleNamespace(
+                confidence=0.99, min_effect_pct=1.0, guard_max_regression_pct=10.0, max_other_regression_pct=1.0
+            )
         ),
     )
     prof = SimpleNamespace(name="ncu", for_keep=lambda keep: prof)
