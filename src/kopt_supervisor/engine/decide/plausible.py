@@ -399,11 +399,11 @@ def repeated_values(pairs: Sequence[Pair], *, min_rounds: int = REPEAT_MIN_ROUND
     repeat (a deterministic clock, a simulator) nothing is compared, so nothing is flagged.
     Robust to quantised medians too: where both sides' rows report their mean over the same
     calls (`Pair.best_mean`, `Pair.cand_mean`), a repeated median whose mean shows a measurement
-    (`_mean_measured`) does not count. A
-    median over a few block means, each a block's event time over its calls, takes values on
-    the event clock's grid: on the H200 (2026-12-02) a real num_warps 1->2 step read 2.71563 us
-    on a 2.7 us config in three looks (its means 2.71611, 2.71504, 2.71661), and a 13.56 us
-    config did the same, both sent to review as forged. A replayed row repeats its mean too.
+    (`_mean_measured`) does not count. A median over a few block means, each a block's event
+    time over its calls, takes values on the event clock's grid: on the H200 (2026-12-02) a real
+    num_warps 1->2 step read 2.71563 us on a 2.7 us config in three looks (its means 2.71611,
+    2.71504, 2.71661), and a 13.56 us config did the same, both sent to review as forged. A
+    replayed row repeats its mean too.
     Limits: a forger who adds noise to the median, or to the mean column by as much as best's
     means vary over a hundred, or whose best side is as frozen, passes this check.
     """
