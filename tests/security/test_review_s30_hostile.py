@@ -12,10 +12,11 @@
    purpose; `test_e2e_the_honest_counterpart_goes_to_review`).
 3. Older holes the review found: a loss in a class the keep does not claim that the bench
    understates or leaves undecided is now judged against [decide].max_other_regression_pct
-   (`profile._loss_beyond`). Two stay open, marked xfail(strict) and listed in docs/security.md
-   ("What remains"): a noisy timer whose wide interval reaches the profiler's inflates a real
-   gain's recorded figure, and a kept tree slow only when profiled as BEST (the closer profile
-   runs it in best_more/) lends each later timer patch a gain.
+   (`profile._loss_beyond`), and a noisy timer whose wide interval reached the profiler's no
+   longer inflates a real gain's figure past the square of the most the profiler allows (the
+   square rule in `profile._judge`). One stays open, marked xfail(strict) and listed in
+   docs/security.md ("What remains"): a kept tree slow only when profiled as BEST (the closer
+   profile runs it in best_more/) lends each later timer patch a gain.
 
 The attacker writes the candidate's tree and can read kopt's source; the bench's numbers come from
 its process (forgeable), the profiler's kernel times do not, except that a tree can always make its
@@ -116,12 +117,8 @@ def test_a_config_that_did_nothing_gets_no_gain_from_its_class_neighbour():
     assert statuses(ag)[NARROW] != "agrees", ag.classes[0].reason
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open (docs/security.md, What remains): a real gain's figure inflated by a noisy timer whose interval reaches the profiler's",
-)
 def test_a_wide_forged_bench_interval_cannot_claim_beyond_the_square_of_what_the_profiler_sees():
-    """OPEN (before 3700341 too). e532704's half rule applied only when the profiler's interval lies wholly above the bench's; a forger
+    """An older hole (before 3700341 too), closed by the square rule in `profile._judge`. e532704's half rule applied only when the profiler's interval lies wholly above the bench's; a forger
     who adds noise to its numbers widens the bench's interval up to the profiler's (b_hi 0.83)
     and then only hi < 1 is asked. The profiler sees -19%; the bench's recorded -50% is far
     beyond its square (-34%). by_profiler does not stand in (shows_half fails), so the keep

@@ -381,7 +381,12 @@ def agrees(
     - bench improved: agrees when hi < 1 (the profiler sees a gain); disagrees when lo > 1
       (it sees a loss), lo > 1/(1+e) (it rules out the gain of e the bench claims), or
       lo > b_hi (its interval lies wholly above the bench's: it rules out the gain the bench
-      measured, whether it straddles 1 or sees a smaller gain of its own: a lying timer);
+      measured, whether it straddles 1 or sees a smaller gain of its own: a lying timer), or
+      b < lo^2 (the bench's estimate b claims more than twice, in log terms, the most gain
+      the profiler allows: a timer made noisy enough that the bench's interval reached the
+      profiler's had a real -19% recorded as -50%; a hostile review, 2026-12-02. No honest
+      keep of the RMSNorm demo's that day came near: the bench's estimate lay within the
+      profiler's interval or below its gain in every one of them);
     - bench regressed: the mirror image (agrees when lo > 1; disagrees when hi < 1, hi < 1+e
       or hi < b_lo);
     - bench tied: agrees when [lo, hi] lies within [1/(1+e), 1+e]; disagrees when lo > 1+e
@@ -435,7 +440,8 @@ def agrees(
             lo, hi = ch.lo_best_spread, ch.hi_best_spread
             status, reason = _judge(b.verdict, lo, hi, up, down, e)
         else:
-            status, reason = _judge(b.verdict, lo, hi, up, down, e, bench=(_finite(b.lo), _finite(b.hi)))
+            bench = (_finite(b.lo), _finite(b.hi))
+            status, reason = _judge(b.verdict, lo, hi, up, down, e, bench=bench, estimate=_finite(b.ratio))
         if ch is None:
             status, reason = (
                 NOT_JUDGED if b.verdict not in _JUDGED else CANNOT_TELL,
@@ -467,8 +473,10 @@ def _judge(
     e: float,
     *,
     bench: tuple[float | None, float | None] = (None, None),
+    estimate: float | None = None,
 ) -> tuple[str, str]:
-    """One class's agreement (see `agrees`); bench: the bench's interval (None: not finite)."""
+    """One class's agreement (see `agrees`); bench: the bench's interval and `estimate` its
+    ratio (None: not finite)."""
     if verdict not in _JUDGED:
         return NOT_JUDGED, f"the bench's verdict is {verdict!r}"
     if lo is None or hi is None:
@@ -479,15 +487,22 @@ def _judge(
     below = b_lo is not None and hi < b_lo
     smaller_gain = "the profiler's interval lies above the bench's: it rules out the gain the bench measured"
     smaller_loss = "the profiler's interval lies below the bench's: it rules out the loss the bench measured"
+    # the bench's estimate beyond the square of the most gain the profiler allows (its interval finite)
+    squared = estimate is not None and b_hi is not None and lo < 1.0 and estimate < lo * lo
+    twice = "the bench claims more than twice the most gain the profiler allows (log terms)"
     if verdict == "improved":
         if hi < 1.0:
-            return (DISAGREES, smaller_gain) if above else (AGREES, "the profiler sees a gain")
+            if above:
+                return DISAGREES, smaller_gain
+            return (DISAGREES, twice) if squared else (AGREES, "the profiler sees a gain")
         if lo > 1.0:
             return DISAGREES, "the profiler sees a loss"
         if lo > down:
             return DISAGREES, f"the profiler rules out a gain of {effect}"
         if above:
             return DISAGREES, smaller_gain
+        if squared:
+            return DISAGREES, twice
         return CANNOT_TELL, "the profiler's interval is too wide to tell"
     if verdict == "regressed":
         if lo > 1.0:
