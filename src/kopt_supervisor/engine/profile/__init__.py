@@ -440,8 +440,8 @@ def agrees(
             lo, hi = ch.lo_best_spread, ch.hi_best_spread
             status, reason = _judge(b.verdict, lo, hi, up, down, e)
         else:
-            bench = (_finite(b.lo), _finite(b.hi))
-            status, reason = _judge(b.verdict, lo, hi, up, down, e, bench=bench, estimate=_finite(b.ratio))
+            interval = (_finite(b.lo), _finite(b.hi))
+            status, reason = _judge(b.verdict, lo, hi, up, down, e, bench=interval, estimate=_finite(b.ratio))
         if ch is None:
             status, reason = (
                 NOT_JUDGED if b.verdict not in _JUDGED else CANNOT_TELL,
