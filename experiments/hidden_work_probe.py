@@ -1,4 +1,4 @@
-"""Work hidden from a keep's profile, caught by the bytes floor (engine/profile/bytes_floor.py).
+"""Work hidden from a keep's profile, caught by the bytes floor (engine/profile/floors.py).
 
 A hostile copy of the RMSNorm demo's tree switches ncu off around its real kernel
 (cuProfilerStop, then Start) and leaves one cheap kernel in each call's range: its outputs are
@@ -20,8 +20,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from kopt_supervisor.engine.profile.bytes_floor import bytes_short
 from kopt_supervisor.engine.profile.classes import ConfigRef
+from kopt_supervisor.engine.profile.floors import bytes_short
 from kopt_supervisor.engine.profile.ncu import NcuProfiler
 from kopt_supervisor.engine.profile.summary import KOPT_PREFIX, ProfileSummary
 

@@ -430,7 +430,7 @@ def test_e2e_work_hidden_from_the_profiler_is_not_kept_and_an_honest_gain_is(
     ncu on the H200: experiments/ncu_profiler_api_probe.py) and leaves a cheap kernel in each
     range; its timer claims the same 20%. Bench and profiler agree, the outputs are right: the
     kernels ncu saw moved a twentieth of the bytes each call reads and writes ([roofline].bytes),
-    so it goes to review and is not kept (engine/profile/bytes_floor.py). The same gain done
+    so it goes to review and is not kept (engine/profile/floors.py). The same gain done
     honestly (1.5x its bytes through L2) is kept, the check made."""
     hidden = do("k['fast'] = 1.25; k['ncu_speed'] = {'small': 0.8, 'large': 0.8}; k['ncu_hidden'] = True; ")
     ws = two_keeps(

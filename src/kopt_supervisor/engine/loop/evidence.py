@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kopt_supervisor.engine import BadInput, KoptFailure
+from kopt_supervisor.engine import KoptFailure
 from kopt_supervisor.engine.decide import confirmation as claim_rule
 from kopt_supervisor.engine.decide import external_truth as truth_rule
 from kopt_supervisor.engine.decide.confirmation import ClassCheck, Confirmation, consistent_gain
@@ -46,8 +46,8 @@ from kopt_supervisor.engine.loop.measure import (
 from kopt_supervisor.engine.loop.profile_runs import Calls, HeldProfile, NotHeld, profile_in, prove_held
 from kopt_supervisor.engine.loop.served_trees import ServedTrees
 from kopt_supervisor.engine.profile import AGREES, Agreement, agrees, choose_profiler, profiler
-from kopt_supervisor.engine.profile.bytes_floor import bytes_short
 from kopt_supervisor.engine.profile.classes import ConfigRef, compare_per_class, config_refs
+from kopt_supervisor.engine.profile.floors import bytes_short, call_bytes, slower_than_kept
 from kopt_supervisor.engine.profile.profiler import (
     ESCALATED_CALLS,
     PROFILE_FORMAT,
@@ -58,7 +58,6 @@ from kopt_supervisor.engine.profile.profiler import (
 from kopt_supervisor.engine.profile.roofline import evaluate as evaluate_roofline
 from kopt_supervisor.engine.profile.summary import ProfileSummary
 from kopt_supervisor.engine.records import Iteration, Stage
-from kopt_supervisor.engine.roofline import work_of_row
 from kopt_supervisor.engine.runner.server import ServerError
 
 
@@ -177,12 +176,17 @@ class Evidence:
         except CorrectnessRefuted as e:
             refuted, outputs = e, {"refuted": str(e)}
         # what the candidate's ranges moved through L2 against what each call must move
-        refs, need = self.config_refs(), self.call_bytes()
+        refs = self.config_refs()
+        need = call_bytes(ctx.cfg.roofline.bytes, refs)
         floors = [bytes_short(b, c, refs, need) for b, c in zip(bests, cands, strict=True)]
         short = [x for found in floors for x in found or []]
         checked = bool(need) and any(found is not None for found in floors)
+        made = ctx.history.best_iteration()  # best profiled afresh: no slower than when its tree was kept
+        kept = profiler.kept_profile((made.version, made.record) if made else None, trees["best"], gpu)
+        slowed = [x.line() for b in bests for x in slower_than_kept(kept[1], b, refs)] if kept and not reused else []
         it.record["profile"] = {
             "bytes": {"checked": checked, "short": [x.line() for x in short]},
+            **({"best_floor": {"from": kept[0], "slower": slowed}} if kept and not reused else {}),
             "best": bests[0].to_dict(),
             "cand": cands[0].to_dict(),
             "comparison": cmp.to_dict(),
@@ -225,23 +229,16 @@ class Evidence:
                 + " (work ncu did not see: a profiler switched off from inside the process?)",
                 flags=(*verdict.flags, "profiler_bytes_short"),
             )
+        if slowed:
+            why = f"best/ ran slower under the profiler than when v{kept[0] if kept else '?'} kept its tree: "
+            return with_(
+                verdict, kind="borderline", reason=why + "; ".join(slowed), flags=(*verdict.flags, "best_slowed")
+            )
         if agreement.disagrees:
             return with_(
                 verdict, kind="borderline", reason=agreement.reason(), flags=(*verdict.flags, "profiler_disagrees")
             )
         return with_(verdict, reason=f"{verdict.reason}; profiler: {agreement.summary_line()}")
-
-    def call_bytes(self) -> dict[str, float]:
-        """Per config key, the bytes a call reads and writes ([roofline].bytes; none without it)."""
-        formula = self.ctx.cfg.roofline.bytes
-        out: dict[str, float] = {}
-        if formula:
-            for ref in self.config_refs():
-                try:
-                    out[ref.key] = work_of_row("", formula, ref.row, config=ref.key)[1]
-                except BadInput:  # a config the formula cannot price: not checked
-                    continue
-        return out
 
     def profile_pair(
         self,
@@ -253,10 +250,9 @@ class Evidence:
         seed: int,
         best_dir: str = "best",
     ) -> tuple[list[ProfileSummary], list[ProfileSummary]]:
-        """Best's (into `best_dir`) and the candidate's profiles, alternating as the looks do
-        ([profile].repeats of each; best's from the keep that made it BEST when `reused`). With
-        `calls` (n, configs), each config of `configs` (all: none named) runs n times in its
-        range (best_more/, cand_more/)."""
+        """Best's (into `best_dir`; from the keep that made it BEST when `reused`) and the candidate's
+        profiles, [profile].repeats of each, in copies and an order that say neither side. With `calls`
+        (n, configs), each config of `configs` (all: none named) runs n times (best_more/, cand_more/)."""
         bests: list[ProfileSummary] = []
         cands: list[ProfileSummary] = []
         more = "_more" if calls[0] is not None else ""
@@ -270,9 +266,10 @@ class Evidence:
                     f"on the same GPU, {reused.age_s:.0f} s ago",
                     it=it,
                 )
-            else:
-                bests.append(self.profile(it, lane, prof, lane.best, f"{best_dir}{suffix}", calls, seed))
-            cands.append(self.profile(it, lane, prof, lane.cand, f"cand{suffix}", calls, seed))
+            first = secrets.randbits(1)  # a coin: which is profiled first says neither side either
+            for tree, side, got in [(lane.best, best_dir, bests), (lane.cand, "cand", cands)][:: 1 - 2 * first]:
+                if reused is None or tree != lane.best:
+                    got.append(self.profile(it, lane, prof, tree, f"{side}{suffix}", calls, seed))
         return bests, cands
 
     def profile(

@@ -2,8 +2,8 @@
 
 Each run's CSV and the files kopt read kept beside the iteration's logs, best/ strictly at
 BEST_COMMIT before a look, both trees inspected and put back after every run of tree code, and
-what a keep's confirmation runs in: fresh caches (process-level), copies that say neither side
-(served). The measurers (measure.py, served_trees.py) and the
+what a keep's confirmation and every profile run in: fresh caches (process-level), copies that say
+neither side (served, profiles). The measurers (measure.py, served_trees.py) and the
 evidence (evidence.py, profile_runs.py) call these around every run."""
 
 from __future__ import annotations
@@ -134,23 +134,66 @@ class FreshCaches:
         self._emptied.clear()
 
 
-class BlindTrees:
-    """A keep's confirmation runs copies of both trees that no process can tell apart by where it
-    runs: each tree's files (best's at BEST_COMMIT, the candidate's as measured) exported, without
-    git's files, into `<scratch>/<label>/tree` beside its process's cache and looks folders
-    (`cache`, `looks`), under a random label per side, made in a random order.
+class BlindCopy:
+    """One tree's files, at `treeish`, exported without git's files into `<scratch>/<label>/tree`
+    under a random label, with a new empty cache (`cache`) and an output folder (`out`) beside
+    it: where a process runs that must not tell which side it is (a keep's confirmation, every
+    profile). Nothing in its path, its cache or its output's path says best or candidate.
 
     Why: a tree kept once runs as BEST in every later decision. Code in it that is slow only
     there (told from best/ by its script's folder, its cache's or its output's path, its git
-    files) made a comment-only candidate 78% faster in the decision and, before these copies, in
-    its confirmation too, the OS's accounting agreeing (tests/security/test_hostile_role_e2e.py).
-    The copies are read-only to a confined server and removed after the confirmation. A tree that
-    tells its role from the clock is not stopped here (docs/security.md, "A kept tree slow as
-    BEST")."""
+    files, its log's name) made a comment-only candidate 78% faster in the decision and, before
+    these copies, in its confirmation too (tests/security/test_hostile_role_e2e.py); under the
+    profiler it lent every later timer patch a gain (tests/security/test_review_s30_hostile.py).
+    Removed by `drop`."""
+
+    def __init__(self, ctx: RunContext, source: Path, treeish: str) -> None:
+        self.dir = ctx.ws.dir / sandbox.SCRATCH / secrets.token_hex(8)
+        try:
+            gitops.export_tree(source, treeish, self.tree)
+            self.cache.mkdir()
+            self.out.mkdir()
+        except BaseException:
+            self.drop()
+            raise
+
+    @property
+    def label(self) -> str:
+        return self.dir.name
+
+    @property
+    def tree(self) -> Path:
+        return self.dir / "tree"
+
+    @property
+    def cache(self) -> Path:
+        return self.dir / "cache"
+
+    @property
+    def out(self) -> Path:
+        return self.dir / "out"
+
+    def hand_over(self, dest: Path) -> None:
+        """What the process wrote into `out` moved into `dest` (emptied first), links as links."""
+        dest.mkdir(parents=True, exist_ok=True)
+        empty_folder(dest)
+        for entry in list(self.out.iterdir()):
+            entry.rename(dest / entry.name)
+
+    def drop(self) -> None:
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class BlindTrees:
+    """A keep's confirmation runs copies of both trees that no process can tell apart by where it
+    runs (`BlindCopy`): best's at BEST_COMMIT, the candidate's as measured, made in a random
+    order, read-only to a confined server, each server's looks written into its copy's `out`,
+    removed after the confirmation. A tree that tells its role from the clock is not stopped
+    here (docs/security.md, "A kept tree slow as BEST")."""
 
     def __init__(self, ctx: RunContext) -> None:
         self.ctx = ctx
-        self.dirs: dict[str, Path] = {}
+        self.copies: dict[str, BlindCopy] = {}
         self._made: tuple[str, str] | None = None
 
     def make(self, lane: Lane, it: Iteration, hashes: dict[str, str]) -> None:
@@ -162,27 +205,26 @@ class BlindTrees:
         sides = ["best", "cand"]
         secrets.SystemRandom().shuffle(sides)
         for side in sides:
-            self.dirs[side] = self.ctx.ws.dir / sandbox.SCRATCH / secrets.token_hex(8)
-            treeish = (it.best_commit_before or "HEAD") if side == "best" else hashes["cand"]
-            gitops.export_tree(lane.best if side == "best" else lane.cand, treeish, self.tree(side))
+            source, treeish = (lane.best, it.best_commit_before or "HEAD") if side == "best" else (lane.cand, key[1])
+            self.copies[side] = BlindCopy(self.ctx, source, treeish)
         self._made = key
 
     def tree(self, side: str) -> Path:
-        return self.dirs[side] / "tree"
+        return self.copies[side].tree
 
     def cache(self, side: str) -> Path:
-        return self.dirs[side] / "cache"
+        return self.copies[side].cache
 
     def looks(self, side: str) -> Path:
-        return self.dirs[side] / "looks"
+        return self.copies[side].out
 
     def label(self, side: str) -> str:
-        return self.dirs[side].name
+        return self.copies[side].label
 
     def drop(self) -> None:
-        for folder in self.dirs.values():
-            shutil.rmtree(folder, ignore_errors=True)
-        self.dirs, self._made = {}, None
+        for copy in self.copies.values():
+            copy.drop()
+        self.copies, self._made = {}, None
 
 
 def empty_folder(folder: Path) -> None:

@@ -11,17 +11,16 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from kopt_supervisor.engine import KoptFailure, gitops
 from kopt_supervisor.engine.gitops import tree_of
 from kopt_supervisor.engine.loop.context import Lane, RunContext, acquire, last_line
 from kopt_supervisor.engine.loop.control import Step
-from kopt_supervisor.engine.loop.look_files import check_after_run
+from kopt_supervisor.engine.loop.look_files import BlindCopy
 from kopt_supervisor.engine.profile.profiler import (
     PROFILE_CALLS_ENV,
     PROFILE_CONFIGS_ENV,
@@ -40,6 +39,7 @@ from kopt_supervisor.engine.records import Iteration
 from kopt_supervisor.engine.runner import tail_file
 from kopt_supervisor.engine.runner.command import all_at_once, as_argv
 from kopt_supervisor.engine.runner.server import ServerError
+from kopt_supervisor.engine.sandbox import Confinement
 
 Calls = tuple[int | None, tuple[str, ...]]
 """A profile's calls per config asked of the bench (None: its own) and the configs they are for (none: all)."""
@@ -56,15 +56,15 @@ def profile_in(
     calls: Calls = (None, ()),
     seed: int | None = None,
 ) -> ProfileSummary:
-    """The bench (or [profile].command) under the profiler in `tree`, one run per pass of the
-    profiler (ncu: inside the kopt ranges, then GPU time alone outside them), each pass's
-    report read back, and all of them parsed into one summary. `calls`: the calls per config
-    asked of the bench and the configs they are for (KOPT_PROFILE_CALLS, KOPT_PROFILE_CONFIGS;
-    None: the bench's own; no configs: all); `seed`: its inputs' seed
-    (KOPT_PROFILE_SEED), and it summarises each config's outputs into out_dir/outputs.json
-    (KOPT_PROFILE_OUTPUTS) for `profiler.compare_outputs`. The tree's folder is
-    profiles/v<N>/<side> of `ctx`'s workspace. Run where the lane's GPU is: a Ray lane's on its
-    worker (`lane.remote`, loop/ray_lanes.py, which runs this function there), the folder
+    """The bench (or [profile].command) under the profiler, in a copy of `tree` that does not say
+    which side it is (`ProfiledTree`), one run per pass of the profiler (ncu: inside the kopt
+    ranges, then GPU time alone outside them), each pass's report read back, and all of them
+    parsed into one summary. `calls`: the calls per config asked of the bench and the configs
+    they are for (KOPT_PROFILE_CALLS, KOPT_PROFILE_CONFIGS; None: the bench's own; no configs:
+    all); `seed`: its inputs' seed (KOPT_PROFILE_SEED), and it summarises each config's outputs
+    into outputs.json (KOPT_PROFILE_OUTPUTS) for `profiler.compare_outputs`. What the runs wrote
+    ends in profiles/v<N>/<side> of `ctx`'s workspace. Run where the lane's GPU is: a Ray lane's
+    on its worker (`lane.remote`, loop/ray_lanes.py, which runs this function there), the folder
     brought back."""
     out_dir = ctx.ws.profiles / f"v{it.version}" / side
     if lane.remote is not None:
@@ -75,88 +75,135 @@ def profile_in(
     ctx.progress(it, "profile", f"{prof.name} on {tree.name}/")
     kernel = ctx.cfg.profile.kernel
     bench = as_argv(ctx.cfg.profile.command or ctx.cfg.target.bench)
-    pt = ProfiledTree.of(it, lane, tree, side, out_dir)
     lease = acquire(ctx, lane, it)
     done: list[ProfilePass] = []
     with ctx.control.during(Step.PROFILE), ctx.clock(it, "profiler_s"):
-        while (
-            step := prof.next_pass(bench, out_dir, kernel, done)
-        ) is not None:  # ncu: inside, then outside the ranges
-            name = f"profile_{side}" + (f"_pass{len(done)}" if done else "")
-            res = ctx.procs.run(
-                it,
-                list(step.argv),
-                cwd=tree,
-                name=name,
-                timeout_s=ctx.cfg.profile.timeout_s,
-                env=profile_env(ctx, lease.env, pt, calls, seed),
-                confine=ctx.jails.bench(tree, pt.kind, pt.tree_hash, outputs=(out_dir,)),
-            )
-            check_after_run(ctx, lane, it, tree)
-            if not res.ok:
-                raise KoptFailure(f"{prof.name} on {side}/ ({step.label}) {res.why()}: {last_line(res)}")
-            read_back(ctx, it, prof, step, pt, name)
-            done.append(step)
-    summary = prof.parse_passes(done, kernel)
-    summary.save(out_dir / "summary.json")
-    return summary
+        pt = ProfiledTree.of(ctx, it, lane, tree, side, out_dir)
+        try:
+            while (
+                step := prof.next_pass(bench, pt.copy.out, kernel, done)
+            ) is not None:  # ncu: inside, then outside the ranges
+                name = "profile_{}" + (f"_pass{len(done)}" if done else "")
+                res = ctx.procs.run(
+                    it,
+                    list(step.argv),
+                    cwd=pt.copy.tree,
+                    name=name.format(pt.copy.label),
+                    timeout_s=ctx.cfg.profile.timeout_s,
+                    env=profile_env(ctx, lease.env, pt, calls, seed),
+                    confine=pt.jail(ctx),
+                )
+                pt.logs_as(ctx, it, name)
+                if not res.ok:
+                    raise KoptFailure(f"{prof.name} on {side}/ ({step.label}) {res.why()}: {last_line(res)}")
+                read_back(ctx, it, prof, step, pt, name)
+                done.append(step)
+            return pt.finish(prof.parse_passes(done, kernel))
+        finally:
+            pt.copy.drop()
 
 
 @dataclass(frozen=True)
 class ProfiledTree:
-    """A tree being profiled: where it is, its jail's kind and cache key (the tree's hash), the
-    name of its profile's folder (`side`: best, cand, cand_more, ...) and that folder."""
+    """A tree being profiled: which it is (`source`, best/ or cand/, at `tree_hash`: BEST_COMMIT's
+    tree or the candidate's staged one), the name of its profile's folder (`side`: best, cand,
+    cand_more, ...) and that folder (`out_dir`), and where it runs: a copy of its files that
+    does not say which side it is (look_files.BlindCopy: its folder, cache, output path and
+    log names are a random label's; what it wrote is moved into `out_dir` after its runs).
 
-    tree: Path
+    Why every profile runs in a copy: a tree kept once is profiled as BEST in later decisions
+    (a closer profile never reuses best's), and code in it that is slower there lent every
+    later timer patch a gain (tests/security/test_review_s30_hostile.py). The copy's cache is
+    new and empty: what the tree's earlier runs left there (how often it ran, and as what)
+    would say it too; so its kernels compile under the profiler, outside the ranges measured."""
+
+    source: Path
     kind: str
     tree_hash: str
     side: str
     out_dir: Path
+    copy: BlindCopy = field(compare=False)
 
     @classmethod
     def of(
-        cls, it: Iteration, lane: Lane, tree: Path, side: str, out_dir: Path, staged: str | None = None
+        cls,
+        ctx: RunContext,
+        it: Iteration,
+        lane: Lane,
+        tree: Path,
+        side: str,
+        out_dir: Path,
+        staged: str | None = None,
     ) -> ProfiledTree:
         """`staged`: the candidate's tree as staged before its decision (else the record's)."""
-        if tree == lane.cand:
-            return cls(tree, "cand", str(staged or it.record.get("evaluated_tree")), side, out_dir)
-        return cls(tree, "best", tree_of(tree, it.best_commit_before or "HEAD"), side, out_dir)
+        kind, tree_hash = which_tree(it, lane, tree, staged)
+        return cls(tree, kind, tree_hash, side, out_dir, BlindCopy(ctx, tree, tree_hash))
+
+    def jail(self, ctx: RunContext, *, reading: bool = False) -> Confinement | None:
+        """The copy's confinement: its tree, its new cache, its output folder the one it writes
+        (`reading`: the report read back, without the GPU, the tree read-only)."""
+        c = self.copy
+        return ctx.jails.bench(
+            c.tree, c.label, self.tree_hash, outputs=(c.out,), write_tree=not reading, gpu=not reading, cache=c.cache
+        )
+
+    def logs_as(self, ctx: RunContext, it: Iteration, name: str) -> None:
+        """A finished run's logs, written under the copy's label, named after the side again."""
+        log_dir = ctx.ws.log_dir(it.version)
+        for suffix in (".out", ".err"):
+            blind = log_dir / (name.format(self.copy.label) + suffix)
+            if blind.exists():
+                blind.replace(log_dir / (name.format(self.side) + suffix))
+
+    def finish(self, summary: ProfileSummary) -> ProfileSummary:
+        """What the runs wrote moved into `out_dir`, the summary saved beside it."""
+        self.copy.hand_over(self.out_dir)
+        summary.save(self.out_dir / "summary.json")
+        return summary
+
+
+def which_tree(it: Iteration, lane: Lane, tree: Path, staged: str | None = None) -> tuple[str, str]:
+    """("cand" or "best", its tree's hash): the candidate's as staged (`staged`, else the
+    record's evaluated tree), best's at BEST_COMMIT."""
+    if tree == lane.cand:
+        return "cand", str(staged or it.record.get("evaluated_tree"))
+    return "best", tree_of(tree, it.best_commit_before or "HEAD")
 
 
 def profile_env(
     ctx: RunContext, gpu_env: dict[str, str], pt: ProfiledTree, calls: Calls, seed: int | None
 ) -> dict[str, str]:
     """A profile run's environment: the GPU's, the profile mode's, the calls and seed kopt asks
-    for, where the outputs go, and the jail's."""
+    for, where the outputs go (in the copy's output folder), and the copy's cache's."""
+    c = pt.copy
     return {
         **gpu_env,
         **PROFILE_ENV,
         **({PROFILE_CALLS_ENV: str(calls[0])} if calls[0] is not None else {}),
         **({PROFILE_CONFIGS_ENV: json.dumps(list(calls[1]))} if calls[1] else {}),
         **(
-            {PROFILE_SEED_ENV: str(seed), PROFILE_OUTPUTS_ENV: str(pt.out_dir / PROFILE_OUTPUTS)}
-            if seed is not None
-            else {}
+            {PROFILE_SEED_ENV: str(seed), PROFILE_OUTPUTS_ENV: str(c.out / PROFILE_OUTPUTS)} if seed is not None else {}
         ),
-        **ctx.jails.env(pt.kind, pt.tree_hash),
+        **ctx.jails.env(c.label, pt.tree_hash, cache=c.cache),
     }
 
 
 def read_back(ctx: RunContext, it: Iteration, prof: Profiler, step: ProfilePass, pt: ProfiledTree, name: str) -> None:
     """A pass's report read back by the profiler's own commands (no GPU, all at once), in the
-    tree's jail, read-only, writing only into the profile's folder."""
+    copy's jail, read-only, writing only into its output folder. `name`: the pass's log name,
+    `{}` standing for the copy's label (or the side)."""
     reads = prof.after_commands(step.out_dir)
     if not reads:
         return
-    reader = ctx.jails.bench(pt.tree, pt.kind, pt.tree_hash, outputs=(pt.out_dir,), write_tree=False, gpu=False)
     done_read = ctx.procs.run(
         it,
         all_at_once(reads),
-        cwd=pt.tree,
-        name=f"{name}_read",
+        cwd=pt.copy.tree,
+        name=f"{name}_read".format(pt.copy.label),
         timeout_s=ctx.cfg.profile.timeout_s,
-        confine=reader,
+        confine=pt.jail(ctx, reading=True),
     )
+    pt.logs_as(ctx, it, f"{name}_read")
     if not done_read.ok:
         raise KoptFailure(f"{prof.name} reading its report of {pt.side}/ {done_read.why()}: {last_line(done_read)}")
 
@@ -186,30 +233,32 @@ class HeldProfile:
     ) -> None:
         self.ctx, self.it, self.lane, self.prof, self.seed = ctx, it, lane, prof, seed
         out_dir = ctx.ws.profiles / f"v{it.version}" / side
-        shutil.rmtree(out_dir, ignore_errors=True)
-        out_dir.mkdir(parents=True)
         # the candidate as the decision will stage it (the record's may be a repaired or rebased tree's)
         staged = (
             gitops.stage_all_tree(lane.cand, force=it.record.get("forced_paths", [])) if tree == lane.cand else None
         )
-        self.pt = ProfiledTree.of(it, lane, tree, side, out_dir, staged)
         bench = as_argv(ctx.cfg.profile.command or ctx.cfg.target.bench)
-        step = prof.next_pass(bench, out_dir, ctx.cfg.profile.kernel, [])
-        if step is None or prof.next_pass(bench, out_dir, ctx.cfg.profile.kernel, [step]) is not None:
-            raise KoptFailure(f"{prof.name}: a profile started ahead takes one pass")
-        self.step = step
-        self.go = out_dir / PROFILE_HOLD_GO
-        self.gpu_env = dict(acquire(ctx, lane, it).env)
-        env = {**profile_env(ctx, self.gpu_env, self.pt, (None, ()), seed), PROFILE_HOLD_ENV: str(self.go)}
-        self.name = f"profile_{side}_ahead"  # its own logs: a profile taken anew after it writes profile_<side>.*
-        self.server = ctx.procs.server(
-            it,
-            list(step.argv),
-            cwd=tree,
-            name=self.name,
-            env=env,
-            confine=ctx.jails.bench(tree, self.pt.kind, self.pt.tree_hash, outputs=(out_dir,)),
-        )
+        self.pt = ProfiledTree.of(ctx, it, lane, tree, side, out_dir, staged)  # in a copy that says neither side
+        try:
+            step = prof.next_pass(bench, self.pt.copy.out, ctx.cfg.profile.kernel, [])
+            if step is None or prof.next_pass(bench, self.pt.copy.out, ctx.cfg.profile.kernel, [step]) is not None:
+                raise KoptFailure(f"{prof.name}: a profile started ahead takes one pass")
+            self.step = step
+            self.go = self.pt.copy.out / PROFILE_HOLD_GO
+            self.gpu_env = dict(acquire(ctx, lane, it).env)
+            env = {**profile_env(ctx, self.gpu_env, self.pt, (None, ()), seed), PROFILE_HOLD_ENV: str(self.go)}
+            self.name = "profile_{}_ahead"  # its own logs: a profile taken anew after it writes profile_<side>.*
+            self.server = ctx.procs.server(
+                it,
+                list(step.argv),
+                cwd=self.pt.copy.tree,
+                name=self.name.format(self.pt.copy.label),
+                env=env,
+                confine=self.pt.jail(ctx),
+            )
+        except BaseException:
+            self.pt.copy.drop()
+            raise
 
     @property
     def acknowledged(self) -> bool:
@@ -236,10 +285,11 @@ class HeldProfile:
 
     def matches(self, it: Iteration, tree: Path, side: str, seed: int, calls: Calls) -> bool:
         """This is the profile `profile_in(ctx, it, lane, prof, tree, side, calls=calls, seed=seed)` would take."""
-        now = ProfiledTree.of(it, self.lane, tree, side, self.pt.out_dir)
+        pt = self.pt
         return (
             it.version == self.it.version
-            and now == self.pt  # the same tree, at the same commit or staged tree
+            and (tree, side) == (pt.source, pt.side)
+            and which_tree(it, self.lane, tree) == (pt.kind, pt.tree_hash)  # at the same commit or staged tree
             and seed == self.seed
             and calls == (None, ())
         )
@@ -249,51 +299,54 @@ class HeldProfile:
         the one this run was started for, or when the run held and then ended (the caller
         profiles anew). Raises NotHeld when the run never held, KoptFailure when it failed."""
         ctx, it, lane, pt = self.ctx, self.it, self.lane, self.pt
-        ctx.progress(it, "profile", f"{self.prof.name} on {pt.tree.name}/ (started ahead)")
+        ctx.progress(it, "profile", f"{self.prof.name} on {pt.source.name}/ (started ahead)")
         if dict(acquire(ctx, lane, it).env) != self.gpu_env:
             self.cancel()
             return None
-        with ctx.control.during(Step.PROFILE), ctx.clock(it, "profiler_s"):
-            why = self.wait_held(ctx.control.pump)  # a run still starting has not written it yet
-            if why:  # read before `go`: nothing of the tree ran yet
-                self.cancel()
-                check_after_run(ctx, lane, it, pt.tree)
-                raise NotHeld(self.not_held(why))
-            if not self.server.alive:  # it held, then ended (its own limit, memory, a failed import): profiled anew
-                ctx.event(
-                    "profile", f"v{it.version}: {pt.side}'s profile started ahead ended before go; taken anew", it=it
-                )
-                self.cancel()
-                check_after_run(ctx, lane, it, pt.tree)
-                return None
-            say(self.go, "go")
-            try:
-                code = self.server.finish(
-                    timeout_s=ctx.cfg.profile.timeout_s, poll=ctx.control.pump, poll_interval_s=ctx.poll_interval_s
-                )
-            except ServerError as e:
-                check_after_run(ctx, lane, it, pt.tree)
-                raise KoptFailure(f"{self.prof.name} on {pt.side}/ (started ahead) {e}") from None
-            check_after_run(ctx, lane, it, pt.tree)
-            if code != 0:
-                lines = [ln for ln in tail_file(self.server.err_path, 5).splitlines() if ln.strip()]
-                raise KoptFailure(
-                    f"{self.prof.name} on {pt.side}/ ({self.step.label}) exit code {code}: "
-                    f"{lines[-1][:300] if lines else '(no output)'}"
-                )
-            read_back(ctx, it, self.prof, self.step, pt, self.name)
-        summary = self.prof.parse_passes([self.step], ctx.cfg.profile.kernel)
-        summary.save(pt.out_dir / "summary.json")
-        return summary
+        try:
+            with ctx.control.during(Step.PROFILE), ctx.clock(it, "profiler_s"):
+                why = self.wait_held(ctx.control.pump)  # a run still starting has not written it yet
+                if why:  # read before `go`: nothing of the tree ran yet
+                    self.cancel()
+                    raise NotHeld(self.not_held(why))
+                if not self.server.alive:  # it held, then ended (its own limit, memory, a failed import)
+                    ctx.event(
+                        "profile",
+                        f"v{it.version}: {pt.side}'s profile started ahead ended before go; taken anew",
+                        it=it,
+                    )
+                    self.cancel()
+                    return None
+                say(self.go, "go")
+                try:
+                    code = self.server.finish(
+                        timeout_s=ctx.cfg.profile.timeout_s, poll=ctx.control.pump, poll_interval_s=ctx.poll_interval_s
+                    )
+                except ServerError as e:
+                    raise KoptFailure(f"{self.prof.name} on {pt.side}/ (started ahead) {e}") from None
+                if code != 0:
+                    lines = [ln for ln in tail_file(self.server.err_path, 5).splitlines() if ln.strip()]
+                    raise KoptFailure(
+                        f"{self.prof.name} on {pt.side}/ ({self.step.label}) exit code {code}: "
+                        f"{lines[-1][:300] if lines else '(no output)'}"
+                    )
+                read_back(ctx, it, self.prof, self.step, pt, self.name)
+            return pt.finish(self.prof.parse_passes([self.step], ctx.cfg.profile.kernel))
+        finally:
+            pt.logs_as(ctx, it, self.name)
+            pt.copy.drop()
 
     def cancel(self) -> None:
-        """Stop: the run is told so and ended at once (before `go` it holds nothing worth a wait)."""
+        """Stop: the run is told so and ended at once (before `go` it holds nothing worth a wait);
+        its copy removed."""
         if self.server.alive:
             try:
                 say(self.go, "stop")
             except OSError:
                 pass
         self.server.close(grace_s=0.0)
+        self.pt.logs_as(self.ctx, self.it, self.name)
+        self.pt.copy.drop()
 
 
 def prove_held(ctx: RunContext, it: Iteration, started: Iterable[HeldProfile]) -> str:

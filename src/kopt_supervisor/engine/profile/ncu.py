@@ -18,7 +18,7 @@ unfiltered pass instead (`whole/`). docs/profiling.md says why (replaying the co
 check's reference kernels with every metric cost ~100 s per tree).
 
 A keep's two trees need the GPU time of each launch, its range, and the bytes it moved through L2
-(the bytes floor, engine/profile/bytes_floor.py): `for_keep("time")` ([profile].keep, the
+(the bytes floor, engine/profile/floors.py): `for_keep("time")` ([profile].keep, the
 default) is one pass over the whole run with `gpu__time_duration.sum` and `lts__t_bytes.sum`
 (no NVTX filter: the launches outside the ranges are in it, for the outside-time rule); on the
 H100 the two filtered passes with every metric cost 48-54 s a keep
@@ -113,7 +113,7 @@ M_DRAM_RATE = "dram__bytes.sum.per_second"
 M_DRAM_PCT = "dram__throughput.avg.pct_of_peak_sustained_elapsed"
 M_L2_BYTES = "lts__t_bytes.sum"
 """A keep's pass reads it beside the time: the bytes each config's range moved through L2, which
-must be at least what a call reads and writes (engine/profile/bytes_floor.py)."""
+must be at least what a call reads and writes (engine/profile/floors.py)."""
 
 DEFAULT_METRICS: tuple[str, ...] = (
     M_TIME,

@@ -408,6 +408,25 @@ def reusable(
     )
 
 
+def kept_profile(
+    made: tuple[int, Mapping[str, Any]] | None, best_tree: str, gpu: str | None
+) -> tuple[int, ProfileSummary] | None:
+    """Best's tree's profile from the keep that made it BEST (`made`: its version and record),
+    whatever its age or calls: the candidate's summary kopt parsed then, the floor best's fresh
+    profile is held to (floors.slower_than_kept). None when that keep profiled another tree
+    (a format step), on another GPU (or none known), or in another format."""
+    if made is None or gpu is None:
+        return None
+    version, record = made
+    profile = record.get("profile") or {}
+    taken = profile.get("taken") or {}
+    if not isinstance(taken, dict) or not isinstance(taken.get("trees"), dict) or not profile.get("cand"):
+        return None
+    if taken["trees"].get("cand") != best_tree or taken.get("gpu") != gpu or taken.get("format") != PROFILE_FORMAT:
+        return None
+    return version, ProfileSummary.from_dict(profile["cand"])
+
+
 def outputs_of(record: Mapping[str, Any]) -> Mapping[str, Any]:
     """An iteration record's comparison of outputs under the profiler ({} without one)."""
     got = (record.get("profile") or {}).get("outputs") or {}

@@ -1,6 +1,8 @@
-"""The bytes floor of a keep's profile: what each config's range moved through L2 against what a
-call must move ([roofline].bytes: its inputs read once, its outputs written once).
+"""The floors a keep's profile is held to: the bytes each call must move, and best's own time as
+it was shown when its tree was kept.
 
+**The bytes floor** (`bytes_short`): what each config's range moved through L2 against what a
+call must move ([roofline].bytes: its inputs read once, its outputs written once).
 The profiled process can switch the profiler off from inside (cudaProfilerStop or the driver's
 cuProfilerStop): ncu, profiling from the start as kopt runs it, then leaves the kernels launched
 until the next Start out of its report (measured on the H200, 2026-12-01,
@@ -12,17 +14,27 @@ kernels moved fewer than L2_FLOOR x the call's bytes did not do the work ncu tim
 kernels measured on the H200 (the RMSNorm demo's naive tree, experiments/range_bytes_probe.py)
 moved 1.51-1.54x the bytes of their 50-1460 MB configs and 1.9-60x those of the small ones.
 
-Pure: the summary, the configs and their bytes in; the configs short of bytes out."""
+**Best's floor** (`slower_than_kept`): a tree's code can always make its own kernels slower
+under the profiler, never faster. A kept tree profiled afresh as BEST (a closer profile never
+reuses best's; reuse off, or expired) that runs slower per call than the profile taken when it
+was kept, on the same GPU, beyond both profiles' noise, slowed itself: a later candidate's gain
+measured against it is not shown. It can tell such a profile without knowing its side: a closer
+profile is asked for only when a keep's first profile could not tell, which a later no-op makes
+happen by being noisy there (tests/security/test_review_s31_floor.py).
+
+Pure: summaries, configs and figures in; what falls short out."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from statistics import NormalDist
 
-from kopt_supervisor.engine import fmt
-from kopt_supervisor.engine.profile.classes import ConfigRef, RangeMatcher
+from kopt_supervisor.engine import BadInput, fmt
+from kopt_supervisor.engine.profile.classes import DEFAULT_RUN_NOISE_PCT, ConfigRef, RangeMatcher, attribute
 from kopt_supervisor.engine.profile.summary import KOPT_PREFIX, ProfileSummary, RangeKernelStat
+from kopt_supervisor.engine.roofline import work_of_row
 
 L2_FLOOR = 0.9
 """The share of a call's bytes its range must move through L2 (rounding in the [roofline].bytes
@@ -72,6 +84,18 @@ def bytes_short(
     return short
 
 
+def call_bytes(formula: str, refs: Sequence[ConfigRef]) -> dict[str, float]:
+    """Per config key, the bytes a call reads and writes by [roofline].bytes (`formula`; none
+    without it, nor for a config the formula cannot price)."""
+    out: dict[str, float] = {}
+    for ref in refs if formula else ():
+        try:
+            out[ref.key] = work_of_row("", formula, ref.row, config=ref.key)[1]
+        except BadInput:
+            continue
+    return out
+
+
 def _attributed(summary: ProfileSummary, matcher: RangeMatcher) -> list[tuple[str, RangeKernelStat]]:
     """(config key, launches) of each kernel group made inside a config's kopt range."""
     out = []
@@ -107,3 +131,62 @@ def _calls(summary: ProfileSummary, matcher: RangeMatcher) -> dict[str, int]:
     for key, g in _attributed(summary, matcher):
         least[key] = min(least.get(key, g.calls), g.calls)
     return {key: opened.get(key) or n for key, n in least.items()}
+
+
+@dataclass(frozen=True)
+class SlowerThanKept:
+    """A class whose kernels, in best's fresh profile, took longer per call than in the profile
+    taken when best's tree was kept: `ratio` (fresh / kept, the geometric mean of its configs'),
+    `lo` its interval's lower end."""
+
+    cls: str
+    ratio: float
+    lo: float
+    configs: int
+
+    def line(self) -> str:
+        return (
+            f"{self.cls}: best's kernels {fmt.ratio_pct(self.ratio)} per call against its profile when it was "
+            f"kept (at least {fmt.ratio_pct(self.lo)}, {self.configs} config(s))"
+        )
+
+
+def slower_than_kept(
+    kept: ProfileSummary,
+    fresh: ProfileSummary,
+    refs: Sequence[ConfigRef],
+    *,
+    confidence: float = 0.99,
+    run_noise_pct: float = DEFAULT_RUN_NOISE_PCT,
+) -> list[SlowerThanKept]:
+    """The classes of `refs` whose configs, profiled in both, ran slower per call in `fresh`
+    than in `kept` beyond noise: the lower end of the class's interval (geometric mean of its
+    configs' per-call ratios; both profiles' launch spreads and `run_noise_pct` per profile,
+    two-sided at `confidence`) above 1. Calls are each profile's own (range openings, else the least-launched
+    kernel in the range), so a closer profile's 12 calls a config compare with the kept
+    profile's bench's own."""
+    z = NormalDist().inv_cdf((1.0 + confidence) / 2.0)
+    matcher = RangeMatcher(refs)
+    runs = [attribute(s, matcher) for s in (kept, fresh)]
+    calls = [_calls(s, matcher) for s in (kept, fresh)]
+    by_class: dict[str, list[tuple[float, float]]] = {}
+    for ref in refs:
+        if not all(ref.key in r.configs and calls[i].get(ref.key) for i, r in enumerate(runs)):
+            continue
+        totals = [sum(a.total for a in r.configs[ref.key].values()) for r in runs]
+        if min(totals) <= 0:
+            continue
+        rel = sum(
+            sum(r.variance(a) for a in r.configs[ref.key].values()) / t**2 for r, t in zip(runs, totals, strict=True)
+        )
+        log_ratio = math.log(totals[1] / calls[1][ref.key]) - math.log(totals[0] / calls[0][ref.key])
+        by_class.setdefault(ref.cls, []).append((log_ratio, rel))
+    out = []
+    floor = run_noise_pct / 100.0
+    for cls, got in sorted(by_class.items()):
+        m = len(got)
+        est = sum(x for x, _ in got) / m
+        half = z * math.sqrt(sum(v for _, v in got) / (m * m) + 2.0 * floor * floor)
+        if est - half > 0:
+            out.append(SlowerThanKept(cls, math.exp(est), math.exp(est - half), m))
+    return out
