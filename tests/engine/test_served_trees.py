@@ -598,7 +598,7 @@ def test_fresh_servers_start_both_anew_in_copies_that_say_neither_side(served):
             planted = m.blind.cache("cand") / "planted"
             if v == 1:
                 planted.write_text("what a candidate's process left")
-                first = [m.blind.dirs[side] for side in ("best", "cand")]
+                first = [m.blind.copies[side].dir for side in ("best", "cand")]
             else:
                 assert not planted.exists() and not any(d.exists() for d in first)  # new copies, old ones gone
         assert pids[0][0] != pids[1][0] and pids[0][1] != pids[1][1]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -141,10 +142,11 @@ def test_every_run_of_a_ray_lane_is_on_its_worker_s_idle_gpu_the_baseline_and_pr
     assert run_engine(ws, max_iters=2) == 0
     its = iterations(ws)
     runs = [line.split() for line in (tmp_path / "bind" / "bind.log").read_text().splitlines()]
-    on_worker = [dev for dev, _, _, tree in runs if tree.startswith("trees/")]
-    assert on_worker and set(on_worker) == {"1"}, runs
-    # the unmodified baseline (v0) too: on the worker, on GPU 1, none of its runs on the head
-    assert [dev for dev, _, _, tree in runs if not tree.startswith("trees/")] == [], runs
+    # the worker's trees, or a profile's copy of one (profile_runs.ProfiledTree: `<label>/tree`)
+    assert all(t.startswith("trees/") or re.fullmatch(r"[0-9a-f]{16}/tree", t) for *_, t in runs), runs
+    assert any(t.startswith("trees/") for *_, t in runs) and any(t.endswith("/tree") for *_, t in runs), runs
+    # the unmodified baseline (v0) too: every run on the worker's GPU 1 (the head has none)
+    assert {dev for dev, *_ in runs} == {"1"}, runs
     assert its[0].record["gpu"]["uuid"] == "GPU-fake-1", its[0].record["gpu"]
     for it in its[1:]:
         if it.record.get("gpu", {}).get("uuid"):

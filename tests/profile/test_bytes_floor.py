@@ -1,12 +1,12 @@
-"""The bytes floor (engine/profile/bytes_floor.py): a config's range must move, through L2, at
+"""The bytes floor (engine/profile/floors.py): a config's range must move, through L2, at
 least L2_FLOOR x the bytes a call reads and writes, per call as best's profile counts calls."""
 
 from __future__ import annotations
 
 import math
 
-from kopt_supervisor.engine.profile.bytes_floor import L2_FLOOR, bytes_short
 from kopt_supervisor.engine.profile.classes import ConfigRef
+from kopt_supervisor.engine.profile.floors import L2_FLOOR, bytes_short
 from kopt_supervisor.engine.profile.summary import Launch, ProfileSummary, summarize
 
 KEY = "shape=a,n=4"

@@ -23,7 +23,9 @@ def harness(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     it = SimpleNamespace(version=1, commit=None, record={"evaluated_tree": "t-cand"}, masked=False)
     it.best_commit_before = BASE
     iterations = [base_it, it]
-    history = SimpleNamespace(baseline=lambda: base_it, store=SimpleNamespace(iterations=lambda: iterations))
+    history = SimpleNamespace(
+        baseline=lambda: base_it, best_iteration=lambda: None, store=SimpleNamespace(iterations=lambda: iterations)
+    )
     ctx = SimpleNamespace(
         cfg=SimpleNamespace(
             profile=SimpleNamespace(keep="time", run_noise_pct=0.3, repeats=1),

@@ -22,6 +22,8 @@ FLAG_HELP = {
     "class (both numbers are in the reason)",
     "profiler_bytes_short": "a config's range moved fewer bytes through L2 than a call reads and writes "
     "([roofline].bytes): work the profiler did not see (switched off from inside the process?)",
+    "best_slowed": "best's kernels ran slower per call under the profiler than when its tree was kept (same GPU): "
+    "a gain against them is not shown (a kept tree that slows itself as BEST?)",
     "profile_outputs_unconfirmed": "the candidate's outputs under the profiler could not be compared with best's "
     "(best's profile wrote none after an earlier keep compared them, or other configs): the engineer decides",
     "partial_gain": "faster only where the hypothesis did not aim, or in some of the classes a global change aimed at",

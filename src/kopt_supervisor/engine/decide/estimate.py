@@ -177,6 +177,7 @@ FLAGS = (
     "partial_gain",
     "profiler_disagrees",
     "profiler_bytes_short",
+    "best_slowed",
     "profile_outputs_unconfirmed",
     "budget_spent",
     "outliers_dropped",
