@@ -18,6 +18,8 @@ best (not slowed) is no slower than when kept, and the keep stands.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from kopt_supervisor.engine.profile.floors import slower_than_kept
 from tests.engine.test_keep_profile_reuse import record
 from tests.profile.test_profile_classes import NARROW, REFS, WIDE, profile
@@ -92,3 +94,16 @@ def test_e2e_a_real_gain_whose_first_profile_is_noisy_is_still_kept(fake_env, tm
     assert r1["status"] == "keep" and r2["status"] == "keep", (r1["decision"], r2["decision"])
     assert r2["profile"]["taken"]["calls"] is not None
     assert r2["profile"]["best_floor"] == {"from": 1, "slower": []}
+
+
+def test_a_profiles_summary_names_its_files_where_they_were_moved(fake_env, tmp_path, monkeypatch, driven_clock):
+    """A profile ran in a copy that is gone after it: its summary names the files in
+    profiles/vN/<side>/, where they were moved, never the copy's folder."""
+    ws = _run(fake_env, tmp_path, monkeypatch, "h", [_do("speed['small'] = speed['large'] = 0.8; ")])
+    r1 = record(ws, 1)
+    assert r1["status"] == "keep", r1["decision"]
+    for side in ("best", "cand"):
+        files = r1["profile"][side]["files"]
+        assert files and all(f.startswith(str(ws.profiles / "v1")) for f in files), files
+        assert all(Path(f).is_file() for f in files), files
+    assert not list((ws.dir / "sandbox").iterdir())  # every copy removed

@@ -9,6 +9,7 @@ by kopt's harness before it runs anything of the tree or on the GPU, at the CPU'
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import time
@@ -156,8 +157,15 @@ class ProfiledTree:
                 blind.replace(log_dir / (name.format(self.side) + suffix))
 
     def finish(self, summary: ProfileSummary) -> ProfileSummary:
-        """What the runs wrote moved into `out_dir`, the summary saved beside it."""
+        """What the runs wrote moved into `out_dir`, the summary (the files it names where they
+        now are) saved beside it."""
         self.copy.hand_over(self.out_dir)
+        out = self.copy.out.resolve()
+        moved = tuple(
+            str(self.out_dir / Path(f).resolve().relative_to(out)) if Path(f).resolve().is_relative_to(out) else f
+            for f in summary.files
+        )
+        summary = dataclasses.replace(summary, files=moved)
         summary.save(self.out_dir / "summary.json")
         return summary
 
