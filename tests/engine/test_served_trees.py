@@ -595,6 +595,10 @@ def test_fresh_servers_start_both_anew_in_copies_that_say_neither_side(served):
                 assert copy.parent.parent == ws.dir / "sandbox" and copy.name == "tree"
                 assert not (copy / ".git").exists()  # no git files: no branch, no worktree name
                 assert (copy / "kernel.json").read_bytes() == (tree / "kernel.json").read_bytes()
+            for side in ("best", "cand"):  # its open logs: in its copy, named for neither side nor the iteration
+                err = os.readlink(f"/proc/{m.servers[side].proc.pid}/fd/2")
+                assert err.startswith(str(m.blind.logs(side))) and "best" not in err and "cand" not in err, err
+                assert "/logs/v" not in err, err
             planted = m.blind.cache("cand") / "planted"
             if v == 1:
                 planted.write_text("what a candidate's process left")
@@ -609,8 +613,9 @@ def test_fresh_servers_start_both_anew_in_copies_that_say_neither_side(served):
     assert not list((ws.dir / "sandbox").iterdir())  # the copies removed with the servers
     seen = [line for line in log.read_text().splitlines() if line.split()[0] in ("start", "look", "audit")]
     assert len(seen) >= 8 and not [line for line in seen if "best" in line or "cand" in line], seen
-    logs = [p.name for p in ws.log_dir(1).iterdir() if "serve" in p.name]
-    assert logs and not [n for n in logs if "best" in n or "cand" in n], logs
+    # once the servers ended, their logs are the iteration's, named after the side for the engineer
+    logs = sorted(p.name for p in ws.log_dir(1).iterdir() if "serve" in p.name)
+    assert [n.split("_")[1] for n in logs] == ["best", "best", "cand", "cand"], logs
     # nor the order they were started in (a counter would say who was first)
     assert all(len(n.split("_serve")[1].split(".")[0]) == 8 for n in logs), logs
     coins = set()

@@ -384,7 +384,7 @@ SLOW_AS_BEST = SPEED_LINE + (
     "        seen.append(os.readlink(f'/proc/self/fd/{fd}'))\n"
     "    except OSError:\n"
     "        pass\n"
-    "told = [x for x in seen if re.search(r'(^|[/_])best([/_.]|$)', x)]\n"
+    "told = [x for x in seen if re.search(r'(^|[/_])best([/_.]|$)|/logs/v[0-9]+/', x)]  # its side, or its iteration\n"
     "open(opts['--export'] + '.role', 'w').write('\\n'.join(told))\n"
     "if told:\n"
     "    speed = {c: v * float(kernel_json.get('ncu_slow_as_best', 1.0)) for c, v in speed.items()}\n"
@@ -395,7 +395,8 @@ SLOW_AS_BEST = SPEED_LINE + (
 def role_aware_ncu() -> Iterator[Path]:
     """The stand-in ncu, plus kernel.json's "ncu_slow_as_best": the tree's kernels that much
     slower where it can tell it is profiled as BEST: a folder or log named best (best/,
-    best_more/, profile_best.out) in what a profiled process sees (its profiler's output path,
+    best_more/, profile_best.out), or a log in logs/vN/ (its iteration, which a kept tree can
+    compare with its own), in what a profiled process sees (its profiler's output path,
     its working folder, its environment, where its stdout and stderr go). What told it is
     written beside the report (`<report>.role`, empty: nothing did). Written outside /tmp: the
     sandbox gives every process a private /tmp."""
@@ -436,6 +437,8 @@ def test_the_role_aware_ncu_tells_best_where_it_shows(role_aware_ncu, tmp_path):
     assert "best_more" in told and all(s == pytest.approx(2 * f) for s, f in zip(slow, fast, strict=True))
     slow_by_log = times(tmp_path / "cd34" / "out", tmp_path / "profile_best.out")
     assert slow_by_log == pytest.approx(slow)
+    (tmp_path / "logs" / "v3").mkdir(parents=True)  # a log in logs/vN/ tells a kept tree its iteration
+    assert times(tmp_path / "ef56" / "out", tmp_path / "logs" / "v3" / "profile_x.out") == pytest.approx(slow)
 
 
 def test_e2e_a_kept_tree_slow_as_best_under_the_profiler_lends_no_later_timer_patch_a_gain(

@@ -456,9 +456,11 @@ class Processes:
         timeout_s: float,
         env: dict[str, str] | None = None,
         confine: Confinement | None = None,
+        log_dir: Path | None = None,
     ) -> RunResult:
         """A command in its own process group (under bubblewrap when `confine` is given: see
-        sandbox.paths.Jails), interruptible through the pump, logged to logs/vN/<name>.out|.err, its
+        sandbox.paths.Jails), interruptible through the pump, logged to logs/vN/<name>.out|.err
+        (or `log_dir`: a run that must not learn its iteration from its open logs' path), its
         group recorded (orphans are killed after a crash). Unconfined, every process that
         carries the run's marker is ended with it (runner.processes.end_leftovers)."""
         return run_command(
@@ -466,7 +468,7 @@ class Processes:
             timeout_s=timeout_s,
             poll=self.control.pump,
             poll_interval_s=self.poll_interval_s,
-            **self._launch(it, cwd, name, env, confine, live=".out"),
+            **self._launch(it, cwd, name, env, confine, live=".out", log_dir=log_dir),
         )
 
     def server(
@@ -478,16 +480,24 @@ class Processes:
         name: str,
         env: dict[str, str],
         confine: Confinement | None = None,
+        log_dir: Path | None = None,
     ) -> Server:
-        return Server(command, **self._launch(it, cwd, name, env, confine, live=".err"))
+        return Server(command, **self._launch(it, cwd, name, env, confine, live=".err", log_dir=log_dir))
 
     def _launch(
-        self, it: Iteration, cwd: Path, name: str, env: dict[str, str] | None, confine: Confinement | None, live: str
+        self,
+        it: Iteration,
+        cwd: Path,
+        name: str,
+        env: dict[str, str] | None,
+        confine: Confinement | None,
+        live: str,
+        log_dir: Path | None = None,
     ) -> Launch:
-        """What every child of the run is started with: its logs in logs/vN/<name>.*, the
-        run's environment and marker, its group recorded, its output bounded; `live`: the log
-        the TUI follows meanwhile."""
-        log_dir = self.ws.log_dir(it.version)
+        """What every child of the run is started with: its logs in logs/vN/<name>.* (or
+        `log_dir`), the run's environment and marker, its group recorded, its output bounded;
+        `live`: the log the TUI follows meanwhile."""
+        log_dir = log_dir or self.ws.log_dir(it.version)
         self.store.set("live_log", str(log_dir / f"{name}{live}"))
         return Launch(
             cwd=cwd,

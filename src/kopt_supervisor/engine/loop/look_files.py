@@ -134,6 +134,10 @@ class FreshCaches:
         self._emptied.clear()
 
 
+NEUTRAL = "tree"
+"""What a copy's logs are named after while it runs (`BlindCopy.move_logs` puts the side in)."""
+
+
 class BlindCopy:
     """One tree's files, at `treeish`, exported without git's files into `<scratch>/<label>/tree`
     under a random label, with a new empty cache (`cache`) and an output folder (`out`) beside
@@ -151,8 +155,8 @@ class BlindCopy:
         self.dir = ctx.ws.dir / sandbox.SCRATCH / secrets.token_hex(8)
         try:
             gitops.export_tree(source, treeish, self.tree)
-            self.cache.mkdir()
-            self.out.mkdir()
+            for folder in (self.cache, self.out, self.logs):
+                folder.mkdir()
         except BaseException:
             self.drop()
             raise
@@ -172,6 +176,20 @@ class BlindCopy:
     @property
     def out(self) -> Path:
         return self.dir / "out"
+
+    @property
+    def logs(self) -> Path:
+        """Its processes' logs (`<name>.out|.err`): an open log's path is readable inside the
+        sandbox (`readlink /proc/self/fd/2`), and logs/vN/ would tell the iteration, which a
+        kept tree can compare with its own (the proposer knows which iteration it writes)."""
+        return self.dir / "logs"
+
+    def move_logs(self, dest: Path, side: str) -> None:
+        """Its logs moved into `dest`, each name's `_tree` (the neutral word they were written
+        under, its first) now the side's."""
+        dest.mkdir(parents=True, exist_ok=True)
+        for log in sorted(self.logs.glob("*")) if self.logs.is_dir() else ():
+            log.replace(dest / log.name.replace(f"_{NEUTRAL}", f"_{side}", 1))
 
     def hand_over(self, dest: Path) -> None:
         """What the process wrote into `out` moved into `dest` (emptied first), links as links."""
@@ -195,6 +213,7 @@ class BlindTrees:
         self.ctx = ctx
         self.copies: dict[str, BlindCopy] = {}
         self._made: tuple[str, str] | None = None
+        self._log_dir: Path | None = None
 
     def make(self, lane: Lane, it: Iteration, hashes: dict[str, str]) -> None:
         """The two copies of this decision's trees (made once; again when either tree changes)."""
@@ -202,6 +221,7 @@ class BlindTrees:
         if self._made == key:
             return
         self.drop()
+        self._log_dir = self.ctx.ws.log_dir(it.version)
         sides = ["best", "cand"]
         secrets.SystemRandom().shuffle(sides)
         for side in sides:
@@ -221,8 +241,14 @@ class BlindTrees:
     def label(self, side: str) -> str:
         return self.copies[side].label
 
+    def logs(self, side: str) -> Path:
+        return self.copies[side].logs
+
     def drop(self) -> None:
-        for copy in self.copies.values():
+        """The copies removed, their servers' logs moved into the iteration's first."""
+        for side, copy in self.copies.items():
+            if self._log_dir is not None:
+                copy.move_logs(self._log_dir, side)
             copy.drop()
         self.copies, self._made = {}, None
 

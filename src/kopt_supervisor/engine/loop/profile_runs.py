@@ -21,7 +21,7 @@ from kopt_supervisor.engine import KoptFailure, gitops
 from kopt_supervisor.engine.gitops import tree_of
 from kopt_supervisor.engine.loop.context import Lane, RunContext, acquire, last_line
 from kopt_supervisor.engine.loop.control import Step
-from kopt_supervisor.engine.loop.look_files import BlindCopy
+from kopt_supervisor.engine.loop.look_files import NEUTRAL, BlindCopy
 from kopt_supervisor.engine.profile.profiler import (
     PROFILE_CALLS_ENV,
     PROFILE_CONFIGS_ENV,
@@ -84,17 +84,18 @@ def profile_in(
             while (
                 step := prof.next_pass(bench, pt.copy.out, kernel, done)
             ) is not None:  # ncu: inside, then outside the ranges
-                name = "profile_{}" + (f"_pass{len(done)}" if done else "")
+                name = f"profile_{NEUTRAL}" + (f"_pass{len(done)}" if done else "")
                 res = ctx.procs.run(
                     it,
                     list(step.argv),
                     cwd=pt.copy.tree,
-                    name=name.format(pt.copy.label),
+                    name=name,
                     timeout_s=ctx.cfg.profile.timeout_s,
                     env=profile_env(ctx, lease.env, pt, calls, seed),
                     confine=pt.jail(ctx),
+                    log_dir=pt.copy.logs,
                 )
-                pt.logs_as(ctx, it, name)
+                pt.copy.move_logs(ctx.ws.log_dir(it.version), side)
                 if not res.ok:
                     raise KoptFailure(f"{prof.name} on {side}/ ({step.label}) {res.why()}: {last_line(res)}")
                 read_back(ctx, it, prof, step, pt, name)
@@ -148,14 +149,6 @@ class ProfiledTree:
             c.tree, c.label, self.tree_hash, outputs=(c.out,), write_tree=not reading, gpu=not reading, cache=c.cache
         )
 
-    def logs_as(self, ctx: RunContext, it: Iteration, name: str) -> None:
-        """A finished run's logs, written under the copy's label, named after the side again."""
-        log_dir = ctx.ws.log_dir(it.version)
-        for suffix in (".out", ".err"):
-            blind = log_dir / (name.format(self.copy.label) + suffix)
-            if blind.exists():
-                blind.replace(log_dir / (name.format(self.side) + suffix))
-
     def finish(self, summary: ProfileSummary) -> ProfileSummary:
         """What the runs wrote moved into `out_dir`, the summary (the files it names where they
         now are) saved beside it."""
@@ -198,8 +191,8 @@ def profile_env(
 
 def read_back(ctx: RunContext, it: Iteration, prof: Profiler, step: ProfilePass, pt: ProfiledTree, name: str) -> None:
     """A pass's report read back by the profiler's own commands (no GPU, all at once), in the
-    copy's jail, read-only, writing only into its output folder. `name`: the pass's log name,
-    `{}` standing for the copy's label (or the side)."""
+    copy's jail, read-only, writing only into its output folder. `name`: the pass's log name (in
+    the copy's logs/, moved out under the side's name after)."""
     reads = prof.after_commands(step.out_dir)
     if not reads:
         return
@@ -207,11 +200,12 @@ def read_back(ctx: RunContext, it: Iteration, prof: Profiler, step: ProfilePass,
         it,
         all_at_once(reads),
         cwd=pt.copy.tree,
-        name=f"{name}_read".format(pt.copy.label),
+        name=f"{name}_read",
         timeout_s=ctx.cfg.profile.timeout_s,
         confine=pt.jail(ctx, reading=True),
+        log_dir=pt.copy.logs,
     )
-    pt.logs_as(ctx, it, f"{name}_read")
+    pt.copy.move_logs(ctx.ws.log_dir(it.version), pt.side)
     if not done_read.ok:
         raise KoptFailure(f"{prof.name} reading its report of {pt.side}/ {done_read.why()}: {last_line(done_read)}")
 
@@ -255,14 +249,15 @@ class HeldProfile:
             self.go = self.pt.copy.out / PROFILE_HOLD_GO
             self.gpu_env = dict(acquire(ctx, lane, it).env)
             env = {**profile_env(ctx, self.gpu_env, self.pt, (None, ()), seed), PROFILE_HOLD_ENV: str(self.go)}
-            self.name = "profile_{}_ahead"  # its own logs: a profile taken anew after it writes profile_<side>.*
+            self.name = f"profile_{NEUTRAL}_ahead"  # its own logs: a profile taken anew writes profile_<side>.*
             self.server = ctx.procs.server(
                 it,
                 list(step.argv),
                 cwd=self.pt.copy.tree,
-                name=self.name.format(self.pt.copy.label),
+                name=self.name,
                 env=env,
                 confine=self.pt.jail(ctx),
+                log_dir=self.pt.copy.logs,
             )
         except BaseException:
             self.pt.copy.drop()
@@ -341,7 +336,7 @@ class HeldProfile:
                 read_back(ctx, it, self.prof, self.step, pt, self.name)
             return pt.finish(self.prof.parse_passes([self.step], ctx.cfg.profile.kernel))
         finally:
-            pt.logs_as(ctx, it, self.name)
+            pt.copy.move_logs(ctx.ws.log_dir(it.version), pt.side)
             pt.copy.drop()
 
     def cancel(self) -> None:
@@ -353,7 +348,7 @@ class HeldProfile:
             except OSError:
                 pass
         self.server.close(grace_s=0.0)
-        self.pt.logs_as(self.ctx, self.it, self.name)
+        self.pt.copy.move_logs(self.ctx.ws.log_dir(self.it.version), self.pt.side)
         self.pt.copy.drop()
 
 

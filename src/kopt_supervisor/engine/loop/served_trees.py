@@ -17,6 +17,7 @@ from kopt_supervisor.engine.decide import audit
 from kopt_supervisor.engine.decide.external_truth import SideCost
 from kopt_supervisor.engine.loop.context import Lane, Look, RunContext
 from kopt_supervisor.engine.loop.look_files import (
+    NEUTRAL,
     BlindTrees,
     check_after_run,
     empty_folder,
@@ -514,7 +515,10 @@ class ServedTrees:
                 cwd=tree,
                 env=env,
                 confine=jail,
-                name=f"{stage}_{place}_serve{self.started if self.blind is None else secrets.token_hex(4)}",
+                name=f"{stage}_{place}_serve{self.started}"
+                if self.blind is None
+                else f"{stage}_{NEUTRAL}_serve{secrets.token_hex(4)}",  # in its copy's logs/, moved out after
+                log_dir=self.blind.logs(side) if self.blind is not None else None,
             )
         except ServerError as e:
             raise BenchError(f"serve on {self._name(side)}/ {e}") from None
