@@ -192,7 +192,10 @@ class BlindCopy:
             log.replace(dest / log.name.replace(f"_{NEUTRAL}", f"_{side}", 1))
 
     def hand_over(self, dest: Path) -> None:
-        """What the process wrote into `out` moved into `dest` (emptied first), links as links."""
+        """What the process wrote into `out` moved into `dest` (emptied first), links as links;
+        nothing when the copy is gone already."""
+        if not self.out.is_dir():
+            return
         dest.mkdir(parents=True, exist_ok=True)
         empty_folder(dest)
         for entry in list(self.out.iterdir()):

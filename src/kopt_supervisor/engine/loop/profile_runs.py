@@ -21,7 +21,7 @@ from kopt_supervisor.engine import KoptFailure, gitops
 from kopt_supervisor.engine.gitops import tree_of
 from kopt_supervisor.engine.loop.context import Lane, RunContext, acquire, last_line
 from kopt_supervisor.engine.loop.control import Step
-from kopt_supervisor.engine.loop.look_files import NEUTRAL, BlindCopy
+from kopt_supervisor.engine.loop.look_files import NEUTRAL, BlindCopy, check_after_run
 from kopt_supervisor.engine.profile.profiler import (
     PROFILE_CALLS_ENV,
     PROFILE_CONFIGS_ENV,
@@ -101,8 +101,11 @@ def profile_in(
                 read_back(ctx, it, prof, step, pt, name)
                 done.append(step)
             return pt.finish(prof.parse_passes(done, kernel))
+        except BaseException:
+            pt.copy.hand_over(pt.out_dir)  # what the profiler wrote says why (ncu: its --log-file)
+            raise
         finally:
-            pt.copy.drop()
+            pt.after(ctx, lane, it)
 
 
 @dataclass(frozen=True)
@@ -148,6 +151,13 @@ class ProfiledTree:
         return ctx.jails.bench(
             c.tree, c.label, self.tree_hash, outputs=(c.out,), write_tree=not reading, gpu=not reading, cache=c.cache
         )
+
+    def after(self, ctx: RunContext, lane: Lane, it: Iteration) -> None:
+        """The copy removed; unconfined, the tree it came from checked too (a process that can
+        write anywhere could change what the keep commits: look_files.check_after_run)."""
+        self.copy.drop()
+        if not ctx.jails.confined:
+            check_after_run(ctx, lane, it, self.source)
 
     def finish(self, summary: ProfileSummary) -> ProfileSummary:
         """What the runs wrote moved into `out_dir`, the summary (the files it names where they
@@ -335,9 +345,12 @@ class HeldProfile:
                     )
                 read_back(ctx, it, self.prof, self.step, pt, self.name)
             return pt.finish(self.prof.parse_passes([self.step], ctx.cfg.profile.kernel))
+        except KoptFailure:
+            pt.copy.hand_over(pt.out_dir)  # what the profiler wrote says why (ncu: its --log-file)
+            raise
         finally:
             pt.copy.move_logs(ctx.ws.log_dir(it.version), pt.side)
-            pt.copy.drop()
+            pt.after(ctx, lane, it)
 
     def cancel(self) -> None:
         """Stop: the run is told so and ended at once (before `go` it holds nothing worth a wait);

@@ -414,7 +414,8 @@ def kept_profile(
     """Best's tree's profile from the keep that made it BEST (`made`: its version and record),
     whatever its age or calls: the candidate's summary kopt parsed then, the floor best's fresh
     profile is held to (floors.slower_than_kept). None when that keep profiled another tree
-    (a format step), on another GPU (or none known), or in another format."""
+    than best's (neither it nor its formatted commit), on another GPU (or none known), or in
+    another format."""
     if made is None or gpu is None:
         return None
     version, record = made
@@ -422,7 +423,11 @@ def kept_profile(
     taken = profile.get("taken") or {}
     if not isinstance(taken, dict) or not isinstance(taken.get("trees"), dict) or not profile.get("cand"):
         return None
-    if taken["trees"].get("cand") != best_tree or taken.get("gpu") != gpu or taken.get("format") != PROFILE_FORMAT:
+    # the tree profiled, or the one committed from it by [format].command (not a tree carried to
+    # another BEST: that holds another keep's code): a formatted tree slower than its profile is
+    # held to it all the same
+    trees = (taken["trees"].get("cand"), None if record.get("carried") else record.get("commit_tree"))
+    if best_tree not in trees or taken.get("gpu") != gpu or taken.get("format") != PROFILE_FORMAT:
         return None
     return version, ProfileSummary.from_dict(profile["cand"])
 
