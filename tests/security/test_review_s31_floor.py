@@ -107,29 +107,3 @@ def test_a_profiles_summary_names_its_files_where_they_were_moved(fake_env, tmp_
         assert files and all(f.startswith(str(ws.profiles / "v1")) for f in files), files
         assert all(Path(f).is_file() for f in files), files
     assert not list((ws.dir / "sandbox").iterdir())  # every copy removed
-
-
-def test_e2e_best_profiled_afresh_on_another_gpu_than_its_keeps_is_not_held_and_goes_to_review(
-    fake_env, tmp_path, monkeypatch, driven_clock
-):
-    """Where best's floor cannot be held (the GPU chosen now is another than its keep's: multi-GPU
-    hosts), a kept tree profiled afresh could be slowed by its own code at will: the keep goes
-    to review (`best_slowed`, "no profile of its tree from its keep"), whatever its claim. Each
-    decision here is told another GPU, so best's profile is never reused either."""
-    from kopt_supervisor.engine.loop.evidence import Evidence
-
-    calls = iter(range(1000))
-    monkeypatch.setattr(Evidence, "gpu_uuid", lambda self, lane: f"local:GPU-{next(calls)}")  # another at every ask
-    v1 = _do("speed['small'] = speed['large'] = 0.8; k['ncu_slow_closer'] = 1.12; ")
-    v2 = _do(
-        "k['ncu_speed'] = {'small': 0.8, 'large': 0.8}; k['ncu_slow_closer'] = 1.0; ",
-        "speed['small'] *= 0.9; speed['large'] *= 0.9; ",
-    )
-    ws = _run(fake_env, tmp_path, monkeypatch, "k", [v1, v2])
-    r1, r2 = record(ws, 1), record(ws, 2)
-    assert r1["status"] == "keep", r1["decision"]  # best is the baseline's tree: nothing to hold
-    assert (
-        r2["profile"]["taken"]["best_from"] is None and r2["profile"]["taken"]["gpu"] != r1["profile"]["taken"]["gpu"]
-    )
-    assert r2["status"] != "keep" and "best_slowed" in r2["decision"]["flags"], r2["decision"]
-    assert r2["profile"]["best_floor"]["from"] is None and "no profile of its tree" in r2["decision"]["reason"]

@@ -76,8 +76,9 @@ class Evidence:
         """Per lane: the sides of the keep's profiles taken from those started ahead."""
 
     def confirm(self, it: Iteration, lane: Lane, verdict: Verdict) -> Verdict:
-        """The candidate's roofline; on a keep, the profiler's final word (reference program): the GPU time
-        inside each config's range, per class, must agree with the bench within its noise (profile.classes)."""
+        """The candidate's roofline; on a keep, the profiler's final word (reference program):
+        the GPU time of every kernel launched inside each config's range, per class, must
+        agree with the bench within the profiler's own noise (engine.profile.classes)."""
         ctx = self.ctx
         self.roofline(it, cand_medians(ctx, it, Stage.EVAL), readme=False)
         scan = it.record.get("diff_scan") or {}
@@ -180,16 +181,12 @@ class Evidence:
         floors = [bytes_short(b, c, refs, need) for b, c in zip(bests, cands, strict=True)]
         short = [x for found in floors for x in found or []]
         checked = bool(need) and any(found is not None for found in floors)
-        made, is_base = ctx.history.best_iteration(), base is not None and it.best_commit_before == base.commit
+        made = ctx.history.best_iteration()  # best profiled afresh: no slower than when its tree was kept
         kept = profiler.kept_profile((made.version, made.record) if made else None, trees["best"], gpu)
         slowed = [x.line() for b in bests for x in slower_than_kept(kept[1], b, refs)] if kept and not reused else []
-        if not (kept or reused or is_base):  # a kept tree profiled afresh with no floor (another GPU than its keep's)
-            slowed = [f"no profile of its tree from its keep on {gpu or 'a known GPU'} to hold it to"]
         it.record["profile"] = {
             "bytes": {"checked": checked, "short": [x.line() for x in short]},
-            **(
-                {"best_floor": {"from": kept[0] if kept else None, "slower": slowed}} if not (reused or is_base) else {}
-            ),
+            **({"best_floor": {"from": kept[0], "slower": slowed}} if kept and not reused else {}),
             "best": bests[0].to_dict(),
             "cand": cands[0].to_dict(),
             "comparison": cmp.to_dict(),
@@ -201,7 +198,7 @@ class Evidence:
                 "trees": trees,
                 "t": time.time(),
                 "best_from": reused.version if reused else None,
-                "best_is_baseline": is_base,
+                "best_is_baseline": base is not None and it.best_commit_before == base.commit,
                 "calls": calls,
                 **({"closer": closer} if closer else {}),
                 "seed": seed,
@@ -233,7 +230,7 @@ class Evidence:
                 flags=(*verdict.flags, "profiler_bytes_short"),
             )
         if slowed:
-            why = f"best/ ran slower under the profiler than when v{kept[0]} kept its tree: " if kept else "best/: "
+            why = f"best/ ran slower under the profiler than when v{kept[0] if kept else '?'} kept its tree: "
             return with_(
                 verdict, kind="borderline", reason=why + "; ".join(slowed), flags=(*verdict.flags, "best_slowed")
             )
