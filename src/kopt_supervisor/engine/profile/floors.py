@@ -133,6 +133,14 @@ def _calls(summary: ProfileSummary, matcher: RangeMatcher) -> dict[str, int]:
     return {key: opened.get(key) or n for key, n in least.items()}
 
 
+DRIFT_NS = 250.0
+"""How far one call's GPU time moves between two profiles of an unchanged tree taken minutes
+apart, whatever the kernel's length: on the H200 (part 28) the one-row config's ~2.7 us call read
++19% and -19% against its keep's profile, the 15-90 us narrow configs up to +-1.7%, the
+hundreds-of-us wide ones +-0.3%. Without it the guard class's five small configs sent an
+honest keep to review (+3.7% from one-row alone, 2026-12-02)."""
+
+
 @dataclass(frozen=True)
 class SlowerThanKept:
     """A class whose kernels, in best's fresh profile, took longer per call than in the profile
@@ -162,7 +170,8 @@ def slower_than_kept(
     """The classes of `refs` whose configs, profiled in both, ran slower per call in `fresh`
     than in `kept` beyond noise: the lower end of the class's interval (geometric mean of its
     configs' per-call ratios; the fresh profile's launch spread for both profiles, never the
-    kept one's, and `run_noise_pct` per profile, two-sided at `confidence`) above 1. Calls are each profile's own (range openings, else the least-launched
+    kept one's, DRIFT_NS per call and `run_noise_pct` per profile, two-sided at `confidence`)
+    above 1. Calls are each profile's own (range openings, else the least-launched
     kernel in the range), so a closer profile's 12 calls a config compare with the kept
     profile's bench's own."""
     z = NormalDist().inv_cdf((1.0 + confidence) / 2.0)
@@ -176,11 +185,14 @@ def slower_than_kept(
         totals = [sum(a.total for a in r.configs[ref.key].values()) for r in runs]
         if min(totals) <= 0:
             continue
+        per_call = [t / c[ref.key] for t, c in zip(totals, calls, strict=True)]
         # the fresh profile's launch spread stands for both: the kept one's is the tree's own first
         # pass, which it could have made noisy to widen its floor (a noisy fresh profile also
-        # widens the keep's own comparison, where it leaves the claim unshown)
+        # widens the keep's own comparison, where it leaves the claim unshown); and a call's time
+        # drifts between profiles minutes apart by about DRIFT_NS whatever its length
         rel = 2.0 * sum(runs[1].variance(a) for a in runs[1].configs[ref.key].values()) / totals[1] ** 2
-        log_ratio = math.log(totals[1] / calls[1][ref.key]) - math.log(totals[0] / calls[0][ref.key])
+        rel += sum((DRIFT_NS / t) ** 2 for t in per_call)
+        log_ratio = math.log(per_call[1] / per_call[0])
         by_class.setdefault(ref.cls, []).append((log_ratio, rel))
     out = []
     floor = run_noise_pct / 100.0
