@@ -508,17 +508,12 @@ class ServedTrees:
         empty_folder(folder)  # what an earlier process of this side left
         self.started += 1
         jail = self.ctx.jails.bench(tree, place, tree_hash, outputs=(folder,), write_tree=False, cache=where)
+        name, logs = (f"{stage}_{place}_serve{self.started}", None)
+        if self.blind is not None:  # in its copy's logs/, a neutral name and a token (no counter), moved out after
+            name, logs = f"{stage}_{NEUTRAL}_serve{secrets.token_hex(4)}", self.blind.logs(side)
         try:
             server = self.ctx.procs.server(
-                it,
-                self.ctx.cfg.target.serve,
-                cwd=tree,
-                env=env,
-                confine=jail,
-                name=f"{stage}_{place}_serve{self.started}"
-                if self.blind is None
-                else f"{stage}_{NEUTRAL}_serve{secrets.token_hex(4)}",  # in its copy's logs/, moved out after
-                log_dir=self.blind.logs(side) if self.blind is not None else None,
+                it, self.ctx.cfg.target.serve, cwd=tree, env=env, confine=jail, name=name, log_dir=logs
             )
         except ServerError as e:
             raise BenchError(f"serve on {self._name(side)}/ {e}") from None
