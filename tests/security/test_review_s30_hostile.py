@@ -272,12 +272,16 @@ def _run(
     kernel: dict | None = None,
     ncu_bin: Path = Path(NCU_BIN),
     profile_kernel: str = "fake",
+    profile: str = "",
+    extra: str = "",
+    no_sandbox: bool = False,
 ) -> Workspace:
     """tests/engine/test_keep_profile_reuse.two_keeps with the baseline's kernel.json updated by
-    `kernel` (committed) and the stand-in ncu taken from `ncu_bin`."""
+    `kernel` (committed), the stand-in ncu taken from `ncu_bin`, lines added to [profile]
+    (`profile`) and more of kopt.toml (`extra`), the engine optionally unconfined."""
     repo, root = fake_env(
         script,
-        extra_toml=f'\n[profile]\nkind = "ncu"\nkernel = "{profile_kernel}"\n',
+        extra_toml=f'\n[profile]\nkind = "ncu"\nkernel = "{profile_kernel}"\n{profile}\n{extra}',
         toml_replace={**dict([FAST_GATE]), "review_timeout_s = 2": "review_timeout_s = 1800"},
     )
     if kernel:
@@ -297,7 +301,7 @@ def _run(
     monkeypatch.setenv("PATH", f"{ncu_bin}:{os.environ['PATH']}")
     assert kopt(["--root", str(root), "init", "--repo", str(repo), "--tag", tag]) == 0
     ws = Workspace(root, tag)
-    assert run_engine(ws, max_iters=len(script)) == 0
+    assert run_engine(ws, max_iters=len(script), no_sandbox=no_sandbox) == 0
     return ws
 
 

@@ -20,7 +20,6 @@ a switch any run can flip (docs/security.md, "What remains").
 from __future__ import annotations
 
 import json
-import os
 import random
 import shutil
 import subprocess
@@ -31,17 +30,17 @@ from pathlib import Path
 
 import pytest
 
-from kopt_supervisor.engine.daemon import run_engine
 from kopt_supervisor.engine.profile.floors import slower_than_kept
 from kopt_supervisor.engine.profile.summary import Launch, ProfileSummary, summarize
 from kopt_supervisor.engine.workspace import Workspace
 from kopt_supervisor.kopt_tui.cli import main as kopt
 from tests.conftest import git
-from tests.engine.test_gate_in_loop import FAST_GATE, GPU, NCU_BIN
+from tests.engine.test_gate_in_loop import NCU_BIN
 from tests.engine.test_keep_profile_reuse import record
 from tests.profile.test_profile_classes import CONFIGS, NARROW, REFS, WIDE
 from tests.security.harness import KEPT, NEEDS_BWRAP
 from tests.security.test_review_s30_hostile import SPEED_LINE, _do
+from tests.security.test_review_s30_hostile import _run as s30_run
 
 RUNS = Path(__file__).parent / ".runs"
 
@@ -108,34 +107,9 @@ def hostile_ncu() -> Iterator[Path]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _run(
-    fake_env,
-    tmp_path: Path,
-    monkeypatch,
-    tag: str,
-    script: list[str],
-    ncu_bin: Path,
-    *,
-    profile: str = "",
-    extra: str = "",
-    no_sandbox: bool = False,
-) -> Workspace:
-    """test_review_s30_hostile._run, with lines added to [profile] (`profile`), more of kopt.toml
-    (`extra`) and the engine optionally unconfined."""
-    repo, root = fake_env(
-        script,
-        extra_toml=f'\n[profile]\nkind = "ncu"\nkernel = "fake"\n{profile}\n{extra}',
-        toml_replace={**dict([FAST_GATE]), "review_timeout_s = 2": "review_timeout_s = 1800"},
-    )
-    fake = tmp_path / "gpus.json"
-    fake.write_text(json.dumps([[GPU]]))
-    monkeypatch.setenv("KOPT_FAKE_GPUS", str(fake))
-    monkeypatch.setenv("KOPT_GPU_CLAIMS_DIR", str(tmp_path / "claims"))
-    monkeypatch.setenv("PATH", f"{ncu_bin}:{os.environ['PATH']}")
-    assert kopt(["--root", str(root), "init", "--repo", str(repo), "--tag", tag]) == 0
-    ws = Workspace(root, tag)
-    assert run_engine(ws, max_iters=len(script), no_sandbox=no_sandbox) == 0
-    return ws
+def _run(fake_env, tmp_path: Path, monkeypatch, tag: str, script: list[str], ncu_bin: Path, **kw) -> Workspace:
+    """test_review_s30_hostile._run with the stand-in ncu of this file."""
+    return s30_run(fake_env, tmp_path, monkeypatch, tag, script, ncu_bin=ncu_bin, **kw)
 
 
 NOOP = (
