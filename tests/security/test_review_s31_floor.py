@@ -18,6 +18,7 @@ best (not slowed) is no slower than when kept, and the keep stands.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from kopt_supervisor.engine.profile.floors import slower_than_kept
@@ -132,3 +133,22 @@ def test_a_small_configs_drift_between_profiles_is_not_a_slowed_best():
     )
     assert slower_than_kept(kept, drifted, REFS) == []
     assert [x.cls for x in slower_than_kept(kept, profile(3, calls=12, scale={NARROW: 1.12}), REFS)] == [NARROW]
+
+
+def test_a_failed_profile_says_why_in_one_line(fake_env, tmp_path, monkeypatch, driven_clock):
+    """A profile run writes its logs in its copy, moved into logs/vN/ when it ends: the one line
+    that says why it failed is read before they move (it read "(no output)" when they moved first)."""
+    broke = f"{sys.executable} -c \"import sys; sys.stderr.write('the profiled bench broke (s31)'); sys.exit(3)\""
+    ws = _run(
+        fake_env,
+        tmp_path,
+        monkeypatch,
+        "p",
+        [_do("speed['small'] = speed['large'] = 0.8; ")],
+        profile=f"command = '''{broke}'''",
+    )
+    r1 = record(ws, 1)
+    assert "profiler_failed" in r1["decision"]["flags"], r1["decision"]
+    assert "exit code 3: the profiled bench broke (s31)" in r1["profile"]["error"], r1["profile"]
+    (err,) = [p for p in ws.log_dir(1).glob("profile_*.err")]  # the first profiled (a coin's): best's or cand's
+    assert err.name in ("profile_best.err", "profile_cand.err") and err.read_text().endswith("broke (s31)")

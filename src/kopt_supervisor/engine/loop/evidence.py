@@ -266,8 +266,8 @@ class Evidence:
                     f"on the same GPU, {reused.age_s:.0f} s ago",
                     it=it,
                 )
-            first = secrets.randbits(1)  # a coin: which is profiled first says neither side either
-            for tree, side, got in [(lane.best, best_dir, bests), (lane.cand, "cand", cands)][:: 1 - 2 * first]:
+            pair = [(lane.best, best_dir, bests), (lane.cand, "cand", cands)]
+            for tree, side, got in pair if secrets.randbits(1) else pair[::-1]:  # a coin's order: it says no side
                 if reused is None or tree != lane.best:
                     got.append(self.profile(it, lane, prof, tree, f"{side}{suffix}", calls, seed))
         return bests, cands

@@ -95,9 +95,10 @@ def profile_in(
                     confine=pt.jail(ctx),
                     log_dir=pt.copy.logs,
                 )
-                pt.copy.move_logs(ctx.ws.log_dir(it.version), side)
-                if not res.ok:
-                    raise KoptFailure(f"{prof.name} on {side}/ ({step.label}) {res.why()}: {last_line(res)}")
+                failed = "" if res.ok else f"{prof.name} on {side}/ ({step.label}) {res.why()}: {last_line(res)}"
+                pt.copy.move_logs(ctx.ws.log_dir(it.version), side)  # read first: `res` reads its logs
+                if failed:
+                    raise KoptFailure(failed)
                 read_back(ctx, it, prof, step, pt, name)
                 done.append(step)
             return pt.finish(prof.parse_passes(done, kernel))
@@ -215,9 +216,10 @@ def read_back(ctx: RunContext, it: Iteration, prof: Profiler, step: ProfilePass,
         confine=pt.jail(ctx, reading=True),
         log_dir=pt.copy.logs,
     )
-    pt.copy.move_logs(ctx.ws.log_dir(it.version), pt.side)
-    if not done_read.ok:
-        raise KoptFailure(f"{prof.name} reading its report of {pt.side}/ {done_read.why()}: {last_line(done_read)}")
+    failed = "" if done_read.ok else f"{done_read.why()}: {last_line(done_read)}"
+    pt.copy.move_logs(ctx.ws.log_dir(it.version), pt.side)  # read first: `done_read` reads its logs
+    if failed:
+        raise KoptFailure(f"{prof.name} reading its report of {pt.side}/ {failed}")
 
 
 ACK_WAIT_S = 30.0
