@@ -82,7 +82,8 @@ def test_a_keeps_profile_starts_with_the_decision_holds_through_its_looks_and_go
     assert max(t for _, _, t, _ in held[:2]) < max(t for _, _, t, _ in v1_looks) < min(t for _, _, t, _ in go)
     # v2 (a loss): its candidate's profile started ahead (best's reused), told to stop and ended
     after = ev[ev.index(go[-1]) + 1 :]
-    assert [w for w, _, _, _ in after if w in ("held", "go", "stopped")] == ["held", "stopped"], after
+    # held, then told to stop and ended at once (it may not live to log its "stopped"): never went on
+    assert [w for w, _, _, _ in after if w in ("held", "go", "stopped")] in (["held"], ["held", "stopped"]), after
     assert not (ws.profiles / "v2" / "cand").exists()  # nothing of it handed over
     assert not list((ws.dir / "sandbox").iterdir())  # its copy removed
     # the profile pair confirmed the keep: no fresh confirmation server was started, none while
