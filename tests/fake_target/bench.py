@@ -14,7 +14,8 @@ hang, flood_mib, write_tree, touch (a path), nan, inf, wrong, fast (divide the l
 fast_unless_fresh (the same, except in a cache kopt made fresh: a confirmation told apart),
 drop (a column), malformed, empty, no_csv; under kopt's profile (KOPT_PROFILE_OUTPUTS) each config's
 output is summarised there, profile_wrong (a list of classes) halves theirs (profile_wrong_closer: only in a closer
-profile, KOPT_PROFILE_CALLS set), profile_no_outputs
+profile, KOPT_PROFILE_CALLS other than its own 3 a config), each entry saying its calls as kopt's harness does
+(profile_no_calls: not, as a bench that is not kopt's harness), profile_no_outputs
 writes none; hostile ones (tests/security/test_profile_hostile.py): profile_as_best (knobs applied
 only when profiled as best), profile_nan (classes), profile_atol, profile_raw (the file's text),
 profile_nested (depth), profile_fifo, profile_sparse_mib, profile_link (a symlink's target). Held
@@ -30,12 +31,12 @@ import sys
 import time
 
 
-def load_json(path):
-    """json.load through the json module's own C scanner (_json). The json package imports
-    `re`, and with `subprocess` (imported only to linger) they took this bench from 20 to
-    37 ms of CPU, and from 43 to 120-157 ms on a fresh bytecode cache (kopt's sandbox gives
-    every new tree one); the suite runs the bench thousands of times."""
-    text = open(path).read().strip()
+def load_json(path, text=None):
+    """json.load through the json module's own C scanner (_json) (`text`: parse it, not the file).
+    The json package imports `re`, and with `subprocess` (imported only to linger) they took this
+    bench from 20 to 37 ms of CPU, and from 43 to 120-157 ms on a fresh bytecode cache (kopt's
+    sandbox gives every new tree one); the suite runs the bench thousands of times."""
+    text = (open(path).read() if text is None else text).strip()
     try:
         import _json
     except ImportError:  # an interpreter without it
@@ -70,6 +71,14 @@ class Gauss:
 
 if os.environ.get("FAKE_LINGER"):  # a child that outlives the bench in its process group
     os.posix_spawnp("sleep", ["sleep", os.environ["FAKE_LINGER"]], os.environ)  # subprocess: 60 ms more CPU
+
+
+def _calls_of(key, exact):
+    """The calls tests/fake_target/bin/ncu makes of the config `key` (kopt's harness says them)."""
+    asked, configs = os.environ.get("KOPT_PROFILE_CALLS", ""), os.environ.get("KOPT_PROFILE_CONFIGS", "")
+    if exact is not None:
+        return exact.get(key, 3)
+    return int(asked) if asked and (not configs or key in load_json("", configs)) else 3
 
 
 def note(line):
@@ -164,7 +173,9 @@ if profile_out and os.path.basename(os.path.dirname(profile_out)).startswith("be
 if profile_out and not k.get("profile_no_outputs"):  # kopt's profile: each config's output summarised
     seed = int(os.environ.get("KOPT_PROFILE_SEED", "0"))
     wrong = k.get("profile_wrong")  # a tree that does other work only while it is profiled
-    if os.environ.get("KOPT_PROFILE_CALLS"):  # ... or only in a keep's closer profile
+    asked = os.environ.get("KOPT_PROFILE_CALLS", "")
+    exact = load_json("KOPT_PROFILE_CALLS", asked) if asked.startswith("{") else None  # each config's, named
+    if asked and (exact is None or any(v != 3 for v in exact.values())):  # ... or only in a keep's closer profile
         wrong = [*(wrong or []), *k.get("profile_wrong_closer", [])]
     entries = []
     for i, (cls, n, _) in enumerate(CONFIGS):
@@ -181,6 +192,7 @@ if profile_out and not k.get("profile_no_outputs"):  # kopt's profile: each conf
                 "outputs": [
                     {"numel": n, "nan": 0, "inf": 0, "sum": value * n, "abs_sum": value * n, "samples": [[0, value]]}
                 ],
+                **({} if k.get("profile_no_calls") else {"calls": _calls_of(f"shape=s{i},cls={cls},n={n}", exact)}),
             }
         )
     text = '{"version": 1, "configs": [' + ", ".join(repr(e).replace("'", '"') for e in entries) + "]}\n"

@@ -450,6 +450,17 @@ def test_profile_mode_calls_each_solution_profile_calls_times_in_its_range_and_n
     assert hb.profile_calls_for("a", {}, None) == hb.PROFILE_CALLS  # no GPU: no bytes to read
     reads.clear()
     assert hb.profile_calls_for("a", {"KOPT_PROFILE_CALLS": "1"}, size(big)) == 1 and reads == []
+    # kopt names each config's calls (a JSON object): exactly those, a large config's too (kopt
+    # divides each config's GPU time by them); a config it does not name takes the harness's own
+    named = {"KOPT_PROFILE_CALLS": '{"a": 6, "b": 1}'}
+    assert hb.profile_calls_for("a", named, size(big)) == 6 and hb.profile_calls_for("b", named, size(1)) == 1
+    assert hb.profile_calls_for("c", named, size(big)) == hb.LARGE_FIRST_CALLS
+    assert hb.profile_calls_for("c", named, size(1)) == hb.PROFILE_CALLS
+    for bad in ('{"a": 0}', '{"a": 65}', '{"a": true}', '{"a": "2"}', "{x"):
+        with pytest.raises(
+            SystemExit, match="KOPT_PROFILE_CALLS=.*: a JSON object of config keys to calls from 1 to 64"
+        ):
+            hb.profile_calls_for("a", {"KOPT_PROFILE_CALLS": bad})
     # kopt's profile of a keep: each config's last output summarised for kopt to compare, on
     # inputs from kopt's seed (the same seed: the same summaries; engine/decide/audit.py reads them)
     from kopt_supervisor.engine.decide import audit as kopt_audit
@@ -465,6 +476,12 @@ def test_profile_mode_calls_each_solution_profile_calls_times_in_its_range_and_n
     assert texts[0] == texts[1]
     got = kopt_audit.parse(texts[0], ["shape", "dtype"], "outputs")
     assert len(got) == len(df) and all(a.outputs and a.outputs[0].numel > 0 for a in got.values())
+    assert {a.calls for a in got.values()} == {hb.PROFILE_CALLS}  # each config says its calls (kopt's `own_calls`)
+    monkeypatch.setenv("KOPT_PROFILE_CALLS", json.dumps({key: 2}))
+    run_main(spec(), ["--profile"], t, capsys)
+    said = kopt_audit.parse((tmp_path / "outputs1.json").read_text(), ["shape", "dtype"], "outputs")
+    assert sorted(a.calls for a in said.values()) == [2] + [hb.PROFILE_CALLS] * (len(df) - 1)
+    monkeypatch.delenv("KOPT_PROFILE_CALLS")
     monkeypatch.setenv("KOPT_PROFILE_SEED", "8")
     run_main(spec(), ["--profile"], t, capsys)
     assert (tmp_path / "outputs1.json").read_text() != texts[0]  # other inputs, other outputs

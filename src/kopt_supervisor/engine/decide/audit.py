@@ -69,6 +69,8 @@ class ConfigAudit:
     atol: float
     rtol: float
     outputs: tuple[OutputSummary, ...]
+    calls: int | None = None
+    """A profile's outputs file: the calls the config made (kopt's harness says; None: not said)."""
 
 
 def choices(seed: int, key: str, sets: int, numels: Sequence[int]) -> tuple[int, tuple[tuple[int, ...], ...]]:
@@ -327,6 +329,7 @@ def _config(entry: Any, where: str) -> ConfigAudit:
         atol,
         rtol,
         tuple(_output(o, f"{where}.outputs[{j}]") for j, o in enumerate(outputs)),
+        _int(entry, "calls", where, minimum=1) if "calls" in entry else None,
     )
 
 

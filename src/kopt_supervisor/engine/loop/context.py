@@ -53,7 +53,7 @@ from kopt_supervisor.engine.workspace import (
 )
 
 if TYPE_CHECKING:
-    from kopt_supervisor.engine.profile.profiler import Profiler
+    from kopt_supervisor.engine.profile.profiler import ProfileCalls, Profiler
     from kopt_supervisor.engine.profile.summary import ProfileSummary
 
 
@@ -130,7 +130,7 @@ class RemoteTrees(Protocol):
         prof: Profiler,
         which: str,
         side: str,
-        calls: tuple[int | None, tuple[str, ...]],
+        calls: ProfileCalls,
         seed: int | None,
         out_dir: Path,
     ) -> ProfileSummary:

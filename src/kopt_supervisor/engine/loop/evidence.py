@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import secrets
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -43,15 +44,15 @@ from kopt_supervisor.engine.loop.measure import (
     cand_medians,
     guard_configs,
 )
-from kopt_supervisor.engine.loop.profile_runs import Calls, HeldProfile, NotHeld, profile_in, prove_held
+from kopt_supervisor.engine.loop.profile_runs import HeldProfile, NotHeld, profile_in, prove_held
 from kopt_supervisor.engine.loop.served_trees import ServedTrees
 from kopt_supervisor.engine.profile import AGREES, Agreement, agrees, choose_profiler, profiler
 from kopt_supervisor.engine.profile.classes import ConfigRef, compare_per_class, config_refs
 from kopt_supervisor.engine.profile.floors import bytes_short, call_bytes, slower_than_kept
 from kopt_supervisor.engine.profile.profiler import (
-    ESCALATED_CALLS,
     PROFILE_FORMAT,
     CorrectnessRefuted,
+    ProfileCalls,
     Profiler,
     ReusedProfile,
 )
@@ -101,15 +102,16 @@ class Evidence:
         reused = self.reusable_best(trees["best"], gpu)
         policy = Policy.from_config(ctx.cfg.decide, ctx.cfg.target.direction)
         first: Agreement | None = None
-        calls: int | None = None  # None: the bench's own number of calls per config
+        own = self.own_calls()  # the bench's own calls per config, as the baseline's profile said them
+        calls = ProfileCalls.first(own)
         # the candidate's outputs against the baseline's at its seed (a kept tree's dormant code could
         # write the next cheat's), else best's: the first pair's, never a closer one's (asked for by being unclear)
         anchor = self.baseline_outputs()
         prior = it.record.get("profile") or {}
-        own = prior.get("anchor")  # confirmed again: more rounds, a rebase
+        again = prior.get("anchor")  # confirmed again: more rounds, a rebase
         base = ctx.history.baseline()
         # no baseline profile yet ([profile].baseline, or one failed), best the baseline's tree: its side anchors
-        anchors = own is not None or (
+        anchors = again is not None or (
             anchor is None and reused is None and base is not None and it.best_commit_before == base.commit
         )
         if anchor is not None:
@@ -118,12 +120,14 @@ class Evidence:
             seed = self.first_seed(lane, it, reused)
             folder = reused.out_dir if reused else ctx.ws.profiles / f"v{it.version}" / "best"
             reference = (folder, "baseline" if anchors else "best")
-        first_seed, best_dir = (own, "best_again") if own is not None else (seed, "best")
-        closer: list[str] = []  # the classes a closer profile looks at (their configs: `configs`)
-        configs: tuple[str, ...] = ()
+        first_seed, best_dir = (again, "best_again") if again is not None else (seed, "best")
+        closer: list[str] = []  # the classes a closer profile looks at
         try:
             while True:
-                bests, cands = self.profile_pair(it, lane, prof, reused, (calls, configs), seed, best_dir)
+                bests, cands = self.profile_pair(it, lane, prof, reused, calls, seed, best_dir)
+                if not own and anchors and (own := self.own_calls(reference[0])):  # this pair's best: the baseline
+                    named = tuple(sorted(own.items()))  # the bench's own calls, which the pair ran unasked
+                    bests, cands = [replace(x, asked=named) for x in bests], [replace(x, asked=named) for x in cands]
                 cmp = compare_per_class(
                     bests,
                     cands,
@@ -138,21 +142,17 @@ class Evidence:
                     guards={GUARD_CLASS: policy.guard_max_regression_pct},
                     other_max_pct=policy.max_other_regression_pct,
                 )
-                if calls is not None or agreement.disagrees or not unshown(agreement):
+                if calls.more is not None or agreement.disagrees or not unshown(agreement):
                     break
-                # the profiler could not tell on a class the keep claims: a claim it leaves
-                # unshown is no keep (decide/external_truth.py), so first look closer, at the
-                # configs of the claimed classes it could not tell (every class is judged again,
-                # the others at the bench's own calls, as in the first profile: on the H200 the
-                # demo's num_warps keep, narrow shown at -8.3% and wide not at -2.3%, took
-                # narrow's 28-40 MB configs to 12 calls too, part 16)
-                first, calls, reused, closer = agreement, ESCALATED_CALLS, None, unshown(agreement)
-                configs = tuple(r.key for r in self.config_refs() if r.cls in closer)
+                # a claimed class the profiler could not tell (unshown: no keep, decide/external_truth.py):
+                # look closer at its configs; every class is judged again, the others at their own calls
+                first, reused, closer = agreement, None, unshown(agreement)
+                calls = ProfileCalls.closer(own, [r.key for r in self.config_refs() if r.cls in closer])
                 seed = secrets.randbelow(1 << 31)
                 ctx.event(
                     "profile",
                     f"v{it.version}: the profiler could not tell for {', '.join(unshown(agreement))} "
-                    f"({agreement.summary_line()}): both trees again, {calls} calls per config of {', '.join(closer)}",
+                    f"({agreement.summary_line()}): both trees again, {calls.more} calls per config of {', '.join(closer)}",
                     it=it,
                 )
         except KoptFailure as e:
@@ -168,7 +168,7 @@ class Evidence:
         try:
             folder = ctx.ws.profiles / f"v{it.version}"
             outputs = self.profile_outputs(reference[0], folder / "cand", reference=reference[1])
-            if calls is not None and not outputs.get("unconfirmed"):  # the closer profile's: best's in it
+            if calls.more is not None and not outputs.get("unconfirmed"):  # the closer profile's: best's in it
                 closer_outputs = self.profile_outputs(folder / f"{best_dir}_more", folder / "cand_more")
                 outputs = {**outputs, "closer": closer_outputs}
                 if closer_outputs.get("unconfirmed"):
@@ -199,7 +199,7 @@ class Evidence:
                 "t": time.time(),
                 "best_from": reused.version if reused else None,
                 "best_is_baseline": base is not None and it.best_commit_before == base.commit,
-                "calls": calls,
+                "calls": calls.more,
                 **({"closer": closer} if closer else {}),
                 "seed": seed,
                 "ahead": self.released.pop(lane.index, []),
@@ -246,7 +246,7 @@ class Evidence:
         lane: Lane,
         prof: Profiler,
         reused: ReusedProfile | None,
-        calls: Calls,
+        calls: ProfileCalls,
         seed: int,
         best_dir: str = "best",
     ) -> tuple[list[ProfileSummary], list[ProfileSummary]]:
@@ -255,7 +255,7 @@ class Evidence:
         (n, configs), each config of `configs` (all: none named) runs n times (best_more/, cand_more/)."""
         bests: list[ProfileSummary] = []
         cands: list[ProfileSummary] = []
-        more = "_more" if calls[0] is not None else ""
+        more = "_more" if calls.more is not None else ""
         for n in range(max(1, self.ctx.cfg.profile.repeats)):
             suffix = f"{more}_{n}" if n else more
             if reused is not None:
@@ -273,7 +273,7 @@ class Evidence:
         return bests, cands
 
     def profile(
-        self, it: Iteration, lane: Lane, prof: Profiler, tree: Path, side: str, calls: Calls, seed: int
+        self, it: Iteration, lane: Lane, prof: Profiler, tree: Path, side: str, calls: ProfileCalls, seed: int
     ) -> ProfileSummary:
         """One tree's profile: the one started ahead for it when it is this one (`profile_ahead`),
         else `profile_in`. A command that did not hold turns profiles ahead off for the run."""
@@ -321,7 +321,7 @@ class Evidence:
             for side, tree in (("cand", lane.cand), ("best", lane.best)):
                 if side == "best" and reused is not None:
                     continue
-                started[side] = HeldProfile(ctx, it, lane, prof, tree, side, seed)
+                started[side] = HeldProfile(ctx, it, lane, prof, tree, side, seed, ProfileCalls.first(self.own_calls()))
         except (KoptFailure, ServerError, OSError) as e:
             self.drop_ahead(lane)
             ctx.event("profile", f"v{it.version}: the keep's profile not started ahead: {e}", it=it, level="warn")
@@ -503,15 +503,11 @@ class Evidence:
         """The candidate's outputs under the profiler against the reference's, "baseline" or
         "best" (profile/profiler.py `compare_outputs`), with the baseline's configs and the run's
         earlier comparisons."""
-        base = self.ctx.history.baseline()
-        record = base.record if base else {}
+        record = base.record if (base := self.ctx.history.baseline()) else {}
+        columns, configs = [str(c) for c in (record.get("config_columns") or [])], set(record.get("configs") or ())
+        earlier = [it.record for it in self.ctx.history.store.iterations()]
         return profiler.compare_outputs(
-            ref_dir,
-            cand_dir,
-            columns=[str(c) for c in (record.get("config_columns") or [])],
-            configs=set(record.get("configs") or ()),
-            earlier=[it.record for it in self.ctx.history.store.iterations()],
-            reference=reference,
+            ref_dir, cand_dir, columns=columns, configs=configs, earlier=earlier, reference=reference
         )
 
     def baseline_outputs(self) -> tuple[int, Path] | None:
@@ -522,6 +518,13 @@ class Evidence:
             return None
         its = [(i.version, i.record) for i in self.ctx.history.store.iterations() if not i.masked]
         return profiler.baseline_reference((base.version, base.record), its, self.ctx.ws.profiles)
+
+    def own_calls(self, folder: Path | None = None) -> dict[str, int]:
+        """The bench's own calls per config, said by the baseline's profile in `folder` (else its reference)."""
+        anchor, base = self.baseline_outputs(), self.ctx.history.baseline()
+        folder = folder or (anchor[1] if anchor is not None else None)
+        columns = [str(c) for c in ((base.record.get("config_columns") or []) if base else [])]
+        return profiler.own_calls(folder, columns, [r.key for r in self.config_refs()]) if folder else {}
 
     def config_refs(self) -> list[ConfigRef]:
         """The baseline's configs with the classes the decisions vote in (the guard class)."""

@@ -10,7 +10,6 @@ by kopt's harness before it runs anything of the tree or on the GPU, at the CPU'
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import time
 from collections.abc import Callable, Iterable
@@ -23,8 +22,6 @@ from kopt_supervisor.engine.loop.context import Lane, RunContext, acquire, last_
 from kopt_supervisor.engine.loop.control import Step
 from kopt_supervisor.engine.loop.look_files import NEUTRAL, BlindCopy, check_after_run
 from kopt_supervisor.engine.profile.profiler import (
-    PROFILE_CALLS_ENV,
-    PROFILE_CONFIGS_ENV,
     PROFILE_ENV,
     PROFILE_HELD_SUFFIX,
     PROFILE_HOLD_ENV,
@@ -32,6 +29,7 @@ from kopt_supervisor.engine.profile.profiler import (
     PROFILE_OUTPUTS,
     PROFILE_OUTPUTS_ENV,
     PROFILE_SEED_ENV,
+    ProfileCalls,
     ProfilePass,
     Profiler,
 )
@@ -42,8 +40,8 @@ from kopt_supervisor.engine.runner.command import all_at_once, as_argv
 from kopt_supervisor.engine.runner.server import ServerError
 from kopt_supervisor.engine.sandbox import Confinement
 
-Calls = tuple[int | None, tuple[str, ...]]
-"""A profile's calls per config asked of the bench (None: its own) and the configs they are for (none: all)."""
+FIRST = ProfileCalls()
+"""The bench's own calls per config (none named)."""
 
 
 def profile_in(
@@ -54,15 +52,14 @@ def profile_in(
     tree: Path,
     side: str,
     *,
-    calls: Calls = (None, ()),
+    calls: ProfileCalls = FIRST,
     seed: int | None = None,
 ) -> ProfileSummary:
     """The bench (or [profile].command) under the profiler, in a copy of `tree` that does not say
     which side it is (`ProfiledTree`), one run per pass of the profiler (ncu: inside the kopt
     ranges, then GPU time alone outside them), each pass's report read back, and all of them
-    parsed into one summary. `calls`: the calls per config asked of the bench and the configs
-    they are for (KOPT_PROFILE_CALLS, KOPT_PROFILE_CONFIGS; None: the bench's own; no configs:
-    all); `seed`: its inputs' seed (KOPT_PROFILE_SEED), and it summarises each config's outputs
+    parsed into one summary. `calls`: the calls per config asked of the bench (KOPT_PROFILE_CALLS,
+    KOPT_PROFILE_CONFIGS; the summary's `asked` where each is named); `seed`: its inputs' seed (KOPT_PROFILE_SEED), and it summarises each config's outputs
     into outputs.json (KOPT_PROFILE_OUTPUTS) for `profiler.compare_outputs`. What the runs wrote
     ends in profiles/v<N>/<side> of `ctx`'s workspace. Run where the lane's GPU is: a Ray lane's
     on its worker (`lane.remote`, loop/ray_lanes.py, which runs this function there), the folder
@@ -101,7 +98,7 @@ def profile_in(
                     raise KoptFailure(failed)
                 read_back(ctx, it, prof, step, pt, name)
                 done.append(step)
-            return pt.finish(prof.parse_passes(done, kernel))
+            return pt.finish(prof.parse_passes(done, kernel), calls)
         except BaseException:
             pt.copy.hand_over(pt.out_dir)  # what the profiler wrote says why (ncu: its --log-file)
             raise
@@ -160,16 +157,16 @@ class ProfiledTree:
         if not ctx.jails.confined:
             check_after_run(ctx, lane, it, self.source)
 
-    def finish(self, summary: ProfileSummary) -> ProfileSummary:
+    def finish(self, summary: ProfileSummary, calls: ProfileCalls) -> ProfileSummary:
         """What the runs wrote moved into `out_dir`, the summary (the files it names where they
-        now are) saved beside it."""
+        now are, the calls kopt asked) saved beside it."""
         self.copy.hand_over(self.out_dir)
         out = self.copy.out.resolve()
         moved = tuple(
             str(self.out_dir / Path(f).resolve().relative_to(out)) if Path(f).resolve().is_relative_to(out) else f
             for f in summary.files
         )
-        summary = dataclasses.replace(summary, files=moved)
+        summary = dataclasses.replace(summary, files=moved, asked=calls.asked)
         summary.save(self.out_dir / "summary.json")
         return summary
 
@@ -183,7 +180,7 @@ def which_tree(it: Iteration, lane: Lane, tree: Path, staged: str | None = None)
 
 
 def profile_env(
-    ctx: RunContext, gpu_env: dict[str, str], pt: ProfiledTree, calls: Calls, seed: int | None
+    ctx: RunContext, gpu_env: dict[str, str], pt: ProfiledTree, calls: ProfileCalls, seed: int | None
 ) -> dict[str, str]:
     """A profile run's environment: the GPU's, the profile mode's, the calls and seed kopt asks
     for, where the outputs go (in the copy's output folder), and the copy's cache's."""
@@ -191,8 +188,7 @@ def profile_env(
     return {
         **gpu_env,
         **PROFILE_ENV,
-        **({PROFILE_CALLS_ENV: str(calls[0])} if calls[0] is not None else {}),
-        **({PROFILE_CONFIGS_ENV: json.dumps(list(calls[1]))} if calls[1] else {}),
+        **calls.env(),
         **(
             {PROFILE_SEED_ENV: str(seed), PROFILE_OUTPUTS_ENV: str(c.out / PROFILE_OUTPUTS)} if seed is not None else {}
         ),
@@ -243,9 +239,17 @@ class HeldProfile:
     profile (docs/h100-wave3/part17-profile-ahead-and-the-bytes-floor-h200.md)."""
 
     def __init__(
-        self, ctx: RunContext, it: Iteration, lane: Lane, prof: Profiler, tree: Path, side: str, seed: int
+        self,
+        ctx: RunContext,
+        it: Iteration,
+        lane: Lane,
+        prof: Profiler,
+        tree: Path,
+        side: str,
+        seed: int,
+        calls: ProfileCalls,
     ) -> None:
-        self.ctx, self.it, self.lane, self.prof, self.seed = ctx, it, lane, prof, seed
+        self.ctx, self.it, self.lane, self.prof, self.seed, self.calls = ctx, it, lane, prof, seed, calls
         out_dir = ctx.ws.profiles / f"v{it.version}" / side
         # the candidate as the decision will stage it (the record's may be a repaired or rebased tree's)
         staged = (
@@ -260,7 +264,7 @@ class HeldProfile:
             self.step = step
             self.go = self.pt.copy.out / PROFILE_HOLD_GO
             self.gpu_env = dict(acquire(ctx, lane, it).env)
-            env = {**profile_env(ctx, self.gpu_env, self.pt, (None, ()), seed), PROFILE_HOLD_ENV: str(self.go)}
+            env = {**profile_env(ctx, self.gpu_env, self.pt, calls, seed), PROFILE_HOLD_ENV: str(self.go)}
             self.name = f"profile_{NEUTRAL}_ahead"  # its own logs: a profile taken anew writes profile_<side>.*
             self.server = ctx.procs.server(
                 it,
@@ -298,7 +302,7 @@ class HeldProfile:
             '[profile].command is not kopt\'s harness; set [profile].ahead = "off"'
         )
 
-    def matches(self, it: Iteration, tree: Path, side: str, seed: int, calls: Calls) -> bool:
+    def matches(self, it: Iteration, tree: Path, side: str, seed: int, calls: ProfileCalls) -> bool:
         """This is the profile `profile_in(ctx, it, lane, prof, tree, side, calls=calls, seed=seed)` would take."""
         pt = self.pt
         return (
@@ -306,7 +310,7 @@ class HeldProfile:
             and (tree, side) == (pt.source, pt.side)
             and which_tree(it, self.lane, tree) == (pt.kind, pt.tree_hash)  # at the same commit or staged tree
             and seed == self.seed
-            and calls == (None, ())
+            and calls == self.calls
         )
 
     def release(self) -> ProfileSummary | None:
@@ -346,7 +350,7 @@ class HeldProfile:
                         f"{lines[-1][:300] if lines else '(no output)'}"
                     )
                 read_back(ctx, it, self.prof, self.step, pt, self.name)
-            return pt.finish(self.prof.parse_passes([self.step], ctx.cfg.profile.kernel))
+            return pt.finish(self.prof.parse_passes([self.step], ctx.cfg.profile.kernel), self.calls)
         except KoptFailure:
             pt.copy.hand_over(pt.out_dir)  # what the profiler wrote says why (ncu: its --log-file)
             raise

@@ -46,7 +46,7 @@ from kopt_supervisor.engine.loop.measure import ProcessAbba, measure_best, measu
 from kopt_supervisor.engine.loop.profile_runs import profile_in
 from kopt_supervisor.engine.metrics import BenchError, Measurement
 from kopt_supervisor.engine.profile import choose_profiler
-from kopt_supervisor.engine.profile.profiler import Profiler
+from kopt_supervisor.engine.profile.profiler import ProfileCalls, Profiler
 from kopt_supervisor.engine.profile.summary import ProfileSummary
 from kopt_supervisor.engine.records import Iteration, Status
 
@@ -274,7 +274,7 @@ class LaneWorker:
         which: str,
         side: str,
         prof: Profiler,
-        calls: tuple[int | None, tuple[str, ...]],
+        calls: ProfileCalls,
         seed: int | None,
     ) -> dict[str, Any]:
         """`which` tree profiled here into the folder `side`: the summary and the folder's files."""
@@ -469,7 +469,7 @@ class RayMeasurer(ReleaseCloses):
         prof: Profiler,
         which: str,
         side: str,
-        calls: tuple[int | None, tuple[str, ...]],
+        calls: ProfileCalls,
         seed: int | None,
         out_dir: Path,
     ) -> ProfileSummary:

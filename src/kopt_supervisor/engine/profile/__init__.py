@@ -89,8 +89,9 @@ class ConfigChange:
     best_calls: int
     cand_calls: int
     calls_basis: str
-    """"range openings" (counted by the tool) or "least-launched kernel in best's ranges"
-    (ncu cannot count openings: both sides use best's count, the bench runs the same calls)."""
+    """"calls kopt asked" (named per config: kopt's harness), "range openings" (counted by the
+    tool) or "least-launched kernel in best's ranges" (ncu cannot count openings: both sides use
+    best's count, the bench runs the same calls)."""
 
 
 @dataclass(frozen=True)

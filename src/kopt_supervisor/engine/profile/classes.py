@@ -191,6 +191,8 @@ class AttributedProfile:
 
     configs: dict[str, dict[str, LaunchTotals]] = field(default_factory=dict)
     openings: dict[str, int] | None = None
+    asked: dict[str, int] | None = None
+    """Per config, the calls kopt asked for (ProfileSummary.asked): the count used first."""
     outside: list[tuple[str, int, float, float, str]] = field(default_factory=list)
     """(kernel, calls, total, m2, why)"""
     cv2: float | None = None
@@ -205,7 +207,7 @@ class AttributedProfile:
 
 def attribute(summary: ProfileSummary, matcher: RangeMatcher) -> AttributedProfile:
     """One profile's launch groups, attributed to configs (and what none can claim)."""
-    run = AttributedProfile()
+    run = AttributedProfile(asked=None if summary.asked is None else dict(summary.asked))
     opened = dict(summary.range_openings) if summary.range_openings is not None else None
     run.openings = {} if opened is not None else None
     counted: set[str] = set()
@@ -467,6 +469,13 @@ def _side_total(runs: list[AttributedProfile], key: str) -> tuple[float, float]:
 
 
 def _calls(runs_b: list[AttributedProfile], runs_c: list[AttributedProfile], key: str) -> tuple[int, int, str]:
+    """A config's calls in best's and the candidate's profiles, and how they were counted: the
+    calls kopt asked of both (never the tree's own launches, which it chooses), else its ranges'
+    openings (rocprofv3), else the least-launched kernel in best's ranges for both."""
+    ab = [r.asked.get(key) if r.asked is not None else None for r in runs_b]
+    ac = [r.asked.get(key) if r.asked is not None else None for r in runs_c]
+    if all(ab) and all(ac):
+        return round(_mean([float(a or 0) for a in ab])), round(_mean([float(a or 0) for a in ac])), "calls kopt asked"
     ob = [r.openings.get(key) if r.openings is not None else None for r in runs_b]
     oc = [r.openings.get(key) if r.openings is not None else None for r in runs_c]
     if all(o for o in ob) and all(o for o in oc):

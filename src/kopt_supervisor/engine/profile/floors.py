@@ -64,10 +64,10 @@ def bytes_short(
     """The configs of `refs` (with bytes in `need`, by config key) whose range in `cand` moved
     fewer than `floor` x their bytes through L2 per call; None when `cand` holds no L2 bytes
     for its ranges (not measured: the check cannot be made). A call is counted from `best`'s
-    profile of the same calls (its ranges' openings, else its least-launched kernel in the
-    range, as the per-class comparison counts them), never from the candidate's launches: one
-    extra launch on one call would otherwise divide its bytes by fewer calls. A launch in a
-    range without L2 bytes counts as none moved."""
+    profile of the same calls (`_calls`: the calls kopt asked, else its ranges' openings, else
+    its least-launched kernel in the range, as the per-class comparison counts them), never
+    from the candidate's launches: one extra launch on one call would otherwise divide its
+    bytes by fewer calls. A launch in a range without L2 bytes counts as none moved."""
     matcher = RangeMatcher(refs)
     moved = _moved(cand, matcher)
     if moved is None:
@@ -120,8 +120,12 @@ def _moved(summary: ProfileSummary, matcher: RangeMatcher) -> dict[str, float] |
 
 
 def _calls(summary: ProfileSummary, matcher: RangeMatcher) -> dict[str, int]:
-    """Per config, its calls in `summary`: its range's openings where the tool tells them apart,
-    else its least-launched kernel in the range."""
+    """Per config, its calls in `summary`: the calls kopt asked for (`ProfileSummary.asked`:
+    a count the tree cannot move by launching more or fewer kernels), else its range's openings
+    where the tool tells them apart, else its least-launched kernel in the range."""
+    if summary.asked is not None:
+        seen = {key for key, _ in _attributed(summary, matcher)}
+        return {key: n for key, n in summary.asked if key in seen}
     opened: dict[str, int] = {}
     for name, n in summary.range_openings or ():
         ref, _ = matcher.match(name)
@@ -171,9 +175,12 @@ def slower_than_kept(
     than in `kept` beyond noise: the lower end of the class's interval (geometric mean of its
     configs' per-call ratios; the fresh profile's launch spread for both profiles, never the
     kept one's, DRIFT_NS per call and `run_noise_pct` per profile, two-sided at `confidence`)
-    above 1. Calls are each profile's own (range openings, else the least-launched
-    kernel in the range), so a closer profile's 12 calls a config compare with the kept
-    profile's bench's own."""
+    above 1. Calls are each profile's own (`_calls`), so a closer profile's 12 calls a config
+    compare with the kept profile's bench's own: the calls kopt asked where the bench said its
+    own numbers in the baseline's profile (kopt's harness); else each profile's range
+    openings or least-launched kernel, which the tree chooses (one tiny launch once in each
+    range of its kept profile made a "call" of all of them, lifting its floor 3-12 times:
+    tests/security/test_review_s31_hostile.py)."""
     z = NormalDist().inv_cdf((1.0 + confidence) / 2.0)
     matcher = RangeMatcher(refs)
     runs = [attribute(s, matcher) for s in (kept, fresh)]

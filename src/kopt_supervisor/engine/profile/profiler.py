@@ -52,6 +52,7 @@ Reads two files; no other side effect.
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import shutil
 from abc import ABC, abstractmethod
@@ -71,8 +72,8 @@ PROFILE_ENV = {"KOPT_PROFILE": "1"}
 """Set by the loop for profiled runs; a bench may run fewer repetitions, but must run the
 same number of calls for best and candidate (see docs/profiling.md)."""
 PROFILE_CALLS_ENV = "KOPT_PROFILE_CALLS"
-"""Set by the loop when a keep's profile is taken again with more calls per config (the
-harness's `--profile` calls each config's function that many times in its range, default 2)."""
+"""The calls per config kopt asks of a profile (`ProfileCalls.env`): a JSON object naming each
+config's, or one number for a closer profile's configs (a bench that never said its own)."""
 PROFILE_SEED_ENV = "KOPT_PROFILE_SEED"
 """The profiled inputs' base seed, the same for both trees (their outputs then compare)."""
 PROFILE_OUTPUTS_ENV = "KOPT_PROFILE_OUTPUTS"
@@ -95,6 +96,48 @@ ESCALATED_CALLS = 12
 """Calls per config of a keep's second profile, taken when the first (2 calls per config under
 ncu: on the H200 two launches of a 15 us kernel differed by 5%) could not tell on a class the
 keep claims. Six times the launches: about 2.4 times narrower an interval."""
+CLOSER_FACTOR = 3
+"""With the bench's own calls known: a closer profile's configs take this many times their own,
+at most ESCALATED_CALLS (kopt's harness: 4 -> 12; a config over its draw limit, 2 -> 6)."""
+
+
+@dataclass(frozen=True)
+class ProfileCalls:
+    """The calls per config kopt asks of one profile. Where the bench said its own numbers in the
+    baseline's profile (`own_calls`: kopt's harness), every config is named with exactly its
+    calls (`exact`), and each config's GPU time is divided by them on both sides: never by the
+    tree's own launches, which it chooses (one tiny launch once in each range made a "call" of
+    all of them; floors.py). Else, as before: `more` calls (None: the bench's own) of `configs`
+    (none: all), counted from the launches."""
+
+    more: int | None = None
+    configs: tuple[str, ...] = ()
+    exact: tuple[tuple[str, int], ...] = ()
+
+    @classmethod
+    def first(cls, own: Mapping[str, int]) -> ProfileCalls:
+        """A keep's first profile: the bench's own calls, named."""
+        return cls(exact=tuple(sorted(own.items())))
+
+    @classmethod
+    def closer(cls, own: Mapping[str, int], configs: Sequence[str]) -> ProfileCalls:
+        """A closer profile: `configs` at CLOSER_FACTOR x their own (ESCALATED_CALLS without them)."""
+        picked = set(configs)
+        exact = ((k, min(ESCALATED_CALLS, CLOSER_FACTOR * n) if k in picked else n) for k, n in own.items())
+        return cls(ESCALATED_CALLS, tuple(configs), tuple(sorted(exact)))
+
+    @property
+    def asked(self) -> tuple[tuple[str, int], ...] | None:
+        """Per config, the calls the bench was told to make; None: its own."""
+        return self.exact or None
+
+    def env(self) -> dict[str, str]:
+        if self.exact:
+            return {PROFILE_CALLS_ENV: json.dumps(dict(self.exact))}
+        return {
+            **({PROFILE_CALLS_ENV: str(self.more)} if self.more is not None else {}),
+            **({PROFILE_CONFIGS_ENV: json.dumps(list(self.configs))} if self.configs else {}),
+        }
 
 
 OUTSIDE_RANGES = ("time", "full")
@@ -341,6 +384,19 @@ def baseline_reference(
         if isinstance(seed, int) and not isinstance(seed, bool):
             return seed, profiles / f"v{version}" / "best"
     return None
+
+
+def own_calls(folder: Path, columns: Sequence[str], keys: Iterable[str]) -> dict[str, int]:
+    """The bench's own calls per config, as the baseline's profile (in `folder`, trusted: the
+    baseline's tree) said them in its outputs.json; {} unless it said them for every config of
+    `keys` (a bench that is not kopt's harness, or an older one: calls counted from launches)."""
+    try:
+        said = audit.parse(read_output(folder / PROFILE_OUTPUTS, MAX_PROFILE_OUTPUTS_BYTES).decode(), columns, "")
+    except (BenchError, OSError, UnicodeDecodeError):
+        return {}
+    own = {k: a.calls for k, a in said.items() if a.calls}
+    wanted = set(keys)
+    return {k: n for k, n in own.items() if k in wanted} if wanted and wanted <= set(own) else {}
 
 
 @dataclass(frozen=True)

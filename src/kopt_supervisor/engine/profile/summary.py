@@ -173,6 +173,10 @@ class ProfileSummary:
     passes: str = ""
     """How the profile was taken when it took more than one plain run (ncu's two passes, or
     its fallback to one whole-run pass); "" for a single pass."""
+    asked: tuple[tuple[str, int], ...] | None = None
+    """Per config key, the calls kopt asked the bench to make in its range (a JSON object in
+    KOPT_PROFILE_CALLS, which kopt's harness runs exactly): the calls a config's time is divided
+    by, never the tree's own launches (floors.config_calls). None: the bench's own numbers."""
 
     @property
     def target_kernels(self) -> tuple[KernelStat, ...]:
@@ -202,6 +206,7 @@ class ProfileSummary:
             "range_openings": None if self.range_openings is None else dict(self.range_openings),
             "ranges_source": self.ranges_source,
             "passes": self.passes,
+            "asked": None if self.asked is None else dict(self.asked),
         }
 
     @classmethod
@@ -226,6 +231,11 @@ class ProfileSummary:
                 ),
                 ranges_source=str(data.get("ranges_source", "")),
                 passes=str(data.get("passes", "")),
+                asked=(
+                    None
+                    if data.get("asked") is None
+                    else tuple(sorted((str(k), int(v)) for k, v in data["asked"].items()))
+                ),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise BadInput(f"profile summary: missing or bad field ({exc})") from None

@@ -186,13 +186,34 @@ def write_profile_outputs(entries: list[dict[str, Any]]) -> None:
 
 def profile_calls(environ: Mapping[str, str] | None = None, first: int = PROFILE_CALLS) -> int:
     """The calls per config of a --profile run: KOPT_PROFILE_CALLS, or `first` (the harness's
-    own number: PROFILE_CALLS, IMPORTED_PROFILE_CALLS)."""
+    own number: PROFILE_CALLS, IMPORTED_PROFILE_CALLS). A JSON object there names each config's
+    calls instead (`exact_calls`): `first` here."""
     raw = (os.environ if environ is None else environ).get("KOPT_PROFILE_CALLS", "").strip()
-    if not raw:
+    if not raw or raw.startswith("{"):
         return first
     if not raw.isdigit() or not 1 <= int(raw) <= PROFILE_CALLS_MAX:
         raise SystemExit(f"KOPT_PROFILE_CALLS={raw!r}: a whole number of calls from 1 to {PROFILE_CALLS_MAX}")
     return int(raw)
+
+
+def exact_calls(environ: Mapping[str, str] | None = None) -> dict[str, int] | None:
+    """KOPT_PROFILE_CALLS as a JSON object of config keys to calls: each config named runs exactly
+    that many, whatever its size (kopt divides each config's GPU time by the calls it asked
+    for, never by the tree's own launches: engine/profile/floors.py); None when it is not one."""
+    raw = (os.environ if environ is None else environ).get("KOPT_PROFILE_CALLS", "").strip()
+    if not raw.startswith("{"):
+        return None
+    try:
+        asked = json.loads(raw)
+    except ValueError:
+        asked = None
+    if not isinstance(asked, dict) or not all(
+        isinstance(n, int) and not isinstance(n, bool) and 1 <= n <= PROFILE_CALLS_MAX for n in asked.values()
+    ):
+        raise SystemExit(
+            f"KOPT_PROFILE_CALLS={raw[:80]!r}: a JSON object of config keys to calls from 1 to {PROFILE_CALLS_MAX}"
+        )
+    return {str(k): int(n) for k, n in asked.items()}
 
 
 PROFILE_CONFIGS_ENV = "KOPT_PROFILE_CONFIGS"
@@ -215,6 +236,13 @@ def profile_calls_for(
     else `first`). `input_bytes` (a GPU case's, read only when it matters): past GPU_DRAW_BYTES the
     config takes LARGE_FIRST_CALLS unless kopt asked for more of it, and at most LARGE_PROFILE_CALLS."""
     env = os.environ if environ is None else environ
+    exact = exact_calls(env)
+    if (
+        exact is not None
+    ):  # kopt names each config's calls: exactly those (a config it does not name: the harness's own)
+        env = {k: v for k, v in env.items() if k != "KOPT_PROFILE_CALLS"}
+        if key in exact:
+            return exact[key]
     calls = profile_calls(env, first)
     asked = bool(env.get("KOPT_PROFILE_CALLS", "").strip())
     raw = env.get(PROFILE_CONFIGS_ENV, "").strip()
@@ -233,10 +261,13 @@ def profile_calls_for(
     return calls
 
 
-def profile_entry(cols: dict[str, Any], atol: float, rtol: float, outputs: list[dict[str, Any]]) -> dict[str, Any]:
+def profile_entry(
+    cols: dict[str, Any], atol: float, rtol: float, outputs: list[dict[str, Any]], calls: int
+) -> dict[str, Any]:
     """A config's entry in the profile's outputs file: one audit set whose outputs are every
-    profiled call's, in order (audit.HostSummaries's summaries)."""
-    return {"config": dict(cols), "sets": 1, "set": 0, "atol": atol, "rtol": rtol, "outputs": outputs}
+    profiled call's, in order (audit.HostSummaries's summaries), and how many calls it made (the
+    baseline's tell kopt the bench's own numbers, which it then asks of every later profile)."""
+    return {"config": dict(cols), "sets": 1, "set": 0, "atol": atol, "rtol": rtol, "outputs": outputs, "calls": calls}
 
 
 class ProfileEntries:
@@ -246,17 +277,19 @@ class ProfileEntries:
 
     def __init__(self, torch: Any) -> None:
         self.summaries = HostSummaries(torch)
-        self._later: list[tuple[dict[str, Any], float, float, list[Future[dict[str, Any]]]]] = []
+        self._later: list[tuple[dict[str, Any], float, float, list[Future[dict[str, Any]]], int]] = []
 
-    def add(self, cols: dict[str, Any], atol: float, rtol: float, outputs: list[Future[dict[str, Any]]]) -> None:
-        self._later.append((dict(cols), atol, rtol, outputs))
+    def add(
+        self, cols: dict[str, Any], atol: float, rtol: float, outputs: list[Future[dict[str, Any]]], calls: int
+    ) -> None:
+        self._later.append((dict(cols), atol, rtol, outputs, calls))
 
     def entries(self) -> list[dict[str, Any]]:
         out = []
         try:
-            for cols, atol, rtol, outputs in self._later:
+            for cols, atol, rtol, outputs, calls in self._later:
                 try:
-                    out.append(profile_entry(cols, atol, rtol, [f.result() for f in outputs]))
+                    out.append(profile_entry(cols, atol, rtol, [f.result() for f in outputs], calls))
                 except Exception as exc:
                     log(f"profile outputs of {config_key(cols)}: {type(exc).__name__}: {exc} (left out)")
         finally:
@@ -997,7 +1030,7 @@ class Bench:
                     spent["calls"] += t2 - t1
                     spent["outputs"] += t3 - t2
                 if where:
-                    later.add(case.cols, case.atol, case.rtol, outputs)
+                    later.add(case.cols, case.atol, case.rtol, outputs, calls)
             except Exception as exc:  # a broken candidate: its row says so, the profile goes on
                 log(f"{self.spec.name} {case.shape.name} {case.cols.get('dtype', '')}: {type(exc).__name__}: {exc}")
                 err = math.inf

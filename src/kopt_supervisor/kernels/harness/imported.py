@@ -787,7 +787,7 @@ class ImportedBench(Bench):
                         outputs += later.summaries.add(outs, rng)
                     del s
                 if where:
-                    later.add(config.cols, tol[0], tol[1], outputs)
+                    later.add(config.cols, tol[0], tol[1], outputs, calls)
             except Exception as exc:  # the row says it failed; the profile goes on
                 log(f"{self.script.name} {config.key}: {type(exc).__name__}: {exc}")
                 err = math.inf
