@@ -251,6 +251,37 @@ def test_a_unit_is_compiled_whole_from_its_sources_and_bound_until_its_source_ch
     assert bytecode.complete(shared, torch)
 
 
+def test_a_workspace_binds_only_the_units_frozen_after_its_baseline(tmp_path: Path):
+    """Which units are bound is state every later run sees: one that grew with any run's imports
+    was a switch a candidate could flip for a kept tree (test_review_s31_hostile). A workspace's
+    units are fixed once its baseline ran: what the baseline compiled (asked for in the
+    background) and what was complete then; a unit a later run makes complete is never bound there."""
+    lay = fake_layout(tmp_path)
+    std, torch = lay.whole[0], lay.per_entry[0] / "torch"
+    shared, ws = tmp_path / "shared", tmp_path / "ws"
+    base, cand = ws / "cache" / "best-1" / "pycache", ws / "cache" / "cand-2" / "pycache"
+    for prefix, source in ((base, std / "csv.py"), (cand, torch / "nn" / "functional.py")):
+        (prefix / bytecode.pyc_of(source)).parent.mkdir(parents=True)
+        (prefix / bytecode.pyc_of(source)).write_bytes(b"x")
+    ws.mkdir(exist_ok=True)
+    assert bytecode.frozen(ws) is None
+    frozen = bytecode.freeze(ws, shared, [base], lay)  # the baseline's runs: std (compiling in the background)
+    assert frozen == {std} == bytecode.frozen(ws)
+    bytecode.harvest(base, shared, lay=lay, wait=True)
+    bytecode.harvest(cand, shared, lay=lay, wait=True)  # a candidate's import makes torch complete
+    assert bytecode.complete(shared, torch) and bytecode.complete(shared, std)
+    bound = {dest for _, dest, _ in bytecode.binds(base, shared, lay, frozen)}
+    assert place_in(base, std) in bound and place_in(base, torch) not in bound
+    assert place_in(base, torch) in {d for _, d, _ in bytecode.binds(base, shared, lay)}  # unfrozen: bound
+    assert bytecode.freeze(ws, shared, [base, cand], lay) == {std}  # written once
+    (ws / bytecode.FROZEN).write_text("not json")
+    assert bytecode.frozen(ws) is None
+
+
+def place_in(prefix: Path, unit: Path) -> Path:
+    return prefix / bytecode.unit_place(unit)
+
+
 def test_a_module_that_does_not_compile_is_never_a_complete_unit(tmp_path: Path):
     lay = fake_layout(tmp_path)
     broken = lay.per_entry[0] / "broken.py"

@@ -440,7 +440,6 @@ def test_e2e_a_kept_tree_cannot_tell_its_role_from_the_iteration(tmp_path, monke
 
 @pytest.mark.slow
 @NEEDS_BWRAP
-@pytest.mark.xfail(strict=True, reason="kopt's shared library bytecode is state any run grows and every run sees")
 def test_e2e_a_kept_tree_armed_through_the_shared_bytecode_cache_buys_no_keep(tmp_path, monkeypatch):
     """Attack (open with or without the log fix). Every confined run gets kopt's shared library
     bytecode bound read-only over its bytecode prefix, one bind per complete unit (a

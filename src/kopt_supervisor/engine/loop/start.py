@@ -214,6 +214,7 @@ class Baseline:
                 "environment": capture_environment(ctx.cfg, lane.best),
             }
         )
+        ctx.jails.freeze_library()  # before any candidate runs: no run can grow what later runs see bound
         flakes = f"; {len(flaky)} run(s) failed and passed when run again: the bench is flaky" if flaky else ""
         ctx.close(
             it,

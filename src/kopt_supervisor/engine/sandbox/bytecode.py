@@ -23,7 +23,9 @@ site-packages folder (`Layout`). A unit is compiled completely, by kopt, from it
   the run, never its bytes; a name whose source is not a regular `.py` file under a library
   root is ignored, so nothing of a tree (nor a planted link) ever enters the shared cache.
 
-A unit whose source changed (a package upgraded) is not bound until compiled again: the next
+A workspace binds only the units fixed once its baseline ran (`freeze`): a set any run could
+grow would be a switch a candidate flips for every later run. A unit whose source changed (a
+package upgraded) is not bound until compiled again: the next
 run compiles into its own prefix and its harvest asks for it. Where the cache lives:
 `$KOPT_BYTECODE_CACHE`, else `$XDG_CACHE_HOME/kopt/bytecode` (or `~/.cache/...`), one folder
 per interpreter tag; `KOPT_BYTECODE_CACHE=off` turns it off. Unconfined runs never use it
@@ -169,13 +171,18 @@ def complete_units(shared: Path) -> list[Path]:
 
 # ---------------------------------------------------------------------------------------
 # Before a run: what to bind
-def binds(prefix: Path, shared: Path, lay: Layout | None = None) -> tuple[tuple[Path, Path, bool], ...]:
-    """(source, destination, writable) mounts that put the complete units' bytecode over
-    the tree's `prefix` (read-only), and the roots nested in them back (writable, from the
-    prefix itself). Creates the prefix folders those need."""
+def binds(
+    prefix: Path, shared: Path, lay: Layout | None = None, units: frozenset[Path] | None = None
+) -> tuple[tuple[Path, Path, bool], ...]:
+    """(source, destination, writable) mounts that put the complete units' bytecode (of
+    `units` only, where a workspace froze them: `freeze`) over the tree's `prefix`
+    (read-only), and the roots nested in them back (writable, from the prefix itself).
+    Creates the prefix folders those need."""
     lay = lay or layout()
     out: list[tuple[Path, Path, bool]] = []
     for unit in complete_units(shared):
+        if units is not None and unit not in units:
+            continue
         place = unit_place(unit)
         source, dest = shared / place, prefix / place
         nested = lay.nested_in(unit)
@@ -213,6 +220,42 @@ def harvest(prefix: Path, shared: Path, *, lay: Layout | None = None, wait: bool
     elif units:
         threading.Thread(target=_compile_all, args=(shared, units), name="kopt-bytecode", daemon=True).start()
     return units
+
+
+# ---------------------------------------------------------------------------------------
+# A workspace's units, frozen after its baseline
+FROZEN = "bytecode-units.json"
+"""In a workspace: the units its confined runs may have bound, fixed once its baseline ran."""
+
+
+def freeze(workspace: Path, shared: Path, prefixes: Iterable[Path], lay: Layout | None = None) -> frozenset[Path]:
+    """The units `workspace`'s runs bind from now on, written once: every complete unit, and
+    those its runs so far (the baseline's, trusted) compiled into `prefixes` (compiled here in
+    the background, bound once whole). Whatever a later run imports is compiled for other
+    workspaces, never bound in this one: which units are bound is state every later process
+    sees, and one that grew with any run's imports was a switch a candidate could flip for a kept
+    tree (tests/security/test_review_s31_hostile.py). Later calls return the file's."""
+    got = frozen(workspace)
+    if got is not None:
+        return got
+    units = set(complete_units(shared))
+    for prefix in prefixes:
+        with contextlib.suppress(OSError):
+            units.update(harvest(prefix, shared, lay=lay))
+    text = json.dumps(sorted(map(str, units)), indent=1)
+    tmp = workspace / f".{FROZEN}.tmp"
+    tmp.write_text(text + "\n", encoding="utf-8")
+    os.replace(tmp, workspace / FROZEN)
+    return frozenset(units)
+
+
+def frozen(workspace: Path) -> frozenset[Path] | None:
+    """The units `freeze` fixed for `workspace` (None: not yet, or its file unreadable)."""
+    try:
+        data = json.loads((workspace / FROZEN).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return frozenset(Path(u) for u in data if isinstance(u, str)) if isinstance(data, list) else None
 
 
 _busy: set[tuple[Path, Path]] = set()

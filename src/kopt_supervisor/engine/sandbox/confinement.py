@@ -147,6 +147,9 @@ class Confinement:
     prefix afterwards. None: not used."""
     library_binds: tuple[tuple[Path, Path, bool], ...] = ()
     """Set by `prepare`: (source, destination, writable) mounts of the shared bytecode."""
+    library_units: frozenset[Path] | None = None
+    """The units of it this run may bind: its workspace's, frozen after the baseline
+    (bytecode.freeze); None: every complete one (no workspace's yet)."""
 
     @property
     def pycache_prefix(self) -> Path | None:

@@ -308,7 +308,7 @@ class Jails:
             return None
         t = self.cfg.target
         cache = cache or cache_dir(self.workspace, side, tree_hash)
-        return for_bench(
+        c = for_bench(
             workspace=self.workspace,
             cache=cache,
             writable_trees=[tree] if write_tree else [],
@@ -321,6 +321,14 @@ class Jails:
             devices=None if gpu else [],
             bwrap=self.bwrap,
         )
+        return dataclasses.replace(c, library_units=bytecode.frozen(self.workspace))
+
+    def freeze_library(self) -> None:
+        """Once the baseline ran: the shared library bytecode units this workspace's runs bind
+        fixed for its life (bytecode.freeze), from what the baseline's runs imported."""
+        shared = bytecode.shared_dir()
+        if self.confined and shared is not None:
+            bytecode.freeze(self.workspace, shared, (self.workspace / "cache").glob("*/pycache"))
 
     def env(self, side: str, *trees: str, cache: Path | None = None) -> dict[str, str]:
         """Unconfined: the variables that send a run's compile caches (Triton's, Inductor's,
@@ -359,7 +367,7 @@ def prepare(c: Confinement) -> Iterator[Confinement]:
     if shared is not None and prefix is not None:
         try:
             prefix.mkdir(parents=True, exist_ok=True)
-            c = dataclasses.replace(c, library_binds=bytecode.binds(prefix, shared))
+            c = dataclasses.replace(c, library_binds=bytecode.binds(prefix, shared, units=c.library_units))
         except OSError:  # the shared cache is a speed-up: a run goes on without it
             c = dataclasses.replace(c, library_bytecode=None, library_binds=())
             shared = None
