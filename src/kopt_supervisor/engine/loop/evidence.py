@@ -1,21 +1,13 @@
-"""Evidence beyond the bench's own numbers: the roofline of a measured tree and the
-profiler's word on a keep (docs/design.md §5 step 5, router's Step 0).
+"""Evidence beyond the bench's own numbers (docs/design.md §5 step 5, router's Step 0).
 
-- `roofline(it, values)`: record["roofline"] for the tree `values` measured (specs with
-  their sources, % of peak per config and class); the best tree's also becomes the README's
-  Step 0 text. The GPU is the one the iteration's record names (so a restarted engine
-  computes the same figures from the store).
-- `confirm(it, lane, verdict)`: the candidate's roofline, and for a keep the profiler's GPU
-  time of both trees, which must agree with the bench; a profiler failure or disagreement
-  sends the candidate to review.
-- `confirm_keep(it, lane, verdict)`: a keep confirmed before its commit. With `[target].serve`,
-  a few looks in two freshly started servers (caches emptied, fresh seeds, every look's
-  outputs audited) decide only what the keep claims (engine/decide/confirmation.py); a
-  process-level bench decides again in fresh processes. Then its external truth
-  (engine/decide/external_truth.py): the profiler's word on a GPU, the OS's accounting of the
-  looks on a target without one (external_truth.weigh), or "the bench's timer only".
-- the profiler's runs in one tree are profile_runs.py's `profile_in`, on the host whose GPU the
-  lane holds (a Ray lane's worker).
+- `roofline(it, values)`: record["roofline"] for the tree `values` measured (specs with sources,
+  % of peak per config and class), on the GPU the record names; the best tree's is the README's Step 0.
+- `confirm(it, lane, verdict)`: for a keep, the profiler's GPU time of both trees (profile_runs.py
+  `profile_in`, where the lane's GPU is), which must agree with the bench, else review.
+- `confirm_keep(it, lane, verdict)`: a keep confirmed before its commit: a few looks in two fresh
+  servers deciding only what it claims (decide/confirmation.py), or a process-level decision again;
+  then its external truth (decide/external_truth.py): the profiler's word on a GPU, the OS's
+  accounting without one, or "the bench's timer only".
 """
 
 from __future__ import annotations
@@ -67,14 +59,10 @@ class Evidence:
         self.ctx = ctx
         self.rounds = rounds
         self._profiler: tuple[str, Profiler | None] | None = None
-        self.ahead: dict[int, dict[str, HeldProfile]] = {}
-        """Per lane, per side: the keep's first profile, started while the decision runs (`profile_ahead`)."""
-        self.ahead_off = ""
-        """Why no profile is started ahead any more in this run (a command that did not hold)."""
-        self.ahead_held = False
-        """A profile started ahead in this run has held: later ones are not waited for (`profile_ahead`)."""
-        self.released: dict[int, list[str]] = {}
-        """Per lane: the sides of the keep's profiles taken from those started ahead."""
+        self.ahead: dict[int, dict[str, HeldProfile]] = {}  # per lane, side: a keep's first profile, started ahead
+        self.ahead_off = ""  # why no profile is started ahead any more in this run (a command that did not hold)
+        self.ahead_held = False  # one started ahead in this run has held: later ones are not waited for
+        self.released: dict[int, list[str]] = {}  # per lane: the sides of a keep's profiles taken from those
 
     def confirm(self, it: Iteration, lane: Lane, verdict: Verdict) -> Verdict:
         """The candidate's roofline; on a keep, the profiler's final word (reference program):
@@ -169,7 +157,9 @@ class Evidence:
             folder = ctx.ws.profiles / f"v{it.version}"
             outputs = self.profile_outputs(reference[0], folder / "cand", reference=reference[1])
             if calls.more is not None and not outputs.get("unconfirmed"):  # the closer profile's: best's in it
-                closer_outputs = self.profile_outputs(folder / f"{best_dir}_more", folder / "cand_more")
+                closer_outputs = self.profile_outputs(
+                    folder / f"{best_dir}_more", folder / "cand_more", asked=dict(calls.asked or ())
+                )
                 outputs = {**outputs, "closer": closer_outputs}
                 if closer_outputs.get("unconfirmed"):
                     outputs["unconfirmed"] = f"in the closer profile: {closer_outputs['unconfirmed']}"
@@ -499,29 +489,38 @@ class Evidence:
             return truth_rule.of_profiler(agreement.summary_line(), profile["agreement"])
         return truth_rule.of_os_time(os_truth(it.record))
 
-    def profile_outputs(self, ref_dir: Path, cand_dir: Path, *, reference: str = "best") -> dict[str, Any]:
-        """The candidate's outputs under the profiler against the reference's, "baseline" or
-        "best" (profile/profiler.py `compare_outputs`), with the baseline's configs and the run's
-        earlier comparisons."""
+    def profile_outputs(
+        self, ref: Path, cand: Path, *, reference: str = "best", asked: dict | None = None
+    ) -> dict[str, Any]:
+        """The candidate's outputs under the profiler against the reference's, "baseline" or "best"
+        (profiler.compare_outputs), with the baseline's configs, the run's earlier comparisons and
+        (`asked`: a closer pair's calls) the baseline's outputs per call."""
         record = base.record if (base := self.ctx.history.baseline()) else {}
         columns, configs = [str(c) for c in (record.get("config_columns") or [])], set(record.get("configs") or ())
-        earlier = [it.record for it in self.ctx.history.store.iterations()]
+        earlier, own = [it.record for it in self.ctx.history.store.iterations()], self.baseline_outputs(masked=True)
         return profiler.compare_outputs(
-            ref_dir, cand_dir, columns=columns, configs=configs, earlier=earlier, reference=reference
+            ref,
+            cand,
+            columns=columns,
+            configs=configs,
+            earlier=earlier,
+            reference=reference,
+            asked=asked,
+            own=own[1] if own else None,
         )
 
-    def baseline_outputs(self) -> tuple[int, Path] | None:
-        """The baseline's profile's seed and folder (profiler.baseline_reference): the
-        baseline's own, else the first keep's profile of the baseline's tree (`anchor`)."""
+    def baseline_outputs(self, masked: bool = False) -> tuple[int, Path] | None:
+        """The baseline's profile's seed and folder (profiler.baseline_reference): the baseline's
+        own, else the first keep's profile of the baseline's tree (`anchor`; `masked`: one masked too)."""
         base = self.ctx.history.baseline()
         if base is None:
             return None
-        its = [(i.version, i.record) for i in self.ctx.history.store.iterations() if not i.masked]
+        its = [(i.version, i.record) for i in self.ctx.history.store.iterations() if masked or not i.masked]
         return profiler.baseline_reference((base.version, base.record), its, self.ctx.ws.profiles)
 
     def own_calls(self, folder: Path | None = None) -> dict[str, int]:
         """The bench's own calls per config, said by the baseline's profile in `folder` (else its reference)."""
-        anchor, base = self.baseline_outputs(), self.ctx.history.baseline()
+        anchor, base = self.baseline_outputs(masked=True), self.ctx.history.baseline()  # the tree's word, masked or not
         folder = folder or (anchor[1] if anchor is not None else None)
         columns = [str(c) for c in ((base.record.get("config_columns") or []) if base else [])]
         return profiler.own_calls(folder, columns, [r.key for r in self.config_refs()]) if folder else {}

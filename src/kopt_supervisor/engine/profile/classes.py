@@ -470,15 +470,18 @@ def _side_total(runs: list[AttributedProfile], key: str) -> tuple[float, float]:
 
 def _calls(runs_b: list[AttributedProfile], runs_c: list[AttributedProfile], key: str) -> tuple[int, int, str]:
     """A config's calls in best's and the candidate's profiles, and how they were counted: the
-    calls kopt asked of both (never the tree's own launches, which it chooses), else its ranges'
-    openings (rocprofv3), else the least-launched kernel in best's ranges for both."""
+    calls kopt asked of both (never the tree's own launches, which it chooses) where the tool
+    counts no range openings or counts the same; else its ranges' openings (rocprofv3: a side
+    that opened fewer than asked ran fewer, which then differs from the other's or is its
+    count), else the least-launched kernel in best's ranges for both."""
     ab = [r.asked.get(key) if r.asked is not None else None for r in runs_b]
     ac = [r.asked.get(key) if r.asked is not None else None for r in runs_c]
-    if all(ab) and all(ac):
-        return round(_mean([float(a or 0) for a in ab])), round(_mean([float(a or 0) for a in ac])), "calls kopt asked"
     ob = [r.openings.get(key) if r.openings is not None else None for r in runs_b]
     oc = [r.openings.get(key) if r.openings is not None else None for r in runs_c]
-    if all(o for o in ob) and all(o for o in oc):
+    opened = all(o for o in ob) and all(o for o in oc)
+    if all(ab) and all(ac) and (not opened or (ob, oc) == (ab, ac)):  # the tool's count, where it has one, agrees
+        return round(_mean([float(a or 0) for a in ab])), round(_mean([float(a or 0) for a in ac])), "calls kopt asked"
+    if opened:
         return round(_mean([float(o or 0) for o in ob])), round(_mean([float(o or 0) for o in oc])), "range openings"
     anchor = min(a.n for a in runs_b[0].configs[key].values())
     return anchor, anchor, "least-launched kernel in best's ranges"

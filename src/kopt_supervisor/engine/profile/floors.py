@@ -32,7 +32,13 @@ from dataclasses import dataclass
 from statistics import NormalDist
 
 from kopt_supervisor.engine import BadInput, fmt
-from kopt_supervisor.engine.profile.classes import DEFAULT_RUN_NOISE_PCT, ConfigRef, RangeMatcher, attribute
+from kopt_supervisor.engine.profile.classes import (
+    DEFAULT_RUN_NOISE_PCT,
+    ConfigRef,
+    LaunchTotals,
+    RangeMatcher,
+    attribute,
+)
 from kopt_supervisor.engine.profile.summary import KOPT_PREFIX, ProfileSummary, RangeKernelStat
 from kopt_supervisor.engine.roofline import work_of_row
 
@@ -119,11 +125,12 @@ def _moved(summary: ProfileSummary, matcher: RangeMatcher) -> dict[str, float] |
     return moved
 
 
-def _calls(summary: ProfileSummary, matcher: RangeMatcher) -> dict[str, int]:
+def _calls(summary: ProfileSummary, matcher: RangeMatcher, asked: bool = True) -> dict[str, int]:
     """Per config, its calls in `summary`: the calls kopt asked for (`ProfileSummary.asked`:
-    a count the tree cannot move by launching more or fewer kernels), else its range's openings
-    where the tool tells them apart, else its least-launched kernel in the range."""
-    if summary.asked is not None:
+    a count the tree cannot move by launching more or fewer kernels; not with `asked` False),
+    else its range's openings where the tool tells them apart, else its least-launched kernel in
+    the range."""
+    if summary.asked is not None and asked:
         seen = {key for key, _ in _attributed(summary, matcher)}
         return {key: n for key, n in summary.asked if key in seen}
     opened: dict[str, int] = {}
@@ -143,6 +150,14 @@ apart, whatever the kernel's length: on the H200 (part 28) the one-row config's 
 +19% and -19% against its keep's profile, the 15-90 us narrow configs up to +-1.7%, the
 hundreds-of-us wide ones +-0.3%. Without it the guard class's five small configs sent an
 honest keep to review (+3.7% from one-row alone, 2026-12-02)."""
+
+
+def _at_calls(kernels: Mapping[str, LaunchTotals], calls: int, to: int) -> float:
+    """A config's kernels' time in a profile of `calls` calls, as `to` calls would take it: each
+    kernel scaled by the calls, but one launched fewer times than there were calls (it cannot run
+    in each: made once) counted as it was. Launch counts are read from the kept profile only: a
+    fresh one's, the tree's to choose, never excuse its time."""
+    return sum(a.total if a.n < calls else a.total * to / calls for a in kernels.values())
 
 
 @dataclass(frozen=True)
@@ -184,7 +199,10 @@ def slower_than_kept(
     z = NormalDist().inv_cdf((1.0 + confidence) / 2.0)
     matcher = RangeMatcher(refs)
     runs = [attribute(s, matcher) for s in (kept, fresh)]
-    calls = [_calls(s, matcher) for s in (kept, fresh)]
+    asked = kept.asked is not None and fresh.asked is not None
+    if asked != (kept.asked is not None or fresh.asked is not None):
+        return []  # one counted by the calls asked, one by launches: no common count (a baseline's word lost)
+    calls = [_calls(s, matcher, asked) for s in (kept, fresh)]
     by_class: dict[str, list[tuple[float, float]]] = {}
     for ref in refs:
         if not all(ref.key in r.configs and calls[i].get(ref.key) for i, r in enumerate(runs)):
@@ -192,7 +210,11 @@ def slower_than_kept(
         totals = [sum(a.total for a in r.configs[ref.key].values()) for r in runs]
         if min(totals) <= 0:
             continue
-        per_call = [t / c[ref.key] for t, c in zip(totals, calls, strict=True)]
+        n = [c[ref.key] for c in calls]
+        # asked: kept's time at the fresh profile's calls, a kernel launched fewer times than its calls
+        # (a table, a zeroed workspace made once) counted once (at 12 calls kept and 4 fresh it read +2%)
+        kept_at = _at_calls(runs[0].configs[ref.key], n[0], n[1]) if asked else totals[0] * n[1] / n[0]
+        per_call = [kept_at / n[1], totals[1] / n[1]]
         # the fresh profile's launch spread stands for both: the kept one's is the tree's own first
         # pass, which it could have made noisy to widen its floor (a noisy fresh profile also
         # widens the keep's own comparison, where it leaves the claim unshown); and a call's time

@@ -311,6 +311,8 @@ def compare_outputs(
     configs: set[str],
     earlier: Iterable[Mapping[str, Any]],
     reference: str = "best",
+    asked: Mapping[str, int] | None = None,
+    own: Path | None = None,
 ) -> dict[str, Any]:
     """The reference's and the candidate's outputs.json compared config by config (`reference`:
     "baseline", the baseline's profile at the same seed, or "best", best's; `columns`: the
@@ -323,7 +325,12 @@ def compare_outputs(
     unconfirmed. The tolerance is the reference's file's; best's only until a comparison of the
     run recorded one, then that one (best's tolerance is its tree's word). A candidate that
     wrote none where the reference did, one that does not parse, or a config missing, added or
-    different: CorrectnessRefuted."""
+    different: CorrectnessRefuted.
+
+    `asked` (a closer pair, compared with best's alone: a new seed), with `own` (the baseline's
+    profile's folder): each side holds as many outputs per config as the calls kopt asked make,
+    at the baseline's outputs per call (a best short of them: unconfirmed; a candidate:
+    refuted). Two trees of one proposer that both ran fewer calls would otherwise agree."""
     records = list(earlier)
     whose = "the baseline's" if reference == "baseline" else "best's"
     try:
@@ -355,6 +362,15 @@ def compare_outputs(
         cand = audit.parse(data.decode(), columns, WHERE)
     except (BenchError, UnicodeDecodeError) as e:
         raise CorrectnessRefuted(str(e)) from None
+    per_call = _outputs_per_call(own, columns) if asked and own else {}
+    for side, got in (("best", ref), ("cand", cand)):
+        for key, n in (asked or {}).items():
+            want = n * per_call.get(key, 0)
+            if want and key in got and len(got[key].outputs) != want:
+                why = f"config {key}: {len(got[key].outputs)} output summaries for the {n} calls asked, not {want}"
+                if side == "best":
+                    return {"unconfirmed": f"{whose} closer profile: {why}"}
+                raise CorrectnessRefuted(f"{WHERE}, {why}")
     extra = sorted(set(cand) - set(ref))
     missing = sorted(set(ref) - set(cand))
     if missing or extra:
@@ -384,6 +400,15 @@ def baseline_reference(
         if isinstance(seed, int) and not isinstance(seed, bool):
             return seed, profiles / f"v{version}" / "best"
     return None
+
+
+def _outputs_per_call(folder: Path, columns: Sequence[str]) -> dict[str, int]:
+    """Per config, the output summaries one call made in the baseline's profile (in `folder`)."""
+    try:
+        said = audit.parse(read_output(folder / PROFILE_OUTPUTS, MAX_PROFILE_OUTPUTS_BYTES).decode(), columns, "")
+    except (BenchError, OSError, UnicodeDecodeError):
+        return {}
+    return {k: len(a.outputs) // a.calls for k, a in said.items() if a.calls and len(a.outputs) % a.calls == 0}
 
 
 def own_calls(folder: Path, columns: Sequence[str], keys: Iterable[str]) -> dict[str, int]:
