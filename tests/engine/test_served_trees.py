@@ -657,9 +657,10 @@ def test_a_fresh_pair_answers_one_warm_up_look_at_once_then_the_next_decision_st
 
 
 def test_with_serve_prepare_both_sides_prepare_at_once_and_each_is_timed_alone(served, monkeypatch):
-    """[target].serve_prepare on a GPU lane: a new pair's warm-up is a `prepare` (no look), and
-    every look is `prepare N SEED` to both processes at once, then `look N SEED PATH` to each
-    in turn with the same seed: no side's look overlaps the other's."""
+    """[target].serve_prepare on a GPU lane: a new pair's warm-up is its first look's own
+    `prepare` (no look, no second prepare), and every look is `prepare N SEED` to both processes
+    at once, then `look N SEED PATH` to each in turn with the same seed: no side's look overlaps
+    the other's."""
     monkeypatch.setenv("FAKE_PREPARE_S", "0.6")  # long enough to see the two overlap on a loaded machine
     ws, log, ctx, lane, best, m = _measurer_setup(served, warm_ups=True, serve_prepare=True)
     try:
@@ -673,13 +674,14 @@ def test_with_serve_prepare_both_sides_prepare_at_once_and_each_is_timed_alone(s
     lines = [line.split() for line in log.read_text().splitlines()]
     assert requests(log, warm_ups=True) == []  # the warm-up looked at nothing
     prep = {(int(w[1]), Path(w[4]).name): w for w in lines if w[0] == "prepare"}
-    assert sorted(prep) == [(-1, "best"), (-1, "cand"), (0, "best"), (0, "cand"), (1, "best"), (1, "cand")]
+    assert sorted(prep) == [(0, "best"), (0, "cand"), (1, "best"), (1, "cand")]
+    assert len([w for w in lines if w[0] == "prepare"]) == 4  # look 0 prepared once, in the warm-up
     t = {
         (w[0], int(w[1]), Path(w[4]).name): float(w[5])
         for w in lines
         if w[0] in ("prepare", "prepared", "look", "done")
     }
-    for r in (-1, 0, 1):  # at once: each began before the other had finished
+    for r in (0, 1):  # at once: each began before the other had finished
         assert (
             t[("prepare", r, "best")] < t[("prepared", r, "cand")]
             and t[("prepare", r, "cand")] < t[("prepared", r, "best")]
@@ -939,13 +941,13 @@ def test_a_warm_up_that_hangs_still_hears_the_engineer(served, monkeypatch):
     monkeypatch.setattr(ctx.control, "pump", pump)
     try:
         (lane.cand / "kernel.json").write_text(
-            json.dumps({"speed": {"small": 1.0, "large": 1.0}, "hang_at_prepare": -1})
+            json.dumps({"speed": {"small": 1.0, "large": 1.0}, "hang_at_prepare": 0})
         )
         m.new_decision()
         with pytest.raises(Stop):
             m.look(_iteration(lane, 1, best), "eval", 0, {})
         assert time.monotonic() - t0 < 15  # not the 60 s timeout
-        assert [w for w in (line.split() for line in log.read_text().splitlines()) if w[:2] == ["prepare", "-1"]]
+        assert [w for w in (line.split() for line in log.read_text().splitlines()) if w[:2] == ["prepare", "0"]]
     finally:
         m.close()
         ctx.store.close()

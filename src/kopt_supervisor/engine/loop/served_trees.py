@@ -36,11 +36,9 @@ T = TypeVar("T")
 MAX_AUDIT_BYTES = 16 * 1024 * 1024
 """The most kopt reads of a side's commitment or audit file."""
 SPLIT_LOOKS = True
-"""On a GPU, a look is prepared in both processes at once (`prepare N SEED`: the checks, the
-timed sets' draws, the CUDA graphs of configs at the bytes rule's calls per block) and then timed
-in each alone, as before; a warm-up is a `prepare` (no timing, no commitment). A look's check,
-draws and capture were ~0.55 s of each side's ~1.0 s on the H200 (part 19); nothing is timed
-while both run, and a count the calibration chooses is chosen in the look, alone."""
+"""On a GPU, a look is prepared in both processes at once (`prepare N SEED`: checks, draws, CUDA
+graphs at the bytes rule's calls per block; ~0.55 s of each side's ~1.0 s on the H200, part 19),
+then timed in each alone; a count the calibration chooses is chosen in the look, alone."""
 
 
 def answers_prepare(n: int) -> Callable[[str], bool]:
@@ -96,12 +94,10 @@ class ServedTrees:
     every decision, in copies of the trees no process can tell apart, each with a new cache
     (`BlindTrees`).
 
-    On a GPU, when both processes are new at a look, both first answer a warm-up look at the
-    same time, never audited nor read (`_warm_up`): their compiles and CUDA graph captures
-    overlap instead of adding up, and the measured looks that follow alternate as always. On
-    the H100 the first look of a fresh pair took 21 s, two process starts one after the other
-    (docs/h100-wave3/part2-graphs-kept.md). Without a GPU (`warm_ups` None and the lane's gate
-    chose none) there is nothing to overlap: two looks at once only share the CPU."""
+    On a GPU, when both processes are new at a look, both first warm up at the same time
+    (`_warm_up`: that look's prepare, or a whole look never read): their compiles and captures
+    overlap instead of adding up (the H100's first look of a fresh pair took 21 s one after the
+    other, part 2). Without a GPU (`warm_ups` None, no GPU chosen) two at once only share the CPU."""
 
     def __init__(self, ctx: RunContext, lane: Lane, *, fresh: bool = False, warm_ups: bool | None = None) -> None:
         self.ctx, self.lane, self.fresh = ctx, lane, fresh
@@ -134,6 +130,7 @@ class ServedTrees:
         """Sides whose process answered `unprepared`: its looks are whole, never prepared."""
         self.ending: list[Server] = []
         """Processes told to end and not yet waited for (`_close`, `_reap`)."""
+        self.prepared: dict[str, tuple[int, int]] = {}  # side -> the (look, seed) its warm-up prepared
 
     def new_decision(self) -> None:
         self.restarted.clear()
@@ -259,14 +256,16 @@ class ServedTrees:
         audits = {side: self._folder(side) / f"{name}_audit.json" for side in order}
         for side in order:  # earlier looks' files (their copies are in logs/), whatever else a process left
             empty_folder(self._folder(side))
-        seed = secrets.randbits(63)
+        ready = {side: self.prepared.pop(side) for side in list(self.prepared)}
+        seed = next((s for n, s in ready.values() if n == r), None) or secrets.randbits(63)
         cpu: dict[str, float] = {}
         wall: dict[str, float] = {}
         leaving: set[str] = set()
         try:
             cpu = {side: self.servers[side].cpu_seconds() for side in order}
-            if len(order) > 1 and self._splits():
-                self._prepare(order, r, seed)
+            todo = tuple(side for side in order if ready.get(side) != (r, seed))  # a warm-up prepared the others
+            if len(order) > 1 and self._splits() and todo:
+                self._prepare(todo, r, seed)
             for side in order:
                 self._focus(side)
                 t0 = time.monotonic()
@@ -362,23 +361,21 @@ class ServedTrees:
         a `prepare` (no timing, no commitment), and a whole look for a side that answers
         `unprepared`. Requests go to both at once and the replies are awaited in turn with the
         engine's commands pumped (`_ask_all`). A side whose warm-up failed or that leaves after
-        it is closed and started again here for the measured look, which reports what is wrong."""
-        n = -1 - r  # a look number no measured look has
+        it is closed and started again here for the measured look, which reports what is wrong.
+        A `prepare` is look r's own, at its seed (`prepared`; a whole look is numbered -1-r)."""
+        n = -1 - r
         for server in self.servers.values():
             server.resume()
         seed = secrets.randbits(63)
         ok = dict.fromkeys(SIDES, False)
         whole = list(SIDES)
-        if self._splits():  # the checks (compiles) and draws only
-            whole = []
-            for side, reply in self._ask_all(
-                dict.fromkeys(self._first(), f"prepare {n} {seed}"), answers_prepare(n)
-            ).items():
-                if isinstance(reply, str) and unprepared(reply):
-                    self.whole.add(side)  # a whole look warms it up
-                    whole.append(side)
-                elif isinstance(reply, str):
-                    ok[side] = reply.split()[0] == "prepared"
+        if self._splits():  # look r's checks (compiles), draws and captures; a failure is the look's
+            self._prepare(self._first(), r, seed)
+            whole = [side for side in self._first() if side in self.whole]  # a whole look warms it up
+            for side in SIDES:
+                ok[side] = side not in whole
+                if ok[side]:
+                    self.prepared[side] = (r, seed)
         looks = {
             side: f"look {n} {seed} {self._folder(side) / f'warmup{-n}.csv'}" for side in self._first() if side in whole
         }
@@ -586,6 +583,7 @@ class ServedTrees:
         runs anything on the device, and meanwhile its successor starts."""
         self.serving.pop(side, None)
         self.unlooked.discard(side)
+        self.prepared.pop(side, None)
         server = self.servers.pop(side, None)
         if server is not None:
             server.hurry()
