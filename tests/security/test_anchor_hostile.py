@@ -43,7 +43,7 @@ def harness(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     written: dict[Path, list[str]] = {}  # folder -> the trees whose outputs were written there
 
     def profile_pair(it, lane, prof, reused, calls, seed, best_dir="best"):
-        more = "_more" if calls[0] is not None else ""  # calls: (per config, the configs they are for)
+        more = "_more" if calls.more is not None else ""  # calls: profiler.ProfileCalls
         folder = ctx.ws.profiles / f"v{it.version}" / f"{best_dir}{more}"
         written.setdefault(folder, []).append(lane.tree_in_best)  # profile_in(..., lane.best, "best")
         summary = SimpleNamespace(
@@ -53,7 +53,7 @@ def harness(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 
     compared: list[tuple[Path, str]] = []
 
-    def profile_outputs(ref_dir, cand_dir, *, reference="best"):
+    def profile_outputs(ref_dir, cand_dir, *, reference="best", asked=None):
         compared.append((ref_dir, reference))
         return {"checked": 1, "against": reference}
 

@@ -497,7 +497,8 @@ class Evidence:
         (`asked`: a closer pair's calls) the baseline's outputs per call."""
         record = base.record if (base := self.ctx.history.baseline()) else {}
         columns, configs = [str(c) for c in (record.get("config_columns") or [])], set(record.get("configs") or ())
-        earlier, own = [it.record for it in self.ctx.history.store.iterations()], self.baseline_outputs(masked=True)
+        earlier = [it.record for it in self.ctx.history.store.iterations()]
+        own = self.baseline_outputs(masked=True) if asked else None  # a closer pair's: the baseline's word
         return profiler.compare_outputs(
             ref,
             cand,
