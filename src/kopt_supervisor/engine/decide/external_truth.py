@@ -407,7 +407,7 @@ def profiler_unshown(
     outside the candidate's process shows is not a keep (H200, 2026-11-29: a timer patch read
     -9.8% by the bench and -0.1% by a profiler of 2 calls per config went down as "confirmed by
     the bench's timer only" and was kept)."""
-    closer = f" even at {calls} calls per config" if calls else ""
+    closer = f" even at up to {calls} calls per config" if calls else ""
     return ExternalTruth(
         "profiler",
         "inconclusive",

@@ -237,9 +237,8 @@ def profile_calls_for(
     config takes LARGE_FIRST_CALLS unless kopt asked for more of it, and at most LARGE_PROFILE_CALLS."""
     env = os.environ if environ is None else environ
     exact = exact_calls(env)
-    if (
-        exact is not None
-    ):  # kopt names each config's calls: exactly those (a config it does not name: the harness's own)
+    # kopt names each config's calls: exactly those (a config it does not name: the harness's own)
+    if exact is not None:
         env = {k: v for k, v in env.items() if k != "KOPT_PROFILE_CALLS"}
         if key in exact:
             return exact[key]
