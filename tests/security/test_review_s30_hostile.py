@@ -404,12 +404,21 @@ def role_aware_ncu() -> Iterator[Path]:
     its working folder, its environment, where its stdout and stderr go). What told it is
     written beside the report (`<report>.role`, empty: nothing did). Written outside /tmp: the
     sandbox gives every process a private /tmp."""
+    yield from patched_ncu("s30", {SPEED_LINE: SLOW_AS_BEST})
+
+
+def patched_ncu(tag: str, lines: dict[str, str]) -> Iterator[Path]:
+    """A fixture's body: tests/fake_target/bin/ncu with each of `lines` (each there once) replaced,
+    in a folder of its own outside /tmp (the sandbox gives every process a private /tmp), yielded
+    and removed after."""
     text = (Path(NCU_BIN) / "ncu").read_text()
-    assert SPEED_LINE in text
-    folder = Path(__file__).parent / ".runs" / f"s30-ncu-{uuid.uuid4().hex[:8]}"
+    for old, new in lines.items():
+        assert text.count(old) == 1, old
+        text = text.replace(old, new)
+    folder = Path(__file__).parent / ".runs" / f"{tag}-ncu-{uuid.uuid4().hex[:8]}"
     (folder / "bin").mkdir(parents=True)
     ncu = folder / "bin" / "ncu"
-    ncu.write_text(text.replace(SPEED_LINE, SLOW_AS_BEST))
+    ncu.write_text(text)
     ncu.chmod(0o755)
     try:
         yield folder / "bin"

@@ -15,8 +15,8 @@ and, unconfined, a profile changing what is committed (the tree it came from is 
 Closed in the thirty-second sitting: the floor's calls counted from the tree's own launches (ncu
 reports no range openings): kopt now names every config's calls in each profile, from the bench's
 own as the baseline's profile said them, and divides by those (profiler.ProfileCalls; section 1,
-xfail strict until then). Open: the shared bytecode cache as a switch any run can flip
-(docs/security.md, "What remains").
+xfail strict until then), and the shared bytecode cache as a switch any run could flip (a
+workspace binds only the units fixed once its baseline ran: sandbox/bytecode.py `freeze`).
 """
 
 from __future__ import annotations
@@ -38,11 +38,10 @@ from kopt_supervisor.engine.profile.summary import Launch, ProfileSummary, summa
 from kopt_supervisor.engine.workspace import Workspace
 from kopt_supervisor.kopt_tui.cli import main as kopt
 from tests.conftest import git
-from tests.engine.test_gate_in_loop import NCU_BIN
 from tests.engine.test_keep_profile_reuse import record
 from tests.profile.test_profile_classes import CONFIGS, REFS, WIDE
 from tests.security.harness import KEPT, NEEDS_BWRAP
-from tests.security.test_review_s30_hostile import SPEED_LINE, _do
+from tests.security.test_review_s30_hostile import SPEED_LINE, _do, patched_ncu
 from tests.security.test_review_s30_hostile import _run as s30_run
 
 RUNS = Path(__file__).parent / ".runs"
@@ -95,19 +94,7 @@ def hostile_ncu() -> Iterator[Path]:
     launch of a tiny `fake_helper` kernel in each config's range); "ncu_fail" (exit 9, the reason
     only in ncu's --log-file); "ncu_plant" (unconfined, it rewrites cand/kernel.json of the
     workspace). Written outside /tmp: the sandbox gives every process a private /tmp."""
-    text = (Path(NCU_BIN) / "ncu").read_text()
-    for old in (SPEED_LINE, LOOP_LINE, LOAD_LINE):
-        assert text.count(old) == 1, old
-    text = text.replace(SPEED_LINE, VERSION_TOLD).replace(LOOP_LINE, HELPER).replace(LOAD_LINE, AFTER_RUN)
-    folder = RUNS / f"s31h-ncu-{uuid.uuid4().hex[:8]}"
-    (folder / "bin").mkdir(parents=True)
-    ncu = folder / "bin" / "ncu"
-    ncu.write_text(text)
-    ncu.chmod(0o755)
-    try:
-        yield folder / "bin"
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
+    yield from patched_ncu("s31h", {SPEED_LINE: VERSION_TOLD, LOOP_LINE: HELPER, LOAD_LINE: AFTER_RUN})
 
 
 def _run(fake_env, tmp_path: Path, monkeypatch, tag: str, script: list[str], ncu_bin: Path, **kw) -> Workspace:

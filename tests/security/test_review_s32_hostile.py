@@ -33,8 +33,6 @@ import dataclasses
 import json
 import pickle
 import random
-import shutil
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
@@ -54,11 +52,10 @@ from kopt_supervisor.engine.profile.profiler import (
     own_calls,
 )
 from kopt_supervisor.engine.profile.summary import Launch, ProfileSummary, summarize
-from tests.engine.test_gate_in_loop import NCU_BIN
 from tests.engine.test_keep_profile_reuse import record
 from tests.profile.test_profile_classes import CONFIGS, NARROW, REFS, WIDE
 from tests.security.harness import KEPT
-from tests.security.test_review_s30_hostile import _do
+from tests.security.test_review_s30_hostile import _do, patched_ncu
 from tests.security.test_review_s30_hostile import _run as s30_run
 
 RUNS = Path(__file__).parent / ".runs"
@@ -357,17 +354,7 @@ def calls_ncu() -> Iterator[Path]:
     "ncu_helper_share" (one launch of `fake_helper` in each config's range, that share of one of
     its calls long, in every pass). Written outside /tmp: the sandbox gives every process a
     private /tmp."""
-    text = (Path(NCU_BIN) / "ncu").read_text()
-    assert text.count(LOOP_LINE) == 1
-    folder = RUNS / f"s32h-ncu-{uuid.uuid4().hex[:8]}"
-    (folder / "bin").mkdir(parents=True)
-    ncu = folder / "bin" / "ncu"
-    ncu.write_text(text.replace(LOOP_LINE, MORE_CALLS))
-    ncu.chmod(0o755)
-    try:
-        yield folder / "bin"
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
+    yield from patched_ncu("s32h", {LOOP_LINE: MORE_CALLS})
 
 
 NOOP = "k['ncu_speed'] = {'small': 0.8, 'large': 0.8}; k['ncu_jitter_first'] = 0.25; k.pop('ncu_double_closer', None); "

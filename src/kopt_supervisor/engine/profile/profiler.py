@@ -402,24 +402,26 @@ def baseline_reference(
     return None
 
 
-def _outputs_per_call(folder: Path, columns: Sequence[str]) -> dict[str, int]:
-    """Per config, the output summaries one call made in the baseline's profile (in `folder`)."""
+def _baselines_word(folder: Path, columns: Sequence[str]) -> dict[str, audit.ConfigAudit]:
+    """The baseline's profile's outputs.json in `folder` (trusted: the baseline's tree), per
+    config; {} where it cannot be read."""
     try:
-        said = audit.parse(read_output(folder / PROFILE_OUTPUTS, MAX_PROFILE_OUTPUTS_BYTES).decode(), columns, "")
+        return audit.parse(read_output(folder / PROFILE_OUTPUTS, MAX_PROFILE_OUTPUTS_BYTES).decode(), columns, "")
     except (BenchError, OSError, UnicodeDecodeError):
         return {}
+
+
+def _outputs_per_call(folder: Path, columns: Sequence[str]) -> dict[str, int]:
+    """Per config, the output summaries one call made in the baseline's profile (in `folder`)."""
+    said = _baselines_word(folder, columns)
     return {k: len(a.outputs) // a.calls for k, a in said.items() if a.calls and len(a.outputs) % a.calls == 0}
 
 
 def own_calls(folder: Path, columns: Sequence[str], keys: Iterable[str]) -> dict[str, int]:
-    """The bench's own calls per config, as the baseline's profile (in `folder`, trusted: the
-    baseline's tree) said them in its outputs.json; {} unless it said them for every config of
-    `keys` (a bench that is not kopt's harness, or an older one: calls counted from launches)."""
-    try:
-        said = audit.parse(read_output(folder / PROFILE_OUTPUTS, MAX_PROFILE_OUTPUTS_BYTES).decode(), columns, "")
-    except (BenchError, OSError, UnicodeDecodeError):
-        return {}
-    own = {k: a.calls for k, a in said.items() if a.calls}
+    """The bench's own calls per config, as the baseline's profile (in `folder`) said them in its
+    outputs.json; {} unless it said them for every config of `keys` (a bench that is not kopt's
+    harness, or an older one: calls counted from launches)."""
+    own = {k: a.calls for k, a in _baselines_word(folder, columns).items() if a.calls}
     wanted = set(keys)
     return {k: n for k, n in own.items() if k in wanted} if wanted and wanted <= set(own) else {}
 
