@@ -20,8 +20,15 @@ from tests.engine.test_served_trees import record, run, starts
 
 
 def served_gpu(
-    fake_env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, script: list[str], start: dict | None = None
+    fake_env,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    script: list[str],
+    start: dict | None = None,
+    *,
+    prepare: bool = False,
 ) -> tuple[Workspace, Path]:
+    """`prepare`: the served target answers `prepare` ([target].serve_prepare)."""
     logs = tmp_path / "serve_log"
     logs.mkdir()
     log = logs / "serve.log"
@@ -38,6 +45,7 @@ def served_gpu(
         toml_replace={
             "timeout_s = 20\n\n[decide]": f'timeout_s = 20\nwritable = ["{logs}"]\n\n[decide]',
             **dict([FAST_GATE]),
+            **({SERVE: f"{SERVE}serve_prepare = true\n"} if prepare else {}),
         },
         extra_toml=f'\n[profile]\nkind = "ncu"\nkernel = "fake"\ncommand = "{sys.executable} bench.py"\n',
     )
@@ -47,6 +55,9 @@ def served_gpu(
         git(repo, "commit", "-qam", "the starting tree's knobs")
     assert kopt(["--root", str(root), "init", "--repo", str(repo), "--tag", "a"]) == 0
     return Workspace(root, "a"), log
+
+
+SERVE = 'csv = "-"\n'
 
 
 def events(log: Path) -> list[tuple[str, str, float, str]]:

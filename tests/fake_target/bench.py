@@ -20,7 +20,10 @@ writes none; hostile ones (tests/security/test_profile_hostile.py): profile_as_b
 only when profiled as best), profile_nan (classes), profile_atol, profile_raw (the file's text),
 profile_nested (depth), profile_fifo, profile_sparse_mib, profile_link (a symlink's target). Held
 (KOPT_PROFILE_HOLD, a keep's profile started ahead): as kopt's harness, unless ignores_hold
-(never holds) or held_exit (holds, then exits before the word). FAKE_REPS=N adds a `reps` column (N timed calls per
+(never holds) or held_exit (holds, then exits before the word); after `go` it logs `warmed PID CWD TIME
+0|1` (1: a warm-up's mark in its cache). A held profile's warm-up (KOPT_PROFILE_WARM) logs `warm
+...` and `warm_end ...` and marks its cache; warm_s (seconds it takes), warm_go (a path, relative to
+its tree, where it writes "go": logs `warm_go_written` or `warm_go_refused`). FAKE_REPS=N adds a `reps` column (N timed calls per
 row) and sleeps what N calls at each config's latency take, before `fast` divides it: the
 wall time holds the timed calls, and a lying timer's claim is not in it.
 """
@@ -112,8 +115,24 @@ k = load_json("kernel.json")
 UNHELD = bool(os.environ.get("KOPT_PROFILE_HOLD") and k.get("ignores_hold"))
 """ignores_hold: a command that is not kopt's harness runs at once (logs `unheld ...` when it
 starts and `unheld_end ...` when it ends)."""
+WARMED = os.path.join(os.environ.get("TRITON_CACHE_DIR", "."), "warmed")
 if os.environ.get("KOPT_PROFILE_HOLD") and not UNHELD:
     held(os.environ["KOPT_PROFILE_HOLD"])
+    note(f"warmed {os.getpid()} {os.getcwd()} {time.time():.6f} {int(os.path.exists(WARMED))}")
+if os.environ.get("KOPT_PROFILE_WARM"):  # a held profile's warm-up: "compiles" into the cache, then leaves
+    note(f"warm {os.getpid()} {os.getcwd()} {time.time():.6f}")
+    if k.get("warm_go"):  # hostile: releases its own held profile, were the go file in reach
+        try:
+            with open(k["warm_go"], "w") as f:
+                f.write("go\n")
+            note(f"warm_go_written {os.getpid()} {os.getcwd()} {time.time():.6f}")
+        except OSError:
+            note(f"warm_go_refused {os.getpid()} {os.getcwd()} {time.time():.6f}")
+    time.sleep(float(k.get("warm_s", 0)))
+    os.makedirs(os.path.dirname(WARMED) or ".", exist_ok=True)
+    open(WARMED, "w").close()
+    note(f"warm_end {os.getpid()} {os.getcwd()} {time.time():.6f}")
+    sys.exit(0)
 if UNHELD:
     note(f"unheld {os.getpid()} {os.getcwd()} {time.time():.6f}")
 if k.get("crash"):

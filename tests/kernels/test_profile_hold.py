@@ -229,3 +229,28 @@ def test_the_profile_log_counts_the_threads_a_held_run_left_at_idle_priority() -
     finally:
         done.set()
         t.join()
+
+
+def test_a_profiles_warm_up_calls_each_config_once_and_writes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """KOPT_PROFILE_WARM (engine/loop/profile_runs.py WarmUp): the --profile run kopt starts to
+    compile a held profile's kernels calls the tree's function once per config (kopt asks one
+    call: KOPT_PROFILE_CALLS=1), with no CSV on its output."""
+    t = tmp_path / "tree"
+    (t / "ops").mkdir(parents=True)
+    calls = tmp_path / "calls"
+    (t / "ops" / "scale.py").write_text(
+        f"def scale(x):\n    open({str(calls)!r}, 'a').write('call\\n')\n    return x * 2\n"
+    )
+    monkeypatch.setenv("KOPT_PROFILE_CALLS", "1")
+    assert hb.main(spec(), ["--profile"], tree=t) == 0
+    configs = len([ln for ln in capsys.readouterr().out.splitlines() if ln.strip()]) - 1  # its CSV's rows
+    assert configs >= 2 and len(calls.read_text().splitlines()) == configs
+    calls.unlink()
+    forget_tree_modules(t)
+    monkeypatch.setenv(hb.PROFILE_WARM_ENV, "1")
+    assert hb.main(spec(), ["--profile"], tree=t) == 0
+    out, err = capsys.readouterr()
+    assert out == "" and "warm-up" in err
+    assert len(calls.read_text().splitlines()) == configs  # each config once, as the profile will call it

@@ -139,6 +139,12 @@ class RemoteTrees(Protocol):
         ...
 
 
+class Untimed(Protocol):
+    """A run that must end before a timed look (`Lane.settle`)."""
+
+    def settle(self, poll: Callable[[], None]) -> None: ...
+
+
 @dataclass
 class Lane:
     index: int
@@ -156,6 +162,9 @@ class Lane:
     (None: measure.ProcessAbba on this host; a Ray lane's runs on its worker)."""
     remote: RemoteTrees | None = field(default=None, repr=False)
     """Where the lane's trees and GPU are when not on this host (a Ray lane's worker)."""
+    untimed: list[Untimed] = field(default_factory=list, repr=False)
+    """Runs started beside a decision that must end before its first timed look (a held
+    profile's warm-up: profile_runs.WarmUp)."""
 
     @property
     def name(self) -> str:
@@ -169,6 +178,11 @@ class Lane:
             return self.remote.vendor
         chosen = self.gate.chosen
         return str(getattr(chosen, "vendor", "none")) if chosen is not None else "none"
+
+    def settle(self, poll: Callable[[], None]) -> None:
+        """Each of `untimed` ended (waited for briefly, else killed): called before a timed look."""
+        for run in list(self.untimed):
+            run.settle(poll)
 
     def close(self) -> None:
         for m in (self.measurer, self.fresh):

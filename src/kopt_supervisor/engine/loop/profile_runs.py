@@ -5,7 +5,9 @@ into one summary (`profile_in`). Run where the lane's GPU is: here, or on a Ray 
 
 `HeldProfile`: a keep's one-pass profile started while the decision's looks still run and held
 by kopt's harness before it runs anything of the tree or on the GPU, at the CPU's idle priority
-(kernels/harness/hold.py); released when the decision keeps, told to stop otherwise."""
+(kernels/harness/hold.py); released when the decision keeps, told to stop otherwise. `WarmUp`:
+its tree's kernels compiled into its copy's cache by a short unprofiled run while the decision
+prepares, ended before any timed look."""
 
 from __future__ import annotations
 
@@ -29,6 +31,7 @@ from kopt_supervisor.engine.profile.profiler import (
     PROFILE_OUTPUTS,
     PROFILE_OUTPUTS_ENV,
     PROFILE_SEED_ENV,
+    PROFILE_WARM_ENV,
     ProfileCalls,
     ProfilePass,
     Profiler,
@@ -37,7 +40,7 @@ from kopt_supervisor.engine.profile.summary import ProfileSummary
 from kopt_supervisor.engine.records import Iteration
 from kopt_supervisor.engine.runner import tail_file
 from kopt_supervisor.engine.runner.command import all_at_once, as_argv
-from kopt_supervisor.engine.runner.server import ServerError
+from kopt_supervisor.engine.runner.server import Server, ServerError
 from kopt_supervisor.engine.sandbox import Confinement
 
 FIRST = ProfileCalls()
@@ -275,7 +278,10 @@ class HeldProfile:
                 confine=self.pt.jail(ctx),
                 log_dir=self.pt.copy.logs,
             )
+            self.warm = WarmUp(ctx, it, lane, self.pt, self.gpu_env) if ctx.cfg.target.serve_prepare else None
         except BaseException:
+            if hasattr(self, "server"):
+                self.server.close(grace_s=0.0)
             self.pt.copy.drop()
             raise
 
@@ -324,6 +330,8 @@ class HeldProfile:
             return None
         try:
             with ctx.control.during(Step.PROFILE), ctx.clock(it, "profiler_s"):
+                if self.warm is not None:  # ended before the looks already, unless none was taken
+                    self.warm.settle(ctx.control.pump)
                 why = self.wait_held(ctx.control.pump)  # a run still starting has not written it yet
                 if why:  # read before `go`: nothing of the tree ran yet
                     self.cancel()
@@ -361,6 +369,8 @@ class HeldProfile:
     def cancel(self) -> None:
         """Stop: the run is told so and ended at once (before `go` it holds nothing worth a wait);
         its copy removed."""
+        if self.warm is not None:
+            self.warm.cancel()
         if self.server.alive:
             try:
                 say(self.go, "stop")
@@ -369,6 +379,80 @@ class HeldProfile:
         self.server.close(grace_s=0.0)
         self.pt.copy.move_logs(self.ctx.ws.log_dir(self.it.version), self.pt.side)
         self.pt.copy.drop()
+
+
+WARM_WAIT_S = 10.0
+"""How long the first timed look waits for a warm-up still running before it is killed (its
+compiles so far stay in the cache; the profile compiles the rest)."""
+
+
+class WarmUp:
+    """A held profile's tree's kernels compiled before its `go`, into its copy's cache: the
+    profile command (or the bench) run once without the profiler (KOPT_PROFILE_WARM=1, one call
+    per config, KOPT_PROFILE_CALLS=1; no outputs) in the same copy, started with the held
+    profile and ended before the decision's first timed look (`Lane.settle`, called by
+    served_trees between the look's prepare and its timed requests: nothing is timed while the
+    candidate's new process imports and prepares). Only on a served target that prepares
+    (`[target].serve_prepare`), where that window exists.
+
+    It runs the tree's code while the held run waits, so it writes nothing but the cache: the
+    copy's tree read-only, its output folder (where `go` is written) not there at all; were it
+    writable, the tree could release its own profile into the timed looks
+    (tests/engine/test_profile_warm.py). On the H200 the held profile's own compiles were
+    2.6-3 s of its ~11 s after `go` (docs/h100-wave3/part29-calls-asked-h200.md)."""
+
+    def __init__(self, ctx: RunContext, it: Iteration, lane: Lane, pt: ProfiledTree, gpu_env: dict[str, str]) -> None:
+        self.ctx, self.it, self.lane = ctx, it, lane
+        c = pt.copy
+        env = {
+            **gpu_env,
+            **PROFILE_ENV,
+            PROFILE_WARM_ENV: "1",
+            **ProfileCalls(1).env(),
+            **ctx.jails.env(c.label, pt.tree_hash, cache=c.cache),
+        }
+        self.t0 = time.monotonic()
+        self.server: Server = ctx.procs.server(
+            it,
+            as_argv(ctx.cfg.profile.command or ctx.cfg.target.bench),
+            cwd=c.tree,
+            name=f"profile_{NEUTRAL}_warm",
+            env=env,
+            confine=ctx.jails.bench(c.tree, c.label, pt.tree_hash, write_tree=False, cache=c.cache),
+            log_dir=c.logs,
+        )
+        lane.untimed.append(self)
+
+    def settle(self, poll: Callable[[], None]) -> None:
+        """Ended: waited for up to WARM_WAIT_S, then killed with its process group; an event
+        says which, and how long the look waited."""
+        if self.server.closed:
+            return
+        t0 = time.monotonic()
+        try:
+            code: int | str = self.server.finish(
+                timeout_s=WARM_WAIT_S, poll=poll, poll_interval_s=self.ctx.poll_interval_s
+            )
+        except ServerError as e:
+            code = str(e)
+        finally:
+            self.forget()
+        waited, ran = time.monotonic() - t0, time.monotonic() - self.t0
+        self.ctx.event(
+            "profile",
+            f"v{self.it.version}: a profile's warm-up ended ({'exit code ' if isinstance(code, int) else ''}{code}) "
+            f"after {ran:.1f} s; the look waited {waited:.1f} s for it",
+            it=self.it,
+        )
+
+    def cancel(self) -> None:
+        """Ended at once (its held profile is not taken)."""
+        self.server.close(grace_s=0.0)
+        self.forget()
+
+    def forget(self) -> None:
+        if self in self.lane.untimed:
+            self.lane.untimed.remove(self)
 
 
 def prove_held(ctx: RunContext, it: Iteration, started: Iterable[HeldProfile]) -> str:

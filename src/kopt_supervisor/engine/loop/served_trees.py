@@ -266,6 +266,7 @@ class ServedTrees:
             todo = tuple(side for side in order if ready.get(side) != (r, seed))  # a warm-up prepared the others
             if len(order) > 1 and self._splits() and todo:
                 self._prepare(todo, r, seed)
+            self.lane.settle(self.ctx.control.pump)  # nothing started beside the decision runs past here
             for side in order:
                 self._focus(side)
                 t0 = time.monotonic()

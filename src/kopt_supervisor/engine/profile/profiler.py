@@ -71,6 +71,10 @@ from kopt_supervisor.engine.sandbox.paths import read_output
 PROFILE_ENV = {"KOPT_PROFILE": "1"}
 """Set by the loop for profiled runs; a bench may run fewer repetitions, but must run the
 same number of calls for best and candidate (see docs/profiling.md)."""
+PROFILE_WARM_ENV = "KOPT_PROFILE_WARM"
+"""Set (with PROFILE_ENV and one call per config) for a held profile's warm-up: the same command
+without the profiler, run only to compile the tree's kernels into the profile's cache
+(loop/profile_runs.py WarmUp); its output is not read."""
 PROFILE_CALLS_ENV = "KOPT_PROFILE_CALLS"
 """The calls per config kopt asks of a profile (`ProfileCalls.env`): a JSON object naming each
 config's, or one number for a closer profile's configs (a bench that never said its own)."""

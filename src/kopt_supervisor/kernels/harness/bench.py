@@ -167,6 +167,12 @@ PROFILE_SEED_ENV = "KOPT_PROFILE_SEED"
 inputs, so their outputs compare)."""
 
 
+PROFILE_WARM_ENV = "KOPT_PROFILE_WARM"
+"""Set by kopt (with KOPT_PROFILE=1 and one call per config) for a held profile's warm-up: the
+--profile run without a profiler, only to compile the tree's kernels into the profile's cache;
+its rows are not written."""
+
+
 def profile_seed(seed: int) -> int:
     """--profile's inputs' base seed: KOPT_PROFILE_SEED when kopt gives one, else `seed`."""
     raw = os.environ.get(PROFILE_SEED_ENV, "").strip()
@@ -1434,6 +1440,9 @@ def main(spec: Spec | str | Path, argv: list[str] | None = None, *, tree: str | 
         seed = run_seed(a)
     rows = bench.profile_rows(seed) if a.profile else bench.once_rows(seed) if a.once else bench.timed_rows(seed)
     clock.lap("timing")
+    if a.profile and os.environ.get(PROFILE_WARM_ENV):
+        log(f"a profile's warm-up (its kernels compiled, nothing written): {clock.line()}")
+        return 0
     write_csv(rows, a.out)
     log(clock.line())
     if bench.failed:
