@@ -1004,7 +1004,8 @@ class Bench:
         rows: list[dict[str, Any]] = []
         where = os.environ.get(PROFILE_OUTPUTS_ENV, "")
         later = ProfileEntries(self.torch)
-        cases = self.cases(base_seed, reference=False, host=True)
+        warm = bool(os.environ.get(PROFILE_WARM_ENV))  # drawn on the GPU: a warm-up's inputs only need their shapes
+        cases = self.cases(base_seed, reference=False, host=not warm)
         while True:
             t0 = time.perf_counter()
             case = next(cases, None)  # its first call's inputs drawn here
