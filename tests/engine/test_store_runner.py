@@ -460,3 +460,48 @@ def test_opening_run_db_retries_a_journal_mode_refused_as_locked(tmp_path, monke
     with pytest.raises(sqlite3.OperationalError, match="no such table"):
         store_mod._while_busy(broken)
     assert calls["n"] == -1  # not retried
+
+
+def test_process_trees_finds_every_groups_tree_in_one_pass(monkeypatch) -> None:
+    """The engine asks for all its children's trees at once (control.Processes.own_pids, at
+    every GPU check): one pass over /proc, each group's members and their descendants."""
+    import subprocess
+
+    procs = [subprocess.Popen(["sh", "-c", "sleep 30 & sleep 30 & wait"], start_new_session=True) for _ in range(2)]
+    try:
+        deadline = time.monotonic() + 10
+        while any(len(process_tree(p.pid)) < 3 for p in procs) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        passes: list[int] = []
+        table = runner._table
+        monkeypatch.setattr(runner, "_table", lambda: passes.append(1) or table())
+        pids = {p.pid for p in runner.process_trees([p.pid for p in procs])}
+        assert len(passes) == 1
+        assert pids == {q.pid for p in procs for q in process_tree(p.pid)} and len(pids) == 6
+        assert runner.process_trees([]) == [] and len(passes) == 3  # the two process_tree calls; none for no group
+    finally:
+        for p in procs:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+
+
+def test_a_server_is_continued_only_once_it_was_paused(tmp_path: Path, monkeypatch) -> None:
+    """`resume` sends SIGCONT (a pass over the process table) only to a server `pause` stopped."""
+    import kopt_supervisor.engine.runner.server as server_module
+
+    sent: list[int] = []
+    real = server_module.signal_tree
+    monkeypatch.setattr(
+        server_module, "signal_tree", lambda pgid, sig, token=None: (sent.append(sig), real(pgid, sig, token))
+    )
+    srv = Server(["cat"], cwd=tmp_path, log_dir=tmp_path / "logs", name="cat")
+    try:
+        srv.resume()
+        assert sent == []
+        srv.pause()
+        assert sent == [signal.SIGSTOP] and psutil.Process(srv.pgid).status() == psutil.STATUS_STOPPED
+        srv.resume()
+        srv.resume()
+        assert sent == [signal.SIGSTOP, signal.SIGCONT] and psutil.Process(srv.pgid).status() != psutil.STATUS_STOPPED
+    finally:
+        srv.close(grace_s=0.0)

@@ -49,7 +49,7 @@ from typing import TypedDict, TypeVar
 from kopt_supervisor.engine import BadInput, KoptFailure, history
 from kopt_supervisor.engine.config import Config
 from kopt_supervisor.engine.records import Iteration
-from kopt_supervisor.engine.runner import process_tree
+from kopt_supervisor.engine.runner import process_trees
 from kopt_supervisor.engine.runner.command import RunResult
 from kopt_supervisor.engine.runner.command import run as run_command
 from kopt_supervisor.engine.runner.server import Server
@@ -534,4 +534,4 @@ class Processes:
     def own_pids(self) -> set[int]:
         """This run's live child processes, those that left their group included (the GPU gate
         does not count them as foreign)."""
-        return {p.pid for pgid in self.child_pgids for p in process_tree(pgid)}
+        return {p.pid for p in process_trees(self.child_pgids)}

@@ -20,7 +20,7 @@ import secrets
 import signal
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import BinaryIO
 
@@ -66,11 +66,20 @@ def process_tree(pgid: int) -> list[psutil.Process]:
     """The group's members and all their descendants: what a sandboxed command started in a
     session of its own (`setsid`) has left the group but not the tree (e.g. the GPU gate's
     own processes, which must never count as foreign). One pass over the process table."""
+    return process_trees((pgid,))
+
+
+def process_trees(pgids: Iterable[int]) -> list[psutil.Process]:
+    """`process_tree` of every group in `pgids`, in one pass over the process table (a pass
+    reads every process's stat: ~20 us each, hundreds of processes on a busy machine)."""
+    groups = set(pgids)
+    if not groups:
+        return []
     children: dict[int, list[int]] = {}
     todo: list[int] = []
     for pid, ppid, group in _table():
         children.setdefault(ppid, []).append(pid)
-        if group == pgid:
+        if group in groups:
             todo.append(pid)
     out: dict[int, psutil.Process] = {}
     while todo:

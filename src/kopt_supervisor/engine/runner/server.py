@@ -102,6 +102,8 @@ class Server:
         os.set_blocking(self.proc.stdout.fileno(), False)  # type: ignore[union-attr]
         self.pgid = self.proc.pid
         self.closed = False
+        self.paused = False
+        """Stopped by `pause()` and not resumed since."""
         runner.limit_file_size(self.proc.pid, max_output_bytes)
         if on_start:
             on_start(self.pgid)
@@ -119,13 +121,16 @@ class Server:
         """Stop its whole process tree (SIGSTOP) until `resume()`: while another process is
         measured, nothing this one runs (a thread left busy, a child) takes a CPU from it."""
         if self.alive:
+            self.paused = True
             signal_tree(self.pgid, signal.SIGSTOP, None if self.confined is not None else self.token)
             wait_stopped(self.pgid, timeout_s=0.5)  # kill() returns before a busy process has stopped
 
     def resume(self) -> None:
-        """Continue what `pause()` stopped (SIGCONT); harmless on a running process."""
-        if not self.closed:
+        """Continue what `pause()` stopped (SIGCONT); nothing when it is not paused (a pass over
+        the process table saved: a look resumes every server several times)."""
+        if not self.closed and self.paused:
             signal_tree(self.pgid, signal.SIGCONT, None if self.confined is not None else self.token)
+            self.paused = False
 
     def ask(
         self,
