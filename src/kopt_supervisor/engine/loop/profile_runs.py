@@ -398,8 +398,8 @@ class WarmUp:
     It runs the tree's code while the held run waits, so it writes nothing but the cache: the
     copy's tree read-only, its output folder (where `go` is written) not there at all; were it
     writable, the tree could release its own profile into the timed looks
-    (tests/engine/test_profile_warm.py). On the H200 the held profile's own compiles were
-    2.6-3 s of its ~11 s after `go` (docs/h100-wave3/part29-calls-asked-h200.md)."""
+    (tests/engine/test_profile_warm.py). On the H200 a keep's held profile went from 11.3-11.8 s
+    to 7.8-8.3 s, and the first look waited 0.1-0.7 s for it (docs/h100-wave3/part30-profile-warm-up-h200.md)."""
 
     def __init__(self, ctx: RunContext, it: Iteration, lane: Lane, pt: ProfiledTree, gpu_env: dict[str, str]) -> None:
         self.ctx, self.it, self.lane = ctx, it, lane
