@@ -13,6 +13,7 @@ from kopt_supervisor.engine.profile.profiler import PROFILE_HOLD_GO, PROFILE_WAR
 from kopt_supervisor.engine.workspace import Workspace
 from tests.engine.test_profile_ahead import looks_of, said_of, served_gpu
 from tests.engine.test_served_trees import record, run
+from tests.security.harness import NEEDS_BWRAP
 
 
 def lines(log: Path, *words: str) -> list[tuple[str, str, float, list[str]]]:
@@ -35,6 +36,7 @@ def profile_logs(ws: Workspace, v: int) -> list[str]:
     return sorted(p.name for p in ws.log_dir(v).glob("profile_*warm*"))
 
 
+@NEEDS_BWRAP  # the go file is out of reach where a sandbox works (unconfined, tree code writes anywhere)
 def test_a_warm_up_compiles_in_the_profiles_copy_ends_before_the_timed_looks_and_cannot_say_go(
     fake_env, tmp_path, monkeypatch
 ):

@@ -145,12 +145,19 @@ class ProfiledTree:
         kind, tree_hash = which_tree(it, lane, tree, staged)
         return cls(tree, kind, tree_hash, side, out_dir, BlindCopy(ctx, tree, tree_hash))
 
-    def jail(self, ctx: RunContext, *, reading: bool = False) -> Confinement | None:
+    def jail(self, ctx: RunContext, *, reading: bool = False, warming: bool = False) -> Confinement | None:
         """The copy's confinement: its tree, its new cache, its output folder the one it writes
-        (`reading`: the report read back, without the GPU, the tree read-only)."""
+        (`reading`: the report read back, without the GPU, the tree read-only; `warming`: a
+        warm-up, the GPU and the cache, the tree read-only, the output folder not there)."""
         c = self.copy
         return ctx.jails.bench(
-            c.tree, c.label, self.tree_hash, outputs=(c.out,), write_tree=not reading, gpu=not reading, cache=c.cache
+            c.tree,
+            c.label,
+            self.tree_hash,
+            outputs=() if warming else (c.out,),
+            write_tree=not (reading or warming),
+            gpu=not reading,
+            cache=c.cache,
         )
 
     def after(self, ctx: RunContext, lane: Lane, it: Iteration) -> None:
@@ -403,23 +410,15 @@ class WarmUp:
 
     def __init__(self, ctx: RunContext, it: Iteration, lane: Lane, pt: ProfiledTree, gpu_env: dict[str, str]) -> None:
         self.ctx, self.it, self.lane = ctx, it, lane
-        c = pt.copy
-        env = {
-            **gpu_env,
-            **PROFILE_ENV,
-            PROFILE_WARM_ENV: "1",
-            **ProfileCalls(1).env(),
-            **ctx.jails.env(c.label, pt.tree_hash, cache=c.cache),
-        }
         self.t0 = time.monotonic()
         self.server: Server = ctx.procs.server(
             it,
             as_argv(ctx.cfg.profile.command or ctx.cfg.target.bench),
-            cwd=c.tree,
+            cwd=pt.copy.tree,
             name=f"profile_{NEUTRAL}_warm",
-            env=env,
-            confine=ctx.jails.bench(c.tree, c.label, pt.tree_hash, write_tree=False, cache=c.cache),
-            log_dir=c.logs,
+            env={**profile_env(ctx, gpu_env, pt, ProfileCalls(1), None), PROFILE_WARM_ENV: "1"},
+            confine=pt.jail(ctx, warming=True),
+            log_dir=pt.copy.logs,
         )
         lane.untimed.append(self)
 
