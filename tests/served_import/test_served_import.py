@@ -142,7 +142,7 @@ def test_the_benchs_own_timing_is_never_read_a_slow_kernel_with_fake_fast_figure
 ) -> None:
     """Hostile: the tree's kernel does four times the work, its benchmark function returns 1e9
     GB/s and its module replaces do_bench with a fake timer. kopt captures the callable anyway
-    and times it: slower than the honest tree's on every config, by the OS's own CPU clock; its
+    and times it: slower than the honest tree's on every config (~2x over all), by the OS's own CPU clock; its
     outputs are still right. The honest tree in another process, same seed: the same bytes."""
     honest = layer_norm_tree(tmp_path / "honest")
     cheat = layer_norm_tree(tmp_path / "cheat", SLOW + FAKE_FAST)
@@ -158,7 +158,12 @@ def test_the_benchs_own_timing_is_never_read_a_slow_kernel_with_fake_fast_figure
     ).read_text()
     fair, fake = rows(tmp_path / "honest.csv"), rows(tmp_path / "cheat.csv")
     assert (fake["err"] == 0).all() and list(fake["calls"]) == list(fair["calls"])
-    assert (fake["us"] > 1.5 * fair["us"]).all(), (list(fair["us"]), list(fake["us"]))
+    # the fake timer's figure would be 0.001 us: every row is kopt's own CPU time, slower than the
+    # honest tree's (the trees run one after the other, so a busy machine moves each row by tens of
+    # percent: the fourfold backward pass shows as ~2x per config, >= 1.5x over all three)
+    timed = (list(fair["us"]), list(fake["us"]))
+    assert (fake["us"] > 1000).all() and (fake["us"] > fair["us"]).all(), timed
+    assert fake["us"].sum() > 1.5 * fair["us"].sum(), timed
     best = kopt_audit.parse((tmp_path / "honest_audit.json").read_text(), CONFIG, "honest")
     cand = kopt_audit.parse((tmp_path / "cheat_audit.json").read_text(), CONFIG, "cheat")
     assert all(kopt_audit.compare(best[k], cand[k]) is None for k in best)  # right, only slow
