@@ -45,21 +45,27 @@ def test_a_real_40_percent_saving_is_shown():
     assert "of the 0.4 s the bench claims" in truth.reason
 
 
-def test_a_real_saving_in_few_noisy_looks_is_shown():
-    """4 looks, CPU time in 10 ms ticks: the saving is proven and about what is claimed, even
-    though 4 looks cannot bound it above half the claim."""
+def test_a_real_saving_is_shown_only_once_its_bound_clears_half_the_claim():
+    """CPU time in 10 ms ticks, a real saving of about what is claimed: 4 looks prove a saving
+    but cannot bound it above half the claim, so the OS cannot tell yet (the confirmation takes
+    more looks); 12 such looks bound it there and show it. Proving only that something was saved
+    is not enough (until 2026-12-03 it was: a timer patch's noise did that, see
+    test_a_timer_patch_a_quiet_machine_once_showed_is_not_shown)."""
     rng = random.Random(11)
     quantized = []
-    for r in range(4):
+    for r in range(12):
         lk = look(r, cpu_saved=0.045, wall_saved=0.045, claimed_saved=0.045, noise=0.05, rng=rng)
         quantized.append(
             LookCost(
                 SideCost("best", r, 0.15, lk.best.wall_s, lk.best.claimed_s),
-                SideCost("cand", r, 0.15 - (0.03, 0.06, 0.04, 0.05)[r], lk.cand.wall_s, lk.cand.claimed_s),
+                SideCost("cand", r, 0.15 - (0.03, 0.06, 0.04, 0.05)[r % 4], lk.cand.wall_s, lk.cand.claimed_s),
             )
         )
-    truth = weigh(quantized)
-    assert truth.outcome == "shown" and truth.clocks[0].lower_s < 0.0225 < truth.clocks[0].saved_s, truth.reason
+    few = weigh(quantized[:4])
+    cpu = few.clocks[0]
+    assert few.outcome == "inconclusive" and 0 < cpu.lower_s < 0.0225 < cpu.saved_s, few.reason
+    many = weigh(quantized)
+    assert many.outcome == "shown" and many.clocks[0].lower_s > 0.0225, many.reason
 
 
 def test_a_small_real_gain_under_a_patched_timer_that_claims_five_times_more_is_refuted():
@@ -272,3 +278,42 @@ def test_a_busy_machine_does_not_show_a_patched_timer_on_the_wall_clock_where_th
     ]
     truth = weigh(many)
     assert {c.clock: c.outcome for c in truth.clocks}["cpu"] == "inconclusive" and truth.outcome == "shown"
+
+
+QUIET_TIMER_PATCH = [
+    ("best", 7, 0.46, 0.4608, 0.225996),
+    ("cand", 7, 0.38, 0.3731, 0.08168),
+    ("best", 8, 0.31, 0.2916, 0.136385),
+    ("cand", 8, 0.29, 0.2876, 0.068287),
+    ("best", 9, 0.42, 0.4182, 0.207084),
+    ("cand", 9, 0.31, 0.3005, 0.067642),
+    ("best", 10, 0.41, 0.4076, 0.203381),
+    ("cand", 10, 0.35, 0.3414, 0.082834),
+    ("best", 11, 0.27, 0.2776, 0.134065),
+    ("cand", 11, 0.29, 0.2875, 0.068021),
+    ("best", 12, 0.36, 0.3467, 0.162388),
+    ("cand", 12, 0.3, 0.3043, 0.071288),
+    ("best", 13, 0.41, 0.4026, 0.204562),
+    ("cand", 13, 0.32, 0.313, 0.074786),
+    ("best", 14, 0.36, 0.3675, 0.19113),
+    ("cand", 14, 0.32, 0.3231, 0.073946),
+]
+"""Eight consecutive looks (side, look, CPU s, wall s, claimed s) of the pyserve target's BEST
+against hostile.py's "marshal" timer patch (every process_time reading halved: it saves
+nothing), recorded on this project's 2-core machine with nothing else running
+(`python -m experiments.os_truth_null --cand marshal --looks 40 --load none`, 2026-12-03):
+each side's look costs 0.3-0.46 CPU s and moves by ~0.05 s from look to look, half the claim."""
+
+
+def test_a_timer_patch_a_quiet_machine_once_showed_is_not_shown():
+    """The recorded looks' CPU clock reads 0.055 s saved per look of the 0.11 s claimed, its
+    99% lower bound above zero (0.011 s): the old rule (a saving proven, its mean at least half
+    the claim) showed the patch from the 7th look, and suite run GW kept the same case that way
+    under load. The saving must be bounded above half the claim: never shown, at any look
+    the confirmation could stop at."""
+    recorded = looks_of(SideCost(side, r, cpu, wall, claimed) for side, r, cpu, wall, claimed in QUIET_TIMER_PATCH)
+    cpu = weigh(recorded).clocks[0]
+    assert cpu.clock == "cpu" and 0 < cpu.lower_s < 0.5 * weigh(recorded).claimed_s <= cpu.saved_s + 0.001, cpu
+    for n in range(3, len(recorded) + 1):
+        truth = weigh(recorded[:n])
+        assert truth.outcome != "shown", (n, truth.reason)
