@@ -22,7 +22,7 @@ import pytest
 from kopt_supervisor.engine import BadInput, api, gitops
 from kopt_supervisor.engine.config.toml_io import dumps as dumps_config
 from kopt_supervisor.engine.config.toml_io import loads as loads_config
-from kopt_supervisor.engine.decide.confirmation import MAX_LOOKS
+from kopt_supervisor.engine.decide.confirmation import OS_MAX_LOOKS
 from kopt_supervisor.engine.decide.external_truth import TIMER_ONLY, SideCost
 from kopt_supervisor.engine.loop.context import open_run, single_lane
 from kopt_supervisor.engine.loop.measure import ProcessAbba, measurer_for
@@ -294,7 +294,9 @@ def test_two_processes_per_decision_abba_one_seed_per_look_and_the_costs_recorde
     # in tests/engine/test_keep_confirmation.py, the same 30% gain, until 2026-11-30)
     conf, truth = v1["confirmation"], v1["external_truth"]
     assert conf["outcome"] == "confirmed" and conf["path"] == "served", conf
-    assert 2 <= conf["looks"] < MAX_LOOKS and conf["seconds"] > 0, conf
+    # (the looks the OS's clocks need to bound the saving above half the claim may run past the
+    # bench's own 6 on a loaded machine: GX, 2026-12-03, 6; never to the OS's cap)
+    assert 2 <= conf["looks"] < OS_MAX_LOOKS and conf["seconds"] > 0, conf
     assert {c["claimed"] is not None for c in conf["classes"].values()} == {True}
     # the OS's accounting of every look shows the claimed saving: CPU time is the truth here
     assert truth["kind"] == "os_time" and truth["outcome"] == "confirmed", truth
