@@ -317,3 +317,69 @@ def test_a_timer_patch_a_quiet_machine_once_showed_is_not_shown():
     for n in range(3, len(recorded) + 1):
         truth = weigh(recorded[:n])
         assert truth.outcome != "shown", (n, truth.reason)
+
+
+GY_HONEST = {
+    "eval": [
+        ("best", 0, 0.47, 0.698, 0.2022, True),
+        ("cand", 0, 0.33, 0.489, 0.0786, True),
+        ("best", 1, 0.37, 0.774, 0.2003, False),
+        ("cand", 1, 0.32, 0.398, 0.1051, False),
+        ("best", 2, 0.36, 0.571, 0.1974, False),
+        ("cand", 2, 0.26, 0.337, 0.0962, False),
+        ("best", 3, 0.42, 0.723, 0.2077, False),
+        ("cand", 3, 0.28, 0.489, 0.0864, False),
+        ("best", 4, 0.37, 0.684, 0.1924, False),
+        ("cand", 4, 0.28, 0.477, 0.0902, False),
+        ("best", 5, 0.41, 0.558, 0.204, False),
+        ("cand", 5, 0.3, 0.475, 0.1045, False),
+    ],
+    "reverify": [
+        ("best", 0, 0.51, 0.811, 0.2062, True),
+        ("cand", 0, 0.43, 0.662, 0.1068, True),
+        ("best", 1, 0.28, 0.364, 0.1329, False),
+        ("cand", 1, 0.32, 0.53, 0.1065, False),
+        ("best", 2, 0.41, 0.73, 0.2044, False),
+        ("cand", 2, 0.25, 0.453, 0.082, False),
+        ("best", 3, 0.35, 0.595, 0.1727, False),
+        ("cand", 3, 0.23, 0.287, 0.0681, False),
+        ("best", 4, 0.3, 0.578, 0.1415, False),
+        ("cand", 4, 0.3, 0.494, 0.103, False),
+        ("best", 5, 0.28, 0.549, 0.1359, False),
+        ("cand", 5, 0.26, 0.373, 0.0741, False),
+        ("best", 6, 0.33, 0.47, 0.1633, False),
+        ("cand", 6, 0.25, 0.405, 0.0761, False),
+        ("best", 7, 0.42, 0.649, 0.2027, False),
+        ("cand", 7, 0.3, 0.513, 0.0972, False),
+        ("best", 8, 0.36, 0.557, 0.1726, False),
+        ("cand", 8, 0.32, 0.442, 0.1085, False),
+        ("best", 9, 0.27, 0.464, 0.1312, False),
+        ("cand", 9, 0.24, 0.396, 0.0805, False),
+        ("best", 10, 0.32, 0.412, 0.1679, False),
+        ("cand", 10, 0.25, 0.401, 0.0808, False),
+        ("best", 11, 0.28, 0.505, 0.1392, False),
+        ("cand", 11, 0.25, 0.484, 0.0765, False),
+    ],
+}
+"""record["side_costs"] of an honest ~2x keep (tests/security/test_hostile_role_e2e.py's
+control on the pyserve target), suite run GY, 2026-12-03: (side, look, CPU s, wall s, claimed s,
+started) for the decision's 6 looks and the confirmation's 12."""
+
+
+def test_an_honest_gain_whose_claim_moves_with_the_machine_is_shown():
+    """Its CPU saving, 0.07 s per look of the 0.083 s claimed, moves from look to look with its
+    claim (0.026..0.124 s): a look whose machine ran best's timed calls slower claims more and
+    saves more. Bounded from the spread of the savings alone, 16 steady looks could not place it
+    above half the claim (0.0344 s against 0.0416: inconclusive, review, rejected in GY); from
+    the spread of each look's saving net of half its own claim they do."""
+    recorded = [
+        look
+        for stage in ("eval", "reverify")
+        for look in looks_of(
+            SideCost(side, r, cpu, wall, claimed, started=st) for side, r, cpu, wall, claimed, st in GY_HONEST[stage]
+        )
+    ]
+    truth = weigh(recorded)
+    cpu = truth.clocks[0]
+    assert truth.outcome == "shown" and truth.looks == 16 and cpu.clock == "cpu", truth.reason
+    assert cpu.lower_s > 0.5 * truth.claimed_s > 0.0344, cpu

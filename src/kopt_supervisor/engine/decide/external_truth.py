@@ -28,8 +28,12 @@ to hide its steady looks pays for its starts: they only lower its savings).
 `weigh(looks)` -> `OsTruth` with outcome (one of OS_OUTCOMES):
 
 - "shown": on at least one clock at least SHOWN_SHARE of the mean claim is proven saved (its
-  one-sided CONFIDENCE lower bound, from the spread of the per-look savings, above that
-  share). Proving only that something was saved, the mean at the share, is not enough: on
+  one-sided CONFIDENCE lower bound above that share). The bounds come from the spread of each
+  look's saving net of SHOWN_SHARE of that look's own claim, not of the savings alone: a look
+  in which the machine ran best's timed calls slower claims more and saves more together, and
+  pairing them per look takes that common part out (on this project's VM, the same recorded
+  looks: a timer patch refuted in 80% of confirmations, not 57%; honest gains shown in 87-100%,
+  not 82-100%, and in fewer looks; docs/decision.md). Proving only that something was saved, the mean at the share, is not enough: on
   this project's 2-core VM each side's look moves by ~15% of its CPU seconds from look to
   look, loaded or not, and a timer patch that saved nothing was "shown" so in 2.9% of
   confirmations on a quiet machine and kept in a suite run (GW, 2026-12-03); bounded above the
@@ -39,7 +43,7 @@ to hide its steady looks pays for its starts: they only lower its savings).
   (`_against_a_refutation`). A candidate cannot make a clock show what it did not save: CPU
   burnt or time slept only lowers its savings.
 - "refuted": no clock shows it, and on one of them the claim is not there: the saving's
-  upper bound stays below SHOWN_SHARE of the mean claim, or (from EVERY_LOOK_MIN looks on)
+  upper bound (from the same spread) stays below SHOWN_SHARE of the mean claim, or (from EVERY_LOOK_MIN looks on)
   every look on its own shows less than SHOWN_SHARE of its claim. The second reading is what
   a candidate that widens the spread (CPU burnt or time slept in some looks) cannot escape:
   both only lower its savings. An honest candidate falls short of half its claim in every
@@ -319,14 +323,18 @@ def _clock(name: str, looks: list[LookCost], claim: float) -> ClockCheck | None:
         return None
     saved = [b - c for b, c, _ in values]
     m = mean(saved)
+    share = SHOWN_SHARE * mean([cl for _, _, cl in values])
     tick = RESOLUTION_S[name]
-    half = max(t_quantile(CONFIDENCE, n - 1) * stdev(saved) / math.sqrt(n), tick)
-    short = sum(1 for s, (_, _, cl) in zip(saved, values, strict=True) if s + tick < SHOWN_SHARE * cl)
+    # the spread of each look's saving net of the share of its own look's claim: a look whose
+    # machine ran slower claims more and saves more together (module docstring)
+    net = [s - SHOWN_SHARE * cl for s, (_, _, cl) in zip(saved, values, strict=True)]
+    half = max(t_quantile(CONFIDENCE, n - 1) * stdev(net) / math.sqrt(n), tick)
+    short = sum(1 for x in net if x + tick < 0)
     if tick >= SHOWN_SHARE * claim:
         outcome = "blind"  # it cannot resolve the share of the claim it is asked about
-    elif m + half < SHOWN_SHARE * claim or (n >= EVERY_LOOK_MIN[name] and short == n):
+    elif m + half < share or (n >= EVERY_LOOK_MIN[name] and short == n):
         outcome = "refuted"
-    elif m - half > SHOWN_SHARE * claim:
+    elif m - half > share:
         outcome = "shown"
     else:
         outcome = "inconclusive"
