@@ -28,28 +28,30 @@ to hide its steady looks pays for its starts: they only lower its savings).
 `weigh(looks)` -> `OsTruth` with outcome (one of OS_OUTCOMES):
 
 - "shown": on at least one clock at least SHOWN_SHARE of the mean claim is proven saved (its
-  one-sided CONFIDENCE lower bound above that share). The bounds come from the spread of each
-  look's saving net of SHOWN_SHARE of that look's own claim, not of the savings alone: a look
-  in which the machine ran best's timed calls slower claims more and saves more together, and
-  pairing them per look takes that common part out (on this project's VM, the same recorded
-  looks: a timer patch refuted in 80% of confirmations, not 57%; honest gains shown in 87-100%,
-  not 82-100%, and in fewer looks; docs/decision.md). Proving only that something was saved, the mean at the share, is not enough: on
-  this project's 2-core VM each side's look moves by ~15% of its CPU seconds from look to
-  look, loaded or not, and a timer patch that saved nothing was "shown" so in 2.9% of
-  confirmations on a quiet machine and kept in a suite run (GW, 2026-12-03); bounded above the
-  share, 0 of 2,000 (experiments/os_truth_null.py, docs/decision.md). Either clock may show it: a kernel that spreads over threads saves wall time
-  while its CPU time grows; against the other's refutation (or the wall clock where the CPU
-  clock cannot tell), only in every look from EVERY_LOOK_MIN looks on
-  (`_against_a_refutation`). A candidate cannot make a clock show what it did not save: CPU
-  burnt or time slept only lowers its savings.
+  one-sided CONFIDENCE lower bound above that share). Proving only that something was saved,
+  the mean at the share, is not enough: on this project's 2-core VM each side's look moves by
+  ~15% of its CPU seconds from look to look, loaded or not, and a timer patch that saved
+  nothing was "shown" so in 2.9% of confirmations on a quiet machine, and kept in a suite run
+  (GW, 2026-12-03). The bounds come from the spread of each look's saving net of SHOWN_SHARE of
+  that look's own claim, not of the savings alone: a look in which the machine ran best's timed
+  calls slower claims more and saves more together, and pairing them per look takes that common
+  part out. On the same recorded looks (experiments/os_truth_null.py, docs/decision.md): a timer
+  patch shown in 0% of confirmations and refuted in 80% (57% with the savings' own spread);
+  honest gains shown in 87-100% (82-100%), in fewer looks. Either clock may show it: a kernel
+  that spreads over threads saves wall time while its CPU time grows; against the other's
+  refutation (or the wall clock where the CPU clock cannot tell), only in every look from
+  EVERY_LOOK_MIN looks on (`_against_a_refutation`). A candidate cannot make a clock show what
+  it did not save: CPU burnt or time slept only lowers its savings, and the means place the
+  bounds (the saving it really made against the share of the claim it made).
 - "refuted": no clock shows it, and on one of them the claim is not there: the saving's
-  upper bound (from the same spread) stays below SHOWN_SHARE of the mean claim, or (from EVERY_LOOK_MIN looks on)
-  every look on its own shows less than SHOWN_SHARE of its claim. The second reading is what
-  a candidate that widens the spread (CPU burnt or time slept in some looks) cannot escape:
-  both only lower its savings. An honest candidate falls short of half its claim in every
-  look only when the clock's noise exceeds that half every time: the CPU clock, which the
-  machine's load moves less, needs 4 such looks (and a shortfall beyond its tick), the
-  wall clock, which a loaded machine moves by more than a small claim, 7 (0.5^7 < 1%).
+  upper bound (from the same spread) stays below SHOWN_SHARE of the mean claim, or (from
+  EVERY_LOOK_MIN looks on) every look on its own shows less than SHOWN_SHARE of its claim.
+  The second reading is what a candidate that widens the spread (CPU burnt or time slept in
+  some looks) cannot escape: both only lower its savings. An honest candidate falls short of
+  half its claim in every look only when the clock's noise exceeds that half every time: the
+  CPU clock, which the machine's load moves less, needs 4 such looks (and a shortfall beyond
+  its tick), the wall clock, which a loaded machine moves by more than a small claim, 7
+  (0.5^7 < 1%).
   One clock suffices: a noisy wall clock on a loaded machine must not let a patched timer
   through that the CPU clock refutes.
 - "inconclusive": the clocks' noise is too large for the claim either way (a small claim on
