@@ -101,8 +101,11 @@ def run(cand_case: str, looks: int, load: str) -> list[SideCost]:
     loaders = []
     if load == "bursty":
         stop = time.monotonic() + 3600
-        loaders = [subprocess.Popen([sys.executable, "-c", f"from {__name__} import bursty; bursty({stop})"])]
-        loaders.append(subprocess.Popen(loaders[0].args))
+        spin = f"from experiments.os_truth_null import bursty; bursty({stop})"  # not __name__: "__main__" under -m
+        loaders = [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(2)]
+        time.sleep(0.5)
+        if any(p.poll() is not None for p in loaders):
+            raise SystemExit("the load did not start (see its error above)")
     costs: list[SideCost] = []
     first = ("best", "cand") if random.random() < 0.5 else ("cand", "best")
     try:
