@@ -95,14 +95,19 @@ def bursty(stop: float) -> None:
         time.sleep(rnd.uniform(0.2, 3.0))
 
 
+def spin_command(stop: float) -> list[str]:
+    """One busy process's command (`bursty` until `stop`): the module by its name, not
+    `__name__`, which is "__main__" under `python -m`."""
+    return [sys.executable, "-c", f"from experiments.os_truth_null import bursty; bursty({stop})"]
+
+
 def run(cand_case: str, looks: int, load: str) -> list[SideCost]:
     root = Path(tempfile.mkdtemp(prefix="os-null-"))
     sides = {"best": Side(tree(root, "best", None)), "cand": Side(tree(root, "cand", cand_case))}
     loaders = []
     if load == "bursty":
         stop = time.monotonic() + 3600
-        spin = f"from experiments.os_truth_null import bursty; bursty({stop})"  # not __name__: "__main__" under -m
-        loaders = [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(2)]
+        loaders = [subprocess.Popen(spin_command(stop)) for _ in range(2)]
         time.sleep(0.5)
         if any(p.poll() is not None for p in loaders):
             raise SystemExit("the load did not start (see its error above)")
@@ -160,11 +165,14 @@ def report(costs: list[SideCost], sizes: tuple[int, ...] = (4, 5, 6, 8, 12)) -> 
         print(f"  windows of {n:2d} looks ({total}): {shares}")
 
 
-def sequential(costs: list[SideCost], trials: int = 2000, first: int = 3, cap: int = 14) -> None:
+def sequential(
+    costs: list[SideCost], trials: int = 2000, first: int = 3, cap: int = 14
+) -> tuple[dict[str, float], float]:
     """The rule as the loop applies it: `cap` looks drawn at random (without replacement: a look
     drawn twice would shrink the spread) from the steady ones, weighed after each from `first` on, stopping at the first outcome other than
     "inconclusive" or at `cap` looks (a decision's few steady looks and a confirmation's up to
-    confirmation.OS_MAX_LOOKS): the share of each final outcome, and the mean looks taken."""
+    confirmation.OS_MAX_LOOKS): the share of each final outcome, and the mean looks taken
+    (`cap` at most the steady looks recorded)."""
     looks = [lk for lk in looks_of(costs) if not lk.started]
     rnd = random.Random(0)
     outcomes: dict[str, int] = {}
@@ -177,8 +185,7 @@ def sequential(costs: list[SideCost], trials: int = 2000, first: int = 3, cap: i
                 break
         outcomes[got] = outcomes.get(got, 0) + 1
         taken += n
-    shares = ", ".join(f"{k} {v / trials:.1%}" for k, v in sorted(outcomes.items()))
-    print(f"  sequential, {first}..{cap} looks ({trials} draws): {shares}; {taken / trials:.1f} looks on average")
+    return {k: v / trials for k, v in sorted(outcomes.items())}, taken / trials
 
 
 def main() -> None:
@@ -195,8 +202,14 @@ def main() -> None:
         costs = run(a.cand, a.looks, a.load)
         if a.out:
             a.out.write_text("".join(json.dumps(c.to_dict()) + "\n" for c in costs))
+    steady = len([lk for lk in looks_of(costs) if not lk.started])
+    if steady < 3:
+        print(f"{steady} steady look(s): too few to weigh (3 at least)")
+        return
     report(costs)
-    sequential(costs)
+    shares, looks = sequential(costs, cap=min(14, steady))
+    told = ", ".join(f"{k} {v:.1%}" for k, v in shares.items())
+    print(f"  sequential, 3..{min(14, steady)} looks (2000 draws): {told}; {looks:.1f} looks on average")
 
 
 if __name__ == "__main__":
