@@ -307,10 +307,11 @@ each side's look costs 0.3-0.46 CPU s and moves by ~0.05 s from look to look, ha
 
 def test_a_timer_patch_a_quiet_machine_once_showed_is_not_shown():
     """The recorded looks' CPU clock reads 0.055 s saved per look of the 0.11 s claimed, its
-    99% lower bound above zero (0.011 s): the old rule (a saving proven, its mean at least half
-    the claim) showed the patch from the 7th look, and suite run GW kept the same case that way
-    under load. The saving must be bounded above half the claim: never shown, at any look
-    the confirmation could stop at."""
+    99% lower bound above zero (0.011 s from the savings' own spread, 0.024 s from the spread
+    net of half each look's claim): the old rule (a saving proven, its mean at least half the
+    claim) showed the patch from the 7th look, and suite run GW kept the same case that way
+    under load. The saving must be bounded above half the claim (0.055 s): never shown, at any
+    look the confirmation could stop at (inconclusive at 8: more looks, or review)."""
     recorded = looks_of(SideCost(side, r, cpu, wall, claimed) for side, r, cpu, wall, claimed in QUIET_TIMER_PATCH)
     cpu = weigh(recorded).clocks[0]
     assert cpu.clock == "cpu" and 0 < cpu.lower_s < 0.5 * weigh(recorded).claimed_s <= cpu.saved_s + 0.001, cpu
