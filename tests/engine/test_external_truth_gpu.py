@@ -45,7 +45,10 @@ def test_a_profiler_that_cannot_tell_on_an_improved_class_is_inconclusive_not_ti
     ev, lane = evidence(object())
     truth = ev.external_truth(keep(agreement("narrow", "agrees"), agreement("wide", "cannot_tell")), lane)
     assert truth.kind == "profiler" and truth.outcome == "inconclusive"
-    assert truth.reason.startswith("the profiler could not show the claimed gain for wide (narrow agrees")
+    assert truth.reason.startswith(
+        "the profiler could not show half the claimed gain for wide (wide: profiler -29.0% [-31.0, -27.0], "
+        "cannot tell; narrow agrees"
+    )
     it = keep(agreement("wide", "cannot_tell"))
     it.record["profile"]["taken"] = {"calls": 12}
     assert "for wide even at up to 12 calls per config" in ev.external_truth(it, lane).reason

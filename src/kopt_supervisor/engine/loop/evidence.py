@@ -38,7 +38,7 @@ from kopt_supervisor.engine.loop.measure import (
 )
 from kopt_supervisor.engine.loop.profile_runs import HeldProfile, NotHeld, profile_in, prove_held
 from kopt_supervisor.engine.loop.served_trees import ServedTrees
-from kopt_supervisor.engine.profile import AGREES, Agreement, agrees, choose_profiler, profiler
+from kopt_supervisor.engine.profile import Agreement, agrees, choose_profiler, profiler
 from kopt_supervisor.engine.profile.classes import ConfigRef, compare_per_class, config_refs
 from kopt_supervisor.engine.profile.floors import bytes_short, call_bytes, slower_than_kept
 from kopt_supervisor.engine.profile.profiler import (
@@ -395,13 +395,10 @@ class Evidence:
     def served_confirmation(
         self, it: Iteration, lane: Lane, claim: Verdict, fresh: Measurer | None = None
     ) -> Confirmation:
-        """Looks in two freshly started servers (both trees' processes new, caches of their own
-        emptied, fresh seeds, each look audited) until decide/confirmation.judge concludes on
-        the classes the keep claims (MIN_LOOKS..MAX_LOOKS looks; a claimed class six looks cannot
-        tell, confirmation.EXTENDS, takes more, up to EXTENDED_MAX_LOOKS: `judge`'s extension).
-        On a target without a GPU a confirmed claim the OS's accounting cannot tell yet takes more
-        looks, up to OS_MAX_LOOKS: its clocks (CPU time in 10 ms ticks) need them more than the
-        bench's statistics do. `fresh`: the servers to use instead (tests)."""
+        """Looks in two freshly started servers (new processes, emptied caches, fresh seeds, each
+        look audited) until decide/confirmation.judge concludes on the classes the keep claims
+        (up to EXTENDED_MAX_LOOKS; without a GPU up to OS_MAX_LOOKS while the OS's accounting
+        cannot tell yet). `fresh`: the servers to use instead (tests)."""
         assert self.rounds is not None
         policy = self.rounds.policy()
         guard = guard_configs(self.ctx)
@@ -439,10 +436,8 @@ class Evidence:
         return out
 
     def process_confirmation(self, it: Iteration, lane: Lane, verdict: Verdict) -> Confirmation:
-        """The process-level bench decides again, best and candidate in fresh, separate,
-        confined processes at the same policy (record["reverify"]): confirmed when it keeps,
-        or when its noise left it undecided with at least half of each claimed gain
-        (`consistent_gain`)."""
+        """The process-level bench decides again in fresh, confined processes (record["reverify"]):
+        confirmed when it keeps, or left undecided showing half of each claim (`consistent_gain`)."""
         assert self.rounds is not None
         measurer = lane.fresh or ProcessAbba(self.ctx, lane, fresh_caches=True)
         fresh = self.rounds.decide(it, lane, Stage.REVERIFY, measurer=measurer)
@@ -596,5 +591,10 @@ class Evidence:
 
 
 def unshown(agreement: Agreement) -> list[str]:
-    """The classes a keep claims (confirmation.is_claimed) on which the profiler does not agree."""
-    return [c.cls for c in agreement.classes if claim_rule.is_claimed(c.cls, c.bench_verdict) and c.status != AGREES]
+    """The classes a keep claims (confirmation.is_claimed) whose gain the profiler does not show."""
+    shown = truth_rule.profiler_shows
+    return [
+        c.cls
+        for c in agreement.classes
+        if claim_rule.is_claimed(c.cls, c.bench_verdict) and not shown(c.status, c.bench_ratio, c.profiler_hi)
+    ]

@@ -1,0 +1,81 @@
+"""A timer patch the profiler reads just below no change is not a keep (decide/external_truth.py
+`profiler_shows`, used by engine/loop/evidence.py `unshown` and `by_profiler`).
+
+Until 2026-12-03 a claimed class was shown on a GPU when the profiler's interval lay below 1
+and not above the bench's: the form the OS's accounting had when it kept a timer patch in a
+suite run (docs/decision.md, "Noise that showed a timer patch"). A timer patch that claims a
+few per cent, its bench interval wide enough to reach the profiler's, needed only a drift of
+the candidate's profile run of ~1% (3 run-noise sds of DEFAULT_RUN_NOISE_PCT) to be shown by
+the device's own clock. The profiler now has to show half the claim with its interval's upper
+bound, as the OS does with its lower bound of the saving."""
+
+from __future__ import annotations
+
+from kopt_supervisor.engine.config import DecideConfig
+from kopt_supervisor.engine.decide.confirmation import Confirmation
+from kopt_supervisor.engine.decide.estimate import ClassResult, Policy, Verdict
+from kopt_supervisor.engine.decide.external_truth import by_profiler, profiler_unshown, settle
+from kopt_supervisor.engine.loop.evidence import unshown
+from kopt_supervisor.engine.profile import agrees
+from kopt_supervisor.engine.profile.classes import compare_per_class
+from tests.profile.test_profile_classes import NARROW, REFS, WIDE, Bench, profile
+
+POLICY = Policy.from_config(DecideConfig())
+CLAIM = [Bench(NARROW, "improved", 0.97, 0.95, 0.99), Bench(WIDE, "improved", 0.97, 0.95, 0.99)]
+"""What a timer that reads 97% of what it measures claims, with a noisy bench interval."""
+
+
+def agreement(shift: float, claim: list[Bench] = CLAIM):
+    """The profiler's agreement for a candidate whose kernels take `shift` times best's (its
+    run drifting, or a real change)."""
+    return agrees(claim, compare_per_class(profile(1), profile(2, shift=shift), REFS))
+
+
+def pair_record(shift: float) -> dict:
+    ag = agreement(shift)
+    return {
+        "agreement": ag.to_dict(),
+        "outputs": {"checked": 9},
+        "taken": {"best_from": None, "best_is_baseline": True},
+    }
+
+
+KEEP = Verdict(
+    "keep",
+    "-3% (a timer patch)",
+    tuple(ClassResult(b.cls, 5, 5, 100.0, 97.0, b.ratio, b.lo, b.hi, "improved") for b in CLAIM),
+)
+
+
+def test_a_timer_patch_a_run_drift_puts_below_no_change_is_not_shown():
+    ag = agreement(0.99)  # the kernels unchanged, the candidate's profile run 1% quicker
+    # the old rule: every claimed class "agrees" (its interval below 1, not above the bench's)
+    assert {c.cls: c.status for c in ag.classes} == {NARROW: "agrees", WIDE: "agrees"}
+    assert all(c.profiler_hi is not None and c.profiler_hi < 1.0 for c in ag.classes)
+    # the rule now: half the claimed 3% is not shown by the interval's upper bound
+    assert unshown(ag) == [NARROW, WIDE]
+    # the pair does not stand in for the looks, and the external truth cannot confirm it
+    assert by_profiler(pair_record(0.99), KEEP, POLICY) is None
+    truth = profiler_unshown(unshown(ag), ag.summary_line(), ag.to_dict(), 12)
+    assert truth.outcome == "inconclusive" and "for the claimed -3.0%, its bound short of -1.5%" in truth.reason
+    looks = Confirmation("confirmed", "fresh servers: -3%", 3, ())  # the patched timer fools the looks
+    kept = settle(KEEP, looks, truth)
+    assert kept.kind == "borderline" and "external_truth_inconclusive" in kept.flags
+
+
+def test_the_same_claim_made_by_a_real_change_is_shown():
+    ag = agreement(0.97)  # the kernels 3% quicker, as claimed
+    assert not unshown(ag)
+    conf = by_profiler(pair_record(0.97), KEEP, POLICY)
+    assert conf is not None and conf.outcome == "confirmed"
+    assert {c.cls: c.state for c in conf.classes} == {NARROW: "shown", WIDE: "shown"}
+
+
+def test_half_the_claim_is_the_line():
+    """A real change the profiler sees smaller than the bench (isolated launches against the
+    bench's graphs: the H200's num_warps keep read -11.0% by the bench, -8.3% by the profiler)
+    is shown while its upper bound keeps half the claim, and not once it does not."""
+    claim = [Bench(NARROW, "improved", 0.89, 0.80, 0.98), Bench(WIDE, "improved", 0.89, 0.80, 0.98)]
+    assert not unshown(agreement(0.92, claim))  # -8% seen, -5.5% needed at the bound
+    short = agreement(0.95, claim)  # -5% seen, agreeing with the bench: its bound short of -5.5%
+    assert {c.status for c in short.classes} == {"agrees"} and unshown(short) == [NARROW, WIDE]
