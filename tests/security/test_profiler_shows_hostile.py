@@ -2,12 +2,16 @@
 `profiler_shows`, used by engine/loop/evidence.py `unshown` and `by_profiler`).
 
 Until 2026-12-03 a claimed class was shown on a GPU when the profiler's interval lay below 1
-and not above the bench's: the form the OS's accounting had when it kept a timer patch in a
-suite run (docs/decision.md, "Noise that showed a timer patch"). A timer patch that claims a
-few per cent, its bench interval wide enough to reach the profiler's, needed only a drift of
-the candidate's profile run of ~1% (3 run-noise sds of DEFAULT_RUN_NOISE_PCT) to be shown by
-the device's own clock. The profiler now has to show half the claim with its interval's upper
-bound, as the OS does with its lower bound of the saving."""
+and not above the bench's (profile.agrees). A timer patch that claims a few per cent, its
+bench interval wide enough to reach the profiler's, needed only a drift of the candidate's
+profile run of ~1% (2-3 run-noise sds of DEFAULT_RUN_NOISE_PCT for the pair) to be shown by
+the device's own clock. The profiler's estimate now has to keep half the claimed gain as well,
+the rule the profile pair already met to stand in for the looks (`by_profiler`).
+
+Not its interval's upper bound, the form the OS's clocks are held to: on the H200 (2026-12-03,
+docs/decision.md "The profiler's word on a small claim") the closer profile's intervals on the
+RMSNorm demo's wide class were +-1.5-2.2% at 12 calls a config while the same real -3.4% step's
+estimates moved by 0.4% (sd) from try to try, and the bound refused one real keep in five."""
 
 from __future__ import annotations
 
@@ -52,12 +56,13 @@ def test_a_timer_patch_a_run_drift_puts_below_no_change_is_not_shown():
     # the old rule: every claimed class "agrees" (its interval below 1, not above the bench's)
     assert {c.cls: c.status for c in ag.classes} == {NARROW: "agrees", WIDE: "agrees"}
     assert all(c.profiler_hi is not None and c.profiler_hi < 1.0 for c in ag.classes)
-    # the rule now: half the claimed 3% is not shown by the interval's upper bound
+    # the rule now: the profiler's -1% does not keep half the claimed 3%
+    assert all(c.profiler_ratio is not None and c.profiler_ratio > 0.985 for c in ag.classes)
     assert unshown(ag) == [NARROW, WIDE]
     # the pair does not stand in for the looks, and the external truth cannot confirm it
     assert by_profiler(pair_record(0.99), KEEP, POLICY) is None
     truth = profiler_unshown(unshown(ag), ag.summary_line(), ag.to_dict(), 12)
-    assert truth.outcome == "inconclusive" and "for the claimed -3.0%, its bound short of -1.5%" in truth.reason
+    assert truth.outcome == "inconclusive" and "for the claimed -3.0%, short of half of it (-1.5%)" in truth.reason
     looks = Confirmation("confirmed", "fresh servers: -3%", 3, ())  # the patched timer fools the looks
     kept = settle(KEEP, looks, truth)
     assert kept.kind == "borderline" and "external_truth_inconclusive" in kept.flags
@@ -74,8 +79,8 @@ def test_the_same_claim_made_by_a_real_change_is_shown():
 def test_half_the_claim_is_the_line():
     """A real change the profiler sees smaller than the bench (isolated launches against the
     bench's graphs: the H200's num_warps keep read -11.0% by the bench, -8.3% by the profiler)
-    is shown while its upper bound keeps half the claim, and not once it does not."""
+    is shown while the profiler's estimate keeps half the claim, and not once it does not."""
     claim = [Bench(NARROW, "improved", 0.89, 0.80, 0.98), Bench(WIDE, "improved", 0.89, 0.80, 0.98)]
-    assert not unshown(agreement(0.92, claim))  # -8% seen, -5.5% needed at the bound
-    short = agreement(0.95, claim)  # -5% seen, agreeing with the bench: its bound short of -5.5%
+    assert not unshown(agreement(0.93, claim))  # -7% seen, -5.5% needed
+    short = agreement(0.95, claim)  # -5% seen, agreeing with the bench: short of -5.5%
     assert {c.status for c in short.classes} == {"agrees"} and unshown(short) == [NARROW, WIDE]

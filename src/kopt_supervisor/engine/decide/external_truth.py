@@ -395,13 +395,13 @@ def of_profiler(summary: str, agreement: dict[str, Any]) -> ExternalTruth:
     )
 
 
-def profiler_shows(status: str, claimed: float | None, hi: float | None) -> bool:
+def profiler_shows(status: str, claimed: float | None, ratio: float | None) -> bool:
     """Whether the profiler shows a claimed class's gain (`claimed`: the bench's cost ratio): it
-    agrees with the bench (profile.agrees) and its interval's upper bound keeps half the
-    claimed gain (`shows_half` on the bound), the form the OS's clocks are held to (`weigh`).
-    An interval merely below 1, which a run's drift gives a null change, showed a timer patch
-    claiming a few per cent (tests/security/test_profiler_shows_hostile.py)."""
-    return status == "agrees" and fmt.is_num(claimed) and fmt.is_num(hi) and shows_half(claimed, hi)
+    agrees with the bench (profile.agrees: its interval below 1, not above the bench's) and its
+    estimate keeps half the claimed gain (`shows_half`). A run's drift that put a null change
+    just below 1 showed a timer patch claiming -3% (tests/security/test_profiler_shows_hostile.py).
+    Not the bound (the OS's form): on the H200 it refused a real -3.5% step (docs/decision.md)."""
+    return status == "agrees" and fmt.is_num(claimed) and fmt.is_num(ratio) and shows_half(claimed, ratio)
 
 
 def profiler_unshown(
@@ -424,13 +424,13 @@ def profiler_unshown(
     )
 
 
-def _unshown_line(c: Mapping[str, Any]) -> str:  # wide: profiler -2.1% [-3.0, -1.2] for the claimed ...
+def _unshown_line(c: Mapping[str, Any]) -> str:  # wide: profiler -1.0% [-2.0, -0.1] for the claimed ...
     claimed = c.get("bench_ratio")
     seen = f"profiler {fmt.ratio_pct(c.get('profiler_ratio'), 1)} {fmt.interval(c.get('profiler_lo'), c.get('profiler_hi'))}"
     if c.get("status") != "agrees" or not fmt.is_num(claimed):
         return f"{c.get('cls')}: {seen}, {str(c.get('status')).replace('_', ' ')}"
     half = 1.0 - (1.0 - float(claimed)) / 2.0
-    return f"{c.get('cls')}: {seen} for the claimed {fmt.ratio_pct(claimed, 1)}, its bound short of {fmt.ratio_pct(half, 1)}"
+    return f"{c.get('cls')}: {seen} for the claimed {fmt.ratio_pct(claimed, 1)}, short of half of it ({fmt.ratio_pct(half, 1)})"
 
 
 def by_profiler(profile: Mapping[str, Any], claim: Verdict, policy: Policy) -> Confirmation | None:
@@ -444,9 +444,10 @@ def by_profiler(profile: Mapping[str, Any], claim: Verdict, policy: Policy) -> C
     stronger clock. It stands in when the profile compared per class and checked outputs, the
     keep is not one that needs the stronger checks (a speed beyond suspicious_speedup: the
     looks' audits on fresh inputs are part of those), every claimed class agrees with the
-    bench and the upper bound of its interval keeps at least half the claimed gain
-    (`profiler_shows`, the external truth's own rule), and no other profiled class disagrees or is estimated slower beyond its margin. Anything else
-    goes to the looks: this never refutes, it only spares the looks a keep the profiler shows.
+    bench and its estimate keeps at least half the claimed gain (`profiler_shows`, the
+    external truth's own rule), and no other profiled class disagrees or is estimated slower
+    beyond its margin. Anything else goes to the looks: this never refutes, it only spares the
+    looks a keep the profiler shows.
 
     Nor does it stand in when best's side was profiled in best/ from a tree a proposer wrote: a
     kept tree can be slow there only, told by its folder, and lend the candidate a gain the
@@ -476,7 +477,7 @@ def by_profiler(profile: Mapping[str, Any], claim: Verdict, policy: Policy) -> C
         ratio, lo, hi = figures
         claimed = claims.get(cls)
         if claimed is not None:
-            if not profiler_shows(str(c.get("status")), claimed, hi):
+            if not profiler_shows(str(c.get("status")), claimed, ratio):
                 return None
             checks.append(ClassCheck(cls, claimed, ratio, lo, hi, "shown"))
             continue

@@ -596,5 +596,5 @@ def unshown(agreement: Agreement) -> list[str]:
     return [
         c.cls
         for c in agreement.classes
-        if claim_rule.is_claimed(c.cls, c.bench_verdict) and not shown(c.status, c.bench_ratio, c.profiler_hi)
+        if claim_rule.is_claimed(c.cls, c.bench_verdict) and not shown(c.status, c.bench_ratio, c.profiler_ratio)
     ]
