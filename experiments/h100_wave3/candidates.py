@@ -48,7 +48,7 @@ def _quicker(measure):
 
 
 for _c in _classes(object, []):
-    if _c.__module__.endswith("harness.timing") and hasattr(_c, "block") and not any(
+    if str(getattr(_c, "__module__", "")).endswith("harness.timing") and hasattr(_c, "block") and not any(
             hasattr(b, "block") for b in _c.__bases__) and not getattr(_c.block, "quicker", False):
         _c.block = _quicker(_c.block)
 """
