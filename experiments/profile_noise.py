@@ -14,6 +14,18 @@ launches (mean us, spread between calls) and the harness's seconds per config (i
 outputs); then, from the first k calls of each config (k = 2, 3, 4, 6, 8, 12), the A/A per-class
 comparison kopt would make between the two runs (`compare_per_class`): how wide each class's
 interval is when nothing changed, so which calls per config would show a 3% claim.
+
+With `PROFILE_NOISE_PAIRS=N` (profile_noise.sh passes the environment through) it measures
+instead how often a null change passes the external truth's rule on a GPU (docs/decision.md,
+"The profiler's word on a small claim"): the keep pass only, the tree profiled 2N times in a
+row at 4 calls per config (a keep's first profile), each consecutive pair compared as kopt
+compares a keep's best and candidate (at k = 2 and 4 calls), and per class the share of pairs
+whose interval lies below 1 (what `profile.agrees` alone took as a gain) and whose estimate
+also keeps half of a claimed -3.4% (`external_truth.profiler_shows`: what a timer patch
+claiming the RMSNorm demo's real ~3% step would need). `null_rates` is the counting, tested
+without a GPU (experiments/test_profile_noise.py). On the device:
+
+    PROFILE_NOISE_PAIRS=20 bash experiments/profile_noise.sh
 """
 
 from __future__ import annotations
@@ -28,6 +40,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+from kopt_supervisor.engine.decide.confirmation import shows_half
 from kopt_supervisor.engine.profile.classes import ConfigRef, compare_per_class, parse_range
 from kopt_supervisor.engine.profile.ncu import (
     NCU_IMPORT,
@@ -54,10 +67,10 @@ CALLS = 12
 KS = (2, 3, 4, 6, 8, 12)
 
 
-def profile(tree: Path, folder: Path, extra: list[str]) -> list[Launch]:
+def profile(tree: Path, folder: Path, extra: list[str], calls: int = CALLS) -> list[Launch]:
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
-    env = {**os.environ, "KOPT_PROFILE": "1", "KOPT_PROFILE_SEED": "12345", "KOPT_PROFILE_CALLS": str(CALLS)}
+    env = {**os.environ, "KOPT_PROFILE": "1", "KOPT_PROFILE_SEED": "12345", "KOPT_PROFILE_CALLS": str(calls)}
     env["KOPT_PROFILE_OUTPUTS"] = str(folder / "outputs.json")
     env["TRITON_CACHE_DIR"] = str(tree / ".triton")
     step = NcuProfiler().for_keep("time").next_pass(list(BENCH), folder, KERNEL, [])
@@ -121,6 +134,57 @@ def per_config(launches: list[Launch]) -> dict[str, list[float]]:
     return by
 
 
+PAIR_CALLS = 4
+FAKE_CLAIM = 0.966
+"""A timer patch's claim: the RMSNorm demo's real ~3% step as the bench read it (-3.4%, part 31)."""
+
+
+def null_rates(
+    pairs: list[dict[str, tuple[float, float, float]]], claim: float = FAKE_CLAIM
+) -> dict[str, dict[str, float]]:
+    """Per class over A/A pairs (class -> (ratio, lo, hi) each): how many, the share whose
+    interval lies below 1, the share that also keeps half of `claim` (shows_half on the
+    estimate), and the estimates' sd in percent."""
+    out: dict[str, dict[str, float]] = {}
+    for cls in sorted({c for p in pairs for c in p}):
+        got = [p[cls] for p in pairs if cls in p]
+        below = [r for r, _, hi in got if hi < 1.0]
+        shown = [r for r in below if shows_half(claim, r)]
+        sd = statistics.stdev([(r - 1.0) * 100.0 for r, _, _ in got]) if len(got) > 1 else float("nan")
+        out[cls] = {"pairs": len(got), "below_1": len(below) / len(got), "shown": len(shown) / len(got), "sd_pct": sd}
+    return out
+
+
+def pairs_main(tree: Path, out: Path, n: int, production: set[str]) -> int:
+    """PROFILE_NOISE_PAIRS=n: 2n keep-pass profiles of one tree at PAIR_CALLS calls per config
+    (a keep's first profile: kopt's harness's own calls), compared in consecutive pairs."""
+    runs = [profile(tree, out / f"pair-{i}", [], PAIR_CALLS) for i in range(2 * n)]
+    config_refs = refs(runs[0], production)
+    report: dict[str, object] = {"claim": FAKE_CLAIM}
+    for k in (2, PAIR_CALLS):
+        pairs = []
+        for a, b in zip(runs[0::2], runs[1::2], strict=True):
+            s = [summarize(first_calls(r, k), KERNEL, tool="ncu") for r in (a, b)]
+            cmp = compare_per_class(s[0], s[1], config_refs, confidence=0.99, run_noise_pct=0.3)
+            pairs.append(
+                {
+                    c.cls: (float(c.ratio), float(c.lo), float(c.hi))
+                    for c in cmp.classes
+                    if c.ratio is not None and c.lo is not None and c.hi is not None
+                }
+            )
+        rates = null_rates(pairs)
+        report[f"k={k}"] = {"pairs": pairs, "rates": rates}
+        for cls, r in rates.items():
+            print(
+                f"   k={k:2d} {cls:16s} {r['pairs']:.0f} pairs: estimate sd {r['sd_pct']:.2f}%, "
+                f"interval below 1 in {r['below_1']:.0%}, and past half of -3.4% in {r['shown']:.0%}",
+                flush=True,
+            )
+    (out / "profile_noise.json").write_text(json.dumps(report, default=str) + "\n")
+    return 0
+
+
 def main() -> int:
     repo, out = Path(sys.argv[1]), Path(sys.argv[2])
     out.mkdir(parents=True, exist_ok=True)
@@ -132,6 +196,8 @@ def main() -> int:
 
     production = {s.name for s in contract("rmsnorm").SHAPES if s.kind == "production"}
     subprocess.run(BENCH[:2] + ["--dtypes", "bfloat16"], cwd=tree, capture_output=True, timeout=600)  # warm cache
+    if os.environ.get("PROFILE_NOISE_PAIRS"):
+        return pairs_main(tree, out, int(os.environ["PROFILE_NOISE_PAIRS"]), production)
     report: dict[str, object] = {}
     for name, extra in SETTINGS.items():
         print(f"== {name}", flush=True)
