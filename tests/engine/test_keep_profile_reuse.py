@@ -9,6 +9,7 @@ import json
 import os
 
 from kopt_supervisor.engine.daemon import run_engine
+from kopt_supervisor.engine.profile.profiler import REUSED_RUN_NOISE_PCT
 from kopt_supervisor.engine.store import Store
 from kopt_supervisor.engine.workspace import Workspace
 from kopt_supervisor.kopt_tui.cli import main as kopt
@@ -52,6 +53,9 @@ def test_the_second_keep_profiles_the_candidate_alone(fake_env, tmp_path, monkey
     assert taken["gpu"].endswith("GPU-fake-0") and taken["keep"] == "time"
     assert not (ws.profiles / "v2" / "best").exists() and (ws.profiles / "v2" / "cand" / "summary.json").is_file()
     assert v2["profile"]["best"] == v1["profile"]["cand"]  # the same summary, compared with the new candidate
+    # profiled minutes apart, not seconds: the reused pair's run-to-run term is the larger one
+    assert "plus 0.3% run-to-run" in v1["profile"]["comparison"]["noise"]
+    assert f"plus {REUSED_RUN_NOISE_PCT:g}% run-to-run" in v2["profile"]["comparison"]["noise"]
     assert "profiler: cls=large agrees" in v2["decision"]["reason"]
     # the profile pair, which showed every claimed class, is each keep's confirmation: no
     # fresh servers were started for looks (external_truth.by_profiler)

@@ -22,6 +22,7 @@ from kopt_supervisor.engine.decide.external_truth import by_profiler, profiler_u
 from kopt_supervisor.engine.loop.evidence import unshown
 from kopt_supervisor.engine.profile import agrees
 from kopt_supervisor.engine.profile.classes import compare_per_class
+from kopt_supervisor.engine.profile.profiler import REUSED_RUN_NOISE_PCT
 from tests.profile.test_profile_classes import NARROW, REFS, WIDE, Bench, profile
 
 POLICY = Policy.from_config(DecideConfig())
@@ -84,3 +85,18 @@ def test_half_the_claim_is_the_line():
     assert not unshown(agreement(0.93, claim))  # -7% seen, -5.5% needed
     short = agreement(0.95, claim)  # -5% seen, agreeing with the bench: short of -5.5%
     assert {c.status for c in short.classes} == {"agrees"} and unshown(short) == [NARROW, WIDE]
+
+
+def test_a_drift_against_a_reused_best_profile_shows_no_timer_patch():
+    """Best's profile reused from an earlier keep was taken minutes before the candidate's: on the
+    H200 one unchanged tree's profiles minutes apart differed by up to ~3% on the wide class
+    (profiler.REUSED_RUN_NOISE_PCT). A timer patch claiming -3.4% whose profile ran 2% quicker
+    than best's reused one was shown with the default run-to-run term; with the reused pair's
+    term the profiler cannot tell, so the loop profiles both trees again, closer and fresh."""
+    claim = [Bench(NARROW, "improved", 0.966, 0.961, 0.970), Bench(WIDE, "improved", 0.966, 0.961, 0.970)]
+    best, cand = profile(1), profile(2, shift=0.98)
+    default = agrees(claim, compare_per_class(best, cand, REFS, run_noise_pct=0.3))
+    assert not unshown(default)  # what reuse bought a timer patch before
+    reused = agrees(claim, compare_per_class(best, cand, REFS, run_noise_pct=REUSED_RUN_NOISE_PCT))
+    assert unshown(reused) == [NARROW, WIDE]
+    assert {c.status for c in reused.classes} == {"cannot_tell"}

@@ -121,7 +121,7 @@ class Evidence:
                     cands,
                     self.config_refs(),
                     confidence=policy.confidence,
-                    run_noise_pct=ctx.cfg.profile.run_noise_pct,
+                    run_noise_pct=profiler.run_noise_pct(ctx.cfg.profile.run_noise_pct, reused),
                 )
                 agreement = agrees(
                     verdict.classes,

@@ -451,6 +451,20 @@ format (a run resumed across an upgrade) is not reused: its calls and counters a
 candidate's."""
 
 
+REUSED_RUN_NOISE_PCT = 0.8
+"""The run-to-run term (% per profile) of a comparison against best's reused profile, at least:
+the two trees profiled minutes apart, not seconds. On the H200 (2026-12-03, the RMSNorm demo's
+tree profiled once per try over ~8 minutes, docs/h100-wave3/part31-profiler-shows-half-h200.md)
+the wide class's 99% intervals between profiles of one unchanged tree excluded no change in 84
+of 400 comparisons at the default 0.3%, in 20 at 0.6% and in none at 0.8%."""
+
+
+def run_noise_pct(configured: float, reused: ReusedProfile | None) -> float:
+    """The run-to-run term of a keep's comparison (`compare_per_class`): [profile].run_noise_pct,
+    and at least REUSED_RUN_NOISE_PCT when best's side is a reused profile (`reusable`)."""
+    return configured if reused is None else max(configured, REUSED_RUN_NOISE_PCT)
+
+
 def reusable(
     made: tuple[int, Mapping[str, Any]] | None,
     best_tree: str,
