@@ -44,10 +44,12 @@ from kopt_supervisor.engine.decide.confirmation import shows_half
 from kopt_supervisor.engine.profile.classes import ConfigRef, compare_per_class, parse_range
 from kopt_supervisor.engine.profile.ncu import (
     NCU_IMPORT,
+    NCU_LOG,
     NCU_NVTX,
     NcuProfiler,
     ncu_kernel_names,
     ncu_keyed_launches,
+    own_ranges,
     with_nvtx_ranges,
 )
 from kopt_supervisor.engine.profile.summary import KOPT_PREFIX, Launch, summarize
@@ -90,13 +92,17 @@ def profile(tree: Path, folder: Path, extra: list[str], calls: int = CALLS) -> l
     if res.returncode != 0:
         print(res.stderr[-3000:], flush=True)
         raise SystemExit(f"{folder}: rc {res.returncode}")
-    reads = [
-        subprocess.run(c, capture_output=True, text=True, timeout=600) for c in NcuProfiler().after_commands(folder)
-    ]
-    if any(r.returncode for r in reads):
-        raise SystemExit(f"{folder}: ncu --import failed")
-    keyed = ncu_keyed_launches((folder / NCU_IMPORT).read_text(), where="raw")
-    renamed = ncu_kernel_names((folder / NCU_NVTX).read_text(), where="nvtx")
+    own = own_ranges(folder)  # the run's own page names each launch's range: no read-back (as kopt)
+    if own is not None:
+        keyed, renamed = ncu_keyed_launches((folder / NCU_LOG).read_text(), where="raw"), own
+    else:
+        reads = [
+            subprocess.run(c, capture_output=True, text=True, timeout=600) for c in NcuProfiler().after_commands(folder)
+        ]
+        if any(r.returncode for r in reads):
+            raise SystemExit(f"{folder}: ncu --import failed")
+        keyed = ncu_keyed_launches((folder / NCU_IMPORT).read_text(), where="raw")
+        renamed = ncu_kernel_names((folder / NCU_NVTX).read_text(), where="nvtx")
     launches = with_nvtx_ranges(keyed, renamed, plain="raw", nvtx="nvtx")
     print(f"   {wall:.1f} s, {len(launches)} launches", flush=True)
     return launches
@@ -158,7 +164,13 @@ def null_rates(
 def pairs_main(tree: Path, out: Path, n: int, production: set[str]) -> int:
     """PROFILE_NOISE_PAIRS=n: 2n keep-pass profiles of one tree at PAIR_CALLS calls per config
     (a keep's first profile: kopt's harness's own calls), compared in consecutive pairs."""
-    runs = [profile(tree, out / f"pair-{i}", [], PAIR_CALLS) for i in range(2 * n)]
+    budget = float(os.environ.get("PROFILE_NOISE_BUDGET_S", "inf"))  # the call's limit: stop at a whole pair
+    t0, runs = time.monotonic(), []
+    for i in range(2 * n):
+        if i % 2 == 0 and runs and (time.monotonic() - t0) / len(runs) * (len(runs) + 2) > budget:
+            print(f"   stopped at {len(runs) // 2} pairs: PROFILE_NOISE_BUDGET_S={budget:.0f}", flush=True)
+            break
+        runs.append(profile(tree, out / f"pair-{i}", [], PAIR_CALLS))
     config_refs = refs(runs[0], production)
     report: dict[str, object] = {"claim": FAKE_CLAIM}
     for k in (2, PAIR_CALLS):
