@@ -23,9 +23,11 @@ compares a keep's best and candidate (at k = 2 and 4 calls), and per class the s
 whose interval lies below 1 (what `profile.agrees` alone took as a gain) and whose estimate
 also keeps half of a claimed -3.4% (`external_truth.profiler_shows`: what a timer patch
 claiming the RMSNorm demo's real ~3% step would need). `null_rates` is the counting, tested
-without a GPU (experiments/test_profile_noise.py). On the device:
+without a GPU (experiments/test_profile_noise.py). Each profile takes 19-22 s on the H200, so a
+call of the device's 600 s holds about 10 pairs: PROFILE_NOISE_BUDGET_S stops at the last whole
+pair that fits (docs/h100-wave3/part32-profile-pairs-and-reuse-h200.md). On the device:
 
-    PROFILE_NOISE_PAIRS=20 bash experiments/profile_noise.sh
+    PROFILE_NOISE_PAIRS=30 PROFILE_NOISE_BUDGET_S=450 bash experiments/profile_noise.sh
 """
 
 from __future__ import annotations
