@@ -80,8 +80,7 @@ class Evidence:
             self.drop_ahead(lane)  # a review may last hours: nothing started ahead waits through it
             return verdict
         prof = prof.for_keep(ctx.cfg.profile.keep)  # ncu: one pass, GPU time and L2 bytes (by default)
-        # the confirmation's servers start only after the profile (confirm_keep): the candidate's
-        # would import its code while best is profiled (GPU work at import slows best's kernels)
+        # confirm_keep's servers start after the profile: the candidate's import would slow best's kernels
         trees = {
             "best": tree_of(lane.best, it.best_commit_before or "HEAD"),
             "cand": str(it.record.get("evaluated_tree")),
@@ -130,16 +129,15 @@ class Evidence:
                     guards={GUARD_CLASS: policy.guard_max_regression_pct},
                     other_max_pct=policy.max_other_regression_pct,
                 )
-                if calls.more is not None or agreement.disagrees or not unshown(agreement):
-                    break
-                # a claimed class the profiler could not tell (unshown: no keep, decide/external_truth.py):
-                # look closer at its configs; every class is judged again, the others at their own calls
-                first, reused, closer = agreement, None, unshown(agreement)
+                again = agreement.held_half(*HALF) if agreement.disagrees else unshown(agreement)
+                if calls.more is not None or not again:  # a claim unshown (no keep) or held_half: look closer
+                    break  # at its configs; every class is judged again, the others at their own calls
+                first, reused, closer = agreement, None, again
                 calls = ProfileCalls.closer(own, [r.key for r in self.config_refs() if r.cls in closer])
                 seed = secrets.randbelow(1 << 31)
                 ctx.event(
                     "profile",
-                    f"v{it.version}: the profiler could not tell for {', '.join(unshown(agreement))} "
+                    f"v{it.version}: the profiler could not show the gain of {', '.join(again)} "
                     f"({agreement.summary_line()}): both trees again, {calls.more} calls per config of {', '.join(closer)}",
                     it=it,
                 )
@@ -421,8 +419,7 @@ class Evidence:
         if lane.measurer is not None:  # the decision's servers, in best/ and cand/, end first: no oracle
             lane.measurer.release()
         measurer = fresh or ServedTrees(self.ctx, lane, fresh=True)
-        # with several lanes (their measurers check BEST before each look), another lane's keep
-        # ends this confirmation at its next look too
+        # with several lanes (measurers check BEST before each look) another lane's keep ends it too
         checked = OnBest(self.ctx, measurer) if isinstance(lane.measurer, OnBest) else measurer
         try:
             out = self.rounds.looks(
@@ -588,6 +585,9 @@ class Evidence:
                 else choose_profiler(kind, vendor, outside_ranges=outside),
             )
         return self._profiler[1]
+
+
+HALF = (claim_rule.is_claimed, claim_rule.shows_half)  # the claim rules Agreement.held_half takes
 
 
 def unshown(agreement: Agreement) -> list[str]:
