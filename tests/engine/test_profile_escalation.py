@@ -18,6 +18,8 @@ import json
 
 import pytest
 
+from kopt_supervisor.engine.decide.confirmation import is_claimed, shows_half
+from kopt_supervisor.engine.profile import SMALLER_GAIN, Agreement, ClassAgreement
 from kopt_supervisor.engine.profile.profiler import CLOSER_FACTOR, ESCALATED_CALLS
 from kopt_supervisor.engine.store import Store
 from tests.engine.test_keep_profile_reuse import record, two_keeps
@@ -254,9 +256,6 @@ def test_a_timer_patch_on_a_real_smaller_gain_buys_a_closer_look_not_a_keep(
 
 def test_a_timer_patch_far_beyond_the_profiler_disagrees_at_once():
     # part 3's -40% claimed against -0.03% seen: the interval holds no half of the claim
-    from kopt_supervisor.engine.decide.confirmation import is_claimed, shows_half
-    from kopt_supervisor.engine.profile import SMALLER_GAIN, Agreement, ClassAgreement
-
     def cls(name, verdict, bench, lo, reason=SMALLER_GAIN, status="disagrees"):
         return ClassAgreement(
             name, status, verdict, bench, bench - 0.01, bench + 0.01, lo + 0.01, lo, lo + 0.02, reason

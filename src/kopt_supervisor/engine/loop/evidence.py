@@ -129,7 +129,7 @@ class Evidence:
                     guards={GUARD_CLASS: policy.guard_max_regression_pct},
                     other_max_pct=policy.max_other_regression_pct,
                 )
-                again = agreement.held_half(*HALF) if agreement.disagrees else unshown(agreement)
+                again = agreement.held_half(*CLAIM_RULES) if agreement.disagrees else unshown(agreement)
                 if calls.more is not None or not again:  # a claim unshown (no keep) or held_half: look closer
                     break  # at its configs; every class is judged again, the others at their own calls
                 first, reused, closer = agreement, None, again
@@ -587,7 +587,7 @@ class Evidence:
         return self._profiler[1]
 
 
-HALF = (claim_rule.is_claimed, claim_rule.shows_half)  # the claim rules Agreement.held_half takes
+CLAIM_RULES = (claim_rule.is_claimed, claim_rule.shows_half)  # what Agreement.held_half asks of a claim
 
 
 def unshown(agreement: Agreement) -> list[str]:

@@ -500,7 +500,6 @@ def _judge(
     b_lo, b_hi = bench
     above = b_hi is not None and lo > b_hi
     below = b_lo is not None and hi < b_lo
-    smaller_gain = SMALLER_GAIN
     smaller_loss = "the profiler's interval lies below the bench's: it rules out the loss the bench measured"
     # the bench's estimate beyond the square of the most gain the profiler allows (its interval finite)
     squared = estimate is not None and b_hi is not None and lo < 1.0 and estimate < lo * lo
@@ -508,14 +507,14 @@ def _judge(
     if verdict == "improved":
         if hi < 1.0:
             if above:
-                return DISAGREES, smaller_gain
+                return DISAGREES, SMALLER_GAIN
             return (DISAGREES, twice) if squared else (AGREES, "the profiler sees a gain")
         if lo > 1.0:
             return DISAGREES, "the profiler sees a loss"
         if lo > down:
             return DISAGREES, f"the profiler rules out a gain of {effect}"
         if above:
-            return DISAGREES, smaller_gain
+            return DISAGREES, SMALLER_GAIN
         if squared:
             return DISAGREES, twice
         return CANNOT_TELL, "the profiler's interval is too wide to tell"
