@@ -202,6 +202,7 @@ def test_a_cluster_that_cannot_be_reached_fails_within_the_timeout_naming_it(tmp
     # in a process of its own: a ray.init that hangs must not be left in the test's process
     code = (
         "import time, sys\n"
+        "import ray\n"  # its first import from a fresh install (bytecode written, ~5 s under load) is not the connection's
         "from kopt_supervisor.engine.loop.start import connect\n"
         "from kopt_supervisor.engine import BadInput\n"
         "t = time.monotonic()\n"
