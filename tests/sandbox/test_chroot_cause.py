@@ -15,7 +15,29 @@ def test_a_root_that_is_not_init_s_is_a_chroot(tmp_path: Path):
     (tmp_path / "b").mkdir()
     assert HostFacts.read(root=tmp_path / "a", init_root=tmp_path / "b").chrooted is True
     assert HostFacts.read(root=tmp_path / "a", init_root=tmp_path / "a").chrooted is False
-    assert HostFacts.read(root=tmp_path / "a", init_root=tmp_path / "gone").chrooted is None  # unreadable: unknown
+    gone = tmp_path / "gone"
+    assert HostFacts.read(root=tmp_path / "a", init_root=gone, mountinfo=gone).chrooted is None  # unknown
+
+
+# /proc/self/mountinfo as a user who is not root read it on this machine (2026-12-04): on the
+# host, and in the plain Debian chroot of docs/fresh-machine.md, where /proc/1/root is unreadable
+HOST = "22 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw\n45 22 0:40 / /proc rw - proc proc rw\n"
+CHROOT = "45 27 0:40 / /proc rw,relatime - proc proc rw\n46 27 0:22 / /sys rw,relatime - sysfs sysfs rw\n"
+
+
+def test_a_user_who_cannot_read_init_s_root_is_told_a_chroot_by_the_mount_at_slash(tmp_path: Path):
+    (tmp_path / "a").mkdir()
+    unreadable = tmp_path / "gone"
+    for text, chrooted in ((HOST, False), (CHROOT, True), ("", None)):
+        (tmp_path / "mountinfo").write_text(text)
+        facts = HostFacts.read(root=tmp_path / "a", init_root=unreadable, mountinfo=tmp_path / "mountinfo")
+        assert facts.chrooted is chrooted, text
+    # init's root, where readable, decides: a container's / is a mount point and its own root
+    (tmp_path / "mountinfo").write_text(CHROOT)
+    assert (
+        HostFacts.read(root=tmp_path / "a", init_root=tmp_path / "a", mountinfo=tmp_path / "mountinfo").chrooted
+        is False
+    )
 
 
 def test_the_chroot_cause_and_its_fix_for_root_and_for_a_user():

@@ -188,6 +188,8 @@ OLD_HINT = (
 
 INIT_ROOT = Path("/proc/1/root")
 """The root folder of PID 1: not this process's own root when kopt runs in a plain chroot."""
+MOUNTINFO = Path("/proc/self/mountinfo")
+"""This process's mounts, seen from its root: none is mounted at / in a plain chroot."""
 USERNS_CLONE = Path("/proc/sys/kernel/unprivileged_userns_clone")
 MAX_USER_NAMESPACES = Path("/proc/sys/user/max_user_namespaces")
 APPARMOR_RESTRICT = Path("/proc/sys/kernel/apparmor_restrict_unprivileged_userns")
@@ -202,9 +204,10 @@ class HostFacts:
     max_user_namespaces: int | None = None
     apparmor_restrict_userns: int | None = None
     chrooted: bool | None = None
-    """This process's root is not init's: a plain chroot, where the kernel refuses user
-    namespaces (EPERM) and bwrap, even as root, cannot make a root that is no mount point
-    private. None: unknown (init's root unreadable)."""
+    """This process's root is not init's, or (init's root unreadable, as for a user that is
+    not root) no mount is at /: a plain chroot, where the kernel refuses user namespaces
+    (EPERM) and bwrap, even as root, cannot make a root that is no mount point private.
+    None: unknown."""
 
     @classmethod
     def read(
@@ -215,8 +218,12 @@ class HostFacts:
         *,
         root: Path = Path("/"),
         init_root: Path = INIT_ROOT,
+        mountinfo: Path = MOUNTINFO,
     ) -> HostFacts:
-        return cls(_read_int(userns_clone), _read_int(max_userns), _read_int(apparmor), _other_root(root, init_root))
+        chrooted = _other_root(root, init_root)
+        if chrooted is None:
+            chrooted = _root_unmounted(mountinfo)
+        return cls(_read_int(userns_clone), _read_int(max_userns), _read_int(apparmor), chrooted)
 
 
 def _other_root(root: Path, init_root: Path) -> bool | None:
@@ -226,6 +233,16 @@ def _other_root(root: Path, init_root: Path) -> bool | None:
     except OSError:
         return None
     return (a.st_dev, a.st_ino) != (b.st_dev, b.st_ino)
+
+
+def _root_unmounted(mountinfo: Path) -> bool | None:
+    """True when no line of `mountinfo` (proc(5): the mount point is its fifth field) mounts
+    at /, as in a plain chroot; None when it is unreadable or empty."""
+    try:
+        points = [fields[4] for line in mountinfo.read_text().splitlines() if len(fields := line.split()) > 4]
+    except OSError:
+        return None
+    return "/" not in points if points else None
 
 
 def _read_int(path: Path) -> int | None:
