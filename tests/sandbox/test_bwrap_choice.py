@@ -235,7 +235,15 @@ def test_the_kernel_settings_are_read_from_proc(tmp_path: Path):
         unprivileged_userns_clone=0, max_user_namespaces=15000, apparmor_restrict_userns=None, chrooted=False
     )
     assert (
-        HostFacts.read(tmp_path / "a", tmp_path / "b", tmp_path / "c", root=tmp_path / "no", init_root=tmp_path) == NONE
+        HostFacts.read(
+            tmp_path / "a",
+            tmp_path / "b",
+            tmp_path / "c",
+            root=tmp_path / "no",
+            init_root=tmp_path,
+            mountinfo=tmp_path / "m",
+        )
+        == NONE
     )
     # the kernel's settings name the cause even when bwrap's message is unknown
     d = sandbox.diagnose("bwrap: something odd", privileged=False, facts=facts)
