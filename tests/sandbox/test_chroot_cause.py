@@ -19,9 +19,9 @@ def test_a_root_that_is_not_init_s_is_a_chroot(tmp_path: Path):
     assert HostFacts.read(root=tmp_path / "a", init_root=gone, mountinfo=gone).chrooted is None  # unknown
 
 
-# /proc/self/mountinfo as a user who is not root read it on this machine (2026-12-04): on the
-# host, and in the plain Debian chroot of docs/fresh-machine.md, where /proc/1/root is unreadable
-HOST = "22 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw\n45 22 0:40 / /proc rw - proc proc rw\n"
+# /proc/self/mountinfo's first lines on this machine (2026-12-04): on the host, and in the plain
+# Debian chroot of docs/fresh-machine.md as a user who is not root (/proc/1/root unreadable there)
+HOST = "27 1 254:0 / / rw,relatime - ext4 /dev/vda rw,discard\n22 27 0:21 / /proc rw,relatime - proc proc rw\n"
 CHROOT = "45 27 0:40 / /proc rw,relatime - proc proc rw\n46 27 0:22 / /sys rw,relatime - sysfs sysfs rw\n"
 
 
