@@ -10,7 +10,11 @@ time x (1 + j(-1)^k)) that honours KOPT_PROFILE_CALLS, and the proposer's `timer
 the bench's numbers by 15% while the GPU's work (ncu_speed) stays as it was.
 
 The noise is chosen so that each outcome has a margin: with jitter j a class's 99% interval is
-about ±1.7j at 3 launches a config and ±0.8j at 12; the bench's own interval is ±2-3%."""
+about ±1.7j at 3 launches a config and ±0.8j at 12. The bench's own 99% interval is drawn anew
+each run: ±2-4% about its estimate mostly, but its upper end lies more than 7% above it in about
+1 class in 20 (a helper's simulation of the decision, checked against 60 real intervals,
+2026-12-04), so an outcome that rests on the profiler's interval lying above the bench's keeps
+10% or more clear of the bench's estimate."""
 
 from __future__ import annotations
 
@@ -49,8 +53,17 @@ def claimed(rec: dict, key: str) -> dict[str, str]:
 def test_a_timer_patch_the_first_profile_cannot_tell_is_refuted_by_the_closer_one(
     fake_env, tmp_path, monkeypatch, driven_clock, noisy_ncu
 ):
-    noisy_ncu(0.1)  # 3 launches: 1.0 ± 17%, reaching the bench's -15% ± 2.5%; 12: ± 8%, clear of it
-    ws = two_keeps(fake_env, tmp_path, monkeypatch, "t", script=["timer:0.85"], iters=1)
+    # the candidate's own launches noisy at the bench's 3 calls a config (ncu_jitter_first 0.3:
+    # +8.9% [-22, +52], reaching the bench's -15%), steady at the closer profile's 12 (0.03:
+    # 1.0 [-2.9, +3.0], 12% clear of -15%). With 0.1 at both, the closer interval's lower end,
+    # -8.8%, was clear of the bench's only while the bench's stayed within 7.3% of its -15%: both
+    # classes went past in about 1 run of 460 (the helper's simulation), and then none disagreed
+    noisy_ncu(0.03)
+    timer = (
+        "do:k['ncu_speed'] = dict(k['speed']); k['speed'] = {c: v * 0.85 for c, v in k['speed'].items()}; "
+        "k['ncu_jitter_first'] = 0.3; json.dump(k, open('kernel.json', 'w'))"
+    )
+    ws = two_keeps(fake_env, tmp_path, monkeypatch, "t", script=[timer], iters=1)
     v1 = record(ws, 1)
     assert v1["status"] != "keep", v1["decision"]
     assert set(claimed(v1, "first").values()) == {"cannot_tell"}  # 3 launches a config: too wide
