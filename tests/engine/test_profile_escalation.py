@@ -232,18 +232,20 @@ def test_the_closer_profile_repeats_only_the_claimed_classes_the_first_could_not
 # -3.4% read -1.03% [-2.56, +0.52], docs/h100-wave3/part33-*): the profiler's interval lies above
 # the bench's, which disagreed with no closer look. Where that interval still holds half the
 # claimed gain, the closer profile judges it again (profile.Agreement.held_half).
-GAIN30 = "do:k['speed'] = {c: v * 0.7 for c, v in k['speed'].items()}; "
+def gain30(fake_env, tmp_path, monkeypatch, tag: str, knobs: str) -> dict:
+    """v1's record: the candidate's speed 0.7 of best's in every class, with kernel.json's
+    `knobs` (the stand-in ncu's) set, the profiler's launches 2% noisy."""
+    monkeypatch.setenv("FAKE_NCU_JITTER", "0.02")
+    script = f"do:k['speed'] = {{c: v * 0.7 for c, v in k['speed'].items()}}; {knobs}; json.dump(k, open('kernel.json', 'w'))"
+    return record(two_keeps(fake_env, tmp_path, monkeypatch, tag, script=[script], iters=1), 1)
 
 
 def test_a_real_gain_the_first_profile_reads_short_is_kept_by_the_closer_one(
-    fake_env, tmp_path, monkeypatch, driven_clock, noisy_ncu
+    fake_env, tmp_path, monkeypatch, driven_clock
 ):
     # first profile: -16.7% [-19.6, -13.7], above the bench's -30% (whose 99% interval reached
     # -24% in 1 of 16 draws: at -23% the CI once read "agrees"), its lower bound past half the claim
-    noisy_ncu(0.02)
-    script = GAIN30 + "k['ncu_slow_first'] = 1.19; json.dump(k, open('kernel.json', 'w'))"
-    ws = two_keeps(fake_env, tmp_path, monkeypatch, "f", script=[script], iters=1)
-    v1 = record(ws, 1)
+    v1 = gain30(fake_env, tmp_path, monkeypatch, "f", "k['ncu_slow_first'] = 1.19")
     first = {c["cls"]: c for c in v1["profile"]["first"]["classes"]}
     assert {c["status"] for c in first.values()} == {"disagrees"}, first
     assert all("lies above the bench's" in c["reason"] for c in first.values())
@@ -256,15 +258,12 @@ def test_a_real_gain_the_first_profile_reads_short_is_kept_by_the_closer_one(
 
 
 def test_a_timer_patch_on_a_real_smaller_gain_buys_a_closer_look_not_a_keep(
-    fake_env, tmp_path, monkeypatch, driven_clock, noisy_ncu
+    fake_env, tmp_path, monkeypatch, driven_clock
 ):
     # hostile: the GPU's work is 20% less, the bench's timer says 30%: the first profile's
     # disagreement holds half the claim, so the closer profile runs, and reads the same -20%
     # ([-21.6, -18.4], clear of the bench's interval, whose upper end reached -24% in 1 of 16 draws)
-    noisy_ncu(0.02)
-    script = GAIN30 + "k['ncu_speed'] = {'small': 0.8, 'large': 0.8}; json.dump(k, open('kernel.json', 'w'))"
-    ws = two_keeps(fake_env, tmp_path, monkeypatch, "p", script=[script], iters=1)
-    v1 = record(ws, 1)
+    v1 = gain30(fake_env, tmp_path, monkeypatch, "p", "k['ncu_speed'] = {'small': 0.8, 'large': 0.8}")
     assert v1["profile"]["taken"]["calls"] == 12, v1["profile"]["taken"]  # the closer look was taken
     assert "disagrees" in claimed(v1, "first").values() and "disagrees" in claimed(v1, "agreement").values()
     assert v1["status"] != "keep" and "profiler_disagrees" in v1["decision"]["flags"], v1["decision"]
