@@ -110,6 +110,14 @@ NOOP = (
 in its first profile only, so that the closer profile (best afresh, never reused) is taken."""
 
 
+HELPED = "k['ncu_speed'] = {'small': 0.789, 'large': 0.8}; "
+"""v1's GPU work where its one-time kernel is profiled too: the helper's 400 ns a range lifts the
+small class's profiled ratio by ~1.4% (0.8114 [0.8026, 0.8204] for the bench's 0.80), and a bench
+interval whose upper end fell below 0.8026 (0.8044 was seen in 32 draws, 2026-12-04) made the
+honest v1's first profile disagree, sending it to review; with its kernels 1.4% faster on small
+the profiler reads what the bench does."""
+
+
 def _tree(ws: Workspace, commit: str) -> str:
     return subprocess.run(
         ["git", "rev-parse", f"{commit}^{{tree}}"], cwd=ws.best, capture_output=True, text=True, check=True
@@ -198,7 +206,7 @@ def test_e2e_a_one_time_kernel_in_the_kept_profile_lends_a_later_noop_a_gain(
     1 call a config; v2 and v3 (no kernel changed, timer patched, noisy in their first profile)
     take the closer profile, best (v1) is 12% slower there, the floor finds it faster than its
     kept "call", and the no-ops are kept on v1's slowdown."""
-    v1 = _do("speed['small'] = speed['large'] = 0.8; k['ncu_slow_closer'] = 1.12; k['ncu_helper'] = 'first'; ")
+    v1 = _do("speed['small'] = speed['large'] = 0.8; k['ncu_slow_closer'] = 1.12; k['ncu_helper'] = 'first'; " + HELPED)
     v2 = _do(NOOP, "speed['small'] *= 0.9; speed['large'] *= 0.9; ")
     v3 = _do(NOOP, "speed['small'] *= 0.88; speed['large'] *= 0.88; ")
     ws = _run(fake_env, tmp_path, monkeypatch, "h", [v1, v2, v3], hostile_ncu)
@@ -216,8 +224,8 @@ def test_e2e_an_honest_one_time_kernel_does_not_send_a_later_real_gain_to_review
     pass): v2 really is 10% faster, noisy in its first profile; the closer profile runs v1
     unslowed, yet the floor compares 12 calls' time with 3 calls' (each "1 call") and flags
     best_slowed: the real gain goes to review."""
-    v1 = _do("speed['small'] = speed['large'] = 0.8; k['ncu_helper'] = 'always'; ")
-    v2 = _do("speed['small'] = speed['large'] = 0.72; k['ncu_jitter_first'] = 0.25; ")
+    v1 = _do("speed['small'] = speed['large'] = 0.8; k['ncu_helper'] = 'always'; " + HELPED)
+    v2 = _do("speed['small'] = speed['large'] = 0.72; k['ncu_jitter_first'] = 0.25; k.pop('ncu_speed'); ")
     ws = _run(fake_env, tmp_path, monkeypatch, "i", [v1, v2], hostile_ncu)
     r1, r2 = record(ws, 1), record(ws, 2)
     assert r1["status"] == "keep", r1["decision"]
