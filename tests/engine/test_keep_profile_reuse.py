@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import os
 
+import pytest
+
 from kopt_supervisor.engine.daemon import run_engine
 from kopt_supervisor.engine.profile.profiler import REUSED_RUN_NOISE_PCT
 from kopt_supervisor.engine.store import Store
@@ -85,11 +87,39 @@ def test_no_reuse_of_a_profile_older_than_reuse_best_s(fake_env, tmp_path, monke
     assert (ws.profiles / "v2" / "best" / "summary.json").is_file()
 
 
-def test_a_timer_patch_never_gets_the_profile_pair_as_its_confirmation(fake_env, tmp_path, monkeypatch, driven_clock):
+def test_an_early_baseline_profile_lets_the_first_keep_profile_its_candidate_alone(
+    fake_env, tmp_path, monkeypatch, driven_clock
+):
+    """[profile].baseline "early" (the tune proposer's "auto"): the baseline's tree profiled before
+    the first proposal as a keep profiles a tree, and the first keep compares its candidate with
+    that profile (at its seed, its outputs the reference) instead of profiling both trees."""
+    ws = two_keeps(fake_env, tmp_path, monkeypatch, "e", extra='baseline = "early"\n', iters=1)
+    v0, v1 = record(ws, 0), record(ws, 1)
+    base = v0["profile"]["taken"]
+    assert set(base["trees"]) == {"best"} and base["keep"] == "time" and base["calls"] is None
+    assert base["seed"] == v0["profile"]["seed"] and (ws.profiles / "v0" / "best" / "outputs.json").is_file()
+    assert v1["status"] == "keep", v1["decision"]
+    taken = v1["profile"]["taken"]
+    assert taken["best_from"] == 0 and taken["trees"]["best"] == base["trees"]["best"] and taken["seed"] == base["seed"]
+    assert not (ws.profiles / "v1" / "best").exists() and v1["profile"]["best"] == v0["profile"]["best"]
+    assert "anchor" not in v1["profile"] and v1["profile"]["outputs"]["against"] == "baseline"
+    assert v1["profile"]["outputs"]["checked"] == 4, v1["profile"]["outputs"]
+    assert f"plus {REUSED_RUN_NOISE_PCT:g}% run-to-run" in v1["profile"]["comparison"]["noise"]
+    with Store(ws.db_path, readonly=True) as store:
+        conf = next(it.record["confirmation"] for it in store.iterations() if it.version == 1)
+    assert conf["path"] == "profiler" and conf["looks"] == 0  # by the profiler, against the trusted tree
+
+
+@pytest.mark.parametrize("when", ["first-keep", "early"])
+def test_a_timer_patch_never_gets_the_profile_pair_as_its_confirmation(
+    fake_env, tmp_path, monkeypatch, driven_clock, when
+):
     """Hostile: the bench's numbers halved (timer:0.5), the GPU's work unchanged. The profile
     pair stands in for the fresh looks only when it shows the claim (external_truth.by_profiler):
-    here the profiler sees no gain, so no confirmation by it, and no keep."""
-    ws = two_keeps(fake_env, tmp_path, monkeypatch, "x", script=["timer:0.5"], iters=1)
+    here the profiler sees no gain, so no confirmation by it, and no keep; nor against the
+    baseline's own profile taken early."""
+    extra = f'baseline = "{when}"\n'
+    ws = two_keeps(fake_env, tmp_path, monkeypatch, "x", extra=extra, script=["timer:0.5"], iters=1)
     v1 = record(ws, 1)
     assert v1["status"] != "keep" and "profiler_disagrees" in v1["decision"]["flags"], v1["decision"]
     with Store(ws.db_path, readonly=True) as store:

@@ -21,19 +21,30 @@ def test_defaults():
     assert p.baseline == "auto" and loads_config(MIN + '[profile]\nbaseline = "start"\n').profile.baseline == "start"
 
 
+TUNE = 'kind = "tune"\n[propose.tune]\nparams = "p.json"\nspace = { B = [1, 2] }'
+
+
 @pytest.mark.parametrize(
     "propose, baseline, when",
     [
-        ('kind = "tune"\n[propose.tune]\nparams = "p.json"\nspace = { B = [1, 2] }', "auto", "first-keep"),
+        (TUNE, "auto", "early"),  # proposals in seconds: the first keep reuses the baseline's profile
+        (TUNE + '\n[profile]\nkeep = "full"', "auto", "first-keep"),  # nothing it could reuse
+        (TUNE + "\n[profile]\nreuse_best_s = 0", "auto", "first-keep"),
         ('kind = "command"\ncommand = "python p.py"', "auto", "first-keep"),
         ('kind = "command"\nagent = "claude-code"', "auto", "start"),  # the agent's first context pack
         ('kind = "manual"', "auto", "start"),  # the person at the dashboard
         ('kind = "command"\nagent = "claude-code"', "first-keep", "first-keep"),
-        ('kind = "tune"\n[propose.tune]\nparams = "p.json"\nspace = { B = [1, 2] }', "start", "start"),
+        (TUNE, "start", "start"),
+        (TUNE, "first-keep", "first-keep"),
     ],
 )
 def test_the_baseline_is_profiled_first_where_someone_reads_it(propose, baseline, when):
-    cfg = loads_config(MIN + f"[propose]\n{propose}\n[profile]\nbaseline = {baseline!r}\n")
+    cfg = loads_config(
+        MIN
+        + f"[propose]\n{propose}\n"
+        + ("" if "[profile]" in propose else "[profile]\n")
+        + f"baseline = {baseline!r}\n"
+    )
     assert cfg.baseline_profile() == when
 
 
@@ -47,7 +58,7 @@ def test_the_baseline_is_profiled_first_where_someone_reads_it(propose, baseline
         ("[profile]\noutside_ranges = 'none'\n", '[profile].outside_ranges must be "time" or "full", not \'none\''),
         (
             "[profile]\nbaseline = 'later'\n",
-            '[profile].baseline must be "auto", "first-keep" or "start", not \'later\'',
+            '[profile].baseline must be "auto", "first-keep", "early" or "start", not \'later\'',
         ),
         ("[profile]\nrepeat = 2\n", "unknown key [profile].repeat (did you mean 'repeats'?)"),
     ],

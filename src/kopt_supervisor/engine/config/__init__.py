@@ -278,8 +278,11 @@ class ProfileConfig:
     candidate in the keep's pass: that profile's seed and outputs are the baseline's that every
     later keep is compared with; nothing is profiled before the first verdict, and a run that
     keeps nothing never pays for it; on the H200 the baseline's separate profile took 43-55 s
-    before the first proposal), "start" (every metric, before the first proposal: the first
-    context pack and the dashboard show it) or "auto" (Config.baseline_profile)."""
+    before the first proposal), "early" (before the first proposal, the way a keep profiles a
+    tree: `keep`'s passes, the bench's own calls; a first keep within `reuse_best_s` of it
+    profiles its candidate alone against it, as later keeps do against best's), "start" (every
+    metric, before the first proposal: the first context pack and the dashboard show it) or
+    "auto" (Config.baseline_profile)."""
     reuse_best_s: float = 900.0
     """With keep = "time": best's tree is not profiled again when the keep that made it BEST
     profiled it (as its candidate) on the same GPU at most this many seconds ago; its summary
@@ -421,12 +424,19 @@ class Config:
 
     def baseline_profile(self) -> str:
         """[profile].baseline resolved: "auto" is "start" where someone reads the profile before
-        the first verdict (an agent preset's context pack, the person at the manual proposer),
-        else "first-keep" (the tune proposer, a plain command)."""
+        the first verdict (an agent preset's context pack, the person at the manual proposer);
+        "early" for the tune proposer where the first keep could reuse it (its proposals take
+        seconds, so a first keep comes well within `reuse_best_s`: the profile is moved off that
+        keep's path, not added); else "first-keep" (a plain command, whose first keep may come
+        after the early profile has aged out)."""
         if self.profile.baseline != "auto":
             return self.profile.baseline
         reads = self.propose.kind == "manual" or (self.propose.kind == "command" and bool(self.propose.agent))
-        return "start" if reads else "first-keep"
+        if reads:
+            return "start"
+        prof = self.profile
+        reusable = prof.keep == "time" and prof.reuse_best_s > 0 and prof.repeats == 1
+        return "early" if self.propose.kind == "tune" and reusable else "first-keep"
 
     def replace(self, section: str, **changes: Any) -> Config:
         """A copy with some keys of one section changed (CLI overrides)."""

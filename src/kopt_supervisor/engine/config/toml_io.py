@@ -190,9 +190,9 @@ def validate(cfg: Config, source: str = "kopt.toml") -> None:
     )
     need(prof.keep in ("time", "full"), "[profile].keep", f'must be "time" or "full", not {prof.keep!r}')
     need(
-        prof.baseline in ("auto", "first-keep", "start"),
+        prof.baseline in ("auto", "first-keep", "early", "start"),
         "[profile].baseline",
-        f'must be "auto", "first-keep" or "start", not {prof.baseline!r}',
+        f'must be "auto", "first-keep", "early" or "start", not {prof.baseline!r}',
     )
     need(0 <= prof.reuse_best_s <= 86400, "[profile].reuse_best_s", "must be between 0 and 86400")
     need(prof.ahead in ("auto", "on", "off"), "[profile].ahead", f'must be "auto", "on" or "off", not {prof.ahead!r}')

@@ -36,7 +36,7 @@ from kopt_supervisor.engine.loop.measure import (
     cand_medians,
     guard_configs,
 )
-from kopt_supervisor.engine.loop.profile_runs import HeldProfile, NotHeld, profile_in, prove_held
+from kopt_supervisor.engine.loop.profile_runs import HeldProfile, NotHeld, baseline_profile, profile_in, prove_held
 from kopt_supervisor.engine.loop.served_trees import ServedTrees
 from kopt_supervisor.engine.profile import Agreement, agrees, choose_profiler, profiler
 from kopt_supervisor.engine.profile.classes import ConfigRef, compare_per_class, config_refs
@@ -533,13 +533,11 @@ class Evidence:
         prof = self.profiler(lane, it)
         if prof is None:
             return
-        if self.ctx.cfg.baseline_profile() != "start":
+        if (when := self.ctx.cfg.baseline_profile()) == "first-keep":
             msg = "the baseline's tree is profiled by the first keep, beside its candidate ([profile].baseline)"
             return self.ctx.event("profile", f"v{it.version}: {msg}", it=it)
-        seed = secrets.randbelow(1 << 31)  # every keep's profile draws these inputs (baseline_outputs)
-        try:
-            summary = profile_in(self.ctx, it, lane, prof, lane.best, "best", seed=seed)
-            it.record["profile"] = {"best": summary.to_dict(), "seed": seed}
+        try:  # its seed: the inputs every keep's profile draws (baseline_outputs)
+            it.record["profile"] = baseline_profile(self.ctx, it, lane, prof, self.gpu_uuid, as_keep=when == "early")
         except KoptFailure as e:
             self.ctx.event("profile", f"v{it.version}: profiling best/ failed: {e}", it=it, level="warn")
 

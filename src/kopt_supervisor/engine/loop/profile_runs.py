@@ -13,16 +13,19 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import secrets
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from kopt_supervisor.engine import KoptFailure, gitops
 from kopt_supervisor.engine.gitops import tree_of
 from kopt_supervisor.engine.loop.context import Lane, RunContext, acquire, last_line
 from kopt_supervisor.engine.loop.control import Step
 from kopt_supervisor.engine.loop.look_files import NEUTRAL, BlindCopy, check_after_run
+from kopt_supervisor.engine.profile import profiler
 from kopt_supervisor.engine.profile.profiler import (
     PROFILE_ENV,
     PROFILE_HELD_SUFFIX,
@@ -231,6 +234,40 @@ def read_back(ctx: RunContext, it: Iteration, prof: Profiler, step: ProfilePass,
 ACK_WAIT_S = 30.0
 """At the release, how long a profile started ahead that has not written `go.held` yet (still
 starting: bwrap, ncu, Python) is waited for before it counts as one that does not hold."""
+
+
+def baseline_profile(
+    ctx: RunContext,
+    it: Iteration,
+    lane: Lane,
+    prof: Profiler,
+    gpu: Callable[[Lane], str | None],
+    *,
+    as_keep: bool,
+) -> dict[str, Any]:
+    """The baseline's record["profile"], its tree profiled at a seed of its own before the first proposal:
+    with every metric ([profile].baseline "start"), or `as_keep` ("early") as a keep's first
+    profile takes a tree (the keep's passes, the bench's own calls, named once its outputs said
+    them), with the `taken` a first keep reuses (profiler.reusable) to profile its candidate
+    alone. The baseline's tree is the trusted one: no candidate has run yet. `gpu`: the lane's
+    GPU's name, as the profile's lease chose it."""
+    seed = secrets.randbelow(1 << 31)
+    if not as_keep:
+        return {"best": profile_in(ctx, it, lane, prof, lane.best, "best", seed=seed).to_dict(), "seed": seed}
+    cfg = ctx.cfg.profile
+    summary = profile_in(ctx, it, lane, prof.for_keep(cfg.keep), lane.best, "best", seed=seed)
+    columns = [str(c) for c in it.record.get("config_columns") or []]
+    own = profiler.own_calls(ctx.ws.profiles / f"v{it.version}" / "best", columns, list(it.record.get("configs") or {}))
+    if own:  # it ran unasked: the bench's own calls, named as a keep's profile names them
+        summary = dataclasses.replace(summary, asked=tuple(sorted(own.items())))
+    trees = {"best": tree_of(lane.best, it.commit or "HEAD")}
+    taken = {"keep": cfg.keep, "profiler": prof.name, "gpu": gpu(lane), "trees": trees, "t": time.time()}
+    ctx.event("profile", f"v{it.version}: the baseline's tree profiled as a keep profiles it", it=it)
+    return {
+        "best": summary.to_dict(),
+        "seed": seed,
+        "taken": {**taken, "calls": None, "seed": seed, "format": profiler.PROFILE_FORMAT},
+    }
 
 
 class NotHeld(KoptFailure):

@@ -475,7 +475,8 @@ def reusable(
     profiles: Path,
 ) -> ReusedProfile | None:
     """Best's tree's profile as the keep that made it BEST (`made`: its version and record)
-    profiled it (its candidate's summary), when this keep would profile it the same way: the
+    profiled it (its candidate's summary; the baseline's own, taken with [profile].baseline
+    "early", where best is still the baseline's tree), when this keep would profile it the same way: the
     same tree (a format step may have changed it before the commit), the same GPU, [profile].keep
     "time", one profile per tree, of today's PROFILE_FORMAT, and at most [profile].reuse_best_s ago
     (0: never). A keep's profile then runs the candidate alone: half the profiler's time. kopt
@@ -486,9 +487,11 @@ def reusable(
     taken = (record.get("profile") or {}).get("taken") or {}
     if not isinstance(taken, dict) or not isinstance(taken.get("trees"), dict):
         return None
+    # a keep's candidate; the baseline's own profile ([profile].baseline "early") names best alone
+    side = "cand" if "cand" in taken["trees"] else "best"
     age = now - float(taken.get("t") or 0)
     if (
-        taken["trees"].get("cand") != best_tree
+        taken["trees"].get(side) != best_tree
         or taken.get("gpu") != gpu
         or taken.get("keep") != "time"
         # taken again with more calls: not the bench's own. Nor is its first pass lent instead: that
@@ -501,11 +504,11 @@ def reusable(
         return None
     seed = taken.get("seed")
     return ReusedProfile(
-        ProfileSummary.from_dict(record["profile"]["cand"]),
+        ProfileSummary.from_dict(record["profile"][side]),
         version,
         age,
         seed if isinstance(seed, int) else None,
-        profiles / f"v{version}" / "cand",
+        profiles / f"v{version}" / side,
     )
 
 
