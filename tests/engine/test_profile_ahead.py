@@ -27,8 +27,10 @@ def served_gpu(
     start: dict | None = None,
     *,
     prepare: bool = False,
+    profile: str = "",
 ) -> tuple[Workspace, Path]:
-    """`prepare`: the served target answers `prepare` ([target].serve_prepare)."""
+    """`prepare`: the served target answers `prepare` ([target].serve_prepare); `profile`: more
+    [profile] keys."""
     logs = tmp_path / "serve_log"
     logs.mkdir()
     log = logs / "serve.log"
@@ -47,7 +49,7 @@ def served_gpu(
             **dict([FAST_GATE]),
             **({SERVE: f"{SERVE}serve_prepare = true\n"} if prepare else {}),
         },
-        extra_toml=f'\n[profile]\nkind = "ncu"\nkernel = "fake"\ncommand = "{sys.executable} bench.py"\n',
+        extra_toml=f'\n[profile]\nkind = "ncu"\nkernel = "fake"\ncommand = "{sys.executable} bench.py"\n{profile}',
     )
     if start:
         kernel = repo / "kernel.json"
@@ -100,6 +102,30 @@ def test_a_keeps_profile_starts_with_the_decision_holds_through_its_looks_and_go
     # the profile pair confirmed the keep: no fresh confirmation server was started, none while
     # best was profiled (a candidate's imports there could slow best's kernels)
     assert starts(log, confirmation=True) == []
+
+
+def test_the_baselines_early_profile_holds_through_its_runs_and_the_first_keep_profiles_one_tree(
+    fake_env, tmp_path, monkeypatch
+):
+    """[profile].baseline "early" on a served GPU target: the baseline's own profile starts with
+    its runs and holds through them (its imports and input draws beside them, nothing of the tree
+    run: the harness holds before it), goes on once they end, and is the one a first keep
+    reuses: that keep starts and takes its candidate's profile alone."""
+    ws, log = served_gpu(fake_env, tmp_path, monkeypatch, ["gain30"], profile='baseline = "early"\n')
+    statuses = run(ws, 1)
+    assert statuses[:2] == ["baseline", "keep"], statuses
+    v0, v1 = record(ws, 0), record(ws, 1)
+    ev = events(log)
+    held = [e for e in ev if e[0] == "held"]
+    go = [e for e in ev if e[0] == "go"]
+    assert len(held) == len(go) == 2, ev  # the baseline's, then the first keep's candidate's
+    between = [e for e in ev if e[0] == "done" and held[0][2] < e[2] < go[0][2]]
+    assert between, ev  # held while the baseline's looks ran; released after them
+    assert said_of(ws, 0, "the profiles started ahead hold") and list(ws.log_dir(0).glob("profile_*_ahead.*"))
+    assert set(v0["profile"]["taken"]["trees"]) == {"best"} and v0["profile"]["taken"]["seed"] == v0["profile"]["seed"]
+    taken = v1["profile"]["taken"]
+    assert taken["best_from"] == 0 and taken["ahead"] == ["cand"] and taken["seed"] == v0["profile"]["seed"]
+    assert not (ws.profiles / "v1" / "best").exists() and v1["profile"]["outputs"]["against"] == "baseline"
 
 
 def said_of(ws: Workspace, v: int, words: str) -> list[str]:

@@ -4,10 +4,9 @@
   % of peak per config and class), on the GPU the record names; the best tree's is the README's Step 0.
 - `confirm(it, lane, verdict)`: for a keep, the profiler's GPU time of both trees (profile_runs.py
   `profile_in`, where the lane's GPU is), which must agree with the bench, else review.
-- `confirm_keep(it, lane, verdict)`: a keep confirmed before its commit: a few looks in two fresh
-  servers deciding only what it claims (decide/confirmation.py), or a process-level decision again;
-  then its external truth (decide/external_truth.py): the profiler's word on a GPU, the OS's
-  accounting without one, or "the bench's timer only".
+- `confirm_keep(it, lane, verdict)`: a keep confirmed before its commit (fresh servers deciding only what it
+  claims, decide/confirmation.py, or a process-level decision again), then its external truth
+  (decide/external_truth.py): the profiler on a GPU, the OS's accounting without one, or "the bench's timer only".
 """
 
 from __future__ import annotations
@@ -50,7 +49,7 @@ from kopt_supervisor.engine.profile.profiler import (
 )
 from kopt_supervisor.engine.profile.roofline import evaluate as evaluate_roofline
 from kopt_supervisor.engine.profile.summary import ProfileSummary
-from kopt_supervisor.engine.records import Iteration, Stage
+from kopt_supervisor.engine.records import Iteration, Phase, Stage
 from kopt_supervisor.engine.runner.server import ServerError
 
 
@@ -284,16 +283,18 @@ class Evidence:
         return profile_in(self.ctx, it, lane, prof, tree, side, calls=calls, seed=seed)
 
     def profile_ahead(self, it: Iteration, lane: Lane) -> None:
-        """Before a decision: start the profiles a keep of it would take first (the candidate's,
-        and best's when best's last one cannot be reused), held until the keep (HeldProfile):
-        where [profile].ahead allows, on a local GPU lane, one pass per tree. Whatever is
-        started and not taken is told to stop (`drop_ahead`)."""
+        """Before a decision: start the profiles a keep of it would take first (the candidate's, and best's
+        when best's last one cannot be reused), held until the keep (HeldProfile): where [profile].ahead
+        allows, on a local GPU lane, one pass per tree; before the baseline's runs, its own ([profile].baseline
+        "early"), held until they end. What is started and not taken is told to stop (`drop_ahead`)."""
         self.drop_ahead(lane)
         ctx = self.ctx
         cfg = ctx.cfg.profile
         wanted = cfg.ahead == "on" or (cfg.ahead == "auto" and bool(ctx.cfg.target.serve))
         if not wanted or self.ahead_off or lane.remote is not None or lane.vendor == "none" or cfg.repeats != 1:
             return
+        if (base := it.phase == Phase.BASELINE) and ctx.cfg.baseline_profile() != "early":
+            return  # the baseline's: best's tree alone, and only to be profiled early
         if (it.record.get("profile") or {}).get("anchor") is not None:
             return  # confirmed again: at its own seed, best profiled again (confirm)
         prof = self.profiler(lane, it)
@@ -307,7 +308,7 @@ class Evidence:
         self.ahead[lane.index] = started
         try:
             for side, tree in (("cand", lane.cand), ("best", lane.best)):
-                if side == "best" and reused is not None:
+                if (side == "best" and reused is not None) or (side == "cand" and base):
                     continue
                 started[side] = HeldProfile(ctx, it, lane, prof, tree, side, seed, ProfileCalls.first(self.own_calls()))
         except (KoptFailure, ServerError, OSError) as e:
@@ -526,18 +527,19 @@ class Evidence:
         return config_refs(configs, class_of=votes)
 
     def baseline(self, it: Iteration, lane: Lane, values: dict[str, float]) -> None:
-        """The baseline's roofline (the README's Step 0) and its profile (tolerated to fail),
-        which summarises its outputs at a seed it records: what every keep's candidate is
-        compared with under the profiler."""
+        """The baseline's roofline (the README's Step 0) and its profile (tolerated to fail), which summarises
+        its outputs at a seed it records: what every keep's candidate is compared with under the profiler."""
         self.roofline(it, values, base=it)
-        prof = self.profiler(lane, it)
-        if prof is None:
+        if (prof := self.profiler(lane, it)) is None:
             return
         if (when := self.ctx.cfg.baseline_profile()) == "first-keep":
             msg = "the baseline's tree is profiled by the first keep, beside its candidate ([profile].baseline)"
             return self.ctx.event("profile", f"v{it.version}: {msg}", it=it)
-        try:  # its seed: the inputs every keep's profile draws (baseline_outputs)
-            it.record["profile"] = baseline_profile(self.ctx, it, lane, prof, self.gpu_uuid, as_keep=when == "early")
+        held = self.ahead.get(lane.index, {}).get("best")  # its early profile, started with its runs
+        seed = held.seed if held else secrets.randbelow(1 << 31)  # the inputs every keep's profile draws
+        try:
+            take = lambda p: self.profile(it, lane, p, lane.best, "best", ProfileCalls(), seed)  # noqa: E731
+            it.record["profile"] = baseline_profile(self.ctx, it, lane, prof, seed, self.gpu_uuid, when, take)
         except KoptFailure as e:
             self.ctx.event("profile", f"v{it.version}: profiling best/ failed: {e}", it=it, level="warn")
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import secrets
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -241,21 +240,21 @@ def baseline_profile(
     it: Iteration,
     lane: Lane,
     prof: Profiler,
+    seed: int,
     gpu: Callable[[Lane], str | None],
-    *,
-    as_keep: bool,
+    when: str,
+    take: Callable[[Profiler], ProfileSummary],
 ) -> dict[str, Any]:
-    """The baseline's record["profile"], its tree profiled at a seed of its own before the first proposal:
-    with every metric ([profile].baseline "start"), or `as_keep` ("early") as a keep's first
-    profile takes a tree (the keep's passes, the bench's own calls, named once its outputs said
-    them), with the `taken` a first keep reuses (profiler.reusable) to profile its candidate
-    alone. The baseline's tree is the trusted one: no candidate has run yet. `gpu`: the lane's
-    GPU's name, as the profile's lease chose it."""
-    seed = secrets.randbelow(1 << 31)
-    if not as_keep:
+    """The baseline's record["profile"], its tree profiled at `seed` before the first proposal:
+    with every metric ([profile].baseline "start"), or as a keep's first profile takes a tree
+    ("early": the keep's pass, the bench's own calls, named once its outputs said them; `take`,
+    the one started ahead with the baseline's runs where there is one), with the `taken` a first
+    keep reuses (profiler.reusable) to profile its candidate alone. The baseline's tree is the
+    trusted one: no candidate has run yet. `gpu`: the lane's GPU's name, as the lease chose it."""
+    if when != "early":
         return {"best": profile_in(ctx, it, lane, prof, lane.best, "best", seed=seed).to_dict(), "seed": seed}
     cfg = ctx.cfg.profile
-    summary = profile_in(ctx, it, lane, prof.for_keep(cfg.keep), lane.best, "best", seed=seed)
+    summary = take(prof.for_keep(cfg.keep))
     columns = [str(c) for c in it.record.get("config_columns") or []]
     own = profiler.own_calls(ctx.ws.profiles / f"v{it.version}" / "best", columns, list(it.record.get("configs") or {}))
     if own:  # it ran unasked: the bench's own calls, named as a keep's profile names them

@@ -159,16 +159,47 @@ class Baseline:
         ctx.projections.write_memory(it)
         self.recovery.sync(lane)
         ctx.event("baseline", "measuring the unmodified baseline", it=it)
+        flaky: list[str] = []
+        try:  # its early profile ([profile].baseline) held through its runs, and stopped if they fail
+            runs, seconds = self.runs(it, lane, flaky)
+        except BaseException:
+            self.evidence.drop_ahead(lane)
+            raise
+        record_baseline(ctx, it, runs)
+        self.estimate_decision_cost(it, lane, runs, seconds)
+        it.commit = commit
+        values = {k: statistics.median([m.configs[k].value for m in runs if k in m.configs]) for k in runs[-1].configs}
+        self.evidence.baseline(it, lane, values)
+        ctx.store.set_many(
+            {
+                "config_columns": list(runs[-1].config_columns),
+                "classes": runs[-1].classes(),
+                "environment": capture_environment(ctx.cfg, lane.best),
+            }
+        )
+        ctx.jails.freeze_library()  # before any candidate runs: no run can grow what later runs see bound
+        flakes = f"; {len(flaky)} run(s) failed and passed when run again: the bench is flaky" if flaky else ""
+        ctx.close(
+            it,
+            Status.BASELINE,
+            f"baseline over {len(runs[-1].configs)} configs in {len(it.record['classes'])} classes{flakes}",
+        )
+
+    def runs(self, it: Iteration, lane: Lane, flaky: list[str]) -> tuple[list[Measurement], list[float]]:
+        """The baseline's [decide].min_rounds measurements and their seconds, a run that fails
+        tried again up to BASELINE_TRIES times (`flaky` says which); BaselineFailed when it cannot."""
+        ctx = self.ctx
         n = ctx.cfg.decide.min_rounds
         runs: list[Measurement] = []
         seconds: list[float] = []
-        flaky: list[str] = []
         tries = 0
         try:
             while len(runs) < n:
                 r = len(runs)
                 ctx.progress(it, "baseline", f"baseline run {r + 1}/{n}", r, n)
                 lease = acquire(ctx, lane, it)
+                if not r and not tries:  # the gate chose the GPU: its vendor's profiler
+                    self.evidence.profile_ahead(it, lane)  # the baseline's early profile, held until its runs end
                 name = f"baseline_r{r}" + (f"_again{tries}" if tries else "")
                 tries += 1
                 try:
@@ -202,25 +233,7 @@ class Baseline:
         except (Interrupt, NoIdleGpu) as e:
             self.keeper.discard(it, lane, Status.INTERRUPTED, str(e))
             raise
-        record_baseline(ctx, it, runs)
-        self.estimate_decision_cost(it, lane, runs, seconds)
-        it.commit = commit
-        values = {k: statistics.median([m.configs[k].value for m in runs if k in m.configs]) for k in runs[-1].configs}
-        self.evidence.baseline(it, lane, values)
-        ctx.store.set_many(
-            {
-                "config_columns": list(runs[-1].config_columns),
-                "classes": runs[-1].classes(),
-                "environment": capture_environment(ctx.cfg, lane.best),
-            }
-        )
-        ctx.jails.freeze_library()  # before any candidate runs: no run can grow what later runs see bound
-        flakes = f"; {len(flaky)} run(s) failed and passed when run again: the bench is flaky" if flaky else ""
-        ctx.close(
-            it,
-            Status.BASELINE,
-            f"baseline over {len(runs[-1].configs)} configs in {len(it.record['classes'])} classes{flakes}",
-        )
+        return runs, seconds
 
     def run(self, it: Iteration, lane: Lane, name: str, r: int, env: dict[str, str]) -> tuple[Measurement, float]:
         """One baseline measurement of best's tree and its seconds: a Ray lane's on its worker
