@@ -96,7 +96,7 @@ def test_an_early_baseline_profile_lets_the_first_keep_profile_its_candidate_alo
     ws = two_keeps(fake_env, tmp_path, monkeypatch, "e", extra='baseline = "early"\n', iters=1)
     v0, v1 = record(ws, 0), record(ws, 1)
     base = v0["profile"]["taken"]
-    assert set(base["trees"]) == {"best"} and base["keep"] == "time" and base["calls"] is None
+    assert set(base["trees"]) == {"best"} and base["baseline"] is True and base["calls"] is None
     assert base["seed"] == v0["profile"]["seed"] and (ws.profiles / "v0" / "best" / "outputs.json").is_file()
     assert v1["status"] == "keep", v1["decision"]
     taken = v1["profile"]["taken"]
@@ -121,6 +121,8 @@ def test_a_timer_patch_never_gets_the_profile_pair_as_its_confirmation(
     extra = f'baseline = "{when}"\n'
     ws = two_keeps(fake_env, tmp_path, monkeypatch, "x", extra=extra, script=["timer:0.5"], iters=1)
     v1 = record(ws, 1)
+    if when == "early":  # compared with the baseline's own profile: the candidate's alone was taken
+        assert v1["profile"]["taken"]["best_from"] == 0 and not (ws.profiles / "v1" / "best").exists()
     assert v1["status"] != "keep" and "profiler_disagrees" in v1["decision"]["flags"], v1["decision"]
     with Store(ws.db_path, readonly=True) as store:
         rec = next(it.record for it in store.iterations() if it.version == 1)

@@ -265,7 +265,7 @@ def baseline_profile(
     return {
         "best": summary.to_dict(),
         "seed": seed,
-        "taken": {**taken, "calls": None, "seed": seed, "format": profiler.PROFILE_FORMAT},
+        "taken": {**taken, "calls": None, "seed": seed, "format": profiler.PROFILE_FORMAT, "baseline": True},
     }
 
 

@@ -487,8 +487,8 @@ def reusable(
     taken = (record.get("profile") or {}).get("taken") or {}
     if not isinstance(taken, dict) or not isinstance(taken.get("trees"), dict):
         return None
-    # a keep's candidate; the baseline's own profile ([profile].baseline "early") names best alone
-    side = "cand" if "cand" in taken["trees"] else "best"
+    # a keep's candidate; the baseline's own profile ([profile].baseline "early") says it is one
+    side = "best" if taken.get("baseline") is True and set(taken["trees"]) == {"best"} else "cand"
     age = now - float(taken.get("t") or 0)
     if (
         taken["trees"].get(side) != best_tree
