@@ -29,9 +29,10 @@ def test_only_a_profile_of_todays_format_is_reused(tmp_path: Path) -> None:
 
 def test_the_baselines_own_profile_is_reused_and_a_keeps_best_side_never_is(tmp_path: Path) -> None:
     """[profile].baseline "early": the baseline's record says it is the baseline's and names best's
-    tree alone, and its summary under "best" is what a first keep compares its candidate with. A keep's record names both
-    trees: only its candidate's side is ever lent (best's side there was profiled in best/, from a
-    tree a proposer wrote: docs/security.md, "A kept tree slow as BEST")."""
+    tree alone, and its summary under "best" is what a first keep compares its candidate with. A
+    keep's record names both trees: only its candidate's side is ever lent, whatever else it says
+    (best's side there was profiled in best/, from a tree a proposer wrote: docs/security.md, "A
+    kept tree slow as BEST")."""
     base = {"gpu": "local:GPU-0", "keep": "time", "calls": None, "t": 1000.0, "seed": 5, "format": PROFILE_FORMAT}
     summary = made()[1]["profile"]["cand"]
     own = (0, {"profile": {"best": summary, "taken": {**base, "trees": {"best": "t0"}, "baseline": True}}})
@@ -45,4 +46,6 @@ def test_the_baselines_own_profile_is_reused_and_a_keeps_best_side_never_is(tmp_
         {"profile": {"best": summary, "cand": summary, "taken": {**base, "trees": {"best": "t0", "cand": "t1"}}}},
     )
     assert reusable(keep, "t0", "local:GPU-0", ProfileConfig(), now=1010.0, profiles=tmp_path) is None
+    said = (3, {"profile": {**keep[1]["profile"], "taken": {**keep[1]["profile"]["taken"], "baseline": True}}})
+    assert reusable(said, "t0", "local:GPU-0", ProfileConfig(), now=1010.0, profiles=tmp_path) is None
     assert reusable(keep, "t1", "local:GPU-0", ProfileConfig(), now=1010.0, profiles=tmp_path).out_dir.name == "cand"
