@@ -245,14 +245,15 @@ def baseline_profile(
     when: str,
     take: Callable[[Profiler], ProfileSummary],
 ) -> dict[str, Any]:
-    """The baseline's record["profile"], its tree profiled at `seed` before the first proposal:
-    with every metric ([profile].baseline "start"), or as a keep's first profile takes a tree
-    ("early": the keep's pass, the bench's own calls, named once its outputs said them; `take`,
-    the one started ahead with the baseline's runs where there is one), with the `taken` a first
-    keep reuses (profiler.reusable) to profile its candidate alone. The baseline's tree is the
-    trusted one: no candidate has run yet. `gpu`: the lane's GPU's name, as the lease chose it."""
+    """The baseline's record["profile"], its tree profiled at `seed` before the first proposal by
+    `take` (the profile started ahead with the baseline's runs where there is one, else one taken
+    now): with every metric ([profile].baseline "start"), or as a keep's first profile takes a
+    tree ("early": the keep's pass, the bench's own calls, named once its outputs said them), with
+    the `taken` a first keep reuses (profiler.reusable) to profile its candidate alone. The
+    baseline's tree is the trusted one: no candidate has run yet. `gpu`: the lane's GPU's name,
+    as the lease chose it."""
     if when != "early":
-        return {"best": profile_in(ctx, it, lane, prof, lane.best, "best", seed=seed).to_dict(), "seed": seed}
+        return {"best": take(prof).to_dict(), "seed": seed}
     cfg = ctx.cfg.profile
     summary = take(prof.for_keep(cfg.keep))
     columns = [str(c) for c in it.record.get("config_columns") or []]
