@@ -128,6 +128,19 @@ def test_the_baselines_early_profile_holds_through_its_runs_and_the_first_keep_p
     assert not (ws.profiles / "v1" / "best").exists() and v1["profile"]["outputs"]["against"] == "baseline"
 
 
+def test_a_failed_baseline_stops_its_early_profile_and_leaves_nothing_of_it(fake_env, tmp_path, monkeypatch):
+    """The baseline's early profile held through its runs: where they fail (here its server dies
+    at its first look), the run ends, and the held profile is told to stop before it ever goes
+    on, its copy of the tree removed (Baseline.measure; without it the copy stays behind)."""
+    ws, log = served_gpu(fake_env, tmp_path, monkeypatch, [], start={"die_at": "0"}, profile='baseline = "early"\n')
+    assert kopt(["--root", str(ws.root), "run", ws.tag, "--foreground", "--max-iters", "1"]) == 1
+    assert record(ws, 0)["status"] == "fail_bench"
+    ev = events(log)
+    assert [w for w, _, _, _ in ev if w in ("held", "go", "stopped")] in (["held"], ["held", "stopped"]), ev
+    assert not list((ws.dir / "sandbox").iterdir())  # its copy removed: nothing of it stays
+    assert record(ws, 0).get("profile") is None
+
+
 def said_of(ws: Workspace, v: int, words: str) -> list[str]:
     """The messages of v's events that hold `words`."""
     with ws.open_store(readonly=True) as s:
