@@ -44,16 +44,7 @@ from pathlib import Path
 
 from kopt_supervisor.engine.decide.confirmation import shows_half
 from kopt_supervisor.engine.profile.classes import ConfigRef, compare_per_class, parse_range
-from kopt_supervisor.engine.profile.ncu import (
-    NCU_IMPORT,
-    NCU_LOG,
-    NCU_NVTX,
-    NcuProfiler,
-    ncu_kernel_names,
-    ncu_keyed_launches,
-    own_ranges,
-    with_nvtx_ranges,
-)
+from kopt_supervisor.engine.profile.ncu import NcuProfiler, pass_launches
 from kopt_supervisor.engine.profile.summary import KOPT_PREFIX, Launch, summarize
 
 BENCH = [sys.executable, "bench.py", "--profile", "--dtypes", "bfloat16"]
@@ -94,18 +85,13 @@ def profile(tree: Path, folder: Path, extra: list[str], calls: int = CALLS) -> l
     if res.returncode != 0:
         print(res.stderr[-3000:], flush=True)
         raise SystemExit(f"{folder}: rc {res.returncode}")
-    own = own_ranges(folder)  # the run's own page names each launch's range: no read-back (as kopt)
-    if own is not None:
-        keyed, renamed = ncu_keyed_launches((folder / NCU_LOG).read_text(), where="raw"), own
-    else:
-        reads = [
-            subprocess.run(c, capture_output=True, text=True, timeout=600) for c in NcuProfiler().after_commands(folder)
-        ]
-        if any(r.returncode for r in reads):
-            raise SystemExit(f"{folder}: ncu --import failed")
-        keyed = ncu_keyed_launches((folder / NCU_IMPORT).read_text(), where="raw")
-        renamed = ncu_kernel_names((folder / NCU_NVTX).read_text(), where="nvtx")
-    launches = with_nvtx_ranges(keyed, renamed, plain="raw", nvtx="nvtx")
+    # read back as kopt does (none where the run's own page names each launch's range)
+    reads = [
+        subprocess.run(c, capture_output=True, text=True, timeout=600) for c in NcuProfiler().after_commands(folder)
+    ]
+    if any(r.returncode for r in reads):
+        raise SystemExit(f"{folder}: ncu --import failed")
+    launches = pass_launches(folder)
     print(f"   {wall:.1f} s, {len(launches)} launches", flush=True)
     return launches
 

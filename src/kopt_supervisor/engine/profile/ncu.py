@@ -364,10 +364,9 @@ def _parse_pass(out_dir: Path, kernel_regex: str) -> ProfileSummary:
     return parse_ncu_csv(path, kernel_regex, nvtx_path=nvtx)
 
 
-def _pass_launches(out_dir: Path, *, where_expected: str) -> list[Launch]:
-    """The launches of one filtered pass, each with its innermost range. Every launch of the
-    "inside" pass must be in some range, none of the "outside" pass in a kopt range: else
-    ncu's NVTX filter did not apply, and the merge would count launches twice."""
+def pass_launches(out_dir: Path) -> list[Launch]:
+    """The launches of one pass, each with its innermost range: from the run's own raw page
+    where it names every launch's range, else from the report read back (after_commands)."""
     imported, nvtx = out_dir / NCU_IMPORT, out_dir / NCU_NVTX
     own = None if nvtx.is_file() else own_ranges(out_dir)
     if own is not None:
@@ -377,7 +376,15 @@ def _pass_launches(out_dir: Path, *, where_expected: str) -> list[Launch]:
             raise KoptFailure(f"{path}: ncu wrote no output (did the pass and its read-back run?)")
     keyed = ncu_keyed_launches(_read(imported), where=str(imported))
     renamed = own if own is not None else ncu_kernel_names(_read(nvtx), where=str(nvtx))
-    launches = with_nvtx_ranges(keyed, renamed, plain=str(imported), nvtx=str(nvtx))
+    return with_nvtx_ranges(keyed, renamed, plain=str(imported), nvtx=str(nvtx))
+
+
+def _pass_launches(out_dir: Path, *, where_expected: str) -> list[Launch]:
+    """The launches of one filtered pass (`pass_launches`). Every launch of the "inside" pass
+    must be in some range, none of the "outside" pass in a kopt range: else ncu's NVTX filter
+    did not apply, and the merge would count launches twice."""
+    launches = pass_launches(out_dir)
+    nvtx = out_dir / (NCU_NVTX if (out_dir / NCU_NVTX).is_file() else NCU_LOG)
     for x in launches:
         stray = not x.range if where_expected == "inside" else bool(x.range and x.range.startswith(KOPT_PREFIX))
         if stray:
