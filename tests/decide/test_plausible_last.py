@@ -18,7 +18,7 @@ from kopt_supervisor.engine import metrics
 from kopt_supervisor.engine.config import TargetConfig
 from kopt_supervisor.engine.decide.estimate import Pair, Policy
 from kopt_supervisor.engine.decide.plausible import LAST_MIN_LOOKS, check, last_block_not_faster
-from kopt_supervisor.engine.decide.verdict import evaluate
+from kopt_supervisor.engine.decide.verdict import GUARD_CLASS, evaluate
 from tests.decide.test_plausible import ORDER, with_figure
 
 
@@ -212,3 +212,30 @@ def test_a_keep_whose_last_blocks_lean_towards_the_finding_takes_more_looks() ->
     # an honest keep whose last blocks show the gain is never held back
     honest = with_lasts([0.45] * 3, [0.5, 0.42, 0.47])
     assert evaluate(honest, Policy()).settled_keep
+
+
+def test_a_guard_whose_small_gain_its_last_blocks_do_not_yet_show_holds_no_keep_back() -> None:
+    """The H200's RMSNorm demo (docs/h100-wave3/part34, call 3, v5): every production class
+    improved and shown by its last blocks at look 3; the guard (non-production) improved -1.3%
+    with last-block excesses of -0.6%, +1.4%, +2.1% against a limit of +0.65% (half the
+    claim): the keep waited three looks on noise. A keep never rests on the guard's gain, so
+    its leaning last blocks hold nothing back; a production class's still do (the test
+    above); and a guard that skips its work outside the audited block still goes to review."""
+    guard = frozenset({"G=0", "G=1"})
+
+    def as_guard(pairs: list[Pair]) -> list[Pair]:
+        return [replace(p, config=p.config.replace("D=", "G="), cls="narrow") for p in pairs]
+
+    shown = with_lasts([0.45] * 3, [0.5, 0.42, 0.47])  # the production class: its gain in the last blocks
+    leaning = [0.987 * math.exp(e) for e in (-0.006, 0.014, 0.021)]
+    v = evaluate(shown + as_guard(with_lasts([0.987] * 3, leaning)), Policy(), guard_configs=guard)
+    assert v.settled_keep, (v.kind, v.reason)
+    assert [c.verdict for c in v.classes if c.cls == GUARD_CLASS] == ["improved"]
+    # the same leaning in a production class waits for another look
+    v = evaluate(shown + with_lasts([0.987] * 3, leaning, cls="narrow"), Policy())
+    assert v.kind == "undecided" and v.reason.startswith("narrow: the last timed blocks"), (v.kind, v.reason)
+    # a guard whose audited block shows none of its -40%: the keep goes to review
+    skipping = as_guard(with_lasts([0.6] * 3, [1.0, 1.01, 0.99]))
+    v = evaluate(shown + skipping, Policy(), guard_configs=guard)
+    assert v.kind == "borderline" and "last_block_not_faster" in v.flags, (v.kind, v.reason)
+    assert v.focus == GUARD_CLASS
