@@ -422,7 +422,7 @@ def test_a_params_file_the_proposer_cannot_read_stops_the_run_with_its_reason(tm
     from kopt_supervisor.engine.daemon import run_engine
 
     _, ws = make_tune_run(tmp_path, monkeypatch, space="{num_warps = [1, 2, 4, 8], num_stages = [1, 2]}")
-    assert run_engine(ws, max_iters=4) == 0
+    assert run_engine(ws, max_iters=4) == 1  # a run whose proposer cannot go on failed
     with ws.open_store(readonly=True) as s:
         statuses = [it.status for it in s.iterations()]
         reason = s.get("stop_reason")

@@ -108,6 +108,27 @@ class Heartbeat(threading.Thread):
         self.join(timeout=5)
 
 
+class Echo:
+    """The engine's log lines on stdout (`kopt run --foreground`, `kopt demo --headless`). A
+    reader that went away (`| head`) ends the echo, never the run: stdout is pointed at
+    /dev/null (Python's own advice for SIGPIPE) and the run goes on, logged in its workspace."""
+
+    def __init__(self, tag: str) -> None:
+        self.tag = tag
+        self.gone = False
+
+    def __call__(self, msg: str) -> None:
+        if self.gone:
+            return
+        try:
+            print(f"kopt[{self.tag}] {msg}", flush=True)
+        except BrokenPipeError:
+            self.gone = True
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
+
+
 def run_engine(
     ws: Workspace,
     *,
@@ -118,7 +139,7 @@ def run_engine(
     demo: bool = False,
 ) -> int:
     """Run the loop in this process. Exit status: 0 stopped for a stated reason, 1 crashed or
-    failed (a baseline that fails its bench or correctness).
+    failed (a baseline that fails its bench or correctness, a proposer that cannot go on).
     `demo`: `kopt demo`'s own start (engine/sandbox/__init__.py start_rule)."""
     from kopt_supervisor.engine.loop import Engine
 
@@ -134,11 +155,11 @@ def run_engine(
                 max_iters=max_iters,
                 no_sandbox=no_sandbox,
                 demo=demo,
-                log=(lambda m: print(f"kopt[{ws.tag}] {m}", flush=True)) if log_to_stdout else None,
+                log=Echo(ws.tag) if log_to_stdout else None,
             )
             _install_signals(engine)
             engine.run()
-            if engine.failed:  # a baseline that failed: the run failed
+            if engine.failed:  # a baseline that failed, a broken proposer: the run failed
                 print(f"kopt: the run failed: {engine.failed}", file=sys.stderr)
                 return 1
             return 0

@@ -62,6 +62,9 @@ from kopt_supervisor.engine.propose.proposer import CommandProposer, ManualPropo
 from kopt_supervisor.engine.records import Iteration, Phase, Stage, Status
 from kopt_supervisor.engine.workspace import Tampered, Workspace
 
+PROPOSER_BROKEN = "the proposer cannot go on"
+FAILING_PROPOSER = "failed candidates in a row (is the proposer broken?)"
+"""The two stops that mean the run failed (`Engine.proposer_broken`): its exit status is 1."""
 HAND_BACKS = 2
 """How many times one iteration's change that no longer applies on a moved BEST goes back to
 its proposer to be decided again before it ends as a failed proposal (a keep carried to the
@@ -181,6 +184,8 @@ class Engine:
             for loop in self.loops:
                 loop.resume_reviews()
             reason = run_lanes(self)
+            if self.proposer_broken(reason):
+                self.failed = reason  # the run could not go on: `kopt run --foreground` exits 1
         except Interrupt as i:
             reason = i.reason
         except NoIdleGpu as e:
@@ -197,6 +202,11 @@ class Engine:
         self.finish(reason)
         return reason
 
+    @staticmethod
+    def proposer_broken(reason: str) -> bool:
+        """A stop that says the run failed (its proposer is broken), not that it ended as asked."""
+        return reason.startswith(PROPOSER_BROKEN) or reason.endswith(FAILING_PROPOSER)
+
     def stop_reason(self, in_flight: int = 0) -> str | None:
         """Why the run must not start another iteration (with `in_flight` still running)."""
         ctx, s = self.ctx, self.ctx.cfg.stop
@@ -208,7 +218,7 @@ class Engine:
         if c.consecutive_regressions >= s.consecutive_regressions:
             return f"{c.consecutive_regressions} consecutive measured regressions"
         if c.consecutive_failures >= s.consecutive_failures:
-            return f"{c.consecutive_failures} failed candidates in a row (is the proposer broken?)"
+            return f"{c.consecutive_failures} {FAILING_PROPOSER}"
         if s.max_iters and c.candidates + in_flight >= s.max_iters:
             return f"[stop].max_iters = {s.max_iters} candidate iterations reached"
         if s.max_hours and self._active_s() >= s.max_hours * 3600:
@@ -218,7 +228,7 @@ class Engine:
                 f"every production config reached {s.target_pct_of_peak:g}% of its roofline ([stop].target_pct_of_peak)"
             )
         if proposal.get("fatal") and last is not None:
-            return f"the proposer cannot go on: {(last.record.get('decision') or {}).get('reason')}"
+            return f"{PROPOSER_BROKEN}: {(last.record.get('decision') or {}).get('reason')}"
         if ctx.cfg.propose.budget_usd or ctx.cfg.propose.budget_tokens:
             spent_out = budget_exhausted(ctx.cfg, ctx.history.agent_spent())
             if spent_out:
