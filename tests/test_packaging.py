@@ -108,3 +108,23 @@ def test_the_wheel_installs_one_top_level_name_the_bundled_targets_and_the_wiki(
     wiki = {Path(n).name for n in names if n.startswith("kopt_supervisor/gpu_wiki/")}
     assert wiki == {p.name for p in (SRC / "kopt_supervisor" / "gpu_wiki").glob("*.md")}
     assert not any("/experiments/" in n or n.startswith("tests/") for n in names), "no tests nor experiments ship"
+
+
+def test_every_install_hint_names_this_distribution_and_an_extra_it_has() -> None:
+    """`pip install 'NAME[extra]'` in what kopt prints and in the docs names this distribution
+    (a hint with `kopt[nvidia]` would install an unrelated package called kopt) and one of its
+    extras."""
+    import re
+
+    project = _pyproject()["project"]
+    name, extras = project["name"], set(project["optional-dependencies"])
+    hint = re.compile(r"pip install -?e? ?'([A-Za-z0-9_.\-]*)\[([a-z,]+)\]'")
+    seen = []
+    for path in [*(SRC / "kopt_supervisor").rglob("*.py"), *REPO.glob("*.md"), *(REPO / "docs").glob("*.md")]:
+        for dist, wanted in hint.findall(path.read_text(encoding="utf-8")):
+            if dist in ("", "."):
+                continue  # an install from a clone: `pip install -e '.[extra]'`
+            seen.append((path.name, dist, wanted))
+            assert dist == name, f"{path}: pip install '{dist}[{wanted}]' (the distribution is {name})"
+            assert set(wanted.split(",")) <= extras, f"{path}: extras {wanted} (pyproject has {sorted(extras)})"
+    assert any(d == name for _, d, _ in seen)

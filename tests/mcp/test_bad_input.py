@@ -196,3 +196,22 @@ def test_print_config_for_each_client(mcp_run, capsys):
     assert server["timeout"] >= 600_000  # gemini: a submit waits minutes
     with pytest.raises(SystemExit):
         kopt(["--root", str(root), "mcp", "t", "--print-config", "vim"])
+
+
+def test_print_config_without_the_sdk_still_prints_it_and_warns(mcp_run, capsys, monkeypatch):
+    """A config printed where the MCP SDK is missing says that the server it starts would fail
+    here (a new user's config started a server that then failed)."""
+    import sys
+
+    from kopt_supervisor.kopt_tui.cli import main as kopt
+
+    root, ws = mcp_run()
+    capsys.readouterr()
+    monkeypatch.setitem(sys.modules, "mcp", None)  # `import mcp` raises ImportError
+    assert kopt(["--root", str(root), "mcp", "t", "--print-config", "claude-code"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["mcpServers"]["kopt-t"]["args"][:2] == ["mcp", "t"]
+    assert "pip install 'kopt-supervisor[mcp]'" in err.splitlines()[-1] and "warning" in err
+    monkeypatch.undo()
+    assert kopt(["--root", str(root), "mcp", "t", "--print-config", "claude-code"]) == 0
+    assert "warning" not in capsys.readouterr().err

@@ -680,3 +680,14 @@ def test_a_run_without_the_sandbox_says_so_in_results_and_performance_md(sandbox
         assert line == "Sandbox: sandboxed: bubblewrap 0.9.0"
     older = report_of(its)  # a run from before the sandbox: said, not guessed
     assert "- Sandbox: not recorded" in older
+
+
+def test_a_failed_baseline_is_no_candidate():
+    """`kopt status` of a run whose baseline failed its bench had said "candidates 1"."""
+    from kopt_supervisor.engine.projections import counters
+    from kopt_supervisor.engine.records import Status
+
+    c = counters([it(0, Status.FAIL_BENCH)])
+    assert (c.candidates, c.consecutive_failures, c.keeps) == (0, 0, 0)
+    c = counters([it(0, Status.BASELINE), it(1, Status.FAIL_BENCH), it(2, Status.KEEP)])
+    assert (c.candidates, c.keeps) == (2, 1)

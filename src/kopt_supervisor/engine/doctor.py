@@ -150,7 +150,7 @@ def missing(r: dict[str, Any]) -> list[dict[str, str]]:
     if nvidia and found and not any(b["backend"] == "nvml" and b["gpus"] for b in r["gpu_backends"]):
         add(
             "NVML (nvidia-ml-py)",
-            "the gate falls back to the nvidia-smi CLI: slower polls (pip install 'kopt[nvidia]')",
+            "the gate falls back to the nvidia-smi CLI: slower polls (pip install 'kopt-supervisor[nvidia]')",
         )
     if amd and found and not any(b["backend"] == "amdsmi" and b["gpus"] for b in r["gpu_backends"]):
         add("amdsmi bindings", "the gate falls back to the amd-smi/rocm-smi CLI: slower polls")

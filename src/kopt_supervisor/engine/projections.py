@@ -144,8 +144,8 @@ def counters(rows: Sequence[Row], records: Callable[[list[int]], dict[int, Itera
     fails = 0
     candidates = keeps = 0
     for it in in_end_order(list(rows)):  # in the order they ended: with lanes, not their version order
-        if it.masked or it.status in NOT_COUNTED:
-            continue
+        if it.masked or it.version == 0 or it.status in NOT_COUNTED:
+            continue  # v0 is the baseline, never a candidate, even one whose bench failed
         candidates += 1
         if it.status in REGRESSIONS:
             regs += 1

@@ -185,7 +185,8 @@ def cmd_status(args: argparse.Namespace) -> int:
     )
     if r.progress is not None:
         p = r.progress
-        print(f"  now: v{p.version} {p.phase}: {p.step}")
+        now = f"v{p.version} " if p.version is not None else ""
+        print(f"  now: {now}{p.phase}: {p.step}")
     for line in lane_lines(r.lanes):
         print(f"  {line}")
     if r.state == "crashed" and r.last_error:
@@ -193,6 +194,18 @@ def cmd_status(args: argparse.Namespace) -> int:
     for line in status_details(r):
         print(f"  {line}")
     return 0
+
+
+def iterations(text: str) -> int:
+    """--max-iters: a whole number of iterations, 0 (the baseline alone) or more; argparse
+    names the flag on an error."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"{n}: a count of iterations, 0 or more")
+    return n
 
 
 def review_list(reviews: Sequence[api.QueuedReview], lanes: int) -> str:
@@ -463,7 +476,7 @@ def build_parser() -> argparse.ArgumentParser:
     mode.add_argument("--headless", action="store_true", help="start the engine detached and return")
     mode.add_argument("--foreground", action="store_true", help="run the engine in this process")
     sp.add_argument("--proposer", choices=["manual", "command", "tune"])
-    sp.add_argument("--max-iters", type=int, help="stop after N candidate iterations in this session")
+    sp.add_argument("--max-iters", type=iterations, help="stop after N candidate iterations in this session")
     sp.add_argument(
         "--no-sandbox",
         action="store_true",
@@ -544,7 +557,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp = add("demo", cmd_demo, "the bundled demo: a real kernel, the tune proposer, the TUI")
     sp.add_argument("--headless", action="store_true", help="no TUI; print progress; return when done")
     sp.add_argument("--kernel", default="rmsnorm", help="rmsnorm or adaln")
-    sp.add_argument("--max-iters", type=int, default=None)
+    sp.add_argument("--max-iters", type=iterations, default=None)
     sp.add_argument("--tag", default=None)
     sp.add_argument(
         "--no-sandbox",

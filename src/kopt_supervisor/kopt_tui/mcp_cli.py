@@ -23,6 +23,11 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         snip = api.mcp_snippet(args.print_config, ws.tag, command, served)
         sys.stdout.write(snip.text)
         print(f"# {args.print_config}: {snip.where}", file=sys.stderr)
+        missing = api.mcp_sdk_missing()
+        if missing:  # the snippet is still printed (it may be for another machine's install)
+            print(
+                f"kopt: warning: not installed here, so the server this starts would fail: {missing}", file=sys.stderr
+            )
         return 0
     api.serve_mcp(ws, transport="http" if args.http else "stdio", port=args.port or 0, allow_restart=args.allow_restart)
     return 0

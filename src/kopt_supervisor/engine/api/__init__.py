@@ -343,26 +343,33 @@ def doctor(ws: Workspace | None = None) -> dict[str, Any]:
     nodes and backends, profilers, git, Python) and, for a run, whether its proposer's
     program is there."""
     from kopt_supervisor.engine import doctor as doctor_mod
-    from kopt_supervisor.engine.propose.agents import check_agent
+    from kopt_supervisor.engine.propose.agents import agent_setup, check_agent
 
     report = doctor_mod.report()
     if ws is not None:
-        missing = check_agent(ws.load_config())
-        report["proposer"] = {"run": ws.tag, "ok": missing is None, "problem": missing}
+        cfg = ws.load_config()
+        missing, setup = check_agent(cfg), agent_setup(cfg)
+        program = setup.executable if setup is not None else None  # None: a proposer that runs none
+        report["proposer"] = {"run": ws.tag, "kind": cfg.propose.kind, "program": program}
+        report["proposer"] |= {"ok": missing is None, "problem": missing}
     return report
 
 
 def format_doctor(report: dict[str, Any]) -> str:
     from kopt_supervisor.engine import doctor as doctor_mod
 
-    text = doctor_mod.format_text(report)
+    text = doctor_mod.format_text(report).rstrip("\n") + "\n"
     proposer = report.get("proposer")
     if proposer:
-        text += (
-            f"\nproposer of run {proposer['run']}: "
-            + ("its program is on PATH" if proposer["ok"] else f"MISSING: {proposer['problem']}")
-            + "\n"
+        program = proposer.get("program")
+        said = (
+            f"MISSING: {proposer['problem']}"
+            if not proposer["ok"]
+            else f"its program `{program}` is on PATH"
+            if program
+            else f"the {proposer['kind']} proposer runs no program"
         )
+        text += f"\nproposer of run {proposer['run']}: {said}\n"
     return text
 
 
@@ -463,16 +470,24 @@ def mcp_snippet(client: str, tag: str, command: str, args: list[str]) -> Snippet
     return snippet(client, tag, command, args)
 
 
+def mcp_sdk_missing() -> str | None:
+    """Why `kopt mcp` cannot serve here (the MCP SDK is not installed), or None."""
+    try:
+        import mcp  # noqa: F401
+    except ImportError:
+        return "kopt mcp needs the MCP SDK: pip install 'kopt-supervisor[mcp]'"
+    return None
+
+
 def serve_mcp(
     ws: Workspace, *, transport: Literal["stdio", "http"] = "stdio", port: int = 0, allow_restart: bool = False
 ) -> None:
     """Serve the run's MCP judge until the client goes away (stdio) or the process is stopped
     (HTTP). BadInput when the run cannot be served (no such run, an engine
     running another proposer); KoptError when the `mcp` package is missing."""
-    try:
-        import mcp  # noqa: F401
-    except ImportError:
-        raise KoptError("kopt mcp needs the MCP SDK: pip install 'kopt-supervisor[mcp]'") from None
+    missing = mcp_sdk_missing()
+    if missing:
+        raise KoptError(missing)
     from kopt_supervisor.engine.mcp.judge import Judge
     from kopt_supervisor.engine.mcp.server import serve_http, serve_stdio
 

@@ -156,7 +156,7 @@ class NvmlBackend(LibraryBackend):
     name = "nvml"
     vendor = "nvidia"
     module_name = "pynvml"
-    missing = "nvidia-ml-py is not installed (pip install 'kopt[nvidia]')"
+    missing = "nvidia-ml-py is not installed (pip install 'kopt-supervisor[nvidia]')"
 
     init_call = "nvmlInit"
 
