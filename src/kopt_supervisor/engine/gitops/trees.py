@@ -137,6 +137,15 @@ def diff(worktree: str | Path, base: str, *, max_bytes: int = 2_000_000, force: 
     return _staged_diff(worktree, base, force, _PATCH)[:max_bytes]
 
 
+def saved_patch(worktree: str | Path, base: str) -> str:
+    """The worktree's whole change against `base` (new untracked files and binary files
+    included) as `git apply --binary` takes it back; "" when it has none. A scratch index:
+    the worktree and its own index are untouched. Bytes that are not UTF-8 stay as run_at's
+    surrogate escapes (write the text back with errors="surrogateescape")."""
+    out = _staged_diff(worktree, base, (), _SAVE)
+    return out + "\n" if out else ""  # run_at strips the newline a binary hunk's last line needs
+
+
 def scan_diff(
     worktree: str | Path, base: str, *, force: Sequence[str] = (), max_bytes: int = 64 * 2**20
 ) -> tuple[str, bool]:
@@ -152,6 +161,7 @@ def _cut(text: str, max_bytes: int) -> tuple[str, bool]:
 
 # (config, options) of `diff`'s patch and of `scan_diff`'s
 _PATCH: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
+_SAVE: tuple[tuple[str, ...], tuple[str, ...]] = (("-c", "diff.noprefix=false"), ("--binary", "--no-renames"))
 _SCAN: tuple[tuple[str, ...], tuple[str, ...]] = (
     ("-c", "diff.noprefix=false", "-c", "diff.mnemonicPrefix=false"),
     ("--no-renames", "--src-prefix=a/", "--dst-prefix=b/"),

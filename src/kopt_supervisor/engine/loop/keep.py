@@ -44,7 +44,7 @@ from kopt_supervisor.engine.loop.measure import (
     guard_configs,
     pairs,
 )
-from kopt_supervisor.engine.loop.proposal import ALWAYS_PROTECTED, restore_best
+from kopt_supervisor.engine.loop.proposal import ALWAYS_PROTECTED, keep_unsubmitted, restore_best
 from kopt_supervisor.engine.loop.spent import spend
 from kopt_supervisor.engine.records import Iteration, Phase, Stage, Status
 from kopt_supervisor.engine.runner import end_leftovers, kill_orphans
@@ -574,6 +574,7 @@ class Recovery:
                 if stale:
                     ctx.event("recover", f"removed stale git lock(s): {', '.join(stale)}", level="warn")
         gitops.reset_clean(lane.best, best, detach=lane.best != ctx.ws.best)
+        keep_unsubmitted(ctx, lane, best)  # what an engineer left in cand/ is saved, never lost
         gitops.reset_clean(lane.cand, best, detach=True)
 
     def sync_branch(self) -> None:
@@ -588,9 +589,8 @@ class Recovery:
     def restart(self, request: Interrupt, lanes: list[Lane]) -> None:
         """The masked partial restart: later iterations masked, worktrees back at vK."""
         assert request.version is not None
-        for lane in lanes:
-            if lane.measurer is not None:
-                lane.measurer.close()
+        for measurer in (lane.measurer for lane in lanes if lane.measurer is not None):
+            measurer.close()
         history.restart_from(self.ctx.ws, self.ctx.store, request.version, request.why)
         if all(lane.best != self.ctx.ws.best for lane in lanes):
             self.sync_branch()

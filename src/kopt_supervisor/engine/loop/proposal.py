@@ -562,6 +562,26 @@ class Proposing:
             ctx.store.set(key, {**said, "waiting": False, "t": time.time()})
 
 
+def keep_unsubmitted(ctx: RunContext, lane: Lane, best: str) -> None:
+    """Before cand/ is put back at BEST (recovery, the run's end): a change found there that no
+    iteration holds (a manual proposer's edits not yet submitted, an agent cut off) is kept as
+    `saved/cand-lane<i>-<time>.diff` and said, never lost (a new user's edits were wiped by a
+    `kopt stop`). `git apply --binary` in cand/ brings it back."""
+    try:
+        patch = gitops.saved_patch(lane.cand, best)
+        if not patch:
+            return
+        path = ctx.ws.dir / "saved" / f"cand-lane{lane.index}-{time.strftime('%Y%m%d-%H%M%S')}.diff"
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(patch, encoding="utf-8", errors="surrogateescape")
+    except (KoptError, OSError) as e:
+        ctx.event("recover", f"{lane.cand.name}/'s changes could not be saved before its reset: {e}", level="error")
+        return
+    said = f"{lane.cand.name}/ held changes no iteration holds: kept in {path.relative_to(ctx.ws.dir)}"
+    ctx.event("recover", f"{said} (git apply --binary it in {lane.cand.name}/ to go on)", level="warn")
+    ctx.log(f"{said}; `git apply --binary {path}` in {lane.cand} brings them back")
+
+
 def handed_back_note(back: dict[str, Any] | None) -> str:
     """The prompt's first lines when a change comes back to its proposer (engine/loop/__init__.py
     LaneLoop.hand_back): why, and what it was ("" otherwise)."""
