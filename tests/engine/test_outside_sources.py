@@ -128,3 +128,20 @@ def test_kopt_init_warns_about_what_the_bench_reads_when_no_sources_are_declared
     (r / "bench.py").write_text(FILES["bench.py"] + "import untracked_helper\n")
     warning = onboard.sources_warning(r, "python bench.py", tracked, ["bench.py"], [])
     assert warning is not None and "untracked_helper" not in warning  # only tracked files are named
+
+
+def test_init_warns_of_a_workspace_made_inside_the_repository(tmp_path: Path, monkeypatch, capsys) -> None:
+    """The examples' flow (a shell in the repo, the default root ./workspaces) had put kopt's
+    worktrees inside the user's repository without a word: `git status` listed them and `git add
+    -A` warned of embedded repositories. kopt init now says so; a root outside says nothing."""
+    from kopt_supervisor.kopt_tui.cli import main as kopt
+    from tests.conftest import make_fake_repo
+
+    monkeypatch.delenv("KOPT_ROOT", raising=False)
+    repo = make_fake_repo(tmp_path / "repo", script=[])
+    assert kopt(["--root", str(repo / "workspaces"), "init", "--repo", str(repo), "--tag", "in"]) == 0
+    out = capsys.readouterr().out
+    assert "lies inside the repository" in out and "pass --root" in out, out
+    assert onboard.inside_repo_warning(tmp_path / "elsewhere" / "x", repo) is None
+    assert kopt(["--root", str(tmp_path / "outside"), "init", "--repo", str(repo), "--tag", "out"]) == 0
+    assert "lies inside the repository" not in capsys.readouterr().out

@@ -361,6 +361,22 @@ def sources_warning(
     )
 
 
+def inside_repo_warning(workspace: Path, repo: Path) -> str | None:
+    """`kopt init`'s warning for a workspace made inside the repository it runs on (the default
+    root `./workspaces` of a shell in the repo): git there then lists it as untracked, and
+    `git add -A` would take kopt's worktrees in as embedded repositories. None elsewhere."""
+    try:
+        inside = workspace.resolve().is_relative_to(repo.resolve())
+    except OSError:
+        return None
+    if not inside:
+        return None
+    return (
+        f"the workspace {workspace} lies inside the repository {repo}: `git status` there lists it, and "
+        "`git add -A` would take its worktrees in; pass --root (or set KOPT_ROOT) to a folder outside it"
+    )
+
+
 __all__ = [
     "BenchRun",
     "Candidate",
@@ -372,6 +388,7 @@ __all__ = [
     "answers_from",
     "candidates",
     "estimate_decision_s",
+    "inside_repo_warning",
     "local_run_bench",
     "propose",
     "run_noise_pct",
