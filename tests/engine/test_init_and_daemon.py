@@ -97,6 +97,23 @@ def test_one_engine_per_workspace(fake_env):
     assert engine_alive(ws) == (False, None)
 
 
+def test_a_start_that_loses_the_race_for_the_workspace_says_so(fake_env, monkeypatch):
+    """Two `kopt run TAG --headless` at once both said "engine started (pid X)" (the winner's
+    pid): the loser's engine had refused the workspace in engine.log alone. Here another
+    process takes the lock after the start's own check; the start then says it is busy."""
+    from kopt_supervisor.engine import daemon
+
+    repo, root = fake_env([])
+    kopt(["--root", str(root), "init", "--repo", str(repo), "--tag", "t"])
+    ws = Workspace(root, "t")
+    checks = iter([(False, None)])  # the start's check before it spawns finds no engine
+    real = daemon.engine_alive
+    monkeypatch.setattr(daemon, "engine_alive", lambda w: next(checks, None) or real(w))
+    with workspace_lock(ws), pytest.raises(WorkspaceBusy, match=f"pid {os.getpid()}"):
+        start_detached(ws, max_iters=1)
+    assert "already runs" in ws.engine_log.read_text()  # the spawned engine refused, and ended
+
+
 def test_a_probe_holding_the_lock_for_a_moment_does_not_read_as_an_engine(fake_env):
     # engine_alive (any TUI, `kopt status`) takes the lock shared for a moment: an engine
     # starting in that moment waits for it instead of refusing with "pid ?"

@@ -237,6 +237,11 @@ def start_detached(
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline:
         alive, pid = engine_alive(ws)
+        if alive and pid not in (None, proc.pid):  # another start took the workspace first: ours refuses
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=10)
+            if proc.poll() is not None:
+                raise WorkspaceBusy(f"an engine (pid {pid}) already runs {ws.tag!r}; use `kopt attach {ws.tag}`")
         if alive:
             return pid or proc.pid
         if proc.poll() is not None:
