@@ -413,10 +413,11 @@ class RunContext:
 
     def finish_timings(self, it: Iteration) -> None:
         """total_s and engine_s (what kopt itself spent: all but the proposer, the looks, the
-        profiler and waiting for an idle GPU)."""
+        profiler, waiting for an idle GPU and waiting for the engineer's review)."""
         timings = it.record.setdefault("timings", {})
         total = max(0.0, (it.finished_at or time.time()) - it.started_at)
         outside = sum(float(timings.get(k, 0.0)) for k in ("proposer_s", "profiler_s", "gate_wait_s"))
+        outside += float((timings.get("spent") or {}).get("review", 0.0))  # the engineer's, not kopt's
         outside += sum(float(x) for x in timings.get("looks_s", []))
         timings["total_s"] = round(total, 4)
         timings["engine_s"] = round(max(0.0, total - outside), 4)
