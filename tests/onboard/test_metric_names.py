@@ -125,6 +125,7 @@ def test_a_hand_written_metric_the_rows_lack_fails_at_the_baseline_in_one_line(p
     assert err.count("\n") == 0 and err.startswith("kopt: the run failed: the baseline bench failed: bench.json: ")
     assert "'median'" in err and "median_us" in err
     assert "[target].metric names no column" in err and "did you mean 'median_us'?" in err
+    assert err.endswith("and `kopt init` again under a new tag)")  # the config is frozen: the way out, said
     with Workspace(root, "hw").open_store(readonly=True) as s:
         (b,) = s.iterations()
     assert b.status == "fail_bench"  # recorded as the bench's failure, nothing measured kept as a baseline

@@ -160,7 +160,7 @@ def run_engine(
             _install_signals(engine)
             engine.run()
             if engine.failed:  # a baseline that failed, a broken proposer: the run failed
-                print(f"kopt: the run failed: {engine.failed}", file=sys.stderr)
+                print(f"kopt: the run failed: {engine.failed}{engine.fix}", file=sys.stderr)
                 return 1
             return 0
         except SandboxUnavailable:

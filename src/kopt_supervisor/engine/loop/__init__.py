@@ -65,6 +65,10 @@ from kopt_supervisor.engine.workspace import Tampered, Workspace
 PROPOSER_BROKEN = "the proposer cannot go on"
 FAILING_PROPOSER = "failed candidates in a row (is the proposer broken?)"
 """The two stops that mean the run failed (`Engine.proposer_broken`): its exit status is 1."""
+CONFIG_FROZEN = (
+    " (a run's kopt.toml is frozen at `kopt init`: fix the config in the repository, or pass --config,"
+    " and `kopt init` again under a new tag)"
+)
 HAND_BACKS = 2
 """How many times one iteration's change that no longer applies on a moved BEST goes back to
 its proposer to be decided again before it ends as a failed proposal (a keep carried to the
@@ -176,6 +180,7 @@ class Engine:
         ctx.log(what)
         reason = "stopped"
         self.failed: str | None = None
+        self.fix = ""  # what the engineer can do about a failed run, said after its reason
         try:
             self.recovery.recover(self.lanes)
             self.loops[0].police.list_modules_ahead()  # beside the baseline: the first check needs it
@@ -193,6 +198,7 @@ class Engine:
         except BaselineFailed as e:
             reason = str(e)
             self.failed = reason  # `kopt run --foreground` exits 1: the baseline failed, nothing ran
+            self.fix = CONFIG_FROZEN
         except Tampered as e:
             reason = str(e)
         finally:
