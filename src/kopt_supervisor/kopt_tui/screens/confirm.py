@@ -5,11 +5,12 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static
 
+from kopt_supervisor.kopt_tui.screens.live import KoptModalScreen
 
-class ConfirmScreen(ModalScreen[bool]):
+
+class ConfirmScreen(KoptModalScreen[bool]):
     BINDINGS = [
         Binding("y", "answer(True)", "yes", tooltip="Confirm"),
         Binding("n,escape", "answer(False)", "no", tooltip="Cancel"),

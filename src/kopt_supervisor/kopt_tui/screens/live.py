@@ -2,7 +2,9 @@
 
 `KoptScreen` and `KoptModalScreen`: screens of `KoptApp`, whose `app` is that app, typed
 (Textual's `getters.app`): the run data it holds, `now`, `send_command`, `watch_run`... so a
-screen's use of the app is type-checked.
+screen's use of the app is type-checked. A dialog stops the app's bindings (Textual ends the
+binding chain at a modal screen), so `KoptModalScreen` binds `?` itself: the help opens over
+the dialog, which keeps its state (a note being written) underneath.
 
 `renders_data`: the poller's updates arrive whenever the engine writes. When the app closes
 (`q`, the end of a test), a screen's widgets are removed one by one while an update can still
@@ -18,6 +20,7 @@ from contextlib import suppress
 from typing import Any, TypeVar
 
 from textual import getters
+from textual.binding import Binding
 from textual.css.query import NoMatches
 from textual.screen import ModalScreen, Screen
 
@@ -36,7 +39,14 @@ class KoptScreen(Screen[ResultT]):
 class KoptModalScreen(ModalScreen[ResultT]):
     """A dialog of the kopt app."""
 
+    BINDINGS = [
+        Binding("question_mark", "help", "help", key_display="?", show=False, tooltip="Every key, on every screen")
+    ]
+
     app = getters.app(KoptApp)
+
+    def action_help(self) -> None:
+        self.app.action_help()
 
 
 def renders_data(method: F) -> F:

@@ -103,6 +103,8 @@ class RestartScreen(KoptModalScreen[None]):
             options.highlighted = [it.version for it in points].index(start)
         options.focus()
         self._show_preview()
+        # The list has no height yet: scroll the chosen point into view once it is laid out.
+        self.call_after_refresh(options.scroll_to_highlight)
 
     def _chosen(self) -> int | None:
         options = self.query_one(OptionList)

@@ -26,7 +26,7 @@ from kopt_supervisor.kopt_tui import model
 from kopt_supervisor.kopt_tui.flags import FLAG_HELP, flags_to_explain
 from kopt_supervisor.kopt_tui.model import RunData
 from kopt_supervisor.kopt_tui.screens.live import KoptModalScreen, renders_data
-from kopt_supervisor.kopt_tui.widgets.class_deltas import class_table
+from kopt_supervisor.kopt_tui.widgets.class_deltas import ClassTable
 
 
 class ReviewScreen(KoptModalScreen[None]):
@@ -54,9 +54,9 @@ class ReviewScreen(KoptModalScreen[None]):
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog", id="review"):
             yield Label("Review", classes="dialog-title", id="review-title")
-            with VerticalScroll(classes="dialog-scroll"):
+            with VerticalScroll(classes="dialog-scroll", id="review-details"):
                 yield Static(id="review-why", classes="dialog-body")
-                yield Static(id="review-classes")
+                yield ClassTable(id="review-classes")
             yield Input(placeholder="note kept with the decision (optional)", id="review-note", compact=True)
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Accept (a)", id="accept", variant="success", compact=True)
@@ -69,7 +69,9 @@ class ReviewScreen(KoptModalScreen[None]):
         data = self.app.latest.get(self.tag)
         if data is not None:
             self.data = data
-        self.query_one("#accept", Button).focus()
+        # The details first: PageDown scrolls them at once, Tab goes on to the note, then the
+        # buttons (a / r / m / n / esc answer from anywhere but the note).
+        self.query_one("#review-details", VerticalScroll).focus()
 
     # -- the queue ----------------------------------------------------------------------
 
@@ -198,7 +200,7 @@ class ReviewScreen(KoptModalScreen[None]):
             )
             lines.append(Text.assemble(("queue      ", "dim"), f"then {others}", (" · n shows the next", "dim")))
         self.query_one("#review-why", Static).update(Text("\n").join(lines))
-        self.query_one("#review-classes", Static).update(class_table(v.rows) if v.rows else Text(fmt.DASH))
+        self.query_one("#review-classes", ClassTable).rows = v.rows
 
     # -- answering ----------------------------------------------------------------------
 

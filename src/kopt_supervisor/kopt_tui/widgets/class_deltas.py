@@ -18,6 +18,8 @@ PRIORITY = ("class", "Δ", "interval %", "verdict", "cand", "best", "rnd", "roof
 and the look count after, the roofline (often "—") last."""
 RIGHT = {"best", "cand", "Δ", "rnd", "roof"}
 GAP = 2
+CLASS_MAX = 28
+"""The class column's widest (a longer class name ends in an ellipsis)."""
 
 
 def _cells(r: ClassRow) -> dict[str, Text | str]:
@@ -42,6 +44,7 @@ def fitting_columns(rows: list[dict[str, Text | str]], width: int | None) -> lis
     if width is None:
         return list(COLUMNS)
     natural = {c: max([len(c), *(len(str(row[c])) for row in rows)]) for c in COLUMNS}
+    natural["class"] = min(natural["class"], CLASS_MAX)  # the table cuts it there
     chosen, used = [], -GAP
     for c in PRIORITY:
         if c == "class" or used + GAP + natural[c] <= width:
@@ -61,11 +64,24 @@ def class_table(rows: tuple[ClassRow, ...], *, width: int | None = None) -> Tabl
             justify="right" if c in RIGHT else "left",
             no_wrap=True,
             overflow="ellipsis",
-            max_width=28 if c == "class" else None,
+            max_width=CLASS_MAX if c == "class" else None,
         )
     for row in cells:
         t.add_row(*(row[c] for c in shown))
     return t
+
+
+class ClassTable(Widget):
+    """The per-class table alone, fitted to the width it gets (the review dialog's): at 80
+    columns the raw values and the look count make way for class, Δ, interval and verdict,
+    which stay whole instead of every column being cut to an ellipsis."""
+
+    rows: reactive[tuple[ClassRow, ...]] = reactive((), layout=True)
+
+    def render(self) -> Table | Text:
+        if not self.rows:
+            return Text(fmt.DASH)
+        return class_table(self.rows, width=self.size.width)
 
 
 class ClassDeltas(Widget):
