@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from kopt_supervisor.engine import fmt
-from kopt_supervisor.engine.projections import ran_unsandboxed, sandbox_line
+from kopt_supervisor.engine.projections import best_speedup, ran_unsandboxed, sandbox_line
 from kopt_supervisor.engine.records import Iteration
 from kopt_supervisor.engine.report import iterations, provenance
 from kopt_supervisor.engine.report.inputs import ReportInputs, RunData, Summary, geomean, speedup, summarize
@@ -191,6 +191,9 @@ def _summary(inp: ReportInputs, stats: list[ConfigStats]) -> list[str]:
         f"(equal weight; per config baseline median / final median"
         f"{'' if cfg.target.direction == 'min' else ' inverted for a throughput'}; above 1 is better)",
         "- Per class: " + (", ".join(f"`{c}` {fmt.speedup(v)}" for c, (v, _, _) in per_class.items()) or "—"),
+        f"- `kopt status` and the dashboard say {fmt.speedup(best_speedup(d.iterations, cfg.target.direction))}: "
+        "the geometric mean over the classes, the guard's included, of each class's recorded value at the "
+        "baseline against its best (docs/reports.md)",
         f"- Baseline commit `{d.baseline.commit}`; final commit (BEST_COMMIT) `{d.best.commit}`"
         + (f", source tree `{inp.final_tree_sha}`" if inp.final_tree_sha else ""),
         f"- {len(d.chain)} kept iteration(s) in the final tree out of {len(candidates)} candidate iteration(s); "
