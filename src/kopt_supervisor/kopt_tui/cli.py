@@ -173,7 +173,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(f"{r.tag}: {r.state}" + (f" ({r.stop_reason})" if r.stop_reason else ""))
     print(
         f"  iteration {_s(r.iteration)} [{r.iteration_status}], keeps {r.keeps}, "
-        f"candidates {r.candidates}, best speedup {fmt.speedup(r.best_speedup)}"
+        f"candidates {r.candidates}, best speedup {fmt.speedup(r.best_speedup)} (geomean over classes)"
     )
     print(f"  BEST_COMMIT {r.best_commit}  (baseline {str(r.baseline_commit)[:12]})")
     print(
