@@ -65,6 +65,7 @@ def test_target_class_gain_with_others_tied_keeps_but_a_global_hypothesis_needs_
     assert run_until_final(data, target_class="big").kind == "keep"
     global_ = run_until_final(data)
     assert global_.kind == "borderline" and "partial_gain" in global_.flags
+    assert "the gain is not everywhere the (global) hypothesis aimed" in global_.reason  # it aimed at all
     elsewhere = run_until_final(data, target_class="small")
     assert elsewhere.kind == "borderline" and "the gain is not where the hypothesis aimed" in elsewhere.reason
 

@@ -498,8 +498,8 @@ def _explain(
         flat = [c for c in sorted(targets) if states[c] == "tied"]
         return (
             (
-                f"{_deltas(results, gained)} faster but {_names(flat)} unchanged: "
-                "the gain is not where the hypothesis aimed"
+                f"{_deltas(results, gained)} faster but {_names(flat)} unchanged: the gain is not "
+                + ("everywhere the (global) hypothesis aimed" if len(targets) > 1 else "where the hypothesis aimed")
             ),
             ("partial_gain",),
             gained[0],
