@@ -46,3 +46,19 @@ def test_doctor_says_what_a_run_s_proposer_needs_and_ends_its_last_line() -> Non
     assert said[("command", True)] == "proposer of run t: its program `claude` is on PATH"
     assert said[("command", False)].startswith("proposer of run t: MISSING: [propose].command")
     assert api.format_doctor(base).endswith("\n")
+
+
+def test_detaching_from_a_running_engine_says_it_goes_on(baselined, capsys, monkeypatch) -> None:
+    """`q` in the dashboard left the terminal without a word while the engine went on."""
+    from kopt_supervisor.engine import api
+    from kopt_supervisor.engine.workspace import Workspace
+    from kopt_supervisor.kopt_tui import app, cli
+
+    _, root = baselined([])
+    ws = Workspace(root, "t")
+    monkeypatch.setattr(app, "run_app", lambda root, tag: 0)
+    monkeypatch.setattr(api, "engine_alive", lambda w: (True, 4242))
+    assert cli._attach(ws) == 0
+    assert capsys.readouterr().out.startswith("detached from t; its engine goes on")
+    monkeypatch.setattr(api, "engine_alive", lambda w: (False, None))
+    assert cli._attach(ws) == 0 and capsys.readouterr().out == ""  # a stopped run: nothing to say

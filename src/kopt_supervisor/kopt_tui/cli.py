@@ -130,7 +130,11 @@ def cmd_run(args: argparse.Namespace) -> int:
 def _attach(ws: Workspace) -> int:
     from kopt_supervisor.kopt_tui.app import run_app
 
-    return run_app(ws.root, ws.tag)
+    rc = run_app(ws.root, ws.tag)
+    alive, _ = api.engine_alive(ws)
+    if alive:  # `q` detaches: the engine goes on, and the terminal says so
+        print(f"detached from {ws.tag}; its engine goes on   watch: kopt attach {ws.tag}   stop: kopt stop {ws.tag}")
+    return rc
 
 
 def cmd_attach(args: argparse.Namespace) -> int:
