@@ -57,7 +57,8 @@ def test_init_with_bench_overrides_the_repo_config_and_needs_the_rest(fake_env, 
         kopt(["--root", str(root), "init", "--repo", str(repo), "--tag", "e", "--config", str(tmp_path / "no.toml")])
         == 2
     )
-    assert "no such config file" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert err.strip().endswith("no.toml: no such config file (--config)"), err  # the file it was given
     assert not (root / "c").exists() and not (root / "d").exists() and not (root / "e").exists()
 
 

@@ -125,7 +125,8 @@ def init_run(
         except OSError as e:
             raise BadInput(f"{cfg_path}: cannot read: {e.strerror}") from None
     elif config_file or not bench:
-        raise BadInput(f"{cfg_path}: no such config file (write a kopt.toml, see docs/files.md, or pass --config)")
+        how = "--config" if config_file else "write a kopt.toml (docs/files.md), pass --config, or --bench CMD"
+        raise BadInput(f"{cfg_path}: no such config file ({how})")
     else:
         text = ""
     cfg = (
