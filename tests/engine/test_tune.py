@@ -603,3 +603,24 @@ def test_no_split_follow_up_for_a_class_where_the_change_is_no_change(tmp_path):
     p2, plan, _ = h.propose()
     assert p2.details["move"] != "split"
     assert not (p2.details["class"] == "dclass=narrow" and p2.details["changed"].get("BLOCK_D") == [128, 0])
+
+
+def test_init_refuses_a_params_file_the_repository_does_not_track(tmp_path, monkeypatch, capsys):
+    """A new user's `params = "params_missing.json"` was accepted at init; the run then failed at
+    its first iteration, after the baseline. kopt init refuses it in one line (exit 2), and
+    takes the file once it is committed."""
+    from kopt_supervisor.kopt_tui.cli import main as kopt
+    from tests.conftest import git
+
+    repo, _ = make_tune_run(tmp_path, monkeypatch)
+    (repo / "kopt.toml").write_text((repo / "kopt.toml").read_text().replace('"params.json"', '"tuned.json"'))
+    git(repo, "commit", "-qam", "params renamed in the config only")
+    root = str(tmp_path / "ws")
+    capsys.readouterr()
+    assert kopt(["--root", root, "init", "--repo", str(repo), "--tag", "missing"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "[propose.tune].params = 'tuned.json': no such file tracked in" in err, err
+    (repo / "tuned.json").write_text((repo / "params.json").read_text())
+    git(repo, "add", "tuned.json")
+    git(repo, "commit", "-qm", "the params file")
+    assert kopt(["--root", root, "init", "--repo", str(repo), "--tag", "found"]) == 0

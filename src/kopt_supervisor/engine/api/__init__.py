@@ -114,8 +114,8 @@ def init_run(
     from the bench's own output first). A proposer whose program is not on PATH is refused
     here, not at iteration 1. `propose`: [propose] keys from the command line (--propose-command,
     --agent), over the file's."""
+    from kopt_supervisor.engine import onboard
     from kopt_supervisor.engine.history import write_initial_projections
-    from kopt_supervisor.engine.propose.agents import check_agent
 
     top = gitops.toplevel(Path(repo).expanduser().resolve())
     cfg_path = Path(config_file).expanduser() if config_file else top / "kopt.toml"
@@ -134,7 +134,7 @@ def init_run(
         if bench or propose
         else loads_config(text, source=str(cfg_path))
     )
-    missing = check_agent(cfg)
+    missing = onboard.config_problem(top, cfg)
     if missing:
         raise BadInput(missing)
     frozen = f"# frozen by `kopt init` from {cfg_path if cfg_path.exists() else 'defaults'}\n" + dumps_config(cfg)

@@ -85,6 +85,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 
 from kopt_supervisor.engine import BadInput
+from kopt_supervisor.engine.config import Config
 from kopt_supervisor.engine.decide import t_quantile
 from kopt_supervisor.engine.decide.estimate import Policy, alpha_at_look
 from kopt_supervisor.engine.onboard.detect import CONFIG, BenchRun, Candidate, RunBench, candidates, classify
@@ -361,6 +362,22 @@ def sources_warning(
     )
 
 
+def config_problem(repo: Path, cfg: Config) -> str | None:
+    """`kopt init`'s refusal, in one line, of a config its run could not start: a proposer whose
+    program is not on PATH (propose.agents.check_agent), or the tune proposer's params file not
+    tracked in the repository (its first iteration failed with it, after the baseline)."""
+    from kopt_supervisor.engine import gitops
+    from kopt_supervisor.engine.propose.agents import check_agent
+
+    missing = check_agent(cfg)
+    params = cfg.propose.tune.params if cfg.propose.kind == "tune" else ""
+    if missing or not params:
+        return missing
+    if Path(params).as_posix() not in gitops.tree_files(repo, "HEAD"):
+        return f"[propose.tune].params = {params!r}: no such file tracked in {repo} (the tune proposer edits it)"
+    return None
+
+
 def inside_repo_warning(workspace: Path, repo: Path) -> str | None:
     """`kopt init`'s warning for a workspace made inside the repository it runs on (the default
     root `./workspaces` of a shell in the repo): git there then lists it as untracked, and
@@ -387,6 +404,7 @@ __all__ = [
     "RunBench",
     "answers_from",
     "candidates",
+    "config_problem",
     "estimate_decision_s",
     "inside_repo_warning",
     "local_run_bench",
