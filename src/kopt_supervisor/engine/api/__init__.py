@@ -111,9 +111,9 @@ def init_run(
     """`kopt init`: a workspace for `repo` (any directory inside a git work tree) with the
     config frozen into it. The config is `config_file`, else REPO/kopt.toml; `bench`
     overrides its [target].bench (with no config file at all, `propose_config` writes one
-    from the bench's own output first). A proposer whose program is not on PATH is refused
-    here, not at iteration 1. `propose`: [propose] keys from the command line (--propose-command,
-    --agent), over the file's."""
+    from the bench's own output first). A proposer whose program is not on PATH, or a tune
+    params file the repo does not track, is refused here, not at iteration 1 (onboard.config_problem).
+    `propose`: [propose] keys from the command line (--propose-command, --agent), over the file's."""
     from kopt_supervisor.engine import onboard
     from kopt_supervisor.engine.history import write_initial_projections
 
