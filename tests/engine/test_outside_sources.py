@@ -145,3 +145,23 @@ def test_init_warns_of_a_workspace_made_inside_the_repository(tmp_path: Path, mo
     assert onboard.inside_repo_warning(tmp_path / "elsewhere" / "x", repo) is None
     assert kopt(["--root", str(tmp_path / "outside"), "init", "--repo", str(repo), "--tag", "out"]) == 0
     assert "lies inside the repository" not in capsys.readouterr().out
+
+
+def test_init_warns_of_a_protected_pattern_that_matches_no_tracked_file(tmp_path: Path, monkeypatch, capsys) -> None:
+    """A typo in [target].protected (a new user's `softmax/nothere.py` was accepted without a
+    word) leaves the file meant unprotected: kopt init names the patterns that match nothing,
+    as the police match them (a folder, a glob, a path)."""
+    from kopt_supervisor.kopt_tui.cli import main as kopt
+    from tests.conftest import make_fake_repo
+
+    assert onboard.unmatched_protected(["k/", "*.json", "bench.py"], {"bench.py", "k/a.py", "p.json"}) is None
+    said = onboard.unmatched_protected(["kernel.pyy", "bench.py", "src/kernels/"], {"bench.py", "src/kernel/a.py"})
+    assert said is not None and "'kernel.pyy', 'src/kernels/' match no tracked file" in said, said
+    monkeypatch.delenv("KOPT_ROOT", raising=False)
+    repo = make_fake_repo(
+        tmp_path / "repo",
+        script=[],
+        toml_replace={'protected = ["bench.py"]': 'protected = ["bench.py", "nothere.py"]'},
+    )
+    assert kopt(["--root", str(tmp_path / "ws"), "init", "--repo", str(repo), "--tag", "p"]) == 0
+    assert "[target].protected: 'nothere.py' match no tracked file" in capsys.readouterr().out

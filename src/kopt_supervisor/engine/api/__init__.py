@@ -171,18 +171,15 @@ def _untracked_start(top: Path, globs: list[str]) -> tuple[str | None, list[str]
 
 
 def init_warnings(ws: Workspace, repo: Path, commit: str, cfg: Config) -> tuple[str, ...]:
-    """`kopt init`'s warnings (each also an event of the run): with no [target].sources, the files
-    the bench reads that nothing covers; a workspace inside the repository (engine/onboard)."""
+    """`kopt init`'s warnings (onboard.config_warnings), each also an event of the run."""
     from kopt_supervisor.engine import onboard
     from kopt_supervisor.engine.loop.proposal import ALWAYS_PROTECTED
 
-    t, covered = cfg.target, [*cfg.target.protected, *ALWAYS_PROTECTED]
     try:
         tracked = gitops.tree_files(repo, commit)
     except KoptError:
         return ()
-    sources = onboard.sources_warning(repo, t.bench, tracked, covered, t.sources)
-    found = [w for w in (sources, onboard.inside_repo_warning(ws.dir, repo)) if w]
+    found = onboard.config_warnings(ws.dir, repo, tracked, cfg, always_protected=ALWAYS_PROTECTED)
     if found:
         with ws.open_store() as store:
             for w in found:

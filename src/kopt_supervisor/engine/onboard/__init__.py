@@ -196,9 +196,6 @@ def estimate_decision_s(
     )
 
 
-__all__ = ["answers_from", "propose", "settle", "sources_warning", "write"]
-
-
 def _tail(path: Path, limit: int = 8192) -> str | None:
     try:
         with open(path, "rb") as f:
@@ -362,6 +359,37 @@ def sources_warning(
     )
 
 
+def config_warnings(
+    workspace: Path, repo: Path, tracked: Collection[str], cfg: Config, *, always_protected: Sequence[str]
+) -> list[str]:
+    """`kopt init`'s warnings: with no [target].sources, the files the bench reads that nothing
+    covers (`sources_warning`); a workspace inside the repository (`inside_repo_warning`); a
+    [target].protected pattern that matches no tracked file (`unmatched_protected`)."""
+    t = cfg.target
+    found = (
+        sources_warning(repo, t.bench, tracked, [*t.protected, *always_protected], t.sources),
+        inside_repo_warning(workspace, repo),
+        unmatched_protected(t.protected, tracked),
+    )
+    return [w for w in found if w]
+
+
+def unmatched_protected(protected: Sequence[str], tracked: Collection[str]) -> str | None:
+    """The protected patterns that match no tracked file, as the police match them
+    (gitops.matching): right for a file a candidate must not add, but a typo (`kernel.pyy`,
+    `src/kernels/` for `src/kernel/`) leaves what was meant unprotected, without a word."""
+    from kopt_supervisor.engine import gitops
+
+    paths = sorted(tracked)
+    unmatched = [g for g in protected if not gitops.matching(paths, [g])]
+    if not unmatched:
+        return None
+    return (
+        f"[target].protected: {', '.join(repr(g) for g in unmatched)} match no tracked file (right for a "
+        "file a candidate must not add; a typo leaves the file you meant unprotected)"
+    )
+
+
 def config_problem(repo: Path, cfg: Config) -> str | None:
     """`kopt init`'s refusal, in one line, of a config its run could not start: a proposer whose
     program is not on PATH (propose.agents.check_agent), or the tune proposer's params file not
@@ -405,6 +433,7 @@ __all__ = [
     "answers_from",
     "candidates",
     "config_problem",
+    "config_warnings",
     "estimate_decision_s",
     "inside_repo_warning",
     "local_run_bench",
@@ -414,6 +443,7 @@ __all__ = [
     "settle",
     "sources_warning",
     "tree_stamps",
+    "unmatched_protected",
     "write",
     "written_since",
 ]
