@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import mcp.client.stdio  # noqa: F401  (imported here, not under capsys: its stdio_client binds sys.stderr as a default)
 import pytest
 
 from kopt_supervisor.engine.mcp.judge import Judge
@@ -215,3 +216,36 @@ def test_print_config_without_the_sdk_still_prints_it_and_warns(mcp_run, capsys,
     monkeypatch.undo()
     assert kopt(["--root", str(root), "mcp", "t", "--print-config", "claude-code"]) == 0
     assert "warning" not in capsys.readouterr().err
+
+
+def test_print_config_names_the_running_kopt_by_its_absolute_path(mcp_run, capsys, monkeypatch, tmp_path):
+    """A venv's kopt, not on PATH (the venv not activated), printed a bare `kopt` that the client
+    could not start; the running kopt is named by its absolute path."""
+    import sys
+
+    from kopt_supervisor.kopt_tui.cli import main as kopt
+
+    root, ws = mcp_run()
+    capsys.readouterr()
+    venv_kopt = tmp_path / "venv" / "bin" / "kopt"
+    venv_kopt.parent.mkdir(parents=True)
+    venv_kopt.write_text("#!/bin/sh\n")
+    monkeypatch.setattr(sys, "argv", [str(venv_kopt), "mcp"])
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    assert kopt(["--root", str(root), "mcp", "t", "--print-config", "claude-code"]) == 0
+    assert json.loads(capsys.readouterr().out)["mcpServers"]["kopt-t"]["command"] == str(venv_kopt)
+    monkeypatch.setattr(sys, "argv", ["python -m kopt_supervisor.kopt_tui.cli"])
+    assert kopt(["--root", str(root), "mcp", "t", "--print-config", "claude-code"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["mcpServers"]["kopt-t"]["command"] == "kopt" and "no kopt on PATH" in err
+
+
+def test_a_waiting_submit_never_tells_the_agent_to_run_kopt_submit():
+    """The propose phase's engine step is the manual proposer's "waiting for `kopt submit T`":
+    an MCP agent's progress line said to run a CLI command it must not run."""
+    from kopt_supervisor.engine import mcp as rules
+
+    step = {"version": 2, "step": "waiting for `kopt submit d` (manual proposer)"}
+    assert rules.progress_text(2, "propose", step) == "v2: handing the submit to the engine"
+    measuring = {"version": 2, "step": "eval, round 1 of up to 12", "done": 1, "total": 12}
+    assert rules.progress_text(2, "measure", measuring).endswith("eval, round 1 of up to 12 (1/12)")

@@ -7,6 +7,7 @@ import argparse
 import shutil
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from kopt_supervisor.engine import api
@@ -16,7 +17,7 @@ from kopt_supervisor.engine.api import resolve_root
 def cmd_mcp(args: argparse.Namespace) -> int:
     ws = api.open_workspace(args.root, args.tag)
     if args.print_config:
-        command = shutil.which("kopt") or "kopt"
+        command = kopt_command()
         served = ["mcp", ws.tag, "--root", str(resolve_root(args.root).resolve())]
         if args.allow_restart:
             served.append("--allow-restart")
@@ -31,6 +32,21 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         return 0
     api.serve_mcp(ws, transport="http" if args.http else "stdio", port=args.port or 0, allow_restart=args.allow_restart)
     return 0
+
+
+def kopt_command() -> str:
+    """The kopt an MCP client should start: this one, by its absolute path (a client's PATH is
+    not this shell's: a bare `kopt` from a venv not activated there could not start), else the
+    one on PATH, else `kopt` (warned)."""
+    here = Path(sys.argv[0])
+    if here.name == "kopt" and here.is_file():
+        return str(here.absolute())
+    found = shutil.which("kopt")
+    if found is None:
+        print(
+            "kopt: warning: no kopt on PATH: the config names a bare `kopt`; put its full path there", file=sys.stderr
+        )
+    return found or "kopt"
 
 
 def register(add: Callable[[str, Any, str], argparse.ArgumentParser]) -> None:

@@ -218,6 +218,8 @@ def progress_text(version: int, phase: str | None, progress: Mapping[str, Any] |
     """One progress line: the phase in words, then the engine's live step for this iteration."""
     words = PHASE_WORDS.get(str(phase), str(phase or "working"))
     step = ""
+    if phase == "propose":  # the engine's step there is the manual proposer's "waiting for `kopt submit`"
+        return f"v{version}: {words}"
     if isinstance(progress, Mapping) and progress.get("version") == version and progress.get("step"):
         step = str(progress["step"])[:200]
         done, total = progress.get("done"), progress.get("total")
