@@ -215,10 +215,9 @@ def test_a_cpu_demo_says_so_on_the_state_line(runs_root: Path):
 def test_the_class_table_drops_whole_columns_to_fit_instead_of_truncating_numbers() -> None:
     """CPU timings have five-digit values: a 56-cell panel used to show "119…" for best. Now
     the least important columns go first (roof, rnd, best, ...) and what stays is whole."""
-    from rich.console import Console
 
     from kopt_supervisor.kopt_tui.model import ClassRow
-    from kopt_supervisor.kopt_tui.widgets.class_deltas import COLUMNS, class_table
+    from kopt_supervisor.kopt_tui.widgets.class_deltas import COLUMNS
 
     rows = (
         ClassRow(
@@ -248,9 +247,7 @@ def test_the_class_table_drops_whole_columns_to_fit_instead_of_truncating_number
     )
 
     def render(width: int | None, console_width: int) -> str:
-        console = Console(width=console_width, record=True, color_system=None)
-        console.print(class_table(rows, width=width))
-        return console.export_text()
+        return rendered_classes(rows, width, console_width)
 
     full = render(None, 120)
     assert all(c in full.splitlines()[0] for c in COLUMNS) and "11937" in full and "41%" in full
@@ -303,3 +300,38 @@ def test_one_iteration_prints_its_numbers_alike_in_the_tui_results_md_and_the_ex
         assert text in tui and text in message
     for text in (change, interval):
         assert text in tui and text in md and text in message
+
+
+def rendered_classes(rows: tuple, width: int | None, console_width: int) -> str:
+    """The class table as text at `width` (None: every column) in a console that wide."""
+    from rich.console import Console
+
+    from kopt_supervisor.kopt_tui.widgets.class_deltas import class_table
+
+    console = Console(width=console_width, record=True, color_system=None)
+    console.print(class_table(rows, width=width))
+    return console.export_text()
+
+
+def test_a_long_class_name_leaves_room_for_the_delta_its_interval_and_the_verdict() -> None:
+    """The class column is cut at CLASS_MAX cells: fitting the columns counts it so."""
+    from kopt_supervisor.kopt_tui.model import ClassRow
+    from kopt_supervisor.kopt_tui.widgets.class_deltas import CLASS_MAX
+
+    # cls, best, cand, ratio, lo, hi, rounds, verdict, roof_pct, target
+    row = ClassRow(
+        "dclass=narrow,dtype=bfloat16,esize=2,layout=nhwc",
+        69.12,
+        70.77,
+        1.0238,
+        1.011,
+        1.037,
+        8,
+        "regressed",
+        None,
+        False,
+    )
+    header, line = rendered_classes((row,), 70, 70).splitlines()[:2]
+    assert {"Δ", "interval", "verdict"} <= set(header.split()), header
+    assert "+2.38% slower" in line and "[+1.1, +3.7]" in line and "regressed" in line, line
+    assert len(line.split("  ")[0]) <= CLASS_MAX
