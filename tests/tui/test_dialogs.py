@@ -6,12 +6,13 @@ restart list shows the point it has chosen.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 from textual.geometry import Region
 from textual.widget import Widget
-from textual.widgets import Input
+from textual.widgets import Input, OptionList
 
 from kopt_supervisor.kopt_tui.app import KoptApp
 from kopt_supervisor.kopt_tui.screens.confirm import ConfirmScreen
@@ -103,3 +104,24 @@ async def test_the_review_dialogs_class_table_is_readable_at_80_columns(runs_roo
         assert header[:1] == ["class"] and {"Δ", "interval", "verdict"} <= set(header), text
         assert large[0] == "cls=large" and "-0.66%" in large and "[-2.0," in large and "undecided" in large, text
         assert small[0] == "cls=small" and "+0.22%" in small and "+1.2]" in small, text
+
+
+async def test_the_restart_dialog_shows_the_point_it_has_chosen(runs_root: Path):
+    app = KoptApp(runs_root, REVIEW, services=frozen_services(runs_root))
+    async with app.run_test(size=SMALL) as pilot:
+        await until(pilot, lambda: dashboard_ready(app))
+        await pilot.press("up", "up", "up", "R")  # cursor on v5: the nearest restart point is v4
+        await until(pilot, lambda: isinstance(app.screen, RestartScreen), what="the restart dialog")
+        await pilot.pause(0.1)
+        points = app.screen.query_one(OptionList)
+        assert str(app.screen.query_one("#confirm").label) == "Restart from v4 (ctrl+s)"
+
+        def shown() -> list[str]:
+            return re.findall(r"\bv\d+\b", "\n".join(shown_lines(points)))
+
+        assert "v4" in shown() and "v0" not in shown(), shown()
+        await pilot.press("home")
+        await until(pilot, lambda: "v0" in shown(), timeout=5, what="v0 in view")
+        assert str(app.screen.query_one("#confirm").label) == "Restart from v0 (ctrl+s)"
+        await pilot.press("end")
+        await until(pilot, lambda: "v4" in shown(), timeout=5, what="v4 in view again")
